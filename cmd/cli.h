@@ -1,0 +1,203 @@
+/* Shared helpers for the tools in cmd/: one option table that drives both getopt_long and --help
+ * (git's usage_with_options), strict number parsing (zstd's readU32FromCharChecked), diagnostics
+ * as `tool: path: message`, signal flags (mdb_dump's gotsig) and the common exit codes.
+ * Header-only: every tool includes it once. */
+#ifndef FC_CMD_CLI_H
+#define FC_CMD_CLI_H
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { FC_EXIT_OK = 0, FC_EXIT_FAIL = 1, FC_EXIT_USAGE = 2 };
+
+/* One row per option. has_arg: no_argument / required_argument. id: the value getopt_long
+ * returns (the short letter when there is one, else a number >= 256). A row with long_name NULL
+ * and help set is a section heading in --help; the table ends with an all-zero row. */
+typedef struct fc_cli_opt {
+  const char *long_name;
+  int id;
+  int has_arg;
+  const char *arg_name;
+  const char *help;
+} fc_cli_opt;
+
+static const char *fc_cli_tool = "featcache";
+
+static inline void fc_cli_vmsg(const char *path, const char *fmt, va_list ap) {
+  if (path) fprintf(stderr, "%s: %s: ", fc_cli_tool, path);
+  else fprintf(stderr, "%s: ", fc_cli_tool);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+}
+
+/* `tool: path: message` (path may be NULL) on stderr. */
+static inline void fc_cli_warn(const char *path, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fc_cli_vmsg(path, fmt, ap);
+  va_end(ap);
+}
+
+/* Usage error: message, a hint to --help, exit 2. */
+static inline void fc_cli_usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fc_cli_vmsg(NULL, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "Try '%s --help' for more information.\n", fc_cli_tool);
+  exit(FC_EXIT_USAGE);
+}
+
+/* --help text from the table: synopsis lines, a description, the options, a footer. */
+static inline void fc_cli_help(FILE *f, const char *synopsis, const char *description,
+                               const fc_cli_opt *opts, const char *footer) {
+  fprintf(f, "Usage: %s\n", synopsis);
+  if (description) fprintf(f, "\n%s\n", description);
+  for (const fc_cli_opt *o = opts; o->long_name || o->help; o++) {
+    if (!o->long_name) {
+      fprintf(f, "\n%s\n", o->help);
+      continue;
+    }
+    char left[64];
+    int n;
+    if (o->id > 0 && o->id < 128)
+      n = snprintf(left, sizeof left, "  -%c, --%s", o->id, o->long_name);
+    else
+      n = snprintf(left, sizeof left, "      --%s", o->long_name);
+    if (o->has_arg && n > 0 && (size_t)n < sizeof left)
+      snprintf(left + n, sizeof left - (size_t)n, " %s", o->arg_name ? o->arg_name : "ARG");
+    fprintf(f, "%-30s %s\n", left, o->help ? o->help : "");
+  }
+  if (footer) fprintf(f, "\n%s\n", footer);
+}
+
+/* Build getopt_long's tables from ours. longs must hold one entry per option plus one; shorts
+ * at least 3 per option plus 2. */
+static inline void fc_cli_getopt_tables(const fc_cli_opt *opts, struct option *longs,
+                                        char *shorts) {
+  size_t nl = 0, ns = 0;
+  for (const fc_cli_opt *o = opts; o->long_name || o->help; o++) {
+    if (!o->long_name) continue;
+    longs[nl++] = (struct option){o->long_name, o->has_arg, NULL, o->id};
+    if (o->id > 0 && o->id < 128) {
+      shorts[ns++] = (char)o->id;
+      if (o->has_arg == required_argument) shorts[ns++] = ':';
+    }
+  }
+  longs[nl] = (struct option){0, 0, 0, 0};
+  shorts[ns] = '\0';
+}
+
+/* Strict unsigned parse: digits only (no sign, no junk), overflow rejected. With sizes != 0,
+ * accepts suffixes K M G T (×1000) and KiB MiB GiB TiB (×1024), and "k". Returns 0 or -1. */
+static inline int fc_cli_parse_u64(const char *s, uint64_t *out, int sizes) {
+  if (!s || *s < '0' || *s > '9') return -1;
+  errno = 0;
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno == ERANGE) return -1;
+  uint64_t mul = 1;
+  if (*end && sizes) {
+    static const struct { const char *suf; uint64_t mul; } sufs[] = {
+        {"K", 1000ull}, {"k", 1000ull}, {"M", 1000000ull}, {"G", 1000000000ull},
+        {"T", 1000000000000ull}, {"KiB", 1ull << 10}, {"MiB", 1ull << 20},
+        {"GiB", 1ull << 30}, {"TiB", 1ull << 40}, {"KB", 1000ull}, {"MB", 1000000ull},
+        {"GB", 1000000000ull}};
+    mul = 0;
+    for (size_t i = 0; i < sizeof sufs / sizeof sufs[0]; i++)
+      if (strcmp(end, sufs[i].suf) == 0) mul = sufs[i].mul;
+    if (!mul) return -1;
+  } else if (*end) {
+    return -1;
+  }
+  if (v > UINT64_MAX / mul) return -1;
+  *out = (uint64_t)v * mul;
+  return 0;
+}
+
+/* Strict u32 within [lo, hi]; on failure a usage error naming the option. */
+static inline uint32_t fc_cli_u32(const char *opt, const char *s, uint32_t lo, uint32_t hi) {
+  uint64_t v;
+  if (fc_cli_parse_u64(s, &v, 0) || v < lo || v > hi)
+    fc_cli_usage_error("invalid value '%s' for --%s (want an integer in %u..%u)", s, opt, lo, hi);
+  return (uint32_t)v;
+}
+
+/* Strict finite double within [lo, hi]; on failure a usage error naming the option. */
+static inline double fc_cli_double(const char *opt, const char *s, double lo, double hi) {
+  char *end;
+  errno = 0;
+  double v = s && *s ? strtod(s, &end) : NAN;
+  if (!s || !*s || *end || errno == ERANGE || !isfinite(v) || v < lo || v > hi)
+    fc_cli_usage_error("invalid value '%s' for --%s (want a number in %g..%g)", s ? s : "", opt,
+                       lo, hi);
+  return v;
+}
+
+/* Boolean: 1/0, true/false, yes/no, on/off. */
+static inline int fc_cli_bool(const char *opt, const char *s) {
+  const char *yes[] = {"1", "true", "yes", "on"}, *no[] = {"0", "false", "no", "off"};
+  for (int i = 0; i < 4; i++) {
+    if (strcmp(s, yes[i]) == 0) return 1;
+    if (strcmp(s, no[i]) == 0) return 0;
+  }
+  fc_cli_usage_error("invalid value '%s' for --%s (want true or false)", s, opt);
+  return 0;
+}
+
+/* ---- signals: SIGINT/SIGTERM set a flag; the job commits finished work and exits 130/143 ---- */
+static volatile sig_atomic_t fc_cli_signal;
+
+static inline void fc_cli_on_signal(int sig) { fc_cli_signal = sig; }
+
+static inline void fc_cli_install_signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = fc_cli_on_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
+
+/* Exit code for an interrupted job: 128 + signal number (130 SIGINT, 143 SIGTERM). */
+static inline int fc_cli_signal_exit(void) { return 128 + (int)fc_cli_signal; }
+
+/* Progress on stderr: forced with --progress, silenced with -q, else only on a terminal. */
+static inline int fc_cli_progress_wanted(int force, int quiet) {
+  if (quiet) return 0;
+  if (force) return 1;
+  return isatty(STDERR_FILENO);
+}
+
+/* Print a JSON string literal (quotes and escapes) to f. */
+static inline void fc_cli_json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+    else if (*p == '\n') fputs("\\n", f);
+    else if (*p == '\t') fputs("\\t", f);
+    else if (*p == '\r') fputs("\\r", f);
+    else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+    else fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+static inline void fc_cli_version(void) {
+#ifdef FC_VERSION_STRING
+  printf("%s (featcache) %s\n", fc_cli_tool, FC_VERSION_STRING);
+#else
+  printf("%s (featcache)\n", fc_cli_tool);
+#endif
+}
+
+#endif

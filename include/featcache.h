@@ -1,0 +1,13 @@
+/* featcache — the whole public C API. Link with -lfeatcache (pkg-config featcache). */
+#ifndef FEATCACHE_H
+#define FEATCACHE_H
+
+#include "featcache/fc_base.h"
+#include "featcache/fc_config.h"
+#include "featcache/fc_format.h"
+#include "featcache/fc_store.h"
+#include "featcache/fc_mel.h"
+#include "featcache/fc_audio.h"
+#include "featcache/fc_manifest.h"
+
+#endif

@@ -1,0 +1,93 @@
+/* featcache — common types: error codes, digests, dtypes.
+ *
+ * Error model (one for the whole library): functions return int, 0 is success; our own codes are
+ * negative FC_E* in [-31999, -31900]; LMDB's codes (-30800 .. -30780) and errno values (positive)
+ * are passed through unchanged. fc_strerror() names every one of them. */
+#ifndef FC_BASE_H
+#define FC_BASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define FC_API __attribute__((visibility("default")))
+#else
+#define FC_API
+#endif
+
+/* ---- errors ---------------------------------------------------------------------------------- */
+enum {
+  FC_EFIRST = -31999,
+  FC_EFORMAT = -31900,     /* a record, entry or store that is not what the format says */
+  FC_ECHECKSUM = -31901,   /* a checksum does not match */
+  FC_ECONFIG = -31902,     /* an invalid or inconsistent configuration */
+  FC_EDECODE = -31903,     /* audio could not be decoded */
+  FC_EEMPTY = -31904,      /* input has no samples / no text */
+  FC_ETOOLONG = -31905,    /* input longer than the configured limit */
+  FC_EMANIFEST = -31906,   /* a manifest line is malformed */
+  FC_EUTF8 = -31907,       /* invalid UTF-8 */
+  FC_ENOTFOUND = -31908,   /* a key, id or config is not in the store */
+  FC_ENODEVICE = -31909,   /* no usable compute device (e.g. no CUDA GPU) */
+  FC_ECUDA = -31910,       /* a CUDA or cuFFT call failed */
+  FC_EINTR = -31911,       /* interrupted by a signal; finished work is committed */
+  FC_EBADSTATE = -31912,   /* handle refuses work after an earlier failure (sticky) */
+  FC_EVERSION = -31913,    /* store format version this build does not know */
+  FC_EDUPLICATE = -31914,  /* duplicate id */
+  FC_ETOKENIZER = -31915,  /* tokenizer definition invalid */
+  FC_EUNKNOWN = -31916,    /* unknown symbol under --strict */
+  FC_ELAST = -31900
+};
+
+/* Message for any code returned by this library: FC_E*, LMDB codes, errno values.
+ * Returns a static string (never NULL, never to be freed). Our messages start with the code's name. */
+FC_API const char *fc_strerror(int err);
+
+/* Library version, "MAJOR.MINOR.PATCH". Static string. */
+FC_API const char *fc_version(void);
+
+/* ---- digests --------------------------------------------------------------------------------- */
+/* A 128-bit digest as stored: XXH3-128 low 64 bits little-endian, then high 64 bits little-endian. */
+typedef struct fc_digest {
+  uint8_t bytes[16];
+} fc_digest;
+
+/* XXH3-128 of a buffer, in stored byte order. */
+FC_API void fc_digest_buffer(const void *data, size_t len, fc_digest *out);
+/* 32 lowercase hex chars of the 16 stored bytes in order, plus NUL: out must hold 33 bytes. */
+FC_API void fc_digest_hex(const fc_digest *d, char out[33]);
+/* Parse 32 hex chars (upper or lower case). Returns 0, or FC_ECONFIG if malformed. */
+FC_API int fc_digest_parse(const char *hex, fc_digest *out);
+/* XXH3-64 of a buffer (record checksums). */
+FC_API uint64_t fc_hash64(const void *data, size_t len);
+
+/* ---- dtypes (record header byte 6) ------------------------------------------------------------ */
+typedef enum fc_dtype {
+  FC_DTYPE_F32 = 1,
+  FC_DTYPE_F16 = 2,
+  FC_DTYPE_BF16 = 3,
+  FC_DTYPE_I32 = 4,
+  FC_DTYPE_I16 = 5,
+  FC_DTYPE_U16 = 6
+} fc_dtype;
+
+/* Size in bytes of one element; 0 for an unknown dtype. */
+FC_API size_t fc_dtype_size(int dtype);
+/* "f32", "f16", "bf16", "i32", "i16", "u16"; NULL for an unknown dtype. Static string. */
+FC_API const char *fc_dtype_name(int dtype);
+/* Inverse of fc_dtype_name; returns 0 for an unknown name. */
+FC_API int fc_dtype_from_name(const char *name);
+
+/* Round-to-nearest-even float conversions used for f16/bf16 records (CPU and CUDA agree). */
+FC_API uint16_t fc_f32_to_f16(float f);
+FC_API float fc_f16_to_f32(uint16_t h);
+FC_API uint16_t fc_f32_to_bf16(float f);
+FC_API float fc_bf16_to_f32(uint16_t b);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,88 @@
+/* featcache — store format v1: records, keys, audio and text entries (docs/FORMAT.md).
+ * Pure functions over bytes; none of them trusts its input. */
+#ifndef FC_FORMAT_H
+#define FC_FORMAT_H
+
+#include "fc_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FC_FORMAT_NAME "featcache/1"
+#define FC_RECORD_MAGIC "FCR1"
+#define FC_RECORD_HEADER_SIZE 64
+#define FC_ID_MAX 511 /* bytes of an utterance id (LMDB's default max key size) */
+
+enum { FC_PRODUCER_CPU = 1, FC_PRODUCER_CUDA = 2 };
+
+typedef struct fc_record_header {
+  uint8_t dtype;          /* fc_dtype */
+  uint8_t ndim;           /* 1 or 2 */
+  uint32_t dim0;          /* frames, or tokens */
+  uint32_t dim1;          /* mel bins; 1 when ndim == 1 */
+  uint64_t payload_bytes; /* dim0 * dim1 * dtype size */
+  uint64_t payload_hash;  /* XXH3-64 of the payload */
+  fc_digest config;       /* config digest */
+  uint32_t flags;
+  uint32_t producer;      /* FC_PRODUCER_* */
+} fc_record_header;
+
+/* Serialize h into out[64], computing the header checksum (bytes 56..63). h->payload_hash and
+ * payload_bytes are written as given. */
+FC_API void fc_record_header_encode(const fc_record_header *h, uint8_t out[FC_RECORD_HEADER_SIZE]);
+
+/* Encode a whole record into out (64 + payload bytes), filling payload_bytes and payload_hash from
+ * the payload. out must hold FC_RECORD_HEADER_SIZE + payload_len bytes. Returns 0 or FC_EFORMAT if
+ * dims/dtype disagree with payload_len. */
+FC_API int fc_record_encode(fc_record_header *h, const void *payload, size_t payload_len, void *out);
+
+/* Parse and check a record value of len bytes without touching the payload: length >= 64, magic,
+ * header size, header checksum, dtype, ndim, dims, dim0*dim1*size == payload_bytes == len - 64.
+ * On success fills *h and *payload (points into val). Returns 0, FC_EFORMAT or FC_ECHECKSUM; why
+ * (may be NULL) receives a one-line reason. */
+FC_API int fc_record_parse(const void *val, size_t len, fc_record_header *h, const void **payload,
+                           char *why, size_t why_len);
+
+/* fc_record_parse, then the payload checksum. */
+FC_API int fc_record_verify(const void *val, size_t len, fc_record_header *h, const void **payload,
+                            char *why, size_t why_len);
+
+/* Keys of the feat and tok dbs: XXH3-128(content digest ‖ config digest). */
+FC_API void fc_record_key(const fc_digest *content, const fc_digest *config, fc_digest *key);
+
+/* ---- audio entries (db "audio", key = utterance id) ------------------------------------------ */
+#define FC_AUDIO_ENTRY_FIXED 48
+typedef struct fc_audio_entry {
+  fc_digest digest;        /* XXH3-128 of the source file's bytes      offset 0 */
+  uint32_t sample_rate;    /* of the source                            offset 16 */
+  uint32_t channels;       /* of the source                            offset 20 */
+  uint64_t frames;         /* sample frames of the source              offset 24 */
+  uint64_t source_size;    /* bytes                                    offset 32 */
+  int64_t mtime_ns;        /* source mtime, ns since the epoch         offset 40 */
+  const char *path;        /* offset 48 .. end, UTF-8, no terminator in the store */
+  size_t path_len;
+} fc_audio_entry;
+
+/* Bytes needed to encode e. */
+FC_API size_t fc_audio_entry_size(const fc_audio_entry *e);
+/* Encode into out (fc_audio_entry_size bytes). */
+FC_API void fc_audio_entry_encode(const fc_audio_entry *e, void *out);
+/* Decode; e->path points into val (not NUL-terminated; use path_len). 0 or FC_EFORMAT. */
+FC_API int fc_audio_entry_decode(const void *val, size_t len, fc_audio_entry *e);
+
+/* ---- text entries (db "text", key = utterance id): digest (16 B) then normalized UTF-8 text --- */
+FC_API int fc_text_entry_decode(const void *val, size_t len, fc_digest *digest, const char **text,
+                                size_t *text_len);
+
+/* Check an utterance id: 1..FC_ID_MAX bytes of valid UTF-8 without NUL or newline.
+ * Returns 0, FC_EFORMAT (length) or FC_EUTF8. */
+FC_API int fc_id_check(const char *id, size_t len);
+
+/* Validate UTF-8 (strict: no overlongs, surrogates or > U+10FFFF). 1 valid, 0 not. */
+FC_API int fc_utf8_valid(const char *s, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

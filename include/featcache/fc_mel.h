@@ -1,0 +1,46 @@
+/* featcache — log-mel computation on the CPU (FFTW, single precision).
+ *
+ * A plan holds everything derived from a config: window, mel filterbank (sparse: each mel band's
+ * first bin and weights), FFTW plans for a block of frames. Plans are made once and reused.
+ * fc_mel_plan_create is NOT thread-safe (FFTW planning); fc_mel_compute on *different* plans is.
+ * For OpenMP across utterances make one plan per thread (fc_mel_plan_clone is cheap). */
+#ifndef FC_MEL_H
+#define FC_MEL_H
+
+#include "fc_config.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fc_mel_plan fc_mel_plan;
+
+/* Create a plan for cfg (validated first: FC_ECONFIG). *out owned by the caller. */
+FC_API int fc_mel_plan_create(const fc_mel_config *cfg, fc_mel_plan **out);
+/* A plan for the same config sharing the read-only tables; safe to use from another thread. */
+FC_API int fc_mel_plan_clone(const fc_mel_plan *p, fc_mel_plan **out);
+FC_API void fc_mel_plan_free(fc_mel_plan *p);
+/* The config the plan was made for (a copy owned by the plan). */
+FC_API const fc_mel_config *fc_mel_plan_config(const fc_mel_plan *p);
+
+/* Compute the features of n mono samples (at cfg->sample_rate, in [-1, 1]) into out, time-major
+ * [frames][n_mels] float32, frames = fc_mel_num_frames(cfg, n). out holds at least that many
+ * floats. Applies int16 scaling, framing/padding, DC removal, pre-emphasis, window, FFT,
+ * magnitude/power, mel projection and the log compression (including per-utterance clamps).
+ * Returns 0, or FC_EEMPTY when the config gives 0 frames for n samples. */
+FC_API int fc_mel_compute(fc_mel_plan *p, const float *samples, size_t n, float *out);
+
+/* The mel filterbank as a dense [n_mels][n_fft/2+1] float32 matrix (for tests); out must hold
+ * n_mels * (n_fft/2+1) floats. */
+FC_API void fc_mel_filterbank_dense(const fc_mel_plan *p, float *out);
+/* The analysis window of length n_fft as applied to each frame (for tests). */
+FC_API void fc_mel_window(const fc_mel_plan *p, float *out);
+
+/* Convert a float32 feature array to the config's dtype (f32: copy; f16/bf16: round to nearest
+ * even). dst holds n * fc_dtype_size(dtype) bytes. */
+FC_API void fc_convert_dtype(const float *src, size_t n, int dtype, void *dst);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

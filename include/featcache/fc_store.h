@@ -1,0 +1,111 @@
+/* featcache — the store: an LMDB environment with the named dbs meta, audio, text, feat, tok.
+ *
+ * Threads: one fc_store may be shared by threads. Writes (fc_store_write) are serialized
+ * internally; read transactions are per thread (MDB_NOTLS: a thread may hold several). A store
+ * opened before fork() must not be used in the child: open it again there. */
+#ifndef FC_STORE_H
+#define FC_STORE_H
+
+#include "fc_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fc_store fc_store;
+typedef struct fc_rtxn fc_rtxn;
+typedef struct fc_cursor fc_cursor;
+
+enum fc_store_flags {
+  FC_STORE_RDONLY = 1u << 0,    /* MDB_RDONLY; never writes, not even lock.mdb with NOLOCK */
+  FC_STORE_CREATE = 1u << 1,    /* create the directory and the dbs if missing */
+  FC_STORE_NOSYNC = 1u << 2,    /* MDB_NOSYNC: commits do not fsync; call fc_store_sync */
+  FC_STORE_NOLOCK = 1u << 3,    /* MDB_NOLOCK: for read-only media (no lock.mdb written) */
+  FC_STORE_NORDAHEAD = 1u << 4  /* MDB_NORDAHEAD: for random reads of stores larger than RAM */
+};
+
+typedef enum fc_db { FC_DB_META = 0, FC_DB_AUDIO, FC_DB_TEXT, FC_DB_FEAT, FC_DB_TOK, FC_DB_COUNT } fc_db;
+
+/* Name of a db ("meta", "audio", "text", "feat", "tok"); static string. */
+FC_API const char *fc_db_name(int db);
+
+/* Open the store in directory dir. With FC_STORE_CREATE the directory, the dbs and meta/format
+ * are created when missing. Errors: ENOENT (no store there), FC_EFORMAT (an LMDB env that is not
+ * a featcache store), FC_EVERSION (a featcache store of a format this build does not know),
+ * errno and LMDB codes. *out is owned by the caller: fc_store_close it. */
+FC_API int fc_store_open(const char *dir, unsigned flags, fc_store **out);
+/* Close; all read transactions of this store must have ended. NULL is ignored. */
+FC_API void fc_store_close(fc_store *s);
+/* The directory given to fc_store_open; valid until close. */
+FC_API const char *fc_store_path(const fc_store *s);
+
+/* ---- writing --------------------------------------------------------------------------------- */
+enum { FC_PUT_NOOVERWRITE = 1u << 0 }; /* keep an existing value (content-addressed dbs) */
+
+typedef struct fc_put {
+  int db; /* fc_db */
+  const void *key;
+  size_t key_len;
+  const void *val;
+  size_t val_len;
+  unsigned flags; /* FC_PUT_* */
+} fc_put;
+
+/* Write n puts in one write transaction and commit it. On MDB_MAP_FULL the transaction is
+ * aborted, the map doubled and the batch replayed, so the caller never sees MAP_FULL. Either all
+ * puts are committed or none. Errors are sticky: after a failed commit the store returns
+ * FC_EBADSTATE for every later write (reopen it). The caller keeps ownership of all buffers. */
+FC_API int fc_store_write(fc_store *s, const fc_put *puts, size_t n);
+
+/* Flush to disk (mdb_env_sync force). Needed after writes with FC_STORE_NOSYNC. */
+FC_API int fc_store_sync(fc_store *s);
+
+/* ---- reading --------------------------------------------------------------------------------- */
+/* Begin a read transaction (a snapshot). *out is owned by the caller: fc_rtxn_end it. */
+FC_API int fc_store_read_begin(fc_store *s, fc_rtxn **out);
+FC_API void fc_rtxn_end(fc_rtxn *t);
+/* Refresh the snapshot of a long-lived read transaction (mdb_txn_reset + renew). */
+FC_API int fc_rtxn_renew(fc_rtxn *t);
+
+/* Look up key in db. *val points into the map: valid until the transaction ends, read-only.
+ * Returns 0, FC_ENOTFOUND or an LMDB code. */
+FC_API int fc_rtxn_get(fc_rtxn *t, int db, const void *key, size_t key_len, const void **val,
+                       size_t *val_len);
+
+/* Number of entries in db. */
+FC_API int fc_rtxn_count(fc_rtxn *t, int db, uint64_t *count);
+
+/* Cursor over db in key order; pointers valid until the transaction ends. fc_cursor_next returns
+ * 0 for each entry, then FC_ENOTFOUND. fc_cursor_seek positions at the first key >= key, so the
+ * following fc_cursor_next returns that entry. */
+FC_API int fc_cursor_open(fc_rtxn *t, int db, fc_cursor **out);
+FC_API int fc_cursor_next(fc_cursor *c, const void **key, size_t *key_len, const void **val,
+                          size_t *val_len);
+FC_API int fc_cursor_seek(fc_cursor *c, const void *key, size_t key_len);
+FC_API void fc_cursor_close(fc_cursor *c);
+
+/* ---- configs in meta ------------------------------------------------------------------------- */
+/* Store the canonical JSON of a config under meta cfg/<hex of digest> (no-op when present). */
+FC_API int fc_store_put_config(fc_store *s, const fc_digest *digest, const char *json, size_t len);
+/* Fetch the JSON of a config: *json points into the map, valid until t ends (not NUL-terminated).
+ * FC_ENOTFOUND when the store does not know the digest. */
+FC_API int fc_rtxn_get_config(fc_rtxn *t, const fc_digest *digest, const char **json, size_t *len);
+
+/* ---- facts ----------------------------------------------------------------------------------- */
+typedef struct fc_store_info {
+  uint64_t map_size;       /* bytes */
+  uint64_t map_used;       /* bytes: (last page + 1) * page size */
+  uint32_t page_size;
+  uint32_t max_readers;
+  uint32_t num_readers;    /* reader slots in use, stale ones included */
+  uint64_t entries[FC_DB_COUNT];
+} fc_store_info;
+FC_API int fc_store_info_get(fc_store *s, fc_store_info *info);
+
+/* Base address and length of the memory map, for callers that check that a pointer lies in it. */
+FC_API int fc_store_map_region(fc_store *s, const void **base, size_t *len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,148 @@
+/* featcache — text normalization, tokenizers (chars, phonemes, bpe) and the tokenize pipeline.
+ *
+ * A tokenizer is built from fc_tok_options. Everything that changes the ids it produces
+ * (normalization, tokenizer kind, vocab or tokenizer.json contents, language and espeak-ng
+ * version, specials, dtype) goes into its canonical JSON config ("kind":"tokens"); the config
+ * digest (XXH3-128 of that JSON) enters every tok key. See docs/tokenize.md.
+ *
+ * Threads: fc_tokenizer_encode may be called from many threads on one tokenizer. The phonemes
+ * tokenizer calls libespeak-ng, which keeps global state and is not thread-safe: every espeak-ng
+ * call in the process goes through one mutex, so phonemization runs one line at a time whatever
+ * the thread count (normalization and id mapping still run in parallel). */
+#ifndef FC_TOKENIZE_H
+#define FC_TOKENIZE_H
+
+#include <stdio.h>
+
+#include "fc_base.h"
+#include "fc_manifest.h"
+#include "fc_store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped whenever the ids some token config produces change: old tok records then stop matching. */
+#define FC_TOKENIZER_VERSION 1
+
+typedef enum fc_tok_kind { FC_TOK_CHARS = 0, FC_TOK_PHONEMES = 1, FC_TOK_BPE = 2 } fc_tok_kind;
+typedef enum fc_tok_unicode { FC_UNICODE_NONE = 0, FC_UNICODE_NFKC = 1 } fc_tok_unicode;
+typedef enum fc_tok_punct { FC_PUNCT_KEEP = 0, FC_PUNCT_REMOVE = 1 } fc_tok_punct;
+
+/* Text normalization, applied in this order: Unicode NFKC, case folding (full Unicode folding,
+ * as Python's str.casefold), punctuation removal (general category P*), whitespace collapse
+ * (runs of Unicode white space → one U+0020, trimmed at both ends). */
+typedef struct fc_tok_norm {
+  fc_tok_unicode unicode; /* default NFKC (chars, phonemes), NONE (bpe) */
+  int casefold;           /* default 0 */
+  fc_tok_punct punct;     /* default KEEP */
+  int collapse_space;     /* default 1 (chars, phonemes), 0 (bpe) */
+} fc_tok_norm;
+
+typedef struct fc_tok_options {
+  fc_tok_kind kind;
+  fc_tok_norm norm;
+  int norm_set;                /* 0: fc_tokenizer_create picks the kind's defaults for norm */
+  const char *vocab_path;      /* chars/phonemes: one symbol per line, id = line index (0-based) */
+  int build_vocab;             /* chars/phonemes: no vocab file; fc_tokenizer_build_vocab later */
+  const char *tokenizer_json;  /* bpe: a Hugging Face tokenizer.json */
+  const char *lang;            /* phonemes: espeak-ng voice, default "en-us" */
+  const char *pad, *unk, *bos, *eos; /* special symbols; NULL: "<pad>" "<unk>" "<bos>" "<eos>" */
+  int add_bos, add_eos;        /* chars/phonemes: prepend bos / append eos ids */
+  int dtype;                   /* 0 = auto (i16 when ids < 32768, u16 < 65536, else i32) */
+  int strict;                  /* unknown symbols fail the line instead of mapping to unk */
+} fc_tok_options;
+
+typedef struct fc_tokenizer fc_tokenizer;
+
+/* Defaults for kind (norm included). */
+FC_API void fc_tok_options_default(fc_tok_options *o, fc_tok_kind kind);
+/* "chars", "phonemes", "bpe"; NULL for an unknown kind. Inverse returns -1 for unknown names. */
+FC_API const char *fc_tok_kind_name(fc_tok_kind k);
+FC_API int fc_tok_kind_from_name(const char *name);
+
+/* Build a tokenizer: reads the vocab / tokenizer.json, initializes espeak-ng for phonemes.
+ * Errors: FC_ECONFIG (bad options), FC_ETOKENIZER (vocab or tokenizer.json invalid: duplicate
+ * symbol, unsupported model...), errno codes; why gets "path:line: reason". With build_vocab the
+ * tokenizer is not ready until fc_tokenizer_build_vocab. *out: caller frees with fc_tokenizer_free. */
+FC_API int fc_tokenizer_create(const fc_tok_options *o, fc_tokenizer **out, char *why,
+                               size_t why_len);
+FC_API void fc_tokenizer_free(fc_tokenizer *t);
+
+/* Normalize UTF-8 text with the tokenizer's normalization. *out is malloc'd (NUL-terminated,
+ * caller frees). Returns 0, FC_EUTF8 (invalid input), FC_EEMPTY (nothing left), ENOMEM. */
+FC_API int fc_tok_normalize(const fc_tok_norm *n, const char *text, size_t len, char **out,
+                            size_t *out_len);
+
+/* The symbols (units) of one text before id mapping: chars → code points, phonemes → espeak-ng
+ * phonemes, stress marks, word boundaries (" ") and punctuation. Used to build a vocab. cb is
+ * called once per symbol (not NUL-terminated). FC_ECONFIG for bpe. Thread-safe. */
+typedef void (*fc_tok_symbol_fn)(const char *sym, size_t len, void *ud);
+FC_API int fc_tokenizer_symbols(fc_tokenizer *t, const char *norm, size_t len,
+                                fc_tok_symbol_fn cb, void *ud);
+
+/* Finish a build_vocab tokenizer: vocab = the specials (pad, unk, bos, eos: ids 0..3), then the
+ * distinct symbols in byte order (so the vocab does not depend on the order of the corpus).
+ * Symbols holding a line break cannot be written in a vocab file and are left out (they map to
+ * unk). syms: n symbols, each NUL-terminated. */
+FC_API int fc_tokenizer_build_vocab(fc_tokenizer *t, const char *const *syms, size_t n);
+
+/* Token ids of already normalized text (fc_tok_normalize with fc_tokenizer_norm). *ids is
+ * malloc'd (caller frees), *n its length (0 is possible for bpe on white space only).
+ * *unknown receives the number of symbols mapped to unk (may be NULL). Returns 0, FC_EUNKNOWN
+ * (a symbol not in the vocab under strict or without an unk symbol; why names it), FC_EBADSTATE
+ * (build_vocab tokenizer not finished), ENOMEM. Thread-safe. */
+FC_API int fc_tokenizer_encode(fc_tokenizer *t, const char *norm, size_t len, int32_t **ids,
+                               size_t *n, size_t *unknown, char *why, size_t why_len);
+
+/* Accessors; pointers valid until fc_tokenizer_free. */
+FC_API const fc_tok_norm *fc_tokenizer_norm(const fc_tokenizer *t);
+/* Canonical JSON of the config (NUL-terminated) and its digest. FC_EBADSTATE before the vocab
+ * of a build_vocab tokenizer is built. */
+FC_API int fc_tokenizer_config(const fc_tokenizer *t, const char **json, size_t *len,
+                               fc_digest *digest);
+/* Number of ids (largest id + 1) and the record dtype chosen. */
+FC_API uint32_t fc_tokenizer_vocab_size(const fc_tokenizer *t);
+FC_API int fc_tokenizer_dtype(const fc_tokenizer *t);
+/* chars/phonemes: the vocab as a vocab file (one symbol per line, "\n" after each). bpe: the
+ * tokenizer.json bytes. */
+FC_API int fc_tokenizer_vocab_text(const fc_tokenizer *t, const char **text, size_t *len);
+
+/* ---- the pipeline: manifest items → text and tok dbs ----------------------------------------- */
+typedef struct fc_tokenize_stats {
+  uint64_t lines;            /* items seen */
+  uint64_t processed;        /* tok records written this run */
+  uint64_t skipped_existing; /* already stored under this config */
+  uint64_t failed;           /* bad lines (reported through the callback) */
+  uint64_t tokens;           /* tokens in the records written this run */
+  uint64_t unknown;          /* symbols mapped to unk */
+} fc_tokenize_stats;
+
+/* Called for every failed line: item (its line, id), the error and a one-line reason. */
+typedef void (*fc_tokenize_report_fn)(const fc_item *item, int err, const char *why, void *ud);
+
+typedef struct fc_tokenize_run_opts {
+  int threads;           /* OpenMP threads, 0 = default */
+  size_t batch;          /* lines per write transaction, 0 = 4096 */
+  size_t max_text_bytes; /* longer texts fail the line (FC_ETOOLONG); 0 = 65536 */
+  int strict;            /* stop at the first bad line (its error is returned) */
+  volatile const int *stop; /* checked between batches: nonzero → FC_EINTR after committing */
+  fc_tokenize_report_fn report;
+  void *report_ud;
+} fc_tokenize_run_opts;
+
+/* Tokenize items into store s: per item, the text entry (id → text digest ‖ text as read: the
+ * manifest's chosen column, UTF-8 checked, a BOM and trailing CR removed) and the tok record
+ * (key fc_record_key(text digest, config digest)). Items whose record and text entry exist are
+ * skipped before any tokenization. Writes meta cfg/<hex> and vocab/<hex> (chars, phonemes) or
+ * tokenizer/<hex> (bpe). A build_vocab tokenizer is finished here from the whole corpus.
+ * Returns 0 when every line was processed or skipped, 0 with stats->failed > 0 when some lines
+ * failed, FC_EINTR when *stop was seen (committed work kept), the first line's error under
+ * strict, or a store error. */
+FC_API int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
+                           const fc_tokenize_run_opts *o, fc_tokenize_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

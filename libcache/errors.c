@@ -1,0 +1,39 @@
+/* fc_strerror: one message table for our codes, LMDB's and errno's. */
+#include "featcache/fc_base.h"
+
+#include <lmdb.h>
+#include <string.h>
+
+#ifndef FC_VERSION_STRING
+#define FC_VERSION_STRING "0.0.0"
+#endif
+
+const char *fc_version(void) { return FC_VERSION_STRING; }
+
+const char *fc_strerror(int err) {
+  switch (err) {
+  case 0: return "success";
+  case FC_EFORMAT: return "FC_EFORMAT: not in the featcache format";
+  case FC_ECHECKSUM: return "FC_ECHECKSUM: checksum mismatch";
+  case FC_ECONFIG: return "FC_ECONFIG: invalid configuration";
+  case FC_EDECODE: return "FC_EDECODE: audio could not be decoded";
+  case FC_EEMPTY: return "FC_EEMPTY: no samples";
+  case FC_ETOOLONG: return "FC_ETOOLONG: input longer than the limit";
+  case FC_EMANIFEST: return "FC_EMANIFEST: malformed manifest line";
+  case FC_EUTF8: return "FC_EUTF8: invalid UTF-8";
+  case FC_ENOTFOUND: return "FC_ENOTFOUND: not found in the store";
+  case FC_ENODEVICE: return "FC_ENODEVICE: no usable compute device";
+  case FC_ECUDA: return "FC_ECUDA: CUDA call failed";
+  case FC_EINTR: return "FC_EINTR: interrupted";
+  case FC_EBADSTATE: return "FC_EBADSTATE: handle unusable after an earlier failure";
+  case FC_EVERSION: return "FC_EVERSION: unknown store format version";
+  case FC_EDUPLICATE: return "FC_EDUPLICATE: duplicate id";
+  case FC_ETOKENIZER: return "FC_ETOKENIZER: invalid tokenizer definition";
+  case FC_EUNKNOWN: return "FC_EUNKNOWN: unknown symbol";
+  default: break;
+  }
+  if (err >= FC_EFIRST && err <= FC_ELAST) return "FC_E?: unknown featcache error";
+  if (err >= MDB_KEYEXIST && err <= MDB_LAST_ERRCODE) return mdb_strerror(err);
+  if (err > 0) return strerror(err);
+  return "unknown error";
+}

@@ -1,0 +1,36 @@
+/* See fault.h. The countdown is read from FC_FAULT once; each site counts its own calls. */
+#include "fault.h"
+
+#ifdef FC_FAULT_INJECTION
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_mutex_t fault_mu = PTHREAD_MUTEX_INITIALIZER;
+static char fault_site[32];
+static long fault_at = -1, fault_count;
+static char fault_env[64]; /* the FC_FAULT value the countdown was set from */
+
+int fc_fault_hit(const char *site) {
+  int hit = 0;
+  pthread_mutex_lock(&fault_mu);
+  const char *e = getenv("FC_FAULT");
+  if (strncmp(e ? e : "", fault_env, sizeof fault_env) != 0) { /* (re)arm on a new value */
+    snprintf(fault_env, sizeof fault_env, "%s", e ? e : "");
+    fault_at = -1;
+    fault_count = 0;
+    const char *colon = e ? strchr(e, ':') : NULL;
+    if (colon && (size_t)(colon - e) < sizeof fault_site) {
+      memcpy(fault_site, e, (size_t)(colon - e));
+      fault_site[colon - e] = '\0';
+      fault_at = strtol(colon + 1, NULL, 10);
+    }
+  }
+  if (fault_at > 0 && strcmp(site, fault_site) == 0 && ++fault_count == fault_at) hit = 1;
+  pthread_mutex_unlock(&fault_mu);
+  return hit;
+}
+#else
+typedef int fc_fault_unused; /* ISO C forbids an empty translation unit */
+#endif

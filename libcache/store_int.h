@@ -1,0 +1,26 @@
+/* Internal view of a store, for library code (verify, bench, loader) that needs LMDB directly. */
+#ifndef FC_STORE_INT_H
+#define FC_STORE_INT_H
+
+#include "featcache/fc_format.h"
+#include "featcache/fc_store.h"
+
+#include <lmdb.h>
+#include <pthread.h>
+
+struct fc_store {
+  MDB_env *env;
+  MDB_dbi dbi[FC_DB_COUNT];
+  unsigned flags;
+  char *path;
+  pthread_mutex_t write_mu;  /* one writer at a time */
+  pthread_rwlock_t map_lock; /* read txns hold it shared; map resizes take it exclusive */
+  int broken;                /* sticky: a commit failed, writes refused */
+};
+
+struct fc_rtxn {
+  fc_store *s;
+  MDB_txn *txn;
+};
+
+#endif

@@ -1,0 +1,134 @@
+/* The store: create/open, batches, map growth past the initial map, cursors, configs, refusals. */
+#include "featcache.h"
+
+#include <errno.h>
+#include <lmdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int failures;
+#define CHECK(cond, ...)                                                                          \
+  do {                                                                                            \
+    if (!(cond)) {                                                                                \
+      failures++;                                                                                 \
+      fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond);                            \
+      fprintf(stderr, __VA_ARGS__);                                                               \
+      fputc('\n', stderr);                                                                        \
+    }                                                                                             \
+  } while (0)
+
+int main(void) {
+  char dir[] = "/tmp/fc_test_store_XXXXXX";
+  if (!mkdtemp(dir)) return 2;
+  char path[256];
+  snprintf(path, sizeof path, "%s/s", dir);
+  fc_store *s = NULL;
+  CHECK(fc_store_open(path, 0, &s) == ENOENT, "open without CREATE on nothing");
+  CHECK(fc_store_open(path, FC_STORE_RDONLY, &s) == ENOENT, "rdonly on nothing");
+  int rc = fc_store_open(path, FC_STORE_CREATE | FC_STORE_NOSYNC, &s);
+  CHECK(rc == 0, "create: %s", fc_strerror(rc));
+  if (rc) return 1;
+
+  /* 100 values of 1 MiB = 100 MiB > the 64 MiB initial map: grows transparently, in batches */
+  size_t vlen = 1 << 20;
+  uint8_t *val = malloc(vlen);
+  for (int b = 0; b < 10; b++) {
+    fc_put puts[10];
+    char keys[10][8];
+    for (int i = 0; i < 10; i++) {
+      snprintf(keys[i], sizeof keys[i], "k%03d", b * 10 + i);
+      puts[i] = (fc_put){FC_DB_FEAT, keys[i], 4, val, vlen, FC_PUT_NOOVERWRITE};
+    }
+    memset(val, b, vlen);
+    rc = fc_store_write(s, puts, 10);
+    CHECK(rc == 0, "batch %d: %s", b, fc_strerror(rc));
+  }
+  CHECK(fc_store_sync(s) == 0, "sync");
+  fc_store_info info;
+  CHECK(fc_store_info_get(s, &info) == 0 && info.entries[FC_DB_FEAT] == 100 &&
+        info.map_size >= (100ull << 20), "info: %llu entries, map %llu",
+        (unsigned long long)info.entries[FC_DB_FEAT], (unsigned long long)info.map_size);
+
+  fc_digest d;
+  fc_digest_buffer("cfg", 3, &d);
+  CHECK(fc_store_put_config(s, &d, "{\"kind\":\"mel\"}", 14) == 0, "put config");
+  fc_store_close(s);
+
+  CHECK(fc_store_open(path, FC_STORE_RDONLY, &s) == 0, "reopen rdonly");
+  fc_rtxn *t;
+  CHECK(fc_store_read_begin(s, &t) == 0, "rtxn");
+  const void *v;
+  size_t vl;
+  CHECK(fc_rtxn_get(t, FC_DB_FEAT, "k042", 4, &v, &vl) == 0 && vl == vlen &&
+        ((const uint8_t *)v)[0] == 4, "get k042");
+  CHECK(fc_rtxn_get(t, FC_DB_FEAT, "zzzz", 4, &v, &vl) == FC_ENOTFOUND, "missing key");
+  const char *json;
+  size_t jl;
+  CHECK(fc_rtxn_get_config(t, &d, &json, &jl) == 0 && jl == 14, "config back");
+  const void *base;
+  size_t maplen;
+  CHECK(fc_store_map_region(s, &base, &maplen) == 0 && (const uint8_t *)v >= (const uint8_t *)base &&
+        (const uint8_t *)v + vl <= (const uint8_t *)base + maplen, "value inside the map");
+  fc_cursor *c;
+  CHECK(fc_cursor_open(t, FC_DB_FEAT, &c) == 0, "cursor");
+  int n = 0;
+  const void *k;
+  size_t kl;
+  char prev[8] = "";
+  while (fc_cursor_next(c, &k, &kl, NULL, NULL) == 0) {
+    CHECK(kl == 4 && memcmp(prev, k, 4) < 0, "order");
+    memcpy(prev, k, 4);
+    n++;
+  }
+  CHECK(n == 100, "cursor saw %d", n);
+  CHECK(fc_cursor_seek(c, "k050", 4) == 0 && fc_cursor_next(c, &k, &kl, NULL, NULL) == 0 &&
+        memcmp(k, "k050", 4) == 0, "seek");
+  fc_cursor_close(c);
+  fc_rtxn_end(t);
+  fc_put p = {FC_DB_META, "x", 1, "y", 1, 0};
+  CHECK(fc_store_write(s, &p, 1) == EACCES, "write to rdonly");
+  fc_store_close(s);
+
+  /* an LMDB environment that is not a featcache store is refused, never converted */
+  char foreign[256];
+  snprintf(foreign, sizeof foreign, "%s/foreign", dir);
+  mkdir(foreign, 0777);
+  MDB_env *env;
+  MDB_txn *txn;
+  MDB_dbi dbi;
+  mdb_env_create(&env);
+  mdb_env_open(env, foreign, 0, 0664);
+  mdb_txn_begin(env, NULL, 0, &txn);
+  mdb_dbi_open(txn, NULL, 0, &dbi);
+  MDB_val kk = {1, "a"}, vv = {1, "b"};
+  mdb_put(txn, dbi, &kk, &vv, 0);
+  mdb_txn_commit(txn);
+  mdb_env_close(env);
+  CHECK(fc_store_open(foreign, FC_STORE_RDONLY, &s) == FC_EFORMAT, "foreign rdonly");
+  CHECK(fc_store_open(foreign, FC_STORE_CREATE, &s) == FC_EFORMAT, "foreign create");
+  CHECK(fc_store_open("/etc/passwd", 0, &s) == ENOTDIR, "file");
+
+  /* a failed commit makes the handle refuse further writes (sticky), the store stays intact */
+  setenv("FC_FAULT", "commit:1", 1);
+  CHECK(fc_store_open(path, 0, &s) == 0, "reopen rw");
+  rc = fc_store_write(s, &p, 1);
+  CHECK(rc == EIO, "injected commit failure: %s", fc_strerror(rc));
+  CHECK(fc_store_write(s, &p, 1) == FC_EBADSTATE, "sticky");
+  fc_store_close(s);
+  CHECK(fc_store_open(path, FC_STORE_RDONLY, &s) == 0 && fc_store_read_begin(s, &t) == 0, "reopen");
+  CHECK(fc_rtxn_get(t, FC_DB_META, "x", 1, &v, &vl) == FC_ENOTFOUND, "failed batch not stored");
+  CHECK(fc_rtxn_get(t, FC_DB_FEAT, "k099", 4, &v, &vl) == 0, "earlier data intact");
+  fc_rtxn_end(t);
+  fc_store_close(s);
+
+  free(val);
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0) fprintf(stderr, "cleanup failed\n");
+  if (failures) fprintf(stderr, "test_store: %d failure(s)\n", failures);
+  else printf("test_store: ok\n");
+  return failures ? 1 : 0;
+}
