@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# `cmake --install` works, and an out-of-tree program finds the installed library both ways:
+# find_package(featcache) + featcache::featcache, and pkg-config featcache (shared and static).
+set -euo pipefail
+if [ "${FC_SANITIZE:-0}" = 1 ]; then
+  echo "skipped: the sanitizer build's library needs -fsanitize in every consumer" >&2
+  exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cmake --install "$FC_BIN" --prefix "$tmp/prefix" >/dev/null
+for f in include/featcache.h include/featcache/fc_store.h bin/featurize lib/pkgconfig/featcache.pc \
+         lib/cmake/featcache/featcacheConfig.cmake lib/libfeatcache.so lib/libfeatcache.a; do
+  [ -e "$tmp/prefix/$f" ] || { echo "install: $f missing" >&2; exit 1; }
+done
+"$tmp/prefix/bin/featurize" --version | grep -q '^featurize (featcache) ' || { echo "installed featurize does not run" >&2; exit 1; }
+
+mkdir -p "$tmp/app"
+cat > "$tmp/app/main.c" <<'C'
+#include <featcache.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+  fc_store *s;
+  int rc = fc_store_open(argv[1], FC_STORE_CREATE, &s);
+  if (rc) { fprintf(stderr, "%s\n", fc_strerror(rc)); return 1; }
+  fc_mel_config c;
+  if (fc_mel_preset("hifigan", &c)) return 1;
+  fc_digest d;
+  char hex[33];
+  fc_mel_config_digest(&c, &d);
+  fc_digest_hex(&d, hex);
+  printf("featcache %s %s %d\n", fc_version(), hex, argc);
+  fc_store_close(s);
+  return 0;
+}
+C
+cat > "$tmp/app/CMakeLists.txt" <<'C'
+cmake_minimum_required(VERSION 3.25)
+project(app C)
+find_package(featcache REQUIRED)
+add_executable(app main.c)
+target_link_libraries(app PRIVATE featcache::featcache)
+add_executable(app_static main.c)
+target_link_libraries(app_static PRIVATE featcache::featcache_static)
+C
+cmake -S "$tmp/app" -B "$tmp/app/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
+cmake --build "$tmp/app/build" >/dev/null
+out1=$(LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/app/build/app" "$tmp/s1")
+out2=$("$tmp/app/build/app_static" "$tmp/s2")
+export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig"
+# shellcheck disable=SC2046
+cc -o "$tmp/app/pc" "$tmp/app/main.c" $(pkg-config --cflags --libs featcache)
+out3=$(LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/app/pc" "$tmp/s3")
+# shellcheck disable=SC2046
+cc -o "$tmp/app/pcs" "$tmp/app/main.c" $(pkg-config --cflags featcache) "$tmp/prefix/lib/libfeatcache.a" \
+  $(pkg-config --static --libs featcache | sed 's/-lfeatcache//')
+out4=$("$tmp/app/pcs" "$tmp/s4")
+[ "$out1" = "$out2" ] && [ "$out2" = "$out3" ] && [ "$out3" = "$out4" ] || {
+  printf 'outputs differ:\n%s\n%s\n%s\n%s\n' "$out1" "$out2" "$out3" "$out4" >&2; exit 1; }
+case "$out1" in "featcache 0.1.0 "*" 2") ;; *) echo "unexpected: $out1" >&2; exit 1;; esac
+[ -f "$tmp/s1/data.mdb" ] || { echo "store not created" >&2; exit 1; }
+echo "install: ok ($out1)"
