@@ -101,6 +101,7 @@ FC_API const fc_tok_norm *fc_tokenizer_norm(const fc_tokenizer *t);
  * of a build_vocab tokenizer is built. */
 FC_API int fc_tokenizer_config(const fc_tokenizer *t, const char **json, size_t *len,
                                fc_digest *digest);
+FC_API fc_tok_kind fc_tokenizer_kind(const fc_tokenizer *t);
 /* Number of ids (largest id + 1) and the record dtype chosen. */
 FC_API uint32_t fc_tokenizer_vocab_size(const fc_tokenizer *t);
 FC_API int fc_tokenizer_dtype(const fc_tokenizer *t);
@@ -129,6 +130,9 @@ typedef struct fc_tokenize_run_opts {
   volatile const int *stop; /* checked between batches: nonzero → FC_EINTR after committing */
   fc_tokenize_report_fn report;
   void *report_ud;
+  /* Called after each committed batch (may be NULL), e.g. for a progress line. */
+  void (*progress)(const fc_tokenize_stats *stats, void *ud);
+  void *progress_ud;
 } fc_tokenize_run_opts;
 
 /* Tokenize items into store s: per item, the text entry (id → text digest ‖ text as read: the

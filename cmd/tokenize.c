@@ -1,0 +1,268 @@
+/* tokenize — text → token ids in a featcache store (text and tok dbs). See docs/tokenize.md. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cmd/cli.h"
+#include "featcache/fc_format.h"
+#include "featcache/fc_manifest.h"
+#include "featcache/fc_store.h"
+#include "featcache/fc_tokenize.h"
+
+enum {
+  OPT_MANIFEST = 256, OPT_MANIFEST_FORMAT, OPT_TEXT_COLUMN, OPT_TOKENIZER, OPT_VOCAB,
+  OPT_BUILD_VOCAB, OPT_EXPORT_VOCAB, OPT_TOKENIZER_JSON, OPT_LANG, OPT_UNICODE, OPT_CASE,
+  OPT_WHITESPACE, OPT_PUNCT, OPT_PAD, OPT_UNK, OPT_BOS, OPT_EOS, OPT_ADD_BOS, OPT_ADD_EOS,
+  OPT_DTYPE, OPT_MAX_TEXT, OPT_BATCH, OPT_STRICT, OPT_JSON, OPT_PROGRESS, OPT_VERSION
+};
+
+static const fc_cli_opt options[] = {
+    {NULL, 0, 0, NULL, "Input and output:"},
+    {"output", 'o', required_argument, "STORE", "store directory (created when missing)"},
+    {"manifest", OPT_MANIFEST, required_argument, "FILE", "manifest ('-' = stdin); or give it as the argument"},
+    {"manifest-format", OPT_MANIFEST_FORMAT, required_argument, "FMT", "auto (default), ljspeech, tsv, jsonl"},
+    {"text-column", OPT_TEXT_COLUMN, required_argument, "N", "LJSpeech: 2 raw, 3 normalized (default: 3 when present)"},
+    {NULL, 0, 0, NULL, "Tokenizer:"},
+    {"tokenizer", 't', required_argument, "KIND", "chars (default), phonemes, bpe"},
+    {"vocab", OPT_VOCAB, required_argument, "FILE", "chars/phonemes: one symbol per line, id = line index"},
+    {"build-vocab", OPT_BUILD_VOCAB, no_argument, NULL, "chars/phonemes: build the vocab from the corpus (stored in meta)"},
+    {"export-vocab", OPT_EXPORT_VOCAB, required_argument, "FILE", "write the vocab used to FILE"},
+    {"tokenizer-json", OPT_TOKENIZER_JSON, required_argument, "FILE", "bpe: a Hugging Face tokenizer.json"},
+    {"lang", OPT_LANG, required_argument, "LANG", "phonemes: espeak-ng voice (default en-us)"},
+    {"pad", OPT_PAD, required_argument, "SYM", "pad symbol (default <pad>)"},
+    {"unk", OPT_UNK, required_argument, "SYM", "unknown-symbol symbol (default <unk>)"},
+    {"bos", OPT_BOS, required_argument, "SYM", "begin symbol (default <bos>)"},
+    {"eos", OPT_EOS, required_argument, "SYM", "end symbol (default <eos>)"},
+    {"add-bos", OPT_ADD_BOS, no_argument, NULL, "prepend the bos id"},
+    {"add-eos", OPT_ADD_EOS, no_argument, NULL, "append the eos id"},
+    {"dtype", OPT_DTYPE, required_argument, "T", "auto (default: i16, u16 or i32 by vocab size), i16, u16, i32"},
+    {NULL, 0, 0, NULL, "Normalization (recorded in the token config):"},
+    {"unicode", OPT_UNICODE, required_argument, "M", "nfkc (default; bpe: none) or none"},
+    {"case", OPT_CASE, required_argument, "M", "keep (default) or fold"},
+    {"whitespace", OPT_WHITESPACE, required_argument, "M", "collapse (default; bpe: keep) or keep"},
+    {"punct", OPT_PUNCT, required_argument, "M", "keep (default) or remove"},
+    {NULL, 0, 0, NULL, "Running:"},
+    {"threads", 'j', required_argument, "N", "threads (default: all cores)"},
+    {"batch", OPT_BATCH, required_argument, "N", "lines per write transaction (default 4096)"},
+    {"max-text-bytes", OPT_MAX_TEXT, required_argument, "N", "longer texts are bad lines (default 64KiB)"},
+    {"strict", OPT_STRICT, no_argument, NULL, "the first bad line (or unknown symbol) is fatal"},
+    {"json", OPT_JSON, no_argument, NULL, "print a JSON summary on stdout"},
+    {"progress", OPT_PROGRESS, no_argument, NULL, "progress on stderr even when it is not a terminal"},
+    {"quiet", 'q', no_argument, NULL, "no progress, no per-line warnings"},
+    {"help", 'h', no_argument, NULL, "this help"},
+    {"version", OPT_VERSION, no_argument, NULL, "print the version"},
+    {NULL, 0, 0, NULL, NULL}};
+
+static const char synopsis[] =
+    "tokenize [options] -o STORE --manifest FILE\n"
+    "       tokenize [options] -o STORE FILE|-";
+static const char description[] =
+    "Normalize transcripts and store their token ids (chars, espeak-ng phonemes or Hugging Face\n"
+    "BPE) in a featcache store, keyed by text and token config. Reruns store only what is new.";
+static const char footer[] =
+    "Exit status: 0 all lines stored or already present; 1 some lines failed (see 'done: N of M');\n"
+    "2 usage or configuration error; 130/143 interrupted (committed batches are kept).";
+
+typedef struct run_ctx {
+  const char *manifest;
+  int quiet;
+} run_ctx;
+
+static void on_bad_line(const fc_item *it, int err, const char *why, void *ud) {
+  run_ctx *c = ud;
+  (void)err;
+  if (c->quiet) return;
+  fprintf(stderr, "tokenize: %s:%zu: %s\n", c->manifest, it->line, why);
+}
+
+static void on_progress(const fc_tokenize_stats *s, void *ud) {
+  (void)ud;
+  fprintf(stderr, "\rtokenize: %llu of %llu lines", (unsigned long long)(s->processed + s->skipped_existing + s->failed),
+          (unsigned long long)s->lines);
+}
+
+static int pick(const char *opt, const char *v, const char *a, const char *b) {
+  if (strcmp(v, a) == 0) return 0;
+  if (strcmp(v, b) == 0) return 1;
+  fc_cli_usage_error("invalid value '%s' for --%s (want %s or %s)", v, opt, a, b);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  fc_cli_tool = "tokenize";
+  struct option longs[sizeof options / sizeof options[0]];
+  char shorts[3 * (sizeof options / sizeof options[0]) + 2];
+  fc_cli_getopt_tables(options, longs, shorts);
+
+  const char *out_dir = NULL, *manifest = NULL, *export_vocab = NULL, *kind_name = "chars";
+  fc_manifest_opts mopts = {0};
+  fc_tok_options to;
+  memset(&to, 0, sizeof to);
+  to.lang = "en-us";
+  int unicode = -1, fold = -1, collapse = -1, punct = -1, json = 0, quiet = 0, progress = 0;
+  fc_tokenize_run_opts ro = {0};
+  int c;
+  while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+    switch (c) {
+    case 'o': out_dir = optarg; break;
+    case OPT_MANIFEST: manifest = optarg; break;
+    case OPT_MANIFEST_FORMAT: {
+      int f = fc_manifest_format_from_name(optarg);
+      if (f < 0 || f == FC_MANIFEST_KALDI || f == FC_MANIFEST_LIST)
+        fc_cli_usage_error("invalid value '%s' for --manifest-format (want auto, ljspeech, tsv, jsonl)", optarg);
+      mopts.format = (fc_manifest_format)f;
+      break;
+    }
+    case OPT_TEXT_COLUMN: mopts.text_column = (int)fc_cli_u32("text-column", optarg, 2, 3); break;
+    case 't': kind_name = optarg; break;
+    case OPT_VOCAB: to.vocab_path = optarg; break;
+    case OPT_BUILD_VOCAB: to.build_vocab = 1; break;
+    case OPT_EXPORT_VOCAB: export_vocab = optarg; break;
+    case OPT_TOKENIZER_JSON: to.tokenizer_json = optarg; break;
+    case OPT_LANG: to.lang = optarg; break;
+    case OPT_UNICODE: unicode = !pick("unicode", optarg, "none", "nfkc") ? FC_UNICODE_NONE : FC_UNICODE_NFKC; break;
+    case OPT_CASE: fold = pick("case", optarg, "keep", "fold"); break;
+    case OPT_WHITESPACE: collapse = !pick("whitespace", optarg, "collapse", "keep"); break;
+    case OPT_PUNCT: punct = pick("punct", optarg, "keep", "remove"); break;
+    case OPT_PAD: to.pad = optarg; break;
+    case OPT_UNK: to.unk = optarg; break;
+    case OPT_BOS: to.bos = optarg; break;
+    case OPT_EOS: to.eos = optarg; break;
+    case OPT_ADD_BOS: to.add_bos = 1; break;
+    case OPT_ADD_EOS: to.add_eos = 1; break;
+    case OPT_DTYPE:
+      if (strcmp(optarg, "auto") == 0) to.dtype = 0;
+      else if (!(to.dtype = fc_dtype_from_name(optarg)) ||
+               (to.dtype != FC_DTYPE_I32 && to.dtype != FC_DTYPE_I16 && to.dtype != FC_DTYPE_U16))
+        fc_cli_usage_error("invalid value '%s' for --dtype (want auto, i16, u16, i32)", optarg);
+      break;
+    case 'j': ro.threads = (int)fc_cli_u32("threads", optarg, 1, 1024); break;
+    case OPT_BATCH: ro.batch = fc_cli_u32("batch", optarg, 1, 1u << 20); break;
+    case OPT_MAX_TEXT: {
+      uint64_t v;
+      if (fc_cli_parse_u64(optarg, &v, 1) || v == 0 || v > (1ull << 30))
+        fc_cli_usage_error("invalid value '%s' for --max-text-bytes (want 1..1GiB)", optarg);
+      ro.max_text_bytes = (size_t)v;
+      break;
+    }
+    case OPT_STRICT: to.strict = ro.strict = 1; break;
+    case OPT_JSON: json = 1; break;
+    case OPT_PROGRESS: progress = 1; break;
+    case 'q': quiet = 1; break;
+    case 'h': fc_cli_help(stdout, synopsis, description, options, footer); return 0;
+    case OPT_VERSION: fc_cli_version(); return 0;
+    default: fprintf(stderr, "Try 'tokenize --help' for more information.\n"); return FC_EXIT_USAGE;
+    }
+  }
+  if (optind < argc) {
+    if (manifest || argc - optind > 1) fc_cli_usage_error("one manifest only");
+    manifest = argv[optind];
+  }
+  if (!out_dir) fc_cli_usage_error("no output store (-o STORE)");
+  if (!manifest) fc_cli_usage_error("no manifest (--manifest FILE, or '-' for stdin)");
+  int kind = fc_tok_kind_from_name(kind_name);
+  if (kind < 0) fc_cli_usage_error("invalid value '%s' for --tokenizer (want chars, phonemes, bpe)", kind_name);
+
+  fc_tok_options d;
+  fc_tok_options_default(&d, (fc_tok_kind)kind);
+  to.kind = (fc_tok_kind)kind;
+  to.norm = d.norm;
+  to.norm_set = 1;
+  if (unicode >= 0) to.norm.unicode = (fc_tok_unicode)unicode;
+  if (fold >= 0) to.norm.casefold = fold;
+  if (collapse >= 0) to.norm.collapse_space = collapse;
+  if (punct >= 0) to.norm.punct = (fc_tok_punct)punct;
+
+  char why[512] = "";
+  fc_tokenizer *tok = NULL;
+  int rc = fc_tokenizer_create(&to, &tok, why, sizeof why);
+  if (rc) {
+    fprintf(stderr, "tokenize: %s\n", why[0] ? why : fc_strerror(rc));
+    return FC_EXIT_USAGE;
+  }
+  fc_item_list items = {0};
+  rc = fc_manifest_read(manifest, &mopts, &items, why, sizeof why);
+  if (rc) {
+    fc_cli_warn(manifest, "%s", why[0] ? why : fc_strerror(rc));
+    fc_tokenizer_free(tok);
+    return FC_EXIT_USAGE;
+  }
+  fc_store *store = NULL;
+  rc = fc_store_open(out_dir, FC_STORE_CREATE, &store);
+  if (rc) {
+    fc_cli_warn(out_dir, "%s", fc_strerror(rc));
+    fc_item_list_free(&items);
+    fc_tokenizer_free(tok);
+    return FC_EXIT_USAGE;
+  }
+
+  fc_cli_install_signals();
+  run_ctx ctx = {strcmp(manifest, "-") == 0 ? "(stdin)" : manifest, quiet};
+  ro.report = on_bad_line;
+  ro.report_ud = &ctx;
+  ro.stop = (volatile const int *)&fc_cli_signal;
+  if (fc_cli_progress_wanted(progress, quiet)) ro.progress = on_progress;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  fc_tokenize_stats st;
+  rc = fc_tokenize_run(store, tok, &items, &ro, &st);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double wall = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  if (ro.progress) fputc('\n', stderr);
+
+  int exit_code = FC_EXIT_OK;
+  fc_digest cfg;
+  char hex[33] = "";
+  if (fc_tokenizer_config(tok, NULL, NULL, &cfg) == 0) fc_digest_hex(&cfg, hex);
+  if (rc == FC_EINTR) {
+    fprintf(stderr, "tokenize: interrupted; %llu lines committed\n",
+            (unsigned long long)(st.processed + st.skipped_existing));
+    exit_code = fc_cli_signal_exit();
+  } else if (rc && ro.strict && st.failed) {
+    fprintf(stderr, "tokenize: stopped at the first bad line (--strict)\n");
+    exit_code = FC_EXIT_FAIL;
+  } else if (rc) {
+    fc_cli_warn(out_dir, "%s", fc_strerror(rc));
+    exit_code = FC_EXIT_FAIL;
+  } else if (st.failed) {
+    exit_code = FC_EXIT_FAIL;
+  }
+  if (!rc && export_vocab) {
+    const char *vt;
+    size_t vlen;
+    FILE *f = fopen(export_vocab, "wb");
+    if (!f || fc_tokenizer_vocab_text(tok, &vt, &vlen) || fwrite(vt, 1, vlen, f) != vlen ||
+        fclose(f) != 0) {
+      fc_cli_warn(export_vocab, "cannot write the vocab: %s", strerror(errno));
+      exit_code = FC_EXIT_FAIL;
+      f = NULL;
+    }
+  }
+  uint64_t ok = st.processed + st.skipped_existing;
+  if (!quiet) {
+    if (rc == 0 && st.processed == 0 && st.failed == 0)
+      fprintf(stderr, "tokenize: nothing to do: all %llu lines already stored (config %s)\n",
+              (unsigned long long)st.lines, hex);
+    else
+      fprintf(stderr, "tokenize: done: %llu of %llu (%llu new, %llu already stored, %llu failed, %llu tokens)\n",
+              (unsigned long long)ok, (unsigned long long)st.lines,
+              (unsigned long long)st.processed, (unsigned long long)st.skipped_existing,
+              (unsigned long long)st.failed, (unsigned long long)st.tokens);
+    if (st.unknown)
+      fprintf(stderr, "tokenize: %llu unknown symbols mapped to unk\n", (unsigned long long)st.unknown);
+  }
+  if (json) {
+    printf("{\"processed\":%llu,\"skipped_existing\":%llu,\"failed\":%llu,\"lines\":%llu,"
+           "\"tokens\":%llu,\"unknown\":%llu,\"wall_seconds\":%.6f,\"config_digest\":\"%s\","
+           "\"tokenizer\":\"%s\"}\n",
+           (unsigned long long)st.processed, (unsigned long long)st.skipped_existing,
+           (unsigned long long)st.failed, (unsigned long long)st.lines,
+           (unsigned long long)st.tokens, (unsigned long long)st.unknown, wall, hex, kind_name);
+  }
+  fc_store_close(store);
+  fc_item_list_free(&items);
+  fc_tokenizer_free(tok);
+  return exit_code;
+}

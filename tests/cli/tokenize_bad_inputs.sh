@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# tokenize: bad inputs are reported as `tokenize: FILE:LINE: reason`, the rest is stored, exit 1
+# with `done: N of M`; configuration errors exit 2 with nothing done; --strict stops at the first
+# bad line; --help/--version; SIGTERM exits 143 and a rerun resumes.
+set -u
+T=${FC_BIN:?}/tokenize
+[ -x "$T" ] || { echo "skip: $T not built"; exit 77; }
+d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
+fail() { echo "FAIL: $*"; [ -f "$d/err" ] && sed 's/^/  stderr: /' "$d/err" | head -20; exit 1; }
+expect_rc() { [ "$1" = "$2" ] || fail "$3: exit $1, want $2"; }
+expect_err() { grep -qF -- "$1" "$d/err" || fail "stderr lacks: $1"; }
+
+m=$d/m.csv
+{
+  printf '\xEF\xBB\xBFbom1|First line after a BOM.\r\n'   # 1 BOM + CRLF
+  printf 'crlf2|A CRLF line.\r\n'                         # 2
+  printf 'bad3|Invalid \xC3\x28 UTF-8.\n'                  # 3 invalid UTF-8
+  printf 'empty4|\n'                                      # 4 empty text
+  printf 'empty5|   \n'                                   # 5 only spaces
+  printf 'big6|'; head -c 1048576 /dev/zero | tr '\0' 'a'; printf '\n'   # 6 1 MiB line
+  printf 'nocolumn7\n'                                    # 7 missing text column
+  printf 'crlf2|A duplicate id.\n'                        # 8 duplicate id
+  printf 'ok9|The last good line!\n'                      # 9
+} > "$m"
+
+"$T" -o "$d/s" --manifest "$m" --build-vocab --json > "$d/out" 2> "$d/err"
+expect_rc $? 1 "bad inputs"
+expect_err "tokenize: $m:3: "
+grep -F "$m:3:" "$d/err" | grep -qi "utf-8" || fail "line 3 not named as invalid UTF-8"
+expect_err "tokenize: $m:4: "
+expect_err "tokenize: $m:5: text is empty after normalization"
+expect_err "tokenize: $m:6: text is 1048576 bytes, over the limit"
+expect_err "tokenize: $m:7: "
+expect_err "tokenize: $m:8: duplicate id"
+expect_err "done: 3 of 9"
+grep -q '"processed":3,"skipped_existing":0,"failed":6' "$d/out" || fail "json: $(cat "$d/out")"
+# the good lines are stored with BOM and CR removed: rerun → nothing new
+"$T" -o "$d/s" --manifest "$m" --build-vocab --json > "$d/out" 2> "$d/err"
+expect_rc $? 1 "rerun"
+grep -q '"processed":0,"skipped_existing":3,"failed":6' "$d/out" || fail "rerun json: $(cat "$d/out")"
+# a larger limit lets the 1 MiB line through
+"$T" -o "$d/s2" --manifest "$m" --vocab <(printf 'a\n') --max-text-bytes 2MiB --json > "$d/out" 2> "$d/err"
+grep -q '"processed":1,.*"tokens":1048576,' "$d/out" || fail "1 MiB line with --max-text-bytes 2MiB: $(cat "$d/out")"
+
+# --strict: the first bad line is fatal, the lines before it are committed
+"$T" -o "$d/s3" --manifest "$m" --build-vocab --strict --json > "$d/out" 2> "$d/err"
+expect_rc $? 1 "--strict"
+expect_err "(--strict)"
+grep -q '"processed":2,' "$d/out" || fail "strict json: $(cat "$d/out")"
+
+# unknown symbols: unk by default, a failed line under --strict
+printf '<pad>\n<unk>\na\nb\n \n' > "$d/v.txt"
+printf 'u1|ab ba\nu2|abc\n' > "$d/u.csv"
+"$T" -o "$d/s4" --manifest "$d/u.csv" --vocab "$d/v.txt" --json > "$d/out" 2> "$d/err"
+expect_rc $? 0 "unk"
+grep -q '"unknown":1' "$d/out" || fail "unk json: $(cat "$d/out")"
+"$T" -o "$d/s5" --manifest "$d/u.csv" --vocab "$d/v.txt" --strict > /dev/null 2> "$d/err"
+expect_rc $? 1 "unknown under --strict"
+expect_err "$d/u.csv:2: symbol 'c' (U+0063) is not in the vocab"
+
+# configuration errors: exit 2, nothing stored
+printf 'a\nb\n \na\n' > "$d/dup.txt"
+"$T" -o "$d/s6" --manifest "$m" --vocab "$d/dup.txt" 2> "$d/err"
+expect_rc $? 2 "vocab with duplicates"
+expect_err "dup.txt:4: duplicate symbol 'a' (first at line 1)"
+[ ! -e "$d/s6" ] || fail "a configuration error created the store"
+printf 'a\n\nb\n' > "$d/empty.txt"
+"$T" -o "$d/s6" --manifest "$m" --vocab "$d/empty.txt" 2> "$d/err"
+expect_rc $? 2 "vocab with an empty line"
+expect_err "empty.txt:2: empty line"
+"$T" -o "$d/s6" --manifest "$m" 2> "$d/err"
+expect_rc $? 2 "chars without a vocab"
+"$T" -o "$d/s6" --manifest "$m" --vocab "$d/v.txt" --tokenizer words 2> "$d/err"
+expect_rc $? 2 "unknown tokenizer"
+expect_err "Try 'tokenize --help'"
+"$T" -o "$d/s6" --manifest "$d/missing.csv" --build-vocab 2> "$d/err"
+expect_rc $? 2 "missing manifest"
+"$T" -o "$d/s6" --manifest "$m" --build-vocab --threads 2x 2> "$d/err"
+expect_rc $? 2 "bad number"
+"$T" -o "$d/s6" -t bpe --tokenizer-json "$d/v.txt" --manifest "$m" 2> "$d/err"
+expect_rc $? 2 "corrupt tokenizer.json"
+expect_err "v.txt: "
+
+# help and version
+"$T" --help > "$d/help" || fail "--help exit"
+for o in --tokenizer --vocab --build-vocab --export-vocab --tokenizer-json --lang --strict --json -q; do
+  grep -qF -- "$o" "$d/help" || fail "--help lacks $o"
+done
+head -1 "$d/help" | grep -q '^Usage: tokenize' || fail "usage line"
+"$T" --version | grep -q '^tokenize (featcache)' || fail "--version"
+
+# SIGTERM: exit 143, committed batches kept, a rerun resumes
+for i in $(seq 1 20000); do printf 'x%d|Sentence number %d is spoken, then another one follows.\n' "$i" "$i"; done > "$d/long.csv"
+printf '<pad>\n<unk>\n \n' > "$d/pv.txt"
+"$T" -o "$d/s7" --manifest "$d/long.csv" -t phonemes --vocab "$d/pv.txt" --batch 20 -j 1 -q --json > "$d/out" 2> "$d/err" &
+pid=$!
+sleep 0.5
+kill -TERM $pid
+wait $pid
+expect_rc $? 143 "SIGTERM"
+n=$(grep -o '"processed":[0-9]*' "$d/out" | cut -d: -f2)
+[ "${n:-0}" -gt 0 ] && [ "$n" -lt 20000 ] || fail "processed before SIGTERM: ${n:-none}"
+head -$((n)) "$d/long.csv" > "$d/head.csv"
+"$T" -o "$d/s7" --manifest "$d/head.csv" -t phonemes --vocab "$d/pv.txt" --json > "$d/out" 2> "$d/err"
+grep -q "\"processed\":0,\"skipped_existing\":$n," "$d/out" || fail "resume: $(cat "$d/out")"
+echo "ok: tokenize bad inputs, config errors, --strict, help, SIGTERM"

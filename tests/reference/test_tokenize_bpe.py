@@ -1,0 +1,151 @@
+"""tokenize -t bpe: ids equal to the Hugging Face `tokenizers` library's encode(text).ids for
+>= 1,000 real sentences (licence and copyright texts shipped on this machine, Python's `this`,
+plus non-ASCII, emoji and added special tokens) on three tokenizer.json files trained here:
+BPE + Whitespace (unk, special and non-special added tokens), byte-level GPT-2 style, and
+NFKC + Lowercase + WhitespaceSplit with a "##" continuing-subword prefix and a
+TemplateProcessing post-processor. Also: a corrupt tokenizer.json is a configuration error."""
+import codecs
+import contextlib
+import io
+import glob
+import json
+import os
+import random
+import re
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(__file__))
+from test_tokenize_store import TOKENIZE, read_tokens, run_tokenize, write_tsv  # noqa: E402
+
+try:
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+except ImportError as e:  # pragma: no cover
+    print(f"skip: {e}")
+    sys.exit(77)
+
+EXTRA = [
+    "Café déjà vu — naïve façade, Ærøskøbing, Straße, İstanbul.",
+    "Москва — столица России. Ελληνικά γράμματα. עברית מימין לשמאל.",
+    "日本語のテキストと中文文本，还有한국어 문장。",
+    "Emoji: 😀🎉👍🏽 family 👨‍👩‍👧‍👦 flags 🇫🇷🇯🇵 and ❤️ hearts!",
+    "Numbers 3.14159, 1,000,000 and ½ ⅔ ² ³ with tabs\u00a0nbsp and   spaces.",
+    "She said: “it's fine”, didn't she? We'll see; they'd know. I'm sure you've heard.",
+    "Special <|sp|> tokens [CLS] inside [SEP] text and featcache words, <|sp|><|sp|>x.",
+    "  leading and trailing spaces  ",
+    "mixed\u2003em\u2009thin\u3000ideographic spaces",
+    "Ⓐⓑⓒ circled, ﬁ ligature, ＦＵＬＬＷＩＤＴＨ letters, x²+y²=z²",
+]
+
+
+def corpus():
+    lines = []
+    files = sorted(glob.glob("/usr/share/common-licenses/*")) + sorted(glob.glob("/usr/share/doc/*/copyright"))[:150]
+    for path in files:
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except (UnicodeDecodeError, IsADirectoryError, OSError):
+            continue
+        for para in re.split(r"\n\s*\n", text):
+            for sent in re.split(r"(?<=[.!?])\s+", " ".join(para.split())):
+                if 3 <= len(sent) <= 400:
+                    lines.append(sent)
+    with contextlib.redirect_stdout(io.StringIO()):
+        import this
+    lines += [s for s in codecs.decode(this.s, "rot13").split("\n") if s]
+    seen, out = set(), []
+    for s in lines:
+        if s not in seen:
+            seen.add(s)
+            out.append(s)
+    rng = random.Random(4)
+    rng.shuffle(out)
+    return out[:3000] + EXTRA
+
+
+def train(kind, texts):
+    if kind == "whitespace":
+        tok = Tokenizer(models.BPE(unk_token="[UNK]"))
+        tok.pre_tokenizer = pre_tokenizers.Whitespace()
+        tr = trainers.BpeTrainer(vocab_size=3000, special_tokens=["[UNK]", "[CLS]", "[SEP]"],
+                                 show_progress=False)
+        tok.train_from_iterator(texts[: len(texts) // 2], trainer=tr)
+        tok.add_special_tokens(["<|sp|>"])
+        tok.add_tokens(["featcache"])
+    elif kind == "bytelevel":
+        tok = Tokenizer(models.BPE())
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tok.post_processor = processors.ByteLevel(trim_offsets=False)
+        tr = trainers.BpeTrainer(vocab_size=4000, special_tokens=["<|endoftext|>"],
+                                 initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+        tok.train_from_iterator(texts[: len(texts) // 2], trainer=tr)
+        tok.add_special_tokens(["<|sp|>"])
+    else:  # lowercase + prefix + template
+        tok = Tokenizer(models.BPE(unk_token="[UNK]", continuing_subword_prefix="##"))
+        tok.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()])
+        tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+        tr = trainers.BpeTrainer(vocab_size=2500, special_tokens=["[UNK]", "[CLS]", "[SEP]"],
+                                 continuing_subword_prefix="##", show_progress=False)
+        tok.train_from_iterator(texts[: len(texts) // 2], trainer=tr)
+        tok.post_processor = processors.TemplateProcessing(
+            single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 1), ("[SEP]", 2)])
+    return tok
+
+
+def bad_merge(j):
+    j["model"]["merges"].insert(0, ["zzzq", "qqqz"])
+    return j
+
+
+def main():
+    if not os.access(TOKENIZE, os.X_OK):
+        print(f"skip: {TOKENIZE} not built")
+        return 77
+    texts = corpus()
+    assert len(texts) >= 1000, f"only {len(texts)} sentences on this machine"
+    fails = 0
+    with tempfile.TemporaryDirectory() as d:
+        rows = [(f"s{i:05d}", t) for i, t in enumerate(texts)]
+        man = os.path.join(d, "m.tsv")
+        write_tsv(man, rows)
+        for kind in ("whitespace", "bytelevel", "lowercase"):
+            tok = train(kind, texts)
+            tj = os.path.join(d, f"{kind}.json")
+            tok.save(tj)
+            st = os.path.join(d, f"store-{kind}")
+            p = run_tokenize("-o", st, "--manifest", man, "--manifest-format", "tsv", "-t", "bpe",
+                             "--tokenizer-json", tj, "--json", "-j", "2")
+            s = json.loads(p.stdout)
+            assert s["failed"] == 0 and s["processed"] == len(rows), (s, p.stderr[-2000:])
+            got = read_tokens(st, s["config_digest"])
+            bad = 0
+            for i, t in rows:
+                want = tok.encode(t).ids
+                if got[i][1] != want:
+                    bad += 1
+                    if bad <= 5:
+                        print(f"MISMATCH [{kind}] {t!r}\n  got  {got[i][1]}\n  want {want}\n"
+                              f"  tokens {tok.encode(t).tokens}")
+            non_ascii = sum(1 for _, t in rows if not t.isascii())
+            print(f"{kind}: {len(rows) - bad} of {len(rows)} equal ({non_ascii} non-ASCII lines,"
+                  f" vocab {tok.get_vocab_size()})")
+            fails += bad
+        # corrupt tokenizer.json files: configuration errors (exit 2), nothing stored
+        good = open(os.path.join(d, "bytelevel.json"), encoding="utf-8").read()
+        cases = {"truncated": good[: len(good) // 2],
+                 "not-bpe": json.dumps({**json.loads(good), "model": {"type": "Unigram", "vocab": []}}),
+                 "bad-merge": json.dumps(bad_merge(json.loads(good)))}
+        for name, text in cases.items():
+            tj = os.path.join(d, f"corrupt-{name}.json")
+            open(tj, "w", encoding="utf-8").write(text)
+            p = run_tokenize("-o", os.path.join(d, "c"), "--manifest", man, "-t", "bpe",
+                             "--tokenizer-json", tj, check=False)
+            assert p.returncode == 2, (name, p.returncode, p.stderr)
+            assert tj in p.stderr and "\n" == p.stderr[-1], p.stderr
+            print(f"corrupt {name}: {p.stderr.strip()}")
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+/* Unit tests for the tokenizers: normalization known answers, vocab parsing errors, a tiny BPE,
+ * the config digest's dependence on what defines a tokenizer, and encode on 1 vs N threads. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "featcache/fc_format.h"
+#include "featcache/fc_tokenize.h"
+
+static int failures;
+#define CHECK(cond, ...)                                              \
+  do {                                                                \
+    if (!(cond)) {                                                    \
+      failures++;                                                     \
+      fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond); \
+      fprintf(stderr, __VA_ARGS__);                                   \
+      fputc('\n', stderr);                                            \
+    }                                                                 \
+  } while (0)
+
+static void norm_case(int nfkc, int fold, int punct, int collapse, const char *in, const char *want,
+                      int want_rc) {
+  fc_tok_norm n = {nfkc ? FC_UNICODE_NFKC : FC_UNICODE_NONE, fold,
+                   punct ? FC_PUNCT_REMOVE : FC_PUNCT_KEEP, collapse};
+  char *out = NULL;
+  size_t len = 0;
+  int rc = fc_tok_normalize(&n, in, strlen(in), &out, &len);
+  CHECK(rc == want_rc, "normalize(%s): rc %d (%s), want %d", in, rc, fc_strerror(rc), want_rc);
+  if (!rc && want)
+    CHECK(len == strlen(want) && memcmp(out, want, len) == 0, "normalize(%s) = '%s', want '%s'",
+          in, out, want);
+  free(out);
+}
+
+static char *write_tmp(const char *name, const char *text) {
+  static char path[8][256];
+  static int k;
+  char *p = path[k++ % 8];
+  snprintf(p, 256, "/tmp/fc_test_tok_%d_%s", (int)getpid(), name);
+  FILE *f = fopen(p, "wb");
+  fputs(text, f);
+  fclose(f);
+  return p;
+}
+
+static fc_tokenizer *make(fc_tok_kind kind, const char *file, char *why) {
+  fc_tok_options o;
+  fc_tok_options_default(&o, kind);
+  if (kind == FC_TOK_BPE) o.tokenizer_json = file;
+  else o.vocab_path = file;
+  fc_tokenizer *t = NULL;
+  int rc = fc_tokenizer_create(&o, &t, why, 512);
+  return rc ? NULL : t;
+}
+
+int main(void) {
+  /* normalization known answers */
+  norm_case(1, 0, 0, 1, "\xEF\xAC\x81ne  caf\x65\xCC\x81 \xC2\xBD", "fine caf\xC3\xA9 1\xE2\x81\x84" "2", 0);
+  norm_case(1, 1, 0, 1, "Stra\xC3\x9F" "e \xCE\xA3", "strasse \xCF\x83", 0);
+  norm_case(1, 0, 1, 1, "Hello, (world)! \xE2\x80\x9Cok\xE2\x80\x9D", "Hello world ok", 0);
+  norm_case(0, 0, 0, 1, " \t a \xE2\x80\x83 b\r\n", "a b", 0);
+  norm_case(0, 0, 0, 0, " a  b ", " a  b ", 0);
+  norm_case(1, 0, 0, 1, "   \t ", NULL, FC_EEMPTY);
+  norm_case(1, 0, 1, 1, "?!", NULL, FC_EEMPTY);
+  norm_case(1, 0, 0, 1, "bad \xC3\x28", NULL, FC_EUTF8);
+  norm_case(1, 0, 0, 1, "surrogate \xED\xA0\x80", NULL, FC_EUTF8);
+
+  char why[512] = "";
+  /* vocab errors name the line */
+  CHECK(!make(FC_TOK_CHARS, write_tmp("dup", "a\nb\na\n"), why) && strstr(why, ":3: duplicate symbol 'a' (first at line 1)"), "%s", why);
+  CHECK(!make(FC_TOK_CHARS, write_tmp("empty", "a\n\nb\n"), why) && strstr(why, ":2: empty line"), "%s", why);
+  CHECK(!make(FC_TOK_CHARS, write_tmp("utf8", "a\n\xFF\n"), why) && strstr(why, ":2: invalid UTF-8"), "%s", why);
+  /* CRLF and a BOM do not change a vocab: same config digest */
+  fc_tokenizer *t1 = make(FC_TOK_CHARS, write_tmp("lf", "<pad>\n<unk>\n \na\nb\nab\n"), why);
+  fc_tokenizer *t2 = make(FC_TOK_CHARS, write_tmp("crlf", "\xEF\xBB\xBF<pad>\r\n<unk>\r\n \r\na\r\nb\r\nab\r\n"), why);
+  fc_tokenizer *t3 = make(FC_TOK_CHARS, write_tmp("other", "<pad>\n<unk>\n \na\nb\nba\n"), why);
+  CHECK(t1 && t2 && t3, "%s", why);
+  if (t1 && t2 && t3) {
+    fc_digest d1, d2, d3;
+    fc_tokenizer_config(t1, NULL, NULL, &d1);
+    fc_tokenizer_config(t2, NULL, NULL, &d2);
+    fc_tokenizer_config(t3, NULL, NULL, &d3);
+    CHECK(memcmp(&d1, &d2, 16) == 0, "CRLF/BOM vocab changed the config digest");
+    CHECK(memcmp(&d1, &d3, 16) != 0, "a different vocab kept the config digest");
+    CHECK(fc_tokenizer_dtype(t1) == FC_DTYPE_I16, "dtype %d", fc_tokenizer_dtype(t1));
+    int32_t *ids;
+    size_t n, unk;
+    int rc = fc_tokenizer_encode(t1, "aab b<unk>", 10, &ids, &n, &unk, why, sizeof why);
+    /* longest match: a, ab, ' ', b, then '<' 'u' 'n' 'k' '>' unknown (specials never match text) */
+    int32_t want[] = {3, 5, 2, 4, 1, 1, 1, 1, 1};
+    CHECK(rc == 0 && n == 9 && memcmp(ids, want, sizeof want) == 0 && unk == 5, "rc %d n %zu", rc, n);
+    free(ids);
+  }
+  fc_tokenizer_free(t1);
+  fc_tokenizer_free(t2);
+  fc_tokenizer_free(t3);
+
+  /* a tiny BPE: merges in rank order, added tokens, Whitespace pre-tokenizer, unk */
+  const char *bpe_json =
+      "{\"added_tokens\":[{\"id\":6,\"content\":\"<s>\",\"special\":true}],"
+      "\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"Whitespace\"},\"post_processor\":null,"
+      "\"model\":{\"type\":\"BPE\",\"unk_token\":\"?\",\"vocab\":{\"?\":0,\"a\":1,\"b\":2,\"c\":3,"
+      "\"ab\":4,\"abc\":5},\"merges\":[\"a b\",[\"ab\",\"c\"]]}}";
+  fc_tokenizer *b = make(FC_TOK_BPE, write_tmp("bpe.json", bpe_json), why);
+  CHECK(b != NULL, "%s", why);
+  if (b) {
+    int32_t *ids;
+    size_t n;
+    const char *text = "abc ab<s>ba cx";
+    int rc = fc_tokenizer_encode(b, text, strlen(text), &ids, &n, NULL, why, sizeof why);
+    int32_t want[] = {5, 4, 6, 2, 1, 3, 0};
+    CHECK(rc == 0 && n == 7 && memcmp(ids, want, sizeof want) == 0, "bpe rc %d n %zu", rc, n);
+    /* the same ids from many threads at once */
+    int bad = 0;
+#pragma omp parallel for reduction(+ : bad)
+    for (int i = 0; i < 256; i++) {
+      int32_t *v;
+      size_t m;
+      bad += fc_tokenizer_encode(b, text, strlen(text), &v, &m, NULL, NULL, 0) != 0 || m != n ||
+             memcmp(v, ids, n * sizeof *v) != 0;
+      free(v);
+    }
+    CHECK(bad == 0, "%d threaded encodes differ", bad);
+    free(ids);
+    fc_tokenizer_free(b);
+  }
+  CHECK(!make(FC_TOK_BPE, write_tmp("trunc.json", "{\"model\":{\"type\":\"BPE\""), why) && strstr(why, "trunc.json"), "%s", why);
+  CHECK(!make(FC_TOK_BPE, write_tmp("uni.json", "{\"model\":{\"type\":\"Unigram\"}}"), why) && strstr(why, "Unigram"), "%s", why);
+
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -f /tmp/fc_test_tok_%d_*", (int)getpid());
+  if (system(cmd)) {
+  }
+  if (failures) fprintf(stderr, "%d failures\n", failures);
+  else printf("ok: tokenizer unit tests\n");
+  return failures ? 1 : 0;
+}
