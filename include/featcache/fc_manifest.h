@@ -1,8 +1,12 @@
-/* featcache — manifests: LJSpeech csv, Kaldi wav.scp, JSON lines, plain path lists.
+/* featcache — manifests: LJSpeech csv, Kaldi wav.scp, JSON lines, plain path lists, TSV.
  *
  * A manifest is read into a list of items (id, audio path resolved against the audio dir, text).
  * Malformed lines are reported one by one through the item list (an item with err != 0 and a
- * reason), never silently dropped, so tools can say "featurize: FILE:LINE: reason" and go on. */
+ * reason), never silently dropped, so tools can say "featurize: FILE:LINE: reason" and go on.
+ * Lines of any length are read whole; "\r\n" endings, a UTF-8 BOM at the start of the file and
+ * blank (whitespace-only) lines are skipped silently. Every line must be valid UTF-8 without NUL.
+ * Relative audio paths resolve against opts->audio_dir, else wavs/ beside an LJSpeech manifest,
+ * else the manifest's own directory ("." for stdin: the path is kept as written). */
 #ifndef FC_MANIFEST_H
 #define FC_MANIFEST_H
 
@@ -21,14 +25,17 @@ typedef enum fc_manifest_format {
   FC_MANIFEST_TSV = 5       /* id<TAB>text (tokenize) */
 } fc_manifest_format;
 
+/* For an item with err != 0 any of the strings may be NULL (id is set when it could be read). */
 typedef struct fc_item {
-  char *id;        /* utterance id (NUL-terminated UTF-8) */
+  char *id;        /* utterance id (NUL-terminated UTF-8, checked by fc_id_check) */
   char *path;      /* audio path, resolved; NULL when the manifest has none (tsv) */
   char *text;      /* the chosen text column; NULL when none */
   char *text_raw;  /* LJSpeech column 2 (raw) when present, else NULL */
   char *text_norm; /* LJSpeech column 3 (normalized) when present, else NULL */
-  size_t line;     /* 1-based line number in the manifest, 0 for paths from args/stdin */
-  int err;         /* 0, or FC_EMANIFEST / FC_EUTF8 / FC_EDUPLICATE / FC_EFORMAT for this line */
+  size_t line;     /* 1-based line number in the manifest or stream, 0 for paths from arguments */
+  int err;         /* 0, or FC_EMANIFEST (missing column, bad JSON, NUL byte, piped wav.scp...),
+                      FC_EUTF8 (line or id not UTF-8), FC_EDUPLICATE (2nd and later use of an id),
+                      FC_EFORMAT (id over FC_ID_MAX bytes or with a control character) */
   char *why;       /* reason when err != 0 */
 } fc_item;
 
@@ -41,24 +48,36 @@ typedef struct fc_item_list {
 typedef struct fc_manifest_opts {
   fc_manifest_format format; /* FC_MANIFEST_AUTO to detect */
   const char *audio_dir;     /* NULL: wavs/ beside an LJSpeech manifest, else the manifest's dir */
-  int text_column;           /* LJSpeech: 2 raw, 3 normalized; 0 = normalized when present else raw */
+  int text_column;           /* LJSpeech: 2 raw, 3 normalized (an item error where absent);
+                                0 = normalized when present and non-empty, else raw */
   const char *audio_ext;     /* LJSpeech audio extension, default ".wav" */
 } fc_manifest_opts;
 
-/* Read a manifest file ("-" = stdin). Errors that stop everything (cannot open, not UTF-8 at
- * all...) are returned; per-line problems are items with err set. Duplicate ids: the second and
- * later get FC_EDUPLICATE. *out is owned by the caller: fc_item_list_free. */
+/* Read a manifest file ("-" = stdin); opts may be NULL (auto-detect, defaults). Errors that stop
+ * everything are returned with a reason in why (may be NULL): errno codes (cannot open: ENOENT,
+ * EACCES; EISDIR; read errors), ENOMEM, FC_ECONFIG (bad opts->format). Per-line problems are
+ * items with err set. An empty file (or only blank lines) is success with count 0. With
+ * FC_MANIFEST_AUTO the format comes from fc_manifest_detect on the name and first non-blank line;
+ * a first line that looks like "id path" but names an existing file (a path with a space) makes
+ * it a list. *out is owned by the caller: fc_item_list_free (on error it is already empty). */
 FC_API int fc_manifest_read(const char *path, const fc_manifest_opts *opts, fc_item_list *out,
                             char *why, size_t why_len);
-/* Items from paths (arguments, or lines read from a FILE* such as stdin when paths is NULL):
- * id = file name without directory and extension. */
+/* Items from paths (arguments): id = file name without directory and last extension, path as
+ * given, line 0; an empty path or a repeated id is an item error. Returns 0, EINVAL or ENOMEM. */
 FC_API int fc_items_from_paths(const char *const *paths, size_t n, fc_item_list *out);
+/* Items from one path per line of a FILE* (NULL = stdin), with the manifest rules for CRLF, BOM,
+ * blank lines and line numbers. Returns 0, or an errno code (read error, ENOMEM). */
 FC_API int fc_items_from_stream(void *stdio_file, fc_item_list *out);
+/* Frees every string and the array; l itself is the caller's. NULL is fine. */
 FC_API void fc_item_list_free(fc_item_list *l);
-/* Detect the format of a manifest from its name and first non-empty line. */
+/* Detect the format of a manifest from its name (may be NULL) and first non-empty line (may be
+ * NULL): names ending .scp → kaldi; .json, .jsonl, .ndjson or a line starting with '{' → jsonl;
+ * .tsv → tsv; a '|' → ljspeech; a tab → tsv; .csv → ljspeech; "word path" → kaldi; else list. */
 FC_API fc_manifest_format fc_manifest_detect(const char *path, const char *first_line);
+/* "auto", "ljspeech", "kaldi", "jsonl", "list", "tsv"; "unknown" otherwise. Static string. */
 FC_API const char *fc_manifest_format_name(fc_manifest_format f);
-/* "ljspeech", "kaldi", "jsonl", "list", "tsv" → format; FC_MANIFEST_AUTO for "auto"; -1 unknown. */
+/* "ljspeech", "kaldi", "jsonl", "list", "tsv" → format; FC_MANIFEST_AUTO for "auto"; -1 unknown.
+ * Also accepted: "lj"/"csv", "scp"/"wav.scp", "json"/"nemo", "txt"/"paths". */
 FC_API int fc_manifest_format_from_name(const char *name);
 
 #ifdef __cplusplus

@@ -1,0 +1,593 @@
+/* Manifest readers: LJSpeech csv, Kaldi wav.scp, JSON lines, plain path lists, TSV.
+ *
+ * Every line is read whole with getline (no fixed buffers: a 1 MB line is one item), CRLF and a
+ * leading UTF-8 BOM are stripped, blank lines skipped. A line that cannot be used becomes an item
+ * with err and why set, never a silent drop, so that tools can say "FILE:LINE: reason" and go on.
+ * Memory: the items themselves plus one line buffer and an id set of 2 pointers per item. */
+#include "featcache/fc_manifest.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "featcache/fc_format.h"
+
+/* ---- names ------------------------------------------------------------------------------------ */
+static const char *const format_names[] = {"auto", "ljspeech", "kaldi", "jsonl", "list", "tsv"};
+
+const char *fc_manifest_format_name(fc_manifest_format f) {
+  if ((int)f < 0 || (size_t)f >= sizeof format_names / sizeof format_names[0]) return "unknown";
+  return format_names[f];
+}
+
+int fc_manifest_format_from_name(const char *name) {
+  if (!name) return -1;
+  for (size_t i = 0; i < sizeof format_names / sizeof format_names[0]; i++)
+    if (strcmp(name, format_names[i]) == 0) return (int)i;
+  /* Common aliases. */
+  if (strcmp(name, "lj") == 0 || strcmp(name, "csv") == 0) return FC_MANIFEST_LJSPEECH;
+  if (strcmp(name, "scp") == 0 || strcmp(name, "wav.scp") == 0) return FC_MANIFEST_KALDI;
+  if (strcmp(name, "json") == 0 || strcmp(name, "nemo") == 0) return FC_MANIFEST_JSONL;
+  if (strcmp(name, "txt") == 0 || strcmp(name, "paths") == 0) return FC_MANIFEST_LIST;
+  return -1;
+}
+
+/* ---- small string helpers ------------------------------------------------------------------- */
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static char *dup_range(const char *s, size_t n) {
+  char *out = malloc(n + 1);
+  if (!out) return NULL;
+  memcpy(out, s, n);
+  out[n] = '\0';
+  return out;
+}
+
+/* "dir" + "/" + "rel"; rel unchanged when it is absolute or dir is empty or ".". */
+static char *join_path(const char *dir, const char *rel, size_t rel_len, const char *ext) {
+  size_t ext_len = ext ? strlen(ext) : 0;
+  if (rel_len > 0 && rel[0] == '/') dir = NULL;
+  if (dir && (dir[0] == '\0' || strcmp(dir, ".") == 0)) dir = NULL;
+  size_t dir_len = dir ? strlen(dir) : 0;
+  int need_slash = dir_len > 0 && dir[dir_len - 1] != '/';
+  char *out = malloc(dir_len + (size_t)need_slash + rel_len + ext_len + 1);
+  if (!out) return NULL;
+  char *p = out;
+  if (dir_len) {
+    memcpy(p, dir, dir_len);
+    p += dir_len;
+  }
+  if (need_slash) *p++ = '/';
+  memcpy(p, rel, rel_len);
+  p += rel_len;
+  if (ext_len) {
+    memcpy(p, ext, ext_len);
+    p += ext_len;
+  }
+  *p = '\0';
+  return out;
+}
+
+/* Directory part of a manifest path: "a/b/m.csv" -> "a/b", "m.csv" -> ".", "/m.csv" -> "/". */
+static char *dir_of(const char *path) {
+  const char *slash = strrchr(path, '/');
+  if (!slash) return dup_range(".", 1);
+  if (slash == path) return dup_range("/", 1);
+  return dup_range(path, (size_t)(slash - path));
+}
+
+/* Id from a path: file name without directory and (last) extension. "a/b.c.wav" -> "b.c". */
+static char *id_from_path(const char *path, size_t len) {
+  const char *end = path + len, *start = path;
+  /* A trailing slash has no file name; keep the bytes as they are so fc_id_check reports it. */
+  for (const char *p = path; p < end; p++)
+    if (*p == '/' && p + 1 < end) start = p + 1;
+  const char *dot = NULL;
+  for (const char *p = start + 1; p < end; p++) /* +1: ".hidden" keeps its name */
+    if (*p == '.') dot = p;
+  return dup_range(start, (size_t)((dot ? dot : end) - start));
+}
+
+/* ---- the item list ---------------------------------------------------------------------------- */
+typedef struct list_builder {
+  fc_item_list *out;
+  size_t cap;
+  /* Open-addressing set of valid ids (pointers into items), for duplicate detection. */
+  const char **set;
+  size_t set_cap, set_count;
+} list_builder;
+
+static uint64_t hash_str(const char *s) { /* FNV-1a: enough for a set, no dependency */
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
+  return h;
+}
+
+/* 1 if id was already present, 0 if inserted, negative on ENOMEM. */
+static int id_set_insert(list_builder *b, const char *id) {
+  if (2 * (b->set_count + 1) > b->set_cap) {
+    size_t ncap = b->set_cap ? 2 * b->set_cap : 64;
+    const char **nset = calloc(ncap, sizeof *nset);
+    if (!nset) return -ENOMEM;
+    for (size_t i = 0; i < b->set_cap; i++) {
+      if (!b->set[i]) continue;
+      size_t j = hash_str(b->set[i]) & (ncap - 1);
+      while (nset[j]) j = (j + 1) & (ncap - 1);
+      nset[j] = b->set[i];
+    }
+    free(b->set);
+    b->set = nset;
+    b->set_cap = ncap;
+  }
+  size_t j = hash_str(id) & (b->set_cap - 1);
+  while (b->set[j]) {
+    if (strcmp(b->set[j], id) == 0) return 1;
+    j = (j + 1) & (b->set_cap - 1);
+  }
+  b->set[j] = id;
+  b->set_count++;
+  return 0;
+}
+
+static fc_item *new_item(list_builder *b, size_t line) {
+  fc_item_list *l = b->out;
+  if (l->count == b->cap) {
+    size_t ncap = b->cap ? 2 * b->cap : 64;
+    fc_item *n = realloc(l->items, ncap * sizeof *n);
+    if (!n) return NULL;
+    l->items = n;
+    b->cap = ncap;
+  }
+  fc_item *it = &l->items[l->count++];
+  memset(it, 0, sizeof *it);
+  it->line = line;
+  return it;
+}
+
+static void item_clear(fc_item *it) {
+  free(it->id);
+  free(it->path);
+  free(it->text);
+  free(it->text_raw);
+  free(it->text_norm);
+  free(it->why);
+  memset(it, 0, sizeof *it);
+}
+
+/* Mark an item bad with a formatted reason. Returns 0, or -ENOMEM. */
+static int item_fail(fc_item *it, int err, const char *fmt, ...) {
+  char buf[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  it->err = err;
+  free(it->why);
+  it->why = strdup(buf);
+  return it->why ? 0 : -ENOMEM;
+}
+
+/* Check the id of a filled item and its uniqueness. Returns 0 or -ENOMEM (item errors set err). */
+static int item_finish(list_builder *b, fc_item *it) {
+  if (it->err) return 0;
+  if (!it->id) return item_fail(it, FC_EMANIFEST, "missing id");
+  size_t n = strlen(it->id);
+  int rc = fc_id_check(it->id, n);
+  if (rc == FC_EUTF8) return item_fail(it, FC_EUTF8, "id is not valid UTF-8");
+  if (rc != 0) {
+    if (n == 0) return item_fail(it, FC_EMANIFEST, "empty id");
+    if (n > FC_ID_MAX)
+      return item_fail(it, FC_EFORMAT, "id is %zu bytes, longer than the %d allowed", n, FC_ID_MAX);
+    return item_fail(it, FC_EFORMAT, "id contains a control character (NUL or newline)");
+  }
+  rc = id_set_insert(b, it->id);
+  if (rc < 0) return rc;
+  if (rc == 1) return item_fail(it, FC_EDUPLICATE, "duplicate id '%s'", it->id);
+  return 0;
+}
+
+static void builder_done(list_builder *b) {
+  free(b->set);
+  b->set = NULL;
+}
+
+void fc_item_list_free(fc_item_list *l) {
+  if (!l) return;
+  for (size_t i = 0; i < l->count; i++) item_clear(&l->items[i]);
+  free(l->items);
+  l->items = NULL;
+  l->count = 0;
+}
+
+/* ---- detection -------------------------------------------------------------------------------- */
+static int has_audio_ext(const char *s, size_t n) {
+  static const char *const exts[] = {".wav", ".flac", ".mp3", ".ogg", ".opus", ".aiff", ".aif",
+                                     ".au", ".sph", ".caf", ".w64", ".m4a", ".WAV", ".FLAC"};
+  for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++) {
+    size_t m = strlen(exts[i]);
+    if (n >= m && memcmp(s + n - m, exts[i], m) == 0) return 1;
+  }
+  return 0;
+}
+
+static int kaldi_by_name(const char *path) {
+  const char *name = path ? base_name(path) : "";
+  return strcmp(name, "wav.scp") == 0 || ends_with(name, ".scp");
+}
+
+fc_manifest_format fc_manifest_detect(const char *path, const char *first_line) {
+  const char *name = path ? base_name(path) : "";
+  if (kaldi_by_name(path)) return FC_MANIFEST_KALDI;
+  if (ends_with(name, ".jsonl") || ends_with(name, ".json") || ends_with(name, ".ndjson"))
+    return FC_MANIFEST_JSONL;
+  const char *l = first_line ? first_line : "";
+  if ((uint8_t)l[0] == 0xEF && (uint8_t)l[1] == 0xBB && (uint8_t)l[2] == 0xBF) l += 3;
+  while (*l == ' ' || *l == '\t') l++;
+  if (*l == '{') return FC_MANIFEST_JSONL;
+  if (ends_with(name, ".tsv")) return FC_MANIFEST_TSV;
+  if (strchr(l, '|')) return FC_MANIFEST_LJSPEECH;
+  if (strchr(l, '\t')) return FC_MANIFEST_TSV;
+  if (ends_with(name, ".csv")) return FC_MANIFEST_LJSPEECH;
+  /* "id path" (Kaldi) vs a path that contains a space (list): Kaldi when the first word has no
+   * '/' and no audio extension, and what follows it looks like an audio path. "my file.wav" is
+   * therefore Kaldi here; fc_manifest_read turns it back into a list when a file of that whole
+   * name exists. */
+  size_t n = strcspn(l, "\r\n");
+  size_t w = strcspn(l, " \t");
+  if (w > 0 && w < n) {
+    const char *rest = l + w;
+    while (*rest == ' ' || *rest == '\t') rest++;
+    size_t rn = strcspn(rest, "\r\n");
+    while (rn > 0 && (rest[rn - 1] == ' ' || rest[rn - 1] == '\t')) rn--;
+    int first_is_path = memchr(l, '/', w) != NULL || has_audio_ext(l, w);
+    int rest_is_path = memchr(rest, '/', rn) != NULL || has_audio_ext(rest, rn) ||
+                       (rn > 0 && rest[rn - 1] == '|');
+    if (!first_is_path && rest_is_path) return FC_MANIFEST_KALDI;
+  }
+  return FC_MANIFEST_LIST;
+}
+
+/* ---- per-format line parsers ------------------------------------------------------------------ */
+typedef struct parse_ctx {
+  const fc_manifest_opts *opts;
+  const char *audio_dir; /* resolved base for relative audio paths (may be "." or NULL) */
+  const char *ext;       /* LJSpeech audio extension */
+} parse_ctx;
+
+/* Fill a text field if the bytes are valid UTF-8 (whole-line check already done). */
+static int parse_ljspeech(const parse_ctx *c, fc_item *it, const char *line, size_t n) {
+  const char *col[3];
+  size_t len[3];
+  size_t ncol = 0;
+  const char *p = line, *end = line + n;
+  for (;;) {
+    const char *bar = memchr(p, '|', (size_t)(end - p));
+    const char *stop = bar ? bar : end;
+    if (ncol < 3) {
+      col[ncol] = p;
+      len[ncol] = (size_t)(stop - p);
+    }
+    ncol++;
+    if (!bar) break;
+    p = bar + 1;
+  }
+  if (ncol < 2) return item_fail(it, FC_EMANIFEST, "missing text column (expected id|text[|normalized])");
+  if (ncol > 3)
+    return item_fail(it, FC_EMANIFEST, "%zu columns, expected id|text[|normalized]", ncol);
+  if (!(it->id = dup_range(col[0], len[0]))) return -ENOMEM;
+  if (len[0] == 0) return item_fail(it, FC_EMANIFEST, "empty id");
+  if (!(it->text_raw = dup_range(col[1], len[1]))) return -ENOMEM;
+  if (ncol == 3 && !(it->text_norm = dup_range(col[2], len[2]))) return -ENOMEM;
+  const char *chosen;
+  switch (c->opts ? c->opts->text_column : 0) {
+  case 2: chosen = it->text_raw; break;
+  case 3:
+    if (!it->text_norm) return item_fail(it, FC_EMANIFEST, "missing normalized text (column 3)");
+    chosen = it->text_norm;
+    break;
+  default: chosen = (it->text_norm && it->text_norm[0]) ? it->text_norm : it->text_raw; break;
+  }
+  if (!(it->text = strdup(chosen))) return -ENOMEM;
+  if (!(it->path = join_path(c->audio_dir, col[0], len[0], c->ext))) return -ENOMEM;
+  return 0;
+}
+
+static int parse_kaldi(const parse_ctx *c, fc_item *it, const char *line, size_t n) {
+  const char *p = line, *end = line + n;
+  while (p < end && (*p == ' ' || *p == '\t')) p++;
+  const char *id = p;
+  while (p < end && *p != ' ' && *p != '\t') p++;
+  size_t id_len = (size_t)(p - id);
+  while (p < end && (*p == ' ' || *p == '\t')) p++;
+  while (end > p && (end[-1] == ' ' || end[-1] == '\t')) end--;
+  if (!(it->id = dup_range(id, id_len))) return -ENOMEM;
+  if (p == end) return item_fail(it, FC_EMANIFEST, "missing path column (expected: id path)");
+  if (end[-1] == '|') return item_fail(it, FC_EMANIFEST, "piped wav.scp entries are not supported");
+  if (!(it->path = join_path(c->audio_dir, p, (size_t)(end - p), NULL))) return -ENOMEM;
+  return 0;
+}
+
+static int parse_jsonl(const parse_ctx *c, fc_item *it, const char *line, size_t n) {
+  json_error_t jerr;
+  json_t *root = json_loadb(line, n, JSON_REJECT_DUPLICATES, &jerr);
+  int rc = 0;
+  if (!root) return item_fail(it, FC_EMANIFEST, "invalid JSON: %s (column %d)", jerr.text, jerr.column);
+  if (!json_is_object(root)) {
+    rc = item_fail(it, FC_EMANIFEST, "expected a JSON object");
+    goto done;
+  }
+  json_t *audio = json_object_get(root, "audio_filepath");
+  json_t *text = json_object_get(root, "text");
+  json_t *id = json_object_get(root, "id");
+  if (!audio) {
+    rc = item_fail(it, FC_EMANIFEST, "missing \"audio_filepath\"");
+    goto done;
+  }
+  if (!json_is_string(audio) || json_string_length(audio) == 0) {
+    rc = item_fail(it, FC_EMANIFEST, "\"audio_filepath\" must be a non-empty string");
+    goto done;
+  }
+  if (text && !json_is_string(text) && !json_is_null(text)) {
+    rc = item_fail(it, FC_EMANIFEST, "\"text\" must be a string");
+    goto done;
+  }
+  if (id && !json_is_string(id)) {
+    rc = item_fail(it, FC_EMANIFEST, "\"id\" must be a string");
+    goto done;
+  }
+  /* jansson refuses strings with NUL (no JSON_ALLOW_NUL), so strlen is the length. */
+  const char *ap = json_string_value(audio);
+  if (!(it->path = join_path(c->audio_dir, ap, strlen(ap), NULL))) goto nomem;
+  if (id) {
+    if (!(it->id = strdup(json_string_value(id)))) goto nomem;
+  } else if (!(it->id = id_from_path(ap, strlen(ap)))) {
+    goto nomem;
+  }
+  if (json_is_string(text) && !(it->text = strdup(json_string_value(text)))) goto nomem;
+done:
+  json_decref(root);
+  return rc;
+nomem:
+  json_decref(root);
+  return -ENOMEM;
+}
+
+static int parse_list(const parse_ctx *c, fc_item *it, const char *line, size_t n) {
+  if (!(it->path = join_path(c->audio_dir, line, n, NULL))) return -ENOMEM;
+  if (!(it->id = id_from_path(line, n))) return -ENOMEM;
+  return 0;
+}
+
+static int parse_tsv(const parse_ctx *c, fc_item *it, const char *line, size_t n) {
+  (void)c;
+  const char *tab = memchr(line, '\t', n);
+  if (!tab) {
+    if (!(it->id = dup_range(line, n))) return -ENOMEM;
+    return item_fail(it, FC_EMANIFEST, "missing text column (expected id<TAB>text)");
+  }
+  if (!(it->id = dup_range(line, (size_t)(tab - line)))) return -ENOMEM;
+  if (!(it->text = dup_range(tab + 1, n - (size_t)(tab + 1 - line)))) return -ENOMEM;
+  return 0;
+}
+
+/* ---- line reading ----------------------------------------------------------------------------- */
+/* Strip "\n", "\r\n" (and a lone trailing "\r"). */
+static size_t chomp(char *line, size_t n) {
+  if (n && line[n - 1] == '\n') n--;
+  if (n && line[n - 1] == '\r') n--;
+  line[n] = '\0';
+  return n;
+}
+
+static int is_blank(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (s[i] != ' ' && s[i] != '\t') return 0;
+  return 1;
+}
+
+static void set_why(char *why, size_t why_len, const char *fmt, ...) {
+  if (!why || !why_len) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, why_len, fmt, ap);
+  va_end(ap);
+}
+
+/* Read one line into *buf; returns its length after chomp, -1 at EOF, or -2 on a read error
+ * (errno set). *bom is cleared after the first line, whose UTF-8 BOM is removed. */
+static ssize_t next_line(FILE *f, char **buf, size_t *cap, int *first) {
+  errno = 0;
+  ssize_t got = getline(buf, cap, f);
+  if (got < 0) {
+    if (ferror(f)) return -2;
+    if (errno == ENOMEM) return -2;
+    return -1;
+  }
+  size_t n = chomp(*buf, (size_t)got);
+  if (*first) {
+    *first = 0;
+    if (n >= 3 && (uint8_t)(*buf)[0] == 0xEF && (uint8_t)(*buf)[1] == 0xBB &&
+        (uint8_t)(*buf)[2] == 0xBF) {
+      memmove(*buf, *buf + 3, n - 3 + 1);
+      n -= 3;
+    }
+  }
+  return (ssize_t)n;
+}
+
+int fc_manifest_read(const char *path, const fc_manifest_opts *opts, fc_item_list *out,
+                     char *why, size_t why_len) {
+  memset(out, 0, sizeof *out);
+  if (!path) return EINVAL;
+  int is_stdin = strcmp(path, "-") == 0;
+  FILE *f = is_stdin ? stdin : fopen(path, "re");
+  if (!f) {
+    int e = errno;
+    set_why(why, why_len, "cannot open: %s", strerror(e));
+    return e;
+  }
+  struct stat st;
+  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    if (!is_stdin) fclose(f);
+    set_why(why, why_len, "is a directory");
+    return EISDIR;
+  }
+
+  list_builder b = {.out = out};
+  char *buf = NULL, *dir = NULL, *audio_dir = NULL;
+  size_t cap = 0, lineno = 0;
+  int first = 1, rc = 0;
+  fc_manifest_format fmt = opts ? opts->format : FC_MANIFEST_AUTO;
+  if ((int)fmt < FC_MANIFEST_AUTO || fmt > FC_MANIFEST_TSV) {
+    set_why(why, why_len, "unknown manifest format %d", (int)fmt);
+    rc = FC_ECONFIG;
+    goto out;
+  }
+  parse_ctx c = {.opts = opts};
+  c.ext = (opts && opts->audio_ext) ? opts->audio_ext : ".wav";
+  if (!(dir = is_stdin ? strdup(".") : dir_of(path))) goto nomem;
+
+  for (;;) {
+    ssize_t got = next_line(f, &buf, &cap, &first);
+    if (got == -1) break;
+    if (got == -2) {
+      rc = errno ? errno : EIO;
+      set_why(why, why_len, "read error after line %zu: %s", lineno, strerror(rc));
+      goto out;
+    }
+    lineno++;
+    size_t n = (size_t)got;
+    if (is_blank(buf, n)) continue;
+
+    if (fmt == FC_MANIFEST_AUTO) {
+      /* The first line decides; a NUL in it just ends what detection sees. */
+      fmt = fc_manifest_detect(is_stdin ? NULL : path, buf);
+      /* "id path" and a path with a space look alike: a file by that whole name settles it. */
+      if (fmt == FC_MANIFEST_KALDI && !kaldi_by_name(is_stdin ? NULL : path)) {
+        const char *base = (opts && opts->audio_dir) ? opts->audio_dir : dir;
+        char *whole = join_path(base, buf, strlen(buf), NULL);
+        struct stat fst;
+        if (!whole) goto nomem;
+        if (stat(whole, &fst) == 0 && S_ISREG(fst.st_mode)) fmt = FC_MANIFEST_LIST;
+        free(whole);
+      }
+    }
+    if (!audio_dir) {
+      if (opts && opts->audio_dir)
+        audio_dir = strdup(opts->audio_dir);
+      else if (fmt == FC_MANIFEST_LJSPEECH)
+        audio_dir = join_path(dir, "wavs", 4, NULL);
+      else
+        audio_dir = strdup(dir);
+      if (!audio_dir) goto nomem;
+      c.audio_dir = audio_dir;
+    }
+
+    fc_item *it = new_item(&b, lineno);
+    if (!it) goto nomem;
+    int prc = 0;
+    if (memchr(buf, '\0', n)) {
+      prc = item_fail(it, FC_EMANIFEST, "line contains a NUL byte");
+    } else if (!fc_utf8_valid(buf, n)) {
+      prc = item_fail(it, FC_EUTF8, "invalid UTF-8");
+    } else {
+      switch (fmt) {
+      case FC_MANIFEST_LJSPEECH: prc = parse_ljspeech(&c, it, buf, n); break;
+      case FC_MANIFEST_KALDI: prc = parse_kaldi(&c, it, buf, n); break;
+      case FC_MANIFEST_JSONL: prc = parse_jsonl(&c, it, buf, n); break;
+      case FC_MANIFEST_TSV: prc = parse_tsv(&c, it, buf, n); break;
+      default: prc = parse_list(&c, it, buf, n); break;
+      }
+    }
+    if (prc == 0) prc = item_finish(&b, it);
+    if (prc < 0) goto nomem;
+  }
+  if (fmt == FC_MANIFEST_AUTO) fmt = fc_manifest_detect(is_stdin ? NULL : path, "");
+  out->format = fmt;
+  goto out;
+
+nomem:
+  rc = ENOMEM;
+  set_why(why, why_len, "out of memory");
+out:
+  free(buf);
+  free(dir);
+  free(audio_dir);
+  builder_done(&b);
+  if (!is_stdin) fclose(f);
+  if (rc) fc_item_list_free(out);
+  return rc;
+}
+
+/* ---- paths from arguments or a stream --------------------------------------------------------- */
+static int add_path_item(list_builder *b, const char *p, size_t n, size_t line) {
+  fc_item *it = new_item(b, line);
+  if (!it) return -ENOMEM;
+  if (memchr(p, '\0', n)) return item_fail(it, FC_EMANIFEST, "line contains a NUL byte");
+  if (!(it->path = dup_range(p, n))) return -ENOMEM;
+  if (!(it->id = id_from_path(p, n))) return -ENOMEM;
+  return item_finish(b, it);
+}
+
+int fc_items_from_paths(const char *const *paths, size_t n, fc_item_list *out) {
+  memset(out, 0, sizeof *out);
+  out->format = FC_MANIFEST_LIST;
+  if (n && !paths) return EINVAL;
+  list_builder b = {.out = out};
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    const char *p = paths[i] ? paths[i] : "";
+    if (p[0] == '\0') {
+      fc_item *it = new_item(&b, 0);
+      rc = it ? item_fail(it, FC_EMANIFEST, "empty path") : -ENOMEM;
+      continue;
+    }
+    rc = add_path_item(&b, p, strlen(p), 0);
+  }
+  builder_done(&b);
+  if (rc < 0) {
+    fc_item_list_free(out);
+    return ENOMEM;
+  }
+  return 0;
+}
+
+int fc_items_from_stream(void *stdio_file, fc_item_list *out) {
+  memset(out, 0, sizeof *out);
+  out->format = FC_MANIFEST_LIST;
+  FILE *f = stdio_file ? (FILE *)stdio_file : stdin;
+  list_builder b = {.out = out};
+  char *buf = NULL;
+  size_t cap = 0, lineno = 0;
+  int first = 1, rc = 0;
+  for (;;) {
+    ssize_t got = next_line(f, &buf, &cap, &first);
+    if (got == -1) break;
+    if (got == -2) {
+      rc = errno ? errno : EIO;
+      break;
+    }
+    lineno++;
+    if (is_blank(buf, (size_t)got)) continue;
+    if (add_path_item(&b, buf, (size_t)got, lineno) < 0) {
+      rc = ENOMEM;
+      break;
+    }
+  }
+  free(buf);
+  builder_done(&b);
+  if (rc) fc_item_list_free(out);
+  return rc;
+}

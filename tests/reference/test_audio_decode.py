@@ -1,0 +1,289 @@
+"""fc_audio_decode (through ctypes on libfeatcache) against librosa.load(path, sr=target).
+
+librosa.load = soundfile (sf_readf_float) -> to_mono (np.mean over channels) -> soxr_hq resample
+-> fix_length. We make the same calls on the same bytes, so for lossless sources the expected
+difference is 0 or float32 rounding; the only library that differs is libsndfile itself
+(soundfile's wheel bundles its own build, the system one is what we link): this matters only for
+lossy decoders (MP3 via mpg123, Vorbis, Opus), whose float output may differ between versions.
+Run: python test_audio_decode.py (exit 0 pass, 1 fail, 77 skip).
+"""
+import ctypes
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+try:
+    import librosa
+    import numpy as np
+    import soundfile as sf
+except ImportError as e:  # pragma: no cover
+    print(f"skip: {e}")
+    sys.exit(77)
+
+# Tolerances (max abs error; signals peak near 0.8).
+TOL_EXACT = 1e-6       # lossless source, any rate/channels: same libsndfile read, same numpy-order
+#                        mix, same libsoxr recipe -> float32 rounding at most
+TOL_LOSSY = 1e-4       # MP3/Vorbis/Opus: system libsndfile 1.2.0 vs soundfile's bundled 1.2.2 (and
+#                        their mpg123/vorbis/opus builds); measured values are printed
+
+FC_EDECODE, FC_EEMPTY, FC_ETOOLONG = -31903, -31904, -31905
+
+
+class Info(ctypes.Structure):
+    _fields_ = [("sample_rate", ctypes.c_uint32), ("channels", ctypes.c_uint32),
+                ("frames", ctypes.c_uint64), ("size", ctypes.c_uint64),
+                ("mtime_ns", ctypes.c_int64), ("format", ctypes.c_int)]
+
+
+def load_lib():
+    path = os.environ.get("FEATCACHE_LIBRARY")
+    if not path or not os.path.exists(path):
+        bin_dir = os.environ.get("FC_BIN", "")
+        path = os.path.join(bin_dir, "libfeatcache.so")
+    if not os.path.exists(path):
+        print(f"skip: no libfeatcache.so (FEATCACHE_LIBRARY={path})")
+        sys.exit(77)
+    lib = ctypes.CDLL(path)
+    lib.fc_audio_decode.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint32,
+                                    ctypes.c_double, ctypes.POINTER(ctypes.POINTER(ctypes.c_float)),
+                                    ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(Info),
+                                    ctypes.c_char_p, ctypes.c_size_t]
+    lib.fc_audio_read_file.argtypes = [ctypes.c_char_p, ctypes.c_uint64,
+                                       ctypes.POINTER(ctypes.c_void_p),
+                                       ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(Info)]
+    lib.fc_strerror.restype = ctypes.c_char_p
+    return lib
+
+
+LIB = load_lib()
+LIBC = ctypes.CDLL(None)
+LIBC.free.argtypes = [ctypes.c_void_p]
+
+
+def fc_load(path, target, max_seconds=0.0):
+    """(rc, samples or None, info, why) via fc_audio_read_file + fc_audio_decode."""
+    info = Info()
+    buf, n = ctypes.c_void_p(), ctypes.c_size_t()
+    rc = LIB.fc_audio_read_file(path.encode(), 0, ctypes.byref(buf), ctypes.byref(n),
+                                ctypes.byref(info))
+    if rc != 0:
+        return rc, None, info, LIB.fc_strerror(rc).decode()
+    out, count = ctypes.POINTER(ctypes.c_float)(), ctypes.c_size_t()
+    why = ctypes.create_string_buffer(512)
+    try:
+        rc = LIB.fc_audio_decode(buf, n, target, max_seconds, ctypes.byref(out),
+                                 ctypes.byref(count), ctypes.byref(info), why, len(why))
+    finally:
+        LIBC.free(buf)
+    if rc != 0:
+        return rc, None, info, why.value.decode(errors="replace")
+    y = np.ctypeslib.as_array(out, shape=(count.value,)).copy() if count.value else np.zeros(0)
+    LIBC.free(ctypes.cast(out, ctypes.c_void_p))
+    return 0, y, info, ""
+
+
+FAILS = []
+ROWS = []
+
+
+def check(cond, msg):
+    if not cond:
+        FAILS.append(msg)
+        print("FAIL:", msg)
+
+
+def compare(name, path, target, tol):
+    ref, _ = librosa.load(path, sr=target)
+    rc, y, info, why = fc_load(path, target)
+    if rc != 0:
+        check(False, f"{name}: fc_audio_decode failed rc={rc}: {why}")
+        return
+    if len(y) != len(ref):
+        check(False, f"{name}: length {len(y)}, librosa {len(ref)}")
+        return
+    err = float(np.max(np.abs(y - ref))) if len(y) else 0.0
+    ROWS.append((name, target, len(y), err, tol))
+    check(err <= tol, f"{name} -> {target} Hz: max abs error {err:.3g} > {tol:g} "
+          f"(check the mix order, soxr io/quality spec, libsndfile normalisation)")
+
+
+# ---- fixtures -----------------------------------------------------------------------------------
+def speech(tmp):
+    """~2 s of espeak-ng speech at 22050 Hz mono float, or a synthetic chirp without espeak-ng."""
+    wav = os.path.join(tmp, "espeak.wav")
+    if shutil.which("espeak-ng"):
+        r = subprocess.run(["espeak-ng", "-w", wav, "Featcache reads audio exactly like librosa."],
+                           capture_output=True)
+        if r.returncode == 0 and os.path.exists(wav):
+            x, sr = sf.read(wav, dtype="float64")
+            return x / max(1e-9, np.max(np.abs(x))) * 0.8, sr
+    sr = 22050
+    t = np.arange(int(2.1 * sr)) / sr
+    return 0.5 * np.sin(2 * np.pi * (200 + 1500 * t) * t), sr
+
+
+def multichannel(x, channels, seed):
+    """Different content per channel: the speech with per-channel gain, delay and noise."""
+    rng = np.random.default_rng(seed)
+    cols = []
+    for c in range(channels):
+        g = 0.9 - 0.1 * c
+        d = np.roll(x, 37 * c) * g + 0.02 * rng.standard_normal(len(x))
+        cols.append(np.clip(d, -0.99, 0.99))
+    return np.stack(cols, axis=1)
+
+
+def resample_to(x, sr, new_sr):
+    return x if sr == new_sr else librosa.resample(x, orig_sr=sr, target_sr=new_sr, axis=0)
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="fc_audio_")
+    try:
+        run(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{'variant':<28} {'target':>6} {'samples':>8} {'max abs err':>12} {'tol':>7}")
+    for name, target, n, err, tol in ROWS:
+        print(f"{name:<28} {target:>6} {n:>8} {err:>12.3g} {tol:>7.0e}")
+    print(f"libsndfile: soundfile bundles {sf.__libsndfile_version__}; "
+          f"featcache links the system one")
+    if FAILS:
+        print(f"{len(FAILS)} failure(s)")
+        return 1
+    print(f"ok: {len(ROWS)} comparisons")
+    return 0
+
+
+def run(tmp):
+    x, sr0 = speech(tmp)
+    x = np.clip(x, -0.99, 0.99)
+
+    # Integer and float WAV, mono, at the speech's own rate and resampled to the presets' rates.
+    for subtype in ["PCM_U8", "PCM_16", "PCM_24", "PCM_32", "FLOAT", "DOUBLE"]:
+        p = os.path.join(tmp, f"mono_{subtype}.wav")
+        sf.write(p, x, sr0, subtype=subtype)
+        for target in sorted({sr0, 16000, 22050, 44100}):
+            compare(f"wav {subtype} 1ch {sr0}", p, target, TOL_EXACT)
+
+    # 1..8 channels.
+    for ch in range(1, 9):
+        p = os.path.join(tmp, f"ch{ch}.wav")
+        sf.write(p, multichannel(x, ch, ch), sr0, subtype="PCM_16")
+        for target in [sr0, 16000]:
+            compare(f"wav PCM_16 {ch}ch {sr0}", p, target, TOL_EXACT)
+    p = os.path.join(tmp, "ch6_float.wav")
+    sf.write(p, multichannel(x, 6, 9), sr0, subtype="FLOAT")
+    compare("wav FLOAT 6ch", p, 22050, TOL_EXACT)
+
+    # Source rates 8k..192k to 22050 and 16000 (and kept).
+    for rate in [8000, 16000, 22050, 44100, 48000, 96000, 192000]:
+        y = resample_to(x, sr0, rate)
+        p = os.path.join(tmp, f"rate{rate}.wav")
+        sf.write(p, multichannel(y, 2, rate), rate, subtype="PCM_16")
+        for target in sorted({22050, 16000, rate}):
+            compare(f"wav PCM_16 2ch {rate}", p, target, TOL_EXACT)
+    # 24-bit stereo 48k, the usual studio master.
+    p = os.path.join(tmp, "studio.wav")
+    sf.write(p, multichannel(resample_to(x, sr0, 48000), 2, 5), 48000, subtype="PCM_24")
+    compare("wav PCM_24 2ch 48000", p, 22050, TOL_EXACT)
+
+    # 20 s: many decode blocks and several of python-soxr's 48000-output-frame chunks.
+    long = np.tile(resample_to(x, sr0, 48000), int(np.ceil(20 * 48000 / (len(x) * 48000 / sr0))))
+    p = os.path.join(tmp, "long.wav")
+    sf.write(p, multichannel(long[: 20 * 48000], 2, 11), 48000, subtype="PCM_16")
+    compare("wav PCM_16 2ch 48000 20 s", p, 16000, TOL_EXACT)
+
+    # Odd lengths: 1 sample, fewer samples than soxr's delay, a block boundary.
+    for n in [1, 2, 7, 8191, 8192, 8193]:
+        p = os.path.join(tmp, f"len{n}.wav")
+        sf.write(p, x[:n], sr0, subtype="PCM_16")
+        compare(f"wav {n} samples", p, 16000, TOL_EXACT)
+
+    # Lossless compressed.
+    p = os.path.join(tmp, "flac16.flac")
+    sf.write(p, multichannel(x, 2, 3), sr0, subtype="PCM_16")
+    for target in [sr0, 16000]:
+        compare("flac 16-bit 2ch", p, target, TOL_EXACT)
+    p = os.path.join(tmp, "flac24.flac")
+    sf.write(p, resample_to(x, sr0, 48000), 48000, subtype="PCM_24")
+    compare("flac 24-bit 48000", p, 22050, TOL_EXACT)
+
+    # Lossy: written with sox/ffmpeg when present, else with soundfile.
+    x48 = resample_to(x, sr0, 48000)
+    lossy = [("ogg vorbis", "ogg", "OGG", "VORBIS", 44100),
+             ("ogg opus", "opus", "OGG", "OPUS", 48000),
+             ("mp3", "mp3", "MP3", "MPEG_LAYER_III", 44100)]
+    for name, ext, fmt, subtype, rate in lossy:
+        p = os.path.join(tmp, f"lossy.{ext}")
+        try:
+            sf.write(p, multichannel(resample_to(x48, 48000, rate), 2, 4), rate, format=fmt,
+                     subtype=subtype)
+        except Exception as e:  # pragma: no cover
+            print(f"note: cannot write {name}: {e}")
+            continue
+        for target in [22050, 16000]:
+            compare(name, p, target, TOL_LOSSY)
+
+    if shutil.which("sox"):
+        p = os.path.join(tmp, "sox.wav")
+        src = os.path.join(tmp, "mono_PCM_16.wav")
+        subprocess.run(["sox", src, "-r", "44100", "-c", "2", "-b", "24", p], check=True)
+        compare("sox wav 24-bit 2ch 44100", p, 22050, TOL_EXACT)
+
+    broken(tmp, x, sr0)
+
+
+def broken(tmp, x, sr0):
+    def expect(name, path, want_rc, want_why=None, **kw):
+        rc, y, _, why = fc_load(path, 22050, **kw)
+        check(rc == want_rc, f"{name}: rc {rc} ({why}), expected {want_rc}")
+        if want_why:
+            check(want_why in why, f"{name}: reason '{why}' lacks '{want_why}'")
+        print(f"{name}: rc={rc} why={why!r}")
+
+    import errno
+    expect("missing", os.path.join(tmp, "nope.wav"), errno.ENOENT)
+    expect("directory", tmp, errno.EISDIR)
+    p = os.path.join(tmp, "empty.wav")
+    open(p, "wb").close()
+    expect("empty file", p, FC_EEMPTY)
+    p = os.path.join(tmp, "text.wav")
+    with open(p, "w") as f:
+        f.write("this is not audio, just some text saved as .wav\n" * 20)
+    expect("text named .wav", p, FC_EDECODE, "not an audio file")
+    p = os.path.join(tmp, "zero.wav")
+    sf.write(p, np.zeros(0), sr0, subtype="PCM_16")
+    expect("0 samples", p, FC_EEMPTY, "no samples")
+    full = os.path.join(tmp, "full.wav")
+    sf.write(full, x, sr0, subtype="PCM_16")
+    data = open(full, "rb").read()
+    p = os.path.join(tmp, "truncated.wav")
+    with open(p, "wb") as f:
+        f.write(data[: len(data) // 2])
+    held = (len(data) // 2 - 44) // 2
+    expect("truncated wav", p, FC_EDECODE, f"truncated: header says {len(x)} frames, "
+           f"file holds {held}")
+    p = os.path.join(tmp, "header_only.wav")
+    with open(p, "wb") as f:
+        f.write(data[:30])
+    expect("cut inside the header", p, FC_EDECODE, "WAV")
+    expect("over max_seconds", full, FC_ETOOLONG, "limit", max_seconds=0.5)
+    rc, y, info, why = fc_load(full, 0, max_seconds=60)
+    check(rc == 0 and info.frames == len(x) and info.sample_rate == sr0 and info.channels == 1
+          and info.size == len(data), f"info of full.wav: {rc} {why} frames {info.frames} "
+          f"sr {info.sample_rate} ch {info.channels} size {info.size}")
+    # Truncated FLAC: the frame count in STREAMINFO is exact.
+    flac = os.path.join(tmp, "full.flac")
+    sf.write(flac, x, sr0, subtype="PCM_16")
+    fdata = open(flac, "rb").read()
+    p = os.path.join(tmp, "truncated.flac")
+    with open(p, "wb") as f:
+        f.write(fdata[: len(fdata) // 2])
+    expect("truncated flac", p, FC_EDECODE, "truncated")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
