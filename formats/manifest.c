@@ -237,8 +237,10 @@ fc_manifest_format fc_manifest_detect(const char *path, const char *first_line) 
   while (*l == ' ' || *l == '\t') l++;
   if (*l == '{') return FC_MANIFEST_JSONL;
   if (ends_with(name, ".tsv")) return FC_MANIFEST_TSV;
-  if (strchr(l, '|')) return FC_MANIFEST_LJSPEECH;
-  if (strchr(l, '\t')) return FC_MANIFEST_TSV;
+  /* The separator that ends the id decides: a TSV text may contain '|', an LJSpeech id no tab. */
+  const char *bar = strchr(l, '|'), *tab = strchr(l, '\t');
+  if (tab && (!bar || tab < bar)) return FC_MANIFEST_TSV;
+  if (bar) return FC_MANIFEST_LJSPEECH;
   if (ends_with(name, ".csv")) return FC_MANIFEST_LJSPEECH;
   /* "id path" (Kaldi) vs a path that contains a space (list): Kaldi when the first word has no
    * '/' and no audio extension, and what follows it looks like an audio path. "my file.wav" is
@@ -331,11 +333,12 @@ static int parse_jsonl(const parse_ctx *c, fc_item *it, const char *line, size_t
   json_t *audio = json_object_get(root, "audio_filepath");
   json_t *text = json_object_get(root, "text");
   json_t *id = json_object_get(root, "id");
-  if (!audio) {
-    rc = item_fail(it, FC_EMANIFEST, "missing \"audio_filepath\"");
+  /* A text-only line (tokenize) names its utterance with "id"; audio tools then see path NULL. */
+  if (!audio && !(json_is_string(id) && json_is_string(text))) {
+    rc = item_fail(it, FC_EMANIFEST, "missing \"audio_filepath\" (or \"id\" and \"text\")");
     goto done;
   }
-  if (!json_is_string(audio) || json_string_length(audio) == 0) {
+  if (audio && (!json_is_string(audio) || json_string_length(audio) == 0)) {
     rc = item_fail(it, FC_EMANIFEST, "\"audio_filepath\" must be a non-empty string");
     goto done;
   }
@@ -348,8 +351,8 @@ static int parse_jsonl(const parse_ctx *c, fc_item *it, const char *line, size_t
     goto done;
   }
   /* jansson refuses strings with NUL (no JSON_ALLOW_NUL), so strlen is the length. */
-  const char *ap = json_string_value(audio);
-  if (!(it->path = join_path(c->audio_dir, ap, strlen(ap), NULL))) goto nomem;
+  const char *ap = audio ? json_string_value(audio) : NULL;
+  if (ap && !(it->path = join_path(c->audio_dir, ap, strlen(ap), NULL))) goto nomem;
   if (id) {
     if (!(it->id = strdup(json_string_value(id)))) goto nomem;
   } else if (!(it->id = id_from_path(ap, strlen(ap)))) {

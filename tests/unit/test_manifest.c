@@ -159,11 +159,12 @@ static void test_jsonl(void) {
                             "{\"audio_filepath\": 3}\n"
                             "{\"audio_filepath\": \"n.wav\", \"id\": 7}\n"
                             "{\"audio_filepath\": \"nt.wav\"}\n"
-                            "{\"audio_filepath\": \"q.wav\", \"id\": \"a\\nb\"}\n");
+                            "{\"audio_filepath\": \"q.wav\", \"id\": \"a\\nb\"}\n"
+                            "{\"id\": \"t1\", \"text\": \"text only\"}\n");
   CHECK(read_manifest(p, FC_MANIFEST_AUTO, NULL, &l) == 0, "read");
   CHECK(l.format == FC_MANIFEST_JSONL, "format %d", l.format);
-  CHECK(l.count == 9, "count %zu", l.count);
-  if (l.count == 9) {
+  CHECK(l.count == 10, "count %zu", l.count);
+  if (l.count == 10) {
     CHECK_STR(l.items[0].id, "x1");
     CHECK_STR(l.items[0].text, "hello");
     CHECK_STR(l.items[0].path, joined(tmpdir, "clips/x1.wav"));
@@ -179,6 +180,10 @@ static void test_jsonl(void) {
     CHECK(l.items[6].err == FC_EMANIFEST && strstr(l.items[6].why, "\"id\""), "%s", l.items[6].why);
     CHECK(l.items[7].err == 0 && l.items[7].text == NULL, "text is optional");
     CHECK(l.items[8].err == FC_EFORMAT, "newline in a JSON id: %d", l.items[8].err);
+    /* a text-only line (tokenize's use) names its id and has no audio path */
+    CHECK(l.items[9].err == 0 && l.items[9].path == NULL, "text-only line: %s", l.items[9].why);
+    CHECK_STR(l.items[9].id, "t1");
+    CHECK_STR(l.items[9].text, "text only");
   }
   fc_item_list_free(&l);
 }
@@ -230,6 +235,8 @@ static void test_detect(void) {
   CHECK(fc_manifest_detect("x/wav.scp", "a b") == FC_MANIFEST_KALDI, "wav.scp");
   CHECK(fc_manifest_detect("x/segments.scp", "") == FC_MANIFEST_KALDI, ".scp");
   CHECK(fc_manifest_detect("m.jsonl", "") == FC_MANIFEST_JSONL, ".jsonl");
+  CHECK(fc_manifest_detect("m.txt", "id1\tsome | text") == FC_MANIFEST_TSV, "tab before bar");
+  CHECK(fc_manifest_detect("m.txt", "id1|text\twith tab") == FC_MANIFEST_LJSPEECH, "bar before tab");
   CHECK(fc_manifest_detect("m.txt", "  {\"audio_filepath\": 1}") == FC_MANIFEST_JSONL, "{");
   CHECK(fc_manifest_detect("metadata.csv", "LJ|a|b") == FC_MANIFEST_LJSPEECH, "csv bar");
   CHECK(fc_manifest_detect("other", "LJ|a") == FC_MANIFEST_LJSPEECH, "bar");
