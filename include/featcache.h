@@ -9,5 +9,7 @@
 #include "featcache/fc_mel.h"
 #include "featcache/fc_audio.h"
 #include "featcache/fc_manifest.h"
+#include "featcache/fc_tokenize.h"
+#include "featcache/fc_bench.h"
 
 #endif

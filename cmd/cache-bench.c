@@ -1,0 +1,348 @@
+/* cache-bench: how fast can the device under a store feed training (docs/cache-bench.md). */
+#include "cmd/cli.h"
+#include "featcache/fc_bench.h"
+
+#include <sys/stat.h>
+
+enum {
+  OPT_STEP = 256, OPT_DURATION, OPT_BYTES, OPT_SEED, OPT_RUN, OPT_DIRECT, OPT_NO_HINT,
+  OPT_NORDAHEAD, OPT_READ_ONLY, OPT_JSON, OPT_SVG, OPT_PROGRESS, OPT_DUMP, OPT_VERSION
+};
+
+static const fc_cli_opt options[] = {
+    {NULL, 0, 0, NULL, "Passes:"},
+    {"patterns", 'p', required_argument, "LIST",
+     "sequential,physical,random,locality or all (default all)"},
+    {"states", 's', required_argument, "LIST", "cold,warm (default both)"},
+    {"threads", 't', required_argument, "LIST", "reader thread counts, e.g. 1,2 (default 1)"},
+    {"batch", 'b', required_argument, "B",
+     "records per batch; every pass runs at 1 and at B (default 32)"},
+    {"duration", OPT_DURATION, required_argument, "SEC", "time bound per pass (default 5; 0 none)"},
+    {"bytes", OPT_BYTES, required_argument, "SIZE", "payload bound per pass, e.g. 256MiB"},
+    {"seed", OPT_SEED, required_argument, "N", "seed of random and locality (default 1)"},
+    {"run", OPT_RUN, required_argument, "N", "locality run length in records (default 16 x batch)"},
+    {"direct", OPT_DIRECT, no_argument, NULL, "cold passes read with O_DIRECT instead of the map"},
+    {"no-hint", OPT_NO_HINT, no_argument, NULL, "batches: no madvise(WILLNEED) before reading"},
+    {"nordahead", OPT_NORDAHEAD, no_argument, NULL, "open the store with MDB_NORDAHEAD"},
+    {"read-only", OPT_READ_ONLY, no_argument, NULL,
+     "bench a store on a read-only mount (opened MDB_NOLOCK)"},
+    {NULL, 0, 0, NULL, "Verdict:"},
+    {"step-ms", OPT_STEP, required_argument, "MS", "training step time (default 50)"},
+    {NULL, 0, 0, NULL, "Output:"},
+    {"json", OPT_JSON, no_argument, NULL, "JSON lines: one object per store and pass, a summary"},
+    {"svg", OPT_SVG, required_argument, "FILE", "write a chart of throughput and latency"},
+    {"dump-order", OPT_DUMP, required_argument, "FILE",
+     "write the keys each pass read, in order (testing)"},
+    {"progress", OPT_PROGRESS, no_argument, NULL, "progress on stderr even when not a terminal"},
+    {"quiet", 'q', no_argument, NULL, "no progress, no summary line"},
+    {"help", 'h', no_argument, NULL, "show this help and exit"},
+    {"version", OPT_VERSION, no_argument, NULL, "show the version and exit"},
+    {NULL, 0, 0, NULL, NULL}};
+
+static const char synopsis[] = "cache-bench [options] STORE...";
+static const char description[] =
+    "Measure how fast the device under each featcache STORE delivers its feature records:\n"
+    "access patterns x cold/warm page cache x threads x batch size, with latency percentiles,\n"
+    "the device facts, and a verdict for a training step of --step-ms at --batch utterances.\n"
+    "Several stores give a side-by-side table (e.g. one cache on an HDD and on an SSD).";
+static const char footer[] =
+    "Exit status: 0 all passes ran; 1 a pass failed; 2 usage error or a store that cannot be\n"
+    "benched (not a store, empty, read-only mount without --read-only); 130/143 interrupted.";
+
+struct opts {
+  int patterns[FC_BENCH_PATTERN_COUNT], np;
+  int states[2], ns;
+  unsigned threads[16], nt;
+  unsigned batch;
+  double step_ms, duration;
+  uint64_t max_bytes, seed;
+  uint32_t run;
+  int direct, hint, nordahead, read_only, json, progress, quiet;
+  const char *svg, *dump;
+};
+
+/* Split a comma list; each item through fn. */
+static void parse_list(const char *opt, const char *arg, void (*fn)(const char *, const char *, void *),
+                       void *ctx) {
+  char buf[256];
+  if (snprintf(buf, sizeof buf, "%s", arg) >= (int)sizeof buf)
+    fc_cli_usage_error("invalid value for --%s: too long", opt);
+  char *save = NULL;
+  int any = 0;
+  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save), any = 1)
+    fn(opt, tok, ctx);
+  if (!any) fc_cli_usage_error("invalid value '%s' for --%s (empty list)", arg, opt);
+}
+
+static void add_pattern(const char *opt, const char *tok, void *ctx) {
+  struct opts *o = ctx;
+  if (!strcmp(tok, "all")) {
+    o->np = 0;
+    for (int i = 0; i < FC_BENCH_PATTERN_COUNT; i++) o->patterns[o->np++] = i;
+    return;
+  }
+  int p = fc_bench_pattern_from_name(tok);
+  if (p < 0)
+    fc_cli_usage_error("invalid value '%s' for --%s (want sequential, physical, random, "
+                       "locality or all)", tok, opt);
+  for (int i = 0; i < o->np; i++)
+    if (o->patterns[i] == p) return;
+  o->patterns[o->np++] = p;
+}
+
+static void add_state(const char *opt, const char *tok, void *ctx) {
+  struct opts *o = ctx;
+  int s = fc_bench_state_from_name(tok);
+  if (s < 0) fc_cli_usage_error("invalid value '%s' for --%s (want cold or warm)", tok, opt);
+  for (int i = 0; i < o->ns; i++)
+    if (o->states[i] == s) return;
+  o->states[o->ns++] = s;
+}
+
+static void add_threads(const char *opt, const char *tok, void *ctx) {
+  struct opts *o = ctx;
+  unsigned t = fc_cli_u32(opt, tok, 1, 256);
+  if (o->nt >= 16) fc_cli_usage_error("too many values for --%s (at most 16)", opt);
+  o->threads[o->nt++] = t;
+}
+
+static int stop_requested(void *ctx) {
+  (void)ctx;
+  return fc_cli_signal != 0;
+}
+
+struct dump_ctx {
+  FILE *f;
+  const fc_bench *b;
+  size_t pass;
+  const fc_bench_params *p;
+};
+
+static void dump_visit(void *ctx, size_t index) {
+  struct dump_ctx *d = ctx;
+  char hex[33];
+  fc_digest k;
+  memcpy(k.bytes, fc_bench_key(d->b, index), 16);
+  fc_digest_hex(&k, hex);
+  fprintf(d->f, "%zu %s %s %u %u %s\n", d->pass, fc_bench_pattern_name(d->p->pattern),
+          fc_bench_state_name(d->p->state), d->p->batch, d->p->threads, hex);
+}
+
+/* A clear message for a store that cannot be benched; exits 2. */
+static void open_error(const char *path, int rc) {
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    fc_cli_warn(path, "cannot open: %s", strerror(errno));
+    return;
+  }
+  switch (rc) {
+  case ENOENT: fc_cli_warn(path, "not a featcache store (no data.mdb)"); break;
+  case ENOTDIR: fc_cli_warn(path, "not a featcache store (not a directory)"); break;
+  case FC_EFORMAT:
+    fc_cli_warn(path, "not a featcache store (not an LMDB environment with featcache/1 meta)");
+    break;
+  case FC_EVERSION: fc_cli_warn(path, "%s", fc_strerror(rc)); break;
+  case FC_EEMPTY:
+    fc_cli_warn(path, "store has no feature records (db feat is empty): nothing to bench");
+    break;
+  default: fc_cli_warn(path, "cannot open store: %s", fc_strerror(rc)); break;
+  }
+}
+
+int main(int argc, char **argv) {
+  fc_cli_tool = "cache-bench";
+  struct opts o = {.batch = 32, .step_ms = 50, .duration = 5, .seed = 1, .run = 0, .hint = 1};
+  struct option longs[sizeof options / sizeof options[0] + 1];
+  char shorts[3 * (sizeof options / sizeof options[0]) + 2];
+  fc_cli_getopt_tables(options, longs, shorts);
+  int c;
+  while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+    switch (c) {
+    case 'p': o.np = 0; parse_list("patterns", optarg, add_pattern, &o); break;
+    case 's': o.ns = 0; parse_list("states", optarg, add_state, &o); break;
+    case 't': o.nt = 0; parse_list("threads", optarg, add_threads, &o); break;
+    case 'b': o.batch = fc_cli_u32("batch", optarg, 1, 4096); break;
+    case OPT_STEP: o.step_ms = fc_cli_double("step-ms", optarg, 0.001, 1e7); break;
+    case OPT_DURATION: o.duration = fc_cli_double("duration", optarg, 0, 86400); break;
+    case OPT_BYTES:
+      if (fc_cli_parse_u64(optarg, &o.max_bytes, 1))
+        fc_cli_usage_error("invalid value '%s' for --bytes (want a size, e.g. 256MiB)", optarg);
+      break;
+    case OPT_SEED:
+      if (fc_cli_parse_u64(optarg, &o.seed, 0))
+        fc_cli_usage_error("invalid value '%s' for --seed (want an unsigned integer)", optarg);
+      break;
+    case OPT_RUN: o.run = fc_cli_u32("run", optarg, 1, 1u << 24); break;
+    case OPT_DIRECT: o.direct = 1; break;
+    case OPT_NO_HINT: o.hint = 0; break;
+    case OPT_NORDAHEAD: o.nordahead = 1; break;
+    case OPT_READ_ONLY: o.read_only = 1; break;
+    case OPT_JSON: o.json = 1; break;
+    case OPT_SVG: o.svg = optarg; break;
+    case OPT_DUMP: o.dump = optarg; break;
+    case OPT_PROGRESS: o.progress = 1; break;
+    case 'q': o.quiet = 1; break;
+    case 'h': fc_cli_help(stdout, synopsis, description, options, footer); return FC_EXIT_OK;
+    case OPT_VERSION: fc_cli_version(); return FC_EXIT_OK;
+    default: fprintf(stderr, "Try '%s --help' for more information.\n", fc_cli_tool);
+      return FC_EXIT_USAGE;
+    }
+  }
+  if (optind >= argc) fc_cli_usage_error("no STORE given");
+  if (!o.np) add_pattern("patterns", "all", &o);
+  if (!o.ns) {
+    o.states[o.ns++] = FC_BENCH_COLD;
+    o.states[o.ns++] = FC_BENCH_WARM;
+  }
+  if (!o.nt) o.threads[o.nt++] = 1;
+  int show_progress = fc_cli_progress_wanted(o.progress, o.quiet);
+  size_t nstores = (size_t)(argc - optind);
+
+  /* Open every store first: a store that cannot be benched stops everything (exit 2). */
+  fc_bench **benches = calloc(nstores, sizeof *benches);
+  fc_bench_report *reports = calloc(nstores, sizeof *reports);
+  unsigned batches[2] = {1, o.batch};
+  unsigned nbatch = o.batch == 1 ? 1 : 2;
+  size_t per_store = (size_t)o.np * o.ns * o.nt * nbatch;
+  fc_bench_result *results = calloc(nstores * per_store, sizeof *results);
+  if (!benches || !reports || !results) {
+    fc_cli_warn(NULL, "out of memory");
+    return FC_EXIT_FAIL;
+  }
+  int exit_code = FC_EXIT_OK;
+  for (size_t s = 0; s < nstores; s++) {
+    const char *path = argv[optind + (int)s];
+    fc_bench_device dev;
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && fc_bench_device_probe(path, &dev) == 0 &&
+        dev.read_only && !o.read_only) {
+      fc_cli_warn(path, "store is on a read-only mount (%s): LMDB runs without its lock file "
+                        "there, so a writer elsewhere could change it under the benchmark; pass "
+                        "--read-only to bench it anyway",
+                  dev.mount_point);
+      exit_code = FC_EXIT_USAGE;
+      continue;
+    }
+    unsigned flags = (o.read_only && dev.read_only ? FC_BENCH_NOLOCK : 0) |
+                     (o.nordahead ? FC_BENCH_NORDAHEAD : 0);
+    int rc = fc_bench_open(path, flags, &benches[s]);
+    if (rc) {
+      open_error(path, rc);
+      exit_code = FC_EXIT_USAGE;
+    }
+  }
+  FILE *dump = NULL;
+  if (exit_code == FC_EXIT_OK && o.dump && !(dump = fopen(o.dump, "w"))) {
+    fc_cli_warn(o.dump, "cannot write: %s", strerror(errno));
+    exit_code = FC_EXIT_USAGE;
+  }
+  if (exit_code != FC_EXIT_OK) {
+    for (size_t s = 0; s < nstores; s++) fc_bench_close(benches[s]);
+    free(benches);
+    free(reports);
+    free(results);
+    return exit_code;
+  }
+
+  fc_cli_install_signals();
+  size_t total = nstores * per_store, done = 0, failed = 0;
+  for (size_t s = 0; s < nstores && !fc_cli_signal; s++) {
+    const char *path = argv[optind + (int)s];
+    fc_bench_report *rep = &reports[s];
+    rep->store = path;
+    rep->device = fc_bench_device_info(benches[s]);
+    rep->records = fc_bench_records(benches[s]);
+    rep->payload_bytes = fc_bench_payload_bytes(benches[s]);
+    rep->file_bytes = fc_bench_file_bytes(benches[s]);
+    rep->passes = results + s * per_store;
+    size_t k = 0;
+    for (int pi = 0; pi < o.np; pi++)
+      for (int si = 0; si < o.ns; si++)
+        for (unsigned ti = 0; ti < o.nt; ti++)
+          for (unsigned bi = 0; bi < nbatch && !fc_cli_signal; bi++) {
+            fc_bench_params p;
+            fc_bench_params_default(&p);
+            p.pattern = o.patterns[pi];
+            p.state = o.states[si];
+            p.threads = o.threads[ti];
+            p.batch = batches[bi];
+            p.seed = o.seed;
+            p.run = o.run;
+            p.max_seconds = o.duration;
+            p.max_bytes = o.max_bytes;
+            p.direct = o.direct;
+            p.hint = o.hint;
+            p.should_stop = stop_requested;
+            struct dump_ctx dc = {dump, benches[s], s * per_store + k, &p};
+            if (dump) {
+              p.visit = dump_visit;
+              p.visit_ctx = &dc;
+            }
+            if (show_progress)
+              fprintf(stderr, "cache-bench: %s: pass %zu of %zu: %s %s, %u thread%s, batch %u\n",
+                      path, done + failed + 1, total, fc_bench_pattern_name(p.pattern),
+                      fc_bench_state_name(p.state), p.threads, p.threads == 1 ? "" : "s",
+                      p.batch);
+            fc_bench_result *r = &results[s * per_store + k];
+            int rc = fc_bench_run(benches[s], &p, r);
+            if (rc) {
+              if (rc == EINVAL && p.direct && p.state == FC_BENCH_COLD)
+                fc_cli_warn(path, "%s cold pass: O_DIRECT is not supported on this filesystem",
+                            fc_bench_pattern_name(p.pattern));
+              else
+                fc_cli_warn(path, "%s %s pass failed: %s", fc_bench_pattern_name(p.pattern),
+                            fc_bench_state_name(p.state), fc_strerror(rc));
+              failed++;
+              continue;
+            }
+            if (fc_cli_signal) break; /* a pass cut short by a signal is not reported */
+            if (r->bad_records)
+              fc_cli_warn(path, "%llu records with a bad header were skipped (run cache-verify)",
+                          (unsigned long long)r->bad_records);
+            if (p.state == FC_BENCH_COLD && !r->cold_verified && !o.quiet)
+              fc_cli_warn(path, "%s cold pass started with %.1f%% of data.mdb resident: not cold%s",
+                          fc_bench_pattern_name(p.pattern), 100 * r->resident_before,
+                          strcmp(rep->device->kind, "tmpfs") ? "" : " (tmpfs lives in RAM)");
+            k++;
+            done++;
+          }
+    rep->n_passes = k;
+  }
+  if (dump) fclose(dump);
+
+  size_t nrep = 0;
+  for (size_t s = 0; s < nstores; s++)
+    if (reports[s].store) nrep++;
+  if (nrep) {
+    if (o.json) {
+      fc_bench_write_json(stdout, reports, nrep, o.step_ms, o.batch);
+    } else {
+      fc_bench_write_table(stdout, reports, nrep);
+      for (size_t s = 0; s < nrep; s++) {
+        char v[4096];
+        fc_bench_verdict(&reports[s], o.step_ms, o.batch, 0, v, sizeof v);
+        fprintf(stdout, "\n%s", v);
+      }
+    }
+    if (o.svg) {
+      FILE *f = fopen(o.svg, "w");
+      int bad = !f;
+      if (f) {
+        bad = fc_bench_write_svg(f, reports, nrep) != 0;
+        bad |= fclose(f) != 0;
+      }
+      if (bad) {
+        fc_cli_warn(o.svg, "cannot write the chart: %s", strerror(errno));
+        exit_code = FC_EXIT_FAIL;
+      }
+    }
+  }
+  fflush(stdout);
+  if (!o.quiet) fprintf(stderr, "done: %zu of %zu passes\n", done, total);
+  for (size_t s = 0; s < nstores; s++) fc_bench_close(benches[s]);
+  free(benches);
+  free(reports);
+  free(results);
+  if (fc_cli_signal) return fc_cli_signal_exit();
+  return failed ? FC_EXIT_FAIL : exit_code;
+}

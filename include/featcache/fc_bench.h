@@ -1,0 +1,186 @@
+/* featcache — cache-bench: how fast the device under a store can feed training.
+ *
+ * A bench handle enumerates a store's feature records (db "feat") once, then runs passes: one
+ * access pattern, cold or warm page cache, 1..N reader threads, records read one at a time or in
+ * batches of B. A read looks the key up in LMDB, faults the value in through the map, checks the
+ * record header and copies the payload into a private buffer, as the loader's dense-batch path
+ * does, so every byte is touched. docs/cache-bench.md says how the numbers are measured.
+ *
+ * Threads: a handle is used by one thread at a time (fc_bench_run starts its own readers). */
+#ifndef FC_BENCH_H
+#define FC_BENCH_H
+
+#include "fc_base.h"
+
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum fc_bench_pattern {
+  FC_BENCH_SEQUENTIAL = 0, /* key order (a cursor walk) */
+  FC_BENCH_PHYSICAL,       /* map order: by the value's offset in data.mdb */
+  FC_BENCH_RANDOM,         /* a seeded permutation */
+  FC_BENCH_LOCALITY,       /* the loader's locality-aware order: runs of map-adjacent records,
+                              the runs shuffled, the records shuffled within each run, each
+                              batch then read in address order */
+  FC_BENCH_PATTERN_COUNT
+} fc_bench_pattern;
+
+typedef enum fc_bench_state { FC_BENCH_COLD = 0, FC_BENCH_WARM = 1 } fc_bench_state;
+
+/* "sequential", "physical", "random", "locality"; "cold", "warm". Static strings ("?" if bad). */
+FC_API const char *fc_bench_pattern_name(int pattern);
+FC_API const char *fc_bench_state_name(int state);
+/* Inverse of the above; -1 for an unknown name. */
+FC_API int fc_bench_pattern_from_name(const char *name);
+FC_API int fc_bench_state_from_name(const char *name);
+
+/* ---- device facts ------------------------------------------------------------------------------ */
+typedef struct fc_bench_device {
+  char kind[16];          /* "block" (a block device is behind it), "tmpfs", "overlay", "other" */
+  char block_device[64];  /* kernel name of the device holding the file, e.g. "vda1"; "" if none */
+  char disk[64];          /* the whole disk behind it, e.g. "vda" (dm/md: the first slave) */
+  char model[128];        /* device/model (or vendor) from sysfs; "" when the kernel does not say */
+  char fs_type[32];       /* from /proc/self/mountinfo, e.g. "ext4", "tmpfs", "overlay" */
+  char mount_point[256];  /* the mount that holds the file */
+  char note[256];         /* plain words for tmpfs/overlay/virtual disks; "" otherwise */
+  int rotational;         /* queue/rotational: 1, 0, or -1 unknown */
+  int read_ahead_kb;      /* queue/read_ahead_kb, -1 unknown */
+  int read_only;          /* the mount is read-only */
+  unsigned dev_major, dev_minor; /* st_dev of the file */
+} fc_bench_device;
+
+/* Facts about the device and filesystem holding path (a file or directory). Fields the system
+ * does not reveal are left "" / -1. Returns 0 or an errno (stat failed). */
+FC_API int fc_bench_device_probe(const char *path, fc_bench_device *out);
+
+/* ---- the bench handle -------------------------------------------------------------------------- */
+typedef struct fc_bench fc_bench;
+
+enum fc_bench_open_flags {
+  FC_BENCH_NOLOCK = 1u << 0,    /* open MDB_NOLOCK (read-only media) */
+  FC_BENCH_NORDAHEAD = 1u << 1  /* open MDB_NORDAHEAD: compare with and without kernel readahead */
+};
+
+/* Open the store in dir read-only and list its feature records (key order). Memory: about 40 B
+ * per record. Errors: those of fc_store_open (ENOENT: no store; FC_EFORMAT: not a featcache
+ * store), FC_EEMPTY when the store holds no feature records. *out is the caller's: close it. */
+FC_API int fc_bench_open(const char *dir, unsigned flags, fc_bench **out);
+FC_API void fc_bench_close(fc_bench *b);
+
+FC_API size_t fc_bench_records(const fc_bench *b);
+/* Sum of the payload bytes of all feature records (what training reads). */
+FC_API uint64_t fc_bench_payload_bytes(const fc_bench *b);
+/* Size of data.mdb in bytes. */
+FC_API uint64_t fc_bench_file_bytes(const fc_bench *b);
+/* Largest payload, in bytes. */
+FC_API uint64_t fc_bench_max_payload(const fc_bench *b);
+/* The device facts, probed at open; valid until close. */
+FC_API const fc_bench_device *fc_bench_device_info(const fc_bench *b);
+/* Key (16 bytes) of record i in key order; valid until close. */
+FC_API const uint8_t *fc_bench_key(const fc_bench *b, size_t i);
+/* Byte offset of record i's value in data.mdb. */
+FC_API uint64_t fc_bench_offset(const fc_bench *b, size_t i);
+
+/* The visiting order of a pattern: fills order[0..n) with record indices (a permutation of
+ * 0..n-1, n = fc_bench_records). seed drives random and locality; run is the locality run
+ * length in records (0: 16 x batch, the loader's default); batch matters to locality only
+ * (each batch is read in address order). Returns 0, EINVAL or ENOMEM. */
+FC_API int fc_bench_order(const fc_bench *b, int pattern, uint64_t seed, uint32_t run,
+                          unsigned batch, uint32_t *order);
+
+/* Fraction (0..1) of data.mdb's pages in the page cache, from mincore over a fresh mmap. */
+FC_API int fc_bench_resident(fc_bench *b, double *fraction);
+/* Evict the store from the page cache: close the map, fsync + posix_fadvise(DONTNEED) data.mdb,
+ * reopen. *resident receives the fraction left (mincore). On tmpfs nothing can be evicted. */
+FC_API int fc_bench_evict(fc_bench *b, double *resident);
+/* Read data.mdb once so that it is in the page cache (as far as memory allows). */
+FC_API int fc_bench_prewarm(fc_bench *b, double *resident);
+
+/* ---- passes ------------------------------------------------------------------------------------ */
+typedef struct fc_bench_params {
+  int pattern;          /* fc_bench_pattern */
+  int state;            /* fc_bench_state: cold evicts first, warm prewarms first */
+  unsigned threads;     /* reader threads, >= 1 */
+  unsigned batch;       /* records per batch, >= 1 (1: one record at a time) */
+  uint64_t seed;        /* random/locality */
+  uint32_t run;         /* locality run length in records (0: 16 x batch, as the loader) */
+  double max_seconds;   /* stop a pass after this long (0: no limit) */
+  uint64_t max_bytes;   /* stop a pass after this many payload bytes (0: no limit) */
+  int direct;           /* cold passes read with O_DIRECT pread instead of the map */
+  int hint;             /* batches: madvise(WILLNEED) every record of a batch before reading */
+  /* Polled between batches; a non-zero return stops the pass (signals). May be NULL. */
+  int (*should_stop)(void *ctx);
+  void *stop_ctx;
+  /* Test hook: called after each record is read, with its index; serialized by the library.
+   * May be NULL. */
+  void (*visit)(void *ctx, size_t index);
+  void *visit_ctx;
+} fc_bench_params;
+
+/* Defaults: sequential, cold, 1 thread, batch 1, seed 1, run 16 x batch, 5 s, no byte bound,
+ * hint on. */
+FC_API void fc_bench_params_default(fc_bench_params *p);
+
+typedef struct fc_bench_latency {
+  double p50, p95, p99, max; /* milliseconds */
+} fc_bench_latency;
+
+typedef struct fc_bench_result {
+  int pattern, state;
+  unsigned threads, batch;
+  int direct;
+  double resident_before;   /* mincore fraction of data.mdb right before the pass */
+  int cold_verified;        /* cold pass: resident_before <= 0.02, or <= 64 pages (LMDB's
+                               meta and root pages, mapped on opening) */
+  uint64_t records, batches, bytes; /* read in this pass; bytes = payload bytes */
+  uint64_t bad_records;     /* values whose header failed fc_record_parse (not copied) */
+  double seconds;           /* wall time of the pass */
+  double mb_per_s;          /* payload bytes / seconds / 1e6 */
+  double records_per_s, batches_per_s;
+  fc_bench_latency record_ms; /* lookup + fault-in + check + copy of one record */
+  fc_bench_latency batch_ms;  /* a whole batch, lookups and hints included */
+  /* Split of the readers' loop time (sums to 1): kernel CPU bringing pages in (page faults;
+   * the read syscall with direct), copying (memcpy of resident pages), waiting (off-CPU time
+   * while bringing pages in: blocked on the device, or preempted), other (lookups, checks). */
+  double fault_frac, copy_frac, wait_frac, other_frac;
+  uint64_t major_faults, minor_faults; /* getrusage(RUSAGE_THREAD) deltas of the readers */
+  int stopped;              /* 0 the whole order was read, 1 time bound, 2 byte bound, 3 stopped */
+} fc_bench_result;
+
+/* Run one pass. Returns 0 (also when stopped early: see r->stopped), or an errno/LMDB code. */
+FC_API int fc_bench_run(fc_bench *b, const fc_bench_params *p, fc_bench_result *r);
+
+/* ---- reports ----------------------------------------------------------------------------------- */
+typedef struct fc_bench_report {
+  const char *store;               /* as given by the user */
+  const fc_bench_device *device;
+  uint64_t records, payload_bytes, file_bytes;
+  const fc_bench_result *passes;
+  size_t n_passes;
+} fc_bench_report;
+
+/* The verdict for one store: batches/s of `batch` records (the random-order cold pass with that
+ * batch size, else the closest pass), and how many data-parallel readers a step of step_ms keeps
+ * under 5 % data time; then recommendations, one per line. Writes a NUL-terminated text into
+ * buf (truncated to len). mem_available: bytes of RAM available (0: read /proc/meminfo). */
+FC_API void fc_bench_verdict(const fc_bench_report *r, double step_ms, unsigned batch,
+                             uint64_t mem_available, char *buf, size_t len);
+
+/* A readable table: one store → a row per pass; several → side by side (MB/s and p99 per batch
+ * for each store). */
+FC_API void fc_bench_write_table(FILE *f, const fc_bench_report *r, size_t n);
+/* One JSON object per line per store and pass ("record":"pass"), then one per store
+ * ("record":"summary") with the device facts, verdict and recommendations. */
+FC_API void fc_bench_write_json(FILE *f, const fc_bench_report *r, size_t n, double step_ms,
+                                unsigned batch);
+/* An SVG 1.1 chart: bars of MB/s per pass (one <rect class="pass"> each), markers for the p50
+ * and p99 batch latency on a log axis, axes, labels and a legend. Returns 0 or errno of f. */
+FC_API int fc_bench_write_svg(FILE *f, const fc_bench_report *r, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# cache-bench: inputs that cannot be benched get one clear line each and exit 2, nothing on stdout.
+set -u
+bin=$FC_BIN/cache-bench
+fail() { echo "FAIL: $*" >&2; exit 1; }
+t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
+fixture="import sys; sys.path.insert(0, '$FC_SRC/tests/reference'); import test_bench_fixture as f"
+
+mkdir "$t/emptydir"
+echo hello >"$t/file"
+"$FC_PYTHON" -c "$fixture; f.make_foreign_env('$t/foreign'); f.make_empty_store('$t/empty'); f.make_store('$t/good', 4, frames=10)" \
+  || fail "fixture"
+mkdir "$t/garbage" && head -c 65536 /dev/urandom >"$t/garbage/data.mdb"
+
+expect() { # want-stderr args...
+  local want=$1; shift
+  "$bin" -q --duration 0.2 "$@" >"$t/out" 2>"$t/err"; local rc=$?
+  [ $rc -eq 2 ] || fail "$* → exit $rc, want 2 (stderr: $(cat "$t/err"))"
+  [ -s "$t/out" ] && fail "$*: wrote to stdout: $(head -3 "$t/out")"
+  [ "$(cat "$t/err")" = "$want" ] || fail "$*: stderr
+got:  $(cat "$t/err")
+want: $want"
+}
+expect "cache-bench: $t/nope: cannot open: No such file or directory" "$t/nope"
+expect "cache-bench: $t/emptydir: not a featcache store (no data.mdb)" "$t/emptydir"
+expect "cache-bench: $t/file: not a featcache store (not a directory)" "$t/file"
+expect "cache-bench: $t/foreign: not a featcache store (not an LMDB environment with featcache/1 meta)" "$t/foreign"
+expect "cache-bench: $t/garbage: not a featcache store (not an LMDB environment with featcache/1 meta)" "$t/garbage"
+expect "cache-bench: $t/empty: store has no feature records (db feat is empty): nothing to bench" "$t/empty"
+# one bad store among good ones: nothing is run
+expect "cache-bench: $t/empty: store has no feature records (db feat is empty): nothing to bench" "$t/good" "$t/empty"
+# the good store alone works
+"$bin" -q --duration 0.2 -p sequential "$t/good" >/dev/null 2>"$t/err" || fail "good store: $(cat "$t/err")"
+echo ok

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# cache-bench: --help from the option table (stdout, exit 0), --version, usage errors (exit 2).
+set -u
+bin=$FC_BIN/cache-bench
+fail() { echo "FAIL: $*" >&2; exit 1; }
+t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
+
+"$bin" --help >"$t/out" 2>"$t/err"; rc=$?
+[ $rc -eq 0 ] || fail "--help exit $rc"
+[ -s "$t/err" ] && fail "--help wrote to stderr"
+head -1 "$t/out" | grep -qx 'Usage: cache-bench \[options\] STORE\.\.\.' || fail "usage line: $(head -1 "$t/out")"
+for opt in --patterns --states --threads --batch --duration --bytes --seed --run --direct \
+           --no-hint --nordahead --read-only --step-ms --json --svg --dump-order --progress \
+           --quiet --help --version; do
+  grep -q -- "$opt" "$t/out" || fail "--help does not list $opt"
+done
+"$bin" -h | cmp -s - "$t/out" || fail "-h differs from --help"
+
+"$bin" --version >"$t/out" 2>&1; rc=$?
+[ $rc -eq 0 ] || fail "--version exit $rc"
+grep -qE '^cache-bench \(featcache\) [0-9]+\.[0-9]+\.[0-9]+$' "$t/out" || fail "version: $(cat "$t/out")"
+
+expect_usage() { # expected-first-stderr-line args...
+  local want=$1; shift
+  "$bin" "$@" >"$t/out" 2>"$t/err"; local rc=$?
+  [ $rc -eq 2 ] || fail "$* → exit $rc, want 2"
+  [ -s "$t/out" ] && fail "$* wrote to stdout"
+  [ "$(head -1 "$t/err")" = "$want" ] || fail "$*: stderr '$(head -1 "$t/err")', want '$want'"
+  grep -qx "Try 'cache-bench --help' for more information." "$t/err" || fail "$*: no --help hint"
+}
+expect_usage "cache-bench: no STORE given"
+expect_usage "cache-bench: invalid value 'zigzag' for --patterns (want sequential, physical, random, locality or all)" -p zigzag x
+expect_usage "cache-bench: invalid value 'hot' for --states (want cold or warm)" -s cold,hot x
+expect_usage "cache-bench: invalid value '0' for --threads (want an integer in 1..256)" -t 1,0 x
+expect_usage "cache-bench: invalid value '32x' for --batch (want an integer in 1..4096)" -b 32x x
+expect_usage "cache-bench: invalid value '-1' for --step-ms (want a number in 0.001..1e+07)" --step-ms -1 x
+expect_usage "cache-bench: invalid value '1Q' for --bytes (want a size, e.g. 256MiB)" --bytes 1Q x
+"$bin" --bogus x >/dev/null 2>"$t/err"; rc=$?
+[ $rc -eq 2 ] || fail "--bogus exit $rc"
+grep -q "unrecognized option '--bogus'" "$t/err" || fail "--bogus message: $(cat "$t/err")"
+echo ok

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# cache-bench: the readable table (one store; two side by side), the verdict and the done line.
+set -u
+bin=$FC_BIN/cache-bench
+fail() { echo "FAIL: $*" >&2; exit 1; }
+t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
+"$FC_PYTHON" -c "import sys; sys.path.insert(0, '$FC_SRC/tests/reference'); import test_bench_fixture as f; f.make_store('$t/a', 12, frames=100); f.make_store('$t/b', 12, frames=100, seed=2)" \
+  || fail "fixture"
+
+"$bin" -p sequential,random -b 4 --duration 1 "$t/a" >"$t/out" 2>"$t/err"; rc=$?
+[ $rc -eq 0 ] || fail "exit $rc: $(cat "$t/err")"
+[ "$(cat "$t/err")" = "done: 8 of 8 passes" ] || fail "stderr: $(cat "$t/err")"
+[ "$(head -1 "$t/out")" = "store: $t/a  (12 records, 0.4 MB payload, data.mdb $(awk -v s=$(stat -c %s "$t/a/data.mdb") 'BEGIN{printf "%.1f MB", s/1e6}'))" ] \
+  || fail "store line: $(head -1 "$t/out")"
+grep -qE '^device: ' "$t/out" || fail "no device line"
+grep -qx 'pattern    state io     thr batch resident      MB/s     rec/s   batch/s  rec_p50  rec_p95  rec_p99  rec_max  bat_p50  bat_p99 fault  copy  wait other' "$t/out" \
+  || fail "column header"
+awk '$1 ~ /^(sequential|random)$/ {print $1, $2, $3, $4, $5}' "$t/out" >"$t/rows"
+cat >"$t/want" <<'ROWS'
+sequential cold mmap 1 1
+sequential cold mmap 1 4
+sequential warm mmap 1 1
+sequential warm mmap 1 4
+random cold mmap 1 1
+random cold mmap 1 4
+random warm mmap 1 1
+random warm mmap 1 4
+ROWS
+diff "$t/want" "$t/rows" || fail "rows"
+grep -qE "^$t/a on .* delivers [0-9.]+ batches/s of 4 utterances \(random order, cold, 1 thread\); a training step of 50 ms stays under 5 % data time " "$t/out" \
+  || fail "verdict: $(grep delivers "$t/out")"
+
+# -q: no done line; two stores side by side
+"$bin" -q -p physical -s warm -b 2 --duration 1 "$t/a" "$t/b" >"$t/out" 2>"$t/err"; rc=$?
+[ $rc -eq 0 ] || fail "two stores: exit $rc"
+[ -s "$t/err" ] && fail "-q wrote to stderr: $(cat "$t/err")"
+grep -q "^\[1\] store: $t/a " "$t/out" && grep -q "^\[2\] store: $t/b " "$t/out" || fail "store lines"
+grep -qE '^pattern +state +io +thr +batch +MB/s\[1\] +bat_p99\[1\] +MB/s\[2\] +bat_p99\[2\]$' "$t/out" \
+  || fail "side-by-side header: $(grep ^pattern "$t/out")"
+[ "$(grep -cE '^physical +warm +mmap +1 +[12] +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$' "$t/out")" -eq 2 ] \
+  || fail "side-by-side rows"
+[ "$(grep -c ' delivers ' "$t/out")" -eq 2 ] || fail "one verdict per store"
+echo ok
