@@ -11,5 +11,6 @@
 #include "featcache/fc_manifest.h"
 #include "featcache/fc_tokenize.h"
 #include "featcache/fc_bench.h"
+#include "featcache/fc_profiler.h"
 
 #endif

@@ -1,0 +1,538 @@
+/* loader-bench — a training loop without a model, profiled: how much of each step waits for data,
+ * with the featcache loader and with on-the-fly decoding (docs/loader-bench.md).
+ * A thin main over libcache/loaderbench.c and the step profiler. */
+#include "cmd/cli.h"
+
+#include "featcache/fc_config.h"
+#include "featcache/fc_loader.h"
+#include "featcache/fc_manifest.h"
+#include "featcache/fc_profiler.h"
+#include "libcache/loaderbench.h"
+
+enum {
+  OPT_SOURCE = 256, OPT_MANIFEST, OPT_MANIFEST_FORMAT, OPT_AUDIO_DIR, OPT_COMPARE, OPT_PRESET,
+  OPT_FEATURES, OPT_VIEWS, OPT_SYN_MS, OPT_SYN_ITEMS, OPT_PREFETCH, OPT_STEPS, OPT_EPOCHS,
+  OPT_WARMUP, OPT_COMPUTE_MS, OPT_COMPUTE_MODE, OPT_MATMUL, OPT_SWEEP, OPT_JSON, OPT_SVG,
+  OPT_TRACE, OPT_PROGRESS, OPT_VERSION
+};
+
+static const fc_cli_opt options[] = {
+    {NULL, 0, 0, NULL, "Data source:"},
+    {"source", OPT_SOURCE, required_argument, "S",
+     "cache (default: the featcache loader over STORE), audio (decode and compute on the fly),\n"
+     "                               synthetic (each utterance costs --synthetic-ms)"},
+    {"manifest", OPT_MANIFEST, required_argument, "FILE",
+     "utterances for --source audio / --compare (LJSpeech, wav.scp, JSONL, list)"},
+    {"audio", OPT_MANIFEST, required_argument, "FILE", "same as --manifest"},
+    {"manifest-format", OPT_MANIFEST_FORMAT, required_argument, "F",
+     "auto, ljspeech, kaldi, jsonl or list"},
+    {"audio-dir", OPT_AUDIO_DIR, required_argument, "DIR", "base of relative manifest paths"},
+    {"compare", OPT_COMPARE, no_argument, NULL,
+     "run audio then cache on the same utterances in the same order"},
+    {"preset", OPT_PRESET, required_argument, "NAME",
+     "features for --source audio without a STORE (default hifigan)"},
+    {"features", OPT_FEATURES, required_argument, "SEL",
+     "the store's mel config: preset name or 32-hex digest"},
+    {"views", OPT_VIEWS, no_argument, NULL, "cache: zero-copy views instead of a padded batch"},
+    {"synthetic-ms", OPT_SYN_MS, required_argument, "MS", "synthetic: cost of one utterance (2)"},
+    {"synthetic-items", OPT_SYN_ITEMS, required_argument, "N", "synthetic: utterances (1024)"},
+    {NULL, 0, 0, NULL, "Training loop:"},
+    {"batch", 'b', required_argument, "N", "utterances per batch (32)"},
+    {"workers", 'w', required_argument, "N", "threads building batches (2); 0: in the loop"},
+    {"prefetch", OPT_PREFETCH, required_argument, "N",
+     "batches ahead per worker (2), PyTorch's prefetch_factor"},
+    {"steps", OPT_STEPS, required_argument, "N", "measured steps (default: one epoch)"},
+    {"epochs", OPT_EPOCHS, required_argument, "N", "measured epochs instead of --steps"},
+    {"warmup", OPT_WARMUP, required_argument, "N", "steps run first and not measured (1)"},
+    {"compute-ms", OPT_COMPUTE_MS, required_argument, "MS", "compute time per step (50)"},
+    {"compute-mode", OPT_COMPUTE_MODE, required_argument, "M",
+     "sleep (default: an accelerator works, the CPU is free) or busy"},
+    {"compute-matmul", OPT_MATMUL, required_argument, "N",
+     "compute = one N x N float matmul per step (real CPU work)"},
+    {"sweep", OPT_SWEEP, no_argument, NULL,
+     "run the grid given as words batch=L workers=L prefetch=L (L: 1,2,4)\n"
+     "                               and recommend the smallest setting under 5 % data share"},
+    {NULL, 0, 0, NULL, "Output:"},
+    {"json", OPT_JSON, no_argument, NULL, "print JSON on stdout instead of tables"},
+    {"svg", OPT_SVG, required_argument, "FILE", "chart of per-step data and compute time"},
+    {"trace", OPT_TRACE, required_argument, "FILE", "Chrome trace-event JSON (Perfetto) of every step"},
+    {"quiet", 'q', no_argument, NULL, "no progress and no summary line"},
+    {"progress", OPT_PROGRESS, no_argument, NULL, "progress lines even when stderr is no terminal"},
+    {"help", 'h', no_argument, NULL, "show this help and exit"},
+    {"version", OPT_VERSION, no_argument, NULL, "show the version and exit"},
+    {NULL, 0, 0, NULL, NULL}};
+
+static const char synopsis[] =
+    "loader-bench [options] STORE\n"
+    "       loader-bench --source audio --manifest FILE [options] [STORE]\n"
+    "       loader-bench --compare --manifest FILE [options] STORE\n"
+    "       loader-bench --sweep [batch=L] [workers=L] [prefetch=L] [options] [STORE]";
+static const char description[] =
+    "Run a training loop without a model: each step takes a batch (phase \"data\") and then\n"
+    "spends a compute time (phase \"compute\"). Report per-step statistics, the data phase's\n"
+    "share of the step and a verdict (not / moderately / highly input-bound).";
+static const char footer[] =
+    "Exit status: 0 ok; 1 some utterances failed to decode or the store's order differs from\n"
+    "the manifest (see 'done: N of M'); 2 usage or configuration error; 130/143 interrupted.\n"
+    "See docs/loader-bench.md.";
+
+#define MAX_AXIS 16
+typedef struct axis {
+  uint32_t v[MAX_AXIS];
+  int n;
+} axis;
+
+static void parse_axis(const char *word, const char *name, axis *a) {
+  const char *s = word + strlen(name) + 1;
+  a->n = 0;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", s);
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (a->n == MAX_AXIS) fc_cli_usage_error("%s: at most %d values", word, MAX_AXIS);
+    a->v[a->n++] = fc_cli_u32(name, t, strcmp(name, "batch") == 0 ? 1 : 0, 1u << 16);
+  }
+  if (!a->n) fc_cli_usage_error("%s: no values", word);
+}
+
+static void warn_cb(const char *path, const char *msg, void *user) {
+  (void)user;
+  fc_cli_warn(path, "%s", msg);
+}
+
+static int cmp_item_id(const void *a, const void *b) {
+  return strcmp(((const fc_lb_item *)a)->id, ((const fc_lb_item *)b)->id);
+}
+
+typedef struct run_out {
+  const char *source;
+  fc_profiler *prof;
+  fc_lb_result res;
+  uint32_t batch, workers, prefetch;
+} run_out;
+
+static void json_num(double v) { printf("%.9g", isfinite(v) ? v : 0.0); }
+
+static void json_ms(const char *key, const fc_prof_stats *s) {
+  printf("\"%s\":{\"mean\":", key);
+  json_num(s->mean);
+  printf(",\"std\":");
+  json_num(s->std);
+  printf(",\"p50\":");
+  json_num(s->p50);
+  printf(",\"p95\":");
+  json_num(s->p95);
+  printf(",\"p99\":");
+  json_num(s->p99);
+  printf(",\"max\":");
+  json_num(s->max);
+  printf("}");
+}
+
+static int phase_idx(const fc_profiler *p, const char *name) {
+  for (int i = 0; i < fc_profiler_num_phases(p); i++)
+    if (strcmp(fc_profiler_phase_name(p, i), name) == 0) return i;
+  return -100;
+}
+
+/* data stats, compute stats, step stats, data share, verdict of one run */
+typedef struct summary {
+  fc_prof_stats data, compute, step;
+  double share;
+  char verdict[64];
+} summary;
+
+static void summarize(const fc_profiler *p, summary *s) {
+  memset(s, 0, sizeof *s);
+  fc_profiler_stats(p, phase_idx(p, "data"), &s->data, &s->share);
+  fc_profiler_stats(p, phase_idx(p, "compute"), &s->compute, NULL);
+  fc_profiler_stats(p, -1, &s->step, NULL);
+  fc_profiler_verdict(p, NULL, s->verdict, sizeof s->verdict);
+}
+
+static void json_run(const run_out *r) {
+  summary s;
+  summarize(r->prof, &s);
+  printf("{\"source\":");
+  fc_cli_json_str(stdout, r->source);
+  printf(",\"steps\":%llu,\"batch\":%u,\"workers\":%u,\"prefetch\":%u,\"utterances\":%llu,",
+         (unsigned long long)r->res.steps, r->batch, r->workers, r->prefetch,
+         (unsigned long long)r->res.utterances);
+  json_ms("data_ms", &s.data);
+  printf(",");
+  json_ms("compute_ms", &s.compute);
+  printf(",");
+  json_ms("step_ms", &s.step);
+  printf(",\"data_share\":");
+  json_num(s.share);
+  printf(",\"variation_ratio\":");
+  json_num(s.data.variation_ratio);
+  printf(",\"autocorr\":{\"lag\":%u,\"coef\":", s.data.acf_lag);
+  json_num(s.data.acf_coef);
+  printf("},\"verdict\":");
+  fc_cli_json_str(stdout, s.verdict);
+  printf(",\"failed\":%llu}", (unsigned long long)r->res.failed);
+}
+
+int main(int argc, char **argv) {
+  fc_cli_tool = "loader-bench";
+  struct option longs[sizeof options / sizeof options[0]];
+  char shorts[3 * (sizeof options / sizeof options[0]) + 2];
+  fc_cli_getopt_tables(options, longs, shorts);
+
+  fc_lb_opts base;
+  fc_lb_opts_init(&base);
+  const char *source = "cache", *manifest = NULL, *audio_dir = NULL, *preset = NULL;
+  const char *svg = NULL, *trace = NULL;
+  int manifest_format = FC_MANIFEST_AUTO, compare = 0, sweep = 0, json = 0, quiet = 0;
+  int progress = 0;
+  uint64_t synth_items = 1024;
+  base.synth_item_ms = 2;
+  int c;
+  while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+    switch (c) {
+      case OPT_SOURCE:
+        if (strcmp(optarg, "cache") && strcmp(optarg, "audio") && strcmp(optarg, "synthetic"))
+          fc_cli_usage_error("invalid value '%s' for --source (want cache, audio or synthetic)",
+                             optarg);
+        source = optarg;
+        break;
+      case OPT_MANIFEST: manifest = optarg; break;
+      case OPT_MANIFEST_FORMAT:
+        manifest_format = fc_manifest_format_from_name(optarg);
+        if (manifest_format < 0)
+          fc_cli_usage_error("invalid value '%s' for --manifest-format", optarg);
+        break;
+      case OPT_AUDIO_DIR: audio_dir = optarg; break;
+      case OPT_COMPARE: compare = 1; break;
+      case OPT_PRESET: preset = optarg; break;
+      case OPT_FEATURES: base.features = optarg; break;
+      case OPT_VIEWS: base.views = 1; break;
+      case OPT_SYN_MS: base.synth_item_ms = fc_cli_double("synthetic-ms", optarg, 0, 60000); break;
+      case OPT_SYN_ITEMS: synth_items = fc_cli_u32("synthetic-items", optarg, 1, 100000000); break;
+      case 'b': base.batch = fc_cli_u32("batch", optarg, 1, 65536); break;
+      case 'w': base.workers = fc_cli_u32("workers", optarg, 0, 256); break;
+      case OPT_PREFETCH: base.prefetch = fc_cli_u32("prefetch", optarg, 1, 64); break;
+      case OPT_STEPS: base.steps = fc_cli_u32("steps", optarg, 1, 100000000); break;
+      case OPT_EPOCHS: base.epochs = fc_cli_u32("epochs", optarg, 1, 100000); break;
+      case OPT_WARMUP: base.warmup = fc_cli_u32("warmup", optarg, 0, 1000000); break;
+      case OPT_COMPUTE_MS: base.compute_ms = fc_cli_double("compute-ms", optarg, 0, 3600e3); break;
+      case OPT_COMPUTE_MODE:
+        if (strcmp(optarg, "sleep") == 0) base.compute = FC_LB_SLEEP;
+        else if (strcmp(optarg, "busy") == 0) base.compute = FC_LB_BUSY;
+        else fc_cli_usage_error("invalid value '%s' for --compute-mode (want sleep or busy)", optarg);
+        break;
+      case OPT_MATMUL:
+        base.compute = FC_LB_MATMUL;
+        base.matmul_n = fc_cli_u32("compute-matmul", optarg, 1, 8192);
+        break;
+      case OPT_SWEEP: sweep = 1; break;
+      case OPT_JSON: json = 1; break;
+      case OPT_SVG: svg = optarg; break;
+      case OPT_TRACE: trace = optarg; break;
+      case 'q': quiet = 1; break;
+      case OPT_PROGRESS: progress = 1; break;
+      case 'h': fc_cli_help(stdout, synopsis, description, options, footer); return 0;
+      case OPT_VERSION: fc_cli_version(); return 0;
+      default:
+        fprintf(stderr, "Try '%s --help' for more information.\n", fc_cli_tool);
+        return FC_EXIT_USAGE;
+    }
+  }
+  if (base.steps && base.epochs) fc_cli_usage_error("--steps and --epochs exclude each other");
+
+  /* positional words: STORE, and the sweep axes */
+  const char *store = NULL;
+  axis ax_batch = {{base.batch}, 1}, ax_workers = {{base.workers}, 1},
+       ax_prefetch = {{base.prefetch}, 1};
+  for (int i = optind; i < argc; i++) {
+    const char *a = argv[i];
+    if (sweep && strncmp(a, "batch=", 6) == 0) parse_axis(a, "batch", &ax_batch);
+    else if (sweep && strncmp(a, "workers=", 8) == 0) parse_axis(a, "workers", &ax_workers);
+    else if (sweep && strncmp(a, "prefetch=", 9) == 0) parse_axis(a, "prefetch", &ax_prefetch);
+    else if (!store) store = a;
+    else fc_cli_usage_error("unexpected argument '%s'", a);
+  }
+  for (int i = 0; i < ax_batch.n; i++)
+    if (!ax_batch.v[i]) fc_cli_usage_error("batch=0 in the sweep");
+  for (int i = 0; i < ax_prefetch.n; i++)
+    if (!ax_prefetch.v[i]) fc_cli_usage_error("prefetch=0 in the sweep");
+
+  int want_cache = compare || strcmp(source, "cache") == 0;
+  int want_audio = compare || strcmp(source, "audio") == 0;
+  int synthetic = !compare && strcmp(source, "synthetic") == 0;
+  if (compare && sweep) fc_cli_usage_error("--compare and --sweep exclude each other");
+  if (want_cache && !store) fc_cli_usage_error("missing STORE (the cache source reads one)");
+  if (want_audio && !manifest)
+    fc_cli_usage_error("--source audio and --compare need --manifest FILE");
+  if (preset && store && want_audio)
+    fc_cli_usage_error("--preset: the audio source uses the store's config; leave --preset out");
+
+  /* the features the audio source computes: the store's config, else --preset */
+  fc_mel_config mel;
+  memset(&mel, 0, sizeof mel);
+  if (want_audio) {
+    if (store) {
+      fc_loader_options lo;
+      fc_loader_options_init(&lo);
+      lo.features = base.features;
+      lo.flags = FC_LOADER_LOOKUP_ONLY;
+      lo.prefetch_threads = 0;
+      fc_loader *ld = NULL;
+      char why[512] = "";
+      const char *paths[1] = {store};
+      int rc = fc_loader_open(paths, 1, &lo, &ld, why, sizeof why);
+      const char *js = rc ? NULL : fc_loader_config_json(ld, 0);
+      if (!rc && !js) rc = FC_ENOTFOUND;
+      if (!rc) rc = fc_mel_config_from_json(js, strlen(js), &mel, why, sizeof why);
+      fc_loader_close(ld);
+      if (rc) {
+        fc_cli_warn(store, "%s", why[0] ? why : fc_strerror(rc));
+        return FC_EXIT_USAGE;
+      }
+    } else if (fc_mel_preset(preset ? preset : "hifigan", &mel)) {
+      fc_cli_usage_error("unknown preset '%s'", preset);
+    }
+  }
+
+  /* the utterances of the audio source, sorted by id: the loader's sequential order */
+  fc_item_list list = {0};
+  fc_lb_item *items = NULL;
+  const char **ids = NULL;
+  size_t n_items = 0;
+  int exit_code = FC_EXIT_OK;
+  if (want_audio) {
+    fc_manifest_opts mo = {.format = manifest_format, .audio_dir = audio_dir};
+    char why[512] = "";
+    int rc = fc_manifest_read(manifest, &mo, &list, why, sizeof why);
+    if (rc) {
+      fc_cli_warn(manifest, "%s", why[0] ? why : fc_strerror(rc));
+      return FC_EXIT_USAGE;
+    }
+    items = calloc(list.count ? list.count : 1, sizeof *items);
+    ids = calloc(list.count ? list.count : 1, sizeof *ids);
+    if (!items || !ids) {
+      fc_cli_warn(NULL, "%s", fc_strerror(ENOMEM));
+      return FC_EXIT_FAIL;
+    }
+    for (size_t i = 0; i < list.count; i++) {
+      const fc_item *it = &list.items[i];
+      if (it->err || !it->path) {
+        char where[600];
+        snprintf(where, sizeof where, "%s:%zu", manifest, it->line);
+        fc_cli_warn(where, "%s", it->why ? it->why : "no audio path");
+        exit_code = FC_EXIT_FAIL;
+        continue;
+      }
+      items[n_items++] = (fc_lb_item){it->id, it->path};
+    }
+    if (!n_items) {
+      fc_cli_warn(manifest, "no utterances");
+      return FC_EXIT_USAGE;
+    }
+    qsort(items, n_items, sizeof *items, cmp_item_id);
+    for (size_t i = 0; i < n_items; i++) ids[i] = items[i].id;
+  }
+
+  fc_cli_install_signals();
+  base.stop = &fc_cli_signal;
+  base.warn = warn_cb;
+  int show_progress = fc_cli_progress_wanted(progress, quiet);
+
+  /* the runs: compare = audio then cache; sweep = the grid; else one */
+  size_t n_runs = 0, max_runs = compare ? 2 : (size_t)ax_batch.n * ax_workers.n * ax_prefetch.n;
+  run_out *runs = calloc(max_runs, sizeof *runs);
+  fc_lb_cell *cells = calloc(max_runs, sizeof *cells);
+  if (!runs || !cells) {
+    fc_cli_warn(NULL, "%s", fc_strerror(ENOMEM));
+    return FC_EXIT_FAIL;
+  }
+  uint64_t steps_planned = 0, steps_done = 0, failed = 0;
+  int rc = 0;
+  for (int bi = 0; bi < ax_batch.n && !rc; bi++)
+    for (int wi = 0; wi < ax_workers.n && !rc; wi++)
+      for (int pi = 0; pi < ax_prefetch.n && !rc; pi++)
+        for (int si = 0; si < (compare ? 2 : 1) && !rc; si++) {
+          fc_lb_opts o = base;
+          o.batch = ax_batch.v[bi];
+          o.workers = ax_workers.v[wi];
+          o.prefetch = ax_prefetch.v[pi];
+          if (sweep && !o.steps && !o.epochs) o.steps = 30;
+          const char *src = compare ? (si == 0 ? "audio" : "cache") : source;
+          if (strcmp(src, "cache") == 0) {
+            o.source = FC_LB_CACHE;
+            o.store = store;
+            if (compare) {
+              o.expect_ids = ids;
+              o.n_expect = n_items;
+              /* the same steps over the same utterances as the audio run */
+              o.steps = runs[0].res.steps;
+              o.epochs = 0;
+            }
+          } else if (strcmp(src, "audio") == 0) {
+            o.source = FC_LB_AUDIO;
+            o.mel = &mel;
+            o.items = items;
+            o.n_items = n_items;
+          } else {
+            o.source = FC_LB_SYNTH;
+            o.n_items = synth_items;
+          }
+          run_out *r = &runs[n_runs];
+          r->source = synthetic ? "synthetic" : src;
+          r->batch = o.batch;
+          r->workers = o.workers;
+          r->prefetch = o.prefetch;
+          if ((rc = fc_profiler_create(trace ? FC_PROF_TRACE : 0, "data", &r->prof))) {
+            fc_cli_warn(NULL, "%s", fc_strerror(rc));
+            return FC_EXIT_FAIL;
+          }
+          n_runs++;
+          if (show_progress)
+            fprintf(stderr, "%s: running %s: batch %u, workers %u, prefetch %u...\n", fc_cli_tool,
+                    r->source, o.batch, o.workers, o.prefetch);
+          char why[512] = "";
+          rc = fc_lb_run(&o, r->prof, &r->res, why, sizeof why);
+          uint64_t planned = o.steps ? o.steps
+                                     : r->res.epoch_batches * (o.epochs ? o.epochs : 1);
+          steps_planned += planned;
+          steps_done += r->res.steps;
+          failed += r->res.failed;
+          if (r->res.failed || r->res.order_mismatch) exit_code = FC_EXIT_FAIL;
+          if (rc == FC_EINTR) break;
+          if (rc) {
+            const char *path = o.source == FC_LB_CACHE   ? store
+                               : o.source == FC_LB_AUDIO ? manifest
+                                                         : NULL;
+            size_t pl = path ? strlen(path) : 0;
+            if (path && strncmp(why, path, pl) == 0 && why[pl] == ':') path = NULL; /* named */
+            fc_cli_warn(path, "%s", why[0] ? why : fc_strerror(rc));
+            exit_code = FC_EXIT_USAGE;
+            break;
+          }
+          if (compare && si == 1 && r->res.order_mismatch)
+            fc_cli_warn(store, "%llu of %llu utterances differ from the manifest's order",
+                        (unsigned long long)r->res.order_mismatch,
+                        (unsigned long long)r->res.utterances);
+          summary s;
+          summarize(r->prof, &s);
+          cells[n_runs - 1] = (fc_lb_cell){o.batch, o.workers, o.prefetch, s.share, s.data.mean,
+                                           s.step.mean};
+        }
+
+  if (rc == FC_EINTR) {
+    exit_code = fc_cli_signal_exit();
+  } else if (!rc) {
+    /* ---- reports ---- */
+    int rec = sweep ? fc_lb_recommend(cells, n_runs, 0.05) : -1;
+    double shrink = 0;
+    if (compare && n_runs == 2) {
+      summary a, b;
+      summarize(runs[0].prof, &a);
+      summarize(runs[1].prof, &b);
+      shrink = b.data.mean > 0 ? a.data.mean / b.data.mean : 0;
+    }
+    if (json) {
+      printf("{\"sources\":[");
+      for (size_t i = 0; i < n_runs; i++) {
+        if (i) printf(",");
+        json_run(&runs[i]);
+      }
+      printf("]");
+      if (compare) {
+        printf(",\"shrink_factor\":");
+        json_num(shrink);
+        printf(",\"same_order\":%s", runs[1].res.order_mismatch ? "false" : "true");
+      }
+      if (sweep) {
+        printf(",\"recommended\":");
+        if (rec >= 0)
+          printf("{\"batch\":%u,\"workers\":%u,\"prefetch\":%u,\"data_share\":%.9g}",
+                 cells[rec].batch, cells[rec].workers, cells[rec].prefetch, cells[rec].data_share);
+        else
+          printf("null");
+      }
+      printf("}\n");
+    } else if (sweep) {
+      printf("%-7s %7s %8s %9s %12s %12s %8s  %s\n", "batch", "workers", "prefetch", "steps",
+             "data ms", "step ms", "data %", "verdict");
+      for (size_t i = 0; i < n_runs; i++) {
+        summary s;
+        summarize(runs[i].prof, &s);
+        printf("%-7u %7u %8u %9llu %12.3f %12.3f %7.2f%%  %s\n", cells[i].batch, cells[i].workers,
+               cells[i].prefetch, (unsigned long long)runs[i].res.steps, s.data.mean, s.step.mean,
+               100 * s.share, s.verdict);
+      }
+      if (rec >= 0)
+        printf("recommended: batch %u, workers %u, prefetch %u (data share %.2f %%)\n",
+               cells[rec].batch, cells[rec].workers, cells[rec].prefetch,
+               100 * cells[rec].data_share);
+      else
+        printf("recommended: none of these settings keeps the data share under 5 %%\n");
+    } else {
+      for (size_t i = 0; i < n_runs; i++) {
+        run_out *r = &runs[i];
+        printf("%ssource: %s (batch %u, workers %u, prefetch %u, %llu steps, %llu utterances)\n",
+               i ? "\n" : "", r->source, r->batch, r->workers, r->prefetch,
+               (unsigned long long)r->res.steps, (unsigned long long)r->res.utterances);
+        fc_profiler_write(r->prof, FC_PROF_TABLE, stdout);
+      }
+      if (compare && n_runs == 2) {
+        summary a, b;
+        summarize(runs[0].prof, &a);
+        summarize(runs[1].prof, &b);
+        printf("\nthe cache cut the data phase from %.4g ms to %.4g ms per step (%.*f×); "
+               "data share %.2f %% → %.2f %%\n",
+               a.data.mean, b.data.mean, shrink >= 10 ? 0 : 1, shrink, 100 * a.share,
+               100 * b.share);
+      }
+    }
+    /* ---- files ---- */
+    const fc_profiler *profs[2];
+    const char *names[2];
+    size_t nf = 0;
+    for (size_t i = 0; i < n_runs && nf < 2; i++) {
+      profs[nf] = runs[i].prof;
+      names[nf++] = runs[i].source;
+    }
+    if (sweep) nf = 0; /* one chart per grid cell would not be readable: only tables */
+    if (svg && nf) {
+      FILE *f = fopen(svg, "w");
+      char title[160];
+      if (base.compute == FC_LB_MATMUL)
+        snprintf(title, sizeof title,
+                 "loader-bench: ms per training step (batch %u, compute: %u x %u matmul)",
+                 runs[0].batch, base.matmul_n, base.matmul_n);
+      else
+        snprintf(title, sizeof title, "loader-bench: ms per training step (batch %u, compute %g ms)",
+                 runs[0].batch, base.compute_ms);
+      int e = f ? fc_lb_write_svg(f, profs, names, nf, title) : errno;
+      if (f && fclose(f) && !e) e = errno;
+      if (e) {
+        fc_cli_warn(svg, "%s", fc_strerror(e));
+        exit_code = FC_EXIT_FAIL;
+      }
+    }
+    if (trace && n_runs) {
+      FILE *f = fopen(trace, "w");
+      int e = f ? fc_profiler_write_traces(profs, names, nf ? nf : 1, f) : errno;
+      if (f && fclose(f) && !e) e = errno;
+      if (e) {
+        fc_cli_warn(trace, "%s", fc_strerror(e));
+        exit_code = FC_EXIT_FAIL;
+      }
+    }
+  }
+  fflush(stdout);
+  if (exit_code != FC_EXIT_USAGE && (!quiet || exit_code == FC_EXIT_FAIL))
+    fprintf(stderr, "%s: done: %llu of %llu steps%s%llu utterances failed)\n", fc_cli_tool,
+            (unsigned long long)steps_done, (unsigned long long)steps_planned, " (",
+            (unsigned long long)failed);
+
+  for (size_t i = 0; i < n_runs; i++) fc_profiler_free(runs[i].prof);
+  free(runs);
+  free(cells);
+  free(items);
+  free(ids);
+  fc_item_list_free(&list);
+  return exit_code;
+}

@@ -1,0 +1,93 @@
+/* loader-bench's engine (private to libcache and cmd/loader-bench.c): a training loop without a
+ * model over a batch source, profiled with the step profiler.
+ *
+ * Each step: phase "data" = give the previous batch back (as a framework drops its reference when
+ * it fetches the next) and take the next batch from the source, waiting for it if the workers are
+ * behind; phase "compute" = the model stand-in (sleep, busy-wait, or an N×N float matmul).
+ *
+ * Sources:
+ *   CACHE  the featcache loader (fc_loader) over a store, sequential order, padded (default) or
+ *          views, prefetch_threads = workers, prefetch_depth = workers × prefetch (≥ 1);
+ *   AUDIO  the on-the-fly baseline: `workers` threads each build whole batches (read the file,
+ *          decode, resample, compute the mels with the CPU kernels: fc_featurize_file, then pad
+ *          into one dense [B][T][n_mels] float array), at most workers × prefetch batches ahead —
+ *          PyTorch DataLoader's num_workers / prefetch_factor; workers 0 builds in the loop;
+ *   SYNTH  the same pipeline, each item costing synth_item_ms of sleep (tests, --sweep checks).
+ * Batches are cut from the item sequence in order; steps past its end wrap into a new epoch. */
+#ifndef FC_LOADERBENCH_H
+#define FC_LOADERBENCH_H
+
+#include <signal.h>
+#include <stdio.h>
+
+#include "featcache/fc_config.h"
+#include "featcache/fc_profiler.h"
+
+typedef enum fc_lb_source { FC_LB_CACHE = 0, FC_LB_AUDIO = 1, FC_LB_SYNTH = 2 } fc_lb_source;
+typedef enum fc_lb_compute { FC_LB_SLEEP = 0, FC_LB_BUSY = 1, FC_LB_MATMUL = 2 } fc_lb_compute;
+
+typedef struct fc_lb_item {
+  const char *id;
+  const char *path;
+} fc_lb_item;
+
+/* A per-item problem (decode failure, an id out of order): called from any thread, serialized. */
+typedef void (*fc_lb_warn_fn)(const char *path, const char *msg, void *user);
+
+typedef struct fc_lb_opts {
+  int source;                  /* fc_lb_source */
+  const char *store;           /* CACHE */
+  const char *features;        /* CACHE: loader feature selector (NULL: the store's config) */
+  int views;                   /* CACHE: zero-copy views instead of a padded batch */
+  const fc_mel_config *mel;    /* AUDIO: the features to compute */
+  const fc_lb_item *items;     /* AUDIO: the utterances in order */
+  size_t n_items;              /* AUDIO, SYNTH: how many */
+  const char *const *expect_ids; /* CACHE: when set, check the loader yields these ids in order */
+  size_t n_expect;
+  double synth_item_ms;        /* SYNTH */
+  uint32_t batch, workers, prefetch;
+  uint64_t steps;              /* measured steps; 0 = `epochs` epochs */
+  uint32_t epochs;             /* with steps 0: this many epochs (0 = 1) */
+  uint32_t warmup;             /* steps run first and not measured */
+  int compute;                 /* fc_lb_compute */
+  double compute_ms;           /* SLEEP, BUSY */
+  uint32_t matmul_n;           /* MATMUL */
+  const volatile sig_atomic_t *stop; /* set → the run stops after the current step (FC_EINTR) */
+  fc_lb_warn_fn warn;
+  void *user;
+} fc_lb_opts;
+
+typedef struct fc_lb_result {
+  uint64_t steps;          /* measured steps */
+  uint64_t utterances;     /* utterances delivered in measured steps */
+  uint64_t failed;         /* AUDIO: utterances that could not be featurized (distinct, epoch 0) */
+  uint64_t order_mismatch; /* CACHE with expect_ids: positions whose id differed */
+  uint64_t epoch_batches;  /* batches per epoch */
+  uint64_t epoch_items;    /* utterances per epoch */
+  double wall_s;           /* measured steps */
+} fc_lb_result;
+
+FC_API void fc_lb_opts_init(fc_lb_opts *o);
+
+/* Run the loop, recording into prof (its data phase must be "data"). Returns 0, FC_EINTR when
+ * stopped, FC_ECONFIG/FC_ENOTFOUND/... with a reason in why. */
+FC_API int fc_lb_run(const fc_lb_opts *o, fc_profiler *prof, fc_lb_result *res, char *why,
+                     size_t why_len);
+
+/* One cell of a sweep. */
+typedef struct fc_lb_cell {
+  uint32_t batch, workers, prefetch;
+  double data_share; /* 0..1 */
+  double data_ms, step_ms;
+} fc_lb_cell;
+
+/* The recommended cell: the smallest resources keeping data_share < max_share — fewest workers,
+ * then the smallest prefetch, then the smallest batch. Returns its index, or -1 when none does. */
+FC_API int fc_lb_recommend(const fc_lb_cell *cells, size_t n, double max_share);
+
+/* An SVG chart of per-step data and compute time, one panel per profiler (same scales), with a
+ * title and a legend. Returns 0 or an errno code. */
+FC_API int fc_lb_write_svg(FILE *f, const fc_profiler *const *profs, const char *const *names,
+                           size_t n, const char *title);
+
+#endif

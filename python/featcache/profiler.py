@@ -1,0 +1,357 @@
+"""featcache.profiler: StepProfiler, the step profiler of libfeatcache for Python training loops.
+
+A ctypes binding over the C profiler (include/featcache/fc_profiler.h), so the numbers, the
+statistics and the verdict are exactly the ones `loader-bench` prints.
+
+    from featcache.profiler import StepProfiler
+    prof = StepProfiler()                       # data phase "data"; trace kept
+    for batch in prof.iterate(loader):          # each item = one step; fetching it = "data"
+        with prof.phase("h2d"):
+            x = batch.to(device)
+        with prof.phase("compute"):
+            with prof.phase("forward"): loss = model(x)          # nested: not counted twice
+            with prof.phase("backward"): loss.backward()
+            with prof.phase("optimizer"): opt.step()
+    print(prof.report())                         # table + verdict
+    prof.save_trace("trace.json")                # open in https://ui.perfetto.dev
+
+or with explicit steps: `with prof.step(): with prof.phase("data"): batch = next(it)`.
+
+Rules (as in C): step time = wall time of the step; phase time = self time (the phase's wall time
+minus the phases nested in it); "other" = step time minus the phases. A profiler belongs to one
+thread.
+"""
+
+import ctypes
+import ctypes.util
+import json
+import os
+
+__all__ = ["StepProfiler", "ProfilerError", "series_stats", "verdict", "load_library"]
+
+FC_PROF_TRACE = 1
+TABLE, JSON, TRACE_JSON = 0, 1, 2
+
+
+class ProfilerError(RuntimeError):
+    """A C profiler call failed; .code is the featcache error code."""
+
+    def __init__(self, code, what, lib=None):
+        msg = "%s failed: %d" % (what, code)
+        if lib is not None:
+            try:
+                msg = "%s: %s" % (what, lib.fc_strerror(code).decode())
+            except Exception:  # pragma: no cover - strerror is always there
+                pass
+        super().__init__(msg)
+        self.code = code
+
+
+class _Stats(ctypes.Structure):
+    _fields_ = [
+        ("n", ctypes.c_uint64),
+        ("mean", ctypes.c_double), ("std", ctypes.c_double), ("min", ctypes.c_double),
+        ("max", ctypes.c_double), ("p50", ctypes.c_double), ("p95", ctypes.c_double),
+        ("p99", ctypes.c_double), ("sum", ctypes.c_double), ("variation_ratio", ctypes.c_double),
+        ("acf_lag", ctypes.c_uint32), ("acf_coef", ctypes.c_double),
+    ]
+
+
+_LIB = None
+
+
+def _candidates():
+    env = os.environ.get("FEATCACHE_LIBRARY")
+    if env:
+        yield env
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(here))
+    yield os.path.join(here, "libfeatcache.so")
+    yield os.path.join(root, "build", "libfeatcache.so")
+    # installed: <libdir>/featcache/python/featcache/ → <libdir>/libfeatcache.so.0
+    yield os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(here))), "libfeatcache.so.0")
+    found = ctypes.util.find_library("featcache")
+    if found:
+        yield found
+
+
+def load_library():
+    """The shared library (FEATCACHE_LIBRARY, else beside the package, build/, the system)."""
+    global _LIB
+    if _LIB is not None:
+        return _LIB
+    lib = None
+    try:  # share the package's library handle (featcache._lib) when it is there
+        from . import _lib as _shared
+        lib = _shared.lib()
+    except Exception:
+        lib = None
+    errors = []
+    for path in ([] if lib is not None else _candidates()):
+        if os.sep in path and not os.path.exists(path):
+            continue
+        try:
+            lib = ctypes.CDLL(path)
+            break
+        except OSError as e:
+            errors.append("%s: %s" % (path, e))
+    if lib is None:
+        raise OSError("featcache: libfeatcache.so not found (set FEATCACHE_LIBRARY); " +
+                      "; ".join(errors))
+    P, I, D, C = ctypes.c_void_p, ctypes.c_int, ctypes.c_double, ctypes.c_char_p
+    sig = {
+        "fc_profiler_create": (I, [ctypes.c_uint, C, ctypes.POINTER(P)]),
+        "fc_profiler_free": (None, [P]),
+        "fc_profiler_reset": (None, [P]),
+        "fc_profiler_step_begin": (I, [P]),
+        "fc_profiler_step_end": (I, [P]),
+        "fc_profiler_step_cancel": (I, [P]),
+        "fc_profiler_phase_begin": (I, [P, C]),
+        "fc_profiler_phase_end": (I, [P]),
+        "fc_profiler_phase_add": (I, [P, C, D]),
+        "fc_profiler_steps": (ctypes.c_uint64, [P]),
+        "fc_profiler_num_phases": (I, [P]),
+        "fc_profiler_phase_name": (C, [P, I]),
+        "fc_profiler_series": (ctypes.POINTER(D), [P, I]),
+        "fc_profiler_stats": (I, [P, I, ctypes.POINTER(_Stats), ctypes.POINTER(D)]),
+        "fc_profiler_verdict": (I, [P, ctypes.POINTER(D), C, ctypes.c_size_t]),
+        "fc_prof_verdict": (I, [D, D, C, ctypes.c_size_t]),
+        "fc_prof_series_stats": (I, [ctypes.POINTER(D), ctypes.c_size_t, ctypes.POINTER(_Stats)]),
+        "fc_profiler_report": (ctypes.c_long, [P, I, C, ctypes.c_size_t]),
+        "fc_profiler_save": (I, [P, I, C]),
+        "fc_strerror": (C, [I]),
+    }
+    for name, (res, args) in sig.items():
+        fn = getattr(lib, name)
+        fn.restype = res
+        fn.argtypes = args
+    _LIB = lib
+    return lib
+
+
+def _stats_dict(s, share=None):
+    d = {"n": int(s.n), "mean": s.mean, "std": s.std, "min": s.min, "max": s.max, "p50": s.p50,
+         "p95": s.p95, "p99": s.p99, "sum": s.sum, "variation_ratio": s.variation_ratio,
+         "autocorr": {"lag": int(s.acf_lag), "coef": s.acf_coef}}
+    if share is not None:
+        d["share"] = share
+    return d
+
+
+def series_stats(values):
+    """The C profiler's statistics of any sequence of numbers (dict; see fc_profiler.h)."""
+    lib = load_library()
+    vals = [float(v) for v in values]
+    arr = (ctypes.c_double * max(len(vals), 1))(*vals)
+    st = _Stats()
+    rc = lib.fc_prof_series_stats(arr, len(vals), ctypes.byref(st))
+    if rc:
+        raise ProfilerError(rc, "fc_prof_series_stats", lib)
+    return _stats_dict(st)
+
+
+def verdict(data_share, variation_ratio=0.0):
+    """The verdict string for a data share (0..1) and the data phase's std/mean."""
+    lib = load_library()
+    buf = ctypes.create_string_buffer(64)
+    lib.fc_prof_verdict(float(data_share), float(variation_ratio), buf, 64)
+    return buf.value.decode()
+
+
+class _Phase:
+    __slots__ = ("_p", "_name")
+
+    def __init__(self, prof, name):
+        self._p = prof
+        self._name = name
+
+    def __enter__(self):
+        self._p.begin(self._name)
+        return self
+
+    def __exit__(self, *exc):
+        self._p.end()
+        return False
+
+
+class _Step:
+    __slots__ = ("_p",)
+
+    def __init__(self, prof):
+        self._p = prof
+
+    def __enter__(self):
+        self._p.begin_step()
+        return self
+
+    def __exit__(self, etype, *exc):
+        if etype is None:
+            self._p.end_step()
+        else:  # an exception inside the step: do not record a half step
+            self._p.cancel_step()
+        return False
+
+
+class StepProfiler:
+    """Named phases per training step over libfeatcache's C profiler.
+
+    data_phase: the phase the verdict and the autocorrelation look at ("data").
+    trace: keep every phase occurrence for save_trace() (24 bytes each).
+    """
+
+    def __init__(self, data_phase="data", trace=True):
+        self._lib = load_library()
+        self._h = ctypes.c_void_p()
+        rc = self._lib.fc_profiler_create(FC_PROF_TRACE if trace else 0, data_phase.encode(),
+                                          ctypes.byref(self._h))
+        if rc:
+            raise ProfilerError(rc, "fc_profiler_create", self._lib)
+        self.data_phase = data_phase
+        self._names = {}
+
+    def close(self):
+        if self._h:
+            self._lib.fc_profiler_free(self._h)
+            self._h = ctypes.c_void_p()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def _check(self, rc, what):
+        if rc:
+            raise ProfilerError(rc, what, self._lib)
+
+    # ---- marking -------------------------------------------------------------------------------
+    def begin_step(self):
+        self._check(self._lib.fc_profiler_step_begin(self._h), "step begin")
+
+    def end_step(self):
+        self._check(self._lib.fc_profiler_step_end(self._h), "step end")
+
+    def cancel_step(self):
+        self._lib.fc_profiler_step_cancel(self._h)
+
+    def begin(self, name):
+        b = self._names.get(name)
+        if b is None:
+            b = self._names[name] = name.encode()
+        self._check(self._lib.fc_profiler_phase_begin(self._h, b), "phase begin %r" % name)
+
+    def end(self):
+        self._check(self._lib.fc_profiler_phase_end(self._h), "phase end")
+
+    def add(self, name, ms):
+        """Add a time measured elsewhere (e.g. a CUDA event) to phase name of the open step."""
+        self._check(self._lib.fc_profiler_phase_add(self._h, name.encode(), float(ms)),
+                    "phase add %r" % name)
+
+    def step(self):
+        """Context manager: one training step."""
+        return _Step(self)
+
+    def phase(self, name):
+        """Context manager: a named phase inside the open step (phases nest)."""
+        return _Phase(self, name)
+
+    def iterate(self, iterable, phase=None):
+        """Yield the items of iterable, one step each; fetching an item is timed as the data phase
+        (or `phase`). The step ends when the next item is asked for (or the loop is left)."""
+        phase = phase or self.data_phase
+        it = iter(iterable)
+        while True:
+            self.begin_step()
+            self.begin(phase)
+            try:
+                item = next(it)
+            except StopIteration:
+                self.cancel_step()
+                return
+            except BaseException:
+                self.cancel_step()
+                raise
+            self.end()
+            try:
+                yield item
+            except BaseException:
+                self.cancel_step()
+                raise
+            self.end_step()
+
+    # ---- results -------------------------------------------------------------------------------
+    @property
+    def steps(self):
+        return int(self._lib.fc_profiler_steps(self._h))
+
+    def phases(self):
+        """Phase names in order of first appearance."""
+        n = self._lib.fc_profiler_num_phases(self._h)
+        return [self._lib.fc_profiler_phase_name(self._h, i).decode() for i in range(n)]
+
+    def _index(self, name):
+        if name == "step":
+            return -1
+        if name == "other":
+            return -2
+        names = self.phases()
+        if name not in names:
+            raise KeyError(name)
+        return names.index(name)
+
+    def series(self, name):
+        """Per-step ms of a phase (self time), of "step" or of "other", as a list."""
+        i = self._index(name)
+        n = self.steps
+        ptr = self._lib.fc_profiler_series(self._h, i)
+        return [ptr[k] for k in range(n)] if n else []
+
+    def stats(self, name):
+        """Statistics (ms) of a phase, "step" or "other", with its share of the step time."""
+        st, share = _Stats(), ctypes.c_double()
+        self._check(self._lib.fc_profiler_stats(self._h, self._index(name), ctypes.byref(st),
+                                                ctypes.byref(share)), "stats")
+        return _stats_dict(st, share.value)
+
+    def verdict(self):
+        """(data share 0..1, verdict string)."""
+        share, buf = ctypes.c_double(), ctypes.create_string_buffer(64)
+        self._lib.fc_profiler_verdict(self._h, ctypes.byref(share), buf, 64)
+        return share.value, buf.value.decode()
+
+    def _report(self, fmt):
+        n = self._lib.fc_profiler_report(self._h, fmt, None, 0)
+        if n < 0:
+            raise ProfilerError(int(n), "report", self._lib)
+        buf = ctypes.create_string_buffer(n + 1)
+        self._lib.fc_profiler_report(self._h, fmt, buf, n + 1)
+        return buf.value.decode()
+
+    def report(self):
+        """The table: one row per phase, "(other)", "(step)", then the verdict."""
+        return self._report(TABLE)
+
+    def json(self):
+        """The summary as a dict (the same JSON loader-bench prints)."""
+        return json.loads(self._report(JSON))
+
+    def trace(self):
+        """The Chrome trace-event JSON (a str)."""
+        return self._report(TRACE_JSON)
+
+    def save_trace(self, path):
+        """Write the Chrome trace-event JSON of every step's phases to path (Perfetto opens it)."""
+        rc = self._lib.fc_profiler_save(self._h, TRACE_JSON, os.fsencode(path))
+        if rc:
+            raise OSError(rc, os.strerror(rc) if rc > 0 else "profiler", path)
+
+    def reset(self):
+        self._lib.fc_profiler_reset(self._h)

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# loader-bench on real speech: espeak-ng utterances → featurize (hifigan) → --compare, --json,
+# --svg, --trace; --source cache alone; a bad audio file; a store whose ids differ from the manifest.
+set -u
+LB=${FC_BIN:?}/loader-bench
+FZ=$FC_BIN/featurize
+PY=${FC_PYTHON:-python3}
+command -v espeak-ng >/dev/null || { echo "skip: espeak-ng not installed"; exit 77; }
+[ -x "$FZ" ] || { echo "skip: featurize not built"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+
+mkdir -p "$tmp/wavs"
+i=0
+for t in "The quick brown fox." "Training waits for data." "A cache makes it small." \
+         "Hello world." "Speech is fun." "One two three." "Four five six." "Seven eight."; do
+  i=$((i + 1))
+  espeak-ng -w "$tmp/wavs/u$i.wav" "$t" || { echo "skip: espeak-ng failed"; exit 77; }
+  echo "u$i|$t" >>"$tmp/meta.csv"
+done
+"$FZ" -q --preset hifigan -o "$tmp/st" --manifest "$tmp/meta.csv" || { fail "featurize"; exit 1; }
+
+# --compare: a table per source, then the headline
+"$LB" --compare --manifest "$tmp/meta.csv" -b 3 --compute-ms 2 --svg "$tmp/c.svg" \
+  --trace "$tmp/t.json" "$tmp/st" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc = 0 ] || fail "compare: exit $rc: $(cat "$tmp/err")"
+# 8 utterances in batches of 3 = 3 steps, the first one warmup → 2 measured per source
+[ "$(cat "$tmp/err")" = "loader-bench: done: 6 of 6 steps (0 utterances failed)" ] ||
+  fail "compare: stderr: $(cat "$tmp/err")"
+grep -q '^source: audio (batch 3, workers 2, prefetch 2, 3 steps, 8 utterances)$' "$tmp/out" ||
+  fail "compare: audio header"
+grep -q '^source: cache (batch 3, workers 2, prefetch 2, 3 steps, 8 utterances)$' "$tmp/out" ||
+  fail "compare: cache header"
+grep -Eq '^the cache cut the data phase from [0-9.e+-]+ ms to [0-9.e+-]+ ms per step \([0-9.]+×\); data share [0-9.]+ % → [0-9.]+ %$' "$tmp/out" ||
+  fail "compare: headline: $(tail -1 "$tmp/out")"
+[ "$(grep -c '^verdict: ' "$tmp/out")" = 2 ] || fail "compare: verdicts"
+
+# the chart: valid SVG with both panels; the trace: valid, every step of both sources
+"$PY" - "$tmp/c.svg" "$tmp/t.json" <<'PY' || fail "svg/trace"
+import json, sys
+import xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
+assert "audio" in texts and "cache" in texts, texts
+assert any(t and t.startswith("data (waiting") for t in texts)
+tr = json.load(open(sys.argv[2]))
+ev = tr["traceEvents"]
+names = {e["pid"]: e["args"]["name"] for e in ev if e["ph"] == "M"}
+assert names == {1: "audio", 2: "cache"}, names
+for pid in (1, 2):
+    steps = sorted(e["args"]["step"] for e in ev if e["pid"] == pid and e["name"] == "step")
+    assert steps == [0, 1, 2], steps
+    for ph in ("data", "compute"):
+        assert sorted(e["args"]["step"] for e in ev if e["pid"] == pid and e["name"] == ph) == [0, 1, 2]
+PY
+
+# --json: both sources on the same utterances, shrink_factor = audio mean / cache mean
+"$LB" --compare --manifest "$tmp/meta.csv" -b 4 --warmup 0 --compute-ms 1 --json -q "$tmp/st" \
+  >"$tmp/json" 2>"$tmp/err" || fail "json: exit $?: $(cat "$tmp/err")"
+"$PY" - "$tmp/json" <<'PY' || fail "json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+a, c = d["sources"]
+assert a["source"] == "audio" and c["source"] == "cache"
+assert a["steps"] == c["steps"] == 2 and a["utterances"] == c["utterances"] == 8
+assert d["same_order"] is True
+assert abs(d["shrink_factor"] - a["data_ms"]["mean"] / c["data_ms"]["mean"]) <= 1e-6 * d["shrink_factor"]
+for s in (a, c):
+    assert 0 <= s["data_share"] < 1 and "input-bound" in s["verdict"]
+    assert s["data_ms"]["p50"] <= s["data_ms"]["p99"] <= s["data_ms"]["max"]
+PY
+
+# the cache alone, views, two epochs: 8 utterances / 4 = 2 batches per epoch
+"$LB" --views -b 4 --epochs 2 --warmup 0 --compute-ms 1 -q "$tmp/st" >"$tmp/out" 2>"$tmp/err" ||
+  fail "cache: exit $?: $(cat "$tmp/err")"
+grep -q '^source: cache (batch 4, workers 2, prefetch 2, 4 steps, 16 utterances)$' "$tmp/out" ||
+  fail "cache: $(head -1 "$tmp/out")"
+
+# a bad audio file: warned about with its path, skipped, exit 1 with the summary
+cp "$tmp/meta.csv" "$tmp/bad.csv"
+echo "not audio" >"$tmp/wavs/zz.wav"
+echo "zz|broken" >>"$tmp/bad.csv"
+"$LB" --source audio --manifest "$tmp/bad.csv" -b 9 --warmup 0 --compute-ms 1 -q \
+  >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc = 1 ] || fail "bad: exit $rc"
+grep -q "^loader-bench: $tmp/wavs/zz.wav: " "$tmp/err" || fail "bad: no warning: $(cat "$tmp/err")"
+grep -q '^loader-bench: done: 1 of 1 steps (1 utterances failed)$' "$tmp/err" || fail "bad: summary"
+
+# a manifest that lacks one of the store's ids: the orders differ → warned, exit 1
+grep -v '^u1|' "$tmp/meta.csv" >"$tmp/less.csv"
+"$LB" --compare --manifest "$tmp/less.csv" -b 7 --warmup 0 --compute-ms 1 -q "$tmp/st" \
+  >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc = 1 ] || fail "order: exit $rc"
+grep -q "^loader-bench: $tmp/st: the store yields 'u1' where the manifest order has 'u2'$" "$tmp/err" ||
+  fail "order: $(cat "$tmp/err")"
+
+[ $fails = 0 ] && echo "ok" || exit 1

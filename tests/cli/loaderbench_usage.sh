@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# loader-bench: --help/--version and usage errors (exit 2, exact stderr, empty stdout).
+set -u
+LB=${FC_BIN:?}/loader-bench
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+try="Try 'loader-bench --help' for more information."
+
+# check NAME WANT_RC WANT_STDERR -- CMD...   (stdout must be empty)
+check() {
+  local name=$1 want_rc=$2 want_err=$3
+  shift 4
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$? err
+  err=$(cat "$tmp/err")
+  if [ "$rc" != "$want_rc" ] || [ "$err" != "$want_err" ] || [ -s "$tmp/out" ]; then
+    echo "FAIL $name: exit $rc (want $want_rc)"
+    echo "  stderr: $err"
+    echo "  want:   $want_err"
+    [ -s "$tmp/out" ] && echo "  unexpected stdout: $(cat "$tmp/out")"
+    fails=$((fails + 1))
+  fi
+}
+
+# --help: usage first, every option of the table, exit 0, nothing on stderr
+"$LB" --help >"$tmp/help" 2>"$tmp/err"; rc=$?
+if [ $rc != 0 ] || [ -s "$tmp/err" ] || [ "$(head -1 "$tmp/help")" != "Usage: loader-bench [options] STORE" ]; then
+  echo "FAIL help: exit $rc"; head -3 "$tmp/help"; fails=$((fails + 1))
+fi
+for opt in --source --manifest --audio --compare --preset --features --views --batch --workers \
+           --prefetch --steps --epochs --warmup --compute-ms --compute-mode --compute-matmul \
+           --sweep --json --svg --trace --quiet --progress --help --version; do
+  grep -q -- "$opt" "$tmp/help" || { echo "FAIL help: $opt missing"; fails=$((fails + 1)); }
+done
+"$LB" --version >"$tmp/out" 2>&1; rc=$?
+[ $rc = 0 ] && grep -q '^loader-bench (featcache) ' "$tmp/out" || { echo "FAIL version"; fails=$((fails + 1)); }
+
+check no-store 2 "loader-bench: missing STORE (the cache source reads one)
+$try" -- "$LB"
+check bad-source 2 "loader-bench: invalid value 'disk' for --source (want cache, audio or synthetic)
+$try" -- "$LB" --source disk st
+check audio-no-manifest 2 "loader-bench: --source audio and --compare need --manifest FILE
+$try" -- "$LB" --source audio st
+check compare-no-store 2 "loader-bench: missing STORE (the cache source reads one)
+$try" -- "$LB" --compare --manifest m.csv
+check bad-batch 2 "loader-bench: invalid value '0' for --batch (want an integer in 1..65536)
+$try" -- "$LB" -b 0 st
+check junk-steps 2 "loader-bench: invalid value '10x' for --steps (want an integer in 1..100000000)
+$try" -- "$LB" --steps 10x st
+check steps-epochs 2 "loader-bench: --steps and --epochs exclude each other
+$try" -- "$LB" --steps 3 --epochs 1 st
+check compute-mode 2 "loader-bench: invalid value 'spin' for --compute-mode (want sleep or busy)
+$try" -- "$LB" --compute-mode spin st
+check two-stores 2 "loader-bench: unexpected argument 'b'
+$try" -- "$LB" a b
+check sweep-compare 2 "loader-bench: --compare and --sweep exclude each other
+$try" -- "$LB" --compare --sweep --manifest m.csv st
+check sweep-axis 2 "loader-bench: invalid value 'x' for --workers (want an integer in 0..65536)
+$try" -- "$LB" --source synthetic --sweep workers=1,x
+check sweep-batch0 2 "loader-bench: invalid value '0' for --batch (want an integer in 1..65536)
+$try" -- "$LB" --source synthetic --sweep batch=0
+check unknown-preset 2 "loader-bench: unknown preset 'nope'
+$try" -- "$LB" --source audio --manifest m.csv --preset nope
+check no-such-store 2 "loader-bench: $tmp/none: No such file or directory" -- "$LB" "$tmp/none"
+
+[ $fails = 0 ] && echo "ok" || exit 1

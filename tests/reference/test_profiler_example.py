@@ -1,0 +1,62 @@
+"""python/examples/train_profiled.py runs: a real tiny PyTorch loop on the CPU under StepProfiler,
+on synthetic mels and (when featurize and espeak-ng are there) on a featcache store; its report
+has every phase, nested ones included, and its trace is valid."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+try:
+    from featcache.profiler import load_library
+    load_library()
+except OSError as e:
+    print("skip: %s" % e)
+    sys.exit(77)
+
+SRC = os.environ.get("FC_SRC", os.path.join(os.path.dirname(__file__), "..", ".."))
+SCRIPT = os.path.join(SRC, "python", "examples", "train_profiled.py")
+
+
+def run(*args):
+    r = subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_synthetic(tmp_path):
+    out = run("--steps", "6", "--batch", "4", "--trace", str(tmp_path / "t.json"))
+    lines = out.splitlines()
+    assert lines[0] == "steps: 6 (times in ms per step; phase time = self time)"
+    names = [l.split()[0] for l in lines[2:-1]]
+    assert names == ["data", "h2d", "compute", "forward", "backward", "optimizer", "(other)",
+                     "(step)"]
+    assert lines[-1].startswith("verdict: ")
+    tr = json.loads((tmp_path / "t.json").read_text())
+    assert sorted(e["args"]["step"] for e in tr["traceEvents"] if e["name"] == "step") == list(range(6))
+
+
+def test_store(tmp_path):
+    fz = os.path.join(os.environ.get("FC_BIN", ""), "featurize")
+    if not (os.access(fz, os.X_OK) and shutil.which("espeak-ng")):
+        pytest.skip("featurize or espeak-ng missing")
+    try:
+        import featcache  # noqa: F401  (the Loader)
+    except Exception as e:
+        pytest.skip("featcache.Loader: %s" % e)
+    wavs = []
+    for i, t in enumerate(["Hello there.", "The cache is warm.", "One more sentence."]):
+        w = tmp_path / ("u%d.wav" % i)
+        subprocess.run(["espeak-ng", "-w", str(w), t], check=True)
+        wavs.append(str(w))
+    subprocess.run([fz, "-q", "-o", str(tmp_path / "st"), *wavs], check=True)
+    s = json.loads(run(str(tmp_path / "st"), "--steps", "4", "--batch", "2", "--json"))
+    assert s["steps"] == 4 and set(s["phases"]) >= {"data", "forward", "backward"}
+    assert s["data_share"] < 0.5
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

@@ -1,0 +1,148 @@
+"""The step profiler's statistics against numpy, its verdict bands, and featcache.StepProfiler's
+Python API (context managers, iterate(), nesting, trace JSON) over the C library."""
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import pytest
+
+try:
+    from featcache.profiler import StepProfiler, series_stats, verdict, load_library
+    load_library()
+except OSError as e:  # the library is not built in this tree
+    print("skip: %s" % e)
+    sys.exit(77)
+
+
+def numpy_acf(x):
+    """Textbook sample autocorrelation r(k), k = 0..n-1 (statsmodels' acf, unadjusted)."""
+    d = np.asarray(x, float) - np.mean(x)
+    c = np.correlate(d, d, "full")[len(d) - 1:]
+    return c / c[0]
+
+
+def check_against_numpy(x):
+    s = series_stats(x)
+    x = np.asarray(x, float)
+    assert s["n"] == len(x)
+    assert s["mean"] == pytest.approx(np.mean(x), rel=1e-12, abs=1e-12)
+    assert s["std"] == pytest.approx(np.std(x), rel=1e-9, abs=1e-12)
+    assert s["min"] == np.min(x) and s["max"] == np.max(x)
+    assert s["p50"] == pytest.approx(np.median(x), rel=1e-12, abs=1e-12)
+    assert s["p95"] == pytest.approx(np.percentile(x, 95), rel=1e-12, abs=1e-12)
+    assert s["p99"] == pytest.approx(np.percentile(x, 99), rel=1e-12, abs=1e-12)
+    assert s["variation_ratio"] == pytest.approx(np.std(x) / np.mean(x), rel=1e-9)
+    r = numpy_acf(x)
+    half = len(x) // 2
+    k = 1 + int(np.argmax(r[1:half + 1]))
+    assert s["autocorr"]["lag"] == k
+    assert s["autocorr"]["coef"] == pytest.approx(r[k], rel=1e-9, abs=1e-12)
+    return s
+
+
+def test_random_series_match_numpy():
+    rng = np.random.default_rng(8)
+    for n in (2, 3, 10, 101, 1000):
+        check_against_numpy(rng.gamma(2.0, 3.0, size=n) + 0.1)
+
+
+def test_periodic_series_period_and_correlation():
+    # A prefetch queue that runs dry every 10th step: 9 fast fetches, one slow one, 30 periods.
+    p, n = 10, 300
+    x = np.where(np.arange(n) % p == p - 1, 45.0, 0.5)
+    s = check_against_numpy(x)
+    assert s["autocorr"]["lag"] == p
+    assert s["autocorr"]["coef"] == pytest.approx(1 - p / n, rel=1e-12)
+    # a noisy sine of period 16 over 512 steps: the lag is the period, r close to 1 - 16/512
+    t = np.arange(512)
+    y = 10 + 3 * np.sin(2 * np.pi * t / 16) + np.random.default_rng(1).normal(0, 0.1, 512)
+    s = check_against_numpy(y)
+    assert s["autocorr"]["lag"] == 16
+    assert s["autocorr"]["coef"] == pytest.approx(1 - 16 / 512, abs=0.01)
+
+
+def test_constant_series_has_no_period():
+    s = series_stats([4.0] * 20)
+    assert s["std"] == 0 and s["autocorr"] == {"lag": 0, "coef": 0.0}
+
+
+def test_verdict_bands():
+    assert verdict(0.0) == "not input-bound"
+    assert verdict(0.049, 3.0) == "not input-bound"  # jitter of a tiny data phase is not flagged
+    assert verdict(0.05) == "moderately input-bound"
+    assert verdict(0.2) == "moderately input-bound"
+    assert verdict(0.15, 0.6) == "moderately input-bound, unstable"
+    assert verdict(0.21) == "highly input-bound"
+    assert verdict(0.8, 0.51) == "highly input-bound, unstable"
+
+
+def test_python_api_nesting_and_trace(tmp_path):
+    prof = StepProfiler()
+    for i in range(12):
+        with prof.step():
+            with prof.phase("data"):
+                time.sleep(0.004 if i % 4 == 3 else 0.0005)
+            with prof.phase("compute"):
+                with prof.phase("forward"):
+                    time.sleep(0.002)
+                with prof.phase("backward"):
+                    time.sleep(0.001)
+    assert prof.steps == 12
+    assert prof.phases() == ["data", "compute", "forward", "backward"]
+    step = np.array(prof.series("step"))
+    parts = sum(np.array(prof.series(n)) for n in prof.phases() + ["other"])
+    assert np.allclose(parts, step, rtol=0, atol=1e-6)  # nothing counted twice
+    assert all(f >= 1.9 for f in prof.series("forward"))
+    assert all(c < 1.0 for c in prof.series("compute"))  # self time excludes its children
+    st = prof.stats("data")
+    assert st["n"] == 12 and st["autocorr"]["lag"] == 4
+    share, v = prof.verdict()
+    assert share == pytest.approx(st["share"]) and v.startswith("highly input-bound")
+    summary = prof.json()
+    assert summary["steps"] == 12 and summary["verdict"] == v
+    assert set(summary["phases"]) == {"data", "compute", "forward", "backward"}
+    assert "verdict: highly input-bound" in prof.report()
+
+    path = tmp_path / "trace.json"
+    prof.save_trace(str(path))
+    trace = json.loads(path.read_text())
+    xs = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    steps = sorted(e["args"]["step"] for e in xs if e["name"] == "step")
+    assert steps == list(range(12))
+    byname = {}
+    for e in xs:
+        byname.setdefault(e["name"], []).append(e)
+    assert {k: len(v) for k, v in byname.items()} == {
+        "step": 12, "data": 12, "compute": 12, "forward": 12, "backward": 12}
+    # children lie inside their parent
+    for f in byname["forward"]:
+        c = next(c for c in byname["compute"] if c["args"]["step"] == f["args"]["step"])
+        assert c["ts"] <= f["ts"] and f["ts"] + f["dur"] <= c["ts"] + c["dur"] + 1e-3
+    prof.close()
+
+
+def test_iterate_and_exceptions():
+    prof = StepProfiler()
+    seen = []
+    for item in prof.iterate(range(5)):
+        with prof.phase("compute"):
+            seen.append(item)
+    assert seen == list(range(5)) and prof.steps == 5  # the exhausted fetch is not a step
+    for item in prof.iterate(range(100)):
+        if item == 2:
+            break
+    assert prof.steps == 5 + 2  # the step left by break is dropped, not half-recorded
+    with pytest.raises(ZeroDivisionError):
+        with prof.step():
+            with prof.phase("data"):
+                1 / 0
+    assert prof.steps == 7
+    with pytest.raises(RuntimeError, match="FC_EBADSTATE"):
+        prof.end()
+    prof.close()
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
