@@ -12,5 +12,6 @@
 #include "featcache/fc_tokenize.h"
 #include "featcache/fc_bench.h"
 #include "featcache/fc_profiler.h"
+#include "featcache/fc_verify.h"
 
 #endif

@@ -1,0 +1,271 @@
+/* cache-verify: check stores before a training run (docs/cache-verify.md). The checks live in
+ * libcache/verify.c (fc_verify_store); this main parses options, prints and picks the exit code. */
+#include "cmd/cli.h"
+
+#include "featcache/fc_manifest.h"
+#include "featcache/fc_verify.h"
+
+#include <time.h>
+
+enum {
+  OPT_EXPECT_PRESET = 256, OPT_EXPECT_CONFIG, OPT_EXPECT_TOKENS, OPT_MANIFEST, OPT_MANIFEST_FORMAT,
+  OPT_FINITE, OPT_SOURCES, OPT_REHASH, OPT_MAX_ERRORS, OPT_STRICT, OPT_JSON, OPT_STATUS,
+  OPT_PROGRESS, OPT_NOLOCK, OPT_VERSION
+};
+
+static const fc_cli_opt options[] = {
+    {NULL, 0, 0, NULL, "What the store must hold:"},
+    {"expect-preset", OPT_EXPECT_PRESET, required_argument, "NAME",
+     "every audio entry has features of this preset (as this build computes it); repeatable"},
+    {"expect-config", OPT_EXPECT_CONFIG, required_argument, "DIGEST",
+     "every audio entry has features of this config digest; repeatable"},
+    {"expect-tokens", OPT_EXPECT_TOKENS, optional_argument, "[=CONFIG]",
+     "manifest ids need tokens too; CONFIG (digest or tokenizer name) must be stored; repeatable"},
+    {"manifest", OPT_MANIFEST, required_argument, "FILE",
+     "every id of this manifest (LJSpeech, wav.scp, JSONL, list) is in the store"},
+    {"manifest-format", OPT_MANIFEST_FORMAT, required_argument, "FMT",
+     "ljspeech, kaldi, jsonl, list, tsv (default: detected)"},
+    {NULL, 0, 0, NULL, "Extra checks:"},
+    {"finite", OPT_FINITE, no_argument, NULL, "no NaN or Inf in f32/f16/bf16 payloads"},
+    {"sources", OPT_SOURCES, no_argument, NULL,
+     "each audio source file still has the size and mtime it was featurized with"},
+    {"rehash", OPT_REHASH, no_argument, NULL,
+     "recompute each audio source's digest from its bytes (reads every source)"},
+    {NULL, 0, 0, NULL, "Running:"},
+    {"threads", 'j', required_argument, "N", "threads (default: all cores)"},
+    {"max-errors", OPT_MAX_ERRORS, required_argument, "N", "stop after N errors (default: no limit)"},
+    {"strict", OPT_STRICT, no_argument, NULL, "warnings (orphans, stale readers...) fail too"},
+    {"nolock", OPT_NOLOCK, no_argument, NULL,
+     "open with MDB_NOLOCK (automatic when the store is not writable)"},
+    {NULL, 0, 0, NULL, "Output:"},
+    {"json", OPT_JSON, no_argument, NULL, "one JSON report per store on stdout"},
+    {"status", OPT_STATUS, no_argument, NULL, "print nothing; only the exit code tells"},
+    {"quiet", 'q', no_argument, NULL, "no progress line and no summary on stderr"},
+    {"progress", OPT_PROGRESS, no_argument, NULL, "progress line on stderr even when not a terminal"},
+    {"help", 'h', no_argument, NULL, "this help"},
+    {"version", OPT_VERSION, no_argument, NULL, "version"},
+    {0, 0, 0, 0, 0}};
+
+static const char *synopsis = "cache-verify [options] STORE...";
+static const char *description =
+    "Check featcache stores before a training run: the LMDB environment, every feat and tok record\n"
+    "(header, sizes, checksums, known config), that every audio entry has its features with the\n"
+    "right frame count and every text entry its tokens, orphans, and optionally a manifest, NaN/Inf\n"
+    "and the source files. Every problem is named by db, key and utterance id.";
+static const char *footer =
+    "Exit status: 0 clean (warnings allowed unless --strict), 1 problems found, 2 could not run\n"
+    "(bad options, no store), 130/143 interrupted. See docs/cache-verify.md.";
+
+typedef struct progress_state {
+  const char *store;
+  double t0;
+  int shown;
+} progress_state;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void on_progress(uint64_t done, uint64_t total, void *ud) {
+  progress_state *p = ud;
+  double dt = now_s() - p->t0;
+  fprintf(stderr, "\r%s: %s: %.2f of %.2f GB checked, %.2f GB/s   ", fc_cli_tool, p->store,
+          done / 1e9, total / 1e9, dt > 0 ? done / 1e9 / dt : 0.0);
+  p->shown = 1;
+}
+
+static void json_finding_list(const fc_verify_report *r, int severity) {
+  int first = 1;
+  putchar('[');
+  for (size_t i = 0; i < r->count; i++) {
+    const fc_verify_finding *f = &r->findings[i];
+    if (f->severity != severity) continue;
+    fputs(first ? "{\"id\":" : ",{\"id\":", stdout);
+    first = 0;
+    if (f->id) fc_cli_json_str(stdout, f->id);
+    else fputs("null", stdout);
+    fputs(",\"key\":", stdout);
+    if (f->key) fc_cli_json_str(stdout, f->key);
+    else fputs("null", stdout);
+    fputs(",\"db\":", stdout);
+    fc_cli_json_str(stdout, f->db);
+    fputs(",\"problem\":", stdout);
+    fc_cli_json_str(stdout, f->problem);
+    putchar('}');
+  }
+  putchar(']');
+}
+
+static void print_json(const char *store, const fc_verify_report *r, int ok, const char *fatal) {
+  fputs("{\"store\":", stdout);
+  fc_cli_json_str(stdout, store);
+  printf(",\"ok\":%s,\"records_checked\":%llu,\"bytes_checked\":%llu,\"errors\":",
+         ok ? "true" : "false", (unsigned long long)r->records_checked,
+         (unsigned long long)r->bytes_checked);
+  json_finding_list(r, FC_VERIFY_ERROR);
+  fputs(",\"warnings\":", stdout);
+  json_finding_list(r, FC_VERIFY_WARNING);
+  printf(",\"error_count\":%llu,\"warning_count\":%llu,\"stopped\":%s",
+         (unsigned long long)r->errors, (unsigned long long)r->warnings,
+         r->stopped ? "true" : "false");
+  printf(",\"entries\":{\"audio\":%llu,\"text\":%llu,\"feat\":%llu,\"tok\":%llu,\"meta\":%llu}",
+         (unsigned long long)r->entries[1], (unsigned long long)r->entries[2],
+         (unsigned long long)r->entries[3], (unsigned long long)r->entries[4],
+         (unsigned long long)r->entries[0]);
+  printf(",\"mel_configs\":%llu,\"token_configs\":%llu,\"manifest_items\":%llu",
+         (unsigned long long)r->mel_configs, (unsigned long long)r->token_configs,
+         (unsigned long long)r->manifest_items);
+  printf(",\"data_size\":%llu,\"map_size\":%llu,\"map_used\":%llu,\"readers\":%u,"
+         "\"stale_readers\":%u,\"nolock\":%s,\"threads\":%d,\"wall_seconds\":%.6f",
+         (unsigned long long)r->data_size, (unsigned long long)r->map_size,
+         (unsigned long long)r->map_used, r->num_readers, r->stale_readers,
+         r->nolock ? "true" : "false", r->threads, r->wall_seconds);
+  if (fatal) {
+    fputs(",\"fatal\":", stdout);
+    fc_cli_json_str(stdout, fatal);
+  }
+  fputs("}\n", stdout);
+}
+
+static void print_human(const char *store, const fc_verify_report *r) {
+  for (size_t i = 0; i < r->count; i++) {
+    const fc_verify_finding *f = &r->findings[i];
+    printf("%s: %s: %s", store, f->severity == FC_VERIFY_ERROR ? "error" : "warning", f->db);
+    if (f->key) printf(" %s", f->key);
+    if (f->id && (!f->key || strcmp(f->id, f->key) != 0)) printf(" (id %s)", f->id);
+    printf(": %s\n", f->problem);
+  }
+  uint64_t kept_w = 0;
+  for (size_t i = 0; i < r->count; i++) kept_w += r->findings[i].severity == FC_VERIFY_WARNING;
+  if (r->warnings > kept_w)
+    printf("%s: %llu more warnings not listed\n", store, (unsigned long long)(r->warnings - kept_w));
+  if (r->stopped) printf("%s: stopped after %llu errors (--max-errors)\n", store,
+                         (unsigned long long)r->errors);
+  double gbs = r->wall_seconds > 0 ? r->bytes_checked / 1e9 / r->wall_seconds : 0;
+  printf("%s: %llu error%s, %llu warning%s; %llu records (%.3f GB) checked in %.3f s (%.2f GB/s, "
+         "%d threads); %llu audio, %llu text entries; %llu mel, %llu token configs\n",
+         store, (unsigned long long)r->errors, r->errors == 1 ? "" : "s",
+         (unsigned long long)r->warnings, r->warnings == 1 ? "" : "s",
+         (unsigned long long)r->records_checked, r->bytes_checked / 1e9, r->wall_seconds, gbs,
+         r->threads, (unsigned long long)r->entries[1], (unsigned long long)r->entries[2],
+         (unsigned long long)r->mel_configs, (unsigned long long)r->token_configs);
+}
+
+int main(int argc, char **argv) {
+  fc_cli_tool = "cache-verify";
+  struct option longs[64];
+  char shorts[128];
+  fc_cli_getopt_tables(options, longs, shorts);
+
+  fc_verify_opts vo;
+  fc_verify_opts_default(&vo);
+  const char *mel[64], *tok[64];
+  size_t n_mel = 0, n_tok = 0;
+  const char *manifest = NULL;
+  fc_manifest_opts mo = {FC_MANIFEST_AUTO, NULL, 0, NULL};
+  int strict = 0, json = 0, status = 0, quiet = 0, force_progress = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+    switch (c) {
+    case OPT_EXPECT_PRESET:
+    case OPT_EXPECT_CONFIG:
+      if (n_mel == 64) fc_cli_usage_error("too many --expect-preset/--expect-config (64 at most)");
+      if (c == OPT_EXPECT_CONFIG && strlen(optarg) != 32)
+        fc_cli_usage_error("invalid value '%s' for --expect-config (want 32 hex chars)", optarg);
+      mel[n_mel++] = optarg;
+      break;
+    case OPT_EXPECT_TOKENS:
+      vo.expect_tokens_given = 1;
+      if (optarg) {
+        if (n_tok == 64) fc_cli_usage_error("too many --expect-tokens (64 at most)");
+        tok[n_tok++] = optarg;
+      }
+      break;
+    case OPT_MANIFEST: manifest = optarg; break;
+    case OPT_MANIFEST_FORMAT: {
+      int f = fc_manifest_format_from_name(optarg);
+      if (f < 0) fc_cli_usage_error("invalid value '%s' for --manifest-format", optarg);
+      mo.format = (fc_manifest_format)f;
+      break;
+    }
+    case OPT_FINITE: vo.finite = 1; break;
+    case OPT_SOURCES: vo.sources = 1; break;
+    case OPT_REHASH: vo.rehash = 1; break;
+    case 'j': vo.threads = (int)fc_cli_u32("threads", optarg, 1, 1024); break;
+    case OPT_MAX_ERRORS: {
+      uint64_t v;
+      if (fc_cli_parse_u64(optarg, &v, 0) || v == 0)
+        fc_cli_usage_error("invalid value '%s' for --max-errors (want an integer >= 1)", optarg);
+      vo.max_errors = v;
+      break;
+    }
+    case OPT_STRICT: strict = 1; break;
+    case OPT_NOLOCK: vo.nolock = 1; break;
+    case OPT_JSON: json = 1; break;
+    case OPT_STATUS: status = 1; break;
+    case 'q': quiet = 1; break;
+    case OPT_PROGRESS: force_progress = 1; break;
+    case 'h': fc_cli_help(stdout, synopsis, description, options, footer); return 0;
+    case OPT_VERSION: fc_cli_version(); return 0;
+    default: fprintf(stderr, "Try '%s --help' for more information.\n", fc_cli_tool); return 2;
+    }
+  }
+  if (optind >= argc) fc_cli_usage_error("no STORE given");
+  if (json && status) fc_cli_usage_error("--json and --status exclude each other");
+  vo.expect_mel = mel;
+  vo.n_expect_mel = n_mel;
+  vo.expect_tok = tok;
+  vo.n_expect_tok = n_tok;
+
+  fc_item_list items = {0};
+  if (manifest) {
+    char why[512] = "";
+    int rc = fc_manifest_read(manifest, &mo, &items, why, sizeof why);
+    if (rc) {
+      if (!status) fc_cli_warn(manifest, "%s", why[0] ? why : fc_strerror(rc));
+      return FC_EXIT_USAGE;
+    }
+    vo.manifest = &items;
+  }
+
+  fc_cli_install_signals();
+  vo.stop = (volatile const int *)&fc_cli_signal;
+  int show_progress = !status && fc_cli_progress_wanted(force_progress, quiet);
+  int worst = 0;
+  size_t clean = 0, n_stores = (size_t)(argc - optind);
+  for (int i = optind; i < argc; i++) {
+    const char *store = argv[i];
+    progress_state ps = {store, now_s(), 0};
+    vo.progress = show_progress ? on_progress : NULL;
+    vo.progress_ud = &ps;
+    fc_verify_report r;
+    char why[512] = "";
+    int rc = fc_verify_store(store, &vo, &r, why, sizeof why);
+    if (ps.shown) fputs("\r\033[K", stderr);
+    int code;
+    if (rc == FC_EINTR) {
+      fc_verify_report_free(&r);
+      if (!status) fc_cli_warn(store, "interrupted");
+      fc_item_list_free(&items);
+      return fc_cli_signal_exit();
+    } else if (rc) {
+      code = FC_EXIT_USAGE;
+      if (!status) fc_cli_warn(store, "%s", why[0] ? why : fc_strerror(rc));
+      if (json) print_json(store, &r, 0, why[0] ? why : fc_strerror(rc));
+    } else {
+      code = (r.errors || (strict && r.warnings)) ? FC_EXIT_FAIL : FC_EXIT_OK;
+      if (json) print_json(store, &r, code == FC_EXIT_OK, NULL);
+      else if (!status) print_human(store, &r);
+    }
+    if (code == FC_EXIT_OK) clean++;
+    if (code > worst) worst = code;
+    fc_verify_report_free(&r);
+  }
+  fflush(stdout);
+  if (!status && !quiet)
+    fprintf(stderr, "done: %zu of %zu stores clean\n", clean, n_stores);
+  fc_item_list_free(&items);
+  return worst;
+}

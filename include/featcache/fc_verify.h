@@ -1,0 +1,119 @@
+/* featcache — verifying a store before a training run (docs/cache-verify.md).
+ *
+ * fc_verify_store opens a store read-only and checks, in this order:
+ *   1. the environment: data.mdb at least as long as its last committed page (a truncated file is
+ *      reported and nothing else is read: touching a page past the end of the file would SIGBUS),
+ *      meta/format, stale reader slots, map usage;
+ *   2. meta: every cfg/<hex> hashes to its key and parses (kind "mel" or "tokens");
+ *   3. entries: every audio and text entry decodes; every audio entry has a feat record for each
+ *      expected mel config whose header has that config, its dtype, n_mels and the frame count the
+ *      config gives for the entry's sample count; every text entry has its tok record; with
+ *      sources / rehash the source files are compared with the entry;
+ *   4. records: every feat and tok record in key order (parallel over key ranges, one read
+ *      transaction per thread): fc_record_verify (magic, sizes, both checksums), a config digest
+ *      the store knows, the value inside the used part of the map, keys of 16 bytes in strictly
+ *      increasing order, with finite no NaN/Inf; records no entry refers to are orphans (warning);
+ *   5. a manifest: every id has an audio entry (and a text entry and tok records with tokens).
+ * Every problem is a finding naming the db, the key and, when known, the utterance id.
+ *
+ * Memory: 32 bytes per audio/text entry plus 24 bytes per (entry, stored config) pair, plus the
+ * findings and the manifest when given; the records themselves are read through the map. */
+#ifndef FC_VERIFY_H
+#define FC_VERIFY_H
+
+#include "fc_base.h"
+#include "fc_manifest.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum fc_verify_severity { FC_VERIFY_ERROR = 1, FC_VERIFY_WARNING = 2 } fc_verify_severity;
+
+/* One problem. Strings are owned by the report (valid until fc_verify_report_free). */
+typedef struct fc_verify_finding {
+  int severity;        /* fc_verify_severity */
+  const char *db;      /* "meta", "audio", "text", "feat", "tok", or "env" for data.mdb/lock.mdb */
+  const char *key;     /* feat/tok: 32 hex chars of the key; audio/text: the id; meta: the name;
+                          env: the file name; NULL when the problem has no single key */
+  const char *id;      /* utterance id the problem concerns, NULL when unknown */
+  const char *problem; /* one line, no trailing newline */
+} fc_verify_finding;
+
+typedef struct fc_verify_report {
+  fc_verify_finding *findings; /* errors first, then warnings; each by db, key, problem */
+  size_t count;
+  uint64_t errors, warnings;   /* all seen (warnings beyond max_warnings are counted, not kept) */
+  int stopped;                 /* 1 when max_errors was reached and checking stopped early */
+  int opened;                  /* 1 when the store could be opened and its records were read */
+  /* facts */
+  uint64_t records_checked;    /* feat + tok records checked */
+  uint64_t bytes_checked;      /* their value bytes (headers + payloads) */
+  uint64_t entries[5];         /* per fc_db: meta, audio, text, feat, tok */
+  uint64_t mel_configs, token_configs;
+  uint64_t manifest_items;     /* ids checked against the manifest */
+  uint64_t data_size;          /* bytes of data.mdb */
+  uint64_t map_size, map_used; /* bytes */
+  uint32_t page_size, max_readers, num_readers, stale_readers;
+  int nolock;                  /* opened with MDB_NOLOCK (read-only media) */
+  int threads;                 /* threads used for the record scan */
+  double wall_seconds;
+} fc_verify_report;
+
+/* Called from one thread now and then (at most ~10 times a second) while records are checked. */
+typedef void (*fc_verify_progress_fn)(uint64_t bytes_done, uint64_t bytes_total, void *ud);
+
+typedef struct fc_verify_opts {
+  int threads;      /* OpenMP threads for the entry and record checks; 0 = OpenMP's default */
+  int finite;       /* scan f32/f16/bf16 payloads for NaN and Inf */
+  int sources;      /* compare each audio source file's size and mtime with its entry */
+  int rehash;       /* recompute each audio source's digest from the file's bytes */
+  /* Mel configs every audio entry must have a feat record for: preset names ("hifigan": this
+   * build's digest of that preset) or 32-hex config digests. None given: every mel config stored. */
+  const char *const *expect_mel;
+  size_t n_expect_mel;
+  /* Token configs every text entry must have a tok record for: 32-hex digests, or a name matched
+   * against a stored token config's "tokenizer", "name" or "preset" field. None given: every token
+   * config stored. expect_tokens_given also makes manifest ids need a text entry and tok record. */
+  const char *const *expect_tok;
+  size_t n_expect_tok;
+  int expect_tokens_given;
+  const fc_item_list *manifest; /* ids that must be present (items with err != 0 are skipped) */
+  uint64_t max_errors;          /* stop checking after this many errors; 0 = no limit */
+  uint64_t max_warnings;        /* keep at most this many warnings in the report; 0 = 10000 */
+  int nolock;                   /* -1 never, 1 always, 0 auto: when the store's directory or
+                                   lock.mdb is not writable, or lock.mdb does not exist */
+  volatile const int *stop;     /* nonzero → stop soon and return FC_EINTR */
+  fc_verify_progress_fn progress;
+  void *progress_ud;
+} fc_verify_opts;
+
+/* Defaults: everything 0 / NULL (auto threads, no optional checks, every stored config). */
+FC_API void fc_verify_opts_default(fc_verify_opts *o);
+
+/* Verify the store in directory dir. The store is opened with FC_STORE_RDONLY (and NOLOCK per
+ * o->nolock): data.mdb is never written. Returns 0 when the checks ran — the findings are in *out,
+ * and out->errors == 0 means the store is sound — or an error when they could not run: ENOENT,
+ * ENOTDIR, EACCES (no store there / not readable), FC_ECONFIG (an expected config named wrongly,
+ * with a reason in why), FC_EINTR (o->stop was seen; *out holds what was found so far), ENOMEM.
+ * A store that exists but is damaged (truncated, not a featcache store, unknown format version)
+ * is a finding, not an error return. *out is always initialized; free it with
+ * fc_verify_report_free, whatever the return value. */
+FC_API int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *out,
+                           char *why, size_t why_len);
+
+FC_API void fc_verify_report_free(fc_verify_report *r);
+
+/* Check a whole record value as fc_verify_store does for each record: fc_record_verify, then with
+ * finite the NaN/Inf scan. Returns 0, FC_EFORMAT or FC_ECHECKSUM with a one-line reason in why
+ * (may be NULL); a non-finite value is FC_EFORMAT, "payload holds NaN at element N (frame F, bin B)". */
+FC_API int fc_verify_record(const void *val, size_t len, int finite, char *why, size_t why_len);
+
+/* Index of the first NaN or Inf among n elements of dtype (f32, f16, bf16) at p, or n when all
+ * are finite (integer dtypes: always n). p need not be aligned. */
+FC_API size_t fc_find_nonfinite(const void *p, size_t n, int dtype);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

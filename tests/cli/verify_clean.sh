@@ -1,0 +1,56 @@
+#!/bin/bash
+# cache-verify on a clean store of 10,000 records (written by the py-lmdb fixture): exit 0, the
+# report, --json fields, --status, -q, and one store clean next to one that is not there.
+set -u
+V="$FC_BIN/cache-verify"
+[ -x "$V" ] || { echo "skip: $V not built"; exit 77; }
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+cd "$T"
+"$FC_PYTHON" "$FC_SRC/tests/reference/test_verify_store.py" make s --n 10000 --min-samples 256 \
+  --max-samples 1000 --tokens --manifest m.csv >/dev/null || { echo "skip: fixture writer failed"; exit 77; }
+fail=0
+
+"$V" --finite --expect-preset hifigan --expect-tokens=chars --manifest m.csv s >out 2>err
+rc=$?
+[ $rc = 0 ] || { echo "FAIL clean: exit $rc"; cat out err; fail=1; }
+sed -E 's/checked in [0-9.]+ s \([0-9.]+ GB\/s, [0-9]+ threads\)/checked in T/' out >got
+cat >want <<'W'
+s: 0 errors, 0 warnings; 20000 records (0.008 GB) checked in T; 10000 audio, 10000 text entries; 1 mel, 1 token configs
+W
+diff -u want got || fail=1
+[ "$(cat err)" = "done: 1 of 1 stores clean" ] || { echo "FAIL clean stderr"; cat err; fail=1; }
+
+"$V" --json -q -j 2 s >out 2>err || { echo "FAIL json exit"; fail=1; }
+[ -s err ] && { echo "FAIL -q wrote to stderr"; cat err; fail=1; }
+"$FC_PYTHON" - out <<'PY' || fail=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+want = {"store": "s", "ok": True, "records_checked": 20000, "errors": [], "warnings": [],
+        "error_count": 0, "warning_count": 0, "stopped": False, "threads": 2}
+bad = {k: (r.get(k), v) for k, v in want.items() if r.get(k) != v}
+assert not bad, bad
+assert r["entries"] == {"audio": 10000, "text": 10000, "feat": 10000, "tok": 10000, "meta": 3}, r
+assert r["bytes_checked"] > 10000 * 64 and r["wall_seconds"] > 0, r
+assert r["map_used"] <= r["data_size"] and r["stale_readers"] == 0, r
+PY
+
+"$V" --status s >out 2>err; rc=$?
+[ $rc = 0 ] && [ ! -s out ] && [ ! -s err ] || { echo "FAIL --status: exit $rc"; fail=1; }
+
+# a clean store and a missing one: exit 2 (could not run beats clean), the clean one reported
+"$V" -q s nope >out 2>err; rc=$?
+[ $rc = 2 ] || { echo "FAIL two stores: exit $rc"; fail=1; }
+[ "$(cat err)" = "cache-verify: nope: No such file or directory" ] || { echo "FAIL two stores stderr"; cat err; fail=1; }
+grep -q '^s: 0 errors, 0 warnings;' out || { echo "FAIL two stores stdout"; cat out; fail=1; }
+
+# a store no process has open (no lock.mdb; or read-only: directory not writable): opened with
+# NOLOCK, nothing written, not even lock.mdb
+rm -f s/lock.mdb; chmod a-w s
+sum1=$(md5sum s/data.mdb)
+"$V" --json -q s >out 2>err; rc=$?
+chmod u+w s
+[ $rc = 0 ] || { echo "FAIL read-only store: exit $rc"; cat err; fail=1; }
+grep -q '"nolock":true' out || { echo "FAIL read-only store not opened NOLOCK"; fail=1; }
+[ ! -e s/lock.mdb ] || { echo "FAIL lock.mdb written on a read-only store"; fail=1; }
+[ "$sum1" = "$(md5sum s/data.mdb)" ] || { echo "FAIL data.mdb changed"; fail=1; }
+exit $fail

@@ -1,0 +1,107 @@
+#!/bin/bash
+# cache-verify on stores damaged in each way it claims to catch, bytes flipped inside data.mdb
+# (payload, header, key), a truncated data.mdb, values rewritten with valid checksums (huge shape,
+# NaN): the exact report line and exit code of each. The ASan build runs this too.
+set -u
+V="$FC_BIN/cache-verify"
+[ -x "$V" ] || { echo "skip: $V not built"; exit 77; }
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+cd "$T"
+fail=0
+mk() { rm -rf s; "$FC_PYTHON" "$FC_SRC/tests/reference/test_verify_store.py" make s --n 40 \
+         --min-samples 10240 --max-samples 12000 >keys || { echo "skip: fixture writer failed"; exit 77; }; }
+key_of() { awk -v id="$1" '$1 == id {print $2}' keys; }
+# flip ID OFFSET BIT: flip a bit OFFSET bytes from the start of utterance ID's record (found by its
+# header bytes) — or, with OFFSET "key", in the last byte of its key — inside data.mdb
+flip() {
+  "$FC_PYTHON" - "$(key_of "$1")" "$2" "$3" <<'PY'
+import lmdb, sys
+key, where, bit = bytes.fromhex(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+env = lmdb.open("s", max_dbs=8, readonly=True, lock=False)
+with env.begin() as t:
+    val = bytes(t.get(key, db=env.open_db(b"feat", txn=t, create=False)))
+env.close()
+data = bytearray(open("s/data.mdb", "rb").read())
+if where == "key":
+    at = data.find(key) + 15
+else:
+    at = data.find(val[:64]) + int(where)
+assert data.count(val[:64] if where != "key" else key) == 1
+data[at] ^= 1 << bit
+open("s/data.mdb", "r+b").write(data)
+PY
+}
+run() { # name want_rc [args]: run on s, report lines (summary dropped) in got
+  local name=$1 want=$2; shift 2
+  "$V" "$@" s >out 2>err; local rc=$?
+  [ "$rc" = "$want" ] || { echo "FAIL $name: exit $rc, want $want"; cat out err; fail=1; }
+  grep -v ' errors\?, [0-9]* warnings\?;' out >got
+}
+same() { # name: got vs want
+  diff -u want got >/dev/null || { echo "FAIL $1:"; diff -u want got; fail=1; }
+}
+
+mk; k=$(key_of utt00001); flip utt00001 1000 2
+run payload 1
+echo "s: error: feat $k (id utt00001): payload checksum mismatch" >want; same payload
+"$V" --status s >out 2>err; rc=$?
+[ $rc = 1 ] && [ ! -s out ] && [ ! -s err ] || { echo "FAIL payload --status: exit $rc"; fail=1; }
+
+mk; k=$(key_of utt00002); flip utt00002 9 0
+run header 1 --json -q
+"$FC_PYTHON" - "$k" <<'PY' || fail=1
+import json, sys
+r = json.load(open("out"))
+assert r["ok"] is False and r["error_count"] == 1, r
+assert r["errors"] == [{"id": "utt00002", "key": sys.argv[1], "db": "feat",
+                        "problem": "header checksum mismatch"}], r["errors"]
+PY
+
+mk; k=$(key_of utt00000); flip utt00000 key 0
+k2=$("$FC_PYTHON" -c "import sys; b=bytearray.fromhex(sys.argv[1]); b[15]^=1; print(b.hex())" "$k")
+run key 1
+cfg=$(grep -o 'hifigan [0-9a-f]\{32\}' out | head -1)
+cat >want <<W
+s: error: feat $k (id utt00000): missing: no feature record for mel config $cfg
+s: warning: feat $k2: orphan: no audio entry refers to this record (config $cfg)
+W
+same key
+run key-strict 1 --strict   # still 1; and a warning alone fails only with --strict (below)
+
+mk; size=$(stat -c %s s/data.mdb); truncate -s $((size / 2)) s/data.mdb
+run truncated 1
+grep -q "^s: error: env data.mdb: truncated: $((size / 2)) bytes, but the last committed page ([0-9]*) ends at byte [0-9]*; nothing else was read$" got \
+  || { echo "FAIL truncated:"; cat got; fail=1; }
+[ "$(wc -l <got)" = 1 ] || { echo "FAIL truncated: more than one line"; cat got; fail=1; }
+
+# values rewritten through lmdb with valid checksums: a huge shape, and NaN (found with --finite)
+mk
+"$FC_PYTHON" - "$(key_of utt00003)" "$(key_of utt00004)" <<'PY'
+import importlib.util, lmdb, os, struct, sys
+spec = importlib.util.spec_from_file_location("f", os.path.join(os.environ["FC_SRC"], "tests/reference/test_verify_store.py"))
+f = importlib.util.module_from_spec(spec); spec.loader.exec_module(f)
+env = lmdb.open("s", max_dbs=8)
+feat = env.open_db(b"feat")
+with env.begin(write=True) as t:
+    k3, k4 = bytes.fromhex(sys.argv[1]), bytes.fromhex(sys.argv[2])
+    v = bytes(t.get(k3, db=feat))
+    head = bytearray(v[:56])
+    struct.pack_into("<IIQ", head, 8, 0xffffffff, 80, 0xffffffff * 320)
+    t.put(k3, bytes(head) + struct.pack("<Q", f.h64(bytes(head))) + v[64:], db=feat)
+    v = bytes(t.get(k4, db=feat))
+    frames, bins = struct.unpack_from("<II", v, 8)
+    pay = bytearray(v[64:]); struct.pack_into("<f", pay, 4 * (bins * 10 + 79), float("inf"))
+    t.put(k4, f.record(bytes(pay), 1, frames, bins, 2, v[32:48]), db=feat)
+env.close()
+PY
+run values 1 --finite
+grep -q "^s: error: feat $(key_of utt00003) (id utt00003): header says 1374389534400 payload bytes, value holds [0-9]*$" got \
+  || { echo "FAIL huge shape"; cat got; fail=1; }
+grep -q "^s: error: feat $(key_of utt00004) (id utt00004): payload holds Inf at element 879 (frame 10, bin 79)$" got \
+  || { echo "FAIL inf"; cat got; fail=1; }
+[ "$(wc -l <got)" = 2 ] || { echo "FAIL values: want 2 lines"; cat got; fail=1; }
+run values-no-finite 1
+[ "$(wc -l <got)" = 1 ] || { echo "FAIL values without --finite: want 1 line"; cat got; fail=1; }
+run max-errors 1 --finite --max-errors 1
+grep -q '^s: stopped after 1 errors (--max-errors)$' got || { echo "FAIL max-errors"; cat got; fail=1; }
+exit $fail

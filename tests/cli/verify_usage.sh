@@ -1,0 +1,59 @@
+#!/bin/bash
+# cache-verify: --help, --version, usage errors (exit 2, nothing done), stores that are not there.
+set -u
+V="$FC_BIN/cache-verify"
+[ -x "$V" ] || { echo "skip: $V not built"; exit 77; }
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+fail=0
+check() { # name want_rc got_rc; stdout/stderr in $T/out $T/err
+  if [ "$2" != "$3" ]; then echo "FAIL $1: exit $3, want $2"; cat "$T/out" "$T/err"; fail=1; fi
+}
+expect_err() { # name exact-stderr
+  if [ "$(cat "$T/err")" != "$2" ]; then
+    echo "FAIL $1: stderr:"; cat "$T/err"; echo "want:"; echo "$2"; fail=1; fi
+}
+
+"$V" --help >"$T/out" 2>"$T/err"; check help 0 $?
+[ "$(head -1 "$T/out")" = "Usage: cache-verify [options] STORE..." ] || { echo "FAIL help: first line"; fail=1; }
+for o in --expect-preset --expect-config --expect-tokens --manifest --finite --sources --rehash \
+         --threads --max-errors --strict --json --status --quiet --progress --nolock; do
+  grep -q -- "$o" "$T/out" || { echo "FAIL help lacks $o"; fail=1; }
+done
+[ -s "$T/err" ] && { echo "FAIL help wrote to stderr"; fail=1; }
+
+"$V" --version >"$T/out" 2>"$T/err"; check version 0 $?
+grep -Eq '^cache-verify \(featcache\) [0-9]+\.[0-9]+\.[0-9]+$' "$T/out" || { echo "FAIL version"; cat "$T/out"; fail=1; }
+
+"$V" >"$T/out" 2>"$T/err"; check no-store 2 $?
+expect_err no-store "cache-verify: no STORE given
+Try 'cache-verify --help' for more information."
+
+"$V" --max-errors 0 s >"$T/out" 2>"$T/err"; check max-errors-0 2 $?
+expect_err max-errors-0 "cache-verify: invalid value '0' for --max-errors (want an integer >= 1)
+Try 'cache-verify --help' for more information."
+
+"$V" -j 2x s >"$T/out" 2>"$T/err"; check threads-junk 2 $?
+expect_err threads-junk "cache-verify: invalid value '2x' for --threads (want an integer in 1..1024)
+Try 'cache-verify --help' for more information."
+
+"$V" --expect-config abc s >"$T/out" 2>"$T/err"; check short-digest 2 $?
+expect_err short-digest "cache-verify: invalid value 'abc' for --expect-config (want 32 hex chars)
+Try 'cache-verify --help' for more information."
+
+"$V" --json --status s >"$T/out" 2>"$T/err"; check json-status 2 $?
+
+"$V" --bogus s >"$T/out" 2>"$T/err"; check bogus 2 $?
+
+"$V" "$T/nope" >"$T/out" 2>"$T/err"; check missing-store 2 $?
+expect_err missing-store "cache-verify: $T/nope: No such file or directory
+done: 0 of 1 stores clean"
+[ -s "$T/out" ] && { echo "FAIL missing-store wrote to stdout"; fail=1; }
+
+mkdir "$T/empty"
+"$V" --status "$T/empty" >"$T/out" 2>"$T/err"; check empty-dir 2 $?
+[ -s "$T/out" ] || [ -s "$T/err" ] && { echo "FAIL --status printed something"; fail=1; }
+
+"$V" --manifest "$T/no-manifest.csv" "$T/empty" >"$T/out" 2>"$T/err"; check no-manifest 2 $?
+grep -q "^cache-verify: $T/no-manifest.csv: " "$T/err" || { echo "FAIL no-manifest message"; cat "$T/err"; fail=1; }
+
+exit $fail
