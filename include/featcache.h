@@ -13,5 +13,6 @@
 #include "featcache/fc_bench.h"
 #include "featcache/fc_profiler.h"
 #include "featcache/fc_verify.h"
+#include "featcache/fc_loader.h"
 
 #endif

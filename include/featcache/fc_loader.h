@@ -1,0 +1,200 @@
+/* featcache — the zero-copy loader: batches of mels (and token ids) straight from the map.
+ *
+ * A loader opens one or more stores read-only (several stores read as one dataset), picks a
+ * feature config (and optionally a token config), builds the index of utterances from the audio
+ * (and text) dbs, and yields batches, either as views into the map or as one padded dense array
+ * written straight from the map into a buffer (loader-owned, or caller-owned e.g. pinned memory).
+ * docs/loader.md describes the orders, sharding, prefetch and lifetimes in full.
+ *
+ * Lifetimes (the one rule to remember): everything a batch points to — views into the map, the
+ * padded buffer, ids, lengths — is valid until that batch is passed to fc_loader_release; ids
+ * and views in fact stay valid until fc_loader_close, but only the first promise is the contract.
+ * The loader holds one read transaction per store (a snapshot taken at open) for its whole life:
+ * records written later are not seen (reopen), and a writer running meanwhile cannot reuse the
+ * pages of that snapshot, so a store being written grows while a loader is open.
+ *
+ * Threads: a loader is driven by one thread at a time (next/release/set_epoch); its prefetch
+ * threads are internal. Separate loaders are independent. Fork: a loader must not be used in a
+ * child process; open a new one there (every call in a child returns FC_EBADSTATE). */
+#ifndef FC_LOADER_H
+#define FC_LOADER_H
+
+#include "fc_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct fc_loader fc_loader;
+
+typedef enum fc_loader_order {
+  FC_ORDER_SEQUENTIAL = 0, /* index order: stores in the order given, ids in byte order */
+  FC_ORDER_RANDOM = 1,     /* Fisher-Yates with xoshiro256** seeded from (seed, epoch) */
+  FC_ORDER_BUCKET = 2,     /* random, then windows of bucket_batches batches sorted by length,
+                              cut into batches, batch order shuffled: little padding */
+  FC_ORDER_LOCALITY = 3    /* records sorted by address in the map, cut into runs of
+                              locality_run; run order and items within a run shuffled; each
+                              batch read in address order (HDDs, stores larger than RAM) */
+} fc_loader_order;
+
+typedef enum fc_loader_output {
+  FC_OUTPUT_VIEWS = 0,  /* mels[b]: pointer into the map, [mel_lengths[b]][n_mels] */
+  FC_OUTPUT_PADDED = 1  /* mel_data: [size][frames][n_mels], padded with pad_value */
+} fc_loader_output;
+
+typedef enum fc_loader_shard {
+  FC_SHARD_PAD = 0,    /* repeat items from the start so every rank gets ceil(N/W) (DDP) */
+  FC_SHARD_DROP = 1,   /* drop the tail so every rank gets floor(N/W) */
+  FC_SHARD_UNEVEN = 2  /* exact partition: ranks differ by at most one item */
+} fc_loader_shard;
+
+enum fc_loader_flags {
+  FC_LOADER_NOLOCK = 1u << 0,         /* MDB_NOLOCK: read-only media, no lock.mdb written */
+  FC_LOADER_NORDAHEAD = 1u << 1,      /* MDB_NORDAHEAD: random reads of stores larger than RAM */
+  FC_LOADER_VERIFY = 1u << 2,         /* check each record's payload checksum when its batch is
+                                         built (reads every byte once more) */
+  FC_LOADER_STRICT = 1u << 3,         /* a missing or corrupt record fails (open / next) instead
+                                         of being skipped and reported */
+  FC_LOADER_RANDOM_CROP = 1u << 4,    /* crops take a seeded random segment, not the start */
+  FC_LOADER_NO_WILLNEED = 1u << 5,    /* no madvise(MADV_WILLNEED) on upcoming batches */
+  FC_LOADER_LOOKUP_ONLY = 1u << 6     /* build no index: only fc_loader_lookup */
+};
+
+/* Options. Always start from fc_loader_options_init (defaults below), then set fields. */
+typedef struct fc_loader_options {
+  const char *features;     /* mel config: preset name or 32-hex digest; NULL: the store's only
+                               mel config, else "hifigan" */
+  const char *tokens;       /* token config: 32-hex digest or name (its "preset", "name" or
+                               "tokenizer" field, e.g. "chars"); NULL: no tokens */
+  uint32_t flags;           /* FC_LOADER_* */
+  uint32_t order;           /* fc_loader_order, default SEQUENTIAL */
+  uint64_t seed;            /* default 0 */
+  uint32_t output;          /* fc_loader_output, default VIEWS */
+  uint32_t batch_size;      /* utterances per batch, default 32; with max_frames: the cap (0 none) */
+  uint64_t max_frames;      /* > 0: dynamic batching, batch size x longest (cropped) length <= this */
+  uint32_t drop_last;       /* drop the last, smaller batch (count batching only) */
+  uint32_t rank, world_size;/* default 0, 1 */
+  uint32_t shard;           /* fc_loader_shard, default PAD */
+  uint32_t crop_frames;     /* > 0: mels longer than this are cropped to it (start, or random) */
+  uint32_t pad_to;          /* > 0: padded batches have exactly this many frames (implies crop) */
+  uint32_t pad_multiple;    /* > 1: padded frame count rounded up to a multiple of this */
+  float pad_value;          /* value of padded mel frames, default 0 */
+  int32_t token_pad;        /* value of padded token slots, default 0 */
+  uint32_t bucket_batches;  /* BUCKET: batches per sorted window, default 64 */
+  uint32_t locality_run;    /* LOCALITY: records per run, default 16 x batch_size */
+  uint32_t prefetch_threads;/* threads building batches ahead, default 2; 0: built in next() */
+  uint32_t prefetch_depth;  /* batches kept ready ahead, default 4 */
+} fc_loader_options;
+
+/* Fill o with the defaults. */
+FC_API void fc_loader_options_init(fc_loader_options *o);
+
+/* Open n stores (directories) as one dataset and build the index. Errors: those of
+ * fc_store_open, FC_ENOTFOUND (no such config, or with STRICT a missing record), FC_ECONFIG (a
+ * config selector matching several configs, bad options, stores disagreeing on the config),
+ * FC_EFORMAT/FC_ECHECKSUM (with STRICT, a corrupt record), ENOMEM; why (may be NULL) receives a
+ * one-line reason naming the store and the id. *out is owned by the caller: fc_loader_close. */
+FC_API int fc_loader_open(const char *const *paths, size_t n, const fc_loader_options *o,
+                          fc_loader **out, char *why, size_t why_len);
+/* Stop the prefetch threads, end the transactions, close the stores. Outstanding batches become
+ * invalid (release them first). NULL is ignored. In a child process after fork only the
+ * loader's own memory is freed (the parent's LMDB handles are left alone). */
+FC_API void fc_loader_close(fc_loader *l);
+
+/* ---- what was indexed ------------------------------------------------------------------------ */
+typedef struct fc_loader_info {
+  uint64_t items;          /* utterances in the index (all ranks) */
+  uint64_t skipped;        /* utterances left out (missing or corrupt records), see problems */
+  uint64_t epoch_items;    /* items this rank yields per epoch (after sharding, before drop_last) */
+  uint64_t epoch_batches;  /* batches this rank yields in the current epoch */
+  uint64_t max_batch_bytes;/* largest padded mel buffer of the current epoch's batches */
+  uint32_t n_mels;
+  int mel_dtype;           /* fc_dtype */
+  int tok_dtype;           /* fc_dtype; 0 without tokens */
+  fc_digest mel_config, tok_config;
+  uint32_t n_stores;
+} fc_loader_info;
+FC_API int fc_loader_info_get(const fc_loader *l, fc_loader_info *info);
+
+/* The i-th skipped utterance (i < info.skipped): its id, store path and a reason. Pointers valid
+ * until close. Returns 0 or FC_ENOTFOUND. */
+FC_API int fc_loader_problem(const fc_loader *l, uint64_t i, const char **id, const char **store,
+                             const char **reason);
+
+/* The memory map of store i (0 .. info.n_stores-1): base and length, valid until close. Views of
+ * large records lie inside it (bindings use this to wrap the map once and slice views from it). */
+FC_API int fc_loader_map_region(const fc_loader *l, uint32_t i, const void **base, size_t *len);
+
+/* Canonical JSON of the chosen mel (which = 0) or token (which = 1) config; valid until close. */
+FC_API const char *fc_loader_config_json(const fc_loader *l, int which);
+
+/* ---- epochs and batches ---------------------------------------------------------------------- */
+/* Plan epoch e (order, shard, batches) and restart iteration at its first batch. Prefetched,
+ * unconsumed batches are dropped; batches the caller still holds stay valid. Opening plans epoch
+ * 0. The same (seed, epoch, options, index) gives the same batches on every run and rank. */
+FC_API int fc_loader_set_epoch(fc_loader *l, uint64_t epoch);
+
+typedef struct fc_batch {
+  uint64_t epoch;
+  uint64_t index;              /* batch number within the epoch */
+  uint32_t size;               /* B: utterances in this batch (may be less than planned when
+                                  corrupt records were skipped under VERIFY) */
+  uint32_t n_mels;
+  int mel_dtype;
+  int tok_dtype;               /* 0 without tokens */
+  const char *const *ids;      /* [B] NUL-terminated utterance ids */
+  const uint64_t *items;       /* [B] positions in the index (0 .. info.items-1) */
+  const uint32_t *mel_lengths; /* [B] frames after cropping */
+  const uint32_t *mel_starts;  /* [B] first frame taken (crops) */
+  const uint32_t *src_frames;  /* [B] frames of the stored record */
+  const void *const *mels;     /* [B] views: record payload + start frame, in the map */
+  uint32_t frames;             /* PADDED: T of mel_data */
+  void *mel_data;              /* PADDED: [B][T][n_mels] in mel_dtype; NULL for VIEWS */
+  const uint32_t *token_lengths; /* [B], or NULL without tokens */
+  const void *const *tokens;   /* [B] token arrays (in the map when aligned, else copies) */
+  uint32_t max_tokens;         /* PADDED with tokens: T of tok_data */
+  void *tok_data;              /* PADDED with tokens: [B][max_tokens] in tok_dtype */
+  uint32_t n_errors;           /* utterances of the planned batch skipped (VERIFY failures) */
+  const char *errors;          /* "id: reason" lines for them, or NULL */
+} fc_batch;
+
+/* The next batch of the current epoch into *out (owned by the loader until fc_loader_release).
+ * Returns 0 with *out NULL at the end of the epoch (call fc_loader_set_epoch for the next).
+ * Errors: FC_ECHECKSUM/FC_EFORMAT for a corrupt record under VERIFY|STRICT (fc_loader_error
+ * says which id), ENOMEM, FC_EBADSTATE after fork or after an earlier failure of next (sticky
+ * until fc_loader_set_epoch). */
+FC_API int fc_loader_next(fc_loader *l, fc_batch **out);
+/* Give the batch back: its views, buffers and arrays become invalid. NULL is ignored. Batches may
+ * be released in any order and from any thread. */
+FC_API void fc_loader_release(fc_loader *l, fc_batch *b);
+/* Reason for the last failure of open-time config resolution or next; static until the next
+ * call on l. */
+FC_API const char *fc_loader_error(const fc_loader *l);
+
+/* Caller-owned buffers for padded batches (e.g. pinned memory): n buffers of bytes each, used
+ * instead of the loader's own. Call before the first fc_loader_next of an epoch; bytes must be at
+ * least info.max_batch_bytes (FC_ECONFIG otherwise). The loader never frees them; they must
+ * outlive the loader. With n < prefetch_depth + 1 the prefetch waits for released batches. */
+FC_API int fc_loader_set_buffers(fc_loader *l, void *const *bufs, size_t n, size_t bytes);
+
+/* Time the caller spent blocked in fc_loader_next waiting for batches, in ns since open. */
+FC_API uint64_t fc_loader_wait_ns(const fc_loader *l);
+
+/* ---- random access --------------------------------------------------------------------------- */
+typedef struct fc_loader_item {
+  const void *mel;          /* payload in the map, [frames][n_mels] */
+  uint32_t frames, n_mels;
+  int mel_dtype;
+  const void *tokens;       /* payload in the map (maybe unaligned for short arrays) or NULL */
+  uint32_t n_tokens;
+  int tok_dtype;
+} fc_loader_item;
+/* Look utterance id up in the stores (first store that has it). Pointers valid until close.
+ * Returns 0, FC_ENOTFOUND, FC_EFORMAT/FC_ECHECKSUM (corrupt record; fc_loader_error says why).
+ * Works with LOOKUP_ONLY (no index built). Serialized internally; safe from any thread. */
+FC_API int fc_loader_lookup(fc_loader *l, const char *id, fc_loader_item *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,550 @@
+/* Building batches, the prefetch threads, and the padded-buffer pool.
+ *
+ * Batch k of an epoch is built by whichever thread claims it (a prefetch thread, or the caller
+ * of fc_loader_next without threads) and parked in slots[k % depth]; the caller takes batches in
+ * order. Threads claim batch k only while k < next_consume + depth, so at most depth batches are
+ * ready or in flight. fc_loader_set_epoch bumps a generation number: builds of an older one are
+ * dropped when they finish. A build touches only the index and the map (no LMDB call). */
+#include "loader_int.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+/* ---- padded buffers ---------------------------------------------------------------------------- */
+/* Take a buffer of at least need bytes. Called without mu held. Returns 0, ENOMEM, or EAGAIN when
+ * the epoch changed (or the loader stops) while waiting for a caller buffer. */
+static int buf_get(fc_loader *l, uint64_t gen, size_t need, ld_buf *out) {
+  pthread_mutex_lock(&l->mu);
+  if (l->n_caller_bufs) {
+    int rc = 0;
+    if (need > l->caller_buf_bytes) rc = FC_ECONFIG;
+    while (!rc && l->n_free == 0) {
+      if (l->gen != gen || l->stop) { rc = EAGAIN; break; }
+      pthread_cond_wait(&l->cv_buf, &l->mu);
+    }
+    if (!rc) *out = l->free_bufs[--l->n_free];
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+  }
+  /* own pool: the first free buffer big enough, else grow one, else allocate */
+  size_t want = l->plan.max_batch_bytes > need ? l->plan.max_batch_bytes : need;
+  for (size_t i = 0; i < l->n_free; i++)
+    if (l->free_bufs[i].cap >= need) {
+      *out = l->free_bufs[i];
+      l->free_bufs[i] = l->free_bufs[--l->n_free];
+      pthread_mutex_unlock(&l->mu);
+      return 0;
+    }
+  ld_buf old = {0};
+  if (l->n_free) old = l->free_bufs[--l->n_free];
+  pthread_mutex_unlock(&l->mu);
+  free(old.p);
+  size_t cap = (want + 63) & ~(size_t)63;
+  out->p = aligned_alloc(64, cap ? cap : 64);
+  out->cap = cap;
+  out->caller = 0;
+  return out->p ? 0 : ENOMEM;
+}
+
+/* Give a buffer back; mu held. */
+static void buf_put_locked(fc_loader *l, ld_buf b) {
+  if (!b.p) return;
+  size_t keep = l->o.prefetch_depth + l->o.prefetch_threads + 2;
+  if (!b.caller && (l->n_free >= keep || l->n_caller_bufs)) {
+    free(b.p);
+    return;
+  }
+  if (l->n_free == l->cap_free) {
+    size_t cap = l->cap_free ? l->cap_free * 2 : 8;
+    ld_buf *p = realloc(l->free_bufs, cap * sizeof *p);
+    if (!p) {
+      if (!b.caller) free(b.p);
+      return;
+    }
+    l->free_bufs = p;
+    l->cap_free = cap;
+  }
+  l->free_bufs[l->n_free++] = b;
+  pthread_cond_broadcast(&l->cv_buf);
+}
+
+void ld_bufs_free(fc_loader *l) {
+  for (size_t i = 0; i < l->n_free; i++)
+    if (!l->free_bufs[i].caller) free(l->free_bufs[i].p);
+  free(l->free_bufs);
+  l->free_bufs = NULL;
+  l->n_free = l->cap_free = 0;
+}
+
+int fc_loader_set_buffers(fc_loader *l, void *const *bufs, size_t n, size_t bytes) {
+  if (l->pid != getpid()) return FC_EBADSTATE;
+  if (n == 0 || !bufs) return EINVAL;
+  pthread_mutex_lock(&l->mu);
+  int rc = 0;
+  if (bytes < l->plan.max_batch_bytes) {
+    snprintf(l->err, sizeof l->err, "caller buffers of %zu bytes, the epoch's batches need %llu",
+             bytes, (unsigned long long)l->plan.max_batch_bytes);
+    rc = FC_ECONFIG;
+  } else if (l->next_consume || l->held_caller) {
+    snprintf(l->err, sizeof l->err, "set buffers before the first batch of an epoch");
+    rc = FC_EBADSTATE;
+  } else {
+    /* batches prefetched into the loader's own buffers are dropped and built again */
+    l->gen++;
+    pthread_cond_broadcast(&l->cv_buf);
+    while (l->building) pthread_cond_wait(&l->cv_idle, &l->mu);
+    ld_drop_ready(l);
+    l->next_build = 0;
+    ld_bufs_free(l);
+    for (size_t i = 0; i < n && !rc; i++) {
+      l->n_caller_bufs = n;
+      ld_buf b = {bufs[i], bytes, 1};
+      size_t before = l->n_free;
+      buf_put_locked(l, b);
+      if (l->n_free == before) rc = ENOMEM;
+    }
+    l->caller_buf_bytes = bytes;
+    pthread_cond_broadcast(&l->cv_space);
+  }
+  pthread_mutex_unlock(&l->mu);
+  return rc;
+}
+
+/* ---- batches ----------------------------------------------------------------------------------- */
+static void batch_free_locked(fc_loader *l, ld_batch *b) {
+  if (!b) return;
+  buf_put_locked(l, b->buf);
+  free(b->block);
+  free(b->errors);
+  free(b);
+}
+
+void fc_loader_release(fc_loader *l, fc_batch *pub) {
+  if (!pub) return;
+  ld_batch *b = (ld_batch *)pub;
+  if (l->pid != getpid()) return; /* the parent's batch: its memory is not ours to manage */
+  pthread_mutex_lock(&l->mu);
+  if (b->buf.caller && l->held_caller) l->held_caller--;
+  batch_free_locked(l, b);
+  pthread_mutex_unlock(&l->mu);
+}
+
+/* madvise(WILLNEED) the records of batch k, merging adjacent ranges. */
+static void willneed(const fc_loader *l, const ld_plan *p, uint64_t k) {
+  if (k >= p->n_batches || (l->o.flags & FC_LOADER_NO_WILLNEED)) return;
+  static long page;
+  if (!page) page = sysconf(_SC_PAGESIZE);
+  uintptr_t lo = 0, hi = 0;
+  for (uint64_t i = p->bstart[k]; i <= p->bstart[k + 1]; i++) {
+    uintptr_t a = 0, e = 0;
+    if (i < p->bstart[k + 1]) {
+      const ld_item *it = &l->items[p->order[i]];
+      a = (uintptr_t)it->mel_rec & ~(uintptr_t)(page - 1);
+      e = (uintptr_t)it->mel_rec + FC_RECORD_HEADER_SIZE +
+          (size_t)it->frames * l->n_mels * l->mel_dsize;
+      if (hi && a <= hi + (uintptr_t)page && e >= lo) {
+        if (e > hi) hi = e;
+        if (a < lo) lo = a;
+        continue;
+      }
+    }
+    if (hi) madvise((void *)lo, hi - lo, MADV_WILLNEED);
+    lo = a;
+    hi = e;
+  }
+}
+
+/* Fill n elements of dsize (2 or 4) bytes with the low dsize bytes of pat. */
+static void fill_pad(void *dst, size_t n, size_t dsize, uint32_t pat) {
+  uint8_t *d = dst;
+  if (pat == 0) {
+    memset(d, 0, n * dsize);
+  } else if (dsize == 4) {
+    for (size_t i = 0; i < n; i++) memcpy(d + 4 * i, &pat, 4);
+  } else {
+    uint16_t h = (uint16_t)pat;
+    for (size_t i = 0; i < n; i++) memcpy(d + 2 * i, &h, 2);
+  }
+}
+
+/* The bits of v in dtype, in the low bytes. */
+static uint32_t pad_pattern(int dtype, double v) {
+  uint32_t out = 0;
+  if (dtype == FC_DTYPE_F32) {
+    float f = (float)v;
+    memcpy(&out, &f, 4);
+  } else if (dtype == FC_DTYPE_F16) {
+    out = fc_f32_to_f16((float)v);
+  } else if (dtype == FC_DTYPE_BF16) {
+    out = fc_f32_to_bf16((float)v);
+  } else if (dtype == FC_DTYPE_I32) {
+    int32_t x = (int32_t)v;
+    memcpy(&out, &x, 4);
+  } else {
+    out = (uint16_t)(int16_t)v;
+  }
+  return out;
+}
+
+static int errors_append(char **errs, const char *id, const char *reason) {
+  size_t old = *errs ? strlen(*errs) : 0, add = strlen(id) + strlen(reason) + 4;
+  char *p = realloc(*errs, old + add);
+  if (!p) return ENOMEM;
+  snprintf(p + old, add, "%s: %s\n", id, reason);
+  *errs = p;
+  return 0;
+}
+
+/* Build batch k of the plan of generation gen. On failure *out is NULL and why says why. */
+static int build_batch(fc_loader *l, uint64_t gen, uint64_t k, ld_batch **out, char *why,
+                       size_t why_len) {
+  const ld_plan *p = &l->plan;
+  *out = NULL;
+  uint64_t ahead = (l->o.output == FC_OUTPUT_VIEWS && l->n_threads) ? 0
+                   : l->n_threads                                   ? l->o.prefetch_depth
+                                                                    : 1;
+  if (k == 0 && ahead) willneed(l, p, 0);
+  willneed(l, p, k + ahead);
+  uint64_t s = p->bstart[k], m = p->bstart[k + 1] - s;
+  int padded = l->o.output == FC_OUTPUT_PADDED, verify = (l->o.flags & FC_LOADER_VERIFY) != 0;
+  ld_batch *b = calloc(1, sizeof *b);
+  if (!b) return ENOMEM;
+  b->l = l;
+  int rc = 0;
+  uint32_t kept = 0;
+  /* pass 1: which items, their lengths, and the sizes of everything */
+  uint64_t *keep = malloc((m ? m : 1) * sizeof *keep);
+  if (!keep) { rc = ENOMEM; goto fail; }
+  uint32_t longest = 0, max_tok = 0;
+  size_t copy_bytes = 0;
+  for (uint64_t i = 0; i < m; i++) {
+    uint64_t ix = p->order[s + i];
+    const ld_item *it = &l->items[ix];
+    if (verify) {
+      char r[200];
+      fc_record_header h;
+      const void *pl;
+      size_t mel_len = FC_RECORD_HEADER_SIZE + (size_t)it->frames * l->n_mels * l->mel_dsize;
+      int e = fc_record_verify(it->mel_rec, mel_len, &h, &pl, r, sizeof r);
+      if (!e && it->tok_rec)
+        e = fc_record_verify(it->tok_rec, FC_RECORD_HEADER_SIZE + (size_t)it->ntok * l->tok_dsize,
+                             &h, &pl, r, sizeof r);
+      if (e) {
+        const char *id = l->ids + it->id_off;
+        if (l->o.flags & FC_LOADER_STRICT) {
+          snprintf(why, why_len, "%s: %s: %s", l->stores[it->store].path, id, r);
+          rc = e;
+          goto fail;
+        }
+        if ((rc = errors_append(&b->errors, id, r))) goto fail;
+        b->pub.n_errors++;
+        continue;
+      }
+    }
+    keep[kept++] = ix;
+    uint32_t len = ld_crop_len(l, it);
+    if (len > longest) longest = len;
+    if (it->ntok > max_tok) max_tok = it->ntok;
+    const uint8_t *pl = it->mel_rec + FC_RECORD_HEADER_SIZE;
+    if (!padded && ((uintptr_t)pl & 15)) copy_bytes += align16((size_t)len * l->n_mels * l->mel_dsize);
+    if (l->has_tokens && !padded && ((uintptr_t)(it->tok_rec + FC_RECORD_HEADER_SIZE) & 15))
+      copy_bytes += align16((size_t)it->ntok * l->tok_dsize);
+  }
+  uint32_t T = ld_padded_frames(l, longest);
+  size_t B = kept;
+  size_t tok_bytes = (l->has_tokens && padded) ? align16(B * max_tok * l->tok_dsize) : 0;
+  size_t off_ids = 0, off_items = align16(B * sizeof(char *)),
+         off_u32 = off_items + align16(B * 8), off_mels = off_u32 + align16(4 * B * 4),
+         off_tokp = off_mels + align16(B * sizeof(void *)), off_copy = off_tokp + align16(B * sizeof(void *)),
+         total = off_copy + copy_bytes + tok_bytes;
+  uint8_t *blk = aligned_alloc(16, total ? total : 16);
+  if (!blk) { rc = ENOMEM; goto fail; }
+  b->block = blk;
+  const char **ids = (const char **)(blk + off_ids);
+  uint64_t *items = (uint64_t *)(blk + off_items);
+  uint32_t *lens = (uint32_t *)(blk + off_u32), *starts = lens + B, *src = starts + B,
+           *tlens = src + B;
+  const void **mels = (const void **)(blk + off_mels), **toks = (const void **)(blk + off_tokp);
+  uint8_t *copy = blk + off_copy;
+  size_t row = (size_t)T * l->n_mels * l->mel_dsize;
+  if (padded && B) {
+    if ((rc = buf_get(l, gen, B * row, &b->buf))) {
+      if (rc == FC_ECONFIG)
+        snprintf(why, why_len, "a padded batch needs %zu bytes, the caller buffers hold %zu",
+                 B * row, l->caller_buf_bytes);
+      goto fail;
+    }
+  }
+  uint32_t pat = pad_pattern(l->mel_dtype, l->o.pad_value);
+  uint32_t tpat = pad_pattern(l->tok_dtype ? l->tok_dtype : FC_DTYPE_I32, l->o.token_pad);
+  uint8_t *tokdst = copy + copy_bytes;
+  for (size_t i = 0; i < B; i++) {
+    const ld_item *it = &l->items[keep[i]];
+    ids[i] = l->ids + it->id_off;
+    items[i] = keep[i];
+    lens[i] = ld_crop_len(l, it);
+    starts[i] = ld_crop_start(l, p->epoch, keep[i], it);
+    src[i] = it->frames;
+    size_t fb = (size_t)l->n_mels * l->mel_dsize;
+    const uint8_t *pl = it->mel_rec + FC_RECORD_HEADER_SIZE + (size_t)starts[i] * fb;
+    if (padded) {
+      uint8_t *dst = (uint8_t *)b->buf.p + i * row;
+      memcpy(dst, pl, lens[i] * fb);
+      if (T > lens[i]) fill_pad(dst + lens[i] * fb, (size_t)(T - lens[i]) * l->n_mels, l->mel_dsize, pat);
+      mels[i] = dst;
+    } else if ((uintptr_t)pl & 15) {
+      memcpy(copy, pl, lens[i] * fb);
+      mels[i] = copy;
+      copy += align16(lens[i] * fb);
+    } else {
+      mels[i] = pl;
+    }
+    if (!l->has_tokens) continue;
+    tlens[i] = it->ntok;
+    const uint8_t *tp = it->tok_rec + FC_RECORD_HEADER_SIZE;
+    size_t tb = (size_t)it->ntok * l->tok_dsize;
+    if (padded) {
+      uint8_t *dst = tokdst + i * (size_t)max_tok * l->tok_dsize;
+      memcpy(dst, tp, tb);
+      fill_pad(dst + tb, max_tok - it->ntok, l->tok_dsize, tpat);
+      toks[i] = dst;
+    } else if ((uintptr_t)tp & 15) {
+      memcpy(copy, tp, tb);
+      toks[i] = copy;
+      copy += align16(tb);
+    } else {
+      toks[i] = tp;
+    }
+  }
+  free(keep);
+  keep = NULL;
+  b->pub.epoch = p->epoch;
+  b->pub.index = k;
+  b->pub.size = (uint32_t)B;
+  b->pub.n_mels = l->n_mels;
+  b->pub.mel_dtype = l->mel_dtype;
+  b->pub.tok_dtype = l->has_tokens ? l->tok_dtype : 0;
+  b->pub.ids = ids;
+  b->pub.items = items;
+  b->pub.mel_lengths = lens;
+  b->pub.mel_starts = starts;
+  b->pub.src_frames = src;
+  b->pub.mels = mels;
+  b->pub.frames = padded ? T : 0;
+  b->pub.mel_data = padded ? b->buf.p : NULL;
+  if (l->has_tokens) {
+    b->pub.token_lengths = tlens;
+    b->pub.tokens = toks;
+    if (padded) {
+      b->pub.max_tokens = max_tok;
+      b->pub.tok_data = tokdst;
+    }
+  }
+  b->pub.errors = b->errors;
+  *out = b;
+  return 0;
+fail:
+  free(keep);
+  pthread_mutex_lock(&l->mu);
+  batch_free_locked(l, b);
+  pthread_mutex_unlock(&l->mu);
+  return rc;
+}
+
+/* ---- prefetch threads -------------------------------------------------------------------------- */
+static void *prefetch_main(void *arg) {
+  fc_loader *l = arg;
+  char why[512];
+  /* SCHED_BATCH: waking a prefetch thread never preempts the training thread (on a busy machine
+   * the wakeup in fc_loader_next would otherwise hand the caller's CPU to the build). Best
+   * effort: ignored where not permitted. */
+  struct sched_param sp = {0};
+  pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+  pthread_mutex_lock(&l->mu);
+  while (!l->stop) {
+    uint64_t depth = l->o.prefetch_depth;
+    if (l->sticky || l->next_build >= l->plan.n_batches || l->next_build >= l->next_consume + depth) {
+      pthread_cond_wait(&l->cv_space, &l->mu);
+      continue;
+    }
+    uint64_t k = l->next_build++, gen = l->gen;
+    l->building++;
+    pthread_mutex_unlock(&l->mu);
+    ld_batch *b = NULL;
+    why[0] = '\0';
+    int rc = build_batch(l, gen, k, &b, why, sizeof why);
+    pthread_mutex_lock(&l->mu);
+    l->building--;
+    if (gen != l->gen || l->stop || rc == EAGAIN) {
+      batch_free_locked(l, b);
+    } else {
+      size_t slot = k % depth;
+      l->slots[slot] = b;
+      l->slot_err[slot] = rc;
+      free(l->slot_why[slot]);
+      l->slot_why[slot] = rc ? strdup(why[0] ? why : fc_strerror(rc)) : NULL;
+      l->slot_ready[slot] = 1;
+      pthread_cond_broadcast(&l->cv_ready);
+    }
+    if (l->building == 0) pthread_cond_broadcast(&l->cv_idle);
+  }
+  pthread_mutex_unlock(&l->mu);
+  return NULL;
+}
+
+int ld_threads_start(fc_loader *l) {
+  uint32_t n = l->o.prefetch_threads;
+  if (!n || l->n_threads) return 0;
+  l->threads = calloc(n, sizeof *l->threads);
+  if (!l->threads) return ENOMEM;
+  for (uint32_t i = 0; i < n; i++) {
+    int rc = pthread_create(&l->threads[i], NULL, prefetch_main, l);
+    if (rc) {
+      ld_threads_stop(l);
+      return rc;
+    }
+    l->n_threads = i + 1;
+  }
+  return 0;
+}
+
+void ld_threads_stop(fc_loader *l) {
+  pthread_mutex_lock(&l->mu);
+  l->stop = 1;
+  pthread_cond_broadcast(&l->cv_space);
+  pthread_cond_broadcast(&l->cv_buf);
+  pthread_mutex_unlock(&l->mu);
+  for (uint32_t i = 0; i < l->n_threads; i++) pthread_join(l->threads[i], NULL);
+  free(l->threads);
+  l->threads = NULL;
+  l->n_threads = 0;
+  pthread_mutex_lock(&l->mu);
+  l->stop = 0;
+  pthread_mutex_unlock(&l->mu);
+}
+
+/* Free the ready, unconsumed batches; mu held (or no other thread running). */
+void ld_drop_ready(fc_loader *l) {
+  for (uint32_t i = 0; l->slots && i < l->o.prefetch_depth; i++) {
+    if (l->slot_ready[i]) batch_free_locked(l, l->slots[i]);
+    l->slots[i] = NULL;
+    l->slot_ready[i] = 0;
+    free(l->slot_why[i]);
+    l->slot_why[i] = NULL;
+  }
+}
+
+/* ---- the public iteration ---------------------------------------------------------------------- */
+int fc_loader_set_epoch(fc_loader *l, uint64_t epoch) {
+  if (l->pid != getpid()) return FC_EBADSTATE;
+  if (l->o.flags & FC_LOADER_LOOKUP_ONLY) return FC_EBADSTATE;
+  uint32_t depth = l->o.prefetch_depth;
+  pthread_mutex_lock(&l->mu);
+  if (!l->slots) {
+    l->slots = calloc(depth, sizeof *l->slots);
+    l->slot_err = calloc(depth, sizeof *l->slot_err);
+    l->slot_why = calloc(depth, sizeof *l->slot_why);
+    l->slot_ready = calloc(depth, 1);
+    if (!l->slots || !l->slot_err || !l->slot_why || !l->slot_ready) {
+      pthread_mutex_unlock(&l->mu);
+      return ENOMEM;
+    }
+  }
+  l->gen++;
+  pthread_cond_broadcast(&l->cv_buf);
+  while (l->building) pthread_cond_wait(&l->cv_idle, &l->mu);
+  ld_drop_ready(l);
+  ld_plan plan;
+  int rc = ld_plan_epoch(l, epoch, &plan);
+  if (rc) {
+    snprintf(l->err, sizeof l->err, "planning epoch %llu: %s", (unsigned long long)epoch,
+             fc_strerror(rc));
+    l->sticky = 1;
+  } else {
+    ld_plan_free(&l->plan);
+    l->plan = plan;
+    l->next_build = l->next_consume = 0;
+    l->sticky = 0;
+  }
+  pthread_cond_broadcast(&l->cv_space);
+  pthread_mutex_unlock(&l->mu);
+  return rc;
+}
+
+int fc_loader_next(fc_loader *l, fc_batch **out) {
+  *out = NULL;
+  if (l->pid != getpid()) {
+    snprintf(l->err, sizeof l->err, "loader opened in another process: open it again after fork");
+    return FC_EBADSTATE;
+  }
+  if (l->o.flags & FC_LOADER_LOOKUP_ONLY) return FC_EBADSTATE;
+  if (l->o.prefetch_threads && !l->n_threads) {
+    int rc = ld_threads_start(l);
+    if (rc) return rc;
+  }
+  pthread_mutex_lock(&l->mu);
+  int rc = 0;
+  ld_batch *b = NULL;
+  if (l->sticky) {
+    rc = FC_EBADSTATE;
+    goto out;
+  }
+  if (l->next_consume >= l->plan.n_batches) goto out;
+  if (l->n_caller_bufs && l->o.output == FC_OUTPUT_PADDED && l->held_caller >= l->n_caller_bufs) {
+    snprintf(l->err, sizeof l->err, "all %zu caller buffers are held: release a batch first",
+             l->n_caller_bufs);
+    rc = ENOBUFS;
+    goto out;
+  }
+  uint64_t k = l->next_consume;
+  if (!l->n_threads) {
+    uint64_t gen = l->gen;
+    l->next_consume++;
+    pthread_mutex_unlock(&l->mu);
+    char why[512] = "";
+    rc = build_batch(l, gen, k, &b, why, sizeof why);
+    pthread_mutex_lock(&l->mu);
+    if (rc) snprintf(l->err, sizeof l->err, "%s", why[0] ? why : fc_strerror(rc));
+  } else {
+    size_t slot = k % l->o.prefetch_depth;
+    if (!l->slot_ready[slot]) {
+      uint64_t t0 = now_ns();
+      while (!l->slot_ready[slot]) pthread_cond_wait(&l->cv_ready, &l->mu);
+      l->wait_ns += now_ns() - t0;
+    }
+    b = l->slots[slot];
+    rc = l->slot_err[slot];
+    if (rc) snprintf(l->err, sizeof l->err, "%s", l->slot_why[slot] ? l->slot_why[slot] : "");
+    l->slots[slot] = NULL;
+    l->slot_ready[slot] = 0;
+    l->next_consume++;
+    pthread_cond_broadcast(&l->cv_space);
+  }
+  if (rc) {
+    l->sticky = 1;
+    b = NULL;
+  } else if (b && b->buf.caller) {
+    l->held_caller++;
+  }
+out:
+  pthread_mutex_unlock(&l->mu);
+  if (b) *out = &b->pub;
+  return rc;
+}
+
+uint64_t fc_loader_wait_ns(const fc_loader *l) { return l->wait_ns; }

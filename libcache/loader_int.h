@@ -1,0 +1,121 @@
+/* Internals of the loader (fc_loader.h), shared by loader.c (open, index, lookup), loader_plan.c
+ * (orders, sharding, batching) and loader_batch.c (building batches, prefetch threads). */
+#ifndef FC_LOADER_INT_H
+#define FC_LOADER_INT_H
+
+#include "featcache/fc_loader.h"
+#include "store_int.h"
+
+#include <pthread.h>
+#include <sys/types.h>
+
+/* One store of the dataset: a shared env (registry) and the loader's read transaction. */
+typedef struct ld_store {
+  struct ld_reg *reg; /* registry entry: the fc_store shared by the loaders of this process */
+  MDB_txn *txn;       /* snapshot held from open to close; the index points into it */
+  char *path;
+  fc_digest mel_cfg, tok_cfg;
+} ld_store;
+
+/* One utterance of the index. Records are parsed at open; only the payload is read later. */
+typedef struct ld_item {
+  const uint8_t *mel_rec; /* record in the map: 64-byte header, then [frames][n_mels] */
+  const uint8_t *tok_rec; /* or NULL */
+  uint32_t frames;
+  uint32_t ntok;
+  uint32_t id_off; /* into ids */
+  uint32_t store;
+} ld_item;
+
+typedef struct ld_problem {
+  char *id;
+  uint32_t store;
+  char *reason;
+} ld_problem;
+
+/* A planned epoch: this rank's items in order, cut into batches. */
+typedef struct ld_plan {
+  uint64_t epoch;
+  uint64_t *order;  /* indices into items */
+  uint64_t n_order;
+  uint64_t *bstart; /* batch b = order[bstart[b] .. bstart[b+1]) */
+  uint64_t n_batches;
+  uint64_t max_batch_bytes;
+} ld_plan;
+
+typedef struct ld_buf {
+  void *p;
+  size_t cap;
+  int caller; /* caller-owned (fc_loader_set_buffers): never freed */
+} ld_buf;
+
+typedef struct ld_batch {
+  fc_batch pub;
+  struct fc_loader *l;
+  ld_buf buf;  /* padded mel buffer (p NULL for views) */
+  void *block; /* one allocation for the per-item arrays and token copies */
+  char *errors;
+} ld_batch;
+
+struct fc_loader {
+  pid_t pid;
+  fc_loader_options o;
+  char *features_sel, *tokens_sel; /* copies of the selectors */
+  ld_store *stores;
+  uint32_t n_stores;
+  uint32_t n_mels;
+  int mel_dtype, tok_dtype, has_tokens;
+  size_t mel_dsize, tok_dsize;
+  char *mel_json, *tok_json;
+  ld_item *items;
+  uint64_t n_items, cap_items;
+  char *ids;
+  size_t ids_len, ids_cap;
+  ld_problem *problems;
+  uint64_t n_problems, cap_problems;
+  pthread_mutex_t lookup_mu; /* fc_loader_lookup uses the transactions from any thread */
+  char err[512];             /* fc_loader_error */
+
+  /* epoch state, guarded by mu */
+  pthread_mutex_t mu;
+  pthread_cond_t cv_ready, cv_space, cv_idle;
+  ld_plan plan;
+  uint64_t gen;           /* bumped by set_epoch: builds of an older generation are dropped */
+  uint64_t next_build;    /* next batch a prefetch thread claims */
+  uint64_t next_consume;  /* next batch fc_loader_next hands out */
+  uint32_t building;      /* builds in flight */
+  ld_batch **slots;       /* [depth]: batch k ready in slots[k % depth] */
+  int *slot_err;
+  char **slot_why;
+  unsigned char *slot_ready;
+  pthread_cond_t cv_buf;  /* a caller buffer came back, or the epoch changed */
+  size_t held_caller;     /* caller buffers in batches handed out and not yet released */
+  int stop;
+  int sticky;             /* an earlier next failed: FC_EBADSTATE until set_epoch */
+  pthread_t *threads;
+  uint32_t n_threads;
+  uint64_t wait_ns;
+
+  /* padded buffers */
+  ld_buf *free_bufs;
+  size_t n_free, cap_free;
+  size_t n_caller_bufs;    /* caller buffers exist: take only those, wait when none is free */
+  size_t caller_buf_bytes;
+};
+
+/* loader_plan.c */
+int ld_plan_epoch(struct fc_loader *l, uint64_t epoch, ld_plan *out);
+void ld_plan_free(ld_plan *p);
+/* Frames of item i after cropping, and the start frame, for (seed, epoch). */
+uint32_t ld_crop_len(const struct fc_loader *l, const ld_item *it);
+uint32_t ld_crop_start(const struct fc_loader *l, uint64_t epoch, uint64_t item, const ld_item *it);
+/* Padded frame count T for a longest (cropped) length. */
+uint32_t ld_padded_frames(const struct fc_loader *l, uint32_t longest);
+
+/* loader_batch.c */
+int ld_threads_start(struct fc_loader *l);
+void ld_threads_stop(struct fc_loader *l);
+void ld_drop_ready(struct fc_loader *l);
+void ld_bufs_free(struct fc_loader *l);
+
+#endif

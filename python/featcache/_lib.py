@@ -1,0 +1,158 @@
+"""ctypes declarations of libfeatcache's loader API (include/featcache/fc_loader.h).
+
+Pure ctypes: nothing is compiled at install. The shared library is found, in this order, at
+$FEATCACHE_LIBRARY; beside the package (an install puts the package in
+<libdir>/featcache/python/featcache and the library in <libdir>); in a build tree next to the
+source tree (../../build*/libfeatcache.so, the newest); then by the system's library search.
+"""
+
+import ctypes
+import ctypes.util
+import glob
+import os
+
+__all__ = ["lib", "find_library", "Options", "Batch", "Info", "Item", "FeatcacheError"]
+
+# fc_loader.h enums
+ORDERS = {"sequential": 0, "random": 1, "bucket": 2, "locality": 3}
+OUTPUTS = {"views": 0, "padded": 1}
+SHARDS = {"pad": 0, "drop": 1, "uneven": 2}
+FLAG_NOLOCK, FLAG_NORDAHEAD, FLAG_VERIFY, FLAG_STRICT = 1, 2, 4, 8
+FLAG_RANDOM_CROP, FLAG_NO_WILLNEED, FLAG_LOOKUP_ONLY = 16, 32, 64
+
+# fc_base.h
+FC_ENOTFOUND = -31908
+FC_EBADSTATE = -31912
+DTYPE_NAMES = {1: "f32", 2: "f16", 3: "bf16", 4: "i32", 5: "i16", 6: "u16"}
+
+
+class FeatcacheError(RuntimeError):
+    """A libfeatcache call failed: .code is the error code (fc_strerror names it)."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+class Options(ctypes.Structure):
+    _fields_ = [
+        ("features", ctypes.c_char_p), ("tokens", ctypes.c_char_p),
+        ("flags", ctypes.c_uint32), ("order", ctypes.c_uint32), ("seed", ctypes.c_uint64),
+        ("output", ctypes.c_uint32), ("batch_size", ctypes.c_uint32),
+        ("max_frames", ctypes.c_uint64), ("drop_last", ctypes.c_uint32),
+        ("rank", ctypes.c_uint32), ("world_size", ctypes.c_uint32), ("shard", ctypes.c_uint32),
+        ("crop_frames", ctypes.c_uint32), ("pad_to", ctypes.c_uint32),
+        ("pad_multiple", ctypes.c_uint32), ("pad_value", ctypes.c_float),
+        ("token_pad", ctypes.c_int32), ("bucket_batches", ctypes.c_uint32),
+        ("locality_run", ctypes.c_uint32), ("prefetch_threads", ctypes.c_uint32),
+        ("prefetch_depth", ctypes.c_uint32),
+    ]
+
+
+class Batch(ctypes.Structure):
+    _fields_ = [
+        ("epoch", ctypes.c_uint64), ("index", ctypes.c_uint64), ("size", ctypes.c_uint32),
+        ("n_mels", ctypes.c_uint32), ("mel_dtype", ctypes.c_int), ("tok_dtype", ctypes.c_int),
+        ("ids", ctypes.POINTER(ctypes.c_char_p)), ("items", ctypes.c_void_p),
+        ("mel_lengths", ctypes.c_void_p), ("mel_starts", ctypes.c_void_p),
+        ("src_frames", ctypes.c_void_p), ("mels", ctypes.POINTER(ctypes.c_void_p)),
+        ("frames", ctypes.c_uint32), ("mel_data", ctypes.c_void_p),
+        ("token_lengths", ctypes.c_void_p), ("tokens", ctypes.POINTER(ctypes.c_void_p)),
+        ("max_tokens", ctypes.c_uint32), ("tok_data", ctypes.c_void_p),
+        ("n_errors", ctypes.c_uint32), ("errors", ctypes.c_char_p),
+    ]
+
+
+class Info(ctypes.Structure):
+    _fields_ = [
+        ("items", ctypes.c_uint64), ("skipped", ctypes.c_uint64),
+        ("epoch_items", ctypes.c_uint64), ("epoch_batches", ctypes.c_uint64),
+        ("max_batch_bytes", ctypes.c_uint64), ("n_mels", ctypes.c_uint32),
+        ("mel_dtype", ctypes.c_int), ("tok_dtype", ctypes.c_int),
+        ("mel_config", ctypes.c_uint8 * 16), ("tok_config", ctypes.c_uint8 * 16),
+        ("n_stores", ctypes.c_uint32),
+    ]
+
+
+class Item(ctypes.Structure):
+    _fields_ = [
+        ("mel", ctypes.c_void_p), ("frames", ctypes.c_uint32), ("n_mels", ctypes.c_uint32),
+        ("mel_dtype", ctypes.c_int), ("tokens", ctypes.c_void_p), ("n_tokens", ctypes.c_uint32),
+        ("tok_dtype", ctypes.c_int),
+    ]
+
+
+def _candidates():
+    env = os.environ.get("FEATCACHE_LIBRARY")
+    if env:
+        yield env
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    yield os.path.join(here, "libfeatcache.so")
+    yield os.path.join(here, "..", "..", "..", "libfeatcache.so")  # <libdir>/featcache/python/featcache
+    builds = glob.glob(os.path.join(here, "..", "..", "build*", "libfeatcache.so"))
+    builds.sort(key=lambda p: os.path.getmtime(p), reverse=True)
+    yield from builds
+    found = ctypes.util.find_library("featcache")
+    if found:
+        yield found
+
+
+def find_library():
+    """Path of the shared library that would be loaded, or None."""
+    for p in _candidates():
+        if os.path.sep not in p or os.path.exists(p):
+            return p
+    return None
+
+
+_LIB = None
+
+
+def _declare(lib):
+    P, V, C = ctypes.POINTER, ctypes.c_void_p, ctypes.c_char_p
+    sig = {
+        "fc_strerror": (C, [ctypes.c_int]),
+        "fc_version": (C, []),
+        "fc_loader_options_init": (None, [P(Options)]),
+        "fc_loader_open": (ctypes.c_int, [P(C), ctypes.c_size_t, P(Options), P(V), C,
+                                          ctypes.c_size_t]),
+        "fc_loader_close": (None, [V]),
+        "fc_loader_info_get": (ctypes.c_int, [V, P(Info)]),
+        "fc_loader_problem": (ctypes.c_int, [V, ctypes.c_uint64, P(C), P(C), P(C)]),
+        "fc_loader_map_region": (ctypes.c_int, [V, ctypes.c_uint32, P(V), P(ctypes.c_size_t)]),
+        "fc_loader_config_json": (C, [V, ctypes.c_int]),
+        "fc_loader_set_epoch": (ctypes.c_int, [V, ctypes.c_uint64]),
+        "fc_loader_next": (ctypes.c_int, [V, P(P(Batch))]),
+        "fc_loader_release": (None, [V, P(Batch)]),
+        "fc_loader_error": (C, [V]),
+        "fc_loader_set_buffers": (ctypes.c_int, [V, P(V), ctypes.c_size_t, ctypes.c_size_t]),
+        "fc_loader_wait_ns": (ctypes.c_uint64, [V]),
+        "fc_loader_lookup": (ctypes.c_int, [V, C, P(Item)]),
+    }
+    for name, (res, args) in sig.items():
+        f = getattr(lib, name)
+        f.restype = res
+        f.argtypes = args
+    return lib
+
+
+def lib():
+    """The loaded library (loaded once per process)."""
+    global _LIB
+    if _LIB is None:
+        errors = []
+        for p in _candidates():
+            try:
+                _LIB = _declare(ctypes.CDLL(p))
+                break
+            except (OSError, AttributeError) as e:
+                errors.append("%s: %s" % (p, e))
+        if _LIB is None:
+            raise OSError("featcache: libfeatcache.so not found or unusable (set FEATCACHE_LIBRARY"
+                          " to its path); tried: " + ("; ".join(errors) or "nothing"))
+    return _LIB
+
+
+def strerror(code):
+    return lib().fc_strerror(code).decode("utf-8", "replace")

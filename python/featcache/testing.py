@@ -1,0 +1,141 @@
+"""featcache.testing: write and read stores in pure Python (lmdb + xxhash), following the
+documented format (docs/FORMAT.md) independently of the C library — for tests, benchmarks and
+fixtures. Needs the `lmdb` and `xxhash` packages (not needed by the rest of featcache).
+
+    from featcache.testing import StoreWriter, read_record
+    with StoreWriter("fixture/") as w:
+        cfg = w.add_config(mel_config_json("hifigan"))
+        w.add_utterance("utt1", audio_bytes=b"...", mel=np.zeros((100, 80), np.float32), config=cfg)
+"""
+
+import ctypes
+import json
+import struct
+
+import lmdb
+import numpy as np
+import xxhash
+
+__all__ = ["digest", "record_key", "encode_record", "parse_record", "StoreWriter",
+           "mel_config_json", "read_utterance", "DTYPES"]
+
+DTYPES = {np.dtype(np.float32): 1, np.dtype(np.float16): 2, np.dtype(np.int32): 4,
+          np.dtype(np.int16): 5, np.dtype(np.uint16): 6}
+_NP = {1: np.float32, 2: np.float16, 3: np.uint16, 4: np.int32, 5: np.int16, 6: np.uint16}
+_HDR = struct.Struct("<4sHBBIIQQ16sII")  # 56 bytes, then u64 header hash
+
+
+def digest(data):
+    """XXH3-128 in stored byte order: low 64 bits little-endian, then high 64 bits."""
+    v = xxhash.xxh3_128_intdigest(data)
+    return (v & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little") + (v >> 64).to_bytes(8, "little")
+
+
+def record_key(content_digest, config_digest):
+    return digest(content_digest + config_digest)
+
+
+def encode_record(array, config_digest, dtype_code=None, producer=1):
+    a = np.ascontiguousarray(array)
+    code = dtype_code or DTYPES[a.dtype]
+    dims = (a.shape[0], a.shape[1] if a.ndim == 2 else 1)
+    payload = a.tobytes()
+    head = _HDR.pack(b"FCR1", 64, code, a.ndim, dims[0], dims[1], len(payload),
+                     xxhash.xxh3_64_intdigest(payload), config_digest, 0, producer)
+    return head + struct.pack("<Q", xxhash.xxh3_64_intdigest(head)) + payload
+
+
+def parse_record(val, verify=True):
+    """(header dict, numpy array copy of the payload); raises ValueError on any mismatch."""
+    val = bytes(val)
+    if len(val) < 64:
+        raise ValueError("record shorter than its header")
+    magic, hsize, code, ndim, d0, d1, nbytes, phash, cfg, flags, prod = _HDR.unpack_from(val)
+    (hh,) = struct.unpack_from("<Q", val, 56)
+    if magic != b"FCR1" or hsize != 64 or hh != xxhash.xxh3_64_intdigest(val[:56]):
+        raise ValueError("bad record header")
+    if nbytes != len(val) - 64 or d0 * d1 * np.dtype(_NP[code]).itemsize != nbytes:
+        raise ValueError("record sizes disagree")
+    if verify and xxhash.xxh3_64_intdigest(val[64:]) != phash:
+        raise ValueError("payload checksum mismatch")
+    a = np.frombuffer(val, dtype=_NP[code], offset=64).copy()
+    return dict(dtype=code, ndim=ndim, dim0=d0, dim1=d1, config=cfg), (
+        a.reshape(d0, d1) if ndim == 2 else a)
+
+
+def mel_config_json(preset="hifigan", library=None):
+    """Canonical JSON of a preset, from the C library (so digests match what featurize writes)."""
+    from . import _lib
+    L = library or _lib.lib()
+    cfg = ctypes.create_string_buffer(4096)  # larger than fc_mel_config
+    if L.fc_mel_preset(preset.encode(), cfg) != 0:
+        raise ValueError("unknown preset %r" % preset)
+    out = ctypes.create_string_buffer(2048)
+    n = L.fc_mel_config_json(cfg, out, 2048)
+    if n < 0:
+        raise RuntimeError("fc_mel_config_json failed")
+    return out.raw[:n].decode()
+
+
+class StoreWriter:
+    """Writes a store with Python's lmdb: meta/format, configs, audio/text entries, records."""
+
+    def __init__(self, path, map_size=1 << 30):
+        self.env = lmdb.open(str(path), max_dbs=8, map_size=map_size, subdir=True)
+        self.db = {n: self.env.open_db(n.encode()) for n in ("meta", "audio", "text", "feat", "tok")}
+        with self.env.begin(write=True) as t:
+            t.put(b"format", b"featcache/1", db=self.db["meta"])
+
+    def add_config(self, json_text):
+        """Store a config JSON (str, stored as given); returns its digest."""
+        raw = json_text.encode() if isinstance(json_text, str) else json_text
+        d = digest(raw)
+        with self.env.begin(write=True) as t:
+            t.put(b"cfg/" + d.hex().encode(), raw, db=self.db["meta"])
+        return d
+
+    def add_utterance(self, uid, audio_bytes, mel=None, config=None, text=None, tokens=None,
+                      tok_config=None, raw_record=None, path=None):
+        """Audio entry (digest of audio_bytes) and its feature record; with text, the text entry
+        and its token record. raw_record replaces the encoded feature record (corruption tests)."""
+        adig = digest(audio_bytes)
+        p = (path or uid + ".wav").encode()
+        entry = adig + struct.pack("<IIQQq", 22050, 1, 22050, len(audio_bytes), 0) + p
+        with self.env.begin(write=True) as t:
+            t.put(uid.encode(), entry, db=self.db["audio"])
+            if mel is not None or raw_record is not None:
+                rec = raw_record if raw_record is not None else encode_record(mel, config)
+                t.put(record_key(adig, config), rec, db=self.db["feat"])
+            if text is not None:
+                tdig = digest(text.encode())
+                t.put(uid.encode(), tdig + text.encode(), db=self.db["text"])
+                if tokens is not None:
+                    t.put(record_key(tdig, tok_config), encode_record(tokens, tok_config),
+                          db=self.db["tok"])
+        return adig
+
+    def close(self):
+        self.env.sync(True)
+        self.env.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def read_utterance(env, uid, config, tok_config=None):
+    """Read one utterance independently of the C library: (mel array, tokens array or None)."""
+    dbs = {n: env.open_db(n.encode(), create=False) for n in ("audio", "text", "feat", "tok")}
+    with env.begin(buffers=False) as t:
+        a = t.get(uid.encode(), db=dbs["audio"])
+        if a is None:
+            raise KeyError(uid)
+        rec = t.get(record_key(a[:16], config), db=dbs["feat"])
+        _, mel = parse_record(rec)
+        tok = None
+        if tok_config is not None:
+            te = t.get(uid.encode(), db=dbs["text"])
+            _, tok = parse_record(t.get(record_key(te[:16], tok_config), db=dbs["tok"]))
+    return mel, tok

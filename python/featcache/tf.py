@@ -1,0 +1,62 @@
+"""featcache.tf: a tf.data.Dataset factory over featcache.Loader.
+
+    from featcache.tf import make_dataset
+    ds = make_dataset("cache/", features="hifigan", tokens="chars", batch_size=32,
+                      shuffle=True, seed=0, epoch=0)
+    for mels, mel_lengths, tokens, token_lengths in ds: ...
+
+TensorFlow is imported only when make_dataset is called (featcache does not depend on it).
+Batches are padded ([B, T, n_mels], the loader's padded output) and handed to TensorFlow through
+tf.data.Dataset.from_generator, which copies each numpy array into a tensor once (TensorFlow
+cannot adopt foreign memory from Python); the loader's prefetch threads still build the padded
+batches ahead, straight from the map. Shard for multi-worker training with rank/world_size (e.g.
+from tf.distribute's input context: input_pipeline_id / num_input_pipelines).
+Each call makes the dataset of one epoch; call again with epoch=e+1 (or use
+tf.data.Dataset.range(E).interleave(...)). bf16 stores give tf.bfloat16 tensors.
+"""
+
+import numpy as np
+
+from .loader import Loader
+
+__all__ = ["make_dataset"]
+
+
+def make_dataset(paths, epoch=0, with_ids=False, **loader_kwargs):
+    """tf.data.Dataset of (mels, mel_lengths[, tokens, token_lengths][, ids]) batches for one
+    epoch. loader_kwargs are featcache.Loader's (padded is forced on)."""
+    import tensorflow as tf  # noqa: PLC0415 - optional dependency, imported on use
+
+    loader_kwargs["padded"] = True
+    ld = Loader(paths, **loader_kwargs)
+    info = ld.info
+    has_tok = loader_kwargs.get("tokens") is not None
+    bf16 = info.mel_dtype == 3
+    mel_dt = {1: tf.float32, 2: tf.float16, 3: tf.bfloat16}[info.mel_dtype]
+    tok_dt = {4: tf.int32, 5: tf.int16, 6: tf.int32}.get(info.tok_dtype, tf.int32)
+    n_mels = int(info.n_mels)
+
+    def gen():
+        ld.set_epoch(epoch)
+        for b in ld:
+            mels = b.mels
+            if bf16:  # raw bits → float32 → bfloat16 in TF (numpy has no bfloat16)
+                mels = (mels.astype(np.uint32) << 16).view(np.float32)
+            out = [mels, b.mel_lengths.astype(np.int32)]
+            if has_tok:
+                toks = b.tokens.astype(np.int32) if b.tokens.dtype == np.uint16 else b.tokens
+                out += [toks, b.token_lengths.astype(np.int32)]
+            if with_ids:
+                out.append(np.array(b.ids, dtype=object))
+            yield tuple(out)
+
+    sig = [tf.TensorSpec([None, None, n_mels], tf.float32 if bf16 else mel_dt),
+           tf.TensorSpec([None], tf.int32)]
+    if has_tok:
+        sig += [tf.TensorSpec([None, None], tok_dt), tf.TensorSpec([None], tf.int32)]
+    if with_ids:
+        sig.append(tf.TensorSpec([None], tf.string))
+    ds = tf.data.Dataset.from_generator(gen, output_signature=tuple(sig))
+    if bf16:
+        ds = ds.map(lambda m, *rest: (tf.cast(m, tf.bfloat16),) + tuple(rest))
+    return ds

@@ -1,0 +1,111 @@
+"""Corrupt and missing records: a clear error naming the utterance, never a crash.
+
+Cases written with featcache.testing: a record whose header checksum is wrong, one truncated
+(value shorter than its header says), one with the wrong number of mel bins, one whose payload
+was altered after it was written (header fine, payload checksum wrong: caught only with
+verify=True), an audio entry without a feature record, and a text without an audio entry."""
+
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+import pytest
+
+try:
+    import lmdb  # noqa: F401
+except ImportError as e:  # pragma: no cover
+    print("skipped: %s" % e)
+    sys.exit(77)
+
+import featcache
+from featcache import testing as T
+
+
+@pytest.fixture(scope="module")
+def store():
+    d = tempfile.mkdtemp(prefix="fc_loader_bad_")
+    path = os.path.join(d, "s")
+    rng = np.random.default_rng(3)
+    mel = lambda n: rng.standard_normal((n, 80)).astype(np.float32)  # noqa: E731
+    with T.StoreWriter(path) as w:
+        cfg = w.add_config(T.mel_config_json("hifigan"))
+        for i in range(6):
+            w.add_utterance("good%d" % i, b"g%d" % i, mel(50 + i), cfg)
+        rec = bytearray(T.encode_record(mel(60), cfg))
+        rec[9] ^= 0xFF
+        w.add_utterance("bad_header", b"h", raw_record=bytes(rec), config=cfg)
+        w.add_utterance("truncated", b"t", raw_record=T.encode_record(mel(60), cfg)[:-100],
+                        config=cfg)
+        w.add_utterance("wrong_bins", b"w", raw_record=T.encode_record(
+            rng.standard_normal((60, 40)).astype(np.float32), cfg), config=cfg)
+        rec = bytearray(T.encode_record(mel(70), cfg))
+        rec[64 + 1000] ^= 0x01
+        w.add_utterance("bad_payload", b"p", raw_record=bytes(rec), config=cfg)
+        w.add_utterance("no_features", b"n", config=cfg)
+        w.add_utterance("text_ok", b"x", mel(40), cfg, text="hello")
+        with w.env.begin(write=True) as t:
+            t.put(b"only_text", T.digest(b"orphan") + b"orphan", db=w.db["text"])
+    yield path
+    shutil.rmtree(d)
+
+
+def test_problems_reported_and_skipped(store):
+    ld = featcache.Loader(store, batch_size=4)
+    probs = {p[0]: p[2] for p in ld.problems()}
+    assert probs["bad_header"].startswith("corrupt feature record: ")
+    assert "checksum" in probs["bad_header"]
+    assert probs["truncated"].startswith("corrupt feature record: ")
+    assert "[frames][80]" in probs["wrong_bins"]
+    assert probs["no_features"].startswith("no features for config ")
+    assert "bad_payload" not in probs  # header is fine: only verify sees it
+    assert all(p[1] == store for p in ld.problems())
+    ids = [u for b in ld for u in b.ids]
+    assert sorted(ids) == sorted(["good%d" % i for i in range(6)] + ["bad_payload", "text_ok"])
+
+
+@pytest.mark.parametrize("threads", [0, 2])
+def test_verify_skips_bad_payload(store, threads):
+    ld = featcache.Loader(store, batch_size=32, verify=True, prefetch_threads=threads, padded=True)
+    batches = list(ld)
+    assert len(batches) == 1
+    b = batches[0]
+    assert "bad_payload" not in b.ids and len(b) == 7
+    assert len(b.errors) == 1 and b.errors[0].startswith("bad_payload: ")
+    assert "payload" in b.errors[0]
+
+
+@pytest.mark.parametrize("threads", [0, 2])
+def test_strict(store, threads):
+    with pytest.raises(featcache.FeatcacheError, match=r"s: bad_header: corrupt feature record"):
+        len(featcache.Loader(store, strict=True))
+    # a store whose only problem is a corrupt payload: strict + verify fails in iteration
+    d = tempfile.mkdtemp(prefix="fc_loader_bad2_")
+    try:
+        p = os.path.join(d, "s")
+        with T.StoreWriter(p) as w:
+            cfg = w.add_config(T.mel_config_json("hifigan"))
+            w.add_utterance("a", b"a", np.zeros((30, 80), np.float32), cfg)
+            rec = bytearray(T.encode_record(np.ones((40, 80), np.float32), cfg))
+            rec[-1] ^= 1
+            w.add_utterance("b", b"b", raw_record=bytes(rec), config=cfg)
+        ld = featcache.Loader(p, batch_size=1, verify=True, strict=True, prefetch_threads=threads)
+        it = iter(ld)
+        assert next(it).ids == ["a"]
+        with pytest.raises(featcache.FeatcacheError,
+                           match=r"FC_ECHECKSUM.*/s: b: payload checksum"):
+            next(it)
+    finally:
+        shutil.rmtree(d)
+
+
+def test_tokens_missing(store):
+    ld = featcache.Loader(store, tokens=None)
+    assert len(ld) == 1
+    with pytest.raises(featcache.FeatcacheError, match="no tokens config named .chars. in the store .it has: none."):
+        len(featcache.Loader(store, tokens="chars"))
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

@@ -1,0 +1,97 @@
+"""featcache.torch: zero-copy tensors, and fork safety with a multi-worker DataLoader.
+
+The dataset's loader is opened (prefetch threads running) in the parent before the DataLoader
+forks its workers: each worker must open its own, read its own share, and the union over workers
+must be every utterance exactly once, with values equal to the records read through lmdb."""
+
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+import pytest
+
+try:
+    import torch
+    import lmdb
+except ImportError as e:  # pragma: no cover
+    print("skipped: %s" % e)
+    sys.exit(77)
+
+from featcache import testing as T
+from featcache.torch import FeatcacheDataset
+
+N = 40
+
+
+@pytest.fixture(scope="module")
+def store():
+    d = tempfile.mkdtemp(prefix="fc_loader_torch_")
+    path = os.path.join(d, "s")
+    rng = np.random.default_rng(2)
+    with T.StoreWriter(path) as w:
+        cfg = w.add_config(T.mel_config_json("hifigan"))
+        for i in range(N):
+            w.add_utterance("t%03d" % i, b"a%d" % i,
+                            rng.standard_normal((100 + 7 * i, 80)).astype(np.float32), cfg)
+    env = lmdb.open(path, max_dbs=8, readonly=True, lock=False)
+    yield dict(path=path, cfg=cfg, env=env)
+    env.close()
+    shutil.rmtree(d)
+
+
+def check(store, batch):
+    for i, uid in enumerate(batch["ids"]):
+        mel, _ = T.read_utterance(store["env"], uid, store["cfg"])
+        n = int(batch["mel_lengths"][i])
+        got = batch["mels"][i][:n] if torch.is_tensor(batch["mels"]) else batch["mels"][i]
+        np.testing.assert_array_equal(got.numpy(), mel[:n], err_msg=uid)
+
+
+def test_zero_copy_in_process(store):
+    ds = FeatcacheDataset(store["path"], batch_size=8, padded=True)
+    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0)
+    ids = []
+    for batch in dl:
+        assert batch["mels"].dtype == torch.float32 and batch["mels"].dim() == 3
+        check(store, batch)
+        ids += batch["ids"]
+    assert sorted(ids) == ["t%03d" % i for i in range(N)]
+    ds = FeatcacheDataset(store["path"], batch_size=8, padded=False)
+    b = next(iter(ds))
+    from featcache.loader import Loader
+    raw = next(iter(Loader(store["path"], batch_size=8)))
+    assert b["mels"][0].data_ptr() == raw.mels[0].__array_interface__["data"][0]
+
+
+@pytest.mark.parametrize("padded", [True, False])
+def test_fork_workers_partition(store, padded):
+    ds = FeatcacheDataset(store["path"], batch_size=4, shuffle=True, seed=1, padded=padded,
+                          shard="uneven", prefetch_threads=2)
+    assert len(ds) == N // 4  # opens the loader in the parent: threads running before fork
+    next(iter(ds))
+    ctx = torch.multiprocessing.get_context("fork")
+    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context=ctx)
+    for epoch in range(2):
+        ds.set_epoch(epoch)
+        ids = []
+        for batch in dl:
+            check(store, batch)
+            ids += batch["ids"]
+        assert sorted(ids) == ["t%03d" % i for i in range(N)], epoch
+    # the parent's loader still works after the children are gone
+    assert sum(len(b["ids"]) for b in ds) == N
+
+
+def test_ddp_ranks(store):
+    seen = []
+    for r in range(2):
+        ds = FeatcacheDataset(store["path"], rank=r, world_size=2, batch_size=5, shuffle=True)
+        seen.append([u for b in ds for u in b["ids"]])
+    assert len(seen[0]) == len(seen[1]) == N // 2
+    assert not set(seen[0]) & set(seen[1])
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
