@@ -9,6 +9,7 @@
 #include "featcache/fc_mel.h"
 #include "featcache/fc_audio.h"
 #include "featcache/fc_manifest.h"
+#include "featcache/fc_featurize.h"
 #include "featcache/fc_tokenize.h"
 #include "featcache/fc_bench.h"
 #include "featcache/fc_profiler.h"

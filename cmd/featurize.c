@@ -1,0 +1,392 @@
+/* featurize — compute log-mel features of audio files into a featcache store (docs/featurize.md).
+ * A thin main over fc_featurize_run: options → config, inputs → items, events → messages. */
+#include "cmd/cli.h"
+
+#include "featcache/fc_featurize.h"
+#include "featcache/fc_format.h"
+
+enum {
+  OPT_PRESET = 256, OPT_SR, OPT_NFFT, OPT_WIN, OPT_HOP, OPT_NMELS, OPT_FMIN, OPT_FMAX,
+  OPT_MELSCALE, OPT_NORM, OPT_CENTER, OPT_PAD, OPT_PADMODE, OPT_POWER, OPT_LOG, OPT_DTYPE,
+  OPT_MANIFEST, OPT_MANIFEST_FORMAT, OPT_AUDIO_DIR, OPT_MAX_SECONDS, OPT_STRICT, OPT_PROGRESS,
+  OPT_JSON, OPT_DEVICE, OPT_VERSION
+};
+
+static const fc_cli_opt options[] = {
+    {NULL, 0, 0, NULL, "Output:"},
+    {"output", 'o', required_argument, "STORE", "store directory (created if missing)"},
+    {NULL, 0, 0, NULL, "Features:"},
+    {"preset", OPT_PRESET, required_argument, "NAME",
+     "hifigan (default), tacotron2, librosa, whisper, kaldi"},
+    {"sr", OPT_SR, required_argument, "HZ", "sample rate; audio is resampled to it"},
+    {"n-fft", OPT_NFFT, required_argument, "N", "FFT size"},
+    {"win", OPT_WIN, required_argument, "N", "window length (<= n-fft)"},
+    {"hop", OPT_HOP, required_argument, "N", "hop length"},
+    {"n-mels", OPT_NMELS, required_argument, "N", "mel bands"},
+    {"fmin", OPT_FMIN, required_argument, "HZ", "lowest mel frequency"},
+    {"fmax", OPT_FMAX, required_argument, "HZ", "highest mel frequency (0: sr/2)"},
+    {"mel-scale", OPT_MELSCALE, required_argument, "S", "slaney, htk or kaldi"},
+    {"norm", OPT_NORM, required_argument, "N", "slaney or none"},
+    {"center", OPT_CENTER, required_argument, "BOOL", "centre frames (pad n-fft/2 each side)"},
+    {"pad", OPT_PAD, required_argument, "N", "samples padded each side when not centred"},
+    {"pad-mode", OPT_PADMODE, required_argument, "M", "reflect or constant"},
+    {"power", OPT_POWER, required_argument, "P", "1 magnitude, 2 power"},
+    {"log", OPT_LOG, required_argument, "L", "none, ln, log10, db or whisper"},
+    {"dtype", OPT_DTYPE, required_argument, "T", "f32 (default), f16 or bf16"},
+    {NULL, 0, 0, NULL, "Inputs:"},
+    {"manifest", OPT_MANIFEST, required_argument, "FILE",
+     "LJSpeech csv, Kaldi wav.scp, JSON lines or a path list"},
+    {"manifest-format", OPT_MANIFEST_FORMAT, required_argument, "F",
+     "auto, ljspeech, kaldi, jsonl or list"},
+    {"audio-dir", OPT_AUDIO_DIR, required_argument, "DIR", "base of relative manifest paths"},
+    {"max-seconds", OPT_MAX_SECONDS, required_argument, "S", "fail inputs longer than S seconds"},
+    {NULL, 0, 0, NULL, "Running:"},
+    {"jobs", 'j', required_argument, "N", "worker threads (default: online CPUs)"},
+    {"device", OPT_DEVICE, required_argument, "DEV", "auto (default), cpu, cuda or cuda:N"},
+    {"strict", OPT_STRICT, no_argument, NULL, "stop at the first bad input"},
+    {"quiet", 'q', no_argument, NULL, "no progress, no summary unless something failed"},
+    {"verbose", 'v', no_argument, NULL, "one line per input"},
+    {"progress", OPT_PROGRESS, no_argument, NULL, "progress line even when stderr is no terminal"},
+    {"json", OPT_JSON, no_argument, NULL, "print a JSON summary on stdout"},
+    {"help", 'h', no_argument, NULL, "show this help and exit"},
+    {"version", OPT_VERSION, no_argument, NULL, "show the version and exit"},
+    {NULL, 0, 0, NULL, NULL}};
+
+static const char synopsis[] = "featurize [options] -o STORE [AUDIO...]\n"
+                               "       featurize [options] -o STORE --manifest FILE\n"
+                               "       find DIR -name '*.wav' | featurize [options] -o STORE -";
+static const char description[] =
+    "Compute log-mel spectrograms of audio files into a featcache store. Inputs already stored\n"
+    "with the same content and config are skipped; bad inputs are reported and skipped.";
+static const char footer[] =
+    "Exit status: 0 all stored, 1 some inputs failed, 2 usage or configuration error,\n"
+    "130/143 interrupted (finished work is committed). See docs/featurize.md.";
+
+typedef struct overrides {
+  const char *preset;
+  int has_sr, has_nfft, has_win, has_hop, has_nmels, has_fmin, has_fmax, has_scale, has_norm,
+      has_center, has_pad, has_padmode, has_power, has_log, has_dtype;
+  uint32_t sr, nfft, win, hop, nmels, pad;
+  double fmin, fmax, power;
+  int scale, norm, center, padmode, log, dtype;
+} overrides;
+
+static int pick(const char *opt, const char *s, const char *const *names, const int *values) {
+  char list[160] = "";
+  for (int i = 0; names[i]; i++) {
+    if (strcmp(s, names[i]) == 0) return values[i];
+    size_t l = strlen(list);
+    snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", names[i]);
+  }
+  fc_cli_usage_error("invalid value '%s' for --%s (want one of %s)", s, opt, list);
+  return -1;
+}
+
+/* Preset, then the overrides on top; the stored preset name becomes null when anything differs. */
+static void build_config(const overrides *ov, fc_mel_config *cfg) {
+  const char *name = ov->preset ? ov->preset : "hifigan";
+  if (fc_mel_preset(name, cfg) != 0) {
+    char list[128] = "";
+    const char *const *p = fc_mel_preset_names();
+    for (int i = 0; p[i]; i++) {
+      size_t l = strlen(list);
+      snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", p[i]);
+    }
+    fc_cli_usage_error("unknown preset '%s' (want one of %s)", name, list);
+  }
+  /* HiFi-GAN pads (n_fft - hop) / 2 itself: keep that rule when n_fft or hop change. */
+  int pad_follows = !cfg->center && cfg->pad && cfg->pad == (cfg->n_fft - cfg->hop_length) / 2;
+  if (ov->has_sr) cfg->sample_rate = ov->sr;
+  if (ov->has_nfft) cfg->n_fft = ov->nfft;
+  if (ov->has_win) cfg->win_length = ov->win;
+  else if (ov->has_nfft && cfg->window_align == FC_ALIGN_CENTER) cfg->win_length = ov->nfft;
+  if (ov->has_hop) cfg->hop_length = ov->hop;
+  if (ov->has_nmels) cfg->n_mels = ov->nmels;
+  if (ov->has_fmin) cfg->fmin = ov->fmin;
+  if (ov->has_fmax) cfg->fmax = ov->fmax;
+  if (ov->has_scale) cfg->mel_scale = (fc_mel_scale)ov->scale;
+  if (ov->has_norm) cfg->norm = (fc_mel_norm)ov->norm;
+  if (ov->has_center) {
+    cfg->center = ov->center;
+    if (cfg->center) cfg->pad = 0;
+  }
+  if (pad_follows && !cfg->center && cfg->n_fft >= cfg->hop_length)
+    cfg->pad = (cfg->n_fft - cfg->hop_length) / 2;
+  if (ov->has_pad) cfg->pad = ov->pad;
+  if (ov->has_padmode) cfg->pad_mode = (fc_pad_mode)ov->padmode;
+  if (ov->has_power) cfg->power = ov->power;
+  if (ov->has_log && (int)cfg->log != ov->log) {
+    /* Each compression with its reference's floor: ln 1e-5 (HiFi-GAN/Tacotron 2), log10 and
+     * whisper 1e-10 (Whisper), db 1e-10 with top_db 80 (librosa power_to_db). */
+    cfg->log = (fc_log)ov->log;
+    cfg->log_floor = cfg->log == FC_LOG_LN ? 1e-5 : 1e-10;
+    cfg->top_db = cfg->log == FC_LOG_DB ? 80 : 0;
+  }
+  if (ov->has_dtype) cfg->dtype = (fc_dtype)ov->dtype;
+  fc_mel_config_settle_preset(cfg);
+  char why[256];
+  if (fc_mel_config_validate(cfg, why, sizeof why) != 0) {
+    fc_cli_warn(NULL, "invalid configuration: %s", why);
+    exit(FC_EXIT_USAGE);
+  }
+}
+
+/* ---- reporting ---------------------------------------------------------------------------------- */
+typedef struct report_ctx {
+  const fc_item *items;
+  const char *manifest;
+  int verbose, progress, progress_shown;
+  uint64_t total;
+} report_ctx;
+
+static void on_event(const fc_featurize_event *ev, void *user) {
+  report_ctx *c = user;
+  const fc_item *it = &c->items[ev->index];
+  if (c->progress_shown) {
+    fputs("\r\033[K", stderr);
+    c->progress_shown = 0;
+  }
+  const char *label = ev->path ? ev->path : (ev->id ? ev->id : "(no path)");
+  if (ev->status == FC_ITEM_FAILED) {
+    if (it->err && c->manifest && ev->line)
+      fprintf(stderr, "%s: %s:%zu: %s\n", fc_cli_tool, c->manifest, ev->line, ev->reason);
+    else
+      fc_cli_warn(label, "%s", ev->reason);
+    return;
+  }
+  if (!c->verbose) return;
+  switch (ev->status) {
+  case FC_ITEM_STORED:
+    fc_cli_warn(label, "stored as %s (%llu frames, %.2f s)", ev->id, (unsigned long long)ev->frames,
+                ev->seconds);
+    break;
+  case FC_ITEM_LINKED:
+    fc_cli_warn(label, "same audio as a stored record; entry %s added", ev->id);
+    break;
+  case FC_ITEM_SKIPPED: fc_cli_warn(label, "already stored as %s", ev->id); break;
+  default: break;
+  }
+}
+
+static void on_progress(const fc_featurize_stats *st, void *user) {
+  report_ctx *c = user;
+  if (!c->progress) return;
+  uint64_t done = st->processed + st->skipped_existing + st->failed;
+  double rt = st->wall_seconds > 0 ? st->audio_seconds / st->wall_seconds : 0;
+  fprintf(stderr, "\r\033[K%s: %llu/%llu, %.0f s of audio, %.0fx realtime", fc_cli_tool,
+          (unsigned long long)done, (unsigned long long)c->total, st->audio_seconds, rt);
+  c->progress_shown = 1;
+}
+
+static void print_json(const fc_featurize_stats *st, const fc_mel_config *cfg, const char *device,
+                       const char *store) {
+  fc_digest d;
+  char hex[33];
+  fc_mel_config_digest(cfg, &d);
+  fc_digest_hex(&d, hex);
+  printf("{\"processed\":%llu,\"skipped_existing\":%llu,\"failed\":%llu,\"total\":%llu,"
+         "\"audio_seconds\":%.3f,\"wall_seconds\":%.3f,\"config_digest\":\"%s\",\"preset\":",
+         (unsigned long long)st->processed, (unsigned long long)st->skipped_existing,
+         (unsigned long long)st->failed, (unsigned long long)st->total, st->audio_seconds,
+         st->wall_seconds, hex);
+  if (cfg->preset[0]) fc_cli_json_str(stdout, cfg->preset);
+  else fputs("null", stdout);
+  fputs(",\"device\":", stdout);
+  fc_cli_json_str(stdout, device);
+  fputs(",\"store\":", stdout);
+  fc_cli_json_str(stdout, store);
+  fputs("}\n", stdout);
+}
+
+int main(int argc, char **argv) {
+  fc_cli_tool = "featurize";
+  enum { NOPT = sizeof options / sizeof options[0] };
+  struct option longs[NOPT + 1];
+  char shorts[3 * NOPT + 3];
+  shorts[0] = ':'; /* ':' for a missing value, '?' for an unknown option */
+  fc_cli_getopt_tables(options, longs, shorts + 1);
+
+  overrides ov;
+  memset(&ov, 0, sizeof ov);
+  const char *store_dir = NULL, *manifest = NULL, *audio_dir = NULL, *device_spec = "auto";
+  int manifest_format = FC_MANIFEST_AUTO, strict = 0, quiet = 0, verbose = 0, progress = 0,
+      json = 0;
+  double max_seconds = 0;
+  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  uint32_t jobs = ncpu > 0 ? (uint32_t)(ncpu < 256 ? ncpu : 256) : 1;
+
+  static const char *const scale_names[] = {"slaney", "htk", "kaldi", NULL};
+  static const int scale_values[] = {FC_MEL_SLANEY, FC_MEL_HTK, FC_MEL_KALDI};
+  static const char *const norm_names[] = {"slaney", "none", NULL};
+  static const int norm_values[] = {FC_NORM_SLANEY, FC_NORM_NONE};
+  static const char *const padmode_names[] = {"reflect", "constant", NULL};
+  static const int padmode_values[] = {FC_PAD_REFLECT, FC_PAD_CONSTANT};
+  static const char *const log_names[] = {"none", "ln", "log10", "db", "whisper", NULL};
+  static const int log_values[] = {FC_LOG_NONE, FC_LOG_LN, FC_LOG_LOG10, FC_LOG_DB, FC_LOG_WHISPER};
+  static const char *const dtype_names[] = {"f32", "f16", "bf16", NULL};
+  static const int dtype_values[] = {FC_DTYPE_F32, FC_DTYPE_F16, FC_DTYPE_BF16};
+  static const char *const mf_names[] = {"auto", "ljspeech", "kaldi", "jsonl", "list", NULL};
+  static const int mf_values[] = {FC_MANIFEST_AUTO, FC_MANIFEST_LJSPEECH, FC_MANIFEST_KALDI,
+                                  FC_MANIFEST_JSONL, FC_MANIFEST_LIST};
+
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+    switch (c) {
+    case 'o': store_dir = optarg; break;
+    case OPT_PRESET: ov.preset = optarg; break;
+    case OPT_SR: ov.has_sr = 1; ov.sr = fc_cli_u32("sr", optarg, 1, UINT32_MAX); break;
+    case OPT_NFFT: ov.has_nfft = 1; ov.nfft = fc_cli_u32("n-fft", optarg, 1, UINT32_MAX); break;
+    case OPT_WIN: ov.has_win = 1; ov.win = fc_cli_u32("win", optarg, 1, UINT32_MAX); break;
+    case OPT_HOP: ov.has_hop = 1; ov.hop = fc_cli_u32("hop", optarg, 1, UINT32_MAX); break;
+    case OPT_NMELS: ov.has_nmels = 1; ov.nmels = fc_cli_u32("n-mels", optarg, 1, UINT32_MAX); break;
+    case OPT_FMIN: ov.has_fmin = 1; ov.fmin = fc_cli_double("fmin", optarg, 0, 1e7); break;
+    case OPT_FMAX: ov.has_fmax = 1; ov.fmax = fc_cli_double("fmax", optarg, 0, 1e7); break;
+    case OPT_MELSCALE:
+      ov.has_scale = 1;
+      ov.scale = pick("mel-scale", optarg, scale_names, scale_values);
+      break;
+    case OPT_NORM: ov.has_norm = 1; ov.norm = pick("norm", optarg, norm_names, norm_values); break;
+    case OPT_CENTER: ov.has_center = 1; ov.center = fc_cli_bool("center", optarg); break;
+    case OPT_PAD: ov.has_pad = 1; ov.pad = fc_cli_u32("pad", optarg, 0, UINT32_MAX); break;
+    case OPT_PADMODE:
+      ov.has_padmode = 1;
+      ov.padmode = pick("pad-mode", optarg, padmode_names, padmode_values);
+      break;
+    case OPT_POWER:
+      ov.has_power = 1;
+      ov.power = fc_cli_double("power", optarg, 1, 2);
+      if (ov.power != 1 && ov.power != 2)
+        fc_cli_usage_error("invalid value '%s' for --power (want 1 or 2)", optarg);
+      break;
+    case OPT_LOG: ov.has_log = 1; ov.log = pick("log", optarg, log_names, log_values); break;
+    case OPT_DTYPE:
+      ov.has_dtype = 1;
+      ov.dtype = pick("dtype", optarg, dtype_names, dtype_values);
+      break;
+    case OPT_MANIFEST: manifest = optarg; break;
+    case OPT_MANIFEST_FORMAT:
+      manifest_format = pick("manifest-format", optarg, mf_names, mf_values);
+      break;
+    case OPT_AUDIO_DIR: audio_dir = optarg; break;
+    case OPT_MAX_SECONDS: max_seconds = fc_cli_double("max-seconds", optarg, 0, 1e9); break;
+    case 'j': jobs = fc_cli_u32("jobs", optarg, 1, 256); break;
+    case OPT_DEVICE: device_spec = optarg; break;
+    case OPT_STRICT: strict = 1; break;
+    case 'q': quiet = 1; break;
+    case 'v': verbose = 1; break;
+    case OPT_PROGRESS: progress = 1; break;
+    case OPT_JSON: json = 1; break;
+    case 'h': fc_cli_help(stdout, synopsis, description, options, footer); return FC_EXIT_OK;
+    case OPT_VERSION: fc_cli_version(); return FC_EXIT_OK;
+    case ':': fc_cli_usage_error("option '%s' needs a value", argv[optind - 1]); break;
+    default:
+      if (optopt && optopt < 128) fc_cli_usage_error("unknown option '-%c'", optopt);
+      fc_cli_usage_error("unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (!store_dir) fc_cli_usage_error("no store given (-o STORE)");
+  int nargs = argc - optind;
+  int from_stdin = !manifest && (nargs == 0 || (nargs == 1 && strcmp(argv[optind], "-") == 0));
+  if (manifest && nargs > 0) fc_cli_usage_error("give either --manifest or paths, not both");
+  if (!from_stdin)
+    for (int i = optind; i < argc; i++)
+      if (strcmp(argv[i], "-") == 0) fc_cli_usage_error("'-' (stdin) cannot be mixed with paths");
+  if (audio_dir && !manifest) fc_cli_usage_error("--audio-dir applies to --manifest only");
+  if (manifest_format != FC_MANIFEST_AUTO && !manifest)
+    fc_cli_usage_error("--manifest-format applies to --manifest only");
+
+  fc_mel_config cfg;
+  build_config(&ov, &cfg);
+
+  char why[512];
+  fc_featurize_opts fo;
+  fc_featurize_opts_init(&fo);
+  if (fc_device_parse(device_spec, &fo.device, why, sizeof why) != 0) fc_cli_usage_error("%s", why);
+  fc_device resolved;
+  if (fc_device_resolve(&fo.device, &resolved, why, sizeof why) != 0) {
+    fc_cli_warn(NULL, "%s", why);
+    return FC_EXIT_USAGE;
+  }
+  char device_name[32];
+  fc_device_name(&resolved, device_name, sizeof device_name);
+
+  /* Inputs. */
+  fc_item_list items;
+  int rc;
+  if (manifest) {
+    fc_manifest_opts mo = {.format = (fc_manifest_format)manifest_format, .audio_dir = audio_dir};
+    rc = fc_manifest_read(manifest, &mo, &items, why, sizeof why);
+    if (rc) {
+      fc_cli_warn(manifest, "%s", why[0] ? why : fc_strerror(rc));
+      return FC_EXIT_USAGE;
+    }
+  } else if (from_stdin) {
+    rc = fc_items_from_stream(stdin, &items);
+    if (rc) {
+      fc_cli_warn("-", "cannot read paths: %s", fc_strerror(rc));
+      return FC_EXIT_USAGE;
+    }
+  } else {
+    rc = fc_items_from_paths((const char *const *)(argv + optind), (size_t)nargs, &items);
+    if (rc) {
+      fc_cli_warn(NULL, "%s", fc_strerror(rc));
+      return FC_EXIT_USAGE;
+    }
+  }
+
+  fc_store *store = NULL;
+  rc = fc_store_open(store_dir, FC_STORE_CREATE | FC_STORE_NOSYNC, &store);
+  if (rc) {
+    fc_cli_warn(store_dir, "cannot open the store: %s", fc_strerror(rc));
+    fc_item_list_free(&items);
+    return FC_EXIT_USAGE;
+  }
+
+  report_ctx rctx = {.items = items.items, .manifest = manifest, .verbose = verbose,
+                     .progress = fc_cli_progress_wanted(progress, quiet), .total = items.count};
+  fc_cli_install_signals();
+  fo.jobs = jobs;
+  fo.max_seconds = max_seconds;
+  fo.strict = strict;
+  fo.stop = &fc_cli_signal;
+  fo.on_event = on_event;
+  fo.on_progress = on_progress;
+  fo.user = &rctx;
+  fc_featurize_stats st;
+  rc = fc_featurize_run(store, &cfg, items.items, items.count, &fo, &st, why, sizeof why);
+  if (rctx.progress_shown) fputc('\n', stderr);
+  fc_store_close(store);
+  fc_item_list_free(&items);
+
+  int code = FC_EXIT_OK;
+  uint64_t ok = st.processed + st.skipped_existing;
+  if (rc == FC_EINTR) {
+    fprintf(stderr, "%s: interrupted: %llu of %llu done, finished work committed\n", fc_cli_tool,
+            (unsigned long long)ok, (unsigned long long)st.total);
+    code = fc_cli_signal_exit();
+  } else if (rc == FC_ECONFIG || rc == FC_ENODEVICE) {
+    fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
+    return FC_EXIT_USAGE;
+  } else if (rc && (why[0] || !strict)) { /* a failed commit (strict item errors leave why empty) */
+    fc_cli_warn(store_dir, "%s", why[0] ? why : fc_strerror(rc));
+    code = FC_EXIT_FAIL;
+  } else if (rc || st.failed) {
+    code = FC_EXIT_FAIL;
+  }
+  if (rc != FC_EINTR) {
+    if (code == FC_EXIT_OK && st.total > 0 && st.skipped_existing == st.total) {
+      if (!quiet)
+        fprintf(stderr, "%s: nothing to do: all %llu already stored\n", fc_cli_tool,
+                (unsigned long long)st.total);
+    } else if (code != FC_EXIT_OK || !quiet) {
+      fprintf(stderr, "%s: done: %llu of %llu", fc_cli_tool, (unsigned long long)ok,
+              (unsigned long long)st.total);
+      if (st.failed) fprintf(stderr, " (%llu failed)", (unsigned long long)st.failed);
+      if (strict && rc && !why[0]) fputs(", stopped at the first failure (--strict)", stderr);
+      fputc('\n', stderr);
+    }
+  }
+  if (json) print_json(&st, &cfg, device_name, store_dir);
+  return code;
+}

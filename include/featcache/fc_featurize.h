@@ -1,0 +1,137 @@
+/* featcache — the featurize pipeline: audio files → log-mel records in a store (docs/featurize.md).
+ *
+ *   worker threads (read the file once, hash it → audio digest, skip when already stored, decode +
+ *   mono + resample, compute on the device's backend, convert to the dtype)
+ *     → a bounded queue → ONE writer thread committing a write transaction per batch
+ *       (each utterance's `feat` record and its `audio` entry together, plus meta cfg/<hex>).
+ *
+ * Memory is bounded: at most `jobs` utterances are being decoded/computed, the queue holds at most
+ * queue_records records / queue_bytes bytes, and the writer's batch at most batch_records /
+ * batch_bytes. Per-utterance failures are reported through a callback and the job goes on.
+ *
+ * The device choice lives here (fc_device_*): "auto" and "cpu" run the CPU backend (FFTW, one plan
+ * per worker); "cuda"/"cuda:N" are parsed and refused with FC_ENODEVICE until a CUDA backend is
+ * built in. */
+#ifndef FC_FEATURIZE_H
+#define FC_FEATURIZE_H
+
+#include <signal.h>
+
+#include "fc_config.h"
+#include "fc_manifest.h"
+#include "fc_mel.h"
+#include "fc_store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- devices --------------------------------------------------------------------------------- */
+typedef enum fc_device_kind { FC_DEVICE_AUTO = 0, FC_DEVICE_CPU = 1, FC_DEVICE_CUDA = 2 } fc_device_kind;
+
+typedef struct fc_device {
+  fc_device_kind kind;
+  int index; /* CUDA device ordinal; 0 otherwise */
+} fc_device;
+
+/* Parse "auto", "cpu", "cuda" or "cuda:N". Returns 0, or FC_ECONFIG with a reason in why. */
+FC_API int fc_device_parse(const char *spec, fc_device *out, char *why, size_t why_len);
+
+/* Choose the device a job runs on: "auto" becomes the best backend this build and machine have
+ * (today the CPU), "cpu" stays, "cuda[:N]" fails with FC_ENODEVICE and a reason in why when this
+ * build or machine has no such device. *got receives the resolved device. */
+FC_API int fc_device_resolve(const fc_device *want, fc_device *got, char *why, size_t why_len);
+
+/* "cpu", "cuda:0", "auto" into buf (at least 16 bytes). Returns buf. */
+FC_API const char *fc_device_name(const fc_device *d, char *buf, size_t buf_len);
+
+/* ---- one file → one float mel (loader-bench's "on the fly" baseline, tests) -------------------- */
+/* Read path once, decode, mix to mono, resample to the plan's sample rate (fc_audio_decode) and
+ * compute its features with plan (float32, [frames][n_mels], no dtype conversion).
+ * *mel is malloc'd (free() it), *frames its first dimension. max_seconds > 0 rejects longer audio.
+ * Errors: as fc_audio_read_file / fc_audio_decode, FC_EEMPTY when the audio gives no frames;
+ * a one-line reason goes into why (may be NULL). Thread-safe on different plans. */
+FC_API int fc_featurize_file(fc_mel_plan *plan, const char *path, double max_seconds, float **mel,
+                             uint64_t *frames, char *why, size_t why_len);
+
+/* The same over an in-memory file (bytes as read from disk). */
+FC_API int fc_featurize_memory(fc_mel_plan *plan, const void *bytes, size_t len, double max_seconds,
+                               float **mel, uint64_t *frames, char *why, size_t why_len);
+
+/* ---- the pipeline ----------------------------------------------------------------------------- */
+typedef enum fc_featurize_status {
+  FC_ITEM_STORED = 0,  /* features computed; record and audio entry committed */
+  FC_ITEM_LINKED = 1,  /* the record was already stored (same bytes, same config): only this id's
+                          audio entry was committed */
+  FC_ITEM_SKIPPED = 2, /* record and this id's audio entry (same digest) already stored */
+  FC_ITEM_FAILED = 3   /* not stored; err and reason say why */
+} fc_featurize_status;
+
+/* One report per item. Pointers are valid during the callback only. */
+typedef struct fc_featurize_event {
+  fc_featurize_status status;
+  size_t index;       /* index of the item */
+  const char *id;     /* may be NULL for a malformed manifest line */
+  const char *path;   /* audio path as given; NULL when a manifest line has none */
+  size_t line;        /* manifest line (1-based), 0 for paths from arguments */
+  int err;            /* FAILED: the error code (errno, FC_E*) */
+  const char *reason; /* FAILED: one line, no "path:" prefix */
+  uint64_t frames;    /* STORED: feature frames */
+  double seconds;     /* STORED/LINKED: duration of the source audio */
+} fc_featurize_event;
+
+typedef void (*fc_featurize_event_fn)(const fc_featurize_event *ev, void *user);
+
+typedef struct fc_featurize_stats {
+  uint64_t total;            /* items given */
+  uint64_t processed;        /* STORED + LINKED (committed by this run) */
+  uint64_t skipped_existing; /* SKIPPED */
+  uint64_t failed;           /* FAILED */
+  uint64_t committed_batches;
+  double audio_seconds;      /* source audio of the processed items */
+  double wall_seconds;
+} fc_featurize_stats;
+
+/* Progress, called by the writer thread after each commit (and once at the end). */
+typedef void (*fc_featurize_progress_fn)(const fc_featurize_stats *st, void *user);
+
+typedef struct fc_featurize_opts {
+  unsigned jobs;           /* worker threads; 0 = 1 */
+  fc_device device;        /* resolved with fc_device_resolve by fc_featurize_run */
+  double max_seconds;      /* > 0: longer audio fails with FC_ETOOLONG */
+  int strict;              /* stop at the first failed item (finished work is committed) */
+  /* Set by the caller (e.g. a signal handler) to stop: no new items are started, what is computed
+   * is committed, and fc_featurize_run returns FC_EINTR. May be NULL. */
+  const volatile sig_atomic_t *stop;
+  fc_featurize_event_fn on_event; /* may be NULL; calls are serialized */
+  fc_featurize_progress_fn on_progress; /* may be NULL */
+  void *user;
+  /* Bounds; 0 picks the default in brackets. */
+  uint32_t batch_records;  /* records per write transaction [64] */
+  uint64_t batch_bytes;    /* bytes per write transaction [64 MiB] */
+  double batch_seconds;    /* a started batch is committed after this long [1] */
+  uint32_t queue_records;  /* computed records waiting for the writer [64] */
+  uint64_t queue_bytes;    /* bytes waiting for the writer [64 MiB] */
+  double sync_seconds;     /* fc_store_sync interval for stores opened FC_STORE_NOSYNC [5] */
+} fc_featurize_opts;
+
+/* Fill opts with the defaults (jobs 1, device auto, no limits, no callbacks). */
+FC_API void fc_featurize_opts_init(fc_featurize_opts *opts);
+
+/* Featurize items[0..n) with cfg into the store s (opened writable; with FC_STORE_NOSYNC the
+ * pipeline syncs every sync_seconds and at the end). Items with err set (manifest problems) are
+ * reported as FAILED. For each good item: key = fc_record_key(audio digest, config digest); the
+ * item is SKIPPED when the feat record exists and the id's audio entry holds the same digest.
+ * Returns 0 when the job ran to the end (stats->failed may be > 0); FC_EINTR when *stop was set;
+ * with strict, the error code of the first failed item; FC_ECONFIG / FC_ENODEVICE (reason in why)
+ * before anything is done; a store error (errno, LMDB, FC_EBADSTATE) when a commit failed, in
+ * which case earlier batches stay committed. The caller keeps ownership of items, cfg and s;
+ * *stats (may be NULL) is filled in every case. */
+FC_API int fc_featurize_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_t n,
+                            const fc_featurize_opts *opts, fc_featurize_stats *stats, char *why,
+                            size_t why_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,622 @@
+/* The featurize pipeline (fc_featurize.h, docs/featurize.md).
+ *
+ *   workers (jobs threads): take the next item, read the file once, hash it, look the key and the
+ *     id's audio entry up in a short read transaction, decode + mono + resample, compute on the
+ *     backend (one plan per worker), convert to the dtype straight into the record buffer;
+ *   a bounded queue (queue_records / queue_bytes): workers block when it is full;
+ *   the writer (the calling thread): takes records from the queue into a batch and commits it
+ *     when it reaches batch_records or batch_bytes or is batch_seconds old, or the work is done.
+ *     Each utterance's feat record and audio entry are in the same transaction, and so is
+ *     meta cfg/<hex> (NOOVERWRITE: a no-op once stored), so no record exists without its config.
+ *
+ * Why workers do both decode and compute: the CPU backend's cost per utterance is dominated by
+ * the FFTs, and a worker that keeps its samples in cache from decode to mel is faster than a
+ * hand-off; a batching backend (CUDA) gathers calls from the workers itself.
+ *
+ * Read transactions are short (begin, two gets, end) and never held across a blocking call: a
+ * writer that must grow the map waits for readers of this process to finish theirs. */
+#include "featcache/fc_featurize.h"
+
+#include "featcache/fc_audio.h"
+#include "featcache/fc_format.h"
+#include "featurize_backend.h"
+#include "store_int.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void set_why(char *why, size_t why_len, const char *fmt, ...) {
+  if (!why || !why_len) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, why_len, fmt, ap);
+  va_end(ap);
+}
+
+/* A user-facing reason for an error without a more specific one. */
+static const char *plain_reason(int err) {
+  switch (err) {
+  case FC_EEMPTY: return "empty file";
+  case FC_ETOOLONG: return "longer than the limit";
+  case FC_EDECODE: return "cannot decode";
+  default: break;
+  }
+  if (err > 0) return strerror(err);
+  return fc_strerror(err);
+}
+
+/* ---- one file → one float mel ------------------------------------------------------------------ */
+int fc_featurize_memory(fc_mel_plan *plan, const void *bytes, size_t len, double max_seconds,
+                        float **mel, uint64_t *frames, char *why, size_t why_len) {
+  *mel = NULL;
+  *frames = 0;
+  if (why && why_len) why[0] = '\0';
+  const fc_mel_config *cfg = fc_mel_plan_config(plan);
+  float *x = NULL;
+  size_t n = 0;
+  fc_audio_info info;
+  memset(&info, 0, sizeof info);
+  int rc = fc_audio_decode(bytes, len, cfg->sample_rate, max_seconds, &x, &n, &info, why, why_len);
+  if (rc) {
+    if (why && why_len && !why[0]) set_why(why, why_len, "%s", plain_reason(rc));
+    return rc;
+  }
+  uint64_t nf = fc_mel_num_frames(cfg, n);
+  if (nf == 0) {
+    free(x);
+    set_why(why, why_len, "too short: %zu samples give no frames", n);
+    return FC_EEMPTY;
+  }
+  if (nf > SIZE_MAX / sizeof(float) / cfg->n_mels) {
+    free(x);
+    set_why(why, why_len, "too long for this machine");
+    return ENOMEM;
+  }
+  float *out = malloc((size_t)nf * cfg->n_mels * sizeof *out);
+  if (!out) {
+    free(x);
+    set_why(why, why_len, "out of memory");
+    return ENOMEM;
+  }
+  rc = fc_mel_compute(plan, x, n, out);
+  free(x);
+  if (rc) {
+    free(out);
+    set_why(why, why_len, "%s", plain_reason(rc));
+    return rc;
+  }
+  *mel = out;
+  *frames = nf;
+  return 0;
+}
+
+int fc_featurize_file(fc_mel_plan *plan, const char *path, double max_seconds, float **mel,
+                      uint64_t *frames, char *why, size_t why_len) {
+  *mel = NULL;
+  *frames = 0;
+  void *bytes = NULL;
+  size_t len = 0;
+  fc_audio_info info;
+  int rc = fc_audio_read_file(path, 0, &bytes, &len, &info);
+  if (rc) {
+    set_why(why, why_len, "%s", plain_reason(rc));
+    return rc;
+  }
+  rc = fc_featurize_memory(plan, bytes, len, max_seconds, mel, frames, why, why_len);
+  free(bytes);
+  return rc;
+}
+
+/* ---- the pipeline ------------------------------------------------------------------------------ */
+void fc_featurize_opts_init(fc_featurize_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->jobs = 1;
+  o->device.kind = FC_DEVICE_AUTO;
+}
+
+typedef struct fz_job {
+  struct fz_job *next;
+  size_t index;
+  fc_digest key;
+  uint8_t *record; /* NULL: the record is stored already, only the audio entry is new */
+  size_t record_len;
+  uint8_t *entry;
+  size_t entry_len;
+  uint64_t frames;
+  double seconds;
+} fz_job;
+
+static size_t job_bytes(const fz_job *j) { return j->record_len + j->entry_len + sizeof *j; }
+
+static void job_free(fz_job *j) {
+  if (!j) return;
+  free(j->record);
+  free(j->entry);
+  free(j);
+}
+
+typedef struct fz_run {
+  fc_store *s;
+  const fc_mel_config *cfg;
+  fc_digest cfg_digest;
+  char cfg_key[37];
+  char cfg_json[1024];
+  size_t cfg_json_len;
+  const fc_item *items;
+  size_t n;
+  fc_featurize_opts o;
+  const fc_fz_backend *be;
+  void *be_state;
+  size_t dsize;
+
+  atomic_size_t next;     /* next item to take */
+  atomic_int halt;        /* stop taking items: strict failure or a failed commit */
+  atomic_int interrupted; /* a worker saw *stop set with items left */
+
+  pthread_mutex_t mu; /* queue */
+  pthread_cond_t cv_space, cv_items;
+  fz_job *head, *tail;
+  size_t q_count;
+  uint64_t q_bytes;
+  unsigned producers_left;
+  int fatal; /* a commit failed: workers drop what they would queue */
+
+  pthread_mutex_t ev_mu; /* events, stats, progress */
+  fc_featurize_stats st;
+  int strict_err;
+  double t0;
+} fz_run;
+
+typedef struct fz_worker {
+  fz_run *r;
+  unsigned index;
+  pthread_t thread;
+} fz_worker;
+
+static int stop_requested(const fz_run *r) { return r->o.stop && *r->o.stop; }
+
+static void emit(fz_run *r, fc_featurize_event *ev) {
+  const fc_item *it = &r->items[ev->index];
+  ev->id = it->id;
+  ev->path = it->path;
+  ev->line = it->line;
+  if (r->o.on_event) r->o.on_event(ev, r->o.user);
+}
+
+static void report_failed(fz_run *r, size_t i, int err, const char *reason) {
+  fc_featurize_event ev = {.status = FC_ITEM_FAILED, .index = i, .err = err ? err : FC_EDECODE};
+  ev.reason = reason && *reason ? reason : plain_reason(ev.err);
+  pthread_mutex_lock(&r->ev_mu);
+  r->st.failed++;
+  emit(r, &ev);
+  if (r->o.strict && !r->strict_err) {
+    r->strict_err = ev.err;
+    atomic_store(&r->halt, 1);
+  }
+  pthread_mutex_unlock(&r->ev_mu);
+}
+
+static void report_skipped(fz_run *r, size_t i) {
+  fc_featurize_event ev = {.status = FC_ITEM_SKIPPED, .index = i};
+  pthread_mutex_lock(&r->ev_mu);
+  r->st.skipped_existing++;
+  emit(r, &ev);
+  pthread_mutex_unlock(&r->ev_mu);
+}
+
+/* Is the record stored, and does the id's audio entry hold this digest? */
+static int lookup(fz_run *r, const char *id, const fc_digest *key, const fc_digest *audio,
+                  int *have_feat, int *have_entry) {
+  *have_feat = *have_entry = 0;
+  fc_rtxn *t;
+  int rc = fc_store_read_begin(r->s, &t);
+  if (rc) return rc;
+  rc = fc_rtxn_get(t, FC_DB_FEAT, key->bytes, sizeof key->bytes, NULL, NULL);
+  if (rc == 0) *have_feat = 1;
+  if (rc == FC_ENOTFOUND) rc = 0;
+  if (!rc) {
+    const void *v;
+    size_t vlen;
+    int grc = fc_rtxn_get(t, FC_DB_AUDIO, id, strlen(id), &v, &vlen);
+    fc_audio_entry e;
+    if (grc == 0 && fc_audio_entry_decode(v, vlen, &e) == 0 &&
+        memcmp(e.digest.bytes, audio->bytes, sizeof audio->bytes) == 0)
+      *have_entry = 1;
+    else if (grc != 0 && grc != FC_ENOTFOUND)
+      rc = grc;
+  }
+  fc_rtxn_end(t);
+  return rc;
+}
+
+/* Hand a job to the writer; blocks while the queue is full. Frees the job if the writer failed. */
+static void queue_push(fz_run *r, fz_job *j) {
+  size_t b = job_bytes(j);
+  pthread_mutex_lock(&r->mu);
+  while (!r->fatal && r->q_count > 0 &&
+         (r->q_count >= r->o.queue_records || r->q_bytes + b > r->o.queue_bytes))
+    pthread_cond_wait(&r->cv_space, &r->mu);
+  if (r->fatal) {
+    pthread_mutex_unlock(&r->mu);
+    job_free(j);
+    return;
+  }
+  if (r->tail) r->tail->next = j;
+  else r->head = j;
+  r->tail = j;
+  r->q_count++;
+  r->q_bytes += b;
+  pthread_cond_signal(&r->cv_items);
+  pthread_mutex_unlock(&r->mu);
+}
+
+static void process_item(fz_run *r, unsigned worker, size_t i) {
+  const fc_item *it = &r->items[i];
+  const fc_mel_config *cfg = r->cfg;
+  char why[320];
+  why[0] = '\0';
+  if (it->err) {
+    report_failed(r, i, it->err, it->why);
+    return;
+  }
+  if (!it->path || !it->path[0] || !it->id) {
+    report_failed(r, i, FC_EMANIFEST, !it->id ? "no id" : "no audio path");
+    return;
+  }
+  void *bytes = NULL;
+  size_t len = 0;
+  float *x = NULL;
+  fz_job *j = NULL;
+  fc_audio_info info;
+  int rc = fc_audio_read_file(it->path, 0, &bytes, &len, &info);
+  if (rc) {
+    report_failed(r, i, rc, plain_reason(rc));
+    return;
+  }
+  fc_digest audio, key;
+  fc_digest_buffer(bytes, len, &audio);
+  fc_record_key(&audio, &r->cfg_digest, &key);
+  int have_feat, have_entry;
+  if ((rc = lookup(r, it->id, &key, &audio, &have_feat, &have_entry))) {
+    set_why(why, sizeof why, "cannot read the store: %s", fc_strerror(rc));
+    goto fail;
+  }
+  if (have_feat && have_entry) {
+    free(bytes);
+    report_skipped(r, i);
+    return;
+  }
+  /* The record is there under another id: decode only for the entry's facts (no resampling). */
+  size_t n = 0;
+  rc = fc_audio_decode(bytes, len, have_feat ? 0 : cfg->sample_rate, r->o.max_seconds, &x, &n,
+                       &info, why, sizeof why);
+  free(bytes);
+  bytes = NULL;
+  if (rc) goto fail;
+
+  if (!(j = calloc(1, sizeof *j))) goto nomem;
+  j->index = i;
+  j->key = key;
+  j->seconds = info.sample_rate ? (double)info.frames / info.sample_rate : 0;
+  if (!have_feat) {
+    uint64_t frames = fc_mel_num_frames(cfg, n);
+    if (frames == 0) {
+      rc = FC_EEMPTY;
+      set_why(why, sizeof why, "too short: %zu samples at %u Hz give no frames", n,
+              cfg->sample_rate);
+      goto fail;
+    }
+    if (frames > UINT32_MAX ||
+        frames > (SIZE_MAX - FC_RECORD_HEADER_SIZE) / r->dsize / cfg->n_mels / sizeof(float)) {
+      rc = FC_ETOOLONG;
+      set_why(why, sizeof why, "too long: %llu frames", (unsigned long long)frames);
+      goto fail;
+    }
+    size_t nvals = (size_t)frames * cfg->n_mels, payload = nvals * r->dsize;
+    if (!(j->record = malloc(FC_RECORD_HEADER_SIZE + payload))) goto nomem;
+    j->record_len = FC_RECORD_HEADER_SIZE + payload;
+    uint8_t *pl = j->record + FC_RECORD_HEADER_SIZE;
+    float *mel = cfg->dtype == FC_DTYPE_F32 ? (float *)(void *)pl : malloc(nvals * sizeof *mel);
+    if (!mel) goto nomem;
+    rc = r->be->compute(r->be_state, worker, x, n, mel);
+    if (!rc && cfg->dtype != FC_DTYPE_F32) fc_convert_dtype(mel, nvals, cfg->dtype, pl);
+    if (mel != (float *)(void *)pl) free(mel);
+    if (rc) {
+      set_why(why, sizeof why, "feature computation failed: %s", fc_strerror(rc));
+      goto fail;
+    }
+    fc_record_header h = {.dtype = (uint8_t)cfg->dtype, .ndim = 2, .dim0 = (uint32_t)frames,
+                          .dim1 = cfg->n_mels, .payload_bytes = payload,
+                          .payload_hash = fc_hash64(pl, payload), .config = r->cfg_digest,
+                          .flags = 0, .producer = r->be->producer};
+    fc_record_header_encode(&h, j->record);
+    j->frames = frames;
+  }
+  free(x);
+  x = NULL;
+  fc_audio_entry e = {.digest = audio, .sample_rate = info.sample_rate, .channels = info.channels,
+                      .frames = info.frames, .source_size = info.size, .mtime_ns = info.mtime_ns,
+                      .path = it->path, .path_len = strlen(it->path)};
+  j->entry_len = fc_audio_entry_size(&e);
+  if (!(j->entry = malloc(j->entry_len))) goto nomem;
+  fc_audio_entry_encode(&e, j->entry);
+  queue_push(r, j);
+  return;
+
+nomem:
+  rc = ENOMEM;
+  set_why(why, sizeof why, "out of memory");
+fail:
+  free(bytes);
+  free(x);
+  job_free(j);
+  report_failed(r, i, rc, why);
+}
+
+static void *worker_main(void *arg) {
+  fz_worker *w = arg;
+  fz_run *r = w->r;
+  for (;;) {
+    if (atomic_load(&r->halt)) break;
+    if (stop_requested(r)) {
+      if (atomic_load(&r->next) < r->n) atomic_store(&r->interrupted, 1);
+      break;
+    }
+    size_t i = atomic_fetch_add(&r->next, 1);
+    if (i >= r->n) break;
+    process_item(r, w->index, i);
+  }
+  pthread_mutex_lock(&r->mu);
+  r->producers_left--;
+  pthread_cond_broadcast(&r->cv_items);
+  pthread_mutex_unlock(&r->mu);
+  return NULL;
+}
+
+/* Commit one batch: config, then each job's record (NOOVERWRITE) and audio entry. */
+static int commit_batch(fz_run *r, fz_job *batch, size_t count) {
+  fc_put *puts = malloc((2 * count + 1) * sizeof *puts);
+  if (!puts) return ENOMEM;
+  size_t np = 0;
+  puts[np++] = (fc_put){FC_DB_META, r->cfg_key, 36, r->cfg_json, r->cfg_json_len,
+                        FC_PUT_NOOVERWRITE};
+  for (fz_job *j = batch; j; j = j->next) {
+    if (j->record)
+      puts[np++] = (fc_put){FC_DB_FEAT, j->key.bytes, sizeof j->key.bytes, j->record,
+                            j->record_len, FC_PUT_NOOVERWRITE};
+    const char *id = r->items[j->index].id;
+    puts[np++] = (fc_put){FC_DB_AUDIO, id, strlen(id), j->entry, j->entry_len, 0};
+  }
+  int rc = fc_store_write(r->s, puts, np);
+  free(puts);
+  return rc;
+}
+
+static void report_committed(fz_run *r, fz_job *batch) {
+  pthread_mutex_lock(&r->ev_mu);
+  for (fz_job *j = batch; j; j = j->next) {
+    fc_featurize_event ev = {.status = j->record ? FC_ITEM_STORED : FC_ITEM_LINKED,
+                             .index = j->index, .frames = j->frames, .seconds = j->seconds};
+    r->st.processed++;
+    r->st.audio_seconds += j->seconds;
+    emit(r, &ev);
+  }
+  r->st.committed_batches++;
+  r->st.wall_seconds = now_s() - r->t0;
+  if (r->o.on_progress) r->o.on_progress(&r->st, r->o.user);
+  pthread_mutex_unlock(&r->ev_mu);
+}
+
+static void batch_free(fz_job *j) {
+  while (j) {
+    fz_job *next = j->next;
+    job_free(j);
+    j = next;
+  }
+}
+
+static struct timespec deadline(double seconds_from_now) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  double whole = (double)(long)seconds_from_now;
+  ts.tv_sec += (time_t)whole;
+  ts.tv_nsec += (long)((seconds_from_now - whole) * 1e9);
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  return ts;
+}
+
+/* The writer loop (runs on the calling thread). Returns 0 or the first commit error. */
+static int writer_loop(fz_run *r) {
+  const int nosync = (r->s->flags & FC_STORE_NOSYNC) != 0;
+  double last_sync = now_s();
+  int dirty = 0, rc = 0;
+  fz_job *batch = NULL, *btail = NULL;
+  size_t bcount = 0;
+  uint64_t bbytes = 0;
+  double started = 0;
+
+  pthread_mutex_lock(&r->mu);
+  for (;;) {
+    while (r->head && bcount < r->o.batch_records && bbytes < r->o.batch_bytes) {
+      fz_job *j = r->head;
+      r->head = j->next;
+      if (!r->head) r->tail = NULL;
+      r->q_count--;
+      r->q_bytes -= job_bytes(j);
+      j->next = NULL;
+      if (btail) btail->next = j;
+      else batch = j;
+      btail = j;
+      if (bcount++ == 0) started = now_s();
+      bbytes += job_bytes(j);
+      pthread_cond_broadcast(&r->cv_space);
+    }
+    const int finished = r->producers_left == 0 && !r->head;
+    const int full = bcount >= r->o.batch_records || bbytes >= r->o.batch_bytes;
+    if (bcount && (full || finished || now_s() - started >= r->o.batch_seconds)) {
+      pthread_mutex_unlock(&r->mu);
+      rc = commit_batch(r, batch, bcount);
+      if (!rc) {
+        report_committed(r, batch);
+        dirty = 1;
+        if (nosync && now_s() - last_sync >= r->o.sync_seconds) {
+          rc = fc_store_sync(r->s);
+          last_sync = now_s();
+          dirty = 0;
+        }
+      } else {
+        pthread_mutex_lock(&r->ev_mu);
+        r->st.failed += bcount; /* computed, never committed */
+        pthread_mutex_unlock(&r->ev_mu);
+      }
+      batch_free(batch);
+      batch = btail = NULL;
+      bcount = 0;
+      bbytes = 0;
+      pthread_mutex_lock(&r->mu);
+      if (rc) {
+        r->fatal = rc;
+        atomic_store(&r->halt, 1);
+        pthread_cond_broadcast(&r->cv_space);
+        break;
+      }
+      continue;
+    }
+    if (finished) break;
+    double wait = bcount ? started + r->o.batch_seconds - now_s() : 1.0;
+    if (wait > 0) {
+      struct timespec ts = deadline(wait);
+      pthread_cond_timedwait(&r->cv_items, &r->mu, &ts);
+    }
+  }
+  pthread_mutex_unlock(&r->mu);
+  if (!rc && nosync && dirty) rc = fc_store_sync(r->s);
+  return rc;
+}
+
+int fc_featurize_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_t n,
+                     const fc_featurize_opts *opts, fc_featurize_stats *stats, char *why,
+                     size_t why_len) {
+  if (why && why_len) why[0] = '\0';
+  fz_run *r = calloc(1, sizeof *r);
+  fz_worker *workers = NULL;
+  unsigned started = 0;
+  int rc = 0;
+  if (stats) memset(stats, 0, sizeof *stats);
+  if (!r) return ENOMEM;
+  r->t0 = now_s();
+  r->st.total = n;
+  r->s = s;
+  r->cfg = cfg;
+  r->items = items;
+  r->n = n;
+  if (opts) r->o = *opts;
+  else fc_featurize_opts_init(&r->o);
+  if (!r->o.jobs) r->o.jobs = 1;
+  if (!r->o.batch_records) r->o.batch_records = 64;
+  if (!r->o.batch_bytes) r->o.batch_bytes = 64ull << 20;
+  if (!(r->o.batch_seconds > 0)) r->o.batch_seconds = 1.0;
+  if (!r->o.queue_records) r->o.queue_records = 64;
+  if (!r->o.queue_bytes) r->o.queue_bytes = 64ull << 20;
+  if (!(r->o.sync_seconds > 0)) r->o.sync_seconds = 5.0;
+  atomic_init(&r->next, 0);
+  atomic_init(&r->halt, 0);
+  atomic_init(&r->interrupted, 0);
+  pthread_mutex_init(&r->mu, NULL);
+  pthread_mutex_init(&r->ev_mu, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&r->cv_items, &ca);
+  pthread_cond_init(&r->cv_space, &ca);
+  pthread_condattr_destroy(&ca);
+
+  /* Configuration: everything that can fail before any work is done. */
+  if ((rc = fc_mel_config_validate(cfg, why, why_len))) goto out;
+  r->dsize = fc_dtype_size(cfg->dtype);
+  int jl = fc_mel_config_json(cfg, r->cfg_json, sizeof r->cfg_json);
+  if (jl < 0) {
+    rc = jl;
+    set_why(why, why_len, "cannot encode the config");
+    goto out;
+  }
+  r->cfg_json_len = (size_t)jl;
+  fc_mel_config_digest(cfg, &r->cfg_digest);
+  memcpy(r->cfg_key, "cfg/", 4);
+  fc_digest_hex(&r->cfg_digest, r->cfg_key + 4);
+  fc_device dev;
+  if ((rc = fc_device_resolve(&r->o.device, &dev, why, why_len))) goto out;
+  if (!(r->be = fc_fz_backend_for(&dev))) {
+    rc = FC_ENODEVICE;
+    set_why(why, why_len, "no backend for this device in this build");
+    goto out;
+  }
+  if ((rc = r->be->open(cfg, r->o.jobs, &r->be_state, why, why_len))) goto out;
+  if (s->flags & FC_STORE_RDONLY) {
+    rc = EACCES;
+    set_why(why, why_len, "store opened read-only");
+    goto out;
+  }
+
+  if (!(workers = calloc(r->o.jobs, sizeof *workers))) {
+    rc = ENOMEM;
+    goto out;
+  }
+  r->producers_left = r->o.jobs;
+  for (unsigned w = 0; w < r->o.jobs; w++) {
+    workers[w].r = r;
+    workers[w].index = w;
+    if ((rc = pthread_create(&workers[w].thread, NULL, worker_main, &workers[w]))) {
+      set_why(why, why_len, "cannot start a worker thread: %s", strerror(rc));
+      pthread_mutex_lock(&r->mu);
+      r->producers_left -= r->o.jobs - w; /* the ones never started */
+      pthread_mutex_unlock(&r->mu);
+      atomic_store(&r->halt, 1);
+      break;
+    }
+    started++;
+  }
+  int wrc = writer_loop(r);
+  for (unsigned w = 0; w < started; w++) pthread_join(workers[w].thread, NULL);
+  /* After a failed commit, workers may still have queued jobs: never committed. */
+  for (fz_job *j = r->head; j; j = j->next) r->st.failed++;
+  batch_free(r->head);
+  r->head = r->tail = NULL;
+  if (rc) goto out; /* thread start failure */
+  if (wrc) {
+    rc = wrc;
+    set_why(why, why_len, "cannot write to the store: %s", fc_strerror(wrc));
+  } else if (r->strict_err) {
+    rc = r->strict_err;
+  } else if (atomic_load(&r->interrupted)) {
+    rc = FC_EINTR;
+  }
+
+out:
+  if (r->be && r->be_state) r->be->close(r->be_state);
+  free(workers);
+  r->st.wall_seconds = now_s() - r->t0;
+  if (r->o.on_progress && started) r->o.on_progress(&r->st, r->o.user);
+  if (stats) *stats = r->st;
+  pthread_cond_destroy(&r->cv_items);
+  pthread_cond_destroy(&r->cv_space);
+  pthread_mutex_destroy(&r->mu);
+  pthread_mutex_destroy(&r->ev_mu);
+  free(r);
+  return rc;
+}

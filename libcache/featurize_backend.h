@@ -1,0 +1,32 @@
+/* Compute backends of the featurize pipeline (private to libcache/featurize*.c).
+ *
+ * This is the one place a device becomes code: fc_fz_backend_for() maps a resolved fc_device to
+ * its backend. A CUDA backend plugs in by adding its table in featurize_device.c (and making
+ * fc_device_resolve accept the device); the pipeline itself does not change.
+ *
+ * A backend computes float32 [frames][n_mels] features for one utterance at a time, called from
+ * `workers` threads at once, each passing its own worker number. A batching backend (CUDA) may
+ * gather the calls of several workers into one launch; each call returns when its output is
+ * ready. */
+#ifndef FC_FEATURIZE_BACKEND_H
+#define FC_FEATURIZE_BACKEND_H
+
+#include "featcache/fc_featurize.h"
+#include "featcache/fc_format.h"
+
+typedef struct fc_fz_backend {
+  const char *name;  /* "cpu", "cuda" */
+  uint32_t producer; /* FC_PRODUCER_* written into record headers */
+  /* Prepare for `workers` threads computing cfg. Called once, before the workers start.
+   * *state is freed with close. Returns 0 or an error with a reason in why. */
+  int (*open)(const fc_mel_config *cfg, unsigned workers, void **state, char *why, size_t why_len);
+  /* Features of n mono samples at cfg->sample_rate into out (fc_mel_num_frames(cfg, n) * n_mels
+   * floats). Thread-safe across distinct worker numbers. */
+  int (*compute)(void *state, unsigned worker, const float *x, size_t n, float *out);
+  void (*close)(void *state);
+} fc_fz_backend;
+
+/* The backend for a resolved device (fc_device_resolve); NULL when this build has none. */
+const fc_fz_backend *fc_fz_backend_for(const fc_device *dev);
+
+#endif

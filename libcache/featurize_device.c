@@ -1,0 +1,108 @@
+/* Devices for featurize: parsing "auto|cpu|cuda[:N]", resolving them against this build, and the
+ * backend tables (featurize_backend.h). Everything that knows which devices exist is here. */
+#include "featurize_backend.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int set_why(char *why, size_t why_len, int rc, const char *fmt, ...) {
+  if (why && why_len) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, why_len, fmt, ap);
+    va_end(ap);
+  }
+  return rc;
+}
+
+int fc_device_parse(const char *spec, fc_device *out, char *why, size_t why_len) {
+  if (why && why_len) why[0] = '\0';
+  memset(out, 0, sizeof *out);
+  if (!spec) spec = "";
+  if (strcmp(spec, "auto") == 0) { out->kind = FC_DEVICE_AUTO; return 0; }
+  if (strcmp(spec, "cpu") == 0) { out->kind = FC_DEVICE_CPU; return 0; }
+  if (strncmp(spec, "cuda", 4) == 0) {
+    out->kind = FC_DEVICE_CUDA;
+    if (spec[4] == '\0') return 0;
+    if (spec[4] == ':' && spec[5] >= '0' && spec[5] <= '9') {
+      char *end;
+      errno = 0;
+      long v = strtol(spec + 5, &end, 10);
+      if (!*end && !errno && v >= 0 && v <= 1023) {
+        out->index = (int)v;
+        return 0;
+      }
+    }
+  }
+  return set_why(why, why_len, FC_ECONFIG, "unknown device '%s' (want auto, cpu, cuda or cuda:N)",
+                 spec);
+}
+
+int fc_device_resolve(const fc_device *want, fc_device *got, char *why, size_t why_len) {
+  if (why && why_len) why[0] = '\0';
+  memset(got, 0, sizeof *got);
+  switch (want->kind) {
+  case FC_DEVICE_AUTO: /* no CUDA backend in this build: the CPU is the best there is */
+  case FC_DEVICE_CPU:
+    got->kind = FC_DEVICE_CPU;
+    return 0;
+  case FC_DEVICE_CUDA:
+    return set_why(why, why_len, FC_ENODEVICE, "no CUDA device: this build has no CUDA backend");
+  }
+  return set_why(why, why_len, FC_ECONFIG, "unknown device kind %d", (int)want->kind);
+}
+
+const char *fc_device_name(const fc_device *d, char *buf, size_t buf_len) {
+  switch (d->kind) {
+  case FC_DEVICE_AUTO: snprintf(buf, buf_len, "auto"); break;
+  case FC_DEVICE_CPU: snprintf(buf, buf_len, "cpu"); break;
+  case FC_DEVICE_CUDA: snprintf(buf, buf_len, "cuda:%d", d->index); break;
+  default: snprintf(buf, buf_len, "?"); break;
+  }
+  return buf;
+}
+
+/* ---- the CPU backend: one fc_mel_plan per worker (clones share the tables and FFTW plans) ---- */
+typedef struct cpu_state {
+  unsigned workers;
+  fc_mel_plan *plans[];
+} cpu_state;
+
+static void cpu_close(void *state) {
+  cpu_state *c = state;
+  if (!c) return;
+  for (unsigned i = 0; i < c->workers; i++) fc_mel_plan_free(c->plans[i]);
+  free(c);
+}
+
+static int cpu_open(const fc_mel_config *cfg, unsigned workers, void **state, char *why,
+                    size_t why_len) {
+  *state = NULL;
+  if (workers == 0) workers = 1;
+  cpu_state *c = calloc(1, sizeof *c + workers * sizeof c->plans[0]);
+  if (!c) return ENOMEM;
+  c->workers = workers;
+  int rc = fc_mel_plan_create(cfg, &c->plans[0]);
+  for (unsigned i = 1; i < workers && !rc; i++) rc = fc_mel_plan_clone(c->plans[0], &c->plans[i]);
+  if (rc) {
+    cpu_close(c);
+    return set_why(why, why_len, rc, "cannot plan the mel computation: %s", fc_strerror(rc));
+  }
+  *state = c;
+  return 0;
+}
+
+static int cpu_compute(void *state, unsigned worker, const float *x, size_t n, float *out) {
+  cpu_state *c = state;
+  return fc_mel_compute(c->plans[worker], x, n, out);
+}
+
+static const fc_fz_backend cpu_backend = {"cpu", FC_PRODUCER_CPU, cpu_open, cpu_compute, cpu_close};
+
+const fc_fz_backend *fc_fz_backend_for(const fc_device *dev) {
+  if (dev->kind == FC_DEVICE_CPU) return &cpu_backend;
+  return NULL;
+}

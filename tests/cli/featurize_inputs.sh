@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# featurize: every kind of broken input gets one `featurize: PATH: reason` line, the good inputs
+# are stored, the exit code is 1, nothing is stored for the bad ones and what was stored before
+# is untouched. Then --strict (stops at the first bad input) and an unreadable file.
+set -u
+FZ=${FC_BIN:?}/featurize
+PY=${FC_PYTHON:-python3}
+tmp=$(mktemp -d)
+trap 'chmod -R u+rwX "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+
+# dump STORE: one line per entry (db, key, facts, value hash); every feat record validated.
+dump() {
+  "$PY" - "$1" <<'PY'
+import struct, sys, lmdb, xxhash
+env = lmdb.open(sys.argv[1], readonly=True, lock=False, max_dbs=8)
+bad = 0
+for name in (b"meta", b"audio", b"feat"):
+    db = env.open_db(name, create=False)
+    with env.begin(db=db) as t:
+        for k, v in t.cursor():
+            v = bytes(v)
+            if name == b"feat":
+                magic, hsize, dtype, ndim, d0, d1, pb, ph = struct.unpack_from("<4sHBBIIQQ", v)
+                hh, = struct.unpack_from("<Q", v, 56)
+                ok = (magic == b"FCR1" and hsize == 64 and len(v) == 64 + pb
+                      and xxhash.xxh3_64_intdigest(v[:56]) == hh
+                      and xxhash.xxh3_64_intdigest(v[64:]) == ph and pb == d0 * d1 * {1: 4, 2: 2, 3: 2}[dtype])
+                if not ok:
+                    bad += 1
+                print("feat", k.hex(), f"{d0}x{d1}", "ok" if ok else "BAD", xxhash.xxh3_64_hexdigest(v))
+            elif name == b"audio":
+                sr, ch, fr, size, mt = struct.unpack_from("<IIQQq", v, 16)
+                print("audio", k.decode(), v[:16].hex(), sr, ch, fr, size, v[48:].decode())
+            else:
+                print("meta", k.decode(), xxhash.xxh3_64_hexdigest(v))
+sys.exit(1 if bad else 0)
+PY
+}
+
+# Inputs: speech, and each broken kind.
+espeak-ng -w good0.wav "this one is stored first" || { echo "espeak-ng failed"; exit 77; }
+espeak-ng -w good1.wav "good one"
+espeak-ng -w good2.wav "the second good file"
+mkdir dir.wav
+: >empty.wav
+sox -n -r 22050 -b 16 tone.wav synth 1 sine 300
+head -c 3000 tone.wav >trunc.wav # header: 22050 frames
+echo "hello, I am text" >text.wav
+"$PY" -c "import soundfile as sf, numpy as np; sf.write('zero.wav', np.zeros(0, np.int16), 22050, subtype='PCM_16')"
+sox -n -r 22050 -b 16 long.wav synth 3 sine 440
+
+"$FZ" -q -o st good0.wav 2>err0 || fail "first run: $(cat err0)"
+dump st >before || fail "store invalid after the first run"
+
+"$FZ" -j 2 -o st --max-seconds 2 good1.wav missing.wav dir.wav empty.wav trunc.wav text.wav \
+  zero.wav long.wav good0.wav good2.wav >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "exit $rc, want 1"
+[ -s out ] && fail "stdout not empty: $(cat out)"
+# Lines of failed inputs come in completion order with -j 2: compare sorted; the summary is last.
+sort >want <<'TXT'
+featurize: missing.wav: No such file or directory
+featurize: dir.wav: Is a directory
+featurize: empty.wav: empty file
+featurize: trunc.wav: truncated: header says 22050 frames, file holds 1478
+featurize: text.wav: not an audio file (libsndfile: Format not recognised.)
+featurize: zero.wav: no samples
+featurize: long.wav: 3.0 s long, over the 2.0 s limit
+TXT
+head -n -1 err | sort >got
+diff -u want got || fail "per-input lines differ"
+[ "$(tail -n 1 err)" = "featurize: done: 3 of 10 (7 failed)" ] || fail "summary: $(tail -n 1 err)"
+
+dump st >after || fail "store invalid after the run with bad inputs"
+grep -c '^feat ' after | grep -qx 3 || fail "want 3 feat records: $(grep '^feat ' after)"
+[ "$(grep '^audio ' after | cut -d' ' -f2 | tr '\n' ' ')" = "good0 good1 good2 " ] ||
+  fail "audio ids: $(grep '^audio ' after | cut -d' ' -f2 | tr '\n' ' ')"
+# Everything stored before is byte for byte the same.
+while read -r line; do grep -qxF "$line" after || fail "changed or lost: $line"; done <before
+
+# --strict: stop at the first bad input (-j 1 keeps the order), keep what was stored, exit 1.
+espeak-ng -w good3.wav "three"
+espeak-ng -w good4.wav "four"
+"$FZ" -j 1 --strict -o st good3.wav missing.wav good4.wav >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "strict: exit $rc, want 1"
+cat >want <<'TXT'
+featurize: missing.wav: No such file or directory
+featurize: done: 1 of 3 (1 failed), stopped at the first failure (--strict)
+TXT
+diff -u want err || fail "strict: stderr differs"
+dump st >after || fail "store invalid after --strict"
+grep -q '^audio good3 ' after || fail "strict: good3 (before the bad input) not stored"
+grep -q '^audio good4 ' after && fail "strict: good4 (after the bad input) was stored"
+
+# Unreadable file. root reads everything, so as root the run drops to nobody with setpriv.
+espeak-ng -w good5.wav "five"
+cp good5.wav unread.wav
+chmod 000 unread.wav
+run=()
+if [ "$(id -u)" = 0 ]; then
+  if command -v setpriv >/dev/null; then
+    chmod 755 "$tmp"
+    mkdir st2 && chmod 777 st2
+    run=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+  else
+    echo "SKIP unreadable: running as root and setpriv is missing"
+  fi
+else
+  mkdir st2
+fi
+if [ ${#run[@]} -gt 0 ] || [ "$(id -u)" != 0 ]; then
+  "${run[@]}" "$FZ" -j 1 -o st2 unread.wav good5.wav >out 2>err
+  rc=$?
+  cat >want <<'TXT'
+featurize: unread.wav: Permission denied
+featurize: done: 1 of 2 (1 failed)
+TXT
+  [ $rc = 1 ] || fail "unreadable: exit $rc, want 1"
+  diff -u want err || fail "unreadable: stderr differs"
+  dump st2 >after2 || fail "store invalid after the unreadable run"
+  [ "$(grep '^audio ' after2 | cut -d' ' -f2)" = good5 ] || fail "unreadable: want only good5 stored"
+fi
+
+if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; exit 1; fi
+echo ok

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# featurize --manifest: each malformed line gets `featurize: MANIFEST:LINE: reason` (missing
+# column, bad UTF-8, duplicate id, id over 511 bytes, invalid JSON), a missing audio file gets
+# `featurize: PATH: reason`; the good lines are stored under their manifest ids; exit 1.
+set -u
+FZ=${FC_BIN:?}/featurize
+PY=${FC_PYTHON:-python3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+ids() { # ids of the audio db, one per line
+  "$PY" - "$1" <<'PY'
+import sys, lmdb
+env = lmdb.open(sys.argv[1], readonly=True, lock=False, max_dbs=8)
+with env.begin(db=env.open_db(b"audio", create=False)) as t:
+    for k, _ in t.cursor():
+        print(k.decode() if len(k) < 40 else f"<{len(k)} bytes>")
+with env.begin(db=env.open_db(b"feat", create=False)) as t:
+    print("feat records:", t.stat(env.open_db(b"feat", create=False))["entries"])
+PY
+}
+
+mkdir -p wavs
+espeak-ng -w wavs/LJ001.wav "good one" || { echo "espeak-ng failed"; exit 77; }
+espeak-ng -w wavs/LJ005.wav "the second one"
+long=$(printf 'a%.0s' $(seq 600))
+printf 'LJ001|Good one.|Good one.\nLJ002\nLJ\3773|bad utf8\nLJ001|duplicate\n%s|too long\nLJ004|missing audio\nLJ005|Second.\n' \
+  "$long" >metadata.csv
+
+"$FZ" -j 2 -o st --manifest metadata.csv >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "ljspeech: exit $rc, want 1"
+sort >want <<'TXT'
+featurize: metadata.csv:2: missing text column (expected id|text[|normalized])
+featurize: metadata.csv:3: invalid UTF-8
+featurize: metadata.csv:4: duplicate id 'LJ001'
+featurize: metadata.csv:5: id is 600 bytes, longer than the 511 allowed
+featurize: wavs/LJ004.wav: No such file or directory
+TXT
+head -n -1 err | sort | diff -u want - || fail "ljspeech: per-line messages differ"
+[ "$(tail -n 1 err)" = "featurize: done: 2 of 7 (5 failed)" ] || fail "ljspeech summary: $(tail -n 1 err)"
+printf 'LJ001\nLJ005\nfeat records: 2\n' | diff -u - <(ids st) || fail "ljspeech: stored ids differ"
+
+# Kaldi wav.scp: an id of exactly 511 bytes is fine, 512 is not; a line without a path column.
+id511=$(printf 'b%.0s' $(seq 511))
+printf '%s wavs/LJ001.wav\n%sb wavs/LJ005.wav\nonlyid\nk3 wavs/LJ005.wav\n' "$id511" "$id511" >wav.scp
+"$FZ" -j 1 -o st --manifest wav.scp >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "kaldi: exit $rc, want 1"
+cat >want <<'TXT'
+featurize: wav.scp:2: id is 512 bytes, longer than the 511 allowed
+featurize: wav.scp:3: missing path column (expected: id path)
+featurize: done: 2 of 4 (2 failed)
+TXT
+diff -u want err || fail "kaldi: stderr differs"
+# Same bytes as LJ001/LJ005: no new record, two new audio entries.
+printf 'LJ001\nLJ005\n<511 bytes>\nk3\nfeat records: 2\n' | diff -u - <(ids st) || fail "kaldi: stored ids differ"
+
+# JSON lines: missing audio_filepath, a line that is no JSON.
+cat >m.jsonl <<'J'
+{"audio_filepath": "wavs/LJ001.wav", "text": "x", "id": "j1"}
+{"text": "no audio"}
+{"audio_filepath": "wavs/LJ005.wav", "id": "j2"}
+not json
+J
+"$FZ" -j 1 -o st --manifest m.jsonl >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "jsonl: exit $rc, want 1"
+cat >want <<'TXT'
+featurize: m.jsonl:2: missing "audio_filepath"
+featurize: m.jsonl:4: invalid JSON: '[' or '{' expected near 'not' (column 3)
+featurize: done: 2 of 4 (2 failed)
+TXT
+diff -u want err || fail "jsonl: stderr differs"
+
+# --audio-dir and --manifest-format: a plain list of names relative to another folder.
+printf 'LJ001.wav\nLJ005.wav\n' >list.txt
+"$FZ" -j 1 -o st2 --manifest list.txt --manifest-format list --audio-dir wavs >out 2>err
+rc=$?
+[ $rc = 0 ] && [ "$(cat err)" = "featurize: done: 2 of 2" ] || fail "list+audio-dir: exit $rc: $(cat err)"
+printf 'LJ001\nLJ005\nfeat records: 2\n' | diff -u - <(ids st2) || fail "list: stored ids differ"
+
+if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; exit 1; fi
+echo ok

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# featurize: --help/--version and usage/configuration errors. Each case: the exit code, stdout,
+# stderr exactly, and that nothing was created (a usage error does nothing).
+set -u
+FZ=${FC_BIN:?}/featurize
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+
+# check NAME WANT_RC WANT_STDERR -- CMD...   (stdout must be empty)
+check() {
+  local name=$1 want_rc=$2 want_err=$3
+  shift 4
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  local err
+  err=$(cat "$tmp/err")
+  if [ "$rc" != "$want_rc" ] || [ "$err" != "$want_err" ] || [ -s "$tmp/out" ] || [ -e "$tmp/st" ]; then
+    echo "FAIL $name: exit $rc (want $want_rc)"
+    echo "  stderr: $err"
+    echo "  want:   $want_err"
+    [ -s "$tmp/out" ] && echo "  unexpected stdout: $(cat "$tmp/out")"
+    [ -e "$tmp/st" ] && echo "  a store was created"
+    fails=$((fails + 1))
+  fi
+  rm -rf "$tmp/st"
+}
+try="Try 'featurize --help' for more information."
+S=$tmp/st
+: >"$tmp/a.wav"
+
+# --help: stdout, exit 0, generated from the option table.
+"$FZ" --help >"$tmp/help" 2>"$tmp/err"; rc=$?
+cat >"$tmp/help.want" <<'HELP'
+Usage: featurize [options] -o STORE [AUDIO...]
+       featurize [options] -o STORE --manifest FILE
+       find DIR -name '*.wav' | featurize [options] -o STORE -
+
+Compute log-mel spectrograms of audio files into a featcache store. Inputs already stored
+with the same content and config are skipped; bad inputs are reported and skipped.
+
+Output:
+  -o, --output STORE           store directory (created if missing)
+
+Features:
+      --preset NAME            hifigan (default), tacotron2, librosa, whisper, kaldi
+      --sr HZ                  sample rate; audio is resampled to it
+      --n-fft N                FFT size
+      --win N                  window length (<= n-fft)
+      --hop N                  hop length
+      --n-mels N               mel bands
+      --fmin HZ                lowest mel frequency
+      --fmax HZ                highest mel frequency (0: sr/2)
+      --mel-scale S            slaney, htk or kaldi
+      --norm N                 slaney or none
+      --center BOOL            centre frames (pad n-fft/2 each side)
+      --pad N                  samples padded each side when not centred
+      --pad-mode M             reflect or constant
+      --power P                1 magnitude, 2 power
+      --log L                  none, ln, log10, db or whisper
+      --dtype T                f32 (default), f16 or bf16
+
+Inputs:
+      --manifest FILE          LJSpeech csv, Kaldi wav.scp, JSON lines or a path list
+      --manifest-format F      auto, ljspeech, kaldi, jsonl or list
+      --audio-dir DIR          base of relative manifest paths
+      --max-seconds S          fail inputs longer than S seconds
+
+Running:
+  -j, --jobs N                 worker threads (default: online CPUs)
+      --device DEV             auto (default), cpu, cuda or cuda:N
+      --strict                 stop at the first bad input
+  -q, --quiet                  no progress, no summary unless something failed
+  -v, --verbose                one line per input
+      --progress               progress line even when stderr is no terminal
+      --json                   print a JSON summary on stdout
+  -h, --help                   show this help and exit
+      --version                show the version and exit
+
+Exit status: 0 all stored, 1 some inputs failed, 2 usage or configuration error,
+130/143 interrupted (finished work is committed). See docs/featurize.md.
+HELP
+if [ $rc != 0 ] || [ -s "$tmp/err" ] || ! diff -u "$tmp/help.want" "$tmp/help"; then
+  echo "FAIL --help (exit $rc)"; fails=$((fails + 1))
+fi
+"$FZ" -h | cmp -s - "$tmp/help" || { echo "FAIL -h differs from --help"; fails=$((fails + 1)); }
+
+out=$("$FZ" --version 2>&1); rc=$?
+[[ $rc == 0 && $out =~ ^featurize\ \(featcache\)\ [0-9]+\.[0-9]+\.[0-9]+$ ]] ||
+  { echo "FAIL --version: '$out' exit $rc"; fails=$((fails + 1)); }
+
+check "unknown long option" 2 "featurize: unknown option '--bogus'
+$try" -- "$FZ" --bogus -o "$S" "$tmp/a.wav"
+check "unknown short option" 2 "featurize: unknown option '-Z'
+$try" -- "$FZ" -Z -o "$S" "$tmp/a.wav"
+check "missing value" 2 "featurize: option '--hop' needs a value
+$try" -- "$FZ" -o "$S" "$tmp/a.wav" --hop
+check "no store" 2 "featurize: no store given (-o STORE)
+$try" -- "$FZ" "$tmp/a.wav"
+check "trailing junk" 2 "featurize: invalid value '12x' for --hop (want an integer in 1..4294967295)
+$try" -- "$FZ" --hop 12x -o "$S" "$tmp/a.wav"
+check "overflow" 2 "featurize: invalid value '99999999999999999999' for --n-fft (want an integer in 1..4294967295)
+$try" -- "$FZ" --n-fft 99999999999999999999 -o "$S" "$tmp/a.wav"
+check "above u32" 2 "featurize: invalid value '4294967296' for --hop (want an integer in 1..4294967295)
+$try" -- "$FZ" --hop 4294967296 -o "$S" "$tmp/a.wav"
+check "negative" 2 "featurize: invalid value '-5' for --n-mels (want an integer in 1..4294967295)
+$try" -- "$FZ" --n-mels -5 -o "$S" "$tmp/a.wav"
+check "jobs 0" 2 "featurize: invalid value '0' for --jobs (want an integer in 1..256)
+$try" -- "$FZ" -j 0 -o "$S" "$tmp/a.wav"
+check "fmin junk" 2 "featurize: invalid value '10Hz' for --fmin (want a number in 0..1e+07)
+$try" -- "$FZ" --fmin 10Hz -o "$S" "$tmp/a.wav"
+check "power 3" 2 "featurize: invalid value '3' for --power (want a number in 1..2)
+$try" -- "$FZ" --power 3 -o "$S" "$tmp/a.wav"
+check "power 1.5" 2 "featurize: invalid value '1.5' for --power (want 1 or 2)
+$try" -- "$FZ" --power 1.5 -o "$S" "$tmp/a.wav"
+check "center" 2 "featurize: invalid value 'maybe' for --center (want true or false)
+$try" -- "$FZ" --center maybe -o "$S" "$tmp/a.wav"
+check "log" 2 "featurize: invalid value 'log2' for --log (want one of none, ln, log10, db, whisper)
+$try" -- "$FZ" --log log2 -o "$S" "$tmp/a.wav"
+check "dtype" 2 "featurize: invalid value 'f64' for --dtype (want one of f32, f16, bf16)
+$try" -- "$FZ" --dtype f64 -o "$S" "$tmp/a.wav"
+check "mel-scale" 2 "featurize: invalid value 'bark' for --mel-scale (want one of slaney, htk, kaldi)
+$try" -- "$FZ" --mel-scale bark -o "$S" "$tmp/a.wav"
+check "preset" 2 "featurize: unknown preset 'mfcc' (want one of hifigan, tacotron2, librosa, whisper, kaldi)
+$try" -- "$FZ" --preset mfcc -o "$S" "$tmp/a.wav"
+check "manifest and paths" 2 "featurize: give either --manifest or paths, not both
+$try" -- "$FZ" --manifest "$tmp/a.wav" -o "$S" "$tmp/a.wav"
+check "stdin mixed" 2 "featurize: '-' (stdin) cannot be mixed with paths
+$try" -- "$FZ" -o "$S" "$tmp/a.wav" -
+check "audio-dir alone" 2 "featurize: --audio-dir applies to --manifest only
+$try" -- "$FZ" --audio-dir "$tmp" -o "$S" "$tmp/a.wav"
+check "device" 2 "featurize: unknown device 'tpu' (want auto, cpu, cuda or cuda:N)
+$try" -- "$FZ" --device tpu -o "$S" "$tmp/a.wav"
+
+# Configuration errors: the reason from fc_mel_config_validate, exit 2, nothing created.
+check "win > n-fft" 2 "featurize: invalid configuration: win_length 2048 not in 1..n_fft (1024)" \
+  -- "$FZ" --win 2048 -o "$S" "$tmp/a.wav"
+check "fmax > nyquist" 2 "featurize: invalid configuration: fmax 12000 above Nyquist 11025" \
+  -- "$FZ" --fmax 12000 -o "$S" "$tmp/a.wav"
+check "fmin >= fmax" 2 "featurize: invalid configuration: fmin 9000 not in [0, fmax 8000)" \
+  -- "$FZ" --fmin 9000 -o "$S" "$tmp/a.wav"
+check "manifest missing" 2 "featurize: $tmp/nope.csv: cannot open: No such file or directory" \
+  -- "$FZ" --manifest "$tmp/nope.csv" -o "$S"
+
+# CUDA comes with its own backend; a build without one refuses it up front (exit 2).
+if [ "${FC_HAVE_CUDA:-0}" != 1 ]; then
+  check "cuda without backend" 2 "featurize: no CUDA device: this build has no CUDA backend" \
+    -- "$FZ" --device cuda -o "$S" "$tmp/a.wav"
+  check "cuda:1 without backend" 2 "featurize: no CUDA device: this build has no CUDA backend" \
+    -- "$FZ" --device cuda:1 -o "$S" "$tmp/a.wav"
+fi
+
+# A store path that is a file: nothing done, exit 2.
+: >"$tmp/file"
+"$FZ" -o "$tmp/file" "$tmp/a.wav" >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc = 2 ] && [ "$(cat "$tmp/err")" = "featurize: $tmp/file: cannot open the store: Not a directory" ] ||
+  { echo "FAIL store is a file: exit $rc: $(cat "$tmp/err")"; fails=$((fails + 1)); }
+
+if [ $fails -gt 0 ]; then echo "$fails case(s) failed"; exit 1; fi
+echo "ok"

@@ -1,0 +1,183 @@
+/* featurize under injected faults (libcache/fault.h): the n-th write-transaction commit or put
+ * fails, n = 1, 2, ... until the job succeeds. After each failure: a clean error (the store's
+ * EIO, with a reason), no hang (workers blocked on the full queue are released), and a store
+ * that reopens with every audio entry's record present and valid. Then the library's other
+ * exits: the stop flag (FC_EINTR), strict, a bad device, and fc_featurize_file. */
+#include "featcache/fc_featurize.h"
+#include "featcache/fc_format.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NFILES 24
+
+static int fails;
+#define CHECK(c, ...)                                                                   \
+  do {                                                                                  \
+    if (!(c)) {                                                                         \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c);                      \
+      fprintf(stderr, __VA_ARGS__);                                                     \
+      fputc('\n', stderr);                                                              \
+      fails++;                                                                          \
+    }                                                                                   \
+  } while (0)
+
+static void put_le(FILE *f, uint32_t v, int bytes) {
+  for (int i = 0; i < bytes; i++) fputc((int)((v >> (8 * i)) & 0xff), f);
+}
+
+/* A 16-bit mono 22.05 kHz WAV of n samples of a tone whose pitch depends on k (distinct bytes). */
+static void write_wav(const char *path, int k, uint32_t n) {
+  FILE *f = fopen(path, "wb");
+  if (!f) { perror(path); exit(1); }
+  fwrite("RIFF", 1, 4, f); put_le(f, 36 + 2 * n, 4); fwrite("WAVEfmt ", 1, 8, f);
+  put_le(f, 16, 4); put_le(f, 1, 2); put_le(f, 1, 2); put_le(f, 22050, 4); put_le(f, 44100, 4);
+  put_le(f, 2, 2); put_le(f, 16, 2); fwrite("data", 1, 4, f); put_le(f, 2 * n, 4);
+  for (uint32_t i = 0; i < n; i++)
+    put_le(f, (uint32_t)(int16_t)(8000 * sin(2 * M_PI * (200 + 37 * k) * i / 22050.0)), 2);
+  fclose(f);
+}
+
+/* Reopen and check: every audio entry has a valid record of the config; returns the entry count. */
+static uint64_t check_store(const char *dir, const fc_digest *cfg) {
+  fc_store *s;
+  int rc = fc_store_open(dir, 0, &s);
+  CHECK(rc == 0, "reopen: %s", fc_strerror(rc));
+  if (rc) return 0;
+  fc_rtxn *t;
+  fc_store_read_begin(s, &t);
+  fc_cursor *c;
+  fc_cursor_open(t, FC_DB_AUDIO, &c);
+  const void *k, *v;
+  size_t kl, vl;
+  uint64_t n = 0, feats = 0;
+  while (fc_cursor_next(c, &k, &kl, &v, &vl) == 0) {
+    n++;
+    fc_audio_entry e;
+    CHECK(fc_audio_entry_decode(v, vl, &e) == 0, "entry %.*s", (int)kl, (const char *)k);
+    fc_digest key;
+    fc_record_key(&e.digest, cfg, &key);
+    const void *rv;
+    size_t rl;
+    rc = fc_rtxn_get(t, FC_DB_FEAT, key.bytes, 16, &rv, &rl);
+    CHECK(rc == 0, "entry %.*s without its record", (int)kl, (const char *)k);
+    fc_record_header h;
+    const void *pl;
+    char why[128];
+    if (!rc) CHECK(fc_record_verify(rv, rl, &h, &pl, why, sizeof why) == 0, "record: %s", why);
+  }
+  fc_cursor_close(c);
+  fc_rtxn_count(t, FC_DB_FEAT, &feats);
+  CHECK(feats == n, "%llu records, %llu entries", (unsigned long long)feats, (unsigned long long)n);
+  fc_rtxn_end(t);
+  fc_store_close(s);
+  return n;
+}
+
+static int run_once(const char *dir, const fc_mel_config *cfg, fc_item_list *items,
+                    fc_featurize_opts *o, fc_featurize_stats *st, char *why, size_t wl) {
+  fc_store *s;
+  int rc = fc_store_open(dir, FC_STORE_CREATE | FC_STORE_NOSYNC, &s);
+  if (rc) return rc;
+  rc = fc_featurize_run(s, cfg, items->items, items->count, o, st, why, wl);
+  fc_store_close(s);
+  return rc;
+}
+
+int main(void) {
+  char tmpl[] = "/tmp/fc_fault_featurize.XXXXXX";
+  char *dir = mkdtemp(tmpl);
+  if (!dir) { perror("mkdtemp"); return 1; }
+  char paths[NFILES][300], store[300];
+  const char *pp[NFILES];
+  for (int i = 0; i < NFILES; i++) {
+    snprintf(paths[i], sizeof paths[i], "%s/u%02d.wav", dir, i);
+    write_wav(paths[i], i, 5000 + 300 * (uint32_t)i);
+    pp[i] = paths[i];
+  }
+  fc_item_list items;
+  CHECK(fc_items_from_paths(pp, NFILES, &items) == 0, "items");
+  fc_mel_config cfg;
+  fc_mel_preset("hifigan", &cfg);
+  fc_digest cd;
+  fc_mel_config_digest(&cfg, &cd);
+  fc_featurize_opts o;
+  fc_featurize_opts_init(&o);
+  o.jobs = 2;
+  o.batch_records = 3;   /* several commits per run */
+  o.queue_records = 2;   /* workers block on the queue: a failed commit must release them */
+  fc_featurize_stats st;
+  char why[256];
+
+  static const char *const sites[] = {"commit", "put"};
+  for (int si = 0; si < 2; si++) {
+    snprintf(store, sizeof store, "%s/st_%s", dir, sites[si]);
+    int n, rc = -1;
+    for (n = 1; n < 200 && rc != 0; n++) {
+      char spec[64];
+      snprintf(spec, sizeof spec, "%s:%d", sites[si], n);
+      setenv("FC_FAULT", spec, 1);
+      rc = run_once(store, &cfg, &items, &o, &st, why, sizeof why);
+      setenv("FC_FAULT", "", 1);
+      if (rc) {
+        CHECK(rc == EIO, "%s: rc %d (%s), want EIO", spec, rc, fc_strerror(rc));
+        CHECK(strstr(why, "cannot write to the store") != NULL, "%s: why '%s'", spec, why);
+        CHECK(st.processed + st.skipped_existing + st.failed <= NFILES, "%s: counts", spec);
+      }
+      check_store(store, &cd);
+    }
+    CHECK(rc == 0, "%s: never succeeded", sites[si]);
+    CHECK(n > 2, "%s: the fault never fired", sites[si]);
+    CHECK(check_store(store, &cd) == NFILES, "%s: final store incomplete", sites[si]);
+    printf("%s faults: %d runs until the job completed, store consistent after each\n", sites[si],
+           n - 1);
+  }
+
+  /* Stop flag set before the start: nothing started, FC_EINTR. */
+  volatile sig_atomic_t stop = 1;
+  o.stop = &stop;
+  snprintf(store, sizeof store, "%s/st_stop", dir);
+  int rc = run_once(store, &cfg, &items, &o, &st, why, sizeof why);
+  CHECK(rc == FC_EINTR && st.processed == 0, "stop: rc %d processed %llu", rc,
+        (unsigned long long)st.processed);
+  o.stop = NULL;
+
+  /* A device this build lacks: refused before anything is done. */
+  o.device.kind = FC_DEVICE_CUDA;
+  rc = run_once(store, &cfg, &items, &o, &st, why, sizeof why);
+  CHECK(rc == FC_ENODEVICE && strstr(why, "no CUDA device"), "cuda: rc %d why '%s'", rc, why);
+  o.device.kind = FC_DEVICE_AUTO;
+  fc_device d;
+  CHECK(fc_device_parse("cuda:3", &d, why, sizeof why) == 0 && d.index == 3, "parse cuda:3");
+  CHECK(fc_device_parse("cuda:x", &d, why, sizeof why) == FC_ECONFIG, "parse cuda:x");
+
+  /* fc_featurize_file: frames = N // hop for hifigan, same numbers as the stored record. */
+  fc_mel_plan *plan;
+  CHECK(fc_mel_plan_create(&cfg, &plan) == 0, "plan");
+  float *mel;
+  uint64_t frames;
+  rc = fc_featurize_file(plan, paths[3], 0, &mel, &frames, why, sizeof why);
+  CHECK(rc == 0 && frames == (5000 + 300 * 3) / 256, "file: rc %d frames %llu", rc,
+        (unsigned long long)frames);
+  free(mel);
+  rc = fc_featurize_file(plan, "/nonexistent.wav", 0, &mel, &frames, why, sizeof why);
+  CHECK(rc == ENOENT && mel == NULL, "missing file: rc %d", rc);
+  rc = fc_featurize_file(plan, paths[3], 0.1, &mel, &frames, why, sizeof why);
+  CHECK(rc == FC_ETOOLONG, "max_seconds: rc %d (%s)", rc, why);
+  fc_mel_plan_free(plan);
+
+  fc_item_list_free(&items);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  if (fails) {
+    fprintf(stderr, "%d check(s) failed\n", fails);
+    return 1;
+  }
+  printf("ok\n");
+  return 0;
+}
