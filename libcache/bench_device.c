@@ -158,7 +158,7 @@ static void probe_disk(const char *sysdir, fc_bench_device *d) {
     char m[128];
     if (read_line(model, m, sizeof m) == 0 && m[0]) {
       const char *sn = strrchr(sreal, '/');
-      snprintf(d->model, sizeof d->model, "%.100s (under %.20s)", m, sn ? sn + 1 : "");
+      snprintf(d->model, sizeof d->model, "%.96s (under %.20s)", m, sn ? sn + 1 : "");
     }
     break;
   }
