@@ -310,6 +310,8 @@ int main(int argc, char **argv) {
   }
   char device_name[32];
   fc_device_name(&resolved, device_name, sizeof device_name);
+  if (verbose) /* auto says which device it took, and why not the GPU when it fell back */
+    fc_cli_warn(NULL, "device: %s%s%s%s", device_name, why[0] ? " (" : "", why, why[0] ? ")" : "");
 
   /* Inputs. */
   fc_item_list items;

@@ -7,6 +7,7 @@
 #include "featcache/fc_format.h"
 #include "featcache/fc_store.h"
 #include "featcache/fc_mel.h"
+#include "featcache/fc_cuda.h"
 #include "featcache/fc_audio.h"
 #include "featcache/fc_manifest.h"
 #include "featcache/fc_featurize.h"

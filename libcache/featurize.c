@@ -560,13 +560,17 @@ int fc_featurize_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items
   memcpy(r->cfg_key, "cfg/", 4);
   fc_digest_hex(&r->cfg_digest, r->cfg_key + 4);
   fc_device dev;
-  if ((rc = fc_device_resolve(&r->o.device, &dev, why, why_len))) goto out;
+  char dev_why[256]; /* auto's fallback reason is not an error: keep it out of why */
+  if ((rc = fc_device_resolve(&r->o.device, &dev, dev_why, sizeof dev_why))) {
+    set_why(why, why_len, "%s", dev_why);
+    goto out;
+  }
   if (!(r->be = fc_fz_backend_for(&dev))) {
     rc = FC_ENODEVICE;
     set_why(why, why_len, "no backend for this device in this build");
     goto out;
   }
-  if ((rc = r->be->open(cfg, r->o.jobs, &r->be_state, why, why_len))) goto out;
+  if ((rc = r->be->open(cfg, &dev, r->o.jobs, &r->be_state, why, why_len))) goto out;
   if (s->flags & FC_STORE_RDONLY) {
     rc = EACCES;
     set_why(why, why_len, "store opened read-only");

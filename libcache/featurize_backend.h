@@ -17,9 +17,10 @@
 typedef struct fc_fz_backend {
   const char *name;  /* "cpu", "cuda" */
   uint32_t producer; /* FC_PRODUCER_* written into record headers */
-  /* Prepare for `workers` threads computing cfg. Called once, before the workers start.
+  /* Prepare for `workers` threads computing cfg on dev. Called once, before the workers start.
    * *state is freed with close. Returns 0 or an error with a reason in why. */
-  int (*open)(const fc_mel_config *cfg, unsigned workers, void **state, char *why, size_t why_len);
+  int (*open)(const fc_mel_config *cfg, const fc_device *dev, unsigned workers, void **state,
+              char *why, size_t why_len);
   /* Features of n mono samples at cfg->sample_rate into out (fc_mel_num_frames(cfg, n) * n_mels
    * floats). Thread-safe across distinct worker numbers. */
   int (*compute)(void *state, unsigned worker, const float *x, size_t n, float *out);

@@ -2,6 +2,8 @@
  * backend tables (featurize_backend.h). Everything that knows which devices exist is here. */
 #include "featurize_backend.h"
 
+#include "featcache/fc_cuda.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,16 +43,34 @@ int fc_device_parse(const char *spec, fc_device *out, char *why, size_t why_len)
                  spec);
 }
 
+/* auto: the first CUDA device when one is usable, else the CPU with the reason in why (the tool
+ * prints it at -v). cuda[:N]: that device or FC_ENODEVICE with the runtime's reason. */
 int fc_device_resolve(const fc_device *want, fc_device *got, char *why, size_t why_len) {
   if (why && why_len) why[0] = '\0';
   memset(got, 0, sizeof *got);
+  int n = 0;
+  char reason[256] = "";
   switch (want->kind) {
-  case FC_DEVICE_AUTO: /* no CUDA backend in this build: the CPU is the best there is */
+  case FC_DEVICE_AUTO:
+    if (fc_cuda_device_count(&n, reason, sizeof reason) == 0 && n > 0) {
+      got->kind = FC_DEVICE_CUDA;
+      got->index = 0;
+      return 0;
+    }
+    got->kind = FC_DEVICE_CPU;
+    set_why(why, why_len, 0, "%s", reason);
+    return 0;
   case FC_DEVICE_CPU:
     got->kind = FC_DEVICE_CPU;
     return 0;
   case FC_DEVICE_CUDA:
-    return set_why(why, why_len, FC_ENODEVICE, "no CUDA device: this build has no CUDA backend");
+    if (fc_cuda_device_count(&n, reason, sizeof reason) != 0)
+      return set_why(why, why_len, FC_ENODEVICE, "%s", reason);
+    if (want->index >= n)
+      return set_why(why, why_len, FC_ENODEVICE,
+                     "no CUDA device: device %d does not exist (%d present)", want->index, n);
+    *got = *want;
+    return 0;
   }
   return set_why(why, why_len, FC_ECONFIG, "unknown device kind %d", (int)want->kind);
 }
@@ -78,8 +98,9 @@ static void cpu_close(void *state) {
   free(c);
 }
 
-static int cpu_open(const fc_mel_config *cfg, unsigned workers, void **state, char *why,
-                    size_t why_len) {
+static int cpu_open(const fc_mel_config *cfg, const fc_device *dev, unsigned workers,
+                    void **state, char *why, size_t why_len) {
+  (void)dev;
   *state = NULL;
   if (workers == 0) workers = 1;
   cpu_state *c = calloc(1, sizeof *c + workers * sizeof c->plans[0]);
@@ -102,7 +123,26 @@ static int cpu_compute(void *state, unsigned worker, const float *x, size_t n, f
 
 static const fc_fz_backend cpu_backend = {"cpu", FC_PRODUCER_CPU, cpu_open, cpu_compute, cpu_close};
 
+/* ---- the CUDA backend: the workers' utterances gathered into batched launches (fc_cuda.h) ---- */
+static int cuda_open(const fc_mel_config *cfg, const fc_device *dev, unsigned workers,
+                     void **state, char *why, size_t why_len) {
+  int rc = fc_cuda_gather_create(cfg, dev->index, 0, workers, 0, (fc_cuda_gather **)state);
+  if (rc) set_why(why, why_len, rc, "%s", fc_cuda_last_error());
+  return rc;
+}
+
+static int cuda_compute(void *state, unsigned worker, const float *x, size_t n, float *out) {
+  (void)worker;
+  return fc_cuda_gather_compute(state, x, n, out);
+}
+
+static void cuda_close(void *state) { fc_cuda_gather_free(state); }
+
+static const fc_fz_backend cuda_backend = {"cuda", FC_PRODUCER_CUDA, cuda_open, cuda_compute,
+                                           cuda_close};
+
 const fc_fz_backend *fc_fz_backend_for(const fc_device *dev) {
   if (dev->kind == FC_DEVICE_CPU) return &cpu_backend;
+  if (dev->kind == FC_DEVICE_CUDA && fc_cuda_built()) return &cuda_backend;
   return NULL;
 }

@@ -69,9 +69,9 @@ done
 
 # Dedup: same bytes under another name → no new record, one more audio entry, same digest.
 cp s1.wav copy.wav
-"$FZ" -v -o st copy.wav >out 2>err
+"$FZ" -v --device cpu -o st copy.wav >out 2>err
 rc=$?
-printf 'featurize: copy.wav: same audio as a stored record; entry copy added\nfeaturize: done: 1 of 1\n' |
+printf 'featurize: device: cpu\nfeaturize: copy.wav: same audio as a stored record; entry copy added\nfeaturize: done: 1 of 1\n' |
   diff -u - err || fail "dedup: stderr differs (exit $rc)"
 dump st >d4
 [ "$(grep -c '^feat ' d4)" = 10 ] || fail "dedup: a record was added"

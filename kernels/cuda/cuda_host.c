@@ -1,0 +1,669 @@
+/* The CUDA backend's host side (fc_cuda.h): device query, plans, the batched two-stream pipeline
+ * and the gatherer for featurize's worker threads. Plain C against the CUDA runtime and cuFFT C
+ * APIs; the kernels are in mel_cuda.cu behind the launchers of mel_cuda.h.
+ *
+ * Compiled into the library in every build (kernels/cuda/CMakeLists.txt adds it to fc_objects);
+ * without FC_HAVE_CUDA every entry point returns FC_ENODEVICE. */
+#include "featcache/fc_cuda.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local char last_error[512];
+
+static int set_error(int rc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  va_end(ap);
+  return rc;
+}
+
+static void copy_why(char *why, size_t why_len, const char *msg) {
+  if (why && why_len) snprintf(why, why_len, "%s", msg);
+}
+
+const char *fc_cuda_last_error(void) { return last_error; }
+
+#ifndef FC_HAVE_CUDA
+/* ---- a build without the backend ---------------------------------------------------------------- */
+#define NO_BACKEND "this build has no CUDA backend"
+
+int fc_cuda_built(void) { return 0; }
+
+int fc_cuda_device_count(int *n, char *why, size_t why_len) {
+  *n = 0;
+  set_error(FC_ENODEVICE, "no CUDA device: " NO_BACKEND);
+  copy_why(why, why_len, last_error);
+  return FC_ENODEVICE;
+}
+
+int fc_cuda_device_describe(int device, char *buf, size_t buf_len) {
+  (void)device;
+  copy_why(buf, buf_len, "no CUDA device: " NO_BACKEND);
+  return set_error(FC_ENODEVICE, "no CUDA device: " NO_BACKEND);
+}
+
+int fc_cuda_plan_create(const fc_mel_config *cfg, int device, size_t max_batch_samples,
+                        fc_cuda_plan **out) {
+  (void)cfg, (void)device, (void)max_batch_samples;
+  *out = NULL;
+  return set_error(FC_ENODEVICE, "no CUDA device: " NO_BACKEND);
+}
+
+void fc_cuda_plan_free(fc_cuda_plan *p) { (void)p; }
+const fc_mel_config *fc_cuda_plan_config(const fc_cuda_plan *p) { (void)p; return NULL; }
+size_t fc_cuda_plan_max_samples(const fc_cuda_plan *p) { (void)p; return 0; }
+void fc_cuda_plan_bytes(const fc_cuda_plan *p, size_t *device_bytes, size_t *pinned_bytes) {
+  (void)p;
+  if (device_bytes) *device_bytes = 0;
+  if (pinned_bytes) *pinned_bytes = 0;
+}
+
+int fc_cuda_compute_batch(fc_cuda_plan *p, const float *const *pcm, const size_t *lens,
+                          size_t n_utts, int dtype, void *const *out) {
+  (void)p, (void)pcm, (void)lens, (void)n_utts, (void)dtype, (void)out;
+  return set_error(FC_ENODEVICE, "no CUDA device: " NO_BACKEND);
+}
+
+int fc_cuda_compute(fc_cuda_plan *p, const float *samples, size_t n, float *out) {
+  (void)p, (void)samples, (void)n, (void)out;
+  return set_error(FC_ENODEVICE, "no CUDA device: " NO_BACKEND);
+}
+
+int fc_cuda_gather_create(const fc_mel_config *cfg, int device, size_t max_batch_samples,
+                          unsigned workers, unsigned wait_us, fc_cuda_gather **out) {
+  (void)cfg, (void)device, (void)max_batch_samples, (void)workers, (void)wait_us;
+  *out = NULL;
+  return set_error(FC_ENODEVICE, "no CUDA device: " NO_BACKEND);
+}
+
+void fc_cuda_gather_free(fc_cuda_gather *g) { (void)g; }
+
+int fc_cuda_gather_compute(fc_cuda_gather *g, const float *samples, size_t n, float *out) {
+  (void)g, (void)samples, (void)n, (void)out;
+  return set_error(FC_ENODEVICE, "no CUDA device: " NO_BACKEND);
+}
+
+#else
+/* ---- the backend -------------------------------------------------------------------------------- */
+#include <cuda_runtime_api.h>
+#include <cufft.h>
+#include <pthread.h>
+#include <time.h>
+
+#include "libcache/fault.h"
+#include "mel_cuda.h"
+
+enum {
+  N_SLOTS = 2,              /* streams: chunk k runs on slot k % 2, so copies overlap kernels */
+  N_FFT_SIZES = 8,          /* cuFFT plans per slot for max_frames, /2, /4, ... (one work area) */
+  MAX_UTTS = 1024,          /* utterances per chunk (the per-utterance tables' size) */
+  FRAME_ROUND = 64
+};
+#define DEFAULT_MAX_SAMPLES ((size_t)4 << 20)
+
+typedef struct slot {
+  cudaStream_t stream;
+  cudaEvent_t done;
+  float *pcm_h;      /* pinned: the chunk's PCM, packed */
+  void *out_h;       /* pinned: the chunk's features in the output dtype */
+  uint64_t *tab_h;   /* pinned: sample_off[MAX_UTTS], len[MAX_UTTS], frame_off[MAX_UTTS + 1] */
+  float *pcm_d, *rows_d, *mel_d, *umax_d;
+  void *out_d, *work_d;
+  uint64_t *tab_d;
+  cufftHandle fft[N_FFT_SIZES];
+  int fft_made[N_FFT_SIZES];
+  uint64_t fft_batch[N_FFT_SIZES];
+  /* The chunk in flight (busy): which utterances of the current call, in which dtype. */
+  int busy;
+  size_t first, count;
+  int dtype;
+} slot;
+
+struct fc_cuda_plan {
+  fc_mel_config cfg;
+  int device;
+  int failed;               /* sticky: a CUDA call failed; the plan refuses work */
+  size_t max_samples;
+  uint64_t max_frames;
+  int n_fft_sizes;
+  fc_cu_params base;        /* chunk-independent parameters, device table pointers */
+  float *window_d, *weights_d;
+  uint32_t *bands_d;        /* first[n_mels], count[n_mels], offset[n_mels] */
+  size_t device_bytes, pinned_bytes;
+  slot slots[N_SLOTS];
+};
+
+/* ---- error plumbing: every call checked, the message names it ---------------------------------- */
+static const char *cufft_result_name(cufftResult r) {
+  switch (r) {
+    case CUFFT_SUCCESS: return "CUFFT_SUCCESS";
+    case CUFFT_INVALID_PLAN: return "CUFFT_INVALID_PLAN";
+    case CUFFT_ALLOC_FAILED: return "CUFFT_ALLOC_FAILED";
+    case CUFFT_INVALID_TYPE: return "CUFFT_INVALID_TYPE";
+    case CUFFT_INVALID_VALUE: return "CUFFT_INVALID_VALUE";
+    case CUFFT_INTERNAL_ERROR: return "CUFFT_INTERNAL_ERROR";
+    case CUFFT_EXEC_FAILED: return "CUFFT_EXEC_FAILED";
+    case CUFFT_SETUP_FAILED: return "CUFFT_SETUP_FAILED";
+    case CUFFT_INVALID_SIZE: return "CUFFT_INVALID_SIZE";
+    case CUFFT_INVALID_DEVICE: return "CUFFT_INVALID_DEVICE";
+    case CUFFT_NO_WORKSPACE: return "CUFFT_NO_WORKSPACE";
+    case CUFFT_NOT_IMPLEMENTED: return "CUFFT_NOT_IMPLEMENTED";
+    case CUFFT_NOT_SUPPORTED: return "CUFFT_NOT_SUPPORTED";
+    default: return "unknown cufftResult";
+  }
+}
+
+/* A failed runtime call: the message names it, the plan (if any) turns sticky. Test builds can
+ * fail the n-th checked call with FC_FAULT=cuda:n (libcache/fault.h). */
+static int cuda_fail(fc_cuda_plan *p, const char *call, cudaError_t e) {
+  if (p) p->failed = 1;
+  cudaGetLastError(); /* clear a non-sticky error so the next call does not report it again */
+  return set_error(FC_ECUDA, "%s: %s (%s)", call, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+
+static int cufft_fail(fc_cuda_plan *p, const char *call, cufftResult r) {
+  if (p) p->failed = 1;
+  return set_error(FC_ECUDA, "%s: %s (%d)", call, cufft_result_name(r), (int)r);
+}
+
+#define CU(name, call)                                                                           \
+  do {                                                                                           \
+    cudaError_t e_ = fc_fault_hit("cuda") ? cudaErrorUnknown : (call);                           \
+    if (e_ != cudaSuccess) {                                                                     \
+      rc = cuda_fail(p, name, e_);                                                               \
+      goto out;                                                                                  \
+    }                                                                                            \
+  } while (0)
+
+#define FFT(name, call)                                                                          \
+  do {                                                                                           \
+    cufftResult r_ = fc_fault_hit("cuda") ? CUFFT_INTERNAL_ERROR : (call);                       \
+    if (r_ != CUFFT_SUCCESS) {                                                                   \
+      rc = cufft_fail(p, name, r_);                                                              \
+      goto out;                                                                                  \
+    }                                                                                            \
+  } while (0)
+
+int fc_cuda_built(void) { return 1; }
+
+int fc_cuda_device_count(int *n, char *why, size_t why_len) {
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  *n = 0;
+  if (e != cudaSuccess || count <= 0) {
+    const char *reason = e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA-capable device is detected";
+    cudaGetLastError();
+    set_error(FC_ENODEVICE, "no CUDA device: %s", reason);
+    copy_why(why, why_len, last_error);
+    return FC_ENODEVICE;
+  }
+  *n = count;
+  copy_why(why, why_len, "");
+  return 0;
+}
+
+static int check_device(int device) {
+  int n;
+  char why[256];
+  int rc = fc_cuda_device_count(&n, why, sizeof why);
+  if (rc) return rc;
+  if (device < 0 || device >= n)
+    return set_error(FC_ENODEVICE, "no CUDA device: device %d does not exist (%d present)", device, n);
+  return 0;
+}
+
+int fc_cuda_device_describe(int device, char *buf, size_t buf_len) {
+  fc_cuda_plan *p = NULL; /* for CU() */
+  int rc = check_device(device);
+  struct cudaDeviceProp prop;
+  if (rc) {
+    copy_why(buf, buf_len, last_error);
+    return rc;
+  }
+  CU("cudaGetDeviceProperties", cudaGetDeviceProperties(&prop, device));
+  if (buf && buf_len)
+    snprintf(buf, buf_len, "%s, sm_%d%d, %.1f GiB", prop.name, prop.major, prop.minor,
+             (double)prop.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
+out:
+  return rc;
+}
+
+/* ---- plans ------------------------------------------------------------------------------------- */
+static size_t dtype_bytes_max(void) { return sizeof(float); } /* f32 is the widest output */
+
+static int dev_alloc(fc_cuda_plan *p, void **ptr, size_t bytes, const char *what) {
+  int rc = 0;
+  CU(what, cudaMalloc(ptr, bytes ? bytes : 1));
+  p->device_bytes += bytes;
+out:
+  return rc;
+}
+
+static int host_alloc(fc_cuda_plan *p, void **ptr, size_t bytes, const char *what) {
+  int rc = 0;
+  CU(what, cudaMallocHost(ptr, bytes ? bytes : 1));
+  p->pinned_bytes += bytes;
+out:
+  return rc;
+}
+
+/* Streams, buffers and cuFFT plans of one slot. */
+static int slot_create(fc_cuda_plan *p, slot *s) {
+  int rc = 0;
+  const uint64_t F = p->max_frames;
+  const size_t row = p->base.row, nm = p->cfg.n_mels;
+  const size_t tab = 3 * (size_t)MAX_UTTS + 1;
+  size_t work_max = 0;
+  CU("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+  CU("cudaEventCreateWithFlags", cudaEventCreateWithFlags(&s->done, cudaEventDisableTiming));
+  if ((rc = host_alloc(p, (void **)&s->pcm_h, sizeof(float) * p->max_samples, "cudaMallocHost(pcm)")) ||
+      (rc = host_alloc(p, &s->out_h, dtype_bytes_max() * F * nm, "cudaMallocHost(out)")) ||
+      (rc = host_alloc(p, (void **)&s->tab_h, sizeof(uint64_t) * tab, "cudaMallocHost(tables)")) ||
+      (rc = dev_alloc(p, (void **)&s->pcm_d, sizeof(float) * p->max_samples, "cudaMalloc(pcm)")) ||
+      (rc = dev_alloc(p, (void **)&s->rows_d, sizeof(float) * F * row, "cudaMalloc(rows)")) ||
+      (rc = dev_alloc(p, (void **)&s->mel_d, sizeof(float) * F * nm, "cudaMalloc(mel)")) ||
+      (rc = dev_alloc(p, &s->out_d, dtype_bytes_max() * F * nm, "cudaMalloc(out)")) ||
+      (rc = dev_alloc(p, (void **)&s->umax_d, sizeof(float) * MAX_UTTS, "cudaMalloc(utt_max)")) ||
+      (rc = dev_alloc(p, (void **)&s->tab_d, sizeof(uint64_t) * tab, "cudaMalloc(tables)")))
+    goto out;
+  /* Rows past a chunk's last frame go through the FFT too (plans come in halving batch sizes):
+   * keep them finite. */
+  CU("cudaMemsetAsync(rows)", cudaMemsetAsync(s->rows_d, 0, sizeof(float) * F * row, s->stream));
+  /* One batched in-place R2C plan per batch size, all sharing one work area: input rows of
+   * 2 (n_fft/2 + 1) floats, output rows of n_fft/2 + 1 complex bins over the same memory. */
+  int n = (int)p->cfg.n_fft, inembed = (int)row, onembed = (int)p->base.nbins;
+  for (int k = 0; k < p->n_fft_sizes; k++) {
+    size_t ws = 0;
+    s->fft_batch[k] = (F + ((uint64_t)1 << k) - 1) >> k;
+    FFT("cufftCreate", cufftCreate(&s->fft[k]));
+    s->fft_made[k] = 1;
+    FFT("cufftSetAutoAllocation", cufftSetAutoAllocation(s->fft[k], 0));
+    FFT("cufftMakePlanMany", cufftMakePlanMany(s->fft[k], 1, &n, &inembed, 1, inembed, &onembed, 1,
+                                               onembed, CUFFT_R2C, (int)s->fft_batch[k], &ws));
+    FFT("cufftSetStream", cufftSetStream(s->fft[k], s->stream));
+    if (ws > work_max) work_max = ws;
+  }
+  if ((rc = dev_alloc(p, &s->work_d, work_max, "cudaMalloc(cufft work area)"))) goto out;
+  for (int k = 0; k < p->n_fft_sizes; k++)
+    FFT("cufftSetWorkArea", cufftSetWorkArea(s->fft[k], s->work_d));
+out:
+  return rc;
+}
+
+static void slot_free(slot *s) {
+  if (s->stream) cudaStreamSynchronize(s->stream);
+  for (int k = 0; k < N_FFT_SIZES; k++)
+    if (s->fft_made[k]) cufftDestroy(s->fft[k]);
+  cudaFreeHost(s->pcm_h);
+  cudaFreeHost(s->out_h);
+  cudaFreeHost(s->tab_h);
+  cudaFree(s->pcm_d);
+  cudaFree(s->rows_d);
+  cudaFree(s->mel_d);
+  cudaFree(s->out_d);
+  cudaFree(s->umax_d);
+  cudaFree(s->tab_d);
+  cudaFree(s->work_d);
+  if (s->done) cudaEventDestroy(s->done);
+  if (s->stream) cudaStreamDestroy(s->stream);
+  cudaGetLastError();
+}
+
+void fc_cuda_plan_free(fc_cuda_plan *p) {
+  if (!p) return;
+  cudaSetDevice(p->device);
+  for (int i = 0; i < N_SLOTS; i++) slot_free(&p->slots[i]);
+  cudaFree(p->window_d);
+  cudaFree(p->weights_d);
+  cudaFree(p->bands_d);
+  cudaGetLastError();
+  free(p);
+}
+
+int fc_cuda_plan_create(const fc_mel_config *cfg, int device, size_t max_batch_samples,
+                        fc_cuda_plan **out) {
+  char why[256];
+  float *window = NULL, *weights = NULL;
+  uint32_t *bands = NULL;
+  size_t n_weights = 0;
+  fc_cuda_plan *p = NULL;
+  int rc;
+  *out = NULL;
+  if (fc_mel_config_validate(cfg, why, sizeof why)) return set_error(FC_ECONFIG, "%s", why);
+  if ((rc = check_device(device))) return rc;
+  if (!max_batch_samples) max_batch_samples = DEFAULT_MAX_SAMPLES;
+  /* The frames of a chunk index rows of 2^31 floats at most for cuFFT's int batch; far above any
+   * sensible staging buffer. */
+  if (max_batch_samples > ((size_t)1 << 30))
+    return set_error(FC_ECONFIG, "max_batch_samples %zu is above the limit of 2^30", max_batch_samples);
+  uint64_t frames = fc_mel_num_frames(cfg, max_batch_samples);
+  if (frames == 0)
+    return set_error(FC_ECONFIG, "max_batch_samples %zu gives no frames with this config",
+                     max_batch_samples);
+  p = calloc(1, sizeof *p);
+  window = malloc(sizeof *window * cfg->win_length);
+  bands = malloc(sizeof *bands * 3 * (size_t)cfg->n_mels);
+  if (!p || !window || !bands) {
+    rc = set_error(ENOMEM, "out of host memory for the CUDA plan");
+    goto out;
+  }
+  p->cfg = *cfg;
+  p->device = device;
+  p->max_samples = max_batch_samples;
+  p->max_frames = (frames + FRAME_ROUND - 1) / FRAME_ROUND * FRAME_ROUND;
+  p->n_fft_sizes = 1;
+  while (p->n_fft_sizes < N_FFT_SIZES && (p->max_frames >> p->n_fft_sizes) >= FRAME_ROUND)
+    p->n_fft_sizes++;
+
+  fc_cu_params *P = &p->base;
+  fc_cu_params_init(P, cfg);
+  if (fc_cu_build_tables(cfg, fc_mel_config_fmax(cfg), window, bands, &weights, &n_weights)) {
+    rc = set_error(ENOMEM, "out of host memory for the mel filterbank");
+    goto out;
+  }
+
+  CU("cudaSetDevice", cudaSetDevice(device));
+  if ((rc = dev_alloc(p, (void **)&p->window_d, sizeof *window * cfg->win_length, "cudaMalloc(window)")) ||
+      (rc = dev_alloc(p, (void **)&p->weights_d, sizeof *weights * n_weights, "cudaMalloc(weights)")) ||
+      (rc = dev_alloc(p, (void **)&p->bands_d, sizeof *bands * 3 * cfg->n_mels, "cudaMalloc(bands)")))
+    goto out;
+  CU("cudaMemcpy(window)", cudaMemcpy(p->window_d, window, sizeof *window * cfg->win_length,
+                                      cudaMemcpyHostToDevice));
+  CU("cudaMemcpy(weights)", cudaMemcpy(p->weights_d, weights, sizeof *weights * n_weights,
+                                       cudaMemcpyHostToDevice));
+  CU("cudaMemcpy(bands)", cudaMemcpy(p->bands_d, bands, sizeof *bands * 3 * cfg->n_mels,
+                                     cudaMemcpyHostToDevice));
+  P->window = p->window_d;
+  P->mel_weights = p->weights_d;
+  P->mel_first = p->bands_d;
+  P->mel_count = p->bands_d + cfg->n_mels;
+  P->mel_offset = p->bands_d + 2 * cfg->n_mels;
+  for (int i = 0; i < N_SLOTS; i++)
+    if ((rc = slot_create(p, &p->slots[i]))) goto out;
+  /* The table uploads and row clears must be complete before the non-blocking streams run. */
+  CU("cudaDeviceSynchronize", cudaDeviceSynchronize());
+  *out = p;
+  p = NULL;
+out:
+  free(window);
+  free(weights);
+  free(bands);
+  fc_cuda_plan_free(p);
+  return rc;
+}
+
+const fc_mel_config *fc_cuda_plan_config(const fc_cuda_plan *p) { return &p->cfg; }
+size_t fc_cuda_plan_max_samples(const fc_cuda_plan *p) { return p->max_samples; }
+
+void fc_cuda_plan_bytes(const fc_cuda_plan *p, size_t *device_bytes, size_t *pinned_bytes) {
+  if (device_bytes) *device_bytes = p->device_bytes;
+  if (pinned_bytes) *pinned_bytes = p->pinned_bytes;
+}
+
+/* ---- the pipeline ------------------------------------------------------------------------------ */
+
+/* Enqueue a packed chunk on its slot's stream: H2D, frames, FFT, mel, max, finish, D2H, event. */
+static int slot_enqueue(fc_cuda_plan *p, slot *s, size_t count, uint64_t samples, uint64_t frames,
+                        int dtype) {
+  int rc = 0;
+  fc_cu_params P = p->base;
+  const size_t tab_bytes = sizeof(uint64_t) * (3 * (size_t)MAX_UTTS + 1);
+  const uint64_t n = frames * p->cfg.n_mels;
+  cudaStream_t st = s->stream;
+  P.n_utts = (uint32_t)count;
+  P.utt_sample_off = s->tab_d;
+  P.utt_len = s->tab_d + MAX_UTTS;
+  P.utt_frame_off = s->tab_d + 2 * MAX_UTTS;
+  CU("cudaMemcpyAsync(pcm, host to device)",
+     cudaMemcpyAsync(s->pcm_d, s->pcm_h, sizeof(float) * samples, cudaMemcpyHostToDevice, st));
+  CU("cudaMemcpyAsync(tables, host to device)",
+     cudaMemcpyAsync(s->tab_d, s->tab_h, tab_bytes, cudaMemcpyHostToDevice, st));
+  CU("frames kernel launch", (cudaError_t)fc_cu_launch_frames(&P, s->pcm_d, s->rows_d, frames, st));
+  int k = p->n_fft_sizes - 1;
+  while (k > 0 && s->fft_batch[k] < frames) k--;
+  FFT("cufftExecR2C", cufftExecR2C(s->fft[k], s->rows_d, (cufftComplex *)s->rows_d));
+  CU("mel kernel launch", (cudaError_t)fc_cu_launch_mel(&P, s->rows_d, s->mel_d, frames, st));
+  const void *src = s->mel_d;
+  if (P.needs_max)
+    CU("utterance max kernel launch", (cudaError_t)fc_cu_launch_utt_max(&P, s->mel_d, s->umax_d, st));
+  if (P.needs_max || dtype != FC_DTYPE_F32) {
+    CU("finish kernel launch",
+       (cudaError_t)fc_cu_launch_finish(&P, s->mel_d, s->umax_d, s->out_d, n, dtype, st));
+    src = s->out_d;
+  }
+  CU("cudaMemcpyAsync(features, device to host)",
+     cudaMemcpyAsync(s->out_h, src, fc_dtype_size(dtype) * n, cudaMemcpyDeviceToHost, st));
+  CU("cudaEventRecord", cudaEventRecord(s->done, st));
+out:
+  return rc;
+}
+
+/* Wait for the slot's chunk and copy each utterance's slice to its caller's buffer. */
+static int slot_finish(fc_cuda_plan *p, slot *s, void *const *out) {
+  int rc = 0;
+  if (!s->busy) return 0;
+  s->busy = 0;
+  CU("cudaEventSynchronize", cudaEventSynchronize(s->done));
+  const uint64_t *frame_off = s->tab_h + 2 * MAX_UTTS;
+  const size_t row_bytes = fc_dtype_size(s->dtype) * p->cfg.n_mels;
+  for (size_t i = 0; i < s->count; i++)
+    memcpy(out[s->first + i], (const char *)s->out_h + frame_off[i] * row_bytes,
+           (frame_off[i + 1] - frame_off[i]) * row_bytes);
+out:
+  return rc;
+}
+
+int fc_cuda_compute_batch(fc_cuda_plan *p, const float *const *pcm, const size_t *lens,
+                          size_t n_utts, int dtype, void *const *out) {
+  int rc = 0;
+  if (p->failed) return set_error(FC_EBADSTATE, "the CUDA plan failed earlier; make a new one");
+  if (dtype == 0) dtype = p->cfg.dtype;
+  if (dtype != FC_DTYPE_F32 && dtype != FC_DTYPE_F16 && dtype != FC_DTYPE_BF16)
+    return set_error(FC_ECONFIG, "dtype %d is not f32, f16 or bf16", dtype);
+  for (size_t i = 0; i < n_utts; i++) {
+    if (lens[i] > p->max_samples)
+      return set_error(FC_ETOOLONG, "utterance %zu: %zu samples, more than the plan's %zu", i,
+                       lens[i], p->max_samples);
+    if (fc_mel_num_frames(&p->cfg, lens[i]) == 0)
+      return set_error(FC_EEMPTY, "utterance %zu: %zu samples give no frames", i, lens[i]);
+  }
+  CU("cudaSetDevice", cudaSetDevice(p->device));
+  size_t i = 0;
+  int next = 0;
+  while (i < n_utts) {
+    slot *s = &p->slots[next];
+    if ((rc = slot_finish(p, s, out))) goto out;
+    /* Pack utterances while the chunk has room for their samples, frames and table rows. */
+    uint64_t *sample_off = s->tab_h, *len = s->tab_h + MAX_UTTS, *frame_off = s->tab_h + 2 * MAX_UTTS;
+    uint64_t samples = 0, frames = 0;
+    size_t j = i;
+    for (; j < n_utts && j - i < MAX_UTTS; j++) {
+      uint64_t f = fc_mel_num_frames(&p->cfg, lens[j]);
+      if (samples + lens[j] > p->max_samples || frames + f > p->max_frames) break;
+      sample_off[j - i] = samples;
+      len[j - i] = lens[j];
+      frame_off[j - i] = frames;
+      memcpy(s->pcm_h + samples, pcm[j], sizeof(float) * lens[j]);
+      samples += lens[j];
+      frames += f;
+    }
+    frame_off[j - i] = frames;
+    if ((rc = slot_enqueue(p, s, j - i, samples, frames, dtype))) goto out;
+    s->busy = 1;
+    s->first = i;
+    s->count = j - i;
+    s->dtype = dtype;
+    i = j;
+    next = (next + 1) % N_SLOTS;
+  }
+  /* The older chunk is in the slot that would be used next. */
+  for (int k = 0; k < N_SLOTS; k++)
+    if ((rc = slot_finish(p, &p->slots[(next + k) % N_SLOTS], out))) goto out;
+out:
+  if (rc) {
+    for (int k = 0; k < N_SLOTS; k++) p->slots[k].busy = 0;
+    p->failed = 1;
+  }
+  return rc;
+}
+
+int fc_cuda_compute(fc_cuda_plan *p, const float *samples, size_t n, float *out) {
+  void *o = out;
+  return fc_cuda_compute_batch(p, &samples, &n, 1, FC_DTYPE_F32, &o);
+}
+
+/* ---- the gatherer ------------------------------------------------------------------------------ */
+typedef struct request {
+  const float *x;
+  size_t n;
+  float *out;
+  int rc, done;
+} request;
+
+struct fc_cuda_gather {
+  fc_cuda_plan *plan;
+  unsigned workers, wait_us;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  request **queue;       /* waiting requests, oldest first */
+  unsigned nq, blocked;  /* queued; callers waiting for room */
+  uint64_t q_samples;
+  struct timespec oldest;
+  int running, failed;
+  char error[512];       /* the failed launch's message, for every caller it failed */
+  /* The leader's copy of a launch (only one leader at a time). */
+  request **taken;
+  const float **xs;
+  size_t *lens;
+  void **outs;
+};
+
+int fc_cuda_gather_create(const fc_mel_config *cfg, int device, size_t max_batch_samples,
+                          unsigned workers, unsigned wait_us, fc_cuda_gather **out) {
+  *out = NULL;
+  if (!workers) workers = 1;
+  fc_cuda_gather *g = calloc(1, sizeof *g);
+  if (!g) return set_error(ENOMEM, "out of host memory for the CUDA gatherer");
+  g->workers = workers;
+  g->wait_us = wait_us ? wait_us : 2000;
+  g->queue = calloc(workers, sizeof *g->queue);
+  g->taken = calloc(workers, sizeof *g->taken);
+  g->xs = calloc(workers, sizeof *g->xs);
+  g->lens = calloc(workers, sizeof *g->lens);
+  g->outs = calloc(workers, sizeof *g->outs);
+  int rc = 0;
+  if (!g->queue || !g->taken || !g->xs || !g->lens || !g->outs) {
+    rc = set_error(ENOMEM, "out of host memory for the CUDA gatherer");
+  } else if (!(rc = fc_cuda_plan_create(cfg, device, max_batch_samples, &g->plan))) {
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&g->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    *out = g;
+    return 0;
+  }
+  free(g->queue);
+  free(g->taken);
+  free(g->xs);
+  free(g->lens);
+  free(g->outs);
+  free(g);
+  return rc;
+}
+
+void fc_cuda_gather_free(fc_cuda_gather *g) {
+  if (!g) return;
+  fc_cuda_plan_free(g->plan);
+  pthread_mutex_destroy(&g->mu);
+  pthread_cond_destroy(&g->cv);
+  free(g->queue);
+  free(g->taken);
+  free(g->xs);
+  free(g->lens);
+  free(g->outs);
+  free(g);
+}
+
+static double since_us(const struct timespec *t0) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (double)(now.tv_sec - t0->tv_sec) * 1e6 + (double)(now.tv_nsec - t0->tv_nsec) / 1e3;
+}
+
+int fc_cuda_gather_compute(fc_cuda_gather *g, const float *samples, size_t n, float *out) {
+  const size_t max = g->plan->max_samples;
+  if (n > max)
+    return set_error(FC_ETOOLONG, "%zu samples, more than the CUDA plan's %zu", n, max);
+  if (fc_mel_num_frames(&g->plan->cfg, n) == 0)
+    return set_error(FC_EEMPTY, "%zu samples give no frames", n);
+  request r = {samples, n, out, 0, 0};
+  pthread_mutex_lock(&g->mu);
+  while (!g->failed && (g->nq >= g->workers || g->q_samples + n > max)) {
+    g->blocked++;
+    pthread_cond_broadcast(&g->cv); /* a full queue is launched at once */
+    pthread_cond_wait(&g->cv, &g->mu);
+    g->blocked--;
+  }
+  if (g->failed) {
+    set_error(FC_EBADSTATE, "the CUDA backend failed earlier: %s", g->error);
+    pthread_mutex_unlock(&g->mu);
+    return FC_EBADSTATE;
+  }
+  if (g->nq == 0) clock_gettime(CLOCK_MONOTONIC, &g->oldest);
+  g->queue[g->nq++] = &r;
+  g->q_samples += n;
+  pthread_cond_broadcast(&g->cv);
+  while (!r.done) {
+    double waited = since_us(&g->oldest);
+    if (!g->running && g->nq > 0 &&
+        (g->nq >= g->workers || g->blocked > 0 || waited >= (double)g->wait_us)) {
+      /* Lead this launch: take the whole queue, compute it without the lock. */
+      unsigned k = g->nq;
+      request **taken = g->taken;
+      memcpy(taken, g->queue, sizeof *taken * k);
+      for (unsigned i = 0; i < k; i++) {
+        g->xs[i] = taken[i]->x;
+        g->lens[i] = taken[i]->n;
+        g->outs[i] = taken[i]->out;
+      }
+      g->nq = 0;
+      g->q_samples = 0;
+      g->running = 1;
+      pthread_cond_broadcast(&g->cv); /* room for blocked callers */
+      pthread_mutex_unlock(&g->mu);
+      int rc = fc_cuda_compute_batch(g->plan, g->xs, g->lens, k, FC_DTYPE_F32, g->outs);
+      pthread_mutex_lock(&g->mu);
+      g->running = 0;
+      if (rc) {
+        g->failed = 1;
+        snprintf(g->error, sizeof g->error, "%s", last_error);
+      }
+      for (unsigned i = 0; i < k; i++) {
+        taken[i]->rc = rc;
+        taken[i]->done = 1;
+      }
+      pthread_cond_broadcast(&g->cv);
+      continue;
+    }
+    if (g->running || g->nq == 0) {
+      pthread_cond_wait(&g->cv, &g->mu);
+    } else {
+      struct timespec until = g->oldest;
+      long ns = until.tv_nsec + (long)g->wait_us * 1000L;
+      until.tv_sec += ns / 1000000000L;
+      until.tv_nsec = ns % 1000000000L;
+      pthread_cond_timedwait(&g->cv, &g->mu, &until);
+    }
+  }
+  if (r.rc) set_error(r.rc, "%s", g->error);
+  pthread_mutex_unlock(&g->mu);
+  return r.rc;
+}
+#endif

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# featurize --device on this machine, GPU or not (issue 3):
+#   no usable GPU (CI, or a build without the CUDA backend):
+#     --device auto  runs on the CPU: exit 0, -v says "featurize: device: cpu (no CUDA device: ...)",
+#                    --json has "device":"cpu", the record's producer is 1 (CPU)
+#     --device cuda / cuda:0 / cuda:7   exit 2, stderr exactly "featurize: no CUDA device: REASON",
+#                    REASON the runtime's (fc_cuda_device_count), stdout empty, no store created
+#   a usable GPU: auto and cuda run on cuda:0 (producer 2), and a device that does not exist
+#     (cuda:N, N = count) exits 2 with "featurize: no CUDA device: device N does not exist (...)".
+#   both: --device gpu is a usage error (exit 2, with the --help hint).
+set -u
+FZ=${FC_BIN:?}/featurize
+PY=${FC_PYTHON:-python3}
+LIB=${FEATCACHE_LIBRARY:-$FC_BIN/libfeatcache.so}
+[ -x "$FZ" ] || { echo "featurize is not built"; exit 77; }
+command -v espeak-ng >/dev/null || { echo "espeak-ng missing"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+
+espeak-ng -w a.wav "the quick brown fox" || exit 77
+
+# The library's own answer: device count and reason, straight from fc_cuda_device_count.
+read -r count reason < <("$PY" - "$LIB" <<'PY'
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+n = ctypes.c_int(-1)
+why = ctypes.create_string_buffer(256)
+rc = lib.fc_cuda_device_count(ctypes.byref(n), why, ctypes.c_size_t(256))
+print(n.value if rc == 0 else 0, why.value.decode())
+PY
+)
+[ -n "${count:-}" ] || { echo "cannot query fc_cuda_device_count through $LIB"; exit 1; }
+echo "fc_cuda_device_count: $count${reason:+ ($reason)}"
+
+producer() { # producer field (header offset 52) of every record in the store
+  "$PY" - "$1" <<'PY'
+import lmdb, struct, sys
+env = lmdb.open(sys.argv[1], readonly=True, lock=False, max_dbs=8)
+with env.begin(db=env.open_db(b"feat", create=False)) as t:
+    print(" ".join(str(struct.unpack_from("<I", bytes(v), 52)[0]) for _, v in t.cursor()))
+PY
+}
+json_field() { "$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
+
+# check_nodev NAME SPEC WANT_STDERR: exit 2, exact stderr, empty stdout, no store.
+check_nodev() {
+  "$FZ" --device "$2" -o st_nodev a.wav >out 2>err
+  local rc=$?
+  if [ "$rc" != 2 ] || [ "$(cat err)" != "$3" ] || [ -s out ] || [ -e st_nodev ]; then
+    fail "$1: exit $rc (want 2); stderr: $(cat err); want: $3"
+    [ -s out ] && fail "$1: unexpected stdout: $(cat out)"
+    [ -e st_nodev ] && fail "$1: a store was created"
+  fi
+  rm -rf st_nodev
+}
+
+if [ "$count" = 0 ]; then
+  case "$reason" in
+    "no CUDA device: "?*) ;;
+    *) fail "fc_cuda_device_count reason '$reason' does not start with 'no CUDA device: '" ;;
+  esac
+  # auto falls back to the CPU, says so at -v, and in --json.
+  "$FZ" --device auto -v --json -o st a.wav >out 2>err
+  rc=$?
+  [ "$rc" = 0 ] || fail "auto: exit $rc; stderr: $(cat err)"
+  want_line="featurize: device: cpu ($reason)"
+  grep -qxF "$want_line" err || fail "auto -v: no line '$want_line' in stderr: $(cat err)"
+  [ "$(json_field out device 2>/dev/null)" = cpu ] || fail "auto --json: device is not cpu: $(cat out)"
+  [ "$(producer st)" = 1 ] || fail "auto: producer '$(producer st)', want 1 (CPU)"
+  # without -v nothing is said about the device
+  "$FZ" --device auto -o st2 a.wav >out 2>err || fail "auto (no -v): exit $?"
+  grep -q "device" err && fail "auto without -v mentions the device: $(cat err)"
+  # cpu explicitly: no CUDA query in the way
+  "$FZ" --device cpu --json -o st3 a.wav >out 2>err || fail "cpu: exit $?; $(cat err)"
+  [ "$(json_field out device 2>/dev/null)" = cpu ] || fail "cpu --json: $(cat out)"
+  # cuda asked for: exit 2 with the runtime's reason, nothing done
+  check_nodev "cuda" cuda "featurize: $reason"
+  check_nodev "cuda:0" cuda:0 "featurize: $reason"
+  check_nodev "cuda:7" cuda:7 "featurize: $reason"
+else
+  "$FZ" --device auto -v --json -o st a.wav >out 2>err || fail "auto on a GPU: exit $?; $(cat err)"
+  grep -qE "^featurize: device: cuda:0( |$)" err || fail "auto -v on a GPU: $(cat err)"
+  [ "$(json_field out device 2>/dev/null)" = cuda:0 ] || fail "auto --json on a GPU: $(cat out)"
+  [ "$(producer st)" = 2 ] || fail "auto on a GPU: producer '$(producer st)', want 2 (CUDA)"
+  "$FZ" --device cuda --json -o st2 a.wav >out 2>err || fail "cuda on a GPU: exit $?; $(cat err)"
+  [ "$(producer st2)" = 2 ] || fail "cuda on a GPU: producer '$(producer st2)', want 2"
+  "$FZ" --device "cuda:$count" -o st_nodev a.wav >out 2>err
+  rc=$?
+  [ "$rc" = 2 ] || fail "cuda:$count: exit $rc (want 2)"
+  grep -qxE "featurize: no CUDA device: device $count does not exist \(.*\)" err ||
+    fail "cuda:$count: stderr $(cat err)"
+fi
+
+# A device name that is not one: usage error.
+check_nodev "gpu" gpu "featurize: unknown device 'gpu' (want auto, cpu, cuda or cuda:N)
+Try 'featurize --help' for more information."
+
+[ "$fails" = 0 ] && echo "ok"
+exit $((fails > 0))

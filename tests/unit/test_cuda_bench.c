@@ -1,0 +1,105 @@
+/* GPU throughput benchmark (a measurement, not a timed assertion): hifigan features of 6-second
+ * utterances through fc_cuda_compute_batch, against one CPU thread of fc_mel_compute on the same
+ * signals, side by side in one run. Prints realtime factors, frames per second and the plan's
+ * memory; scripts/gpu-check collects the lines that start with "bench:". Without a usable GPU:
+ * exit 77 (skipped) with the reason. FC_BENCH_UTTS overrides the number of utterances (256). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "featcache/fc_cuda.h"
+#include "featcache/fc_mel.h"
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void make_signal(float *x, size_t n, uint32_t seed, double sr) {
+  uint32_t s = seed * 2654435761u + 1;
+  for (size_t i = 0; i < n; i++) {
+    s = s * 1664525u + 1013904223u;
+    double t = (double)i / sr;
+    x[i] = (float)(0.4 * sin(2 * M_PI * (100.0 + 2000.0 * t) * t) +
+                   ((double)(s >> 8) / 16777216.0 - 0.5) * 0.4);
+  }
+}
+
+static int bench(const char *preset, size_t n_utts, double seconds) {
+  fc_mel_config cfg;
+  if (fc_mel_preset(preset, &cfg)) return 1;
+  const size_t n = (size_t)(seconds * cfg.sample_rate);
+  const uint64_t f = fc_mel_num_frames(&cfg, n);
+  float **pcm = calloc(n_utts, sizeof *pcm), **out = calloc(n_utts, sizeof *out);
+  size_t *lens = calloc(n_utts, sizeof *lens);
+  for (size_t i = 0; i < n_utts; i++) {
+    lens[i] = n;
+    pcm[i] = malloc(sizeof(float) * n);
+    out[i] = malloc(sizeof(float) * f * cfg.n_mels);
+    make_signal(pcm[i], n, (uint32_t)i, cfg.sample_rate);
+  }
+  fc_cuda_plan *p = NULL;
+  int rc = fc_cuda_plan_create(&cfg, 0, 0, &p);
+  if (rc) {
+    fprintf(stderr, "fc_cuda_plan_create: %s\n", fc_cuda_last_error());
+    return 1;
+  }
+  size_t dev = 0, pinned = 0;
+  fc_cuda_plan_bytes(p, &dev, &pinned);
+  /* warm-up (module load, first launches), then the best of 3 */
+  rc = fc_cuda_compute_batch(p, (const float *const *)pcm, lens, n_utts, FC_DTYPE_F32, (void *const *)out);
+  double best = 1e9;
+  for (int r = 0; r < 3 && !rc; r++) {
+    double t0 = now();
+    rc = fc_cuda_compute_batch(p, (const float *const *)pcm, lens, n_utts, FC_DTYPE_F32, (void *const *)out);
+    double t = now() - t0;
+    if (t < best) best = t;
+  }
+  if (rc) {
+    fprintf(stderr, "fc_cuda_compute_batch: %s\n", fc_cuda_last_error());
+    fc_cuda_plan_free(p);
+    return 1;
+  }
+  fc_mel_plan *cpu = NULL;
+  fc_mel_plan_create(&cfg, &cpu);
+  size_t cpu_utts = n_utts < 8 ? n_utts : 8;
+  double t0 = now();
+  for (size_t i = 0; i < cpu_utts; i++) fc_mel_compute(cpu, pcm[i], n, out[i]);
+  double cpu_t = now() - t0;
+  const double audio = seconds * (double)n_utts;
+  printf("bench: %-9s gpu %zu x %.0f s utterances in %.4f s: %.0f x realtime, %.3g frames/s "
+         "(plan: %.0f MiB device, %.0f MiB pinned)\n", preset, n_utts, seconds, best, audio / best,
+         (double)f * (double)n_utts / best, (double)dev / 1048576.0, (double)pinned / 1048576.0);
+  printf("bench: %-9s cpu 1 thread: %.0f x realtime; gpu / cpu-thread = %.1f\n", preset,
+         seconds * (double)cpu_utts / cpu_t, (audio / best) / (seconds * (double)cpu_utts / cpu_t));
+  fc_mel_plan_free(cpu);
+  fc_cuda_plan_free(p);
+  for (size_t i = 0; i < n_utts; i++) {
+    free(pcm[i]);
+    free(out[i]);
+  }
+  free(pcm);
+  free(out);
+  free(lens);
+  return 0;
+}
+
+int main(void) {
+  int n = 0;
+  char why[256], desc[256];
+  if (fc_cuda_device_count(&n, why, sizeof why) != 0) {
+    printf("%s\n", why);
+    return 77;
+  }
+  fc_cuda_device_describe(0, desc, sizeof desc);
+  printf("bench: device 0: %s\n", desc);
+  const char *e = getenv("FC_BENCH_UTTS");
+  size_t utts = e && atoi(e) > 0 ? (size_t)atoi(e) : 256;
+  int rc = 0;
+  const char *presets[] = {"hifigan", "whisper", "kaldi", "librosa"};
+  for (int i = 0; i < 4; i++) rc |= bench(presets[i], utts, 6.0);
+  return rc;
+}

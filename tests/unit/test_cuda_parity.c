@@ -1,0 +1,311 @@
+/* CUDA vs CPU parity, on a GPU: every preset (and the dB and log10 variants), utterances of awkward
+ * lengths packed into one batch, a small staging buffer (many chunks over both streams) and the
+ * default one; frame counts exact, log outputs within 1e-4 (absolute), linear ones within 1e-4
+ * (relative); f16/bf16 outputs within one unit in the last place of the CPU's converted values;
+ * the gatherer from several threads; the errors (too long, empty, sticky after an injected CUDA
+ * failure with FC_FAULT=cuda:N). Without a usable GPU: exit 77 (skipped) with the reason. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "featcache/fc_cuda.h"
+#include "featcache/fc_mel.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                         \
+  do {                                                                                           \
+    if (!(cond)) {                                                                               \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                       \
+      fprintf(stderr, __VA_ARGS__);                                                              \
+      fputc('\n', stderr);                                                                       \
+      failures++;                                                                                \
+    }                                                                                            \
+  } while (0)
+
+/* Broadband deterministic signal (chirp, tone, noise), as test_shared_math.c. */
+static void make_signal(float *x, size_t n, uint32_t seed, double sr) {
+  uint32_t s = seed * 2654435761u + 1;
+  for (size_t i = 0; i < n; i++) {
+    s = s * 1664525u + 1013904223u;
+    double noise = ((double)(s >> 8) / 16777216.0 - 0.5) * 0.4;
+    double t = (double)i / sr;
+    x[i] = (float)(0.4 * sin(2 * M_PI * (100.0 + 2000.0 * t) * t) + 0.2 * sin(2 * M_PI * 440.0 * t) +
+                   noise);
+  }
+}
+
+static double to_linear(const fc_mel_config *c, float y) {
+  switch (c->log) {
+    case FC_LOG_LN: return exp((double)y);
+    case FC_LOG_LOG10: return pow(10.0, (double)y);
+    case FC_LOG_DB: return pow(10.0, (double)y / 10.0);
+    case FC_LOG_WHISPER: return pow(10.0, 4.0 * (double)y - 4.0);
+    default: return fabs((double)y);
+  }
+}
+
+/* Max error of got vs ref over f frames: absolute (log) or relative (linear), in ln units for dB.
+ * Values beyond 1e-4 must still agree to 1e-6 of their frame's largest band in the linear domain
+ * (float32 FFT rounding is relative to the frame's energy; see test_shared_math.c). */
+static double compare(const fc_mel_config *c, const float *got, const float *ref, uint64_t f,
+                      double *frame_err, uint64_t *beyond) {
+  const uint32_t nm = c->n_mels;
+  double worst = 0;
+  for (uint64_t t = 0; t < f; t++) {
+    double fmax_lin = 0;
+    for (uint32_t m = 0; m < nm; m++) fmax_lin = fmax(fmax_lin, to_linear(c, ref[t * nm + m]));
+    for (uint32_t m = 0; m < nm; m++) {
+      uint64_t i = t * nm + m;
+      double e = fabs((double)got[i] - (double)ref[i]);
+      if (c->log == FC_LOG_NONE) e /= fmax(fabs((double)ref[i]), 1e-30);
+      if (c->log == FC_LOG_DB) e /= 10.0 / log(10.0);
+      if (!(e <= 1e-4)) {
+        double fe = fabs(to_linear(c, got[i]) - to_linear(c, ref[i])) / fmax_lin;
+        if (!(fe <= *frame_err)) *frame_err = fe;
+        (*beyond)++;
+      } else if (e > worst) {
+        worst = e;
+      }
+    }
+  }
+  return worst;
+}
+
+typedef struct variant {
+  const char *preset, *label;
+  int log;
+  double top_db;
+} variant;
+
+static int make_cfg(const variant *v, fc_mel_config *cfg) {
+  if (fc_mel_preset(v->preset, cfg)) return -1;
+  if (v->log >= 0) {
+    cfg->log = (fc_log)v->log;
+    cfg->top_db = v->top_db;
+    if (cfg->log == FC_LOG_DB) cfg->log_floor = 1e-10;
+    fc_mel_config_settle_preset(cfg);
+  }
+  return 0;
+}
+
+enum { N_UTTS = 12 };
+
+static void parity(const variant *v, size_t max_batch_samples) {
+  fc_mel_config cfg;
+  CHECK(make_cfg(v, &cfg) == 0, "preset %s", v->preset);
+  const uint32_t nm = cfg.n_mels, sr = cfg.sample_rate;
+  fc_mel_plan *cpu = NULL;
+  fc_cuda_plan *gpu = NULL;
+  CHECK(fc_mel_plan_create(&cfg, &cpu) == 0, "cpu plan");
+  int rc = fc_cuda_plan_create(&cfg, 0, max_batch_samples, &gpu);
+  CHECK(rc == 0, "%s: fc_cuda_plan_create: %s", v->label, fc_cuda_last_error());
+  if (!cpu || !gpu) goto out;
+
+  size_t lens[N_UTTS], shortest = 1;
+  while (fc_mel_num_frames(&cfg, shortest) == 0) shortest++;
+  const size_t extent = cfg.window_align == FC_ALIGN_LEFT ? cfg.win_length : cfg.n_fft;
+  const size_t fixed[N_UTTS] = {shortest, extent - 1 > shortest ? extent - 1 : shortest, extent + 1,
+                                3 * (size_t)cfg.hop_length + 7, sr, sr * 3 / 2 + 13, sr / 3,
+                                (size_t)sr * 6, 5 * (size_t)sr + 1, 2 * (size_t)sr - 1, 4096, sr};
+  float *pcm[N_UTTS], *ref[N_UTTS], *got[N_UTTS];
+  uint16_t *half[N_UTTS];
+  uint64_t frames[N_UTTS];
+  for (int i = 0; i < N_UTTS; i++) {
+    lens[i] = fixed[i];
+    if (lens[i] > fc_cuda_plan_max_samples(gpu)) lens[i] = fc_cuda_plan_max_samples(gpu);
+    if (fc_mel_num_frames(&cfg, lens[i]) == 0) lens[i] = shortest;
+    frames[i] = fc_mel_num_frames(&cfg, lens[i]);
+    pcm[i] = malloc(sizeof(float) * lens[i]);
+    ref[i] = malloc(sizeof(float) * frames[i] * nm);
+    got[i] = malloc(sizeof(float) * frames[i] * nm);
+    half[i] = malloc(sizeof(uint16_t) * frames[i] * nm);
+    make_signal(pcm[i], lens[i], (uint32_t)i + 7, sr);
+    CHECK(fc_mel_compute(cpu, pcm[i], lens[i], ref[i]) == 0, "cpu compute");
+    /* sentinel past nothing: fill got with NaN so an unwritten value fails */
+    for (uint64_t k = 0; k < frames[i] * nm; k++) got[i][k] = NAN;
+  }
+  rc = fc_cuda_compute_batch(gpu, (const float *const *)pcm, lens, N_UTTS, FC_DTYPE_F32, (void *const *)got);
+  CHECK(rc == 0, "%s: fc_cuda_compute_batch: %s", v->label, fc_cuda_last_error());
+  double worst = 0, frame_err = 0;
+  uint64_t beyond = 0, total = 0;
+  for (int i = 0; i < N_UTTS && rc == 0; i++) {
+    double w = compare(&cfg, got[i], ref[i], frames[i], &frame_err, &beyond);
+    if (w > worst) worst = w;
+    total += frames[i] * nm;
+  }
+  CHECK(frame_err <= 1e-6, "%s: %llu values beyond 1e-4, the worst %.3g of its frame", v->label,
+        (unsigned long long)beyond, frame_err);
+  printf("%-22s batch %8zu: max error %.2e; %llu of %llu values beyond 1e-4 (worst %.1e of frame)\n",
+         v->label, fc_cuda_plan_max_samples(gpu), worst, (unsigned long long)beyond,
+         (unsigned long long)total, frame_err);
+
+  /* f16 / bf16 on the device vs the CPU's float values converted on the CPU: at most one ulp. */
+  for (int dt = FC_DTYPE_F16; dt <= FC_DTYPE_BF16 && rc == 0; dt++) {
+    rc = fc_cuda_compute_batch(gpu, (const float *const *)pcm, lens, N_UTTS, dt, (void *const *)half);
+    CHECK(rc == 0, "%s: %s batch: %s", v->label, fc_dtype_name(dt), fc_cuda_last_error());
+    for (int i = 0; i < N_UTTS && rc == 0; i++) {
+      uint16_t *conv = malloc(sizeof(uint16_t) * frames[i] * nm);
+      fc_convert_dtype(ref[i], frames[i] * nm, dt, conv);
+      uint64_t far = 0;
+      for (uint64_t k = 0; k < frames[i] * nm; k++) {
+        int d = (int)half[i][k] - (int)conv[k];
+        if (d > 1 || d < -1) far++;
+      }
+      CHECK(far == 0, "%s: %s utterance %d: %llu values more than 1 ulp from the CPU's", v->label,
+            fc_dtype_name(dt), i, (unsigned long long)far);
+      free(conv);
+    }
+  }
+  for (int i = 0; i < N_UTTS; i++) {
+    free(pcm[i]);
+    free(ref[i]);
+    free(got[i]);
+    free(half[i]);
+  }
+out:
+  fc_cuda_plan_free(gpu);
+  fc_mel_plan_free(cpu);
+}
+
+/* ---- the gatherer from several threads ---------------------------------------------------------- */
+typedef struct job {
+  fc_cuda_gather *g;
+  fc_mel_plan *cpu;
+  const fc_mel_config *cfg;
+  int id, bad;
+} job;
+
+static void *worker(void *arg) {
+  job *j = arg;
+  for (int k = 0; k < 6; k++) {
+    size_t n = (size_t)j->cfg->sample_rate / 2 + (size_t)(j->id * 977 + k * 131);
+    uint64_t f = fc_mel_num_frames(j->cfg, n);
+    float *x = malloc(sizeof *x * n), *a = malloc(sizeof *a * f * j->cfg->n_mels),
+          *b = malloc(sizeof *b * f * j->cfg->n_mels);
+    make_signal(x, n, (uint32_t)(j->id * 100 + k), j->cfg->sample_rate);
+    if (fc_cuda_gather_compute(j->g, x, n, a) != 0) j->bad++;
+    else if (fc_mel_compute(j->cpu, x, n, b) != 0) j->bad++;
+    else {
+      double fe = 0;
+      uint64_t beyond = 0;
+      compare(j->cfg, a, b, f, &fe, &beyond);
+      if (fe > 1e-6) j->bad++;
+    }
+    free(x);
+    free(a);
+    free(b);
+  }
+  return NULL;
+}
+
+static void gather(void) {
+  fc_mel_config cfg;
+  fc_mel_preset("hifigan", &cfg);
+  enum { T = 4 };
+  fc_cuda_gather *g = NULL;
+  int rc = fc_cuda_gather_create(&cfg, 0, 0, T, 0, &g);
+  CHECK(rc == 0, "gather_create: %s", fc_cuda_last_error());
+  if (rc) return;
+  job jobs[T];
+  pthread_t th[T];
+  for (int i = 0; i < T; i++) {
+    jobs[i] = (job){g, NULL, &cfg, i, 0};
+    fc_mel_plan_create(&cfg, &jobs[i].cpu);
+    pthread_create(&th[i], NULL, worker, &jobs[i]);
+  }
+  for (int i = 0; i < T; i++) {
+    pthread_join(th[i], NULL);
+    CHECK(jobs[i].bad == 0, "gather worker %d: %d bad results", i, jobs[i].bad);
+    fc_mel_plan_free(jobs[i].cpu);
+  }
+  /* errors detected before queueing */
+  float x[4] = {0};
+  float out[1];
+  CHECK(fc_cuda_gather_compute(g, x, 1, out) == FC_EEMPTY, "1 sample");
+  fc_cuda_gather_free(g);
+  printf("gatherer: %d threads x 6 utterances agree with the CPU\n", T);
+}
+
+/* ---- errors --------------------------------------------------------------------------------- */
+static void errors(void) {
+  fc_mel_config cfg;
+  fc_mel_preset("hifigan", &cfg);
+  fc_cuda_plan *p = NULL;
+  int rc = fc_cuda_plan_create(&cfg, 0, 65536, &p);
+  CHECK(rc == 0, "plan: %s", fc_cuda_last_error());
+  if (rc) return;
+  float *x = calloc(65537, sizeof *x), *out = malloc(sizeof(float) * 80 * 300);
+  const float *xs[1] = {x};
+  size_t n = 65537;
+  void *outs[1] = {out};
+  CHECK(fc_cuda_compute_batch(p, xs, &n, 1, 0, outs) == FC_ETOOLONG, "too long");
+  n = 10;
+  CHECK(fc_cuda_compute_batch(p, xs, &n, 1, 0, outs) == FC_EEMPTY, "empty");
+  CHECK(fc_cuda_compute_batch(p, xs, &n, 1, FC_DTYPE_I32, outs) == FC_ECONFIG, "dtype");
+  n = 4096;
+  CHECK(fc_cuda_compute_batch(p, xs, &n, 1, 0, outs) == 0, "still usable: %s", fc_cuda_last_error());
+  fc_cuda_plan_free(p);
+
+  /* Injected failures (test builds): the n-th checked CUDA/cuFFT call fails, for n = 1, 2, ...
+   * until a plan is made and a batch computed: each failure is FC_ECUDA naming the call, and a plan
+   * that failed refuses further work (FC_EBADSTATE). */
+  int steps = 0, ok = 0;
+  for (int k = 1; k < 200 && !ok; k++) {
+    char spec[32];
+    snprintf(spec, sizeof spec, "cuda:%d", k);
+    setenv("FC_FAULT", spec, 1);
+    p = NULL;
+    rc = fc_cuda_plan_create(&cfg, 0, 65536, &p);
+    if (rc == 0) rc = fc_cuda_compute_batch(p, xs, &n, 1, 0, outs);
+    if (rc == 0) {
+      ok = 1;
+    } else {
+      CHECK(rc == FC_ECUDA, "fault %d: rc %d (%s)", k, rc, fc_strerror(rc));
+      CHECK(strchr(fc_cuda_last_error(), ':') != NULL, "fault %d: message \"%s\"", k,
+            fc_cuda_last_error());
+      if (p) CHECK(fc_cuda_compute_batch(p, xs, &n, 1, 0, outs) == FC_EBADSTATE, "sticky");
+      steps++;
+    }
+    fc_cuda_plan_free(p);
+  }
+  unsetenv("FC_FAULT");
+  if (steps == 0) printf("fault injection not compiled in; skipped that part\n");
+  else CHECK(ok, "never succeeded after %d injected failures", steps);
+  printf("errors: too long, empty, dtype; %d injected CUDA failures each clean and sticky\n", steps);
+  free(x);
+  free(out);
+}
+
+int main(void) {
+  int n = 0;
+  char why[256];
+  if (fc_cuda_device_count(&n, why, sizeof why) != 0) {
+    printf("%s\n", why);
+    return 77;
+  }
+  char desc[256];
+  fc_cuda_device_describe(0, desc, sizeof desc);
+  printf("device 0: %s\n", desc);
+  const char *const *names = fc_mel_preset_names();
+  for (int i = 0; names[i]; i++) {
+    variant v = {names[i], names[i], -1, 0};
+    parity(&v, 0);
+    /* a small staging buffer: many chunks, both streams, utterances clamped to it */
+    parity(&v, strcmp(v.preset, "librosa") == 0 ? 70000 : 40000);
+  }
+  variant db = {"librosa", "librosa --log db", FC_LOG_DB, 80.0};
+  variant l10 = {"tacotron2", "tacotron2 --log log10", FC_LOG_LOG10, 0.0};
+  parity(&db, 0);
+  parity(&l10, 50000);
+  gather();
+  errors();
+  if (failures) {
+    fprintf(stderr, "%d check(s) failed\n", failures);
+    return 1;
+  }
+  printf("ok: CUDA agrees with the CPU backend\n");
+  return 0;
+}
