@@ -13,18 +13,10 @@
 
 #include "featcache/fc_audio.h"
 
-static int failures;
+#include "tests/check.h"
+
 static char tmpdir[256];
 
-#define CHECK(cond, ...)                                                                          \
-  do {                                                                                            \
-    if (!(cond)) {                                                                                \
-      failures++;                                                                                 \
-      fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond);                             \
-      fprintf(stderr, __VA_ARGS__);                                                               \
-      fputc('\n', stderr);                                                                        \
-    }                                                                                             \
-  } while (0)
 
 static void put16(uint8_t *p, unsigned v) {
   p[0] = (uint8_t)v;

@@ -6,17 +6,9 @@
 
 #include "featcache/fc_cuda.h"
 
-static int failures;
+#include "tests/check.h"
 
-#define CHECK(cond, ...)                                                                         \
-  do {                                                                                           \
-    if (!(cond)) {                                                                               \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                       \
-      fprintf(stderr, __VA_ARGS__);                                                              \
-      fputc('\n', stderr);                                                                       \
-      failures++;                                                                                \
-    }                                                                                            \
-  } while (0)
+
 
 static const char PREFIX[] = "no CUDA device: ";
 

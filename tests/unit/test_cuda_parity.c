@@ -13,17 +13,9 @@
 #include "featcache/fc_cuda.h"
 #include "featcache/fc_mel.h"
 
-static int failures;
+#include "tests/check.h"
 
-#define CHECK(cond, ...)                                                                         \
-  do {                                                                                           \
-    if (!(cond)) {                                                                               \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                       \
-      fprintf(stderr, __VA_ARGS__);                                                              \
-      fputc('\n', stderr);                                                                       \
-      failures++;                                                                                \
-    }                                                                                            \
-  } while (0)
+
 
 /* Broadband deterministic signal (chirp, tone, noise), as test_shared_math.c. */
 static void make_signal(float *x, size_t n, uint32_t seed, double sr) {

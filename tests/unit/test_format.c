@@ -6,16 +6,8 @@
 #include <string.h>
 #include <xxhash.h>
 
-static int failures;
-#define CHECK(cond, ...)                                                                          \
-  do {                                                                                            \
-    if (!(cond)) {                                                                                \
-      failures++;                                                                                 \
-      fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond);                            \
-      fprintf(stderr, __VA_ARGS__);                                                               \
-      fputc('\n', stderr);                                                                        \
-    }                                                                                             \
-  } while (0)
+#include "tests/check.h"
+
 
 static void test_digest(void) {
   /* XXH3-128("abc") from xxhsum -H2; stored low half LE then high half LE */

@@ -11,18 +11,10 @@
 #include "featcache/fc_format.h"
 #include "featcache/fc_manifest.h"
 
-static int failures;
+#include "tests/check.h"
+
 static char tmpdir[256];
 
-#define CHECK(cond, ...)                                                                          \
-  do {                                                                                            \
-    if (!(cond)) {                                                                                \
-      failures++;                                                                                 \
-      fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond);                             \
-      fprintf(stderr, __VA_ARGS__);                                                               \
-      fputc('\n', stderr);                                                                        \
-    }                                                                                             \
-  } while (0)
 
 #define CHECK_STR(got, want)                                                                      \
   do {                                                                                            \

@@ -10,14 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-static int failures;
-#define CHECK(c)                                                           \
-  do {                                                                     \
-    if (!(c)) {                                                            \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-      failures++;                                                          \
-    }                                                                      \
-  } while (0)
+#include "tests/check.h"
+
 #define NEAR(got, want, tol)                                                                   \
   do {                                                                                         \
     double g_ = (got), w_ = (want);                                                            \

@@ -6,14 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures;
-#define CHECK(c)                                                           \
-  do {                                                                     \
-    if (!(c)) {                                                            \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-      failures++;                                                          \
-    }                                                                      \
-  } while (0)
+#include "tests/check.h"
+
 
 static void test_recommend(void) {
   /* a grid where the data share falls with workers and prefetch and rises with batch */

@@ -19,17 +19,9 @@
 #include "featcache/fc_mel.h"
 #include "kernels/cuda/mel_kernels.h"
 
-static int failures;
+#include "tests/check.h"
 
-#define CHECK(cond, ...)                                                                         \
-  do {                                                                                           \
-    if (!(cond)) {                                                                               \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                       \
-      fprintf(stderr, __VA_ARGS__);                                                              \
-      fputc('\n', stderr);                                                                       \
-      failures++;                                                                                \
-    }                                                                                            \
-  } while (0)
+
 
 /* Deterministic test signal: a chirp, a tone and LCG noise, within [-0.9, 0.9]. Broadband like
  * speech: with pure tones alone, bins 100 dB below the frame's energy carry float32 FFT rounding

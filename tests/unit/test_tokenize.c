@@ -8,16 +8,8 @@
 #include "featcache/fc_format.h"
 #include "featcache/fc_tokenize.h"
 
-static int failures;
-#define CHECK(cond, ...)                                              \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      failures++;                                                     \
-      fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond); \
-      fprintf(stderr, __VA_ARGS__);                                   \
-      fputc('\n', stderr);                                            \
-    }                                                                 \
-  } while (0)
+#include "tests/check.h"
+
 
 static void norm_case(int nfkc, int fold, int punct, int collapse, const char *in, const char *want,
                       int want_rc) {

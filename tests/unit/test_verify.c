@@ -20,16 +20,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-static int failures;
-#define CHECK(cond, ...)                                                                   \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
-      failures++;                                                                          \
-      fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);             \
-      fprintf(stderr, __VA_ARGS__);                                                        \
-      fputc('\n', stderr);                                                                 \
-    }                                                                                      \
-  } while (0)
+#include "tests/check.h"
+
 
 static char tmpdir[256];
 static fc_mel_config mel;
