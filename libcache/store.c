@@ -6,7 +6,7 @@
  * atomic whatever the map size. */
 #include "store_int.h"
 
-#include "fault.h"
+#include "formats/fault.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -95,7 +95,7 @@ int fc_cuda_gather_compute(fc_cuda_gather *g, const float *samples, size_t n, fl
 #include <pthread.h>
 #include <time.h>
 
-#include "libcache/fault.h"
+#include "formats/fault.h"
 #include "mel_cuda.h"
 
 enum {
