@@ -479,6 +479,9 @@ int fc_loader_open(const char *const *paths, size_t n, const fc_loader_options *
   if (l->o.locality_run == 0) l->o.locality_run = 16 * (l->o.batch_size ? l->o.batch_size : 32);
   if (l->o.bucket_batches == 0) l->o.bucket_batches = 1;
   if (l->o.prefetch_depth == 0) l->o.prefetch_depth = 1;
+  if (opts->flags & FC_LOADER_NO_WILLNEED) l->willneed = 0;
+  else if (opts->flags & FC_LOADER_WILLNEED) l->willneed = 1;
+  else l->willneed = (opts->flags & FC_LOADER_NORDAHEAD) != 0; /* docs/bench-loader.md */
   pthread_mutex_init(&l->lookup_mu, NULL);
   pthread_mutex_init(&l->mu, NULL);
   pthread_cond_init(&l->cv_ready, NULL);
@@ -580,6 +583,7 @@ void fc_loader_close(fc_loader *l) {
   ld_drop_ready(l);
   ld_bufs_free(l);
   ld_plan_free(&l->plan);
+  ld_plan_free(&l->ahead);
   for (uint32_t i = 0; i < l->n_stores; i++) {
     ld_store *st = &l->stores[i];
     if (same_process) {
@@ -640,9 +644,36 @@ int fc_loader_problem(const fc_loader *l, uint64_t i, const char **id, const cha
   return 0;
 }
 
+/* The mapping of /proc/self/maps that holds address p: 0, or FC_ENOTFOUND. */
+static int mapping_of(const void *p, const void **base, size_t *len) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (!f) return errno;
+  char line[4608];
+  int rc = FC_ENOTFOUND;
+  uintptr_t a = (uintptr_t)p;
+  while (rc && fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo <= a && a < hi) {
+      *base = (const void *)lo;
+      *len = hi - lo;
+      rc = 0;
+    }
+  }
+  fclose(f);
+  return rc;
+}
+
 int fc_loader_map_region(const fc_loader *l, uint32_t i, const void **base, size_t *len) {
   if (i >= l->n_stores) return FC_ENOTFOUND;
   if (l->pid != getpid()) return FC_EBADSTATE;
+  /* data.mdb may be mapped more than once in a process (e.g. by Python's lmdb as well): take the
+   * mapping that holds this loader's records (one of store i's), else the store's answer */
+  for (uint64_t k = 0; k < l->n_items; k++)
+    if (l->items[k].store == i && l->items[k].frames > 0) {
+      const uint8_t *rec = l->items[k].mel_rec;
+      if (mapping_of(rec, base, len) == 0) return 0;
+      break;
+    }
   return fc_store_map_region(l->stores[i].reg->s, base, len);
 }
 

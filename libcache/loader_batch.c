@@ -1,10 +1,15 @@
 /* Building batches, the prefetch threads, and the padded-buffer pool.
  *
- * Batch k of an epoch is built by whichever thread claims it (a prefetch thread, or the caller
- * of fc_loader_next without threads) and parked in slots[k % depth]; the caller takes batches in
- * order. Threads claim batch k only while k < next_consume + depth, so at most depth batches are
- * ready or in flight. fc_loader_set_epoch bumps a generation number: builds of an older one are
- * dropped when they finish. A build touches only the index and the map (no LMDB call). */
+ * Batches carry one sequence number across epochs (loader_int.h). Batch s is built by whichever
+ * thread claims it (a prefetch thread, or the caller of fc_loader_next without threads) and
+ * parked in slots[s % depth]; the caller takes batches in order. Threads claim s only while
+ * s < next_consume + depth, so at most depth batches are ready or in flight.
+ *
+ * Prefetch crosses epochs: near the end of epoch e a prefetch thread plans epoch e+1 (the plan is
+ * a function of seed and epoch only) and goes on building its first batches; fc_loader_set_epoch
+ * (e+1) after the last batch of e then keeps them (the sequence continues). Any other
+ * set_epoch bumps a generation number and drops what was built: builds of an older generation
+ * are dropped when they finish. A build touches only the index and the map (no LMDB call). */
 #include "loader_int.h"
 
 #include <errno.h>
@@ -100,7 +105,7 @@ int fc_loader_set_buffers(fc_loader *l, void *const *bufs, size_t n, size_t byte
     snprintf(l->err, sizeof l->err, "caller buffers of %zu bytes, the epoch's batches need %llu",
              bytes, (unsigned long long)l->plan.max_batch_bytes);
     rc = FC_ECONFIG;
-  } else if (l->next_consume || l->held_caller) {
+  } else if (l->next_consume != l->base || l->held_caller) {
     snprintf(l->err, sizeof l->err, "set buffers before the first batch of an epoch");
     rc = FC_EBADSTATE;
   } else {
@@ -109,7 +114,7 @@ int fc_loader_set_buffers(fc_loader *l, void *const *bufs, size_t n, size_t byte
     pthread_cond_broadcast(&l->cv_buf);
     while (l->building) pthread_cond_wait(&l->cv_idle, &l->mu);
     ld_drop_ready(l);
-    l->next_build = 0;
+    l->next_build = l->next_consume;
     ld_bufs_free(l);
     for (size_t i = 0; i < n && !rc; i++) {
       l->n_caller_bufs = n;
@@ -139,14 +144,16 @@ void fc_loader_release(fc_loader *l, fc_batch *pub) {
   ld_batch *b = (ld_batch *)pub;
   if (l->pid != getpid()) return; /* the parent's batch: its memory is not ours to manage */
   pthread_mutex_lock(&l->mu);
-  if (b->buf.caller && l->held_caller) l->held_caller--;
+  int caller = b->buf.caller;
+  if (caller && l->held_caller) l->held_caller--;
   batch_free_locked(l, b);
   pthread_mutex_unlock(&l->mu);
+  if (caller) pthread_cond_broadcast(&l->cv_space); /* the claim window grew */
 }
 
 /* madvise(WILLNEED) the records of batch k, merging adjacent ranges. */
 static void willneed(const fc_loader *l, const ld_plan *p, uint64_t k) {
-  if (k >= p->n_batches || (l->o.flags & FC_LOADER_NO_WILLNEED)) return;
+  if (k >= p->n_batches || !l->willneed) return;
   static long page;
   if (!page) page = sysconf(_SC_PAGESIZE);
   uintptr_t lo = 0, hi = 0;
@@ -210,16 +217,18 @@ static int errors_append(char **errs, const char *id, const char *reason) {
   return 0;
 }
 
-/* Build batch k of the plan of generation gen. On failure *out is NULL and why says why. */
-static int build_batch(fc_loader *l, uint64_t gen, uint64_t k, ld_batch **out, char *why,
-                       size_t why_len) {
-  const ld_plan *p = &l->plan;
+/* Build batch k of plan p (a copy of the current or the next epoch's plan, taken under mu; nxt,
+ * maybe empty, is the epoch after p, for the madvise hints) of generation gen. On failure *out is
+ * NULL and why says why. */
+static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_plan *nxt,
+                       uint64_t k, ld_batch **out, char *why, size_t why_len) {
   *out = NULL;
   uint64_t ahead = (l->o.output == FC_OUTPUT_VIEWS && l->n_threads) ? 0
                    : l->n_threads                                   ? l->o.prefetch_depth
                                                                     : 1;
   if (k == 0 && ahead) willneed(l, p, 0);
-  willneed(l, p, k + ahead);
+  if (k + ahead < p->n_batches) willneed(l, p, k + ahead);
+  else if (nxt && nxt->order) willneed(l, nxt, k + ahead - p->n_batches);
   uint64_t s = p->bstart[k], m = p->bstart[k + 1] - s;
   int padded = l->o.output == FC_OUTPUT_PADDED, verify = (l->o.flags & FC_LOADER_VERIFY) != 0;
   ld_batch *b = calloc(1, sizeof *b);
@@ -231,7 +240,7 @@ static int build_batch(fc_loader *l, uint64_t gen, uint64_t k, ld_batch **out, c
   uint64_t *keep = malloc((m ? m : 1) * sizeof *keep);
   if (!keep) { rc = ENOMEM; goto fail; }
   uint32_t longest = 0, max_tok = 0;
-  size_t copy_bytes = 0;
+  size_t copy_bytes = 0, id_bytes = 0;
   for (uint64_t i = 0; i < m; i++) {
     uint64_t ix = p->order[s + i];
     const ld_item *it = &l->items[ix];
@@ -257,6 +266,7 @@ static int build_batch(fc_loader *l, uint64_t gen, uint64_t k, ld_batch **out, c
       }
     }
     keep[kept++] = ix;
+    id_bytes += strlen(l->ids + it->id_off) + 1;
     uint32_t len = ld_crop_len(l, it);
     if (len > longest) longest = len;
     if (it->ntok > max_tok) max_tok = it->ntok;
@@ -271,7 +281,7 @@ static int build_batch(fc_loader *l, uint64_t gen, uint64_t k, ld_batch **out, c
   size_t off_ids = 0, off_items = align16(B * sizeof(char *)),
          off_u32 = off_items + align16(B * 8), off_mels = off_u32 + align16(4 * B * 4),
          off_tokp = off_mels + align16(B * sizeof(void *)), off_copy = off_tokp + align16(B * sizeof(void *)),
-         total = off_copy + copy_bytes + tok_bytes;
+         off_idtext = off_copy + copy_bytes + tok_bytes, total = off_idtext + align16(id_bytes);
   uint8_t *blk = aligned_alloc(16, total ? total : 16);
   if (!blk) { rc = ENOMEM; goto fail; }
   b->block = blk;
@@ -293,9 +303,13 @@ static int build_batch(fc_loader *l, uint64_t gen, uint64_t k, ld_batch **out, c
   uint32_t pat = pad_pattern(l->mel_dtype, l->o.pad_value);
   uint32_t tpat = pad_pattern(l->tok_dtype ? l->tok_dtype : FC_DTYPE_I32, l->o.token_pad);
   uint8_t *tokdst = copy + copy_bytes;
+  char *idtext = (char *)blk + off_idtext, *idp = idtext;
   for (size_t i = 0; i < B; i++) {
     const ld_item *it = &l->items[keep[i]];
     ids[i] = l->ids + it->id_off;
+    size_t idl = strlen(ids[i]) + 1;
+    memcpy(idp, ids[i], idl);
+    idp += idl;
     items[i] = keep[i];
     lens[i] = ld_crop_len(l, it);
     starts[i] = ld_crop_start(l, p->epoch, keep[i], it);
@@ -356,6 +370,8 @@ static int build_batch(fc_loader *l, uint64_t gen, uint64_t k, ld_batch **out, c
     }
   }
   b->pub.errors = b->errors;
+  b->pub.id_text = idtext;
+  b->pub.id_text_len = id_bytes;
   *out = b;
   return 0;
 fail:
@@ -367,6 +383,31 @@ fail:
 }
 
 /* ---- prefetch threads -------------------------------------------------------------------------- */
+/* Plan the epoch after the current one into l->ahead; mu held on entry and exit (released while
+ * planning, counted in building so set_epoch waits for it). */
+static void plan_ahead_locked(fc_loader *l) {
+  uint64_t gen = l->gen, epoch = l->plan.epoch + 1;
+  l->ahead_state = 1;
+  l->building++;
+  pthread_mutex_unlock(&l->mu);
+  ld_plan p;
+  int rc = ld_plan_epoch(l, epoch, &p);
+  pthread_mutex_lock(&l->mu);
+  l->building--;
+  if (rc) {
+    l->ahead_state = 2; /* not retried: the caller's set_epoch plans (and reports) it */
+  } else if (gen != l->gen || l->stop || l->ahead_ok) {
+    ld_plan_free(&p); /* set_epoch / set_buffers waited for this planning: they reset the state */
+    l->ahead_state = 0;
+  } else {
+    l->ahead = p;
+    l->ahead_ok = 1;
+    l->ahead_state = 0;
+  }
+  pthread_cond_broadcast(&l->cv_space);
+  if (l->building == 0) pthread_cond_broadcast(&l->cv_idle);
+}
+
 static void *prefetch_main(void *arg) {
   fc_loader *l = arg;
   char why[512];
@@ -377,23 +418,50 @@ static void *prefetch_main(void *arg) {
   pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
   pthread_mutex_lock(&l->mu);
   while (!l->stop) {
-    uint64_t depth = l->o.prefetch_depth;
-    if (l->sticky || l->next_build >= l->plan.n_batches || l->next_build >= l->next_consume + depth) {
+    uint64_t depth = l->o.prefetch_depth, seq = l->next_build, rel = seq - l->base;
+    uint64_t n = l->plan.n_batches, window = depth;
+    if (l->n_caller_bufs && l->o.output == FC_OUTPUT_PADDED) {
+      /* caller buffers: claim no more batches than there are buffers the caller does not hold,
+       * else builds of later batches could take them all while the next one waits (deadlock) */
+      size_t avail = l->n_caller_bufs > l->held_caller ? l->n_caller_bufs - l->held_caller : 0;
+      if (avail < window) window = avail;
+    }
+    if (l->sticky || seq >= l->next_consume + window) {
       pthread_cond_wait(&l->cv_space, &l->mu);
       continue;
     }
-    uint64_t k = l->next_build++, gen = l->gen;
+    /* within depth of the epoch's end: plan the next epoch (once) */
+    if (!l->ahead_ok && l->ahead_state == 0 && rel + depth >= n) {
+      plan_ahead_locked(l);
+      continue;
+    }
+    ld_plan p, nxt;
+    uint64_t k;
+    memset(&nxt, 0, sizeof nxt);
+    if (rel < n) {
+      p = l->plan;
+      k = rel;
+      if (l->ahead_ok) nxt = l->ahead;
+    } else if (l->ahead_ok && rel - n < l->ahead.n_batches) {
+      p = l->ahead;
+      k = rel - n;
+    } else {
+      pthread_cond_wait(&l->cv_space, &l->mu);
+      continue;
+    }
+    uint64_t gen = l->gen;
+    l->next_build++;
     l->building++;
     pthread_mutex_unlock(&l->mu);
     ld_batch *b = NULL;
     why[0] = '\0';
-    int rc = build_batch(l, gen, k, &b, why, sizeof why);
+    int rc = build_batch(l, gen, &p, &nxt, k, &b, why, sizeof why);
     pthread_mutex_lock(&l->mu);
     l->building--;
     if (gen != l->gen || l->stop || rc == EAGAIN) {
       batch_free_locked(l, b);
     } else {
-      size_t slot = k % depth;
+      size_t slot = seq % depth;
       l->slots[slot] = b;
       l->slot_err[slot] = rc;
       free(l->slot_why[slot]);
@@ -464,13 +532,41 @@ int fc_loader_set_epoch(fc_loader *l, uint64_t epoch) {
       pthread_mutex_unlock(&l->mu);
       return ENOMEM;
     }
+  } else if (!l->sticky && l->plan.order) {
+    if (l->ahead_ok && epoch == l->ahead.epoch && l->next_consume - l->base == l->plan.n_batches) {
+      /* the current epoch is done and its successor is planned: keep what was prefetched of it,
+       * the sequence runs on (builds in flight hold their own copy of the plan) */
+      l->base += l->plan.n_batches;
+      ld_plan_free(&l->plan);
+      l->plan = l->ahead;
+      memset(&l->ahead, 0, sizeof l->ahead);
+      l->ahead_ok = 0;
+      l->ahead_state = 0;
+      pthread_mutex_unlock(&l->mu);
+      pthread_cond_broadcast(&l->cv_space);
+      return 0;
+    }
+    if (epoch == l->plan.epoch && l->next_consume == l->base) {
+      /* the epoch about to start (nothing taken yet): what was prefetched is what it yields */
+      pthread_mutex_unlock(&l->mu);
+      return 0;
+    }
   }
   l->gen++;
   pthread_cond_broadcast(&l->cv_buf);
   while (l->building) pthread_cond_wait(&l->cv_idle, &l->mu);
   ld_drop_ready(l);
   ld_plan plan;
-  int rc = ld_plan_epoch(l, epoch, &plan);
+  int rc = 0;
+  if (l->ahead_ok && l->ahead.epoch == epoch) {
+    plan = l->ahead;
+    memset(&l->ahead, 0, sizeof l->ahead);
+  } else {
+    rc = ld_plan_epoch(l, epoch, &plan);
+  }
+  ld_plan_free(&l->ahead);
+  l->ahead_ok = 0;
+  l->ahead_state = 0;
   if (rc) {
     snprintf(l->err, sizeof l->err, "planning epoch %llu: %s", (unsigned long long)epoch,
              fc_strerror(rc));
@@ -478,7 +574,7 @@ int fc_loader_set_epoch(fc_loader *l, uint64_t epoch) {
   } else {
     ld_plan_free(&l->plan);
     l->plan = plan;
-    l->next_build = l->next_consume = 0;
+    l->base = l->next_build = l->next_consume = 0;
     l->sticky = 0;
   }
   pthread_cond_broadcast(&l->cv_space);
@@ -498,13 +594,13 @@ int fc_loader_next(fc_loader *l, fc_batch **out) {
     if (rc) return rc;
   }
   pthread_mutex_lock(&l->mu);
-  int rc = 0;
+  int rc = 0, wake = 0;
   ld_batch *b = NULL;
   if (l->sticky) {
     rc = FC_EBADSTATE;
     goto out;
   }
-  if (l->next_consume >= l->plan.n_batches) goto out;
+  if (l->next_consume - l->base >= l->plan.n_batches) goto out;
   if (l->n_caller_bufs && l->o.output == FC_OUTPUT_PADDED && l->held_caller >= l->n_caller_bufs) {
     snprintf(l->err, sizeof l->err, "all %zu caller buffers are held: release a batch first",
              l->n_caller_bufs);
@@ -514,12 +610,34 @@ int fc_loader_next(fc_loader *l, fc_batch **out) {
   uint64_t k = l->next_consume;
   if (!l->n_threads) {
     uint64_t gen = l->gen;
+    ld_plan p = l->plan;
     l->next_consume++;
     pthread_mutex_unlock(&l->mu);
     char why[512] = "";
-    rc = build_batch(l, gen, k, &b, why, sizeof why);
+    rc = build_batch(l, gen, &p, NULL, k - l->base, &b, why, sizeof why);
     pthread_mutex_lock(&l->mu);
     if (rc) snprintf(l->err, sizeof l->err, "%s", why[0] ? why : fc_strerror(rc));
+  } else if (!l->slot_ready[k % l->o.prefetch_depth] && l->next_build == k &&
+             !(l->n_caller_bufs && l->o.output == FC_OUTPUT_PADDED)) {
+    /* no thread has taken this batch yet (they are busy, or not awake): build it here rather
+     * than wait for a wakeup — for views a build is a few µs, a wakeup tens. Counted as waiting.
+     * Not with caller buffers: a thread could take the free buffer this build needs. */
+    uint64_t t0 = now_ns(), gen = l->gen;
+    ld_plan p = l->plan, nxt;
+    memset(&nxt, 0, sizeof nxt);
+    if (l->ahead_ok) nxt = l->ahead;
+    l->next_build++;
+    l->next_consume++;
+    l->building++;
+    pthread_mutex_unlock(&l->mu);
+    char why[512] = "";
+    rc = build_batch(l, gen, &p, &nxt, k - l->base, &b, why, sizeof why);
+    pthread_mutex_lock(&l->mu);
+    l->building--;
+    if (l->building == 0) pthread_cond_broadcast(&l->cv_idle);
+    if (rc) snprintf(l->err, sizeof l->err, "%s", why[0] ? why : fc_strerror(rc));
+    l->wait_ns += now_ns() - t0;
+    wake = 1;
   } else {
     size_t slot = k % l->o.prefetch_depth;
     if (!l->slot_ready[slot]) {
@@ -533,7 +651,7 @@ int fc_loader_next(fc_loader *l, fc_batch **out) {
     l->slots[slot] = NULL;
     l->slot_ready[slot] = 0;
     l->next_consume++;
-    pthread_cond_broadcast(&l->cv_space);
+    wake = 1;
   }
   if (rc) {
     l->sticky = 1;
@@ -543,6 +661,8 @@ int fc_loader_next(fc_loader *l, fc_batch **out) {
   }
 out:
   pthread_mutex_unlock(&l->mu);
+  /* after unlocking: a woken prefetch thread does not block at once on mu */
+  if (wake) pthread_cond_broadcast(&l->cv_space);
   if (b) *out = &b->pub;
   return rc;
 }

@@ -65,6 +65,7 @@ struct fc_loader {
   uint32_t n_stores;
   uint32_t n_mels;
   int mel_dtype, tok_dtype, has_tokens;
+  int willneed; /* madvise(WILLNEED) upcoming batches (flags, order; fc_loader.h) */
   size_t mel_dsize, tok_dsize;
   char *mel_json, *tok_json;
   ld_item *items;
@@ -79,12 +80,19 @@ struct fc_loader {
   /* epoch state, guarded by mu */
   pthread_mutex_t mu;
   pthread_cond_t cv_ready, cv_space, cv_idle;
-  ld_plan plan;
+  ld_plan plan;           /* the current epoch */
+  ld_plan ahead;          /* epoch plan.epoch + 1, planned by a prefetch thread near the end of
+                             the current one so prefetch runs on across the boundary */
+  int ahead_ok;           /* ahead holds a plan */
+  int ahead_state;        /* 0: not planned, 1: a thread is planning it, 2: planning failed */
+  uint64_t base;          /* sequence number of the current epoch's batch 0 */
   uint64_t gen;           /* bumped by set_epoch: builds of an older generation are dropped */
-  uint64_t next_build;    /* next batch a prefetch thread claims */
-  uint64_t next_consume;  /* next batch fc_loader_next hands out */
-  uint32_t building;      /* builds in flight */
-  ld_batch **slots;       /* [depth]: batch k ready in slots[k % depth] */
+  /* Batches are numbered by one sequence across epochs: s = base + k for batch k of the current
+   * epoch, base + plan.n_batches + k for batch k of the next one. */
+  uint64_t next_build;    /* next sequence number a prefetch thread claims */
+  uint64_t next_consume;  /* next sequence number fc_loader_next hands out */
+  uint32_t building;      /* builds (and plannings) in flight */
+  ld_batch **slots;       /* [depth]: batch of sequence number s ready in slots[s % depth] */
   int *slot_err;
   char **slot_why;
   unsigned char *slot_ready;

@@ -57,7 +57,11 @@ enum fc_loader_flags {
                                          of being skipped and reported */
   FC_LOADER_RANDOM_CROP = 1u << 4,    /* crops take a seeded random segment, not the start */
   FC_LOADER_NO_WILLNEED = 1u << 5,    /* no madvise(MADV_WILLNEED) on upcoming batches */
-  FC_LOADER_LOOKUP_ONLY = 1u << 6     /* build no index: only fc_loader_lookup */
+  FC_LOADER_LOOKUP_ONLY = 1u << 6,    /* build no index: only fc_loader_lookup */
+  FC_LOADER_WILLNEED = 1u << 7        /* madvise(MADV_WILLNEED) upcoming batches. Neither flag
+                                         (default): hints only with NORDAHEAD; without it the
+                                         kernel's read-around around each fault serves every
+                                         order as well or better (docs/bench-loader.md) */
 };
 
 /* Options. Always start from fc_loader_options_init (defaults below), then set fields. */
@@ -129,9 +133,12 @@ FC_API int fc_loader_map_region(const fc_loader *l, uint32_t i, const void **bas
 FC_API const char *fc_loader_config_json(const fc_loader *l, int which);
 
 /* ---- epochs and batches ---------------------------------------------------------------------- */
-/* Plan epoch e (order, shard, batches) and restart iteration at its first batch. Prefetched,
- * unconsumed batches are dropped; batches the caller still holds stay valid. Opening plans epoch
- * 0. The same (seed, epoch, options, index) gives the same batches on every run and rank. */
+/* Plan epoch e (order, shard, batches) and restart iteration at its first batch. Opening plans
+ * epoch 0. The same (seed, epoch, options, index) gives the same batches on every run and rank.
+ * Prefetch runs across epochs: near the end of epoch e the threads plan e+1 and build its first
+ * batches, which set_epoch(e+1) after the last batch of e keeps; so does set_epoch(e) before the
+ * first batch of e. Any other call drops the prefetched, unconsumed batches (batches the caller
+ * still holds stay valid) and plans afresh. */
 FC_API int fc_loader_set_epoch(fc_loader *l, uint64_t epoch);
 
 typedef struct fc_batch {
@@ -156,6 +163,9 @@ typedef struct fc_batch {
   void *tok_data;              /* PADDED with tokens: [B][max_tokens] in tok_dtype */
   uint32_t n_errors;           /* utterances of the planned batch skipped (VERIFY failures) */
   const char *errors;          /* "id: reason" lines for them, or NULL */
+  const char *id_text;         /* the B ids back to back, each followed by a NUL (one string to
+                                  decode for bindings: split at NUL) */
+  uint64_t id_text_len;        /* bytes of id_text, the B NULs included */
 } fc_batch;
 
 /* The next batch of the current epoch into *out (owned by the loader until fc_loader_release).
@@ -174,7 +184,8 @@ FC_API const char *fc_loader_error(const fc_loader *l);
 /* Caller-owned buffers for padded batches (e.g. pinned memory): n buffers of bytes each, used
  * instead of the loader's own. Call before the first fc_loader_next of an epoch; bytes must be at
  * least info.max_batch_bytes (FC_ECONFIG otherwise). The loader never frees them; they must
- * outlive the loader. With n < prefetch_depth + 1 the prefetch waits for released batches. */
+ * outlive the loader. The prefetch threads build at most as many batches ahead as there are
+ * caller buffers the caller does not hold (and at most prefetch_depth). */
 FC_API int fc_loader_set_buffers(fc_loader *l, void *const *bufs, size_t n, size_t bytes);
 
 /* Time the caller spent blocked in fc_loader_next waiting for batches, in ns since open. */

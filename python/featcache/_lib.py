@@ -18,7 +18,7 @@ ORDERS = {"sequential": 0, "random": 1, "bucket": 2, "locality": 3}
 OUTPUTS = {"views": 0, "padded": 1}
 SHARDS = {"pad": 0, "drop": 1, "uneven": 2}
 FLAG_NOLOCK, FLAG_NORDAHEAD, FLAG_VERIFY, FLAG_STRICT = 1, 2, 4, 8
-FLAG_RANDOM_CROP, FLAG_NO_WILLNEED, FLAG_LOOKUP_ONLY = 16, 32, 64
+FLAG_RANDOM_CROP, FLAG_NO_WILLNEED, FLAG_LOOKUP_ONLY, FLAG_WILLNEED = 16, 32, 64, 128
 
 # fc_base.h
 FC_ENOTFOUND = -31908
@@ -53,13 +53,15 @@ class Batch(ctypes.Structure):
     _fields_ = [
         ("epoch", ctypes.c_uint64), ("index", ctypes.c_uint64), ("size", ctypes.c_uint32),
         ("n_mels", ctypes.c_uint32), ("mel_dtype", ctypes.c_int), ("tok_dtype", ctypes.c_int),
-        ("ids", ctypes.POINTER(ctypes.c_char_p)), ("items", ctypes.c_void_p),
+        # pointers as c_void_p: they read as plain ints (or None), the cheapest for the package
+        ("ids", ctypes.c_void_p), ("items", ctypes.c_void_p),
         ("mel_lengths", ctypes.c_void_p), ("mel_starts", ctypes.c_void_p),
-        ("src_frames", ctypes.c_void_p), ("mels", ctypes.POINTER(ctypes.c_void_p)),
+        ("src_frames", ctypes.c_void_p), ("mels", ctypes.c_void_p),
         ("frames", ctypes.c_uint32), ("mel_data", ctypes.c_void_p),
-        ("token_lengths", ctypes.c_void_p), ("tokens", ctypes.POINTER(ctypes.c_void_p)),
+        ("token_lengths", ctypes.c_void_p), ("tokens", ctypes.c_void_p),
         ("max_tokens", ctypes.c_uint32), ("tok_data", ctypes.c_void_p),
         ("n_errors", ctypes.c_uint32), ("errors", ctypes.c_char_p),
+        ("id_text", ctypes.c_void_p), ("id_text_len", ctypes.c_uint64),
     ]
 
 
@@ -123,8 +125,9 @@ def _declare(lib):
         "fc_loader_map_region": (ctypes.c_int, [V, ctypes.c_uint32, P(V), P(ctypes.c_size_t)]),
         "fc_loader_config_json": (C, [V, ctypes.c_int]),
         "fc_loader_set_epoch": (ctypes.c_int, [V, ctypes.c_uint64]),
-        "fc_loader_next": (ctypes.c_int, [V, P(P(Batch))]),
-        "fc_loader_release": (None, [V, P(Batch)]),
+        # batches travel as plain addresses (int): the package reads them with Batch.from_address
+        "fc_loader_next": (ctypes.c_int, [V, P(V)]),
+        "fc_loader_release": (None, [V, V]),
         "fc_loader_error": (C, [V]),
         "fc_loader_set_buffers": (ctypes.c_int, [V, P(V), ctypes.c_size_t, ctypes.c_size_t]),
         "fc_loader_wait_ns": (ctypes.c_uint64, [V]),

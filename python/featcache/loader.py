@@ -11,6 +11,7 @@ fork); a handle inherited over fork is left alone, never closed, in the child.
 
 import ctypes
 import os
+import sys
 import threading
 
 import numpy as np
@@ -86,19 +87,27 @@ class _Handle:
         self.h = None
 
 
-class _BatchOwner:
-    """Gives the C batch back when the last array that shares its memory is gone."""
+# A span of C memory: a ctypes char array type far longer than any batch, made once. Instances
+# are made with from_address (no copy, nothing touched) and serve as the buffer of numpy arrays
+# made with np.ndarray(shape, dtype, span, offset): one fixed type for every size (a ctypes array
+# type per byte count costs ~13 µs to create, and ctypes caches every one of them for good).
+_SPAN_LEN = (1 << 40) if sys.maxsize > (1 << 32) else (1 << 30)
+_Span = ctypes.c_char * _SPAN_LEN
 
-    __slots__ = ("handle", "ptr", "__weakref__")
 
-    def __init__(self, handle, ptr):
-        self.handle = handle
-        self.ptr = ptr
+class _BatchOwner(_Span):
+    """The C batch's memory block seen as a span starting at the block (every per-utterance array
+    of the batch lies in it), and the batch's owner: numpy arrays made over it keep it alive, and
+    the C batch is given back when the last of them (and the LoaderBatch) is gone."""
 
     def release(self):
-        if self.ptr is not None and self.handle.pid == os.getpid():
-            self.handle.lib.fc_loader_release(self.handle.h, self.ptr)
-        self.ptr = None
+        d = self.__dict__
+        ptr = d.get("ptr")
+        if ptr is not None:
+            d["ptr"] = None
+            handle = d["handle"]
+            if handle.pid == os.getpid():
+                handle.lib.fc_loader_release(handle.h, ptr)
 
     def __del__(self):
         try:
@@ -108,14 +117,12 @@ class _BatchOwner:
 
 
 def _wrap(addr, nbytes, dtype, shape, owner, writeable=True):
-    """numpy array over C memory at addr; its base (a ctypes array) keeps owner alive."""
+    """numpy array over C memory at addr; its base (a span) keeps owner alive."""
     if not nbytes:
         return np.zeros(shape, dtype)
-    buf = (ctypes.c_char * nbytes).from_address(addr)
+    buf = _Span.from_address(addr)
     buf._owner = owner
-    a = np.frombuffer(buf, dtype=dtype)
-    if len(shape) > 1:
-        a = a.reshape(shape)
+    a = np.ndarray(shape, dtype, buf, 0)
     if not writeable:
         a.flags.writeable = False
     return a
@@ -151,51 +158,90 @@ class LoaderBatch:
                                                                     len(self.ids))
 
 
-def _make_batch(handle, bp):
-    b = bp.contents
-    owner = _BatchOwner(handle, bp)
+_U32, _U64 = np.dtype(np.uint32), np.dtype(np.uint64)
+_ND = np.ndarray
+_BatchAt = _lib.Batch.from_address
+_string_at = ctypes.string_at
+
+
+def _views(handle, owner, ptrs, lens, shape_tail, dt, row):
+    """Arrays of lens[i] rows at ptrs[i]: over the map's buffer (read-only) where the pointer lies
+    in a store's map, else over the batch block (short records copied there)."""
+    regions = handle.regions
+    if len(regions) == 1:
+        base, _, rbuf = regions[0]
+        if min(ptrs) >= base:  # (np.ndarray accepts negative offsets, but not ones past the end)
+            try:  # the usual case: every view in the one map
+                return [_ND((n,) + shape_tail, dt, rbuf, p - base) for p, n in zip(ptrs, lens)]
+            except (TypeError, ValueError):
+                pass
+    out = []
+    for p, n in zip(ptrs, lens):
+        for base, ln, rbuf in regions:
+            if base <= p and p + n * row <= base + ln:
+                out.append(_ND((n,) + shape_tail, dt, rbuf, p - base))
+                break
+        else:  # copied into the batch block (not 16-byte aligned in the map), or a map that
+            # could not be located: an array over a span at p that keeps the batch alive
+            span = _Span.from_address(p)
+            span._owner = owner
+            a = _ND((n,) + shape_tail, dt, span, 0)
+            a.flags.writeable = False
+            out.append(a)
+    return out
+
+
+def _make_batch(handle, addr):
+    b = _BatchAt(addr)
+    B = b.size
+    # the batch's block starts with its ids array; lengths, starts, items, the pointer arrays and
+    # token copies / padded tokens follow in it (libcache/loader_batch.c, build_batch)
+    blk = b.ids
+    owner = _BatchOwner.from_address(blk)
+    owner.handle = handle
+    owner.ptr = addr
     out = LoaderBatch()
     out._owner = owner
-    B = b.size
-    out.epoch, out.index = b.epoch, b.index
-    out.ids = [x.decode("utf-8") for x in b.ids[:B]]
-    out.mel_lengths = lens = _wrap(b.mel_lengths, 4 * B, np.uint32, (B,), owner, False)
-    out.mel_starts = _wrap(b.mel_starts, 4 * B, np.uint32, (B,), owner, False)
-    out.items = _wrap(b.items, 8 * B, np.uint64, (B,), owner, False)
+    out.epoch = b.epoch
+    out.index = b.index
+    out.ids = _string_at(b.id_text, b.id_text_len - 1).decode().split("\0") if B else []
+    lens = _ND((B,), _U32, owner, b.mel_lengths - blk)
+    lens.flags.writeable = False
+    starts = _ND((B,), _U32, owner, b.mel_starts - blk)
+    starts.flags.writeable = False
+    items = _ND((B,), _U64, owner, b.items - blk)
+    items.flags.writeable = False
+    out.mel_lengths, out.mel_starts, out.items = lens, starts, items
     mdt = _DT[b.mel_dtype]
     nm = b.n_mels
-    out.padded = bool(b.mel_data)
-    if b.mel_data:
-        out.mels = _wrap(b.mel_data, B * b.frames * nm * mdt.itemsize, mdt, (B, b.frames, nm), owner)
+    data = b.mel_data
+    out.padded = bool(data)
+    if data:
+        span = _Span.from_address(data)
+        span._owner = owner
+        out.mels = _ND((B, b.frames, nm), mdt, span, 0)
+    elif B:
+        ptrs = _ND((B,), _U64, owner, b.mels - blk).tolist()
+        out.mels = _views(handle, owner, ptrs, lens.tolist(), (nm,), mdt, nm * mdt.itemsize)
     else:
-        mels = []
-        row = nm * mdt.itemsize
-        regions = handle.regions
-        base, ln, rbuf = regions[0] if len(regions) == 1 else (0, 0, None)
-        for p, n in zip(b.mels[:B], lens.tolist()):
-            off = p - base
-            if rbuf is not None and 0 <= off and off + n * row <= ln:
-                mels.append(np.ndarray((n, nm), mdt, rbuf, off))  # read-only: the map's buffer
-                continue
-            for base2, ln2, rbuf2 in regions:
-                if base2 <= p and p + n * row <= base2 + ln2:
-                    mels.append(np.ndarray((n, nm), mdt, rbuf2, p - base2))
-                    break
-            else:  # a short record copied into the batch (not 16-byte aligned in the map)
-                mels.append(_wrap(p, n * row, mdt, (n, nm), owner, False))
-        out.mels = mels
-    if b.token_lengths:
+        out.mels = []
+    tl = b.token_lengths
+    if tl:
         tdt = _DT[b.tok_dtype]
-        out.token_lengths = _wrap(b.token_lengths, 4 * B, np.uint32, (B,), owner, False)
+        tlens = _ND((B,), _U32, owner, tl - blk)
+        tlens.flags.writeable = False
+        out.token_lengths = tlens
         if b.tok_data:
-            L = b.max_tokens
-            out.tokens = _wrap(b.tok_data, B * L * tdt.itemsize, tdt, (B, L), owner)
+            out.tokens = _ND((B, b.max_tokens), tdt, owner, b.tok_data - blk)
+        elif B:
+            ptrs = _ND((B,), _U64, owner, b.tokens - blk).tolist()
+            out.tokens = _views(handle, owner, ptrs, tlens.tolist(), (), tdt, tdt.itemsize)
         else:
-            out.tokens = [_wrap(p, n * tdt.itemsize, tdt, (n,), owner, False)
-                          for p, n in zip(b.tokens[:B], out.token_lengths.tolist())]
+            out.tokens = []
     else:
         out.tokens = out.token_lengths = None
-    out.errors = b.errors.decode("utf-8", "replace").splitlines() if b.errors else []
+    err = b.errors
+    out.errors = err.decode("utf-8", "replace").splitlines() if err else []
     return out
 
 
@@ -222,7 +268,8 @@ class Loader:
     bucket_batches, locality_run, prefetch_threads, prefetch_depth
     verify        check payload checksums when batches are built; strict: fail on any missing or
                   corrupt record instead of skipping it (skipped ones: .problems())
-    nolock, nordahead, willneed   LMDB / madvise switches (docs/loader.md)
+    nolock, nordahead, willneed   LMDB / madvise switches (docs/loader.md); willneed None (the
+                  default) hints only with nordahead, True/False force them on/off
     """
 
     def __init__(self, paths, features=None, tokens=None, batch_size=32, shuffle=False, seed=0,
@@ -230,7 +277,7 @@ class Loader:
                  world_size=None, shard="pad", crop_frames=0, pad_to=0, pad_multiple=0,
                  pad_value=0.0, token_pad=0, random_crop=False, bucket_batches=64,
                  locality_run=0, prefetch_threads=2, prefetch_depth=4, verify=False,
-                 strict=False, nolock=False, nordahead=False, willneed=True, epoch=0):
+                 strict=False, nolock=False, nordahead=False, willneed=None, epoch=0):
         if isinstance(paths, (str, bytes, os.PathLike)):
             paths = [paths]
         self.paths = [os.fspath(p) for p in paths]
@@ -272,7 +319,8 @@ class Loader:
         if k["verify"]: flags |= _lib.FLAG_VERIFY
         if k["strict"]: flags |= _lib.FLAG_STRICT
         if k["random_crop"]: flags |= _lib.FLAG_RANDOM_CROP
-        if not k["willneed"]: flags |= _lib.FLAG_NO_WILLNEED
+        if k["willneed"] is not None:
+            flags |= _lib.FLAG_WILLNEED if k["willneed"] else _lib.FLAG_NO_WILLNEED
         if lookup_only: flags |= _lib.FLAG_LOOKUP_ONLY
         o.flags = flags
         o.order = _lib.ORDERS[self.order]
@@ -352,17 +400,18 @@ class Loader:
             rc = L.fc_loader_set_epoch(h.h, epoch)
         if rc:
             _raise(rc, "set_epoch(%d)" % epoch, h.h)
-        bp = ctypes.POINTER(_lib.Batch)()
+        out = ctypes.c_void_p()
+        ref, nxt, lock, hh = ctypes.byref(out), L.fc_loader_next, h.lock, h.h
         try:
             while True:
-                with h.lock:
-                    rc = L.fc_loader_next(h.h, ctypes.byref(bp))
+                with lock:
+                    rc = nxt(hh, ref)
                 if rc:
-                    _raise(rc, "next batch", h.h)
-                if not bp:
+                    _raise(rc, "next batch", hh)
+                addr = out.value
+                if not addr:
                     break
-                yield _make_batch(h, bp)
-                bp = ctypes.POINTER(_lib.Batch)()
+                yield _make_batch(h, addr)
         finally:
             if self.epoch == epoch:
                 self.epoch = epoch + 1
