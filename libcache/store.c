@@ -322,21 +322,31 @@ int fc_store_info_get(fc_store *s, fc_store_info *info) {
 }
 
 /* LMDB reports the map address only for MDB_FIXEDMAP, so find the mapping of data.mdb in
- * /proc/self/maps (matched by device and inode, which survive symlinks and relative paths). */
+ * /proc/self/maps (matched by device and inode, which survive symlinks and relative paths). The
+ * same file may be mapped more than once in a process (e.g. Python's lmdb beside us): the mapping
+ * that holds a value read through this environment is ours. */
 int fc_store_map_region(fc_store *s, const void **base, size_t *len) {
   char p[4096];
   struct stat st;
   if (snprintf(p, sizeof p, "%s/data.mdb", s->path) >= (int)sizeof p) return ENAMETOOLONG;
   if (stat(p, &st) != 0) return errno;
+  fc_rtxn *t;
+  const void *probe;
+  int rc = fc_store_read_begin(s, &t);
+  if (rc) return rc;
+  rc = fc_rtxn_get(t, FC_DB_META, "format", 6, &probe, NULL);
+  fc_rtxn_end(t); /* the address stays meaningful: only the pointer value is compared below */
+  if (rc) return rc;
   FILE *f = fopen("/proc/self/maps", "r");
   if (!f) return errno;
   char line[4608];
-  int rc = FC_ENOTFOUND;
+  rc = FC_ENOTFOUND;
   while (fgets(line, sizeof line, f)) {
     unsigned long lo, hi, off, ino;
     unsigned maj, min;
     if (sscanf(line, "%lx-%lx %*s %lx %x:%x %lu", &lo, &hi, &off, &maj, &min, &ino) != 6) continue;
-    if (ino == st.st_ino && off == 0 && makedev(maj, min) == st.st_dev) {
+    if (ino == st.st_ino && off == 0 && makedev(maj, min) == st.st_dev &&
+        (uintptr_t)probe >= lo && (uintptr_t)probe < hi) {
       *base = (const void *)lo;
       *len = hi - lo;
       rc = 0;

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,8 +64,17 @@ int main(void) {
   CHECK(fc_rtxn_get_config(t, &d, &json, &jl) == 0 && jl == 14, "config back");
   const void *base;
   size_t maplen;
-  CHECK(fc_store_map_region(s, &base, &maplen) == 0 && (const uint8_t *)v >= (const uint8_t *)base &&
+  /* another mapping of the same file in this process (as Python's lmdb would make) must not be
+   * mistaken for the store's own */
+  char dbfile[300];
+  snprintf(dbfile, sizeof dbfile, "%s/data.mdb", path);
+  int fd = open(dbfile, O_RDONLY);
+  void *other = fd >= 0 ? mmap(NULL, 1 << 20, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
+  CHECK(other != MAP_FAILED, "second mapping");
+  CHECK(fc_store_map_region(s, &base, &maplen) == 0 && base != other && (const uint8_t *)v >= (const uint8_t *)base &&
         (const uint8_t *)v + vl <= (const uint8_t *)base + maplen, "value inside the map");
+  if (other != MAP_FAILED) munmap(other, 1 << 20);
+  if (fd >= 0) close(fd);
   fc_cursor *c;
   CHECK(fc_cursor_open(t, FC_DB_FEAT, &c) == 0, "cursor");
   int n = 0;
