@@ -1,12 +1,30 @@
 /* The CPU backend: framing, FFT (FFTW single precision), spectrum, sparse mel projection, log.
  *
- * Work goes in blocks of MEL_BLOCK frames: the frames of a block are filled (padding, DC removal,
- * pre-emphasis, window), one batched r2c plan transforms them all, then each frame's spectrum is
- * projected onto the mel bands. Every value comes from the per-element functions of fc_math.h,
- * which the CUDA backend shares.
+ * Work goes in blocks of MEL_BLOCK frames:
+ *   1. fill: each frame's window-length segment (padding, DC removal, pre-emphasis, window) into
+ *      its row of `in`;
+ *   2. FFT: for an even n_fft, one batched complex FFT of n_fft/2 points over the rows read as
+ *      complex (x[2i] + i x[2i+1]), then the standard split step turns each into the n_fft-point
+ *      real spectrum; for an odd n_fft, FFTW's r2c;
+ *   3. spectrum: |X|^power of the bins the filterbank uses (bins above the highest band's last
+ *      nonzero weight are never computed), stored bin-major: `spec` row k holds bin k of the
+ *      block's MEL_BLOCK frames;
+ *   4. mel: each band's weights times those rows, MEL_BLOCK frames side by side, so the inner loop
+ *      is one multiply-add over a contiguous row whatever the band's width; then the first log
+ *      stage over the band's MEL_BLOCK values (fc_logf_poly, vectorised) and the values go to their
+ *      frames in the time-major output.
+ * Every loop over frames or bins is written so that the compiler vectorises it (-O3); the values
+ * come from the per-element functions of fc_math.h that the CUDA backend shares.
  *
- * What a plan owns: the read-only tables (window, sparse filterbank, FFTW plans) live in a
- * reference-counted `mel_tables` shared with clones; each plan has its own FFT buffers, laid out
+ * Reproducible bytes: the FFTW plans are made with FFTW_ESTIMATE, which chooses by a fixed model of
+ * the problem, never by timing (FFTW_MEASURE picked different algorithms in different processes,
+ * so the same input gave features differing in the last bits). On one machine and build the same
+ * input and config give the same record in every run. ESTIMATE's r2c plan for 1024 points is slow
+ * (a radix-2 last pass: 1.5 us per frame here, against 1.05 us measured), its complex 512-point
+ * plan is as fast as a measured one (0.47 us), hence the half-length complex FFT and our own split.
+ *
+ * What a plan owns: the read-only tables (window, twiddles, sparse filterbank, FFTW plans) live in
+ * a reference-counted `mel_tables` shared with clones; each plan has its own buffers, laid out
  * exactly as the buffers the FFTW plans were made for so the new-array execute functions (which
  * are thread-safe) can run them. */
 #include "featcache/fc_mel.h"
@@ -14,6 +32,7 @@
 #include <errno.h>
 #include <fftw3.h>
 #include <float.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -21,18 +40,29 @@
 
 #include "fc_math.h"
 
-/* Frames per batched FFT call. Measured on hifigan (1024-point): 8 to 64 are within the noise of
- * a shared 2-core machine (best runs ~2.4 us/frame each); 32 keeps a block (~260 KB) inside L2. */
+/* Frames per batched FFT and per mel step. 32 keeps the block's FFT rows (133 KB for hifigan) and
+ * its spectrum rows (47 KB) in L2; measured against 8 and 16: 16 and 32 within the noise, 8 slower. */
 #ifndef MEL_BLOCK
 #define MEL_BLOCK 32
 #endif
+/* Frames whose running sums one pass over a band's bins keeps in registers. Measured on hifigan
+ * (SSE2 baseline build): 8 lanes 1.55 us/frame, 16 lanes 1.9, all 32 1.6. (An AVX2 clone of the
+ * hot loops via target_clones measured slower, 2.0: GCC 12 fills it with permutes.) */
+#ifndef MEL_LANES
+#define MEL_LANES 8
+#endif
+
 #ifndef MEL_FFTW_FLAGS
-#define MEL_FFTW_FLAGS FFTW_MEASURE
+#define MEL_FFTW_FLAGS FFTW_ESTIMATE
 #endif
 
 /* Row strides padded to 64 bytes, so every row of a block is as aligned as the block itself and
  * the single-frame plan can run on any row (FFTW requires new-array alignment to match). */
 #define ROUND_UP(x, m) (((x) + (m)-1) / (m) * (m))
+/* ... plus 64 bytes when that lands on a multiple of 4 KB: rows 4 KB apart all map to the same
+ * L1 sets and can alias the window's loads (hifigan: 1024 floats per row). Measured: no change
+ * beyond this machine's noise; kept as it costs nothing. */
+#define ROW_FLOATS(x) (ROUND_UP(x, 16) % 1024 == 0 ? ROUND_UP(x, 16) + 16 : ROUND_UP(x, 16))
 
 /* FFTW's planner and plan destruction are not thread-safe: serialize them process-wide. */
 static pthread_mutex_t fftw_planner_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -40,10 +70,15 @@ static pthread_mutex_t fftw_planner_lock = PTHREAD_MUTEX_INITIALIZER;
 typedef struct mel_tables {
   atomic_int refs;
   fc_mel_config cfg;
-  uint32_t n_fft, win, nbins, in_dist, out_dist, woff;
+  uint32_t n_fft, win, nbins, woff;
+  uint32_t half;      /* n_fft / 2 when the FFT runs as a half-length complex one, else 0 */
+  uint32_t kmax;      /* bins the filterbank uses: 0 .. kmax-1 */
+  uint32_t in_dist;   /* floats per row of `in` */
+  uint32_t out_dist;  /* complex values per row of `out` */
   uint64_t pad;       /* padded samples each side */
   float scale;        /* 32768 for int16_scale, else 1 (exact either way) */
   float *window;      /* win values: the window over the win-length segment */
+  float *tw_re, *tw_im; /* half: cos and -sin of 2 pi k / n_fft, k < kmax */
   uint32_t *first;    /* per band: first bin with a nonzero weight */
   uint32_t *count;    /* per band: bins in its nonzero span */
   size_t *offset;     /* per band: start of its weights in `weights` */
@@ -55,9 +90,10 @@ typedef struct mel_tables {
 struct fc_mel_plan {
   mel_tables *t;
   float *in;            /* MEL_BLOCK rows of in_dist floats; outside the window always zero */
-  fftwf_complex *out;   /* MEL_BLOCK rows of out_dist bins */
-  float *spec;          /* one frame's |X|^power */
+  fftwf_complex *out;   /* MEL_BLOCK rows of out_dist complex values */
+  float *spec;          /* kmax rows of MEL_BLOCK: bin-major |X|^power of the block */
   double *scratch;      /* one window-length segment, for DC removal and pre-emphasis */
+  float *tmp;           /* half: 2 rows of n_fft/2, the reversed half of one frame's Z */
 };
 
 static void tables_free(mel_tables *t) {
@@ -67,6 +103,8 @@ static void tables_free(mel_tables *t) {
   if (t->frame_plan) fftwf_destroy_plan(t->frame_plan);
   pthread_mutex_unlock(&fftw_planner_lock);
   free(t->window);
+  free(t->tw_re);
+  free(t->tw_im);
   free(t->first);
   free(t->count);
   free(t->offset);
@@ -75,7 +113,7 @@ static void tables_free(mel_tables *t) {
 }
 
 /* Sparse filterbank from fc_mel_weight: each band keeps the span between its first and last
- * nonzero bins (triangles have no interior zeros). */
+ * nonzero bins (triangles have no interior zeros). Also sets kmax. */
 static int build_filterbank(mel_tables *t) {
   const fc_mel_config *c = &t->cfg;
   uint32_t nm = c->n_mels, nb = t->nbins;
@@ -84,12 +122,11 @@ static int build_filterbank(mel_tables *t) {
   t->first = calloc(nm, sizeof *t->first);
   t->count = calloc(nm, sizeof *t->count);
   t->offset = calloc(nm, sizeof *t->offset);
-  /* Bands span at most all bins; grow lazily would save little: nm * nb floats is < 1 MB for
-   * every preset, but sizing it to the actual spans keeps the hot loop's data small. */
   size_t cap = 0, used = 0;
   float *w = NULL;
   int rc = ENOMEM;
   if (!row || !t->first || !t->count || !t->offset) goto out;
+  t->kmax = 1;
   for (uint32_t m = 0; m < nm; m++) {
     uint32_t lo = nb, hi = 0;
     for (uint32_t k = 0; k < nb; k++) {
@@ -113,8 +150,10 @@ static int build_filterbank(mel_tables *t) {
     t->count[m] = n;
     t->offset[m] = used;
     if (n) memcpy(w + used, row + lo, sizeof *w * n);
+    if (n && hi + 1 > t->kmax) t->kmax = hi + 1;
     used += n;
   }
+  if (!w && !(w = malloc(sizeof *w))) goto out; /* every band empty: keep a valid pointer */
   t->weights = w;
   w = NULL;
   rc = 0;
@@ -134,9 +173,18 @@ static int plan_buffers(fc_mel_plan *p) {
   const mel_tables *t = p->t;
   p->in = zalloc_fftw(sizeof(float) * (size_t)MEL_BLOCK * t->in_dist);
   p->out = zalloc_fftw(sizeof(fftwf_complex) * (size_t)MEL_BLOCK * t->out_dist);
-  p->spec = malloc(sizeof(float) * t->nbins);
+  p->spec = zalloc_fftw(sizeof(float) * (size_t)MEL_BLOCK * t->kmax);
   p->scratch = malloc(sizeof(double) * t->win);
-  return p->in && p->out && p->spec && p->scratch ? 0 : ENOMEM;
+  p->tmp = malloc(sizeof(float) * (2 * (size_t)t->half + 1));
+  return p->in && p->out && p->spec && p->scratch && p->tmp ? 0 : ENOMEM;
+}
+
+static void plan_buffers_free(fc_mel_plan *p) {
+  fftwf_free(p->in);
+  fftwf_free(p->out);
+  fftwf_free(p->spec);
+  free(p->scratch);
+  free(p->tmp);
 }
 
 int fc_mel_plan_create(const fc_mel_config *cfg, fc_mel_plan **out) {
@@ -152,8 +200,9 @@ int fc_mel_plan_create(const fc_mel_config *cfg, fc_mel_plan **out) {
   t->n_fft = cfg->n_fft;
   t->win = cfg->win_length;
   t->nbins = cfg->n_fft / 2 + 1;
-  t->in_dist = ROUND_UP(t->n_fft, 16);
-  t->out_dist = ROUND_UP(t->nbins, 8);
+  t->half = cfg->n_fft % 2 == 0 ? cfg->n_fft / 2 : 0;
+  t->in_dist = ROW_FLOATS(t->n_fft);
+  t->out_dist = ROW_FLOATS(2 * t->nbins) / 2;
   t->woff = fc_window_offset(cfg->window_align, cfg->n_fft, cfg->win_length);
   t->pad = fc_pad_each_side(cfg->center, cfg->n_fft, cfg->pad);
   t->scale = cfg->int16_scale ? 32768.0f : 1.0f;
@@ -161,32 +210,48 @@ int fc_mel_plan_create(const fc_mel_config *cfg, fc_mel_plan **out) {
   if (!t->window) goto fail;
   for (uint32_t j = 0; j < t->win; j++) t->window[j] = (float)fc_window_value(cfg->window, j, t->win);
   if ((rc = build_filterbank(t))) goto fail;
+  rc = ENOMEM;
+  if (t->half) {
+    /* Twiddles of the split step, in double and rounded once. */
+    t->tw_re = malloc(sizeof *t->tw_re * t->kmax);
+    t->tw_im = malloc(sizeof *t->tw_im * t->kmax);
+    if (!t->tw_re || !t->tw_im) goto fail;
+    for (uint32_t k = 0; k < t->kmax; k++) {
+      double a = 2.0 * FC_PI * (double)k / (double)t->n_fft;
+      t->tw_re[k] = (float)cos(a);
+      t->tw_im[k] = (float)-sin(a);
+    }
+  }
   if ((rc = plan_buffers(p))) goto fail;
 
-  /* FFTW_MEASURE: ~0.13 s per shape, once per process (FFTW keeps the wisdom; clones share the
-   * plans). Against ESTIMATE it measured 0-10 % faster per frame here, within a noisy machine's
-   * spread; worth it for a tool that runs for minutes. */
-  int n = (int)t->n_fft;
   pthread_mutex_lock(&fftw_planner_lock);
-  t->block_plan = fftwf_plan_many_dft_r2c(1, &n, MEL_BLOCK, p->in, NULL, 1, (int)t->in_dist,
-                                          p->out, NULL, 1, (int)t->out_dist, MEL_FFTW_FLAGS);
-  t->frame_plan = fftwf_plan_many_dft_r2c(1, &n, 1, p->in, NULL, 1, (int)t->in_dist, p->out, NULL,
-                                          1, (int)t->out_dist, MEL_FFTW_FLAGS);
+  if (t->half) {
+    int n = (int)t->half, dist = (int)(t->in_dist / 2);
+    fftwf_complex *in = (fftwf_complex *)(void *)p->in;
+    t->block_plan = fftwf_plan_many_dft(1, &n, MEL_BLOCK, in, NULL, 1, dist, p->out, NULL, 1,
+                                        (int)t->out_dist, FFTW_FORWARD, MEL_FFTW_FLAGS);
+    t->frame_plan = fftwf_plan_many_dft(1, &n, 1, in, NULL, 1, dist, p->out, NULL, 1,
+                                        (int)t->out_dist, FFTW_FORWARD, MEL_FFTW_FLAGS);
+  } else {
+    int n = (int)t->n_fft;
+    t->block_plan = fftwf_plan_many_dft_r2c(1, &n, MEL_BLOCK, p->in, NULL, 1, (int)t->in_dist,
+                                            p->out, NULL, 1, (int)t->out_dist, MEL_FFTW_FLAGS);
+    t->frame_plan = fftwf_plan_many_dft_r2c(1, &n, 1, p->in, NULL, 1, (int)t->in_dist, p->out,
+                                            NULL, 1, (int)t->out_dist, MEL_FFTW_FLAGS);
+  }
   pthread_mutex_unlock(&fftw_planner_lock);
   if (!t->block_plan || !t->frame_plan) {
     rc = FC_ECONFIG;
     goto fail;
   }
-  /* Measuring scribbled over the buffers; the zeros outside the window must be restored. */
+  /* Planning may scribble over the buffers (not ESTIMATE, but the flag is a build option); the
+   * zeros outside the window must be there. */
   memset(p->in, 0, sizeof(float) * (size_t)MEL_BLOCK * t->in_dist);
   *out = p;
   return 0;
 fail:
   if (p) {
-    fftwf_free(p->in);
-    fftwf_free(p->out);
-    free(p->spec);
-    free(p->scratch);
+    plan_buffers_free(p);
     free(p);
   }
   tables_free(t);
@@ -209,10 +274,7 @@ int fc_mel_plan_clone(const fc_mel_plan *src, fc_mel_plan **out) {
 
 void fc_mel_plan_free(fc_mel_plan *p) {
   if (!p) return;
-  fftwf_free(p->in);
-  fftwf_free(p->out);
-  free(p->spec);
-  free(p->scratch);
+  plan_buffers_free(p);
   if (atomic_fetch_sub(&p->t->refs, 1) == 1) tables_free(p->t);
   free(p);
 }
@@ -221,14 +283,24 @@ const fc_mel_config *fc_mel_plan_config(const fc_mel_plan *p) { return &p->t->cf
 
 /* Fill the window-length segment of frame `frame` into seg (the row at the window offset). */
 static void fill_frame(const mel_tables *t, const float *x, uint64_t n, uint64_t frame,
-                       float *seg, double *scratch) {
+                       float *restrict seg, double *scratch) {
   const fc_mel_config *c = &t->cfg;
   const uint32_t win = t->win, hop = c->hop_length;
   const float scale = t->scale;
+  const float *restrict w = t->window;
   int64_t first = (int64_t)(frame * hop + t->woff) - (int64_t)t->pad;
-  if (first >= 0 && (uint64_t)first + win <= n) {
-    /* The whole segment lies inside the signal: fc_frame_sample's in-range branch, without the
-     * per-sample index test the padded frames need. */
+  const int inside = first >= 0 && (uint64_t)first + win <= n;
+  if (inside && !c->remove_dc && !(c->preemph > 0)) {
+    /* The common case in one pass: fc_frame_sample's in-range branch times the window. */
+    const float *restrict src = x + first;
+    if (scale == 1.0f) {
+      for (uint32_t j = 0; j < win; j++) seg[j] = src[j] * w[j];
+    } else {
+      for (uint32_t j = 0; j < win; j++) seg[j] = (src[j] * scale) * w[j];
+    }
+    return;
+  }
+  if (inside) {
     const float *src = x + first;
     for (uint32_t j = 0; j < win; j++) seg[j] = src[j] * scale;
   } else {
@@ -252,45 +324,110 @@ static void fill_frame(const mel_tables *t, const float *x, uint64_t n, uint64_t
       for (uint32_t j = win - 1; j > 0; j--) d[j] -= pe * d[j - 1];
       d[0] -= pe * d[0];
     }
-    for (uint32_t j = 0; j < win; j++) seg[j] = (float)(d[j] * t->window[j]);
+    for (uint32_t j = 0; j < win; j++) seg[j] = (float)(d[j] * w[j]);
     return;
   }
-  const float *w = t->window;
   for (uint32_t j = 0; j < win; j++) seg[j] *= w[j];
 }
 
-/* |X|^power of one frame, then each band's weighted sum and the first log stage. The power branch
- * is resolved outside the loop so each loop vectorises. */
-static void project_frame(const mel_tables *t, const fftwf_complex *X, float *spec, float *dst) {
-  const fc_mel_config *c = &t->cfg;
-  const uint32_t nb = t->nbins;
-  if (c->power == 2.0) {
-    for (uint32_t k = 0; k < nb; k++) spec[k] = fc_spectrum_value(X[k][0], X[k][1], 2.0f, 0.0f);
-  } else if (c->power == 1.0) {
-    const float eps = (float)c->mag_eps;
-    for (uint32_t k = 0; k < nb; k++) spec[k] = fc_spectrum_value(X[k][0], X[k][1], 1.0f, eps);
-  } else {
-    const float pw = (float)c->power, eps = (float)c->mag_eps;
-    for (uint32_t k = 0; k < nb; k++) spec[k] = fc_spectrum_value(X[k][0], X[k][1], pw, eps);
+/* |X|^power of one frame's bins 0 .. kmax-1 into column b of the bin-major spectrum. `power` and
+ * `eps` are compile-time constants at each call below, so each instance vectorises.
+ *
+ * Half-length FFT: Z = FFT_M(x[2i] + i x[2i+1]), M = n_fft/2, holds the transforms of the even
+ * and odd samples, E[k] = (Z[k] + conj Z[M-k]) / 2 and O[k] = (Z[k] - conj Z[M-k]) / 2i, and
+ * X[k] = E[k] + W^k O[k] with W = exp(-2 pi i / n_fft); X[0] = Re Z0 + Im Z0 and
+ * X[M] = Re Z0 - Im Z0. */
+static inline __attribute__((always_inline)) void frame_spectrum(const mel_tables *t,
+                                                                 const fftwf_complex *Z,
+                                                                 float *restrict spec,
+                                                                 float *restrict tmp, uint32_t b,
+                                                                 float power, float eps) {
+  const uint32_t kmax = t->kmax;
+  const float *restrict z = (const float *)Z;
+  if (!t->half) {
+    for (size_t k = 0; k < kmax; k++)
+      spec[k * MEL_BLOCK + b] = fc_spectrum_value(z[2 * k], z[2 * k + 1], power, eps);
+    return;
   }
+  const size_t M = t->half;
+  const float *restrict wr = t->tw_re, *restrict wi = t->tw_im;
+  spec[b] = fc_spectrum_value(z[0] + z[1], 0.0f, power, eps);
+  const size_t kend = kmax < M ? kmax : M; /* (size_t indices: 2 * k cannot wrap, so the
+                                            * compiler sees contiguous loads) */
+  if (kend > 1) {
+    /* Z[M-kend+1 .. M-1] split into real and imaginary rows first: the loop below reads them in
+     * reverse, which vectorises on plain rows but not on interleaved complex values. */
+    float *restrict zr = tmp, *restrict zi = tmp + M;
+    for (size_t k = M - kend + 1; k < M; k++) {
+      zr[k] = z[2 * k];
+      zi[k] = z[2 * k + 1];
+    }
+    for (size_t k = 1; k < kend; k++) {
+      const float ar = z[2 * k], ai = z[2 * k + 1];
+      const float br = zr[M - k], bi = zi[M - k];
+      const float pr = ar + br, pi = ai - bi; /* 2 E[k] */
+      const float qr = ai + bi, qi = br - ar; /* 2 O[k] */
+      const float xr = 0.5f * (pr + (wr[k] * qr - wi[k] * qi));
+      const float xi = 0.5f * (pi + (wr[k] * qi + wi[k] * qr));
+      spec[k * MEL_BLOCK + b] = fc_spectrum_value(xr, xi, power, eps);
+    }
+  }
+  if (kmax > M) spec[M * MEL_BLOCK + b] = fc_spectrum_value(z[0] - z[1], 0.0f, power, eps);
+}
+
+static void block_spectrum(const mel_tables *t, const fftwf_complex *out, float *spec, float *tmp,
+                           uint32_t nf) {
+  const fc_mel_config *c = &t->cfg;
+  const float eps = (float)c->mag_eps;
+  for (uint32_t b = 0; b < nf; b++) {
+    const fftwf_complex *Z = out + (size_t)b * t->out_dist;
+    if (c->power == 2.0) frame_spectrum(t, Z, spec, tmp, b, 2.0f, 0.0f);
+    else if (c->power == 1.0) frame_spectrum(t, Z, spec, tmp, b, 1.0f, eps);
+    else frame_spectrum(t, Z, spec, tmp, b, (float)c->power, eps);
+  }
+}
+
+/* Each band's weighted sum over the block's frames, the first log stage, and the values into the
+ * time-major output (rows f0 .. f0+nf-1). Lanes nf .. MEL_BLOCK-1 hold stale but finite values
+ * from an earlier block and are never stored. */
+static void block_mel(const mel_tables *t, const float *restrict spec, float *out, uint32_t nf) {
+  const fc_mel_config *c = &t->cfg;
+  const uint32_t nm = c->n_mels;
   const int mode = c->log;
   const float floor_ = (float)c->log_floor;
-  for (uint32_t m = 0; m < c->n_mels; m++) {
-    const float *w = t->weights + t->offset[m];
-    const float *s = spec + t->first[m];
+  for (uint32_t m = 0; m < nm; m++) {
+    const float *restrict w = t->weights + t->offset[m];
+    const float *restrict s = spec + (size_t)t->first[m] * MEL_BLOCK;
     const uint32_t cnt = t->count[m];
-    /* Four running sums: a single one would chain every add on the previous (latency-bound, and
-     * the compiler may not reorder float sums); four lanes vectorise and are no less accurate. */
-    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-    uint32_t j = 0;
-    for (; j + 4 <= cnt; j += 4) {
-      a0 += w[j] * s[j];
-      a1 += w[j + 1] * s[j + 1];
-      a2 += w[j + 2] * s[j + 2];
-      a3 += w[j + 3] * s[j + 3];
+    float acc[MEL_BLOCK];
+    /* MEL_LANES frames at a time: that many running sums stay in registers across the band's
+     * bins, several independent vector adds per bin. */
+    for (uint32_t b0 = 0; b0 < MEL_BLOCK; b0 += MEL_LANES) {
+      float a[MEL_LANES] = {0};
+      for (uint32_t j = 0; j < cnt; j++) {
+        const float wj = w[j];
+        const float *restrict row = s + (size_t)j * MEL_BLOCK + b0;
+        for (uint32_t b = 0; b < MEL_LANES; b++) a[b] += wj * row[b];
+      }
+      for (uint32_t b = 0; b < MEL_LANES; b++) acc[b0 + b] = a[b];
     }
-    for (; j < cnt; j++) a0 += w[j] * s[j];
-    dst[m] = fc_log_compress((a0 + a1) + (a2 + a3), mode, floor_);
+    float val[MEL_BLOCK];
+    if (mode == FC_LOG_LN) {
+      int odd = 0;
+      for (uint32_t b = 0; b < MEL_BLOCK; b++) {
+        const float y = fc_clampf(acc[b], floor_);
+        val[b] = fc_logf_poly(y);
+        odd |= !fc_logf_poly_domain(y);
+      }
+      if (odd) /* +inf, or a subnormal floor: libm's logf for those */
+        for (uint32_t b = 0; b < MEL_BLOCK; b++) {
+          const float y = fc_clampf(acc[b], floor_);
+          if (!fc_logf_poly_domain(y)) val[b] = logf(y);
+        }
+    } else {
+      for (uint32_t b = 0; b < nf; b++) val[b] = fc_log_compress(acc[b], mode, floor_);
+    }
+    for (uint32_t b = 0; b < nf; b++) out[(size_t)b * nm + m] = val[b];
   }
 }
 
@@ -302,17 +439,27 @@ int fc_mel_compute(fc_mel_plan *p, const float *x, size_t n, float *out) {
   const uint32_t nm = c->n_mels;
   for (uint64_t f0 = 0; f0 < frames; f0 += MEL_BLOCK) {
     uint32_t nf = frames - f0 < MEL_BLOCK ? (uint32_t)(frames - f0) : MEL_BLOCK;
-    for (uint32_t b = 0; b < nf; b++) fill_frame(t, x, n, f0 + b, p->in + (size_t)b * t->in_dist + t->woff, p->scratch);
-    if (nf == MEL_BLOCK) {
+    for (uint32_t b = 0; b < nf; b++)
+      fill_frame(t, x, n, f0 + b, p->in + (size_t)b * t->in_dist + t->woff, p->scratch);
+    if (t->half) {
+      fftwf_complex *in = (fftwf_complex *)(void *)p->in;
+      if (nf == MEL_BLOCK) {
+        fftwf_execute_dft(t->block_plan, in, p->out);
+      } else {
+        /* A short tail goes frame by frame rather than paying for a whole block's FFTs. */
+        for (uint32_t b = 0; b < nf; b++)
+          fftwf_execute_dft(t->frame_plan, in + (size_t)b * (t->in_dist / 2),
+                            p->out + (size_t)b * t->out_dist);
+      }
+    } else if (nf == MEL_BLOCK) {
       fftwf_execute_dft_r2c(t->block_plan, p->in, p->out);
     } else {
-      /* A short tail goes frame by frame rather than paying for a whole block's FFTs. */
       for (uint32_t b = 0; b < nf; b++)
         fftwf_execute_dft_r2c(t->frame_plan, p->in + (size_t)b * t->in_dist,
                               p->out + (size_t)b * t->out_dist);
     }
-    for (uint32_t b = 0; b < nf; b++)
-      project_frame(t, p->out + (size_t)b * t->out_dist, p->spec, out + (f0 + b) * nm);
+    block_spectrum(t, p->out, p->spec, p->tmp, nf);
+    block_mel(t, p->spec, out + f0 * nm, nf);
   }
   const float top_db = (float)c->top_db;
   if (fc_log_needs_max(c->log, top_db)) {

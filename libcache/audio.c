@@ -10,6 +10,9 @@
  *     soxr_quality_spec(SOXR_HQ, 0) and the default runtime spec (python-soxr src/soxr_ext.cpp).
  *     soxr's output does not depend on how its input is chunked, so we feed it block by block;
  *   - util.fix_length to ceil(n * (target / source)), zero padding or trimming.
+ * 16-bit mono PCM WAV at the target rate (what most TTS corpora hold) is converted here without
+ * libsndfile, to the same bits (wav_pcm16_mono); mono at the target rate in any other format is
+ * decoded straight into the output buffer.
  *
  * Memory of one decode: the file bytes (the caller's) + the output samples (4 bytes × output
  * frames) + one 8192-frame interleaved block + soxr's state (tens of KB). The source is never
@@ -186,6 +189,58 @@ static int wav_truncated(const uint8_t *b, size_t len, uint64_t *declared, uint6
   return 0;
 }
 
+/* The common case, decoded without libsndfile: a RIFF WAVE of 16-bit mono PCM whose chunks are
+ * all well formed, "fmt " (plain PCM: 16 bytes, or 18 with no extension) before "data", the data
+ * chunk complete and non-empty. For exactly these files libsndfile reads size / 2 frames and
+ * returns sample * (1.0f / 0x8000) (pcm.c, normalisation on), which is what wav_decode_pcm16
+ * computes: the same bits, without libsndfile's block copies and scalar conversion. Anything else
+ * (other encodings, extensible headers, odd or streaming sizes, a big-endian host) goes through
+ * libsndfile. Returns 1 and the data chunk when the file is such a WAV. */
+static int wav_pcm16_mono(const uint8_t *b, size_t len, const uint8_t **data, size_t *frames,
+                          uint32_t *rate) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (len < 12 || memcmp(b, "RIFF", 4) != 0 || memcmp(b + 8, "WAVE", 4) != 0) return 0;
+  size_t pos = 12;
+  uint32_t sr = 0;
+  while (pos + 8 <= len) {
+    const uint8_t *c = b + pos;
+    uint32_t size = le32(c + 4);
+    if ((uint64_t)size > len - pos - 8) return 0;
+    if (memcmp(c, "fmt ", 4) == 0) {
+      if (sr || (size != 16 && size != 18)) return 0;
+      const uint8_t *f = c + 8;
+      unsigned tag = f[0] | f[1] << 8, ch = f[2] | f[3] << 8, align = f[12] | f[13] << 8,
+               bits = f[14] | f[15] << 8;
+      uint32_t r = le32(f + 4), byte_rate = le32(f + 8);
+      if (tag != 1 || ch != 1 || align != 2 || bits != 16 || r == 0 || byte_rate != 2 * r)
+        return 0;
+      if (size == 18 && (f[16] | f[17]) != 0) return 0;
+      sr = r;
+    } else if (memcmp(c, "data", 4) == 0) {
+      if (!sr || size == 0 || size % 2 || size >= 0x7FFFF000u) return 0;
+      *data = c + 8;
+      *frames = size / 2;
+      *rate = sr;
+      return 1;
+    }
+    if ((uint64_t)size + (size & 1) > len - pos - 8) return 0;
+    pos += 8 + (size_t)size + (size & 1);
+  }
+#else
+  (void)b, (void)len, (void)data, (void)frames, (void)rate;
+#endif
+  return 0;
+}
+
+static void wav_decode_pcm16(const uint8_t *data, size_t frames, float *out) {
+  const float norm = 1.0f / 32768.0f; /* libsndfile's 1.0 / ((float) 0x8000) */
+  for (size_t i = 0; i < frames; i++) {
+    int16_t v;
+    memcpy(&v, data + 2 * i, sizeof v);
+    out[i] = (float)v * norm;
+  }
+}
+
 /* Formats whose header frame count is exact, so fewer decoded frames mean a damaged file.
  * MP3 and Ogg headers only estimate it. */
 static int header_frames_exact(int format) {
@@ -301,6 +356,30 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     set_why(why, why_len, "empty file");
     return FC_EEMPTY;
   }
+  const uint8_t *pcm;
+  size_t pcm_frames;
+  uint32_t pcm_rate;
+  if (wav_pcm16_mono(bytes, len, &pcm, &pcm_frames, &pcm_rate) &&
+      (target_rate == 0 || target_rate == pcm_rate)) {
+    if (info) {
+      info->sample_rate = pcm_rate;
+      info->channels = 1;
+      info->frames = 0;
+      info->format = SF_FORMAT_WAV | SF_FORMAT_PCM_16;
+    }
+    if (max_seconds > 0 && (double)pcm_frames > max_seconds * pcm_rate) {
+      set_why(why, why_len, "%.1f s long, over the %.1f s limit", (double)pcm_frames / pcm_rate,
+              max_seconds);
+      return FC_ETOOLONG;
+    }
+    float *v = malloc(pcm_frames * sizeof *v);
+    if (!v) return ENOMEM;
+    wav_decode_pcm16(pcm, pcm_frames, v);
+    if (info) info->frames = pcm_frames;
+    *samples = v;
+    *n_samples = pcm_frames;
+    return 0;
+  }
   mem_file mem = {.data = bytes, .len = (sf_count_t)len, .pos = 0};
   SF_VIRTUAL_IO vio = {vio_get_filelen, vio_seek, vio_read, vio_write, vio_tell};
   SF_INFO sfi;
@@ -393,13 +472,24 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
   sf_count_t decoded = 0;
   while (decoded < limit) {
     sf_count_t want = limit - decoded < BLOCK_FRAMES ? limit - decoded : BLOCK_FRAMES;
-    sf_count_t got = sf_readf_float(sf, block, want);
+    /* Mono at the target rate (the usual case) decodes straight into the output: no block, no
+     * mix, no copy. */
+    const int direct = channels == 1 && !rs;
+    if (direct && sample_buf_reserve(&out, (size_t)want)) {
+      rc = ENOMEM;
+      goto done;
+    }
+    sf_count_t got = sf_readf_float(sf, direct ? out.v + out.n : block, want);
     if (got <= 0) break;
     decoded += got;
     if ((double)decoded > max_frames) {
       set_why(why, why_len, "over the %.1f s limit", max_seconds);
       rc = FC_ETOOLONG;
       goto done;
+    }
+    if (direct) {
+      out.n += (size_t)got;
+      continue;
     }
     mix_to_mono(block, (size_t)got, channels, mono);
     if (rs) {

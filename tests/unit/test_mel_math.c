@@ -2,7 +2,9 @@
  * framing code (0, 1, a frame minus/plus one, hop multiples), the reflect-padding map against a
  * literal transcription of numpy.pad's algorithm, filterbank entries taken from librosa and
  * torchaudio, window values, f16/bf16 rounding (every half, ties, subnormals, NaN), config
- * validation, and agreement between the batched and single-frame FFT paths of fc_mel_compute.
+ * validation, agreement between the batched and single-frame FFT paths of fc_mel_compute, the
+ * half-length complex FFT + split and the r2c path against a DFT in double, the vectorised log
+ * (fc_logf_poly) against log() in double, and reproducible bits (clones, a new plan, fallbacks).
  * On failure each check prints got/expected and what to look at. */
 #include <float.h>
 #include <math.h>
@@ -467,6 +469,172 @@ static void test_compute_paths(void) {
   fc_mel_plan_free(p);
 }
 
+/* ---- the vectorised log ------------------------------------------------------------------- */
+
+/* fc_logf_poly against log() in double over a spread of positive normal floats (every 613th bit
+ * pattern, all exponents, 3.5 M values; the exhaustive run over all 2^31 measured 0.995 ulp), exact
+ * values where ln is exact, and its domain test. */
+static void test_logf_poly(void) {
+  double worst = 0;
+  float worst_x = 0;
+  for (uint32_t u = 0x00800000u; u < 0x7f800000u; u += 613) {
+    float x = bits_f(u), got = fc_logf_poly(x);
+    double ref = log((double)x);
+    float r = (float)ref;
+    double ulp = fabs((double)nextafterf(r, INFINITY) - (double)r);
+    if (r == 0.0f) ulp = FLT_TRUE_MIN;
+    double e = fabs((double)got - ref) / ulp;
+    if (e > worst) {
+      worst = e;
+      worst_x = x;
+    }
+  }
+  CHECK(worst < 1.0, "fc_logf_poly: %.3f ulp at %a (must stay below 1 ulp)", worst, worst_x);
+  CHECK(fc_logf_poly(1.0f) == 0.0f, "fc_logf_poly(1) = %a, expected 0", fc_logf_poly(1.0f));
+  CHECK(fc_logf_poly(2.0f) == logf(2.0f) && fc_logf_poly(0.5f) == -logf(2.0f),
+        "fc_logf_poly(2), (0.5): %a %a, expected ±%a", fc_logf_poly(2.0f), fc_logf_poly(0.5f),
+        logf(2.0f));
+  const float in[] = {FLT_MIN, 1e-5f, 1.0f, FLT_MAX};
+  const float out[] = {0.0f, -0.0f, FLT_TRUE_MIN, FLT_MIN / 2, -1.0f, INFINITY, -INFINITY, NAN};
+  for (size_t i = 0; i < sizeof in / sizeof *in; i++)
+    CHECK(fc_logf_poly_domain(in[i]), "fc_logf_poly_domain(%a) should be 1", in[i]);
+  for (size_t i = 0; i < sizeof out / sizeof *out; i++)
+    CHECK(!fc_logf_poly_domain(out[i]), "fc_logf_poly_domain(%a) should be 0", out[i]);
+}
+
+/* ---- the FFT paths against a DFT in double ------------------------------------------------ */
+
+/* Even n_fft runs a half-length complex FFT and the split step; odd n_fft FFTW's r2c. Both, at
+ * sizes from the degenerate (2, 3 points) to the presets', must give the power mel spectrum of a
+ * direct DFT in double through the plan's own dense filterbank: per frame, relative to the
+ * frame's largest value, within 1e-5. */
+static void test_fft_paths(void) {
+  const uint32_t sizes[] = {2, 3, 4, 15, 16, 400, 401, 512, 1023, 1024};
+  for (size_t si = 0; si < sizeof sizes / sizeof *sizes; si++) {
+    fc_mel_config c;
+    fc_mel_preset("librosa", &c); /* power 2, linear output, centred constant padding */
+    uint32_t nfft = sizes[si];
+    c.n_fft = c.win_length = nfft;
+    c.hop_length = nfft / 2 + 1;
+    c.n_mels = nfft < 16 ? 2 : 40;
+    c.fmax = 0;
+    c.preset[0] = '\0';
+    fc_mel_plan *p;
+    int rc = fc_mel_plan_create(&c, &p);
+    CHECK(rc == 0, "n_fft %u: plan: %d", nfft, rc);
+    if (rc) continue;
+    const uint32_t nb = nfft / 2 + 1, nm = c.n_mels;
+    size_t n = (size_t)c.hop_length * 70 + 3; /* > 2 blocks of frames, and a tail */
+    float *x = malloc(sizeof *x * n), *win = malloc(sizeof *win * nfft);
+    float *fb = malloc(sizeof *fb * nm * nb);
+    uint64_t frames = fc_mel_num_frames(&c, n);
+    float *got = malloc(sizeof *got * frames * nm);
+    double *spec = malloc(sizeof *spec * nb);
+    double *cs = malloc(sizeof *cs * nfft), *sn = malloc(sizeof *sn * nfft);
+    for (uint32_t t = 0; t < nfft; t++) {
+      cs[t] = cos(2.0 * FC_PI * (double)t / (double)nfft);
+      sn[t] = sin(2.0 * FC_PI * (double)t / (double)nfft);
+    }
+    uint32_t s = 777;
+    for (size_t i = 0; i < n; i++) {
+      s = s * 1664525u + 1013904223u;
+      x[i] = 0.6f * sinf(0.05f * (float)i) + 0.3f * ((float)(s >> 8) / 16777216.0f - 0.5f);
+    }
+    fc_mel_window(p, win);
+    fc_mel_filterbank_dense(p, fb);
+    CHECK(fc_mel_compute(p, x, n, got) == 0, "n_fft %u: compute", nfft);
+    double worst = 0;
+    for (uint64_t f = 0; f < frames; f++) {
+      for (uint32_t k = 0; k < nb; k++) {
+        double re = 0, im = 0;
+        for (uint32_t j = 0; j < nfft; j++) {
+          int64_t q = (int64_t)(f * c.hop_length + j) - (int64_t)(nfft / 2);
+          double v = q >= 0 && (uint64_t)q < n ? (double)x[q] * win[j] : 0.0;
+          size_t t = (size_t)k * j % nfft;
+          re += v * cs[t];
+          im -= v * sn[t];
+        }
+        spec[k] = re * re + im * im;
+      }
+      double mx = 0, md = 0;
+      for (uint32_t m = 0; m < nm; m++) {
+        double want = 0;
+        for (uint32_t k = 0; k < nb; k++) want += (double)fb[(size_t)m * nb + k] * spec[k];
+        mx = want > mx ? want : mx;
+        double d = fabs(want - (double)got[f * nm + m]);
+        md = d > md ? d : md;
+      }
+      double rel = mx > 0 ? md / mx : md;
+      worst = rel > worst ? rel : worst;
+    }
+    CHECK(worst <= 1e-5, "n_fft %u (%s path): max per-frame relative error %.3g against a DFT in "
+          "double", nfft, nfft % 2 ? "r2c" : "half-length complex + split", worst);
+    free(x);
+    free(win);
+    free(fb);
+    free(got);
+    free(spec);
+    free(cs);
+    free(sn);
+    fc_mel_plan_free(p);
+  }
+}
+
+/* ---- reproducible bytes ------------------------------------------------------------------- */
+
+/* The same input and config give the same bits: from one plan twice, from a clone, and from a
+ * plan made after the first was freed (what another process would make: FFTW_ESTIMATE plans are
+ * chosen without timing). Also the log stage's fallback lanes: a subnormal floor goes through
+ * libm's logf and must give exactly logf(floor) on silence. */
+static void test_reproducible(void) {
+  for (const char *const *name = fc_mel_preset_names(); *name; name++) {
+    fc_mel_config c;
+    fc_mel_preset(*name, &c);
+    size_t n = (size_t)c.sample_rate * 2 + 77;
+    float *x = malloc(sizeof *x * n);
+    uint32_t s = 99;
+    for (size_t i = 0; i < n; i++) {
+      s = s * 1664525u + 1013904223u;
+      x[i] = 0.4f * sinf(0.021f * (float)i) * ((float)(s >> 8) / 16777216.0f);
+    }
+    uint64_t frames = fc_mel_num_frames(&c, n);
+    size_t bytes = sizeof(float) * frames * c.n_mels;
+    float *a = malloc(bytes), *b = malloc(bytes), *d = malloc(bytes), *e = malloc(bytes);
+    fc_mel_plan *p, *q, *r;
+    CHECK(fc_mel_plan_create(&c, &p) == 0 && fc_mel_plan_clone(p, &q) == 0, "%s: plans", *name);
+    fc_mel_compute(p, x, n, a);
+    fc_mel_compute(q, x, n, b);
+    fc_mel_compute(p, x, n, d);
+    fc_mel_plan_free(q);
+    fc_mel_plan_free(p);
+    CHECK(fc_mel_plan_create(&c, &r) == 0, "%s: plan again", *name);
+    fc_mel_compute(r, x, n, e);
+    fc_mel_plan_free(r);
+    CHECK(!memcmp(a, b, bytes), "%s: a clone gives other bits", *name);
+    CHECK(!memcmp(a, d, bytes), "%s: a second call gives other bits", *name);
+    CHECK(!memcmp(a, e, bytes), "%s: a new plan gives other bits", *name);
+    free(x);
+    free(a);
+    free(b);
+    free(d);
+    free(e);
+  }
+  fc_mel_config c;
+  fc_mel_preset("tacotron2", &c); /* mag_eps 0: silence is exactly 0 before the log */
+  c.log_floor = 1e-40;            /* subnormal as a float */
+  c.preset[0] = '\0';
+  fc_mel_plan *p;
+  CHECK(fc_mel_plan_create(&c, &p) == 0, "tacotron2 with a subnormal floor: plan");
+  float x[4096] = {0}, out[17 * 80];
+  CHECK(fc_mel_num_frames(&c, 4096) == 17, "tacotron2: 4096 samples give 17 frames");
+  fc_mel_compute(p, x, 4096, out);
+  float want = logf((float)1e-40);
+  int bad = 0;
+  for (size_t i = 0; i < 17 * 80; i++) bad += out[i] != want;
+  CHECK(!bad, "subnormal floor: %d values differ from logf(%a) = %a", bad, (float)1e-40, want);
+  fc_mel_plan_free(p);
+}
+
 int main(void) {
   test_frame_counts();
   test_resampled_length();
@@ -476,6 +644,9 @@ int main(void) {
   test_half_floats();
   test_configs();
   test_compute_paths();
+  test_logf_poly();
+  test_fft_paths();
+  test_reproducible();
   if (failures) {
     fprintf(stderr, "test_mel_math: %d failure(s)\n", failures);
     return 1;
