@@ -1,5 +1,5 @@
 /* featurize under injected faults (libcache/fault.h): the n-th write-transaction commit or put
- * fails, n = 1, 2, ... until the job succeeds. After each failure: a clean error (the store's
+ * failures, n = 1, 2, ... until the job succeeds. After each failure: a clean error (the store's
  * EIO, with a reason), no hang (workers blocked on the full queue are released), and a store
  * that reopens with every audio entry's record present and valid. Then the library's other
  * exits: the stop flag (FC_EINTR), strict, a bad device, and fc_featurize_file. */
@@ -13,18 +13,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tests/check.h"
+
 #define NFILES 24
 
-static int fails;
-#define CHECK(c, ...)                                                                   \
-  do {                                                                                  \
-    if (!(c)) {                                                                         \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #c);                      \
-      fprintf(stderr, __VA_ARGS__);                                                     \
-      fputc('\n', stderr);                                                              \
-      fails++;                                                                          \
-    }                                                                                   \
-  } while (0)
 
 static void put_le(FILE *f, uint32_t v, int bytes) {
   for (int i = 0; i < bytes; i++) fputc((int)((v >> (8 * i)) & 0xff), f);
@@ -174,8 +166,8 @@ int main(void) {
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-  if (fails) {
-    fprintf(stderr, "%d check(s) failed\n", fails);
+  if (failures) {
+    fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;
   }
   printf("ok\n");

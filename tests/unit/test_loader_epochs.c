@@ -18,16 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
-#define CHECK(cond, ...)                                                                          \
-  do {                                                                                            \
-    if (!(cond)) {                                                                                \
-      failures++;                                                                                 \
-      fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #cond);                            \
-      fprintf(stderr, __VA_ARGS__);                                                               \
-      fputc('\n', stderr);                                                                        \
-    }                                                                                             \
-  } while (0)
+#include "tests/check.h"
+
 
 #define N_UTT 61
 #define N_MELS 80

@@ -15,17 +15,9 @@
 #include "featcache/fc_mel.h"
 #include "kernels/fc_math.h"
 
-static int failures;
+#include "tests/check.h"
 
-#define CHECK(cond, ...)                                       \
-  do {                                                         \
-    if (!(cond)) {                                             \
-      failures++;                                              \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);     \
-      fprintf(stderr, __VA_ARGS__);                            \
-      fputc('\n', stderr);                                     \
-    }                                                          \
-  } while (0)
+
 
 /* ---- frame counts ---------------------------------------------------------------------------- */
 
