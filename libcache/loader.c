@@ -481,7 +481,7 @@ int fc_loader_open(const char *const *paths, size_t n, const fc_loader_options *
   if (l->o.prefetch_depth == 0) l->o.prefetch_depth = 1;
   if (opts->flags & FC_LOADER_NO_WILLNEED) l->willneed = 0;
   else if (opts->flags & FC_LOADER_WILLNEED) l->willneed = 1;
-  else l->willneed = (opts->flags & FC_LOADER_NORDAHEAD) != 0; /* docs/bench-loader.md */
+  else l->willneed = (opts->flags & FC_LOADER_NORDAHEAD) != 0; /* docs/BENCHMARKS.md, the loader section */
   pthread_mutex_init(&l->lookup_mu, NULL);
   pthread_mutex_init(&l->mu, NULL);
   pthread_cond_init(&l->cv_ready, NULL);

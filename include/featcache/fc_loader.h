@@ -61,7 +61,7 @@ enum fc_loader_flags {
   FC_LOADER_WILLNEED = 1u << 7        /* madvise(MADV_WILLNEED) upcoming batches. Neither flag
                                          (default): hints only with NORDAHEAD; without it the
                                          kernel's read-around around each fault serves every
-                                         order as well or better (docs/bench-loader.md) */
+                                         order as well or better (docs/BENCHMARKS.md, the loader section) */
 };
 
 /* Options. Always start from fc_loader_options_init (defaults below), then set fields. */
