@@ -49,20 +49,6 @@ def audio_entry(digest, sr, channels, frames, size, mtime_ns, path):
     return digest + struct.pack("<IIQQq", sr, channels, frames, size, mtime_ns) + path.encode()
 
 
-def preload_sanitizer_runtime():
-    """In the ASan/UBSan build libfeatcache.so needs the sanitizer runtime loaded first: re-exec
-    this script once with it preloaded (leak checks off: the interpreter itself 'leaks')."""
-    if os.environ.get("FC_SANITIZE") != "1" or "libasan" in os.environ.get("LD_PRELOAD", ""):
-        return
-    try:
-        rt = [subprocess.run(["gcc", f"-print-file-name={n}"], capture_output=True, text=True,
-                             check=True).stdout.strip() for n in ("libasan.so", "libubsan.so")]
-    except (OSError, subprocess.CalledProcessError):
-        return
-    env = dict(os.environ, LD_PRELOAD=":".join(rt), ASAN_OPTIONS="detect_leaks=0")
-    os.execve(sys.executable, [sys.executable] + sys.argv, env)
-
-
 def load_lib():
     path = os.environ.get("FEATCACHE_LIBRARY") or os.path.join(os.environ.get("FC_BIN", ""),
                                                                "libfeatcache.so")
@@ -270,7 +256,6 @@ def check_featurize_store(tmp):
 
 
 def main():
-    preload_sanitizer_runtime()
     if len(sys.argv) > 1 and sys.argv[1] == "make":
         ap = argparse.ArgumentParser(prog="test_verify_store.py make")
         ap.add_argument("dir")
