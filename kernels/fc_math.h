@@ -175,6 +175,25 @@ static inline FC_HD float fc_mel_weight(uint32_t b, uint32_t k, uint32_t n_mels,
   return w;
 }
 
+/* Band b of the filterbank over the first nb FFT bins, written densely into row[0..nb), and the
+ * span of its nonzero weights: returns their count (0 for an empty band) and sets *first. The
+ * triangles have no interior zeros, so the span is the band's whole support; both backends build
+ * their sparse tables from it. */
+static inline FC_HD uint32_t fc_mel_band_row(uint32_t b, uint32_t nb, const fc_mel_config *c,
+                                             double fmax, float *row, uint32_t *first) {
+  uint32_t lo = nb, hi = 0;
+  for (uint32_t k = 0; k < nb; k++) {
+    row[k] = fc_mel_weight(b, k, c->n_mels, c->n_fft, c->sample_rate, c->fmin, fmax, c->mel_scale,
+                           c->norm);
+    if (row[k] != 0.0f) {
+      if (lo == nb) lo = k;
+      hi = k;
+    }
+  }
+  *first = lo == nb ? 0 : lo;
+  return lo == nb ? 0 : hi - lo + 1;
+}
+
 /* ---- float bits ---------------------------------------------------------------------------- */
 
 static inline FC_HD uint32_t fc_float_bits(float f) {

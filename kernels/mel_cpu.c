@@ -128,16 +128,8 @@ static int build_filterbank(mel_tables *t) {
   if (!row || !t->first || !t->count || !t->offset) goto out;
   t->kmax = 1;
   for (uint32_t m = 0; m < nm; m++) {
-    uint32_t lo = nb, hi = 0;
-    for (uint32_t k = 0; k < nb; k++) {
-      row[k] = fc_mel_weight(m, k, nm, c->n_fft, c->sample_rate, c->fmin, fmax, c->mel_scale,
-                             c->norm);
-      if (row[k] != 0.0f) {
-        if (lo == nb) lo = k;
-        hi = k;
-      }
-    }
-    uint32_t n = lo == nb ? 0 : hi - lo + 1;
+    uint32_t lo;
+    uint32_t n = fc_mel_band_row(m, nb, c, fmax, row, &lo);
     if (used + n > cap) {
       size_t ncap = cap ? 2 * cap : 4 * nb;
       while (ncap < used + n) ncap *= 2;
@@ -146,11 +138,11 @@ static int build_filterbank(mel_tables *t) {
       w = nw;
       cap = ncap;
     }
-    t->first[m] = n ? lo : 0;
+    t->first[m] = lo;
     t->count[m] = n;
     t->offset[m] = used;
     if (n) memcpy(w + used, row + lo, sizeof *w * n);
-    if (n && hi + 1 > t->kmax) t->kmax = hi + 1;
+    if (n && lo + n > t->kmax) t->kmax = lo + n;
     used += n;
   }
   if (!w && !(w = malloc(sizeof *w))) goto out; /* every band empty: keep a valid pointer */

@@ -172,17 +172,9 @@ static inline int fc_cu_build_tables(const fc_mel_config *c, double fmax, float 
     return -1;
   }
   for (uint32_t m = 0; m < nm; m++) {
-    uint32_t lo = nb, hi = 0;
-    for (uint32_t k = 0; k < nb; k++) {
-      row[k] = fc_mel_weight(m, k, nm, c->n_fft, c->sample_rate, c->fmin, fmax, c->mel_scale,
-                             c->norm);
-      if (row[k] != 0.0f) {
-        if (lo == nb) lo = k;
-        hi = k;
-      }
-    }
-    uint32_t cnt = lo == nb ? 0 : hi - lo + 1;
-    bands[m] = cnt ? lo : 0;
+    uint32_t lo;
+    uint32_t cnt = fc_mel_band_row(m, nb, c, fmax, row, &lo);
+    bands[m] = lo;
     bands[nm + m] = cnt;
     bands[2 * nm + m] = (uint32_t)used;
     if (cnt) memcpy(w + used, row + lo, sizeof *w * cnt);
