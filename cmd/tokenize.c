@@ -241,7 +241,7 @@ int main(int argc, char **argv) {
     }
   }
   uint64_t ok = st.processed + st.skipped_existing;
-  if (!quiet) {
+  if (!quiet || exit_code == FC_EXIT_FAIL) { /* exit 1 always comes with its `done: N of M` line */
     if (rc == 0 && st.processed == 0 && st.failed == 0)
       fprintf(stderr, "tokenize: nothing to do: all %llu lines already stored (config %s)\n",
               (unsigned long long)st.lines, hex);

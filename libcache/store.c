@@ -33,6 +33,13 @@ static int open_dbs(fc_store *s, int existed) {
   MDB_txn *txn = NULL;
   int rc = mdb_txn_begin(s->env, NULL, create ? 0 : MDB_RDONLY, &txn);
   if (rc) return rc;
+  /* data.mdb may be another process's store that has not committed its dbs yet (two featurize
+   * runs starting on a new store): an environment with nothing in its main db is new. */
+  MDB_dbi main_dbi;
+  MDB_stat mst;
+  if (create && existed && mdb_dbi_open(txn, NULL, 0, &main_dbi) == 0 &&
+      mdb_stat(txn, main_dbi, &mst) == 0 && mst.ms_entries == 0)
+    existed = 0;
   /* A pre-existing environment without our meta db is somebody else's: never convert it. */
   rc = mdb_dbi_open(txn, "meta", (create && !existed) ? MDB_CREATE : 0, &s->dbi[FC_DB_META]);
   if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE) { rc = FC_EFORMAT; goto fail; }
