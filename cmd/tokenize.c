@@ -233,11 +233,15 @@ int main(int argc, char **argv) {
     const char *vt;
     size_t vlen;
     FILE *f = fopen(export_vocab, "wb");
-    if (!f || fc_tokenizer_vocab_text(tok, &vt, &vlen) || fwrite(vt, 1, vlen, f) != vlen ||
-        fclose(f) != 0) {
-      fc_cli_warn(export_vocab, "cannot write the vocab: %s", strerror(errno));
+    int bad = !f || fc_tokenizer_vocab_text(tok, &vt, &vlen) || fwrite(vt, 1, vlen, f) != vlen;
+    int err = errno;
+    if (f && fclose(f) != 0 && !bad) { /* the file is closed on every path */
+      bad = 1;
+      err = errno;
+    }
+    if (bad) {
+      fc_cli_warn(export_vocab, "cannot write the vocab: %s", strerror(err));
       exit_code = FC_EXIT_FAIL;
-      f = NULL;
     }
   }
   uint64_t ok = st.processed + st.skipped_existing;

@@ -76,7 +76,8 @@ int tok_vocab_parse(tok_vocab *v, const char *data, size_t len, char *why, size_
 /* Take ownership of syms[0..n) (malloc'd strings, array malloc'd). */
 int tok_vocab_from_syms(tok_vocab *v, char **syms, size_t n, char *why, size_t why_len);
 /* Exclude a symbol (a special) from text matching. */
-void tok_vocab_unmatch(tok_vocab *v, const char *sym);
+/* Stop matching sym in text (specials are not text). 0, or ENOMEM with the vocab unchanged. */
+int tok_vocab_unmatch(tok_vocab *v, const char *sym);
 /* Greedy longest match of s[0..len) over the vocab; unknown code points → unk (or fail). */
 int tok_vocab_map(const tok_vocab *v, const char *s, size_t len, int32_t unk, int strict,
                   tok_ids *out, size_t *unknown, char *why, size_t why_len);

@@ -88,20 +88,26 @@ int tok_vocab_parse(tok_vocab *v, const char *data, size_t len, char *why, size_
   return tok_vocab_from_syms(v, syms, n, why, why_len);
 }
 
-void tok_vocab_unmatch(tok_vocab *v, const char *sym) {
+int tok_vocab_unmatch(tok_vocab *v, const char *sym) {
   int32_t id;
-  if (!tok_map_get(&v->match, sym, strlen(sym), &id)) return;
+  if (!tok_map_get(&v->match, sym, strlen(sym), &id)) return 0;
   /* rebuild the match map without sym: specials are few and this runs once */
   tok_map m = {0};
-  v->max_len = 0;
+  size_t max_len = 0;
   for (size_t i = 0; i < v->match.cap; i++) {
     tok_map_slot *s = &v->match.slots[i];
     if (!s->key || strcmp(s->key, sym) == 0) continue;
-    tok_map_put(&m, s->key, s->len, s->val, NULL);
-    if (s->len > v->max_len) v->max_len = s->len;
+    int rc = tok_map_put(&m, s->key, s->len, s->val, NULL);
+    if (rc) { /* keep the old map whole rather than lose symbols */
+      tok_map_free(&m);
+      return rc;
+    }
+    if (s->len > max_len) max_len = s->len;
   }
   tok_map_free(&v->match);
   v->match = m;
+  v->max_len = max_len;
+  return 0;
 }
 
 int tok_vocab_map(const tok_vocab *v, const char *s, size_t len, int32_t unk, int strict,

@@ -146,8 +146,8 @@ static int finish_symbols(fc_tokenizer *t, char *why, size_t why_len) {
   for (int i = 0; i < SP_COUNT; i++) {
     if (!tok_map_get(&t->vocab.map, t->specials[i], strlen(t->specials[i]), &t->special_ids[i]))
       t->special_ids[i] = -1;
-    else
-      tok_vocab_unmatch(&t->vocab, t->specials[i]);
+    else if (tok_vocab_unmatch(&t->vocab, t->specials[i]))
+      return ENOMEM;
   }
   if (t->add_bos && t->special_ids[SP_BOS] < 0) {
     tok_set_why(why, why_len, "--add-bos: the vocab has no bos symbol '%s'", t->specials[SP_BOS]);
