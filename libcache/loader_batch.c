@@ -147,8 +147,10 @@ void fc_loader_release(fc_loader *l, fc_batch *pub) {
   int caller = b->buf.caller;
   if (caller && l->held_caller) l->held_caller--;
   batch_free_locked(l, b);
+  /* room ahead: fc_loader_next may have left the wakeup of the prefetch threads to here */
+  int room = l->n_threads && l->next_build < l->next_consume + l->o.prefetch_depth;
   pthread_mutex_unlock(&l->mu);
-  if (caller) pthread_cond_broadcast(&l->cv_space); /* the claim window grew */
+  if (caller || room) pthread_cond_broadcast(&l->cv_space); /* the claim window grew */
 }
 
 /* madvise(WILLNEED) the records of batch k, merging adjacent ranges. */
@@ -582,9 +584,22 @@ int fc_loader_set_epoch(fc_loader *l, uint64_t epoch) {
   return rc;
 }
 
+/* This process's id without a system call per batch: read once, refreshed in fork children. */
+static pid_t cur_pid_value;
+static pthread_once_t cur_pid_once = PTHREAD_ONCE_INIT;
+static void cur_pid_child(void) { cur_pid_value = getpid(); }
+static void cur_pid_init(void) {
+  cur_pid_value = getpid();
+  pthread_atfork(NULL, NULL, cur_pid_child);
+}
+static pid_t cur_pid(void) {
+  pthread_once(&cur_pid_once, cur_pid_init);
+  return cur_pid_value;
+}
+
 int fc_loader_next(fc_loader *l, fc_batch **out) {
   *out = NULL;
-  if (l->pid != getpid()) {
+  if (l->pid != cur_pid()) {
     snprintf(l->err, sizeof l->err, "loader opened in another process: open it again after fork");
     return FC_EBADSTATE;
   }
@@ -651,7 +666,12 @@ int fc_loader_next(fc_loader *l, fc_batch **out) {
     l->slots[slot] = NULL;
     l->slot_ready[slot] = 0;
     l->next_consume++;
-    wake = 1;
+    /* Wake the prefetch threads to refill only when fewer than two batches are left ready;
+     * otherwise fc_loader_release (the caller giving back an earlier batch, typically during its
+     * step) or a later next wakes them. A wakeup here costs the caller a futex call and, on a
+     * small machine, a thread copying megabytes beside it while it returns with the batch. */
+    uint32_t depth = l->o.prefetch_depth;
+    wake = depth < 3 || !l->slot_ready[(k + 1) % depth] || !l->slot_ready[(k + 2) % depth];
   }
   if (rc) {
     l->sticky = 1;
@@ -668,3 +688,36 @@ out:
 }
 
 uint64_t fc_loader_wait_ns(const fc_loader *l) { return l->wait_ns; }
+
+int fc_loader_next_desc(fc_loader *l, uint64_t desc[FC_DESC_LEN]) {
+  fc_batch *b = NULL;
+  int rc = fc_loader_next(l, &b);
+  memset(desc, 0, FC_DESC_LEN * sizeof *desc);
+  if (!b) return rc;
+#define A(p) ((uint64_t)(uintptr_t)(p))
+  desc[FC_DESC_BATCH] = A(b);
+  desc[FC_DESC_EPOCH] = b->epoch;
+  desc[FC_DESC_INDEX] = b->index;
+  desc[FC_DESC_SIZE] = b->size;
+  desc[FC_DESC_N_MELS] = b->n_mels;
+  desc[FC_DESC_MEL_DTYPE] = (uint64_t)b->mel_dtype;
+  desc[FC_DESC_TOK_DTYPE] = (uint64_t)b->tok_dtype;
+  desc[FC_DESC_FRAMES] = b->frames;
+  desc[FC_DESC_MAX_TOKENS] = b->max_tokens;
+  desc[FC_DESC_IDS] = A(b->ids);
+  desc[FC_DESC_ITEMS] = A(b->items);
+  desc[FC_DESC_MEL_LENGTHS] = A(b->mel_lengths);
+  desc[FC_DESC_MEL_STARTS] = A(b->mel_starts);
+  desc[FC_DESC_SRC_FRAMES] = A(b->src_frames);
+  desc[FC_DESC_MELS] = A(b->mels);
+  desc[FC_DESC_MEL_DATA] = A(b->mel_data);
+  desc[FC_DESC_TOKEN_LENGTHS] = A(b->token_lengths);
+  desc[FC_DESC_TOKENS] = A(b->tokens);
+  desc[FC_DESC_TOK_DATA] = A(b->tok_data);
+  desc[FC_DESC_N_ERRORS] = b->n_errors;
+  desc[FC_DESC_ERRORS] = A(b->errors);
+  desc[FC_DESC_ID_TEXT] = A(b->id_text);
+  desc[FC_DESC_ID_TEXT_LEN] = b->id_text_len;
+#undef A
+  return rc;
+}

@@ -174,6 +174,19 @@ typedef struct fc_batch {
  * says which id), ENOMEM, FC_EBADSTATE after fork or after an earlier failure of next (sticky
  * until fc_loader_set_epoch). */
 FC_API int fc_loader_next(fc_loader *l, fc_batch **out);
+/* fc_loader_next for bindings: the batch's fields as one packed array of uint64 (pointers as
+ * addresses, 0 for NULL), so a binding reads them with one unpack instead of one field access
+ * each. desc[FC_DESC_BATCH] is the fc_batch (give it back with fc_loader_release), 0 at the end
+ * of the epoch (then the other entries are 0). Same return values as fc_loader_next. */
+enum {
+  FC_DESC_BATCH, FC_DESC_EPOCH, FC_DESC_INDEX, FC_DESC_SIZE, FC_DESC_N_MELS, FC_DESC_MEL_DTYPE,
+  FC_DESC_TOK_DTYPE, FC_DESC_FRAMES, FC_DESC_MAX_TOKENS, FC_DESC_IDS, FC_DESC_ITEMS,
+  FC_DESC_MEL_LENGTHS, FC_DESC_MEL_STARTS, FC_DESC_SRC_FRAMES, FC_DESC_MELS, FC_DESC_MEL_DATA,
+  FC_DESC_TOKEN_LENGTHS, FC_DESC_TOKENS, FC_DESC_TOK_DATA, FC_DESC_N_ERRORS, FC_DESC_ERRORS,
+  FC_DESC_ID_TEXT, FC_DESC_ID_TEXT_LEN,
+  FC_DESC_LEN = 24 /* entries of desc (the last ones reserved, 0) */
+};
+FC_API int fc_loader_next_desc(fc_loader *l, uint64_t desc[FC_DESC_LEN]);
 /* Give the batch back: its views, buffers and arrays become invalid. NULL is ignored. Batches may
  * be released in any order and from any thread. */
 FC_API void fc_loader_release(fc_loader *l, fc_batch *b);

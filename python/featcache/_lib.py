@@ -21,6 +21,13 @@ FLAG_NOLOCK, FLAG_NORDAHEAD, FLAG_VERIFY, FLAG_STRICT = 1, 2, 4, 8
 FLAG_RANDOM_CROP, FLAG_NO_WILLNEED, FLAG_LOOKUP_ONLY, FLAG_WILLNEED = 16, 32, 64, 128
 
 # fc_base.h
+# fc_loader_next_desc: the packed batch descriptor (FC_DESC_* of fc_loader.h)
+(DESC_BATCH, DESC_EPOCH, DESC_INDEX, DESC_SIZE, DESC_N_MELS, DESC_MEL_DTYPE, DESC_TOK_DTYPE,
+ DESC_FRAMES, DESC_MAX_TOKENS, DESC_IDS, DESC_ITEMS, DESC_MEL_LENGTHS, DESC_MEL_STARTS,
+ DESC_SRC_FRAMES, DESC_MELS, DESC_MEL_DATA, DESC_TOKEN_LENGTHS, DESC_TOKENS, DESC_TOK_DATA,
+ DESC_N_ERRORS, DESC_ERRORS, DESC_ID_TEXT, DESC_ID_TEXT_LEN) = range(23)
+DESC_LEN = 24
+
 FC_ENOTFOUND = -31908
 FC_EBADSTATE = -31912
 DTYPE_NAMES = {1: "f32", 2: "f16", 3: "bf16", 4: "i32", 5: "i16", 6: "u16"}
@@ -137,6 +144,11 @@ def _declare(lib):
         f = getattr(lib, name)
         f.restype = res
         f.argtypes = args
+    # the per-batch call: no argtypes, so ctypes converts nothing — the package passes the handle
+    # as a c_void_p and the descriptor as a (c_uint64 * DESC_LEN) array, both made once
+    f = lib.fc_loader_next_desc
+    f.restype = ctypes.c_int
+    f.argtypes = None
     return lib
 
 

@@ -11,6 +11,7 @@ fork); a handle inherited over fork is left alone, never closed, in the child.
 
 import ctypes
 import os
+import struct
 import sys
 import threading
 
@@ -91,14 +92,16 @@ class _Handle:
 # are made with from_address (no copy, nothing touched) and serve as the buffer of numpy arrays
 # made with np.ndarray(shape, dtype, span, offset): one fixed type for every size (a ctypes array
 # type per byte count costs ~13 µs to create, and ctypes caches every one of them for good).
-_SPAN_LEN = (1 << 40) if sys.maxsize > (1 << 32) else (1 << 30)
+# 2**62 bytes on 64-bit: a batch's span starts at the lowest of its addresses (the block or the
+# padded buffer) and reaches all of them, wherever malloc and mmap put them.
+_SPAN_LEN = (1 << 62) if sys.maxsize > (1 << 32) else (1 << 30)
 _Span = ctypes.c_char * _SPAN_LEN
 
 
 class _BatchOwner(_Span):
-    """The C batch's memory block seen as a span starting at the block (every per-utterance array
-    of the batch lies in it), and the batch's owner: numpy arrays made over it keep it alive, and
-    the C batch is given back when the last of them (and the LoaderBatch) is gone."""
+    """A span starting at the lowest address of a C batch's memory (its block, or its padded
+    buffer), and the batch's owner: numpy arrays made over it keep it alive, and the C batch is
+    given back when the last of them (and the LoaderBatch) is gone."""
 
     def release(self):
         d = self.__dict__
@@ -128,10 +131,28 @@ def _wrap(addr, nbytes, dtype, shape, owner, writeable=True):
     return a
 
 
+_U32, _U64 = np.dtype(np.uint32), np.dtype(np.uint64)
+_ND = np.ndarray
+_string_at = ctypes.string_at
+_Desc = ctypes.c_uint64 * _lib.DESC_LEN
+_unpack_desc = struct.Struct("%dQ" % _lib.DESC_LEN).unpack_from
+(_D_BATCH, _D_EPOCH, _D_INDEX, _D_SIZE, _D_N_MELS, _D_MEL_DTYPE, _D_TOK_DTYPE, _D_FRAMES,
+ _D_MAX_TOKENS, _D_IDS, _D_ITEMS, _D_MEL_LENGTHS, _D_MEL_STARTS, _D_SRC_FRAMES, _D_MELS,
+ _D_MEL_DATA, _D_TOKEN_LENGTHS, _D_TOKENS, _D_TOK_DATA, _D_N_ERRORS, _D_ERRORS, _D_ID_TEXT,
+ _D_ID_TEXT_LEN) = range(23)
+
+
+def _ro(owner, B, dt, addr):
+    """Read-only [B] array over the batch at addr (a lazily made field)."""
+    a = _ND((B,), dt, owner, addr - owner.lo)
+    a.setflags(write=False)
+    return a
+
+
 class LoaderBatch:
     """One batch. Attributes (numpy arrays sharing memory with the map or the batch buffer):
 
-    ids            list of str
+    ids            list of str (decoded on first read)
     mels           views: list of [T_i, n_mels] arrays in the map (read-only);
                    padded: one [B, T, n_mels] array over the batch buffer
     mel_lengths    [B] uint32 frames (after cropping)
@@ -141,32 +162,91 @@ class LoaderBatch:
     items          [B] uint64 positions in the loader's index
     errors         list of "id: reason" for utterances skipped from this batch (verify=True)
     epoch, index   epoch and batch number
+    size           B (len(batch))
+
+    ids, mel_starts, items and errors are made when first read (next() makes only what a
+    training step reads: mels, mel_lengths, tokens, token_lengths); read them before release().
     """
 
-    __slots__ = ("ids", "mels", "mel_lengths", "mel_starts", "tokens", "token_lengths", "items",
-                 "errors", "epoch", "index", "padded", "_owner")
+    __slots__ = ("mels", "mel_lengths", "tokens", "token_lengths", "padded", "size", "_owner",
+                 "_d", "_ids", "_starts", "_items", "_errors")
 
     def __len__(self):
-        return len(self.ids)
+        return self.size
+
+    @property
+    def epoch(self):
+        return self._d[_D_EPOCH]
+
+    @property
+    def index(self):
+        return self._d[_D_INDEX]
+
+    def _live(self, what):
+        if self._owner.ptr is None:
+            raise RuntimeError("featcache: batch.%s read after release()" % what)
+        return self._owner
+
+    @property
+    def ids(self):
+        try:
+            return self._ids
+        except AttributeError:
+            d = self._d
+            if d[_D_SIZE]:
+                self._live("ids")
+                ids = _string_at(d[_D_ID_TEXT], d[_D_ID_TEXT_LEN] - 1).decode().split("\0")
+            else:
+                ids = []
+            self._ids = ids
+            return ids
+
+    @property
+    def errors(self):
+        try:
+            return self._errors
+        except AttributeError:
+            d = self._d
+            if d[_D_ERRORS]:
+                self._live("errors")
+                e = _string_at(d[_D_ERRORS]).decode("utf-8", "replace").splitlines()
+            else:
+                e = []
+            self._errors = e
+            return e
+
+    @property
+    def mel_starts(self):
+        try:
+            return self._starts
+        except AttributeError:
+            a = self._starts = _ro(self._live("mel_starts"), self.size, _U32,
+                                   self._d[_D_MEL_STARTS])
+            return a
+
+    @property
+    def items(self):
+        try:
+            return self._items
+        except AttributeError:
+            a = self._items = _ro(self._live("items"), self.size, _U64, self._d[_D_ITEMS])
+            return a
 
     def release(self):
-        """Give the batch back now; its arrays must not be used afterwards."""
+        """Give the batch back now; its arrays must not be used afterwards (ids and errors
+        stay readable)."""
+        if self._owner.ptr is not None:
+            self.ids, self.errors  # noqa: B018  (Python strings: decode them while they exist)
         self._owner.release()
 
     def __repr__(self):
         return "<featcache batch %d of epoch %d: %d utterances>" % (self.index, self.epoch,
-                                                                    len(self.ids))
-
-
-_U32, _U64 = np.dtype(np.uint32), np.dtype(np.uint64)
-_ND = np.ndarray
-_BatchAt = _lib.Batch.from_address
-_string_at = ctypes.string_at
+                                                                    self.size)
 
 
 def _views(handle, owner, ptrs, lens, shape_tail, dt, row):
     """Arrays of lens[i] rows at ptrs[i]: over the map's buffer (read-only) where the pointer lies
-    in a store's map, else over the batch block (short records copied there)."""
+    in a store's map, else over the batch's span (short records copied into the block)."""
     regions = handle.regions
     if len(regions) == 1:
         base, _, rbuf = regions[0]
@@ -175,6 +255,7 @@ def _views(handle, owner, ptrs, lens, shape_tail, dt, row):
                 return [_ND((n,) + shape_tail, dt, rbuf, p - base) for p, n in zip(ptrs, lens)]
             except (TypeError, ValueError):
                 pass
+    lo = owner.lo
     out = []
     for p, n in zip(ptrs, lens):
         for base, ln, rbuf in regions:
@@ -182,66 +263,66 @@ def _views(handle, owner, ptrs, lens, shape_tail, dt, row):
                 out.append(_ND((n,) + shape_tail, dt, rbuf, p - base))
                 break
         else:  # copied into the batch block (not 16-byte aligned in the map), or a map that
-            # could not be located: an array over a span at p that keeps the batch alive
-            span = _Span.from_address(p)
-            span._owner = owner
-            a = _ND((n,) + shape_tail, dt, span, 0)
-            a.flags.writeable = False
+            # could not be located: an array over the batch's span (keeps the batch alive)
+            a = _ND((n,) + shape_tail, dt, owner, p - lo)
+            a.setflags(write=False)
             out.append(a)
     return out
 
 
-def _make_batch(handle, addr):
-    b = _BatchAt(addr)
-    B = b.size
-    # the batch's block starts with its ids array; lengths, starts, items, the pointer arrays and
-    # token copies / padded tokens follow in it (libcache/loader_batch.c, build_batch)
-    blk = b.ids
-    owner = _BatchOwner.from_address(blk)
+_new_batch = LoaderBatch.__new__
+_owner_at = _BatchOwner.from_address
+
+
+def _make_batch(handle, d):
+    """The LoaderBatch of descriptor d (fc_loader_next_desc). The padded path is the hot one:
+    one span object, two or four arrays, one batch object."""
+    B = d[_D_SIZE]
+    blk = d[_D_IDS]
+    data = d[_D_MEL_DATA]
+    # the batch's block holds ids, items, lengths, starts, the pointer arrays, token copies and
+    # padded tokens (libcache/loader_batch.c, build_batch); a padded batch's mels are in a pooled
+    # (or caller) buffer elsewhere: the span starts at the lower of the two
+    lo = data if data and data < blk else blk
+    owner = _owner_at(lo)
     owner.handle = handle
-    owner.ptr = addr
-    out = LoaderBatch()
+    owner.ptr = d[_D_BATCH]
+    owner.lo = lo
+    out = _new_batch(LoaderBatch)
     out._owner = owner
-    out.epoch = b.epoch
-    out.index = b.index
-    out.ids = _string_at(b.id_text, b.id_text_len - 1).decode().split("\0") if B else []
-    lens = _ND((B,), _U32, owner, b.mel_lengths - blk)
-    lens.flags.writeable = False
-    starts = _ND((B,), _U32, owner, b.mel_starts - blk)
-    starts.flags.writeable = False
-    items = _ND((B,), _U64, owner, b.items - blk)
-    items.flags.writeable = False
-    out.mel_lengths, out.mel_starts, out.items = lens, starts, items
-    mdt = _DT[b.mel_dtype]
-    nm = b.n_mels
-    data = b.mel_data
-    out.padded = bool(data)
+    out._d = d
+    out.size = B
+    lens = _ND((B,), _U32, owner, d[_D_MEL_LENGTHS] - lo)
+    lens.setflags(write=False)
+    out.mel_lengths = lens
+    mdt = _DT[d[_D_MEL_DTYPE]]
     if data:
-        span = _Span.from_address(data)
-        span._owner = owner
-        out.mels = _ND((B, b.frames, nm), mdt, span, 0)
-    elif B:
-        ptrs = _ND((B,), _U64, owner, b.mels - blk).tolist()
-        out.mels = _views(handle, owner, ptrs, lens.tolist(), (nm,), mdt, nm * mdt.itemsize)
+        out.padded = True
+        out.mels = _ND((B, d[_D_FRAMES], d[_D_N_MELS]), mdt, owner, data - lo)
     else:
-        out.mels = []
-    tl = b.token_lengths
+        out.padded = False
+        if B:
+            nm = d[_D_N_MELS]
+            ptrs = _ND((B,), _U64, owner, d[_D_MELS] - lo).tolist()
+            out.mels = _views(handle, owner, ptrs, lens.tolist(), (nm,), mdt, nm * mdt.itemsize)
+        else:
+            out.mels = []
+    tl = d[_D_TOKEN_LENGTHS]
     if tl:
-        tdt = _DT[b.tok_dtype]
-        tlens = _ND((B,), _U32, owner, tl - blk)
-        tlens.flags.writeable = False
+        tdt = _DT[d[_D_TOK_DTYPE]]
+        tlens = _ND((B,), _U32, owner, tl - lo)
+        tlens.setflags(write=False)
         out.token_lengths = tlens
-        if b.tok_data:
-            out.tokens = _ND((B, b.max_tokens), tdt, owner, b.tok_data - blk)
+        tdata = d[_D_TOK_DATA]
+        if tdata:
+            out.tokens = _ND((B, d[_D_MAX_TOKENS]), tdt, owner, tdata - lo)
         elif B:
-            ptrs = _ND((B,), _U64, owner, b.tokens - blk).tolist()
+            ptrs = _ND((B,), _U64, owner, d[_D_TOKENS] - lo).tolist()
             out.tokens = _views(handle, owner, ptrs, tlens.tolist(), (), tdt, tdt.itemsize)
         else:
             out.tokens = []
     else:
         out.tokens = out.token_lengths = None
-    err = b.errors
-    out.errors = err.decode("utf-8", "replace").splitlines() if err else []
     return out
 
 
@@ -400,18 +481,20 @@ class Loader:
             rc = L.fc_loader_set_epoch(h.h, epoch)
         if rc:
             _raise(rc, "set_epoch(%d)" % epoch, h.h)
-        out = ctypes.c_void_p()
-        ref, nxt, lock, hh = ctypes.byref(out), L.fc_loader_next, h.lock, h.h
+        # the hot loop: one ctypes call (no argtypes to convert) filling a descriptor made once,
+        # one unpack of it, then _make_batch
+        desc = _Desc()
+        nxt, lock, hh, unpack, make = L.fc_loader_next_desc, h.lock, h.h, _unpack_desc, _make_batch
         try:
             while True:
                 with lock:
-                    rc = nxt(hh, ref)
+                    rc = nxt(hh, desc)
                 if rc:
                     _raise(rc, "next batch", hh)
-                addr = out.value
-                if not addr:
+                d = unpack(desc)
+                if not d[0]:
                     break
-                yield _make_batch(h, addr)
+                yield make(h, d)
         finally:
             if self.epoch == epoch:
                 self.epoch = epoch + 1

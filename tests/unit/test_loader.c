@@ -326,6 +326,43 @@ int main(void) {
   }
   CHECK(saw_err && n == 10, "verify skipped b902 (%d), %llu served", saw_err, (unsigned long long)n);
   fc_loader_close(l);
+  /* fc_loader_next_desc: the same batches, their fields packed (errors included) */
+  l = open_l(B, 1, &o);
+  {
+    uint64_t d[FC_DESC_LEN];
+    uint64_t got = 0;
+    int saw_desc_err = 0;
+#define U(p) ((uint64_t)(uintptr_t)(p))
+    while (l && fc_loader_next_desc(l, d) == 0 && d[FC_DESC_BATCH]) {
+      fc_batch *x = (fc_batch *)(uintptr_t)d[FC_DESC_BATCH];
+      CHECK(d[FC_DESC_EPOCH] == x->epoch && d[FC_DESC_INDEX] == x->index &&
+                d[FC_DESC_SIZE] == x->size && d[FC_DESC_N_MELS] == x->n_mels &&
+                d[FC_DESC_MEL_DTYPE] == (uint64_t)x->mel_dtype &&
+                d[FC_DESC_TOK_DTYPE] == (uint64_t)x->tok_dtype && d[FC_DESC_FRAMES] == x->frames &&
+                d[FC_DESC_MAX_TOKENS] == x->max_tokens,
+            "desc scalars of batch %llu", (unsigned long long)x->index);
+      CHECK(d[FC_DESC_IDS] == U(x->ids) && d[FC_DESC_ITEMS] == U(x->items) &&
+                d[FC_DESC_MEL_LENGTHS] == U(x->mel_lengths) &&
+                d[FC_DESC_MEL_STARTS] == U(x->mel_starts) &&
+                d[FC_DESC_SRC_FRAMES] == U(x->src_frames) && d[FC_DESC_MELS] == U(x->mels) &&
+                d[FC_DESC_MEL_DATA] == U(x->mel_data) &&
+                d[FC_DESC_TOKEN_LENGTHS] == U(x->token_lengths) &&
+                d[FC_DESC_TOKENS] == U(x->tokens) && d[FC_DESC_TOK_DATA] == U(x->tok_data) &&
+                d[FC_DESC_N_ERRORS] == x->n_errors && d[FC_DESC_ERRORS] == U(x->errors) &&
+                d[FC_DESC_ID_TEXT] == U(x->id_text) && d[FC_DESC_ID_TEXT_LEN] == x->id_text_len &&
+                d[FC_DESC_LEN - 1] == 0,
+            "desc pointers of batch %llu", (unsigned long long)x->index);
+      if (x->n_errors) saw_desc_err = 1;
+      got += check_batch(x, &o, NULL);
+      fc_loader_release(l, x);
+    }
+#undef U
+    int zero = 1;
+    for (int i = 0; i < FC_DESC_LEN; i++) zero &= d[i] == 0;
+    CHECK(zero && saw_desc_err && got == 10, "desc: end all zero (%d), errors (%d), %llu served",
+          zero, saw_desc_err, (unsigned long long)got);
+  }
+  fc_loader_close(l);
   o.flags = FC_LOADER_VERIFY | FC_LOADER_STRICT;
   fc_loader *ls = NULL;
   char why[512];
