@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "featcache/fc_format.h"
+#include "formats/why.h"
 
 /* ---- names ------------------------------------------------------------------------------------ */
 static const char *const format_names[] = {"auto", "ljspeech", "kaldi", "jsonl", "list", "tsv"};
@@ -400,14 +401,6 @@ static int is_blank(const char *s, size_t n) {
   return 1;
 }
 
-static void set_why(char *why, size_t why_len, const char *fmt, ...) {
-  if (!why || !why_len) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, why_len, fmt, ap);
-  va_end(ap);
-}
-
 /* Read one line into *buf; returns its length after chomp, -1 at EOF, or -2 on a read error
  * (errno set). *bom is cleared after the first line, whose UTF-8 BOM is removed. */
 static ssize_t next_line(FILE *f, char **buf, size_t *cap, int *first) {
@@ -438,13 +431,13 @@ int fc_manifest_read(const char *path, const fc_manifest_opts *opts, fc_item_lis
   FILE *f = is_stdin ? stdin : fopen(path, "re");
   if (!f) {
     int e = errno;
-    set_why(why, why_len, "cannot open: %s", strerror(e));
+    fc_why(why, why_len, "cannot open: %s", strerror(e));
     return e;
   }
   struct stat st;
   if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
     if (!is_stdin) fclose(f);
-    set_why(why, why_len, "is a directory");
+    fc_why(why, why_len, "is a directory");
     return EISDIR;
   }
 
@@ -454,7 +447,7 @@ int fc_manifest_read(const char *path, const fc_manifest_opts *opts, fc_item_lis
   int first = 1, rc = 0;
   fc_manifest_format fmt = opts ? opts->format : FC_MANIFEST_AUTO;
   if ((int)fmt < FC_MANIFEST_AUTO || fmt > FC_MANIFEST_TSV) {
-    set_why(why, why_len, "unknown manifest format %d", (int)fmt);
+    fc_why(why, why_len, "unknown manifest format %d", (int)fmt);
     rc = FC_ECONFIG;
     goto out;
   }
@@ -467,7 +460,7 @@ int fc_manifest_read(const char *path, const fc_manifest_opts *opts, fc_item_lis
     if (got == -1) break;
     if (got == -2) {
       rc = errno ? errno : EIO;
-      set_why(why, why_len, "read error after line %zu: %s", lineno, strerror(rc));
+      fc_why(why, why_len, "read error after line %zu: %s", lineno, strerror(rc));
       goto out;
     }
     lineno++;
@@ -523,7 +516,7 @@ int fc_manifest_read(const char *path, const fc_manifest_opts *opts, fc_item_lis
 
 nomem:
   rc = ENOMEM;
-  set_why(why, why_len, "out of memory");
+  fc_why(why, why_len, "out of memory");
 out:
   free(buf);
   free(dir);

@@ -19,6 +19,7 @@
  * held as float at its own rate and channel count: a 1-hour 44.1 kHz stereo 16-bit WAV (635 MB)
  * resampled to 22.05 kHz holds 635 MB + 318 MB. */
 #include "featcache/fc_audio.h"
+#include "formats/why.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,14 +34,6 @@
 #include <unistd.h>
 
 #define BLOCK_FRAMES 8192
-
-static void set_why(char *why, size_t why_len, const char *fmt, ...) {
-  if (!why || !why_len) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, why_len, fmt, ap);
-  va_end(ap);
-}
 
 /* ---- reading the file ------------------------------------------------------------------------- */
 int fc_audio_read_file(const char *path, uint64_t max_bytes, void **bytes, size_t *len,
@@ -335,7 +328,7 @@ static int resample_push(soxr_t s, const float *in, size_t in_len, double ratio,
     soxr_error_t e = soxr_process(s, in ? in + used : NULL, in ? in_len - used : 0,
                                   in ? &idone : NULL, out->v + out->n, room, &odone);
     if (e) {
-      set_why(why, why_len, "resampling failed: %s", e);
+      fc_why(why, why_len, "resampling failed: %s", e);
       return FC_EDECODE;
     }
     out->n += odone;
@@ -353,7 +346,7 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
   *n_samples = 0;
   if (why && why_len) why[0] = '\0';
   if (!bytes || len == 0) {
-    set_why(why, why_len, "empty file");
+    fc_why(why, why_len, "empty file");
     return FC_EEMPTY;
   }
   const uint8_t *pcm;
@@ -368,7 +361,7 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
       info->format = SF_FORMAT_WAV | SF_FORMAT_PCM_16;
     }
     if (max_seconds > 0 && (double)pcm_frames > max_seconds * pcm_rate) {
-      set_why(why, why_len, "%.1f s long, over the %.1f s limit", (double)pcm_frames / pcm_rate,
+      fc_why(why, why_len, "%.1f s long, over the %.1f s limit", (double)pcm_frames / pcm_rate,
               max_seconds);
       return FC_ETOOLONG;
     }
@@ -388,9 +381,9 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
   if (!sf) {
     const char *kind = audio_magic(bytes, len);
     if (kind)
-      set_why(why, why_len, "damaged %s file (libsndfile: %s)", kind, sf_strerror(NULL));
+      fc_why(why, why_len, "damaged %s file (libsndfile: %s)", kind, sf_strerror(NULL));
     else
-      set_why(why, why_len, "not an audio file (libsndfile: %s)", sf_strerror(NULL));
+      fc_why(why, why_len, "not an audio file (libsndfile: %s)", sf_strerror(NULL));
     return FC_EDECODE;
   }
 
@@ -409,26 +402,26 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     info->format = sfi.format;
   }
   if (channels == 0 || src_rate == 0) {
-    set_why(why, why_len, "invalid header: %d channels at %d Hz", sfi.channels, sfi.samplerate);
+    fc_why(why, why_len, "invalid header: %d channels at %d Hz", sfi.channels, sfi.samplerate);
     rc = FC_EDECODE;
     goto done;
   }
   uint64_t declared, held;
   if (wav_truncated(bytes, len, &declared, &held)) {
-    set_why(why, why_len, "truncated: header says %llu frames, file holds %llu",
+    fc_why(why, why_len, "truncated: header says %llu frames, file holds %llu",
             (unsigned long long)declared, (unsigned long long)held);
     rc = FC_EDECODE;
     goto done;
   }
   const double max_frames = max_seconds > 0 ? max_seconds * src_rate : INFINITY;
   if (frames_known && (double)sfi.frames > max_frames) {
-    set_why(why, why_len, "%.1f s long, over the %.1f s limit", (double)sfi.frames / src_rate,
+    fc_why(why, why_len, "%.1f s long, over the %.1f s limit", (double)sfi.frames / src_rate,
             max_seconds);
     rc = FC_ETOOLONG;
     goto done;
   }
   if (frames_known && sfi.frames == 0) {
-    set_why(why, why_len, "no samples");
+    fc_why(why, why_len, "no samples");
     rc = FC_EEMPTY;
     goto done;
   }
@@ -436,7 +429,7 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
   const double ratio = (double)dst_rate / (double)src_rate; /* librosa: float(target_sr) / orig_sr */
   if (ratio > 64.0 || ratio < 1.0 / 256.0) {
     /* Not speech audio (a damaged header says 3 Hz, say): a few bytes must not become gigabytes. */
-    set_why(why, why_len, "unsupported sample rate conversion: %u Hz to %u Hz", src_rate, dst_rate);
+    fc_why(why, why_len, "unsupported sample rate conversion: %u Hz to %u Hz", src_rate, dst_rate);
     rc = FC_EDECODE;
     goto done;
   }
@@ -446,7 +439,7 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     soxr_quality_spec_t q = soxr_quality_spec(SOXR_HQ, 0);
     rs = soxr_create((double)src_rate, (double)dst_rate, 1, &e, &io, &q, NULL);
     if (!rs || e) {
-      set_why(why, why_len, "cannot resample %u Hz to %u Hz: %s", src_rate, dst_rate,
+      fc_why(why, why_len, "cannot resample %u Hz to %u Hz: %s", src_rate, dst_rate,
               e ? e : "soxr_create failed");
       rc = FC_EDECODE;
       goto done;
@@ -483,7 +476,7 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     if (got <= 0) break;
     decoded += got;
     if ((double)decoded > max_frames) {
-      set_why(why, why_len, "over the %.1f s limit", max_seconds);
+      fc_why(why, why_len, "over the %.1f s limit", max_seconds);
       rc = FC_ETOOLONG;
       goto done;
     }
@@ -505,20 +498,20 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
   }
   int sf_err = sf_error(sf);
   if (frames_known && decoded < sfi.frames && header_frames_exact(sfi.format)) {
-    set_why(why, why_len, "truncated: header says %lld frames, file holds %lld%s%s%s",
+    fc_why(why, why_len, "truncated: header says %lld frames, file holds %lld%s%s%s",
             (long long)sfi.frames, (long long)decoded, sf_err ? " (libsndfile: " : "",
             sf_err ? sf_strerror(sf) : "", sf_err ? ")" : "");
     rc = FC_EDECODE;
     goto done;
   }
   if (sf_err != SF_ERR_NO_ERROR) {
-    set_why(why, why_len, "decode error after %lld frames: %s", (long long)decoded, sf_strerror(sf));
+    fc_why(why, why_len, "decode error after %lld frames: %s", (long long)decoded, sf_strerror(sf));
     rc = FC_EDECODE;
     goto done;
   }
   if (info) info->frames = (uint64_t)decoded;
   if (decoded == 0) {
-    set_why(why, why_len, "no samples");
+    fc_why(why, why_len, "no samples");
     rc = FC_EEMPTY;
     goto done;
   }

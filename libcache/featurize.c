@@ -21,6 +21,7 @@
 #include "featcache/fc_format.h"
 #include "featurize_backend.h"
 #include "store_int.h"
+#include "formats/why.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -35,14 +36,6 @@ static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void set_why(char *why, size_t why_len, const char *fmt, ...) {
-  if (!why || !why_len) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, why_len, fmt, ap);
-  va_end(ap);
 }
 
 /* A user-facing reason for an error without a more specific one. */
@@ -70,31 +63,31 @@ int fc_featurize_memory(fc_mel_plan *plan, const void *bytes, size_t len, double
   memset(&info, 0, sizeof info);
   int rc = fc_audio_decode(bytes, len, cfg->sample_rate, max_seconds, &x, &n, &info, why, why_len);
   if (rc) {
-    if (why && why_len && !why[0]) set_why(why, why_len, "%s", plain_reason(rc));
+    if (why && why_len && !why[0]) fc_why(why, why_len, "%s", plain_reason(rc));
     return rc;
   }
   uint64_t nf = fc_mel_num_frames(cfg, n);
   if (nf == 0) {
     free(x);
-    set_why(why, why_len, "too short: %zu samples give no frames", n);
+    fc_why(why, why_len, "too short: %zu samples give no frames", n);
     return FC_EEMPTY;
   }
   if (nf > SIZE_MAX / sizeof(float) / cfg->n_mels) {
     free(x);
-    set_why(why, why_len, "too long for this machine");
+    fc_why(why, why_len, "too long for this machine");
     return ENOMEM;
   }
   float *out = malloc((size_t)nf * cfg->n_mels * sizeof *out);
   if (!out) {
     free(x);
-    set_why(why, why_len, "out of memory");
+    fc_why(why, why_len, "out of memory");
     return ENOMEM;
   }
   rc = fc_mel_compute(plan, x, n, out);
   free(x);
   if (rc) {
     free(out);
-    set_why(why, why_len, "%s", plain_reason(rc));
+    fc_why(why, why_len, "%s", plain_reason(rc));
     return rc;
   }
   *mel = out;
@@ -111,7 +104,7 @@ int fc_featurize_file(fc_mel_plan *plan, const char *path, double max_seconds, f
   fc_audio_info info;
   int rc = fc_audio_read_file(path, 0, &bytes, &len, &info);
   if (rc) {
-    set_why(why, why_len, "%s", plain_reason(rc));
+    fc_why(why, why_len, "%s", plain_reason(rc));
     return rc;
   }
   rc = fc_featurize_memory(plan, bytes, len, max_seconds, mel, frames, why, why_len);
@@ -290,7 +283,7 @@ static void process_item(fz_run *r, unsigned worker, size_t i) {
   fc_record_key(&audio, &r->cfg_digest, &key);
   int have_feat, have_entry;
   if ((rc = lookup(r, it->id, &key, &audio, &have_feat, &have_entry))) {
-    set_why(why, sizeof why, "cannot read the store: %s", fc_strerror(rc));
+    fc_why(why, sizeof why, "cannot read the store: %s", fc_strerror(rc));
     goto fail;
   }
   if (have_feat && have_entry) {
@@ -314,14 +307,14 @@ static void process_item(fz_run *r, unsigned worker, size_t i) {
     uint64_t frames = fc_mel_num_frames(cfg, n);
     if (frames == 0) {
       rc = FC_EEMPTY;
-      set_why(why, sizeof why, "too short: %zu samples at %u Hz give no frames", n,
+      fc_why(why, sizeof why, "too short: %zu samples at %u Hz give no frames", n,
               cfg->sample_rate);
       goto fail;
     }
     if (frames > UINT32_MAX ||
         frames > (SIZE_MAX - FC_RECORD_HEADER_SIZE) / r->dsize / cfg->n_mels / sizeof(float)) {
       rc = FC_ETOOLONG;
-      set_why(why, sizeof why, "too long: %llu frames", (unsigned long long)frames);
+      fc_why(why, sizeof why, "too long: %llu frames", (unsigned long long)frames);
       goto fail;
     }
     size_t nvals = (size_t)frames * cfg->n_mels, payload = nvals * r->dsize;
@@ -334,7 +327,7 @@ static void process_item(fz_run *r, unsigned worker, size_t i) {
     if (!rc && cfg->dtype != FC_DTYPE_F32) fc_convert_dtype(mel, nvals, cfg->dtype, pl);
     if (mel != (float *)(void *)pl) free(mel);
     if (rc) {
-      set_why(why, sizeof why, "feature computation failed: %s", fc_strerror(rc));
+      fc_why(why, sizeof why, "feature computation failed: %s", fc_strerror(rc));
       goto fail;
     }
     fc_record_header h = {.dtype = (uint8_t)cfg->dtype, .ndim = 2, .dim0 = (uint32_t)frames,
@@ -357,7 +350,7 @@ static void process_item(fz_run *r, unsigned worker, size_t i) {
 
 nomem:
   rc = ENOMEM;
-  set_why(why, sizeof why, "out of memory");
+  fc_why(why, sizeof why, "out of memory");
 fail:
   free(bytes);
   free(x);
@@ -552,7 +545,7 @@ int fc_featurize_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items
   int jl = fc_mel_config_json(cfg, r->cfg_json, sizeof r->cfg_json);
   if (jl < 0) {
     rc = jl;
-    set_why(why, why_len, "cannot encode the config");
+    fc_why(why, why_len, "cannot encode the config");
     goto out;
   }
   r->cfg_json_len = (size_t)jl;
@@ -562,18 +555,18 @@ int fc_featurize_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items
   fc_device dev;
   char dev_why[256]; /* auto's fallback reason is not an error: keep it out of why */
   if ((rc = fc_device_resolve(&r->o.device, &dev, dev_why, sizeof dev_why))) {
-    set_why(why, why_len, "%s", dev_why);
+    fc_why(why, why_len, "%s", dev_why);
     goto out;
   }
   if (!(r->be = fc_fz_backend_for(&dev))) {
     rc = FC_ENODEVICE;
-    set_why(why, why_len, "no backend for this device in this build");
+    fc_why(why, why_len, "no backend for this device in this build");
     goto out;
   }
   if ((rc = r->be->open(cfg, &dev, r->o.jobs, &r->be_state, why, why_len))) goto out;
   if (s->flags & FC_STORE_RDONLY) {
     rc = EACCES;
-    set_why(why, why_len, "store opened read-only");
+    fc_why(why, why_len, "store opened read-only");
     goto out;
   }
 
@@ -586,7 +579,7 @@ int fc_featurize_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items
     workers[w].r = r;
     workers[w].index = w;
     if ((rc = pthread_create(&workers[w].thread, NULL, worker_main, &workers[w]))) {
-      set_why(why, why_len, "cannot start a worker thread: %s", strerror(rc));
+      fc_why(why, why_len, "cannot start a worker thread: %s", strerror(rc));
       pthread_mutex_lock(&r->mu);
       r->producers_left -= r->o.jobs - w; /* the ones never started */
       pthread_mutex_unlock(&r->mu);
@@ -604,7 +597,7 @@ int fc_featurize_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items
   if (rc) goto out; /* thread start failure */
   if (wrc) {
     rc = wrc;
-    set_why(why, why_len, "cannot write to the store: %s", fc_strerror(wrc));
+    fc_why(why, why_len, "cannot write to the store: %s", fc_strerror(wrc));
   } else if (r->strict_err) {
     rc = r->strict_err;
   } else if (atomic_load(&r->interrupted)) {

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "featcache/fc_config.h"
+#include "formats/why.h"
 
 void fc_loader_options_init(fc_loader_options *o) {
   memset(o, 0, sizeof *o);
@@ -95,14 +96,6 @@ static void reg_release(ld_reg *r) {
 }
 
 /* ---- small helpers ----------------------------------------------------------------------------- */
-static void set_why(char *why, size_t why_len, const char *fmt, ...) {
-  if (!why || !why_len) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, why_len, fmt, ap);
-  va_end(ap);
-}
-
 static int is_hex32(const char *s) {
   if (strlen(s) != 32) return 0;
   for (int i = 0; i < 32; i++)
@@ -209,17 +202,17 @@ static int resolve_config(MDB_txn *txn, MDB_dbi meta, const char *store, const c
   }
   if (found == 0) {
     if (want_hex)
-      set_why(why, why_len, "%s: no %s config %s in the store", store, kind, sel);
+      fc_why(why, why_len, "%s: no %s config %s in the store", store, kind, sel);
     else if (sel)
-      set_why(why, why_len, "%s: no %s config named '%s' in the store (it has: %s)", store, kind,
+      fc_why(why, why_len, "%s: no %s config named '%s' in the store (it has: %s)", store, kind,
               sel, n_kind ? names : "none");
     else
-      set_why(why, why_len, "%s: the store holds no %s config", store, kind);
+      fc_why(why, why_len, "%s: the store holds no %s config", store, kind);
     rc = FC_ENOTFOUND;
     goto fail;
   }
   if (found > 1) {
-    set_why(why, why_len, "%s: several %s configs are named '%s': choose one by digest (%s)",
+    fc_why(why, why_len, "%s: several %s configs are named '%s': choose one by digest (%s)",
             store, kind, sel ? sel : "?", hexes);
     rc = FC_ECONFIG;
     goto fail;
@@ -240,28 +233,28 @@ static int check_record(fc_loader *l, const void *val, size_t len, int tokens,
   int rc = fc_record_parse(val, len, h, &payload, why, why_len);
   if (rc) return rc;
   if (memcmp(h->config.bytes, cfg->bytes, 16) != 0) {
-    set_why(why, why_len, "record carries another config digest");
+    fc_why(why, why_len, "record carries another config digest");
     return FC_EFORMAT;
   }
   if (!tokens) {
     if (h->ndim != 2 || h->dim1 != l->n_mels || h->dtype != l->mel_dtype) {
-      set_why(why, why_len, "record is %ux%u %s, the config says [frames][%u] %s", h->dim0,
+      fc_why(why, why_len, "record is %ux%u %s, the config says [frames][%u] %s", h->dim0,
               h->dim1, fc_dtype_name(h->dtype) ? fc_dtype_name(h->dtype) : "?", l->n_mels,
               fc_dtype_name(l->mel_dtype));
       return FC_EFORMAT;
     }
     if (h->dim0 == 0) {
-      set_why(why, why_len, "record has 0 frames");
+      fc_why(why, why_len, "record has 0 frames");
       return FC_EFORMAT;
     }
   } else {
     if (h->ndim != 1 || (h->dtype != FC_DTYPE_I32 && h->dtype != FC_DTYPE_I16 &&
                          h->dtype != FC_DTYPE_U16)) {
-      set_why(why, why_len, "token record is not a 1-d integer array");
+      fc_why(why, why_len, "token record is not a 1-d integer array");
       return FC_EFORMAT;
     }
     if (l->tok_dtype && h->dtype != l->tok_dtype) {
-      set_why(why, why_len, "token record dtype %s differs from the others' %s",
+      fc_why(why, why_len, "token record dtype %s differs from the others' %s",
               fc_dtype_name(h->dtype), fc_dtype_name(l->tok_dtype));
       return FC_EFORMAT;
     }
@@ -281,7 +274,7 @@ static int find_records(fc_loader *l, uint32_t si, const char *id, size_t id_len
     k = (MDB_val){id_len, (void *)id};
     rc = mdb_get(st->txn, s->dbi[FC_DB_AUDIO], &k, &v);
     if (rc == MDB_NOTFOUND) {
-      set_why(why, why_len, "no audio entry");
+      fc_why(why, why_len, "no audio entry");
       return FC_ENOTFOUND;
     }
     if (rc) return rc;
@@ -290,7 +283,7 @@ static int find_records(fc_loader *l, uint32_t si, const char *id, size_t id_len
   }
   fc_audio_entry ae;
   if (fc_audio_entry_decode(aval, alen, &ae)) {
-    set_why(why, why_len, "corrupt audio entry");
+    fc_why(why, why_len, "corrupt audio entry");
     return FC_EFORMAT;
   }
   fc_digest key;
@@ -300,14 +293,14 @@ static int find_records(fc_loader *l, uint32_t si, const char *id, size_t id_len
   if (rc == MDB_NOTFOUND) {
     char hex[33];
     fc_digest_hex(&st->mel_cfg, hex);
-    set_why(why, why_len, "no features for config %s", hex);
+    fc_why(why, why_len, "no features for config %s", hex);
     return FC_ENOTFOUND;
   }
   if (rc) return rc;
   fc_record_header h;
   char r[200];
   if ((rc = check_record(l, v.mv_data, v.mv_size, 0, &st->mel_cfg, &h, r, sizeof r))) {
-    set_why(why, why_len, "corrupt feature record: %s", r);
+    fc_why(why, why_len, "corrupt feature record: %s", r);
     return rc;
   }
   memset(it, 0, sizeof *it);
@@ -318,13 +311,13 @@ static int find_records(fc_loader *l, uint32_t si, const char *id, size_t id_len
   k = (MDB_val){id_len, (void *)id};
   rc = mdb_get(st->txn, s->dbi[FC_DB_TEXT], &k, &v);
   if (rc == MDB_NOTFOUND) {
-    set_why(why, why_len, "no text entry");
+    fc_why(why, why_len, "no text entry");
     return FC_ENOTFOUND;
   }
   if (rc) return rc;
   fc_digest td;
   if (fc_text_entry_decode(v.mv_data, v.mv_size, &td, NULL, NULL)) {
-    set_why(why, why_len, "corrupt text entry");
+    fc_why(why, why_len, "corrupt text entry");
     return FC_EFORMAT;
   }
   fc_record_key(&td, &st->tok_cfg, &key);
@@ -333,12 +326,12 @@ static int find_records(fc_loader *l, uint32_t si, const char *id, size_t id_len
   if (rc == MDB_NOTFOUND) {
     char hex[33];
     fc_digest_hex(&st->tok_cfg, hex);
-    set_why(why, why_len, "no tokens for config %s", hex);
+    fc_why(why, why_len, "no tokens for config %s", hex);
     return FC_ENOTFOUND;
   }
   if (rc) return rc;
   if ((rc = check_record(l, v.mv_data, v.mv_size, 1, &st->tok_cfg, &h, r, sizeof r))) {
-    set_why(why, why_len, "corrupt token record: %s", r);
+    fc_why(why, why_len, "corrupt token record: %s", r);
     return rc;
   }
   it->tok_rec = v.mv_data;
@@ -393,7 +386,7 @@ static int index_store(fc_loader *l, uint32_t si, char *why, size_t why_len) {
     }
     if (e != FC_ENOTFOUND && e != FC_EFORMAT && e != FC_ECHECKSUM) { rc = e; break; }
     if (strict) {
-      set_why(why, why_len, "%s: %.*s: %s", st->path, (int)k.mv_size, (const char *)k.mv_data, r);
+      fc_why(why, why_len, "%s: %.*s: %s", st->path, (int)k.mv_size, (const char *)k.mv_data, r);
       rc = e;
       break;
     }
@@ -411,7 +404,7 @@ static int index_store(fc_loader *l, uint32_t si, char *why, size_t why_len) {
     if (e == 0) continue;
     if (e != MDB_NOTFOUND) { rc = e; break; }
     if (strict) {
-      set_why(why, why_len, "%s: %.*s: text without audio entry", st->path, (int)k.mv_size,
+      fc_why(why, why_len, "%s: %.*s: text without audio entry", st->path, (int)k.mv_size,
               (const char *)k.mv_data);
       rc = FC_ENOTFOUND;
       break;
@@ -441,7 +434,7 @@ static int begin_txn(ld_store *st, MDB_txn **out) {
 }
 
 static int check_options(const fc_loader_options *o, char *why, size_t why_len) {
-#define BAD(...) do { set_why(why, why_len, __VA_ARGS__); return FC_ECONFIG; } while (0)
+#define BAD(...) do { fc_why(why, why_len, __VA_ARGS__); return FC_ECONFIG; } while (0)
   if (o->order > FC_ORDER_LOCALITY) BAD("unknown order %u", o->order);
   if (o->output > FC_OUTPUT_PADDED) BAD("unknown output %u", o->output);
   if (o->shard > FC_SHARD_UNEVEN) BAD("unknown shard mode %u", o->shard);
@@ -467,7 +460,7 @@ int fc_loader_open(const char *const *paths, size_t n, const fc_loader_options *
     opts = &defaults;
   }
   if (n == 0 || n > UINT32_MAX) {
-    set_why(why, why_len, "no store given");
+    fc_why(why, why_len, "no store given");
     return EINVAL;
   }
   int rc = check_options(opts, why, why_len);
@@ -506,11 +499,11 @@ int fc_loader_open(const char *const *paths, size_t n, const fc_loader_options *
     l->n_stores = (uint32_t)i + 1;
     if (!(st->path = strdup(paths[i]))) { rc = ENOMEM; goto fail; }
     if ((rc = reg_acquire(paths[i], sflags, &st->reg))) {
-      set_why(why, why_len, "%s: %s", paths[i], fc_strerror(rc));
+      fc_why(why, why_len, "%s: %s", paths[i], fc_strerror(rc));
       goto fail;
     }
     if ((rc = begin_txn(st, &st->txn))) {
-      set_why(why, why_len, "%s: %s", paths[i], fc_strerror(rc));
+      fc_why(why, why_len, "%s: %s", paths[i], fc_strerror(rc));
       goto fail;
     }
     MDB_dbi meta = st->reg->s->dbi[FC_DB_META];
@@ -522,7 +515,7 @@ int fc_loader_open(const char *const *paths, size_t n, const fc_loader_options *
       fc_mel_config mc;
       char r[200];
       if ((rc = fc_mel_config_from_json(json, strlen(json), &mc, r, sizeof r))) {
-        set_why(why, why_len, "%s: mel config: %s", st->path, r);
+        fc_why(why, why_len, "%s: mel config: %s", st->path, r);
         free(json);
         goto fail;
       }
@@ -533,7 +526,7 @@ int fc_loader_open(const char *const *paths, size_t n, const fc_loader_options *
     } else {
       free(json);
       if (memcmp(st->mel_cfg.bytes, l->stores[0].mel_cfg.bytes, 16) != 0) {
-        set_why(why, why_len, "%s: its mel config differs from %s's: give a digest", st->path,
+        fc_why(why, why_len, "%s: its mel config differs from %s's: give a digest", st->path,
                 l->stores[0].path);
         rc = FC_ECONFIG;
         goto fail;
@@ -548,7 +541,7 @@ int fc_loader_open(const char *const *paths, size_t n, const fc_loader_options *
       } else {
         free(json);
         if (memcmp(st->tok_cfg.bytes, l->stores[0].tok_cfg.bytes, 16) != 0) {
-          set_why(why, why_len, "%s: its token config differs from %s's: give a digest",
+          fc_why(why, why_len, "%s: its token config differs from %s's: give a digest",
                   st->path, l->stores[0].path);
           rc = FC_ECONFIG;
           goto fail;
@@ -559,13 +552,13 @@ int fc_loader_open(const char *const *paths, size_t n, const fc_loader_options *
   if (!(opts->flags & FC_LOADER_LOOKUP_ONLY)) {
     for (uint32_t i = 0; i < l->n_stores; i++)
       if ((rc = index_store(l, i, why, why_len))) {
-        if (why && why_len && !why[0]) set_why(why, why_len, "%s: %s", l->stores[i].path,
+        if (why && why_len && !why[0]) fc_why(why, why_len, "%s: %s", l->stores[i].path,
                                                fc_strerror(rc));
         goto fail;
       }
     if (l->tok_dtype) l->tok_dsize = fc_dtype_size(l->tok_dtype);
     if ((rc = fc_loader_set_epoch(l, 0))) {
-      set_why(why, why_len, "%s", l->err);
+      fc_why(why, why_len, "%s", l->err);
       goto fail;
     }
   }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "featcache/fc_tokenize.h"
+#include "formats/why.h"
 
 /* ---- growable buffers ------------------------------------------------------------------------ */
 typedef struct tok_buf {
@@ -59,8 +60,7 @@ int tok_is_punct(int32_t cp);   /* general category P* */
 int tok_is_letter(int32_t cp);  /* L* */
 int tok_is_number(int32_t cp);  /* N* */
 int tok_is_word(int32_t cp);    /* regex \w: Alphabetic, M*, Nd, Pc, Join_Control */
-void tok_set_why(char *why, size_t why_len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+#define tok_set_why fc_why /* formats/why.h */
 
 /* ---- vocab (chars, phonemes) ----------------------------------------------------------------- */
 typedef struct tok_vocab {

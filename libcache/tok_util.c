@@ -37,14 +37,6 @@ int tok_ids_push(tok_ids *v, int32_t id) {
   return 0;
 }
 
-void tok_set_why(char *why, size_t why_len, const char *fmt, ...) {
-  if (!why || !why_len) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, why_len, fmt, ap);
-  va_end(ap);
-}
-
 /* ---- string map: open addressing, linear probing, load ≤ 1/2 ---------------------------------- */
 static int map_grow(tok_map *m) {
   size_t cap = m->cap ? m->cap * 2 : 64;
