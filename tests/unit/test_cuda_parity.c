@@ -14,30 +14,7 @@
 #include "featcache/fc_mel.h"
 
 #include "tests/check.h"
-
-
-
-/* Broadband deterministic signal (chirp, tone, noise), as test_shared_math.c. */
-static void make_signal(float *x, size_t n, uint32_t seed, double sr) {
-  uint32_t s = seed * 2654435761u + 1;
-  for (size_t i = 0; i < n; i++) {
-    s = s * 1664525u + 1013904223u;
-    double noise = ((double)(s >> 8) / 16777216.0 - 0.5) * 0.4;
-    double t = (double)i / sr;
-    x[i] = (float)(0.4 * sin(2 * M_PI * (100.0 + 2000.0 * t) * t) + 0.2 * sin(2 * M_PI * 440.0 * t) +
-                   noise);
-  }
-}
-
-static double to_linear(const fc_mel_config *c, float y) {
-  switch (c->log) {
-    case FC_LOG_LN: return exp((double)y);
-    case FC_LOG_LOG10: return pow(10.0, (double)y);
-    case FC_LOG_DB: return pow(10.0, (double)y / 10.0);
-    case FC_LOG_WHISPER: return pow(10.0, 4.0 * (double)y - 4.0);
-    default: return fabs((double)y);
-  }
-}
+#include "tests/unit/mel_signal.h"
 
 /* Max error of got vs ref over f frames: absolute (log) or relative (linear), in ln units for dB.
  * Values beyond 1e-4 must still agree to 1e-6 of their frame's largest band in the linear domain
