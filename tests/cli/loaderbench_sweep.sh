@@ -11,11 +11,11 @@ trap 'rm -rf "$tmp"' EXIT
 fails=0
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 
-"$LB" --source synthetic --synthetic-ms 1 --synthetic-items 4000 --compute-ms 20 --steps 12 \
+"$LB" --source synthetic --synthetic-ms 1 --synthetic-items 4000 --compute-ms 20 --steps 30 \
   --sweep batch=8,32 workers=1,2 prefetch=1,2 >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ $rc = 0 ] || fail "sweep: exit $rc: $(cat "$tmp/err")"
-[ "$(cat "$tmp/err")" = "loader-bench: done: 96 of 96 steps (0 utterances failed)" ] ||
+[ "$(cat "$tmp/err")" = "loader-bench: done: 240 of 240 steps (0 utterances failed)" ] ||
   fail "sweep: stderr: $(cat "$tmp/err")"
 [ "$(head -1 "$tmp/out" | tr -s ' ')" = "batch workers prefetch steps data ms step ms data % verdict" ] ||
   fail "sweep: header: $(head -1 "$tmp/out")"
@@ -26,14 +26,14 @@ grep -q '^recommended: batch 8, workers 1, prefetch 2 (data share ' "$tmp/out" |
 awk '$1==8 && $2==1 && $3==1 { if ($7+0 < 15) exit 1 }' "$tmp/out" || fail "sweep: 8/1/1 share"
 
 # the same as JSON
-"$LB" --source synthetic --synthetic-ms 1 --synthetic-items 4000 --compute-ms 20 --steps 12 -q \
+"$LB" --source synthetic --synthetic-ms 1 --synthetic-items 4000 --compute-ms 20 --steps 30 -q \
   --json --sweep batch=8 workers=1 prefetch=1,2 >"$tmp/json" 2>"$tmp/err" || fail "json: exit $?"
 "${FC_PYTHON:-python3}" - "$tmp/json" <<'PY' || fail "json"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert [(s["batch"], s["workers"], s["prefetch"]) for s in d["sources"]] == [(8, 1, 1), (8, 1, 2)], d
 for s in d["sources"]:
-    assert s["source"] == "synthetic" and s["steps"] == 12 and s["utterances"] == 96
+    assert s["source"] == "synthetic" and s["steps"] == 30 and s["utterances"] == 240
     assert set(s["data_ms"]) == {"mean", "std", "p50", "p95", "p99", "max"}
     assert set(s) >= {"compute_ms", "data_share", "variation_ratio", "autocorr", "verdict"}
 assert d["sources"][0]["data_share"] > 0.15 and d["sources"][0]["verdict"].startswith("highly")
