@@ -94,7 +94,12 @@ for i in $(seq 1 20000); do printf 'x%d|Sentence number %d is spoken, then anoth
 printf '<pad>\n<unk>\n \n' > "$d/pv.txt"
 "$T" -o "$d/s7" --manifest "$d/long.csv" -t phonemes --vocab "$d/pv.txt" --batch 20 -j 1 -q --json > "$d/out" 2> "$d/err" &
 pid=$!
-sleep 0.5
+# signal it once a batch is committed (polled: a fixed sleep is too short on a loaded machine)
+for _ in $(seq 1 100); do
+  n=$(mdb_stat -s tok "$d/s7" 2>/dev/null | sed -n 's/^ *Entries: //p')
+  [ "${n:-0}" -gt 0 ] && break
+  sleep 0.1
+done
 kill -TERM $pid
 wait $pid
 expect_rc $? 143 "SIGTERM"
