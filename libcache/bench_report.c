@@ -312,6 +312,19 @@ static const char *device_name(const fc_bench_device *d) {
 static void json_rotational(FILE *f, int rot) {
   fputs(rot == 1 ? "true" : rot == 0 ? "false" : "null", f);
 }
+/* The fields every JSON line of one store starts with. */
+static void json_record_head(FILE *f, const char *record, const char *store,
+                             const fc_bench_device *d) {
+  fprintf(f, "{\"record\":\"%s\",\"store\":", record);
+  json_str(f, store);
+  fputs(",\"device\":", f);
+  json_str(f, device_name(d));
+  fputs(",\"disk\":", f);
+  json_str(f, d->disk);
+  fputs(",\"rotational\":", f);
+  json_rotational(f, d->rotational);
+}
+
 
 static const char *const stop_names[] = {"complete", "time", "bytes", "signal"};
 
@@ -322,14 +335,7 @@ void fc_bench_write_json(FILE *f, const fc_bench_report *r, size_t n, double ste
     const fc_bench_device *d = r[s].device;
     for (size_t i = 0; i < r[s].n_passes; i++) {
       const fc_bench_result *p = &r[s].passes[i];
-      fputs("{\"record\":\"pass\",\"store\":", f);
-      json_str(f, r[s].store);
-      fputs(",\"device\":", f);
-      json_str(f, device_name(d));
-      fputs(",\"disk\":", f);
-      json_str(f, d->disk);
-      fputs(",\"rotational\":", f);
-      json_rotational(f, d->rotational);
+      json_record_head(f, "pass", r[s].store, d);
       fputs(",\"pattern\":", f);
       json_str(f, fc_bench_pattern_name(p->pattern));
       fputs(",\"cache_state\":", f);
@@ -364,14 +370,7 @@ void fc_bench_write_json(FILE *f, const fc_bench_report *r, size_t n, double ste
       json_num(f, p->seconds);
       fprintf(f, ",\"stopped\":\"%s\"}\n", stop_names[p->stopped >= 0 && p->stopped <= 3 ? p->stopped : 0]);
     }
-    fputs("{\"record\":\"summary\",\"store\":", f);
-    json_str(f, r[s].store);
-    fputs(",\"device\":", f);
-    json_str(f, device_name(d));
-    fputs(",\"disk\":", f);
-    json_str(f, d->disk);
-    fputs(",\"rotational\":", f);
-    json_rotational(f, d->rotational);
+    json_record_head(f, "summary", r[s].store, d);
     fputs(",\"kind\":", f);
     json_str(f, d->kind);
     fputs(",\"model\":", f);
