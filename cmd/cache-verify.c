@@ -1,5 +1,5 @@
 /* cache-verify: check stores before a training run (docs/cache-verify.md). The checks live in
- * libcache/verify.c (fc_verify_store); this main parses options, prints and picks the exit code. */
+ * libcache/verify/verify.c (fc_verify_store); this main parses options, prints and picks the exit code. */
 #include "cmd/cli.h"
 
 #include "featcache/fc_manifest.h"

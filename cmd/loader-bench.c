@@ -1,13 +1,13 @@
 /* loader-bench — a training loop without a model, profiled: how much of each step waits for data,
  * with the featcache loader and with on-the-fly decoding (docs/loader-bench.md).
- * A thin main over libcache/loaderbench.c and the step profiler. */
+ * A thin main over libcache/bench/loaderbench.c and the step profiler. */
 #include "cmd/cli.h"
 
 #include "featcache/fc_config.h"
 #include "featcache/fc_loader.h"
 #include "featcache/fc_manifest.h"
 #include "featcache/fc_profiler.h"
-#include "libcache/loaderbench.h"
+#include "libcache/bench/loaderbench.h"
 
 enum {
   OPT_SOURCE = 256, OPT_MANIFEST, OPT_MANIFEST_FORMAT, OPT_AUDIO_DIR, OPT_COMPARE, OPT_PRESET,

@@ -159,7 +159,7 @@ static const char *cufft_result_name(cufftResult r) {
 }
 
 /* A failed runtime call: the message names it, the plan (if any) turns sticky. Test builds can
- * fail the n-th checked call with FC_FAULT=cuda:n (libcache/fault.h). */
+ * fail the n-th checked call with FC_FAULT=cuda:n (formats/fault.h). */
 static int cuda_fail(fc_cuda_plan *p, const char *call, cudaError_t e) {
   if (p) p->failed = 1;
   cudaGetLastError(); /* clear a non-sticky error so the next call does not report it again */

@@ -281,7 +281,7 @@ def _make_batch(handle, d):
     blk = d[_D_IDS]
     data = d[_D_MEL_DATA]
     # the batch's block holds ids, items, lengths, starts, the pointer arrays, token copies and
-    # padded tokens (libcache/loader_batch.c, build_batch); a padded batch's mels are in a pooled
+    # padded tokens (libcache/loader/loader_batch.c, build_batch); a padded batch's mels are in a pooled
     # (or caller) buffer elsewhere: the span starts at the lower of the two
     lo = data if data and data < blk else blk
     owner = _owner_at(lo)

@@ -1,4 +1,4 @@
-/* featurize under injected faults (libcache/fault.h): the n-th write-transaction commit or put
+/* featurize under injected faults (formats/fault.h): the n-th write-transaction commit or put
  * failures, n = 1, 2, ... until the job succeeds. After each failure: a clean error (the store's
  * EIO, with a reason), no hang (workers blocked on the full queue are released), and a store
  * that reopens with every audio entry's record present and valid. Then the library's other

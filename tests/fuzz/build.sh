@@ -11,7 +11,7 @@ mkdir -p "$out/corpus"
 clang -std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -Iinclude -I. $(pkg-config --cflags jansson) \
   tests/fuzz/fuzz_record.c formats/record.c formats/digest.c formats/config.c formats/utf8.c \
-  kernels/presets.c libcache/verify_record.c \
+  kernels/presets.c libcache/verify/verify_record.c \
   -lxxhash $(pkg-config --libs jansson) -lm -o "$out/fuzz_record"
 # seeds: the replay driver writes its seed inputs here when FC_FUZZ_SEED_DIR is set
 if [ -x "${FC_BIN:-build}/tests/unit_test_verify_fuzz" ]; then

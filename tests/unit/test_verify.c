@@ -1,4 +1,4 @@
-/* cache-verify's engine (libcache/verify.c): stores written with the C store API, then damaged in
+/* cache-verify's engine (libcache/verify/verify.c): stores written with the C store API, then damaged in
  * every way the checks claim to catch — bytes flipped inside data.mdb (payload, header, key), a
  * truncated file, values rewritten with valid checksums (huge shape, NaN, wrong frame count,
  * unknown config), missing features for manifest ids, a config mismatch, changed sources — each

@@ -9,7 +9,7 @@
 #include <utf8proc.h>
 
 #include "featcache/fc_format.h"
-#include "libcache/tok_internal.h"
+#include "libcache/tokenize/tok_internal.h"
 
 static int map_utf8(const char *s, size_t len, int flags, char **out, size_t *out_len) {
   utf8proc_uint8_t *dst = NULL;

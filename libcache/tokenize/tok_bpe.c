@@ -16,7 +16,7 @@
 #include <jansson.h>
 #include <utf8proc.h>
 
-#include "libcache/tok_internal.h"
+#include "libcache/tokenize/tok_internal.h"
 
 enum { PRE_BYTELEVEL = 1, PRE_WHITESPACE, PRE_WSSPLIT };
 enum { NORM_NFC = 1, NORM_NFD, NORM_NFKC, NORM_NFKD, NORM_LOWER };

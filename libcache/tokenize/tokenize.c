@@ -12,7 +12,7 @@
 
 #include "featcache/fc_format.h"
 #include "featcache/fc_tokenize.h"
-#include "libcache/tok_internal.h"
+#include "libcache/tokenize/tok_internal.h"
 
 typedef struct line_state {
   int err;

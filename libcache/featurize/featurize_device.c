@@ -1,6 +1,6 @@
 /* Devices for featurize: parsing "auto|cpu|cuda[:N]", resolving them against this build, and the
  * backend tables (featurize_backend.h). Everything that knows which devices exist is here. */
-#include "featurize_backend.h"
+#include "libcache/featurize/featurize_backend.h"
 
 #include "featcache/fc_cuda.h"
 

@@ -4,7 +4,7 @@
 #define FC_LOADER_INT_H
 
 #include "featcache/fc_loader.h"
-#include "store_int.h"
+#include "libcache/store/store_int.h"
 
 #include <pthread.h>
 #include <sys/types.h>

@@ -4,7 +4,7 @@
  * aborts, doubles the map (which LMDB allows only while this process has no transaction open,
  * hence map_lock: read transactions hold it shared) and replays the whole batch, so a batch is
  * atomic whatever the map size. */
-#include "store_int.h"
+#include "libcache/store/store_int.h"
 
 #include "formats/fault.h"
 

@@ -17,7 +17,7 @@
 
 #include <espeak-ng/speak_lib.h>
 
-#include "libcache/tok_internal.h"
+#include "libcache/tokenize/tok_internal.h"
 
 const char tok_phoneme_punct[] = ".,;:!?\"()[]{}«»“”„…—–¡¿";
 

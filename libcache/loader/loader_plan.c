@@ -4,7 +4,7 @@
  * Random numbers: xoshiro256** whose state is four outputs of splitmix64 started at
  * seed ^ mix(epoch) (mix = one splitmix64 step of its argument); bounded draws by the
  * multiply-shift (x * n) >> 64; shuffles are Fisher-Yates from the last element down. */
-#include "loader_int.h"
+#include "libcache/loader/loader_int.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
  * and building a batch later is pure memory work: no LMDB call on the hot path, no transaction
  * shared between threads. Stores are shared between the loaders of one process (LMDB must not
  * open an environment twice in a process); see ld_reg. */
-#include "loader_int.h"
+#include "libcache/loader/loader_int.h"
 
 #include <errno.h>
 #include <jansson.h>

@@ -10,7 +10,7 @@
 #include "featcache/fc_config.h"
 #include "featcache/fc_format.h"
 #include "featcache/fc_store.h"
-#include "store_int.h"
+#include "libcache/store/store_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -19,8 +19,8 @@
 
 #include "featcache/fc_audio.h"
 #include "featcache/fc_format.h"
-#include "featurize_backend.h"
-#include "store_int.h"
+#include "libcache/featurize/featurize_backend.h"
+#include "libcache/store/store_int.h"
 #include "formats/why.h"
 
 #include <errno.h>

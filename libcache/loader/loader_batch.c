@@ -10,7 +10,7 @@
  * (e+1) after the last batch of e then keeps them (the sequence continues). Any other
  * set_epoch bumps a generation number and drops what was built: builds of an older generation
  * are dropped when they finish. A build touches only the index and the map (no LMDB call). */
-#include "loader_int.h"
+#include "libcache/loader/loader_int.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -8,7 +8,7 @@
 
 #include "featcache/fc_format.h"
 #include "featcache/fc_tokenize.h"
-#include "libcache/tok_internal.h"
+#include "libcache/tokenize/tok_internal.h"
 
 enum { SP_PAD, SP_UNK, SP_BOS, SP_EOS, SP_COUNT };
 static const char *const special_keys[SP_COUNT] = {"pad", "unk", "bos", "eos"};

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "featcache/fc_format.h"
-#include "libcache/tok_internal.h"
+#include "libcache/tokenize/tok_internal.h"
 
 void tok_vocab_free(tok_vocab *v) {
   for (size_t i = 0; i < v->n; i++) free(v->syms[i]);

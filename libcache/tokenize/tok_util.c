@@ -8,7 +8,7 @@
 #include <utf8proc.h>
 #include <xxhash.h>
 
-#include "libcache/tok_internal.h"
+#include "libcache/tokenize/tok_internal.h"
 
 int tok_buf_put(tok_buf *b, const void *s, size_t n) {
   if (b->len + n + 1 > b->cap) {
