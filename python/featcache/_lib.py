@@ -3,7 +3,9 @@
 Pure ctypes: nothing is compiled at install. The shared library is found, in this order, at
 $FEATCACHE_LIBRARY; beside the package (an install puts the package in
 <libdir>/featcache/python/featcache and the library in <libdir>); in a build tree next to the
-source tree (../../build*/libfeatcache.so, the newest); then by the system's library search.
+source tree (../../build*/libfeatcache.so, the newest); in pkg-config's libdir for featcache (a
+package installed with pip finds a library installed with cmake --install this way); in
+/usr/local/lib*; then by the system's library search (ldconfig).
 """
 
 import ctypes
@@ -102,9 +104,30 @@ def _candidates():
     builds = glob.glob(os.path.join(here, "..", "..", "build*", "libfeatcache.so"))
     builds.sort(key=lambda p: os.path.getmtime(p), reverse=True)
     yield from builds
+    yield from _pkg_config_candidates()
+    for d in ("/usr/local/lib", "/usr/local/lib64", "/usr/local/lib/x86_64-linux-gnu"):
+        yield os.path.join(d, "libfeatcache.so")  # cmake --install's default prefix, before ldconfig
     found = ctypes.util.find_library("featcache")
     if found:
         yield found
+
+
+def _pkg_config_candidates():
+    """libfeatcache.so in the libdir that pkg-config reports for featcache (PKG_CONFIG_PATH names
+    a prefix outside the usual paths): how an installed package finds an installed library."""
+    import shutil
+    import subprocess
+    exe = shutil.which("pkg-config") or shutil.which("pkgconf")
+    if not exe:
+        return
+    try:
+        out = subprocess.run([exe, "--variable=libdir", "featcache"], capture_output=True,
+                             text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return
+    libdir = out.stdout.strip()
+    if out.returncode == 0 and libdir:
+        yield os.path.join(os.path.normpath(libdir), "libfeatcache.so")
 
 
 def find_library():
