@@ -138,6 +138,11 @@ int fc_mel_config_validate(const fc_mel_config *c, char *why, size_t why_len) {
   if (!c) return invalid(why, why_len, "no config");
   if (memchr(c->preset, '\0', sizeof c->preset) == NULL)
     return invalid(why, why_len, "preset name not terminated");
+  /* [a-z0-9_-]: the canonical JSON writes the name unescaped (found by tests/fuzz/fuzz_record.c:
+   * a name with a control character or a quote made JSON that did not read back) */
+  for (const char *p = c->preset; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
+      return invalid(why, why_len, "preset name has a character outside [a-z0-9_-]");
   if (c->sample_rate == 0 || c->sample_rate > MAX_SAMPLE_RATE)
     return invalid(why, why_len, "sample_rate %u not in 1..%u", c->sample_rate, MAX_SAMPLE_RATE);
   if (c->n_fft < 2 || c->n_fft > MAX_N_FFT)

@@ -230,7 +230,13 @@ static int parse_post(tok_bpe *b, json_t *p, char *why, size_t why_len) {
     size_t k;
     json_t *id;
     json_array_foreach(ids, k, id) {
-      if (tok_ids_push(seen_seq ? &b->post_suffix : &b->post_prefix, (int32_t)json_integer_value(id)))
+      /* tokenizers emits these ids as they are: a negative or non-integer one would reach the
+       * store, and one past the model's vocab must still fit the vocab size that is reported */
+      json_int_t v = json_integer_value(id);
+      if (!json_is_integer(id) || v < 0 || v >= INT32_MAX)
+        FAIL(FC_ETOKENIZER, "TemplateProcessing: special token %s has an invalid id", name);
+      if ((uint32_t)v + 1 > b->vocab_size) b->vocab_size = (uint32_t)v + 1;
+      if (tok_ids_push(seen_seq ? &b->post_suffix : &b->post_prefix, (int32_t)v))
         FAIL(ENOMEM, "out of memory");
     }
   }

@@ -1,20 +1,58 @@
 #!/bin/bash
-# Build and run the libFuzzer target (clang with -fsanitize=fuzzer). Usage:
-#   tests/fuzz/build.sh [SECONDS]      build into build-fuzz/ and fuzz for SECONDS (default 60)
-# The sources under test are compiled into the fuzzer directly, so they carry coverage
-# instrumentation. The short replay that CTest runs without libFuzzer is tests/unit/test_verify_fuzz.c.
+# Build the libFuzzer targets (clang -fsanitize=fuzzer,address,undefined) and fuzz each one.
+#   tests/fuzz/build.sh [SECONDS] [TARGET...]     default: 60 s each, every target
+#   FC_FUZZ_RUNS=N       stop each target after N executions instead (the 10^6 campaign)
+#   FC_FUZZ_OUT=DIR      build and corpus directory (default build-fuzz/)
+# Targets (tests/fuzz/fuzz_*.c):
+#   record   record/entry validation and the mel config JSON (what cache-verify and the loader trust)
+#   parsers  manifest readers (LJSpeech, wav.scp, JSONL, lists, TSV), tokenizer.json, vocab, normalization
+#   loader   the loader opening a hostile store and reading an epoch
+# The sources under test are compiled into each fuzzer, so they carry coverage instrumentation.
+# Seeds come from the replay drivers (tests/unit/test_*_fuzz.c, which CTest runs without libFuzzer)
+# when the build at $FC_BIN (default build/) has them. A crash leaves its input in
+# $FC_FUZZ_OUT/artifacts/ and fails the run; copy it into the replay driver's seeds as a
+# regression test. Exit 77 without clang.
 set -eu
 cd "$(dirname "$0")/../.."
-command -v clang >/dev/null || { echo "clang not found (apt-get install clang)"; exit 77; }
-out=build-fuzz
-mkdir -p "$out/corpus"
-clang -std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -Iinclude -I. $(pkg-config --cflags jansson) \
-  tests/fuzz/fuzz_record.c formats/record.c formats/digest.c formats/config.c formats/utf8.c \
-  kernels/presets.c libcache/verify/verify_record.c \
-  -lxxhash $(pkg-config --libs jansson) -lm -o "$out/fuzz_record"
-# seeds: the replay driver writes its seed inputs here when FC_FUZZ_SEED_DIR is set
-if [ -x "${FC_BIN:-build}/tests/unit_test_verify_fuzz" ]; then
-  FC_FUZZ_SEED_DIR="$out/corpus" "${FC_BIN:-build}/tests/unit_test_verify_fuzz" >/dev/null
-fi
-"$out/fuzz_record" -max_total_time="${1:-60}" -max_len=4096 "$out/corpus"
+command -v clang >/dev/null || { echo "fuzz: clang not found (apt-get install clang)" >&2; exit 77; }
+secs=${1:-60}
+[ $# -gt 0 ] && shift
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(record parsers loader)
+out=${FC_FUZZ_OUT:-build-fuzz}
+bin=${FC_BIN:-build}
+mkdir -p "$out/artifacts"
+cflags=(-std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+        -Iinclude -I. $(pkg-config --cflags jansson))
+for t in "${targets[@]}"; do
+  case $t in
+  record) srcs=(formats/record.c formats/digest.c formats/config.c formats/utf8.c formats/why.c
+                kernels/presets.c libcache/verify/verify_record.c)
+          libs=(-lxxhash $(pkg-config --libs jansson) -lm) ;;
+  parsers) srcs=(formats/manifest.c formats/utf8.c formats/why.c formats/digest.c formats/record.c
+                 libcache/tokenize/tok_bpe.c libcache/tokenize/tok_util.c libcache/tokenize/tok_vocab.c
+                 libcache/tokenize/tok_normalize.c)
+           libs=($(pkg-config --libs jansson libutf8proc) -lxxhash -lm) ;;
+  loader) srcs=(formats/*.c kernels/presets.c kernels/convert.c libcache/store/*.c libcache/loader/*.c)
+          libs=(-llmdb -lxxhash $(pkg-config --libs jansson) -lm -lpthread) ;;
+  *) echo "fuzz: unknown target $t (record, parsers, loader)" >&2; exit 2 ;;
+  esac
+  echo "fuzz: building $t" >&2
+  clang "${cflags[@]}" "tests/fuzz/fuzz_$t.c" "${srcs[@]}" "${libs[@]}" -o "$out/fuzz_$t"
+  corpus=$out/corpus-$t
+  mkdir -p "$corpus"
+  if [ -x "$bin/tests/unit_test_${t}_fuzz" ]; then
+    FC_FUZZ_SEED_DIR="$corpus" "$bin/tests/unit_test_${t}_fuzz" >/dev/null 2>&1 || true
+  elif [ "$t" = record ] && [ -x "$bin/tests/unit_test_verify_fuzz" ]; then
+    FC_FUZZ_SEED_DIR="$corpus" "$bin/tests/unit_test_verify_fuzz" >/dev/null 2>&1 || true
+  fi
+  limit=(-max_total_time="$secs")
+  [ -n "${FC_FUZZ_RUNS:-}" ] && limit=(-runs="$FC_FUZZ_RUNS")
+  echo "fuzz: $t for ${FC_FUZZ_RUNS:-$secs s} ${FC_FUZZ_RUNS:+runs}" >&2
+  "$out/fuzz_$t" "${limit[@]}" -max_len=16384 -timeout=20 -print_final_stats=1 \
+    -artifact_prefix="$out/artifacts/$t-" "$corpus" 2>"$out/fuzz_$t.log" ||
+    { tail -40 "$out/fuzz_$t.log" >&2; echo "fuzz: $t FAILED (input in $out/artifacts/)" >&2; exit 1; }
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out/fuzz_$t.log")
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$out/fuzz_$t.log")
+  echo "fuzz: $t: $runs executions ($rate/s), no crash"
+done
