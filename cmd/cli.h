@@ -166,6 +166,9 @@ static inline void fc_cli_install_signals(void) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  /* Past RLIMIT_FSIZE a write fails with EFBIG instead of killing the process (SIGXFSZ's default
+   * action): the store's commit fails cleanly and the tool says the file-size limit was hit. */
+  signal(SIGXFSZ, SIG_IGN);
 }
 
 /* Exit code for an interrupted job: 128 + signal number (130 SIGINT, 143 SIGTERM). */

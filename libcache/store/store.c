@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 
 #define FC_INITIAL_MAP (64ull << 20)
@@ -133,6 +135,30 @@ static int grow_map(fc_store *s) {
   return rc;
 }
 
+static size_t batch_bytes(const fc_put *puts, size_t n) {
+  size_t b = 0;
+  for (size_t i = 0; i < n; i++) b += puts[i].key_len + puts[i].val_len;
+  return b;
+}
+
+/* LMDB reports a short write as EIO ("Input/output error"): a full disk or a file-size limit
+ * reads as a hardware fault. When the file system holds less than the batch (plus slack for
+ * LMDB's pages) or data.mdb plus the batch passes RLIMIT_FSIZE, say so instead: ENOSPC, EFBIG. */
+static int explain_write_error(const fc_store *s, int rc, size_t bytes) {
+  if (rc != EIO && rc != ENOSPC && rc != EFBIG) return rc;
+  const uint64_t need = (uint64_t)bytes + (4u << 20);
+  struct statvfs fs;
+  if (statvfs(s->path, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < need) return ENOSPC;
+  struct rlimit lim;
+  char p[4096];
+  struct stat st;
+  if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+      snprintf(p, sizeof p, "%s/data.mdb", s->path) < (int)sizeof p && stat(p, &st) == 0 &&
+      (uint64_t)st.st_size + need > (uint64_t)lim.rlim_cur)
+    return EFBIG;
+  return rc;
+}
+
 int fc_store_write(fc_store *s, const fc_put *puts, size_t n) {
   if (s->flags & FC_STORE_RDONLY) return EACCES;
   pthread_mutex_lock(&s->write_mu);
@@ -172,7 +198,10 @@ int fc_store_write(fc_store *s, const fc_put *puts, size_t n) {
       rc = mdb_txn_commit(txn);
     }
     if (rc == MDB_MAP_FULL && !(rc = grow_map(s))) continue;
-    if (rc) s->broken = 1; /* a failed commit: refuse further writes until reopened */
+    if (rc) {
+      s->broken = 1; /* a failed commit: refuse further writes until reopened */
+      rc = explain_write_error(s, rc, batch_bytes(puts, n));
+    }
     goto out;
   }
 out:
@@ -182,7 +211,7 @@ out:
 
 int fc_store_sync(fc_store *s) {
   if (s->flags & FC_STORE_RDONLY) return 0;
-  return mdb_env_sync(s->env, 1);
+  return explain_write_error(s, mdb_env_sync(s->env, 1), 0);
 }
 
 int fc_store_read_begin(fc_store *s, fc_rtxn **out) {

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# A full disk and a file-size limit read as what they are, lose nothing committed, and a rerun
+# after space is freed completes (issue: "Input/output error" for a full disk). The full disk is a
+# small tmpfs this test mounts (root; skipped without mount rights); the limit is RLIMIT_FSIZE
+# (`ulimit -f`), which the tools turn into EFBIG rather than dying of SIGXFSZ.
+set -uo pipefail
+fail() { echo "FAIL: $*" >&2; exit 1; }
+tmp=$(mktemp -d)
+mnt=$tmp/mnt
+cleanup() { mountpoint -q "$mnt" && umount "$mnt"; rm -rf "$tmp"; }
+trap cleanup EXIT
+cd "$tmp" || exit 1
+"$FC_PYTHON" - <<'PY' || fail "could not write the test WAVs"
+import wave
+import numpy as np
+rng = np.random.default_rng(1)
+for i in range(60):
+    x = 0.2 * rng.standard_normal(22050 * 5)
+    with wave.open("u%02d.wav" % i, "wb") as w:
+        w.setnchannels(1); w.setsampwidth(2); w.setframerate(22050)
+        w.writeframes((x * 32767).astype("<i2").tobytes())
+PY
+first=(u0*.wav u1*.wav)   # 20 files, ~2.8 MB of records
+all=(u*.wav)
+
+# RLIMIT_FSIZE: 1 MiB is less than one batch
+out=$( (ulimit -f 1024; "$FC_BIN/featurize" --device cpu -o lim "${all[@]}") 2>&1); rc=$?
+[ $rc = 1 ] || fail "featurize past RLIMIT_FSIZE: exit $rc, want 1: $out"
+grep -q "featurize: lim: cannot write to the store: File too large" <<<"$out" || fail "no file-size message: $out"
+"$FC_BIN/featurize" --device cpu -q -o lim "${all[@]}" || fail "rerun without the limit failed"
+"$FC_BIN/cache-verify" -q lim || fail "store fails cache-verify after the limit was lifted"
+
+mkdir -p "$mnt"
+if ! mount -t tmpfs -o size=6m tmpfs "$mnt" 2>/dev/null; then
+  echo "skipped: cannot mount a tmpfs here (not root, or no mount rights); the file-size limit part passed" >&2
+  exit 77
+fi
+"$FC_BIN/featurize" --device cpu -q -o "$mnt/st" "${first[@]}" || fail "the first 20 files did not fit 6 MB"
+out=$("$FC_BIN/featurize" --device cpu -o "$mnt/st" "${all[@]}" 2>&1); rc=$?
+[ $rc = 1 ] || fail "featurize on a full disk: exit $rc, want 1: $out"
+grep -q "featurize: $mnt/st: cannot write to the store: No space left on device" <<<"$out" ||
+  fail "a full disk does not say so: $out"
+grep -q "Input/output error" <<<"$out" && fail "a full disk still reads as an I/O error: $out"
+v=$("$FC_BIN/cache-verify" --json "$mnt/st") || fail "store fails cache-verify after the disk filled: $v"
+grep -q '"ok":true,"records_checked":20,' <<<"$v" || fail "committed records lost (want 20 checked): $v"
+mount -o remount,size=64m "$mnt" || fail "remount"
+out=$("$FC_BIN/featurize" --device cpu -o "$mnt/st" "${all[@]}" 2>&1) || fail "rerun after space was freed: $out"
+v=$("$FC_BIN/cache-verify" --json "$mnt/st") || fail "store fails cache-verify after the rerun: $v"
+grep -q '"ok":true,"records_checked":60,' <<<"$v" || fail "rerun did not complete the store: $v"
+echo "ok: full disk and file-size limit said as such, store intact, rerun completed"
