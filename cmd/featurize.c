@@ -9,7 +9,7 @@ enum {
   OPT_PRESET = 256, OPT_SR, OPT_NFFT, OPT_WIN, OPT_HOP, OPT_NMELS, OPT_FMIN, OPT_FMAX,
   OPT_MELSCALE, OPT_NORM, OPT_CENTER, OPT_PAD, OPT_PADMODE, OPT_POWER, OPT_LOG, OPT_DTYPE,
   OPT_MANIFEST, OPT_MANIFEST_FORMAT, OPT_AUDIO_DIR, OPT_MAX_SECONDS, OPT_STRICT, OPT_PROGRESS,
-  OPT_JSON, OPT_DEVICE, OPT_VERSION
+  OPT_JSON, OPT_DEVICE, OPT_GPU_MIN_SECONDS, OPT_VERSION
 };
 
 static const fc_cli_opt options[] = {
@@ -43,9 +43,11 @@ static const fc_cli_opt options[] = {
     {NULL, 0, 0, NULL, "Running:"},
     {"jobs", 'j', required_argument, "N", "worker threads (default: online CPUs)"},
     {"device", OPT_DEVICE, required_argument, "DEV", "auto (default), cpu, cuda or cuda:N"},
+    {"gpu-min-seconds", OPT_GPU_MIN_SECONDS, required_argument, "S",
+     "auto: use the GPU for jobs of at least S s of audio (default 3000 x jobs; 0: any job)"},
     {"strict", OPT_STRICT, no_argument, NULL, "stop at the first bad input"},
     {"quiet", 'q', no_argument, NULL, "no progress, no summary unless something failed"},
-    {"verbose", 'v', no_argument, NULL, "one line per input"},
+    {"verbose", 'v', no_argument, NULL, "one line per input, the device, where the time went"},
     {"progress", OPT_PROGRESS, no_argument, NULL, "progress line even when stderr is no terminal"},
     {"json", OPT_JSON, no_argument, NULL, "print a JSON summary on stdout"},
     {"help", 'h', no_argument, NULL, "show this help and exit"},
@@ -137,6 +139,7 @@ typedef struct report_ctx {
   const char *manifest;
   int verbose, progress, progress_shown;
   uint64_t total;
+  uint64_t failed_lines; /* FAILED events, each with its line */
 } report_ctx;
 
 static void on_event(const fc_featurize_event *ev, void *user) {
@@ -148,6 +151,7 @@ static void on_event(const fc_featurize_event *ev, void *user) {
   }
   const char *label = ev->path ? ev->path : (ev->id ? ev->id : "(no path)");
   if (ev->status == FC_ITEM_FAILED) {
+    c->failed_lines++;
     if (it->err && c->manifest && ev->line)
       fprintf(stderr, "%s: %s:%zu: %s\n", fc_cli_tool, c->manifest, ev->line, ev->reason);
     else
@@ -178,17 +182,35 @@ static void on_progress(const fc_featurize_stats *st, void *user) {
   c->progress_shown = 1;
 }
 
+/* Stage accounting as one -v line (docs/featurize.md "Stage accounting"). */
+static void print_stages(const fc_featurize_stats *st) {
+  fprintf(stderr,
+          "%s: stages (busy s): start-up %.3f, read %.3f, hash %.3f, decode %.3f, compute %.3f, "
+          "write %.3f; waits (s): workers on the writer %.3f, writer on the workers %.3f; "
+          "%u workers, %.3f s wall: %s\n",
+          fc_cli_tool, st->setup_seconds, st->read_seconds, st->hash_seconds, st->decode_seconds,
+          st->compute_seconds, st->write_seconds, st->queue_wait_seconds, st->writer_wait_seconds,
+          st->workers, st->wall_seconds, st->bound);
+}
+
 static void print_json(const fc_featurize_stats *st, const fc_mel_config *cfg, const char *device,
                        const char *store) {
   fc_digest d;
   char hex[33];
   fc_mel_config_digest(cfg, &d);
   fc_digest_hex(&d, hex);
-  printf("{\"processed\":%llu,\"skipped_existing\":%llu,\"failed\":%llu,\"total\":%llu,"
-         "\"audio_seconds\":%.3f,\"wall_seconds\":%.3f,\"config_digest\":\"%s\",\"preset\":",
+  printf("{\"processed\":%llu,\"skipped_existing\":%llu,\"failed\":%llu,\"not_started\":%llu,"
+         "\"total\":%llu,\"audio_seconds\":%.3f,\"wall_seconds\":%.6f,"
+         "\"stages\":{\"setup\":%.6f,\"read\":%.6f,\"hash\":%.6f,\"decode\":%.6f,"
+         "\"compute\":%.6f,\"write\":%.6f},\"waits\":{\"workers_on_writer\":%.6f,"
+         "\"writer_on_workers\":%.6f},\"workers\":%u,\"bound\":\"%s\","
+         "\"config_digest\":\"%s\",\"preset\":",
          (unsigned long long)st->processed, (unsigned long long)st->skipped_existing,
-         (unsigned long long)st->failed, (unsigned long long)st->total, st->audio_seconds,
-         st->wall_seconds, hex);
+         (unsigned long long)st->failed, (unsigned long long)st->not_started,
+         (unsigned long long)st->total, st->audio_seconds, st->wall_seconds, st->setup_seconds,
+         st->read_seconds, st->hash_seconds, st->decode_seconds, st->compute_seconds,
+         st->write_seconds, st->queue_wait_seconds, st->writer_wait_seconds, st->workers,
+         st->bound, hex);
   if (cfg->preset[0]) fc_cli_json_str(stdout, cfg->preset);
   else fputs("null", stdout);
   fputs(",\"device\":", stdout);
@@ -211,7 +233,7 @@ int main(int argc, char **argv) {
   const char *store_dir = NULL, *manifest = NULL, *audio_dir = NULL, *device_spec = "auto";
   int manifest_format = FC_MANIFEST_AUTO, strict = 0, quiet = 0, verbose = 0, progress = 0,
       json = 0;
-  double max_seconds = 0;
+  double max_seconds = 0, gpu_min_seconds = 0;
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   uint32_t jobs = ncpu > 0 ? (uint32_t)(ncpu < 256 ? ncpu : 256) : 1;
 
@@ -272,6 +294,10 @@ int main(int argc, char **argv) {
     case OPT_MAX_SECONDS: max_seconds = fc_cli_double("max-seconds", optarg, 0, 1e9); break;
     case 'j': jobs = fc_cli_u32("jobs", optarg, 1, 256); break;
     case OPT_DEVICE: device_spec = optarg; break;
+    case OPT_GPU_MIN_SECONDS:
+      gpu_min_seconds = fc_cli_double("gpu-min-seconds", optarg, 0, 1e12);
+      if (gpu_min_seconds == 0) gpu_min_seconds = -1; /* the library's "any job" */
+      break;
     case OPT_STRICT: strict = 1; break;
     case 'q': quiet = 1; break;
     case 'v': verbose = 1; break;
@@ -304,14 +330,11 @@ int main(int argc, char **argv) {
   fc_featurize_opts_init(&fo);
   if (fc_device_parse(device_spec, &fo.device, why, sizeof why) != 0) fc_cli_usage_error("%s", why);
   fc_device resolved;
-  if (fc_device_resolve(&fo.device, &resolved, why, sizeof why) != 0) {
+  /* An explicit device is checked before the inputs are read; auto is chosen by the job's size. */
+  if (fo.device.kind != FC_DEVICE_AUTO && fc_device_resolve(&fo.device, &resolved, why, sizeof why)) {
     fc_cli_warn(NULL, "%s", why);
     return FC_EXIT_USAGE;
   }
-  char device_name[32];
-  fc_device_name(&resolved, device_name, sizeof device_name);
-  if (verbose) /* auto says which device it took, and why not the GPU when it fell back */
-    fc_cli_warn(NULL, "device: %s%s%s%s", device_name, why[0] ? " (" : "", why, why[0] ? ")" : "");
 
   /* Inputs. */
   fc_item_list items;
@@ -336,6 +359,19 @@ int main(int argc, char **argv) {
       return FC_EXIT_USAGE;
     }
   }
+
+  if (fo.device.kind == FC_DEVICE_AUTO &&
+      fc_featurize_choose_device(&fo.device, items.items, items.count, jobs, gpu_min_seconds,
+                                 &resolved, why, sizeof why)) {
+    fc_cli_warn(NULL, "%s", why);
+    fc_item_list_free(&items);
+    return FC_EXIT_USAGE;
+  }
+  char device_name[32];
+  fc_device_name(&resolved, device_name, sizeof device_name);
+  if (verbose) /* auto says which device it took, and why not the GPU when it fell back */
+    fc_cli_warn(NULL, "device: %s%s%s%s", device_name, why[0] ? " (" : "", why, why[0] ? ")" : "");
+  fo.device = resolved;
 
   fc_store *store = NULL;
   rc = fc_store_open(store_dir, FC_STORE_CREATE | FC_STORE_NOSYNC, &store);
@@ -376,6 +412,9 @@ int main(int argc, char **argv) {
   } else if (rc || st.failed) {
     code = FC_EXIT_FAIL;
   }
+  if (st.failed > rctx.failed_lines) /* after a failed commit: one line for the items never begun */
+    fprintf(stderr, "%s: %llu inputs not started after the failed write, counted as failed\n",
+            fc_cli_tool, (unsigned long long)(st.failed - rctx.failed_lines));
   if (rc != FC_EINTR) {
     if (code == FC_EXIT_OK && st.total > 0 && st.skipped_existing == st.total) {
       if (!quiet)
@@ -386,9 +425,12 @@ int main(int argc, char **argv) {
               (unsigned long long)st.total);
       if (st.failed) fprintf(stderr, " (%llu failed)", (unsigned long long)st.failed);
       if (strict && rc && !why[0]) fputs(", stopped at the first failure (--strict)", stderr);
+      if (st.not_started)
+        fprintf(stderr, ", %llu not started", (unsigned long long)st.not_started);
       fputc('\n', stderr);
     }
   }
+  if (verbose) print_stages(&st);
   if (json) print_json(&st, &cfg, device_name, store_dir);
   return code;
 }

@@ -1,9 +1,14 @@
 /* Fault injection for tests (SQLite's faultsim style), in the lowest layer so that every layer
- * may use it. Built in only with FC_FAULT_INJECTION (on by default; -DFC_FAULT_INJECTION=OFF for a
- * release). FC_FAULT="site:N" makes the N-th call of that site fail, e.g. FC_FAULT=commit:3 fails
- * the third write-transaction commit with EIO. Sites: commit, put (store), cuda (CUDA calls). */
+ * may use it. Built in only with -DFC_FAULT_INJECTION=ON (off by default, so a release library
+ * neither reads FC_FAULT nor takes a lock on every checked call; scripts/test builds both its
+ * builds with it). FC_FAULT="site:N" makes the N-th call of that site fail, e.g.
+ * FC_FAULT=commit:3 fails the third write-transaction commit with EIO. Sites: commit, put (store),
+ * cuda (CUDA calls). Tests that need it ask fc_fault_built() and skip (exit 77) when it is 0. */
 #ifndef FC_FAULT_H
 #define FC_FAULT_H
+
+/* 1 when this library was built with the countdowns, else 0 (every build has this function). */
+int fc_fault_built(void);
 
 #ifdef FC_FAULT_INJECTION
 /* 1 when this call of `site` must fail. Thread-safe. */

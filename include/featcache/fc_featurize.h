@@ -9,9 +9,10 @@
  * queue_records records / queue_bytes bytes, and the writer's batch at most batch_records /
  * batch_bytes. Per-utterance failures are reported through a callback and the job goes on.
  *
- * The device choice lives here (fc_device_*): "auto" and "cpu" run the CPU backend (FFTW, one plan
- * per worker); "cuda"/"cuda:N" are parsed and refused with FC_ENODEVICE until a CUDA backend is
- * built in. */
+ * The device choice lives here (fc_device_*): "cpu" runs the CPU backend (FFTW, one plan per
+ * worker); "cuda"/"cuda:N" the CUDA backend (refused with FC_ENODEVICE without a usable GPU);
+ * "auto" picks by the job's size (fc_featurize_choose_device). An utterance longer than the CUDA
+ * backend's staging buffer is computed on the CPU (its record says producer 1). */
 #ifndef FC_FEATURIZE_H
 #define FC_FEATURIZE_H
 
@@ -37,13 +38,26 @@ typedef struct fc_device {
 /* Parse "auto", "cpu", "cuda" or "cuda:N". Returns 0, or FC_ECONFIG with a reason in why. */
 FC_API int fc_device_parse(const char *spec, fc_device *out, char *why, size_t why_len);
 
-/* Choose the device a job runs on: "auto" becomes the best backend this build and machine have
- * (today the CPU), "cpu" stays, "cuda[:N]" fails with FC_ENODEVICE and a reason in why when this
+/* Choose the device a job runs on, whatever its size: "auto" becomes the best backend this build
+ * and machine have (the first CUDA device when one is usable, else the CPU with the reason in
+ * why), "cpu" stays, "cuda[:N]" fails with FC_ENODEVICE and a reason in why when this
  * build or machine has no such device. *got receives the resolved device. */
 FC_API int fc_device_resolve(const fc_device *want, fc_device *got, char *why, size_t why_len);
 
 /* "cpu", "cuda:0", "auto" into buf (at least 16 bytes). Returns buf. */
 FC_API const char *fc_device_name(const fc_device *d, char *buf, size_t buf_len);
+
+/* The device a job of n items runs on. As fc_device_resolve, except that "auto" takes the GPU
+ * only when the job is large enough for the GPU's fixed start-up (CUDA context, buffers, cuFFT
+ * plans: 0.3-0.6 s) to pay off: its audio, estimated from the input files' sizes (stat; 44,100
+ * bytes a second, 16-bit mono 22.05 kHz; stops counting once the threshold is reached), must be at
+ * least gpu_min_seconds; 0 means the default, 3000 s per job (worker) — the CPU path at ~3000x
+ * realtime per core would need a second or more —, and < 0 means any job. Small jobs never
+ * touch the CUDA runtime. When auto falls back to the CPU, why says why ("small job: ...", or the
+ * runtime's "no CUDA device: ..."); it is not an error. Errors as fc_device_resolve. */
+FC_API int fc_featurize_choose_device(const fc_device *want, const fc_item *items, size_t n,
+                                      unsigned jobs, double gpu_min_seconds, fc_device *got,
+                                      char *why, size_t why_len);
 
 /* ---- one file → one float mel (loader-bench's "on the fly" baseline, tests) -------------------- */
 /* Read path once, decode, mix to mono, resample to the plan's sample rate (fc_audio_decode) and
@@ -90,14 +104,37 @@ typedef struct fc_featurize_stats {
   uint64_t committed_batches;
   double audio_seconds;      /* source audio of the processed items */
   double wall_seconds;
+  /* Items never begun because the run was stopped (the stop flag, or --strict). After a failed
+   * commit the items never begun count as failed instead. Always:
+   * processed + skipped_existing + failed + not_started = total. */
+  uint64_t not_started;
+  /* Where the time went (docs/featurize.md "Stage accounting"): busy seconds of each stage summed
+   * over the threads that ran it, and the seconds each side of the queue spent waiting. */
+  double setup_seconds;       /* backend start-up: plans; on CUDA the context, buffers, cuFFT plans */
+  double read_seconds;        /* workers: reading the files */
+  double hash_seconds;        /* workers: audio digest, store lookup, record checksum */
+  double decode_seconds;      /* workers: decode, mix to mono, resample */
+  double compute_seconds;     /* workers: features and dtype conversion (CUDA: incl. waiting for
+                                 the launch that carries the utterance) */
+  double write_seconds;       /* the writer: building and committing transactions, syncs */
+  double queue_wait_seconds;  /* workers blocked on the full queue: the writer is behind */
+  double writer_wait_seconds; /* the writer idle with nothing queued: the workers are behind */
+  unsigned workers;           /* worker threads that ran */
+  const char *bound;          /* static string: "write-bound", "compute-bound", "GPU-bound",
+                                 "read-bound", "hash-bound", "decode-bound", "start-up-bound",
+                                 or "idle" when nothing was done (fc_featurize_bound) */
 } fc_featurize_stats;
+
+/* The bound the stage times of st imply, on a device of kind `device` (the rule of
+ * docs/featurize.md "Stage accounting"). Returns a static string. */
+FC_API const char *fc_featurize_bound(const fc_featurize_stats *st, fc_device_kind device);
 
 /* Progress, called by the writer thread after each commit (and once at the end). */
 typedef void (*fc_featurize_progress_fn)(const fc_featurize_stats *st, void *user);
 
 typedef struct fc_featurize_opts {
   unsigned jobs;           /* worker threads; 0 = 1 */
-  fc_device device;        /* resolved with fc_device_resolve by fc_featurize_run */
+  fc_device device;        /* auto, cpu, cuda[:N]: chosen by fc_featurize_run (see below) */
   double max_seconds;      /* > 0: longer audio fails with FC_ETOOLONG */
   int strict;              /* stop at the first failed item (finished work is committed) */
   /* Set by the caller (e.g. a signal handler) to stop: no new items are started, what is computed
@@ -113,6 +150,7 @@ typedef struct fc_featurize_opts {
   uint32_t queue_records;  /* computed records waiting for the writer [64] */
   uint64_t queue_bytes;    /* bytes waiting for the writer [64 MiB] */
   double sync_seconds;     /* fc_store_sync interval for stores opened FC_STORE_NOSYNC [5] */
+  double auto_gpu_min_seconds; /* device auto: fc_featurize_choose_device's gpu_min_seconds [0] */
 } fc_featurize_opts;
 
 /* Fill opts with the defaults (jobs 1, device auto, no limits, no callbacks). */
@@ -122,6 +160,7 @@ FC_API void fc_featurize_opts_init(fc_featurize_opts *opts);
  * pipeline syncs every sync_seconds and at the end). Items with err set (manifest problems) are
  * reported as FAILED. For each good item: key = fc_record_key(audio digest, config digest); the
  * item is SKIPPED when the feat record exists and the id's audio entry holds the same digest.
+ * Device auto is chosen with fc_featurize_choose_device (opts->auto_gpu_min_seconds).
  * Returns 0 when the job ran to the end (stats->failed may be > 0); FC_EINTR when *stop was set;
  * with strict, the error code of the first failed item; FC_ECONFIG / FC_ENODEVICE (reason in why)
  * before anything is done; a store error (errno, LMDB, FC_EBADSTATE) when a commit failed, in

@@ -170,12 +170,23 @@ typedef struct fz_run {
   fc_featurize_stats st;
   int strict_err;
   double t0;
+  fc_device_kind device;
+  double write_busy, writer_wait; /* the writer's stage times (its own thread) */
 } fz_run;
+
+/* Busy seconds of one worker's stages (its own: no lock), summed into the stats at the end. */
+typedef struct fz_times {
+  double read, hash, decode, compute, queue_wait;
+} fz_times;
 
 typedef struct fz_worker {
   fz_run *r;
   unsigned index;
   pthread_t thread;
+  fz_times t;
+  /* CPU plan for utterances the backend refuses as too long (a GPU's staging buffer), made on
+   * the first such utterance. */
+  fc_mel_plan *fallback;
 } fz_worker;
 
 static int stop_requested(const fz_run *r) { return r->o.stop && *r->o.stop; }
@@ -234,17 +245,23 @@ static int lookup(fz_run *r, const char *id, const fc_digest *key, const fc_dige
   return rc;
 }
 
-/* Hand a job to the writer; blocks while the queue is full. Frees the job if the writer failed. */
-static void queue_push(fz_run *r, fz_job *j) {
+/* Hand a job to the writer; blocks while the queue is full (the time goes to *waited). Returns 0,
+ * or the writer's error when a commit failed: the job is not queued (the caller reports it). */
+static int queue_push(fz_run *r, fz_job *j, double *waited) {
   size_t b = job_bytes(j);
   pthread_mutex_lock(&r->mu);
-  while (!r->fatal && r->q_count > 0 &&
-         (r->q_count >= r->o.queue_records || r->q_bytes + b > r->o.queue_bytes))
-    pthread_cond_wait(&r->cv_space, &r->mu);
+  if (!r->fatal && r->q_count > 0 &&
+      (r->q_count >= r->o.queue_records || r->q_bytes + b > r->o.queue_bytes)) {
+    double t = now_s();
+    while (!r->fatal && r->q_count > 0 &&
+           (r->q_count >= r->o.queue_records || r->q_bytes + b > r->o.queue_bytes))
+      pthread_cond_wait(&r->cv_space, &r->mu);
+    *waited += now_s() - t;
+  }
   if (r->fatal) {
+    int rc = r->fatal;
     pthread_mutex_unlock(&r->mu);
-    job_free(j);
-    return;
+    return rc;
   }
   if (r->tail) r->tail->next = j;
   else r->head = j;
@@ -253,9 +270,29 @@ static void queue_push(fz_run *r, fz_job *j) {
   r->q_bytes += b;
   pthread_cond_signal(&r->cv_items);
   pthread_mutex_unlock(&r->mu);
+  return 0;
 }
 
-static void process_item(fz_run *r, unsigned worker, size_t i) {
+/* The reason given for an item computed but never committed because a commit failed. */
+static void report_unstored(fz_run *r, size_t i, int err) {
+  char why[200];
+  fc_why(why, sizeof why, "not stored: a write to the store failed (%s)", fc_strerror(err));
+  report_failed(r, i, err, why);
+}
+
+/* Features of x on the backend; an utterance the backend refuses as too long for it (the CUDA
+ * staging buffer) is computed on the CPU instead, never failed. *producer says which did it. */
+static int compute_features(fz_run *r, fz_worker *w, const float *x, size_t n, float *mel,
+                            uint32_t *producer) {
+  *producer = r->be->producer;
+  int rc = r->be->compute(r->be_state, w->index, x, n, mel);
+  if (rc != FC_ETOOLONG || r->be->producer == FC_PRODUCER_CPU) return rc;
+  if (!w->fallback && (rc = fc_mel_plan_create(r->cfg, &w->fallback))) return rc;
+  *producer = FC_PRODUCER_CPU;
+  return fc_mel_compute(w->fallback, x, n, mel);
+}
+
+static void process_item(fz_run *r, fz_worker *w, size_t i) {
   const fc_item *it = &r->items[i];
   const fc_mel_config *cfg = r->cfg;
   char why[320];
@@ -273,7 +310,10 @@ static void process_item(fz_run *r, unsigned worker, size_t i) {
   float *x = NULL;
   fz_job *j = NULL;
   fc_audio_info info;
+  fz_times *tm = &w->t;
+  double t0 = now_s(), t1;
   int rc = fc_audio_read_file(it->path, 0, &bytes, &len, &info);
+  tm->read += (t1 = now_s()) - t0;
   if (rc) {
     report_failed(r, i, rc, plain_reason(rc));
     return;
@@ -282,7 +322,9 @@ static void process_item(fz_run *r, unsigned worker, size_t i) {
   fc_digest_buffer(bytes, len, &audio);
   fc_record_key(&audio, &r->cfg_digest, &key);
   int have_feat, have_entry;
-  if ((rc = lookup(r, it->id, &key, &audio, &have_feat, &have_entry))) {
+  rc = lookup(r, it->id, &key, &audio, &have_feat, &have_entry);
+  tm->hash += (t0 = now_s()) - t1;
+  if (rc) {
     fc_why(why, sizeof why, "cannot read the store: %s", fc_strerror(rc));
     goto fail;
   }
@@ -297,6 +339,7 @@ static void process_item(fz_run *r, unsigned worker, size_t i) {
                        &info, why, sizeof why);
   free(bytes);
   bytes = NULL;
+  tm->decode += (t1 = now_s()) - t0;
   if (rc) goto fail;
 
   if (!(j = calloc(1, sizeof *j))) goto nomem;
@@ -323,9 +366,12 @@ static void process_item(fz_run *r, unsigned worker, size_t i) {
     uint8_t *pl = j->record + FC_RECORD_HEADER_SIZE;
     float *mel = cfg->dtype == FC_DTYPE_F32 ? (float *)(void *)pl : malloc(nvals * sizeof *mel);
     if (!mel) goto nomem;
-    rc = r->be->compute(r->be_state, worker, x, n, mel);
+    uint32_t producer;
+    t1 = now_s();
+    rc = compute_features(r, w, x, n, mel, &producer);
     if (!rc && cfg->dtype != FC_DTYPE_F32) fc_convert_dtype(mel, nvals, cfg->dtype, pl);
     if (mel != (float *)(void *)pl) free(mel);
+    tm->compute += (t0 = now_s()) - t1;
     if (rc) {
       fc_why(why, sizeof why, "feature computation failed: %s", fc_strerror(rc));
       goto fail;
@@ -333,8 +379,9 @@ static void process_item(fz_run *r, unsigned worker, size_t i) {
     fc_record_header h = {.dtype = (uint8_t)cfg->dtype, .ndim = 2, .dim0 = (uint32_t)frames,
                           .dim1 = cfg->n_mels, .payload_bytes = payload,
                           .payload_hash = fc_hash64(pl, payload), .config = r->cfg_digest,
-                          .flags = 0, .producer = r->be->producer};
+                          .flags = 0, .producer = producer};
     fc_record_header_encode(&h, j->record);
+    tm->hash += now_s() - t0;
     j->frames = frames;
   }
   free(x);
@@ -345,7 +392,10 @@ static void process_item(fz_run *r, unsigned worker, size_t i) {
   j->entry_len = fc_audio_entry_size(&e);
   if (!(j->entry = malloc(j->entry_len))) goto nomem;
   fc_audio_entry_encode(&e, j->entry);
-  queue_push(r, j);
+  if ((rc = queue_push(r, j, &tm->queue_wait))) {
+    job_free(j);
+    report_unstored(r, i, rc);
+  }
   return;
 
 nomem:
@@ -369,7 +419,7 @@ static void *worker_main(void *arg) {
     }
     size_t i = atomic_fetch_add(&r->next, 1);
     if (i >= r->n) break;
-    process_item(r, w->index, i);
+    process_item(r, w, i);
   }
   pthread_mutex_lock(&r->mu);
   r->producers_left--;
@@ -463,6 +513,7 @@ static int writer_loop(fz_run *r) {
     const int full = bcount >= r->o.batch_records || bbytes >= r->o.batch_bytes;
     if (bcount && (full || finished || now_s() - started >= r->o.batch_seconds)) {
       pthread_mutex_unlock(&r->mu);
+      double tw = now_s();
       rc = commit_batch(r, batch, bcount);
       if (!rc) {
         report_committed(r, batch);
@@ -472,12 +523,11 @@ static int writer_loop(fz_run *r) {
           last_sync = now_s();
           dirty = 0;
         }
-      } else {
-        pthread_mutex_lock(&r->ev_mu);
-        r->st.failed += bcount; /* computed, never committed */
-        pthread_mutex_unlock(&r->ev_mu);
+      } else { /* computed, never committed: a line each */
+        for (fz_job *j = batch; j; j = j->next) report_unstored(r, j->index, rc);
       }
       batch_free(batch);
+      r->write_busy += now_s() - tw;
       batch = btail = NULL;
       bcount = 0;
       bbytes = 0;
@@ -494,26 +544,61 @@ static int writer_loop(fz_run *r) {
     double wait = bcount ? started + r->o.batch_seconds - now_s() : 1.0;
     if (wait > 0) {
       struct timespec ts = deadline(wait);
+      double tw = now_s();
       pthread_cond_timedwait(&r->cv_items, &r->mu, &ts);
+      r->writer_wait += now_s() - tw;
     }
   }
   pthread_mutex_unlock(&r->mu);
-  if (!rc && nosync && dirty) rc = fc_store_sync(r->s);
+  if (!rc && nosync && dirty) {
+    double tw = now_s();
+    rc = fc_store_sync(r->s);
+    r->write_busy += now_s() - tw;
+  }
   return rc;
+}
+
+/* The bound the stage times imply (docs/featurize.md "Stage accounting"). The pipeline has two
+ * resources: the worker pool (jobs threads: read, hash, decode, compute) and the one writer. The
+ * busier of the two, as a share of its capacity over the time after start-up, is the bound; within
+ * the pool, the stage with the most busy seconds names it (compute on a GPU: "GPU-bound"). A run
+ * whose start-up took longer than the rest is "start-up-bound". */
+const char *fc_featurize_bound(const fc_featurize_stats *st, fc_device_kind device) {
+  const double pool = st->read_seconds + st->hash_seconds + st->decode_seconds + st->compute_seconds;
+  const double run = st->wall_seconds - st->setup_seconds;
+  if (pool + st->write_seconds <= 0 || st->workers == 0) return "idle";
+  if (st->setup_seconds > run) return "start-up-bound";
+  const double span = run > 0 ? run : 1e-9;
+  const double u_pool = pool / (span * st->workers), u_writer = st->write_seconds / span;
+  if (u_writer >= u_pool) return "write-bound";
+  double best = st->read_seconds;
+  const char *name = "read-bound";
+  if (st->hash_seconds > best) best = st->hash_seconds, name = "hash-bound";
+  if (st->decode_seconds > best) best = st->decode_seconds, name = "decode-bound";
+  if (st->compute_seconds > best)
+    best = st->compute_seconds, name = device == FC_DEVICE_CUDA ? "GPU-bound" : "compute-bound";
+  return name;
 }
 
 int fc_featurize_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_t n,
                      const fc_featurize_opts *opts, fc_featurize_stats *stats, char *why,
                      size_t why_len) {
+  return fc_fz_run(s, cfg, items, n, opts, NULL, stats, why, why_len);
+}
+
+int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_t n,
+              const fc_featurize_opts *opts, const fc_fz_backend *backend,
+              fc_featurize_stats *stats, char *why, size_t why_len) {
   if (why && why_len) why[0] = '\0';
   fz_run *r = calloc(1, sizeof *r);
   fz_worker *workers = NULL;
   unsigned started = 0;
-  int rc = 0;
+  int rc = 0, ran = 0;
   if (stats) memset(stats, 0, sizeof *stats);
   if (!r) return ENOMEM;
   r->t0 = now_s();
   r->st.total = n;
+  r->st.bound = "idle";
   r->s = s;
   r->cfg = cfg;
   r->items = items;
@@ -554,21 +639,29 @@ int fc_featurize_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items
   fc_digest_hex(&r->cfg_digest, r->cfg_key + 4);
   fc_device dev;
   char dev_why[256]; /* auto's fallback reason is not an error: keep it out of why */
-  if ((rc = fc_device_resolve(&r->o.device, &dev, dev_why, sizeof dev_why))) {
+  if (backend) { /* a test's backend (featurize_backend.h) */
+    dev = r->o.device;
+  } else if ((rc = fc_featurize_choose_device(&r->o.device, items, n, r->o.jobs,
+                                              r->o.auto_gpu_min_seconds, &dev, dev_why,
+                                              sizeof dev_why))) {
     fc_why(why, why_len, "%s", dev_why);
     goto out;
   }
-  if (!(r->be = fc_fz_backend_for(&dev))) {
+  r->device = dev.kind;
+  if (!(r->be = backend ? backend : fc_fz_backend_for(&dev))) {
     rc = FC_ENODEVICE;
     fc_why(why, why_len, "no backend for this device in this build");
     goto out;
   }
-  if ((rc = r->be->open(cfg, &dev, r->o.jobs, &r->be_state, why, why_len))) goto out;
   if (s->flags & FC_STORE_RDONLY) {
     rc = EACCES;
     fc_why(why, why_len, "store opened read-only");
     goto out;
   }
+  double t_setup = now_s();
+  rc = r->be->open(cfg, &dev, r->o.jobs, &r->be_state, why, why_len);
+  r->st.setup_seconds = now_s() - t_setup;
+  if (rc) goto out;
 
   if (!(workers = calloc(r->o.jobs, sizeof *workers))) {
     rc = ENOMEM;
@@ -589,11 +682,30 @@ int fc_featurize_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items
     started++;
   }
   int wrc = writer_loop(r);
-  for (unsigned w = 0; w < started; w++) pthread_join(workers[w].thread, NULL);
-  /* After a failed commit, workers may still have queued jobs: never committed. */
-  for (fz_job *j = r->head; j; j = j->next) r->st.failed++;
+  ran = 1;
+  for (unsigned w = 0; w < started; w++) {
+    pthread_join(workers[w].thread, NULL);
+    fz_times *t = &workers[w].t;
+    r->st.read_seconds += t->read;
+    r->st.hash_seconds += t->hash;
+    r->st.decode_seconds += t->decode;
+    r->st.compute_seconds += t->compute;
+    r->st.queue_wait_seconds += t->queue_wait;
+    fc_mel_plan_free(workers[w].fallback);
+  }
+  r->st.workers = started;
+  r->st.write_seconds = r->write_busy;
+  r->st.writer_wait_seconds = r->writer_wait;
+  /* After a failed commit, workers may still have queued jobs: computed, never committed. */
+  for (fz_job *j = r->head; j; j = j->next) report_unstored(r, j->index, wrc ? wrc : FC_EBADSTATE);
   batch_free(r->head);
   r->head = r->tail = NULL;
+  /* Items never begun: failures of this job after a failed commit (one line for them all, the
+   * caller's summary), else the run was stopped on purpose (stop flag, strict). */
+  size_t next = atomic_load(&r->next);
+  uint64_t never = next < n ? n - next : 0;
+  if (wrc || rc) r->st.failed += never;
+  else r->st.not_started += never;
   if (rc) goto out; /* thread start failure */
   if (wrc) {
     rc = wrc;
@@ -608,6 +720,8 @@ out:
   if (r->be && r->be_state) r->be->close(r->be_state);
   free(workers);
   r->st.wall_seconds = now_s() - r->t0;
+  if (!ran) r->st.not_started = n; /* refused before any work */
+  r->st.bound = fc_featurize_bound(&r->st, r->device);
   if (r->o.on_progress && started) r->o.on_progress(&r->st, r->o.user);
   if (stats) *stats = r->st;
   pthread_cond_destroy(&r->cv_items);

@@ -7,7 +7,8 @@
  * A backend computes float32 [frames][n_mels] features for one utterance at a time, called from
  * `workers` threads at once, each passing its own worker number. A batching backend (CUDA) may
  * gather the calls of several workers into one launch; each call returns when its output is
- * ready. */
+ * ready. A backend that cannot take an utterance because it is too long for it (a GPU staging
+ * buffer) returns FC_ETOOLONG: the pipeline then computes it on the CPU (producer 1). */
 #ifndef FC_FEATURIZE_BACKEND_H
 #define FC_FEATURIZE_BACKEND_H
 
@@ -29,5 +30,12 @@ typedef struct fc_fz_backend {
 
 /* The backend for a resolved device (fc_device_resolve); NULL when this build has none. */
 const fc_fz_backend *fc_fz_backend_for(const fc_device *dev);
+
+/* fc_featurize_run with a given backend (NULL: the device's, chosen as fc_featurize_run does;
+ * else opts->device is taken as is). For tests: a fake backend exercises the pipeline's hand-offs,
+ * deadlines and fallbacks on any machine. */
+int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_t n,
+              const fc_featurize_opts *opts, const fc_fz_backend *backend,
+              fc_featurize_stats *stats, char *why, size_t why_len);
 
 #endif

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static int set_why(char *why, size_t why_len, int rc, const char *fmt, ...) {
   if (why && why_len) {
@@ -73,6 +74,38 @@ int fc_device_resolve(const fc_device *want, fc_device *got, char *why, size_t w
     return 0;
   }
   return set_why(why, why_len, FC_ECONFIG, "unknown device kind %d", (int)want->kind);
+}
+
+/* Auto's rule (docs/featurize.md "Choosing the device"): the CPU path runs at ~3000x realtime per
+ * core; the GPU's start-up costs 0.3-0.6 s. Below about one second of CPU work the start-up would
+ * dominate, so the default threshold is that second: 3000 s of audio per worker. */
+enum { AUTO_CPU_RATE = 3000, AUTO_BYTES_PER_SECOND = 44100 };
+
+int fc_featurize_choose_device(const fc_device *want, const fc_item *items, size_t n,
+                               unsigned jobs, double gpu_min_seconds, fc_device *got, char *why,
+                               size_t why_len) {
+  if (want->kind != FC_DEVICE_AUTO || !fc_cuda_built())
+    return fc_device_resolve(want, got, why, why_len);
+  if (why && why_len) why[0] = '\0';
+  double min_s = gpu_min_seconds > 0 ? gpu_min_seconds
+                 : gpu_min_seconds < 0 ? 0
+                 : (double)AUTO_CPU_RATE * (jobs ? jobs : 1);
+  double bytes = 0, need = min_s * AUTO_BYTES_PER_SECOND;
+  for (size_t i = 0; i < n && bytes < need; i++) {
+    struct stat sb;
+    if (items[i].path && !items[i].err && stat(items[i].path, &sb) == 0 && S_ISREG(sb.st_mode))
+      bytes += (double)sb.st_size;
+  }
+  if (bytes < need) {
+    memset(got, 0, sizeof *got);
+    got->kind = FC_DEVICE_CPU;
+    set_why(why, why_len, 0,
+            "small job: about %.0f s of audio, below the %.0f s for which the GPU's start-up pays "
+            "off",
+            bytes / AUTO_BYTES_PER_SECOND, min_s);
+    return 0;
+  }
+  return fc_device_resolve(want, got, why, why_len);
 }
 
 const char *fc_device_name(const fc_device *d, char *buf, size_t buf_len) {

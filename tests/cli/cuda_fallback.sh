@@ -13,35 +13,37 @@ FZ=${FC_BIN:?}/featurize
 PY=${FC_PYTHON:-python3}
 LIB=${FEATCACHE_LIBRARY:-$FC_BIN/libfeatcache.so}
 [ -x "$FZ" ] || { echo "featurize is not built"; exit 77; }
-command -v espeak-ng >/dev/null || { echo "espeak-ng missing"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 fails=0
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 
-espeak-ng -w a.wav "the quick brown fox" || exit 77
+# 1.25 s of a 16-bit 22.05 kHz tone, made with Python's standard library (a GPU machine has no
+# espeak-ng).
+"$PY" - <<'PY' || exit 1
+import math, struct, wave
+with wave.open("a.wav", "wb") as w:
+    w.setnchannels(1); w.setsampwidth(2); w.setframerate(22050)
+    w.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * 440 * i / 22050)))
+                           for i in range(27562)))
+PY
 
 # The library's own answer: device count and reason, straight from fc_cuda_device_count.
-read -r count reason < <("$PY" - "$LIB" <<'PY'
+read -r built count reason < <("$PY" - "$LIB" <<'PY'
 import ctypes, sys
 lib = ctypes.CDLL(sys.argv[1])
 n = ctypes.c_int(-1)
 why = ctypes.create_string_buffer(256)
 rc = lib.fc_cuda_device_count(ctypes.byref(n), why, ctypes.c_size_t(256))
-print(n.value if rc == 0 else 0, why.value.decode())
+print(lib.fc_cuda_built(), n.value if rc == 0 else 0, why.value.decode())
 PY
 )
 [ -n "${count:-}" ] || { echo "cannot query fc_cuda_device_count through $LIB"; exit 1; }
 echo "fc_cuda_device_count: $count${reason:+ ($reason)}"
 
-producer() { # producer field (header offset 52) of every record in the store
-  "$PY" - "$1" <<'PY'
-import lmdb, struct, sys
-env = lmdb.open(sys.argv[1], readonly=True, lock=False, max_dbs=8)
-with env.begin(db=env.open_db(b"feat", create=False)) as t:
-    print(" ".join(str(struct.unpack_from("<I", bytes(v), 52)[0]) for _, v in t.cursor()))
-PY
+producer() { # producer field of every record in the store (read through the library's store API)
+  "$PY" "$FC_SRC/tests/fc_records.py" "$1" | cut -d' ' -f2 | tr '\n' ' ' | sed 's/ $//'
 }
 json_field() { "$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
 
@@ -62,8 +64,9 @@ if [ "$count" = 0 ]; then
     "no CUDA device: "?*) ;;
     *) fail "fc_cuda_device_count reason '$reason' does not start with 'no CUDA device: '" ;;
   esac
-  # auto falls back to the CPU, says so at -v, and in --json.
-  "$FZ" --device auto -v --json -o st a.wav >out 2>err
+  # auto falls back to the CPU, says so at -v, and in --json (--gpu-min-seconds 0: whatever the
+  # job's size, so the reason is the runtime's).
+  "$FZ" --device auto --gpu-min-seconds 0 -v --json -o st a.wav >out 2>err
   rc=$?
   [ "$rc" = 0 ] || fail "auto: exit $rc; stderr: $(cat err)"
   want_line="featurize: device: cpu ($reason)"
@@ -81,7 +84,8 @@ if [ "$count" = 0 ]; then
   check_nodev "cuda:0" cuda:0 "featurize: $reason"
   check_nodev "cuda:7" cuda:7 "featurize: $reason"
 else
-  "$FZ" --device auto -v --json -o st a.wav >out 2>err || fail "auto on a GPU: exit $?; $(cat err)"
+  "$FZ" --device auto --gpu-min-seconds 0 -v --json -o st a.wav >out 2>err ||
+    fail "auto on a GPU: exit $?; $(cat err)"
   grep -qE "^featurize: device: cuda:0( |$)" err || fail "auto -v on a GPU: $(cat err)"
   [ "$(json_field out device 2>/dev/null)" = cuda:0 ] || fail "auto --json on a GPU: $(cat out)"
   [ "$(producer st)" = 2 ] || fail "auto on a GPU: producer '$(producer st)', want 2 (CUDA)"
@@ -92,6 +96,25 @@ else
   [ "$rc" = 2 ] || fail "cuda:$count: exit $rc (want 2)"
   grep -qxE "featurize: no CUDA device: device $count does not exist \(.*\)" err ||
     fail "cuda:$count: stderr $(cat err)"
+fi
+
+# auto on a small job (the 1.25 s file; the default threshold is 3000 s per worker): the CPU, with
+# the reason, on any machine, without touching the CUDA runtime.
+"$FZ" --device auto -j 2 -v --json -o st_small a.wav >out 2>err || fail "auto small: exit $?; $(cat err)"
+want_line="featurize: device: cpu (small job: about 1 s of audio, below the 6000 s for which the GPU's start-up pays off)"
+if [ "$built" = 1 ]; then
+  grep -qxF "$want_line" err || fail "auto small -v: no line '$want_line' in stderr: $(cat err)"
+else
+  grep -qxF "featurize: device: cpu ($reason)" err || fail "auto small -v (no backend): $(cat err)"
+fi
+[ "$(json_field out device 2>/dev/null)" = cpu ] || fail "auto small --json: $(cat out)"
+[ "$(producer st_small)" = 1 ] || fail "auto small: producer '$(producer st_small)', want 1"
+# the threshold counts the job's bytes: a threshold below this file's 1.25 s takes the GPU if any
+"$FZ" --device auto --gpu-min-seconds 1 -v -o st_thr a.wav >out 2>err || fail "auto --gpu-min-seconds 1: exit $?"
+if [ "$count" = 0 ]; then
+  grep -qxF "featurize: device: cpu ($reason)" err || fail "auto --gpu-min-seconds 1: $(cat err)"
+else
+  grep -qE "^featurize: device: cuda:0( |$)" err || fail "auto --gpu-min-seconds 1 on a GPU: $(cat err)"
 fi
 
 # A device name that is not one: usage error.

@@ -172,7 +172,8 @@ def find_dtype_config(store, preset_cfg, dtype):
 
 
 def run(args):
-    p = subprocess.run([FZ] + args, capture_output=True, text=True)
+    # --device cpu: the records are checked to be the CPU's (producer 1), on a GPU machine too
+    p = subprocess.run([FZ, "--device", "cpu"] + args, capture_output=True, text=True)
     if p.returncode != 0:
         raise AssertionError(f"featurize {' '.join(args)}: exit {p.returncode}: {p.stderr}")
     return p

@@ -1,7 +1,8 @@
 /* GPU throughput benchmark (a measurement, not a timed assertion): hifigan features of 6-second
  * utterances through fc_cuda_compute_batch, against one CPU thread of fc_mel_compute on the same
  * signals, side by side in one run. Prints realtime factors, frames per second and the plan's
- * memory; scripts/gpu-check collects the lines that start with "bench:". Without a usable GPU:
+ * memory, and checks the GPU's output of the timed run against the CPU's (exit 1 when it differs);
+ * scripts/gpu-check collects the lines that start with "bench:". Without a usable GPU:
  * exit 77 (skipped) with the reason. FC_BENCH_UTTS overrides the number of utterances (256). */
 #include <math.h>
 #include <stdio.h>
@@ -12,20 +13,42 @@
 #include "featcache/fc_cuda.h"
 #include "featcache/fc_mel.h"
 
+#include "tests/unit/mel_signal.h"
+
 static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-static void make_signal(float *x, size_t n, uint32_t seed, double sr) {
-  uint32_t s = seed * 2654435761u + 1;
-  for (size_t i = 0; i < n; i++) {
-    s = s * 1664525u + 1013904223u;
-    double t = (double)i / sr;
-    x[i] = (float)(0.4 * sin(2 * M_PI * (100.0 + 2000.0 * t) * t) +
-                   ((double)(s >> 8) / 16777216.0 - 0.5) * 0.4);
+/* The GPU's output of utterance i against fc_mel_compute on the CPU: frame counts are the plan's,
+ * values within 1e-4 (absolute on log outputs, relative on linear ones, in ln units for dB), the
+ * float32-FFT allowance for bands far below their frame's peak (1e-6 of the frame's largest band
+ * in the linear domain; docs/ACCURACY.md). Returns the number of values outside both. */
+static uint64_t check_output(const fc_mel_config *c, const float *got, const float *ref,
+                             uint64_t frames, double *worst) {
+  const uint32_t nm = c->n_mels;
+  uint64_t bad = 0;
+  for (uint64_t t = 0; t < frames; t++) {
+    double fmax_lin = 1e-30;
+    for (uint32_t m = 0; m < nm; m++) fmax_lin = fmax(fmax_lin, to_linear(c, ref[t * nm + m]));
+    for (uint32_t m = 0; m < nm; m++) {
+      uint64_t i = t * nm + m;
+      double e = fabs((double)got[i] - (double)ref[i]);
+      if (c->log == FC_LOG_NONE) e /= fmax(fabs((double)ref[i]), 1e-30);
+      if (c->log == FC_LOG_DB) e /= 10.0 / log(10.0);
+      if (e <= 1e-4) {
+        if (e > *worst) *worst = e;
+        continue;
+      }
+      if (!(fabs(to_linear(c, got[i]) - to_linear(c, ref[i])) / fmax_lin <= 1e-6)) {
+        if (bad++ < 3)
+          fprintf(stderr, "bench: %s frame %llu band %u: GPU %.9g, CPU %.9g\n", c->preset,
+                  (unsigned long long)t, m, (double)got[i], (double)ref[i]);
+      }
+    }
   }
+  return bad;
 }
 
 static int bench(const char *preset, size_t n_utts, double seconds) {
@@ -39,6 +62,7 @@ static int bench(const char *preset, size_t n_utts, double seconds) {
     lens[i] = n;
     pcm[i] = malloc(sizeof(float) * n);
     out[i] = malloc(sizeof(float) * f * cfg.n_mels);
+    for (uint64_t k = 0; k < f * cfg.n_mels; k++) out[i][k] = NAN; /* unwritten fails the check */
     make_signal(pcm[i], n, (uint32_t)i, cfg.sample_rate);
   }
   fc_cuda_plan *p = NULL;
@@ -66,15 +90,31 @@ static int bench(const char *preset, size_t n_utts, double seconds) {
   fc_mel_plan *cpu = NULL;
   fc_mel_plan_create(&cfg, &cpu);
   size_t cpu_utts = n_utts < 8 ? n_utts : 8;
-  double t0 = now();
-  for (size_t i = 0; i < cpu_utts; i++) fc_mel_compute(cpu, pcm[i], n, out[i]);
-  double cpu_t = now() - t0;
+  float *ref = malloc(sizeof(float) * f * cfg.n_mels);
+  double t0 = now(), cpu_t = 0, worst = 0;
+  uint64_t bad = 0;
+  /* The CPU's time on the first cpu_utts utterances, each checked against the GPU's output of the
+   * last timed run: a benchmark of wrong numbers is no benchmark. */
+  for (size_t i = 0; i < cpu_utts; i++) {
+    t0 = now();
+    fc_mel_compute(cpu, pcm[i], n, ref);
+    cpu_t += now() - t0;
+    bad += check_output(&cfg, out[i], ref, f, &worst);
+  }
+  free(ref);
+  if (bad) {
+    fprintf(stderr, "bench: %s: %llu GPU values disagree with the CPU's\n", preset,
+            (unsigned long long)bad);
+    rc = 1;
+  }
   const double audio = seconds * (double)n_utts;
   printf("bench: %-9s gpu %zu x %.0f s utterances in %.4f s: %.0f x realtime, %.3g frames/s "
          "(plan: %.0f MiB device, %.0f MiB pinned)\n", preset, n_utts, seconds, best, audio / best,
          (double)f * (double)n_utts / best, (double)dev / 1048576.0, (double)pinned / 1048576.0);
-  printf("bench: %-9s cpu 1 thread: %.0f x realtime; gpu / cpu-thread = %.1f\n", preset,
-         seconds * (double)cpu_utts / cpu_t, (audio / best) / (seconds * (double)cpu_utts / cpu_t));
+  printf("bench: %-9s cpu 1 thread: %.0f x realtime; gpu / cpu-thread = %.1f; output of %zu "
+         "utterances checked against the CPU's: %s (max error %.1e)\n", preset,
+         seconds * (double)cpu_utts / cpu_t, (audio / best) / (seconds * (double)cpu_utts / cpu_t),
+         cpu_utts, bad ? "DIFFERENT" : "same", worst);
   fc_mel_plan_free(cpu);
   fc_cuda_plan_free(p);
   for (size_t i = 0; i < n_utts; i++) {
@@ -84,7 +124,7 @@ static int bench(const char *preset, size_t n_utts, double seconds) {
   free(pcm);
   free(out);
   free(lens);
-  return 0;
+  return rc;
 }
 
 int main(void) {

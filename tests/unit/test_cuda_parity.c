@@ -1,7 +1,7 @@
 /* CUDA vs CPU parity, on a GPU: every preset (and the dB and log10 variants), utterances of awkward
  * lengths packed into one batch, a small staging buffer (many chunks over both streams) and the
  * default one; frame counts exact, log outputs within 1e-4 (absolute), linear ones within 1e-4
- * (relative); f16/bf16 outputs within one unit in the last place of the CPU's converted values;
+ * (relative); f16/bf16 outputs the rounding of a value within that tolerance of the CPU's;
  * the gatherer from several threads; the errors (too long, empty, sticky after an injected CUDA
  * failure with FC_FAULT=cuda:N). Without a usable GPU: exit 77 (skipped) with the reason. */
 #include <math.h>
@@ -111,22 +111,49 @@ static void parity(const variant *v, size_t max_batch_samples) {
          v->label, fc_cuda_plan_max_samples(gpu), worst, (unsigned long long)beyond,
          (unsigned long long)total, frame_err);
 
-  /* f16 / bf16 on the device vs the CPU's float values converted on the CPU: at most one ulp. */
+  /* f16 / bf16 on the device. A 1-ulp rule against the CPU's converted values is meaningless where
+   * the ulp is far finer than the float32 tolerance (near 0 dB, near 0 in ln): a value is right
+   * when it is the rounding of the GPU's own float32 value (the same kernels, then the shared
+   * fc_math conversion), or lies between the roundings of ref -/+ the float32 tolerance. Every
+   * remaining disagreement is printed with the float32 values behind it. */
   for (int dt = FC_DTYPE_F16; dt <= FC_DTYPE_BF16 && rc == 0; dt++) {
     rc = fc_cuda_compute_batch(gpu, (const float *const *)pcm, lens, N_UTTS, dt, (void *const *)half);
     CHECK(rc == 0, "%s: %s batch: %s", v->label, fc_dtype_name(dt), fc_cuda_last_error());
+    uint64_t far = 0, exact = 0, total_h = 0;
     for (int i = 0; i < N_UTTS && rc == 0; i++) {
-      uint16_t *conv = malloc(sizeof(uint16_t) * frames[i] * nm);
-      fc_convert_dtype(ref[i], frames[i] * nm, dt, conv);
-      uint64_t far = 0;
       for (uint64_t k = 0; k < frames[i] * nm; k++) {
-        int d = (int)half[i][k] - (int)conv[k];
-        if (d > 1 || d < -1) far++;
+        total_h++;
+        float g32 = got[i][k], r32 = ref[i][k], gh, own, lo, hi;
+        uint16_t o;
+        fc_convert_dtype(&g32, 1, dt, &o);
+        if (o == half[i][k]) {
+          exact++;
+          continue;
+        }
+        double tol = 1e-4;
+        if (cfg.log == FC_LOG_NONE) tol *= fabs((double)r32);
+        if (cfg.log == FC_LOG_DB) tol *= 10.0 / log(10.0);
+        float bounds[2] = {(float)((double)r32 - tol), (float)((double)r32 + tol)};
+        uint16_t hb[2];
+        fc_convert_dtype(bounds, 2, dt, hb);
+        gh = dt == FC_DTYPE_F16 ? fc_f16_to_f32(half[i][k]) : fc_bf16_to_f32(half[i][k]);
+        own = dt == FC_DTYPE_F16 ? fc_f16_to_f32(o) : fc_bf16_to_f32(o);
+        lo = dt == FC_DTYPE_F16 ? fc_f16_to_f32(hb[0]) : fc_bf16_to_f32(hb[0]);
+        hi = dt == FC_DTYPE_F16 ? fc_f16_to_f32(hb[1]) : fc_bf16_to_f32(hb[1]);
+        if (gh >= lo && gh <= hi) continue;
+        if (far++ < 5)
+          fprintf(stderr,
+                  "%s %s utterance %d value %llu: GPU %s %.9g, outside [%.9g, %.9g] (the "
+                  "rounding of CPU f32 %.9g -/+ %.2g); GPU f32 %.9g rounds to %.9g\n",
+                  v->label, fc_dtype_name(dt), i, (unsigned long long)k, fc_dtype_name(dt),
+                  (double)gh, (double)lo, (double)hi, (double)r32, tol, (double)g32, (double)own);
       }
-      CHECK(far == 0, "%s: %s utterance %d: %llu values more than 1 ulp from the CPU's", v->label,
-            fc_dtype_name(dt), i, (unsigned long long)far);
-      free(conv);
     }
+    CHECK(far == 0, "%s: %s: %llu of %llu values outside the float32 tolerance after rounding",
+          v->label, fc_dtype_name(dt), (unsigned long long)far, (unsigned long long)total_h);
+    printf("%-22s %-4s: %llu of %llu values the rounding of the GPU's float32, the rest within "
+           "the float32 tolerance\n", v->label, fc_dtype_name(dt), (unsigned long long)exact,
+           (unsigned long long)total_h);
   }
   for (int i = 0; i < N_UTTS; i++) {
     free(pcm[i]);

@@ -1,0 +1,270 @@
+/* The featurize pipeline around a backend, on any machine: a fake "GPU" backend (featurize_backend.h)
+ * that computes with the CPU kernels, says producer 2, refuses utterances longer than its
+ * "staging buffer" with FC_ETOOLONG (as the CUDA backend does) and fails one chosen utterance.
+ * Checked: a long utterance is computed on the CPU (producer 1), never failed, with exactly the
+ * numbers of fc_featurize_file; short ones carry producer 2 and the same numbers; a backend failure
+ * fails that item only, with its reason; counts add up on every path (a bad file, the stop flag);
+ * the stage accounting is filled in and its bound follows the documented rule
+ * (fc_featurize_bound, checked on constructed stats). */
+#include "featcache/fc_featurize.h"
+#include "featcache/fc_format.h"
+#include "libcache/featurize/featurize_backend.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/check.h"
+
+enum { LIMIT = 30000, NFILES = 10, LONG_FILE = 3, BROKEN_FILE = 6 };
+
+static size_t file_len(int k) { return k == LONG_FILE ? 70000 : 4000 + 1500 * (size_t)k; }
+
+static void put_le(FILE *f, uint32_t v, int bytes) {
+  for (int i = 0; i < bytes; i++) fputc((int)((v >> (8 * i)) & 0xff), f);
+}
+
+static void write_wav(const char *path, int k, size_t n) {
+  FILE *f = fopen(path, "wb");
+  if (!f) { perror(path); exit(1); }
+  fwrite("RIFF", 1, 4, f); put_le(f, 36 + 2 * (uint32_t)n, 4); fwrite("WAVEfmt ", 1, 8, f);
+  put_le(f, 16, 4); put_le(f, 1, 2); put_le(f, 1, 2); put_le(f, 22050, 4); put_le(f, 44100, 4);
+  put_le(f, 2, 2); put_le(f, 16, 2); fwrite("data", 1, 4, f); put_le(f, 2 * (uint32_t)n, 4);
+  uint32_t s = 12345u + (uint32_t)k;
+  for (size_t i = 0; i < n; i++) {
+    s = s * 1664525u + 1013904223u;
+    double v = 6000 * sin(2 * M_PI * (150 + 41 * k) * (double)i / 22050.0) + (double)(s >> 20) - 2048;
+    put_le(f, (uint32_t)(int16_t)v, 2);
+  }
+  fclose(f);
+}
+
+/* ---- the fake backend ---------------------------------------------------------------------------- */
+typedef struct fake {
+  unsigned workers;
+  atomic_uint calls;
+  size_t broken_len; /* an utterance of this many samples fails with FC_ECUDA */
+  volatile sig_atomic_t *stop_after_flag;
+  unsigned stop_after; /* set *stop_after_flag on this call (0: never) */
+  fc_mel_plan *plans[16];
+} fake;
+
+static fake the_fake;
+
+static int fake_open(const fc_mel_config *cfg, const fc_device *dev, unsigned workers, void **state,
+                     char *why, size_t why_len) {
+  (void)dev, (void)why, (void)why_len;
+  fake *f = &the_fake;
+  f->workers = workers;
+  atomic_store(&f->calls, 0);
+  for (unsigned i = 0; i < workers; i++)
+    if (fc_mel_plan_create(cfg, &f->plans[i])) return FC_ECONFIG;
+  *state = f;
+  return 0;
+}
+
+static int fake_compute(void *state, unsigned worker, const float *x, size_t n, float *out) {
+  fake *f = state;
+  unsigned c = atomic_fetch_add(&f->calls, 1) + 1;
+  if (f->stop_after && c == f->stop_after) *f->stop_after_flag = 1;
+  if (n > LIMIT) return FC_ETOOLONG; /* the staging buffer's limit, before any work */
+  if (n == f->broken_len) return FC_ECUDA;
+  return fc_mel_compute(f->plans[worker], x, n, out);
+}
+
+static void fake_close(void *state) {
+  fake *f = state;
+  for (unsigned i = 0; i < f->workers; i++) fc_mel_plan_free(f->plans[i]);
+  memset(f->plans, 0, sizeof f->plans);
+}
+
+static const fc_fz_backend fake_backend = {"fake-gpu", FC_PRODUCER_CUDA, fake_open, fake_compute,
+                                           fake_close};
+
+/* ---- events ------------------------------------------------------------------------------------ */
+typedef struct seen {
+  int status[NFILES + 2];
+  char reason[NFILES + 2][200];
+  unsigned events;
+} seen;
+
+static void on_event(const fc_featurize_event *ev, void *user) {
+  seen *s = user;
+  s->events++;
+  s->status[ev->index] = (int)ev->status + 1;
+  if (ev->reason) snprintf(s->reason[ev->index], sizeof s->reason[0], "%s", ev->reason);
+}
+
+static int counts_add_up(const fc_featurize_stats *st) {
+  return st->processed + st->skipped_existing + st->failed + st->not_started == st->total;
+}
+
+/* ---- the bound rule on constructed stats ---------------------------------------------------------- */
+static void bound_rule(void) {
+  fc_featurize_stats st;
+  memset(&st, 0, sizeof st);
+  CHECK(strcmp(fc_featurize_bound(&st, FC_DEVICE_CPU), "idle") == 0, "empty: idle");
+  st.workers = 4;
+  st.wall_seconds = 10.5;
+  st.setup_seconds = 0.5;
+  st.read_seconds = 2, st.hash_seconds = 1, st.decode_seconds = 5, st.compute_seconds = 20;
+  st.write_seconds = 3; /* writer 30 % busy, the pool 70 % */
+  CHECK(strcmp(fc_featurize_bound(&st, FC_DEVICE_CPU), "compute-bound") == 0, "compute");
+  CHECK(strcmp(fc_featurize_bound(&st, FC_DEVICE_CUDA), "GPU-bound") == 0, "GPU");
+  st.write_seconds = 9; /* writer 90 % busy */
+  CHECK(strcmp(fc_featurize_bound(&st, FC_DEVICE_CUDA), "write-bound") == 0, "write");
+  st.write_seconds = 1, st.compute_seconds = 1, st.read_seconds = 30;
+  CHECK(strcmp(fc_featurize_bound(&st, FC_DEVICE_CPU), "read-bound") == 0, "read");
+  st.decode_seconds = 31;
+  CHECK(strcmp(fc_featurize_bound(&st, FC_DEVICE_CPU), "decode-bound") == 0, "decode");
+  st.hash_seconds = 32;
+  CHECK(strcmp(fc_featurize_bound(&st, FC_DEVICE_CPU), "hash-bound") == 0, "hash");
+  st.setup_seconds = 6; /* more than the 4.5 s after it */
+  CHECK(strcmp(fc_featurize_bound(&st, FC_DEVICE_CUDA), "start-up-bound") == 0, "start-up");
+}
+
+int main(void) {
+  bound_rule();
+  char tmpl[] = "/tmp/fc_pipeline.XXXXXX";
+  char *dir = mkdtemp(tmpl);
+  if (!dir) { perror("mkdtemp"); return 1; }
+  char paths[NFILES + 1][300], store[300];
+  const char *pp[NFILES + 1];
+  for (int i = 0; i < NFILES; i++) {
+    snprintf(paths[i], sizeof paths[i], "%s/u%02d.wav", dir, i);
+    write_wav(paths[i], i, file_len(i));
+    pp[i] = paths[i];
+  }
+  snprintf(paths[NFILES], sizeof paths[NFILES], "%s/missing.wav", dir);
+  pp[NFILES] = paths[NFILES];
+  fc_item_list items;
+  CHECK(fc_items_from_paths(pp, NFILES + 1, &items) == 0, "items");
+  fc_mel_config cfg;
+  fc_mel_preset("hifigan", &cfg);
+  fc_digest cd;
+  fc_mel_config_digest(&cfg, &cd);
+
+  fc_featurize_opts o;
+  fc_featurize_opts_init(&o);
+  o.jobs = 3;
+  o.batch_records = 4;
+  o.device.kind = FC_DEVICE_CUDA; /* taken as is with a given backend: names the bound "GPU" */
+  seen ev;
+  memset(&ev, 0, sizeof ev);
+  o.on_event = on_event;
+  o.user = &ev;
+  the_fake.broken_len = file_len(BROKEN_FILE);
+  fc_featurize_stats st;
+  char why[256];
+  fc_store *s;
+  snprintf(store, sizeof store, "%s/st", dir);
+  CHECK(fc_store_open(store, FC_STORE_CREATE | FC_STORE_NOSYNC, &s) == 0, "open");
+  int rc = fc_fz_run(s, &cfg, items.items, items.count, &o, &fake_backend, &st, why, sizeof why);
+  fc_store_close(s);
+  CHECK(rc == 0, "run: rc %d (%s)", rc, why);
+  CHECK(st.total == NFILES + 1 && st.processed == NFILES - 1 && st.failed == 2 &&
+            st.not_started == 0 && counts_add_up(&st),
+        "counts %llu+%llu+%llu+%llu of %llu", (unsigned long long)st.processed,
+        (unsigned long long)st.skipped_existing, (unsigned long long)st.failed,
+        (unsigned long long)st.not_started, (unsigned long long)st.total);
+  CHECK(ev.events == NFILES + 1, "%u events for %d items", ev.events, NFILES + 1);
+  CHECK(ev.status[BROKEN_FILE] == FC_ITEM_FAILED + 1 &&
+            strstr(ev.reason[BROKEN_FILE], "feature computation failed") != NULL,
+        "broken utterance: status %d reason '%s'", ev.status[BROKEN_FILE] - 1,
+        ev.reason[BROKEN_FILE]);
+  CHECK(ev.status[LONG_FILE] == FC_ITEM_STORED + 1, "long utterance: status %d (%s)",
+        ev.status[LONG_FILE] - 1, ev.reason[LONG_FILE]);
+  /* Stage accounting: filled in, within the time the run took, bound by the rule. */
+  CHECK(st.workers == 3 && st.read_seconds > 0 && st.hash_seconds > 0 && st.decode_seconds > 0 &&
+            st.compute_seconds > 0 && st.write_seconds > 0 && st.setup_seconds >= 0,
+        "stage times missing");
+  double pool = st.read_seconds + st.hash_seconds + st.decode_seconds + st.compute_seconds +
+                st.queue_wait_seconds;
+  CHECK(pool <= st.workers * st.wall_seconds + 1e-3 &&
+            st.write_seconds + st.writer_wait_seconds <= st.wall_seconds + 1e-3 &&
+            st.setup_seconds <= st.wall_seconds,
+        "stage times exceed the wall time: pool %.4f, writer %.4f + %.4f, wall %.4f", pool,
+        st.write_seconds, st.writer_wait_seconds, st.wall_seconds);
+  CHECK(st.bound && strcmp(st.bound, fc_featurize_bound(&st, FC_DEVICE_CUDA)) == 0,
+        "bound '%s'", st.bound ? st.bound : "(null)");
+
+  /* Every stored record: producer 1 for the long one (the CPU fallback), 2 for the others; the
+   * numbers exactly fc_featurize_file's (the fake computes with the same CPU kernels). */
+  fc_mel_plan *plan;
+  CHECK(fc_mel_plan_create(&cfg, &plan) == 0, "plan");
+  CHECK(fc_store_open(store, FC_STORE_RDONLY, &s) == 0, "reopen");
+  fc_rtxn *t;
+  fc_store_read_begin(s, &t);
+  for (int i = 0; i < NFILES; i++) {
+    if (i == BROKEN_FILE) continue;
+    const void *v;
+    size_t vl;
+    char id[16];
+    snprintf(id, sizeof id, "u%02d", i);
+    rc = fc_rtxn_get(t, FC_DB_AUDIO, id, strlen(id), &v, &vl);
+    CHECK(rc == 0, "%s: no audio entry", id);
+    if (rc) continue;
+    fc_audio_entry e;
+    fc_audio_entry_decode(v, vl, &e);
+    fc_digest key;
+    fc_record_key(&e.digest, &cd, &key);
+    CHECK(fc_rtxn_get(t, FC_DB_FEAT, key.bytes, 16, &v, &vl) == 0, "%s: no record", id);
+    fc_record_header h;
+    const void *pl;
+    CHECK(fc_record_verify(v, vl, &h, &pl, why, sizeof why) == 0, "%s: %s", id, why);
+    uint32_t want = i == LONG_FILE ? FC_PRODUCER_CPU : FC_PRODUCER_CUDA;
+    CHECK(h.producer == want, "%s: producer %u, want %u", id, h.producer, want);
+    float *mel;
+    uint64_t frames;
+    CHECK(fc_featurize_file(plan, paths[i], 0, &mel, &frames, why, sizeof why) == 0, "file");
+    CHECK(frames == h.dim0 && memcmp(mel, pl, frames * cfg.n_mels * sizeof *mel) == 0,
+          "%s: numbers differ from fc_featurize_file", id);
+    free(mel);
+  }
+  fc_rtxn_end(t);
+  fc_store_close(s);
+  fc_mel_plan_free(plan);
+
+  /* The stop flag set during the run (by the backend's 2nd call), -j1: the items not begun are
+   * counted as not started, and everything adds up. */
+  volatile sig_atomic_t stop = 0;
+  the_fake.stop_after_flag = &stop;
+  the_fake.stop_after = 2;
+  o.stop = &stop;
+  o.jobs = 1;
+  memset(&ev, 0, sizeof ev);
+  snprintf(store, sizeof store, "%s/st_stop", dir);
+  CHECK(fc_store_open(store, FC_STORE_CREATE | FC_STORE_NOSYNC, &s) == 0, "open");
+  rc = fc_fz_run(s, &cfg, items.items, items.count, &o, &fake_backend, &st, why, sizeof why);
+  fc_store_close(s);
+  CHECK(rc == FC_EINTR, "stop: rc %d", rc);
+  CHECK(st.processed == 2 && st.not_started == NFILES + 1 - 2 && counts_add_up(&st),
+        "stop: counts %llu+%llu+%llu+%llu of %llu", (unsigned long long)st.processed,
+        (unsigned long long)st.skipped_existing, (unsigned long long)st.failed,
+        (unsigned long long)st.not_started, (unsigned long long)st.total);
+
+  /* Refused before any work (a read-only store): nothing done, all counted as not started. */
+  o.stop = NULL;
+  the_fake.stop_after = 0;
+  CHECK(fc_store_open(store, FC_STORE_RDONLY, &s) == 0, "open ro");
+  rc = fc_fz_run(s, &cfg, items.items, items.count, &o, &fake_backend, &st, why, sizeof why);
+  fc_store_close(s);
+  CHECK(rc == EACCES && st.not_started == NFILES + 1 && counts_add_up(&st), "read-only: rc %d",
+        rc);
+
+  fc_item_list_free(&items);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  if (failures) {
+    fprintf(stderr, "%d check(s) failed\n", failures);
+    return 1;
+  }
+  printf("ok: long utterances on the CPU, counts add up, stage accounting and bound rule\n");
+  return 0;
+}
