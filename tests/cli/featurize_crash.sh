@@ -30,8 +30,19 @@ ls u*.wav >list
 check() {
   "$PY" - "$@" <<'PY'
 import struct, sys, lmdb, xxhash
+import os
+data = os.path.join(sys.argv[1], "data.mdb")
+if not os.path.exists(data) or os.path.getsize(data) == 0:  # killed before the store was made
+    print(0)
+    sys.exit(0 if len(sys.argv) < 3 or sys.argv[2] == "0" else 1)
 env = lmdb.open(sys.argv[1], readonly=True, lock=False, max_dbs=8)
-meta, audio, feat = (env.open_db(n, create=False) for n in (b"meta", b"audio", b"feat"))
+try:
+    meta, audio, feat = (env.open_db(n, create=False) for n in (b"meta", b"audio", b"feat"))
+except lmdb.NotFoundError:  # killed while the store was being created: nothing committed in it
+    with env.begin() as t:
+        n = sum(1 for _ in t.cursor())
+    print(0)
+    sys.exit(1 if n or (len(sys.argv) > 2 and sys.argv[2] != "0") else 0)
 problems = []
 with env.begin() as t:
     cfgs = [bytes(k) for k, _ in t.cursor(db=meta) if bytes(k).startswith(b"cfg/")]

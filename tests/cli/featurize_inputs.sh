@@ -89,7 +89,7 @@ rc=$?
 [ $rc = 1 ] || fail "strict: exit $rc, want 1"
 cat >want <<'TXT'
 featurize: missing.wav: No such file or directory
-featurize: done: 1 of 3 (1 failed), stopped at the first failure (--strict)
+featurize: done: 1 of 3 (1 failed), stopped at the first failure (--strict), 1 not started
 TXT
 diff -u want err || fail "strict: stderr differs"
 dump st >after || fail "store invalid after --strict"

@@ -69,9 +69,10 @@ Inputs:
 Running:
   -j, --jobs N                 worker threads (default: online CPUs)
       --device DEV             auto (default), cpu, cuda or cuda:N
+      --gpu-min-seconds S      auto: use the GPU for jobs of at least S s of audio (default 3000 x jobs; 0: any job)
       --strict                 stop at the first bad input
   -q, --quiet                  no progress, no summary unless something failed
-  -v, --verbose                one line per input
+  -v, --verbose                one line per input, the device, where the time went
       --progress               progress line even when stderr is no terminal
       --json                   print a JSON summary on stdout
   -h, --help                   show this help and exit
