@@ -505,8 +505,12 @@ class Loader:
 
 
 def _dist_rank_world():
+    # A process group can only be initialized where torch.distributed was imported: never import
+    # torch here (seconds of start-up for a user who does not use it).
+    dist = sys.modules.get("torch.distributed")
+    if dist is None:
+        return 0, 1
     try:
-        import torch.distributed as dist  # noqa: PLC0415
         if dist.is_available() and dist.is_initialized():
             return dist.get_rank(), dist.get_world_size()
     except Exception:

@@ -3,6 +3,7 @@
 #   tests/fuzz/build.sh [SECONDS] [TARGET...]     default: 60 s each, every target
 #   FC_FUZZ_RUNS=N       stop each target after N executions instead (the 10^6 campaign)
 #   FC_FUZZ_OUT=DIR      build and corpus directory (default build-fuzz/)
+#   FC_FUZZ_TIMEOUT=S    one input running longer is a hang (default 120: a loaded machine starves)
 # Targets (tests/fuzz/fuzz_*.c):
 #   record   record/entry validation and the mel config JSON (what cache-verify and the loader trust)
 #   parsers  manifest readers (LJSpeech, wav.scp, JSONL, lists, TSV), tokenizer.json, vocab, normalization
@@ -49,7 +50,7 @@ for t in "${targets[@]}"; do
   limit=(-max_total_time="$secs")
   [ -n "${FC_FUZZ_RUNS:-}" ] && limit=(-runs="$FC_FUZZ_RUNS")
   echo "fuzz: $t for ${FC_FUZZ_RUNS:-$secs s} ${FC_FUZZ_RUNS:+runs}" >&2
-  "$out/fuzz_$t" "${limit[@]}" -max_len=16384 -timeout=20 -print_final_stats=1 \
+  "$out/fuzz_$t" "${limit[@]}" -max_len=16384 -timeout="${FC_FUZZ_TIMEOUT:-120}" -print_final_stats=1 \
     -artifact_prefix="$out/artifacts/$t-" "$corpus" 2>"$out/fuzz_$t.log" ||
     { tail -40 "$out/fuzz_$t.log" >&2; echo "fuzz: $t FAILED (input in $out/artifacts/)" >&2; exit 1; }
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out/fuzz_$t.log")
