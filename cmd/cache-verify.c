@@ -10,7 +10,7 @@
 enum {
   OPT_EXPECT_PRESET = 256, OPT_EXPECT_CONFIG, OPT_EXPECT_TOKENS, OPT_MANIFEST, OPT_MANIFEST_FORMAT,
   OPT_FINITE, OPT_SOURCES, OPT_REHASH, OPT_MAX_ERRORS, OPT_STRICT, OPT_JSON, OPT_STATUS,
-  OPT_PROGRESS, OPT_NOLOCK, OPT_VERSION
+  OPT_PROGRESS, OPT_NOLOCK, OPT_CLEAR_STALE, OPT_VERSION
 };
 
 static const fc_cli_opt options[] = {
@@ -37,6 +37,8 @@ static const fc_cli_opt options[] = {
     {"strict", OPT_STRICT, no_argument, NULL, "warnings (orphans, stale readers...) fail too"},
     {"nolock", OPT_NOLOCK, no_argument, NULL,
      "open with MDB_NOLOCK (automatic when the store is not writable)"},
+    {"clear-stale-readers", OPT_CLEAR_STALE, no_argument, NULL,
+     "clear reader slots left by killed processes (writes lock.mdb only)"},
     {NULL, 0, 0, NULL, "Output:"},
     {"json", OPT_JSON, no_argument, NULL, "one JSON report per store on stdout"},
     {"status", OPT_STATUS, no_argument, NULL, "print nothing; only the exit code tells"},
@@ -118,9 +120,10 @@ static void print_json(const char *store, const fc_verify_report *r, int ok, con
          (unsigned long long)r->mel_configs, (unsigned long long)r->token_configs,
          (unsigned long long)r->manifest_items);
   printf(",\"data_size\":%llu,\"map_size\":%llu,\"map_used\":%llu,\"readers\":%u,"
-         "\"stale_readers\":%u,\"nolock\":%s,\"threads\":%d,\"wall_seconds\":%.6f",
+         "\"stale_readers\":%u,\"stale_cleared\":%u,\"nolock\":%s,\"threads\":%d,"
+         "\"wall_seconds\":%.6f",
          (unsigned long long)r->data_size, (unsigned long long)r->map_size,
-         (unsigned long long)r->map_used, r->num_readers, r->stale_readers,
+         (unsigned long long)r->map_used, r->num_readers, r->stale_readers, r->stale_cleared,
          r->nolock ? "true" : "false", r->threads, r->wall_seconds);
   if (fatal) {
     fputs(",\"fatal\":", stdout);
@@ -203,6 +206,7 @@ int main(int argc, char **argv) {
     }
     case OPT_STRICT: strict = 1; break;
     case OPT_NOLOCK: vo.nolock = 1; break;
+    case OPT_CLEAR_STALE: vo.clear_stale_readers = 1; break;
     case OPT_JSON: json = 1; break;
     case OPT_STATUS: status = 1; break;
     case 'q': quiet = 1; break;

@@ -58,6 +58,7 @@ typedef struct fc_verify_report {
   int nolock;                  /* opened with MDB_NOLOCK (read-only media) */
   int threads;                 /* threads used for the record scan */
   double wall_seconds;
+  uint32_t stale_cleared;      /* stale reader slots cleared (opts.clear_stale_readers) */
 } fc_verify_report;
 
 /* Called from one thread now and then (at most ~10 times a second) while records are checked. */
@@ -86,13 +87,15 @@ typedef struct fc_verify_opts {
   volatile const int *stop;     /* nonzero → stop soon and return FC_EINTR */
   fc_verify_progress_fn progress;
   void *progress_ud;
+  int clear_stale_readers;      /* clear reader slots of dead processes (mdb_reader_check): the
+                                   only write cache-verify makes, to lock.mdb, never data.mdb */
 } fc_verify_opts;
 
 /* Defaults: everything 0 / NULL (auto threads, no optional checks, every stored config). */
 FC_API void fc_verify_opts_default(fc_verify_opts *o);
 
 /* Verify the store in directory dir. The store is opened with FC_STORE_RDONLY (and NOLOCK per
- * o->nolock): data.mdb is never written. Returns 0 when the checks ran — the findings are in *out,
+ * o->nolock): data.mdb is never written (lock.mdb only with o->clear_stale_readers). Returns 0 when the checks ran — the findings are in *out,
  * and out->errors == 0 means the store is sound — or an error when they could not run: ENOENT,
  * ENOTDIR, EACCES (no store there / not readable), FC_ECONFIG (an expected config named wrongly,
  * with a reason in why), FC_EINTR (o->stop was seen; *out holds what was found so far), ENOMEM.

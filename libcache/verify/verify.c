@@ -275,7 +275,7 @@ static int preflight(vctx *c, const char *dir, int nolock) {
   }
   mdb_env_close(env);
 
-  if (!nolock) { /* stale reader slots, listed without clearing them (mdb_reader_check would) */
+  if (!nolock) { /* stale reader slots: listed; cleared (mdb_reader_check) only when asked */
     rc = mdb_env_create(&env);
     if (rc) return rc;
     mdb_env_set_maxdbs(env, 8);
@@ -286,10 +286,16 @@ static int preflight(vctx *c, const char *dir, int nolock) {
       mdb_reader_list(env, reader_line, &rs);
       if (mdb_env_info(env, &e2) == 0) r->num_readers = e2.me_numreaders;
       r->stale_readers = rs.stale;
-      if (rs.stale)
+      int dead = 0;
+      if (rs.stale && c->o->clear_stale_readers && mdb_reader_check(env, &dead) == 0 && dead > 0) {
+        r->stale_cleared = (uint32_t)dead;
+        r->stale_readers = rs.stale > (unsigned)dead ? rs.stale - (unsigned)dead : 0;
+        if (mdb_env_info(env, &e2) == 0) r->num_readers = e2.me_numreaders;
+      }
+      if (r->stale_readers)
         add(c, FC_VERIFY_WARNING, DB_ENV, "lock.mdb", 8, NULL, 0,
             "%u stale reader slot%s (dead pid %s): old pages stay pinned and the file grows; "
-            "clear them with mdb_stat -rr",
+            "clear them with cache-verify --clear-stale-readers",
             rs.stale, rs.stale == 1 ? "" : "s", rs.pids);
     }
     mdb_env_close(env);
