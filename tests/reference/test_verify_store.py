@@ -221,7 +221,7 @@ def check_stale_reader(lib, tmp):
             assert rc == 0 and rep["stale_readers"] == 1, out
             assert rep["warnings"] == [{"id": None, "key": "lock.mdb", "db": "env", "problem":
                                         f"1 stale reader slot (dead pid {pid}): old pages stay "
-                                        "pinned and the file grows; clear them with mdb_stat -rr"}
+                                        "pinned and the file grows; clear them with cache-verify --clear-stale-readers"}
                                        ], out
         rc, out, err = run_verify(["--strict", "--status", store])
         assert rc == 1 and out == "" and err == "", (rc, out, err)
