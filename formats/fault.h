@@ -2,8 +2,11 @@
  * may use it. Built in only with -DFC_FAULT_INJECTION=ON (off by default, so a release library
  * neither reads FC_FAULT nor takes a lock on every checked call; scripts/test builds both its
  * builds with it). FC_FAULT="site:N" makes the N-th call of that site fail, e.g.
- * FC_FAULT=commit:3 fails the third write-transaction commit with EIO. Sites: commit, put (store),
- * cuda (CUDA calls). Tests that need it ask fc_fault_built() and skip (exit 77) when it is 0. */
+ * FC_FAULT=commit:3 fails the third write-transaction commit with EIO. Sites: env (LMDB
+ * environment open), put, commit, grow (map growth) in the store; open, read (input files), decode
+ * (libsndfile), resample (soxr) in audio decoding; plan (FFTW planning); cuda (CUDA calls).
+ * tests/cli/fault_sites.sh drives each one through the tools. Tests that need it ask
+ * fc_fault_built() and skip (exit 77) when it is 0. */
 #ifndef FC_FAULT_H
 #define FC_FAULT_H
 

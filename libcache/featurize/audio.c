@@ -19,6 +19,7 @@
  * held as float at its own rate and channel count: a 1-hour 44.1 kHz stereo 16-bit WAV (635 MB)
  * resampled to 22.05 kHz holds 635 MB + 318 MB. */
 #include "featcache/fc_audio.h"
+#include "formats/fault.h"
 #include "formats/why.h"
 
 #include <errno.h>
@@ -41,7 +42,7 @@ int fc_audio_read_file(const char *path, uint64_t max_bytes, void **bytes, size_
   *bytes = NULL;
   *len = 0;
   if (info) memset(info, 0, sizeof *info);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = fc_fault_hit("open") ? (errno = EIO, -1) : open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno;
   int rc = 0;
   uint8_t *buf = NULL;
@@ -88,7 +89,7 @@ int fc_audio_read_file(const char *path, uint64_t max_bytes, void **bytes, size_
       buf = n;
       cap = ncap;
     }
-    ssize_t got = read(fd, buf + have, cap - have);
+    ssize_t got = fc_fault_hit("read") ? (errno = EIO, -1) : read(fd, buf + have, cap - have);
     if (got < 0) {
       if (errno == EINTR) continue;
       rc = errno;
@@ -377,7 +378,7 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
   SF_VIRTUAL_IO vio = {vio_get_filelen, vio_seek, vio_read, vio_write, vio_tell};
   SF_INFO sfi;
   memset(&sfi, 0, sizeof sfi);
-  SNDFILE *sf = sf_open_virtual(&vio, SFM_READ, &sfi, &mem);
+  SNDFILE *sf = fc_fault_hit("decode") ? NULL : sf_open_virtual(&vio, SFM_READ, &sfi, &mem);
   if (!sf) {
     const char *kind = audio_magic(bytes, len);
     if (kind)
@@ -437,7 +438,8 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     soxr_error_t e = NULL;
     soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
     soxr_quality_spec_t q = soxr_quality_spec(SOXR_HQ, 0);
-    rs = soxr_create((double)src_rate, (double)dst_rate, 1, &e, &io, &q, NULL);
+    rs = fc_fault_hit("resample") ? NULL
+                                    : soxr_create((double)src_rate, (double)dst_rate, 1, &e, &io, &q, NULL);
     if (!rs || e) {
       fc_why(why, why_len, "cannot resample %u Hz to %u Hz: %s", src_rate, dst_rate,
               e ? e : "soxr_create failed");

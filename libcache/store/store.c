@@ -103,7 +103,7 @@ int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
   if (flags & FC_STORE_NOSYNC) ef |= MDB_NOSYNC;
   if (flags & FC_STORE_NOLOCK) ef |= MDB_NOLOCK;
   if (flags & FC_STORE_NORDAHEAD) ef |= MDB_NORDAHEAD;
-  rc = mdb_env_open(s->env, dir, ef, 0664);
+  rc = fc_fault_hit("env") ? EIO : mdb_env_open(s->env, dir, ef, 0664);
   if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH) rc = FC_EFORMAT;
   if (rc) goto fail;
   rc = open_dbs(s, existed);
@@ -129,7 +129,7 @@ const char *fc_store_path(const fc_store *s) { return s->path; }
 static int grow_map(fc_store *s) {
   MDB_envinfo info;
   pthread_rwlock_wrlock(&s->map_lock);
-  int rc = mdb_env_info(s->env, &info);
+  int rc = fc_fault_hit("grow") ? ENOMEM : mdb_env_info(s->env, &info);
   if (!rc) rc = mdb_env_set_mapsize(s->env, info.me_mapsize * 2);
   pthread_rwlock_unlock(&s->map_lock);
   return rc;
