@@ -7,7 +7,7 @@
 #include "featcache/fc_loader.h"
 #include "featcache/fc_manifest.h"
 #include "featcache/fc_profiler.h"
-#include "libcache/bench/loaderbench.h"
+#include "featcache/fc_loaderbench.h"
 
 enum {
   OPT_SOURCE = 256, OPT_MANIFEST, OPT_MANIFEST_FORMAT, OPT_AUDIO_DIR, OPT_COMPARE, OPT_PRESET,

@@ -14,8 +14,10 @@
 int fc_fault_built(void);
 
 #ifdef FC_FAULT_INJECTION
-/* 1 when this call of `site` must fail. Thread-safe. */
-int fc_fault_hit(const char *site);
+/* 1 when this call of `site` must fail. Thread-safe. One countdown per process: defined in the core
+ * component and exported from it (in fault-injection builds only) so that the mel and text
+ * components count against the same FC_FAULT; not part of the public API. */
+__attribute__((visibility("default"))) int fc_fault_hit(const char *site);
 #else
 #define fc_fault_hit(site) 0
 #endif

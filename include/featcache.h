@@ -16,5 +16,6 @@
 #include "featcache/fc_profiler.h"
 #include "featcache/fc_verify.h"
 #include "featcache/fc_loader.h"
+#include "featcache/fc_loaderbench.h"
 
 #endif

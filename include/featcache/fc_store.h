@@ -38,6 +38,8 @@ FC_API int fc_store_open(const char *dir, unsigned flags, fc_store **out);
 FC_API void fc_store_close(fc_store *s);
 /* The directory given to fc_store_open; valid until close. */
 FC_API const char *fc_store_path(const fc_store *s);
+/* The fc_store_flags it was opened with (FC_STORE_RDONLY, FC_STORE_NOSYNC, ...). */
+FC_API unsigned fc_store_open_flags(const fc_store *s);
 
 /* ---- writing --------------------------------------------------------------------------------- */
 enum { FC_PUT_NOOVERWRITE = 1u << 0 }; /* keep an existing value (content-addressed dbs) */

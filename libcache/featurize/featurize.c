@@ -20,7 +20,6 @@
 #include "featcache/fc_audio.h"
 #include "featcache/fc_format.h"
 #include "libcache/featurize/featurize_backend.h"
-#include "libcache/store/store_int.h"
 #include "formats/why.h"
 
 #include <errno.h>
@@ -485,7 +484,7 @@ static struct timespec deadline(double seconds_from_now) {
 
 /* The writer loop (runs on the calling thread). Returns 0 or the first commit error. */
 static int writer_loop(fz_run *r) {
-  const int nosync = (r->s->flags & FC_STORE_NOSYNC) != 0;
+  const int nosync = (fc_store_open_flags(r->s) & FC_STORE_NOSYNC) != 0;
   double last_sync = now_s();
   int dirty = 0, rc = 0;
   fz_job *batch = NULL, *btail = NULL;
@@ -653,7 +652,7 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
     fc_why(why, why_len, "no backend for this device in this build");
     goto out;
   }
-  if (s->flags & FC_STORE_RDONLY) {
+  if (fc_store_open_flags(s) & FC_STORE_RDONLY) {
     rc = EACCES;
     fc_why(why, why_len, "store opened read-only");
     goto out;

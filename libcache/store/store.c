@@ -126,6 +126,8 @@ void fc_store_close(fc_store *s) {
 
 const char *fc_store_path(const fc_store *s) { return s->path; }
 
+unsigned fc_store_open_flags(const fc_store *s) { return s->flags; }
+
 static int grow_map(fc_store *s) {
   MDB_envinfo info;
   pthread_rwlock_wrlock(&s->map_lock);

@@ -1,4 +1,5 @@
-/* Internal view of a store, for library code (verify, bench, loader) that needs LMDB directly. */
+/* Internal view of a store, for core-component code that reads LMDB directly (loader/, verify/).
+ * The mel and text components use only the public fc_store.h: this layout is not their ABI. */
 #ifndef FC_STORE_INT_H
 #define FC_STORE_INT_H
 

@@ -1,11 +1,13 @@
 """ctypes declarations of libfeatcache's loader API (include/featcache/fc_loader.h).
 
-Pure ctypes: nothing is compiled at install. The shared library is found, in this order, at
-$FEATCACHE_LIBRARY; beside the package (an install puts the package in
-<libdir>/featcache/python/featcache and the library in <libdir>); in a build tree next to the
-source tree (../../build*/libfeatcache.so, the newest); in pkg-config's libdir for featcache (a
-package installed with pip finds a library installed with cmake --install this way); in
-/usr/local/lib*; then by the system's library search (ldconfig).
+Pure ctypes: nothing is compiled at install. The package calls only the core component of the
+library, libfeatcache_core (store, loader, profiler: LMDB, xxHash, jansson), so that importing it
+loads neither espeak-ng nor FFTW nor cuFFT. It is found, in this order, at $FEATCACHE_LIBRARY (any
+of libfeatcache_core.so, or libfeatcache.so.0 for the whole library); beside the package (an
+install puts the package in <libdir>/featcache/python/featcache and the library in <libdir>); in a
+build tree next to the source tree (../../build*/libfeatcache_core.so, the newest); in
+pkg-config's libdir for featcache (a package installed with pip finds a library installed with
+cmake --install this way); in /usr/local/lib*; then by the system's library search (ldconfig).
 """
 
 import ctypes
@@ -93,28 +95,33 @@ class Item(ctypes.Structure):
     ]
 
 
+CORE = "libfeatcache_core.so"
+
+
 def _candidates():
     env = os.environ.get("FEATCACHE_LIBRARY")
     if env:
         yield env
+        if os.path.basename(env) == "libfeatcache.so":  # the link-time name is an ld script:
+            yield env + ".0"                             # the runtime name is the library
         return
     here = os.path.dirname(os.path.abspath(__file__))
-    yield os.path.join(here, "libfeatcache.so")
-    yield os.path.join(here, "..", "..", "..", "libfeatcache.so")  # <libdir>/featcache/python/featcache
-    builds = glob.glob(os.path.join(here, "..", "..", "build*", "libfeatcache.so"))
+    yield os.path.join(here, CORE)
+    yield os.path.join(here, "..", "..", "..", CORE + ".0")  # <libdir>/featcache/python/featcache
+    builds = glob.glob(os.path.join(here, "..", "..", "build*", CORE))
     builds.sort(key=lambda p: os.path.getmtime(p), reverse=True)
     yield from builds
     yield from _pkg_config_candidates()
     for d in ("/usr/local/lib", "/usr/local/lib64", "/usr/local/lib/x86_64-linux-gnu"):
-        yield os.path.join(d, "libfeatcache.so")  # cmake --install's default prefix, before ldconfig
-    found = ctypes.util.find_library("featcache")
+        yield os.path.join(d, CORE + ".0")  # cmake --install's default prefix, before ldconfig
+    found = ctypes.util.find_library("featcache_core")
     if found:
         yield found
 
 
 def _pkg_config_candidates():
-    """libfeatcache.so in the libdir that pkg-config reports for featcache (PKG_CONFIG_PATH names
-    a prefix outside the usual paths): how an installed package finds an installed library."""
+    """libfeatcache_core.so.0 in the libdir that pkg-config reports for featcache (PKG_CONFIG_PATH
+    names a prefix outside the usual paths): how an installed package finds an installed library."""
     import shutil
     import subprocess
     exe = shutil.which("pkg-config") or shutil.which("pkgconf")
@@ -127,7 +134,7 @@ def _pkg_config_candidates():
         return
     libdir = out.stdout.strip()
     if out.returncode == 0 and libdir:
-        yield os.path.join(os.path.normpath(libdir), "libfeatcache.so")
+        yield os.path.join(os.path.normpath(libdir), CORE + ".0")
 
 
 def find_library():
@@ -187,7 +194,7 @@ def lib():
             except (OSError, AttributeError) as e:
                 errors.append("%s: %s" % (p, e))
         if _LIB is None:
-            raise OSError("featcache: libfeatcache.so not found or unusable (set FEATCACHE_LIBRARY"
+            raise OSError("featcache: libfeatcache_core.so not found or unusable (set FEATCACHE_LIBRARY"
                           " to its path); tried: " + ("; ".join(errors) or "nothing"))
     return _LIB
 

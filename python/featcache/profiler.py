@@ -23,7 +23,6 @@ thread.
 """
 
 import ctypes
-import ctypes.util
 import json
 import os
 
@@ -61,18 +60,8 @@ _LIB = None
 
 
 def _candidates():
-    env = os.environ.get("FEATCACHE_LIBRARY")
-    if env:
-        yield env
-    here = os.path.dirname(os.path.abspath(__file__))
-    root = os.path.dirname(os.path.dirname(here))
-    yield os.path.join(here, "libfeatcache.so")
-    yield os.path.join(root, "build", "libfeatcache.so")
-    # installed: <libdir>/featcache/python/featcache/ → <libdir>/libfeatcache.so.0
-    yield os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(here))), "libfeatcache.so.0")
-    found = ctypes.util.find_library("featcache")
-    if found:
-        yield found
+    from ._lib import _candidates as package_candidates
+    return package_candidates()
 
 
 def load_library():
@@ -96,7 +85,7 @@ def load_library():
         except OSError as e:
             errors.append("%s: %s" % (path, e))
     if lib is None:
-        raise OSError("featcache: libfeatcache.so not found (set FEATCACHE_LIBRARY); " +
+        raise OSError("featcache: libfeatcache_core.so not found (set FEATCACHE_LIBRARY); " +
                       "; ".join(errors))
     P, I, D, C = ctypes.c_void_p, ctypes.c_int, ctypes.c_double, ctypes.c_char_p
     sig = {

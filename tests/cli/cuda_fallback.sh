@@ -11,7 +11,7 @@
 set -u
 FZ=${FC_BIN:?}/featurize
 PY=${FC_PYTHON:-python3}
-LIB=${FEATCACHE_LIBRARY:-$FC_BIN/libfeatcache.so}
+LIB=${FEATCACHE_LIBRARY:-$FC_BIN/libfeatcache.so.0}
 [ -x "$FZ" ] || { echo "featurize is not built"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

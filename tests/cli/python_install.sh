@@ -46,8 +46,8 @@ run() { (cd "$tmp" && env -u PYTHONPATH -u FEATCACHE_LIBRARY PKG_CONFIG_PATH="$p
 got=$(run -c 'import featcache; print(featcache.__file__); print(featcache.find_library()); print(featcache.library_version())')
 mapfile -t lines <<<"$got"
 case "${lines[0]}" in "$tmp/venv/"*) ;; *) fail "imported featcache from ${lines[0]}, not the venv";; esac
-[ "$(realpath "${lines[1]}")" = "$(realpath "$prefix/lib/libfeatcache.so")" ] ||
-  fail "loaded library ${lines[1]}, not the installed $prefix/lib/libfeatcache.so"
+[ "$(realpath "${lines[1]}")" = "$(realpath "$prefix/lib/libfeatcache_core.so.0")" ] ||
+  fail "loaded library ${lines[1]}, not the installed $prefix/lib/libfeatcache_core.so.0"
 want=$("$prefix/bin/featurize" --version | sed -n 's/^featurize (featcache) \([^ ]*\).*/\1/p')
 [ "${lines[2]}" = "$want" ] || fail "library_version ${lines[2]} != featurize --version $want"
 pkgver=$(run -c 'import importlib.metadata as m; print(m.version("featcache"))')

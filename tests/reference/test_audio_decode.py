@@ -41,7 +41,7 @@ def load_lib():
     path = os.environ.get("FEATCACHE_LIBRARY")
     if not path or not os.path.exists(path):
         bin_dir = os.environ.get("FC_BIN", "")
-        path = os.path.join(bin_dir, "libfeatcache.so")
+        path = os.path.join(bin_dir, "libfeatcache.so.0")
     if not os.path.exists(path):
         print(f"skip: no libfeatcache.so (FEATCACHE_LIBRARY={path})")
         sys.exit(77)

@@ -30,7 +30,7 @@ except ImportError as e:
 from fc_records import records  # noqa: E402
 
 BIN = os.environ.get("FC_BIN", "")
-LIB = os.environ.get("FEATCACHE_LIBRARY", os.path.join(BIN, "libfeatcache.so"))
+LIB = os.environ.get("FEATCACHE_LIBRARY", os.path.join(BIN, "libfeatcache.so.0"))
 STAGING = 4 << 20  # samples: the CUDA plan's default staging buffer (fc_cuda.h)
 
 

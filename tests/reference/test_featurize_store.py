@@ -219,7 +219,7 @@ def check_wav_fast_path():
     """Every WAV variant decodes to exactly what libsndfile (soundfile, float32) gives: the plain
     16-bit mono WAVs take the fast path, the others libsndfile; both must agree bit for bit."""
     path = os.environ.get("FEATCACHE_LIBRARY") or os.path.join(os.environ.get("FC_BIN", ""),
-                                                               "libfeatcache.so")
+                                                               "libfeatcache.so.0")
     if not os.path.exists(path):
         return ["no libfeatcache.so: decode fast path not checked"], 0
     lib = ctypes.CDLL(path)

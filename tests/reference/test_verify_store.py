@@ -51,7 +51,7 @@ def audio_entry(digest, sr, channels, frames, size, mtime_ns, path):
 
 def load_lib():
     path = os.environ.get("FEATCACHE_LIBRARY") or os.path.join(os.environ.get("FC_BIN", ""),
-                                                               "libfeatcache.so")
+                                                               "libfeatcache.so.0")
     if not os.path.exists(path):
         return None
     lib = ctypes.CDLL(path)

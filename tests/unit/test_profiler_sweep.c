@@ -1,7 +1,7 @@
 /* loader-bench's sweep recommendation (the smallest resources under the data-share limit: fewest
  * workers, then the smallest prefetch, then the smallest batch) and the synthetic source's known
  * cost through the real training loop. */
-#include "libcache/bench/loaderbench.h"
+#include "featcache/fc_loaderbench.h"
 
 #include <stdio.h>
 #include <string.h>

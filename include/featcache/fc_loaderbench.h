@@ -1,5 +1,8 @@
-/* loader-bench's engine (private to libcache and cmd/loader-bench.c): a training loop without a
- * model over a batch source, profiled with the step profiler.
+/* featcache — the loader-bench engine: a training loop without a model over a batch source,
+ * profiled with the step profiler (fc_profiler.h), to see how much of a step waits for data with
+ * the featcache loader and with on-the-fly decoding. cmd/loader-bench.c is a thin main over it;
+ * a C training harness can run the same loop. Lives in the mel component (libfeatcache_mel: the
+ * audio source computes mels); link -lfeatcache or featcache::featcache.
  *
  * Each step: phase "data" = give the previous batch back (as a framework drops its reference when
  * it fetches the next) and take the next batch from the source, waiting for it if the workers are
@@ -20,8 +23,13 @@
 #include <signal.h>
 #include <stdio.h>
 
+#include "featcache/fc_base.h"
 #include "featcache/fc_config.h"
 #include "featcache/fc_profiler.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 typedef enum fc_lb_source { FC_LB_CACHE = 0, FC_LB_AUDIO = 1, FC_LB_SYNTH = 2 } fc_lb_source;
 typedef enum fc_lb_compute { FC_LB_SLEEP = 0, FC_LB_BUSY = 1, FC_LB_MATMUL = 2 } fc_lb_compute;
@@ -90,4 +98,7 @@ FC_API int fc_lb_recommend(const fc_lb_cell *cells, size_t n, double max_share);
 FC_API int fc_lb_write_svg(FILE *f, const fc_profiler *const *profs, const char *const *names,
                            size_t n, const char *title);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

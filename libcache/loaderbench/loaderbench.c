@@ -1,7 +1,7 @@
 /* loader-bench's engine: batch sources (the featcache loader, the on-the-fly baseline, a synthetic
  * source), the profiled training loop without a model, the sweep recommendation. See
- * loaderbench.h for what each source and each phase is. */
-#include "libcache/bench/loaderbench.h"
+ * include/featcache/fc_loaderbench.h for what each source and each phase is. */
+#include "featcache/fc_loaderbench.h"
 
 #include <errno.h>
 #include <math.h>
