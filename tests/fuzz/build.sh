@@ -27,10 +27,10 @@ cflags=(-std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-s
         -Iinclude -I. $(pkg-config --cflags jansson))
 for t in "${targets[@]}"; do
   case $t in
-  record) srcs=(formats/record.c formats/digest.c formats/config.c formats/utf8.c formats/why.c
+  record) srcs=(formats/record.c formats/digest.c formats/config.c formats/utf8.c
                 kernels/presets.c libcache/verify/verify_record.c)
           libs=(-lxxhash $(pkg-config --libs jansson) -lm) ;;
-  parsers) srcs=(formats/manifest.c formats/utf8.c formats/why.c formats/digest.c formats/record.c
+  parsers) srcs=(formats/manifest.c formats/utf8.c formats/digest.c formats/record.c
                  libcache/tokenize/tok_bpe.c libcache/tokenize/tok_util.c libcache/tokenize/tok_vocab.c
                  libcache/tokenize/tok_normalize.c)
            libs=($(pkg-config --libs jansson libutf8proc) -lxxhash -lm) ;;
