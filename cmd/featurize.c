@@ -66,11 +66,8 @@ static const char footer[] =
 
 typedef struct overrides {
   const char *preset;
-  int has_sr, has_nfft, has_win, has_hop, has_nmels, has_fmin, has_fmax, has_scale, has_norm,
-      has_center, has_pad, has_padmode, has_power, has_log, has_dtype;
-  uint32_t sr, nfft, win, hop, nmels, pad;
-  double fmin, fmax, power;
-  int scale, norm, center, padmode, log, dtype;
+  fc_mel_config v; /* the values given */
+  unsigned set;    /* which: FC_MEL_F_* bits */
 } overrides;
 
 static int pick(const char *opt, const char *s, const char *const *names, const int *values) {
@@ -96,38 +93,8 @@ static void build_config(const overrides *ov, fc_mel_config *cfg) {
     }
     fc_cli_usage_error("unknown preset '%s' (want one of %s)", name, list);
   }
-  /* HiFi-GAN pads (n_fft - hop) / 2 itself: keep that rule when n_fft or hop change. */
-  int pad_follows = !cfg->center && cfg->pad && cfg->pad == (cfg->n_fft - cfg->hop_length) / 2;
-  if (ov->has_sr) cfg->sample_rate = ov->sr;
-  if (ov->has_nfft) cfg->n_fft = ov->nfft;
-  if (ov->has_win) cfg->win_length = ov->win;
-  else if (ov->has_nfft && cfg->window_align == FC_ALIGN_CENTER) cfg->win_length = ov->nfft;
-  if (ov->has_hop) cfg->hop_length = ov->hop;
-  if (ov->has_nmels) cfg->n_mels = ov->nmels;
-  if (ov->has_fmin) cfg->fmin = ov->fmin;
-  if (ov->has_fmax) cfg->fmax = ov->fmax;
-  if (ov->has_scale) cfg->mel_scale = (fc_mel_scale)ov->scale;
-  if (ov->has_norm) cfg->norm = (fc_mel_norm)ov->norm;
-  if (ov->has_center) {
-    cfg->center = ov->center;
-    if (cfg->center) cfg->pad = 0;
-  }
-  if (pad_follows && !cfg->center && cfg->n_fft >= cfg->hop_length)
-    cfg->pad = (cfg->n_fft - cfg->hop_length) / 2;
-  if (ov->has_pad) cfg->pad = ov->pad;
-  if (ov->has_padmode) cfg->pad_mode = (fc_pad_mode)ov->padmode;
-  if (ov->has_power) cfg->power = ov->power;
-  if (ov->has_log && (int)cfg->log != ov->log) {
-    /* Each compression with its reference's floor: ln 1e-5 (HiFi-GAN/Tacotron 2), log10 and
-     * whisper 1e-10 (Whisper), db 1e-10 with top_db 80 (librosa power_to_db). */
-    cfg->log = (fc_log)ov->log;
-    cfg->log_floor = cfg->log == FC_LOG_LN ? 1e-5 : 1e-10;
-    cfg->top_db = cfg->log == FC_LOG_DB ? 80 : 0;
-  }
-  if (ov->has_dtype) cfg->dtype = (fc_dtype)ov->dtype;
-  fc_mel_config_settle_preset(cfg);
-  char why[256];
-  if (fc_mel_config_validate(cfg, why, sizeof why) != 0) {
+  char why[256]; /* the presets' own rules (pad follows n_fft, log floors): fc_config.h */
+  if (fc_mel_config_override(cfg, &ov->v, ov->set, why, sizeof why) != 0) {
     fc_cli_warn(NULL, "invalid configuration: %s", why);
     exit(FC_EXIT_USAGE);
   }
@@ -257,34 +224,67 @@ int main(int argc, char **argv) {
     switch (c) {
     case 'o': store_dir = optarg; break;
     case OPT_PRESET: ov.preset = optarg; break;
-    case OPT_SR: ov.has_sr = 1; ov.sr = fc_cli_u32("sr", optarg, 1, UINT32_MAX); break;
-    case OPT_NFFT: ov.has_nfft = 1; ov.nfft = fc_cli_u32("n-fft", optarg, 1, UINT32_MAX); break;
-    case OPT_WIN: ov.has_win = 1; ov.win = fc_cli_u32("win", optarg, 1, UINT32_MAX); break;
-    case OPT_HOP: ov.has_hop = 1; ov.hop = fc_cli_u32("hop", optarg, 1, UINT32_MAX); break;
-    case OPT_NMELS: ov.has_nmels = 1; ov.nmels = fc_cli_u32("n-mels", optarg, 1, UINT32_MAX); break;
-    case OPT_FMIN: ov.has_fmin = 1; ov.fmin = fc_cli_double("fmin", optarg, 0, 1e7); break;
-    case OPT_FMAX: ov.has_fmax = 1; ov.fmax = fc_cli_double("fmax", optarg, 0, 1e7); break;
-    case OPT_MELSCALE:
-      ov.has_scale = 1;
-      ov.scale = pick("mel-scale", optarg, scale_names, scale_values);
+    case OPT_SR:
+      ov.set |= FC_MEL_F_SAMPLE_RATE;
+      ov.v.sample_rate = fc_cli_u32("sr", optarg, 1, UINT32_MAX);
       break;
-    case OPT_NORM: ov.has_norm = 1; ov.norm = pick("norm", optarg, norm_names, norm_values); break;
-    case OPT_CENTER: ov.has_center = 1; ov.center = fc_cli_bool("center", optarg); break;
-    case OPT_PAD: ov.has_pad = 1; ov.pad = fc_cli_u32("pad", optarg, 0, UINT32_MAX); break;
+    case OPT_NFFT:
+      ov.set |= FC_MEL_F_N_FFT;
+      ov.v.n_fft = fc_cli_u32("n-fft", optarg, 1, UINT32_MAX);
+      break;
+    case OPT_WIN:
+      ov.set |= FC_MEL_F_WIN_LENGTH;
+      ov.v.win_length = fc_cli_u32("win", optarg, 1, UINT32_MAX);
+      break;
+    case OPT_HOP:
+      ov.set |= FC_MEL_F_HOP_LENGTH;
+      ov.v.hop_length = fc_cli_u32("hop", optarg, 1, UINT32_MAX);
+      break;
+    case OPT_NMELS:
+      ov.set |= FC_MEL_F_N_MELS;
+      ov.v.n_mels = fc_cli_u32("n-mels", optarg, 1, UINT32_MAX);
+      break;
+    case OPT_FMIN:
+      ov.set |= FC_MEL_F_FMIN;
+      ov.v.fmin = fc_cli_double("fmin", optarg, 0, 1e7);
+      break;
+    case OPT_FMAX:
+      ov.set |= FC_MEL_F_FMAX;
+      ov.v.fmax = fc_cli_double("fmax", optarg, 0, 1e7);
+      break;
+    case OPT_MELSCALE:
+      ov.set |= FC_MEL_F_MEL_SCALE;
+      ov.v.mel_scale = (fc_mel_scale)pick("mel-scale", optarg, scale_names, scale_values);
+      break;
+    case OPT_NORM:
+      ov.set |= FC_MEL_F_NORM;
+      ov.v.norm = (fc_mel_norm)pick("norm", optarg, norm_names, norm_values);
+      break;
+    case OPT_CENTER:
+      ov.set |= FC_MEL_F_CENTER;
+      ov.v.center = fc_cli_bool("center", optarg);
+      break;
+    case OPT_PAD:
+      ov.set |= FC_MEL_F_PAD;
+      ov.v.pad = fc_cli_u32("pad", optarg, 0, UINT32_MAX);
+      break;
     case OPT_PADMODE:
-      ov.has_padmode = 1;
-      ov.padmode = pick("pad-mode", optarg, padmode_names, padmode_values);
+      ov.set |= FC_MEL_F_PAD_MODE;
+      ov.v.pad_mode = (fc_pad_mode)pick("pad-mode", optarg, padmode_names, padmode_values);
       break;
     case OPT_POWER:
-      ov.has_power = 1;
-      ov.power = fc_cli_double("power", optarg, 1, 2);
-      if (ov.power != 1 && ov.power != 2)
+      ov.set |= FC_MEL_F_POWER;
+      ov.v.power = fc_cli_double("power", optarg, 1, 2);
+      if (ov.v.power != 1 && ov.v.power != 2)
         fc_cli_usage_error("invalid value '%s' for --power (want 1 or 2)", optarg);
       break;
-    case OPT_LOG: ov.has_log = 1; ov.log = pick("log", optarg, log_names, log_values); break;
+    case OPT_LOG:
+      ov.set |= FC_MEL_F_LOG;
+      ov.v.log = (fc_log)pick("log", optarg, log_names, log_values);
+      break;
     case OPT_DTYPE:
-      ov.has_dtype = 1;
-      ov.dtype = pick("dtype", optarg, dtype_names, dtype_values);
+      ov.set |= FC_MEL_F_DTYPE;
+      ov.v.dtype = (fc_dtype)pick("dtype", optarg, dtype_names, dtype_values);
       break;
     case OPT_MANIFEST: manifest = optarg; break;
     case OPT_MANIFEST_FORMAT:

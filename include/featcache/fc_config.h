@@ -73,6 +73,39 @@ FC_API int fc_mel_config_validate(const fc_mel_config *cfg, char *why, size_t wh
 /* If cfg differs from the preset it names, clear cfg->preset (the stored preset becomes null). */
 FC_API void fc_mel_config_settle_preset(fc_mel_config *cfg);
 
+/* The fields of an override (fc_mel_config_override), as bits. */
+enum fc_mel_field {
+  FC_MEL_F_SAMPLE_RATE = 1u << 0,
+  FC_MEL_F_N_FFT = 1u << 1,
+  FC_MEL_F_WIN_LENGTH = 1u << 2,
+  FC_MEL_F_HOP_LENGTH = 1u << 3,
+  FC_MEL_F_N_MELS = 1u << 4,
+  FC_MEL_F_FMIN = 1u << 5,
+  FC_MEL_F_FMAX = 1u << 6,
+  FC_MEL_F_MEL_SCALE = 1u << 7,
+  FC_MEL_F_NORM = 1u << 8,
+  FC_MEL_F_CENTER = 1u << 9,
+  FC_MEL_F_PAD = 1u << 10,
+  FC_MEL_F_PAD_MODE = 1u << 11,
+  FC_MEL_F_POWER = 1u << 12,
+  FC_MEL_F_LOG = 1u << 13,
+  FC_MEL_F_DTYPE = 1u << 14
+};
+
+/* Change the fields of cfg (a preset) named by `fields` (FC_MEL_F_* bits) to those of ov, the
+ * way a user means them (featurize's --sr ... --dtype), keeping each preset's own rules:
+ *  - a new n_fft also sets win_length when the window is centred in the frame (hann, hamming) and
+ *    win_length is not given;
+ *  - center on sets pad 0; a preset that pads (n_fft - hop) / 2 itself without centring (hifigan)
+ *    keeps that rule when n_fft or hop change, unless pad is given;
+ *  - a different log compression brings its reference's floor: ln 1e-5 (HiFi-GAN, Tacotron 2),
+ *    log10 and whisper 1e-10 (Whisper), db 1e-10 with top_db 80 (librosa power_to_db);
+ * then clears cfg->preset when the result differs from the preset (fc_mel_config_settle_preset)
+ * and validates it. Returns 0, or FC_ECONFIG with a reason in why (may be NULL); cfg is then
+ * changed but not valid. */
+FC_API int fc_mel_config_override(fc_mel_config *cfg, const fc_mel_config *ov, unsigned fields,
+                                  char *why, size_t why_len);
+
 /* Effective fmax (fmax <= 0 → sample_rate / 2). */
 FC_API double fc_mel_config_fmax(const fc_mel_config *cfg);
 

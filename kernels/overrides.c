@@ -1,0 +1,40 @@
+/* fc_mel_config_override: a preset with a user's overrides on top (fc_config.h says the rules).
+ * The rules are the presets' own (the references' conventions), so they live beside presets.c and
+ * not in each tool. */
+#include "featcache/fc_config.h"
+
+int fc_mel_config_override(fc_mel_config *c, const fc_mel_config *ov, unsigned f, char *why,
+                           size_t why_len) {
+  if (!c || (!ov && f)) return FC_ECONFIG;
+  /* HiFi-GAN pads (n_fft - hop) / 2 itself: keep that rule when n_fft or hop change. */
+  int pad_follows = !c->center && c->pad && c->pad == (c->n_fft - c->hop_length) / 2;
+  if (f & FC_MEL_F_SAMPLE_RATE) c->sample_rate = ov->sample_rate;
+  if (f & FC_MEL_F_N_FFT) c->n_fft = ov->n_fft;
+  if (f & FC_MEL_F_WIN_LENGTH) c->win_length = ov->win_length;
+  else if ((f & FC_MEL_F_N_FFT) && c->window_align == FC_ALIGN_CENTER) c->win_length = ov->n_fft;
+  if (f & FC_MEL_F_HOP_LENGTH) c->hop_length = ov->hop_length;
+  if (f & FC_MEL_F_N_MELS) c->n_mels = ov->n_mels;
+  if (f & FC_MEL_F_FMIN) c->fmin = ov->fmin;
+  if (f & FC_MEL_F_FMAX) c->fmax = ov->fmax;
+  if (f & FC_MEL_F_MEL_SCALE) c->mel_scale = ov->mel_scale;
+  if (f & FC_MEL_F_NORM) c->norm = ov->norm;
+  if (f & FC_MEL_F_CENTER) {
+    c->center = ov->center;
+    if (c->center) c->pad = 0;
+  }
+  if (pad_follows && !c->center && c->n_fft >= c->hop_length)
+    c->pad = (c->n_fft - c->hop_length) / 2;
+  if (f & FC_MEL_F_PAD) c->pad = ov->pad;
+  if (f & FC_MEL_F_PAD_MODE) c->pad_mode = ov->pad_mode;
+  if (f & FC_MEL_F_POWER) c->power = ov->power;
+  if ((f & FC_MEL_F_LOG) && c->log != ov->log) {
+    /* Each compression with its reference's floor: ln 1e-5 (HiFi-GAN/Tacotron 2), log10 and
+     * whisper 1e-10 (Whisper), db 1e-10 with top_db 80 (librosa power_to_db). */
+    c->log = ov->log;
+    c->log_floor = c->log == FC_LOG_LN ? 1e-5 : 1e-10;
+    c->top_db = c->log == FC_LOG_DB ? 80 : 0;
+  }
+  if (f & FC_MEL_F_DTYPE) c->dtype = ov->dtype;
+  fc_mel_config_settle_preset(c);
+  return fc_mel_config_validate(c, why, why_len);
+}

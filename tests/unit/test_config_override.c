@@ -1,0 +1,95 @@
+/* fc_mel_config_override: a preset with a user's overrides keeps the preset's own rules (hifigan's
+ * pad follows (n_fft - hop) / 2, the window follows n_fft where it is centred, each log
+ * compression brings its reference's floor), the preset name goes when anything differs, and an
+ * inconsistent result is refused with a reason. */
+#include "featcache/fc_config.h"
+#include "tests/check.h"
+
+#include <math.h>
+#include <string.h>
+
+static fc_mel_config preset(const char *name) {
+  fc_mel_config c;
+  CHECK(fc_mel_preset(name, &c) == 0, "preset %s", name);
+  return c;
+}
+
+int main(void) {
+  char why[256];
+
+  /* nothing overridden: the preset, named */
+  fc_mel_config c = preset("hifigan"), ref = preset("hifigan"), ov;
+  memset(&ov, 0, sizeof ov);
+  CHECK(fc_mel_config_override(&c, &ov, 0, why, sizeof why) == 0, "%s", why);
+  CHECK(memcmp(&c, &ref, sizeof c) == 0);
+  CHECK(strcmp(c.preset, "hifigan") == 0);
+  /* the same value as the preset's is no change */
+  ov.n_mels = 80;
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_N_MELS, why, sizeof why) == 0);
+  CHECK(strcmp(c.preset, "hifigan") == 0, "got preset '%s'", c.preset);
+
+  /* hifigan, n_fft 2048: win follows (hann is centred in the frame), pad (2048 - 256) / 2 */
+  c = preset("hifigan");
+  ov.n_fft = 2048;
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_N_FFT, why, sizeof why) == 0, "%s", why);
+  CHECK(c.n_fft == 2048 && c.win_length == 2048, "win %u", c.win_length);
+  CHECK(c.pad == 896, "pad %u, want 896", c.pad);
+  CHECK(c.preset[0] == '\0', "preset '%s' kept after a change", c.preset);
+  /* ... and hop 512 too: pad (2048 - 512) / 2; an explicit pad wins */
+  c = preset("hifigan");
+  ov.hop_length = 512;
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_N_FFT | FC_MEL_F_HOP_LENGTH, why, sizeof why) == 0);
+  CHECK(c.pad == 768, "pad %u, want 768", c.pad);
+  c = preset("hifigan");
+  ov.pad = 100;
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_N_FFT | FC_MEL_F_PAD, why, sizeof why) == 0);
+  CHECK(c.pad == 100, "pad %u, want 100", c.pad);
+  /* an explicit win is kept */
+  c = preset("hifigan");
+  ov.win_length = 1024;
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_N_FFT | FC_MEL_F_WIN_LENGTH, why, sizeof why) == 0);
+  CHECK(c.win_length == 1024 && c.pad == 896, "win %u pad %u", c.win_length, c.pad);
+
+  /* centring drops the pad */
+  c = preset("hifigan");
+  ov.center = 1;
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_CENTER, why, sizeof why) == 0);
+  CHECK(c.center == 1 && c.pad == 0, "center %d pad %u", c.center, c.pad);
+  /* tacotron2 centres and has no pad rule: n_fft 2048 leaves pad 0 */
+  c = preset("tacotron2");
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_N_FFT, why, sizeof why) == 0);
+  CHECK(c.pad == 0 && c.win_length == 2048, "pad %u win %u", c.pad, c.win_length);
+
+  /* kaldi's window is left-aligned in a 512 FFT: n_fft does not move it */
+  c = preset("kaldi");
+  uint32_t kwin = c.win_length;
+  ov.n_fft = 1024;
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_N_FFT, why, sizeof why) == 0, "%s", why);
+  CHECK(c.win_length == kwin && c.n_fft == 1024, "win %u want %u", c.win_length, kwin);
+
+  /* log compressions with their references' floors */
+  c = preset("hifigan");
+  ov.log = FC_LOG_DB;
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_LOG, why, sizeof why) == 0);
+  CHECK(c.log == FC_LOG_DB && c.log_floor == 1e-10 && c.top_db == 80, "floor %g top_db %g",
+        c.log_floor, c.top_db);
+  c = preset("librosa");
+  ov.log = FC_LOG_LN;
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_LOG, why, sizeof why) == 0);
+  CHECK(c.log_floor == 1e-5 && c.top_db == 0, "floor %g top_db %g", c.log_floor, c.top_db);
+  c = preset("whisper");
+  double wfloor = c.log_floor;
+  ov.log = c.log; /* the preset's own: its floor stays */
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_LOG, why, sizeof why) == 0);
+  CHECK(c.log_floor == wfloor && strcmp(c.preset, "whisper") == 0);
+
+  /* inconsistent: a window longer than the FFT */
+  c = preset("hifigan");
+  ov.win_length = 4096;
+  why[0] = '\0';
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_WIN_LENGTH, why, sizeof why) == FC_ECONFIG);
+  CHECK(why[0] != '\0', "no reason given");
+  CHECK(fc_mel_config_override(NULL, &ov, 0, NULL, 0) == FC_ECONFIG);
+
+  return fc_check_result("test_config_override");
+}
