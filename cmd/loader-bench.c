@@ -1,6 +1,6 @@
 /* loader-bench — a training loop without a model, profiled: how much of each step waits for data,
  * with the featcache loader and with on-the-fly decoding (docs/loader-bench.md).
- * A thin main over libcache/bench/loaderbench.c and the step profiler. */
+ * A thin main over the loader-bench engine (fc_loaderbench.h) and the step profiler. */
 #include "cmd/cli.h"
 
 #include "featcache/fc_config.h"
@@ -103,76 +103,6 @@ static int cmp_item_id(const void *a, const void *b) {
   return strcmp(((const fc_lb_item *)a)->id, ((const fc_lb_item *)b)->id);
 }
 
-typedef struct run_out {
-  const char *source;
-  fc_profiler *prof;
-  fc_lb_result res;
-  uint32_t batch, workers, prefetch;
-} run_out;
-
-static void json_num(double v) { printf("%.9g", isfinite(v) ? v : 0.0); }
-
-static void json_ms(const char *key, const fc_prof_stats *s) {
-  printf("\"%s\":{\"mean\":", key);
-  json_num(s->mean);
-  printf(",\"std\":");
-  json_num(s->std);
-  printf(",\"p50\":");
-  json_num(s->p50);
-  printf(",\"p95\":");
-  json_num(s->p95);
-  printf(",\"p99\":");
-  json_num(s->p99);
-  printf(",\"max\":");
-  json_num(s->max);
-  printf("}");
-}
-
-static int phase_idx(const fc_profiler *p, const char *name) {
-  for (int i = 0; i < fc_profiler_num_phases(p); i++)
-    if (strcmp(fc_profiler_phase_name(p, i), name) == 0) return i;
-  return -100;
-}
-
-/* data stats, compute stats, step stats, data share, verdict of one run */
-typedef struct summary {
-  fc_prof_stats data, compute, step;
-  double share;
-  char verdict[64];
-} summary;
-
-static void summarize(const fc_profiler *p, summary *s) {
-  memset(s, 0, sizeof *s);
-  fc_profiler_stats(p, phase_idx(p, "data"), &s->data, &s->share);
-  fc_profiler_stats(p, phase_idx(p, "compute"), &s->compute, NULL);
-  fc_profiler_stats(p, -1, &s->step, NULL);
-  fc_profiler_verdict(p, NULL, s->verdict, sizeof s->verdict);
-}
-
-static void json_run(const run_out *r) {
-  summary s;
-  summarize(r->prof, &s);
-  printf("{\"source\":");
-  fc_cli_json_str(stdout, r->source);
-  printf(",\"steps\":%llu,\"batch\":%u,\"workers\":%u,\"prefetch\":%u,\"utterances\":%llu,",
-         (unsigned long long)r->res.steps, r->batch, r->workers, r->prefetch,
-         (unsigned long long)r->res.utterances);
-  json_ms("data_ms", &s.data);
-  printf(",");
-  json_ms("compute_ms", &s.compute);
-  printf(",");
-  json_ms("step_ms", &s.step);
-  printf(",\"data_share\":");
-  json_num(s.share);
-  printf(",\"variation_ratio\":");
-  json_num(s.data.variation_ratio);
-  printf(",\"autocorr\":{\"lag\":%u,\"coef\":", s.data.acf_lag);
-  json_num(s.data.acf_coef);
-  printf("},\"verdict\":");
-  fc_cli_json_str(stdout, s.verdict);
-  printf(",\"failed\":%llu}", (unsigned long long)r->res.failed);
-}
-
 int main(int argc, char **argv) {
   fc_cli_tool = "loader-bench";
   struct option longs[sizeof options / sizeof options[0]];
@@ -272,19 +202,8 @@ int main(int argc, char **argv) {
   memset(&mel, 0, sizeof mel);
   if (want_audio) {
     if (store) {
-      fc_loader_options lo;
-      fc_loader_options_init(&lo);
-      lo.features = base.features;
-      lo.flags = FC_LOADER_LOOKUP_ONLY;
-      lo.prefetch_threads = 0;
-      fc_loader *ld = NULL;
       char why[512] = "";
-      const char *paths[1] = {store};
-      int rc = fc_loader_open(paths, 1, &lo, &ld, why, sizeof why);
-      const char *js = rc ? NULL : fc_loader_config_json(ld, 0);
-      if (!rc && !js) rc = FC_ENOTFOUND;
-      if (!rc) rc = fc_mel_config_from_json(js, strlen(js), &mel, why, sizeof why);
-      fc_loader_close(ld);
+      int rc = fc_lb_store_mel_config(store, base.features, &mel, why, sizeof why);
       if (rc) {
         fc_cli_warn(store, "%s", why[0] ? why : fc_strerror(rc));
         return FC_EXIT_USAGE;
@@ -340,7 +259,7 @@ int main(int argc, char **argv) {
 
   /* the runs: compare = audio then cache; sweep = the grid; else one */
   size_t n_runs = 0, max_runs = compare ? 2 : (size_t)ax_batch.n * ax_workers.n * ax_prefetch.n;
-  run_out *runs = calloc(max_runs, sizeof *runs);
+  fc_lb_report_run *runs = calloc(max_runs, sizeof *runs);
   fc_lb_cell *cells = calloc(max_runs, sizeof *cells);
   if (!runs || !cells) {
     fc_cli_warn(NULL, "%s", fc_strerror(ENOMEM));
@@ -377,21 +296,23 @@ int main(int argc, char **argv) {
             o.source = FC_LB_SYNTH;
             o.n_items = synth_items;
           }
-          run_out *r = &runs[n_runs];
+          fc_lb_report_run *r = &runs[n_runs];
           r->source = synthetic ? "synthetic" : src;
           r->batch = o.batch;
           r->workers = o.workers;
           r->prefetch = o.prefetch;
-          if ((rc = fc_profiler_create(trace ? FC_PROF_TRACE : 0, "data", &r->prof))) {
+          fc_profiler *prof = NULL;
+          if ((rc = fc_profiler_create(trace ? FC_PROF_TRACE : 0, "data", &prof))) {
             fc_cli_warn(NULL, "%s", fc_strerror(rc));
             return FC_EXIT_FAIL;
           }
+          r->prof = prof;
           n_runs++;
           if (show_progress)
             fprintf(stderr, "%s: running %s: batch %u, workers %u, prefetch %u...\n", fc_cli_tool,
                     r->source, o.batch, o.workers, o.prefetch);
           char why[512] = "";
-          rc = fc_lb_run(&o, r->prof, &r->res, why, sizeof why);
+          rc = fc_lb_run(&o, prof, &r->res, why, sizeof why);
           uint64_t planned = o.steps ? o.steps
                                      : r->res.epoch_batches * (o.epochs ? o.epochs : 1);
           steps_planned += planned;
@@ -413,10 +334,10 @@ int main(int argc, char **argv) {
             fc_cli_warn(store, "%llu of %llu utterances differ from the manifest's order",
                         (unsigned long long)r->res.order_mismatch,
                         (unsigned long long)r->res.utterances);
-          summary s;
-          summarize(r->prof, &s);
-          cells[n_runs - 1] = (fc_lb_cell){o.batch, o.workers, o.prefetch, s.share, s.data.mean,
-                                           s.step.mean};
+          fc_lb_summary s;
+          fc_lb_summarize(prof, &s);
+          cells[n_runs - 1] = (fc_lb_cell){o.batch, o.workers, o.prefetch, s.data_share,
+                                           s.data.mean, s.step.mean};
         }
 
   if (rc == FC_EINTR) {
@@ -424,68 +345,8 @@ int main(int argc, char **argv) {
   } else if (!rc) {
     /* ---- reports ---- */
     int rec = sweep ? fc_lb_recommend(cells, n_runs, 0.05) : -1;
-    double shrink = 0;
-    if (compare && n_runs == 2) {
-      summary a, b;
-      summarize(runs[0].prof, &a);
-      summarize(runs[1].prof, &b);
-      shrink = b.data.mean > 0 ? a.data.mean / b.data.mean : 0;
-    }
-    if (json) {
-      printf("{\"sources\":[");
-      for (size_t i = 0; i < n_runs; i++) {
-        if (i) printf(",");
-        json_run(&runs[i]);
-      }
-      printf("]");
-      if (compare) {
-        printf(",\"shrink_factor\":");
-        json_num(shrink);
-        printf(",\"same_order\":%s", runs[1].res.order_mismatch ? "false" : "true");
-      }
-      if (sweep) {
-        printf(",\"recommended\":");
-        if (rec >= 0)
-          printf("{\"batch\":%u,\"workers\":%u,\"prefetch\":%u,\"data_share\":%.9g}",
-                 cells[rec].batch, cells[rec].workers, cells[rec].prefetch, cells[rec].data_share);
-        else
-          printf("null");
-      }
-      printf("}\n");
-    } else if (sweep) {
-      printf("%-7s %7s %8s %9s %12s %12s %8s  %s\n", "batch", "workers", "prefetch", "steps",
-             "data ms", "step ms", "data %", "verdict");
-      for (size_t i = 0; i < n_runs; i++) {
-        summary s;
-        summarize(runs[i].prof, &s);
-        printf("%-7u %7u %8u %9llu %12.3f %12.3f %7.2f%%  %s\n", cells[i].batch, cells[i].workers,
-               cells[i].prefetch, (unsigned long long)runs[i].res.steps, s.data.mean, s.step.mean,
-               100 * s.share, s.verdict);
-      }
-      if (rec >= 0)
-        printf("recommended: batch %u, workers %u, prefetch %u (data share %.2f %%)\n",
-               cells[rec].batch, cells[rec].workers, cells[rec].prefetch,
-               100 * cells[rec].data_share);
-      else
-        printf("recommended: none of these settings keeps the data share under 5 %%\n");
-    } else {
-      for (size_t i = 0; i < n_runs; i++) {
-        run_out *r = &runs[i];
-        printf("%ssource: %s (batch %u, workers %u, prefetch %u, %llu steps, %llu utterances)\n",
-               i ? "\n" : "", r->source, r->batch, r->workers, r->prefetch,
-               (unsigned long long)r->res.steps, (unsigned long long)r->res.utterances);
-        fc_profiler_write(r->prof, FC_PROF_TABLE, stdout);
-      }
-      if (compare && n_runs == 2) {
-        summary a, b;
-        summarize(runs[0].prof, &a);
-        summarize(runs[1].prof, &b);
-        printf("\nthe cache cut the data phase from %.4g ms to %.4g ms per step (%.*f×); "
-               "data share %.2f %% → %.2f %%\n",
-               a.data.mean, b.data.mean, shrink >= 10 ? 0 : 1, shrink, 100 * a.share,
-               100 * b.share);
-      }
-    }
+    int kind = compare ? FC_LB_REPORT_COMPARE : sweep ? FC_LB_REPORT_SWEEP : FC_LB_REPORT_RUNS;
+    fc_lb_write_report(stdout, json, kind, runs, n_runs, cells, rec);
     /* ---- files ---- */
     const fc_profiler *profs[2];
     const char *names[2];

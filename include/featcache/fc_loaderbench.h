@@ -98,6 +98,43 @@ FC_API int fc_lb_recommend(const fc_lb_cell *cells, size_t n, double max_share);
 FC_API int fc_lb_write_svg(FILE *f, const fc_profiler *const *profs, const char *const *names,
                            size_t n, const char *title);
 
+/* ---- reports --------------------------------------------------------------------------------- */
+/* One run's statistics, from its profiler: the "data" and "compute" phases and whole steps (ms),
+ * the data phase's share of step time (0..1) and the verdict (fc_profiler_verdict). */
+typedef struct fc_lb_summary {
+  fc_prof_stats data, compute, step;
+  double data_share;
+  char verdict[64];
+} fc_lb_summary;
+FC_API void fc_lb_summarize(const fc_profiler *prof, fc_lb_summary *out);
+
+/* One finished run, as the reports below show it. */
+typedef struct fc_lb_report_run {
+  const char *source;           /* "cache", "audio" or "synthetic" */
+  fc_profiler *prof;            /* its steps (the reports only read it) */
+  fc_lb_result res;
+  uint32_t batch, workers, prefetch;
+} fc_lb_report_run;
+
+/* Which report: one or more runs, a comparison (runs[0] the audio source, runs[1] the cache over
+ * the same utterances), or a sweep (cells[i] is runs[i]'s cell; recommended: its index or -1). */
+typedef enum fc_lb_report_kind { FC_LB_REPORT_RUNS = 0, FC_LB_REPORT_COMPARE, FC_LB_REPORT_SWEEP } fc_lb_report_kind;
+
+/* How many times shorter the cache made the data phase in a comparison: the mean data ms of
+ * runs[0] over that of runs[1] (0 when the cache's is 0). */
+FC_API double fc_lb_shrink_factor(const fc_lb_report_run *runs, size_t n);
+
+/* The report as text (a profiler table per run; a comparison's closing line; a sweep's grid and
+ * recommendation) or as one JSON object ({"sources":[...], "shrink_factor", "same_order" for a
+ * comparison, "recommended" for a sweep}; docs/loader-bench.md), on f. Returns 0 or an errno. */
+FC_API int fc_lb_write_report(FILE *f, int json, int kind, const fc_lb_report_run *runs, size_t n,
+                              const fc_lb_cell *cells, int recommended);
+
+/* The mel config of a store (features: a loader feature selector, NULL for the store's one), so
+ * the audio source computes the same features as the cache holds. 0, or an error with why. */
+FC_API int fc_lb_store_mel_config(const char *store, const char *features, fc_mel_config *out,
+                                  char *why, size_t why_len);
+
 #ifdef __cplusplus
 }
 #endif
