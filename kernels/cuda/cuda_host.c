@@ -96,6 +96,7 @@ int fc_cuda_gather_compute(fc_cuda_gather *g, const float *samples, size_t n, fl
 #include <time.h>
 
 #include "formats/fault.h"
+#include "kernels/cuda/cufft_load.h"
 #include "mel_cuda.h"
 
 enum {
@@ -168,6 +169,7 @@ static int cuda_fail(fc_cuda_plan *p, const char *call, cudaError_t e) {
 
 static int cufft_fail(fc_cuda_plan *p, const char *call, cufftResult r) {
   if (p) p->failed = 1;
+  if (fc_cufft_load_error()[0]) return set_error(FC_ENODEVICE, "%s: %s", call, fc_cufft_load_error());
   return set_error(FC_ECUDA, "%s: %s (%d)", call, cufft_result_name(r), (int)r);
 }
 

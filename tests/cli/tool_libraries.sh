@@ -1,8 +1,9 @@
 #!/bin/bash
 # Each tool loads only the library components it calls (docs/HACKING.md): by ldd, featurize,
 # loader-bench, cache-verify and cache-bench load no espeak-ng (nor, through it, PulseAudio, ALSA
-# or X11); cache-verify and cache-bench no cuFFT, FFTW or libsndfile either; the Python package
-# loads only libfeatcache_core. tokenize, which does load espeak-ng, still makes phonemes.
+# or X11); cache-verify and cache-bench no FFTW or libsndfile either; no tool loads cuFFT at start
+# (it is loaded on the first CUDA plan); the Python package loads only libfeatcache_core.
+# tokenize, which does load espeak-ng, still makes phonemes.
 # The shared components export only the public fc_ API (FC_API in include/featcache/*.h).
 set -u
 command -v ldd >/dev/null || { echo "skip: no ldd"; exit 77; }
@@ -41,7 +42,11 @@ must_not "$FC_BIN/tokenize" '^lib(cufft|fftw3f|soxr)' "the mel component's libra
 must_not "$FC_BIN/tokenize" '^libfeatcache_mel' "the mel component"
 must "$FC_BIN/tokenize" '^libespeak-ng' "espeak-ng"
 must_not "$FC_BIN/libfeatcache_core.so" "$SPEECH|$HEAVY" "heavy libraries"
-if [ "${FC_HAVE_CUDA:-0}" = 1 ]; then must "$FC_BIN/libfeatcache_mel.so" '^libcufft' "cuFFT"; fi
+# cuFFT is loaded at run time, on the first CUDA plan (kernels/cuda/cufft_load.c): no tool and no
+# component loads it at start, not even featurize (unit/test_cufft_load checks the loading)
+for f in featurize loader-bench tokenize libfeatcache_mel.so; do
+  must_not "$FC_BIN/$f" '^libcufft' "cuFFT at start"
+done
 
 # tokenize -t phonemes still works: espeak-ng's IPA ("oʊ" of hello) in the built vocab.
 printf 'a\tHello world.\nb\tThe cat sat.\n' >"$T/m.tsv"
