@@ -13,6 +13,10 @@ int fc_cufft_load(char *why, size_t why_len) {
   return FC_ENODEVICE;
 }
 const char *fc_cufft_load_error(void) { return ""; }
+int fc_cufft_version(int *version) {
+  *version = 0;
+  return FC_ENODEVICE;
+}
 #else
 #include <cufft.h>
 #include <dlfcn.h>
@@ -99,4 +103,9 @@ const char *fc_cufft_load_error(void) { return load_error; }
     return fn.name FC_CUFFT_ARGS_##name;                                                          \
   }
 FC_CUFFT_FUNCS(FC_CUFFT_STUB)
+
+int fc_cufft_version(int *version) {
+  *version = 0;
+  return cufftGetVersion(version) == CUFFT_SUCCESS ? 0 : FC_ENODEVICE;
+}
 #endif

@@ -13,5 +13,8 @@
 int fc_cufft_load(char *why, size_t why_len);
 /* The reason the load failed, "" when it did not (or was not tried). Static string. */
 const char *fc_cufft_load_error(void);
+/* cufftGetVersion through the stubs (needs no GPU): 0 and *version, or FC_ENODEVICE (no cuFFT,
+ * or built without CUDA). For tests. */
+int fc_cufft_version(int *version);
 
 #endif
