@@ -14,7 +14,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the numbers some config produces change: old records then stop matching. */
-#define FC_KERNEL_VERSION 1
+#define FC_KERNEL_VERSION 2
 
 typedef enum fc_mel_scale { FC_MEL_SLANEY = 0, FC_MEL_HTK = 1, FC_MEL_KALDI = 2 } fc_mel_scale;
 typedef enum fc_mel_norm { FC_NORM_NONE = 0, FC_NORM_SLANEY = 1 } fc_mel_norm;

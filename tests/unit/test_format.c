@@ -108,7 +108,7 @@ static void test_config_json(void) {
   int n = fc_mel_config_json(&c, json, sizeof json);
   const char *want =
       "{\"center\":false,\"drop_last_frame\":false,\"dtype\":\"f32\",\"fmax\":8000,\"fmin\":0,"
-      "\"hop_length\":256,\"int16_scale\":false,\"kernel_version\":1,\"kind\":\"mel\",\"log\":\"ln\","
+      "\"hop_length\":256,\"int16_scale\":false,\"kernel_version\":2,\"kind\":\"mel\",\"log\":\"ln\","
       "\"log_floor\":1e-05,\"mag_eps\":1e-09,\"mel_scale\":\"slaney\",\"n_fft\":1024,\"n_mels\":80,"
       "\"norm\":\"none\",\"pad\":384,\"pad_mode\":\"reflect\",\"power\":1,\"preemph\":0,"
       "\"preset\":\"hifigan\",\"remove_dc\":false,\"sample_rate\":22050,\"top_db\":0,"
