@@ -24,8 +24,9 @@ arithmetic with ln correctly rounded. The effect of that difference on the truth
 dominated by one such bin) is measured here and taken off each element before check 2; check 1 and
 the printed maxima include it.
 
-A precision regression in any preset fails here: the kaldi filterbank computed in double, as before
-issue 18 (up to 1.5e-4 off in ln units, docs/ACCURACY.md), fails all three checks.
+A precision regression of the size issue 18 found fails here, in any preset: the kaldi filterbank
+computed in double, as before issue 18 (up to 1.5e-4 off in ln units, docs/ACCURACY.md), fails
+both signals (over 1e-4, rms 1.9-2.0x the float32 reference's).
 
 Inputs are made here: a synthesized speech-like signal (glottal pulses through per-syllable
 formants, fricative noise, pauses 70 dB down; a fixed seed) at 22050 and 16000 Hz, and espeak-ng
@@ -51,12 +52,15 @@ np, torch, torchaudio, librosa, soundfile = R.np, R.torch, R.torchaudio, R.libro
 WITHIN_DB = 40.0
 DESIGN_TOL = 1e-4
 # How far two float32 FFTs of the same frames differ in their errors, measured on these signals:
-# FFTW's ESTIMATE, MEASURE and PATIENT plans and pocketfft put 0.7e-6 .. 5.8e-6 on one band of one
-# frame (hifigan, espeak-ng, frame 427 band 14), so the largest error over a signal is a draw from
-# that spread; the rms over ~10^4 bands is stable, and FFTW's ESTIMATE plans measure <= 6 % above
-# pocketfft's there (librosa, tacotron2).
-MAX_SPREAD = 2.0
-RMS_SPREAD = 1.1
+# FFTW's ESTIMATE, MEASURE and PATIENT plans and pocketfft put 5.8e-6, 2.3e-6, 0.66e-6 and 1.1e-6 on
+# one band of one frame (tacotron2's framing, espeak-ng, frame 427, band 14), so the largest error
+# over a signal is a draw from that spread: featcache's maximum measures up to 1.8x the better
+# float32 reference's here (tacotron2, espeak-ng) and 0.1x elsewhere. The rms over ~10^4 bands is
+# stable: FFTW's ESTIMATE plans measure up to 1.07x pocketfft's (librosa). The factors leave room
+# for FFTW's codelets on other CPUs; the kaldi banks of before issue 18 still fail on both signals
+# (over 1e-4, rms 1.9-2.0x; max 5x on the synthetic one).
+MAX_SPREAD = 3.0
+RMS_SPREAD = 1.25
 LN10 = np.log(10.0)
 
 failures = []
