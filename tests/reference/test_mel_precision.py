@@ -33,7 +33,7 @@ formants, fricative noise, pauses 70 dB down; a fixed seed) at 22050 and 16000 H
 speech generated at test time (16 kHz via librosa's soxr_hq, as featurize resamples). Without
 espeak-ng the synthetic checks still run, then the test exits 77 saying so.
 
-Run: python test_mel_precision.py (env FEATCACHE_LIBRARY = path of libfeatcache.so). Exits 77 when
+Run: python test_mel_precision.py (env FEATCACHE_LIBRARY = path of libfeatcache.so.0). Exits 77 when
 the library or a reference package is missing. Prints the measured table (docs/ACCURACY.md).
 """
 import os
