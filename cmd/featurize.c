@@ -4,12 +4,13 @@
 
 #include "featcache/fc_featurize.h"
 #include "featcache/fc_format.h"
+#include "featcache/fc_shard.h"
 
 enum {
   OPT_PRESET = 256, OPT_SR, OPT_NFFT, OPT_WIN, OPT_HOP, OPT_NMELS, OPT_FMIN, OPT_FMAX,
   OPT_MELSCALE, OPT_NORM, OPT_CENTER, OPT_PAD, OPT_PADMODE, OPT_POWER, OPT_LOG, OPT_DTYPE,
   OPT_MANIFEST, OPT_MANIFEST_FORMAT, OPT_AUDIO_DIR, OPT_MAX_SECONDS, OPT_STRICT, OPT_PROGRESS,
-  OPT_JSON, OPT_DEVICE, OPT_GPU_MIN_SECONDS, OPT_VERSION
+  OPT_JSON, OPT_DEVICE, OPT_GPU_MIN_SECONDS, OPT_SHARD, OPT_VERSION
 };
 
 static const fc_cli_opt options[] = {
@@ -40,6 +41,8 @@ static const fc_cli_opt options[] = {
      "auto, ljspeech, kaldi, jsonl or list"},
     {"audio-dir", OPT_AUDIO_DIR, required_argument, "DIR", "base of relative manifest paths"},
     {"max-seconds", OPT_MAX_SECONDS, required_argument, "S", "fail inputs longer than S seconds"},
+    {"shard", OPT_SHARD, required_argument, "K/N",
+     "only shard K of N (0-based, by a hash of the id); 'slurm': from the array job"},
     {NULL, 0, 0, NULL, "Running:"},
     {"jobs", 'j', required_argument, "N", "worker threads (default: online CPUs)"},
     {"device", OPT_DEVICE, required_argument, "DEV", "auto (default), cpu, cuda or cuda:N"},
@@ -198,6 +201,7 @@ int main(int argc, char **argv) {
   overrides ov;
   memset(&ov, 0, sizeof ov);
   const char *store_dir = NULL, *manifest = NULL, *audio_dir = NULL, *device_spec = "auto";
+  const char *shard_spec = NULL;
   int manifest_format = FC_MANIFEST_AUTO, strict = 0, quiet = 0, verbose = 0, progress = 0,
       json = 0;
   double max_seconds = 0, gpu_min_seconds = 0;
@@ -298,6 +302,7 @@ int main(int argc, char **argv) {
       gpu_min_seconds = fc_cli_double("gpu-min-seconds", optarg, 0, 1e12);
       if (gpu_min_seconds == 0) gpu_min_seconds = -1; /* the library's "any job" */
       break;
+    case OPT_SHARD: shard_spec = optarg; break;
     case OPT_STRICT: strict = 1; break;
     case 'q': quiet = 1; break;
     case 'v': verbose = 1; break;
@@ -326,6 +331,9 @@ int main(int argc, char **argv) {
   build_config(&ov, &cfg);
 
   char why[512];
+  uint32_t shard_k = 0, shard_n = 1;
+  if (shard_spec && fc_shard_parse(shard_spec, &shard_k, &shard_n, why, sizeof why) != 0)
+    fc_cli_usage_error("%s", why);
   fc_featurize_opts fo;
   fc_featurize_opts_init(&fo);
   if (fc_device_parse(device_spec, &fo.device, why, sizeof why) != 0) fc_cli_usage_error("%s", why);
@@ -358,6 +366,13 @@ int main(int argc, char **argv) {
       fc_cli_warn(NULL, "%s", fc_strerror(rc));
       return FC_EXIT_USAGE;
     }
+  }
+
+  if (shard_spec) {
+    size_t all = items.count;
+    fc_item_list_shard(&items, shard_k, shard_n);
+    if (verbose)
+      fc_cli_warn(NULL, "shard %u/%u: %zu of %zu inputs", shard_k, shard_n, items.count, all);
   }
 
   if (fo.device.kind == FC_DEVICE_AUTO &&

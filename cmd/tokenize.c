@@ -8,6 +8,7 @@
 #include "cmd/cli.h"
 #include "featcache/fc_format.h"
 #include "featcache/fc_manifest.h"
+#include "featcache/fc_shard.h"
 #include "featcache/fc_store.h"
 #include "featcache/fc_tokenize.h"
 
@@ -15,7 +16,7 @@ enum {
   OPT_MANIFEST = 256, OPT_MANIFEST_FORMAT, OPT_TEXT_COLUMN, OPT_TOKENIZER, OPT_VOCAB,
   OPT_BUILD_VOCAB, OPT_EXPORT_VOCAB, OPT_TOKENIZER_JSON, OPT_LANG, OPT_UNICODE, OPT_CASE,
   OPT_WHITESPACE, OPT_PUNCT, OPT_PAD, OPT_UNK, OPT_BOS, OPT_EOS, OPT_ADD_BOS, OPT_ADD_EOS,
-  OPT_DTYPE, OPT_MAX_TEXT, OPT_BATCH, OPT_STRICT, OPT_JSON, OPT_PROGRESS, OPT_VERSION
+  OPT_DTYPE, OPT_MAX_TEXT, OPT_BATCH, OPT_SHARD, OPT_STRICT, OPT_JSON, OPT_PROGRESS, OPT_VERSION
 };
 
 static const fc_cli_opt options[] = {
@@ -46,6 +47,7 @@ static const fc_cli_opt options[] = {
     {NULL, 0, 0, NULL, "Running:"},
     {"threads", 'j', required_argument, "N", "threads (default: all cores)"},
     {"batch", OPT_BATCH, required_argument, "N", "lines per write transaction (default 4096)"},
+    {"shard", OPT_SHARD, required_argument, "K/N", "only shard K of N (0-based, by a hash of the id); 'slurm': from the array job"},
     {"max-text-bytes", OPT_MAX_TEXT, required_argument, "N", "longer texts are bad lines (default 64KiB)"},
     {"strict", OPT_STRICT, no_argument, NULL, "the first bad line (or unknown symbol) is fatal"},
     {"json", OPT_JSON, no_argument, NULL, "print a JSON summary on stdout"},
@@ -97,6 +99,7 @@ int main(int argc, char **argv) {
   fc_cli_getopt_tables(options, longs, shorts);
 
   const char *out_dir = NULL, *manifest = NULL, *export_vocab = NULL, *kind_name = "chars";
+  const char *shard_spec = NULL;
   fc_manifest_opts mopts = {0};
   fc_tok_options to;
   memset(&to, 0, sizeof to);
@@ -140,6 +143,7 @@ int main(int argc, char **argv) {
       break;
     case 'j': ro.threads = (int)fc_cli_u32("threads", optarg, 1, 1024); break;
     case OPT_BATCH: ro.batch = fc_cli_u32("batch", optarg, 1, 1u << 20); break;
+    case OPT_SHARD: shard_spec = optarg; break;
     case OPT_MAX_TEXT: {
       uint64_t v;
       if (fc_cli_parse_u64(optarg, &v, 1) || v == 0 || v > (1ull << 30))
@@ -176,6 +180,9 @@ int main(int argc, char **argv) {
   if (punct >= 0) to.norm.punct = (fc_tok_punct)punct;
 
   char why[512] = "";
+  uint32_t shard_k = 0, shard_n = 1;
+  if (shard_spec && fc_shard_parse(shard_spec, &shard_k, &shard_n, why, sizeof why) != 0)
+    fc_cli_usage_error("%s", why);
   fc_tokenizer *tok = NULL;
   int rc = fc_tokenizer_create(&to, &tok, why, sizeof why);
   if (rc) {
@@ -188,6 +195,16 @@ int main(int argc, char **argv) {
     fc_cli_warn(manifest, "%s", why[0] ? why : fc_strerror(rc));
     fc_tokenizer_free(tok);
     return FC_EXIT_USAGE;
+  }
+  if (shard_spec) {
+    /* A vocab built from the corpus is built from all of it, so every shard has the same config. */
+    if (to.build_vocab && (rc = fc_tokenizer_build_vocab_from(tok, &items, &ro)) != 0) {
+      fc_cli_warn(manifest, "cannot build the vocab: %s", fc_strerror(rc));
+      fc_item_list_free(&items);
+      fc_tokenizer_free(tok);
+      return FC_EXIT_FAIL;
+    }
+    fc_item_list_shard(&items, shard_k, shard_n);
   }
   fc_store *store = NULL;
   rc = fc_store_open(out_dir, FC_STORE_CREATE, &store);

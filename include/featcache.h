@@ -10,6 +10,7 @@
 #include "featcache/fc_cuda.h"
 #include "featcache/fc_audio.h"
 #include "featcache/fc_manifest.h"
+#include "featcache/fc_shard.h"
 #include "featcache/fc_featurize.h"
 #include "featcache/fc_tokenize.h"
 #include "featcache/fc_bench.h"

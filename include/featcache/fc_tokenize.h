@@ -146,6 +146,13 @@ typedef struct fc_tokenize_run_opts {
 FC_API int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
                            const fc_tokenize_run_opts *o, fc_tokenize_stats *stats);
 
+/* Finish a build_vocab tokenizer from items as fc_tokenize_run would (bad lines left out), without
+ * storing anything: for a run over one shard of a corpus (fc_item_list_shard) whose vocab must be
+ * that of the whole corpus. o: threads and max_text_bytes are used (may be NULL). Returns 0,
+ * FC_ECONFIG (not a build_vocab tokenizer, or already finished), ENOMEM. */
+FC_API int fc_tokenizer_build_vocab_from(fc_tokenizer *t, const fc_item_list *items,
+                                         const fc_tokenize_run_opts *o);
+
 #ifdef __cplusplus
 }
 #endif

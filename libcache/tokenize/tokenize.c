@@ -314,3 +314,16 @@ out:
   free(tvals);
   return rc;
 }
+
+int fc_tokenizer_build_vocab_from(fc_tokenizer *t, const fc_item_list *items,
+                                  const fc_tokenize_run_opts *o) {
+  if (fc_tokenizer_config(t, NULL, NULL, NULL) != FC_EBADSTATE) return FC_ECONFIG;
+  size_t max_bytes = o && o->max_text_bytes ? o->max_text_bytes : 65536;
+  int nthreads = o && o->threads > 0 ? o->threads : omp_get_max_threads();
+  line_state *ls = calloc(items->count ? items->count : 1, sizeof *ls);
+  if (!ls) return ENOMEM;
+  for (size_t i = 0; i < items->count; i++) check_line(&items->items[i], max_bytes, &ls[i]);
+  int rc = build_vocab(t, items, ls, nthreads);
+  free(ls);
+  return rc;
+}
