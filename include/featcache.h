@@ -11,6 +11,7 @@
 #include "featcache/fc_audio.h"
 #include "featcache/fc_manifest.h"
 #include "featcache/fc_shard.h"
+#include "featcache/fc_merge.h"
 #include "featcache/fc_featurize.h"
 #include "featcache/fc_tokenize.h"
 #include "featcache/fc_bench.h"

@@ -39,6 +39,7 @@ enum {
   FC_EDUPLICATE = -31914,  /* duplicate id */
   FC_ETOKENIZER = -31915,  /* tokenizer definition invalid */
   FC_EUNKNOWN = -31916,    /* unknown symbol under --strict */
+  FC_ECONFLICT = -31930,   /* an id's entry differs between stores being merged */
   FC_ELAST = -31900
 };
 

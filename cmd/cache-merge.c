@@ -1,0 +1,215 @@
+/* cache-merge — several featcache stores (e.g. the shards of one corpus) into one
+ * (docs/cache-merge.md). A thin main over fc_merge_run (libcache/merge/). */
+#include "cmd/cli.h"
+
+#include "featcache/fc_merge.h"
+
+#include <sys/stat.h>
+
+enum { OPT_PREFER = 256, OPT_BATCH, OPT_JSON, OPT_PROGRESS, OPT_VERSION };
+
+static const fc_cli_opt options[] = {
+    {NULL, 0, 0, NULL, "Output:"},
+    {"output", 'o', required_argument, "OUT", "the merged store (created if missing)"},
+    {NULL, 0, 0, NULL, "Conflicts (an id whose audio or text entry differs between stores):"},
+    {"prefer", OPT_PREFER, required_argument, "WHO",
+     "first, last or a STORE among the inputs wins (default: refuse)"},
+    {NULL, 0, 0, NULL, "Running:"},
+    {"batch", OPT_BATCH, required_argument, "N", "entries per write transaction (default 1024)"},
+    {"quiet", 'q', no_argument, NULL, "no progress, no summary unless something failed"},
+    {"progress", OPT_PROGRESS, no_argument, NULL, "progress line even when stderr is no terminal"},
+    {"json", OPT_JSON, no_argument, NULL, "print a JSON summary on stdout"},
+    {"help", 'h', no_argument, NULL, "show this help and exit"},
+    {"version", OPT_VERSION, no_argument, NULL, "show the version and exit"},
+    {NULL, 0, 0, NULL, NULL}};
+
+static const char synopsis[] = "cache-merge [options] -o OUT STORE...";
+static const char description[] =
+    "Merge featcache stores into one: records are stored once per content key, configs and\n"
+    "vocabularies are unioned, and an utterance id whose audio or text entry differs between\n"
+    "stores is reported and refused unless --prefer says which store wins. Interrupted merges\n"
+    "resume where they stopped; a finished one is not repeated.";
+static const char footer[] =
+    "Exit status: 0 merged (or nothing to do); 1 conflicts refused (nothing written) or damaged\n"
+    "records left out; 2 usage error or a store that cannot be opened; 130/143 interrupted\n"
+    "(committed batches are kept; run again to finish). See docs/cache-merge.md.";
+
+typedef struct ctx {
+  const char *const *inputs;
+  const char *out;
+  int progress, shown;
+  double t0;
+} ctx;
+
+static const char *holder(const ctx *c, long i) { return i < 0 ? c->out : c->inputs[i]; }
+
+static void clear_progress(ctx *c) {
+  if (c->shown) fputs("\r\033[K", stderr);
+  c->shown = 0;
+}
+
+static void on_conflict(const fc_merge_conflict *cf, void *user) {
+  ctx *c = user;
+  clear_progress(c);
+  const char *what = cf->db == FC_DB_AUDIO ? "audio" : cf->db == FC_DB_TEXT ? "text" : "meta";
+  fprintf(stderr, "%s: %s: %s entry '%.*s' differs from %s's: %s; ", fc_cli_tool,
+          holder(c, cf->b), what, (int)cf->key_len, cf->key, holder(c, cf->a), cf->detail);
+  if (cf->winner == -2) fputs("refused\n", stderr);
+  else fprintf(stderr, "kept %s's\n", holder(c, cf->winner));
+}
+
+static void on_bad(long input, int db, const char *key_hex, const char *why, void *user) {
+  ctx *c = user;
+  clear_progress(c);
+  fprintf(stderr, "%s: %s: %s %s: damaged record skipped: %s\n", fc_cli_tool, c->inputs[input],
+          db == FC_DB_FEAT ? "feat" : "tok", key_hex, why);
+}
+
+static uint64_t sum(const uint64_t *v) {
+  uint64_t s = 0;
+  for (int i = 0; i < FC_DB_COUNT; i++) s += v[i];
+  return s;
+}
+
+static void on_progress(const fc_merge_stats *st, void *user) {
+  ctx *c = user;
+  if (!c->progress) return;
+  double dt = st->wall_seconds > 0 ? st->wall_seconds : 0;
+  (void)dt;
+  fprintf(stderr, "\r\033[K%s: %llu entries, %.1f MB written", fc_cli_tool,
+          (unsigned long long)(sum(st->copied) + sum(st->present)), st->bytes_copied / 1e6);
+  c->shown = 1;
+}
+
+static void json_dbs(const char *name, const uint64_t *v) {
+  printf(",\"%s\":{\"meta\":%llu,\"audio\":%llu,\"text\":%llu,\"feat\":%llu,\"tok\":%llu}", name,
+         (unsigned long long)v[FC_DB_META], (unsigned long long)v[FC_DB_AUDIO],
+         (unsigned long long)v[FC_DB_TEXT], (unsigned long long)v[FC_DB_FEAT],
+         (unsigned long long)v[FC_DB_TOK]);
+}
+
+int main(int argc, char **argv) {
+  fc_cli_tool = "cache-merge";
+  enum { NOPT = sizeof options / sizeof options[0] };
+  struct option longs[NOPT + 1];
+  char shorts[3 * NOPT + 3];
+  shorts[0] = ':';
+  fc_cli_getopt_tables(options, longs, shorts + 1);
+
+  fc_merge_opts mo;
+  fc_merge_opts_init(&mo);
+  const char *out = NULL, *prefer = NULL;
+  int json = 0, quiet = 0, progress = 0;
+  int c;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+    switch (c) {
+    case 'o': out = optarg; break;
+    case OPT_PREFER: prefer = optarg; break;
+    case OPT_BATCH: mo.batch_records = fc_cli_u32("batch", optarg, 1, 1u << 24); break;
+    case OPT_JSON: json = 1; break;
+    case 'q': quiet = 1; break;
+    case OPT_PROGRESS: progress = 1; break;
+    case 'h': fc_cli_help(stdout, synopsis, description, options, footer); return FC_EXIT_OK;
+    case OPT_VERSION: fc_cli_version(); return FC_EXIT_OK;
+    case ':': fc_cli_usage_error("option '%s' needs a value", argv[optind - 1]); break;
+    default:
+      if (optopt && optopt < 128) fc_cli_usage_error("unknown option '-%c'", optopt);
+      fc_cli_usage_error("unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  if (!out) fc_cli_usage_error("no output store (-o OUT)");
+  if (optind >= argc) fc_cli_usage_error("no input STORE given");
+  const char *const *inputs = (const char *const *)(argv + optind);
+  size_t n = (size_t)(argc - optind);
+  if (prefer) {
+    if (strcmp(prefer, "first") == 0) mo.prefer = FC_MERGE_FIRST;
+    else if (strcmp(prefer, "last") == 0) mo.prefer = FC_MERGE_LAST;
+    else {
+      struct stat sp, si;
+      if (stat(prefer, &sp) != 0)
+        fc_cli_usage_error("invalid value '%s' for --prefer (want first, last or one of the "
+                           "input stores)", prefer);
+      mo.prefer = FC_MERGE_STORE;
+      mo.prefer_index = n;
+      for (size_t i = 0; i < n; i++)
+        if (stat(inputs[i], &si) == 0 && si.st_dev == sp.st_dev && si.st_ino == sp.st_ino)
+          mo.prefer_index = i;
+      if (mo.prefer_index == n)
+        fc_cli_usage_error("--prefer %s: not one of the input stores", prefer);
+    }
+  }
+
+  ctx cx = {inputs, out, fc_cli_progress_wanted(progress, quiet), 0, 0};
+  mo.on_conflict = on_conflict;
+  mo.on_bad_record = on_bad;
+  mo.on_progress = on_progress;
+  mo.user = &cx;
+  fc_cli_install_signals();
+  mo.stop = &fc_cli_signal;
+  fc_merge_stats st;
+  char why[1024] = "";
+  int rc = fc_merge_run(out, inputs, n, &mo, &st, why, sizeof why);
+  clear_progress(&cx);
+
+  uint64_t copied = sum(st.copied), present = sum(st.present);
+  const char *status = "done";
+  int code = FC_EXIT_OK;
+  if (rc == FC_EINTR) {
+    fprintf(stderr, "%s: interrupted: %llu entries committed to %s; run again to finish\n",
+            fc_cli_tool, (unsigned long long)(copied + present), out);
+    status = "interrupted";
+    code = fc_cli_signal_exit();
+  } else if (rc == FC_ECONFLICT) {
+    fprintf(stderr, "%s: %s (choose a winner with --prefer first|last|STORE)\n", fc_cli_tool, why);
+    status = "refused";
+    code = FC_EXIT_FAIL;
+  } else if (rc == EINVAL || (rc && st.commits == 0 && copied == 0 && why[0] &&
+                              strstr(why, "cannot open"))) {
+    fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
+    if (!json) return FC_EXIT_USAGE;
+    status = "error";
+    code = FC_EXIT_USAGE;
+  } else if (rc) {
+    fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
+    status = "error";
+    code = FC_EXIT_FAIL;
+  } else if (st.dropped) {
+    fprintf(stderr, "%s: done: %llu of %llu entries in %s (%llu damaged records left out)\n",
+            fc_cli_tool, (unsigned long long)(copied + present),
+            (unsigned long long)(copied + present + st.dropped), out,
+            (unsigned long long)st.dropped);
+    code = FC_EXIT_FAIL;
+  } else if (copied == 0) {
+    status = "nothing to do";
+    if (!quiet)
+      fprintf(stderr, "%s: nothing to do: all %llu entries of the %zu stores already in %s\n",
+              fc_cli_tool, (unsigned long long)present, n, out);
+  } else if (!quiet) {
+    double mbs = st.wall_seconds > 0 ? st.bytes_copied / 1e6 / st.wall_seconds : 0;
+    fprintf(stderr,
+            "%s: done: %llu of %llu entries in %s (%llu feat, %llu tok, %llu audio, %llu text "
+            "copied; %llu already there; %llu duplicate keys stored once); %.1f MB in %.2f s, "
+            "%.0f MB/s\n",
+            fc_cli_tool, (unsigned long long)(copied + present),
+            (unsigned long long)(copied + present), out, (unsigned long long)st.copied[FC_DB_FEAT],
+            (unsigned long long)st.copied[FC_DB_TOK], (unsigned long long)st.copied[FC_DB_AUDIO],
+            (unsigned long long)st.copied[FC_DB_TEXT], (unsigned long long)present,
+            (unsigned long long)sum(st.duplicates), st.bytes_copied / 1e6, st.wall_seconds, mbs);
+  }
+  if (json) {
+    printf("{\"output\":");
+    fc_cli_json_str(stdout, out);
+    printf(",\"inputs\":%zu,\"status\":\"%s\"", n, status);
+    json_dbs("copied", st.copied);
+    json_dbs("present", st.present);
+    json_dbs("duplicates", st.duplicates);
+    printf(",\"conflicts\":%llu,\"resolved\":%llu,\"bad_records\":%llu,\"dropped\":%llu,"
+           "\"bytes_in\":%llu,\"bytes_copied\":%llu,\"commits\":%llu,\"wall_seconds\":%.6f}\n",
+           (unsigned long long)st.conflicts, (unsigned long long)st.resolved,
+           (unsigned long long)st.bad_records, (unsigned long long)st.dropped,
+           (unsigned long long)st.bytes_in, (unsigned long long)st.bytes_copied,
+           (unsigned long long)st.commits, st.wall_seconds);
+  }
+  return code;
+}

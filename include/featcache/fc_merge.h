@@ -1,0 +1,107 @@
+/* featcache — merging stores: several stores (shards of one corpus, or caches built apart) into one
+ * (docs/cache-merge.md).
+ *
+ * fc_merge_run streams every entry of the inputs into the output store, one db at a time in key
+ * order (a k-way merge of one cursor per input), in this order: meta, feat, tok, audio, text, so
+ * that an utterance's entry is committed only after the records it names. Memory is bounded: n
+ * cursors, the current batch's list of puts (values are read in place from the inputs' maps),
+ * nothing per entry.
+ *
+ *   - feat and tok keys are content keys: a key in several inputs is stored once (the first
+ *     input's record that passes fc_record_verify; a damaged record is skipped and reported).
+ *   - meta is unioned: configs (cfg/<hex>), vocabularies (vocab/<hex>, tokenizer/<hex>) and any
+ *     other name; meta/format is the output's own.
+ *   - audio and text entries are keyed by utterance id: an id whose entry differs between inputs
+ *     (or between an input and what the output already holds) is a conflict. A first pass over
+ *     the audio and text dbs finds every conflict before anything is written; unless the options
+ *     say which input wins, the merge is refused whole (FC_ECONFLICT, nothing written).
+ *
+ * Crash safety: the output is opened with MDB_NOSYNC and synced every sync_seconds and at the
+ * end; each batch is one transaction. A merge killed at any instant leaves a store that
+ * cache-verify accepts (at most orphan records), and running it again completes it: keys already
+ * in the output are found and skipped (an input's cursor need not restart), so a rerun of a
+ * finished merge writes nothing. */
+#ifndef FC_MERGE_H
+#define FC_MERGE_H
+
+#include <signal.h>
+
+#include "fc_base.h"
+#include "fc_store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Which input wins a conflict. */
+typedef enum fc_merge_prefer {
+  FC_MERGE_REFUSE = 0, /* a conflict refuses the merge */
+  FC_MERGE_FIRST = 1,  /* the first input (in the order given) holding the id wins */
+  FC_MERGE_LAST = 2,   /* the last input holding the id wins */
+  FC_MERGE_STORE = 3   /* input prefer_index wins where it holds the id; other conflicts refuse */
+} fc_merge_prefer;
+
+/* A conflict: the entry of one id differs between two holders. Pointers valid during the call. */
+typedef struct fc_merge_conflict {
+  int db;             /* FC_DB_AUDIO, FC_DB_TEXT or FC_DB_META */
+  const char *key;    /* the utterance id (meta: the name); not NUL-terminated */
+  size_t key_len;
+  long a, b;          /* the two holders that differ: input index, or -1 for the output */
+  long winner;        /* the input whose entry is kept, -1 the output's own, -2 refused */
+  const char *detail; /* one line: what differs, e.g. "audio digest 1f3a... vs 9c0e..." */
+} fc_merge_conflict;
+
+typedef struct fc_merge_stats {
+  uint64_t inputs;
+  uint64_t copied[FC_DB_COUNT];     /* entries written by this run, per db */
+  uint64_t present[FC_DB_COUNT];    /* already in the output with these bytes (rerun, resume) */
+  uint64_t duplicates[FC_DB_COUNT]; /* keys met in more than one input (stored once) */
+  uint64_t conflicts;               /* ids whose entries differ */
+  uint64_t resolved;                /* of those, resolved by the prefer option */
+  uint64_t bad_records;             /* damaged feat/tok record copies met (another copy may serve) */
+  uint64_t dropped;                 /* feat/tok keys left out: no input holds a sound copy */
+  uint64_t bytes_copied;            /* key + value bytes written by this run */
+  uint64_t bytes_in;                /* value bytes of every input entry and record met (the data merged) */
+  uint64_t commits;
+  double wall_seconds;
+} fc_merge_stats;
+
+typedef void (*fc_merge_conflict_fn)(const fc_merge_conflict *c, void *user);
+/* A damaged record (input index, db, 16-byte key as 32 hex, reason). */
+typedef void (*fc_merge_bad_fn)(long input, int db, const char *key_hex, const char *why,
+                                void *user);
+typedef void (*fc_merge_progress_fn)(const fc_merge_stats *st, void *user);
+
+typedef struct fc_merge_opts {
+  fc_merge_prefer prefer;
+  size_t prefer_index;     /* FC_MERGE_STORE: index of the winning input */
+  uint32_t batch_records;  /* puts per write transaction [1024] */
+  uint64_t batch_bytes;    /* value bytes per write transaction [256 MiB] */
+  double sync_seconds;     /* mdb_env_sync interval [5] */
+  /* Set (e.g. by a signal handler) to stop: the current batch is committed and synced and
+   * fc_merge_run returns FC_EINTR. May be NULL. */
+  const volatile sig_atomic_t *stop;
+  fc_merge_conflict_fn on_conflict; /* may be NULL */
+  fc_merge_bad_fn on_bad_record;    /* may be NULL */
+  fc_merge_progress_fn on_progress; /* after each commit; may be NULL */
+  void *user;
+} fc_merge_opts;
+
+/* Defaults: refuse conflicts, the bounds in brackets, no callbacks. */
+FC_API void fc_merge_opts_init(fc_merge_opts *o);
+
+/* Merge the stores in directories inputs[0..n) into out_dir (created when missing; an existing
+ * store there is merged into). Inputs are opened read-only (with MDB_NOLOCK when their directory
+ * or lock.mdb is not writable) and never written. Returns 0 when every entry is in the output
+ * (stats->bad_records may be > 0); FC_ECONFLICT when conflicts were found and not resolved
+ * (nothing written; each was reported); FC_EINTR when *stop was set (committed work kept);
+ * EINVAL (no inputs, the output is one of the inputs, prefer_index out of range: reason in why);
+ * the errors of fc_store_open for a store that cannot be opened (why names it); a store error
+ * when a write or commit fails (earlier batches stay committed). *stats may be NULL. */
+FC_API int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n,
+                        const fc_merge_opts *o, fc_merge_stats *stats, char *why, size_t why_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

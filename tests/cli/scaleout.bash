@@ -1,0 +1,53 @@
+# Helpers of the scale-out tests (sourced by tests/cli/merge_*.sh and scaleout_*.sh; not a test).
+# make_corpus DIR N: N synthesized utterances (0.3-1.2 s of tones and noise, 22.05 kHz WAV) in
+#   DIR/wavs and an LJSpeech-style DIR/metadata.csv (id|text|normalized text).
+# same_store A B: exit 0 when stores A and B hold exactly the same keys and bytes in every db.
+PY=${FC_PYTHON:-python3}
+
+make_corpus() {
+  "$PY" - "$1" "$2" <<'PY'
+import os, sys
+import numpy as np, soundfile as sf
+d, n = sys.argv[1], int(sys.argv[2])
+os.makedirs(f"{d}/wavs", exist_ok=True)
+rng = np.random.default_rng(11)
+words = "the quick brown fox jumps over a lazy dog while seven wise owls hum softly".split()
+with open(f"{d}/metadata.csv", "w") as f:
+    for i in range(n):
+        uid = f"LJ{1 + i // 100:03d}-{1 + i % 100:04d}"
+        m = int(rng.integers(6615, 26460))
+        t = np.arange(m) / 22050
+        x = 0.3 * np.sin(2 * np.pi * rng.uniform(100, 3000) * t) + 0.05 * rng.standard_normal(m)
+        sf.write(f"{d}/wavs/{uid}.wav", x.astype(np.float32), 22050, subtype="PCM_16")
+        text = " ".join(rng.choice(words, int(rng.integers(3, 9))))
+        f.write(f"{uid}|{text.capitalize()}.|{text}.\n")
+PY
+}
+
+same_store() {
+  "$PY" - "$1" "$2" <<'PY'
+import sys, lmdb
+def dump(p):
+    env = lmdb.open(p, readonly=True, lock=False, max_dbs=8)
+    out = {}
+    with env.begin() as t:
+        for name in (b"meta", b"audio", b"text", b"feat", b"tok"):
+            db = env.open_db(name, txn=t, create=False)
+            out[name] = {bytes(k): bytes(v) for k, v in t.cursor(db=db)}
+    env.close()
+    return out
+a, b = dump(sys.argv[1]), dump(sys.argv[2])
+bad = 0
+for name in a:
+    ka, kb = set(a[name]), set(b[name])
+    if ka != kb:
+        print(f"{name}: {len(ka - kb)} keys only in {sys.argv[1]}, {len(kb - ka)} only in {sys.argv[2]}")
+        bad = 1
+    diff = [k for k in ka & kb if a[name][k] != b[name][k]]
+    if diff:
+        print(f"{name}: {len(diff)} keys with different bytes, e.g. {diff[0]!r}")
+        bad = 1
+print("same_store:", " ".join(f"{n.decode()}={len(a[n])}" for n in a))
+sys.exit(bad)
+PY
+}
