@@ -1,0 +1,134 @@
+#!/bin/bash
+# cache-merge end to end: --help/--version, usage errors (exit 2, nothing created), three shards
+# (featurize --shard K/3 + tokenize --shard K/3 --build-vocab) merged into exactly the store one
+# plain featurize + tokenize run makes, the stderr summary and --json, a rerun that does nothing
+# and says so, a conflict (exit 1, reported, nothing created) and --prefer, a failed commit
+# (exit 1, store consistent) that a rerun completes, --shard usage errors.
+set -u
+M="$FC_BIN/cache-merge"
+[ -x "$M" ] || { echo "skip: $M not built"; exit 77; }
+. "$FC_SRC/tests/cli/scaleout.bash"
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+fail=0
+check() { # name want_rc got_rc
+  if [ "$2" != "$3" ]; then echo "FAIL $1: exit $3, want $2"; cat out err; fail=1; fi
+}
+expect_err() { # name exact-stderr
+  if [ "$(cat err)" != "$2" ]; then echo "FAIL $1: stderr:"; cat err; echo "want:"; echo "$2"; fail=1; fi
+}
+
+"$M" --help >out 2>err; check help 0 $?
+[ "$(head -1 out)" = "Usage: cache-merge [options] -o OUT STORE..." ] || { echo "FAIL help: first line"; fail=1; }
+for o in --output --prefer --batch --quiet --progress --json --help --version; do
+  grep -q -- "$o" out || { echo "FAIL help lacks $o"; fail=1; }
+done
+[ -s err ] && { echo "FAIL help wrote to stderr"; fail=1; }
+"$M" --version >out 2>err; check version 0 $?
+grep -Eq '^cache-merge \(featcache\) [0-9]+\.[0-9]+\.[0-9]+$' out || { echo "FAIL version"; fail=1; }
+
+"$M" s0 >out 2>err; check no-output 2 $?
+expect_err no-output "cache-merge: no output store (-o OUT)
+Try 'cache-merge --help' for more information."
+"$M" -o m >out 2>err; check no-input 2 $?
+expect_err no-input "cache-merge: no input STORE given
+Try 'cache-merge --help' for more information."
+"$M" --bogus -o m s0 >out 2>err; check unknown 2 $?
+expect_err unknown "cache-merge: unknown option '--bogus'
+Try 'cache-merge --help' for more information."
+"$M" --batch 0 -o m s0 >out 2>err; check batch0 2 $?
+expect_err batch0 "cache-merge: invalid value '0' for --batch (want an integer in 1..16777216)
+Try 'cache-merge --help' for more information."
+"$M" --prefer nowhere -o m s0 >out 2>err; check prefer-bad 2 $?
+expect_err prefer-bad "cache-merge: invalid value 'nowhere' for --prefer (want first, last or one of the input stores)
+Try 'cache-merge --help' for more information."
+"$M" -o m nope >out 2>err; check missing-input 2 $?
+expect_err missing-input "cache-merge: nope: cannot open the store: No such file or directory"
+[ -e m ] && { echo "FAIL a failed merge created its output"; fail=1; }
+
+# the corpus, one plain run, three shards
+make_corpus c 60 || exit 1
+"$FC_BIN/featurize" -q -j2 -o ref --manifest c/metadata.csv || exit 1
+"$FC_BIN/tokenize" -q --build-vocab -o ref c/metadata.csv || exit 1
+for k in 0 1 2; do
+  "$FC_BIN/featurize" -q -j1 --shard $k/3 -o s$k --manifest c/metadata.csv || fail=1
+  "$FC_BIN/tokenize" -q --build-vocab --shard $k/3 -o s$k c/metadata.csv || fail=1
+done
+"$PY" - s0 s1 s2 <<'PY' || fail=1
+import sys, lmdb
+sizes = []
+for p in sys.argv[1:]:
+    env = lmdb.open(p, readonly=True, lock=False, max_dbs=8)
+    with env.begin() as t:
+        sizes.append(t.stat(env.open_db(b"audio", txn=t, create=False))["entries"])
+assert sum(sizes) == 60 and all(0 < s < 60 for s in sizes), sizes
+PY
+
+"$M" -o s0 s0 s1 >out 2>err; check out-is-input 2 $?
+expect_err out-is-input "cache-merge: s0: the output cannot be one of the inputs"
+"$M" --prefer s9 -o m s0 s1 >out 2>err; check prefer-missing 2 $?
+
+"$M" -o m s0 s1 s2 >out 2>err; check merge 0 $?
+[ -s out ] && { echo "FAIL merge wrote to stdout"; fail=1; }
+grep -Eq '^cache-merge: done: 243 of 243 entries in m \(60 feat, 60 tok, 60 audio, 60 text copied; 0 already there; 3 duplicate keys stored once\); [0-9.]+ MB in [0-9.]+ s, [0-9]+ MB/s$' err \
+  || { echo "FAIL merge summary"; cat err; fail=1; }
+same_store ref m >same.txt || { echo "FAIL merged store differs from one plain run"; cat same.txt; fail=1; }
+"$FC_BIN/cache-verify" -q --strict m >out 2>&1 || { echo "FAIL cache-verify on the merged store"; cat out; fail=1; }
+
+"$M" --json -o m s2 s1 s0 >out 2>err; check rerun 0 $?
+expect_err rerun "cache-merge: nothing to do: all 243 entries of the 3 stores already in m"
+"$PY" - out <<'PY' || fail=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["status"] == "nothing to do" and r["inputs"] == 3 and r["output"] == "m", r
+assert sum(r["copied"].values()) == 0 and r["commits"] == 0, r
+assert r["present"] == {"meta": 3, "audio": 60, "text": 60, "feat": 60, "tok": 60}, r
+assert r["conflicts"] == 0 and r["dropped"] == 0 and r["bytes_in"] > 60 * 64, r
+PY
+
+# a failed commit (fault injection): exit 1, the store consistent; a rerun completes it
+FC_FAULT=commit:3 "$M" --batch 7 -o m2 s0 s1 s2 >out 2>err; check fault 1 $?
+expect_err fault "cache-merge: m2: Input/output error"
+"$FC_BIN/cache-verify" -q m2 >out 2>&1 || { echo "FAIL a merge stopped by a failed commit is not consistent"; cat out; fail=1; }
+"$M" --json -o m2 s0 s1 s2 >out 2>err; check resume 0 $?
+"$PY" -c 'import json,sys; r=json.load(open("out")); assert r["status"] == "done" and 0 < sum(r["copied"].values()) < 243 and sum(r["present"].values()) > 0, r' \
+  || { echo "FAIL resume json"; cat out; fail=1; }
+same_store ref m2 >same.txt || { echo "FAIL resumed merge differs"; cat same.txt; fail=1; }
+
+# a conflict: a store whose LJ001-0001 has another transcript (same vocab, so same token config)
+"$FC_BIN/tokenize" -q --build-vocab --export-vocab vocab.txt -o v c/metadata.csv || fail=1
+head -1 c/metadata.csv | sed 's/|[^|]*|[^|]*$/|Other words.|other words./' >other.csv
+"$FC_BIN/tokenize" -q --vocab vocab.txt -o sx other.csv || fail=1
+sk=$(for k in 0 1 2; do "$PY" -c "import lmdb,sys; e=lmdb.open('s$k',readonly=True,lock=False,max_dbs=8); t=e.begin(); sys.exit(0 if t.get(b'LJ001-0001', db=e.open_db(b'text',txn=t,create=False)) else 1)" && echo s$k; done)
+"$M" -o mc s0 s1 s2 sx >out 2>err; check conflict 1 $?
+expect_err conflict "cache-merge: sx: text entry 'LJ001-0001' differs from $sk's: different transcripts: \"$(sed -n 's/^LJ001-0001|[^|]*|//p' c/metadata.csv)\" vs \"other words.\"; refused
+cache-merge: 1 id with differing entries; nothing merged (choose a winner with --prefer first|last|STORE)"
+[ -e mc ] && { echo "FAIL a refused merge created its output"; fail=1; }
+"$M" -q --prefer sx -o mc s0 s1 s2 sx >out 2>err; check prefer-store 0 $?
+grep -q "; kept sx's$" err || { echo "FAIL prefer sx: no 'kept' line"; cat err; fail=1; }
+"$PY" -c "
+import lmdb; e=lmdb.open('mc',readonly=True,lock=False,max_dbs=8); t=e.begin()
+assert t.get(b'LJ001-0001', db=e.open_db(b'text',txn=t,create=False))[16:] == b'other words.'" \
+  || { echo "FAIL prefer sx: wrong transcript kept"; fail=1; }
+"$M" -q --prefer first -o mf s0 s1 s2 sx >out 2>err; check prefer-first 0 $?
+"$PY" -c "
+import lmdb; e=lmdb.open('mf',readonly=True,lock=False,max_dbs=8); t=e.begin()
+assert t.get(b'LJ001-0001', db=e.open_db(b'text',txn=t,create=False))[16:] != b'other words.'" \
+  || { echo "FAIL prefer first: wrong transcript kept"; fail=1; }
+
+# --shard usage errors
+"$FC_BIN/featurize" --shard 3/3 -o x a.wav >out 2>err; check shard-range 2 $?
+expect_err shard-range "featurize: invalid shard '3/3' (want 0 <= K < N)
+Try 'featurize --help' for more information."
+env -u SLURM_ARRAY_TASK_ID "$FC_BIN/tokenize" --shard slurm -o x c/metadata.csv >out 2>err; check shard-slurm 2 $?
+grep -q "^tokenize: --shard slurm: SLURM_ARRAY_TASK_ID is not set" err || { echo "FAIL shard slurm message"; cat err; fail=1; }
+SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=3 "$FC_BIN/featurize" -q -j1 --shard slurm -o ss --manifest c/metadata.csv >out 2>err \
+  || { echo "FAIL featurize --shard slurm"; cat err; fail=1; }
+same_store s1 ss >/dev/null 2>&1 || true
+"$PY" -c "
+import lmdb
+def ids(p):
+    e=lmdb.open(p,readonly=True,lock=False,max_dbs=8); t=e.begin()
+    return [k for k,_ in t.cursor(db=e.open_db(b'audio',txn=t,create=False))]
+assert ids('ss') == ids('s1'), 'slurm task 1 of 3 != shard 1/3'" || fail=1
+exit $fail
