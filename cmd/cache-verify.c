@@ -10,7 +10,7 @@
 enum {
   OPT_EXPECT_PRESET = 256, OPT_EXPECT_CONFIG, OPT_EXPECT_TOKENS, OPT_MANIFEST, OPT_MANIFEST_FORMAT,
   OPT_FINITE, OPT_SOURCES, OPT_REHASH, OPT_MAX_ERRORS, OPT_STRICT, OPT_JSON, OPT_STATUS,
-  OPT_PROGRESS, OPT_NOLOCK, OPT_CLEAR_STALE, OPT_VERSION
+  OPT_PROGRESS, OPT_NOLOCK, OPT_CLEAR_STALE, OPT_SEPARATE, OPT_VERSION
 };
 
 static const fc_cli_opt options[] = {
@@ -25,6 +25,8 @@ static const fc_cli_opt options[] = {
      "every id of this manifest (LJSpeech, wav.scp, JSONL, list) is in the store"},
     {"manifest-format", OPT_MANIFEST_FORMAT, required_argument, "FMT",
      "ljspeech, kaldi, jsonl, list, tsv (default: detected)"},
+    {"separate", OPT_SEPARATE, no_argument, NULL,
+     "several STOREs are separate datasets, not one (each checked against the manifest)"},
     {NULL, 0, 0, NULL, "Extra checks:"},
     {"finite", OPT_FINITE, no_argument, NULL, "no NaN or Inf in f32/f16/bf16 payloads"},
     {"sources", OPT_SOURCES, no_argument, NULL,
@@ -53,7 +55,9 @@ static const char *description =
     "Check featcache stores before a training run: the LMDB environment, every feat and tok record\n"
     "(header, sizes, checksums, known config), that every audio entry has its features with the\n"
     "right frame count and every text entry its tokens, orphans, and optionally a manifest, NaN/Inf\n"
-    "and the source files. Every problem is named by db, key and utterance id.";
+    "and the source files. Every problem is named by db, key and utterance id. Several STOREs\n"
+    "(shards) are one dataset: each is checked, then the manifest against all of them together,\n"
+    "ids held by several stores for equal entries, and every store for the same configs.";
 static const char *footer =
     "Exit status: 0 clean (warnings allowed unless --strict), 1 problems found, 2 could not run\n"
     "(bad options, no store), 130/143 interrupted. See docs/cache-verify.md.";
@@ -168,7 +172,7 @@ int main(int argc, char **argv) {
   size_t n_mel = 0, n_tok = 0;
   const char *manifest = NULL;
   fc_manifest_opts mo = {FC_MANIFEST_AUTO, NULL, 0, NULL};
-  int strict = 0, json = 0, status = 0, quiet = 0, force_progress = 0;
+  int strict = 0, json = 0, status = 0, quiet = 0, force_progress = 0, separate = 0;
   int c;
   while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
     switch (c) {
@@ -207,6 +211,7 @@ int main(int argc, char **argv) {
     case OPT_STRICT: strict = 1; break;
     case OPT_NOLOCK: vo.nolock = 1; break;
     case OPT_CLEAR_STALE: vo.clear_stale_readers = 1; break;
+    case OPT_SEPARATE: separate = 1; break;
     case OPT_JSON: json = 1; break;
     case OPT_STATUS: status = 1; break;
     case 'q': quiet = 1; break;
@@ -239,6 +244,10 @@ int main(int argc, char **argv) {
   int show_progress = !status && fc_cli_progress_wanted(force_progress, quiet);
   int worst = 0;
   size_t clean = 0, n_stores = (size_t)(argc - optind);
+  /* one dataset: the manifest is checked against all stores together, by fc_verify_dataset */
+  int dataset = n_stores > 1 && !separate;
+  const fc_item_list *manifest_items = vo.manifest;
+  if (dataset) vo.manifest = NULL;
   for (int i = optind; i < argc; i++) {
     const char *store = argv[i];
     progress_state ps = {store, now_s(), 0};
@@ -267,9 +276,60 @@ int main(int argc, char **argv) {
     if (code > worst) worst = code;
     fc_verify_report_free(&r);
   }
+  if (dataset && worst != FC_EXIT_USAGE) {
+    vo.manifest = manifest_items;
+    fc_verify_report r;
+    char why[512] = "";
+    int rc = fc_verify_dataset((const char *const *)(argv + optind), n_stores, &vo, &r, why,
+                               sizeof why);
+    int code = rc ? FC_EXIT_USAGE : (r.errors || (strict && r.warnings)) ? FC_EXIT_FAIL : FC_EXIT_OK;
+    if (rc == FC_EINTR) {
+      fc_verify_report_free(&r);
+      if (!status) fc_cli_warn(NULL, "interrupted");
+      fc_item_list_free(&items);
+      return fc_cli_signal_exit();
+    }
+    if (rc && !status) fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
+    if (json) {
+      fputs("{\"dataset\":[", stdout);
+      for (size_t i = 0; i < n_stores; i++) {
+        if (i) putchar(',');
+        fc_cli_json_str(stdout, argv[optind + (int)i]);
+      }
+      printf("],\"ok\":%s,\"errors\":", code == FC_EXIT_OK ? "true" : "false");
+      json_finding_list(&r, FC_VERIFY_ERROR);
+      fputs(",\"warnings\":", stdout);
+      json_finding_list(&r, FC_VERIFY_WARNING);
+      printf(",\"error_count\":%llu,\"warning_count\":%llu,\"entries\":{\"audio\":%llu,"
+             "\"text\":%llu},\"mel_configs\":%llu,\"token_configs\":%llu,\"manifest_items\":%llu,"
+             "\"wall_seconds\":%.6f}\n",
+             (unsigned long long)r.errors, (unsigned long long)r.warnings,
+             (unsigned long long)r.entries[1], (unsigned long long)r.entries[2],
+             (unsigned long long)r.mel_configs, (unsigned long long)r.token_configs,
+             (unsigned long long)r.manifest_items, r.wall_seconds);
+    } else if (!status && !rc) {
+      for (size_t i = 0; i < r.count; i++) {
+        const fc_verify_finding *f = &r.findings[i];
+        printf("dataset: %s: %s", f->severity == FC_VERIFY_ERROR ? "error" : "warning", f->db);
+        if (f->key) printf(" %s", f->key);
+        printf(": %s\n", f->problem);
+      }
+      printf("dataset of %zu stores: %llu error%s; %llu audio, %llu text entries; %llu mel, %llu "
+             "token configs in every store; %llu manifest ids\n",
+             n_stores, (unsigned long long)r.errors, r.errors == 1 ? "" : "s",
+             (unsigned long long)r.entries[1], (unsigned long long)r.entries[2],
+             (unsigned long long)r.mel_configs, (unsigned long long)r.token_configs,
+             (unsigned long long)r.manifest_items);
+    }
+    if (code > worst) worst = code;
+    fc_verify_report_free(&r);
+  }
   fflush(stdout);
-  if (!status && !quiet)
-    fprintf(stderr, "done: %zu of %zu stores clean\n", clean, n_stores);
+  if (!status && !quiet) {
+    fprintf(stderr, "done: %zu of %zu stores clean", clean, n_stores);
+    if (dataset) fputs(worst == FC_EXIT_OK ? "; one sound dataset" : "", stderr);
+    fputc('\n', stderr);
+  }
   fc_item_list_free(&items);
   return worst;
 }

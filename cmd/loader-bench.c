@@ -63,10 +63,11 @@ static const fc_cli_opt options[] = {
     {NULL, 0, 0, NULL, NULL}};
 
 static const char synopsis[] =
-    "loader-bench [options] STORE\n"
-    "       loader-bench --source audio --manifest FILE [options] [STORE]\n"
-    "       loader-bench --compare --manifest FILE [options] STORE\n"
-    "       loader-bench --sweep [batch=L] [workers=L] [prefetch=L] [options] [STORE]";
+    "loader-bench [options] STORE...\n"
+    "       loader-bench --source audio --manifest FILE [options] [STORE...]\n"
+    "       loader-bench --compare --manifest FILE [options] STORE...\n"
+    "       loader-bench --sweep [batch=L] [workers=L] [prefetch=L] [options] [STORE...]\n"
+    "Several STOREs (e.g. shards) are read as one dataset, as the loader reads them.";
 static const char description[] =
     "Run a training loop without a model: each step takes a batch (phase \"data\") and then\n"
     "spends a compute time (phase \"compute\"). Report per-step statistics, the data phase's\n"
@@ -170,8 +171,10 @@ int main(int argc, char **argv) {
   }
   if (base.steps && base.epochs) fc_cli_usage_error("--steps and --epochs exclude each other");
 
-  /* positional words: STORE, and the sweep axes */
+  /* positional words: STOREs, and the sweep axes */
   const char *store = NULL;
+  const char **stores = (const char **)(argv + optind); /* the STORE words, compacted in place */
+  size_t n_stores = 0;
   axis ax_batch = {{base.batch}, 1}, ax_workers = {{base.workers}, 1},
        ax_prefetch = {{base.prefetch}, 1};
   for (int i = optind; i < argc; i++) {
@@ -179,9 +182,9 @@ int main(int argc, char **argv) {
     if (sweep && strncmp(a, "batch=", 6) == 0) parse_axis(a, "batch", &ax_batch);
     else if (sweep && strncmp(a, "workers=", 8) == 0) parse_axis(a, "workers", &ax_workers);
     else if (sweep && strncmp(a, "prefetch=", 9) == 0) parse_axis(a, "prefetch", &ax_prefetch);
-    else if (!store) store = a;
-    else fc_cli_usage_error("unexpected argument '%s'", a);
+    else stores[n_stores++] = a;
   }
+  if (n_stores) store = stores[0];
   for (int i = 0; i < ax_batch.n; i++)
     if (!ax_batch.v[i]) fc_cli_usage_error("batch=0 in the sweep");
   for (int i = 0; i < ax_prefetch.n; i++)
@@ -203,6 +206,7 @@ int main(int argc, char **argv) {
   if (want_audio) {
     if (store) {
       char why[512] = "";
+      /* the first store's config; the cache run checks that every store holds it */
       int rc = fc_lb_store_mel_config(store, base.features, &mel, why, sizeof why);
       if (rc) {
         fc_cli_warn(store, "%s", why[0] ? why : fc_strerror(rc));
@@ -280,9 +284,13 @@ int main(int argc, char **argv) {
           if (strcmp(src, "cache") == 0) {
             o.source = FC_LB_CACHE;
             o.store = store;
+            o.stores = stores;
+            o.n_stores = n_stores;
             if (compare) {
-              o.expect_ids = ids;
-              o.n_expect = n_items;
+              /* one store yields ids in byte order, as the audio run goes; several stores yield
+               * store by store, so the order is not checked (the same utterances are read) */
+              o.expect_ids = n_stores == 1 ? ids : NULL;
+              o.n_expect = n_stores == 1 ? n_items : 0;
               /* the same steps over the same utterances as the audio run */
               o.steps = runs[0].res.steps;
               o.epochs = 0;

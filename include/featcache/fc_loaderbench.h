@@ -44,7 +44,9 @@ typedef void (*fc_lb_warn_fn)(const char *path, const char *msg, void *user);
 
 typedef struct fc_lb_opts {
   int source;                  /* fc_lb_source */
-  const char *store;           /* CACHE */
+  const char *store;           /* CACHE (one store; or stores/n_stores) */
+  const char *const *stores;   /* CACHE: several stores read as one dataset (n_stores > 0) */
+  size_t n_stores;
   const char *features;        /* CACHE: loader feature selector (NULL: the store's config) */
   int views;                   /* CACHE: zero-copy views instead of a padded batch */
   const fc_mel_config *mel;    /* AUDIO: the features to compute */

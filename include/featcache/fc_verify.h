@@ -107,6 +107,18 @@ FC_API int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_r
 
 FC_API void fc_verify_report_free(fc_verify_report *r);
 
+/* The checks of several stores read as one dataset (the shards of one corpus), to run beside
+ * fc_verify_store on each: an id held by several stores must have the same audio (text) entry in
+ * each; every store that holds audio (text) entries holds the same mel (token) configs; and, with
+ * o->manifest, every manifest id has an audio entry in some store (and a text entry with
+ * expect_tokens_given). Findings name the db ("audio", "text", "meta", "manifest"), the id, and
+ * the stores. Uses o->manifest, expect_tokens_given, max_errors, nolock and stop; memory: a few
+ * words per store plus the manifest's ids (the stores' keys are merged in order, not loaded).
+ * Returns 0 when the checks ran (out->errors == 0: the stores form one sound dataset), the errors
+ * of fc_store_open (why names the store), FC_EINTR, ENOMEM. Free *out with fc_verify_report_free. */
+FC_API int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o,
+                             fc_verify_report *out, char *why, size_t why_len);
+
 /* Check a whole record value as fc_verify_store does for each record: fc_record_verify, then with
  * finite the NaN/Inf scan. Returns 0, FC_EFORMAT or FC_ECHECKSUM with a one-line reason in why
  * (may be NULL); a non-finite value is FC_EFORMAT, "payload holds NaN at element N (frame F, bin B)". */

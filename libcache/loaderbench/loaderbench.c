@@ -347,8 +347,9 @@ int fc_lb_run(const fc_lb_opts *o, fc_profiler *prof, fc_lb_result *res, char *w
     lo.prefetch_threads = o->workers;
     lo.prefetch_depth = o->workers ? o->workers * (o->prefetch ? o->prefetch : 1) : 1;
     const char *paths[1] = {o->store};
+    const char *const *sp = o->n_stores ? o->stores : paths;
     char lwhy[512] = "";
-    if ((rc = fc_loader_open(paths, 1, &lo, &ld, lwhy, sizeof lwhy))) {
+    if ((rc = fc_loader_open(sp, o->n_stores ? o->n_stores : 1, &lo, &ld, lwhy, sizeof lwhy))) {
       WHY("%s", lwhy[0] ? lwhy : fc_strerror(rc));
       goto out;
     }

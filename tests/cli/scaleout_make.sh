@@ -1,0 +1,30 @@
+#!/bin/bash
+# The Makefile template (scripts/scaleout/Makefile) with make -j2: 4 shard rules and a merge rule
+# over a generated corpus; the merged store holds exactly the keys and bytes of one plain featurize
+# + tokenize run and passes cache-verify; a second make does nothing; touching the manifest
+# redoes the shards and the merge, which find everything stored and leave the store as it was.
+set -u
+command -v make >/dev/null || { echo "skip: make not installed"; exit 77; }
+. "$FC_SRC/tests/cli/scaleout.bash"
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+fail=0
+make_corpus c 60 || exit 1
+"$FC_BIN/featurize" -q -j2 -o ref --manifest c/metadata.csv || exit 1
+"$FC_BIN/tokenize" -q --build-vocab -o ref c/metadata.csv || exit 1
+
+mk() { make -j2 -f "$FC_SRC/scripts/scaleout/Makefile" MANIFEST=c/metadata.csv SHARDS=4 BIN="$FC_BIN" "$@"; }
+mk >out 2>err || { echo "FAIL make"; cat out err; fail=1; }
+[ "$(grep -c -- '--shard [0-3]/4' out)" = 8 ] || { echo "FAIL want 4 featurize + 4 tokenize commands"; cat out; fail=1; }
+same_store ref cache >same.txt || { echo "FAIL merged store differs from one plain run"; cat same.txt; fail=1; }
+"$FC_BIN/cache-verify" -q --strict cache >out 2>&1 || { echo "FAIL cache-verify"; cat out; fail=1; }
+
+mk >out 2>err || { echo "FAIL second make"; cat err; fail=1; }
+grep -qE "featurize|tokenize|cache-merge" out && { echo "FAIL the second make ran commands"; cat out; fail=1; }
+mk -q || { echo "FAIL make -q: not up to date"; fail=1; }
+
+sleep 1; touch c/metadata.csv
+mk >out 2>err || { echo "FAIL make after touch"; cat err; fail=1; }
+grep -q "cache-merge" out || { echo "FAIL touching the manifest did not redo the merge"; cat out; fail=1; }
+same_store ref cache >same.txt || { echo "FAIL the redone merge changed the store"; cat same.txt; fail=1; }
+exit $fail

@@ -1,0 +1,26 @@
+#!/bin/bash
+# The GNU parallel template (scripts/scaleout/parallel.sh): 4 shards over 2 jobs, then the merge,
+# over a generated corpus; the merged store holds exactly the keys and bytes of one plain featurize
+# + tokenize run and passes cache-verify; a second run does nothing (every shard and the merge
+# say so).
+set -u
+command -v parallel >/dev/null || { echo "skip: GNU parallel not installed (scripts/setup installs it)"; exit 77; }
+. "$FC_SRC/tests/cli/scaleout.bash"
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+fail=0
+make_corpus c 60 || exit 1
+"$FC_BIN/featurize" -q -j2 -o ref --manifest c/metadata.csv || exit 1
+"$FC_BIN/tokenize" -q --build-vocab -o ref c/metadata.csv || exit 1
+
+export MANIFEST=c/metadata.csv SHARDS=4 JOBS=2 WORK=shards CACHE=cache BIN=$FC_BIN
+bash "$FC_SRC/scripts/scaleout/parallel.sh" >out 2>err || { echo "FAIL parallel.sh"; cat out err; fail=1; }
+[ "$(ls -d shards/s*/ | wc -l)" = 4 ] || { echo "FAIL want 4 shard stores"; ls shards; fail=1; }
+same_store ref cache >same.txt || { echo "FAIL merged store differs from one plain run"; cat same.txt; fail=1; }
+"$FC_BIN/cache-verify" -q --strict cache >out 2>&1 || { echo "FAIL cache-verify"; cat out; fail=1; }
+
+bash "$FC_SRC/scripts/scaleout/parallel.sh" >out 2>err || { echo "FAIL parallel.sh rerun"; cat err; fail=1; }
+grep -q "^cache-merge: nothing to do: all 243 entries of the 4 stores already in cache$" err \
+  || { echo "FAIL rerun: the merge did something"; cat err; fail=1; }
+same_store ref cache >same.txt || { echo "FAIL rerun changed the store"; cat same.txt; fail=1; }
+exit $fail
