@@ -65,6 +65,7 @@ Inputs:
       --manifest-format F      auto, ljspeech, kaldi, jsonl or list
       --audio-dir DIR          base of relative manifest paths
       --max-seconds S          fail inputs longer than S seconds
+      --shard K/N              only shard K of N (0-based, by a hash of the id); 'slurm': from the array job
 
 Running:
   -j, --jobs N                 worker threads (default: online CPUs)

@@ -25,7 +25,7 @@ check() {
 
 # --help: usage first, every option of the table, exit 0, nothing on stderr
 "$LB" --help >"$tmp/help" 2>"$tmp/err"; rc=$?
-if [ $rc != 0 ] || [ -s "$tmp/err" ] || [ "$(head -1 "$tmp/help")" != "Usage: loader-bench [options] STORE" ]; then
+if [ $rc != 0 ] || [ -s "$tmp/err" ] || [ "$(head -1 "$tmp/help")" != "Usage: loader-bench [options] STORE..." ]; then
   echo "FAIL help: exit $rc"; head -3 "$tmp/help"; fails=$((fails + 1))
 fi
 for opt in --source --manifest --audio --compare --preset --features --views --batch --workers \
@@ -52,8 +52,7 @@ check steps-epochs 2 "loader-bench: --steps and --epochs exclude each other
 $try" -- "$LB" --steps 3 --epochs 1 st
 check compute-mode 2 "loader-bench: invalid value 'spin' for --compute-mode (want sleep or busy)
 $try" -- "$LB" --compute-mode spin st
-check two-stores 2 "loader-bench: unexpected argument 'b'
-$try" -- "$LB" a b
+check two-stores 2 "loader-bench: a: No such file or directory" -- "$LB" a b
 check sweep-compare 2 "loader-bench: --compare and --sweep exclude each other
 $try" -- "$LB" --compare --sweep --manifest m.csv st
 check sweep-axis 2 "loader-bench: invalid value 'x' for --workers (want an integer in 0..65536)
