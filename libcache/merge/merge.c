@@ -28,7 +28,7 @@
 void fc_merge_opts_init(fc_merge_opts *o) {
   memset(o, 0, sizeof *o);
   o->batch_records = 1024;
-  o->batch_bytes = 256ull << 20;
+  o->batch_bytes = 64ull << 20;
   o->sync_seconds = 5;
 }
 
@@ -398,7 +398,7 @@ static int copy_db(mctx *c, int db, batch *b, double *last_sync) {
   const size_t *src;
   const MDB_val *vals;
   uint32_t max_rec = c->o->batch_records ? c->o->batch_records : 1024;
-  uint64_t max_bytes = c->o->batch_bytes ? c->o->batch_bytes : 256ull << 20;
+  uint64_t max_bytes = c->o->batch_bytes ? c->o->batch_bytes : 64ull << 20;
   double sync_s = c->o->sync_seconds > 0 ? c->o->sync_seconds : 5;
   while ((rc = fc_kmerge_next(k, &key, &m, &src, &vals)) == 0) {
     if (db == FC_DB_META && key.mv_size == 6 && memcmp(key.mv_data, "format", 6) == 0) continue;
