@@ -74,8 +74,6 @@ static uint64_t sum(const uint64_t *v) {
 static void on_progress(const fc_merge_stats *st, void *user) {
   ctx *c = user;
   if (!c->progress) return;
-  double dt = st->wall_seconds > 0 ? st->wall_seconds : 0;
-  (void)dt;
   fprintf(stderr, "\r\033[K%s: %llu entries, %.1f MB written", fc_cli_tool,
           (unsigned long long)(sum(st->copied) + sum(st->present)), st->bytes_copied / 1e6);
   c->shown = 1;

@@ -260,40 +260,35 @@ static void choose_record(mctx *c, batch *b, pending *p) {
   }
 }
 
-/* One pending put inside txn. */
+/* One pending put inside txn. A key above the output's last key is appended without a lookup;
+ * one at or below it is looked up first: a record already there is kept without reading the
+ * input's value (content key), an entry is kept when its bytes are the winner's, else replaced. */
 static int put_one(mctx *c, batch *b, pending *p, MDB_txn *txn, const MDB_val *last, delta *dl) {
   MDB_dbi dbi = c->out->dbi[p->db];
   int records = p->db == FC_DB_FEAT || p->db == FC_DB_TOK;
   int append = last == NULL || fc_kmerge_cmp(&p->key, last) > 0;
-  MDB_val val;
-  if (!append) { /* the output may hold it already: look before reading the input's value */
-    MDB_val have;
+  MDB_val have = {0, NULL}, val;
+  int held = 0;
+  if (!append) {
     int rc = mdb_get(txn, dbi, &p->key, &have);
     if (rc && rc != MDB_NOTFOUND) return rc;
-    if (rc == 0) {
-      if (records) {
-        dl->present[p->db]++;
-        return 0;
-      }
-      /* entries and meta: the winner was decided in phase 1 (position 0 unless the policy says) */
-    }
+    held = rc == 0;
   }
   if (records) {
+    if (held) {
+      dl->present[p->db]++;
+      return 0;
+    }
     choose_record(c, b, p);
     if (p->chosen < 0) {
       dl->dropped++;
       return 0;
     }
-    val = b->hold[p->first + (size_t)p->chosen];
-  } else {
-    val = b->hold[p->first + (size_t)p->chosen];
-    if (!append) {
-      MDB_val have;
-      if (mdb_get(txn, dbi, &p->key, &have) == 0 && same_val(&have, &val)) {
-        dl->present[p->db]++;
-        return 0;
-      }
-    }
+  }
+  val = b->hold[p->first + (size_t)p->chosen]; /* entries and meta: phase 1's winner */
+  if (held && same_val(&have, &val)) {
+    dl->present[p->db]++;
+    return 0;
   }
   MDB_val k = p->key;
   int rc = fc_fault_hit("put") ? EIO : mdb_put(txn, dbi, &k, &val, append ? MDB_APPEND : 0);
