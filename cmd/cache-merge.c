@@ -162,8 +162,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: %s (choose a winner with --prefer first|last|STORE)\n", fc_cli_tool, why);
     status = "refused";
     code = FC_EXIT_FAIL;
-  } else if (rc == EINVAL || (rc && st.commits == 0 && copied == 0 && why[0] &&
-                              strstr(why, "cannot open"))) {
+  } else if (rc == EINVAL || (rc && st.commits == 0 && copied == 0 &&
+                              (strstr(why, "cannot open") || strstr(why, "cannot create")))) {
+    /* nothing was written: the stores could not be opened (usage / configuration) */
     fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
     if (!json) return FC_EXIT_USAGE;
     status = "error";
