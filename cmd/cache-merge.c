@@ -169,14 +169,15 @@ int main(int argc, char **argv) {
     if (!json) return FC_EXIT_USAGE;
     status = "error";
     code = FC_EXIT_USAGE;
-  } else if (rc) {
+  } else if (rc) { /* a failed write or commit: what was committed stays */
     fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
+    fprintf(stderr, "%s: done: %llu of %llu entries in %s; run again to finish\n", fc_cli_tool,
+            (unsigned long long)(copied + present), (unsigned long long)st.total, out);
     status = "error";
     code = FC_EXIT_FAIL;
   } else if (st.dropped) {
     fprintf(stderr, "%s: done: %llu of %llu entries in %s (%llu damaged records left out)\n",
-            fc_cli_tool, (unsigned long long)(copied + present),
-            (unsigned long long)(copied + present + st.dropped), out,
+            fc_cli_tool, (unsigned long long)(copied + present), (unsigned long long)st.total, out,
             (unsigned long long)st.dropped);
     code = FC_EXIT_FAIL;
   } else if (copied == 0) {
@@ -190,8 +191,8 @@ int main(int argc, char **argv) {
             "%s: done: %llu of %llu entries in %s (%llu feat, %llu tok, %llu audio, %llu text "
             "copied; %llu already there; %llu duplicate keys stored once); %.1f MB in %.2f s, "
             "%.0f MB/s\n",
-            fc_cli_tool, (unsigned long long)(copied + present),
-            (unsigned long long)(copied + present), out, (unsigned long long)st.copied[FC_DB_FEAT],
+            fc_cli_tool, (unsigned long long)(copied + present), (unsigned long long)st.total, out,
+            (unsigned long long)st.copied[FC_DB_FEAT],
             (unsigned long long)st.copied[FC_DB_TOK], (unsigned long long)st.copied[FC_DB_AUDIO],
             (unsigned long long)st.copied[FC_DB_TEXT], (unsigned long long)present,
             (unsigned long long)sum(st.duplicates), st.bytes_copied / 1e6, st.wall_seconds, mbs);
@@ -199,7 +200,8 @@ int main(int argc, char **argv) {
   if (json) {
     printf("{\"output\":");
     fc_cli_json_str(stdout, out);
-    printf(",\"inputs\":%zu,\"status\":\"%s\"", n, status);
+    printf(",\"inputs\":%zu,\"status\":\"%s\",\"total\":%llu", n, status,
+           (unsigned long long)st.total);
     json_dbs("copied", st.copied);
     json_dbs("present", st.present);
     json_dbs("duplicates", st.duplicates);

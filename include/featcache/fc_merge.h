@@ -13,8 +13,9 @@
  *     other name; meta/format is the output's own.
  *   - audio and text entries are keyed by utterance id: an id whose entry differs between inputs
  *     (or between an input and what the output already holds) is a conflict. A first pass over
- *     the audio and text dbs finds every conflict before anything is written; unless the options
- *     say which input wins, the merge is refused whole (FC_ECONFLICT, nothing written).
+ *     the keys of every db (values of meta, audio and text only) finds every conflict, and counts
+ *     the entries, before anything is written; unless the options say which input wins, the merge
+ *     is refused whole (FC_ECONFLICT, nothing written).
  *
  * Crash safety: the output is opened with MDB_NOSYNC and synced every sync_seconds and at the
  * end; each batch is one transaction. A merge killed at any instant leaves a store that
@@ -53,6 +54,8 @@ typedef struct fc_merge_conflict {
 
 typedef struct fc_merge_stats {
   uint64_t inputs;
+  uint64_t total;                   /* distinct keys of the inputs (meta/format aside): the entries
+                                       OUT holds from them when the merge is done (counted first) */
   uint64_t copied[FC_DB_COUNT];     /* entries written by this run, per db */
   uint64_t present[FC_DB_COUNT];    /* already in the output with these bytes (rerun, resume) */
   uint64_t duplicates[FC_DB_COUNT]; /* keys met in more than one input (stored once) */

@@ -141,15 +141,19 @@ static void describe(int db, const MDB_val *x, const MDB_val *y, char *buf, size
   }
 }
 
-/* ---- phase 1: conflicts ------------------------------------------------------------------------ */
+/* ---- phase 1: conflicts, and how many entries the merge holds when done -------------------------- */
 static int find_conflicts(mctx *c, size_t parties, uint64_t *unresolved) {
-  static const int dbs[] = {FC_DB_META, FC_DB_AUDIO, FC_DB_TEXT};
+  static const int dbs[] = {FC_DB_META, FC_DB_AUDIO, FC_DB_TEXT, FC_DB_FEAT, FC_DB_TOK};
   *unresolved = 0;
+  c->st->total = 0;
   for (size_t d = 0; d < sizeof dbs / sizeof dbs[0]; d++) {
     int db = dbs[d];
-    for (size_t i = 0; i < parties; i++) c->dbis[i] = (i < c->n ? c->in[i] : c->out)->dbi[db];
+    /* records have content keys: only counted (keys, not values), over the inputs only */
+    int records = db == FC_DB_FEAT || db == FC_DB_TOK;
+    size_t np = records ? c->n : parties;
+    for (size_t i = 0; i < np; i++) c->dbis[i] = (i < c->n ? c->in[i] : c->out)->dbi[db];
     fc_kmerge *k;
-    int rc = fc_kmerge_open(c->txns, c->dbis, parties, NULL, &k);
+    int rc = fc_kmerge_open(c->txns, c->dbis, np, NULL, &k);
     if (rc) return rc;
     MDB_val key;
     size_t m;
@@ -160,8 +164,9 @@ static int find_conflicts(mctx *c, size_t parties, uint64_t *unresolved) {
         rc = FC_EINTR;
         break;
       }
-      if (m < 2) continue;
       if (db == FC_DB_META && key.mv_size == 6 && memcmp(key.mv_data, "format", 6) == 0) continue;
+      if (src[0] < c->n) c->st->total++; /* an input holds it */
+      if (m < 2 || records) continue;
       int differ;
       size_t a = 0, b = 0;
       long w = pick_winner(c, m, src, vals, &differ, &a, &b);
