@@ -1,17 +1,35 @@
 /* featcache — phonemization with libespeak-ng.
  *
  * libespeak-ng keeps its state in globals (the voice, the translator, the static buffer that
- * espeak_TextToPhonemes returns) and is not thread-safe. Every call into it in this process goes
- * through espeak_lock, and the result is copied before the lock is released: phonemization runs
- * one text at a time whatever the OpenMP thread count.
+ * espeak_TextToPhonemes returns, the character its clause reader has read ahead, the callbacks)
+ * and is not thread-safe. Every call into it in this process goes through espeak_lock, a whole
+ * line is phonemized under one hold of the lock, and the result is copied before the lock is
+ * released: phonemization runs one text at a time whatever the OpenMP thread count.
  *
- * Text is split at the punctuation marks in tok_phoneme_punct (kept as symbols, as phonemizer's
- * preserve_punctuation does); each piece between them is phonemized with
- * espeak_TextToPhonemes(espeakCHARS_UTF8, espeakPHONEMES_IPA | '_' << 8), the same phonemes
- * `espeak-ng -q --ipa --sep=_ -v LANG` prints. Units: each phoneme, a stress mark (ˈ ˌ) split off
- * the phoneme it precedes, " " between words, each punctuation mark. */
+ * The rule (docs/tokenize.md): a line's phonemes are what `espeak-ng -q --ipa -v LANG` prints for
+ * the whole line (espeak-ng splits it into clauses and reads "2.0", "$3,000.50", "Mr.", "e.g."
+ * itself), and the mark that ended each clause is kept after it. Two passes over the line:
+ *
+ * 1. Clauses. espeak_TextToPhonemes returns one clause per call and advances the text pointer
+ *    past what it read: the clause, its terminator, the white space after it and one character
+ *    more (the first of the next clause, which espeak-ng keeps in its read-ahead slot and reads
+ *    first on the next call). libespeak-ng 1.51 (Debian 12) does not say which mark ended the
+ *    clause (1.52 adds espeak_TextToPhonemesWithTerminator), so it is read from the consumed text:
+ *    drop the read-ahead character, trim white space, and the last character, if it is one of
+ *    tok_clause_marks, is the terminator ("..." → "…", a run of ? and ! → its first, as espeak-ng
+ *    takes them). The next clause starts at the read-ahead character.
+ * 2. Phonemes. espeak_TextToPhonemes skips espeak-ng's intonation pass, which gives a clause
+ *    without a primary stress one ("What?" is wˌʌt there, wˈʌt on the command line). So each
+ *    clause is spoken the command line's way: espeak_Synth on the text from the clause's start,
+ *    its phonemes taken from the phoneme callback (IPA, '_' between phonemes), and synthesis
+ *    stopped at the first audio buffer (the synth callback returns 1): only that clause is read.
+ *
+ * Units: each phoneme, a stress mark (ˈ ˌ) split off the phoneme it precedes, " " between words
+ * as espeak-ng gives them, and each clause's terminator after its last phoneme. */
+/* fopencookie: _GNU_SOURCE comes from CMakeLists.txt */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,12 +37,33 @@
 
 #include "libcache/tokenize/tok_internal.h"
 
-const char tok_phoneme_punct[] = ".,;:!?\"()[]{}«»“”„…—–¡¿";
+/* Marks on which espeak-ng 1.51 ends a clause (its clause_type_from_codepoint), the common ones;
+ * tests/reference/test_tokenize_phonemes.py checks that espeak-ng splits at each. */
+const char tok_clause_marks[] = ".,;:!?…–—¡¿。、，！？：；،؛؟۔।॥։՝‼⁇";
 
 static pthread_mutex_t espeak_lock = PTHREAD_MUTEX_INITIALIZER;
 static int espeak_ready;         /* > 0 sample rate after espeak_Initialize, < 0 failed */
 static char espeak_voice[64];    /* voice currently selected */
 static char espeak_version[64];
+static tok_buf *capture;         /* where the phoneme callback copies a clause's phonemes */
+static int captured;             /* callbacks since capture was set */
+
+static int on_phonemes(const char *ph) {
+  if (capture && captured++ == 0 && tok_buf_put(capture, ph, strlen(ph))) captured = -1000000;
+  return 0;
+}
+
+static int stop_synth(short *wav, int n, espeak_EVENT *events) {
+  (void)wav, (void)n, (void)events;
+  return 1; /* the clause's phonemes are known; no audio wanted */
+}
+
+/* espeak-ng writes the phoneme trace to a stream as well as to the callback: a stream that
+ * drops it. */
+static ssize_t null_write(void *cookie, const char *buf, size_t n) {
+  (void)cookie, (void)buf;
+  return (ssize_t)n;
+}
 
 static int select_voice_locked(const char *lang) {
   if (strcmp(espeak_voice, lang) == 0) return 0;
@@ -45,7 +84,14 @@ int tok_espeak_init(const char *lang, const char **version, char *why, size_t wh
   if (!espeak_ready) {
     espeak_ready = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, NULL,
                                      espeakINITIALIZE_DONT_EXIT);
-    if (espeak_ready <= 0) espeak_ready = -1;
+    FILE *sink = fopencookie(NULL, "w", (cookie_io_functions_t){NULL, null_write, NULL, NULL});
+    if (espeak_ready <= 0 || !sink) {
+      espeak_ready = -1;
+    } else {
+      espeak_SetSynthCallback(stop_synth);
+      espeak_SetPhonemeCallback(on_phonemes);
+      espeak_SetPhonemeTrace(espeakPHONEMES_IPA | '_' << 8, sink); /* kept open for the process */
+    }
     const char *data = NULL;
     snprintf(espeak_version, sizeof espeak_version, "%s", espeak_Info(&data));
   }
@@ -61,25 +107,107 @@ int tok_espeak_init(const char *lang, const char **version, char *why, size_t wh
   return rc;
 }
 
-/* espeak-ng's phonemes of one piece of text (no punctuation marks of ours in it), clauses joined
- * by spaces, into out. */
-static int espeak_phonemes(const char *lang, const char *text, size_t len, tok_buf *out) {
-  char *z = strndup(text, len);
-  if (!z) return ENOMEM;
+static int is_mark(int32_t cp) {
+  char enc[5] = {0};
+  tok_utf8_encode(cp, enc);
+  return cp > 0 && strstr(tok_clause_marks, enc) != NULL;
+}
+
+static size_t utf8_back(const char *s, size_t i) { /* start of the code point ending at s[i-1] */
+  while (i > 0 && ((unsigned char)s[--i] & 0xC0) == 0x80) {
+  }
+  return i;
+}
+
+/* The terminator of the clause z[from, end) (read-ahead character excluded): appended to out, or
+ * nothing when it ended without one (at the end of the line, or a very long clause). */
+static int clause_mark(const char *z, size_t from, size_t end, tok_buf *out) {
+  size_t i;
+  int32_t cp;
+  for (;;) {
+    if (end <= from) return 0;
+    i = utf8_back(z, end);
+    tok_utf8_next(z + i, end - i, &cp);
+    if (!tok_is_space(cp)) break;
+    end = i;
+  }
+  if (!is_mark(cp)) return 0;
+  if (cp == '.') {
+    size_t dots = 0;
+    while (end > from && z[end - 1] == '.') end--, dots++;
+    return dots >= 3 ? tok_buf_put(out, "\xE2\x80\xA6", 3) : tok_buf_put(out, ".", 1);
+  }
+  if (cp == '?' || cp == '!') /* espeak-ng reads "?!" by its first mark */
+    while (i > from && (z[i - 1] == '?' || z[i - 1] == '!')) i--;
+  return tok_buf_put(out, z + i, tok_utf8_next(z + i, end - i, &cp));
+}
+
+/* One clause read the command line's way, from its first character to the end of the line:
+ * "PHONEMES\n" into out. */
+static int speak_clause(const char *clause, tok_buf *out) {
+  size_t before = out->len;
+  capture = out;
+  captured = 0;
+  espeak_Synth(clause, strlen(clause) + 1, 0, POS_CHARACTER, 0, espeakCHARS_UTF8, NULL, NULL);
+  int rc = captured < 0 ? ENOMEM : 0;
+  capture = NULL;
+  if (rc) out->len = before;
+  return rc ? rc : tok_buf_put(out, "\n", 1);
+}
+
+/* Reading an empty text takes a character left in espeak-ng's read-ahead slot (1.51 leaves one
+ * after "a.m..", for one), which would otherwise start the next text ("dot ..."). */
+static void drain_locked(void) {
+  const void *q = "";
+  for (int k = 0; q && k < 4; k++) espeak_TextToPhonemes(&q, espeakCHARS_UTF8, espeakPHONEMES_IPA);
+}
+
+typedef struct clause_span {
+  size_t start, end; /* text of the clause (its read-ahead character excluded) */
+} clause_span;
+
+/* espeak-ng's clauses of a whole line into out, each as "PHONEMES\nMARK\n" (MARK may be empty). */
+static int espeak_clauses(const char *lang, const char *text, size_t len, tok_buf *out) {
+  char *z = malloc(len + 1);
+  clause_span *cl = malloc((len + 2) * sizeof *cl);
+  if (!z || !cl) {
+    free(z);
+    free(cl);
+    return ENOMEM;
+  }
+  for (size_t i = 0; i < len; i++) z[i] = text[i] ? text[i] : ' '; /* NUL would end the text */
+  z[len] = 0;
+  size_t n = 0;
   int rc = 0;
   pthread_mutex_lock(&espeak_lock);
   if (espeak_ready <= 0 || select_voice_locked(lang)) {
     rc = FC_ECONFIG;
   } else {
+    /* pass 1: where espeak-ng's clauses start and end; each call reads at least a character */
     const void *p = z;
-    while (p && !rc) {
-      const char *ph = espeak_TextToPhonemes(&p, espeakCHARS_UTF8, espeakPHONEMES_IPA | '_' << 8);
-      if (!ph || !*ph) continue;
-      if (out->len) rc = tok_buf_put(out, " ", 1);
-      if (!rc) rc = tok_buf_put(out, ph, strlen(ph));
+    size_t start = 0;
+    while (p && n < len + 2) {
+      size_t from = (size_t)((const char *)p - z);
+      if (!espeak_TextToPhonemes(&p, espeakCHARS_UTF8, espeakPHONEMES_IPA)) {
+        rc = ENOMEM; /* its text decoder could not start: nothing was read */
+        break;
+      }
+      size_t end = p ? (size_t)((const char *)p - z) : len;
+      if (p && end > from) end = utf8_back(z, end); /* the read-ahead character */
+      cl[n++] = (clause_span){start, end};
+      start = end;
     }
+    drain_locked();
+    /* pass 2: each clause's phonemes, then its mark */
+    for (size_t k = 0; k < n && !rc; k++) {
+      rc = speak_clause(z + cl[k].start, out);
+      if (!rc) rc = clause_mark(z, cl[k].start, cl[k].end, out);
+      if (!rc) rc = tok_buf_put(out, "\n", 1);
+    }
+    drain_locked();
   }
   pthread_mutex_unlock(&espeak_lock);
+  free(cl);
   free(z);
   return rc;
 }
@@ -88,6 +216,7 @@ typedef struct emitter {
   fc_tok_symbol_fn cb;
   void *ud;
   int any, pending_space;
+  size_t n; /* units emitted */
 } emitter;
 
 static void emit(emitter *e, const char *s, size_t len) {
@@ -95,6 +224,7 @@ static void emit(emitter *e, const char *s, size_t len) {
   e->pending_space = 0;
   e->cb(s, len, e->ud);
   e->any = 1;
+  e->n++;
 }
 
 static int is_stress(const char *s, size_t len) {
@@ -124,41 +254,22 @@ static void emit_phonemes(emitter *e, const char *ph, size_t len) {
   }
 }
 
-static int is_split_punct(const char *s, size_t len, size_t *k) {
-  int32_t cp;
-  *k = tok_utf8_next(s, len, &cp);
-  char enc[5] = {0};
-  tok_utf8_encode(cp, enc);
-  return strstr(tok_phoneme_punct, enc) != NULL;
-}
-
 int tok_phonemize(const char *lang, const char *text, size_t len, fc_tok_symbol_fn cb, void *ud) {
-  emitter e = {cb, ud, 0, 0};
-  tok_buf ph = {0};
-  int rc = 0;
-  size_t start = 0, i = 0;
-  while (i <= len && !rc) {
-    size_t k = 1;
-    int at_end = i == len, punct = !at_end && is_split_punct(text + i, len - i, &k);
-    if (!at_end && !punct) {
-      i += k;
-      continue;
+  emitter e = {cb, ud, 0, 0, 0};
+  tok_buf cl = {0};
+  int rc = espeak_clauses(lang, text, len, &cl);
+  for (size_t i = 0; !rc && i < cl.len;) {
+    const char *ph = cl.p + i, *nl = memchr(ph, '\n', cl.len - i);
+    const char *mark = nl + 1, *nl2 = memchr(mark, '\n', cl.len - (size_t)(mark - cl.p));
+    size_t n0 = e.n;
+    e.pending_space = 1; /* a clause starts a word */
+    emit_phonemes(&e, ph, (size_t)(nl - ph));
+    if (e.n > n0 && nl2 > mark) { /* a clause that said nothing gets no mark */
+      e.pending_space = 0;
+      emit(&e, mark, (size_t)(nl2 - mark));
     }
-    /* the piece text[start, i): white space at its ends becomes a word boundary */
-    size_t a = start, b = i;
-    while (a < b && tok_is_space((unsigned char)text[a])) a++;
-    if (a > start) e.pending_space = 1;
-    while (b > a && tok_is_space((unsigned char)text[b - 1])) b--;
-    if (b > a) {
-      ph.len = 0;
-      rc = espeak_phonemes(lang, text + a, b - a, &ph);
-      if (!rc) emit_phonemes(&e, ph.p ? ph.p : "", ph.len);
-    }
-    if (b < i) e.pending_space = 1;
-    if (punct) emit(&e, text + i, k);
-    i += k;
-    start = i;
+    i = (size_t)(nl2 + 1 - cl.p);
   }
-  free(ph.p);
+  free(cl.p);
   return rc;
 }

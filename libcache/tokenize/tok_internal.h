@@ -86,11 +86,11 @@ void tok_vocab_free(tok_vocab *v);
 /* ---- espeak-ng (serialized by one process-wide mutex) --------------------------------------- */
 /* Initialize once and check that voice lang exists; *version gets espeak-ng's version string. */
 int tok_espeak_init(const char *lang, const char **version, char *why, size_t why_len);
-/* Phoneme units of text (phonemes separated, stress marks split off, " " between words,
- * punctuation kept), each passed to cb. */
+/* Phoneme units of a whole line as espeak-ng reads it (phonemes separated, stress marks split off,
+ * " " between words, each clause's terminating mark after it), each passed to cb. */
 int tok_phonemize(const char *lang, const char *text, size_t len, fc_tok_symbol_fn cb, void *ud);
-/* The punctuation marks that split text for espeak-ng and are kept as symbols (UTF-8 string). */
-extern const char tok_phoneme_punct[];
+/* The marks on which espeak-ng ends a clause, kept as symbols at clause ends (UTF-8 string). */
+extern const char tok_clause_marks[];
 
 /* ---- bpe ------------------------------------------------------------------------------------- */
 typedef struct tok_bpe tok_bpe;

@@ -101,7 +101,9 @@ static int make_config(fc_tokenizer *t, char *why, size_t why_len) {
   json_object_set_new(o, "kind", json_string("tokens"));
   json_object_set_new(o, "preset", json_null());
   json_object_set_new(o, "tokenizer", json_string(kind_names[t->kind]));
-  json_object_set_new(o, "tokenizer_version", json_integer(FC_TOKENIZER_VERSION));
+  json_object_set_new(o, "tokenizer_version",
+                      json_integer(t->kind == FC_TOK_PHONEMES ? FC_TOK_PHONEMES_VERSION
+                                                              : FC_TOKENIZER_VERSION));
   json_object_set_new(o, "unicode", json_string(t->norm.unicode == FC_UNICODE_NFKC ? "nfkc" : "none"));
   json_object_set_new(o, "casefold", json_boolean(t->norm.casefold));
   json_object_set_new(o, "punct", json_string(t->norm.punct == FC_PUNCT_REMOVE ? "remove" : "keep"));
@@ -126,7 +128,7 @@ static int make_config(fc_tokenizer *t, char *why, size_t why_len) {
   if (t->kind == FC_TOK_PHONEMES) {
     json_object_set_new(o, "lang", json_string(t->lang));
     json_object_set_new(o, "espeak_ng", json_string(t->espeak_version));
-    json_object_set_new(o, "punctuation", json_string(tok_phoneme_punct));
+    json_object_set_new(o, "punctuation", json_string(tok_clause_marks));
   }
   char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
   json_decref(o);
