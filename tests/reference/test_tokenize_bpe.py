@@ -1,22 +1,18 @@
-"""tokenize -t bpe: ids equal to the Hugging Face `tokenizers` library's encode(text).ids for
->= 1,000 real sentences (licence and copyright texts shipped on this machine, Python's `this`,
-plus non-ASCII, emoji and added special tokens) on three tokenizer.json files trained here:
-BPE + Whitespace (unk, special and non-special added tokens), byte-level GPT-2 style, and
-NFKC + Lowercase + WhitespaceSplit with a "##" continuing-subword prefix and a
+"""tokenize -t bpe: ids equal to the Hugging Face `tokenizers` library's encode(text).ids (the
+version pinned in scripts/setup) for 3,000 sentences shipped in or generated from tests/data/text
+(text_corpus.py: numbers, amounts, abbreviations, quotes, capitals, non-ASCII letters, other
+scripts and emoji inside sentences) plus lines with added special tokens, on three tokenizer.json
+files trained here: BPE + Whitespace (unk, special and non-special added tokens), byte-level
+GPT-2 style, and NFKC + Lowercase + WhitespaceSplit with a "##" continuing-subword prefix and a
 TemplateProcessing post-processor. Also: a corrupt tokenizer.json is a configuration error."""
-import codecs
-import contextlib
-import io
-import glob
 import json
 import os
-import random
-import re
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_tokenize_store import TOKENIZE, read_tokens, run_tokenize, write_tsv  # noqa: E402
+import text_corpus  # noqa: E402
 
 try:
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
@@ -24,44 +20,15 @@ except ImportError as e:  # pragma: no cover
     print(f"skip: {e}")
     sys.exit(77)
 
-EXTRA = [
-    "Café déjà vu — naïve façade, Ærøskøbing, Straße, İstanbul.",
-    "Москва — столица России. Ελληνικά γράμματα. עברית מימין לשמאל.",
-    "日本語のテキストと中文文本，还有한국어 문장。",
-    "Emoji: 😀🎉👍🏽 family 👨‍👩‍👧‍👦 flags 🇫🇷🇯🇵 and ❤️ hearts!",
-    "Numbers 3.14159, 1,000,000 and ½ ⅔ ² ³ with tabs\u00a0nbsp and   spaces.",
-    "She said: “it's fine”, didn't she? We'll see; they'd know. I'm sure you've heard.",
+SPECIAL = [
     "Special <|sp|> tokens [CLS] inside [SEP] text and featcache words, <|sp|><|sp|>x.",
-    "  leading and trailing spaces  ",
-    "mixed\u2003em\u2009thin\u3000ideographic spaces",
-    "Ⓐⓑⓒ circled, ﬁ ligature, ＦＵＬＬＷＩＤＴＨ letters, x²+y²=z²",
+    "[CLS][SEP] <|sp|>featcache featcachefeatcache [UNK] <|sp|>",
 ]
 
 
 def corpus():
-    lines = []
-    files = sorted(glob.glob("/usr/share/common-licenses/*")) + sorted(glob.glob("/usr/share/doc/*/copyright"))[:150]
-    for path in files:
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except (UnicodeDecodeError, IsADirectoryError, OSError):
-            continue
-        for para in re.split(r"\n\s*\n", text):
-            for sent in re.split(r"(?<=[.!?])\s+", " ".join(para.split())):
-                if 3 <= len(sent) <= 400:
-                    lines.append(sent)
-    with contextlib.redirect_stdout(io.StringIO()):
-        import this
-    lines += [s for s in codecs.decode(this.s, "rot13").split("\n") if s]
-    seen, out = set(), []
-    for s in lines:
-        if s not in seen:
-            seen.add(s)
-            out.append(s)
-    rng = random.Random(4)
-    rng.shuffle(out)
-    return out[:3000] + EXTRA
+    """3,000 distinct sentences, the same on every machine, then the special-token lines."""
+    return text_corpus.sentences(3000 - len(text_corpus.EXTRA)) + text_corpus.EXTRA + SPECIAL
 
 
 def train(kind, texts):
@@ -103,7 +70,7 @@ def main():
         print(f"skip: {TOKENIZE} not built")
         return 77
     texts = corpus()
-    assert len(texts) >= 1000, f"only {len(texts)} sentences on this machine"
+    assert len(texts) >= 3000, len(texts)
     fails = 0
     with tempfile.TemporaryDirectory() as d:
         rows = [(f"s{i:05d}", t) for i, t in enumerate(texts)]

@@ -1,6 +1,7 @@
 """tokenize -t chars: ids checked against an independent Python computation of the same
 normalization (unicodedata NFKC, str.casefold, category P*, str.split) and vocab (a given file
-with a multi-character symbol, a space line and specials; and --build-vocab)."""
+with a multi-character symbol, a space line and specials; and --build-vocab), on 1,500 sentences
+shipped in or generated from tests/data/text (text_corpus.py)."""
 import json
 import os
 import sys
@@ -9,7 +10,7 @@ import unicodedata
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_tokenize_store import TOKENIZE, read_meta, read_tokens, run_tokenize, write_tsv  # noqa: E402
-from test_tokenize_bpe import corpus  # noqa: E402
+import text_corpus  # noqa: E402
 
 
 def normalize(s, fold=False, punct_remove=False, collapse=True):
@@ -45,7 +46,7 @@ def main():
     if not os.access(TOKENIZE, os.X_OK):
         print(f"skip: {TOKENIZE} not built")
         return 77
-    texts = corpus()[:1500]
+    texts = text_corpus.sentences(1500 - len(text_corpus.EXTRA)) + text_corpus.EXTRA
     checked = 0
     with tempfile.TemporaryDirectory() as d:
         rows = [(f"c{i:05d}", t) for i, t in enumerate(texts)]

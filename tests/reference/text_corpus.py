@@ -20,6 +20,10 @@ EXTRA = [
     "mixed\u2003em\u2009thin\u3000ideographic spaces",
     "Ⓐⓑⓒ circled, ﬁ ligature, ＦＵＬＬＷＩＤＴＨ letters, x²+y²=z²",
     "ALL CAPS SHOUTING, MiXeD cAsE, and lower case.",
+    "Reactions: 👍 great, 😂 funny, 🙏 thanks, 🚀 launch, 🍕🍺 party — 100% 🔥!",
+    "Zwölf Boxkämpfer jagen Viktor quer über den großen Sylter Deich.",
+    "Příliš žluťoučký kůň úpěl ďábelské ódy; Pchnąć w tę łódź jeża.",
+    "Ça va? Où est la bibliothèque, s'il vous plaît? À bientôt!",
 ]
 
 
@@ -34,11 +38,11 @@ def shipped():
 
 
 def sentences(n, seed=4):
-    """The shipped lines, then sentences made by a seeded word-bigram walk over them, n in all
-    (distinct)."""
+    """The shipped lines, then sentences made by a seeded word-bigram walk over them and EXTRA
+    (so emoji and other scripts turn up inside sentences), n in all (distinct)."""
     base = shipped()
     follow = {}
-    for s in base:
+    for s in base + EXTRA:
         words = s.split()
         for a, b in zip(["<s>"] + words, words + ["</s>"]):
             follow.setdefault(a, []).append(b)
