@@ -21,6 +21,7 @@ typedef struct line_state {
   size_t len;
   fc_digest digest; /* of text */
   int need_text, need_tok;
+  size_t same_as; /* > 0: the line same_as - 1 of this batch has the same text and makes its record */
   void *rec; /* encoded record (malloc'd) */
   size_t rec_len;
   uint32_t ntok;
@@ -246,10 +247,33 @@ int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
                      vlen != 16 + l->len || memcmp(v, l->digest.bytes, 16) != 0;
     }
     fc_rtxn_end(rt);
+    /* a text seen earlier in the batch: one record, made by its first line; the others are
+     * counted with the records already stored */
+    tok_map seen = {0};
+    for (size_t i = b0; i < b1 && !rc; i++) {
+      line_state *l = &ls[i];
+      int32_t first;
+      if (l->err || !l->need_tok) continue;
+      int r = tok_map_put(&seen, (const char *)l->digest.bytes, 16, (int32_t)(i - b0), &first);
+      if (r == ENOMEM) rc = ENOMEM;
+      if (r == 1) {
+        l->need_tok = 0;
+        l->same_as = b0 + (size_t)first + 1;
+      }
+    }
+    tok_map_free(&seen);
+    if (rc) goto out;
     /* 2. tokenize what is missing */
 #pragma omp parallel for schedule(dynamic, 8) num_threads(nthreads)
     for (size_t i = b0; i < b1; i++)
       if (!ls[i].err && ls[i].need_tok) tokenize_line(t, &cfg, &ls[i]);
+    for (size_t i = b0; i < b1; i++) { /* its first line failed: so does it, for the same reason */
+      line_state *l = &ls[i];
+      if (l->same_as && ls[l->same_as - 1].err) {
+        l->err = ls[l->same_as - 1].err;
+        memcpy(l->why, ls[l->same_as - 1].why, sizeof l->why);
+      }
+    }
     /* 3. report, then commit the batch (under strict, only the lines before the first bad one) */
     size_t np = 0, end = b1;
     for (size_t i = b0; i < b1; i++) {
