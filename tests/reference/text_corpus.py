@@ -39,7 +39,8 @@ def shipped():
 
 def sentences(n, seed=4):
     """The shipped lines, then sentences made by a seeded word-bigram walk over them and EXTRA
-    (so emoji and other scripts turn up inside sentences), n in all (distinct)."""
+    (so emoji and other scripts turn up inside sentences), n in all, distinct and none of them
+    a line of EXTRA."""
     base = shipped()
     follow = {}
     for s in base + EXTRA:
@@ -47,7 +48,7 @@ def sentences(n, seed=4):
         for a, b in zip(["<s>"] + words, words + ["</s>"]):
             follow.setdefault(a, []).append(b)
     rng = random.Random(seed)
-    out, seen = [], set()
+    out, seen = [], set(EXTRA)  # a walk can give back a line of EXTRA, which callers add
     for s in base:
         if s not in seen:
             seen.add(s)
