@@ -12,7 +12,8 @@ by the exported vocab:
     "…" for "...").
 Also: each mark of the config's "punctuation" ends an espeak-ng clause; the config says
 tokenizer_version 2; the vocab given back keeps the digest, another voice changes it, an unknown
-voice is a configuration error."""
+voice is a configuration error; docs/tokenize.md shows the issue's three lines as its reader
+(docs/examples/read_tokens.py) prints them from a store, next to espeak-ng's output."""
 import concurrent.futures
 import json
 import os
@@ -96,6 +97,33 @@ def check_line(text, have, marks, lang, with_sep):
     return bad
 
 
+THREE = [("l1", "version 2.0, January 2004"), ("l2", "Mr. Smith paid $3,000.50 on Jan. 5th"),
+         ("l3", "see section 4(d) and (a) below")]
+
+
+def check_docs(d):
+    """docs/tokenize.md shows the issue's three lines as docs/examples/read_tokens.py prints them
+    from a store, and espeak-ng's output for them: both must be what they are today."""
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    docs = open(os.path.join(src, "docs", "tokenize.md"), encoding="utf-8").read()
+    man, st = os.path.join(d, "three.tsv"), os.path.join(d, "three")
+    write_tsv(man, THREE)
+    run_tokenize("-o", st, "-t", "phonemes", "--build-vocab", "-q", man)
+    p = subprocess.run([sys.executable, os.path.join(src, "docs", "examples", "read_tokens.py"), st,
+                        "phonemes"], capture_output=True, text=True, check=True)
+    block = "".join(f"    {ln}\n" for ln in p.stdout.splitlines())
+    bad = 0
+    if block not in docs:
+        bad += 1
+        print(f"DOCS docs/tokenize.md does not show the reader's output:\n{block}")
+    for _, text in THREE:
+        want = f"    espeak-ng: {' | '.join(espeak(text, 'en-us'))}\n"
+        if want not in docs:
+            bad += 1
+            print(f"DOCS docs/tokenize.md does not show espeak-ng's line:\n{want}")
+    return bad
+
+
 def main():
     if not os.access(TOKENIZE, os.X_OK) or not shutil.which("espeak-ng"):
         print("skip: tokenize or espeak-ng missing")
@@ -152,6 +180,7 @@ def main():
         p = run_tokenize("-o", st, "--manifest", man, "-t", "phonemes", "--build-vocab", "--lang",
                          "xx-nolang", check=False)
         assert p.returncode == 2 and "xx-nolang" in p.stderr, p.stderr
+        failures += check_docs(d)
     return 1 if failures else 0
 
 
