@@ -58,10 +58,12 @@ enum fc_loader_flags {
   FC_LOADER_RANDOM_CROP = 1u << 4,    /* crops take a seeded random segment, not the start */
   FC_LOADER_NO_WILLNEED = 1u << 5,    /* no madvise(MADV_WILLNEED) on upcoming batches */
   FC_LOADER_LOOKUP_ONLY = 1u << 6,    /* build no index: only fc_loader_lookup */
-  FC_LOADER_WILLNEED = 1u << 7        /* madvise(MADV_WILLNEED) upcoming batches. Neither flag
+  FC_LOADER_WILLNEED = 1u << 7,       /* madvise(MADV_WILLNEED) upcoming batches. Neither flag
                                          (default): hints only with NORDAHEAD; without it the
                                          kernel's read-around around each fault serves every
                                          order as well or better (docs/BENCHMARKS.md, the loader section) */
+  FC_LOADER_CENTER_CROP = 1u << 8     /* crops take the middle segment (start (frames-len)/2);
+                                         neither crop flag: the segment starting at frame 0 */
 };
 
 /* Options. Always start from fc_loader_options_init (defaults below), then set fields. */
@@ -79,10 +81,19 @@ typedef struct fc_loader_options {
   uint32_t drop_last;       /* drop the last, smaller batch (count batching only) */
   uint32_t rank, world_size;/* default 0, 1 */
   uint32_t shard;           /* fc_loader_shard, default PAD */
-  uint32_t crop_frames;     /* > 0: mels longer than this are cropped to it (start, or random) */
-  uint32_t pad_to;          /* > 0: padded batches have exactly this many frames (implies crop) */
+  uint32_t crop_frames;     /* > 0: mels longer than this are cropped to it (from frame 0, or
+                               RANDOM_CROP / CENTER_CROP) */
+  uint32_t pad_to;          /* > 0: padded batches have exactly this many frames: longer mels are
+                               cropped, shorter ones padded (PADDED output only: with VIEWS it is
+                               FC_ECONFIG, use crop_frames) */
   uint32_t pad_multiple;    /* > 1: padded frame count rounded up to a multiple of this */
-  float pad_value;          /* value of padded mel frames, default 0 */
+  float pad_value;          /* value of padded mel frames. Default NAN = the silence of the mel
+                               config: ln(log_floor) for "ln" (hifigan, tacotron2: ln 1e-5 =
+                               -11.5129), log10(log_floor) for "log10", 10 log10(log_floor) for
+                               "db" without top_db, 0 for linear mels; a config whose silence
+                               depends on each utterance (whisper, db with top_db) makes a padded
+                               open fail with FC_ECONFIG: give the value. info.pad_value says
+                               which value is used. */
   int32_t token_pad;        /* value of padded token slots, default 0 */
   uint32_t bucket_batches;  /* BUCKET: batches per sorted window, default 64 */
   uint32_t locality_run;    /* LOCALITY: records per run, default 16 x batch_size */
@@ -117,6 +128,10 @@ typedef struct fc_loader_info {
   int tok_dtype;           /* fc_dtype; 0 without tokens */
   fc_digest mel_config, tok_config;
   uint32_t n_stores;
+  float pad_value;         /* the value padded mel frames get (options.pad_value resolved) */
+  uint64_t bound_batch_bytes; /* largest padded mel buffer any epoch can need (batch cap x the
+                               longest cropped, padded length; with max_frames that budget):
+                               caller buffers of this size serve every epoch */
 } fc_loader_info;
 FC_API int fc_loader_info_get(const fc_loader *l, fc_loader_info *info);
 
@@ -194,10 +209,14 @@ FC_API void fc_loader_release(fc_loader *l, fc_batch *b);
  * call on l. */
 FC_API const char *fc_loader_error(const fc_loader *l);
 
-/* Caller-owned buffers for padded batches (e.g. pinned memory): n buffers of bytes each, used
- * instead of the loader's own. Call before the first fc_loader_next of an epoch; bytes must be at
- * least info.max_batch_bytes (FC_ECONFIG otherwise). The loader never frees them; they must
- * outlive the loader. The prefetch threads build at most as many batches ahead as there are
+/* Caller-owned buffers for padded batches (e.g. page-locked memory the caller allocated with its
+ * GPU runtime, so that a host-to-device copy from a batch is asynchronous: the library itself
+ * links no GPU runtime): n buffers of bytes each, used instead of the loader's own. Call before
+ * the first fc_loader_next of an epoch; bytes must be at least info.max_batch_bytes
+ * (FC_ECONFIG otherwise; info.bound_batch_bytes serves every epoch). A buffer is written again
+ * only after the batch in it was given back with fc_loader_release: a caller that copies from it
+ * asynchronously releases the batch once the copy is complete. The loader never frees them; they
+ * must outlive the loader. The prefetch threads build at most as many batches ahead as there are
  * caller buffers the caller does not hold (and at most prefetch_depth). */
 FC_API int fc_loader_set_buffers(fc_loader *l, void *const *bufs, size_t n, size_t bytes);
 

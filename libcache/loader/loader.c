@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,31 @@ void fc_loader_options_init(fc_loader_options *o) {
   o->bucket_batches = 64;
   o->prefetch_threads = 2;
   o->prefetch_depth = 4;
+  o->pad_value = NAN; /* the config's silence (resolve_pad_value) */
+}
+
+/* pad_value NAN: the value a silent frame has in config mc. Returns 0, or FC_ECONFIG (why says
+ * so) when that depends on each utterance. */
+static int resolve_pad_value(const fc_mel_config *mc, float *out, char *why, size_t why_len) {
+  double f = mc->log_floor > 0 ? mc->log_floor : 0;
+  switch (mc->log) {
+    case FC_LOG_NONE: *out = 0.0f; return 0;
+    case FC_LOG_LN: if (f > 0) { *out = (float)log(f); return 0; } break;
+    case FC_LOG_LOG10: if (f > 0) { *out = (float)log10(f); return 0; } break;
+    case FC_LOG_DB:
+      if (f > 0 && mc->top_db <= 0) { *out = (float)(10 * log10(f)); return 0; }
+      fc_why(why, why_len, "pad_value: the silence of this config (power_to_db with top_db %g) "
+             "depends on each utterance's maximum: give pad_value", mc->top_db);
+      return FC_ECONFIG;
+    case FC_LOG_WHISPER:
+      fc_why(why, why_len, "pad_value: the silence of a whisper config ((max(x, max - 8) + 4) / 4) "
+             "depends on each utterance's maximum: give pad_value");
+      return FC_ECONFIG;
+    default: break;
+  }
+  fc_why(why, why_len, "pad_value: the config has no silence value (log floor %g): give pad_value",
+         mc->log_floor);
+  return FC_ECONFIG;
 }
 
 /* ---- registry: one fc_store per data.mdb per process ----------------------------------------- */
@@ -446,6 +472,11 @@ static int check_options(const fc_loader_options *o, char *why, size_t why_len) 
   if (o->prefetch_depth > 1024) BAD("prefetch_depth %u > 1024", o->prefetch_depth);
   if (o->pad_to && o->crop_frames && o->crop_frames > o->pad_to)
     BAD("crop_frames %u > pad_to %u", o->crop_frames, o->pad_to);
+  if (o->pad_to && o->output != FC_OUTPUT_PADDED)
+    BAD("pad_to %u pads only padded batches (views cannot be padded): use the padded output, "
+        "or crop_frames to crop views", o->pad_to);
+  if ((o->flags & FC_LOADER_RANDOM_CROP) && (o->flags & FC_LOADER_CENTER_CROP))
+    BAD("RANDOM_CROP and CENTER_CROP exclude each other");
   return 0;
 #undef BAD
 }
@@ -521,6 +552,16 @@ int fc_loader_open(const char *const *paths, size_t n, const fc_loader_options *
       }
       l->n_mels = mc.n_mels;
       l->mel_dtype = mc.dtype;
+      if (isnan(l->o.pad_value)) {
+        if (l->o.output == FC_OUTPUT_PADDED) {
+          if ((rc = resolve_pad_value(&mc, &l->o.pad_value, why, why_len))) {
+            free(json);
+            goto fail;
+          }
+        } else {
+          l->o.pad_value = 0.0f; /* views are never padded */
+        }
+      }
       l->mel_dsize = fc_dtype_size(mc.dtype);
       l->mel_json = json;
     } else {
@@ -625,6 +666,22 @@ int fc_loader_info_get(const fc_loader *l, fc_loader_info *info) {
     info->tok_config = l->stores[0].tok_cfg;
   }
   info->n_stores = l->n_stores;
+  info->pad_value = l->o.pad_value;
+  /* the largest buffer any epoch can need: the batch cap times the longest cropped length */
+  uint32_t longest = 0;
+  for (uint64_t i = 0; i < l->n_items; i++) {
+    uint32_t len = ld_crop_len(l, &l->items[i]);
+    if (len > longest) longest = len;
+  }
+  uint64_t T = ld_padded_frames(l, longest), rows;
+  if (l->o.max_frames) {
+    rows = l->o.max_frames > T ? l->o.max_frames : T;
+    if (l->o.batch_size && rows > (uint64_t)l->o.batch_size * T) rows = (uint64_t)l->o.batch_size * T;
+  } else {
+    rows = (uint64_t)l->o.batch_size * T;
+  }
+  info->bound_batch_bytes = rows * l->n_mels * l->mel_dsize;
+  if (info->bound_batch_bytes < info->max_batch_bytes) info->bound_batch_bytes = info->max_batch_bytes;
   return 0;
 }
 

@@ -64,7 +64,9 @@ uint32_t ld_crop_len(const fc_loader *l, const ld_item *it) {
 
 uint32_t ld_crop_start(const fc_loader *l, uint64_t epoch, uint64_t item, const ld_item *it) {
   uint32_t len = ld_crop_len(l, it);
-  if (len == it->frames || !(l->o.flags & FC_LOADER_RANDOM_CROP)) return 0;
+  if (len == it->frames) return 0;
+  if (l->o.flags & FC_LOADER_CENTER_CROP) return (it->frames - len) / 2;
+  if (!(l->o.flags & FC_LOADER_RANDOM_CROP)) return 0;
   uint64_t h = mix(l->o.seed ^ mix(epoch) ^ mix(item ^ 0xC2B2AE3D27D4EB4Full));
   return (uint32_t)(h % ((uint64_t)it->frames - len + 1));
 }

@@ -23,6 +23,7 @@ OUTPUTS = {"views": 0, "padded": 1}
 SHARDS = {"pad": 0, "drop": 1, "uneven": 2}
 FLAG_NOLOCK, FLAG_NORDAHEAD, FLAG_VERIFY, FLAG_STRICT = 1, 2, 4, 8
 FLAG_RANDOM_CROP, FLAG_NO_WILLNEED, FLAG_LOOKUP_ONLY, FLAG_WILLNEED = 16, 32, 64, 128
+FLAG_CENTER_CROP = 256
 
 # fc_base.h
 # fc_loader_next_desc: the packed batch descriptor (FC_DESC_* of fc_loader.h)
@@ -83,7 +84,8 @@ class Info(ctypes.Structure):
         ("max_batch_bytes", ctypes.c_uint64), ("n_mels", ctypes.c_uint32),
         ("mel_dtype", ctypes.c_int), ("tok_dtype", ctypes.c_int),
         ("mel_config", ctypes.c_uint8 * 16), ("tok_config", ctypes.c_uint8 * 16),
-        ("n_stores", ctypes.c_uint32),
+        ("n_stores", ctypes.c_uint32), ("pad_value", ctypes.c_float),
+        ("bound_batch_bytes", ctypes.c_uint64),
     ]
 
 

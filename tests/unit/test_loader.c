@@ -11,6 +11,7 @@
 #include "featcache/fc_loader.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,9 +175,11 @@ static uint32_t check_batch(const fc_batch *b, const fc_loader_options *o, const
       const float *row = (const float *)b->mel_data + (size_t)i * b->frames * N_MELS;
       CHECK(row == m, "%s: mels[i] is the padded row", b->ids[i]);
       int padbad = 0;
+      /* the default (NAN): the silence of the fixture's hifigan config, ln(1e-5) */
+      float pv = isnan(o->pad_value) ? (float)log(1e-5) : o->pad_value;
       for (size_t x = (size_t)len * N_MELS; x < (size_t)b->frames * N_MELS; x++)
-        if (row[x] != o->pad_value) padbad = 1;
-      CHECK(!padbad, "%s: padding is not %g", b->ids[i], o->pad_value);
+        if (row[x] != pv) padbad = 1;
+      CHECK(!padbad, "%s: padding is not %g", b->ids[i], pv);
     } else if (frames_of(u) * N_MELS * 4 > 4096 && mdb) {
       CHECK(in_mapping_of(m, (size_t)len * N_MELS * 4, mdb), "%s: view not in the map", b->ids[i]);
       CHECK(((uintptr_t)m & 15) == 0, "%s: view not 16-byte aligned", b->ids[i]);
@@ -577,6 +580,107 @@ int main(void) {
   }
   CHECK(nonzero > 50 && memcmp(starts0, starts1, sizeof starts0), "random crops vary (%d)", nonzero);
   fc_loader_close(l);
+
+  /* centred crops: the middle segment; pad_to pads short mels (default pad: ln(1e-5), the
+   * hifigan config's silence); the bound covers every epoch's batches */
+  fc_loader_options_init(&o);
+  o.output = FC_OUTPUT_PADDED;
+  o.pad_to = 64;
+  o.batch_size = 7;
+  o.flags = FC_LOADER_CENTER_CROP;
+  l = open_l(A, 1, &o);
+  fc_loader_info inf;
+  fc_loader_info_get(l, &inf);
+  CHECK(inf.pad_value == (float)log(1e-5), "default pad value %g, want ln(1e-5)", inf.pad_value);
+  CHECK(inf.bound_batch_bytes == 7ull * 64 * N_MELS * 4 && inf.max_batch_bytes <= inf.bound_batch_bytes,
+        "bound %llu, max %llu", (unsigned long long)inf.bound_batch_bytes,
+        (unsigned long long)inf.max_batch_bytes);
+  int short_seen = 0;
+  while (fc_loader_next(l, &b) == 0 && b) {
+    check_batch(b, &o, NULL);
+    CHECK(b->frames == 64, "pad_to with centre crops: T %u", b->frames);
+    for (uint32_t i = 0; i < b->size; i++) {
+      uint32_t f = frames_of((int)b->items[i]);
+      CHECK(b->mel_starts[i] == (f > 64 ? (f - 64) / 2 : 0), "%s: centre crop starts at %u of %u",
+            b->ids[i], b->mel_starts[i], f);
+      short_seen += f < 64;
+    }
+    fc_loader_release(l, b);
+  }
+  CHECK(short_seen > 0, "the fixture has mels shorter than pad_to");
+  fc_loader_close(l);
+  o.flags = FC_LOADER_CENTER_CROP | FC_LOADER_RANDOM_CROP;
+  rc = fc_loader_open(A, 1, &o, &l, why, sizeof why);
+  CHECK(rc == FC_ECONFIG && strstr(why, "exclude each other"), "two crop modes: %s", why);
+  /* pad_to with views: refused, not silently only cropped */
+  fc_loader_options_init(&o);
+  o.pad_to = 64;
+  rc = fc_loader_open(A, 1, &o, &l, why, sizeof why);
+  CHECK(rc == FC_ECONFIG && strstr(why, "pad_to 64 pads only padded batches"), "pad_to views: %s", why);
+  /* bound of a variable-length, dynamic batching epoch: every epoch's batches fit */
+  fc_loader_options_init(&o);
+  o.output = FC_OUTPUT_PADDED;
+  o.order = FC_ORDER_RANDOM;
+  o.max_frames = 1000;
+  o.batch_size = 0;
+  l = open_l(A, 1, &o);
+  fc_loader_info_get(l, &inf);
+  for (int e = 0; e < 4; e++) {
+    fc_loader_set_epoch(l, (uint64_t)e);
+    fc_loader_info inf2;
+    fc_loader_info_get(l, &inf2);
+    CHECK(inf2.max_batch_bytes <= inf.bound_batch_bytes, "epoch %d: %llu > bound %llu", e,
+          (unsigned long long)inf2.max_batch_bytes, (unsigned long long)inf.bound_batch_bytes);
+  }
+  fc_loader_close(l);
+  {
+    /* the default pad value of each preset's config: its silence, or a clear refusal */
+    char pc[300];
+    snprintf(pc, sizeof pc, "%s/c", dir);
+    fc_store *s;
+    CHECK(fc_store_open(pc, FC_STORE_CREATE | FC_STORE_NOSYNC, &s) == 0, "make c");
+    const char *names[] = {"tacotron2", "librosa", "kaldi", "whisper"};
+    for (int i = 0; i < 4; i++) {
+      fc_mel_config mc;
+      fc_mel_preset(names[i], &mc);
+      char json[1024];
+      int jl = fc_mel_config_json(&mc, json, sizeof json);
+      fc_digest d;
+      fc_digest_buffer(json, (size_t)jl, &d);
+      fc_store_put_config(s, &d, json, (size_t)jl);
+    }
+    fc_store_sync(s);
+    fc_store_close(s);
+    const char *C[] = {pc};
+    const float want[] = {(float)log(1e-5), 0.0f, (float)log(1.1920928955078125e-07)};
+    for (int i = 0; i < 4; i++) {
+      fc_loader_options_init(&o);
+      o.output = FC_OUTPUT_PADDED;
+      o.features = names[i];
+      rc = fc_loader_open(C, 1, &o, &l, why, sizeof why);
+      if (i < 3) {
+        CHECK(rc == 0, "%s: open: %s", names[i], why);
+        if (!rc) {
+          fc_loader_info_get(l, &inf);
+          CHECK(inf.pad_value == want[i], "%s: pad value %.9g, want %.9g", names[i], inf.pad_value,
+                want[i]);
+          fc_loader_close(l);
+        }
+      } else {
+        CHECK(rc == FC_ECONFIG && strstr(why, "whisper") && strstr(why, "give pad_value"),
+              "whisper: %s", why);
+        o.pad_value = -1.5f;
+        l = open_l(C, 1, &o);
+        fc_loader_info_get(l, &inf);
+        CHECK(inf.pad_value == -1.5f, "whisper explicit pad %g", inf.pad_value);
+        fc_loader_close(l);
+        o.output = FC_OUTPUT_VIEWS;
+        o.pad_value = NAN;
+        l = open_l(C, 1, &o); /* views are never padded: no value needed */
+        fc_loader_close(l);
+      }
+    }
+  }
 
   /* config selection */
   fc_loader_options_init(&o);

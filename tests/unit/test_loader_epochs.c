@@ -12,6 +12,7 @@
 #include "featcache.h"
 #include "featcache/fc_loader.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,7 +102,9 @@ static void take(const fc_batch *b, const fc_loader_options *o, seen *out) {
       const float *row = (const float *)b->mel_data + (size_t)i * b->frames * N_MELS;
       CHECK(row == m, "padded mels[%u] points into mel_data", i);
       if (b->frames > b->mel_lengths[i])
-        CHECK(row[(size_t)b->frames * N_MELS - 1] == o->pad_value, "%s: padding", b->ids[i]);
+        CHECK(row[(size_t)b->frames * N_MELS - 1] ==
+                  (isnan(o->pad_value) ? (float)log(1e-5) : o->pad_value),
+              "%s: padding", b->ids[i]);
     }
   }
 }
