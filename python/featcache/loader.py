@@ -10,6 +10,7 @@ fork); a handle inherited over fork is left alone, never closed, in the child.
 """
 
 import ctypes
+import errno
 import os
 import struct
 import sys
@@ -78,14 +79,75 @@ class _Handle:
                 # whose base keeps buf, and so this handle, alive
                 self.regions.append((base.value, ln.value, memoryview(buf).toreadonly()))
         self.lock = threading.Lock()
+        self.buffers = []      # caller buffers (objects kept alive while the handle lives)
+        self.fence = None      # callable -> fence (.query(), .synchronize()): deferred release
+        self.pending = []      # [(fence, batch address)] released once the fence has passed
+        self.pending_lock = threading.Lock()
+
+    def set_buffers(self, objs):
+        """Hand objects exposing writable memory of info.bound_batch_bytes each to the C loader
+        as its padded-batch buffers (fc_loader_set_buffers)."""
+        nbytes = int(self.info.bound_batch_bytes)
+        addrs = []
+        for o in objs:
+            a, n = _address(o)
+            if n < nbytes:
+                raise ValueError("featcache: a caller buffer of %d bytes, batches need %d" % (n, nbytes))
+            addrs.append(a)
+        arr = (ctypes.c_void_p * len(addrs))(*addrs)
+        rc = self.lib.fc_loader_set_buffers(self.h, arr, len(addrs), nbytes)
+        if rc:
+            _raise(rc, "set_buffers", self.h)
+        self.buffers = list(objs)
+
+    def give_back(self, ptr, fence=None):
+        """fc_loader_release now, or once fence (or self.fence()) has passed."""
+        if fence is None and self.fence is not None:
+            fence = self.fence()
+        if fence is None:
+            self.lib.fc_loader_release(self.h, ptr)
+            return
+        with self.pending_lock:
+            self.pending.append((fence, ptr))
+
+    def drain(self, wait_one=False):
+        """Release the batches whose fences have passed; wait_one: wait for the oldest first."""
+        if not self.pending:
+            return
+        with self.pending_lock:
+            if wait_one:
+                self.pending[0][0].synchronize()
+            keep = []
+            for f, ptr in self.pending:
+                if not keep and f.query():  # in order: a stream passes its events in order
+                    self.lib.fc_loader_release(self.h, ptr)
+                else:
+                    keep.append((f, ptr))
+            self.pending = keep
 
     def __del__(self):
         try:
             if self.h and self.pid == os.getpid():
+                for f, ptr in self.pending:  # nothing may still read a batch when it closes
+                    f.synchronize()
+                    self.lib.fc_loader_release(self.h, ptr)
                 self.lib.fc_loader_close(self.h)
         except Exception:  # interpreter shutdown
             pass
         self.h = None
+
+
+def _address(obj):
+    """(address, bytes) of an object's writable memory: a torch tensor (data_ptr), or anything with
+    the buffer protocol (a numpy array, bytearray, mmap)."""
+    if hasattr(obj, "data_ptr") and hasattr(obj, "element_size"):
+        if not obj.is_contiguous():
+            raise ValueError("featcache: a caller buffer must be contiguous")
+        return obj.data_ptr(), obj.numel() * obj.element_size()
+    a = np.asarray(obj)
+    if not a.flags.writeable or not a.flags.c_contiguous:
+        raise ValueError("featcache: a caller buffer must be writable and contiguous")
+    return a.__array_interface__["data"][0], a.nbytes
 
 
 # A span of C memory: a ctypes char array type far longer than any batch, made once. Instances
@@ -103,14 +165,14 @@ class _BatchOwner(_Span):
     buffer), and the batch's owner: numpy arrays made over it keep it alive, and the C batch is
     given back when the last of them (and the LoaderBatch) is gone."""
 
-    def release(self):
+    def release(self, fence=None):
         d = self.__dict__
         ptr = d.get("ptr")
         if ptr is not None:
             d["ptr"] = None
             handle = d["handle"]
             if handle.pid == os.getpid():
-                handle.lib.fc_loader_release(handle.h, ptr)
+                handle.give_back(ptr, fence)
 
     def __del__(self):
         try:
@@ -169,7 +231,7 @@ class LoaderBatch:
     """
 
     __slots__ = ("mels", "mel_lengths", "tokens", "token_lengths", "padded", "size", "_owner",
-                 "_d", "_ids", "_starts", "_items", "_errors")
+                 "_d", "_ids", "_starts", "_items", "_errors", "_src")
 
     def __len__(self):
         return self.size
@@ -225,6 +287,16 @@ class LoaderBatch:
             return a
 
     @property
+    def src_frames(self):
+        """[B] uint32 frames of each stored record (before cropping)."""
+        try:
+            return self._src
+        except AttributeError:
+            a = self._src = _ro(self._live("src_frames"), self.size, _U32,
+                                self._d[_D_SRC_FRAMES])
+            return a
+
+    @property
     def items(self):
         try:
             return self._items
@@ -232,12 +304,14 @@ class LoaderBatch:
             a = self._items = _ro(self._live("items"), self.size, _U64, self._d[_D_ITEMS])
             return a
 
-    def release(self):
+    def release(self, fence=None):
         """Give the batch back now; its arrays must not be used afterwards (ids and errors
-        stay readable)."""
+        stay readable). fence: an object with query() and synchronize() (e.g. a torch.cuda.Event
+        recorded after an asynchronous copy from the batch): the loader reuses the batch's buffer
+        only once fence.query() is true."""
         if self._owner.ptr is not None:
             self.ids, self.errors  # noqa: B018  (Python strings: decode them while they exist)
-        self._owner.release()
+        self._owner.release(fence)
 
     def __repr__(self):
         return "<featcache batch %d of epoch %d: %d utterances>" % (self.index, self.epoch,
@@ -341,9 +415,21 @@ class Loader:
     seed, epoch   the order of epoch e is a function of (seed, e); iterating the loader runs the
                   current epoch and then advances it by one (set_epoch(e) to choose)
     padded        False: mels are views into the map (list of arrays); True: one padded
-                  [B, T, n_mels] array per batch
+                  [B, T, n_mels] array per batch; None (default): True when pad_to is given
     max_frames    > 0: dynamic batching, B x T <= max_frames
-    drop_last, crop_frames, pad_to, pad_multiple, pad_value, token_pad, random_crop
+    Fixed-length training (docs/loader.md, "Fixed-length training"):
+    pad_to        > 0: every padded batch has exactly T = pad_to frames: longer mels cropped,
+                  shorter ones padded (needs padded batches; with padded=False: ValueError)
+    crop_frames   > 0: mels longer than this are cropped (views too)
+    crop          where crops start: 'start' (frame 0, the default), 'center', or 'random'
+                  (seeded by (seed, epoch, utterance); random_crop=True is the same); the batch's
+                  mel_starts say where, src_frames how long each record is
+    pad_value     value of padded frames; None (default): the silence of the store's mel
+                  config — ln(1e-5) = -11.5129 for hifigan/tacotron2, ln(FLT_EPSILON) for
+                  kaldi, 0 for linear mels; whisper and dB-with-top_db configs have none (it
+                  depends on each utterance): opening fails asking for a value.
+                  .info.pad_value is the value used
+    pad_multiple, token_pad, drop_last
     rank, world_size, shard ('pad' | 'drop' | 'uneven'); None: from torch.distributed when it is
                   initialized, else 0 and 1
     bucket_batches, locality_run, prefetch_threads, prefetch_depth
@@ -351,14 +437,22 @@ class Loader:
                   corrupt record instead of skipping it (skipped ones: .problems())
     nolock, nordahead, willneed   LMDB / madvise switches (docs/loader.md); willneed None (the
                   default) hints only with nordahead, True/False force them on/off
+    buffer_alloc  callable(nbytes) -> object with writable memory (a torch tensor, e.g.
+                  torch.empty(n, dtype=torch.uint8, pin_memory=True), or a numpy array): padded
+                  batches are built straight into n_buffers such buffers (default
+                  prefetch_depth + 2) of .info.bound_batch_bytes each, allocated once per process
+    release_fence callable() -> fence (query(), synchronize()), e.g. a torch.cuda.Event recorded
+                  on the current stream: a released batch's buffer is reused only once its fence
+                  has passed (so an asynchronous copy from it finishes first)
     """
 
     def __init__(self, paths, features=None, tokens=None, batch_size=32, shuffle=False, seed=0,
-                 order=None, padded=False, max_frames=0, drop_last=False, rank=None,
+                 order=None, padded=None, max_frames=0, drop_last=False, rank=None,
                  world_size=None, shard="pad", crop_frames=0, pad_to=0, pad_multiple=0,
-                 pad_value=0.0, token_pad=0, random_crop=False, bucket_batches=64,
+                 pad_value=None, token_pad=0, random_crop=False, crop=None, bucket_batches=64,
                  locality_run=0, prefetch_threads=2, prefetch_depth=4, verify=False,
-                 strict=False, nolock=False, nordahead=False, willneed=None, epoch=0):
+                 strict=False, nolock=False, nordahead=False, willneed=None, epoch=0,
+                 buffer_alloc=None, n_buffers=0, release_fence=None):
         if isinstance(paths, (str, bytes, os.PathLike)):
             paths = [paths]
         self.paths = [os.fspath(p) for p in paths]
@@ -368,6 +462,19 @@ class Loader:
             raise ValueError("order must be one of %s" % ", ".join(_lib.ORDERS))
         if shard not in _lib.SHARDS:
             raise ValueError("shard must be one of %s" % ", ".join(_lib.SHARDS))
+        if padded is None:
+            padded = bool(pad_to)
+        if pad_to and not padded:
+            raise ValueError("pad_to=%d pads only padded batches: pass padded=True (or leave padded "
+                             "out), or crop_frames=%d to crop views" % (pad_to, pad_to))
+        if crop is None:
+            crop = "random" if random_crop else "start"
+        elif random_crop and crop != "random":
+            raise ValueError("random_crop=True and crop=%r exclude each other" % crop)
+        if crop not in ("start", "center", "random"):
+            raise ValueError("crop must be 'start', 'center' or 'random'")
+        if buffer_alloc is not None and not padded:
+            raise ValueError("buffer_alloc: caller buffers hold padded batches: pass padded=True")
         if rank is None or world_size is None:
             r, w = _dist_rank_world()
             rank = r if rank is None else rank
@@ -377,11 +484,13 @@ class Loader:
         self.rank, self.world_size = rank, world_size
         self._kw = dict(max_frames=max_frames, drop_last=drop_last, shard=shard,
                         crop_frames=crop_frames, pad_to=pad_to, pad_multiple=pad_multiple,
-                        pad_value=pad_value, token_pad=token_pad, random_crop=random_crop,
+                        pad_value=pad_value, token_pad=token_pad, crop=crop,
                         bucket_batches=bucket_batches, locality_run=locality_run,
                         prefetch_threads=prefetch_threads, prefetch_depth=prefetch_depth,
                         verify=verify, strict=strict, nolock=nolock, nordahead=nordahead,
                         willneed=willneed)
+        self.buffer_alloc, self.release_fence = buffer_alloc, release_fence
+        self.n_buffers = n_buffers or (prefetch_depth + 2)
         self.epoch = epoch
         self._h = None
 
@@ -399,7 +508,8 @@ class Loader:
         if k["nordahead"]: flags |= _lib.FLAG_NORDAHEAD
         if k["verify"]: flags |= _lib.FLAG_VERIFY
         if k["strict"]: flags |= _lib.FLAG_STRICT
-        if k["random_crop"]: flags |= _lib.FLAG_RANDOM_CROP
+        if k["crop"] == "random": flags |= _lib.FLAG_RANDOM_CROP
+        if k["crop"] == "center": flags |= _lib.FLAG_CENTER_CROP
         if k["willneed"] is not None:
             flags |= _lib.FLAG_WILLNEED if k["willneed"] else _lib.FLAG_NO_WILLNEED
         if lookup_only: flags |= _lib.FLAG_LOOKUP_ONLY
@@ -413,7 +523,8 @@ class Loader:
         o.rank, o.world_size = self.rank, self.world_size
         o.shard = _lib.SHARDS[k["shard"]]
         o.crop_frames, o.pad_to, o.pad_multiple = k["crop_frames"], k["pad_to"], k["pad_multiple"]
-        o.pad_value, o.token_pad = k["pad_value"], k["token_pad"]
+        o.pad_value = float("nan") if k["pad_value"] is None else k["pad_value"]
+        o.token_pad = k["token_pad"]
         o.bucket_batches, o.locality_run = k["bucket_batches"], k["locality_run"]
         o.prefetch_threads, o.prefetch_depth = k["prefetch_threads"], k["prefetch_depth"]
         return o
@@ -422,11 +533,19 @@ class Loader:
         h = self._h
         if h is None or h.pid != os.getpid():
             # a handle inherited over fork is dropped, not closed (_Handle.__del__ checks the pid)
-            self._h = h = _Handle(self.paths, self._options())
+            h = _Handle(self.paths, self._options())
+            if self.buffer_alloc is not None:
+                n = int(h.info.bound_batch_bytes)
+                h.set_buffers([self.buffer_alloc(max(n, 1)) for _ in range(self.n_buffers)])
+            h.fence = self.release_fence
+            self._h = h
         return h
 
     def __getstate__(self):  # picklable for spawn-started workers: reopened on first use
         d = self.__dict__.copy()
+        if d.get("buffer_alloc") is not None or d.get("release_fence") is not None:
+            raise TypeError("featcache: a Loader with caller buffers cannot be pickled (use it in "
+                            "the process that made it)")
         d["_h"] = None
         d.pop("_keep", None)
         return d
@@ -485,10 +604,17 @@ class Loader:
         # one unpack of it, then _make_batch
         desc = _Desc()
         nxt, lock, hh, unpack, make = L.fc_loader_next_desc, h.lock, h.h, _unpack_desc, _make_batch
+        ENOBUFS = errno.ENOBUFS
         try:
             while True:
+                if h.pending:
+                    h.drain()
                 with lock:
                     rc = nxt(hh, desc)
+                if rc == ENOBUFS and h.pending:  # every caller buffer held: wait for a fence
+                    h.drain(wait_one=True)
+                    with lock:
+                        rc = nxt(hh, desc)
                 if rc:
                     _raise(rc, "next batch", hh)
                 d = unpack(desc)

@@ -1,28 +1,48 @@
-"""featcache.torch: a PyTorch IterableDataset over featcache.Loader.
+"""featcache.torch: a PyTorch IterableDataset over featcache.Loader, with batches delivered on the GPU.
 
     from featcache.torch import FeatcacheDataset
     ds = FeatcacheDataset("cache/", features="hifigan", tokens="chars", batch_size=32,
-                          shuffle=True, padded=True)
-    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0, pin_memory=True)
+                          shuffle=True, pad_to=800, crop="random", device="cuda")
+    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0)
     for epoch in range(E):
         ds.set_epoch(epoch)
         for batch in dl:
-            batch["mels"]          # [B, T, n_mels] tensor (padded) or list of [T_i, n_mels]
+            batch["mels"]          # [B, 800, n_mels] CUDA tensor, already on the GPU
             batch["mel_lengths"], batch["tokens"], batch["token_lengths"], batch["ids"]
 
-Each item the dataset yields is a whole batch (use batch_size=None in the DataLoader).
-Tensors come from torch.from_numpy: no copy in this process. The loader's own prefetch threads
-make DataLoader workers unnecessary (num_workers=0 keeps the zero copy; workers pickle each
-batch into shared memory, one copy). With workers, every (rank, worker) pair reads its own
-share: the shard index is rank * num_workers + worker_id out of world_size * num_workers, so
-each utterance is read by exactly one worker of one rank per epoch (shard="uneven"), or by one
-plus a few repeats to equalize counts (shard="pad", the default, as DistributedSampler).
-rank/world_size come from torch.distributed when it is initialized, unless given.
+Each item the dataset yields is a whole batch (use batch_size=None in the DataLoader, and leave
+the DataLoader's own pin_memory off: it would copy every batch once more).
+
+device="cuda" (or "cuda:N"): padded batches are built by the loader's threads straight into
+page-locked (pinned) host buffers allocated by torch, copied to the GPU on a side CUDA stream
+`prefetch_to_device` batches (default 2) before the training loop asks for them, and ordered
+with the loop's current stream by an event (no device-wide synchronisation). The tensors are
+allocated by torch's caching allocator and marked with record_stream, so their memory is reused
+only after the consumer's stream has passed the point where they were freed; a host buffer is
+given back to the loader only after the copy out of it has completed (a CUDA event). The loop
+must not use another thread's stream for them without its own synchronisation.
+
+device="cpu" (default) with pin_memory=True: the batch's mels (padded) lie in pinned buffers the
+loader fills directly (no extra copy), so the loop's own `.to("cuda", non_blocking=True)` is
+asynchronous. Such a batch's buffer is reused only after an event recorded on the releasing
+thread's current CUDA stream (when the batch is garbage collected) has passed: copies issued on
+that stream (the usual case) are complete before it is overwritten. Tokens and lengths are small
+and stay in ordinary memory.
+
+Without pin_memory, tensors come from torch.from_numpy: no copy in this process. The loader's
+own prefetch threads make DataLoader workers unnecessary (num_workers=0 keeps the zero copy;
+workers pickle each batch into shared memory, one copy). With workers, every (rank, worker) pair
+reads its own share: the shard index is rank * num_workers + worker_id out of world_size *
+num_workers, so each utterance is read by exactly one worker of one rank per epoch
+(shard="uneven"), or by one plus a few repeats to equalize counts (shard="pad", the default, as
+DistributedSampler). device="cuda" and pin_memory need num_workers=0. rank/world_size come from
+torch.distributed when it is initialized, unless given.
 Views (padded=False) are read-only memory: do not write into those tensors.
 Lengths are int32 tensors (torch has no uint32; same memory); u16 token ids become int32 (a copy).
 bf16 stores give torch.bfloat16 tensors.
 """
 
+import collections
 import os
 import warnings
 
@@ -32,7 +52,7 @@ from torch.utils.data import IterableDataset, get_worker_info
 
 from .loader import Loader
 
-__all__ = ["FeatcacheDataset", "batch_to_torch"]
+__all__ = ["FeatcacheDataset", "batch_to_torch", "to_device"]
 
 
 def _tensor(a, bf16):
@@ -64,19 +84,124 @@ def batch_to_torch(b, bf16=False):
     return out  # torch.from_numpy keeps each array, and so the batch's memory, alive
 
 
+class _Done:
+    """A fence that has always passed (copies to a CPU device are synchronous)."""
+
+    def query(self):
+        return True
+
+    def synchronize(self):
+        pass
+
+
+# fields copied to the device: small ones first — a copy from pageable memory synchronizes the
+# side stream, which then holds only earlier, finished copies — then the mels, from pinned memory
+_SMALL = ("mel_lengths", "mel_starts", "token_lengths", "tokens")
+
+
+def to_device(host_batches, device, depth=2):
+    """Yield the LoaderBatches of host_batches as dicts of tensors on device, each copied `depth`
+    batches ahead of the one yielded (on a side stream for CUDA; the consumer's current stream
+    waits for an event, and each host batch is given back once its copy has completed).
+
+    A CPU device runs the same pipeline with synchronous copies (the logic without CUDA)."""
+    device = torch.device(device)
+    cuda = device.type == "cuda"
+    if cuda:
+        stream = torch.cuda.Stream(device=device)
+    pending = collections.deque()
+
+    def issue(b):
+        bf16 = b.mels.dtype == np.uint16 if b.padded else False
+        src = batch_to_torch(b, bf16)
+        out = {"ids": src["ids"]}
+        if cuda:
+            with torch.cuda.stream(stream):
+                for k in _SMALL:
+                    if k in src:
+                        out[k] = src[k].to(device, non_blocking=True)
+                out["mels"] = src["mels"].to(device, non_blocking=True)
+                copied = torch.cuda.Event()
+                copied.record(stream)
+        else:
+            for k in _SMALL:
+                if k in src:
+                    out[k] = src[k].clone()
+            out["mels"] = src["mels"].clone()
+            copied = _Done()
+        del src
+        b.release(fence=copied)  # the host buffer is reused once the copy has completed
+        return out, copied
+
+    def take(item):
+        out, copied = item
+        if cuda:
+            cur = torch.cuda.current_stream(device)
+            cur.wait_event(copied)
+            for k, t in out.items():
+                if torch.is_tensor(t):
+                    t.record_stream(cur)  # freed memory is reused only after cur has passed
+        return out
+
+    for b in host_batches:
+        if not b.padded:
+            raise ValueError("featcache: device batches are padded: pass padded=True or pad_to")
+        pending.append(issue(b))
+        if len(pending) > depth:
+            yield take(pending.popleft())
+    while pending:
+        yield take(pending.popleft())
+
+
+def _pinned_alloc(nbytes):
+    return torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
+
+
+def _stream_fence():
+    ev = torch.cuda.Event()
+    ev.record(torch.cuda.current_stream())
+    return ev
+
+
 class FeatcacheDataset(IterableDataset):
     """IterableDataset of whole batches; worker- and DDP-aware; opened lazily per process.
 
     Arguments are featcache.Loader's (paths, features, tokens, batch_size, shuffle, seed, order,
-    padded, max_frames, drop_last, crops, prefetch...) plus rank/world_size (default: from
-    torch.distributed when initialized, else 0/1)."""
+    padded, max_frames, drop_last, pad_to, crop_frames, crop, pad_value, prefetch...) plus
+    rank/world_size (default: from torch.distributed when initialized, else 0/1) and
 
-    def __init__(self, paths, rank=None, world_size=None, **loader_kwargs):
+    device            "cpu" (default), "cuda" or "cuda:N": where the tensors are delivered
+    pin_memory        device "cpu": mels in page-locked buffers filled by the loader (for the
+                      loop's own .to(..., non_blocking=True)); needs CUDA (without it: a warning,
+                      ordinary memory)
+    prefetch_to_device  device "cuda": batches copied ahead (default 2)
+    """
+
+    def __init__(self, paths, rank=None, world_size=None, device="cpu", pin_memory=False,
+                 prefetch_to_device=2, **loader_kwargs):
         super().__init__()
         self.paths = paths
         self.rank, self.world_size = rank, world_size
         self.kwargs = loader_kwargs
         self.epoch = int(loader_kwargs.pop("epoch", 0))
+        self.device = torch.device(device)
+        self.depth = int(prefetch_to_device)
+        if self.depth < 1:
+            raise ValueError("prefetch_to_device must be at least 1")
+        self.pin = bool(pin_memory) or self.device.type == "cuda"
+        if self.pin or self.device.type == "cuda":
+            padded = loader_kwargs.get("padded")
+            if padded is False:
+                raise ValueError("featcache: device=%r / pin_memory=True deliver padded batches: "
+                                 "leave padded=False out" % str(device))
+            loader_kwargs["padded"] = True
+        if self.device.type == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError("featcache: device=%r but torch.cuda.is_available() is False"
+                               % str(device))
+        if self.pin and not torch.cuda.is_available():
+            warnings.warn("featcache: pin_memory=True without CUDA (torch.cuda.is_available() is "
+                          "False): batches are in ordinary memory")
+            self.pin = False
         self._loaders = {}
 
     def set_epoch(self, epoch):
@@ -98,6 +223,9 @@ class FeatcacheDataset(IterableDataset):
             world = w if world is None else world
         info = get_worker_info()
         if info is not None:
+            if self.pin:
+                raise RuntimeError("featcache: pin_memory / device='cuda' need num_workers=0 (the "
+                                   "loader's own threads prefetch)")
             return rank * info.num_workers + info.id, world * info.num_workers
         return rank, world
 
@@ -108,13 +236,24 @@ class FeatcacheDataset(IterableDataset):
         if ld is None:
             # loaders of another process (inherited over fork) are dropped, never closed here
             self._loaders = {k: v for k, v in self._loaders.items() if k[0] == os.getpid()}
-            ld = Loader(self.paths, rank=rank, world_size=world, **self.kwargs)
+            kw = dict(self.kwargs)
+            if self.pin:
+                depth = kw.get("prefetch_depth", 4)
+                # buffers: the loader's prefetch depth, the batches in flight to the device, the
+                # one the loop holds and the one it is dropping
+                kw.update(buffer_alloc=_pinned_alloc, n_buffers=depth + self.depth + 3)
+                if self.device.type == "cpu":
+                    kw["release_fence"] = _stream_fence
+            ld = Loader(self.paths, rank=rank, world_size=world, **kw)
             self._loaders[key] = ld
         return ld
 
     def __iter__(self):
         ld = self._loader()
         ld.set_epoch(self.epoch)
+        if self.device.type != "cpu":
+            yield from to_device(ld, self.device, self.depth)
+            return
         bf16 = ld.info.mel_dtype == 3
         for b in ld:
             yield batch_to_torch(b, bf16)

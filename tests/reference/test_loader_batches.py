@@ -70,7 +70,11 @@ def mapped_ranges(path):
     return out
 
 
-def check_batch(store, b, padded, pad_value=0.0, token_pad=0):
+# the loader's default pad value: the silence of the hifigan config, ln(1e-5)
+SILENCE = float(np.float32(np.log(1e-5)))
+
+
+def check_batch(store, b, padded, pad_value=SILENCE, token_pad=0):
     for i, uid in enumerate(b.ids):
         mel, tok = ref(store, uid)
         n, s = int(b.mel_lengths[i]), int(b.mel_starts[i])

@@ -1,0 +1,310 @@
+"""Fixed-length batches, caller (page-lockable) buffers and batches delivered to a device.
+
+Against records read independently with Python's lmdb (featcache.testing): pad_to/crop modes
+with tokens, the default pad value (the config's silence), caller buffers that the loader fills
+directly, fences that hold a released buffer until an (asynchronous) copy out of it is done, a
+consumer that holds batches while the prefetch threads run on (nothing it holds is overwritten),
+and the prefetch-to-device pipeline: with a CPU target here (its logic), with CUDA where a GPU is
+(those tests skip, saying so, without one: torch.cuda.is_available() is False)."""
+
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+import pytest
+
+try:
+    import lmdb  # noqa: F401
+    import torch
+    import xxhash  # noqa: F401
+except ImportError as e:  # pragma: no cover
+    print("skipped: %s" % e)
+    sys.exit(77)
+
+import featcache
+from featcache import testing as T
+from featcache.torch import FeatcacheDataset, to_device
+
+N = 45
+TOK_JSON = '{"kind":"tokens","preset":null,"tokenizer":"chars"}'
+SILENCE = np.float32(np.log(1e-5))  # ln of the hifigan config's log floor
+CUDA = torch.cuda.is_available()
+needs_cuda = pytest.mark.skipif(not CUDA, reason="no CUDA device (torch.cuda.is_available() is "
+                                "False): the GPU path cannot run here")
+
+
+def frames_of(i):
+    return 40 + (i * 53) % 230
+
+
+@pytest.fixture(scope="module")
+def store():
+    d = tempfile.mkdtemp(prefix="fc_loader_dev_")
+    path = os.path.join(d, "s")
+    rng = np.random.default_rng(3)
+    with T.StoreWriter(path) as w:
+        cfg = w.add_config(T.mel_config_json("hifigan"))
+        tcfg = w.add_config(TOK_JSON)
+        for i in range(N):
+            mel = rng.standard_normal((frames_of(i), 80)).astype(np.float32)
+            toks = rng.integers(1, 100, 5 + i % 11).astype(np.int32)
+            w.add_utterance("u%03d" % i, b"audio %d" % i, mel, cfg, text="text %d" % i,
+                            tokens=toks, tok_config=tcfg)
+    env = lmdb.open(path, max_dbs=8, readonly=True, lock=False)
+    yield dict(path=path, cfg=cfg, tcfg=tcfg, env=env)
+    env.close()
+    shutil.rmtree(d)
+
+
+def ref(store, uid):
+    return T.read_utterance(store["env"], uid, store["cfg"], store["tcfg"])
+
+
+def check(store, ids, mels, lens, starts, tokens, tlens, T_, pad=SILENCE):
+    """A padded batch (numpy arrays) against the records: crop window, padding, tokens."""
+    assert mels.shape[1] == T_
+    for i, uid in enumerate(ids):
+        mel, tok = ref(store, uid)
+        n, s = int(lens[i]), int(starts[i])
+        assert n == min(len(mel), T_), uid
+        np.testing.assert_array_equal(mels[i, :n], mel[s:s + n], err_msg=uid)
+        assert np.all(mels[i, n:] == pad), uid
+        L = int(tlens[i])
+        np.testing.assert_array_equal(tokens[i, :L], tok, err_msg=uid)  # whole text, same item
+
+
+def test_pad_to_pads_and_crops(store):
+    ld = featcache.Loader(store["path"], tokens="chars", batch_size=8, pad_to=120)
+    assert ld.padded  # pad_to alone gives padded batches
+    assert ld.info.pad_value == SILENCE
+    short = long_ = 0
+    for b in ld:
+        check(store, b.ids, b.mels, b.mel_lengths, b.mel_starts, b.tokens, b.token_lengths, 120)
+        assert np.all(b.mel_starts == 0)  # the default crop: from frame 0
+        short += int(np.sum(b.src_frames < 120))
+        long_ += int(np.sum(b.src_frames > 120))
+    assert short and long_
+    with pytest.raises(ValueError, match="pad_to=120 pads only padded batches"):
+        featcache.Loader(store["path"], pad_to=120, padded=False)
+
+
+def test_pad_value_explicit_and_crop_modes(store):
+    ld = featcache.Loader(store["path"], tokens="chars", batch_size=8, pad_to=100, crop="center",
+                          pad_value=-4.0)
+    assert ld.info.pad_value == -4.0
+    for b in ld:
+        check(store, b.ids, b.mels, b.mel_lengths, b.mel_starts, b.tokens, b.token_lengths, 100,
+              pad=-4.0)
+        want = np.where(b.src_frames > 100, (b.src_frames - 100) // 2, 0)
+        np.testing.assert_array_equal(b.mel_starts, want)
+    runs = []
+    for _ in range(2):
+        ld = featcache.Loader(store["path"], tokens="chars", batch_size=8, pad_to=100,
+                              crop="random", seed=7, shuffle=True)
+        starts = {}
+        for b in ld:
+            check(store, b.ids, b.mels, b.mel_lengths, b.mel_starts, b.tokens, b.token_lengths,
+                  100)
+            starts.update(zip(b.ids, b.mel_starts.tolist()))
+        runs.append(starts)
+    assert runs[0] == runs[1]  # seeded: the same crops on every run
+    assert sum(1 for v in runs[0].values() if v) > N // 3
+    with pytest.raises(ValueError):
+        featcache.Loader(store["path"], pad_to=100, crop="middle")
+
+
+def reference_batches(store, **kw):
+    out = []
+    for b in featcache.Loader(store["path"], tokens="chars", **kw):
+        out.append((list(b.ids), b.mels.copy(), b.mel_lengths.copy(), b.tokens.copy()))
+    return out
+
+
+def page_buffers(made):
+    def alloc(n):
+        a = np.empty(n, np.uint8)
+        made.append(a)
+        return a
+    return alloc
+
+
+def buffer_of(made, arr):
+    """The caller buffer arr lies in, and arr's offset in it (AssertionError when in none)."""
+    addr = arr.__array_interface__["data"][0]
+    for m in made:
+        lo = m.__array_interface__["data"][0]
+        if lo <= addr and addr + arr.nbytes <= lo + m.nbytes:
+            return m, addr - lo
+    raise AssertionError("the batch is not in a caller buffer")
+
+
+def test_caller_buffers_filled_in_place(store):
+    kw = dict(batch_size=6, shuffle=True, seed=2, pad_to=150, crop="random")
+    want = reference_batches(store, **kw)
+    made = []
+    ld = featcache.Loader(store["path"], tokens="chars", buffer_alloc=page_buffers(made),
+                          n_buffers=3, **kw)
+    n = 0
+    for b, (ids, mels, lens, toks) in zip(ld, want):
+        buffer_of(made, b.mels)  # built straight into a caller buffer: no copy
+        assert b.ids == ids
+        np.testing.assert_array_equal(b.mels, mels)
+        np.testing.assert_array_equal(b.tokens, toks)
+        n += 1
+    assert n == len(want)
+    assert len(made) == 3 and all(a.nbytes == ld.info.bound_batch_bytes for a in made)
+    assert ld.info.bound_batch_bytes == 6 * 150 * 80 * 4
+
+
+class Fence:
+    """A fence the test opens by hand (a stand-in for a CUDA event not yet passed)."""
+
+    def __init__(self):
+        self.passed = False
+        self.waited = 0
+
+    def query(self):
+        return self.passed
+
+    def synchronize(self):
+        self.waited += 1
+        self.passed = True
+
+
+def test_fence_holds_the_buffer_until_it_passes(store):
+    kw = dict(batch_size=5, pad_to=90)
+    want = reference_batches(store, **kw)
+    made, fences = [], []
+
+    def fence():
+        f = Fence()
+        fences.append(f)
+        return f
+
+    ld = featcache.Loader(store["path"], tokens="chars", buffer_alloc=page_buffers(made),
+                          n_buffers=3, release_fence=fence, prefetch_threads=2, prefetch_depth=2,
+                          **kw)
+    it = iter(ld)
+    b0 = next(it)
+    m, off = buffer_of(made, b0.mels)
+    raw = np.ndarray(b0.mels.shape, np.float32, buffer=m, offset=off)
+    b0.release()  # released, but behind an unpassed fence: its buffer must not be reused
+    assert len(fences) == 1
+    for k in range(1, 5):
+        b = next(it)
+        assert b.ids == want[k][0]
+        np.testing.assert_array_equal(b.mels, want[k][1])
+        if not fences[0].passed:
+            np.testing.assert_array_equal(raw, want[0][1])  # batch 0's memory untouched
+        b.release()
+    # 3 buffers: batches 0 and 1 fenced, 2 held → the loader waited for the oldest fence
+    # (synchronize, as on a CUDA event) instead of overwriting it
+    assert fences[0].waited == 1 and fences[0].passed
+    for f in fences:
+        f.passed = True
+    rest = [b.ids for b in it]
+    assert [w[0] for w in want[5:]] == rest
+    assert not np.array_equal(raw, want[0][1])  # once passed, the buffer was reused
+
+
+def test_delayed_consumer_sees_its_batches_intact(store):
+    """The consumer holds each batch over two slow steps while the prefetch threads build on into
+    the caller buffers: what it holds never changes."""
+    kw = dict(batch_size=4, shuffle=True, seed=11, pad_to=200, crop="random")
+    want = {tuple(ids): (m, t) for ids, m, _, t in reference_batches(store, **kw)}
+    made = []
+    ld = featcache.Loader(store["path"], tokens="chars", buffer_alloc=page_buffers(made),
+                          n_buffers=4, prefetch_threads=3, prefetch_depth=3, **kw)
+    held = []
+    n = 0
+    for b in ld:
+        held.append(b)
+        time.sleep(0.01)  # a slow step: the threads run on
+        if len(held) == 2:
+            old = held.pop(0)
+            m, t = want[tuple(old.ids)]
+            np.testing.assert_array_equal(old.mels, m)
+            np.testing.assert_array_equal(old.tokens, t)
+            old.release()
+            n += 1
+    assert n + len(held) == len(want)
+
+
+def test_to_device_pipeline_cpu_target(store):
+    """The prefetch-to-device pipeline, run with a CPU target (synchronous copies): the same
+    batches, ids and values, as the plain path, host buffers recycled through it."""
+    kw = dict(batch_size=7, shuffle=True, seed=4, pad_to=160, crop="random")
+    want = reference_batches(store, **kw)
+    made = []
+    ld = featcache.Loader(store["path"], tokens="chars", buffer_alloc=page_buffers(made),
+                          n_buffers=3, prefetch_depth=2, **kw)
+    got = list(to_device(ld, "cpu", depth=2))
+    assert len(got) == len(want)
+    for g, (ids, mels, lens, toks) in zip(got, want):
+        assert g["ids"] == ids
+        assert torch.equal(g["mels"], torch.from_numpy(mels))
+        assert torch.equal(g["mel_lengths"], torch.from_numpy(lens.view(np.int32)))
+        assert torch.equal(g["tokens"], torch.from_numpy(toks))
+
+
+def test_dataset_options(store):
+    with pytest.raises(ValueError, match="padded"):
+        FeatcacheDataset(store["path"], pin_memory=True, padded=False)
+    if not CUDA:
+        with pytest.raises(RuntimeError, match="torch.cuda.is_available"):
+            FeatcacheDataset(store["path"], device="cuda", pad_to=100)
+        with pytest.warns(UserWarning, match="pin_memory=True without CUDA"):
+            ds = FeatcacheDataset(store["path"], pin_memory=True, pad_to=100, batch_size=8)
+        b = next(iter(ds))
+        assert b["mels"].shape[1:] == (100, 80) and not b["mels"].is_pinned()
+
+
+# ---- CUDA (skipped without a GPU) -------------------------------------------------------------
+@needs_cuda
+def test_cuda_yields_the_cpu_batches(store):
+    kw = dict(tokens="chars", batch_size=8, shuffle=True, seed=3, pad_to=128, crop="random")
+    cpu = list(FeatcacheDataset(store["path"], **kw))
+    for dev in ("cuda", "cuda:0"):
+        gpu = list(FeatcacheDataset(store["path"], device=dev, **kw))
+        assert len(gpu) == len(cpu)
+        for g, c in zip(gpu, cpu):
+            assert g["ids"] == c["ids"]
+            assert g["mels"].is_cuda
+            for k in ("mels", "mel_lengths", "tokens", "token_lengths", "mel_starts"):
+                assert torch.equal(g[k].cpu(), c[k]), k
+
+
+@needs_cuda
+def test_cuda_slow_consumer_not_overwritten(store):
+    kw = dict(tokens="chars", batch_size=4, shuffle=True, seed=5, pad_to=200, crop="random")
+    want = {tuple(b["ids"]): b["mels"].clone() for b in FeatcacheDataset(store["path"], **kw)}
+    ds = FeatcacheDataset(store["path"], device="cuda", prefetch_to_device=3, **kw)
+    held = []
+    for b in ds:
+        torch.cuda._sleep(20_000_000)  # the consumer's stream is busy: copies run beside it
+        held.append(b)
+        if len(held) == 3:
+            old = held.pop(0)
+            assert torch.equal(old["mels"].cpu(), want[tuple(old["ids"])])
+    for old in held:
+        assert torch.equal(old["mels"].cpu(), want[tuple(old["ids"])])
+
+
+@needs_cuda
+def test_pinned_cpu_batches(store):
+    ds = FeatcacheDataset(store["path"], pin_memory=True, batch_size=8, pad_to=100)
+    n = 0
+    for b in ds:
+        assert b["mels"].is_pinned()
+        x = b["mels"].to("cuda", non_blocking=True)
+        assert torch.equal(x.cpu(), b["mels"])
+        n += 1
+    assert n == len(ds)
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider", "-rs"]))
