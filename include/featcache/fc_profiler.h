@@ -78,6 +78,46 @@ FC_API int fc_profiler_phase_end(fc_profiler *p);
  * the trace. */
 FC_API int fc_profiler_phase_add(fc_profiler *p, const char *name, double ms);
 
+/* Add a time measured on a device (ms >= 0; e.g. the GPU time of the compute phase between two
+ * CUDA events) to the device series `name` of the open step. Device series are reported beside
+ * the phases (rows "name [device]", JSON "device_phases", share = sum / total step time) and
+ * are NOT part of the phase sums, "other" or the verdict: a step's wall time already contains
+ * the host's wait for its device. Errors: FC_EBADSTATE (no open step), FC_ECONFIG (bad name or
+ * value, more than FC_PROF_MAX_PHASES names), ENOMEM. */
+FC_API int fc_profiler_device_add(fc_profiler *p, const char *name, double ms);
+FC_API int fc_profiler_num_device(const fc_profiler *p);
+FC_API const char *fc_profiler_device_name(const fc_profiler *p, int i);
+/* Per-step ms of device series i; owned by the profiler, valid until the next step/reset/free. */
+FC_API const double *fc_profiler_device_series(const fc_profiler *p, int i);
+
+/* GPU utilization (percent, one value per sample, e.g. from fc_gpu_sampler) sampled during the
+ * run, copied into the profiler's reports ("gpu busy" line, JSON "gpu_busy"); n = 0 with a note
+ * records that it was not measured and why (e.g. "libnvidia-ml.so.1: cannot open shared object
+ * file"). Returns 0 or ENOMEM. */
+FC_API int fc_profiler_set_gpu_busy(fc_profiler *p, const double *pct, size_t n, double period_ms,
+                                    const char *note);
+/* A label for the run (< 128 bytes, e.g. "featcache, device=cuda") and the items (utterances) per
+ * step, for the JSON profile's "label", "items_per_step" and "items_per_s". FC_ECONFIG: label
+ * too long. */
+FC_API int fc_profiler_set_info(fc_profiler *p, const char *label, double items_per_step);
+
+/* ---- GPU utilization through NVML -------------------------------------------------------------- */
+/* A thread sampling nvmlDeviceGetUtilizationRates (the percent of the last sample period in which
+ * a kernel ran) every period_ms. NVML is loaded at run time (dlopen "libnvidia-ml.so.1"): the
+ * library has no build-time dependency on it. device is the NVML index (which ignores
+ * CUDA_VISIBLE_DEVICES). Errors: FC_ENODEVICE (NVML not found or failing, no such device: why
+ * says which), ENOMEM, a pthread error. *out: fc_gpu_sampler_free. */
+typedef struct fc_gpu_sampler fc_gpu_sampler;
+FC_API int fc_gpu_sampler_start(unsigned device, double period_ms, fc_gpu_sampler **out, char *why,
+                                size_t why_len);
+/* Stop sampling (joins the thread; idempotent). */
+FC_API void fc_gpu_sampler_stop(fc_gpu_sampler *s);
+/* The samples (percent): their count, and *pct (owned by the sampler, valid until free). Call it
+ * after fc_gpu_sampler_stop: while the thread runs the array may move. */
+FC_API size_t fc_gpu_sampler_samples(fc_gpu_sampler *s, const double **pct);
+/* Stop and free. NULL is ignored. */
+FC_API void fc_gpu_sampler_free(fc_gpu_sampler *s);
+
 /* ---- statistics -------------------------------------------------------------------------------- */
 typedef struct fc_prof_stats {
   uint64_t n;             /* values in the series */
@@ -115,8 +155,10 @@ FC_API int fc_profiler_verdict(const fc_profiler *p, double *data_share, char *b
 /* ---- outputs ----------------------------------------------------------------------------------- */
 typedef enum fc_prof_format {
   FC_PROF_TABLE = 0, /* aligned text table, one row per phase + "other" + "step", then the verdict */
-  FC_PROF_JSON = 1,  /* {"steps":N,"step_ms":{...},"phases":{name:{...}},"data_phase":...,
-                        "data_share":...,"verdict":...} (docs/loader.md) */
+  FC_PROF_JSON = 1,  /* {"steps":N,"step":{...},"phases":{name:{...}},"data_phase":...,
+                        "data_share":...,"verdict":...,"steps_per_s":...,"items_per_s":...,
+                        "device_phases":{...},"gpu_busy":{...},"label":...}: the saved profile
+                        that loader-bench --compare-profiles reads (docs/loader.md) */
   FC_PROF_TRACE_JSON = 2 /* Chrome trace-event JSON: one "X" event per step and per phase
                             occurrence (needs FC_PROF_TRACE; else steps only from their times) */
 } fc_prof_format;

@@ -50,6 +50,22 @@ struct fc_profiler {
 
   prof_event *ev;
   size_t nev, cap_ev;
+
+  /* device times (fc_profiler_device_add): per-step series beside the phases, not in the sums */
+  int ndev;
+  char dnames[FC_PROF_MAX_PHASES][FC_PROF_NAME_MAX + 1];
+  double *dseries[FC_PROF_MAX_PHASES];
+  double dcur[FC_PROF_MAX_PHASES];
+
+  /* GPU utilization samples (fc_profiler_set_gpu_busy) */
+  int gpu_set;
+  double *gpu_pct;
+  size_t n_gpu;
+  double gpu_period_ms;
+  char gpu_note[256];
+
+  char label[128];
+  double items_per_step;
 };
 
 static int64_t default_clock(void *ctx) {
@@ -82,6 +98,8 @@ int fc_profiler_create(unsigned flags, const char *data_phase, fc_profiler **out
 void fc_profiler_free(fc_profiler *p) {
   if (!p) return;
   for (int i = 0; i < p->nph; i++) free(p->series[i]);
+  for (int i = 0; i < p->ndev; i++) free(p->dseries[i]);
+  free(p->gpu_pct);
   free(p->step_ms);
   free(p->other_ms);
   free(p->step_t0);
@@ -101,8 +119,10 @@ void fc_profiler_reset(fc_profiler *p) {
   p->nev = 0;
   p->have_origin = 0;
   for (int i = 0; i < p->nph; i++) p->cur_ns[i] = 0;
+  for (int i = 0; i < p->ndev; i++) p->dcur[i] = 0;
   if (p->cap) {
     for (int i = 0; i < p->nph; i++) memset(p->series[i], 0, p->cap * sizeof(double));
+    for (int i = 0; i < p->ndev; i++) memset(p->dseries[i], 0, p->cap * sizeof(double));
   }
 }
 
@@ -124,6 +144,12 @@ static int grow_steps(fc_profiler *p) {
     if (!a) return ENOMEM;
     memset(a + p->cap, 0, (ncap - p->cap) * sizeof(double));
     p->series[i] = a;
+  }
+  for (int i = 0; i < p->ndev; i++) {
+    a = realloc(p->dseries[i], ncap * sizeof(double));
+    if (!a) return ENOMEM;
+    memset(a + p->cap, 0, (ncap - p->cap) * sizeof(double));
+    p->dseries[i] = a;
   }
   p->cap = ncap;
   return 0;
@@ -158,6 +184,7 @@ int fc_profiler_step_begin(fc_profiler *p) {
   p->depth = 0;
   p->step_begin_ns = t;
   for (int i = 0; i < p->nph; i++) p->cur_ns[i] = 0;
+  for (int i = 0; i < p->ndev; i++) p->dcur[i] = 0;
   return 0;
 }
 
@@ -171,6 +198,7 @@ int fc_profiler_step_end(fc_profiler *p) {
     p->series[i][k] = v;
     sum += v;
   }
+  for (int i = 0; i < p->ndev; i++) p->dseries[i][k] = p->dcur[i];
   p->step_ms[k] = step;
   p->other_ms[k] = step > sum ? step - sum : 0;
   p->step_t0[k] = p->step_begin_ns - p->origin_ns;
@@ -225,6 +253,57 @@ int fc_profiler_phase_add(fc_profiler *p, const char *name, double ms) {
   int i, rc = phase_index(p, name, &i);
   if (rc) return rc;
   p->cur_ns[i] += ms * 1e6;
+  return 0;
+}
+
+int fc_profiler_device_add(fc_profiler *p, const char *name, double ms) {
+  if (!p->in_step) return FC_EBADSTATE;
+  if (!(ms >= 0) || !isfinite(ms) || !name_ok(name)) return FC_ECONFIG;
+  int i = 0;
+  while (i < p->ndev && strcmp(p->dnames[i], name) != 0) i++;
+  if (i == p->ndev) {
+    if (p->ndev == FC_PROF_MAX_PHASES) return FC_ECONFIG;
+    double *s = calloc(p->cap ? p->cap : 1, sizeof(double));
+    if (!s) return ENOMEM;
+    strcpy(p->dnames[i], name);
+    p->dseries[i] = s;
+    p->dcur[i] = 0;
+    p->ndev++;
+  }
+  p->dcur[i] += ms;
+  return 0;
+}
+
+int fc_profiler_num_device(const fc_profiler *p) { return p->ndev; }
+
+const char *fc_profiler_device_name(const fc_profiler *p, int i) {
+  return i >= 0 && i < p->ndev ? p->dnames[i] : NULL;
+}
+
+const double *fc_profiler_device_series(const fc_profiler *p, int i) {
+  return i >= 0 && i < p->ndev ? p->dseries[i] : NULL;
+}
+
+int fc_profiler_set_gpu_busy(fc_profiler *p, const double *pct, size_t n, double period_ms,
+                             const char *note) {
+  double *c = NULL;
+  if (n) {
+    if (!(c = malloc(n * sizeof *c))) return ENOMEM;
+    memcpy(c, pct, n * sizeof *c);
+  }
+  free(p->gpu_pct);
+  p->gpu_pct = c;
+  p->n_gpu = n;
+  p->gpu_period_ms = period_ms;
+  snprintf(p->gpu_note, sizeof p->gpu_note, "%s", note ? note : "");
+  p->gpu_set = 1;
+  return 0;
+}
+
+int fc_profiler_set_info(fc_profiler *p, const char *label, double items_per_step) {
+  if (label && strlen(label) >= sizeof p->label) return FC_ECONFIG;
+  snprintf(p->label, sizeof p->label, "%s", label ? label : "");
+  p->items_per_step = items_per_step > 0 && isfinite(items_per_step) ? items_per_step : 0;
   return 0;
 }
 
@@ -410,6 +489,41 @@ static int write_json(const fc_profiler *p, FILE *f) {
   fputs("},\"other\":", f);
   if ((rc = fc_profiler_stats(p, -2, &st, &share))) return rc;
   json_stats(f, &st, share);
+  /* throughput, device times, GPU utilization, the run's label: what --compare-profiles reads */
+  double total = 0;
+  for (uint64_t k = 0; k < p->steps; k++) total += p->step_ms[k];
+  double sps = total > 0 ? (double)p->steps / (total / 1e3) : 0;
+  fputs(",\"format\":\"featcache-profile/1\",\"label\":", f);
+  json_str(f, p->label);
+  fputs(",\"steps_per_s\":", f);
+  json_num(f, sps);
+  fputs(",\"items_per_step\":", f);
+  json_num(f, p->items_per_step);
+  fputs(",\"items_per_s\":", f);
+  json_num(f, sps * p->items_per_step);
+  fputs(",\"device_phases\":{", f);
+  for (int i = 0; i < p->ndev; i++) {
+    if ((rc = fc_prof_series_stats(p->dseries[i], p->steps, &st))) return rc;
+    if (i) fputc(',', f);
+    json_str(f, p->dnames[i]);
+    fputc(':', f);
+    json_stats(f, &st, total > 0 ? st.sum / total : 0);
+  }
+  fputs("},\"gpu_busy\":", f);
+  if (p->gpu_set && p->n_gpu) {
+    if ((rc = fc_prof_series_stats(p->gpu_pct, p->n_gpu, &st))) return rc;
+    fputs("{\"measured\":true,\"unit\":\"percent\",\"period_ms\":", f);
+    json_num(f, p->gpu_period_ms);
+    fputs(",\"note\":", f);
+    json_str(f, p->gpu_note);
+    fputs(",\"pct\":", f);
+    json_stats(f, &st, 0);
+    fputc('}', f);
+  } else {
+    fputs("{\"measured\":false,\"note\":", f);
+    json_str(f, p->gpu_set ? (p->gpu_note[0] ? p->gpu_note : "no samples") : "not sampled");
+    fputc('}', f);
+  }
   fputs("}\n", f);
   return 0;
 }
@@ -436,6 +550,21 @@ static int write_table(const fc_profiler *p, FILE *f) {
   table_row(f, "(other)", &st, share);
   if ((rc = fc_profiler_stats(p, -1, &st, &share))) return rc;
   table_row(f, "(step)", &st, share);
+  double total = st.sum;
+  for (int i = 0; i < p->ndev; i++) {
+    char nm[FC_PROF_NAME_MAX + 16];
+    snprintf(nm, sizeof nm, "%s [device]", p->dnames[i]);
+    if ((rc = fc_prof_series_stats(p->dseries[i], p->steps, &st))) return rc;
+    table_row(f, nm, &st, total > 0 ? st.sum / total : 0);
+  }
+  if (p->gpu_set && p->n_gpu) {
+    if ((rc = fc_prof_series_stats(p->gpu_pct, p->n_gpu, &st))) return rc;
+    fprintf(f, "gpu busy: mean %.1f %%, p50 %.1f %%, min %.1f %% (%zu samples every %g ms%s%s)\n",
+            st.mean, st.p50, st.min, p->n_gpu, p->gpu_period_ms, p->gpu_note[0] ? "; " : "",
+            p->gpu_note);
+  } else if (p->gpu_set) {
+    fprintf(f, "gpu busy: not measured (%s)\n", p->gpu_note[0] ? p->gpu_note : "no samples");
+  }
   char verdict[64];
   double dshare;
   fc_profiler_verdict(p, &dshare, verdict, sizeof verdict);
