@@ -13,7 +13,7 @@ enum {
   OPT_SOURCE = 256, OPT_MANIFEST, OPT_MANIFEST_FORMAT, OPT_AUDIO_DIR, OPT_COMPARE, OPT_PRESET,
   OPT_FEATURES, OPT_VIEWS, OPT_SYN_MS, OPT_SYN_ITEMS, OPT_PREFETCH, OPT_STEPS, OPT_EPOCHS,
   OPT_WARMUP, OPT_COMPUTE_MS, OPT_COMPUTE_MODE, OPT_MATMUL, OPT_SWEEP, OPT_JSON, OPT_SVG,
-  OPT_TRACE, OPT_PROGRESS, OPT_VERSION
+  OPT_TRACE, OPT_PROGRESS, OPT_VERSION, OPT_COMPARE_PROFILES
 };
 
 static const fc_cli_opt options[] = {
@@ -27,8 +27,12 @@ static const fc_cli_opt options[] = {
     {"manifest-format", OPT_MANIFEST_FORMAT, required_argument, "F",
      "auto, ljspeech, kaldi, jsonl or list"},
     {"audio-dir", OPT_AUDIO_DIR, required_argument, "DIR", "base of relative manifest paths"},
+    {"compare-profiles", OPT_COMPARE_PROFILES, no_argument, NULL,
+     "two saved profiles of your own training loop side by side\n"
+     "                               (BEFORE.json AFTER.json): the shrink factor and a verdict"},
     {"compare", OPT_COMPARE, no_argument, NULL,
-     "run audio then cache on the same utterances in the same order"},
+     "featcache's own C featurizer on the fly (not your pipeline),\n"
+     "                               then the cache, on the same utterances in the same order"},
     {"preset", OPT_PRESET, required_argument, "NAME",
      "features for --source audio without a STORE (default hifigan)"},
     {"features", OPT_FEATURES, required_argument, "SEL",
@@ -65,6 +69,7 @@ static const fc_cli_opt options[] = {
 static const char synopsis[] =
     "loader-bench [options] STORE...\n"
     "       loader-bench --source audio --manifest FILE [options] [STORE...]\n"
+    "       loader-bench --compare-profiles [--json] BEFORE.json AFTER.json\n"
     "       loader-bench --compare --manifest FILE [options] STORE...\n"
     "       loader-bench --sweep [batch=L] [workers=L] [prefetch=L] [options] [STORE...]\n"
     "Several STOREs (e.g. shards) are read as one dataset, as the loader reads them.";
@@ -115,7 +120,7 @@ int main(int argc, char **argv) {
   const char *source = "cache", *manifest = NULL, *audio_dir = NULL, *preset = NULL;
   const char *svg = NULL, *trace = NULL;
   int manifest_format = FC_MANIFEST_AUTO, compare = 0, sweep = 0, json = 0, quiet = 0;
-  int progress = 0;
+  int progress = 0, compare_profiles = 0;
   uint64_t synth_items = 1024;
   base.synth_item_ms = 2;
   int c;
@@ -135,6 +140,7 @@ int main(int argc, char **argv) {
         break;
       case OPT_AUDIO_DIR: audio_dir = optarg; break;
       case OPT_COMPARE: compare = 1; break;
+      case OPT_COMPARE_PROFILES: compare_profiles = 1; break;
       case OPT_PRESET: preset = optarg; break;
       case OPT_FEATURES: base.features = optarg; break;
       case OPT_VIEWS: base.views = 1; break;
@@ -170,6 +176,18 @@ int main(int argc, char **argv) {
     }
   }
   if (base.steps && base.epochs) fc_cli_usage_error("--steps and --epochs exclude each other");
+  if (compare_profiles) {
+    if (compare || sweep) fc_cli_usage_error("--compare-profiles excludes --compare and --sweep");
+    if (argc - optind != 2)
+      fc_cli_usage_error("--compare-profiles wants two profiles: BEFORE.json AFTER.json");
+    char why[600] = "";
+    int rc = fc_prof_compare_files(argv[optind], argv[optind + 1], json, stdout, why, sizeof why);
+    if (rc) {
+      fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
+      return FC_EXIT_USAGE;
+    }
+    return FC_EXIT_OK;
+  }
 
   /* positional words: STOREs, and the sweep axes */
   const char *store = NULL;

@@ -101,6 +101,15 @@ FC_API int fc_profiler_set_gpu_busy(fc_profiler *p, const double *pct, size_t n,
  * too long. */
 FC_API int fc_profiler_set_info(fc_profiler *p, const char *label, double items_per_step);
 
+/* Two saved profiles (FC_PROF_JSON files, e.g. of the same training loop before and after a change
+ * of data pipeline) side by side on a stdio FILE* (void * as above): steps/s, utterances/s, data
+ * share, data wait mean/p50/p95/p99, its variation and periodicity, the first device series, GPU
+ * busy, each profile's verdict, the shrink factor (mean data wait BEFORE / AFTER) and a verdict
+ * (docs/loader-bench.md, --compare-profiles); json: one JSON object instead. Returns 0, or an
+ * errno / FC_EFORMAT code with why ("path: reason"). */
+FC_API int fc_prof_compare_files(const char *before, const char *after, int json,
+                                 void *stdio_file, char *why, size_t why_len);
+
 /* ---- GPU utilization through NVML -------------------------------------------------------------- */
 /* A thread sampling nvmlDeviceGetUtilizationRates (the percent of the last sample period in which
  * a kernel ran) every period_ms. NVML is loaded at run time (dlopen "libnvidia-ml.so.1"): the

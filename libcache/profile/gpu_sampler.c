@@ -11,9 +11,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdarg.h>
 #include <time.h>
 
-#include "formats/why.h"
+static void say(char *why, size_t len, const char *fmt, ...) {
+  if (!why || !len) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, len, fmt, ap);
+  va_end(ap);
+}
 
 /* The few NVML declarations used (nvml.h, stable ABI since NVML 5): */
 typedef int nvml_return;                     /* nvmlReturn_t: 0 = NVML_SUCCESS */
@@ -82,13 +89,13 @@ int fc_gpu_sampler_start(unsigned device, double period_ms, fc_gpu_sampler **out
                          size_t why_len) {
   *out = NULL;
   if (!(period_ms >= 1 && period_ms <= 60000)) {
-    fc_why(why, why_len, "sampling period %g ms out of range (1 .. 60000)", period_ms);
+    say(why, why_len, "sampling period %g ms out of range (1 .. 60000)", period_ms);
     return FC_ECONFIG;
   }
   void *dl = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!dl) {
     const char *e = dlerror();
-    fc_why(why, why_len, "NVML not available: %s", e ? e : "libnvidia-ml.so.1 not found");
+    say(why, why_len, "NVML not available: %s", e ? e : "libnvidia-ml.so.1 not found");
     return FC_ENODEVICE;
   }
   nvml_return (*init)(void) = (nvml_return (*)(void))dlsym(dl, "nvmlInit_v2");
@@ -106,21 +113,21 @@ int fc_gpu_sampler_start(unsigned device, double period_ms, fc_gpu_sampler **out
       dl, "nvmlDeviceGetUtilizationRates");
   s->period_ms = period_ms;
   if (!init || !by_index || !s->shutdown || !s->get_util) {
-    fc_why(why, why_len, "NVML not usable: libnvidia-ml.so.1 lacks the functions used");
+    say(why, why_len, "NVML not usable: libnvidia-ml.so.1 lacks the functions used");
     dlclose(dl);
     free(s);
     return FC_ENODEVICE;
   }
   nvml_return r = init();
   if (r) {
-    fc_why(why, why_len, "NVML not usable: nvmlInit: %s", errstr ? errstr(r) : "error");
+    say(why, why_len, "NVML not usable: nvmlInit: %s", errstr ? errstr(r) : "error");
     dlclose(dl);
     free(s);
     return FC_ENODEVICE;
   }
   nvml_utilization u;
   if ((r = by_index(device, &s->dev)) || (r = s->get_util(s->dev, &u))) {
-    fc_why(why, why_len, "NVML: GPU %u: %s", device, errstr ? errstr(r) : "error");
+    say(why, why_len, "NVML: GPU %u: %s", device, errstr ? errstr(r) : "error");
     s->shutdown();
     dlclose(dl);
     free(s);
@@ -134,7 +141,7 @@ int fc_gpu_sampler_start(unsigned device, double period_ms, fc_gpu_sampler **out
   pthread_condattr_destroy(&ca);
   int rc = pthread_create(&s->thread, NULL, sampler_main, s);
   if (rc) {
-    fc_why(why, why_len, "sampler thread: %s", strerror(rc));
+    say(why, why_len, "sampler thread: %s", strerror(rc));
     fc_gpu_sampler_free(s);
     return rc;
   }

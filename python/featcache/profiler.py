@@ -109,6 +109,13 @@ def load_library():
         "fc_profiler_report": (ctypes.c_long, [P, I, C, ctypes.c_size_t]),
         "fc_profiler_save": (I, [P, I, C]),
         "fc_strerror": (C, [I]),
+        "fc_profiler_device_add": (I, [P, C, D]),
+        "fc_profiler_set_gpu_busy": (I, [P, ctypes.POINTER(D), ctypes.c_size_t, D, C]),
+        "fc_profiler_set_info": (I, [P, C, D]),
+        "fc_gpu_sampler_start": (I, [ctypes.c_uint, D, ctypes.POINTER(P), C, ctypes.c_size_t]),
+        "fc_gpu_sampler_stop": (None, [P]),
+        "fc_gpu_sampler_samples": (ctypes.c_size_t, [P, ctypes.POINTER(ctypes.POINTER(D))]),
+        "fc_gpu_sampler_free": (None, [P]),
     }
     for name, (res, args) in sig.items():
         fn = getattr(lib, name)
@@ -116,6 +123,20 @@ def load_library():
         fn.argtypes = args
     _LIB = lib
     return lib
+
+
+_CUDA = None
+
+
+def _cuda_available():
+    global _CUDA
+    if _CUDA is None:
+        try:
+            import torch  # noqa: PLC0415
+            _CUDA = torch.cuda.is_available()
+        except Exception:
+            _CUDA = False
+    return _CUDA
 
 
 def _stats_dict(s, share=None):
@@ -163,6 +184,32 @@ class _Phase:
         return False
 
 
+class _CudaPhase:
+    """A host phase with CUDA events around it: the device time goes to the device series."""
+    __slots__ = ("_p", "_name", "_start")
+
+    def __init__(self, prof, name):
+        self._p = prof
+        self._name = name
+
+    def __enter__(self):
+        import torch  # noqa: PLC0415 - only here when CUDA timing was asked for
+        self._p.begin(self._name)
+        self._start = torch.cuda.Event(enable_timing=True)
+        self._start.record()
+        return self
+
+    def __exit__(self, etype, *exc):
+        import torch  # noqa: PLC0415
+        end = torch.cuda.Event(enable_timing=True)
+        end.record()
+        if etype is None:
+            end.synchronize()  # inside the phase: its host time covers the device's work
+            self._p.add_device(self._name, self._start.elapsed_time(end))
+        self._p.end()
+        return False
+
+
 class _Step:
     __slots__ = ("_p",)
 
@@ -188,7 +235,8 @@ class StepProfiler:
     trace: keep every phase occurrence for save_trace() (24 bytes each).
     """
 
-    def __init__(self, data_phase="data", trace=True):
+    def __init__(self, data_phase="data", trace=True, label=None, items_per_step=None,
+                 gpu_busy=False, gpu_index=None, gpu_period_ms=50.0):
         self._lib = load_library()
         self._h = ctypes.c_void_p()
         rc = self._lib.fc_profiler_create(FC_PROF_TRACE if trace else 0, data_phase.encode(),
@@ -197,8 +245,57 @@ class StepProfiler:
             raise ProfilerError(rc, "fc_profiler_create", self._lib)
         self.data_phase = data_phase
         self._names = {}
+        self._sampler = None
+        self._gpu_note = None
+        self.set_info(label, items_per_step)
+        if gpu_busy:
+            self.start_gpu_sampler(gpu_index, gpu_period_ms)
+
+    def set_info(self, label=None, items_per_step=None):
+        """The run's label and items (utterances) per step, for the JSON profile."""
+        self._check(self._lib.fc_profiler_set_info(self._h, (label or "").encode(),
+                                                   float(items_per_step or 0)), "set_info")
+
+    # ---- GPU utilization (NVML, loaded at run time by the C library) ---------------------------
+    def start_gpu_sampler(self, index=None, period_ms=50.0):
+        """Sample the GPU's utilization every period_ms through NVML until the profile is read.
+        index: the NVML index (default: the first of CUDA_VISIBLE_DEVICES when it is a number,
+        else 0). Without NVML (no NVIDIA driver) nothing is sampled and the report says why.
+        Returns True when sampling."""
+        if index is None:
+            first = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip()
+            index = int(first) if first.isdigit() else 0
+        h, why = ctypes.c_void_p(), ctypes.create_string_buffer(512)
+        rc = self._lib.fc_gpu_sampler_start(int(index), float(period_ms), ctypes.byref(h), why,
+                                            512)
+        if rc:
+            self._gpu_note = why.value.decode("utf-8", "replace") or self._lib.fc_strerror(rc).decode()
+            self._lib.fc_profiler_set_gpu_busy(self._h, None, 0, 0.0, self._gpu_note.encode())
+            return False
+        self._sampler = h
+        self._gpu_period = float(period_ms)
+        self._gpu_note = "NVML GPU %d" % index
+        return True
+
+    def stop_gpu_sampler(self):
+        """Stop sampling and put the samples into the profile (done by report/json/save)."""
+        if not self._sampler:
+            return
+        L = self._lib
+        L.fc_gpu_sampler_stop(self._sampler)
+        arr = ctypes.POINTER(ctypes.c_double)()
+        n = L.fc_gpu_sampler_samples(self._sampler, ctypes.byref(arr))
+        L.fc_profiler_set_gpu_busy(self._h, arr, n, self._gpu_period, self._gpu_note.encode())
+        L.fc_gpu_sampler_free(self._sampler)
+        self._sampler = None
+
+    def _finish(self):
+        self.stop_gpu_sampler()
 
     def close(self):
+        if self._sampler:
+            self._lib.fc_gpu_sampler_free(self._sampler)
+            self._sampler = None
         if self._h:
             self._lib.fc_profiler_free(self._h)
             self._h = ctypes.c_void_p()
@@ -244,12 +341,28 @@ class StepProfiler:
         self._check(self._lib.fc_profiler_phase_add(self._h, name.encode(), float(ms)),
                     "phase add %r" % name)
 
+    def add_device(self, name, ms):
+        """Add a device time (ms) to the device series name of the open step (not a phase: it
+        is reported beside them, see fc_profiler_device_add)."""
+        self._check(self._lib.fc_profiler_device_add(self._h, name.encode(), float(ms)),
+                    "device add %r" % name)
+
     def step(self):
         """Context manager: one training step."""
         return _Step(self)
 
-    def phase(self, name):
-        """Context manager: a named phase inside the open step (phases nest)."""
+    def phase(self, name, cuda=False):
+        """Context manager: a named phase inside the open step (phases nest).
+
+        cuda=True (and torch.cuda available): CUDA events are recorded on the current stream at
+        its start and end, and their elapsed time becomes the device series `name` ("name
+        [device]" in the table, "device_phases" in JSON). The phase waits for the end event
+        before it ends, so its host time, and the step's, include the GPU work: the step time is
+        the real one and the data share is the share of a real step (the cost: the host cannot
+        queue the next step's kernels before this one's finish). Without a CUDA device it is an
+        ordinary phase."""
+        if cuda and _cuda_available():
+            return _CudaPhase(self, name)
         return _Phase(self, name)
 
     def iterate(self, iterable, phase=None):
@@ -325,12 +438,23 @@ class StepProfiler:
         return buf.value.decode()
 
     def report(self):
-        """The table: one row per phase, "(other)", "(step)", then the verdict."""
+        """The table: one row per phase, "(other)", "(step)", device rows, GPU busy, then the
+        verdict."""
+        self._finish()
         return self._report(TABLE)
 
     def json(self):
-        """The summary as a dict (the same JSON loader-bench prints)."""
+        """The profile as a dict (the JSON that save() writes and loader-bench reads)."""
+        self._finish()
         return json.loads(self._report(JSON))
+
+    def save(self, path):
+        """Write the JSON profile of the run to path: `loader-bench --compare-profiles BEFORE
+        AFTER` prints two of them side by side."""
+        self._finish()
+        rc = self._lib.fc_profiler_save(self._h, JSON, os.fsencode(path))
+        if rc:
+            raise OSError(rc, os.strerror(rc) if rc > 0 else "profiler", path)
 
     def trace(self):
         """The Chrome trace-event JSON (a str)."""

@@ -30,12 +30,14 @@ rc=$?
 # 8 utterances in batches of 3 = 3 steps, the first one warmup → 2 measured per source
 [ "$(cat "$tmp/err")" = "loader-bench: done: 6 of 6 steps (0 utterances failed)" ] ||
   fail "compare: stderr: $(cat "$tmp/err")"
-grep -q '^source: audio (batch 3, workers 2, prefetch 2, 3 steps, 8 utterances)$' "$tmp/out" ||
+grep -q "^source: audio \[featcache's own C featurizer, on the fly\] (batch 3, workers 2, prefetch 2, 3 steps, 8 utterances)$" "$tmp/out" ||
   fail "compare: audio header"
 grep -q '^source: cache (batch 3, workers 2, prefetch 2, 3 steps, 8 utterances)$' "$tmp/out" ||
   fail "compare: cache header"
-grep -Eq '^the cache cut the data phase from [0-9.e+-]+ ms to [0-9.e+-]+ ms per step \([0-9.]+×\); data share [0-9.]+ % → [0-9.]+ %$' "$tmp/out" ||
-  fail "compare: headline: $(tail -1 "$tmp/out")"
+grep -Eq "^against featcache's own C featurizer on the fly, the cache cut the data phase from [0-9.e+-]+ ms to [0-9.e+-]+ ms per step \([0-9.]+×\); data share [0-9.]+ % → [0-9.]+ %$" "$tmp/out" ||
+  fail "compare: headline: $(tail -2 "$tmp/out")"
+grep -q '^(that baseline is not your pipeline: .* loader-bench --compare-profiles)$' "$tmp/out" ||
+  fail "compare: the baseline is not labelled"
 [ "$(grep -c '^verdict: ' "$tmp/out")" = 2 ] || fail "compare: verdicts"
 
 # the chart: valid SVG with both panels; the trace: valid, every step of both sources
@@ -66,7 +68,7 @@ d = json.load(open(sys.argv[1]))
 a, c = d["sources"]
 assert a["source"] == "audio" and c["source"] == "cache"
 assert a["steps"] == c["steps"] == 2 and a["utterances"] == c["utterances"] == 8
-assert d["same_order"] is True
+assert d["same_order"] is True and d["baseline"] == "featcache C featurizer on the fly"
 assert abs(d["shrink_factor"] - a["data_ms"]["mean"] / c["data_ms"]["mean"]) <= 1e-6 * d["shrink_factor"]
 for s in (a, c):
     assert 0 <= s["data_share"] < 1 and "input-bound" in s["verdict"]

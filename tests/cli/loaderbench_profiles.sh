@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# loader-bench --compare-profiles: two profiles generated through the library's own profiler
+# (featcache.profiler over ctypes, a fake clock: every number known) printed side by side, as a
+# golden; --json; a missing file, a file that is no profile, a wrong argument count.
+set -u
+LB=${FC_BIN:?}/loader-bench
+PY=${FC_PYTHON:-python3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+
+# BEFORE: 20 steps, data 2 ms with every 4th step 10 ms (a queue running dry), compute 20 ms,
+# 19.5 ms of it on the device, GPU busy sampled 60/70/65/75 %. AFTER: data 0.05 ms, no NVML.
+"$PY" - "$tmp" <<'PY' || { echo "FAIL generating the profiles"; exit 1; }
+import ctypes, sys
+from featcache.profiler import load_library
+L = load_library()
+CLOCK = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p)
+L.fc_profiler_set_clock.argtypes = [ctypes.c_void_p, CLOCK, ctypes.c_void_p]
+now = [0]
+clock = CLOCK(lambda ctx: now[0])
+
+def profile(path, label, data_ms, gpu):
+    p = ctypes.c_void_p()
+    assert L.fc_profiler_create(0, b"data", ctypes.byref(p)) == 0
+    L.fc_profiler_set_clock(p, clock, None)
+    assert L.fc_profiler_set_info(p, label.encode(), 32.0) == 0
+    for k in range(20):
+        L.fc_profiler_step_begin(p)
+        L.fc_profiler_phase_begin(p, b"data"); now[0] += int(data_ms(k) * 1e6); L.fc_profiler_phase_end(p)
+        L.fc_profiler_phase_begin(p, b"compute"); now[0] += 20_000_000; L.fc_profiler_phase_end(p)
+        assert L.fc_profiler_device_add(p, b"compute", 19.5) == 0
+        assert L.fc_profiler_step_end(p) == 0
+    if gpu:
+        arr = (ctypes.c_double * len(gpu))(*gpu)
+        L.fc_profiler_set_gpu_busy(p, arr, len(gpu), 50.0, b"NVML GPU 0")
+    else:
+        L.fc_profiler_set_gpu_busy(p, None, 0, 0.0, b"NVML not available: no driver in this test")
+    assert L.fc_profiler_save(p, 1, path.encode()) == 0
+    L.fc_profiler_free(p)
+
+d = sys.argv[1]
+profile(d + "/before.json", "on the fly, 7 workers", lambda k: 10.0 if k % 4 == 3 else 2.0,
+        [60, 70, 65, 75])
+profile(d + "/after.json", "featcache, device=cuda", lambda k: 0.05, None)
+PY
+
+"$LB" --compare-profiles "$tmp/before.json" "$tmp/after.json" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc = 0 ] || fail "exit $rc: $(cat "$tmp/err")"
+[ -s "$tmp/err" ] && fail "stderr: $(cat "$tmp/err")"
+sed "s|$tmp|TMP|g" "$tmp/out" >"$tmp/got"
+cat >"$tmp/want" <<'EOF'
+BEFORE: TMP/before.json (on the fly, 7 workers)
+AFTER:  TMP/after.json (featcache, device=cuda)
+                                             BEFORE                  AFTER
+steps                                            20                     20
+steps/s                                      41.667                 49.875
+utterances/s                                 1333.3                 1596.0
+data share (%)                                16.67                   0.25
+data wait mean (ms)                          4.0000                 0.0500
+data wait p50 (ms)                           2.0000                 0.0500
+data wait p95 (ms)                          10.0000                 0.0500
+data wait p99 (ms)                          10.0000                 0.0500
+data wait std/mean                             0.87                   0.00
+data periodicity (lag, r)                   4, 0.80                   none
+step p50 (ms)                                22.000                 20.050
+compute on device p50 (ms)                   19.500                 19.500
+GPU busy (mean %)                              67.5           not measured
+  (AFTER: GPU busy not measured: NVML not available: no driver in this test)
+profile verdicts:
+  BEFORE: moderately input-bound, unstable
+  AFTER:  not input-bound
+shrink factor: 80× (data wait mean 4 ms -> 0.05 ms per step)
+verdict: the data phase is 80× shorter with AFTER; AFTER is not input-bound (data share 0.25 %, under 1 %); steps/s +19.7 %
+EOF
+diff -u "$tmp/want" "$tmp/got" >"$tmp/diff" || fail "golden: $(cat "$tmp/diff")"
+
+# swapped: the data phase grows
+"$LB" --compare-profiles "$tmp/after.json" "$tmp/before.json" >"$tmp/out" 2>&1 || fail "swapped: exit $?"
+grep -q '^verdict: the data phase is 80.0× LONGER with AFTER; AFTER is moderately input-bound, unstable (data share 16.67 %); steps/s -16.5 %$' "$tmp/out" ||
+  fail "swapped: $(tail -1 "$tmp/out")"
+
+# --json: the same numbers
+"$LB" --compare-profiles --json "$tmp/before.json" "$tmp/after.json" >"$tmp/json" 2>"$tmp/err" ||
+  fail "json: exit $?: $(cat "$tmp/err")"
+"$PY" - "$tmp/json" <<'PY' || fail "json content"
+import json, sys
+d = json.load(open(sys.argv[1]))
+b, a = d["before"], d["after"]
+assert b["label"] == "on the fly, 7 workers" and a["label"] == "featcache, device=cuda"
+assert d["shrink_factor"] == 80 and abs(b["data_share"] - 4 / 24) < 1e-8
+assert b["data_p95_ms"] == 10 and a["data_p99_ms"] == 0.05
+assert b["gpu_busy_mean_pct"] == 67.5 and a["gpu_busy_mean_pct"] is None
+assert abs(d["steps_per_s_ratio"] - 24 / 20.05) < 1e-8
+assert d["verdict"].startswith("the data phase is 80× shorter with AFTER")
+PY
+
+# errors: exit 2, one line naming the file
+"$LB" --compare-profiles "$tmp/before.json" "$tmp/none.json" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc = 2 ] || fail "missing: exit $rc"
+[ "$(cat "$tmp/err")" = "loader-bench: $tmp/none.json: No such file or directory" ] ||
+  fail "missing: $(cat "$tmp/err")"
+echo '{"sources":[]}' >"$tmp/report.json"
+"$LB" --compare-profiles "$tmp/report.json" "$tmp/after.json" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc = 2 ] || fail "report: exit $rc"
+grep -q "^loader-bench: $tmp/report.json: a loader-bench --json report, not a profile" "$tmp/err" ||
+  fail "report: $(cat "$tmp/err")"
+echo '{"steps": 3}' >"$tmp/bad.json"
+"$LB" --compare-profiles "$tmp/bad.json" "$tmp/after.json" >"$tmp/out" 2>"$tmp/err"
+[ $? = 2 ] && grep -q "^loader-bench: $tmp/bad.json: not a featcache profile" "$tmp/err" ||
+  fail "bad: $(cat "$tmp/err")"
+echo 'not json' >"$tmp/text.json"
+"$LB" --compare-profiles "$tmp/before.json" "$tmp/text.json" >"$tmp/out" 2>"$tmp/err"
+[ $? = 2 ] && grep -q "^loader-bench: $tmp/text.json: not JSON: line 1: " "$tmp/err" ||
+  fail "text: $(cat "$tmp/err")"
+"$LB" --compare-profiles "$tmp/before.json" >"$tmp/out" 2>"$tmp/err"
+[ $? = 2 ] && grep -q "wants two profiles: BEFORE.json AFTER.json" "$tmp/err" || fail "one: $(cat "$tmp/err")"
+
+[ $fails = 0 ] && echo "ok" || exit 1
