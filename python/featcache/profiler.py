@@ -277,6 +277,10 @@ class StepProfiler:
         self._gpu_note = "NVML GPU %d" % index
         return True
 
+    def gpu_not_measured(self, reason):
+        """Record in the profile that GPU utilization was not measured, and why."""
+        self._lib.fc_profiler_set_gpu_busy(self._h, None, 0, 0.0, reason.encode())
+
     def stop_gpu_sampler(self):
         """Stop sampling and put the samples into the profile (done by report/json/save)."""
         if not self._sampler:
