@@ -20,7 +20,7 @@ def main():
     ap.add_argument("--batch-size", type=int, default=16)
     a = ap.parse_args()
     ds = FeatcacheDataset(a.store, features=a.features, batch_size=a.batch_size, shuffle=True,
-                          seed=0, order="bucket", padded=True, pad_value=-11.5129)
+                          seed=0, order="bucket", padded=True)  # pads with the config's silence
     # whole batches come from the dataset: batch_size=None; the loader prefetches by itself
     dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0)
     model = torch.nn.Sequential(torch.nn.Linear(80, 256), torch.nn.ReLU(), torch.nn.Linear(256, 80))

@@ -13,6 +13,12 @@ batches ahead, straight from the map. Shard for multi-worker training with rank/
 from tf.distribute's input context: input_pipeline_id / num_input_pipelines).
 Each call makes the dataset of one epoch; call again with epoch=e+1 (or use
 tf.data.Dataset.range(E).interleave(...)). bf16 stores give tf.bfloat16 tensors.
+
+device="/GPU:0": the dataset ends with tf.data.experimental.prefetch_to_device(device,
+prefetch_to_device) (TensorFlow's own: tensors copied to the GPU ahead of the step; it must be the
+last transformation, so apply your own maps before, e.g. through make_dataset(..., map_fn=f)).
+Fixed-length training as with featcache.Loader: pad_to=800, crop="random" (pad_value: the
+config's silence by default).
 """
 
 import numpy as np
@@ -22,11 +28,15 @@ from .loader import Loader
 __all__ = ["make_dataset"]
 
 
-def make_dataset(paths, epoch=0, with_ids=False, **loader_kwargs):
+def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device=2, map_fn=None,
+                 **loader_kwargs):
     """tf.data.Dataset of (mels, mel_lengths[, tokens, token_lengths][, ids]) batches for one
-    epoch. loader_kwargs are featcache.Loader's (padded is forced on)."""
+    epoch. loader_kwargs are featcache.Loader's (padded is forced on). device (e.g. "/GPU:0"):
+    batches prefetched onto it (prefetch_to_device batches ahead); map_fn: applied before."""
     import tensorflow as tf  # noqa: PLC0415 - optional dependency, imported on use
 
+    if loader_kwargs.get("padded") is False:
+        raise ValueError("featcache.tf: batches are padded; leave padded=False out")
     loader_kwargs["padded"] = True
     ld = Loader(paths, **loader_kwargs)
     info = ld.info
@@ -59,4 +69,8 @@ def make_dataset(paths, epoch=0, with_ids=False, **loader_kwargs):
     ds = tf.data.Dataset.from_generator(gen, output_signature=tuple(sig))
     if bf16:
         ds = ds.map(lambda m, *rest: (tf.cast(m, tf.bfloat16),) + tuple(rest))
+    if map_fn is not None:
+        ds = ds.map(map_fn)
+    if device:
+        ds = ds.apply(tf.data.experimental.prefetch_to_device(device, prefetch_to_device))
     return ds

@@ -37,7 +37,16 @@ def main():
             np.testing.assert_array_equal(mels.numpy(), r.mels)
             np.testing.assert_array_equal(lens.numpy(), r.mel_lengths)
             assert [i.decode() for i in ids.numpy()] == r.ids
-        print("ok")
+        # fixed length and prefetch_to_device: on the GPU where TensorFlow sees one, else the CPU
+        dev = "/GPU:0" if tf.config.list_physical_devices("GPU") else "/CPU:0"
+        ref = list(featcache.Loader(path, batch_size=4, pad_to=32, crop="center"))
+        got = list(make_dataset(path, batch_size=4, pad_to=32, crop="center", device=dev))
+        assert len(got) == len(ref)
+        for (mels, lens), r in zip(got, ref):
+            assert mels.shape[1] == 32
+            np.testing.assert_array_equal(mels.numpy(), r.mels)
+            np.testing.assert_array_equal(lens.numpy(), r.mel_lengths)
+        print("ok (prefetch_to_device %s)" % dev)
     finally:
         shutil.rmtree(d)
 
