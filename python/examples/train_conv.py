@@ -157,6 +157,9 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=200, help="measured steps")
     ap.add_argument("--warmup", type=int, default=10, help="steps run before measuring")
     ap.add_argument("--workers", type=int, default=7, help="DataLoader workers (--on-the-fly)")
+    ap.add_argument("--feed", choices=("device", "pinned"), default="device",
+                    help="--store on CUDA: batches delivered on the GPU (device), or in pinned "
+                    "host memory moved by the loop's own .to(device, non_blocking=True)")
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     ap.add_argument("--profile", metavar="FILE", help="save the JSON profile of the run")
@@ -173,8 +176,10 @@ def main(argv=None):
     torch.manual_seed(0)
 
     if a.store:
-        batches = store_batches(a.store, a.batch, a.frames, device, pin=cuda)
-        label = a.label or "featcache, device=%s" % dev
+        feed = device if a.feed == "device" else torch.device("cpu")
+        batches = store_batches(a.store, a.batch, a.frames, feed, pin=cuda)
+        label = a.label or ("featcache, device=%s" % dev if a.feed == "device" or not cuda
+                            else "featcache, pinned, .to(%s) in the loop" % dev)
     elif a.on_the_fly:
         batches = on_the_fly_batches(a.on_the_fly, a.batch, a.frames, a.workers, pin=cuda)
         label = a.label or "on the fly, %d workers, device=%s" % (a.workers, dev)
