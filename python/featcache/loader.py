@@ -82,7 +82,7 @@ class _Handle:
         self.buffers = []      # caller buffers (objects kept alive while the handle lives)
         self.fence = None      # callable -> fence (.query(), .synchronize()): deferred release
         self.pending = []      # [(fence, batch address)] released once the fence has passed
-        self.pending_lock = threading.Lock()
+        self.pending_lock = threading.RLock()  # give_back may run from a GC inside drain
 
     def set_buffers(self, objs):
         """Hand objects exposing writable memory of info.bound_batch_bytes each to the C loader
@@ -111,19 +111,21 @@ class _Handle:
             self.pending.append((fence, ptr))
 
     def drain(self, wait_one=False):
-        """Release the batches whose fences have passed; wait_one: wait for the oldest first."""
+        """Release the batches whose fences have passed, oldest first, up to the first that has
+        not; wait_one: wait for the oldest first. (A batch collected meanwhile — give_back from a
+        garbage collection inside this call — lands in the fresh list.)"""
         if not self.pending:
             return
         with self.pending_lock:
-            if wait_one:
-                self.pending[0][0].synchronize()
-            keep = []
-            for f, ptr in self.pending:
-                if not keep and f.query():  # in order: a stream passes its events in order
-                    self.lib.fc_loader_release(self.h, ptr)
-                else:
-                    keep.append((f, ptr))
-            self.pending = keep
+            cur, self.pending = self.pending, []
+        if wait_one:
+            cur[0][0].synchronize()
+        i = 0
+        while i < len(cur) and cur[i][0].query():
+            self.lib.fc_loader_release(self.h, cur[i][1])
+            i += 1
+        with self.pending_lock:
+            self.pending[:0] = cur[i:]
 
     def __del__(self):
         try:

@@ -1,7 +1,7 @@
 /* The profiler's GPU parts: device series beside the phases (not in the sums), GPU utilization
- * samples and the run's label in the JSON profile, and the NVML sampler — which on a machine
- * without the NVIDIA driver must fail cleanly with FC_ENODEVICE and say why, and on one with it
- * must sample percentages. Steps are driven by a fake clock, so every number is exact. */
+ * samples and the run's label in the JSON profile, the NVML sampler and the CUDA-event timer —
+ * which on a machine without the NVIDIA driver / CUDA runtime must fail cleanly with FC_ENODEVICE
+ * and say why, and on one with them must sample percentages and time. Steps are driven by a fake clock, so every number is exact. */
 #include "featcache/fc_profiler.h"
 
 #include <jansson.h>
@@ -112,6 +112,22 @@ int main(void) {
     CHECK(n >= 3, "%zu samples in 60 ms at 5 ms", n);
     for (size_t i = 0; i < n; i++) CHECK(v[i] >= 0 && v[i] <= 100, "sample %g", v[i]);
     fc_gpu_sampler_free(s);
+  }
+  /* the CUDA-event timer: no runtime or no device → FC_ENODEVICE with the reason; with a GPU, a
+   * stretch of nothing on the default stream takes between 0 and a second */
+  fc_gpu_timer *t = NULL;
+  rc = fc_gpu_timer_create(&t, why, sizeof why);
+  if (rc == FC_ENODEVICE) {
+    CHECK(t == NULL && (strstr(why, "CUDA runtime") || strstr(why, "no CUDA device")), "why: %s",
+          why);
+    printf("CUDA-event timer: not available here (%s)\n", why);
+  } else {
+    CHECK(rc == 0, "timer: %s", why);
+    double ms = -1;
+    CHECK(fc_gpu_timer_stop(t, NULL, &ms) == FC_EBADSTATE, "stop without start");
+    CHECK(fc_gpu_timer_start(t, NULL) == 0 && fc_gpu_timer_stop(t, NULL, &ms) == 0);
+    CHECK(ms >= 0 && ms < 1000, "elapsed %g ms", ms);
+    fc_gpu_timer_free(t);
   }
   return fc_check_result("test_profiler_gpu");
 }
