@@ -7,9 +7,17 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 
-#include "formats/why.h"
+static void say(char *why, size_t len, const char *fmt, ...) {
+  if (!why || !len) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, len, fmt, ap);
+  va_end(ap);
+}
 
 typedef int cuda_error;            /* cudaError_t: 0 = cudaSuccess */
 typedef struct cuda_event *cuda_event_t;
@@ -38,7 +46,7 @@ int fc_gpu_timer_create(fc_gpu_timer **out, char *why, size_t why_len) {
   *out = NULL;
   void *dl = open_cudart();
   if (!dl) {
-    fc_why(why, why_len, "CUDA runtime not available: libcudart.so.12, .so.11.0, .so not found");
+    say(why, why_len, "CUDA runtime not available: libcudart.so.12, .so.11.0, .so not found");
     return FC_ENODEVICE;
   }
   fc_gpu_timer *t = calloc(1, sizeof *t);
@@ -57,12 +65,12 @@ int fc_gpu_timer_create(fc_gpu_timer **out, char *why, size_t why_len) {
   int n = 0;
   cuda_error e;
   if (!count || !create || !t->record || !t->sync || !t->elapsed || !t->destroy) {
-    fc_why(why, why_len, "CUDA runtime not usable: it lacks the event functions");
+    say(why, why_len, "CUDA runtime not usable: it lacks the event functions");
   } else if ((e = count(&n)) || n == 0) {
-    fc_why(why, why_len, "no CUDA device: %s",
+    say(why, why_len, "no CUDA device: %s",
            e && t->errstr ? t->errstr(e) : "cudaGetDeviceCount found none");
   } else if ((e = create(&t->start)) || (e = create(&t->end))) {
-    fc_why(why, why_len, "cudaEventCreate: %s", t->errstr ? t->errstr(e) : "error");
+    say(why, why_len, "cudaEventCreate: %s", t->errstr ? t->errstr(e) : "error");
   } else {
     *out = t;
     return 0;
