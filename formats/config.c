@@ -20,7 +20,7 @@ static const char *const log_names[] = {"none", "ln", "log10", "db", "whisper"};
 
 /* Shortest %g that reads back as the same double. */
 static void fmt_num(char *out, size_t len, double v) {
-  if (v == (double)(long long)v && v > -1e15 && v < 1e15) { /* integral: no exponent form */
+  if (v > -1e15 && v < 1e15 && v == (double)(long long)v) { /* integral: no exponent form */
     snprintf(out, len, "%lld", (long long)v);
     return;
   }
