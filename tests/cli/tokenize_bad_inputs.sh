@@ -4,7 +4,7 @@
 # bad line; --help/--version; SIGTERM exits 143 and a rerun resumes.
 set -u
 T=${FC_BIN:?}/tokenize
-[ -x "$T" ] || { echo "skip: $T not built"; exit 77; }
+[ -x "$T" ] || { echo "FAIL: $T not built"; exit 1; }
 d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
 fail() { echo "FAIL: $*"; [ -f "$d/err" ] && sed 's/^/  stderr: /' "$d/err" | head -20; exit 1; }
 expect_rc() { [ "$1" = "$2" ] || fail "$3: exit $1, want $2"; }

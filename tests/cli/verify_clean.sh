@@ -3,11 +3,12 @@
 # report, --json fields, --status, -q, and one store clean next to one that is not there.
 set -u
 V="$FC_BIN/cache-verify"
-[ -x "$V" ] || { echo "skip: $V not built"; exit 77; }
+[ -x "$V" ] || { echo "FAIL: $V not built"; exit 1; }
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 cd "$T"
 "$FC_PYTHON" "$FC_SRC/tests/reference/test_verify_store.py" make s --n 10000 --min-samples 256 \
-  --max-samples 1000 --tokens --manifest m.csv >/dev/null || { echo "skip: fixture writer failed"; exit 77; }
+  --max-samples 1000 --tokens --manifest m.csv >/dev/null ||
+  { echo "FAIL: the fixture writer (test_verify_store.py make) failed"; exit 1; }
 fail=0
 
 "$V" --finite --expect-preset hifigan --expect-tokens=chars --manifest m.csv s >out 2>err

@@ -4,12 +4,13 @@
 # record (a warning: exit 0, or 1 with --strict), and changed source files (--sources, --rehash).
 set -u
 V="$FC_BIN/cache-verify"
-[ -x "$V" ] || { echo "skip: $V not built"; exit 77; }
+[ -x "$V" ] || { echo "FAIL: $V not built"; exit 1; }
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 cd "$T"
 fail=0
 "$FC_PYTHON" "$FC_SRC/tests/reference/test_verify_store.py" make s --n 20 --tokens --sources src \
-  --manifest m.csv >keys || { echo "skip: fixture writer failed"; exit 77; }
+  --manifest m.csv >keys ||
+  { echo "FAIL: the fixture writer (test_verify_store.py make) failed"; exit 1; }
 key_of() { awk -v id="$1" '$1 == id {print $2}' keys; }
 run() { # name want_rc [args]: run on s, report lines (summary dropped) in got
   local name=$1 want=$2; shift 2

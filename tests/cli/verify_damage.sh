@@ -4,12 +4,13 @@
 # NaN): the exact report line and exit code of each. The ASan build runs this too.
 set -u
 V="$FC_BIN/cache-verify"
-[ -x "$V" ] || { echo "skip: $V not built"; exit 77; }
+[ -x "$V" ] || { echo "FAIL: $V not built"; exit 1; }
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 cd "$T"
 fail=0
 mk() { rm -rf s; "$FC_PYTHON" "$FC_SRC/tests/reference/test_verify_store.py" make s --n 40 \
-         --min-samples 10240 --max-samples 12000 >keys || { echo "skip: fixture writer failed"; exit 77; }; }
+         --min-samples 10240 --max-samples 12000 >keys ||
+         { echo "FAIL: the fixture writer (test_verify_store.py make) failed"; exit 1; }; }
 key_of() { awk -v id="$1" '$1 == id {print $2}' keys; }
 # flip ID OFFSET BIT: flip a bit OFFSET bytes from the start of utterance ID's record (found by its
 # header bytes) — or, with OFFSET "key", in the last byte of its key — inside data.mdb

@@ -2,7 +2,7 @@
 # cache-verify: --help, --version, usage errors (exit 2, nothing done), stores that are not there.
 set -u
 V="$FC_BIN/cache-verify"
-[ -x "$V" ] || { echo "skip: $V not built"; exit 77; }
+[ -x "$V" ] || { echo "FAIL: $V not built"; exit 1; }
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 fail=0
 check() { # name want_rc got_rc; stdout/stderr in $T/out $T/err

@@ -1,13 +1,15 @@
-"""cache-bench: cold passes really are cold, warm reads are faster than cold ones, and the SVG
-chart is valid and shows every pass.
+"""cache-bench: cold passes really are cold and warm ones warm (or, on tmpfs, cold passes are
+reported as not cold), cold passes fault pages in from the device and warm ones never do, and the
+SVG chart is valid and shows every pass.
 
 Cold is checked from outside as well: this test reads data.mdb into the page cache and confirms
 with its own mincore (test_bench_fixture.resident_fraction) that it is resident; cache-bench must
 then report a resident fraction of about 0 before every cold pass and about 1 before every warm
-one. Warm >= cold is asserted on a 64 MB store read sequentially, where the difference is the
-device's: on this VM cold reads come from the virtio disk (or the host's cache behind it) at a
-few hundred MB/s and warm ones from RAM at GB/s. On a store in tmpfs the test skips (nothing can
-be cold in RAM).
+one. Where the store lives decides what is right: on a disk (the build tree here) pages can be
+evicted, so cold passes are verified cold and take major faults; on tmpfs nothing can be evicted,
+so every cold pass must be reported as not cold (cold_verified false, a warning naming tmpfs).
+Speeds are not compared here: which is faster is a measurement (scripts/bench-cachebench), not a
+property that holds on every machine.
 """
 import os
 import sys
@@ -26,6 +28,19 @@ def _tmp():
     return tempfile.TemporaryDirectory(dir=os.getcwd())
 
 
+def on_tmpfs(passes):
+    return passes[0]["device"] in ("tmpfs", "ramfs")
+
+
+def check_tmpfs_cold_passes(passes, err):
+    """On tmpfs a cold pass cannot be cold: each one says so, and stderr warns about each."""
+    cold = [p for p in passes if p["cache_state"] == "cold"]
+    assert cold and all(p["cold_verified"] is False and p["resident_fraction_before"] > 0.9
+                        for p in cold), cold
+    warned = [line for line in err.splitlines() if "not cold (tmpfs lives in RAM)" in line]
+    assert len(warned) == len(cold), err
+
+
 def test_cold_is_cold_and_warm_is_warm():
     with _tmp() as tmp:
         store = os.path.join(tmp, "s")
@@ -38,17 +53,20 @@ def test_cold_is_cold_and_warm_is_warm():
         assert before > 0.9, f"could not warm the file ({before:.3f})"
         _, out, err = run_bench("--json", "-p", "sequential,random", "-b", 8, "--duration", 2, store)
         passes = [o for o in json_lines(out) if o["record"] == "pass"]
-        if passes[0]["device"] in ("tmpfs", "ramfs"):
-            print("skip: the build tree is on tmpfs: nothing can be cold there", file=sys.stderr)
-            sys.exit(77)
         assert len(passes) == 8
+        for p in passes:
+            if p["cache_state"] == "warm":
+                assert p["resident_fraction_before"] >= 0.98, p
+                assert p["cold_verified"] is None
+        if on_tmpfs(passes):
+            print(f"note: the build tree is on {passes[0]['device']}: checked that cold passes "
+                  "are reported as not cold")
+            check_tmpfs_cold_passes(passes, err)
+            return
         for p in passes:
             if p["cache_state"] == "cold":
                 assert p["resident_fraction_before"] <= 0.02, p
                 assert p["cold_verified"] is True
-            else:
-                assert p["resident_fraction_before"] >= 0.98, p
-                assert p["cold_verified"] is None
         assert "not cold" not in err
         # cold passes had to go to the device (a fault that found its page missing is major; one
         # that finds a page already being read ahead is not, so count them over all passes)
@@ -56,21 +74,27 @@ def test_cold_is_cold_and_warm_is_warm():
         assert sum(p["major_faults"] for p in passes if p["cache_state"] == "warm") == 0
 
 
-def test_warm_is_faster_than_cold():
+def test_cold_faults_warm_does_not():
+    """A full sequential pass, batch 1 and 32: every record read in both states; a cold batch-1
+    pass faults pages in from the device (on a disk), a warm pass never does."""
     with _tmp() as tmp:
         store = os.path.join(tmp, "s")
         make_store(store, 400)  # 64 MB of payload
-        _, out, _ = run_bench("--json", "-q", "-p", "sequential", "-b", 32, "--duration", 5, store)
+        # no time bound: whole passes, however slow the disk
+        _, out, err = run_bench("--json", "-p", "sequential", "-b", 32, "--duration", 0, store)
         passes = [o for o in json_lines(out) if o["record"] == "pass"]
         for batch in (1, 32):
             cold = [p for p in passes if p["cache_state"] == "cold" and p["batch"] == batch][0]
             warm = [p for p in passes if p["cache_state"] == "warm" and p["batch"] == batch][0]
             assert cold["records"] == warm["records"] == 400
-            assert warm["mb_per_s"] >= cold["mb_per_s"], (batch, warm["mb_per_s"], cold["mb_per_s"])
-            # the reason, measured: a cold pass faults pages in from the device, a warm one never
+            assert cold["stopped"] == warm["stopped"] == "complete"
+            assert cold["bytes"] == warm["bytes"] == 400 * 500 * 80 * 4
             assert warm["major_faults"] == 0
-            if batch == 1:  # (batches madvise WILLNEED first: their faults may all be minor)
+            if batch == 1 and not on_tmpfs(passes):
+                # (batches madvise WILLNEED first: their faults may all be minor)
                 assert cold["major_faults"] > 0
+        if on_tmpfs(passes):
+            check_tmpfs_cold_passes(passes, err)
 
 
 def test_svg_is_valid_and_shows_every_pass():

@@ -149,8 +149,8 @@ def json_lines(out):
 
 def require_tool():
     if not os.access(tool(), os.X_OK):
-        print(f"skip: {tool()} not built", file=sys.stderr)
-        sys.exit(77)
+        print(f"FAIL: {tool()} not built", file=sys.stderr)
+        sys.exit(1)
 
 
 def test_fixture_store_reads_whole():

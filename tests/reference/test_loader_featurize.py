@@ -1,5 +1,5 @@
 """The loader on a store written by the real tools: espeak-ng speech → featurize (hifigan)
-[→ tokenize chars when the tool is built], then every batch against librosa-free ground truth:
+→ tokenize chars, then every batch against librosa-free ground truth:
 the records read with Python's lmdb, and the frame count hifigan gives (N // 256)."""
 
 import os
@@ -15,16 +15,19 @@ try:
     import lmdb
     import soundfile as sf
 except ImportError as e:  # pragma: no cover
-    print("skipped: %s" % e)
-    sys.exit(77)
+    print("FAIL: %s (scripts/setup installs it)" % e)
+    sys.exit(1)
 
 import featcache
 from featcache import testing as T
 
 BIN = os.environ.get("FC_BIN", "")
-if not os.path.exists(os.path.join(BIN, "featurize")) or not shutil.which("espeak-ng"):
-    print("skipped: needs $FC_BIN/featurize and espeak-ng")
-    sys.exit(77)
+for need, found in (("$FC_BIN/featurize", os.path.exists(os.path.join(BIN, "featurize"))),
+                    ("$FC_BIN/tokenize", os.path.exists(os.path.join(BIN, "tokenize"))),
+                    ("espeak-ng (scripts/setup installs it)", shutil.which("espeak-ng"))):
+    if not found:
+        print("FAIL: needs %s" % need)
+        sys.exit(1)
 
 TEXTS = ["The quick brown fox.", "Jumps over the lazy dog.", "A third, somewhat longer sentence here.",
          "Four.", "Printing, in the only sense with which we are at present concerned."]
@@ -44,13 +47,11 @@ def store():
     r = subprocess.run([os.path.join(BIN, "featurize"), "-q", "-o", out] + wavs,
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    has_tok = False
-    tok = os.path.join(BIN, "tokenize")
-    if os.path.exists(tok):
-        r = subprocess.run([tok, "-q", "--manifest", os.path.join(d, "metadata.csv"),
-                            "--tokenizer", "chars", "--build-vocab", "-o", out], capture_output=True, text=True)
-        has_tok = r.returncode == 0
-    yield dict(path=out, wavs=wavs, dir=d, has_tok=has_tok)
+    r = subprocess.run([os.path.join(BIN, "tokenize"), "-q", "--manifest",
+                        os.path.join(d, "metadata.csv"), "--tokenizer", "chars", "--build-vocab",
+                        "-o", out], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    yield dict(path=out, wavs=wavs, dir=d)
     shutil.rmtree(d)
 
 
@@ -74,8 +75,6 @@ def test_batches_match_store(store):
 
 
 def test_tokens_from_tokenize(store):
-    if not store["has_tok"]:
-        pytest.skip("tokenize tool not available or failed")
     ld = featcache.Loader(store["path"], tokens="chars", batch_size=8, padded=True, token_pad=-1)
     cfg, tcfg = T.digest(ld.config().encode()), T.digest(ld.config("tokens").encode())
     env = lmdb.open(store["path"], max_dbs=8, readonly=True, lock=False)

@@ -1,5 +1,5 @@
 """python/examples/train_profiled.py runs: a real tiny PyTorch loop on the CPU under StepProfiler,
-on synthetic mels and (when featurize and espeak-ng are there) on a featcache store; its report
+on synthetic mels and on a featcache store made by featurize from espeak-ng speech; its report
 has every phase, nested ones included, and its trace is valid."""
 import json
 import os
@@ -14,8 +14,8 @@ try:
     from featcache.profiler import load_library
     load_library()
 except OSError as e:
-    print("skip: %s" % e)
-    sys.exit(77)
+    print("FAIL: %s" % e)
+    sys.exit(1)
 
 SRC = os.environ.get("FC_SRC", os.path.join(os.path.dirname(__file__), "..", ".."))
 SCRIPT = os.path.join(SRC, "python", "examples", "train_profiled.py")
@@ -41,12 +41,8 @@ def test_synthetic(tmp_path):
 
 def test_store(tmp_path):
     fz = os.path.join(os.environ.get("FC_BIN", ""), "featurize")
-    if not (os.access(fz, os.X_OK) and shutil.which("espeak-ng")):
-        pytest.skip("featurize or espeak-ng missing")
-    try:
-        import featcache  # noqa: F401  (the Loader)
-    except Exception as e:
-        pytest.skip("featcache.Loader: %s" % e)
+    assert os.access(fz, os.X_OK), "%s not built" % fz
+    assert shutil.which("espeak-ng"), "espeak-ng not installed (scripts/setup installs it)"
     wavs = []
     for i, t in enumerate(["Hello there.", "The cache is warm.", "One more sentence."]):
         w = tmp_path / ("u%d.wav" % i)
@@ -55,7 +51,7 @@ def test_store(tmp_path):
     subprocess.run([fz, "-q", "-o", str(tmp_path / "st"), *wavs], check=True)
     s = json.loads(run(str(tmp_path / "st"), "--steps", "4", "--batch", "2", "--json"))
     assert s["steps"] == 4 and set(s["phases"]) >= {"data", "forward", "backward"}
-    assert s["data_share"] < 0.5
+    assert 0 < s["data_share"] < 1, s  # a share of the step; how small is a benchmark question
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Stores for cache-verify's tests and benchmark, written independently of the C store code (py-lmdb
 + python-xxhash + struct, from docs/FORMAT.md / DESIGN.md), and checks of cache-verify on them.
 
-  python test_verify_store.py                 run the checks (exit 0 pass, 1 fail, 77 skip)
+  python test_verify_store.py                 run the checks (exit 0 pass, 1 fail)
   python test_verify_store.py make DIR [opts] write a clean store (used by tests/cli/verify_*.sh
                                               and scripts/bench-verify); see --help
 
@@ -24,8 +24,8 @@ try:
     import numpy as np
     import xxhash
 except ImportError as e:  # pragma: no cover
-    print(f"skip: {e}")
-    sys.exit(77)
+    print(f"FAIL: {e} (scripts/setup installs it)")
+    sys.exit(1)
 
 F32, F16, BF16, I32, I16, U16 = 1, 2, 3, 4, 5, 6
 
@@ -232,11 +232,10 @@ def check_stale_reader(lib, tmp):
 
 
 def check_featurize_store(tmp):
-    """A store made by the real featurize tool verifies clean (skipped until featurize exists)."""
+    """A store made by the real featurize tool verifies clean."""
     fz = os.path.join(os.environ.get("FC_BIN", ""), "featurize")
-    if not os.path.exists(fz) or not shutil.which("espeak-ng"):
-        print("note: featurize or espeak-ng not available: featurize-made store not checked")
-        return
+    assert os.path.exists(fz), f"{fz} not built"
+    assert shutil.which("espeak-ng"), "espeak-ng not installed (scripts/setup installs it)"
     wavs = os.path.join(tmp, "wavs")
     os.makedirs(wavs)
     for i, text in enumerate(["hello world", "the quick brown fox", "verify me"]):
@@ -245,9 +244,7 @@ def check_featurize_store(tmp):
     paths = "\n".join(os.path.join(wavs, f"u{i}.wav") for i in range(3)) + "\n"
     p = subprocess.run([fz, "--preset", "hifigan", "-q", "-o", store, "-"], input=paths,
                        capture_output=True, text=True, timeout=120)
-    if p.returncode != 0:
-        print(f"note: featurize failed ({p.returncode}): {p.stderr.strip()[:200]}; not checked")
-        return
+    assert p.returncode == 0, f"featurize failed ({p.returncode}): {p.stderr.strip()[:500]}"
     rc, out, err = run_verify(["--json", "--finite", "--sources", "--rehash",
                                "--expect-preset", "hifigan", "-q", store])
     rep = json.loads(out)
@@ -280,8 +277,8 @@ def main():
     lib = load_lib()
     exe = os.path.join(os.environ.get("FC_BIN", ""), "cache-verify")
     if lib is None or not os.path.exists(exe):
-        print("skip: libfeatcache.so or cache-verify not built (FC_BIN)")
-        return 77
+        print("FAIL: libfeatcache.so or cache-verify not built (FC_BIN)")
+        return 1
     tmp = tempfile.mkdtemp(prefix="fc-verify-py.")
     try:
         check_clean_and_rewritten_values(lib, tmp)
