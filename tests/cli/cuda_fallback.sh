@@ -12,7 +12,7 @@ set -u
 FZ=${FC_BIN:?}/featurize
 PY=${FC_PYTHON:-python3}
 LIB=${FEATCACHE_LIBRARY:-$FC_BIN/libfeatcache.so.0}
-[ -x "$FZ" ] || { echo "featurize is not built"; exit 77; }
+[ -x "$FZ" ] || { echo "FAIL: featurize is not built"; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1

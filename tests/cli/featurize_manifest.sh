@@ -23,7 +23,7 @@ PY
 }
 
 mkdir -p wavs
-espeak-ng -w wavs/LJ001.wav "good one" || { echo "espeak-ng failed"; exit 77; }
+espeak-ng -w wavs/LJ001.wav "good one" || { echo "FAIL: espeak-ng failed"; exit 1; }
 espeak-ng -w wavs/LJ005.wav "the second one"
 long=$(printf 'a%.0s' $(seq 600))
 printf 'LJ001|Good one.|Good one.\nLJ002\nLJ\3773|bad utf8\nLJ001|duplicate\n%s|too long\nLJ004|missing audio\nLJ005|Second.\n' \

@@ -5,8 +5,9 @@ set -u
 LB=${FC_BIN:?}/loader-bench
 FZ=$FC_BIN/featurize
 PY=${FC_PYTHON:-python3}
-command -v espeak-ng >/dev/null || { echo "skip: espeak-ng not installed"; exit 77; }
-[ -x "$FZ" ] || { echo "skip: featurize not built"; exit 77; }
+command -v espeak-ng >/dev/null ||
+  { echo "FAIL: espeak-ng not installed (scripts/setup installs it)"; exit 1; }
+[ -x "$FZ" ] || { echo "FAIL: featurize not built"; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -17,7 +18,7 @@ i=0
 for t in "The quick brown fox." "Training waits for data." "A cache makes it small." \
          "Hello world." "Speech is fun." "One two three." "Four five six." "Seven eight."; do
   i=$((i + 1))
-  espeak-ng -w "$tmp/wavs/u$i.wav" "$t" || { echo "skip: espeak-ng failed"; exit 77; }
+  espeak-ng -w "$tmp/wavs/u$i.wav" "$t" || { echo "FAIL: espeak-ng failed"; exit 1; }
   echo "u$i|$t" >>"$tmp/meta.csv"
 done
 "$FZ" -q --preset hifigan -o "$tmp/st" --manifest "$tmp/meta.csv" || { fail "featurize"; exit 1; }

@@ -5,7 +5,10 @@ librosa.load = soundfile (sf_readf_float) -> to_mono (np.mean over channels) -> 
 difference is 0 or float32 rounding; the only library that differs is libsndfile itself
 (soundfile's wheel bundles its own build, the system one is what we link): this matters only for
 lossy decoders (MP3 via mpg123, Vorbis, Opus), whose float output may differ between versions.
-Run: python test_audio_decode.py (exit 0 pass, 1 fail, 77 skip).
+Every input is made here: espeak-ng speech, written by soundfile (its bundled libsndfile writes
+OGG Vorbis, Opus and MP3) and by sox; all three come with scripts/setup, and an input that cannot
+be made is a failure, not a format left out.
+Run: python test_audio_decode.py (exit 0 pass, 1 fail).
 """
 import ctypes
 import os
@@ -19,8 +22,8 @@ try:
     import numpy as np
     import soundfile as sf
 except ImportError as e:  # pragma: no cover
-    print(f"skip: {e}")
-    sys.exit(77)
+    print(f"FAIL: {e} (scripts/setup installs it)")
+    sys.exit(1)
 
 # Tolerances (max abs error; signals peak near 0.8).
 TOL_EXACT = 1e-6       # lossless source, any rate/channels: same libsndfile read, same numpy-order
@@ -43,8 +46,8 @@ def load_lib():
         bin_dir = os.environ.get("FC_BIN", "")
         path = os.path.join(bin_dir, "libfeatcache.so.0")
     if not os.path.exists(path):
-        print(f"skip: no libfeatcache.so (FEATCACHE_LIBRARY={path})")
-        sys.exit(77)
+        print(f"FAIL: no libfeatcache.so (FEATCACHE_LIBRARY={path})")
+        sys.exit(1)
     lib = ctypes.CDLL(path)
     lib.fc_audio_decode.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint32,
                                     ctypes.c_double, ctypes.POINTER(ctypes.POINTER(ctypes.c_float)),
@@ -110,18 +113,20 @@ def compare(name, path, target, tol):
 
 
 # ---- fixtures -----------------------------------------------------------------------------------
+def need(tool):
+    if not shutil.which(tool):
+        print(f"FAIL: {tool} not installed (scripts/setup installs it)")
+        sys.exit(1)
+
+
 def speech(tmp):
-    """~2 s of espeak-ng speech at 22050 Hz mono float, or a synthetic chirp without espeak-ng."""
+    """~2 s of espeak-ng speech at 22050 Hz mono float."""
     wav = os.path.join(tmp, "espeak.wav")
-    if shutil.which("espeak-ng"):
-        r = subprocess.run(["espeak-ng", "-w", wav, "Featcache reads audio exactly like librosa."],
-                           capture_output=True)
-        if r.returncode == 0 and os.path.exists(wav):
-            x, sr = sf.read(wav, dtype="float64")
-            return x / max(1e-9, np.max(np.abs(x))) * 0.8, sr
-    sr = 22050
-    t = np.arange(int(2.1 * sr)) / sr
-    return 0.5 * np.sin(2 * np.pi * (200 + 1500 * t) * t), sr
+    subprocess.run(["espeak-ng", "-w", wav, "Featcache reads audio exactly like librosa."],
+                   capture_output=True, check=True)
+    x, sr = sf.read(wav, dtype="float64")
+    assert len(x) > sr and sr == 22050, (len(x), sr)
+    return x / max(1e-9, np.max(np.abs(x))) * 0.8, sr
 
 
 def multichannel(x, channels, seed):
@@ -158,6 +163,8 @@ def main():
 
 
 def run(tmp):
+    need("espeak-ng")
+    need("sox")
     x, sr0 = speech(tmp)
     x = np.clip(x, -0.99, 0.99)
 
@@ -211,27 +218,23 @@ def run(tmp):
     sf.write(p, resample_to(x, sr0, 48000), 48000, subtype="PCM_24")
     compare("flac 24-bit 48000", p, 22050, TOL_EXACT)
 
-    # Lossy: written with sox/ffmpeg when present, else with soundfile.
+    # Lossy: written with soundfile (the libsndfile its wheel bundles, pinned by scripts/setup).
     x48 = resample_to(x, sr0, 48000)
     lossy = [("ogg vorbis", "ogg", "OGG", "VORBIS", 44100),
              ("ogg opus", "opus", "OGG", "OPUS", 48000),
              ("mp3", "mp3", "MP3", "MPEG_LAYER_III", 44100)]
     for name, ext, fmt, subtype, rate in lossy:
         p = os.path.join(tmp, f"lossy.{ext}")
-        try:
-            sf.write(p, multichannel(resample_to(x48, 48000, rate), 2, 4), rate, format=fmt,
-                     subtype=subtype)
-        except Exception as e:  # pragma: no cover
-            print(f"note: cannot write {name}: {e}")
-            continue
+        sf.write(p, multichannel(resample_to(x48, 48000, rate), 2, 4), rate, format=fmt,
+                 subtype=subtype)
         for target in [22050, 16000]:
             compare(name, p, target, TOL_LOSSY)
 
-    if shutil.which("sox"):
-        p = os.path.join(tmp, "sox.wav")
-        src = os.path.join(tmp, "mono_PCM_16.wav")
-        subprocess.run(["sox", src, "-r", "44100", "-c", "2", "-b", "24", p], check=True)
-        compare("sox wav 24-bit 2ch 44100", p, 22050, TOL_EXACT)
+    # A WAV written by another program (sox's own resampler and 24-bit writer).
+    p = os.path.join(tmp, "sox.wav")
+    src = os.path.join(tmp, "mono_PCM_16.wav")
+    subprocess.run(["sox", src, "-r", "44100", "-c", "2", "-b", "24", p], check=True)
+    compare("sox wav 24-bit 2ch 44100", p, 22050, TOL_EXACT)
 
     broken(tmp, x, sr0)
 

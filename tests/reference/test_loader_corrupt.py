@@ -16,8 +16,8 @@ import pytest
 try:
     import lmdb  # noqa: F401
 except ImportError as e:  # pragma: no cover
-    print("skipped: %s" % e)
-    sys.exit(77)
+    print("FAIL: %s (scripts/setup installs it)" % e)
+    sys.exit(1)
 
 import featcache
 from featcache import testing as T

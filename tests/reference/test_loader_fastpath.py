@@ -29,8 +29,8 @@ try:
     import lmdb
     import xxhash  # noqa: F401
 except ImportError as e:  # pragma: no cover
-    print("skipped: %s" % e)
-    sys.exit(77)
+    print("FAIL: %s (scripts/setup installs it)" % e)
+    sys.exit(1)
 
 import featcache
 from featcache import loader as L

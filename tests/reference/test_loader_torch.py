@@ -16,8 +16,8 @@ try:
     import torch
     import lmdb
 except ImportError as e:  # pragma: no cover
-    print("skipped: %s" % e)
-    sys.exit(77)
+    print("FAIL: %s (scripts/setup installs it)" % e)
+    sys.exit(1)
 
 from featcache import testing as T
 from featcache.torch import FeatcacheDataset

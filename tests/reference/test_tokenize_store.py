@@ -13,8 +13,8 @@ try:
     import numpy as np
     import xxhash
 except ImportError as e:  # pragma: no cover
-    print(f"skip: {e} (run scripts/setup)")
-    sys.exit(77)
+    print(f"FAIL: {e} (scripts/setup installs it)")
+    sys.exit(1)
 
 FC_BIN = os.environ.get("FC_BIN", os.path.join(os.path.dirname(__file__), "../../build"))
 TOKENIZE = os.path.join(FC_BIN, "tokenize")
@@ -83,8 +83,8 @@ def write_tsv(path, rows):
 
 def main():
     if not os.access(TOKENIZE, os.X_OK):
-        print(f"skip: {TOKENIZE} not built")
-        return 77
+        print(f"FAIL: {TOKENIZE} not built")
+        return 1
     with tempfile.TemporaryDirectory() as d:
         rows = [(f"u{i}", f"Line number {i}: the quick brown fox, {i * 7} times!") for i in range(300)]
         man = os.path.join(d, "m.tsv")
