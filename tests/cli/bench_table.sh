@@ -9,7 +9,15 @@ t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
 
 "$bin" -p sequential,random -b 4 --duration 1 "$t/a" >"$t/out" 2>"$t/err"; rc=$?
 [ $rc -eq 0 ] || fail "exit $rc: $(cat "$t/err")"
-[ "$(cat "$t/err")" = "done: 8 of 8 passes" ] || fail "stderr: $(cat "$t/err")"
+# On tmpfs (/tmp is one on many systems) nothing can be evicted: each cold pass is said not cold.
+want_err="done: 8 of 8 passes"
+case $(stat -f -c %T "$t") in
+  tmpfs|ramfs)
+    want_err=$(for p in sequential sequential random random; do
+      echo "cache-bench: $t/a: $p cold pass started with 100.0% of data.mdb resident: not cold (tmpfs lives in RAM)"
+    done; echo "$want_err") ;;
+esac
+[ "$(cat "$t/err")" = "$want_err" ] || fail "stderr: $(cat "$t/err")"
 [ "$(head -1 "$t/out")" = "store: $t/a  (12 records, 0.4 MB payload, data.mdb $(awk -v s=$(stat -c %s "$t/a/data.mdb") 'BEGIN{printf "%.1f MB", s/1e6}'))" ] \
   || fail "store line: $(head -1 "$t/out")"
 grep -qE '^device: ' "$t/out" || fail "no device line"
