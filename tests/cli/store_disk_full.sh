@@ -42,7 +42,11 @@ grep -q "featurize: $mnt/st: cannot write to the store: No space left on device"
   fail "a full disk does not say so: $out"
 grep -q "Input/output error" <<<"$out" && fail "a full disk still reads as an I/O error: $out"
 v=$("$FC_BIN/cache-verify" --json "$mnt/st") || fail "store fails cache-verify after the disk filled: $v"
-grep -q '"ok":true,"records_checked":20,' <<<"$v" || fail "committed records lost (want 20 checked): $v"
+# The 20 stored before are all there; how many of the rest fit before the disk filled depends on
+# how the writer's time-bounded batches fell on this machine (a slow one commits smaller batches).
+n=$(sed -n 's/.*"ok":true,"records_checked":\([0-9]*\),.*/\1/p' <<<"$v")
+[ -n "$n" ] && [ "$n" -ge 20 ] && [ "$n" -lt 60 ] ||
+  fail "committed records lost, or the disk never filled (want 20..59 checked): $v"
 mount -o remount,size=64m "$mnt" || fail "remount"
 out=$("$FC_BIN/featurize" --device cpu -o "$mnt/st" "${all[@]}" 2>&1) || fail "rerun after space was freed: $out"
 v=$("$FC_BIN/cache-verify" --json "$mnt/st") || fail "store fails cache-verify after the rerun: $v"
