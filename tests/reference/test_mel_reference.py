@@ -35,8 +35,8 @@ Where the reference cannot run (torch's reflect pad needs pad < N; Kaldi rejects
 recipe is run on numpy.pad(mode='reflect') input instead (featcache's documented padding: numpy's,
 reflections iterated), or our FC_EEMPTY / 0 frames is asserted; each such case says so.
 
-Run: python test_mel_reference.py (env FEATCACHE_LIBRARY = path of libfeatcache.so). Exits 77 when
-the library or a reference package is missing.
+Run: python test_mel_reference.py (env FEATCACHE_LIBRARY = path of libfeatcache.so). Fails when
+the library, espeak-ng or a reference package is missing (scripts/setup installs them all).
 """
 import ctypes
 import os
