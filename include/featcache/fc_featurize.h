@@ -114,12 +114,15 @@ typedef struct fc_featurize_stats {
   double read_seconds;        /* workers: reading the files */
   double hash_seconds;        /* workers: audio digest, store lookup, record checksum */
   double decode_seconds;      /* workers: decode, mix to mono, resample */
-  double compute_seconds;     /* workers: features and dtype conversion (CUDA: incl. waiting for
-                                 the launch that carries the utterance) */
+  double compute_seconds;     /* features and dtype conversion: the workers' (CPU), or the compute
+                                 stage's launches (CUDA: copies, kernels, record checksums) */
   double write_seconds;       /* the writer: building and committing transactions, syncs */
-  double queue_wait_seconds;  /* workers blocked on the full queue: the writer is behind */
+  double queue_wait_seconds;  /* workers blocked on a full queue: the writer (or the compute
+                                 stage) is behind */
   double writer_wait_seconds; /* the writer idle with nothing queued: the workers are behind */
   unsigned workers;           /* worker threads that ran */
+  int compute_stage;          /* 1: compute ran on its own stage thread fed by the workers (a
+                                 batching backend, CUDA): compute_seconds is that thread's */
   const char *bound;          /* static string: "write-bound", "compute-bound", "GPU-bound",
                                  "read-bound", "hash-bound", "decode-bound", "start-up-bound",
                                  or "idle" when nothing was done (fc_featurize_bound) */

@@ -37,6 +37,19 @@ static double now_s(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+static struct timespec deadline(double seconds_from_now) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  double whole = (double)(long)seconds_from_now;
+  ts.tv_sec += (time_t)whole;
+  ts.tv_nsec += (long)((seconds_from_now - whole) * 1e9);
+  if (ts.tv_nsec >= 1000000000L) {
+    ts.tv_sec++;
+    ts.tv_nsec -= 1000000000L;
+  }
+  return ts;
+}
+
 /* A user-facing reason for an error without a more specific one. */
 static const char *plain_reason(int err) {
   switch (err) {
@@ -128,12 +141,17 @@ typedef struct fz_job {
   size_t entry_len;
   uint64_t frames;
   double seconds;
+  /* Waiting for the compute stage (batching backends): the samples (owned), when submitted. */
+  float *x;
+  size_t n;
+  double submitted;
 } fz_job;
 
 static size_t job_bytes(const fz_job *j) { return j->record_len + j->entry_len + sizeof *j; }
 
 static void job_free(fz_job *j) {
   if (!j) return;
+  free(j->x);
   free(j->record);
   free(j->entry);
   free(j);
@@ -171,6 +189,21 @@ typedef struct fz_run {
   double t0;
   fc_device_kind device;
   double write_busy, writer_wait; /* the writer's stage times (its own thread) */
+
+  /* The compute stage of a batching backend (be->compute_batch): jobs decoded by the workers wait
+   * in `pending` (bounded by pending_max samples; a worker blocks only when it is full) until the
+   * stage thread launches them. */
+  int batching;
+  size_t chunk_samples;    /* be->max_samples: a launch's worth */
+  uint64_t pending_max;    /* samples allowed to wait: two launches' worth */
+  double launch_wait;      /* seconds the oldest pending job waits for a fuller launch */
+  pthread_mutex_t bmu;
+  pthread_cond_t bcv_work, bcv_space;
+  fz_job *phead, *ptail;
+  size_t p_count;
+  uint64_t p_samples;
+  unsigned submitters_left; /* workers still running */
+  double stage_busy;        /* the stage thread's compute time */
 } fz_run;
 
 /* Busy seconds of one worker's stages (its own: no lock), summed into the stats at the end. */
@@ -284,11 +317,150 @@ static void report_unstored(fz_run *r, size_t i, int err) {
 static int compute_features(fz_run *r, fz_worker *w, const float *x, size_t n, float *mel,
                             uint32_t *producer) {
   *producer = r->be->producer;
-  int rc = r->be->compute(r->be_state, w->index, x, n, mel);
+  int rc = r->be->compute ? r->be->compute(r->be_state, w->index, x, n, mel) : FC_ETOOLONG;
   if (rc != FC_ETOOLONG || r->be->producer == FC_PRODUCER_CPU) return rc;
   if (!w->fallback && (rc = fc_mel_plan_create(r->cfg, &w->fallback))) return rc;
   *producer = FC_PRODUCER_CPU;
   return fc_mel_compute(w->fallback, x, n, mel);
+}
+
+/* ---- the compute stage of a batching backend ------------------------------------------------- */
+
+/* Hand a decoded job to the compute stage; blocks only while pending_max samples wait already. */
+static void submit(fz_run *r, fz_job *j, double *waited) {
+  pthread_mutex_lock(&r->bmu);
+  if (r->p_count > 0 && r->p_samples + j->n > r->pending_max) {
+    double t = now_s();
+    while (r->p_count > 0 && r->p_samples + j->n > r->pending_max)
+      pthread_cond_wait(&r->bcv_space, &r->bmu);
+    *waited += now_s() - t;
+  }
+  j->submitted = now_s();
+  j->next = NULL;
+  if (r->ptail) r->ptail->next = j;
+  else r->phead = j;
+  r->ptail = j;
+  r->p_count++;
+  r->p_samples += j->n;
+  pthread_cond_signal(&r->bcv_work);
+  pthread_mutex_unlock(&r->bmu);
+}
+
+/* One launch: features of the jobs straight into their records (in the record's dtype), then each
+ * record finished (header, checksum) and queued for the writer. A failed launch fails its jobs,
+ * each with a line. */
+static void launch(fz_run *r, fz_job *batch, size_t count, const float **xs, size_t *ns,
+                   void **outs) {
+  size_t k = 0;
+  for (fz_job *j = batch; j; j = j->next, k++) {
+    xs[k] = j->x;
+    ns[k] = j->n;
+    outs[k] = j->record + FC_RECORD_HEADER_SIZE;
+  }
+  double t = now_s();
+  int rc = r->be->compute_batch(r->be_state, xs, ns, count, r->cfg->dtype, outs);
+  fz_job *next;
+  for (fz_job *j = batch; j; j = next) {
+    next = j->next;
+    j->next = NULL;
+    free(j->x);
+    j->x = NULL;
+    if (rc) {
+      char why[320];
+      fc_why(why, sizeof why, "feature computation failed: %s", fc_strerror(rc));
+      size_t index = j->index;
+      job_free(j);
+      report_failed(r, index, rc, why);
+      continue;
+    }
+    uint8_t *pl = j->record + FC_RECORD_HEADER_SIZE;
+    size_t payload = j->record_len - FC_RECORD_HEADER_SIZE;
+    fc_record_header h = {.dtype = (uint8_t)r->cfg->dtype, .ndim = 2, .dim0 = (uint32_t)j->frames,
+                          .dim1 = r->cfg->n_mels, .payload_bytes = payload,
+                          .payload_hash = fc_hash64(pl, payload), .config = r->cfg_digest,
+                          .flags = 0, .producer = r->be->producer};
+    fc_record_header_encode(&h, j->record);
+    double unused = 0;
+    int qrc = queue_push(r, j, &unused);
+    if (qrc) {
+      size_t index = j->index;
+      job_free(j);
+      report_unstored(r, index, qrc);
+    }
+  }
+  r->stage_busy += now_s() - t;
+}
+
+/* The stage thread: launch when a launch's worth waits, when the oldest job has waited the
+ * deadline, or when no worker is left to add to it; at most 2 launches' worth per call (the
+ * backend overlaps its chunks on two streams). */
+static void *stage_main(void *arg) {
+  fz_run *r = arg;
+  size_t cap = 0;
+  const float **xs = NULL;
+  size_t *ns = NULL;
+  void **outs = NULL;
+  pthread_mutex_lock(&r->bmu);
+  for (;;) {
+    if (r->p_count == 0) {
+      if (r->submitters_left == 0) break;
+      pthread_cond_wait(&r->bcv_work, &r->bmu);
+      continue;
+    }
+    double due = r->phead->submitted + r->launch_wait;
+    if (r->p_samples < r->chunk_samples && r->submitters_left > 0 && now_s() < due) {
+      struct timespec ts = deadline(due - now_s());
+      pthread_cond_timedwait(&r->bcv_work, &r->bmu, &ts);
+      continue;
+    }
+    fz_job *batch = r->phead, *last = NULL;
+    size_t count = 0;
+    uint64_t samples = 0;
+    for (fz_job *j = batch; j && (count == 0 || samples + j->n <= 2 * (uint64_t)r->chunk_samples);
+         j = j->next) {
+      samples += j->n;
+      count++;
+      last = j;
+    }
+    r->phead = last->next;
+    if (!r->phead) r->ptail = NULL;
+    last->next = NULL;
+    r->p_count -= count;
+    r->p_samples -= samples;
+    pthread_cond_broadcast(&r->bcv_space);
+    pthread_mutex_unlock(&r->bmu);
+    if (count > cap) {
+      size_t c = count > 2 * cap ? count : 2 * cap;
+      const float **nx = realloc(xs, c * sizeof *xs);
+      if (nx) xs = nx;
+      size_t *nn = realloc(ns, c * sizeof *ns);
+      if (nn) ns = nn;
+      void **no = realloc(outs, c * sizeof *outs);
+      if (no) outs = no;
+      if (nx && nn && no) cap = c;
+    }
+    if (count <= cap) {
+      launch(r, batch, count, xs, ns, outs);
+    } else { /* no memory for the launch's tables: these jobs fail, the run goes on */
+      fz_job *next;
+      for (fz_job *j = batch; j; j = next) {
+        next = j->next;
+        size_t index = j->index;
+        job_free(j);
+        report_failed(r, index, ENOMEM, "out of memory");
+      }
+    }
+    pthread_mutex_lock(&r->bmu);
+  }
+  pthread_mutex_unlock(&r->bmu);
+  free(xs);
+  free(ns);
+  free(outs);
+  pthread_mutex_lock(&r->mu); /* the stage is the writer's last producer */
+  r->producers_left--;
+  pthread_cond_broadcast(&r->cv_items);
+  pthread_mutex_unlock(&r->mu);
+  return NULL;
 }
 
 static void process_item(fz_run *r, fz_worker *w, size_t i) {
@@ -362,6 +534,21 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
     size_t nvals = (size_t)frames * cfg->n_mels, payload = nvals * r->dsize;
     if (!(j->record = malloc(FC_RECORD_HEADER_SIZE + payload))) goto nomem;
     j->record_len = FC_RECORD_HEADER_SIZE + payload;
+    j->frames = frames;
+    if (r->batching && n <= r->chunk_samples) { /* the compute stage finishes the record */
+      fc_audio_entry e = {.digest = audio, .sample_rate = info.sample_rate,
+                          .channels = info.channels, .frames = info.frames,
+                          .source_size = info.size, .mtime_ns = info.mtime_ns,
+                          .path = it->path, .path_len = strlen(it->path)};
+      j->entry_len = fc_audio_entry_size(&e);
+      if (!(j->entry = malloc(j->entry_len))) goto nomem;
+      fc_audio_entry_encode(&e, j->entry);
+      j->x = x;
+      j->n = n;
+      x = NULL;
+      submit(r, j, &tm->queue_wait);
+      return;
+    }
     uint8_t *pl = j->record + FC_RECORD_HEADER_SIZE;
     float *mel = cfg->dtype == FC_DTYPE_F32 ? (float *)(void *)pl : malloc(nvals * sizeof *mel);
     if (!mel) goto nomem;
@@ -420,6 +607,12 @@ static void *worker_main(void *arg) {
     if (i >= r->n) break;
     process_item(r, w, i);
   }
+  if (r->batching) {
+    pthread_mutex_lock(&r->bmu);
+    r->submitters_left--;
+    pthread_cond_signal(&r->bcv_work);
+    pthread_mutex_unlock(&r->bmu);
+  }
   pthread_mutex_lock(&r->mu);
   r->producers_left--;
   pthread_cond_broadcast(&r->cv_items);
@@ -469,18 +662,6 @@ static void batch_free(fz_job *j) {
   }
 }
 
-static struct timespec deadline(double seconds_from_now) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  double whole = (double)(long)seconds_from_now;
-  ts.tv_sec += (time_t)whole;
-  ts.tv_nsec += (long)((seconds_from_now - whole) * 1e9);
-  if (ts.tv_nsec >= 1000000000L) {
-    ts.tv_sec++;
-    ts.tv_nsec -= 1000000000L;
-  }
-  return ts;
-}
 
 /* The writer loop (runs on the calling thread). Returns 0 or the first commit error. */
 static int writer_loop(fz_run *r) {
@@ -568,7 +749,19 @@ const char *fc_featurize_bound(const fc_featurize_stats *st, fc_device_kind devi
   if (pool + st->write_seconds <= 0 || st->workers == 0) return "idle";
   if (st->setup_seconds > run) return "start-up-bound";
   const double span = run > 0 ? run : 1e-9;
-  const double u_pool = pool / (span * st->workers), u_writer = st->write_seconds / span;
+  const double u_writer = st->write_seconds / span;
+  if (st->compute_stage) { /* compute on its own thread (a GPU): three resources */
+    const double u_pool = (pool - st->compute_seconds) / (span * st->workers);
+    const double u_stage = st->compute_seconds / span;
+    if (u_writer >= u_pool && u_writer >= u_stage) return "write-bound";
+    if (u_stage >= u_pool) return device == FC_DEVICE_CUDA ? "GPU-bound" : "compute-bound";
+    double best = st->read_seconds;
+    const char *name = "read-bound";
+    if (st->hash_seconds > best) best = st->hash_seconds, name = "hash-bound";
+    if (st->decode_seconds > best) name = "decode-bound";
+    return name;
+  }
+  const double u_pool = pool / (span * st->workers);
   if (u_writer >= u_pool) return "write-bound";
   double best = st->read_seconds;
   const char *name = "read-bound";
@@ -592,7 +785,8 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
   fz_run *r = calloc(1, sizeof *r);
   fz_worker *workers = NULL;
   unsigned started = 0;
-  int rc = 0, ran = 0;
+  int rc = 0, ran = 0, stage_started = 0;
+  pthread_t stage_thread;
   if (stats) memset(stats, 0, sizeof *stats);
   if (!r) return ENOMEM;
   r->t0 = now_s();
@@ -621,6 +815,9 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&r->cv_items, &ca);
   pthread_cond_init(&r->cv_space, &ca);
+  pthread_mutex_init(&r->bmu, NULL);
+  pthread_cond_init(&r->bcv_work, &ca);
+  pthread_cond_init(&r->bcv_space, &ca);
   pthread_condattr_destroy(&ca);
 
   /* Configuration: everything that can fail before any work is done. */
@@ -661,12 +858,25 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
   rc = r->be->open(cfg, &dev, r->o.jobs, &r->be_state, why, why_len);
   r->st.setup_seconds = now_s() - t_setup;
   if (rc) goto out;
+  if (r->be->compute_batch) {
+    r->batching = 1;
+    r->chunk_samples = r->be->max_samples(r->be_state);
+    r->pending_max = 4 * (uint64_t)r->chunk_samples;
+    r->launch_wait = 0.002;
+    r->submitters_left = r->o.jobs;
+    r->st.compute_stage = 1;
+  }
 
   if (!(workers = calloc(r->o.jobs, sizeof *workers))) {
     rc = ENOMEM;
     goto out;
   }
-  r->producers_left = r->o.jobs;
+  r->producers_left = r->o.jobs + (r->batching ? 1 : 0);
+  if (r->batching && (rc = pthread_create(&stage_thread, NULL, stage_main, r))) {
+    fc_why(why, why_len, "cannot start the compute stage thread: %s", strerror(rc));
+    goto out;
+  }
+  stage_started = r->batching;
   for (unsigned w = 0; w < r->o.jobs; w++) {
     workers[w].r = r;
     workers[w].index = w;
@@ -675,6 +885,12 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
       pthread_mutex_lock(&r->mu);
       r->producers_left -= r->o.jobs - w; /* the ones never started */
       pthread_mutex_unlock(&r->mu);
+      if (r->batching) {
+        pthread_mutex_lock(&r->bmu);
+        r->submitters_left -= r->o.jobs - w;
+        pthread_cond_signal(&r->bcv_work);
+        pthread_mutex_unlock(&r->bmu);
+      }
       atomic_store(&r->halt, 1);
       break;
     }
@@ -691,6 +907,11 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
     r->st.compute_seconds += t->compute;
     r->st.queue_wait_seconds += t->queue_wait;
     fc_mel_plan_free(workers[w].fallback);
+  }
+  if (stage_started) {
+    pthread_join(stage_thread, NULL);
+    stage_started = 0;
+    r->st.compute_seconds += r->stage_busy;
   }
   r->st.workers = started;
   r->st.write_seconds = r->write_busy;
@@ -716,6 +937,13 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
   }
 
 out:
+  if (stage_started) { /* the workers never started: nothing is pending */
+    pthread_mutex_lock(&r->bmu);
+    r->submitters_left = 0;
+    pthread_cond_signal(&r->bcv_work);
+    pthread_mutex_unlock(&r->bmu);
+    pthread_join(stage_thread, NULL);
+  }
   if (r->be && r->be_state) r->be->close(r->be_state);
   free(workers);
   r->st.wall_seconds = now_s() - r->t0;
@@ -727,6 +955,9 @@ out:
   pthread_cond_destroy(&r->cv_space);
   pthread_mutex_destroy(&r->mu);
   pthread_mutex_destroy(&r->ev_mu);
+  pthread_cond_destroy(&r->bcv_work);
+  pthread_cond_destroy(&r->bcv_space);
+  pthread_mutex_destroy(&r->bmu);
   free(r);
   return rc;
 }

@@ -26,6 +26,15 @@ typedef struct fc_fz_backend {
    * floats). Thread-safe across distinct worker numbers. */
   int (*compute)(void *state, unsigned worker, const float *x, size_t n, float *out);
   void (*close)(void *state);
+  /* A batching backend (a GPU) sets these instead of compute: the pipeline then runs one compute
+   * stage thread that gathers the workers' decoded utterances (the workers go on decoding) and
+   * calls compute_batch once per launch, when max_samples(state) samples are waiting or the oldest
+   * has waited a short deadline, or nothing more is coming. compute_batch writes count feature
+   * arrays of dtype (f32, f16, bf16) as fc_cuda_compute_batch does; it is called from that one
+   * thread only. Utterances longer than max_samples are computed on the CPU by their worker. */
+  int (*compute_batch)(void *state, const float *const *x, const size_t *n, size_t count,
+                       int dtype, void *const *out);
+  size_t (*max_samples)(void *state);
 } fc_fz_backend;
 
 /* The backend for a resolved device (fc_device_resolve); NULL when this build has none. */

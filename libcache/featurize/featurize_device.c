@@ -154,25 +154,29 @@ static int cpu_compute(void *state, unsigned worker, const float *x, size_t n, f
   return fc_mel_compute(c->plans[worker], x, n, out);
 }
 
-static const fc_fz_backend cpu_backend = {"cpu", FC_PRODUCER_CPU, cpu_open, cpu_compute, cpu_close};
+static const fc_fz_backend cpu_backend = {"cpu", FC_PRODUCER_CPU, cpu_open, cpu_compute, cpu_close,
+                                          NULL, NULL};
 
-/* ---- the CUDA backend: the workers' utterances gathered into batched launches (fc_cuda.h) ---- */
+/* ---- the CUDA backend: one plan, fed by the pipeline's compute stage (featurize_backend.h) ----- */
 static int cuda_open(const fc_mel_config *cfg, const fc_device *dev, unsigned workers,
                      void **state, char *why, size_t why_len) {
-  int rc = fc_cuda_gather_create(cfg, dev->index, 0, workers, 0, (fc_cuda_gather **)state);
+  (void)workers;
+  int rc = fc_cuda_plan_create(cfg, dev->index, 0, (fc_cuda_plan **)state);
   if (rc) set_why(why, why_len, rc, "%s", fc_cuda_last_error());
   return rc;
 }
 
-static int cuda_compute(void *state, unsigned worker, const float *x, size_t n, float *out) {
-  (void)worker;
-  return fc_cuda_gather_compute(state, x, n, out);
+static int cuda_compute_batch(void *state, const float *const *x, const size_t *n, size_t count,
+                              int dtype, void *const *out) {
+  return fc_cuda_compute_batch(state, x, n, count, dtype, out);
 }
 
-static void cuda_close(void *state) { fc_cuda_gather_free(state); }
+static size_t cuda_max_samples(void *state) { return fc_cuda_plan_max_samples(state); }
 
-static const fc_fz_backend cuda_backend = {"cuda", FC_PRODUCER_CUDA, cuda_open, cuda_compute,
-                                           cuda_close};
+static void cuda_close(void *state) { fc_cuda_plan_free(state); }
+
+static const fc_fz_backend cuda_backend = {"cuda", FC_PRODUCER_CUDA, cuda_open, NULL, cuda_close,
+                                           cuda_compute_batch, cuda_max_samples};
 
 const fc_fz_backend *fc_fz_backend_for(const fc_device *dev) {
   if (dev->kind == FC_DEVICE_CPU) return &cpu_backend;

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tests/check.h"
@@ -84,7 +85,40 @@ static void fake_close(void *state) {
 }
 
 static const fc_fz_backend fake_backend = {"fake-gpu", FC_PRODUCER_CUDA, fake_open, fake_compute,
-                                           fake_close};
+                                           fake_close, NULL, NULL};
+
+/* The same as a batching backend (as the CUDA one is): one compute stage thread calls
+ * compute_batch; a launch that holds the broken utterance fails as a whole. */
+static atomic_uint launches, launched_utts;
+
+static int fake_batch(void *state, const float *const *x, const size_t *n, size_t count, int dtype,
+                      void *const *out) {
+  fake *f = state;
+  atomic_fetch_add(&launches, 1);
+  atomic_fetch_add(&launched_utts, (unsigned)count);
+  for (size_t i = 0; i < count; i++)
+    if (n[i] > LIMIT || n[i] == f->broken_len) return FC_ECUDA;
+  const fc_mel_config *cfg = fc_mel_plan_config(f->plans[0]);
+  for (size_t i = 0; i < count; i++) {
+    uint64_t nv = fc_mel_num_frames(cfg, n[i]) * cfg->n_mels;
+    float *tmp = dtype == FC_DTYPE_F32 ? out[i] : malloc(nv * sizeof *tmp);
+    int rc = fc_mel_compute(f->plans[0], x[i], n[i], tmp);
+    if (dtype != FC_DTYPE_F32) {
+      fc_convert_dtype(tmp, nv, dtype, out[i]);
+      free(tmp);
+    }
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+static size_t fake_max(void *state) {
+  (void)state;
+  return LIMIT;
+}
+
+static const fc_fz_backend fake_batching = {"fake-gpu-batch", FC_PRODUCER_CUDA, fake_open, NULL,
+                                            fake_close, fake_batch, fake_max};
 
 /* ---- events ------------------------------------------------------------------------------------ */
 typedef struct seen {
@@ -126,6 +160,126 @@ static void bound_rule(void) {
   CHECK(strcmp(fc_featurize_bound(&st, FC_DEVICE_CPU), "hash-bound") == 0, "hash");
   st.setup_seconds = 6; /* more than the 4.5 s after it */
   CHECK(strcmp(fc_featurize_bound(&st, FC_DEVICE_CUDA), "start-up-bound") == 0, "start-up");
+}
+
+/* Every stored record: producer 1 for the long one (the CPU fallback), 2 for the others; the
+ * numbers exactly fc_featurize_file's converted to the dtype (the fakes compute with the same CPU
+ * kernels). Item `skip` is not expected in the store. */
+static void check_records(const char *store, const fc_mel_config *cfg, const fc_digest *cd,
+                          char paths[][300], int skip) {
+  fc_store *s;
+  char why[256];
+  fc_mel_plan *plan;
+  CHECK(fc_mel_plan_create(cfg, &plan) == 0, "plan");
+  CHECK(fc_store_open(store, FC_STORE_RDONLY, &s) == 0, "reopen");
+  fc_rtxn *t;
+  fc_store_read_begin(s, &t);
+  for (int i = 0; i < NFILES; i++) {
+    if (i == skip) continue;
+    const void *v;
+    size_t vl;
+    char id[16];
+    snprintf(id, sizeof id, "u%02d", i);
+    int rc = fc_rtxn_get(t, FC_DB_AUDIO, id, strlen(id), &v, &vl);
+    CHECK(rc == 0, "%s: no audio entry", id);
+    if (rc) continue;
+    fc_audio_entry e;
+    fc_audio_entry_decode(v, vl, &e);
+    fc_digest key;
+    fc_record_key(&e.digest, cd, &key);
+    CHECK(fc_rtxn_get(t, FC_DB_FEAT, key.bytes, 16, &v, &vl) == 0, "%s: no record", id);
+    fc_record_header h;
+    const void *pl;
+    CHECK(fc_record_verify(v, vl, &h, &pl, why, sizeof why) == 0, "%s: %s", id, why);
+    uint32_t want = i == LONG_FILE ? FC_PRODUCER_CPU : FC_PRODUCER_CUDA;
+    CHECK(h.producer == want, "%s: producer %u, want %u", id, h.producer, want);
+    float *mel;
+    uint64_t frames;
+    CHECK(fc_featurize_file(plan, paths[i], 0, &mel, &frames, why, sizeof why) == 0, "file");
+    size_t nv = (size_t)frames * cfg->n_mels, bytes = nv * fc_dtype_size(cfg->dtype);
+    void *conv = malloc(bytes);
+    fc_convert_dtype(mel, nv, cfg->dtype, conv);
+    CHECK(frames == h.dim0 && h.dtype == cfg->dtype && h.payload_bytes == bytes &&
+              memcmp(conv, pl, bytes) == 0,
+          "%s: numbers differ from fc_featurize_file", id);
+    free(conv);
+    free(mel);
+  }
+  fc_rtxn_end(t);
+  fc_store_close(s);
+  fc_mel_plan_free(plan);
+}
+
+/* ---- the launch deadline ----------------------------------------------------------------------- */
+typedef struct deadline_run {
+  fc_store *s;
+  const fc_mel_config *cfg;
+  fc_item_list items;
+  fc_featurize_opts o;
+  fc_featurize_stats st;
+  atomic_int first_stored;
+  int rc;
+} deadline_run;
+
+static void deadline_event(const fc_featurize_event *ev, void *user) {
+  deadline_run *d = user;
+  if (ev->index == 0 && ev->status == FC_ITEM_STORED) atomic_store(&d->first_stored, 1);
+}
+
+static void *deadline_thread(void *arg) {
+  deadline_run *d = arg;
+  char why[256];
+  d->rc = fc_fz_run(d->s, d->cfg, d->items.items, d->items.count, &d->o, &fake_batching, &d->st,
+                    why, sizeof why);
+  return NULL;
+}
+
+/* With -j 1, item 0 is decoded and handed to the compute stage; the worker then blocks opening a
+ * FIFO (item 1). Item 0 must be launched when its deadline passes (and committed by the writer's
+ * batch bound), not held for a fuller launch: its STORED event arrives while the worker waits.
+ * Then the FIFO delivers a real file and the run completes. */
+static void deadline_case(const char *dir, const fc_mel_config *cfg) {
+  char fifo[300], store[300], first[300], src[300];
+  snprintf(fifo, sizeof fifo, "%s/fifo.wav", dir);
+  snprintf(store, sizeof store, "%s/st_deadline", dir);
+  snprintf(first, sizeof first, "%s/u00.wav", dir);
+  snprintf(src, sizeof src, "%s/u01.wav", dir);
+  CHECK(mkfifo(fifo, 0600) == 0, "mkfifo");
+  deadline_run d;
+  memset(&d, 0, sizeof d);
+  d.cfg = cfg;
+  const char *pp[2] = {first, fifo};
+  CHECK(fc_items_from_paths(pp, 2, &d.items) == 0, "items");
+  fc_featurize_opts_init(&d.o);
+  d.o.jobs = 1;
+  d.o.device.kind = FC_DEVICE_CUDA;
+  d.o.batch_seconds = 0.05;
+  d.o.on_event = deadline_event;
+  d.o.user = &d;
+  CHECK(fc_store_open(store, FC_STORE_CREATE | FC_STORE_NOSYNC, &d.s) == 0, "open");
+  pthread_t th;
+  pthread_create(&th, NULL, deadline_thread, &d);
+  int waited_ms = 0;
+  while (!atomic_load(&d.first_stored) && waited_ms < 20000) {
+    usleep(10000);
+    waited_ms += 10;
+  }
+  CHECK(atomic_load(&d.first_stored), "item 0 was not launched while the worker waited (%d ms)",
+        waited_ms);
+  /* feed the FIFO (unblocks the worker whatever happened above) */
+  FILE *in = fopen(src, "rb"), *out = fopen(fifo, "wb");
+  char buf[65536];
+  size_t got;
+  while (in && out && (got = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, got, out);
+  if (in) fclose(in);
+  if (out) fclose(out);
+  pthread_join(th, NULL);
+  fc_store_close(d.s);
+  CHECK(d.rc == 0 && d.st.processed == 2, "deadline run: rc %d, %llu processed", d.rc,
+        (unsigned long long)d.st.processed);
+  printf("launch deadline: item 0 stored after %d ms while the worker waited on a FIFO\n",
+         waited_ms);
+  fc_item_list_free(&d.items);
 }
 
 int main(void) {
@@ -193,42 +347,52 @@ int main(void) {
   CHECK(st.bound && strcmp(st.bound, fc_featurize_bound(&st, FC_DEVICE_CUDA)) == 0,
         "bound '%s'", st.bound ? st.bound : "(null)");
 
-  /* Every stored record: producer 1 for the long one (the CPU fallback), 2 for the others; the
-   * numbers exactly fc_featurize_file's (the fake computes with the same CPU kernels). */
-  fc_mel_plan *plan;
-  CHECK(fc_mel_plan_create(&cfg, &plan) == 0, "plan");
-  CHECK(fc_store_open(store, FC_STORE_RDONLY, &s) == 0, "reopen");
-  fc_rtxn *t;
-  fc_store_read_begin(s, &t);
-  for (int i = 0; i < NFILES; i++) {
-    if (i == BROKEN_FILE) continue;
-    const void *v;
-    size_t vl;
-    char id[16];
-    snprintf(id, sizeof id, "u%02d", i);
-    rc = fc_rtxn_get(t, FC_DB_AUDIO, id, strlen(id), &v, &vl);
-    CHECK(rc == 0, "%s: no audio entry", id);
-    if (rc) continue;
-    fc_audio_entry e;
-    fc_audio_entry_decode(v, vl, &e);
-    fc_digest key;
-    fc_record_key(&e.digest, &cd, &key);
-    CHECK(fc_rtxn_get(t, FC_DB_FEAT, key.bytes, 16, &v, &vl) == 0, "%s: no record", id);
-    fc_record_header h;
-    const void *pl;
-    CHECK(fc_record_verify(v, vl, &h, &pl, why, sizeof why) == 0, "%s: %s", id, why);
-    uint32_t want = i == LONG_FILE ? FC_PRODUCER_CPU : FC_PRODUCER_CUDA;
-    CHECK(h.producer == want, "%s: producer %u, want %u", id, h.producer, want);
-    float *mel;
-    uint64_t frames;
-    CHECK(fc_featurize_file(plan, paths[i], 0, &mel, &frames, why, sizeof why) == 0, "file");
-    CHECK(frames == h.dim0 && memcmp(mel, pl, frames * cfg.n_mels * sizeof *mel) == 0,
-          "%s: numbers differ from fc_featurize_file", id);
-    free(mel);
+  check_records(store, &cfg, &cd, paths, BROKEN_FILE);
+
+  /* The batching backend: the workers hand decoded utterances to the compute stage and go on; the
+   * long one is computed by its worker on the CPU. Same records, same numbers; f16 too. */
+  for (int dt = FC_DTYPE_F32; dt <= FC_DTYPE_F16; dt++) {
+    fc_mel_config c2 = cfg;
+    c2.dtype = (fc_dtype)dt;
+    fc_digest cd2;
+    fc_mel_config_digest(&c2, &cd2);
+    memset(&ev, 0, sizeof ev);
+    the_fake.broken_len = 0;
+    atomic_store(&launches, 0);
+    atomic_store(&launched_utts, 0);
+    snprintf(store, sizeof store, "%s/st_batch%d", dir, dt);
+    CHECK(fc_store_open(store, FC_STORE_CREATE | FC_STORE_NOSYNC, &s) == 0, "open");
+    rc = fc_fz_run(s, &c2, items.items, items.count, &o, &fake_batching, &st, why, sizeof why);
+    fc_store_close(s);
+    CHECK(rc == 0 && st.processed == NFILES && st.failed == 1 && counts_add_up(&st),
+          "batching %s: rc %d, %llu processed, %llu failed", fc_dtype_name(dt), rc,
+          (unsigned long long)st.processed, (unsigned long long)st.failed);
+    CHECK(atomic_load(&launched_utts) == NFILES - 1 && atomic_load(&launches) >= 1,
+          "batching: %u utterances in %u launches, want %d (the long one on the CPU)",
+          atomic_load(&launched_utts), atomic_load(&launches), NFILES - 1);
+    CHECK(st.compute_stage == 1 && st.compute_seconds > 0 &&
+              strcmp(st.bound, fc_featurize_bound(&st, FC_DEVICE_CUDA)) == 0,
+          "batching: stage accounting");
+    check_records(store, &c2, &cd2, paths, -1);
+    printf("batching backend, %s: %u utterances in %u launches\n", fc_dtype_name(dt),
+           atomic_load(&launched_utts), atomic_load(&launches));
   }
-  fc_rtxn_end(t);
+
+  /* A failed launch fails the utterances it carried, each with its reason; the run goes on. */
+  memset(&ev, 0, sizeof ev);
+  the_fake.broken_len = file_len(BROKEN_FILE);
+  snprintf(store, sizeof store, "%s/st_batch_fail", dir);
+  CHECK(fc_store_open(store, FC_STORE_CREATE | FC_STORE_NOSYNC, &s) == 0, "open");
+  rc = fc_fz_run(s, &cfg, items.items + BROKEN_FILE, 1, &o, &fake_batching, &st, why, sizeof why);
   fc_store_close(s);
-  fc_mel_plan_free(plan);
+  CHECK(rc == 0 && st.failed == 1 && counts_add_up(&st) && ev.events == 1 &&
+            strstr(ev.reason[0], "feature computation failed") != NULL,
+        "failed launch: rc %d failed %llu reason '%s'", rc, (unsigned long long)st.failed,
+        ev.reason[0]);
+  the_fake.broken_len = 0;
+
+  /* The launch deadline (see deadline_case). */
+  deadline_case(dir, &cfg);
 
   /* The stop flag set during the run (by the backend's 2nd call), -j1: the items not begun are
    * counted as not started, and everything adds up. */
