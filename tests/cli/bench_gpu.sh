@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# scripts/bench-gpu's parts that need no GPU, on a tiny corpus: the corpus maker (files, list,
+# reused on a second run), the CPU rows with their stage split and bound from featurize --json, and
+# the table. Without a GPU the full benchmark exits 2 saying so; with one, that part is the
+# benchmark itself (not run here: it takes minutes).
+set -u
+PY=${FC_PYTHON:-python3}
+missing=$("$PY" -c 'import importlib.util as u; print(" ".join(m for m in ("numpy", "scipy") if not u.find_spec(m)))' 2>&1)
+[ -z "$missing" ] || { echo "skip: $PY lacks $missing"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+export FC_PYTHON=$PY
+
+"$FC_SRC/scripts/bench-gpu" --cpu-only --hours 0.01 --work "$tmp/w" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc = 0 ] || fail "--cpu-only: exit $rc: $(cat "$tmp/err")"
+n=$(wc -l <"$tmp/w/wavs/list")
+[ "$n" -ge 4 ] || fail "corpus: $n files in the list"
+"$PY" - "$tmp/w/wavs/list" <<'PY' || fail "corpus files"
+import sys, wave
+total = 0
+for p in open(sys.argv[1]).read().split():
+    with wave.open(p) as w:
+        assert (w.getnchannels(), w.getsampwidth(), w.getframerate()) == (1, 2, 22050), p
+        total += w.getnframes() / 22050
+assert 36 <= total <= 36 + 12, total  # at least 0.01 h, and less than one file more
+PY
+ncpu=$(nproc)
+grep -q '^| run | wall s | realtime factor | GPU busy % | stage split (busy s) | bound |$' "$tmp/out" ||
+  fail "no table header: $(cat "$tmp/out")"
+for j in "$ncpu" 1; do
+  grep -qE "^\| featurize --device cpu -j $j \| [0-9.]+ \| [0-9,]+x \| - \| setup [0-9.]+, read [0-9.]+, hash [0-9.]+, decode [0-9.]+, compute [0-9.]+, write [0-9.]+; waits: workers [0-9.]+, writer [0-9.]+ \| [a-zA-Z-]+-bound \|$" "$tmp/out" ||
+    fail "no row for -j $j: $(cat "$tmp/out")"
+done
+# the corpus is reused, not remade
+"$FC_SRC/scripts/bench-gpu" --cpu-only --hours 0.01 --work "$tmp/w" >/dev/null 2>"$tmp/err2" || fail "second run"
+grep -q "making" "$tmp/err2" && fail "the corpus was made again"
+
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+  "$FC_SRC/scripts/bench-gpu" --hours 0.01 --work "$tmp/w" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ $rc = 2 ] && grep -q "^bench-gpu: no GPU here" "$tmp/err" && [ ! -s "$tmp/out" ] ||
+    fail "without a GPU: exit $rc, stderr $(cat "$tmp/err")"
+fi
+if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; exit 1; fi
+echo ok
