@@ -77,6 +77,12 @@ FC_API void fc_cuda_plan_bytes(const fc_cuda_plan *p, size_t *device_bytes, size
 FC_API int fc_cuda_compute_batch(fc_cuda_plan *p, const float *const *pcm, const size_t *lens,
                                  size_t n_utts, int dtype, void *const *out);
 
+/* The same from 16-bit PCM: sample v stands for v / 32768 (as libsndfile and featurize read 16-bit
+ * audio, so the numbers are exactly those of fc_cuda_compute_batch on the decoded floats). The
+ * samples cross PCIe as int16 (half the bytes) and are converted on the GPU. */
+FC_API int fc_cuda_compute_batch_i16(fc_cuda_plan *p, const int16_t *const *pcm, const size_t *lens,
+                                     size_t n_utts, int dtype, void *const *out);
+
 /* One utterance, float32 out: the same as fc_cuda_compute_batch with n_utts = 1, dtype F32, and
  * fc_mel_compute's signature. */
 FC_API int fc_cuda_compute(fc_cuda_plan *p, const float *samples, size_t n, float *out);

@@ -74,6 +74,12 @@ int fc_cuda_compute(fc_cuda_plan *p, const float *samples, size_t n, float *out)
   return set_error(FC_ENODEVICE, "no CUDA device: " NO_BACKEND);
 }
 
+int fc_cuda_compute_batch_i16(fc_cuda_plan *p, const int16_t *const *pcm, const size_t *lens,
+                              size_t n_utts, int dtype, void *const *out) {
+  (void)p, (void)pcm, (void)lens, (void)n_utts, (void)dtype, (void)out;
+  return set_error(FC_ENODEVICE, "no CUDA device: " NO_BACKEND);
+}
+
 int fc_cuda_gather_create(const fc_mel_config *cfg, int device, size_t max_batch_samples,
                           unsigned workers, unsigned wait_us, fc_cuda_gather **out) {
   (void)cfg, (void)device, (void)max_batch_samples, (void)workers, (void)wait_us;
@@ -110,10 +116,11 @@ enum {
 typedef struct slot {
   cudaStream_t stream;
   cudaEvent_t done;
-  float *pcm_h;      /* pinned: the chunk's PCM, packed */
+  float *pcm_h;      /* pinned: the chunk's PCM, packed (int16 in its first half for 16-bit PCM) */
   void *out_h;       /* pinned: the chunk's features in the output dtype */
   uint64_t *tab_h;   /* pinned: sample_off[MAX_UTTS], len[MAX_UTTS], frame_off[MAX_UTTS + 1] */
   float *pcm_d, *rows_d, *mel_d, *umax_d;
+  int16_t *pcm16_d;  /* 16-bit PCM as copied, converted into pcm_d on the device */
   void *out_d, *work_d;
   uint64_t *tab_d;
   cufftHandle fft[N_FFT_SIZES];
@@ -267,6 +274,8 @@ static int slot_create(fc_cuda_plan *p, slot *s) {
       (rc = host_alloc(p, &s->out_h, dtype_bytes_max() * F * nm, "cudaMallocHost(out)")) ||
       (rc = host_alloc(p, (void **)&s->tab_h, sizeof(uint64_t) * tab, "cudaMallocHost(tables)")) ||
       (rc = dev_alloc(p, (void **)&s->pcm_d, sizeof(float) * p->max_samples, "cudaMalloc(pcm)")) ||
+      (rc = dev_alloc(p, (void **)&s->pcm16_d, sizeof(int16_t) * p->max_samples,
+                      "cudaMalloc(pcm int16)")) ||
       (rc = dev_alloc(p, (void **)&s->rows_d, sizeof(float) * F * row, "cudaMalloc(rows)")) ||
       (rc = dev_alloc(p, (void **)&s->mel_d, sizeof(float) * F * nm, "cudaMalloc(mel)")) ||
       (rc = dev_alloc(p, &s->out_d, dtype_bytes_max() * F * nm, "cudaMalloc(out)")) ||
@@ -305,6 +314,7 @@ static void slot_free(slot *s) {
   cudaFreeHost(s->out_h);
   cudaFreeHost(s->tab_h);
   cudaFree(s->pcm_d);
+  cudaFree(s->pcm16_d);
   cudaFree(s->rows_d);
   cudaFree(s->mel_d);
   cudaFree(s->out_d);
@@ -411,7 +421,7 @@ void fc_cuda_plan_bytes(const fc_cuda_plan *p, size_t *device_bytes, size_t *pin
 
 /* Enqueue a packed chunk on its slot's stream: H2D, frames, FFT, mel, max, finish, D2H, event. */
 static int slot_enqueue(fc_cuda_plan *p, slot *s, size_t count, uint64_t samples, uint64_t frames,
-                        int dtype) {
+                        int dtype, int i16) {
   int rc = 0;
   fc_cu_params P = p->base;
   const size_t tab_bytes = sizeof(uint64_t) * (3 * (size_t)MAX_UTTS + 1);
@@ -421,8 +431,15 @@ static int slot_enqueue(fc_cuda_plan *p, slot *s, size_t count, uint64_t samples
   P.utt_sample_off = s->tab_d;
   P.utt_len = s->tab_d + MAX_UTTS;
   P.utt_frame_off = s->tab_d + 2 * MAX_UTTS;
-  CU("cudaMemcpyAsync(pcm, host to device)",
-     cudaMemcpyAsync(s->pcm_d, s->pcm_h, sizeof(float) * samples, cudaMemcpyHostToDevice, st));
+  if (i16) { /* half the bytes across PCIe, converted as the CPU path converts them */
+    CU("cudaMemcpyAsync(pcm int16, host to device)",
+       cudaMemcpyAsync(s->pcm16_d, s->pcm_h, sizeof(int16_t) * samples, cudaMemcpyHostToDevice, st));
+    CU("int16 conversion kernel launch",
+       (cudaError_t)fc_cu_launch_i16_to_f32(s->pcm16_d, s->pcm_d, samples, st));
+  } else {
+    CU("cudaMemcpyAsync(pcm, host to device)",
+       cudaMemcpyAsync(s->pcm_d, s->pcm_h, sizeof(float) * samples, cudaMemcpyHostToDevice, st));
+  }
   CU("cudaMemcpyAsync(tables, host to device)",
      cudaMemcpyAsync(s->tab_d, s->tab_h, tab_bytes, cudaMemcpyHostToDevice, st));
   CU("frames kernel launch", (cudaError_t)fc_cu_launch_frames(&P, s->pcm_d, s->rows_d, frames, st));
@@ -460,9 +477,11 @@ out:
   return rc;
 }
 
-int fc_cuda_compute_batch(fc_cuda_plan *p, const float *const *pcm, const size_t *lens,
-                          size_t n_utts, int dtype, void *const *out) {
+/* fc_cuda_compute_batch and its int16 twin: pcm[i] points at floats, or at int16 when i16. */
+static int compute_batch(fc_cuda_plan *p, const void *const *pcm, int i16, const size_t *lens,
+                         size_t n_utts, int dtype, void *const *out) {
   int rc = 0;
+  const size_t sample_bytes = i16 ? sizeof(int16_t) : sizeof(float);
   if (p->failed) return set_error(FC_EBADSTATE, "the CUDA plan failed earlier; make a new one");
   if (dtype == 0) dtype = p->cfg.dtype;
   if (dtype != FC_DTYPE_F32 && dtype != FC_DTYPE_F16 && dtype != FC_DTYPE_BF16)
@@ -490,12 +509,12 @@ int fc_cuda_compute_batch(fc_cuda_plan *p, const float *const *pcm, const size_t
       sample_off[j - i] = samples;
       len[j - i] = lens[j];
       frame_off[j - i] = frames;
-      memcpy(s->pcm_h + samples, pcm[j], sizeof(float) * lens[j]);
+      memcpy((char *)s->pcm_h + sample_bytes * samples, pcm[j], sample_bytes * lens[j]);
       samples += lens[j];
       frames += f;
     }
     frame_off[j - i] = frames;
-    if ((rc = slot_enqueue(p, s, j - i, samples, frames, dtype))) goto out;
+    if ((rc = slot_enqueue(p, s, j - i, samples, frames, dtype, i16))) goto out;
     s->busy = 1;
     s->first = i;
     s->count = j - i;
@@ -512,6 +531,16 @@ out:
     p->failed = 1;
   }
   return rc;
+}
+
+int fc_cuda_compute_batch(fc_cuda_plan *p, const float *const *pcm, const size_t *lens,
+                          size_t n_utts, int dtype, void *const *out) {
+  return compute_batch(p, (const void *const *)pcm, 0, lens, n_utts, dtype, out);
+}
+
+int fc_cuda_compute_batch_i16(fc_cuda_plan *p, const int16_t *const *pcm, const size_t *lens,
+                              size_t n_utts, int dtype, void *const *out) {
+  return compute_batch(p, (const void *const *)pcm, 1, lens, n_utts, dtype, out);
 }
 
 int fc_cuda_compute(fc_cuda_plan *p, const float *samples, size_t n, float *out) {

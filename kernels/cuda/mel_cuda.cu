@@ -73,6 +73,12 @@ __global__ void utt_max_kernel(fc_cu_params P, const float *mel, float *utt_max)
   if (threadIdx.x == 0) utt_max[u] = partial[0];
 }
 
+__global__ void i16_kernel(const int16_t *pcm16, float *pcm, uint64_t n) {
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
+       i += (uint64_t)gridDim.x * blockDim.x)
+    pcm[i] = fc_cu_i16_to_f32(pcm16[i]);
+}
+
 __global__ void finish_kernel(fc_cu_params P, const float *mel, const float *utt_max, void *out,
                               uint64_t n, int dtype) {
   for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n;
@@ -81,6 +87,14 @@ __global__ void finish_kernel(fc_cu_params P, const float *mel, const float *utt
 }
 
 } // namespace
+
+extern "C" int fc_cu_launch_i16_to_f32(const int16_t *pcm16, float *pcm, uint64_t n,
+                                       fc_cu_stream stream) {
+  if (n == 0) return cudaSuccess;
+  i16_kernel<<<grid_for((n + kFinishThreads - 1) / kFinishThreads), kFinishThreads, 0, stream>>>(
+      pcm16, pcm, n);
+  return cudaGetLastError();
+}
 
 extern "C" int fc_cu_launch_frames(const fc_cu_params *P, const float *pcm, float *rows,
                                    uint64_t n_frames, fc_cu_stream stream) {

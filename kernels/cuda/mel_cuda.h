@@ -14,6 +14,8 @@ extern "C" {
 
 typedef struct CUstream_st *fc_cu_stream; /* = cudaStream_t */
 
+/* pcm[i] = fc_cu_i16_to_f32(pcm16[i]) for i < n. */
+int fc_cu_launch_i16_to_f32(const int16_t *pcm16, float *pcm, uint64_t n, fc_cu_stream stream);
 /* rows[g * row + pos] for every frame g < n_frames and pos < row (fc_cu_frame_value). */
 int fc_cu_launch_frames(const fc_cu_params *P, const float *pcm, float *rows, uint64_t n_frames,
                         fc_cu_stream stream);

@@ -121,6 +121,11 @@ static inline FC_HD float fc_cu_finish_value(const fc_cu_params *P, uint64_t i, 
   return fc_log_finish(x, utt_max[u], P->log_mode, P->top_db);
 }
 
+/* A 16-bit PCM sample as the CPU path reads it (libcache/featurize/audio.c, libsndfile's
+ * normalisation): v / 32768 as a float product, exact. 16-bit sources cross PCIe as int16 and are
+ * converted on the GPU with this. */
+static inline FC_HD float fc_cu_i16_to_f32(int16_t v) { return (float)v * (1.0f / 32768.0f); }
+
 /* Store v as element i of an output array of dtype FC_DTYPE_F32, F16 or BF16. */
 static inline FC_HD void fc_cu_store(void *out, uint64_t i, float v, int dtype) {
   if (dtype == FC_DTYPE_F16) ((uint16_t *)out)[i] = fc_math_f32_to_f16(v);

@@ -19,6 +19,7 @@
 
 #include "featcache/fc_audio.h"
 #include "featcache/fc_format.h"
+#include "kernels/cuda/mel_kernels.h"
 #include "libcache/featurize/featurize_backend.h"
 #include "formats/why.h"
 
@@ -141,8 +142,10 @@ typedef struct fz_job {
   size_t entry_len;
   uint64_t frames;
   double seconds;
-  /* Waiting for the compute stage (batching backends): the samples (owned), when submitted. */
+  /* Waiting for the compute stage (batching backends): the samples (owned; x, or x16 when they
+   * are exactly 16-bit PCM), when submitted. */
   float *x;
+  int16_t *x16;
   size_t n;
   double submitted;
 } fz_job;
@@ -152,6 +155,7 @@ static size_t job_bytes(const fz_job *j) { return j->record_len + j->entry_len +
 static void job_free(fz_job *j) {
   if (!j) return;
   free(j->x);
+  free(j->x16);
   free(j->record);
   free(j->entry);
   free(j);
@@ -326,6 +330,24 @@ static int compute_features(fz_run *r, fz_worker *w, const float *x, size_t n, f
 
 /* ---- the compute stage of a batching backend ------------------------------------------------- */
 
+/* The samples as 16-bit PCM when they are exactly that (a 16-bit source at the config's rate,
+ * mono: v / 32768 as decoded), so that they cross PCIe at half the bytes and are converted on the
+ * GPU into the same floats; else NULL (resampled, mixed, or float sources; out of memory). */
+static int16_t *to_i16(const float *x, size_t n) {
+  int16_t *v = malloc(n * sizeof *v);
+  if (!v) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    float t = x[i] * 32768.0f;
+    if (!(t >= -32768.0f && t <= 32767.0f)) goto no;
+    v[i] = (int16_t)t;
+    if (fc_cu_i16_to_f32(v[i]) != x[i]) goto no;
+  }
+  return v;
+no:
+  free(v);
+  return NULL;
+}
+
 /* Hand a decoded job to the compute stage; blocks only while pending_max samples wait already. */
 static void submit(fz_run *r, fz_job *j, double *waited) {
   pthread_mutex_lock(&r->bmu);
@@ -349,22 +371,25 @@ static void submit(fz_run *r, fz_job *j, double *waited) {
 /* One launch: features of the jobs straight into their records (in the record's dtype), then each
  * record finished (header, checksum) and queued for the writer. A failed launch fails its jobs,
  * each with a line. */
-static void launch(fz_run *r, fz_job *batch, size_t count, const float **xs, size_t *ns,
+static void launch(fz_run *r, fz_job *batch, size_t count, const void **xs, size_t *ns,
                    void **outs) {
   size_t k = 0;
+  const int i16 = batch->x16 != NULL; /* a launch holds one kind (stage_main) */
   for (fz_job *j = batch; j; j = j->next, k++) {
-    xs[k] = j->x;
+    xs[k] = i16 ? (const void *)j->x16 : (const void *)j->x;
     ns[k] = j->n;
     outs[k] = j->record + FC_RECORD_HEADER_SIZE;
   }
   double t = now_s();
-  int rc = r->be->compute_batch(r->be_state, xs, ns, count, r->cfg->dtype, outs);
+  int rc = r->be->compute_batch(r->be_state, xs, i16, ns, count, r->cfg->dtype, outs);
   fz_job *next;
   for (fz_job *j = batch; j; j = next) {
     next = j->next;
     j->next = NULL;
     free(j->x);
+    free(j->x16);
     j->x = NULL;
+    j->x16 = NULL;
     if (rc) {
       char why[320];
       fc_why(why, sizeof why, "feature computation failed: %s", fc_strerror(rc));
@@ -397,7 +422,7 @@ static void launch(fz_run *r, fz_job *batch, size_t count, const float **xs, siz
 static void *stage_main(void *arg) {
   fz_run *r = arg;
   size_t cap = 0;
-  const float **xs = NULL;
+  const void **xs = NULL;
   size_t *ns = NULL;
   void **outs = NULL;
   pthread_mutex_lock(&r->bmu);
@@ -416,7 +441,8 @@ static void *stage_main(void *arg) {
     fz_job *batch = r->phead, *last = NULL;
     size_t count = 0;
     uint64_t samples = 0;
-    for (fz_job *j = batch; j && (count == 0 || samples + j->n <= 2 * (uint64_t)r->chunk_samples);
+    for (fz_job *j = batch; j && (count == 0 || (samples + j->n <= 2 * (uint64_t)r->chunk_samples &&
+                                                 (j->x16 != NULL) == (batch->x16 != NULL)));
          j = j->next) {
       samples += j->n;
       count++;
@@ -431,7 +457,7 @@ static void *stage_main(void *arg) {
     pthread_mutex_unlock(&r->bmu);
     if (count > cap) {
       size_t c = count > 2 * cap ? count : 2 * cap;
-      const float **nx = realloc(xs, c * sizeof *xs);
+      const void **nx = realloc(xs, c * sizeof *xs);
       if (nx) xs = nx;
       size_t *nn = realloc(ns, c * sizeof *ns);
       if (nn) ns = nn;
@@ -543,8 +569,12 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
       j->entry_len = fc_audio_entry_size(&e);
       if (!(j->entry = malloc(j->entry_len))) goto nomem;
       fc_audio_entry_encode(&e, j->entry);
-      j->x = x;
       j->n = n;
+      if ((j->x16 = to_i16(x, n))) {
+        free(x);
+      } else {
+        j->x = x;
+      }
       x = NULL;
       submit(r, j, &tm->queue_wait);
       return;

@@ -31,8 +31,10 @@ typedef struct fc_fz_backend {
    * calls compute_batch once per launch, when max_samples(state) samples are waiting or the oldest
    * has waited a short deadline, or nothing more is coming. compute_batch writes count feature
    * arrays of dtype (f32, f16, bf16) as fc_cuda_compute_batch does; it is called from that one
-   * thread only. Utterances longer than max_samples are computed on the CPU by their worker. */
-  int (*compute_batch)(void *state, const float *const *x, const size_t *n, size_t count,
+   * thread only. x[i] points at floats, or with i16 at 16-bit samples v standing for exactly the
+   * float v / 32768 (fc_cu_i16_to_f32): 16-bit sources that needed no resampling travel so, at
+   * half the bytes. Utterances longer than max_samples are computed on the CPU by their worker. */
+  int (*compute_batch)(void *state, const void *const *x, int i16, const size_t *n, size_t count,
                        int dtype, void *const *out);
   size_t (*max_samples)(void *state);
 } fc_fz_backend;

@@ -166,9 +166,10 @@ static int cuda_open(const fc_mel_config *cfg, const fc_device *dev, unsigned wo
   return rc;
 }
 
-static int cuda_compute_batch(void *state, const float *const *x, const size_t *n, size_t count,
-                              int dtype, void *const *out) {
-  return fc_cuda_compute_batch(state, x, n, count, dtype, out);
+static int cuda_compute_batch(void *state, const void *const *x, int i16, const size_t *n,
+                              size_t count, int dtype, void *const *out) {
+  if (i16) return fc_cuda_compute_batch_i16(state, (const int16_t *const *)x, n, count, dtype, out);
+  return fc_cuda_compute_batch(state, (const float *const *)x, n, count, dtype, out);
 }
 
 static size_t cuda_max_samples(void *state) { return fc_cuda_plan_max_samples(state); }

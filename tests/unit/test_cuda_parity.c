@@ -13,6 +13,7 @@
 #include "featcache/fc_cuda.h"
 #include "featcache/fc_mel.h"
 
+#include "kernels/cuda/mel_kernels.h"
 #include "tests/check.h"
 #include "tests/unit/mel_signal.h"
 
@@ -154,6 +155,39 @@ static void parity(const variant *v, size_t max_batch_samples) {
     printf("%-22s %-4s: %llu of %llu values the rounding of the GPU's float32, the rest within "
            "the float32 tolerance\n", v->label, fc_dtype_name(dt), (unsigned long long)exact,
            (unsigned long long)total_h);
+  }
+  /* 16-bit PCM: the signals quantised to int16 through fc_cuda_compute_batch_i16 (copied as int16,
+   * converted on the GPU) give bit for bit what fc_cuda_compute_batch gives on their floats. */
+  if (rc == 0) {
+    int16_t *q[N_UTTS];
+    float *qf[N_UTTS], *a[N_UTTS], *b[N_UTTS];
+    for (int i = 0; i < N_UTTS; i++) {
+      q[i] = malloc(sizeof(int16_t) * lens[i]);
+      qf[i] = malloc(sizeof(float) * lens[i]);
+      a[i] = malloc(sizeof(float) * frames[i] * nm);
+      b[i] = malloc(sizeof(float) * frames[i] * nm);
+      for (size_t k = 0; k < lens[i]; k++) {
+        q[i][k] = (int16_t)lrintf(pcm[i][k] * 32767.0f);
+        qf[i][k] = fc_cu_i16_to_f32(q[i][k]);
+      }
+    }
+    rc = fc_cuda_compute_batch(gpu, (const float *const *)qf, lens, N_UTTS, FC_DTYPE_F32,
+                               (void *const *)a);
+    CHECK(rc == 0, "%s: float batch of 16-bit signals: %s", v->label, fc_cuda_last_error());
+    if (rc == 0) {
+      rc = fc_cuda_compute_batch_i16(gpu, (const int16_t *const *)q, lens, N_UTTS, FC_DTYPE_F32,
+                                     (void *const *)b);
+      CHECK(rc == 0, "%s: int16 batch: %s", v->label, fc_cuda_last_error());
+    }
+    for (int i = 0; i < N_UTTS && rc == 0; i++)
+      CHECK(memcmp(a[i], b[i], sizeof(float) * frames[i] * nm) == 0,
+            "%s: utterance %d: int16 input gives other numbers than its floats", v->label, i);
+    for (int i = 0; i < N_UTTS; i++) {
+      free(q[i]);
+      free(qf[i]);
+      free(a[i]);
+      free(b[i]);
+    }
   }
   for (int i = 0; i < N_UTTS; i++) {
     free(pcm[i]);

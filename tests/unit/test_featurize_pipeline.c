@@ -6,8 +6,10 @@
  * fails that item only, with its reason; counts add up on every path (a bad file, the stop flag);
  * the stage accounting is filled in and its bound follows the documented rule
  * (fc_featurize_bound, checked on constructed stats). */
+#include "featcache/fc_audio.h"
 #include "featcache/fc_featurize.h"
 #include "featcache/fc_format.h"
+#include "kernels/cuda/mel_kernels.h"
 #include "libcache/featurize/featurize_backend.h"
 
 #include <errno.h>
@@ -30,11 +32,14 @@ static void put_le(FILE *f, uint32_t v, int bytes) {
   for (int i = 0; i < bytes; i++) fputc((int)((v >> (8 * i)) & 0xff), f);
 }
 
+enum { RESAMPLED_FILE = 8 }; /* a 16 kHz source: resampled to 22.05 kHz, so not 16-bit exact */
+
 static void write_wav(const char *path, int k, size_t n) {
+  const uint32_t sr = k == RESAMPLED_FILE ? 16000 : 22050;
   FILE *f = fopen(path, "wb");
   if (!f) { perror(path); exit(1); }
   fwrite("RIFF", 1, 4, f); put_le(f, 36 + 2 * (uint32_t)n, 4); fwrite("WAVEfmt ", 1, 8, f);
-  put_le(f, 16, 4); put_le(f, 1, 2); put_le(f, 1, 2); put_le(f, 22050, 4); put_le(f, 44100, 4);
+  put_le(f, 16, 4); put_le(f, 1, 2); put_le(f, 1, 2); put_le(f, sr, 4); put_le(f, 2 * sr, 4);
   put_le(f, 2, 2); put_le(f, 16, 2); fwrite("data", 1, 4, f); put_le(f, 2 * (uint32_t)n, 4);
   uint32_t s = 12345u + (uint32_t)k;
   for (size_t i = 0; i < n; i++) {
@@ -89,20 +94,27 @@ static const fc_fz_backend fake_backend = {"fake-gpu", FC_PRODUCER_CUDA, fake_op
 
 /* The same as a batching backend (as the CUDA one is): one compute stage thread calls
  * compute_batch; a launch that holds the broken utterance fails as a whole. */
-static atomic_uint launches, launched_utts;
+static atomic_uint launches, launched_utts, launched_i16;
 
-static int fake_batch(void *state, const float *const *x, const size_t *n, size_t count, int dtype,
-                      void *const *out) {
+static int fake_batch(void *state, const void *const *x, int i16, const size_t *n, size_t count,
+                      int dtype, void *const *out) {
   fake *f = state;
   atomic_fetch_add(&launches, 1);
   atomic_fetch_add(&launched_utts, (unsigned)count);
+  if (i16) atomic_fetch_add(&launched_i16, (unsigned)count);
   for (size_t i = 0; i < count; i++)
     if (n[i] > LIMIT || n[i] == f->broken_len) return FC_ECUDA;
   const fc_mel_config *cfg = fc_mel_plan_config(f->plans[0]);
   for (size_t i = 0; i < count; i++) {
     uint64_t nv = fc_mel_num_frames(cfg, n[i]) * cfg->n_mels;
     float *tmp = dtype == FC_DTYPE_F32 ? out[i] : malloc(nv * sizeof *tmp);
-    int rc = fc_mel_compute(f->plans[0], x[i], n[i], tmp);
+    float *pcm = (float *)x[i];
+    if (i16) { /* what the GPU's conversion kernel does */
+      pcm = malloc(n[i] * sizeof *pcm);
+      for (size_t k = 0; k < n[i]; k++) pcm[k] = fc_cu_i16_to_f32(((const int16_t *)x[i])[k]);
+    }
+    int rc = fc_mel_compute(f->plans[0], pcm, n[i], tmp);
+    if (i16) free(pcm);
     if (dtype != FC_DTYPE_F32) {
       fc_convert_dtype(tmp, nv, dtype, out[i]);
       free(tmp);
@@ -282,6 +294,40 @@ static void deadline_case(const char *dir, const fc_mel_config *cfg) {
   fc_item_list_free(&d.items);
 }
 
+/* 16-bit PCM crosses PCIe as int16 and is converted on the GPU by fc_cu_i16_to_f32: for every one
+ * of the 65536 values it must give the float the CPU path decodes (fc_audio_decode of a WAV,
+ * libsndfile's normalisation), bit for bit. */
+static void i16_conversion(const char *dir) {
+  char path[300];
+  snprintf(path, sizeof path, "%s/all16.wav", dir);
+  FILE *f = fopen(path, "wb");
+  const uint32_t n = 65536;
+  fwrite("RIFF", 1, 4, f); put_le(f, 36 + 2 * n, 4); fwrite("WAVEfmt ", 1, 8, f);
+  put_le(f, 16, 4); put_le(f, 1, 2); put_le(f, 1, 2); put_le(f, 22050, 4); put_le(f, 44100, 4);
+  put_le(f, 2, 2); put_le(f, 16, 2); fwrite("data", 1, 4, f); put_le(f, 2 * n, 4);
+  for (uint32_t i = 0; i < n; i++) put_le(f, i, 2);
+  fclose(f);
+  f = fopen(path, "rb");
+  static uint8_t bytes[44 + 2 * 65536];
+  size_t len = fread(bytes, 1, sizeof bytes, f);
+  fclose(f);
+  float *x = NULL;
+  size_t got = 0;
+  fc_audio_info info;
+  char why[200];
+  CHECK(fc_audio_decode(bytes, len, 22050, 0, &x, &got, &info, why, sizeof why) == 0 && got == n,
+        "decode: %s", why);
+  unsigned bad = 0;
+  for (uint32_t i = 0; i < got; i++) {
+    float g = fc_cu_i16_to_f32((int16_t)(uint16_t)i);
+    if (memcmp(&g, &x[i], sizeof g) != 0 && bad++ < 3)
+      fprintf(stderr, "int16 %d: GPU conversion %.9g, CPU decode %.9g\n", (int16_t)(uint16_t)i,
+              (double)g, (double)x[i]);
+  }
+  CHECK(bad == 0, "%u of 65536 int16 values convert differently from the CPU's decode", bad);
+  free(x);
+}
+
 int main(void) {
   bound_rule();
   char tmpl[] = "/tmp/fc_pipeline.XXXXXX";
@@ -294,6 +340,7 @@ int main(void) {
     write_wav(paths[i], i, file_len(i));
     pp[i] = paths[i];
   }
+  i16_conversion(dir);
   snprintf(paths[NFILES], sizeof paths[NFILES], "%s/missing.wav", dir);
   pp[NFILES] = paths[NFILES];
   fc_item_list items;
@@ -360,6 +407,7 @@ int main(void) {
     the_fake.broken_len = 0;
     atomic_store(&launches, 0);
     atomic_store(&launched_utts, 0);
+    atomic_store(&launched_i16, 0);
     snprintf(store, sizeof store, "%s/st_batch%d", dir, dt);
     CHECK(fc_store_open(store, FC_STORE_CREATE | FC_STORE_NOSYNC, &s) == 0, "open");
     rc = fc_fz_run(s, &c2, items.items, items.count, &o, &fake_batching, &st, why, sizeof why);
@@ -370,12 +418,16 @@ int main(void) {
     CHECK(atomic_load(&launched_utts) == NFILES - 1 && atomic_load(&launches) >= 1,
           "batching: %u utterances in %u launches, want %d (the long one on the CPU)",
           atomic_load(&launched_utts), atomic_load(&launches), NFILES - 1);
+    CHECK(atomic_load(&launched_i16) == NFILES - 2,
+          "batching: %u utterances as 16-bit PCM, want %d (all but the long and the resampled)",
+          atomic_load(&launched_i16), NFILES - 2);
     CHECK(st.compute_stage == 1 && st.compute_seconds > 0 &&
               strcmp(st.bound, fc_featurize_bound(&st, FC_DEVICE_CUDA)) == 0,
           "batching: stage accounting");
     check_records(store, &c2, &cd2, paths, -1);
-    printf("batching backend, %s: %u utterances in %u launches\n", fc_dtype_name(dt),
-           atomic_load(&launched_utts), atomic_load(&launches));
+    printf("batching backend, %s: %u utterances (%u as 16-bit PCM) in %u launches\n",
+           fc_dtype_name(dt), atomic_load(&launched_utts), atomic_load(&launched_i16),
+           atomic_load(&launches));
   }
 
   /* A failed launch fails the utterances it carried, each with its reason; the run goes on. */
