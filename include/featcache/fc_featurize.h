@@ -117,8 +117,8 @@ typedef struct fc_featurize_stats {
   double compute_seconds;     /* features and dtype conversion: the workers' (CPU), or the compute
                                  stage's launches (CUDA: copies, kernels, record checksums) */
   double write_seconds;       /* the writer: building and committing transactions, syncs */
-  double queue_wait_seconds;  /* workers blocked on a full queue: the writer (or the compute
-                                 stage) is behind */
+  double queue_wait_seconds;  /* workers (and the compute stage) blocked on a full queue: the
+                                 writer (or the compute stage) is behind */
   double writer_wait_seconds; /* the writer idle with nothing queued: the workers are behind */
   unsigned workers;           /* worker threads that ran */
   int compute_stage;          /* 1: compute ran on its own stage thread fed by the workers (a

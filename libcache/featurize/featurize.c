@@ -208,6 +208,7 @@ typedef struct fz_run {
   uint64_t p_samples;
   unsigned submitters_left; /* workers still running */
   double stage_busy;        /* the stage thread's compute time */
+  double stage_wait;        /* the stage thread blocked on the writer's full queue */
 } fz_run;
 
 /* Busy seconds of one worker's stages (its own: no lock), summed into the stats at the end. */
@@ -380,7 +381,7 @@ static void launch(fz_run *r, fz_job *batch, size_t count, const void **xs, size
     ns[k] = j->n;
     outs[k] = j->record + FC_RECORD_HEADER_SIZE;
   }
-  double t = now_s();
+  double t = now_s(), waited = 0; /* waits on the writer's queue are not the stage's work */
   int rc = r->be->compute_batch(r->be_state, xs, i16, ns, count, r->cfg->dtype, outs);
   fz_job *next;
   for (fz_job *j = batch; j; j = next) {
@@ -405,15 +406,15 @@ static void launch(fz_run *r, fz_job *batch, size_t count, const void **xs, size
                           .payload_hash = fc_hash64(pl, payload), .config = r->cfg_digest,
                           .flags = 0, .producer = r->be->producer};
     fc_record_header_encode(&h, j->record);
-    double unused = 0;
-    int qrc = queue_push(r, j, &unused);
+    int qrc = queue_push(r, j, &waited);
     if (qrc) {
       size_t index = j->index;
       job_free(j);
       report_unstored(r, index, qrc);
     }
   }
-  r->stage_busy += now_s() - t;
+  r->stage_busy += now_s() - t - waited;
+  r->stage_wait += waited;
 }
 
 /* The stage thread: launch when a launch's worth waits, when the oldest job has waited the
@@ -942,6 +943,7 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
     pthread_join(stage_thread, NULL);
     stage_started = 0;
     r->st.compute_seconds += r->stage_busy;
+    r->st.queue_wait_seconds += r->stage_wait;
   }
   r->st.workers = started;
   r->st.write_seconds = r->write_busy;
