@@ -19,8 +19,8 @@
 
 #include "featcache/fc_audio.h"
 #include "featcache/fc_format.h"
-#include "kernels/cuda/mel_kernels.h"
 #include "libcache/featurize/featurize_backend.h"
+#include "libcache/featurize/featurize_int.h"
 #include "formats/why.h"
 
 #include <errno.h>
@@ -32,13 +32,13 @@
 #include <string.h>
 #include <time.h>
 
-static double now_s(void) {
+double fz_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static struct timespec deadline(double seconds_from_now) {
+struct timespec fz_deadline(double seconds_from_now) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   double whole = (double)(long)seconds_from_now;
@@ -51,79 +51,6 @@ static struct timespec deadline(double seconds_from_now) {
   return ts;
 }
 
-/* A user-facing reason for an error without a more specific one. */
-static const char *plain_reason(int err) {
-  switch (err) {
-  case FC_EEMPTY: return "empty file";
-  case FC_ETOOLONG: return "longer than the limit";
-  case FC_EDECODE: return "cannot decode";
-  default: break;
-  }
-  if (err > 0) return strerror(err);
-  return fc_strerror(err);
-}
-
-/* ---- one file → one float mel ------------------------------------------------------------------ */
-int fc_featurize_memory(fc_mel_plan *plan, const void *bytes, size_t len, double max_seconds,
-                        float **mel, uint64_t *frames, char *why, size_t why_len) {
-  *mel = NULL;
-  *frames = 0;
-  if (why && why_len) why[0] = '\0';
-  const fc_mel_config *cfg = fc_mel_plan_config(plan);
-  float *x = NULL;
-  size_t n = 0;
-  fc_audio_info info;
-  memset(&info, 0, sizeof info);
-  int rc = fc_audio_decode(bytes, len, cfg->sample_rate, max_seconds, &x, &n, &info, why, why_len);
-  if (rc) {
-    if (why && why_len && !why[0]) fc_why(why, why_len, "%s", plain_reason(rc));
-    return rc;
-  }
-  uint64_t nf = fc_mel_num_frames(cfg, n);
-  if (nf == 0) {
-    free(x);
-    fc_why(why, why_len, "too short: %zu samples give no frames", n);
-    return FC_EEMPTY;
-  }
-  if (nf > SIZE_MAX / sizeof(float) / cfg->n_mels) {
-    free(x);
-    fc_why(why, why_len, "too long for this machine");
-    return ENOMEM;
-  }
-  float *out = malloc((size_t)nf * cfg->n_mels * sizeof *out);
-  if (!out) {
-    free(x);
-    fc_why(why, why_len, "out of memory");
-    return ENOMEM;
-  }
-  rc = fc_mel_compute(plan, x, n, out);
-  free(x);
-  if (rc) {
-    free(out);
-    fc_why(why, why_len, "%s", plain_reason(rc));
-    return rc;
-  }
-  *mel = out;
-  *frames = nf;
-  return 0;
-}
-
-int fc_featurize_file(fc_mel_plan *plan, const char *path, double max_seconds, float **mel,
-                      uint64_t *frames, char *why, size_t why_len) {
-  *mel = NULL;
-  *frames = 0;
-  void *bytes = NULL;
-  size_t len = 0;
-  fc_audio_info info;
-  int rc = fc_audio_read_file(path, 0, &bytes, &len, &info);
-  if (rc) {
-    fc_why(why, why_len, "%s", plain_reason(rc));
-    return rc;
-  }
-  rc = fc_featurize_memory(plan, bytes, len, max_seconds, mel, frames, why, why_len);
-  free(bytes);
-  return rc;
-}
 
 /* ---- the pipeline ------------------------------------------------------------------------------ */
 void fc_featurize_opts_init(fc_featurize_opts *o) {
@@ -132,27 +59,10 @@ void fc_featurize_opts_init(fc_featurize_opts *o) {
   o->device.kind = FC_DEVICE_AUTO;
 }
 
-typedef struct fz_job {
-  struct fz_job *next;
-  size_t index;
-  fc_digest key;
-  uint8_t *record; /* NULL: the record is stored already, only the audio entry is new */
-  size_t record_len;
-  uint8_t *entry;
-  size_t entry_len;
-  uint64_t frames;
-  double seconds;
-  /* Waiting for the compute stage (batching backends): the samples (owned; x, or x16 when they
-   * are exactly 16-bit PCM), when submitted. */
-  float *x;
-  int16_t *x16;
-  size_t n;
-  double submitted;
-} fz_job;
 
 static size_t job_bytes(const fz_job *j) { return j->record_len + j->entry_len + sizeof *j; }
 
-static void job_free(fz_job *j) {
+void fz_job_free(fz_job *j) {
   if (!j) return;
   free(j->x);
   free(j->x16);
@@ -161,70 +71,7 @@ static void job_free(fz_job *j) {
   free(j);
 }
 
-typedef struct fz_run {
-  fc_store *s;
-  const fc_mel_config *cfg;
-  fc_digest cfg_digest;
-  char cfg_key[37];
-  char cfg_json[1024];
-  size_t cfg_json_len;
-  const fc_item *items;
-  size_t n;
-  fc_featurize_opts o;
-  const fc_fz_backend *be;
-  void *be_state;
-  size_t dsize;
 
-  atomic_size_t next;     /* next item to take */
-  atomic_int halt;        /* stop taking items: strict failure or a failed commit */
-  atomic_int interrupted; /* a worker saw *stop set with items left */
-
-  pthread_mutex_t mu; /* queue */
-  pthread_cond_t cv_space, cv_items;
-  fz_job *head, *tail;
-  size_t q_count;
-  uint64_t q_bytes;
-  unsigned producers_left;
-  int fatal; /* a commit failed: workers drop what they would queue */
-
-  pthread_mutex_t ev_mu; /* events, stats, progress */
-  fc_featurize_stats st;
-  int strict_err;
-  double t0;
-  fc_device_kind device;
-  double write_busy, writer_wait; /* the writer's stage times (its own thread) */
-
-  /* The compute stage of a batching backend (be->compute_batch): jobs decoded by the workers wait
-   * in `pending` (bounded by pending_max samples; a worker blocks only when it is full) until the
-   * stage thread launches them. */
-  int batching;
-  size_t chunk_samples;    /* be->max_samples: a launch's worth */
-  uint64_t pending_max;    /* samples allowed to wait: two launches' worth */
-  double launch_wait;      /* seconds the oldest pending job waits for a fuller launch */
-  pthread_mutex_t bmu;
-  pthread_cond_t bcv_work, bcv_space;
-  fz_job *phead, *ptail;
-  size_t p_count;
-  uint64_t p_samples;
-  unsigned submitters_left; /* workers still running */
-  double stage_busy;        /* the stage thread's compute time */
-  double stage_wait;        /* the stage thread blocked on the writer's full queue */
-} fz_run;
-
-/* Busy seconds of one worker's stages (its own: no lock), summed into the stats at the end. */
-typedef struct fz_times {
-  double read, hash, decode, compute, queue_wait;
-} fz_times;
-
-typedef struct fz_worker {
-  fz_run *r;
-  unsigned index;
-  pthread_t thread;
-  fz_times t;
-  /* CPU plan for utterances the backend refuses as too long (a GPU's staging buffer), made on
-   * the first such utterance. */
-  fc_mel_plan *fallback;
-} fz_worker;
 
 static int stop_requested(const fz_run *r) { return r->o.stop && *r->o.stop; }
 
@@ -236,7 +83,7 @@ static void emit(fz_run *r, fc_featurize_event *ev) {
   if (r->o.on_event) r->o.on_event(ev, r->o.user);
 }
 
-static void report_failed(fz_run *r, size_t i, int err, const char *reason) {
+void fz_report_failed(fz_run *r, size_t i, int err, const char *reason) {
   fc_featurize_event ev = {.status = FC_ITEM_FAILED, .index = i, .err = err ? err : FC_EDECODE};
   ev.reason = reason && *reason ? reason : plain_reason(ev.err);
   pthread_mutex_lock(&r->ev_mu);
@@ -284,16 +131,16 @@ static int lookup(fz_run *r, const char *id, const fc_digest *key, const fc_dige
 
 /* Hand a job to the writer; blocks while the queue is full (the time goes to *waited). Returns 0,
  * or the writer's error when a commit failed: the job is not queued (the caller reports it). */
-static int queue_push(fz_run *r, fz_job *j, double *waited) {
+int fz_queue_push(fz_run *r, fz_job *j, double *waited) {
   size_t b = job_bytes(j);
   pthread_mutex_lock(&r->mu);
   if (!r->fatal && r->q_count > 0 &&
       (r->q_count >= r->o.queue_records || r->q_bytes + b > r->o.queue_bytes)) {
-    double t = now_s();
+    double t = fz_now();
     while (!r->fatal && r->q_count > 0 &&
            (r->q_count >= r->o.queue_records || r->q_bytes + b > r->o.queue_bytes))
       pthread_cond_wait(&r->cv_space, &r->mu);
-    *waited += now_s() - t;
+    *waited += fz_now() - t;
   }
   if (r->fatal) {
     int rc = r->fatal;
@@ -311,10 +158,10 @@ static int queue_push(fz_run *r, fz_job *j, double *waited) {
 }
 
 /* The reason given for an item computed but never committed because a commit failed. */
-static void report_unstored(fz_run *r, size_t i, int err) {
+void fz_report_unstored(fz_run *r, size_t i, int err) {
   char why[200];
   fc_why(why, sizeof why, "not stored: a write to the store failed (%s)", fc_strerror(err));
-  report_failed(r, i, err, why);
+  fz_report_failed(r, i, err, why);
 }
 
 /* Features of x on the backend; an utterance the backend refuses as too long for it (the CUDA
@@ -329,178 +176,17 @@ static int compute_features(fz_run *r, fz_worker *w, const float *x, size_t n, f
   return fc_mel_compute(w->fallback, x, n, mel);
 }
 
-/* ---- the compute stage of a batching backend ------------------------------------------------- */
-
-/* The samples as 16-bit PCM when they are exactly that (a 16-bit source at the config's rate,
- * mono: v / 32768 as decoded), so that they cross PCIe at half the bytes and are converted on the
- * GPU into the same floats; else NULL (resampled, mixed, or float sources; out of memory). */
-static int16_t *to_i16(const float *x, size_t n) {
-  int16_t *v = malloc(n * sizeof *v);
-  if (!v) return NULL;
-  for (size_t i = 0; i < n; i++) {
-    float t = x[i] * 32768.0f;
-    if (!(t >= -32768.0f && t <= 32767.0f)) goto no;
-    v[i] = (int16_t)t;
-    if (fc_cu_i16_to_f32(v[i]) != x[i]) goto no;
-  }
-  return v;
-no:
-  free(v);
-  return NULL;
-}
-
-/* Hand a decoded job to the compute stage; blocks only while pending_max samples wait already. */
-static void submit(fz_run *r, fz_job *j, double *waited) {
-  pthread_mutex_lock(&r->bmu);
-  if (r->p_count > 0 && r->p_samples + j->n > r->pending_max) {
-    double t = now_s();
-    while (r->p_count > 0 && r->p_samples + j->n > r->pending_max)
-      pthread_cond_wait(&r->bcv_space, &r->bmu);
-    *waited += now_s() - t;
-  }
-  j->submitted = now_s();
-  j->next = NULL;
-  if (r->ptail) r->ptail->next = j;
-  else r->phead = j;
-  r->ptail = j;
-  r->p_count++;
-  r->p_samples += j->n;
-  pthread_cond_signal(&r->bcv_work);
-  pthread_mutex_unlock(&r->bmu);
-}
-
-/* One launch: features of the jobs straight into their records (in the record's dtype), then each
- * record finished (header, checksum) and queued for the writer. A failed launch fails its jobs,
- * each with a line. */
-static void launch(fz_run *r, fz_job *batch, size_t count, const void **xs, size_t *ns,
-                   void **outs) {
-  size_t k = 0;
-  const int i16 = batch->x16 != NULL; /* a launch holds one kind (stage_main) */
-  for (fz_job *j = batch; j; j = j->next, k++) {
-    xs[k] = i16 ? (const void *)j->x16 : (const void *)j->x;
-    ns[k] = j->n;
-    outs[k] = j->record + FC_RECORD_HEADER_SIZE;
-  }
-  double t = now_s(), waited = 0; /* waits on the writer's queue are not the stage's work */
-  int rc = r->be->compute_batch(r->be_state, xs, i16, ns, count, r->cfg->dtype, outs);
-  fz_job *next;
-  for (fz_job *j = batch; j; j = next) {
-    next = j->next;
-    j->next = NULL;
-    free(j->x);
-    free(j->x16);
-    j->x = NULL;
-    j->x16 = NULL;
-    if (rc) {
-      char why[320];
-      fc_why(why, sizeof why, "feature computation failed: %s", fc_strerror(rc));
-      size_t index = j->index;
-      job_free(j);
-      report_failed(r, index, rc, why);
-      continue;
-    }
-    uint8_t *pl = j->record + FC_RECORD_HEADER_SIZE;
-    size_t payload = j->record_len - FC_RECORD_HEADER_SIZE;
-    fc_record_header h = {.dtype = (uint8_t)r->cfg->dtype, .ndim = 2, .dim0 = (uint32_t)j->frames,
-                          .dim1 = r->cfg->n_mels, .payload_bytes = payload,
-                          .payload_hash = fc_hash64(pl, payload), .config = r->cfg_digest,
-                          .flags = 0, .producer = r->be->producer};
-    fc_record_header_encode(&h, j->record);
-    int qrc = queue_push(r, j, &waited);
-    if (qrc) {
-      size_t index = j->index;
-      job_free(j);
-      report_unstored(r, index, qrc);
-    }
-  }
-  r->stage_busy += now_s() - t - waited;
-  r->stage_wait += waited;
-}
-
-/* The stage thread: launch when a launch's worth waits, when the oldest job has waited the
- * deadline, or when no worker is left to add to it; at most 2 launches' worth per call (the
- * backend overlaps its chunks on two streams). */
-static void *stage_main(void *arg) {
-  fz_run *r = arg;
-  size_t cap = 0;
-  const void **xs = NULL;
-  size_t *ns = NULL;
-  void **outs = NULL;
-  pthread_mutex_lock(&r->bmu);
-  for (;;) {
-    if (r->p_count == 0) {
-      if (r->submitters_left == 0) break;
-      pthread_cond_wait(&r->bcv_work, &r->bmu);
-      continue;
-    }
-    double due = r->phead->submitted + r->launch_wait;
-    if (r->p_samples < r->chunk_samples && r->submitters_left > 0 && now_s() < due) {
-      struct timespec ts = deadline(due - now_s());
-      pthread_cond_timedwait(&r->bcv_work, &r->bmu, &ts);
-      continue;
-    }
-    fz_job *batch = r->phead, *last = NULL;
-    size_t count = 0;
-    uint64_t samples = 0;
-    for (fz_job *j = batch; j && (count == 0 || (samples + j->n <= 2 * (uint64_t)r->chunk_samples &&
-                                                 (j->x16 != NULL) == (batch->x16 != NULL)));
-         j = j->next) {
-      samples += j->n;
-      count++;
-      last = j;
-    }
-    r->phead = last->next;
-    if (!r->phead) r->ptail = NULL;
-    last->next = NULL;
-    r->p_count -= count;
-    r->p_samples -= samples;
-    pthread_cond_broadcast(&r->bcv_space);
-    pthread_mutex_unlock(&r->bmu);
-    if (count > cap) {
-      size_t c = count > 2 * cap ? count : 2 * cap;
-      const void **nx = realloc(xs, c * sizeof *xs);
-      if (nx) xs = nx;
-      size_t *nn = realloc(ns, c * sizeof *ns);
-      if (nn) ns = nn;
-      void **no = realloc(outs, c * sizeof *outs);
-      if (no) outs = no;
-      if (nx && nn && no) cap = c;
-    }
-    if (count <= cap) {
-      launch(r, batch, count, xs, ns, outs);
-    } else { /* no memory for the launch's tables: these jobs fail, the run goes on */
-      fz_job *next;
-      for (fz_job *j = batch; j; j = next) {
-        next = j->next;
-        size_t index = j->index;
-        job_free(j);
-        report_failed(r, index, ENOMEM, "out of memory");
-      }
-    }
-    pthread_mutex_lock(&r->bmu);
-  }
-  pthread_mutex_unlock(&r->bmu);
-  free(xs);
-  free(ns);
-  free(outs);
-  pthread_mutex_lock(&r->mu); /* the stage is the writer's last producer */
-  r->producers_left--;
-  pthread_cond_broadcast(&r->cv_items);
-  pthread_mutex_unlock(&r->mu);
-  return NULL;
-}
-
 static void process_item(fz_run *r, fz_worker *w, size_t i) {
   const fc_item *it = &r->items[i];
   const fc_mel_config *cfg = r->cfg;
   char why[320];
   why[0] = '\0';
   if (it->err) {
-    report_failed(r, i, it->err, it->why);
+    fz_report_failed(r, i, it->err, it->why);
     return;
   }
   if (!it->path || !it->path[0] || !it->id) {
-    report_failed(r, i, FC_EMANIFEST, !it->id ? "no id" : "no audio path");
+    fz_report_failed(r, i, FC_EMANIFEST, !it->id ? "no id" : "no audio path");
     return;
   }
   void *bytes = NULL;
@@ -509,11 +195,11 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   fz_job *j = NULL;
   fc_audio_info info;
   fz_times *tm = &w->t;
-  double t0 = now_s(), t1;
+  double t0 = fz_now(), t1;
   int rc = fc_audio_read_file(it->path, 0, &bytes, &len, &info);
-  tm->read += (t1 = now_s()) - t0;
+  tm->read += (t1 = fz_now()) - t0;
   if (rc) {
-    report_failed(r, i, rc, plain_reason(rc));
+    fz_report_failed(r, i, rc, plain_reason(rc));
     return;
   }
   fc_digest audio, key;
@@ -521,7 +207,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   fc_record_key(&audio, &r->cfg_digest, &key);
   int have_feat, have_entry;
   rc = lookup(r, it->id, &key, &audio, &have_feat, &have_entry);
-  tm->hash += (t0 = now_s()) - t1;
+  tm->hash += (t0 = fz_now()) - t1;
   if (rc) {
     fc_why(why, sizeof why, "cannot read the store: %s", fc_strerror(rc));
     goto fail;
@@ -537,7 +223,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
                        &info, why, sizeof why);
   free(bytes);
   bytes = NULL;
-  tm->decode += (t1 = now_s()) - t0;
+  tm->decode += (t1 = fz_now()) - t0;
   if (rc) goto fail;
 
   if (!(j = calloc(1, sizeof *j))) goto nomem;
@@ -571,24 +257,24 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
       if (!(j->entry = malloc(j->entry_len))) goto nomem;
       fc_audio_entry_encode(&e, j->entry);
       j->n = n;
-      if ((j->x16 = to_i16(x, n))) {
+      if ((j->x16 = fz_to_i16(x, n))) {
         free(x);
       } else {
         j->x = x;
       }
       x = NULL;
-      submit(r, j, &tm->queue_wait);
+      fz_submit(r, j, &tm->queue_wait);
       return;
     }
     uint8_t *pl = j->record + FC_RECORD_HEADER_SIZE;
     float *mel = cfg->dtype == FC_DTYPE_F32 ? (float *)(void *)pl : malloc(nvals * sizeof *mel);
     if (!mel) goto nomem;
     uint32_t producer;
-    t1 = now_s();
+    t1 = fz_now();
     rc = compute_features(r, w, x, n, mel, &producer);
     if (!rc && cfg->dtype != FC_DTYPE_F32) fc_convert_dtype(mel, nvals, cfg->dtype, pl);
     if (mel != (float *)(void *)pl) free(mel);
-    tm->compute += (t0 = now_s()) - t1;
+    tm->compute += (t0 = fz_now()) - t1;
     if (rc) {
       fc_why(why, sizeof why, "feature computation failed: %s", fc_strerror(rc));
       goto fail;
@@ -598,7 +284,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
                           .payload_hash = fc_hash64(pl, payload), .config = r->cfg_digest,
                           .flags = 0, .producer = producer};
     fc_record_header_encode(&h, j->record);
-    tm->hash += now_s() - t0;
+    tm->hash += fz_now() - t0;
     j->frames = frames;
   }
   free(x);
@@ -609,9 +295,9 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   j->entry_len = fc_audio_entry_size(&e);
   if (!(j->entry = malloc(j->entry_len))) goto nomem;
   fc_audio_entry_encode(&e, j->entry);
-  if ((rc = queue_push(r, j, &tm->queue_wait))) {
-    job_free(j);
-    report_unstored(r, i, rc);
+  if ((rc = fz_queue_push(r, j, &tm->queue_wait))) {
+    fz_job_free(j);
+    fz_report_unstored(r, i, rc);
   }
   return;
 
@@ -621,8 +307,8 @@ nomem:
 fail:
   free(bytes);
   free(x);
-  job_free(j);
-  report_failed(r, i, rc, why);
+  fz_job_free(j);
+  fz_report_failed(r, i, rc, why);
 }
 
 static void *worker_main(void *arg) {
@@ -680,7 +366,7 @@ static void report_committed(fz_run *r, fz_job *batch) {
     emit(r, &ev);
   }
   r->st.committed_batches++;
-  r->st.wall_seconds = now_s() - r->t0;
+  r->st.wall_seconds = fz_now() - r->t0;
   if (r->o.on_progress) r->o.on_progress(&r->st, r->o.user);
   pthread_mutex_unlock(&r->ev_mu);
 }
@@ -688,7 +374,7 @@ static void report_committed(fz_run *r, fz_job *batch) {
 static void batch_free(fz_job *j) {
   while (j) {
     fz_job *next = j->next;
-    job_free(j);
+    fz_job_free(j);
     j = next;
   }
 }
@@ -697,7 +383,7 @@ static void batch_free(fz_job *j) {
 /* The writer loop (runs on the calling thread). Returns 0 or the first commit error. */
 static int writer_loop(fz_run *r) {
   const int nosync = (fc_store_open_flags(r->s) & FC_STORE_NOSYNC) != 0;
-  double last_sync = now_s();
+  double last_sync = fz_now();
   int dirty = 0, rc = 0;
   fz_job *batch = NULL, *btail = NULL;
   size_t bcount = 0;
@@ -716,29 +402,29 @@ static int writer_loop(fz_run *r) {
       if (btail) btail->next = j;
       else batch = j;
       btail = j;
-      if (bcount++ == 0) started = now_s();
+      if (bcount++ == 0) started = fz_now();
       bbytes += job_bytes(j);
       pthread_cond_broadcast(&r->cv_space);
     }
     const int finished = r->producers_left == 0 && !r->head;
     const int full = bcount >= r->o.batch_records || bbytes >= r->o.batch_bytes;
-    if (bcount && (full || finished || now_s() - started >= r->o.batch_seconds)) {
+    if (bcount && (full || finished || fz_now() - started >= r->o.batch_seconds)) {
       pthread_mutex_unlock(&r->mu);
-      double tw = now_s();
+      double tw = fz_now();
       rc = commit_batch(r, batch, bcount);
       if (!rc) {
         report_committed(r, batch);
         dirty = 1;
-        if (nosync && now_s() - last_sync >= r->o.sync_seconds) {
+        if (nosync && fz_now() - last_sync >= r->o.sync_seconds) {
           rc = fc_store_sync(r->s);
-          last_sync = now_s();
+          last_sync = fz_now();
           dirty = 0;
         }
       } else { /* computed, never committed: a line each */
-        for (fz_job *j = batch; j; j = j->next) report_unstored(r, j->index, rc);
+        for (fz_job *j = batch; j; j = j->next) fz_report_unstored(r, j->index, rc);
       }
       batch_free(batch);
-      r->write_busy += now_s() - tw;
+      r->write_busy += fz_now() - tw;
       batch = btail = NULL;
       bcount = 0;
       bbytes = 0;
@@ -752,19 +438,19 @@ static int writer_loop(fz_run *r) {
       continue;
     }
     if (finished) break;
-    double wait = bcount ? started + r->o.batch_seconds - now_s() : 1.0;
+    double wait = bcount ? started + r->o.batch_seconds - fz_now() : 1.0;
     if (wait > 0) {
-      struct timespec ts = deadline(wait);
-      double tw = now_s();
+      struct timespec ts = fz_deadline(wait);
+      double tw = fz_now();
       pthread_cond_timedwait(&r->cv_items, &r->mu, &ts);
-      r->writer_wait += now_s() - tw;
+      r->writer_wait += fz_now() - tw;
     }
   }
   pthread_mutex_unlock(&r->mu);
   if (!rc && nosync && dirty) {
-    double tw = now_s();
+    double tw = fz_now();
     rc = fc_store_sync(r->s);
-    r->write_busy += now_s() - tw;
+    r->write_busy += fz_now() - tw;
   }
   return rc;
 }
@@ -820,7 +506,7 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
   pthread_t stage_thread;
   if (stats) memset(stats, 0, sizeof *stats);
   if (!r) return ENOMEM;
-  r->t0 = now_s();
+  r->t0 = fz_now();
   r->st.total = n;
   r->st.bound = "idle";
   r->s = s;
@@ -885,9 +571,9 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
     fc_why(why, why_len, "store opened read-only");
     goto out;
   }
-  double t_setup = now_s();
+  double t_setup = fz_now();
   rc = r->be->open(cfg, &dev, r->o.jobs, &r->be_state, why, why_len);
-  r->st.setup_seconds = now_s() - t_setup;
+  r->st.setup_seconds = fz_now() - t_setup;
   if (rc) goto out;
   if (r->be->compute_batch) {
     r->batching = 1;
@@ -903,7 +589,7 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
     goto out;
   }
   r->producers_left = r->o.jobs + (r->batching ? 1 : 0);
-  if (r->batching && (rc = pthread_create(&stage_thread, NULL, stage_main, r))) {
+  if (r->batching && (rc = pthread_create(&stage_thread, NULL, fz_stage_main, r))) {
     fc_why(why, why_len, "cannot start the compute stage thread: %s", strerror(rc));
     goto out;
   }
@@ -949,7 +635,7 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
   r->st.write_seconds = r->write_busy;
   r->st.writer_wait_seconds = r->writer_wait;
   /* After a failed commit, workers may still have queued jobs: computed, never committed. */
-  for (fz_job *j = r->head; j; j = j->next) report_unstored(r, j->index, wrc ? wrc : FC_EBADSTATE);
+  for (fz_job *j = r->head; j; j = j->next) fz_report_unstored(r, j->index, wrc ? wrc : FC_EBADSTATE);
   batch_free(r->head);
   r->head = r->tail = NULL;
   /* Items never begun: failures of this job after a failed commit (one line for them all, the
@@ -978,7 +664,7 @@ out:
   }
   if (r->be && r->be_state) r->be->close(r->be_state);
   free(workers);
-  r->st.wall_seconds = now_s() - r->t0;
+  r->st.wall_seconds = fz_now() - r->t0;
   if (!ran) r->st.not_started = n; /* refused before any work */
   r->st.bound = fc_featurize_bound(&r->st, r->device);
   if (r->o.on_progress && started) r->o.on_progress(&r->st, r->o.user);
