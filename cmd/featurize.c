@@ -9,6 +9,7 @@
 enum {
   OPT_PRESET = 256, OPT_SR, OPT_NFFT, OPT_WIN, OPT_HOP, OPT_NMELS, OPT_FMIN, OPT_FMAX,
   OPT_MELSCALE, OPT_NORM, OPT_CENTER, OPT_PAD, OPT_PADMODE, OPT_POWER, OPT_LOG, OPT_DTYPE,
+  OPT_CODEC,
   OPT_MANIFEST, OPT_MANIFEST_FORMAT, OPT_AUDIO_DIR, OPT_MAX_SECONDS, OPT_STRICT, OPT_PROGRESS,
   OPT_JSON, OPT_DEVICE, OPT_GPU_MIN_SECONDS, OPT_SHARD, OPT_VERSION
 };
@@ -33,7 +34,9 @@ static const fc_cli_opt options[] = {
     {"pad-mode", OPT_PADMODE, required_argument, "M", "reflect or constant"},
     {"power", OPT_POWER, required_argument, "P", "1 magnitude, 2 power"},
     {"log", OPT_LOG, required_argument, "L", "none, ln, log10, db or whisper"},
-    {"dtype", OPT_DTYPE, required_argument, "T", "f32 (default), f16 or bf16"},
+    {"dtype", OPT_DTYPE, required_argument, "T", "f32 (default), f16, bf16 or mq (the codec)"},
+    {"codec", OPT_CODEC, required_argument, "C",
+     "none (default) or mq: log-mel coded ~4x smaller than f32, max error 2^-8"},
     {NULL, 0, 0, NULL, "Inputs:"},
     {"manifest", OPT_MANIFEST, required_argument, "FILE",
      "LJSpeech csv, Kaldi wav.scp, JSON lines or a path list"},
@@ -216,8 +219,11 @@ int main(int argc, char **argv) {
   static const int padmode_values[] = {FC_PAD_REFLECT, FC_PAD_CONSTANT};
   static const char *const log_names[] = {"none", "ln", "log10", "db", "whisper", NULL};
   static const int log_values[] = {FC_LOG_NONE, FC_LOG_LN, FC_LOG_LOG10, FC_LOG_DB, FC_LOG_WHISPER};
-  static const char *const dtype_names[] = {"f32", "f16", "bf16", NULL};
-  static const int dtype_values[] = {FC_DTYPE_F32, FC_DTYPE_F16, FC_DTYPE_BF16};
+  static const char *const dtype_names[] = {"f32", "f16", "bf16", "mq", NULL};
+  static const int dtype_values[] = {FC_DTYPE_F32, FC_DTYPE_F16, FC_DTYPE_BF16, FC_DTYPE_MQ};
+  static const char *const codec_names[] = {"none", "mq", NULL};
+  static const int codec_values[] = {0, FC_DTYPE_MQ};
+  int codec = -1;
   static const char *const mf_names[] = {"auto", "ljspeech", "kaldi", "jsonl", "list", NULL};
   static const int mf_values[] = {FC_MANIFEST_AUTO, FC_MANIFEST_LJSPEECH, FC_MANIFEST_KALDI,
                                   FC_MANIFEST_JSONL, FC_MANIFEST_LIST};
@@ -290,6 +296,7 @@ int main(int argc, char **argv) {
       ov.set |= FC_MEL_F_DTYPE;
       ov.v.dtype = (fc_dtype)pick("dtype", optarg, dtype_names, dtype_values);
       break;
+    case OPT_CODEC: codec = pick("codec", optarg, codec_names, codec_values); break;
     case OPT_MANIFEST: manifest = optarg; break;
     case OPT_MANIFEST_FORMAT:
       manifest_format = pick("manifest-format", optarg, mf_names, mf_values);
@@ -317,6 +324,15 @@ int main(int argc, char **argv) {
     }
   }
   if (!store_dir) fc_cli_usage_error("no store given (-o STORE)");
+  if (codec == FC_DTYPE_MQ) {
+    if (ov.has_dtype && ov.dtype != FC_DTYPE_MQ)
+      fc_cli_usage_error("--codec mq stores its own dtype: drop --dtype %s",
+                         fc_dtype_name(ov.dtype));
+    ov.has_dtype = 1;
+    ov.dtype = FC_DTYPE_MQ;
+  } else if (codec == 0 && ov.has_dtype && ov.dtype == FC_DTYPE_MQ) {
+    fc_cli_usage_error("--codec none and --dtype mq disagree");
+  }
   int nargs = argc - optind;
   int from_stdin = !manifest && (nargs == 0 || (nargs == 1 && strcmp(argv[optind], "-") == 0));
   if (manifest && nargs > 0) fc_cli_usage_error("give either --manifest or paths, not both");

@@ -55,14 +55,19 @@ size_t fc_dtype_size(int dtype) {
   }
 }
 
-static const char *const dtype_names[] = {NULL, "f32", "f16", "bf16", "i32", "i16", "u16"};
+int fc_dtype_decoded(int dtype) {
+  if (dtype == FC_DTYPE_MQ) return FC_DTYPE_F32;
+  return fc_dtype_size(dtype) ? dtype : 0;
+}
+
+static const char *const dtype_names[] = {NULL, "f32", "f16", "bf16", "i32", "i16", "u16", "mq"};
 
 const char *fc_dtype_name(int dtype) {
-  return (dtype >= 1 && dtype <= 6) ? dtype_names[dtype] : NULL;
+  return (dtype >= 1 && dtype <= 7) ? dtype_names[dtype] : NULL;
 }
 
 int fc_dtype_from_name(const char *name) {
-  for (int i = 1; name && i <= 6; i++)
+  for (int i = 1; name && i <= 7; i++)
     if (strcmp(name, dtype_names[i]) == 0) return i;
   return 0;
 }

@@ -1,6 +1,7 @@
 /* Store format v1: the 64-byte record header, keys, audio and text entries (docs/FORMAT.md).
  * Everything is explicit little-endian byte by byte, so the layout does not depend on the host. */
 #include "featcache/fc_format.h"
+#include "featcache/fc_codec.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -36,9 +37,14 @@ void fc_record_header_encode(const fc_record_header *h, uint8_t out[FC_RECORD_HE
 }
 
 int fc_record_encode(fc_record_header *h, const void *payload, size_t payload_len, void *out) {
-  size_t es = fc_dtype_size(h->dtype);
-  if (!es || h->ndim < 1 || h->ndim > 2 || (h->ndim == 1 && h->dim1 != 1)) return FC_EFORMAT;
-  if ((uint64_t)h->dim0 * h->dim1 * es != payload_len) return FC_EFORMAT;
+  if (h->dtype == FC_DTYPE_MQ) {
+    if (h->ndim != 2 || fc_mq_check(payload, payload_len, h->dim0, h->dim1, NULL, 0))
+      return FC_EFORMAT;
+  } else {
+    size_t es = fc_dtype_size(h->dtype);
+    if (!es || h->ndim < 1 || h->ndim > 2 || (h->ndim == 1 && h->dim1 != 1)) return FC_EFORMAT;
+    if ((uint64_t)h->dim0 * h->dim1 * es != payload_len) return FC_EFORMAT;
+  }
   h->payload_bytes = payload_len;
   h->payload_hash = fc_hash64(payload, payload_len);
   fc_record_header_encode(h, out);
@@ -77,7 +83,7 @@ int fc_record_parse(const void *val, size_t len, fc_record_header *h, const void
   t.flags = get32(p + 48);
   t.producer = get32(p + 52);
   size_t es = fc_dtype_size(t.dtype);
-  if (!es) {
+  if (!es && t.dtype != FC_DTYPE_MQ) {
     WHY("unknown dtype %u", t.dtype);
     return FC_EFORMAT;
   }
@@ -97,7 +103,14 @@ int fc_record_parse(const void *val, size_t len, fc_record_header *h, const void
         (unsigned long long)body);
     return FC_EFORMAT;
   }
-  if (t.dim1 == 0 || (uint64_t)t.dim0 > body / es / t.dim1 ||
+  if (t.dtype == FC_DTYPE_MQ) { /* a coded payload: its own header says how it fills the bytes */
+    if (t.ndim != 2 || t.dim1 == 0) {
+      WHY("mq record with ndim %u, dim1 %u (want 2, >= 1)", t.ndim, t.dim1);
+      return FC_EFORMAT;
+    }
+    int rc = fc_mq_check(p + FC_RECORD_HEADER_SIZE, (size_t)body, t.dim0, t.dim1, why, why_len);
+    if (rc) return rc;
+  } else if (t.dim1 == 0 || (uint64_t)t.dim0 > body / es / t.dim1 ||
       (uint64_t)t.dim0 * t.dim1 * es != body) {
     WHY("shape %u x %u of %s does not fill %llu payload bytes", t.dim0, t.dim1,
         fc_dtype_name(t.dtype), (unsigned long long)body);

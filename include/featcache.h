@@ -5,6 +5,7 @@
 #include "featcache/fc_base.h"
 #include "featcache/fc_config.h"
 #include "featcache/fc_format.h"
+#include "featcache/fc_codec.h"
 #include "featcache/fc_store.h"
 #include "featcache/fc_mel.h"
 #include "featcache/fc_cuda.h"

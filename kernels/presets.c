@@ -186,8 +186,12 @@ int fc_mel_config_validate(const fc_mel_config *c, char *why, size_t why_len) {
     return invalid(why, why_len, "top_db %g negative or not finite", c->top_db);
   if (!(c->preemph >= 0 && c->preemph <= 1))
     return invalid(why, why_len, "preemph %g not in [0, 1]", c->preemph);
-  if (c->dtype != FC_DTYPE_F32 && c->dtype != FC_DTYPE_F16 && c->dtype != FC_DTYPE_BF16)
-    return invalid(why, why_len, "dtype must be f32, f16 or bf16");
+  if (c->dtype != FC_DTYPE_F32 && c->dtype != FC_DTYPE_F16 && c->dtype != FC_DTYPE_BF16 &&
+      c->dtype != FC_DTYPE_MQ)
+    return invalid(why, why_len, "dtype must be f32, f16, bf16 or mq");
+  /* the codec's bound is absolute (2^-8): meaningful for log outputs, not for linear ones */
+  if (c->dtype == FC_DTYPE_MQ && c->log == FC_LOG_NONE)
+    return invalid(why, why_len, "the mq codec needs a log output (--log ln, log10, db, whisper)");
   return 0;
 }
 

@@ -39,6 +39,7 @@ enum {
   FC_EDUPLICATE = -31914,  /* duplicate id */
   FC_ETOKENIZER = -31915,  /* tokenizer definition invalid */
   FC_EUNKNOWN = -31916,    /* unknown symbol under --strict */
+  FC_ERANGE = -31917,      /* a value the mq codec cannot hold (NaN, infinity, |x| >= 4096) */
   FC_ECONFLICT = -31930,   /* an id's entry differs between stores being merged */
   FC_ELAST = -31900
 };
@@ -72,12 +73,17 @@ typedef enum fc_dtype {
   FC_DTYPE_BF16 = 3,
   FC_DTYPE_I32 = 4,
   FC_DTYPE_I16 = 5,
-  FC_DTYPE_U16 = 6
+  FC_DTYPE_U16 = 6,
+  FC_DTYPE_MQ = 7 /* mel codec (fc_codec.h): a coded payload that decodes to f32 */
 } fc_dtype;
 
-/* Size in bytes of one element; 0 for an unknown dtype. */
+/* Size in bytes of one stored element; 0 for an unknown dtype and for FC_DTYPE_MQ (a coded
+ * payload has no fixed element size: see fc_dtype_decoded). */
 FC_API size_t fc_dtype_size(int dtype);
-/* "f32", "f16", "bf16", "i32", "i16", "u16"; NULL for an unknown dtype. Static string. */
+/* The dtype a reader gets after decoding: FC_DTYPE_F32 for FC_DTYPE_MQ, dtype itself otherwise
+ * (0 for an unknown dtype). */
+FC_API int fc_dtype_decoded(int dtype);
+/* "f32", "f16", "bf16", "i32", "i16", "u16", "mq"; NULL for an unknown dtype. Static string. */
 FC_API const char *fc_dtype_name(int dtype);
 /* Inverse of fc_dtype_name; returns 0 for an unknown name. */
 FC_API int fc_dtype_from_name(const char *name);

@@ -225,12 +225,14 @@ FC_API uint64_t fc_loader_wait_ns(const fc_loader *l);
 
 /* ---- random access --------------------------------------------------------------------------- */
 typedef struct fc_loader_item {
-  const void *mel;          /* payload in the map, [frames][n_mels] */
+  const void *mel;          /* payload in the map, [frames][n_mels]; for mel_dtype FC_DTYPE_MQ
+                               the coded payload: decode it with fc_mq_decode (fc_codec.h) */
   uint32_t frames, n_mels;
-  int mel_dtype;
+  int mel_dtype;            /* the stored dtype (FC_DTYPE_MQ for a coded store) */
   const void *tokens;       /* payload in the map (maybe unaligned for short arrays) or NULL */
   uint32_t n_tokens;
   int tok_dtype;
+  uint64_t mel_bytes;       /* payload bytes at mel */
 } fc_loader_item;
 /* Look utterance id up in the stores (first store that has it). Pointers valid until close.
  * Returns 0, FC_ENOTFOUND, FC_EFORMAT/FC_ECHECKSUM (corrupt record; fc_loader_error says why).

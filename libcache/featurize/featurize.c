@@ -21,6 +21,7 @@
 #include "featcache/fc_format.h"
 #include "libcache/featurize/featurize_backend.h"
 #include "libcache/featurize/featurize_int.h"
+#include "formats/codec_int.h"
 #include "formats/why.h"
 
 #include <errno.h>
@@ -245,6 +246,14 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
       goto fail;
     }
     size_t nvals = (size_t)frames * cfg->n_mels, payload = nvals * r->dsize;
+    if (cfg->dtype == FC_DTYPE_MQ) { /* coded: at most the codec's bound, trimmed after */
+      payload = fc_mq_bound((uint32_t)frames, cfg->n_mels);
+      if (!payload) {
+        rc = FC_ETOOLONG;
+        fc_why(why, sizeof why, "too long for the mq codec: %llu frames", (unsigned long long)frames);
+        goto fail;
+      }
+    }
     if (!(j->record = malloc(FC_RECORD_HEADER_SIZE + payload))) goto nomem;
     j->record_len = FC_RECORD_HEADER_SIZE + payload;
     j->frames = frames;
@@ -272,13 +281,22 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
     uint32_t producer;
     t1 = fz_now();
     rc = compute_features(r, w, x, n, mel, &producer);
-    if (!rc && cfg->dtype != FC_DTYPE_F32) fc_convert_dtype(mel, nvals, cfg->dtype, pl);
-    if (mel != (float *)(void *)pl) free(mel);
-    tm->compute += (t0 = fz_now()) - t1;
     if (rc) {
       fc_why(why, sizeof why, "feature computation failed: %s", fc_strerror(rc));
-      goto fail;
+    } else if (cfg->dtype == FC_DTYPE_MQ) {
+      char cw[200];
+      rc = fc_mq_encode(fc_mq_thread_coder(), mel, (uint32_t)frames, cfg->n_mels, pl, payload,
+                        &payload, cw, sizeof cw);
+      if (rc) fc_why(why, sizeof why, "cannot code the mel: %s", cw);
+      j->record_len = FC_RECORD_HEADER_SIZE + payload;
+      uint8_t *fit = rc ? NULL : realloc(j->record, j->record_len); /* give the bound's slack back */
+      if (fit) pl = (j->record = fit) + FC_RECORD_HEADER_SIZE;
+    } else if (cfg->dtype != FC_DTYPE_F32) {
+      fc_convert_dtype(mel, nvals, cfg->dtype, pl);
     }
+    if (mel != (float *)(void *)pl) free(mel);
+    tm->compute += (t0 = fz_now()) - t1;
+    if (rc) goto fail;
     fc_record_header h = {.dtype = (uint8_t)cfg->dtype, .ndim = 2, .dim0 = (uint32_t)frames,
                           .dim1 = cfg->n_mels, .payload_bytes = payload,
                           .payload_hash = fc_hash64(pl, payload), .config = r->cfg_digest,
@@ -539,7 +557,7 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
 
   /* Configuration: everything that can fail before any work is done. */
   if ((rc = fc_mel_config_validate(cfg, why, why_len))) goto out;
-  r->dsize = fc_dtype_size(cfg->dtype);
+  r->dsize = fc_dtype_size(fc_dtype_decoded(cfg->dtype)); /* mq: the f32 it codes */
   int jl = fc_mel_config_json(cfg, r->cfg_json, sizeof r->cfg_json);
   if (jl < 0) {
     rc = jl;
@@ -575,7 +593,7 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
   rc = r->be->open(cfg, &dev, r->o.jobs, &r->be_state, why, why_len);
   r->st.setup_seconds = fz_now() - t_setup;
   if (rc) goto out;
-  if (r->be->compute_batch) {
+  if (r->be->compute_batch && cfg->dtype != FC_DTYPE_MQ) { /* mq: coded per utterance */
     r->batching = 1;
     r->chunk_samples = r->be->max_samples(r->be_state);
     r->pending_max = 4 * (uint64_t)r->chunk_samples;

@@ -263,10 +263,11 @@ static int check_record(fc_loader *l, const void *val, size_t len, int tokens,
     return FC_EFORMAT;
   }
   if (!tokens) {
-    if (h->ndim != 2 || h->dim1 != l->n_mels || h->dtype != l->mel_dtype) {
+    int want = l->mel_coded ? FC_DTYPE_MQ : l->mel_dtype;
+    if (h->ndim != 2 || h->dim1 != l->n_mels || h->dtype != want) {
       fc_why(why, why_len, "record is %ux%u %s, the config says [frames][%u] %s", h->dim0,
               h->dim1, fc_dtype_name(h->dtype) ? fc_dtype_name(h->dtype) : "?", l->n_mels,
-              fc_dtype_name(l->mel_dtype));
+              fc_dtype_name(want));
       return FC_EFORMAT;
     }
     if (h->dim0 == 0) {
@@ -551,7 +552,8 @@ int fc_loader_open(const char *const *paths, size_t n, const fc_loader_options *
         goto fail;
       }
       l->n_mels = mc.n_mels;
-      l->mel_dtype = mc.dtype;
+      l->mel_coded = mc.dtype == FC_DTYPE_MQ;
+      l->mel_dtype = fc_dtype_decoded(mc.dtype); /* batches hold decoded f32 for mq */
       if (isnan(l->o.pad_value)) {
         if (l->o.output == FC_OUTPUT_PADDED) {
           if ((rc = resolve_pad_value(&mc, &l->o.pad_value, why, why_len))) {
@@ -562,7 +564,7 @@ int fc_loader_open(const char *const *paths, size_t n, const fc_loader_options *
           l->o.pad_value = 0.0f; /* views are never padded */
         }
       }
-      l->mel_dsize = fc_dtype_size(mc.dtype);
+      l->mel_dsize = fc_dtype_size(l->mel_dtype);
       l->mel_json = json;
     } else {
       free(json);
@@ -753,7 +755,8 @@ int fc_loader_lookup(fc_loader *l, const char *id, fc_loader_item *out) {
     out->mel = it.mel_rec + FC_RECORD_HEADER_SIZE;
     out->frames = it.frames;
     out->n_mels = l->n_mels;
-    out->mel_dtype = l->mel_dtype;
+    out->mel_dtype = l->mel_coded ? FC_DTYPE_MQ : l->mel_dtype;
+    out->mel_bytes = ld_mel_bytes(l, &it);
     if (it.tok_rec) {
       out->tokens = it.tok_rec + FC_RECORD_HEADER_SIZE;
       out->n_tokens = it.ntok;

@@ -11,6 +11,8 @@
  * set_epoch bumps a generation number and drops what was built: builds of an older generation
  * are dropped when they finish. A build touches only the index and the map (no LMDB call). */
 #include "libcache/loader/loader_int.h"
+#include "featcache/fc_codec.h"
+#include "formats/codec_int.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -164,8 +166,7 @@ static void willneed(const fc_loader *l, const ld_plan *p, uint64_t k) {
     if (i < p->bstart[k + 1]) {
       const ld_item *it = &l->items[p->order[i]];
       a = (uintptr_t)it->mel_rec & ~(uintptr_t)(page - 1);
-      e = (uintptr_t)it->mel_rec + FC_RECORD_HEADER_SIZE +
-          (size_t)it->frames * l->n_mels * l->mel_dsize;
+      e = (uintptr_t)it->mel_rec + FC_RECORD_HEADER_SIZE + ld_mel_bytes(l, it);
       if (hi && a <= hi + (uintptr_t)page && e >= lo) {
         if (e > hi) hi = e;
         if (a < lo) lo = a;
@@ -250,7 +251,7 @@ static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_pl
       char r[200];
       fc_record_header h;
       const void *pl;
-      size_t mel_len = FC_RECORD_HEADER_SIZE + (size_t)it->frames * l->n_mels * l->mel_dsize;
+      size_t mel_len = FC_RECORD_HEADER_SIZE + ld_mel_bytes(l, it);
       int e = fc_record_verify(it->mel_rec, mel_len, &h, &pl, r, sizeof r);
       if (!e && it->tok_rec)
         e = fc_record_verify(it->tok_rec, FC_RECORD_HEADER_SIZE + (size_t)it->ntok * l->tok_dsize,
@@ -273,7 +274,9 @@ static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_pl
     if (len > longest) longest = len;
     if (it->ntok > max_tok) max_tok = it->ntok;
     const uint8_t *pl = it->mel_rec + FC_RECORD_HEADER_SIZE;
-    if (!padded && ((uintptr_t)pl & 15)) copy_bytes += align16((size_t)len * l->n_mels * l->mel_dsize);
+    /* views of coded records are decoded into the batch's block, like unaligned ones copied */
+    if (!padded && (l->mel_coded || ((uintptr_t)pl & 15)))
+      copy_bytes += align16((size_t)len * l->n_mels * l->mel_dsize);
     if (l->has_tokens && !padded && ((uintptr_t)(it->tok_rec + FC_RECORD_HEADER_SIZE) & 15))
       copy_bytes += align16((size_t)it->ntok * l->tok_dsize);
   }
@@ -318,7 +321,22 @@ static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_pl
     src[i] = it->frames;
     size_t fb = (size_t)l->n_mels * l->mel_dsize;
     const uint8_t *pl = it->mel_rec + FC_RECORD_HEADER_SIZE + (size_t)starts[i] * fb;
-    if (padded) {
+    if (l->mel_coded) { /* decode the cropped rows straight into the batch (padded or block) */
+      uint8_t *dst = padded ? (uint8_t *)b->buf.p + i * row : copy;
+      char r[200];
+      int e = fc_mq_decode(fc_mq_thread_coder(), it->mel_rec + FC_RECORD_HEADER_SIZE,
+                           ld_mel_bytes(l, it), it->frames, l->n_mels, starts[i], lens[i],
+                           (float *)(void *)dst, r, sizeof r);
+      if (e) { /* the checksum is not checked here (FC_LOADER_VERIFY does): the batch fails */
+        snprintf(why, why_len, "%s: %s: %s", l->stores[it->store].path, ids[i], r);
+        rc = e;
+        goto fail;
+      }
+      if (padded && T > lens[i])
+        fill_pad(dst + lens[i] * fb, (size_t)(T - lens[i]) * l->n_mels, l->mel_dsize, pat);
+      if (!padded) copy += align16(lens[i] * fb);
+      mels[i] = dst;
+    } else if (padded) {
       uint8_t *dst = (uint8_t *)b->buf.p + i * row;
       memcpy(dst, pl, lens[i] * fb);
       if (T > lens[i]) fill_pad(dst + lens[i] * fb, (size_t)(T - lens[i]) * l->n_mels, l->mel_dsize, pat);

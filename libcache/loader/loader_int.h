@@ -64,7 +64,8 @@ struct fc_loader {
   ld_store *stores;
   uint32_t n_stores;
   uint32_t n_mels;
-  int mel_dtype, tok_dtype, has_tokens;
+  int mel_dtype, tok_dtype, has_tokens; /* mel_dtype: as delivered (f32 for coded records) */
+  int mel_coded;                         /* mel records are mq-coded: decoded into batch memory */
   int willneed; /* madvise(WILLNEED) upcoming batches (flags, order; fc_loader.h) */
   size_t mel_dsize, tok_dsize;
   char *mel_json, *tok_json;
@@ -119,6 +120,15 @@ uint32_t ld_crop_len(const struct fc_loader *l, const ld_item *it);
 uint32_t ld_crop_start(const struct fc_loader *l, uint64_t epoch, uint64_t item, const ld_item *it);
 /* Padded frame count T for a longest (cropped) length. */
 uint32_t ld_padded_frames(const struct fc_loader *l, uint32_t longest);
+
+/* Stored payload bytes of item it's mel record (its header was checked at open). */
+static inline size_t ld_mel_bytes(const struct fc_loader *l, const ld_item *it) {
+  if (!l->mel_coded) return (size_t)it->frames * l->n_mels * l->mel_dsize;
+  const uint8_t *p = it->mel_rec + 16; /* u64 payload bytes, little-endian */
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+  return (size_t)v;
+}
 
 /* loader_batch.c */
 int ld_threads_start(struct fc_loader *l);

@@ -1,7 +1,10 @@
-/* Pure checks on one record value: fc_record_verify plus the NaN/Inf scan (cache-verify --finite).
+/* Pure checks on one record value: fc_record_verify plus the NaN/Inf scan (cache-verify --finite),
+ * and for a coded (mq) record a full decode.
  * Kept apart from verify.c so the fuzz target links only byte-level code. */
+#include "featcache/fc_codec.h"
 #include "featcache/fc_format.h"
 #include "featcache/fc_verify.h"
+#include "formats/codec_int.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -73,7 +76,13 @@ int fc_verify_record(const void *val, size_t len, int finite, char *why, size_t 
   fc_record_header h;
   const void *payload;
   int rc = fc_record_verify(val, len, &h, &payload, why, why_len);
-  if (rc || !finite) return rc;
+  if (rc) return rc;
+  /* A coded record must decode cleanly to its dims (its values are finite by construction: the
+   * codec holds integers times 2^-7). The decode writes nothing: it checks. */
+  if (h.dtype == FC_DTYPE_MQ)
+    return fc_mq_decode(fc_mq_thread_coder(), payload, (size_t)h.payload_bytes, h.dim0, h.dim1, 0,
+                        h.dim0, NULL, why, why_len);
+  if (!finite) return 0;
   size_t n = (size_t)h.dim0 * h.dim1;
   size_t bad = fc_find_nonfinite(payload, n, h.dtype);
   if (bad < n) {

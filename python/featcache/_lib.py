@@ -35,7 +35,8 @@ DESC_LEN = 24
 
 FC_ENOTFOUND = -31908
 FC_EBADSTATE = -31912
-DTYPE_NAMES = {1: "f32", 2: "f16", 3: "bf16", 4: "i32", 5: "i16", 6: "u16"}
+DTYPE_NAMES = {1: "f32", 2: "f16", 3: "bf16", 4: "i32", 5: "i16", 6: "u16", 7: "mq"}
+DTYPE_MQ = 7  # the mel codec: stored coded, delivered as float32
 
 
 class FeatcacheError(RuntimeError):
@@ -93,7 +94,7 @@ class Item(ctypes.Structure):
     _fields_ = [
         ("mel", ctypes.c_void_p), ("frames", ctypes.c_uint32), ("n_mels", ctypes.c_uint32),
         ("mel_dtype", ctypes.c_int), ("tokens", ctypes.c_void_p), ("n_tokens", ctypes.c_uint32),
-        ("tok_dtype", ctypes.c_int),
+        ("tok_dtype", ctypes.c_int), ("mel_bytes", ctypes.c_uint64),
     ]
 
 
@@ -171,6 +172,9 @@ def _declare(lib):
         "fc_loader_set_buffers": (ctypes.c_int, [V, P(V), ctypes.c_size_t, ctypes.c_size_t]),
         "fc_loader_wait_ns": (ctypes.c_uint64, [V]),
         "fc_loader_lookup": (ctypes.c_int, [V, C, P(Item)]),
+        "fc_mq_decode": (ctypes.c_int, [V, V, ctypes.c_size_t, ctypes.c_uint32, ctypes.c_uint32,
+                                        ctypes.c_uint32, ctypes.c_uint32, V, ctypes.c_char_p,
+                                        ctypes.c_size_t]),
     }
     for name, (res, args) in sig.items():
         f = getattr(lib, name)

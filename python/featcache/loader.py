@@ -649,9 +649,22 @@ def _dist_rank_world():
 _GET_CACHE = {}
 
 
+def _decode_mq(h, it):
+    """A coded (mq) payload decoded into a new float32 [frames, n_mels] array (read-only)."""
+    out = np.empty((it.frames, it.n_mels), np.float32)
+    why = ctypes.create_string_buffer(256)
+    rc = h.lib.fc_mq_decode(None, it.mel, it.mel_bytes, it.frames, it.n_mels, 0, it.frames,
+                            out.ctypes.data, why, len(why))
+    if rc:
+        raise FeatcacheError(rc, "decode: %s" % why.value.decode("utf-8", "replace"))
+    out.setflags(write=False)
+    return out
+
+
 def get(store, id, features=None, tokens=None):
     """The features of one utterance: a read-only [frames, n_mels] array in the map (and with
-    tokens=..., a tuple (mels, tokens)). Raises KeyError when the store has no such id."""
+    tokens=..., a tuple (mels, tokens)); for a coded (mq) config a decoded float32 copy. Raises
+    KeyError when the store has no such id."""
     key = (os.getpid(), os.path.realpath(os.fspath(store)), features, tokens)
     ld = _GET_CACHE.get(key)
     if ld is None:
@@ -667,9 +680,12 @@ def get(store, id, features=None, tokens=None):
         raise KeyError(h.lib.fc_loader_error(h.h).decode("utf-8", "replace"))
     if rc:
         _raise(rc, "get(%r)" % id, h.h)
-    mdt = np.dtype(_NP[it.mel_dtype])
-    mel = _wrap(it.mel, it.frames * it.n_mels * mdt.itemsize, mdt, (it.frames, it.n_mels), h,
-                False)
+    if it.mel_dtype == _lib.DTYPE_MQ:
+        mel = _decode_mq(h, it)
+    else:
+        mdt = np.dtype(_NP[it.mel_dtype])
+        mel = _wrap(it.mel, it.frames * it.n_mels * mdt.itemsize, mdt, (it.frames, it.n_mels), h,
+                    False)
     if tokens is None:
         return mel
     tdt = np.dtype(_NP[it.tok_dtype])

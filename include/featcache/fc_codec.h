@@ -1,0 +1,61 @@
+/* featcache — the `mq` mel codec (record dtype 7, docs/FORMAT.md "The mq payload").
+ *
+ * A lossy codec for log-mel records: every value is quantized to a multiple of 2^-7 (so the decoded
+ * value is within 2^-8 = 0.00390625 of the original), predicted from its neighbours (planar:
+ * left + up - up-left), the residual zigzagged into one byte per value (larger ones escaped), and
+ * the bytes entropy-coded by zstd. Deterministic for a given zstd version; decodes to float32
+ * [dim0][dim1].
+ * Values must be finite with |x| < 4096 (FC_MQ_MAX_ABS); anything else is refused (FC_ERANGE). */
+#ifndef FC_CODEC_H
+#define FC_CODEC_H
+
+#include "fc_base.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FC_MQ_STEP_LOG2 7                     /* step = 2^-7 */
+#define FC_MQ_MAX_ERROR (1.0 / 256)           /* max |decoded - original| */
+#define FC_MQ_MAX_ABS 4096.0f                 /* encodable values: finite, |x| < 4096 */
+#define FC_MQ_HEADER 8                        /* a constant array's whole payload; coded: 20 */
+#define FC_MQ_MAX_VALUES 0x7fffffffu          /* dim0 * dim1 at most */
+
+/* Scratch for encoding and decoding (zstd contexts, plane buffers). One per thread; reusing it
+ * saves allocations. Free with fc_mq_coder_free. */
+typedef struct fc_mq_coder fc_mq_coder;
+FC_API int fc_mq_coder_new(fc_mq_coder **out);
+FC_API void fc_mq_coder_free(fc_mq_coder *c);
+
+/* Most payload bytes fc_mq_encode can write for dim0 x dim1 values (0 when over FC_MQ_MAX_VALUES). */
+FC_API size_t fc_mq_bound(uint32_t dim0, uint32_t dim1);
+
+/* Encode x[dim0][dim1] into out (cap bytes; fc_mq_bound is always enough); *len gets the payload
+ * size. c may be NULL (a temporary coder). Returns 0; FC_ERANGE (a NaN, an infinity or
+ * |x| >= 4096: why names the first such value), FC_ECONFIG (too many values, cap too small),
+ * ENOMEM. Same input and zstd version → same bytes. */
+FC_API int fc_mq_encode(fc_mq_coder *c, const float *x, uint32_t dim0, uint32_t dim1, void *out,
+                        size_t cap, size_t *len, char *why, size_t why_len);
+
+/* Check the fixed part of a payload of len bytes for dim0 x dim1 (its first 8 or 20 bytes only, so
+ * a cold record is not paged in): step, mode, reserved bytes, escape count, frame sizes adding up to
+ * len. The frames themselves are checked by fc_mq_decode. Returns 0 or FC_EFORMAT with a reason. */
+FC_API int fc_mq_check(const void *payload, size_t len, uint32_t dim0, uint32_t dim1, char *why,
+                       size_t why_len);
+
+/* Decode rows [first, first + count) of a payload into out (count * dim1 floats, row-major).
+ * Rows before first are decoded too (prediction runs from row 0) but not written; the symbols are
+ * decompressed only as far as row first + count - 1. c may be NULL. Returns 0; FC_EFORMAT
+ * (fc_mq_check fails; a frame is not exactly one zstd frame declaring its size or does not
+ * decompress to it; escape symbols and escapes disagree in number); FC_ECONFIG (rows out of
+ * range); ENOMEM. Nothing outside out[0, count*dim1) is written, whatever the payload.
+ * out NULL: decode rows [0, first + count) and write nothing (a check: cache-verify decodes every
+ * coded record with first 0, count dim0). */
+FC_API int fc_mq_decode(fc_mq_coder *c, const void *payload, size_t len, uint32_t dim0,
+                        uint32_t dim1, uint32_t first, uint32_t count, float *out, char *why,
+                        size_t why_len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
