@@ -3,10 +3,13 @@
  * fc_text_entry_decode / fc_id_check (entries) and fc_mel_config_from_json (config JSON).
  * The first input byte picks the target. Invariants checked beyond "no crash, no OOB read":
  * a parsed record's payload lies inside the input and fills it exactly; verify implies parse;
- * a config that parses and validates survives a canonical JSON round trip with the same digest.
+ * a config that parses and validates survives a canonical JSON round trip with the same digest;
+ * a coded (mq) record's payload decodes (whatever its checksum says) to 0 or FC_EFORMAT, whole and
+ * cropped, into outputs of exactly the decoded size.
  *
  * Built with libFuzzer by tests/fuzz/build.sh (clang -fsanitize=fuzzer,address,undefined);
  * replayed without libFuzzer by tests/unit/test_verify_fuzz.c (seeds + random mutations). */
+#include "featcache/fc_codec.h"
 #include "featcache/fc_config.h"
 #include "featcache/fc_format.h"
 #include "featcache/fc_verify.h"
@@ -28,7 +31,10 @@ static void fuzz_record(const uint8_t *d, size_t n) {
   if (rp == 0) {
     FUZZ_ASSERT(payload == v + FC_RECORD_HEADER_SIZE);
     FUZZ_ASSERT(h.payload_bytes == n - FC_RECORD_HEADER_SIZE);
-    FUZZ_ASSERT((uint64_t)h.dim0 * h.dim1 * fc_dtype_size(h.dtype) == h.payload_bytes);
+    if (h.dtype != FC_DTYPE_MQ)
+      FUZZ_ASSERT((uint64_t)h.dim0 * h.dim1 * fc_dtype_size(h.dtype) == h.payload_bytes);
+    else
+      FUZZ_ASSERT(fc_mq_check(payload, n - FC_RECORD_HEADER_SIZE, h.dim0, h.dim1, NULL, 0) == 0);
   } else {
     FUZZ_ASSERT(rp == FC_EFORMAT || rp == FC_ECHECKSUM);
     FUZZ_ASSERT(memchr(why, '\0', sizeof why) != NULL);
@@ -37,6 +43,21 @@ static void fuzz_record(const uint8_t *d, size_t n) {
   FUZZ_ASSERT(rv == 0 ? rp == 0 : 1);
   int rf = fc_verify_record(v, n, 1, why, sizeof why);
   FUZZ_ASSERT(rv != 0 ? rf == rv : 1);
+  if (rp == 0 && h.dtype == FC_DTYPE_MQ && (uint64_t)h.dim0 * h.dim1 <= (1u << 20)) {
+    size_t cnt = (size_t)h.dim0 * h.dim1, half = (size_t)(h.dim0 - h.dim0 / 2) * h.dim1;
+    float *out = malloc(cnt * sizeof *out + 1), *crop = malloc(half * sizeof *crop + 1);
+    int rd = fc_mq_decode(NULL, payload, h.payload_bytes, h.dim0, h.dim1, 0, h.dim0, out, why,
+                          sizeof why);
+    FUZZ_ASSERT(rd == 0 || rd == FC_EFORMAT);
+    int rc = fc_mq_decode(NULL, payload, h.payload_bytes, h.dim0, h.dim1, h.dim0 / 2,
+                          h.dim0 - h.dim0 / 2, crop, why, sizeof why);
+    FUZZ_ASSERT(rc == 0 || rc == FC_EFORMAT);
+    if (rd == 0 && rc == 0) /* a crop is the same rows of the whole decode */
+      FUZZ_ASSERT(memcmp(crop, out + (size_t)(h.dim0 / 2) * h.dim1, half * sizeof *crop) == 0);
+    if (rv == 0) FUZZ_ASSERT(rf == rd); /* verify decodes the same way */
+    free(out);
+    free(crop);
+  }
   if (rp == 0) {
     size_t cnt = (size_t)h.dim0 * h.dim1;
     size_t bad = fc_find_nonfinite(payload, cnt, h.dtype);

@@ -42,6 +42,23 @@ static void reseal_or_edge(uint8_t *buf, size_t *np, size_t cap, uint64_t k) {
   }
 }
 
+/* A coded (mq) record of d0 x d1 log-mel-like values; escapes when wild. */
+static void mq_seed(uint32_t d0, uint32_t d1, int wild) {
+  size_t n = (size_t)d0 * d1, cap = fc_mq_bound(d0, d1), len = 0;
+  float *x = malloc(n * sizeof *x + 4);
+  for (size_t i = 0; i < n; i++)
+    x[i] = wild ? (float)((int)(fuzz_rnd() % 2000) - 1000) / 7.0f
+                : (float)(i % d1) * 0.05f - 6.0f + (float)(fuzz_rnd() % 64) / 128.0f;
+  uint8_t *pl = malloc(cap), *rec = malloc(64 + cap);
+  if (fc_mq_encode(NULL, x, d0, d1, pl, cap, &len, NULL, 0) == 0) {
+    fc_record_header h = {FC_DTYPE_MQ, 2, d0, d1, 0, 0, {{0}}, 0, 1};
+    if (fc_record_encode(&h, pl, len, rec) == 0) fuzz_add_seed(0, rec, 64 + len);
+  }
+  free(x);
+  free(pl);
+  free(rec);
+}
+
 int main(void) {
   record_seed(FC_DTYPE_F32, 2, 3, 80, 0);
   record_seed(FC_DTYPE_F32, 2, 2, 80, 1);
@@ -51,6 +68,11 @@ int main(void) {
   record_seed(FC_DTYPE_U16, 1, 1, 1, 0);
   record_seed(FC_DTYPE_I32, 1, 9, 1, 0);
   record_seed(FC_DTYPE_F32, 2, 0, 80, 0);
+  mq_seed(12, 20, 0);
+  mq_seed(6, 9, 1);
+  mq_seed(1, 1, 0);
+  mq_seed(0, 80, 0);
+  mq_seed(30, 1, 1);
   fc_audio_entry e = {{{1, 2, 3}}, 22050, 1, 12345, 999, 42, "data/wavs/LJ001-0001.wav", 24};
   uint8_t eb[128];
   fc_audio_entry_encode(&e, eb);
