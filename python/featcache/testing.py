@@ -17,7 +17,7 @@ import numpy as np
 import xxhash
 
 __all__ = ["digest", "record_key", "encode_record", "parse_record", "StoreWriter",
-           "mel_config_json", "read_utterance", "DTYPES"]
+           "mel_config_json", "read_utterance", "decode_mq", "DTYPES"]
 
 DTYPES = {np.dtype(np.float32): 1, np.dtype(np.float16): 2, np.dtype(np.int32): 4,
           np.dtype(np.int16): 5, np.dtype(np.uint16): 6}
@@ -45,6 +45,52 @@ def encode_record(array, config_digest, dtype_code=None, producer=1):
     return head + struct.pack("<Q", xxhash.xxh3_64_intdigest(head)) + payload
 
 
+_ZSTD = None
+
+
+def _zstd_decompress(frame, size):
+    """One zstd frame of exactly size bytes, through the system libzstd (ctypes)."""
+    global _ZSTD
+    if _ZSTD is None:
+        _ZSTD = ctypes.CDLL("libzstd.so.1")
+        _ZSTD.ZSTD_decompress.restype = ctypes.c_size_t
+        _ZSTD.ZSTD_decompress.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p,
+                                          ctypes.c_size_t]
+        _ZSTD.ZSTD_isError.argtypes = [ctypes.c_size_t]
+    out = ctypes.create_string_buffer(max(size, 1))
+    got = _ZSTD.ZSTD_decompress(out, size, bytes(frame), len(frame))
+    if _ZSTD.ZSTD_isError(got) or got != size:
+        raise ValueError("mq: a zstd frame does not decompress to %d bytes" % size)
+    return out.raw[:size]
+
+
+def decode_mq(payload, dim0, dim1):
+    """Decode an mq payload (docs/FORMAT.md, "The mq payload") with numpy, independently of the
+    C decoder: float32 [dim0, dim1]."""
+    payload = bytes(payload)
+    step, mode, reserved, base = struct.unpack_from("<BBHi", payload)
+    if step != 7 or reserved or mode > 1:
+        raise ValueError("mq: bad header")
+    n = dim0 * dim1
+    if mode == 0:
+        if len(payload) != 8:
+            raise ValueError("mq: constant payload is not 8 bytes")
+        return np.full((dim0, dim1), base / 128.0, np.float32)
+    n_esc, zs, ze = struct.unpack_from("<III", payload, 8)
+    if 20 + zs + ze != len(payload):
+        raise ValueError("mq: frame sizes disagree with the payload")
+    sym = np.frombuffer(_zstd_decompress(payload[20:20 + zs], n), np.uint8).astype(np.int64)
+    esc = np.frombuffer(_zstd_decompress(payload[20 + zs:], 4 * n_esc), "<u4") if n_esc else []
+    where = np.flatnonzero(sym == 255)
+    if len(where) != n_esc:
+        raise ValueError("mq: escape symbols and escapes disagree")
+    sym[where] = 255 + np.asarray(esc, np.int64)
+    r = (sym >> 1) ^ -(sym & 1)                       # unzigzag
+    d = np.cumsum(r.reshape(dim0, dim1), axis=1)      # d(f, b) = k(f, b) - k(f-1, b)
+    k = base + np.cumsum(d, axis=0)                   # row -1 is all base
+    return (k.astype(np.float32) * np.float32(1 / 128)).astype(np.float32)
+
+
 def parse_record(val, verify=True):
     """(header dict, numpy array copy of the payload); raises ValueError on any mismatch."""
     val = bytes(val)
@@ -54,10 +100,12 @@ def parse_record(val, verify=True):
     (hh,) = struct.unpack_from("<Q", val, 56)
     if magic != b"FCR1" or hsize != 64 or hh != xxhash.xxh3_64_intdigest(val[:56]):
         raise ValueError("bad record header")
-    if nbytes != len(val) - 64 or d0 * d1 * np.dtype(_NP[code]).itemsize != nbytes:
+    if nbytes != len(val) - 64 or (code != 7 and d0 * d1 * np.dtype(_NP[code]).itemsize != nbytes):
         raise ValueError("record sizes disagree")
     if verify and xxhash.xxh3_64_intdigest(val[64:]) != phash:
         raise ValueError("payload checksum mismatch")
+    if code == 7:  # mq: coded log-mel, decoded to float32
+        return dict(dtype=code, ndim=ndim, dim0=d0, dim1=d1, config=cfg), decode_mq(val[64:], d0, d1)
     a = np.frombuffer(val, dtype=_NP[code], offset=64).copy()
     return dict(dtype=code, ndim=ndim, dim0=d0, dim1=d1, config=cfg), (
         a.reshape(d0, d1) if ndim == 2 else a)
