@@ -63,7 +63,9 @@ static pthread_once_t thread_once = PTHREAD_ONCE_INIT;
 static int thread_key_ok;
 
 static void coder_destroy(void *c) { fc_mq_coder_free(c); }
-static void thread_key_make(void) { thread_key_ok = pthread_key_create(&thread_key, coder_destroy) == 0; }
+static void thread_key_make(void) {
+  thread_key_ok = pthread_key_create(&thread_key, coder_destroy) == 0;
+}
 
 fc_mq_coder *fc_mq_thread_coder(void) {
   pthread_once(&thread_once, thread_key_make);
@@ -164,7 +166,7 @@ int fc_mq_encode(fc_mq_coder *c, const float *x, uint32_t dim0, uint32_t dim1, v
     int32_t dl = 0; /* d(f, b-1) */
     for (uint32_t b = 0; b < dim1; b++) {
       int32_t k = (int32_t)lrintf(xr[b] * 128.0f); /* |k| <= 2^19 */
-      int32_t d = k - (int32_t)prev[b], r = d - dl;  /* |r| <= 2^21 */
+      int32_t d = k - (int32_t)prev[b], r = d - dl; /* |r| <= 2^21 */
       uint32_t z = ((uint32_t)r << 1) ^ (uint32_t)(r >> 31);
       any |= z;
       if (z < 255) {
@@ -269,7 +271,10 @@ static int decompress_prefix(fc_mq_coder *c, const uint8_t *src, size_t z, size_
     got = 0;
     while (ob.pos < need) {
       size_t r = ZSTD_decompressStream(c->dctx, &ob, &in);
-      if (ZSTD_isError(r)) { got = r; break; }
+      if (ZSTD_isError(r)) {
+        got = r;
+        break;
+      }
       if (r == 0 || in.pos == in.size) break; /* the frame ended, or no more input */
     }
     if (!ZSTD_isError(got)) got = ob.pos;
@@ -284,8 +289,8 @@ static int decompress_prefix(fc_mq_coder *c, const uint8_t *src, size_t z, size_
 
 /* Row b's zigzagged residuals in z[0, dim1): the symbols, escapes patched in from esc (a cursor
  * into n_esc values). 0, or -1 when the row needs more escapes than are left. */
-static int row_symbols(const uint8_t *s, uint32_t dim1, uint32_t *z, const uint8_t *esc,
-                       size_t *e, size_t n_esc) {
+static int row_symbols(const uint8_t *s, uint32_t dim1, uint32_t *z, const uint8_t *esc, size_t *e,
+                       size_t n_esc) {
   uint32_t b = 0;
 #if defined(__SSE2__)
   const __m128i zero = _mm_setzero_si128();
@@ -379,12 +384,15 @@ int fc_mq_decode(fc_mq_coder *c, const void *payload, size_t len, uint32_t dim0,
   size_t need = (size_t)end * dim1;
   size_t zoff = (need + 4 * n_esc + 15) & ~(size_t)15;
   if ((rc = reserve(c, zoff + 4 * (size_t)dim1, dim1))) goto out;
-  if (!c->dctx && !(c->dctx = ZSTD_createDCtx())) { rc = ENOMEM; goto out; }
+  if (!c->dctx && !(c->dctx = ZSTD_createDCtx())) {
+    rc = ENOMEM;
+    goto out;
+  }
   uint8_t *sym = c->planes, *esc = sym + need;
   uint32_t *z = (uint32_t *)(void *)(sym + zoff);
   if ((rc = decompress_prefix(c, fs, zs, n, sym, need, "symbol", why, why_len))) goto out;
-  if (n_esc && (rc = decompress_prefix(c, fe, ze, 4 * n_esc, esc, 4 * n_esc, "escape", why,
-                                       why_len)))
+  if (n_esc &&
+      (rc = decompress_prefix(c, fe, ze, 4 * n_esc, esc, 4 * n_esc, "escape", why, why_len)))
     goto out;
   uint32_t *prev = c->row;
   for (uint32_t b = 0; b < dim1; b++) prev[b] = (uint32_t)base;

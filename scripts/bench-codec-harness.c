@@ -45,7 +45,10 @@ int main(int argc, char **argv) {
   }
   int repeat = argc > 2 ? atoi(argv[2]) : 5;
   FILE *f = fopen(argv[1], "rb");
-  if (!f) { perror(argv[1]); return 2; }
+  if (!f) {
+    perror(argv[1]);
+    return 2;
+  }
   rec *r = NULL;
   size_t n = 0, cap = 0, maxv = 0;
   uint64_t values = 0;
@@ -61,7 +64,10 @@ int main(int argc, char **argv) {
     q->nm = hd[1];
     size_t m = (size_t)q->fr * q->nm;
     q->x = malloc(m * 4 + 4);
-    if (fread(q->x, 4, m, f) != m) { fprintf(stderr, "short file\n"); return 2; }
+    if (fread(q->x, 4, m, f) != m) {
+      fprintf(stderr, "short file\n");
+      return 2;
+    }
     if (m > maxv) maxv = m;
     values += m;
   }
@@ -82,7 +88,10 @@ int main(int argc, char **argv) {
     double t = now();
     int rc = fc_mq_encode(c, q->x, q->fr, q->nm, q->mq, b, &q->mq_len, why, sizeof why);
     enc_s += now() - t;
-    if (rc) { fprintf(stderr, "record %zu: %s\n", i, why); return 1; }
+    if (rc) {
+      fprintf(stderr, "record %zu: %s\n", i, why);
+      return 1;
+    }
     mq_bytes += q->mq_len;
     if ((rc = fc_mq_decode(c, q->mq, q->mq_len, q->fr, q->nm, 0, q->fr, out, why, sizeof why))) {
       fprintf(stderr, "record %zu: %s\n", i, why);
@@ -126,13 +135,13 @@ int main(int argc, char **argv) {
     if (t < best_cp) best_cp = t;
   }
   double gb = values * 4 / 1e9;
-  printf("{\"records\":%zu,\"values\":%llu,\"f32_bytes\":%llu,\"mq_bytes\":%llu,"
-         "\"zstd_f16_bytes\":%llu,\"mq_max_err\":%.9g,\"mq_mean_err\":%.9g,"
-         "\"f16_max_err\":%.9g,\"f16_mean_err\":%.9g,\"mq_encode_gbs\":%.4g,"
-         "\"mq_decode_gbs\":%.4g,\"zstd_f16_decode_gbs\":%.4g,\"f32_copy_gbs\":%.4g}\n",
-         n, (unsigned long long)values, (unsigned long long)values * 4,
-         (unsigned long long)mq_bytes, (unsigned long long)zh_bytes, max_err,
-         values ? sum_err / values : 0, max_err16, values ? sum_err16 / values : 0, gb / enc_s,
-         gb / best_mq, gb / best_zh, gb / best_cp);
+  printf(
+      "{\"records\":%zu,\"values\":%llu,\"f32_bytes\":%llu,\"mq_bytes\":%llu,"
+      "\"zstd_f16_bytes\":%llu,\"mq_max_err\":%.9g,\"mq_mean_err\":%.9g,"
+      "\"f16_max_err\":%.9g,\"f16_mean_err\":%.9g,\"mq_encode_gbs\":%.4g,"
+      "\"mq_decode_gbs\":%.4g,\"zstd_f16_decode_gbs\":%.4g,\"f32_copy_gbs\":%.4g}\n",
+      n, (unsigned long long)values, (unsigned long long)values * 4, (unsigned long long)mq_bytes,
+      (unsigned long long)zh_bytes, max_err, values ? sum_err / values : 0, max_err16,
+      values ? sum_err16 / values : 0, gb / enc_s, gb / best_mq, gb / best_zh, gb / best_cp);
   return 0;
 }

@@ -15,11 +15,11 @@
 extern "C" {
 #endif
 
-#define FC_MQ_STEP_LOG2 7                     /* step = 2^-7 */
-#define FC_MQ_MAX_ERROR (1.0 / 256)           /* max |decoded - original| */
-#define FC_MQ_MAX_ABS 4096.0f                 /* encodable values: finite, |x| < 4096 */
-#define FC_MQ_HEADER 8                        /* a constant array's whole payload; coded: 20 */
-#define FC_MQ_MAX_VALUES 0x7fffffffu          /* dim0 * dim1 at most */
+#define FC_MQ_STEP_LOG2 7 /* step = 2^-7 */
+#define FC_MQ_MAX_ERROR (1.0 / 256) /* max |decoded - original| */
+#define FC_MQ_MAX_ABS 4096.0f /* encodable values: finite, |x| < 4096 */
+#define FC_MQ_HEADER 8 /* a constant array's whole payload; coded: 20 */
+#define FC_MQ_MAX_VALUES 0x7fffffffu /* dim0 * dim1 at most */
 
 /* Scratch for encoding and decoding (zstd contexts, plane buffers). One per thread; reusing it
  * saves allocations. Free with fc_mq_coder_free. */

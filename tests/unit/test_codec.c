@@ -59,8 +59,8 @@ static size_t round_trip(const char *name, const float *m, uint32_t fr, uint32_t
   CHECK(fc_mq_check(a, len, fr, nm, why, sizeof why) == 0, "%s: check: %s", name, why);
   size_t n = (size_t)fr * nm;
   float *out = malloc(n * sizeof *out + 1);
-  CHECK(fc_mq_decode(c, a, len, fr, nm, 0, fr, out, why, sizeof why) == 0, "%s: decode: %s",
-        name, why);
+  CHECK(fc_mq_decode(c, a, len, fr, nm, 0, fr, out, why, sizeof why) == 0, "%s: decode: %s", name,
+        why);
   double mx = 0;
   for (size_t i = 0; i < n; i++) {
     double e = fabs((double)out[i] - m[i]);
@@ -72,7 +72,10 @@ static size_t round_trip(const char *name, const float *m, uint32_t fr, uint32_t
   CHECK(mx <= FC_MQ_MAX_ERROR, "%s: max error %.9g > 2^-8", name, mx);
   *max_err_out = mx;
   /* crops: rows [f0, f0 + k) equal the same rows of the whole decode, into exact-size buffers */
-  uint32_t crops[][2] = {{0, 1}, {fr / 2, fr - fr / 2}, {fr ? fr - 1 : 0, fr ? 1 : 0}, {fr / 3, fr / 3}};
+  uint32_t crops[][2] = {{0, 1},
+                         {fr / 2, fr - fr / 2},
+                         {fr ? fr - 1 : 0, fr ? 1 : 0},
+                         {fr / 3, fr / 3}};
   for (int k = 0; k < 4 && fr; k++) {
     uint32_t f0 = crops[k][0], cnt = crops[k][1];
     float *o2 = malloc((size_t)cnt * nm * sizeof *o2 + 1);
@@ -122,7 +125,8 @@ static void signals(void) {
     printf("%-12s %u frames: %zu bytes, %.2fx smaller than f32, max error %.6f\n", names[s], fr,
            len, ratio, mx);
     if (s == 1) { /* the log floor everywhere: the 8-byte constant payload */
-      CHECK(m[0] == logf(1e-5f) && len == FC_MQ_HEADER, "silence: %g, %zu bytes", (double)m[0], len);
+      CHECK(m[0] == logf(1e-5f) && len == FC_MQ_HEADER, "silence: %g, %zu bytes", (double)m[0],
+            len);
     }
     if (s == 2) CHECK(ratio > 8, "tones compress %.2fx (steady spectra predict well)", ratio);
     free(m);
@@ -132,8 +136,8 @@ static void signals(void) {
 
 static void shapes_and_values(void) {
   double mx;
-  float one = -11.5129251f, row[80], col[300], edge[6] = {4095.99f, -4095.99f, 0.00390625f,
-                                                         -0.0039f, 1e-30f, 2047.5f};
+  float one = -11.5129251f, row[80], col[300],
+        edge[6] = {4095.99f, -4095.99f, 0.00390625f, -0.0039f, 1e-30f, 2047.5f};
   for (int i = 0; i < 80; i++) row[i] = (float)(-5 + 0.37 * i);
   for (int i = 0; i < 300; i++) col[i] = (float)(3 * sin(i * 0.1));
   round_trip("1 x 1", &one, 1, 1, &mx);
@@ -157,9 +161,9 @@ static void shapes_and_values(void) {
   /* the constant payload byte for byte: step 7, mode 0, reserved, base = round(-11.5129 * 128) */
   CHECK(fc_mq_encode(NULL, &one, 1, 1, buf, sizeof buf, &len, why, sizeof why) == 0 && len == 8);
   int32_t base = -1474;
-  CHECK(buf[0] == 7 && buf[1] == 0 && buf[2] == 0 && buf[3] == 0 &&
-            memcmp(buf + 4, &base, 4) == 0, "constant header %02x %02x .. %02x%02x%02x%02x",
-        buf[0], buf[1], buf[4], buf[5], buf[6], buf[7]);
+  CHECK(buf[0] == 7 && buf[1] == 0 && buf[2] == 0 && buf[3] == 0 && memcmp(buf + 4, &base, 4) == 0,
+        "constant header %02x %02x .. %02x%02x%02x%02x", buf[0], buf[1], buf[4], buf[5], buf[6],
+        buf[7]);
   /* refused values: nothing written, FC_ERANGE with the position */
   float bad[4][3] = {{0, NAN, 1}, {0, 1, INFINITY}, {-INFINITY, 0, 0}, {0, 0, 4096.0f}};
   for (int k = 0; k < 4; k++) {
@@ -171,7 +175,8 @@ static void shapes_and_values(void) {
   }
   CHECK(fc_mq_bound(0x10000, 0x10000) == 0, "bound of 2^32 values");
   CHECK(fc_mq_encode(NULL, row, 0x10000, 0x10000, buf, sizeof buf, &len, why, sizeof why) ==
-        FC_ECONFIG, "2^32 values accepted");
+            FC_ECONFIG,
+        "2^32 values accepted");
   CHECK(fc_mq_encode(NULL, row, 1, 80, buf, 4, &len, why, sizeof why) == FC_ECONFIG,
         "tiny output accepted");
   CHECK(fc_mq_encode(NULL, row, 1, 80, buf, 30, &len, why, sizeof why) == FC_ECONFIG,
@@ -230,8 +235,10 @@ static void hostile(void) {
     rc = fc_mq_decode(NULL, v, len, 40, 20, 17, 5, out, why, sizeof why);
     CHECK(rc == 0 || rc == FC_EFORMAT, "flip at %zu, crop: rc %d", i, rc);
   }
-  printf("hostile: %zu truncations and %zu byte flips refused cleanly (%zu flips decoded to "
-         "other values: the record checksum catches those)\n", len, len - ok, ok);
+  printf(
+      "hostile: %zu truncations and %zu byte flips refused cleanly (%zu flips decoded to "
+      "other values: the record checksum catches those)\n",
+      len, len - ok, ok);
   /* a record around the payload: header checks use the payload's own length, not dims x 4 */
   fc_record_header h = {.dtype = FC_DTYPE_MQ, .ndim = 2, .dim0 = 40, .dim1 = 20, .producer = 1};
   uint8_t *rec = malloc(64 + len);
@@ -246,7 +253,8 @@ static void hostile(void) {
   h.ndim = 2;
   CHECK(fc_record_encode(&h, a, len - 1, rec) == FC_EFORMAT, "short payload encoded");
   CHECK(fc_dtype_size(FC_DTYPE_MQ) == 0 && fc_dtype_decoded(FC_DTYPE_MQ) == FC_DTYPE_F32 &&
-        strcmp(fc_dtype_name(FC_DTYPE_MQ), "mq") == 0 && fc_dtype_from_name("mq") == FC_DTYPE_MQ,
+            strcmp(fc_dtype_name(FC_DTYPE_MQ), "mq") == 0 &&
+            fc_dtype_from_name("mq") == FC_DTYPE_MQ,
         "dtype table");
   free(rec);
   free(v);
@@ -268,7 +276,8 @@ static void config(void) {
   CHECK(n > 0 && strstr(js, "\"dtype\":\"mq\"") != NULL, "json: %s", js);
   fc_mel_config back;
   CHECK(fc_mel_config_from_json(js, (size_t)n, &back, why, sizeof why) == 0 &&
-            back.dtype == FC_DTYPE_MQ, "from json: %s", why);
+            back.dtype == FC_DTYPE_MQ,
+        "from json: %s", why);
   c.log = FC_LOG_NONE;
   CHECK(fc_mel_config_validate(&c, why, sizeof why) == FC_ECONFIG && strstr(why, "log"),
         "mq with a linear output: %s", why);
