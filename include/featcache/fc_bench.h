@@ -136,7 +136,8 @@ typedef struct fc_bench_result {
   int cold_verified;        /* cold pass: resident_before <= 0.02, or <= 64 pages (LMDB's
                                meta and root pages, mapped on opening) */
   uint64_t records, batches, bytes; /* read in this pass; bytes = payload bytes */
-  uint64_t bad_records;     /* values whose header failed fc_record_parse (not copied) */
+  uint64_t bad_records;     /* values whose header failed fc_record_parse (not copied), or coded
+                               ones that failed to decode */
   double seconds;           /* wall time of the pass */
   double mb_per_s;          /* payload bytes / seconds / 1e6 */
   double records_per_s, batches_per_s;
@@ -148,6 +149,10 @@ typedef struct fc_bench_result {
   double fault_frac, copy_frac, wait_frac, other_frac;
   uint64_t major_faults, minor_faults; /* getrusage(RUSAGE_THREAD) deltas of the readers */
   int stopped;              /* 0 the whole order was read, 1 time bound, 2 byte bound, 3 stopped */
+  /* Delivered: what the training loop gets. Equal to bytes for plain records; for coded (mq)
+   * records the decoded float32 bytes (each coded record is decoded, as the loader does). */
+  uint64_t decoded_bytes;
+  double decoded_mb_per_s;  /* decoded_bytes / seconds / 1e6 */
 } fc_bench_result;
 
 /* Run one pass. Returns 0 (also when stopped early: see r->stopped), or an errno/LMDB code. */

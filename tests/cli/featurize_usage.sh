@@ -58,7 +58,8 @@ Features:
       --pad-mode M             reflect or constant
       --power P                1 magnitude, 2 power
       --log L                  none, ln, log10, db or whisper
-      --dtype T                f32 (default), f16 or bf16
+      --dtype T                f32 (default), f16, bf16 or mq (the codec)
+      --codec C                none (default) or mq: log-mel coded ~4x smaller than f32, max error 2^-8
 
 Inputs:
       --manifest FILE          LJSpeech csv, Kaldi wav.scp, JSON lines or a path list
@@ -119,7 +120,7 @@ check "center" 2 "featurize: invalid value 'maybe' for --center (want true or fa
 $try" -- "$FZ" --center maybe -o "$S" "$tmp/a.wav"
 check "log" 2 "featurize: invalid value 'log2' for --log (want one of none, ln, log10, db, whisper)
 $try" -- "$FZ" --log log2 -o "$S" "$tmp/a.wav"
-check "dtype" 2 "featurize: invalid value 'f64' for --dtype (want one of f32, f16, bf16)
+check "dtype" 2 "featurize: invalid value 'f64' for --dtype (want one of f32, f16, bf16, mq)
 $try" -- "$FZ" --dtype f64 -o "$S" "$tmp/a.wav"
 check "mel-scale" 2 "featurize: invalid value 'bark' for --mel-scale (want one of slaney, htk, kaldi)
 $try" -- "$FZ" --mel-scale bark -o "$S" "$tmp/a.wav"

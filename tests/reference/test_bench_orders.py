@@ -101,7 +101,7 @@ def test_threads_and_byte_bound_visit_each_record_once():
 
 
 PASS_FIELDS = {"record", "store", "device", "rotational", "pattern", "cache_state", "threads",
-               "mb_per_s", "records_per_s", "latency_ms", "resident_fraction_before", "batch",
+               "mb_per_s", "decoded_mb_per_s", "records_per_s", "latency_ms", "resident_fraction_before", "batch",
                "batches_per_s", "batch_latency_ms", "io", "disk", "cold_verified", "time_split",
                "major_faults", "minor_faults", "records", "batches", "bytes", "bad_records",
                "seconds", "stopped"}
