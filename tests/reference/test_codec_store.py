@@ -157,11 +157,12 @@ def test_cache_bench_decodes_coded_records(store):
     """cache-bench reads the mixed store (f32 and mq records): stored MB/s counts the bytes read,
     decoded MB/s the float32 delivered; every record decodes (no bad records)."""
     import json
-    r = subprocess.run([os.path.join(BIN, "cache-bench"), "--json", "-q", "-p", "sequential", "-s",
+    r = subprocess.run([os.path.join(BIN, "cache-bench"), "--json", "-q", "-p", "sequential", "-t", "1", "-s",
                         "warm", "-b", "4", "--duration", "0", store["path"]], capture_output=True,
                        text=True)
     assert r.returncode == 0, r.stderr
-    (p,) = [json.loads(l) for l in r.stdout.splitlines() if '"record":"pass"' in l]
+    (p,) = [json.loads(l) for l in r.stdout.splitlines()
+           if '"record":"pass"' in l and json.loads(l)["batch"] == 4]
     assert p["bad_records"] == 0 and p["records"] == 2 * len(TEXTS)
     # half the records are f32 (decoded = stored), half mq (decoded ~4x stored): in between
     assert 1.2 * p["mb_per_s"] < p["decoded_mb_per_s"] < 2.0 * p["mb_per_s"], p
