@@ -27,15 +27,15 @@ cflags=(-std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-s
         -Iinclude -I. $(pkg-config --cflags jansson))
 for t in "${targets[@]}"; do
   case $t in
-  record) srcs=(formats/record.c formats/digest.c formats/config.c formats/utf8.c
+  record) srcs=(formats/record.c formats/codec.c formats/digest.c formats/config.c formats/utf8.c
                 kernels/presets.c libcache/verify/verify_record.c)
-          libs=(-lxxhash $(pkg-config --libs jansson) -lm) ;;
-  parsers) srcs=(formats/manifest.c formats/utf8.c formats/digest.c formats/record.c
+          libs=(-lxxhash -lzstd $(pkg-config --libs jansson) -lm -lpthread) ;;
+  parsers) srcs=(formats/manifest.c formats/utf8.c formats/digest.c formats/record.c formats/codec.c
                  libcache/tokenize/tok_bpe.c libcache/tokenize/tok_util.c libcache/tokenize/tok_vocab.c
                  libcache/tokenize/tok_normalize.c)
-           libs=($(pkg-config --libs jansson libutf8proc) -lxxhash -lm) ;;
+           libs=($(pkg-config --libs jansson libutf8proc) -lxxhash -lzstd -lm -lpthread) ;;
   loader) srcs=(formats/*.c kernels/presets.c kernels/convert.c libcache/store/*.c libcache/loader/*.c)
-          libs=(-llmdb -lxxhash $(pkg-config --libs jansson) -lm -lpthread) ;;
+          libs=(-llmdb -lxxhash -lzstd $(pkg-config --libs jansson) -lm -lpthread) ;;
   *) echo "fuzz: unknown target $t (record, parsers, loader)" >&2; exit 2 ;;
   esac
   echo "fuzz: building $t" >&2
