@@ -325,12 +325,12 @@ int main(int argc, char **argv) {
   }
   if (!store_dir) fc_cli_usage_error("no store given (-o STORE)");
   if (codec == FC_DTYPE_MQ) {
-    if (ov.has_dtype && ov.dtype != FC_DTYPE_MQ)
+    if ((ov.set & FC_MEL_F_DTYPE) && ov.v.dtype != FC_DTYPE_MQ)
       fc_cli_usage_error("--codec mq stores its own dtype: drop --dtype %s",
-                         fc_dtype_name(ov.dtype));
-    ov.has_dtype = 1;
-    ov.dtype = FC_DTYPE_MQ;
-  } else if (codec == 0 && ov.has_dtype && ov.dtype == FC_DTYPE_MQ) {
+                         fc_dtype_name(ov.v.dtype));
+    ov.set |= FC_MEL_F_DTYPE;
+    ov.v.dtype = FC_DTYPE_MQ;
+  } else if (codec == 0 && (ov.set & FC_MEL_F_DTYPE) && ov.v.dtype == FC_DTYPE_MQ) {
     fc_cli_usage_error("--codec none and --dtype mq disagree");
   }
   int nargs = argc - optind;

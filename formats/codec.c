@@ -11,7 +11,6 @@
  * record header's XXH3 covers the payload). */
 #include "featcache/fc_codec.h"
 
-#include "formats/codec_int.h"
 #include "formats/why.h"
 
 #include <errno.h>

@@ -26,6 +26,10 @@ extern "C" {
 typedef struct fc_mq_coder fc_mq_coder;
 FC_API int fc_mq_coder_new(fc_mq_coder **out);
 FC_API void fc_mq_coder_free(fc_mq_coder *c);
+/* This thread's coder, made on first use, owned by the library and freed when the thread exits
+ * (never free it); NULL when out of memory (pass it anyway: the fc_mq_* functions then make a
+ * temporary one). What the loader's prefetch threads, cache-verify, cache-bench and featurize use. */
+FC_API fc_mq_coder *fc_mq_thread_coder(void);
 
 /* Most payload bytes fc_mq_encode can write for dim0 x dim1 values (0 when over FC_MQ_MAX_VALUES). */
 FC_API size_t fc_mq_bound(uint32_t dim0, uint32_t dim1);

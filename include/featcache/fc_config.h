@@ -56,7 +56,7 @@ typedef struct fc_mel_config {
   int int16_scale;          /* multiply samples by 32768 first (Kaldi reads WAV as 16-bit ints) */
   int remove_dc;            /* subtract each frame's mean (Kaldi) */
   double preemph;           /* pre-emphasis coefficient, 0 = off (Kaldi 0.97) */
-  fc_dtype dtype;           /* FC_DTYPE_F32, F16 or BF16 */
+  fc_dtype dtype;           /* FC_DTYPE_F32, F16, BF16, or MQ (the codec, fc_codec.h; log only) */
 } fc_mel_config;
 
 /* Fill cfg with a named preset: "hifigan", "tacotron2", "librosa", "whisper", "kaldi".

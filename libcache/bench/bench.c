@@ -16,7 +16,6 @@
 #include "featcache/fc_codec.h"
 #include "featcache/fc_format.h"
 #include "featcache/fc_store.h"
-#include "formats/codec_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -20,8 +20,8 @@
 #include "featcache/fc_audio.h"
 #include "featcache/fc_format.h"
 #include "libcache/featurize/featurize_backend.h"
+#include "featcache/fc_codec.h"
 #include "libcache/featurize/featurize_int.h"
-#include "formats/codec_int.h"
 #include "formats/why.h"
 
 #include <errno.h>

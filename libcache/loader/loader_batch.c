@@ -12,7 +12,6 @@
  * are dropped when they finish. A build touches only the index and the map (no LMDB call). */
 #include "libcache/loader/loader_int.h"
 #include "featcache/fc_codec.h"
-#include "formats/codec_int.h"
 
 #include <errno.h>
 #include <limits.h>

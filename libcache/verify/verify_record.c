@@ -4,7 +4,6 @@
 #include "featcache/fc_codec.h"
 #include "featcache/fc_format.h"
 #include "featcache/fc_verify.h"
-#include "formats/codec_int.h"
 
 #include <stdio.h>
 #include <string.h>
