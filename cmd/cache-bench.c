@@ -5,8 +5,20 @@
 #include <sys/stat.h>
 
 enum {
-  OPT_STEP = 256, OPT_DURATION, OPT_BYTES, OPT_SEED, OPT_RUN, OPT_DIRECT, OPT_NO_HINT,
-  OPT_NORDAHEAD, OPT_READ_ONLY, OPT_JSON, OPT_SVG, OPT_PROGRESS, OPT_DUMP, OPT_VERSION
+  OPT_STEP = 256,
+  OPT_DURATION,
+  OPT_BYTES,
+  OPT_SEED,
+  OPT_RUN,
+  OPT_DIRECT,
+  OPT_NO_HINT,
+  OPT_NORDAHEAD,
+  OPT_READ_ONLY,
+  OPT_JSON,
+  OPT_SVG,
+  OPT_PROGRESS,
+  OPT_DUMP,
+  OPT_VERSION
 };
 
 static const fc_cli_opt options[] = {
@@ -62,8 +74,8 @@ struct opts {
 };
 
 /* Split a comma list; each item through fn. */
-static void parse_list(const char *opt, const char *arg, void (*fn)(const char *, const char *, void *),
-                       void *ctx) {
+static void parse_list(const char *opt, const char *arg,
+                       void (*fn)(const char *, const char *, void *), void *ctx) {
   char buf[256];
   if (snprintf(buf, sizeof buf, "%s", arg) >= (int)sizeof buf)
     fc_cli_usage_error("invalid value for --%s: too long", opt);
@@ -83,8 +95,10 @@ static void add_pattern(const char *opt, const char *tok, void *ctx) {
   }
   int p = fc_bench_pattern_from_name(tok);
   if (p < 0)
-    fc_cli_usage_error("invalid value '%s' for --%s (want sequential, physical, random, "
-                       "locality or all)", tok, opt);
+    fc_cli_usage_error(
+        "invalid value '%s' for --%s (want sequential, physical, random, "
+        "locality or all)",
+        tok, opt);
   for (int i = 0; i < o->np; i++)
     if (o->patterns[i] == p) return;
   o->patterns[o->np++] = p;
@@ -158,9 +172,18 @@ int main(int argc, char **argv) {
   int c;
   while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
     switch (c) {
-    case 'p': o.np = 0; parse_list("patterns", optarg, add_pattern, &o); break;
-    case 's': o.ns = 0; parse_list("states", optarg, add_state, &o); break;
-    case 't': o.nt = 0; parse_list("threads", optarg, add_threads, &o); break;
+    case 'p':
+      o.np = 0;
+      parse_list("patterns", optarg, add_pattern, &o);
+      break;
+    case 's':
+      o.ns = 0;
+      parse_list("states", optarg, add_state, &o);
+      break;
+    case 't':
+      o.nt = 0;
+      parse_list("threads", optarg, add_threads, &o);
+      break;
     case 'b': o.batch = fc_cli_u32("batch", optarg, 1, 4096); break;
     case OPT_STEP: o.step_ms = fc_cli_double("step-ms", optarg, 0.001, 1e7); break;
     case OPT_DURATION: o.duration = fc_cli_double("duration", optarg, 0, 86400); break;
@@ -184,7 +207,8 @@ int main(int argc, char **argv) {
     case 'q': o.quiet = 1; break;
     case 'h': fc_cli_help(stdout, synopsis, description, options, footer); return FC_EXIT_OK;
     case OPT_VERSION: fc_cli_version(); return FC_EXIT_OK;
-    default: fprintf(stderr, "Try '%s --help' for more information.\n", fc_cli_tool);
+    default:
+      fprintf(stderr, "Try '%s --help' for more information.\n", fc_cli_tool);
       return FC_EXIT_USAGE;
     }
   }
@@ -216,9 +240,10 @@ int main(int argc, char **argv) {
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && fc_bench_device_probe(path, &dev) == 0 &&
         dev.read_only && !o.read_only) {
-      fc_cli_warn(path, "store is on a read-only mount (%s): LMDB runs without its lock file "
-                        "there, so a writer elsewhere could change it under the benchmark; pass "
-                        "--read-only to bench it anyway",
+      fc_cli_warn(path,
+                  "store is on a read-only mount (%s): LMDB runs without its lock file "
+                  "there, so a writer elsewhere could change it under the benchmark; pass "
+                  "--read-only to bench it anyway",
                   dev.mount_point);
       exit_code = FC_EXIT_USAGE;
       continue;
@@ -281,8 +306,7 @@ int main(int argc, char **argv) {
             if (show_progress)
               fprintf(stderr, "cache-bench: %s: pass %zu of %zu: %s %s, %u thread%s, batch %u\n",
                       path, done + failed + 1, total, fc_bench_pattern_name(p.pattern),
-                      fc_bench_state_name(p.state), p.threads, p.threads == 1 ? "" : "s",
-                      p.batch);
+                      fc_bench_state_name(p.state), p.threads, p.threads == 1 ? "" : "s", p.batch);
             fc_bench_result *r = &results[s * per_store + k];
             int rc = fc_bench_run(benches[s], &p, r);
             if (rc) {

@@ -8,20 +8,20 @@
 
 enum { OPT_PREFER = 256, OPT_BATCH, OPT_JSON, OPT_PROGRESS, OPT_VERSION };
 
-static const fc_cli_opt options[] = {
-    {NULL, 0, 0, NULL, "Output:"},
-    {"output", 'o', required_argument, "OUT", "the merged store (created if missing)"},
-    {NULL, 0, 0, NULL, "Conflicts (an id whose audio or text entry differs between stores):"},
-    {"prefer", OPT_PREFER, required_argument, "WHO",
-     "first, last or a STORE among the inputs wins (default: refuse)"},
-    {NULL, 0, 0, NULL, "Running:"},
-    {"batch", OPT_BATCH, required_argument, "N", "entries per write transaction (default 1024)"},
-    {"quiet", 'q', no_argument, NULL, "no progress, no summary unless something failed"},
-    {"progress", OPT_PROGRESS, no_argument, NULL, "progress line even when stderr is no terminal"},
-    {"json", OPT_JSON, no_argument, NULL, "print a JSON summary on stdout"},
-    {"help", 'h', no_argument, NULL, "show this help and exit"},
-    {"version", OPT_VERSION, no_argument, NULL, "show the version and exit"},
-    {NULL, 0, 0, NULL, NULL}};
+static const fc_cli_opt options[] =
+    {{NULL, 0, 0, NULL, "Output:"},
+     {"output", 'o', required_argument, "OUT", "the merged store (created if missing)"},
+     {NULL, 0, 0, NULL, "Conflicts (an id whose audio or text entry differs between stores):"},
+     {"prefer", OPT_PREFER, required_argument, "WHO",
+      "first, last or a STORE among the inputs wins (default: refuse)"},
+     {NULL, 0, 0, NULL, "Running:"},
+     {"batch", OPT_BATCH, required_argument, "N", "entries per write transaction (default 1024)"},
+     {"quiet", 'q', no_argument, NULL, "no progress, no summary unless something failed"},
+     {"progress", OPT_PROGRESS, no_argument, NULL, "progress line even when stderr is no terminal"},
+     {"json", OPT_JSON, no_argument, NULL, "print a JSON summary on stdout"},
+     {"help", 'h', no_argument, NULL, "show this help and exit"},
+     {"version", OPT_VERSION, no_argument, NULL, "show the version and exit"},
+     {NULL, 0, 0, NULL, NULL}};
 
 static const char synopsis[] = "cache-merge [options] -o OUT STORE...";
 static const char description[] =
@@ -52,10 +52,12 @@ static void on_conflict(const fc_merge_conflict *cf, void *user) {
   ctx *c = user;
   clear_progress(c);
   const char *what = cf->db == FC_DB_AUDIO ? "audio" : cf->db == FC_DB_TEXT ? "text" : "meta";
-  fprintf(stderr, "%s: %s: %s entry '%.*s' differs from %s's: %s; ", fc_cli_tool,
-          holder(c, cf->b), what, (int)cf->key_len, cf->key, holder(c, cf->a), cf->detail);
-  if (cf->winner == -2) fputs("refused\n", stderr);
-  else fprintf(stderr, "kept %s's\n", holder(c, cf->winner));
+  fprintf(stderr, "%s: %s: %s entry '%.*s' differs from %s's: %s; ", fc_cli_tool, holder(c, cf->b),
+          what, (int)cf->key_len, cf->key, holder(c, cf->a), cf->detail);
+  if (cf->winner == -2)
+    fputs("refused\n", stderr);
+  else
+    fprintf(stderr, "kept %s's\n", holder(c, cf->winner));
 }
 
 static void on_bad(long input, int db, const char *key_hex, const char *why, void *user) {
@@ -121,13 +123,17 @@ int main(int argc, char **argv) {
   const char *const *inputs = (const char *const *)(argv + optind);
   size_t n = (size_t)(argc - optind);
   if (prefer) {
-    if (strcmp(prefer, "first") == 0) mo.prefer = FC_MERGE_FIRST;
-    else if (strcmp(prefer, "last") == 0) mo.prefer = FC_MERGE_LAST;
+    if (strcmp(prefer, "first") == 0)
+      mo.prefer = FC_MERGE_FIRST;
+    else if (strcmp(prefer, "last") == 0)
+      mo.prefer = FC_MERGE_LAST;
     else {
       struct stat sp, si;
       if (stat(prefer, &sp) != 0)
-        fc_cli_usage_error("invalid value '%s' for --prefer (want first, last or one of the "
-                           "input stores)", prefer);
+        fc_cli_usage_error(
+            "invalid value '%s' for --prefer (want first, last or one of the "
+            "input stores)",
+            prefer);
       mo.prefer = FC_MERGE_STORE;
       mo.prefer_index = n;
       for (size_t i = 0; i < n; i++)
@@ -192,10 +198,10 @@ int main(int argc, char **argv) {
             "copied; %llu already there; %llu duplicate keys stored once); %.1f MB in %.2f s, "
             "%.0f MB/s\n",
             fc_cli_tool, (unsigned long long)(copied + present), (unsigned long long)st.total, out,
-            (unsigned long long)st.copied[FC_DB_FEAT],
-            (unsigned long long)st.copied[FC_DB_TOK], (unsigned long long)st.copied[FC_DB_AUDIO],
-            (unsigned long long)st.copied[FC_DB_TEXT], (unsigned long long)present,
-            (unsigned long long)sum(st.duplicates), st.bytes_copied / 1e6, st.wall_seconds, mbs);
+            (unsigned long long)st.copied[FC_DB_FEAT], (unsigned long long)st.copied[FC_DB_TOK],
+            (unsigned long long)st.copied[FC_DB_AUDIO], (unsigned long long)st.copied[FC_DB_TEXT],
+            (unsigned long long)present, (unsigned long long)sum(st.duplicates),
+            st.bytes_copied / 1e6, st.wall_seconds, mbs);
   }
   if (json) {
     printf("{\"output\":");
@@ -205,12 +211,13 @@ int main(int argc, char **argv) {
     json_dbs("copied", st.copied);
     json_dbs("present", st.present);
     json_dbs("duplicates", st.duplicates);
-    printf(",\"conflicts\":%llu,\"resolved\":%llu,\"bad_records\":%llu,\"dropped\":%llu,"
-           "\"bytes_in\":%llu,\"bytes_copied\":%llu,\"commits\":%llu,\"wall_seconds\":%.6f}\n",
-           (unsigned long long)st.conflicts, (unsigned long long)st.resolved,
-           (unsigned long long)st.bad_records, (unsigned long long)st.dropped,
-           (unsigned long long)st.bytes_in, (unsigned long long)st.bytes_copied,
-           (unsigned long long)st.commits, st.wall_seconds);
+    printf(
+        ",\"conflicts\":%llu,\"resolved\":%llu,\"bad_records\":%llu,\"dropped\":%llu,"
+        "\"bytes_in\":%llu,\"bytes_copied\":%llu,\"commits\":%llu,\"wall_seconds\":%.6f}\n",
+        (unsigned long long)st.conflicts, (unsigned long long)st.resolved,
+        (unsigned long long)st.bad_records, (unsigned long long)st.dropped,
+        (unsigned long long)st.bytes_in, (unsigned long long)st.bytes_copied,
+        (unsigned long long)st.commits, st.wall_seconds);
   }
   return code;
 }

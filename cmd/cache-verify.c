@@ -8,47 +8,63 @@
 #include <time.h>
 
 enum {
-  OPT_EXPECT_PRESET = 256, OPT_EXPECT_CONFIG, OPT_EXPECT_TOKENS, OPT_MANIFEST, OPT_MANIFEST_FORMAT,
-  OPT_FINITE, OPT_SOURCES, OPT_REHASH, OPT_MAX_ERRORS, OPT_STRICT, OPT_JSON, OPT_STATUS,
-  OPT_PROGRESS, OPT_NOLOCK, OPT_CLEAR_STALE, OPT_SEPARATE, OPT_VERSION
+  OPT_EXPECT_PRESET = 256,
+  OPT_EXPECT_CONFIG,
+  OPT_EXPECT_TOKENS,
+  OPT_MANIFEST,
+  OPT_MANIFEST_FORMAT,
+  OPT_FINITE,
+  OPT_SOURCES,
+  OPT_REHASH,
+  OPT_MAX_ERRORS,
+  OPT_STRICT,
+  OPT_JSON,
+  OPT_STATUS,
+  OPT_PROGRESS,
+  OPT_NOLOCK,
+  OPT_CLEAR_STALE,
+  OPT_SEPARATE,
+  OPT_VERSION
 };
 
-static const fc_cli_opt options[] = {
-    {NULL, 0, 0, NULL, "What the store must hold:"},
-    {"expect-preset", OPT_EXPECT_PRESET, required_argument, "NAME",
-     "every audio entry has features of this preset (as this build computes it); repeatable"},
-    {"expect-config", OPT_EXPECT_CONFIG, required_argument, "DIGEST",
-     "every audio entry has features of this config digest; repeatable"},
-    {"expect-tokens", OPT_EXPECT_TOKENS, optional_argument, "[=CONFIG]",
-     "manifest ids need tokens too; CONFIG (digest or tokenizer name) must be stored; repeatable"},
-    {"manifest", OPT_MANIFEST, required_argument, "FILE",
-     "every id of this manifest (LJSpeech, wav.scp, JSONL, list) is in the store"},
-    {"manifest-format", OPT_MANIFEST_FORMAT, required_argument, "FMT",
-     "ljspeech, kaldi, jsonl, list, tsv (default: detected)"},
-    {"separate", OPT_SEPARATE, no_argument, NULL,
-     "several STOREs are separate datasets, not one (each checked against the manifest)"},
-    {NULL, 0, 0, NULL, "Extra checks:"},
-    {"finite", OPT_FINITE, no_argument, NULL, "no NaN or Inf in f32/f16/bf16 payloads"},
-    {"sources", OPT_SOURCES, no_argument, NULL,
-     "each audio source file still has the size and mtime it was featurized with"},
-    {"rehash", OPT_REHASH, no_argument, NULL,
-     "recompute each audio source's digest from its bytes (reads every source)"},
-    {NULL, 0, 0, NULL, "Running:"},
-    {"threads", 'j', required_argument, "N", "threads (default: all cores)"},
-    {"max-errors", OPT_MAX_ERRORS, required_argument, "N", "stop after N errors (default: no limit)"},
-    {"strict", OPT_STRICT, no_argument, NULL, "warnings (orphans, stale readers...) fail too"},
-    {"nolock", OPT_NOLOCK, no_argument, NULL,
-     "open with MDB_NOLOCK (automatic when the store is not writable)"},
-    {"clear-stale-readers", OPT_CLEAR_STALE, no_argument, NULL,
-     "clear reader slots left by killed processes (writes lock.mdb only)"},
-    {NULL, 0, 0, NULL, "Output:"},
-    {"json", OPT_JSON, no_argument, NULL, "one JSON report per store on stdout"},
-    {"status", OPT_STATUS, no_argument, NULL, "print nothing; only the exit code tells"},
-    {"quiet", 'q', no_argument, NULL, "no progress line and no summary on stderr"},
-    {"progress", OPT_PROGRESS, no_argument, NULL, "progress line on stderr even when not a terminal"},
-    {"help", 'h', no_argument, NULL, "this help"},
-    {"version", OPT_VERSION, no_argument, NULL, "version"},
-    {0, 0, 0, 0, 0}};
+static const fc_cli_opt options[] =
+    {{NULL, 0, 0, NULL, "What the store must hold:"},
+     {"expect-preset", OPT_EXPECT_PRESET, required_argument, "NAME",
+      "every audio entry has features of this preset (as this build computes it); repeatable"},
+     {"expect-config", OPT_EXPECT_CONFIG, required_argument, "DIGEST",
+      "every audio entry has features of this config digest; repeatable"},
+     {"expect-tokens", OPT_EXPECT_TOKENS, optional_argument, "[=CONFIG]",
+      "manifest ids need tokens too; CONFIG (digest or tokenizer name) must be stored; repeatable"},
+     {"manifest", OPT_MANIFEST, required_argument, "FILE",
+      "every id of this manifest (LJSpeech, wav.scp, JSONL, list) is in the store"},
+     {"manifest-format", OPT_MANIFEST_FORMAT, required_argument, "FMT",
+      "ljspeech, kaldi, jsonl, list, tsv (default: detected)"},
+     {"separate", OPT_SEPARATE, no_argument, NULL,
+      "several STOREs are separate datasets, not one (each checked against the manifest)"},
+     {NULL, 0, 0, NULL, "Extra checks:"},
+     {"finite", OPT_FINITE, no_argument, NULL, "no NaN or Inf in f32/f16/bf16 payloads"},
+     {"sources", OPT_SOURCES, no_argument, NULL,
+      "each audio source file still has the size and mtime it was featurized with"},
+     {"rehash", OPT_REHASH, no_argument, NULL,
+      "recompute each audio source's digest from its bytes (reads every source)"},
+     {NULL, 0, 0, NULL, "Running:"},
+     {"threads", 'j', required_argument, "N", "threads (default: all cores)"},
+     {"max-errors", OPT_MAX_ERRORS, required_argument, "N",
+      "stop after N errors (default: no limit)"},
+     {"strict", OPT_STRICT, no_argument, NULL, "warnings (orphans, stale readers...) fail too"},
+     {"nolock", OPT_NOLOCK, no_argument, NULL,
+      "open with MDB_NOLOCK (automatic when the store is not writable)"},
+     {"clear-stale-readers", OPT_CLEAR_STALE, no_argument, NULL,
+      "clear reader slots left by killed processes (writes lock.mdb only)"},
+     {NULL, 0, 0, NULL, "Output:"},
+     {"json", OPT_JSON, no_argument, NULL, "one JSON report per store on stdout"},
+     {"status", OPT_STATUS, no_argument, NULL, "print nothing; only the exit code tells"},
+     {"quiet", 'q', no_argument, NULL, "no progress line and no summary on stderr"},
+     {"progress", OPT_PROGRESS, no_argument, NULL,
+      "progress line on stderr even when not a terminal"},
+     {"help", 'h', no_argument, NULL, "this help"},
+     {"version", OPT_VERSION, no_argument, NULL, "version"},
+     {0, 0, 0, 0, 0}};
 
 static const char *synopsis = "cache-verify [options] STORE...";
 static const char *description =
@@ -90,11 +106,15 @@ static void json_finding_list(const fc_verify_report *r, int severity) {
     if (f->severity != severity) continue;
     fputs(first ? "{\"id\":" : ",{\"id\":", stdout);
     first = 0;
-    if (f->id) fc_cli_json_str(stdout, f->id);
-    else fputs("null", stdout);
+    if (f->id)
+      fc_cli_json_str(stdout, f->id);
+    else
+      fputs("null", stdout);
     fputs(",\"key\":", stdout);
-    if (f->key) fc_cli_json_str(stdout, f->key);
-    else fputs("null", stdout);
+    if (f->key)
+      fc_cli_json_str(stdout, f->key);
+    else
+      fputs("null", stdout);
     fputs(",\"db\":", stdout);
     fc_cli_json_str(stdout, f->db);
     fputs(",\"problem\":", stdout);
@@ -123,12 +143,13 @@ static void print_json(const char *store, const fc_verify_report *r, int ok, con
   printf(",\"mel_configs\":%llu,\"token_configs\":%llu,\"manifest_items\":%llu",
          (unsigned long long)r->mel_configs, (unsigned long long)r->token_configs,
          (unsigned long long)r->manifest_items);
-  printf(",\"data_size\":%llu,\"map_size\":%llu,\"map_used\":%llu,\"readers\":%u,"
-         "\"stale_readers\":%u,\"stale_cleared\":%u,\"nolock\":%s,\"threads\":%d,"
-         "\"wall_seconds\":%.6f",
-         (unsigned long long)r->data_size, (unsigned long long)r->map_size,
-         (unsigned long long)r->map_used, r->num_readers, r->stale_readers, r->stale_cleared,
-         r->nolock ? "true" : "false", r->threads, r->wall_seconds);
+  printf(
+      ",\"data_size\":%llu,\"map_size\":%llu,\"map_used\":%llu,\"readers\":%u,"
+      "\"stale_readers\":%u,\"stale_cleared\":%u,\"nolock\":%s,\"threads\":%d,"
+      "\"wall_seconds\":%.6f",
+      (unsigned long long)r->data_size, (unsigned long long)r->map_size,
+      (unsigned long long)r->map_used, r->num_readers, r->stale_readers, r->stale_cleared,
+      r->nolock ? "true" : "false", r->threads, r->wall_seconds);
   if (fatal) {
     fputs(",\"fatal\":", stdout);
     fc_cli_json_str(stdout, fatal);
@@ -147,17 +168,19 @@ static void print_human(const char *store, const fc_verify_report *r) {
   uint64_t kept_w = 0;
   for (size_t i = 0; i < r->count; i++) kept_w += r->findings[i].severity == FC_VERIFY_WARNING;
   if (r->warnings > kept_w)
-    printf("%s: %llu more warnings not listed\n", store, (unsigned long long)(r->warnings - kept_w));
-  if (r->stopped) printf("%s: stopped after %llu errors (--max-errors)\n", store,
-                         (unsigned long long)r->errors);
+    printf("%s: %llu more warnings not listed\n", store,
+           (unsigned long long)(r->warnings - kept_w));
+  if (r->stopped)
+    printf("%s: stopped after %llu errors (--max-errors)\n", store, (unsigned long long)r->errors);
   double gbs = r->wall_seconds > 0 ? r->bytes_checked / 1e9 / r->wall_seconds : 0;
-  printf("%s: %llu error%s, %llu warning%s; %llu records (%.3f GB) checked in %.3f s (%.2f GB/s, "
-         "%d threads); %llu audio, %llu text entries; %llu mel, %llu token configs\n",
-         store, (unsigned long long)r->errors, r->errors == 1 ? "" : "s",
-         (unsigned long long)r->warnings, r->warnings == 1 ? "" : "s",
-         (unsigned long long)r->records_checked, r->bytes_checked / 1e9, r->wall_seconds, gbs,
-         r->threads, (unsigned long long)r->entries[1], (unsigned long long)r->entries[2],
-         (unsigned long long)r->mel_configs, (unsigned long long)r->token_configs);
+  printf(
+      "%s: %llu error%s, %llu warning%s; %llu records (%.3f GB) checked in %.3f s (%.2f GB/s, "
+      "%d threads); %llu audio, %llu text entries; %llu mel, %llu token configs\n",
+      store, (unsigned long long)r->errors, r->errors == 1 ? "" : "s",
+      (unsigned long long)r->warnings, r->warnings == 1 ? "" : "s",
+      (unsigned long long)r->records_checked, r->bytes_checked / 1e9, r->wall_seconds, gbs,
+      r->threads, (unsigned long long)r->entries[1], (unsigned long long)r->entries[2],
+      (unsigned long long)r->mel_configs, (unsigned long long)r->token_configs);
 }
 
 int main(int argc, char **argv) {
@@ -269,8 +292,10 @@ int main(int argc, char **argv) {
       if (json) print_json(store, &r, 0, why[0] ? why : fc_strerror(rc));
     } else {
       code = (r.errors || (strict && r.warnings)) ? FC_EXIT_FAIL : FC_EXIT_OK;
-      if (json) print_json(store, &r, code == FC_EXIT_OK, NULL);
-      else if (!status) print_human(store, &r);
+      if (json)
+        print_json(store, &r, code == FC_EXIT_OK, NULL);
+      else if (!status)
+        print_human(store, &r);
     }
     if (code == FC_EXIT_OK) clean++;
     if (code > worst) worst = code;
@@ -280,9 +305,11 @@ int main(int argc, char **argv) {
     vo.manifest = manifest_items;
     fc_verify_report r;
     char why[512] = "";
-    int rc = fc_verify_dataset((const char *const *)(argv + optind), n_stores, &vo, &r, why,
-                               sizeof why);
-    int code = rc ? FC_EXIT_USAGE : (r.errors || (strict && r.warnings)) ? FC_EXIT_FAIL : FC_EXIT_OK;
+    int rc =
+        fc_verify_dataset((const char *const *)(argv + optind), n_stores, &vo, &r, why, sizeof why);
+    int code = rc                                     ? FC_EXIT_USAGE
+               : (r.errors || (strict && r.warnings)) ? FC_EXIT_FAIL
+                                                      : FC_EXIT_OK;
     if (rc == FC_EINTR) {
       fc_verify_report_free(&r);
       if (!status) fc_cli_warn(NULL, "interrupted");
@@ -300,13 +327,14 @@ int main(int argc, char **argv) {
       json_finding_list(&r, FC_VERIFY_ERROR);
       fputs(",\"warnings\":", stdout);
       json_finding_list(&r, FC_VERIFY_WARNING);
-      printf(",\"error_count\":%llu,\"warning_count\":%llu,\"entries\":{\"audio\":%llu,"
-             "\"text\":%llu},\"mel_configs\":%llu,\"token_configs\":%llu,\"manifest_items\":%llu,"
-             "\"wall_seconds\":%.6f}\n",
-             (unsigned long long)r.errors, (unsigned long long)r.warnings,
-             (unsigned long long)r.entries[1], (unsigned long long)r.entries[2],
-             (unsigned long long)r.mel_configs, (unsigned long long)r.token_configs,
-             (unsigned long long)r.manifest_items, r.wall_seconds);
+      printf(
+          ",\"error_count\":%llu,\"warning_count\":%llu,\"entries\":{\"audio\":%llu,"
+          "\"text\":%llu},\"mel_configs\":%llu,\"token_configs\":%llu,\"manifest_items\":%llu,"
+          "\"wall_seconds\":%.6f}\n",
+          (unsigned long long)r.errors, (unsigned long long)r.warnings,
+          (unsigned long long)r.entries[1], (unsigned long long)r.entries[2],
+          (unsigned long long)r.mel_configs, (unsigned long long)r.token_configs,
+          (unsigned long long)r.manifest_items, r.wall_seconds);
     } else if (!status && !rc) {
       for (size_t i = 0; i < r.count; i++) {
         const fc_verify_finding *f = &r.findings[i];
@@ -314,12 +342,13 @@ int main(int argc, char **argv) {
         if (f->key) printf(" %s", f->key);
         printf(": %s\n", f->problem);
       }
-      printf("dataset of %zu stores: %llu error%s; %llu audio, %llu text entries; %llu mel, %llu "
-             "token configs in every store; %llu manifest ids\n",
-             n_stores, (unsigned long long)r.errors, r.errors == 1 ? "" : "s",
-             (unsigned long long)r.entries[1], (unsigned long long)r.entries[2],
-             (unsigned long long)r.mel_configs, (unsigned long long)r.token_configs,
-             (unsigned long long)r.manifest_items);
+      printf(
+          "dataset of %zu stores: %llu error%s; %llu audio, %llu text entries; %llu mel, %llu "
+          "token configs in every store; %llu manifest ids\n",
+          n_stores, (unsigned long long)r.errors, r.errors == 1 ? "" : "s",
+          (unsigned long long)r.entries[1], (unsigned long long)r.entries[2],
+          (unsigned long long)r.mel_configs, (unsigned long long)r.token_configs,
+          (unsigned long long)r.manifest_items);
     }
     if (code > worst) worst = code;
     fc_verify_report_free(&r);

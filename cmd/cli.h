@@ -33,8 +33,10 @@ typedef struct fc_cli_opt {
 static const char *fc_cli_tool = "featcache";
 
 static inline void fc_cli_vmsg(const char *path, const char *fmt, va_list ap) {
-  if (path) fprintf(stderr, "%s: %s: ", fc_cli_tool, path);
-  else fprintf(stderr, "%s: ", fc_cli_tool);
+  if (path)
+    fprintf(stderr, "%s: %s: ", fc_cli_tool, path);
+  else
+    fprintf(stderr, "%s: ", fc_cli_tool);
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
 }
@@ -107,11 +109,13 @@ static inline int fc_cli_parse_u64(const char *s, uint64_t *out, int sizes) {
   if (errno == ERANGE) return -1;
   uint64_t mul = 1;
   if (*end && sizes) {
-    static const struct { const char *suf; uint64_t mul; } sufs[] = {
-        {"K", 1000ull}, {"k", 1000ull}, {"M", 1000000ull}, {"G", 1000000000ull},
-        {"T", 1000000000000ull}, {"KiB", 1ull << 10}, {"MiB", 1ull << 20},
-        {"GiB", 1ull << 30}, {"TiB", 1ull << 40}, {"KB", 1000ull}, {"MB", 1000000ull},
-        {"GB", 1000000000ull}};
+    static const struct {
+      const char *suf;
+      uint64_t mul;
+    } sufs[] = {{"K", 1000ull},       {"k", 1000ull},          {"M", 1000000ull},
+                {"G", 1000000000ull}, {"T", 1000000000000ull}, {"KiB", 1ull << 10},
+                {"MiB", 1ull << 20},  {"GiB", 1ull << 30},     {"TiB", 1ull << 40},
+                {"KB", 1000ull},      {"MB", 1000000ull},      {"GB", 1000000000ull}};
     mul = 0;
     for (size_t i = 0; i < sizeof sufs / sizeof sufs[0]; i++)
       if (strcmp(end, sufs[i].suf) == 0) mul = sufs[i].mul;
@@ -138,8 +142,8 @@ static inline double fc_cli_double(const char *opt, const char *s, double lo, do
   errno = 0;
   double v = s && *s ? strtod(s, &end) : NAN;
   if (!s || !*s || *end || errno == ERANGE || !isfinite(v) || v < lo || v > hi)
-    fc_cli_usage_error("invalid value '%s' for --%s (want a number in %g..%g)", s ? s : "", opt,
-                       lo, hi);
+    fc_cli_usage_error("invalid value '%s' for --%s (want a number in %g..%g)", s ? s : "", opt, lo,
+                       hi);
   return v;
 }
 
@@ -185,12 +189,18 @@ static inline int fc_cli_progress_wanted(int force, int quiet) {
 static inline void fc_cli_json_str(FILE *f, const char *s) {
   fputc('"', f);
   for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-    else if (*p == '\n') fputs("\\n", f);
-    else if (*p == '\t') fputs("\\t", f);
-    else if (*p == '\r') fputs("\\r", f);
-    else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-    else fputc(*p, f);
+    if (*p == '"' || *p == '\\')
+      fprintf(f, "\\%c", *p);
+    else if (*p == '\n')
+      fputs("\\n", f);
+    else if (*p == '\t')
+      fputs("\\t", f);
+    else if (*p == '\r')
+      fputs("\\r", f);
+    else if (*p < 0x20)
+      fprintf(f, "\\u%04x", *p);
+    else
+      fputc(*p, f);
   }
   fputc('"', f);
 }

@@ -7,62 +7,86 @@
 #include "featcache/fc_shard.h"
 
 enum {
-  OPT_PRESET = 256, OPT_SR, OPT_NFFT, OPT_WIN, OPT_HOP, OPT_NMELS, OPT_FMIN, OPT_FMAX,
-  OPT_MELSCALE, OPT_NORM, OPT_CENTER, OPT_PAD, OPT_PADMODE, OPT_POWER, OPT_LOG, OPT_DTYPE,
+  OPT_PRESET = 256,
+  OPT_SR,
+  OPT_NFFT,
+  OPT_WIN,
+  OPT_HOP,
+  OPT_NMELS,
+  OPT_FMIN,
+  OPT_FMAX,
+  OPT_MELSCALE,
+  OPT_NORM,
+  OPT_CENTER,
+  OPT_PAD,
+  OPT_PADMODE,
+  OPT_POWER,
+  OPT_LOG,
+  OPT_DTYPE,
   OPT_CODEC,
-  OPT_MANIFEST, OPT_MANIFEST_FORMAT, OPT_AUDIO_DIR, OPT_MAX_SECONDS, OPT_STRICT, OPT_PROGRESS,
-  OPT_JSON, OPT_DEVICE, OPT_GPU_MIN_SECONDS, OPT_SHARD, OPT_VERSION
+  OPT_MANIFEST,
+  OPT_MANIFEST_FORMAT,
+  OPT_AUDIO_DIR,
+  OPT_MAX_SECONDS,
+  OPT_STRICT,
+  OPT_PROGRESS,
+  OPT_JSON,
+  OPT_DEVICE,
+  OPT_GPU_MIN_SECONDS,
+  OPT_SHARD,
+  OPT_VERSION
 };
 
-static const fc_cli_opt options[] = {
-    {NULL, 0, 0, NULL, "Output:"},
-    {"output", 'o', required_argument, "STORE", "store directory (created if missing)"},
-    {NULL, 0, 0, NULL, "Features:"},
-    {"preset", OPT_PRESET, required_argument, "NAME",
-     "hifigan (default), tacotron2, librosa, whisper, kaldi"},
-    {"sr", OPT_SR, required_argument, "HZ", "sample rate; audio is resampled to it"},
-    {"n-fft", OPT_NFFT, required_argument, "N", "FFT size"},
-    {"win", OPT_WIN, required_argument, "N", "window length (<= n-fft)"},
-    {"hop", OPT_HOP, required_argument, "N", "hop length"},
-    {"n-mels", OPT_NMELS, required_argument, "N", "mel bands"},
-    {"fmin", OPT_FMIN, required_argument, "HZ", "lowest mel frequency"},
-    {"fmax", OPT_FMAX, required_argument, "HZ", "highest mel frequency (0: sr/2)"},
-    {"mel-scale", OPT_MELSCALE, required_argument, "S", "slaney, htk or kaldi"},
-    {"norm", OPT_NORM, required_argument, "N", "slaney or none"},
-    {"center", OPT_CENTER, required_argument, "BOOL", "centre frames (pad n-fft/2 each side)"},
-    {"pad", OPT_PAD, required_argument, "N", "samples padded each side when not centred"},
-    {"pad-mode", OPT_PADMODE, required_argument, "M", "reflect or constant"},
-    {"power", OPT_POWER, required_argument, "P", "1 magnitude, 2 power"},
-    {"log", OPT_LOG, required_argument, "L", "none, ln, log10, db or whisper"},
-    {"dtype", OPT_DTYPE, required_argument, "T", "f32 (default), f16, bf16 or mq (the codec)"},
-    {"codec", OPT_CODEC, required_argument, "C",
-     "none (default) or mq: log-mel coded ~4x smaller than f32, max error 2^-8"},
-    {NULL, 0, 0, NULL, "Inputs:"},
-    {"manifest", OPT_MANIFEST, required_argument, "FILE",
-     "LJSpeech csv, Kaldi wav.scp, JSON lines or a path list"},
-    {"manifest-format", OPT_MANIFEST_FORMAT, required_argument, "F",
-     "auto, ljspeech, kaldi, jsonl or list"},
-    {"audio-dir", OPT_AUDIO_DIR, required_argument, "DIR", "base of relative manifest paths"},
-    {"max-seconds", OPT_MAX_SECONDS, required_argument, "S", "fail inputs longer than S seconds"},
-    {"shard", OPT_SHARD, required_argument, "K/N",
-     "only shard K of N (0-based, by a hash of the id); 'slurm': from the array job"},
-    {NULL, 0, 0, NULL, "Running:"},
-    {"jobs", 'j', required_argument, "N", "worker threads (default: online CPUs)"},
-    {"device", OPT_DEVICE, required_argument, "DEV", "auto (default), cpu, cuda or cuda:N"},
-    {"gpu-min-seconds", OPT_GPU_MIN_SECONDS, required_argument, "S",
-     "auto: use the GPU for jobs of at least S s of audio (default 3000 x jobs; 0: any job)"},
-    {"strict", OPT_STRICT, no_argument, NULL, "stop at the first bad input"},
-    {"quiet", 'q', no_argument, NULL, "no progress, no summary unless something failed"},
-    {"verbose", 'v', no_argument, NULL, "one line per input, the device, where the time went"},
-    {"progress", OPT_PROGRESS, no_argument, NULL, "progress line even when stderr is no terminal"},
-    {"json", OPT_JSON, no_argument, NULL, "print a JSON summary on stdout"},
-    {"help", 'h', no_argument, NULL, "show this help and exit"},
-    {"version", OPT_VERSION, no_argument, NULL, "show the version and exit"},
-    {NULL, 0, 0, NULL, NULL}};
+static const fc_cli_opt options[] =
+    {{NULL, 0, 0, NULL, "Output:"},
+     {"output", 'o', required_argument, "STORE", "store directory (created if missing)"},
+     {NULL, 0, 0, NULL, "Features:"},
+     {"preset", OPT_PRESET, required_argument, "NAME",
+      "hifigan (default), tacotron2, librosa, whisper, kaldi"},
+     {"sr", OPT_SR, required_argument, "HZ", "sample rate; audio is resampled to it"},
+     {"n-fft", OPT_NFFT, required_argument, "N", "FFT size"},
+     {"win", OPT_WIN, required_argument, "N", "window length (<= n-fft)"},
+     {"hop", OPT_HOP, required_argument, "N", "hop length"},
+     {"n-mels", OPT_NMELS, required_argument, "N", "mel bands"},
+     {"fmin", OPT_FMIN, required_argument, "HZ", "lowest mel frequency"},
+     {"fmax", OPT_FMAX, required_argument, "HZ", "highest mel frequency (0: sr/2)"},
+     {"mel-scale", OPT_MELSCALE, required_argument, "S", "slaney, htk or kaldi"},
+     {"norm", OPT_NORM, required_argument, "N", "slaney or none"},
+     {"center", OPT_CENTER, required_argument, "BOOL", "centre frames (pad n-fft/2 each side)"},
+     {"pad", OPT_PAD, required_argument, "N", "samples padded each side when not centred"},
+     {"pad-mode", OPT_PADMODE, required_argument, "M", "reflect or constant"},
+     {"power", OPT_POWER, required_argument, "P", "1 magnitude, 2 power"},
+     {"log", OPT_LOG, required_argument, "L", "none, ln, log10, db or whisper"},
+     {"dtype", OPT_DTYPE, required_argument, "T", "f32 (default), f16, bf16 or mq (the codec)"},
+     {"codec", OPT_CODEC, required_argument, "C",
+      "none (default) or mq: log-mel coded ~4x smaller than f32, max error 2^-8"},
+     {NULL, 0, 0, NULL, "Inputs:"},
+     {"manifest", OPT_MANIFEST, required_argument, "FILE",
+      "LJSpeech csv, Kaldi wav.scp, JSON lines or a path list"},
+     {"manifest-format", OPT_MANIFEST_FORMAT, required_argument, "F",
+      "auto, ljspeech, kaldi, jsonl or list"},
+     {"audio-dir", OPT_AUDIO_DIR, required_argument, "DIR", "base of relative manifest paths"},
+     {"max-seconds", OPT_MAX_SECONDS, required_argument, "S", "fail inputs longer than S seconds"},
+     {"shard", OPT_SHARD, required_argument, "K/N",
+      "only shard K of N (0-based, by a hash of the id); 'slurm': from the array job"},
+     {NULL, 0, 0, NULL, "Running:"},
+     {"jobs", 'j', required_argument, "N", "worker threads (default: online CPUs)"},
+     {"device", OPT_DEVICE, required_argument, "DEV", "auto (default), cpu, cuda or cuda:N"},
+     {"gpu-min-seconds", OPT_GPU_MIN_SECONDS, required_argument, "S",
+      "auto: use the GPU for jobs of at least S s of audio (default 3000 x jobs; 0: any job)"},
+     {"strict", OPT_STRICT, no_argument, NULL, "stop at the first bad input"},
+     {"quiet", 'q', no_argument, NULL, "no progress, no summary unless something failed"},
+     {"verbose", 'v', no_argument, NULL, "one line per input, the device, where the time went"},
+     {"progress", OPT_PROGRESS, no_argument, NULL, "progress line even when stderr is no terminal"},
+     {"json", OPT_JSON, no_argument, NULL, "print a JSON summary on stdout"},
+     {"help", 'h', no_argument, NULL, "show this help and exit"},
+     {"version", OPT_VERSION, no_argument, NULL, "show the version and exit"},
+     {NULL, 0, 0, NULL, NULL}};
 
-static const char synopsis[] = "featurize [options] -o STORE [AUDIO...]\n"
-                               "       featurize [options] -o STORE --manifest FILE\n"
-                               "       find DIR -name '*.wav' | featurize [options] -o STORE -";
+static const char synopsis[] =
+    "featurize [options] -o STORE [AUDIO...]\n"
+    "       featurize [options] -o STORE --manifest FILE\n"
+    "       find DIR -name '*.wav' | featurize [options] -o STORE -";
 static const char description[] =
     "Compute log-mel spectrograms of audio files into a featcache store. Inputs already stored\n"
     "with the same content and config are skipped; bad inputs are reported and skipped.";
@@ -73,7 +97,7 @@ static const char footer[] =
 typedef struct overrides {
   const char *preset;
   fc_mel_config v; /* the values given */
-  unsigned set;    /* which: FC_MEL_F_* bits */
+  unsigned set; /* which: FC_MEL_F_* bits */
 } overrides;
 
 static int pick(const char *opt, const char *s, const char *const *names, const int *values) {
@@ -172,20 +196,23 @@ static void print_json(const fc_featurize_stats *st, const fc_mel_config *cfg, c
   char hex[33];
   fc_mel_config_digest(cfg, &d);
   fc_digest_hex(&d, hex);
-  printf("{\"processed\":%llu,\"skipped_existing\":%llu,\"failed\":%llu,\"not_started\":%llu,"
-         "\"total\":%llu,\"audio_seconds\":%.3f,\"wall_seconds\":%.6f,"
-         "\"stages\":{\"setup\":%.6f,\"read\":%.6f,\"hash\":%.6f,\"decode\":%.6f,"
-         "\"compute\":%.6f,\"write\":%.6f},\"waits\":{\"workers_on_writer\":%.6f,"
-         "\"writer_on_workers\":%.6f},\"workers\":%u,\"bound\":\"%s\","
-         "\"config_digest\":\"%s\",\"preset\":",
-         (unsigned long long)st->processed, (unsigned long long)st->skipped_existing,
-         (unsigned long long)st->failed, (unsigned long long)st->not_started,
-         (unsigned long long)st->total, st->audio_seconds, st->wall_seconds, st->setup_seconds,
-         st->read_seconds, st->hash_seconds, st->decode_seconds, st->compute_seconds,
-         st->write_seconds, st->queue_wait_seconds, st->writer_wait_seconds, st->workers,
-         st->bound, hex);
-  if (cfg->preset[0]) fc_cli_json_str(stdout, cfg->preset);
-  else fputs("null", stdout);
+  printf(
+      "{\"processed\":%llu,\"skipped_existing\":%llu,\"failed\":%llu,\"not_started\":%llu,"
+      "\"total\":%llu,\"audio_seconds\":%.3f,\"wall_seconds\":%.6f,"
+      "\"stages\":{\"setup\":%.6f,\"read\":%.6f,\"hash\":%.6f,\"decode\":%.6f,"
+      "\"compute\":%.6f,\"write\":%.6f},\"waits\":{\"workers_on_writer\":%.6f,"
+      "\"writer_on_workers\":%.6f},\"workers\":%u,\"bound\":\"%s\","
+      "\"config_digest\":\"%s\",\"preset\":",
+      (unsigned long long)st->processed, (unsigned long long)st->skipped_existing,
+      (unsigned long long)st->failed, (unsigned long long)st->not_started,
+      (unsigned long long)st->total, st->audio_seconds, st->wall_seconds, st->setup_seconds,
+      st->read_seconds, st->hash_seconds, st->decode_seconds, st->compute_seconds,
+      st->write_seconds, st->queue_wait_seconds, st->writer_wait_seconds, st->workers, st->bound,
+      hex);
+  if (cfg->preset[0])
+    fc_cli_json_str(stdout, cfg->preset);
+  else
+    fputs("null", stdout);
   fputs(",\"device\":", stdout);
   fc_cli_json_str(stdout, device);
   fputs(",\"store\":", stdout);
@@ -355,7 +382,8 @@ int main(int argc, char **argv) {
   if (fc_device_parse(device_spec, &fo.device, why, sizeof why) != 0) fc_cli_usage_error("%s", why);
   fc_device resolved;
   /* An explicit device is checked before the inputs are read; auto is chosen by the job's size. */
-  if (fo.device.kind != FC_DEVICE_AUTO && fc_device_resolve(&fo.device, &resolved, why, sizeof why)) {
+  if (fo.device.kind != FC_DEVICE_AUTO &&
+      fc_device_resolve(&fo.device, &resolved, why, sizeof why)) {
     fc_cli_warn(NULL, "%s", why);
     return FC_EXIT_USAGE;
   }
@@ -412,8 +440,11 @@ int main(int argc, char **argv) {
     return FC_EXIT_USAGE;
   }
 
-  report_ctx rctx = {.items = items.items, .manifest = manifest, .verbose = verbose,
-                     .progress = fc_cli_progress_wanted(progress, quiet), .total = items.count};
+  report_ctx rctx = {.items = items.items,
+                     .manifest = manifest,
+                     .verbose = verbose,
+                     .progress = fc_cli_progress_wanted(progress, quiet),
+                     .total = items.count};
   fc_cli_install_signals();
   fo.jobs = jobs;
   fo.max_seconds = max_seconds;
@@ -456,8 +487,7 @@ int main(int argc, char **argv) {
               (unsigned long long)st.total);
       if (st.failed) fprintf(stderr, " (%llu failed)", (unsigned long long)st.failed);
       if (strict && rc && !why[0]) fputs(", stopped at the first failure (--strict)", stderr);
-      if (st.not_started)
-        fprintf(stderr, ", %llu not started", (unsigned long long)st.not_started);
+      if (st.not_started) fprintf(stderr, ", %llu not started", (unsigned long long)st.not_started);
       fputc('\n', stderr);
     }
   }

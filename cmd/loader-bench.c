@@ -10,10 +10,30 @@
 #include "featcache/fc_loaderbench.h"
 
 enum {
-  OPT_SOURCE = 256, OPT_MANIFEST, OPT_MANIFEST_FORMAT, OPT_AUDIO_DIR, OPT_COMPARE, OPT_PRESET,
-  OPT_FEATURES, OPT_VIEWS, OPT_SYN_MS, OPT_SYN_ITEMS, OPT_PREFETCH, OPT_STEPS, OPT_EPOCHS,
-  OPT_WARMUP, OPT_COMPUTE_MS, OPT_COMPUTE_MODE, OPT_MATMUL, OPT_SWEEP, OPT_JSON, OPT_SVG,
-  OPT_TRACE, OPT_PROGRESS, OPT_VERSION, OPT_COMPARE_PROFILES
+  OPT_SOURCE = 256,
+  OPT_MANIFEST,
+  OPT_MANIFEST_FORMAT,
+  OPT_AUDIO_DIR,
+  OPT_COMPARE,
+  OPT_PRESET,
+  OPT_FEATURES,
+  OPT_VIEWS,
+  OPT_SYN_MS,
+  OPT_SYN_ITEMS,
+  OPT_PREFETCH,
+  OPT_STEPS,
+  OPT_EPOCHS,
+  OPT_WARMUP,
+  OPT_COMPUTE_MS,
+  OPT_COMPUTE_MODE,
+  OPT_MATMUL,
+  OPT_SWEEP,
+  OPT_JSON,
+  OPT_SVG,
+  OPT_TRACE,
+  OPT_PROGRESS,
+  OPT_VERSION,
+  OPT_COMPARE_PROFILES
 };
 
 static const fc_cli_opt options[] = {
@@ -59,7 +79,8 @@ static const fc_cli_opt options[] = {
     {NULL, 0, 0, NULL, "Output:"},
     {"json", OPT_JSON, no_argument, NULL, "print JSON on stdout instead of tables"},
     {"svg", OPT_SVG, required_argument, "FILE", "chart of per-step data and compute time"},
-    {"trace", OPT_TRACE, required_argument, "FILE", "Chrome trace-event JSON (Perfetto) of every step"},
+    {"trace", OPT_TRACE, required_argument, "FILE",
+     "Chrome trace-event JSON (Perfetto) of every step"},
     {"quiet", 'q', no_argument, NULL, "no progress and no summary line"},
     {"progress", OPT_PROGRESS, no_argument, NULL, "progress lines even when stderr is no terminal"},
     {"help", 'h', no_argument, NULL, "show this help and exit"},
@@ -126,53 +147,56 @@ int main(int argc, char **argv) {
   int c;
   while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
     switch (c) {
-      case OPT_SOURCE:
-        if (strcmp(optarg, "cache") && strcmp(optarg, "audio") && strcmp(optarg, "synthetic"))
-          fc_cli_usage_error("invalid value '%s' for --source (want cache, audio or synthetic)",
-                             optarg);
-        source = optarg;
-        break;
-      case OPT_MANIFEST: manifest = optarg; break;
-      case OPT_MANIFEST_FORMAT:
-        manifest_format = fc_manifest_format_from_name(optarg);
-        if (manifest_format < 0)
-          fc_cli_usage_error("invalid value '%s' for --manifest-format", optarg);
-        break;
-      case OPT_AUDIO_DIR: audio_dir = optarg; break;
-      case OPT_COMPARE: compare = 1; break;
-      case OPT_COMPARE_PROFILES: compare_profiles = 1; break;
-      case OPT_PRESET: preset = optarg; break;
-      case OPT_FEATURES: base.features = optarg; break;
-      case OPT_VIEWS: base.views = 1; break;
-      case OPT_SYN_MS: base.synth_item_ms = fc_cli_double("synthetic-ms", optarg, 0, 60000); break;
-      case OPT_SYN_ITEMS: synth_items = fc_cli_u32("synthetic-items", optarg, 1, 100000000); break;
-      case 'b': base.batch = fc_cli_u32("batch", optarg, 1, 65536); break;
-      case 'w': base.workers = fc_cli_u32("workers", optarg, 0, 256); break;
-      case OPT_PREFETCH: base.prefetch = fc_cli_u32("prefetch", optarg, 1, 64); break;
-      case OPT_STEPS: base.steps = fc_cli_u32("steps", optarg, 1, 100000000); break;
-      case OPT_EPOCHS: base.epochs = fc_cli_u32("epochs", optarg, 1, 100000); break;
-      case OPT_WARMUP: base.warmup = fc_cli_u32("warmup", optarg, 0, 1000000); break;
-      case OPT_COMPUTE_MS: base.compute_ms = fc_cli_double("compute-ms", optarg, 0, 3600e3); break;
-      case OPT_COMPUTE_MODE:
-        if (strcmp(optarg, "sleep") == 0) base.compute = FC_LB_SLEEP;
-        else if (strcmp(optarg, "busy") == 0) base.compute = FC_LB_BUSY;
-        else fc_cli_usage_error("invalid value '%s' for --compute-mode (want sleep or busy)", optarg);
-        break;
-      case OPT_MATMUL:
-        base.compute = FC_LB_MATMUL;
-        base.matmul_n = fc_cli_u32("compute-matmul", optarg, 1, 8192);
-        break;
-      case OPT_SWEEP: sweep = 1; break;
-      case OPT_JSON: json = 1; break;
-      case OPT_SVG: svg = optarg; break;
-      case OPT_TRACE: trace = optarg; break;
-      case 'q': quiet = 1; break;
-      case OPT_PROGRESS: progress = 1; break;
-      case 'h': fc_cli_help(stdout, synopsis, description, options, footer); return 0;
-      case OPT_VERSION: fc_cli_version(); return 0;
-      default:
-        fprintf(stderr, "Try '%s --help' for more information.\n", fc_cli_tool);
-        return FC_EXIT_USAGE;
+    case OPT_SOURCE:
+      if (strcmp(optarg, "cache") && strcmp(optarg, "audio") && strcmp(optarg, "synthetic"))
+        fc_cli_usage_error("invalid value '%s' for --source (want cache, audio or synthetic)",
+                           optarg);
+      source = optarg;
+      break;
+    case OPT_MANIFEST: manifest = optarg; break;
+    case OPT_MANIFEST_FORMAT:
+      manifest_format = fc_manifest_format_from_name(optarg);
+      if (manifest_format < 0)
+        fc_cli_usage_error("invalid value '%s' for --manifest-format", optarg);
+      break;
+    case OPT_AUDIO_DIR: audio_dir = optarg; break;
+    case OPT_COMPARE: compare = 1; break;
+    case OPT_COMPARE_PROFILES: compare_profiles = 1; break;
+    case OPT_PRESET: preset = optarg; break;
+    case OPT_FEATURES: base.features = optarg; break;
+    case OPT_VIEWS: base.views = 1; break;
+    case OPT_SYN_MS: base.synth_item_ms = fc_cli_double("synthetic-ms", optarg, 0, 60000); break;
+    case OPT_SYN_ITEMS: synth_items = fc_cli_u32("synthetic-items", optarg, 1, 100000000); break;
+    case 'b': base.batch = fc_cli_u32("batch", optarg, 1, 65536); break;
+    case 'w': base.workers = fc_cli_u32("workers", optarg, 0, 256); break;
+    case OPT_PREFETCH: base.prefetch = fc_cli_u32("prefetch", optarg, 1, 64); break;
+    case OPT_STEPS: base.steps = fc_cli_u32("steps", optarg, 1, 100000000); break;
+    case OPT_EPOCHS: base.epochs = fc_cli_u32("epochs", optarg, 1, 100000); break;
+    case OPT_WARMUP: base.warmup = fc_cli_u32("warmup", optarg, 0, 1000000); break;
+    case OPT_COMPUTE_MS: base.compute_ms = fc_cli_double("compute-ms", optarg, 0, 3600e3); break;
+    case OPT_COMPUTE_MODE:
+      if (strcmp(optarg, "sleep") == 0)
+        base.compute = FC_LB_SLEEP;
+      else if (strcmp(optarg, "busy") == 0)
+        base.compute = FC_LB_BUSY;
+      else
+        fc_cli_usage_error("invalid value '%s' for --compute-mode (want sleep or busy)", optarg);
+      break;
+    case OPT_MATMUL:
+      base.compute = FC_LB_MATMUL;
+      base.matmul_n = fc_cli_u32("compute-matmul", optarg, 1, 8192);
+      break;
+    case OPT_SWEEP: sweep = 1; break;
+    case OPT_JSON: json = 1; break;
+    case OPT_SVG: svg = optarg; break;
+    case OPT_TRACE: trace = optarg; break;
+    case 'q': quiet = 1; break;
+    case OPT_PROGRESS: progress = 1; break;
+    case 'h': fc_cli_help(stdout, synopsis, description, options, footer); return 0;
+    case OPT_VERSION: fc_cli_version(); return 0;
+    default:
+      fprintf(stderr, "Try '%s --help' for more information.\n", fc_cli_tool);
+      return FC_EXIT_USAGE;
     }
   }
   if (base.steps && base.epochs) fc_cli_usage_error("--steps and --epochs exclude each other");
@@ -197,10 +221,14 @@ int main(int argc, char **argv) {
        ax_prefetch = {{base.prefetch}, 1};
   for (int i = optind; i < argc; i++) {
     const char *a = argv[i];
-    if (sweep && strncmp(a, "batch=", 6) == 0) parse_axis(a, "batch", &ax_batch);
-    else if (sweep && strncmp(a, "workers=", 8) == 0) parse_axis(a, "workers", &ax_workers);
-    else if (sweep && strncmp(a, "prefetch=", 9) == 0) parse_axis(a, "prefetch", &ax_prefetch);
-    else stores[n_stores++] = a;
+    if (sweep && strncmp(a, "batch=", 6) == 0)
+      parse_axis(a, "batch", &ax_batch);
+    else if (sweep && strncmp(a, "workers=", 8) == 0)
+      parse_axis(a, "workers", &ax_workers);
+    else if (sweep && strncmp(a, "prefetch=", 9) == 0)
+      parse_axis(a, "prefetch", &ax_prefetch);
+    else
+      stores[n_stores++] = a;
   }
   if (n_stores) store = stores[0];
   for (int i = 0; i < ax_batch.n; i++)
@@ -339,8 +367,7 @@ int main(int argc, char **argv) {
                     r->source, o.batch, o.workers, o.prefetch);
           char why[512] = "";
           rc = fc_lb_run(&o, prof, &r->res, why, sizeof why);
-          uint64_t planned = o.steps ? o.steps
-                                     : r->res.epoch_batches * (o.epochs ? o.epochs : 1);
+          uint64_t planned = o.steps ? o.steps : r->res.epoch_batches * (o.epochs ? o.epochs : 1);
           steps_planned += planned;
           steps_done += r->res.steps;
           failed += r->res.failed;
@@ -362,8 +389,8 @@ int main(int argc, char **argv) {
                         (unsigned long long)r->res.utterances);
           fc_lb_summary s;
           fc_lb_summarize(prof, &s);
-          cells[n_runs - 1] = (fc_lb_cell){o.batch, o.workers, o.prefetch, s.data_share,
-                                           s.data.mean, s.step.mean};
+          cells[n_runs - 1] =
+              (fc_lb_cell){o.batch, o.workers, o.prefetch, s.data_share, s.data.mean, s.step.mean};
         }
 
   if (rc == FC_EINTR) {
@@ -390,8 +417,9 @@ int main(int argc, char **argv) {
                  "loader-bench: ms per training step (batch %u, compute: %u x %u matmul)",
                  runs[0].batch, base.matmul_n, base.matmul_n);
       else
-        snprintf(title, sizeof title, "loader-bench: ms per training step (batch %u, compute %g ms)",
-                 runs[0].batch, base.compute_ms);
+        snprintf(title, sizeof title,
+                 "loader-bench: ms per training step (batch %u, compute %g ms)", runs[0].batch,
+                 base.compute_ms);
       int e = f ? fc_lb_write_svg(f, profs, names, nf, title) : errno;
       if (f && fclose(f) && !e) e = errno;
       if (e) {

@@ -13,24 +13,53 @@
 #include "featcache/fc_tokenize.h"
 
 enum {
-  OPT_MANIFEST = 256, OPT_MANIFEST_FORMAT, OPT_TEXT_COLUMN, OPT_TOKENIZER, OPT_VOCAB,
-  OPT_BUILD_VOCAB, OPT_EXPORT_VOCAB, OPT_TOKENIZER_JSON, OPT_LANG, OPT_UNICODE, OPT_CASE,
-  OPT_WHITESPACE, OPT_PUNCT, OPT_PAD, OPT_UNK, OPT_BOS, OPT_EOS, OPT_ADD_BOS, OPT_ADD_EOS,
-  OPT_DTYPE, OPT_MAX_TEXT, OPT_BATCH, OPT_SHARD, OPT_STRICT, OPT_JSON, OPT_PROGRESS, OPT_VERSION
+  OPT_MANIFEST = 256,
+  OPT_MANIFEST_FORMAT,
+  OPT_TEXT_COLUMN,
+  OPT_TOKENIZER,
+  OPT_VOCAB,
+  OPT_BUILD_VOCAB,
+  OPT_EXPORT_VOCAB,
+  OPT_TOKENIZER_JSON,
+  OPT_LANG,
+  OPT_UNICODE,
+  OPT_CASE,
+  OPT_WHITESPACE,
+  OPT_PUNCT,
+  OPT_PAD,
+  OPT_UNK,
+  OPT_BOS,
+  OPT_EOS,
+  OPT_ADD_BOS,
+  OPT_ADD_EOS,
+  OPT_DTYPE,
+  OPT_MAX_TEXT,
+  OPT_BATCH,
+  OPT_SHARD,
+  OPT_STRICT,
+  OPT_JSON,
+  OPT_PROGRESS,
+  OPT_VERSION
 };
 
 static const fc_cli_opt options[] = {
     {NULL, 0, 0, NULL, "Input and output:"},
     {"output", 'o', required_argument, "STORE", "store directory (created when missing)"},
-    {"manifest", OPT_MANIFEST, required_argument, "FILE", "manifest ('-' = stdin); or give it as the argument"},
-    {"manifest-format", OPT_MANIFEST_FORMAT, required_argument, "FMT", "auto (default), ljspeech, tsv, jsonl"},
-    {"text-column", OPT_TEXT_COLUMN, required_argument, "N", "LJSpeech: 2 raw, 3 normalized (default: 3 when present)"},
+    {"manifest", OPT_MANIFEST, required_argument, "FILE",
+     "manifest ('-' = stdin); or give it as the argument"},
+    {"manifest-format", OPT_MANIFEST_FORMAT, required_argument, "FMT",
+     "auto (default), ljspeech, tsv, jsonl"},
+    {"text-column", OPT_TEXT_COLUMN, required_argument, "N",
+     "LJSpeech: 2 raw, 3 normalized (default: 3 when present)"},
     {NULL, 0, 0, NULL, "Tokenizer:"},
     {"tokenizer", 't', required_argument, "KIND", "chars (default), phonemes, bpe"},
-    {"vocab", OPT_VOCAB, required_argument, "FILE", "chars/phonemes: one symbol per line, id = line index"},
-    {"build-vocab", OPT_BUILD_VOCAB, no_argument, NULL, "chars/phonemes: build the vocab from the corpus (stored in meta)"},
+    {"vocab", OPT_VOCAB, required_argument, "FILE",
+     "chars/phonemes: one symbol per line, id = line index"},
+    {"build-vocab", OPT_BUILD_VOCAB, no_argument, NULL,
+     "chars/phonemes: build the vocab from the corpus (stored in meta)"},
     {"export-vocab", OPT_EXPORT_VOCAB, required_argument, "FILE", "write the vocab used to FILE"},
-    {"tokenizer-json", OPT_TOKENIZER_JSON, required_argument, "FILE", "bpe: a Hugging Face tokenizer.json"},
+    {"tokenizer-json", OPT_TOKENIZER_JSON, required_argument, "FILE",
+     "bpe: a Hugging Face tokenizer.json"},
     {"lang", OPT_LANG, required_argument, "LANG", "phonemes: espeak-ng voice (default en-us)"},
     {"pad", OPT_PAD, required_argument, "SYM", "pad symbol (default <pad>)"},
     {"unk", OPT_UNK, required_argument, "SYM", "unknown-symbol symbol (default <unk>)"},
@@ -38,7 +67,8 @@ static const fc_cli_opt options[] = {
     {"eos", OPT_EOS, required_argument, "SYM", "end symbol (default <eos>)"},
     {"add-bos", OPT_ADD_BOS, no_argument, NULL, "prepend the bos id"},
     {"add-eos", OPT_ADD_EOS, no_argument, NULL, "append the eos id"},
-    {"dtype", OPT_DTYPE, required_argument, "T", "auto (default: i16, u16 or i32 by vocab size), i16, u16, i32"},
+    {"dtype", OPT_DTYPE, required_argument, "T",
+     "auto (default: i16, u16 or i32 by vocab size), i16, u16, i32"},
     {NULL, 0, 0, NULL, "Normalization (recorded in the token config):"},
     {"unicode", OPT_UNICODE, required_argument, "M", "nfkc (default; bpe: none) or none"},
     {"case", OPT_CASE, required_argument, "M", "keep (default) or fold"},
@@ -47,11 +77,14 @@ static const fc_cli_opt options[] = {
     {NULL, 0, 0, NULL, "Running:"},
     {"threads", 'j', required_argument, "N", "threads (default: all cores)"},
     {"batch", OPT_BATCH, required_argument, "N", "lines per write transaction (default 4096)"},
-    {"shard", OPT_SHARD, required_argument, "K/N", "only shard K of N (0-based, by a hash of the id); 'slurm': from the array job"},
-    {"max-text-bytes", OPT_MAX_TEXT, required_argument, "N", "longer texts are bad lines (default 64KiB)"},
+    {"shard", OPT_SHARD, required_argument, "K/N",
+     "only shard K of N (0-based, by a hash of the id); 'slurm': from the array job"},
+    {"max-text-bytes", OPT_MAX_TEXT, required_argument, "N",
+     "longer texts are bad lines (default 64KiB)"},
     {"strict", OPT_STRICT, no_argument, NULL, "the first bad line (or unknown symbol) is fatal"},
     {"json", OPT_JSON, no_argument, NULL, "print a JSON summary on stdout"},
-    {"progress", OPT_PROGRESS, no_argument, NULL, "progress on stderr even when it is not a terminal"},
+    {"progress", OPT_PROGRESS, no_argument, NULL,
+     "progress on stderr even when it is not a terminal"},
     {"quiet", 'q', no_argument, NULL, "no progress, no per-line warnings"},
     {"help", 'h', no_argument, NULL, "this help"},
     {"version", OPT_VERSION, no_argument, NULL, "print the version"},
@@ -81,7 +114,8 @@ static void on_bad_line(const fc_item *it, int err, const char *why, void *ud) {
 
 static void on_progress(const fc_tokenize_stats *s, void *ud) {
   (void)ud;
-  fprintf(stderr, "\rtokenize: %llu of %llu lines", (unsigned long long)(s->processed + s->skipped_existing + s->failed),
+  fprintf(stderr, "\rtokenize: %llu of %llu lines",
+          (unsigned long long)(s->processed + s->skipped_existing + s->failed),
           (unsigned long long)s->lines);
 }
 
@@ -114,7 +148,8 @@ int main(int argc, char **argv) {
     case OPT_MANIFEST_FORMAT: {
       int f = fc_manifest_format_from_name(optarg);
       if (f < 0 || f == FC_MANIFEST_KALDI || f == FC_MANIFEST_LIST)
-        fc_cli_usage_error("invalid value '%s' for --manifest-format (want auto, ljspeech, tsv, jsonl)", optarg);
+        fc_cli_usage_error(
+            "invalid value '%s' for --manifest-format (want auto, ljspeech, tsv, jsonl)", optarg);
       mopts.format = (fc_manifest_format)f;
       break;
     }
@@ -125,7 +160,9 @@ int main(int argc, char **argv) {
     case OPT_EXPORT_VOCAB: export_vocab = optarg; break;
     case OPT_TOKENIZER_JSON: to.tokenizer_json = optarg; break;
     case OPT_LANG: to.lang = optarg; break;
-    case OPT_UNICODE: unicode = !pick("unicode", optarg, "none", "nfkc") ? FC_UNICODE_NONE : FC_UNICODE_NFKC; break;
+    case OPT_UNICODE:
+      unicode = !pick("unicode", optarg, "none", "nfkc") ? FC_UNICODE_NONE : FC_UNICODE_NFKC;
+      break;
     case OPT_CASE: fold = pick("case", optarg, "keep", "fold"); break;
     case OPT_WHITESPACE: collapse = !pick("whitespace", optarg, "collapse", "keep"); break;
     case OPT_PUNCT: punct = pick("punct", optarg, "keep", "remove"); break;
@@ -136,7 +173,8 @@ int main(int argc, char **argv) {
     case OPT_ADD_BOS: to.add_bos = 1; break;
     case OPT_ADD_EOS: to.add_eos = 1; break;
     case OPT_DTYPE:
-      if (strcmp(optarg, "auto") == 0) to.dtype = 0;
+      if (strcmp(optarg, "auto") == 0)
+        to.dtype = 0;
       else if (!(to.dtype = fc_dtype_from_name(optarg)) ||
                (to.dtype != FC_DTYPE_I32 && to.dtype != FC_DTYPE_I16 && to.dtype != FC_DTYPE_U16))
         fc_cli_usage_error("invalid value '%s' for --dtype (want auto, i16, u16, i32)", optarg);
@@ -167,7 +205,8 @@ int main(int argc, char **argv) {
   if (!out_dir) fc_cli_usage_error("no output store (-o STORE)");
   if (!manifest) fc_cli_usage_error("no manifest (--manifest FILE, or '-' for stdin)");
   int kind = fc_tok_kind_from_name(kind_name);
-  if (kind < 0) fc_cli_usage_error("invalid value '%s' for --tokenizer (want chars, phonemes, bpe)", kind_name);
+  if (kind < 0)
+    fc_cli_usage_error("invalid value '%s' for --tokenizer (want chars, phonemes, bpe)", kind_name);
 
   fc_tok_options d;
   fc_tok_options_default(&d, (fc_tok_kind)kind);
@@ -267,20 +306,24 @@ int main(int argc, char **argv) {
       fprintf(stderr, "tokenize: nothing to do: all %llu lines already stored (config %s)\n",
               (unsigned long long)st.lines, hex);
     else
-      fprintf(stderr, "tokenize: done: %llu of %llu (%llu new, %llu already stored, %llu failed, %llu tokens)\n",
-              (unsigned long long)ok, (unsigned long long)st.lines,
-              (unsigned long long)st.processed, (unsigned long long)st.skipped_existing,
-              (unsigned long long)st.failed, (unsigned long long)st.tokens);
+      fprintf(
+          stderr,
+          "tokenize: done: %llu of %llu (%llu new, %llu already stored, %llu failed, %llu tokens)\n",
+          (unsigned long long)ok, (unsigned long long)st.lines, (unsigned long long)st.processed,
+          (unsigned long long)st.skipped_existing, (unsigned long long)st.failed,
+          (unsigned long long)st.tokens);
     if (st.unknown)
-      fprintf(stderr, "tokenize: %llu unknown symbols mapped to unk\n", (unsigned long long)st.unknown);
+      fprintf(stderr, "tokenize: %llu unknown symbols mapped to unk\n",
+              (unsigned long long)st.unknown);
   }
   if (json) {
-    printf("{\"processed\":%llu,\"skipped_existing\":%llu,\"failed\":%llu,\"lines\":%llu,"
-           "\"tokens\":%llu,\"unknown\":%llu,\"wall_seconds\":%.6f,\"config_digest\":\"%s\","
-           "\"tokenizer\":\"%s\"}\n",
-           (unsigned long long)st.processed, (unsigned long long)st.skipped_existing,
-           (unsigned long long)st.failed, (unsigned long long)st.lines,
-           (unsigned long long)st.tokens, (unsigned long long)st.unknown, wall, hex, kind_name);
+    printf(
+        "{\"processed\":%llu,\"skipped_existing\":%llu,\"failed\":%llu,\"lines\":%llu,"
+        "\"tokens\":%llu,\"unknown\":%llu,\"wall_seconds\":%.6f,\"config_digest\":\"%s\","
+        "\"tokenizer\":\"%s\"}\n",
+        (unsigned long long)st.processed, (unsigned long long)st.skipped_existing,
+        (unsigned long long)st.failed, (unsigned long long)st.lines, (unsigned long long)st.tokens,
+        (unsigned long long)st.unknown, wall, hex, kind_name);
   }
   fc_store_close(store);
   fc_item_list_free(&items);

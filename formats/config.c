@@ -94,12 +94,18 @@ void fc_mel_config_digest(const fc_mel_config *cfg, fc_digest *out) {
   fc_digest_buffer(buf, n > 0 ? (size_t)n : 0, out);
 }
 
-#define WHY(...) do { if (why && why_len) snprintf(why, why_len, __VA_ARGS__); } while (0)
+#define WHY(...)                                             \
+  do {                                                       \
+    if (why && why_len) snprintf(why, why_len, __VA_ARGS__); \
+  } while (0)
 
 static int get_enum(json_t *o, const char *key, const char *const *names, size_t n, int *out) {
   const char *s = json_string_value(json_object_get(o, key));
   for (size_t i = 0; s && i < n; i++)
-    if (strcmp(s, names[i]) == 0) { *out = (int)i; return 0; }
+    if (strcmp(s, names[i]) == 0) {
+      *out = (int)i;
+      return 0;
+    }
   return -1;
 }
 
@@ -112,7 +118,8 @@ static int get_num(json_t *o, const char *key, double *out) {
 
 static int get_u32(json_t *o, const char *key, uint32_t *out) {
   json_t *v = json_object_get(o, key);
-  if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > UINT32_MAX) return -1;
+  if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > UINT32_MAX)
+    return -1;
   *out = (uint32_t)json_integer_value(v);
   return 0;
 }
@@ -138,48 +145,130 @@ int fc_mel_config_from_json(const char *json, size_t len, fc_mel_config *c, char
   const char *bad = NULL;
   const char *kind = json_string_value(json_object_get(o, "kind"));
   int e;
-  if (!kind || strcmp(kind, "mel") != 0) { bad = "kind"; goto out; }
+  if (!kind || strcmp(kind, "mel") != 0) {
+    bad = "kind";
+    goto out;
+  }
   json_t *kv = json_object_get(o, "kernel_version");
-  if (!json_is_integer(kv)) { bad = "kernel_version"; goto out; }
+  if (!json_is_integer(kv)) {
+    bad = "kernel_version";
+    goto out;
+  }
   if (json_integer_value(kv) != FC_KERNEL_VERSION) {
     WHY("config made by kernel version %lld, this build is version %d",
         (long long)json_integer_value(kv), FC_KERNEL_VERSION);
     goto out_quiet;
   }
   json_t *pr = json_object_get(o, "preset");
-  if (json_is_string(pr)) snprintf(c->preset, sizeof c->preset, "%s", json_string_value(pr));
-  else if (!json_is_null(pr)) { bad = "preset"; goto out; }
+  if (json_is_string(pr))
+    snprintf(c->preset, sizeof c->preset, "%s", json_string_value(pr));
+  else if (!json_is_null(pr)) {
+    bad = "preset";
+    goto out;
+  }
   const char *dt = json_string_value(json_object_get(o, "dtype"));
   c->dtype = (fc_dtype)fc_dtype_from_name(dt);
-  if (!c->dtype) { bad = "dtype"; goto out; }
-  if (get_u32(o, "sample_rate", &c->sample_rate)) { bad = "sample_rate"; goto out; }
-  if (get_u32(o, "n_fft", &c->n_fft)) { bad = "n_fft"; goto out; }
-  if (get_u32(o, "win_length", &c->win_length)) { bad = "win_length"; goto out; }
-  if (get_u32(o, "hop_length", &c->hop_length)) { bad = "hop_length"; goto out; }
-  if (get_u32(o, "n_mels", &c->n_mels)) { bad = "n_mels"; goto out; }
-  if (get_u32(o, "pad", &c->pad)) { bad = "pad"; goto out; }
-  if (get_num(o, "fmin", &c->fmin)) { bad = "fmin"; goto out; }
-  if (get_num(o, "fmax", &c->fmax)) { bad = "fmax"; goto out; }
-  if (get_num(o, "power", &c->power)) { bad = "power"; goto out; }
-  if (get_num(o, "mag_eps", &c->mag_eps)) { bad = "mag_eps"; goto out; }
-  if (get_num(o, "log_floor", &c->log_floor)) { bad = "log_floor"; goto out; }
-  if (get_num(o, "top_db", &c->top_db)) { bad = "top_db"; goto out; }
-  if (get_num(o, "preemph", &c->preemph)) { bad = "preemph"; goto out; }
-  if (get_bool(o, "center", &c->center)) { bad = "center"; goto out; }
-  if (get_bool(o, "drop_last_frame", &c->drop_last_frame)) { bad = "drop_last_frame"; goto out; }
-  if (get_bool(o, "int16_scale", &c->int16_scale)) { bad = "int16_scale"; goto out; }
-  if (get_bool(o, "remove_dc", &c->remove_dc)) { bad = "remove_dc"; goto out; }
-  if (get_enum(o, "mel_scale", scale_names, NAMES(scale_names), &e)) { bad = "mel_scale"; goto out; }
+  if (!c->dtype) {
+    bad = "dtype";
+    goto out;
+  }
+  if (get_u32(o, "sample_rate", &c->sample_rate)) {
+    bad = "sample_rate";
+    goto out;
+  }
+  if (get_u32(o, "n_fft", &c->n_fft)) {
+    bad = "n_fft";
+    goto out;
+  }
+  if (get_u32(o, "win_length", &c->win_length)) {
+    bad = "win_length";
+    goto out;
+  }
+  if (get_u32(o, "hop_length", &c->hop_length)) {
+    bad = "hop_length";
+    goto out;
+  }
+  if (get_u32(o, "n_mels", &c->n_mels)) {
+    bad = "n_mels";
+    goto out;
+  }
+  if (get_u32(o, "pad", &c->pad)) {
+    bad = "pad";
+    goto out;
+  }
+  if (get_num(o, "fmin", &c->fmin)) {
+    bad = "fmin";
+    goto out;
+  }
+  if (get_num(o, "fmax", &c->fmax)) {
+    bad = "fmax";
+    goto out;
+  }
+  if (get_num(o, "power", &c->power)) {
+    bad = "power";
+    goto out;
+  }
+  if (get_num(o, "mag_eps", &c->mag_eps)) {
+    bad = "mag_eps";
+    goto out;
+  }
+  if (get_num(o, "log_floor", &c->log_floor)) {
+    bad = "log_floor";
+    goto out;
+  }
+  if (get_num(o, "top_db", &c->top_db)) {
+    bad = "top_db";
+    goto out;
+  }
+  if (get_num(o, "preemph", &c->preemph)) {
+    bad = "preemph";
+    goto out;
+  }
+  if (get_bool(o, "center", &c->center)) {
+    bad = "center";
+    goto out;
+  }
+  if (get_bool(o, "drop_last_frame", &c->drop_last_frame)) {
+    bad = "drop_last_frame";
+    goto out;
+  }
+  if (get_bool(o, "int16_scale", &c->int16_scale)) {
+    bad = "int16_scale";
+    goto out;
+  }
+  if (get_bool(o, "remove_dc", &c->remove_dc)) {
+    bad = "remove_dc";
+    goto out;
+  }
+  if (get_enum(o, "mel_scale", scale_names, NAMES(scale_names), &e)) {
+    bad = "mel_scale";
+    goto out;
+  }
   c->mel_scale = (fc_mel_scale)e;
-  if (get_enum(o, "norm", norm_names, NAMES(norm_names), &e)) { bad = "norm"; goto out; }
+  if (get_enum(o, "norm", norm_names, NAMES(norm_names), &e)) {
+    bad = "norm";
+    goto out;
+  }
   c->norm = (fc_mel_norm)e;
-  if (get_enum(o, "window", window_names, NAMES(window_names), &e)) { bad = "window"; goto out; }
+  if (get_enum(o, "window", window_names, NAMES(window_names), &e)) {
+    bad = "window";
+    goto out;
+  }
   c->window = (fc_window)e;
-  if (get_enum(o, "window_align", align_names, NAMES(align_names), &e)) { bad = "window_align"; goto out; }
+  if (get_enum(o, "window_align", align_names, NAMES(align_names), &e)) {
+    bad = "window_align";
+    goto out;
+  }
   c->window_align = (fc_window_align)e;
-  if (get_enum(o, "pad_mode", pad_names, NAMES(pad_names), &e)) { bad = "pad_mode"; goto out; }
+  if (get_enum(o, "pad_mode", pad_names, NAMES(pad_names), &e)) {
+    bad = "pad_mode";
+    goto out;
+  }
   c->pad_mode = (fc_pad_mode)e;
-  if (get_enum(o, "log", log_names, NAMES(log_names), &e)) { bad = "log"; goto out; }
+  if (get_enum(o, "log", log_names, NAMES(log_names), &e)) {
+    bad = "log";
+    goto out;
+  }
   c->log = (fc_log)e;
   rc = 0;
 out:

@@ -215,7 +215,7 @@ void fc_item_list_free(fc_item_list *l) {
 /* ---- detection -------------------------------------------------------------------------------- */
 static int has_audio_ext(const char *s, size_t n) {
   static const char *const exts[] = {".wav", ".flac", ".mp3", ".ogg", ".opus", ".aiff", ".aif",
-                                     ".au", ".sph", ".caf", ".w64", ".m4a", ".WAV", ".FLAC"};
+                                     ".au",  ".sph",  ".caf", ".w64", ".m4a",  ".WAV",  ".FLAC"};
   for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++) {
     size_t m = strlen(exts[i]);
     if (n >= m && memcmp(s + n - m, exts[i], m) == 0) return 1;
@@ -255,8 +255,8 @@ fc_manifest_format fc_manifest_detect(const char *path, const char *first_line) 
     size_t rn = strcspn(rest, "\r\n");
     while (rn > 0 && (rest[rn - 1] == ' ' || rest[rn - 1] == '\t')) rn--;
     int first_is_path = memchr(l, '/', w) != NULL || has_audio_ext(l, w);
-    int rest_is_path = memchr(rest, '/', rn) != NULL || has_audio_ext(rest, rn) ||
-                       (rn > 0 && rest[rn - 1] == '|');
+    int rest_is_path =
+        memchr(rest, '/', rn) != NULL || has_audio_ext(rest, rn) || (rn > 0 && rest[rn - 1] == '|');
     if (!first_is_path && rest_is_path) return FC_MANIFEST_KALDI;
   }
   return FC_MANIFEST_LIST;
@@ -266,7 +266,7 @@ fc_manifest_format fc_manifest_detect(const char *path, const char *first_line) 
 typedef struct parse_ctx {
   const fc_manifest_opts *opts;
   const char *audio_dir; /* resolved base for relative audio paths (may be "." or NULL) */
-  const char *ext;       /* LJSpeech audio extension */
+  const char *ext; /* LJSpeech audio extension */
 } parse_ctx;
 
 /* Fill a text field if the bytes are valid UTF-8 (whole-line check already done). */
@@ -286,7 +286,8 @@ static int parse_ljspeech(const parse_ctx *c, fc_item *it, const char *line, siz
     if (!bar) break;
     p = bar + 1;
   }
-  if (ncol < 2) return item_fail(it, FC_EMANIFEST, "missing text column (expected id|text[|normalized])");
+  if (ncol < 2)
+    return item_fail(it, FC_EMANIFEST, "missing text column (expected id|text[|normalized])");
   if (ncol > 3)
     return item_fail(it, FC_EMANIFEST, "%zu columns, expected id|text[|normalized]", ncol);
   if (!(it->id = dup_range(col[0], len[0]))) return -ENOMEM;
@@ -326,7 +327,8 @@ static int parse_jsonl(const parse_ctx *c, fc_item *it, const char *line, size_t
   json_error_t jerr;
   json_t *root = json_loadb(line, n, JSON_REJECT_DUPLICATES, &jerr);
   int rc = 0;
-  if (!root) return item_fail(it, FC_EMANIFEST, "invalid JSON: %s (column %d)", jerr.text, jerr.column);
+  if (!root)
+    return item_fail(it, FC_EMANIFEST, "invalid JSON: %s (column %d)", jerr.text, jerr.column);
   if (!json_is_object(root)) {
     rc = item_fail(it, FC_EMANIFEST, "expected a JSON object");
     goto done;
@@ -423,8 +425,8 @@ static ssize_t next_line(FILE *f, char **buf, size_t *cap, int *first) {
   return (ssize_t)n;
 }
 
-int fc_manifest_read(const char *path, const fc_manifest_opts *opts, fc_item_list *out,
-                     char *why, size_t why_len) {
+int fc_manifest_read(const char *path, const fc_manifest_opts *opts, fc_item_list *out, char *why,
+                     size_t why_len) {
   memset(out, 0, sizeof *out);
   if (!path) return EINVAL;
   int is_stdin = strcmp(path, "-") == 0;

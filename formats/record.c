@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
-static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static void put16(uint8_t *p, uint16_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+}
 static void put32(uint8_t *p, uint32_t v) {
   for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
@@ -17,9 +20,14 @@ static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 static uint32_t get32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
-static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32; }
+static uint64_t get64(const uint8_t *p) {
+  return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
 
-#define WHY(...) do { if (why && why_len) snprintf(why, why_len, __VA_ARGS__); } while (0)
+#define WHY(...)                                             \
+  do {                                                       \
+    if (why && why_len) snprintf(why, why_len, __VA_ARGS__); \
+  } while (0)
 
 void fc_record_header_encode(const fc_record_header *h, uint8_t out[FC_RECORD_HEADER_SIZE]) {
   memcpy(out, FC_RECORD_MAGIC, 4);
@@ -111,7 +119,7 @@ int fc_record_parse(const void *val, size_t len, fc_record_header *h, const void
     int rc = fc_mq_check(p + FC_RECORD_HEADER_SIZE, (size_t)body, t.dim0, t.dim1, why, why_len);
     if (rc) return rc;
   } else if (t.dim1 == 0 || (uint64_t)t.dim0 > body / es / t.dim1 ||
-      (uint64_t)t.dim0 * t.dim1 * es != body) {
+             (uint64_t)t.dim0 * t.dim1 * es != body) {
     WHY("shape %u x %u of %s does not fill %llu payload bytes", t.dim0, t.dim1,
         fc_dtype_name(t.dtype), (unsigned long long)body);
     return FC_EFORMAT;

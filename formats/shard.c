@@ -32,8 +32,10 @@ static int env_u32(const char *name, uint32_t *out, int required, char *why, siz
   const char *v = getenv(name);
   if (!v || !*v) {
     if (!required) return 1;
-    fc_why(why, why_len, "--shard slurm: %s is not set (not in a Slurm array job? "
-                         "submit with sbatch --array=0-N-1)", name);
+    fc_why(why, why_len,
+           "--shard slurm: %s is not set (not in a Slurm array job? "
+           "submit with sbatch --array=0-N-1)",
+           name);
     return FC_ECONFIG;
   }
   if (parse_u32(v, strlen(v), out)) {
@@ -57,7 +59,8 @@ int fc_shard_parse(const char *spec, uint32_t *k, uint32_t *n, char *why, size_t
     int no_hi = env_u32("SLURM_ARRAY_TASK_MAX", &hi, 0, why, why_len);
     if (no_hi < 0) return no_hi;
     if (no_lo) lo = 0;
-    if (count == 0 || id < lo || id - lo >= count || (!no_hi && (hi < lo || hi - lo + 1 != count))) {
+    if (count == 0 || id < lo || id - lo >= count ||
+        (!no_hi && (hi < lo || hi - lo + 1 != count))) {
       fc_why(why, why_len,
              "--shard slurm: task %u of an array of %u tasks (min %u) is not one of N contiguous "
              "shards; submit with sbatch --array=0-N-1",
@@ -99,8 +102,10 @@ int fc_item_list_shard(fc_item_list *l, uint32_t k, uint32_t n) {
   for (size_t i = 0; i < l->count; i++) {
     fc_item *it = &l->items[i];
     uint32_t s = it->id ? fc_shard_of(it->id, strlen(it->id), n) : 0;
-    if (s == k) l->items[kept++] = *it;
-    else item_free(it);
+    if (s == k)
+      l->items[kept++] = *it;
+    else
+      item_free(it);
   }
   l->count = kept;
   return 0;

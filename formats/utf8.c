@@ -6,14 +6,27 @@ int fc_utf8_valid(const char *str, size_t len) {
   size_t i = 0;
   while (i < len) {
     unsigned c = s[i];
-    if (c < 0x80) { i++; continue; }
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
     size_t n;
     unsigned min;
     uint32_t cp;
-    if ((c & 0xE0) == 0xC0) { n = 1; cp = c & 0x1F; min = 0x80; }
-    else if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0F; min = 0x800; }
-    else if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07; min = 0x10000; }
-    else return 0;
+    if ((c & 0xE0) == 0xC0) {
+      n = 1;
+      cp = c & 0x1F;
+      min = 0x80;
+    } else if ((c & 0xF0) == 0xE0) {
+      n = 2;
+      cp = c & 0x0F;
+      min = 0x800;
+    } else if ((c & 0xF8) == 0xF0) {
+      n = 3;
+      cp = c & 0x07;
+      min = 0x10000;
+    } else
+      return 0;
     if (len - i <= n) return 0;
     for (size_t k = 1; k <= n; k++) {
       if ((s[i + k] & 0xC0) != 0x80) return 0;

@@ -17,22 +17,19 @@ void fc_convert_dtype(const float *src, size_t n, int dtype, void *dst) {
    * host byte order, which is the format's little-endian on every host we build for. */
   unsigned char *d = dst;
   switch (dtype) {
-    case FC_DTYPE_F16:
-      for (size_t i = 0; i < n; i++) {
-        uint16_t h = fc_math_f32_to_f16(src[i]);
-        memcpy(d + 2 * i, &h, 2);
-      }
-      break;
-    case FC_DTYPE_BF16:
-      for (size_t i = 0; i < n; i++) {
-        uint16_t h = fc_math_f32_to_bf16(src[i]);
-        memcpy(d + 2 * i, &h, 2);
-      }
-      break;
-    case FC_DTYPE_F32:
-      memmove(dst, src, n * sizeof *src);
-      break;
-    default:
-      break; /* not a feature dtype: fc_mel_config_validate never lets one through */
+  case FC_DTYPE_F16:
+    for (size_t i = 0; i < n; i++) {
+      uint16_t h = fc_math_f32_to_f16(src[i]);
+      memcpy(d + 2 * i, &h, 2);
+    }
+    break;
+  case FC_DTYPE_BF16:
+    for (size_t i = 0; i < n; i++) {
+      uint16_t h = fc_math_f32_to_bf16(src[i]);
+      memcpy(d + 2 * i, &h, 2);
+    }
+    break;
+  case FC_DTYPE_F32: memmove(dst, src, n * sizeof *src); break;
+  default: break; /* not a feature dtype: fc_mel_config_validate never lets one through */
   }
 }

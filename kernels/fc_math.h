@@ -35,13 +35,11 @@
 static inline FC_HD double fc_window_value(int window, uint32_t i, uint32_t n) {
   if (n <= 1) return 1.0;
   switch (window) {
-    case FC_WINDOW_POVEY:
-      return pow(0.5 - 0.5 * cos(2.0 * FC_PI * (double)i / (double)(n - 1)), 0.85);
-    case FC_WINDOW_HAMMING:
-      return 0.54 - 0.46 * cos(2.0 * FC_PI * (double)i / (double)n);
-    case FC_WINDOW_HANN:
-    default:
-      return 0.5 - 0.5 * cos(2.0 * FC_PI * (double)i / (double)n);
+  case FC_WINDOW_POVEY:
+    return pow(0.5 - 0.5 * cos(2.0 * FC_PI * (double)i / (double)(n - 1)), 0.85);
+  case FC_WINDOW_HAMMING: return 0.54 - 0.46 * cos(2.0 * FC_PI * (double)i / (double)n);
+  case FC_WINDOW_HANN:
+  default: return 0.5 - 0.5 * cos(2.0 * FC_PI * (double)i / (double)n);
   }
 }
 
@@ -230,7 +228,7 @@ static inline FC_HD float fc_bits_float(uint32_t u) {
  * contracting it into FMAs), it gives the same bits wherever float arithmetic is IEEE. */
 static inline FC_HD float fc_logf_poly(float x) {
   uint32_t ix = fc_float_bits(x) - 0x3f3504f3u; /* bits of x / sqrt(1/2), biased */
-  int32_t k = (int32_t)ix >> 23;                /* floor(log2(x / sqrt(1/2))) */
+  int32_t k = (int32_t)ix >> 23; /* floor(log2(x / sqrt(1/2))) */
   float m = fc_bits_float((ix & 0x007fffffu) + 0x3f3504f3u);
   float f = m - 1.0f;
   float s = f / (2.0f + f);
@@ -271,14 +269,14 @@ static inline FC_HD float fc_spectrum_value(float re, float im, float power, flo
  * log10 stage. FC_LOG_NONE passes x through. */
 static inline FC_HD float fc_log_compress(float x, int mode, float floor_) {
   switch (mode) {
-    case FC_LOG_LN: { /* what the CPU's vectorised loop computes; the GPU runs the same lines */
-      float y = fc_clampf(x, floor_);
-      return fc_logf_poly_domain(y) ? fc_logf_poly(y) : logf(y);
-    }
-    case FC_LOG_LOG10:
-    case FC_LOG_WHISPER: return log10f(fc_clampf(x, floor_));
-    case FC_LOG_DB: return 10.0f * log10f(fc_clampf(x, floor_));
-    default: return x;
+  case FC_LOG_LN: { /* what the CPU's vectorised loop computes; the GPU runs the same lines */
+    float y = fc_clampf(x, floor_);
+    return fc_logf_poly_domain(y) ? fc_logf_poly(y) : logf(y);
+  }
+  case FC_LOG_LOG10:
+  case FC_LOG_WHISPER: return log10f(fc_clampf(x, floor_));
+  case FC_LOG_DB: return 10.0f * log10f(fc_clampf(x, floor_));
+  default: return x;
   }
 }
 
@@ -340,6 +338,8 @@ static inline FC_HD uint16_t fc_math_f32_to_bf16(float f) {
   return (uint16_t)(x >> 16);
 }
 
-static inline FC_HD float fc_math_bf16_to_f32(uint16_t b) { return fc_bits_float((uint32_t)b << 16); }
+static inline FC_HD float fc_math_bf16_to_f32(uint16_t b) {
+  return fc_bits_float((uint32_t)b << 16);
+}
 
 #endif

@@ -72,17 +72,17 @@ typedef struct mel_tables {
   atomic_int refs;
   fc_mel_config cfg;
   uint32_t n_fft, win, nbins, woff;
-  uint32_t half;      /* n_fft / 2 when the FFT runs as a half-length complex one, else 0 */
-  uint32_t kmax;      /* bins the filterbank uses: 0 .. kmax-1 */
-  uint32_t in_dist;   /* floats per row of `in` */
-  uint32_t out_dist;  /* complex values per row of `out` */
-  uint64_t pad;       /* padded samples each side */
-  float scale;        /* 32768 for int16_scale, else 1 (exact either way) */
-  float *window;      /* win values: the window over the win-length segment */
+  uint32_t half; /* n_fft / 2 when the FFT runs as a half-length complex one, else 0 */
+  uint32_t kmax; /* bins the filterbank uses: 0 .. kmax-1 */
+  uint32_t in_dist; /* floats per row of `in` */
+  uint32_t out_dist; /* complex values per row of `out` */
+  uint64_t pad; /* padded samples each side */
+  float scale; /* 32768 for int16_scale, else 1 (exact either way) */
+  float *window; /* win values: the window over the win-length segment */
   float *tw_re, *tw_im; /* half: cos and -sin of 2 pi k / n_fft, k < kmax */
-  uint32_t *first;    /* per band: first bin with a nonzero weight */
-  uint32_t *count;    /* per band: bins in its nonzero span */
-  size_t *offset;     /* per band: start of its weights in `weights` */
+  uint32_t *first; /* per band: first bin with a nonzero weight */
+  uint32_t *count; /* per band: bins in its nonzero span */
+  size_t *offset; /* per band: start of its weights in `weights` */
   float *weights;
   fftwf_plan block_plan; /* MEL_BLOCK frames */
   fftwf_plan frame_plan; /* one frame, for the tail of an utterance */
@@ -90,11 +90,11 @@ typedef struct mel_tables {
 
 struct fc_mel_plan {
   mel_tables *t;
-  float *in;            /* MEL_BLOCK rows of in_dist floats; outside the window always zero */
-  fftwf_complex *out;   /* MEL_BLOCK rows of out_dist complex values */
-  float *spec;          /* kmax rows of MEL_BLOCK: bin-major |X|^power of the block */
-  double *scratch;      /* one window-length segment, for DC removal and pre-emphasis */
-  float *tmp;           /* half: 2 rows of n_fft/2, the reversed half of one frame's Z */
+  float *in; /* MEL_BLOCK rows of in_dist floats; outside the window always zero */
+  fftwf_complex *out; /* MEL_BLOCK rows of out_dist complex values */
+  float *spec; /* kmax rows of MEL_BLOCK: bin-major |X|^power of the block */
+  double *scratch; /* one window-length segment, for DC removal and pre-emphasis */
+  float *tmp; /* half: 2 rows of n_fft/2, the reversed half of one frame's Z */
 };
 
 static void tables_free(mel_tables *t) {
@@ -201,7 +201,8 @@ int fc_mel_plan_create(const fc_mel_config *cfg, fc_mel_plan **out) {
   t->scale = cfg->int16_scale ? 32768.0f : 1.0f;
   t->window = malloc(sizeof *t->window * t->win);
   if (!t->window) goto fail;
-  for (uint32_t j = 0; j < t->win; j++) t->window[j] = (float)fc_window_value(cfg->window, j, t->win);
+  for (uint32_t j = 0; j < t->win; j++)
+    t->window[j] = (float)fc_window_value(cfg->window, j, t->win);
   if ((rc = build_filterbank(t))) goto fail;
   rc = ENOMEM;
   if (t->half) {
@@ -229,8 +230,8 @@ int fc_mel_plan_create(const fc_mel_config *cfg, fc_mel_plan **out) {
     int n = (int)t->n_fft;
     t->block_plan = fftwf_plan_many_dft_r2c(1, &n, MEL_BLOCK, p->in, NULL, 1, (int)t->in_dist,
                                             p->out, NULL, 1, (int)t->out_dist, MEL_FFTW_FLAGS);
-    t->frame_plan = fftwf_plan_many_dft_r2c(1, &n, 1, p->in, NULL, 1, (int)t->in_dist, p->out,
-                                            NULL, 1, (int)t->out_dist, MEL_FFTW_FLAGS);
+    t->frame_plan = fftwf_plan_many_dft_r2c(1, &n, 1, p->in, NULL, 1, (int)t->in_dist, p->out, NULL,
+                                            1, (int)t->out_dist, MEL_FFTW_FLAGS);
   }
   pthread_mutex_unlock(&fftw_planner_lock);
   if (!t->block_plan || !t->frame_plan || fc_fault_hit("plan")) {
@@ -374,9 +375,12 @@ static void block_spectrum(const mel_tables *t, const fftwf_complex *out, float 
   const float eps = (float)c->mag_eps;
   for (uint32_t b = 0; b < nf; b++) {
     const fftwf_complex *Z = out + (size_t)b * t->out_dist;
-    if (c->power == 2.0) frame_spectrum(t, Z, spec, tmp, b, 2.0f, 0.0f);
-    else if (c->power == 1.0) frame_spectrum(t, Z, spec, tmp, b, 1.0f, eps);
-    else frame_spectrum(t, Z, spec, tmp, b, (float)c->power, eps);
+    if (c->power == 2.0)
+      frame_spectrum(t, Z, spec, tmp, b, 2.0f, 0.0f);
+    else if (c->power == 1.0)
+      frame_spectrum(t, Z, spec, tmp, b, 1.0f, eps);
+    else
+      frame_spectrum(t, Z, spec, tmp, b, (float)c->power, eps);
   }
 }
 

@@ -10,8 +10,10 @@ int fc_mel_config_override(fc_mel_config *c, const fc_mel_config *ov, unsigned f
   int pad_follows = !c->center && c->pad && c->pad == (c->n_fft - c->hop_length) / 2;
   if (f & FC_MEL_F_SAMPLE_RATE) c->sample_rate = ov->sample_rate;
   if (f & FC_MEL_F_N_FFT) c->n_fft = ov->n_fft;
-  if (f & FC_MEL_F_WIN_LENGTH) c->win_length = ov->win_length;
-  else if ((f & FC_MEL_F_N_FFT) && c->window_align == FC_ALIGN_CENTER) c->win_length = ov->n_fft;
+  if (f & FC_MEL_F_WIN_LENGTH)
+    c->win_length = ov->win_length;
+  else if ((f & FC_MEL_F_N_FFT) && c->window_align == FC_ALIGN_CENTER)
+    c->win_length = ov->n_fft;
   if (f & FC_MEL_F_HOP_LENGTH) c->hop_length = ov->hop_length;
   if (f & FC_MEL_F_N_MELS) c->n_mels = ov->n_mels;
   if (f & FC_MEL_F_FMIN) c->fmin = ov->fmin;

@@ -11,8 +11,8 @@
 
 #include "fc_math.h"
 
-static const char *const preset_names[] = {"hifigan", "tacotron2", "librosa", "whisper", "kaldi",
-                                           NULL};
+static const char *const preset_names[] = {"hifigan", "tacotron2", "librosa",
+                                           "whisper", "kaldi",     NULL};
 
 const char *const *fc_mel_preset_names(void) { return preset_names; }
 
@@ -156,8 +156,7 @@ int fc_mel_config_validate(const fc_mel_config *c, char *why, size_t why_len) {
   double fmax = fc_mel_config_fmax(c), nyquist = c->sample_rate / 2.0;
   if (!(c->fmin >= 0) || !(c->fmin < fmax))
     return invalid(why, why_len, "fmin %g not in [0, fmax %g)", c->fmin, fmax);
-  if (!(fmax <= nyquist))
-    return invalid(why, why_len, "fmax %g above Nyquist %g", fmax, nyquist);
+  if (!(fmax <= nyquist)) return invalid(why, why_len, "fmax %g above Nyquist %g", fmax, nyquist);
   if ((unsigned)c->mel_scale > FC_MEL_KALDI) return invalid(why, why_len, "unknown mel_scale");
   if ((unsigned)c->norm > FC_NORM_SLANEY) return invalid(why, why_len, "unknown norm");
   if ((unsigned)c->window > FC_WINDOW_HAMMING) return invalid(why, why_len, "unknown window");

@@ -10,11 +10,11 @@ extern "C" {
 
 typedef struct fc_audio_info {
   uint32_t sample_rate; /* of the source */
-  uint32_t channels;    /* of the source */
-  uint64_t frames;      /* sample frames of the source as decoded (before resampling) */
-  uint64_t size;        /* file size in bytes */
-  int64_t mtime_ns;     /* file mtime */
-  int format;           /* libsndfile SF_FORMAT_* of the file */
+  uint32_t channels; /* of the source */
+  uint64_t frames; /* sample frames of the source as decoded (before resampling) */
+  uint64_t size; /* file size in bytes */
+  int64_t mtime_ns; /* file mtime */
+  int format; /* libsndfile SF_FORMAT_* of the file */
 } fc_audio_info;
 
 /* Read path fully into memory (*bytes, *len; free() it) and stat it: info (may be NULL) is zeroed,

@@ -22,25 +22,25 @@ extern "C" {
 /* ---- errors ---------------------------------------------------------------------------------- */
 enum {
   FC_EFIRST = -31999,
-  FC_EFORMAT = -31900,     /* a record, entry or store that is not what the format says */
-  FC_ECHECKSUM = -31901,   /* a checksum does not match */
-  FC_ECONFIG = -31902,     /* an invalid or inconsistent configuration */
-  FC_EDECODE = -31903,     /* audio could not be decoded */
-  FC_EEMPTY = -31904,      /* input has no samples / no text */
-  FC_ETOOLONG = -31905,    /* input longer than the configured limit */
-  FC_EMANIFEST = -31906,   /* a manifest line is malformed */
-  FC_EUTF8 = -31907,       /* invalid UTF-8 */
-  FC_ENOTFOUND = -31908,   /* a key, id or config is not in the store */
-  FC_ENODEVICE = -31909,   /* no usable compute device (e.g. no CUDA GPU) */
-  FC_ECUDA = -31910,       /* a CUDA or cuFFT call failed */
-  FC_EINTR = -31911,       /* interrupted by a signal; finished work is committed */
-  FC_EBADSTATE = -31912,   /* handle refuses work after an earlier failure (sticky) */
-  FC_EVERSION = -31913,    /* store format version this build does not know */
-  FC_EDUPLICATE = -31914,  /* duplicate id */
-  FC_ETOKENIZER = -31915,  /* tokenizer definition invalid */
-  FC_EUNKNOWN = -31916,    /* unknown symbol under --strict */
-  FC_ERANGE = -31917,      /* a value the mq codec cannot hold (NaN, infinity, |x| >= 4096) */
-  FC_ECONFLICT = -31930,   /* an id's entry differs between stores being merged */
+  FC_EFORMAT = -31900, /* a record, entry or store that is not what the format says */
+  FC_ECHECKSUM = -31901, /* a checksum does not match */
+  FC_ECONFIG = -31902, /* an invalid or inconsistent configuration */
+  FC_EDECODE = -31903, /* audio could not be decoded */
+  FC_EEMPTY = -31904, /* input has no samples / no text */
+  FC_ETOOLONG = -31905, /* input longer than the configured limit */
+  FC_EMANIFEST = -31906, /* a manifest line is malformed */
+  FC_EUTF8 = -31907, /* invalid UTF-8 */
+  FC_ENOTFOUND = -31908, /* a key, id or config is not in the store */
+  FC_ENODEVICE = -31909, /* no usable compute device (e.g. no CUDA GPU) */
+  FC_ECUDA = -31910, /* a CUDA or cuFFT call failed */
+  FC_EINTR = -31911, /* interrupted by a signal; finished work is committed */
+  FC_EBADSTATE = -31912, /* handle refuses work after an earlier failure (sticky) */
+  FC_EVERSION = -31913, /* store format version this build does not know */
+  FC_EDUPLICATE = -31914, /* duplicate id */
+  FC_ETOKENIZER = -31915, /* tokenizer definition invalid */
+  FC_EUNKNOWN = -31916, /* unknown symbol under --strict */
+  FC_ERANGE = -31917, /* a value the mq codec cannot hold (NaN, infinity, |x| >= 4096) */
+  FC_ECONFLICT = -31930, /* an id's entry differs between stores being merged */
   FC_ELAST = -31900
 };
 

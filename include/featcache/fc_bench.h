@@ -20,9 +20,9 @@ extern "C" {
 
 typedef enum fc_bench_pattern {
   FC_BENCH_SEQUENTIAL = 0, /* key order (a cursor walk) */
-  FC_BENCH_PHYSICAL,       /* map order: by the value's offset in data.mdb */
-  FC_BENCH_RANDOM,         /* a seeded permutation */
-  FC_BENCH_LOCALITY,       /* the loader's locality-aware order: runs of map-adjacent records,
+  FC_BENCH_PHYSICAL, /* map order: by the value's offset in data.mdb */
+  FC_BENCH_RANDOM, /* a seeded permutation */
+  FC_BENCH_LOCALITY, /* the loader's locality-aware order: runs of map-adjacent records,
                               the runs shuffled, the records shuffled within each run, each
                               batch then read in address order */
   FC_BENCH_PATTERN_COUNT
@@ -39,16 +39,16 @@ FC_API int fc_bench_state_from_name(const char *name);
 
 /* ---- device facts ------------------------------------------------------------------------------ */
 typedef struct fc_bench_device {
-  char kind[16];          /* "block" (a block device is behind it), "tmpfs", "overlay", "other" */
-  char block_device[64];  /* kernel name of the device holding the file, e.g. "vda1"; "" if none */
-  char disk[64];          /* the whole disk behind it, e.g. "vda" (dm/md: the first slave) */
-  char model[128];        /* device/model (or vendor) from sysfs; "" when the kernel does not say */
-  char fs_type[32];       /* from /proc/self/mountinfo, e.g. "ext4", "tmpfs", "overlay" */
-  char mount_point[256];  /* the mount that holds the file */
-  char note[256];         /* plain words for tmpfs/overlay/virtual disks; "" otherwise */
-  int rotational;         /* queue/rotational: 1, 0, or -1 unknown */
-  int read_ahead_kb;      /* queue/read_ahead_kb, -1 unknown */
-  int read_only;          /* the mount is read-only */
+  char kind[16]; /* "block" (a block device is behind it), "tmpfs", "overlay", "other" */
+  char block_device[64]; /* kernel name of the device holding the file, e.g. "vda1"; "" if none */
+  char disk[64]; /* the whole disk behind it, e.g. "vda" (dm/md: the first slave) */
+  char model[128]; /* device/model (or vendor) from sysfs; "" when the kernel does not say */
+  char fs_type[32]; /* from /proc/self/mountinfo, e.g. "ext4", "tmpfs", "overlay" */
+  char mount_point[256]; /* the mount that holds the file */
+  char note[256]; /* plain words for tmpfs/overlay/virtual disks; "" otherwise */
+  int rotational; /* queue/rotational: 1, 0, or -1 unknown */
+  int read_ahead_kb; /* queue/read_ahead_kb, -1 unknown */
+  int read_only; /* the mount is read-only */
   unsigned dev_major, dev_minor; /* st_dev of the file */
 } fc_bench_device;
 
@@ -60,8 +60,8 @@ FC_API int fc_bench_device_probe(const char *path, fc_bench_device *out);
 typedef struct fc_bench fc_bench;
 
 enum fc_bench_open_flags {
-  FC_BENCH_NOLOCK = 1u << 0,    /* open MDB_NOLOCK (read-only media) */
-  FC_BENCH_NORDAHEAD = 1u << 1  /* open MDB_NORDAHEAD: compare with and without kernel readahead */
+  FC_BENCH_NOLOCK = 1u << 0, /* open MDB_NOLOCK (read-only media) */
+  FC_BENCH_NORDAHEAD = 1u << 1 /* open MDB_NORDAHEAD: compare with and without kernel readahead */
 };
 
 /* Open the store in dir read-only and list its feature records (key order). Memory: about 40 B
@@ -101,16 +101,16 @@ FC_API int fc_bench_prewarm(fc_bench *b, double *resident);
 
 /* ---- passes ------------------------------------------------------------------------------------ */
 typedef struct fc_bench_params {
-  int pattern;          /* fc_bench_pattern */
-  int state;            /* fc_bench_state: cold evicts first, warm prewarms first */
-  unsigned threads;     /* reader threads, >= 1 */
-  unsigned batch;       /* records per batch, >= 1 (1: one record at a time) */
-  uint64_t seed;        /* random/locality */
-  uint32_t run;         /* locality run length in records (0: 16 x batch, as the loader) */
-  double max_seconds;   /* stop a pass after this long (0: no limit) */
-  uint64_t max_bytes;   /* stop a pass after this many payload bytes (0: no limit) */
-  int direct;           /* cold passes read with O_DIRECT pread instead of the map */
-  int hint;             /* batches: madvise(WILLNEED) every record of a batch before reading */
+  int pattern; /* fc_bench_pattern */
+  int state; /* fc_bench_state: cold evicts first, warm prewarms first */
+  unsigned threads; /* reader threads, >= 1 */
+  unsigned batch; /* records per batch, >= 1 (1: one record at a time) */
+  uint64_t seed; /* random/locality */
+  uint32_t run; /* locality run length in records (0: 16 x batch, as the loader) */
+  double max_seconds; /* stop a pass after this long (0: no limit) */
+  uint64_t max_bytes; /* stop a pass after this many payload bytes (0: no limit) */
+  int direct; /* cold passes read with O_DIRECT pread instead of the map */
+  int hint; /* batches: madvise(WILLNEED) every record of a batch before reading */
   /* Polled between batches; a non-zero return stops the pass (signals). May be NULL. */
   int (*should_stop)(void *ctx);
   void *stop_ctx;
@@ -132,27 +132,27 @@ typedef struct fc_bench_result {
   int pattern, state;
   unsigned threads, batch;
   int direct;
-  double resident_before;   /* mincore fraction of data.mdb right before the pass */
-  int cold_verified;        /* cold pass: resident_before <= 0.02, or <= 64 pages (LMDB's
+  double resident_before; /* mincore fraction of data.mdb right before the pass */
+  int cold_verified; /* cold pass: resident_before <= 0.02, or <= 64 pages (LMDB's
                                meta and root pages, mapped on opening) */
   uint64_t records, batches, bytes; /* read in this pass; bytes = payload bytes */
-  uint64_t bad_records;     /* values whose header failed fc_record_parse (not copied), or coded
+  uint64_t bad_records; /* values whose header failed fc_record_parse (not copied), or coded
                                ones that failed to decode */
-  double seconds;           /* wall time of the pass */
-  double mb_per_s;          /* payload bytes / seconds / 1e6 */
+  double seconds; /* wall time of the pass */
+  double mb_per_s; /* payload bytes / seconds / 1e6 */
   double records_per_s, batches_per_s;
   fc_bench_latency record_ms; /* lookup + fault-in + check + copy of one record */
-  fc_bench_latency batch_ms;  /* a whole batch, lookups and hints included */
+  fc_bench_latency batch_ms; /* a whole batch, lookups and hints included */
   /* Split of the readers' loop time (sums to 1): kernel CPU bringing pages in (page faults;
    * the read syscall with direct), copying (memcpy of resident pages), waiting (off-CPU time
    * while bringing pages in: blocked on the device, or preempted), other (lookups, checks). */
   double fault_frac, copy_frac, wait_frac, other_frac;
   uint64_t major_faults, minor_faults; /* getrusage(RUSAGE_THREAD) deltas of the readers */
-  int stopped;              /* 0 the whole order was read, 1 time bound, 2 byte bound, 3 stopped */
+  int stopped; /* 0 the whole order was read, 1 time bound, 2 byte bound, 3 stopped */
   /* Delivered: what the training loop gets. Equal to bytes for plain records; for coded (mq)
    * records the decoded float32 bytes (each coded record is decoded, as the loader does). */
   uint64_t decoded_bytes;
-  double decoded_mb_per_s;  /* decoded_bytes / seconds / 1e6 */
+  double decoded_mb_per_s; /* decoded_bytes / seconds / 1e6 */
 } fc_bench_result;
 
 /* Run one pass. Returns 0 (also when stopped early: see r->stopped), or an errno/LMDB code. */
@@ -160,7 +160,7 @@ FC_API int fc_bench_run(fc_bench *b, const fc_bench_params *p, fc_bench_result *
 
 /* ---- reports ----------------------------------------------------------------------------------- */
 typedef struct fc_bench_report {
-  const char *store;               /* as given by the user */
+  const char *store; /* as given by the user */
   const fc_bench_device *device;
   uint64_t records, payload_bytes, file_bytes;
   const fc_bench_result *passes;

@@ -24,39 +24,39 @@ typedef enum fc_window { FC_WINDOW_HANN = 0, FC_WINDOW_POVEY = 1, FC_WINDOW_HAMM
 typedef enum fc_window_align { FC_ALIGN_CENTER = 0, FC_ALIGN_LEFT = 1 } fc_window_align;
 typedef enum fc_pad_mode { FC_PAD_REFLECT = 0, FC_PAD_CONSTANT = 1 } fc_pad_mode;
 typedef enum fc_log {
-  FC_LOG_NONE = 0,    /* linear output */
-  FC_LOG_LN = 1,      /* ln(max(x, log_floor)) */
-  FC_LOG_LOG10 = 2,   /* log10(max(x, log_floor)) */
-  FC_LOG_DB = 3,      /* librosa power_to_db: 10 log10(max(x, log_floor)) with ref 1, then
+  FC_LOG_NONE = 0, /* linear output */
+  FC_LOG_LN = 1, /* ln(max(x, log_floor)) */
+  FC_LOG_LOG10 = 2, /* log10(max(x, log_floor)) */
+  FC_LOG_DB = 3, /* librosa power_to_db: 10 log10(max(x, log_floor)) with ref 1, then
                          max(x, max_over_utterance - top_db) when top_db > 0 */
-  FC_LOG_WHISPER = 4  /* log10(max(x, log_floor)); max(x, utterance max - 8); (x + 4) / 4 */
+  FC_LOG_WHISPER = 4 /* log10(max(x, log_floor)); max(x, utterance max - 8); (x + 4) / 4 */
 } fc_log;
 
 typedef struct fc_mel_config {
-  char preset[32];          /* preset name, or "" when any parameter was overridden (JSON null) */
-  uint32_t sample_rate;     /* audio is resampled to this rate */
+  char preset[32]; /* preset name, or "" when any parameter was overridden (JSON null) */
+  uint32_t sample_rate; /* audio is resampled to this rate */
   uint32_t n_fft;
-  uint32_t win_length;      /* <= n_fft */
+  uint32_t win_length; /* <= n_fft */
   uint32_t hop_length;
   uint32_t n_mels;
-  double fmin, fmax;        /* Hz; fmax <= 0 means sample_rate / 2 */
+  double fmin, fmax; /* Hz; fmax <= 0 means sample_rate / 2 */
   fc_mel_scale mel_scale;
   fc_mel_norm norm;
-  fc_window window;         /* hann and hamming are periodic (as librosa/torch), povey as Kaldi */
+  fc_window window; /* hann and hamming are periodic (as librosa/torch), povey as Kaldi */
   fc_window_align window_align;
-  int center;               /* 1: pad n_fft/2 each side (librosa/torch centre); 0: pad `pad` */
-  uint32_t pad;             /* samples padded each side when !center (hifigan: (n_fft-hop)/2) */
+  int center; /* 1: pad n_fft/2 each side (librosa/torch centre); 0: pad `pad` */
+  uint32_t pad; /* samples padded each side when !center (hifigan: (n_fft-hop)/2) */
   fc_pad_mode pad_mode;
-  int drop_last_frame;      /* whisper drops the last STFT frame */
-  double power;             /* 1 magnitude, 2 power */
-  double mag_eps;           /* magnitude = sqrt(re^2 + im^2 + mag_eps) when power == 1 (hifigan) */
+  int drop_last_frame; /* whisper drops the last STFT frame */
+  double power; /* 1 magnitude, 2 power */
+  double mag_eps; /* magnitude = sqrt(re^2 + im^2 + mag_eps) when power == 1 (hifigan) */
   fc_log log;
-  double log_floor;         /* clamp before the log */
-  double top_db;            /* FC_LOG_DB only; 0 disables */
-  int int16_scale;          /* multiply samples by 32768 first (Kaldi reads WAV as 16-bit ints) */
-  int remove_dc;            /* subtract each frame's mean (Kaldi) */
-  double preemph;           /* pre-emphasis coefficient, 0 = off (Kaldi 0.97) */
-  fc_dtype dtype;           /* FC_DTYPE_F32, F16, BF16, or MQ (the codec, fc_codec.h; log only) */
+  double log_floor; /* clamp before the log */
+  double top_db; /* FC_LOG_DB only; 0 disables */
+  int int16_scale; /* multiply samples by 32768 first (Kaldi reads WAV as 16-bit ints) */
+  int remove_dc; /* subtract each frame's mean (Kaldi) */
+  double preemph; /* pre-emphasis coefficient, 0 = off (Kaldi 0.97) */
+  fc_dtype dtype; /* FC_DTYPE_F32, F16, BF16, or MQ (the codec, fc_codec.h; log only) */
 } fc_mel_config;
 
 /* Fill cfg with a named preset: "hifigan", "tacotron2", "librosa", "whisper", "kaldi".

@@ -28,7 +28,11 @@ extern "C" {
 #endif
 
 /* ---- devices --------------------------------------------------------------------------------- */
-typedef enum fc_device_kind { FC_DEVICE_AUTO = 0, FC_DEVICE_CPU = 1, FC_DEVICE_CUDA = 2 } fc_device_kind;
+typedef enum fc_device_kind {
+  FC_DEVICE_AUTO = 0,
+  FC_DEVICE_CPU = 1,
+  FC_DEVICE_CUDA = 2
+} fc_device_kind;
 
 typedef struct fc_device {
   fc_device_kind kind;
@@ -74,35 +78,35 @@ FC_API int fc_featurize_memory(fc_mel_plan *plan, const void *bytes, size_t len,
 
 /* ---- the pipeline ----------------------------------------------------------------------------- */
 typedef enum fc_featurize_status {
-  FC_ITEM_STORED = 0,  /* features computed; record and audio entry committed */
-  FC_ITEM_LINKED = 1,  /* the record was already stored (same bytes, same config): only this id's
+  FC_ITEM_STORED = 0, /* features computed; record and audio entry committed */
+  FC_ITEM_LINKED = 1, /* the record was already stored (same bytes, same config): only this id's
                           audio entry was committed */
   FC_ITEM_SKIPPED = 2, /* record and this id's audio entry (same digest) already stored */
-  FC_ITEM_FAILED = 3   /* not stored; err and reason say why */
+  FC_ITEM_FAILED = 3 /* not stored; err and reason say why */
 } fc_featurize_status;
 
 /* One report per item. Pointers are valid during the callback only. */
 typedef struct fc_featurize_event {
   fc_featurize_status status;
-  size_t index;       /* index of the item */
-  const char *id;     /* may be NULL for a malformed manifest line */
-  const char *path;   /* audio path as given; NULL when a manifest line has none */
-  size_t line;        /* manifest line (1-based), 0 for paths from arguments */
-  int err;            /* FAILED: the error code (errno, FC_E*) */
+  size_t index; /* index of the item */
+  const char *id; /* may be NULL for a malformed manifest line */
+  const char *path; /* audio path as given; NULL when a manifest line has none */
+  size_t line; /* manifest line (1-based), 0 for paths from arguments */
+  int err; /* FAILED: the error code (errno, FC_E*) */
   const char *reason; /* FAILED: one line, no "path:" prefix */
-  uint64_t frames;    /* STORED: feature frames */
-  double seconds;     /* STORED/LINKED: duration of the source audio */
+  uint64_t frames; /* STORED: feature frames */
+  double seconds; /* STORED/LINKED: duration of the source audio */
 } fc_featurize_event;
 
 typedef void (*fc_featurize_event_fn)(const fc_featurize_event *ev, void *user);
 
 typedef struct fc_featurize_stats {
-  uint64_t total;            /* items given */
-  uint64_t processed;        /* STORED + LINKED (committed by this run) */
+  uint64_t total; /* items given */
+  uint64_t processed; /* STORED + LINKED (committed by this run) */
   uint64_t skipped_existing; /* SKIPPED */
-  uint64_t failed;           /* FAILED */
+  uint64_t failed; /* FAILED */
   uint64_t committed_batches;
-  double audio_seconds;      /* source audio of the processed items */
+  double audio_seconds; /* source audio of the processed items */
   double wall_seconds;
   /* Items never begun because the run was stopped (the stop flag, or --strict). After a failed
    * commit the items never begun count as failed instead. Always:
@@ -110,20 +114,20 @@ typedef struct fc_featurize_stats {
   uint64_t not_started;
   /* Where the time went (docs/featurize.md "Stage accounting"): busy seconds of each stage summed
    * over the threads that ran it, and the seconds each side of the queue spent waiting. */
-  double setup_seconds;       /* backend start-up: plans; on CUDA the context, buffers, cuFFT plans */
-  double read_seconds;        /* workers: reading the files */
-  double hash_seconds;        /* workers: audio digest, store lookup, record checksum */
-  double decode_seconds;      /* workers: decode, mix to mono, resample */
-  double compute_seconds;     /* features and dtype conversion: the workers' (CPU), or the compute
+  double setup_seconds; /* backend start-up: plans; on CUDA the context, buffers, cuFFT plans */
+  double read_seconds; /* workers: reading the files */
+  double hash_seconds; /* workers: audio digest, store lookup, record checksum */
+  double decode_seconds; /* workers: decode, mix to mono, resample */
+  double compute_seconds; /* features and dtype conversion: the workers' (CPU), or the compute
                                  stage's launches (CUDA: copies, kernels, record checksums) */
-  double write_seconds;       /* the writer: building and committing transactions, syncs */
-  double queue_wait_seconds;  /* workers (and the compute stage) blocked on a full queue: the
+  double write_seconds; /* the writer: building and committing transactions, syncs */
+  double queue_wait_seconds; /* workers (and the compute stage) blocked on a full queue: the
                                  writer (or the compute stage) is behind */
   double writer_wait_seconds; /* the writer idle with nothing queued: the workers are behind */
-  unsigned workers;           /* worker threads that ran */
-  int compute_stage;          /* 1: compute ran on its own stage thread fed by the workers (a
+  unsigned workers; /* worker threads that ran */
+  int compute_stage; /* 1: compute ran on its own stage thread fed by the workers (a
                                  batching backend, CUDA): compute_seconds is that thread's */
-  const char *bound;          /* static string: "write-bound", "compute-bound", "GPU-bound",
+  const char *bound; /* static string: "write-bound", "compute-bound", "GPU-bound",
                                  "read-bound", "hash-bound", "decode-bound", "start-up-bound",
                                  or "idle" when nothing was done (fc_featurize_bound) */
 } fc_featurize_stats;
@@ -136,10 +140,10 @@ FC_API const char *fc_featurize_bound(const fc_featurize_stats *st, fc_device_ki
 typedef void (*fc_featurize_progress_fn)(const fc_featurize_stats *st, void *user);
 
 typedef struct fc_featurize_opts {
-  unsigned jobs;           /* worker threads; 0 = 1 */
-  fc_device device;        /* auto, cpu, cuda[:N]: chosen by fc_featurize_run (see below) */
-  double max_seconds;      /* > 0: longer audio fails with FC_ETOOLONG */
-  int strict;              /* stop at the first failed item (finished work is committed) */
+  unsigned jobs; /* worker threads; 0 = 1 */
+  fc_device device; /* auto, cpu, cuda[:N]: chosen by fc_featurize_run (see below) */
+  double max_seconds; /* > 0: longer audio fails with FC_ETOOLONG */
+  int strict; /* stop at the first failed item (finished work is committed) */
   /* Set by the caller (e.g. a signal handler) to stop: no new items are started, what is computed
    * is committed, and fc_featurize_run returns FC_EINTR. May be NULL. */
   const volatile sig_atomic_t *stop;
@@ -147,12 +151,12 @@ typedef struct fc_featurize_opts {
   fc_featurize_progress_fn on_progress; /* may be NULL */
   void *user;
   /* Bounds; 0 picks the default in brackets. */
-  uint32_t batch_records;  /* records per write transaction [64] */
-  uint64_t batch_bytes;    /* bytes per write transaction [64 MiB] */
-  double batch_seconds;    /* a started batch is committed after this long [1] */
-  uint32_t queue_records;  /* computed records waiting for the writer [64] */
-  uint64_t queue_bytes;    /* bytes waiting for the writer [64 MiB] */
-  double sync_seconds;     /* fc_store_sync interval for stores opened FC_STORE_NOSYNC [5] */
+  uint32_t batch_records; /* records per write transaction [64] */
+  uint64_t batch_bytes; /* bytes per write transaction [64 MiB] */
+  double batch_seconds; /* a started batch is committed after this long [1] */
+  uint32_t queue_records; /* computed records waiting for the writer [64] */
+  uint64_t queue_bytes; /* bytes waiting for the writer [64 MiB] */
+  double sync_seconds; /* fc_store_sync interval for stores opened FC_STORE_NOSYNC [5] */
   double auto_gpu_min_seconds; /* device auto: fc_featurize_choose_device's gpu_min_seconds [0] */
 } fc_featurize_opts;
 

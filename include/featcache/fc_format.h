@@ -17,15 +17,15 @@ extern "C" {
 enum { FC_PRODUCER_CPU = 1, FC_PRODUCER_CUDA = 2 };
 
 typedef struct fc_record_header {
-  uint8_t dtype;          /* fc_dtype */
-  uint8_t ndim;           /* 1 or 2 */
-  uint32_t dim0;          /* frames, or tokens */
-  uint32_t dim1;          /* mel bins; 1 when ndim == 1 */
+  uint8_t dtype; /* fc_dtype */
+  uint8_t ndim; /* 1 or 2 */
+  uint32_t dim0; /* frames, or tokens */
+  uint32_t dim1; /* mel bins; 1 when ndim == 1 */
   uint64_t payload_bytes; /* dim0 * dim1 * dtype size */
-  uint64_t payload_hash;  /* XXH3-64 of the payload */
-  fc_digest config;       /* config digest */
+  uint64_t payload_hash; /* XXH3-64 of the payload */
+  fc_digest config; /* config digest */
   uint32_t flags;
-  uint32_t producer;      /* FC_PRODUCER_* */
+  uint32_t producer; /* FC_PRODUCER_* */
 } fc_record_header;
 
 /* Serialize h into out[64], computing the header checksum (bytes 56..63). h->payload_hash and
@@ -35,7 +35,8 @@ FC_API void fc_record_header_encode(const fc_record_header *h, uint8_t out[FC_RE
 /* Encode a whole record into out (64 + payload bytes), filling payload_bytes and payload_hash from
  * the payload. out must hold FC_RECORD_HEADER_SIZE + payload_len bytes. Returns 0 or FC_EFORMAT if
  * dims/dtype disagree with payload_len. */
-FC_API int fc_record_encode(fc_record_header *h, const void *payload, size_t payload_len, void *out);
+FC_API int fc_record_encode(fc_record_header *h, const void *payload, size_t payload_len,
+                            void *out);
 
 /* Parse and check a record value of len bytes without touching the payload: length >= 64, magic,
  * header size, header checksum, dtype, ndim, dims, dim0*dim1*size == payload_bytes == len - 64.
@@ -54,13 +55,13 @@ FC_API void fc_record_key(const fc_digest *content, const fc_digest *config, fc_
 /* ---- audio entries (db "audio", key = utterance id) ------------------------------------------ */
 #define FC_AUDIO_ENTRY_FIXED 48
 typedef struct fc_audio_entry {
-  fc_digest digest;        /* XXH3-128 of the source file's bytes      offset 0 */
-  uint32_t sample_rate;    /* of the source                            offset 16 */
-  uint32_t channels;       /* of the source                            offset 20 */
-  uint64_t frames;         /* sample frames of the source              offset 24 */
-  uint64_t source_size;    /* bytes                                    offset 32 */
-  int64_t mtime_ns;        /* source mtime, ns since the epoch         offset 40 */
-  const char *path;        /* offset 48 .. end, UTF-8, no terminator in the store */
+  fc_digest digest; /* XXH3-128 of the source file's bytes      offset 0 */
+  uint32_t sample_rate; /* of the source                            offset 16 */
+  uint32_t channels; /* of the source                            offset 20 */
+  uint64_t frames; /* sample frames of the source              offset 24 */
+  uint64_t source_size; /* bytes                                    offset 32 */
+  int64_t mtime_ns; /* source mtime, ns since the epoch         offset 40 */
+  const char *path; /* offset 48 .. end, UTF-8, no terminator in the store */
   size_t path_len;
 } fc_audio_entry;
 

@@ -29,76 +29,76 @@ typedef struct fc_loader fc_loader;
 
 typedef enum fc_loader_order {
   FC_ORDER_SEQUENTIAL = 0, /* index order: stores in the order given, ids in byte order */
-  FC_ORDER_RANDOM = 1,     /* Fisher-Yates with xoshiro256** seeded from (seed, epoch) */
-  FC_ORDER_BUCKET = 2,     /* random, then windows of bucket_batches batches sorted by length,
+  FC_ORDER_RANDOM = 1, /* Fisher-Yates with xoshiro256** seeded from (seed, epoch) */
+  FC_ORDER_BUCKET = 2, /* random, then windows of bucket_batches batches sorted by length,
                               cut into batches, batch order shuffled: little padding */
-  FC_ORDER_LOCALITY = 3    /* records sorted by address in the map, cut into runs of
+  FC_ORDER_LOCALITY = 3 /* records sorted by address in the map, cut into runs of
                               locality_run; run order and items within a run shuffled; each
                               batch read in address order (HDDs, stores larger than RAM) */
 } fc_loader_order;
 
 typedef enum fc_loader_output {
-  FC_OUTPUT_VIEWS = 0,  /* mels[b]: pointer into the map, [mel_lengths[b]][n_mels] */
-  FC_OUTPUT_PADDED = 1  /* mel_data: [size][frames][n_mels], padded with pad_value */
+  FC_OUTPUT_VIEWS = 0, /* mels[b]: pointer into the map, [mel_lengths[b]][n_mels] */
+  FC_OUTPUT_PADDED = 1 /* mel_data: [size][frames][n_mels], padded with pad_value */
 } fc_loader_output;
 
 typedef enum fc_loader_shard {
-  FC_SHARD_PAD = 0,    /* repeat items from the start so every rank gets ceil(N/W) (DDP) */
-  FC_SHARD_DROP = 1,   /* drop the tail so every rank gets floor(N/W) */
-  FC_SHARD_UNEVEN = 2  /* exact partition: ranks differ by at most one item */
+  FC_SHARD_PAD = 0, /* repeat items from the start so every rank gets ceil(N/W) (DDP) */
+  FC_SHARD_DROP = 1, /* drop the tail so every rank gets floor(N/W) */
+  FC_SHARD_UNEVEN = 2 /* exact partition: ranks differ by at most one item */
 } fc_loader_shard;
 
 enum fc_loader_flags {
-  FC_LOADER_NOLOCK = 1u << 0,         /* MDB_NOLOCK: read-only media, no lock.mdb written */
-  FC_LOADER_NORDAHEAD = 1u << 1,      /* MDB_NORDAHEAD: random reads of stores larger than RAM */
-  FC_LOADER_VERIFY = 1u << 2,         /* check each record's payload checksum when its batch is
+  FC_LOADER_NOLOCK = 1u << 0, /* MDB_NOLOCK: read-only media, no lock.mdb written */
+  FC_LOADER_NORDAHEAD = 1u << 1, /* MDB_NORDAHEAD: random reads of stores larger than RAM */
+  FC_LOADER_VERIFY = 1u << 2, /* check each record's payload checksum when its batch is
                                          built (reads every byte once more) */
-  FC_LOADER_STRICT = 1u << 3,         /* a missing or corrupt record fails (open / next) instead
+  FC_LOADER_STRICT = 1u << 3, /* a missing or corrupt record fails (open / next) instead
                                          of being skipped and reported */
-  FC_LOADER_RANDOM_CROP = 1u << 4,    /* crops take a seeded random segment, not the start */
-  FC_LOADER_NO_WILLNEED = 1u << 5,    /* no madvise(MADV_WILLNEED) on upcoming batches */
-  FC_LOADER_LOOKUP_ONLY = 1u << 6,    /* build no index: only fc_loader_lookup */
-  FC_LOADER_WILLNEED = 1u << 7,       /* madvise(MADV_WILLNEED) upcoming batches. Neither flag
+  FC_LOADER_RANDOM_CROP = 1u << 4, /* crops take a seeded random segment, not the start */
+  FC_LOADER_NO_WILLNEED = 1u << 5, /* no madvise(MADV_WILLNEED) on upcoming batches */
+  FC_LOADER_LOOKUP_ONLY = 1u << 6, /* build no index: only fc_loader_lookup */
+  FC_LOADER_WILLNEED = 1u << 7, /* madvise(MADV_WILLNEED) upcoming batches. Neither flag
                                          (default): hints only with NORDAHEAD; without it the
                                          kernel's read-around around each fault serves every
                                          order as well or better (docs/BENCHMARKS.md, the loader section) */
-  FC_LOADER_CENTER_CROP = 1u << 8     /* crops take the middle segment (start (frames-len)/2);
+  FC_LOADER_CENTER_CROP = 1u << 8 /* crops take the middle segment (start (frames-len)/2);
                                          neither crop flag: the segment starting at frame 0 */
 };
 
 /* Options. Always start from fc_loader_options_init (defaults below), then set fields. */
 typedef struct fc_loader_options {
-  const char *features;     /* mel config: preset name or 32-hex digest; NULL: the store's only
+  const char *features; /* mel config: preset name or 32-hex digest; NULL: the store's only
                                mel config, else "hifigan" */
-  const char *tokens;       /* token config: 32-hex digest or name (its "preset", "name" or
+  const char *tokens; /* token config: 32-hex digest or name (its "preset", "name" or
                                "tokenizer" field, e.g. "chars"); NULL: no tokens */
-  uint32_t flags;           /* FC_LOADER_* */
-  uint32_t order;           /* fc_loader_order, default SEQUENTIAL */
-  uint64_t seed;            /* default 0 */
-  uint32_t output;          /* fc_loader_output, default VIEWS */
-  uint32_t batch_size;      /* utterances per batch, default 32; with max_frames: the cap (0 none) */
-  uint64_t max_frames;      /* > 0: dynamic batching, batch size x longest (cropped) length <= this */
-  uint32_t drop_last;       /* drop the last, smaller batch (count batching only) */
-  uint32_t rank, world_size;/* default 0, 1 */
-  uint32_t shard;           /* fc_loader_shard, default PAD */
-  uint32_t crop_frames;     /* > 0: mels longer than this are cropped to it (from frame 0, or
+  uint32_t flags; /* FC_LOADER_* */
+  uint32_t order; /* fc_loader_order, default SEQUENTIAL */
+  uint64_t seed; /* default 0 */
+  uint32_t output; /* fc_loader_output, default VIEWS */
+  uint32_t batch_size; /* utterances per batch, default 32; with max_frames: the cap (0 none) */
+  uint64_t max_frames; /* > 0: dynamic batching, batch size x longest (cropped) length <= this */
+  uint32_t drop_last; /* drop the last, smaller batch (count batching only) */
+  uint32_t rank, world_size; /* default 0, 1 */
+  uint32_t shard; /* fc_loader_shard, default PAD */
+  uint32_t crop_frames; /* > 0: mels longer than this are cropped to it (from frame 0, or
                                RANDOM_CROP / CENTER_CROP) */
-  uint32_t pad_to;          /* > 0: padded batches have exactly this many frames: longer mels are
+  uint32_t pad_to; /* > 0: padded batches have exactly this many frames: longer mels are
                                cropped, shorter ones padded (PADDED output only: with VIEWS it is
                                FC_ECONFIG, use crop_frames) */
-  uint32_t pad_multiple;    /* > 1: padded frame count rounded up to a multiple of this */
-  float pad_value;          /* value of padded mel frames. Default NAN = the silence of the mel
+  uint32_t pad_multiple; /* > 1: padded frame count rounded up to a multiple of this */
+  float pad_value; /* value of padded mel frames. Default NAN = the silence of the mel
                                config: ln(log_floor) for "ln" (hifigan, tacotron2: ln 1e-5 =
                                -11.5129), log10(log_floor) for "log10", 10 log10(log_floor) for
                                "db" without top_db, 0 for linear mels; a config whose silence
                                depends on each utterance (whisper, db with top_db) makes a padded
                                open fail with FC_ECONFIG: give the value. info.pad_value says
                                which value is used. */
-  int32_t token_pad;        /* value of padded token slots, default 0 */
-  uint32_t bucket_batches;  /* BUCKET: batches per sorted window, default 64 */
-  uint32_t locality_run;    /* LOCALITY: records per run, default 16 x batch_size */
-  uint32_t prefetch_threads;/* threads building batches ahead, default 2; 0: built in next() */
-  uint32_t prefetch_depth;  /* batches kept ready ahead, default 4 */
+  int32_t token_pad; /* value of padded token slots, default 0 */
+  uint32_t bucket_batches; /* BUCKET: batches per sorted window, default 64 */
+  uint32_t locality_run; /* LOCALITY: records per run, default 16 x batch_size */
+  uint32_t prefetch_threads; /* threads building batches ahead, default 2; 0: built in next() */
+  uint32_t prefetch_depth; /* batches kept ready ahead, default 4 */
 } fc_loader_options;
 
 /* Fill o with the defaults. */
@@ -118,17 +118,17 @@ FC_API void fc_loader_close(fc_loader *l);
 
 /* ---- what was indexed ------------------------------------------------------------------------ */
 typedef struct fc_loader_info {
-  uint64_t items;          /* utterances in the index (all ranks) */
-  uint64_t skipped;        /* utterances left out (missing or corrupt records), see problems */
-  uint64_t epoch_items;    /* items this rank yields per epoch (after sharding, before drop_last) */
-  uint64_t epoch_batches;  /* batches this rank yields in the current epoch */
-  uint64_t max_batch_bytes;/* largest padded mel buffer of the current epoch's batches */
+  uint64_t items; /* utterances in the index (all ranks) */
+  uint64_t skipped; /* utterances left out (missing or corrupt records), see problems */
+  uint64_t epoch_items; /* items this rank yields per epoch (after sharding, before drop_last) */
+  uint64_t epoch_batches; /* batches this rank yields in the current epoch */
+  uint64_t max_batch_bytes; /* largest padded mel buffer of the current epoch's batches */
   uint32_t n_mels;
-  int mel_dtype;           /* fc_dtype */
-  int tok_dtype;           /* fc_dtype; 0 without tokens */
+  int mel_dtype; /* fc_dtype */
+  int tok_dtype; /* fc_dtype; 0 without tokens */
   fc_digest mel_config, tok_config;
   uint32_t n_stores;
-  float pad_value;         /* the value padded mel frames get (options.pad_value resolved) */
+  float pad_value; /* the value padded mel frames get (options.pad_value resolved) */
   uint64_t bound_batch_bytes; /* largest padded mel buffer any epoch can need (batch cap x the
                                longest cropped, padded length; with max_frames that budget):
                                caller buffers of this size serve every epoch */
@@ -158,29 +158,29 @@ FC_API int fc_loader_set_epoch(fc_loader *l, uint64_t epoch);
 
 typedef struct fc_batch {
   uint64_t epoch;
-  uint64_t index;              /* batch number within the epoch */
-  uint32_t size;               /* B: utterances in this batch (may be less than planned when
+  uint64_t index; /* batch number within the epoch */
+  uint32_t size; /* B: utterances in this batch (may be less than planned when
                                   corrupt records were skipped under VERIFY) */
   uint32_t n_mels;
   int mel_dtype;
-  int tok_dtype;               /* 0 without tokens */
-  const char *const *ids;      /* [B] NUL-terminated utterance ids */
-  const uint64_t *items;       /* [B] positions in the index (0 .. info.items-1) */
+  int tok_dtype; /* 0 without tokens */
+  const char *const *ids; /* [B] NUL-terminated utterance ids */
+  const uint64_t *items; /* [B] positions in the index (0 .. info.items-1) */
   const uint32_t *mel_lengths; /* [B] frames after cropping */
-  const uint32_t *mel_starts;  /* [B] first frame taken (crops) */
-  const uint32_t *src_frames;  /* [B] frames of the stored record */
-  const void *const *mels;     /* [B] views: record payload + start frame, in the map */
-  uint32_t frames;             /* PADDED: T of mel_data */
-  void *mel_data;              /* PADDED: [B][T][n_mels] in mel_dtype; NULL for VIEWS */
+  const uint32_t *mel_starts; /* [B] first frame taken (crops) */
+  const uint32_t *src_frames; /* [B] frames of the stored record */
+  const void *const *mels; /* [B] views: record payload + start frame, in the map */
+  uint32_t frames; /* PADDED: T of mel_data */
+  void *mel_data; /* PADDED: [B][T][n_mels] in mel_dtype; NULL for VIEWS */
   const uint32_t *token_lengths; /* [B], or NULL without tokens */
-  const void *const *tokens;   /* [B] token arrays (in the map when aligned, else copies) */
-  uint32_t max_tokens;         /* PADDED with tokens: T of tok_data */
-  void *tok_data;              /* PADDED with tokens: [B][max_tokens] in tok_dtype */
-  uint32_t n_errors;           /* utterances of the planned batch skipped (VERIFY failures) */
-  const char *errors;          /* "id: reason" lines for them, or NULL */
-  const char *id_text;         /* the B ids back to back, each followed by a NUL (one string to
+  const void *const *tokens; /* [B] token arrays (in the map when aligned, else copies) */
+  uint32_t max_tokens; /* PADDED with tokens: T of tok_data */
+  void *tok_data; /* PADDED with tokens: [B][max_tokens] in tok_dtype */
+  uint32_t n_errors; /* utterances of the planned batch skipped (VERIFY failures) */
+  const char *errors; /* "id: reason" lines for them, or NULL */
+  const char *id_text; /* the B ids back to back, each followed by a NUL (one string to
                                   decode for bindings: split at NUL) */
-  uint64_t id_text_len;        /* bytes of id_text, the B NULs included */
+  uint64_t id_text_len; /* bytes of id_text, the B NULs included */
 } fc_batch;
 
 /* The next batch of the current epoch into *out (owned by the loader until fc_loader_release).
@@ -194,11 +194,29 @@ FC_API int fc_loader_next(fc_loader *l, fc_batch **out);
  * each. desc[FC_DESC_BATCH] is the fc_batch (give it back with fc_loader_release), 0 at the end
  * of the epoch (then the other entries are 0). Same return values as fc_loader_next. */
 enum {
-  FC_DESC_BATCH, FC_DESC_EPOCH, FC_DESC_INDEX, FC_DESC_SIZE, FC_DESC_N_MELS, FC_DESC_MEL_DTYPE,
-  FC_DESC_TOK_DTYPE, FC_DESC_FRAMES, FC_DESC_MAX_TOKENS, FC_DESC_IDS, FC_DESC_ITEMS,
-  FC_DESC_MEL_LENGTHS, FC_DESC_MEL_STARTS, FC_DESC_SRC_FRAMES, FC_DESC_MELS, FC_DESC_MEL_DATA,
-  FC_DESC_TOKEN_LENGTHS, FC_DESC_TOKENS, FC_DESC_TOK_DATA, FC_DESC_N_ERRORS, FC_DESC_ERRORS,
-  FC_DESC_ID_TEXT, FC_DESC_ID_TEXT_LEN,
+  FC_DESC_BATCH,
+  FC_DESC_EPOCH,
+  FC_DESC_INDEX,
+  FC_DESC_SIZE,
+  FC_DESC_N_MELS,
+  FC_DESC_MEL_DTYPE,
+  FC_DESC_TOK_DTYPE,
+  FC_DESC_FRAMES,
+  FC_DESC_MAX_TOKENS,
+  FC_DESC_IDS,
+  FC_DESC_ITEMS,
+  FC_DESC_MEL_LENGTHS,
+  FC_DESC_MEL_STARTS,
+  FC_DESC_SRC_FRAMES,
+  FC_DESC_MELS,
+  FC_DESC_MEL_DATA,
+  FC_DESC_TOKEN_LENGTHS,
+  FC_DESC_TOKENS,
+  FC_DESC_TOK_DATA,
+  FC_DESC_N_ERRORS,
+  FC_DESC_ERRORS,
+  FC_DESC_ID_TEXT,
+  FC_DESC_ID_TEXT_LEN,
   FC_DESC_LEN = 24 /* entries of desc (the last ones reserved, 0) */
 };
 FC_API int fc_loader_next_desc(fc_loader *l, uint64_t desc[FC_DESC_LEN]);
@@ -225,14 +243,14 @@ FC_API uint64_t fc_loader_wait_ns(const fc_loader *l);
 
 /* ---- random access --------------------------------------------------------------------------- */
 typedef struct fc_loader_item {
-  const void *mel;          /* payload in the map, [frames][n_mels]; for mel_dtype FC_DTYPE_MQ
+  const void *mel; /* payload in the map, [frames][n_mels]; for mel_dtype FC_DTYPE_MQ
                                the coded payload: decode it with fc_mq_decode (fc_codec.h) */
   uint32_t frames, n_mels;
-  int mel_dtype;            /* the stored dtype (FC_DTYPE_MQ for a coded store) */
-  const void *tokens;       /* payload in the map (maybe unaligned for short arrays) or NULL */
+  int mel_dtype; /* the stored dtype (FC_DTYPE_MQ for a coded store) */
+  const void *tokens; /* payload in the map (maybe unaligned for short arrays) or NULL */
   uint32_t n_tokens;
   int tok_dtype;
-  uint64_t mel_bytes;       /* payload bytes at mel */
+  uint64_t mel_bytes; /* payload bytes at mel */
 } fc_loader_item;
 /* Look utterance id up in the stores (first store that has it). Pointers valid until close.
  * Returns 0, FC_ENOTFOUND, FC_EFORMAT/FC_ECHECKSUM (corrupt record; fc_loader_error says why).

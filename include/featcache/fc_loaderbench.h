@@ -43,38 +43,38 @@ typedef struct fc_lb_item {
 typedef void (*fc_lb_warn_fn)(const char *path, const char *msg, void *user);
 
 typedef struct fc_lb_opts {
-  int source;                  /* fc_lb_source */
-  const char *store;           /* CACHE (one store; or stores/n_stores) */
-  const char *const *stores;   /* CACHE: several stores read as one dataset (n_stores > 0) */
+  int source; /* fc_lb_source */
+  const char *store; /* CACHE (one store; or stores/n_stores) */
+  const char *const *stores; /* CACHE: several stores read as one dataset (n_stores > 0) */
   size_t n_stores;
-  const char *features;        /* CACHE: loader feature selector (NULL: the store's config) */
-  int views;                   /* CACHE: zero-copy views instead of a padded batch */
-  const fc_mel_config *mel;    /* AUDIO: the features to compute */
-  const fc_lb_item *items;     /* AUDIO: the utterances in order */
-  size_t n_items;              /* AUDIO, SYNTH: how many */
+  const char *features; /* CACHE: loader feature selector (NULL: the store's config) */
+  int views; /* CACHE: zero-copy views instead of a padded batch */
+  const fc_mel_config *mel; /* AUDIO: the features to compute */
+  const fc_lb_item *items; /* AUDIO: the utterances in order */
+  size_t n_items; /* AUDIO, SYNTH: how many */
   const char *const *expect_ids; /* CACHE: when set, check the loader yields these ids in order */
   size_t n_expect;
-  double synth_item_ms;        /* SYNTH */
+  double synth_item_ms; /* SYNTH */
   uint32_t batch, workers, prefetch;
-  uint64_t steps;              /* measured steps; 0 = `epochs` epochs */
-  uint32_t epochs;             /* with steps 0: this many epochs (0 = 1) */
-  uint32_t warmup;             /* steps run first and not measured */
-  int compute;                 /* fc_lb_compute */
-  double compute_ms;           /* SLEEP, BUSY */
-  uint32_t matmul_n;           /* MATMUL */
+  uint64_t steps; /* measured steps; 0 = `epochs` epochs */
+  uint32_t epochs; /* with steps 0: this many epochs (0 = 1) */
+  uint32_t warmup; /* steps run first and not measured */
+  int compute; /* fc_lb_compute */
+  double compute_ms; /* SLEEP, BUSY */
+  uint32_t matmul_n; /* MATMUL */
   const volatile sig_atomic_t *stop; /* set → the run stops after the current step (FC_EINTR) */
   fc_lb_warn_fn warn;
   void *user;
 } fc_lb_opts;
 
 typedef struct fc_lb_result {
-  uint64_t steps;          /* measured steps */
-  uint64_t utterances;     /* utterances delivered in measured steps */
-  uint64_t failed;         /* AUDIO: utterances that could not be featurized (distinct, epoch 0) */
+  uint64_t steps; /* measured steps */
+  uint64_t utterances; /* utterances delivered in measured steps */
+  uint64_t failed; /* AUDIO: utterances that could not be featurized (distinct, epoch 0) */
   uint64_t order_mismatch; /* CACHE with expect_ids: positions whose id differed */
-  uint64_t epoch_batches;  /* batches per epoch */
-  uint64_t epoch_items;    /* utterances per epoch */
-  double wall_s;           /* measured steps */
+  uint64_t epoch_batches; /* batches per epoch */
+  uint64_t epoch_items; /* utterances per epoch */
+  double wall_s; /* measured steps */
 } fc_lb_result;
 
 FC_API void fc_lb_opts_init(fc_lb_opts *o);
@@ -112,15 +112,19 @@ FC_API void fc_lb_summarize(const fc_profiler *prof, fc_lb_summary *out);
 
 /* One finished run, as the reports below show it. */
 typedef struct fc_lb_report_run {
-  const char *source;           /* "cache", "audio" or "synthetic" */
-  fc_profiler *prof;            /* its steps (the reports only read it) */
+  const char *source; /* "cache", "audio" or "synthetic" */
+  fc_profiler *prof; /* its steps (the reports only read it) */
   fc_lb_result res;
   uint32_t batch, workers, prefetch;
 } fc_lb_report_run;
 
 /* Which report: one or more runs, a comparison (runs[0] the audio source, runs[1] the cache over
  * the same utterances), or a sweep (cells[i] is runs[i]'s cell; recommended: its index or -1). */
-typedef enum fc_lb_report_kind { FC_LB_REPORT_RUNS = 0, FC_LB_REPORT_COMPARE, FC_LB_REPORT_SWEEP } fc_lb_report_kind;
+typedef enum fc_lb_report_kind {
+  FC_LB_REPORT_RUNS = 0,
+  FC_LB_REPORT_COMPARE,
+  FC_LB_REPORT_SWEEP
+} fc_lb_report_kind;
 
 /* How many times shorter the cache made the data phase in a comparison: the mean data ms of
  * runs[0] over that of runs[1] (0 when the cache's is 0). */

@@ -19,24 +19,24 @@ extern "C" {
 typedef enum fc_manifest_format {
   FC_MANIFEST_AUTO = 0,
   FC_MANIFEST_LJSPEECH = 1, /* id|text[|normalized] — audio at <audio_dir>/<id>.wav */
-  FC_MANIFEST_KALDI = 2,    /* wav.scp: id path */
-  FC_MANIFEST_JSONL = 3,    /* {"audio_filepath": ..., "text": ..., "id": ...} per line */
-  FC_MANIFEST_LIST = 4,     /* one audio path per line; id = file name without dir and extension */
-  FC_MANIFEST_TSV = 5       /* id<TAB>text (tokenize) */
+  FC_MANIFEST_KALDI = 2, /* wav.scp: id path */
+  FC_MANIFEST_JSONL = 3, /* {"audio_filepath": ..., "text": ..., "id": ...} per line */
+  FC_MANIFEST_LIST = 4, /* one audio path per line; id = file name without dir and extension */
+  FC_MANIFEST_TSV = 5 /* id<TAB>text (tokenize) */
 } fc_manifest_format;
 
 /* For an item with err != 0 any of the strings may be NULL (id is set when it could be read). */
 typedef struct fc_item {
-  char *id;        /* utterance id (NUL-terminated UTF-8, checked by fc_id_check) */
-  char *path;      /* audio path, resolved; NULL when the manifest has none (tsv) */
-  char *text;      /* the chosen text column; NULL when none */
-  char *text_raw;  /* LJSpeech column 2 (raw) when present, else NULL */
+  char *id; /* utterance id (NUL-terminated UTF-8, checked by fc_id_check) */
+  char *path; /* audio path, resolved; NULL when the manifest has none (tsv) */
+  char *text; /* the chosen text column; NULL when none */
+  char *text_raw; /* LJSpeech column 2 (raw) when present, else NULL */
   char *text_norm; /* LJSpeech column 3 (normalized) when present, else NULL */
-  size_t line;     /* 1-based line number in the manifest or stream, 0 for paths from arguments */
-  int err;         /* 0, or FC_EMANIFEST (missing column, bad JSON, NUL byte, piped wav.scp...),
+  size_t line; /* 1-based line number in the manifest or stream, 0 for paths from arguments */
+  int err; /* 0, or FC_EMANIFEST (missing column, bad JSON, NUL byte, piped wav.scp...),
                       FC_EUTF8 (line or id not UTF-8), FC_EDUPLICATE (2nd and later use of an id),
                       FC_EFORMAT (id over FC_ID_MAX bytes or with a control character) */
-  char *why;       /* reason when err != 0 */
+  char *why; /* reason when err != 0 */
 } fc_item;
 
 typedef struct fc_item_list {
@@ -47,10 +47,10 @@ typedef struct fc_item_list {
 
 typedef struct fc_manifest_opts {
   fc_manifest_format format; /* FC_MANIFEST_AUTO to detect */
-  const char *audio_dir;     /* NULL: wavs/ beside an LJSpeech manifest, else the manifest's dir */
-  int text_column;           /* LJSpeech: 2 raw, 3 normalized (an item error where absent);
+  const char *audio_dir; /* NULL: wavs/ beside an LJSpeech manifest, else the manifest's dir */
+  int text_column; /* LJSpeech: 2 raw, 3 normalized (an item error where absent);
                                 0 = normalized when present and non-empty, else raw */
-  const char *audio_ext;     /* LJSpeech audio extension, default ".wav" */
+  const char *audio_ext; /* LJSpeech audio extension, default ".wav" */
 } fc_manifest_opts;
 
 /* Read a manifest file ("-" = stdin); opts may be NULL (auto-detect, defaults). Errors that stop

@@ -37,34 +37,34 @@ extern "C" {
 /* Which input wins a conflict. */
 typedef enum fc_merge_prefer {
   FC_MERGE_REFUSE = 0, /* a conflict refuses the merge */
-  FC_MERGE_FIRST = 1,  /* the first input (in the order given) holding the id wins */
-  FC_MERGE_LAST = 2,   /* the last input holding the id wins */
-  FC_MERGE_STORE = 3   /* input prefer_index wins where it holds the id; other conflicts refuse */
+  FC_MERGE_FIRST = 1, /* the first input (in the order given) holding the id wins */
+  FC_MERGE_LAST = 2, /* the last input holding the id wins */
+  FC_MERGE_STORE = 3 /* input prefer_index wins where it holds the id; other conflicts refuse */
 } fc_merge_prefer;
 
 /* A conflict: the entry of one id differs between two holders. Pointers valid during the call. */
 typedef struct fc_merge_conflict {
-  int db;             /* FC_DB_AUDIO, FC_DB_TEXT or FC_DB_META */
-  const char *key;    /* the utterance id (meta: the name); not NUL-terminated */
+  int db; /* FC_DB_AUDIO, FC_DB_TEXT or FC_DB_META */
+  const char *key; /* the utterance id (meta: the name); not NUL-terminated */
   size_t key_len;
-  long a, b;          /* the two holders that differ: input index, or -1 for the output */
-  long winner;        /* the input whose entry is kept, -1 the output's own, -2 refused */
+  long a, b; /* the two holders that differ: input index, or -1 for the output */
+  long winner; /* the input whose entry is kept, -1 the output's own, -2 refused */
   const char *detail; /* one line: what differs, e.g. "audio digest 1f3a... vs 9c0e..." */
 } fc_merge_conflict;
 
 typedef struct fc_merge_stats {
   uint64_t inputs;
-  uint64_t total;                   /* distinct keys of the inputs (meta/format aside): the entries
+  uint64_t total; /* distinct keys of the inputs (meta/format aside): the entries
                                        OUT holds from them when the merge is done (counted first) */
-  uint64_t copied[FC_DB_COUNT];     /* entries written by this run, per db */
-  uint64_t present[FC_DB_COUNT];    /* already in the output with these bytes (rerun, resume) */
+  uint64_t copied[FC_DB_COUNT]; /* entries written by this run, per db */
+  uint64_t present[FC_DB_COUNT]; /* already in the output with these bytes (rerun, resume) */
   uint64_t duplicates[FC_DB_COUNT]; /* keys met in more than one input (stored once) */
-  uint64_t conflicts;               /* ids whose entries differ */
-  uint64_t resolved;                /* of those, resolved by the prefer option */
-  uint64_t bad_records;             /* damaged feat/tok record copies met (another copy may serve) */
-  uint64_t dropped;                 /* feat/tok keys left out: no input holds a sound copy */
-  uint64_t bytes_copied;            /* key + value bytes written by this run */
-  uint64_t bytes_in;                /* value bytes of every input entry and record met (the data merged) */
+  uint64_t conflicts; /* ids whose entries differ */
+  uint64_t resolved; /* of those, resolved by the prefer option */
+  uint64_t bad_records; /* damaged feat/tok record copies met (another copy may serve) */
+  uint64_t dropped; /* feat/tok keys left out: no input holds a sound copy */
+  uint64_t bytes_copied; /* key + value bytes written by this run */
+  uint64_t bytes_in; /* value bytes of every input entry and record met (the data merged) */
   uint64_t commits;
   double wall_seconds;
 } fc_merge_stats;
@@ -77,15 +77,15 @@ typedef void (*fc_merge_progress_fn)(const fc_merge_stats *st, void *user);
 
 typedef struct fc_merge_opts {
   fc_merge_prefer prefer;
-  size_t prefer_index;     /* FC_MERGE_STORE: index of the winning input */
-  uint32_t batch_records;  /* puts per write transaction [1024] */
-  uint64_t batch_bytes;    /* value bytes per write transaction [64 MiB] */
-  double sync_seconds;     /* mdb_env_sync interval [5] */
+  size_t prefer_index; /* FC_MERGE_STORE: index of the winning input */
+  uint32_t batch_records; /* puts per write transaction [1024] */
+  uint64_t batch_bytes; /* value bytes per write transaction [64 MiB] */
+  double sync_seconds; /* mdb_env_sync interval [5] */
   /* Set (e.g. by a signal handler) to stop: the current batch is committed and synced and
    * fc_merge_run returns FC_EINTR. May be NULL. */
   const volatile sig_atomic_t *stop;
   fc_merge_conflict_fn on_conflict; /* may be NULL */
-  fc_merge_bad_fn on_bad_record;    /* may be NULL */
+  fc_merge_bad_fn on_bad_record; /* may be NULL */
   fc_merge_progress_fn on_progress; /* after each commit; may be NULL */
   void *user;
 } fc_merge_opts;

@@ -39,9 +39,9 @@ extern "C" {
 
 typedef struct fc_profiler fc_profiler;
 
-#define FC_PROF_MAX_PHASES 64     /* distinct phase names per profiler */
-#define FC_PROF_MAX_DEPTH 32      /* nesting depth */
-#define FC_PROF_NAME_MAX 63       /* bytes of a phase name */
+#define FC_PROF_MAX_PHASES 64 /* distinct phase names per profiler */
+#define FC_PROF_MAX_DEPTH 32 /* nesting depth */
+#define FC_PROF_NAME_MAX 63 /* bytes of a phase name */
 
 enum fc_prof_flags {
   FC_PROF_TRACE = 1u << 0 /* keep every phase occurrence's begin/end for the Chrome trace */
@@ -107,8 +107,8 @@ FC_API int fc_profiler_set_info(fc_profiler *p, const char *label, double items_
  * busy, each profile's verdict, the shrink factor (mean data wait BEFORE / AFTER) and a verdict
  * (docs/loader-bench.md, --compare-profiles); json: one JSON object instead. Returns 0, or an
  * errno / FC_EFORMAT code with why ("path: reason"). */
-FC_API int fc_prof_compare_files(const char *before, const char *after, int json,
-                                 void *stdio_file, char *why, size_t why_len);
+FC_API int fc_prof_compare_files(const char *before, const char *after, int json, void *stdio_file,
+                                 char *why, size_t why_len);
 
 /* ---- GPU utilization through NVML -------------------------------------------------------------- */
 /* A thread sampling nvmlDeviceGetUtilizationRates (the percent of the last sample period in which
@@ -143,13 +143,13 @@ FC_API void fc_gpu_timer_free(fc_gpu_timer *t);
 
 /* ---- statistics -------------------------------------------------------------------------------- */
 typedef struct fc_prof_stats {
-  uint64_t n;             /* values in the series */
+  uint64_t n; /* values in the series */
   double mean, std, min, max, p50, p95, p99; /* in the series' unit (ms for the profiler's) */
   double sum;
   double variation_ratio; /* std / mean; 0 when mean is 0 */
-  uint32_t acf_lag;       /* lag of the strongest autocorrelation, 1..n/2; 0 when none (n < 2 or
+  uint32_t acf_lag; /* lag of the strongest autocorrelation, 1..n/2; 0 when none (n < 2 or
                              a constant series) */
-  double acf_coef;        /* r(acf_lag); 0 when none */
+  double acf_coef; /* r(acf_lag); 0 when none */
 } fc_prof_stats;
 
 /* Statistics of any series (pure; see the definitions above). x may be NULL when n is 0. Needs a
@@ -177,8 +177,9 @@ FC_API int fc_profiler_verdict(const fc_profiler *p, double *data_share, char *b
 
 /* ---- outputs ----------------------------------------------------------------------------------- */
 typedef enum fc_prof_format {
-  FC_PROF_TABLE = 0, /* aligned text table, one row per phase + "other" + "step", then the verdict */
-  FC_PROF_JSON = 1,  /* {"steps":N,"step":{...},"phases":{name:{...}},"data_phase":...,
+  FC_PROF_TABLE =
+      0, /* aligned text table, one row per phase + "other" + "step", then the verdict */
+  FC_PROF_JSON = 1, /* {"steps":N,"step":{...},"phases":{name:{...}},"data_phase":...,
                         "data_share":...,"verdict":...,"steps_per_s":...,"items_per_s":...,
                         "device_phases":{...},"gpu_busy":{...},"label":...}: the saved profile
                         that loader-bench --compare-profiles reads (docs/loader.md) */

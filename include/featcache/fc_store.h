@@ -17,14 +17,21 @@ typedef struct fc_rtxn fc_rtxn;
 typedef struct fc_cursor fc_cursor;
 
 enum fc_store_flags {
-  FC_STORE_RDONLY = 1u << 0,    /* MDB_RDONLY; never writes, not even lock.mdb with NOLOCK */
-  FC_STORE_CREATE = 1u << 1,    /* create the directory and the dbs if missing */
-  FC_STORE_NOSYNC = 1u << 2,    /* MDB_NOSYNC: commits do not fsync; call fc_store_sync */
-  FC_STORE_NOLOCK = 1u << 3,    /* MDB_NOLOCK: for read-only media (no lock.mdb written) */
-  FC_STORE_NORDAHEAD = 1u << 4  /* MDB_NORDAHEAD: for random reads of stores larger than RAM */
+  FC_STORE_RDONLY = 1u << 0, /* MDB_RDONLY; never writes, not even lock.mdb with NOLOCK */
+  FC_STORE_CREATE = 1u << 1, /* create the directory and the dbs if missing */
+  FC_STORE_NOSYNC = 1u << 2, /* MDB_NOSYNC: commits do not fsync; call fc_store_sync */
+  FC_STORE_NOLOCK = 1u << 3, /* MDB_NOLOCK: for read-only media (no lock.mdb written) */
+  FC_STORE_NORDAHEAD = 1u << 4 /* MDB_NORDAHEAD: for random reads of stores larger than RAM */
 };
 
-typedef enum fc_db { FC_DB_META = 0, FC_DB_AUDIO, FC_DB_TEXT, FC_DB_FEAT, FC_DB_TOK, FC_DB_COUNT } fc_db;
+typedef enum fc_db {
+  FC_DB_META = 0,
+  FC_DB_AUDIO,
+  FC_DB_TEXT,
+  FC_DB_FEAT,
+  FC_DB_TOK,
+  FC_DB_COUNT
+} fc_db;
 
 /* Name of a db ("meta", "audio", "text", "feat", "tok"); static string. */
 FC_API const char *fc_db_name(int db);
@@ -95,11 +102,11 @@ FC_API int fc_rtxn_get_config(fc_rtxn *t, const fc_digest *digest, const char **
 
 /* ---- facts ----------------------------------------------------------------------------------- */
 typedef struct fc_store_info {
-  uint64_t map_size;       /* bytes */
-  uint64_t map_used;       /* bytes: (last page + 1) * page size */
+  uint64_t map_size; /* bytes */
+  uint64_t map_used; /* bytes: (last page + 1) * page size */
   uint32_t page_size;
   uint32_t max_readers;
-  uint32_t num_readers;    /* reader slots in use, stale ones included */
+  uint32_t num_readers; /* reader slots in use, stale ones included */
   uint64_t entries[FC_DB_COUNT];
 } fc_store_info;
 FC_API int fc_store_info_get(fc_store *s, fc_store_info *info);

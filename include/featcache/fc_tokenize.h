@@ -38,23 +38,23 @@ typedef enum fc_tok_punct { FC_PUNCT_KEEP = 0, FC_PUNCT_REMOVE = 1 } fc_tok_punc
  * (runs of Unicode white space → one U+0020, trimmed at both ends). */
 typedef struct fc_tok_norm {
   fc_tok_unicode unicode; /* default NFKC (chars, phonemes), NONE (bpe) */
-  int casefold;           /* default 0 */
-  fc_tok_punct punct;     /* default KEEP */
-  int collapse_space;     /* default 1 (chars, phonemes), 0 (bpe) */
+  int casefold; /* default 0 */
+  fc_tok_punct punct; /* default KEEP */
+  int collapse_space; /* default 1 (chars, phonemes), 0 (bpe) */
 } fc_tok_norm;
 
 typedef struct fc_tok_options {
   fc_tok_kind kind;
   fc_tok_norm norm;
-  int norm_set;                /* 0: fc_tokenizer_create picks the kind's defaults for norm */
-  const char *vocab_path;      /* chars/phonemes: one symbol per line, id = line index (0-based) */
-  int build_vocab;             /* chars/phonemes: no vocab file; fc_tokenizer_build_vocab later */
-  const char *tokenizer_json;  /* bpe: a Hugging Face tokenizer.json */
-  const char *lang;            /* phonemes: espeak-ng voice, default "en-us" */
+  int norm_set; /* 0: fc_tokenizer_create picks the kind's defaults for norm */
+  const char *vocab_path; /* chars/phonemes: one symbol per line, id = line index (0-based) */
+  int build_vocab; /* chars/phonemes: no vocab file; fc_tokenizer_build_vocab later */
+  const char *tokenizer_json; /* bpe: a Hugging Face tokenizer.json */
+  const char *lang; /* phonemes: espeak-ng voice, default "en-us" */
   const char *pad, *unk, *bos, *eos; /* special symbols; NULL: "<pad>" "<unk>" "<bos>" "<eos>" */
-  int add_bos, add_eos;        /* chars/phonemes: prepend bos / append eos ids */
-  int dtype;                   /* 0 = auto (i16 when ids < 32768, u16 < 65536, else i32) */
-  int strict;                  /* unknown symbols fail the line instead of mapping to unk */
+  int add_bos, add_eos; /* chars/phonemes: prepend bos / append eos ids */
+  int dtype; /* 0 = auto (i16 when ids < 32768, u16 < 65536, else i32) */
+  int strict; /* unknown symbols fail the line instead of mapping to unk */
 } fc_tok_options;
 
 typedef struct fc_tokenizer fc_tokenizer;
@@ -82,8 +82,8 @@ FC_API int fc_tok_normalize(const fc_tok_norm *n, const char *text, size_t len, 
  * phonemes, stress marks, word boundaries (" ") and punctuation. Used to build a vocab. cb is
  * called once per symbol (not NUL-terminated). FC_ECONFIG for bpe. Thread-safe. */
 typedef void (*fc_tok_symbol_fn)(const char *sym, size_t len, void *ud);
-FC_API int fc_tokenizer_symbols(fc_tokenizer *t, const char *norm, size_t len,
-                                fc_tok_symbol_fn cb, void *ud);
+FC_API int fc_tokenizer_symbols(fc_tokenizer *t, const char *norm, size_t len, fc_tok_symbol_fn cb,
+                                void *ud);
 
 /* Finish a build_vocab tokenizer: vocab = the specials (pad, unk, bos, eos: ids 0..3), then the
  * distinct symbols in byte order (so the vocab does not depend on the order of the corpus).
@@ -115,22 +115,22 @@ FC_API int fc_tokenizer_vocab_text(const fc_tokenizer *t, const char **text, siz
 
 /* ---- the pipeline: manifest items → text and tok dbs ----------------------------------------- */
 typedef struct fc_tokenize_stats {
-  uint64_t lines;            /* items seen */
-  uint64_t processed;        /* tok records written this run */
+  uint64_t lines; /* items seen */
+  uint64_t processed; /* tok records written this run */
   uint64_t skipped_existing; /* already stored under this config */
-  uint64_t failed;           /* bad lines (reported through the callback) */
-  uint64_t tokens;           /* tokens in the records written this run */
-  uint64_t unknown;          /* symbols mapped to unk */
+  uint64_t failed; /* bad lines (reported through the callback) */
+  uint64_t tokens; /* tokens in the records written this run */
+  uint64_t unknown; /* symbols mapped to unk */
 } fc_tokenize_stats;
 
 /* Called for every failed line: item (its line, id), the error and a one-line reason. */
 typedef void (*fc_tokenize_report_fn)(const fc_item *item, int err, const char *why, void *ud);
 
 typedef struct fc_tokenize_run_opts {
-  int threads;           /* OpenMP threads, 0 = default */
-  size_t batch;          /* lines per write transaction, 0 = 4096 */
+  int threads; /* OpenMP threads, 0 = default */
+  size_t batch; /* lines per write transaction, 0 = 4096 */
   size_t max_text_bytes; /* longer texts fail the line (FC_ETOOLONG); 0 = 65536 */
-  int strict;            /* stop at the first bad line (its error is returned) */
+  int strict; /* stop at the first bad line (its error is returned) */
   volatile const int *stop; /* checked between batches: nonzero → FC_EINTR after committing */
   fc_tokenize_report_fn report;
   void *report_ud;

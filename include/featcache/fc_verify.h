@@ -32,43 +32,43 @@ typedef enum fc_verify_severity { FC_VERIFY_ERROR = 1, FC_VERIFY_WARNING = 2 } f
 
 /* One problem. Strings are owned by the report (valid until fc_verify_report_free). */
 typedef struct fc_verify_finding {
-  int severity;        /* fc_verify_severity */
-  const char *db;      /* "meta", "audio", "text", "feat", "tok", or "env" for data.mdb/lock.mdb */
-  const char *key;     /* feat/tok: 32 hex chars of the key; audio/text: the id; meta: the name;
+  int severity; /* fc_verify_severity */
+  const char *db; /* "meta", "audio", "text", "feat", "tok", or "env" for data.mdb/lock.mdb */
+  const char *key; /* feat/tok: 32 hex chars of the key; audio/text: the id; meta: the name;
                           env: the file name; NULL when the problem has no single key */
-  const char *id;      /* utterance id the problem concerns, NULL when unknown */
+  const char *id; /* utterance id the problem concerns, NULL when unknown */
   const char *problem; /* one line, no trailing newline */
 } fc_verify_finding;
 
 typedef struct fc_verify_report {
   fc_verify_finding *findings; /* errors first, then warnings; each by db, key, problem */
   size_t count;
-  uint64_t errors, warnings;   /* all seen (warnings beyond max_warnings are counted, not kept) */
-  int stopped;                 /* 1 when max_errors was reached and checking stopped early */
-  int opened;                  /* 1 when the store could be opened and its records were read */
+  uint64_t errors, warnings; /* all seen (warnings beyond max_warnings are counted, not kept) */
+  int stopped; /* 1 when max_errors was reached and checking stopped early */
+  int opened; /* 1 when the store could be opened and its records were read */
   /* facts */
-  uint64_t records_checked;    /* feat + tok records checked */
-  uint64_t bytes_checked;      /* their value bytes (headers + payloads) */
-  uint64_t entries[5];         /* per fc_db: meta, audio, text, feat, tok */
+  uint64_t records_checked; /* feat + tok records checked */
+  uint64_t bytes_checked; /* their value bytes (headers + payloads) */
+  uint64_t entries[5]; /* per fc_db: meta, audio, text, feat, tok */
   uint64_t mel_configs, token_configs;
-  uint64_t manifest_items;     /* ids checked against the manifest */
-  uint64_t data_size;          /* bytes of data.mdb */
+  uint64_t manifest_items; /* ids checked against the manifest */
+  uint64_t data_size; /* bytes of data.mdb */
   uint64_t map_size, map_used; /* bytes */
   uint32_t page_size, max_readers, num_readers, stale_readers;
-  int nolock;                  /* opened with MDB_NOLOCK (read-only media) */
-  int threads;                 /* threads used for the record scan */
+  int nolock; /* opened with MDB_NOLOCK (read-only media) */
+  int threads; /* threads used for the record scan */
   double wall_seconds;
-  uint32_t stale_cleared;      /* stale reader slots cleared (opts.clear_stale_readers) */
+  uint32_t stale_cleared; /* stale reader slots cleared (opts.clear_stale_readers) */
 } fc_verify_report;
 
 /* Called from one thread now and then (at most ~10 times a second) while records are checked. */
 typedef void (*fc_verify_progress_fn)(uint64_t bytes_done, uint64_t bytes_total, void *ud);
 
 typedef struct fc_verify_opts {
-  int threads;      /* OpenMP threads for the entry and record checks; 0 = OpenMP's default */
-  int finite;       /* scan f32/f16/bf16 payloads for NaN and Inf */
-  int sources;      /* compare each audio source file's size and mtime with its entry */
-  int rehash;       /* recompute each audio source's digest from the file's bytes */
+  int threads; /* OpenMP threads for the entry and record checks; 0 = OpenMP's default */
+  int finite; /* scan f32/f16/bf16 payloads for NaN and Inf */
+  int sources; /* compare each audio source file's size and mtime with its entry */
+  int rehash; /* recompute each audio source's digest from the file's bytes */
   /* Mel configs every audio entry must have a feat record for: preset names ("hifigan": this
    * build's digest of that preset) or 32-hex config digests. None given: every mel config stored. */
   const char *const *expect_mel;
@@ -80,14 +80,14 @@ typedef struct fc_verify_opts {
   size_t n_expect_tok;
   int expect_tokens_given;
   const fc_item_list *manifest; /* ids that must be present (items with err != 0 are skipped) */
-  uint64_t max_errors;          /* stop checking after this many errors; 0 = no limit */
-  uint64_t max_warnings;        /* keep at most this many warnings in the report; 0 = 10000 */
-  int nolock;                   /* -1 never, 1 always, 0 auto: when the store's directory or
+  uint64_t max_errors; /* stop checking after this many errors; 0 = no limit */
+  uint64_t max_warnings; /* keep at most this many warnings in the report; 0 = 10000 */
+  int nolock; /* -1 never, 1 always, 0 auto: when the store's directory or
                                    lock.mdb is not writable, or lock.mdb does not exist */
-  volatile const int *stop;     /* nonzero → stop soon and return FC_EINTR */
+  volatile const int *stop; /* nonzero → stop soon and return FC_EINTR */
   fc_verify_progress_fn progress;
   void *progress_ud;
-  int clear_stale_readers;      /* clear reader slots of dead processes (mdb_reader_check): the
+  int clear_stale_readers; /* clear reader slots of dead processes (mdb_reader_check): the
                                    only write cache-verify makes, to lock.mdb, never data.mdb */
 } fc_verify_opts;
 

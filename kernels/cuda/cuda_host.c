@@ -55,8 +55,14 @@ int fc_cuda_plan_create(const fc_mel_config *cfg, int device, size_t max_batch_s
 }
 
 void fc_cuda_plan_free(fc_cuda_plan *p) { (void)p; }
-const fc_mel_config *fc_cuda_plan_config(const fc_cuda_plan *p) { (void)p; return NULL; }
-size_t fc_cuda_plan_max_samples(const fc_cuda_plan *p) { (void)p; return 0; }
+const fc_mel_config *fc_cuda_plan_config(const fc_cuda_plan *p) {
+  (void)p;
+  return NULL;
+}
+size_t fc_cuda_plan_max_samples(const fc_cuda_plan *p) {
+  (void)p;
+  return 0;
+}
 void fc_cuda_plan_bytes(const fc_cuda_plan *p, size_t *device_bytes, size_t *pinned_bytes) {
   (void)p;
   if (device_bytes) *device_bytes = 0;
@@ -106,9 +112,9 @@ int fc_cuda_gather_compute(fc_cuda_gather *g, const float *samples, size_t n, fl
 #include "mel_cuda.h"
 
 enum {
-  N_SLOTS = 2,              /* streams: chunk k runs on slot k % 2, so copies overlap kernels */
-  N_FFT_SIZES = 8,          /* cuFFT plans per slot for max_frames, /2, /4, ... (one work area) */
-  MAX_UTTS = 1024,          /* utterances per chunk (the per-utterance tables' size) */
+  N_SLOTS = 2, /* streams: chunk k runs on slot k % 2, so copies overlap kernels */
+  N_FFT_SIZES = 8, /* cuFFT plans per slot for max_frames, /2, /4, ... (one work area) */
+  MAX_UTTS = 1024, /* utterances per chunk (the per-utterance tables' size) */
   FRAME_ROUND = 64
 };
 #define DEFAULT_MAX_SAMPLES ((size_t)4 << 20)
@@ -116,11 +122,11 @@ enum {
 typedef struct slot {
   cudaStream_t stream;
   cudaEvent_t done;
-  float *pcm_h;      /* pinned: the chunk's PCM, packed (int16 in its first half for 16-bit PCM) */
-  void *out_h;       /* pinned: the chunk's features in the output dtype */
-  uint64_t *tab_h;   /* pinned: sample_off[MAX_UTTS], len[MAX_UTTS], frame_off[MAX_UTTS + 1] */
+  float *pcm_h; /* pinned: the chunk's PCM, packed (int16 in its first half for 16-bit PCM) */
+  void *out_h; /* pinned: the chunk's features in the output dtype */
+  uint64_t *tab_h; /* pinned: sample_off[MAX_UTTS], len[MAX_UTTS], frame_off[MAX_UTTS + 1] */
   float *pcm_d, *rows_d, *mel_d, *umax_d;
-  int16_t *pcm16_d;  /* 16-bit PCM as copied, converted into pcm_d on the device */
+  int16_t *pcm16_d; /* 16-bit PCM as copied, converted into pcm_d on the device */
   void *out_d, *work_d;
   uint64_t *tab_d;
   cufftHandle fft[N_FFT_SIZES];
@@ -135,13 +141,13 @@ typedef struct slot {
 struct fc_cuda_plan {
   fc_mel_config cfg;
   int device;
-  int failed;               /* sticky: a CUDA call failed; the plan refuses work */
+  int failed; /* sticky: a CUDA call failed; the plan refuses work */
   size_t max_samples;
   uint64_t max_frames;
   int n_fft_sizes;
-  fc_cu_params base;        /* chunk-independent parameters, device table pointers */
+  fc_cu_params base; /* chunk-independent parameters, device table pointers */
   float *window_d, *weights_d;
-  uint32_t *bands_d;        /* first[n_mels], count[n_mels], offset[n_mels] */
+  uint32_t *bands_d; /* first[n_mels], count[n_mels], offset[n_mels] */
   size_t device_bytes, pinned_bytes;
   slot slots[N_SLOTS];
 };
@@ -149,20 +155,20 @@ struct fc_cuda_plan {
 /* ---- error plumbing: every call checked, the message names it ---------------------------------- */
 static const char *cufft_result_name(cufftResult r) {
   switch (r) {
-    case CUFFT_SUCCESS: return "CUFFT_SUCCESS";
-    case CUFFT_INVALID_PLAN: return "CUFFT_INVALID_PLAN";
-    case CUFFT_ALLOC_FAILED: return "CUFFT_ALLOC_FAILED";
-    case CUFFT_INVALID_TYPE: return "CUFFT_INVALID_TYPE";
-    case CUFFT_INVALID_VALUE: return "CUFFT_INVALID_VALUE";
-    case CUFFT_INTERNAL_ERROR: return "CUFFT_INTERNAL_ERROR";
-    case CUFFT_EXEC_FAILED: return "CUFFT_EXEC_FAILED";
-    case CUFFT_SETUP_FAILED: return "CUFFT_SETUP_FAILED";
-    case CUFFT_INVALID_SIZE: return "CUFFT_INVALID_SIZE";
-    case CUFFT_INVALID_DEVICE: return "CUFFT_INVALID_DEVICE";
-    case CUFFT_NO_WORKSPACE: return "CUFFT_NO_WORKSPACE";
-    case CUFFT_NOT_IMPLEMENTED: return "CUFFT_NOT_IMPLEMENTED";
-    case CUFFT_NOT_SUPPORTED: return "CUFFT_NOT_SUPPORTED";
-    default: return "unknown cufftResult";
+  case CUFFT_SUCCESS: return "CUFFT_SUCCESS";
+  case CUFFT_INVALID_PLAN: return "CUFFT_INVALID_PLAN";
+  case CUFFT_ALLOC_FAILED: return "CUFFT_ALLOC_FAILED";
+  case CUFFT_INVALID_TYPE: return "CUFFT_INVALID_TYPE";
+  case CUFFT_INVALID_VALUE: return "CUFFT_INVALID_VALUE";
+  case CUFFT_INTERNAL_ERROR: return "CUFFT_INTERNAL_ERROR";
+  case CUFFT_EXEC_FAILED: return "CUFFT_EXEC_FAILED";
+  case CUFFT_SETUP_FAILED: return "CUFFT_SETUP_FAILED";
+  case CUFFT_INVALID_SIZE: return "CUFFT_INVALID_SIZE";
+  case CUFFT_INVALID_DEVICE: return "CUFFT_INVALID_DEVICE";
+  case CUFFT_NO_WORKSPACE: return "CUFFT_NO_WORKSPACE";
+  case CUFFT_NOT_IMPLEMENTED: return "CUFFT_NOT_IMPLEMENTED";
+  case CUFFT_NOT_SUPPORTED: return "CUFFT_NOT_SUPPORTED";
+  default: return "unknown cufftResult";
   }
 }
 
@@ -176,26 +182,27 @@ static int cuda_fail(fc_cuda_plan *p, const char *call, cudaError_t e) {
 
 static int cufft_fail(fc_cuda_plan *p, const char *call, cufftResult r) {
   if (p) p->failed = 1;
-  if (fc_cufft_load_error()[0]) return set_error(FC_ENODEVICE, "%s: %s", call, fc_cufft_load_error());
+  if (fc_cufft_load_error()[0])
+    return set_error(FC_ENODEVICE, "%s: %s", call, fc_cufft_load_error());
   return set_error(FC_ECUDA, "%s: %s (%d)", call, cufft_result_name(r), (int)r);
 }
 
-#define CU(name, call)                                                                           \
-  do {                                                                                           \
-    cudaError_t e_ = fc_fault_hit("cuda") ? cudaErrorUnknown : (call);                           \
-    if (e_ != cudaSuccess) {                                                                     \
-      rc = cuda_fail(p, name, e_);                                                               \
-      goto out;                                                                                  \
-    }                                                                                            \
+#define CU(name, call)                                                 \
+  do {                                                                 \
+    cudaError_t e_ = fc_fault_hit("cuda") ? cudaErrorUnknown : (call); \
+    if (e_ != cudaSuccess) {                                           \
+      rc = cuda_fail(p, name, e_);                                     \
+      goto out;                                                        \
+    }                                                                  \
   } while (0)
 
-#define FFT(name, call)                                                                          \
-  do {                                                                                           \
-    cufftResult r_ = fc_fault_hit("cuda") ? CUFFT_INTERNAL_ERROR : (call);                       \
-    if (r_ != CUFFT_SUCCESS) {                                                                   \
-      rc = cufft_fail(p, name, r_);                                                              \
-      goto out;                                                                                  \
-    }                                                                                            \
+#define FFT(name, call)                                                    \
+  do {                                                                     \
+    cufftResult r_ = fc_fault_hit("cuda") ? CUFFT_INTERNAL_ERROR : (call); \
+    if (r_ != CUFFT_SUCCESS) {                                             \
+      rc = cufft_fail(p, name, r_);                                        \
+      goto out;                                                            \
+    }                                                                      \
   } while (0)
 
 int fc_cuda_built(void) { return 1; }
@@ -205,7 +212,8 @@ int fc_cuda_device_count(int *n, char *why, size_t why_len) {
   cudaError_t e = cudaGetDeviceCount(&count);
   *n = 0;
   if (e != cudaSuccess || count <= 0) {
-    const char *reason = e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA-capable device is detected";
+    const char *reason =
+        e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA-capable device is detected";
     cudaGetLastError();
     set_error(FC_ENODEVICE, "no CUDA device: %s", reason);
     copy_why(why, why_len, last_error);
@@ -222,7 +230,8 @@ static int check_device(int device) {
   int rc = fc_cuda_device_count(&n, why, sizeof why);
   if (rc) return rc;
   if (device < 0 || device >= n)
-    return set_error(FC_ENODEVICE, "no CUDA device: device %d does not exist (%d present)", device, n);
+    return set_error(FC_ENODEVICE, "no CUDA device: device %d does not exist (%d present)", device,
+                     n);
   return 0;
 }
 
@@ -270,7 +279,8 @@ static int slot_create(fc_cuda_plan *p, slot *s) {
   size_t work_max = 0;
   CU("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
   CU("cudaEventCreateWithFlags", cudaEventCreateWithFlags(&s->done, cudaEventDisableTiming));
-  if ((rc = host_alloc(p, (void **)&s->pcm_h, sizeof(float) * p->max_samples, "cudaMallocHost(pcm)")) ||
+  if ((rc = host_alloc(p, (void **)&s->pcm_h, sizeof(float) * p->max_samples,
+                       "cudaMallocHost(pcm)")) ||
       (rc = host_alloc(p, &s->out_h, dtype_bytes_max() * F * nm, "cudaMallocHost(out)")) ||
       (rc = host_alloc(p, (void **)&s->tab_h, sizeof(uint64_t) * tab, "cudaMallocHost(tables)")) ||
       (rc = dev_alloc(p, (void **)&s->pcm_d, sizeof(float) * p->max_samples, "cudaMalloc(pcm)")) ||
@@ -352,7 +362,8 @@ int fc_cuda_plan_create(const fc_mel_config *cfg, int device, size_t max_batch_s
   /* The frames of a chunk index rows of 2^31 floats at most for cuFFT's int batch; far above any
    * sensible staging buffer. */
   if (max_batch_samples > ((size_t)1 << 30))
-    return set_error(FC_ECONFIG, "max_batch_samples %zu is above the limit of 2^30", max_batch_samples);
+    return set_error(FC_ECONFIG, "max_batch_samples %zu is above the limit of 2^30",
+                     max_batch_samples);
   uint64_t frames = fc_mel_num_frames(cfg, max_batch_samples);
   if (frames == 0)
     return set_error(FC_ECONFIG, "max_batch_samples %zu gives no frames with this config",
@@ -380,16 +391,19 @@ int fc_cuda_plan_create(const fc_mel_config *cfg, int device, size_t max_batch_s
   }
 
   CU("cudaSetDevice", cudaSetDevice(device));
-  if ((rc = dev_alloc(p, (void **)&p->window_d, sizeof *window * cfg->win_length, "cudaMalloc(window)")) ||
-      (rc = dev_alloc(p, (void **)&p->weights_d, sizeof *weights * n_weights, "cudaMalloc(weights)")) ||
-      (rc = dev_alloc(p, (void **)&p->bands_d, sizeof *bands * 3 * cfg->n_mels, "cudaMalloc(bands)")))
+  if ((rc = dev_alloc(p, (void **)&p->window_d, sizeof *window * cfg->win_length,
+                      "cudaMalloc(window)")) ||
+      (rc = dev_alloc(p, (void **)&p->weights_d, sizeof *weights * n_weights,
+                      "cudaMalloc(weights)")) ||
+      (rc = dev_alloc(p, (void **)&p->bands_d, sizeof *bands * 3 * cfg->n_mels,
+                      "cudaMalloc(bands)")))
     goto out;
-  CU("cudaMemcpy(window)", cudaMemcpy(p->window_d, window, sizeof *window * cfg->win_length,
-                                      cudaMemcpyHostToDevice));
-  CU("cudaMemcpy(weights)", cudaMemcpy(p->weights_d, weights, sizeof *weights * n_weights,
-                                       cudaMemcpyHostToDevice));
-  CU("cudaMemcpy(bands)", cudaMemcpy(p->bands_d, bands, sizeof *bands * 3 * cfg->n_mels,
-                                     cudaMemcpyHostToDevice));
+  CU("cudaMemcpy(window)",
+     cudaMemcpy(p->window_d, window, sizeof *window * cfg->win_length, cudaMemcpyHostToDevice));
+  CU("cudaMemcpy(weights)",
+     cudaMemcpy(p->weights_d, weights, sizeof *weights * n_weights, cudaMemcpyHostToDevice));
+  CU("cudaMemcpy(bands)",
+     cudaMemcpy(p->bands_d, bands, sizeof *bands * 3 * cfg->n_mels, cudaMemcpyHostToDevice));
   P->window = p->window_d;
   P->mel_weights = p->weights_d;
   P->mel_first = p->bands_d;
@@ -433,7 +447,8 @@ static int slot_enqueue(fc_cuda_plan *p, slot *s, size_t count, uint64_t samples
   P.utt_frame_off = s->tab_d + 2 * MAX_UTTS;
   if (i16) { /* half the bytes across PCIe, converted as the CPU path converts them */
     CU("cudaMemcpyAsync(pcm int16, host to device)",
-       cudaMemcpyAsync(s->pcm16_d, s->pcm_h, sizeof(int16_t) * samples, cudaMemcpyHostToDevice, st));
+       cudaMemcpyAsync(s->pcm16_d, s->pcm_h, sizeof(int16_t) * samples, cudaMemcpyHostToDevice,
+                       st));
     CU("int16 conversion kernel launch",
        (cudaError_t)fc_cu_launch_i16_to_f32(s->pcm16_d, s->pcm_d, samples, st));
   } else {
@@ -449,7 +464,8 @@ static int slot_enqueue(fc_cuda_plan *p, slot *s, size_t count, uint64_t samples
   CU("mel kernel launch", (cudaError_t)fc_cu_launch_mel(&P, s->rows_d, s->mel_d, frames, st));
   const void *src = s->mel_d;
   if (P.needs_max)
-    CU("utterance max kernel launch", (cudaError_t)fc_cu_launch_utt_max(&P, s->mel_d, s->umax_d, st));
+    CU("utterance max kernel launch",
+       (cudaError_t)fc_cu_launch_utt_max(&P, s->mel_d, s->umax_d, st));
   if (P.needs_max || dtype != FC_DTYPE_F32) {
     CU("finish kernel launch",
        (cudaError_t)fc_cu_launch_finish(&P, s->mel_d, s->umax_d, s->out_d, n, dtype, st));
@@ -500,7 +516,8 @@ static int compute_batch(fc_cuda_plan *p, const void *const *pcm, int i16, const
     slot *s = &p->slots[next];
     if ((rc = slot_finish(p, s, out))) goto out;
     /* Pack utterances while the chunk has room for their samples, frames and table rows. */
-    uint64_t *sample_off = s->tab_h, *len = s->tab_h + MAX_UTTS, *frame_off = s->tab_h + 2 * MAX_UTTS;
+    uint64_t *sample_off = s->tab_h, *len = s->tab_h + MAX_UTTS,
+             *frame_off = s->tab_h + 2 * MAX_UTTS;
     uint64_t samples = 0, frames = 0;
     size_t j = i;
     for (; j < n_utts && j - i < MAX_UTTS; j++) {
@@ -561,12 +578,12 @@ struct fc_cuda_gather {
   unsigned workers, wait_us;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  request **queue;       /* waiting requests, oldest first */
-  unsigned nq, blocked;  /* queued; callers waiting for room */
+  request **queue; /* waiting requests, oldest first */
+  unsigned nq, blocked; /* queued; callers waiting for room */
   uint64_t q_samples;
   struct timespec oldest;
   int running, failed;
-  char error[512];       /* the failed launch's message, for every caller it failed */
+  char error[512]; /* the failed launch's message, for every caller it failed */
   /* The leader's copy of a launch (only one leader at a time). */
   request **taken;
   const float **xs;
@@ -630,8 +647,7 @@ static double since_us(const struct timespec *t0) {
 
 int fc_cuda_gather_compute(fc_cuda_gather *g, const float *samples, size_t n, float *out) {
   const size_t max = g->plan->max_samples;
-  if (n > max)
-    return set_error(FC_ETOOLONG, "%zu samples, more than the CUDA plan's %zu", n, max);
+  if (n > max) return set_error(FC_ETOOLONG, "%zu samples, more than the CUDA plan's %zu", n, max);
   if (fc_mel_num_frames(&g->plan->cfg, n) == 0)
     return set_error(FC_EEMPTY, "%zu samples give no frames", n);
   request r = {samples, n, out, 0, 0};

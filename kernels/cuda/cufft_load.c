@@ -29,22 +29,20 @@ int fc_cufft_version(int *version) {
 #define CUFFT_SONAME "libcufft.so." FC_STR(CUFFT_VER_MAJOR)
 
 /* One entry per function: name, pointer. */
-#define FC_CUFFT_FUNCS(X)                                                                         \
-  X(cufftCreate, (cufftHandle * plan))                                                            \
-  X(cufftDestroy, (cufftHandle plan))                                                             \
-  X(cufftSetAutoAllocation, (cufftHandle plan, int autoAllocate))                                 \
-  X(cufftMakePlanMany, (cufftHandle plan, int rank, int *n, int *inembed, int istride, int idist, \
-                        int *onembed, int ostride, int odist, cufftType type, int batch,         \
-                        size_t *workSize))                                                        \
-  X(cufftSetStream, (cufftHandle plan, cudaStream_t stream))                                      \
-  X(cufftSetWorkArea, (cufftHandle plan, void *workArea))                                         \
-  X(cufftExecR2C, (cufftHandle plan, cufftReal * idata, cufftComplex * odata))                    \
+#define FC_CUFFT_FUNCS(X)                                                                    \
+  X(cufftCreate, (cufftHandle * plan))                                                       \
+  X(cufftDestroy, (cufftHandle plan))                                                        \
+  X(cufftSetAutoAllocation, (cufftHandle plan, int autoAllocate))                            \
+  X(cufftMakePlanMany,                                                                       \
+    (cufftHandle plan, int rank, int *n, int *inembed, int istride, int idist, int *onembed, \
+     int ostride, int odist, cufftType type, int batch, size_t *workSize))                   \
+  X(cufftSetStream, (cufftHandle plan, cudaStream_t stream))                                 \
+  X(cufftSetWorkArea, (cufftHandle plan, void *workArea))                                    \
+  X(cufftExecR2C, (cufftHandle plan, cufftReal * idata, cufftComplex * odata))               \
   X(cufftGetVersion, (int *version))
 
 #define FC_CUFFT_PTR(name, params) cufftResult(*name) params;
-static struct {
-  FC_CUFFT_FUNCS(FC_CUFFT_PTR)
-} fn;
+static struct { FC_CUFFT_FUNCS(FC_CUFFT_PTR) } fn;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static char load_error[512];
@@ -67,11 +65,11 @@ static void load(void) {
     return;
   }
   void *sym;
-#define FC_CUFFT_SYM(name, params)                                                                \
-  if (!(sym = dlsym(h, #name))) {                                                                 \
-    snprintf(load_error, sizeof load_error, "cuFFT not loaded: no %s in it", #name);              \
-    return;                                                                                       \
-  }                                                                                               \
+#define FC_CUFFT_SYM(name, params)                                                   \
+  if (!(sym = dlsym(h, #name))) {                                                    \
+    snprintf(load_error, sizeof load_error, "cuFFT not loaded: no %s in it", #name); \
+    return;                                                                          \
+  }                                                                                  \
   memcpy(&fn.name, &sym, sizeof sym);
   FC_CUFFT_FUNCS(FC_CUFFT_SYM)
   /* h stays open for the life of the process, as a linked library would */
@@ -91,16 +89,16 @@ const char *fc_cufft_load_error(void) { return load_error; }
 #define FC_CUFFT_ARGS_cufftCreate (plan)
 #define FC_CUFFT_ARGS_cufftDestroy (plan)
 #define FC_CUFFT_ARGS_cufftSetAutoAllocation (plan, autoAllocate)
-#define FC_CUFFT_ARGS_cufftMakePlanMany                                                           \
+#define FC_CUFFT_ARGS_cufftMakePlanMany \
   (plan, rank, n, inembed, istride, idist, onembed, ostride, odist, type, batch, workSize)
 #define FC_CUFFT_ARGS_cufftSetStream (plan, stream)
 #define FC_CUFFT_ARGS_cufftSetWorkArea (plan, workArea)
 #define FC_CUFFT_ARGS_cufftExecR2C (plan, idata, odata)
 #define FC_CUFFT_ARGS_cufftGetVersion (version)
-#define FC_CUFFT_STUB(name, params)                                                               \
-  cufftResult CUFFTAPI name params {                                                              \
-    if (fc_cufft_load(NULL, 0)) return CUFFT_NOT_SUPPORTED;                                       \
-    return fn.name FC_CUFFT_ARGS_##name;                                                          \
+#define FC_CUFFT_STUB(name, params)                         \
+  cufftResult CUFFTAPI name params {                        \
+    if (fc_cufft_load(NULL, 0)) return CUFFT_NOT_SUPPORTED; \
+    return fn.name FC_CUFFT_ARGS_##name;                    \
   }
 FC_CUFFT_FUNCS(FC_CUFFT_STUB)
 

@@ -48,7 +48,8 @@ __global__ void mel_kernel(fc_cu_params P, const float *rows, float *mel, uint64
   extern __shared__ float spec[];
   for (uint64_t g = blockIdx.x; g < n_frames; g += gridDim.x) {
     const float *row = rows + g * P.row;
-    for (uint32_t k = threadIdx.x; k < P.nbins; k += blockDim.x) spec[k] = fc_cu_spectrum(&P, row, k);
+    for (uint32_t k = threadIdx.x; k < P.nbins; k += blockDim.x)
+      spec[k] = fc_cu_spectrum(&P, row, k);
     __syncthreads();
     for (uint32_t m = threadIdx.x; m < P.n_mels; m += blockDim.x)
       mel[g * P.n_mels + m] = fc_cu_mel_value(&P, spec, m);
@@ -107,7 +108,7 @@ extern "C" int fc_cu_launch_mel(const fc_cu_params *P, const float *rows, float 
                                 uint64_t n_frames, fc_cu_stream stream) {
   if (n_frames == 0) return cudaSuccess;
   mel_kernel<<<grid_for(n_frames), kMelThreads, P->nbins * sizeof(float), stream>>>(*P, rows, mel,
-                                                                                   n_frames);
+                                                                                    n_frames);
   return cudaGetLastError();
 }
 

@@ -26,23 +26,23 @@
  * and host pointers in the host test. */
 typedef struct fc_cu_params {
   uint32_t n_fft, win, hop, woff, nbins, n_mels;
-  uint32_t row;           /* floats per frame row: 2 * nbins */
-  uint64_t pad;           /* padded samples each side */
+  uint32_t row; /* floats per frame row: 2 * nbins */
+  uint64_t pad; /* padded samples each side */
   int pad_mode;
   int remove_dc;
   int log_mode;
-  int needs_max;          /* fc_log_needs_max(log_mode, top_db) */
-  float scale;            /* 32768 for int16_scale, else 1 */
+  int needs_max; /* fc_log_needs_max(log_mode, top_db) */
+  float scale; /* 32768 for int16_scale, else 1 */
   float power, mag_eps, log_floor, top_db;
-  double preemph;         /* 0 = off */
+  double preemph; /* 0 = off */
   uint32_t n_utts;
   const uint64_t *utt_sample_off; /* n_utts */
-  const uint64_t *utt_len;        /* n_utts */
-  const uint64_t *utt_frame_off;  /* n_utts + 1 */
-  const float *window;            /* win values (float, as the CPU backend rounds them) */
-  const uint32_t *mel_first;      /* per band: first bin with a nonzero weight */
-  const uint32_t *mel_count;      /* per band: bins in its span */
-  const uint32_t *mel_offset;     /* per band: start of its weights in mel_weights */
+  const uint64_t *utt_len; /* n_utts */
+  const uint64_t *utt_frame_off; /* n_utts + 1 */
+  const float *window; /* win values (float, as the CPU backend rounds them) */
+  const uint32_t *mel_first; /* per band: first bin with a nonzero weight */
+  const uint32_t *mel_count; /* per band: bins in its span */
+  const uint32_t *mel_offset; /* per band: start of its weights in mel_weights */
   const float *mel_weights;
 } fc_cu_params;
 
@@ -52,8 +52,10 @@ static inline FC_HD uint32_t fc_cu_frame_utt(const fc_cu_params *P, uint64_t g) 
   uint32_t lo = 0, hi = P->n_utts; /* answer in [lo, hi) */
   while (hi - lo > 1) {
     uint32_t mid = lo + (hi - lo) / 2;
-    if (P->utt_frame_off[mid] <= g) lo = mid;
-    else hi = mid;
+    if (P->utt_frame_off[mid] <= g)
+      lo = mid;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -128,9 +130,12 @@ static inline FC_HD float fc_cu_i16_to_f32(int16_t v) { return (float)v * (1.0f 
 
 /* Store v as element i of an output array of dtype FC_DTYPE_F32, F16 or BF16. */
 static inline FC_HD void fc_cu_store(void *out, uint64_t i, float v, int dtype) {
-  if (dtype == FC_DTYPE_F16) ((uint16_t *)out)[i] = fc_math_f32_to_f16(v);
-  else if (dtype == FC_DTYPE_BF16) ((uint16_t *)out)[i] = fc_math_f32_to_bf16(v);
-  else ((float *)out)[i] = v;
+  if (dtype == FC_DTYPE_F16)
+    ((uint16_t *)out)[i] = fc_math_f32_to_f16(v);
+  else if (dtype == FC_DTYPE_BF16)
+    ((uint16_t *)out)[i] = fc_math_f32_to_bf16(v);
+  else
+    ((float *)out)[i] = v;
 }
 
 /* ---- host-side setup, shared by cuda_host.c and the host test ---------------------------------- */

@@ -36,7 +36,7 @@
 
 struct bench_rec {
   uint8_t key[16];
-  uint64_t offset;  /* of the value in data.mdb */
+  uint64_t offset; /* of the value in data.mdb */
   uint64_t val_len; /* value bytes (header + payload) */
 };
 
@@ -55,7 +55,7 @@ struct fc_bench {
 };
 
 static const char *const pattern_names[FC_BENCH_PATTERN_COUNT] = {"sequential", "physical",
-                                                                   "random", "locality"};
+                                                                  "random", "locality"};
 
 const char *fc_bench_pattern_name(int p) {
   return (p >= 0 && p < FC_BENCH_PATTERN_COUNT) ? pattern_names[p] : "?";
@@ -138,10 +138,16 @@ static int enumerate(fc_bench *b) {
     const void *k, *v;
     size_t kl, vl;
     rc = fc_cursor_next(c, &k, &kl, &v, &vl);
-    if (rc == FC_ENOTFOUND) { rc = 0; break; }
+    if (rc == FC_ENOTFOUND) {
+      rc = 0;
+      break;
+    }
     if (rc) break;
     const uint8_t *vp = v;
-    if (kl != 16 || vp < b->map || vp + vl > b->map + b->map_len) { rc = FC_EFORMAT; break; }
+    if (kl != 16 || vp < b->map || vp + vl > b->map + b->map_len) {
+      rc = FC_EFORMAT;
+      break;
+    }
     struct bench_rec *r = &b->recs[b->n++];
     memcpy(r->key, k, 16);
     r->offset = (uint64_t)(vp - b->map);
@@ -165,7 +171,10 @@ int fc_bench_open(const char *dir, unsigned flags, fc_bench **out) {
   size_t dl = strlen(dir);
   b->dir = strdup(dir);
   b->data_path = malloc(dl + 10);
-  if (!b->dir || !b->data_path) { rc = ENOMEM; goto fail; }
+  if (!b->dir || !b->data_path) {
+    rc = ENOMEM;
+    goto fail;
+  }
   snprintf(b->data_path, dl + 10, "%s/data.mdb", dir);
   b->store_flags = store_flags_for(flags);
   long pg = sysconf(_SC_PAGESIZE);
@@ -198,7 +207,9 @@ uint64_t fc_bench_payload_bytes(const fc_bench *b) { return b->payload_bytes; }
 uint64_t fc_bench_file_bytes(const fc_bench *b) { return b->file_bytes; }
 uint64_t fc_bench_max_payload(const fc_bench *b) { return b->max_payload; }
 const fc_bench_device *fc_bench_device_info(const fc_bench *b) { return &b->dev; }
-const uint8_t *fc_bench_key(const fc_bench *b, size_t i) { return i < b->n ? b->recs[i].key : NULL; }
+const uint8_t *fc_bench_key(const fc_bench *b, size_t i) {
+  return i < b->n ? b->recs[i].key : NULL;
+}
 uint64_t fc_bench_offset(const fc_bench *b, size_t i) { return i < b->n ? b->recs[i].offset : 0; }
 
 /* ---- orders ------------------------------------------------------------------------------------ */
@@ -293,7 +304,10 @@ int fc_bench_resident(fc_bench *b, double *fraction) {
   for (uint64_t off = 0; !rc && off < size; off += window) {
     size_t len = (size_t)(size - off < window ? size - off : window);
     void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, (off_t)off);
-    if (m == MAP_FAILED) { rc = errno; break; }
+    if (m == MAP_FAILED) {
+      rc = errno;
+      break;
+    }
     size_t np = (len + b->page - 1) / b->page;
     if (mincore(m, len, vec) != 0) rc = errno;
     for (size_t i = 0; !rc && i < np; i++) resident += vec[i] & 1;
@@ -331,7 +345,8 @@ int fc_bench_evict(fc_bench *b, double *resident) {
   for (int tries = 0; !rc && !rc2 && tries < 3; tries++) {
     rc = drop_cache(b->data_path);
     if (!rc) rc = fc_bench_resident(b, resident);
-    if (*resident <= COLD_RESIDENT_MAX || *resident * (double)b->file_bytes / (double)b->page <= 64.5)
+    if (*resident <= COLD_RESIDENT_MAX ||
+        *resident * (double)b->file_bytes / (double)b->page <= 64.5)
       break; /* else pages were under writeback: again */
   }
   return rc ? rc : rc2;
@@ -380,7 +395,7 @@ struct pass {
   atomic_size_t next;
   atomic_uint_fast64_t bytes;
   atomic_int stop; /* 0 running; 1 time, 2 bytes, 3 asked to stop, 4 error */
-  double *rec_lat;   /* seconds, by position in the order; < 0: not read */
+  double *rec_lat; /* seconds, by position in the order; < 0: not read */
   double *batch_lat; /* by batch number */
   pthread_mutex_t visit_mu;
 };
@@ -391,8 +406,8 @@ struct reader {
   int rc;
   uint64_t records, bytes, bad, batches, majflt, minflt;
   double fault_cpu, wait, copy, total;
-  uint8_t *buf;  /* batch × max payload: the dense batch the loader would fill */
-  float *dec;    /* coded (mq) records are decoded here, as the loader decodes into its batch */
+  uint8_t *buf; /* batch × max payload: the dense batch the loader would fill */
+  float *dec; /* coded (mq) records are decoded here, as the loader decodes into its batch */
   size_t dec_cap;
   uint64_t decoded; /* bytes delivered: payload bytes, or decoded f32 bytes of coded records */
   uint8_t *dbuf; /* direct: aligned bounce buffer */
@@ -617,8 +632,8 @@ int fc_bench_run(fc_bench *b, const fc_bench_params *p, fc_bench_result *r) {
   uint32_t *order = malloc(n * sizeof *order);
   double *rec_lat = malloc(n * sizeof *rec_lat), *batch_lat = malloc(nb * sizeof *batch_lat);
   struct reader *rds = calloc(p->threads, sizeof *rds);
-  struct pass ps = {.b = b, .p = p, .n = n, .direct_fd = -1, .rec_lat = rec_lat,
-                    .batch_lat = batch_lat};
+  struct pass ps =
+      {.b = b, .p = p, .n = n, .direct_fd = -1, .rec_lat = rec_lat, .batch_lat = batch_lat};
   pthread_mutex_init(&ps.visit_mu, NULL);
   int rc = (order && rec_lat && batch_lat && rds) ? 0 : ENOMEM;
   if (!rc) rc = fc_bench_order(b, p->pattern, p->seed, p->run, p->batch, order);

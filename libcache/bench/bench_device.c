@@ -127,8 +127,10 @@ static void probe_disk(const char *sysdir, fc_bench_device *d) {
     char vendor[64];
     if (read_line(p, vendor, sizeof vendor) == 0) {
       /* virtio devices name only the PCI vendor: 0x1af4 is Red Hat's virtio. */
-      if (strcmp(vendor, "0x1af4") == 0) copy_str(d->model, sizeof d->model, "virtio disk");
-      else snprintf(d->model, sizeof d->model, "vendor %s", vendor);
+      if (strcmp(vendor, "0x1af4") == 0)
+        copy_str(d->model, sizeof d->model, "virtio disk");
+      else
+        snprintf(d->model, sizeof d->model, "vendor %s", vendor);
     }
   }
   /* dm-* and md*: the disks below are under slaves/; take the first one's facts for rotation
@@ -178,7 +180,8 @@ int fc_bench_device_probe(const char *path, fc_bench_device *d) {
   probe_mount(real, d->dev_major, d->dev_minor, d);
   if (!d->fs_type[0]) {
     struct statfs sf;
-    if (statfs(path, &sf) == 0) copy_str(d->fs_type, sizeof d->fs_type, fs_name_from_magic(sf.f_type));
+    if (statfs(path, &sf) == 0)
+      copy_str(d->fs_type, sizeof d->fs_type, fs_name_from_magic(sf.f_type));
   }
 
   char sys[128];

@@ -10,11 +10,11 @@
 #define MAX_RECS 8
 
 struct verdict {
-  const fc_bench_result *ref;  /* the pass the verdict quotes (cold random at the batch size) */
+  const fc_bench_result *ref; /* the pass the verdict quotes (cold random at the batch size) */
   const fc_bench_result *warm; /* the same in the page cache, when measured */
-  double bps, warm_bps;        /* batches/s of `batch` records */
-  double gpus, warm_gpus;      /* data-parallel readers a step keeps under 5 % data time */
-  double min_step_ms;          /* shortest step one reader keeps under 5 % */
+  double bps, warm_bps; /* batches/s of `batch` records */
+  double gpus, warm_gpus; /* data-parallel readers a step keeps under 5 % data time */
+  double min_step_ms; /* shortest step one reader keeps under 5 % */
   char text[1024];
   char recs[MAX_RECS][512];
   int nrecs;
@@ -58,8 +58,10 @@ static const char *rotational_word(int rot) {
 }
 
 static void human_bytes(uint64_t b, char *out, size_t len) {
-  if (b >= 1000000000ull) snprintf(out, len, "%.1f GB", (double)b / 1e9);
-  else snprintf(out, len, "%.1f MB", (double)b / 1e6);
+  if (b >= 1000000000ull)
+    snprintf(out, len, "%.1f GB", (double)b / 1e9);
+  else
+    snprintf(out, len, "%.1f MB", (double)b / 1e6);
 }
 
 static void compute_verdict(const fc_bench_report *r, double step_ms, unsigned batch,
@@ -93,17 +95,16 @@ static void compute_verdict(const fc_bench_report *r, double step_ms, unsigned b
   char dev[256];
   if (strcmp(d->kind, "block") == 0)
     snprintf(dev, sizeof dev, "%s (%s, %s, %s)", d->disk[0] ? d->disk : d->block_device,
-             d->model[0] ? d->model : "model unknown", rotational_word(d->rotational),
-             d->fs_type);
+             d->model[0] ? d->model : "model unknown", rotational_word(d->rotational), d->fs_type);
   else
     snprintf(dev, sizeof dev, "%s", d->fs_type[0] ? d->fs_type : d->kind);
-  int n = snprintf(v->text, sizeof v->text,
-                   "%s on %s delivers %.1f batches/s of %u utterances (%s order, %s, %u "
-                   "thread%s%s); a training step of %g ms stays under 5 %% data time ",
-                   r->store, dev, v->bps, batch, fc_bench_pattern_name(v->ref->pattern),
-                   fc_bench_state_name(v->ref->state), v->ref->threads,
-                   v->ref->threads == 1 ? "" : "s", v->ref->batch == batch ? "" : ", converted",
-                   step_ms);
+  int n =
+      snprintf(v->text, sizeof v->text,
+               "%s on %s delivers %.1f batches/s of %u utterances (%s order, %s, %u "
+               "thread%s%s); a training step of %g ms stays under 5 %% data time ",
+               r->store, dev, v->bps, batch, fc_bench_pattern_name(v->ref->pattern),
+               fc_bench_state_name(v->ref->state), v->ref->threads, v->ref->threads == 1 ? "" : "s",
+               v->ref->batch == batch ? "" : ", converted", step_ms);
   if (n < 0 || (size_t)n >= sizeof v->text) return;
   if (v->gpus >= 1)
     n += snprintf(v->text + n, sizeof v->text - n,
@@ -135,8 +136,9 @@ static void compute_verdict(const fc_bench_report *r, double step_ms, unsigned b
     add_rec(v, "the store is in RAM (%s): these are memory numbers; it cannot be read cold",
             d->fs_type);
   if (!strcmp(d->kind, "overlay"))
-    add_rec(v, "the store is on an overlay filesystem: bench the host path of its layer to "
-               "learn which disk is really read");
+    add_rec(v,
+            "the store is on an overlay filesystem: bench the host path of its layer to "
+            "learn which disk is really read");
   uint64_t avail = mem_available ? mem_available : meminfo_available();
   uint64_t avg = r->records ? r->payload_bytes / r->records : 0;
   int keeps_up = v->gpus >= 1;
@@ -144,28 +146,32 @@ static void compute_verdict(const fc_bench_report *r, double step_ms, unsigned b
     add_rec(v, "this device keeps up with a %g ms step at batch %u even cold: no change needed",
             step_ms, batch);
   if (!keeps_up && rc_cold && lc_cold && lc_cold->records_per_s > 1.3 * rc_cold->records_per_s)
-    add_rec(v, "use the locality-aware order (shuffled within runs of adjacent records): %.1fx "
-               "the random order's throughput here%s",
+    add_rec(v,
+            "use the locality-aware order (shuffled within runs of adjacent records): %.1fx "
+            "the random order's throughput here%s",
             lc_cold->records_per_s / rc_cold->records_per_s,
             d->rotational == 1 ? " on this rotational disk" : "");
   if (rc_cold && d->read_ahead_kb > 0 && avg > 0 && avg < (uint64_t)d->read_ahead_kb * 1024 &&
       ((sq_cold && rc_cold->mb_per_s < 0.5 * sq_cold->mb_per_s) ||
        (ph_cold && rc_cold->mb_per_s < 0.5 * ph_cold->mb_per_s)))
-    add_rec(v, "random reads of %.0f KB records under a read-ahead of %d KB read pages nobody "
-               "asked for: for random order on a store larger than RAM open it with "
-               "MDB_NORDAHEAD (loader option; compare with cache-bench --nordahead)",
+    add_rec(v,
+            "random reads of %.0f KB records under a read-ahead of %d KB read pages nobody "
+            "asked for: for random order on a store larger than RAM open it with "
+            "MDB_NORDAHEAD (loader option; compare with cache-bench --nordahead)",
             (double)avg / 1e3, d->read_ahead_kb);
   char fb[32], av[32];
   human_bytes(r->file_bytes, fb, sizeof fb);
   human_bytes(avail, av, sizeof av);
   if (!keeps_up && strcmp(d->kind, "tmpfs")) {
     if (avail && r->file_bytes < avail / 2)
-      add_rec(v, "copy the cache to RAM (e.g. cp -r to /dev/shm) or let the page cache keep it "
-                 "after the first epoch: %s fits in the %s available%s",
+      add_rec(v,
+              "copy the cache to RAM (e.g. cp -r to /dev/shm) or let the page cache keep it "
+              "after the first epoch: %s fits in the %s available%s",
               fb, av, v->warm && v->warm_gpus >= 1 ? ", and warm reads keep up" : "");
     else
-      add_rec(v, "the store (%s) is larger than half the available memory (%s): move it to a "
-                 "faster device (SSD/NVMe) or use the locality-aware order",
+      add_rec(v,
+              "the store (%s) is larger than half the available memory (%s): move it to a "
+              "faster device (SSD/NVMe) or use the locality-aware order",
               fb, av);
   }
   const fc_bench_result *t1 = NULL, *tn = NULL;
@@ -173,8 +179,10 @@ static void compute_verdict(const fc_bench_report *r, double step_ms, unsigned b
     const fc_bench_result *p = &r->passes[i];
     if (p->pattern != v->ref->pattern || p->state != v->ref->state || p->batch != v->ref->batch)
       continue;
-    if (p->threads == 1) t1 = p;
-    else if (!tn || p->records_per_s > tn->records_per_s) tn = p;
+    if (p->threads == 1)
+      t1 = p;
+    else if (!tn || p->records_per_s > tn->records_per_s)
+      tn = p;
   }
   if (t1 && tn && tn->records_per_s > 1.3 * t1->records_per_s)
     add_rec(v, "use %u prefetch threads: %.1fx one thread's throughput here", tn->threads,
@@ -211,8 +219,10 @@ static void device_line(FILE *f, const fc_bench_report *r) {
     fprintf(f, " (%s), %s, %s on %s%s, read-ahead ", d->model[0] ? d->model : "model unknown",
             rotational_word(d->rotational), d->fs_type, d->mount_point,
             d->read_only ? " (read-only)" : "");
-    if (d->read_ahead_kb >= 0) fprintf(f, "%d KB\n", d->read_ahead_kb);
-    else fprintf(f, "unknown\n");
+    if (d->read_ahead_kb >= 0)
+      fprintf(f, "%d KB\n", d->read_ahead_kb);
+    else
+      fprintf(f, "unknown\n");
   } else {
     fprintf(f, "device: no block device (%s on %s%s)\n", d->fs_type, d->mount_point,
             d->read_only ? ", read-only" : "");
@@ -223,8 +233,9 @@ static void device_line(FILE *f, const fc_bench_report *r) {
 void fc_bench_write_table(FILE *f, const fc_bench_report *r, size_t n) {
   if (n == 1) {
     device_line(f, r);
-    fprintf(f, "\n%-10s %-5s %-6s %3s %5s %8s %9s %9s %9s %8s %8s %8s %8s %8s %8s %5s %5s %5s "
-               "%5s\n",
+    fprintf(f,
+            "\n%-10s %-5s %-6s %3s %5s %8s %9s %9s %9s %8s %8s %8s %8s %8s %8s %5s %5s %5s "
+            "%5s\n",
             "pattern", "state", "io", "thr", "batch", "resident", "MB/s", "rec/s", "batch/s",
             "rec_p50", "rec_p95", "rec_p99", "rec_max", "bat_p50", "bat_p99", "fault", "copy",
             "wait", "other");
@@ -243,8 +254,9 @@ void fc_bench_write_table(FILE *f, const fc_bench_report *r, size_t n) {
         fprintf(f, "%-10s %-5s %-6s %3s %5s %8s %9.1f  MB/s decoded to float32 (coded records)\n",
                 "", "", "", "", "", "", p->decoded_mb_per_s);
     }
-    fprintf(f, "latencies in ms; MB = 10^6 bytes of payload; resident = data.mdb in the page "
-               "cache before the pass\n");
+    fprintf(f,
+            "latencies in ms; MB = 10^6 bytes of payload; resident = data.mdb in the page "
+            "cache before the pass\n");
     return;
   }
   /* side by side: one column pair per store, rows from the first store's passes */
@@ -284,16 +296,21 @@ void fc_bench_write_table(FILE *f, const fc_bench_report *r, size_t n) {
 static void json_str(FILE *f, const char *s) {
   fputc('"', f);
   for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-    else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-    else fputc(*p, f);
+    if (*p == '"' || *p == '\\')
+      fprintf(f, "\\%c", *p);
+    else if (*p < 0x20)
+      fprintf(f, "\\u%04x", *p);
+    else
+      fputc(*p, f);
   }
   fputc('"', f);
 }
 
 static void json_num(FILE *f, double x) {
-  if (isfinite(x)) fprintf(f, "%.6g", x);
-  else fputs("null", f);
+  if (isfinite(x))
+    fprintf(f, "%.6g", x);
+  else
+    fputs("null", f);
 }
 
 static void json_lat(FILE *f, const char *name, const fc_bench_latency *l) {
@@ -328,7 +345,6 @@ static void json_record_head(FILE *f, const char *record, const char *store,
   json_rotational(f, d->rotational);
 }
 
-
 static const char *const stop_names[] = {"complete", "time", "bytes", "signal"};
 
 void fc_bench_write_json(FILE *f, const fc_bench_report *r, size_t n, double step_ms,
@@ -343,8 +359,8 @@ void fc_bench_write_json(FILE *f, const fc_bench_report *r, size_t n, double ste
       json_str(f, fc_bench_pattern_name(p->pattern));
       fputs(",\"cache_state\":", f);
       json_str(f, fc_bench_state_name(p->state));
-      fprintf(f, ",\"io\":\"%s\",\"threads\":%u,\"batch\":%u,\"mb_per_s\":", io_name(p),
-              p->threads, p->batch);
+      fprintf(f, ",\"io\":\"%s\",\"threads\":%u,\"batch\":%u,\"mb_per_s\":", io_name(p), p->threads,
+              p->batch);
       json_num(f, p->mb_per_s);
       fputs(",\"decoded_mb_per_s\":", f);
       json_num(f, p->decoded_mb_per_s);
@@ -356,9 +372,8 @@ void fc_bench_write_json(FILE *f, const fc_bench_report *r, size_t n, double ste
       json_lat(f, "batch_latency_ms", &p->batch_ms);
       fputs(",\"resident_fraction_before\":", f);
       json_num(f, p->resident_before);
-      fprintf(f, ",\"cold_verified\":%s", p->state == FC_BENCH_COLD
-                                               ? (p->cold_verified ? "true" : "false")
-                                               : "null");
+      fprintf(f, ",\"cold_verified\":%s",
+              p->state == FC_BENCH_COLD ? (p->cold_verified ? "true" : "false") : "null");
       fputs(",\"time_split\":{\"faults\":", f);
       json_num(f, p->fault_frac);
       fputs(",\"copying\":", f);
@@ -367,13 +382,15 @@ void fc_bench_write_json(FILE *f, const fc_bench_report *r, size_t n, double ste
       json_num(f, p->wait_frac);
       fputs(",\"other\":", f);
       json_num(f, p->other_frac);
-      fprintf(f, "},\"major_faults\":%llu,\"minor_faults\":%llu,\"records\":%llu,"
-                 "\"batches\":%llu,\"bytes\":%llu,\"bad_records\":%llu,\"seconds\":",
+      fprintf(f,
+              "},\"major_faults\":%llu,\"minor_faults\":%llu,\"records\":%llu,"
+              "\"batches\":%llu,\"bytes\":%llu,\"bad_records\":%llu,\"seconds\":",
               (unsigned long long)p->major_faults, (unsigned long long)p->minor_faults,
               (unsigned long long)p->records, (unsigned long long)p->batches,
               (unsigned long long)p->bytes, (unsigned long long)p->bad_records);
       json_num(f, p->seconds);
-      fprintf(f, ",\"stopped\":\"%s\"}\n", stop_names[p->stopped >= 0 && p->stopped <= 3 ? p->stopped : 0]);
+      fprintf(f, ",\"stopped\":\"%s\"}\n",
+              stop_names[p->stopped >= 0 && p->stopped <= 3 ? p->stopped : 0]);
     }
     json_record_head(f, "summary", r[s].store, d);
     fputs(",\"kind\":", f);
@@ -385,8 +402,10 @@ void fc_bench_write_json(FILE *f, const fc_bench_report *r, size_t n, double ste
     fputs(",\"mount_point\":", f);
     json_str(f, d->mount_point);
     fprintf(f, ",\"read_only\":%s,\"read_ahead_kb\":", d->read_only ? "true" : "false");
-    if (d->read_ahead_kb >= 0) fprintf(f, "%d", d->read_ahead_kb);
-    else fputs("null", f);
+    if (d->read_ahead_kb >= 0)
+      fprintf(f, "%d", d->read_ahead_kb);
+    else
+      fputs("null", f);
     fputs(",\"note\":", f);
     json_str(f, d->note);
     fprintf(f, ",\"records\":%llu,\"payload_bytes\":%llu,\"file_bytes\":%llu,\"step_ms\":",
@@ -419,12 +438,18 @@ void fc_bench_write_json(FILE *f, const fc_bench_report *r, size_t n, double ste
 /* ---- SVG --------------------------------------------------------------------------------------- */
 static void xml_str(FILE *f, const char *s) {
   for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    if (*p == '<') fputs("&lt;", f);
-    else if (*p == '>') fputs("&gt;", f);
-    else if (*p == '&') fputs("&amp;", f);
-    else if (*p == '"') fputs("&quot;", f);
-    else if (*p < 0x20) fputc(' ', f);
-    else fputc(*p, f);
+    if (*p == '<')
+      fputs("&lt;", f);
+    else if (*p == '>')
+      fputs("&gt;", f);
+    else if (*p == '&')
+      fputs("&amp;", f);
+    else if (*p == '"')
+      fputs("&quot;", f);
+    else if (*p < 0x20)
+      fputc(' ', f);
+    else
+      fputc(*p, f);
   }
 }
 
@@ -477,22 +502,25 @@ int fc_bench_write_svg(FILE *f, const fc_bench_report *r, size_t n) {
   if (lat_hi <= lat_lo) lat_hi = lat_lo * 10;
   int d_lo = (int)floor(log10(lat_lo)), d_hi = (int)ceil(log10(lat_hi));
   if (d_hi <= d_lo) d_hi = d_lo + 1;
-  double y1 = top + h1;           /* baseline of the throughput panel */
+  double y1 = top + h1; /* baseline of the throughput panel */
   double y2t = y1 + mid, y2 = y2t + h2; /* latency panel top and bottom */
 #define LATY(ms) (y2 - (log10(ms) - d_lo) / (double)(d_hi - d_lo) * h2)
 
-  fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
-             "<!DOCTYPE svg PUBLIC \"-//W3C//DTD SVG 1.1//EN\" "
-             "\"http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd\">\n");
-  fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%.0f\" "
-             "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"DejaVu Sans, Helvetica, "
-             "Arial, sans-serif\" font-size=\"11\">\n",
+  fprintf(f,
+          "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
+          "<!DOCTYPE svg PUBLIC \"-//W3C//DTD SVG 1.1//EN\" "
+          "\"http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd\">\n");
+  fprintf(f,
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%.0f\" "
+          "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"DejaVu Sans, Helvetica, "
+          "Arial, sans-serif\" font-size=\"11\">\n",
           width, height, width, height);
   fputs("<title>cache-bench: throughput and batch latency per pass</title>\n", f);
   fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#ffffff\"/>\n", width,
           height);
-  fprintf(f, "<text x=\"%.0f\" y=\"24\" font-size=\"15\" font-weight=\"bold\">cache-bench: how "
-             "fast ",
+  fprintf(f,
+          "<text x=\"%.0f\" y=\"24\" font-size=\"15\" font-weight=\"bold\">cache-bench: how "
+          "fast ",
           left);
   for (size_t s = 0; s < n; s++) {
     if (s) fputs(n > 2 && s + 1 < n ? ", " : " vs ", f);
@@ -510,14 +538,16 @@ int fc_bench_write_svg(FILE *f, const fc_bench_report *r, size_t n) {
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>\n", left, y,
             left + plot_w, y, t ? "#e3e3e3" : "#444444");
   }
-  fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n</g>\n", left, top, left, y1);
+  fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n</g>\n", left, top, left,
+          y1);
   fputs("<g id=\"throughput-ticks\" text-anchor=\"end\" fill=\"#222222\">\n", f);
   for (int t = 0; t <= 5; t++)
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%g</text>\n", left - 6, y1 - h1 * t / 5.0 + 4,
             ymax * t / 5.0);
   fputs("</g>\n", f);
-  fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(-90)\" text-anchor=\"middle\" "
-             "font-size=\"12\">throughput (MB/s)</text>\n",
+  fprintf(f,
+          "<text transform=\"translate(%.1f,%.1f) rotate(-90)\" text-anchor=\"middle\" "
+          "font-size=\"12\">throughput (MB/s)</text>\n",
           left - 52, top + h1 / 2);
 
   /* panel 2: log axis of batch latency */
@@ -527,14 +557,16 @@ int fc_bench_write_svg(FILE *f, const fc_bench_report *r, size_t n) {
     fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>\n", left, y,
             left + plot_w, y, dd == d_lo ? "#444444" : "#e3e3e3");
   }
-  fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n</g>\n", left, y2t, left, y2);
+  fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n</g>\n", left, y2t, left,
+          y2);
   fputs("<g id=\"latency-ticks\" text-anchor=\"end\" fill=\"#222222\">\n", f);
   for (int dd = d_lo; dd <= d_hi; dd++)
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%g</text>\n", left - 6, LATY(pow(10, dd)) + 4,
             pow(10, dd));
   fputs("</g>\n", f);
-  fprintf(f, "<text transform=\"translate(%.1f,%.1f) rotate(-90)\" text-anchor=\"middle\" "
-             "font-size=\"12\">batch latency (ms, log)</text>\n",
+  fprintf(f,
+          "<text transform=\"translate(%.1f,%.1f) rotate(-90)\" text-anchor=\"middle\" "
+          "font-size=\"12\">batch latency (ms, log)</text>\n",
           left - 52, y2t + h2 / 2);
 
   /* bars, markers and labels */
@@ -548,8 +580,9 @@ int fc_bench_write_svg(FILE *f, const fc_bench_report *r, size_t n) {
       if (i < r[s].n_passes) p0 = &r[s].passes[i];
     if (i == rows || p0->pattern != last_pattern) {
       if (last_pattern >= 0) /* close the previous group with its name under both panels */
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"12\" "
-                   "font-weight=\"bold\">%s</text>\n",
+        fprintf(f,
+                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"12\" "
+                "font-weight=\"bold\">%s</text>\n",
                 (group_x0 + x) / 2, y2 + 62, fc_bench_pattern_name(last_pattern));
       if (i == rows) break;
       x += gap / 2 + (last_pattern >= 0 ? gap / 2 : 0);
@@ -564,31 +597,36 @@ int fc_bench_write_svg(FILE *f, const fc_bench_report *r, size_t n) {
       const fc_bench_result *p = &r[s].passes[i];
       double hgt = ymax > 0 ? h1 * p->mb_per_s / ymax : 0;
       const char *color = store_hue[s % 4][p->state == FC_BENCH_WARM];
-      fprintf(f, "<rect class=\"pass\" id=\"pass-%zu-%zu\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
-                 "height=\"%.1f\" fill=\"%s\" stroke=\"#ffffff\" stroke-width=\"0.5\"><title>",
+      fprintf(f,
+              "<rect class=\"pass\" id=\"pass-%zu-%zu\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+              "height=\"%.1f\" fill=\"%s\" stroke=\"#ffffff\" stroke-width=\"0.5\"><title>",
               s + 1, i + 1, x + 1, y1 - hgt, bw - 2, hgt, color);
       xml_str(f, r[s].store);
-      fprintf(f, ": %s %s %s, %u thread%s, batch %u: %.1f MB/s, %.1f records/s, batch p50 %.3f "
-                 "ms, p99 %.3f ms, resident before %.1f%%</title></rect>\n",
+      fprintf(f,
+              ": %s %s %s, %u thread%s, batch %u: %.1f MB/s, %.1f records/s, batch p50 %.3f "
+              "ms, p99 %.3f ms, resident before %.1f%%</title></rect>\n",
               fc_bench_pattern_name(p->pattern), fc_bench_state_name(p->state), io_name(p),
               p->threads, p->threads == 1 ? "" : "s", p->batch, p->mb_per_s, p->records_per_s,
               p->batch_ms.p50, p->batch_ms.p99, 100 * p->resident_before);
       double cx = x + bw / 2;
       if (bw >= 24) /* the value over the bar, when there is room */
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\">%.0f</text>\n",
+        fprintf(f,
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\">%.0f</text>\n",
                 cx, y1 - hgt - 3, p->mb_per_s);
       if (p->batch_ms.p50 > 0 && p->batch_ms.p99 > 0) {
         double ya = LATY(p->batch_ms.p50), yb = LATY(p->batch_ms.p99);
-        fprintf(f, "<g class=\"latency\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-                   "stroke=\"%s\" stroke-width=\"1.5\"/>"
-                   "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"/>"
-                   "<path d=\"M %.1f %.1f l -4 7 l 8 0 z\" fill=\"#ffffff\" stroke=\"%s\" "
-                   "stroke-width=\"1.5\"/></g>\n",
+        fprintf(f,
+                "<g class=\"latency\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                "stroke=\"%s\" stroke-width=\"1.5\"/>"
+                "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"/>"
+                "<path d=\"M %.1f %.1f l -4 7 l 8 0 z\" fill=\"#ffffff\" stroke=\"%s\" "
+                "stroke-width=\"1.5\"/></g>\n",
                 cx, ya, cx, yb, color, cx, ya, color, cx, yb - 4, store_hue[s % 4][0]);
       }
       /* a short label under each bar: state letter, batch, threads */
-      fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"end\" "
-                 "transform=\"rotate(-90 %.1f %.1f)\">%c b%u t%u%s</text>\n",
+      fprintf(f,
+              "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"end\" "
+              "transform=\"rotate(-90 %.1f %.1f)\">%c b%u t%u%s</text>\n",
               cx + 3, y2 + 6, cx + 3, y2 + 6, p->state == FC_BENCH_COLD ? 'C' : 'W', p->batch,
               p->threads, p->direct ? " D" : "");
       x += bw;
@@ -603,25 +641,29 @@ int fc_bench_write_svg(FILE *f, const fc_bench_report *r, size_t n) {
   ly += 16;
   for (size_t s = 0; s < n; s++) {
     for (int st = 0; st < 2; st++) {
-      fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>"
-                 "<text x=\"%.1f\" y=\"%.1f\">",
+      fprintf(f,
+              "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>"
+              "<text x=\"%.1f\" y=\"%.1f\">",
               lx, ly - 10, store_hue[s % 4][st], lx + 18, ly);
       if (n > 1) fprintf(f, "[%zu] ", s + 1);
       fprintf(f, "%s</text>\n", st ? "warm (page cache)" : "cold (evicted)");
       ly += 17;
     }
   }
-  fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"#444444\"/><text x=\"%.1f\" "
-             "y=\"%.1f\">batch latency p50</text>\n",
+  fprintf(f,
+          "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"#444444\"/><text x=\"%.1f\" "
+          "y=\"%.1f\">batch latency p50</text>\n",
           lx + 6, ly - 4, lx + 18, ly);
   ly += 17;
-  fprintf(f, "<path d=\"M %.1f %.1f l -4 7 l 8 0 z\" fill=\"#ffffff\" stroke=\"#444444\" "
-             "stroke-width=\"1.5\"/><text x=\"%.1f\" y=\"%.1f\">batch latency p99</text>\n",
+  fprintf(f,
+          "<path d=\"M %.1f %.1f l -4 7 l 8 0 z\" fill=\"#ffffff\" stroke=\"#444444\" "
+          "stroke-width=\"1.5\"/><text x=\"%.1f\" y=\"%.1f\">batch latency p99</text>\n",
           lx + 6, ly - 9, lx + 18, ly);
   ly += 22;
-  fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\">labels: C/W cold/warm, bN batch, tN "
-             "threads,</text>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\">D O_DIRECT; MB = "
-             "10^6 bytes</text>\n",
+  fprintf(f,
+          "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\">labels: C/W cold/warm, bN batch, tN "
+          "threads,</text>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\">D O_DIRECT; MB = "
+          "10^6 bytes</text>\n",
           lx, ly, lx, ly + 12);
   ly += 30;
   if (n > 1)

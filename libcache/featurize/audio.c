@@ -206,8 +206,7 @@ static int wav_pcm16_mono(const uint8_t *b, size_t len, const uint8_t **data, si
       unsigned tag = f[0] | f[1] << 8, ch = f[2] | f[3] << 8, align = f[12] | f[13] << 8,
                bits = f[14] | f[15] << 8;
       uint32_t r = le32(f + 4), byte_rate = le32(f + 8);
-      if (tag != 1 || ch != 1 || align != 2 || bits != 16 || r == 0 || byte_rate != 2 * r)
-        return 0;
+      if (tag != 1 || ch != 1 || align != 2 || bits != 16 || r == 0 || byte_rate != 2 * r) return 0;
       if (size == 18 && (f[16] | f[17]) != 0) return 0;
       sr = r;
     } else if (memcmp(c, "data", 4) == 0) {
@@ -251,7 +250,7 @@ static const char *audio_magic(const uint8_t *b, size_t len) {
   static const struct {
     const char *magic, *name;
   } m[] = {{"RIFF", "WAV"}, {"RIFX", "WAV"}, {"RF64", "WAV"}, {"FORM", "AIFF"}, {"fLaC", "FLAC"},
-           {"OggS", "Ogg"},  {"ID3", "MP3"},  {".snd", "AU"},  {"caff", "CAF"},  {"NIST", "NIST"}};
+           {"OggS", "Ogg"}, {"ID3", "MP3"},  {".snd", "AU"},  {"caff", "CAF"},  {"NIST", "NIST"}};
   for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
     size_t n = strlen(m[i].magic);
     if (len >= n && memcmp(b, m[i].magic, n) == 0) return m[i].name;
@@ -363,7 +362,7 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     }
     if (max_seconds > 0 && (double)pcm_frames > max_seconds * pcm_rate) {
       fc_why(why, why_len, "%.1f s long, over the %.1f s limit", (double)pcm_frames / pcm_rate,
-              max_seconds);
+             max_seconds);
       return FC_ETOOLONG;
     }
     float *v = malloc(pcm_frames * sizeof *v);
@@ -410,14 +409,14 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
   uint64_t declared, held;
   if (wav_truncated(bytes, len, &declared, &held)) {
     fc_why(why, why_len, "truncated: header says %llu frames, file holds %llu",
-            (unsigned long long)declared, (unsigned long long)held);
+           (unsigned long long)declared, (unsigned long long)held);
     rc = FC_EDECODE;
     goto done;
   }
   const double max_frames = max_seconds > 0 ? max_seconds * src_rate : INFINITY;
   if (frames_known && (double)sfi.frames > max_frames) {
     fc_why(why, why_len, "%.1f s long, over the %.1f s limit", (double)sfi.frames / src_rate,
-            max_seconds);
+           max_seconds);
     rc = FC_ETOOLONG;
     goto done;
   }
@@ -427,7 +426,8 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     goto done;
   }
 
-  const double ratio = (double)dst_rate / (double)src_rate; /* librosa: float(target_sr) / orig_sr */
+  const double ratio =
+      (double)dst_rate / (double)src_rate; /* librosa: float(target_sr) / orig_sr */
   if (ratio > 64.0 || ratio < 1.0 / 256.0) {
     /* Not speech audio (a damaged header says 3 Hz, say): a few bytes must not become gigabytes. */
     fc_why(why, why_len, "unsupported sample rate conversion: %u Hz to %u Hz", src_rate, dst_rate);
@@ -438,11 +438,12 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     soxr_error_t e = NULL;
     soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
     soxr_quality_spec_t q = soxr_quality_spec(SOXR_HQ, 0);
-    rs = fc_fault_hit("resample") ? NULL
-                                    : soxr_create((double)src_rate, (double)dst_rate, 1, &e, &io, &q, NULL);
+    rs = fc_fault_hit("resample")
+             ? NULL
+             : soxr_create((double)src_rate, (double)dst_rate, 1, &e, &io, &q, NULL);
     if (!rs || e) {
       fc_why(why, why_len, "cannot resample %u Hz to %u Hz: %s", src_rate, dst_rate,
-              e ? e : "soxr_create failed");
+             e ? e : "soxr_create failed");
       rc = FC_EDECODE;
       goto done;
     }
@@ -501,8 +502,8 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
   int sf_err = sf_error(sf);
   if (frames_known && decoded < sfi.frames && header_frames_exact(sfi.format)) {
     fc_why(why, why_len, "truncated: header says %lld frames, file holds %lld%s%s%s",
-            (long long)sfi.frames, (long long)decoded, sf_err ? " (libsndfile: " : "",
-            sf_err ? sf_strerror(sf) : "", sf_err ? ")" : "");
+           (long long)sfi.frames, (long long)decoded, sf_err ? " (libsndfile: " : "",
+           sf_err ? sf_strerror(sf) : "", sf_err ? ")" : "");
     rc = FC_EDECODE;
     goto done;
   }

@@ -52,14 +52,12 @@ struct timespec fz_deadline(double seconds_from_now) {
   return ts;
 }
 
-
 /* ---- the pipeline ------------------------------------------------------------------------------ */
 void fc_featurize_opts_init(fc_featurize_opts *o) {
   memset(o, 0, sizeof *o);
   o->jobs = 1;
   o->device.kind = FC_DEVICE_AUTO;
 }
-
 
 static size_t job_bytes(const fz_job *j) { return j->record_len + j->entry_len + sizeof *j; }
 
@@ -71,8 +69,6 @@ void fz_job_free(fz_job *j) {
   free(j->entry);
   free(j);
 }
-
-
 
 static int stop_requested(const fz_run *r) { return r->o.stop && *r->o.stop; }
 
@@ -148,8 +144,10 @@ int fz_queue_push(fz_run *r, fz_job *j, double *waited) {
     pthread_mutex_unlock(&r->mu);
     return rc;
   }
-  if (r->tail) r->tail->next = j;
-  else r->head = j;
+  if (r->tail)
+    r->tail->next = j;
+  else
+    r->head = j;
   r->tail = j;
   r->q_count++;
   r->q_bytes += b;
@@ -236,7 +234,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
     if (frames == 0) {
       rc = FC_EEMPTY;
       fc_why(why, sizeof why, "too short: %zu samples at %u Hz give no frames", n,
-              cfg->sample_rate);
+             cfg->sample_rate);
       goto fail;
     }
     if (frames > UINT32_MAX ||
@@ -250,7 +248,8 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
       payload = fc_mq_bound((uint32_t)frames, cfg->n_mels);
       if (!payload) {
         rc = FC_ETOOLONG;
-        fc_why(why, sizeof why, "too long for the mq codec: %llu frames", (unsigned long long)frames);
+        fc_why(why, sizeof why, "too long for the mq codec: %llu frames",
+               (unsigned long long)frames);
         goto fail;
       }
     }
@@ -258,10 +257,14 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
     j->record_len = FC_RECORD_HEADER_SIZE + payload;
     j->frames = frames;
     if (r->batching && n <= r->chunk_samples) { /* the compute stage finishes the record */
-      fc_audio_entry e = {.digest = audio, .sample_rate = info.sample_rate,
-                          .channels = info.channels, .frames = info.frames,
-                          .source_size = info.size, .mtime_ns = info.mtime_ns,
-                          .path = it->path, .path_len = strlen(it->path)};
+      fc_audio_entry e = {.digest = audio,
+                          .sample_rate = info.sample_rate,
+                          .channels = info.channels,
+                          .frames = info.frames,
+                          .source_size = info.size,
+                          .mtime_ns = info.mtime_ns,
+                          .path = it->path,
+                          .path_len = strlen(it->path)};
       j->entry_len = fc_audio_entry_size(&e);
       if (!(j->entry = malloc(j->entry_len))) goto nomem;
       fc_audio_entry_encode(&e, j->entry);
@@ -289,7 +292,8 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
                         &payload, cw, sizeof cw);
       if (rc) fc_why(why, sizeof why, "cannot code the mel: %s", cw);
       j->record_len = FC_RECORD_HEADER_SIZE + payload;
-      uint8_t *fit = rc ? NULL : realloc(j->record, j->record_len); /* give the bound's slack back */
+      uint8_t *fit =
+          rc ? NULL : realloc(j->record, j->record_len); /* give the bound's slack back */
       if (fit) pl = (j->record = fit) + FC_RECORD_HEADER_SIZE;
     } else if (cfg->dtype != FC_DTYPE_F32) {
       fc_convert_dtype(mel, nvals, cfg->dtype, pl);
@@ -297,19 +301,29 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
     if (mel != (float *)(void *)pl) free(mel);
     tm->compute += (t0 = fz_now()) - t1;
     if (rc) goto fail;
-    fc_record_header h = {.dtype = (uint8_t)cfg->dtype, .ndim = 2, .dim0 = (uint32_t)frames,
-                          .dim1 = cfg->n_mels, .payload_bytes = payload,
-                          .payload_hash = fc_hash64(pl, payload), .config = r->cfg_digest,
-                          .flags = 0, .producer = producer};
+    fc_record_header h = {.dtype = (uint8_t)cfg->dtype,
+                          .ndim = 2,
+                          .dim0 = (uint32_t)frames,
+                          .dim1 = cfg->n_mels,
+                          .payload_bytes = payload,
+                          .payload_hash = fc_hash64(pl, payload),
+                          .config = r->cfg_digest,
+                          .flags = 0,
+                          .producer = producer};
     fc_record_header_encode(&h, j->record);
     tm->hash += fz_now() - t0;
     j->frames = frames;
   }
   free(x);
   x = NULL;
-  fc_audio_entry e = {.digest = audio, .sample_rate = info.sample_rate, .channels = info.channels,
-                      .frames = info.frames, .source_size = info.size, .mtime_ns = info.mtime_ns,
-                      .path = it->path, .path_len = strlen(it->path)};
+  fc_audio_entry e = {.digest = audio,
+                      .sample_rate = info.sample_rate,
+                      .channels = info.channels,
+                      .frames = info.frames,
+                      .source_size = info.size,
+                      .mtime_ns = info.mtime_ns,
+                      .path = it->path,
+                      .path_len = strlen(it->path)};
   j->entry_len = fc_audio_entry_size(&e);
   if (!(j->entry = malloc(j->entry_len))) goto nomem;
   fc_audio_entry_encode(&e, j->entry);
@@ -360,12 +374,12 @@ static int commit_batch(fz_run *r, fz_job *batch, size_t count) {
   fc_put *puts = malloc((2 * count + 1) * sizeof *puts);
   if (!puts) return ENOMEM;
   size_t np = 0;
-  puts[np++] = (fc_put){FC_DB_META, r->cfg_key, 36, r->cfg_json, r->cfg_json_len,
-                        FC_PUT_NOOVERWRITE};
+  puts[np++] =
+      (fc_put){FC_DB_META, r->cfg_key, 36, r->cfg_json, r->cfg_json_len, FC_PUT_NOOVERWRITE};
   for (fz_job *j = batch; j; j = j->next) {
     if (j->record)
-      puts[np++] = (fc_put){FC_DB_FEAT, j->key.bytes, sizeof j->key.bytes, j->record,
-                            j->record_len, FC_PUT_NOOVERWRITE};
+      puts[np++] = (fc_put){FC_DB_FEAT, j->key.bytes,  sizeof j->key.bytes,
+                            j->record,  j->record_len, FC_PUT_NOOVERWRITE};
     const char *id = r->items[j->index].id;
     puts[np++] = (fc_put){FC_DB_AUDIO, id, strlen(id), j->entry, j->entry_len, 0};
   }
@@ -378,7 +392,9 @@ static void report_committed(fz_run *r, fz_job *batch) {
   pthread_mutex_lock(&r->ev_mu);
   for (fz_job *j = batch; j; j = j->next) {
     fc_featurize_event ev = {.status = j->record ? FC_ITEM_STORED : FC_ITEM_LINKED,
-                             .index = j->index, .frames = j->frames, .seconds = j->seconds};
+                             .index = j->index,
+                             .frames = j->frames,
+                             .seconds = j->seconds};
     r->st.processed++;
     r->st.audio_seconds += j->seconds;
     emit(r, &ev);
@@ -396,7 +412,6 @@ static void batch_free(fz_job *j) {
     j = next;
   }
 }
-
 
 /* The writer loop (runs on the calling thread). Returns 0 or the first commit error. */
 static int writer_loop(fz_run *r) {
@@ -417,8 +432,10 @@ static int writer_loop(fz_run *r) {
       r->q_count--;
       r->q_bytes -= job_bytes(j);
       j->next = NULL;
-      if (btail) btail->next = j;
-      else batch = j;
+      if (btail)
+        btail->next = j;
+      else
+        batch = j;
       btail = j;
       if (bcount++ == 0) started = fz_now();
       bbytes += job_bytes(j);
@@ -479,7 +496,8 @@ static int writer_loop(fz_run *r) {
  * the pool, the stage with the most busy seconds names it (compute on a GPU: "GPU-bound"). A run
  * whose start-up took longer than the rest is "start-up-bound". */
 const char *fc_featurize_bound(const fc_featurize_stats *st, fc_device_kind device) {
-  const double pool = st->read_seconds + st->hash_seconds + st->decode_seconds + st->compute_seconds;
+  const double pool =
+      st->read_seconds + st->hash_seconds + st->decode_seconds + st->compute_seconds;
   const double run = st->wall_seconds - st->setup_seconds;
   if (pool + st->write_seconds <= 0 || st->workers == 0) return "idle";
   if (st->setup_seconds > run) return "start-up-bound";
@@ -531,8 +549,10 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
   r->cfg = cfg;
   r->items = items;
   r->n = n;
-  if (opts) r->o = *opts;
-  else fc_featurize_opts_init(&r->o);
+  if (opts)
+    r->o = *opts;
+  else
+    fc_featurize_opts_init(&r->o);
   if (!r->o.jobs) r->o.jobs = 1;
   if (!r->o.batch_records) r->o.batch_records = 64;
   if (!r->o.batch_bytes) r->o.batch_bytes = 64ull << 20;
@@ -653,15 +673,18 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
   r->st.write_seconds = r->write_busy;
   r->st.writer_wait_seconds = r->writer_wait;
   /* After a failed commit, workers may still have queued jobs: computed, never committed. */
-  for (fz_job *j = r->head; j; j = j->next) fz_report_unstored(r, j->index, wrc ? wrc : FC_EBADSTATE);
+  for (fz_job *j = r->head; j; j = j->next)
+    fz_report_unstored(r, j->index, wrc ? wrc : FC_EBADSTATE);
   batch_free(r->head);
   r->head = r->tail = NULL;
   /* Items never begun: failures of this job after a failed commit (one line for them all, the
    * caller's summary), else the run was stopped on purpose (stop flag, strict). */
   size_t next = atomic_load(&r->next);
   uint64_t never = next < n ? n - next : 0;
-  if (wrc || rc) r->st.failed += never;
-  else r->st.not_started += never;
+  if (wrc || rc)
+    r->st.failed += never;
+  else
+    r->st.not_started += never;
   if (rc) goto out; /* thread start failure */
   if (wrc) {
     rc = wrc;

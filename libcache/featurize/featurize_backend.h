@@ -16,7 +16,7 @@
 #include "featcache/fc_format.h"
 
 typedef struct fc_fz_backend {
-  const char *name;  /* "cpu", "cuda" */
+  const char *name; /* "cpu", "cuda" */
   uint32_t producer; /* FC_PRODUCER_* written into record headers */
   /* Prepare for `workers` threads computing cfg on dev. Called once, before the workers start.
    * *state is freed with close. Returns 0 or an error with a reason in why. */

@@ -25,8 +25,14 @@ int fc_device_parse(const char *spec, fc_device *out, char *why, size_t why_len)
   if (why && why_len) why[0] = '\0';
   memset(out, 0, sizeof *out);
   if (!spec) spec = "";
-  if (strcmp(spec, "auto") == 0) { out->kind = FC_DEVICE_AUTO; return 0; }
-  if (strcmp(spec, "cpu") == 0) { out->kind = FC_DEVICE_CPU; return 0; }
+  if (strcmp(spec, "auto") == 0) {
+    out->kind = FC_DEVICE_AUTO;
+    return 0;
+  }
+  if (strcmp(spec, "cpu") == 0) {
+    out->kind = FC_DEVICE_CPU;
+    return 0;
+  }
   if (strncmp(spec, "cuda", 4) == 0) {
     out->kind = FC_DEVICE_CUDA;
     if (spec[4] == '\0') return 0;
@@ -61,9 +67,7 @@ int fc_device_resolve(const fc_device *want, fc_device *got, char *why, size_t w
     got->kind = FC_DEVICE_CPU;
     set_why(why, why_len, 0, "%s", reason);
     return 0;
-  case FC_DEVICE_CPU:
-    got->kind = FC_DEVICE_CPU;
-    return 0;
+  case FC_DEVICE_CPU: got->kind = FC_DEVICE_CPU; return 0;
   case FC_DEVICE_CUDA:
     if (fc_cuda_device_count(&n, reason, sizeof reason) != 0)
       return set_why(why, why_len, FC_ENODEVICE, "%s", reason);
@@ -81,15 +85,14 @@ int fc_device_resolve(const fc_device *want, fc_device *got, char *why, size_t w
  * dominate, so the default threshold is that second: 3000 s of audio per worker. */
 enum { AUTO_CPU_RATE = 3000, AUTO_BYTES_PER_SECOND = 44100 };
 
-int fc_featurize_choose_device(const fc_device *want, const fc_item *items, size_t n,
-                               unsigned jobs, double gpu_min_seconds, fc_device *got, char *why,
-                               size_t why_len) {
+int fc_featurize_choose_device(const fc_device *want, const fc_item *items, size_t n, unsigned jobs,
+                               double gpu_min_seconds, fc_device *got, char *why, size_t why_len) {
   if (want->kind != FC_DEVICE_AUTO || !fc_cuda_built())
     return fc_device_resolve(want, got, why, why_len);
   if (why && why_len) why[0] = '\0';
-  double min_s = gpu_min_seconds > 0 ? gpu_min_seconds
+  double min_s = gpu_min_seconds > 0   ? gpu_min_seconds
                  : gpu_min_seconds < 0 ? 0
-                 : (double)AUTO_CPU_RATE * (jobs ? jobs : 1);
+                                       : (double)AUTO_CPU_RATE * (jobs ? jobs : 1);
   double bytes = 0, need = min_s * AUTO_BYTES_PER_SECOND;
   for (size_t i = 0; i < n && bytes < need; i++) {
     struct stat sb;
@@ -131,8 +134,8 @@ static void cpu_close(void *state) {
   free(c);
 }
 
-static int cpu_open(const fc_mel_config *cfg, const fc_device *dev, unsigned workers,
-                    void **state, char *why, size_t why_len) {
+static int cpu_open(const fc_mel_config *cfg, const fc_device *dev, unsigned workers, void **state,
+                    char *why, size_t why_len) {
   (void)dev;
   *state = NULL;
   if (workers == 0) workers = 1;
@@ -154,12 +157,13 @@ static int cpu_compute(void *state, unsigned worker, const float *x, size_t n, f
   return fc_mel_compute(c->plans[worker], x, n, out);
 }
 
-static const fc_fz_backend cpu_backend = {"cpu", FC_PRODUCER_CPU, cpu_open, cpu_compute, cpu_close,
-                                          NULL, NULL};
+static const fc_fz_backend cpu_backend = {"cpu",       FC_PRODUCER_CPU, cpu_open,
+                                          cpu_compute, cpu_close,       NULL,
+                                          NULL};
 
 /* ---- the CUDA backend: one plan, fed by the pipeline's compute stage (featurize_backend.h) ----- */
-static int cuda_open(const fc_mel_config *cfg, const fc_device *dev, unsigned workers,
-                     void **state, char *why, size_t why_len) {
+static int cuda_open(const fc_mel_config *cfg, const fc_device *dev, unsigned workers, void **state,
+                     char *why, size_t why_len) {
   (void)workers;
   int rc = fc_cuda_plan_create(cfg, dev->index, 0, (fc_cuda_plan **)state);
   if (rc) set_why(why, why_len, rc, "%s", fc_cuda_last_error());
@@ -176,8 +180,8 @@ static size_t cuda_max_samples(void *state) { return fc_cuda_plan_max_samples(st
 
 static void cuda_close(void *state) { fc_cuda_plan_free(state); }
 
-static const fc_fz_backend cuda_backend = {"cuda", FC_PRODUCER_CUDA, cuda_open, NULL, cuda_close,
-                                           cuda_compute_batch, cuda_max_samples};
+static const fc_fz_backend cuda_backend = {"cuda",     FC_PRODUCER_CUDA,   cuda_open,       NULL,
+                                           cuda_close, cuda_compute_batch, cuda_max_samples};
 
 const fc_fz_backend *fc_fz_backend_for(const fc_device *dev) {
   if (dev->kind == FC_DEVICE_CPU) return &cpu_backend;

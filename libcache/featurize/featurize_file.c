@@ -70,4 +70,3 @@ int fc_featurize_file(fc_mel_plan *plan, const char *path, double max_seconds, f
   free(bytes);
   return rc;
 }
-

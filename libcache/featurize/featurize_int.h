@@ -44,8 +44,8 @@ typedef struct fz_run {
   void *be_state;
   size_t dsize;
 
-  atomic_size_t next;     /* next item to take */
-  atomic_int halt;        /* stop taking items: strict failure or a failed commit */
+  atomic_size_t next; /* next item to take */
+  atomic_int halt; /* stop taking items: strict failure or a failed commit */
   atomic_int interrupted; /* a worker saw *stop set with items left */
 
   pthread_mutex_t mu; /* queue */
@@ -67,17 +67,17 @@ typedef struct fz_run {
    * in `pending` (bounded by pending_max samples; a worker blocks only when it is full) until the
    * stage thread launches them. */
   int batching;
-  size_t chunk_samples;    /* be->max_samples: a launch's worth */
-  uint64_t pending_max;    /* samples allowed to wait: two launches' worth */
-  double launch_wait;      /* seconds the oldest pending job waits for a fuller launch */
+  size_t chunk_samples; /* be->max_samples: a launch's worth */
+  uint64_t pending_max; /* samples allowed to wait: two launches' worth */
+  double launch_wait; /* seconds the oldest pending job waits for a fuller launch */
   pthread_mutex_t bmu;
   pthread_cond_t bcv_work, bcv_space;
   fz_job *phead, *ptail;
   size_t p_count;
   uint64_t p_samples;
   unsigned submitters_left; /* workers still running */
-  double stage_busy;        /* the stage thread's compute time */
-  double stage_wait;        /* the stage thread blocked on the writer's full queue */
+  double stage_busy; /* the stage thread's compute time */
+  double stage_wait; /* the stage thread blocked on the writer's full queue */
 } fz_run;
 
 /* Busy seconds of one worker's stages (its own: no lock), summed into the stats at the end. */

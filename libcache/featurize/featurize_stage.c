@@ -40,8 +40,10 @@ void fz_submit(fz_run *r, fz_job *j, double *waited) {
   }
   j->submitted = fz_now();
   j->next = NULL;
-  if (r->ptail) r->ptail->next = j;
-  else r->phead = j;
+  if (r->ptail)
+    r->ptail->next = j;
+  else
+    r->phead = j;
   r->ptail = j;
   r->p_count++;
   r->p_samples += j->n;
@@ -81,10 +83,15 @@ static void launch(fz_run *r, fz_job *batch, size_t count, const void **xs, size
     }
     uint8_t *pl = j->record + FC_RECORD_HEADER_SIZE;
     size_t payload = j->record_len - FC_RECORD_HEADER_SIZE;
-    fc_record_header h = {.dtype = (uint8_t)r->cfg->dtype, .ndim = 2, .dim0 = (uint32_t)j->frames,
-                          .dim1 = r->cfg->n_mels, .payload_bytes = payload,
-                          .payload_hash = fc_hash64(pl, payload), .config = r->cfg_digest,
-                          .flags = 0, .producer = r->be->producer};
+    fc_record_header h = {.dtype = (uint8_t)r->cfg->dtype,
+                          .ndim = 2,
+                          .dim0 = (uint32_t)j->frames,
+                          .dim1 = r->cfg->n_mels,
+                          .payload_bytes = payload,
+                          .payload_hash = fc_hash64(pl, payload),
+                          .config = r->cfg_digest,
+                          .flags = 0,
+                          .producer = r->be->producer};
     fc_record_header_encode(&h, j->record);
     int qrc = fz_queue_push(r, j, &waited);
     if (qrc) {
@@ -169,4 +176,3 @@ void *fz_stage_main(void *arg) {
   pthread_mutex_unlock(&r->mu);
   return NULL;
 }
-

@@ -39,19 +39,35 @@ void fc_loader_options_init(fc_loader_options *o) {
 static int resolve_pad_value(const fc_mel_config *mc, float *out, char *why, size_t why_len) {
   double f = mc->log_floor > 0 ? mc->log_floor : 0;
   switch (mc->log) {
-    case FC_LOG_NONE: *out = 0.0f; return 0;
-    case FC_LOG_LN: if (f > 0) { *out = (float)log(f); return 0; } break;
-    case FC_LOG_LOG10: if (f > 0) { *out = (float)log10(f); return 0; } break;
-    case FC_LOG_DB:
-      if (f > 0 && mc->top_db <= 0) { *out = (float)(10 * log10(f)); return 0; }
-      fc_why(why, why_len, "pad_value: the silence of this config (power_to_db with top_db %g) "
-             "depends on each utterance's maximum: give pad_value", mc->top_db);
-      return FC_ECONFIG;
-    case FC_LOG_WHISPER:
-      fc_why(why, why_len, "pad_value: the silence of a whisper config ((max(x, max - 8) + 4) / 4) "
-             "depends on each utterance's maximum: give pad_value");
-      return FC_ECONFIG;
-    default: break;
+  case FC_LOG_NONE: *out = 0.0f; return 0;
+  case FC_LOG_LN:
+    if (f > 0) {
+      *out = (float)log(f);
+      return 0;
+    }
+    break;
+  case FC_LOG_LOG10:
+    if (f > 0) {
+      *out = (float)log10(f);
+      return 0;
+    }
+    break;
+  case FC_LOG_DB:
+    if (f > 0 && mc->top_db <= 0) {
+      *out = (float)(10 * log10(f));
+      return 0;
+    }
+    fc_why(why, why_len,
+           "pad_value: the silence of this config (power_to_db with top_db %g) "
+           "depends on each utterance's maximum: give pad_value",
+           mc->top_db);
+    return FC_ECONFIG;
+  case FC_LOG_WHISPER:
+    fc_why(why, why_len,
+           "pad_value: the silence of a whisper config ((max(x, max - 8) + 4) / 4) "
+           "depends on each utterance's maximum: give pad_value");
+    return FC_ECONFIG;
+  default: break;
   }
   fc_why(why, why_len, "pad_value: the config has no silence value (log floor %g): give pad_value",
          mc->log_floor);
@@ -83,8 +99,10 @@ static int reg_acquire(const char *dir, unsigned flags, ld_reg **out) {
   /* Entries inherited over fork belong to the parent: forget them, never close them here (closing
    * would clear the parent's reader slots in the shared lock table). */
   for (ld_reg **pp = &reg_head; *pp;) {
-    if ((*pp)->pid != pid) *pp = (*pp)->next;
-    else pp = &(*pp)->next;
+    if ((*pp)->pid != pid)
+      *pp = (*pp)->next;
+    else
+      pp = &(*pp)->next;
   }
   ld_reg *r = reg_head;
   while (r && !(r->dev == st.st_dev && r->ino == st.st_ino)) r = r->next;
@@ -114,7 +132,10 @@ static void reg_release(ld_reg *r) {
   pthread_mutex_lock(&reg_mu);
   if (r->pid == getpid() && --r->refs == 0) {
     for (ld_reg **pp = &reg_head; *pp; pp = &(*pp)->next)
-      if (*pp == r) { *pp = r->next; break; }
+      if (*pp == r) {
+        *pp = r->next;
+        break;
+      }
     fc_store_close(r->s);
     free(r);
   }
@@ -125,7 +146,8 @@ static void reg_release(ld_reg *r) {
 static int is_hex32(const char *s) {
   if (strlen(s) != 32) return 0;
   for (int i = 0; i < 32; i++)
-    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') || (s[i] >= 'A' && s[i] <= 'F')))
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') ||
+          (s[i] >= 'A' && s[i] <= 'F')))
       return 0;
   return 1;
 }
@@ -213,7 +235,10 @@ static int resolve_config(MDB_txn *txn, MDB_dbi meta, const char *store, const c
       d1 = d;
       free(*json);
       *json = strndup(v.mv_data, v.mv_size);
-      if (!*json) { rc = ENOMEM; break; }
+      if (!*json) {
+        rc = ENOMEM;
+        break;
+      }
     }
     size_t hl = strlen(hexes);
     snprintf(hexes + hl, sizeof hexes - hl, "%s%s", hl ? ", " : "", hex);
@@ -231,15 +256,15 @@ static int resolve_config(MDB_txn *txn, MDB_dbi meta, const char *store, const c
       fc_why(why, why_len, "%s: no %s config %s in the store", store, kind, sel);
     else if (sel)
       fc_why(why, why_len, "%s: no %s config named '%s' in the store (it has: %s)", store, kind,
-              sel, n_kind ? names : "none");
+             sel, n_kind ? names : "none");
     else
       fc_why(why, why_len, "%s: the store holds no %s config", store, kind);
     rc = FC_ENOTFOUND;
     goto fail;
   }
   if (found > 1) {
-    fc_why(why, why_len, "%s: several %s configs are named '%s': choose one by digest (%s)",
-            store, kind, sel ? sel : "?", hexes);
+    fc_why(why, why_len, "%s: several %s configs are named '%s': choose one by digest (%s)", store,
+           kind, sel ? sel : "?", hexes);
     rc = FC_ECONFIG;
     goto fail;
   }
@@ -253,8 +278,8 @@ fail:
 
 /* ---- the index --------------------------------------------------------------------------------- */
 /* Check a record against what the loader expects. 0, or FC_EFORMAT/FC_ECHECKSUM with a reason. */
-static int check_record(fc_loader *l, const void *val, size_t len, int tokens,
-                        const fc_digest *cfg, fc_record_header *h, char *why, size_t why_len) {
+static int check_record(fc_loader *l, const void *val, size_t len, int tokens, const fc_digest *cfg,
+                        fc_record_header *h, char *why, size_t why_len) {
   const void *payload;
   int rc = fc_record_parse(val, len, h, &payload, why, why_len);
   if (rc) return rc;
@@ -265,9 +290,9 @@ static int check_record(fc_loader *l, const void *val, size_t len, int tokens,
   if (!tokens) {
     int want = l->mel_coded ? FC_DTYPE_MQ : l->mel_dtype;
     if (h->ndim != 2 || h->dim1 != l->n_mels || h->dtype != want) {
-      fc_why(why, why_len, "record is %ux%u %s, the config says [frames][%u] %s", h->dim0,
-              h->dim1, fc_dtype_name(h->dtype) ? fc_dtype_name(h->dtype) : "?", l->n_mels,
-              fc_dtype_name(want));
+      fc_why(why, why_len, "record is %ux%u %s, the config says [frames][%u] %s", h->dim0, h->dim1,
+             fc_dtype_name(h->dtype) ? fc_dtype_name(h->dtype) : "?", l->n_mels,
+             fc_dtype_name(want));
       return FC_EFORMAT;
     }
     if (h->dim0 == 0) {
@@ -275,14 +300,14 @@ static int check_record(fc_loader *l, const void *val, size_t len, int tokens,
       return FC_EFORMAT;
     }
   } else {
-    if (h->ndim != 1 || (h->dtype != FC_DTYPE_I32 && h->dtype != FC_DTYPE_I16 &&
-                         h->dtype != FC_DTYPE_U16)) {
+    if (h->ndim != 1 ||
+        (h->dtype != FC_DTYPE_I32 && h->dtype != FC_DTYPE_I16 && h->dtype != FC_DTYPE_U16)) {
       fc_why(why, why_len, "token record is not a 1-d integer array");
       return FC_EFORMAT;
     }
     if (l->tok_dtype && h->dtype != l->tok_dtype) {
       fc_why(why, why_len, "token record dtype %s differs from the others' %s",
-              fc_dtype_name(h->dtype), fc_dtype_name(l->tok_dtype));
+             fc_dtype_name(h->dtype), fc_dtype_name(l->tok_dtype));
       return FC_EFORMAT;
     }
   }
@@ -291,8 +316,8 @@ static int check_record(fc_loader *l, const void *val, size_t len, int tokens,
 
 /* Find id's records in store si. 0 and *it filled; FC_ENOTFOUND / FC_EFORMAT / FC_ECHECKSUM with
  * a reason; LMDB codes. The audio entry may be given (cursor walk) or looked up (aval NULL). */
-static int find_records(fc_loader *l, uint32_t si, const char *id, size_t id_len,
-                        const void *aval, size_t alen, ld_item *it, char *why, size_t why_len) {
+static int find_records(fc_loader *l, uint32_t si, const char *id, size_t id_len, const void *aval,
+                        size_t alen, ld_item *it, char *why, size_t why_len) {
   ld_store *st = &l->stores[si];
   fc_store *s = st->reg->s;
   MDB_val k, v;
@@ -411,7 +436,10 @@ static int index_store(fc_loader *l, uint32_t si, char *why, size_t why_len) {
       if ((rc = add_item(l, &it, k.mv_data, k.mv_size))) break;
       continue;
     }
-    if (e != FC_ENOTFOUND && e != FC_EFORMAT && e != FC_ECHECKSUM) { rc = e; break; }
+    if (e != FC_ENOTFOUND && e != FC_EFORMAT && e != FC_ECHECKSUM) {
+      rc = e;
+      break;
+    }
     if (strict) {
       fc_why(why, why_len, "%s: %.*s: %s", st->path, (int)k.mv_size, (const char *)k.mv_data, r);
       rc = e;
@@ -429,10 +457,13 @@ static int index_store(fc_loader *l, uint32_t si, char *why, size_t why_len) {
     MDB_val k2 = k, v2;
     int e = mdb_get(st->txn, s->dbi[FC_DB_AUDIO], &k2, &v2);
     if (e == 0) continue;
-    if (e != MDB_NOTFOUND) { rc = e; break; }
+    if (e != MDB_NOTFOUND) {
+      rc = e;
+      break;
+    }
     if (strict) {
       fc_why(why, why_len, "%s: %.*s: text without audio entry", st->path, (int)k.mv_size,
-              (const char *)k.mv_data);
+             (const char *)k.mv_data);
       rc = FC_ENOTFOUND;
       break;
     }
@@ -461,7 +492,11 @@ static int begin_txn(ld_store *st, MDB_txn **out) {
 }
 
 static int check_options(const fc_loader_options *o, char *why, size_t why_len) {
-#define BAD(...) do { fc_why(why, why_len, __VA_ARGS__); return FC_ECONFIG; } while (0)
+#define BAD(...)                       \
+  do {                                 \
+    fc_why(why, why_len, __VA_ARGS__); \
+    return FC_ECONFIG;                 \
+  } while (0)
   if (o->order > FC_ORDER_LOCALITY) BAD("unknown order %u", o->order);
   if (o->output > FC_OUTPUT_PADDED) BAD("unknown output %u", o->output);
   if (o->shard > FC_SHARD_UNEVEN) BAD("unknown shard mode %u", o->shard);
@@ -475,7 +510,8 @@ static int check_options(const fc_loader_options *o, char *why, size_t why_len) 
     BAD("crop_frames %u > pad_to %u", o->crop_frames, o->pad_to);
   if (o->pad_to && o->output != FC_OUTPUT_PADDED)
     BAD("pad_to %u pads only padded batches (views cannot be padded): use the padded output, "
-        "or crop_frames to crop views", o->pad_to);
+        "or crop_frames to crop views",
+        o->pad_to);
   if ((o->flags & FC_LOADER_RANDOM_CROP) && (o->flags & FC_LOADER_CENTER_CROP))
     BAD("RANDOM_CROP and CENTER_CROP exclude each other");
   return 0;
@@ -504,9 +540,13 @@ int fc_loader_open(const char *const *paths, size_t n, const fc_loader_options *
   if (l->o.locality_run == 0) l->o.locality_run = 16 * (l->o.batch_size ? l->o.batch_size : 32);
   if (l->o.bucket_batches == 0) l->o.bucket_batches = 1;
   if (l->o.prefetch_depth == 0) l->o.prefetch_depth = 1;
-  if (opts->flags & FC_LOADER_NO_WILLNEED) l->willneed = 0;
-  else if (opts->flags & FC_LOADER_WILLNEED) l->willneed = 1;
-  else l->willneed = (opts->flags & FC_LOADER_NORDAHEAD) != 0; /* docs/BENCHMARKS.md, the loader section */
+  if (opts->flags & FC_LOADER_NO_WILLNEED)
+    l->willneed = 0;
+  else if (opts->flags & FC_LOADER_WILLNEED)
+    l->willneed = 1;
+  else
+    l->willneed =
+        (opts->flags & FC_LOADER_NORDAHEAD) != 0; /* docs/BENCHMARKS.md, the loader section */
   pthread_mutex_init(&l->lookup_mu, NULL);
   pthread_mutex_init(&l->mu, NULL);
   pthread_cond_init(&l->cv_ready, NULL);
@@ -529,7 +569,10 @@ int fc_loader_open(const char *const *paths, size_t n, const fc_loader_options *
   for (size_t i = 0; i < n; i++) {
     ld_store *st = &l->stores[i];
     l->n_stores = (uint32_t)i + 1;
-    if (!(st->path = strdup(paths[i]))) { rc = ENOMEM; goto fail; }
+    if (!(st->path = strdup(paths[i]))) {
+      rc = ENOMEM;
+      goto fail;
+    }
     if ((rc = reg_acquire(paths[i], sflags, &st->reg))) {
       fc_why(why, why_len, "%s: %s", paths[i], fc_strerror(rc));
       goto fail;
@@ -570,7 +613,7 @@ int fc_loader_open(const char *const *paths, size_t n, const fc_loader_options *
       free(json);
       if (memcmp(st->mel_cfg.bytes, l->stores[0].mel_cfg.bytes, 16) != 0) {
         fc_why(why, why_len, "%s: its mel config differs from %s's: give a digest", st->path,
-                l->stores[0].path);
+               l->stores[0].path);
         rc = FC_ECONFIG;
         goto fail;
       }
@@ -584,8 +627,8 @@ int fc_loader_open(const char *const *paths, size_t n, const fc_loader_options *
       } else {
         free(json);
         if (memcmp(st->tok_cfg.bytes, l->stores[0].tok_cfg.bytes, 16) != 0) {
-          fc_why(why, why_len, "%s: its token config differs from %s's: give a digest",
-                  st->path, l->stores[0].path);
+          fc_why(why, why_len, "%s: its token config differs from %s's: give a digest", st->path,
+                 l->stores[0].path);
           rc = FC_ECONFIG;
           goto fail;
         }
@@ -595,8 +638,8 @@ int fc_loader_open(const char *const *paths, size_t n, const fc_loader_options *
   if (!(opts->flags & FC_LOADER_LOOKUP_ONLY)) {
     for (uint32_t i = 0; i < l->n_stores; i++)
       if ((rc = index_store(l, i, why, why_len))) {
-        if (why && why_len && !why[0]) fc_why(why, why_len, "%s: %s", l->stores[i].path,
-                                               fc_strerror(rc));
+        if (why && why_len && !why[0])
+          fc_why(why, why_len, "%s: %s", l->stores[i].path, fc_strerror(rc));
         goto fail;
       }
     if (l->tok_dtype) l->tok_dsize = fc_dtype_size(l->tok_dtype);
@@ -678,12 +721,14 @@ int fc_loader_info_get(const fc_loader *l, fc_loader_info *info) {
   uint64_t T = ld_padded_frames(l, longest), rows;
   if (l->o.max_frames) {
     rows = l->o.max_frames > T ? l->o.max_frames : T;
-    if (l->o.batch_size && rows > (uint64_t)l->o.batch_size * T) rows = (uint64_t)l->o.batch_size * T;
+    if (l->o.batch_size && rows > (uint64_t)l->o.batch_size * T)
+      rows = (uint64_t)l->o.batch_size * T;
   } else {
     rows = (uint64_t)l->o.batch_size * T;
   }
   info->bound_batch_bytes = rows * l->n_mels * l->mel_dsize;
-  if (info->bound_batch_bytes < info->max_batch_bytes) info->bound_batch_bytes = info->max_batch_bytes;
+  if (info->bound_batch_bytes < info->max_batch_bytes)
+    info->bound_batch_bytes = info->max_batch_bytes;
   return 0;
 }
 
@@ -764,7 +809,8 @@ int fc_loader_lookup(fc_loader *l, const char *id, fc_loader_item *out) {
     }
     break;
   }
-  if (rc == FC_ENOTFOUND && !l->err[0]) snprintf(l->err, sizeof l->err, "%s: no such utterance", id);
+  if (rc == FC_ENOTFOUND && !l->err[0])
+    snprintf(l->err, sizeof l->err, "%s: no such utterance", id);
   pthread_mutex_unlock(&l->lookup_mu);
   return rc;
 }

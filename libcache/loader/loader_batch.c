@@ -40,7 +40,10 @@ static int buf_get(fc_loader *l, uint64_t gen, size_t need, ld_buf *out) {
     int rc = 0;
     if (need > l->caller_buf_bytes) rc = FC_ECONFIG;
     while (!rc && l->n_free == 0) {
-      if (l->gen != gen || l->stop) { rc = EAGAIN; break; }
+      if (l->gen != gen || l->stop) {
+        rc = EAGAIN;
+        break;
+      }
       pthread_cond_wait(&l->cv_buf, &l->mu);
     }
     if (!rc) *out = l->free_bufs[--l->n_free];
@@ -222,15 +225,17 @@ static int errors_append(char **errs, const char *id, const char *reason) {
 /* Build batch k of plan p (a copy of the current or the next epoch's plan, taken under mu; nxt,
  * maybe empty, is the epoch after p, for the madvise hints) of generation gen. On failure *out is
  * NULL and why says why. */
-static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_plan *nxt,
-                       uint64_t k, ld_batch **out, char *why, size_t why_len) {
+static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_plan *nxt, uint64_t k,
+                       ld_batch **out, char *why, size_t why_len) {
   *out = NULL;
   uint64_t ahead = (l->o.output == FC_OUTPUT_VIEWS && l->n_threads) ? 0
                    : l->n_threads                                   ? l->o.prefetch_depth
                                                                     : 1;
   if (k == 0 && ahead) willneed(l, p, 0);
-  if (k + ahead < p->n_batches) willneed(l, p, k + ahead);
-  else if (nxt && nxt->order) willneed(l, nxt, k + ahead - p->n_batches);
+  if (k + ahead < p->n_batches)
+    willneed(l, p, k + ahead);
+  else if (nxt && nxt->order)
+    willneed(l, nxt, k + ahead - p->n_batches);
   uint64_t s = p->bstart[k], m = p->bstart[k + 1] - s;
   int padded = l->o.output == FC_OUTPUT_PADDED, verify = (l->o.flags & FC_LOADER_VERIFY) != 0;
   ld_batch *b = calloc(1, sizeof *b);
@@ -240,7 +245,10 @@ static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_pl
   uint32_t kept = 0;
   /* pass 1: which items, their lengths, and the sizes of everything */
   uint64_t *keep = malloc((m ? m : 1) * sizeof *keep);
-  if (!keep) { rc = ENOMEM; goto fail; }
+  if (!keep) {
+    rc = ENOMEM;
+    goto fail;
+  }
   uint32_t longest = 0, max_tok = 0;
   size_t copy_bytes = 0, id_bytes = 0;
   for (uint64_t i = 0; i < m; i++) {
@@ -282,12 +290,15 @@ static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_pl
   uint32_t T = ld_padded_frames(l, longest);
   size_t B = kept;
   size_t tok_bytes = (l->has_tokens && padded) ? align16(B * max_tok * l->tok_dsize) : 0;
-  size_t off_ids = 0, off_items = align16(B * sizeof(char *)),
-         off_u32 = off_items + align16(B * 8), off_mels = off_u32 + align16(4 * B * 4),
-         off_tokp = off_mels + align16(B * sizeof(void *)), off_copy = off_tokp + align16(B * sizeof(void *)),
+  size_t off_ids = 0, off_items = align16(B * sizeof(char *)), off_u32 = off_items + align16(B * 8),
+         off_mels = off_u32 + align16(4 * B * 4), off_tokp = off_mels + align16(B * sizeof(void *)),
+         off_copy = off_tokp + align16(B * sizeof(void *)),
          off_idtext = off_copy + copy_bytes + tok_bytes, total = off_idtext + align16(id_bytes);
   uint8_t *blk = aligned_alloc(16, total ? total : 16);
-  if (!blk) { rc = ENOMEM; goto fail; }
+  if (!blk) {
+    rc = ENOMEM;
+    goto fail;
+  }
   b->block = blk;
   const char **ids = (const char **)(blk + off_ids);
   uint64_t *items = (uint64_t *)(blk + off_items);
@@ -338,7 +349,8 @@ static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_pl
     } else if (padded) {
       uint8_t *dst = (uint8_t *)b->buf.p + i * row;
       memcpy(dst, pl, lens[i] * fb);
-      if (T > lens[i]) fill_pad(dst + lens[i] * fb, (size_t)(T - lens[i]) * l->n_mels, l->mel_dsize, pat);
+      if (T > lens[i])
+        fill_pad(dst + lens[i] * fb, (size_t)(T - lens[i]) * l->n_mels, l->mel_dsize, pat);
       mels[i] = dst;
     } else if ((uintptr_t)pl & 15) {
       memcpy(copy, pl, lens[i] * fb);

@@ -12,7 +12,7 @@
 /* One store of the dataset: a shared env (registry) and the loader's read transaction. */
 typedef struct ld_store {
   struct ld_reg *reg; /* registry entry: the fc_store shared by the loaders of this process */
-  MDB_txn *txn;       /* snapshot held from open to close; the index points into it */
+  MDB_txn *txn; /* snapshot held from open to close; the index points into it */
   char *path;
   fc_digest mel_cfg, tok_cfg;
 } ld_store;
@@ -36,7 +36,7 @@ typedef struct ld_problem {
 /* A planned epoch: this rank's items in order, cut into batches. */
 typedef struct ld_plan {
   uint64_t epoch;
-  uint64_t *order;  /* indices into items */
+  uint64_t *order; /* indices into items */
   uint64_t n_order;
   uint64_t *bstart; /* batch b = order[bstart[b] .. bstart[b+1]) */
   uint64_t n_batches;
@@ -52,7 +52,7 @@ typedef struct ld_buf {
 typedef struct ld_batch {
   fc_batch pub;
   struct fc_loader *l;
-  ld_buf buf;  /* padded mel buffer (p NULL for views) */
+  ld_buf buf; /* padded mel buffer (p NULL for views) */
   void *block; /* one allocation for the per-item arrays and token copies */
   char *errors;
 } ld_batch;
@@ -65,7 +65,7 @@ struct fc_loader {
   uint32_t n_stores;
   uint32_t n_mels;
   int mel_dtype, tok_dtype, has_tokens; /* mel_dtype: as delivered (f32 for coded records) */
-  int mel_coded;                         /* mel records are mq-coded: decoded into batch memory */
+  int mel_coded; /* mel records are mq-coded: decoded into batch memory */
   int willneed; /* madvise(WILLNEED) upcoming batches (flags, order; fc_loader.h) */
   size_t mel_dsize, tok_dsize;
   char *mel_json, *tok_json;
@@ -76,31 +76,31 @@ struct fc_loader {
   ld_problem *problems;
   uint64_t n_problems, cap_problems;
   pthread_mutex_t lookup_mu; /* fc_loader_lookup uses the transactions from any thread */
-  char err[512];             /* fc_loader_error */
+  char err[512]; /* fc_loader_error */
 
   /* epoch state, guarded by mu */
   pthread_mutex_t mu;
   pthread_cond_t cv_ready, cv_space, cv_idle;
-  ld_plan plan;           /* the current epoch */
-  ld_plan ahead;          /* epoch plan.epoch + 1, planned by a prefetch thread near the end of
+  ld_plan plan; /* the current epoch */
+  ld_plan ahead; /* epoch plan.epoch + 1, planned by a prefetch thread near the end of
                              the current one so prefetch runs on across the boundary */
-  int ahead_ok;           /* ahead holds a plan */
-  int ahead_state;        /* 0: not planned, 1: a thread is planning it, 2: planning failed */
-  uint64_t base;          /* sequence number of the current epoch's batch 0 */
-  uint64_t gen;           /* bumped by set_epoch: builds of an older generation are dropped */
+  int ahead_ok; /* ahead holds a plan */
+  int ahead_state; /* 0: not planned, 1: a thread is planning it, 2: planning failed */
+  uint64_t base; /* sequence number of the current epoch's batch 0 */
+  uint64_t gen; /* bumped by set_epoch: builds of an older generation are dropped */
   /* Batches are numbered by one sequence across epochs: s = base + k for batch k of the current
    * epoch, base + plan.n_batches + k for batch k of the next one. */
-  uint64_t next_build;    /* next sequence number a prefetch thread claims */
-  uint64_t next_consume;  /* next sequence number fc_loader_next hands out */
-  uint32_t building;      /* builds (and plannings) in flight */
-  ld_batch **slots;       /* [depth]: batch of sequence number s ready in slots[s % depth] */
+  uint64_t next_build; /* next sequence number a prefetch thread claims */
+  uint64_t next_consume; /* next sequence number fc_loader_next hands out */
+  uint32_t building; /* builds (and plannings) in flight */
+  ld_batch **slots; /* [depth]: batch of sequence number s ready in slots[s % depth] */
   int *slot_err;
   char **slot_why;
   unsigned char *slot_ready;
-  pthread_cond_t cv_buf;  /* a caller buffer came back, or the epoch changed */
-  size_t held_caller;     /* caller buffers in batches handed out and not yet released */
+  pthread_cond_t cv_buf; /* a caller buffer came back, or the epoch changed */
+  size_t held_caller; /* caller buffers in batches handed out and not yet released */
   int stop;
-  int sticky;             /* an earlier next failed: FC_EBADSTATE until set_epoch */
+  int sticky; /* an earlier next failed: FC_EBADSTATE until set_epoch */
   pthread_t *threads;
   uint32_t n_threads;
   uint64_t wait_ns;
@@ -108,7 +108,7 @@ struct fc_loader {
   /* padded buffers */
   ld_buf *free_bufs;
   size_t n_free, cap_free;
-  size_t n_caller_bufs;    /* caller buffers exist: take only those, wait when none is free */
+  size_t n_caller_bufs; /* caller buffers exist: take only those, wait when none is free */
   size_t caller_buf_bytes;
 };
 

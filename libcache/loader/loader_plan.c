@@ -158,10 +158,14 @@ int ld_plan_epoch(fc_loader *l, uint64_t epoch, ld_plan *out) {
   /* shard: rank r takes positions r, r + W, r + 2W, ... of the (padded or cut) global order */
   const uint64_t W = l->o.world_size, R = l->o.rank;
   uint64_t per;
-  if (W == 1) per = n;
-  else if (l->o.shard == FC_SHARD_PAD) per = n ? (n + W - 1) / W : 0;
-  else if (l->o.shard == FC_SHARD_DROP) per = n / W;
-  else per = n > R ? (n - R + W - 1) / W : 0;
+  if (W == 1)
+    per = n;
+  else if (l->o.shard == FC_SHARD_PAD)
+    per = n ? (n + W - 1) / W : 0;
+  else if (l->o.shard == FC_SHARD_DROP)
+    per = n / W;
+  else
+    per = n > R ? (n - R + W - 1) / W : 0;
   out->order = malloc((per ? per : 1) * sizeof *out->order);
   if (!out->order) goto fail;
   for (uint64_t i = 0; i < per; i++) out->order[i] = all[(R + i * W) % n];
@@ -239,8 +243,8 @@ int ld_plan_epoch(fc_loader *l, uint64_t epoch, ld_plan *out) {
       uint32_t len = ld_crop_len(l, &l->items[out->order[i]]);
       if (len > longest) longest = len;
     }
-    uint64_t bytes = (out->bstart[b + 1] - out->bstart[b]) * (uint64_t)ld_padded_frames(l, longest) *
-                     l->n_mels * l->mel_dsize;
+    uint64_t bytes = (out->bstart[b + 1] - out->bstart[b]) *
+                     (uint64_t)ld_padded_frames(l, longest) * l->n_mels * l->mel_dsize;
     if (bytes > out->max_batch_bytes) out->max_batch_bytes = bytes;
   }
   free(all);

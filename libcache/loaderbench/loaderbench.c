@@ -26,8 +26,7 @@ static double now_s(void) {
 static void sleep_ms(double ms) {
   if (ms <= 0) return;
   struct timespec ts = {(time_t)(ms / 1e3), (long)(fmod(ms, 1e3) * 1e6)};
-  while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR) {
-  }
+  while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR) {}
 }
 
 void fc_lb_opts_init(fc_lb_opts *o) {
@@ -48,7 +47,7 @@ typedef struct pool_slot {
   uint32_t n; /* utterances in the batch */
   uint32_t frames;
   float *data; /* [n][frames][n_mels] */
-  size_t cap;  /* floats */
+  size_t cap; /* floats */
 } pool_slot;
 
 typedef struct pool pool;
@@ -57,8 +56,8 @@ typedef struct pool_worker {
   fc_mel_plan *plan;
   pthread_t th;
   int started;
-  float **mels;      /* [batch] per-item features while building */
-  uint64_t *frames;  /* [batch] */
+  float **mels; /* [batch] per-item features while building */
+  uint64_t *frames; /* [batch] */
 } pool_worker;
 
 struct pool {
@@ -130,8 +129,10 @@ static int pool_build(pool *p, pool_worker *w, uint64_t k, pool_slot *s) {
   for (uint32_t b = 0; b < n; b++) {
     float *dst = s->data + (size_t)b * T * p->n_mels;
     size_t have = (size_t)w->frames[b] * p->n_mels;
-    if (w->mels[b]) memcpy(dst, w->mels[b], have * sizeof(float));
-    else memset(dst, 0, have * sizeof(float));
+    if (w->mels[b])
+      memcpy(dst, w->mels[b], have * sizeof(float));
+    else
+      memset(dst, 0, have * sizeof(float));
     memset(dst + have, 0, ((size_t)T * p->n_mels - have) * sizeof(float));
     free(w->mels[b]);
   }
@@ -282,7 +283,8 @@ typedef struct matmul {
   float *a, *b, *c;
 } matmul;
 
-static void do_compute(const fc_lb_opts *o, matmul *mm, const void *batch_data, size_t batch_bytes) {
+static void do_compute(const fc_lb_opts *o, matmul *mm, const void *batch_data,
+                       size_t batch_bytes) {
   if (o->compute == FC_LB_MATMUL) {
     uint32_t n = mm->n;
     memset(mm->c, 0, (size_t)n * n * sizeof(float));
@@ -297,8 +299,7 @@ static void do_compute(const fc_lb_opts *o, matmul *mm, const void *batch_data, 
     mm->a[0] = mm->c[(size_t)n * n - 1] * 1e-30f;
   } else if (o->compute == FC_LB_BUSY) {
     double end = now_s() + o->compute_ms / 1e3;
-    while (now_s() < end) {
-    }
+    while (now_s() < end) {}
   } else {
     sleep_ms(o->compute_ms);
   }
@@ -373,8 +374,7 @@ int fc_lb_run(const fc_lb_opts *o, fc_profiler *prof, fc_lb_result *res, char *w
   }
   uint64_t steps = o->steps ? o->steps : res->epoch_batches * (o->epochs ? o->epochs : 1);
   uint64_t total = steps + o->warmup;
-  if (pl == NULL && o->source != FC_LB_CACHE &&
-      (rc = pool_create(o, total, &pl, why, why_len)))
+  if (pl == NULL && o->source != FC_LB_CACHE && (rc = pool_create(o, total, &pl, why, why_len)))
     goto out;
 
   double t_start = 0;
@@ -411,8 +411,10 @@ int fc_lb_run(const fc_lb_opts *o, fc_profiler *prof, fc_lb_result *res, char *w
     fc_profiler_phase_end(prof);
     if (rc) {
       fc_profiler_step_cancel(prof);
-      if (ld) WHY("%s", fc_loader_error(ld) ? fc_loader_error(ld) : fc_strerror(rc));
-      else WHY("%s", pl->why[0] ? pl->why : fc_strerror(rc));
+      if (ld)
+        WHY("%s", fc_loader_error(ld) ? fc_loader_error(ld) : fc_strerror(rc));
+      else
+        WHY("%s", pl->why[0] ? pl->why : fc_strerror(rc));
       break;
     }
     uint32_t n = b ? b->size : slot->n;
@@ -422,8 +424,9 @@ int fc_lb_run(const fc_lb_opts *o, fc_profiler *prof, fc_lb_result *res, char *w
         if (strcmp(b->ids[i], want) != 0) {
           if (!res->order_mismatch && o->warn) {
             char msg[640];
-            snprintf(msg, sizeof msg, "the store yields '%.256s' where the manifest order has '%.256s'",
-                     b->ids[i], want);
+            snprintf(msg, sizeof msg,
+                     "the store yields '%.256s' where the manifest order has '%.256s'", b->ids[i],
+                     want);
             o->warn(o->store, msg, o->user);
           }
           res->order_mismatch++;
@@ -483,10 +486,14 @@ static double nice_step(double range, int ticks) {
 
 static void svg_text(FILE *f, const char *s) {
   for (; *s; s++) {
-    if (*s == '<') fputs("&lt;", f);
-    else if (*s == '>') fputs("&gt;", f);
-    else if (*s == '&') fputs("&amp;", f);
-    else fputc(*s, f);
+    if (*s == '<')
+      fputs("&lt;", f);
+    else if (*s == '>')
+      fputs("&gt;", f);
+    else if (*s == '&')
+      fputs("&amp;", f);
+    else
+      fputc(*s, f);
   }
 }
 
@@ -517,14 +524,15 @@ int fc_lb_write_svg(FILE *f, const fc_profiler *const *profs, const char *const 
   svg_text(f, title ? title : "loader-bench: time per training step");
   fputs("</text>\n", f);
   /* legend */
-  fprintf(f,
-          "<rect x=\"%.0f\" y=\"36\" width=\"14\" height=\"10\" fill=\"#d62728\"/>"
-          "<text x=\"%.0f\" y=\"45\">data (waiting for the batch)</text>\n"
-          "<rect x=\"%.0f\" y=\"36\" width=\"14\" height=\"10\" fill=\"#1f77b4\" fill-opacity=\"0.55\"/>"
-          "<text x=\"%.0f\" y=\"45\">compute</text>\n"
-          "<rect x=\"%.0f\" y=\"36\" width=\"14\" height=\"10\" fill=\"#999999\"/>"
-          "<text x=\"%.0f\" y=\"45\">other</text>\n",
-          L, L + 18, L + 220, L + 238, L + 320, L + 338);
+  fprintf(
+      f,
+      "<rect x=\"%.0f\" y=\"36\" width=\"14\" height=\"10\" fill=\"#d62728\"/>"
+      "<text x=\"%.0f\" y=\"45\">data (waiting for the batch)</text>\n"
+      "<rect x=\"%.0f\" y=\"36\" width=\"14\" height=\"10\" fill=\"#1f77b4\" fill-opacity=\"0.55\"/>"
+      "<text x=\"%.0f\" y=\"45\">compute</text>\n"
+      "<rect x=\"%.0f\" y=\"36\" width=\"14\" height=\"10\" fill=\"#999999\"/>"
+      "<text x=\"%.0f\" y=\"45\">other</text>\n",
+      L, L + 18, L + 220, L + 238, L + 320, L + 338);
   for (size_t i = 0; i < n; i++) {
     const fc_profiler *p = profs[i];
     double y0 = TOP + i * (PH + GAP) + 20, yb = y0 + PH;
@@ -544,7 +552,8 @@ int fc_lb_write_svg(FILE *f, const fc_profiler *const *profs, const char *const 
     fc_profiler_verdict(p, NULL, verdict, sizeof verdict);
     fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"13\" font-weight=\"bold\">", L, y0 - 8);
     svg_text(f, names && names[i] ? names[i] : "run");
-    fprintf(f, "</text><text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">data %.3f ms/step (%.1f %%) — ",
+    fprintf(f,
+            "</text><text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">data %.3f ms/step (%.1f %%) — ",
             W - R, y0 - 8, ds.mean, 100 * share);
     svg_text(f, verdict);
     fputs("</text>\n", f);

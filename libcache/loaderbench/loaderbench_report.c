@@ -34,12 +34,18 @@ double fc_lb_shrink_factor(const fc_lb_report_run *runs, size_t n) {
 static void json_str(FILE *f, const char *s) {
   fputc('"', f);
   for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-    else if (*p == '\n') fputs("\\n", f);
-    else if (*p == '\t') fputs("\\t", f);
-    else if (*p == '\r') fputs("\\r", f);
-    else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-    else fputc(*p, f);
+    if (*p == '"' || *p == '\\')
+      fprintf(f, "\\%c", *p);
+    else if (*p == '\n')
+      fputs("\\n", f);
+    else if (*p == '\t')
+      fputs("\\t", f);
+    else if (*p == '\r')
+      fputs("\\r", f);
+    else if (*p < 0x20)
+      fprintf(f, "\\u%04x", *p);
+    else
+      fputc(*p, f);
   }
   fputc('"', f);
 }
@@ -134,8 +140,8 @@ static void write_runs(FILE *f, int kind, const fc_lb_report_run *runs, size_t n
     fprintf(f, "%ssource: %s%s (batch %u, workers %u, prefetch %u, %llu steps, %llu utterances)\n",
             i ? "\n" : "", r->source,
             strcmp(r->source, "audio") == 0 ? " [featcache's own C featurizer, on the fly]" : "",
-            r->batch, r->workers, r->prefetch,
-            (unsigned long long)r->res.steps, (unsigned long long)r->res.utterances);
+            r->batch, r->workers, r->prefetch, (unsigned long long)r->res.steps,
+            (unsigned long long)r->res.utterances);
     fc_profiler_write(r->prof, FC_PROF_TABLE, f);
   }
   if (kind == FC_LB_REPORT_COMPARE && n >= 2) {
@@ -148,18 +154,22 @@ static void write_runs(FILE *f, int kind, const fc_lb_report_run *runs, size_t n
             "from %.4g ms to %.4g ms per step (%.*f×); data share %.2f %% → %.2f %%\n",
             a.data.mean, b.data.mean, shrink >= 10 ? 0 : 1, shrink, 100 * a.data_share,
             100 * b.data_share);
-    fprintf(f, "(that baseline is not your pipeline: profile your own training loop with "
-               "featcache.StepProfiler, save a profile before and after, and compare them with "
-               "loader-bench --compare-profiles)\n");
+    fprintf(f,
+            "(that baseline is not your pipeline: profile your own training loop with "
+            "featcache.StepProfiler, save a profile before and after, and compare them with "
+            "loader-bench --compare-profiles)\n");
   }
 }
 
 int fc_lb_write_report(FILE *f, int json, int kind, const fc_lb_report_run *runs, size_t n,
                        const fc_lb_cell *cells, int rec) {
   if (!f || (n && !runs)) return EINVAL;
-  if (json) write_json(f, kind, runs, n, cells, rec);
-  else if (kind == FC_LB_REPORT_SWEEP) write_sweep(f, runs, n, cells, rec);
-  else write_runs(f, kind, runs, n);
+  if (json)
+    write_json(f, kind, runs, n, cells, rec);
+  else if (kind == FC_LB_REPORT_SWEEP)
+    write_sweep(f, runs, n, cells, rec);
+  else
+    write_runs(f, kind, runs, n);
   return ferror(f) ? EIO : 0;
 }
 

@@ -99,7 +99,8 @@ int fc_kmerge_open(MDB_txn *const *txns, const MDB_dbi *dbis, size_t n, const MD
   return 0;
 }
 
-int fc_kmerge_next(fc_kmerge *k, MDB_val *key, size_t *m, const size_t **src, const MDB_val **vals) {
+int fc_kmerge_next(fc_kmerge *k, MDB_val *key, size_t *m, const size_t **src,
+                   const MDB_val **vals) {
   if (!k->hn) return MDB_NOTFOUND;
   size_t cnt = 0;
   size_t first = pop(k);

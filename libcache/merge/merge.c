@@ -54,16 +54,17 @@ typedef struct mctx {
   fc_merge_stats *st;
   const char *const *paths;
   size_t n;
-  fc_store **in;        /* n inputs */
-  fc_rtxn **rt;         /* n read transactions (phase 1: plus the output's at index n) */
-  MDB_txn **txns;       /* raw transactions, n (+1) */
+  fc_store **in; /* n inputs */
+  fc_rtxn **rt; /* n read transactions (phase 1: plus the output's at index n) */
+  MDB_txn **txns; /* raw transactions, n (+1) */
   MDB_dbi *dbis;
   fc_store *out;
 } mctx;
 
 /* ---- winners --------------------------------------------------------------------------------- */
 static int same_val(const MDB_val *a, const MDB_val *b) {
-  return a->mv_size == b->mv_size && (a->mv_size == 0 || memcmp(a->mv_data, b->mv_data, a->mv_size) == 0);
+  return a->mv_size == b->mv_size &&
+         (a->mv_size == 0 || memcmp(a->mv_data, b->mv_data, a->mv_size) == 0);
 }
 
 /* Holders of one key: src[0..m) ascending, where index n stands for the output (phase 1 only).
@@ -118,7 +119,8 @@ static void describe(int db, const MDB_val *x, const MDB_val *y, char *buf, size
     char ha[13], hb[13];
     hex_prefix(ea.digest.bytes, ha);
     hex_prefix(eb.digest.bytes, hb);
-    int pa = ea.path_len > 200 ? 200 : (int)ea.path_len, pb = eb.path_len > 200 ? 200 : (int)eb.path_len;
+    int pa = ea.path_len > 200 ? 200 : (int)ea.path_len,
+        pb = eb.path_len > 200 ? 200 : (int)eb.path_len;
     if (memcmp(ea.digest.bytes, eb.digest.bytes, 16))
       snprintf(buf, len, "different audio: digest %s... (%.*s) vs %s... (%.*s)", ha, pa, ea.path,
                hb, pb, eb.path);
@@ -172,15 +174,20 @@ static int find_conflicts(mctx *c, size_t parties, uint64_t *unresolved) {
       long w = pick_winner(c, m, src, vals, &differ, &a, &b);
       if (!differ) continue;
       c->st->conflicts++;
-      if (w >= 0) c->st->resolved++;
-      else (*unresolved)++;
+      if (w >= 0)
+        c->st->resolved++;
+      else
+        (*unresolved)++;
       if (c->o->on_conflict) {
         char detail[768];
         describe(db, &vals[a], &vals[b], detail, sizeof detail);
-        fc_merge_conflict cf = {db, key.mv_data, key.mv_size,
+        fc_merge_conflict cf = {db,
+                                key.mv_data,
+                                key.mv_size,
                                 src[a] == c->n ? -1 : (long)src[a],
                                 src[b] == c->n ? -1 : (long)src[b],
-                                w >= 0 ? (long)src[w] : -2, detail};
+                                w >= 0 ? (long)src[w] : -2,
+                                detail};
         c->o->on_conflict(&cf, c->o->user);
       }
     }
@@ -195,7 +202,7 @@ typedef struct pending {
   int db;
   MDB_val key;
   size_t first, count; /* holders: hold[first .. first+count) (feat/tok: candidates in order) */
-  long chosen;         /* feat/tok: index into hold of the verified value; -1 not yet; -2 none */
+  long chosen; /* feat/tok: index into hold of the verified value; -1 not yet; -2 none */
 } pending;
 
 typedef struct batch {
@@ -248,8 +255,10 @@ static void choose_record(mctx *c, batch *b, pending *p) {
     char why[256];
     fc_record_header h;
     const void *payload;
-    int rc = p->key.mv_size == 16 ? fc_record_verify(v->mv_data, v->mv_size, &h, &payload, why, sizeof why)
-                                  : (snprintf(why, sizeof why, "key of %zu bytes (want 16)", p->key.mv_size), FC_EFORMAT);
+    int rc =
+        p->key.mv_size == 16
+            ? fc_record_verify(v->mv_data, v->mv_size, &h, &payload, why, sizeof why)
+            : (snprintf(why, sizeof why, "key of %zu bytes (want 16)", p->key.mv_size), FC_EFORMAT);
     if (!rc) {
       p->chosen = (long)j;
       return;
@@ -258,7 +267,8 @@ static void choose_record(mctx *c, batch *b, pending *p) {
     if (c->o->on_bad_record) {
       char hex[2 * 64 + 1];
       size_t kl = p->key.mv_size < 64 ? p->key.mv_size : 64;
-      for (size_t i = 0; i < kl; i++) snprintf(hex + 2 * i, 3, "%02x", ((const uint8_t *)p->key.mv_data)[i]);
+      for (size_t i = 0; i < kl; i++)
+        snprintf(hex + 2 * i, 3, "%02x", ((const uint8_t *)p->key.mv_data)[i]);
       hex[2 * kl] = '\0';
       c->o->on_bad_record((long)b->hold_src[p->first + j], p->db, hex, why, c->o->user);
     }
@@ -323,7 +333,8 @@ static int flush(mctx *c, batch *b, MDB_val *last_per_db) {
     memset(&dl, 0, sizeof dl);
     for (size_t i = 0; i < b->n && !rc; i++) {
       pending *p = &b->p[i];
-      MDB_val *last = last_per_db[p->db].mv_data || last_per_db[p->db].mv_size ? &last_per_db[p->db] : NULL;
+      MDB_val *last =
+          last_per_db[p->db].mv_data || last_per_db[p->db].mv_size ? &last_per_db[p->db] : NULL;
       rc = put_one(c, b, p, txn, last, &dl);
     }
     int wrote = 0;
@@ -371,8 +382,10 @@ static int copy_db(mctx *c, int db, batch *b, double *last_sync) {
       rc = 0;
     } else if (!rc) { /* copy it: the read transaction ends now */
       lastbuf = malloc(lastk.mv_size ? lastk.mv_size : 1);
-      if (!lastbuf) rc = ENOMEM;
-      else memcpy(lastbuf, lastk.mv_data, lastk.mv_size);
+      if (!lastbuf)
+        rc = ENOMEM;
+      else
+        memcpy(lastbuf, lastk.mv_data, lastk.mv_size);
       lastk.mv_data = lastbuf;
     }
     mdb_cursor_close(cur);
@@ -504,8 +517,10 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
   /* An existing output takes part in the conflict check; a new one is created only after it. */
   char dm[4096];
   struct stat dst;
-  int out_exists = snprintf(dm, sizeof dm, "%s/data.mdb", out_dir) < (int)sizeof dm && stat(dm, &dst) == 0;
-  if (!rc && out_exists && (rc = fc_store_open(out_dir, FC_STORE_CREATE | FC_STORE_NOSYNC, &c.out)) != 0)
+  int out_exists =
+      snprintf(dm, sizeof dm, "%s/data.mdb", out_dir) < (int)sizeof dm && stat(dm, &dst) == 0;
+  if (!rc && out_exists &&
+      (rc = fc_store_open(out_dir, FC_STORE_CREATE | FC_STORE_NOSYNC, &c.out)) != 0)
     fc_why(why, why_len, "%s: cannot open the output store: %s", out_dir, fc_strerror(rc));
   if (rc) goto done;
 

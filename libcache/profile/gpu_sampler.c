@@ -23,9 +23,9 @@ static void say(char *why, size_t len, const char *fmt, ...) {
 }
 
 /* The few NVML declarations used (nvml.h, stable ABI since NVML 5): */
-typedef int nvml_return;                     /* nvmlReturn_t: 0 = NVML_SUCCESS */
-typedef struct nvml_device_st *nvml_device;  /* nvmlDevice_t */
-typedef struct nvml_utilization {            /* nvmlUtilization_t */
+typedef int nvml_return; /* nvmlReturn_t: 0 = NVML_SUCCESS */
+typedef struct nvml_device_st *nvml_device; /* nvmlDevice_t */
+typedef struct nvml_utilization { /* nvmlUtilization_t */
   unsigned int gpu, memory;
 } nvml_utilization;
 
@@ -98,9 +98,9 @@ int fc_gpu_sampler_start(unsigned device, double period_ms, fc_gpu_sampler **out
     say(why, why_len, "NVML not available: %s", e ? e : "libnvidia-ml.so.1 not found");
     return FC_ENODEVICE;
   }
-  nvml_return (*init)(void) = (nvml_return (*)(void))dlsym(dl, "nvmlInit_v2");
+  nvml_return (*init)(void) = (nvml_return(*)(void))dlsym(dl, "nvmlInit_v2");
   nvml_return (*by_index)(unsigned, nvml_device *) =
-      (nvml_return (*)(unsigned, nvml_device *))dlsym(dl, "nvmlDeviceGetHandleByIndex_v2");
+      (nvml_return(*)(unsigned, nvml_device *))dlsym(dl, "nvmlDeviceGetHandleByIndex_v2");
   const char *(*errstr)(nvml_return) = (const char *(*)(nvml_return))dlsym(dl, "nvmlErrorString");
   fc_gpu_sampler *s = calloc(1, sizeof *s);
   if (!s) {
@@ -108,9 +108,9 @@ int fc_gpu_sampler_start(unsigned device, double period_ms, fc_gpu_sampler **out
     return ENOMEM;
   }
   s->dl = dl;
-  s->shutdown = (nvml_return (*)(void))dlsym(dl, "nvmlShutdown");
-  s->get_util = (nvml_return (*)(nvml_device, nvml_utilization *))dlsym(
-      dl, "nvmlDeviceGetUtilizationRates");
+  s->shutdown = (nvml_return(*)(void))dlsym(dl, "nvmlShutdown");
+  s->get_util =
+      (nvml_return(*)(nvml_device, nvml_utilization *))dlsym(dl, "nvmlDeviceGetUtilizationRates");
   s->period_ms = period_ms;
   if (!init || !by_index || !s->shutdown || !s->get_util) {
     say(why, why_len, "NVML not usable: libnvidia-ml.so.1 lacks the functions used");

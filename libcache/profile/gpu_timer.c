@@ -19,7 +19,7 @@ static void say(char *why, size_t len, const char *fmt, ...) {
   va_end(ap);
 }
 
-typedef int cuda_error;            /* cudaError_t: 0 = cudaSuccess */
+typedef int cuda_error; /* cudaError_t: 0 = cudaSuccess */
 typedef struct cuda_event *cuda_event_t;
 
 struct fc_gpu_timer {
@@ -55,12 +55,14 @@ int fc_gpu_timer_create(fc_gpu_timer **out, char *why, size_t why_len) {
     return ENOMEM;
   }
   t->dl = dl;
-  cuda_error (*count)(int *) = (cuda_error (*)(int *))dlsym(dl, "cudaGetDeviceCount");
-  cuda_error (*create)(cuda_event_t *) = (cuda_error (*)(cuda_event_t *))dlsym(dl, "cudaEventCreate");
-  t->record = (cuda_error (*)(cuda_event_t, void *))dlsym(dl, "cudaEventRecord");
-  t->sync = (cuda_error (*)(cuda_event_t))dlsym(dl, "cudaEventSynchronize");
-  t->elapsed = (cuda_error (*)(float *, cuda_event_t, cuda_event_t))dlsym(dl, "cudaEventElapsedTime");
-  t->destroy = (cuda_error (*)(cuda_event_t))dlsym(dl, "cudaEventDestroy");
+  cuda_error (*count)(int *) = (cuda_error(*)(int *))dlsym(dl, "cudaGetDeviceCount");
+  cuda_error (*create)(cuda_event_t *) =
+      (cuda_error(*)(cuda_event_t *))dlsym(dl, "cudaEventCreate");
+  t->record = (cuda_error(*)(cuda_event_t, void *))dlsym(dl, "cudaEventRecord");
+  t->sync = (cuda_error(*)(cuda_event_t))dlsym(dl, "cudaEventSynchronize");
+  t->elapsed =
+      (cuda_error(*)(float *, cuda_event_t, cuda_event_t))dlsym(dl, "cudaEventElapsedTime");
+  t->destroy = (cuda_error(*)(cuda_event_t))dlsym(dl, "cudaEventDestroy");
   t->errstr = (const char *(*)(cuda_error))dlsym(dl, "cudaGetErrorString");
   int n = 0;
   cuda_error e;
@@ -68,7 +70,7 @@ int fc_gpu_timer_create(fc_gpu_timer **out, char *why, size_t why_len) {
     say(why, why_len, "CUDA runtime not usable: it lacks the event functions");
   } else if ((e = count(&n)) || n == 0) {
     say(why, why_len, "no CUDA device: %s",
-           e && t->errstr ? t->errstr(e) : "cudaGetDeviceCount found none");
+        e && t->errstr ? t->errstr(e) : "cudaGetDeviceCount found none");
   } else if ((e = create(&t->start)) || (e = create(&t->end))) {
     say(why, why_len, "cudaEventCreate: %s", t->errstr ? t->errstr(e) : "error");
   } else {

@@ -60,8 +60,10 @@ static int load(const char *path, prof_view *v, char *why, size_t why_len) {
   }
   v->root = r;
   if (json_object_get(r, "sources")) {
-    say(why, why_len, "%s: a loader-bench --json report, not a profile (save one with "
-           "featcache.StepProfiler.save or fc_profiler_save)", path);
+    say(why, why_len,
+        "%s: a loader-bench --json report, not a profile (save one with "
+        "featcache.StepProfiler.save or fc_profiler_save)",
+        path);
     return FC_EFORMAT;
   }
   const char *dp = str_at(r, "data_phase");
@@ -70,8 +72,10 @@ static int load(const char *path, prof_view *v, char *why, size_t why_len) {
   v->steps = num_at(r, "steps");
   v->data_share = num_at(r, "data_share");
   if (!dp || !json_is_object(phases) || isnan(v->steps) || isnan(v->data_share)) {
-    say(why, why_len, "%s: not a featcache profile (wants \"steps\", \"data_phase\", "
-           "\"data_share\" and \"phases\")", path);
+    say(why, why_len,
+        "%s: not a featcache profile (wants \"steps\", \"data_phase\", "
+        "\"data_share\" and \"phases\")",
+        path);
     return FC_EFORMAT;
   }
   if (!data) {
@@ -114,8 +118,10 @@ static int load(const char *path, prof_view *v, char *why, size_t why_len) {
 
 static void cell(FILE *f, const char *fmt, double x) {
   char b[64];
-  if (isnan(x)) snprintf(b, sizeof b, "-");
-  else snprintf(b, sizeof b, fmt, x);
+  if (isnan(x))
+    snprintf(b, sizeof b, "-");
+  else
+    snprintf(b, sizeof b, fmt, x);
   fprintf(f, " %22s", b);
 }
 
@@ -127,8 +133,10 @@ static void row(FILE *f, const char *name, const char *fmt, double a, double b) 
 }
 
 static void json_num(FILE *f, double v) {
-  if (isfinite(v)) fprintf(f, "%.9g", v);
-  else fputs("null", f);
+  if (isfinite(v))
+    fprintf(f, "%.9g", v);
+  else
+    fputs("null", f);
 }
 
 static void json_side(FILE *f, const prof_view *v) {
@@ -144,11 +152,14 @@ static void json_side(FILE *f, const prof_view *v) {
   fputs(t ? t : "\"\"", f);
   free(t);
   json_decref(s);
-  const char *k[] = {"steps", "steps_per_s", "items_per_s", "data_share", "data_mean_ms",
-                     "data_p50_ms", "data_p95_ms", "data_p99_ms", "data_variation_ratio",
-                     "gpu_busy_mean_pct"};
-  double x[] = {v->steps, v->steps_per_s, v->items_per_s, v->data_share, v->mean, v->p50, v->p95,
-                v->p99, v->vr, v->gpu_measured ? v->gpu_mean : NAN};
+  const char *k[] =
+      {"steps",       "steps_per_s", "items_per_s", "data_share",           "data_mean_ms",
+       "data_p50_ms", "data_p95_ms", "data_p99_ms", "data_variation_ratio", "gpu_busy_mean_pct"};
+  double x[] = {v->steps,       v->steps_per_s,
+                v->items_per_s, v->data_share,
+                v->mean,        v->p50,
+                v->p95,         v->p99,
+                v->vr,          v->gpu_measured ? v->gpu_mean : NAN};
   for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) {
     fprintf(f, ",\"%s\":", k[i]);
     json_num(f, x[i]);
@@ -161,8 +172,10 @@ int fc_prof_compare_files(const char *before, const char *after, int json, void 
   FILE *out = stdio_file;
   prof_view a, b;
   int rc = load(before, &a, why, why_len);
-  if (!rc) rc = load(after, &b, why, why_len);
-  else b.root = NULL;
+  if (!rc)
+    rc = load(after, &b, why, why_len);
+  else
+    b.root = NULL;
   if (rc) goto done;
 
   /* the shrink factor: mean data wait per step, before / after */
@@ -172,7 +185,10 @@ int fc_prof_compare_files(const char *before, const char *after, int json, void 
   int band_b = fc_prof_verdict(b.data_share, b.vr, part, sizeof part);
   if (shrink >= 1.1)
     snprintf(verdict, sizeof verdict, "the data phase is %s%.*f× shorter with AFTER",
-             isinf(shrink) ? "infinitely" : "", isinf(shrink) ? 0 : shrink >= 10 ? 0 : 1,
+             isinf(shrink) ? "infinitely" : "",
+             isinf(shrink)  ? 0
+             : shrink >= 10 ? 0
+                            : 1,
              isinf(shrink) ? 0.0 : shrink);
   else if (shrink <= 1 / 1.1)
     snprintf(verdict, sizeof verdict, "the data phase is %.1f× LONGER with AFTER", 1 / shrink);
@@ -204,8 +220,8 @@ int fc_prof_compare_files(const char *before, const char *after, int json, void 
   }
   fprintf(out, "BEFORE: %s%s%s%s\n", before, a.label && *a.label ? " (" : "",
           a.label ? a.label : "", a.label && *a.label ? ")" : "");
-  fprintf(out, "AFTER:  %s%s%s%s\n", after, b.label && *b.label ? " (" : "",
-          b.label ? b.label : "", b.label && *b.label ? ")" : "");
+  fprintf(out, "AFTER:  %s%s%s%s\n", after, b.label && *b.label ? " (" : "", b.label ? b.label : "",
+          b.label && *b.label ? ")" : "");
   fprintf(out, "%-28s %22s %22s\n", "", "BEFORE", "AFTER");
   row(out, "steps", "%.0f", a.steps, b.steps);
   row(out, "steps/s", "%.3f", a.steps_per_s, b.steps_per_s);
@@ -221,8 +237,10 @@ int fc_prof_compare_files(const char *before, const char *after, int json, void 
   for (int i = 0; i < 2; i++) {
     const prof_view *v = i ? &b : &a;
     char c[64];
-    if (v->acf_lag > 0) snprintf(c, sizeof c, "%.0f, %.2f", v->acf_lag, v->acf_coef);
-    else snprintf(c, sizeof c, "none");
+    if (v->acf_lag > 0)
+      snprintf(c, sizeof c, "%.0f, %.2f", v->acf_lag, v->acf_coef);
+    else
+      snprintf(c, sizeof c, "none");
     fprintf(out, " %22s", c);
   }
   fputc('\n', out);
@@ -236,8 +254,10 @@ int fc_prof_compare_files(const char *before, const char *after, int json, void 
   for (int i = 0; i < 2; i++) {
     const prof_view *v = i ? &b : &a;
     char c[64];
-    if (v->gpu_measured) snprintf(c, sizeof c, "%.1f", v->gpu_mean);
-    else snprintf(c, sizeof c, "not measured");
+    if (v->gpu_measured)
+      snprintf(c, sizeof c, "%.1f", v->gpu_mean);
+    else
+      snprintf(c, sizeof c, "not measured");
     fprintf(out, " %22s", c);
   }
   fputc('\n', out);

@@ -34,7 +34,7 @@ struct fc_profiler {
   int nph;
   char names[FC_PROF_MAX_PHASES][FC_PROF_NAME_MAX + 1];
   double *series[FC_PROF_MAX_PHASES]; /* self ms per step, cap entries each */
-  double cur_ns[FC_PROF_MAX_PHASES];  /* self ns of the open step */
+  double cur_ns[FC_PROF_MAX_PHASES]; /* self ns of the open step */
 
   double *step_ms, *other_ms;
   int64_t *step_t0; /* ns since origin */
@@ -77,9 +77,7 @@ static int64_t default_clock(void *ctx) {
 
 static int64_t now_ns(const fc_profiler *p) { return p->clock(p->clock_ctx); }
 
-static int name_ok(const char *name) {
-  return name && *name && strlen(name) <= FC_PROF_NAME_MAX;
-}
+static int name_ok(const char *name) { return name && *name && strlen(name) <= FC_PROF_NAME_MAX; }
 
 int fc_profiler_create(unsigned flags, const char *data_phase, fc_profiler **out) {
   if (!out) return FC_ECONFIG;
@@ -426,9 +424,12 @@ int fc_profiler_verdict(const fc_profiler *p, double *data_share, char *buf, siz
 static void json_str(FILE *f, const char *s) {
   fputc('"', f);
   for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-    if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
-    else if (*c < 0x20) fprintf(f, "\\u%04x", *c);
-    else fputc(*c, f);
+    if (*c == '"' || *c == '\\')
+      fprintf(f, "\\%c", *c);
+    else if (*c < 0x20)
+      fprintf(f, "\\u%04x", *c);
+    else
+      fputc(*c, f);
   }
   fputc('"', f);
 }
@@ -530,8 +531,8 @@ static int write_json(const fc_profiler *p, FILE *f) {
 
 static void table_row(FILE *f, const char *name, const fc_prof_stats *s, double share) {
   fprintf(f, "%-14s %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %6.1f%% %6.2f  %4u %6.2f\n", name,
-          s->mean, s->std, s->min, s->p50, s->p95, s->p99, s->max, 100 * share,
-          s->variation_ratio, s->acf_lag, s->acf_coef);
+          s->mean, s->std, s->min, s->p50, s->p95, s->p99, s->max, 100 * share, s->variation_ratio,
+          s->acf_lag, s->acf_coef);
 }
 
 static int write_table(const fc_profiler *p, FILE *f) {
@@ -568,14 +569,14 @@ static int write_table(const fc_profiler *p, FILE *f) {
   char verdict[64];
   double dshare;
   fc_profiler_verdict(p, &dshare, verdict, sizeof verdict);
-  fprintf(f, "verdict: %s (%s share %.1f %% of the step)\n", verdict, p->data_phase,
-          100 * dshare);
+  fprintf(f, "verdict: %s (%s share %.1f %% of the step)\n", verdict, p->data_phase, 100 * dshare);
   return 0;
 }
 
 /* One process (pid) of a trace: its name, then every step and phase occurrence. */
 static void write_trace_events(const fc_profiler *p, int pid, const char *name, FILE *f) {
-  fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":1,\"args\":{\"name\":", pid);
+  fprintf(f,
+          "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":1,\"args\":{\"name\":", pid);
   json_str(f, name);
   fputs("}}", f);
   for (uint64_t k = 0; k < p->steps; k++)
@@ -616,10 +617,10 @@ int fc_profiler_write(const fc_profiler *p, int format, void *stdio_file) {
   FILE *f = stdio_file;
   int rc;
   switch (format) {
-    case FC_PROF_TABLE: rc = write_table(p, f); break;
-    case FC_PROF_JSON: rc = write_json(p, f); break;
-    case FC_PROF_TRACE_JSON: rc = write_trace(p, f); break;
-    default: return FC_ECONFIG;
+  case FC_PROF_TABLE: rc = write_table(p, f); break;
+  case FC_PROF_JSON: rc = write_json(p, f); break;
+  case FC_PROF_TRACE_JSON: rc = write_trace(p, f); break;
+  default: return FC_ECONFIG;
   }
   if (rc) return rc;
   return ferror(f) ? EIO : 0;

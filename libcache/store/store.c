@@ -44,7 +44,10 @@ static int open_dbs(fc_store *s, int existed) {
     existed = 0;
   /* A pre-existing environment without our meta db is somebody else's: never convert it. */
   rc = mdb_dbi_open(txn, "meta", (create && !existed) ? MDB_CREATE : 0, &s->dbi[FC_DB_META]);
-  if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE) { rc = FC_EFORMAT; goto fail; }
+  if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE) {
+    rc = FC_EFORMAT;
+    goto fail;
+  }
   if (rc) goto fail;
   MDB_val k = {6, (void *)"format"}, v;
   rc = mdb_get(txn, s->dbi[FC_DB_META], &k, &v);
@@ -64,7 +67,10 @@ static int open_dbs(fc_store *s, int existed) {
   }
   for (int i = 1; i < FC_DB_COUNT; i++) {
     rc = mdb_dbi_open(txn, db_names[i], create ? MDB_CREATE : 0, &s->dbi[i]);
-    if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE) { rc = FC_EFORMAT; goto fail; }
+    if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE) {
+      rc = FC_EFORMAT;
+      goto fail;
+    }
     if (rc) goto fail;
   }
   return mdb_txn_commit(txn);
@@ -165,7 +171,10 @@ int fc_store_write(fc_store *s, const fc_put *puts, size_t n) {
   if (s->flags & FC_STORE_RDONLY) return EACCES;
   pthread_mutex_lock(&s->write_mu);
   int rc;
-  if (s->broken) { rc = FC_EBADSTATE; goto out; }
+  if (s->broken) {
+    rc = FC_EBADSTATE;
+    goto out;
+  }
   for (;;) {
     MDB_txn *txn;
     pthread_rwlock_rdlock(&s->map_lock);
@@ -181,11 +190,14 @@ int fc_store_write(fc_store *s, const fc_put *puts, size_t n) {
     if (rc) goto out;
     for (size_t i = 0; i < n && !rc; i++) {
       const fc_put *p = &puts[i];
-      if (p->db < 0 || p->db >= FC_DB_COUNT) { rc = EINVAL; break; }
+      if (p->db < 0 || p->db >= FC_DB_COUNT) {
+        rc = EINVAL;
+        break;
+      }
       MDB_val k = {p->key_len, (void *)p->key}, v = {p->val_len, (void *)p->val};
       rc = fc_fault_hit("put") ? EIO
-           : mdb_put(txn, s->dbi[p->db], &k, &v,
-                     (p->flags & FC_PUT_NOOVERWRITE) ? MDB_NOOVERWRITE : 0);
+                               : mdb_put(txn, s->dbi[p->db], &k, &v,
+                                         (p->flags & FC_PUT_NOOVERWRITE) ? MDB_NOOVERWRITE : 0);
       if (rc == MDB_KEYEXIST) rc = 0; /* content-addressed: the stored value is the same */
     }
     if (rc) {
@@ -283,7 +295,10 @@ int fc_cursor_open(fc_rtxn *t, int db, fc_cursor **out) {
   fc_cursor *c = calloc(1, sizeof *c);
   if (!c) return ENOMEM;
   int rc = mdb_cursor_open(t->txn, t->s->dbi[db], &c->c);
-  if (rc) { free(c); return rc; }
+  if (rc) {
+    free(c);
+    return rc;
+  }
   c->next_op = MDB_FIRST;
   *out = c;
   return 0;
@@ -295,7 +310,10 @@ int fc_cursor_next(fc_cursor *c, const void **key, size_t *key_len, const void *
   MDB_val k, v;
   int rc = mdb_cursor_get(c->c, &k, &v, c->next_op);
   c->next_op = MDB_NEXT;
-  if (rc == MDB_NOTFOUND) { c->at_end = 1; return FC_ENOTFOUND; }
+  if (rc == MDB_NOTFOUND) {
+    c->at_end = 1;
+    return FC_ENOTFOUND;
+  }
   if (rc) return rc;
   if (key) *key = k.mv_data;
   if (key_len) *key_len = k.mv_size;
@@ -383,8 +401,8 @@ int fc_store_map_region(fc_store *s, const void **base, size_t *len) {
     unsigned long lo, hi, off, ino;
     unsigned maj, min;
     if (sscanf(line, "%lx-%lx %*s %lx %x:%x %lu", &lo, &hi, &off, &maj, &min, &ino) != 6) continue;
-    if (ino == st.st_ino && off == 0 && makedev(maj, min) == st.st_dev &&
-        (uintptr_t)probe >= lo && (uintptr_t)probe < hi) {
+    if (ino == st.st_ino && off == 0 && makedev(maj, min) == st.st_dev && (uintptr_t)probe >= lo &&
+        (uintptr_t)probe < hi) {
       *base = (const void *)lo;
       *len = hi - lo;
       rc = 0;

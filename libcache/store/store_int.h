@@ -14,9 +14,9 @@ struct fc_store {
   MDB_dbi dbi[FC_DB_COUNT];
   unsigned flags;
   char *path;
-  pthread_mutex_t write_mu;  /* one writer at a time */
+  pthread_mutex_t write_mu; /* one writer at a time */
   pthread_rwlock_t map_lock; /* read txns hold it shared; map resizes take it exclusive */
-  int broken;                /* sticky: a commit failed, writes refused */
+  int broken; /* sticky: a commit failed, writes refused */
 };
 
 struct fc_rtxn {

@@ -48,11 +48,11 @@ struct tok_bpe {
   uint8_t byte_chars_len[256];
 };
 
-#define FAIL(code, ...)                          \
-  do {                                           \
-    tok_set_why(why, why_len, __VA_ARGS__);      \
-    rc = (code);                                 \
-    goto out;                                    \
+#define FAIL(code, ...)                     \
+  do {                                      \
+    tok_set_why(why, why_len, __VA_ARGS__); \
+    rc = (code);                            \
+    goto out;                               \
   } while (0)
 
 static void byte_level_table(tok_bpe *b) {
@@ -78,10 +78,10 @@ static int parse_normalizer(tok_bpe *b, json_t *n, char *why, size_t why_len) {
     json_array_foreach(list, i, x) if ((rc = parse_normalizer(b, x, why, why_len))) goto out;
     return 0;
   }
-  int k = strcmp(type, "NFC") == 0    ? NORM_NFC
-          : strcmp(type, "NFD") == 0  ? NORM_NFD
-          : strcmp(type, "NFKC") == 0 ? NORM_NFKC
-          : strcmp(type, "NFKD") == 0 ? NORM_NFKD
+  int k = strcmp(type, "NFC") == 0         ? NORM_NFC
+          : strcmp(type, "NFD") == 0       ? NORM_NFD
+          : strcmp(type, "NFKC") == 0      ? NORM_NFKC
+          : strcmp(type, "NFKD") == 0      ? NORM_NFKD
           : strcmp(type, "Lowercase") == 0 ? NORM_LOWER
                                            : 0;
   if (!k) FAIL(FC_ETOKENIZER, "normalizer %s is not supported", type);
@@ -127,7 +127,8 @@ static int parse_model(tok_bpe *b, json_t *m, char *why, size_t why_len) {
   char *tmp = NULL;
   const char *type = json_string_value(json_object_get(m, "type"));
   if (!json_is_object(m)) FAIL(FC_ETOKENIZER, "no model");
-  if (type && strcmp(type, "BPE") != 0) FAIL(FC_ETOKENIZER, "model %s is not supported (BPE only)", type);
+  if (type && strcmp(type, "BPE") != 0)
+    FAIL(FC_ETOKENIZER, "model %s is not supported (BPE only)", type);
   json_t *drop = json_object_get(m, "dropout");
   if (drop && !json_is_null(drop) && json_number_value(drop) != 0)
     FAIL(FC_ETOKENIZER, "BPE dropout is random; featcache needs deterministic ids");
@@ -153,7 +154,8 @@ static int parse_model(tok_bpe *b, json_t *m, char *why, size_t why_len) {
   b->byte_fallback = json_is_true(json_object_get(m, "byte_fallback"));
   b->ignore_merges = json_is_true(json_object_get(m, "ignore_merges"));
   b->unk_id = -1;
-  if ((s = json_string_value(json_object_get(m, "unk_token"))) && !lookup(b, s, strlen(s), &b->unk_id))
+  if ((s = json_string_value(json_object_get(m, "unk_token"))) &&
+      !lookup(b, s, strlen(s), &b->unk_id))
     b->unk_missing = 1;
   for (int c = 0; c < 256; c++) {
     char name[8];
@@ -186,13 +188,15 @@ static int parse_model(tok_bpe *b, json_t *m, char *why, size_t why_len) {
       FAIL(FC_ETOKENIZER, "merge %zu (%.*s %.*s): a part is not in the vocab", i, (int)alen, a,
            (int)blen, bb);
     size_t skip = b->prefix && blen >= b->prefix_len && memcmp(bb, b->prefix, b->prefix_len) == 0
-                      ? b->prefix_len : 0;
+                      ? b->prefix_len
+                      : 0;
     free(tmp);
     if (!(tmp = malloc(alen + blen + 1))) FAIL(ENOMEM, "out of memory");
     memcpy(tmp, a, alen);
     memcpy(tmp + alen, bb + skip, blen - skip);
     if (!lookup(b, tmp, alen + blen - skip, &inew))
-      FAIL(FC_ETOKENIZER, "merge %zu: \"%.*s\" is not in the vocab", i, (int)(alen + blen - skip), tmp);
+      FAIL(FC_ETOKENIZER, "merge %zu: \"%.*s\" is not in the vocab", i, (int)(alen + blen - skip),
+           tmp);
     if (tok_pairs_put(&b->merges, (uint32_t)ia, (uint32_t)ib, (int32_t)i, inew) == ENOMEM)
       FAIL(ENOMEM, "out of memory");
   }
@@ -209,7 +213,8 @@ static int parse_post(tok_bpe *b, json_t *p, char *why, size_t why_len) {
   if (type && strcmp(type, "Sequence") == 0) {
     size_t i;
     json_t *x;
-    json_array_foreach(json_object_get(p, "processors"), i, x) if ((rc = parse_post(b, x, why, why_len))) goto out;
+    json_array_foreach(json_object_get(p, "processors"), i,
+                       x) if ((rc = parse_post(b, x, why, why_len))) goto out;
     return 0;
   }
   if (!type || strcmp(type, "TemplateProcessing") != 0)
@@ -226,7 +231,8 @@ static int parse_post(tok_bpe *b, json_t *p, char *why, size_t why_len) {
     }
     const char *name = json_string_value(json_object_get(st, "id"));
     json_t *ids = json_object_get(json_object_get(specials, name ? name : ""), "ids");
-    if (!name || !json_is_array(ids)) FAIL(FC_ETOKENIZER, "TemplateProcessing: unknown special token");
+    if (!name || !json_is_array(ids))
+      FAIL(FC_ETOKENIZER, "TemplateProcessing: unknown special token");
     size_t k;
     json_t *id;
     json_array_foreach(ids, k, id) {
@@ -254,7 +260,8 @@ int tok_bpe_load(const char *data, size_t len, tok_bpe **out, char *why, size_t 
   if (!root) FAIL(FC_ETOKENIZER, "%d:%d: %s", jerr.line, jerr.column, jerr.text);
   if (!json_is_object(root)) FAIL(FC_ETOKENIZER, "not a JSON object");
   json_t *tr = json_object_get(root, "truncation"), *pad = json_object_get(root, "padding");
-  if (tr && !json_is_null(tr)) FAIL(FC_ETOKENIZER, "truncation is set: featcache stores whole sequences");
+  if (tr && !json_is_null(tr))
+    FAIL(FC_ETOKENIZER, "truncation is set: featcache stores whole sequences");
   if (pad && !json_is_null(pad)) FAIL(FC_ETOKENIZER, "padding is set: the loader pads batches");
   byte_level_table(b);
   if ((rc = parse_model(b, json_object_get(root, "model"), why, why_len))) goto out;
@@ -345,7 +352,8 @@ static int bpe_word(const tok_bpe *b, const char *w, size_t len, tok_ids *out, c
         }
       }
       if (!done && b->unk_missing) {
-        tok_set_why(why, why_len, "'%.*s' is not in the vocab and unk_token is not either", (int)k, w + i);
+        tok_set_why(why, why_len, "'%.*s' is not in the vocab and unk_token is not either", (int)k,
+                    w + i);
         rc = FC_EUNKNOWN;
       } else if (!done && b->unk_id >= 0) {
         if (!(b->fuse_unk && last_unk)) rc = tok_ids_push(&syms, b->unk_id);
@@ -359,7 +367,8 @@ static int bpe_word(const tok_bpe *b, const char *w, size_t len, tok_ids *out, c
     int32_t best = INT32_MAX, best_id = 0, r, nid;
     size_t at = 0;
     for (size_t i = 0; i + 1 < syms.len; i++)
-      if (tok_pairs_get(&b->merges, (uint32_t)syms.p[i], (uint32_t)syms.p[i + 1], &r, &nid) && r < best)
+      if (tok_pairs_get(&b->merges, (uint32_t)syms.p[i], (uint32_t)syms.p[i + 1], &r, &nid) &&
+          r < best)
         best = r, best_id = nid, at = i;
     if (best == INT32_MAX) break;
     syms.p[at] = best_id;
@@ -417,9 +426,9 @@ static size_t gpt2_match(const char *s, size_t len, size_t i) {
     e += k;
   }
   if (e == i) return cp_at(s, len, i, &c); /* cannot happen: every class is covered */
-  if (e == len) return e - i;              /* \s+(?!\S) at the end */
-  if (last > i) return last - i;           /* \s+(?!\S): leave one for the next word */
-  return e - i;                            /* \s+ */
+  if (e == len) return e - i; /* \s+(?!\S) at the end */
+  if (last > i) return last - i; /* \s+(?!\S): leave one for the next word */
+  return e - i; /* \s+ */
 }
 
 static int byte_level(const tok_bpe *b, int level, const char *s, size_t len, tok_ids *out,
@@ -435,7 +444,8 @@ static int byte_level(const tok_bpe *b, int level, const char *s, size_t len, to
     size_t l = b->pre_use_regex[level] ? gpt2_match(s, len, i) : len - i;
     m.len = 0;
     for (size_t j = i; j < i + l && !rc; j++)
-      rc = tok_buf_put(&m, b->byte_chars[(unsigned char)s[j]], b->byte_chars_len[(unsigned char)s[j]]);
+      rc = tok_buf_put(&m, b->byte_chars[(unsigned char)s[j]],
+                       b->byte_chars_len[(unsigned char)s[j]]);
     if (!rc) rc = pretok(b, level + 1, m.p, m.len, out, why, why_len);
     i += l;
   }
@@ -502,8 +512,10 @@ static int normalize(const tok_bpe *b, const char *s, size_t len, tok_buf *out) 
       continue;
     }
     int flags = UTF8PROC_STABLE;
-    if (b->norm[k] == NORM_NFC || b->norm[k] == NORM_NFKC) flags |= UTF8PROC_COMPOSE;
-    else flags |= UTF8PROC_DECOMPOSE;
+    if (b->norm[k] == NORM_NFC || b->norm[k] == NORM_NFKC)
+      flags |= UTF8PROC_COMPOSE;
+    else
+      flags |= UTF8PROC_DECOMPOSE;
     if (b->norm[k] == NORM_NFKC || b->norm[k] == NORM_NFKD) flags |= UTF8PROC_COMPAT;
     utf8proc_uint8_t *d = NULL;
     utf8proc_ssize_t n = utf8proc_map((const utf8proc_uint8_t *)out->p, (utf8proc_ssize_t)out->len,
@@ -540,7 +552,8 @@ static int find_added(const tok_bpe *b, int which, const char *s, size_t len, si
       if (a->single_word) {
         int32_t c = 0;
         if (is_wordchar_before(s, i)) continue;
-        if (i + a->len < len && (tok_utf8_next(s + i + a->len, len - i - a->len, &c), tok_is_word(c)))
+        if (i + a->len < len &&
+            (tok_utf8_next(s + i + a->len, len - i - a->len, &c), tok_is_word(c)))
           continue;
       }
       best = a;
@@ -579,7 +592,8 @@ int tok_bpe_encode(const tok_bpe *b, const char *s, size_t len, tok_ids *out, ch
   int32_t id;
   int rc = 0;
   tok_buf norm = {0};
-  for (size_t i = 0; i < b->post_prefix.len && !rc; i++) rc = tok_ids_push(out, b->post_prefix.p[i]);
+  for (size_t i = 0; i < b->post_prefix.len && !rc; i++)
+    rc = tok_ids_push(out, b->post_prefix.p[i]);
   while (!rc && from < len) {
     if (!find_added(b, 0, s, len, from, &ms, &me, &id)) ms = me = len, id = -1;
     if (ms > from) {
@@ -589,7 +603,8 @@ int tok_bpe_encode(const tok_bpe *b, const char *s, size_t len, tok_ids *out, ch
     if (!rc && id >= 0) rc = tok_ids_push(out, id);
     from = me;
   }
-  for (size_t i = 0; i < b->post_suffix.len && !rc; i++) rc = tok_ids_push(out, b->post_suffix.p[i]);
+  for (size_t i = 0; i < b->post_suffix.len && !rc; i++)
+    rc = tok_ids_push(out, b->post_suffix.p[i]);
   free(norm.p);
   return rc;
 }

@@ -42,11 +42,11 @@
 const char tok_clause_marks[] = ".,;:!?…–—¡¿。、，！？：；،؛؟۔।॥։՝‼⁇";
 
 static pthread_mutex_t espeak_lock = PTHREAD_MUTEX_INITIALIZER;
-static int espeak_ready;         /* > 0 sample rate after espeak_Initialize, < 0 failed */
-static char espeak_voice[64];    /* voice currently selected */
+static int espeak_ready; /* > 0 sample rate after espeak_Initialize, < 0 failed */
+static char espeak_voice[64]; /* voice currently selected */
 static char espeak_version[64];
-static tok_buf *capture;         /* where the phoneme callback copies a clause's phonemes */
-static int captured;             /* callbacks since capture was set */
+static tok_buf *capture; /* where the phoneme callback copies a clause's phonemes */
+static int captured; /* callbacks since capture was set */
 
 static int on_phonemes(const char *ph) {
   if (capture && captured++ == 0 && tok_buf_put(capture, ph, strlen(ph))) captured = -1000000;
@@ -82,8 +82,7 @@ int tok_espeak_init(const char *lang, const char **version, char *why, size_t wh
   int rc = 0;
   pthread_mutex_lock(&espeak_lock);
   if (!espeak_ready) {
-    espeak_ready = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, NULL,
-                                     espeakINITIALIZE_DONT_EXIT);
+    espeak_ready = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, NULL, espeakINITIALIZE_DONT_EXIT);
     FILE *sink = fopencookie(NULL, "w", (cookie_io_functions_t){NULL, null_write, NULL, NULL});
     if (espeak_ready <= 0 || !sink) {
       espeak_ready = -1;
@@ -114,8 +113,7 @@ static int is_mark(int32_t cp) {
 }
 
 static size_t utf8_back(const char *s, size_t i) { /* start of the code point ending at s[i-1] */
-  while (i > 0 && ((unsigned char)s[--i] & 0xC0) == 0x80) {
-  }
+  while (i > 0 && ((unsigned char)s[--i] & 0xC0) == 0x80) {}
   return i;
 }
 

@@ -55,20 +55,20 @@ void tok_pairs_free(tok_pairs *m);
 /* Decode one code point at s (valid UTF-8 assumed, len > 0); returns its byte length. */
 size_t tok_utf8_next(const char *s, size_t len, int32_t *cp);
 size_t tok_utf8_encode(int32_t cp, char out[4]);
-int tok_is_space(int32_t cp);   /* Unicode White_Space (Python's str.isspace for BMP text) */
-int tok_is_punct(int32_t cp);   /* general category P* */
-int tok_is_letter(int32_t cp);  /* L* */
-int tok_is_number(int32_t cp);  /* N* */
-int tok_is_word(int32_t cp);    /* regex \w: Alphabetic, M*, Nd, Pc, Join_Control */
+int tok_is_space(int32_t cp); /* Unicode White_Space (Python's str.isspace for BMP text) */
+int tok_is_punct(int32_t cp); /* general category P* */
+int tok_is_letter(int32_t cp); /* L* */
+int tok_is_number(int32_t cp); /* N* */
+int tok_is_word(int32_t cp); /* regex \w: Alphabetic, M*, Nd, Pc, Join_Control */
 #define tok_set_why fc_why /* formats/why.h */
 
 /* ---- vocab (chars, phonemes) ----------------------------------------------------------------- */
 typedef struct tok_vocab {
-  char **syms;     /* id → symbol, NUL-terminated */
+  char **syms; /* id → symbol, NUL-terminated */
   size_t n;
-  tok_map map;     /* symbol → id (specials excluded from text matching: see match) */
-  tok_map match;   /* symbols that text may match */
-  size_t max_len;  /* longest matchable symbol, bytes */
+  tok_map map; /* symbol → id (specials excluded from text matching: see match) */
+  tok_map match; /* symbols that text may match */
+  size_t max_len; /* longest matchable symbol, bytes */
 } tok_vocab;
 /* Parse a vocab file's bytes. FC_ETOKENIZER with "LINE: reason" on an empty line, invalid UTF-8 or
  * a duplicate symbol. */

@@ -170,8 +170,8 @@ size_t tok_utf8_encode(int32_t cp, char out[4]) {
 /* ---- Unicode classes ---------------------------------------------------------------------------- */
 int tok_is_space(int32_t c) {
   return (c >= 9 && c <= 13) || c == 32 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
-         c == 0x205F || c == 0x3000;
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
+         c == 0x3000;
 }
 
 int tok_is_punct(int32_t c) {

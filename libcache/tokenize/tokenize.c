@@ -21,7 +21,8 @@ typedef struct line_state {
   size_t len;
   fc_digest digest; /* of text */
   int need_text, need_tok;
-  size_t same_as; /* > 0: the line same_as - 1 of this batch has the same text and makes its record */
+  size_t
+      same_as; /* > 0: the line same_as - 1 of this batch has the same text and makes its record */
   void *rec; /* encoded record (malloc'd) */
   size_t rec_len;
   uint32_t ntok;
@@ -164,7 +165,8 @@ static int build_vocab(fc_tokenizer *t, const fc_item_list *items, line_state *l
   tok_map all = {0};
   for (int k = 0; k < nthreads && !rc; k++)
     for (size_t i = 0; i < sets[k].cap && !rc; i++)
-      if (sets[k].slots[i].key && tok_map_put(&all, sets[k].slots[i].key, sets[k].slots[i].len, 0, NULL) == ENOMEM)
+      if (sets[k].slots[i].key &&
+          tok_map_put(&all, sets[k].slots[i].key, sets[k].slots[i].len, 0, NULL) == ENOMEM)
         rc = ENOMEM;
   for (int k = 0; k < nthreads; k++) tok_map_free(&sets[k]);
   free(sets);
@@ -182,7 +184,8 @@ static int build_vocab(fc_tokenizer *t, const fc_item_list *items, line_state *l
 }
 
 /* ---- meta: config and vocab ------------------------------------------------------------------- */
-static int put_meta(fc_store *s, fc_tokenizer *t, const fc_digest *cfg, const char *json, size_t jlen) {
+static int put_meta(fc_store *s, fc_tokenizer *t, const fc_digest *cfg, const char *json,
+                    size_t jlen) {
   int rc = fc_store_put_config(s, cfg, json, jlen);
   if (rc) return rc;
   const char *vt;
@@ -190,8 +193,8 @@ static int put_meta(fc_store *s, fc_tokenizer *t, const fc_digest *cfg, const ch
   if ((rc = fc_tokenizer_vocab_text(t, &vt, &vlen))) return rc;
   char hex[33], key[48];
   fc_digest_hex(cfg, hex);
-  int n = snprintf(key, sizeof key, "%s/%s", fc_tokenizer_kind(t) == FC_TOK_BPE ? "tokenizer" : "vocab",
-                   hex);
+  int n = snprintf(key, sizeof key, "%s/%s",
+                   fc_tokenizer_kind(t) == FC_TOK_BPE ? "tokenizer" : "vocab", hex);
   fc_put p = {FC_DB_META, key, (size_t)n, vt, vlen, FC_PUT_NOOVERWRITE};
   return fc_store_write(s, &p, 1);
 }
@@ -212,7 +215,7 @@ int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
   st->lines = n;
   line_state *ls = calloc(n ? n : 1, sizeof *ls);
   fc_put *puts = calloc(2 * batch, sizeof *puts);
-  char (*hexkeys)[16] = calloc(batch, sizeof *hexkeys);
+  char(*hexkeys)[16] = calloc(batch, sizeof *hexkeys);
   char **tvals = calloc(batch, sizeof *tvals);
   int rc = 0;
   if (!ls || !puts || !hexkeys || !tvals) {
@@ -224,7 +227,8 @@ int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
   const char *json;
   size_t jlen;
   fc_digest cfg;
-  if (fc_tokenizer_config(t, NULL, NULL, NULL) == FC_EBADSTATE && (rc = build_vocab(t, items, ls, nthreads)))
+  if (fc_tokenizer_config(t, NULL, NULL, NULL) == FC_EBADSTATE &&
+      (rc = build_vocab(t, items, ls, nthreads)))
     goto out;
   if ((rc = fc_tokenizer_config(t, &json, &jlen, &cfg))) goto out;
   if ((rc = put_meta(s, t, &cfg, json, jlen))) goto out;
@@ -263,7 +267,7 @@ int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
     }
     tok_map_free(&seen);
     if (rc) goto out;
-    /* 2. tokenize what is missing */
+      /* 2. tokenize what is missing */
 #pragma omp parallel for schedule(dynamic, 8) num_threads(nthreads)
     for (size_t i = b0; i < b1; i++)
       if (!ls[i].err && ls[i].need_tok) tokenize_line(t, &cfg, &ls[i]);
@@ -307,7 +311,8 @@ int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
         fc_digest key;
         fc_record_key(&l->digest, &cfg, &key);
         memcpy(hexkeys[i - b0], key.bytes, 16);
-        puts[np++] = (fc_put){FC_DB_TOK, hexkeys[i - b0], 16, l->rec, l->rec_len, FC_PUT_NOOVERWRITE};
+        puts[np++] =
+            (fc_put){FC_DB_TOK, hexkeys[i - b0], 16, l->rec, l->rec_len, FC_PUT_NOOVERWRITE};
         st->processed++;
         st->tokens += l->ntok;
         st->unknown += l->unknown;
@@ -316,9 +321,7 @@ int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
       }
     }
     int wrc = np ? fc_store_write(s, puts, np) : 0;
-    if (wrc) {
-      rc = wrc;
-    }
+    if (wrc) { rc = wrc; }
     for (size_t i = b0; i < b1; i++) {
       free(ls[i].rec);
       ls[i].rec = NULL;

@@ -35,9 +35,7 @@ struct fc_tokenizer {
 
 static const char *const kind_names[] = {"chars", "phonemes", "bpe"};
 
-const char *fc_tok_kind_name(fc_tok_kind k) {
-  return (unsigned)k < 3 ? kind_names[k] : NULL;
-}
+const char *fc_tok_kind_name(fc_tok_kind k) { return (unsigned)k < 3 ? kind_names[k] : NULL; }
 
 int fc_tok_kind_from_name(const char *name) {
   for (int i = 0; i < 3; i++)
@@ -104,9 +102,11 @@ static int make_config(fc_tokenizer *t, char *why, size_t why_len) {
   json_object_set_new(o, "tokenizer_version",
                       json_integer(t->kind == FC_TOK_PHONEMES ? FC_TOK_PHONEMES_VERSION
                                                               : FC_TOKENIZER_VERSION));
-  json_object_set_new(o, "unicode", json_string(t->norm.unicode == FC_UNICODE_NFKC ? "nfkc" : "none"));
+  json_object_set_new(o, "unicode",
+                      json_string(t->norm.unicode == FC_UNICODE_NFKC ? "nfkc" : "none"));
   json_object_set_new(o, "casefold", json_boolean(t->norm.casefold));
-  json_object_set_new(o, "punct", json_string(t->norm.punct == FC_PUNCT_REMOVE ? "remove" : "keep"));
+  json_object_set_new(o, "punct",
+                      json_string(t->norm.punct == FC_PUNCT_REMOVE ? "remove" : "keep"));
   json_object_set_new(o, "whitespace", json_string(t->norm.collapse_space ? "collapse" : "keep"));
   json_object_set_new(o, "dtype", json_string(fc_dtype_name(t->dtype)));
   json_object_set_new(o, "vocab_size", json_integer(t->vocab_size));
@@ -120,7 +120,8 @@ static int make_config(fc_tokenizer *t, char *why, size_t why_len) {
     for (int i = 0; i < SP_COUNT; i++) {
       json_t *e = json_object();
       json_object_set_new(e, "symbol", json_string(t->specials[i]));
-      json_object_set_new(e, "id", t->special_ids[i] >= 0 ? json_integer(t->special_ids[i]) : json_null());
+      json_object_set_new(e, "id",
+                          t->special_ids[i] >= 0 ? json_integer(t->special_ids[i]) : json_null());
       json_object_set_new(sp, special_keys[i], e);
     }
     json_object_set_new(o, "specials", sp);
@@ -208,7 +209,8 @@ int fc_tokenizer_create(const fc_tok_options *o, fc_tokenizer **out, char *why, 
   }
   if (t->kind == FC_TOK_BPE) {
     if (!o->tokenizer_json || o->vocab_path || o->build_vocab || o->add_bos || o->add_eos) {
-      tok_set_why(why, why_len, "bpe takes --tokenizer-json FILE and neither a vocab nor --add-bos/--add-eos");
+      tok_set_why(why, why_len,
+                  "bpe takes --tokenizer-json FILE and neither a vocab nor --add-bos/--add-eos");
       rc = FC_ECONFIG;
       goto out;
     }

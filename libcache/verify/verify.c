@@ -7,8 +7,8 @@
  * hashes, so the ranges are balanced), one read transaction per thread (MDB_NOTLS). */
 #include "libcache/verify/verify_int.h"
 
-static const char *const finding_db_names[] = {"meta", "audio", "text", "feat", "tok", "env",
-                                               "manifest"};
+static const char *const finding_db_names[] = {"meta", "audio", "text",    "feat",
+                                               "tok",  "env",   "manifest"};
 /* Report order: the environment first, then meta, entries, records, the manifest. */
 static const int db_rank[] = {1, 2, 3, 4, 5, 0, 6};
 
@@ -51,7 +51,7 @@ void vf_hex16(const void *k, char out[33]) {
 
 /* Add a finding; key/id given as byte strings (id_len 0 with id NULL: none). Thread-safe. */
 void vf_add(vctx *c, int sev, int db, const char *key, size_t key_len, const char *id,
-                size_t id_len, const char *fmt, ...) {
+            size_t id_len, const char *fmt, ...) {
   char msg[1024];
   va_list ap;
   va_start(ap, fmt);
@@ -114,7 +114,6 @@ static int cmp_finding(const void *pa, const void *pb) {
   return cmp_str(a->problem, b->problem);
 }
 
-
 /* ---- step 1: the environment, read with pread-safe LMDB calls only ------------------------- */
 
 typedef struct reader_scan {
@@ -128,7 +127,8 @@ static int reader_line(const char *msg, void *ctx) {
   for (const char *line = msg; line && *line;) {
     if (sscanf(line, "%d", &pid) == 1 && pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
       size_t n = strlen(rs->pids);
-      if (n + 16 < sizeof rs->pids) snprintf(rs->pids + n, sizeof rs->pids - n, "%s%d", n ? " " : "", pid);
+      if (n + 16 < sizeof rs->pids)
+        snprintf(rs->pids + n, sizeof rs->pids - n, "%s%d", n ? " " : "", pid);
       rs->stale++;
     }
     line = strchr(line, '\n');
@@ -173,8 +173,8 @@ static int preflight(vctx *c, const char *dir, int nolock) {
   }
   if (rc) {
     vf_add(c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
-        "not an LMDB environment (%llu bytes; its meta pages are missing or damaged): %s",
-        (unsigned long long)st.st_size, mdb_strerror(rc));
+           "not an LMDB environment (%llu bytes; its meta pages are missing or damaged): %s",
+           (unsigned long long)st.st_size, mdb_strerror(rc));
     mdb_env_close(env);
     return 1;
   }
@@ -192,10 +192,10 @@ static int preflight(vctx *c, const char *dir, int nolock) {
   r->max_readers = ei.me_maxreaders;
   if ((uint64_t)st.st_size < r->map_used) {
     vf_add(c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
-        "truncated: %llu bytes, but the last committed page (%zu) ends at byte %llu; "
-        "nothing else was read",
-        (unsigned long long)st.st_size, (size_t)ei.me_last_pgno,
-        (unsigned long long)r->map_used);
+           "truncated: %llu bytes, but the last committed page (%zu) ends at byte %llu; "
+           "nothing else was read",
+           (unsigned long long)st.st_size, (size_t)ei.me_last_pgno,
+           (unsigned long long)r->map_used);
     mdb_env_close(env);
     return 1;
   }
@@ -220,16 +220,15 @@ static int preflight(vctx *c, const char *dir, int nolock) {
       }
       if (r->stale_readers)
         vf_add(c, FC_VERIFY_WARNING, DB_ENV, "lock.mdb", 8, NULL, 0,
-            "%u stale reader slot%s (dead pid %s): old pages stay pinned and the file grows; "
-            "clear them with cache-verify --clear-stale-readers",
-            rs.stale, rs.stale == 1 ? "" : "s", rs.pids);
+               "%u stale reader slot%s (dead pid %s): old pages stay pinned and the file grows; "
+               "clear them with cache-verify --clear-stale-readers",
+               rs.stale, rs.stale == 1 ? "" : "s", rs.pids);
     }
     mdb_env_close(env);
     if (rc) return rc;
   }
   return 0;
 }
-
 
 /* ---- the whole run --------------------------------------------------------------------------- */
 
@@ -266,22 +265,28 @@ int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *
   out->threads = nthreads;
   fc_rtxn *t = NULL;
   int rc;
-  if (!dir || !*dir) { rc = EINVAL; goto done; }
+  if (!dir || !*dir) {
+    rc = EINVAL;
+    goto done;
+  }
 
   int nolock = want_nolock(dir, o->nolock);
   out->nolock = nolock;
   rc = preflight(&c, dir, nolock);
-  if (rc == 1) { rc = 0; goto done; }
+  if (rc == 1) {
+    rc = 0;
+    goto done;
+  }
   if (rc) goto done;
 
   rc = fc_store_open(dir, FC_STORE_RDONLY | (nolock ? FC_STORE_NOLOCK : 0), &c.s);
   if (rc == FC_EFORMAT || rc == FC_EVERSION || rc == MDB_INVALID || rc == MDB_CORRUPTED ||
       rc == MDB_PAGE_NOTFOUND) {
     vf_add(&c, FC_VERIFY_ERROR, FC_DB_META, "format", 6, NULL, 0, "%s",
-        rc == FC_EVERSION ? "a featcache store of a format version this build does not know "
-                            "(it reads " FC_FORMAT_NAME ")"
-        : rc == FC_EFORMAT ? "not a featcache store: no meta db with format " FC_FORMAT_NAME
-                           : mdb_strerror(rc));
+           rc == FC_EVERSION  ? "a featcache store of a format version this build does not know "
+                                "(it reads " FC_FORMAT_NAME ")"
+           : rc == FC_EFORMAT ? "not a featcache store: no meta db with format " FC_FORMAT_NAME
+                              : mdb_strerror(rc));
     rc = 0;
     goto done;
   }
@@ -311,7 +316,8 @@ int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *
   if (o->stop && *o->stop) rc = FC_EINTR;
 
 done:
-  if (rc && rc != FC_EINTR && why && why_len && !why[0]) snprintf(why, why_len, "%s", fc_strerror(rc));
+  if (rc && rc != FC_EINTR && why && why_len && !why[0])
+    snprintf(why, why_len, "%s", fc_strerror(rc));
   fc_rtxn_end(t);
   fc_store_close(c.s);
   free(c.audio);

@@ -33,17 +33,19 @@ static char *printable(const void *p, size_t len) {
   if (!s) return NULL;
   const unsigned char *b = p;
   for (size_t i = 0; i < len; i++) {
-    if (b[i] < 0x20 || b[i] == 0x7f) o += sprintf(o, "\\x%02x", b[i]);
-    else *o++ = (char)b[i];
+    if (b[i] < 0x20 || b[i] == 0x7f)
+      o += sprintf(o, "\\x%02x", b[i]);
+    else
+      *o++ = (char)b[i];
   }
   *o = '\0';
   return s;
 }
 
-static void add(dctx *c, int sev, const char *db, const void *key, size_t key_len,
-                const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-static void add(dctx *c, int sev, const char *db, const void *key, size_t key_len,
-                const char *fmt, ...) {
+static void add(dctx *c, int sev, const char *db, const void *key, size_t key_len, const char *fmt,
+                ...) __attribute__((format(printf, 6, 7)));
+static void add(dctx *c, int sev, const char *db, const void *key, size_t key_len, const char *fmt,
+                ...) {
   fc_verify_report *r = c->r;
   if (sev == FC_VERIFY_ERROR) {
     if (c->max_errors && r->errors >= c->max_errors) {
@@ -70,9 +72,10 @@ static void add(dctx *c, int sev, const char *db, const void *key, size_t key_le
   f->severity = sev;
   f->db = db;
   f->key = key ? printable(key, key_len) : NULL;
-  f->id = (key && (strcmp(db, "audio") == 0 || strcmp(db, "text") == 0 || strcmp(db, "manifest") == 0))
-              ? printable(key, key_len)
-              : NULL;
+  f->id =
+      (key && (strcmp(db, "audio") == 0 || strcmp(db, "text") == 0 || strcmp(db, "manifest") == 0))
+          ? printable(key, key_len)
+          : NULL;
   f->problem = strdup(msg);
 }
 
@@ -111,7 +114,10 @@ static int config_set(MDB_txn *txn, MDB_dbi meta, const char *kind, char (**out)
     if (*n == cap) {
       cap = cap ? 2 * cap : 8;
       char(*nl)[33] = realloc(*out, cap * sizeof **out);
-      if (!nl) { rc = ENOMEM; break; }
+      if (!nl) {
+        rc = ENOMEM;
+        break;
+      }
       *out = nl;
     }
     memcpy((*out)[*n], (const char *)k.mv_data + 4, 32);
@@ -124,11 +130,13 @@ static int config_set(MDB_txn *txn, MDB_dbi meta, const char *kind, char (**out)
 static void describe(int db, const MDB_val *a, const MDB_val *b, char *buf, size_t len) {
   if (db == FC_DB_AUDIO) {
     fc_audio_entry ea, eb;
-    if (fc_audio_entry_decode(a->mv_data, a->mv_size, &ea) || fc_audio_entry_decode(b->mv_data, b->mv_size, &eb))
+    if (fc_audio_entry_decode(a->mv_data, a->mv_size, &ea) ||
+        fc_audio_entry_decode(b->mv_data, b->mv_size, &eb))
       snprintf(buf, len, "entries differ");
     else if (memcmp(ea.digest.bytes, eb.digest.bytes, 16))
-      snprintf(buf, len, "different audio (%.*s vs %.*s)", (int)(ea.path_len > 200 ? 200 : ea.path_len),
-               ea.path, (int)(eb.path_len > 200 ? 200 : eb.path_len), eb.path);
+      snprintf(buf, len, "different audio (%.*s vs %.*s)",
+               (int)(ea.path_len > 200 ? 200 : ea.path_len), ea.path,
+               (int)(eb.path_len > 200 ? 200 : eb.path_len), eb.path);
     else
       snprintf(buf, len, "same audio, other source (%.*s vs %.*s)",
                (int)(ea.path_len > 200 ? 200 : ea.path_len), ea.path,
@@ -189,8 +197,10 @@ int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o
         ref_sets[k] = set;
         ref_n[k] = sn;
         ref_store[k] = (long)i;
-        if (k == 0) out->mel_configs = sn;
-        else out->token_configs = sn;
+        if (k == 0)
+          out->mel_configs = sn;
+        else
+          out->token_configs = sn;
         continue;
       }
       for (size_t a = 0; a < ref_n[k]; a++) {
@@ -199,7 +209,8 @@ int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o
         if (b == sn)
           add(&c, FC_VERIFY_ERROR, "meta", NULL, 0,
               "%s lacks the %s config %s that %s holds: the stores cannot be read as one dataset "
-              "with it", dirs[i], kinds[k], ref_sets[k][a], dirs[ref_store[k]]);
+              "with it",
+              dirs[i], kinds[k], ref_sets[k][a], dirs[ref_store[k]]);
       }
       for (size_t b = 0; b < sn; b++) {
         size_t a = 0;
@@ -207,7 +218,8 @@ int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o
         if (a == ref_n[k])
           add(&c, FC_VERIFY_ERROR, "meta", NULL, 0,
               "%s holds the %s config %s that %s lacks: the stores cannot be read as one dataset "
-              "with it", dirs[i], kinds[k], set[b], dirs[ref_store[k]]);
+              "with it",
+              dirs[i], kinds[k], set[b], dirs[ref_store[k]]);
       }
       free(set);
     }
@@ -218,7 +230,10 @@ int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o
   const fc_item_list *m = o->manifest;
   if (m) {
     ids = malloc((m->count ? m->count : 1) * sizeof *ids);
-    if (!ids) { rc = ENOMEM; goto done; }
+    if (!ids) {
+      rc = ENOMEM;
+      goto done;
+    }
     for (size_t i = 0; i < m->count; i++)
       if (!m->items[i].err && m->items[i].id) ids[nids++] = m->items[i].id;
     qsort(ids, nids, sizeof *ids, cmp_id);
@@ -235,9 +250,13 @@ int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o
     const MDB_val *vals;
     int need_manifest = m && (db == FC_DB_AUDIO || o->expect_tokens_given);
     while ((rc = fc_kmerge_next(km, &key, &cnt, &src, &vals)) == 0) {
-      if (o->stop && *o->stop) { rc = FC_EINTR; break; }
+      if (o->stop && *o->stop) {
+        rc = FC_EINTR;
+        break;
+      }
       for (size_t j = 1; j < cnt; j++) {
-        if (vals[j].mv_size == vals[0].mv_size && !memcmp(vals[j].mv_data, vals[0].mv_data, vals[0].mv_size))
+        if (vals[j].mv_size == vals[0].mv_size &&
+            !memcmp(vals[j].mv_data, vals[0].mv_data, vals[0].mv_size))
           continue;
         char d[512];
         describe(db, &vals[0], &vals[j], d, sizeof d);
@@ -252,7 +271,8 @@ int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o
         if (cmp > 0) break;
         if (cmp < 0)
           add(&c, FC_VERIFY_ERROR, "manifest", ids[mi], strlen(ids[mi]),
-              "missing: the manifest names it, no store has a%s entry", db == FC_DB_AUDIO ? "n audio" : " text");
+              "missing: the manifest names it, no store has a%s entry",
+              db == FC_DB_AUDIO ? "n audio" : " text");
         mi++;
       }
     }
@@ -261,12 +281,14 @@ int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o
     rc = 0;
     for (; need_manifest && mi < nids; mi++)
       add(&c, FC_VERIFY_ERROR, "manifest", ids[mi], strlen(ids[mi]),
-          "missing: the manifest names it, no store has a%s entry", db == FC_DB_AUDIO ? "n audio" : " text");
+          "missing: the manifest names it, no store has a%s entry",
+          db == FC_DB_AUDIO ? "n audio" : " text");
   }
   if (o->stop && *o->stop && !rc) rc = FC_EINTR;
 
 done:
-  if (rc && rc != FC_EINTR && why && why_len && !why[0]) snprintf(why, why_len, "%s", fc_strerror(rc));
+  if (rc && rc != FC_EINTR && why && why_len && !why[0])
+    snprintf(why, why_len, "%s", fc_strerror(rc));
   for (size_t i = 0; i < n && rt; i++) fc_rtxn_end(rt[i]);
   for (size_t i = 0; i < n && st; i++) fc_store_close(st[i]);
   free(st);

@@ -20,7 +20,10 @@ int vf_collect(vctx *c, fc_rtxn *t, int db, ventry **out, size_t *n_out) {
     if (n == cap) {
       size_t nc = cap ? cap * 2 : 1024;
       ventry *na = realloc(a, nc * sizeof *na);
-      if (!na) { rc = ENOMEM; break; }
+      if (!na) {
+        rc = ENOMEM;
+        break;
+      }
       a = na;
       cap = nc;
     }
@@ -29,23 +32,24 @@ int vf_collect(vctx *c, fc_rtxn *t, int db, ventry **out, size_t *n_out) {
     int idrc = fc_id_check(k, kl);
     if (idrc)
       vf_add(c, FC_VERIFY_ERROR, db, k, kl, NULL, 0, "key is not a valid id (%s)",
-          idrc == FC_EUTF8 ? "invalid UTF-8" : "empty, too long, or holds NUL or a newline");
+             idrc == FC_EUTF8 ? "invalid UTF-8" : "empty, too long, or holds NUL or a newline");
     if (db == FC_DB_AUDIO) {
       fc_audio_entry ae;
       if (fc_audio_entry_decode(v, vl, &ae)) {
         vf_add(c, FC_VERIFY_ERROR, db, k, kl, k, kl, "audio entry of %zu bytes (want at least %d)",
-            vl, FC_AUDIO_ENTRY_FIXED);
+               vl, FC_AUDIO_ENTRY_FIXED);
         e->ok = 0;
       } else if (!ae.sample_rate || !ae.channels) {
         vf_add(c, FC_VERIFY_ERROR, db, k, kl, k, kl,
-            "audio entry with sample rate %u and %u channels", ae.sample_rate, ae.channels);
+               "audio entry with sample rate %u and %u channels", ae.sample_rate, ae.channels);
         e->ok = 0;
       }
     } else {
       const char *txt;
       size_t tl;
       if (fc_text_entry_decode(v, vl, NULL, &txt, &tl)) {
-        vf_add(c, FC_VERIFY_ERROR, db, k, kl, k, kl, "text entry of %zu bytes (want at least 16)", vl);
+        vf_add(c, FC_VERIFY_ERROR, db, k, kl, k, kl, "text entry of %zu bytes (want at least 16)",
+               vl);
         e->ok = 0;
       } else if (!fc_utf8_valid(txt, tl)) {
         vf_add(c, FC_VERIFY_ERROR, db, k, kl, k, kl, "text is not valid UTF-8");
@@ -99,8 +103,10 @@ const vexp *vf_find_exp(vctx *c, const void *key, int db) {
   size_t lo = 0, hi = c->n_exp;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (memcmp(c->exp[mid].key, key, 16) < 0) lo = mid + 1;
-    else hi = mid;
+    if (memcmp(c->exp[mid].key, key, 16) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   for (; lo < c->n_exp && memcmp(c->exp[lo].key, key, 16) == 0; lo++)
     if (c->exp[lo].db == db) return &c->exp[lo];
@@ -142,7 +148,7 @@ static void check_source(vctx *c, const ventry *e, const fc_audio_entry *ae) {
   char path[4096];
   if (ae->path_len == 0 || ae->path_len >= sizeof path || memchr(ae->path, 0, ae->path_len)) {
     vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, e->id, e->id_len, e->id, e->id_len,
-        "source path of %zu bytes cannot be checked", ae->path_len);
+           "source path of %zu bytes cannot be checked", ae->path_len);
     return;
   }
   memcpy(path, ae->path, ae->path_len);
@@ -151,7 +157,7 @@ static void check_source(vctx *c, const ventry *e, const fc_audio_entry *ae) {
   struct stat st;
   if (stat(path, &st) != 0) {
     vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, e->id, e->id_len, e->id, e->id_len, "source %s: %s",
-        pp ? pp : "?", strerror(errno));
+           pp ? pp : "?", strerror(errno));
     free(pp);
     return;
   }
@@ -162,27 +168,28 @@ static void check_source(vctx *c, const ventry *e, const fc_audio_entry *ae) {
     int rc = hash_file(path, &d);
     if (rc) {
       vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, e->id, e->id_len, e->id, e->id_len, "source %s: %s",
-          pp ? pp : "?", strerror(rc));
+             pp ? pp : "?", strerror(rc));
     } else if (memcmp(d.bytes, ae->digest.bytes, 16) != 0) {
       char a[33], b[33];
       fc_digest_hex(&ae->digest, a);
       fc_digest_hex(&d, b);
       vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, e->id, e->id_len, e->id, e->id_len,
-          "source changed: %s hashes to %s, its features were made from %s", pp ? pp : "?", b, a);
+             "source changed: %s hashes to %s, its features were made from %s", pp ? pp : "?", b,
+             a);
     } else if ((size_changed || mtime_changed) && c->o->sources) {
       vf_add(c, FC_VERIFY_WARNING, FC_DB_AUDIO, e->id, e->id_len, e->id, e->id_len,
-          "source %s touched (mtime %lld, stored %lld) but its bytes are unchanged", pp ? pp : "?",
-          (long long)mtime, (long long)ae->mtime_ns);
+             "source %s touched (mtime %lld, stored %lld) but its bytes are unchanged",
+             pp ? pp : "?", (long long)mtime, (long long)ae->mtime_ns);
     }
   } else if (size_changed) {
     vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, e->id, e->id_len, e->id, e->id_len,
-        "source changed: %s is %lld bytes, its features were made from %llu bytes", pp ? pp : "?",
-        (long long)st.st_size, (unsigned long long)ae->source_size);
+           "source changed: %s is %lld bytes, its features were made from %llu bytes",
+           pp ? pp : "?", (long long)st.st_size, (unsigned long long)ae->source_size);
   } else if (mtime_changed) {
     vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, e->id, e->id_len, e->id, e->id_len,
-        "source changed: %s has mtime %lld ns, its features were made at %lld ns (--rehash "
-        "tells whether its bytes changed)",
-        pp ? pp : "?", (long long)mtime, (long long)ae->mtime_ns);
+           "source changed: %s has mtime %lld ns, its features were made at %lld ns (--rehash "
+           "tells whether its bytes changed)",
+           pp ? pp : "?", (long long)mtime, (long long)ae->mtime_ns);
   }
   free(pp);
 }
@@ -208,8 +215,9 @@ static void check_entry(vctx *c, fc_rtxn *t, int db, const ventry *e) {
     int rc = fc_rtxn_get(t, rdb, key.bytes, 16, &v, &vl);
     if (rc == FC_ENOTFOUND) {
       if (cf->expected)
-        vf_add(c, FC_VERIFY_ERROR, rdb, hex, 32, e->id, e->id_len, "missing: no %s record for %s config %s %s",
-            audio ? "feature" : "token", audio ? "mel" : "token", vf_cfg_name(cf), cf->hex);
+        vf_add(c, FC_VERIFY_ERROR, rdb, hex, 32, e->id, e->id_len,
+               "missing: no %s record for %s config %s %s", audio ? "feature" : "token",
+               audio ? "mel" : "token", vf_cfg_name(cf), cf->hex);
       continue;
     }
     if (rc) {
@@ -223,7 +231,8 @@ static void check_entry(vctx *c, fc_rtxn *t, int db, const ventry *e) {
       char ch[33];
       fc_digest_hex(&h.config, ch);
       vf_add(c, FC_VERIFY_ERROR, rdb, hex, 32, e->id, e->id_len,
-          "record header names config %s, its key is for config %s %s", ch, vf_cfg_name(cf), cf->hex);
+             "record header names config %s, its key is for config %s %s", ch, vf_cfg_name(cf),
+             cf->hex);
       continue;
     }
     if (audio && cf->usable) {
@@ -231,8 +240,8 @@ static void check_entry(vctx *c, fc_rtxn *t, int db, const ventry *e) {
       uint64_t want = fc_mel_num_frames(&cf->mel, n);
       if (h.dim0 != want)
         vf_add(c, FC_VERIFY_ERROR, rdb, hex, 32, e->id, e->id_len,
-            "%u frames, config %s gives %llu for %llu samples at %u Hz", h.dim0, vf_cfg_name(cf),
-            (unsigned long long)want, (unsigned long long)ae.frames, ae.sample_rate);
+               "%u frames, config %s gives %llu for %llu samples at %u Hz", h.dim0, vf_cfg_name(cf),
+               (unsigned long long)want, (unsigned long long)ae.frames, ae.sample_rate);
     }
   }
   if (audio && (c->o->sources || c->o->rehash)) check_source(c, e, &ae);
@@ -261,7 +270,6 @@ int vf_check_entries(vctx *c, int nthreads) {
   return err;
 }
 
-
 /* ---- step 5: the manifest -------------------------------------------------------------------- */
 
 /* LMDB's default key order: bytes compared over the shorter length, then the shorter first. */
@@ -276,8 +284,10 @@ static const ventry *find_entry(const ventry *a, size_t n, const char *id, size_
     size_t mid = lo + (hi - lo) / 2;
     int d = cmp_lmdb(a[mid].id, a[mid].id_len, id, len);
     if (d == 0) return &a[mid];
-    if (d < 0) lo = mid + 1;
-    else hi = mid;
+    if (d < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return NULL;
 }
@@ -289,19 +299,20 @@ void vf_check_manifest(vctx *c) {
     char line[32];
     snprintf(line, sizeof line, "%zu", it->line);
     if (it->err) {
-      vf_add(c, FC_VERIFY_WARNING, DB_MANIFEST, line, strlen(line), it->id, it->id ? strlen(it->id) : 0,
-          "line skipped: %s", it->why ? it->why : fc_strerror(it->err));
+      vf_add(c, FC_VERIFY_WARNING, DB_MANIFEST, line, strlen(line), it->id,
+             it->id ? strlen(it->id) : 0, "line skipped: %s",
+             it->why ? it->why : fc_strerror(it->err));
       continue;
     }
     c->r->manifest_items++;
     size_t len = strlen(it->id);
     if (!find_entry(c->audio, c->n_audio, it->id, len))
       vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, it->id, len, it->id, len,
-          "missing: manifest line %zu names it, the store has no audio entry (no features)",
-          it->line);
+             "missing: manifest line %zu names it, the store has no audio entry (no features)",
+             it->line);
     if (c->o->expect_tokens_given && !find_entry(c->text, c->n_text, it->id, len))
       vf_add(c, FC_VERIFY_ERROR, FC_DB_TEXT, it->id, len, it->id, len,
-          "missing: manifest line %zu names it, the store has no text entry (no tokens)", it->line);
+             "missing: manifest line %zu names it, the store has no text entry (no tokens)",
+             it->line);
   }
 }
-

@@ -26,7 +26,10 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#define WHY(...) do { if (why && why_len) snprintf(why, why_len, __VA_ARGS__); } while (0)
+#define WHY(...)                                             \
+  do {                                                       \
+    if (why && why_len) snprintf(why, why_len, __VA_ARGS__); \
+  } while (0)
 
 enum { DB_ENV = FC_DB_COUNT, DB_MANIFEST = FC_DB_COUNT + 1 };
 
@@ -35,27 +38,27 @@ enum { KIND_MEL = 1, KIND_TOK = 2 };
 typedef struct vcfg {
   fc_digest digest;
   char hex[33];
-  int kind;            /* KIND_MEL / KIND_TOK, 0 when the JSON could not be read */
-  int usable;          /* mel: parsed and valid, so frame counts and dims can be checked */
-  int expected;        /* every entry of its kind must have a record */
+  int kind; /* KIND_MEL / KIND_TOK, 0 when the JSON could not be read */
+  int usable; /* mel: parsed and valid, so frame counts and dims can be checked */
+  int expected; /* every entry of its kind must have a record */
   fc_mel_config mel;
-  char label[64];      /* preset or tokenizer name for messages ("" when none) */
-  int tok_dtype;       /* token config's dtype when stated, else 0 */
+  char label[64]; /* preset or tokenizer name for messages ("" when none) */
+  int tok_dtype; /* token config's dtype when stated, else 0 */
 } vcfg;
 
 typedef struct ventry {
-  const char *id;      /* into the main transaction's map: valid while it lives */
+  const char *id; /* into the main transaction's map: valid while it lives */
   size_t id_len;
   const void *val;
   size_t val_len;
-  int ok;              /* decoded */
+  int ok; /* decoded */
 } ventry;
 
-typedef struct vexp {   /* one (entry, config) pair: the key its record must have */
+typedef struct vexp { /* one (entry, config) pair: the key its record must have */
   uint8_t key[16];
   uint32_t entry;
   uint16_t cfg;
-  uint8_t db;          /* FC_DB_FEAT / FC_DB_TOK */
+  uint8_t db; /* FC_DB_FEAT / FC_DB_TOK */
   uint8_t pad;
 } vexp;
 
@@ -65,7 +68,7 @@ typedef struct vctx {
   fc_store *s;
   pthread_mutex_t mu;
   size_t cap;
-  volatile int halt;   /* max_errors reached or stop seen */
+  volatile int halt; /* max_errors reached or stop seen */
   uint64_t max_warnings;
   vcfg *cfgs;
   size_t n_cfgs;
@@ -74,7 +77,7 @@ typedef struct vctx {
   vexp *exp;
   size_t n_exp;
   const uint8_t *map_lo, *map_hi; /* values must lie in [lo, hi): the file's bytes */
-  uint64_t bytes_done;            /* for progress, updated atomically */
+  uint64_t bytes_done; /* for progress, updated atomically */
   uint64_t bytes_total;
   double t0;
 } vctx;
@@ -87,8 +90,8 @@ int vf_stopping(vctx *c);
 char *vf_printable(const char *s, size_t len);
 void vf_hex16(const void *k, char out[33]);
 /* Add a finding; key/id given as byte strings (id_len 0 with id NULL: none). Thread-safe. */
-void vf_add(vctx *c, int sev, int db, const char *key, size_t key_len, const char *id, size_t id_len,
-            const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+void vf_add(vctx *c, int sev, int db, const char *key, size_t key_len, const char *id,
+            size_t id_len, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
 
 /* step 2, verify_meta.c: the configs in meta, and which of them every entry must have */
 int vf_read_meta(vctx *c, fc_rtxn *t);

@@ -38,13 +38,14 @@ int vf_read_meta(vctx *c, fc_rtxn *t) {
   while ((rc = fc_cursor_next(cur, &k, &kl, &v, &vl)) == 0) {
     if (!((const uint8_t *)v >= c->map_lo && (const uint8_t *)v + vl <= c->map_hi)) {
       vf_add(c, FC_VERIFY_ERROR, FC_DB_META, k, kl, NULL, 0,
-          "value lies outside the file (B-tree damaged)");
+             "value lies outside the file (B-tree damaged)");
       continue;
     }
     if (kl < 4 || memcmp(k, "cfg/", 4) != 0) continue;
     fc_digest d, h;
     char hex[33];
-    if (kl != 36 || (memcpy(hex, (const char *)k + 4, 32), hex[32] = '\0', fc_digest_parse(hex, &d))) {
+    if (kl != 36 ||
+        (memcpy(hex, (const char *)k + 4, 32), hex[32] = '\0', fc_digest_parse(hex, &d))) {
       vf_add(c, FC_VERIFY_ERROR, FC_DB_META, k, kl, NULL, 0, "config key is not cfg/<32 hex>");
       continue;
     }
@@ -53,12 +54,15 @@ int vf_read_meta(vctx *c, fc_rtxn *t) {
       char hh[33];
       fc_digest_hex(&h, hh);
       vf_add(c, FC_VERIFY_ERROR, FC_DB_META, k, kl, NULL, 0,
-          "config JSON hashes to %s, not to its key", hh);
+             "config JSON hashes to %s, not to its key", hh);
     }
     if (c->n_cfgs == cap) {
       size_t nc = cap ? cap * 2 : 8;
       vcfg *n = realloc(c->cfgs, nc * sizeof *n);
-      if (!n) { rc = ENOMEM; break; }
+      if (!n) {
+        rc = ENOMEM;
+        break;
+      }
       c->cfgs = n;
       cap = nc;
     }
@@ -70,8 +74,8 @@ int vf_read_meta(vctx *c, fc_rtxn *t) {
     json_t *o = json_loadb(v, vl, 0, &je);
     const char *kind = json_string_value(json_object_get(o, "kind"));
     if (!o || !kind) {
-      vf_add(c, FC_VERIFY_ERROR, FC_DB_META, k, kl, NULL, 0, "config is not a JSON object with a \"kind\"%s%s",
-          o ? "" : ": ", o ? "" : je.text);
+      vf_add(c, FC_VERIFY_ERROR, FC_DB_META, k, kl, NULL, 0,
+             "config is not a JSON object with a \"kind\"%s%s", o ? "" : ": ", o ? "" : je.text);
     } else if (strcmp(kind, "mel") == 0) {
       char why[256] = "";
       cf->kind = KIND_MEL;
@@ -80,7 +84,8 @@ int vf_read_meta(vctx *c, fc_rtxn *t) {
       if (pr) snprintf(cf->label, sizeof cf->label, "%s", pr);
       json_t *kv = json_object_get(o, "kernel_version");
       if (json_is_integer(kv) && json_integer_value(kv) != FC_KERNEL_VERSION) {
-        vf_add(c, FC_VERIFY_WARNING, FC_DB_META, k, kl, NULL, 0,
+        vf_add(
+            c, FC_VERIFY_WARNING, FC_DB_META, k, kl, NULL, 0,
             "mel config of kernel version %lld (this build: %d): its frame counts are not checked",
             (long long)json_integer_value(kv), FC_KERNEL_VERSION);
       } else if (fc_mel_config_from_json(v, vl, &cf->mel, why, sizeof why) ||
@@ -150,16 +155,16 @@ int vf_resolve_expected(vctx *c, fc_rtxn *t, char *why, size_t why_len) {
     list_cfgs(c, KIND_MEL, have, sizeof have);
     if (cf)
       vf_add(c, FC_VERIFY_ERROR, FC_DB_META, key, 36, NULL, 0,
-          "expected mel config %s is a token config; stored mel configs: %s", name, have);
+             "expected mel config %s is a token config; stored mel configs: %s", name, have);
     else if (is_digest)
       vf_add(c, FC_VERIFY_ERROR, FC_DB_META, key, 36, NULL, 0,
-          "config mismatch: expected mel config %s is not in the store; stored mel configs: %s",
-          hex, have);
+             "config mismatch: expected mel config %s is not in the store; stored mel configs: %s",
+             hex, have);
     else
       vf_add(c, FC_VERIFY_ERROR, FC_DB_META, key, 36, NULL, 0,
-          "config mismatch: expected preset %s (config %s) is not in the store; stored mel "
-          "configs: %s",
-          name, hex, have);
+             "config mismatch: expected preset %s (config %s) is not in the store; stored mel "
+             "configs: %s",
+             name, hex, have);
   }
   if (!o->n_expect_tok)
     for (size_t i = 0; i < c->n_cfgs; i++) c->cfgs[i].expected |= c->cfgs[i].kind == KIND_TOK;
@@ -183,11 +188,10 @@ int vf_resolve_expected(vctx *c, fc_rtxn *t, char *why, size_t why_len) {
     if (!hit) {
       list_cfgs(c, KIND_TOK, have, sizeof have);
       vf_add(c, FC_VERIFY_ERROR, FC_DB_META, NULL, 0, NULL, 0,
-          "config mismatch: expected token config %s is not in the store; stored token "
-          "configs: %s",
-          name, have);
+             "config mismatch: expected token config %s is not in the store; stored token "
+             "configs: %s",
+             name, have);
     }
   }
   return 0;
 }
-

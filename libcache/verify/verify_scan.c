@@ -18,7 +18,7 @@ static void check_record(vctx *c, int db, const uint8_t *k, size_t kl, const voi
   size_t id_len = e ? e->id_len : 0;
   if (!((const uint8_t *)v >= c->map_lo && (const uint8_t *)v + vl <= c->map_hi)) {
     vf_add(c, FC_VERIFY_ERROR, db, hex, 32, id, id_len,
-        "value of %zu bytes lies outside the file (B-tree damaged)", vl);
+           "value of %zu bytes lies outside the file (B-tree damaged)", vl);
     return;
   }
   char why[256];
@@ -36,28 +36,30 @@ static void check_record(vctx *c, int db, const uint8_t *k, size_t kl, const voi
   fc_digest_hex(&h.config, ch);
   if (!cf) {
     vf_add(c, FC_VERIFY_ERROR, db, hex, 32, id, id_len,
-        "unknown config %s: the store has no meta cfg/%s", ch, ch);
+           "unknown config %s: the store has no meta cfg/%s", ch, ch);
   } else if (db == FC_DB_FEAT && cf->kind != KIND_MEL) {
-    vf_add(c, FC_VERIFY_ERROR, db, hex, 32, id, id_len, "feature record made with token config %s", ch);
+    vf_add(c, FC_VERIFY_ERROR, db, hex, 32, id, id_len, "feature record made with token config %s",
+           ch);
   } else if (db == FC_DB_TOK && cf->kind != KIND_TOK) {
     vf_add(c, FC_VERIFY_ERROR, db, hex, 32, id, id_len, "token record made with mel config %s", ch);
   } else if (db == FC_DB_FEAT && cf->usable) {
     if (h.dtype != cf->mel.dtype || h.ndim != 2 || h.dim1 != cf->mel.n_mels)
       vf_add(c, FC_VERIFY_ERROR, db, hex, 32, id, id_len,
-          "shape %u x %u of %s (ndim %u), config %s gives [frames x %u] of %s", h.dim0, h.dim1,
-          fc_dtype_name(h.dtype), h.ndim, vf_cfg_name(cf), cf->mel.n_mels,
-          fc_dtype_name(cf->mel.dtype));
+             "shape %u x %u of %s (ndim %u), config %s gives [frames x %u] of %s", h.dim0, h.dim1,
+             fc_dtype_name(h.dtype), h.ndim, vf_cfg_name(cf), cf->mel.n_mels,
+             fc_dtype_name(cf->mel.dtype));
   } else if (db == FC_DB_TOK) {
     int int_dtype = h.dtype == FC_DTYPE_I32 || h.dtype == FC_DTYPE_I16 || h.dtype == FC_DTYPE_U16;
     if (!int_dtype || h.ndim != 1 || (cf->tok_dtype && h.dtype != cf->tok_dtype))
       vf_add(c, FC_VERIFY_ERROR, db, hex, 32, id, id_len,
-          "token record of %s with ndim %u (config %s wants ndim 1 of %s)", fc_dtype_name(h.dtype),
-          h.ndim, vf_cfg_name(cf), cf->tok_dtype ? fc_dtype_name(cf->tok_dtype) : "an integer dtype");
+             "token record of %s with ndim %u (config %s wants ndim 1 of %s)",
+             fc_dtype_name(h.dtype), h.ndim, vf_cfg_name(cf),
+             cf->tok_dtype ? fc_dtype_name(cf->tok_dtype) : "an integer dtype");
   }
   if (!x)
     vf_add(c, FC_VERIFY_WARNING, db, hex, 32, NULL, 0,
-        "orphan: no %s entry refers to this record (config %s %s)",
-        db == FC_DB_FEAT ? "audio" : "text", cf ? vf_cfg_name(cf) : "unknown", ch);
+           "orphan: no %s entry refers to this record (config %s %s)",
+           db == FC_DB_FEAT ? "audio" : "text", cf ? vf_cfg_name(cf) : "unknown", ch);
 }
 
 /* One key range: the keys whose first byte is b. */
@@ -76,7 +78,7 @@ static int scan_range(vctx *c, MDB_txn *txn, MDB_cursor *cur, int db, unsigned b
       char hex[33];
       vf_hex16(kp, hex);
       vf_add(c, FC_VERIFY_ERROR, db, hex, 32, NULL, 0,
-          "key out of order in its B-tree page (the page is damaged)");
+             "key out of order in its B-tree page (the page is damaged)");
     }
     if (k.mv_size == 16) {
       memcpy(prev, kp, 16);
@@ -94,7 +96,7 @@ static int scan_range(vctx *c, MDB_txn *txn, MDB_cursor *cur, int db, unsigned b
   __atomic_fetch_add(&c->bytes_done, local, __ATOMIC_RELAXED);
   if (rc && rc != MDB_NOTFOUND) {
     vf_add(c, FC_VERIFY_ERROR, db, NULL, 0, NULL, 0, "LMDB: %s while reading keys %02x..",
-        mdb_strerror(rc), b);
+           mdb_strerror(rc), b);
     return 0;
   }
   return 0;
@@ -138,4 +140,3 @@ int vf_check_records(vctx *c, int nthreads) {
   if (c->o->progress) c->o->progress(bytes, bytes, c->o->progress_ud);
   return err;
 }
-

@@ -19,7 +19,6 @@
 
 #define NFILES 24
 
-
 static void put_le(FILE *f, uint32_t v, int bytes) {
   for (int i = 0; i < bytes; i++) fputc((int)((v >> (8 * i)) & 0xff), f);
 }
@@ -27,10 +26,22 @@ static void put_le(FILE *f, uint32_t v, int bytes) {
 /* A 16-bit mono 22.05 kHz WAV of n samples of a tone whose pitch depends on k (distinct bytes). */
 static void write_wav(const char *path, int k, uint32_t n) {
   FILE *f = fopen(path, "wb");
-  if (!f) { perror(path); exit(1); }
-  fwrite("RIFF", 1, 4, f); put_le(f, 36 + 2 * n, 4); fwrite("WAVEfmt ", 1, 8, f);
-  put_le(f, 16, 4); put_le(f, 1, 2); put_le(f, 1, 2); put_le(f, 22050, 4); put_le(f, 44100, 4);
-  put_le(f, 2, 2); put_le(f, 16, 2); fwrite("data", 1, 4, f); put_le(f, 2 * n, 4);
+  if (!f) {
+    perror(path);
+    exit(1);
+  }
+  fwrite("RIFF", 1, 4, f);
+  put_le(f, 36 + 2 * n, 4);
+  fwrite("WAVEfmt ", 1, 8, f);
+  put_le(f, 16, 4);
+  put_le(f, 1, 2);
+  put_le(f, 1, 2);
+  put_le(f, 22050, 4);
+  put_le(f, 44100, 4);
+  put_le(f, 2, 2);
+  put_le(f, 16, 2);
+  fwrite("data", 1, 4, f);
+  put_le(f, 2 * n, 4);
   for (uint32_t i = 0; i < n; i++)
     put_le(f, (uint32_t)(int16_t)(8000 * sin(2 * M_PI * (200 + 37 * k) * i / 22050.0)), 2);
   fclose(f);
@@ -89,7 +100,10 @@ int main(void) {
   }
   char tmpl[] = "/tmp/fc_fault_featurize.XXXXXX";
   char *dir = mkdtemp(tmpl);
-  if (!dir) { perror("mkdtemp"); return 1; }
+  if (!dir) {
+    perror("mkdtemp");
+    return 1;
+  }
   char paths[NFILES][300], store[300];
   const char *pp[NFILES];
   for (int i = 0; i < NFILES; i++) {
@@ -106,8 +120,8 @@ int main(void) {
   fc_featurize_opts o;
   fc_featurize_opts_init(&o);
   o.jobs = 2;
-  o.batch_records = 3;   /* several commits per run */
-  o.queue_records = 2;   /* workers block on the queue: a failed commit must release them */
+  o.batch_records = 3; /* several commits per run */
+  o.queue_records = 2; /* workers block on the queue: a failed commit must release them */
   fc_featurize_stats st;
   char why[256];
 

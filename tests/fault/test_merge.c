@@ -34,10 +34,22 @@ static void put_le(FILE *f, uint32_t v, int bytes) {
 
 static void write_wav(const char *path, int k, uint32_t n) {
   FILE *f = fopen(path, "wb");
-  if (!f) { perror(path); exit(1); }
-  fwrite("RIFF", 1, 4, f); put_le(f, 36 + 2 * n, 4); fwrite("WAVEfmt ", 1, 8, f);
-  put_le(f, 16, 4); put_le(f, 1, 2); put_le(f, 1, 2); put_le(f, 22050, 4); put_le(f, 44100, 4);
-  put_le(f, 2, 2); put_le(f, 16, 2); fwrite("data", 1, 4, f); put_le(f, 2 * n, 4);
+  if (!f) {
+    perror(path);
+    exit(1);
+  }
+  fwrite("RIFF", 1, 4, f);
+  put_le(f, 36 + 2 * n, 4);
+  fwrite("WAVEfmt ", 1, 8, f);
+  put_le(f, 16, 4);
+  put_le(f, 1, 2);
+  put_le(f, 1, 2);
+  put_le(f, 22050, 4);
+  put_le(f, 44100, 4);
+  put_le(f, 2, 2);
+  put_le(f, 16, 2);
+  fwrite("data", 1, 4, f);
+  put_le(f, 2 * n, 4);
   for (uint32_t i = 0; i < n; i++)
     put_le(f, (uint32_t)(int16_t)(8000 * sin(2 * M_PI * (200 + 37 * k) * i / 22050.0)), 2);
   fclose(f);
@@ -60,7 +72,10 @@ static int featurize(const char *dir, const fc_mel_config *cfg, const fc_item_li
 static int compare_stores(const char *a, const char *b) {
   fc_store *sa, *sb;
   if (fc_store_open(a, FC_STORE_RDONLY, &sa)) return -1;
-  if (fc_store_open(b, FC_STORE_RDONLY, &sb)) { fc_store_close(sa); return -1; }
+  if (fc_store_open(b, FC_STORE_RDONLY, &sb)) {
+    fc_store_close(sa);
+    return -1;
+  }
   fc_rtxn *ta, *tb;
   fc_store_read_begin(sa, &ta);
   fc_store_read_begin(sb, &tb);
@@ -74,7 +89,11 @@ static int compare_stores(const char *a, const char *b) {
       size_t kal, val, kbl, vbl;
       int ra = fc_cursor_next(ca, &ka, &kal, &va, &val);
       int rb = fc_cursor_next(cb, &kb, &kbl, &vb, &vbl);
-      if (ra != rb) { diff = 1; fprintf(stderr, "  %s: one store has more entries\n", fc_db_name(db)); break; }
+      if (ra != rb) {
+        diff = 1;
+        fprintf(stderr, "  %s: one store has more entries\n", fc_db_name(db));
+        break;
+      }
       if (ra) break;
       if (kal != kbl || memcmp(ka, kb, kal) || val != vbl || memcmp(va, vb, val)) {
         fprintf(stderr, "  %s: entries differ\n", fc_db_name(db));
@@ -115,7 +134,9 @@ static uint64_t check_consistent(const char *dir, const fc_digest *cfg) {
     CHECK(rc == 0, "entry %.*s without its record", (int)kl, (const char *)k);
     fc_record_header h;
     const void *pl;
-    if (!rc) CHECK(fc_record_verify(rv, rl, &h, &pl, NULL, 0) == 0, "record of %.*s", (int)kl, (const char *)k);
+    if (!rc)
+      CHECK(fc_record_verify(rv, rl, &h, &pl, NULL, 0) == 0, "record of %.*s", (int)kl,
+            (const char *)k);
   }
   fc_cursor_close(c);
   fc_rtxn_end(t);
@@ -161,8 +182,10 @@ static size_t audio_entry(const char *dir, const char *id, void *buf, size_t cap
   fc_store_read_begin(s, &t);
   const void *v;
   size_t vl = 0;
-  if (fc_rtxn_get(t, FC_DB_AUDIO, id, strlen(id), &v, &vl) == 0 && vl <= cap) memcpy(buf, v, vl);
-  else vl = 0;
+  if (fc_rtxn_get(t, FC_DB_AUDIO, id, strlen(id), &v, &vl) == 0 && vl <= cap)
+    memcpy(buf, v, vl);
+  else
+    vl = 0;
   fc_rtxn_end(t);
   fc_store_close(s);
   return vl;
@@ -171,7 +194,10 @@ static size_t audio_entry(const char *dir, const char *id, void *buf, size_t cap
 int main(void) {
   char tmpl[] = "/tmp/fc_fault_merge.XXXXXX";
   char *dir = mkdtemp(tmpl);
-  if (!dir) { perror("mkdtemp"); return 1; }
+  if (!dir) {
+    perror("mkdtemp");
+    return 1;
+  }
   char paths[NFILES][300];
   const char *pp[NFILES];
   for (int i = 0; i < NFILES; i++) {
@@ -216,7 +242,8 @@ int main(void) {
   CHECK(rc == 0, "merge: %s", why);
   CHECK(st.copied[FC_DB_FEAT] == NFILES && st.copied[FC_DB_AUDIO] == NFILES, "copied %llu feat",
         (unsigned long long)st.copied[FC_DB_FEAT]);
-  CHECK(st.copied[FC_DB_META] == 1 && st.duplicates[FC_DB_META] == 1, "meta: one config, in 3 shards");
+  CHECK(st.copied[FC_DB_META] == 1 && st.duplicates[FC_DB_META] == 1,
+        "meta: one config, in 3 shards");
   CHECK(st.commits >= NFILES * 2 / 4, "commits %llu", (unsigned long long)st.commits);
   CHECK(compare_stores(ref, out) == 0, "merged store differs from the reference");
   rc = fc_merge_run(out, in, 3, &o, &st, why, sizeof why);
@@ -227,7 +254,8 @@ int main(void) {
   struct stat stt;
   in[3] = out;
   rc = fc_merge_run(out, in, 4, &o, &st, why, sizeof why);
-  CHECK(rc == EINVAL && strstr(why, "the output cannot be one of the inputs"), "out as input: %s", why);
+  CHECK(rc == EINVAL && strstr(why, "the output cannot be one of the inputs"), "out as input: %s",
+        why);
   in[3] = in[0];
   rc = fc_merge_run(ref, in, 4, &o, &st, why, sizeof why);
   CHECK(rc == EINVAL && strstr(why, "given twice"), "twice: %s", why);
@@ -248,13 +276,17 @@ int main(void) {
       setenv("FC_FAULT", spec, 1);
       rc = fc_merge_run(out, in, 3, &o, &st, why, sizeof why);
       setenv("FC_FAULT", "", 1);
-      if (rc) CHECK(rc == EIO && strstr(why, "Input/output error"), "%s: rc %d (%s)", spec, rc, why);
+      if (rc)
+        CHECK(rc == EIO && strstr(why, "Input/output error"), "%s: rc %d (%s)", spec, rc, why);
       check_consistent(out, &cd);
     }
     CHECK(rc == 0 && n > 3, "%s: %d runs", sites[si], n - 1);
-    CHECK(compare_stores(ref, out) == 0, "%s: the resumed merge differs from the reference", sites[si]);
-    printf("%s faults: %d runs until the merge completed; consistent after each; equal to the "
-           "reference\n", sites[si], n - 1);
+    CHECK(compare_stores(ref, out) == 0, "%s: the resumed merge differs from the reference",
+          sites[si]);
+    printf(
+        "%s faults: %d runs until the merge completed; consistent after each; equal to the "
+        "reference\n",
+        sites[si], n - 1);
   }
 
   /* 3. stop flag: set before the start, nothing is done; set after the first commit (as a signal
@@ -267,12 +299,14 @@ int main(void) {
   stop_flag = 0;
   o.on_progress = stop_after_commit;
   rc = fc_merge_run(out, in, 3, &o, &st, why, sizeof why);
-  CHECK(rc == FC_EINTR && st.commits == 1, "stop: rc %d commits %llu", rc, (unsigned long long)st.commits);
+  CHECK(rc == FC_EINTR && st.commits == 1, "stop: rc %d commits %llu", rc,
+        (unsigned long long)st.commits);
   CHECK(check_consistent(out, &cd) < NFILES, "stopped merge holds everything");
   o.stop = NULL;
   o.on_progress = NULL;
   CHECK(fc_merge_run(out, in, 3, &o, &st, why, sizeof why) == 0 && st.copied[FC_DB_META] == 0 &&
-            st.present[FC_DB_META] == 1, "resume after stop");
+            st.present[FC_DB_META] == 1,
+        "resume after stop");
   CHECK(compare_stores(ref, out) == 0, "stop: resumed merge differs");
 
   /* 4. conflicts: shard x holds the id of shard 0's first utterance with other audio */
@@ -305,11 +339,19 @@ int main(void) {
         "refuse: rc %d conflicts %d winner %ld id %s", rc, sn.conflicts, sn.winner, sn.id);
   CHECK(stat(out, &stt) != 0, "a refused merge created its output");
   uint8_t e_sx[1024], e_s0[1024], e_out[1024];
-  size_t l_sx = audio_entry(sx, id, e_sx, sizeof e_sx), l_s0 = audio_entry(shard[0], id, e_s0, sizeof e_s0);
+  size_t l_sx = audio_entry(sx, id, e_sx, sizeof e_sx),
+         l_s0 = audio_entry(shard[0], id, e_s0, sizeof e_s0);
   CHECK(l_sx && l_s0 && (l_sx != l_s0 || memcmp(e_sx, e_s0, l_sx)));
-  struct { fc_merge_prefer p; size_t idx; long want; const uint8_t *e; size_t l; } cases[] = {
-      {FC_MERGE_FIRST, 0, 0, e_s0, l_s0}, {FC_MERGE_LAST, 0, 3, e_sx, l_sx},
-      {FC_MERGE_STORE, 3, 3, e_sx, l_sx}, {FC_MERGE_STORE, 0, 0, e_s0, l_s0}};
+  struct {
+    fc_merge_prefer p;
+    size_t idx;
+    long want;
+    const uint8_t *e;
+    size_t l;
+  } cases[] = {{FC_MERGE_FIRST, 0, 0, e_s0, l_s0},
+               {FC_MERGE_LAST, 0, 3, e_sx, l_sx},
+               {FC_MERGE_STORE, 3, 3, e_sx, l_sx},
+               {FC_MERGE_STORE, 0, 0, e_s0, l_s0}};
   for (int ci = 0; ci < 4; ci++) {
     snprintf(out, sizeof out, "%s/m_prefer%d", dir, ci);
     sn.conflicts = 0;
@@ -319,14 +361,16 @@ int main(void) {
     size_t lo = audio_entry(out, id, e_out, sizeof e_out);
     CHECK(rc == 0 && sn.conflicts == 1 && sn.winner == cases[ci].want && st.resolved == 1,
           "prefer case %d: rc %d winner %ld", ci, rc, sn.winner);
-    CHECK(lo == cases[ci].l && memcmp(e_out, cases[ci].e, lo) == 0, "prefer case %d: wrong entry kept", ci);
+    CHECK(lo == cases[ci].l && memcmp(e_out, cases[ci].e, lo) == 0,
+          "prefer case %d: wrong entry kept", ci);
     CHECK(check_consistent(out, &cd) == NFILES, "prefer case %d: inconsistent", ci);
   }
   /* prefer a store that does not hold the id: still refused */
   o.prefer = FC_MERGE_STORE;
   o.prefer_index = 1;
   snprintf(out, sizeof out, "%s/m_prefer_other", dir);
-  CHECK(fc_merge_run(out, cin, 4, &o, &st, why, sizeof why) == FC_ECONFLICT, "prefer s1 resolves nothing");
+  CHECK(fc_merge_run(out, cin, 4, &o, &st, why, sizeof why) == FC_ECONFLICT,
+        "prefer s1 resolves nothing");
   /* an output already holding the other entry: a conflict with the output */
   o.prefer = FC_MERGE_REFUSE;
   snprintf(out, sizeof out, "%s/m_prefer1", dir); /* holds sx's entry */
@@ -335,8 +379,9 @@ int main(void) {
   CHECK(rc == FC_ECONFLICT && sn.conflicts == 1, "output conflict: rc %d", rc);
   o.prefer = FC_MERGE_FIRST;
   rc = fc_merge_run(out, in, 3, &o, &st, why, sizeof why);
-  CHECK(rc == 0 && st.copied[FC_DB_AUDIO] == 1 && audio_entry(out, id, e_out, sizeof e_out) == l_s0 &&
-            memcmp(e_out, e_s0, l_s0) == 0, "the inputs win over the output: rc %d", rc);
+  CHECK(rc == 0 && st.copied[FC_DB_AUDIO] == 1 &&
+            audio_entry(out, id, e_out, sizeof e_out) == l_s0 && memcmp(e_out, e_s0, l_s0) == 0,
+        "the inputs win over the output: rc %d", rc);
   o.prefer = FC_MERGE_REFUSE;
 
   /* 5. damaged records: a copy of shard 0 with one payload byte flipped */
@@ -371,8 +416,8 @@ int main(void) {
   sn.bad = 0;
   snprintf(out, sizeof out, "%s/m_bad_healed", dir);
   rc = fc_merge_run(out, bin, 3, &o, &st, why, sizeof why);
-  CHECK(rc == 0 && sn.bad == 1 && st.bad_records == 1 && st.dropped == 0, "healed: rc %d bad %d dropped %llu",
-        rc, sn.bad, (unsigned long long)st.dropped);
+  CHECK(rc == 0 && sn.bad == 1 && st.bad_records == 1 && st.dropped == 0,
+        "healed: rc %d bad %d dropped %llu", rc, sn.bad, (unsigned long long)st.dropped);
   CHECK(check_consistent(out, &cd) > 0);
   const char *bin2[2] = {bad, shard[1]};
   snprintf(out, sizeof out, "%s/m_bad_dropped", dir);

@@ -23,7 +23,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define FUZZ_ASSERT(c) do { if (!(c)) { fprintf(stderr, "invariant failed: %s\n", #c); abort(); } } while (0)
+#define FUZZ_ASSERT(c)                               \
+  do {                                               \
+    if (!(c)) {                                      \
+      fprintf(stderr, "invariant failed: %s\n", #c); \
+      abort();                                       \
+    }                                                \
+  } while (0)
 
 typedef struct reader {
   const uint8_t *p;
@@ -99,7 +105,8 @@ static void check_batch(const fc_batch *b, const fc_loader_info *info, int padde
     for (uint32_t i = 0; i < b->size; i++) {
       if (!b->mel_lengths[i]) continue;
       size_t es = fc_dtype_size(b->mel_dtype), bytes = (size_t)b->mel_lengths[i] * b->n_mels * es;
-      volatile uint8_t x = ((const uint8_t *)b->mels[i])[0] ^ ((const uint8_t *)b->mels[i])[bytes - 1];
+      volatile uint8_t x =
+          ((const uint8_t *)b->mels[i])[0] ^ ((const uint8_t *)b->mels[i])[bytes - 1];
       (void)x;
     }
   }

@@ -20,18 +20,35 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define FUZZ_ASSERT(c) do { if (!(c)) { fprintf(stderr, "invariant failed: %s\n", #c); abort(); } } while (0)
+#define FUZZ_ASSERT(c)                               \
+  do {                                               \
+    if (!(c)) {                                      \
+      fprintf(stderr, "invariant failed: %s\n", #c); \
+      abort();                                       \
+    }                                                \
+  } while (0)
 
-enum { T_MANIFEST_FIRST = 0, T_MANIFEST_LAST = 5, T_BPE = 6, T_VOCAB = 7, T_NORMALIZE = 8, T_COUNT = 9 };
+enum {
+  T_MANIFEST_FIRST = 0,
+  T_MANIFEST_LAST = 5,
+  T_BPE = 6,
+  T_VOCAB = 7,
+  T_NORMALIZE = 8,
+  T_COUNT = 9
+};
 
-static const char *const fixed_texts[] = {"hello, world", "The 3rd of May, 1999 \xe2\x80\x94 caf\xc3\xa9!",
-                                          "  ", "\xf0\x9f\x98\x80 emoji", "a"};
+static const char *const fixed_texts[] = {"hello, world",
+                                          "The 3rd of May, 1999 \xe2\x80\x94 caf\xc3\xa9!", "  ",
+                                          "\xf0\x9f\x98\x80 emoji", "a"};
 
 static void fuzz_manifest(int format, const uint8_t *d, size_t n) {
   /* the reader takes a path: an anonymous memory file holds exactly the input */
   int fd = memfd_create("manifest", 0);
   if (fd < 0) return;
-  if (n && write(fd, d, n) != (ssize_t)n) { close(fd); return; }
+  if (n && write(fd, d, n) != (ssize_t)n) {
+    close(fd);
+    return;
+  }
   char path[64];
   snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
   fc_manifest_opts o = {(fc_manifest_format)format, "/nonexistent-audio-dir", 0, NULL};
@@ -49,8 +66,10 @@ static void fuzz_manifest(int format, const uint8_t *d, size_t n) {
       FUZZ_ASSERT(it->id != NULL);
       FUZZ_ASSERT(fc_id_check(it->id, strlen(it->id)) == 0);
       /* no path: only tsv, and a JSON line that names its id and text (a tokenize manifest) */
-      if (l.format == FC_MANIFEST_JSONL) FUZZ_ASSERT(it->path != NULL || it->text != NULL);
-      else if (l.format != FC_MANIFEST_TSV) FUZZ_ASSERT(it->path != NULL);
+      if (l.format == FC_MANIFEST_JSONL)
+        FUZZ_ASSERT(it->path != NULL || it->text != NULL);
+      else if (l.format != FC_MANIFEST_TSV)
+        FUZZ_ASSERT(it->path != NULL);
       if (it->text) FUZZ_ASSERT(fc_utf8_valid(it->text, strlen(it->text)));
     }
   } else {
@@ -120,10 +139,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint8_t *d = malloc(n ? n : 1);
   if (!d) return 0;
   if (n) memcpy(d, data + 1, n);
-  if (target <= T_MANIFEST_LAST) fuzz_manifest(target - T_MANIFEST_FIRST, d, n);
-  else if (target == T_BPE) fuzz_bpe(d, n);
-  else if (target == T_VOCAB) fuzz_vocab(d, n);
-  else fuzz_normalize(d, n);
+  if (target <= T_MANIFEST_LAST)
+    fuzz_manifest(target - T_MANIFEST_FIRST, d, n);
+  else if (target == T_BPE)
+    fuzz_bpe(d, n);
+  else if (target == T_VOCAB)
+    fuzz_vocab(d, n);
+  else
+    fuzz_normalize(d, n);
   free(d);
   return 0;
 }

@@ -18,7 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FUZZ_ASSERT(c) do { if (!(c)) abort(); } while (0)
+#define FUZZ_ASSERT(c) \
+  do {                 \
+    if (!(c)) abort(); \
+  } while (0)
 
 static void fuzz_record(const uint8_t *d, size_t n) {
   /* a private copy of exactly n bytes, so ASan sees any read past the value */

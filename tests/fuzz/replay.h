@@ -38,7 +38,9 @@ static inline void fuzz_add_seed(uint8_t target, const void *p, size_t n) {
   if (n) memcpy(b + 1, p, n);
   fuzz_seeds[fuzz_n_seeds++] = (fuzz_seed){b, n + 1};
 }
-static inline void fuzz_add_seed_str(uint8_t target, const char *s) { fuzz_add_seed(target, s, strlen(s)); }
+static inline void fuzz_add_seed_str(uint8_t target, const char *s) {
+  fuzz_add_seed(target, s, strlen(s));
+}
 
 /* A target-specific mutation of buf[0..*n) (capacity cap), or NULL. */
 typedef void (*fuzz_mutate_fn)(uint8_t *buf, size_t *n, size_t cap, uint64_t k);
@@ -54,9 +56,29 @@ static inline int fuzz_replay(const char *name, int rounds, fuzz_mutate_fn extra
       fclose(f);
     }
   }
-  static const char *const tokens[] = {"|", "\t", "\n", "\r\n", "\"", "{", "}", "[", "]", ":", ",",
-                                       "\\", "\\u0000", "\\ud800", "\xff", "\xc3", "\xed\xa0\x80",
-                                       "\xef\xbb\xbf", " ", "null", "1e309", "-1", "4294967296"};
+  static const char *const tokens[] = {"|",
+                                       "\t",
+                                       "\n",
+                                       "\r\n",
+                                       "\"",
+                                       "{",
+                                       "}",
+                                       "[",
+                                       "]",
+                                       ":",
+                                       ",",
+                                       "\\",
+                                       "\\u0000",
+                                       "\\ud800",
+                                       "\xff",
+                                       "\xc3",
+                                       "\xed\xa0\x80",
+                                       "\xef\xbb\xbf",
+                                       " ",
+                                       "null",
+                                       "1e309",
+                                       "-1",
+                                       "4294967296"};
   const size_t cap = 1 << 16;
   uint8_t *buf = malloc(cap);
   size_t runs = 0;
@@ -72,11 +94,18 @@ static inline int fuzz_replay(const char *name, int rounds, fuzz_mutate_fn extra
         uint64_t k = fuzz_rnd();
         size_t at = n > 1 ? 1 + (size_t)((k >> 8) % (n - 1)) : 0; /* never the target byte */
         switch (k % 7) {
-        case 0: if (n > 1) buf[at] ^= (uint8_t)(1u << ((k >> 40) & 7)); break;
-        case 1: if (n > 1) buf[at] = (uint8_t)(k >> 48); break;
+        case 0:
+          if (n > 1) buf[at] ^= (uint8_t)(1u << ((k >> 40) & 7));
+          break;
+        case 1:
+          if (n > 1) buf[at] = (uint8_t)(k >> 48);
+          break;
         case 2: n = 1 + (size_t)((k >> 16) % n); break; /* truncate */
         case 3:
-          if (n + 8 < cap) { memset(buf + n, (int)(k >> 24), 8); n += 8; }
+          if (n + 8 < cap) {
+            memset(buf + n, (int)(k >> 24), 8);
+            n += 8;
+          }
           break;
         case 4: { /* insert a separator or a byte sequence parsers trip on */
           const char *t = tokens[(k >> 16) % (sizeof tokens / sizeof *tokens)];

@@ -25,11 +25,11 @@ static inline void make_signal(float *x, size_t n, uint32_t seed, double sr) {
 /* An output value back in the linear (power or magnitude) domain. */
 static inline double to_linear(const fc_mel_config *c, float y) {
   switch (c->log) {
-    case FC_LOG_LN: return exp((double)y);
-    case FC_LOG_LOG10: return pow(10.0, (double)y);
-    case FC_LOG_DB: return pow(10.0, (double)y / 10.0);
-    case FC_LOG_WHISPER: return pow(10.0, 4.0 * (double)y - 4.0);
-    default: return fabs((double)y);
+  case FC_LOG_LN: return exp((double)y);
+  case FC_LOG_LOG10: return pow(10.0, (double)y);
+  case FC_LOG_DB: return pow(10.0, (double)y / 10.0);
+  case FC_LOG_WHISPER: return pow(10.0, 4.0 * (double)y - 4.0);
+  default: return fabs((double)y);
   }
 }
 

@@ -20,7 +20,6 @@
 
 static char tmpdir[256];
 
-
 static void put16(uint8_t *p, unsigned v) {
   p[0] = (uint8_t)v;
   p[1] = (uint8_t)(v >> 8);
@@ -33,7 +32,8 @@ static void put32(uint8_t *p, uint32_t v) {
 /* A canonical 44-byte-header WAV. fmt_tag 1 PCM, 3 float. data_bytes as claimed in the header;
  * the returned buffer holds 44 + payload_len bytes. */
 static uint8_t *make_wav(unsigned fmt_tag, unsigned channels, uint32_t rate, unsigned bits,
-                         const void *payload, size_t payload_len, uint32_t data_bytes, size_t *len) {
+                         const void *payload, size_t payload_len, uint32_t data_bytes,
+                         size_t *len) {
   uint8_t *b = calloc(1, 44 + payload_len);
   memcpy(b, "RIFF", 4);
   put32(b + 4, 36 + data_bytes);

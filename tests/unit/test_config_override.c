@@ -38,7 +38,8 @@ int main(void) {
   /* ... and hop 512 too: pad (2048 - 512) / 2; an explicit pad wins */
   c = preset("hifigan");
   ov.hop_length = 512;
-  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_N_FFT | FC_MEL_F_HOP_LENGTH, why, sizeof why) == 0);
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_N_FFT | FC_MEL_F_HOP_LENGTH, why, sizeof why) ==
+        0);
   CHECK(c.pad == 768, "pad %u, want 768", c.pad);
   c = preset("hifigan");
   ov.pad = 100;
@@ -47,7 +48,8 @@ int main(void) {
   /* an explicit win is kept */
   c = preset("hifigan");
   ov.win_length = 1024;
-  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_N_FFT | FC_MEL_F_WIN_LENGTH, why, sizeof why) == 0);
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_N_FFT | FC_MEL_F_WIN_LENGTH, why, sizeof why) ==
+        0);
   CHECK(c.win_length == 1024 && c.pad == 896, "win %u pad %u", c.win_length, c.pad);
 
   /* centring drops the pad */

@@ -8,8 +8,6 @@
 
 #include "tests/check.h"
 
-
-
 static const char PREFIX[] = "no CUDA device: ";
 
 int main(void) {
@@ -40,8 +38,8 @@ int main(void) {
   /* No usable device: the reason is the runtime's (or the build's), prefixed as featurize prints it. */
   CHECK(rc == FC_ENODEVICE, "rc %d, want FC_ENODEVICE", rc);
   CHECK(n == 0, "n = %d", n);
-  CHECK(strncmp(why, PREFIX, sizeof PREFIX - 1) == 0 && strlen(why) > sizeof PREFIX,
-        "why = \"%s\"", why);
+  CHECK(strncmp(why, PREFIX, sizeof PREFIX - 1) == 0 && strlen(why) > sizeof PREFIX, "why = \"%s\"",
+        why);
   CHECK(strcmp(fc_cuda_last_error(), why) == 0, "last error \"%s\" vs why \"%s\"",
         fc_cuda_last_error(), why);
   if (!fc_cuda_built())

@@ -74,11 +74,13 @@ static int bench(const char *preset, size_t n_utts, double seconds) {
   size_t dev = 0, pinned = 0;
   fc_cuda_plan_bytes(p, &dev, &pinned);
   /* warm-up (module load, first launches), then the best of 3 */
-  rc = fc_cuda_compute_batch(p, (const float *const *)pcm, lens, n_utts, FC_DTYPE_F32, (void *const *)out);
+  rc = fc_cuda_compute_batch(p, (const float *const *)pcm, lens, n_utts, FC_DTYPE_F32,
+                             (void *const *)out);
   double best = 1e9;
   for (int r = 0; r < 3 && !rc; r++) {
     double t0 = now();
-    rc = fc_cuda_compute_batch(p, (const float *const *)pcm, lens, n_utts, FC_DTYPE_F32, (void *const *)out);
+    rc = fc_cuda_compute_batch(p, (const float *const *)pcm, lens, n_utts, FC_DTYPE_F32,
+                               (void *const *)out);
     double t = now() - t0;
     if (t < best) best = t;
   }
@@ -108,13 +110,17 @@ static int bench(const char *preset, size_t n_utts, double seconds) {
     rc = 1;
   }
   const double audio = seconds * (double)n_utts;
-  printf("bench: %-9s gpu %zu x %.0f s utterances in %.4f s: %.0f x realtime, %.3g frames/s "
-         "(plan: %.0f MiB device, %.0f MiB pinned)\n", preset, n_utts, seconds, best, audio / best,
-         (double)f * (double)n_utts / best, (double)dev / 1048576.0, (double)pinned / 1048576.0);
-  printf("bench: %-9s cpu 1 thread: %.0f x realtime; gpu / cpu-thread = %.1f; output of %zu "
-         "utterances checked against the CPU's: %s (max error %.1e)\n", preset,
-         seconds * (double)cpu_utts / cpu_t, (audio / best) / (seconds * (double)cpu_utts / cpu_t),
-         cpu_utts, bad ? "DIFFERENT" : "same", worst);
+  printf(
+      "bench: %-9s gpu %zu x %.0f s utterances in %.4f s: %.0f x realtime, %.3g frames/s "
+      "(plan: %.0f MiB device, %.0f MiB pinned)\n",
+      preset, n_utts, seconds, best, audio / best, (double)f * (double)n_utts / best,
+      (double)dev / 1048576.0, (double)pinned / 1048576.0);
+  printf(
+      "bench: %-9s cpu 1 thread: %.0f x realtime; gpu / cpu-thread = %.1f; output of %zu "
+      "utterances checked against the CPU's: %s (max error %.1e)\n",
+      preset, seconds * (double)cpu_utts / cpu_t,
+      (audio / best) / (seconds * (double)cpu_utts / cpu_t), cpu_utts, bad ? "DIFFERENT" : "same",
+      worst);
   fc_mel_plan_free(cpu);
   fc_cuda_plan_free(p);
   for (size_t i = 0; i < n_utts; i++) {

@@ -77,9 +77,18 @@ static void parity(const variant *v, size_t max_batch_samples) {
   size_t lens[N_UTTS], shortest = 1;
   while (fc_mel_num_frames(&cfg, shortest) == 0) shortest++;
   const size_t extent = cfg.window_align == FC_ALIGN_LEFT ? cfg.win_length : cfg.n_fft;
-  const size_t fixed[N_UTTS] = {shortest, extent - 1 > shortest ? extent - 1 : shortest, extent + 1,
-                                3 * (size_t)cfg.hop_length + 7, sr, sr * 3 / 2 + 13, sr / 3,
-                                (size_t)sr * 6, 5 * (size_t)sr + 1, 2 * (size_t)sr - 1, 4096, sr};
+  const size_t fixed[N_UTTS] = {shortest,
+                                extent - 1 > shortest ? extent - 1 : shortest,
+                                extent + 1,
+                                3 * (size_t)cfg.hop_length + 7,
+                                sr,
+                                sr * 3 / 2 + 13,
+                                sr / 3,
+                                (size_t)sr * 6,
+                                5 * (size_t)sr + 1,
+                                2 * (size_t)sr - 1,
+                                4096,
+                                sr};
   float *pcm[N_UTTS], *ref[N_UTTS], *got[N_UTTS];
   uint16_t *half[N_UTTS];
   uint64_t frames[N_UTTS];
@@ -97,7 +106,8 @@ static void parity(const variant *v, size_t max_batch_samples) {
     /* sentinel past nothing: fill got with NaN so an unwritten value fails */
     for (uint64_t k = 0; k < frames[i] * nm; k++) got[i][k] = NAN;
   }
-  rc = fc_cuda_compute_batch(gpu, (const float *const *)pcm, lens, N_UTTS, FC_DTYPE_F32, (void *const *)got);
+  rc = fc_cuda_compute_batch(gpu, (const float *const *)pcm, lens, N_UTTS, FC_DTYPE_F32,
+                             (void *const *)got);
   CHECK(rc == 0, "%s: fc_cuda_compute_batch: %s", v->label, fc_cuda_last_error());
   double worst = 0, frame_err = 0;
   uint64_t beyond = 0, total = 0;
@@ -108,9 +118,10 @@ static void parity(const variant *v, size_t max_batch_samples) {
   }
   CHECK(frame_err <= 1e-6, "%s: %llu values beyond 1e-4, the worst %.3g of its frame", v->label,
         (unsigned long long)beyond, frame_err);
-  printf("%-22s batch %8zu: max error %.2e; %llu of %llu values beyond 1e-4 (worst %.1e of frame)\n",
-         v->label, fc_cuda_plan_max_samples(gpu), worst, (unsigned long long)beyond,
-         (unsigned long long)total, frame_err);
+  printf(
+      "%-22s batch %8zu: max error %.2e; %llu of %llu values beyond 1e-4 (worst %.1e of frame)\n",
+      v->label, fc_cuda_plan_max_samples(gpu), worst, (unsigned long long)beyond,
+      (unsigned long long)total, frame_err);
 
   /* f16 / bf16 on the device. A 1-ulp rule against the CPU's converted values is meaningless where
    * the ulp is far finer than the float32 tolerance (near 0 dB, near 0 in ln): a value is right
@@ -118,7 +129,8 @@ static void parity(const variant *v, size_t max_batch_samples) {
    * fc_math conversion), or lies between the roundings of ref -/+ the float32 tolerance. Every
    * remaining disagreement is printed with the float32 values behind it. */
   for (int dt = FC_DTYPE_F16; dt <= FC_DTYPE_BF16 && rc == 0; dt++) {
-    rc = fc_cuda_compute_batch(gpu, (const float *const *)pcm, lens, N_UTTS, dt, (void *const *)half);
+    rc = fc_cuda_compute_batch(gpu, (const float *const *)pcm, lens, N_UTTS, dt,
+                               (void *const *)half);
     CHECK(rc == 0, "%s: %s batch: %s", v->label, fc_dtype_name(dt), fc_cuda_last_error());
     uint64_t far = 0, exact = 0, total_h = 0;
     for (int i = 0; i < N_UTTS && rc == 0; i++) {
@@ -152,9 +164,10 @@ static void parity(const variant *v, size_t max_batch_samples) {
     }
     CHECK(far == 0, "%s: %s: %llu of %llu values outside the float32 tolerance after rounding",
           v->label, fc_dtype_name(dt), (unsigned long long)far, (unsigned long long)total_h);
-    printf("%-22s %-4s: %llu of %llu values the rounding of the GPU's float32, the rest within "
-           "the float32 tolerance\n", v->label, fc_dtype_name(dt), (unsigned long long)exact,
-           (unsigned long long)total_h);
+    printf(
+        "%-22s %-4s: %llu of %llu values the rounding of the GPU's float32, the rest within "
+        "the float32 tolerance\n",
+        v->label, fc_dtype_name(dt), (unsigned long long)exact, (unsigned long long)total_h);
   }
   /* 16-bit PCM: the signals quantised to int16 through fc_cuda_compute_batch_i16 (copied as int16,
    * converted on the GPU) give bit for bit what fc_cuda_compute_batch gives on their floats. */
@@ -216,8 +229,10 @@ static void *worker(void *arg) {
     float *x = malloc(sizeof *x * n), *a = malloc(sizeof *a * f * j->cfg->n_mels),
           *b = malloc(sizeof *b * f * j->cfg->n_mels);
     make_signal(x, n, (uint32_t)(j->id * 100 + k), j->cfg->sample_rate);
-    if (fc_cuda_gather_compute(j->g, x, n, a) != 0) j->bad++;
-    else if (fc_mel_compute(j->cpu, x, n, b) != 0) j->bad++;
+    if (fc_cuda_gather_compute(j->g, x, n, a) != 0)
+      j->bad++;
+    else if (fc_mel_compute(j->cpu, x, n, b) != 0)
+      j->bad++;
     else {
       double fe = 0;
       uint64_t beyond = 0;
@@ -276,7 +291,8 @@ static void errors(void) {
   CHECK(fc_cuda_compute_batch(p, xs, &n, 1, 0, outs) == FC_EEMPTY, "empty");
   CHECK(fc_cuda_compute_batch(p, xs, &n, 1, FC_DTYPE_I32, outs) == FC_ECONFIG, "dtype");
   n = 4096;
-  CHECK(fc_cuda_compute_batch(p, xs, &n, 1, 0, outs) == 0, "still usable: %s", fc_cuda_last_error());
+  CHECK(fc_cuda_compute_batch(p, xs, &n, 1, 0, outs) == 0, "still usable: %s",
+        fc_cuda_last_error());
   fc_cuda_plan_free(p);
 
   /* Injected failures (test builds): the n-th checked CUDA/cuFFT call fails, for n = 1, 2, ...
@@ -302,9 +318,12 @@ static void errors(void) {
     fc_cuda_plan_free(p);
   }
   unsetenv("FC_FAULT");
-  if (steps == 0) printf("fault injection not compiled in; skipped that part\n");
-  else CHECK(ok, "never succeeded after %d injected failures", steps);
-  printf("errors: too long, empty, dtype; %d injected CUDA failures each clean and sticky\n", steps);
+  if (steps == 0)
+    printf("fault injection not compiled in; skipped that part\n");
+  else
+    CHECK(ok, "never succeeded after %d injected failures", steps);
+  printf("errors: too long, empty, dtype; %d injected CUDA failures each clean and sticky\n",
+         steps);
   free(x);
   free(out);
 }

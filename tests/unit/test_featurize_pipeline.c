@@ -37,14 +37,27 @@ enum { RESAMPLED_FILE = 8 }; /* a 16 kHz source: resampled to 22.05 kHz, so not 
 static void write_wav(const char *path, int k, size_t n) {
   const uint32_t sr = k == RESAMPLED_FILE ? 16000 : 22050;
   FILE *f = fopen(path, "wb");
-  if (!f) { perror(path); exit(1); }
-  fwrite("RIFF", 1, 4, f); put_le(f, 36 + 2 * (uint32_t)n, 4); fwrite("WAVEfmt ", 1, 8, f);
-  put_le(f, 16, 4); put_le(f, 1, 2); put_le(f, 1, 2); put_le(f, sr, 4); put_le(f, 2 * sr, 4);
-  put_le(f, 2, 2); put_le(f, 16, 2); fwrite("data", 1, 4, f); put_le(f, 2 * (uint32_t)n, 4);
+  if (!f) {
+    perror(path);
+    exit(1);
+  }
+  fwrite("RIFF", 1, 4, f);
+  put_le(f, 36 + 2 * (uint32_t)n, 4);
+  fwrite("WAVEfmt ", 1, 8, f);
+  put_le(f, 16, 4);
+  put_le(f, 1, 2);
+  put_le(f, 1, 2);
+  put_le(f, sr, 4);
+  put_le(f, 2 * sr, 4);
+  put_le(f, 2, 2);
+  put_le(f, 16, 2);
+  fwrite("data", 1, 4, f);
+  put_le(f, 2 * (uint32_t)n, 4);
   uint32_t s = 12345u + (uint32_t)k;
   for (size_t i = 0; i < n; i++) {
     s = s * 1664525u + 1013904223u;
-    double v = 6000 * sin(2 * M_PI * (150 + 41 * k) * (double)i / 22050.0) + (double)(s >> 20) - 2048;
+    double v =
+        6000 * sin(2 * M_PI * (150 + 41 * k) * (double)i / 22050.0) + (double)(s >> 20) - 2048;
     put_le(f, (uint32_t)(int16_t)v, 2);
   }
   fclose(f);
@@ -89,8 +102,9 @@ static void fake_close(void *state) {
   memset(f->plans, 0, sizeof f->plans);
 }
 
-static const fc_fz_backend fake_backend = {"fake-gpu", FC_PRODUCER_CUDA, fake_open, fake_compute,
-                                           fake_close, NULL, NULL};
+static const fc_fz_backend fake_backend = {"fake-gpu",   FC_PRODUCER_CUDA, fake_open,
+                                           fake_compute, fake_close,       NULL,
+                                           NULL};
 
 /* The same as a batching backend (as the CUDA one is): one compute stage thread calls
  * compute_batch; a launch that holds the broken utterance fails as a whole. */
@@ -130,7 +144,7 @@ static size_t fake_max(void *state) {
 }
 
 static const fc_fz_backend fake_batching = {"fake-gpu-batch", FC_PRODUCER_CUDA, fake_open, NULL,
-                                            fake_close, fake_batch, fake_max};
+                                            fake_close,       fake_batch,       fake_max};
 
 /* ---- events ------------------------------------------------------------------------------------ */
 typedef struct seen {
@@ -302,9 +316,18 @@ static void i16_conversion(const char *dir) {
   snprintf(path, sizeof path, "%s/all16.wav", dir);
   FILE *f = fopen(path, "wb");
   const uint32_t n = 65536;
-  fwrite("RIFF", 1, 4, f); put_le(f, 36 + 2 * n, 4); fwrite("WAVEfmt ", 1, 8, f);
-  put_le(f, 16, 4); put_le(f, 1, 2); put_le(f, 1, 2); put_le(f, 22050, 4); put_le(f, 44100, 4);
-  put_le(f, 2, 2); put_le(f, 16, 2); fwrite("data", 1, 4, f); put_le(f, 2 * n, 4);
+  fwrite("RIFF", 1, 4, f);
+  put_le(f, 36 + 2 * n, 4);
+  fwrite("WAVEfmt ", 1, 8, f);
+  put_le(f, 16, 4);
+  put_le(f, 1, 2);
+  put_le(f, 1, 2);
+  put_le(f, 22050, 4);
+  put_le(f, 44100, 4);
+  put_le(f, 2, 2);
+  put_le(f, 16, 2);
+  fwrite("data", 1, 4, f);
+  put_le(f, 2 * n, 4);
   for (uint32_t i = 0; i < n; i++) put_le(f, i, 2);
   fclose(f);
   f = fopen(path, "rb");
@@ -332,7 +355,10 @@ int main(void) {
   bound_rule();
   char tmpl[] = "/tmp/fc_pipeline.XXXXXX";
   char *dir = mkdtemp(tmpl);
-  if (!dir) { perror("mkdtemp"); return 1; }
+  if (!dir) {
+    perror("mkdtemp");
+    return 1;
+  }
   char paths[NFILES + 1][300], store[300];
   const char *pp[NFILES + 1];
   for (int i = 0; i < NFILES; i++) {
@@ -391,8 +417,8 @@ int main(void) {
             st.setup_seconds <= st.wall_seconds,
         "stage times exceed the wall time: pool %.4f, writer %.4f + %.4f, wall %.4f", pool,
         st.write_seconds, st.writer_wait_seconds, st.wall_seconds);
-  CHECK(st.bound && strcmp(st.bound, fc_featurize_bound(&st, FC_DEVICE_CUDA)) == 0,
-        "bound '%s'", st.bound ? st.bound : "(null)");
+  CHECK(st.bound && strcmp(st.bound, fc_featurize_bound(&st, FC_DEVICE_CUDA)) == 0, "bound '%s'",
+        st.bound ? st.bound : "(null)");
 
   check_records(store, &cfg, &cd, paths, BROKEN_FILE);
 
@@ -470,8 +496,7 @@ int main(void) {
   CHECK(fc_store_open(store, FC_STORE_RDONLY, &s) == 0, "open ro");
   rc = fc_fz_run(s, &cfg, items.items, items.count, &o, &fake_backend, &st, why, sizeof why);
   fc_store_close(s);
-  CHECK(rc == EACCES && st.not_started == NFILES + 1 && counts_add_up(&st), "read-only: rc %d",
-        rc);
+  CHECK(rc == EACCES && st.not_started == NFILES + 1 && counts_add_up(&st), "read-only: rc %d", rc);
 
   fc_item_list_free(&items);
   char cmd[400];

@@ -8,7 +8,6 @@
 
 #include "tests/check.h"
 
-
 static void test_digest(void) {
   /* XXH3-128("abc") from xxhsum -H2; stored low half LE then high half LE */
   fc_digest d;
@@ -35,10 +34,11 @@ static void test_record(void) {
   CHECK(memcmp(buf, "FCR1", 4) == 0, "magic");
   CHECK(buf[4] == 64 && buf[5] == 0 && buf[6] == 1 && buf[7] == 2, "size/dtype/ndim bytes");
   CHECK(buf[8] == 3 && buf[12] == 2 && buf[16] == 24, "dims/payload bytes");
-  CHECK(XXH3_64bits(buf, 56) == (buf[56] | (uint64_t)buf[57] << 8 | (uint64_t)buf[58] << 16 |
-                                 (uint64_t)buf[59] << 24 | (uint64_t)buf[60] << 32 |
-                                 (uint64_t)buf[61] << 40 | (uint64_t)buf[62] << 48 |
-                                 (uint64_t)buf[63] << 56), "header checksum LE");
+  CHECK(XXH3_64bits(buf, 56) ==
+            (buf[56] | (uint64_t)buf[57] << 8 | (uint64_t)buf[58] << 16 | (uint64_t)buf[59] << 24 |
+             (uint64_t)buf[60] << 32 | (uint64_t)buf[61] << 40 | (uint64_t)buf[62] << 48 |
+             (uint64_t)buf[63] << 56),
+        "header checksum LE");
   fc_record_header g;
   const void *pl;
   char why[128] = "";
@@ -73,8 +73,13 @@ static void test_record(void) {
 }
 
 static void test_entries(void) {
-  fc_audio_entry e = {.sample_rate = 22050, .channels = 2, .frames = 12345, .source_size = 999,
-                      .mtime_ns = 1700000000123456789LL, .path = "wavs/a.wav", .path_len = 10};
+  fc_audio_entry e = {.sample_rate = 22050,
+                      .channels = 2,
+                      .frames = 12345,
+                      .source_size = 999,
+                      .mtime_ns = 1700000000123456789LL,
+                      .path = "wavs/a.wav",
+                      .path_len = 10};
   memset(e.digest.bytes, 7, 16);
   uint8_t buf[128];
   CHECK(fc_audio_entry_size(&e) == 58, "size");
@@ -82,7 +87,8 @@ static void test_entries(void) {
   fc_audio_entry d;
   CHECK(fc_audio_entry_decode(buf, 58, &d) == 0, "decode");
   CHECK(d.frames == 12345 && d.mtime_ns == e.mtime_ns && d.path_len == 10 &&
-        memcmp(d.path, "wavs/a.wav", 10) == 0 && buf[16] == 0x22 && buf[17] == 0x56, "fields");
+            memcmp(d.path, "wavs/a.wav", 10) == 0 && buf[16] == 0x22 && buf[17] == 0x56,
+        "fields");
   CHECK(fc_audio_entry_decode(buf, 47, &d) == FC_EFORMAT, "short entry");
   CHECK(fc_id_check("LJ001-0001", 10) == 0, "id");
   CHECK(fc_id_check("", 0) == FC_EFORMAT, "empty id");
@@ -101,9 +107,19 @@ static void test_config_json(void) {
   fc_mel_config c;
   memset(&c, 0, sizeof c);
   snprintf(c.preset, sizeof c.preset, "hifigan");
-  c.sample_rate = 22050; c.n_fft = 1024; c.win_length = 1024; c.hop_length = 256; c.n_mels = 80;
-  c.fmin = 0; c.fmax = 8000; c.power = 1; c.mag_eps = 1e-9; c.log = FC_LOG_LN; c.log_floor = 1e-5;
-  c.pad = 384; c.dtype = FC_DTYPE_F32;
+  c.sample_rate = 22050;
+  c.n_fft = 1024;
+  c.win_length = 1024;
+  c.hop_length = 256;
+  c.n_mels = 80;
+  c.fmin = 0;
+  c.fmax = 8000;
+  c.power = 1;
+  c.mag_eps = 1e-9;
+  c.log = FC_LOG_LN;
+  c.log_floor = 1e-5;
+  c.pad = 384;
+  c.dtype = FC_DTYPE_F32;
   char json[1024];
   int n = fc_mel_config_json(&c, json, sizeof json);
   const char *want =
@@ -135,7 +151,8 @@ static void test_config_json(void) {
 }
 
 static void test_strerror(void) {
-  CHECK(strncmp(fc_strerror(FC_ECHECKSUM), "FC_ECHECKSUM", 12) == 0, "%s", fc_strerror(FC_ECHECKSUM));
+  CHECK(strncmp(fc_strerror(FC_ECHECKSUM), "FC_ECHECKSUM", 12) == 0, "%s",
+        fc_strerror(FC_ECHECKSUM));
   CHECK(strstr(fc_strerror(-30792), "MDB_MAP_FULL") != NULL, "%s", fc_strerror(-30792));
   CHECK(strcmp(fc_strerror(2), "No such file or directory") == 0, "%s", fc_strerror(2));
 }
@@ -146,7 +163,9 @@ int main(void) {
   test_entries();
   test_config_json();
   test_strerror();
-  if (failures) fprintf(stderr, "test_format: %d failure(s)\n", failures);
-  else printf("test_format: ok\n");
+  if (failures)
+    fprintf(stderr, "test_format: %d failure(s)\n", failures);
+  else
+    printf("test_format: ok\n");
   return failures ? 1 : 0;
 }

@@ -20,7 +20,6 @@
 
 #include "tests/check.h"
 
-
 #define N_A 100
 #define N_MELS 80
 static const char TOK_JSON[] = "{\"kind\":\"tokens\",\"preset\":null,\"tokenizer\":\"chars\"}";
@@ -45,8 +44,12 @@ static void put_utt(fc_store *s, const fixture *fx, const char *id, int u, int f
   /* feat_mode: 0 good, 1 none, 2 corrupt header, 3 corrupt payload */
   char src[64];
   snprintf(src, sizeof src, "audio of %s", id);
-  fc_audio_entry ae = {.sample_rate = 22050, .channels = 1, .frames = 1000, .source_size = 10,
-                       .path = id, .path_len = strlen(id)};
+  fc_audio_entry ae = {.sample_rate = 22050,
+                       .channels = 1,
+                       .frames = 1000,
+                       .source_size = 10,
+                       .path = id,
+                       .path_len = strlen(id)};
   fc_digest_buffer(src, strlen(src), &ae.digest);
   uint8_t aval[128];
   fc_audio_entry_encode(&ae, aval);
@@ -55,8 +58,12 @@ static void put_utt(fc_store *s, const fixture *fx, const char *id, int u, int f
   float *mel = malloc(pl);
   for (uint32_t t = 0; t < fr; t++)
     for (uint32_t m = 0; m < N_MELS; m++) mel[t * N_MELS + m] = value(u, t, m);
-  fc_record_header h = {.dtype = FC_DTYPE_F32, .ndim = 2, .dim0 = fr, .dim1 = N_MELS,
-                        .config = fx->mel_cfg, .producer = FC_PRODUCER_CPU};
+  fc_record_header h = {.dtype = FC_DTYPE_F32,
+                        .ndim = 2,
+                        .dim0 = fr,
+                        .dim1 = N_MELS,
+                        .config = fx->mel_cfg,
+                        .producer = FC_PRODUCER_CPU};
   uint8_t *rec = malloc(64 + pl);
   fc_record_encode(&h, mel, pl, rec);
   if (feat_mode == 2) rec[10] ^= 1;
@@ -80,8 +87,12 @@ static void put_utt(fc_store *s, const fixture *fx, const char *id, int u, int f
     memcpy(tval + 16, text, strlen(text));
     uint32_t nt = ntok_of(u);
     for (uint32_t j = 0; j < nt; j++) toks[j] = (int16_t)((u % 300) * 100 + (int)j);
-    fc_record_header th = {.dtype = FC_DTYPE_I16, .ndim = 1, .dim0 = nt, .dim1 = 1,
-                           .config = fx->tok_cfg, .producer = FC_PRODUCER_CPU};
+    fc_record_header th = {.dtype = FC_DTYPE_I16,
+                           .ndim = 1,
+                           .dim0 = nt,
+                           .dim1 = 1,
+                           .config = fx->tok_cfg,
+                           .producer = FC_PRODUCER_CPU};
     fc_record_encode(&th, toks, nt * 2, trec);
     fc_record_key(&td, &fx->tok_cfg, &tkey);
     puts[n++] = (fc_put){FC_DB_TEXT, id, strlen(id), tval, 16 + strlen(text), 0};
@@ -169,7 +180,10 @@ static uint32_t check_batch(const fc_batch *b, const fc_loader_options *o, const
     int bad = 0;
     for (uint32_t t = 0; t < len && !bad; t++)
       for (uint32_t k = 0; k < N_MELS; k++)
-        if (m[t * N_MELS + k] != value(u, st + t, k)) { bad = 1; break; }
+        if (m[t * N_MELS + k] != value(u, st + t, k)) {
+          bad = 1;
+          break;
+        }
     CHECK(!bad, "%s: mel values differ", b->ids[i]);
     if (o->output == FC_OUTPUT_PADDED) {
       const float *row = (const float *)b->mel_data + (size_t)i * b->frames * N_MELS;
@@ -255,13 +269,15 @@ int main(void) {
   if (!l) return 1;
   fc_loader_info info;
   fc_loader_info_get(l, &info);
-  CHECK(info.items == NA && info.skipped == 0 && info.n_mels == 80 && info.mel_dtype == FC_DTYPE_F32,
+  CHECK(info.items == NA && info.skipped == 0 && info.n_mels == 80 &&
+            info.mel_dtype == FC_DTYPE_F32,
         "info items %llu skipped %llu", (unsigned long long)info.items,
         (unsigned long long)info.skipped);
   CHECK(info.epoch_batches == (NA + 6) / 7, "batches %llu", (unsigned long long)info.epoch_batches);
   uint64_t *seq = calloc(4 * NA, sizeof *seq), *seq2 = calloc(4 * NA, sizeof *seq2);
   CHECK(run_epoch(l, &o, 0, seq, mdb, NULL, NULL) == NA, "sequential count");
-  for (uint64_t i = 0; i < NA; i++) CHECK(seq[i] == i, "sequential order at %llu", (unsigned long long)i);
+  for (uint64_t i = 0; i < NA; i++)
+    CHECK(seq[i] == i, "sequential order at %llu", (unsigned long long)i);
   fc_loader_item it;
   CHECK(fc_loader_lookup(l, "a042", &it) == 0 && it.frames == frames_of(42) &&
             ((const float *)it.mel)[81] == value(42, 1, 1) && it.tokens == NULL,
@@ -327,7 +343,8 @@ int main(void) {
     n += check_batch(b, &o, NULL);
     fc_loader_release(l, b);
   }
-  CHECK(saw_err && n == 10, "verify skipped b902 (%d), %llu served", saw_err, (unsigned long long)n);
+  CHECK(saw_err && n == 10, "verify skipped b902 (%d), %llu served", saw_err,
+        (unsigned long long)n);
   fc_loader_close(l);
   /* fc_loader_next_desc: the same batches, their fields packed (errors included) */
   l = open_l(B, 1, &o);
@@ -430,7 +447,8 @@ int main(void) {
     CHECK(fc_loader_set_epoch(l, 4) == 0, "epoch 4");
     fc_loader_info_get(l, &info);
     size_t bytes = info.max_batch_bytes;
-    void *bufs[2] = {aligned_alloc(64, (bytes + 63) & ~(size_t)63), aligned_alloc(64, (bytes + 63) & ~(size_t)63)};
+    void *bufs[2] = {aligned_alloc(64, (bytes + 63) & ~(size_t)63),
+                     aligned_alloc(64, (bytes + 63) & ~(size_t)63)};
     CHECK(fc_loader_set_buffers(l, bufs, 2, bytes - 1) == FC_ECONFIG, "small buffers refused");
     CHECK(fc_loader_set_buffers(l, bufs, 2, bytes) == 0, "set buffers: %s", fc_loader_error(l));
     fc_batch *b1, *b2, *b3;
@@ -466,7 +484,8 @@ int main(void) {
   CHECK(!sorted, "random order is not the index order");
   char *mark = calloc(NA, 1);
   for (uint64_t i = 0; i < NA; i++) mark[seq[i]]++;
-  for (uint64_t i = 0; i < NA; i++) CHECK(mark[i] == 1, "item %llu seen %d times", (unsigned long long)i, mark[i]);
+  for (uint64_t i = 0; i < NA; i++)
+    CHECK(mark[i] == 1, "item %llu seen %d times", (unsigned long long)i, mark[i]);
 
   /* sharding: UNEVEN partitions exactly; PAD equal counts covering all; DROP equal, disjoint */
   for (int mode = 0; mode < 3; mode++) {
@@ -488,13 +507,16 @@ int main(void) {
     uint64_t total = counts[0] + counts[1] + counts[2];
     if (mode == FC_SHARD_UNEVEN) {
       CHECK(total == NA, "uneven total %llu", (unsigned long long)total);
-      for (uint64_t i = 0; i < NA; i++) CHECK(mark[i] == 1, "uneven: item %llu x%d", (unsigned long long)i, mark[i]);
+      for (uint64_t i = 0; i < NA; i++)
+        CHECK(mark[i] == 1, "uneven: item %llu x%d", (unsigned long long)i, mark[i]);
     } else if (mode == FC_SHARD_PAD) {
       CHECK(counts[0] == 34 && counts[1] == 34 && counts[2] == 34, "pad counts");
-      for (uint64_t i = 0; i < NA; i++) CHECK(mark[i] >= 1, "pad: item %llu missing", (unsigned long long)i);
+      for (uint64_t i = 0; i < NA; i++)
+        CHECK(mark[i] >= 1, "pad: item %llu missing", (unsigned long long)i);
     } else {
       CHECK(counts[0] == 34 && counts[1] == 34 && counts[2] == 34 && total == 102, "drop counts");
-      for (uint64_t i = 0; i < NA; i++) CHECK(mark[i] <= 1, "drop: item %llu twice", (unsigned long long)i);
+      for (uint64_t i = 0; i < NA; i++)
+        CHECK(mark[i] <= 1, "drop: item %llu twice", (unsigned long long)i);
     }
   }
 
@@ -570,7 +592,8 @@ int main(void) {
       check_batch(b, &o, NULL);
       CHECK(b->frames == 64, "pad_to: T %u", b->frames);
       for (uint32_t i = 0; i < b->size; i++) {
-        CHECK(b->mel_lengths[i] == (frames_of((int)b->items[i]) < 64 ? frames_of((int)b->items[i]) : 64),
+        CHECK(b->mel_lengths[i] ==
+                  (frames_of((int)b->items[i]) < 64 ? frames_of((int)b->items[i]) : 64),
               "crop length");
         (e ? starts1 : starts0)[b->items[i]] = b->mel_starts[i];
         nonzero += b->mel_starts[i] != 0;
@@ -578,7 +601,8 @@ int main(void) {
       fc_loader_release(l, b);
     }
   }
-  CHECK(nonzero > 50 && memcmp(starts0, starts1, sizeof starts0), "random crops vary (%d)", nonzero);
+  CHECK(nonzero > 50 && memcmp(starts0, starts1, sizeof starts0), "random crops vary (%d)",
+        nonzero);
   fc_loader_close(l);
 
   /* centred crops: the middle segment; pad_to pads short mels (default pad: ln(1e-5), the
@@ -592,7 +616,8 @@ int main(void) {
   fc_loader_info inf;
   fc_loader_info_get(l, &inf);
   CHECK(inf.pad_value == (float)log(1e-5), "default pad value %g, want ln(1e-5)", inf.pad_value);
-  CHECK(inf.bound_batch_bytes == 7ull * 64 * N_MELS * 4 && inf.max_batch_bytes <= inf.bound_batch_bytes,
+  CHECK(inf.bound_batch_bytes == 7ull * 64 * N_MELS * 4 &&
+            inf.max_batch_bytes <= inf.bound_batch_bytes,
         "bound %llu, max %llu", (unsigned long long)inf.bound_batch_bytes,
         (unsigned long long)inf.max_batch_bytes);
   int short_seen = 0;
@@ -616,7 +641,8 @@ int main(void) {
   fc_loader_options_init(&o);
   o.pad_to = 64;
   rc = fc_loader_open(A, 1, &o, &l, why, sizeof why);
-  CHECK(rc == FC_ECONFIG && strstr(why, "pad_to 64 pads only padded batches"), "pad_to views: %s", why);
+  CHECK(rc == FC_ECONFIG && strstr(why, "pad_to 64 pads only padded batches"), "pad_to views: %s",
+        why);
   /* bound of a variable-length, dynamic batching epoch: every epoch's batches fit */
   fc_loader_options_init(&o);
   o.output = FC_OUTPUT_PADDED;
@@ -686,7 +712,8 @@ int main(void) {
   fc_loader_options_init(&o);
   o.features = "tacotron2";
   rc = fc_loader_open(A, 1, &o, &l, why, sizeof why);
-  CHECK(rc == FC_ENOTFOUND && strstr(why, "no mel config named 'tacotron2'") && strstr(why, "hifigan"),
+  CHECK(rc == FC_ENOTFOUND && strstr(why, "no mel config named 'tacotron2'") &&
+            strstr(why, "hifigan"),
         "unknown preset: %s", why);
   char hex[33];
   fc_digest_hex(&fx.mel_cfg, hex);
@@ -696,7 +723,8 @@ int main(void) {
   o.features = NULL;
   o.tokens = "bpe";
   rc = fc_loader_open(A, 1, &o, &l, why, sizeof why);
-  CHECK(rc == FC_ENOTFOUND && strstr(why, "no tokens config named 'bpe'"), "unknown tokens: %s", why);
+  CHECK(rc == FC_ENOTFOUND && strstr(why, "no tokens config named 'bpe'"), "unknown tokens: %s",
+        why);
   {
     /* a second config carrying the preset name hifigan (e.g. another kernel version) */
     fc_store *s;

@@ -21,7 +21,6 @@
 
 #include "tests/check.h"
 
-
 #define N_UTT 61
 #define N_MELS 80
 #define EPOCHS 5
@@ -44,8 +43,12 @@ static int make_store(const char *path) {
     char id[16], src[32];
     snprintf(id, sizeof id, "e%03d", u);
     snprintf(src, sizeof src, "audio of %s", id);
-    fc_audio_entry ae = {.sample_rate = 22050, .channels = 1, .frames = 1000, .source_size = 10,
-                         .path = id, .path_len = strlen(id)};
+    fc_audio_entry ae = {.sample_rate = 22050,
+                         .channels = 1,
+                         .frames = 1000,
+                         .source_size = 10,
+                         .path = id,
+                         .path_len = strlen(id)};
     fc_digest_buffer(src, strlen(src), &ae.digest);
     uint8_t aval[128];
     fc_audio_entry_encode(&ae, aval);
@@ -56,8 +59,12 @@ static int make_store(const char *path) {
     if (!mel || !rec) return 1;
     for (uint32_t t = 0; t < fr; t++)
       for (uint32_t m = 0; m < N_MELS; m++) mel[t * N_MELS + m] = value(u, t, m);
-    fc_record_header h = {.dtype = FC_DTYPE_F32, .ndim = 2, .dim0 = fr, .dim1 = N_MELS,
-                          .config = cfg, .producer = FC_PRODUCER_CPU};
+    fc_record_header h = {.dtype = FC_DTYPE_F32,
+                          .ndim = 2,
+                          .dim0 = fr,
+                          .dim1 = N_MELS,
+                          .config = cfg,
+                          .producer = FC_PRODUCER_CPU};
     fc_record_encode(&h, mel, pl, rec);
     fc_digest fkey;
     fc_record_key(&ae.digest, &cfg, &fkey);
@@ -150,8 +157,10 @@ static void run_rest(fc_loader *l, const fc_loader_options *o, const seen *ref, 
   while ((rc = fc_loader_next(l, &b)) == 0 && b) {
     seen s;
     take(b, o, &s);
-    CHECK(k < n && same(&s, &ref[k]), "%s: batch %zu (epoch %llu index %llu) differs from a fresh "
-          "loader's", what, k, (unsigned long long)s.epoch, (unsigned long long)s.index);
+    CHECK(k < n && same(&s, &ref[k]),
+          "%s: batch %zu (epoch %llu index %llu) differs from a fresh "
+          "loader's",
+          what, k, (unsigned long long)s.epoch, (unsigned long long)s.index);
     k++;
     fc_loader_release(l, b);
   }

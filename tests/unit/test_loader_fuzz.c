@@ -7,8 +7,14 @@
 static uint8_t prog[65536];
 static size_t prog_n;
 static void b8(unsigned v) { prog[prog_n++] = (uint8_t)v; }
-static void b16(unsigned v) { b8(v & 0xff); b8(v >> 8); }
-static void bytes(const void *p, size_t n) { memcpy(prog + prog_n, p, n); prog_n += n; }
+static void b16(unsigned v) {
+  b8(v & 0xff);
+  b8(v >> 8);
+}
+static void bytes(const void *p, size_t n) {
+  memcpy(prog + prog_n, p, n);
+  prog_n += n;
+}
 
 /* op 2: an utterance whose record holds frames x 80 f32 values (b: dtype/ndim bits) */
 static void good_utterance(const char *id, unsigned frames, unsigned dtype_bits) {
@@ -49,13 +55,24 @@ int main(void) {
     float pl[160] = {0};
     uint8_t rec[64 + sizeof pl];
     fc_record_encode(&h, pl, sizeof pl, rec);
-    b8(1); b8(4); bytes("raw1", 4); b16(sizeof rec); bytes(rec, sizeof rec);
+    b8(1);
+    b8(4);
+    bytes("raw1", 4);
+    b16(sizeof rec);
+    bytes(rec, sizeof rec);
     good_utterance("ok", 4, 0);
     seed_program(3);
-    b8(0); b8(FC_DB_META); b8(6); bytes("format", 6); b16(11); bytes("featcache/2", 11);
+    b8(0);
+    b8(FC_DB_META);
+    b8(6);
+    bytes("format", 6);
+    b16(11);
+    bytes("featcache/2", 11);
     good_utterance("ok", 4, 0);
     seed_program(1);
-    b8(3); b16(9); bytes("{\"kind\":1", 9);
+    b8(3);
+    b16(9);
+    bytes("{\"kind\":1", 9);
     good_utterance("ok", 4, 0);
     seed_program(0);
   }

@@ -15,15 +15,14 @@
 
 static char tmpdir[256];
 
-
-#define CHECK_STR(got, want)                                                                      \
-  do {                                                                                            \
-    const char *g_ = (got), *w_ = (want);                                                         \
-    if (!((g_ == NULL && w_ == NULL) || (g_ && w_ && strcmp(g_, w_) == 0))) {                     \
-      failures++;                                                                                 \
-      fprintf(stderr, "%s:%d: FAIL %s: got '%s', expected '%s'\n", __FILE__, __LINE__, #got,      \
-              g_ ? g_ : "(null)", w_ ? w_ : "(null)");                                            \
-    }                                                                                             \
+#define CHECK_STR(got, want)                                                                 \
+  do {                                                                                       \
+    const char *g_ = (got), *w_ = (want);                                                    \
+    if (!((g_ == NULL && w_ == NULL) || (g_ && w_ && strcmp(g_, w_) == 0))) {                \
+      failures++;                                                                            \
+      fprintf(stderr, "%s:%d: FAIL %s: got '%s', expected '%s'\n", __FILE__, __LINE__, #got, \
+              g_ ? g_ : "(null)", w_ ? w_ : "(null)");                                       \
+    }                                                                                        \
   } while (0)
 
 /* Write bytes to tmpdir/name; returns the full path (static buffer per call site is enough). */
@@ -40,7 +39,9 @@ static const char *write_file(const char *name, const void *data, size_t len) {
   return path;
 }
 
-static const char *write_str(const char *name, const char *s) { return write_file(name, s, strlen(s)); }
+static const char *write_str(const char *name, const char *s) {
+  return write_file(name, s, strlen(s));
+}
 
 static char *joined(const char *a, const char *b) {
   static char buf[1024];
@@ -59,10 +60,11 @@ static int read_manifest(const char *path, fc_manifest_format fmt, const char *a
 
 static void test_ljspeech(void) {
   fc_item_list l;
-  const char *p = write_str("metadata.csv", "LJ001-0001|Printing, in the only sense|Printing, in the only sense\n"
-                                            "LJ001-0002|Dr. Smith|Doctor Smith\n"
-                                            "LJ001-0003|raw only\n"
-                                            "LJ001-0004|raw|\n");
+  const char *p = write_str("metadata.csv",
+                            "LJ001-0001|Printing, in the only sense|Printing, in the only sense\n"
+                            "LJ001-0002|Dr. Smith|Doctor Smith\n"
+                            "LJ001-0003|raw only\n"
+                            "LJ001-0004|raw|\n");
   CHECK(read_manifest(p, FC_MANIFEST_AUTO, NULL, &l) == 0, "read");
   CHECK(l.format == FC_MANIFEST_LJSPEECH, "format %d", l.format);
   CHECK(l.count == 4, "count %zu", l.count);
@@ -83,7 +85,9 @@ static void test_ljspeech(void) {
   fc_item_list_free(&l);
 
   /* text_column 2, audio_dir and audio_ext. */
-  fc_manifest_opts o = {.format = FC_MANIFEST_LJSPEECH, .audio_dir = "/data/lj", .text_column = 2,
+  fc_manifest_opts o = {.format = FC_MANIFEST_LJSPEECH,
+                        .audio_dir = "/data/lj",
+                        .text_column = 2,
                         .audio_ext = ".flac"};
   char why[256];
   CHECK(fc_manifest_read(p, &o, &l, why, sizeof why) == 0, "read");
@@ -110,11 +114,12 @@ static void test_ljspeech(void) {
 
 static void test_kaldi(void) {
   fc_item_list l;
-  const char *p = write_str("wav.scp", "utt1 /abs/a.wav\n"
-                                       "utt2\trel/b.flac  \n"
-                                       "utt3\n"
-                                       "utt4 sox x.wav -t wav - |\n"
-                                       "utt5  dir with space/c.wav\n");
+  const char *p = write_str("wav.scp",
+                            "utt1 /abs/a.wav\n"
+                            "utt2\trel/b.flac  \n"
+                            "utt3\n"
+                            "utt4 sox x.wav -t wav - |\n"
+                            "utt5  dir with space/c.wav\n");
   CHECK(read_manifest(p, FC_MANIFEST_AUTO, NULL, &l) == 0, "read");
   CHECK(l.format == FC_MANIFEST_KALDI, "format %d", l.format);
   CHECK(l.count == 5, "count %zu", l.count);
@@ -142,17 +147,18 @@ static void test_kaldi(void) {
 
 static void test_jsonl(void) {
   fc_item_list l;
-  const char *p = write_str("train_manifest.json",
-                            "{\"audio_filepath\": \"clips/x1.wav\", \"text\": \"hello\", \"duration\": 1.5}\n"
-                            "{\"audio_filepath\": \"/abs/y.flac\", \"text\": \"caf\\u00e9\", \"id\": \"spk1/y\"}\n"
-                            "{\"text\": \"no audio\"}\n"
-                            "{\"audio_filepath\": \"z.wav\", \"text\": \n"
-                            "[1, 2]\n"
-                            "{\"audio_filepath\": 3}\n"
-                            "{\"audio_filepath\": \"n.wav\", \"id\": 7}\n"
-                            "{\"audio_filepath\": \"nt.wav\"}\n"
-                            "{\"audio_filepath\": \"q.wav\", \"id\": \"a\\nb\"}\n"
-                            "{\"id\": \"t1\", \"text\": \"text only\"}\n");
+  const char *p = write_str(
+      "train_manifest.json",
+      "{\"audio_filepath\": \"clips/x1.wav\", \"text\": \"hello\", \"duration\": 1.5}\n"
+      "{\"audio_filepath\": \"/abs/y.flac\", \"text\": \"caf\\u00e9\", \"id\": \"spk1/y\"}\n"
+      "{\"text\": \"no audio\"}\n"
+      "{\"audio_filepath\": \"z.wav\", \"text\": \n"
+      "[1, 2]\n"
+      "{\"audio_filepath\": 3}\n"
+      "{\"audio_filepath\": \"n.wav\", \"id\": 7}\n"
+      "{\"audio_filepath\": \"nt.wav\"}\n"
+      "{\"audio_filepath\": \"q.wav\", \"id\": \"a\\nb\"}\n"
+      "{\"id\": \"t1\", \"text\": \"text only\"}\n");
   CHECK(read_manifest(p, FC_MANIFEST_AUTO, NULL, &l) == 0, "read");
   CHECK(l.format == FC_MANIFEST_JSONL, "format %d", l.format);
   CHECK(l.count == 10, "count %zu", l.count);
@@ -228,7 +234,8 @@ static void test_detect(void) {
   CHECK(fc_manifest_detect("x/segments.scp", "") == FC_MANIFEST_KALDI, ".scp");
   CHECK(fc_manifest_detect("m.jsonl", "") == FC_MANIFEST_JSONL, ".jsonl");
   CHECK(fc_manifest_detect("m.txt", "id1\tsome | text") == FC_MANIFEST_TSV, "tab before bar");
-  CHECK(fc_manifest_detect("m.txt", "id1|text\twith tab") == FC_MANIFEST_LJSPEECH, "bar before tab");
+  CHECK(fc_manifest_detect("m.txt", "id1|text\twith tab") == FC_MANIFEST_LJSPEECH,
+        "bar before tab");
   CHECK(fc_manifest_detect("m.txt", "  {\"audio_filepath\": 1}") == FC_MANIFEST_JSONL, "{");
   CHECK(fc_manifest_detect("metadata.csv", "LJ|a|b") == FC_MANIFEST_LJSPEECH, "csv bar");
   CHECK(fc_manifest_detect("other", "LJ|a") == FC_MANIFEST_LJSPEECH, "bar");
@@ -259,12 +266,13 @@ static void test_detect(void) {
 
 static void test_crlf_bom_blank(void) {
   fc_item_list l;
-  const char *p = write_str("crlf.csv", "\xEF\xBB\xBF"
-                                        "a1|text one|norm one\r\n"
-                                        "\r\n"
-                                        "   \n"
-                                        "a2|text two\r\n"
-                                        "a3|no newline at end");
+  const char *p = write_str("crlf.csv",
+                            "\xEF\xBB\xBF"
+                            "a1|text one|norm one\r\n"
+                            "\r\n"
+                            "   \n"
+                            "a2|text two\r\n"
+                            "a3|no newline at end");
   CHECK(read_manifest(p, FC_MANIFEST_AUTO, NULL, &l) == 0, "read");
   CHECK(l.count == 3, "count %zu", l.count);
   if (l.count == 3) {
@@ -336,7 +344,8 @@ static void test_bad_lines(void) {
           l.items[6].err, l.items[6].why);
     CHECK(l.items[7].err == FC_EUTF8, "overlong: %d", l.items[7].err);
     for (size_t i = 0; i < l.count; i++)
-      CHECK(l.items[i].err == 0 || (l.items[i].why && l.items[i].why[0]), "item %zu has a reason", i);
+      CHECK(l.items[i].err == 0 || (l.items[i].why && l.items[i].why[0]), "item %zu has a reason",
+            i);
   }
   fc_item_list_free(&l);
 }

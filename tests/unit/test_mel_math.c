@@ -17,17 +17,15 @@
 
 #include "tests/check.h"
 
-
-
 /* ---- frame counts ---------------------------------------------------------------------------- */
 
 /* Each reference's own frame count, written the way that reference gets it. */
 static uint64_t expected_frames(const char *preset, uint64_t n) {
   if (n == 0) return 0; /* no samples, no features (every reference rejects empty input) */
-  if (!strcmp(preset, "hifigan")) return n / 256;            /* uncentred over n + 768 */
-  if (!strcmp(preset, "tacotron2")) return 1 + n / 256;      /* centred */
-  if (!strcmp(preset, "librosa")) return 1 + n / 512;        /* centred */
-  if (!strcmp(preset, "whisper")) return n / 160;            /* centred, last dropped */
+  if (!strcmp(preset, "hifigan")) return n / 256; /* uncentred over n + 768 */
+  if (!strcmp(preset, "tacotron2")) return 1 + n / 256; /* centred */
+  if (!strcmp(preset, "librosa")) return 1 + n / 512; /* centred */
+  if (!strcmp(preset, "whisper")) return n / 160; /* centred, last dropped */
   if (!strcmp(preset, "kaldi")) return n < 400 ? 0 : 1 + (n - 400) / 160; /* snip edges */
   return (uint64_t)-1;
 }
@@ -37,9 +35,28 @@ static void test_frame_counts(void) {
     fc_mel_config c;
     CHECK(fc_mel_preset(*name, &c) == 0, "preset %s not found", *name);
     uint64_t nf = c.n_fft, h = c.hop_length, w = c.win_length;
-    uint64_t sizes[] = {0,      1,     2,         h - 1,     h,         h + 1,         w - 1,
-                        w,      w + 1, nf - 1,    nf,        nf + 1,    2 * h,         10 * h,
-                        10 * h + 1, 10 * h - 1, 384, 385, 512, 513, c.sample_rate, 7 * c.sample_rate + 3};
+    uint64_t sizes[] = {0,
+                        1,
+                        2,
+                        h - 1,
+                        h,
+                        h + 1,
+                        w - 1,
+                        w,
+                        w + 1,
+                        nf - 1,
+                        nf,
+                        nf + 1,
+                        2 * h,
+                        10 * h,
+                        10 * h + 1,
+                        10 * h - 1,
+                        384,
+                        385,
+                        512,
+                        513,
+                        c.sample_rate,
+                        7 * c.sample_rate + 3};
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
       uint64_t got = fc_mel_num_frames(&c, sizes[i]), want = expected_frames(*name, sizes[i]);
       CHECK(got == want, "%s: frames for %llu samples: got %llu, expected %llu", *name,
@@ -59,9 +76,15 @@ static void test_resampled_length(void) {
     uint32_t in, out;
     uint64_t want;
   } cases[] = {
-      {0, 22050, 16000, 0},        {1, 22050, 16000, 1},         {22050, 22050, 16000, 16000},
-      {22051, 22050, 16000, 16001}, {1000, 44100, 16000, 363},   {146874, 22050, 16000, 106576},
-      {5, 16000, 16000, 5},        {3, 8000, 48000, 18},         {1ull << 40, 44100, 16000, 398915783321ull},
+      {0, 22050, 16000, 0},
+      {1, 22050, 16000, 1},
+      {22050, 22050, 16000, 16000},
+      {22051, 22050, 16000, 16001},
+      {1000, 44100, 16000, 363},
+      {146874, 22050, 16000, 106576},
+      {5, 16000, 16000, 5},
+      {3, 8000, 48000, 18},
+      {1ull << 40, 44100, 16000, 398915783321ull},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     uint64_t got = fc_resampled_length(cases[i].n, cases[i].in, cases[i].out);
@@ -135,7 +158,8 @@ static void test_windows(void) {
   const double hann4[] = {0, 0.5, 1, 0.5}, hamming4[] = {0.08, 0.54, 1, 0.54};
   for (uint32_t i = 0; i < 4; i++) {
     double h = fc_window_value(FC_WINDOW_HANN, i, 4), m = fc_window_value(FC_WINDOW_HAMMING, i, 4);
-    CHECK(fabs(h - hann4[i]) < 1e-15, "periodic hann(4)[%u]: got %.17g, expected %g", i, h, hann4[i]);
+    CHECK(fabs(h - hann4[i]) < 1e-15, "periodic hann(4)[%u]: got %.17g, expected %g", i, h,
+          hann4[i]);
     CHECK(fabs(m - hamming4[i]) < 1e-15, "periodic hamming(4)[%u]: got %.17g, expected %g", i, m,
           hamming4[i]);
   }
@@ -161,8 +185,8 @@ static void test_windows(void) {
   fc_mel_preset("kaldi", &c);
   CHECK(fc_mel_plan_create(&c, &p) == 0, "kaldi plan");
   fc_mel_window(p, w);
-  CHECK(w[0] == 0.0f && w[200] == (float)fc_window_value(FC_WINDOW_POVEY, 200, 400) && w[400] == 0 &&
-            w[511] == 0,
+  CHECK(w[0] == 0.0f && w[200] == (float)fc_window_value(FC_WINDOW_POVEY, 200, 400) &&
+            w[400] == 0 && w[511] == 0,
         "kaldi window: w[200]=%g, w[400]=%g, w[511]=%g", w[200], w[400], w[511]);
   fc_mel_plan_free(p);
   fc_mel_preset("hifigan", &c);
@@ -185,23 +209,24 @@ static void test_filterbanks(void) {
     uint32_t bits; /* 0: use value */
     double value;
   } known[] = {
-      {"hifigan", 0, 2, 0x3cb98f68u, 0},   {"hifigan", 10, 19, 0x3cd906e0u, 0},
-      {"hifigan", 40, 80, 0x3c740c21u, 0}, {"hifigan", 79, 358, 0x3b560a45u, 0},
-      {"whisper", 0, 1, 0x3ccbaca4u, 0},   {"whisper", 40, 43, 0x3c716d72u, 0},
-      {"whisper", 79, 192, 0x3b4f670eu, 0}, {"kaldi", 0, 1, 0, 0.5039816498756409},
+      {"hifigan", 0, 2, 0x3cb98f68u, 0},        {"hifigan", 10, 19, 0x3cd906e0u, 0},
+      {"hifigan", 40, 80, 0x3c740c21u, 0},      {"hifigan", 79, 358, 0x3b560a45u, 0},
+      {"whisper", 0, 1, 0x3ccbaca4u, 0},        {"whisper", 40, 43, 0x3c716d72u, 0},
+      {"whisper", 79, 192, 0x3b4f670eu, 0},     {"kaldi", 0, 1, 0, 0.5039816498756409},
       {"kaldi", 40, 59, 0, 0.9724243879318237}, {"kaldi", 79, 248, 0, 0.9477642178535461},
   };
   for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
     fc_mel_config c;
     fc_mel_preset(known[i].preset, &c);
-    float got = fc_mel_weight(known[i].band, known[i].bin, c.n_mels, c.n_fft, c.sample_rate,
-                              c.fmin, fc_mel_config_fmax(&c), c.mel_scale, c.norm);
+    float got = fc_mel_weight(known[i].band, known[i].bin, c.n_mels, c.n_fft, c.sample_rate, c.fmin,
+                              fc_mel_config_fmax(&c), c.mel_scale, c.norm);
     if (known[i].bits) {
       float want;
       memcpy(&want, &known[i].bits, 4);
-      CHECK(got == want, "%s mel weight [%u][%u]: got %.9g, librosa %.9g (check linspace, "
-            "rfftfreq and the float32 rounding order)", known[i].preset, known[i].band,
-            known[i].bin, got, want);
+      CHECK(got == want,
+            "%s mel weight [%u][%u]: got %.9g, librosa %.9g (check linspace, "
+            "rfftfreq and the float32 rounding order)",
+            known[i].preset, known[i].band, known[i].bin, got, want);
     } else {
       /* torchaudio builds Kaldi banks in float32: its mel of a bin (~2800 mel) carries an error
        * of ~1e-4 mel against a band half-width of ~35 mel, so weights agree to ~1e-5, not bits. */
@@ -240,8 +265,10 @@ static void test_filterbanks(void) {
       }
       CHECK(sum > 0, "%s: mel band %u is empty", *name, m);
       if (c.norm == FC_NORM_SLANEY)
-        CHECK(fabs(sum * df - 1) < (width >= 16 ? 0.02 : 0.09), "%s: band %u (%u bins) area %g, "
-              "expected ~1", *name, m, width, sum * df);
+        CHECK(fabs(sum * df - 1) < (width >= 16 ? 0.02 : 0.09),
+              "%s: band %u (%u bins) area %g, "
+              "expected ~1",
+              *name, m, width, sum * df);
       else
         CHECK(peak <= 1.0 && peak > 0.3, "%s: band %u peak %g", *name, m, peak);
       if (c.mel_scale == FC_MEL_KALDI)
@@ -288,18 +315,18 @@ static void test_half_floats(void) {
     float in;
     uint16_t f16, bf16;
   } ties[] = {
-      {1.0f + 0x1p-11f, 0x3c00u, 0x3f80u},       /* f16 tie → even (down) */
-      {1.0f + 3 * 0x1p-11f, 0x3c02u, 0x3f80u},   /* f16 tie → even (up) */
-      {1.0f + 0x1p-8f, 0x3c04u, 0x3f80u},        /* bf16 tie → even (down) */
-      {1.0f + 3 * 0x1p-8f, 0x3c0cu, 0x3f82u},    /* bf16 tie → even (up) */
-      {65504.0f, 0x7bffu, 0x4780u},              /* largest half; bf16 rounds up to 65536 */
-      {65520.0f, 0x7c00u, 0x4780u},              /* halfway to 65536: ties to even = inf */
-      {65519.99f, 0x7bffu, 0x4780u},            /* just below: f16 max; bf16 nearer 65536 */
-      {0x1p-24f, 0x0001u, 0x3380u},              /* smallest subnormal half */
-      {0x1p-25f, 0x0000u, 0x3300u},              /* tie with zero → even (zero) */
-      {3 * 0x1p-26f, 0x0001u, 0x3340u},          /* above the tie */
-      {3 * 0x1p-25f, 0x0002u, 0x33c0u},          /* 1.5 units: tie → even (2) */
-      {0x1p-14f - 0x1p-25f, 0x0400u, 0x3880u},   /* rounds up into the normals */
+      {1.0f + 0x1p-11f, 0x3c00u, 0x3f80u}, /* f16 tie → even (down) */
+      {1.0f + 3 * 0x1p-11f, 0x3c02u, 0x3f80u}, /* f16 tie → even (up) */
+      {1.0f + 0x1p-8f, 0x3c04u, 0x3f80u}, /* bf16 tie → even (down) */
+      {1.0f + 3 * 0x1p-8f, 0x3c0cu, 0x3f82u}, /* bf16 tie → even (up) */
+      {65504.0f, 0x7bffu, 0x4780u}, /* largest half; bf16 rounds up to 65536 */
+      {65520.0f, 0x7c00u, 0x4780u}, /* halfway to 65536: ties to even = inf */
+      {65519.99f, 0x7bffu, 0x4780u}, /* just below: f16 max; bf16 nearer 65536 */
+      {0x1p-24f, 0x0001u, 0x3380u}, /* smallest subnormal half */
+      {0x1p-25f, 0x0000u, 0x3300u}, /* tie with zero → even (zero) */
+      {3 * 0x1p-26f, 0x0001u, 0x3340u}, /* above the tie */
+      {3 * 0x1p-25f, 0x0002u, 0x33c0u}, /* 1.5 units: tie → even (2) */
+      {0x1p-14f - 0x1p-25f, 0x0400u, 0x3880u}, /* rounds up into the normals */
       {-2.5f, 0xc100u, 0xc020u},
       {0.0f, 0x0000u, 0x0000u},
       {-0.0f, 0x8000u, 0x8000u},
@@ -369,18 +396,18 @@ static void test_configs(void) {
   fc_mel_config_settle_preset(&c);
   CHECK(!strcmp(c.preset, "librosa"), "explicit fmax = sr/2 cleared the librosa preset");
 
-  static const char *const bad[] = {"win > n_fft", "hop 0", "fmax > nyquist", "n_mels 0",
-                                     "dtype i32", "fmin >= fmax", "no log floor"};
+  static const char *const bad[] = {"win > n_fft", "hop 0",        "fmax > nyquist", "n_mels 0",
+                                    "dtype i32",   "fmin >= fmax", "no log floor"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     fc_mel_preset("hifigan", &c);
     switch (i) {
-      case 0: c.win_length = 2048; break;
-      case 1: c.hop_length = 0; break;
-      case 2: c.fmax = 12000; break;
-      case 3: c.n_mels = 0; break;
-      case 4: c.dtype = FC_DTYPE_I32; break;
-      case 5: c.fmin = 8000; break;
-      case 6: c.log_floor = 0; break;
+    case 0: c.win_length = 2048; break;
+    case 1: c.hop_length = 0; break;
+    case 2: c.fmax = 12000; break;
+    case 3: c.n_mels = 0; break;
+    case 4: c.dtype = FC_DTYPE_I32; break;
+    case 5: c.fmin = 8000; break;
+    case 6: c.log_floor = 0; break;
     }
     why[0] = 0;
     CHECK(fc_mel_config_validate(&c, why, sizeof why) == FC_ECONFIG && why[0],
@@ -411,10 +438,12 @@ static void test_compute_paths(void) {
       x[i] = 0.5f * sinf(0.013f * (float)i) + 0.25f * ((float)(s >> 8) / 16777216.0f - 0.5f);
     }
     uint64_t fl = fc_mel_num_frames(&c, n_long);
-    float *full = malloc(sizeof *full * fl * c.n_mels), *part = malloc(sizeof *part * fl * c.n_mels);
+    float *full = malloc(sizeof *full * fl * c.n_mels),
+          *part = malloc(sizeof *part * fl * c.n_mels);
     CHECK(fc_mel_compute(p, x, n_long, full) == 0, "%s compute", presets[pi]);
     /* Prefix lengths whose frame counts straddle block boundaries. */
-    size_t lens[] = {(size_t)c.hop_length * 31 + 5, (size_t)c.hop_length * 33, (size_t)c.hop_length * 64 + 1};
+    size_t lens[] = {(size_t)c.hop_length * 31 + 5, (size_t)c.hop_length * 33,
+                     (size_t)c.hop_length * 64 + 1};
     for (size_t li = 0; li < 3; li++) {
       uint64_t fp = fc_mel_num_frames(&c, lens[li]);
       CHECK(fc_mel_compute(q, x, lens[li], part) == 0, "%s compute prefix", presets[pi]);
@@ -431,8 +460,10 @@ static void test_compute_paths(void) {
           maxd = d > maxd ? d : maxd;
         }
       }
-      CHECK(maxd <= 1e-5, "%s: prefix of %zu samples differs from the full run by %g (block vs "
-            "single-frame FFT plans disagree?)", presets[pi], lens[li], maxd);
+      CHECK(maxd <= 1e-5,
+            "%s: prefix of %zu samples differs from the full run by %g (block vs "
+            "single-frame FFT plans disagree?)",
+            presets[pi], lens[li], maxd);
     }
     /* A run of constant zeros: centre constant pad gives exact zeros; logs give the floor. */
     memset(x, 0, sizeof *x * n_long);
@@ -559,8 +590,10 @@ static void test_fft_paths(void) {
       double rel = mx > 0 ? md / mx : md;
       worst = rel > worst ? rel : worst;
     }
-    CHECK(worst <= 1e-5, "n_fft %u (%s path): max per-frame relative error %.3g against a DFT in "
-          "double", nfft, nfft % 2 ? "r2c" : "half-length complex + split", worst);
+    CHECK(worst <= 1e-5,
+          "n_fft %u (%s path): max per-frame relative error %.3g against a DFT in "
+          "double",
+          nfft, nfft % 2 ? "r2c" : "half-length complex + split", worst);
     free(x);
     free(win);
     free(fb);
@@ -613,7 +646,7 @@ static void test_reproducible(void) {
   }
   fc_mel_config c;
   fc_mel_preset("tacotron2", &c); /* mag_eps 0: silence is exactly 0 before the log */
-  c.log_floor = 1e-40;            /* subnormal as a float */
+  c.log_floor = 1e-40; /* subnormal as a float */
   c.preset[0] = '\0';
   fc_mel_plan *p;
   CHECK(fc_mel_plan_create(&c, &p) == 0, "tacotron2 with a subnormal floor: plan");

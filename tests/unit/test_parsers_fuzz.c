@@ -42,13 +42,18 @@ static void mutate_json_value(uint8_t *buf, size_t *n, size_t cap, uint64_t k) {
 
 int main(void) {
   /* manifests: target byte = format (0 auto ... 5 tsv) */
-  fuzz_add_seed_str(0, "LJ001-0001|Printing, in the only sense|Printing, in the only sense\n"
-                       "LJ001-0002|in being comparatively modern.|in being comparatively modern.\n");
+  fuzz_add_seed_str(0,
+                    "LJ001-0001|Printing, in the only sense|Printing, in the only sense\n"
+                    "LJ001-0002|in being comparatively modern.|in being comparatively modern.\n");
   fuzz_add_seed_str(1, "a|b|c\r\nd|\xc3\xa9t\xc3\xa9|\n\n|no id\n");
   fuzz_add_seed_str(2, "utt1 /data/a.wav\nutt2 sox b.flac -t wav - |\nutt3\n");
-  fuzz_add_seed_str(3, "{\"audio_filepath\": \"a.wav\", \"text\": \"hi\", \"id\": \"u1\"}\n"
-                       "{\"audio_filepath\": \"b.wav\", \"text\": \"x\\u00e9\"}\n{\"text\": 3}\nnot json\n");
-  fuzz_add_seed_str(4, "\xef\xbb\xbf" "data/wavs/a.wav\n/abs/b.flac\r\nc\n\n");
+  fuzz_add_seed_str(
+      3,
+      "{\"audio_filepath\": \"a.wav\", \"text\": \"hi\", \"id\": \"u1\"}\n"
+      "{\"audio_filepath\": \"b.wav\", \"text\": \"x\\u00e9\"}\n{\"text\": 3}\nnot json\n");
+  fuzz_add_seed_str(4,
+                    "\xef\xbb\xbf"
+                    "data/wavs/a.wav\n/abs/b.flac\r\nc\n\n");
   fuzz_add_seed_str(5, "u1\thello there\nu2\t\nu3 no tab\n");
   fuzz_add_seed_str(0, "{\"audio_filepath\": \"a.wav\"}\n");
   fuzz_add_seed_str(0, "x /y\n");
@@ -60,8 +65,15 @@ int main(void) {
   fuzz_add_seed_str(T_VOCAB, "<pad>\n<unk>\na\nb\n \n\xc3\xa9\nab\n");
   fuzz_add_seed_str(T_VOCAB, "h\ne\nl\no\n,\n \nw\nr\nd\nT\n3\n\xe2\x80\x94\n");
   /* normalization: first byte = option bits */
-  fuzz_add_seed(T_NORMALIZE, "\x0f" "Caf\xc3\xa9, \xef\xac\x81 \xe2\x84\x8c  x", 18);
-  fuzz_add_seed(T_NORMALIZE, "\x01" "\xc3\x9f\xc3\x9f" "A\xcc\x8a", 8);
+  fuzz_add_seed(T_NORMALIZE,
+                "\x0f"
+                "Caf\xc3\xa9, \xef\xac\x81 \xe2\x84\x8c  x",
+                18);
+  fuzz_add_seed(T_NORMALIZE,
+                "\x01"
+                "\xc3\x9f\xc3\x9f"
+                "A\xcc\x8a",
+                8);
   /* every seed must be accepted before mutation: the replay must reach the deep paths */
   int bad = 0;
   for (size_t i = 0; i < fuzz_n_seeds; i++) {

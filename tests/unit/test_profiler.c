@@ -12,13 +12,13 @@
 
 #include "tests/check.h"
 
-#define NEAR(got, want, tol)                                                                   \
-  do {                                                                                         \
-    double g_ = (got), w_ = (want);                                                            \
-    if (!(fabs(g_ - w_) <= (tol))) {                                                           \
+#define NEAR(got, want, tol)                                                                    \
+  do {                                                                                          \
+    double g_ = (got), w_ = (want);                                                             \
+    if (!(fabs(g_ - w_) <= (tol))) {                                                            \
       fprintf(stderr, "%s:%d: %s = %.12g, expected %.12g\n", __FILE__, __LINE__, #got, g_, w_); \
-      failures++;                                                                              \
-    }                                                                                          \
+      failures++;                                                                               \
+    }                                                                                           \
   } while (0)
 
 /* A fake clock the test moves by hand (ns). */
@@ -79,10 +79,11 @@ static void test_nesting(void) {
   NEAR(data[0], 2, 1e-9);
   NEAR(data[1], 2.5, 1e-9);
   NEAR(step[0], 13, 1e-9);
-  NEAR(other[0], 2, 1e-9);  /* 0..1 and 12..13 */
+  NEAR(other[0], 2, 1e-9); /* 0..1 and 12..13 */
   NEAR(other[1], 1.5, 1e-9);
   /* phases + other = step, exactly: nothing counted twice, nothing lost */
-  for (int k = 0; k < 2; k++) NEAR(compute[k] + fwd[k] + bwd[k] + data[k] + other[k], step[k], 1e-9);
+  for (int k = 0; k < 2; k++)
+    NEAR(compute[k] + fwd[k] + bwd[k] + data[k] + other[k], step[k], 1e-9);
   double share;
   fc_prof_stats st;
   CHECK(fc_profiler_stats(p, index_of(p, "data"), &st, &share) == 0);
@@ -220,7 +221,8 @@ static void test_verdict(void) {
   CHECK(fc_prof_verdict(0.12, 0.51, v, sizeof v) == 1 &&
         strcmp(v, "moderately input-bound, unstable") == 0);
   CHECK(fc_prof_verdict(0.2001, 0, v, sizeof v) == 2 && strcmp(v, "highly input-bound") == 0);
-  CHECK(fc_prof_verdict(0.9, 2, v, sizeof v) == 2 && strcmp(v, "highly input-bound, unstable") == 0);
+  CHECK(fc_prof_verdict(0.9, 2, v, sizeof v) == 2 &&
+        strcmp(v, "highly input-bound, unstable") == 0);
 }
 
 /* ns per phase begin/end pair with the real clock; printed for docs, bound only loosely (this is

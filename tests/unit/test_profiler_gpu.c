@@ -90,8 +90,11 @@ int main(void) {
         "gpu busy stats");
   json_decref(j);
   fc_profiler_report(p, FC_PROF_TABLE, buf, 1 << 16);
-  CHECK(strstr(buf, "gpu busy: mean 85.0 %, p50 85.0 %, min 70.0 % (4 samples every 50 ms; NVML GPU 0)") != NULL,
-        "%s", buf);
+  CHECK(
+      strstr(buf,
+             "gpu busy: mean 85.0 %, p50 85.0 %, min 70.0 % (4 samples every 50 ms; NVML GPU 0)") !=
+          NULL,
+      "%s", buf);
   free(buf);
   fc_profiler_free(p);
 

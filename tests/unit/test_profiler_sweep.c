@@ -8,7 +8,6 @@
 
 #include "tests/check.h"
 
-
 static void test_recommend(void) {
   /* a grid where the data share falls with workers and prefetch and rises with batch */
   fc_lb_cell cells[18];
@@ -25,8 +24,11 @@ static void test_recommend(void) {
   int r = fc_lb_recommend(cells, n, 0.05);
   CHECK(r >= 0 && cells[r].workers == 4 && cells[r].prefetch == 4 && cells[r].batch == 16);
   /* fewer workers win over a smaller prefetch and a smaller batch */
-  fc_lb_cell c2[] = {{16, 4, 1, 0.01, 0, 0}, {64, 2, 8, 0.049, 0, 0}, {32, 2, 8, 0.03, 0, 0},
-                     {16, 2, 8, 0.05, 0, 0}, {8, 3, 1, 0.0, 0, 0}};
+  fc_lb_cell c2[] = {{16, 4, 1, 0.01, 0, 0},
+                     {64, 2, 8, 0.049, 0, 0},
+                     {32, 2, 8, 0.03, 0, 0},
+                     {16, 2, 8, 0.05, 0, 0},
+                     {8, 3, 1, 0.0, 0, 0}};
   r = fc_lb_recommend(c2, 5, 0.05);
   CHECK(r == 2); /* workers 2, prefetch 8, batch 32 (batch 16 is at 5 %, not under) */
   fc_lb_cell c3[] = {{16, 1, 1, 0.5, 0, 0}, {16, 2, 1, 0.06, 0, 0}};

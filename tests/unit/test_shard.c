@@ -34,8 +34,8 @@ static double max_excess(const char *fmt, int a, int stride, unsigned *min_out, 
 static void check_balance(const char *style, const char *fmt, int a, int stride) {
   unsigned min, max;
   double e = max_excess(fmt, a, stride, &min, &max);
-  printf("balance %-9s: 10000 ids in 16 shards: %u..%u, mean 625, largest %+.1f %%\n", style,
-         min, max, 100 * e);
+  printf("balance %-9s: 10000 ids in 16 shards: %u..%u, mean 625, largest %+.1f %%\n", style, min,
+         max, 100 * e);
   CHECK(e <= 0.10, "%s: largest shard %u is %.1f %% above the mean (> 10 %%)", style, max, 100 * e);
 }
 
@@ -55,10 +55,13 @@ int main(void) {
     sum += e;
     over += e > 0.10;
   }
-  printf("balance over 400 id sets: mean largest excess %.2f %% (uniform 7.12 %%), "
-         "%d sets over 10 %% (uniform 8.4 %%: 34)\n", 100 * sum / 400, over);
+  printf(
+      "balance over 400 id sets: mean largest excess %.2f %% (uniform 7.12 %%), "
+      "%d sets over 10 %% (uniform 8.4 %%: 34)\n",
+      100 * sum / 400, over);
   CHECK(sum / 400 < 0.080, "mean largest excess %.2f %% (uniform: 7.1 %%)", 100 * sum / 400);
-  CHECK(over <= 56, "%d of 400 id sets have a shard > 10 %% above the mean (uniform: 34 +- 6)", over);
+  CHECK(over <= 56, "%d of 400 id sets have a shard > 10 %% above the mean (uniform: 34 +- 6)",
+        over);
 
   /* the same id gives the same shard; it depends on the bytes of the id only */
   CHECK(fc_shard_of("LJ001-0001", 10, 16) == fc_shard_of("LJ001-0001", 10, 16));
@@ -79,7 +82,8 @@ int main(void) {
     CHECK(fc_shard_parse(bad[i], &k, &n, why, sizeof why) == FC_ECONFIG && why[0], "spec '%s'",
           bad[i]);
   CHECK(fc_shard_parse("16/16", &k, &n, why, sizeof why) == FC_ECONFIG &&
-            strcmp(why, "invalid shard '16/16' (want 0 <= K < N)") == 0, "why: %s", why);
+            strcmp(why, "invalid shard '16/16' (want 0 <= K < N)") == 0,
+        "why: %s", why);
 
   /* slurm: K = task id - min, N = count; a non-contiguous array is refused */
   unsetenv("SLURM_ARRAY_TASK_ID");
@@ -87,7 +91,8 @@ int main(void) {
   unsetenv("SLURM_ARRAY_TASK_MIN");
   unsetenv("SLURM_ARRAY_TASK_MAX");
   CHECK(fc_shard_parse("slurm", &k, &n, why, sizeof why) == FC_ECONFIG &&
-            strstr(why, "SLURM_ARRAY_TASK_ID is not set"), "why: %s", why);
+            strstr(why, "SLURM_ARRAY_TASK_ID is not set"),
+        "why: %s", why);
   setenv("SLURM_ARRAY_TASK_ID", "5", 1);
   setenv("SLURM_ARRAY_TASK_COUNT", "8", 1);
   CHECK(fc_shard_parse("slurm", &k, &n, why, sizeof why) == 0 && k == 5 && n == 8);
@@ -112,8 +117,10 @@ int main(void) {
     total += all[s].count;
     for (size_t i = 0; i < all[s].count; i++) {
       const fc_item *it = &all[s].items[i];
-      if (it->id) CHECK(fc_shard_of(it->id, strlen(it->id), 4) == s);
-      else CHECK(s == 0, "id-less item in shard %u", s);
+      if (it->id)
+        CHECK(fc_shard_of(it->id, strlen(it->id), 4) == s);
+      else
+        CHECK(s == 0, "id-less item in shard %u", s);
       if (i) CHECK(strcmp(it[-1].path, it->path) < 0, "order kept");
     }
   }

@@ -25,7 +25,7 @@
 typedef struct variant {
   const char *preset;
   const char *label;
-  int log;          /* -1: the preset's */
+  int log; /* -1: the preset's */
   double top_db;
 } variant;
 
@@ -43,7 +43,8 @@ static double run_variant(const variant *v) {
     fc_mel_config_settle_preset(&cfg);
   }
   char why[256];
-  CHECK(fc_mel_config_validate(&cfg, why, sizeof why) == 0, "%s: invalid config: %s", v->label, why);
+  CHECK(fc_mel_config_validate(&cfg, why, sizeof why) == 0, "%s: invalid config: %s", v->label,
+        why);
   fc_mel_plan *plan = NULL;
   CHECK(fc_mel_plan_create(&cfg, &plan) == 0, "%s: fc_mel_plan_create", v->label);
   if (!plan) return 0;
@@ -58,8 +59,10 @@ static double run_variant(const variant *v) {
   uint32_t *bands = malloc(sizeof *bands * 3 * nm);
   float *weights = NULL;
   size_t n_weights = 0;
-  CHECK(window && bands && fc_cu_build_tables(&cfg, fc_mel_config_fmax(&cfg), window, bands, &weights,
-                                              &n_weights) == 0, "tables");
+  CHECK(window && bands &&
+            fc_cu_build_tables(&cfg, fc_mel_config_fmax(&cfg), window, bands, &weights,
+                               &n_weights) == 0,
+        "tables");
   float *cpu_win = malloc(sizeof *cpu_win * cfg.n_fft);
   float *cpu_fb = malloc(sizeof *cpu_fb * (size_t)nm * nb);
   float *gpu_fb = calloc((size_t)nm * nb, sizeof *gpu_fb);
@@ -109,7 +112,8 @@ static double run_variant(const variant *v) {
   }
   frame_off[n_utts] = frames;
   float *pcm = malloc(sizeof *pcm * samples);
-  for (size_t u = 0; u < n_utts; u++) make_signal(pcm + sample_off[u], lens[u], (uint32_t)u, cfg.sample_rate);
+  for (size_t u = 0; u < n_utts; u++)
+    make_signal(pcm + sample_off[u], lens[u], (uint32_t)u, cfg.sample_rate);
   P.n_utts = (uint32_t)n_utts;
   P.utt_sample_off = sample_off;
   P.utt_len = utt_len;
@@ -148,11 +152,13 @@ static double run_variant(const variant *v) {
   float umax[8];
   for (uint32_t u = 0; u < n_utts; u++) {
     float mx = -FLT_MAX;
-    for (uint64_t i = frame_off[u] * nm; i < frame_off[u + 1] * nm; i++) mx = mel[i] > mx ? mel[i] : mx;
+    for (uint64_t i = frame_off[u] * nm; i < frame_off[u + 1] * nm; i++)
+      mx = mel[i] > mx ? mel[i] : mx;
     umax[u] = mx;
   }
   float *out = malloc(sizeof *out * frames * nm);
-  for (uint64_t i = 0; i < frames * nm; i++) fc_cu_store(out, i, fc_cu_finish_value(&P, i, mel[i], umax), FC_DTYPE_F32);
+  for (uint64_t i = 0; i < frames * nm; i++)
+    fc_cu_store(out, i, fc_cu_finish_value(&P, i, mel[i], umax), FC_DTYPE_F32);
 
   /* against the CPU backend */
   const int is_log = cfg.log != FC_LOG_NONE;
@@ -193,10 +199,12 @@ static double run_variant(const variant *v) {
         if (e > err_u && !(frame_err > 2e-6)) err_u = e;
       }
     }
-    CHECK(frame_err <= 2e-6, "%s: utterance %zu (%zu samples): %s error %.3g (%.3g of the frame) "
+    CHECK(frame_err <= 2e-6,
+          "%s: utterance %zu (%zu samples): %s error %.3g (%.3g of the frame) "
           "at frame %llu band %llu: got %.9g, CPU %.9g (check the frame/pad/window index "
-          "arithmetic in mel_kernels.h)", v->label, u, lens[u], is_log ? "abs" : "rel", err_u,
-          frame_err, (unsigned long long)(at / nm), (unsigned long long)(at % nm), got[at], ref[at]);
+          "arithmetic in mel_kernels.h)",
+          v->label, u, lens[u], is_log ? "abs" : "rel", err_u, frame_err,
+          (unsigned long long)(at / nm), (unsigned long long)(at % nm), got[at], ref[at]);
     if (frame_err > worst_frame) worst_frame = frame_err;
     if (err_u > worst) worst = err_u;
 
@@ -212,9 +220,10 @@ static double run_variant(const variant *v) {
     free(h_cpu);
     free(ref);
   }
-  printf("%-22s %zu utterances, %6llu frames: max %s error %.2e within 1e-5; "
-         "others %.2e of their frame\n", v->label, n_utts, (unsigned long long)frames,
-         is_log ? "abs" : "rel", worst, worst_frame);
+  printf(
+      "%-22s %zu utterances, %6llu frames: max %s error %.2e within 1e-5; "
+      "others %.2e of their frame\n",
+      v->label, n_utts, (unsigned long long)frames, is_log ? "abs" : "rel", worst, worst_frame);
 
   free(out);
   free(mel);

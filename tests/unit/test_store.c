@@ -14,7 +14,6 @@
 #include "formats/fault.h"
 #include "tests/check.h"
 
-
 int main(void) {
   char dir[] = "/tmp/fc_test_store_XXXXXX";
   if (!mkdtemp(dir)) return 2;
@@ -44,8 +43,9 @@ int main(void) {
   CHECK(fc_store_sync(s) == 0, "sync");
   fc_store_info info;
   CHECK(fc_store_info_get(s, &info) == 0 && info.entries[FC_DB_FEAT] == 100 &&
-        info.map_size >= (100ull << 20), "info: %llu entries, map %llu",
-        (unsigned long long)info.entries[FC_DB_FEAT], (unsigned long long)info.map_size);
+            info.map_size >= (100ull << 20),
+        "info: %llu entries, map %llu", (unsigned long long)info.entries[FC_DB_FEAT],
+        (unsigned long long)info.map_size);
 
   fc_digest d;
   fc_digest_buffer("cfg", 3, &d);
@@ -58,7 +58,8 @@ int main(void) {
   const void *v;
   size_t vl;
   CHECK(fc_rtxn_get(t, FC_DB_FEAT, "k042", 4, &v, &vl) == 0 && vl == vlen &&
-        ((const uint8_t *)v)[0] == 4, "get k042");
+            ((const uint8_t *)v)[0] == 4,
+        "get k042");
   CHECK(fc_rtxn_get(t, FC_DB_FEAT, "zzzz", 4, &v, &vl) == FC_ENOTFOUND, "missing key");
   const char *json;
   size_t jl;
@@ -72,8 +73,10 @@ int main(void) {
   int fd = open(dbfile, O_RDONLY);
   void *other = fd >= 0 ? mmap(NULL, 1 << 20, PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
   CHECK(other != MAP_FAILED, "second mapping");
-  CHECK(fc_store_map_region(s, &base, &maplen) == 0 && base != other && (const uint8_t *)v >= (const uint8_t *)base &&
-        (const uint8_t *)v + vl <= (const uint8_t *)base + maplen, "value inside the map");
+  CHECK(fc_store_map_region(s, &base, &maplen) == 0 && base != other &&
+            (const uint8_t *)v >= (const uint8_t *)base &&
+            (const uint8_t *)v + vl <= (const uint8_t *)base + maplen,
+        "value inside the map");
   if (other != MAP_FAILED) munmap(other, 1 << 20);
   if (fd >= 0) close(fd);
   fc_cursor *c;
@@ -89,7 +92,8 @@ int main(void) {
   }
   CHECK(n == 100, "cursor saw %d", n);
   CHECK(fc_cursor_seek(c, "k050", 4) == 0 && fc_cursor_next(c, &k, &kl, NULL, NULL) == 0 &&
-        memcmp(k, "k050", 4) == 0, "seek");
+            memcmp(k, "k050", 4) == 0,
+        "seek");
   fc_cursor_close(c);
   fc_rtxn_end(t);
   fc_put p = {FC_DB_META, "x", 1, "y", 1, 0};
@@ -137,7 +141,9 @@ cleanup:
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0) fprintf(stderr, "cleanup failed\n");
-  if (failures) fprintf(stderr, "test_store: %d failure(s)\n", failures);
-  else printf("test_store: ok\n");
+  if (failures)
+    fprintf(stderr, "test_store: %d failure(s)\n", failures);
+  else
+    printf("test_store: ok\n");
   return failures ? 1 : 0;
 }

@@ -10,7 +10,6 @@
 
 #include "tests/check.h"
 
-
 static void norm_case(int nfkc, int fold, int punct, int collapse, const char *in, const char *want,
                       int want_rc) {
   fc_tok_norm n = {nfkc ? FC_UNICODE_NFKC : FC_UNICODE_NONE, fold,
@@ -20,8 +19,8 @@ static void norm_case(int nfkc, int fold, int punct, int collapse, const char *i
   int rc = fc_tok_normalize(&n, in, strlen(in), &out, &len);
   CHECK(rc == want_rc, "normalize(%s): rc %d (%s), want %d", in, rc, fc_strerror(rc), want_rc);
   if (!rc && want)
-    CHECK(len == strlen(want) && memcmp(out, want, len) == 0, "normalize(%s) = '%s', want '%s'",
-          in, out, want);
+    CHECK(len == strlen(want) && memcmp(out, want, len) == 0, "normalize(%s) = '%s', want '%s'", in,
+          out, want);
   free(out);
 }
 
@@ -39,8 +38,10 @@ static char *write_tmp(const char *name, const char *text) {
 static fc_tokenizer *make(fc_tok_kind kind, const char *file, char *why) {
   fc_tok_options o;
   fc_tok_options_default(&o, kind);
-  if (kind == FC_TOK_BPE) o.tokenizer_json = file;
-  else o.vocab_path = file;
+  if (kind == FC_TOK_BPE)
+    o.tokenizer_json = file;
+  else
+    o.vocab_path = file;
   fc_tokenizer *t = NULL;
   int rc = fc_tokenizer_create(&o, &t, why, 512);
   return rc ? NULL : t;
@@ -48,8 +49,14 @@ static fc_tokenizer *make(fc_tok_kind kind, const char *file, char *why) {
 
 int main(void) {
   /* normalization known answers */
-  norm_case(1, 0, 0, 1, "\xEF\xAC\x81ne  caf\x65\xCC\x81 \xC2\xBD", "fine caf\xC3\xA9 1\xE2\x81\x84" "2", 0);
-  norm_case(1, 1, 0, 1, "Stra\xC3\x9F" "e \xCE\xA3", "strasse \xCF\x83", 0);
+  norm_case(1, 0, 0, 1, "\xEF\xAC\x81ne  caf\x65\xCC\x81 \xC2\xBD",
+            "fine caf\xC3\xA9 1\xE2\x81\x84"
+            "2",
+            0);
+  norm_case(1, 1, 0, 1,
+            "Stra\xC3\x9F"
+            "e \xCE\xA3",
+            "strasse \xCF\x83", 0);
   norm_case(1, 0, 1, 1, "Hello, (world)! \xE2\x80\x9Cok\xE2\x80\x9D", "Hello world ok", 0);
   norm_case(0, 0, 0, 1, " \t a \xE2\x80\x83 b\r\n", "a b", 0);
   norm_case(0, 0, 0, 0, " a  b ", " a  b ", 0);
@@ -60,12 +67,19 @@ int main(void) {
 
   char why[512] = "";
   /* vocab errors name the line */
-  CHECK(!make(FC_TOK_CHARS, write_tmp("dup", "a\nb\na\n"), why) && strstr(why, ":3: duplicate symbol 'a' (first at line 1)"), "%s", why);
-  CHECK(!make(FC_TOK_CHARS, write_tmp("empty", "a\n\nb\n"), why) && strstr(why, ":2: empty line"), "%s", why);
-  CHECK(!make(FC_TOK_CHARS, write_tmp("utf8", "a\n\xFF\n"), why) && strstr(why, ":2: invalid UTF-8"), "%s", why);
+  CHECK(!make(FC_TOK_CHARS, write_tmp("dup", "a\nb\na\n"), why) &&
+            strstr(why, ":3: duplicate symbol 'a' (first at line 1)"),
+        "%s", why);
+  CHECK(!make(FC_TOK_CHARS, write_tmp("empty", "a\n\nb\n"), why) && strstr(why, ":2: empty line"),
+        "%s", why);
+  CHECK(!make(FC_TOK_CHARS, write_tmp("utf8", "a\n\xFF\n"), why) &&
+            strstr(why, ":2: invalid UTF-8"),
+        "%s", why);
   /* CRLF and a BOM do not change a vocab: same config digest */
   fc_tokenizer *t1 = make(FC_TOK_CHARS, write_tmp("lf", "<pad>\n<unk>\n \na\nb\nab\n"), why);
-  fc_tokenizer *t2 = make(FC_TOK_CHARS, write_tmp("crlf", "\xEF\xBB\xBF<pad>\r\n<unk>\r\n \r\na\r\nb\r\nab\r\n"), why);
+  fc_tokenizer *t2 =
+      make(FC_TOK_CHARS, write_tmp("crlf", "\xEF\xBB\xBF<pad>\r\n<unk>\r\n \r\na\r\nb\r\nab\r\n"),
+           why);
   fc_tokenizer *t3 = make(FC_TOK_CHARS, write_tmp("other", "<pad>\n<unk>\n \na\nb\nba\n"), why);
   CHECK(t1 && t2 && t3, "%s", why);
   if (t1 && t2 && t3) {
@@ -81,7 +95,8 @@ int main(void) {
     int rc = fc_tokenizer_encode(t1, "aab b<unk>", 10, &ids, &n, &unk, why, sizeof why);
     /* longest match: a, ab, ' ', b, then '<' 'u' 'n' 'k' '>' unknown (specials never match text) */
     int32_t want[] = {3, 5, 2, 4, 1, 1, 1, 1, 1};
-    CHECK(rc == 0 && n == 9 && memcmp(ids, want, sizeof want) == 0 && unk == 5, "rc %d n %zu", rc, n);
+    CHECK(rc == 0 && n == 9 && memcmp(ids, want, sizeof want) == 0 && unk == 5, "rc %d n %zu", rc,
+          n);
     free(ids);
   }
   fc_tokenizer_free(t1);
@@ -117,14 +132,19 @@ int main(void) {
     free(ids);
     fc_tokenizer_free(b);
   }
-  CHECK(!make(FC_TOK_BPE, write_tmp("trunc.json", "{\"model\":{\"type\":\"BPE\""), why) && strstr(why, "trunc.json"), "%s", why);
-  CHECK(!make(FC_TOK_BPE, write_tmp("uni.json", "{\"model\":{\"type\":\"Unigram\"}}"), why) && strstr(why, "Unigram"), "%s", why);
+  CHECK(!make(FC_TOK_BPE, write_tmp("trunc.json", "{\"model\":{\"type\":\"BPE\""), why) &&
+            strstr(why, "trunc.json"),
+        "%s", why);
+  CHECK(!make(FC_TOK_BPE, write_tmp("uni.json", "{\"model\":{\"type\":\"Unigram\"}}"), why) &&
+            strstr(why, "Unigram"),
+        "%s", why);
 
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -f /tmp/fc_test_tok_%d_*", (int)getpid());
-  if (system(cmd)) {
-  }
-  if (failures) fprintf(stderr, "%d failures\n", failures);
-  else printf("ok: tokenizer unit tests\n");
+  if (system(cmd)) {}
+  if (failures)
+    fprintf(stderr, "%d failures\n", failures);
+  else
+    printf("ok: tokenizer unit tests\n");
   return failures ? 1 : 0;
 }

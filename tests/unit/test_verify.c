@@ -22,7 +22,6 @@
 
 #include "tests/check.h"
 
-
 static char tmpdir[256];
 static fc_mel_config mel;
 static fc_digest mel_digest;
@@ -32,9 +31,9 @@ static int mel_json_len;
 /* ---- fixture --------------------------------------------------------------------------------- */
 typedef struct utt {
   char id[32];
-  fc_digest audio;  /* audio digest */
+  fc_digest audio; /* audio digest */
   uint64_t samples;
-  fc_digest key;    /* its feat key */
+  fc_digest key; /* its feat key */
   uint8_t header[64];
 } utt;
 
@@ -211,13 +210,13 @@ static void test_nonfinite_scanner(void) {
   CHECK(fc_find_nonfinite(big, 3, FC_DTYPE_F32) == 3, "extremes are finite");
   uint16_t h[130];
   for (int i = 0; i < 130; i++) h[i] = 0x3c00; /* 1.0 in f16 */
-  h[127] = 0x7bff;                              /* 65504: largest finite f16 */
+  h[127] = 0x7bff; /* 65504: largest finite f16 */
   CHECK(fc_find_nonfinite(h, 130, FC_DTYPE_F16) == 130, "f16 finite");
   h[129] = 0xfc00; /* -Inf */
   CHECK(fc_find_nonfinite(h, 130, FC_DTYPE_F16) == 129, "f16 -inf");
   uint16_t b[70];
   for (int i = 0; i < 70; i++) b[i] = 0x3f80; /* 1.0 in bf16 */
-  b[65] = 0x7f7f;                             /* largest finite bf16 */
+  b[65] = 0x7f7f; /* largest finite bf16 */
   CHECK(fc_find_nonfinite(b, 70, FC_DTYPE_BF16) == 70, "bf16 finite");
   b[66] = 0x7fc0; /* NaN */
   CHECK(fc_find_nonfinite(b, 70, FC_DTYPE_BF16) == 66, "bf16 nan");
@@ -367,8 +366,8 @@ static void test_damage(void) {
   snprintf(dir, sizeof dir, "%s/values", tmpdir);
   us = make_store(dir, 50, 1);
   { /* 5. header claiming a huge shape (header checksum recomputed) */
-    fc_record_header h = {FC_DTYPE_F32, 2, 0x7fffffffu, 80, 0x7fffffffull * 80 * 4, 0, mel_digest,
-                          0, 1};
+    fc_record_header h =
+        {FC_DTYPE_F32, 2, 0x7fffffffu, 80, 0x7fffffffull * 80 * 4, 0, mel_digest, 0, 1};
     uint8_t v[64 + 400];
     memset(v, 0, sizeof v);
     fc_record_header_encode(&h, v);
@@ -378,8 +377,9 @@ static void test_damage(void) {
     size_t n = fc_mel_num_frames(&mel, us[6].samples) * mel.n_mels;
     float *pl = calloc(n, sizeof *pl);
     pl[3 * mel.n_mels + 7] = NAN;
-    fc_record_header h = {FC_DTYPE_F32, 2, (uint32_t)(n / mel.n_mels), mel.n_mels, 0, 0,
-                          mel_digest, 0, 1};
+    fc_record_header h = {FC_DTYPE_F32, 2, (uint32_t)(n / mel.n_mels),
+                          mel.n_mels,   0, 0,
+                          mel_digest,   0, 1};
     uint8_t *v = malloc(64 + n * 4);
     fc_record_encode(&h, pl, n * 4, v);
     put_raw(dir, FC_DB_FEAT, us[6].key.bytes, 16, v, 64 + n * 4);
@@ -411,7 +411,8 @@ static void test_damage(void) {
   for (size_t i = 0; i < r.count; i++) {
     const fc_verify_finding *f = &r.findings[i];
     if (f->id && strcmp(f->id, "utt00005") == 0)
-      seen |= 1 * (strcmp(f->problem, "header says 687194767040 payload bytes, value holds 400") == 0);
+      seen |=
+          1 * (strcmp(f->problem, "header says 687194767040 payload bytes, value holds 400") == 0);
     if (f->id && strcmp(f->id, "utt00006") == 0)
       seen |= 2 * (strcmp(f->problem, "payload holds NaN at element 247 (frame 3, bin 7)") == 0);
     if (f->id && strcmp(f->id, "utt00007") == 0) {
@@ -458,13 +459,13 @@ static void test_damage(void) {
   o.expect_mel = bad;
   char why[256];
   CHECK(fc_verify_store(dir, &o, &r9, why, sizeof why) == FC_ECONFIG, "unknown preset");
-  CHECK(strcmp(why, "unknown preset 'hifi-gun' (want a preset name or a 32-hex config digest)") == 0,
+  CHECK(strcmp(why, "unknown preset 'hifi-gun' (want a preset name or a 32-hex config digest)") ==
+            0,
         "why: %s", why);
   fc_verify_report_free(&r9);
   o.n_expect_mel = 0;
   free(us);
   rm_store(dir);
-
 }
 
 /* A missing feature for a manifest id (its audio entry exists, its record was never written) and
@@ -495,7 +496,8 @@ static void test_manifest_missing(void) {
     free(fv);
   }
   fc_store_close(s);
-  fc_item items[3] = {{.id = "LJ001-0001", .line = 1}, {.id = "LJ001-0002", .line = 2},
+  fc_item items[3] = {{.id = "LJ001-0001", .line = 1},
+                      {.id = "LJ001-0002", .line = 2},
                       {.id = "LJ001-0009", .line = 3}};
   fc_item_list list = {items, 3, FC_MANIFEST_LJSPEECH};
   fc_verify_opts o;
@@ -509,13 +511,14 @@ static void test_manifest_missing(void) {
   if (r.count == 2) {
     const fc_verify_finding *a = &r.findings[0], *b = &r.findings[1];
     CHECK(strcmp(a->db, "audio") == 0 && strcmp(a->key, "LJ001-0009") == 0 &&
-              strcmp(a->problem, "missing: manifest line 3 names it, the store has no audio "
-                                 "entry (no features)") == 0,
+              strcmp(a->problem,
+                     "missing: manifest line 3 names it, the store has no audio "
+                     "entry (no features)") == 0,
           "manifest id not in store: %s %s", a->db, a->problem);
     char want[200];
     snprintf(want, sizeof want, "missing: no feature record for mel config hifigan ");
-    CHECK(strcmp(b->db, "feat") == 0 && strcmp(b->key, hex) == 0 && strcmp(b->id, "LJ001-0002") == 0 &&
-              strncmp(b->problem, want, strlen(want)) == 0,
+    CHECK(strcmp(b->db, "feat") == 0 && strcmp(b->key, hex) == 0 &&
+              strcmp(b->id, "LJ001-0002") == 0 && strncmp(b->problem, want, strlen(want)) == 0,
           "missing feature: %s %s %s", b->db, b->id, b->problem);
   } else {
     dump(&r);
@@ -543,8 +546,13 @@ static void test_sources(void) {
   utt u = {.id = "a", .samples = 5000};
   fc_digest_buffer(bytes, len, &u.audio);
   fc_record_key(&u.audio, &mel_digest, &u.key);
-  fc_audio_entry e = {u.audio, 22050, 1, u.samples, (uint64_t)st.st_size,
-                      (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, src,
+  fc_audio_entry e = {u.audio,
+                      22050,
+                      1,
+                      u.samples,
+                      (uint64_t)st.st_size,
+                      (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
+                      src,
                       strlen(src)};
   uint8_t ev[512];
   fc_audio_entry_encode(&e, ev);
@@ -652,7 +660,9 @@ int main(void) {
   test_not_a_store();
 
   rmdir(tmpdir);
-  if (failures) fprintf(stderr, "%d checks failed\n", failures);
-  else fprintf(stderr, "all verify checks passed\n");
+  if (failures)
+    fprintf(stderr, "%d checks failed\n", failures);
+  else
+    fprintf(stderr, "all verify checks passed\n");
   return failures ? 1 : 0;
 }

@@ -35,7 +35,8 @@ static void reseal_or_edge(uint8_t *buf, size_t *np, size_t cap, uint64_t k) {
     uint64_t hh = fc_hash64(buf + 1, 56);
     for (int i = 0; i < 8; i++) buf[1 + 56 + i] = (uint8_t)(hh >> (8 * i));
   } else if (buf[0] == 2) {
-    static const char *const edge[] = {"0", "-1", "1e309", "4294967296", "null", "\"x\"", "true", "1.5"};
+    static const char *const edge[] = {"0",    "-1",    "1e309", "4294967296",
+                                       "null", "\"x\"", "true",  "1.5"};
     const char *ed = edge[(k >> 16) % 8];
     size_t el = strlen(ed);
     if (at + el < n) memcpy(buf + at, ed, el);
