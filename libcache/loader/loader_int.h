@@ -3,6 +3,7 @@
 #ifndef FC_LOADER_INT_H
 #define FC_LOADER_INT_H
 
+#include "featcache/fc_config.h"
 #include "featcache/fc_loader.h"
 #include "libcache/store/store_int.h"
 
@@ -129,6 +130,14 @@ static inline size_t ld_mel_bytes(const struct fc_loader *l, const ld_item *it) 
   for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
   return (size_t)v;
 }
+
+/* loader_config.c */
+/* Resolve selector sel (NULL, a name, or 32 hex) to a config digest of kind "mel"/"tokens" in
+ * one store's meta db. On success *json is a malloc'd NUL-terminated copy of the config. */
+int ld_resolve_config(MDB_txn *txn, MDB_dbi meta, const char *store, const char *sel, int tokens,
+                      fc_digest *out, char **json, char *why, size_t why_len);
+/* The padding value of config mc's silence (pad_value NAN asks for it). */
+int ld_resolve_pad_value(const fc_mel_config *mc, float *out, char *why, size_t why_len);
 
 /* loader_batch.c */
 int ld_threads_start(struct fc_loader *l);
