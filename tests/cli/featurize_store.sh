@@ -34,7 +34,10 @@ PY
 }
 json_field() { "$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
 
-for i in 1 2 3 4 5; do espeak-ng -w "s$i.wav" "sentence number $i is spoken here" || exit 77; done
+for i in 1 2 3 4 5; do
+  espeak-ng -w "s$i.wav" "sentence number $i is spoken here" ||
+    { echo "FAIL: espeak-ng could not make the test speech (scripts/setup installs it)"; exit 1; }
+done
 
 # Paths from stdin ("-"), then with no input argument at all.
 ls s*.wav | "$FZ" -j 2 -o st - >out 2>err

@@ -44,8 +44,8 @@ def encode(text, vocab, specials=("<pad>", "<unk>", "<bos>", "<eos>")):
 
 def main():
     if not os.access(TOKENIZE, os.X_OK):
-        print(f"skip: {TOKENIZE} not built")
-        return 77
+        print(f"FAIL: {TOKENIZE} not built")
+        return 1
     texts = text_corpus.sentences(1500 - len(text_corpus.EXTRA)) + text_corpus.EXTRA
     checked = 0
     with tempfile.TemporaryDirectory() as d:

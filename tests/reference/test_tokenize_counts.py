@@ -43,8 +43,8 @@ def run(store, vocab, *extra):
 def main():
     global MAN
     if not os.access(TOKENIZE, os.X_OK):
-        print(f"skip: {TOKENIZE} not built")
-        return 77
+        print(f"FAIL: {TOKENIZE} not built")
+        return 1
     with tempfile.TemporaryDirectory() as d:
         MAN = os.path.join(d, "m.tsv")
         write_tsv(MAN, ROWS)

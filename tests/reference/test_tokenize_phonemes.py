@@ -126,8 +126,8 @@ def check_docs(d):
 
 def main():
     if not os.access(TOKENIZE, os.X_OK) or not shutil.which("espeak-ng"):
-        print("skip: tokenize or espeak-ng missing")
-        return 77
+        print("FAIL: tokenize not built or espeak-ng missing (scripts/setup installs espeak-ng)")
+        return 1
     texts = text_corpus.shipped()
     assert len(texts) >= 300, len(texts)
     rows = [(f"p{i:04d}", t) for i, t in enumerate(texts)]

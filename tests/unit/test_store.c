@@ -117,7 +117,12 @@ int main(void) {
   mdb_env_close(env);
   CHECK(fc_store_open(foreign, FC_STORE_RDONLY, &s) == FC_EFORMAT, "foreign rdonly");
   CHECK(fc_store_open(foreign, FC_STORE_CREATE, &s) == FC_EFORMAT, "foreign create");
-  CHECK(fc_store_open("/etc/passwd", 0, &s) == ENOTDIR, "file");
+  char plain[4096];
+  snprintf(plain, sizeof plain, "%s/plain-file", dir);
+  FILE *pf = fopen(plain, "w");
+  CHECK(pf != NULL, "make a plain file");
+  if (pf) fclose(pf);
+  CHECK(fc_store_open(plain, 0, &s) == ENOTDIR, "file");
 
   /* a failed commit makes the handle refuse further writes (sticky), the store stays intact */
   if (!fc_fault_built()) {
