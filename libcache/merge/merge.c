@@ -38,17 +38,6 @@ static double now_s(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Read-only media, or a store no process has open (no writable lock.mdb): open without a lock,
- * as cache-verify does, so that reading never writes. */
-static int want_nolock(const char *dir) {
-  char p[4096];
-  struct statvfs vfs;
-  if (statvfs(dir, &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) return 1;
-  if (access(dir, W_OK) != 0) return 1;
-  if (snprintf(p, sizeof p, "%s/lock.mdb", dir) >= (int)sizeof p || access(p, W_OK) != 0) return 1;
-  return 0;
-}
-
 typedef struct mctx {
   const fc_merge_opts *o;
   fc_merge_stats *st;
@@ -502,7 +491,7 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
   int rc = (c.in && c.rt && c.txns && c.dbis) ? 0 : ENOMEM;
   uint64_t total_used = 0;
   for (size_t i = 0; i < n && !rc; i++) {
-    unsigned fl = FC_STORE_RDONLY | (want_nolock(inputs[i]) ? FC_STORE_NOLOCK : 0);
+    unsigned fl = FC_STORE_RDONLY | (fc_store_wants_nolock(inputs[i], 0) ? FC_STORE_NOLOCK : 0);
     rc = fc_store_open(inputs[i], fl, &c.in[i]);
     if (rc) {
       fc_why(why, why_len, "%s: cannot open the store: %s", inputs[i], fc_strerror(rc));

@@ -4,6 +4,7 @@
  * Calls: libnvidia-ml.so.1 through dlopen/dlsym only — the library is never linked, so the CPU
  * build runs (and says "not measured") on machines without the NVIDIA driver. */
 #include "featcache/fc_profiler.h"
+#include "libcache/profile/profile_int.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -13,14 +14,6 @@
 #include <string.h>
 #include <stdarg.h>
 #include <time.h>
-
-static void say(char *why, size_t len, const char *fmt, ...) {
-  if (!why || !len) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, len, fmt, ap);
-  va_end(ap);
-}
 
 /* The few NVML declarations used (nvml.h, stable ABI since NVML 5): */
 typedef int nvml_return; /* nvmlReturn_t: 0 = NVML_SUCCESS */
@@ -89,13 +82,13 @@ int fc_gpu_sampler_start(unsigned device, double period_ms, fc_gpu_sampler **out
                          size_t why_len) {
   *out = NULL;
   if (!(period_ms >= 1 && period_ms <= 60000)) {
-    say(why, why_len, "sampling period %g ms out of range (1 .. 60000)", period_ms);
+    prof_say(why, why_len, "sampling period %g ms out of range (1 .. 60000)", period_ms);
     return FC_ECONFIG;
   }
   void *dl = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!dl) {
     const char *e = dlerror();
-    say(why, why_len, "NVML not available: %s", e ? e : "libnvidia-ml.so.1 not found");
+    prof_say(why, why_len, "NVML not available: %s", e ? e : "libnvidia-ml.so.1 not found");
     return FC_ENODEVICE;
   }
   nvml_return (*init)(void) = (nvml_return(*)(void))dlsym(dl, "nvmlInit_v2");
@@ -113,21 +106,21 @@ int fc_gpu_sampler_start(unsigned device, double period_ms, fc_gpu_sampler **out
       (nvml_return(*)(nvml_device, nvml_utilization *))dlsym(dl, "nvmlDeviceGetUtilizationRates");
   s->period_ms = period_ms;
   if (!init || !by_index || !s->shutdown || !s->get_util) {
-    say(why, why_len, "NVML not usable: libnvidia-ml.so.1 lacks the functions used");
+    prof_say(why, why_len, "NVML not usable: libnvidia-ml.so.1 lacks the functions used");
     dlclose(dl);
     free(s);
     return FC_ENODEVICE;
   }
   nvml_return r = init();
   if (r) {
-    say(why, why_len, "NVML not usable: nvmlInit: %s", errstr ? errstr(r) : "error");
+    prof_say(why, why_len, "NVML not usable: nvmlInit: %s", errstr ? errstr(r) : "error");
     dlclose(dl);
     free(s);
     return FC_ENODEVICE;
   }
   nvml_utilization u;
   if ((r = by_index(device, &s->dev)) || (r = s->get_util(s->dev, &u))) {
-    say(why, why_len, "NVML: GPU %u: %s", device, errstr ? errstr(r) : "error");
+    prof_say(why, why_len, "NVML: GPU %u: %s", device, errstr ? errstr(r) : "error");
     s->shutdown();
     dlclose(dl);
     free(s);
@@ -141,7 +134,7 @@ int fc_gpu_sampler_start(unsigned device, double period_ms, fc_gpu_sampler **out
   pthread_condattr_destroy(&ca);
   int rc = pthread_create(&s->thread, NULL, sampler_main, s);
   if (rc) {
-    say(why, why_len, "sampler thread: %s", strerror(rc));
+    prof_say(why, why_len, "sampler thread: %s", strerror(rc));
     fc_gpu_sampler_free(s);
     return rc;
   }

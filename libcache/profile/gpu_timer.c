@@ -4,20 +4,13 @@
  * .11.0, or libcudart.so): the library never links CUDA, so the CPU build runs everywhere and a
  * missing runtime or device is an error the caller can report ("not measured"). */
 #include "featcache/fc_profiler.h"
+#include "libcache/profile/profile_int.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-static void say(char *why, size_t len, const char *fmt, ...) {
-  if (!why || !len) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, len, fmt, ap);
-  va_end(ap);
-}
 
 typedef int cuda_error; /* cudaError_t: 0 = cudaSuccess */
 typedef struct cuda_event *cuda_event_t;
@@ -46,7 +39,7 @@ int fc_gpu_timer_create(fc_gpu_timer **out, char *why, size_t why_len) {
   *out = NULL;
   void *dl = open_cudart();
   if (!dl) {
-    say(why, why_len, "CUDA runtime not available: libcudart.so.12, .so.11.0, .so not found");
+    prof_say(why, why_len, "CUDA runtime not available: libcudart.so.12, .so.11.0, .so not found");
     return FC_ENODEVICE;
   }
   fc_gpu_timer *t = calloc(1, sizeof *t);
@@ -67,12 +60,12 @@ int fc_gpu_timer_create(fc_gpu_timer **out, char *why, size_t why_len) {
   int n = 0;
   cuda_error e;
   if (!count || !create || !t->record || !t->sync || !t->elapsed || !t->destroy) {
-    say(why, why_len, "CUDA runtime not usable: it lacks the event functions");
+    prof_say(why, why_len, "CUDA runtime not usable: it lacks the event functions");
   } else if ((e = count(&n)) || n == 0) {
-    say(why, why_len, "no CUDA device: %s",
-        e && t->errstr ? t->errstr(e) : "cudaGetDeviceCount found none");
+    prof_say(why, why_len, "no CUDA device: %s",
+             e && t->errstr ? t->errstr(e) : "cudaGetDeviceCount found none");
   } else if ((e = create(&t->start)) || (e = create(&t->end))) {
-    say(why, why_len, "cudaEventCreate: %s", t->errstr ? t->errstr(e) : "error");
+    prof_say(why, why_len, "cudaEventCreate: %s", t->errstr ? t->errstr(e) : "error");
   } else {
     *out = t;
     return 0;

@@ -4,6 +4,7 @@
  * data wait's percentiles, variation and periodicity, GPU busy, steps/s, the shrink factor and a
  * verdict. Owns nothing beyond one call; reads JSON with jansson. */
 #include "featcache/fc_profiler.h"
+#include "libcache/profile/profile_int.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -12,14 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void say(char *why, size_t len, const char *fmt, ...) {
-  if (!why || !len) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, len, fmt, ap);
-  va_end(ap);
-}
 
 typedef struct prof_view {
   const char *path, *label, *verdict, *gpu_note, *dev_name;
@@ -51,19 +44,19 @@ static int load(const char *path, prof_view *v, char *why, size_t why_len) {
     FILE *f = fopen(path, "r");
     if (!f) {
       int e = errno;
-      say(why, why_len, "%s: %s", path, strerror(e));
+      prof_say(why, why_len, "%s: %s", path, strerror(e));
       return e;
     }
     fclose(f);
-    say(why, why_len, "%s: not JSON: line %d: %s", path, je.line, je.text);
+    prof_say(why, why_len, "%s: not JSON: line %d: %s", path, je.line, je.text);
     return FC_EFORMAT;
   }
   v->root = r;
   if (json_object_get(r, "sources")) {
-    say(why, why_len,
-        "%s: a loader-bench --json report, not a profile (save one with "
-        "featcache.StepProfiler.save or fc_profiler_save)",
-        path);
+    prof_say(why, why_len,
+             "%s: a loader-bench --json report, not a profile (save one with "
+             "featcache.StepProfiler.save or fc_profiler_save)",
+             path);
     return FC_EFORMAT;
   }
   const char *dp = str_at(r, "data_phase");
@@ -72,14 +65,14 @@ static int load(const char *path, prof_view *v, char *why, size_t why_len) {
   v->steps = num_at(r, "steps");
   v->data_share = num_at(r, "data_share");
   if (!dp || !json_is_object(phases) || isnan(v->steps) || isnan(v->data_share)) {
-    say(why, why_len,
-        "%s: not a featcache profile (wants \"steps\", \"data_phase\", "
-        "\"data_share\" and \"phases\")",
-        path);
+    prof_say(why, why_len,
+             "%s: not a featcache profile (wants \"steps\", \"data_phase\", "
+             "\"data_share\" and \"phases\")",
+             path);
     return FC_EFORMAT;
   }
   if (!data) {
-    say(why, why_len, "%s: the profile has no data phase \"%s\"", path, dp);
+    prof_say(why, why_len, "%s: the profile has no data phase \"%s\"", path, dp);
     return FC_EFORMAT;
   }
   v->label = str_at(r, "label");

@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 #include <sys/sysmacros.h>
 
 #define FC_INITIAL_MAP (64ull << 20)
@@ -411,4 +412,14 @@ int fc_store_map_region(fc_store *s, const void **base, size_t *len) {
   }
   fclose(f);
   return rc;
+}
+
+int fc_store_wants_nolock(const char *dir, int setting) {
+  if (setting) return setting > 0;
+  char p[4096];
+  struct statvfs vfs;
+  if (statvfs(dir, &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) return 1;
+  if (access(dir, W_OK) != 0) return 1;
+  if (snprintf(p, sizeof p, "%s/lock.mdb", dir) >= (int)sizeof p || access(p, W_OK) != 0) return 1;
+  return 0;
 }

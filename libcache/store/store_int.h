@@ -19,6 +19,12 @@ struct fc_store {
   int broken; /* sticky: a commit failed, writes refused */
 };
 
+/* Open dir without a lock? setting > 0 always, < 0 never, 0 auto: read-only media, a directory or
+ * lock.mdb we cannot write, or no lock.mdb at all (no process has the environment open, and
+ * creating one would be a write). Readers that must never write use it: cache-verify, cache-merge's
+ * inputs. */
+int fc_store_wants_nolock(const char *dir, int setting);
+
 struct fc_rtxn {
   fc_store *s;
   MDB_txn *txn;

@@ -137,17 +137,6 @@ static int reader_line(const char *msg, void *ctx) {
   return 0;
 }
 
-static int want_nolock(const char *dir, int setting) {
-  if (setting) return setting > 0;
-  char p[4096];
-  struct statvfs vfs;
-  if (statvfs(dir, &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) return 1;
-  if (access(dir, W_OK) != 0) return 1;
-  /* No lock.mdb: no process has the environment open, and creating one would be a write. */
-  if (snprintf(p, sizeof p, "%s/lock.mdb", dir) >= (int)sizeof p || access(p, W_OK) != 0) return 1;
-  return 0;
-}
-
 /* Open the environment with MDB_NOLOCK (nothing written, no lock taken) and compare the file's
  * length with the last committed page named by the meta pages (read by LMDB with pread; the meta
  * pages are the first two pages, inside any file that opened). 0: safe to open the store; 1: a
@@ -270,7 +259,7 @@ int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *
     goto done;
   }
 
-  int nolock = want_nolock(dir, o->nolock);
+  int nolock = fc_store_wants_nolock(dir, o->nolock);
   out->nolock = nolock;
   rc = preflight(&c, dir, nolock);
   if (rc == 1) {

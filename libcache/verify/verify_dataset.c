@@ -79,16 +79,6 @@ static void add(dctx *c, int sev, const char *db, const void *key, size_t key_le
   f->problem = strdup(msg);
 }
 
-static int nolock_for(const char *dir, int setting) {
-  if (setting) return setting > 0;
-  char p[4096];
-  struct statvfs vfs;
-  if (statvfs(dir, &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) return 1;
-  if (access(dir, W_OK) != 0) return 1;
-  if (snprintf(p, sizeof p, "%s/lock.mdb", dir) >= (int)sizeof p || access(p, W_OK) != 0) return 1;
-  return 0;
-}
-
 /* LMDB key order, for sorting the manifest's ids like the stores' keys. */
 static int cmp_id(const void *a, const void *b) {
   const char *x = *(const char *const *)a, *y = *(const char *const *)b;
@@ -169,7 +159,8 @@ int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o
   long ref_store[2] = {-1, -1};
   int rc = (st && rt && txns && dbis) ? 0 : ENOMEM;
   for (size_t i = 0; i < n && !rc; i++) {
-    unsigned fl = FC_STORE_RDONLY | (nolock_for(dirs[i], o->nolock) ? FC_STORE_NOLOCK : 0);
+    unsigned fl =
+        FC_STORE_RDONLY | (fc_store_wants_nolock(dirs[i], o->nolock) ? FC_STORE_NOLOCK : 0);
     rc = fc_store_open(dirs[i], fl, &st[i]);
     if (rc) {
       if (why && why_len) snprintf(why, why_len, "%s: %s", dirs[i], fc_strerror(rc));
