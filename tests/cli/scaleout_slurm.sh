@@ -12,6 +12,10 @@
 # is a failure, shown with the daemons' logs.
 set -u
 [ "$(id -u)" = 0 ] || { echo "skip: needs root to start munged, slurmctld and slurmd"; exit 77; }
+# slurmd (22.05) initializes its cgroup plugin whatever the config says: without a cgroup file
+# system (a bare chroot or container) it cannot start, which is the machine's setup, not ours
+grep -qE ' /sys/fs/cgroup (cgroup2?|tmpfs) ' /proc/self/mounts ||
+  { echo "skip: no cgroup file system at /sys/fs/cgroup (slurmd cannot start without one)"; exit 77; }
 for b in munged slurmctld slurmd sbatch squeue scontrol mdb_copy; do
   command -v $b >/dev/null || { echo "skip: $b not installed (scripts/setup installs slurm-wlm, munge, lmdb-utils)"; exit 77; }
 done
