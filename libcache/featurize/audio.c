@@ -23,6 +23,7 @@
 #include "formats/why.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <math.h>
 #include <sndfile.h>
@@ -377,13 +378,20 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
   SF_VIRTUAL_IO vio = {vio_get_filelen, vio_seek, vio_read, vio_write, vio_tell};
   SF_INFO sfi;
   memset(&sfi, 0, sizeof sfi);
+  /* A failed open leaves its reason in libsndfile's one global error, which the next open in any
+   * thread overwrites ("No Error."): opens are serialized so the reason read is this file's. */
+  static pthread_mutex_t sf_open_mu = PTHREAD_MUTEX_INITIALIZER;
+  char sf_reason[128] = "";
+  pthread_mutex_lock(&sf_open_mu);
   SNDFILE *sf = fc_fault_hit("decode") ? NULL : sf_open_virtual(&vio, SFM_READ, &sfi, &mem);
+  if (!sf) snprintf(sf_reason, sizeof sf_reason, "%s", sf_strerror(NULL));
+  pthread_mutex_unlock(&sf_open_mu);
   if (!sf) {
     const char *kind = audio_magic(bytes, len);
     if (kind)
-      fc_why(why, why_len, "damaged %s file (libsndfile: %s)", kind, sf_strerror(NULL));
+      fc_why(why, why_len, "damaged %s file (libsndfile: %s)", kind, sf_reason);
     else
-      fc_why(why, why_len, "not an audio file (libsndfile: %s)", sf_strerror(NULL));
+      fc_why(why, why_len, "not an audio file (libsndfile: %s)", sf_reason);
     return FC_EDECODE;
   }
 
