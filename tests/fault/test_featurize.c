@@ -16,36 +16,9 @@
 
 #include "formats/fault.h"
 #include "tests/check.h"
+#include "tests/wav.h"
 
 #define NFILES 24
-
-static void put_le(FILE *f, uint32_t v, int bytes) {
-  for (int i = 0; i < bytes; i++) fputc((int)((v >> (8 * i)) & 0xff), f);
-}
-
-/* A 16-bit mono 22.05 kHz WAV of n samples of a tone whose pitch depends on k (distinct bytes). */
-static void write_wav(const char *path, int k, uint32_t n) {
-  FILE *f = fopen(path, "wb");
-  if (!f) {
-    perror(path);
-    exit(1);
-  }
-  fwrite("RIFF", 1, 4, f);
-  put_le(f, 36 + 2 * n, 4);
-  fwrite("WAVEfmt ", 1, 8, f);
-  put_le(f, 16, 4);
-  put_le(f, 1, 2);
-  put_le(f, 1, 2);
-  put_le(f, 22050, 4);
-  put_le(f, 44100, 4);
-  put_le(f, 2, 2);
-  put_le(f, 16, 2);
-  fwrite("data", 1, 4, f);
-  put_le(f, 2 * n, 4);
-  for (uint32_t i = 0; i < n; i++)
-    put_le(f, (uint32_t)(int16_t)(8000 * sin(2 * M_PI * (200 + 37 * k) * i / 22050.0)), 2);
-  fclose(f);
-}
 
 /* Reopen and check: every audio entry has a valid record of the config; returns the entry count. */
 static uint64_t check_store(const char *dir, const fc_digest *cfg) {

@@ -23,36 +23,22 @@
 #include <unistd.h>
 
 #include "tests/check.h"
+#include "tests/wav.h"
 
 enum { LIMIT = 30000, NFILES = 10, LONG_FILE = 3, BROKEN_FILE = 6 };
 
 static size_t file_len(int k) { return k == LONG_FILE ? 70000 : 4000 + 1500 * (size_t)k; }
 
-static void put_le(FILE *f, uint32_t v, int bytes) {
-  for (int i = 0; i < bytes; i++) fputc((int)((v >> (8 * i)) & 0xff), f);
-}
-
 enum { RESAMPLED_FILE = 8 }; /* a 16 kHz source: resampled to 22.05 kHz, so not 16-bit exact */
 
-static void write_wav(const char *path, int k, size_t n) {
+static void write_noisy_wav(const char *path, int k, size_t n) {
   const uint32_t sr = k == RESAMPLED_FILE ? 16000 : 22050;
   FILE *f = fopen(path, "wb");
   if (!f) {
     perror(path);
     exit(1);
   }
-  fwrite("RIFF", 1, 4, f);
-  put_le(f, 36 + 2 * (uint32_t)n, 4);
-  fwrite("WAVEfmt ", 1, 8, f);
-  put_le(f, 16, 4);
-  put_le(f, 1, 2);
-  put_le(f, 1, 2);
-  put_le(f, sr, 4);
-  put_le(f, 2 * sr, 4);
-  put_le(f, 2, 2);
-  put_le(f, 16, 2);
-  fwrite("data", 1, 4, f);
-  put_le(f, 2 * (uint32_t)n, 4);
+  wav_header16(f, sr, (uint32_t)n);
   uint32_t s = 12345u + (uint32_t)k;
   for (size_t i = 0; i < n; i++) {
     s = s * 1664525u + 1013904223u;
@@ -316,18 +302,7 @@ static void i16_conversion(const char *dir) {
   snprintf(path, sizeof path, "%s/all16.wav", dir);
   FILE *f = fopen(path, "wb");
   const uint32_t n = 65536;
-  fwrite("RIFF", 1, 4, f);
-  put_le(f, 36 + 2 * n, 4);
-  fwrite("WAVEfmt ", 1, 8, f);
-  put_le(f, 16, 4);
-  put_le(f, 1, 2);
-  put_le(f, 1, 2);
-  put_le(f, 22050, 4);
-  put_le(f, 44100, 4);
-  put_le(f, 2, 2);
-  put_le(f, 16, 2);
-  fwrite("data", 1, 4, f);
-  put_le(f, 2 * n, 4);
+  wav_header16(f, 22050, n);
   for (uint32_t i = 0; i < n; i++) put_le(f, i, 2);
   fclose(f);
   f = fopen(path, "rb");
@@ -363,7 +338,7 @@ int main(void) {
   const char *pp[NFILES + 1];
   for (int i = 0; i < NFILES; i++) {
     snprintf(paths[i], sizeof paths[i], "%s/u%02d.wav", dir, i);
-    write_wav(paths[i], i, file_len(i));
+    write_noisy_wav(paths[i], i, file_len(i));
     pp[i] = paths[i];
   }
   i16_conversion(dir);
