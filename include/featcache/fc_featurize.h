@@ -117,16 +117,19 @@ typedef struct fc_featurize_stats {
   double setup_seconds; /* backend start-up: plans; on CUDA the context, buffers, cuFFT plans */
   double read_seconds; /* workers: reading the files */
   double hash_seconds; /* workers: audio digest, store lookup, record checksum */
-  double decode_seconds; /* workers: decode, mix to mono, resample */
+  double decode_seconds; /* workers: decode, mix to mono, resample (CUDA: and the copy into
+                                 the pinned staging buffer) */
   double compute_seconds; /* features and dtype conversion: the workers' (CPU), or the compute
-                                 stage's launches (CUDA: copies, kernels, record checksums) */
+                                 stage's (CUDA: seconds with a chunk in flight, less the
+                                 completion thread's waits on the writer) */
   double write_seconds; /* the writer: building and committing transactions, syncs */
   double queue_wait_seconds; /* workers (and the compute stage) blocked on a full queue: the
-                                 writer (or the compute stage) is behind */
+                                 writer (or, workers waiting for a free staging chunk, the
+                                 compute stage) is behind */
   double writer_wait_seconds; /* the writer idle with nothing queued: the workers are behind */
   unsigned workers; /* worker threads that ran */
-  int compute_stage; /* 1: compute ran on its own stage thread fed by the workers (a
-                                 batching backend, CUDA): compute_seconds is that thread's */
+  int compute_stage; /* 1: compute ran on its own stage fed by the workers (a staging
+                                 backend, CUDA): compute_seconds is that stage's */
   const char *bound; /* static string: "write-bound", "compute-bound", "GPU-bound",
                                  "read-bound", "hash-bound", "decode-bound", "start-up-bound",
                                  or "idle" when nothing was done (fc_featurize_bound) */

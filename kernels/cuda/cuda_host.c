@@ -5,6 +5,8 @@
  * Compiled into the library in every build (kernels/cuda/CMakeLists.txt adds it to fc_objects);
  * without FC_HAVE_CUDA every entry point returns FC_ENODEVICE. */
 #include "featcache/fc_cuda.h"
+#include "kernels/cuda/cuda_int.h"
+#include "kernels/cuda/cuda_ring.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -14,7 +16,7 @@
 
 static _Thread_local char last_error[512];
 
-static int set_error(int rc, const char *fmt, ...) {
+int fc_cuda_set_error(int rc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(last_error, sizeof last_error, fmt, ap);
@@ -27,6 +29,8 @@ static void copy_why(char *why, size_t why_len, const char *msg) {
 }
 
 const char *fc_cuda_last_error(void) { return last_error; }
+
+#define set_error fc_cuda_set_error
 
 #ifndef FC_HAVE_CUDA
 /* ---- a build without the backend ---------------------------------------------------------------- */
@@ -86,18 +90,36 @@ int fc_cuda_compute_batch_i16(fc_cuda_plan *p, const int16_t *const *pcm, const 
   return set_error(FC_ENODEVICE, "no CUDA device: " NO_BACKEND);
 }
 
-int fc_cuda_gather_create(const fc_mel_config *cfg, int device, size_t max_batch_samples,
-                          unsigned workers, unsigned wait_us, fc_cuda_gather **out) {
-  (void)cfg, (void)device, (void)max_batch_samples, (void)workers, (void)wait_us;
-  *out = NULL;
-  return set_error(FC_ENODEVICE, "no CUDA device: " NO_BACKEND);
+int fc_cuda_ring_create(const fc_mel_config *cfg, int device, size_t max_samples, unsigned slots,
+                        fc_cuda_plan **out) {
+  (void)slots;
+  return fc_cuda_plan_create(cfg, device, max_samples, out);
 }
-
-void fc_cuda_gather_free(fc_cuda_gather *g) { (void)g; }
-
-int fc_cuda_gather_compute(fc_cuda_gather *g, const float *samples, size_t n, float *out) {
-  (void)g, (void)samples, (void)n, (void)out;
-  return set_error(FC_ENODEVICE, "no CUDA device: " NO_BACKEND);
+unsigned fc_cuda_ring_slots(const fc_cuda_plan *p) {
+  (void)p;
+  return 0;
+}
+uint64_t fc_cuda_ring_max_frames(const fc_cuda_plan *p) {
+  (void)p;
+  return 0;
+}
+size_t fc_cuda_ring_max_utts(const fc_cuda_plan *p) {
+  (void)p;
+  return 0;
+}
+void *fc_cuda_ring_staging(fc_cuda_plan *p, unsigned chunk) {
+  (void)p, (void)chunk;
+  return NULL;
+}
+int fc_cuda_ring_launch(fc_cuda_plan *p, unsigned chunk, size_t count, const uint64_t *sample_off,
+                        const uint64_t *len, size_t n16, size_t nf, int dtype) {
+  (void)p, (void)chunk, (void)count, (void)sample_off, (void)len, (void)n16, (void)nf, (void)dtype;
+  return set_error(FC_EBADSTATE, "no CUDA device: " NO_BACKEND);
+}
+int fc_cuda_ring_finish(fc_cuda_plan *p, unsigned chunk, const void **out) {
+  (void)p, (void)chunk;
+  *out = NULL;
+  return set_error(FC_EBADSTATE, "no CUDA device: " NO_BACKEND);
 }
 
 #else
@@ -105,6 +127,7 @@ int fc_cuda_gather_compute(fc_cuda_gather *g, const float *samples, size_t n, fl
 #include <cuda_runtime_api.h>
 #include <cufft.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 
 #include "formats/fault.h"
@@ -112,7 +135,8 @@ int fc_cuda_gather_compute(fc_cuda_gather *g, const float *samples, size_t n, fl
 #include "mel_cuda.h"
 
 enum {
-  N_SLOTS = 2, /* streams: chunk k runs on slot k % 2, so copies overlap kernels */
+  N_SLOTS = 2, /* fc_cuda_plan_create's streams: chunk k on slot k % 2, copies overlap kernels */
+  MAX_SLOTS = 16, /* fc_cuda_ring_create's most */
   N_FFT_SIZES = 8, /* cuFFT plans per slot for max_frames, /2, /4, ... (one work area) */
   MAX_UTTS = 1024, /* utterances per chunk (the per-utterance tables' size) */
   FRAME_ROUND = 64
@@ -122,7 +146,9 @@ enum {
 typedef struct slot {
   cudaStream_t stream;
   cudaEvent_t done;
-  float *pcm_h; /* pinned: the chunk's PCM, packed (int16 in its first half for 16-bit PCM) */
+  /* pinned: the chunk's PCM, max_samples floats' bytes: n16 int16 samples from its start, nf
+   * floats at its end (cuda_ring.h) */
+  void *pcm_h;
   void *out_h; /* pinned: the chunk's features in the output dtype */
   uint64_t *tab_h; /* pinned: sample_off[MAX_UTTS], len[MAX_UTTS], frame_off[MAX_UTTS + 1] */
   float *pcm_d, *rows_d, *mel_d, *umax_d;
@@ -141,7 +167,7 @@ typedef struct slot {
 struct fc_cuda_plan {
   fc_mel_config cfg;
   int device;
-  int failed; /* sticky: a CUDA call failed; the plan refuses work */
+  atomic_int failed; /* sticky: a CUDA call failed; the plan refuses work (any thread sets it) */
   size_t max_samples;
   uint64_t max_frames;
   int n_fft_sizes;
@@ -149,7 +175,9 @@ struct fc_cuda_plan {
   float *window_d, *weights_d;
   uint32_t *bands_d; /* first[n_mels], count[n_mels], offset[n_mels] */
   size_t device_bytes, pinned_bytes;
-  slot slots[N_SLOTS];
+  unsigned n_slots;
+  int blocking_sync; /* a ring plan: its events are waited on without spinning */
+  slot slots[MAX_SLOTS];
 };
 
 /* ---- error plumbing: every call checked, the message names it ---------------------------------- */
@@ -278,9 +306,12 @@ static int slot_create(fc_cuda_plan *p, slot *s) {
   const size_t tab = 3 * (size_t)MAX_UTTS + 1;
   size_t work_max = 0;
   CU("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
-  CU("cudaEventCreateWithFlags", cudaEventCreateWithFlags(&s->done, cudaEventDisableTiming));
-  if ((rc = host_alloc(p, (void **)&s->pcm_h, sizeof(float) * p->max_samples,
-                       "cudaMallocHost(pcm)")) ||
+  /* A ring's events are waited on by featurize's completion thread beside busy workers: it
+   * sleeps in cudaEventSynchronize (BlockingSync) rather than spin on a core they need. */
+  CU("cudaEventCreateWithFlags",
+     cudaEventCreateWithFlags(&s->done, cudaEventDisableTiming |
+                                            (p->blocking_sync ? cudaEventBlockingSync : 0)));
+  if ((rc = host_alloc(p, &s->pcm_h, sizeof(float) * p->max_samples, "cudaMallocHost(pcm)")) ||
       (rc = host_alloc(p, &s->out_h, dtype_bytes_max() * F * nm, "cudaMallocHost(out)")) ||
       (rc = host_alloc(p, (void **)&s->tab_h, sizeof(uint64_t) * tab, "cudaMallocHost(tables)")) ||
       (rc = dev_alloc(p, (void **)&s->pcm_d, sizeof(float) * p->max_samples, "cudaMalloc(pcm)")) ||
@@ -339,7 +370,7 @@ static void slot_free(slot *s) {
 void fc_cuda_plan_free(fc_cuda_plan *p) {
   if (!p) return;
   cudaSetDevice(p->device);
-  for (int i = 0; i < N_SLOTS; i++) slot_free(&p->slots[i]);
+  for (unsigned i = 0; i < p->n_slots; i++) slot_free(&p->slots[i]);
   cudaFree(p->window_d);
   cudaFree(p->weights_d);
   cudaFree(p->bands_d);
@@ -347,8 +378,21 @@ void fc_cuda_plan_free(fc_cuda_plan *p) {
   free(p);
 }
 
+static int plan_create(const fc_mel_config *cfg, int device, size_t max_batch_samples,
+                       unsigned slots, int ring, fc_cuda_plan **out);
+
 int fc_cuda_plan_create(const fc_mel_config *cfg, int device, size_t max_batch_samples,
                         fc_cuda_plan **out) {
+  return plan_create(cfg, device, max_batch_samples, N_SLOTS, 0, out);
+}
+
+int fc_cuda_ring_create(const fc_mel_config *cfg, int device, size_t max_batch_samples,
+                        unsigned slots, fc_cuda_plan **out) {
+  return plan_create(cfg, device, max_batch_samples, slots, 1, out);
+}
+
+static int plan_create(const fc_mel_config *cfg, int device, size_t max_batch_samples,
+                       unsigned slots, int ring, fc_cuda_plan **out) {
   char why[256];
   float *window = NULL, *weights = NULL;
   uint32_t *bands = NULL;
@@ -357,6 +401,8 @@ int fc_cuda_plan_create(const fc_mel_config *cfg, int device, size_t max_batch_s
   int rc;
   *out = NULL;
   if (fc_mel_config_validate(cfg, why, sizeof why)) return set_error(FC_ECONFIG, "%s", why);
+  if (slots < 1 || slots > MAX_SLOTS)
+    return set_error(FC_ECONFIG, "%u chunks: want 1 to %d", slots, MAX_SLOTS);
   if ((rc = check_device(device))) return rc;
   if (!max_batch_samples) max_batch_samples = DEFAULT_MAX_SAMPLES;
   /* The frames of a chunk index rows of 2^31 floats at most for cuFFT's int batch; far above any
@@ -409,7 +455,9 @@ int fc_cuda_plan_create(const fc_mel_config *cfg, int device, size_t max_batch_s
   P->mel_first = p->bands_d;
   P->mel_count = p->bands_d + cfg->n_mels;
   P->mel_offset = p->bands_d + 2 * cfg->n_mels;
-  for (int i = 0; i < N_SLOTS; i++)
+  p->n_slots = slots;
+  p->blocking_sync = ring;
+  for (unsigned i = 0; i < slots; i++)
     if ((rc = slot_create(p, &p->slots[i]))) goto out;
   /* The table uploads and row clears must be complete before the non-blocking streams run. */
   CU("cudaDeviceSynchronize", cudaDeviceSynchronize());
@@ -433,28 +481,51 @@ void fc_cuda_plan_bytes(const fc_cuda_plan *p, size_t *device_bytes, size_t *pin
 
 /* ---- the pipeline ------------------------------------------------------------------------------ */
 
-/* Enqueue a packed chunk on its slot's stream: H2D, frames, FFT, mel, max, finish, D2H, event. */
-static int slot_enqueue(fc_cuda_plan *p, slot *s, size_t count, uint64_t samples, uint64_t frames,
-                        int dtype, int i16) {
+/* Enqueue a chunk on its slot's stream: H2D, frames, FFT, mel, max, finish, D2H, event. Its tables
+ * (sample_off, len) are in tab_h; frame_off is filled here. */
+static int slot_enqueue(fc_cuda_plan *p, slot *s, size_t count, uint64_t n16, uint64_t nf,
+                        int dtype) {
   int rc = 0;
   fc_cu_params P = p->base;
   const size_t tab_bytes = sizeof(uint64_t) * (3 * (size_t)MAX_UTTS + 1);
-  const uint64_t n = frames * p->cfg.n_mels;
   cudaStream_t st = s->stream;
+  uint64_t *sample_off = s->tab_h, *len = s->tab_h + MAX_UTTS, *frame_off = s->tab_h + 2 * MAX_UTTS;
+  uint64_t frames = 0;
+  if (p->failed) return set_error(FC_EBADSTATE, "the CUDA plan failed earlier; make a new one");
+  if (dtype != FC_DTYPE_F32 && dtype != FC_DTYPE_F16 && dtype != FC_DTYPE_BF16)
+    return set_error(FC_ECONFIG, "dtype %d is not f32, f16 or bf16", dtype);
+  if (s->busy) return set_error(EINVAL, "chunk launched again before it was finished");
+  if (count == 0 || count > MAX_UTTS || n16 + nf > p->max_samples)
+    return set_error(EINVAL, "chunk of %zu utterances, %llu samples: above its limits", count,
+                     (unsigned long long)(n16 + nf));
+  for (size_t i = 0; i < count; i++) {
+    uint64_t f = fc_mel_num_frames(&p->cfg, len[i]);
+    if (f == 0 || sample_off[i] > n16 + nf || len[i] > n16 + nf - sample_off[i])
+      return set_error(EINVAL, "utterance %zu of the chunk: %llu samples from %llu", i,
+                       (unsigned long long)len[i], (unsigned long long)sample_off[i]);
+    frame_off[i] = frames;
+    frames += f;
+  }
+  frame_off[count] = frames;
+  if (frames > p->max_frames)
+    return set_error(EINVAL, "chunk of %llu frames, more than its %llu", (unsigned long long)frames,
+                     (unsigned long long)p->max_frames);
+  const uint64_t n = frames * p->cfg.n_mels;
   P.n_utts = (uint32_t)count;
   P.utt_sample_off = s->tab_d;
   P.utt_len = s->tab_d + MAX_UTTS;
   P.utt_frame_off = s->tab_d + 2 * MAX_UTTS;
-  if (i16) { /* half the bytes across PCIe, converted as the CPU path converts them */
+  CU("cudaSetDevice", cudaSetDevice(p->device)); /* per thread: the ring launches and finishes */
+  if (n16) { /* half the bytes across PCIe, converted as the CPU path converts them */
     CU("cudaMemcpyAsync(pcm int16, host to device)",
-       cudaMemcpyAsync(s->pcm16_d, s->pcm_h, sizeof(int16_t) * samples, cudaMemcpyHostToDevice,
-                       st));
+       cudaMemcpyAsync(s->pcm16_d, s->pcm_h, sizeof(int16_t) * n16, cudaMemcpyHostToDevice, st));
     CU("int16 conversion kernel launch",
-       (cudaError_t)fc_cu_launch_i16_to_f32(s->pcm16_d, s->pcm_d, samples, st));
-  } else {
-    CU("cudaMemcpyAsync(pcm, host to device)",
-       cudaMemcpyAsync(s->pcm_d, s->pcm_h, sizeof(float) * samples, cudaMemcpyHostToDevice, st));
+       (cudaError_t)fc_cu_launch_i16_to_f32(s->pcm16_d, s->pcm_d, n16, st));
   }
+  if (nf)
+    CU("cudaMemcpyAsync(pcm, host to device)",
+       cudaMemcpyAsync(s->pcm_d + n16, (const float *)s->pcm_h + (p->max_samples - nf),
+                       sizeof(float) * nf, cudaMemcpyHostToDevice, st));
   CU("cudaMemcpyAsync(tables, host to device)",
      cudaMemcpyAsync(s->tab_d, s->tab_h, tab_bytes, cudaMemcpyHostToDevice, st));
   CU("frames kernel launch", (cudaError_t)fc_cu_launch_frames(&P, s->pcm_d, s->rows_d, frames, st));
@@ -474,30 +545,44 @@ static int slot_enqueue(fc_cuda_plan *p, slot *s, size_t count, uint64_t samples
   CU("cudaMemcpyAsync(features, device to host)",
      cudaMemcpyAsync(s->out_h, src, fc_dtype_size(dtype) * n, cudaMemcpyDeviceToHost, st));
   CU("cudaEventRecord", cudaEventRecord(s->done, st));
+  s->busy = 1;
+  s->count = count;
+  s->dtype = dtype;
 out:
   return rc;
 }
 
-/* Wait for the slot's chunk and copy each utterance's slice to its caller's buffer. */
-static int slot_finish(fc_cuda_plan *p, slot *s, void *const *out) {
+/* Wait for the slot's chunk (busy: launched, not finished). */
+static int slot_wait(fc_cuda_plan *p, slot *s) {
   int rc = 0;
-  if (!s->busy) return 0;
+  if (!s->busy) return set_error(EINVAL, "chunk finished without a launch");
   s->busy = 0;
+  CU("cudaSetDevice", cudaSetDevice(p->device));
   CU("cudaEventSynchronize", cudaEventSynchronize(s->done));
+out:
+  return rc;
+}
+
+/* Wait for the slot's chunk of a compute_batch call and copy each utterance's slice to its
+ * caller's buffer. */
+static int slot_finish(fc_cuda_plan *p, slot *s, void *const *out) {
+  int rc;
+  if (!s->busy) return 0;
+  if ((rc = slot_wait(p, s))) return rc;
   const uint64_t *frame_off = s->tab_h + 2 * MAX_UTTS;
   const size_t row_bytes = fc_dtype_size(s->dtype) * p->cfg.n_mels;
   for (size_t i = 0; i < s->count; i++)
     memcpy(out[s->first + i], (const char *)s->out_h + frame_off[i] * row_bytes,
            (frame_off[i + 1] - frame_off[i]) * row_bytes);
-out:
-  return rc;
+  return 0;
 }
 
-/* fc_cuda_compute_batch and its int16 twin: pcm[i] points at floats, or at int16 when i16. */
+/* fc_cuda_compute_batch and its int16 twin: pcm[i] points at floats, or at int16 when i16. Each
+ * chunk is packed into its slot's staging buffer as the ring's callers pack it (int16 from the
+ * start, floats at the end) and launched on it; the slots take turns. */
 static int compute_batch(fc_cuda_plan *p, const void *const *pcm, int i16, const size_t *lens,
                          size_t n_utts, int dtype, void *const *out) {
   int rc = 0;
-  const size_t sample_bytes = i16 ? sizeof(int16_t) : sizeof(float);
   if (p->failed) return set_error(FC_EBADSTATE, "the CUDA plan failed earlier; make a new one");
   if (dtype == 0) dtype = p->cfg.dtype;
   if (dtype != FC_DTYPE_F32 && dtype != FC_DTYPE_F16 && dtype != FC_DTYPE_BF16)
@@ -509,15 +594,13 @@ static int compute_batch(fc_cuda_plan *p, const void *const *pcm, int i16, const
     if (fc_mel_num_frames(&p->cfg, lens[i]) == 0)
       return set_error(FC_EEMPTY, "utterance %zu: %zu samples give no frames", i, lens[i]);
   }
-  CU("cudaSetDevice", cudaSetDevice(p->device));
   size_t i = 0;
-  int next = 0;
+  unsigned next = 0;
   while (i < n_utts) {
     slot *s = &p->slots[next];
     if ((rc = slot_finish(p, s, out))) goto out;
-    /* Pack utterances while the chunk has room for their samples, frames and table rows. */
-    uint64_t *sample_off = s->tab_h, *len = s->tab_h + MAX_UTTS,
-             *frame_off = s->tab_h + 2 * MAX_UTTS;
+    /* Take utterances while the chunk has room for their samples, frames and table rows. */
+    uint64_t *sample_off = s->tab_h, *len = s->tab_h + MAX_UTTS;
     uint64_t samples = 0, frames = 0;
     size_t j = i;
     for (; j < n_utts && j - i < MAX_UTTS; j++) {
@@ -525,26 +608,25 @@ static int compute_batch(fc_cuda_plan *p, const void *const *pcm, int i16, const
       if (samples + lens[j] > p->max_samples || frames + f > p->max_frames) break;
       sample_off[j - i] = samples;
       len[j - i] = lens[j];
-      frame_off[j - i] = frames;
-      memcpy((char *)s->pcm_h + sample_bytes * samples, pcm[j], sample_bytes * lens[j]);
       samples += lens[j];
       frames += f;
     }
-    frame_off[j - i] = frames;
-    if ((rc = slot_enqueue(p, s, j - i, samples, frames, dtype, i16))) goto out;
-    s->busy = 1;
+    char *dst =
+        i16 ? (char *)s->pcm_h : (char *)s->pcm_h + sizeof(float) * (p->max_samples - samples);
+    const size_t sample_bytes = i16 ? sizeof(int16_t) : sizeof(float);
+    for (size_t k = i; k < j; k++)
+      memcpy(dst + sample_bytes * sample_off[k - i], pcm[k], sample_bytes * lens[k]);
+    if ((rc = slot_enqueue(p, s, j - i, i16 ? samples : 0, i16 ? 0 : samples, dtype))) goto out;
     s->first = i;
-    s->count = j - i;
-    s->dtype = dtype;
     i = j;
-    next = (next + 1) % N_SLOTS;
+    next = (next + 1) % p->n_slots;
   }
   /* The older chunk is in the slot that would be used next. */
-  for (int k = 0; k < N_SLOTS; k++)
-    if ((rc = slot_finish(p, &p->slots[(next + k) % N_SLOTS], out))) goto out;
+  for (unsigned k = 0; k < p->n_slots; k++)
+    if ((rc = slot_finish(p, &p->slots[(next + k) % p->n_slots], out))) goto out;
 out:
   if (rc) {
-    for (int k = 0; k < N_SLOTS; k++) p->slots[k].busy = 0;
+    for (unsigned k = 0; k < p->n_slots; k++) p->slots[k].busy = 0;
     p->failed = 1;
   }
   return rc;
@@ -560,157 +642,41 @@ int fc_cuda_compute_batch_i16(fc_cuda_plan *p, const int16_t *const *pcm, const 
   return compute_batch(p, (const void *const *)pcm, 1, lens, n_utts, dtype, out);
 }
 
+/* ---- the ring (cuda_ring.h) ------------------------------------------------------------------- */
+unsigned fc_cuda_ring_slots(const fc_cuda_plan *p) { return p->n_slots; }
+uint64_t fc_cuda_ring_max_frames(const fc_cuda_plan *p) { return p->max_frames; }
+size_t fc_cuda_ring_max_utts(const fc_cuda_plan *p) {
+  (void)p;
+  return MAX_UTTS;
+}
+void *fc_cuda_ring_staging(fc_cuda_plan *p, unsigned chunk) {
+  return chunk < p->n_slots ? p->slots[chunk].pcm_h : NULL;
+}
+
+int fc_cuda_ring_launch(fc_cuda_plan *p, unsigned chunk, size_t count, const uint64_t *sample_off,
+                        const uint64_t *len, size_t n16, size_t nf, int dtype) {
+  if (chunk >= p->n_slots || count > MAX_UTTS)
+    return set_error(EINVAL, "chunk %u of %u, %zu utterances", chunk, p->n_slots, count);
+  slot *s = &p->slots[chunk];
+  if (s->busy) return set_error(EINVAL, "chunk launched again before it was finished");
+  memcpy(s->tab_h, sample_off, sizeof *sample_off * count);
+  memcpy(s->tab_h + MAX_UTTS, len, sizeof *len * count);
+  int rc = slot_enqueue(p, s, count, n16, nf, dtype);
+  if (rc && rc != EINVAL && rc != FC_ECONFIG) p->failed = 1;
+  return rc;
+}
+
+int fc_cuda_ring_finish(fc_cuda_plan *p, unsigned chunk, const void **out) {
+  *out = NULL;
+  if (chunk >= p->n_slots) return set_error(EINVAL, "chunk %u of %u", chunk, p->n_slots);
+  int rc = slot_wait(p, &p->slots[chunk]);
+  if (!rc) *out = p->slots[chunk].out_h;
+  return rc;
+}
+
 int fc_cuda_compute(fc_cuda_plan *p, const float *samples, size_t n, float *out) {
   void *o = out;
   return fc_cuda_compute_batch(p, &samples, &n, 1, FC_DTYPE_F32, &o);
 }
 
-/* ---- the gatherer ------------------------------------------------------------------------------ */
-typedef struct request {
-  const float *x;
-  size_t n;
-  float *out;
-  int rc, done;
-} request;
-
-struct fc_cuda_gather {
-  fc_cuda_plan *plan;
-  unsigned workers, wait_us;
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  request **queue; /* waiting requests, oldest first */
-  unsigned nq, blocked; /* queued; callers waiting for room */
-  uint64_t q_samples;
-  struct timespec oldest;
-  int running, failed;
-  char error[512]; /* the failed launch's message, for every caller it failed */
-  /* The leader's copy of a launch (only one leader at a time). */
-  request **taken;
-  const float **xs;
-  size_t *lens;
-  void **outs;
-};
-
-int fc_cuda_gather_create(const fc_mel_config *cfg, int device, size_t max_batch_samples,
-                          unsigned workers, unsigned wait_us, fc_cuda_gather **out) {
-  *out = NULL;
-  if (!workers) workers = 1;
-  fc_cuda_gather *g = calloc(1, sizeof *g);
-  if (!g) return set_error(ENOMEM, "out of host memory for the CUDA gatherer");
-  g->workers = workers;
-  g->wait_us = wait_us ? wait_us : 2000;
-  g->queue = calloc(workers, sizeof *g->queue);
-  g->taken = calloc(workers, sizeof *g->taken);
-  g->xs = calloc(workers, sizeof *g->xs);
-  g->lens = calloc(workers, sizeof *g->lens);
-  g->outs = calloc(workers, sizeof *g->outs);
-  int rc = 0;
-  if (!g->queue || !g->taken || !g->xs || !g->lens || !g->outs) {
-    rc = set_error(ENOMEM, "out of host memory for the CUDA gatherer");
-  } else if (!(rc = fc_cuda_plan_create(cfg, device, max_batch_samples, &g->plan))) {
-    pthread_mutex_init(&g->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&g->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    *out = g;
-    return 0;
-  }
-  free(g->queue);
-  free(g->taken);
-  free(g->xs);
-  free(g->lens);
-  free(g->outs);
-  free(g);
-  return rc;
-}
-
-void fc_cuda_gather_free(fc_cuda_gather *g) {
-  if (!g) return;
-  fc_cuda_plan_free(g->plan);
-  pthread_mutex_destroy(&g->mu);
-  pthread_cond_destroy(&g->cv);
-  free(g->queue);
-  free(g->taken);
-  free(g->xs);
-  free(g->lens);
-  free(g->outs);
-  free(g);
-}
-
-static double since_us(const struct timespec *t0) {
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return (double)(now.tv_sec - t0->tv_sec) * 1e6 + (double)(now.tv_nsec - t0->tv_nsec) / 1e3;
-}
-
-int fc_cuda_gather_compute(fc_cuda_gather *g, const float *samples, size_t n, float *out) {
-  const size_t max = g->plan->max_samples;
-  if (n > max) return set_error(FC_ETOOLONG, "%zu samples, more than the CUDA plan's %zu", n, max);
-  if (fc_mel_num_frames(&g->plan->cfg, n) == 0)
-    return set_error(FC_EEMPTY, "%zu samples give no frames", n);
-  request r = {samples, n, out, 0, 0};
-  pthread_mutex_lock(&g->mu);
-  while (!g->failed && (g->nq >= g->workers || g->q_samples + n > max)) {
-    g->blocked++;
-    pthread_cond_broadcast(&g->cv); /* a full queue is launched at once */
-    pthread_cond_wait(&g->cv, &g->mu);
-    g->blocked--;
-  }
-  if (g->failed) {
-    set_error(FC_EBADSTATE, "the CUDA backend failed earlier: %s", g->error);
-    pthread_mutex_unlock(&g->mu);
-    return FC_EBADSTATE;
-  }
-  if (g->nq == 0) clock_gettime(CLOCK_MONOTONIC, &g->oldest);
-  g->queue[g->nq++] = &r;
-  g->q_samples += n;
-  pthread_cond_broadcast(&g->cv);
-  while (!r.done) {
-    double waited = since_us(&g->oldest);
-    if (!g->running && g->nq > 0 &&
-        (g->nq >= g->workers || g->blocked > 0 || waited >= (double)g->wait_us)) {
-      /* Lead this launch: take the whole queue, compute it without the lock. */
-      unsigned k = g->nq;
-      request **taken = g->taken;
-      memcpy(taken, g->queue, sizeof *taken * k);
-      for (unsigned i = 0; i < k; i++) {
-        g->xs[i] = taken[i]->x;
-        g->lens[i] = taken[i]->n;
-        g->outs[i] = taken[i]->out;
-      }
-      g->nq = 0;
-      g->q_samples = 0;
-      g->running = 1;
-      pthread_cond_broadcast(&g->cv); /* room for blocked callers */
-      pthread_mutex_unlock(&g->mu);
-      int rc = fc_cuda_compute_batch(g->plan, g->xs, g->lens, k, FC_DTYPE_F32, g->outs);
-      pthread_mutex_lock(&g->mu);
-      g->running = 0;
-      if (rc) {
-        g->failed = 1;
-        snprintf(g->error, sizeof g->error, "%s", last_error);
-      }
-      for (unsigned i = 0; i < k; i++) {
-        taken[i]->rc = rc;
-        taken[i]->done = 1;
-      }
-      pthread_cond_broadcast(&g->cv);
-      continue;
-    }
-    if (g->running || g->nq == 0) {
-      pthread_cond_wait(&g->cv, &g->mu);
-    } else {
-      struct timespec until = g->oldest;
-      long ns = until.tv_nsec + (long)g->wait_us * 1000L;
-      until.tv_sec += ns / 1000000000L;
-      until.tv_nsec = ns % 1000000000L;
-      pthread_cond_timedwait(&g->cv, &g->mu, &until);
-    }
-  }
-  if (r.rc) set_error(r.rc, "%s", g->error);
-  pthread_mutex_unlock(&g->mu);
-  return r.rc;
-}
 #endif

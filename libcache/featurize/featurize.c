@@ -11,7 +11,9 @@
  *
  * Why workers do both decode and compute: the CPU backend's cost per utterance is dominated by
  * the FFTs, and a worker that keeps its samples in cache from decode to mel is faster than a
- * hand-off; a batching backend (CUDA) gathers calls from the workers itself.
+ * hand-off. With a staging backend (CUDA) the workers write their decoded samples into its
+ * staging ring instead and a launch thread and a completion thread compute them
+ * (featurize_stage.c).
  *
  * Read transactions are short (begin, two gets, end) and never held across a blocking call: a
  * writer that must grow the map waits for readers of this process to finish theirs. */
@@ -63,8 +65,6 @@ static size_t job_bytes(const fz_job *j) { return j->record_len + j->entry_len +
 
 void fz_job_free(fz_job *j) {
   if (!j) return;
-  free(j->x);
-  free(j->x16);
   free(j->record);
   free(j->entry);
   free(j);
@@ -256,7 +256,8 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
     if (!(j->record = malloc(FC_RECORD_HEADER_SIZE + payload))) goto nomem;
     j->record_len = FC_RECORD_HEADER_SIZE + payload;
     j->frames = frames;
-    if (r->batching && n <= r->chunk_samples) { /* the compute stage finishes the record */
+    if (r->batching && n <= r->ring.capacity && frames <= r->ring.max_frames) {
+      /* into the staging ring; the completion thread finishes the record */
       fc_audio_entry e = {.digest = audio,
                           .sample_rate = info.sample_rate,
                           .channels = info.channels,
@@ -268,14 +269,8 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
       j->entry_len = fc_audio_entry_size(&e);
       if (!(j->entry = malloc(j->entry_len))) goto nomem;
       fc_audio_entry_encode(&e, j->entry);
-      j->n = n;
-      if ((j->x16 = fz_to_i16(x, n))) {
-        free(x);
-      } else {
-        j->x = x;
-      }
-      x = NULL;
-      fz_submit(r, j, &tm->queue_wait);
+      fz_stage_put(r, j, x, n, tm);
+      free(x);
       return;
     }
     uint8_t *pl = j->record + FC_RECORD_HEADER_SIZE;
@@ -359,7 +354,7 @@ static void *worker_main(void *arg) {
   if (r->batching) {
     pthread_mutex_lock(&r->bmu);
     r->submitters_left--;
-    pthread_cond_signal(&r->bcv_work);
+    pthread_cond_signal(&r->bcv_launch);
     pthread_mutex_unlock(&r->bmu);
   }
   pthread_mutex_lock(&r->mu);
@@ -539,7 +534,7 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
   fz_worker *workers = NULL;
   unsigned started = 0;
   int rc = 0, ran = 0, stage_started = 0;
-  pthread_t stage_thread;
+  pthread_t launch_thread, complete_thread;
   if (stats) memset(stats, 0, sizeof *stats);
   if (!r) return ENOMEM;
   r->t0 = fz_now();
@@ -571,7 +566,8 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
   pthread_cond_init(&r->cv_items, &ca);
   pthread_cond_init(&r->cv_space, &ca);
   pthread_mutex_init(&r->bmu, NULL);
-  pthread_cond_init(&r->bcv_work, &ca);
+  pthread_cond_init(&r->bcv_launch, &ca);
+  pthread_cond_init(&r->bcv_done, &ca);
   pthread_cond_init(&r->bcv_space, &ca);
   pthread_condattr_destroy(&ca);
 
@@ -613,11 +609,15 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
   rc = r->be->open(cfg, &dev, r->o.jobs, &r->be_state, why, why_len);
   r->st.setup_seconds = fz_now() - t_setup;
   if (rc) goto out;
-  if (r->be->compute_batch && cfg->dtype != FC_DTYPE_MQ) { /* mq: coded per utterance */
+  if (r->be->launch && cfg->dtype != FC_DTYPE_MQ) { /* mq: coded per utterance */
     r->batching = 1;
-    r->chunk_samples = r->be->max_samples(r->be_state);
-    r->pending_max = 4 * (uint64_t)r->chunk_samples;
-    r->launch_wait = 0.002;
+    r->be->stage_info(r->be_state, &r->ring);
+    if (r->ring.chunks == 0 || r->ring.capacity == 0 || r->ring.max_utts == 0 ||
+        (rc = fz_stage_init(r))) {
+      if (!rc) rc = EINVAL;
+      fc_why(why, why_len, "cannot set up the staging ring: %s", fc_strerror(rc));
+      goto out;
+    }
     r->submitters_left = r->o.jobs;
     r->st.compute_stage = 1;
   }
@@ -627,11 +627,18 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
     goto out;
   }
   r->producers_left = r->o.jobs + (r->batching ? 1 : 0);
-  if (r->batching && (rc = pthread_create(&stage_thread, NULL, fz_stage_main, r))) {
-    fc_why(why, why_len, "cannot start the compute stage thread: %s", strerror(rc));
-    goto out;
+  if (r->batching) {
+    if ((rc = pthread_create(&launch_thread, NULL, fz_launch_main, r))) {
+      fc_why(why, why_len, "cannot start the launch thread: %s", strerror(rc));
+      goto out;
+    }
+    if ((rc = pthread_create(&complete_thread, NULL, fz_complete_main, r))) {
+      fc_why(why, why_len, "cannot start the completion thread: %s", strerror(rc));
+      stage_started = 1; /* the launch thread only */
+      goto out;
+    }
+    stage_started = 2;
   }
-  stage_started = r->batching;
   for (unsigned w = 0; w < r->o.jobs; w++) {
     workers[w].r = r;
     workers[w].index = w;
@@ -643,7 +650,7 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
       if (r->batching) {
         pthread_mutex_lock(&r->bmu);
         r->submitters_left -= r->o.jobs - w;
-        pthread_cond_signal(&r->bcv_work);
+        pthread_cond_signal(&r->bcv_launch);
         pthread_mutex_unlock(&r->bmu);
       }
       atomic_store(&r->halt, 1);
@@ -664,7 +671,8 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
     fc_mel_plan_free(workers[w].fallback);
   }
   if (stage_started) {
-    pthread_join(stage_thread, NULL);
+    pthread_join(launch_thread, NULL);
+    pthread_join(complete_thread, NULL);
     stage_started = 0;
     r->st.compute_seconds += r->stage_busy;
     r->st.queue_wait_seconds += r->stage_wait;
@@ -696,13 +704,15 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
   }
 
 out:
-  if (stage_started) { /* the workers never started: nothing is pending */
+  if (stage_started) { /* the workers never started: nothing is in the ring */
     pthread_mutex_lock(&r->bmu);
     r->submitters_left = 0;
-    pthread_cond_signal(&r->bcv_work);
+    pthread_cond_signal(&r->bcv_launch);
     pthread_mutex_unlock(&r->bmu);
-    pthread_join(stage_thread, NULL);
+    pthread_join(launch_thread, NULL);
+    if (stage_started == 2) pthread_join(complete_thread, NULL);
   }
+  fz_stage_free(r);
   if (r->be && r->be_state) r->be->close(r->be_state);
   free(workers);
   r->st.wall_seconds = fz_now() - r->t0;
@@ -714,7 +724,8 @@ out:
   pthread_cond_destroy(&r->cv_space);
   pthread_mutex_destroy(&r->mu);
   pthread_mutex_destroy(&r->ev_mu);
-  pthread_cond_destroy(&r->bcv_work);
+  pthread_cond_destroy(&r->bcv_launch);
+  pthread_cond_destroy(&r->bcv_done);
   pthread_cond_destroy(&r->bcv_space);
   pthread_mutex_destroy(&r->bmu);
   free(r);

@@ -5,15 +5,38 @@
  * fc_device_resolve accept the device); the pipeline itself does not change.
  *
  * A backend computes float32 [frames][n_mels] features for one utterance at a time, called from
- * `workers` threads at once, each passing its own worker number. A batching backend (CUDA) may
- * gather the calls of several workers into one launch; each call returns when its output is
- * ready. A backend that cannot take an utterance because it is too long for it (a GPU staging
- * buffer) returns FC_ETOOLONG: the pipeline then computes it on the CPU (producer 1). */
+ * `workers` threads at once, each passing its own worker number (the CPU); or it is a staging
+ * backend (CUDA): the workers write decoded samples into its chunks and the pipeline launches
+ * them (below). A backend that cannot take an utterance because it is too long for it returns
+ * FC_ETOOLONG (or, staging, it is longer than a chunk): the pipeline then computes it on the CPU
+ * (producer 1). */
 #ifndef FC_FEATURIZE_BACKEND_H
 #define FC_FEATURIZE_BACKEND_H
 
 #include "featcache/fc_featurize.h"
 #include "featcache/fc_format.h"
+
+/* A staging backend's ring (stage_info): its chunk count and what one chunk holds. */
+typedef struct fc_fz_stage_info {
+  unsigned chunks; /* chunks in the ring (>= 1): at most this many filling or in flight */
+  size_t capacity; /* samples per chunk; longer utterances are computed on the CPU */
+  uint64_t max_frames; /* frames per chunk (sum over its utterances) */
+  size_t max_utts; /* utterances per chunk */
+  double launch_wait; /* seconds a chunk fills before it is launched anyway (0: 2 ms) */
+} fc_fz_stage_info;
+
+/* One launch of a chunk. Its staging buffer holds n16 int16 samples at its start (sample v stands
+ * for exactly the float v / 32768, fc_cu_i16_to_f32: 16-bit sources at half the bytes) and nf
+ * float samples at its end (its last nf * 4 bytes), n16 + nf <= capacity. The launch's samples, as
+ * floats, are the int16 ones converted, then the float ones: utterance i is the len[i] samples from
+ * sample_off[i] of that sequence. */
+typedef struct fc_fz_launch {
+  size_t count; /* utterances, <= max_utts */
+  const uint64_t *sample_off, *len;
+  size_t n16, nf;
+  uint64_t frames; /* their total frames, <= max_frames */
+  int dtype; /* f32, f16 or bf16 */
+} fc_fz_launch;
 
 typedef struct fc_fz_backend {
   const char *name; /* "cpu", "cuda" */
@@ -26,17 +49,21 @@ typedef struct fc_fz_backend {
    * floats). Thread-safe across distinct worker numbers. */
   int (*compute)(void *state, unsigned worker, const float *x, size_t n, float *out);
   void (*close)(void *state);
-  /* A batching backend (a GPU) sets these instead of compute: the pipeline then runs one compute
-   * stage thread that gathers the workers' decoded utterances (the workers go on decoding) and
-   * calls compute_batch once per launch, when max_samples(state) samples are waiting or the oldest
-   * has waited a short deadline, or nothing more is coming. compute_batch writes count feature
-   * arrays of dtype (f32, f16, bf16) as fc_cuda_compute_batch does; it is called from that one
-   * thread only. x[i] points at floats, or with i16 at 16-bit samples v standing for exactly the
-   * float v / 32768 (fc_cu_i16_to_f32): 16-bit sources that needed no resampling travel so, at
-   * half the bytes. Utterances longer than max_samples are computed on the CPU by their worker. */
-  int (*compute_batch)(void *state, const void *const *x, int i16, const size_t *n, size_t count,
-                       int dtype, void *const *out);
-  size_t (*max_samples)(void *state);
+  /* A staging backend (a GPU) sets these instead of compute (docs/featurize.md "Pipeline"). It owns
+   * a ring of chunks, each a staging buffer the workers write their decoded samples into (pinned
+   * host memory on CUDA, made once by open) plus what one launch needs on the device. The pipeline
+   * fills a chunk, launches it (asynchronous: copy up, compute, copy back) from its launch thread
+   * and collects its features with finish from its completion thread, in launch order; several
+   * chunks are in flight at once. A chunk is never launched again before its finish returned. */
+  void (*stage_info)(void *state, fc_fz_stage_info *info);
+  /* Chunk `chunk`'s staging buffer: info.capacity * 4 bytes. Valid until close. */
+  void *(*stage_buffer)(void *state, unsigned chunk);
+  /* Start computing the utterances of l in chunk `chunk`; returns without waiting. */
+  int (*launch)(void *state, unsigned chunk, const fc_fz_launch *l);
+  /* Wait for chunk `chunk`'s launch; *out then points at the features of its utterances in launch
+   * order, packed time-major in l->dtype (utterance i from the sum of the frames before it). *out
+   * is valid until the chunk is launched again. */
+  int (*finish)(void *state, unsigned chunk, const void **out);
 } fc_fz_backend;
 
 /* The backend for a resolved device (fc_device_resolve); NULL when this build has none. */

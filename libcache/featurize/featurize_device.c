@@ -3,6 +3,7 @@
 #include "libcache/featurize/featurize_backend.h"
 
 #include "featcache/fc_cuda.h"
+#include "kernels/cuda/cuda_ring.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -157,31 +158,56 @@ static int cpu_compute(void *state, unsigned worker, const float *x, size_t n, f
   return fc_mel_compute(c->plans[worker], x, n, out);
 }
 
-static const fc_fz_backend cpu_backend = {"cpu",       FC_PRODUCER_CPU, cpu_open,
-                                          cpu_compute, cpu_close,       NULL,
-                                          NULL};
+static const fc_fz_backend cpu_backend = {.name = "cpu",
+                                          .producer = FC_PRODUCER_CPU,
+                                          .open = cpu_open,
+                                          .compute = cpu_compute,
+                                          .close = cpu_close};
 
-/* ---- the CUDA backend: one plan, fed by the pipeline's compute stage (featurize_backend.h) ----- */
+/* ---- the CUDA backend: a ring plan fed by the pipeline's staging ring (featurize_stage.c) ------ */
+/* Chunks in the ring: one filling, up to two in flight on the device, one being collected. Each
+ * holds a 4 Mi-sample pinned staging buffer and its own device buffers and cuFFT plans. */
+enum { CUDA_RING_CHUNKS = 4 };
+
 static int cuda_open(const fc_mel_config *cfg, const fc_device *dev, unsigned workers, void **state,
                      char *why, size_t why_len) {
   (void)workers;
-  int rc = fc_cuda_plan_create(cfg, dev->index, 0, (fc_cuda_plan **)state);
+  int rc = fc_cuda_ring_create(cfg, dev->index, 0, CUDA_RING_CHUNKS, (fc_cuda_plan **)state);
   if (rc) set_why(why, why_len, rc, "%s", fc_cuda_last_error());
   return rc;
 }
 
-static int cuda_compute_batch(void *state, const void *const *x, int i16, const size_t *n,
-                              size_t count, int dtype, void *const *out) {
-  if (i16) return fc_cuda_compute_batch_i16(state, (const int16_t *const *)x, n, count, dtype, out);
-  return fc_cuda_compute_batch(state, (const float *const *)x, n, count, dtype, out);
+static void cuda_stage_info(void *state, fc_fz_stage_info *info) {
+  info->chunks = fc_cuda_ring_slots(state);
+  info->capacity = fc_cuda_plan_max_samples(state);
+  info->max_frames = fc_cuda_ring_max_frames(state);
+  info->max_utts = fc_cuda_ring_max_utts(state);
+  info->launch_wait = 0; /* the pipeline's 2 ms */
 }
 
-static size_t cuda_max_samples(void *state) { return fc_cuda_plan_max_samples(state); }
+static void *cuda_stage_buffer(void *state, unsigned chunk) {
+  return fc_cuda_ring_staging(state, chunk);
+}
+
+static int cuda_launch(void *state, unsigned chunk, const fc_fz_launch *l) {
+  return fc_cuda_ring_launch(state, chunk, l->count, l->sample_off, l->len, l->n16, l->nf,
+                             l->dtype);
+}
+
+static int cuda_finish(void *state, unsigned chunk, const void **out) {
+  return fc_cuda_ring_finish(state, chunk, out);
+}
 
 static void cuda_close(void *state) { fc_cuda_plan_free(state); }
 
-static const fc_fz_backend cuda_backend = {"cuda",     FC_PRODUCER_CUDA,   cuda_open,       NULL,
-                                           cuda_close, cuda_compute_batch, cuda_max_samples};
+static const fc_fz_backend cuda_backend = {.name = "cuda",
+                                           .producer = FC_PRODUCER_CUDA,
+                                           .open = cuda_open,
+                                           .close = cuda_close,
+                                           .stage_info = cuda_stage_info,
+                                           .stage_buffer = cuda_stage_buffer,
+                                           .launch = cuda_launch,
+                                           .finish = cuda_finish};
 
 const fc_fz_backend *fc_fz_backend_for(const fc_device *dev) {
   if (dev->kind == FC_DEVICE_CPU) return &cpu_backend;

@@ -1,5 +1,5 @@
 /* Internals of the featurize pipeline shared by featurize.c (workers, writer, the run) and
- * featurize_stage.c (the compute stage of a batching backend). Private to libcache/featurize/. */
+ * featurize_stage.c (the staging ring of a staging backend). Private to libcache/featurize/. */
 #ifndef FC_FEATURIZE_INT_H
 #define FC_FEATURIZE_INT_H
 
@@ -22,13 +22,9 @@ typedef struct fz_job {
   size_t entry_len;
   uint64_t frames;
   double seconds;
-  /* Waiting for the compute stage (batching backends): the samples (owned; x, or x16 when they
-   * are exactly 16-bit PCM), when submitted. */
-  float *x;
-  int16_t *x16;
-  size_t n;
-  double submitted;
 } fz_job;
+
+typedef struct fz_chunk fz_chunk; /* featurize_stage.c */
 
 typedef struct fz_run {
   fc_store *s;
@@ -63,21 +59,22 @@ typedef struct fz_run {
   fc_device_kind device;
   double write_busy, writer_wait; /* the writer's stage times (its own thread) */
 
-  /* The compute stage of a batching backend (be->compute_batch): jobs decoded by the workers wait
-   * in `pending` (bounded by pending_max samples; a worker blocks only when it is full) until the
-   * stage thread launches them. */
+  /* The staging ring of a staging backend (be->launch; featurize_stage.c): workers write decoded
+   * samples into its chunks, the launch thread launches them, the completion thread collects the
+   * features. All below under bmu. */
   int batching;
-  size_t chunk_samples; /* be->max_samples: a launch's worth */
-  uint64_t pending_max; /* samples allowed to wait: two launches' worth */
-  double launch_wait; /* seconds the oldest pending job waits for a fuller launch */
+  fc_fz_stage_info ring;
+  fz_chunk *chunks; /* ring.chunks */
   pthread_mutex_t bmu;
-  pthread_cond_t bcv_work, bcv_space;
-  fz_job *phead, *ptail;
-  size_t p_count;
-  uint64_t p_samples;
+  pthread_cond_t bcv_launch, bcv_done, bcv_space; /* the launch thread, the completion thread,
+                                                     workers waiting for a chunk */
+  uint64_t fill_seq, launch_seq, done_seq; /* chunks sealed, launched, completed */
+  unsigned in_flight; /* chunks launched and not yet completed */
   unsigned submitters_left; /* workers still running */
-  double stage_busy; /* the stage thread's compute time */
-  double stage_wait; /* the stage thread blocked on the writer's full queue */
+  int launcher_done;
+  double busy_since; /* since when in_flight > 0 */
+  double stage_busy; /* seconds with a chunk in flight, less the completion thread's waits */
+  double stage_wait; /* the completion thread blocked on the writer's full queue */
 } fz_run;
 
 /* Busy seconds of one worker's stages (its own: no lock), summed into the stats at the end. */
@@ -119,10 +116,15 @@ void fz_report_unstored(fz_run *r, size_t i, int err);
  * Returns 0, or the writer's error: the job was not queued. */
 int fz_queue_push(fz_run *r, fz_job *j, double *waited);
 
-/* featurize_stage.c: hand a decoded job (x or x16 set) to the compute stage; the stage thread. */
-void fz_submit(fz_run *r, fz_job *j, double *waited);
-void *fz_stage_main(void *arg);
-/* The samples as int16 when they are exactly 16-bit PCM, else NULL (featurize_stage.c). */
-int16_t *fz_to_i16(const float *x, size_t n);
+/* featurize_stage.c: the ring's chunks (r->ring set; 0, ENOMEM, or EINVAL for a backend without
+ * staging buffers) and their release (also after a failed init). */
+int fz_stage_init(fz_run *r);
+void fz_stage_free(fz_run *r);
+/* A worker's decoded utterance (j->frames and j->record set; x stays the caller's) into the ring:
+ * returns once its samples are in a chunk's staging buffer. Its time goes to tm. */
+void fz_stage_put(fz_run *r, fz_job *j, const float *x, size_t n, fz_times *tm);
+/* The launch thread and the completion thread. */
+void *fz_launch_main(void *arg);
+void *fz_complete_main(void *arg);
 
 #endif

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "tests/check.h"
+#include "tests/stage_mock.h"
 #include "tests/wav.h"
 
 enum { LIMIT = 30000, NFILES = 10, LONG_FILE = 3, BROKEN_FILE = 6 };
@@ -88,49 +89,26 @@ static void fake_close(void *state) {
   memset(f->plans, 0, sizeof f->plans);
 }
 
-static const fc_fz_backend fake_backend = {"fake-gpu",   FC_PRODUCER_CUDA, fake_open,
-                                           fake_compute, fake_close,       NULL,
-                                           NULL};
+static const fc_fz_backend fake_backend = {.name = "fake-gpu",
+                                           .producer = FC_PRODUCER_CUDA,
+                                           .open = fake_open,
+                                           .compute = fake_compute,
+                                           .close = fake_close};
 
-/* The same as a batching backend (as the CUDA one is): one compute stage thread calls
- * compute_batch; a launch that holds the broken utterance fails as a whole. */
-static atomic_uint launches, launched_utts, launched_i16;
-
-static int fake_batch(void *state, const void *const *x, int i16, const size_t *n, size_t count,
-                      int dtype, void *const *out) {
-  fake *f = state;
-  atomic_fetch_add(&launches, 1);
-  atomic_fetch_add(&launched_utts, (unsigned)count);
-  if (i16) atomic_fetch_add(&launched_i16, (unsigned)count);
-  for (size_t i = 0; i < count; i++)
-    if (n[i] > LIMIT || n[i] == f->broken_len) return FC_ECUDA;
-  const fc_mel_config *cfg = fc_mel_plan_config(f->plans[0]);
-  for (size_t i = 0; i < count; i++) {
-    uint64_t nv = fc_mel_num_frames(cfg, n[i]) * cfg->n_mels;
-    float *tmp = dtype == FC_DTYPE_F32 ? out[i] : malloc(nv * sizeof *tmp);
-    float *pcm = (float *)x[i];
-    if (i16) { /* what the GPU's conversion kernel does */
-      pcm = malloc(n[i] * sizeof *pcm);
-      for (size_t k = 0; k < n[i]; k++) pcm[k] = fc_cu_i16_to_f32(((const int16_t *)x[i])[k]);
-    }
-    int rc = fc_mel_compute(f->plans[0], pcm, n[i], tmp);
-    if (i16) free(pcm);
-    if (dtype != FC_DTYPE_F32) {
-      fc_convert_dtype(tmp, nv, dtype, out[i]);
-      free(tmp);
-    }
-    if (rc) return rc;
-  }
-  return 0;
+/* The same as a staging backend (as the CUDA one is): tests/stage_mock.h, chunks of LIMIT samples;
+ * a launch that holds the broken utterance fails as a whole. */
+static void mock_setup(size_t broken_len) {
+  stage_mock *m = &the_mock;
+  m->chunks = 2;
+  m->capacity = LIMIT;
+  m->max_utts = 64;
+  m->max_frames = 0;
+  m->launch_wait = 0;
+  m->delay_us = 0;
+  m->broken_len = broken_len;
+  m->fail_launch = m->fail_finish = 0;
+  m->hold_first = 0;
 }
-
-static size_t fake_max(void *state) {
-  (void)state;
-  return LIMIT;
-}
-
-static const fc_fz_backend fake_batching = {"fake-gpu-batch", FC_PRODUCER_CUDA, fake_open, NULL,
-                                            fake_close,       fake_batch,       fake_max};
 
 /* ---- events ------------------------------------------------------------------------------------ */
 typedef struct seen {
@@ -241,8 +219,8 @@ static void deadline_event(const fc_featurize_event *ev, void *user) {
 static void *deadline_thread(void *arg) {
   deadline_run *d = arg;
   char why[256];
-  d->rc = fc_fz_run(d->s, d->cfg, d->items.items, d->items.count, &d->o, &fake_batching, &d->st,
-                    why, sizeof why);
+  d->rc = fc_fz_run(d->s, d->cfg, d->items.items, d->items.count, &d->o, &mock_backend, &d->st, why,
+                    sizeof why);
   return NULL;
 }
 
@@ -257,6 +235,7 @@ static void deadline_case(const char *dir, const fc_mel_config *cfg) {
   snprintf(first, sizeof first, "%s/u00.wav", dir);
   snprintf(src, sizeof src, "%s/u01.wav", dir);
   CHECK(mkfifo(fifo, 0600) == 0, "mkfifo");
+  mock_setup(0);
   deadline_run d;
   memset(&d, 0, sizeof d);
   d.cfg = cfg;
@@ -405,38 +384,39 @@ int main(void) {
     fc_digest cd2;
     fc_mel_config_digest(&c2, &cd2);
     memset(&ev, 0, sizeof ev);
-    the_fake.broken_len = 0;
-    atomic_store(&launches, 0);
-    atomic_store(&launched_utts, 0);
-    atomic_store(&launched_i16, 0);
+    mock_setup(0);
     snprintf(store, sizeof store, "%s/st_batch%d", dir, dt);
     CHECK(fc_store_open(store, FC_STORE_CREATE | FC_STORE_NOSYNC, &s) == 0, "open");
-    rc = fc_fz_run(s, &c2, items.items, items.count, &o, &fake_batching, &st, why, sizeof why);
+    rc = fc_fz_run(s, &c2, items.items, items.count, &o, &mock_backend, &st, why, sizeof why);
     fc_store_close(s);
     CHECK(rc == 0 && st.processed == NFILES && st.failed == 1 && counts_add_up(&st),
-          "batching %s: rc %d, %llu processed, %llu failed", fc_dtype_name(dt), rc,
+          "staging %s: rc %d, %llu processed, %llu failed", fc_dtype_name(dt), rc,
           (unsigned long long)st.processed, (unsigned long long)st.failed);
-    CHECK(atomic_load(&launched_utts) == NFILES - 1 && atomic_load(&launches) >= 1,
-          "batching: %u utterances in %u launches, want %d (the long one on the CPU)",
-          atomic_load(&launched_utts), atomic_load(&launches), NFILES - 1);
-    CHECK(atomic_load(&launched_i16) == NFILES - 2,
-          "batching: %u utterances as 16-bit PCM, want %d (all but the long and the resampled)",
-          atomic_load(&launched_i16), NFILES - 2);
+    CHECK(atomic_load(&the_mock.utts) == NFILES - 1 && atomic_load(&the_mock.launches) >= 1 &&
+              atomic_load(&the_mock.finishes) == atomic_load(&the_mock.launches),
+          "staging: %u utterances in %u launches (%u finished), want %d (the long one on the CPU)",
+          atomic_load(&the_mock.utts), atomic_load(&the_mock.launches),
+          atomic_load(&the_mock.finishes), NFILES - 1);
+    CHECK(atomic_load(&the_mock.utts16) == NFILES - 2,
+          "staging: %u utterances as 16-bit PCM, want %d (all but the long and the resampled)",
+          atomic_load(&the_mock.utts16), NFILES - 2);
+    CHECK(atomic_load(&the_mock.violations) == 0, "staging: %u launch or staging violations",
+          atomic_load(&the_mock.violations));
     CHECK(st.compute_stage == 1 && st.compute_seconds > 0 &&
               strcmp(st.bound, fc_featurize_bound(&st, FC_DEVICE_CUDA)) == 0,
-          "batching: stage accounting");
+          "staging: stage accounting");
     check_records(store, &c2, &cd2, paths, -1);
-    printf("batching backend, %s: %u utterances (%u as 16-bit PCM) in %u launches\n",
-           fc_dtype_name(dt), atomic_load(&launched_utts), atomic_load(&launched_i16),
-           atomic_load(&launches));
+    printf("staging backend, %s: %u utterances (%u as 16-bit PCM) in %u launches\n",
+           fc_dtype_name(dt), atomic_load(&the_mock.utts), atomic_load(&the_mock.utts16),
+           atomic_load(&the_mock.launches));
   }
 
   /* A failed launch fails the utterances it carried, each with its reason; the run goes on. */
   memset(&ev, 0, sizeof ev);
-  the_fake.broken_len = file_len(BROKEN_FILE);
+  mock_setup(file_len(BROKEN_FILE));
   snprintf(store, sizeof store, "%s/st_batch_fail", dir);
   CHECK(fc_store_open(store, FC_STORE_CREATE | FC_STORE_NOSYNC, &s) == 0, "open");
-  rc = fc_fz_run(s, &cfg, items.items + BROKEN_FILE, 1, &o, &fake_batching, &st, why, sizeof why);
+  rc = fc_fz_run(s, &cfg, items.items + BROKEN_FILE, 1, &o, &mock_backend, &st, why, sizeof why);
   fc_store_close(s);
   CHECK(rc == 0 && st.failed == 1 && counts_add_up(&st) && ev.events == 1 &&
             strstr(ev.reason[0], "feature computation failed") != NULL,

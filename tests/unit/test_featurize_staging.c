@@ -1,0 +1,434 @@
+/* The staging ring of the featurize pipeline (libcache/featurize/featurize_stage.c) under many
+ * shapes, on any machine: a CPU backend that implements the staging interface as the CUDA ring
+ * plan does (tests/stage_mock.h: staging buffers of exactly the advertised size, a "device" thread,
+ * launch limits checked, staging written while in flight detected, used-up staging poisoned).
+ *
+ * 36 files of odd sizes and four kinds (16-bit mono at the rate, 16-bit at another rate so
+ * resampled, 32-bit float, 16-bit stereo), three presets, then for ~40 seeded random shapes (worker
+ * threads, chunks in the ring, chunk capacity, utterances and frames per chunk, launch deadline,
+ * device latency, dtype) and for chosen faults (the n-th launch or finish failing, then sticky; an
+ * utterance whose launch fails; --strict; the stop flag):
+ *   - every item has exactly one event and the counts add up;
+ *   - every stored record holds exactly the CPU path's numbers (fc_featurize_file, converted to the
+ *     dtype), producer 2 when it fits a chunk, else 1 (computed on the CPU by its worker);
+ *   - the mock saw each fitting utterance once (and the exactly-16-bit ones in the int16 region),
+ *     no launch broke a chunk's limits, nothing wrote into a chunk in flight, every launched chunk
+ *     was finished;
+ *   - chunk k + 1 is launched while chunk k is in flight (the mock holds the first chunk until a
+ *     second launch arrives; a pipeline that waited would leave max_in_flight at 1);
+ *   - a failed launch or finish fails exactly the utterances it carried, each with its reason. */
+#include "featcache/fc_audio.h"
+#include "featcache/fc_featurize.h"
+#include "featcache/fc_format.h"
+#include "featcache/fc_manifest.h"
+#include "featcache/fc_store.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/check.h"
+#include "tests/stage_mock.h"
+#include "tests/wav.h"
+
+enum { NFILES = 36, NPRESETS = 3 };
+static const char *const presets[NPRESETS] = {"hifigan", "tacotron2", "whisper"};
+
+static uint32_t rng = 20261124u;
+static uint32_t next_rand(void) {
+  rng = rng * 1664525u + 1013904223u;
+  return rng >> 8;
+}
+static uint32_t pick(uint32_t n) { return next_rand() % n; }
+
+/* ---- the files ------------------------------------------------------------------------------- */
+enum { KIND_I16, KIND_RESAMPLED, KIND_FLOAT, KIND_STEREO };
+
+static void write_file(const char *path, int kind, uint32_t n, int seed) {
+  FILE *f = fopen(path, "wb");
+  if (!f) {
+    perror(path);
+    exit(1);
+  }
+  const uint32_t sr = kind == KIND_RESAMPLED ? 16000 : 22050;
+  const int ch = kind == KIND_STEREO ? 2 : 1, bytes = kind == KIND_FLOAT ? 4 : 2;
+  const uint32_t data = n * (uint32_t)(ch * bytes);
+  fwrite("RIFF", 1, 4, f);
+  put_le(f, 36 + data, 4);
+  fwrite("WAVEfmt ", 1, 8, f);
+  put_le(f, 16, 4);
+  put_le(f, kind == KIND_FLOAT ? 3 : 1, 2);
+  put_le(f, (uint32_t)ch, 2);
+  put_le(f, sr, 4);
+  put_le(f, sr * (uint32_t)(ch * bytes), 4);
+  put_le(f, (uint32_t)(ch * bytes), 2);
+  put_le(f, (uint32_t)(8 * bytes), 2);
+  fwrite("data", 1, 4, f);
+  put_le(f, data, 4);
+  uint32_t s = 777u + (uint32_t)seed;
+  for (uint32_t i = 0; i < n; i++)
+    for (int c = 0; c < ch; c++) {
+      s = s * 1664525u + 1013904223u;
+      double v = 0.3 * sin(2 * M_PI * (110 + 13 * seed + 50 * c) * (double)i / sr) +
+                 ((double)(s >> 20) - 2048) / 40000.0;
+      if (kind == KIND_FLOAT) {
+        float fv = (float)v;
+        uint32_t u;
+        memcpy(&u, &fv, 4);
+        put_le(f, u, 4);
+      } else {
+        put_le(f, (uint32_t)(int16_t)lrint(v * 32767), 2);
+      }
+    }
+  fclose(f);
+}
+
+/* What the CPU path makes of a file under one preset: decoded samples, whether they are exactly
+ * 16-bit PCM, frames, the float32 mel (NULL when it gives no frames). */
+typedef struct ref {
+  size_t n;
+  int i16;
+  uint64_t frames;
+  float *mel;
+} ref;
+
+static ref refs[NPRESETS][NFILES];
+static char paths[NFILES][300];
+static fc_mel_config cfgs[NPRESETS];
+
+static void make_refs(int p) {
+  fc_mel_plan *plan;
+  CHECK(fc_mel_plan_create(&cfgs[p], &plan) == 0, "plan");
+  for (int i = 0; i < NFILES; i++) {
+    ref *r = &refs[p][i];
+    void *bytes;
+    size_t len;
+    fc_audio_info info;
+    char why[256];
+    float *x = NULL;
+    CHECK(fc_audio_read_file(paths[i], 0, &bytes, &len, &info) == 0, "read %s", paths[i]);
+    CHECK(fc_audio_decode(bytes, len, cfgs[p].sample_rate, 0, &x, &r->n, &info, why, sizeof why) ==
+              0,
+          "decode %s: %s", paths[i], why);
+    free(bytes);
+    r->i16 = 1;
+    for (size_t k = 0; k < r->n && r->i16; k++) {
+      float t = x[k] * 32768.0f;
+      r->i16 = t >= -32768.0f && t <= 32767.0f && fc_cu_i16_to_f32((int16_t)t) == x[k];
+    }
+    free(x);
+    r->mel = NULL;
+    r->frames = 0;
+    if (fc_mel_num_frames(&cfgs[p], r->n) > 0)
+      CHECK(fc_featurize_file(plan, paths[i], 0, &r->mel, &r->frames, why, sizeof why) == 0,
+            "cpu %s: %s", paths[i], why);
+  }
+  fc_mel_plan_free(plan);
+}
+
+/* ---- one run ---------------------------------------------------------------------------------- */
+typedef struct seen {
+  unsigned events[NFILES];
+  int status[NFILES];
+  char reason[NFILES][160];
+  unsigned total;
+  volatile sig_atomic_t *stop;
+  unsigned stop_after;
+} seen;
+
+static void on_event(const fc_featurize_event *ev, void *user) {
+  seen *s = user;
+  s->events[ev->index]++;
+  s->status[ev->index] = (int)ev->status;
+  snprintf(s->reason[ev->index], sizeof s->reason[0], "%s", ev->reason ? ev->reason : "");
+  if (s->stop && ++s->total == s->stop_after) *s->stop = 1;
+}
+
+typedef struct shape {
+  int preset, dtype;
+  unsigned jobs, chunks, delay_us;
+  size_t capacity, max_utts;
+  uint64_t max_frames; /* 0: the mock's default */
+  double launch_wait;
+  /* faults */
+  unsigned fail_launch, fail_finish;
+  int broken_file; /* -1: none */
+  int hold_first, strict, stop_after;
+} shape;
+
+static int fits(const shape *sh, const ref *r) {
+  return r->n <= sh->capacity && r->frames <= the_mock.max_frames;
+}
+
+static void describe(const shape *sh, char *buf, size_t len) {
+  snprintf(
+      buf, len,
+      "%s %s -j%u, %u chunks of %zu samples / %zu utts / %llu frames, wait %g s, delay %u us%s%s",
+      presets[sh->preset], fc_dtype_name(sh->dtype), sh->jobs, sh->chunks, sh->capacity,
+      sh->max_utts, (unsigned long long)the_mock.max_frames, sh->launch_wait, sh->delay_us,
+      sh->fail_launch || sh->fail_finish || sh->broken_file >= 0 ? ", faults" : "",
+      sh->strict       ? ", strict"
+      : sh->stop_after ? ", stopped"
+                       : "");
+}
+
+static int run_shape(const char *dir, const fc_item_list *items, const shape *sh, int number) {
+  const int before = failures;
+  stage_mock *m = &the_mock;
+  m->chunks = sh->chunks;
+  m->capacity = sh->capacity;
+  m->max_utts = sh->max_utts;
+  m->max_frames = sh->max_frames;
+  m->launch_wait = sh->launch_wait;
+  m->delay_us = sh->delay_us;
+  m->fail_launch = sh->fail_launch;
+  m->fail_finish = sh->fail_finish;
+  m->broken_len = sh->broken_file >= 0 ? refs[sh->preset][sh->broken_file].n : (size_t)-1;
+  m->hold_first = sh->hold_first;
+  fc_mel_config cfg = cfgs[sh->preset];
+  cfg.dtype = (fc_dtype)sh->dtype;
+  fc_digest cd;
+  fc_mel_config_digest(&cfg, &cd);
+
+  static seen ev;
+  memset(&ev, 0, sizeof ev);
+  volatile sig_atomic_t stop = 0;
+  fc_featurize_opts o;
+  fc_featurize_opts_init(&o);
+  o.jobs = sh->jobs;
+  o.batch_records = 5;
+  o.device.kind = FC_DEVICE_CUDA;
+  o.on_event = on_event;
+  o.user = &ev;
+  o.strict = sh->strict;
+  if (sh->stop_after) {
+    o.stop = &stop;
+    ev.stop = &stop;
+    ev.stop_after = (unsigned)sh->stop_after;
+  }
+  char store[400], why[256], what[300];
+  snprintf(store, sizeof store, "%s/st%02d", dir, number);
+  fc_store *s;
+  CHECK(fc_store_open(store, FC_STORE_CREATE | FC_STORE_NOSYNC, &s) == 0, "open %s", store);
+  fc_featurize_stats st;
+  int rc = fc_fz_run(s, &cfg, items->items, items->count, &o, &mock_backend, &st, why, sizeof why);
+  fc_store_close(s);
+  describe(sh, what, sizeof what);
+
+  const int faults = sh->fail_launch || sh->fail_finish || sh->broken_file >= 0;
+  if (sh->strict)
+    CHECK(rc != 0, "[%s] strict: rc 0", what);
+  else if (sh->stop_after)
+    CHECK(rc == FC_EINTR || rc == 0, "[%s] stopped: rc %d (%s)", what, rc, why);
+  else
+    CHECK(rc == 0, "[%s] rc %d (%s)", what, rc, why);
+  CHECK(st.processed + st.skipped_existing + st.failed + st.not_started == st.total &&
+            st.total == NFILES,
+        "[%s] counts %llu+%llu+%llu+%llu of %llu", what, (unsigned long long)st.processed,
+        (unsigned long long)st.skipped_existing, (unsigned long long)st.failed,
+        (unsigned long long)st.not_started, (unsigned long long)st.total);
+  CHECK(atomic_load(&m->violations) == 0,
+        "[%s] %u launches broke a chunk's limits or staging was written while in flight", what,
+        atomic_load(&m->violations));
+  CHECK(atomic_load(&m->in_flight) == 0, "[%s] %u launched chunks never finished", what,
+        atomic_load(&m->in_flight));
+
+  /* Events: exactly one per item begun; what each says. */
+  unsigned want_utts = 0, want16 = 0, evs = 0, failed_on_device = 0;
+  for (int i = 0; i < NFILES; i++) {
+    const ref *r = &refs[sh->preset][i];
+    evs += ev.events[i];
+    CHECK(ev.events[i] <= 1, "[%s] item %d: %u events", what, i, ev.events[i]);
+    if (ev.events[i] == 0) {
+      CHECK(sh->strict || sh->stop_after, "[%s] item %d: no event", what, i);
+      continue;
+    }
+    if (!r->mel) {
+      CHECK(ev.status[i] == FC_ITEM_FAILED && strstr(ev.reason[i], "too short"),
+            "[%s] item %d (%zu samples): status %d '%s', want too short", what, i, r->n,
+            ev.status[i], ev.reason[i]);
+      continue;
+    }
+    if (ev.status[i] == FC_ITEM_FAILED) {
+      CHECK(faults && fits(sh, r) && strstr(ev.reason[i], "feature computation failed"),
+            "[%s] item %d failed: '%s'", what, i, ev.reason[i]);
+      failed_on_device++;
+      continue;
+    }
+    CHECK(ev.status[i] == FC_ITEM_STORED, "[%s] item %d: status %d '%s'", what, i, ev.status[i],
+          ev.reason[i]);
+    if (fits(sh, r)) want_utts++, want16 += r->i16 != 0;
+  }
+  CHECK(evs + st.not_started == NFILES, "[%s] %u events, %llu not started", what, evs,
+        (unsigned long long)st.not_started);
+  if (!faults && !sh->strict && !sh->stop_after) {
+    CHECK(atomic_load(&m->utts) == want_utts && atomic_load(&m->utts16) == want16,
+          "[%s] the device saw %u utterances (%u int16), want %u (%u)", what, atomic_load(&m->utts),
+          atomic_load(&m->utts16), want_utts, want16);
+  }
+  if (faults && !sh->strict)
+    CHECK(failed_on_device == atomic_load(&m->failed_utts),
+          "[%s] %u items failed on the device, the failed launches carried %u", what,
+          failed_on_device, atomic_load(&m->failed_utts));
+
+  /* Records: each stored item's numbers are the CPU path's. */
+  CHECK(fc_store_open(store, FC_STORE_RDONLY, &s) == 0, "reopen");
+  fc_rtxn *t;
+  CHECK(fc_store_read_begin(s, &t) == 0, "read txn");
+  for (int i = 0; i < NFILES; i++) {
+    const ref *r = &refs[sh->preset][i];
+    if (ev.events[i] != 1 || ev.status[i] != FC_ITEM_STORED) continue;
+    char id[16];
+    snprintf(id, sizeof id, "f%02d", i);
+    const void *v;
+    size_t vl;
+    fc_audio_entry e;
+    if (fc_rtxn_get(t, FC_DB_AUDIO, id, strlen(id), &v, &vl) != 0 ||
+        fc_audio_entry_decode(v, vl, &e) != 0) {
+      CHECK(0, "[%s] %s: no audio entry", what, id);
+      continue;
+    }
+    fc_digest key;
+    fc_record_key(&e.digest, &cd, &key);
+    fc_record_header h;
+    const void *pl;
+    if (fc_rtxn_get(t, FC_DB_FEAT, key.bytes, 16, &v, &vl) != 0 ||
+        fc_record_verify(v, vl, &h, &pl, why, sizeof why) != 0) {
+      CHECK(0, "[%s] %s: no valid record", what, id);
+      continue;
+    }
+    const uint32_t want_producer = fits(sh, r) ? FC_PRODUCER_CUDA : FC_PRODUCER_CPU;
+    const size_t nv = (size_t)r->frames * cfg.n_mels, bytes = nv * fc_dtype_size(cfg.dtype);
+    void *conv = malloc(bytes);
+    fc_convert_dtype(r->mel, nv, cfg.dtype, conv);
+    CHECK(h.producer == want_producer && h.dim0 == r->frames && h.payload_bytes == bytes &&
+              memcmp(conv, pl, bytes) == 0,
+          "[%s] %s (%zu samples%s): producer %u (want %u), %u frames (want %llu), numbers %s the "
+          "CPU path's",
+          what, id, r->n, r->i16 ? ", int16" : "", h.producer, want_producer, h.dim0,
+          (unsigned long long)r->frames,
+          h.payload_bytes == bytes && memcmp(conv, pl, bytes) == 0 ? "equal" : "differ from");
+    free(conv);
+  }
+  fc_rtxn_end(t);
+  fc_store_close(s);
+  char cmd[500];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", store);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", store);
+  printf(
+      "%s %s: %u launches, %u utterances (%u int16), at most %u in flight; %llu stored, %llu "
+      "failed, %llu not started\n",
+      failures == before ? "ok  " : "FAIL", what, atomic_load(&m->launches), atomic_load(&m->utts),
+      atomic_load(&m->utts16), atomic_load(&m->max_in_flight), (unsigned long long)st.processed,
+      (unsigned long long)st.failed, (unsigned long long)st.not_started);
+  return failures == before;
+}
+
+static shape base_shape(void) {
+  shape sh = {.preset = 0,
+              .dtype = FC_DTYPE_F32,
+              .jobs = 3,
+              .chunks = 3,
+              .capacity = 20000,
+              .max_utts = 1024,
+              .launch_wait = 0.002,
+              .broken_file = -1};
+  return sh;
+}
+
+int main(void) {
+  char tmpl[] = "/tmp/fc_staging.XXXXXX";
+  char *dir = mkdtemp(tmpl);
+  if (!dir) {
+    perror("mkdtemp");
+    return 1;
+  }
+  /* Odd sizes: no frames (100), 1 hop +- 1, a chunk's capacity +- 1 (20000), the rest spread up to
+   * 26000 samples (longer than the small chunks: computed on the CPU there). */
+  static const uint32_t fixed[] = {100, 255, 256, 257, 19999, 20000, 20001, 1};
+  const char *pp[NFILES];
+  for (int i = 0; i < NFILES; i++) {
+    uint32_t n = i < (int)(sizeof fixed / sizeof fixed[0]) ? fixed[i] : 300 + pick(26000);
+    int kind = i < 8 ? KIND_I16 : (int)pick(4);
+    if (kind == KIND_RESAMPLED) n = n * 16000 / 22050 + 1;
+    snprintf(paths[i], sizeof paths[i], "%s/f%02d.wav", dir, i);
+    write_file(paths[i], kind, n, i);
+    pp[i] = paths[i];
+  }
+  fc_item_list items;
+  CHECK(fc_items_from_paths(pp, NFILES, &items) == 0, "items");
+  for (int p = 0; p < NPRESETS; p++) {
+    CHECK(fc_mel_preset(presets[p], &cfgs[p]) == 0, "preset %s", presets[p]);
+    make_refs(p);
+  }
+  int number = 0, ok = 0;
+
+  /* Random shapes. */
+  static const unsigned jobs[] = {1, 2, 3, 4, 7}, chunks[] = {1, 2, 3, 4, 8},
+                        delays[] = {0, 0, 200, 2000};
+  static const size_t caps[] = {6000, 20000, 60000}, utts[] = {1, 3, 1024, 1024};
+  static const double waits[] = {1e-5, 0.002, 0.02};
+  static const int dtypes[] = {FC_DTYPE_F32, FC_DTYPE_F16, FC_DTYPE_BF16};
+  for (int k = 0; k < 36; k++) {
+    shape sh = base_shape();
+    sh.preset = (int)pick(NPRESETS);
+    sh.dtype = dtypes[pick(3)];
+    sh.jobs = jobs[pick(5)];
+    sh.chunks = chunks[pick(5)];
+    sh.capacity = caps[pick(3)];
+    sh.max_utts = utts[pick(4)];
+    sh.launch_wait = waits[pick(3)];
+    sh.delay_us = delays[pick(4)];
+    if (pick(4) == 0) /* frames per chunk the binding limit */
+      sh.max_frames = fc_mel_num_frames(&cfgs[sh.preset], sh.capacity) / 3 + 1;
+    ok += run_shape(dir, &items, &sh, number++);
+  }
+
+  /* Chunk k + 1 launched while chunk k is in flight. */
+  shape sh = base_shape();
+  sh.capacity = 6000;
+  sh.chunks = 2;
+  sh.jobs = 2;
+  sh.hold_first = 1;
+  ok += run_shape(dir, &items, &sh, number++);
+  CHECK(atomic_load(&the_mock.max_in_flight) >= 2 && !atomic_load(&the_mock.held_timeout),
+        "overlap: at most %u chunk(s) in flight; the held first chunk %s",
+        atomic_load(&the_mock.max_in_flight),
+        atomic_load(&the_mock.held_timeout) ? "timed out: no second launch while it was in flight"
+                                            : "was released by a second launch");
+
+  /* Faults: the 2nd launch, the 3rd finish, an utterance whose launch fails; sticky after. */
+  for (int f = 0; f < 3; f++) {
+    sh = base_shape();
+    sh.capacity = 6000 + 14000 * (unsigned)(f == 2);
+    sh.fail_launch = f == 0 ? 2 : 0;
+    sh.fail_finish = f == 1 ? 3 : 0;
+    sh.broken_file = f == 2 ? 12 : -1;
+    sh.jobs = 2 + (unsigned)f;
+    ok += run_shape(dir, &items, &sh, number++);
+  }
+  /* --strict with a failing launch (tacotron2: every file gives frames, so the launch's failure is
+   * the first): the run stops, everything begun is accounted for. */
+  sh = base_shape();
+  sh.preset = 1;
+  sh.fail_launch = 1;
+  sh.strict = 1;
+  ok += run_shape(dir, &items, &sh, number++);
+  /* The stop flag after 5 events: the ring drains, nothing is lost or duplicated. */
+  sh = base_shape();
+  sh.capacity = 6000;
+  sh.stop_after = 5;
+  sh.delay_us = 500;
+  ok += run_shape(dir, &items, &sh, number++);
+
+  for (int p = 0; p < NPRESETS; p++)
+    for (int i = 0; i < NFILES; i++) free(refs[p][i].mel);
+  fc_item_list_free(&items);
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  printf("%d of %d shapes ok\n", ok, number);
+  return fc_check_result("test_featurize_staging");
+}
