@@ -59,7 +59,7 @@ static const fc_cli_opt options[] =
      {"log", OPT_LOG, required_argument, "L", "none, ln, log10, db or whisper"},
      {"dtype", OPT_DTYPE, required_argument, "T", "f32 (default), f16, bf16 or mq (the codec)"},
      {"codec", OPT_CODEC, required_argument, "C",
-      "none (default) or mq: log-mel coded ~4x smaller than f32, max error 2^-8"},
+      "none (default) or mq: log-mel coded ~4x smaller than f32, max error 2^-8 (ln)"},
      {NULL, 0, 0, NULL, "Inputs:"},
      {"manifest", OPT_MANIFEST, required_argument, "FILE",
       "LJSpeech csv, Kaldi wav.scp, JSON lines or a path list"},

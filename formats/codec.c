@@ -1,7 +1,7 @@
 /* The mq mel codec (fc_codec.h; payload layout in docs/FORMAT.md, "The mq payload").
  *
- * Quantize: k = round-to-nearest-even(x * 128), exact in float arithmetic (a power-of-two scale), so
- * |k / 128 - x| <= 1/256. Predict planar: pred(f, b) = k(f, b-1) + k(f-1, b) - k(f-1, b-1), where
+ * Quantize: k = round-to-nearest-even(x * 2^s), exact in float arithmetic (a power-of-two scale), so
+ * |k / 2^s - x| <= 2^-(s+1); s is 7 for ln outputs and chosen per log unit (fc_mq_step_log2). Predict planar: pred(f, b) = k(f, b-1) + k(f-1, b) - k(f-1, b-1), where
  * row -1 is all `base` = k(0, 0) and column -1 repeats column 0 (so the first column is predicted
  * from the row above). As differences: d(f, b) = k(f, b) - k(f-1, b), residual
  * r(f, b) = d(f, b) - d(f, b-1) with d(f, -1) = 0. Decoding is then a running sum of r along each row added to the previous row:
@@ -10,6 +10,7 @@
  * (0..3); each plane is one standard zstd frame (content size in its header, no checksum: the
  * record header's XXH3 covers the payload). */
 #include "featcache/fc_codec.h"
+#include "featcache/fc_config.h"
 
 #include "formats/why.h"
 
@@ -102,8 +103,18 @@ size_t fc_mq_bound(uint32_t dim0, uint32_t dim1) {
   return MQ_CODED_HEADER + ZSTD_compressBound((size_t)n) + ZSTD_compressBound(4 * (size_t)n);
 }
 
-static void put_header(uint8_t *o, uint8_t mode, int32_t base) {
-  o[0] = FC_MQ_STEP_LOG2;
+unsigned fc_mq_step_log2(int log) {
+  switch (log) {
+  case FC_LOG_LN: return 7;
+  case FC_LOG_LOG10: return 8;
+  case FC_LOG_DB: return 5;
+  case FC_LOG_WHISPER: return 10;
+  default: return 0;
+  }
+}
+
+static void put_header(uint8_t *o, unsigned step, uint8_t mode, int32_t base) {
+  o[0] = (uint8_t)step;
   o[1] = mode;
   o[2] = o[3] = 0;
   put32(o + 4, (uint32_t)base);
@@ -128,6 +139,18 @@ static int compress_frame(fc_mq_coder *c, const void *src, size_t n, uint8_t *ou
 
 int fc_mq_encode(fc_mq_coder *c, const float *x, uint32_t dim0, uint32_t dim1, void *out,
                  size_t cap, size_t *len, char *why, size_t why_len) {
+  return fc_mq_encode_step(c, x, dim0, dim1, FC_MQ_STEP_LOG2, out, cap, len, why, why_len);
+}
+
+int fc_mq_encode_step(fc_mq_coder *c, const float *x, uint32_t dim0, uint32_t dim1,
+                      unsigned step_log2, void *out, size_t cap, size_t *len, char *why,
+                      size_t why_len) {
+  if (step_log2 > FC_MQ_STEP_LOG2_MAX) {
+    fc_why(why, why_len, "step 2^-%u: finer than the codec's 2^-%d", step_log2,
+           FC_MQ_STEP_LOG2_MAX);
+    return FC_ECONFIG;
+  }
+  const float scale = (float)(1u << step_log2); /* x * scale is exact: a power of two */
   uint64_t n64 = (uint64_t)dim0 * dim1;
   if (n64 > FC_MQ_MAX_VALUES) {
     fc_why(why, why_len, "%u x %u values: more than the codec's %u", dim0, dim1, FC_MQ_MAX_VALUES);
@@ -152,7 +175,7 @@ int fc_mq_encode(fc_mq_coder *c, const float *x, uint32_t dim0, uint32_t dim1, v
   }
   int rc = 0;
   uint8_t *o = out;
-  int32_t base = n ? (int32_t)lrintf(x[0] * 128.0f) : 0;
+  int32_t base = n ? (int32_t)lrintf(x[0] * scale) : 0;
   /* symbols (n bytes) then escapes (4 bytes each, at most n) in the plane scratch */
   if ((rc = reserve(c, 5 * n, dim1))) goto out;
   uint8_t *sym = c->planes, *esc = c->planes + n;
@@ -164,8 +187,8 @@ int fc_mq_encode(fc_mq_coder *c, const float *x, uint32_t dim0, uint32_t dim1, v
     uint8_t *sr = sym + (size_t)f * dim1;
     int32_t dl = 0; /* d(f, b-1) */
     for (uint32_t b = 0; b < dim1; b++) {
-      int32_t k = (int32_t)lrintf(xr[b] * 128.0f); /* |k| <= 2^19 */
-      int32_t d = k - (int32_t)prev[b], r = d - dl; /* |r| <= 2^21 */
+      int32_t k = (int32_t)lrintf(xr[b] * scale); /* |k| <= 2^24 */
+      int32_t d = k - (int32_t)prev[b], r = d - dl; /* |r| <= 2^26 */
       uint32_t z = ((uint32_t)r << 1) ^ (uint32_t)(r >> 31);
       any |= z;
       if (z < 255) {
@@ -179,7 +202,7 @@ int fc_mq_encode(fc_mq_coder *c, const float *x, uint32_t dim0, uint32_t dim1, v
     }
   }
   if (!any) { /* constant (or empty): the header says it all */
-    put_header(o, 0, base);
+    put_header(o, step_log2, 0, base);
     *len = FC_MQ_HEADER;
     goto out;
   }
@@ -188,7 +211,7 @@ int fc_mq_encode(fc_mq_coder *c, const float *x, uint32_t dim0, uint32_t dim1, v
     rc = FC_ECONFIG;
     goto out;
   }
-  put_header(o, 1, base);
+  put_header(o, step_log2, 1, base);
   size_t zs = 0, ze = 0;
   if ((rc = compress_frame(c, sym, n, o + MQ_CODED_HEADER, cap - MQ_CODED_HEADER, &zs, why,
                            why_len)))
@@ -217,9 +240,10 @@ int fc_mq_check(const void *payload, size_t len, uint32_t dim0, uint32_t dim1, c
     fc_why(why, why_len, "mq: payload of %zu bytes is shorter than its 8-byte header", len);
     return FC_EFORMAT;
   }
-  if (p[0] != FC_MQ_STEP_LOG2 || p[2] || p[3] || p[1] > 1) {
-    fc_why(why, why_len, "mq: step 2^-%u, mode %u, reserved %02x%02x (want 2^-7, 0 or 1, 0000)",
-           p[0], p[1], p[2], p[3]);
+  if (p[0] > FC_MQ_STEP_LOG2_MAX || p[2] || p[3] || p[1] > 1) {
+    fc_why(why, why_len,
+           "mq: step 2^-%u, mode %u, reserved %02x%02x (want at most 2^-%d, 0 or 1, 0000)", p[0],
+           p[1], p[2], p[3], FC_MQ_STEP_LOG2_MAX);
     return FC_EFORMAT;
   }
   if (p[1] == 0) {
@@ -322,8 +346,7 @@ static int row_symbols(const uint8_t *s, uint32_t dim1, uint32_t *z, const uint8
 /* Add the running sum of row z's residuals (unzigzagged) to prev; write prev * step to out (or
  * not, when out is NULL). Unsigned arithmetic wraps: a hostile payload decodes to garbage values,
  * never to undefined behaviour. */
-static void row_add(const uint32_t *z, uint32_t *prev, float *out, uint32_t dim1) {
-  const float step = 1.0f / 128.0f;
+static void row_add(const uint32_t *z, uint32_t *prev, float *out, uint32_t dim1, float step) {
   uint32_t b = 0, d = 0;
 #if defined(__SSE2__)
   const __m128i one = _mm_set1_epi32(1), zero = _mm_setzero_si128();
@@ -361,8 +384,9 @@ int fc_mq_decode(fc_mq_coder *c, const void *payload, size_t len, uint32_t dim0,
   size_t n = (size_t)dim0 * dim1;
   uint32_t end = first + count;
   int32_t base = (int32_t)get32(p + 4);
+  const float step = 1.0f / (float)(1u << p[0]); /* exact: a power of two */
   if (p[1] == 0) { /* every residual is 0: the array is constant */
-    float v = (float)base * (1.0f / 128.0f);
+    float v = (float)base * step;
     for (size_t i = 0; out && i < (size_t)count * dim1; i++) out[i] = v;
     return 0;
   }
@@ -402,7 +426,7 @@ int fc_mq_decode(fc_mq_coder *c, const void *payload, size_t len, uint32_t dim0,
       rc = FC_EFORMAT;
       goto out;
     }
-    row_add(z, prev, (out && f >= first) ? out + (size_t)(f - first) * dim1 : NULL, dim1);
+    row_add(z, prev, (out && f >= first) ? out + (size_t)(f - first) * dim1 : NULL, dim1, step);
   }
   if (need == n && e != n_esc) {
     fc_why(why, why_len, "mq: %zu escape symbols, %zu escapes", e, n_esc);

@@ -1,7 +1,7 @@
 /* featcache — the `mq` mel codec (record dtype 7, docs/FORMAT.md "The mq payload").
  *
- * A lossy codec for log-mel records: every value is quantized to a multiple of 2^-7 (so the decoded
- * value is within 2^-8 = 0.00390625 of the original), predicted from its neighbours (planar:
+ * A lossy codec for log-mel records: every value is quantized to a multiple of a step 2^-s (so the
+ * decoded value is within 2^-(s+1) of the original), predicted from its neighbours (planar:
  * left + up - up-left), the residual zigzagged into one byte per value (larger ones escaped), and
  * the bytes entropy-coded by zstd. Deterministic for a given zstd version; decodes to float32
  * [dim0][dim1].
@@ -15,8 +15,11 @@
 extern "C" {
 #endif
 
-#define FC_MQ_STEP_LOG2 7 /* step = 2^-7 */
-#define FC_MQ_MAX_ERROR (1.0 / 256) /* max |decoded - original| */
+#define FC_MQ_STEP_LOG2 7 /* step = 2^-7: fc_mq_encode's, and featurize's for ln */
+#define FC_MQ_MAX_ERROR (1.0 / 256) /* max |decoded - original| at step 2^-7 */
+#define FC_MQ_STEP_LOG2_MAX 12 /* payloads carry s in [0, 12]; larger is refused */
+/* max |decoded - original| at step 2^-s */
+#define FC_MQ_ERROR(s) (1.0 / (double)(2u << (s)))
 #define FC_MQ_MAX_ABS 4096.0f /* encodable values: finite, |x| < 4096 */
 #define FC_MQ_HEADER 8 /* a constant array's whole payload; coded: 20 */
 #define FC_MQ_MAX_VALUES 0x7fffffffu /* dim0 * dim1 at most */
@@ -34,15 +37,27 @@ FC_API fc_mq_coder *fc_mq_thread_coder(void);
 /* Most payload bytes fc_mq_encode can write for dim0 x dim1 values (0 when over FC_MQ_MAX_VALUES). */
 FC_API size_t fc_mq_bound(uint32_t dim0, uint32_t dim1);
 
+/* The step exponent s featurize codes a config's log output with (fc_config.h fc_log): the same
+ * precision in every unit, max error <= 0.0045 in nats (ln units): ln 7 (max error 2^-8 =
+ * 0.0039 nats), log10 8 (2^-9 = 0.0020 log10 = 0.0045 nats), db 5 (2^-6 = 0.0156 dB = 0.0036
+ * nats), whisper 10 (2^-11 = 0.00049 = 0.0045 nats: a whisper unit is 4 log10). 0 for
+ * FC_LOG_NONE and unknown values (the codec is refused without a log). */
+FC_API unsigned fc_mq_step_log2(int log);
+
 /* Encode x[dim0][dim1] into out (cap bytes; fc_mq_bound is always enough); *len gets the payload
  * size. c may be NULL (a temporary coder). Returns 0; FC_ERANGE (a NaN, an infinity or
  * |x| >= 4096: why names the first such value), FC_ECONFIG (too many values, cap too small),
  * ENOMEM. Same input and zstd version → same bytes. */
 FC_API int fc_mq_encode(fc_mq_coder *c, const float *x, uint32_t dim0, uint32_t dim1, void *out,
                         size_t cap, size_t *len, char *why, size_t why_len);
+/* The same at step 2^-step_log2 (<= FC_MQ_STEP_LOG2_MAX, else FC_ECONFIG); fc_mq_encode is this at
+ * FC_MQ_STEP_LOG2. The payload records the step; fc_mq_decode reads it. */
+FC_API int fc_mq_encode_step(fc_mq_coder *c, const float *x, uint32_t dim0, uint32_t dim1,
+                             unsigned step_log2, void *out, size_t cap, size_t *len, char *why,
+                             size_t why_len);
 
 /* Check the fixed part of a payload of len bytes for dim0 x dim1 (its first 8 or 20 bytes only, so
- * a cold record is not paged in): step, mode, reserved bytes, escape count, frame sizes adding up to
+ * a cold record is not paged in): step (<= FC_MQ_STEP_LOG2_MAX), mode, reserved bytes, escape count, frame sizes adding up to
  * len. The frames themselves are checked by fc_mq_decode. Returns 0 or FC_EFORMAT with a reason. */
 FC_API int fc_mq_check(const void *payload, size_t len, uint32_t dim0, uint32_t dim1, char *why,
                        size_t why_len);

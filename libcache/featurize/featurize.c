@@ -283,8 +283,8 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
       fc_why(why, sizeof why, "feature computation failed: %s", fc_strerror(rc));
     } else if (cfg->dtype == FC_DTYPE_MQ) {
       char cw[200];
-      rc = fc_mq_encode(fc_mq_thread_coder(), mel, (uint32_t)frames, cfg->n_mels, pl, payload,
-                        &payload, cw, sizeof cw);
+      rc = fc_mq_encode_step(fc_mq_thread_coder(), mel, (uint32_t)frames, cfg->n_mels,
+                             fc_mq_step_log2(cfg->log), pl, payload, &payload, cw, sizeof cw);
       if (rc) fc_why(why, sizeof why, "cannot code the mel: %s", cw);
       j->record_len = FC_RECORD_HEADER_SIZE + payload;
       uint8_t *fit =

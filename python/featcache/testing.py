@@ -69,13 +69,14 @@ def decode_mq(payload, dim0, dim1):
     C decoder: float32 [dim0, dim1]."""
     payload = bytes(payload)
     step, mode, reserved, base = struct.unpack_from("<BBHi", payload)
-    if step != 7 or reserved or mode > 1:
+    if step > 12 or reserved or mode > 1:
         raise ValueError("mq: bad header")
+    scale = 1.0 / (1 << step)
     n = dim0 * dim1
     if mode == 0:
         if len(payload) != 8:
             raise ValueError("mq: constant payload is not 8 bytes")
-        return np.full((dim0, dim1), base / 128.0, np.float32)
+        return np.full((dim0, dim1), base * scale, np.float32)
     n_esc, zs, ze = struct.unpack_from("<III", payload, 8)
     if 20 + zs + ze != len(payload):
         raise ValueError("mq: frame sizes disagree with the payload")
@@ -88,7 +89,7 @@ def decode_mq(payload, dim0, dim1):
     r = (sym >> 1) ^ -(sym & 1)                       # unzigzag
     d = np.cumsum(r.reshape(dim0, dim1), axis=1)      # d(f, b) = k(f, b) - k(f-1, b)
     k = base + np.cumsum(d, axis=0)                   # row -1 is all base
-    return (k.astype(np.float32) * np.float32(1 / 128)).astype(np.float32)
+    return (k.astype(np.float32) * np.float32(scale)).astype(np.float32)
 
 
 def parse_record(val, verify=True):

@@ -59,7 +59,7 @@ Features:
       --power P                1 magnitude, 2 power
       --log L                  none, ln, log10, db or whisper
       --dtype T                f32 (default), f16, bf16 or mq (the codec)
-      --codec C                none (default) or mq: log-mel coded ~4x smaller than f32, max error 2^-8
+      --codec C                none (default) or mq: log-mel coded ~4x smaller than f32, max error 2^-8 (ln)
 
 Inputs:
       --manifest FILE          LJSpeech csv, Kaldi wav.scp, JSON lines or a path list

@@ -183,3 +183,37 @@ def test_featurize_refuses_bad_codec_options(store):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider", "-rs"]))
+
+
+@pytest.mark.parametrize("log,step", [("db", 5), ("log10", 8), ("whisper", 10)])
+def test_other_log_units_code_at_their_step(store, log, step):
+    """A config's log unit sets the step (fc_mq_step_log2): the payload says 2^-step, every value is
+    on that grid and within 2^-(step+1) of the f32 record — 0.0045 nats or less in every unit."""
+    out = os.path.join(store["dir"], "cache-" + log)
+    fz = os.path.join(BIN, "featurize")
+    preset = {"db": ["--preset", "librosa", "--log", "db"], "log10": ["--log", "log10"],
+              "whisper": ["--preset", "whisper"]}[log]
+    for extra in ([], ["--codec", "mq"]):
+        r = subprocess.run([fz, "-q", "-o", out] + preset + extra + store["wavs"],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    cfgs = configs(out)
+    d32, dmq = digest_of(cfgs, "f32"), digest_of(cfgs, "mq")
+    env = lmdb.open(out, max_dbs=8, readonly=True, lock=False)
+    feat = env.open_db(b"feat", create=False)
+    nats_per_unit = {"db": np.log(10) / 10, "log10": np.log(10), "whisper": 4 * np.log(10)}[log]
+    for i in range(len(TEXTS)):
+        uid = "utt%d" % i
+        ref, _ = T.read_utterance(env, uid, d32)
+        dec, _ = T.read_utterance(env, uid, dmq)
+        with env.begin() as t:
+            a = t.get(uid.encode(), db=env.open_db(b"audio", create=False))
+            assert t.get(T.record_key(a[:16], dmq), db=feat)[64] == step
+        err = np.abs(dec.astype(np.float64) - ref).max()
+        assert err <= 2.0 ** -(step + 1), (uid, err)
+        assert err * nats_per_unit <= 0.0045, (uid, err)
+        assert (dec * 2 ** step == np.rint(dec * 2 ** step)).all()
+        np.testing.assert_array_equal(featcache.get(out, uid, features=dmq.hex()), dec)
+    env.close()
+    r = subprocess.run([os.path.join(BIN, "cache-verify"), out], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -42,18 +42,22 @@ static float *mel_of(const float *x, size_t n, uint32_t *frames) {
 }
 
 /* Encode, decode whole and in crops, check the bound; returns the payload size. */
-static size_t round_trip(const char *name, const float *m, uint32_t fr, uint32_t nm,
-                         double *max_err_out) {
+static size_t round_trip_step(const char *name, const float *m, uint32_t fr, uint32_t nm,
+                              unsigned s, double *max_err_out) {
   size_t cap = fc_mq_bound(fr, nm), len = 0, len2 = 0;
   uint8_t *a = malloc(cap), *b = malloc(cap);
   char why[256] = "";
-  int rc = fc_mq_encode(NULL, m, fr, nm, a, cap, &len, why, sizeof why);
+  int rc = fc_mq_encode_step(NULL, m, fr, nm, s, a, cap, &len, why, sizeof why);
   CHECK(rc == 0, "%s: encode: %s", name, why);
-  /* determinism: a fresh coder and a reused one give the same bytes */
+  CHECK(len >= FC_MQ_HEADER && a[0] == s, "%s: payload's step byte %u, want %u", name, a[0], s);
+  /* determinism: a fresh coder and a reused one give the same bytes (and fc_mq_encode is step 7) */
   fc_mq_coder *c;
   CHECK(fc_mq_coder_new(&c) == 0);
   for (int rep = 0; rep < 2; rep++) {
-    CHECK(fc_mq_encode(c, m, fr, nm, b, cap, &len2, why, sizeof why) == 0, "%s: %s", name, why);
+    CHECK((s == FC_MQ_STEP_LOG2 && rep
+               ? fc_mq_encode(c, m, fr, nm, b, cap, &len2, why, sizeof why)
+               : fc_mq_encode_step(c, m, fr, nm, s, b, cap, &len2, why, sizeof why)) == 0,
+          "%s: %s", name, why);
     CHECK(len2 == len && memcmp(a, b, len) == 0, "%s: encode %d not byte-identical", name, rep);
   }
   CHECK(fc_mq_check(a, len, fr, nm, why, sizeof why) == 0, "%s: check: %s", name, why);
@@ -65,11 +69,12 @@ static size_t round_trip(const char *name, const float *m, uint32_t fr, uint32_t
   for (size_t i = 0; i < n; i++) {
     double e = fabs((double)out[i] - m[i]);
     if (e > mx) mx = e;
-    /* decoded values are exact multiples of 2^-7 */
-    CHECK(out[i] * 128.0f == nearbyintf(out[i] * 128.0f), "%s: [%zu] %g not on the grid", name, i,
-          (double)out[i]);
+    /* decoded values are exact multiples of 2^-s */
+    float g = (float)(1u << s);
+    CHECK(out[i] * g == nearbyintf(out[i] * g), "%s: [%zu] %g not on the 2^-%u grid", name, i,
+          (double)out[i], s);
   }
-  CHECK(mx <= FC_MQ_MAX_ERROR, "%s: max error %.9g > 2^-8", name, mx);
+  CHECK(mx <= FC_MQ_ERROR(s), "%s: max error %.9g > 2^-%u", name, mx, s + 1);
   *max_err_out = mx;
   /* crops: rows [f0, f0 + k) equal the same rows of the whole decode, into exact-size buffers */
   uint32_t crops[][2] = {{0, 1},
@@ -94,6 +99,42 @@ static size_t round_trip(const char *name, const float *m, uint32_t fr, uint32_t
   free(a);
   free(b);
   return len;
+}
+
+static size_t round_trip(const char *name, const float *m, uint32_t fr, uint32_t nm,
+                         double *max_err_out) {
+  return round_trip_step(name, m, fr, nm, FC_MQ_STEP_LOG2, max_err_out);
+}
+
+/* The same mel in each log unit featurize codes (ln values converted: a dB is 10 / ln 10 of a nat,
+ * a log10 1 / ln 10, a whisper unit (log10 + 4) / 4), at fc_mq_step_log2's step for that unit: the
+ * decoded error, taken back to nats, is within 0.0045 for every unit. */
+static void log_units(const char *name, const float *m, uint32_t fr, uint32_t nm) {
+  static const struct {
+    int log;
+    const char *unit;
+    double per_nat, offset, step;
+  } u[] = {{FC_LOG_LN, "ln", 1, 0, 7},
+           {FC_LOG_LOG10, "log10", 1 / M_LN10, 0, 8},
+           {FC_LOG_DB, "db", 10 / M_LN10, 0, 5},
+           {FC_LOG_WHISPER, "whisper", 0.25 / M_LN10, 1, 10}};
+  size_t n = (size_t)fr * nm;
+  float *v = malloc(n * sizeof *v + 1);
+  CHECK(fc_mq_step_log2(FC_LOG_NONE) == 0, "no step without a log");
+  for (size_t k = 0; k < sizeof u / sizeof *u; k++) {
+    unsigned s = fc_mq_step_log2(u[k].log);
+    CHECK(s == u[k].step, "%s: step 2^-%u, documented 2^-%g", u[k].unit, s, u[k].step);
+    for (size_t i = 0; i < n; i++) v[i] = (float)(m[i] * u[k].per_nat + u[k].offset);
+    char nm_[64];
+    snprintf(nm_, sizeof nm_, "%s in %s", name, u[k].unit);
+    double mx;
+    size_t len = round_trip_step(nm_, v, fr, nm, s, &mx);
+    double nats = mx / u[k].per_nat;
+    CHECK(nats <= 0.0045, "%s: max error %.6f %s = %.6f nats > 0.0045", nm_, mx, u[k].unit, nats);
+    printf("  %-22s step 2^-%-2u %zu bytes, %.2fx smaller than f32, max error %.6f (%.6f nats)\n",
+           nm_, s, len, (double)n * 4 / (double)len, mx, nats);
+  }
+  free(v);
 }
 
 static void signals(void) {
@@ -129,6 +170,7 @@ static void signals(void) {
             len);
     }
     if (s == 2) CHECK(ratio > 8, "tones compress %.2fx (steady spectra predict well)", ratio);
+    log_units(names[s], m, fr, 80);
     free(m);
   }
   free(x);
@@ -181,6 +223,23 @@ static void shapes_and_values(void) {
         "tiny output accepted");
   CHECK(fc_mq_encode(NULL, row, 1, 80, buf, 30, &len, why, sizeof why) == FC_ECONFIG,
         "short output accepted");
+  /* steps: the finest is 2^-12; a payload saying 2^-13 is refused; the constant payload's value
+   * is base * step at its step (2^-5: -11.5129 * 32 rounds to -368 = -11.5 at 2^-5) */
+  CHECK(fc_mq_encode_step(NULL, &one, 1, 1, FC_MQ_STEP_LOG2_MAX + 1, buf, sizeof buf, &len, why,
+                          sizeof why) == FC_ECONFIG &&
+            strstr(why, "finer") != NULL,
+        "step 2^-13 accepted: %s", why);
+  CHECK(fc_mq_encode_step(NULL, &one, 1, 1, 5, buf, sizeof buf, &len, why, sizeof why) == 0 &&
+            len == 8 && buf[0] == 5,
+        "step 5: %s", why);
+  base = -368;
+  CHECK(memcmp(buf + 4, &base, 4) == 0, "step 5 base");
+  float v = 0;
+  CHECK(fc_mq_decode(NULL, buf, len, 1, 1, 0, 1, &v, why, sizeof why) == 0 && v == -11.5f,
+        "step 5 constant decodes to %g: %s", (double)v, why);
+  buf[0] = FC_MQ_STEP_LOG2_MAX + 1;
+  CHECK(fc_mq_check(buf, len, 1, 1, why, sizeof why) == FC_EFORMAT && strstr(why, "step 2^-13"),
+        "a payload at step 2^-13 passes the check: %s", why);
 }
 
 static void hostile(void) {
@@ -211,7 +270,7 @@ static void hostile(void) {
   free(big);
   /* header fields */
   uint8_t *v = malloc(len);
-  int fields[][2] = {{0, 6}, {1, 2}, {2, 1}, {3, 9}, {8, 0}, {8, 0xff}, {12, 0}, {16, 0}};
+  int fields[][2] = {{0, 13}, {1, 2}, {2, 1}, {3, 9}, {8, 0}, {8, 0xff}, {12, 0}, {16, 0}};
   for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++) {
     memcpy(v, a, len);
     v[fields[k][0]] = (uint8_t)fields[k][1];
