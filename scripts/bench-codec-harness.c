@@ -40,10 +40,11 @@ typedef struct {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: bench-codec-harness FILE [REPEAT]\n");
+    fprintf(stderr, "usage: bench-codec-harness FILE [REPEAT [STEP_LOG2]]\n");
     return 2;
   }
   int repeat = argc > 2 ? atoi(argv[2]) : 5;
+  unsigned step = argc > 3 ? (unsigned)atoi(argv[3]) : FC_MQ_STEP_LOG2; /* fc_mq_step_log2 */
   FILE *f = fopen(argv[1], "rb");
   if (!f) {
     perror(argv[1]);
@@ -86,7 +87,7 @@ int main(int argc, char **argv) {
     size_t m = (size_t)q->fr * q->nm, b = fc_mq_bound(q->fr, q->nm);
     q->mq = malloc(b);
     double t = now();
-    int rc = fc_mq_encode(c, q->x, q->fr, q->nm, q->mq, b, &q->mq_len, why, sizeof why);
+    int rc = fc_mq_encode_step(c, q->x, q->fr, q->nm, step, q->mq, b, &q->mq_len, why, sizeof why);
     enc_s += now() - t;
     if (rc) {
       fprintf(stderr, "record %zu: %s\n", i, why);
