@@ -79,7 +79,7 @@ typedef struct fc_merge_opts {
   fc_merge_prefer prefer;
   size_t prefer_index; /* FC_MERGE_STORE: index of the winning input */
   uint32_t batch_records; /* puts per write transaction [1024] */
-  uint64_t batch_bytes; /* value bytes per write transaction [64 MiB] */
+  uint64_t batch_bytes; /* value bytes per write transaction [4 MiB] */
   double sync_seconds; /* mdb_env_sync interval [5] */
   /* Set (e.g. by a signal handler) to stop: the current batch is committed and synced and
    * fc_merge_run returns FC_EINTR. May be NULL. */
