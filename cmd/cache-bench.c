@@ -14,6 +14,7 @@ enum {
   OPT_NO_HINT,
   OPT_NORDAHEAD,
   OPT_READ_ONLY,
+  OPT_SEPARATE,
   OPT_JSON,
   OPT_SVG,
   OPT_PROGRESS,
@@ -38,6 +39,9 @@ static const fc_cli_opt options[] = {
     {"nordahead", OPT_NORDAHEAD, no_argument, NULL, "open the store with MDB_NORDAHEAD"},
     {"read-only", OPT_READ_ONLY, no_argument, NULL,
      "bench a store on a read-only mount (opened MDB_NOLOCK)"},
+    {NULL, 0, 0, NULL, "Several STOREs:"},
+    {"separate", OPT_SEPARATE, no_argument, NULL,
+     "bench each on its own, side by side (default: one dataset)"},
     {NULL, 0, 0, NULL, "Verdict:"},
     {"step-ms", OPT_STEP, required_argument, "MS", "training step time (default 50)"},
     {NULL, 0, 0, NULL, "Output:"},
@@ -56,7 +60,9 @@ static const char description[] =
     "Measure how fast the device under each featcache STORE delivers its feature records:\n"
     "access patterns x cold/warm page cache x threads x batch size, with latency percentiles,\n"
     "the device facts, and a verdict for a training step of --step-ms at --batch utterances.\n"
-    "Several stores give a side-by-side table (e.g. one cache on an HDD and on an SSD).";
+    "Several STOREs (the shards of one corpus) are one dataset, read as the loader reads them:\n"
+    "each pass reads their union. --separate benches each store on its own, side by side\n"
+    "(e.g. one cache on an HDD and on an SSD).";
 static const char footer[] =
     "Exit status: 0 all passes ran; 1 a pass failed; 2 usage error or a store that cannot be\n"
     "benched (not a store, empty, read-only mount without --read-only); 130/143 interrupted.";
@@ -69,7 +75,7 @@ struct opts {
   double step_ms, duration;
   uint64_t max_bytes, seed;
   uint32_t run;
-  int direct, hint, nordahead, read_only, json, progress, quiet;
+  int direct, hint, nordahead, read_only, separate, json, progress, quiet;
   const char *svg, *dump;
 };
 
@@ -142,7 +148,7 @@ static void dump_visit(void *ctx, size_t index) {
           fc_bench_state_name(d->p->state), d->p->batch, d->p->threads, hex);
 }
 
-/* A clear message for a store that cannot be benched; exits 2. */
+/* A clear message for a store that cannot be benched (the caller exits 2). */
 static void open_error(const char *path, int rc) {
   struct stat st;
   if (stat(path, &st) != 0) {
@@ -200,6 +206,7 @@ int main(int argc, char **argv) {
     case OPT_NO_HINT: o.hint = 0; break;
     case OPT_NORDAHEAD: o.nordahead = 1; break;
     case OPT_READ_ONLY: o.read_only = 1; break;
+    case OPT_SEPARATE: o.separate = 1; break;
     case OPT_JSON: o.json = 1; break;
     case OPT_SVG: o.svg = optarg; break;
     case OPT_DUMP: o.dump = optarg; break;
@@ -221,39 +228,86 @@ int main(int argc, char **argv) {
   if (!o.nt) o.threads[o.nt++] = 1;
   int show_progress = fc_cli_progress_wanted(o.progress, o.quiet);
   size_t nstores = (size_t)(argc - optind);
+  const char *const *paths = (const char *const *)(argv + optind);
+  /* the units benched: each store (--separate, or only one), or all of them as one dataset */
+  size_t nunits = o.separate ? nstores : 1;
+  char *label = NULL;
 
   /* Open every store first: a store that cannot be benched stops everything (exit 2). */
-  fc_bench **benches = calloc(nstores, sizeof *benches);
-  fc_bench_report *reports = calloc(nstores, sizeof *reports);
+  fc_bench **benches = calloc(nunits, sizeof *benches);
+  fc_bench_report *reports = calloc(nunits, sizeof *reports);
   unsigned batches[2] = {1, o.batch};
   unsigned nbatch = o.batch == 1 ? 1 : 2;
   size_t per_store = (size_t)o.np * o.ns * o.nt * nbatch;
-  fc_bench_result *results = calloc(nstores * per_store, sizeof *results);
-  if (!benches || !reports || !results) {
+  fc_bench_result *results = calloc(nunits * per_store, sizeof *results);
+  int exit_code = FC_EXIT_OK, any_ro = 0;
+  char *refused = calloc(nstores, 1); /* on a read-only mount without --read-only */
+  fc_bench_device dev0;
+  memset(&dev0, 0, sizeof dev0);
+  if (!benches || !reports || !results || !refused) {
     fc_cli_warn(NULL, "out of memory");
     return FC_EXIT_FAIL;
   }
-  int exit_code = FC_EXIT_OK;
   for (size_t s = 0; s < nstores; s++) {
-    const char *path = argv[optind + (int)s];
+    const char *path = paths[s];
     fc_bench_device dev;
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && fc_bench_device_probe(path, &dev) == 0 &&
-        dev.read_only && !o.read_only) {
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode) || fc_bench_device_probe(path, &dev) != 0)
+      continue; /* the open below says what is wrong */
+    if (dev.read_only && !o.read_only) {
       fc_cli_warn(path,
                   "store is on a read-only mount (%s): LMDB runs without its lock file "
                   "there, so a writer elsewhere could change it under the benchmark; pass "
                   "--read-only to bench it anyway",
                   dev.mount_point);
       exit_code = FC_EXIT_USAGE;
-      continue;
+      refused[s] = 1;
     }
-    unsigned flags = (o.read_only && dev.read_only ? FC_BENCH_NOLOCK : 0) |
-                     (o.nordahead ? FC_BENCH_NORDAHEAD : 0);
-    int rc = fc_bench_open(path, flags, &benches[s]);
-    if (rc) {
-      open_error(path, rc);
-      exit_code = FC_EXIT_USAGE;
+    any_ro |= dev.read_only;
+    if (s == 0)
+      dev0 = dev;
+    else if (!o.separate && nstores > 1 &&
+             (dev.dev_major != dev0.dev_major || dev.dev_minor != dev0.dev_minor) && !o.quiet)
+      fc_cli_warn(path,
+                  "on another device (%s) than %s (%s): one dataset's numbers mix them; "
+                  "--separate benches each store on its own",
+                  dev.block_device[0] ? dev.block_device : dev.fs_type, paths[0],
+                  dev0.block_device[0] ? dev0.block_device : dev0.fs_type);
+  }
+  unsigned flags =
+      (o.read_only && any_ro ? FC_BENCH_NOLOCK : 0) | (o.nordahead ? FC_BENCH_NORDAHEAD : 0);
+  for (size_t u = 0; u < nunits; u++) {
+    if (nunits == 1 ? exit_code != FC_EXIT_OK : refused[u]) continue; /* said why */
+    size_t failed = 0;
+    int rc = o.separate || nstores == 1
+                 ? fc_bench_open(paths[u], flags, &benches[u])
+                 : fc_bench_open_many(paths, nstores, flags, &benches[u], &failed);
+    if (!rc) continue;
+    if (o.separate || nstores == 1)
+      open_error(paths[u], rc);
+    else if (failed < nstores)
+      open_error(paths[failed], rc);
+    else if (rc == FC_EEMPTY)
+      fc_cli_warn(NULL,
+                  "none of the %zu stores has feature records (db feat is empty): nothing "
+                  "to bench",
+                  nstores);
+    else
+      fc_cli_warn(NULL, "cannot open the stores: %s", fc_strerror(rc));
+    exit_code = FC_EXIT_USAGE;
+  }
+  if (exit_code == FC_EXIT_OK && nunits == 1 && nstores > 1) {
+    size_t len = 1;
+    for (size_t s = 0; s < nstores; s++) len += strlen(paths[s]) + 3;
+    if (!(label = malloc(len))) {
+      fc_cli_warn(NULL, "out of memory");
+      exit_code = FC_EXIT_FAIL;
+    } else {
+      label[0] = '\0';
+      for (size_t s = 0; s < nstores; s++) {
+        if (s) strcat(label, " + ");
+        strcat(label, paths[s]);
+      }
     }
   }
   FILE *dump = NULL;
@@ -262,7 +316,9 @@ int main(int argc, char **argv) {
     exit_code = FC_EXIT_USAGE;
   }
   if (exit_code != FC_EXIT_OK) {
-    for (size_t s = 0; s < nstores; s++) fc_bench_close(benches[s]);
+    for (size_t s = 0; s < nunits; s++) fc_bench_close(benches[s]);
+    free(label);
+    free(refused);
     free(benches);
     free(reports);
     free(results);
@@ -270,11 +326,13 @@ int main(int argc, char **argv) {
   }
 
   fc_cli_install_signals();
-  size_t total = nstores * per_store, done = 0, failed = 0;
-  for (size_t s = 0; s < nstores && !fc_cli_signal; s++) {
-    const char *path = argv[optind + (int)s];
+  size_t total = nunits * per_store, done = 0, failed = 0;
+  for (size_t s = 0; s < nunits && !fc_cli_signal; s++) {
+    const char *path = label ? label : paths[s];
     fc_bench_report *rep = &reports[s];
     rep->store = path;
+    rep->stores = label ? paths : NULL;
+    rep->n_stores = label ? nstores : 1;
     rep->device = fc_bench_device_info(benches[s]);
     rep->records = fc_bench_records(benches[s]);
     rep->payload_bytes = fc_bench_payload_bytes(benches[s]);
@@ -335,7 +393,7 @@ int main(int argc, char **argv) {
   if (dump) fclose(dump);
 
   size_t nrep = 0;
-  for (size_t s = 0; s < nstores; s++)
+  for (size_t s = 0; s < nunits; s++)
     if (reports[s].store) nrep++;
   if (nrep) {
     if (o.json) {
@@ -363,7 +421,9 @@ int main(int argc, char **argv) {
   }
   fflush(stdout);
   if (!o.quiet) fprintf(stderr, "done: %zu of %zu passes\n", done, total);
-  for (size_t s = 0; s < nstores; s++) fc_bench_close(benches[s]);
+  for (size_t s = 0; s < nunits; s++) fc_bench_close(benches[s]);
+  free(label);
+  free(refused);
   free(benches);
   free(reports);
   free(results);

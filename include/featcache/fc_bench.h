@@ -68,12 +68,25 @@ enum fc_bench_open_flags {
  * per record. Errors: those of fc_store_open (ENOENT: no store; FC_EFORMAT: not a featcache
  * store), FC_EEMPTY when the store holds no feature records. *out is the caller's: close it. */
 FC_API int fc_bench_open(const char *dir, unsigned flags, fc_bench **out);
+/* Open the stores in dirs[0..n) as one dataset (the shards of one corpus, as the loader reads
+ * them): their records are listed store by store in the order given, key order within each, and
+ * a content key held by several stores is listed once, from the first. Passes read the union;
+ * cold evicts every store's data.mdb, residency counts all of them; the device facts are the
+ * first store's. A store without feature records is no error (an empty shard) unless all are.
+ * Errors as fc_bench_open, for the first store that fails (*failed, when not NULL, receives its
+ * index); FC_EEMPTY when no store holds a feature record (*failed = n); EINVAL when n is 0. */
+FC_API int fc_bench_open_many(const char *const *dirs, size_t n, unsigned flags, fc_bench **out,
+                              size_t *failed);
 FC_API void fc_bench_close(fc_bench *b);
 
 FC_API size_t fc_bench_records(const fc_bench *b);
+/* How many stores the handle reads (1 for fc_bench_open), and the directory of store s (as
+ * given; valid until close; NULL when s is out of range). */
+FC_API size_t fc_bench_stores(const fc_bench *b);
+FC_API const char *fc_bench_store_path(const fc_bench *b, size_t s);
 /* Sum of the payload bytes of all feature records (what training reads). */
 FC_API uint64_t fc_bench_payload_bytes(const fc_bench *b);
-/* Size of data.mdb in bytes. */
+/* Size of data.mdb in bytes (of all the stores' data.mdb files together). */
 FC_API uint64_t fc_bench_file_bytes(const fc_bench *b);
 /* Largest payload, in bytes. */
 FC_API uint64_t fc_bench_max_payload(const fc_bench *b);
@@ -81,17 +94,21 @@ FC_API uint64_t fc_bench_max_payload(const fc_bench *b);
 FC_API const fc_bench_device *fc_bench_device_info(const fc_bench *b);
 /* Key (16 bytes) of record i in key order; valid until close. */
 FC_API const uint8_t *fc_bench_key(const fc_bench *b, size_t i);
-/* Byte offset of record i's value in data.mdb. */
+/* Byte offset of record i's value in its store's data.mdb, and the index of that store. */
 FC_API uint64_t fc_bench_offset(const fc_bench *b, size_t i);
+FC_API size_t fc_bench_store_of(const fc_bench *b, size_t i);
 
 /* The visiting order of a pattern: fills order[0..n) with record indices (a permutation of
  * 0..n-1, n = fc_bench_records). seed drives random and locality; run is the locality run
  * length in records (0: 16 x batch, the loader's default); batch matters to locality only
- * (each batch is read in address order). Returns 0, EINVAL or ENOMEM. */
+ * (each batch is read in address order). Several stores: addresses are ordered store by store
+ * (the loader's locality rule), so physical reads each store in map order, one after the other.
+ * Returns 0, EINVAL or ENOMEM. */
 FC_API int fc_bench_order(const fc_bench *b, int pattern, uint64_t seed, uint32_t run,
                           unsigned batch, uint32_t *order);
 
-/* Fraction (0..1) of data.mdb's pages in the page cache, from mincore over a fresh mmap. */
+/* Fraction (0..1) of data.mdb's pages in the page cache, from mincore over a fresh mmap (of all
+ * the stores' pages together). */
 FC_API int fc_bench_resident(fc_bench *b, double *fraction);
 /* Evict the store from the page cache: close the map, fsync + posix_fadvise(DONTNEED) data.mdb,
  * reopen. *resident receives the fraction left (mincore). On tmpfs nothing can be evicted. */
@@ -160,11 +177,15 @@ FC_API int fc_bench_run(fc_bench *b, const fc_bench_params *p, fc_bench_result *
 
 /* ---- reports ----------------------------------------------------------------------------------- */
 typedef struct fc_bench_report {
-  const char *store; /* as given by the user */
+  const char *store; /* as given by the user (several stores read as one: a label naming them) */
   const fc_bench_device *device;
   uint64_t records, payload_bytes, file_bytes;
   const fc_bench_result *passes;
   size_t n_passes;
+  /* Several stores read as one dataset (fc_bench_open_many): their directories; n_stores 0 or 1
+   * means the one store named by `store`. */
+  const char *const *stores;
+  size_t n_stores;
 } fc_bench_report;
 
 /* The verdict for one store: batches/s of `batch` records (the random-order cold pass with that

@@ -12,7 +12,7 @@
  * Cold: the map is closed (our own mappings would pin the pages), data.mdb fsync'ed and dropped
  * with posix_fadvise(DONTNEED), the store reopened, and mincore over a fresh mmap of the file says
  * how much of it is still resident. */
-#include "featcache/fc_bench.h"
+#include "libcache/bench/bench_int.h"
 #include "featcache/fc_codec.h"
 #include "featcache/fc_format.h"
 #include "featcache/fc_store.h"
@@ -31,28 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define COLD_RESIDENT_MAX 0.02 /* a cold pass starts with at most 2 % of data.mdb resident */
 #define DIRECT_ALIGN 4096u
-
-struct bench_rec {
-  uint8_t key[16];
-  uint64_t offset; /* of the value in data.mdb */
-  uint64_t val_len; /* value bytes (header + payload) */
-};
-
-struct fc_bench {
-  char *dir;
-  char *data_path;
-  unsigned store_flags;
-  fc_store *s;
-  const uint8_t *map;
-  size_t map_len;
-  struct bench_rec *recs;
-  size_t n;
-  uint64_t payload_bytes, max_payload, max_val, file_bytes;
-  fc_bench_device dev;
-  size_t page;
-};
 
 static const char *const pattern_names[FC_BENCH_PATTERN_COUNT] = {"sequential", "physical",
                                                                   "random", "locality"};
@@ -86,132 +65,6 @@ static double thread_cpu_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* ---- open, enumerate, reopen ------------------------------------------------------------------- */
-static unsigned store_flags_for(unsigned flags) {
-  unsigned sf = FC_STORE_RDONLY;
-  if (flags & FC_BENCH_NOLOCK) sf |= FC_STORE_NOLOCK;
-  if (flags & FC_BENCH_NORDAHEAD) sf |= FC_STORE_NORDAHEAD;
-  return sf;
-}
-
-static int attach(fc_bench *b) {
-  int rc = fc_store_open(b->dir, b->store_flags, &b->s);
-  if (rc) return rc;
-  const void *base;
-  rc = fc_store_map_region(b->s, &base, &b->map_len);
-  if (rc) {
-    fc_store_close(b->s);
-    b->s = NULL;
-    return rc;
-  }
-  b->map = base;
-  return 0;
-}
-
-static void detach(fc_bench *b) {
-  fc_store_close(b->s);
-  b->s = NULL;
-  b->map = NULL;
-  b->map_len = 0;
-}
-
-static int file_size(const char *path, uint64_t *out) {
-  struct stat st;
-  if (stat(path, &st) != 0) return errno;
-  *out = (uint64_t)st.st_size;
-  return 0;
-}
-
-static int enumerate(fc_bench *b) {
-  fc_rtxn *t;
-  int rc = fc_store_read_begin(b->s, &t);
-  if (rc) return rc;
-  uint64_t count = 0;
-  rc = fc_rtxn_count(t, FC_DB_FEAT, &count);
-  fc_cursor *c = NULL;
-  if (!rc && count > 0) {
-    b->recs = malloc((size_t)count * sizeof *b->recs);
-    if (!b->recs) rc = ENOMEM;
-  }
-  if (!rc && count > 0) rc = fc_cursor_open(t, FC_DB_FEAT, &c);
-  while (!rc && c && b->n < count) {
-    const void *k, *v;
-    size_t kl, vl;
-    rc = fc_cursor_next(c, &k, &kl, &v, &vl);
-    if (rc == FC_ENOTFOUND) {
-      rc = 0;
-      break;
-    }
-    if (rc) break;
-    const uint8_t *vp = v;
-    if (kl != 16 || vp < b->map || vp + vl > b->map + b->map_len) {
-      rc = FC_EFORMAT;
-      break;
-    }
-    struct bench_rec *r = &b->recs[b->n++];
-    memcpy(r->key, k, 16);
-    r->offset = (uint64_t)(vp - b->map);
-    r->val_len = vl;
-    uint64_t pb = vl > FC_RECORD_HEADER_SIZE ? vl - FC_RECORD_HEADER_SIZE : 0;
-    b->payload_bytes += pb;
-    if (pb > b->max_payload) b->max_payload = pb;
-    if (vl > b->max_val) b->max_val = vl;
-  }
-  fc_cursor_close(c);
-  fc_rtxn_end(t);
-  if (!rc && b->n == 0) rc = FC_EEMPTY;
-  return rc;
-}
-
-int fc_bench_open(const char *dir, unsigned flags, fc_bench **out) {
-  *out = NULL;
-  fc_bench *b = calloc(1, sizeof *b);
-  if (!b) return ENOMEM;
-  int rc = 0;
-  size_t dl = strlen(dir);
-  b->dir = strdup(dir);
-  b->data_path = malloc(dl + 10);
-  if (!b->dir || !b->data_path) {
-    rc = ENOMEM;
-    goto fail;
-  }
-  snprintf(b->data_path, dl + 10, "%s/data.mdb", dir);
-  b->store_flags = store_flags_for(flags);
-  long pg = sysconf(_SC_PAGESIZE);
-  b->page = pg > 0 ? (size_t)pg : 4096;
-  rc = attach(b);
-  if (rc) goto fail;
-  rc = enumerate(b);
-  if (rc) goto fail;
-  rc = file_size(b->data_path, &b->file_bytes);
-  if (rc) goto fail;
-  fc_bench_device_probe(b->data_path, &b->dev);
-  *out = b;
-  return 0;
-fail:
-  fc_bench_close(b);
-  return rc;
-}
-
-void fc_bench_close(fc_bench *b) {
-  if (!b) return;
-  if (b->s) detach(b);
-  free(b->recs);
-  free(b->data_path);
-  free(b->dir);
-  free(b);
-}
-
-size_t fc_bench_records(const fc_bench *b) { return b->n; }
-uint64_t fc_bench_payload_bytes(const fc_bench *b) { return b->payload_bytes; }
-uint64_t fc_bench_file_bytes(const fc_bench *b) { return b->file_bytes; }
-uint64_t fc_bench_max_payload(const fc_bench *b) { return b->max_payload; }
-const fc_bench_device *fc_bench_device_info(const fc_bench *b) { return &b->dev; }
-const uint8_t *fc_bench_key(const fc_bench *b, size_t i) {
-  return i < b->n ? b->recs[i].key : NULL;
-}
-uint64_t fc_bench_offset(const fc_bench *b, size_t i) { return i < b->n ? b->recs[i].offset : 0; }
-
 /* ---- orders ------------------------------------------------------------------------------------ */
 static uint64_t splitmix64(uint64_t *s) {
   uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
@@ -234,10 +87,11 @@ static void shuffle(uint32_t *a, size_t n, uint64_t *s) {
   }
 }
 
+/* Map order: store by store (each is its own file), then the value's offset in data.mdb. */
 static int by_offset(const void *x, const void *y, void *ctx) {
-  const struct bench_rec *r = ctx;
-  uint64_t a = r[*(const uint32_t *)x].offset, b = r[*(const uint32_t *)y].offset;
-  return (a > b) - (a < b);
+  const struct bench_rec *r = ctx, *a = &r[*(const uint32_t *)x], *b = &r[*(const uint32_t *)y];
+  if (a->part != b->part) return a->part < b->part ? -1 : 1;
+  return (a->offset > b->offset) - (a->offset < b->offset);
 }
 
 int fc_bench_order(const fc_bench *b, int pattern, uint64_t seed, uint32_t run, unsigned batch,
@@ -286,92 +140,6 @@ int fc_bench_order(const fc_bench *b, int pattern, uint64_t seed, uint32_t run, 
   return 0;
 }
 
-/* ---- page cache -------------------------------------------------------------------------------- */
-int fc_bench_resident(fc_bench *b, double *fraction) {
-  *fraction = 0;
-  int fd = open(b->data_path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno;
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    int e = errno;
-    close(fd);
-    return e;
-  }
-  uint64_t size = (uint64_t)st.st_size, pages = 0, resident = 0;
-  const uint64_t window = 1ull << 30; /* bounded memory: 256 KiB of mincore vector per GiB */
-  unsigned char *vec = malloc((size_t)(window / b->page));
-  int rc = vec ? 0 : ENOMEM;
-  for (uint64_t off = 0; !rc && off < size; off += window) {
-    size_t len = (size_t)(size - off < window ? size - off : window);
-    void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, (off_t)off);
-    if (m == MAP_FAILED) {
-      rc = errno;
-      break;
-    }
-    size_t np = (len + b->page - 1) / b->page;
-    if (mincore(m, len, vec) != 0) rc = errno;
-    for (size_t i = 0; !rc && i < np; i++) resident += vec[i] & 1;
-    pages += np;
-    munmap(m, len);
-  }
-  free(vec);
-  close(fd);
-  if (!rc) *fraction = pages ? (double)resident / (double)pages : 0.0;
-  return rc;
-}
-
-static int drop_cache(const char *path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno;
-  /* Dirty pages cannot be dropped: write them first. A read-only fd or mount has none to write,
-   * and some filesystems refuse fsync there; that is not a failure of the eviction. */
-  if (fsync(fd) != 0 && errno != EROFS && errno != EINVAL && errno != EBADF) {
-    int e = errno;
-    close(fd);
-    return e;
-  }
-  int rc = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  close(fd);
-  return rc;
-}
-
-int fc_bench_evict(fc_bench *b, double *resident) {
-  *resident = 1.0;
-  detach(b); /* pages mapped by our own map could not be dropped */
-  int rc = drop_cache(b->data_path);
-  int rc2 = attach(b);
-  /* Reopening faults the meta pages in, and the kernel reads around a fault (up to
-   * read_ahead_kb): drop again; only the few pages LMDB now has mapped stay. */
-  for (int tries = 0; !rc && !rc2 && tries < 3; tries++) {
-    rc = drop_cache(b->data_path);
-    if (!rc) rc = fc_bench_resident(b, resident);
-    if (*resident <= COLD_RESIDENT_MAX ||
-        *resident * (double)b->file_bytes / (double)b->page <= 64.5)
-      break; /* else pages were under writeback: again */
-  }
-  return rc ? rc : rc2;
-}
-
-int fc_bench_prewarm(fc_bench *b, double *resident) {
-  *resident = 0;
-  int fd = open(b->data_path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno;
-  size_t cap = 4u << 20;
-  char *buf = malloc(cap);
-  int rc = buf ? 0 : ENOMEM;
-  posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  for (off_t off = 0; !rc;) {
-    ssize_t got = pread(fd, buf, cap, off);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) rc = errno;
-    if (got <= 0) break;
-    off += got;
-  }
-  free(buf);
-  close(fd);
-  return rc ? rc : fc_bench_resident(b, resident);
-}
-
 /* ---- a pass ------------------------------------------------------------------------------------ */
 void fc_bench_params_default(fc_bench_params *p) {
   memset(p, 0, sizeof *p);
@@ -390,7 +158,7 @@ struct pass {
   const fc_bench_params *p;
   const uint32_t *order;
   size_t n;
-  int direct_fd; /* -1 unless direct */
+  int *direct_fd; /* per store; NULL unless direct */
   double t0;
   atomic_size_t next;
   atomic_uint_fast64_t bytes;
@@ -465,12 +233,13 @@ static uint8_t touch_pages(const uint8_t *p, size_t len, size_t page) {
 
 static volatile uint8_t touch_sink;
 
-static int read_direct(struct reader *rd, uint64_t offset, size_t len, const uint8_t **out) {
+static int read_direct(struct reader *rd, int fd, uint64_t offset, size_t len,
+                       const uint8_t **out) {
   uint64_t lo = offset & ~(uint64_t)(DIRECT_ALIGN - 1);
   uint64_t hi = (offset + len + DIRECT_ALIGN - 1) & ~(uint64_t)(DIRECT_ALIGN - 1);
   size_t want = (size_t)(hi - lo), got = 0;
   while (got < want) {
-    ssize_t r = pread(rd->ps->direct_fd, rd->dbuf + got, want - got, (off_t)(lo + got));
+    ssize_t r = pread(fd, rd->dbuf + got, want - got, (off_t)(lo + got));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) return errno;
     if (r == 0) break; /* end of file inside the last block */
@@ -492,13 +261,15 @@ static void *reader_main(void *arg) {
   double lk[B > 0 ? B : 1], ft[B > 0 ? B : 1];
   struct rusage ru0, ru1;
   getrusage(RUSAGE_THREAD, &ru0);
-  fc_rtxn *t = NULL;
-  rd->rc = fc_store_read_begin(b->s, &t);
+  fc_rtxn **t = calloc(b->nparts, sizeof *t); /* one read transaction per store */
+  rd->rc = t ? 0 : ENOMEM;
+  for (size_t i = 0; i < b->nparts && !rd->rc; i++)
+    rd->rc = fc_store_read_begin(b->parts[i].s, &t[i]);
+  uint8_t acc = 0;
   if (rd->rc) {
     set_stop(ps, 4);
-    return NULL;
+    goto out;
   }
-  uint8_t acc = 0;
   while (!atomic_load(&ps->stop)) {
     size_t i0 = atomic_fetch_add(&ps->next, B);
     if (i0 >= ps->n) break;
@@ -506,7 +277,8 @@ static void *reader_main(void *arg) {
     double tb0 = now_s();
     for (size_t j = 0; j < m; j++) {
       double a = now_s();
-      int rc = fc_rtxn_get(t, FC_DB_FEAT, b->recs[ps->order[i0 + j]].key, 16, &vals[j], &lens[j]);
+      const struct bench_rec *r = &b->recs[ps->order[i0 + j]];
+      int rc = fc_rtxn_get(t[r->part], FC_DB_FEAT, r->key, 16, &vals[j], &lens[j]);
       lk[j] = now_s() - a;
       if (rc) {
         rd->rc = rc;
@@ -514,7 +286,7 @@ static void *reader_main(void *arg) {
         goto out;
       }
     }
-    if (m > 1 && p->hint && ps->direct_fd < 0) {
+    if (m > 1 && p->hint && !ps->direct_fd) {
       for (size_t j = 0; j < m; j++) {
         uintptr_t lo = (uintptr_t)vals[j] & ~(uintptr_t)(b->page - 1);
         madvise((void *)lo, (uintptr_t)vals[j] + lens[j] - lo, MADV_WILLNEED);
@@ -522,11 +294,12 @@ static void *reader_main(void *arg) {
     }
     double fault_wall = 0, copy = 0, cpu = 0;
     const uint8_t *src[B > 0 ? B : 1];
-    if (ps->direct_fd >= 0) {
+    if (ps->direct_fd) {
       for (size_t j = 0; j < m; j++) { /* read and copy one by one through the bounce buffer */
         double a = now_s(), c0 = thread_cpu_s();
-        uint64_t off = (uint64_t)((const uint8_t *)vals[j] - b->map);
-        int rc = read_direct(rd, off, lens[j], &src[j]);
+        const struct bench_rec *r = &b->recs[ps->order[i0 + j]];
+        uint64_t off = (uint64_t)((const uint8_t *)vals[j] - b->parts[r->part].map);
+        int rc = read_direct(rd, ps->direct_fd[r->part], off, lens[j], &src[j]);
         double c1 = thread_cpu_s();
         ft[j] = now_s() - a;
         cpu += c1 - c0;
@@ -583,7 +356,8 @@ static void *reader_main(void *arg) {
   }
 out:
   touch_sink = acc;
-  fc_rtxn_end(t);
+  for (size_t i = 0; t && i < b->nparts; i++) fc_rtxn_end(t[i]);
+  free(t);
   getrusage(RUSAGE_THREAD, &ru1);
   rd->majflt = (uint64_t)(ru1.ru_majflt - ru0.ru_majflt);
   rd->minflt = (uint64_t)(ru1.ru_minflt - ru0.ru_minflt);
@@ -623,19 +397,16 @@ int fc_bench_run(fc_bench *b, const fc_bench_params *p, fc_bench_result *r) {
   r->threads = p->threads;
   r->batch = p->batch;
   r->direct = p->direct && p->state == FC_BENCH_COLD;
-  if (!b->s) { /* an earlier eviction could not reopen the store */
-    int rc = attach(b);
-    if (rc) return rc;
-  }
+  int rc = bench_attach(b); /* an earlier eviction may have failed to reopen a store */
+  if (rc) return rc;
 
   size_t n = b->n, nb = (n + p->batch - 1) / p->batch;
   uint32_t *order = malloc(n * sizeof *order);
   double *rec_lat = malloc(n * sizeof *rec_lat), *batch_lat = malloc(nb * sizeof *batch_lat);
   struct reader *rds = calloc(p->threads, sizeof *rds);
-  struct pass ps =
-      {.b = b, .p = p, .n = n, .direct_fd = -1, .rec_lat = rec_lat, .batch_lat = batch_lat};
+  struct pass ps = {.b = b, .p = p, .n = n, .rec_lat = rec_lat, .batch_lat = batch_lat};
   pthread_mutex_init(&ps.visit_mu, NULL);
-  int rc = (order && rec_lat && batch_lat && rds) ? 0 : ENOMEM;
+  rc = (order && rec_lat && batch_lat && rds) ? 0 : ENOMEM;
   if (!rc) rc = fc_bench_order(b, p->pattern, p->seed, p->run, p->batch, order);
   if (rc) goto out;
   ps.order = order;
@@ -655,16 +426,24 @@ int fc_bench_run(fc_bench *b, const fc_bench_params *p, fc_bench_result *r) {
   rc = p->state == FC_BENCH_COLD ? fc_bench_evict(b, &resident) : fc_bench_prewarm(b, &resident);
   if (!rc) rc = fc_bench_resident(b, &r->resident_before); /* after reopening: what the pass sees */
   if (rc) goto out;
-  /* cold: at most 2 % resident, or a handful of pages (the meta and root pages LMDB maps on
-   * opening stay, whatever the store's size) */
+  /* cold: at most 2 % resident, or a handful of pages per store (the meta and root pages LMDB
+   * maps on opening stay, whatever the store's size) */
   double file_pages = (double)b->file_bytes / (double)b->page;
-  r->cold_verified = p->state == FC_BENCH_COLD && (r->resident_before <= COLD_RESIDENT_MAX ||
-                                                   r->resident_before * file_pages <= 64.5);
+  r->cold_verified = p->state == FC_BENCH_COLD &&
+                     (r->resident_before <= COLD_RESIDENT_MAX ||
+                      r->resident_before * file_pages <= COLD_PAGES_PER_STORE * (double)b->nparts);
   if (r->direct) {
-    ps.direct_fd = open(b->data_path, O_RDONLY | O_DIRECT | O_CLOEXEC);
-    if (ps.direct_fd < 0) {
-      rc = errno; /* EINVAL: the filesystem does not do O_DIRECT (tmpfs) */
+    if (!(ps.direct_fd = malloc(b->nparts * sizeof *ps.direct_fd))) {
+      rc = ENOMEM;
       goto out;
+    }
+    for (size_t i = 0; i < b->nparts; i++) ps.direct_fd[i] = -1;
+    for (size_t i = 0; i < b->nparts; i++) {
+      ps.direct_fd[i] = open(b->parts[i].data_path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+      if (ps.direct_fd[i] < 0) {
+        rc = errno; /* EINVAL: the filesystem does not do O_DIRECT (tmpfs) */
+        goto out;
+      }
     }
   }
 
@@ -716,7 +495,9 @@ int fc_bench_run(fc_bench *b, const fc_bench_params *p, fc_bench_result *r) {
   percentiles(rec_lat, n, &r->record_ms);
   percentiles(batch_lat, nb, &r->batch_ms);
 out:
-  if (ps.direct_fd >= 0) close(ps.direct_fd);
+  for (size_t i = 0; ps.direct_fd && i < b->nparts; i++)
+    if (ps.direct_fd[i] >= 0) close(ps.direct_fd[i]);
+  free(ps.direct_fd);
   if (rds)
     for (unsigned i = 0; i < p->threads; i++) {
       free(rds[i].buf);

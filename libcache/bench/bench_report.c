@@ -211,8 +211,12 @@ static void device_line(FILE *f, const fc_bench_report *r) {
   char pay[32], fb[32];
   human_bytes(r->payload_bytes, pay, sizeof pay);
   human_bytes(r->file_bytes, fb, sizeof fb);
-  fprintf(f, "store: %s  (%llu records, %s payload, data.mdb %s)\n", r->store,
-          (unsigned long long)r->records, pay, fb);
+  if (r->n_stores > 1)
+    fprintf(f, "store: %s  (one dataset of %zu stores: %llu records, %s payload, data.mdb %s)\n",
+            r->store, r->n_stores, (unsigned long long)r->records, pay, fb);
+  else
+    fprintf(f, "store: %s  (%llu records, %s payload, data.mdb %s)\n", r->store,
+            (unsigned long long)r->records, pay, fb);
   if (!strcmp(d->kind, "block")) {
     fprintf(f, "device: %s", d->block_device);
     if (strcmp(d->disk, d->block_device)) fprintf(f, " on disk %s", d->disk);
@@ -408,6 +412,15 @@ void fc_bench_write_json(FILE *f, const fc_bench_report *r, size_t n, double ste
       fputs("null", f);
     fputs(",\"note\":", f);
     json_str(f, d->note);
+    fputs(",\"stores\":[", f);
+    if (r[s].n_stores > 1)
+      for (size_t i = 0; i < r[s].n_stores; i++) {
+        if (i) fputc(',', f);
+        json_str(f, r[s].stores[i]);
+      }
+    else
+      json_str(f, r[s].store);
+    fputc(']', f);
     fprintf(f, ",\"records\":%llu,\"payload_bytes\":%llu,\"file_bytes\":%llu,\"step_ms\":",
             (unsigned long long)r[s].records, (unsigned long long)r[s].payload_bytes,
             (unsigned long long)r[s].file_bytes);

@@ -10,7 +10,7 @@ t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
 [ -s "$t/err" ] && fail "--help wrote to stderr"
 head -1 "$t/out" | grep -qx 'Usage: cache-bench \[options\] STORE\.\.\.' || fail "usage line: $(head -1 "$t/out")"
 for opt in --patterns --states --threads --batch --duration --bytes --seed --run --direct \
-           --no-hint --nordahead --read-only --step-ms --json --svg --dump-order --progress \
+           --no-hint --nordahead --read-only --separate --step-ms --json --svg --dump-order --progress \
            --quiet --help --version; do
   grep -q -- "$opt" "$t/out" || fail "--help does not list $opt"
 done

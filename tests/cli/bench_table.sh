@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# cache-bench: the readable table (one store; two side by side), the verdict and the done line.
+# cache-bench: the readable table (one store; two side by side with --separate), the verdict and
+# the done line.
 set -u
 bin=$FC_BIN/cache-bench
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -38,8 +39,9 @@ diff "$t/want" "$t/rows" || fail "rows"
 grep -qE "^$t/a on .* delivers [0-9.]+ batches/s of 4 utterances \(random order, cold, 1 thread\); a training step of 50 ms stays under 5 % data time " "$t/out" \
   || fail "verdict: $(grep delivers "$t/out")"
 
-# -q: no done line; two stores side by side
-"$bin" -q -p physical -s warm -b 2 --duration 1 "$t/a" "$t/b" >"$t/out" 2>"$t/err"; rc=$?
+# -q: no done line; two stores side by side (--separate; without it they are one dataset:
+# tests/cli/bench_dataset.sh)
+"$bin" -q --separate -p physical -s warm -b 2 --duration 1 "$t/a" "$t/b" >"$t/out" 2>"$t/err"; rc=$?
 [ $rc -eq 0 ] || fail "two stores: exit $rc"
 [ -s "$t/err" ] && fail "-q wrote to stderr: $(cat "$t/err")"
 grep -q "^\[1\] store: $t/a " "$t/out" && grep -q "^\[2\] store: $t/b " "$t/out" || fail "store lines"

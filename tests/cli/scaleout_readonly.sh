@@ -83,6 +83,17 @@ PY
   || { echo "FAIL loader-bench over the shards"; cat out err; fail=1; }
 "$FC_BIN/cache-bench" -q --read-only -p sequential,random -s warm --duration 0.2 ro/s0 >out 2>err \
   || { echo "FAIL cache-bench --read-only"; cat out err; fail=1; }
+# the three read-only shards as one dataset: every pass reads all 45 records, as the merge holds
+"$FC_BIN/cache-bench" -q --json --read-only -p sequential,random -s warm --duration 0 ro/s0 ro/s1 ro/s2 \
+  >out 2>err || { echo "FAIL cache-bench --read-only over the shards"; cat out err; fail=1; }
+"$PY" - <<'PY' || fail=1
+import json
+objs = [json.loads(l) for l in open("out")]
+s = [o for o in objs if o["record"] == "summary"]
+assert len(s) == 1 and s[0]["stores"] == ["ro/s0", "ro/s1", "ro/s2"] and s[0]["records"] == 45, s
+assert all(o["records"] == 45 for o in objs if o["record"] == "pass"), "a pass did not read the union"
+print("cache-bench: 45 records from 3 read-only shards as one dataset")
+PY
 
 "$FC_BIN/cache-merge" -q -o merged ro/s0 ro/s1 ro/s2 >out 2>err || { echo "FAIL cache-merge from the ro mount"; cat err; fail=1; }
 same_store ref merged >same.txt || { echo "FAIL merged store differs from one plain run"; cat same.txt; fail=1; }

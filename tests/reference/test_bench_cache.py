@@ -104,7 +104,7 @@ def test_svg_is_valid_and_shows_every_pass():
         make_store(s2, 20, frames=100, seed=5)
         svg = os.path.join(tmp, "chart.svg")
         _, out, _ = run_bench("--json", "-q", "-b", 4, "-t", "1,2", "--duration", 1, "--svg", svg,
-                              s1, s2)
+                              "--separate", s1, s2)
         passes = [o for o in json_lines(out) if o["record"] == "pass"]
         root = ET.parse(svg).getroot()  # well-formed XML, or this raises
         assert root.tag == SVG + "svg" and root.get("version") == "1.1"

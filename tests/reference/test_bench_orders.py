@@ -106,8 +106,8 @@ PASS_FIELDS = {"record", "store", "device", "rotational", "pattern", "cache_stat
                "major_faults", "minor_faults", "records", "batches", "bytes", "bad_records",
                "seconds", "stopped"}
 SUMMARY_FIELDS = {"record", "store", "device", "disk", "rotational", "kind", "model", "fs_type",
-                  "mount_point", "read_only", "read_ahead_kb", "note", "records", "payload_bytes",
-                  "file_bytes", "step_ms", "batch", "batches_per_s", "max_gpus_under_5pct",
+                  "mount_point", "read_only", "read_ahead_kb", "note", "stores", "records",
+                  "payload_bytes", "file_bytes", "step_ms", "batch", "batches_per_s", "max_gpus_under_5pct",
                   "min_step_ms_under_5pct", "verdict", "recommendations"}
 
 
@@ -117,7 +117,7 @@ def test_json_carries_every_field():
         make_store(s1, 30, frames=50)
         make_store(s2, 20, frames=50, seed=3)
         _, out, err = run_bench("--json", "-t", "1,2", "-b", 8, "--duration", 1, "--step-ms", 80,
-                                s1, s2)
+                                "--separate", s1, s2)
         assert err.strip().splitlines()[-1] == "done: 64 of 64 passes"
         objs = json_lines(out)
         for store in (s1, s2):
