@@ -263,7 +263,8 @@ int main(int argc, char **argv) {
     }
   }
 
-  /* the utterances of the audio source, sorted by id: the loader's sequential order */
+  /* the utterances of the audio source, sorted by id: the loader's sequential order (over several
+   * stores with --compare: store by store, below) */
   fc_item_list list = {0};
   fc_lb_item *items = NULL;
   const char **ids = NULL;
@@ -299,6 +300,37 @@ int main(int argc, char **argv) {
       return FC_EXIT_USAGE;
     }
     qsort(items, n_items, sizeof *items, cmp_item_id);
+    if (compare) {
+      /* the loader yields store by store (ids in byte order within each): the audio run goes in
+       * that order, and the cache run is checked against it; ids no store holds go last */
+      fc_lb_item *ordered = NULL;
+      size_t n_ordered = 0, missing = 0;
+      why[0] = '\0';
+      rc = fc_lb_dataset_order(stores, n_stores, items, n_items, &ordered, &n_ordered, &missing,
+                               why, sizeof why);
+      if (rc) {
+        fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
+        return FC_EXIT_USAGE;
+      }
+      if (missing) {
+        if (n_stores == 1)
+          fc_cli_warn(manifest, "%zu of %zu utterances are not in the store", missing, n_items);
+        else
+          fc_cli_warn(manifest, "%zu of %zu utterances are in none of the %zu stores", missing,
+                      n_items, n_stores);
+        exit_code = FC_EXIT_FAIL;
+      }
+      const char **oids = calloc(n_ordered ? n_ordered : 1, sizeof *oids);
+      if (!oids) {
+        fc_cli_warn(NULL, "%s", fc_strerror(ENOMEM));
+        return FC_EXIT_FAIL;
+      }
+      free(items);
+      free(ids);
+      items = ordered;
+      ids = oids;
+      n_items = n_ordered;
+    }
     for (size_t i = 0; i < n_items; i++) ids[i] = items[i].id;
   }
 
@@ -333,10 +365,10 @@ int main(int argc, char **argv) {
             o.stores = stores;
             o.n_stores = n_stores;
             if (compare) {
-              /* one store yields ids in byte order, as the audio run goes; several stores yield
-               * store by store, so the order is not checked (the same utterances are read) */
-              o.expect_ids = n_stores == 1 ? ids : NULL;
-              o.n_expect = n_stores == 1 ? n_items : 0;
+              /* the loader must yield the audio run's ids in its order (one store: ids in byte
+               * order; several: store by store, as the audio run was ordered above) */
+              o.expect_ids = ids;
+              o.n_expect = n_items;
               /* the same steps over the same utterances as the audio run */
               o.steps = runs[0].res.steps;
               o.epochs = 0;

@@ -141,6 +141,16 @@ FC_API int fc_lb_write_report(FILE *f, int json, int kind, const fc_lb_report_ru
 FC_API int fc_lb_store_mel_config(const char *store, const char *features, fc_mel_config *out,
                                   char *why, size_t why_len);
 
+/* The loader's sequential order over several stores (docs/loader.md: stores in the order given,
+ * ids in byte order within each) for items[0..n_items), which must be sorted by id (strcmp): for
+ * each store in turn, the items whose id its audio db holds (an id in two stores comes twice, as
+ * the loader yields it twice), then the items no store holds (*missing of them; the loader
+ * cannot yield those). *out (n_out items, pointing at the same id/path strings) is the caller's:
+ * free() it. Returns 0, ENOMEM, or a store's open/read error (why names the store). */
+FC_API int fc_lb_dataset_order(const char *const *stores, size_t n_stores, const fc_lb_item *items,
+                               size_t n_items, fc_lb_item **out, size_t *n_out, size_t *missing,
+                               char *why, size_t why_len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # loader-bench on real speech: espeak-ng utterances → featurize (hifigan) → --compare, --json,
-# --svg, --trace; --source cache alone; a bad audio file; a store whose ids differ from the manifest.
+# --svg, --trace; --source cache alone; a bad audio file; a store whose ids differ from the manifest;
+# three shards read as one dataset (--compare checks the loader's store-by-store order).
 set -u
 LB=${FC_BIN:?}/loader-bench
 FZ=$FC_BIN/featurize
@@ -101,5 +102,59 @@ rc=$?
 [ $rc = 1 ] || fail "order: exit $rc"
 grep -q "^loader-bench: $tmp/st: the store yields 'u1' where the manifest order has 'u2'$" "$tmp/err" ||
   fail "order: $(cat "$tmp/err")"
+
+# several stores (3 shards of the same corpus): the loader yields them store by store, ids in byte
+# order within each; --compare runs the audio in that order and checks the cache against it
+for k in 0 1 2; do
+  "$FZ" -q --preset hifigan --shard $k/3 -o "$tmp/s$k" --manifest "$tmp/meta.csv" || fail "shard $k"
+done
+"$PY" - "$tmp" <<'PY' || fail "shards: store-by-store order is the global order (pick other ids)"
+import lmdb, sys
+order = []
+for k in (2, 0, 1):  # as given below
+    env = lmdb.open(f"{sys.argv[1]}/s{k}", max_dbs=8, readonly=True, lock=False)
+    with env.begin(db=env.open_db(b"audio", create=False)) as t:
+        order += [bytes(x).decode() for x, _ in t.cursor()]
+assert sorted(order) == [f"u{i}" for i in range(1, 9)], order
+assert order != sorted(order), order  # else the check below could not tell the orders apart
+PY
+"$LB" --compare --manifest "$tmp/meta.csv" -b 3 --warmup 0 --compute-ms 1 --json -q \
+  "$tmp/s2" "$tmp/s0" "$tmp/s1" >"$tmp/json" 2>"$tmp/err"
+rc=$?
+[ $rc = 0 ] || fail "shards: exit $rc: $(cat "$tmp/err")"
+"$PY" - "$tmp/json" <<'PY' || fail "shards: json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+a, c = d["sources"]
+assert a["utterances"] == c["utterances"] == 8 and a["steps"] == c["steps"] == 3, (a, c)
+assert d["same_order"] is True
+PY
+# the check is made: a manifest without one shard's id → the loader yields it, exit 1
+"$LB" --compare --manifest "$tmp/less.csv" -b 7 --warmup 0 --compute-ms 1 -q \
+  "$tmp/s2" "$tmp/s0" "$tmp/s1" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc = 1 ] || fail "shards order: exit $rc"
+grep -q "^loader-bench: $tmp/s2: the store yields 'u1' where the manifest order has '" "$tmp/err" ||
+  grep -q "^loader-bench: $tmp/s2: the store yields '[^']*' where the manifest order has '" "$tmp/err" ||
+  fail "shards order: $(cat "$tmp/err")"
+grep -q "^loader-bench: $tmp/s2: [0-9]* of [0-9]* utterances differ from the manifest's order$" "$tmp/err" ||
+  fail "shards order summary: $(cat "$tmp/err")"
+# a manifest id in none of the stores is said
+cp "$tmp/meta.csv" "$tmp/more.csv"
+cp "$tmp/wavs/u1.wav" "$tmp/wavs/u9.wav"
+echo "u9|Extra." >>"$tmp/more.csv"
+"$LB" --compare --manifest "$tmp/more.csv" -b 3 --warmup 0 --compute-ms 1 -q \
+  "$tmp/s2" "$tmp/s0" "$tmp/s1" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc = 1 ] || fail "not stored: exit $rc"
+grep -q "^loader-bench: $tmp/more.csv: 1 of 9 utterances are in none of the 3 stores$" "$tmp/err" ||
+  fail "not stored: $(cat "$tmp/err")"
+
+"$LB" --compare --manifest "$tmp/more.csv" -b 3 --warmup 0 --compute-ms 1 -q "$tmp/st" \
+  >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc = 1 ] || fail "not stored, one store: exit $rc"
+grep -q "^loader-bench: $tmp/more.csv: 1 of 9 utterances are not in the store$" "$tmp/err" ||
+  fail "not stored, one store: $(cat "$tmp/err")"
 
 [ $fails = 0 ] && echo "ok" || exit 1
