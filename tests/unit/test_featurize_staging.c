@@ -16,7 +16,8 @@
  *     was finished;
  *   - chunk k + 1 is launched while chunk k is in flight (the mock holds the first chunk until a
  *     second launch arrives; a pipeline that waited would leave max_in_flight at 1);
- *   - a failed launch or finish fails exactly the utterances it carried, each with its reason. */
+ *   - a failed launch or finish fails exactly the utterances it carried, each with its reason,
+ *     for each launch and each finish of a run failing in turn. */
 #include "featcache/fc_audio.h"
 #include "featcache/fc_featurize.h"
 #include "featcache/fc_format.h"
@@ -408,6 +409,23 @@ int main(void) {
     sh.broken_file = f == 2 ? 12 : -1;
     sh.jobs = 2 + (unsigned)f;
     ok += run_shape(dir, &items, &sh, number++);
+  }
+  /* Every launch and every finish failing in turn (SQLite's faultsim loop): n = 1, 2, ... until a
+   * run takes no fault. Each run accounts for every item and stores only right numbers. */
+  for (int which = 0; which < 2; which++) {
+    for (unsigned n = 1; n < 64; n++) {
+      sh = base_shape();
+      sh.capacity = 6000;
+      sh.chunks = 2 + n % 3;
+      sh.jobs = 1 + n % 4;
+      sh.broken_file = -1;
+      if (which == 0)
+        sh.fail_launch = n;
+      else
+        sh.fail_finish = n;
+      ok += run_shape(dir, &items, &sh, number++);
+      if (atomic_load(&the_mock.failed_utts) == 0) break; /* n is past the last launch */
+    }
   }
   /* --strict with a failing launch (tacotron2: every file gives frames, so the launch's failure is
    * the first): the run stops, everything begun is accounted for. */
