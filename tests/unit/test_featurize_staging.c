@@ -17,7 +17,8 @@
  *   - chunk k + 1 is launched while chunk k is in flight (the mock holds the first chunk until a
  *     second launch arrives; a pipeline that waited would leave max_in_flight at 1);
  *   - a failed launch or finish fails exactly the utterances it carried, each with its reason,
- *     for each launch and each finish of a run failing in turn. */
+ *     for each launch and each finish of a run failing in turn;
+ *   - every allocation of a run failing in turn (FC_FAULT=alloc:N) leaves it accounted for. */
 #include "featcache/fc_audio.h"
 #include "featcache/fc_featurize.h"
 #include "featcache/fc_format.h"
@@ -30,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/fault.h"
 #include "tests/check.h"
 #include "tests/stage_mock.h"
 #include "tests/wav.h"
@@ -157,7 +159,10 @@ typedef struct shape {
   unsigned fail_launch, fail_finish;
   int broken_file; /* -1: none */
   int hold_first, strict, stop_after;
+  unsigned alloc_fault; /* FC_FAULT=alloc:N during the run (fault-injection builds) */
 } shape;
+
+static int last_clean; /* the last run took no fault: everything that gives frames was stored */
 
 static int fits(const shape *sh, const ref *r) {
   return r->n <= sh->capacity && r->frames <= the_mock.max_frames;
@@ -169,7 +174,9 @@ static void describe(const shape *sh, char *buf, size_t len) {
       "%s %s -j%u, %u chunks of %zu samples / %zu utts / %llu frames, wait %g s, delay %u us%s%s",
       presets[sh->preset], fc_dtype_name(sh->dtype), sh->jobs, sh->chunks, sh->capacity,
       sh->max_utts, (unsigned long long)the_mock.max_frames, sh->launch_wait, sh->delay_us,
-      sh->fail_launch || sh->fail_finish || sh->broken_file >= 0 ? ", faults" : "",
+      sh->fail_launch || sh->fail_finish || sh->broken_file >= 0 ? ", faults"
+      : sh->alloc_fault                                          ? ", alloc fault"
+                                                                 : "",
       sh->strict       ? ", strict"
       : sh->stop_after ? ", stopped"
                        : "");
@@ -214,12 +221,18 @@ static int run_shape(const char *dir, const fc_item_list *items, const shape *sh
   fc_store *s;
   CHECK(fc_store_open(store, FC_STORE_CREATE | FC_STORE_NOSYNC, &s) == 0, "open %s", store);
   fc_featurize_stats st;
+  char fault[32];
+  snprintf(fault, sizeof fault, "alloc:%u", sh->alloc_fault);
+  if (sh->alloc_fault) setenv("FC_FAULT", fault, 1);
   int rc = fc_fz_run(s, &cfg, items->items, items->count, &o, &mock_backend, &st, why, sizeof why);
+  unsetenv("FC_FAULT");
   fc_store_close(s);
   describe(sh, what, sizeof what);
 
   const int faults = sh->fail_launch || sh->fail_finish || sh->broken_file >= 0;
-  if (sh->strict)
+  if (sh->alloc_fault)
+    ; /* any outcome, as long as it is accounted for */
+  else if (sh->strict)
     CHECK(rc != 0, "[%s] strict: rc 0", what);
   else if (sh->stop_after)
     CHECK(rc == FC_EINTR || rc == 0, "[%s] stopped: rc %d (%s)", what, rc, why);
@@ -237,23 +250,26 @@ static int run_shape(const char *dir, const fc_item_list *items, const shape *sh
         atomic_load(&m->in_flight));
 
   /* Events: exactly one per item begun; what each says. */
-  unsigned want_utts = 0, want16 = 0, evs = 0, failed_on_device = 0;
+  unsigned want_utts = 0, want16 = 0, evs = 0, failed_on_device = 0, too_short = 0;
   for (int i = 0; i < NFILES; i++) {
     const ref *r = &refs[sh->preset][i];
     evs += ev.events[i];
     CHECK(ev.events[i] <= 1, "[%s] item %d: %u events", what, i, ev.events[i]);
     if (ev.events[i] == 0) {
-      CHECK(sh->strict || sh->stop_after, "[%s] item %d: no event", what, i);
+      CHECK(sh->strict || sh->stop_after || sh->alloc_fault, "[%s] item %d: no event", what, i);
       continue;
     }
     if (!r->mel) {
-      CHECK(ev.status[i] == FC_ITEM_FAILED && strstr(ev.reason[i], "too short"),
+      too_short++;
+      CHECK(ev.status[i] == FC_ITEM_FAILED &&
+                (strstr(ev.reason[i], "too short") || sh->alloc_fault),
             "[%s] item %d (%zu samples): status %d '%s', want too short", what, i, r->n,
             ev.status[i], ev.reason[i]);
       continue;
     }
     if (ev.status[i] == FC_ITEM_FAILED) {
-      CHECK(faults && fits(sh, r) && strstr(ev.reason[i], "feature computation failed"),
+      CHECK(sh->alloc_fault ||
+                (faults && fits(sh, r) && strstr(ev.reason[i], "feature computation failed")),
             "[%s] item %d failed: '%s'", what, i, ev.reason[i]);
       failed_on_device++;
       continue;
@@ -262,9 +278,11 @@ static int run_shape(const char *dir, const fc_item_list *items, const shape *sh
           ev.reason[i]);
     if (fits(sh, r)) want_utts++, want16 += r->i16 != 0;
   }
-  CHECK(evs + st.not_started == NFILES, "[%s] %u events, %llu not started", what, evs,
-        (unsigned long long)st.not_started);
-  if (!faults && !sh->strict && !sh->stop_after) {
+  /* After a failed commit (an alloc fault) the items never begun count as failed, without events. */
+  CHECK(sh->alloc_fault ? evs + st.not_started <= NFILES : evs + st.not_started == NFILES,
+        "[%s] %u events, %llu not started", what, evs, (unsigned long long)st.not_started);
+  last_clean = rc == 0 && st.failed == too_short && st.processed == NFILES - too_short;
+  if (!faults && !sh->strict && !sh->stop_after && !sh->alloc_fault) {
     CHECK(atomic_load(&m->utts) == want_utts && atomic_load(&m->utts16) == want16,
           "[%s] the device saw %u utterances (%u int16), want %u (%u)", what, atomic_load(&m->utts),
           atomic_load(&m->utts16), want_utts, want16);
@@ -426,6 +444,26 @@ int main(void) {
       ok += run_shape(dir, &items, &sh, number++);
       if (atomic_load(&the_mock.failed_utts) == 0) break; /* n is past the last launch */
     }
+  }
+  /* Every allocation of a run failing in turn (FC_FAULT=alloc:N; each one up to 40, then every
+   * 17th) until a run takes none: whatever fails, every item is accounted for, nothing stored is
+   * wrong, no chunk is left in flight, nothing leaks (ASan). */
+  if (fc_fault_built()) {
+    const int before_alloc = failures;
+    unsigned runs = 0;
+    for (unsigned n = 1; n < 100000; n += n < 40 ? 1 : 17) {
+      sh = base_shape();
+      sh.capacity = 6000;
+      sh.jobs = 1 + n % 3;
+      sh.alloc_fault = n;
+      int before = failures;
+      run_shape(dir, &items, &sh, number);
+      runs++;
+      if (failures != before || last_clean) break;
+    }
+    printf("allocation faults: %u runs, the last %s\n", runs, last_clean ? "clean" : "failing");
+    ok += failures == before_alloc;
+    number++;
   }
   /* --strict with a failing launch (tacotron2: every file gives frames, so the launch's failure is
    * the first): the run stops, everything begun is accounted for. */
