@@ -120,8 +120,9 @@ int main(int argc, char **argv) {
   }
   if (!out) fc_cli_usage_error("no output store (-o OUT)");
   if (optind >= argc) fc_cli_usage_error("no input STORE given");
-  const char *const *inputs = (const char *const *)(argv + optind);
   size_t n = (size_t)(argc - optind);
+  /* a split store is merged as its parts */
+  const char *const *inputs = fc_cli_expand_stores((const char *const *)(argv + optind), &n);
   if (prefer) {
     if (strcmp(prefer, "first") == 0)
       mo.prefer = FC_MERGE_FIRST;

@@ -3,6 +3,7 @@
 #include "cmd/cli.h"
 
 #include "featcache/fc_manifest.h"
+#include "featcache/fc_store.h"
 #include "featcache/fc_verify.h"
 
 #include <time.h>
@@ -266,13 +267,25 @@ int main(int argc, char **argv) {
   vo.stop = (volatile const int *)&fc_cli_signal;
   int show_progress = !status && fc_cli_progress_wanted(force_progress, quiet);
   int worst = 0;
-  size_t clean = 0, n_stores = (size_t)(argc - optind);
+  /* A split store is checked as its parts: several stores, one dataset. */
+  char **stores = NULL;
+  size_t clean = 0, n_stores = 0;
+  {
+    char why[512] = "";
+    int rc = fc_store_expand((const char *const *)(argv + optind), (size_t)(argc - optind), &stores,
+                             &n_stores, why, sizeof why);
+    if (rc) {
+      if (!status) fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
+      fc_item_list_free(&items);
+      return FC_EXIT_USAGE;
+    }
+  }
   /* one dataset: the manifest is checked against all stores together, by fc_verify_dataset */
   int dataset = n_stores > 1 && !separate;
   const fc_item_list *manifest_items = vo.manifest;
   if (dataset) vo.manifest = NULL;
-  for (int i = optind; i < argc; i++) {
-    const char *store = argv[i];
+  for (size_t i = 0; i < n_stores; i++) {
+    const char *store = stores[i];
     progress_state ps = {store, now_s(), 0};
     vo.progress = show_progress ? on_progress : NULL;
     vo.progress_ud = &ps;
@@ -285,6 +298,7 @@ int main(int argc, char **argv) {
       fc_verify_report_free(&r);
       if (!status) fc_cli_warn(store, "interrupted");
       fc_item_list_free(&items);
+      fc_store_paths_free(stores, n_stores);
       return fc_cli_signal_exit();
     } else if (rc) {
       code = FC_EXIT_USAGE;
@@ -305,8 +319,7 @@ int main(int argc, char **argv) {
     vo.manifest = manifest_items;
     fc_verify_report r;
     char why[512] = "";
-    int rc =
-        fc_verify_dataset((const char *const *)(argv + optind), n_stores, &vo, &r, why, sizeof why);
+    int rc = fc_verify_dataset((const char *const *)stores, n_stores, &vo, &r, why, sizeof why);
     int code = rc                                     ? FC_EXIT_USAGE
                : (r.errors || (strict && r.warnings)) ? FC_EXIT_FAIL
                                                       : FC_EXIT_OK;
@@ -314,6 +327,7 @@ int main(int argc, char **argv) {
       fc_verify_report_free(&r);
       if (!status) fc_cli_warn(NULL, "interrupted");
       fc_item_list_free(&items);
+      fc_store_paths_free(stores, n_stores);
       return fc_cli_signal_exit();
     }
     if (rc && !status) fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
@@ -321,7 +335,7 @@ int main(int argc, char **argv) {
       fputs("{\"dataset\":[", stdout);
       for (size_t i = 0; i < n_stores; i++) {
         if (i) putchar(',');
-        fc_cli_json_str(stdout, argv[optind + (int)i]);
+        fc_cli_json_str(stdout, stores[i]);
       }
       printf("],\"ok\":%s,\"errors\":", code == FC_EXIT_OK ? "true" : "false");
       json_finding_list(&r, FC_VERIFY_ERROR);
@@ -360,5 +374,6 @@ int main(int argc, char **argv) {
     fputc('\n', stderr);
   }
   fc_item_list_free(&items);
+  fc_store_paths_free(stores, n_stores);
   return worst;
 }

@@ -5,6 +5,8 @@
 #ifndef FC_CMD_CLI_H
 #define FC_CMD_CLI_H
 
+#include "featcache/fc_store.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -211,6 +213,22 @@ static inline void fc_cli_version(void) {
 #else
   printf("%s (featcache)\n", fc_cli_tool);
 #endif
+}
+
+/* The stores to open for the STORE words stores[0..*n): each split store (fc_store.h) replaced by
+ * its parts, others kept. Returns a new array (its strings live until exit) and sets *n; exits 2
+ * with a message when a split store's marker cannot be read. */
+static inline const char **fc_cli_expand_stores(const char *const *stores, size_t *n) {
+  char **all = NULL;
+  size_t n_all = 0;
+  char why[512] = "";
+  int rc = fc_store_expand(stores, *n, &all, &n_all, why, sizeof why);
+  if (rc) {
+    fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
+    exit(FC_EXIT_USAGE);
+  }
+  *n = n_all;
+  return (const char **)all;
 }
 
 #endif

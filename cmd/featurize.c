@@ -34,12 +34,15 @@ enum {
   OPT_DEVICE,
   OPT_GPU_MIN_SECONDS,
   OPT_SHARD,
+  OPT_WRITERS,
   OPT_VERSION
 };
 
 static const fc_cli_opt options[] =
     {{NULL, 0, 0, NULL, "Output:"},
      {"output", 'o', required_argument, "STORE", "store directory (created if missing)"},
+     {"writers", OPT_WRITERS, required_argument, "N",
+      "a new STORE split into N parts, one writer each (default 1: one LMDB environment)"},
      {NULL, 0, 0, NULL, "Features:"},
      {"preset", OPT_PRESET, required_argument, "NAME",
       "hifigan (default), tacotron2, librosa, whisper, kaldi"},
@@ -184,10 +187,10 @@ static void print_stages(const fc_featurize_stats *st) {
   fprintf(stderr,
           "%s: stages (busy s): start-up %.3f, read %.3f, hash %.3f, decode %.3f, compute %.3f, "
           "write %.3f; waits (s): workers on the writer %.3f, writer on the workers %.3f; "
-          "%u workers, %.3f s wall: %s\n",
+          "%u workers, %u writers, %.3f s wall: %s\n",
           fc_cli_tool, st->setup_seconds, st->read_seconds, st->hash_seconds, st->decode_seconds,
           st->compute_seconds, st->write_seconds, st->queue_wait_seconds, st->writer_wait_seconds,
-          st->workers, st->wall_seconds, st->bound);
+          st->workers, st->writers, st->wall_seconds, st->bound);
 }
 
 static void print_json(const fc_featurize_stats *st, const fc_mel_config *cfg, const char *device,
@@ -201,14 +204,14 @@ static void print_json(const fc_featurize_stats *st, const fc_mel_config *cfg, c
       "\"total\":%llu,\"audio_seconds\":%.3f,\"wall_seconds\":%.6f,"
       "\"stages\":{\"setup\":%.6f,\"read\":%.6f,\"hash\":%.6f,\"decode\":%.6f,"
       "\"compute\":%.6f,\"write\":%.6f},\"waits\":{\"workers_on_writer\":%.6f,"
-      "\"writer_on_workers\":%.6f},\"workers\":%u,\"bound\":\"%s\","
+      "\"writer_on_workers\":%.6f},\"workers\":%u,\"writers\":%u,\"bound\":\"%s\","
       "\"config_digest\":\"%s\",\"preset\":",
       (unsigned long long)st->processed, (unsigned long long)st->skipped_existing,
       (unsigned long long)st->failed, (unsigned long long)st->not_started,
       (unsigned long long)st->total, st->audio_seconds, st->wall_seconds, st->setup_seconds,
       st->read_seconds, st->hash_seconds, st->decode_seconds, st->compute_seconds,
-      st->write_seconds, st->queue_wait_seconds, st->writer_wait_seconds, st->workers, st->bound,
-      hex);
+      st->write_seconds, st->queue_wait_seconds, st->writer_wait_seconds, st->workers, st->writers,
+      st->bound, hex);
   if (cfg->preset[0])
     fc_cli_json_str(stdout, cfg->preset);
   else
@@ -237,6 +240,7 @@ int main(int argc, char **argv) {
   double max_seconds = 0, gpu_min_seconds = 0;
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   uint32_t jobs = ncpu > 0 ? (uint32_t)(ncpu < 256 ? ncpu : 256) : 1;
+  uint32_t writers = 0; /* 0: the store's own layout (a new store: one part) */
 
   static const char *const scale_names[] = {"slaney", "htk", "kaldi", NULL};
   static const int scale_values[] = {FC_MEL_SLANEY, FC_MEL_HTK, FC_MEL_KALDI};
@@ -331,6 +335,7 @@ int main(int argc, char **argv) {
     case OPT_AUDIO_DIR: audio_dir = optarg; break;
     case OPT_MAX_SECONDS: max_seconds = fc_cli_double("max-seconds", optarg, 0, 1e9); break;
     case 'j': jobs = fc_cli_u32("jobs", optarg, 1, 256); break;
+    case OPT_WRITERS: writers = fc_cli_u32("writers", optarg, 1, FC_SPLIT_MAX_PARTS); break;
     case OPT_DEVICE: device_spec = optarg; break;
     case OPT_GPU_MIN_SECONDS:
       gpu_min_seconds = fc_cli_double("gpu-min-seconds", optarg, 0, 1e12);
@@ -432,13 +437,20 @@ int main(int argc, char **argv) {
     fc_cli_warn(NULL, "device: %s%s%s%s", device_name, why[0] ? " (" : "", why, why[0] ? ")" : "");
   fo.device = resolved;
 
-  fc_store *store = NULL;
-  rc = fc_store_open(store_dir, FC_STORE_CREATE | FC_STORE_NOSYNC, &store);
+  fc_store **parts = NULL;
+  unsigned n_parts = 0;
+  rc = fc_store_open_split(store_dir, FC_STORE_CREATE | FC_STORE_NOSYNC, writers, &parts, &n_parts,
+                           why, sizeof why);
   if (rc) {
-    fc_cli_warn(store_dir, "cannot open the store: %s", fc_strerror(rc));
+    if (why[0])
+      fc_cli_warn(NULL, "%s", why);
+    else
+      fc_cli_warn(store_dir, "cannot open the store: %s", fc_strerror(rc));
     fc_item_list_free(&items);
     return FC_EXIT_USAGE;
   }
+  if (verbose && n_parts > 1)
+    fc_cli_warn(store_dir, "a split store of %u parts: %u writers", n_parts, n_parts);
 
   report_ctx rctx = {.items = items.items,
                      .manifest = manifest,
@@ -453,10 +465,12 @@ int main(int argc, char **argv) {
   fo.on_event = on_event;
   fo.on_progress = on_progress;
   fo.user = &rctx;
+  fo.parts = parts;
+  fo.n_parts = n_parts;
   fc_featurize_stats st;
-  rc = fc_featurize_run(store, &cfg, items.items, items.count, &fo, &st, why, sizeof why);
+  rc = fc_featurize_run(parts[0], &cfg, items.items, items.count, &fo, &st, why, sizeof why);
   if (rctx.progress_shown) fputc('\n', stderr);
-  fc_store_close(store);
+  fc_store_close_split(parts, n_parts);
   fc_item_list_free(&items);
 
   int code = FC_EXIT_OK;

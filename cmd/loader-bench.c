@@ -230,6 +230,7 @@ int main(int argc, char **argv) {
     else
       stores[n_stores++] = a;
   }
+  if (n_stores) stores = fc_cli_expand_stores(stores, &n_stores); /* a split store: its parts */
   if (n_stores) store = stores[0];
   for (int i = 0; i < ax_batch.n; i++)
     if (!ax_batch.v[i]) fc_cli_usage_error("batch=0 in the sweep");

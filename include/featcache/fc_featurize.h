@@ -122,12 +122,13 @@ typedef struct fc_featurize_stats {
   double compute_seconds; /* features and dtype conversion: the workers' (CPU), or the compute
                                  stage's (CUDA: seconds with a chunk in flight, less the
                                  completion thread's waits on the writer) */
-  double write_seconds; /* the writer: building and committing transactions, syncs */
+  double write_seconds; /* the writers: building and committing transactions, syncs */
   double queue_wait_seconds; /* workers (and the compute stage) blocked on a full queue: the
                                  writer (or, workers waiting for a free staging chunk, the
                                  compute stage) is behind */
-  double writer_wait_seconds; /* the writer idle with nothing queued: the workers are behind */
+  double writer_wait_seconds; /* the writers idle with nothing queued: the workers are behind */
   unsigned workers; /* worker threads that ran */
+  unsigned writers; /* writer threads (parts of a split store; 1 for a plain store) */
   int compute_stage; /* 1: compute ran on its own stage fed by the workers (a staging
                                  backend, CUDA): compute_seconds is that stage's */
   const char *bound; /* static string: "write-bound", "compute-bound", "GPU-bound",
@@ -161,6 +162,13 @@ typedef struct fc_featurize_opts {
   uint64_t queue_bytes; /* bytes waiting for the writer [64 MiB] */
   double sync_seconds; /* fc_store_sync interval for stores opened FC_STORE_NOSYNC [5] */
   double auto_gpu_min_seconds; /* device auto: fc_featurize_choose_device's gpu_min_seconds [0] */
+  /* A split store (fc_store.h, fc_store_open_split): its n_parts >= 2 parts, each written by its
+   * own writer thread; an item goes to part fc_store_part_of_id(id, n_parts), its record and audio entry
+   * in one transaction there. The s argument of fc_featurize_run is then ignored. NULL / 0 / 1:
+   * s alone, written by the calling thread. The queue bounds above hold for all writers together,
+   * the batch bounds for each. */
+  fc_store *const *parts;
+  unsigned n_parts;
 } fc_featurize_opts;
 
 /* Fill opts with the defaults (jobs 1, device auto, no limits, no callbacks). */

@@ -39,7 +39,8 @@ FC_API const char *fc_db_name(int db);
 /* Open the store in directory dir. With FC_STORE_CREATE the directory, the dbs and meta/format
  * are created when missing. Errors: ENOENT (no store there), FC_EFORMAT (an LMDB env that is not
  * a featcache store), FC_EVERSION (a featcache store of a format this build does not know),
- * errno and LMDB codes. *out is owned by the caller: fc_store_close it. */
+ * FC_ESPLIT (dir is a split store: see fc_store_open_split, fc_store_expand), errno and LMDB
+ * codes. *out is owned by the caller: fc_store_close it. */
 FC_API int fc_store_open(const char *dir, unsigned flags, fc_store **out);
 /* Close; all read transactions of this store must have ended. NULL is ignored. */
 FC_API void fc_store_close(fc_store *s);
@@ -113,6 +114,49 @@ FC_API int fc_store_info_get(fc_store *s, fc_store_info *info);
 
 /* Base address and length of the memory map, for callers that check that a pointer lies in it. */
 FC_API int fc_store_map_region(fc_store *s, const void **base, size_t *len);
+
+/* ---- split stores (docs/FORMAT.md "Split stores") -------------------------------------------- */
+/* A split store is a directory DIR holding N >= 2 stores, its parts, at DIR/part-0 .. part-<N-1>,
+ * and the marker file DIR/featcache-split ("featcache-split/1 N\n"). Utterance id lives in part
+ * fc_store_part_of_id(id, len, N): its entries and records are all in that part, so each part is
+ * a valid store by itself (meta part = "K/N"), and readers take the parts as several stores read
+ * as one dataset. A plain store is the same thing with one part. */
+#define FC_SPLIT_MAX_PARTS 64u
+
+/* The part (0..n-1) of utterance id (len bytes) in a split store of n parts: the low 32 bits of
+ * XXH3-64(id) (seed 0) times n, shifted right 32. Unrelated to fc_shard_of (which ranges over the
+ * high bits), so the ids of one --shard spread over all parts. n <= 1: 0. */
+FC_API uint32_t fc_store_part_of_id(const char *id, size_t len, uint32_t n);
+
+/* N of the split store at dir: *n = 0 when dir has no marker (a plain store, or no store), else
+ * 2..FC_SPLIT_MAX_PARTS. Returns 0, FC_EFORMAT (a marker that does not parse), FC_EVERSION (a
+ * marker of a later version), or the errno of reading it. */
+FC_API int fc_store_split_count(const char *dir, unsigned *n);
+
+/* The path of part k of the split store dir into buf: "<dir>/part-<k>". 0 or ENAMETOOLONG. */
+FC_API int fc_store_part_path(const char *dir, unsigned k, char *buf, size_t len);
+
+/* Each store directory of dirs as the stores to open: a split store becomes its parts in order,
+ * any other path stays itself. *out (n_out strings) is owned by the caller: fc_store_paths_free.
+ * Errors: those of fc_store_split_count (why names the marker), ENOMEM. */
+FC_API int fc_store_expand(const char *const *dirs, size_t n, char ***out, size_t *n_out, char *why,
+                           size_t why_len);
+FC_API void fc_store_paths_free(char **paths, size_t n);
+
+/* Open the store at dir for writing as its parts: a split store gives its N parts, a plain store
+ * (or a new one when want <= 1) gives one. want >= 2 on a directory with no store creates a split
+ * store of want parts (with FC_STORE_CREATE). Refused with FC_ECONFIG (reason in why): want >= 2
+ * on a plain store, a want that differs from the split store's N, a dir that is itself a part
+ * of a split store. A part missing under the marker is created with FC_STORE_CREATE (a job killed
+ * while creating it); a part whose meta part is not "K/N" is FC_EFORMAT. *parts (an array of
+ * *n stores) is owned by the caller: fc_store_close_split. */
+FC_API int fc_store_open_split(const char *dir, unsigned flags, unsigned want, fc_store ***parts,
+                               unsigned *n, char *why, size_t why_len);
+FC_API void fc_store_close_split(fc_store **parts, unsigned n);
+
+/* The part a store says it is (meta part = "K/N"): *k = 0, *n = 1 for a plain store. Returns 0,
+ * FC_EFORMAT (a meta part that is not "K/N" with K < N), or a read error. */
+FC_API int fc_store_part_of_store(fc_store *s, unsigned *k, unsigned *n);
 
 #ifdef __cplusplus
 }

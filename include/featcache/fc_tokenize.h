@@ -150,6 +150,14 @@ typedef struct fc_tokenize_run_opts {
 FC_API int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
                            const fc_tokenize_run_opts *o, fc_tokenize_stats *stats);
 
+/* fc_tokenize_run into a split store (fc_store.h, fc_store_open_split): the n_parts parts, each
+ * item written to part fc_store_part_of_id(id, n_parts) (an item without an id: part 0), one part after
+ * the other. A build_vocab tokenizer is finished from all the items first, so every part holds the
+ * same config. stats and progress count all parts together. n_parts 1: fc_tokenize_run. */
+FC_API int fc_tokenize_run_split(fc_store *const *parts, unsigned n_parts, fc_tokenizer *t,
+                                 const fc_item_list *items, const fc_tokenize_run_opts *o,
+                                 fc_tokenize_stats *stats);
+
 /* Finish a build_vocab tokenizer from items as fc_tokenize_run would (bad lines left out), without
  * storing anything: for a run over one shard of a corpus (fc_item_list_shard) whose vocab must be
  * that of the whole corpus. o: threads and max_text_bytes are used (may be NULL). Returns 0,

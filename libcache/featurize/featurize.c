@@ -8,6 +8,8 @@
  *     when it reaches batch_records or batch_bytes or is batch_seconds old, or the work is done.
  *     Each utterance's feat record and audio entry are in the same transaction, and so is
  *     meta cfg/<hex> (NOOVERWRITE: a no-op once stored), so no record exists without its config.
+ *     A split store (opts.parts) has one writer per part, each with its own queue, on its own
+ *     thread (part 0's on the calling thread); a job goes to its id's part (fc_store_part_of_id).
  *
  * Why workers do both decode and compute: the CPU backend's cost per utterance is dominated by
  * the FFTs, and a worker that keeps its samples in cache from decode to mel is faster than a
@@ -61,8 +63,6 @@ void fc_featurize_opts_init(fc_featurize_opts *o) {
   o->device.kind = FC_DEVICE_AUTO;
 }
 
-static size_t job_bytes(const fz_job *j) { return j->record_len + j->entry_len + sizeof *j; }
-
 void fz_job_free(fz_job *j) {
   if (!j) return;
   free(j->record);
@@ -72,7 +72,7 @@ void fz_job_free(fz_job *j) {
 
 static int stop_requested(const fz_run *r) { return r->o.stop && *r->o.stop; }
 
-static void emit(fz_run *r, fc_featurize_event *ev) {
+void fz_emit(fz_run *r, fc_featurize_event *ev) {
   const fc_item *it = &r->items[ev->index];
   ev->id = it->id;
   ev->path = it->path;
@@ -85,7 +85,7 @@ void fz_report_failed(fz_run *r, size_t i, int err, const char *reason) {
   ev.reason = reason && *reason ? reason : plain_reason(ev.err);
   pthread_mutex_lock(&r->ev_mu);
   r->st.failed++;
-  emit(r, &ev);
+  fz_emit(r, &ev);
   if (r->o.strict && !r->strict_err) {
     r->strict_err = ev.err;
     atomic_store(&r->halt, 1);
@@ -97,16 +97,17 @@ static void report_skipped(fz_run *r, size_t i) {
   fc_featurize_event ev = {.status = FC_ITEM_SKIPPED, .index = i};
   pthread_mutex_lock(&r->ev_mu);
   r->st.skipped_existing++;
-  emit(r, &ev);
+  fz_emit(r, &ev);
   pthread_mutex_unlock(&r->ev_mu);
 }
 
-/* Is the record stored, and does the id's audio entry hold this digest? */
-static int lookup(fz_run *r, const char *id, const fc_digest *key, const fc_digest *audio,
-                  int *have_feat, int *have_entry) {
+/* Is the record stored, and does the id's audio entry hold this digest? (In the id's part.) */
+static int lookup(fz_run *r, size_t i, const fc_digest *key, const fc_digest *audio, int *have_feat,
+                  int *have_entry) {
+  const char *id = r->items[i].id;
   *have_feat = *have_entry = 0;
   fc_rtxn *t;
-  int rc = fc_store_read_begin(r->s, &t);
+  int rc = fc_store_read_begin(r->parts[fz_part_of(r, i)].s, &t);
   if (rc) return rc;
   rc = fc_rtxn_get(t, FC_DB_FEAT, key->bytes, sizeof key->bytes, NULL, NULL);
   if (rc == 0) *have_feat = 1;
@@ -124,36 +125,6 @@ static int lookup(fz_run *r, const char *id, const fc_digest *key, const fc_dige
   }
   fc_rtxn_end(t);
   return rc;
-}
-
-/* Hand a job to the writer; blocks while the queue is full (the time goes to *waited). Returns 0,
- * or the writer's error when a commit failed: the job is not queued (the caller reports it). */
-int fz_queue_push(fz_run *r, fz_job *j, double *waited) {
-  size_t b = job_bytes(j);
-  pthread_mutex_lock(&r->mu);
-  if (!r->fatal && r->q_count > 0 &&
-      (r->q_count >= r->o.queue_records || r->q_bytes + b > r->o.queue_bytes)) {
-    double t = fz_now();
-    while (!r->fatal && r->q_count > 0 &&
-           (r->q_count >= r->o.queue_records || r->q_bytes + b > r->o.queue_bytes))
-      pthread_cond_wait(&r->cv_space, &r->mu);
-    *waited += fz_now() - t;
-  }
-  if (r->fatal) {
-    int rc = r->fatal;
-    pthread_mutex_unlock(&r->mu);
-    return rc;
-  }
-  if (r->tail)
-    r->tail->next = j;
-  else
-    r->head = j;
-  r->tail = j;
-  r->q_count++;
-  r->q_bytes += b;
-  pthread_cond_signal(&r->cv_items);
-  pthread_mutex_unlock(&r->mu);
-  return 0;
 }
 
 /* The reason given for an item computed but never committed because a commit failed. */
@@ -205,7 +176,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   fc_digest_buffer(bytes, len, &audio);
   fc_record_key(&audio, &r->cfg_digest, &key);
   int have_feat, have_entry;
-  rc = lookup(r, it->id, &key, &audio, &have_feat, &have_entry);
+  rc = lookup(r, i, &key, &audio, &have_feat, &have_entry);
   tm->hash += (t0 = fz_now()) - t1;
   if (rc) {
     fc_why(why, sizeof why, "cannot read the store: %s", fc_strerror(rc));
@@ -364,129 +335,8 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-/* Commit one batch: config, then each job's record (NOOVERWRITE) and audio entry. */
-static int commit_batch(fz_run *r, fz_job *batch, size_t count) {
-  fc_put *puts = malloc((2 * count + 1) * sizeof *puts);
-  if (!puts) return ENOMEM;
-  size_t np = 0;
-  puts[np++] =
-      (fc_put){FC_DB_META, r->cfg_key, 36, r->cfg_json, r->cfg_json_len, FC_PUT_NOOVERWRITE};
-  for (fz_job *j = batch; j; j = j->next) {
-    if (j->record)
-      puts[np++] = (fc_put){FC_DB_FEAT, j->key.bytes,  sizeof j->key.bytes,
-                            j->record,  j->record_len, FC_PUT_NOOVERWRITE};
-    const char *id = r->items[j->index].id;
-    puts[np++] = (fc_put){FC_DB_AUDIO, id, strlen(id), j->entry, j->entry_len, 0};
-  }
-  int rc = fc_store_write(r->s, puts, np);
-  free(puts);
-  return rc;
-}
-
-static void report_committed(fz_run *r, fz_job *batch) {
-  pthread_mutex_lock(&r->ev_mu);
-  for (fz_job *j = batch; j; j = j->next) {
-    fc_featurize_event ev = {.status = j->record ? FC_ITEM_STORED : FC_ITEM_LINKED,
-                             .index = j->index,
-                             .frames = j->frames,
-                             .seconds = j->seconds};
-    r->st.processed++;
-    r->st.audio_seconds += j->seconds;
-    emit(r, &ev);
-  }
-  r->st.committed_batches++;
-  r->st.wall_seconds = fz_now() - r->t0;
-  if (r->o.on_progress) r->o.on_progress(&r->st, r->o.user);
-  pthread_mutex_unlock(&r->ev_mu);
-}
-
-static void batch_free(fz_job *j) {
-  while (j) {
-    fz_job *next = j->next;
-    fz_job_free(j);
-    j = next;
-  }
-}
-
-/* The writer loop (runs on the calling thread). Returns 0 or the first commit error. */
-static int writer_loop(fz_run *r) {
-  const int nosync = (fc_store_open_flags(r->s) & FC_STORE_NOSYNC) != 0;
-  double last_sync = fz_now();
-  int dirty = 0, rc = 0;
-  fz_job *batch = NULL, *btail = NULL;
-  size_t bcount = 0;
-  uint64_t bbytes = 0;
-  double started = 0;
-
-  pthread_mutex_lock(&r->mu);
-  for (;;) {
-    while (r->head && bcount < r->o.batch_records && bbytes < r->o.batch_bytes) {
-      fz_job *j = r->head;
-      r->head = j->next;
-      if (!r->head) r->tail = NULL;
-      r->q_count--;
-      r->q_bytes -= job_bytes(j);
-      j->next = NULL;
-      if (btail)
-        btail->next = j;
-      else
-        batch = j;
-      btail = j;
-      if (bcount++ == 0) started = fz_now();
-      bbytes += job_bytes(j);
-      pthread_cond_broadcast(&r->cv_space);
-    }
-    const int finished = r->producers_left == 0 && !r->head;
-    const int full = bcount >= r->o.batch_records || bbytes >= r->o.batch_bytes;
-    if (bcount && (full || finished || fz_now() - started >= r->o.batch_seconds)) {
-      pthread_mutex_unlock(&r->mu);
-      double tw = fz_now();
-      rc = commit_batch(r, batch, bcount);
-      if (!rc) {
-        report_committed(r, batch);
-        dirty = 1;
-        if (nosync && fz_now() - last_sync >= r->o.sync_seconds) {
-          rc = fc_store_sync(r->s);
-          last_sync = fz_now();
-          dirty = 0;
-        }
-      } else { /* computed, never committed: a line each */
-        for (fz_job *j = batch; j; j = j->next) fz_report_unstored(r, j->index, rc);
-      }
-      batch_free(batch);
-      r->write_busy += fz_now() - tw;
-      batch = btail = NULL;
-      bcount = 0;
-      bbytes = 0;
-      pthread_mutex_lock(&r->mu);
-      if (rc) {
-        r->fatal = rc;
-        atomic_store(&r->halt, 1);
-        pthread_cond_broadcast(&r->cv_space);
-        break;
-      }
-      continue;
-    }
-    if (finished) break;
-    double wait = bcount ? started + r->o.batch_seconds - fz_now() : 1.0;
-    if (wait > 0) {
-      struct timespec ts = fz_deadline(wait);
-      double tw = fz_now();
-      pthread_cond_timedwait(&r->cv_items, &r->mu, &ts);
-      r->writer_wait += fz_now() - tw;
-    }
-  }
-  pthread_mutex_unlock(&r->mu);
-  if (!rc && nosync && dirty) {
-    double tw = fz_now();
-    rc = fc_store_sync(r->s);
-    r->write_busy += fz_now() - tw;
-  }
-  return rc;
-}
-
 /* The bound the stage times imply (docs/featurize.md "Stage accounting"). The pipeline has two
- * resources: the worker pool (jobs threads: read, hash, decode, compute) and the one writer. The
+ * resources: the worker pool (jobs threads: read, hash, decode, compute) and the writers. The
  * busier of the two, as a share of its capacity over the time after start-up, is the bound; within
  * the pool, the stage with the most busy seconds names it (compute on a GPU: "GPU-bound"). A run
  * whose start-up took longer than the rest is "start-up-bound". */
@@ -497,7 +347,7 @@ const char *fc_featurize_bound(const fc_featurize_stats *st, fc_device_kind devi
   if (pool + st->write_seconds <= 0 || st->workers == 0) return "idle";
   if (st->setup_seconds > run) return "start-up-bound";
   const double span = run > 0 ? run : 1e-9;
-  const double u_writer = st->write_seconds / span;
+  const double u_writer = st->write_seconds / (span * (st->writers > 1 ? st->writers : 1));
   if (st->compute_stage) { /* compute on its own thread (a GPU): three resources */
     const double u_pool = (pool - st->compute_seconds) / (span * st->workers);
     const double u_stage = st->compute_seconds / span;
@@ -540,7 +390,6 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
   r->t0 = fz_now();
   r->st.total = n;
   r->st.bound = "idle";
-  r->s = s;
   r->cfg = cfg;
   r->items = items;
   r->n = n;
@@ -549,6 +398,16 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
   else
     fc_featurize_opts_init(&r->o);
   if (!r->o.jobs) r->o.jobs = 1;
+  r->n_parts = r->o.parts && r->o.n_parts > 1 ? r->o.n_parts : 1;
+  if (!(r->parts = calloc(r->n_parts, sizeof *r->parts))) {
+    free(r);
+    return ENOMEM;
+  }
+  for (unsigned k = 0; k < r->n_parts; k++) {
+    r->parts[k].run = r;
+    r->parts[k].s = r->n_parts > 1 ? r->o.parts[k] : s;
+  }
+  r->s = r->parts[0].s;
   if (!r->o.batch_records) r->o.batch_records = 64;
   if (!r->o.batch_bytes) r->o.batch_bytes = 64ull << 20;
   if (!(r->o.batch_seconds > 0)) r->o.batch_seconds = 1.0;
@@ -600,7 +459,9 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
     fc_why(why, why_len, "no backend for this device in this build");
     goto out;
   }
-  if (fc_store_open_flags(s) & FC_STORE_RDONLY) {
+  for (unsigned k = 0; k < r->n_parts && !rc; k++)
+    if (!r->parts[k].s || (fc_store_open_flags(r->parts[k].s) & FC_STORE_RDONLY)) rc = EACCES;
+  if (rc) {
     rc = EACCES;
     fc_why(why, why_len, "store opened read-only");
     goto out;
@@ -658,7 +519,27 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
     }
     started++;
   }
-  int wrc = writer_loop(r);
+  /* Writers of parts 1.. on their own threads (started after the workers: a writer that cannot
+   * start halts the run, and its part's queue is drained below as unstored). */
+  for (unsigned k = 1; k < r->n_parts; k++) {
+    int trc = pthread_create(&r->parts[k].thread, NULL, fz_writer_main, &r->parts[k]);
+    if (trc) {
+      pthread_mutex_lock(&r->mu);
+      if (!r->fatal) r->fatal = trc;
+      atomic_store(&r->halt, 1);
+      pthread_cond_broadcast(&r->cv_space);
+      pthread_mutex_unlock(&r->mu);
+      if (!rc) fc_why(why, why_len, "cannot start a writer thread: %s", strerror(trc));
+      r->parts[k].rc = trc;
+      break;
+    }
+    r->parts[k].started = 1;
+  }
+  int wrc = fz_writer_loop(r, &r->parts[0]);
+  for (unsigned k = 1; k < r->n_parts; k++) {
+    if (r->parts[k].started) pthread_join(r->parts[k].thread, NULL);
+    if (!wrc) wrc = r->parts[k].rc;
+  }
   ran = 1;
   for (unsigned w = 0; w < started; w++) {
     pthread_join(workers[w].thread, NULL);
@@ -678,13 +559,17 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
     r->st.queue_wait_seconds += r->stage_wait;
   }
   r->st.workers = started;
-  r->st.write_seconds = r->write_busy;
-  r->st.writer_wait_seconds = r->writer_wait;
-  /* After a failed commit, workers may still have queued jobs: computed, never committed. */
-  for (fz_job *j = r->head; j; j = j->next)
-    fz_report_unstored(r, j->index, wrc ? wrc : FC_EBADSTATE);
-  batch_free(r->head);
-  r->head = r->tail = NULL;
+  r->st.writers = r->n_parts;
+  for (unsigned k = 0; k < r->n_parts; k++) {
+    fz_part *p = &r->parts[k];
+    r->st.write_seconds += p->busy;
+    r->st.writer_wait_seconds += p->wait;
+    /* After a failed commit, workers may still have queued jobs: computed, never committed. */
+    for (fz_job *j = p->head; j; j = j->next)
+      fz_report_unstored(r, j->index, wrc ? wrc : FC_EBADSTATE);
+    fz_batch_free(p->head);
+    p->head = p->tail = NULL;
+  }
   /* Items never begun: failures of this job after a failed commit (one line for them all, the
    * caller's summary), else the run was stopped on purpose (stop flag, strict). */
   size_t next = atomic_load(&r->next);
@@ -728,6 +613,7 @@ out:
   pthread_cond_destroy(&r->bcv_done);
   pthread_cond_destroy(&r->bcv_space);
   pthread_mutex_destroy(&r->bmu);
+  free(r->parts);
   free(r);
   return rc;
 }

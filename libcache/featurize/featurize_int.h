@@ -26,8 +26,24 @@ typedef struct fz_job {
 
 typedef struct fz_chunk fz_chunk; /* featurize_stage.c */
 
-typedef struct fz_run {
+/* One writer: a part of the store (the store itself when it is not split), its queue of finished
+ * jobs (under fz_run.mu) and its thread's stage times. */
+typedef struct fz_run fz_run;
+typedef struct fz_part {
+  fz_run *run;
   fc_store *s;
+  fz_job *head, *tail;
+  size_t count;
+  double busy, wait; /* commit + sync seconds; seconds waiting for jobs */
+  int rc; /* its first commit error */
+  pthread_t thread;
+  int started;
+} fz_part;
+
+struct fz_run {
+  fc_store *s; /* parts[0].s */
+  fz_part *parts; /* n_parts writers; a job goes to part fc_store_part_of_id(id) */
+  unsigned n_parts;
   const fc_mel_config *cfg;
   fc_digest cfg_digest;
   char cfg_key[37];
@@ -44,9 +60,8 @@ typedef struct fz_run {
   atomic_int halt; /* stop taking items: strict failure or a failed commit */
   atomic_int interrupted; /* a worker saw *stop set with items left */
 
-  pthread_mutex_t mu; /* queue */
+  pthread_mutex_t mu; /* the writers' queues (parts[].head), bounded together */
   pthread_cond_t cv_space, cv_items;
-  fz_job *head, *tail;
   size_t q_count;
   uint64_t q_bytes;
   unsigned producers_left;
@@ -57,7 +72,6 @@ typedef struct fz_run {
   int strict_err;
   double t0;
   fc_device_kind device;
-  double write_busy, writer_wait; /* the writer's stage times (its own thread) */
 
   /* The staging ring of a staging backend (be->launch; featurize_stage.c): workers write decoded
    * samples into its chunks, the launch thread launches them, the completion thread collects the
@@ -75,7 +89,7 @@ typedef struct fz_run {
   double busy_since; /* since when in_flight > 0 */
   double stage_busy; /* seconds with a chunk in flight, less the completion thread's waits */
   double stage_wait; /* the completion thread blocked on the writer's full queue */
-} fz_run;
+};
 
 /* Busy seconds of one worker's stages (its own: no lock), summed into the stats at the end. */
 typedef struct fz_times {
@@ -115,6 +129,16 @@ void fz_report_unstored(fz_run *r, size_t i, int err);
 /* Hand a finished job to the writer (blocks while the queue is full; the time into *waited).
  * Returns 0, or the writer's error: the job was not queued. */
 int fz_queue_push(fz_run *r, fz_job *j, double *waited);
+
+/* One event to the caller's callback (its id, path and line filled in); call under ev_mu. */
+void fz_emit(fz_run *r, fc_featurize_event *ev);
+
+/* featurize_write.c: the writers. The part (writer) of item i; the writer loop of part p (returns
+ * 0 or its first commit error, also left in p->rc), as a thread's start routine; free a job list. */
+unsigned fz_part_of(const fz_run *r, size_t i);
+int fz_writer_loop(fz_run *r, fz_part *p);
+void *fz_writer_main(void *arg);
+void fz_batch_free(fz_job *j);
 
 /* featurize_stage.c: the ring's chunks (r->ring set; 0, ENOMEM, or EINVAL for a backend without
  * staging buffers) and their release (also after a failed init). */

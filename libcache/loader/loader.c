@@ -367,10 +367,25 @@ static int check_options(const fc_loader_options *o, char *why, size_t why_len) 
 #undef BAD
 }
 
+static int open_stores(const char *const *paths, size_t n, const fc_loader_options *opts,
+                       fc_loader **out, char *why, size_t why_len);
+
+/* A split store (fc_store.h) is read as its parts: several stores as one dataset. */
 int fc_loader_open(const char *const *paths, size_t n, const fc_loader_options *opts,
                    fc_loader **out, char *why, size_t why_len) {
   *out = NULL;
   if (why && why_len) why[0] = '\0';
+  char **all = NULL;
+  size_t n_all = 0;
+  int rc = fc_store_expand(paths, n, &all, &n_all, why, why_len);
+  if (rc) return rc;
+  rc = open_stores((const char *const *)all, n_all, opts, out, why, why_len);
+  fc_store_paths_free(all, n_all);
+  return rc;
+}
+
+static int open_stores(const char *const *paths, size_t n, const fc_loader_options *opts,
+                       fc_loader **out, char *why, size_t why_len) {
   fc_loader_options defaults;
   if (!opts) {
     fc_loader_options_init(&defaults);

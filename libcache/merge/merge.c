@@ -61,6 +61,13 @@ typedef struct mctx {
 } mctx;
 
 /* ---- winners --------------------------------------------------------------------------------- */
+/* meta keys that describe the store itself, not its contents: never merged (format; part, the
+ * place of a split store's part, docs/FORMAT.md "Split stores") */
+static int store_owned(const MDB_val *key) {
+  return (key->mv_size == 6 && memcmp(key->mv_data, "format", 6) == 0) ||
+         (key->mv_size == 4 && memcmp(key->mv_data, "part", 4) == 0);
+}
+
 static int same_val(const MDB_val *a, const MDB_val *b) {
   return a->mv_size == b->mv_size &&
          (a->mv_size == 0 || memcmp(a->mv_data, b->mv_data, a->mv_size) == 0);
@@ -165,7 +172,7 @@ static int find_conflicts(mctx *c, size_t parties, uint64_t *unresolved) {
         rc = FC_EINTR;
         break;
       }
-      if (db == FC_DB_META && key.mv_size == 6 && memcmp(key.mv_data, "format", 6) == 0) continue;
+      if (db == FC_DB_META && store_owned(&key)) continue;
       if (src[0] < c->n) c->st->total++; /* an input holds it */
       if (m < 2 || records) continue;
       int differ;
@@ -426,7 +433,7 @@ static int copy_db(mctx *c, int db, batch *b, double *last_sync) {
   uint64_t max_bytes = c->o->batch_bytes ? c->o->batch_bytes : FC_MERGE_BATCH_BYTES;
   double sync_s = c->o->sync_seconds > 0 ? c->o->sync_seconds : 5;
   while ((rc = fc_kmerge_next(k, &key, &m, &src, &vals)) == 0) {
-    if (db == FC_DB_META && key.mv_size == 6 && memcmp(key.mv_data, "format", 6) == 0) continue;
+    if (db == FC_DB_META && store_owned(&key)) continue;
     for (size_t j = 0; j < m; j++) c->st->bytes_in += vals[j].mv_size;
     if (m > 1) c->st->duplicates[db]++;
     int records = db == FC_DB_FEAT || db == FC_DB_TOK;

@@ -92,6 +92,9 @@ int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
     return ENOTDIR;
   }
   int existed = file_exists(dir, "data.mdb");
+  /* A split store's directory holds parts, never a store of its own: neither open nor create one
+   * there (fc_store_open_split, fc_store_expand open its parts). */
+  if (!existed && file_exists(dir, "featcache-split")) return FC_ESPLIT;
   if (!existed && (rdonly || !(flags & FC_STORE_CREATE))) return ENOENT;
 
   fc_store *s = calloc(1, sizeof *s);

@@ -342,6 +342,65 @@ out:
   return rc;
 }
 
+/* ---- split stores ------------------------------------------------------------------------------ */
+typedef struct split_progress {
+  const fc_tokenize_run_opts *o;
+  fc_tokenize_stats done; /* the parts before this one */
+} split_progress;
+
+static void add_stats(fc_tokenize_stats *a, const fc_tokenize_stats *b) {
+  a->lines += b->lines;
+  a->processed += b->processed;
+  a->skipped_existing += b->skipped_existing;
+  a->failed += b->failed;
+  a->tokens += b->tokens;
+  a->unknown += b->unknown;
+}
+
+static void on_part_progress(const fc_tokenize_stats *st, void *ud) {
+  split_progress *sp = ud;
+  fc_tokenize_stats all = sp->done;
+  add_stats(&all, st);
+  sp->o->progress(&all, sp->o->progress_ud);
+}
+
+int fc_tokenize_run_split(fc_store *const *parts, unsigned n_parts, fc_tokenizer *t,
+                          const fc_item_list *items, const fc_tokenize_run_opts *o,
+                          fc_tokenize_stats *st) {
+  if (n_parts < 2) return fc_tokenize_run(parts[0], t, items, o, st);
+  fc_tokenize_run_opts defaults = {0};
+  if (!o) o = &defaults;
+  memset(st, 0, sizeof *st);
+  int rc = 0;
+  /* The vocab of a build_vocab tokenizer comes from all the lines, so every part has one config. */
+  if (fc_tokenizer_config(t, NULL, NULL, NULL) == FC_EBADSTATE &&
+      (rc = fc_tokenizer_build_vocab_from(t, items, o)))
+    return rc;
+  fc_item_list sub = {.items = malloc((items->count ? items->count : 1) * sizeof(fc_item)),
+                      .format = items->format};
+  if (!sub.items) return ENOMEM;
+  split_progress sp = {.o = o};
+  fc_tokenize_run_opts po = *o;
+  if (o->progress) {
+    po.progress = on_part_progress;
+    po.progress_ud = &sp;
+  }
+  for (unsigned k = 0; k < n_parts && !rc; k++) {
+    sub.count = 0;
+    for (size_t i = 0; i < items->count; i++) { /* an item without an id: part 0 (fc_shard.h) */
+      const fc_item *it = &items->items[i];
+      unsigned part = it->id ? fc_store_part_of_id(it->id, strlen(it->id), n_parts) : 0;
+      if (part == k) sub.items[sub.count++] = *it;
+    }
+    fc_tokenize_stats ps;
+    rc = fc_tokenize_run(parts[k], t, &sub, &po, &ps);
+    add_stats(&sp.done, &ps);
+  }
+  *st = sp.done;
+  free(sub.items); /* shallow copies: the strings belong to items */
+  return rc;
+}
+
 int fc_tokenizer_build_vocab_from(fc_tokenizer *t, const fc_item_list *items,
                                   const fc_tokenize_run_opts *o) {
   if (fc_tokenizer_config(t, NULL, NULL, NULL) != FC_EBADSTATE) return FC_ECONFIG;

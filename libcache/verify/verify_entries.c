@@ -33,6 +33,11 @@ int vf_collect(vctx *c, fc_rtxn *t, int db, ventry **out, size_t *n_out) {
     if (idrc)
       vf_add(c, FC_VERIFY_ERROR, db, k, kl, NULL, 0, "key is not a valid id (%s)",
              idrc == FC_EUTF8 ? "invalid UTF-8" : "empty, too long, or holds NUL or a newline");
+    uint32_t home = c->part_n > 1 ? fc_store_part_of_id(k, kl, c->part_n) : 0;
+    if (c->part_n > 1 && home != c->part_k) /* writers and featurize's skip look in its home part */
+      vf_add(c, FC_VERIFY_ERROR, db, k, kl, k, kl,
+             "in part %u of a split store of %u parts; its id belongs in part %u", c->part_k,
+             c->part_n, home);
     if (db == FC_DB_AUDIO) {
       fc_audio_entry ae;
       if (fc_audio_entry_decode(v, vl, &ae)) {

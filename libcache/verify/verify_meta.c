@@ -41,6 +41,21 @@ int vf_read_meta(vctx *c, fc_rtxn *t) {
              "value lies outside the file (B-tree damaged)");
       continue;
     }
+    if (kl == 4 && memcmp(k, "part", 4) == 0) { /* a part of a split store: "K/N" */
+      char b[24], extra;
+      unsigned pk, pn;
+      if (vl < sizeof b) {
+        memcpy(b, v, vl);
+        b[vl] = '\0';
+      }
+      if (vl >= sizeof b || sscanf(b, "%u/%u%c", &pk, &pn, &extra) != 2 || pk >= pn ||
+          pn > FC_SPLIT_MAX_PARTS)
+        vf_add(c, FC_VERIFY_ERROR, FC_DB_META, k, kl, NULL, 0,
+               "part of a split store, but its value is not K/N (K < N <= %u)", FC_SPLIT_MAX_PARTS);
+      else
+        c->part_k = pk, c->part_n = pn;
+      continue;
+    }
     if (kl < 4 || memcmp(k, "cfg/", 4) != 0) continue;
     fc_digest d, h;
     char hex[33];

@@ -91,14 +91,15 @@ if len(line) != 1:
 else:
     m = re.search(r"start-up ([\d.]+), read ([\d.]+), hash ([\d.]+), decode ([\d.]+), compute ([\d.]+), "
                   r"write ([\d.]+); waits \(s\): workers on the writer ([\d.]+), writer on the workers "
-                  r"([\d.]+); (\d+) workers, ([\d.]+) s wall: (\S+)$", line[0])
+                  r"([\d.]+); (\d+) workers, (\d+) writers, ([\d.]+) s wall: (\S+)$", line[0])
     if not m:
         fail(f"-v line: {line[0]!r}")
     else:
         got = [float(x) for x in m.groups()[:8]]
         want = [first["stages"][k] for k in ("setup", "read", "hash", "decode", "compute", "write")] + \
                [first["waits"]["workers_on_writer"], first["waits"]["writer_on_workers"]]
-        if any(abs(a - b) > 0.0006 for a, b in zip(got, want)) or m.group(11) != first["bound"]:
+        if any(abs(a - b) > 0.0006 for a, b in zip(got, want)) or m.group(12) != first["bound"] \
+                or int(m.group(10)) != first["writers"] or first["writers"] != 1:
             fail(f"-v and --json disagree: {line[0]!r} vs {first}")
 print("stages:", first["stages"], first["waits"], first["bound"])
 sys.exit(1 if fails else 0)
