@@ -220,16 +220,7 @@ int main(int argc, char **argv) {
     }
   }
   if (optind >= argc) fc_cli_usage_error("no STORE given");
-  { /* a split store is benched as its parts: the STORE words become the stores to open */
-    size_t ns = (size_t)(argc - optind);
-    const char **st = fc_cli_expand_stores((const char *const *)(argv + optind), &ns);
-    char **av = malloc((optind + ns) * sizeof *av);
-    if (!av) fc_cli_usage_error("out of memory");
-    memcpy(av, argv, optind * sizeof *av);
-    memcpy(av + optind, st, ns * sizeof *av);
-    argv = av;
-    argc = optind + (int)ns;
-  }
+  fc_cli_expand_argv(&argc, &argv, optind); /* a split store is benched as its parts */
   if (!o.np) add_pattern("patterns", "all", &o);
   if (!o.ns) {
     o.states[o.ns++] = FC_BENCH_COLD;

@@ -215,20 +215,47 @@ static inline void fc_cli_version(void) {
 #endif
 }
 
+/* What fc_cli_expand_stores made, freed at exit (the tools return from many places). */
+static char **fc_cli_expanded;
+static size_t fc_cli_n_expanded;
+static const char **fc_cli_argv_copy;
+
+static inline void fc_cli_free_expanded(void) {
+  fc_store_paths_free(fc_cli_expanded, fc_cli_n_expanded);
+  free(fc_cli_argv_copy);
+  fc_cli_expanded = NULL;
+  fc_cli_argv_copy = NULL;
+}
+
 /* The stores to open for the STORE words stores[0..*n): each split store (fc_store.h) replaced by
- * its parts, others kept. Returns a new array (its strings live until exit) and sets *n; exits 2
- * with a message when a split store's marker cannot be read. */
+ * its parts, others kept. Returns a new array (freed at exit; one call per process) and sets *n;
+ * exits 2 with a message when a split store's marker cannot be read. */
 static inline const char **fc_cli_expand_stores(const char *const *stores, size_t *n) {
-  char **all = NULL;
-  size_t n_all = 0;
   char why[512] = "";
-  int rc = fc_store_expand(stores, *n, &all, &n_all, why, sizeof why);
+  int rc = fc_store_expand(stores, *n, &fc_cli_expanded, &fc_cli_n_expanded, why, sizeof why);
   if (rc) {
     fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
     exit(FC_EXIT_USAGE);
   }
-  *n = n_all;
-  return (const char **)all;
+  atexit(fc_cli_free_expanded);
+  *n = fc_cli_n_expanded;
+  return (const char **)fc_cli_expanded;
+}
+
+/* fc_cli_expand_stores over argv[first..*argc): *argv and *argc then name the stores to open after
+ * the first `first` words (argv[0] and the options stay). */
+static inline void fc_cli_expand_argv(int *argc, char ***argv, int first) {
+  size_t ns = (size_t)(*argc - first);
+  const char **st = fc_cli_expand_stores((const char *const *)(*argv + first), &ns);
+  if (!(fc_cli_argv_copy = malloc((first + ns + 1) * sizeof *fc_cli_argv_copy))) {
+    fc_cli_warn(NULL, "%s", fc_strerror(ENOMEM));
+    exit(FC_EXIT_USAGE);
+  }
+  memcpy(fc_cli_argv_copy, *argv, first * sizeof *fc_cli_argv_copy);
+  memcpy(fc_cli_argv_copy + first, st, ns * sizeof *fc_cli_argv_copy);
+  fc_cli_argv_copy[first + ns] = NULL;
+  *argv = (char **)fc_cli_argv_copy;
+  *argc = first + (int)ns;
 }
 
 #endif
