@@ -107,6 +107,19 @@ grep -q "^\[1\] store: $t/a  (12 records" "$t/out" && grep -q "^\[2\] store: $t/
   || fail "--separate store lines: $(grep store: "$t/out")"
 [ "$(grep -c ' delivers ' "$t/out")" = 2 ] || fail "--separate: one verdict per store"
 
+# a store on another device (tmpfs beside the disk, where /dev/shm is another file system): said
+if [ -d /dev/shm ] && shm=$(mktemp -d /dev/shm/bench_dataset.XXXXXX); then
+  trap 'rm -rf "$t" "$shm"' EXIT
+  cp -r "$t/b" "$shm/b"
+  if [ "$(stat -c %d "$t/a/data.mdb")" != "$(stat -c %d "$shm/b/data.mdb")" ]; then
+    "$bin" -p sequential -s warm -b 2 --duration 0 "$t/a" "$shm/b" >"$t/out" 2>"$t/err" \
+      || fail "two devices: exit $?: $(cat "$t/err")"
+    grep -q "^cache-bench: $shm/b: on another device (.*) than $t/a (.*): one dataset's numbers mix them; --separate benches each store on its own$" "$t/err" \
+      || fail "two devices: $(cat "$t/err")"
+    grep -q "one dataset of 2 stores: 20 records" "$t/out" || fail "two devices: $(head -1 "$t/out")"
+  fi
+fi
+
 # no store with records: nothing to bench
 "$bin" -q "$t/e" "$t/e" >"$t/out" 2>"$t/err"
 rc=$?
