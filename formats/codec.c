@@ -13,6 +13,7 @@
 #include "featcache/fc_config.h"
 
 #include "formats/why.h"
+#include "formats/alloc.h"
 
 #include <errno.h>
 #include <math.h>
@@ -45,7 +46,7 @@ static uint32_t get32(const uint8_t *p) {
 }
 
 int fc_mq_coder_new(fc_mq_coder **out) {
-  *out = calloc(1, sizeof **out);
+  *out = fc_calloc(1, sizeof **out);
   return *out ? 0 : ENOMEM;
 }
 
@@ -81,14 +82,14 @@ fc_mq_coder *fc_mq_thread_coder(void) {
 /* Room for n values in 3 planes and a row of dim1. */
 static int reserve(fc_mq_coder *c, size_t n, size_t dim1) {
   if (n > c->cap_values) {
-    uint8_t *p = malloc(n);
+    uint8_t *p = fc_malloc(n);
     if (!p) return ENOMEM;
     free(c->planes);
     c->planes = p;
     c->cap_values = n;
   }
   if (dim1 > c->cap_row) {
-    uint32_t *r = malloc(dim1 * sizeof *r);
+    uint32_t *r = fc_malloc(dim1 * sizeof *r);
     if (!r) return ENOMEM;
     free(c->row);
     c->row = r;

@@ -4,11 +4,17 @@
  * builds with it). FC_FAULT="site:N" makes the N-th call of that site fail, e.g.
  * FC_FAULT=commit:3 fails the third write-transaction commit with EIO. Sites: env (LMDB
  * environment open), put, commit, grow (map growth) in the store; open, read (input files), decode
- * (libsndfile), resample (soxr) in audio decoding; plan (FFTW planning); cuda (CUDA calls).
+ * (libsndfile), resample (soxr) in audio decoding; plan (FFTW planning); cuda (CUDA calls); alloc
+ * (every allocation of the library: formats/alloc.h).
+ * FC_FAULT_LOG=FILE appends "site:N" to FILE when the failure is injected (a run may absorb it).
  * tests/cli/fault_sites.sh drives each one through the tools. Tests that need it ask
  * fc_fault_built() and skip (exit 77) when it is 0. */
 #ifndef FC_FAULT_H
 #define FC_FAULT_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 /* 1 when this library was built with the countdowns, else 0 (every build has this function). */
 int fc_fault_built(void);
@@ -20,6 +26,10 @@ int fc_fault_built(void);
 __attribute__((visibility("default"))) int fc_fault_hit(const char *site);
 #else
 #define fc_fault_hit(site) 0
+#endif
+
+#ifdef __cplusplus
+}
 #endif
 
 #endif

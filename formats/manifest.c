@@ -16,6 +16,7 @@
 
 #include "featcache/fc_format.h"
 #include "formats/why.h"
+#include "formats/alloc.h"
 
 /* ---- names ------------------------------------------------------------------------------------ */
 static const char *const format_names[] = {"auto", "ljspeech", "kaldi", "jsonl", "list", "tsv"};
@@ -49,7 +50,7 @@ static int ends_with(const char *s, const char *suffix) {
 }
 
 static char *dup_range(const char *s, size_t n) {
-  char *out = malloc(n + 1);
+  char *out = fc_malloc(n + 1);
   if (!out) return NULL;
   memcpy(out, s, n);
   out[n] = '\0';
@@ -63,7 +64,7 @@ static char *join_path(const char *dir, const char *rel, size_t rel_len, const c
   if (dir && (dir[0] == '\0' || strcmp(dir, ".") == 0)) dir = NULL;
   size_t dir_len = dir ? strlen(dir) : 0;
   int need_slash = dir_len > 0 && dir[dir_len - 1] != '/';
-  char *out = malloc(dir_len + (size_t)need_slash + rel_len + ext_len + 1);
+  char *out = fc_malloc(dir_len + (size_t)need_slash + rel_len + ext_len + 1);
   if (!out) return NULL;
   char *p = out;
   if (dir_len) {
@@ -120,7 +121,7 @@ static uint64_t hash_str(const char *s) { /* FNV-1a: enough for a set, no depend
 static int id_set_insert(list_builder *b, const char *id) {
   if (2 * (b->set_count + 1) > b->set_cap) {
     size_t ncap = b->set_cap ? 2 * b->set_cap : 64;
-    const char **nset = calloc(ncap, sizeof *nset);
+    const char **nset = fc_calloc(ncap, sizeof *nset);
     if (!nset) return -ENOMEM;
     for (size_t i = 0; i < b->set_cap; i++) {
       if (!b->set[i]) continue;
@@ -146,7 +147,7 @@ static fc_item *new_item(list_builder *b, size_t line) {
   fc_item_list *l = b->out;
   if (l->count == b->cap) {
     size_t ncap = b->cap ? 2 * b->cap : 64;
-    fc_item *n = realloc(l->items, ncap * sizeof *n);
+    fc_item *n = fc_realloc(l->items, ncap * sizeof *n);
     if (!n) return NULL;
     l->items = n;
     b->cap = ncap;
@@ -176,7 +177,7 @@ static int item_fail(fc_item *it, int err, const char *fmt, ...) {
   va_end(ap);
   it->err = err;
   free(it->why);
-  it->why = strdup(buf);
+  it->why = fc_strdup(buf);
   return it->why ? 0 : -ENOMEM;
 }
 
@@ -303,7 +304,7 @@ static int parse_ljspeech(const parse_ctx *c, fc_item *it, const char *line, siz
     break;
   default: chosen = (it->text_norm && it->text_norm[0]) ? it->text_norm : it->text_raw; break;
   }
-  if (!(it->text = strdup(chosen))) return -ENOMEM;
+  if (!(it->text = fc_strdup(chosen))) return -ENOMEM;
   if (!(it->path = join_path(c->audio_dir, col[0], len[0], c->ext))) return -ENOMEM;
   return 0;
 }
@@ -357,11 +358,11 @@ static int parse_jsonl(const parse_ctx *c, fc_item *it, const char *line, size_t
   const char *ap = audio ? json_string_value(audio) : NULL;
   if (ap && !(it->path = join_path(c->audio_dir, ap, strlen(ap), NULL))) goto nomem;
   if (id) {
-    if (!(it->id = strdup(json_string_value(id)))) goto nomem;
+    if (!(it->id = fc_strdup(json_string_value(id)))) goto nomem;
   } else if (!(it->id = id_from_path(ap, strlen(ap)))) {
     goto nomem;
   }
-  if (json_is_string(text) && !(it->text = strdup(json_string_value(text)))) goto nomem;
+  if (json_is_string(text) && !(it->text = fc_strdup(json_string_value(text)))) goto nomem;
 done:
   json_decref(root);
   return rc;
@@ -455,7 +456,7 @@ int fc_manifest_read(const char *path, const fc_manifest_opts *opts, fc_item_lis
   }
   parse_ctx c = {.opts = opts};
   c.ext = (opts && opts->audio_ext) ? opts->audio_ext : ".wav";
-  if (!(dir = is_stdin ? strdup(".") : dir_of(path))) goto nomem;
+  if (!(dir = is_stdin ? fc_strdup(".") : dir_of(path))) goto nomem;
 
   for (;;) {
     ssize_t got = next_line(f, &buf, &cap, &first);
@@ -484,11 +485,11 @@ int fc_manifest_read(const char *path, const fc_manifest_opts *opts, fc_item_lis
     }
     if (!audio_dir) {
       if (opts && opts->audio_dir)
-        audio_dir = strdup(opts->audio_dir);
+        audio_dir = fc_strdup(opts->audio_dir);
       else if (fmt == FC_MANIFEST_LJSPEECH)
         audio_dir = join_path(dir, "wavs", 4, NULL);
       else
-        audio_dir = strdup(dir);
+        audio_dir = fc_strdup(dir);
       if (!audio_dir) goto nomem;
       c.audio_dir = audio_dir;
     }

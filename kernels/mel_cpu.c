@@ -27,6 +27,7 @@
  * a reference-counted `mel_tables` shared with clones; each plan has its own buffers, laid out
  * exactly as the buffers the FFTW plans were made for so the new-array execute functions (which
  * are thread-safe) can run them. */
+#include "formats/alloc.h"
 #include "formats/fault.h"
 #include "featcache/fc_mel.h"
 
@@ -119,10 +120,10 @@ static int build_filterbank(mel_tables *t) {
   const fc_mel_config *c = &t->cfg;
   uint32_t nm = c->n_mels, nb = t->nbins;
   double fmax = fc_mel_config_fmax(c);
-  float *row = malloc(sizeof *row * nb);
-  t->first = calloc(nm, sizeof *t->first);
-  t->count = calloc(nm, sizeof *t->count);
-  t->offset = calloc(nm, sizeof *t->offset);
+  float *row = fc_malloc(sizeof *row * nb);
+  t->first = fc_calloc(nm, sizeof *t->first);
+  t->count = fc_calloc(nm, sizeof *t->count);
+  t->offset = fc_calloc(nm, sizeof *t->offset);
   size_t cap = 0, used = 0;
   float *w = NULL;
   int rc = ENOMEM;
@@ -134,7 +135,7 @@ static int build_filterbank(mel_tables *t) {
     if (used + n > cap) {
       size_t ncap = cap ? 2 * cap : 4 * nb;
       while (ncap < used + n) ncap *= 2;
-      float *nw = realloc(w, sizeof *w * ncap);
+      float *nw = fc_realloc(w, sizeof *w * ncap);
       if (!nw) goto out;
       w = nw;
       cap = ncap;
@@ -146,7 +147,7 @@ static int build_filterbank(mel_tables *t) {
     if (n && lo + n > t->kmax) t->kmax = lo + n;
     used += n;
   }
-  if (!w && !(w = malloc(sizeof *w))) goto out; /* every band empty: keep a valid pointer */
+  if (!w && !(w = fc_malloc(sizeof *w))) goto out; /* every band empty: keep a valid pointer */
   t->weights = w;
   w = NULL;
   rc = 0;
@@ -157,7 +158,7 @@ out:
 }
 
 static void *zalloc_fftw(size_t bytes) {
-  void *p = fftwf_malloc(bytes ? bytes : 1);
+  void *p = fc_alloc_fails() ? NULL : fftwf_malloc(bytes ? bytes : 1);
   if (p) memset(p, 0, bytes);
   return p;
 }
@@ -167,8 +168,8 @@ static int plan_buffers(fc_mel_plan *p) {
   p->in = zalloc_fftw(sizeof(float) * (size_t)MEL_BLOCK * t->in_dist);
   p->out = zalloc_fftw(sizeof(fftwf_complex) * (size_t)MEL_BLOCK * t->out_dist);
   p->spec = zalloc_fftw(sizeof(float) * (size_t)MEL_BLOCK * t->kmax);
-  p->scratch = malloc(sizeof(double) * t->win);
-  p->tmp = malloc(sizeof(float) * (2 * (size_t)t->half + 1));
+  p->scratch = fc_malloc(sizeof(double) * t->win);
+  p->tmp = fc_malloc(sizeof(float) * (2 * (size_t)t->half + 1));
   return p->in && p->out && p->spec && p->scratch && p->tmp ? 0 : ENOMEM;
 }
 
@@ -183,8 +184,8 @@ static void plan_buffers_free(fc_mel_plan *p) {
 int fc_mel_plan_create(const fc_mel_config *cfg, fc_mel_plan **out) {
   *out = NULL;
   if (fc_mel_config_validate(cfg, NULL, 0)) return FC_ECONFIG;
-  fc_mel_plan *p = calloc(1, sizeof *p);
-  mel_tables *t = calloc(1, sizeof *t);
+  fc_mel_plan *p = fc_calloc(1, sizeof *p);
+  mel_tables *t = fc_calloc(1, sizeof *t);
   int rc = ENOMEM;
   if (!p || !t) goto fail;
   atomic_init(&t->refs, 1);
@@ -199,7 +200,7 @@ int fc_mel_plan_create(const fc_mel_config *cfg, fc_mel_plan **out) {
   t->woff = fc_window_offset(cfg->window_align, cfg->n_fft, cfg->win_length);
   t->pad = fc_pad_each_side(cfg->center, cfg->n_fft, cfg->pad);
   t->scale = cfg->int16_scale ? 32768.0f : 1.0f;
-  t->window = malloc(sizeof *t->window * t->win);
+  t->window = fc_malloc(sizeof *t->window * t->win);
   if (!t->window) goto fail;
   for (uint32_t j = 0; j < t->win; j++)
     t->window[j] = (float)fc_window_value(cfg->window, j, t->win);
@@ -207,8 +208,8 @@ int fc_mel_plan_create(const fc_mel_config *cfg, fc_mel_plan **out) {
   rc = ENOMEM;
   if (t->half) {
     /* Twiddles of the split step, in double and rounded once. */
-    t->tw_re = malloc(sizeof *t->tw_re * t->kmax);
-    t->tw_im = malloc(sizeof *t->tw_im * t->kmax);
+    t->tw_re = fc_malloc(sizeof *t->tw_re * t->kmax);
+    t->tw_im = fc_malloc(sizeof *t->tw_im * t->kmax);
     if (!t->tw_re || !t->tw_im) goto fail;
     for (uint32_t k = 0; k < t->kmax; k++) {
       double a = 2.0 * FC_PI * (double)k / (double)t->n_fft;
@@ -254,7 +255,7 @@ fail:
 
 int fc_mel_plan_clone(const fc_mel_plan *src, fc_mel_plan **out) {
   *out = NULL;
-  fc_mel_plan *p = calloc(1, sizeof *p);
+  fc_mel_plan *p = fc_calloc(1, sizeof *p);
   if (!p) return ENOMEM;
   p->t = src->t;
   atomic_fetch_add(&p->t->refs, 1);

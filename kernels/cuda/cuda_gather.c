@@ -4,6 +4,7 @@
  * plan fails with FC_ENODEVICE). */
 #include "featcache/fc_cuda.h"
 #include "kernels/cuda/cuda_int.h"
+#include "formats/alloc.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -41,15 +42,15 @@ int fc_cuda_gather_create(const fc_mel_config *cfg, int device, size_t max_batch
                           unsigned workers, unsigned wait_us, fc_cuda_gather **out) {
   *out = NULL;
   if (!workers) workers = 1;
-  fc_cuda_gather *g = calloc(1, sizeof *g);
+  fc_cuda_gather *g = fc_calloc(1, sizeof *g);
   if (!g) return fc_cuda_set_error(ENOMEM, "out of host memory for the CUDA gatherer");
   g->workers = workers;
   g->wait_us = wait_us ? wait_us : 2000;
-  g->queue = calloc(workers, sizeof *g->queue);
-  g->taken = calloc(workers, sizeof *g->taken);
-  g->xs = calloc(workers, sizeof *g->xs);
-  g->lens = calloc(workers, sizeof *g->lens);
-  g->outs = calloc(workers, sizeof *g->outs);
+  g->queue = fc_calloc(workers, sizeof *g->queue);
+  g->taken = fc_calloc(workers, sizeof *g->taken);
+  g->xs = fc_calloc(workers, sizeof *g->xs);
+  g->lens = fc_calloc(workers, sizeof *g->lens);
+  g->outs = fc_calloc(workers, sizeof *g->outs);
   int rc = 0;
   if (!g->queue || !g->taken || !g->xs || !g->lens || !g->outs) {
     rc = fc_cuda_set_error(ENOMEM, "out of host memory for the CUDA gatherer");

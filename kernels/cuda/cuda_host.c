@@ -130,6 +130,7 @@ int fc_cuda_ring_finish(fc_cuda_plan *p, unsigned chunk, const void **out) {
 #include <stdatomic.h>
 #include <time.h>
 
+#include "formats/alloc.h"
 #include "formats/fault.h"
 #include "kernels/cuda/cufft_load.h"
 #include "mel_cuda.h"
@@ -414,9 +415,9 @@ static int plan_create(const fc_mel_config *cfg, int device, size_t max_batch_sa
   if (frames == 0)
     return set_error(FC_ECONFIG, "max_batch_samples %zu gives no frames with this config",
                      max_batch_samples);
-  p = calloc(1, sizeof *p);
-  window = malloc(sizeof *window * cfg->win_length);
-  bands = malloc(sizeof *bands * 3 * (size_t)cfg->n_mels);
+  p = fc_calloc(1, sizeof *p);
+  window = fc_malloc(sizeof *window * cfg->win_length);
+  bands = fc_malloc(sizeof *bands * 3 * (size_t)cfg->n_mels);
   if (!p || !window || !bands) {
     rc = set_error(ENOMEM, "out of host memory for the CUDA plan");
     goto out;

@@ -141,6 +141,7 @@ static inline FC_HD void fc_cu_store(void *out, uint64_t i, float v, int dtype) 
 /* ---- host-side setup, shared by cuda_host.c and the host test ---------------------------------- */
 #ifndef __CUDA_ARCH__
 #include <stdlib.h>
+#include "formats/alloc.h"
 
 /* The chunk-independent fields of P for cfg (table pointers and per-chunk fields left alone). */
 static inline void fc_cu_params_init(fc_cu_params *P, const fc_mel_config *cfg) {
@@ -173,8 +174,8 @@ static inline int fc_cu_build_tables(const fc_mel_config *c, double fmax, float 
   const uint32_t nm = c->n_mels, nb = c->n_fft / 2 + 1;
   for (uint32_t j = 0; j < c->win_length; j++)
     window[j] = (float)fc_window_value(c->window, j, c->win_length);
-  float *row = (float *)malloc(sizeof *row * nb);
-  float *w = (float *)malloc(sizeof *w * (size_t)nm * nb);
+  float *row = (float *)fc_malloc(sizeof *row * nb);
+  float *w = (float *)fc_malloc(sizeof *w * (size_t)nm * nb);
   size_t used = 0;
   if (!row || !w) {
     free(row);

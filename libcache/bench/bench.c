@@ -16,6 +16,7 @@
 #include "featcache/fc_codec.h"
 #include "featcache/fc_format.h"
 #include "featcache/fc_store.h"
+#include "formats/alloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -117,7 +118,7 @@ int fc_bench_order(const fc_bench *b, int pattern, uint64_t seed, uint32_t run, 
   if (batch == 0) batch = 1;
   if (run == 0) run = 16 * batch;
   size_t nruns = (n + run - 1) / run;
-  uint32_t *perm = malloc(nruns * sizeof *perm), *tmp = malloc(n * sizeof *tmp);
+  uint32_t *perm = fc_malloc(nruns * sizeof *perm), *tmp = fc_malloc(n * sizeof *tmp);
   if (!perm || !tmp) {
     free(perm);
     free(tmp);
@@ -195,7 +196,7 @@ static void deliver(struct reader *rd, fc_bench *b, const void *val, size_t len,
   if (h.dtype == FC_DTYPE_MQ) {
     out = (uint64_t)h.dim0 * h.dim1 * sizeof(float);
     if (out > rd->dec_cap) {
-      float *p = realloc(rd->dec, (size_t)out);
+      float *p = fc_realloc(rd->dec, (size_t)out);
       if (!p) {
         rd->bad++;
         return;
@@ -261,7 +262,7 @@ static void *reader_main(void *arg) {
   double lk[B > 0 ? B : 1], ft[B > 0 ? B : 1];
   struct rusage ru0, ru1;
   getrusage(RUSAGE_THREAD, &ru0);
-  fc_rtxn **t = calloc(b->nparts, sizeof *t); /* one read transaction per store */
+  fc_rtxn **t = fc_calloc(b->nparts, sizeof *t); /* one read transaction per store */
   rd->rc = t ? 0 : ENOMEM;
   for (size_t i = 0; i < b->nparts && !rd->rc; i++)
     rd->rc = fc_store_read_begin(b->parts[i].s, &t[i]);
@@ -401,9 +402,9 @@ int fc_bench_run(fc_bench *b, const fc_bench_params *p, fc_bench_result *r) {
   if (rc) return rc;
 
   size_t n = b->n, nb = (n + p->batch - 1) / p->batch;
-  uint32_t *order = malloc(n * sizeof *order);
-  double *rec_lat = malloc(n * sizeof *rec_lat), *batch_lat = malloc(nb * sizeof *batch_lat);
-  struct reader *rds = calloc(p->threads, sizeof *rds);
+  uint32_t *order = fc_malloc(n * sizeof *order);
+  double *rec_lat = fc_malloc(n * sizeof *rec_lat), *batch_lat = fc_malloc(nb * sizeof *batch_lat);
+  struct reader *rds = fc_calloc(p->threads, sizeof *rds);
   struct pass ps = {.b = b, .p = p, .n = n, .rec_lat = rec_lat, .batch_lat = batch_lat};
   pthread_mutex_init(&ps.visit_mu, NULL);
   rc = (order && rec_lat && batch_lat && rds) ? 0 : ENOMEM;
@@ -414,10 +415,11 @@ int fc_bench_run(fc_bench *b, const fc_bench_params *p, fc_bench_result *r) {
   for (size_t i = 0; i < nb; i++) batch_lat[i] = -1;
   for (unsigned i = 0; i < p->threads && !rc; i++) {
     rds[i].ps = &ps;
-    rds[i].buf = malloc((size_t)p->batch * (b->max_payload ? b->max_payload : 1));
+    rds[i].buf = fc_malloc((size_t)p->batch * (b->max_payload ? b->max_payload : 1));
     if (!rds[i].buf) rc = ENOMEM;
     if (!rc && r->direct &&
-        posix_memalign((void **)&rds[i].dbuf, DIRECT_ALIGN, (size_t)b->max_val + 2 * DIRECT_ALIGN))
+        fc_posix_memalign((void **)&rds[i].dbuf, DIRECT_ALIGN,
+                          (size_t)b->max_val + 2 * DIRECT_ALIGN))
       rc = ENOMEM;
   }
   if (rc) goto out;
@@ -433,7 +435,7 @@ int fc_bench_run(fc_bench *b, const fc_bench_params *p, fc_bench_result *r) {
                      (r->resident_before <= COLD_RESIDENT_MAX ||
                       r->resident_before * file_pages <= COLD_PAGES_PER_STORE * (double)b->nparts);
   if (r->direct) {
-    if (!(ps.direct_fd = malloc(b->nparts * sizeof *ps.direct_fd))) {
+    if (!(ps.direct_fd = fc_malloc(b->nparts * sizeof *ps.direct_fd))) {
       rc = ENOMEM;
       goto out;
     }

@@ -8,6 +8,7 @@
 #include "libcache/bench/bench_int.h"
 
 #include "featcache/fc_format.h"
+#include "formats/alloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -76,7 +77,7 @@ static int enumerate(fc_bench *b, uint32_t pi, size_t *cap) {
   fc_cursor *c = NULL;
   if (!rc && b->n + count > *cap) {
     size_t want = b->n + (size_t)count;
-    struct bench_rec *r = realloc(b->recs, want * sizeof *r);
+    struct bench_rec *r = fc_realloc(b->recs, want * sizeof *r);
     if (!r)
       rc = ENOMEM;
     else {
@@ -122,8 +123,8 @@ static int by_key_then_index(const void *x, const void *y, void *ctx) {
 static int drop_duplicates(fc_bench *b) {
   if (b->nparts < 2 || b->n < 2) return 0;
   if (b->n > UINT32_MAX) return EINVAL;
-  uint32_t *ix = malloc(b->n * sizeof *ix);
-  uint8_t *dup = calloc(b->n, 1);
+  uint32_t *ix = fc_malloc(b->n * sizeof *ix);
+  uint8_t *dup = fc_calloc(b->n, 1);
   if (!ix || !dup) {
     free(ix);
     free(dup);
@@ -147,13 +148,13 @@ int fc_bench_open_many(const char *const *dirs, size_t n, unsigned flags, fc_ben
   *out = NULL;
   size_t at = n;
   if (!dirs || !n || n > UINT32_MAX) return EINVAL;
-  fc_bench *b = calloc(1, sizeof *b);
+  fc_bench *b = fc_calloc(1, sizeof *b);
   if (!b) return ENOMEM;
   int rc = 0;
   b->store_flags = store_flags_for(flags);
   long pg = sysconf(_SC_PAGESIZE);
   b->page = pg > 0 ? (size_t)pg : 4096;
-  b->parts = calloc(n, sizeof *b->parts);
+  b->parts = fc_calloc(n, sizeof *b->parts);
   if (!b->parts) {
     rc = ENOMEM;
     goto fail;
@@ -164,8 +165,8 @@ int fc_bench_open_many(const char *const *dirs, size_t n, unsigned flags, fc_ben
     struct bench_part *p = &b->parts[i];
     at = i;
     size_t dl = strlen(dirs[i]);
-    p->dir = strdup(dirs[i]);
-    p->data_path = malloc(dl + 10);
+    p->dir = fc_strdup(dirs[i]);
+    p->data_path = fc_malloc(dl + 10);
     if (!p->dir || !p->data_path) {
       rc = ENOMEM;
       break;
@@ -243,7 +244,7 @@ static int file_resident(const char *path, size_t page, uint64_t *resident, uint
   }
   uint64_t size = (uint64_t)st.st_size;
   const uint64_t window = 1ull << 30; /* bounded memory: 256 KiB of mincore vector per GiB */
-  unsigned char *vec = malloc((size_t)(window / page));
+  unsigned char *vec = fc_malloc((size_t)(window / page));
   int rc = vec ? 0 : ENOMEM;
   for (uint64_t off = 0; !rc && off < size; off += window) {
     size_t len = (size_t)(size - off < window ? size - off : window);
@@ -333,7 +334,7 @@ static int prewarm_file(const char *path, char *buf, size_t cap) {
 int fc_bench_prewarm(fc_bench *b, double *resident) {
   *resident = 0;
   size_t cap = 4u << 20;
-  char *buf = malloc(cap);
+  char *buf = fc_malloc(cap);
   int rc = buf ? 0 : ENOMEM;
   for (size_t i = 0; i < b->nparts && !rc; i++) rc = prewarm_file(b->parts[i].data_path, buf, cap);
   free(buf);

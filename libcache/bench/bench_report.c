@@ -1,5 +1,6 @@
 /* cache-bench reports: verdict and recommendations, a table, JSON lines and an SVG chart. */
 #include "featcache/fc_bench.h"
+#include "formats/alloc.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -191,7 +192,7 @@ static void compute_verdict(const fc_bench_report *r, double step_ms, unsigned b
 
 void fc_bench_verdict(const fc_bench_report *r, double step_ms, unsigned batch,
                       uint64_t mem_available, char *buf, size_t len) {
-  struct verdict *v = malloc(sizeof *v);
+  struct verdict *v = fc_malloc(sizeof *v);
   if (!v) {
     if (len) buf[0] = '\0';
     return;
@@ -353,7 +354,7 @@ static const char *const stop_names[] = {"complete", "time", "bytes", "signal"};
 
 void fc_bench_write_json(FILE *f, const fc_bench_report *r, size_t n, double step_ms,
                          unsigned batch) {
-  struct verdict *v = malloc(sizeof *v);
+  struct verdict *v = fc_malloc(sizeof *v);
   for (size_t s = 0; s < n; s++) {
     const fc_bench_device *d = r[s].device;
     for (size_t i = 0; i < r[s].n_passes; i++) {

@@ -19,6 +19,7 @@
  * held as float at its own rate and channel count: a 1-hour 44.1 kHz stereo 16-bit WAV (635 MB)
  * resampled to 22.05 kHz holds 635 MB + 318 MB. */
 #include "featcache/fc_audio.h"
+#include "formats/alloc.h"
 #include "formats/fault.h"
 #include "formats/why.h"
 
@@ -74,7 +75,7 @@ int fc_audio_read_file(const char *path, uint64_t max_bytes, void **bytes, size_
   } else {
     cap = 1 << 16; /* a pipe or device: read to EOF */
   }
-  if (!(buf = malloc(cap))) {
+  if (!(buf = fc_malloc(cap))) {
     rc = ENOMEM;
     goto fail;
   }
@@ -82,7 +83,7 @@ int fc_audio_read_file(const char *path, uint64_t max_bytes, void **bytes, size_
     if (have == cap) {
       if (S_ISREG(st.st_mode)) break; /* read as many bytes as stat said (and one more) */
       size_t ncap = cap * 2;
-      uint8_t *n = realloc(buf, ncap);
+      uint8_t *n = fc_realloc(buf, ncap);
       if (!n) {
         rc = ENOMEM;
         goto fail;
@@ -309,7 +310,7 @@ static int sample_buf_reserve(sample_buf *b, size_t extra) {
     if (ncap > SIZE_MAX / 2 / sizeof(float)) return ENOMEM;
     ncap *= 2;
   }
-  float *v = realloc(b->v, ncap * sizeof *v);
+  float *v = fc_realloc(b->v, ncap * sizeof *v);
   if (!v) return ENOMEM;
   b->v = v;
   b->cap = ncap;
@@ -366,7 +367,7 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
              max_seconds);
       return FC_ETOOLONG;
     }
-    float *v = malloc(pcm_frames * sizeof *v);
+    float *v = fc_malloc(pcm_frames * sizeof *v);
     if (!v) return ENOMEM;
     wav_decode_pcm16(pcm, pcm_frames, v);
     if (info) info->frames = pcm_frames;
@@ -465,8 +466,8 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     }
   }
   /* libsndfile caps channels at 1024, so the block is at most 32 MB. */
-  if (!(block = malloc((size_t)BLOCK_FRAMES * channels * sizeof *block)) ||
-      !(mono = malloc(BLOCK_FRAMES * sizeof *mono))) {
+  if (!(block = fc_malloc((size_t)BLOCK_FRAMES * channels * sizeof *block)) ||
+      !(mono = fc_malloc(BLOCK_FRAMES * sizeof *mono))) {
     rc = ENOMEM;
     goto done;
   }
@@ -541,7 +542,7 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     out.n = n_out; /* or trim */
   }
   if (out.cap > out.n + out.n / 8 + 4096) { /* give back a generous over-allocation */
-    float *v = realloc(out.v, out.n * sizeof *v);
+    float *v = fc_realloc(out.v, out.n * sizeof *v);
     if (v) out.v = v;
   }
   *samples = out.v;

@@ -27,6 +27,7 @@
 #include "featcache/fc_codec.h"
 #include "libcache/featurize/featurize_int.h"
 #include "formats/why.h"
+#include "formats/alloc.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -196,7 +197,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   tm->decode += (t1 = fz_now()) - t0;
   if (rc) goto fail;
 
-  if (!(j = calloc(1, sizeof *j))) goto nomem;
+  if (!(j = fc_calloc(1, sizeof *j))) goto nomem;
   j->index = i;
   j->key = key;
   j->seconds = info.sample_rate ? (double)info.frames / info.sample_rate : 0;
@@ -224,7 +225,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
         goto fail;
       }
     }
-    if (!(j->record = malloc(FC_RECORD_HEADER_SIZE + payload))) goto nomem;
+    if (!(j->record = fc_malloc(FC_RECORD_HEADER_SIZE + payload))) goto nomem;
     j->record_len = FC_RECORD_HEADER_SIZE + payload;
     j->frames = frames;
     if (r->batching && n <= r->ring.capacity && frames <= r->ring.max_frames) {
@@ -238,14 +239,14 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
                           .path = it->path,
                           .path_len = strlen(it->path)};
       j->entry_len = fc_audio_entry_size(&e);
-      if (!(j->entry = malloc(j->entry_len))) goto nomem;
+      if (!(j->entry = fc_malloc(j->entry_len))) goto nomem;
       fc_audio_entry_encode(&e, j->entry);
       fz_stage_put(r, j, x, n, tm);
       free(x);
       return;
     }
     uint8_t *pl = j->record + FC_RECORD_HEADER_SIZE;
-    float *mel = cfg->dtype == FC_DTYPE_F32 ? (float *)(void *)pl : malloc(nvals * sizeof *mel);
+    float *mel = cfg->dtype == FC_DTYPE_F32 ? (float *)(void *)pl : fc_malloc(nvals * sizeof *mel);
     if (!mel) goto nomem;
     uint32_t producer;
     t1 = fz_now();
@@ -259,7 +260,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
       if (rc) fc_why(why, sizeof why, "cannot code the mel: %s", cw);
       j->record_len = FC_RECORD_HEADER_SIZE + payload;
       uint8_t *fit =
-          rc ? NULL : realloc(j->record, j->record_len); /* give the bound's slack back */
+          rc ? NULL : fc_realloc(j->record, j->record_len); /* give the bound's slack back */
       if (fit) pl = (j->record = fit) + FC_RECORD_HEADER_SIZE;
     } else if (cfg->dtype != FC_DTYPE_F32) {
       fc_convert_dtype(mel, nvals, cfg->dtype, pl);
@@ -291,7 +292,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
                       .path = it->path,
                       .path_len = strlen(it->path)};
   j->entry_len = fc_audio_entry_size(&e);
-  if (!(j->entry = malloc(j->entry_len))) goto nomem;
+  if (!(j->entry = fc_malloc(j->entry_len))) goto nomem;
   fc_audio_entry_encode(&e, j->entry);
   if ((rc = fz_queue_push(r, j, &tm->queue_wait))) {
     fz_job_free(j);
@@ -380,7 +381,7 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
               const fc_featurize_opts *opts, const fc_fz_backend *backend,
               fc_featurize_stats *stats, char *why, size_t why_len) {
   if (why && why_len) why[0] = '\0';
-  fz_run *r = calloc(1, sizeof *r);
+  fz_run *r = fc_calloc(1, sizeof *r);
   fz_worker *workers = NULL;
   unsigned started = 0;
   int rc = 0, ran = 0, stage_started = 0;
@@ -399,7 +400,7 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
     fc_featurize_opts_init(&r->o);
   if (!r->o.jobs) r->o.jobs = 1;
   r->n_parts = r->o.parts && r->o.n_parts > 1 ? r->o.n_parts : 1;
-  if (!(r->parts = calloc(r->n_parts, sizeof *r->parts))) {
+  if (!(r->parts = fc_calloc(r->n_parts, sizeof *r->parts))) {
     free(r);
     return ENOMEM;
   }
@@ -483,7 +484,7 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
     r->st.compute_stage = 1;
   }
 
-  if (!(workers = calloc(r->o.jobs, sizeof *workers))) {
+  if (!(workers = fc_calloc(r->o.jobs, sizeof *workers))) {
     rc = ENOMEM;
     goto out;
   }

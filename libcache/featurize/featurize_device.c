@@ -4,6 +4,7 @@
 
 #include "featcache/fc_cuda.h"
 #include "kernels/cuda/cuda_ring.h"
+#include "formats/alloc.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -140,7 +141,7 @@ static int cpu_open(const fc_mel_config *cfg, const fc_device *dev, unsigned wor
   (void)dev;
   *state = NULL;
   if (workers == 0) workers = 1;
-  cpu_state *c = calloc(1, sizeof *c + workers * sizeof c->plans[0]);
+  cpu_state *c = fc_calloc(1, sizeof *c + workers * sizeof c->plans[0]);
   if (!c) return ENOMEM;
   c->workers = workers;
   int rc = fc_mel_plan_create(cfg, &c->plans[0]);

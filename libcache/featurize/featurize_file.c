@@ -4,6 +4,7 @@
 #include "featcache/fc_featurize.h"
 #include "libcache/featurize/featurize_int.h"
 #include "formats/why.h"
+#include "formats/alloc.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -36,7 +37,7 @@ int fc_featurize_memory(fc_mel_plan *plan, const void *bytes, size_t len, double
     fc_why(why, why_len, "too long for this machine");
     return ENOMEM;
   }
-  float *out = malloc((size_t)nf * cfg->n_mels * sizeof *out);
+  float *out = fc_malloc((size_t)nf * cfg->n_mels * sizeof *out);
   if (!out) {
     free(x);
     fc_why(why, why_len, "out of memory");

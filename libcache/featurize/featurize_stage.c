@@ -22,6 +22,7 @@
 #include "kernels/cuda/mel_kernels.h"
 #include "libcache/featurize/featurize_int.h"
 #include "formats/why.h"
+#include "formats/alloc.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -60,15 +61,15 @@ static fz_chunk *chunk_at(fz_run *r, uint64_t seq) { return &r->chunks[seq % r->
 
 int fz_stage_init(fz_run *r) {
   const size_t k = r->ring.chunks, u = r->ring.max_utts;
-  if (!(r->chunks = calloc(k, sizeof *r->chunks))) return ENOMEM;
+  if (!(r->chunks = fc_calloc(k, sizeof *r->chunks))) return ENOMEM;
   for (size_t i = 0; i < k; i++) {
     fz_chunk *c = &r->chunks[i];
     c->staging = r->be->stage_buffer(r->be_state, (unsigned)i);
-    c->jobs = calloc(u, sizeof *c->jobs);
-    c->off = calloc(u, sizeof *c->off);
-    c->len = calloc(u, sizeof *c->len);
-    c->sample_off = calloc(u, sizeof *c->sample_off);
-    c->i16 = calloc(u, 1);
+    c->jobs = fc_calloc(u, sizeof *c->jobs);
+    c->off = fc_calloc(u, sizeof *c->off);
+    c->len = fc_calloc(u, sizeof *c->len);
+    c->sample_off = fc_calloc(u, sizeof *c->sample_off);
+    c->i16 = fc_calloc(u, 1);
     if (!c->staging) return EINVAL;
     if (!c->jobs || !c->off || !c->len || !c->sample_off || !c->i16) return ENOMEM;
   }

@@ -5,6 +5,7 @@
  * list in the queue (the bounds hold for all of them together) and its own transactions on its
  * own LMDB environment. A job goes to the part of its id (fc_store_part_of_id). */
 #include "libcache/featurize/featurize_int.h"
+#include "formats/alloc.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -57,7 +58,7 @@ int fz_queue_push(fz_run *r, fz_job *j, double *waited) {
 
 /* Commit one batch to part p: config, then each job's record (NOOVERWRITE) and audio entry. */
 static int commit_batch(fz_run *r, fz_part *p, fz_job *batch, size_t count) {
-  fc_put *puts = malloc((2 * count + 1) * sizeof *puts);
+  fc_put *puts = fc_malloc((2 * count + 1) * sizeof *puts);
   if (!puts) return ENOMEM;
   size_t np = 0;
   puts[np++] =

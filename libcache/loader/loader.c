@@ -20,6 +20,7 @@
 
 #include "featcache/fc_config.h"
 #include "formats/why.h"
+#include "formats/alloc.h"
 
 void fc_loader_options_init(fc_loader_options *o) {
   memset(o, 0, sizeof *o);
@@ -69,7 +70,7 @@ static int reg_acquire(const char *dir, unsigned flags, ld_reg **out) {
   int rc = 0;
   if (r) {
     r->refs++;
-  } else if (!(r = calloc(1, sizeof *r))) {
+  } else if (!(r = fc_calloc(1, sizeof *r))) {
     rc = ENOMEM;
   } else if ((rc = fc_store_open(dir, flags, &r->s)) != 0) {
     free(r);
@@ -107,14 +108,14 @@ static int add_problem(fc_loader *l, uint32_t store, const char *id, size_t id_l
                        const char *reason) {
   if (l->n_problems == l->cap_problems) {
     uint64_t cap = l->cap_problems ? l->cap_problems * 2 : 16;
-    ld_problem *p = realloc(l->problems, cap * sizeof *p);
+    ld_problem *p = fc_realloc(l->problems, cap * sizeof *p);
     if (!p) return ENOMEM;
     l->problems = p;
     l->cap_problems = cap;
   }
   ld_problem *p = &l->problems[l->n_problems];
-  p->id = strndup(id, id_len);
-  p->reason = strdup(reason);
+  p->id = fc_strndup(id, id_len);
+  p->reason = fc_strdup(reason);
   p->store = store;
   if (!p->id || !p->reason) {
     free(p->id);
@@ -243,7 +244,7 @@ static int find_records(fc_loader *l, uint32_t si, const char *id, size_t id_len
 static int add_item(fc_loader *l, const ld_item *it, const char *id, size_t id_len) {
   if (l->n_items == l->cap_items) {
     uint64_t cap = l->cap_items ? l->cap_items * 2 : 1024;
-    ld_item *p = realloc(l->items, cap * sizeof *p);
+    ld_item *p = fc_realloc(l->items, cap * sizeof *p);
     if (!p) return ENOMEM;
     l->items = p;
     l->cap_items = cap;
@@ -252,7 +253,7 @@ static int add_item(fc_loader *l, const ld_item *it, const char *id, size_t id_l
     size_t cap = l->ids_cap ? l->ids_cap * 2 : 65536;
     while (cap < l->ids_len + id_len + 1) cap *= 2;
     if (l->ids_len + id_len + 1 > UINT32_MAX) return FC_ETOOLONG;
-    char *p = realloc(l->ids, cap);
+    char *p = fc_realloc(l->ids, cap);
     if (!p) return ENOMEM;
     l->ids = p;
     l->ids_cap = cap;
@@ -397,7 +398,7 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_optio
   }
   int rc = check_options(opts, why, why_len);
   if (rc) return rc;
-  fc_loader *l = calloc(1, sizeof *l);
+  fc_loader *l = fc_calloc(1, sizeof *l);
   if (!l) return ENOMEM;
   l->pid = getpid();
   l->o = *opts;
@@ -417,12 +418,12 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_optio
   pthread_cond_init(&l->cv_space, NULL);
   pthread_cond_init(&l->cv_idle, NULL);
   pthread_cond_init(&l->cv_buf, NULL);
-  l->features_sel = opts->features ? strdup(opts->features) : NULL;
-  l->tokens_sel = opts->tokens ? strdup(opts->tokens) : NULL;
+  l->features_sel = opts->features ? fc_strdup(opts->features) : NULL;
+  l->tokens_sel = opts->tokens ? fc_strdup(opts->tokens) : NULL;
   l->o.features = l->features_sel;
   l->o.tokens = l->tokens_sel;
   l->has_tokens = opts->tokens != NULL;
-  l->stores = calloc(n, sizeof *l->stores);
+  l->stores = fc_calloc(n, sizeof *l->stores);
   if (!l->stores || (opts->features && !l->features_sel) || (opts->tokens && !l->tokens_sel)) {
     rc = ENOMEM;
     goto fail;
@@ -433,7 +434,7 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_optio
   for (size_t i = 0; i < n; i++) {
     ld_store *st = &l->stores[i];
     l->n_stores = (uint32_t)i + 1;
-    if (!(st->path = strdup(paths[i]))) {
+    if (!(st->path = fc_strdup(paths[i]))) {
       rc = ENOMEM;
       goto fail;
     }

@@ -12,6 +12,7 @@
  * are dropped when they finish. A build touches only the index and the map (no LMDB call). */
 #include "libcache/loader/loader_int.h"
 #include "featcache/fc_codec.h"
+#include "formats/alloc.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -64,7 +65,7 @@ static int buf_get(fc_loader *l, uint64_t gen, size_t need, ld_buf *out) {
   pthread_mutex_unlock(&l->mu);
   free(old.p);
   size_t cap = (want + 63) & ~(size_t)63;
-  out->p = aligned_alloc(64, cap ? cap : 64);
+  out->p = fc_aligned_alloc(64, cap ? cap : 64);
   out->cap = cap;
   out->caller = 0;
   return out->p ? 0 : ENOMEM;
@@ -80,7 +81,7 @@ static void buf_put_locked(fc_loader *l, ld_buf b) {
   }
   if (l->n_free == l->cap_free) {
     size_t cap = l->cap_free ? l->cap_free * 2 : 8;
-    ld_buf *p = realloc(l->free_bufs, cap * sizeof *p);
+    ld_buf *p = fc_realloc(l->free_bufs, cap * sizeof *p);
     if (!p) {
       if (!b.caller) free(b.p);
       return;
@@ -215,7 +216,7 @@ static uint32_t pad_pattern(int dtype, double v) {
 
 static int errors_append(char **errs, const char *id, const char *reason) {
   size_t old = *errs ? strlen(*errs) : 0, add = strlen(id) + strlen(reason) + 4;
-  char *p = realloc(*errs, old + add);
+  char *p = fc_realloc(*errs, old + add);
   if (!p) return ENOMEM;
   snprintf(p + old, add, "%s: %s\n", id, reason);
   *errs = p;
@@ -238,13 +239,13 @@ static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_pl
     willneed(l, nxt, k + ahead - p->n_batches);
   uint64_t s = p->bstart[k], m = p->bstart[k + 1] - s;
   int padded = l->o.output == FC_OUTPUT_PADDED, verify = (l->o.flags & FC_LOADER_VERIFY) != 0;
-  ld_batch *b = calloc(1, sizeof *b);
+  ld_batch *b = fc_calloc(1, sizeof *b);
   if (!b) return ENOMEM;
   b->l = l;
   int rc = 0;
   uint32_t kept = 0;
   /* pass 1: which items, their lengths, and the sizes of everything */
-  uint64_t *keep = malloc((m ? m : 1) * sizeof *keep);
+  uint64_t *keep = fc_malloc((m ? m : 1) * sizeof *keep);
   if (!keep) {
     rc = ENOMEM;
     goto fail;
@@ -294,7 +295,7 @@ static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_pl
          off_mels = off_u32 + align16(4 * B * 4), off_tokp = off_mels + align16(B * sizeof(void *)),
          off_copy = off_tokp + align16(B * sizeof(void *)),
          off_idtext = off_copy + copy_bytes + tok_bytes, total = off_idtext + align16(id_bytes);
-  uint8_t *blk = aligned_alloc(16, total ? total : 16);
+  uint8_t *blk = fc_aligned_alloc(16, total ? total : 16);
   if (!blk) {
     rc = ENOMEM;
     goto fail;
@@ -496,7 +497,7 @@ static void *prefetch_main(void *arg) {
       l->slots[slot] = b;
       l->slot_err[slot] = rc;
       free(l->slot_why[slot]);
-      l->slot_why[slot] = rc ? strdup(why[0] ? why : fc_strerror(rc)) : NULL;
+      l->slot_why[slot] = rc ? fc_strdup(why[0] ? why : fc_strerror(rc)) : NULL;
       l->slot_ready[slot] = 1;
       pthread_cond_broadcast(&l->cv_ready);
     }
@@ -509,7 +510,7 @@ static void *prefetch_main(void *arg) {
 int ld_threads_start(fc_loader *l) {
   uint32_t n = l->o.prefetch_threads;
   if (!n || l->n_threads) return 0;
-  l->threads = calloc(n, sizeof *l->threads);
+  l->threads = fc_calloc(n, sizeof *l->threads);
   if (!l->threads) return ENOMEM;
   for (uint32_t i = 0; i < n; i++) {
     int rc = pthread_create(&l->threads[i], NULL, prefetch_main, l);
@@ -555,10 +556,10 @@ int fc_loader_set_epoch(fc_loader *l, uint64_t epoch) {
   uint32_t depth = l->o.prefetch_depth;
   pthread_mutex_lock(&l->mu);
   if (!l->slots) {
-    l->slots = calloc(depth, sizeof *l->slots);
-    l->slot_err = calloc(depth, sizeof *l->slot_err);
-    l->slot_why = calloc(depth, sizeof *l->slot_why);
-    l->slot_ready = calloc(depth, 1);
+    l->slots = fc_calloc(depth, sizeof *l->slots);
+    l->slot_err = fc_calloc(depth, sizeof *l->slot_err);
+    l->slot_why = fc_calloc(depth, sizeof *l->slot_why);
+    l->slot_ready = fc_calloc(depth, 1);
     if (!l->slots || !l->slot_err || !l->slot_why || !l->slot_ready) {
       pthread_mutex_unlock(&l->mu);
       return ENOMEM;

@@ -4,6 +4,7 @@
 #include "libcache/loader/loader_int.h"
 
 #include "formats/why.h"
+#include "formats/alloc.h"
 
 #include <errno.h>
 #include <math.h>
@@ -122,7 +123,7 @@ int ld_resolve_config(MDB_txn *txn, MDB_dbi meta, const char *store, const char 
     if (found++ == 0) {
       d1 = d;
       free(*json);
-      *json = strndup(v.mv_data, v.mv_size);
+      *json = fc_strndup(v.mv_data, v.mv_size);
       if (!*json) {
         rc = ENOMEM;
         break;

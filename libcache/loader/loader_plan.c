@@ -5,6 +5,7 @@
  * seed ^ mix(epoch) (mix = one splitmix64 step of its argument); bounded draws by the
  * multiply-shift (x * n) >> 64; shuffles are Fisher-Yates from the last element down. */
 #include "libcache/loader/loader_int.h"
+#include "formats/alloc.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -111,7 +112,7 @@ int ld_plan_epoch(fc_loader *l, uint64_t epoch, ld_plan *out) {
   out->epoch = epoch;
   const uint64_t n = l->n_items;
   const uint32_t bs = l->o.batch_size;
-  uint64_t *all = malloc((n ? n : 1) * sizeof *all);
+  uint64_t *all = fc_malloc((n ? n : 1) * sizeof *all);
   keyed *kv = NULL;
   int rc = ENOMEM;
   if (!all) goto fail;
@@ -124,7 +125,7 @@ int ld_plan_epoch(fc_loader *l, uint64_t epoch, ld_plan *out) {
   } else if (l->o.order == FC_ORDER_BUCKET) {
     shuffle(&r, all, n);
     uint64_t w = (uint64_t)l->o.bucket_batches * (bs ? bs : 32);
-    if (!(kv = malloc((n ? n : 1) * sizeof *kv))) goto fail;
+    if (!(kv = fc_malloc((n ? n : 1) * sizeof *kv))) goto fail;
     for (uint64_t s = 0; s < n; s += w) {
       uint64_t m = n - s < w ? n - s : w;
       for (uint64_t i = 0; i < m; i++)
@@ -133,7 +134,7 @@ int ld_plan_epoch(fc_loader *l, uint64_t epoch, ld_plan *out) {
       for (uint64_t i = 0; i < m; i++) all[s + i] = kv[i].item;
     }
   } else if (l->o.order == FC_ORDER_LOCALITY) {
-    if (!(kv = malloc((n ? n : 1) * sizeof *kv))) goto fail;
+    if (!(kv = fc_malloc((n ? n : 1) * sizeof *kv))) goto fail;
     for (uint64_t i = 0; i < n; i++) kv[i] = (keyed){locality_key(l, i), i};
     /* stores are separate maps: keep them apart, ordered as given */
     for (uint64_t s = 0, e; s < n; s = e) {
@@ -141,7 +142,7 @@ int ld_plan_epoch(fc_loader *l, uint64_t epoch, ld_plan *out) {
       qsort(kv + s, e - s, sizeof *kv, cmp_key_asc);
     }
     uint64_t run = l->o.locality_run, n_runs = (n + run - 1) / run;
-    uint64_t *runs = malloc((n_runs ? n_runs : 1) * sizeof *runs);
+    uint64_t *runs = fc_malloc((n_runs ? n_runs : 1) * sizeof *runs);
     if (!runs) goto fail;
     for (uint64_t i = 0; i < n_runs; i++) runs[i] = i;
     shuffle(&r, runs, n_runs);
@@ -166,13 +167,13 @@ int ld_plan_epoch(fc_loader *l, uint64_t epoch, ld_plan *out) {
     per = n / W;
   else
     per = n > R ? (n - R + W - 1) / W : 0;
-  out->order = malloc((per ? per : 1) * sizeof *out->order);
+  out->order = fc_malloc((per ? per : 1) * sizeof *out->order);
   if (!out->order) goto fail;
   for (uint64_t i = 0; i < per; i++) out->order[i] = all[(R + i * W) % n];
   out->n_order = per;
 
   /* batches */
-  out->bstart = malloc((per + 2) * sizeof *out->bstart);
+  out->bstart = fc_malloc((per + 2) * sizeof *out->bstart);
   if (!out->bstart) goto fail;
   uint64_t nb = 0;
   if (l->o.max_frames == 0) {
@@ -200,8 +201,9 @@ int ld_plan_epoch(fc_loader *l, uint64_t epoch, ld_plan *out) {
 
   if (l->o.order == FC_ORDER_BUCKET && nb > 1) {
     /* shuffle whole batches so lengths do not come sorted */
-    uint64_t *perm = malloc(nb * sizeof *perm), *no = malloc(out->bstart[nb] * sizeof *no + 8);
-    uint64_t *nbs = malloc((nb + 1) * sizeof *nbs);
+    uint64_t *perm = fc_malloc(nb * sizeof *perm),
+             *no = fc_malloc(out->bstart[nb] * sizeof *no + 8);
+    uint64_t *nbs = fc_malloc((nb + 1) * sizeof *nbs);
     if (!perm || !no || !nbs) {
       free(perm);
       free(no);

@@ -14,6 +14,7 @@
 #include "featcache/fc_featurize.h"
 #include "featcache/fc_loader.h"
 #include "featcache/fc_mel.h"
+#include "formats/alloc.h"
 
 #define WHY(...) (why && why_len ? (void)snprintf(why, why_len, __VA_ARGS__) : (void)0)
 
@@ -118,7 +119,7 @@ static int pool_build(pool *p, pool_worker *w, uint64_t k, pool_slot *s) {
   /* collate: one dense zero-padded [n][T][n_mels] float batch, as a DataLoader's collate_fn does */
   size_t need = (size_t)n * T * p->n_mels;
   if (need > s->cap) {
-    float *d = realloc(s->data, need * sizeof(float));
+    float *d = fc_realloc(s->data, need * sizeof(float));
     if (!d) {
       for (uint32_t b = 0; b < n; b++) free(w->mels[b]);
       return ENOMEM;
@@ -192,7 +193,7 @@ static void pool_free(pool *p) {
 }
 
 static int pool_create(const fc_lb_opts *o, uint64_t total, pool **out, char *why, size_t why_len) {
-  pool *p = calloc(1, sizeof *p);
+  pool *p = fc_calloc(1, sizeof *p);
   if (!p) return ENOMEM;
   p->o = o;
   pthread_mutex_init(&p->mu, NULL);
@@ -204,8 +205,8 @@ static int pool_create(const fc_lb_opts *o, uint64_t total, pool **out, char *wh
   p->n_mels = o->source == FC_LB_AUDIO ? o->mel->n_mels : 1;
   p->depth = o->workers ? o->workers * (o->prefetch ? o->prefetch : 1) : 1;
   p->nw = o->workers ? o->workers : 1;
-  p->slots = calloc(p->depth, sizeof *p->slots);
-  p->w = calloc(p->nw, sizeof *p->w);
+  p->slots = fc_calloc(p->depth, sizeof *p->slots);
+  p->w = fc_calloc(p->nw, sizeof *p->w);
   int rc = 0;
   if (!p->slots || !p->w) {
     rc = ENOMEM;
@@ -227,8 +228,8 @@ static int pool_create(const fc_lb_opts *o, uint64_t total, pool **out, char *wh
   for (uint32_t i = 0; i < p->nw; i++) {
     pool_worker *w = &p->w[i];
     w->p = p;
-    w->mels = calloc(o->batch, sizeof *w->mels);
-    w->frames = calloc(o->batch, sizeof *w->frames);
+    w->mels = fc_calloc(o->batch, sizeof *w->mels);
+    w->frames = fc_calloc(o->batch, sizeof *w->frames);
     if (!w->mels || !w->frames) rc = ENOMEM;
     if (!rc && base && i > 0) rc = fc_mel_plan_clone(base, &w->plan);
     if (rc) {
@@ -324,9 +325,9 @@ int fc_lb_run(const fc_lb_opts *o, fc_profiler *prof, fc_lb_result *res, char *w
   if (o->compute == FC_LB_MATMUL) {
     mm.n = o->matmul_n ? o->matmul_n : 1;
     size_t nn = (size_t)mm.n * mm.n;
-    mm.a = malloc(nn * sizeof(float));
-    mm.b = malloc(nn * sizeof(float));
-    mm.c = malloc(nn * sizeof(float));
+    mm.a = fc_malloc(nn * sizeof(float));
+    mm.b = fc_malloc(nn * sizeof(float));
+    mm.c = fc_malloc(nn * sizeof(float));
     if (!mm.a || !mm.b || !mm.c) {
       rc = ENOMEM;
       WHY("matmul %u: %s", mm.n, fc_strerror(rc));

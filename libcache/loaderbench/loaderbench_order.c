@@ -5,6 +5,7 @@
 #include "featcache/fc_loaderbench.h"
 
 #include "featcache/fc_store.h"
+#include "formats/alloc.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -18,8 +19,8 @@ int fc_lb_dataset_order(const char *const *stores, size_t n_stores, const fc_lb_
   if (why && why_len) why[0] = '\0';
   /* an id may be held by several stores: the loader then yields it once per store */
   size_t cap = n_items ? n_items : 1;
-  fc_lb_item *o = malloc(cap * sizeof *o);
-  unsigned char *held = calloc(n_items ? n_items : 1, 1);
+  fc_lb_item *o = fc_malloc(cap * sizeof *o);
+  unsigned char *held = fc_calloc(n_items ? n_items : 1, 1);
   int rc = o && held ? 0 : ENOMEM;
   size_t n = 0;
   for (size_t s = 0; s < n_stores && !rc; s++) {
@@ -39,7 +40,7 @@ int fc_lb_dataset_order(const char *const *stores, size_t n_stores, const fc_lb_
         break;
       }
       if (n == cap) {
-        fc_lb_item *p = realloc(o, 2 * cap * sizeof *o);
+        fc_lb_item *p = fc_realloc(o, 2 * cap * sizeof *o);
         if (!p) {
           rc = ENOMEM;
           break;
@@ -59,7 +60,7 @@ int fc_lb_dataset_order(const char *const *stores, size_t n_stores, const fc_lb_
   for (size_t i = 0; i < n_items && !rc; i++) {
     if (held[i]) continue;
     if (n == cap) {
-      fc_lb_item *p = realloc(o, (cap + n_items) * sizeof *o);
+      fc_lb_item *p = fc_realloc(o, (cap + n_items) * sizeof *o);
       if (!p) {
         rc = ENOMEM;
         break;

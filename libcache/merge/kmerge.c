@@ -1,5 +1,6 @@
 /* k-way merge of LMDB cursors: a binary min-heap of sources ordered by (current key, source). */
 #include "libcache/merge/kmerge.h"
+#include "formats/alloc.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -70,13 +71,13 @@ static size_t pop(fc_kmerge *k) {
 int fc_kmerge_open(MDB_txn *const *txns, const MDB_dbi *dbis, size_t n, const MDB_val *from,
                    fc_kmerge **out) {
   *out = NULL;
-  fc_kmerge *k = calloc(1, sizeof *k);
+  fc_kmerge *k = fc_calloc(1, sizeof *k);
   if (!k) return ENOMEM;
   k->n = n;
-  k->s = calloc(n ? n : 1, sizeof *k->s);
-  k->heap = calloc(n ? n : 1, sizeof *k->heap);
-  k->out_src = calloc(n ? n : 1, sizeof *k->out_src);
-  k->out_val = calloc(n ? n : 1, sizeof *k->out_val);
+  k->s = fc_calloc(n ? n : 1, sizeof *k->s);
+  k->heap = fc_calloc(n ? n : 1, sizeof *k->heap);
+  k->out_src = fc_calloc(n ? n : 1, sizeof *k->out_src);
+  k->out_val = fc_calloc(n ? n : 1, sizeof *k->out_val);
   int rc = (k->s && k->heap && k->out_src && k->out_val) ? 0 : ENOMEM;
   for (size_t i = 0; i < n && !rc; i++) {
     rc = mdb_cursor_open(txns[i], dbis[i], &k->s[i].cur);

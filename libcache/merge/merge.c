@@ -11,6 +11,7 @@
 #include "featcache/fc_merge.h"
 
 #include "featcache/fc_format.h"
+#include "formats/alloc.h"
 #include "formats/fault.h"
 #include "formats/why.h"
 #include "libcache/merge/kmerge.h"
@@ -224,7 +225,7 @@ static int batch_add(batch *b, int db, const MDB_val *key, size_t m, const size_
                      const MDB_val *vals) {
   if (b->n == b->cap) {
     size_t cap = b->cap ? 2 * b->cap : 256;
-    pending *p = realloc(b->p, cap * sizeof *p);
+    pending *p = fc_realloc(b->p, cap * sizeof *p);
     if (!p) return ENOMEM;
     b->p = p;
     b->cap = cap;
@@ -232,9 +233,9 @@ static int batch_add(batch *b, int db, const MDB_val *key, size_t m, const size_
   if (b->nh + m > b->caph) {
     size_t cap = b->caph ? 2 * b->caph : 256;
     while (cap < b->nh + m) cap *= 2;
-    MDB_val *h = realloc(b->hold, cap * sizeof *h);
+    MDB_val *h = fc_realloc(b->hold, cap * sizeof *h);
     if (h) b->hold = h;
-    size_t *hs = realloc(b->hold_src, cap * sizeof *hs);
+    size_t *hs = fc_realloc(b->hold_src, cap * sizeof *hs);
     if (hs) b->hold_src = hs;
     if (!h || !hs) return ENOMEM;
     b->caph = cap;
@@ -400,7 +401,7 @@ static int copy_db(mctx *c, int db, batch *b, double *last_sync) {
       lastk = (MDB_val){0, NULL};
       rc = 0;
     } else if (!rc) { /* copy it: the read transaction ends now */
-      lastbuf = malloc(lastk.mv_size ? lastk.mv_size : 1);
+      lastbuf = fc_malloc(lastk.mv_size ? lastk.mv_size : 1);
       if (!lastbuf)
         rc = ENOMEM;
       else
@@ -513,10 +514,10 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
   c.paths = inputs;
   c.n = n;
   c.out_fd = -1;
-  c.in = calloc(n, sizeof *c.in);
-  c.rt = calloc(n + 1, sizeof *c.rt);
-  c.txns = calloc(n + 1, sizeof *c.txns);
-  c.dbis = calloc(n + 1, sizeof *c.dbis);
+  c.in = fc_calloc(n, sizeof *c.in);
+  c.rt = fc_calloc(n + 1, sizeof *c.rt);
+  c.txns = fc_calloc(n + 1, sizeof *c.txns);
+  c.dbis = fc_calloc(n + 1, sizeof *c.dbis);
   batch b;
   memset(&b, 0, sizeof b);
   int rc = (c.in && c.rt && c.txns && c.dbis) ? 0 : ENOMEM;

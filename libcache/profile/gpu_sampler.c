@@ -5,6 +5,7 @@
  * build runs (and says "not measured") on machines without the NVIDIA driver. */
 #include "featcache/fc_profiler.h"
 #include "libcache/profile/profile_int.h"
+#include "formats/alloc.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -50,7 +51,7 @@ static void *sampler_main(void *arg) {
     if (ok) {
       if (s->n == s->cap) {
         size_t ncap = s->cap ? 2 * s->cap : 256;
-        double *p = realloc(s->pct, ncap * sizeof *p);
+        double *p = fc_realloc(s->pct, ncap * sizeof *p);
         if (p) {
           s->pct = p;
           s->cap = ncap;
@@ -95,7 +96,7 @@ int fc_gpu_sampler_start(unsigned device, double period_ms, fc_gpu_sampler **out
   nvml_return (*by_index)(unsigned, nvml_device *) =
       (nvml_return(*)(unsigned, nvml_device *))dlsym(dl, "nvmlDeviceGetHandleByIndex_v2");
   const char *(*errstr)(nvml_return) = (const char *(*)(nvml_return))dlsym(dl, "nvmlErrorString");
-  fc_gpu_sampler *s = calloc(1, sizeof *s);
+  fc_gpu_sampler *s = fc_calloc(1, sizeof *s);
   if (!s) {
     dlclose(dl);
     return ENOMEM;

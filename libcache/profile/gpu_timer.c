@@ -5,6 +5,7 @@
  * missing runtime or device is an error the caller can report ("not measured"). */
 #include "featcache/fc_profiler.h"
 #include "libcache/profile/profile_int.h"
+#include "formats/alloc.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -42,7 +43,7 @@ int fc_gpu_timer_create(fc_gpu_timer **out, char *why, size_t why_len) {
     prof_say(why, why_len, "CUDA runtime not available: libcudart.so.12, .so.11.0, .so not found");
     return FC_ENODEVICE;
   }
-  fc_gpu_timer *t = calloc(1, sizeof *t);
+  fc_gpu_timer *t = fc_calloc(1, sizeof *t);
   if (!t) {
     dlclose(dl);
     return ENOMEM;

@@ -1,6 +1,7 @@
 /* The step profiler: steps, nested named phases with self times, statistics, verdict, reports.
  * See include/featcache/fc_profiler.h for the rules (self time, shares, estimators). */
 #include "featcache/fc_profiler.h"
+#include "formats/alloc.h"
 
 #include <errno.h>
 #include <math.h>
@@ -84,7 +85,7 @@ int fc_profiler_create(unsigned flags, const char *data_phase, fc_profiler **out
   *out = NULL;
   if (!data_phase) data_phase = "data";
   if (!name_ok(data_phase)) return FC_ECONFIG;
-  fc_profiler *p = calloc(1, sizeof *p);
+  fc_profiler *p = fc_calloc(1, sizeof *p);
   if (!p) return ENOMEM;
   p->flags = flags;
   strcpy(p->data_phase, data_phase);
@@ -128,23 +129,23 @@ void fc_profiler_reset(fc_profiler *p) {
 static int grow_steps(fc_profiler *p) {
   if (p->steps < p->cap) return 0;
   uint64_t ncap = p->cap ? p->cap * 2 : 256;
-  double *a = realloc(p->step_ms, ncap * sizeof(double));
+  double *a = fc_realloc(p->step_ms, ncap * sizeof(double));
   if (!a) return ENOMEM;
   p->step_ms = a;
-  a = realloc(p->other_ms, ncap * sizeof(double));
+  a = fc_realloc(p->other_ms, ncap * sizeof(double));
   if (!a) return ENOMEM;
   p->other_ms = a;
-  int64_t *t = realloc(p->step_t0, ncap * sizeof(int64_t));
+  int64_t *t = fc_realloc(p->step_t0, ncap * sizeof(int64_t));
   if (!t) return ENOMEM;
   p->step_t0 = t;
   for (int i = 0; i < p->nph; i++) {
-    a = realloc(p->series[i], ncap * sizeof(double));
+    a = fc_realloc(p->series[i], ncap * sizeof(double));
     if (!a) return ENOMEM;
     memset(a + p->cap, 0, (ncap - p->cap) * sizeof(double));
     p->series[i] = a;
   }
   for (int i = 0; i < p->ndev; i++) {
-    a = realloc(p->dseries[i], ncap * sizeof(double));
+    a = fc_realloc(p->dseries[i], ncap * sizeof(double));
     if (!a) return ENOMEM;
     memset(a + p->cap, 0, (ncap - p->cap) * sizeof(double));
     p->dseries[i] = a;
@@ -159,7 +160,7 @@ static int phase_index(fc_profiler *p, const char *name, int *idx) {
   for (int i = 0; i < p->nph; i++)
     if (strcmp(p->names[i], name) == 0) return *idx = i, 0;
   if (p->nph == FC_PROF_MAX_PHASES) return FC_ECONFIG;
-  double *s = calloc(p->cap ? p->cap : 1, sizeof(double));
+  double *s = fc_calloc(p->cap ? p->cap : 1, sizeof(double));
   if (!s) return ENOMEM;
   int i = p->nph++;
   strcpy(p->names[i], name);
@@ -234,7 +235,7 @@ int fc_profiler_phase_end(fc_profiler *p) {
   if (p->flags & FC_PROF_TRACE) {
     if (p->nev == p->cap_ev) {
       size_t ncap = p->cap_ev ? p->cap_ev * 2 : 1024;
-      prof_event *e = realloc(p->ev, ncap * sizeof *e);
+      prof_event *e = fc_realloc(p->ev, ncap * sizeof *e);
       if (!e) return ENOMEM;
       p->ev = e;
       p->cap_ev = ncap;
@@ -261,7 +262,7 @@ int fc_profiler_device_add(fc_profiler *p, const char *name, double ms) {
   while (i < p->ndev && strcmp(p->dnames[i], name) != 0) i++;
   if (i == p->ndev) {
     if (p->ndev == FC_PROF_MAX_PHASES) return FC_ECONFIG;
-    double *s = calloc(p->cap ? p->cap : 1, sizeof(double));
+    double *s = fc_calloc(p->cap ? p->cap : 1, sizeof(double));
     if (!s) return ENOMEM;
     strcpy(p->dnames[i], name);
     p->dseries[i] = s;
@@ -286,7 +287,7 @@ int fc_profiler_set_gpu_busy(fc_profiler *p, const double *pct, size_t n, double
                              const char *note) {
   double *c = NULL;
   if (n) {
-    if (!(c = malloc(n * sizeof *c))) return ENOMEM;
+    if (!(c = fc_malloc(n * sizeof *c))) return ENOMEM;
     memcpy(c, pct, n * sizeof *c);
   }
   free(p->gpu_pct);
@@ -324,7 +325,7 @@ int fc_prof_series_stats(const double *x, size_t n, fc_prof_stats *out) {
   memset(out, 0, sizeof *out);
   out->n = n;
   if (n == 0) return 0;
-  double *s = malloc(n * sizeof *s);
+  double *s = fc_malloc(n * sizeof *s);
   if (!s) return ENOMEM;
   memcpy(s, x, n * sizeof *s);
   qsort(s, n, sizeof *s, cmp_double);
@@ -629,7 +630,7 @@ int fc_profiler_write(const fc_profiler *p, int format, void *stdio_file) {
 long fc_profiler_report(const fc_profiler *p, int format, char *buf, size_t len) {
   char *mem = NULL;
   size_t mlen = 0;
-  FILE *f = open_memstream(&mem, &mlen);
+  FILE *f = fc_alloc_fails() ? NULL : open_memstream(&mem, &mlen);
   if (!f) return -(long)ENOMEM;
   int rc = fc_profiler_write(p, format, f);
   if (fclose(f) != 0 && !rc) rc = ENOMEM;

@@ -14,6 +14,7 @@
 
 #include "featcache/fc_format.h"
 #include "formats/why.h"
+#include "formats/alloc.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -91,7 +92,7 @@ int fc_store_expand(const char *const *dirs, size_t n, char ***out, size_t *n_ou
   *out = NULL;
   *n_out = 0;
   size_t cap = n ? n : 1, cnt = 0;
-  char **v = calloc(cap, sizeof *v);
+  char **v = fc_calloc(cap, sizeof *v);
   if (!v) return ENOMEM;
   int rc = 0;
   for (size_t i = 0; i < n && !rc; i++) {
@@ -104,7 +105,7 @@ int fc_store_expand(const char *const *dirs, size_t n, char ***out, size_t *n_ou
     size_t add = parts ? parts : 1;
     if (cnt + add > cap) {
       size_t nc = (cnt + add) * 2;
-      char **nv = realloc(v, nc * sizeof *nv);
+      char **nv = fc_realloc(v, nc * sizeof *nv);
       if (!nv) {
         rc = ENOMEM;
         break;
@@ -115,7 +116,7 @@ int fc_store_expand(const char *const *dirs, size_t n, char ***out, size_t *n_ou
     for (size_t k = 0; k < add && !rc; k++) {
       char p[4096];
       if (parts && (rc = fc_store_part_path(dirs[i], (unsigned)k, p, sizeof p)) != 0) break;
-      if (!(v[cnt] = strdup(parts ? p : dirs[i])))
+      if (!(v[cnt] = fc_strdup(parts ? p : dirs[i])))
         rc = ENOMEM;
       else
         cnt++;
@@ -249,7 +250,7 @@ int fc_store_open_split(const char *dir, unsigned flags, unsigned want, fc_store
   if ((rc = join(p, sizeof p, dir, "data.mdb")) != 0) return rc;
   const int plain = stat(p, &st) == 0;
   if (n == 0 && (plain || want <= 1)) { /* a store of one part: today's format */
-    fc_store **v = calloc(1, sizeof *v);
+    fc_store **v = fc_calloc(1, sizeof *v);
     if (!v) return ENOMEM;
     if ((rc = fc_store_open(dir, flags, &v[0])) != 0) {
       free(v);
@@ -291,7 +292,7 @@ int fc_store_open_split(const char *dir, unsigned flags, unsigned want, fc_store
            n);
     return FC_ECONFIG;
   }
-  fc_store **v = calloc(n, sizeof *v);
+  fc_store **v = fc_calloc(n, sizeof *v);
   if (!v) return ENOMEM;
   for (unsigned k = 0; k < n; k++) {
     if ((rc = open_part(dir, k, n, flags, &v[k], why, why_len)) != 0) {

@@ -6,6 +6,7 @@
  * atomic whatever the map size. */
 #include "libcache/store/store_int.h"
 
+#include "formats/alloc.h"
 #include "formats/fault.h"
 
 #include <errno.h>
@@ -97,10 +98,10 @@ int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
   if (!existed && file_exists(dir, "featcache-split")) return FC_ESPLIT;
   if (!existed && (rdonly || !(flags & FC_STORE_CREATE))) return ENOENT;
 
-  fc_store *s = calloc(1, sizeof *s);
+  fc_store *s = fc_calloc(1, sizeof *s);
   if (!s) return ENOMEM;
   s->flags = flags;
-  s->path = strdup(dir);
+  s->path = fc_strdup(dir);
   pthread_mutex_init(&s->write_mu, NULL);
   pthread_rwlock_init(&s->map_lock, NULL);
   int rc = s->path ? mdb_env_create(&s->env) : ENOMEM;
@@ -234,7 +235,7 @@ int fc_store_sync(fc_store *s) {
 
 int fc_store_read_begin(fc_store *s, fc_rtxn **out) {
   *out = NULL;
-  fc_rtxn *t = malloc(sizeof *t);
+  fc_rtxn *t = fc_malloc(sizeof *t);
   if (!t) return ENOMEM;
   t->s = s;
   for (;;) {
@@ -296,7 +297,7 @@ struct fc_cursor {
 int fc_cursor_open(fc_rtxn *t, int db, fc_cursor **out) {
   *out = NULL;
   if (db < 0 || db >= FC_DB_COUNT) return EINVAL;
-  fc_cursor *c = calloc(1, sizeof *c);
+  fc_cursor *c = fc_calloc(1, sizeof *c);
   if (!c) return ENOMEM;
   int rc = mdb_cursor_open(t->txn, t->s->dbi[db], &c->c);
   if (rc) {

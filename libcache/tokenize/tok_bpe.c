@@ -17,6 +17,7 @@
 #include <utf8proc.h>
 
 #include "libcache/tokenize/tok_internal.h"
+#include "formats/alloc.h"
 
 enum { PRE_BYTELEVEL = 1, PRE_WHITESPACE, PRE_WSSPLIT };
 enum { NORM_NFC = 1, NORM_NFD, NORM_NFKC, NORM_NFKD, NORM_LOWER };
@@ -147,9 +148,9 @@ static int parse_model(tok_bpe *b, json_t *m, char *why, size_t why_len) {
   }
   const char *s;
   if ((s = json_string_value(json_object_get(m, "continuing_subword_prefix"))))
-    b->prefix = strdup(s), b->prefix_len = strlen(s);
+    b->prefix = fc_strdup(s), b->prefix_len = strlen(s);
   if ((s = json_string_value(json_object_get(m, "end_of_word_suffix"))))
-    b->suffix = strdup(s), b->suffix_len = strlen(s);
+    b->suffix = fc_strdup(s), b->suffix_len = strlen(s);
   b->fuse_unk = json_is_true(json_object_get(m, "fuse_unk"));
   b->byte_fallback = json_is_true(json_object_get(m, "byte_fallback"));
   b->ignore_merges = json_is_true(json_object_get(m, "ignore_merges"));
@@ -191,7 +192,7 @@ static int parse_model(tok_bpe *b, json_t *m, char *why, size_t why_len) {
                       ? b->prefix_len
                       : 0;
     free(tmp);
-    if (!(tmp = malloc(alen + blen + 1))) FAIL(ENOMEM, "out of memory");
+    if (!(tmp = fc_malloc(alen + blen + 1))) FAIL(ENOMEM, "out of memory");
     memcpy(tmp, a, alen);
     memcpy(tmp + alen, bb + skip, blen - skip);
     if (!lookup(b, tmp, alen + blen - skip, &inew))
@@ -254,7 +255,7 @@ int tok_bpe_load(const char *data, size_t len, tok_bpe **out, char *why, size_t 
   int rc = 0;
   json_error_t jerr;
   json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
-  tok_bpe *b = calloc(1, sizeof *b);
+  tok_bpe *b = fc_calloc(1, sizeof *b);
   *out = NULL;
   if (!b) FAIL(ENOMEM, "out of memory");
   if (!root) FAIL(FC_ETOKENIZER, "%d:%d: %s", jerr.line, jerr.column, jerr.text);
@@ -271,7 +272,7 @@ int tok_bpe_load(const char *data, size_t len, tok_bpe **out, char *why, size_t 
   json_t *added = json_object_get(root, "added_tokens");
   if (added && !json_is_array(added)) FAIL(FC_ETOKENIZER, "added_tokens is not an array");
   if (json_array_size(added)) {
-    b->added = calloc(json_array_size(added), sizeof *b->added);
+    b->added = fc_calloc(json_array_size(added), sizeof *b->added);
     if (!b->added) FAIL(ENOMEM, "out of memory");
   }
   size_t i;
@@ -282,7 +283,7 @@ int tok_bpe_load(const char *data, size_t len, tok_bpe **out, char *why, size_t 
       FAIL(FC_ETOKENIZER, "added_tokens[%zu] needs a content and an id", i);
     added_token *a = &b->added[b->nadded++];
     a->len = json_string_length(c);
-    a->content = malloc(a->len + 1);
+    a->content = fc_malloc(a->len + 1);
     if (!a->content) FAIL(ENOMEM, "out of memory");
     memcpy(a->content, json_string_value(c), a->len + 1);
     a->id = (int32_t)json_integer_value(id);

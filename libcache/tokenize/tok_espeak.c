@@ -36,6 +36,7 @@
 #include <espeak-ng/speak_lib.h>
 
 #include "libcache/tokenize/tok_internal.h"
+#include "formats/alloc.h"
 
 /* Marks on which espeak-ng 1.51 ends a clause (its clause_type_from_codepoint), the common ones;
  * tests/reference/test_tokenize_phonemes.py checks that espeak-ng splits at each. */
@@ -166,8 +167,8 @@ typedef struct clause_span {
 
 /* espeak-ng's clauses of a whole line into out, each as "PHONEMES\nMARK\n" (MARK may be empty). */
 static int espeak_clauses(const char *lang, const char *text, size_t len, tok_buf *out) {
-  char *z = malloc(len + 1);
-  clause_span *cl = malloc((len + 2) * sizeof *cl);
+  char *z = fc_malloc(len + 1);
+  clause_span *cl = fc_malloc((len + 2) * sizeof *cl);
   if (!z || !cl) {
     free(z);
     free(cl);

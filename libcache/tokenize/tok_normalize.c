@@ -10,6 +10,7 @@
 
 #include "featcache/fc_format.h"
 #include "libcache/tokenize/tok_internal.h"
+#include "formats/alloc.h"
 
 static int map_utf8(const char *s, size_t len, int flags, char **out, size_t *out_len) {
   utf8proc_uint8_t *dst = NULL;
@@ -36,7 +37,7 @@ int fc_tok_normalize(const fc_tok_norm *nm, const char *text, size_t len, char *
     rc = map_utf8(text, len, UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT, &a, &alen);
     if (rc) return rc;
   } else {
-    a = malloc(len + 1);
+    a = fc_malloc(len + 1);
     if (!a) return ENOMEM;
     memcpy(a, text, len);
     a[len] = 0;

@@ -9,12 +9,13 @@
 #include <xxhash.h>
 
 #include "libcache/tokenize/tok_internal.h"
+#include "formats/alloc.h"
 
 int tok_buf_put(tok_buf *b, const void *s, size_t n) {
   if (b->len + n + 1 > b->cap) {
     size_t cap = b->cap ? b->cap : 64;
     while (cap < b->len + n + 1) cap *= 2;
-    char *p = realloc(b->p, cap);
+    char *p = fc_realloc(b->p, cap);
     if (!p) return ENOMEM;
     b->p = p;
     b->cap = cap;
@@ -28,7 +29,7 @@ int tok_buf_put(tok_buf *b, const void *s, size_t n) {
 int tok_ids_push(tok_ids *v, int32_t id) {
   if (v->len == v->cap) {
     size_t cap = v->cap ? v->cap * 2 : 64;
-    int32_t *p = realloc(v->p, cap * sizeof *p);
+    int32_t *p = fc_realloc(v->p, cap * sizeof *p);
     if (!p) return ENOMEM;
     v->p = p;
     v->cap = cap;
@@ -40,7 +41,7 @@ int tok_ids_push(tok_ids *v, int32_t id) {
 /* ---- string map: open addressing, linear probing, load ≤ 1/2 ---------------------------------- */
 static int map_grow(tok_map *m) {
   size_t cap = m->cap ? m->cap * 2 : 64;
-  tok_map_slot *s = calloc(cap, sizeof *s);
+  tok_map_slot *s = fc_calloc(cap, sizeof *s);
   if (!s) return ENOMEM;
   for (size_t i = 0; i < m->cap; i++) {
     if (!m->slots[i].key) continue;
@@ -65,7 +66,7 @@ int tok_map_put(tok_map *m, const char *key, size_t len, int32_t val, int32_t *e
       return 1;
     }
   }
-  char *k = malloc(len + 1);
+  char *k = fc_malloc(len + 1);
   if (!k) return ENOMEM;
   memcpy(k, key, len);
   k[len] = 0;
@@ -98,7 +99,7 @@ static uint64_t pair_hash(uint64_t k) { return XXH3_64bits(&k, sizeof k); }
 
 static int pairs_grow(tok_pairs *m) {
   size_t cap = m->cap ? m->cap * 2 : 1024;
-  tok_pair_slot *s = calloc(cap, sizeof *s);
+  tok_pair_slot *s = fc_calloc(cap, sizeof *s);
   if (!s) return ENOMEM;
   for (size_t i = 0; i < m->cap; i++) {
     if (!m->slots[i].key) continue;

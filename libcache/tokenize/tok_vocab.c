@@ -6,6 +6,7 @@
 
 #include "featcache/fc_format.h"
 #include "libcache/tokenize/tok_internal.h"
+#include "formats/alloc.h"
 
 void tok_vocab_free(tok_vocab *v) {
   for (size_t i = 0; i < v->n; i++) free(v->syms[i]);
@@ -40,7 +41,7 @@ int tok_vocab_from_syms(tok_vocab *v, char **syms, size_t n, char *why, size_t w
 
 int tok_vocab_parse(tok_vocab *v, const char *data, size_t len, char *why, size_t why_len) {
   size_t cap = 256, n = 0;
-  char **syms = malloc(cap * sizeof *syms);
+  char **syms = fc_malloc(cap * sizeof *syms);
   if (!syms) return ENOMEM;
   if (len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0) data += 3, len -= 3; /* BOM */
   size_t i = 0;
@@ -62,14 +63,14 @@ int tok_vocab_parse(tok_vocab *v, const char *data, size_t len, char *why, size_
       break;
     }
     if (n == cap) {
-      char **p = realloc(syms, (cap *= 2) * sizeof *syms);
+      char **p = fc_realloc(syms, (cap *= 2) * sizeof *syms);
       if (!p) {
         rc = ENOMEM;
         break;
       }
       syms = p;
     }
-    if (!(syms[n] = strndup(data + i, l))) {
+    if (!(syms[n] = fc_strndup(data + i, l))) {
       rc = ENOMEM;
       break;
     }

@@ -13,6 +13,7 @@
 #include "featcache/fc_format.h"
 #include "featcache/fc_tokenize.h"
 #include "libcache/tokenize/tok_internal.h"
+#include "formats/alloc.h"
 
 typedef struct line_state {
   int err;
@@ -106,7 +107,7 @@ static void tokenize_line(fc_tokenizer *t, const fc_digest *cfg, line_state *l) 
   h.dim1 = 1;
   h.config = *cfg;
   h.producer = FC_PRODUCER_CPU;
-  l->rec = malloc(FC_RECORD_HEADER_SIZE + plen);
+  l->rec = fc_malloc(FC_RECORD_HEADER_SIZE + plen);
   if (!l->rec) {
     free(ids);
     fail_line(l, ENOMEM, "%s", "out of memory");
@@ -136,7 +137,7 @@ static void add_symbol(const char *s, size_t len, void *ud) {
 }
 
 static int build_vocab(fc_tokenizer *t, const fc_item_list *items, line_state *ls, int nthreads) {
-  tok_map *sets = calloc((size_t)nthreads, sizeof *sets);
+  tok_map *sets = fc_calloc((size_t)nthreads, sizeof *sets);
   if (!sets) return ENOMEM;
   int rc = 0;
 #pragma omp parallel num_threads(nthreads)
@@ -170,7 +171,7 @@ static int build_vocab(fc_tokenizer *t, const fc_item_list *items, line_state *l
         rc = ENOMEM;
   for (int k = 0; k < nthreads; k++) tok_map_free(&sets[k]);
   free(sets);
-  const char **syms = rc ? NULL : malloc((all.count ? all.count : 1) * sizeof *syms);
+  const char **syms = rc ? NULL : fc_malloc((all.count ? all.count : 1) * sizeof *syms);
   if (!rc && !syms) rc = ENOMEM;
   if (!rc) {
     size_t n = 0;
@@ -213,10 +214,10 @@ int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
   int nthreads = o->threads > 0 ? o->threads : omp_get_max_threads();
   size_t n = items->count;
   st->lines = n;
-  line_state *ls = calloc(n ? n : 1, sizeof *ls);
-  fc_put *puts = calloc(2 * batch, sizeof *puts);
-  char(*hexkeys)[16] = calloc(batch, sizeof *hexkeys);
-  char **tvals = calloc(batch, sizeof *tvals);
+  line_state *ls = fc_calloc(n ? n : 1, sizeof *ls);
+  fc_put *puts = fc_calloc(2 * batch, sizeof *puts);
+  char(*hexkeys)[16] = fc_calloc(batch, sizeof *hexkeys);
+  char **tvals = fc_calloc(batch, sizeof *tvals);
   int rc = 0;
   if (!ls || !puts || !hexkeys || !tvals) {
     rc = ENOMEM;
@@ -297,7 +298,7 @@ int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
       if (l->err) continue;
       const char *id = items->items[i].id;
       if (l->need_text) {
-        char *tv = malloc(16 + l->len);
+        char *tv = fc_malloc(16 + l->len);
         if (!tv) {
           rc = ENOMEM;
           break;
@@ -376,7 +377,7 @@ int fc_tokenize_run_split(fc_store *const *parts, unsigned n_parts, fc_tokenizer
   if (fc_tokenizer_config(t, NULL, NULL, NULL) == FC_EBADSTATE &&
       (rc = fc_tokenizer_build_vocab_from(t, items, o)))
     return rc;
-  fc_item_list sub = {.items = malloc((items->count ? items->count : 1) * sizeof(fc_item)),
+  fc_item_list sub = {.items = fc_malloc((items->count ? items->count : 1) * sizeof(fc_item)),
                       .format = items->format};
   if (!sub.items) return ENOMEM;
   split_progress sp = {.o = o};
@@ -406,7 +407,7 @@ int fc_tokenizer_build_vocab_from(fc_tokenizer *t, const fc_item_list *items,
   if (fc_tokenizer_config(t, NULL, NULL, NULL) != FC_EBADSTATE) return FC_ECONFIG;
   size_t max_bytes = o && o->max_text_bytes ? o->max_text_bytes : 65536;
   int nthreads = o && o->threads > 0 ? o->threads : omp_get_max_threads();
-  line_state *ls = calloc(items->count ? items->count : 1, sizeof *ls);
+  line_state *ls = fc_calloc(items->count ? items->count : 1, sizeof *ls);
   if (!ls) return ENOMEM;
   for (size_t i = 0; i < items->count; i++) check_line(&items->items[i], max_bytes, &ls[i]);
   int rc = build_vocab(t, items, ls, nthreads);

@@ -9,6 +9,7 @@
 #include "featcache/fc_format.h"
 #include "featcache/fc_tokenize.h"
 #include "libcache/tokenize/tok_internal.h"
+#include "formats/alloc.h"
 
 enum { SP_PAD, SP_UNK, SP_BOS, SP_EOS, SP_COUNT };
 static const char *const special_keys[SP_COUNT] = {"pad", "unk", "bos", "eos"};
@@ -179,7 +180,7 @@ static int finish_symbols(fc_tokenizer *t, char *why, size_t why_len) {
 int fc_tokenizer_create(const fc_tok_options *o, fc_tokenizer **out, char *why, size_t why_len) {
   int rc = 0;
   *out = NULL;
-  fc_tokenizer *t = calloc(1, sizeof *t);
+  fc_tokenizer *t = fc_calloc(1, sizeof *t);
   if (!t) return ENOMEM;
   fc_tok_options d;
   fc_tok_options_default(&d, o->kind);
@@ -197,7 +198,7 @@ int fc_tokenizer_create(const fc_tok_options *o, fc_tokenizer **out, char *why, 
       rc = FC_ECONFIG;
       goto out;
     }
-    if (!(t->specials[i] = strdup(s))) {
+    if (!(t->specials[i] = fc_strdup(s))) {
       rc = ENOMEM;
       goto out;
     }
@@ -228,7 +229,7 @@ int fc_tokenizer_create(const fc_tok_options *o, fc_tokenizer **out, char *why, 
     goto out;
   }
   if (t->kind == FC_TOK_PHONEMES) {
-    if (!(t->lang = strdup(o->lang ? o->lang : "en-us"))) {
+    if (!(t->lang = fc_strdup(o->lang ? o->lang : "en-us"))) {
       rc = ENOMEM;
       goto out;
     }
@@ -282,8 +283,8 @@ static int cmp_str(const void *a, const void *b) {
 
 int fc_tokenizer_build_vocab(fc_tokenizer *t, const char *const *syms, size_t n) {
   if (t->kind == FC_TOK_BPE || t->ready) return FC_EBADSTATE;
-  const char **sorted = malloc((n ? n : 1) * sizeof *sorted);
-  char **out = malloc((n + SP_COUNT) * sizeof *out);
+  const char **sorted = fc_malloc((n ? n : 1) * sizeof *sorted);
+  char **out = fc_malloc((n + SP_COUNT) * sizeof *out);
   size_t m = 0;
   int rc = 0;
   if (!sorted || !out) {
@@ -295,7 +296,7 @@ int fc_tokenizer_build_vocab(fc_tokenizer *t, const char *const *syms, size_t n)
   for (int i = 0; i < SP_COUNT; i++) {
     int dup = 0;
     for (size_t k = 0; k < m; k++) dup |= strcmp(out[k], t->specials[i]) == 0;
-    if (!dup && !(out[m++] = strdup(t->specials[i]))) {
+    if (!dup && !(out[m++] = fc_strdup(t->specials[i]))) {
       rc = ENOMEM;
       goto fail;
     }
@@ -307,7 +308,7 @@ int fc_tokenizer_build_vocab(fc_tokenizer *t, const char *const *syms, size_t n)
     int dup = 0;
     for (int k = 0; k < SP_COUNT; k++) dup |= strcmp(s, t->specials[k]) == 0;
     if (dup) continue;
-    if (!(out[m++] = strdup(s))) {
+    if (!(out[m++] = fc_strdup(s))) {
       rc = ENOMEM;
       goto fail;
     }

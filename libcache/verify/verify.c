@@ -6,6 +6,7 @@
  * bytes are read. Records are checked in parallel over 256 key ranges per db (keys are uniform
  * hashes, so the ranges are balanced), one read transaction per thread (MDB_NOTLS). */
 #include "libcache/verify/verify_int.h"
+#include "formats/alloc.h"
 
 static const char *const finding_db_names[] = {"meta", "audio", "text",    "feat",
                                                "tok",  "env",   "manifest"};
@@ -30,7 +31,7 @@ int vf_stopping(vctx *c) {
 /* Printable copy of an id or meta key: bytes outside printable ASCII/UTF-8 become \xNN. */
 char *vf_printable(const char *s, size_t len) {
   int utf8 = fc_utf8_valid(s, len);
-  char *out = malloc(len * 4 + 1), *q = out;
+  char *out = fc_malloc(len * 4 + 1), *q = out;
   if (!out) return NULL;
   for (size_t i = 0; i < len; i++) {
     unsigned char ch = (unsigned char)s[i];
@@ -76,7 +77,7 @@ void vf_add(vctx *c, int sev, int db, const char *key, size_t key_len, const cha
   }
   if (r->count == c->cap) {
     size_t nc = c->cap ? c->cap * 2 : 64;
-    fc_verify_finding *nf = realloc(r->findings, nc * sizeof *nf);
+    fc_verify_finding *nf = fc_realloc(r->findings, nc * sizeof *nf);
     if (!nf) goto out; /* counted, not kept */
     r->findings = nf;
     c->cap = nc;
@@ -86,7 +87,7 @@ void vf_add(vctx *c, int sev, int db, const char *key, size_t key_len, const cha
   f->db = finding_db_names[db];
   f->key = key ? vf_printable(key, key_len) : NULL;
   f->id = id ? vf_printable(id, id_len) : NULL;
-  f->problem = strdup(msg);
+  f->problem = fc_strdup(msg);
   r->count++;
 out:
   pthread_mutex_unlock(&c->mu);

@@ -12,6 +12,7 @@
 #include "featcache/fc_store.h"
 #include "libcache/merge/kmerge.h"
 #include "libcache/store/store_int.h"
+#include "formats/alloc.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -29,7 +30,7 @@ typedef struct dctx {
 } dctx;
 
 static char *printable(const void *p, size_t len) {
-  char *s = malloc(4 * len + 1), *o = s;
+  char *s = fc_malloc(4 * len + 1), *o = s;
   if (!s) return NULL;
   const unsigned char *b = p;
   for (size_t i = 0; i < len; i++) {
@@ -58,7 +59,7 @@ static void add(dctx *c, int sev, const char *db, const void *key, size_t key_le
   }
   if (r->count == c->cap) {
     size_t nc = c->cap ? 2 * c->cap : 64;
-    fc_verify_finding *nf = realloc(r->findings, nc * sizeof *nf);
+    fc_verify_finding *nf = fc_realloc(r->findings, nc * sizeof *nf);
     if (!nf) return;
     r->findings = nf;
     c->cap = nc;
@@ -76,7 +77,7 @@ static void add(dctx *c, int sev, const char *db, const void *key, size_t key_le
       (key && (strcmp(db, "audio") == 0 || strcmp(db, "text") == 0 || strcmp(db, "manifest") == 0))
           ? printable(key, key_len)
           : NULL;
-  f->problem = strdup(msg);
+  f->problem = fc_strdup(msg);
 }
 
 /* LMDB key order, for sorting the manifest's ids like the stores' keys. */
@@ -103,7 +104,7 @@ static int config_set(MDB_txn *txn, MDB_dbi meta, const char *kind, char (**out)
     if (!memmem(v.mv_data, v.mv_size, want, (size_t)wl)) continue;
     if (*n == cap) {
       cap = cap ? 2 * cap : 8;
-      char(*nl)[33] = realloc(*out, cap * sizeof **out);
+      char(*nl)[33] = fc_realloc(*out, cap * sizeof **out);
       if (!nl) {
         rc = ENOMEM;
         break;
@@ -148,10 +149,10 @@ int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   dctx c = {out, 0, o->max_errors};
-  fc_store **st = calloc(n ? n : 1, sizeof *st);
-  fc_rtxn **rt = calloc(n ? n : 1, sizeof *rt);
-  MDB_txn **txns = calloc(n ? n : 1, sizeof *txns);
-  MDB_dbi *dbis = calloc(n ? n : 1, sizeof *dbis);
+  fc_store **st = fc_calloc(n ? n : 1, sizeof *st);
+  fc_rtxn **rt = fc_calloc(n ? n : 1, sizeof *rt);
+  MDB_txn **txns = fc_calloc(n ? n : 1, sizeof *txns);
+  MDB_dbi *dbis = fc_calloc(n ? n : 1, sizeof *dbis);
   const char **ids = NULL;
   size_t nids = 0;
   char(*ref_sets[2])[33] = {NULL, NULL};
@@ -220,7 +221,7 @@ int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o
   /* the manifest's ids, sorted in key order, joined with the merged key streams */
   const fc_item_list *m = o->manifest;
   if (m) {
-    ids = malloc((m->count ? m->count : 1) * sizeof *ids);
+    ids = fc_malloc((m->count ? m->count : 1) * sizeof *ids);
     if (!ids) {
       rc = ENOMEM;
       goto done;

@@ -1,6 +1,7 @@
 /* cache-verify, steps 3 and 5: the audio and text entries, their sources, the manifest
  * (verify_int.h). */
 #include "libcache/verify/verify_int.h"
+#include "formats/alloc.h"
 
 /* ---- step 3: entries ------------------------------------------------------------------------- */
 
@@ -19,7 +20,7 @@ int vf_collect(vctx *c, fc_rtxn *t, int db, ventry **out, size_t *n_out) {
     }
     if (n == cap) {
       size_t nc = cap ? cap * 2 : 1024;
-      ventry *na = realloc(a, nc * sizeof *na);
+      ventry *na = fc_realloc(a, nc * sizeof *na);
       if (!na) {
         rc = ENOMEM;
         break;
@@ -76,7 +77,7 @@ int vf_build_expected(vctx *c) {
     n_tok += c->cfgs[i].kind == KIND_TOK;
   }
   size_t total = c->n_audio * n_mel + c->n_text * n_tok;
-  c->exp = malloc((total ? total : 1) * sizeof *c->exp);
+  c->exp = fc_malloc((total ? total : 1) * sizeof *c->exp);
   if (!c->exp) return ENOMEM;
   size_t n = 0;
   for (int pass = 0; pass < 2; pass++) {
@@ -126,7 +127,7 @@ static int hash_file(const char *path, fc_digest *out) {
   if (fd < 0) return errno;
   XXH3_state_t *st = XXH3_createState();
   size_t bufsz = 1 << 20;
-  char *buf = malloc(bufsz);
+  char *buf = fc_malloc(bufsz);
   int rc = (st && buf) ? 0 : ENOMEM;
   if (!rc) XXH3_128bits_reset(st);
   while (!rc) {

@@ -1,5 +1,6 @@
 /* cache-verify, step 2: the configs in meta (verify_int.h). */
 #include "libcache/verify/verify_int.h"
+#include "formats/alloc.h"
 
 /* ---- step 2: meta ---------------------------------------------------------------------------- */
 
@@ -73,7 +74,7 @@ int vf_read_meta(vctx *c, fc_rtxn *t) {
     }
     if (c->n_cfgs == cap) {
       size_t nc = cap ? cap * 2 : 8;
-      vcfg *n = realloc(c->cfgs, nc * sizeof *n);
+      vcfg *n = fc_realloc(c->cfgs, nc * sizeof *n);
       if (!n) {
         rc = ENOMEM;
         break;
