@@ -399,7 +399,10 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_optio
   int rc = check_options(opts, why, why_len);
   if (rc) return rc;
   fc_loader *l = fc_calloc(1, sizeof *l);
-  if (!l) return ENOMEM;
+  if (!l) {
+    fc_why(why, why_len, "%s: %s", paths[0], fc_strerror(ENOMEM));
+    return ENOMEM;
+  }
   l->pid = getpid();
   l->o = *opts;
   if (l->o.locality_run == 0) l->o.locality_run = 16 * (l->o.batch_size ? l->o.batch_size : 32);
@@ -516,6 +519,8 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_optio
   *out = l;
   return 0;
 fail:
+  if (why && why_len && !why[0]) /* out of memory on the way: name the store being opened */
+    fc_why(why, why_len, "%s: %s", paths[l->n_stores ? l->n_stores - 1 : 0], fc_strerror(rc));
   fc_loader_close(l);
   return rc;
 }

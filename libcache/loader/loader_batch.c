@@ -560,7 +560,15 @@ int fc_loader_set_epoch(fc_loader *l, uint64_t epoch) {
     l->slot_err = fc_calloc(depth, sizeof *l->slot_err);
     l->slot_why = fc_calloc(depth, sizeof *l->slot_why);
     l->slot_ready = fc_calloc(depth, 1);
-    if (!l->slots || !l->slot_err || !l->slot_why || !l->slot_ready) {
+    if (!l->slots || !l->slot_err || !l->slot_why || !l->slot_ready) { /* all or none */
+      free(l->slots);
+      free(l->slot_err);
+      free(l->slot_why);
+      free(l->slot_ready);
+      l->slots = NULL;
+      l->slot_err = NULL;
+      l->slot_why = NULL;
+      l->slot_ready = NULL;
       pthread_mutex_unlock(&l->mu);
       return ENOMEM;
     }
