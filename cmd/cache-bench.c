@@ -1,6 +1,7 @@
 /* cache-bench: how fast can the device under a store feed training (docs/cache-bench.md). */
 #include "cmd/cli.h"
 #include "featcache/fc_bench.h"
+#include "featcache/fc_outfile.h"
 
 #include <sys/stat.h>
 
@@ -312,10 +313,13 @@ int main(int argc, char **argv) {
     }
   }
   FILE *dump = NULL;
-  if (exit_code == FC_EXIT_OK && o.dump && !(dump = fopen(o.dump, "w"))) {
-    fc_cli_warn(o.dump, "cannot write: %s", strerror(errno));
+  fc_outfile *dumpf = NULL; /* whole or not at all */
+  int derr = exit_code == FC_EXIT_OK && o.dump ? fc_outfile_open(o.dump, &dumpf) : 0;
+  if (derr) {
+    fc_cli_warn(o.dump, "cannot write: %s", fc_strerror(derr));
     exit_code = FC_EXIT_USAGE;
   }
+  if (dumpf) dump = fc_outfile_stream(dumpf);
   if (exit_code != FC_EXIT_OK) {
     for (size_t s = 0; s < nunits; s++) fc_bench_close(benches[s]);
     free(label);
@@ -391,7 +395,12 @@ int main(int argc, char **argv) {
           }
     rep->n_passes = k;
   }
-  if (dump) fclose(dump);
+  if (dumpf && fc_cli_signal) {
+    fc_outfile_abort(dumpf); /* an interrupted run leaves no half file */
+  } else if (dumpf && (derr = fc_outfile_commit(dumpf))) {
+    fc_cli_warn(o.dump, "cannot write: %s", fc_strerror(derr));
+    exit_code = FC_EXIT_FAIL;
+  }
 
   size_t nrep = 0;
   for (size_t s = 0; s < nunits; s++)
@@ -408,14 +417,14 @@ int main(int argc, char **argv) {
       }
     }
     if (o.svg) {
-      FILE *f = fopen(o.svg, "w");
-      int bad = !f;
-      if (f) {
-        bad = fc_bench_write_svg(f, reports, nrep) != 0;
-        bad |= fclose(f) != 0;
-      }
-      if (bad) {
-        fc_cli_warn(o.svg, "cannot write the chart: %s", strerror(errno));
+      fc_outfile *f; /* whole or not at all */
+      int e = fc_outfile_open(o.svg, &f);
+      if (!e && (e = fc_bench_write_svg(fc_outfile_stream(f), reports, nrep)) != 0)
+        fc_outfile_abort(f);
+      else if (!e)
+        e = fc_outfile_commit(f);
+      if (e) {
+        fc_cli_warn(o.svg, "cannot write the chart: %s", fc_strerror(e));
         exit_code = FC_EXIT_FAIL;
       }
     }

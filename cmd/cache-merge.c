@@ -158,11 +158,17 @@ int main(int argc, char **argv) {
   clear_progress(&cx);
 
   uint64_t copied = sum(st.copied), present = sum(st.present);
+  /* every entry counted once: what this run did not merge (left out as damaged, or not reached
+   * after an error or a stop) is the rest of the total */
+  uint64_t failed = st.total > copied + present ? st.total - copied - present : 0;
   const char *status = "done";
   int code = FC_EXIT_OK;
   if (rc == FC_EINTR) {
-    fprintf(stderr, "%s: interrupted: %llu entries committed to %s; run again to finish\n",
-            fc_cli_tool, (unsigned long long)(copied + present), out);
+    fprintf(
+        stderr,
+        "%s: interrupted: %llu of %llu entries committed to %s, %llu not started; run again to finish\n",
+        fc_cli_tool, (unsigned long long)(copied + present), (unsigned long long)st.total, out,
+        (unsigned long long)failed);
     status = "interrupted";
     code = fc_cli_signal_exit();
   } else if (rc == FC_ECONFLICT) {
@@ -178,14 +184,16 @@ int main(int argc, char **argv) {
     code = FC_EXIT_USAGE;
   } else if (rc) { /* a failed write or commit: what was committed stays */
     fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
-    fprintf(stderr, "%s: done: %llu of %llu entries in %s; run again to finish\n", fc_cli_tool,
-            (unsigned long long)(copied + present), (unsigned long long)st.total, out);
+    fprintf(stderr, "%s: done: %llu of %llu entries in %s (%llu failed); run again to finish\n",
+            fc_cli_tool, (unsigned long long)(copied + present), (unsigned long long)st.total, out,
+            (unsigned long long)failed);
     status = "error";
     code = FC_EXIT_FAIL;
   } else if (st.dropped) {
-    fprintf(stderr, "%s: done: %llu of %llu entries in %s (%llu damaged records left out)\n",
+    fprintf(stderr,
+            "%s: done: %llu of %llu entries in %s (%llu failed: %llu damaged records left out)\n",
             fc_cli_tool, (unsigned long long)(copied + present), (unsigned long long)st.total, out,
-            (unsigned long long)st.dropped);
+            (unsigned long long)failed, (unsigned long long)st.dropped);
     code = FC_EXIT_FAIL;
   } else if (copied == 0) {
     status = "nothing to do";
@@ -207,8 +215,8 @@ int main(int argc, char **argv) {
   if (json) {
     printf("{\"output\":");
     fc_cli_json_str(stdout, out);
-    printf(",\"inputs\":%zu,\"status\":\"%s\",\"total\":%llu", n, status,
-           (unsigned long long)st.total);
+    printf(",\"inputs\":%zu,\"status\":\"%s\",\"total\":%llu,\"failed\":%llu", n, status,
+           (unsigned long long)st.total, (unsigned long long)failed);
     json_dbs("copied", st.copied);
     json_dbs("present", st.present);
     json_dbs("duplicates", st.duplicates);

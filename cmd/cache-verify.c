@@ -269,7 +269,7 @@ int main(int argc, char **argv) {
   int worst = 0;
   /* A split store is checked as its parts: several stores, one dataset. */
   char **stores = NULL;
-  size_t clean = 0, n_stores = 0;
+  size_t clean = 0, unchecked = 0, n_stores = 0;
   {
     char why[512] = "";
     int rc = fc_store_expand((const char *const *)(argv + optind), (size_t)(argc - optind), &stores,
@@ -312,6 +312,7 @@ int main(int argc, char **argv) {
         print_human(store, &r);
     }
     if (code == FC_EXIT_OK) clean++;
+    if (code == FC_EXIT_USAGE) unchecked++; /* could not be opened or read through */
     if (code > worst) worst = code;
     fc_verify_report_free(&r);
   }
@@ -369,7 +370,15 @@ int main(int argc, char **argv) {
   }
   fflush(stdout);
   if (!status && !quiet) {
+    /* every store counted once: clean, not clean (problems found), or not checked */
     fprintf(stderr, "done: %zu of %zu stores clean", clean, n_stores);
+    if (clean < n_stores) {
+      size_t not_clean = n_stores - clean - unchecked;
+      fputs(" (", stderr);
+      if (not_clean) fprintf(stderr, "%zu not clean%s", not_clean, unchecked ? ", " : "");
+      if (unchecked) fprintf(stderr, "%zu not checked", unchecked);
+      fputc(')', stderr);
+    }
     if (dataset) fputs(worst == FC_EXIT_OK ? "; one sound dataset" : "", stderr);
     fputc('\n', stderr);
   }

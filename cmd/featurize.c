@@ -476,8 +476,11 @@ int main(int argc, char **argv) {
   int code = FC_EXIT_OK;
   uint64_t ok = st.processed + st.skipped_existing;
   if (rc == FC_EINTR) {
-    fprintf(stderr, "%s: interrupted: %llu of %llu done, finished work committed\n", fc_cli_tool,
-            (unsigned long long)ok, (unsigned long long)st.total);
+    fprintf(stderr, "%s: interrupted: %llu of %llu done", fc_cli_tool, (unsigned long long)ok,
+            (unsigned long long)st.total);
+    if (st.failed) fprintf(stderr, " (%llu failed)", (unsigned long long)st.failed);
+    if (st.not_started) fprintf(stderr, ", %llu not started", (unsigned long long)st.not_started);
+    fputs(", finished work committed\n", stderr);
     code = fc_cli_signal_exit();
   } else if (rc == FC_ECONFIG || rc == FC_ENODEVICE) {
     fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));

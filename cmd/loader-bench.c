@@ -8,6 +8,7 @@
 #include "featcache/fc_manifest.h"
 #include "featcache/fc_profiler.h"
 #include "featcache/fc_loaderbench.h"
+#include "featcache/fc_outfile.h"
 
 enum {
   OPT_SOURCE = 256,
@@ -443,7 +444,8 @@ int main(int argc, char **argv) {
     }
     if (sweep) nf = 0; /* one chart per grid cell would not be readable: only tables */
     if (svg && nf) {
-      FILE *f = fopen(svg, "w");
+      fc_outfile *of; /* whole or not at all */
+      int e = fc_outfile_open(svg, &of);
       char title[160];
       if (base.compute == FC_LB_MATMUL)
         snprintf(title, sizeof title,
@@ -453,17 +455,22 @@ int main(int argc, char **argv) {
         snprintf(title, sizeof title,
                  "loader-bench: ms per training step (batch %u, compute %g ms)", runs[0].batch,
                  base.compute_ms);
-      int e = f ? fc_lb_write_svg(f, profs, names, nf, title) : errno;
-      if (f && fclose(f) && !e) e = errno;
+      if (!e && (e = fc_lb_write_svg(fc_outfile_stream(of), profs, names, nf, title)))
+        fc_outfile_abort(of);
+      else if (!e)
+        e = fc_outfile_commit(of);
       if (e) {
         fc_cli_warn(svg, "%s", fc_strerror(e));
         exit_code = FC_EXIT_FAIL;
       }
     }
     if (trace && n_runs) {
-      FILE *f = fopen(trace, "w");
-      int e = f ? fc_profiler_write_traces(profs, names, nf ? nf : 1, f) : errno;
-      if (f && fclose(f) && !e) e = errno;
+      fc_outfile *of;
+      int e = fc_outfile_open(trace, &of);
+      if (!e && (e = fc_profiler_write_traces(profs, names, nf ? nf : 1, fc_outfile_stream(of))))
+        fc_outfile_abort(of);
+      else if (!e)
+        e = fc_outfile_commit(of);
       if (e) {
         fc_cli_warn(trace, "%s", fc_strerror(e));
         exit_code = FC_EXIT_FAIL;
@@ -471,10 +478,14 @@ int main(int argc, char **argv) {
     }
   }
   fflush(stdout);
-  if (exit_code != FC_EXIT_USAGE && (!quiet || exit_code == FC_EXIT_FAIL))
-    fprintf(stderr, "%s: done: %llu of %llu steps%s%llu utterances failed)\n", fc_cli_tool,
-            (unsigned long long)steps_done, (unsigned long long)steps_planned, " (",
-            (unsigned long long)failed);
+  if (exit_code != FC_EXIT_USAGE && (!quiet || exit_code == FC_EXIT_FAIL)) {
+    /* the steps add up: done + not started (an interrupted run) = planned */
+    fprintf(stderr, "%s: done: %llu of %llu steps", fc_cli_tool, (unsigned long long)steps_done,
+            (unsigned long long)steps_planned);
+    if (steps_done < steps_planned)
+      fprintf(stderr, ", %llu not started", (unsigned long long)(steps_planned - steps_done));
+    fprintf(stderr, " (%llu utterances failed)\n", (unsigned long long)failed);
+  }
 
   for (size_t i = 0; i < n_runs; i++) fc_profiler_free(runs[i].prof);
   free(runs);

@@ -103,11 +103,13 @@ static const char footer[] =
 typedef struct run_ctx {
   const char *manifest;
   int quiet;
+  uint64_t reported; /* failed lines that got a line of their own */
 } run_ctx;
 
 static void on_bad_line(const fc_item *it, int err, const char *why, void *ud) {
   run_ctx *c = ud;
   (void)err;
+  c->reported++;
   if (c->quiet) return;
   fprintf(stderr, "tokenize: %s:%zu: %s\n", c->manifest, it->line, why);
 }
@@ -261,7 +263,7 @@ int main(int argc, char **argv) {
   }
 
   fc_cli_install_signals();
-  run_ctx ctx = {strcmp(manifest, "-") == 0 ? "(stdin)" : manifest, quiet};
+  run_ctx ctx = {strcmp(manifest, "-") == 0 ? "(stdin)" : manifest, quiet, 0};
   ro.report = on_bad_line;
   ro.report_ud = &ctx;
   ro.stop = (volatile const int *)&fc_cli_signal;
@@ -279,8 +281,10 @@ int main(int argc, char **argv) {
   char hex[33] = "";
   if (fc_tokenizer_config(tok, NULL, NULL, &cfg) == 0) fc_digest_hex(&cfg, hex);
   if (rc == FC_EINTR) {
-    fprintf(stderr, "tokenize: interrupted; %llu lines committed\n",
-            (unsigned long long)(st.processed + st.skipped_existing));
+    fprintf(stderr,
+            "tokenize: interrupted: %llu of %llu lines committed (%llu failed), %llu not started\n",
+            (unsigned long long)(st.processed + st.skipped_existing), (unsigned long long)st.lines,
+            (unsigned long long)st.failed, (unsigned long long)st.not_started);
     exit_code = fc_cli_signal_exit();
   } else if (rc && ro.strict && st.failed) {
     fprintf(stderr, "tokenize: stopped at the first bad line (--strict)\n");
@@ -291,45 +295,46 @@ int main(int argc, char **argv) {
   } else if (st.failed) {
     exit_code = FC_EXIT_FAIL;
   }
-  if (!rc && export_vocab) {
-    const char *vt;
-    size_t vlen;
-    FILE *f = fopen(export_vocab, "wb");
-    int bad = !f || fc_tokenizer_vocab_text(tok, &vt, &vlen) || fwrite(vt, 1, vlen, f) != vlen;
-    int err = errno;
-    if (f && fclose(f) != 0 && !bad) { /* the file is closed on every path */
-      bad = 1;
-      err = errno;
-    }
-    if (bad) {
-      fc_cli_warn(export_vocab, "cannot write the vocab: %s", strerror(err));
+  if (!rc && export_vocab) { /* whole or not at all: a failure leaves no half file */
+    int err = fc_tokenizer_export_vocab(tok, export_vocab);
+    if (err) {
+      fc_cli_warn(export_vocab, "cannot write the vocab: %s", fc_strerror(err));
       exit_code = FC_EXIT_FAIL;
     }
   }
   uint64_t ok = st.processed + st.skipped_existing;
+  if (st.failed > ctx.reported) /* a failed write's batch, the lines never begun: one line */
+    fprintf(stderr, "tokenize: %llu lines not stored after the failure, counted as failed\n",
+            (unsigned long long)(st.failed - ctx.reported));
   if (!quiet || exit_code == FC_EXIT_FAIL) { /* exit 1 always comes with its `done: N of M` line */
+    char not_started[48] = "";
+    if (st.not_started)
+      snprintf(not_started, sizeof not_started, ", %llu not started",
+               (unsigned long long)st.not_started);
     if (rc == 0 && st.processed == 0 && st.failed == 0)
       fprintf(stderr, "tokenize: nothing to do: all %llu lines already stored (config %s)\n",
               (unsigned long long)st.lines, hex);
     else
       fprintf(
           stderr,
-          "tokenize: done: %llu of %llu (%llu new, %llu already stored, %llu failed, %llu tokens)\n",
+          "tokenize: done: %llu of %llu (%llu new, %llu already stored, %llu failed, %llu tokens)%s\n",
           (unsigned long long)ok, (unsigned long long)st.lines, (unsigned long long)st.processed,
           (unsigned long long)st.skipped_existing, (unsigned long long)st.failed,
-          (unsigned long long)st.tokens);
+          (unsigned long long)st.tokens, not_started);
     if (st.unknown)
       fprintf(stderr, "tokenize: %llu unknown symbols mapped to unk\n",
               (unsigned long long)st.unknown);
   }
   if (json) {
     printf(
-        "{\"processed\":%llu,\"skipped_existing\":%llu,\"failed\":%llu,\"lines\":%llu,"
+        "{\"processed\":%llu,\"skipped_existing\":%llu,\"failed\":%llu,\"not_started\":%llu,"
+        "\"lines\":%llu,"
         "\"tokens\":%llu,\"unknown\":%llu,\"wall_seconds\":%.6f,\"config_digest\":\"%s\","
         "\"tokenizer\":\"%s\"}\n",
         (unsigned long long)st.processed, (unsigned long long)st.skipped_existing,
-        (unsigned long long)st.failed, (unsigned long long)st.lines, (unsigned long long)st.tokens,
-        (unsigned long long)st.unknown, wall, hex, kind_name);
+        (unsigned long long)st.failed, (unsigned long long)st.not_started,
+        (unsigned long long)st.lines, (unsigned long long)st.tokens, (unsigned long long)st.unknown,
+        wall, hex, kind_name);
   }
   fc_store_close_split(parts, n_parts);
   fc_item_list_free(&items);

@@ -5,8 +5,11 @@
  * FC_FAULT=commit:3 fails the third write-transaction commit with EIO. Sites: env (LMDB
  * environment open), put, commit, grow (map growth) in the store; open, read (input files), decode
  * (libsndfile), resample (soxr) in audio decoding; plan (FFTW planning); cuda (CUDA calls); alloc
- * (every allocation of the library: formats/alloc.h).
+ * (every allocation of the library: formats/alloc.h); write (the open, write, sync, close and
+ * rename of an exported file: fc_outfile.h).
  * FC_FAULT_LOG=FILE appends "site:N" to FILE when the failure is injected (a run may absorb it).
+ * FC_FAULT_MAPSIZE=BYTES (libcache/store/store.c) starts a new store's map that small, so that a
+ * small job reaches map growth (grow).
  * tests/cli/fault_sites.sh drives each one through the tools. Tests that need it ask
  * fc_fault_built() and skip (exit 77) when it is 0. */
 #ifndef FC_FAULT_H

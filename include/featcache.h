@@ -20,5 +20,6 @@
 #include "featcache/fc_verify.h"
 #include "featcache/fc_loader.h"
 #include "featcache/fc_loaderbench.h"
+#include "featcache/fc_outfile.h"
 
 #endif

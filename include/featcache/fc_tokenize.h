@@ -112,15 +112,23 @@ FC_API int fc_tokenizer_dtype(const fc_tokenizer *t);
 /* chars/phonemes: the vocab as a vocab file (one symbol per line, "\n" after each). bpe: the
  * tokenizer.json bytes. */
 FC_API int fc_tokenizer_vocab_text(const fc_tokenizer *t, const char **text, size_t *len);
+/* Write that text to `path`, whole or not at all (fc_outfile.h: a temporary renamed over the
+ * target, which a failure leaves as it was). Returns 0, FC_EBADSTATE before the vocab is built,
+ * or the errno value of the step that failed (ENOSPC, EACCES, ...). */
+FC_API int fc_tokenizer_export_vocab(const fc_tokenizer *t, const char *path);
 
 /* ---- the pipeline: manifest items → text and tok dbs ----------------------------------------- */
 typedef struct fc_tokenize_stats {
   uint64_t lines; /* items seen */
   uint64_t processed; /* tok records written this run */
   uint64_t skipped_existing; /* already stored under this config */
-  uint64_t failed; /* bad lines (reported through the callback) */
+  uint64_t failed; /* bad lines (reported through the callback), and after an error that ends the
+                      run (a failed write, out of memory) the lines it left unstored */
   uint64_t tokens; /* tokens in the records written this run */
   uint64_t unknown; /* symbols mapped to unk */
+  /* Lines never stored because the run was stopped on purpose (the stop flag, --strict). Always:
+   * processed + skipped_existing + failed + not_started = lines. */
+  uint64_t not_started;
 } fc_tokenize_stats;
 
 /* Called for every failed line: item (its line, id), the error and a one-line reason. */

@@ -322,7 +322,7 @@ static int put_one(mctx *c, batch *b, pending *p, MDB_txn *txn, const MDB_val *l
 
 static int grow(fc_store *s, uint64_t at_least) {
   MDB_envinfo info;
-  int rc = mdb_env_info(s->env, &info);
+  int rc = fc_fault_hit("grow") ? ENOMEM : mdb_env_info(s->env, &info);
   if (rc) return rc;
   uint64_t size = info.me_mapsize * 2;
   if (size < at_least) size = at_least;

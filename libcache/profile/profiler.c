@@ -1,6 +1,7 @@
 /* The step profiler: steps, nested named phases with self times, statistics, verdict, reports.
  * See include/featcache/fc_profiler.h for the rules (self time, shares, estimators). */
 #include "featcache/fc_profiler.h"
+#include "featcache/fc_outfile.h"
 #include "formats/alloc.h"
 
 #include <errno.h>
@@ -648,9 +649,12 @@ long fc_profiler_report(const fc_profiler *p, int format, char *buf, size_t len)
 }
 
 int fc_profiler_save(const fc_profiler *p, int format, const char *path) {
-  FILE *f = fopen(path, "w");
-  if (!f) return errno;
-  int rc = fc_profiler_write(p, format, f);
-  if (fclose(f) != 0 && !rc) rc = errno;
-  return rc;
+  fc_outfile *o;
+  int rc = fc_outfile_open(path, &o);
+  if (rc) return rc;
+  if ((rc = fc_profiler_write(p, format, fc_outfile_stream(o)))) {
+    fc_outfile_abort(o);
+    return rc;
+  }
+  return fc_outfile_commit(o);
 }

@@ -23,6 +23,19 @@
 
 static const char *const db_names[FC_DB_COUNT] = {"meta", "audio", "text", "feat", "tok"};
 
+/* The first map of a store opened for writing. Test builds (FC_FAULT_INJECTION) take it from
+ * FC_FAULT_MAPSIZE (bytes, at least 16 KiB) when set, so that a test's small job reaches map
+ * growth (the `grow` fault site, tests/cli/fault_sites.sh); release builds never read it. */
+static size_t initial_map(void) {
+#ifdef FC_FAULT_INJECTION
+  const char *e = getenv("FC_FAULT_MAPSIZE");
+  char *end = NULL;
+  unsigned long long v = e && *e ? strtoull(e, &end, 10) : 0;
+  if (v >= (16u << 10) && end && !*end) return (size_t)v;
+#endif
+  return FC_INITIAL_MAP;
+}
+
 const char *fc_db_name(int db) { return (db >= 0 && db < FC_DB_COUNT) ? db_names[db] : "?"; }
 
 static int file_exists(const char *dir, const char *name) {
@@ -81,6 +94,8 @@ fail:
   return rc;
 }
 
+static int grow_map(fc_store *s);
+
 int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
   *out = NULL;
   if (!dir || !*dir) return EINVAL;
@@ -108,7 +123,7 @@ int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
   if (rc) goto fail;
   mdb_env_set_maxdbs(s->env, 8);
   mdb_env_set_maxreaders(s->env, 1024);
-  if (!rdonly) mdb_env_set_mapsize(s->env, FC_INITIAL_MAP);
+  if (!rdonly) mdb_env_set_mapsize(s->env, initial_map());
   unsigned ef = MDB_NOTLS;
   if (rdonly) ef |= MDB_RDONLY;
   if (flags & FC_STORE_NOSYNC) ef |= MDB_NOSYNC;
@@ -118,6 +133,8 @@ int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
   if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH) rc = FC_EFORMAT;
   if (rc) goto fail;
   rc = open_dbs(s, existed);
+  while (rc == MDB_MAP_FULL && !(rc = grow_map(s))) /* a first map too small for the dbs */
+    rc = open_dbs(s, existed);
   if (rc) goto fail;
   *out = s;
   return 0;

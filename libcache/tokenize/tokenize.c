@@ -218,7 +218,7 @@ int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
   fc_put *puts = fc_calloc(2 * batch, sizeof *puts);
   char(*hexkeys)[16] = fc_calloc(batch, sizeof *hexkeys);
   char **tvals = fc_calloc(batch, sizeof *tvals);
-  int rc = 0;
+  int rc = 0, stopped = 0; /* stopped: by the stop flag or --strict, not by an error */
   if (!ls || !puts || !hexkeys || !tvals) {
     rc = ENOMEM;
     goto out;
@@ -288,11 +288,15 @@ int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
         report(o, &items->items[i], l);
         if (o->strict) {
           rc = l->err;
+          stopped = 1;
           end = i;
           break;
         }
       }
     }
+    /* counted once the batch is committed: after a failed write its lines count as failed */
+    uint64_t processed = 0, skipped = 0, tokens = 0, unknown = 0;
+    int brc = 0;
     for (size_t i = b0; i < end; i++) {
       line_state *l = &ls[i];
       if (l->err) continue;
@@ -300,7 +304,7 @@ int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
       if (l->need_text) {
         char *tv = fc_malloc(16 + l->len);
         if (!tv) {
-          rc = ENOMEM;
+          brc = ENOMEM; /* nothing of this batch is written */
           break;
         }
         memcpy(tv, l->digest.bytes, 16);
@@ -314,15 +318,23 @@ int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
         memcpy(hexkeys[i - b0], key.bytes, 16);
         puts[np++] =
             (fc_put){FC_DB_TOK, hexkeys[i - b0], 16, l->rec, l->rec_len, FC_PUT_NOOVERWRITE};
-        st->processed++;
-        st->tokens += l->ntok;
-        st->unknown += l->unknown;
+        processed++;
+        tokens += l->ntok;
+        unknown += l->unknown;
       } else {
-        st->skipped_existing++;
+        skipped++;
       }
     }
-    int wrc = np ? fc_store_write(s, puts, np) : 0;
-    if (wrc) { rc = wrc; }
+    if (!brc && np) brc = fc_store_write(s, puts, np);
+    if (brc) {
+      rc = brc;
+      stopped = 0; /* an error, even after --strict stopped the run */
+    } else {
+      st->processed += processed;
+      st->skipped_existing += skipped;
+      st->tokens += tokens;
+      st->unknown += unknown;
+    }
     for (size_t i = b0; i < b1; i++) {
       free(ls[i].rec);
       ls[i].rec = NULL;
@@ -331,9 +343,21 @@ int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
     }
     if (rc) break;
     if (o->progress) o->progress(st, o->progress_ud);
-    if (o->stop && *o->stop && b1 < n) rc = FC_EINTR;
+    if (o->stop && *o->stop && b1 < n) {
+      rc = FC_EINTR;
+      stopped = 1;
+    }
   }
 out:
+  /* Every line counted once: the lines not stored and not reported (a failed write's batch, the
+   * lines never begun) failed with the run, or were not started when it was stopped on purpose. */
+  if (st->processed + st->skipped_existing + st->failed < n) {
+    uint64_t rest = n - st->processed - st->skipped_existing - st->failed;
+    if (stopped)
+      st->not_started = rest;
+    else
+      st->failed += rest;
+  }
   if (ls)
     for (size_t i = 0; i < n; i++) free(ls[i].rec);
   free(ls);

@@ -8,6 +8,7 @@
 
 #include "featcache/fc_format.h"
 #include "featcache/fc_tokenize.h"
+#include "featcache/fc_outfile.h"
 #include "libcache/tokenize/tok_internal.h"
 #include "formats/alloc.h"
 
@@ -405,4 +406,11 @@ int fc_tokenizer_vocab_text(const fc_tokenizer *t, const char **text, size_t *le
   *text = t->vocab_text;
   *len = t->vocab_text_len;
   return 0;
+}
+
+int fc_tokenizer_export_vocab(const fc_tokenizer *t, const char *path) {
+  const char *text;
+  size_t len;
+  int rc = fc_tokenizer_vocab_text(t, &text, &len);
+  return rc ? rc : fc_outfile_write(path, text, len);
 }

@@ -6,6 +6,8 @@
 # sanitizer build aborts on a leak or a bad access), and the store must pass cache-verify holding
 # every record committed before. The loop ends when the run succeeds (the n-th call no longer
 # exists); a site the job never reaches is said. Then a clean rerun completes the store.
+# By hand: FC_FAULT_SITES="alloc grow" runs only those sites; FC_FAULT_STRIDE (below) samples the
+# long allocation loops.
 set -uo pipefail
 if ! grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null; then
   echo "skipped: this build has no fault countdowns (-DFC_FAULT_INJECTION=ON; scripts/test sets it)" >&2
@@ -32,13 +34,19 @@ open("metadata.csv", "w").write("\n".join(lines) + "\n")
 PY
 ls f*.wav >list
 
-keys() { # the store's feat/tok keys and values, hashed: committed work that must never go
+keys() { # the store's feat/tok/audio/text keys and values, hashed: committed work that must never
+  # go; and "meta" once its meta db exists (nothing at all: nothing was ever committed)
   "$FC_PYTHON" - "$1" <<'PY'
 import hashlib, os, sys, lmdb
 if not os.path.exists(os.path.join(sys.argv[1], "data.mdb")):
     sys.exit(0)
 env = lmdb.open(sys.argv[1], readonly=True, lock=False, max_dbs=8)
 with env.begin() as t:
+    try:
+        env.open_db(b"meta", txn=t, create=False)
+        print("meta")
+    except lmdb.NotFoundError:
+        pass
     for name in (b"feat", b"tok", b"audio", b"text"):
         try:
             db = env.open_db(name, txn=t, create=False)
@@ -49,56 +57,135 @@ with env.begin() as t:
 PY
 }
 
-# drive TOOL-LABEL SITE STORE FRESH CMD...: loop n until the command succeeds. FRESH=1 starts
-# each n on an empty store (so the n-th call exists for every n up to the job's count), else the
-# store carries over (each run resumes the last: committed records must survive every failure).
+# sums OUT: every summary line the run printed adds up: `done: N of M` (N: processed and skipped)
+# plus its failed (`F failed`), `K not started`, and for cache-verify `K not clean, J not
+# checked`, is M; in --json, processed + skipped_existing + failed + not_started = total (lines).
+sums() {
+  local line a t f p s x ns tt
+  while IFS= read -r line; do
+    case $line in
+    *"done: "*" of "* | *"interrupted: "*" of "*)
+      [[ $line =~ (done|interrupted):\ ([0-9]+)\ of\ ([0-9]+) ]] || continue
+      a=${BASH_REMATCH[2]} t=${BASH_REMATCH[3]} f=0 ns=0
+      [[ $line =~ [\(\ ]([0-9]+)\ failed ]] && f=${BASH_REMATCH[1]}
+      [[ $line =~ [\(\ ]([0-9]+)\ not\ (started|clean) ]] && ns=${BASH_REMATCH[1]}
+      [[ $line =~ [\(\ ]([0-9]+)\ not\ checked ]] && f=${BASH_REMATCH[1]}
+      [ $((a + f + ns)) = "$t" ] || echo "summary does not add up ($a + $f + $ns != $t): $line" ;;
+    "{\"processed\":"*)
+      p=0 s=0 x=0 ns=0 tt=
+      [[ $line =~ \"processed\":([0-9]+) ]] && p=${BASH_REMATCH[1]}
+      [[ $line =~ \"skipped_existing\":([0-9]+) ]] && s=${BASH_REMATCH[1]}
+      [[ $line =~ \"failed\":([0-9]+) ]] && x=${BASH_REMATCH[1]}
+      [[ $line =~ \"not_started\":([0-9]+) ]] && ns=${BASH_REMATCH[1]}
+      [[ $line =~ \"(total|lines)\":([0-9]+) ]] && tt=${BASH_REMATCH[2]}
+      [ $((p + s + x + ns)) = "$tt" ] || echo "JSON counts do not add up ($p + $s + $x + $ns != $tt): $line" ;;
+    esac
+  done <<<"$1"
+}
+
+# drive TOOL-LABEL SITE STORE FRESH CMD...: loop n until the n-th call of SITE no longer happens
+# (the run succeeds and FC_FAULT_LOG shows no failure injected; a run may also succeed having
+# absorbed its failure, e.g. an allocation with a fallback). FRESH=1 starts each n on an empty
+# store (so the n-th call exists for every n up to the job's count), else the store carries over
+# (each run resumes the last: committed records must survive every failure). n steps by 1, but
+# the `alloc` loops (hundreds of allocations per job) step by 1 up to 40 and then by
+# FC_FAULT_STRIDE: by default 7 (17 in the sanitizer build), so that CI samples every 7th (17th)
+# allocation past the 40th; FC_FAULT_STRIDE=1 runs every n (docs/RELIABILITY.md's figures).
+alloc_stride=${FC_FAULT_STRIDE:-$([ "${FC_SANITIZE:-0}" = 1 ] && echo 17 || echo 7)}
 drive() {
   local label=$1 site=$2 store=$3 fresh=$4; shift 4
-  local n=1 before after out rc hit=0
-  while [ $n -le 60 ]; do
-    [ "$fresh" = 1 ] && rm -rf "$store"
-    before=$(keys "$store")
-    out=$(FC_FAULT="$site:$n" "$@" 2>&1); rc=$?
-    [ $rc = 0 ] && break
+  [ -z "${FC_FAULT_SITES:-}" ] || [[ " $FC_FAULT_SITES " == *" $site "* ]] || return 0
+  local n=1 before after out rc hit=0 absorbed=0 stride=$alloc_stride bad
+  [ "$site" = alloc ] || stride=1
+  [ "$fresh" = 1 ] || after=$(keys "$store")
+  while [ $n -le 5000 ]; do
+    if [ "$fresh" = 1 ]; then rm -rf "$store"; before=; else before=$after; fi
+    rm -f "$tmp/fault.log"
+    out=$(FC_FAULT="$site:$n" FC_FAULT_LOG="$tmp/fault.log" "$@" 2>&1); rc=$?
+    if [ ! -s "$tmp/fault.log" ]; then
+      [ $rc = 0 ] && break
+      fail "$label $site:$n: exit $rc with no failure injected: $out"
+      break
+    fi
     hit=$((hit + 1))
     case $rc in
-    1) if [ "$label" = loader ]; then # Python: FeatcacheError naming the store and the reason
-         grep -qE "FeatcacheError: featcache: $store: " <<<"$out" || fail "$label $site:$n: $out"
+    0) absorbed=$((absorbed + 1)) ;;
+    1) if [ "$label" = loader ]; then # Python: FeatcacheError naming the store and the reason,
+         # or out of memory (planning an epoch, a batch: the reason is the memory, not a store)
+         grep -qE "FeatcacheError: (featcache: $store: |.*Cannot allocate memory)" <<<"$out" || fail "$label $site:$n: $out"
        else
          grep -qE "done: [0-9]+ of [0-9]+|[0-9]+ of [0-9]+ stores" <<<"$out" || fail "$label $site:$n: exit 1 without a summary: $out"
        fi ;;
     2) grep -qE "^[a-z-]+: " <<<"$out" || fail "$label $site:$n: exit 2 without a message: $out" ;;
     *) fail "$label $site:$n: exit $rc (crash?): $out" ;;
     esac
-    if [ -f "$store/data.mdb" ]; then
-      "$FC_BIN/cache-verify" -q "$store" >/dev/null 2>&1 || fail "$label $site:$n: store fails cache-verify"
-      after=$(keys "$store")
-      lost=$(comm -23 <(sort <<<"$before") <(sort <<<"$after") | grep -c . || true)
-      [ "$lost" = 0 ] || fail "$label $site:$n: $lost committed records lost"
+    if [ "$site" = alloc ] && [ $rc != 0 ] && ! grep -qiE "out of memory|Cannot allocate memory" <<<"$out"; then
+      fail "$label $site:$n: exit $rc without saying it ran out of memory: $out"
     fi
-    n=$((n + 1))
+    bad=$(sums "$out")
+    [ -z "$bad" ] || fail "$label $site:$n: $bad"
+    [ -z "${POST:-}" ] || $POST "$label $site:$n"
+    after=$(keys "$store")
+    if [ -n "$after" ]; then # (a run failed before its first commit leaves an empty environment
+      # at most, which the next run takes as new: nothing to verify, as in scripts/crash-trials)
+      "$FC_BIN/cache-verify" -q "$store" >/dev/null 2>&1 || fail "$label $site:$n: store fails cache-verify"
+    fi
+    lost=$(comm -23 <(sort <<<"$before") <(sort <<<"$after") | grep -c . || true)
+    [ "$lost" = 0 ] || fail "$label $site:$n: $lost committed records lost"
+    if [ $n -lt 40 ]; then n=$((n + 1)); else n=$((n + stride)); fi
   done
-  [ $rc = 0 ] || fail "$label $site: still failing at n=60"
+  [ $n -le 5000 ] || fail "$label $site: still failing at n=5000"
   local how=resumed; [ "$fresh" = 1 ] && how=fresh
   if [ $hit = 0 ]; then echo "$label $site ($how): not reached by this job"
-  else echo "$label $site ($how): $hit injected failures survived, then success"; fi
+  else echo "$label $site ($how): $hit injected failures survived ($absorbed absorbed by the run)"; fi
 }
 
+# Every store starts with a 16 KiB map (test builds only: libcache/store/store.c), so that these
+# small jobs grow it several times and reach the `grow` site, under every other site's faults too.
+export FC_FAULT_MAPSIZE=16384
 for fresh in 1 0; do
-  for site in env open read decode resample plan put commit grow; do
+  for site in env open read decode resample plan put commit grow alloc; do
     rm -rf st
-    drive featurize "$site" st $fresh "$FC_BIN/featurize" --device cpu -j 2 -o st --manifest list
+    drive featurize "$site" st $fresh "$FC_BIN/featurize" --device cpu -j 2 -o st --manifest list --json
   done
-  for site in env put commit; do
+  for site in env put commit grow alloc; do
     rm -rf tk
-    drive tokenize "$site" tk $fresh "$FC_BIN/tokenize" --build-vocab -o tk --manifest metadata.csv
+    drive tokenize "$site" tk $fresh "$FC_BIN/tokenize" --build-vocab -o tk --manifest metadata.csv --json
   done
 done
+
+# An exported file (tokenize --export-vocab; fc_outfile) is written whole or not at all: after
+# each failed open/write/sync/close/rename the previous file is there, unchanged, and no
+# temporary is left beside it.
+vocab_intact() {
+  [ "$(cat vocab.txt 2>/dev/null)" = "previous vocab" ] || fail "$1: vocab.txt changed: $(head -c 80 vocab.txt 2>&1)"
+  ! ls vocab.txt.tmp.* >/dev/null 2>&1 || fail "$1: a temporary was left: $(ls vocab.txt.tmp.*)"
+}
+rm -rf tk
+echo "previous vocab" >vocab.txt
+POST=vocab_intact drive tokenize write tk 1 "$FC_BIN/tokenize" --build-vocab -o tk --manifest metadata.csv --export-vocab vocab.txt
+[ "$(wc -l <vocab.txt)" -gt 5 ] || fail "tokenize --export-vocab: the vocab was not written by the run that succeeded"
+
 "$FC_BIN/featurize" --device cpu -q -o full --manifest list || fail "clean featurize"
-drive cache-verify env full 0 "$FC_BIN/cache-verify" -q full
-drive loader env full 0 "$FC_PYTHON" -c 'import featcache, sys; n = sum(len(b) for b in featcache.Loader(sys.argv[1], batch_size=3)); sys.exit(0 if n == 8 else 3)' full
+# loader-bench's chart and trace (fc_outfile): each is its previous contents or whole, never half
+charts_intact() {
+  local svg trace
+  svg=$(tail -n 1 c.svg 2>&1) trace=$(tail -c 3 t.json 2>&1)
+  [ "$svg" = old ] || [ "$svg" = "</svg>" ] || fail "$1: c.svg is neither the old one nor whole: ...$svg"
+  [ "$trace" = old ] || [ "$trace" = "]}" ] || fail "$1: t.json is neither the old one nor whole: ...$trace"
+  ! ls ./*.tmp.* >/dev/null 2>&1 || fail "$1: a temporary was left: $(ls ./*.tmp.*)"
+}
+echo old >c.svg
+echo old >t.json
+POST=charts_intact drive loader-bench write full 0 "$FC_BIN/loader-bench" -q -b 2 --steps 3 --compute-ms 1 --svg c.svg --trace t.json full
+[ "$(tail -n 1 c.svg)" = "</svg>" ] && [ "$(tail -c 3 t.json)" = "]}" ] || fail "loader-bench: the chart and trace were not written by the run that succeeded"
+
+for site in env alloc; do
+  drive cache-verify $site full 0 "$FC_BIN/cache-verify" -q full
+  drive loader $site full 0 "$FC_PYTHON" -c 'import featcache, sys; n = sum(len(b) for b in featcache.Loader(sys.argv[1], batch_size=3)); sys.exit(0 if n == 8 else 3)' full
+done
 if [ -x "$FC_BIN/cache-merge" ]; then
-  for site in env put commit; do
+  for site in env put commit grow alloc; do
     rm -rf mg
     drive cache-merge "$site" mg 1 "$FC_BIN/cache-merge" -o mg full tk
   done

@@ -116,7 +116,7 @@ timeout 20 sh -c "cat u299.wav >fifo.wav" || fail "SIGINT: nobody read the FIFO"
 wait "$pid"
 rc=$?
 [ $rc = 130 ] || fail "SIGINT: exit $rc, want 130"
-[ "$(cat err)" = "featurize: interrupted: 51 of 100 done, finished work committed" ] ||
+[ "$(cat err)" = "featurize: interrupted: 51 of 100 done, 49 not started, finished work committed" ] ||
   fail "SIGINT: stderr: $(cat err)"
 check st2 51 >/dev/null || fail "SIGINT: want exactly the 51 finished utterances stored"
 
@@ -133,7 +133,7 @@ timeout 20 sh -c "cat u298.wav >fifo.wav" || fail "SIGTERM: nobody read the FIFO
 wait "$pid"
 rc=$?
 [ $rc = 143 ] || fail "SIGTERM: exit $rc, want 143"
-[ "$(cat err)" = "featurize: interrupted: 6 of 11 done, finished work committed" ] ||
+[ "$(cat err)" = "featurize: interrupted: 6 of 11 done, 5 not started, finished work committed" ] ||
   fail "SIGTERM: stderr: $(cat err)"
 check st3 6 >/dev/null || fail "SIGTERM: want the 6 finished utterances stored"
 
