@@ -387,7 +387,13 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
   int rc = 0, ran = 0, stage_started = 0;
   pthread_t launch_thread, complete_thread;
   if (stats) memset(stats, 0, sizeof *stats);
-  if (!r) return ENOMEM;
+  if (!r) { /* refused before any work: the counts still add up */
+    if (stats) {
+      stats->total = stats->not_started = n;
+      stats->bound = "idle";
+    }
+    return ENOMEM;
+  }
   r->t0 = fz_now();
   r->st.total = n;
   r->st.bound = "idle";
