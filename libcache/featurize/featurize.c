@@ -408,6 +408,10 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
   r->n_parts = r->o.parts && r->o.n_parts > 1 ? r->o.n_parts : 1;
   if (!(r->parts = fc_calloc(r->n_parts, sizeof *r->parts))) {
     free(r);
+    if (stats) { /* refused before any work: the counts still add up */
+      stats->total = stats->not_started = n;
+      stats->bound = "idle";
+    }
     return ENOMEM;
   }
   for (unsigned k = 0; k < r->n_parts; k++) {

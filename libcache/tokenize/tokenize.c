@@ -378,6 +378,7 @@ static void add_stats(fc_tokenize_stats *a, const fc_tokenize_stats *b) {
   a->processed += b->processed;
   a->skipped_existing += b->skipped_existing;
   a->failed += b->failed;
+  a->not_started += b->not_started;
   a->tokens += b->tokens;
   a->unknown += b->unknown;
 }
@@ -398,13 +399,15 @@ int fc_tokenize_run_split(fc_store *const *parts, unsigned n_parts, fc_tokenizer
   memset(st, 0, sizeof *st);
   int rc = 0;
   /* The vocab of a build_vocab tokenizer comes from all the lines, so every part has one config. */
+  split_progress sp = {.o = o};
+  fc_item_list sub = {.items = NULL, .format = items->format};
   if (fc_tokenizer_config(t, NULL, NULL, NULL) == FC_EBADSTATE &&
       (rc = fc_tokenizer_build_vocab_from(t, items, o)))
-    return rc;
-  fc_item_list sub = {.items = fc_malloc((items->count ? items->count : 1) * sizeof(fc_item)),
-                      .format = items->format};
-  if (!sub.items) return ENOMEM;
-  split_progress sp = {.o = o};
+    goto out;
+  if (!(sub.items = fc_malloc((items->count ? items->count : 1) * sizeof(fc_item)))) {
+    rc = ENOMEM;
+    goto out;
+  }
   fc_tokenize_run_opts po = *o;
   if (o->progress) {
     po.progress = on_part_progress;
@@ -420,6 +423,18 @@ int fc_tokenize_run_split(fc_store *const *parts, unsigned n_parts, fc_tokenizer
     fc_tokenize_stats ps;
     rc = fc_tokenize_run(parts[k], t, &sub, &po, &ps);
     add_stats(&sp.done, &ps);
+  }
+out:
+  /* every line counted once: those of the parts never run failed with the run, or were not
+   * started when it was stopped on purpose (as fc_tokenize_run counts its own) */
+  sp.done.lines = items->count;
+  uint64_t counted =
+      sp.done.processed + sp.done.skipped_existing + sp.done.failed + sp.done.not_started;
+  if (counted < items->count) {
+    if (rc == FC_EINTR || (o->strict && sp.done.not_started))
+      sp.done.not_started += items->count - counted;
+    else
+      sp.done.failed += items->count - counted;
   }
   *st = sp.done;
   free(sub.items); /* shallow copies: the strings belong to items */
