@@ -179,7 +179,7 @@ int fc_mq_encode_step(fc_mq_coder *c, const float *x, uint32_t dim0, uint32_t di
   int32_t base = n ? (int32_t)lrintf(x[0] * scale) : 0;
   /* symbols (n bytes) then escapes (4 bytes each, at most n) in the plane scratch */
   if ((rc = reserve(c, 5 * n, dim1))) goto out;
-  uint8_t *sym = c->planes, *esc = c->planes + n;
+  uint8_t *sym = c->planes, *esc = n ? c->planes + n : NULL; /* no planes for 0 values */
   size_t n_esc = 0;
   uint32_t *prev = c->row, any = 0;
   for (uint32_t b = 0; b < dim1 && n; b++) prev[b] = (uint32_t)base;
