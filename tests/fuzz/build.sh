@@ -7,7 +7,8 @@
 # Targets (tests/fuzz/fuzz_*.c):
 #   record   record/entry validation and the mel config JSON (what cache-verify and the loader trust)
 #   parsers  manifest readers (LJSpeech, wav.scp, JSONL, lists, TSV), tokenizer.json, vocab, normalization
-#   loader   the loader opening a hostile store and reading an epoch
+#   loader   the loader opening a hostile store and reading an epoch (coded mq records too)
+#   phonemes the phonemes tokenizer's reading of a line (espeak-ng clauses, marks, units)
 # The sources under test are compiled into each fuzzer, so they carry coverage instrumentation.
 # Seeds come from the replay drivers (tests/unit/test_*_fuzz.c, which CTest runs without libFuzzer)
 # when the build at $FC_BIN (default build/) has them. A crash leaves its input in
@@ -19,7 +20,7 @@ command -v clang >/dev/null || { echo "fuzz: clang not found (apt-get install cl
 secs=${1:-60}
 [ $# -gt 0 ] && shift
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(record parsers loader)
+[ ${#targets[@]} -gt 0 ] || targets=(record parsers loader phonemes)
 out=${FC_FUZZ_OUT:-build-fuzz}
 bin=${FC_BIN:-build}
 mkdir -p "$out/artifacts"
@@ -36,7 +37,10 @@ for t in "${targets[@]}"; do
            libs=($(pkg-config --libs jansson libutf8proc) -lxxhash -lzstd -lm -lpthread) ;;
   loader) srcs=(formats/*.c kernels/presets.c kernels/convert.c libcache/store/*.c libcache/loader/*.c)
           libs=(-llmdb -lxxhash -lzstd $(pkg-config --libs jansson) -lm -lpthread) ;;
-  *) echo "fuzz: unknown target $t (record, parsers, loader)" >&2; exit 2 ;;
+  phonemes) srcs=(libcache/tokenize/tok_espeak.c libcache/tokenize/tok_util.c
+                  libcache/tokenize/tok_normalize.c formats/utf8.c)
+            libs=($(pkg-config --libs espeak-ng libutf8proc) -lxxhash -lm -lpthread) ;;
+  *) echo "fuzz: unknown target $t (record, parsers, loader, phonemes)" >&2; exit 2 ;;
   esac
   echo "fuzz: building $t" >&2
   clang "${cflags[@]}" "tests/fuzz/fuzz_$t.c" "${srcs[@]}" "${libs[@]}" -o "$out/fuzz_$t"
@@ -50,7 +54,9 @@ for t in "${targets[@]}"; do
   limit=(-max_total_time="$secs")
   [ -n "${FC_FUZZ_RUNS:-}" ] && limit=(-runs="$FC_FUZZ_RUNS")
   echo "fuzz: $t for ${FC_FUZZ_RUNS:-$secs s} ${FC_FUZZ_RUNS:+runs}" >&2
-  "$out/fuzz_$t" "${limit[@]}" -max_len=16384 -timeout="${FC_FUZZ_TIMEOUT:-120}" -print_final_stats=1 \
+  max_len=16384
+  [ "$t" = phonemes ] && max_len=2048 # a line of text; espeak-ng speaks every clause of it
+  "$out/fuzz_$t" "${limit[@]}" -max_len=$max_len -timeout="${FC_FUZZ_TIMEOUT:-120}" -print_final_stats=1 \
     -artifact_prefix="$out/artifacts/$t-" "$corpus" 2>"$out/fuzz_$t.log" ||
     { tail -40 "$out/fuzz_$t.log" >&2; echo "fuzz: $t FAILED (input in $out/artifacts/)" >&2; exit 1; }
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out/fuzz_$t.log")
