@@ -1,15 +1,18 @@
 /* libFuzzer target over every reader of text a user hands the tools: the manifest readers
  * (LJSpeech, wav.scp, JSON lines, plain lists, TSV, and format detection), the tokenizer.json
- * reader (bpe), the vocab reader (chars, phonemes) and text normalization. The first input byte
- * picks the target, the rest is the file's bytes. Invariants beyond "no crash, no leak, no OOB":
- * every manifest item is either good (a valid id, a path where the format has one) or carries a
- * reason; a loaded tokenizer or vocab maps fixed texts to ids inside its vocabulary; normalized
- * text is valid UTF-8.
+ * reader (bpe), the vocab reader (chars, phonemes), text normalization and the --shard spec (K/N,
+ * or slurm with the SLURM_ARRAY_TASK_* variables from the input). The first input byte picks the
+ * target, the rest is the file's bytes. Invariants beyond "no crash, no leak, no OOB": every
+ * manifest item is either good (a valid id, a path where the format has one) or carries a reason;
+ * a loaded tokenizer or vocab maps fixed texts to ids inside its vocabulary; normalized text is
+ * valid UTF-8; a shard spec that parses is K < N, as the text says, and one that does not has a
+ * reason.
  *
  * Built with libFuzzer by tests/fuzz/build.sh; replayed without libFuzzer (seeds + seeded
  * mutations) by tests/unit/test_parsers_fuzz.c. */
 #include "featcache/fc_format.h"
 #include "featcache/fc_manifest.h"
+#include "featcache/fc_shard.h"
 #include "featcache/fc_tokenize.h"
 #include "libcache/tokenize/tok_internal.h"
 
@@ -34,7 +37,8 @@ enum {
   T_BPE = 6,
   T_VOCAB = 7,
   T_NORMALIZE = 8,
-  T_COUNT = 9
+  T_SHARD = 9,
+  T_COUNT = 10
 };
 
 static const char *const fixed_texts[] = {"hello, world",
@@ -130,6 +134,47 @@ static void fuzz_normalize(const uint8_t *d, size_t n) {
   free(out);
 }
 
+/* The spec, then NUL-separated values of SLURM_ARRAY_TASK_ID, _COUNT, _MIN, _MAX (a missing
+ * value: the variable is unset). */
+static void fuzz_shard(const uint8_t *d, size_t n) {
+  static const char *const vars[] = {"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT",
+                                     "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MAX"};
+  char *s = malloc(n + 1);
+  if (!s) abort();
+  if (n) memcpy(s, d, n);
+  s[n] = 0;
+  const char *spec = s, *p = s + strlen(s);
+  const char *val[4] = {NULL, NULL, NULL, NULL};
+  for (int i = 0; i < 4 && p < s + n; i++) {
+    val[i] = p + 1;
+    p = val[i] + strlen(val[i]);
+  }
+  for (int i = 0; i < 4; i++) {
+    if (val[i])
+      setenv(vars[i], val[i], 1);
+    else
+      unsetenv(vars[i]);
+  }
+  uint32_t k = 7, cnt = 3;
+  char why[256];
+  int rc = fc_shard_parse(spec, &k, &cnt, why, sizeof why);
+  if (rc == 0) {
+    FUZZ_ASSERT(cnt >= 1 && k < cnt);
+    if (strcmp(spec, "slurm") != 0) { /* K/N in decimal digits, as many as they take */
+      unsigned long long pk = 0, pn = 0;
+      char tail = 0;
+      FUZZ_ASSERT(sscanf(spec, "%llu/%llu%c", &pk, &pn, &tail) == 2);
+      FUZZ_ASSERT(pk == k && pn == cnt && spec[0] >= '0' && spec[0] <= '9');
+    } else {
+      FUZZ_ASSERT(val[1] && strtoull(val[1], NULL, 10) == cnt);
+    }
+    FUZZ_ASSERT(fc_shard_of(spec, strlen(spec), cnt) < cnt);
+  } else {
+    FUZZ_ASSERT(rc == FC_ECONFIG && why[0] != 0 && memchr(why, 0, sizeof why));
+  }
+  free(s);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1) return 0;
@@ -145,8 +190,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_bpe(d, n);
   else if (target == T_VOCAB)
     fuzz_vocab(d, n);
-  else
+  else if (target == T_NORMALIZE)
     fuzz_normalize(d, n);
+  else
+    fuzz_shard(d, n);
   free(d);
   return 0;
 }

@@ -74,6 +74,22 @@ int main(void) {
                 "\xc3\x9f\xc3\x9f"
                 "A\xcc\x8a",
                 8);
+  /* --shard specs; slurm: NUL, then SLURM_ARRAY_TASK_ID, _COUNT, _MIN, _MAX (NUL-separated) */
+  fuzz_add_seed_str(T_SHARD, "0/16");
+  fuzz_add_seed_str(T_SHARD, "15/16");
+  fuzz_add_seed_str(T_SHARD, "0000000003/4294967295");
+  fuzz_add_seed(T_SHARD,
+                "slurm\0"
+                "5\0"
+                "8\0"
+                "2\0"
+                "9",
+                13);
+  fuzz_add_seed(T_SHARD,
+                "slurm\0"
+                "0\0"
+                "4",
+                9);
   /* every seed must be accepted before mutation: the replay must reach the deep paths */
   int bad = 0;
   for (size_t i = 0; i < fuzz_n_seeds; i++) {
@@ -87,6 +103,14 @@ int main(void) {
         bad = 1;
       }
       tok_bpe_free(b);
+    } else if (fuzz_seeds[i].p[0] == T_SHARD && memcmp(p, "slurm", 5) != 0) {
+      uint32_t k, cnt;
+      char *spec = strndup((const char *)p, n); /* the seed has no NUL */
+      if (!spec || fc_shard_parse(spec, &k, &cnt, why, sizeof why)) {
+        fprintf(stderr, "seed %zu: shard spec refused: %s\n", i, why);
+        bad = 1;
+      }
+      free(spec);
     } else if (fuzz_seeds[i].p[0] == T_VOCAB) {
       tok_vocab v;
       memset(&v, 0, sizeof v);
