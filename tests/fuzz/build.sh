@@ -4,6 +4,8 @@
 #   FC_FUZZ_RUNS=N       stop each target after N executions instead (the 10^6 campaign)
 #   FC_FUZZ_OUT=DIR      build and corpus directory (default build-fuzz/)
 #   FC_FUZZ_TIMEOUT=S    one input running longer is a hang (default 120: a loaded machine starves)
+#   FC_FUZZ_MAX_LEN=N    longest input (default 16384 bytes; phonemes 512: a line of text, and
+#                        espeak-ng speaks every clause of it, so long inputs cost ~ms each)
 # Targets (tests/fuzz/fuzz_*.c):
 #   record   record/entry validation and the mel config JSON (what cache-verify and the loader trust)
 #   parsers  manifest readers (LJSpeech, wav.scp, JSONL, lists, TSV), tokenizer.json, vocab, normalization
@@ -54,8 +56,8 @@ for t in "${targets[@]}"; do
   limit=(-max_total_time="$secs")
   [ -n "${FC_FUZZ_RUNS:-}" ] && limit=(-runs="$FC_FUZZ_RUNS")
   echo "fuzz: $t for ${FC_FUZZ_RUNS:-$secs s} ${FC_FUZZ_RUNS:+runs}" >&2
-  max_len=16384
-  [ "$t" = phonemes ] && max_len=2048 # a line of text; espeak-ng speaks every clause of it
+  max_len=${FC_FUZZ_MAX_LEN:-16384}
+  [ "$t" = phonemes ] && max_len=${FC_FUZZ_MAX_LEN:-512} # a line; espeak-ng speaks each clause
   "$out/fuzz_$t" "${limit[@]}" -max_len=$max_len -timeout="${FC_FUZZ_TIMEOUT:-120}" -print_final_stats=1 \
     -artifact_prefix="$out/artifacts/$t-" "$corpus" 2>"$out/fuzz_$t.log" ||
     { tail -40 "$out/fuzz_$t.log" >&2; echo "fuzz: $t FAILED (input in $out/artifacts/)" >&2; exit 1; }
