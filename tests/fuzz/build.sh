@@ -8,7 +8,8 @@
 #                        espeak-ng speaks every clause of it, so long inputs cost ~ms each)
 # Targets (tests/fuzz/fuzz_*.c):
 #   record   record/entry validation and the mel config JSON (what cache-verify and the loader trust)
-#   parsers  manifest readers (LJSpeech, wav.scp, JSONL, lists, TSV), tokenizer.json, vocab, normalization
+#   parsers  manifest readers (LJSpeech, wav.scp, JSONL, lists, TSV), tokenizer.json, vocab, normalization,
+#            the --shard spec
 #   loader   the loader opening a hostile store and reading an epoch (coded mq records too)
 #   phonemes the phonemes tokenizer's reading of a line (espeak-ng clauses, marks, units)
 # The sources under test are compiled into each fuzzer, so they carry coverage instrumentation.

@@ -52,13 +52,13 @@ static void on_unit(const char *s, size_t len, void *ud) {
   if (tok_buf_put(&u->all, s, len) || tok_buf_put(&u->all, "\n", 1)) abort();
 }
 
-static const char probe_text[] = "Dr. Lee paid $3.50? Yes... at 9 a.m.";
+static const char probe_text[] = "Yes."; /* short: it is spoken after every input */
 static char *probe_units; /* what the probe gave before any input */
 
 static void phonemize_probe(units *u) {
   memset(u, 0, sizeof *u);
   FUZZ_ASSERT(tok_phonemize("en-us", probe_text, strlen(probe_text), on_unit, u) == 0);
-  FUZZ_ASSERT(u->n > 20);
+  FUZZ_ASSERT(u->n >= 3);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
