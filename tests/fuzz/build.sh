@@ -34,7 +34,7 @@ for t in "${targets[@]}"; do
   record) srcs=(formats/record.c formats/codec.c formats/digest.c formats/config.c formats/utf8.c
                 kernels/presets.c libcache/verify/verify_record.c)
           libs=(-lxxhash -lzstd $(pkg-config --libs jansson) -lm -lpthread) ;;
-  parsers) srcs=(formats/manifest.c formats/utf8.c formats/digest.c formats/record.c formats/codec.c
+  parsers) srcs=(formats/manifest.c formats/shard.c formats/utf8.c formats/digest.c formats/record.c formats/codec.c
                  libcache/tokenize/tok_bpe.c libcache/tokenize/tok_util.c libcache/tokenize/tok_vocab.c
                  libcache/tokenize/tok_normalize.c)
            libs=($(pkg-config --libs jansson libutf8proc) -lxxhash -lzstd -lm -lpthread) ;;
