@@ -174,7 +174,14 @@ static int espeak_clauses(const char *lang, const char *text, size_t len, tok_bu
     free(cl);
     return ENOMEM;
   }
-  for (size_t i = 0; i < len; i++) z[i] = text[i] ? text[i] : ' '; /* NUL would end the text */
+  /* A NUL would end the text, and the other C0 controls but tab, LF and CR are espeak-ng's own
+   * escapes: 0x01 starts an embedded command ("\x01B..." reads a punctuation list up to the next
+   * white space — past the end of the text when there is none — and sets a global option that
+   * later lines keep). They are white space to espeak-ng here, as they are to a reader. */
+  for (size_t i = 0; i < len; i++) {
+    unsigned char ch = (unsigned char)text[i];
+    z[i] = (ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') ? ' ' : text[i];
+  }
   z[len] = 0;
   size_t n = 0;
   int rc = 0;
@@ -191,6 +198,8 @@ static int espeak_clauses(const char *lang, const char *text, size_t len, tok_bu
         rc = ENOMEM; /* its text decoder could not start: nothing was read */
         break;
       }
+      if (p && ((const char *)p <= z + from || (const char *)p > z + len))
+        p = NULL; /* it read nothing, or (never seen since) past the end: the line is done */
       size_t end = p ? (size_t)((const char *)p - z) : len;
       if (p && end > from) end = utf8_back(z, end); /* the read-ahead character */
       cl[n++] = (clause_span){start, end};

@@ -35,5 +35,34 @@ int main(void) {
     fuzz_add_seed_str(1, lines[i]); /* normalized (NFKC, white space collapsed) */
   }
   fuzz_add_seed_str(3, "casefolded \xc3\x9f\xe1\xba\x9e and NFKC \xef\xac\x81");
+  /* Regression (found by this fuzzer): espeak-ng reads 0x01 as the start of an embedded command;
+   * "\x01B" + "l." read a punctuation list past the end of the text (ASan: a read 714 bytes past
+   * the line's buffer, where its end pointer then pointed) and set a global option. Control
+   * characters are white space to espeak-ng now: the line reads as with spaces, the probe as
+   * before. */
+  static const char crash[] =
+      "\x01\x1f\x1f\x1fl@\x00\x01"
+      "Bl.";
+  fuzz_add_seed(0, crash, sizeof crash - 1);
+  fuzz_add_seed(1, crash, sizeof crash - 1);
+  {
+    static const char with[] =
+        "a \x01"
+        "B1 b\x01V\x02x\x1f. Yes",
+                      spaced[] = "a  B1 b V x . Yes";
+    units u, v;
+    LLVMFuzzerTestOneInput((const uint8_t *)"\0", 1); /* espeak-ng initialized, the probe heard */
+    memset(&u, 0, sizeof u);
+    memset(&v, 0, sizeof v);
+    if (tok_phonemize("en-us", with, sizeof with - 1, on_unit, &u) ||
+        tok_phonemize("en-us", spaced, sizeof spaced - 1, on_unit, &v) || !u.all.p || !v.all.p ||
+        strcmp(u.all.p, v.all.p) != 0) {
+      fprintf(stderr, "control characters did not read as white space:\n%s---\n%s",
+              u.all.p ? u.all.p : "", v.all.p ? v.all.p : "");
+      return 1;
+    }
+    free(u.all.p);
+    free(v.all.p);
+  }
   return fuzz_replay("phonemes", 12, NULL);
 }
