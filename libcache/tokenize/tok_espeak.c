@@ -165,24 +165,48 @@ typedef struct clause_span {
   size_t start, end; /* text of the clause (its read-ahead character excluded) */
 } clause_span;
 
+/* The longest run of bytes without white space that espeak-ng is given (see espeak_text). */
+#define TOK_ESPEAK_MAX_RUN 100
+
+/* The line as espeak-ng is given it, NUL-terminated, into z (room for len + len / MAX_RUN + 1
+ * bytes and the NUL); its length. Two things espeak-ng 1.51 cannot take are taken out (both found
+ * by fuzzing, tests/fuzz/fuzz_phonemes.c):
+ *  - control characters: a NUL would end the text, and the other C0 controls but tab, LF and CR
+ *    are espeak-ng's own escapes (0x01 starts an embedded command: "\x01B..." reads a punctuation
+ *    list up to the next white space, past the end of the text when there is none, and sets a
+ *    global option later lines keep). They become spaces, as they are to a reader;
+ *  - very long words: a letter, a dot and some 165 more letters ("s.ooo…") overflow a stack
+ *    buffer (the espeak-ng command line aborts on them too). A run of more than TOK_ESPEAK_MAX_RUN
+ *    bytes without white space gets a space before the character that would pass it. */
+static size_t espeak_text(const char *text, size_t len, char *z) {
+  size_t zl = 0, run = 0;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char ch = (unsigned char)text[i];
+    if (ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') ch = ' ';
+    if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
+      run = 0;
+    } else if (run >= TOK_ESPEAK_MAX_RUN && (ch & 0xC0) != 0x80) { /* not inside a character */
+      z[zl++] = ' ';
+      run = 1;
+    } else {
+      run++;
+    }
+    z[zl++] = (char)ch;
+  }
+  z[zl] = 0;
+  return zl;
+}
+
 /* espeak-ng's clauses of a whole line into out, each as "PHONEMES\nMARK\n" (MARK may be empty). */
 static int espeak_clauses(const char *lang, const char *text, size_t len, tok_buf *out) {
-  char *z = fc_malloc(len + 1);
-  clause_span *cl = fc_malloc((len + 2) * sizeof *cl);
+  char *z = fc_malloc(len + len / TOK_ESPEAK_MAX_RUN + 2);
+  clause_span *cl = fc_malloc((len + len / TOK_ESPEAK_MAX_RUN + 3) * sizeof *cl);
   if (!z || !cl) {
     free(z);
     free(cl);
     return ENOMEM;
   }
-  /* A NUL would end the text, and the other C0 controls but tab, LF and CR are espeak-ng's own
-   * escapes: 0x01 starts an embedded command ("\x01B..." reads a punctuation list up to the next
-   * white space — past the end of the text when there is none — and sets a global option that
-   * later lines keep). They are white space to espeak-ng here, as they are to a reader. */
-  for (size_t i = 0; i < len; i++) {
-    unsigned char ch = (unsigned char)text[i];
-    z[i] = (ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') ? ' ' : text[i];
-  }
-  z[len] = 0;
+  len = espeak_text(text, len, z);
   size_t n = 0;
   int rc = 0;
   pthread_mutex_lock(&espeak_lock);

@@ -64,5 +64,31 @@ int main(void) {
     free(u.all.p);
     free(v.all.p);
   }
+  /* Regression (found by this fuzzer): a letter, a dot and 165 or more letters overflow a stack
+   * buffer in espeak-ng 1.51 (its command line aborts too). A run of more than 100 bytes without
+   * white space is cut by a space before the byte that would pass 100. */
+  {
+    char with[203], spaced[205];
+    memcpy(with, "s.", 2);
+    memset(with + 2, 'o', 200);
+    with[202] = 0;
+    snprintf(spaced, sizeof spaced, "s.%.98s %.100s %.2s", with + 2, with + 2, with + 2);
+    units u, v;
+    memset(&u, 0, sizeof u);
+    memset(&v, 0, sizeof v);
+    if (tok_phonemize("en-us", with, strlen(with), on_unit, &u) ||
+        tok_phonemize("en-us", spaced, strlen(spaced), on_unit, &v) || !u.all.p || !v.all.p ||
+        strcmp(u.all.p, v.all.p) != 0) {
+      fprintf(stderr, "a 202-byte word was not cut as 100-byte runs\n");
+      return 1;
+    }
+    free(u.all.p);
+    free(v.all.p);
+    char seed[183]; /* the input libFuzzer found: "s.", 170 letters o, " \u00a0\u00a0Om ." */
+    memcpy(seed, "s.", 2);
+    memset(seed + 2, 'o', 170);
+    memcpy(seed + 172, " \xc2\xa0\xc2\xa0Om .", 10);
+    fuzz_add_seed(0, seed, 182);
+  }
   return fuzz_replay("phonemes", 12, NULL);
 }
