@@ -175,9 +175,10 @@ typedef struct clause_span {
  *    are espeak-ng's own escapes (0x01 starts an embedded command: "\x01B..." reads a punctuation
  *    list up to the next white space, past the end of the text when there is none, and sets a
  *    global option later lines keep). They become spaces, as they are to a reader;
- *  - very long words: a letter, a dot and some 165 more letters ("s.ooo…") overflow a stack
- *    buffer (the espeak-ng command line aborts on them too). A run of more than TOK_ESPEAK_MAX_RUN
- *    bytes without white space gets a space before the character that would pass it. */
+ *  - very long words: a letter, a dot and some 165 more letters ("s.ooo…"), or "s'" 68 times,
+ *    overflow stack buffers (the espeak-ng command line aborts on them too; 132 bytes of the
+ *    latter do not). A run of more than TOK_ESPEAK_MAX_RUN bytes without white space gets a space
+ *    before the character that would pass it. */
 static size_t espeak_text(const char *text, size_t len, char *z) {
   size_t zl = 0, run = 0;
   for (size_t i = 0; i < len; i++) {
