@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include <espeak-ng/speak_lib.h>
+#include <utf8proc.h>
 
 #include "libcache/tokenize/tok_internal.h"
 #include "formats/alloc.h"
@@ -169,7 +170,7 @@ typedef struct clause_span {
 #define TOK_ESPEAK_MAX_RUN 100
 
 /* The line as espeak-ng is given it, NUL-terminated, into z (room for len + len / MAX_RUN + 1
- * bytes and the NUL); its length. Two things espeak-ng 1.51 cannot take are taken out (both found
+ * bytes and the NUL); its length. Three things espeak-ng 1.51 cannot take are taken out (all found
  * by fuzzing, tests/fuzz/fuzz_phonemes.c):
  *  - control characters: a NUL would end the text, and the other C0 controls but tab, LF and CR
  *    are espeak-ng's own escapes (0x01 starts an embedded command: "\x01B..." reads a punctuation
@@ -178,11 +179,28 @@ typedef struct clause_span {
  *  - very long words: a letter, a dot and some 165 more letters ("s.ooo…"), or "s'" 68 times,
  *    overflow stack buffers (the espeak-ng command line aborts on them too; 132 bytes of the
  *    latter do not). A run of more than TOK_ESPEAK_MAX_RUN bytes without white space gets a space
- *    before the character that would pass it. */
+ *    before the character that would pass it;
+ *  - unassigned code points (Unicode category Cn, noncharacters included), and the punctuation and
+ *    symbols (P*, S*) of the scripts between U+0370 and U+1FFF: alone, U+055A, U+058B-U+058F,
+ *    U+0970, U+09F2, U+0AF1, U+0D79 or U+10FB make espeak-ng read freed memory (its command line
+ *    too, under valgrind); Latin-1, general punctuation and currency signs are not affected and
+ *    are kept. Each becomes one space. (The text is valid UTF-8: tok_phonemize's callers check.) */
 static size_t espeak_text(const char *text, size_t len, char *z) {
   size_t zl = 0, run = 0;
   for (size_t i = 0; i < len; i++) {
     unsigned char ch = (unsigned char)text[i];
+    if (ch >= 0xC0) { /* a character's first byte: is it assigned? */
+      utf8proc_int32_t cp;
+      utf8proc_ssize_t k =
+          utf8proc_iterate((const utf8proc_uint8_t *)text + i, (utf8proc_ssize_t)(len - i), &cp);
+      utf8proc_category_t cat = k > 0 ? utf8proc_category(cp) : UTF8PROC_CATEGORY_LU;
+      if (cat == UTF8PROC_CATEGORY_CN ||
+          (cp >= 0x370 && cp < 0x2000 && cat >= UTF8PROC_CATEGORY_PC &&
+           cat <= UTF8PROC_CATEGORY_SO)) {
+        i += (size_t)k - 1;
+        ch = ' ';
+      }
+    }
     if (ch < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') ch = ' ';
     if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
       run = 0;

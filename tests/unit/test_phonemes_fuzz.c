@@ -95,5 +95,29 @@ int main(void) {
     for (int i = 0; i < 80; i++) memcpy(sufx + 2 * i, "s'", 2);
     fuzz_add_seed(0, sufx, 160);
   }
+  /* Regression (found by this fuzzer, minimized): an unassigned code point such as U+058C, or a
+   * symbol of the Armenian block (U+058E), makes espeak-ng 1.51 read freed memory (ASan:
+   * heap-use-after-free in its memcmp; its command line too, under valgrind), as do U+055A,
+   * U+0970, U+09F2, U+10FB... Unassigned code points, and punctuation and symbols of the scripts
+   * in U+0370-U+1FFF, are white space to espeak-ng now: the line reads as with a space there. */
+  {
+    static const char with[] = "a\xd6\x8c\xd8\x8c b \xd6\x8b\xef\xbf\xbe c", spaced[] = "a   b   c";
+    units u, v;
+    memset(&u, 0, sizeof u);
+    memset(&v, 0, sizeof v);
+    if (tok_phonemize("en-us", with, sizeof with - 1, on_unit, &u) ||
+        tok_phonemize("en-us", spaced, sizeof spaced - 1, on_unit, &v) || !u.all.p || !v.all.p ||
+        strcmp(u.all.p, v.all.p) != 0) {
+      fprintf(stderr, "unassigned code points did not read as white space:\n%s---\n%s",
+              u.all.p ? u.all.p : "", v.all.p ? v.all.p : "");
+      return 1;
+    }
+    free(u.all.p);
+    free(v.all.p);
+    fuzz_add_seed(0, "\xd6\x8c\xd8\x8c", 4); /* the inputs libFuzzer found, minimized */
+    fuzz_add_seed(3, "\xd6\x8e\xd8\x8c\x0c", 5); /* U+058E, an assigned symbol */
+    fuzz_add_seed(0, "x \xd5\x9a \xe0\xa5\xb0 \xe0\xa7\xb2 \xe1\x83\xbb y", 18);
+    fuzz_add_seed(1, "\xd6\x8c\xd8\x8c", 4);
+  }
   return fuzz_replay("phonemes", 12, NULL);
 }
