@@ -6,6 +6,21 @@
 #include "tests/fuzz/fuzz_phonemes.c"
 #include "tests/fuzz/replay.h"
 
+/* Do lines a and b give the same units? Prints both, after what, when not. */
+static int same_units(const char *what, const char *a, size_t la, const char *b, size_t lb) {
+  units u, v;
+  memset(&u, 0, sizeof u);
+  memset(&v, 0, sizeof v);
+  int same = !tok_phonemize("en-us", a, la, on_unit, &u) &&
+             !tok_phonemize("en-us", b, lb, on_unit, &v) && u.all.p && v.all.p &&
+             strcmp(u.all.p, v.all.p) == 0;
+  if (!same)
+    fprintf(stderr, "%s:\n%s---\n%s", what, u.all.p ? u.all.p : "", v.all.p ? v.all.p : "");
+  free(u.all.p);
+  free(v.all.p);
+  return same;
+}
+
 int main(void) {
   static const char *const lines[] = {
       "Printing, in the only sense with which we are at present concerned.",
@@ -50,19 +65,10 @@ int main(void) {
         "a \x01"
         "B1 b\x01V\x02x\x1f. Yes",
                       spaced[] = "a  B1 b V x . Yes";
-    units u, v;
     LLVMFuzzerTestOneInput((const uint8_t *)"\0", 1); /* espeak-ng initialized, the probe heard */
-    memset(&u, 0, sizeof u);
-    memset(&v, 0, sizeof v);
-    if (tok_phonemize("en-us", with, sizeof with - 1, on_unit, &u) ||
-        tok_phonemize("en-us", spaced, sizeof spaced - 1, on_unit, &v) || !u.all.p || !v.all.p ||
-        strcmp(u.all.p, v.all.p) != 0) {
-      fprintf(stderr, "control characters did not read as white space:\n%s---\n%s",
-              u.all.p ? u.all.p : "", v.all.p ? v.all.p : "");
+    if (!same_units("control characters did not read as white space", with, sizeof with - 1, spaced,
+                    sizeof spaced - 1))
       return 1;
-    }
-    free(u.all.p);
-    free(v.all.p);
   }
   /* Regression (found by this fuzzer): a letter, a dot and 165 or more letters overflow a stack
    * buffer in espeak-ng 1.51 (its command line aborts too). A run of more than 100 bytes without
@@ -73,17 +79,9 @@ int main(void) {
     memset(with + 2, 'o', 200);
     with[202] = 0;
     snprintf(spaced, sizeof spaced, "s.%.98s %.100s %.2s", with + 2, with + 2, with + 2);
-    units u, v;
-    memset(&u, 0, sizeof u);
-    memset(&v, 0, sizeof v);
-    if (tok_phonemize("en-us", with, strlen(with), on_unit, &u) ||
-        tok_phonemize("en-us", spaced, strlen(spaced), on_unit, &v) || !u.all.p || !v.all.p ||
-        strcmp(u.all.p, v.all.p) != 0) {
-      fprintf(stderr, "a 202-byte word was not cut as 100-byte runs\n");
+    if (!same_units("a 202-byte word was not cut as 100-byte runs", with, strlen(with), spaced,
+                    strlen(spaced)))
       return 1;
-    }
-    free(u.all.p);
-    free(v.all.p);
     char seed[183]; /* the input libFuzzer found: "s.", 170 letters o, " \u00a0\u00a0Om ." */
     memcpy(seed, "s.", 2);
     memset(seed + 2, 'o', 170);
@@ -102,18 +100,9 @@ int main(void) {
    * in U+0370-U+1FFF, are white space to espeak-ng now: the line reads as with a space there. */
   {
     static const char with[] = "a\xd6\x8c\xd8\x8c b \xd6\x8b\xef\xbf\xbe c", spaced[] = "a   b   c";
-    units u, v;
-    memset(&u, 0, sizeof u);
-    memset(&v, 0, sizeof v);
-    if (tok_phonemize("en-us", with, sizeof with - 1, on_unit, &u) ||
-        tok_phonemize("en-us", spaced, sizeof spaced - 1, on_unit, &v) || !u.all.p || !v.all.p ||
-        strcmp(u.all.p, v.all.p) != 0) {
-      fprintf(stderr, "unassigned code points did not read as white space:\n%s---\n%s",
-              u.all.p ? u.all.p : "", v.all.p ? v.all.p : "");
+    if (!same_units("unassigned code points did not read as white space", with, sizeof with - 1,
+                    spaced, sizeof spaced - 1))
       return 1;
-    }
-    free(u.all.p);
-    free(v.all.p);
     fuzz_add_seed(0, "\xd6\x8c\xd8\x8c", 4); /* the inputs libFuzzer found, minimized */
     fuzz_add_seed(3, "\xd6\x8e\xd8\x8c\x0c", 5); /* U+058E, an assigned symbol */
     fuzz_add_seed(0, "x \xd5\x9a \xe0\xa5\xb0 \xe0\xa7\xb2 \xe1\x83\xbb y", 18);
