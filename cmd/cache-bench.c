@@ -256,6 +256,17 @@ int main(int argc, char **argv) {
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode) || fc_bench_device_probe(path, &dev) != 0)
       continue; /* the open below says what is wrong */
+    for (size_t j = 0; j < s && !refused[s];
+         j++) { /* LMDB: one environment, one open per process */
+      struct stat sj;
+      if (stat(paths[j], &sj) == 0 && sj.st_dev == st.st_dev && sj.st_ino == st.st_ino) {
+        fc_cli_warn(path, "given twice (also as %s): a process must not open a store twice",
+                    paths[j]);
+        exit_code = FC_EXIT_USAGE;
+        refused[s] = 1;
+      }
+    }
+    if (refused[s]) continue;
     if (dev.read_only && !o.read_only) {
       fc_cli_warn(path,
                   "store is on a read-only mount (%s): LMDB runs without its lock file "

@@ -10,7 +10,7 @@ t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
 # a: 12 records; b: 8 others; c: the first 5 of a's again (same seed: same keys and bytes); e: none
 "$FC_PYTHON" -c "import sys; sys.path.insert(0, '$FC_SRC/tests/reference'); import test_bench_fixture as f
 f.make_store('$t/a', 12, frames=100); f.make_store('$t/b', 8, frames=100, seed=2)
-f.make_store('$t/c', 5, frames=100); f.make_empty_store('$t/e')" || fail "fixture"
+f.make_store('$t/c', 5, frames=100); f.make_empty_store('$t/e'); f.make_empty_store('$t/e2')" || fail "fixture"
 
 # the oracle: the stores' keys in key order and payload bytes, read with py-lmdb
 "$FC_PYTHON" - "$t" >"$t/oracle" <<'PY' || fail "oracle"
@@ -121,11 +121,19 @@ if [ -d /dev/shm ] && shm=$(mktemp -d /dev/shm/bench_dataset.XXXXXX); then
 fi
 
 # no store with records: nothing to bench
-"$bin" -q "$t/e" "$t/e" >"$t/out" 2>"$t/err"
+"$bin" -q "$t/e" "$t/e2" >"$t/out" 2>"$t/err"
 rc=$?
 [ $rc -eq 2 ] || fail "all empty: exit $rc"
 [ "$(cat "$t/err")" = "cache-bench: none of the 2 stores has feature records (db feat is empty): nothing to bench" ] \
   || fail "all empty: $(cat "$t/err")"
+# a store given twice (another spelling of the same directory) is refused, in both modes: LMDB
+# must not open one environment twice in a process
+for mode in "" --separate; do
+  "$bin" -q $mode -s warm -b 2 --duration 0 "$t/a" "$t/b" "$t/./a" >"$t/out" 2>"$t/err"
+  rc=$?
+  [ $rc -eq 2 ] && grep -qx "cache-bench: $t/./a: given twice (also as $t/a): a process must not open a store twice" "$t/err" \
+    || fail "store given twice ($mode): exit $rc: $(cat "$t/err")"
+done
 # a store that cannot be opened is named
 "$bin" -q "$t/a" "$t/nope" >"$t/out" 2>"$t/err"
 rc=$?
