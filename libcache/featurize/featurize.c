@@ -147,6 +147,23 @@ static int compute_features(fz_run *r, fz_worker *w, const float *x, size_t n, f
   return fc_mel_compute(w->fallback, x, n, mel);
 }
 
+/* The job's audio entry (FORMAT.md): the content digest, the source's facts and its path. */
+static int encode_entry(fz_job *j, const fc_digest *audio, const fc_audio_info *info,
+                        const char *path) {
+  fc_audio_entry e = {.digest = *audio,
+                      .sample_rate = info->sample_rate,
+                      .channels = info->channels,
+                      .frames = info->frames,
+                      .source_size = info->size,
+                      .mtime_ns = info->mtime_ns,
+                      .path = path,
+                      .path_len = strlen(path)};
+  j->entry_len = fc_audio_entry_size(&e);
+  if (!(j->entry = fc_malloc(j->entry_len))) return ENOMEM;
+  fc_audio_entry_encode(&e, j->entry);
+  return 0;
+}
+
 static void process_item(fz_run *r, fz_worker *w, size_t i) {
   const fc_item *it = &r->items[i];
   const fc_mel_config *cfg = r->cfg;
@@ -230,17 +247,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
     j->frames = frames;
     if (r->batching && n <= r->ring.capacity && frames <= r->ring.max_frames) {
       /* into the staging ring; the completion thread finishes the record */
-      fc_audio_entry e = {.digest = audio,
-                          .sample_rate = info.sample_rate,
-                          .channels = info.channels,
-                          .frames = info.frames,
-                          .source_size = info.size,
-                          .mtime_ns = info.mtime_ns,
-                          .path = it->path,
-                          .path_len = strlen(it->path)};
-      j->entry_len = fc_audio_entry_size(&e);
-      if (!(j->entry = fc_malloc(j->entry_len))) goto nomem;
-      fc_audio_entry_encode(&e, j->entry);
+      if (encode_entry(j, &audio, &info, it->path)) goto nomem;
       fz_stage_put(r, j, x, n, tm);
       free(x);
       return;
@@ -283,17 +290,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   }
   free(x);
   x = NULL;
-  fc_audio_entry e = {.digest = audio,
-                      .sample_rate = info.sample_rate,
-                      .channels = info.channels,
-                      .frames = info.frames,
-                      .source_size = info.size,
-                      .mtime_ns = info.mtime_ns,
-                      .path = it->path,
-                      .path_len = strlen(it->path)};
-  j->entry_len = fc_audio_entry_size(&e);
-  if (!(j->entry = fc_malloc(j->entry_len))) goto nomem;
-  fc_audio_entry_encode(&e, j->entry);
+  if (encode_entry(j, &audio, &info, it->path)) goto nomem;
   if ((rc = fz_queue_push(r, j, &tm->queue_wait))) {
     fz_job_free(j);
     fz_report_unstored(r, i, rc);
