@@ -46,6 +46,7 @@ const char tok_clause_marks[] = ".,;:!?…–—¡¿。、，！？：；،؛؟�
 static pthread_mutex_t espeak_lock = PTHREAD_MUTEX_INITIALIZER;
 static int espeak_ready; /* > 0 sample rate after espeak_Initialize, < 0 failed */
 static char espeak_voice[64]; /* voice currently selected */
+static char espeak_lang[8]; /* its language ("en"), for espeak_unsafe */
 static char espeak_version[64];
 static tok_buf *capture; /* where the phoneme callback copies a clause's phonemes */
 static int captured; /* callbacks since capture was set */
@@ -77,6 +78,11 @@ static int select_voice_locked(const char *lang) {
     if (espeak_SetVoiceByProperties(&v) != EE_OK) return FC_ECONFIG;
   }
   snprintf(espeak_voice, sizeof espeak_voice, "%s", lang);
+  /* the voice's language, as espeak-ng names it: "\x05en-us" -> "en" */
+  const espeak_VOICE *cur = espeak_GetCurrentVoice();
+  const char *l = cur && cur->languages && cur->languages[0] ? cur->languages + 1 : "";
+  size_t n = strcspn(l, "-");
+  snprintf(espeak_lang, sizeof espeak_lang, "%.*s", (int)(n < sizeof espeak_lang ? n : 0), l);
   return 0;
 }
 
@@ -169,9 +175,62 @@ typedef struct clause_span {
 /* The longest run of bytes without white space that espeak-ng is given (see espeak_text). */
 #define TOK_ESPEAK_MAX_RUN 100
 
+/* The scripts for which espeak-ng 1.51 switches to another language's translator (its alphabets
+ * table: Armenian -> hy, Devanagari -> hi, Bengali -> bn, ..., Hangul jamo -> ko). A character of
+ * such a script that the language's rules do not cover, met in a word the second translator
+ * reads (a word after another word, as in "x \u09E7"), sends espeak-ng's LookupLetter to switch
+ * the second translator to English, which frees the translator still reading the word: a read of
+ * freed memory (ASan: heap-use-after-free in memcmp under espeak_TextToPhonemes; the command line
+ * too, under valgrind). Found by tests/fuzz/fuzz_phonemes.c (U+11FB in CI, then U+09F6 after a
+ * dot); trying every code point from U+0080 to U+2FFFF alone and in words after an English word,
+ * each in a child process under ASan (tests/fuzz/scan-espeak.sh), found the digits of most of
+ * these scripts, other numbers (U+09F6 only after a dot), old Hangul jamo and some letters and
+ * signs newer than the language's rules. So in a line of another language, the numbers (N*) of
+ * these scripts and the letters of espeak_unsafe_letters are taken out; a line in the script's
+ * own language (--lang bn) reads them with its first translator, which is safe: kept there. */
+typedef struct script_range {
+  int32_t lo, hi;
+  char lang[3]; /* the script's language in espeak-ng ("" for espeak_unsafe_letters) */
+} script_range;
+
+static const script_range espeak_switching_scripts[] = {
+    {0x0530, 0x058F, "hy"}, {0x0900, 0x097F, "hi"}, {0x0980, 0x09FF, "bn"}, {0x0A00, 0x0A7F, "pa"},
+    {0x0A80, 0x0AFF, "gu"}, {0x0B80, 0x0BFF, "ta"}, {0x0C00, 0x0C7F, "te"}, {0x0C80, 0x0CFF, "kn"},
+    {0x0D00, 0x0D7F, "ml"}, {0x0D80, 0x0DFF, "si"}, {0x10A0, 0x10FF, "ka"}, {0x1100, 0x11FF, "ko"},
+};
+
+/* Letters and marks of those scripts that the scan found (its numbers are taken out whole). */
+static const script_range espeak_unsafe_letters[] = {
+    {0x09FE, 0x09FE, ""}, {0x0AFD, 0x0AFF, ""}, {0x0C80, 0x0C80, ""}, {0x0D00, 0x0D01, ""},
+    {0x0D04, 0x0D04, ""}, {0x0D55, 0x0D56, ""}, {0x0D5F, 0x0D5F, ""}, {0x0D62, 0x0D62, ""},
+    {0x1180, 0x11A7, ""}, {0x11C3, 0x11FF, ""},
+};
+
+static const script_range *in_ranges(const script_range *r, size_t n, int32_t cp) {
+  for (size_t k = 0; k < n; k++)
+    if (cp >= r[k].lo && cp <= r[k].hi) return &r[k];
+  return NULL;
+}
+
+/* Is cp a character espeak-ng 1.51 cannot take in a line of the voice's language? */
+static int espeak_unsafe(int32_t cp, utf8proc_category_t cat) {
+  /* unassigned, and the punctuation and symbols of the scripts in U+0370-U+1FFF (see below) */
+  if (cat == UTF8PROC_CATEGORY_CN ||
+      (cp >= 0x370 && cp < 0x2000 && cat >= UTF8PROC_CATEGORY_PC && cat <= UTF8PROC_CATEGORY_SO))
+    return 1;
+  if (cp < 0x530 || cp >= 0x1200) return 0;
+  const script_range *s =
+      in_ranges(espeak_switching_scripts,
+                sizeof espeak_switching_scripts / sizeof *espeak_switching_scripts, cp);
+  if (!s || strcmp(s->lang, espeak_lang) == 0) return 0;
+  return (cat >= UTF8PROC_CATEGORY_ND && cat <= UTF8PROC_CATEGORY_NO) ||
+         in_ranges(espeak_unsafe_letters,
+                   sizeof espeak_unsafe_letters / sizeof *espeak_unsafe_letters, cp) != NULL;
+}
+
 /* The line as espeak-ng is given it, NUL-terminated, into z (room for len + len / MAX_RUN + 1
- * bytes and the NUL); its length. Three things espeak-ng 1.51 cannot take are taken out (all found
- * by fuzzing, tests/fuzz/fuzz_phonemes.c):
+ * bytes and the NUL); its length. What espeak-ng 1.51 cannot take is taken out (all found by
+ * fuzzing, tests/fuzz/fuzz_phonemes.c); the espeak-ng command line stumbles on the same:
  *  - control characters: a NUL would end the text, and the other C0 controls but tab, LF and CR
  *    are espeak-ng's own escapes (0x01 starts an embedded command: "\x01B..." reads a punctuation
  *    list up to the next white space, past the end of the text when there is none, and sets a
@@ -180,23 +239,23 @@ typedef struct clause_span {
  *    overflow stack buffers (the espeak-ng command line aborts on them too; 132 bytes of the
  *    latter do not). A run of more than TOK_ESPEAK_MAX_RUN bytes without white space gets a space
  *    before the character that would pass it;
- *  - unassigned code points (Unicode category Cn, noncharacters included), and the punctuation and
- *    symbols (P*, S*) of the scripts between U+0370 and U+1FFF: alone, U+055A, U+058B-U+058F,
- *    U+0970, U+09F2, U+0AF1, U+0D79 or U+10FB make espeak-ng read freed memory (its command line
- *    too, under valgrind); Latin-1, general punctuation and currency signs are not affected and
- *    are kept. Each becomes one space. (The text is valid UTF-8: tok_phonemize's callers check.) */
+ *  - characters that make it read freed memory: unassigned code points (Unicode category Cn,
+ *    noncharacters included), the punctuation and symbols (P*, S*) of the scripts between U+0370
+ *    and U+1FFF (alone, U+055A, U+058B-U+058F, U+0970, U+09F2, U+0AF1, U+0D79 or U+10FB do it;
+ *    Latin-1, general punctuation and currency signs are not affected and are kept), and in a line
+ *    of another language the numbers and some letters of the scripts espeak-ng reads with that
+ *    script's language (espeak_unsafe). Each becomes one space.
+ * (The text is valid UTF-8: tok_phonemize's callers check.) Called under espeak_lock, after the
+ * voice is selected (espeak_lang). */
 static size_t espeak_text(const char *text, size_t len, char *z) {
   size_t zl = 0, run = 0;
   for (size_t i = 0; i < len; i++) {
     unsigned char ch = (unsigned char)text[i];
-    if (ch >= 0xC0) { /* a character's first byte: is it assigned? */
+    if (ch >= 0xC0) { /* a character's first byte */
       utf8proc_int32_t cp;
       utf8proc_ssize_t k =
           utf8proc_iterate((const utf8proc_uint8_t *)text + i, (utf8proc_ssize_t)(len - i), &cp);
-      utf8proc_category_t cat = k > 0 ? utf8proc_category(cp) : UTF8PROC_CATEGORY_LU;
-      if (cat == UTF8PROC_CATEGORY_CN ||
-          (cp >= 0x370 && cp < 0x2000 && cat >= UTF8PROC_CATEGORY_PC &&
-           cat <= UTF8PROC_CATEGORY_SO)) {
+      if (k > 0 && espeak_unsafe(cp, utf8proc_category(cp))) {
         i += (size_t)k - 1;
         ch = ' ';
       }
@@ -225,13 +284,13 @@ static int espeak_clauses(const char *lang, const char *text, size_t len, tok_bu
     free(cl);
     return ENOMEM;
   }
-  len = espeak_text(text, len, z);
   size_t n = 0;
   int rc = 0;
   pthread_mutex_lock(&espeak_lock);
   if (espeak_ready <= 0 || select_voice_locked(lang)) {
     rc = FC_ECONFIG;
   } else {
+    len = espeak_text(text, len, z);
     /* pass 1: where espeak-ng's clauses start and end; each call reads at least a character */
     const void *p = z;
     size_t start = 0;

@@ -10,4 +10,7 @@ if [ "${FC_SANITIZE:-0}" = 1 ]; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-FC_FUZZ_OUT=$tmp "$FC_SRC/tests/fuzz/build.sh" 8
+# A fixed seed: the same code gets the same inputs, so a red run is reproducible with the same
+# command, and the by-hand campaigns with seed 1 (docs/RELIABILITY.md) went through far more than
+# these 8 s do. New finds are the by-hand campaigns' job, with fresh seeds.
+FC_FUZZ_SEED=1 FC_FUZZ_OUT=$tmp "$FC_SRC/tests/fuzz/build.sh" 8

@@ -2,6 +2,8 @@
 # Build the libFuzzer targets (clang -fsanitize=fuzzer,address,undefined) and fuzz each one.
 #   tests/fuzz/build.sh [SECONDS] [TARGET...]     default: 60 s each, every target
 #   FC_FUZZ_RUNS=N       stop each target after N executions instead (the 10^6 campaign)
+#   FC_FUZZ_SEED=N       libFuzzer's random seed (default: a new one each run); CI's short campaign
+#                        fixes it, so a red CI run is reproducible
 #   FC_FUZZ_OUT=DIR      build and corpus directory (default build-fuzz/)
 #   FC_FUZZ_TIMEOUT=S    one input running longer is a hang (default 120: a loaded machine starves)
 #   FC_FUZZ_MAX_LEN=N    longest input (default 16384 bytes; phonemes 512: a line of text, and
@@ -56,7 +58,8 @@ for t in "${targets[@]}"; do
   fi
   limit=(-max_total_time="$secs")
   [ -n "${FC_FUZZ_RUNS:-}" ] && limit=(-runs="$FC_FUZZ_RUNS")
-  echo "fuzz: $t for ${FC_FUZZ_RUNS:-$secs s} ${FC_FUZZ_RUNS:+runs}" >&2
+  [ -n "${FC_FUZZ_SEED:-}" ] && limit+=(-seed="$FC_FUZZ_SEED")
+  echo "fuzz: $t for ${FC_FUZZ_RUNS:-$secs s} ${FC_FUZZ_RUNS:+runs}${FC_FUZZ_SEED:+, seed $FC_FUZZ_SEED}" >&2
   max_len=${FC_FUZZ_MAX_LEN:-16384}
   [ "$t" = phonemes ] && max_len=${FC_FUZZ_MAX_LEN:-512} # a line; espeak-ng speaks each clause
   "$out/fuzz_$t" "${limit[@]}" -max_len=$max_len -timeout="${FC_FUZZ_TIMEOUT:-120}" -print_final_stats=1 \

@@ -11,7 +11,7 @@ by the exported vocab:
     where the command line ends a clause (its output lines) and is a character of the line (or
     "…" for "...").
 Also: each mark of the config's "punctuation" ends an espeak-ng clause; the config says
-tokenizer_version 3; the vocab given back keeps the digest, another voice changes it, an unknown
+tokenizer_version 4; the vocab given back keeps the digest, another voice changes it, an unknown
 voice is a configuration error; docs/tokenize.md shows the issue's three lines as its reader
 (docs/examples/read_tokens.py) prints them from a store, next to espeak-ng's output."""
 import concurrent.futures
@@ -145,7 +145,7 @@ def main():
             assert s["failed"] == 0 and s["processed"] == len(rows), s
             digests[lang] = s["config_digest"]
             cfg = json.loads(read_meta(st, "cfg/" + s["config_digest"]))
-            assert cfg["tokenizer"] == "phonemes" and cfg["tokenizer_version"] == 3, cfg
+            assert cfg["tokenizer"] == "phonemes" and cfg["tokenizer_version"] == 4, cfg
             assert cfg["lang"] == lang, cfg
             marks = set(cfg["punctuation"])
             vocab = open(ev, encoding="utf-8").read().split("\n")[:-1]
