@@ -214,7 +214,7 @@ int main(int argc, char **argv) {
   }
   if (json) {
     printf("{\"output\":");
-    fc_cli_json_str(stdout, out);
+    fc_json_write_string(stdout, out);
     printf(",\"inputs\":%zu,\"status\":\"%s\",\"total\":%llu,\"failed\":%llu", n, status,
            (unsigned long long)st.total, (unsigned long long)failed);
     json_dbs("copied", st.copied);

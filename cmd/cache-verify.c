@@ -108,18 +108,18 @@ static void json_finding_list(const fc_verify_report *r, int severity) {
     fputs(first ? "{\"id\":" : ",{\"id\":", stdout);
     first = 0;
     if (f->id)
-      fc_cli_json_str(stdout, f->id);
+      fc_json_write_string(stdout, f->id);
     else
       fputs("null", stdout);
     fputs(",\"key\":", stdout);
     if (f->key)
-      fc_cli_json_str(stdout, f->key);
+      fc_json_write_string(stdout, f->key);
     else
       fputs("null", stdout);
     fputs(",\"db\":", stdout);
-    fc_cli_json_str(stdout, f->db);
+    fc_json_write_string(stdout, f->db);
     fputs(",\"problem\":", stdout);
-    fc_cli_json_str(stdout, f->problem);
+    fc_json_write_string(stdout, f->problem);
     putchar('}');
   }
   putchar(']');
@@ -127,7 +127,7 @@ static void json_finding_list(const fc_verify_report *r, int severity) {
 
 static void print_json(const char *store, const fc_verify_report *r, int ok, const char *fatal) {
   fputs("{\"store\":", stdout);
-  fc_cli_json_str(stdout, store);
+  fc_json_write_string(stdout, store);
   printf(",\"ok\":%s,\"records_checked\":%llu,\"bytes_checked\":%llu,\"errors\":",
          ok ? "true" : "false", (unsigned long long)r->records_checked,
          (unsigned long long)r->bytes_checked);
@@ -153,7 +153,7 @@ static void print_json(const char *store, const fc_verify_report *r, int ok, con
       r->nolock ? "true" : "false", r->threads, r->wall_seconds);
   if (fatal) {
     fputs(",\"fatal\":", stdout);
-    fc_cli_json_str(stdout, fatal);
+    fc_json_write_string(stdout, fatal);
   }
   fputs("}\n", stdout);
 }
@@ -336,7 +336,7 @@ int main(int argc, char **argv) {
       fputs("{\"dataset\":[", stdout);
       for (size_t i = 0; i < n_stores; i++) {
         if (i) putchar(',');
-        fc_cli_json_str(stdout, stores[i]);
+        fc_json_write_string(stdout, stores[i]);
       }
       printf("],\"ok\":%s,\"errors\":", code == FC_EXIT_OK ? "true" : "false");
       json_finding_list(&r, FC_VERIFY_ERROR);

@@ -5,6 +5,7 @@
 #ifndef FC_CMD_CLI_H
 #define FC_CMD_CLI_H
 
+#include "featcache/fc_outfile.h" /* fc_json_write_string */
 #include "featcache/fc_store.h"
 
 #include <errno.h>
@@ -185,26 +186,6 @@ static inline int fc_cli_progress_wanted(int force, int quiet) {
   if (quiet) return 0;
   if (force) return 1;
   return isatty(STDERR_FILENO);
-}
-
-/* Print a JSON string literal (quotes and escapes) to f. */
-static inline void fc_cli_json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    if (*p == '"' || *p == '\\')
-      fprintf(f, "\\%c", *p);
-    else if (*p == '\n')
-      fputs("\\n", f);
-    else if (*p == '\t')
-      fputs("\\t", f);
-    else if (*p == '\r')
-      fputs("\\r", f);
-    else if (*p < 0x20)
-      fprintf(f, "\\u%04x", *p);
-    else
-      fputc(*p, f);
-  }
-  fputc('"', f);
 }
 
 static inline void fc_cli_version(void) {

@@ -213,13 +213,13 @@ static void print_json(const fc_featurize_stats *st, const fc_mel_config *cfg, c
       st->write_seconds, st->queue_wait_seconds, st->writer_wait_seconds, st->workers, st->writers,
       st->bound, hex);
   if (cfg->preset[0])
-    fc_cli_json_str(stdout, cfg->preset);
+    fc_json_write_string(stdout, cfg->preset);
   else
     fputs("null", stdout);
   fputs(",\"device\":", stdout);
-  fc_cli_json_str(stdout, device);
+  fc_json_write_string(stdout, device);
   fputs(",\"store\":", stdout);
-  fc_cli_json_str(stdout, store);
+  fc_json_write_string(stdout, store);
   fputs("}\n", stdout);
 }
 

@@ -20,6 +20,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef FC_FAULT_INJECTION
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_customMem (zstd >= 1.3; test builds only) */
+#endif
 #include <zstd.h>
 #include <zstd_errors.h>
 #if defined(__SSE2__)
@@ -37,6 +40,25 @@ struct fc_mq_coder {
   uint32_t *row; /* previous row (k values, wrapping arithmetic) */
   size_t cap_row;
 };
+
+/* zstd's contexts and their workspaces: on the `alloc` countdown in a fault-injection build
+ * (zstd's customMem), zstd's own malloc in a release build. */
+#ifdef FC_FAULT_INJECTION
+static void *zstd_alloc(void *opaque, size_t n) {
+  (void)opaque;
+  return fc_malloc(n);
+}
+static void zstd_free(void *opaque, void *p) {
+  (void)opaque;
+  free(p);
+}
+static const ZSTD_customMem zstd_mem = {zstd_alloc, zstd_free, NULL};
+#define new_cctx() ZSTD_createCCtx_advanced(zstd_mem)
+#define new_dctx() ZSTD_createDCtx_advanced(zstd_mem)
+#else
+#define new_cctx() ZSTD_createCCtx()
+#define new_dctx() ZSTD_createDCtx()
+#endif
 
 static void put32(uint8_t *p, uint32_t v) {
   for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
@@ -79,23 +101,26 @@ fc_mq_coder *fc_mq_thread_coder(void) {
   return c;
 }
 
-/* Room for n values in 3 planes and a row of dim1. */
-static int reserve(fc_mq_coder *c, size_t n, size_t dim1) {
+/* Room for n values in 3 planes and a row of dim1. 0, or ENOMEM with the reason. */
+static int reserve(fc_mq_coder *c, size_t n, size_t dim1, char *why, size_t why_len) {
   if (n > c->cap_values) {
     uint8_t *p = fc_malloc(n);
-    if (!p) return ENOMEM;
+    if (!p) goto nomem;
     free(c->planes);
     c->planes = p;
     c->cap_values = n;
   }
   if (dim1 > c->cap_row) {
     uint32_t *r = fc_malloc(dim1 * sizeof *r);
-    if (!r) return ENOMEM;
+    if (!r) goto nomem;
     free(c->row);
     c->row = r;
     c->cap_row = dim1;
   }
   return 0;
+nomem:
+  fc_why(why, why_len, "out of memory");
+  return ENOMEM;
 }
 
 size_t fc_mq_bound(uint32_t dim0, uint32_t dim1) {
@@ -124,15 +149,20 @@ static void put_header(uint8_t *o, unsigned step, uint8_t mode, int32_t base) {
 /* One zstd frame of src[0, n) at out, the same bytes for the same input every time. */
 static int compress_frame(fc_mq_coder *c, const void *src, size_t n, uint8_t *out, size_t cap,
                           size_t *len, char *why, size_t why_len) {
-  if (!c->cctx && !(c->cctx = ZSTD_createCCtx())) return ENOMEM;
+  if (!c->cctx && !(c->cctx = new_cctx())) {
+    fc_why(why, why_len, "zstd: out of memory");
+    return ENOMEM;
+  }
   ZSTD_CCtx_reset(c->cctx, ZSTD_reset_session_and_parameters);
   ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_compressionLevel, MQ_LEVEL);
   ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_contentSizeFlag, 1);
   ZSTD_CCtx_setParameter(c->cctx, ZSTD_c_checksumFlag, 0);
   size_t z = ZSTD_compress2(c->cctx, out, cap, src, n);
   if (ZSTD_isError(z)) {
-    fc_why(why, why_len, "zstd: %s", ZSTD_getErrorName(z));
-    return ZSTD_getErrorCode(z) == ZSTD_error_dstSize_tooSmall ? FC_ECONFIG : ENOMEM;
+    ZSTD_ErrorCode e = ZSTD_getErrorCode(z);
+    fc_why(why, why_len, "zstd: %s",
+           e == ZSTD_error_memory_allocation ? "out of memory" : ZSTD_getErrorName(z));
+    return e == ZSTD_error_dstSize_tooSmall ? FC_ECONFIG : ENOMEM;
   }
   *len = z;
   return 0;
@@ -171,14 +201,17 @@ int fc_mq_encode_step(fc_mq_coder *c, const float *x, uint32_t dim0, uint32_t di
     }
   fc_mq_coder *own = NULL;
   if (!c) {
-    if (fc_mq_coder_new(&own)) return ENOMEM;
+    if (fc_mq_coder_new(&own)) {
+      fc_why(why, why_len, "out of memory");
+      return ENOMEM;
+    }
     c = own;
   }
   int rc = 0;
   uint8_t *o = out;
   int32_t base = n ? (int32_t)lrintf(x[0] * scale) : 0;
   /* symbols (n bytes) then escapes (4 bytes each, at most n) in the plane scratch */
-  if ((rc = reserve(c, 5 * n, dim1))) goto out;
+  if ((rc = reserve(c, 5 * n, dim1, why, why_len))) goto out;
   uint8_t *sym = c->planes, *esc = n ? c->planes + n : NULL; /* no planes for 0 values */
   size_t n_esc = 0;
   uint32_t *prev = c->row, any = 0;
@@ -281,7 +314,8 @@ static int one_frame(const uint8_t *src, size_t z, size_t want) {
   return cs == want && !ZSTD_isError(fz) && fz == z;
 }
 
-/* Decompress the first need bytes of frame [src, src + z) into dst. 0 or FC_EFORMAT. */
+/* Decompress the first need bytes of frame [src, src + z) into dst. 0, FC_EFORMAT, or ENOMEM (the
+ * streamed prefix allocates its window: that is no fault of the frame). */
 static int decompress_prefix(fc_mq_coder *c, const uint8_t *src, size_t z, size_t total,
                              uint8_t *dst, size_t need, const char *what, char *why,
                              size_t why_len) {
@@ -302,6 +336,10 @@ static int decompress_prefix(fc_mq_coder *c, const uint8_t *src, size_t z, size_
       if (r == 0 || in.pos == in.size) break; /* the frame ended, or no more input */
     }
     if (!ZSTD_isError(got)) got = ob.pos;
+  }
+  if (ZSTD_isError(got) && ZSTD_getErrorCode(got) == ZSTD_error_memory_allocation) {
+    fc_why(why, why_len, "mq: %s frame: out of memory", what);
+    return ENOMEM;
   }
   if (ZSTD_isError(got) || got != need) {
     fc_why(why, why_len, "mq: %s frame: %s", what,
@@ -400,15 +438,19 @@ int fc_mq_decode(fc_mq_coder *c, const void *payload, size_t len, uint32_t dim0,
   if (count == 0 && out) return 0;
   fc_mq_coder *own = NULL;
   if (!c) {
-    if (fc_mq_coder_new(&own)) return ENOMEM;
+    if (fc_mq_coder_new(&own)) {
+      fc_why(why, why_len, "out of memory");
+      return ENOMEM;
+    }
     c = own;
   }
   /* only the rows up to end are needed: decompress just that prefix of the symbols; escapes are
    * few (all of them, 4 bytes each) */
   size_t need = (size_t)end * dim1;
   size_t zoff = (need + 4 * n_esc + 15) & ~(size_t)15;
-  if ((rc = reserve(c, zoff + 4 * (size_t)dim1, dim1))) goto out;
-  if (!c->dctx && !(c->dctx = ZSTD_createDCtx())) {
+  if ((rc = reserve(c, zoff + 4 * (size_t)dim1, dim1, why, why_len))) goto out;
+  if (!c->dctx && !(c->dctx = new_dctx())) {
+    fc_why(why, why_len, "out of memory");
     rc = ENOMEM;
     goto out;
   }

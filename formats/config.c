@@ -3,7 +3,8 @@
  * values (fmax resolved). Same parameters → same bytes → same digest, on every host. */
 #include "featcache/fc_config.h"
 
-#include <jansson.h>
+#include "formats/json.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -134,7 +135,12 @@ static int get_bool(json_t *o, const char *key, int *out) {
 int fc_mel_config_from_json(const char *json, size_t len, fc_mel_config *c, char *why,
                             size_t why_len) {
   json_error_t jerr;
-  json_t *o = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
+  int nomem;
+  json_t *o = fc_json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr, &nomem);
+  if (nomem) {
+    WHY("out of memory reading the config");
+    return ENOMEM;
+  }
   if (!o || !json_is_object(o)) {
     WHY("config is not a JSON object: %s", o ? "not an object" : jerr.text);
     json_decref(o);

@@ -1,13 +1,17 @@
 /* See fault.h. The countdown is read from FC_FAULT once; each site counts its own calls. When
  * FC_FAULT_LOG names a file, each injected failure appends "site:N" to it: a run that succeeded
  * may still have had its failure injected and absorbed (an allocation with a fallback), so the
- * driver (tests/cli/fault_sites.sh) stops only when the N-th call no longer happens. */
+ * driver (tests/cli/fault_sites.sh) stops only when the N-th call no longer happens.
+ * jansson's allocations count as `alloc` calls too (below). */
 #include "fault.h"
 
 #ifndef FC_FAULT_INJECTION
 int fc_fault_built(void) { return 0; }
 #else
+#include "formats/alloc.h"
+
 #include <fcntl.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,10 +22,14 @@ static pthread_mutex_t fault_mu = PTHREAD_MUTEX_INITIALIZER;
 static char fault_site[32];
 static long fault_at = -1, fault_count;
 static char fault_env[64]; /* the FC_FAULT value the countdown was set from */
+static __thread int fault_held; /* fc_fault_hold depth of this thread */
 
 int fc_fault_built(void) { return 1; }
 
+void fc_fault_hold(int on) { fault_held += on ? 1 : -1; }
+
 int fc_fault_hit(const char *site) {
+  if (fault_held > 0) return 0;
   int hit = 0;
   pthread_mutex_lock(&fault_mu);
   const char *e = getenv("FC_FAULT");
@@ -48,5 +56,14 @@ int fc_fault_hit(const char *site) {
     close(fd);
   }
   return hit;
+}
+
+/* jansson's allocations on the `alloc` countdown too (formats/json.h says how the library tells
+ * its out-of-memory failures from bad JSON). Installed before anything can call jansson: when
+ * the library is loaded (or, linked statically, when the program starts). jansson frees with
+ * free(), which is right for fc_malloc's memory and for any it allocated before. */
+static void *jansson_malloc(size_t n) { return fc_malloc(n); }
+__attribute__((constructor)) static void jansson_on_countdown(void) {
+  json_set_alloc_funcs(jansson_malloc, free);
 }
 #endif

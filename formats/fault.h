@@ -27,8 +27,13 @@ int fc_fault_built(void);
  * component and exported from it (in fault-injection builds only) so that the mel and text
  * components count against the same FC_FAULT; not part of the public API. */
 __attribute__((visibility("default"))) int fc_fault_hit(const char *site);
+/* Hold (1) and release (0) the countdown in the calling thread; holds nest. While held,
+ * fc_fault_hit neither counts nor fails: for calls into a library whose own code cannot survive
+ * the failure we would inject (jansson's parser: formats/json.h). Exported beside fc_fault_hit. */
+__attribute__((visibility("default"))) void fc_fault_hold(int on);
 #else
 #define fc_fault_hit(site) 0
+#define fc_fault_hold(on) ((void)0)
 #endif
 
 #ifdef __cplusplus

@@ -7,7 +7,6 @@
 #include "featcache/fc_manifest.h"
 
 #include <errno.h>
-#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 #include "featcache/fc_format.h"
 #include "formats/why.h"
 #include "formats/alloc.h"
+#include "formats/json.h"
 
 /* ---- names ------------------------------------------------------------------------------------ */
 static const char *const format_names[] = {"auto", "ljspeech", "kaldi", "jsonl", "list", "tsv"};
@@ -326,8 +326,10 @@ static int parse_kaldi(const parse_ctx *c, fc_item *it, const char *line, size_t
 
 static int parse_jsonl(const parse_ctx *c, fc_item *it, const char *line, size_t n) {
   json_error_t jerr;
-  json_t *root = json_loadb(line, n, JSON_REJECT_DUPLICATES, &jerr);
+  int nomem;
+  json_t *root = fc_json_loadb(line, n, JSON_REJECT_DUPLICATES, &jerr, &nomem);
   int rc = 0;
+  if (nomem) return -ENOMEM;
   if (!root)
     return item_fail(it, FC_EMANIFEST, "invalid JSON: %s (column %d)", jerr.text, jerr.column);
   if (!json_is_object(root)) {

@@ -115,7 +115,7 @@ FC_API int fc_mel_config_json(const fc_mel_config *cfg, char *buf, size_t buf_le
 /* Config digest = XXH3-128 of the canonical JSON. */
 FC_API void fc_mel_config_digest(const fc_mel_config *cfg, fc_digest *out);
 /* Parse a stored canonical JSON (or any JSON object with the same keys) into cfg.
- * Returns 0, or FC_ECONFIG with a reason in why. */
+ * Returns 0, FC_ECONFIG with a reason in why, or ENOMEM (out of memory: the JSON may be fine). */
 FC_API int fc_mel_config_from_json(const char *json, size_t len, fc_mel_config *cfg, char *why,
                                    size_t why_len);
 

@@ -34,6 +34,12 @@ FC_API void fc_outfile_abort(fc_outfile *o);
 /* One buffer as the whole file: open, write, commit. Returns 0 or an errno value. */
 FC_API int fc_outfile_write(const char *path, const void *data, size_t len);
 
+/* Print s (NUL-terminated; NULL prints "") to f as a JSON string literal: '"' and '\\' escaped,
+ * newline, tab and carriage return as \n \t \r, other bytes below 0x20 as \u00XX, every other
+ * byte as it is (UTF-8 passes through). The one string writer of every JSON the tools and the
+ * library print (--json reports, profiles, charts' data); write errors stay in f (ferror). */
+FC_API void fc_json_write_string(FILE *f, const char *s);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,5 +1,6 @@
 /* cache-bench reports: verdict and recommendations, a table, JSON lines and an SVG chart. */
 #include "featcache/fc_bench.h"
+#include "featcache/fc_outfile.h"
 #include "formats/alloc.h"
 
 #include <math.h>
@@ -298,19 +299,6 @@ void fc_bench_write_table(FILE *f, const fc_bench_report *r, size_t n) {
 }
 
 /* ---- JSON -------------------------------------------------------------------------------------- */
-static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    if (*p == '"' || *p == '\\')
-      fprintf(f, "\\%c", *p);
-    else if (*p < 0x20)
-      fprintf(f, "\\u%04x", *p);
-    else
-      fputc(*p, f);
-  }
-  fputc('"', f);
-}
-
 static void json_num(FILE *f, double x) {
   if (isfinite(x))
     fprintf(f, "%.6g", x);
@@ -341,11 +329,11 @@ static void json_rotational(FILE *f, int rot) {
 static void json_record_head(FILE *f, const char *record, const char *store,
                              const fc_bench_device *d) {
   fprintf(f, "{\"record\":\"%s\",\"store\":", record);
-  json_str(f, store);
+  fc_json_write_string(f, store);
   fputs(",\"device\":", f);
-  json_str(f, device_name(d));
+  fc_json_write_string(f, device_name(d));
   fputs(",\"disk\":", f);
-  json_str(f, d->disk);
+  fc_json_write_string(f, d->disk);
   fputs(",\"rotational\":", f);
   json_rotational(f, d->rotational);
 }
@@ -361,9 +349,9 @@ void fc_bench_write_json(FILE *f, const fc_bench_report *r, size_t n, double ste
       const fc_bench_result *p = &r[s].passes[i];
       json_record_head(f, "pass", r[s].store, d);
       fputs(",\"pattern\":", f);
-      json_str(f, fc_bench_pattern_name(p->pattern));
+      fc_json_write_string(f, fc_bench_pattern_name(p->pattern));
       fputs(",\"cache_state\":", f);
-      json_str(f, fc_bench_state_name(p->state));
+      fc_json_write_string(f, fc_bench_state_name(p->state));
       fprintf(f, ",\"io\":\"%s\",\"threads\":%u,\"batch\":%u,\"mb_per_s\":", io_name(p), p->threads,
               p->batch);
       json_num(f, p->mb_per_s);
@@ -399,28 +387,28 @@ void fc_bench_write_json(FILE *f, const fc_bench_report *r, size_t n, double ste
     }
     json_record_head(f, "summary", r[s].store, d);
     fputs(",\"kind\":", f);
-    json_str(f, d->kind);
+    fc_json_write_string(f, d->kind);
     fputs(",\"model\":", f);
-    json_str(f, d->model);
+    fc_json_write_string(f, d->model);
     fputs(",\"fs_type\":", f);
-    json_str(f, d->fs_type);
+    fc_json_write_string(f, d->fs_type);
     fputs(",\"mount_point\":", f);
-    json_str(f, d->mount_point);
+    fc_json_write_string(f, d->mount_point);
     fprintf(f, ",\"read_only\":%s,\"read_ahead_kb\":", d->read_only ? "true" : "false");
     if (d->read_ahead_kb >= 0)
       fprintf(f, "%d", d->read_ahead_kb);
     else
       fputs("null", f);
     fputs(",\"note\":", f);
-    json_str(f, d->note);
+    fc_json_write_string(f, d->note);
     fputs(",\"stores\":[", f);
     if (r[s].n_stores > 1)
       for (size_t i = 0; i < r[s].n_stores; i++) {
         if (i) fputc(',', f);
-        json_str(f, r[s].stores[i]);
+        fc_json_write_string(f, r[s].stores[i]);
       }
     else
-      json_str(f, r[s].store);
+      fc_json_write_string(f, r[s].store);
     fputc(']', f);
     fprintf(f, ",\"records\":%llu,\"payload_bytes\":%llu,\"file_bytes\":%llu,\"step_ms\":",
             (unsigned long long)r[s].records, (unsigned long long)r[s].payload_bytes,
@@ -436,11 +424,11 @@ void fc_bench_write_json(FILE *f, const fc_bench_report *r, size_t n, double ste
       fputs(",\"min_step_ms_under_5pct\":", f);
       json_num(f, v->min_step_ms);
       fputs(",\"verdict\":", f);
-      json_str(f, v->text);
+      fc_json_write_string(f, v->text);
       fputs(",\"recommendations\":[", f);
       for (int i = 0; i < v->nrecs; i++) {
         if (i) fputc(',', f);
-        json_str(f, v->recs[i]);
+        fc_json_write_string(f, v->recs[i]);
       }
       fputc(']', f);
     }

@@ -5,14 +5,13 @@
 
 #include "formats/why.h"
 #include "formats/alloc.h"
+#include "formats/json.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <jansson.h>
 
 /* pad_value NAN: the value a silent frame has in config mc. Returns 0, or FC_ECONFIG (why says
  * so) when that depends on each utterance. */
@@ -103,7 +102,14 @@ int ld_resolve_config(MDB_txn *txn, MDB_dbi meta, const char *store, const char 
     hex[32] = '\0';
     fc_digest d;
     if (fc_digest_parse(hex, &d)) continue;
-    json_t *o = json_loadb(v.mv_data, v.mv_size, 0, NULL);
+    json_error_t jerr;
+    int nomem;
+    json_t *o = fc_json_loadb(v.mv_data, v.mv_size, 0, &jerr, &nomem);
+    if (nomem) {
+      fc_why(why, why_len, "%s: out of memory reading its %s configs", store, kind);
+      rc = ENOMEM;
+      break;
+    }
     const char *kv = o ? json_string_value(json_object_get(o, "kind")) : NULL;
     if (!kv || strcmp(kv, kind) != 0) {
       json_decref(o);

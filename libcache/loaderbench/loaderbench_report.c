@@ -1,6 +1,7 @@
 /* loader-bench's reports (fc_loaderbench.h): per-run summaries, the text and JSON reports of a
  * run, a comparison and a sweep, and the store's mel config for the audio source. */
 #include "featcache/fc_loaderbench.h"
+#include "featcache/fc_outfile.h"
 
 #include "featcache/fc_loader.h"
 
@@ -31,25 +32,6 @@ double fc_lb_shrink_factor(const fc_lb_report_run *runs, size_t n) {
   return b.data.mean > 0 ? a.data.mean / b.data.mean : 0;
 }
 
-static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    if (*p == '"' || *p == '\\')
-      fprintf(f, "\\%c", *p);
-    else if (*p == '\n')
-      fputs("\\n", f);
-    else if (*p == '\t')
-      fputs("\\t", f);
-    else if (*p == '\r')
-      fputs("\\r", f);
-    else if (*p < 0x20)
-      fprintf(f, "\\u%04x", *p);
-    else
-      fputc(*p, f);
-  }
-  fputc('"', f);
-}
-
 static void json_num(FILE *f, double v) { fprintf(f, "%.9g", isfinite(v) ? v : 0.0); }
 
 static void json_ms(FILE *f, const char *key, const fc_prof_stats *s) {
@@ -72,7 +54,7 @@ static void json_run(FILE *f, const fc_lb_report_run *r) {
   fc_lb_summary s;
   fc_lb_summarize(r->prof, &s);
   fprintf(f, "{\"source\":");
-  json_str(f, r->source);
+  fc_json_write_string(f, r->source);
   fprintf(f, ",\"steps\":%llu,\"batch\":%u,\"workers\":%u,\"prefetch\":%u,\"utterances\":%llu,",
           (unsigned long long)r->res.steps, r->batch, r->workers, r->prefetch,
           (unsigned long long)r->res.utterances);
@@ -88,7 +70,7 @@ static void json_run(FILE *f, const fc_lb_report_run *r) {
   fprintf(f, ",\"autocorr\":{\"lag\":%u,\"coef\":", s.data.acf_lag);
   json_num(f, s.data.acf_coef);
   fprintf(f, "},\"verdict\":");
-  json_str(f, s.verdict);
+  fc_json_write_string(f, s.verdict);
   fprintf(f, ",\"failed\":%llu}", (unsigned long long)r->res.failed);
 }
 

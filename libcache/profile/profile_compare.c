@@ -4,10 +4,11 @@
  * data wait's percentiles, variation and periodicity, GPU busy, steps/s, the shrink factor and a
  * verdict. Owns nothing beyond one call; reads JSON with jansson. */
 #include "featcache/fc_profiler.h"
+#include "featcache/fc_outfile.h"
 #include "libcache/profile/profile_int.h"
+#include "formats/json.h"
 
 #include <errno.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -39,7 +40,12 @@ static int load(const char *path, prof_view *v, char *why, size_t why_len) {
   memset(v, 0, sizeof *v);
   v->path = path;
   json_error_t je;
-  json_t *r = json_load_file(path, 0, &je);
+  int nomem;
+  json_t *r = fc_json_load_file(path, 0, &je, &nomem);
+  if (nomem) {
+    prof_say(why, why_len, "%s: out of memory reading the profile", path);
+    return ENOMEM;
+  }
   if (!r) {
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -134,17 +140,9 @@ static void json_num(FILE *f, double v) {
 
 static void json_side(FILE *f, const prof_view *v) {
   fputs("{\"path\":", f);
-  json_t *s = json_string(v->path);
-  char *t = json_dumps(s, JSON_ENCODE_ANY);
-  fputs(t ? t : "\"\"", f);
-  free(t);
-  json_decref(s);
+  fc_json_write_string(f, v->path);
   fputs(",\"label\":", f);
-  s = json_string(v->label ? v->label : "");
-  t = json_dumps(s, JSON_ENCODE_ANY);
-  fputs(t ? t : "\"\"", f);
-  free(t);
-  json_decref(s);
+  fc_json_write_string(f, v->label);
   const char *k[] =
       {"steps",       "steps_per_s", "items_per_s", "data_share",           "data_mean_ms",
        "data_p50_ms", "data_p95_ms", "data_p99_ms", "data_variation_ratio", "gpu_busy_mean_pct"};
@@ -204,11 +202,9 @@ int fc_prof_compare_files(const char *before, const char *after, int json, void 
     json_num(out, shrink);
     fputs(",\"steps_per_s_ratio\":", out);
     json_num(out, speed);
-    json_t *s = json_string(verdict);
-    char *t = json_dumps(s, JSON_ENCODE_ANY);
-    fprintf(out, ",\"verdict\":%s}\n", t ? t : "\"\"");
-    free(t);
-    json_decref(s);
+    fputs(",\"verdict\":", out);
+    fc_json_write_string(out, verdict);
+    fputs("}\n", out);
     goto done;
   }
   fprintf(out, "BEFORE: %s%s%s%s\n", before, a.label && *a.label ? " (" : "",

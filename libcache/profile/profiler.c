@@ -423,19 +423,6 @@ int fc_profiler_verdict(const fc_profiler *p, double *data_share, char *buf, siz
 }
 
 /* ---- outputs ------------------------------------------------------------------------------------- */
-static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-    if (*c == '"' || *c == '\\')
-      fprintf(f, "\\%c", *c);
-    else if (*c < 0x20)
-      fprintf(f, "\\u%04x", *c);
-    else
-      fputc(*c, f);
-  }
-  fputc('"', f);
-}
-
 /* JSON numbers: finite only. */
 static void json_num(FILE *f, double v) { fprintf(f, "%.9g", isfinite(v) ? v : 0.0); }
 
@@ -472,11 +459,11 @@ static int write_json(const fc_profiler *p, FILE *f) {
   double dshare;
   fc_profiler_verdict(p, &dshare, verdict, sizeof verdict);
   fprintf(f, "{\"steps\":%llu,\"data_phase\":", (unsigned long long)p->steps);
-  json_str(f, p->data_phase);
+  fc_json_write_string(f, p->data_phase);
   fputs(",\"data_share\":", f);
   json_num(f, dshare);
   fputs(",\"verdict\":", f);
-  json_str(f, verdict);
+  fc_json_write_string(f, verdict);
   fputs(",\"unit\":\"ms\",\"step\":", f);
   int rc = fc_profiler_stats(p, -1, &st, &share);
   if (rc) return rc;
@@ -485,7 +472,7 @@ static int write_json(const fc_profiler *p, FILE *f) {
   for (int i = 0; i < p->nph; i++) {
     if ((rc = fc_profiler_stats(p, i, &st, &share))) return rc;
     if (i) fputc(',', f);
-    json_str(f, p->names[i]);
+    fc_json_write_string(f, p->names[i]);
     fputc(':', f);
     json_stats(f, &st, share);
   }
@@ -497,7 +484,7 @@ static int write_json(const fc_profiler *p, FILE *f) {
   for (uint64_t k = 0; k < p->steps; k++) total += p->step_ms[k];
   double sps = total > 0 ? (double)p->steps / (total / 1e3) : 0;
   fputs(",\"format\":\"featcache-profile/1\",\"label\":", f);
-  json_str(f, p->label);
+  fc_json_write_string(f, p->label);
   fputs(",\"steps_per_s\":", f);
   json_num(f, sps);
   fputs(",\"items_per_step\":", f);
@@ -508,7 +495,7 @@ static int write_json(const fc_profiler *p, FILE *f) {
   for (int i = 0; i < p->ndev; i++) {
     if ((rc = fc_prof_series_stats(p->dseries[i], p->steps, &st))) return rc;
     if (i) fputc(',', f);
-    json_str(f, p->dnames[i]);
+    fc_json_write_string(f, p->dnames[i]);
     fputc(':', f);
     json_stats(f, &st, total > 0 ? st.sum / total : 0);
   }
@@ -518,13 +505,14 @@ static int write_json(const fc_profiler *p, FILE *f) {
     fputs("{\"measured\":true,\"unit\":\"percent\",\"period_ms\":", f);
     json_num(f, p->gpu_period_ms);
     fputs(",\"note\":", f);
-    json_str(f, p->gpu_note);
+    fc_json_write_string(f, p->gpu_note);
     fputs(",\"pct\":", f);
     json_stats(f, &st, 0);
     fputc('}', f);
   } else {
     fputs("{\"measured\":false,\"note\":", f);
-    json_str(f, p->gpu_set ? (p->gpu_note[0] ? p->gpu_note : "no samples") : "not sampled");
+    fc_json_write_string(f, p->gpu_set ? (p->gpu_note[0] ? p->gpu_note : "no samples")
+                                       : "not sampled");
     fputc('}', f);
   }
   fputs("}\n", f);
@@ -579,7 +567,7 @@ static int write_table(const fc_profiler *p, FILE *f) {
 static void write_trace_events(const fc_profiler *p, int pid, const char *name, FILE *f) {
   fprintf(f,
           "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":1,\"args\":{\"name\":", pid);
-  json_str(f, name);
+  fc_json_write_string(f, name);
   fputs("}}", f);
   for (uint64_t k = 0; k < p->steps; k++)
     fprintf(f,
@@ -590,7 +578,7 @@ static void write_trace_events(const fc_profiler *p, int pid, const char *name, 
     const prof_event *ev = &p->ev[e];
     if (ev->step >= p->steps) continue; /* a step still open */
     fputs(",\n{\"name\":", f);
-    json_str(f, p->names[ev->phase]);
+    fc_json_write_string(f, p->names[ev->phase]);
     fprintf(f,
             ",\"cat\":\"phase\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":1,"
             "\"args\":{\"step\":%u,\"depth\":%u}}",

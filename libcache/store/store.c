@@ -3,7 +3,8 @@
  * Map growth: LMDB fails a write with MDB_MAP_FULL when the map is too small. fc_store_write then
  * aborts, doubles the map (which LMDB allows only while this process has no transaction open,
  * hence map_lock: read transactions hold it shared) and replays the whole batch, so a batch is
- * atomic whatever the map size. */
+ * atomic whatever the map size. cache-merge, which drives LMDB itself, grows through the same
+ * fc_store_grow_map (store_int.h). */
 #include "libcache/store/store_int.h"
 
 #include "formats/alloc.h"
@@ -26,14 +27,19 @@ static const char *const db_names[FC_DB_COUNT] = {"meta", "audio", "text", "feat
 /* The first map of a store opened for writing. Test builds (FC_FAULT_INJECTION) take it from
  * FC_FAULT_MAPSIZE (bytes, at least 16 KiB) when set, so that a test's small job reaches map
  * growth (the `grow` fault site, tests/cli/fault_sites.sh); release builds never read it. */
-static size_t initial_map(void) {
+size_t fc_store_fault_mapsize(void) {
 #ifdef FC_FAULT_INJECTION
   const char *e = getenv("FC_FAULT_MAPSIZE");
   char *end = NULL;
   unsigned long long v = e && *e ? strtoull(e, &end, 10) : 0;
   if (v >= (16u << 10) && end && !*end) return (size_t)v;
 #endif
-  return FC_INITIAL_MAP;
+  return 0;
+}
+
+static size_t initial_map(void) {
+  size_t m = fc_store_fault_mapsize();
+  return m ? m : FC_INITIAL_MAP;
 }
 
 const char *fc_db_name(int db) { return (db >= 0 && db < FC_DB_COUNT) ? db_names[db] : "?"; }
@@ -94,8 +100,6 @@ fail:
   return rc;
 }
 
-static int grow_map(fc_store *s);
-
 int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
   *out = NULL;
   if (!dir || !*dir) return EINVAL;
@@ -133,7 +137,8 @@ int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
   if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH) rc = FC_EFORMAT;
   if (rc) goto fail;
   rc = open_dbs(s, existed);
-  while (rc == MDB_MAP_FULL && !(rc = grow_map(s))) /* a first map too small for the dbs */
+  while (rc == MDB_MAP_FULL &&
+         !(rc = fc_store_grow_map(s, 0))) /* a first map too small for the dbs */
     rc = open_dbs(s, existed);
   if (rc) goto fail;
   *out = s;
@@ -156,11 +161,19 @@ const char *fc_store_path(const fc_store *s) { return s->path; }
 
 unsigned fc_store_open_flags(const fc_store *s) { return s->flags; }
 
-static int grow_map(fc_store *s) {
+int fc_store_grow_map(fc_store *s, uint64_t at_least) {
   MDB_envinfo info;
   pthread_rwlock_wrlock(&s->map_lock);
   int rc = fc_fault_hit("grow") ? ENOMEM : mdb_env_info(s->env, &info);
-  if (!rc) rc = mdb_env_set_mapsize(s->env, info.me_mapsize * 2);
+  uint64_t size = rc ? 0 : (uint64_t)info.me_mapsize * 2;
+  if (!rc) rc = mdb_env_set_mapsize(s->env, size < at_least ? at_least : size);
+  pthread_rwlock_unlock(&s->map_lock);
+  return rc;
+}
+
+int fc_store_adopt_map(fc_store *s) {
+  pthread_rwlock_wrlock(&s->map_lock);
+  int rc = mdb_env_set_mapsize(s->env, 0);
   pthread_rwlock_unlock(&s->map_lock);
   return rc;
 }
@@ -202,11 +215,8 @@ int fc_store_write(fc_store *s, const fc_put *puts, size_t n) {
     pthread_rwlock_rdlock(&s->map_lock);
     rc = mdb_txn_begin(s->env, NULL, 0, &txn);
     pthread_rwlock_unlock(&s->map_lock);
-    if (rc == MDB_MAP_RESIZED) {
-      pthread_rwlock_wrlock(&s->map_lock);
-      rc = mdb_env_set_mapsize(s->env, 0);
-      pthread_rwlock_unlock(&s->map_lock);
-      if (rc) goto out;
+    if (rc == MDB_MAP_RESIZED) { /* another process grew the map: adopt its size and retry */
+      if ((rc = fc_store_adopt_map(s)) != 0) goto out;
       continue;
     }
     if (rc) goto out;
@@ -224,7 +234,7 @@ int fc_store_write(fc_store *s, const fc_put *puts, size_t n) {
     }
     if (rc) {
       mdb_txn_abort(txn);
-      if (rc == MDB_MAP_FULL && !(rc = grow_map(s))) continue;
+      if (rc == MDB_MAP_FULL && !(rc = fc_store_grow_map(s, 0))) continue;
       goto out; /* nothing half-done: the batch was aborted whole, the handle stays usable */
     }
     if (fc_fault_hit("commit")) {
@@ -233,7 +243,7 @@ int fc_store_write(fc_store *s, const fc_put *puts, size_t n) {
     } else {
       rc = mdb_txn_commit(txn);
     }
-    if (rc == MDB_MAP_FULL && !(rc = grow_map(s))) continue;
+    if (rc == MDB_MAP_FULL && !(rc = fc_store_grow_map(s, 0))) continue;
     if (rc) {
       s->broken = 1; /* a failed commit: refuse further writes until reopened */
       rc = explain_write_error(s, rc, batch_bytes(puts, n));
@@ -260,12 +270,8 @@ int fc_store_read_begin(fc_store *s, fc_rtxn **out) {
     int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t->txn);
     if (!rc) break;
     pthread_rwlock_unlock(&s->map_lock);
-    if (rc == MDB_MAP_RESIZED) { /* another process grew the map: adopt its size and retry */
-      pthread_rwlock_wrlock(&s->map_lock);
-      rc = mdb_env_set_mapsize(s->env, 0);
-      pthread_rwlock_unlock(&s->map_lock);
-      if (!rc) continue;
-    }
+    if (rc == MDB_MAP_RESIZED && !(rc = fc_store_adopt_map(s)))
+      continue; /* another process grew the map: adopt its size and retry */
     free(t);
     return rc;
   }

@@ -25,6 +25,19 @@ struct fc_store {
  * inputs. */
 int fc_store_wants_nolock(const char *dir, int setting);
 
+/* Map growth for writers that drive LMDB themselves (merge/): every resize of an fc_store's map
+ * takes map_lock exclusive, as LMDB allows a resize only while the process has no transaction
+ * open on the environment (fc_store_read_begin's read transactions hold map_lock shared).
+ * fc_store_grow_map: twice the map, or at_least bytes if that is more; the `grow` fault site.
+ * fc_store_adopt_map: take the size another process grew the map to (after MDB_MAP_RESIZED).
+ * Both return 0 or an LMDB/errno code. The caller must hold no transaction on s itself. */
+int fc_store_grow_map(fc_store *s, uint64_t at_least);
+int fc_store_adopt_map(fc_store *s);
+/* FC_FAULT_MAPSIZE in a test build (the first map of a new store, at least 16 KiB), else 0. A
+ * writer that sizes its map up front (cache-merge) does not when it is set, so that a small test
+ * job grows its map mid-run (tests/cli/fault_sites.sh). */
+size_t fc_store_fault_mapsize(void);
+
 struct fc_rtxn {
   fc_store *s;
   MDB_txn *txn;

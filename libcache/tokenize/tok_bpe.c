@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
 #include <utf8proc.h>
 
 #include "libcache/tokenize/tok_internal.h"
 #include "formats/alloc.h"
+#include "formats/json.h"
 
 enum { PRE_BYTELEVEL = 1, PRE_WHITESPACE, PRE_WSSPLIT };
 enum { NORM_NFC = 1, NORM_NFD, NORM_NFKC, NORM_NFKD, NORM_LOWER };
@@ -254,10 +254,11 @@ out:
 int tok_bpe_load(const char *data, size_t len, tok_bpe **out, char *why, size_t why_len) {
   int rc = 0;
   json_error_t jerr;
-  json_t *root = json_loadb(data, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+  int nomem;
+  json_t *root = fc_json_loadb(data, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr, &nomem);
   tok_bpe *b = fc_calloc(1, sizeof *b);
   *out = NULL;
-  if (!b) FAIL(ENOMEM, "out of memory");
+  if (!b || nomem) FAIL(ENOMEM, "out of memory reading tokenizer.json");
   if (!root) FAIL(FC_ETOKENIZER, "%d:%d: %s", jerr.line, jerr.column, jerr.text);
   if (!json_is_object(root)) FAIL(FC_ETOKENIZER, "not a JSON object");
   json_t *tr = json_object_get(root, "truncation"), *pad = json_object_get(root, "padding");
@@ -518,13 +519,12 @@ static int normalize(const tok_bpe *b, const char *s, size_t len, tok_buf *out) 
     else
       flags |= UTF8PROC_DECOMPOSE;
     if (b->norm[k] == NORM_NFKC || b->norm[k] == NORM_NFKD) flags |= UTF8PROC_COMPAT;
-    utf8proc_uint8_t *d = NULL;
-    utf8proc_ssize_t n = utf8proc_map((const utf8proc_uint8_t *)out->p, (utf8proc_ssize_t)out->len,
-                                      &d, (utf8proc_option_t)flags);
-    if (n < 0) return FC_EUTF8;
+    char *d;
+    size_t n;
+    if ((rc = tok_utf8_map(out->p, out->len, flags, &d, &n))) return rc;
     free(out->p);
-    out->p = (char *)d;
-    out->len = out->cap = (size_t)n;
+    out->p = d;
+    out->len = out->cap = n;
     out->cap++;
   }
   return rc;

@@ -55,6 +55,11 @@ void tok_pairs_free(tok_pairs *m);
 /* Decode one code point at s (valid UTF-8 assumed, len > 0); returns its byte length. */
 size_t tok_utf8_next(const char *s, size_t len, int32_t *cp);
 size_t tok_utf8_encode(int32_t cp, char out[4]);
+/* utf8proc_map with the result allocated by fc_malloc (the `alloc` fault site: utf8proc has no
+ * allocator hook, and utf8proc_map's own malloc would be off the countdown): s[0, len)
+ * decomposed, composed and re-encoded as UTF8PROC_* flags say, into *out (NUL-terminated, the
+ * caller frees it) of *out_len bytes. 0, ENOMEM, or FC_EUTF8 (utf8proc refused the text). */
+int tok_utf8_map(const char *s, size_t len, int flags, char **out, size_t *out_len);
 int tok_is_space(int32_t cp); /* Unicode White_Space (Python's str.isspace for BMP text) */
 int tok_is_punct(int32_t cp); /* general category P* */
 int tok_is_letter(int32_t cp); /* L* */

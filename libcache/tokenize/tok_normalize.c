@@ -12,16 +12,6 @@
 #include "libcache/tokenize/tok_internal.h"
 #include "formats/alloc.h"
 
-static int map_utf8(const char *s, size_t len, int flags, char **out, size_t *out_len) {
-  utf8proc_uint8_t *dst = NULL;
-  utf8proc_ssize_t n = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)len, &dst,
-                                    (utf8proc_option_t)flags);
-  if (n < 0) return n == UTF8PROC_ERROR_NOMEM ? ENOMEM : FC_EUTF8;
-  *out = (char *)dst;
-  *out_len = (size_t)n;
-  return 0;
-}
-
 /* White space as Python's str.split() sees it: Unicode White_Space plus U+001C..U+001F. */
 static int is_space_py(int32_t c) { return tok_is_space(c) || (c >= 0x1C && c <= 0x1F); }
 
@@ -34,7 +24,7 @@ int fc_tok_normalize(const fc_tok_norm *nm, const char *text, size_t len, char *
   size_t alen = 0;
   int rc;
   if (nm->unicode == FC_UNICODE_NFKC) {
-    rc = map_utf8(text, len, UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT, &a, &alen);
+    rc = tok_utf8_map(text, len, UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT, &a, &alen);
     if (rc) return rc;
   } else {
     a = fc_malloc(len + 1);
@@ -48,7 +38,7 @@ int fc_tok_normalize(const fc_tok_norm *nm, const char *text, size_t len, char *
     size_t blen;
     int flags = UTF8PROC_STABLE | UTF8PROC_CASEFOLD;
     if (nm->unicode == FC_UNICODE_NFKC) flags |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
-    rc = map_utf8(a, alen, flags, &b, &blen);
+    rc = tok_utf8_map(a, alen, flags, &b, &blen);
     free(a);
     if (rc) return rc;
     a = b;

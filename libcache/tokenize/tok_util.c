@@ -164,6 +164,27 @@ size_t tok_utf8_next(const char *s, size_t len, int32_t *cp) {
   return 4;
 }
 
+int tok_utf8_map(const char *s, size_t len, int flags, char **out, size_t *out_len) {
+  /* what utf8proc_map does (utf8proc 2.x): decompose once for the size, once into the buffer,
+   * then compose and re-encode in place (UTF-8 needs at most the 4 bytes of each code point) */
+  const utf8proc_uint8_t *u = (const utf8proc_uint8_t *)s;
+  utf8proc_option_t o = (utf8proc_option_t)flags;
+  *out = NULL;
+  utf8proc_ssize_t n = utf8proc_decompose(u, (utf8proc_ssize_t)len, NULL, 0, o);
+  if (n < 0) return n == UTF8PROC_ERROR_NOMEM ? ENOMEM : FC_EUTF8;
+  utf8proc_int32_t *buf = fc_malloc((size_t)n * sizeof *buf + 1);
+  if (!buf) return ENOMEM;
+  n = utf8proc_decompose(u, (utf8proc_ssize_t)len, buf, n, o);
+  if (n >= 0) n = utf8proc_reencode(buf, n, o);
+  if (n < 0) {
+    free(buf);
+    return n == UTF8PROC_ERROR_NOMEM ? ENOMEM : FC_EUTF8;
+  }
+  *out = (char *)buf;
+  *out_len = (size_t)n;
+  return 0;
+}
+
 size_t tok_utf8_encode(int32_t cp, char out[4]) {
   return (size_t)utf8proc_encode_char(cp, (utf8proc_uint8_t *)out);
 }

@@ -90,53 +90,56 @@ static int pick_dtype(fc_tokenizer *t, char *why, size_t why_len) {
   return 0;
 }
 
-/* Canonical JSON (sorted keys, no spaces) and its digest. */
+/* Canonical JSON (sorted keys, no spaces) and its digest. Every member is checked: a value that
+ * could not be allocated must fail the config, never leave a key out of it (another digest). */
 static int make_config(fc_tokenizer *t, char *why, size_t why_len) {
   char hex[33];
   fc_digest vd;
   fc_digest_buffer(t->vocab_text, t->vocab_text_len, &vd);
   fc_digest_hex(&vd, hex);
   json_t *o = json_object();
-  if (!o) return ENOMEM;
-  json_object_set_new(o, "kind", json_string("tokens"));
-  json_object_set_new(o, "preset", json_null());
-  json_object_set_new(o, "tokenizer", json_string(kind_names[t->kind]));
-  json_object_set_new(o, "tokenizer_version",
-                      json_integer(t->kind == FC_TOK_PHONEMES ? FC_TOK_PHONEMES_VERSION
-                                                              : FC_TOKENIZER_VERSION));
-  json_object_set_new(o, "unicode",
-                      json_string(t->norm.unicode == FC_UNICODE_NFKC ? "nfkc" : "none"));
-  json_object_set_new(o, "casefold", json_boolean(t->norm.casefold));
-  json_object_set_new(o, "punct",
-                      json_string(t->norm.punct == FC_PUNCT_REMOVE ? "remove" : "keep"));
-  json_object_set_new(o, "whitespace", json_string(t->norm.collapse_space ? "collapse" : "keep"));
-  json_object_set_new(o, "dtype", json_string(fc_dtype_name(t->dtype)));
-  json_object_set_new(o, "vocab_size", json_integer(t->vocab_size));
+  int bad = !o;
+  bad |= json_object_set_new(o, "kind", json_string("tokens"));
+  bad |= json_object_set_new(o, "preset", json_null());
+  bad |= json_object_set_new(o, "tokenizer", json_string(kind_names[t->kind]));
+  bad |= json_object_set_new(o, "tokenizer_version",
+                             json_integer(t->kind == FC_TOK_PHONEMES ? FC_TOK_PHONEMES_VERSION
+                                                                     : FC_TOKENIZER_VERSION));
+  bad |= json_object_set_new(o, "unicode",
+                             json_string(t->norm.unicode == FC_UNICODE_NFKC ? "nfkc" : "none"));
+  bad |= json_object_set_new(o, "casefold", json_boolean(t->norm.casefold));
+  bad |= json_object_set_new(o, "punct",
+                             json_string(t->norm.punct == FC_PUNCT_REMOVE ? "remove" : "keep"));
+  bad |= json_object_set_new(o, "whitespace",
+                             json_string(t->norm.collapse_space ? "collapse" : "keep"));
+  bad |= json_object_set_new(o, "dtype", json_string(fc_dtype_name(t->dtype)));
+  bad |= json_object_set_new(o, "vocab_size", json_integer(t->vocab_size));
   if (t->kind == FC_TOK_BPE) {
-    json_object_set_new(o, "tokenizer_json_digest", json_string(hex));
+    bad |= json_object_set_new(o, "tokenizer_json_digest", json_string(hex));
   } else {
-    json_object_set_new(o, "vocab_digest", json_string(hex));
-    json_object_set_new(o, "add_bos", json_boolean(t->add_bos));
-    json_object_set_new(o, "add_eos", json_boolean(t->add_eos));
+    bad |= json_object_set_new(o, "vocab_digest", json_string(hex));
+    bad |= json_object_set_new(o, "add_bos", json_boolean(t->add_bos));
+    bad |= json_object_set_new(o, "add_eos", json_boolean(t->add_eos));
     json_t *sp = json_object();
-    for (int i = 0; i < SP_COUNT; i++) {
+    for (int i = 0; i < SP_COUNT && sp; i++) {
       json_t *e = json_object();
-      json_object_set_new(e, "symbol", json_string(t->specials[i]));
-      json_object_set_new(e, "id",
-                          t->special_ids[i] >= 0 ? json_integer(t->special_ids[i]) : json_null());
-      json_object_set_new(sp, special_keys[i], e);
+      bad |= json_object_set_new(e, "symbol", json_string(t->specials[i]));
+      bad |= json_object_set_new(e, "id",
+                                 t->special_ids[i] >= 0 ? json_integer(t->special_ids[i])
+                                                        : json_null());
+      bad |= json_object_set_new(sp, special_keys[i], e);
     }
-    json_object_set_new(o, "specials", sp);
+    bad |= json_object_set_new(o, "specials", sp);
   }
   if (t->kind == FC_TOK_PHONEMES) {
-    json_object_set_new(o, "lang", json_string(t->lang));
-    json_object_set_new(o, "espeak_ng", json_string(t->espeak_version));
-    json_object_set_new(o, "punctuation", json_string(tok_clause_marks));
+    bad |= json_object_set_new(o, "lang", json_string(t->lang));
+    bad |= json_object_set_new(o, "espeak_ng", json_string(t->espeak_version));
+    bad |= json_object_set_new(o, "punctuation", json_string(tok_clause_marks));
   }
-  char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+  char *s = bad ? NULL : json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
   json_decref(o);
   if (!s) {
-    tok_set_why(why, why_len, "cannot serialize the token config");
+    tok_set_why(why, why_len, "out of memory writing the token config");
     return ENOMEM;
   }
   free(t->config);

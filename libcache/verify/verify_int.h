@@ -69,6 +69,7 @@ typedef struct vctx {
   pthread_mutex_t mu;
   size_t cap;
   volatile int halt; /* max_errors reached or stop seen */
+  volatile int nomem; /* a check ran out of memory: the run fails (ENOMEM), it is no finding */
   uint64_t max_warnings;
   vcfg *cfgs;
   size_t n_cfgs;

@@ -1,6 +1,7 @@
 /* cache-verify, step 2: the configs in meta (verify_int.h). */
 #include "libcache/verify/verify_int.h"
 #include "formats/alloc.h"
+#include "formats/json.h"
 
 /* ---- step 2: meta ---------------------------------------------------------------------------- */
 
@@ -16,17 +17,20 @@ static void tok_label(json_t *o, vcfg *cf) {
   cf->tok_dtype = fc_dtype_from_name(json_string_value(json_object_get(o, "dtype")));
 }
 
-static int tok_name_matches(const vcfg *cf, const char *json, size_t len, const char *name) {
-  json_t *o = json_loadb(json, len, 0, NULL);
-  int hit = 0;
+/* *hit = does the token config json answer to name? 0, or ENOMEM (nothing said about it). */
+static int tok_name_matches(const char *json, size_t len, const char *name, int *hit) {
+  json_error_t je;
+  int nomem;
+  json_t *o = fc_json_loadb(json, len, 0, &je, &nomem);
+  *hit = 0;
+  if (nomem) return ENOMEM;
   static const char *const keys[] = {"tokenizer", "name", "preset"};
-  for (size_t i = 0; o && i < 3 && !hit; i++) {
+  for (size_t i = 0; o && i < 3 && !*hit; i++) {
     const char *s = json_string_value(json_object_get(o, keys[i]));
-    hit = s && strcmp(s, name) == 0;
+    *hit = s && strcmp(s, name) == 0;
   }
   json_decref(o);
-  (void)cf;
-  return hit;
+  return 0;
 }
 
 int vf_read_meta(vctx *c, fc_rtxn *t) {
@@ -87,9 +91,15 @@ int vf_read_meta(vctx *c, fc_rtxn *t) {
     cf->digest = d;
     fc_digest_hex(&d, cf->hex);
     json_error_t je;
-    json_t *o = json_loadb(v, vl, 0, &je);
+    int nomem;
+    json_t *o = fc_json_loadb(v, vl, 0, &je, &nomem);
     const char *kind = json_string_value(json_object_get(o, "kind"));
-    if (!o || !kind) {
+    int mrc;
+    if (nomem) {
+      rc = ENOMEM; /* not the config's fault: nothing said about it */
+      c->n_cfgs--;
+      break;
+    } else if (!o || !kind) {
       vf_add(c, FC_VERIFY_ERROR, FC_DB_META, k, kl, NULL, 0,
              "config is not a JSON object with a \"kind\"%s%s", o ? "" : ": ", o ? "" : je.text);
     } else if (strcmp(kind, "mel") == 0) {
@@ -104,8 +114,11 @@ int vf_read_meta(vctx *c, fc_rtxn *t) {
             c, FC_VERIFY_WARNING, FC_DB_META, k, kl, NULL, 0,
             "mel config of kernel version %lld (this build: %d): its frame counts are not checked",
             (long long)json_integer_value(kv), FC_KERNEL_VERSION);
-      } else if (fc_mel_config_from_json(v, vl, &cf->mel, why, sizeof why) ||
-                 fc_mel_config_validate(&cf->mel, why, sizeof why)) {
+      } else if ((mrc = fc_mel_config_from_json(v, vl, &cf->mel, why, sizeof why)) == ENOMEM) {
+        rc = ENOMEM;
+        json_decref(o);
+        break;
+      } else if (mrc || fc_mel_config_validate(&cf->mel, why, sizeof why)) {
         vf_add(c, FC_VERIFY_ERROR, FC_DB_META, k, kl, NULL, 0, "invalid mel config: %s", why);
       } else {
         cf->usable = 1;
@@ -196,9 +209,11 @@ int vf_resolve_expected(vctx *c, fc_rtxn *t, char *why, size_t why_len) {
         const char *json;
         size_t len;
         if (c->cfgs[i].kind != KIND_TOK) continue;
+        int match = 0;
         if (fc_rtxn_get_config(t, &c->cfgs[i].digest, &json, &len) == 0 &&
-            tok_name_matches(&c->cfgs[i], json, len, name))
-          c->cfgs[i].expected = hit = 1;
+            tok_name_matches(json, len, name, &match))
+          return ENOMEM;
+        if (match) c->cfgs[i].expected = hit = 1;
       }
     }
     if (!hit) {

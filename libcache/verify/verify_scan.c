@@ -25,6 +25,10 @@ static void check_record(vctx *c, int db, const uint8_t *k, size_t kl, const voi
   int rc = fc_verify_record(v, vl, c->o->finite, why, sizeof why);
   (*recs)++;
   *bytes += vl;
+  if (rc == ENOMEM) { /* decoding a coded record: the memory, not the record */
+    c->nomem = c->halt = 1;
+    return;
+  }
   if (rc) {
     vf_add(c, FC_VERIFY_ERROR, db, hex, 32, id, id_len, "%s", why);
     return;
@@ -135,6 +139,7 @@ int vf_check_records(vctx *c, int nthreads) {
       if (cur[d]) mdb_cursor_close(cur[d]);
     fc_rtxn_end(t);
   }
+  if (c->nomem && !err) err = ENOMEM;
   c->r->records_checked = recs;
   c->r->bytes_checked = bytes;
   if (c->o->progress) c->o->progress(bytes, bytes, c->o->progress_ud);

@@ -42,11 +42,20 @@ def bf16_to_float32(a):
 
 
 def _raise(code, what, handle=None):
-    msg = "%s: %s" % (what, _lib.strerror(code))
+    """FeatcacheError "what: reason", the reason said once: when the loader's own reason holds the
+    code's message ("Cannot allocate memory", "planning epoch 0: Cannot allocate memory"), or says
+    out of memory for ENOMEM ("s: a: mq: symbol frame: out of memory"), it is the reason; else the
+    code's message comes first and the loader's follows in parentheses."""
+    reason = _lib.strerror(code)
+    detail = ""
     if handle is not None:
         detail = _lib.lib().fc_loader_error(handle).decode("utf-8", "replace")
-        if detail:
-            msg += " (%s)" % detail
+    if detail and (reason in detail or (code == errno.ENOMEM and "out of memory" in detail)):
+        msg = "%s: %s" % (what, detail)
+    elif detail:
+        msg = "%s: %s (%s)" % (what, reason, detail)
+    else:
+        msg = "%s: %s" % (what, reason)
     raise FeatcacheError(code, msg)
 
 

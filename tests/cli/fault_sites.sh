@@ -92,9 +92,10 @@ sums() {
 # FC_FAULT_STRIDE: by default 7 (17 in the sanitizer build), so that CI samples every 7th (17th)
 # allocation past the 40th; FC_FAULT_STRIDE=1 runs every n (docs/RELIABILITY.md's figures).
 alloc_stride=${FC_FAULT_STRIDE:-$([ "${FC_SANITIZE:-0}" = 1 ] && echo 17 || echo 7)}
+want() { [ -z "${FC_FAULT_SITES:-}" ] || [[ " $FC_FAULT_SITES " == *" $1 "* ]]; }
 drive() {
   local label=$1 site=$2 store=$3 fresh=$4; shift 4
-  [ -z "${FC_FAULT_SITES:-}" ] || [[ " $FC_FAULT_SITES " == *" $site "* ]] || return 0
+  want "$site" || return 0
   local n=1 before after out rc hit=0 absorbed=0 stride=$alloc_stride bad
   [ "$site" = alloc ] || stride=1
   [ "$fresh" = 1 ] || after=$(keys "$store")
@@ -111,8 +112,14 @@ drive() {
     case $rc in
     0) absorbed=$((absorbed + 1)) ;;
     1) if [ "$label" = loader ]; then # Python: FeatcacheError naming the store and the reason,
-         # or out of memory (planning an epoch, a batch: the reason is the memory, not a store)
-         grep -qE "FeatcacheError: (featcache: $store: |.*Cannot allocate memory)" <<<"$out" || fail "$label $site:$n: $out"
+         # or out of memory (planning an epoch, a batch: the reason is the memory, not a store),
+         # the reason said once (it used to read "next batch: Cannot allocate memory (Cannot
+         # allocate memory)": tests/reference/test_loader_errors.py)
+         grep -qE "FeatcacheError: (featcache: $store: |.*(Cannot allocate memory|out of memory))" <<<"$out" || fail "$label $site:$n: $out"
+         ! grep -qE "^[a-z_.]*FeatcacheError: .*(Cannot allocate memory|out of memory).*(Cannot allocate memory|out of memory)" <<<"$out" ||
+           fail "$label $site:$n: the reason is said twice: $(grep -E "^[a-z_.]*FeatcacheError: " <<<"$out")"
+       elif [ "$label" = profiler ]; then # Python: StepProfiler.save raises OSError naming the file
+         grep -qE "OSError: \[Errno [0-9]+\] [^:]+: '(p|pt)\.json'" <<<"$out" || fail "$label $site:$n: $out"
        else
          grep -qE "done: [0-9]+ of [0-9]+|[0-9]+ of [0-9]+ stores" <<<"$out" || fail "$label $site:$n: exit 1 without a summary: $out"
        fi ;;
@@ -164,9 +171,15 @@ vocab_intact() {
 rm -rf tk
 echo "previous vocab" >vocab.txt
 POST=vocab_intact drive tokenize write tk 1 "$FC_BIN/tokenize" --build-vocab -o tk --manifest metadata.csv --export-vocab vocab.txt
-[ "$(wc -l <vocab.txt)" -gt 5 ] || fail "tokenize --export-vocab: the vocab was not written by the run that succeeded"
+if want write; then
+  [ "$(wc -l <vocab.txt)" -gt 5 ] || fail "tokenize --export-vocab: the vocab was not written by the run that succeeded"
+fi
+[ -d tk ] || "$FC_BIN/tokenize" -q --build-vocab -o tk --manifest metadata.csv || fail "clean tokenize"
 
 "$FC_BIN/featurize" --device cpu -q -o full --manifest list || fail "clean featurize"
+# the same job coded (--dtype mq): zstd's contexts allocate through the `alloc` site too
+drive featurize-mq alloc mqs 1 "$FC_BIN/featurize" --device cpu -j 2 --dtype mq -o mqs --manifest list --json
+"$FC_BIN/featurize" --device cpu -q --dtype mq -o fullmq --manifest list || fail "clean featurize --dtype mq"
 # loader-bench's chart and trace (fc_outfile): each is its previous contents or whole, never half
 charts_intact() {
   local svg trace
@@ -178,16 +191,69 @@ charts_intact() {
 echo old >c.svg
 echo old >t.json
 POST=charts_intact drive loader-bench write full 0 "$FC_BIN/loader-bench" -q -b 2 --steps 3 --compute-ms 1 --svg c.svg --trace t.json full
-[ "$(tail -n 1 c.svg)" = "</svg>" ] && [ "$(tail -c 3 t.json)" = "]}" ] || fail "loader-bench: the chart and trace were not written by the run that succeeded"
+if want write; then
+  [ "$(tail -n 1 c.svg)" = "</svg>" ] && [ "$(tail -c 3 t.json)" = "]}" ] || fail "loader-bench: the chart and trace were not written by the run that succeeded"
+fi
+
+# cache-bench's chart and key dump (fc_outfile): the old file or a whole one (the dump: a line per
+# record read, "pass pattern state threads batch key", 2 passes of the 8 records), never half
+bench_intact() {
+  local svg dump
+  svg=$(tail -n 1 b.svg 2>&1) dump=$(tail -n 1 d.txt 2>&1)
+  [ "$svg" = old ] || [ "$svg" = "</svg>" ] || fail "$1: b.svg is neither the old one nor whole: ...$svg"
+  [ "$dump" = old ] || { [ "$(wc -l <d.txt)" = 16 ] && [[ $dump =~ ^1\ .*\ [0-9a-f]{32}$ ]]; } ||
+    fail "$1: d.txt is neither the old one nor whole: $(wc -l <d.txt) lines, ...$dump"
+  ! ls ./*.tmp.* >/dev/null 2>&1 || fail "$1: a temporary was left: $(ls ./*.tmp.*)"
+}
+echo old >b.svg
+echo old >d.txt
+POST=bench_intact drive cache-bench write full 0 "$FC_BIN/cache-bench" -p sequential -s warm -b 2 --duration 0.2 --svg b.svg --dump-order d.txt full
+if want write; then
+  [ "$(tail -n 1 b.svg)" = "</svg>" ] && [ "$(tail -n 1 d.txt)" != old ] || fail "cache-bench: the chart and key dump were not written by the run that succeeded"
+fi
+
+# the profiler's saves (fc_profiler_save, through featcache.StepProfiler.save and .save_trace)
+prof_intact() {
+  local f
+  for f in p.json pt.json; do
+    [ "$(cat $f)" = old ] || "$FC_PYTHON" -c 'import json, sys; json.load(open(sys.argv[1]))' $f 2>/dev/null ||
+      fail "$1: $f is neither the old one nor whole JSON: ...$(tail -c 40 $f)"
+  done
+  ! ls ./*.tmp.* >/dev/null 2>&1 || fail "$1: a temporary was left: $(ls ./*.tmp.*)"
+}
+echo old >p.json
+echo old >pt.json
+POST=prof_intact drive profiler write full 0 "$FC_PYTHON" -c '
+from featcache.profiler import StepProfiler
+p = StepProfiler()
+for i in range(3):
+    with p.step():
+        with p.phase("data"):
+            pass
+p.save("p.json")
+p.save_trace("pt.json")'
+if want write; then
+  [ "$(cat p.json)" != old ] && [ "$(cat pt.json)" != old ] || fail "profiler: the profile and trace were not saved by the run that succeeded"
+fi
 
 for site in env alloc; do
   drive cache-verify $site full 0 "$FC_BIN/cache-verify" -q full
   drive loader $site full 0 "$FC_PYTHON" -c 'import featcache, sys; n = sum(len(b) for b in featcache.Loader(sys.argv[1], batch_size=3)); sys.exit(0 if n == 8 else 3)' full
 done
+# coded records: cache-verify and the loader decode them (zstd's decoder on the `alloc` site)
+drive cache-verify-mq alloc fullmq 0 "$FC_BIN/cache-verify" -q fullmq
+drive loader alloc fullmq 0 "$FC_PYTHON" -c 'import featcache, sys; n = sum(len(b) for b in featcache.Loader(sys.argv[1], batch_size=3)); sys.exit(0 if n == 8 else 3)' fullmq
+
+# cache-merge with small batches (--batch 3: several commits per db) into a 16 KiB map that it
+# grows mid-run (FC_FAULT_MAPSIZE makes it skip sizing the map up front: libcache/merge/merge.c),
+# once on a fresh output per n and once resuming the same output, which must keep every entry
+# committed before each failure
 if [ -x "$FC_BIN/cache-merge" ]; then
-  for site in env put commit grow alloc; do
-    rm -rf mg
-    drive cache-merge "$site" mg 1 "$FC_BIN/cache-merge" -o mg full tk
+  for fresh in 1 0; do
+    for site in env put commit grow alloc; do
+      rm -rf mg
+      drive cache-merge "$site" mg $fresh "$FC_BIN/cache-merge" --batch 3 -o mg full tk
+    done
   done
 fi
 [ $fails = 0 ] && echo "fault sites: all survived"

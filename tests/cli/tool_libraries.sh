@@ -58,10 +58,12 @@ else
 fi
 
 # Exports: every dynamic symbol the components define is an FC_API function of the public headers
-# (fc_fault_hit too in fault-injection builds: the countdown the components share).
+# (fc_fault_hit and fc_fault_hold too in fault-injection builds: the countdown the components
+# share, and its hold around jansson's parser: formats/json.h).
 grep -ho 'FC_API [^(]*(' "$FC_SRC"/include/featcache/*.h | sed -E 's/.*[ *]([a-z_0-9]+)\($/\1/' \
   | sort -u >"$T/api"
 echo fc_fault_hit >>"$T/api"
+echo fc_fault_hold >>"$T/api"
 for c in core mel text; do
   nm -D --defined-only "$FC_BIN/libfeatcache_$c.so" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sort -u \
     >"$T/exp_$c"

@@ -1,5 +1,7 @@
 /* Unit tests for the tokenizers: normalization known answers, vocab parsing errors, a tiny BPE,
- * the config digest's dependence on what defines a tokenizer, and encode on 1 vs N threads. */
+ * the config digest's dependence on what defines a tokenizer, and encode on 1 vs N threads; in a
+ * fault-injection build, every allocation of a tokenizer's creation failing in turn. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +10,7 @@
 #include "featcache/fc_format.h"
 #include "featcache/fc_tokenize.h"
 
+#include "formats/fault.h"
 #include "tests/check.h"
 
 static void norm_case(int nfkc, int fold, int punct, int collapse, const char *in, const char *want,
@@ -138,6 +141,49 @@ int main(void) {
   CHECK(!make(FC_TOK_BPE, write_tmp("uni.json", "{\"model\":{\"type\":\"Unigram\"}}"), why) &&
             strstr(why, "Unigram"),
         "%s", why);
+
+  /* Out of memory while a tokenizer is created (fault-injection builds: FC_FAULT=alloc:N, jansson's
+   * builders of the token config on the countdown too): ENOMEM, or the very config of a clean
+   * run. The config used to be built with unchecked json_object_set_new: a value that could not
+   * be allocated left its key out, and the store got another config digest, silently. */
+  if (fc_fault_built()) {
+    const char *vf = write_tmp("oom", "<pad>\n<unk>\n \na\nb\nab\n");
+    char log[256];
+    snprintf(log, sizeof log, "/tmp/fc_test_tok_%d_faultlog", (int)getpid());
+    fc_tokenizer *c0 = make(FC_TOK_CHARS, vf, why);
+    fc_digest d0;
+    CHECK(c0 && fc_tokenizer_config(c0, NULL, NULL, &d0) == 0, "clean tokenizer: %s", why);
+    int n, failed = 0;
+    for (n = 1; n < 1000 && c0; n++) {
+      char spec[32];
+      snprintf(spec, sizeof spec, "alloc:%d", n);
+      unlink(log);
+      setenv("FC_FAULT_LOG", log, 1);
+      setenv("FC_FAULT", spec, 1);
+      fc_tok_options o;
+      fc_tok_options_default(&o, FC_TOK_CHARS);
+      o.vocab_path = vf;
+      fc_tokenizer *t = NULL;
+      int rc = fc_tokenizer_create(&o, &t, why, 512);
+      unsetenv("FC_FAULT");
+      int injected = access(log, F_OK) == 0;
+      if (rc) {
+        CHECK(rc == ENOMEM, "alloc:%d: %s (%s), want ENOMEM", n, fc_strerror(rc), why);
+        failed++;
+      } else {
+        fc_digest d;
+        CHECK(fc_tokenizer_config(t, NULL, NULL, &d) == 0 && memcmp(d.bytes, d0.bytes, 16) == 0,
+              "alloc:%d: the tokenizer's config is not a clean run's", n);
+        fc_tokenizer_free(t);
+      }
+      if (!injected) break; /* the N-th allocation no longer happens */
+    }
+    CHECK(failed > 10, "only %d allocations failed in %d", failed, n);
+    printf("tokenizer create: %d of %d injected allocation failures gave ENOMEM\n", failed, n - 1);
+    unsetenv("FC_FAULT_LOG");
+    unlink(log);
+    fc_tokenizer_free(c0);
+  }
 
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -f /tmp/fc_test_tok_%d_*", (int)getpid());

@@ -1,0 +1,75 @@
+"""The Python loader's error messages say their reason once (golden messages).
+
+featcache.loader._raise builds FeatcacheError's message from the code's message (fc_strerror)
+and the loader's own reason (fc_loader_error). The loader's reason is often the code's message
+itself ("Cannot allocate memory" when a batch could not be allocated), or holds it ("planning
+epoch 0: Cannot allocate memory"): the message used to repeat it, "next batch: Cannot allocate
+memory (Cannot allocate memory)". These run the real _raise and the real fc_strerror with the
+loader's reason given by a stand-in for fc_loader_error; tests/cli/fault_sites.sh checks the
+messages of real failures (out of memory injected at every allocation of a loader's run)."""
+
+import errno
+import sys
+
+import pytest
+
+import featcache
+from featcache import _lib
+from featcache import loader as L
+
+
+class _Reason:
+    """A library whose fc_loader_error returns a fixed reason; everything else is the real one."""
+
+    def __init__(self, real, reason):
+        self.real, self.reason = real, reason
+
+    def fc_loader_error(self, handle):
+        return self.reason.encode()
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+def message(monkeypatch, code, what, reason):
+    real = _lib.lib()
+    monkeypatch.setattr(_lib, "lib", lambda: _Reason(real, reason))
+    with pytest.raises(featcache.FeatcacheError) as e:
+        L._raise(code, what, handle=object() if reason is not None else None)
+    assert e.value.code == code
+    return str(e.value)
+
+
+def test_reason_is_the_code_message(monkeypatch):
+    nomem = _lib.strerror(errno.ENOMEM)
+    assert message(monkeypatch, errno.ENOMEM, "next batch", nomem) == "next batch: " + nomem
+
+
+def test_reason_holds_the_code_message(monkeypatch):
+    nomem = _lib.strerror(errno.ENOMEM)
+    got = message(monkeypatch, errno.ENOMEM, "set_epoch(0)", "planning epoch 0: " + nomem)
+    assert got == "set_epoch(0): planning epoch 0: " + nomem
+    assert got.count(nomem) == 1
+
+
+def test_reason_says_out_of_memory(monkeypatch):
+    got = message(monkeypatch, errno.ENOMEM, "next batch", "s: a: mq: symbol frame: out of memory")
+    assert got == "next batch: s: a: mq: symbol frame: out of memory"
+
+
+def test_reason_of_its_own(monkeypatch):
+    code = _lib.FC_EBADSTATE
+    reason = "loader opened in another process: open it again after fork"
+    got = message(monkeypatch, code, "next batch", reason)
+    assert got == "next batch: %s (%s)" % (_lib.strerror(code), reason)
+
+
+def test_no_reason(monkeypatch):
+    assert message(monkeypatch, errno.ENOMEM, "next batch", "") == \
+        "next batch: " + _lib.strerror(errno.ENOMEM)
+    assert message(monkeypatch, errno.EIO, "get('a')", None) == \
+        "get('a'): " + _lib.strerror(errno.EIO)
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
