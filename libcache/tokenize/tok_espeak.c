@@ -197,6 +197,7 @@ static const script_range espeak_switching_scripts[] = {
     {0x0530, 0x058F, "hy"}, {0x0900, 0x097F, "hi"}, {0x0980, 0x09FF, "bn"}, {0x0A00, 0x0A7F, "pa"},
     {0x0A80, 0x0AFF, "gu"}, {0x0B80, 0x0BFF, "ta"}, {0x0C00, 0x0C7F, "te"}, {0x0C80, 0x0CFF, "kn"},
     {0x0D00, 0x0D7F, "ml"}, {0x0D80, 0x0DFF, "si"}, {0x10A0, 0x10FF, "ka"}, {0x1100, 0x11FF, "ko"},
+    {0xA700, 0xD7FF, "ko"}, /* espeak-ng's second Hangul range (syllables): for needs_child */
 };
 
 /* Letters and marks of those scripts that the scan found (its numbers are taken out whole). */
@@ -275,50 +276,96 @@ static size_t espeak_text(const char *text, size_t len, char *z) {
   return zl;
 }
 
+typedef struct line_job {
+  char *z; /* the line as espeak-ng is given it (espeak_text) */
+  size_t len;
+  clause_span *cl; /* room for len + 2 clauses */
+} line_job;
+
+/* The two passes over the line (under espeak_lock, the voice selected): "PHONEMES\nMARK\n" per
+ * clause into out. A tok_contained_fn. */
+static int clauses_locked(void *arg, tok_buf *out) {
+  const line_job *j = arg;
+  const char *z = j->z;
+  size_t len = j->len, n = 0;
+  clause_span *cl = j->cl;
+  int rc = 0;
+  /* pass 1: where espeak-ng's clauses start and end; each call reads at least a character */
+  const void *p = z;
+  size_t start = 0;
+  while (p && n < len + 2) {
+    size_t from = (size_t)((const char *)p - z);
+    if (!espeak_TextToPhonemes(&p, espeakCHARS_UTF8, espeakPHONEMES_IPA)) {
+      rc = ENOMEM; /* its text decoder could not start: nothing was read */
+      break;
+    }
+    if (p && ((const char *)p <= z + from || (const char *)p > z + len))
+      p = NULL; /* it read nothing, or (never seen since) past the end: the line is done */
+    size_t end = p ? (size_t)((const char *)p - z) : len;
+    if (p && end > from) end = utf8_back(z, end); /* the read-ahead character */
+    cl[n++] = (clause_span){start, end};
+    start = end;
+  }
+  drain_locked();
+  /* pass 2: each clause's phonemes, then its mark */
+  for (size_t k = 0; k < n && !rc; k++) {
+    rc = speak_clause(z + cl[k].start, out);
+    if (!rc) rc = clause_mark(z, cl[k].start, cl[k].end, out);
+    if (!rc) rc = tok_buf_put(out, "\n", 1);
+  }
+  drain_locked();
+  return rc;
+}
+
+/* Must the line be read in a child process? Every read of freed memory espeak-ng 1.51 was seen
+ * to make (fuzzing, tests/fuzz/scan-espeak.sh) came from a second translator reading a word of one
+ * of espeak_switching_scripts other than the voice's own; espeak_unsafe takes out what is known,
+ * and a line with such a word is read in a child (tok_contained) in case more is unknown: if
+ * espeak-ng dies there, the line fails alone. Other lines stay in this process: a line in a
+ * child costs ~2 ms more (fork, copy-on-write of espeak-ng's pages; ~0.3 ms a line here), and
+ * English corpora have few such lines. FC_PHONEMIZE_CHILD=all sends every line to a child,
+ * =none none (for measurements). */
+static int needs_child(const char *z, size_t len) {
+  static int mode = -1; /* 0 none, 1 lines with other scripts, 2 all */
+  if (mode < 0) {
+    const char *e = getenv("FC_PHONEMIZE_CHILD");
+    mode = !e ? 1 : strcmp(e, "all") == 0 ? 2 : strcmp(e, "none") == 0 ? 0 : 1;
+  }
+  if (mode != 1) return mode == 2;
+  for (size_t i = 0; i < len;) {
+    int32_t cp;
+    i += tok_utf8_next(z + i, len - i, &cp);
+    if (cp < 0x530) continue;
+    const script_range *s =
+        in_ranges(espeak_switching_scripts,
+                  sizeof espeak_switching_scripts / sizeof *espeak_switching_scripts, cp);
+    if (s && strcmp(s->lang, espeak_lang) != 0) return 1;
+  }
+  return 0;
+}
+
 /* espeak-ng's clauses of a whole line into out, each as "PHONEMES\nMARK\n" (MARK may be empty). */
 static int espeak_clauses(const char *lang, const char *text, size_t len, tok_buf *out) {
-  char *z = fc_malloc(len + len / TOK_ESPEAK_MAX_RUN + 2);
-  clause_span *cl = fc_malloc((len + len / TOK_ESPEAK_MAX_RUN + 3) * sizeof *cl);
-  if (!z || !cl) {
-    free(z);
-    free(cl);
+  line_job j = {fc_malloc(len + len / TOK_ESPEAK_MAX_RUN + 2), 0,
+                fc_malloc((len + len / TOK_ESPEAK_MAX_RUN + 3) * sizeof(clause_span))};
+  if (!j.z || !j.cl) {
+    free(j.z);
+    free(j.cl);
     return ENOMEM;
   }
-  size_t n = 0;
   int rc = 0;
   pthread_mutex_lock(&espeak_lock);
   if (espeak_ready <= 0 || select_voice_locked(lang)) {
     rc = FC_ECONFIG;
   } else {
-    len = espeak_text(text, len, z);
-    /* pass 1: where espeak-ng's clauses start and end; each call reads at least a character */
-    const void *p = z;
-    size_t start = 0;
-    while (p && n < len + 2) {
-      size_t from = (size_t)((const char *)p - z);
-      if (!espeak_TextToPhonemes(&p, espeakCHARS_UTF8, espeakPHONEMES_IPA)) {
-        rc = ENOMEM; /* its text decoder could not start: nothing was read */
-        break;
-      }
-      if (p && ((const char *)p <= z + from || (const char *)p > z + len))
-        p = NULL; /* it read nothing, or (never seen since) past the end: the line is done */
-      size_t end = p ? (size_t)((const char *)p - z) : len;
-      if (p && end > from) end = utf8_back(z, end); /* the read-ahead character */
-      cl[n++] = (clause_span){start, end};
-      start = end;
-    }
-    drain_locked();
-    /* pass 2: each clause's phonemes, then its mark */
-    for (size_t k = 0; k < n && !rc; k++) {
-      rc = speak_clause(z + cl[k].start, out);
-      if (!rc) rc = clause_mark(z, cl[k].start, cl[k].end, out);
-      if (!rc) rc = tok_buf_put(out, "\n", 1);
-    }
-    drain_locked();
+    j.len = espeak_text(text, len, j.z);
+    int status;
+    rc = needs_child(j.z, j.len) ? tok_contained(clauses_locked, &j, out, &status)
+                                 : clauses_locked(&j, out);
   }
   pthread_mutex_unlock(&espeak_lock);
-  free(cl);
-  free(z);
+  free(j.cl);
+  free(j.z);
   return rc;
 }
 

@@ -94,6 +94,13 @@ int tok_espeak_init(const char *lang, const char **version, char *why, size_t wh
 /* Phoneme units of a whole line as espeak-ng reads it (phonemes separated, stress marks split off,
  * " " between words, each clause's terminating mark after it), each passed to cb. */
 int tok_phonemize(const char *lang, const char *text, size_t len, fc_tok_symbol_fn cb, void *ud);
+
+/* tok_child.c: fn(arg, b) run in a forked child process, what it appended to its (empty) buffer b
+ * appended to out. fn's return value, or FC_EPHONEMIZE when the child died before it finished
+ * (*status: its wait status), or errno (pipe, fork), ENOMEM. FC_FAULT=espeak:N aborts the N-th
+ * child before it runs fn. */
+typedef int (*tok_contained_fn)(void *arg, tok_buf *b);
+int tok_contained(tok_contained_fn fn, void *arg, tok_buf *out, int *status);
 /* The marks on which espeak-ng ends a clause, kept as symbols at clause ends (UTF-8 string). */
 extern const char tok_clause_marks[];
 

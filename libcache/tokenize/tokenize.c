@@ -163,6 +163,10 @@ static int build_vocab(fc_tokenizer *t, const fc_item_list *items, line_state *l
       sym_ctx c = {set, 0};
       r = fc_tokenizer_symbols(t, norm, nlen, add_symbol, &c);
       free(norm);
+      if (r == FC_EPHONEMIZE) { /* this line's failure, not the vocabulary's */
+        fail_line(l, r, "%s", fc_strerror(r));
+        continue;
+      }
       if (r || c.rc) {
 #pragma omp critical(fc_tok_build)
         rc = rc ? rc : (r ? r : c.rc);

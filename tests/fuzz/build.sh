@@ -42,7 +42,7 @@ for t in "${targets[@]}"; do
            libs=($(pkg-config --libs jansson libutf8proc) -lxxhash -lzstd -lm -lpthread) ;;
   loader) srcs=(formats/*.c kernels/presets.c kernels/convert.c libcache/store/*.c libcache/loader/*.c)
           libs=(-llmdb -lxxhash -lzstd $(pkg-config --libs jansson) -lm -lpthread) ;;
-  phonemes) srcs=(libcache/tokenize/tok_espeak.c libcache/tokenize/tok_util.c
+  phonemes) srcs=(libcache/tokenize/tok_espeak.c libcache/tokenize/tok_child.c libcache/tokenize/tok_util.c
                   libcache/tokenize/tok_normalize.c formats/utf8.c)
             libs=($(pkg-config --libs espeak-ng libutf8proc) -lxxhash -lm -lpthread) ;;
   *) echo "fuzz: unknown target $t (record, parsers, loader, phonemes)" >&2; exit 2 ;;
