@@ -4,13 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jansson.h>
-
 #include "featcache/fc_format.h"
 #include "featcache/fc_tokenize.h"
 #include "featcache/fc_outfile.h"
 #include "libcache/tokenize/tok_internal.h"
 #include "formats/alloc.h"
+#include "formats/json.h"
 
 enum { SP_PAD, SP_UNK, SP_BOS, SP_EOS, SP_COUNT };
 static const char *const special_keys[SP_COUNT] = {"pad", "unk", "bos", "eos"};
@@ -136,8 +135,13 @@ static int make_config(fc_tokenizer *t, char *why, size_t why_len) {
     bad |= json_object_set_new(o, "espeak_ng", json_string(t->espeak_version));
     bad |= json_object_set_new(o, "punctuation", json_string(tok_clause_marks));
   }
-  char *s = bad ? NULL : json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+  int nomem = 1;
+  char *s = bad ? NULL : fc_json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS, &nomem);
   json_decref(o);
+  if (!s && !nomem) { /* jansson refused a value (not UTF-8): the checks above let none through */
+    tok_set_why(why, why_len, "cannot write the token config");
+    return FC_ECONFIG;
+  }
   if (!s) {
     tok_set_why(why, why_len, "out of memory writing the token config");
     return ENOMEM;

@@ -111,7 +111,7 @@ drive() {
     hit=$((hit + 1))
     case $rc in
     0) absorbed=$((absorbed + 1)) ;;
-    1) if [ "$label" = loader ]; then # Python: FeatcacheError naming the store and the reason,
+    1) if [ "$label" = loader ] || [ "$label" = loader-mq ]; then # Python: FeatcacheError naming the store and the reason,
          # or out of memory (planning an epoch, a batch: the reason is the memory, not a store),
          # the reason said once (it used to read "next batch: Cannot allocate memory (Cannot
          # allocate memory)": tests/reference/test_loader_errors.py)
@@ -242,7 +242,7 @@ for site in env alloc; do
 done
 # coded records: cache-verify and the loader decode them (zstd's decoder on the `alloc` site)
 drive cache-verify-mq alloc fullmq 0 "$FC_BIN/cache-verify" -q fullmq
-drive loader alloc fullmq 0 "$FC_PYTHON" -c 'import featcache, sys; n = sum(len(b) for b in featcache.Loader(sys.argv[1], batch_size=3)); sys.exit(0 if n == 8 else 3)' fullmq
+drive loader-mq alloc fullmq 0 "$FC_PYTHON" -c 'import featcache, sys; n = sum(len(b) for b in featcache.Loader(sys.argv[1], batch_size=3)); sys.exit(0 if n == 8 else 3)' fullmq
 
 # cache-merge with small batches (--batch 3: several commits per db) into a 16 KiB map that it
 # grows mid-run (FC_FAULT_MAPSIZE makes it skip sizing the map up front: libcache/merge/merge.c),
