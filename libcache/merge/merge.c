@@ -15,6 +15,7 @@
 #include "formats/fault.h"
 #include "formats/why.h"
 #include "libcache/merge/kmerge.h"
+#include "libcache/merge/writeback.h"
 #include "libcache/store/store_int.h"
 
 #include <errno.h>
@@ -31,14 +32,13 @@
  * and freed: small batches keep that memory warm in the caches and in the process (64 MiB ones
  * cost twice the CPU, measured in docs/BENCHMARKS.md "cache-merge against mdb_copy"). */
 #define FC_MERGE_BATCH_BYTES (4ull << 20)
-/* Committed bytes between two starts of write-back (kick_writeback). */
-#define FC_MERGE_KICK_BYTES (16ull << 20)
 
 void fc_merge_opts_init(fc_merge_opts *o) {
   memset(o, 0, sizeof *o);
   o->batch_records = 1024;
   o->batch_bytes = FC_MERGE_BATCH_BYTES;
   o->sync_seconds = 5;
+  o->writeback_bytes = 16ull << 20;
 }
 
 static double now_s(void) {
@@ -57,8 +57,7 @@ typedef struct mctx {
   MDB_txn **txns; /* raw transactions, n (+1) */
   MDB_dbi *dbis;
   fc_store *out;
-  int out_fd; /* the output's data.mdb, for early write-back (-1: none) */
-  uint64_t unkicked; /* bytes committed since write-back was last started */
+  fc_writeback wb; /* the output's page cache: written back and dropped as commits go */
 } mctx;
 
 /* ---- winners --------------------------------------------------------------------------------- */
@@ -320,17 +319,6 @@ static int put_one(mctx *c, batch *b, pending *p, MDB_txn *txn, const MDB_val *l
   return 0;
 }
 
-/* Start writing what the commits put in the page cache now, without waiting (Linux), so that the
- * disk works while the merge goes on and the final sync has only the tail to wait for: with
- * MDB_NOSYNC nothing else would start before the kernel's dirty thresholds (10 % of RAM). */
-static void kick_writeback(mctx *c) {
-  if (c->out_fd < 0 || c->unkicked < FC_MERGE_KICK_BYTES) return;
-#ifdef __linux__
-  (void)sync_file_range(c->out_fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-#endif
-  c->unkicked = 0;
-}
-
 /* Commit the batch as one transaction; on MDB_MAP_FULL grow the map and replay it. The map grows
  * through the store (fc_store_grow_map: under its map lock, the `grow` fault site); no transaction
  * of this process is open on the output then (copy_db's read ended before its first batch). */
@@ -371,13 +359,12 @@ static int flush(mctx *c, batch *b, MDB_val *last_per_db) {
     c->st->bytes_copied += dl.bytes;
     c->st->dropped += dl.dropped;
     if (wrote) c->st->commits++;
-    c->unkicked += dl.bytes;
-    kick_writeback(c);
-    break;
+    /* the disk works while the merge goes on (with MDB_NOSYNC nothing else would start before the
+     * kernel's dirty thresholds), and the pages it wrote are reused (writeback.c) */
+    b->n = b->nh = 0;
+    b->bytes = 0;
+    return fc_writeback_committed(&c->wb, dl.bytes);
   }
-  b->n = b->nh = 0;
-  b->bytes = 0;
-  return 0;
 }
 
 static int copy_db(mctx *c, int db, batch *b, double *last_sync) {
@@ -507,7 +494,6 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
   c.st = stats;
   c.paths = inputs;
   c.n = n;
-  c.out_fd = -1;
   c.in = fc_calloc(n, sizeof *c.in);
   c.rt = fc_calloc(n + 1, sizeof *c.rt);
   c.txns = fc_calloc(n + 1, sizeof *c.txns);
@@ -562,8 +548,7 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
     goto done;
   }
 
-  mdb_filehandle_t fd;
-  if (mdb_env_get_fd(c.out->env, &fd) == 0) c.out_fd = fd;
+  fc_writeback_init(&c.wb, c.out->env, o->writeback_bytes);
 
   /* Room for everything at once, so that the map rarely has to grow mid-run. It still may: the
    * inputs' pages may be fuller than the output's (a compacted input, mdb_copy -c, merged into
@@ -583,6 +568,8 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
     if (!rc && o->on_progress) o->on_progress(stats, o->user);
     if (!rc && o->stop && *o->stop) rc = FC_EINTR;
   }
+  int wrc = fc_writeback_end(&c.wb);
+  if (!rc) rc = wrc;
   int src = mdb_env_sync(c.out->env, 1);
   if (!rc) rc = src;
   if (!rc && o->on_progress) o->on_progress(stats, o->user);
@@ -590,6 +577,7 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
     fc_why(why, why_len, "%s: %s", out_dir, fc_strerror(rc));
 
 done:
+  fc_writeback_end(&c.wb); /* before the output's file is closed */
   for (size_t i = 0; i <= n && c.rt; i++) fc_rtxn_end(c.rt[i]);
   for (size_t i = 0; i < n && c.in; i++) fc_store_close(c.in[i]);
   fc_store_close(c.out);
