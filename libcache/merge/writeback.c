@@ -116,7 +116,11 @@ void fc_writeback_init(fc_writeback *w, MDB_env *env, uint64_t step) {
   w->dropping = 1;
   w->allocating = 1;
   MDB_envinfo info;
-  if (!mdb_env_info(env, &info)) allocate_ahead(w, ((uint64_t)info.me_last_pgno + 1) * w->psize);
+  if (!mdb_env_info(env, &info)) {
+    /* an output merged into: the lag counts from its end, not from 0 */
+    w->asked = w->done = ((uint64_t)info.me_last_pgno + 1) * w->psize;
+    allocate_ahead(w, w->done);
+  }
   if (pthread_mutex_init(&w->mu, NULL)) return;
   if (pthread_cond_init(&w->cv, NULL)) {
     pthread_mutex_destroy(&w->mu);
