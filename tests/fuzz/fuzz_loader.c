@@ -34,13 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define FUZZ_ASSERT(c)                               \
-  do {                                               \
-    if (!(c)) {                                      \
-      fprintf(stderr, "invariant failed: %s\n", #c); \
-      abort();                                       \
-    }                                                \
-  } while (0)
+#include "tests/fuzz/fuzz_assert.h"
 
 typedef struct reader {
   const uint8_t *p;

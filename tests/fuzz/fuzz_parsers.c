@@ -23,13 +23,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define FUZZ_ASSERT(c)                               \
-  do {                                               \
-    if (!(c)) {                                      \
-      fprintf(stderr, "invariant failed: %s\n", #c); \
-      abort();                                       \
-    }                                                \
-  } while (0)
+#include "tests/fuzz/fuzz_assert.h"
 
 enum {
   T_MANIFEST_FIRST = 0,

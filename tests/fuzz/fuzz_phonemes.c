@@ -22,13 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FUZZ_ASSERT(c)                               \
-  do {                                               \
-    if (!(c)) {                                      \
-      fprintf(stderr, "invariant failed: %s\n", #c); \
-      abort();                                       \
-    }                                                \
-  } while (0)
+#include "tests/fuzz/fuzz_assert.h"
 
 typedef struct units {
   tok_buf all; /* the units, each followed by '\n' */

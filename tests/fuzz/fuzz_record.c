@@ -18,10 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FUZZ_ASSERT(c) \
-  do {                 \
-    if (!(c)) abort(); \
-  } while (0)
+#include "tests/fuzz/fuzz_assert.h"
 
 static void fuzz_record(const uint8_t *d, size_t n) {
   /* a private copy of exactly n bytes, so ASan sees any read past the value */
