@@ -35,6 +35,7 @@ enum {
   OPT_GPU_MIN_SECONDS,
   OPT_SHARD,
   OPT_WRITERS,
+  OPT_PRINT_CONFIG,
   OPT_VERSION
 };
 
@@ -63,6 +64,8 @@ static const fc_cli_opt options[] =
      {"dtype", OPT_DTYPE, required_argument, "T", "f32 (default), f16, bf16 or mq (the codec)"},
      {"codec", OPT_CODEC, required_argument, "C",
       "none (default) or mq: log-mel coded ~4x smaller than f32, max error 2^-8 (ln)"},
+     {"print-config", OPT_PRINT_CONFIG, required_argument, "PRESET",
+      "print the config JSON a store would hold for PRESET and the options above, and exit"},
      {NULL, 0, 0, NULL, "Inputs:"},
      {"manifest", OPT_MANIFEST, required_argument, "FILE",
       "LJSpeech csv, Kaldi wav.scp, JSON lines or a path list"},
@@ -89,13 +92,15 @@ static const fc_cli_opt options[] =
 static const char synopsis[] =
     "featurize [options] -o STORE [AUDIO...]\n"
     "       featurize [options] -o STORE --manifest FILE\n"
-    "       find DIR -name '*.wav' | featurize [options] -o STORE -";
+    "       find DIR -name '*.wav' | featurize [options] -o STORE -\n"
+    "       featurize --print-config PRESET [feature options]";
 static const char description[] =
     "Compute log-mel spectrograms of audio files into a featcache store. Inputs already stored\n"
     "with the same content and config are skipped; bad inputs are reported and skipped.";
 static const char footer[] =
     "Exit status: 0 all stored, 1 some inputs failed, 2 usage or configuration error,\n"
-    "130/143 interrupted (finished work is committed). See docs/featurize.md.";
+    "130/143 interrupted (finished work is committed).\n"
+    "Manual: man featurize; the presets' parameters: man featcache-presets.";
 
 typedef struct overrides {
   const char *preset;
@@ -234,7 +239,7 @@ int main(int argc, char **argv) {
   overrides ov;
   memset(&ov, 0, sizeof ov);
   const char *store_dir = NULL, *manifest = NULL, *audio_dir = NULL, *device_spec = "auto";
-  const char *shard_spec = NULL;
+  const char *shard_spec = NULL, *print_config = NULL;
   int manifest_format = FC_MANIFEST_AUTO, strict = 0, quiet = 0, verbose = 0, progress = 0,
       json = 0;
   double max_seconds = 0, gpu_min_seconds = 0;
@@ -342,6 +347,7 @@ int main(int argc, char **argv) {
       if (gpu_min_seconds == 0) gpu_min_seconds = -1; /* the library's "any job" */
       break;
     case OPT_SHARD: shard_spec = optarg; break;
+    case OPT_PRINT_CONFIG: print_config = optarg; break;
     case OPT_STRICT: strict = 1; break;
     case 'q': quiet = 1; break;
     case 'v': verbose = 1; break;
@@ -355,7 +361,15 @@ int main(int argc, char **argv) {
       fc_cli_usage_error("unknown option '%s'", argv[optind - 1]);
     }
   }
-  if (!store_dir) fc_cli_usage_error("no store given (-o STORE)");
+  if (print_config) {
+    if (ov.preset && strcmp(ov.preset, print_config) != 0)
+      fc_cli_usage_error("--print-config %s and --preset %s disagree", print_config, ov.preset);
+    if (store_dir || manifest || optind < argc)
+      fc_cli_usage_error("--print-config prints a config and exits: give no store and no inputs");
+    ov.preset = print_config;
+  } else if (!store_dir) {
+    fc_cli_usage_error("no store given (-o STORE)");
+  }
   if (codec == FC_DTYPE_MQ) {
     if ((ov.set & FC_MEL_F_DTYPE) && ov.v.dtype != FC_DTYPE_MQ)
       fc_cli_usage_error("--codec mq stores its own dtype: drop --dtype %s",
@@ -377,6 +391,17 @@ int main(int argc, char **argv) {
 
   fc_mel_config cfg;
   build_config(&ov, &cfg);
+  if (print_config) { /* the bytes meta's cfg/<digest> holds for this config, then a newline */
+    char cfg_json[1024];
+    int n = fc_mel_config_json(&cfg, cfg_json, sizeof cfg_json);
+    if (n < 0) {
+      fc_cli_warn(NULL, "cannot write the config: %s", fc_strerror(n));
+      return FC_EXIT_USAGE;
+    }
+    fwrite(cfg_json, 1, (size_t)n, stdout);
+    fputc('\n', stdout);
+    return fflush(stdout) == 0 ? FC_EXIT_OK : FC_EXIT_FAIL;
+  }
 
   char why[512];
   uint32_t shard_k = 0, shard_n = 1;

@@ -1,5 +1,5 @@
-/* Feature presets (DESIGN.md "Feature presets"), config validation and the frame/length rules.
- * Each preset reproduces one reference; the comment on each says which and the choices that
+/* Feature presets (docs/presets.md: each one's parameters and reference), config validation and
+ * the frame/length rules. Each preset reproduces one reference; the comment on each says which and the choices that
  * matter for matching it. */
 #include "featcache/fc_config.h"
 
@@ -215,6 +215,22 @@ void fc_mel_config_settle_preset(fc_mel_config *c) {
   if (memchr(c->preset, '\0', sizeof c->preset) == NULL || fc_mel_preset(c->preset, &ref) != 0 ||
       !same_parameters(c, &ref))
     c->preset[0] = '\0';
+}
+
+const char *fc_mel_config_preset_of(const fc_mel_config *c, int *exact) {
+  if (exact) *exact = 0;
+  if (!c) return NULL;
+  for (const char *const *p = preset_names; *p; p++) {
+    fc_mel_config ref;
+    if (fc_mel_preset(*p, &ref) != 0) continue;
+    if (memchr(c->preset, '\0', sizeof c->preset) && strcmp(c->preset, *p) == 0) {
+      if (exact) *exact = 1;
+      return *p;
+    }
+    ref.dtype = c->dtype; /* the storage choice is not a parameter of the features */
+    if (!c->preset[0] && same_parameters(c, &ref)) return *p;
+  }
+  return NULL;
 }
 
 uint64_t fc_mel_num_frames(const fc_mel_config *c, uint64_t n) {

@@ -73,6 +73,12 @@ FC_API int fc_mel_config_validate(const fc_mel_config *cfg, char *why, size_t wh
 /* If cfg differs from the preset it names, clear cfg->preset (the stored preset becomes null). */
 FC_API void fc_mel_config_settle_preset(fc_mel_config *cfg);
 
+/* The preset cfg answers to by name: cfg->preset when set, else the preset whose every parameter
+ * cfg has but the storage dtype (kaldi stored as mq has "preset":null in its JSON, which keeps
+ * the digests of stored configs as they were, and still answers to "kaldi"). Returns a static
+ * name, or NULL when cfg is no preset's. *exact (may be NULL) is 1 when cfg->preset names it. */
+FC_API const char *fc_mel_config_preset_of(const fc_mel_config *cfg, int *exact);
+
 /* The fields of an override (fc_mel_config_override), as bits. */
 enum fc_mel_field {
   FC_MEL_F_SAMPLE_RATE = 1u << 0,

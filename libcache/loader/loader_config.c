@@ -63,14 +63,21 @@ static int is_hex32(const char *s) {
 }
 
 /* ---- config resolution ------------------------------------------------------------------------- */
-/* Does config JSON object o answer to name? mel: its "preset"; tokens: "preset", "name",
- * "tokenizer" (or "kind" of tokenizer) fields. */
-static int cfg_matches(json_t *o, const char *name, int tokens) {
+/* How well does config JSON object o answer to name? 2: by its own field (mel: "preset"; tokens:
+ * "preset", "name", "tokenizer" or "tokenizer_kind"); 1: a mel config with every parameter of
+ * that preset but the storage dtype (fc_mel_config_preset_of); 0: not at all. */
+static int cfg_matches(json_t *o, const char *json, size_t len, const char *name, int tokens) {
   static const char *const mel_keys[] = {"preset", NULL};
   static const char *const tok_keys[] = {"preset", "name", "tokenizer", "tokenizer_kind", NULL};
   for (const char *const *k = tokens ? tok_keys : mel_keys; *k; k++) {
     const char *v = json_string_value(json_object_get(o, *k));
-    if (v && strcmp(v, name) == 0) return 1;
+    if (v && strcmp(v, name) == 0) return 2;
+  }
+  fc_mel_config mc;
+  if (!tokens && json_is_null(json_object_get(o, "preset")) &&
+      fc_mel_config_from_json(json, len, &mc, NULL, 0) == 0) {
+    const char *p = fc_mel_config_preset_of(&mc, NULL);
+    if (p && strcmp(p, name) == 0) return 1;
   }
   return 0;
 }
@@ -84,7 +91,7 @@ int ld_resolve_config(MDB_txn *txn, MDB_dbi meta, const char *store, const char 
   int rc = mdb_cursor_open(txn, meta, &c);
   if (rc) return rc;
   MDB_val k = {4, (void *)"cfg/"}, v;
-  int found = 0, n_kind = 0;
+  int found = 0, n_kind = 0, best = 0; /* best: the match level of those found (cfg_matches) */
   char names[256] = "", hexes[160] = "";
   fc_digest d1, dsel;
   const char *want_hex = NULL;
@@ -121,11 +128,16 @@ int ld_resolve_config(MDB_txn *txn, MDB_dbi meta, const char *store, const char 
     if (!pn) pn = json_string_value(json_object_get(o, "tokenizer"));
     size_t nl = strlen(names);
     snprintf(names + nl, sizeof names - nl, "%s%s", nl ? ", " : "", pn ? pn : hex);
-    int match = want_hex ? memcmp(d.bytes, dsel.bytes, 16) == 0
-                : sel    ? cfg_matches(o, sel, tokens)
-                         : 1;
+    int match = want_hex ? 2 * (memcmp(d.bytes, dsel.bytes, 16) == 0)
+                : sel    ? cfg_matches(o, v.mv_data, v.mv_size, sel, tokens)
+                         : 2;
     json_decref(o);
-    if (!match) continue;
+    if (match < best || !match) continue;
+    if (match > best) { /* a config named exactly so wins over one that differs in dtype only */
+      best = match;
+      found = 0;
+      hexes[0] = '\0';
+    }
     if (found++ == 0) {
       d1 = d;
       free(*json);

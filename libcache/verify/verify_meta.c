@@ -122,6 +122,9 @@ int vf_read_meta(vctx *c, fc_rtxn *t) {
         vf_add(c, FC_VERIFY_ERROR, FC_DB_META, k, kl, NULL, 0, "invalid mel config: %s", why);
       } else {
         cf->usable = 1;
+        const char *base = pr ? NULL : fc_mel_config_preset_of(&cf->mel, NULL);
+        if (base) /* a preset stored in another dtype: its "preset" is null, the name still holds */
+          snprintf(cf->label, sizeof cf->label, "%s (%s)", base, fc_dtype_name(cf->mel.dtype));
       }
     } else if (strcmp(kind, "tokens") == 0) {
       cf->kind = KIND_TOK;
@@ -181,6 +184,15 @@ int vf_resolve_expected(vctx *c, fc_rtxn *t, char *why, size_t why_len) {
       cf->expected = 1;
       continue;
     }
+    int variants = 0; /* the preset stored in another dtype answers to its name */
+    for (size_t i = 0; !is_digest && !cf && i < c->n_cfgs; i++) {
+      vcfg *vc = &c->cfgs[i];
+      const char *base = vc->kind == KIND_MEL && vc->usable && !vc->mel.preset[0]
+                             ? fc_mel_config_preset_of(&vc->mel, NULL)
+                             : NULL;
+      if (base && strcmp(base, name) == 0) vc->expected = 1, variants++;
+    }
+    if (variants) continue;
     list_cfgs(c, KIND_MEL, have, sizeof have);
     if (cf)
       vf_add(c, FC_VERIFY_ERROR, FC_DB_META, key, 36, NULL, 0,

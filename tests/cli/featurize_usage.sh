@@ -35,6 +35,7 @@ cat >"$tmp/help.want" <<'HELP'
 Usage: featurize [options] -o STORE [AUDIO...]
        featurize [options] -o STORE --manifest FILE
        find DIR -name '*.wav' | featurize [options] -o STORE -
+       featurize --print-config PRESET [feature options]
 
 Compute log-mel spectrograms of audio files into a featcache store. Inputs already stored
 with the same content and config are skipped; bad inputs are reported and skipped.
@@ -61,6 +62,7 @@ Features:
       --log L                  none, ln, log10, db or whisper
       --dtype T                f32 (default), f16, bf16 or mq (the codec)
       --codec C                none (default) or mq: log-mel coded ~4x smaller than f32, max error 2^-8 (ln)
+      --print-config PRESET    print the config JSON a store would hold for PRESET and the options above, and exit
 
 Inputs:
       --manifest FILE          LJSpeech csv, Kaldi wav.scp, JSON lines or a path list
@@ -82,7 +84,8 @@ Running:
       --version                show the version and exit
 
 Exit status: 0 all stored, 1 some inputs failed, 2 usage or configuration error,
-130/143 interrupted (finished work is committed). See docs/featurize.md.
+130/143 interrupted (finished work is committed).
+Manual: man featurize; the presets' parameters: man featcache-presets.
 HELP
 if [ $rc != 0 ] || [ -s "$tmp/err" ] || ! diff -u "$tmp/help.want" "$tmp/help"; then
   echo "FAIL --help (exit $rc)"; fails=$((fails + 1))
