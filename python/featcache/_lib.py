@@ -2,18 +2,25 @@
 
 Pure ctypes: nothing is compiled at install. The package calls only the core component of the
 library, libfeatcache_core (store, loader, profiler: LMDB, xxHash, jansson), so that importing it
-loads neither espeak-ng nor FFTW nor cuFFT. It is found, in this order, at $FEATCACHE_LIBRARY (any
-of libfeatcache_core.so, or libfeatcache.so.0 for the whole library); beside the package (an
-install puts the package in <libdir>/featcache/python/featcache and the library in <libdir>); in a
-build tree next to the source tree (../../build*/libfeatcache_core.so, the newest); in
-pkg-config's libdir for featcache (a package installed with pip finds a library installed with
-cmake --install this way); in /usr/local/lib*; then by the system's library search (ldconfig).
+loads neither espeak-ng nor FFTW nor cuFFT. It is found, in this order:
+  1. $FEATCACHE_LIBRARY (any of libfeatcache_core.so, or libfeatcache.so.0 for the whole library);
+  2. beside the package (`cmake --install` puts a copy of the package in
+     <libdir>/featcache/python/featcache and the library in <libdir>);
+  3. the path recorded when the package was installed (featcache/_installed.py: `cmake --install`
+     writes it into its copy; `pip install ./python` records the library that the source tree's
+     last `cmake --install` put under its prefix, from build*/install_manifest.txt, or else the
+     one pkg-config reports then);
+  4. in a build tree next to the source tree (../../build*/libfeatcache_core.so, the newest);
+  5. pkg-config's libdir for featcache now (PKG_CONFIG_PATH=<prefix>/lib/pkgconfig);
+  6. the Python environment's own prefix (cmake --install --prefix "$VIRTUAL_ENV");
+  7. /usr/local/lib*, then the system's library search (ldconfig).
 """
 
 import ctypes
 import ctypes.util
 import glob
 import os
+import sys
 
 __all__ = ["lib", "find_library", "Options", "Batch", "Info", "Item", "FeatcacheError"]
 
@@ -111,15 +118,32 @@ def _candidates():
     here = os.path.dirname(os.path.abspath(__file__))
     yield os.path.join(here, CORE)
     yield os.path.join(here, "..", "..", "..", CORE + ".0")  # <libdir>/featcache/python/featcache
+    recorded = _installed_library()
+    if recorded:
+        yield recorded
     builds = glob.glob(os.path.join(here, "..", "..", "build*", CORE))
     builds.sort(key=lambda p: os.path.getmtime(p), reverse=True)
     yield from builds
     yield from _pkg_config_candidates()
-    for d in ("/usr/local/lib", "/usr/local/lib64", "/usr/local/lib/x86_64-linux-gnu"):
-        yield os.path.join(d, CORE + ".0")  # cmake --install's default prefix, before ldconfig
+    for d in _LIBDIRS:
+        yield os.path.join(sys.prefix, d, CORE + ".0")
+    for d in _LIBDIRS:
+        yield os.path.join("/usr/local", d, CORE + ".0")  # cmake --install's default, before ldconfig
     found = ctypes.util.find_library("featcache_core")
     if found:
         yield found
+
+
+_LIBDIRS = ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu")
+
+
+def _installed_library():
+    """The library path recorded when this copy of the package was installed, or None."""
+    try:
+        from . import _installed
+    except ImportError:
+        return None
+    return getattr(_installed, "LIBRARY", None)
 
 
 def _pkg_config_candidates():
@@ -200,9 +224,20 @@ def lib():
             except (OSError, AttributeError) as e:
                 errors.append("%s: %s" % (p, e))
         if _LIB is None:
-            raise OSError("featcache: libfeatcache_core.so not found or unusable (set FEATCACHE_LIBRARY"
-                          " to its path); tried: " + ("; ".join(errors) or "nothing"))
+            raise OSError(_not_found_message(errors))
     return _LIB
+
+
+def _not_found_message(errors):
+    """What to set, when no candidate loaded: the two ways to point at an installed library."""
+    import shutil
+    pc = shutil.which("pkg-config") or shutil.which("pkgconf")
+    how = ("featcache: cannot load %s.0. If featcache is installed under a prefix P "
+           "(cmake --install build --prefix P), set PKG_CONFIG_PATH=P/lib/pkgconfig%s, or "
+           "FEATCACHE_LIBRARY=P/lib/%s.0; a build tree's library works too "
+           "(FEATCACHE_LIBRARY=build/%s)." % (CORE, "" if pc else
+                                                " (and install pkg-config)", CORE, CORE))
+    return how + " Tried: " + ("; ".join(errors) or "nothing")
 
 
 def strerror(code):

@@ -3,7 +3,9 @@
 # the man pages (featurize(1) ... featcache(5), generated from docs/) there; `pip install ./python`
 # into a fresh venv gives a package that finds that library through pkg-config, with no
 # FEATCACHE_LIBRARY and no source tree on the path, and trains the example loop on a store that
-# the installed featurize made.
+# the installed featurize made. With no PKG_CONFIG_PATH either, it finds the path recorded at
+# install (the package copy cmake installs; pip install ./python after cmake --install); with
+# nothing to find, its error names PKG_CONFIG_PATH and FEATCACHE_LIBRARY.
 set -euo pipefail
 if [ "${FC_SANITIZE:-0}" = 1 ]; then
   echo "skipped: the sanitizer build's library cannot be loaded by an uninstrumented python" >&2
@@ -52,6 +54,41 @@ want=$("$prefix/bin/featurize" --version | sed -n 's/^featurize (featcache) \([^
 [ "${lines[2]}" = "$want" ] || fail "library_version ${lines[2]} != featurize --version $want"
 pkgver=$(run -c 'import importlib.metadata as m; print(m.version("featcache"))')
 [ "$pkgver" = "$want" ] || fail "package version $pkgver != library $want"
+
+# ... and with no PKG_CONFIG_PATH: the library's path recorded at install. (1) The copy of the
+# package `cmake --install` put beside the library: pip install <prefix>/lib/featcache/python.
+pipi() { "$tmp/venv/bin/python" -m pip install -q --no-index --no-build-isolation \
+  --disable-pip-version-check --force-reinstall --no-deps "$1" >"$tmp/pip.log" 2>&1 ||
+  { cat "$tmp/pip.log" >&2; fail "pip install $1 failed"; }; }
+norun() { (cd "$tmp" && env -u PYTHONPATH -u FEATCACHE_LIBRARY -u PKG_CONFIG_PATH \
+  "$tmp/venv/bin/python" "$@"); }
+want_lib=$(realpath "$prefix/lib/libfeatcache_core.so.0")
+pipi "$prefix/lib/featcache/python"
+got=$(norun -c 'import featcache; print(featcache.find_library()); print(featcache.library_version())') ||
+  fail "the installed copy of the package, no PKG_CONFIG_PATH: import failed"
+[ "$(realpath "$(head -n 1 <<<"$got")")" = "$want_lib" ] || fail "installed copy loaded $got, not $want_lib"
+# (2) pip install ./python from a source tree whose build was installed to the prefix: setup.py
+# records the library named in build/install_manifest.txt (cmake --install writes it; another
+# test's install may overwrite the shared one, so this tree's build/ holds this install's copy).
+mkdir -p "$tmp/src/build"
+cp -r "$FC_SRC/python" "$tmp/src/python"
+for _ in 1 2 3; do
+  cp "$FC_BIN/install_manifest.txt" "$tmp/src/build/install_manifest.txt"
+  grep -q "^$prefix/" "$tmp/src/build/install_manifest.txt" && break
+  cmake --install "$FC_BIN" --prefix "$prefix" >/dev/null
+done
+grep -q "^$prefix/" "$tmp/src/build/install_manifest.txt" || fail "install_manifest.txt does not name $prefix"
+pipi "$tmp/src/python"
+got=$(norun -c 'import featcache; print(featcache.find_library())') ||
+  fail "pip install ./python after cmake --install, no PKG_CONFIG_PATH: import failed"
+[ "$(realpath "$got")" = "$want_lib" ] || fail "pip install ./python loaded $got, not $want_lib"
+# (3) nothing to be found: the error says what to set
+out=$( (cd "$tmp" && env -u PYTHONPATH FEATCACHE_LIBRARY="$tmp/none/libfeatcache_core.so" \
+  "$tmp/venv/bin/python" -c 'import featcache; featcache.library_version()') 2>&1) &&
+  fail "a missing library raised nothing"
+grep -q 'set PKG_CONFIG_PATH=P/lib/pkgconfig' <<<"$out" && grep -q 'FEATCACHE_LIBRARY=P/lib/libfeatcache_core.so.0' <<<"$out" ||
+  fail "the error does not say what to set: $out"
+pipi "$tmp/pysrc"
 
 # the example loop, on a store the installed featurize made from WAVs this test writes
 run - "$tmp/wavs" <<'PY'
