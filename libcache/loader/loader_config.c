@@ -126,6 +126,13 @@ int ld_resolve_config(MDB_txn *txn, MDB_dbi meta, const char *store, const char 
     const char *pn = json_string_value(json_object_get(o, "preset"));
     if (!pn) pn = json_string_value(json_object_get(o, "name"));
     if (!pn) pn = json_string_value(json_object_get(o, "tokenizer"));
+    char variant[64] = ""; /* a preset stored in another dtype: "kaldi (mq)" */
+    fc_mel_config mc;
+    if (!pn && !tokens && fc_mel_config_from_json(v.mv_data, v.mv_size, &mc, NULL, 0) == 0 &&
+        fc_mel_config_preset_of(&mc, NULL))
+      snprintf(variant, sizeof variant, "%s (%s)", fc_mel_config_preset_of(&mc, NULL),
+               fc_dtype_name(mc.dtype));
+    if (!pn && variant[0]) pn = variant;
     size_t nl = strlen(names);
     snprintf(names + nl, sizeof names - nl, "%s%s", nl ? ", " : "", pn ? pn : hex);
     int match = want_hex ? 2 * (memcmp(d.bytes, dsel.bytes, 16) == 0)

@@ -416,6 +416,11 @@ class Loader:
 
     Loader(paths, features=None, tokens=None, batch_size=32, shuffle=False, seed=0, ...)
 
+    The stores are opened and checked when the Loader is made: a path that is not a store, a
+    preset or token config the store does not hold, or an option the store cannot serve raises
+    FeatcacheError there, not at the first batch. (A process that inherits the Loader over fork,
+    or unpickles it, opens its own handle at first use.)
+
     paths         a store directory or a list of them
     features      mel config: preset name ('hifigan') or 32-hex digest; None: the store's only
                   mel config, else 'hifigan'
@@ -463,7 +468,7 @@ class Loader:
                  pad_value=None, token_pad=0, random_crop=False, crop=None, bucket_batches=64,
                  locality_run=0, prefetch_threads=2, prefetch_depth=4, verify=False,
                  strict=False, nolock=False, nordahead=False, willneed=None, epoch=0,
-                 buffer_alloc=None, n_buffers=0, release_fence=None):
+                 buffer_alloc=None, n_buffers=0, release_fence=None, *, _open=True):
         if isinstance(paths, (str, bytes, os.PathLike)):
             paths = [paths]
         self.paths = [os.fspath(p) for p in paths]
@@ -504,6 +509,8 @@ class Loader:
         self.n_buffers = n_buffers or (prefetch_depth + 2)
         self.epoch = epoch
         self._h = None
+        if _open:  # a wrong path, preset or token config raises here, not at the first batch
+            self._handle()
 
     # -- options and lazy per-process opening --------------------------------------------------
     def _options(self, lookup_only=False):
@@ -679,7 +686,7 @@ def get(store, id, features=None, tokens=None):
     if ld is None:
         for k in [k for k in _GET_CACHE if k[0] != os.getpid()]:
             del _GET_CACHE[k]  # handles of a parent process are dropped, not closed
-        ld = Loader(store, features=features, tokens=tokens)
+        ld = Loader(store, features=features, tokens=tokens, _open=False)
         ld._h = _Handle(ld.paths, ld._options(lookup_only=True))
         _GET_CACHE[key] = ld
     h = ld._h

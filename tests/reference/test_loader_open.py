@@ -1,0 +1,82 @@
+"""featcache.Loader opens and checks its stores when it is made: a path that is no store, a preset
+or token config the store lacks, raise FeatcacheError from the constructor (naming what is wrong),
+not from the first batch; a good Loader still pickles (reopened at first use in the process that
+unpickles it) and featcache.get() still opens for lookups only. The store is made by the real
+featurize from espeak-ng speech."""
+
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+import featcache
+
+BIN = os.environ.get("FC_BIN", "")
+for need, found in (("$FC_BIN/featurize", os.path.exists(os.path.join(BIN, "featurize"))),
+                    ("espeak-ng (scripts/setup installs it)", shutil.which("espeak-ng"))):
+    if not found:
+        print("FAIL: needs %s" % need)
+        sys.exit(1)
+
+
+@pytest.fixture(scope="module")
+def store():
+    d = tempfile.mkdtemp(prefix="fc_loader_open_")
+    wavs = []
+    for i, t in enumerate(["One sentence.", "And another one, a little longer."]):
+        w = os.path.join(d, "utt%d.wav" % i)
+        subprocess.run(["espeak-ng", "-w", w, t], check=True)
+        wavs.append(w)
+    out = os.path.join(d, "cache")
+    r = subprocess.run([os.path.join(BIN, "featurize"), "-q", "--device", "cpu", "-o", out] + wavs,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    os.mkdir(os.path.join(d, "empty"))
+    yield dict(path=out, dir=d)
+    shutil.rmtree(d)
+
+
+def raises_at_construction(match, *args, **kw):
+    with pytest.raises(featcache.FeatcacheError, match=match):
+        featcache.Loader(*args, **kw)
+
+
+def test_missing_path(store):
+    missing = os.path.join(store["dir"], "no-such-store")
+    raises_at_construction(r"no-such-store", missing)
+
+
+def test_folder_that_is_no_store(store):
+    raises_at_construction(r"empty", os.path.join(store["dir"], "empty"))
+
+
+def test_preset_not_in_store(store):
+    raises_at_construction(r"no mel config named 'whisper'", store["path"], features="whisper")
+
+
+def test_tokens_not_in_store(store):
+    raises_at_construction(r"no tokens config named 'chars'", store["path"], tokens="chars")
+
+
+def test_good_loader_iterates_and_pickles(store):
+    ld = featcache.Loader(store["path"], features="hifigan", batch_size=1)
+    assert ld._h is not None  # opened by the constructor
+    assert ld.num_items == 2
+    again = pickle.loads(pickle.dumps(ld))
+    assert again._h is None  # reopened at first use by whoever unpickled it
+    assert sorted(i for b in again for i in b.ids) == ["utt0", "utt1"]
+
+
+def test_get_still_works(store):
+    mel = featcache.get(store["path"], "utt0")
+    assert mel.ndim == 2 and mel.shape[1] == 80
+    with pytest.raises(KeyError):
+        featcache.get(store["path"], "nope")
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
