@@ -9,6 +9,7 @@
 #  - `\|` (a pipe inside a table's cell) is a pipe; hyphens are \- so options copied from the page
 #    are what the tools take (groff prints a plain - as U+2010);
 #  - code blocks are indented 4 columns, not 7; no word is hyphenated at a line's end.
+cmake_policy(VERSION 3.25) # lists keep empty elements (a table's empty cell)
 file(READ ${IN} md)
 string(REGEX MATCH "^# ([a-z][a-z0-9-]*)\\(([1-9])\\)[^\n]*" head "${md}")
 set(name ${CMAKE_MATCH_1})

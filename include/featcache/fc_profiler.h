@@ -100,6 +100,12 @@ FC_API int fc_profiler_set_gpu_busy(fc_profiler *p, const double *pct, size_t n,
  * step, for the JSON profile's "label", "items_per_step" and "items_per_s". FC_ECONFIG: label
  * too long. */
 FC_API int fc_profiler_set_info(fc_profiler *p, const char *label, double items_per_step);
+/* n items (utterances) delivered in the open step (adds up when called again in the step). When
+ * every step of the run counted its items, the JSON profile's "items" is their sum and
+ * "items_per_s" is that over the steps' time ("items_counted": true): a short last batch counts
+ * as what it holds; otherwise both are estimated as steps x items_per_step. Returns 0,
+ * FC_EBADSTATE outside a step, FC_ECONFIG for a negative or non-finite n. */
+FC_API int fc_profiler_step_items(fc_profiler *p, double n);
 
 /* Two saved profiles (FC_PROF_JSON files, e.g. of the same training loop before and after a change
  * of data pipeline) side by side on a stdio FILE* (void * as above): steps/s, utterances/s, data

@@ -20,7 +20,7 @@ typedef struct prof_view {
   double steps, steps_per_s, items_per_s, data_share;
   double mean, p50, p95, p99, vr, acf_coef, step_p50;
   double acf_lag;
-  int gpu_measured;
+  int gpu_measured, items_estimated; /* items_estimated: steps x items per step, not counted */
   double gpu_mean, gpu_p50;
   double dev_p50;
   json_t *root;
@@ -89,6 +89,7 @@ static int load(const char *path, prof_view *v, char *why, size_t why_len) {
     v->steps_per_s = m > 0 ? 1e3 / m : NAN;
   }
   v->items_per_s = num_at(r, "items_per_s");
+  v->items_estimated = !json_is_true(json_object_get(r, "items_counted"));
   v->mean = num_at(data, "mean");
   v->p50 = num_at(data, "p50");
   v->p95 = num_at(data, "p95");
@@ -143,6 +144,7 @@ static void json_side(FILE *f, const prof_view *v) {
   fc_json_write_string(f, v->path);
   fputs(",\"label\":", f);
   fc_json_write_string(f, v->label);
+  fprintf(f, ",\"items_counted\":%s", v->items_estimated ? "false" : "true");
   const char *k[] =
       {"steps",       "steps_per_s", "items_per_s", "data_share",           "data_mean_ms",
        "data_p50_ms", "data_p95_ms", "data_p99_ms", "data_variation_ratio", "gpu_busy_mean_pct"};
@@ -214,8 +216,17 @@ int fc_prof_compare_files(const char *before, const char *after, int json, void 
   fprintf(out, "%-28s %22s %22s\n", "", "BEFORE", "AFTER");
   row(out, "steps", "%.0f", a.steps, b.steps);
   row(out, "steps/s", "%.3f", a.steps_per_s, b.steps_per_s);
-  row(out, "utterances/s", "%.1f", a.items_per_s > 0 ? a.items_per_s : NAN,
-      b.items_per_s > 0 ? b.items_per_s : NAN);
+  fprintf(out, "%-28s", "utterances/s");
+  for (int i = 0; i < 2; i++) { /* "*": steps x items per step (the profile did not count) */
+    const prof_view *v = i ? &b : &a;
+    char c[64];
+    if (v->items_per_s > 0)
+      snprintf(c, sizeof c, "%.1f%s", v->items_per_s, v->items_estimated ? "*" : "");
+    else
+      snprintf(c, sizeof c, "-");
+    fprintf(out, " %22s", c);
+  }
+  fputc('\n', out);
   row(out, "data share (%)", "%.2f", 100 * a.data_share, 100 * b.data_share);
   row(out, "data wait mean (ms)", "%.4f", a.mean, b.mean);
   row(out, "data wait p50 (ms)", "%.4f", a.p50, b.p50);
@@ -256,6 +267,10 @@ int fc_prof_compare_files(const char *before, const char *after, int json, void 
       fprintf(out, "  (%s: GPU busy not measured: %s)\n", i ? "AFTER" : "BEFORE",
               v->gpu_note && *v->gpu_note ? v->gpu_note : "not sampled");
   }
+  if ((a.items_per_s > 0 && a.items_estimated) || (b.items_per_s > 0 && b.items_estimated))
+    fprintf(out,
+            "  (*: steps x items per step; the profile did not count the utterances "
+            "delivered)\n");
   fprintf(out, "profile verdicts:\n  BEFORE: %s\n  AFTER:  %s\n", a.verdict ? a.verdict : "-",
           b.verdict ? b.verdict : "-");
   if (isinf(shrink))

@@ -68,6 +68,10 @@ struct fc_profiler {
 
   char label[128];
   double items_per_step;
+  /* items (utterances) delivered, counted per step (fc_profiler_step_items) */
+  double cur_items, items;
+  int cur_counted;
+  uint64_t counted_steps;
 };
 
 static int64_t default_clock(void *ctx) {
@@ -118,6 +122,8 @@ void fc_profiler_reset(fc_profiler *p) {
   p->depth = 0;
   p->nev = 0;
   p->have_origin = 0;
+  p->items = 0;
+  p->counted_steps = 0;
   for (int i = 0; i < p->nph; i++) p->cur_ns[i] = 0;
   for (int i = 0; i < p->ndev; i++) p->dcur[i] = 0;
   if (p->cap) {
@@ -183,6 +189,8 @@ int fc_profiler_step_begin(fc_profiler *p) {
   p->in_step = 1;
   p->depth = 0;
   p->step_begin_ns = t;
+  p->cur_items = 0;
+  p->cur_counted = 0;
   for (int i = 0; i < p->nph; i++) p->cur_ns[i] = 0;
   for (int i = 0; i < p->ndev; i++) p->dcur[i] = 0;
   return 0;
@@ -204,6 +212,18 @@ int fc_profiler_step_end(fc_profiler *p) {
   p->step_t0[k] = p->step_begin_ns - p->origin_ns;
   p->steps++;
   p->in_step = 0;
+  if (p->cur_counted) {
+    p->items += p->cur_items;
+    p->counted_steps++;
+  }
+  return 0;
+}
+
+int fc_profiler_step_items(fc_profiler *p, double n) {
+  if (!p->in_step) return FC_EBADSTATE;
+  if (!(n >= 0) || !isfinite(n)) return FC_ECONFIG;
+  p->cur_items += n;
+  p->cur_counted = 1;
   return 0;
 }
 
@@ -489,8 +509,13 @@ static int write_json(const fc_profiler *p, FILE *f) {
   json_num(f, sps);
   fputs(",\"items_per_step\":", f);
   json_num(f, p->items_per_step);
+  /* utterances/s: the items counted (every step counted), else steps x items per step */
+  int counted = p->steps && p->counted_steps == p->steps;
+  fputs(",\"items\":", f);
+  json_num(f, counted ? p->items : (double)p->steps * p->items_per_step);
+  fprintf(f, ",\"items_counted\":%s", counted ? "true" : "false");
   fputs(",\"items_per_s\":", f);
-  json_num(f, sps * p->items_per_step);
+  json_num(f, counted ? (total > 0 ? p->items / (total / 1e3) : 0) : sps * p->items_per_step);
   fputs(",\"device_phases\":{", f);
   for (int i = 0; i < p->ndev; i++) {
     if ((rc = fc_prof_series_stats(p->dseries[i], p->steps, &st))) return rc;

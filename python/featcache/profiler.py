@@ -26,7 +26,7 @@ import ctypes
 import json
 import os
 
-__all__ = ["StepProfiler", "ProfilerError", "series_stats", "verdict", "load_library"]
+__all__ = ["StepProfiler", "ProfilerError", "series_stats", "verdict", "load_library", "batch_items"]
 
 FC_PROF_TRACE = 1
 TABLE, JSON, TRACE_JSON = 0, 1, 2
@@ -112,6 +112,7 @@ def load_library():
         "fc_profiler_device_add": (I, [P, C, D]),
         "fc_profiler_set_gpu_busy": (I, [P, ctypes.POINTER(D), ctypes.c_size_t, D, C]),
         "fc_profiler_set_info": (I, [P, C, D]),
+        "fc_profiler_step_items": (I, [P, D]),
         "fc_gpu_sampler_start": (I, [ctypes.c_uint, D, ctypes.POINTER(P), C, ctypes.c_size_t]),
         "fc_gpu_sampler_stop": (None, [P]),
         "fc_gpu_sampler_samples": (ctypes.c_size_t, [P, ctypes.POINTER(ctypes.POINTER(D))]),
@@ -226,6 +227,25 @@ class _Step:
         else:  # an exception inside the step: do not record a half step
             self._p.cancel_step()
         return False
+
+
+def batch_items(batch):
+    """Utterances in a batch as training loops hold them, or None when it cannot tell: a featcache
+    Batch or a dict with "ids" (their number), a dict with "mels", an array or tensor (its first
+    dimension), a tuple or list (that of its first element)."""
+    ids = batch.get("ids") if isinstance(batch, dict) else getattr(batch, "ids", None)
+    if ids is not None:
+        return len(ids)
+    if isinstance(batch, dict):
+        batch = batch.get("mels")
+    elif isinstance(batch, (tuple, list)) and batch:
+        batch = batch[0]
+    shape = getattr(batch, "shape", None)
+    if shape is not None and len(shape) >= 1:
+        return int(shape[0])
+    if isinstance(batch, (list, tuple)):
+        return len(batch)
+    return None
 
 
 class StepProfiler:
@@ -351,6 +371,12 @@ class StepProfiler:
         self._check(self._lib.fc_profiler_device_add(self._h, name.encode(), float(ms)),
                     "device add %r" % name)
 
+    def count(self, n):
+        """n items (utterances) delivered in the open step: the profile's utterances/s is then
+        what the loop received (a short last batch counts as what it holds), not steps x
+        items_per_step. iterate() counts each batch by itself."""
+        self._check(self._lib.fc_profiler_step_items(self._h, float(n)), "count")
+
     def step(self):
         """Context manager: one training step."""
         return _Step(self)
@@ -369,10 +395,17 @@ class StepProfiler:
             return _CudaPhase(self, name)
         return _Phase(self, name)
 
-    def iterate(self, iterable, phase=None):
+    def iterate(self, iterable, phase=None, items=None):
         """Yield the items of iterable, one step each; fetching an item is timed as the data phase
-        (or `phase`). The step ends when the next item is asked for (or the loop is left)."""
+        (or `phase`). The step ends when the next item is asked for (or the loop is left).
+
+        items: how many utterances each yielded batch holds, counted into the profile (count()):
+        None (default) reads it off the batch — a featcache Batch or a dict with "ids" (their
+        length), a dict with "mels", a tensor or array (its first dimension), a tuple or list
+        (its first element's first dimension); a callable(batch) -> int; False: not counted
+        (utterances/s is then steps x items_per_step)."""
         phase = phase or self.data_phase
+        size = batch_items if items is None else items
         it = iter(iterable)
         while True:
             self.begin_step()
@@ -386,6 +419,10 @@ class StepProfiler:
                 self.cancel_step()
                 raise
             self.end()
+            if size:
+                n = size(item)
+                if n is not None:
+                    self.count(n)
             try:
                 yield item
             except BaseException:
