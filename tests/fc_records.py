@@ -18,7 +18,7 @@ _HDR = struct.Struct("<4sHBBIIQQ16sIIQ")
 
 def _lib(path=None):
     path = path or os.environ.get("FEATCACHE_LIBRARY") or os.path.join(
-        os.environ.get("FC_BIN", ""), "libfeatcache.so")
+        os.environ.get("FC_BIN", ""), "libfeatcache.so.0")  # the ELF: libfeatcache.so is an ld script
     lib = ctypes.CDLL(path)
     vp, sz = ctypes.c_void_p, ctypes.c_size_t
     lib.fc_store_open.argtypes = [ctypes.c_char_p, ctypes.c_uint, ctypes.POINTER(vp)]

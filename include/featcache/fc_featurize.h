@@ -112,13 +112,13 @@ typedef struct fc_featurize_stats {
    * commit the items never begun count as failed instead. Always:
    * processed + skipped_existing + failed + not_started = total. */
   uint64_t not_started;
-  /* Where the time went (docs/featurize.md "Stage accounting"): busy seconds of each stage summed
-   * over the threads that ran it, and the seconds each side of the queue spent waiting. */
+  /* Where the time went (docs/featurize.md "Stage accounting"): busy seconds of each stage (the
+   * CPU time of the threads that ran it, summed; setup and a GPU's compute stage are wall time),
+   * and the wall seconds each side of the queue spent waiting. */
   double setup_seconds; /* backend start-up: plans; on CUDA the context, buffers, cuFFT plans */
   double read_seconds; /* workers: reading the files */
   double hash_seconds; /* workers: audio digest, store lookup, record checksum */
-  double decode_seconds; /* workers: decode, mix to mono, resample (CUDA: and the copy into
-                                 the pinned staging buffer) */
+  double decode_seconds; /* workers: decode, mix to mono, resample */
   double compute_seconds; /* features and dtype conversion: the workers' (CPU), or the compute
                                  stage's (CUDA: seconds with a chunk in flight, less the
                                  completion thread's waits on the writer) */
@@ -132,8 +132,11 @@ typedef struct fc_featurize_stats {
   int compute_stage; /* 1: compute ran on its own stage fed by the workers (a staging
                                  backend, CUDA): compute_seconds is that stage's */
   const char *bound; /* static string: "write-bound", "compute-bound", "GPU-bound",
-                                 "read-bound", "hash-bound", "decode-bound", "start-up-bound",
-                                 or "idle" when nothing was done (fc_featurize_bound) */
+                                 "read-bound", "hash-bound", "decode-bound", "staging-bound",
+                                 "start-up-bound", or "idle" when nothing was done
+                                 (fc_featurize_bound) */
+  double staging_seconds; /* workers (a staging backend, CUDA): reserving room in the staging
+                                 ring and writing the samples into it */
 } fc_featurize_stats;
 
 /* The bound the stage times of st imply, on a device of kind `device` (the rule of

@@ -139,10 +139,8 @@ enum {
   N_SLOTS = 2, /* fc_cuda_plan_create's streams: chunk k on slot k % 2, copies overlap kernels */
   MAX_SLOTS = 16, /* fc_cuda_ring_create's most */
   N_FFT_SIZES = 8, /* cuFFT plans per slot for max_frames, /2, /4, ... (one work area) */
-  MAX_UTTS = 1024, /* utterances per chunk (the per-utterance tables' size) */
-  FRAME_ROUND = 64
+  MAX_UTTS = CUDA_RING_MAX_UTTS /* utterances per chunk (the per-utterance tables' size) */
 };
-#define DEFAULT_MAX_SAMPLES ((size_t)4 << 20)
 
 typedef struct slot {
   cudaStream_t stream;
@@ -405,7 +403,7 @@ static int plan_create(const fc_mel_config *cfg, int device, size_t max_batch_sa
   if (slots < 1 || slots > MAX_SLOTS)
     return set_error(FC_ECONFIG, "%u chunks: want 1 to %d", slots, MAX_SLOTS);
   if ((rc = check_device(device))) return rc;
-  if (!max_batch_samples) max_batch_samples = DEFAULT_MAX_SAMPLES;
+  if (!max_batch_samples) max_batch_samples = CUDA_DEFAULT_MAX_SAMPLES;
   /* The frames of a chunk index rows of 2^31 floats at most for cuFFT's int batch; far above any
    * sensible staging buffer. */
   if (max_batch_samples > ((size_t)1 << 30))
@@ -425,9 +423,9 @@ static int plan_create(const fc_mel_config *cfg, int device, size_t max_batch_sa
   p->cfg = *cfg;
   p->device = device;
   p->max_samples = max_batch_samples;
-  p->max_frames = (frames + FRAME_ROUND - 1) / FRAME_ROUND * FRAME_ROUND;
+  p->max_frames = cuda_ring_max_frames(cfg, max_batch_samples);
   p->n_fft_sizes = 1;
-  while (p->n_fft_sizes < N_FFT_SIZES && (p->max_frames >> p->n_fft_sizes) >= FRAME_ROUND)
+  while (p->n_fft_sizes < N_FFT_SIZES && (p->max_frames >> p->n_fft_sizes) >= CUDA_FRAME_ROUND)
     p->n_fft_sizes++;
 
   fc_cu_params *P = &p->base;

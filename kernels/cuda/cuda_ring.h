@@ -18,6 +18,18 @@
 
 #include <stdint.h>
 
+/* A ring plan's geometry, the same in every build (with or without the backend), so that code
+ * without a GPU can reproduce it (the benchmark harness's zero-cost staging backend): at most
+ * CUDA_RING_MAX_UTTS utterances per chunk, CUDA_DEFAULT_MAX_SAMPLES samples per chunk unless the
+ * caller asks for another size, and cuda_ring_max_frames(cfg, samples) frames per chunk (the
+ * frames of that many samples, rounded up to CUDA_FRAME_ROUND for the batched FFT plans). */
+enum { CUDA_RING_MAX_UTTS = 1024, CUDA_FRAME_ROUND = 64 };
+#define CUDA_DEFAULT_MAX_SAMPLES ((size_t)4 << 20)
+static inline uint64_t cuda_ring_max_frames(const fc_mel_config *cfg, size_t max_samples) {
+  uint64_t f = fc_mel_num_frames(cfg, max_samples ? max_samples : CUDA_DEFAULT_MAX_SAMPLES);
+  return (f + CUDA_FRAME_ROUND - 1) / CUDA_FRAME_ROUND * CUDA_FRAME_ROUND;
+}
+
 /* fc_cuda_plan_create with `slots` chunks (>= 1; fc_cuda_plan_create makes 2). */
 int fc_cuda_ring_create(const fc_mel_config *cfg, int device, size_t max_samples, unsigned slots,
                         fc_cuda_plan **out);

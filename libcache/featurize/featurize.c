@@ -44,6 +44,12 @@ double fz_now(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+double fz_cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 struct timespec fz_deadline(double seconds_from_now) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -183,9 +189,9 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   fz_job *j = NULL;
   fc_audio_info info;
   fz_times *tm = &w->t;
-  double t0 = fz_now(), t1;
+  double t0 = fz_cpu_now(), t1;
   int rc = fc_audio_read_file(it->path, 0, &bytes, &len, &info);
-  tm->read += (t1 = fz_now()) - t0;
+  tm->read += (t1 = fz_cpu_now()) - t0;
   if (rc) {
     fz_report_failed(r, i, rc, plain_reason(rc));
     return;
@@ -195,7 +201,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   fc_record_key(&audio, &r->cfg_digest, &key);
   int have_feat, have_entry;
   rc = lookup(r, i, &key, &audio, &have_feat, &have_entry);
-  tm->hash += (t0 = fz_now()) - t1;
+  tm->hash += (t0 = fz_cpu_now()) - t1;
   if (rc) {
     fc_why(why, sizeof why, "cannot read the store: %s", fc_strerror(rc));
     goto fail;
@@ -205,13 +211,13 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
     report_skipped(r, i);
     return;
   }
-  /* The record is there under another id: decode only for the entry's facts (no resampling). */
   size_t n = 0;
+  /* The record is there under another id: decode only for the entry's facts (no resampling). */
   rc = fc_audio_decode(bytes, len, have_feat ? 0 : cfg->sample_rate, r->o.max_seconds, &x, &n,
                        &info, why, sizeof why);
   free(bytes);
   bytes = NULL;
-  tm->decode += (t1 = fz_now()) - t0;
+  tm->decode += (t1 = fz_cpu_now()) - t0;
   if (rc) goto fail;
 
   if (!(j = fc_calloc(1, sizeof *j))) goto nomem;
@@ -256,7 +262,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
     float *mel = cfg->dtype == FC_DTYPE_F32 ? (float *)(void *)pl : fc_malloc(nvals * sizeof *mel);
     if (!mel) goto nomem;
     uint32_t producer;
-    t1 = fz_now();
+    t1 = fz_cpu_now();
     rc = compute_features(r, w, x, n, mel, &producer);
     if (rc) {
       fc_why(why, sizeof why, "feature computation failed: %s", fc_strerror(rc));
@@ -273,7 +279,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
       fc_convert_dtype(mel, nvals, cfg->dtype, pl);
     }
     if (mel != (float *)(void *)pl) free(mel);
-    tm->compute += (t0 = fz_now()) - t1;
+    tm->compute += (t0 = fz_cpu_now()) - t1;
     if (rc) goto fail;
     fc_record_header h = {.dtype = (uint8_t)cfg->dtype,
                           .ndim = 2,
@@ -285,7 +291,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
                           .flags = 0,
                           .producer = producer};
     fc_record_header_encode(&h, j->record);
-    tm->hash += fz_now() - t0;
+    tm->hash += fz_cpu_now() - t0;
     j->frames = frames;
   }
   free(x);
@@ -334,37 +340,30 @@ static void *worker_main(void *arg) {
 }
 
 /* The bound the stage times imply (docs/featurize.md "Stage accounting"). The pipeline has two
- * resources: the worker pool (jobs threads: read, hash, decode, compute) and the writers. The
- * busier of the two, as a share of its capacity over the time after start-up, is the bound; within
- * the pool, the stage with the most busy seconds names it (compute on a GPU: "GPU-bound"). A run
- * whose start-up took longer than the rest is "start-up-bound". */
+ * resources: the worker pool (jobs threads: read, hash, decode, staging, compute) and the writers.
+ * The busier of the two, as a share of its capacity over the time after start-up, is the bound;
+ * within the pool, the stage with the most busy seconds names it (compute on a GPU: "GPU-bound").
+ * A run whose start-up took longer than the rest is "start-up-bound". */
 const char *fc_featurize_bound(const fc_featurize_stats *st, fc_device_kind device) {
-  const double pool =
-      st->read_seconds + st->hash_seconds + st->decode_seconds + st->compute_seconds;
+  const double pool = st->read_seconds + st->hash_seconds + st->decode_seconds +
+                      st->staging_seconds + st->compute_seconds;
   const double run = st->wall_seconds - st->setup_seconds;
   if (pool + st->write_seconds <= 0 || st->workers == 0) return "idle";
   if (st->setup_seconds > run) return "start-up-bound";
   const double span = run > 0 ? run : 1e-9;
   const double u_writer = st->write_seconds / (span * (st->writers > 1 ? st->writers : 1));
-  if (st->compute_stage) { /* compute on its own thread (a GPU): three resources */
-    const double u_pool = (pool - st->compute_seconds) / (span * st->workers);
-    const double u_stage = st->compute_seconds / span;
-    if (u_writer >= u_pool && u_writer >= u_stage) return "write-bound";
-    if (u_stage >= u_pool) return device == FC_DEVICE_CUDA ? "GPU-bound" : "compute-bound";
-    double best = st->read_seconds;
-    const char *name = "read-bound";
-    if (st->hash_seconds > best) best = st->hash_seconds, name = "hash-bound";
-    if (st->decode_seconds > best) name = "decode-bound";
-    return name;
-  }
-  const double u_pool = pool / (span * st->workers);
-  if (u_writer >= u_pool) return "write-bound";
+  const int stage = st->compute_stage; /* compute on its own thread (a GPU): three resources */
+  const double u_pool = (pool - (stage ? st->compute_seconds : 0)) / (span * st->workers);
+  const double u_stage = stage ? st->compute_seconds / span : 0;
+  if (u_writer >= u_pool && u_writer >= u_stage) return "write-bound";
+  const char *compute = device == FC_DEVICE_CUDA ? "GPU-bound" : "compute-bound";
+  if (stage && u_stage >= u_pool) return compute;
   double best = st->read_seconds;
   const char *name = "read-bound";
   if (st->hash_seconds > best) best = st->hash_seconds, name = "hash-bound";
   if (st->decode_seconds > best) best = st->decode_seconds, name = "decode-bound";
-  if (st->compute_seconds > best)
-    best = st->compute_seconds, name = device == FC_DEVICE_CUDA ? "GPU-bound" : "compute-bound";
+  if (st->staging_seconds > best) best = st->staging_seconds, name = "staging-bound";
+  if (!stage && st->compute_seconds > best) best = st->compute_seconds, name = compute;
   return name;
 }
 
@@ -556,6 +555,7 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
     r->st.hash_seconds += t->hash;
     r->st.decode_seconds += t->decode;
     r->st.compute_seconds += t->compute;
+    r->st.staging_seconds += t->staging;
     r->st.queue_wait_seconds += t->queue_wait;
     fc_mel_plan_free(workers[w].fallback);
   }

@@ -66,6 +66,11 @@ typedef struct fc_fz_backend {
   int (*finish)(void *state, unsigned chunk, const void **out);
 } fc_fz_backend;
 
+/* The staging ring the CUDA backend gives (its stage_info), known without a GPU: a zero-cost
+ * staging backend that stands in for the GPU on a machine without one (scripts/bench-host) takes
+ * the same geometry. */
+void fz_cuda_stage_geometry(const fc_mel_config *cfg, fc_fz_stage_info *info);
+
 /* The backend for a resolved device (fc_device_resolve); NULL when this build has none. */
 const fc_fz_backend *fc_fz_backend_for(const fc_device *dev);
 

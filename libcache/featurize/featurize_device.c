@@ -178,6 +178,15 @@ static int cuda_open(const fc_mel_config *cfg, const fc_device *dev, unsigned wo
   return rc;
 }
 
+void fz_cuda_stage_geometry(const fc_mel_config *cfg, fc_fz_stage_info *info) {
+  memset(info, 0, sizeof *info);
+  info->chunks = CUDA_RING_CHUNKS;
+  info->capacity = CUDA_DEFAULT_MAX_SAMPLES;
+  info->max_frames = cuda_ring_max_frames(cfg, CUDA_DEFAULT_MAX_SAMPLES);
+  info->max_utts = CUDA_RING_MAX_UTTS;
+  info->launch_wait = 0; /* the pipeline's 2 ms */
+}
+
 static void cuda_stage_info(void *state, fc_fz_stage_info *info) {
   info->chunks = fc_cuda_ring_slots(state);
   info->capacity = fc_cuda_plan_max_samples(state);

@@ -91,9 +91,10 @@ struct fz_run {
   double stage_wait; /* the completion thread blocked on the writer's full queue */
 };
 
-/* Busy seconds of one worker's stages (its own: no lock), summed into the stats at the end. */
+/* One worker's stages, summed into the stats at the end (its own: no lock): thread CPU seconds
+ * of each stage, and the wall seconds it waited on a full queue or for a free staging chunk. */
 typedef struct fz_times {
-  double read, hash, decode, compute, queue_wait;
+  double read, hash, decode, staging, compute, queue_wait;
 } fz_times;
 
 typedef struct fz_worker {
@@ -118,7 +119,10 @@ static inline const char *plain_reason(int err) {
   return fc_strerror(err);
 }
 
+/* Seconds on CLOCK_MONOTONIC (deadlines, waits, wall time) and on this thread's CPU clock (the
+ * stages' busy seconds: docs/featurize.md "Stage accounting"). */
 double fz_now(void);
+double fz_cpu_now(void);
 /* The CLOCK_MONOTONIC instant seconds_from_now ahead (for pthread_cond_timedwait). */
 struct timespec fz_deadline(double seconds_from_now);
 void fz_job_free(fz_job *j);

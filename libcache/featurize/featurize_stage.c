@@ -97,7 +97,7 @@ static void seal(fz_run *r, fz_chunk *c) {
 }
 
 void fz_stage_put(fz_run *r, fz_job *j, const float *x, size_t n, fz_times *tm) {
-  double t0 = fz_now(), waited = 0;
+  double t0 = fz_cpu_now(), waited = 0;
   const int i16 = exactly_i16(x, n);
   fz_chunk *c;
   pthread_mutex_lock(&r->bmu);
@@ -146,7 +146,7 @@ void fz_stage_put(fz_run *r, fz_job *j, const float *x, size_t n, fz_times *tm) 
   if (--c->writing == 0) pthread_cond_signal(&r->bcv_launch);
   pthread_mutex_unlock(&r->bmu);
   tm->queue_wait += waited;
-  tm->decode += fz_now() - t0 - waited; /* the samples' hand-off ends their decode */
+  tm->staging += fz_cpu_now() - t0;
 }
 
 /* The launch thread. */

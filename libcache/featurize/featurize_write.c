@@ -134,7 +134,7 @@ int fz_writer_loop(fz_run *r, fz_part *p) {
     const int full = bcount >= r->o.batch_records || bbytes >= r->o.batch_bytes;
     if (bcount && (full || finished || fz_now() - started >= r->o.batch_seconds)) {
       pthread_mutex_unlock(&r->mu);
-      double tw = fz_now();
+      double tw = fz_cpu_now();
       rc = commit_batch(r, p, batch, bcount);
       if (!rc) {
         report_committed(r, batch);
@@ -148,7 +148,7 @@ int fz_writer_loop(fz_run *r, fz_part *p) {
         for (fz_job *j = batch; j; j = j->next) fz_report_unstored(r, j->index, rc);
       }
       fz_batch_free(batch);
-      p->busy += fz_now() - tw;
+      p->busy += fz_cpu_now() - tw;
       batch = btail = NULL;
       bcount = 0;
       bbytes = 0;
@@ -172,9 +172,9 @@ int fz_writer_loop(fz_run *r, fz_part *p) {
   }
   pthread_mutex_unlock(&r->mu);
   if (!rc && nosync && dirty) {
-    double tw = fz_now();
+    double tw = fz_cpu_now();
     rc = fc_store_sync(p->s);
-    p->busy += fz_now() - tw;
+    p->busy += fz_cpu_now() - tw;
   }
   p->rc = rc;
   return rc;

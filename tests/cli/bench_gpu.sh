@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/bench-gpu's parts that need no GPU, on a tiny corpus: the corpus maker (files, list,
-# reused on a second run), the CPU rows with their stage split and bound from featurize --json, and
-# the table. Without a GPU the full benchmark exits 2 saying so; with one, that part is the
+# reused on a second run), the CPU rows (default flags, the --writers sweep, -j 1) with their stage
+# split and bound from featurize --json, the table and the CPU path's scaling line. Without a GPU the full benchmark exits 2 saying so; with one, that part is the
 # benchmark itself (not run here: it takes minutes).
 set -u
 PY=${FC_PYTHON:-python3}
@@ -13,7 +13,7 @@ fails=0
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 export FC_PYTHON=$PY
 
-"$FC_SRC/scripts/bench-gpu" --cpu-only --hours 0.01 --work "$tmp/w" >"$tmp/out" 2>"$tmp/err"
+"$FC_SRC/scripts/bench-gpu" --cpu-only --hours 0.01 --work "$tmp/w" --writers 2 >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ $rc = 0 ] || fail "--cpu-only: exit $rc: $(cat "$tmp/err")"
 n=$(wc -l <"$tmp/w/wavs/list")
@@ -30,10 +30,17 @@ PY
 ncpu=$(nproc)
 grep -q '^| run | wall s | realtime factor | GPU busy % | stage split (busy s) | bound |$' "$tmp/out" ||
   fail "no table header: $(cat "$tmp/out")"
-for j in "$ncpu" 1; do
-  grep -qE "^\| featurize --device cpu -j $j \| [0-9.]+ \| [0-9,]+x \| - \| setup [0-9.]+, read [0-9.]+, hash [0-9.]+, decode [0-9.]+, compute [0-9.]+, write [0-9.]+; waits: workers [0-9.]+, writer [0-9.]+ \| [a-zA-Z-]+-bound \|$" "$tmp/out" ||
-    fail "no row for -j $j: $(cat "$tmp/out")"
-done
+split='setup [0-9.]+, read [0-9.]+, hash [0-9.]+, decode [0-9.]+, (staging [0-9.]+, )?compute [0-9.]+, write [0-9.]+; waits: workers [0-9.]+, writer [0-9.]+'
+check_row() { # label (a regex), -j and writers in its split
+  grep -qE "^\| featurize --device cpu $1 \| [0-9.]+ \| [0-9,]+x \| - \| $split; -j $2, $3 writers \| [a-zA-Z-]+-bound \|$" "$tmp/out" ||
+    fail "no row '$1': $(cat "$tmp/out")"
+}
+check_row '\(default flags\)' "$ncpu" '[0-9]+'
+check_row "-j $ncpu --writers 2" "$ncpu" 2
+check_row '-j 1' 1 1
+grep -qE "^- --device cpu default / -j 1: [0-9.,]+ \(target >= 12: (met|NOT met)\)$" "$tmp/out" ||
+  fail "no scaling line: $(cat "$tmp/out")"
+grep -q "device cuda" "$tmp/out" && fail "--cpu-only ran a GPU row: $(cat "$tmp/out")"
 # the corpus is reused, not remade
 "$FC_SRC/scripts/bench-gpu" --cpu-only --hours 0.01 --work "$tmp/w" >/dev/null 2>"$tmp/err2" || fail "second run"
 grep -q "making" "$tmp/err2" && fail "the corpus was made again"

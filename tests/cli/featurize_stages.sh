@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # featurize's stage accounting (docs/featurize.md "Stage accounting"): --json carries busy seconds
-# per stage (setup, read, hash, decode, compute, write), the waits on each side of the queue, the
+# per stage (setup, read, hash, decode, staging, compute, write; thread CPU time), the waits on each side of the queue, the
 # workers and the bound; -v prints the same as one line. Checked: every field present and >= 0;
 # worker stages within workers x wall, the writer's within wall; the bound is the one the
 # documented rule gives for these numbers; -v and --json agree; a rerun (all skipped) does no
@@ -40,7 +40,7 @@ def fail(msg):
 
 def bound(j):  # the rule of docs/featurize.md, restated
     s, w = j["stages"], j["workers"]
-    pool = s["read"] + s["hash"] + s["decode"] + s["compute"]
+    pool = s["read"] + s["hash"] + s["decode"] + s["staging"] + s["compute"]
     run = j["wall_seconds"] - s["setup"]
     if pool + s["write"] <= 0 or w == 0:
         return "idle"
@@ -49,7 +49,8 @@ def bound(j):  # the rule of docs/featurize.md, restated
     span = run if run > 0 else 1e-9
     if s["write"] / span >= pool / (span * w):
         return "write-bound"
-    name = max(("read", "hash", "decode", "compute"), key=lambda k: (s[k], -["read", "hash", "decode", "compute"].index(k)))
+    order = ["read", "hash", "decode", "staging", "compute"]
+    name = max(order, key=lambda k: (s[k], -order.index(k)))
     return {"compute": "GPU-bound" if j["device"].startswith("cuda") else "compute-bound"}.get(name, name + "-bound")
 
 for path in (sys.argv[1], sys.argv[3]):
@@ -63,13 +64,13 @@ for path in (sys.argv[1], sys.argv[3]):
     if j["processed"] + j["skipped_existing"] + j["failed"] + j["not_started"] != j["total"]:
         fail(f"{path}: counts do not add up: {j}")
     st, wt = j["stages"], j["waits"]
-    if sorted(st) != ["compute", "decode", "hash", "read", "setup", "write"]:
+    if sorted(st) != ["compute", "decode", "hash", "read", "setup", "staging", "write"]:
         fail(f"{path}: stages {sorted(st)}")
     if sorted(wt) != ["workers_on_writer", "writer_on_workers"]:
         fail(f"{path}: waits {sorted(wt)}")
     if any(v < 0 for v in list(st.values()) + list(wt.values())):
         fail(f"{path}: a negative time: {st} {wt}")
-    pool = st["read"] + st["hash"] + st["decode"] + st["compute"] + wt["workers_on_writer"]
+    pool = st["read"] + st["hash"] + st["decode"] + st["staging"] + st["compute"] + wt["workers_on_writer"]
     wall = j["wall_seconds"]
     if pool > j["workers"] * wall + 0.01:
         fail(f"{path}: worker stages {pool:.4f} s exceed {j['workers']} x {wall:.4f} s")
@@ -83,23 +84,25 @@ if (first["processed"], first["failed"], first["workers"]) != (12, 1, 2):
     fail(f"first run: {first}")
 if first["stages"]["compute"] <= 0 or first["stages"]["decode"] <= 0 or first["stages"]["write"] <= 0:
     fail(f"first run: no compute/decode/write time: {first['stages']}")
+if first["stages"]["staging"] != 0:
+    fail(f"first run (the CPU): staging time: {first['stages']}")
 if rerun["skipped_existing"] != 12 or rerun["stages"]["decode"] != 0 or rerun["stages"]["compute"] != 0:
     fail(f"rerun (all stored): decoded or computed: {rerun}")
 line = [l for l in open(sys.argv[2]) if l.startswith("featurize: stages ")]
 if len(line) != 1:
     fail(f"-v: {len(line)} stages lines")
 else:
-    m = re.search(r"start-up ([\d.]+), read ([\d.]+), hash ([\d.]+), decode ([\d.]+), compute ([\d.]+), "
+    m = re.search(r"start-up ([\d.]+), read ([\d.]+), hash ([\d.]+), decode ([\d.]+), staging ([\d.]+), compute ([\d.]+), "
                   r"write ([\d.]+); waits \(s\): workers on the writer ([\d.]+), writer on the workers "
                   r"([\d.]+); (\d+) workers, (\d+) writers, ([\d.]+) s wall: (\S+)$", line[0])
     if not m:
         fail(f"-v line: {line[0]!r}")
     else:
-        got = [float(x) for x in m.groups()[:8]]
-        want = [first["stages"][k] for k in ("setup", "read", "hash", "decode", "compute", "write")] + \
+        got = [float(x) for x in m.groups()[:9]]
+        want = [first["stages"][k] for k in ("setup", "read", "hash", "decode", "staging", "compute", "write")] + \
                [first["waits"]["workers_on_writer"], first["waits"]["writer_on_workers"]]
-        if any(abs(a - b) > 0.0006 for a, b in zip(got, want)) or m.group(12) != first["bound"] \
-                or int(m.group(10)) != first["writers"] or first["writers"] != 1:
+        if any(abs(a - b) > 0.0006 for a, b in zip(got, want)) or m.group(13) != first["bound"] \
+                or int(m.group(11)) != first["writers"] or first["writers"] != 1:
             fail(f"-v and --json disagree: {line[0]!r} vs {first}")
 print("stages:", first["stages"], first["waits"], first["bound"])
 sys.exit(1 if fails else 0)

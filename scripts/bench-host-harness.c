@@ -1,0 +1,249 @@
+/* The harness of scripts/bench-host: one featurize run, the real pipeline (fc_fz_run), with one of
+ * three backends, over a list of audio files into a fresh store; prints one JSON object.
+ *
+ *   bench-host-harness ROW LIST STORE JOBS WRITERS DTYPE
+ *
+ * ROW is
+ *   cpu           the CPU backend (FFTW), as `featurize --device cpu`;
+ *   cpu-nomel     the CPU path with its mel replaced by a fill: every stage of the CPU path but the
+ *                 feature math (read, hash, decode, the record, its checksum, the writers);
+ *   staging-null  the GPU path up to the device boundary: the same code as `--device cuda` (the
+ *                 staging ring with the CUDA ring's geometry, the launch and completion threads,
+ *                 the writers), with a backend whose launch and finish cost nothing: its staging
+ *                 and output buffers are made and touched once at open (as pinned memory is), a
+ *                 launch returns at once, a finish hands back the output buffer as it is.
+ * LIST holds one path per line; STORE must not exist (WRITERS >= 2: a split store of that many
+ * parts; 0: featurize's default for the job). DTYPE is f32, f16 or bf16.
+ *
+ * Prints: the run's counts and stage split (fc_featurize_stats), its wall seconds, and getrusage
+ * over the run alone (user + system CPU seconds of every thread of the process, voluntary and
+ * involuntary context switches).
+ *
+ * A benchmark harness (built beside the tools, linked to the static library for the internal
+ * fc_fz_run): no tool or library call can make a store of fake features. Not installed. */
+#include "featcache/fc_featurize.h"
+#include "featcache/fc_format.h"
+#include "featcache/fc_manifest.h"
+#include "featcache/fc_store.h"
+#include "libcache/featurize/featurize_backend.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+/* ---- cpu-nomel: the CPU backend's compute replaced by a fill ------------------------------------ */
+typedef struct nomel {
+  fc_mel_config cfg;
+} nomel;
+
+static int nomel_open(const fc_mel_config *cfg, const fc_device *dev, unsigned workers,
+                      void **state, char *why, size_t why_len) {
+  (void)dev, (void)workers, (void)why, (void)why_len;
+  nomel *m = calloc(1, sizeof *m);
+  if (!m) return ENOMEM;
+  m->cfg = *cfg;
+  *state = m;
+  return 0;
+}
+
+static int nomel_compute(void *state, unsigned worker, const float *x, size_t n, float *out) {
+  (void)worker, (void)x;
+  const nomel *m = state;
+  const size_t v = (size_t)fc_mel_num_frames(&m->cfg, n) * m->cfg.n_mels;
+  for (size_t i = 0; i < v; i++) out[i] = -11.5129f; /* ln(1e-5): silence under hifigan */
+  return 0;
+}
+
+static void nomel_close(void *state) { free(state); }
+
+static const fc_fz_backend nomel_backend = {.name = "cpu-nomel",
+                                            .producer = FC_PRODUCER_CPU,
+                                            .open = nomel_open,
+                                            .compute = nomel_compute,
+                                            .close = nomel_close};
+
+/* ---- staging-null: a staging backend whose launch and finish cost nothing ----------------------- */
+typedef struct null_stage {
+  fc_fz_stage_info info;
+  void **staging, **out;
+} null_stage;
+
+static void null_close(void *state) {
+  null_stage *z = state;
+  if (!z) return;
+  for (unsigned i = 0; i < z->info.chunks; i++) {
+    if (z->staging) free(z->staging[i]);
+    if (z->out) free(z->out[i]);
+  }
+  free(z->staging);
+  free(z->out);
+  free(z);
+}
+
+static int null_open(const fc_mel_config *cfg, const fc_device *dev, unsigned workers, void **state,
+                     char *why, size_t why_len) {
+  (void)dev, (void)workers;
+  null_stage *z = calloc(1, sizeof *z);
+  if (!z) return ENOMEM;
+  fz_cuda_stage_geometry(cfg, &z->info);
+  const size_t out_bytes =
+      (size_t)z->info.max_frames * cfg->n_mels * fc_dtype_size(fc_dtype_decoded(cfg->dtype));
+  z->staging = calloc(z->info.chunks, sizeof *z->staging);
+  z->out = calloc(z->info.chunks, sizeof *z->out);
+  int rc = z->staging && z->out ? 0 : ENOMEM;
+  for (unsigned i = 0; i < z->info.chunks && !rc; i++) {
+    z->staging[i] = malloc(z->info.capacity * sizeof(float));
+    z->out[i] = malloc(out_bytes);
+    if (!z->staging[i] || !z->out[i]) {
+      rc = ENOMEM;
+      break;
+    }
+    memset(z->staging[i], 0, z->info.capacity * sizeof(float)); /* faulted in, as pinned memory */
+    memset(z->out[i], 0x3c, out_bytes);
+  }
+  if (rc) {
+    null_close(z);
+    snprintf(why, why_len, "out of memory for the staging buffers");
+    return rc;
+  }
+  *state = z;
+  return 0;
+}
+
+static void null_stage_info(void *state, fc_fz_stage_info *info) {
+  *info = ((null_stage *)state)->info;
+}
+
+static void *null_stage_buffer(void *state, unsigned chunk) {
+  null_stage *z = state;
+  return chunk < z->info.chunks ? z->staging[chunk] : NULL;
+}
+
+static int null_launch(void *state, unsigned chunk, const fc_fz_launch *l) {
+  (void)state, (void)chunk, (void)l;
+  return 0;
+}
+
+static int null_finish(void *state, unsigned chunk, const void **out) {
+  *out = ((null_stage *)state)->out[chunk];
+  return 0;
+}
+
+static const fc_fz_backend null_backend = {.name = "staging-null",
+                                           .producer = FC_PRODUCER_CUDA,
+                                           .open = null_open,
+                                           .close = null_close,
+                                           .stage_info = null_stage_info,
+                                           .stage_buffer = null_stage_buffer,
+                                           .launch = null_launch,
+                                           .finish = null_finish};
+
+/* ---- the run ------------------------------------------------------------------------------------ */
+static double wall_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double tv(struct timeval t) { return (double)t.tv_sec + t.tv_usec * 1e-6; }
+
+static void usage(void) {
+  fprintf(stderr,
+          "usage: bench-host-harness cpu|cpu-nomel|staging-null LIST STORE JOBS WRITERS "
+          "f32|f16|bf16\n");
+  exit(2);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 7) usage();
+  const char *row = argv[1], *list = argv[2], *store = argv[3], *dtype_name = argv[6];
+  const unsigned jobs = (unsigned)strtoul(argv[4], NULL, 10),
+                 writers = (unsigned)strtoul(argv[5], NULL, 10);
+  const fc_fz_backend *be = NULL;
+  fc_device_kind kind = FC_DEVICE_CPU;
+  if (strcmp(row, "cpu") == 0) {
+    be = NULL;
+  } else if (strcmp(row, "cpu-nomel") == 0) {
+    be = &nomel_backend;
+  } else if (strcmp(row, "staging-null") == 0) {
+    be = &null_backend;
+    kind = FC_DEVICE_CUDA; /* what it stands in for: the GPU path's accounting and defaults */
+  } else {
+    usage();
+  }
+  if (jobs < 1 || jobs > 256) usage();
+  fc_mel_config cfg;
+  if (fc_mel_preset("hifigan", &cfg) != 0) return 1;
+  if (strcmp(dtype_name, "f32") == 0)
+    cfg.dtype = FC_DTYPE_F32;
+  else if (strcmp(dtype_name, "f16") == 0)
+    cfg.dtype = FC_DTYPE_F16;
+  else if (strcmp(dtype_name, "bf16") == 0)
+    cfg.dtype = FC_DTYPE_BF16;
+  else
+    usage();
+
+  FILE *lf = fopen(list, "r");
+  if (!lf) {
+    perror(list);
+    return 2;
+  }
+  fc_item_list items;
+  int rc = fc_items_from_stream(lf, &items);
+  fclose(lf);
+  if (rc) {
+    fprintf(stderr, "bench-host-harness: %s: %s\n", list, fc_strerror(rc));
+    return 2;
+  }
+  char why[512] = "";
+  fc_store **parts = NULL;
+  unsigned n_parts = 0;
+  rc = fc_store_open_split(store, FC_STORE_CREATE | FC_STORE_NOSYNC, writers, &parts, &n_parts, why,
+                           sizeof why);
+  if (rc) {
+    fprintf(stderr, "bench-host-harness: %s: %s\n", store, why[0] ? why : fc_strerror(rc));
+    return 2;
+  }
+  fc_featurize_opts o;
+  fc_featurize_opts_init(&o);
+  o.jobs = jobs;
+  o.device.kind = kind;
+  o.parts = parts;
+  o.n_parts = n_parts;
+  fc_featurize_stats st;
+  struct rusage r0, r1;
+  getrusage(RUSAGE_SELF, &r0);
+  double t0 = wall_now();
+  rc = fc_fz_run(parts[0], &cfg, items.items, items.count, &o, be, &st, why, sizeof why);
+  double wall = wall_now() - t0;
+  getrusage(RUSAGE_SELF, &r1);
+  fc_store_close_split(parts, n_parts);
+  fc_item_list_free(&items);
+  if (rc || st.failed || st.processed != st.total) {
+    fprintf(stderr, "bench-host-harness: %s: rc %d (%s), %llu of %llu stored, %llu failed\n", row,
+            rc, why[0] ? why : fc_strerror(rc), (unsigned long long)st.processed,
+            (unsigned long long)st.total, (unsigned long long)st.failed);
+    return 1;
+  }
+  const double user = tv(r1.ru_utime) - tv(r0.ru_utime), sys = tv(r1.ru_stime) - tv(r0.ru_stime);
+  const long vcs = r1.ru_nvcsw - r0.ru_nvcsw, ics = r1.ru_nivcsw - r0.ru_nivcsw;
+  const double hours = st.audio_seconds / 3600;
+  printf(
+      "{\"name\":\"%s\",\"utterances\":%llu,\"audio_seconds\":%.3f,\"wall_seconds\":%.6f,"
+      "\"x_realtime\":%.1f,\"user_seconds\":%.4f,\"sys_seconds\":%.4f,"
+      "\"host_cpu_s_per_audio_hour\":%.5f,\"voluntary_ctx_switches\":%ld,"
+      "\"involuntary_ctx_switches\":%ld,\"ctx_switches_per_utt\":%.4f,"
+      "\"stages\":{\"setup\":%.6f,\"read\":%.6f,\"hash\":%.6f,\"decode\":%.6f,\"staging\":%.6f,"
+      "\"compute\":%.6f,\"write\":%.6f},\"waits\":{\"workers_on_writer\":%.6f,"
+      "\"writer_on_workers\":%.6f},\"workers\":%u,\"writers\":%u,\"dtype\":\"%s\","
+      "\"bound\":\"%s\"}\n",
+      row, (unsigned long long)st.processed, st.audio_seconds, wall, st.audio_seconds / wall, user,
+      sys, (user + sys) / hours, vcs, ics, (double)(vcs + ics) / (double)st.processed,
+      st.setup_seconds, st.read_seconds, st.hash_seconds, st.decode_seconds, st.staging_seconds,
+      st.compute_seconds, st.write_seconds, st.queue_wait_seconds, st.writer_wait_seconds,
+      st.workers, st.writers, dtype_name, st.bound);
+  return 0;
+}

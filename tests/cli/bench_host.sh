@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# scripts/bench-host and its harness (scripts/bench-host-harness.c) on a tiny corpus.
+#   - the harness, each row over the same 8 files (16-bit mono at the rate, one at 16 kHz and one
+#     stereo, which take the float path): every file stored, the figures present and sane; the
+#     cpu row's records are featurize --device cpu's, byte for byte; cpu-nomel's hold the fill;
+#     staging-null's went through the staging ring (producer 2) with the fill of its device;
+#   - the script: --json gives one object per row with the documented fields, the table mode
+#     prints the rows and the four ratios; bad options exit 2.
+# No timing is asserted: the figures are the benchmark's (docs/BENCHMARKS.md).
+set -u
+PY=${FC_PYTHON:-python3}
+missing=$("$PY" -c 'import importlib.util as u; print(" ".join(m for m in ("numpy", "scipy") if not u.find_spec(m)))' 2>&1)
+[ -z "$missing" ] || { echo "skip: $PY lacks $missing"; exit 77; }
+H=${FC_BIN:?}/bench-host-harness
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+export FC_PYTHON=$PY
+cd "$tmp" || exit 1
+
+"$PY" - <<'PY' || exit 1
+import math, struct, wave
+def write(name, rate, ch, n, f):
+    with wave.open(name, "wb") as w:
+        w.setnchannels(ch); w.setsampwidth(2); w.setframerate(rate)
+        w.writeframes(b"".join(struct.pack("<" + "h" * ch, *[int(8000 * math.sin(2 * math.pi * (f + 40 * c) * i / rate)) for c in range(ch)])
+                               for i in range(n)))
+for k in range(6):
+    write(f"u{k}.wav", 22050, 1, 4000 + 3001 * k, 150 + 20 * k)
+write("r16k.wav", 16000, 1, 9000, 300)
+write("st.wav", 22050, 2, 7001, 220)
+PY
+ls "$tmp"/*.wav >list
+
+for row in cpu cpu-nomel staging-null; do
+  "$H" "$row" list "st-$row" 2 0 f32 >"$row.json" 2>"$row.err" || fail "$row: exit $?: $(cat "$row.err")"
+done
+"$FC_BIN/featurize" -q --device cpu -j 2 -o st-ref - <list || fail "featurize: exit $?"
+"$H" bogus list st-x 2 0 f32 >/dev/null 2>&1
+[ $? = 2 ] || fail "an unknown row: not a usage error"
+
+"$PY" - "$FC_SRC/tests" <<'PY' || fail "harness rows"
+import json, struct, sys
+sys.path.insert(0, sys.argv[1])
+from fc_records import records
+bad = 0
+def check(ok, msg):
+    global bad
+    if not ok:
+        bad += 1
+        print("FAIL", msg)
+for row in ("cpu", "cpu-nomel", "staging-null"):
+    j = json.load(open(f"{row}.json"))
+    check(j["name"] == row and j["utterances"] == 8, f"{row}: {j}")
+    for k in ("x_realtime", "host_cpu_s_per_audio_hour", "ctx_switches_per_utt", "wall_seconds",
+              "audio_seconds", "user_seconds", "sys_seconds"):
+        check(isinstance(j.get(k), (int, float)) and j[k] >= 0, f"{row}: {k} = {j.get(k)}")
+    check(j["host_cpu_s_per_audio_hour"] > 0 and j["x_realtime"] > 0, f"{row}: {j}")
+    for k in ("read", "hash", "decode", "staging", "compute", "write"):
+        check(j["stages"].get(k, -1) >= 0, f"{row}: stage {k}: {j['stages']}")
+ref, cpu = records("st-ref"), records("st-cpu")
+check(ref == cpu and len(ref) == 8, f"cpu row: {len(cpu)} records, equal to featurize's: {ref == cpu}")
+fill = struct.pack("<f", -11.5129)
+for k, (h, p) in records("st-cpu-nomel").items():
+    check(h["producer"] == 1 and p == fill * (len(p) // 4) and k in ref, f"cpu-nomel record {k.hex()}: {h}")
+sn = records("st-staging-null")
+check(set(sn) == set(ref), "staging-null: other keys than the CPU path's")
+for k, (h, p) in sn.items():
+    check(h["producer"] == 2 and (h["dim0"], h["dim1"]) == (ref[k][0]["dim0"], ref[k][0]["dim1"])
+          and p == b"\x3c" * len(p), f"staging-null record {k.hex()}: {h}")
+sys.exit(1 if bad else 0)
+PY
+
+"$FC_SRC/scripts/bench-host" --hours 0.01 -j 2 --reps 1 --work "$tmp/w" --json >bh.json 2>bh.err ||
+  fail "bench-host --json: exit $?: $(cat bh.err)"
+"$PY" - <<'PY' || fail "bench-host --json: $(cat bh.json)"
+import json
+rows = [json.loads(l) for l in open("bh.json")]
+assert [r["name"] for r in rows] == ["cpu", "cpu-nomel", "staging-null"], rows
+for r in rows:
+    for k in ("x_realtime", "host_cpu_s_per_audio_hour", "ctx_switches_per_utt"):
+        assert r[k] > 0 or k == "ctx_switches_per_utt", (k, r)
+    assert set(r["stages"]) >= {"read", "hash", "decode", "staging", "compute", "write"}, r
+PY
+grep -q "^- staging-null realtime factor / cpu's: [0-9.]* (target >= 5.0: " bh.err ||
+  fail "no ratio lines on stderr: $(cat bh.err)"
+grep -q "making" bh.err || fail "the corpus was not made: $(cat bh.err)"
+"$FC_SRC/scripts/bench-host" --hours 0.01 -j 2 --reps 1 --work "$tmp/w" >bh.md 2>bh.err2 ||
+  fail "bench-host: exit $?: $(cat bh.err2)"
+grep -q "making" bh.err2 && fail "the corpus was made again"
+for row in cpu cpu-nomel staging-null; do
+  grep -qE "^\| $row \| [0-9,]+x \| [0-9.]+ \| [0-9.]+ \| " bh.md || fail "no row $row: $(cat bh.md)"
+done
+[ "$(grep -c '^- .*(target ' bh.md)" = 4 ] || fail "not four ratio lines: $(cat bh.md)"
+"$FC_SRC/scripts/bench-host" --dtype f64 >/dev/null 2>&1
+[ $? = 2 ] || fail "--dtype f64: not a usage error"
+"$FC_SRC/scripts/bench-host" --bogus >/dev/null 2>&1
+[ $? = 2 ] || fail "--bogus: not a usage error"
+if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; exit 1; fi
+echo ok
