@@ -11,14 +11,16 @@
  *     soxr's output does not depend on how its input is chunked, so we feed it block by block;
  *   - util.fix_length to ceil(n * (target / source)), zero padding or trimming.
  * 16-bit mono PCM WAV at the target rate (what most TTS corpora hold) is converted here without
- * libsndfile, to the same bits (wav_pcm16_mono); mono at the target rate in any other format is
- * decoded straight into the output buffer.
+ * libsndfile, to the same bits (wav_pcm16_mono); featurize's GPU path takes those samples as they
+ * are in the file (audio_pcm16_view) and the GPU converts them the same way. Mono at the target
+ * rate in any other format is decoded straight into the output buffer.
  *
  * Memory of one decode: the file bytes (the caller's) + the output samples (4 bytes × output
  * frames) + one 8192-frame interleaved block + soxr's state (tens of KB). The source is never
  * held as float at its own rate and channel count: a 1-hour 44.1 kHz stereo 16-bit WAV (635 MB)
  * resampled to 22.05 kHz holds 635 MB + 318 MB. */
 #include "featcache/fc_audio.h"
+#include "libcache/featurize/audio_int.h"
 #include "formats/alloc.h"
 #include "formats/fault.h"
 #include "formats/why.h"
@@ -236,6 +238,33 @@ static void wav_decode_pcm16(const uint8_t *data, size_t frames, float *out) {
   }
 }
 
+int audio_pcm16_view(const void *bytes, size_t len, uint32_t target_rate, double max_seconds,
+                     const void **pcm, size_t *n_samples, fc_audio_info *info, char *why,
+                     size_t why_len) {
+  const uint8_t *data;
+  size_t frames;
+  uint32_t rate;
+  *pcm = NULL;
+  *n_samples = 0;
+  if (!bytes || !wav_pcm16_mono(bytes, len, &data, &frames, &rate) ||
+      (target_rate != 0 && target_rate != rate))
+    return 0;
+  if (info) {
+    info->sample_rate = rate;
+    info->channels = 1;
+    info->frames = frames;
+    info->format = SF_FORMAT_WAV | SF_FORMAT_PCM_16;
+  }
+  if (max_seconds > 0 && (double)frames > max_seconds * rate) {
+    if (info) info->frames = 0;
+    fc_why(why, why_len, "%.1f s long, over the %.1f s limit", (double)frames / rate, max_seconds);
+    return FC_ETOOLONG;
+  }
+  *pcm = data;
+  *n_samples = frames;
+  return 1;
+}
+
 /* Formats whose header frame count is exact, so fewer decoded frames mean a damaged file.
  * MP3 and Ogg headers only estimate it. */
 static int header_frames_exact(int format) {
@@ -351,26 +380,15 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     fc_why(why, why_len, "empty file");
     return FC_EEMPTY;
   }
-  const uint8_t *pcm;
+  const void *pcm;
   size_t pcm_frames;
-  uint32_t pcm_rate;
-  if (wav_pcm16_mono(bytes, len, &pcm, &pcm_frames, &pcm_rate) &&
-      (target_rate == 0 || target_rate == pcm_rate)) {
-    if (info) {
-      info->sample_rate = pcm_rate;
-      info->channels = 1;
-      info->frames = 0;
-      info->format = SF_FORMAT_WAV | SF_FORMAT_PCM_16;
-    }
-    if (max_seconds > 0 && (double)pcm_frames > max_seconds * pcm_rate) {
-      fc_why(why, why_len, "%.1f s long, over the %.1f s limit", (double)pcm_frames / pcm_rate,
-             max_seconds);
-      return FC_ETOOLONG;
-    }
+  const int view =
+      audio_pcm16_view(bytes, len, target_rate, max_seconds, &pcm, &pcm_frames, info, why, why_len);
+  if (view < 0) return view;
+  if (view == 1) {
     float *v = fc_malloc(pcm_frames * sizeof *v);
     if (!v) return ENOMEM;
     wav_decode_pcm16(pcm, pcm_frames, v);
-    if (info) info->frames = pcm_frames;
     *samples = v;
     *n_samples = pcm_frames;
     return 0;

@@ -26,6 +26,7 @@
 #include "libcache/featurize/featurize_backend.h"
 #include "featcache/fc_codec.h"
 #include "libcache/featurize/featurize_int.h"
+#include "libcache/featurize/audio_int.h"
 #include "formats/why.h"
 #include "formats/alloc.h"
 
@@ -153,6 +154,12 @@ static int compute_features(fz_run *r, fz_worker *w, const float *x, size_t n, f
   return fc_mel_compute(w->fallback, x, n, mel);
 }
 
+/* Does an utterance of n samples fit a chunk of the staging ring (else its worker computes it on
+ * the CPU)? */
+static int stage_fits(const fz_run *r, size_t n) {
+  return n <= r->ring.capacity && fc_mel_num_frames(r->cfg, n) <= r->ring.max_frames;
+}
+
 /* The job's audio entry (FORMAT.md): the content digest, the source's facts and its path. */
 static int encode_entry(fz_job *j, const fc_digest *audio, const fc_audio_info *info,
                         const char *path) {
@@ -212,11 +219,23 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
     return;
   }
   size_t n = 0;
-  /* The record is there under another id: decode only for the entry's facts (no resampling). */
-  rc = fc_audio_decode(bytes, len, have_feat ? 0 : cfg->sample_rate, r->o.max_seconds, &x, &n,
-                       &info, why, sizeof why);
-  free(bytes);
-  bytes = NULL;
+  /* On a staging device (a GPU), 16-bit mono PCM at the config's rate goes from the file's bytes
+   * into staging as it is: the device converts it (v / 32768, as the decode below would). */
+  const void *pcm16 = NULL;
+  if (r->batching && !have_feat) {
+    rc = audio_pcm16_view(bytes, len, cfg->sample_rate, r->o.max_seconds, &pcm16, &n, &info, why,
+                          sizeof why);
+    if (rc < 0) goto fail;
+    rc = 0;
+    if (pcm16 && !stage_fits(r, n)) pcm16 = NULL; /* computed on the CPU: decoded below */
+  }
+  if (!pcm16) {
+    /* The record is there under another id: decode only for the entry's facts (no resampling). */
+    rc = fc_audio_decode(bytes, len, have_feat ? 0 : cfg->sample_rate, r->o.max_seconds, &x, &n,
+                         &info, why, sizeof why);
+    free(bytes);
+    bytes = NULL;
+  }
   tm->decode += (t1 = fz_cpu_now()) - t0;
   if (rc) goto fail;
 
@@ -251,10 +270,11 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
     if (!(j->record = fc_malloc(FC_RECORD_HEADER_SIZE + payload))) goto nomem;
     j->record_len = FC_RECORD_HEADER_SIZE + payload;
     j->frames = frames;
-    if (r->batching && n <= r->ring.capacity && frames <= r->ring.max_frames) {
+    if (r->batching && stage_fits(r, n)) {
       /* into the staging ring; the completion thread finishes the record */
       if (encode_entry(j, &audio, &info, it->path)) goto nomem;
-      fz_stage_put(r, j, x, n, tm);
+      fz_stage_put(r, j, pcm16 ? pcm16 : (const void *)x, n, pcm16 != NULL, tm);
+      free(bytes);
       free(x);
       return;
     }

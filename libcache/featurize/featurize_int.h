@@ -148,9 +148,10 @@ void fz_batch_free(fz_job *j);
  * staging buffers) and their release (also after a failed init). */
 int fz_stage_init(fz_run *r);
 void fz_stage_free(fz_run *r);
-/* A worker's decoded utterance (j->frames and j->record set; x stays the caller's) into the ring:
- * returns once its samples are in a chunk's staging buffer. Its time goes to tm. */
-void fz_stage_put(fz_run *r, fz_job *j, const float *x, size_t n, fz_times *tm);
+/* A worker's utterance (j->frames and j->record set) into the ring: n samples at x, int16 (as
+ * read from a 16-bit file: the device converts them) when i16, else float; x stays the caller's.
+ * Returns once they are in a chunk's staging buffer. Its time goes to tm. */
+void fz_stage_put(fz_run *r, fz_job *j, const void *x, size_t n, int i16, fz_times *tm);
 /* The launch thread and the completion thread. */
 void *fz_launch_main(void *arg);
 void *fz_complete_main(void *arg);

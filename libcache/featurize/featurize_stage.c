@@ -1,9 +1,10 @@
 /* The staging ring of a staging backend (a GPU; featurize_backend.h, docs/featurize.md
  * "Pipeline"). Three kinds of thread share it:
  *
- *   workers (fz_stage_put): reserve room for their decoded utterance in the chunk being filled and
- *     write its samples straight into the backend's staging buffer (int16 from the chunk's start
- *     when they are exactly 16-bit PCM, floats from its end), then go on to the next file. A worker
+ *   workers (fz_stage_put): reserve room for their utterance in the chunk being filled and write
+ *     its samples straight into the backend's staging buffer (int16 from the chunk's start, as they
+ *     are in a 16-bit file at the config's rate; decoded floats from its end), then go on to the
+ *     next file. A worker
  *     that finds the chunk too full for its utterance seals it and moves to the next chunk of the
  *     ring; it waits only when every chunk is sealed or in flight (the memory bound);
  *   the launch thread (fz_launch_main): launches sealed chunks in ring order once their writers are
@@ -19,7 +20,6 @@
  * LAUNCHING -> LAUNCHED -> FREE. fill_seq >= launch_seq >= done_seq count the chunks sealed,
  * launched and completed; chunk number seq % chunks is the seq-th use of the ring. */
 #include "featcache/fc_format.h"
-#include "kernels/cuda/mel_kernels.h"
 #include "libcache/featurize/featurize_int.h"
 #include "formats/why.h"
 #include "formats/alloc.h"
@@ -45,17 +45,6 @@ struct fz_chunk {
   uint64_t *sample_off; /* in the launch's float sequence (fc_fz_launch), built at launch */
   unsigned char *i16;
 };
-
-/* Are the samples exactly 16-bit PCM (v / 32768 as decoded from a 16-bit source at the config's
- * rate, mono)? Then they cross PCIe as int16 and the device converts them into the same floats. */
-static int exactly_i16(const float *x, size_t n) {
-  for (size_t i = 0; i < n; i++) {
-    float t = x[i] * 32768.0f;
-    if (!(t >= -32768.0f && t <= 32767.0f)) return 0;
-    if (fc_cu_i16_to_f32((int16_t)t) != x[i]) return 0;
-  }
-  return 1;
-}
 
 static fz_chunk *chunk_at(fz_run *r, uint64_t seq) { return &r->chunks[seq % r->ring.chunks]; }
 
@@ -96,9 +85,8 @@ static void seal(fz_run *r, fz_chunk *c) {
   pthread_cond_signal(&r->bcv_launch);
 }
 
-void fz_stage_put(fz_run *r, fz_job *j, const float *x, size_t n, fz_times *tm) {
+void fz_stage_put(fz_run *r, fz_job *j, const void *x, size_t n, int i16, fz_times *tm) {
   double t0 = fz_cpu_now(), waited = 0;
-  const int i16 = exactly_i16(x, n);
   fz_chunk *c;
   pthread_mutex_lock(&r->bmu);
   for (;;) {
@@ -135,12 +123,10 @@ void fz_stage_put(fz_run *r, fz_job *j, const float *x, size_t n, fz_times *tm) 
   c->writing++;
   pthread_mutex_unlock(&r->bmu);
 
-  if (i16) {
-    int16_t *d = (int16_t *)c->staging + c->off[k];
-    for (size_t i = 0; i < n; i++) d[i] = (int16_t)(x[i] * 32768.0f);
-  } else {
-    memcpy((float *)c->staging + (r->ring.capacity - c->off[k] - n), x, n * sizeof *x);
-  }
+  if (i16)
+    memcpy((int16_t *)c->staging + c->off[k], x, n * sizeof(int16_t));
+  else
+    memcpy((float *)c->staging + (r->ring.capacity - c->off[k] - n), x, n * sizeof(float));
 
   pthread_mutex_lock(&r->bmu);
   if (--c->writing == 0) pthread_cond_signal(&r->bcv_launch);

@@ -3,15 +3,16 @@
  * plan does (tests/stage_mock.h: staging buffers of exactly the advertised size, a "device" thread,
  * launch limits checked, staging written while in flight detected, used-up staging poisoned).
  *
- * 36 files of odd sizes and four kinds (16-bit mono at the rate, 16-bit at another rate so
- * resampled, 32-bit float, 16-bit stereo), three presets, then for ~40 seeded random shapes (worker
+ * 36 files of odd sizes and six kinds (16-bit mono at 22.05 kHz with a plain header, with an
+ * odd-sized chunk before the data, with an extensible header; 16-bit mono at 16 kHz; 32-bit float;
+ * 16-bit stereo), three presets (two at 22.05 kHz, whisper at 16 kHz: what is resampled differs), then for ~40 seeded random shapes (worker
  * threads, chunks in the ring, chunk capacity, utterances and frames per chunk, launch deadline,
  * device latency, dtype) and for chosen faults (the n-th launch or finish failing, then sticky; an
  * utterance whose launch fails; --strict; the stop flag):
  *   - every item has exactly one event and the counts add up;
  *   - every stored record holds exactly the CPU path's numbers (fc_featurize_file, converted to the
  *     dtype), producer 2 when it fits a chunk, else 1 (computed on the CPU by its worker);
- *   - the mock saw each fitting utterance once (and the exactly-16-bit ones in the int16 region),
+ *   - the mock saw each fitting utterance once (those taken from the file as int16 in the int16 region, the others as floats),
  *     no launch broke a chunk's limits, nothing wrote into a chunk in flight, every launched chunk
  *     was finished;
  *   - chunk k + 1 is launched while chunk k is in flight (the mock holds the first chunk until a
@@ -47,7 +48,11 @@ static uint32_t next_rand(void) {
 static uint32_t pick(uint32_t n) { return next_rand() % n; }
 
 /* ---- the files ------------------------------------------------------------------------------- */
-enum { KIND_I16, KIND_RESAMPLED, KIND_FLOAT, KIND_STEREO };
+/* 16-bit mono at 22.05 kHz (plain header; with an odd-sized LIST chunk before the data; with a
+ * WAVE_FORMAT_EXTENSIBLE header, which libsndfile decodes), 16-bit mono at 16 kHz, 32-bit float,
+ * 16-bit stereo. */
+enum { KIND_I16, KIND_I16_LIST, KIND_I16_EXT, KIND_RESAMPLED, KIND_FLOAT, KIND_STEREO, N_KINDS };
+static int kinds[NFILES];
 
 static void write_file(const char *path, int kind, uint32_t n, int seed) {
   FILE *f = fopen(path, "wb");
@@ -57,17 +62,31 @@ static void write_file(const char *path, int kind, uint32_t n, int seed) {
   }
   const uint32_t sr = kind == KIND_RESAMPLED ? 16000 : 22050;
   const int ch = kind == KIND_STEREO ? 2 : 1, bytes = kind == KIND_FLOAT ? 4 : 2;
-  const uint32_t data = n * (uint32_t)(ch * bytes);
+  const uint32_t data = n * (uint32_t)(ch * bytes), fmt = kind == KIND_I16_EXT ? 40 : 16;
+  const uint32_t list = kind == KIND_I16_LIST ? 8 + 5 + 1 : 0; /* "LIST", size 5, a pad byte */
   fwrite("RIFF", 1, 4, f);
-  put_le(f, 36 + data, 4);
+  put_le(f, 4 + 8 + fmt + list + 8 + data, 4);
   fwrite("WAVEfmt ", 1, 8, f);
-  put_le(f, 16, 4);
-  put_le(f, kind == KIND_FLOAT ? 3 : 1, 2);
+  put_le(f, fmt, 4);
+  put_le(f, kind == KIND_FLOAT ? 3 : kind == KIND_I16_EXT ? 0xFFFE : 1, 2);
   put_le(f, (uint32_t)ch, 2);
   put_le(f, sr, 4);
   put_le(f, sr * (uint32_t)(ch * bytes), 4);
   put_le(f, (uint32_t)(ch * bytes), 2);
   put_le(f, (uint32_t)(8 * bytes), 2);
+  if (kind == KIND_I16_EXT) { /* cbSize 22, valid bits, channel mask, KSDATAFORMAT_SUBTYPE_PCM */
+    static const unsigned char pcm_guid[16] = {1,    0, 0, 0,    0, 0,    0x10, 0,
+                                               0x80, 0, 0, 0xAA, 0, 0x38, 0x9B, 0x71};
+    put_le(f, 22, 2);
+    put_le(f, 16, 2);
+    put_le(f, 4, 4);
+    fwrite(pcm_guid, 1, 16, f);
+  }
+  if (list) {
+    fwrite("LIST", 1, 4, f);
+    put_le(f, 5, 4);
+    fwrite("INFO\0\0", 1, 6, f); /* 5 bytes and the pad */
+  }
   fwrite("data", 1, 4, f);
   put_le(f, data, 4);
   uint32_t s = 777u + (uint32_t)seed;
@@ -88,8 +107,9 @@ static void write_file(const char *path, int kind, uint32_t n, int seed) {
   fclose(f);
 }
 
-/* What the CPU path makes of a file under one preset: decoded samples, whether they are exactly
- * 16-bit PCM, frames, the float32 mel (NULL when it gives no frames). */
+/* What the CPU path makes of a file under one preset: decoded samples, whether its samples go into
+ * staging as they are in the file (16-bit mono PCM at the preset's rate, a plain WAV header: the
+ * int16 region of a chunk), frames, the float32 mel (NULL when it gives no frames). */
 typedef struct ref {
   size_t n;
   int i16;
@@ -116,11 +136,9 @@ static void make_refs(int p) {
               0,
           "decode %s: %s", paths[i], why);
     free(bytes);
-    r->i16 = 1;
-    for (size_t k = 0; k < r->n && r->i16; k++) {
-      float t = x[k] * 32768.0f;
-      r->i16 = t >= -32768.0f && t <= 32767.0f && fc_cu_i16_to_f32((int16_t)t) == x[k];
-    }
+    const int direct =
+        kinds[i] == KIND_I16 || kinds[i] == KIND_I16_LIST || kinds[i] == KIND_RESAMPLED;
+    r->i16 = direct && info.sample_rate == cfgs[p].sample_rate;
     free(x);
     r->mel = NULL;
     r->frames = 0;
@@ -381,7 +399,10 @@ int main(void) {
   const char *pp[NFILES];
   for (int i = 0; i < NFILES; i++) {
     uint32_t n = i < (int)(sizeof fixed / sizeof fixed[0]) ? fixed[i] : 300 + pick(26000);
-    int kind = i < 8 ? KIND_I16 : (int)pick(4);
+    static const int fixed_kinds[] = {KIND_I16,      KIND_I16_EXT, KIND_I16_LIST, KIND_I16,
+                                      KIND_I16_LIST, KIND_I16,     KIND_I16,      KIND_I16};
+    int kind = i < 8 ? fixed_kinds[i] : (int)pick(N_KINDS);
+    kinds[i] = kind;
     if (kind == KIND_RESAMPLED) n = n * 16000 / 22050 + 1;
     snprintf(paths[i], sizeof paths[i], "%s/f%02d.wav", dir, i);
     write_file(paths[i], kind, n, i);

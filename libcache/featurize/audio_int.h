@@ -1,0 +1,18 @@
+/* Audio decoding's internals for the featurize pipeline (audio.c). Private to libcache/featurize/. */
+#ifndef FC_AUDIO_INT_H
+#define FC_AUDIO_INT_H
+
+#include "featcache/fc_audio.h"
+
+/* The samples of an in-memory file as they are in it, when the file is what fc_audio_decode turns
+ * into floats without libsndfile: a well-formed RIFF WAVE of 16-bit mono PCM at target_rate (0:
+ * any rate), little-endian host. Returns 1 with *pcm pointing at its data chunk inside bytes
+ * (n_samples little-endian int16, 2-byte aligned; valid as long as bytes), info filled as
+ * fc_audio_decode fills it; 0 when the file is anything else (decode it); FC_ETOOLONG (negative),
+ * with fc_audio_decode's reason in why, when it is longer than max_seconds > 0. Sample v stands for exactly the float
+ * fc_audio_decode gives, v / 32768 (fc_cu_i16_to_f32). */
+int audio_pcm16_view(const void *bytes, size_t len, uint32_t target_rate, double max_seconds,
+                     const void **pcm, size_t *n_samples, fc_audio_info *info, char *why,
+                     size_t why_len);
+
+#endif
