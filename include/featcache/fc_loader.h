@@ -130,8 +130,10 @@ typedef struct fc_loader_info {
   uint32_t n_stores;
   float pad_value; /* the value padded mel frames get (options.pad_value resolved) */
   uint64_t bound_batch_bytes; /* largest padded mel buffer any epoch can need (batch cap x the
-                               longest cropped, padded length; with max_frames that budget):
-                               caller buffers of this size serve every epoch */
+                               longest cropped, padded length; with max_frames that budget),
+                               plus, with a batch cap, room for a batch's per-item arrays,
+                               padded tokens and ids: caller buffers of this size serve every
+                               epoch and hold whole batches (FC_DESC_LAYOUT) */
 } fc_loader_info;
 FC_API int fc_loader_info_get(const fc_loader *l, fc_loader_info *info);
 
@@ -217,9 +219,18 @@ enum {
   FC_DESC_ERRORS,
   FC_DESC_ID_TEXT,
   FC_DESC_ID_TEXT_LEN,
-  FC_DESC_LEN = 24 /* entries of desc (the last ones reserved, 0) */
+  /* nonzero when every array of the batch lies in a caller buffer (fc_loader_set_buffers: the
+   * per-item arrays, padded tokens and id text after the mels, where the buffer has room): a
+   * key equal for two batches exactly when their arrays lie at the same addresses with the same
+   * shapes (the same buffer, batch size, frames and max tokens), so a binding makes its objects
+   * over a buffer once per shape and reuses them. 0 otherwise. */
+  FC_DESC_LAYOUT,
+  FC_DESC_LEN = 24 /* entries of desc */
 };
 FC_API int fc_loader_next_desc(fc_loader *l, uint64_t desc[FC_DESC_LEN]);
+/* Give back the batch desc[FC_DESC_BATCH] names (none when 0), then fc_loader_next_desc: the
+ * hand-off of a binding that releases one batch per batch it takes, in one call. */
+FC_API int fc_loader_swap_desc(fc_loader *l, uint64_t desc[FC_DESC_LEN]);
 /* Give the batch back: its views, buffers and arrays become invalid. NULL is ignored. Batches may
  * be released in any order and from any thread. */
 FC_API void fc_loader_release(fc_loader *l, fc_batch *b);
@@ -237,6 +248,10 @@ FC_API const char *fc_loader_error(const fc_loader *l);
  * must outlive the loader. The prefetch threads build at most as many batches ahead as there are
  * caller buffers the caller does not hold (and at most prefetch_depth). */
 FC_API int fc_loader_set_buffers(fc_loader *l, void *const *bufs, size_t n, size_t bytes);
+/* More caller buffers, at any time after fc_loader_set_buffers (a consumer that keeps batches
+ * needs more than it gave): n buffers of bytes each (at least the first set's). FC_EBADSTATE
+ * without caller buffers, FC_ECONFIG for smaller ones. */
+FC_API int fc_loader_add_buffers(fc_loader *l, void *const *bufs, size_t n, size_t bytes);
 
 /* Time the caller spent blocked in fc_loader_next waiting for batches, in ns since open. */
 FC_API uint64_t fc_loader_wait_ns(const fc_loader *l);

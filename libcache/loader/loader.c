@@ -583,10 +583,14 @@ int fc_loader_info_get(const fc_loader *l, fc_loader_info *info) {
   info->n_stores = l->n_stores;
   info->pad_value = l->o.pad_value;
   /* the largest buffer any epoch can need: the batch cap times the longest cropped length */
-  uint32_t longest = 0;
+  uint32_t longest = 0, max_tok = 0;
+  size_t max_id = 0;
   for (uint64_t i = 0; i < l->n_items; i++) {
     uint32_t len = ld_crop_len(l, &l->items[i]);
     if (len > longest) longest = len;
+    if (l->items[i].ntok > max_tok) max_tok = l->items[i].ntok;
+    size_t idl = strlen(l->ids + l->items[i].id_off) + 1;
+    if (idl > max_id) max_id = idl;
   }
   uint64_t T = ld_padded_frames(l, longest), rows;
   if (l->o.max_frames) {
@@ -599,6 +603,12 @@ int fc_loader_info_get(const fc_loader *l, fc_loader_info *info) {
   info->bound_batch_bytes = rows * l->n_mels * l->mel_dsize;
   if (info->bound_batch_bytes < info->max_batch_bytes)
     info->bound_batch_bytes = info->max_batch_bytes;
+  if (l->o.batch_size && l->o.output == FC_OUTPUT_PADDED) {
+    /* room for a whole batch: its block after the mels (build_batch, FC_DESC_LAYOUT) */
+    size_t B = l->o.batch_size;
+    size_t tok = l->has_tokens ? ld_align16(B * max_tok * l->tok_dsize) : 0;
+    info->bound_batch_bytes = ld_align64(info->bound_batch_bytes) + ld_block(B, 0, tok, B * max_id).total;
+  }
   return 0;
 }
 

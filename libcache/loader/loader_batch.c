@@ -123,7 +123,7 @@ int fc_loader_set_buffers(fc_loader *l, void *const *bufs, size_t n, size_t byte
     ld_bufs_free(l);
     for (size_t i = 0; i < n && !rc; i++) {
       l->n_caller_bufs = n;
-      ld_buf b = {bufs[i], bytes, 1};
+      ld_buf b = {bufs[i], bytes, 1, (uint32_t)i};
       size_t before = l->n_free;
       buf_put_locked(l, b);
       if (l->n_free == before) rc = ENOMEM;
@@ -132,6 +132,31 @@ int fc_loader_set_buffers(fc_loader *l, void *const *bufs, size_t n, size_t byte
     pthread_cond_broadcast(&l->cv_space);
   }
   pthread_mutex_unlock(&l->mu);
+  return rc;
+}
+
+int fc_loader_add_buffers(fc_loader *l, void *const *bufs, size_t n, size_t bytes) {
+  if (l->pid != getpid()) return FC_EBADSTATE;
+  if (n == 0 || !bufs) return EINVAL;
+  pthread_mutex_lock(&l->mu);
+  int rc = 0;
+  if (!l->n_caller_bufs) {
+    snprintf(l->err, sizeof l->err, "no caller buffers to add to: fc_loader_set_buffers first");
+    rc = FC_EBADSTATE;
+  } else if (bytes < l->caller_buf_bytes) {
+    snprintf(l->err, sizeof l->err, "added buffers of %zu bytes, the others hold %zu", bytes,
+             l->caller_buf_bytes);
+    rc = FC_ECONFIG;
+  }
+  for (size_t i = 0; i < n && !rc; i++) {
+    ld_buf b = {bufs[i], bytes, 1, (uint32_t)l->n_caller_bufs};
+    size_t before = l->n_free;
+    buf_put_locked(l, b);
+    if (l->n_free == before) rc = ENOMEM;
+    else l->n_caller_bufs++;
+  }
+  pthread_mutex_unlock(&l->mu);
+  pthread_cond_broadcast(&l->cv_space); /* the claim window grew */
   return rc;
 }
 
@@ -144,9 +169,9 @@ static void batch_free_locked(fc_loader *l, ld_batch *b) {
   free(b);
 }
 
-void fc_loader_release(fc_loader *l, fc_batch *pub) {
-  if (!pub) return;
-  ld_batch *b = (ld_batch *)pub;
+/* Give b back; wake: wake the prefetch threads if they have room now (else a later next does,
+ * when fewer than two batches are left ready). */
+static void release_batch(fc_loader *l, ld_batch *b, int wake) {
   if (l->pid != getpid()) return; /* the parent's batch: its memory is not ours to manage */
   pthread_mutex_lock(&l->mu);
   int caller = b->buf.caller;
@@ -155,7 +180,11 @@ void fc_loader_release(fc_loader *l, fc_batch *pub) {
   /* room ahead: fc_loader_next may have left the wakeup of the prefetch threads to here */
   int room = l->n_threads && l->next_build < l->next_consume + l->o.prefetch_depth;
   pthread_mutex_unlock(&l->mu);
-  if (caller || room) pthread_cond_broadcast(&l->cv_space); /* the claim window grew */
+  if (wake && (caller || room)) pthread_cond_broadcast(&l->cv_space); /* the window grew */
+}
+
+void fc_loader_release(fc_loader *l, fc_batch *pub) {
+  if (pub) release_batch(l, (ld_batch *)pub, 1);
 }
 
 /* madvise(WILLNEED) the records of batch k, merging adjacent ranges. */
@@ -291,22 +320,7 @@ static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_pl
   uint32_t T = ld_padded_frames(l, longest);
   size_t B = kept;
   size_t tok_bytes = (l->has_tokens && padded) ? align16(B * max_tok * l->tok_dsize) : 0;
-  size_t off_ids = 0, off_items = align16(B * sizeof(char *)), off_u32 = off_items + align16(B * 8),
-         off_mels = off_u32 + align16(4 * B * 4), off_tokp = off_mels + align16(B * sizeof(void *)),
-         off_copy = off_tokp + align16(B * sizeof(void *)),
-         off_idtext = off_copy + copy_bytes + tok_bytes, total = off_idtext + align16(id_bytes);
-  uint8_t *blk = fc_aligned_alloc(16, total ? total : 16);
-  if (!blk) {
-    rc = ENOMEM;
-    goto fail;
-  }
-  b->block = blk;
-  const char **ids = (const char **)(blk + off_ids);
-  uint64_t *items = (uint64_t *)(blk + off_items);
-  uint32_t *lens = (uint32_t *)(blk + off_u32), *starts = lens + B, *src = starts + B,
-           *tlens = src + B;
-  const void **mels = (const void **)(blk + off_mels), **toks = (const void **)(blk + off_tokp);
-  uint8_t *copy = blk + off_copy;
+  ld_block_layout lay = ld_block(B, copy_bytes, tok_bytes, id_bytes);
   size_t row = (size_t)T * l->n_mels * l->mel_dsize;
   if (padded && B) {
     if ((rc = buf_get(l, gen, B * row, &b->buf))) {
@@ -316,10 +330,32 @@ static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_pl
       goto fail;
     }
   }
+  /* A caller buffer with room after the mels holds the block too: every array of the batch then
+   * lies at the same place in that buffer for every batch of the same shape, so a binding makes
+   * its objects over a buffer once and reuses them (fc_loader_swap_desc, FC_DESC_LAYOUT). */
+  uint8_t *blk;
+  if (b->buf.caller && b->buf.cap >= ld_align64(B * row) + lay.total) {
+    blk = (uint8_t *)b->buf.p + ld_align64(B * row);
+    b->in_buf = 1;
+  } else {
+    blk = fc_aligned_alloc(16, lay.total ? lay.total : 16);
+    if (!blk) {
+      rc = ENOMEM;
+      goto fail;
+    }
+    b->block = blk;
+  }
+  const char **ids = (const char **)(void *)blk;
+  uint64_t *items = (uint64_t *)(void *)(blk + lay.off_items);
+  uint32_t *lens = (uint32_t *)(void *)(blk + lay.off_u32), *starts = lens + B, *src = starts + B,
+           *tlens = src + B;
+  const void **mels = (const void **)(void *)(blk + lay.off_mels),
+             **toks = (const void **)(void *)(blk + lay.off_tokp);
+  uint8_t *copy = blk + lay.off_copy;
   uint32_t pat = pad_pattern(l->mel_dtype, l->o.pad_value);
   uint32_t tpat = pad_pattern(l->tok_dtype ? l->tok_dtype : FC_DTYPE_I32, l->o.token_pad);
   uint8_t *tokdst = copy + copy_bytes;
-  char *idtext = (char *)blk + off_idtext, *idp = idtext;
+  char *idtext = (char *)blk + lay.off_idtext, *idp = idtext;
   for (size_t i = 0; i < B; i++) {
     const ld_item *it = &l->items[keep[i]];
     ids[i] = l->ids + it->id_off;
@@ -757,5 +793,19 @@ int fc_loader_next_desc(fc_loader *l, uint64_t desc[FC_DESC_LEN]) {
   desc[FC_DESC_ID_TEXT] = A(b->id_text);
   desc[FC_DESC_ID_TEXT_LEN] = b->id_text_len;
 #undef A
+  /* the layout key: equal for two batches exactly when their arrays lie at the same addresses
+   * with the same shapes (the same caller buffer, block inside it, same B, T, max tokens) */
+  const ld_batch *lb = (const ld_batch *)b;
+  if (lb->in_buf && lb->buf.index < 127 && b->size < (1u << 16) && b->frames < (1u << 24) &&
+      b->max_tokens < (1u << 16))
+    desc[FC_DESC_LAYOUT] = 1 | (uint64_t)lb->buf.index << 1 | (uint64_t)b->size << 8 |
+                           (uint64_t)b->frames << 24 | (uint64_t)b->max_tokens << 48;
   return rc;
+}
+
+int fc_loader_swap_desc(fc_loader *l, uint64_t desc[FC_DESC_LEN]) {
+  /* no wakeup for the batch given back: the next below wakes the threads when fewer than two
+   * batches are left ready, so a hand-off costs the caller no futex call while they are ahead */
+  if (desc[FC_DESC_BATCH]) release_batch(l, (ld_batch *)(uintptr_t)desc[FC_DESC_BATCH], 0);
+  return fc_loader_next_desc(l, desc);
 }

@@ -48,13 +48,40 @@ typedef struct ld_buf {
   void *p;
   size_t cap;
   int caller; /* caller-owned (fc_loader_set_buffers): never freed */
+  uint32_t index; /* a caller buffer's position in the order it was given */
 } ld_buf;
+
+/* Where a batch's per-item arrays lie in its block (one allocation, or the tail of a caller
+ * buffer): the same offsets for the same batch size, token width and id bytes. */
+typedef struct ld_block_layout {
+  size_t off_items, off_u32, off_mels, off_tokp, off_copy, off_idtext, total;
+} ld_block_layout;
+
+static inline size_t ld_align16(size_t n) { return (n + 15) & ~(size_t)15; }
+static inline size_t ld_align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* The block of a batch of B items: copy_bytes of copied payloads (views), tok_bytes of padded
+ * tokens, id_bytes of id text. */
+static inline ld_block_layout ld_block(size_t B, size_t copy_bytes, size_t tok_bytes,
+                                       size_t id_bytes) {
+  ld_block_layout y;
+  y.off_items = ld_align16(B * sizeof(char *));
+  y.off_u32 = y.off_items + ld_align16(B * 8);
+  y.off_mels = y.off_u32 + ld_align16(4 * B * 4);
+  y.off_tokp = y.off_mels + ld_align16(B * sizeof(void *));
+  y.off_copy = y.off_tokp + ld_align16(B * sizeof(void *));
+  y.off_idtext = y.off_copy + copy_bytes + tok_bytes;
+  y.total = y.off_idtext + ld_align16(id_bytes);
+  return y;
+}
 
 typedef struct ld_batch {
   fc_batch pub;
   struct fc_loader *l;
   ld_buf buf; /* padded mel buffer (p NULL for views) */
-  void *block; /* one allocation for the per-item arrays and token copies */
+  void *block; /* one allocation for the per-item arrays and token copies; NULL when they lie
+                  in the caller buffer after the mels (in_buf) */
+  int in_buf;
   char *errors;
 } ld_batch;
 

@@ -465,6 +465,84 @@ int main(void) {
     free(bufs[1]);
   }
 
+  /* whole batches in caller buffers of info.bound_batch_bytes: every array of a batch lies in
+   * its buffer, the layout key says where (the same key, the same addresses); swap_desc gives one
+   * back and takes the next; add_buffers grows the set when the caller holds them all */
+  for (int threads = 0; threads <= 2; threads += 2) {
+    fc_loader_options_init(&o);
+    o.output = FC_OUTPUT_PADDED;
+    o.tokens = "chars";
+    o.batch_size = 16;
+    o.pad_to = 40;
+    o.prefetch_threads = (uint32_t)threads;
+    o.prefetch_depth = 2;
+    l = open_l(A, 1, &o);
+    if (!l) continue;
+    fc_loader_info_get(l, &info);
+    size_t bytes = info.bound_batch_bytes, nb = 3;
+    void *bufs[4];
+    for (size_t i = 0; i < 4; i++) bufs[i] = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    CHECK(fc_loader_add_buffers(l, bufs, 1, bytes) == FC_EBADSTATE, "add before set refused");
+    CHECK(fc_loader_set_buffers(l, bufs, nb, bytes) == 0, "set buffers: %s", fc_loader_error(l));
+    CHECK(fc_loader_set_epoch(l, 0) == 0, "epoch 0");
+    uint64_t desc[FC_DESC_LEN], keys[8] = {0}, lens_at[8] = {0}, seen = 0;
+    memset(desc, 0, sizeof desc);
+    for (;;) {
+      int src = fc_loader_swap_desc(l, desc); /* gives back the previous batch */
+      CHECK(src == 0, "swap_desc: %s", fc_loader_error(l));
+      if (src || !desc[FC_DESC_BATCH]) break;
+      const fc_batch *sb = (const fc_batch *)(uintptr_t)desc[FC_DESC_BATCH];
+      check_batch(sb, &o, NULL);
+      uint64_t key = desc[FC_DESC_LAYOUT];
+      size_t which = nb;
+      for (size_t i = 0; i < nb; i++)
+        if (sb->mel_data == bufs[i]) which = i;
+      CHECK(which < nb && key, "batch %llu: in a caller buffer with a layout key (%llx)",
+            (unsigned long long)sb->index, (unsigned long long)key);
+      if (which >= nb) continue;
+      const uint8_t *lo = bufs[which], *hi = lo + bytes;
+      const void *arrays[] = {sb->mel_lengths, sb->mel_starts, sb->token_lengths, sb->tok_data,
+                              sb->id_text, sb->ids, sb->items};
+      for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++)
+        CHECK((const uint8_t *)arrays[k] >= lo + (size_t)sb->size * 40 * N_MELS * 4 &&
+                  (const uint8_t *)arrays[k] < hi,
+              "array %zu of batch %llu after the mels in its buffer", k,
+              (unsigned long long)sb->index);
+      CHECK((key >> 1 & 127) == which && (key >> 8 & 0xffff) == sb->size &&
+                (key >> 24 & 0xffffff) == sb->frames && key >> 48 == sb->max_tokens,
+            "layout key %llx", (unsigned long long)key);
+      for (size_t k = 0; k < 8; k++) /* the same key: the same place */
+        if (keys[k] == key) {
+          CHECK(lens_at[k] == (uint64_t)(uintptr_t)sb->mel_lengths, "same key, same lengths");
+          break;
+        } else if (!keys[k]) {
+          keys[k] = key;
+          lens_at[k] = (uint64_t)(uintptr_t)sb->mel_lengths;
+          break;
+        }
+      seen += sb->size;
+    }
+    CHECK(seen == NA, "swap_desc epoch: %llu of %llu", (unsigned long long)seen,
+          (unsigned long long)NA);
+    /* hold every buffer: ENOBUFS; one more buffer: the next batch comes */
+    CHECK(fc_loader_set_epoch(l, 1) == 0, "epoch 1");
+    fc_batch *h[4] = {0};
+    for (size_t i = 0; i < nb; i++)
+      CHECK(fc_loader_next(l, &h[i]) == 0 && h[i], "hold %zu", i);
+    fc_batch *x = NULL;
+    CHECK(fc_loader_next(l, &x) == ENOBUFS, "all buffers held");
+    CHECK(fc_loader_add_buffers(l, bufs + nb, 1, bytes - 1) == FC_ECONFIG, "smaller refused");
+    CHECK(fc_loader_add_buffers(l, bufs + nb, 1, bytes) == 0, "add: %s", fc_loader_error(l));
+    CHECK(fc_loader_set_epoch(l, 1) == 0, "epoch 1 again");
+    for (size_t i = 0; i < nb; i++) fc_loader_release(l, h[i]);
+    for (size_t i = 0; i < nb + 1; i++)
+      CHECK(fc_loader_next(l, &h[i]) == 0 && h[i], "hold %zu of %zu", i, nb + 1);
+    CHECK(h[nb] && h[nb]->mel_data == bufs[nb], "the added buffer used");
+    for (size_t i = 0; i < nb + 1; i++) fc_loader_release(l, h[i]);
+    fc_loader_close(l);
+    for (size_t i = 0; i < 4; i++) free(bufs[i]);
+  }
+
   /* random order: seeded, same on reopen, differs by epoch and seed, a permutation */
   fc_loader_options_init(&o);
   o.order = FC_ORDER_RANDOM;
@@ -616,7 +694,9 @@ int main(void) {
   fc_loader_info inf;
   fc_loader_info_get(l, &inf);
   CHECK(inf.pad_value == (float)log(1e-5), "default pad value %g, want ln(1e-5)", inf.pad_value);
-  CHECK(inf.bound_batch_bytes == 7ull * 64 * N_MELS * 4 &&
+  /* the mels, then room for a batch's block (7 ids, lengths, pointers) */
+  CHECK(inf.bound_batch_bytes > 7ull * 64 * N_MELS * 4 &&
+            inf.bound_batch_bytes <= 7ull * 64 * N_MELS * 4 + 2048 &&
             inf.max_batch_bytes <= inf.bound_batch_bytes,
         "bound %llu, max %llu", (unsigned long long)inf.bound_batch_bytes,
         (unsigned long long)inf.max_batch_bytes);
