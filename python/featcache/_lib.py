@@ -37,7 +37,7 @@ FLAG_CENTER_CROP = 256
 (DESC_BATCH, DESC_EPOCH, DESC_INDEX, DESC_SIZE, DESC_N_MELS, DESC_MEL_DTYPE, DESC_TOK_DTYPE,
  DESC_FRAMES, DESC_MAX_TOKENS, DESC_IDS, DESC_ITEMS, DESC_MEL_LENGTHS, DESC_MEL_STARTS,
  DESC_SRC_FRAMES, DESC_MELS, DESC_MEL_DATA, DESC_TOKEN_LENGTHS, DESC_TOKENS, DESC_TOK_DATA,
- DESC_N_ERRORS, DESC_ERRORS, DESC_ID_TEXT, DESC_ID_TEXT_LEN) = range(23)
+ DESC_N_ERRORS, DESC_ERRORS, DESC_ID_TEXT, DESC_ID_TEXT_LEN, DESC_LAYOUT) = range(24)
 DESC_LEN = 24
 
 FC_ENOTFOUND = -31908
@@ -194,6 +194,7 @@ def _declare(lib):
         "fc_loader_release": (None, [V, V]),
         "fc_loader_error": (C, [V]),
         "fc_loader_set_buffers": (ctypes.c_int, [V, P(V), ctypes.c_size_t, ctypes.c_size_t]),
+        "fc_loader_add_buffers": (ctypes.c_int, [V, P(V), ctypes.c_size_t, ctypes.c_size_t]),
         "fc_loader_wait_ns": (ctypes.c_uint64, [V]),
         "fc_loader_lookup": (ctypes.c_int, [V, C, P(Item)]),
         "fc_mq_decode": (ctypes.c_int, [V, V, ctypes.c_size_t, ctypes.c_uint32, ctypes.c_uint32,
@@ -206,9 +207,9 @@ def _declare(lib):
         f.argtypes = args
     # the per-batch call: no argtypes, so ctypes converts nothing — the package passes the handle
     # as a c_void_p and the descriptor as a (c_uint64 * DESC_LEN) array, both made once
-    f = lib.fc_loader_next_desc
-    f.restype = ctypes.c_int
-    f.argtypes = None
+    for f in (lib.fc_loader_next_desc, lib.fc_loader_swap_desc):
+        f.restype = ctypes.c_int
+        f.argtypes = None
     return lib
 
 

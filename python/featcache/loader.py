@@ -92,6 +92,8 @@ class _Handle:
         self.fence = None      # callable -> fence (.query(), .synchronize()): deferred release
         self.pending = []      # [(fence, batch address)] released once the fence has passed
         self.pending_lock = threading.RLock()  # give_back may run from a GC inside drain
+        self.on_close = []     # callables run before the loader closes
+        self.alloc = None      # callable(nbytes) -> a caller buffer (Loader's buffer_alloc)
 
     def set_buffers(self, objs):
         """Hand objects exposing writable memory of info.bound_batch_bytes each to the C loader
@@ -108,6 +110,22 @@ class _Handle:
         if rc:
             _raise(rc, "set_buffers", self.h)
         self.buffers = list(objs)
+
+    def add_buffers(self, objs):
+        """More caller buffers, at any time (fc_loader_add_buffers): for a consumer that keeps
+        more batches than there were buffers."""
+        nbytes = int(self.info.bound_batch_bytes)
+        addrs = []
+        for o in objs:
+            a, n = _address(o)
+            if n < nbytes:
+                raise ValueError("featcache: a caller buffer of %d bytes, batches need %d" % (n, nbytes))
+            addrs.append(a)
+        arr = (ctypes.c_void_p * len(addrs))(*addrs)
+        rc = self.lib.fc_loader_add_buffers(self.h, arr, len(addrs), nbytes)
+        if rc:
+            _raise(rc, "add_buffers", self.h)
+        self.buffers.extend(objs)
 
     def give_back(self, ptr, fence=None):
         """fc_loader_release now, or once fence (or self.fence()) has passed."""
@@ -142,6 +160,8 @@ class _Handle:
                 for f, ptr in self.pending:  # nothing may still read a batch when it closes
                     f.synchronize()
                     self.lib.fc_loader_release(self.h, ptr)
+                for close in self.on_close:  # batches a binding holds (featcache.torch)
+                    close()
                 self.lib.fc_loader_close(self.h)
         except Exception:  # interpreter shutdown
             pass
@@ -212,7 +232,7 @@ _unpack_desc = struct.Struct("%dQ" % _lib.DESC_LEN).unpack_from
 (_D_BATCH, _D_EPOCH, _D_INDEX, _D_SIZE, _D_N_MELS, _D_MEL_DTYPE, _D_TOK_DTYPE, _D_FRAMES,
  _D_MAX_TOKENS, _D_IDS, _D_ITEMS, _D_MEL_LENGTHS, _D_MEL_STARTS, _D_SRC_FRAMES, _D_MELS,
  _D_MEL_DATA, _D_TOKEN_LENGTHS, _D_TOKENS, _D_TOK_DATA, _D_N_ERRORS, _D_ERRORS, _D_ID_TEXT,
- _D_ID_TEXT_LEN) = range(23)
+ _D_ID_TEXT_LEN, _D_LAYOUT) = range(24)
 
 
 def _ro(owner, B, dt, addr):
@@ -555,6 +575,7 @@ class Loader:
             if self.buffer_alloc is not None:
                 n = int(h.info.bound_batch_bytes)
                 h.set_buffers([self.buffer_alloc(max(n, 1)) for _ in range(self.n_buffers)])
+                h.alloc = self.buffer_alloc
             h.fence = self.release_fence
             self._h = h
         return h

@@ -50,6 +50,7 @@ import numpy as np
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
+from ._torch_handoff import Handoff
 from .loader import Loader
 
 __all__ = ["FeatcacheDataset", "batch_to_torch", "to_device"]
@@ -99,50 +100,42 @@ class _Done:
 _SMALL = ("mel_lengths", "mel_starts", "token_lengths", "tokens")
 
 
+def _handoff(ld, device=None, depth=2):
+    """The loader's Handoff (one per loader and process), or None where batches cannot be handed
+    off whole (views, u16 tokens, no caller buffers, a torch whose use counts cannot be read)."""
+    if not ld.padded or not Handoff.usable(ld):
+        return None
+    h = ld._handle()
+    ho = getattr(h, "handoff", None)
+    want = (None if device is None else str(torch.device(device)), depth)
+    if ho is None:
+        ho = h.handoff = Handoff(ld, device, depth)
+        ho.key = want
+    return ho if ho.key == want else None
+
+
 def to_device(host_batches, device, depth=2):
     """Yield the LoaderBatches of host_batches as dicts of tensors on device, each copied `depth`
     batches ahead of the one yielded (on a side stream for CUDA; the consumer's current stream
     waits for an event, and each host batch is given back once its copy has completed).
 
-    A CPU device runs the same pipeline with synchronous copies (the logic without CUDA)."""
-    device = torch.device(device)
-    cuda = device.type == "cuda"
-    if cuda:
-        stream = torch.cuda.Stream(device=device)
+    A featcache.Loader with caller buffers (buffer_alloc) is handed off whole, its tensors made
+    once per buffer (featcache._torch_handoff); with a CPU device that pipeline runs with copies of
+    no cost (the tensors are the host buffer's). Any other iterable of batches: a CPU device runs
+    the same pipeline with synchronous copies (the logic without CUDA)."""
+    if isinstance(host_batches, Loader):
+        ho = _handoff(host_batches, device, depth)
+        if ho is not None:
+            ld = host_batches
+            epoch = ld.epoch
+            try:
+                yield from ho.to_device(epoch, *_slow_device(torch.device(device)))
+            finally:
+                if ld.epoch == epoch:
+                    ld.epoch = epoch + 1
+            return
+    issue, take = _slow_device(torch.device(device))
     pending = collections.deque()
-
-    def issue(b):
-        bf16 = b.mels.dtype == np.uint16 if b.padded else False
-        src = batch_to_torch(b, bf16)
-        out = {"ids": src["ids"]}
-        if cuda:
-            with torch.cuda.stream(stream):
-                for k in _SMALL:
-                    if k in src:
-                        out[k] = src[k].to(device, non_blocking=True)
-                out["mels"] = src["mels"].to(device, non_blocking=True)
-                copied = torch.cuda.Event()
-                copied.record(stream)
-        else:
-            for k in _SMALL:
-                if k in src:
-                    out[k] = src[k].clone()
-            out["mels"] = src["mels"].clone()
-            copied = _Done()
-        del src
-        b.release(fence=copied)  # the host buffer is reused once the copy has completed
-        return out, copied
-
-    def take(item):
-        out, copied = item
-        if cuda:
-            cur = torch.cuda.current_stream(device)
-            cur.wait_event(copied)
-            for k, t in out.items():
-                if torch.is_tensor(t):
-                    t.record_stream(cur)  # freed memory is reused only after cur has passed
-        return out
-
     for b in host_batches:
         if not b.padded:
             raise ValueError("featcache: device batches are padded: pass padded=True or pad_to")
@@ -151,6 +144,49 @@ def to_device(host_batches, device, depth=2):
             yield take(pending.popleft())
     while pending:
         yield take(pending.popleft())
+
+
+def _slow_device(device):
+    """(issue, take) of to_device's generic pipeline, for the batches a Handoff does not take."""
+    cuda = device.type == "cuda"
+    stream = torch.cuda.Stream(device=device) if cuda else None
+
+    def issue(b):
+        if not b.padded:
+            raise ValueError("featcache: device batches are padded: pass padded=True or pad_to")
+        src = batch_to_torch(b, b.mels.dtype == np.uint16)
+        out = {"ids": src["ids"]}
+        if cuda:
+            with torch.cuda.stream(stream):
+                for k in _SMALL + ("mels",):
+                    if k in src:
+                        out[k] = src[k].to(device, non_blocking=True)
+                copied = torch.cuda.Event()
+                copied.record(stream)
+        else:
+            for k in _SMALL + ("mels",):
+                if k in src:
+                    out[k] = src[k].clone()
+            copied = _Done()
+        del src
+        b.release(fence=copied)
+        return out, copied
+
+    def take(item):
+        out, copied = item
+        if cuda:
+            cur = torch.cuda.current_stream(device)
+            cur.wait_event(copied)
+            for t in out.values():
+                if torch.is_tensor(t):
+                    t.record_stream(cur)
+        return out
+
+    return issue, take
+
+
+def _host_alloc(nbytes):
+    return torch.empty(nbytes, dtype=torch.uint8)
 
 
 def _pinned_alloc(nbytes):
@@ -233,16 +269,23 @@ class FeatcacheDataset(IterableDataset):
         rank, world = self._shard()
         key = (os.getpid(), rank, world)
         ld = self._loaders.get(key)
+        info = get_worker_info()  # workers pickle batches anyway: loader-made buffers there
         if ld is None:
             # loaders of another process (inherited over fork) are dropped, never closed here
             self._loaders = {k: v for k, v in self._loaders.items() if k[0] == os.getpid()}
             kw = dict(self.kwargs)
-            if self.pin:
+            padded = kw.get("padded")
+            if padded is None:
+                padded = bool(kw.get("pad_to"))
+            if padded and info is None:
+                # padded batches are built whole into buffers of ours (pinned for the GPU), so
+                # their tensors are made once per buffer: the loader's prefetch depth, the
+                # batches in flight to the device, the one the loop holds and the one it is
+                # dropping (more are added if the loop keeps batches)
                 depth = kw.get("prefetch_depth", 4)
-                # buffers: the loader's prefetch depth, the batches in flight to the device, the
-                # one the loop holds and the one it is dropping
-                kw.update(buffer_alloc=_pinned_alloc, n_buffers=depth + self.depth + 3)
-                if self.device.type == "cpu":
+                kw.update(buffer_alloc=_pinned_alloc if self.pin else _host_alloc,
+                          n_buffers=depth + self.depth + 3)
+                if self.pin and self.device.type == "cpu":
                     kw["release_fence"] = _stream_fence
             ld = Loader(self.paths, rank=rank, world_size=world, **kw)
             self._loaders[key] = ld
@@ -255,6 +298,14 @@ class FeatcacheDataset(IterableDataset):
             yield from to_device(ld, self.device, self.depth)
             return
         bf16 = ld.info.mel_dtype == 3
+        ho = _handoff(ld)
+        if ho is not None:
+            try:
+                yield from ho.host(self.epoch, lambda b: batch_to_torch(b, bf16))
+            finally:
+                if ld.epoch == self.epoch:
+                    ld.epoch = self.epoch + 1
+            return
         for b in ld:
             yield batch_to_torch(b, bf16)
 

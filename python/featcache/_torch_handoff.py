@@ -1,0 +1,426 @@
+"""The hand-off of whole batches to a PyTorch loop, with no tensor made per batch.
+
+The loader's threads build each padded batch whole into a caller buffer (a torch uint8 tensor,
+pinned for CUDA): the mels first, then the lengths, crop starts, padded tokens and id text
+(libcache/loader, FC_DESC_LAYOUT). So a buffer holds every batch of one shape at the same
+offsets, and the tensors over it — mels [B, T, n_mels], mel_lengths, mel_starts, tokens,
+token_lengths — are made once per (buffer, shape) and handed out again each time that buffer
+comes back: per batch, one ctypes call (fc_loader_swap_desc: give one batch back, take the
+next), one dict lookup and one dict copy.
+
+A buffer goes back to the loader once the loop no longer holds anything of its batch: no Python
+reference to the tensors handed out (sys.getrefcount) and no other tensor over the buffer's
+storage — views, slices, .detach(), .numpy() — (the storage's use count: torch's own counter,
+read through torch._C._storage_Use_Count where torch has it, else from the storage object,
+calibrated at import). It is checked at each next(), oldest first. So a batch stays valid as long
+as anything of it is held, as with fresh tensors; a loop that keeps batches makes the set of
+buffers grow (fc_loader_add_buffers) instead of waiting. Where the use count cannot be read
+(an unknown torch build), the tensors are made per batch and released when collected.
+
+device="cuda": each buffer has a twin on the GPU, made once; a batch is copied in one
+asynchronous copy on a side stream `depth` batches ahead, its event (one per buffer, reused)
+waited for by the loop's stream. A twin is written again only after the loop's stream has passed
+an event recorded when the loop let the batch go, and the host buffer goes back to the loader
+only once the copy out of it has completed. The same pipeline runs with a CPU device: the twin
+is the host buffer itself (a device with copies of no cost), so its Python cost is measurable
+without a GPU.
+"""
+
+import collections
+import ctypes
+import errno
+import functools
+import sys
+
+import torch
+
+from . import _lib
+from . import loader as _L
+
+__all__ = ["Handoff", "storage_counter"]
+
+_getrefcount = sys.getrefcount
+
+
+# ---- the storage's use count -----------------------------------------------------------------
+def _cdata(t):
+    st = t.untyped_storage() if hasattr(t, "untyped_storage") else t._storage()
+    return st._cdata
+
+
+_FromMemory = ctypes.pythonapi.PyMemoryView_FromMemory
+_FromMemory.restype = ctypes.py_object
+_FromMemory.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int]
+
+
+def _memory_at(addr, n):
+    """A read-only memoryview of n bytes at addr (format "B")."""
+    return _FromMemory(addr, n, 0x100)  # PyBUF_READ
+
+
+def _counter_at(cdata, raw=True):
+    """() -> the strong count of the c10::StorageImpl at cdata. raw: read it from the object (an
+    intrusive_ptr_target: after its vtable pointer, the strong count — the low 32 bits of the
+    word in every layout torch has used — checked by _probe()) through a memoryview, the
+    cheapest read from Python; else torch's own torch._C._storage_Use_Count."""
+    if raw:
+        mv = _memory_at(cdata + ctypes.sizeof(ctypes.c_void_p), 4).cast("I")
+        return functools.partial(mv.__getitem__, 0)
+    return functools.partial(torch._C._storage_Use_Count, cdata)
+
+
+def _probe(raw):
+    """True when _counter_at(raw) counts the tensors over a storage: views, detach, numpy."""
+    try:
+        t = torch.zeros(64, dtype=torch.uint8)
+        c = _counter_at(_cdata(t), raw)
+        n0 = c()
+        v = t[8:16].view(torch.int32)
+        n1 = c()
+        d = t.detach()
+        n2 = c()
+        a = t.numpy()
+        n3 = c()
+        del v, d, a
+        n4 = c()
+        return n1 == n0 + 1 and n2 == n0 + 2 and n3 > n2 and n4 == n0 and 0 < n0 < 1 << 20
+    except Exception:
+        return False
+
+
+_RAW = _probe(True)
+_COUNTS = _RAW or (hasattr(torch._C, "_storage_Use_Count") and _probe(False))
+
+
+def storage_counter(t):
+    """A callable returning the number of tensors using t's storage, or None where it cannot be
+    read on this torch."""
+    return _counter_at(_cdata(t), _RAW) if _COUNTS else None
+
+
+# ---- fences ----------------------------------------------------------------------------------
+class _Done:
+    """An event that has always passed (a CPU device: no asynchronous copies)."""
+
+    def query(self):
+        return True
+
+    def synchronize(self):
+        pass
+
+    def record(self, stream=None):
+        pass
+
+
+_DONE = _Done()
+
+
+class _Ids(collections.abc.Sequence):
+    """The ids of a batch, decoded from the buffer when first read (an id is a Python string:
+    decoding 32 of them per batch costs more than the rest of the hand-off)."""
+
+    __slots__ = ("addr", "size", "_v", "__weakref__")
+
+    def __init__(self, addr, size):
+        self.addr, self.size, self._v = addr, size, None
+
+    def _list(self):
+        v = self._v
+        if v is None:
+            v, p = [], self.addr
+            for _ in range(self.size):  # the ids back to back, each ending with a NUL
+                b = ctypes.string_at(p)
+                v.append(b.decode())
+                p += len(b) + 1
+            self._v = v
+        return v
+
+    def __getitem__(self, i):
+        return self._list()[i]
+
+    def __len__(self):
+        return self.size
+
+    def __iter__(self):
+        return iter(self._list())
+
+    def __eq__(self, other):
+        if isinstance(other, (list, tuple, _Ids)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    def __ne__(self, other):
+        r = self.__eq__(other)
+        return r if r is NotImplemented else not r
+
+    __hash__ = None
+
+    def __repr__(self):
+        return repr(self._list())
+
+
+class _Buffer:
+    """One caller buffer: its flat tensor, the count of tensors over its storage when only
+    ours are, and (device) its twin."""
+
+    __slots__ = ("flat", "count", "base", "twin", "twin_count", "twin_base")
+
+    def __init__(self, flat):
+        self.flat = flat
+        self.count = storage_counter(flat)
+        self.base = 0
+        self.twin = self.twin_count = None
+        self.twin_base = 0
+
+
+class _Entry:
+    """A (buffer, shape): the tensors handed out for every batch of that shape in that buffer."""
+
+    __slots__ = ("buf", "template", "objs", "base", "ids", "ptr", "held", "copied", "passed",
+                 "src", "dst")
+
+    def __init__(self):
+        self.ptr = 0
+        self.held = False  # in the device queue, not yet handed to the loop
+        self.copied = self.passed = _DONE  # CUDA: the copy to the twin; the loop let it go
+        self.src = self.dst = None  # CUDA: the used part of the buffer and of its twin
+
+    def calibrate(self):
+        """The reference counts of our own objects when the loop holds none of them (counted
+        as free() counts them: the loop can only add references, so equal sums mean equal
+        counts)."""
+        self.base = sum(map(_getrefcount, self.objs))
+
+    def free(self):
+        """Nothing of the batch is held by the loop (and, on a GPU, its copy has completed)."""
+        b = self.buf
+        return (not self.held and b.count() == b.base and
+                (b.twin_count is None or b.twin_count() == b.twin_base) and
+                sum(map(_getrefcount, self.objs)) == self.base and
+                (self.copied is _DONE or self.copied.query()))
+
+
+_TORCH_DT = {1: torch.float32, 2: torch.float16, 3: torch.bfloat16, 4: torch.int32,
+             5: torch.int16}
+
+
+def _field(flat, off, nbytes, dtype, shape):
+    return flat[off:off + nbytes].view(dtype).view(shape)
+
+
+class Handoff:
+    """Iterates a featcache.Loader whose padded batches go to caller buffers (torch tensors) and
+    yields dicts of tensors made once per buffer and shape. device: None (the host tensors), a
+    CPU device (the device pipeline with copies of no cost) or a CUDA device."""
+
+    def __init__(self, ld, device=None, depth=2):
+        self.ld = ld
+        self.h = h = ld._handle()
+        self.device = None if device is None else torch.device(device)
+        self.cuda = self.device is not None and self.device.type == "cuda"
+        self.depth = depth
+        self.bufs = {}
+        self.entries = {}
+        self.out = collections.deque()  # entries whose batch the loader lent us, oldest first
+        self.fenced = collections.deque()  # pinned host batches let go, behind their event
+        # host tensors in pinned memory: a batch the loop let go goes back to the loader once
+        # the loop's CUDA stream has passed that point (its own copies from it are done)
+        self.pinned = (self.device is None and torch.cuda.is_available() and
+                       any(torch.is_tensor(o) and o.is_pinned() for o in h.buffers[:1]))
+        self.stream = torch.cuda.Stream(device=self.device) if self.cuda else None
+        self.on_side = torch.cuda.stream(self.stream) if self.cuda else None
+        h.on_close.append(self.close)
+
+    @staticmethod
+    def usable(ld):
+        """The loader's batches can be handed off this way (the use count can be read, tokens
+        have a torch dtype)."""
+        info = ld.info
+        return _COUNTS and ld.buffer_alloc is not None and info.tok_dtype in (0, 4, 5)
+
+    def close(self):
+        """Give back every batch the loader lent (the loader is closing)."""
+        L, hh = self.h.lib, self.h.h
+        for e in list(self.out) + list(self.fenced):
+            e.copied.synchronize()
+            e.passed.synchronize()
+            if e.ptr:
+                L.fc_loader_release(hh, e.ptr)
+                e.ptr = 0
+        self.out.clear()
+        self.fenced.clear()
+
+    # -- buffers and entries -------------------------------------------------------------------
+    def _buffer(self, idx):
+        b = self.bufs.get(idx)
+        if b is None:
+            o = self.h.buffers[idx]
+            flat = o if torch.is_tensor(o) else torch.from_numpy(_L.np.asarray(o))
+            b = self.bufs[idx] = _Buffer(flat.view(torch.uint8).reshape(-1))
+        return b
+
+    def _entry(self, key, d):
+        """The entry of layout key (desc d), made once."""
+        h, info = self.h, self.h.info
+        b = self._buffer((key >> 1) & 127)
+        B, T, L = d[_L._D_SIZE], d[_L._D_FRAMES], d[_L._D_MAX_TOKENS]
+        base = d[_L._D_MEL_DATA]
+        mdt = _TORCH_DT[info.mel_dtype]
+        nm = int(info.n_mels)
+        esz = torch.empty(0, dtype=mdt).element_size()
+        fields = {"mels": (0, B * T * nm * esz, mdt, (B, T, nm))}
+        for k, i in (("mel_lengths", _L._D_MEL_LENGTHS), ("mel_starts", _L._D_MEL_STARTS)):
+            fields[k] = (d[i] - base, 4 * B, torch.int32, (B,))
+        if d[_L._D_TOKEN_LENGTHS]:
+            tdt = _TORCH_DT[info.tok_dtype]
+            tsz = torch.empty(0, dtype=tdt).element_size()
+            fields["token_lengths"] = (d[_L._D_TOKEN_LENGTHS] - base, 4 * B, torch.int32, (B,))
+            fields["tokens"] = (d[_L._D_TOK_DATA] - base, B * L * tsz, tdt, (B, L))
+        e = _Entry()
+        e.buf = b
+        n_copy = max(off + n for off, n, _, _ in fields.values())
+        e.ids = _Ids(d[_L._D_ID_TEXT], B)
+        e.template = t = {"ids": e.ids}
+        if not self.cuda:
+            t.update({k: _field(b.flat, *f) for k, f in fields.items()})
+        else:
+            if b.twin is None:
+                b.twin = torch.empty(b.flat.numel(), dtype=torch.uint8, device=self.device)
+                b.twin_count = storage_counter(b.twin)
+            t.update({k: _field(b.twin, *f) for k, f in fields.items()})
+            e.src, e.dst = b.flat[:n_copy], b.twin[:n_copy]
+            e.copied = torch.cuda.Event()
+        if self.cuda or self.pinned:
+            e.passed = torch.cuda.Event()
+        e.objs = tuple(t.values())
+        self.entries[key] = e
+        # only ours now: the counts a free buffer shows (every entry over it made views)
+        e.calibrate()
+        b.base = b.count()
+        if b.twin_count is not None:
+            b.twin_base = b.twin_count()
+        return e
+
+    # -- the hand-off --------------------------------------------------------------------------
+    def _give_back_extra(self):
+        """Release every batch that is free (beyond the one a swap gives back): the loop let
+        several go at once, or holds the oldest."""
+        L, hh = self.h.lib, self.h.h
+        n = 0
+        for e in list(self.out):  # (free() is False for those still queued for the device)
+            if e.free():
+                self.out.remove(e)
+                self._let_go(e, L, hh)
+                n += 1
+        return n
+
+    def _let_go(self, e, L, hh):
+        """The loop let e's batch go: give it back (pinned: once the loop's stream passes)."""
+        if self.cuda or self.pinned:
+            e.passed.record(torch.cuda.current_stream(self.device))
+        if self.pinned:
+            self.fenced.append(e)
+            return
+        with self.h.lock:
+            L.fc_loader_release(hh, e.ptr)
+        e.ptr = 0
+
+    def _recover(self, rc, desc):
+        """swap failed: ENOBUFS (every buffer lent out) → give back what is free, else add a
+        buffer; returns the swap's new rc."""
+        h, L, hh = self.h, self.h.lib, self.h.h
+        while rc == errno.ENOBUFS:
+            if self.fenced:
+                e = self.fenced.popleft()
+                e.passed.synchronize()
+                with h.lock:
+                    L.fc_loader_release(hh, e.ptr)
+                e.ptr = 0
+            elif not self._give_back_extra():
+                h.add_buffers([h.alloc(int(h.info.bound_batch_bytes))])
+            desc[0] = 0
+            with h.lock:
+                rc = L.fc_loader_swap_desc(hh, desc)
+        return rc
+
+    def entries_of(self, epoch):
+        """Yields (entry, None) per batch handed off whole, (None, LoaderBatch) for a batch that
+        is not (a layout this path does not know)."""
+        h = self.h
+        L, hh, lock = h.lib, h.h, h.lock
+        with lock:
+            rc = L.fc_loader_set_epoch(hh, epoch)
+        if rc:
+            _L._raise(rc, "set_epoch(%d)" % epoch, hh)
+        desc = _L._Desc()
+        swap, out, fenced, entries = L.fc_loader_swap_desc, self.out, self.fenced, self.entries
+        while True:
+            give = 0
+            if fenced and fenced[0].passed.query():
+                e = fenced.popleft()
+                give, e.ptr = e.ptr, 0
+            elif out and out[0].free():
+                e = out.popleft()
+                if self.cuda or self.pinned:
+                    e.passed.record(torch.cuda.current_stream(self.device))
+                if self.pinned:
+                    fenced.append(e)
+                else:
+                    give, e.ptr = e.ptr, 0
+            desc[0] = give
+            with lock:
+                rc = swap(hh, desc)
+            if rc:
+                rc = self._recover(rc, desc)
+                if rc:
+                    _L._raise(rc, "next batch", hh)
+            ptr = desc[0]
+            if not ptr:
+                return
+            e = entries.get(desc[23])
+            if e is None:
+                d = _L._unpack_desc(desc)
+                if not d[_L._D_LAYOUT]:
+                    yield None, _L._make_batch(h, d)
+                    continue
+                e = self._entry(d[_L._D_LAYOUT], d)
+            e.ptr = ptr
+            e.ids._v = None
+            out.append(e)
+            yield e, None
+
+    def host(self, epoch, slow):
+        """Dicts of host tensors; slow(LoaderBatch) -> dict for the batches not handed off."""
+        for e, b in self.entries_of(epoch):
+            yield e.template.copy() if e is not None else slow(b)
+
+    def to_device(self, epoch, slow_issue, slow_take):
+        """Dicts of device tensors, each copied `depth` batches ahead of the one yielded."""
+        pending = collections.deque()
+        depth, cuda, stream, dev = self.depth, self.cuda, self.stream, self.device
+        on_side = self.on_side
+        for e, b in self.entries_of(epoch):
+            if e is None:
+                pending.append((None, slow_issue(b)))
+            else:
+                e.held = True
+                if cuda:
+                    with on_side:
+                        stream.wait_event(e.passed)  # the loop is done with the twin's last batch
+                        e.dst.copy_(e.src, non_blocking=True)
+                        e.copied.record(stream)
+                pending.append((e, None))
+            if len(pending) > depth:
+                yield self._take(pending.popleft(), slow_take, dev)
+        while pending:
+            yield self._take(pending.popleft(), slow_take, dev)
+
+    def _take(self, item, slow_take, dev):
+        e, other = item
+        if e is None:
+            return slow_take(other)
+        if self.cuda:
+            torch.cuda.current_stream(dev).wait_event(e.copied)
+        out = e.template.copy()
+        e.held = False
+        return out
