@@ -254,6 +254,66 @@ def test_to_device_pipeline_cpu_target(store):
         assert torch.equal(g["tokens"], torch.from_numpy(toks))
 
 
+def test_handoff_reuses_tensors_and_never_overwrites_a_held_batch(store):
+    """Padded batches are handed off whole: the tensors of a buffer are made once and handed out
+    again (far fewer tensor objects than batches), and a buffer goes back to the loader only when
+    nothing of its batch is held — not the tensors, nor a slice, a .detach(), a .numpy() view or
+    the ids; a loop that keeps every batch (list()) gets the buffers it needs."""
+    kw = dict(batch_size=5, shuffle=True, seed=1, pad_to=120, crop="random", drop_last=True)
+    want = {}
+    for e in range(3):
+        ld = featcache.Loader(store["path"], tokens="chars", epoch=e, **kw)
+        for b in ld:
+            want[(e, tuple(b.ids))] = (b.mels.copy(), b.mel_lengths.copy(), b.tokens.copy())
+    ds = FeatcacheDataset(store["path"], tokens="chars", **kw)
+    objs, widths, kept, n = set(), set(), [], 0
+    for e in range(3):
+        ds.set_epoch(e)
+        for k, b in enumerate(ds):
+            key = (e, tuple(b["ids"]))
+            m, lens, toks = want[key]
+            assert torch.equal(b["mels"], torch.from_numpy(m))
+            assert torch.equal(b["mel_lengths"], torch.from_numpy(lens.view(np.int32)))
+            assert torch.equal(b["tokens"], torch.from_numpy(toks))
+            objs.add(id(b["mels"]))
+            widths.add(b["tokens"].shape[1])
+            n += 1
+            # keep something of every fourth batch, each time another way, for the rest of the run
+            if n % 4 == 0:
+                how = ("slice", "detach", "numpy", "ids", "lengths")[(n // 4) % 5]
+                x = {"slice": lambda: b["mels"][1:3], "detach": lambda: b["mels"].detach(),
+                     "numpy": lambda: b["mels"].numpy(), "ids": lambda: b["ids"],
+                     "lengths": lambda: b["mel_lengths"]}[how]()
+                kept.append((key, how, x))
+    ld = ds._loader()
+    # tensors reused: one set per buffer and shape (here the token width varies), fewer than
+    # batches
+    assert len(objs) <= len(ld._handle().buffers) * len(widths) and len(objs) < n
+    for key, how, x in kept:  # nothing kept was overwritten
+        m, lens, _ = want[key]
+        if how == "slice":
+            assert torch.equal(x, torch.from_numpy(m[1:3])), key
+        elif how == "detach":
+            assert torch.equal(x, torch.from_numpy(m)), key
+        elif how == "numpy":
+            np.testing.assert_array_equal(x, m, err_msg=str(key))
+        elif how == "ids":
+            assert list(x) == list(key[1]) and x == list(key[1]), key
+        else:
+            assert torch.equal(x, torch.from_numpy(lens.view(np.int32))), key
+    held = len(ld._handle().buffers)
+    kept.clear()
+    # every batch of an epoch kept: more buffers, the same values
+    ds.set_epoch(0)
+    got = list(ds)
+    assert len(ld._handle().buffers) >= len(got)
+    for b in got:
+        m, _, toks = want[(0, tuple(b["ids"]))]
+        assert torch.equal(b["mels"], torch.from_numpy(m))
+        assert torch.equal(b["tokens"], torch.from_numpy(toks))
+    assert held <= len(ld._handle().buffers)
+
+
 def test_dataset_options(store):
     with pytest.raises(ValueError, match="padded"):
         FeatcacheDataset(store["path"], pin_memory=True, padded=False)
