@@ -7,6 +7,8 @@
 
 enum {
   OPT_STEP = 256,
+  OPT_GPUS,
+  OPT_NO_PROBE,
   OPT_DURATION,
   OPT_BYTES,
   OPT_SEED,
@@ -45,6 +47,10 @@ static const fc_cli_opt options[] = {
      "bench each on its own, side by side (default: one dataset)"},
     {NULL, 0, 0, NULL, "Verdict:"},
     {"step-ms", OPT_STEP, required_argument, "MS", "training step time (default 50)"},
+    {"gpus", OPT_GPUS, required_argument, "N",
+     "data-parallel GPUs, each reading a batch per step (default 1)"},
+    {"no-probe", OPT_NO_PROBE, no_argument, NULL,
+     "skip the ~2 s O_DIRECT probe that tells an HDD from an SSD"},
     {NULL, 0, 0, NULL, "Output:"},
     {"json", OPT_JSON, no_argument, NULL, "JSON lines: one object per store and pass, a summary"},
     {"svg", OPT_SVG, required_argument, "FILE", "write a chart of throughput and latency"},
@@ -60,13 +66,16 @@ static const char synopsis[] = "cache-bench [options] STORE...";
 static const char description[] =
     "Measure how fast the device under each featcache STORE delivers its feature records:\n"
     "access patterns x cold/warm page cache x threads x batch size, with latency percentiles,\n"
-    "the device facts, and a verdict for a training step of --step-ms at --batch utterances.\n"
+    "the device facts, and a verdict in one line: does the store keep up with --gpus GPUs at a\n"
+    "step of --step-ms, batches of --batch utterances, through the loader's prefetch, and does the\n"
+    "device read like an HDD or an SSD (measured: cold random against sequential reads).\n"
     "Several STOREs (the shards of one corpus) are one dataset, read as the loader reads them:\n"
     "each pass reads their union. --separate benches each store on its own, side by side\n"
     "(e.g. one cache on an HDD and on an SSD).";
 static const char footer[] =
     "Exit status: 0 all passes ran; 1 a pass failed; 2 usage error or a store that cannot be\n"
-    "benched (not a store, empty, read-only mount without --read-only); 130/143 interrupted.";
+    "benched (not a store, empty, read-only mount without --read-only); 130/143 interrupted.\n"
+    "Manual: man cache-bench.";
 
 struct opts {
   int patterns[FC_BENCH_PATTERN_COUNT], np;
@@ -74,6 +83,8 @@ struct opts {
   unsigned threads[16], nt;
   unsigned batch;
   double step_ms, duration;
+  unsigned gpus;
+  int no_probe;
   uint64_t max_bytes, seed;
   uint32_t run;
   int direct, hint, nordahead, read_only, separate, json, progress, quiet;
@@ -172,7 +183,8 @@ static void open_error(const char *path, int rc) {
 
 int main(int argc, char **argv) {
   fc_cli_tool = "cache-bench";
-  struct opts o = {.batch = 32, .step_ms = 50, .duration = 5, .seed = 1, .run = 0, .hint = 1};
+  struct opts o =
+      {.batch = 32, .step_ms = 50, .gpus = 1, .duration = 5, .seed = 1, .run = 0, .hint = 1};
   struct option longs[sizeof options / sizeof options[0] + 1];
   char shorts[3 * (sizeof options / sizeof options[0]) + 2];
   fc_cli_getopt_tables(options, longs, shorts);
@@ -193,6 +205,8 @@ int main(int argc, char **argv) {
       break;
     case 'b': o.batch = fc_cli_u32("batch", optarg, 1, 4096); break;
     case OPT_STEP: o.step_ms = fc_cli_double("step-ms", optarg, 0.001, 1e7); break;
+    case OPT_GPUS: o.gpus = fc_cli_u32("gpus", optarg, 1, 65536); break;
+    case OPT_NO_PROBE: o.no_probe = 1; break;
     case OPT_DURATION: o.duration = fc_cli_double("duration", optarg, 0, 86400); break;
     case OPT_BYTES:
       if (fc_cli_parse_u64(optarg, &o.max_bytes, 1))
@@ -242,11 +256,12 @@ int main(int argc, char **argv) {
   unsigned nbatch = o.batch == 1 ? 1 : 2;
   size_t per_store = (size_t)o.np * o.ns * o.nt * nbatch;
   fc_bench_result *results = calloc(nunits * per_store, sizeof *results);
+  fc_bench_result *probes = calloc(2 * nunits, sizeof *probes);
   int exit_code = FC_EXIT_OK, any_ro = 0;
   char *refused = calloc(nstores, 1); /* on a read-only mount without --read-only */
   fc_bench_device dev0;
   memset(&dev0, 0, sizeof dev0);
-  if (!benches || !reports || !results || !refused) {
+  if (!benches || !reports || !results || !probes || !refused) {
     fc_cli_warn(NULL, "out of memory");
     return FC_EXIT_FAIL;
   }
@@ -338,6 +353,7 @@ int main(int argc, char **argv) {
     free(benches);
     free(reports);
     free(results);
+    free(probes);
     return exit_code;
   }
 
@@ -347,6 +363,7 @@ int main(int argc, char **argv) {
     const char *path = label ? label : paths[s];
     fc_bench_report *rep = &reports[s];
     rep->store = path;
+    rep->gpus = o.gpus;
     rep->stores = label ? paths : NULL;
     rep->n_stores = label ? nstores : 1;
     rep->device = fc_bench_device_info(benches[s]);
@@ -354,6 +371,31 @@ int main(int argc, char **argv) {
     rep->payload_bytes = fc_bench_payload_bytes(benches[s]);
     rep->file_bytes = fc_bench_file_bytes(benches[s]);
     rep->passes = results + s * per_store;
+    rep->probe_note = o.no_probe ? "--no-probe" : "";
+    if (!o.no_probe && strcmp(rep->device->kind, "tmpfs") != 0) {
+      /* HDD or SSD, by behaviour: single records read with O_DIRECT (no page cache, no
+       * read-ahead) in file order, then in random order; about a second each at most */
+      int ok = 1;
+      for (int q = 0; q < 2 && ok && !fc_cli_signal; q++) {
+        fc_bench_params p;
+        fc_bench_params_default(&p);
+        p.pattern = q ? FC_BENCH_RANDOM : FC_BENCH_SEQUENTIAL;
+        p.state = FC_BENCH_COLD;
+        p.seed = o.seed;
+        p.max_seconds = 1;
+        p.max_bytes = 64u << 20;
+        p.direct = 1;
+        p.hint = 0;
+        p.should_stop = stop_requested;
+        int rc = fc_bench_run(benches[s], &p, &probes[2 * s + q]);
+        if (rc) {
+          rep->probe_note = rc == EINVAL ? "O_DIRECT is not supported on this filesystem"
+                                         : "the probe's reads failed";
+          ok = 0;
+        }
+      }
+      if (ok && !fc_cli_signal) rep->probe = probes + 2 * s;
+    }
     size_t k = 0;
     for (int pi = 0; pi < o.np; pi++)
       for (int si = 0; si < o.ns; si++)
@@ -448,6 +490,7 @@ int main(int argc, char **argv) {
   free(benches);
   free(reports);
   free(results);
+  free(probes);
   if (fc_cli_signal) return fc_cli_signal_exit();
   return failed ? FC_EXIT_FAIL : exit_code;
 }

@@ -186,12 +186,21 @@ typedef struct fc_bench_report {
    * means the one store named by `store`. */
   const char *const *stores;
   size_t n_stores;
+  unsigned gpus; /* data-parallel readers (GPUs) the verdict is for, each a batch per step; 0: 1 */
+  /* The disk's behaviour probe: one record at a time, one thread, O_DIRECT (no page cache, no
+   * read-ahead), [0] in file order and [1] in random order; NULL when not run, probe_note then
+   * says why ("" when it was not asked for). */
+  const fc_bench_result *probe;
+  const char *probe_note;
 } fc_bench_report;
 
-/* The verdict for one store: batches/s of `batch` records (the random-order cold pass with that
- * batch size, else the closest pass), and how many data-parallel readers a step of step_ms keeps
- * under 5 % data time; then recommendations, one per line. Writes a NUL-terminated text into
- * buf (truncated to len). mem_available: bytes of RAM available (0: read /proc/meminfo). */
+/* The verdict for one store, one line: does it keep up with r->gpus GPUs at a step of step_ms
+ * through the loader's prefetch — a rate: reads overlap compute, so it keeps up when it delivers
+ * gpus x 1000 / step_ms batches/s of `batch` records (the random-order cold pass with that batch
+ * size, else the closest pass) — and is the device HDD-like or SSD-like by its measured behaviour
+ * (cold random against cold sequential reads, not the rotational flag); then recommendations,
+ * one per line. Writes a NUL-terminated text into buf (truncated to len). mem_available: bytes
+ * of RAM available (0: read /proc/meminfo). */
 FC_API void fc_bench_verdict(const fc_bench_report *r, double step_ms, unsigned batch,
                              uint64_t mem_available, char *buf, size_t len);
 

@@ -15,9 +15,15 @@ struct verdict {
   const fc_bench_result *ref; /* the pass the verdict quotes (cold random at the batch size) */
   const fc_bench_result *warm; /* the same in the page cache, when measured */
   double bps, warm_bps; /* batches/s of `batch` records */
-  double gpus, warm_gpus; /* data-parallel readers a step keeps under 5 % data time */
-  double min_step_ms; /* shortest step one reader keeps under 5 % */
-  char text[1024];
+  unsigned gpus; /* GPUs the question is about, each reading a batch per step */
+  double need_bps; /* batches/s they need: gpus x 1000 / step */
+  int keeps_up, warm_keeps_up, fits_ram;
+  double max_gpus; /* GPUs this rate feeds at the step: floor(bps x step / 1000) */
+  double min_step_ms; /* the shortest step the rate feeds for `gpus` GPUs */
+  const char *behaviour; /* "hdd-like", "ssd-like", "ram" or "unknown" */
+  double rnd_vs_seq; /* cold: sequential MB/s / random MB/s (NAN when not measured) */
+  double rnd_record_ms; /* cold random: p50 per record (ms) */
+  char text[2048];
   char recs[MAX_RECS][512];
   int nrecs;
 };
@@ -66,6 +72,54 @@ static void human_bytes(uint64_t b, char *out, size_t len) {
     snprintf(out, len, "%.1f MB", (double)b / 1e6);
 }
 
+/* HDD-like or SSD-like, by what the device did (the probe: single records, one thread,
+ * O_DIRECT, in file order and in random order). A disk that seeks reads random records several
+ * times slower than sequential ones, each taking milliseconds (a seek and half a turn: 4+ ms at
+ * 7,200 rpm); an SSD reads them at about the sequential rate, each in a fraction of a
+ * millisecond. The rotational flag a device reports is what a hypervisor says, not what the
+ * medium does. */
+static void disk_behaviour(const fc_bench_report *r, struct verdict *v, char *out, size_t len) {
+  const fc_bench_device *d = r->device;
+  v->behaviour = "unknown";
+  v->rnd_vs_seq = NAN;
+  v->rnd_record_ms = NAN;
+  if (!strcmp(d->kind, "tmpfs")) {
+    v->behaviour = "ram";
+    snprintf(out, len, "the store is in RAM (%s): no disk to tell HDD from SSD", d->fs_type);
+    return;
+  }
+  const fc_bench_result *seq = r->probe ? &r->probe[0] : NULL;
+  const fc_bench_result *rnd = r->probe ? &r->probe[1] : NULL;
+  if (!seq || !(rnd->mb_per_s > 0) || !(seq->mb_per_s > 0)) {
+    snprintf(out, len, "HDD or SSD not measured%s%s%s", r->probe_note && *r->probe_note ? " (" : "",
+             r->probe_note ? r->probe_note : "", r->probe_note && *r->probe_note ? ")" : "");
+    return;
+  }
+  char fb[32];
+  human_bytes(r->file_bytes, fb, sizeof fb);
+  if (r->file_bytes < (64u << 20)) {
+    snprintf(out, len,
+             "HDD or SSD cannot be told on a store of %s (a disk's own cache holds that much): "
+             "bench one of at least 64 MiB",
+             fb);
+    return;
+  }
+  v->rnd_vs_seq = seq->mb_per_s / rnd->mb_per_s;
+  v->rnd_record_ms = rnd->record_ms.p50;
+  int seeks = v->rnd_vs_seq >= 3 && v->rnd_record_ms >= 2.0;
+  v->behaviour = seeks ? "hdd-like" : "ssd-like";
+  const char *flag = d->rotational == 1 && !seeks  ? " (the device says rotational)"
+                     : d->rotational == 0 && seeks ? " (the device says non-rotational)"
+                                                   : "";
+  if (v->rnd_vs_seq >= 1.05)
+    snprintf(out, len, "%s: single random reads %.1fx slower than sequential, %.2f ms a record%s%s",
+             seeks ? "HDD-like" : "SSD-like", v->rnd_vs_seq, v->rnd_record_ms,
+             seeks ? " (seeks)" : "", flag);
+  else
+    snprintf(out, len, "%s: single random reads as fast as sequential, %.2f ms a record%s",
+             seeks ? "HDD-like" : "SSD-like", v->rnd_record_ms, flag);
+}
+
 static void compute_verdict(const fc_bench_report *r, double step_ms, unsigned batch,
                             uint64_t mem_available, struct verdict *v) {
   memset(v, 0, sizeof *v);
@@ -87,46 +141,53 @@ static void compute_verdict(const fc_bench_report *r, double step_ms, unsigned b
   /* batches/s from records/s so that passes of another batch size convert honestly */
   v->bps = v->ref->records_per_s / batch;
   v->warm_bps = v->warm ? v->warm->records_per_s / batch : 0;
-  /* K readers each need one batch per step; the device serves them one after another, so the
-   * data time per step is K / bps; under 5 %: K / bps <= 0.05 / 0.95 * step. */
-  v->gpus = step_ms * v->bps / 19000.0;
-  v->warm_gpus = step_ms * v->warm_bps / 19000.0;
-  v->min_step_ms = v->bps > 0 ? 19000.0 / v->bps : INFINITY;
+  /* Through the loader's prefetch, reads overlap the step's compute: the device keeps up when
+   * it delivers as many batches per second as the GPUs consume, each one batch per step. */
+  v->gpus = r->gpus ? r->gpus : 1;
+  v->need_bps = v->gpus * 1000.0 / step_ms;
+  v->keeps_up = v->bps >= v->need_bps;
+  v->warm_keeps_up = v->warm && v->warm_bps >= v->need_bps;
+  v->max_gpus = floor(v->bps * step_ms / 1000.0);
+  v->min_step_ms = v->bps > 0 ? v->gpus * 1000.0 / v->bps : INFINITY;
+  uint64_t avail = mem_available ? mem_available : meminfo_available();
+  v->fits_ram = avail && r->file_bytes < avail / 2;
 
   const fc_bench_device *d = r->device;
-  char dev[256];
+  char dev[256], how[256], tell[512];
   if (strcmp(d->kind, "block") == 0)
-    snprintf(dev, sizeof dev, "%s (%s, %s, %s)", d->disk[0] ? d->disk : d->block_device,
-             d->model[0] ? d->model : "model unknown", rotational_word(d->rotational), d->fs_type);
+    snprintf(dev, sizeof dev, "%s (%s, %s)", d->disk[0] ? d->disk : d->block_device,
+             d->model[0] ? d->model : "model unknown", d->fs_type);
   else
     snprintf(dev, sizeof dev, "%s", d->fs_type[0] ? d->fs_type : d->kind);
-  int n =
-      snprintf(v->text, sizeof v->text,
-               "%s on %s delivers %.1f batches/s of %u utterances (%s order, %s, %u "
-               "thread%s%s); a training step of %g ms stays under 5 %% data time ",
-               r->store, dev, v->bps, batch, fc_bench_pattern_name(v->ref->pattern),
-               fc_bench_state_name(v->ref->state), v->ref->threads, v->ref->threads == 1 ? "" : "s",
-               v->ref->batch == batch ? "" : ", converted", step_ms);
-  if (n < 0 || (size_t)n >= sizeof v->text) return;
-  if (v->gpus >= 1)
-    n += snprintf(v->text + n, sizeof v->text - n,
-                  "up to %.0f GPU%s each reading a batch per step (one GPU: steps down to "
-                  "%.1f ms)",
-                  floor(v->gpus), floor(v->gpus) == 1 ? "" : "s", v->min_step_ms);
+  snprintf(how, sizeof how, "%s order, %s, %u thread%s%s", fc_bench_pattern_name(v->ref->pattern),
+           fc_bench_state_name(v->ref->state), v->ref->threads, v->ref->threads == 1 ? "" : "s",
+           v->ref->batch == batch ? "" : ", converted");
+  char tail[800];
+  disk_behaviour(r, v, tell, sizeof tell);
+  if (!strcmp(v->behaviour, "ram"))
+    snprintf(tail, sizeof tail, "%s", tell);
   else
-    n += snprintf(v->text + n, sizeof v->text - n,
-                  "not even for one GPU: one reader needs steps of at least %.1f ms",
-                  v->min_step_ms);
-  if (v->warm && n > 0 && (size_t)n < sizeof v->text) {
-    if (v->warm_gpus >= 1)
-      snprintf(v->text + n, sizeof v->text - n,
-               "; from the page cache (warm) %.1f batches/s, up to %.0f GPU%s", v->warm_bps,
-               floor(v->warm_gpus), floor(v->warm_gpus) == 1 ? "" : "s");
-    else
-      snprintf(v->text + n, sizeof v->text - n,
-               "; from the page cache (warm) %.1f batches/s, still short of one GPU (steps of "
-               "at least %.1f ms)",
-               v->warm_bps, 19000.0 / v->warm_bps);
+    snprintf(tail, sizeof tail, "disk %s: %s", dev, tell);
+  const char *gs = v->gpus == 1 ? "" : "s";
+  double headroom = floor(10 * v->bps / v->need_bps) / 10; /* 2.96 is "2.9x", as 2 GPUs */
+  if (v->keeps_up)
+    snprintf(v->text, sizeof v->text,
+             "%s keeps up with %u GPU%s at a %g ms step: it delivers %.1f batches/s of %u (%s) "
+             "where %.1f/s are needed (%.1fx; up to %.0f GPU%s); %s",
+             r->store, v->gpus, gs, step_ms, v->bps, batch, how, v->need_bps, headroom, v->max_gpus,
+             v->max_gpus == 1 ? "" : "s", tail);
+  else {
+    char warm[160] = "";
+    if (v->warm && v->fits_ram)
+      snprintf(warm, sizeof warm,
+               "; from the page cache (data.mdb fits in RAM: the second "
+               "epoch on) %.1f/s, %s",
+               v->warm_bps, v->warm_keeps_up ? "enough" : "still short");
+    snprintf(v->text, sizeof v->text,
+             "%s is too slow for %u GPU%s at a %g ms step: it delivers %.1f batches/s of %u (%s) "
+             "where %.1f/s are needed (steps of %.1f ms or more keep up)%s; %s",
+             r->store, v->gpus, gs, step_ms, v->bps, batch, how, v->need_bps, v->min_step_ms, warm,
+             tail);
   }
 
   /* recommendations */
@@ -141,12 +202,8 @@ static void compute_verdict(const fc_bench_report *r, double step_ms, unsigned b
     add_rec(v,
             "the store is on an overlay filesystem: bench the host path of its layer to "
             "learn which disk is really read");
-  uint64_t avail = mem_available ? mem_available : meminfo_available();
   uint64_t avg = r->records ? r->payload_bytes / r->records : 0;
-  int keeps_up = v->gpus >= 1;
-  if (keeps_up && strcmp(d->kind, "tmpfs"))
-    add_rec(v, "this device keeps up with a %g ms step at batch %u even cold: no change needed",
-            step_ms, batch);
+  int keeps_up = v->keeps_up;
   if (!keeps_up && rc_cold && lc_cold && lc_cold->records_per_s > 1.3 * rc_cold->records_per_s)
     add_rec(v,
             "use the locality-aware order (shuffled within runs of adjacent records): %.1fx "
@@ -169,7 +226,7 @@ static void compute_verdict(const fc_bench_report *r, double step_ms, unsigned b
       add_rec(v,
               "copy the cache to RAM (e.g. cp -r to /dev/shm) or let the page cache keep it "
               "after the first epoch: %s fits in the %s available%s",
-              fb, av, v->warm && v->warm_gpus >= 1 ? ", and warm reads keep up" : "");
+              fb, av, v->warm_keeps_up ? ", and warm reads keep up" : "");
     else
       add_rec(v,
               "the store (%s) is larger than half the available memory (%s): move it to a "
@@ -189,6 +246,14 @@ static void compute_verdict(const fc_bench_report *r, double step_ms, unsigned b
   if (t1 && tn && tn->records_per_s > 1.3 * t1->records_per_s)
     add_rec(v, "use %u prefetch threads: %.1fx one thread's throughput here", tn->threads,
             tn->records_per_s / t1->records_per_s);
+  /* the rate is enough only if the prefetch queue (the loader's prefetch_depth, 4 batches by
+   * default) also covers a slow batch */
+  double p99 = v->ref->batch == batch ? v->ref->batch_ms.p99 : NAN;
+  if (keeps_up && p99 > 4 * step_ms)
+    add_rec(v,
+            "a batch takes up to %.1f ms (p99), more than the 4 steps the loader prefetches by "
+            "default: give the loader prefetch_depth=%.0f",
+            p99, ceil(p99 / step_ms) + 1);
 }
 
 void fc_bench_verdict(const fc_bench_report *r, double step_ms, unsigned batch,
@@ -199,7 +264,7 @@ void fc_bench_verdict(const fc_bench_report *r, double step_ms, unsigned batch,
     return;
   }
   compute_verdict(r, step_ms, batch, mem_available, v);
-  int n = snprintf(buf, len, "%s\n", v->text);
+  int n = snprintf(buf, len, "verdict: %s\n", v->text);
   for (int i = 0; i < v->nrecs && n >= 0 && (size_t)n < len; i++)
     n += snprintf(buf + n, len - (size_t)n, "recommendation: %s\n", v->recs[i]);
   free(v);
@@ -234,6 +299,12 @@ static void device_line(FILE *f, const fc_bench_report *r) {
             d->read_only ? ", read-only" : "");
   }
   if (d->note[0]) fprintf(f, "note: %s\n", d->note);
+  if (r->probe)
+    fprintf(f,
+            "probe (O_DIRECT, one record at a time): file order %.1f MB/s, %.3f ms a record; "
+            "random order %.1f MB/s, %.3f ms a record\n",
+            r->probe[0].mb_per_s, r->probe[0].record_ms.p50, r->probe[1].mb_per_s,
+            r->probe[1].record_ms.p50);
 }
 
 void fc_bench_write_table(FILE *f, const fc_bench_report *r, size_t n) {
@@ -419,10 +490,35 @@ void fc_bench_write_json(FILE *f, const fc_bench_report *r, size_t n, double ste
       compute_verdict(&r[s], step_ms, batch, 0, v);
       fputs(",\"batches_per_s\":", f);
       json_num(f, v->bps);
-      fputs(",\"max_gpus_under_5pct\":", f);
-      json_num(f, v->ref ? floor(v->gpus) : NAN);
-      fputs(",\"min_step_ms_under_5pct\":", f);
+      fprintf(f, ",\"gpus\":%u,\"need_batches_per_s\":", v->gpus ? v->gpus : 1);
+      json_num(f, v->ref ? v->need_bps : NAN);
+      fprintf(f,
+              ",\"keeps_up\":%s,\"max_gpus\":", v->ref ? (v->keeps_up ? "true" : "false") : "null");
+      json_num(f, v->ref ? v->max_gpus : NAN);
+      fputs(",\"min_step_ms\":", f);
       json_num(f, v->min_step_ms);
+      fputs(",\"warm_batches_per_s\":", f);
+      json_num(f, v->warm ? v->warm_bps : NAN);
+      fputs(",\"disk_behaviour\":", f);
+      fc_json_write_string(f, v->behaviour ? v->behaviour : "unknown");
+      fputs(",\"random_vs_sequential\":", f);
+      json_num(f, v->rnd_vs_seq);
+      fputs(",\"random_record_ms_p50\":", f);
+      json_num(f, v->rnd_record_ms);
+      fputs(",\"probe\":", f);
+      if (r[s].probe) {
+        for (int q = 0; q < 2; q++) {
+          const fc_bench_result *pr = &r[s].probe[q];
+          fprintf(f, "%s\"%s\":{\"mb_per_s\":", q ? "," : "{", q ? "random" : "sequential");
+          json_num(f, pr->mb_per_s);
+          fputs(",\"record_ms_p50\":", f);
+          json_num(f, pr->record_ms.p50);
+          fprintf(f, ",\"records\":%llu}", (unsigned long long)pr->records);
+        }
+        fputc('}', f);
+      } else {
+        fputs("null", f);
+      }
       fputs(",\"verdict\":", f);
       fc_json_write_string(f, v->text);
       fputs(",\"recommendations\":[", f);

@@ -10,11 +10,12 @@ t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
 [ -s "$t/err" ] && fail "--help wrote to stderr"
 head -1 "$t/out" | grep -qx 'Usage: cache-bench \[options\] STORE\.\.\.' || fail "usage line: $(head -1 "$t/out")"
 for opt in --patterns --states --threads --batch --duration --bytes --seed --run --direct \
-           --no-hint --nordahead --read-only --separate --step-ms --json --svg --dump-order --progress \
+           --no-hint --nordahead --read-only --separate --step-ms --gpus --no-probe --json --svg --dump-order --progress \
            --quiet --help --version; do
   grep -q -- "$opt" "$t/out" || fail "--help does not list $opt"
 done
 "$bin" -h | cmp -s - "$t/out" || fail "-h differs from --help"
+tail -1 "$t/out" | grep -qx 'Manual: man cache-bench.' || fail "--help does not name the man page: $(tail -1 "$t/out")"
 
 "$bin" --version >"$t/out" 2>&1; rc=$?
 [ $rc -eq 0 ] || fail "--version exit $rc"

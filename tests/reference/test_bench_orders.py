@@ -107,8 +107,10 @@ PASS_FIELDS = {"record", "store", "device", "rotational", "pattern", "cache_stat
                "seconds", "stopped"}
 SUMMARY_FIELDS = {"record", "store", "device", "disk", "rotational", "kind", "model", "fs_type",
                   "mount_point", "read_only", "read_ahead_kb", "note", "stores", "records",
-                  "payload_bytes", "file_bytes", "step_ms", "batch", "batches_per_s", "max_gpus_under_5pct",
-                  "min_step_ms_under_5pct", "verdict", "recommendations"}
+                  "payload_bytes", "file_bytes", "step_ms", "batch", "batches_per_s", "gpus",
+                  "need_batches_per_s", "keeps_up", "max_gpus", "min_step_ms", "warm_batches_per_s",
+                  "disk_behaviour", "random_vs_sequential", "random_record_ms_p50", "probe",
+                  "verdict", "recommendations"}
 
 
 def test_json_carries_every_field():
@@ -141,7 +143,14 @@ def test_json_carries_every_field():
             s = summary[0]
             assert set(s) == SUMMARY_FIELDS, set(s) ^ SUMMARY_FIELDS
             assert s["step_ms"] == 80 and s["batch"] == 8
-            assert s["verdict"].startswith(f"{store} on ") and "batches/s of 8 utterances" in s["verdict"]
+            assert s["verdict"].startswith(f"{store} ") and "batches/s of 8 (" in s["verdict"]
+            # the verdict's rate model: 1 GPU at 80 ms needs 12.5 batches/s; it keeps up when
+            # the rate quoted reaches that, and max_gpus is what the rate feeds
+            assert s["gpus"] == 1 and s["need_batches_per_s"] == 12.5
+            assert s["keeps_up"] == (s["batches_per_s"] >= 12.5)
+            assert s["max_gpus"] == int(s["batches_per_s"] * 80 / 1000)
+            assert abs(s["min_step_ms"] - 1000 / s["batches_per_s"]) <= 1e-5 * s["min_step_ms"]
+            assert ("keeps up with 1 GPU" in s["verdict"]) == s["keeps_up"]
 
 
 if __name__ == "__main__":
