@@ -50,7 +50,26 @@ FC_API const char *fc_store_path(const fc_store *s);
 FC_API unsigned fc_store_open_flags(const fc_store *s);
 
 /* ---- writing --------------------------------------------------------------------------------- */
-enum { FC_PUT_NOOVERWRITE = 1u << 0 }; /* keep an existing value (content-addressed dbs) */
+enum {
+  FC_PUT_NOOVERWRITE = 1u << 0, /* keep an existing value (content-addressed dbs) */
+  FC_PUT_FILL = 1u << 1 /* val is an fc_put_fill: the value is written into the store by it */
+};
+
+/* A value written straight into the store (FC_PUT_FILL): with this flag, an fc_put's val points at
+ * an fc_put_fill instead of the value's bytes, and val_len is the value's length. fc_store_write
+ * reserves val_len bytes for the value in its write transaction (LMDB's MDB_RESERVE) and calls
+ * fill(dst, val_len, arg), which must write all of them: one copy, from wherever the value is
+ * into the page that will hold it. dst is valid only during the call. fill runs on the caller's
+ * thread inside fc_store_write, possibly more than once for one put (the batch is replayed after
+ * the map grows), never after fc_store_write returned: what it reads must stay valid until then,
+ * and it must write the same bytes each time. With FC_PUT_NOOVERWRITE and the key already there,
+ * fill is not called. A nonzero return aborts the batch (nothing of it committed, the store stays
+ * usable) and fc_store_write returns that code. The fc_put_fill is the caller's, read during the
+ * call only. */
+typedef struct fc_put_fill {
+  int (*fill)(void *dst, size_t len, void *arg);
+  void *arg;
+} fc_put_fill;
 
 typedef struct fc_put {
   int db; /* fc_db */
@@ -64,7 +83,8 @@ typedef struct fc_put {
 /* Write n puts in one write transaction and commit it. On MDB_MAP_FULL the transaction is
  * aborted, the map doubled and the batch replayed, so the caller never sees MAP_FULL. Either all
  * puts are committed or none. Errors are sticky: after a failed commit the store returns
- * FC_EBADSTATE for every later write (reopen it). The caller keeps ownership of all buffers. */
+ * FC_EBADSTATE for every later write (reopen it). The caller keeps ownership of all buffers.
+ * A put with FC_PUT_FILL has its value written by its fc_put_fill (above). */
 FC_API int fc_store_write(fc_store *s, const fc_put *puts, size_t n);
 
 /* Flush to disk (mdb_env_sync force). Needed after writes with FC_STORE_NOSYNC. */

@@ -226,10 +226,15 @@ int fc_store_write(fc_store *s, const fc_put *puts, size_t n) {
         rc = EINVAL;
         break;
       }
-      MDB_val k = {p->key_len, (void *)p->key}, v = {p->val_len, (void *)p->val};
-      rc = fc_fault_hit("put") ? EIO
-                               : mdb_put(txn, s->dbi[p->db], &k, &v,
-                                         (p->flags & FC_PUT_NOOVERWRITE) ? MDB_NOOVERWRITE : 0);
+      const int fill = (p->flags & FC_PUT_FILL) != 0;
+      MDB_val k = {p->key_len, (void *)p->key}, v = {p->val_len, fill ? NULL : (void *)p->val};
+      unsigned flags =
+          ((p->flags & FC_PUT_NOOVERWRITE) ? MDB_NOOVERWRITE : 0) | (fill ? MDB_RESERVE : 0);
+      rc = fc_fault_hit("put") ? EIO : mdb_put(txn, s->dbi[p->db], &k, &v, flags);
+      if (rc == 0 && fill) { /* the reserved bytes, written in place (fc_put_fill) */
+        const fc_put_fill *f = p->val;
+        rc = f->fill(v.mv_data, p->val_len, f->arg);
+      }
       if (rc == MDB_KEYEXIST) rc = 0; /* content-addressed: the stored value is the same */
     }
     if (rc) {
