@@ -6,6 +6,8 @@
 #include "featcache/fc_format.h"
 #include "featcache/fc_shard.h"
 
+#include <malloc.h>
+
 enum {
   OPT_PRESET = 256,
   OPT_SR,
@@ -231,6 +233,11 @@ static void print_json(const fc_featurize_stats *st, const fc_mel_config *cfg, c
 
 int main(int argc, char **argv) {
   fc_cli_tool = "featurize";
+  /* Freed memory stays with the process (glibc): a job allocates and frees the same sizes over and
+   * over (files, records, the writers' LMDB pages), which glibc would otherwise unmap or trim and
+   * the kernel fault in again, zeroed. The peak is unchanged (docs/featurize.md "Memory"). */
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
   enum { NOPT = sizeof options / sizeof options[0] };
   struct option longs[NOPT + 1];
   char shorts[3 * NOPT + 3];

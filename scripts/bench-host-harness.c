@@ -28,6 +28,7 @@
 #include "libcache/featurize/featurize_backend.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +160,8 @@ static void usage(void) {
 
 int main(int argc, char **argv) {
   if (argc != 7) usage();
+  mallopt(M_MMAP_THRESHOLD, 32 << 20); /* as the featurize tool's main does */
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
   const char *row = argv[1], *list = argv[2], *store = argv[3], *dtype_name = argv[6];
   const unsigned jobs = (unsigned)strtoul(argv[4], NULL, 10),
                  writers = (unsigned)strtoul(argv[5], NULL, 10);

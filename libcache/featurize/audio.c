@@ -41,16 +41,14 @@
 #define BLOCK_FRAMES 8192
 
 /* ---- reading the file ------------------------------------------------------------------------- */
-int fc_audio_read_file(const char *path, uint64_t max_bytes, void **bytes, size_t *len,
-                       fc_audio_info *info) {
-  *bytes = NULL;
+int audio_read_into(const char *path, uint64_t max_bytes, uint8_t **buf, size_t *cap, size_t *len,
+                    fc_audio_info *info) {
   *len = 0;
   if (info) memset(info, 0, sizeof *info);
   int fd = fc_fault_hit("open") ? (errno = EIO, -1) : open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno;
   int rc = 0;
-  uint8_t *buf = NULL;
-  size_t have = 0, cap = 0;
+  size_t have = 0, want;
   struct stat st;
   if (fstat(fd, &st) != 0) {
     rc = errno;
@@ -73,27 +71,35 @@ int fc_audio_read_file(const char *path, uint64_t max_bytes, void **bytes, size_
       rc = ENOMEM;
       goto fail;
     }
-    cap = (size_t)st.st_size + 1; /* +1: a file that grew is noticed without a second buffer */
+    want = (size_t)st.st_size + 1; /* +1: a file that grew is noticed without a second buffer */
   } else {
-    cap = 1 << 16; /* a pipe or device: read to EOF */
+    want = 1 << 16; /* a pipe or device: read to EOF */
   }
-  if (!(buf = fc_malloc(cap))) {
-    rc = ENOMEM;
-    goto fail;
+  if (*cap < want) {
+    uint8_t *n = fc_realloc(*buf, want);
+    if (!n) {
+      rc = ENOMEM;
+      goto fail;
+    }
+    *buf = n;
+    *cap = want;
   }
   for (;;) {
-    if (have == cap) {
+    if (have == want) {
       if (S_ISREG(st.st_mode)) break; /* read as many bytes as stat said (and one more) */
-      size_t ncap = cap * 2;
-      uint8_t *n = fc_realloc(buf, ncap);
-      if (!n) {
-        rc = ENOMEM;
-        goto fail;
+      if (have == *cap) {
+        size_t ncap = *cap * 2;
+        uint8_t *n = fc_realloc(*buf, ncap);
+        if (!n) {
+          rc = ENOMEM;
+          goto fail;
+        }
+        *buf = n;
+        *cap = ncap;
       }
-      buf = n;
-      cap = ncap;
+      want = *cap;
     }
-    ssize_t got = fc_fault_hit("read") ? (errno = EIO, -1) : read(fd, buf + have, cap - have);
+    ssize_t got = fc_fault_hit("read") ? (errno = EIO, -1) : read(fd, *buf + have, want - have);
     if (got < 0) {
       if (errno == EINTR) continue;
       rc = errno;
@@ -111,7 +117,6 @@ int fc_audio_read_file(const char *path, uint64_t max_bytes, void **bytes, size_
     goto fail;
   }
   close(fd);
-  *bytes = buf;
   *len = have;
   if (info) {
     info->size = have;
@@ -119,8 +124,20 @@ int fc_audio_read_file(const char *path, uint64_t max_bytes, void **bytes, size_
   }
   return 0;
 fail:
-  free(buf);
   close(fd);
+  return rc;
+}
+
+int fc_audio_read_file(const char *path, uint64_t max_bytes, void **bytes, size_t *len,
+                       fc_audio_info *info) {
+  uint8_t *buf = NULL;
+  size_t cap = 0;
+  int rc = audio_read_into(path, max_bytes, &buf, &cap, len, info);
+  if (rc) {
+    free(buf);
+    buf = NULL;
+  }
+  *bytes = buf;
   return rc;
 }
 

@@ -4,6 +4,15 @@
 
 #include "featcache/fc_audio.h"
 
+#include <stdint.h>
+
+/* fc_audio_read_file into a buffer the caller keeps from file to file (a worker's): *buf (NULL
+ * with *cap 0 at first) is used when it holds the file, else grown (fc_realloc) and *buf, *cap
+ * updated; it stays the caller's to free, whatever the outcome. *len: the file's bytes in it.
+ * Errors as fc_audio_read_file. */
+int audio_read_into(const char *path, uint64_t max_bytes, uint8_t **buf, size_t *cap, size_t *len,
+                    fc_audio_info *info);
+
 /* The samples of an in-memory file as they are in it, when the file is what fc_audio_decode turns
  * into floats without libsndfile: a well-formed RIFF WAVE of 16-bit mono PCM at target_rate (0:
  * any rate), little-endian host. Returns 1 with *pcm pointing at its data chunk inside bytes

@@ -75,6 +75,7 @@ void fz_job_free(fz_job *j) {
   if (!j) return;
   free(j->record);
   free(j->entry);
+  fz_hold_drop(j->hold); /* a staged job: its chunk goes back to the ring with its last job */
   free(j);
 }
 
@@ -190,14 +191,15 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
     fz_report_failed(r, i, FC_EMANIFEST, !it->id ? "no id" : "no audio path");
     return;
   }
-  void *bytes = NULL;
+  const uint8_t *bytes = NULL; /* the worker's buffer (w->buf) */
   size_t len = 0;
   float *x = NULL;
   fz_job *j = NULL;
   fc_audio_info info;
   fz_times *tm = &w->t;
   double t0 = fz_cpu_now(), t1;
-  int rc = fc_audio_read_file(it->path, 0, &bytes, &len, &info);
+  int rc = audio_read_into(it->path, 0, &w->buf, &w->buf_cap, &len, &info);
+  bytes = w->buf;
   tm->read += (t1 = fz_cpu_now()) - t0;
   if (rc) {
     fz_report_failed(r, i, rc, plain_reason(rc));
@@ -214,7 +216,6 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
     goto fail;
   }
   if (have_feat && have_entry) {
-    free(bytes);
     report_skipped(r, i);
     return;
   }
@@ -233,8 +234,6 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
     /* The record is there under another id: decode only for the entry's facts (no resampling). */
     rc = fc_audio_decode(bytes, len, have_feat ? 0 : cfg->sample_rate, r->o.max_seconds, &x, &n,
                          &info, why, sizeof why);
-    free(bytes);
-    bytes = NULL;
   }
   tm->decode += (t1 = fz_cpu_now()) - t0;
   if (rc) goto fail;
@@ -267,17 +266,16 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
         goto fail;
       }
     }
-    if (!(j->record = fc_malloc(FC_RECORD_HEADER_SIZE + payload))) goto nomem;
-    j->record_len = FC_RECORD_HEADER_SIZE + payload;
     j->frames = frames;
     if (r->batching && stage_fits(r, n)) {
-      /* into the staging ring; the completion thread finishes the record */
+      /* into the staging ring; a writer makes the record from the device's output */
       if (encode_entry(j, &audio, &info, it->path)) goto nomem;
       fz_stage_put(r, j, pcm16 ? pcm16 : (const void *)x, n, pcm16 != NULL, tm);
-      free(bytes);
       free(x);
       return;
     }
+    if (!(j->record = fc_malloc(FC_RECORD_HEADER_SIZE + payload))) goto nomem;
+    j->record_len = FC_RECORD_HEADER_SIZE + payload;
     uint8_t *pl = j->record + FC_RECORD_HEADER_SIZE;
     float *mel = cfg->dtype == FC_DTYPE_F32 ? (float *)(void *)pl : fc_malloc(nvals * sizeof *mel);
     if (!mel) goto nomem;
@@ -327,7 +325,6 @@ nomem:
   rc = ENOMEM;
   fc_why(why, sizeof why, "out of memory");
 fail:
-  free(bytes);
   free(x);
   fz_job_free(j);
   fz_report_failed(r, i, rc, why);
@@ -345,7 +342,14 @@ static void *worker_main(void *arg) {
     size_t i = atomic_fetch_add(&r->next, 1);
     if (i >= r->n) break;
     process_item(r, w, i);
+    if (w->buf_cap > FZ_KEEP_BUFFER) { /* a long file's buffer is not kept for the next ones */
+      free(w->buf);
+      w->buf = NULL;
+      w->buf_cap = 0;
+    }
   }
+  free(w->buf);
+  w->buf = NULL;
   if (r->batching) {
     pthread_mutex_lock(&r->bmu);
     r->submitters_left--;
@@ -584,7 +588,6 @@ int fc_fz_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_
     pthread_join(complete_thread, NULL);
     stage_started = 0;
     r->st.compute_seconds += r->stage_busy;
-    r->st.queue_wait_seconds += r->stage_wait;
   }
   r->st.workers = started;
   r->st.writers = r->n_parts;

@@ -12,12 +12,31 @@
 #include <string.h>
 #include <time.h>
 
+/* A hold on memory that jobs point into (a staging chunk's output): refs jobs hold it; the last
+ * one dropped (fz_hold_drop, from fz_job_free) calls release. */
+typedef struct fz_hold {
+  atomic_uint refs;
+  void (*release)(struct fz_hold *h);
+} fz_hold;
+
+static inline void fz_hold_drop(fz_hold *h) {
+  if (h && atomic_fetch_sub(&h->refs, 1) == 1) h->release(h);
+}
+
+/* One utterance on its way to the store. Its feat record is one of: made by its worker (record,
+ * record_len: the CPU path); the features in a staging chunk's output (feat, feat_len bytes in the
+ * config's dtype, held by hold until the job is freed), from which the writer makes the record in
+ * the store's page (fz_fill_record); neither: the record is stored already, only the audio entry
+ * is new. */
 typedef struct fz_job {
   struct fz_job *next;
   size_t index;
   fc_digest key;
-  uint8_t *record; /* NULL: the record is stored already, only the audio entry is new */
+  uint8_t *record;
   size_t record_len;
+  const void *feat;
+  size_t feat_len;
+  fz_hold *hold;
   uint8_t *entry;
   size_t entry_len;
   uint64_t frames;
@@ -73,22 +92,24 @@ struct fz_run {
   double t0;
   fc_device_kind device;
 
-  /* The staging ring of a staging backend (be->launch; featurize_stage.c): workers write decoded
-   * samples into its chunks, the launch thread launches them, the completion thread collects the
-   * features. All below under bmu. */
+  /* The staging ring of a staging backend (be->launch; featurize_stage.c): workers reserve room
+   * in its chunks with an atomic and write their samples there, the launch thread launches them,
+   * the completion thread hands their features to the writers, which free the chunks. fill_seq is
+   * read without the lock (a worker's fast path); everything else below is under bmu, taken a few
+   * times per chunk, never per utterance. */
   int batching;
   fc_fz_stage_info ring;
   fz_chunk *chunks; /* ring.chunks */
   pthread_mutex_t bmu;
   pthread_cond_t bcv_launch, bcv_done, bcv_space; /* the launch thread, the completion thread,
-                                                     workers waiting for a chunk */
-  uint64_t fill_seq, launch_seq, done_seq; /* chunks sealed, launched, completed */
+                                                     workers waiting for a chunk to open */
+  _Atomic uint64_t fill_seq; /* the use of the ring being filled (chunk fill_seq % chunks) */
+  uint64_t launch_seq, done_seq; /* uses launched, completed (< fill_seq: sealed) */
   unsigned in_flight; /* chunks launched and not yet completed */
   unsigned submitters_left; /* workers still running */
   int launcher_done;
   double busy_since; /* since when in_flight > 0 */
-  double stage_busy; /* seconds with a chunk in flight, less the completion thread's waits */
-  double stage_wait; /* the completion thread blocked on the writer's full queue */
+  double stage_busy; /* wall seconds with a chunk in flight */
 };
 
 /* One worker's stages, summed into the stats at the end (its own: no lock): thread CPU seconds
@@ -105,7 +126,13 @@ typedef struct fz_worker {
   /* CPU plan for utterances the backend refuses as too long (a GPU's staging buffer), made on
    * the first such utterance. */
   fc_mel_plan *fallback;
+  /* The file being processed: one buffer from file to file (no fresh pages to fault in per file),
+   * given back after a file of more than FZ_KEEP_BUFFER bytes. */
+  uint8_t *buf;
+  size_t buf_cap;
 } fz_worker;
+
+enum { FZ_KEEP_BUFFER = 32 << 20 };
 
 /* A user-facing reason for an error without a more specific one. */
 static inline const char *plain_reason(int err) {
@@ -133,6 +160,10 @@ void fz_report_unstored(fz_run *r, size_t i, int err);
 /* Hand a finished job to the writer (blocks while the queue is full; the time into *waited).
  * Returns 0, or the writer's error: the job was not queued. */
 int fz_queue_push(fz_run *r, fz_job *j, double *waited);
+/* Hand a completed chunk's n jobs (each with feat and hold) to their writers at once; never blocks
+ * (their memory is the ring's, bounded by it). A job the writers cannot take (a commit failed) is
+ * reported unstored and freed. */
+void fz_queue_push_staged(fz_run *r, fz_job *const *jobs, size_t n);
 
 /* One event to the caller's callback (its id, path and line filled in); call under ev_mu. */
 void fz_emit(fz_run *r, fc_featurize_event *ev);
@@ -144,8 +175,8 @@ int fz_writer_loop(fz_run *r, fz_part *p);
 void *fz_writer_main(void *arg);
 void fz_batch_free(fz_job *j);
 
-/* featurize_stage.c: the ring's chunks (r->ring set; 0, ENOMEM, or EINVAL for a backend without
- * staging buffers) and their release (also after a failed init). */
+/* featurize_stage.c: the ring's chunks (r->ring set, clamped to what a chunk can count; 0, ENOMEM,
+ * or EINVAL for a backend without staging buffers) and their release (also after a failed init). */
 int fz_stage_init(fz_run *r);
 void fz_stage_free(fz_run *r);
 /* A worker's utterance (j->frames and j->record set) into the ring: n samples at x, int16 (as
