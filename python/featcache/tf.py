@@ -1,15 +1,27 @@
-"""featcache.tf: a tf.data.Dataset factory over featcache.Loader.
+"""featcache.tf: TensorFlow over featcache.Loader — a tf.data.Dataset factory, and an iterator of
+tensors that share the loader's memory.
 
     from featcache.tf import make_dataset
     ds = make_dataset("cache/", features="hifigan", tokens="chars", batch_size=32,
                       shuffle=True, seed=0, epoch=0)
     for mels, mel_lengths, tokens, token_lengths in ds: ...
 
-TensorFlow is imported only when make_dataset is called (featcache does not depend on it).
-Batches are padded ([B, T, n_mels], the loader's padded output) and handed to TensorFlow through
-tf.data.Dataset.from_generator, which copies each numpy array into a tensor once (TensorFlow
-cannot adopt foreign memory from Python); the loader's prefetch threads still build the padded
-batches ahead, straight from the map. Shard for multi-worker training with rank/world_size (e.g.
+    from featcache.tf import batches             # a custom loop: no tf.data, no copy
+    for mels, mel_lengths in batches("cache/", batch_size=32, shuffle=True, epoch=e,
+                                     pad_to=800, crop="random"):
+        loss = train_step(mels, mel_lengths)     # a tf.function
+
+TensorFlow is imported only when these are called (featcache does not depend on it). Batches
+are padded ([B, T, n_mels], the loader's padded output), built ahead by the loader's prefetch
+threads straight from the map.
+
+make_dataset hands them to tf.data through tf.data.Dataset.from_generator: its py_func copies
+every array into a tensor of TensorFlow's (a tensor made by DLPack is copied there too), about
+0.3-0.4 ms per 8 MB batch (scripts/bench-adapter): the price of a tf.data.Dataset (map, interleave,
+tf.distribute, prefetch_to_device). batches() gives EagerTensors made with DLPack over the
+batch's own memory (tf.experimental.dlpack.from_dlpack: a few µs, no copy); the batch goes back
+to the loader when TensorFlow frees the last of them. For a custom loop (tf.function steps)
+that iterates in Python anyway. Shard for multi-worker training with rank/world_size (e.g.
 from tf.distribute's input context: input_pipeline_id / num_input_pipelines).
 Each call makes the dataset of one epoch; call again with epoch=e+1 (or use
 tf.data.Dataset.range(E).interleave(...)). bf16 stores give tf.bfloat16 tensors.
@@ -25,7 +37,7 @@ import numpy as np
 
 from .loader import Loader
 
-__all__ = ["make_dataset"]
+__all__ = ["make_dataset", "batches"]
 
 
 def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device=2, map_fn=None,
@@ -74,3 +86,45 @@ def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device
     if device:
         ds = ds.apply(tf.data.experimental.prefetch_to_device(device, prefetch_to_device))
     return ds
+
+
+def batches(paths, epoch=0, with_ids=False, **loader_kwargs):
+    """Iterator of the batches of one epoch as tuples (mels, mel_lengths[, tokens,
+    token_lengths][, ids]) of CPU EagerTensors sharing the loader's memory (DLPack: no copy).
+    A batch's memory goes back to the loader when TensorFlow has freed all of its tensors, so
+    keep them as long as needed. paths: store(s), with loader_kwargs featcache.Loader's (padded
+    is forced on), or a padded featcache.Loader. ids is a list of str. Lengths are int32, u16
+    token ids int32 (a copy), bf16 mels tf.bfloat16 (a bitcast)."""
+    import tensorflow as tf  # noqa: PLC0415 - optional dependency, imported on use
+
+    if isinstance(paths, Loader):
+        ld = paths
+        if not ld.padded or loader_kwargs:
+            raise ValueError("featcache.tf: batches(loader) takes a padded Loader, no options")
+    else:
+        if loader_kwargs.get("padded") is False:
+            raise ValueError("featcache.tf: batches are padded; leave padded=False out")
+        loader_kwargs["padded"] = True
+        ld = Loader(paths, **loader_kwargs)
+    ld.set_epoch(epoch)
+    dl = tf.experimental.dlpack.from_dlpack
+    bf16 = ld.info.mel_dtype == 3
+
+    def tensor(a, dtype=None):
+        a.setflags(write=True)  # (batch memory the loader marks read-only; DLPack refuses that)
+        return dl((a if dtype is None else a.view(dtype)).__dlpack__())
+
+    for b in ld:
+        if not len(b):
+            continue
+        mels = tensor(b.mels)
+        if bf16:
+            mels = tf.bitcast(mels, tf.bfloat16)
+        out = [mels, tensor(b.mel_lengths, np.int32)]
+        if b.tokens is not None:
+            toks = b.tokens
+            out += [tf.constant(toks.astype(np.int32)) if toks.dtype == np.uint16 else tensor(toks),
+                    tensor(b.token_lengths, np.int32)]
+        if with_ids:
+            out.append(b.ids)
+        yield tuple(out)

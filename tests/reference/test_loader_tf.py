@@ -1,52 +1,170 @@
-"""featcache.tf: the tf.data factory gives the loader's padded batches. TensorFlow is optional
-and not installed on the reference machine: the test is skipped (exit 77) when it is missing."""
+"""featcache.tf against featcache.Loader, with TensorFlow (scripts/setup installs tensorflow-cpu):
+make_dataset's tf.data batches and batches()'s DLPack tensors are the loader's padded batches,
+value for value — ids, tokens, crops (pad_to with centre and random crops), sharding across
+ranks, epochs, map_fn and prefetch_to_device (onto the GPU where TensorFlow sees one, else the
+CPU) — and batches()'s tensors are the loader's memory (no copy), intact while held over later
+batches. Without TensorFlow: exit 77 (skipped), saying so. Runs as a plain script."""
 
 import os
 import shutil
 import sys
 import tempfile
 
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 try:
     import tensorflow as tf
-except ImportError:
-    print("skipped: tensorflow is not installed (featcache.tf imports it only when used)")
+except ImportError as e:
+    print("skipped: tensorflow does not import (%s); scripts/setup installs tensorflow-cpu" % e)
     sys.exit(77)
 
 import numpy as np
 
 import featcache
 from featcache import testing as T
-from featcache.tf import make_dataset
+from featcache.tf import batches, make_dataset
+
+N = 26
+TOK_JSON = '{"kind":"tokens","preset":null,"tokenizer":"chars"}'
+
+
+def make_store(d):
+    path = os.path.join(d, "s")
+    rng = np.random.default_rng(4)
+    with T.StoreWriter(path) as w:
+        cfg = w.add_config(T.mel_config_json("hifigan"))
+        tcfg = w.add_config(TOK_JSON)
+        for i in range(N):
+            mel = rng.standard_normal((20 + (i * 7) % 40, 80)).astype(np.float32)
+            toks = rng.integers(1, 100, 3 + i % 9).astype(np.int32)
+            w.add_utterance("x%02d" % i, b"%d" % i, mel, cfg, text="t %d" % i, tokens=toks,
+                            tok_config=tcfg)
+    return path
+
+
+def loader_batches(path, **kw):
+    out = []
+    for b in featcache.Loader(path, padded=True, **kw):
+        out.append((list(b.ids), b.mels.copy(), b.mel_lengths.copy(),
+                    None if b.tokens is None else b.tokens.copy(),
+                    None if b.token_lengths is None else b.token_lengths.copy()))
+    return out
+
+
+def same(got, want, with_ids=True, tokens=False):
+    """got: tuples of tensors (make_dataset or batches); want: loader_batches."""
+    assert len(got) == len(want), (len(got), len(want))
+    for g, (ids, mels, lens, toks, tlens) in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g[0]), mels)
+        np.testing.assert_array_equal(np.asarray(g[1]), lens.astype(np.int32))
+        if tokens:
+            np.testing.assert_array_equal(np.asarray(g[2]), toks)
+            np.testing.assert_array_equal(np.asarray(g[3]), tlens.astype(np.int32))
+        if with_ids:
+            gi = g[-1]
+            gi = [i.decode() for i in gi.numpy()] if tf.is_tensor(gi) else list(gi)
+            assert gi == ids, (gi, ids)
+
+
+def test_padded_batches_ids_tokens(path):
+    kw = dict(tokens="chars", batch_size=4)
+    want = loader_batches(path, **kw)
+    same(list(make_dataset(path, with_ids=True, **kw)), want, tokens=True)
+    same(list(batches(path, with_ids=True, **kw)), want, tokens=True)
+
+
+def test_crops(path):
+    for crop in ("center", "random"):
+        kw = dict(batch_size=5, pad_to=32, crop=crop, shuffle=True, seed=9)
+        want = loader_batches(path, **kw)
+        assert all(w[1].shape[1] == 32 for w in want)
+        same(list(make_dataset(path, with_ids=True, **kw)), want)
+        same(list(batches(path, with_ids=True, **kw)), want)
+
+
+def test_sharding(path):
+    seen = []
+    for rank in range(3):
+        kw = dict(batch_size=4, shuffle=True, seed=2, rank=rank, world_size=3, shard="uneven")
+        want = loader_batches(path, **kw)
+        got = list(make_dataset(path, with_ids=True, **kw))
+        same(got, want)
+        seen += [i.decode() for g in got for i in g[-1].numpy()]
+    assert sorted(seen) == ["x%02d" % i for i in range(N)]  # each utterance on exactly one rank
+
+
+def test_epochs(path):
+    kw = dict(batch_size=6, shuffle=True, seed=5)
+    orders = []
+    for e in range(2):
+        want = loader_batches(path, epoch=e, **kw)
+        same(list(make_dataset(path, epoch=e, with_ids=True, **kw)), want)
+        same(list(batches(path, epoch=e, with_ids=True, **kw)), want)
+        orders.append([i for w in want for i in w[0]])
+    assert orders[0] != orders[1] and sorted(orders[0]) == sorted(orders[1])
+
+
+def test_map_fn_and_prefetch_to_device(path):
+    dev = "/GPU:0" if tf.config.list_physical_devices("GPU") else "/CPU:0"
+    kw = dict(batch_size=4, pad_to=24, crop="center")
+    want = loader_batches(path, **kw)
+    ds = make_dataset(path, device=dev, prefetch_to_device=3,
+                      map_fn=lambda m, n: (m * 2.0, n + 1), **kw)
+    got = list(ds)
+    assert len(got) == len(want)
+    for (m, n), w in zip(got, want):
+        assert dev.lower().lstrip("/") in m.device.lower(), (m.device, dev)
+        np.testing.assert_array_equal(m.numpy(), w[1] * 2.0)
+        np.testing.assert_array_equal(n.numpy(), w[2].astype(np.int32) + 1)
+
+
+class _Capsule:
+    def __init__(self, t):
+        self.t = t
+
+    def __dlpack__(self, stream=None):
+        return tf.experimental.dlpack.to_dlpack(self.t)
+
+    def __dlpack_device__(self):
+        return (1, 0)  # kDLCPU
+
+
+def test_batches_share_memory_and_stay_valid(path):
+    """batches(): the tensors are the loader's memory — each batch's mels, lengths and tokens
+    lie in the caller buffer the loader built it into (a copy would not) — and every tensor of
+    an epoch held to the end keeps its values while the threads build on."""
+    kw = dict(tokens="chars", batch_size=3, shuffle=True, seed=1, pad_to=40, crop="random")
+    want = loader_batches(path, **kw)
+    made = []
+
+    def alloc(n):
+        made.append(np.empty(n, np.uint8))
+        return made[-1]
+
+    ld = featcache.Loader(path, padded=True, buffer_alloc=alloc, n_buffers=len(want) + 2, **kw)
+    held = list(batches(ld, with_ids=True))  # all held
+    same(held, want, tokens=True)
+    spans = [(m.ctypes.data, m.ctypes.data + m.nbytes) for m in made]
+    used = set()
+    for g in held:
+        where = []
+        for t in g[:4]:
+            a = np.from_dlpack(_Capsule(t)).ctypes.data
+            where.append([i for i, (lo, hi) in enumerate(spans) if lo <= a < hi])
+        assert all(w == where[0] and len(w) == 1 for w in where), where  # one caller buffer
+        where = set(where[0])
+        used |= where
+    assert len(used) == len(held)  # each held batch in its own buffer
 
 
 def main():
     d = tempfile.mkdtemp(prefix="fc_loader_tf_")
     try:
-        path = os.path.join(d, "s")
-        rng = np.random.default_rng(4)
-        with T.StoreWriter(path) as w:
-            cfg = w.add_config(T.mel_config_json("hifigan"))
-            for i in range(10):
-                w.add_utterance("x%d" % i, b"%d" % i,
-                                rng.standard_normal((30 + i, 80)).astype(np.float32), cfg)
-        ds = make_dataset(path, batch_size=4, with_ids=True)
-        ref = list(featcache.Loader(path, batch_size=4, padded=True))
-        got = list(ds)
-        assert len(got) == len(ref)
-        for (mels, lens, ids), r in zip(got, ref):
-            np.testing.assert_array_equal(mels.numpy(), r.mels)
-            np.testing.assert_array_equal(lens.numpy(), r.mel_lengths)
-            assert [i.decode() for i in ids.numpy()] == r.ids
-        # fixed length and prefetch_to_device: on the GPU where TensorFlow sees one, else the CPU
-        dev = "/GPU:0" if tf.config.list_physical_devices("GPU") else "/CPU:0"
-        ref = list(featcache.Loader(path, batch_size=4, pad_to=32, crop="center"))
-        got = list(make_dataset(path, batch_size=4, pad_to=32, crop="center", device=dev))
-        assert len(got) == len(ref)
-        for (mels, lens), r in zip(got, ref):
-            assert mels.shape[1] == 32
-            np.testing.assert_array_equal(mels.numpy(), r.mels)
-            np.testing.assert_array_equal(lens.numpy(), r.mel_lengths)
-        print("ok (prefetch_to_device %s)" % dev)
+        path = make_store(d)
+        tests = [(k, v) for k, v in globals().items() if k.startswith("test_")]
+        for name, fn in tests:
+            fn(path)
+            print("ok %s" % name)
+        print("%d passed" % len(tests))
     finally:
         shutil.rmtree(d)
 
