@@ -23,8 +23,10 @@ batch's own memory (tf.experimental.dlpack.from_dlpack: a few µs, no copy); the
 to the loader when TensorFlow frees the last of them. For a custom loop (tf.function steps)
 that iterates in Python anyway. Shard for multi-worker training with rank/world_size (e.g.
 from tf.distribute's input context: input_pipeline_id / num_input_pipelines).
-Each call makes the dataset of one epoch; call again with epoch=e+1 (or use
-tf.data.Dataset.range(E).interleave(...)). bf16 stores give tf.bfloat16 tensors.
+Each call makes the dataset of one epoch (epochs=1), or of epochs epoch, epoch+1, ... one after
+the other over one loader (epochs=N; None: for ever): its prefetch threads run on across
+epochs, where a dataset per epoch opens the store and plans again (Dataset.repeat() would
+replay the same epoch's order). bf16 stores give tf.bfloat16 tensors.
 
 device="/GPU:0": the dataset ends with tf.data.experimental.prefetch_to_device(device,
 prefetch_to_device) (TensorFlow's own: tensors copied to the GPU ahead of the step; it must be the
@@ -41,10 +43,12 @@ __all__ = ["make_dataset", "batches"]
 
 
 def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device=2, map_fn=None,
-                 **loader_kwargs):
+                 epochs=1, prefetch=2, **loader_kwargs):
     """tf.data.Dataset of (mels, mel_lengths[, tokens, token_lengths][, ids]) batches for one
     epoch. loader_kwargs are featcache.Loader's (padded is forced on). device (e.g. "/GPU:0"):
-    batches prefetched onto it (prefetch_to_device batches ahead); map_fn: applied before."""
+    batches prefetched onto it (prefetch_to_device batches ahead); map_fn: applied before.
+    prefetch: without device, the dataset ends with .prefetch(prefetch) (0: not), so the
+    from_generator copy runs in tf.data's thread, not in the loop's next()."""
     import tensorflow as tf  # noqa: PLC0415 - optional dependency, imported on use
 
     if loader_kwargs.get("padded") is False:
@@ -59,8 +63,7 @@ def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device
     n_mels = int(info.n_mels)
 
     def gen():
-        ld.set_epoch(epoch)
-        for b in ld:
+        for b in _epochs(ld, epoch, epochs):
             mels = b.mels
             if bf16:  # raw bits → float32 → bfloat16 in TF (numpy has no bfloat16)
                 mels = (mels.astype(np.uint32) << 16).view(np.float32)
@@ -85,11 +88,22 @@ def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device
         ds = ds.map(map_fn)
     if device:
         ds = ds.apply(tf.data.experimental.prefetch_to_device(device, prefetch_to_device))
+    elif prefetch:
+        ds = ds.prefetch(prefetch)
     return ds
 
 
-def batches(paths, epoch=0, with_ids=False, **loader_kwargs):
-    """Iterator of the batches of one epoch as tuples (mels, mel_lengths[, tokens,
+def _epochs(ld, epoch, epochs):
+    """The batches of epochs epoch, epoch+1, ... (epochs of them; None: for ever)."""
+    e = epoch
+    while epochs is None or e < epoch + epochs:
+        ld.set_epoch(e)
+        yield from ld
+        e += 1
+
+
+def batches(paths, epoch=0, with_ids=False, epochs=1, **loader_kwargs):
+    """Iterator of the batches of one epoch (or of epochs of them, as make_dataset) as tuples (mels, mel_lengths[, tokens,
     token_lengths][, ids]) of CPU EagerTensors sharing the loader's memory (DLPack: no copy).
     A batch's memory goes back to the loader when TensorFlow has freed all of its tensors, so
     keep them as long as needed. paths: store(s), with loader_kwargs featcache.Loader's (padded
@@ -106,7 +120,6 @@ def batches(paths, epoch=0, with_ids=False, **loader_kwargs):
             raise ValueError("featcache.tf: batches are padded; leave padded=False out")
         loader_kwargs["padded"] = True
         ld = Loader(paths, **loader_kwargs)
-    ld.set_epoch(epoch)
     dl = tf.experimental.dlpack.from_dlpack
     bf16 = ld.info.mel_dtype == 3
 
@@ -114,7 +127,7 @@ def batches(paths, epoch=0, with_ids=False, **loader_kwargs):
         a.setflags(write=True)  # (batch memory the loader marks read-only; DLPack refuses that)
         return dl((a if dtype is None else a.view(dtype)).__dlpack__())
 
-    for b in ld:
+    for b in _epochs(ld, epoch, epochs):
         if not len(b):
             continue
         mels = tensor(b.mels)

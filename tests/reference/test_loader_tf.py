@@ -101,6 +101,10 @@ def test_epochs(path):
         same(list(batches(path, epoch=e, with_ids=True, **kw)), want)
         orders.append([i for w in want for i in w[0]])
     assert orders[0] != orders[1] and sorted(orders[0]) == sorted(orders[1])
+    # epochs=2: the two epochs one after the other over one loader
+    want = loader_batches(path, epoch=0, **kw) + loader_batches(path, epoch=1, **kw)
+    same(list(make_dataset(path, epoch=0, epochs=2, with_ids=True, **kw)), want)
+    same(list(batches(path, epoch=0, epochs=2, with_ids=True, **kw)), want)
 
 
 def test_map_fn_and_prefetch_to_device(path):
