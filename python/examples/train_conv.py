@@ -4,7 +4,7 @@ fed either from a featcache store or on the fly — and save a profile of each r
 
     # the cache: batches of 32 x 800 frames, random crops, delivered on the GPU ahead of time
     python train_conv.py --store cache/ --profile after.json
-    # the same model and loop, mels computed on the fly by torchaudio in 14 DataLoader workers
+    # the same model and loop, mels computed on the fly with torch in 14 DataLoader workers
     python train_conv.py --on-the-fly data/wavs/ --workers 14 --profile before.json
     # the model alone, on random batches already on the device: its compute-only rate
     python train_conv.py --synthetic --profile compute.json
@@ -16,7 +16,9 @@ featcache already delivered it there) and "compute" (forward, backward, optimize
 the GPU with CUDA events when it runs there; GPU utilization is sampled through NVML while the
 loop runs (where the NVIDIA driver is). The features on the fly are the hifigan preset's (jik876/
 hifi-gan meldataset.py: 22.05 kHz, n_fft 1024, hop 256, reflect padding, magnitude, slaney mels
-0-8000 Hz, ln(max(x, 1e-5))), so both runs train on the same numbers.
+0-8000 Hz, ln(max(x, 1e-5))), so both runs train on the same numbers; WAVs are read with
+soundfile, or the standard library's wave without it (no torchaudio.load: torchaudio 2.9+ hands
+it to TorchCodec), and the mel filterbank is computed here.
 """
 import argparse
 import glob
@@ -51,21 +53,60 @@ class ConvNet(torch.nn.Module):
 
 
 # ---- on the fly: what users run today --------------------------------------------------------
+def slaney_mel_fbanks(n_freqs, f_min, f_max, n_mels, sr):
+    """[n_freqs, n_mels] triangles on the Slaney mel scale, Slaney-normalized (area 1): the
+    filterbank of librosa.filters.mel(htk=False, norm="slaney") and hifi-gan's meldataset.py."""
+    def hz_to_mel(f):
+        f = torch.as_tensor(f, dtype=torch.float64)
+        lin = f / (200.0 / 3)
+        log = 15.0 + torch.log(torch.clamp(f, min=1e-10) / 1000.0) / (math.log(6.4) / 27.0)
+        return torch.where(f >= 1000.0, log, lin)
+
+    def mel_to_hz(m):
+        lin = m * (200.0 / 3)
+        log = 1000.0 * torch.exp((math.log(6.4) / 27.0) * (m - 15.0))
+        return torch.where(m >= 15.0, log, lin)
+
+    freqs = torch.linspace(0, sr / 2, n_freqs, dtype=torch.float64)
+    pts = mel_to_hz(torch.linspace(float(hz_to_mel(f_min)), float(hz_to_mel(f_max)), n_mels + 2,
+                                   dtype=torch.float64))
+    lower = (freqs[:, None] - pts[None, :-2]) / (pts[1:-1] - pts[:-2])[None, :]
+    upper = (pts[None, 2:] - freqs[:, None]) / (pts[2:] - pts[1:-1])[None, :]
+    fb = torch.clamp(torch.minimum(lower, upper), min=0)
+    return (fb * (2.0 / (pts[2:] - pts[:-2]))[None, :]).float()
+
+
+def read_wav(path):
+    """(float32 mono samples, sample rate): soundfile where it is installed (any format it
+    reads), else the standard library's wave (16-bit PCM WAV) — no torchaudio/TorchCodec."""
+    try:
+        import soundfile as sf  # noqa: PLC0415
+    except ImportError:
+        sf = None
+    if sf is not None:
+        x, sr = sf.read(path, dtype="float32", always_2d=True)
+        return torch.from_numpy(x.mean(1)), sr
+    import wave  # noqa: PLC0415
+    with wave.open(path, "rb") as w:
+        if w.getsampwidth() != 2:
+            raise ValueError("%s: not 16-bit PCM (install soundfile to read it)" % path)
+        raw, ch, sr = w.readframes(w.getnframes()), w.getnchannels(), w.getframerate()
+    x = torch.frombuffer(bytearray(raw), dtype=torch.int16).float() / 32768
+    return x.view(-1, ch).mean(1), sr
+
+
 class OnTheFlyMels:
-    """hifigan log-mels of a WAV, computed with torch/torchaudio (the reference recipe)."""
+    """hifigan log-mels of a WAV, computed with torch (the reference recipe)."""
 
     def __init__(self):
-        import torchaudio  # noqa: PLC0415
-        self.ta = torchaudio
-        self.fb = torchaudio.functional.melscale_fbanks(N_FFT // 2 + 1, 0.0, FMAX, N_MELS, SR,
-                                                        norm="slaney", mel_scale="slaney")
+        self.fb = slaney_mel_fbanks(N_FFT // 2 + 1, 0.0, FMAX, N_MELS, SR)
         self.window = torch.hann_window(N_FFT)
 
     def __call__(self, path):
-        w, sr = self.ta.load(path)
-        w = w.mean(0)
+        w, sr = read_wav(path)
         if sr != SR:
-            w = self.ta.functional.resample(w, sr, SR)
+            import torchaudio.functional as F  # noqa: PLC0415 - only for other rates
+            w = F.resample(w, sr, SR)
         pad = (N_FFT - HOP) // 2
         w = torch.nn.functional.pad(w[None, None], (pad, pad), mode="reflect")[0, 0]
         spec = torch.stft(w, N_FFT, HOP, N_FFT, self.window, center=False, return_complex=True)
@@ -161,6 +202,7 @@ def main(argv=None):
                     help="--store on CUDA: batches delivered on the GPU (device), or in pinned "
                     "host memory moved by the loop's own .to(device, non_blocking=True)")
     ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--layers", type=int, default=4, help="hidden conv layers (fewer: a shorter step)")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     ap.add_argument("--profile", metavar="FILE", help="save the JSON profile of the run")
     ap.add_argument("--trace", metavar="FILE", help="save a Chrome trace (Perfetto)")
@@ -187,7 +229,7 @@ def main(argv=None):
         batches = synthetic_batches(a.batch, a.frames, device)
         label = a.label or "synthetic batches on the device, device=%s" % dev
 
-    model = ConvNet(hidden=a.hidden).to(device)
+    model = ConvNet(hidden=a.hidden, layers=a.layers).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     lo, hi = a.frames * 3 // 8, a.frames * 5 // 8  # the masked band
 
