@@ -731,6 +731,9 @@ int fc_loader_next(fc_loader *l, fc_batch **out) {
     size_t slot = k % l->o.prefetch_depth;
     if (!l->slot_ready[slot]) {
       uint64_t t0 = now_ns();
+      /* the threads may be parked for want of room that a batch given back without a wakeup
+       * (fc_loader_swap_desc) made: wake them before waiting for one of them */
+      pthread_cond_broadcast(&l->cv_space);
       while (!l->slot_ready[slot]) pthread_cond_wait(&l->cv_ready, &l->mu);
       l->wait_ns += now_ns() - t0;
     }

@@ -524,6 +524,21 @@ int main(void) {
     }
     CHECK(seen == NA, "swap_desc epoch: %llu of %llu", (unsigned long long)seen,
           (unsigned long long)NA);
+    /* every buffer held: the threads park for want of room; swap_desc gives one back (no
+     * wakeup) and must still get the next batch (next wakes them before it waits) — a hang
+     * here ends in SIGALRM */
+    CHECK(fc_loader_set_epoch(l, 2) == 0, "epoch 2");
+    fc_batch *hb[3] = {0};
+    for (size_t i = 0; i < nb; i++)
+      CHECK(fc_loader_next(l, &hb[i]) == 0 && hb[i], "hold %zu", i);
+    usleep(20000); /* the threads find no room and park */
+    alarm(30);
+    memset(desc, 0, sizeof desc);
+    desc[FC_DESC_BATCH] = (uint64_t)(uintptr_t)hb[0];
+    CHECK(fc_loader_swap_desc(l, desc) == 0 && desc[FC_DESC_BATCH], "swap with every buffer held");
+    alarm(0);
+    fc_loader_release(l, (fc_batch *)(uintptr_t)desc[FC_DESC_BATCH]);
+    for (size_t i = 1; i < nb; i++) fc_loader_release(l, hb[i]);
     /* hold every buffer: ENOBUFS; one more buffer: the next batch comes */
     CHECK(fc_loader_set_epoch(l, 1) == 0, "epoch 1");
     fc_batch *h[4] = {0};
