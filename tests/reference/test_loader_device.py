@@ -1,67 +1,108 @@
 """Fixed-length batches, caller (page-lockable) buffers and batches delivered to a device.
 
-Against records read independently with Python's lmdb (featcache.testing): pad_to/crop modes
-with tokens, the default pad value (the config's silence), caller buffers that the loader fills
-directly, fences that hold a released buffer until an (asynchronous) copy out of it is done, a
-consumer that holds batches while the prefetch threads run on (nothing it holds is overwritten),
-and the prefetch-to-device pipeline: with a CPU target here (its logic), with CUDA where a GPU is
-(those tests skip, saying so, without one: torch.cuda.is_available() is False)."""
+Against records read independently of the loader — with Python's lmdb (featcache.testing)
+where it is installed, else through the library's store API (tests/fc_records.py), which also
+writes the store there: pad_to/crop modes with tokens, the default pad value (the config's
+silence), caller buffers that the loader fills directly, fences that hold a released buffer
+until an (asynchronous) copy out of it is done, a consumer that holds batches while the prefetch
+threads run on (nothing it holds is overwritten), the torch hand-off (tensors reused, held
+batches never overwritten), and the prefetch-to-device pipeline: with a CPU target here (its
+logic), with CUDA where a GPU is (those tests are skipped, saying so, without one:
+torch.cuda.is_available() is False). Needs python3, numpy and torch only (no pytest, py-lmdb or
+xxhash), so it runs on a GPU machine as it is: a plain script."""
 
+import contextlib
 import os
+import re
 import shutil
 import sys
 import tempfile
 import threading
 import time
+import warnings
 
 import numpy as np
-import pytest
 
 try:
-    import lmdb  # noqa: F401
     import torch
-    import xxhash  # noqa: F401
 except ImportError as e:  # pragma: no cover
     print("skipped: %s" % e)
     sys.exit(77)
 
-import featcache
-from featcache import testing as T
-from featcache.torch import FeatcacheDataset, to_device
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import featcache  # noqa: E402
+from featcache.torch import FeatcacheDataset, to_device  # noqa: E402
+
+try:  # an independent writer and reader (lmdb + xxhash), where installed
+    import lmdb  # noqa: F401
+    import xxhash  # noqa: F401
+    from featcache import testing as T
+except ImportError:  # the library's store API (tests/fc_records.py)
+    T = None
+    import fc_records as R
 
 N = 45
 TOK_JSON = '{"kind":"tokens","preset":null,"tokenizer":"chars"}'
 SILENCE = np.float32(np.log(1e-5))  # ln of the hifigan config's log floor
 CUDA = torch.cuda.is_available()
-needs_cuda = pytest.mark.skipif(not CUDA, reason="no CUDA device (torch.cuda.is_available() is "
-                                "False): the GPU path cannot run here")
+
+
+def needs_cuda(fn):
+    fn.needs_cuda = True
+    return fn
+
+
+@contextlib.contextmanager
+def raises(exc, match=None):
+    try:
+        yield
+    except exc as e:
+        assert match is None or re.search(match, str(e)), "%r does not match %r" % (str(e), match)
+    else:
+        raise AssertionError("%s not raised" % exc.__name__)
+
+
+@contextlib.contextmanager
+def warns(cat, match):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        yield
+    assert any(issubclass(x.category, cat) and re.search(match, str(x.message)) for x in w), \
+        [str(x.message) for x in w]
 
 
 def frames_of(i):
     return 40 + (i * 53) % 230
 
 
-@pytest.fixture(scope="module")
-def store():
-    d = tempfile.mkdtemp(prefix="fc_loader_dev_")
+def make_store(d):
     path = os.path.join(d, "s")
     rng = np.random.default_rng(3)
-    with T.StoreWriter(path) as w:
-        cfg = w.add_config(T.mel_config_json("hifigan"))
+    writer = T.StoreWriter if T else R.StoreWriter
+    mel_json = T.mel_config_json("hifigan") if T else R.mel_config_json("hifigan")
+    with writer(path) as w:
+        cfg = w.add_config(mel_json)
         tcfg = w.add_config(TOK_JSON)
         for i in range(N):
             mel = rng.standard_normal((frames_of(i), 80)).astype(np.float32)
             toks = rng.integers(1, 100, 5 + i % 11).astype(np.int32)
             w.add_utterance("u%03d" % i, b"audio %d" % i, mel, cfg, text="text %d" % i,
                             tokens=toks, tok_config=tcfg)
-    env = lmdb.open(path, max_dbs=8, readonly=True, lock=False)
-    yield dict(path=path, cfg=cfg, tcfg=tcfg, env=env)
-    env.close()
-    shutil.rmtree(d)
+    # the records, read once before any loader opens the store
+    if T:
+        import lmdb
+        env = lmdb.open(path, max_dbs=8, readonly=True, lock=False)
+        ids = ["u%03d" % i for i in range(N)]
+        refs = {u: T.read_utterance(env, u, cfg, tcfg) for u in ids}
+        env.close()
+    else:
+        refs = R.read_all(path, cfg, tcfg)
+    assert len(refs) == N
+    return dict(path=path, cfg=cfg, tcfg=tcfg, refs=refs)
 
 
 def ref(store, uid):
-    return T.read_utterance(store["env"], uid, store["cfg"], store["tcfg"])
+    return store["refs"][uid]
 
 
 def check(store, ids, mels, lens, starts, tokens, tlens, T_, pad=SILENCE):
@@ -88,7 +129,7 @@ def test_pad_to_pads_and_crops(store):
         short += int(np.sum(b.src_frames < 120))
         long_ += int(np.sum(b.src_frames > 120))
     assert short and long_
-    with pytest.raises(ValueError, match="pad_to=120 pads only padded batches"):
+    with raises(ValueError, match="pad_to=120 pads only padded batches"):
         featcache.Loader(store["path"], pad_to=120, padded=False)
 
 
@@ -113,7 +154,7 @@ def test_pad_value_explicit_and_crop_modes(store):
         runs.append(starts)
     assert runs[0] == runs[1]  # seeded: the same crops on every run
     assert sum(1 for v in runs[0].values() if v) > N // 3
-    with pytest.raises(ValueError):
+    with raises(ValueError):
         featcache.Loader(store["path"], pad_to=100, crop="middle")
 
 
@@ -315,12 +356,12 @@ def test_handoff_reuses_tensors_and_never_overwrites_a_held_batch(store):
 
 
 def test_dataset_options(store):
-    with pytest.raises(ValueError, match="padded"):
+    with raises(ValueError, match="padded"):
         FeatcacheDataset(store["path"], pin_memory=True, padded=False)
     if not CUDA:
-        with pytest.raises(RuntimeError, match="torch.cuda.is_available"):
+        with raises(RuntimeError, match="torch.cuda.is_available"):
             FeatcacheDataset(store["path"], device="cuda", pad_to=100)
-        with pytest.warns(UserWarning, match="pin_memory=True without CUDA"):
+        with warns(UserWarning, match="pin_memory=True without CUDA"):
             ds = FeatcacheDataset(store["path"], pin_memory=True, pad_to=100, batch_size=8)
         b = next(iter(ds))
         assert b["mels"].shape[1:] == (100, 80) and not b["mels"].is_pinned()
@@ -369,5 +410,24 @@ def test_pinned_cpu_batches(store):
     assert n == len(ds)
 
 
+def main():
+    d = tempfile.mkdtemp(prefix="fc_loader_dev_")
+    try:
+        store = make_store(d)
+        ran = skipped = 0
+        for name, fn in [(k, v) for k, v in globals().items() if k.startswith("test_")]:
+            if getattr(fn, "needs_cuda", False) and not CUDA:
+                print("skipped %s: no CUDA device (torch.cuda.is_available() is False): the GPU "
+                      "path cannot run here" % name)
+                skipped += 1
+                continue
+            fn(store)
+            print("ok %s" % name)
+            ran += 1
+        print("%d passed, %d skipped (CUDA)" % (ran, skipped))
+    finally:
+        shutil.rmtree(d)
+
+
 if __name__ == "__main__":
-    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider", "-rs"]))
+    main()
