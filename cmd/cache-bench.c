@@ -1,6 +1,6 @@
 /* cache-bench: how fast can the device under a store feed training (docs/cache-bench.md). */
 #include "cmd/cli.h"
-#include "featcache/fc_bench.h"
+#include "cmd/cache-bench/bench.h"
 #include "featcache/fc_outfile.h"
 
 #include <sys/stat.h>
@@ -78,7 +78,7 @@ static const char footer[] =
     "Manual: man cache-bench.";
 
 struct opts {
-  int patterns[FC_BENCH_PATTERN_COUNT], np;
+  int patterns[BENCH_PATTERN_COUNT], np;
   int states[2], ns;
   unsigned threads[16], nt;
   unsigned batch;
@@ -108,10 +108,10 @@ static void add_pattern(const char *opt, const char *tok, void *ctx) {
   struct opts *o = ctx;
   if (!strcmp(tok, "all")) {
     o->np = 0;
-    for (int i = 0; i < FC_BENCH_PATTERN_COUNT; i++) o->patterns[o->np++] = i;
+    for (int i = 0; i < BENCH_PATTERN_COUNT; i++) o->patterns[o->np++] = i;
     return;
   }
-  int p = fc_bench_pattern_from_name(tok);
+  int p = bench_pattern_from_name(tok);
   if (p < 0)
     fc_cli_usage_error(
         "invalid value '%s' for --%s (want sequential, physical, random, "
@@ -124,7 +124,7 @@ static void add_pattern(const char *opt, const char *tok, void *ctx) {
 
 static void add_state(const char *opt, const char *tok, void *ctx) {
   struct opts *o = ctx;
-  int s = fc_bench_state_from_name(tok);
+  int s = bench_state_from_name(tok);
   if (s < 0) fc_cli_usage_error("invalid value '%s' for --%s (want cold or warm)", tok, opt);
   for (int i = 0; i < o->ns; i++)
     if (o->states[i] == s) return;
@@ -147,17 +147,17 @@ struct dump_ctx {
   FILE *f;
   const fc_bench *b;
   size_t pass;
-  const fc_bench_params *p;
+  const bench_params *p;
 };
 
 static void dump_visit(void *ctx, size_t index) {
   struct dump_ctx *d = ctx;
   char hex[33];
   fc_digest k;
-  memcpy(k.bytes, fc_bench_key(d->b, index), 16);
+  memcpy(k.bytes, bench_key(d->b, index), 16);
   fc_digest_hex(&k, hex);
-  fprintf(d->f, "%zu %s %s %u %u %s\n", d->pass, fc_bench_pattern_name(d->p->pattern),
-          fc_bench_state_name(d->p->state), d->p->batch, d->p->threads, hex);
+  fprintf(d->f, "%zu %s %s %u %u %s\n", d->pass, bench_pattern_name(d->p->pattern),
+          bench_state_name(d->p->state), d->p->batch, d->p->threads, hex);
 }
 
 /* A clear message for a store that cannot be benched (the caller exits 2). */
@@ -238,8 +238,8 @@ int main(int argc, char **argv) {
   fc_cli_expand_argv(&argc, &argv, optind); /* a split store is benched as its parts */
   if (!o.np) add_pattern("patterns", "all", &o);
   if (!o.ns) {
-    o.states[o.ns++] = FC_BENCH_COLD;
-    o.states[o.ns++] = FC_BENCH_WARM;
+    o.states[o.ns++] = BENCH_COLD;
+    o.states[o.ns++] = BENCH_WARM;
   }
   if (!o.nt) o.threads[o.nt++] = 1;
   int show_progress = fc_cli_progress_wanted(o.progress, o.quiet);
@@ -251,15 +251,15 @@ int main(int argc, char **argv) {
 
   /* Open every store first: a store that cannot be benched stops everything (exit 2). */
   fc_bench **benches = calloc(nunits, sizeof *benches);
-  fc_bench_report *reports = calloc(nunits, sizeof *reports);
+  bench_report *reports = calloc(nunits, sizeof *reports);
   unsigned batches[2] = {1, o.batch};
   unsigned nbatch = o.batch == 1 ? 1 : 2;
   size_t per_store = (size_t)o.np * o.ns * o.nt * nbatch;
-  fc_bench_result *results = calloc(nunits * per_store, sizeof *results);
-  fc_bench_result *probes = calloc(2 * nunits, sizeof *probes);
+  bench_result *results = calloc(nunits * per_store, sizeof *results);
+  bench_result *probes = calloc(2 * nunits, sizeof *probes);
   int exit_code = FC_EXIT_OK, any_ro = 0;
   char *refused = calloc(nstores, 1); /* on a read-only mount without --read-only */
-  fc_bench_device dev0;
+  bench_device dev0;
   memset(&dev0, 0, sizeof dev0);
   if (!benches || !reports || !results || !probes || !refused) {
     fc_cli_warn(NULL, "out of memory");
@@ -267,9 +267,9 @@ int main(int argc, char **argv) {
   }
   for (size_t s = 0; s < nstores; s++) {
     const char *path = paths[s];
-    fc_bench_device dev;
+    bench_device dev;
     struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode) || fc_bench_device_probe(path, &dev) != 0)
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode) || bench_device_probe(path, &dev) != 0)
       continue; /* the open below says what is wrong */
     for (size_t j = 0; j < s && !refused[s];
          j++) { /* LMDB: one environment, one open per process */
@@ -302,14 +302,13 @@ int main(int argc, char **argv) {
                   dev.block_device[0] ? dev.block_device : dev.fs_type, paths[0],
                   dev0.block_device[0] ? dev0.block_device : dev0.fs_type);
   }
-  unsigned flags =
-      (o.read_only && any_ro ? FC_BENCH_NOLOCK : 0) | (o.nordahead ? FC_BENCH_NORDAHEAD : 0);
+  unsigned flags = (o.read_only && any_ro ? BENCH_NOLOCK : 0) | (o.nordahead ? BENCH_NORDAHEAD : 0);
   for (size_t u = 0; u < nunits; u++) {
     if (nunits == 1 ? exit_code != FC_EXIT_OK : refused[u]) continue; /* said why */
     size_t failed = 0;
     int rc = o.separate || nstores == 1
-                 ? fc_bench_open(paths[u], flags, &benches[u])
-                 : fc_bench_open_many(paths, nstores, flags, &benches[u], &failed);
+                 ? bench_open(paths[u], flags, &benches[u])
+                 : bench_open_many(paths, nstores, flags, &benches[u], &failed);
     if (!rc) continue;
     if (o.separate || nstores == 1)
       open_error(paths[u], rc);
@@ -347,7 +346,7 @@ int main(int argc, char **argv) {
   }
   if (dumpf) dump = fc_outfile_stream(dumpf);
   if (exit_code != FC_EXIT_OK) {
-    for (size_t s = 0; s < nunits; s++) fc_bench_close(benches[s]);
+    for (size_t s = 0; s < nunits; s++) bench_close(benches[s]);
     free(label);
     free(refused);
     free(benches);
@@ -361,15 +360,15 @@ int main(int argc, char **argv) {
   size_t total = nunits * per_store, done = 0, failed = 0;
   for (size_t s = 0; s < nunits && !fc_cli_signal; s++) {
     const char *path = label ? label : paths[s];
-    fc_bench_report *rep = &reports[s];
+    bench_report *rep = &reports[s];
     rep->store = path;
     rep->gpus = o.gpus;
     rep->stores = label ? paths : NULL;
     rep->n_stores = label ? nstores : 1;
-    rep->device = fc_bench_device_info(benches[s]);
-    rep->records = fc_bench_records(benches[s]);
-    rep->payload_bytes = fc_bench_payload_bytes(benches[s]);
-    rep->file_bytes = fc_bench_file_bytes(benches[s]);
+    rep->device = bench_device_info(benches[s]);
+    rep->records = bench_records(benches[s]);
+    rep->payload_bytes = bench_payload_bytes(benches[s]);
+    rep->file_bytes = bench_file_bytes(benches[s]);
     rep->passes = results + s * per_store;
     rep->probe_note = o.no_probe ? "--no-probe" : "";
     if (!o.no_probe && strcmp(rep->device->kind, "tmpfs") != 0) {
@@ -377,17 +376,17 @@ int main(int argc, char **argv) {
        * read-ahead) in file order, then in random order; about a second each at most */
       int ok = 1;
       for (int q = 0; q < 2 && ok && !fc_cli_signal; q++) {
-        fc_bench_params p;
-        fc_bench_params_default(&p);
-        p.pattern = q ? FC_BENCH_RANDOM : FC_BENCH_SEQUENTIAL;
-        p.state = FC_BENCH_COLD;
+        bench_params p;
+        bench_params_init(&p);
+        p.pattern = q ? BENCH_RANDOM : BENCH_SEQUENTIAL;
+        p.state = BENCH_COLD;
         p.seed = o.seed;
         p.max_seconds = 1;
         p.max_bytes = 64u << 20;
         p.direct = 1;
         p.hint = 0;
         p.should_stop = stop_requested;
-        int rc = fc_bench_run(benches[s], &p, &probes[2 * s + q]);
+        int rc = bench_run(benches[s], &p, &probes[2 * s + q]);
         if (rc) {
           rep->probe_note = rc == EINVAL ? "O_DIRECT is not supported on this filesystem"
                                          : "the probe's reads failed";
@@ -401,8 +400,8 @@ int main(int argc, char **argv) {
       for (int si = 0; si < o.ns; si++)
         for (unsigned ti = 0; ti < o.nt; ti++)
           for (unsigned bi = 0; bi < nbatch && !fc_cli_signal; bi++) {
-            fc_bench_params p;
-            fc_bench_params_default(&p);
+            bench_params p;
+            bench_params_init(&p);
             p.pattern = o.patterns[pi];
             p.state = o.states[si];
             p.threads = o.threads[ti];
@@ -421,17 +420,17 @@ int main(int argc, char **argv) {
             }
             if (show_progress)
               fprintf(stderr, "cache-bench: %s: pass %zu of %zu: %s %s, %u thread%s, batch %u\n",
-                      path, done + failed + 1, total, fc_bench_pattern_name(p.pattern),
-                      fc_bench_state_name(p.state), p.threads, p.threads == 1 ? "" : "s", p.batch);
-            fc_bench_result *r = &results[s * per_store + k];
-            int rc = fc_bench_run(benches[s], &p, r);
+                      path, done + failed + 1, total, bench_pattern_name(p.pattern),
+                      bench_state_name(p.state), p.threads, p.threads == 1 ? "" : "s", p.batch);
+            bench_result *r = &results[s * per_store + k];
+            int rc = bench_run(benches[s], &p, r);
             if (rc) {
-              if (rc == EINVAL && p.direct && p.state == FC_BENCH_COLD)
+              if (rc == EINVAL && p.direct && p.state == BENCH_COLD)
                 fc_cli_warn(path, "%s cold pass: O_DIRECT is not supported on this filesystem",
-                            fc_bench_pattern_name(p.pattern));
+                            bench_pattern_name(p.pattern));
               else
-                fc_cli_warn(path, "%s %s pass failed: %s", fc_bench_pattern_name(p.pattern),
-                            fc_bench_state_name(p.state), fc_strerror(rc));
+                fc_cli_warn(path, "%s %s pass failed: %s", bench_pattern_name(p.pattern),
+                            bench_state_name(p.state), fc_strerror(rc));
               failed++;
               continue;
             }
@@ -439,9 +438,9 @@ int main(int argc, char **argv) {
             if (r->bad_records)
               fc_cli_warn(path, "%llu records with a bad header were skipped (run cache-verify)",
                           (unsigned long long)r->bad_records);
-            if (p.state == FC_BENCH_COLD && !r->cold_verified && !o.quiet)
+            if (p.state == BENCH_COLD && !r->cold_verified && !o.quiet)
               fc_cli_warn(path, "%s cold pass started with %.1f%% of data.mdb resident: not cold%s",
-                          fc_bench_pattern_name(p.pattern), 100 * r->resident_before,
+                          bench_pattern_name(p.pattern), 100 * r->resident_before,
                           strcmp(rep->device->kind, "tmpfs") ? "" : " (tmpfs lives in RAM)");
             k++;
             done++;
@@ -460,19 +459,19 @@ int main(int argc, char **argv) {
     if (reports[s].store) nrep++;
   if (nrep) {
     if (o.json) {
-      fc_bench_write_json(stdout, reports, nrep, o.step_ms, o.batch);
+      bench_write_json(stdout, reports, nrep, o.step_ms, o.batch);
     } else {
-      fc_bench_write_table(stdout, reports, nrep);
+      bench_write_table(stdout, reports, nrep);
       for (size_t s = 0; s < nrep; s++) {
         char v[4096];
-        fc_bench_verdict(&reports[s], o.step_ms, o.batch, 0, v, sizeof v);
+        bench_verdict(&reports[s], o.step_ms, o.batch, 0, v, sizeof v);
         fprintf(stdout, "\n%s", v);
       }
     }
     if (o.svg) {
       fc_outfile *f; /* whole or not at all */
       int e = fc_outfile_open(o.svg, &f);
-      if (!e && (e = fc_bench_write_svg(fc_outfile_stream(f), reports, nrep)) != 0)
+      if (!e && (e = bench_write_svg(fc_outfile_stream(f), reports, nrep)) != 0)
         fc_outfile_abort(f);
       else if (!e)
         e = fc_outfile_commit(f);
@@ -484,7 +483,7 @@ int main(int argc, char **argv) {
   }
   fflush(stdout);
   if (!o.quiet) fprintf(stderr, "done: %zu of %zu passes\n", done, total);
-  for (size_t s = 0; s < nunits; s++) fc_bench_close(benches[s]);
+  for (size_t s = 0; s < nunits; s++) bench_close(benches[s]);
   free(label);
   free(refused);
   free(benches);

@@ -1,5 +1,5 @@
 /* cache-merge — several featcache stores (e.g. the shards of one corpus) into one
- * (docs/cache-merge.md). A thin main over fc_merge_run (libcache/merge/). */
+ * (docs/cache-merge.md). A thin main over fc_merge_run (libcache/core/merge/). */
 #include "cmd/cli.h"
 
 #include "featcache/fc_merge.h"

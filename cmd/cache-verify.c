@@ -1,5 +1,5 @@
 /* cache-verify: check stores before a training run (docs/cache-verify.md). The checks live in
- * libcache/verify/verify.c (fc_verify_store); this main parses options, prints and picks the exit code. */
+ * libcache/core/verify/verify.c (fc_verify_store); this main parses options, prints and picks the exit code. */
 #include "cmd/cli.h"
 
 #include "featcache/fc_manifest.h"
@@ -191,7 +191,7 @@ int main(int argc, char **argv) {
   fc_cli_getopt_tables(options, longs, shorts);
 
   fc_verify_opts vo;
-  fc_verify_opts_default(&vo);
+  fc_verify_opts_init(&vo);
   const char *mel[64], *tok[64];
   size_t n_mel = 0, n_tok = 0;
   const char *manifest = NULL;

@@ -1,13 +1,13 @@
 /* loader-bench — a training loop without a model, profiled: how much of each step waits for data,
  * with the featcache loader and with on-the-fly decoding (docs/loader-bench.md).
- * A thin main over the loader-bench engine (fc_loaderbench.h) and the step profiler. */
+ * A thin main over the loader-bench engine (loaderbench.h) and the step profiler. */
 #include "cmd/cli.h"
 
 #include "featcache/fc_config.h"
 #include "featcache/fc_loader.h"
 #include "featcache/fc_manifest.h"
 #include "featcache/fc_profiler.h"
-#include "featcache/fc_loaderbench.h"
+#include "cmd/loader-bench/loaderbench.h"
 #include "featcache/fc_outfile.h"
 
 enum {
@@ -128,7 +128,7 @@ static void warn_cb(const char *path, const char *msg, void *user) {
 }
 
 static int cmp_item_id(const void *a, const void *b) {
-  return strcmp(((const fc_lb_item *)a)->id, ((const fc_lb_item *)b)->id);
+  return strcmp(((const lb_item *)a)->id, ((const lb_item *)b)->id);
 }
 
 int main(int argc, char **argv) {
@@ -137,8 +137,8 @@ int main(int argc, char **argv) {
   char shorts[3 * (sizeof options / sizeof options[0]) + 2];
   fc_cli_getopt_tables(options, longs, shorts);
 
-  fc_lb_opts base;
-  fc_lb_opts_init(&base);
+  lb_opts base;
+  lb_opts_init(&base);
   const char *source = "cache", *manifest = NULL, *audio_dir = NULL, *preset = NULL;
   const char *svg = NULL, *trace = NULL;
   int manifest_format = FC_MANIFEST_AUTO, compare = 0, sweep = 0, json = 0, quiet = 0;
@@ -177,14 +177,14 @@ int main(int argc, char **argv) {
     case OPT_COMPUTE_MS: base.compute_ms = fc_cli_double("compute-ms", optarg, 0, 3600e3); break;
     case OPT_COMPUTE_MODE:
       if (strcmp(optarg, "sleep") == 0)
-        base.compute = FC_LB_SLEEP;
+        base.compute = LB_SLEEP;
       else if (strcmp(optarg, "busy") == 0)
-        base.compute = FC_LB_BUSY;
+        base.compute = LB_BUSY;
       else
         fc_cli_usage_error("invalid value '%s' for --compute-mode (want sleep or busy)", optarg);
       break;
     case OPT_MATMUL:
-      base.compute = FC_LB_MATMUL;
+      base.compute = LB_MATMUL;
       base.matmul_n = fc_cli_u32("compute-matmul", optarg, 1, 8192);
       break;
     case OPT_SWEEP: sweep = 1; break;
@@ -255,7 +255,7 @@ int main(int argc, char **argv) {
     if (store) {
       char why[512] = "";
       /* the first store's config; the cache run checks that every store holds it */
-      int rc = fc_lb_store_mel_config(store, base.features, &mel, why, sizeof why);
+      int rc = lb_store_mel_config(store, base.features, &mel, why, sizeof why);
       if (rc) {
         fc_cli_warn(store, "%s", why[0] ? why : fc_strerror(rc));
         return FC_EXIT_USAGE;
@@ -268,7 +268,7 @@ int main(int argc, char **argv) {
   /* the utterances of the audio source, sorted by id: the loader's sequential order (over several
    * stores with --compare: store by store, below) */
   fc_item_list list = {0};
-  fc_lb_item *items = NULL;
+  lb_item *items = NULL;
   const char **ids = NULL;
   size_t n_items = 0;
   int exit_code = FC_EXIT_OK;
@@ -295,7 +295,7 @@ int main(int argc, char **argv) {
         exit_code = FC_EXIT_FAIL;
         continue;
       }
-      items[n_items++] = (fc_lb_item){it->id, it->path};
+      items[n_items++] = (lb_item){it->id, it->path};
     }
     if (!n_items) {
       fc_cli_warn(manifest, "no utterances");
@@ -305,11 +305,11 @@ int main(int argc, char **argv) {
     if (compare) {
       /* the loader yields store by store (ids in byte order within each): the audio run goes in
        * that order, and the cache run is checked against it; ids no store holds go last */
-      fc_lb_item *ordered = NULL;
+      lb_item *ordered = NULL;
       size_t n_ordered = 0, missing = 0;
       why[0] = '\0';
-      rc = fc_lb_dataset_order(stores, n_stores, items, n_items, &ordered, &n_ordered, &missing,
-                               why, sizeof why);
+      rc = lb_dataset_order(stores, n_stores, items, n_items, &ordered, &n_ordered, &missing, why,
+                            sizeof why);
       if (rc) {
         fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
         return FC_EXIT_USAGE;
@@ -343,8 +343,8 @@ int main(int argc, char **argv) {
 
   /* the runs: compare = audio then cache; sweep = the grid; else one */
   size_t n_runs = 0, max_runs = compare ? 2 : (size_t)ax_batch.n * ax_workers.n * ax_prefetch.n;
-  fc_lb_report_run *runs = calloc(max_runs, sizeof *runs);
-  fc_lb_cell *cells = calloc(max_runs, sizeof *cells);
+  lb_report_run *runs = calloc(max_runs, sizeof *runs);
+  lb_cell *cells = calloc(max_runs, sizeof *cells);
   if (!runs || !cells) {
     fc_cli_warn(NULL, "%s", fc_strerror(ENOMEM));
     return FC_EXIT_FAIL;
@@ -355,14 +355,14 @@ int main(int argc, char **argv) {
     for (int wi = 0; wi < ax_workers.n && !rc; wi++)
       for (int pi = 0; pi < ax_prefetch.n && !rc; pi++)
         for (int si = 0; si < (compare ? 2 : 1) && !rc; si++) {
-          fc_lb_opts o = base;
+          lb_opts o = base;
           o.batch = ax_batch.v[bi];
           o.workers = ax_workers.v[wi];
           o.prefetch = ax_prefetch.v[pi];
           if (sweep && !o.steps && !o.epochs) o.steps = 30;
           const char *src = compare ? (si == 0 ? "audio" : "cache") : source;
           if (strcmp(src, "cache") == 0) {
-            o.source = FC_LB_CACHE;
+            o.source = LB_CACHE;
             o.store = store;
             o.stores = stores;
             o.n_stores = n_stores;
@@ -376,15 +376,15 @@ int main(int argc, char **argv) {
               o.epochs = 0;
             }
           } else if (strcmp(src, "audio") == 0) {
-            o.source = FC_LB_AUDIO;
+            o.source = LB_AUDIO;
             o.mel = &mel;
             o.items = items;
             o.n_items = n_items;
           } else {
-            o.source = FC_LB_SYNTH;
+            o.source = LB_SYNTH;
             o.n_items = synth_items;
           }
-          fc_lb_report_run *r = &runs[n_runs];
+          lb_report_run *r = &runs[n_runs];
           r->source = synthetic ? "synthetic" : src;
           r->batch = o.batch;
           r->workers = o.workers;
@@ -400,7 +400,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "%s: running %s: batch %u, workers %u, prefetch %u...\n", fc_cli_tool,
                     r->source, o.batch, o.workers, o.prefetch);
           char why[512] = "";
-          rc = fc_lb_run(&o, prof, &r->res, why, sizeof why);
+          rc = lb_run(&o, prof, &r->res, why, sizeof why);
           uint64_t planned = o.steps ? o.steps : r->res.epoch_batches * (o.epochs ? o.epochs : 1);
           steps_planned += planned;
           steps_done += r->res.steps;
@@ -408,9 +408,9 @@ int main(int argc, char **argv) {
           if (r->res.failed || r->res.order_mismatch) exit_code = FC_EXIT_FAIL;
           if (rc == FC_EINTR) break;
           if (rc) {
-            const char *path = o.source == FC_LB_CACHE   ? store
-                               : o.source == FC_LB_AUDIO ? manifest
-                                                         : NULL;
+            const char *path = o.source == LB_CACHE   ? store
+                               : o.source == LB_AUDIO ? manifest
+                                                      : NULL;
             size_t pl = path ? strlen(path) : 0;
             if (path && strncmp(why, path, pl) == 0 && why[pl] == ':') path = NULL; /* named */
             fc_cli_warn(path, "%s", why[0] ? why : fc_strerror(rc));
@@ -421,19 +421,19 @@ int main(int argc, char **argv) {
             fc_cli_warn(store, "%llu of %llu utterances differ from the manifest's order",
                         (unsigned long long)r->res.order_mismatch,
                         (unsigned long long)r->res.utterances);
-          fc_lb_summary s;
-          fc_lb_summarize(prof, &s);
+          lb_summary s;
+          lb_summarize(prof, &s);
           cells[n_runs - 1] =
-              (fc_lb_cell){o.batch, o.workers, o.prefetch, s.data_share, s.data.mean, s.step.mean};
+              (lb_cell){o.batch, o.workers, o.prefetch, s.data_share, s.data.mean, s.step.mean};
         }
 
   if (rc == FC_EINTR) {
     exit_code = fc_cli_signal_exit();
   } else if (!rc) {
     /* ---- reports ---- */
-    int rec = sweep ? fc_lb_recommend(cells, n_runs, 0.05) : -1;
-    int kind = compare ? FC_LB_REPORT_COMPARE : sweep ? FC_LB_REPORT_SWEEP : FC_LB_REPORT_RUNS;
-    fc_lb_write_report(stdout, json, kind, runs, n_runs, cells, rec);
+    int rec = sweep ? lb_recommend(cells, n_runs, 0.05) : -1;
+    int kind = compare ? LB_REPORT_COMPARE : sweep ? LB_REPORT_SWEEP : LB_REPORT_RUNS;
+    lb_write_report(stdout, json, kind, runs, n_runs, cells, rec);
     /* ---- files ---- */
     const fc_profiler *profs[2];
     const char *names[2];
@@ -447,7 +447,7 @@ int main(int argc, char **argv) {
       fc_outfile *of; /* whole or not at all */
       int e = fc_outfile_open(svg, &of);
       char title[160];
-      if (base.compute == FC_LB_MATMUL)
+      if (base.compute == LB_MATMUL)
         snprintf(title, sizeof title,
                  "loader-bench: ms per training step (batch %u, compute: %u x %u matmul)",
                  runs[0].batch, base.matmul_n, base.matmul_n);
@@ -455,7 +455,7 @@ int main(int argc, char **argv) {
         snprintf(title, sizeof title,
                  "loader-bench: ms per training step (batch %u, compute %g ms)", runs[0].batch,
                  base.compute_ms);
-      if (!e && (e = fc_lb_write_svg(fc_outfile_stream(of), profs, names, nf, title)))
+      if (!e && (e = lb_write_svg(fc_outfile_stream(of), profs, names, nf, title)))
         fc_outfile_abort(of);
       else if (!e)
         e = fc_outfile_commit(of);

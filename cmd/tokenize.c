@@ -137,7 +137,7 @@ int main(int argc, char **argv) {
   const char *out_dir = NULL, *manifest = NULL, *export_vocab = NULL, *kind_name = "chars";
   const char *shard_spec = NULL;
   fc_manifest_opts mopts = {0};
-  fc_tok_options to;
+  fc_tok_opts to;
   memset(&to, 0, sizeof to);
   to.lang = "en-us";
   int unicode = -1, fold = -1, collapse = -1, punct = -1, json = 0, quiet = 0, progress = 0;
@@ -210,8 +210,8 @@ int main(int argc, char **argv) {
   if (kind < 0)
     fc_cli_usage_error("invalid value '%s' for --tokenizer (want chars, phonemes, bpe)", kind_name);
 
-  fc_tok_options d;
-  fc_tok_options_default(&d, (fc_tok_kind)kind);
+  fc_tok_opts d;
+  fc_tok_opts_init(&d, (fc_tok_kind)kind);
   to.kind = (fc_tok_kind)kind;
   to.norm = d.norm;
   to.norm_set = 1;

@@ -10,10 +10,11 @@
  * (0..3); each plane is one standard zstd frame (content size in its header, no checksum: the
  * record header's XXH3 covers the payload). */
 #include "featcache/fc_codec.h"
+#include "formats/codec_int.h"
 #include "featcache/fc_config.h"
 
-#include "formats/why.h"
-#include "formats/alloc.h"
+#include "formats/common/why.h"
+#include "formats/common/alloc.h"
 
 #include <errno.h>
 #include <math.h>
@@ -67,12 +68,12 @@ static uint32_t get32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-int fc_mq_coder_new(fc_mq_coder **out) {
+int mq_coder_new(fc_mq_coder **out) {
   *out = fc_calloc(1, sizeof **out);
   return *out ? 0 : ENOMEM;
 }
 
-void fc_mq_coder_free(fc_mq_coder *c) {
+void mq_coder_free(fc_mq_coder *c) {
   if (!c) return;
   ZSTD_freeCCtx(c->cctx);
   ZSTD_freeDCtx(c->dctx);
@@ -85,7 +86,7 @@ static pthread_key_t thread_key;
 static pthread_once_t thread_once = PTHREAD_ONCE_INIT;
 static int thread_key_ok;
 
-static void coder_destroy(void *c) { fc_mq_coder_free(c); }
+static void coder_destroy(void *c) { mq_coder_free(c); }
 static void thread_key_make(void) {
   thread_key_ok = pthread_key_create(&thread_key, coder_destroy) == 0;
 }
@@ -94,8 +95,8 @@ fc_mq_coder *fc_mq_thread_coder(void) {
   pthread_once(&thread_once, thread_key_make);
   if (!thread_key_ok) return NULL;
   fc_mq_coder *c = pthread_getspecific(thread_key);
-  if (!c && fc_mq_coder_new(&c) == 0 && pthread_setspecific(thread_key, c) != 0) {
-    fc_mq_coder_free(c);
+  if (!c && mq_coder_new(&c) == 0 && pthread_setspecific(thread_key, c) != 0) {
+    mq_coder_free(c);
     c = NULL;
   }
   return c;
@@ -168,8 +169,8 @@ static int compress_frame(fc_mq_coder *c, const void *src, size_t n, uint8_t *ou
   return 0;
 }
 
-int fc_mq_encode(fc_mq_coder *c, const float *x, uint32_t dim0, uint32_t dim1, void *out,
-                 size_t cap, size_t *len, char *why, size_t why_len) {
+int mq_encode(fc_mq_coder *c, const float *x, uint32_t dim0, uint32_t dim1, void *out, size_t cap,
+              size_t *len, char *why, size_t why_len) {
   return fc_mq_encode_step(c, x, dim0, dim1, FC_MQ_STEP_LOG2, out, cap, len, why, why_len);
 }
 
@@ -201,7 +202,7 @@ int fc_mq_encode_step(fc_mq_coder *c, const float *x, uint32_t dim0, uint32_t di
     }
   fc_mq_coder *own = NULL;
   if (!c) {
-    if (fc_mq_coder_new(&own)) {
+    if (mq_coder_new(&own)) {
       fc_why(why, why_len, "out of memory");
       return ENOMEM;
     }
@@ -258,12 +259,12 @@ int fc_mq_encode_step(fc_mq_coder *c, const float *x, uint32_t dim0, uint32_t di
   put32(o + 16, (uint32_t)ze);
   *len = MQ_CODED_HEADER + zs + ze;
 out:
-  fc_mq_coder_free(own);
+  mq_coder_free(own);
   return rc;
 }
 
-int fc_mq_check(const void *payload, size_t len, uint32_t dim0, uint32_t dim1, char *why,
-                size_t why_len) {
+int mq_check(const void *payload, size_t len, uint32_t dim0, uint32_t dim1, char *why,
+             size_t why_len) {
   const uint8_t *p = payload;
   uint64_t n = (uint64_t)dim0 * dim1;
   if (n > FC_MQ_MAX_VALUES) {
@@ -413,7 +414,7 @@ static void row_add(const uint32_t *z, uint32_t *prev, float *out, uint32_t dim1
 
 int fc_mq_decode(fc_mq_coder *c, const void *payload, size_t len, uint32_t dim0, uint32_t dim1,
                  uint32_t first, uint32_t count, float *out, char *why, size_t why_len) {
-  int rc = fc_mq_check(payload, len, dim0, dim1, why, why_len);
+  int rc = mq_check(payload, len, dim0, dim1, why, why_len);
   if (rc) return rc;
   if (first > dim0 || count > dim0 - first) {
     fc_why(why, why_len, "mq: rows %u..%u of %u", first, first + count, dim0);
@@ -438,7 +439,7 @@ int fc_mq_decode(fc_mq_coder *c, const void *payload, size_t len, uint32_t dim0,
   if (count == 0 && out) return 0;
   fc_mq_coder *own = NULL;
   if (!c) {
-    if (fc_mq_coder_new(&own)) {
+    if (mq_coder_new(&own)) {
       fc_why(why, why_len, "out of memory");
       return ENOMEM;
     }
@@ -476,6 +477,6 @@ int fc_mq_decode(fc_mq_coder *c, const void *payload, size_t len, uint32_t dim0,
     rc = FC_EFORMAT;
   }
 out:
-  fc_mq_coder_free(own);
+  mq_coder_free(own);
   return rc;
 }

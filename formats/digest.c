@@ -43,23 +43,6 @@ int fc_digest_parse(const char *hex, fc_digest *out) {
   return 0;
 }
 
-size_t fc_dtype_size(int dtype) {
-  switch (dtype) {
-  case FC_DTYPE_F32:
-  case FC_DTYPE_I32: return 4;
-  case FC_DTYPE_F16:
-  case FC_DTYPE_BF16:
-  case FC_DTYPE_I16:
-  case FC_DTYPE_U16: return 2;
-  default: return 0;
-  }
-}
-
-int fc_dtype_decoded(int dtype) {
-  if (dtype == FC_DTYPE_MQ) return FC_DTYPE_F32;
-  return fc_dtype_size(dtype) ? dtype : 0;
-}
-
 static const char *const dtype_names[] = {NULL, "f32", "f16", "bf16", "i32", "i16", "u16", "mq"};
 
 const char *fc_dtype_name(int dtype) {

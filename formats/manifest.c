@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 
 #include "featcache/fc_format.h"
-#include "formats/why.h"
-#include "formats/alloc.h"
-#include "formats/json.h"
+#include "formats/common/why.h"
+#include "formats/common/alloc.h"
+#include "formats/common/json.h"
 
 /* ---- names ------------------------------------------------------------------------------------ */
 static const char *const format_names[] = {"auto", "ljspeech", "kaldi", "jsonl", "list", "tsv"};

@@ -1,6 +1,8 @@
 /* Store format v1: the 64-byte record header, keys, audio and text entries (docs/FORMAT.md).
  * Everything is explicit little-endian byte by byte, so the layout does not depend on the host. */
+#include "formats/common/why.h"
 #include "featcache/fc_format.h"
+#include "formats/codec_int.h"
 #include "featcache/fc_codec.h"
 
 #include <stdio.h>
@@ -24,11 +26,6 @@ static uint64_t get64(const uint8_t *p) {
   return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
 }
 
-#define WHY(...)                                             \
-  do {                                                       \
-    if (why && why_len) snprintf(why, why_len, __VA_ARGS__); \
-  } while (0)
-
 void fc_record_header_encode(const fc_record_header *h, uint8_t out[FC_RECORD_HEADER_SIZE]) {
   memcpy(out, FC_RECORD_MAGIC, 4);
   put16(out + 4, FC_RECORD_HEADER_SIZE);
@@ -46,7 +43,7 @@ void fc_record_header_encode(const fc_record_header *h, uint8_t out[FC_RECORD_HE
 
 int fc_record_encode(fc_record_header *h, const void *payload, size_t payload_len, void *out) {
   if (h->dtype == FC_DTYPE_MQ) {
-    if (h->ndim != 2 || fc_mq_check(payload, payload_len, h->dim0, h->dim1, NULL, 0))
+    if (h->ndim != 2 || mq_check(payload, payload_len, h->dim0, h->dim1, NULL, 0))
       return FC_EFORMAT;
   } else {
     size_t es = fc_dtype_size(h->dtype);
@@ -64,20 +61,20 @@ int fc_record_parse(const void *val, size_t len, fc_record_header *h, const void
                     char *why, size_t why_len) {
   const uint8_t *p = val;
   if (!p || len < FC_RECORD_HEADER_SIZE) {
-    WHY("record of %zu bytes is shorter than its 64-byte header", len);
+    fc_why(why, why_len, "record of %zu bytes is shorter than its 64-byte header", len);
     return FC_EFORMAT;
   }
   if (memcmp(p, FC_RECORD_MAGIC, 4) != 0) {
-    WHY("bad magic %02x%02x%02x%02x (want FCR1)", p[0], p[1], p[2], p[3]);
+    fc_why(why, why_len, "bad magic %02x%02x%02x%02x (want FCR1)", p[0], p[1], p[2], p[3]);
     return FC_EFORMAT;
   }
   uint64_t hh = get64(p + 56);
   if (fc_hash64(p, 56) != hh) {
-    WHY("header checksum mismatch");
+    fc_why(why, why_len, "header checksum mismatch");
     return FC_ECHECKSUM;
   }
   if (get16(p + 4) != FC_RECORD_HEADER_SIZE) {
-    WHY("header size %u (want 64)", get16(p + 4));
+    fc_why(why, why_len, "header size %u (want 64)", get16(p + 4));
     return FC_EFORMAT;
   }
   fc_record_header t;
@@ -92,36 +89,36 @@ int fc_record_parse(const void *val, size_t len, fc_record_header *h, const void
   t.producer = get32(p + 52);
   size_t es = fc_dtype_size(t.dtype);
   if (!es && t.dtype != FC_DTYPE_MQ) {
-    WHY("unknown dtype %u", t.dtype);
+    fc_why(why, why_len, "unknown dtype %u", t.dtype);
     return FC_EFORMAT;
   }
   if (t.ndim != 1 && t.ndim != 2) {
-    WHY("ndim %u (want 1 or 2)", t.ndim);
+    fc_why(why, why_len, "ndim %u (want 1 or 2)", t.ndim);
     return FC_EFORMAT;
   }
   if (t.ndim == 1 && t.dim1 != 1) {
-    WHY("ndim 1 with dim1 %u (want 1)", t.dim1);
+    fc_why(why, why_len, "ndim 1 with dim1 %u (want 1)", t.dim1);
     return FC_EFORMAT;
   }
   /* dim0, dim1 < 2^32 and es <= 4: the product fits in 66 bits only if we are careless, so check
    * against the value length first — it bounds everything we will ever touch. */
   uint64_t body = (uint64_t)len - FC_RECORD_HEADER_SIZE;
   if (t.payload_bytes != body) {
-    WHY("header says %llu payload bytes, value holds %llu", (unsigned long long)t.payload_bytes,
-        (unsigned long long)body);
+    fc_why(why, why_len, "header says %llu payload bytes, value holds %llu",
+           (unsigned long long)t.payload_bytes, (unsigned long long)body);
     return FC_EFORMAT;
   }
   if (t.dtype == FC_DTYPE_MQ) { /* a coded payload: its own header says how it fills the bytes */
     if (t.ndim != 2 || t.dim1 == 0) {
-      WHY("mq record with ndim %u, dim1 %u (want 2, >= 1)", t.ndim, t.dim1);
+      fc_why(why, why_len, "mq record with ndim %u, dim1 %u (want 2, >= 1)", t.ndim, t.dim1);
       return FC_EFORMAT;
     }
-    int rc = fc_mq_check(p + FC_RECORD_HEADER_SIZE, (size_t)body, t.dim0, t.dim1, why, why_len);
+    int rc = mq_check(p + FC_RECORD_HEADER_SIZE, (size_t)body, t.dim0, t.dim1, why, why_len);
     if (rc) return rc;
   } else if (t.dim1 == 0 || (uint64_t)t.dim0 > body / es / t.dim1 ||
              (uint64_t)t.dim0 * t.dim1 * es != body) {
-    WHY("shape %u x %u of %s does not fill %llu payload bytes", t.dim0, t.dim1,
-        fc_dtype_name(t.dtype), (unsigned long long)body);
+    fc_why(why, why_len, "shape %u x %u of %s does not fill %llu payload bytes", t.dim0, t.dim1,
+           fc_dtype_name(t.dtype), (unsigned long long)body);
     return FC_EFORMAT;
   }
   if (h) *h = t;
@@ -136,7 +133,7 @@ int fc_record_verify(const void *val, size_t len, fc_record_header *h, const voi
   int rc = fc_record_parse(val, len, &t, &pl, why, why_len);
   if (rc) return rc;
   if (fc_hash64(pl, t.payload_bytes) != t.payload_hash) {
-    WHY("payload checksum mismatch");
+    fc_why(why, why_len, "payload checksum mismatch");
     return FC_ECHECKSUM;
   }
   if (h) *h = t;

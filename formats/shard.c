@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats/why.h"
+#include "formats/common/why.h"
 
 uint32_t fc_shard_of(const char *id, size_t len, uint32_t n) {
   if (n <= 1) return 0;

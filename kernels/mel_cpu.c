@@ -27,8 +27,8 @@
  * a reference-counted `mel_tables` shared with clones; each plan has its own buffers, laid out
  * exactly as the buffers the FFTW plans were made for so the new-array execute functions (which
  * are thread-safe) can run them. */
-#include "formats/alloc.h"
-#include "formats/fault.h"
+#include "formats/common/alloc.h"
+#include "formats/common/fault.h"
 #include "featcache/fc_mel.h"
 
 #include <errno.h>
@@ -235,7 +235,7 @@ int fc_mel_plan_create(const fc_mel_config *cfg, fc_mel_plan **out) {
                                             1, (int)t->out_dist, MEL_FFTW_FLAGS);
   }
   pthread_mutex_unlock(&fftw_planner_lock);
-  if (!t->block_plan || !t->frame_plan || fc_fault_hit("plan")) {
+  if (!t->block_plan || !t->frame_plan || fault_hit("plan")) {
     rc = FC_ECONFIG;
     goto fail;
   }

@@ -6,7 +6,7 @@
  * FILE holds records: u32 frames, u32 n_mels, then frames * n_mels little-endian f32 (log-mel).
  * For the whole set, one core, best of REPEAT passes over all records (each pass decodes every
  * record once, in order, into one output buffer):
- *   mq      fc_mq_encode / fc_mq_decode: stored bytes, max and mean |decoded - f32|, GB/s
+ *   mq      mq_encode / fc_mq_decode: stored bytes, max and mean |decoded - f32|, GB/s
  *   f16     the f16 record (round to nearest even): max and mean |f16 - f32|
  *   f16+zstd -3  zstd level 3 of each f16 payload (the lossless baseline on f16): bytes, decode GB/s
  *   f32 copy memcpy of the f32 payloads (a warm store's padded batch is this copy): GB/s
@@ -14,6 +14,7 @@
  * Prints one JSON object. */
 #include "featcache/fc_base.h"
 #include "featcache/fc_codec.h"
+#include "formats/codec_int.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -74,7 +75,7 @@ int main(int argc, char **argv) {
   }
   fclose(f);
   fc_mq_coder *c;
-  fc_mq_coder_new(&c);
+  mq_coder_new(&c);
   ZSTD_CCtx *zc = ZSTD_createCCtx();
   ZSTD_DCtx *zd = ZSTD_createDCtx();
   uint64_t mq_bytes = 0, zh_bytes = 0;

@@ -1,4 +1,4 @@
-/* The harness of scripts/bench-host: one featurize run, the real pipeline (fc_fz_run), with one of
+/* The harness of scripts/bench-host: one featurize run, the real pipeline (fz_pipeline_run), with one of
  * three backends, over a list of audio files into a fresh store; prints one JSON object.
  *
  *   bench-host-harness ROW LIST STORE JOBS WRITERS DTYPE
@@ -20,12 +20,12 @@
  * involuntary context switches).
  *
  * A benchmark harness (built beside the tools, linked to the static library for the internal
- * fc_fz_run): no tool or library call can make a store of fake features. Not installed. */
+ * fz_pipeline_run): no tool or library call can make a store of fake features. Not installed. */
 #include "featcache/fc_featurize.h"
 #include "featcache/fc_format.h"
 #include "featcache/fc_manifest.h"
 #include "featcache/fc_store.h"
-#include "libcache/featurize/featurize_backend.h"
+#include "libcache/mel/featurize/featurize_backend.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -220,7 +220,7 @@ int main(int argc, char **argv) {
   struct rusage r0, r1;
   getrusage(RUSAGE_SELF, &r0);
   double t0 = wall_now();
-  rc = fc_fz_run(parts[0], &cfg, items.items, items.count, &o, be, &st, why, sizeof why);
+  rc = fz_pipeline_run(parts[0], &cfg, items.items, items.count, &o, be, &st, why, sizeof why);
   double wall = wall_now() - t0;
   getrusage(RUSAGE_SELF, &r1);
   fc_store_close_split(parts, n_parts);

@@ -1,4 +1,4 @@
-/* A staging backend on the CPU for the C tests (libcache/featurize/featurize_backend.h): what the
+/* A staging backend on the CPU for the C tests (libcache/mel/featurize/featurize_backend.h): what the
  * CUDA ring plan does (kernels/cuda/cuda_ring.h), with the CPU kernels and a "device" thread.
  *
  * open makes `chunks` staging buffers of exactly capacity * 4 bytes (malloc: ASan sees a write past
@@ -20,7 +20,7 @@
 #include "featcache/fc_featurize.h"
 #include "featcache/fc_format.h"
 #include "kernels/cuda/mel_kernels.h"
-#include "libcache/featurize/featurize_backend.h"
+#include "libcache/mel/featurize/featurize_backend.h"
 
 #include <errno.h>
 #include <pthread.h>

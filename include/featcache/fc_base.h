@@ -81,11 +81,24 @@ typedef enum fc_dtype {
 } fc_dtype;
 
 /* Size in bytes of one stored element; 0 for an unknown dtype and for FC_DTYPE_MQ (a coded
- * payload has no fixed element size: see fc_dtype_decoded). */
-FC_API size_t fc_dtype_size(int dtype);
+ * payload has no fixed element size: see fc_dtype_decoded). Inline: no symbol. */
+static inline size_t fc_dtype_size(int dtype) {
+  switch (dtype) {
+  case FC_DTYPE_F32:
+  case FC_DTYPE_I32: return 4;
+  case FC_DTYPE_F16:
+  case FC_DTYPE_BF16:
+  case FC_DTYPE_I16:
+  case FC_DTYPE_U16: return 2;
+  default: return 0;
+  }
+}
 /* The dtype a reader gets after decoding: FC_DTYPE_F32 for FC_DTYPE_MQ, dtype itself otherwise
- * (0 for an unknown dtype). */
-FC_API int fc_dtype_decoded(int dtype);
+ * (0 for an unknown dtype). Inline: no symbol. */
+static inline int fc_dtype_decoded(int dtype) {
+  if (dtype == FC_DTYPE_MQ) return FC_DTYPE_F32;
+  return fc_dtype_size(dtype) ? dtype : 0;
+}
 /* "f32", "f16", "bf16", "i32", "i16", "u16", "mq"; NULL for an unknown dtype. Static string. */
 FC_API const char *fc_dtype_name(int dtype);
 /* Inverse of fc_dtype_name; returns 0 for an unknown name. */

@@ -15,7 +15,7 @@
 extern "C" {
 #endif
 
-#define FC_MQ_STEP_LOG2 7 /* step = 2^-7: fc_mq_encode's, and featurize's for ln */
+#define FC_MQ_STEP_LOG2 7 /* step = 2^-7: mq_encode's, and featurize's for ln */
 #define FC_MQ_MAX_ERROR (1.0 / 256) /* max |decoded - original| at step 2^-7 */
 #define FC_MQ_STEP_LOG2_MAX 12 /* payloads carry s in [0, 12]; larger is refused */
 /* max |decoded - original| at step 2^-s */
@@ -25,16 +25,14 @@ extern "C" {
 #define FC_MQ_MAX_VALUES 0x7fffffffu /* dim0 * dim1 at most */
 
 /* Scratch for encoding and decoding (zstd contexts, plane buffers). One per thread; reusing it
- * saves allocations. Free with fc_mq_coder_free. */
+ * saves allocations (formats/codec_int.h makes and frees one; users take fc_mq_thread_coder). */
 typedef struct fc_mq_coder fc_mq_coder;
-FC_API int fc_mq_coder_new(fc_mq_coder **out);
-FC_API void fc_mq_coder_free(fc_mq_coder *c);
 /* This thread's coder, made on first use, owned by the library and freed when the thread exits
  * (never free it); NULL when out of memory (pass it anyway: the fc_mq_* functions then make a
  * temporary one). What the loader's prefetch threads, cache-verify, cache-bench and featurize use. */
 FC_API fc_mq_coder *fc_mq_thread_coder(void);
 
-/* Most payload bytes fc_mq_encode can write for dim0 x dim1 values (0 when over FC_MQ_MAX_VALUES). */
+/* Most payload bytes mq_encode can write for dim0 x dim1 values (0 when over FC_MQ_MAX_VALUES). */
 FC_API size_t fc_mq_bound(uint32_t dim0, uint32_t dim1);
 
 /* The step exponent s featurize codes a config's log output with (fc_config.h fc_log): the same
@@ -44,28 +42,16 @@ FC_API size_t fc_mq_bound(uint32_t dim0, uint32_t dim1);
  * FC_LOG_NONE and unknown values (the codec is refused without a log). */
 FC_API unsigned fc_mq_step_log2(int log);
 
-/* Encode x[dim0][dim1] into out (cap bytes; fc_mq_bound is always enough); *len gets the payload
- * size. c may be NULL (a temporary coder). Returns 0; FC_ERANGE (a NaN, an infinity or
- * |x| >= 4096: why names the first such value), FC_ECONFIG (too many values, cap too small),
- * ENOMEM. Same input and zstd version → same bytes. */
-FC_API int fc_mq_encode(fc_mq_coder *c, const float *x, uint32_t dim0, uint32_t dim1, void *out,
-                        size_t cap, size_t *len, char *why, size_t why_len);
-/* The same at step 2^-step_log2 (<= FC_MQ_STEP_LOG2_MAX, else FC_ECONFIG); fc_mq_encode is this at
+/* The same at step 2^-step_log2 (<= FC_MQ_STEP_LOG2_MAX, else FC_ECONFIG); mq_encode is this at
  * FC_MQ_STEP_LOG2. The payload records the step; fc_mq_decode reads it. */
 FC_API int fc_mq_encode_step(fc_mq_coder *c, const float *x, uint32_t dim0, uint32_t dim1,
                              unsigned step_log2, void *out, size_t cap, size_t *len, char *why,
                              size_t why_len);
 
-/* Check the fixed part of a payload of len bytes for dim0 x dim1 (its first 8 or 20 bytes only, so
- * a cold record is not paged in): step (<= FC_MQ_STEP_LOG2_MAX), mode, reserved bytes, escape count, frame sizes adding up to
- * len. The frames themselves are checked by fc_mq_decode. Returns 0 or FC_EFORMAT with a reason. */
-FC_API int fc_mq_check(const void *payload, size_t len, uint32_t dim0, uint32_t dim1, char *why,
-                       size_t why_len);
-
 /* Decode rows [first, first + count) of a payload into out (count * dim1 floats, row-major).
  * Rows before first are decoded too (prediction runs from row 0) but not written; the symbols are
  * decompressed only as far as row first + count - 1. c may be NULL. Returns 0; FC_EFORMAT
- * (fc_mq_check fails; a frame is not exactly one zstd frame declaring its size or does not
+ * (mq_check fails; a frame is not exactly one zstd frame declaring its size or does not
  * decompress to it; escape symbols and escapes disagree in number); FC_ECONFIG (rows out of
  * range); ENOMEM. Nothing outside out[0, count*dim1) is written, whatever the payload.
  * out NULL: decode rows [0, first + count) and write nothing (a check: cache-verify decodes every

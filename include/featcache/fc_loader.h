@@ -66,8 +66,8 @@ enum fc_loader_flags {
                                          neither crop flag: the segment starting at frame 0 */
 };
 
-/* Options. Always start from fc_loader_options_init (defaults below), then set fields. */
-typedef struct fc_loader_options {
+/* Options. Always start from fc_loader_opts_init (defaults below), then set fields. */
+typedef struct fc_loader_opts {
   const char *features; /* mel config: preset name or 32-hex digest; NULL: the store's only
                                mel config, else "hifigan" */
   const char *tokens; /* token config: 32-hex digest or name (its "preset", "name" or
@@ -99,17 +99,17 @@ typedef struct fc_loader_options {
   uint32_t locality_run; /* LOCALITY: records per run, default 16 x batch_size */
   uint32_t prefetch_threads; /* threads building batches ahead, default 2; 0: built in next() */
   uint32_t prefetch_depth; /* batches kept ready ahead, default 4 */
-} fc_loader_options;
+} fc_loader_opts;
 
 /* Fill o with the defaults. */
-FC_API void fc_loader_options_init(fc_loader_options *o);
+FC_API void fc_loader_opts_init(fc_loader_opts *o);
 
 /* Open n stores (directories) as one dataset and build the index. Errors: those of
  * fc_store_open, FC_ENOTFOUND (no such config, or with STRICT a missing record), FC_ECONFIG (a
  * config selector matching several configs, bad options, stores disagreeing on the config),
  * FC_EFORMAT/FC_ECHECKSUM (with STRICT, a corrupt record), ENOMEM; why (may be NULL) receives a
  * one-line reason naming the store and the id. *out is owned by the caller: fc_loader_close. */
-FC_API int fc_loader_open(const char *const *paths, size_t n, const fc_loader_options *o,
+FC_API int fc_loader_open(const char *const *paths, size_t n, const fc_loader_opts *o,
                           fc_loader **out, char *why, size_t why_len);
 /* Stop the prefetch threads, end the transactions, close the stores. Outstanding batches become
  * invalid (release them first). NULL is ignored. In a child process after fork only the

@@ -83,7 +83,7 @@ typedef struct fc_merge_opts {
   double sync_seconds; /* mdb_env_sync interval [5] */
   /* Committed bytes between two write-back passes on the output [16 MiB; 0: the default]: each
    * starts writing what was committed and drops what is on the disk from the page cache but the
-   * last 4 passes' worth (libcache/merge/writeback.c; not on tmpfs). */
+   * last 4 passes' worth (libcache/core/merge/writeback.c; not on tmpfs). */
   uint64_t writeback_bytes;
   /* Set (e.g. by a signal handler) to stop: the current batch is committed and synced and
    * fc_merge_run returns FC_EINTR. May be NULL. */

@@ -4,7 +4,7 @@
  * succeeded. A failure at any step removes the temporary and leaves the target as it was (absent,
  * or its previous contents). A target that exists and is not a regular file (/dev/stdout, a FIFO)
  * is written in place: there is nothing to rename over.
- * Fault-injection builds (formats/fault.h) fail these steps at the `write` site: the open, the
+ * Fault-injection builds (formats/common/fault.h) fail these steps at the `write` site: the open, the
  * write (flush), the sync, the close and the rename each count one call. */
 #ifndef FC_OUTFILE_H
 #define FC_OUTFILE_H

@@ -133,20 +133,6 @@ FC_API size_t fc_gpu_sampler_samples(fc_gpu_sampler *s, const double **pct);
 /* Stop and free. NULL is ignored. */
 FC_API void fc_gpu_sampler_free(fc_gpu_sampler *s);
 
-/* ---- device time through CUDA events ---------------------------------------------------------- */
-/* The GPU time of the work queued on a stream between start and stop, measured with two CUDA
- * events; add it to a profile with fc_profiler_device_add. The CUDA runtime is loaded at run time
- * (dlopen libcudart.so.12, libcudart.so.11.0 or libcudart.so): the library has no build-time CUDA
- * dependency. Errors of create: FC_ENODEVICE (no runtime, no device: why says which), ENOMEM.
- * stream: a cudaStream_t (NULL: the legacy default stream). stop records the end event, waits for
- * it (cudaEventSynchronize) and returns the elapsed ms: FC_ECUDA when a CUDA call fails,
- * FC_EBADSTATE without a start. One thread at a time per timer. */
-typedef struct fc_gpu_timer fc_gpu_timer;
-FC_API int fc_gpu_timer_create(fc_gpu_timer **out, char *why, size_t why_len);
-FC_API int fc_gpu_timer_start(fc_gpu_timer *t, void *stream);
-FC_API int fc_gpu_timer_stop(fc_gpu_timer *t, void *stream, double *ms);
-FC_API void fc_gpu_timer_free(fc_gpu_timer *t);
-
 /* ---- statistics -------------------------------------------------------------------------------- */
 typedef struct fc_prof_stats {
   uint64_t n; /* values in the series */

@@ -1,6 +1,6 @@
 /* featcache — text normalization, tokenizers (chars, phonemes, bpe) and the tokenize pipeline.
  *
- * A tokenizer is built from fc_tok_options. Everything that changes the ids it produces
+ * A tokenizer is built from fc_tok_opts. Everything that changes the ids it produces
  * (normalization, tokenizer kind, vocab or tokenizer.json contents, language and espeak-ng
  * version, specials, dtype) goes into its canonical JSON config ("kind":"tokens"); the config
  * digest (XXH3-128 of that JSON) enters every tok key. See docs/tokenize.md.
@@ -30,7 +30,7 @@ extern "C" {
  * are spaces and a run of more than 100 bytes without white space is cut (espeak-ng 1.51 read 0x01
  * as one of its commands and overflowed its stack on some long words); 4 = characters on which
  * espeak-ng 1.51 reads freed memory in a line of another language (espeak_unsafe in
- * libcache/tokenize/tok_espeak.c: digits of some Indic scripts, old Hangul jamo, ...) are spaces. */
+ * libcache/text/tokenize/tok_espeak.c: digits of some Indic scripts, old Hangul jamo, ...) are spaces. */
 #define FC_TOK_PHONEMES_VERSION 4
 
 typedef enum fc_tok_kind { FC_TOK_CHARS = 0, FC_TOK_PHONEMES = 1, FC_TOK_BPE = 2 } fc_tok_kind;
@@ -47,7 +47,7 @@ typedef struct fc_tok_norm {
   int collapse_space; /* default 1 (chars, phonemes), 0 (bpe) */
 } fc_tok_norm;
 
-typedef struct fc_tok_options {
+typedef struct fc_tok_opts {
   fc_tok_kind kind;
   fc_tok_norm norm;
   int norm_set; /* 0: fc_tokenizer_create picks the kind's defaults for norm */
@@ -59,12 +59,12 @@ typedef struct fc_tok_options {
   int add_bos, add_eos; /* chars/phonemes: prepend bos / append eos ids */
   int dtype; /* 0 = auto (i16 when ids < 32768, u16 < 65536, else i32) */
   int strict; /* unknown symbols fail the line instead of mapping to unk */
-} fc_tok_options;
+} fc_tok_opts;
 
 typedef struct fc_tokenizer fc_tokenizer;
 
 /* Defaults for kind (norm included). */
-FC_API void fc_tok_options_default(fc_tok_options *o, fc_tok_kind kind);
+FC_API void fc_tok_opts_init(fc_tok_opts *o, fc_tok_kind kind);
 /* "chars", "phonemes", "bpe"; NULL for an unknown kind. Inverse returns -1 for unknown names. */
 FC_API const char *fc_tok_kind_name(fc_tok_kind k);
 FC_API int fc_tok_kind_from_name(const char *name);
@@ -73,8 +73,7 @@ FC_API int fc_tok_kind_from_name(const char *name);
  * Errors: FC_ECONFIG (bad options), FC_ETOKENIZER (vocab or tokenizer.json invalid: duplicate
  * symbol, unsupported model...), errno codes; why gets "path:line: reason". With build_vocab the
  * tokenizer is not ready until fc_tokenizer_build_vocab. *out: caller frees with fc_tokenizer_free. */
-FC_API int fc_tokenizer_create(const fc_tok_options *o, fc_tokenizer **out, char *why,
-                               size_t why_len);
+FC_API int fc_tokenizer_create(const fc_tok_opts *o, fc_tokenizer **out, char *why, size_t why_len);
 FC_API void fc_tokenizer_free(fc_tokenizer *t);
 
 /* Normalize UTF-8 text with the tokenizer's normalization. *out is malloc'd (NUL-terminated,

@@ -92,7 +92,7 @@ typedef struct fc_verify_opts {
 } fc_verify_opts;
 
 /* Defaults: everything 0 / NULL (auto threads, no optional checks, every stored config). */
-FC_API void fc_verify_opts_default(fc_verify_opts *o);
+FC_API void fc_verify_opts_init(fc_verify_opts *o);
 
 /* Verify the store in directory dir. The store is opened with FC_STORE_RDONLY (and NOLOCK per
  * o->nolock): data.mdb is never written (lock.mdb only with o->clear_stale_readers). Returns 0 when the checks ran — the findings are in *out,
@@ -123,10 +123,6 @@ FC_API int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_
  * finite the NaN/Inf scan. Returns 0, FC_EFORMAT or FC_ECHECKSUM with a one-line reason in why
  * (may be NULL); a non-finite value is FC_EFORMAT, "payload holds NaN at element N (frame F, bin B)". */
 FC_API int fc_verify_record(const void *val, size_t len, int finite, char *why, size_t why_len);
-
-/* Index of the first NaN or Inf among n elements of dtype (f32, f16, bf16) at p, or n when all
- * are finite (integer dtypes: always n). p need not be aligned. */
-FC_API size_t fc_find_nonfinite(const void *p, size_t n, int dtype);
 
 #ifdef __cplusplus
 }

@@ -1,10 +1,10 @@
-/* The gatherer of the CUDA backend (fc_cuda.h, fc_cuda_gather_*): worker threads that each hold
- * one utterance queue it; one of them launches the queue as one fc_cuda_compute_batch. Built on the
+/* The gatherer of the CUDA backend (cuda_api.h, fc_cuda_gather_*): worker threads that each hold
+ * one utterance queue it; one of them launches the queue as one cuda_compute_batch. Built on the
  * plan's public API only, so it is the same code in every build (without the backend, creating its
  * plan fails with FC_ENODEVICE). */
-#include "featcache/fc_cuda.h"
+#include "kernels/cuda/cuda_api.h"
 #include "kernels/cuda/cuda_int.h"
-#include "formats/alloc.h"
+#include "formats/common/alloc.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -38,12 +38,12 @@ struct fc_cuda_gather {
   void **outs;
 };
 
-int fc_cuda_gather_create(const fc_mel_config *cfg, int device, size_t max_batch_samples,
-                          unsigned workers, unsigned wait_us, fc_cuda_gather **out) {
+int cuda_gather_create(const fc_mel_config *cfg, int device, size_t max_batch_samples,
+                       unsigned workers, unsigned wait_us, fc_cuda_gather **out) {
   *out = NULL;
   if (!workers) workers = 1;
   fc_cuda_gather *g = fc_calloc(1, sizeof *g);
-  if (!g) return fc_cuda_set_error(ENOMEM, "out of host memory for the CUDA gatherer");
+  if (!g) return cuda_set_error(ENOMEM, "out of host memory for the CUDA gatherer");
   g->workers = workers;
   g->wait_us = wait_us ? wait_us : 2000;
   g->queue = fc_calloc(workers, sizeof *g->queue);
@@ -53,8 +53,8 @@ int fc_cuda_gather_create(const fc_mel_config *cfg, int device, size_t max_batch
   g->outs = fc_calloc(workers, sizeof *g->outs);
   int rc = 0;
   if (!g->queue || !g->taken || !g->xs || !g->lens || !g->outs) {
-    rc = fc_cuda_set_error(ENOMEM, "out of host memory for the CUDA gatherer");
-  } else if (!(rc = fc_cuda_plan_create(cfg, device, max_batch_samples, &g->plan))) {
+    rc = cuda_set_error(ENOMEM, "out of host memory for the CUDA gatherer");
+  } else if (!(rc = cuda_plan_create(cfg, device, max_batch_samples, &g->plan))) {
     pthread_mutex_init(&g->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -73,9 +73,9 @@ int fc_cuda_gather_create(const fc_mel_config *cfg, int device, size_t max_batch
   return rc;
 }
 
-void fc_cuda_gather_free(fc_cuda_gather *g) {
+void cuda_gather_free(fc_cuda_gather *g) {
   if (!g) return;
-  fc_cuda_plan_free(g->plan);
+  cuda_plan_free(g->plan);
   pthread_mutex_destroy(&g->mu);
   pthread_cond_destroy(&g->cv);
   free(g->queue);
@@ -92,12 +92,12 @@ static double since_us(const struct timespec *t0) {
   return (double)(now.tv_sec - t0->tv_sec) * 1e6 + (double)(now.tv_nsec - t0->tv_nsec) / 1e3;
 }
 
-int fc_cuda_gather_compute(fc_cuda_gather *g, const float *samples, size_t n, float *out) {
-  const size_t max = fc_cuda_plan_max_samples(g->plan);
+int cuda_gather_compute(fc_cuda_gather *g, const float *samples, size_t n, float *out) {
+  const size_t max = cuda_plan_max_samples(g->plan);
   if (n > max)
-    return fc_cuda_set_error(FC_ETOOLONG, "%zu samples, more than the CUDA plan's %zu", n, max);
-  if (fc_mel_num_frames(fc_cuda_plan_config(g->plan), n) == 0)
-    return fc_cuda_set_error(FC_EEMPTY, "%zu samples give no frames", n);
+    return cuda_set_error(FC_ETOOLONG, "%zu samples, more than the CUDA plan's %zu", n, max);
+  if (fc_mel_num_frames(cuda_plan_config(g->plan), n) == 0)
+    return cuda_set_error(FC_EEMPTY, "%zu samples give no frames", n);
   request r = {samples, n, out, 0, 0};
   pthread_mutex_lock(&g->mu);
   while (!g->failed && (g->nq >= g->workers || g->q_samples + n > max)) {
@@ -107,7 +107,7 @@ int fc_cuda_gather_compute(fc_cuda_gather *g, const float *samples, size_t n, fl
     g->blocked--;
   }
   if (g->failed) {
-    fc_cuda_set_error(FC_EBADSTATE, "the CUDA backend failed earlier: %s", g->error);
+    cuda_set_error(FC_EBADSTATE, "the CUDA backend failed earlier: %s", g->error);
     pthread_mutex_unlock(&g->mu);
     return FC_EBADSTATE;
   }
@@ -133,12 +133,12 @@ int fc_cuda_gather_compute(fc_cuda_gather *g, const float *samples, size_t n, fl
       g->running = 1;
       pthread_cond_broadcast(&g->cv); /* room for blocked callers */
       pthread_mutex_unlock(&g->mu);
-      int rc = fc_cuda_compute_batch(g->plan, g->xs, g->lens, k, FC_DTYPE_F32, g->outs);
+      int rc = cuda_compute_batch(g->plan, g->xs, g->lens, k, FC_DTYPE_F32, g->outs);
       pthread_mutex_lock(&g->mu);
       g->running = 0;
       if (rc) {
         g->failed = 1;
-        snprintf(g->error, sizeof g->error, "%s", fc_cuda_last_error());
+        snprintf(g->error, sizeof g->error, "%s", cuda_last_error());
       }
       for (unsigned i = 0; i < k; i++) {
         taken[i]->rc = rc;
@@ -157,7 +157,7 @@ int fc_cuda_gather_compute(fc_cuda_gather *g, const float *samples, size_t n, fl
       pthread_cond_timedwait(&g->cv, &g->mu, &until);
     }
   }
-  if (r.rc) fc_cuda_set_error(r.rc, "%s", g->error);
+  if (r.rc) cuda_set_error(r.rc, "%s", g->error);
   pthread_mutex_unlock(&g->mu);
   return r.rc;
 }

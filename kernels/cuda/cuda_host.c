@@ -1,10 +1,10 @@
-/* The CUDA backend's host side (fc_cuda.h): device query, plans, the batched two-stream pipeline
+/* The CUDA backend's host side (cuda_api.h): device query, plans, the batched two-stream pipeline
  * and the gatherer for featurize's worker threads. Plain C against the CUDA runtime and cuFFT C
  * APIs; the kernels are in mel_cuda.cu behind the launchers of mel_cuda.h.
  *
  * Compiled into the library in every build (kernels/cuda/CMakeLists.txt adds it to fc_objects);
  * without FC_HAVE_CUDA every entry point returns FC_ENODEVICE. */
-#include "featcache/fc_cuda.h"
+#include "kernels/cuda/cuda_api.h"
 #include "kernels/cuda/cuda_int.h"
 #include "kernels/cuda/cuda_ring.h"
 
@@ -16,7 +16,7 @@
 
 static _Thread_local char last_error[512];
 
-int fc_cuda_set_error(int rc, const char *fmt, ...) {
+int cuda_set_error(int rc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(last_error, sizeof last_error, fmt, ap);
@@ -24,99 +24,103 @@ int fc_cuda_set_error(int rc, const char *fmt, ...) {
   return rc;
 }
 
+/* Truncating on purpose: the reason is cut to the caller's buffer. */
 static void copy_why(char *why, size_t why_len, const char *msg) {
-  if (why && why_len) snprintf(why, why_len, "%s", msg);
+  if (!why || !why_len) return;
+  size_t n = strnlen(msg, why_len - 1);
+  memcpy(why, msg, n);
+  why[n] = '\0';
 }
 
-const char *fc_cuda_last_error(void) { return last_error; }
+const char *cuda_last_error(void) { return last_error; }
 
-#define set_error fc_cuda_set_error
+#define set_error cuda_set_error
 
 #ifndef FC_HAVE_CUDA
 /* ---- a build without the backend ---------------------------------------------------------------- */
 #define NO_BACKEND "this build has no CUDA backend"
 
-int fc_cuda_built(void) { return 0; }
+int cuda_built(void) { return 0; }
 
-int fc_cuda_device_count(int *n, char *why, size_t why_len) {
+int cuda_device_count(int *n, char *why, size_t why_len) {
   *n = 0;
   set_error(FC_ENODEVICE, "no CUDA device: " NO_BACKEND);
   copy_why(why, why_len, last_error);
   return FC_ENODEVICE;
 }
 
-int fc_cuda_device_describe(int device, char *buf, size_t buf_len) {
+int cuda_device_describe(int device, char *buf, size_t buf_len) {
   (void)device;
   copy_why(buf, buf_len, "no CUDA device: " NO_BACKEND);
   return set_error(FC_ENODEVICE, "no CUDA device: " NO_BACKEND);
 }
 
-int fc_cuda_plan_create(const fc_mel_config *cfg, int device, size_t max_batch_samples,
-                        fc_cuda_plan **out) {
+int cuda_plan_create(const fc_mel_config *cfg, int device, size_t max_batch_samples,
+                     fc_cuda_plan **out) {
   (void)cfg, (void)device, (void)max_batch_samples;
   *out = NULL;
   return set_error(FC_ENODEVICE, "no CUDA device: " NO_BACKEND);
 }
 
-void fc_cuda_plan_free(fc_cuda_plan *p) { (void)p; }
-const fc_mel_config *fc_cuda_plan_config(const fc_cuda_plan *p) {
+void cuda_plan_free(fc_cuda_plan *p) { (void)p; }
+const fc_mel_config *cuda_plan_config(const fc_cuda_plan *p) {
   (void)p;
   return NULL;
 }
-size_t fc_cuda_plan_max_samples(const fc_cuda_plan *p) {
+size_t cuda_plan_max_samples(const fc_cuda_plan *p) {
   (void)p;
   return 0;
 }
-void fc_cuda_plan_bytes(const fc_cuda_plan *p, size_t *device_bytes, size_t *pinned_bytes) {
+void cuda_plan_bytes(const fc_cuda_plan *p, size_t *device_bytes, size_t *pinned_bytes) {
   (void)p;
   if (device_bytes) *device_bytes = 0;
   if (pinned_bytes) *pinned_bytes = 0;
 }
 
-int fc_cuda_compute_batch(fc_cuda_plan *p, const float *const *pcm, const size_t *lens,
-                          size_t n_utts, int dtype, void *const *out) {
+int cuda_compute_batch(fc_cuda_plan *p, const float *const *pcm, const size_t *lens, size_t n_utts,
+                       int dtype, void *const *out) {
   (void)p, (void)pcm, (void)lens, (void)n_utts, (void)dtype, (void)out;
   return set_error(FC_ENODEVICE, "no CUDA device: " NO_BACKEND);
 }
 
-int fc_cuda_compute(fc_cuda_plan *p, const float *samples, size_t n, float *out) {
+int cuda_compute(fc_cuda_plan *p, const float *samples, size_t n, float *out) {
   (void)p, (void)samples, (void)n, (void)out;
   return set_error(FC_ENODEVICE, "no CUDA device: " NO_BACKEND);
 }
 
-int fc_cuda_compute_batch_i16(fc_cuda_plan *p, const int16_t *const *pcm, const size_t *lens,
-                              size_t n_utts, int dtype, void *const *out) {
+int cuda_compute_batch_i16(fc_cuda_plan *p, const int16_t *const *pcm, const size_t *lens,
+                           size_t n_utts, int dtype, void *const *out) {
   (void)p, (void)pcm, (void)lens, (void)n_utts, (void)dtype, (void)out;
   return set_error(FC_ENODEVICE, "no CUDA device: " NO_BACKEND);
 }
 
-int fc_cuda_ring_create(const fc_mel_config *cfg, int device, size_t max_samples, unsigned slots,
-                        fc_cuda_plan **out) {
+int cuda_ring_create(const fc_mel_config *cfg, int device, size_t max_samples, unsigned slots,
+                     fc_cuda_plan **out) {
   (void)slots;
-  return fc_cuda_plan_create(cfg, device, max_samples, out);
+  return cuda_plan_create(cfg, device, max_samples, out);
 }
-unsigned fc_cuda_ring_slots(const fc_cuda_plan *p) {
+unsigned cuda_ring_slots(const fc_cuda_plan *p) {
   (void)p;
   return 0;
 }
-uint64_t fc_cuda_ring_max_frames(const fc_cuda_plan *p) {
+uint64_t cuda_ring_plan_frames(const fc_cuda_plan *p) {
   (void)p;
   return 0;
 }
-size_t fc_cuda_ring_max_utts(const fc_cuda_plan *p) {
+size_t cuda_ring_max_utts(const fc_cuda_plan *p) {
   (void)p;
   return 0;
 }
-void *fc_cuda_ring_staging(fc_cuda_plan *p, unsigned chunk) {
+void *cuda_ring_staging(fc_cuda_plan *p, unsigned chunk) {
   (void)p, (void)chunk;
   return NULL;
 }
-int fc_cuda_ring_launch(fc_cuda_plan *p, unsigned chunk, size_t count, const uint64_t *sample_off,
-                        const uint64_t *len, size_t n16, size_t nf, int dtype) {
+int cuda_ring_launch(fc_cuda_plan *p, unsigned chunk, size_t count, const uint64_t *sample_off,
+                     const uint64_t *len, size_t n16, size_t nf, int dtype) {
   (void)p, (void)chunk, (void)count, (void)sample_off, (void)len, (void)n16, (void)nf, (void)dtype;
   return set_error(FC_EBADSTATE, "no CUDA device: " NO_BACKEND);
 }
-int fc_cuda_ring_finish(fc_cuda_plan *p, unsigned chunk, const void **out) {
+int cuda_ring_finish(fc_cuda_plan *p, unsigned chunk, const void **out) {
   (void)p, (void)chunk;
   *out = NULL;
   return set_error(FC_EBADSTATE, "no CUDA device: " NO_BACKEND);
@@ -130,14 +134,14 @@ int fc_cuda_ring_finish(fc_cuda_plan *p, unsigned chunk, const void **out) {
 #include <stdatomic.h>
 #include <time.h>
 
-#include "formats/alloc.h"
-#include "formats/fault.h"
+#include "formats/common/alloc.h"
+#include "formats/common/fault.h"
 #include "kernels/cuda/cufft_load.h"
 #include "mel_cuda.h"
 
 enum {
-  N_SLOTS = 2, /* fc_cuda_plan_create's streams: chunk k on slot k % 2, copies overlap kernels */
-  MAX_SLOTS = 16, /* fc_cuda_ring_create's most */
+  N_SLOTS = 2, /* cuda_plan_create's streams: chunk k on slot k % 2, copies overlap kernels */
+  MAX_SLOTS = 16, /* cuda_ring_create's most */
   N_FFT_SIZES = 8, /* cuFFT plans per slot for max_frames, /2, /4, ... (one work area) */
   MAX_UTTS = CUDA_RING_MAX_UTTS /* utterances per chunk (the per-utterance tables' size) */
 };
@@ -200,7 +204,7 @@ static const char *cufft_result_name(cufftResult r) {
 }
 
 /* A failed runtime call: the message names it, the plan (if any) turns sticky. Test builds can
- * fail the n-th checked call with FC_FAULT=cuda:n (formats/fault.h). */
+ * fail the n-th checked call with FC_FAULT=cuda:n (formats/common/fault.h). */
 static int cuda_fail(fc_cuda_plan *p, const char *call, cudaError_t e) {
   if (p) p->failed = 1;
   cudaGetLastError(); /* clear a non-sticky error so the next call does not report it again */
@@ -209,32 +213,31 @@ static int cuda_fail(fc_cuda_plan *p, const char *call, cudaError_t e) {
 
 static int cufft_fail(fc_cuda_plan *p, const char *call, cufftResult r) {
   if (p) p->failed = 1;
-  if (fc_cufft_load_error()[0])
-    return set_error(FC_ENODEVICE, "%s: %s", call, fc_cufft_load_error());
+  if (cufft_load_error()[0]) return set_error(FC_ENODEVICE, "%s: %s", call, cufft_load_error());
   return set_error(FC_ECUDA, "%s: %s (%d)", call, cufft_result_name(r), (int)r);
 }
 
-#define CU(name, call)                                                 \
-  do {                                                                 \
-    cudaError_t e_ = fc_fault_hit("cuda") ? cudaErrorUnknown : (call); \
-    if (e_ != cudaSuccess) {                                           \
-      rc = cuda_fail(p, name, e_);                                     \
-      goto out;                                                        \
-    }                                                                  \
+#define CU(name, call)                                              \
+  do {                                                              \
+    cudaError_t e_ = fault_hit("cuda") ? cudaErrorUnknown : (call); \
+    if (e_ != cudaSuccess) {                                        \
+      rc = cuda_fail(p, name, e_);                                  \
+      goto out;                                                     \
+    }                                                               \
   } while (0)
 
-#define FFT(name, call)                                                    \
-  do {                                                                     \
-    cufftResult r_ = fc_fault_hit("cuda") ? CUFFT_INTERNAL_ERROR : (call); \
-    if (r_ != CUFFT_SUCCESS) {                                             \
-      rc = cufft_fail(p, name, r_);                                        \
-      goto out;                                                            \
-    }                                                                      \
+#define FFT(name, call)                                                 \
+  do {                                                                  \
+    cufftResult r_ = fault_hit("cuda") ? CUFFT_INTERNAL_ERROR : (call); \
+    if (r_ != CUFFT_SUCCESS) {                                          \
+      rc = cufft_fail(p, name, r_);                                     \
+      goto out;                                                         \
+    }                                                                   \
   } while (0)
 
-int fc_cuda_built(void) { return 1; }
+int cuda_built(void) { return 1; }
 
-int fc_cuda_device_count(int *n, char *why, size_t why_len) {
+int cuda_device_count(int *n, char *why, size_t why_len) {
   int count = 0;
   cudaError_t e = cudaGetDeviceCount(&count);
   *n = 0;
@@ -254,7 +257,7 @@ int fc_cuda_device_count(int *n, char *why, size_t why_len) {
 static int check_device(int device) {
   int n;
   char why[256];
-  int rc = fc_cuda_device_count(&n, why, sizeof why);
+  int rc = cuda_device_count(&n, why, sizeof why);
   if (rc) return rc;
   if (device < 0 || device >= n)
     return set_error(FC_ENODEVICE, "no CUDA device: device %d does not exist (%d present)", device,
@@ -262,7 +265,7 @@ static int check_device(int device) {
   return 0;
 }
 
-int fc_cuda_device_describe(int device, char *buf, size_t buf_len) {
+int cuda_device_describe(int device, char *buf, size_t buf_len) {
   fc_cuda_plan *p = NULL; /* for CU() */
   int rc = check_device(device);
   struct cudaDeviceProp prop;
@@ -366,7 +369,7 @@ static void slot_free(slot *s) {
   cudaGetLastError();
 }
 
-void fc_cuda_plan_free(fc_cuda_plan *p) {
+void cuda_plan_free(fc_cuda_plan *p) {
   if (!p) return;
   cudaSetDevice(p->device);
   for (unsigned i = 0; i < p->n_slots; i++) slot_free(&p->slots[i]);
@@ -380,13 +383,13 @@ void fc_cuda_plan_free(fc_cuda_plan *p) {
 static int plan_create(const fc_mel_config *cfg, int device, size_t max_batch_samples,
                        unsigned slots, int ring, fc_cuda_plan **out);
 
-int fc_cuda_plan_create(const fc_mel_config *cfg, int device, size_t max_batch_samples,
-                        fc_cuda_plan **out) {
+int cuda_plan_create(const fc_mel_config *cfg, int device, size_t max_batch_samples,
+                     fc_cuda_plan **out) {
   return plan_create(cfg, device, max_batch_samples, N_SLOTS, 0, out);
 }
 
-int fc_cuda_ring_create(const fc_mel_config *cfg, int device, size_t max_batch_samples,
-                        unsigned slots, fc_cuda_plan **out) {
+int cuda_ring_create(const fc_mel_config *cfg, int device, size_t max_batch_samples, unsigned slots,
+                     fc_cuda_plan **out) {
   return plan_create(cfg, device, max_batch_samples, slots, 1, out);
 }
 
@@ -466,14 +469,14 @@ out:
   free(window);
   free(weights);
   free(bands);
-  fc_cuda_plan_free(p);
+  cuda_plan_free(p);
   return rc;
 }
 
-const fc_mel_config *fc_cuda_plan_config(const fc_cuda_plan *p) { return &p->cfg; }
-size_t fc_cuda_plan_max_samples(const fc_cuda_plan *p) { return p->max_samples; }
+const fc_mel_config *cuda_plan_config(const fc_cuda_plan *p) { return &p->cfg; }
+size_t cuda_plan_max_samples(const fc_cuda_plan *p) { return p->max_samples; }
 
-void fc_cuda_plan_bytes(const fc_cuda_plan *p, size_t *device_bytes, size_t *pinned_bytes) {
+void cuda_plan_bytes(const fc_cuda_plan *p, size_t *device_bytes, size_t *pinned_bytes) {
   if (device_bytes) *device_bytes = p->device_bytes;
   if (pinned_bytes) *pinned_bytes = p->pinned_bytes;
 }
@@ -576,7 +579,7 @@ static int slot_finish(fc_cuda_plan *p, slot *s, void *const *out) {
   return 0;
 }
 
-/* fc_cuda_compute_batch and its int16 twin: pcm[i] points at floats, or at int16 when i16. Each
+/* cuda_compute_batch and its int16 twin: pcm[i] points at floats, or at int16 when i16. Each
  * chunk is packed into its slot's staging buffer as the ring's callers pack it (int16 from the
  * start, floats at the end) and launched on it; the slots take turns. */
 static int compute_batch(fc_cuda_plan *p, const void *const *pcm, int i16, const size_t *lens,
@@ -631,29 +634,29 @@ out:
   return rc;
 }
 
-int fc_cuda_compute_batch(fc_cuda_plan *p, const float *const *pcm, const size_t *lens,
-                          size_t n_utts, int dtype, void *const *out) {
+int cuda_compute_batch(fc_cuda_plan *p, const float *const *pcm, const size_t *lens, size_t n_utts,
+                       int dtype, void *const *out) {
   return compute_batch(p, (const void *const *)pcm, 0, lens, n_utts, dtype, out);
 }
 
-int fc_cuda_compute_batch_i16(fc_cuda_plan *p, const int16_t *const *pcm, const size_t *lens,
-                              size_t n_utts, int dtype, void *const *out) {
+int cuda_compute_batch_i16(fc_cuda_plan *p, const int16_t *const *pcm, const size_t *lens,
+                           size_t n_utts, int dtype, void *const *out) {
   return compute_batch(p, (const void *const *)pcm, 1, lens, n_utts, dtype, out);
 }
 
 /* ---- the ring (cuda_ring.h) ------------------------------------------------------------------- */
-unsigned fc_cuda_ring_slots(const fc_cuda_plan *p) { return p->n_slots; }
-uint64_t fc_cuda_ring_max_frames(const fc_cuda_plan *p) { return p->max_frames; }
-size_t fc_cuda_ring_max_utts(const fc_cuda_plan *p) {
+unsigned cuda_ring_slots(const fc_cuda_plan *p) { return p->n_slots; }
+uint64_t cuda_ring_plan_frames(const fc_cuda_plan *p) { return p->max_frames; }
+size_t cuda_ring_max_utts(const fc_cuda_plan *p) {
   (void)p;
   return MAX_UTTS;
 }
-void *fc_cuda_ring_staging(fc_cuda_plan *p, unsigned chunk) {
+void *cuda_ring_staging(fc_cuda_plan *p, unsigned chunk) {
   return chunk < p->n_slots ? p->slots[chunk].pcm_h : NULL;
 }
 
-int fc_cuda_ring_launch(fc_cuda_plan *p, unsigned chunk, size_t count, const uint64_t *sample_off,
-                        const uint64_t *len, size_t n16, size_t nf, int dtype) {
+int cuda_ring_launch(fc_cuda_plan *p, unsigned chunk, size_t count, const uint64_t *sample_off,
+                     const uint64_t *len, size_t n16, size_t nf, int dtype) {
   if (chunk >= p->n_slots || count > MAX_UTTS)
     return set_error(EINVAL, "chunk %u of %u, %zu utterances", chunk, p->n_slots, count);
   slot *s = &p->slots[chunk];
@@ -665,7 +668,7 @@ int fc_cuda_ring_launch(fc_cuda_plan *p, unsigned chunk, size_t count, const uin
   return rc;
 }
 
-int fc_cuda_ring_finish(fc_cuda_plan *p, unsigned chunk, const void **out) {
+int cuda_ring_finish(fc_cuda_plan *p, unsigned chunk, const void **out) {
   *out = NULL;
   if (chunk >= p->n_slots) return set_error(EINVAL, "chunk %u of %u", chunk, p->n_slots);
   int rc = slot_wait(p, &p->slots[chunk]);
@@ -673,9 +676,9 @@ int fc_cuda_ring_finish(fc_cuda_plan *p, unsigned chunk, const void **out) {
   return rc;
 }
 
-int fc_cuda_compute(fc_cuda_plan *p, const float *samples, size_t n, float *out) {
+int cuda_compute(fc_cuda_plan *p, const float *samples, size_t n, float *out) {
   void *o = out;
-  return fc_cuda_compute_batch(p, &samples, &n, 1, FC_DTYPE_F32, &o);
+  return cuda_compute_batch(p, &samples, &n, 1, FC_DTYPE_F32, &o);
 }
 
 #endif

@@ -2,7 +2,7 @@
 #ifndef FC_CUDA_INT_H
 #define FC_CUDA_INT_H
 
-/* Set this thread's fc_cuda_last_error() message; returns rc. */
-int fc_cuda_set_error(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Set this thread's cuda_last_error() message; returns rc. */
+int cuda_set_error(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

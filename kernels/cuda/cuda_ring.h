@@ -1,20 +1,20 @@
-/* The CUDA plan as a ring of chunks, for featurize's staging pipeline (libcache/featurize/
+/* The CUDA plan as a ring of chunks, for featurize's staging pipeline (libcache/mel/featurize/
  * featurize_stage.c through the backend table of featurize_device.c; docs/featurize.md "Pipeline").
  *
  * A ring plan has `slots` chunks, each its own pinned staging buffer, pinned output buffer, device
- * buffers, cuFFT plans, stream and event, all made once by fc_cuda_ring_create. The caller writes a
+ * buffers, cuFFT plans, stream and event, all made once by cuda_ring_create. The caller writes a
  * chunk's samples straight into its staging buffer: n16 int16 samples at its start and nf float
- * samples at its end (its last nf * 4 bytes), n16 + nf <= fc_cuda_plan_max_samples. launch enqueues
+ * samples at its end (its last nf * 4 bytes), n16 + nf <= cuda_plan_max_samples. launch enqueues
  * the copy up, the kernels and the copy back on the chunk's stream and returns; finish waits for its
  * event. One thread may launch while another finishes a different chunk; a chunk must be finished
- * before it is launched again. Errors as fc_cuda_compute_batch (sticky: FC_EBADSTATE after a
+ * before it is launched again. Errors as cuda_compute_batch (sticky: FC_EBADSTATE after a
  * failure), EINVAL for a launch that breaks the chunk's limits or a chunk in the wrong state.
  * Without FC_HAVE_CUDA every function fails with FC_ENODEVICE (create) or FC_EBADSTATE.
  * Private to the mel component. */
 #ifndef FC_CUDA_RING_H
 #define FC_CUDA_RING_H
 
-#include "featcache/fc_cuda.h"
+#include "kernels/cuda/cuda_api.h"
 
 #include <stdint.h>
 
@@ -30,22 +30,22 @@ static inline uint64_t cuda_ring_max_frames(const fc_mel_config *cfg, size_t max
   return (f + CUDA_FRAME_ROUND - 1) / CUDA_FRAME_ROUND * CUDA_FRAME_ROUND;
 }
 
-/* fc_cuda_plan_create with `slots` chunks (>= 1; fc_cuda_plan_create makes 2). */
-int fc_cuda_ring_create(const fc_mel_config *cfg, int device, size_t max_samples, unsigned slots,
-                        fc_cuda_plan **out);
+/* cuda_plan_create with `slots` chunks (>= 1; cuda_plan_create makes 2). */
+int cuda_ring_create(const fc_mel_config *cfg, int device, size_t max_samples, unsigned slots,
+                     fc_cuda_plan **out);
 /* The ring's chunk count, frames per chunk (sum over its utterances), utterances per chunk. */
-unsigned fc_cuda_ring_slots(const fc_cuda_plan *p);
-uint64_t fc_cuda_ring_max_frames(const fc_cuda_plan *p);
-size_t fc_cuda_ring_max_utts(const fc_cuda_plan *p);
-/* Chunk `slot`'s pinned staging buffer: fc_cuda_plan_max_samples(p) * 4 bytes, valid until free. */
-void *fc_cuda_ring_staging(fc_cuda_plan *p, unsigned slot);
+unsigned cuda_ring_slots(const fc_cuda_plan *p);
+uint64_t cuda_ring_plan_frames(const fc_cuda_plan *p);
+size_t cuda_ring_max_utts(const fc_cuda_plan *p);
+/* Chunk `slot`'s pinned staging buffer: cuda_plan_max_samples(p) * 4 bytes, valid until free. */
+void *cuda_ring_staging(fc_cuda_plan *p, unsigned slot);
 /* Launch chunk `slot`: utterance i is the len[i] samples from sample_off[i] of the chunk's samples
  * as floats (the n16 converted int16 ones, then the nf float ones). Features in dtype (f32, f16,
  * bf16). Returns without waiting. */
-int fc_cuda_ring_launch(fc_cuda_plan *p, unsigned slot, size_t count, const uint64_t *sample_off,
-                        const uint64_t *len, size_t n16, size_t nf, int dtype);
+int cuda_ring_launch(fc_cuda_plan *p, unsigned slot, size_t count, const uint64_t *sample_off,
+                     const uint64_t *len, size_t n16, size_t nf, int dtype);
 /* Wait for chunk `slot`; *out: its utterances' features, packed in launch order, in the pinned
  * output buffer (valid until the chunk is launched again). */
-int fc_cuda_ring_finish(fc_cuda_plan *p, unsigned slot, const void **out);
+int cuda_ring_finish(fc_cuda_plan *p, unsigned slot, const void **out);
 
 #endif

@@ -8,12 +8,12 @@
 #include <stdio.h>
 
 #ifndef FC_HAVE_CUDA
-int fc_cufft_load(char *why, size_t why_len) {
+int cufft_load(char *why, size_t why_len) {
   if (why && why_len) snprintf(why, why_len, "cuFFT not loaded: built without CUDA");
   return FC_ENODEVICE;
 }
-const char *fc_cufft_load_error(void) { return ""; }
-int fc_cufft_version(int *version) {
+const char *cufft_load_error(void) { return ""; }
+int cufft_version(int *version) {
   *version = 0;
   return FC_ENODEVICE;
 }
@@ -75,17 +75,17 @@ static void load(void) {
   /* h stays open for the life of the process, as a linked library would */
 }
 
-int fc_cufft_load(char *why, size_t why_len) {
+int cufft_load(char *why, size_t why_len) {
   pthread_once(&once, load);
   if (!load_error[0]) return 0;
   if (why && why_len) snprintf(why, why_len, "%s", load_error);
   return FC_ENODEVICE;
 }
 
-const char *fc_cufft_load_error(void) { return load_error; }
+const char *cufft_load_error(void) { return load_error; }
 
 /* The stubs: cuFFT's names, so cuda_host.c is written against cufft.h as usual. A failed load
- * returns CUFFT_NOT_SUPPORTED; cuda_host.c's message then quotes fc_cufft_load_error(). */
+ * returns CUFFT_NOT_SUPPORTED; cuda_host.c's message then quotes cufft_load_error(). */
 #define FC_CUFFT_ARGS_cufftCreate (plan)
 #define FC_CUFFT_ARGS_cufftDestroy (plan)
 #define FC_CUFFT_ARGS_cufftSetAutoAllocation (plan, autoAllocate)
@@ -95,14 +95,14 @@ const char *fc_cufft_load_error(void) { return load_error; }
 #define FC_CUFFT_ARGS_cufftSetWorkArea (plan, workArea)
 #define FC_CUFFT_ARGS_cufftExecR2C (plan, idata, odata)
 #define FC_CUFFT_ARGS_cufftGetVersion (version)
-#define FC_CUFFT_STUB(name, params)                         \
-  cufftResult CUFFTAPI name params {                        \
-    if (fc_cufft_load(NULL, 0)) return CUFFT_NOT_SUPPORTED; \
-    return fn.name FC_CUFFT_ARGS_##name;                    \
+#define FC_CUFFT_STUB(name, params)                      \
+  cufftResult CUFFTAPI name params {                     \
+    if (cufft_load(NULL, 0)) return CUFFT_NOT_SUPPORTED; \
+    return fn.name FC_CUFFT_ARGS_##name;                 \
   }
 FC_CUFFT_FUNCS(FC_CUFFT_STUB)
 
-int fc_cufft_version(int *version) {
+int cufft_version(int *version) {
   *version = 0;
   return cufftGetVersion(version) == CUFFT_SUCCESS ? 0 : FC_ENODEVICE;
 }

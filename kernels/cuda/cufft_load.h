@@ -10,11 +10,11 @@
  * major version built against> by the usual search (the library's RUNPATH, LD_LIBRARY_PATH,
  * ldconfig), else the same name in the toolkit's library directory found at configure. Returns
  * 0, or FC_ENODEVICE with the reason in why ("cuFFT not loaded: ..."); also without FC_HAVE_CUDA. */
-int fc_cufft_load(char *why, size_t why_len);
+int cufft_load(char *why, size_t why_len);
 /* The reason the load failed, "" when it did not (or was not tried). Static string. */
-const char *fc_cufft_load_error(void);
+const char *cufft_load_error(void);
 /* cufftGetVersion through the stubs (needs no GPU): 0 and *version, or FC_ENODEVICE (no cuFFT,
  * or built without CUDA). For tests. */
-int fc_cufft_version(int *version);
+int cufft_version(int *version);
 
 #endif

@@ -123,7 +123,7 @@ static inline FC_HD float fc_cu_finish_value(const fc_cu_params *P, uint64_t i, 
   return fc_log_finish(x, utt_max[u], P->log_mode, P->top_db);
 }
 
-/* A 16-bit PCM sample as the CPU path reads it (libcache/featurize/audio.c, libsndfile's
+/* A 16-bit PCM sample as the CPU path reads it (libcache/mel/featurize/audio.c, libsndfile's
  * normalisation): v / 32768 as a float product, exact. 16-bit sources cross PCIe as int16 and are
  * converted on the GPU with this. */
 static inline FC_HD float fc_cu_i16_to_f32(int16_t v) { return (float)v * (1.0f / 32768.0f); }
@@ -141,7 +141,7 @@ static inline FC_HD void fc_cu_store(void *out, uint64_t i, float v, int dtype) 
 /* ---- host-side setup, shared by cuda_host.c and the host test ---------------------------------- */
 #ifndef __CUDA_ARCH__
 #include <stdlib.h>
-#include "formats/alloc.h"
+#include "formats/common/alloc.h"
 
 /* The chunk-independent fields of P for cfg (table pointers and per-chunk fields left alone). */
 static inline void fc_cu_params_init(fc_cu_params *P, const fc_mel_config *cfg) {

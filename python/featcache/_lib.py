@@ -180,7 +180,7 @@ def _declare(lib):
     sig = {
         "fc_strerror": (C, [ctypes.c_int]),
         "fc_version": (C, []),
-        "fc_loader_options_init": (None, [P(Options)]),
+        "fc_loader_opts_init": (None, [P(Options)]),
         "fc_loader_open": (ctypes.c_int, [P(C), ctypes.c_size_t, P(Options), P(V), C,
                                           ctypes.c_size_t]),
         "fc_loader_close": (None, [V]),

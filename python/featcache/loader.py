@@ -386,7 +386,7 @@ def _make_batch(handle, d):
     blk = d[_D_IDS]
     data = d[_D_MEL_DATA]
     # the batch's block holds ids, items, lengths, starts, the pointer arrays, token copies and
-    # padded tokens (libcache/loader/loader_batch.c, build_batch); a padded batch's mels are in a pooled
+    # padded tokens (libcache/core/loader/loader_batch.c, build_batch); a padded batch's mels are in a pooled
     # (or caller) buffer elsewhere: the span starts at the lower of the two
     lo = data if data and data < blk else blk
     owner = _owner_at(lo)
@@ -536,7 +536,7 @@ class Loader:
     def _options(self, lookup_only=False):
         L = _lib.lib()
         o = _lib.Options()
-        L.fc_loader_options_init(ctypes.byref(o))
+        L.fc_loader_opts_init(ctypes.byref(o))
         k = self._kw
         self._keep = [None if self.features is None else str(self.features).encode(),
                       None if self.tokens is None else str(self.tokens).encode()]

@@ -4,7 +4,7 @@
 #     --device auto  runs on the CPU: exit 0, -v says "featurize: device: cpu (no CUDA device: ...)",
 #                    --json has "device":"cpu", the record's producer is 1 (CPU)
 #     --device cuda / cuda:0 / cuda:7   exit 2, stderr exactly "featurize: no CUDA device: REASON",
-#                    REASON the runtime's (fc_cuda_device_count), stdout empty, no store created
+#                    REASON the runtime's (fc_device_resolve), stdout empty, no store created
 #   a usable GPU: auto and cuda run on cuda:0 (producer 2), and a device that does not exist
 #     (cuda:N, N = count) exits 2 with "featurize: no CUDA device: device N does not exist (...)".
 #   both: --device gpu is a usage error (exit 2, with the --help hint).
@@ -29,18 +29,30 @@ with wave.open("a.wav", "wb") as w:
                            for i in range(27562)))
 PY
 
-# The library's own answer: device count and reason, straight from fc_cuda_device_count.
+# The library's own answer, through its public API: fc_device_resolve of cuda:0, cuda:1, ... (the
+# count is the first N that does not resolve; the reason is cuda:0's when there is none).
 read -r built count reason < <("$PY" - "$LIB" <<'PY'
 import ctypes, sys
 lib = ctypes.CDLL(sys.argv[1])
-n = ctypes.c_int(-1)
+class Device(ctypes.Structure):  # fc_device (fc_featurize.h)
+    _fields_ = [("kind", ctypes.c_int), ("index", ctypes.c_int)]
 why = ctypes.create_string_buffer(256)
-rc = lib.fc_cuda_device_count(ctypes.byref(n), why, ctypes.c_size_t(256))
-print(lib.fc_cuda_built(), n.value if rc == 0 else 0, why.value.decode())
+def resolve(n):
+    got = Device()
+    rc = lib.fc_device_resolve(ctypes.byref(Device(2, n)), ctypes.byref(got), why, ctypes.c_size_t(256))
+    return rc, why.value.decode()
+rc, reason = resolve(0)
+if rc:
+    print(0 if "this build has no CUDA backend" in reason else 1, 0, reason)
+else:
+    n = 1
+    while resolve(n)[0] == 0:
+        n += 1
+    print(1, n, "")
 PY
 )
-[ -n "${count:-}" ] || { echo "cannot query fc_cuda_device_count through $LIB"; exit 1; }
-echo "fc_cuda_device_count: $count${reason:+ ($reason)}"
+[ -n "${count:-}" ] || { echo "cannot query the CUDA devices through $LIB (fc_device_resolve)"; exit 1; }
+echo "CUDA devices: $count${reason:+ ($reason)}"
 
 producer() { # producer field of every record in the store (read through the library's store API)
   "$PY" "$FC_SRC/tests/fc_records.py" "$1" | cut -d' ' -f2 | tr '\n' ' ' | sed 's/ $//'
@@ -62,7 +74,7 @@ check_nodev() {
 if [ "$count" = 0 ]; then
   case "$reason" in
     "no CUDA device: "?*) ;;
-    *) fail "fc_cuda_device_count reason '$reason' does not start with 'no CUDA device: '" ;;
+    *) fail "fc_device_resolve reason '$reason' does not start with 'no CUDA device: '" ;;
   esac
   # auto falls back to the CPU, says so at -v, and in --json (--gpu-min-seconds 0: whatever the
   # job's size, so the reason is the runtime's).

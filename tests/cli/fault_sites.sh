@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every fault site (formats/fault.h) driven through the tools, SQLite faultsim style: for each site
+# Every fault site (formats/common/fault.h) driven through the tools, SQLite faultsim style: for each site
 # and n = 1, 2, ... FC_FAULT=site:n fails the n-th call of that site; after each run the tool must
 # have exited with a documented code (1: items failed, with a `done: N of M` line and a line naming
 # each failed input; 2: could not run, with a message naming the store), never crashed (the
@@ -114,7 +114,7 @@ drive() {
     1) if [ "$label" = loader ] || [ "$label" = loader-mq ]; then # Python: FeatcacheError naming the store and the reason,
          # or out of memory (planning an epoch, a batch: the reason is the memory, not a store),
          # the reason said once (it used to read "next batch: Cannot allocate memory (Cannot
-         # allocate memory)": tests/reference/test_loader_errors.py)
+         # allocate memory)": tests/python/test_loader_errors.py)
          grep -qE "FeatcacheError: (featcache: $store: |.*(Cannot allocate memory|out of memory))" <<<"$out" || fail "$label $site:$n: $out"
          ! grep -qE "^[a-z_.]*FeatcacheError: .*(Cannot allocate memory|out of memory).*(Cannot allocate memory|out of memory)" <<<"$out" ||
            fail "$label $site:$n: the reason is said twice: $(grep -E "^[a-z_.]*FeatcacheError: " <<<"$out")"
@@ -147,7 +147,7 @@ drive() {
   else echo "$label $site ($how): $hit injected failures survived ($absorbed absorbed by the run)"; fi
 }
 
-# Every store starts with a 16 KiB map (test builds only: libcache/store/store.c), so that these
+# Every store starts with a 16 KiB map (test builds only: libcache/core/store/store.c), so that these
 # small jobs grow it several times and reach the `grow` site, under every other site's faults too.
 export FC_FAULT_MAPSIZE=16384
 for fresh in 1 0; do
@@ -245,7 +245,7 @@ drive cache-verify-mq alloc fullmq 0 "$FC_BIN/cache-verify" -q fullmq
 drive loader-mq alloc fullmq 0 "$FC_PYTHON" -c 'import featcache, sys; n = sum(len(b) for b in featcache.Loader(sys.argv[1], batch_size=3)); sys.exit(0 if n == 8 else 3)' fullmq
 
 # cache-merge with small batches (--batch 3: several commits per db) into a 16 KiB map that it
-# grows mid-run (FC_FAULT_MAPSIZE makes it skip sizing the map up front: libcache/merge/merge.c),
+# grows mid-run (FC_FAULT_MAPSIZE makes it skip sizing the map up front: libcache/core/merge/merge.c),
 # once on a fresh output per n and once resuming the same output, which must keep every entry
 # committed before each failure
 if [ -x "$FC_BIN/cache-merge" ]; then

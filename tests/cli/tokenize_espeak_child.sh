@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tokenize -t phonemes reads a line with characters of other scripts than Latin in a child process
-# (libcache/tokenize/tok_child.c): when espeak-ng dies there, that line fails with FC_EPHONEMIZE,
+# (libcache/text/tokenize/tok_child.c): when espeak-ng dies there, that line fails with FC_EPHONEMIZE,
 # naming the file and line, the other lines are stored as a run without the bad line stores them,
 # and a rerun stores the missing line. The death is injected (FC_FAULT=espeak:1 aborts the first
 # child), so this runs the same in every build with fault countdowns; under ASan, espeak-ng's own

@@ -1,9 +1,9 @@
-/* featurize under injected faults (formats/fault.h): the n-th write-transaction commit or put
+/* featurize under injected faults (formats/common/fault.h): the n-th write-transaction commit or put
  * failures, n = 1, 2, ... until the job succeeds. After each failure: a clean error (the store's
  * EIO, with a reason), no hang (workers blocked on the full queue are released), and a store
  * that reopens with every audio entry's record present and valid. Then the library's other
  * exits: the stop flag (FC_EINTR), strict, a bad device, and fc_featurize_file. */
-#include "featcache/fc_cuda.h"
+#include "kernels/cuda/cuda_api.h"
 #include "featcache/fc_featurize.h"
 #include "featcache/fc_format.h"
 
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "formats/fault.h"
+#include "formats/common/fault.h"
 #include "tests/check.h"
 #include "tests/wav.h"
 
@@ -67,7 +67,7 @@ static int run_once(const char *dir, const fc_mel_config *cfg, fc_item_list *ite
 }
 
 int main(void) {
-  if (!fc_fault_built()) { /* scripts/test builds with it; a default (release) build has none */
+  if (!fault_built()) { /* scripts/test builds with it; a default (release) build has none */
     printf("skip: the library was built without -DFC_FAULT_INJECTION=ON\n");
     return 77;
   }
@@ -140,7 +140,7 @@ int main(void) {
    * ordinal one past the last with a GPU): refused before anything is done. */
   int ndev = 0;
   char dev_why[256];
-  fc_cuda_device_count(&ndev, dev_why, sizeof dev_why);
+  cuda_device_count(&ndev, dev_why, sizeof dev_why);
   o.device.kind = FC_DEVICE_CUDA;
   o.device.index = ndev;
   rc = run_once(store, &cfg, &items, &o, &st, why, sizeof why);

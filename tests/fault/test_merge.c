@@ -1,8 +1,8 @@
-/* cache-merge's engine (libcache/merge/) on real shards: 30 synthesized WAVs featurized whole into
+/* cache-merge's engine (libcache/core/merge/) on real shards: 30 synthesized WAVs featurized whole into
  * a reference store and, split by fc_item_list_shard, into 3 shard stores.
  *   - the merge of the shards equals the reference, key for key and byte for byte, in every db;
  *     merging again writes nothing; the inputs are never written;
- *   - the n-th commit or put fails (formats/fault.h), n = 1, 2, ... until the merge succeeds:
+ *   - the n-th commit or put fails (formats/common/fault.h), n = 1, 2, ... until the merge succeeds:
  *     a clean EIO each time, an output in which every audio entry has its sound record, and the
  *     final output equal to the reference (resumed runs complete it);
  *   - the stop flag: FC_EINTR after one batch, a rerun completes;
@@ -10,7 +10,7 @@
  *     prefer first / last / a store picks the winner; an output holding a differing entry is a
  *     conflict too;
  *   - a damaged record is replaced by another input's sound copy, or left out (dropped);
- *   - write-back passes (libcache/merge/writeback.c), one every 128 KiB committed, on 12 records
+ *   - write-back passes (libcache/core/merge/writeback.c), one every 128 KiB committed, on 12 records
  *     of ~550 KB: the merge equals the reference; on a disk-backed /tmp, the pages written before
  *     the last passes are no longer in the page cache and no block is left allocated beyond the
  *     file's end; the n-th pass fails (EIO), n = 1, 2, ... until the merge succeeds, consistent
@@ -31,7 +31,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "formats/fault.h"
+#include "formats/common/fault.h"
 #include "tests/check.h"
 #include "tests/wav.h"
 
@@ -249,7 +249,7 @@ static void check_writeback(const char *dir, const fc_mel_config *cfg, const fc_
         in_cache, pages, (unsigned long long)fst.st_blocks * 512, (unsigned long long)fst.st_size);
   }
   CHECK(compare_stores(ref, out) == 0, "merge with write-back passes differs from the reference");
-  if (!fc_fault_built() || !on_disk) return; /* said in main / above */
+  if (!fault_built() || !on_disk) return; /* said in main / above */
   snprintf(out, sizeof out, "%s/long_m_fault", dir);
   int n;
   rc = -1;
@@ -344,9 +344,9 @@ int main(void) {
   /* 2. faults at the n-th commit / put, resumed until done (scripts/test builds the countdowns
    * in; a release build has none, and says so here) */
   static const char *const sites[] = {"commit", "put"};
-  if (!fc_fault_built())
+  if (!fault_built())
     printf("fault part not run: the library was built without -DFC_FAULT_INJECTION=ON\n");
-  for (int si = 0; si < 2 && fc_fault_built(); si++) {
+  for (int si = 0; si < 2 && fault_built(); si++) {
     snprintf(out, sizeof out, "%s/m_%s", dir, sites[si]);
     int n;
     rc = -1;

@@ -15,7 +15,7 @@
 #   loader   the loader opening a hostile store and reading an epoch (coded mq records too)
 #   phonemes the phonemes tokenizer's reading of a line (espeak-ng clauses, marks, units)
 # The sources under test are compiled into each fuzzer, so they carry coverage instrumentation.
-# Seeds come from the replay drivers (tests/unit/test_*_fuzz.c, which CTest runs without libFuzzer)
+# Seeds come from the replay drivers (tests/fuzz/replay_*.c, which CTest runs without libFuzzer)
 # when the build at $FC_BIN (default build/) has them. A crash leaves its input in
 # $FC_FUZZ_OUT/artifacts/ and fails the run; copy it into the replay driver's seeds as a
 # regression test. Exit 77 without clang.
@@ -33,17 +33,17 @@ cflags=(-std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-s
         -Iinclude -I. $(pkg-config --cflags jansson))
 for t in "${targets[@]}"; do
   case $t in
-  record) srcs=(formats/record.c formats/codec.c formats/digest.c formats/config.c formats/utf8.c
-                kernels/presets.c libcache/verify/verify_record.c)
+  record) srcs=(formats/record.c formats/codec.c formats/digest.c formats/config/mel_config.c formats/utf8.c
+                formats/config/presets.c libcache/core/verify/verify_record.c)
           libs=(-lxxhash -lzstd $(pkg-config --libs jansson) -lm -lpthread) ;;
   parsers) srcs=(formats/manifest.c formats/shard.c formats/utf8.c formats/digest.c formats/record.c formats/codec.c
-                 libcache/tokenize/tok_bpe.c libcache/tokenize/tok_util.c libcache/tokenize/tok_vocab.c
-                 libcache/tokenize/tok_normalize.c)
+                 libcache/text/tokenize/tok_bpe.c libcache/text/tokenize/tok_util.c libcache/text/tokenize/tok_vocab.c
+                 libcache/text/tokenize/tok_normalize.c)
            libs=($(pkg-config --libs jansson libutf8proc) -lxxhash -lzstd -lm -lpthread) ;;
-  loader) srcs=(formats/*.c kernels/presets.c kernels/convert.c libcache/store/*.c libcache/loader/*.c)
+  loader) srcs=(formats/*.c formats/common/*.c formats/config/*.c libcache/core/store/*.c libcache/core/loader/*.c)
           libs=(-llmdb -lxxhash -lzstd $(pkg-config --libs jansson) -lm -lpthread) ;;
-  phonemes) srcs=(libcache/tokenize/tok_espeak.c libcache/tokenize/tok_child.c libcache/tokenize/tok_util.c
-                  libcache/tokenize/tok_normalize.c formats/utf8.c)
+  phonemes) srcs=(libcache/text/tokenize/tok_espeak.c libcache/text/tokenize/tok_child.c libcache/text/tokenize/tok_util.c
+                  libcache/text/tokenize/tok_normalize.c formats/utf8.c)
             libs=($(pkg-config --libs espeak-ng libutf8proc) -lxxhash -lm -lpthread) ;;
   *) echo "fuzz: unknown target $t (record, parsers, loader, phonemes)" >&2; exit 2 ;;
   esac
@@ -51,10 +51,8 @@ for t in "${targets[@]}"; do
   clang "${cflags[@]}" "tests/fuzz/fuzz_$t.c" "${srcs[@]}" "${libs[@]}" -o "$out/fuzz_$t"
   corpus=$out/corpus-$t
   mkdir -p "$corpus"
-  if [ -x "$bin/tests/unit_test_${t}_fuzz" ]; then
-    FC_FUZZ_SEED_DIR="$corpus" "$bin/tests/unit_test_${t}_fuzz" >/dev/null 2>&1 || true
-  elif [ "$t" = record ] && [ -x "$bin/tests/unit_test_verify_fuzz" ]; then
-    FC_FUZZ_SEED_DIR="$corpus" "$bin/tests/unit_test_verify_fuzz" >/dev/null 2>&1 || true
+  if [ -x "$bin/tests/fuzz_replay_$t" ]; then
+    FC_FUZZ_SEED_DIR="$corpus" "$bin/tests/fuzz_replay_$t" >/dev/null 2>&1 || true
   fi
   limit=(-max_total_time="$secs")
   [ -n "${FC_FUZZ_RUNS:-}" ] && limit=(-runs="$FC_FUZZ_RUNS")

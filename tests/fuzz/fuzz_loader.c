@@ -6,7 +6,7 @@
  *     feat key (so the loader reaches the record checks);
  *   2 utterance with a record whose header is sealed by fc_record_encode around fuzzed dims and
  *     payload (so the loader reaches the payload with valid checksums); under an mq config, a coded
- *     record: values from the input encoded by fc_mq_encode, then one byte of the payload changed
+ *     record: values from the input encoded by mq_encode, then one byte of the payload changed
  *     at a fuzzed place before sealing (so the decoder meets lying zstd frames and escapes behind a
  *     valid checksum), or the input's own bytes as the coded payload;
  *   3 the config's JSON replaced by fuzzed bytes under the same digest;
@@ -22,10 +22,11 @@
  * ASan's large allocations; see docs/RELIABILITY.md "Fuzzing".)
  *
  * Built with libFuzzer by tests/fuzz/build.sh (linking the sources); replayed without libFuzzer by
- * tests/unit/test_loader_fuzz.c. */
+ * tests/fuzz/replay_loader.c. */
 #include "featcache.h"
+#include "formats/codec_int.h"
 #include "featcache/fc_codec.h"
-#include "libcache/store/store_int.h"
+#include "libcache/core/store/store_int.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -168,7 +169,7 @@ static int fuzz_store_reset(void) {
 /* op 2 under an mq config: a coded record of dim0 x dim1 values. b bit 7 clear: values from the
  * input (one byte each, log-mel-like, cycled when the input is short), encoded, then payload byte
  * at a fuzzed place xored with a fuzzed byte (0: none) before sealing; set: the input's bytes as
- * the payload, sealed when fc_mq_check takes them. NULL when nothing could be sealed. */
+ * the payload, sealed when mq_check takes them. NULL when nothing could be sealed. */
 static void *mq_record(program *pg, reader *r, const fc_digest *cd, unsigned b, uint32_t dim0,
                        uint32_t dim1, size_t *len) {
   fc_record_header h = {0};
@@ -189,7 +190,7 @@ static void *mq_record(program *pg, reader *r, const fc_digest *cd, unsigned b, 
   uint8_t *rec = own(pg, 64 + cap);
   if (!vals) abort();
   for (size_t i = 0; i < n; i++) vals[i] = m ? (float)(int8_t)v[i % m] / 16.0f - 4.0f : -4.0f;
-  int rc = fc_mq_encode(fc_mq_thread_coder(), vals, dim0, dim1, rec + 64, cap, &pl, NULL, 0);
+  int rc = mq_encode(fc_mq_thread_coder(), vals, dim0, dim1, rec + 64, cap, &pl, NULL, 0);
   free(vals);
   if (rc != 0) return NULL;
   uint8_t *payload = malloc(pl + 1);
@@ -286,8 +287,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!ok) fuzz_store_remove(); /* a failed write leaves the handle refusing writes */
   }
   if (ok) {
-    fc_loader_options o;
-    fc_loader_options_init(&o);
+    fc_loader_opts o;
+    fc_loader_opts_init(&o);
     int padded = mode & 1;
     o.output = padded ? FC_OUTPUT_PADDED : FC_OUTPUT_VIEWS;
     o.flags = ((mode & 2) ? FC_LOADER_VERIFY : 0) | ((mode & 32) ? FC_LOADER_STRICT : 0);

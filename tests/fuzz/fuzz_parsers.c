@@ -9,12 +9,12 @@
  * reason.
  *
  * Built with libFuzzer by tests/fuzz/build.sh; replayed without libFuzzer (seeds + seeded
- * mutations) by tests/unit/test_parsers_fuzz.c. */
+ * mutations) by tests/fuzz/replay_parsers.c. */
 #include "featcache/fc_format.h"
 #include "featcache/fc_manifest.h"
 #include "featcache/fc_shard.h"
 #include "featcache/fc_tokenize.h"
-#include "libcache/tokenize/tok_internal.h"
+#include "libcache/text/tokenize/tok_internal.h"
 
 #include <stdint.h>
 #include <stdio.h>

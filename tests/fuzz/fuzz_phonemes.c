@@ -1,4 +1,4 @@
-/* libFuzzer target: the phonemes tokenizer's reading of a line (libcache/tokenize/tok_espeak.c):
+/* libFuzzer target: the phonemes tokenizer's reading of a line (libcache/text/tokenize/tok_espeak.c):
  * the whole line goes to espeak-ng (en-us), its clauses are found from how far espeak-ng read
  * (pointer arithmetic over the text: the read-ahead character dropped, white space trimmed, the
  * terminating mark taken from the consumed text), each clause is spoken the command line's way
@@ -12,10 +12,10 @@
  * character and other state in globals between calls).
  *
  * Built with libFuzzer by tests/fuzz/build.sh; replayed without libFuzzer (seeds + seeded
- * mutations) by tests/unit/test_phonemes_fuzz.c. */
+ * mutations) by tests/fuzz/replay_phonemes.c. */
 #include "featcache/fc_format.h"
 #include "featcache/fc_tokenize.h"
-#include "libcache/tokenize/tok_internal.h"
+#include "libcache/text/tokenize/tok_internal.h"
 
 #include <stdint.h>
 #include <stdio.h>

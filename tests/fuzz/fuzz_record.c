@@ -8,11 +8,13 @@
  * cropped, into outputs of exactly the decoded size.
  *
  * Built with libFuzzer by tests/fuzz/build.sh (clang -fsanitize=fuzzer,address,undefined);
- * replayed without libFuzzer by tests/unit/test_verify_fuzz.c (seeds + random mutations). */
+ * replayed without libFuzzer by tests/fuzz/replay_record.c (seeds + random mutations). */
 #include "featcache/fc_codec.h"
+#include "formats/codec_int.h"
 #include "featcache/fc_config.h"
 #include "featcache/fc_format.h"
 #include "featcache/fc_verify.h"
+#include "libcache/core/verify/verify_int.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -34,7 +36,7 @@ static void fuzz_record(const uint8_t *d, size_t n) {
     if (h.dtype != FC_DTYPE_MQ)
       FUZZ_ASSERT((uint64_t)h.dim0 * h.dim1 * fc_dtype_size(h.dtype) == h.payload_bytes);
     else
-      FUZZ_ASSERT(fc_mq_check(payload, n - FC_RECORD_HEADER_SIZE, h.dim0, h.dim1, NULL, 0) == 0);
+      FUZZ_ASSERT(mq_check(payload, n - FC_RECORD_HEADER_SIZE, h.dim0, h.dim1, NULL, 0) == 0);
   } else {
     FUZZ_ASSERT(rp == FC_EFORMAT || rp == FC_ECHECKSUM);
     FUZZ_ASSERT(memchr(why, '\0', sizeof why) != NULL);
@@ -60,7 +62,7 @@ static void fuzz_record(const uint8_t *d, size_t n) {
   }
   if (rp == 0) {
     size_t cnt = (size_t)h.dim0 * h.dim1;
-    size_t bad = fc_find_nonfinite(payload, cnt, h.dtype);
+    size_t bad = find_nonfinite(payload, cnt, h.dtype);
     FUZZ_ASSERT(bad <= cnt);
   }
   free(v);

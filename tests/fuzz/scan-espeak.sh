@@ -12,8 +12,8 @@ out=${FC_FUZZ_OUT:-build-fuzz}
 mkdir -p "$out"
 [ $# -gt 0 ] || set -- "x %s" "x a%s" "%s" "x %s%s" "x .%s"
 "$cc" -std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=address -fno-omit-frame-pointer -Iinclude -I. \
-  tests/fuzz/scan_espeak.c libcache/tokenize/tok_espeak.c libcache/tokenize/tok_child.c libcache/tokenize/tok_util.c \
-  libcache/tokenize/tok_normalize.c formats/utf8.c \
+  tests/fuzz/scan_espeak.c libcache/text/tokenize/tok_espeak.c libcache/text/tokenize/tok_child.c libcache/text/tokenize/tok_util.c \
+  libcache/text/tokenize/tok_normalize.c formats/utf8.c \
   $(pkg-config --libs espeak-ng libutf8proc) -lxxhash -lm -lpthread -o "$out/scan_espeak" ||
   { echo "scan-espeak: cannot build with -fsanitize=address" >&2; exit 77; }
 read -r lo hi <<<"${FC_SCAN_RANGE:-80 2FFFF}"

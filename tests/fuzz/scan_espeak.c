@@ -1,6 +1,6 @@
 /* Which characters make espeak-ng read freed memory? Every assigned code point from LO to HI (hex)
  * is put into a line by a printf format (default "x %s": alone, after an English word) and the
- * line phonemized by the phonemes tokenizer (libcache/tokenize/tok_espeak.c, so what espeak_text
+ * line phonemized by the phonemes tokenizer (libcache/text/tokenize/tok_espeak.c, so what espeak_text
  * takes out is taken out), each in a child process of an ASan build: a child that does not exit
  * cleanly is a crash. Prints the ranges of crashing code points, one "U+XXXX-U+YYYY" per line
  * (an unassigned code point inside a range does not end it). Built and run by
@@ -8,7 +8,7 @@
  *   scan_espeak [FORMAT [LO [HI [LANG]]]]       defaults: "x %s" 80 2FFFF en-us
  * CJK ideographs, Hangul syllables and the planes above the first are tried one in 61. */
 #include "featcache/fc_format.h"
-#include "libcache/tokenize/tok_internal.h"
+#include "libcache/text/tokenize/tok_internal.h"
 
 #include <fcntl.h>
 #include <stdio.h>

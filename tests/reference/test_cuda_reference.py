@@ -31,7 +31,7 @@ from fc_records import records  # noqa: E402
 
 BIN = os.environ.get("FC_BIN", "")
 LIB = os.environ.get("FEATCACHE_LIBRARY", os.path.join(BIN, "libfeatcache.so.0"))
-STAGING = 4 << 20  # samples: the CUDA plan's default staging buffer (fc_cuda.h)
+STAGING = 4 << 20  # samples: the CUDA plan's default staging buffer (kernels/cuda/cuda_api.h)
 
 
 def cuda_reason():
@@ -40,9 +40,11 @@ def cuda_reason():
         lib = ctypes.CDLL(LIB)
     except OSError as e:
         return f"cannot load {LIB}: {e}"
-    n = ctypes.c_int(0)
+    class Device(ctypes.Structure):  # fc_device (fc_featurize.h)
+        _fields_ = [("kind", ctypes.c_int), ("index", ctypes.c_int)]
+    want, got = Device(2, 0), Device()  # FC_DEVICE_CUDA, device 0
     why = ctypes.create_string_buffer(256)
-    if lib.fc_cuda_device_count(ctypes.byref(n), why, ctypes.c_size_t(256)) != 0:
+    if lib.fc_device_resolve(ctypes.byref(want), ctypes.byref(got), why, ctypes.c_size_t(256)) != 0:
         return why.value.decode()
     return None
 

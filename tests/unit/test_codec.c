@@ -9,6 +9,7 @@
  * frames, lying escape counts): every one a clean FC_EFORMAT, never a write outside the output
  * (outputs are allocated to the exact size, so ASan in the sanitizer build sees any overrun). */
 #include "featcache/fc_codec.h"
+#include "formats/codec_int.h"
 #include "featcache/fc_config.h"
 #include "featcache/fc_format.h"
 #include "featcache/fc_mel.h"
@@ -50,17 +51,17 @@ static size_t round_trip_step(const char *name, const float *m, uint32_t fr, uin
   int rc = fc_mq_encode_step(NULL, m, fr, nm, s, a, cap, &len, why, sizeof why);
   CHECK(rc == 0, "%s: encode: %s", name, why);
   CHECK(len >= FC_MQ_HEADER && a[0] == s, "%s: payload's step byte %u, want %u", name, a[0], s);
-  /* determinism: a fresh coder and a reused one give the same bytes (and fc_mq_encode is step 7) */
+  /* determinism: a fresh coder and a reused one give the same bytes (and mq_encode is step 7) */
   fc_mq_coder *c;
-  CHECK(fc_mq_coder_new(&c) == 0);
+  CHECK(mq_coder_new(&c) == 0);
   for (int rep = 0; rep < 2; rep++) {
     CHECK((s == FC_MQ_STEP_LOG2 && rep
-               ? fc_mq_encode(c, m, fr, nm, b, cap, &len2, why, sizeof why)
+               ? mq_encode(c, m, fr, nm, b, cap, &len2, why, sizeof why)
                : fc_mq_encode_step(c, m, fr, nm, s, b, cap, &len2, why, sizeof why)) == 0,
           "%s: %s", name, why);
     CHECK(len2 == len && memcmp(a, b, len) == 0, "%s: encode %d not byte-identical", name, rep);
   }
-  CHECK(fc_mq_check(a, len, fr, nm, why, sizeof why) == 0, "%s: check: %s", name, why);
+  CHECK(mq_check(a, len, fr, nm, why, sizeof why) == 0, "%s: check: %s", name, why);
   size_t n = (size_t)fr * nm;
   float *out = malloc(n * sizeof *out + 1);
   CHECK(fc_mq_decode(c, a, len, fr, nm, 0, fr, out, why, sizeof why) == 0, "%s: decode: %s", name,
@@ -94,7 +95,7 @@ static size_t round_trip_step(const char *name, const float *m, uint32_t fr, uin
         name, why);
   CHECK(fc_mq_decode(c, a, len, fr, nm, fr, 1, out, why, sizeof why) == FC_ECONFIG,
         "%s: rows past the end accepted", name);
-  fc_mq_coder_free(c);
+  mq_coder_free(c);
   free(out);
   free(a);
   free(b);
@@ -195,13 +196,13 @@ static void shapes_and_values(void) {
   uint8_t buf[64];
   size_t len = 99;
   char why[256];
-  CHECK(fc_mq_encode(NULL, row, 0, 80, buf, sizeof buf, &len, why, sizeof why) == 0 && len == 8,
+  CHECK(mq_encode(NULL, row, 0, 80, buf, sizeof buf, &len, why, sizeof why) == 0 && len == 8,
         "0 frames: %zu bytes", len);
   static const uint8_t empty[8] = {7, 0, 0, 0, 0, 0, 0, 0};
   CHECK(memcmp(buf, empty, 8) == 0, "0 frames: header bytes");
   CHECK(fc_mq_decode(NULL, buf, len, 0, 80, 0, 0, NULL, why, sizeof why) == 0, "%s", why);
   /* the constant payload byte for byte: step 7, mode 0, reserved, base = round(-11.5129 * 128) */
-  CHECK(fc_mq_encode(NULL, &one, 1, 1, buf, sizeof buf, &len, why, sizeof why) == 0 && len == 8);
+  CHECK(mq_encode(NULL, &one, 1, 1, buf, sizeof buf, &len, why, sizeof why) == 0 && len == 8);
   int32_t base = -1474;
   CHECK(buf[0] == 7 && buf[1] == 0 && buf[2] == 0 && buf[3] == 0 && memcmp(buf + 4, &base, 4) == 0,
         "constant header %02x %02x .. %02x%02x%02x%02x", buf[0], buf[1], buf[4], buf[5], buf[6],
@@ -210,18 +211,18 @@ static void shapes_and_values(void) {
   float bad[4][3] = {{0, NAN, 1}, {0, 1, INFINITY}, {-INFINITY, 0, 0}, {0, 0, 4096.0f}};
   for (int k = 0; k < 4; k++) {
     memset(buf, 0xab, sizeof buf);
-    int rc = fc_mq_encode(NULL, bad[k], 1, 3, buf, sizeof buf, &len, why, sizeof why);
+    int rc = mq_encode(NULL, bad[k], 1, 3, buf, sizeof buf, &len, why, sizeof why);
     CHECK(rc == FC_ERANGE, "bad value %d: rc %d", k, rc);
     CHECK(strstr(why, "cannot be coded") != NULL, "why: %s", why);
     CHECK(buf[0] == 0xab, "bad value %d: output written", k);
   }
   CHECK(fc_mq_bound(0x10000, 0x10000) == 0, "bound of 2^32 values");
-  CHECK(fc_mq_encode(NULL, row, 0x10000, 0x10000, buf, sizeof buf, &len, why, sizeof why) ==
+  CHECK(mq_encode(NULL, row, 0x10000, 0x10000, buf, sizeof buf, &len, why, sizeof why) ==
             FC_ECONFIG,
         "2^32 values accepted");
-  CHECK(fc_mq_encode(NULL, row, 1, 80, buf, 4, &len, why, sizeof why) == FC_ECONFIG,
+  CHECK(mq_encode(NULL, row, 1, 80, buf, 4, &len, why, sizeof why) == FC_ECONFIG,
         "tiny output accepted");
-  CHECK(fc_mq_encode(NULL, row, 1, 80, buf, 30, &len, why, sizeof why) == FC_ECONFIG,
+  CHECK(mq_encode(NULL, row, 1, 80, buf, 30, &len, why, sizeof why) == FC_ECONFIG,
         "short output accepted");
   /* steps: the finest is 2^-12; a payload saying 2^-13 is refused; the constant payload's value
    * is base * step at its step (2^-5: -11.5129 * 32 rounds to -368 = -11.5 at 2^-5) */
@@ -238,7 +239,7 @@ static void shapes_and_values(void) {
   CHECK(fc_mq_decode(NULL, buf, len, 1, 1, 0, 1, &v, why, sizeof why) == 0 && v == -11.5f,
         "step 5 constant decodes to %g: %s", (double)v, why);
   buf[0] = FC_MQ_STEP_LOG2_MAX + 1;
-  CHECK(fc_mq_check(buf, len, 1, 1, why, sizeof why) == FC_EFORMAT && strstr(why, "step 2^-13"),
+  CHECK(mq_check(buf, len, 1, 1, why, sizeof why) == FC_EFORMAT && strstr(why, "step 2^-13"),
         "a payload at step 2^-13 passes the check: %s", why);
 }
 
@@ -249,7 +250,7 @@ static void hostile(void) {
   size_t cap = fc_mq_bound(40, 20), len;
   uint8_t *a = malloc(cap);
   char why[256];
-  CHECK(fc_mq_encode(NULL, m, 40, 20, a, cap, &len, why, sizeof why) == 0, "%s", why);
+  CHECK(mq_encode(NULL, m, 40, 20, a, cap, &len, why, sizeof why) == 0, "%s", why);
   uint32_t n_esc;
   memcpy(&n_esc, a + 8, 4);
   CHECK(a[1] == 1 && n_esc > 0, "coded with escapes: mode %u, %u escapes", a[1], n_esc);

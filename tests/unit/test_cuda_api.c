@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "featcache/fc_cuda.h"
+#include "kernels/cuda/cuda_api.h"
 
 #include "tests/check.h"
 
@@ -15,22 +15,22 @@ int main(void) {
   CHECK(fc_mel_preset("hifigan", &cfg) == 0, "preset");
   int n = -1;
   char why[256] = "unchanged";
-  int rc = fc_cuda_device_count(&n, why, sizeof why);
-  printf("built: %d; fc_cuda_device_count: %d (%s), n = %d, why = \"%s\"\n", fc_cuda_built(), rc,
+  int rc = cuda_device_count(&n, why, sizeof why);
+  printf("built: %d; cuda_device_count: %d (%s), n = %d, why = \"%s\"\n", cuda_built(), rc,
          fc_strerror(rc), n, why);
 
   if (rc == 0) {
-    CHECK(fc_cuda_built() == 1, "a device was counted in a build without the backend");
+    CHECK(cuda_built() == 1, "a device was counted in a build without the backend");
     CHECK(n >= 1, "device count %d", n);
     char desc[256];
-    CHECK(fc_cuda_device_describe(0, desc, sizeof desc) == 0, "describe: %s", fc_cuda_last_error());
+    CHECK(cuda_device_describe(0, desc, sizeof desc) == 0, "describe: %s", cuda_last_error());
     printf("device 0: %s\n", desc);
-    CHECK(fc_cuda_device_describe(n, desc, sizeof desc) == FC_ENODEVICE, "describe(%d)", n);
+    CHECK(cuda_device_describe(n, desc, sizeof desc) == FC_ENODEVICE, "describe(%d)", n);
     fc_cuda_plan *p = NULL;
-    CHECK(fc_cuda_plan_create(&cfg, n, 0, &p) == FC_ENODEVICE && !p, "plan on device %d", n);
+    CHECK(cuda_plan_create(&cfg, n, 0, &p) == FC_ENODEVICE && !p, "plan on device %d", n);
     fc_mel_config bad = cfg;
     bad.n_fft = 0;
-    CHECK(fc_cuda_plan_create(&bad, 0, 0, &p) == FC_ECONFIG && !p, "invalid config");
+    CHECK(cuda_plan_create(&bad, 0, 0, &p) == FC_ECONFIG && !p, "invalid config");
     CHECK(failures == 0, "see above");
     return failures ? 1 : 0;
   }
@@ -40,31 +40,31 @@ int main(void) {
   CHECK(n == 0, "n = %d", n);
   CHECK(strncmp(why, PREFIX, sizeof PREFIX - 1) == 0 && strlen(why) > sizeof PREFIX, "why = \"%s\"",
         why);
-  CHECK(strcmp(fc_cuda_last_error(), why) == 0, "last error \"%s\" vs why \"%s\"",
-        fc_cuda_last_error(), why);
-  if (!fc_cuda_built())
+  CHECK(strcmp(cuda_last_error(), why) == 0, "last error \"%s\" vs why \"%s\"", cuda_last_error(),
+        why);
+  if (!cuda_built())
     CHECK(strcmp(why, "no CUDA device: this build has no CUDA backend") == 0, "why = \"%s\"", why);
   /* Without a driver (this machine): the runtime's words for it. */
-  if (fc_cuda_built() && strstr(why, "driver"))
+  if (cuda_built() && strstr(why, "driver"))
     CHECK(strstr(why, "CUDA driver version is insufficient for CUDA runtime version") != NULL,
           "why = \"%s\"", why);
   /* NULL why is allowed. */
-  CHECK(fc_cuda_device_count(&n, NULL, 0) == FC_ENODEVICE, "NULL why");
+  CHECK(cuda_device_count(&n, NULL, 0) == FC_ENODEVICE, "NULL why");
 
   char desc[256];
-  CHECK(fc_cuda_device_describe(0, desc, sizeof desc) == FC_ENODEVICE, "describe");
+  CHECK(cuda_device_describe(0, desc, sizeof desc) == FC_ENODEVICE, "describe");
   CHECK(strncmp(desc, PREFIX, sizeof PREFIX - 1) == 0, "describe: \"%s\"", desc);
 
   fc_cuda_plan *p = (fc_cuda_plan *)&cfg; /* must be reset to NULL */
-  CHECK(fc_cuda_plan_create(&cfg, 0, 0, &p) == FC_ENODEVICE, "plan_create");
+  CHECK(cuda_plan_create(&cfg, 0, 0, &p) == FC_ENODEVICE, "plan_create");
   CHECK(p == NULL, "plan_create left *out set");
-  CHECK(strncmp(fc_cuda_last_error(), PREFIX, sizeof PREFIX - 1) == 0, "last error \"%s\"",
-        fc_cuda_last_error());
+  CHECK(strncmp(cuda_last_error(), PREFIX, sizeof PREFIX - 1) == 0, "last error \"%s\"",
+        cuda_last_error());
   fc_cuda_gather *g = (fc_cuda_gather *)&cfg;
-  CHECK(fc_cuda_gather_create(&cfg, 0, 0, 4, 0, &g) == FC_ENODEVICE, "gather_create");
+  CHECK(cuda_gather_create(&cfg, 0, 0, 4, 0, &g) == FC_ENODEVICE, "gather_create");
   CHECK(g == NULL, "gather_create left *out set");
-  fc_cuda_plan_free(NULL);
-  fc_cuda_gather_free(NULL);
+  cuda_plan_free(NULL);
+  cuda_gather_free(NULL);
 
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);

@@ -1,5 +1,5 @@
 /* GPU throughput benchmark (a measurement, not a timed assertion): hifigan features of 6-second
- * utterances through fc_cuda_compute_batch, against one CPU thread of fc_mel_compute on the same
+ * utterances through cuda_compute_batch, against one CPU thread of fc_mel_compute on the same
  * signals, side by side in one run. Prints realtime factors, frames per second and the plan's
  * memory, and checks the GPU's output of the timed run against the CPU's (exit 1 when it differs);
  * scripts/gpu-check collects the lines that start with "bench:". Without a usable GPU:
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "featcache/fc_cuda.h"
+#include "kernels/cuda/cuda_api.h"
 #include "featcache/fc_mel.h"
 
 #include "tests/unit/mel_signal.h"
@@ -66,27 +66,27 @@ static int bench(const char *preset, size_t n_utts, double seconds) {
     make_signal(pcm[i], n, (uint32_t)i, cfg.sample_rate);
   }
   fc_cuda_plan *p = NULL;
-  int rc = fc_cuda_plan_create(&cfg, 0, 0, &p);
+  int rc = cuda_plan_create(&cfg, 0, 0, &p);
   if (rc) {
-    fprintf(stderr, "fc_cuda_plan_create: %s\n", fc_cuda_last_error());
+    fprintf(stderr, "cuda_plan_create: %s\n", cuda_last_error());
     return 1;
   }
   size_t dev = 0, pinned = 0;
-  fc_cuda_plan_bytes(p, &dev, &pinned);
+  cuda_plan_bytes(p, &dev, &pinned);
   /* warm-up (module load, first launches), then the best of 3 */
-  rc = fc_cuda_compute_batch(p, (const float *const *)pcm, lens, n_utts, FC_DTYPE_F32,
-                             (void *const *)out);
+  rc = cuda_compute_batch(p, (const float *const *)pcm, lens, n_utts, FC_DTYPE_F32,
+                          (void *const *)out);
   double best = 1e9;
   for (int r = 0; r < 3 && !rc; r++) {
     double t0 = now();
-    rc = fc_cuda_compute_batch(p, (const float *const *)pcm, lens, n_utts, FC_DTYPE_F32,
-                               (void *const *)out);
+    rc = cuda_compute_batch(p, (const float *const *)pcm, lens, n_utts, FC_DTYPE_F32,
+                            (void *const *)out);
     double t = now() - t0;
     if (t < best) best = t;
   }
   if (rc) {
-    fprintf(stderr, "fc_cuda_compute_batch: %s\n", fc_cuda_last_error());
-    fc_cuda_plan_free(p);
+    fprintf(stderr, "cuda_compute_batch: %s\n", cuda_last_error());
+    cuda_plan_free(p);
     return 1;
   }
   fc_mel_plan *cpu = NULL;
@@ -122,7 +122,7 @@ static int bench(const char *preset, size_t n_utts, double seconds) {
       (audio / best) / (seconds * (double)cpu_utts / cpu_t), cpu_utts, bad ? "DIFFERENT" : "same",
       worst);
   fc_mel_plan_free(cpu);
-  fc_cuda_plan_free(p);
+  cuda_plan_free(p);
   for (size_t i = 0; i < n_utts; i++) {
     free(pcm[i]);
     free(out[i]);
@@ -136,11 +136,11 @@ static int bench(const char *preset, size_t n_utts, double seconds) {
 int main(void) {
   int n = 0;
   char why[256], desc[256];
-  if (fc_cuda_device_count(&n, why, sizeof why) != 0) {
+  if (cuda_device_count(&n, why, sizeof why) != 0) {
     printf("%s\n", why);
     return 77;
   }
-  fc_cuda_device_describe(0, desc, sizeof desc);
+  cuda_device_describe(0, desc, sizeof desc);
   printf("bench: device 0: %s\n", desc);
   const char *e = getenv("FC_BENCH_UTTS");
   size_t utts = e && atoi(e) > 0 ? (size_t)atoi(e) : 256;

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "featcache/fc_cuda.h"
+#include "kernels/cuda/cuda_api.h"
 #include "featcache/fc_mel.h"
 
 #include "kernels/cuda/mel_kernels.h"
@@ -70,8 +70,8 @@ static void parity(const variant *v, size_t max_batch_samples) {
   fc_mel_plan *cpu = NULL;
   fc_cuda_plan *gpu = NULL;
   CHECK(fc_mel_plan_create(&cfg, &cpu) == 0, "cpu plan");
-  int rc = fc_cuda_plan_create(&cfg, 0, max_batch_samples, &gpu);
-  CHECK(rc == 0, "%s: fc_cuda_plan_create: %s", v->label, fc_cuda_last_error());
+  int rc = cuda_plan_create(&cfg, 0, max_batch_samples, &gpu);
+  CHECK(rc == 0, "%s: cuda_plan_create: %s", v->label, cuda_last_error());
   if (!cpu || !gpu) goto out;
 
   size_t lens[N_UTTS], shortest = 1;
@@ -94,7 +94,7 @@ static void parity(const variant *v, size_t max_batch_samples) {
   uint64_t frames[N_UTTS];
   for (int i = 0; i < N_UTTS; i++) {
     lens[i] = fixed[i];
-    if (lens[i] > fc_cuda_plan_max_samples(gpu)) lens[i] = fc_cuda_plan_max_samples(gpu);
+    if (lens[i] > cuda_plan_max_samples(gpu)) lens[i] = cuda_plan_max_samples(gpu);
     if (fc_mel_num_frames(&cfg, lens[i]) == 0) lens[i] = shortest;
     frames[i] = fc_mel_num_frames(&cfg, lens[i]);
     pcm[i] = malloc(sizeof(float) * lens[i]);
@@ -106,9 +106,9 @@ static void parity(const variant *v, size_t max_batch_samples) {
     /* sentinel past nothing: fill got with NaN so an unwritten value fails */
     for (uint64_t k = 0; k < frames[i] * nm; k++) got[i][k] = NAN;
   }
-  rc = fc_cuda_compute_batch(gpu, (const float *const *)pcm, lens, N_UTTS, FC_DTYPE_F32,
-                             (void *const *)got);
-  CHECK(rc == 0, "%s: fc_cuda_compute_batch: %s", v->label, fc_cuda_last_error());
+  rc = cuda_compute_batch(gpu, (const float *const *)pcm, lens, N_UTTS, FC_DTYPE_F32,
+                          (void *const *)got);
+  CHECK(rc == 0, "%s: cuda_compute_batch: %s", v->label, cuda_last_error());
   double worst = 0, frame_err = 0;
   uint64_t beyond = 0, total = 0;
   for (int i = 0; i < N_UTTS && rc == 0; i++) {
@@ -120,7 +120,7 @@ static void parity(const variant *v, size_t max_batch_samples) {
         (unsigned long long)beyond, frame_err);
   printf(
       "%-22s batch %8zu: max error %.2e; %llu of %llu values beyond 1e-4 (worst %.1e of frame)\n",
-      v->label, fc_cuda_plan_max_samples(gpu), worst, (unsigned long long)beyond,
+      v->label, cuda_plan_max_samples(gpu), worst, (unsigned long long)beyond,
       (unsigned long long)total, frame_err);
 
   /* f16 / bf16 on the device. A 1-ulp rule against the CPU's converted values is meaningless where
@@ -129,9 +129,8 @@ static void parity(const variant *v, size_t max_batch_samples) {
    * fc_math conversion), or lies between the roundings of ref -/+ the float32 tolerance. Every
    * remaining disagreement is printed with the float32 values behind it. */
   for (int dt = FC_DTYPE_F16; dt <= FC_DTYPE_BF16 && rc == 0; dt++) {
-    rc = fc_cuda_compute_batch(gpu, (const float *const *)pcm, lens, N_UTTS, dt,
-                               (void *const *)half);
-    CHECK(rc == 0, "%s: %s batch: %s", v->label, fc_dtype_name(dt), fc_cuda_last_error());
+    rc = cuda_compute_batch(gpu, (const float *const *)pcm, lens, N_UTTS, dt, (void *const *)half);
+    CHECK(rc == 0, "%s: %s batch: %s", v->label, fc_dtype_name(dt), cuda_last_error());
     uint64_t far = 0, exact = 0, total_h = 0;
     for (int i = 0; i < N_UTTS && rc == 0; i++) {
       for (uint64_t k = 0; k < frames[i] * nm; k++) {
@@ -169,8 +168,8 @@ static void parity(const variant *v, size_t max_batch_samples) {
         "the float32 tolerance\n",
         v->label, fc_dtype_name(dt), (unsigned long long)exact, (unsigned long long)total_h);
   }
-  /* 16-bit PCM: the signals quantised to int16 through fc_cuda_compute_batch_i16 (copied as int16,
-   * converted on the GPU) give bit for bit what fc_cuda_compute_batch gives on their floats. */
+  /* 16-bit PCM: the signals quantised to int16 through cuda_compute_batch_i16 (copied as int16,
+   * converted on the GPU) give bit for bit what cuda_compute_batch gives on their floats. */
   if (rc == 0) {
     int16_t *q[N_UTTS];
     float *qf[N_UTTS], *a[N_UTTS], *b[N_UTTS];
@@ -184,13 +183,13 @@ static void parity(const variant *v, size_t max_batch_samples) {
         qf[i][k] = fc_cu_i16_to_f32(q[i][k]);
       }
     }
-    rc = fc_cuda_compute_batch(gpu, (const float *const *)qf, lens, N_UTTS, FC_DTYPE_F32,
-                               (void *const *)a);
-    CHECK(rc == 0, "%s: float batch of 16-bit signals: %s", v->label, fc_cuda_last_error());
+    rc = cuda_compute_batch(gpu, (const float *const *)qf, lens, N_UTTS, FC_DTYPE_F32,
+                            (void *const *)a);
+    CHECK(rc == 0, "%s: float batch of 16-bit signals: %s", v->label, cuda_last_error());
     if (rc == 0) {
-      rc = fc_cuda_compute_batch_i16(gpu, (const int16_t *const *)q, lens, N_UTTS, FC_DTYPE_F32,
-                                     (void *const *)b);
-      CHECK(rc == 0, "%s: int16 batch: %s", v->label, fc_cuda_last_error());
+      rc = cuda_compute_batch_i16(gpu, (const int16_t *const *)q, lens, N_UTTS, FC_DTYPE_F32,
+                                  (void *const *)b);
+      CHECK(rc == 0, "%s: int16 batch: %s", v->label, cuda_last_error());
     }
     for (int i = 0; i < N_UTTS && rc == 0; i++)
       CHECK(memcmp(a[i], b[i], sizeof(float) * frames[i] * nm) == 0,
@@ -209,7 +208,7 @@ static void parity(const variant *v, size_t max_batch_samples) {
     free(half[i]);
   }
 out:
-  fc_cuda_plan_free(gpu);
+  cuda_plan_free(gpu);
   fc_mel_plan_free(cpu);
 }
 
@@ -229,7 +228,7 @@ static void *worker(void *arg) {
     float *x = malloc(sizeof *x * n), *a = malloc(sizeof *a * f * j->cfg->n_mels),
           *b = malloc(sizeof *b * f * j->cfg->n_mels);
     make_signal(x, n, (uint32_t)(j->id * 100 + k), j->cfg->sample_rate);
-    if (fc_cuda_gather_compute(j->g, x, n, a) != 0)
+    if (cuda_gather_compute(j->g, x, n, a) != 0)
       j->bad++;
     else if (fc_mel_compute(j->cpu, x, n, b) != 0)
       j->bad++;
@@ -251,8 +250,8 @@ static void gather(void) {
   fc_mel_preset("hifigan", &cfg);
   enum { T = 4 };
   fc_cuda_gather *g = NULL;
-  int rc = fc_cuda_gather_create(&cfg, 0, 0, T, 0, &g);
-  CHECK(rc == 0, "gather_create: %s", fc_cuda_last_error());
+  int rc = cuda_gather_create(&cfg, 0, 0, T, 0, &g);
+  CHECK(rc == 0, "gather_create: %s", cuda_last_error());
   if (rc) return;
   job jobs[T];
   pthread_t th[T];
@@ -269,8 +268,8 @@ static void gather(void) {
   /* errors detected before queueing */
   float x[4] = {0};
   float out[1];
-  CHECK(fc_cuda_gather_compute(g, x, 1, out) == FC_EEMPTY, "1 sample");
-  fc_cuda_gather_free(g);
+  CHECK(cuda_gather_compute(g, x, 1, out) == FC_EEMPTY, "1 sample");
+  cuda_gather_free(g);
   printf("gatherer: %d threads x 6 utterances agree with the CPU\n", T);
 }
 
@@ -279,21 +278,20 @@ static void errors(void) {
   fc_mel_config cfg;
   fc_mel_preset("hifigan", &cfg);
   fc_cuda_plan *p = NULL;
-  int rc = fc_cuda_plan_create(&cfg, 0, 65536, &p);
-  CHECK(rc == 0, "plan: %s", fc_cuda_last_error());
+  int rc = cuda_plan_create(&cfg, 0, 65536, &p);
+  CHECK(rc == 0, "plan: %s", cuda_last_error());
   if (rc) return;
   float *x = calloc(65537, sizeof *x), *out = malloc(sizeof(float) * 80 * 300);
   const float *xs[1] = {x};
   size_t n = 65537;
   void *outs[1] = {out};
-  CHECK(fc_cuda_compute_batch(p, xs, &n, 1, 0, outs) == FC_ETOOLONG, "too long");
+  CHECK(cuda_compute_batch(p, xs, &n, 1, 0, outs) == FC_ETOOLONG, "too long");
   n = 10;
-  CHECK(fc_cuda_compute_batch(p, xs, &n, 1, 0, outs) == FC_EEMPTY, "empty");
-  CHECK(fc_cuda_compute_batch(p, xs, &n, 1, FC_DTYPE_I32, outs) == FC_ECONFIG, "dtype");
+  CHECK(cuda_compute_batch(p, xs, &n, 1, 0, outs) == FC_EEMPTY, "empty");
+  CHECK(cuda_compute_batch(p, xs, &n, 1, FC_DTYPE_I32, outs) == FC_ECONFIG, "dtype");
   n = 4096;
-  CHECK(fc_cuda_compute_batch(p, xs, &n, 1, 0, outs) == 0, "still usable: %s",
-        fc_cuda_last_error());
-  fc_cuda_plan_free(p);
+  CHECK(cuda_compute_batch(p, xs, &n, 1, 0, outs) == 0, "still usable: %s", cuda_last_error());
+  cuda_plan_free(p);
 
   /* Injected failures (test builds): the n-th checked CUDA/cuFFT call fails, for n = 1, 2, ...
    * until a plan is made and a batch computed: each failure is FC_ECUDA naming the call, and a plan
@@ -304,18 +302,18 @@ static void errors(void) {
     snprintf(spec, sizeof spec, "cuda:%d", k);
     setenv("FC_FAULT", spec, 1);
     p = NULL;
-    rc = fc_cuda_plan_create(&cfg, 0, 65536, &p);
-    if (rc == 0) rc = fc_cuda_compute_batch(p, xs, &n, 1, 0, outs);
+    rc = cuda_plan_create(&cfg, 0, 65536, &p);
+    if (rc == 0) rc = cuda_compute_batch(p, xs, &n, 1, 0, outs);
     if (rc == 0) {
       ok = 1;
     } else {
       CHECK(rc == FC_ECUDA, "fault %d: rc %d (%s)", k, rc, fc_strerror(rc));
-      CHECK(strchr(fc_cuda_last_error(), ':') != NULL, "fault %d: message \"%s\"", k,
-            fc_cuda_last_error());
-      if (p) CHECK(fc_cuda_compute_batch(p, xs, &n, 1, 0, outs) == FC_EBADSTATE, "sticky");
+      CHECK(strchr(cuda_last_error(), ':') != NULL, "fault %d: message \"%s\"", k,
+            cuda_last_error());
+      if (p) CHECK(cuda_compute_batch(p, xs, &n, 1, 0, outs) == FC_EBADSTATE, "sticky");
       steps++;
     }
-    fc_cuda_plan_free(p);
+    cuda_plan_free(p);
   }
   unsetenv("FC_FAULT");
   if (steps == 0)
@@ -331,12 +329,12 @@ static void errors(void) {
 int main(void) {
   int n = 0;
   char why[256];
-  if (fc_cuda_device_count(&n, why, sizeof why) != 0) {
+  if (cuda_device_count(&n, why, sizeof why) != 0) {
     printf("%s\n", why);
     return 77;
   }
   char desc[256];
-  fc_cuda_device_describe(0, desc, sizeof desc);
+  cuda_device_describe(0, desc, sizeof desc);
   printf("device 0: %s\n", desc);
   const char *const *names = fc_mel_preset_names();
   for (int i = 0; names[i]; i++) {

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "featcache/fc_cuda.h"
+#include "kernels/cuda/cuda_api.h"
 #include "featcache/fc_mel.h"
 #include "kernels/cuda/cuda_ring.h"
 #include "kernels/cuda/mel_kernels.h"
@@ -51,12 +51,12 @@ static void *launcher(void *arg) {
     free_slots--;
     pthread_mutex_unlock(&mu);
     const unsigned slot = (unsigned)(n_uses % SLOTS);
-    char *staging = fc_cuda_ring_staging(ring, slot);
+    char *staging = cuda_ring_staging(ring, slot);
     size_t n16 = 0, nf = 0, first = i, count = 0;
     uint64_t frames = 0;
     for (; i < N_UTTS; i++, count++) {
       uint64_t f = fc_mel_num_frames(&cfg, lens[i]);
-      if (n16 + nf + lens[i] > CAPACITY || frames + f > fc_cuda_ring_max_frames(ring)) break;
+      if (n16 + nf + lens[i] > CAPACITY || frames + f > cuda_ring_plan_frames(ring)) break;
       frames += f;
       if (is16[i]) {
         memcpy(staging + 2 * n16, pcm16[i], 2 * lens[i]);
@@ -71,8 +71,8 @@ static void *launcher(void *arg) {
     }
     for (size_t k = 0; k < count; k++)
       if (!is16[first + k]) off[k] = n16 + (nf - off[k]);
-    int rc = fc_cuda_ring_launch(ring, slot, count, off, len, n16, nf, FC_DTYPE_F32);
-    CHECK(rc == 0, "launch of chunk %zu: %s", n_uses, fc_cuda_last_error());
+    int rc = cuda_ring_launch(ring, slot, count, off, len, n16, nf, FC_DTYPE_F32);
+    CHECK(rc == 0, "launch of chunk %zu: %s", n_uses, cuda_last_error());
     pthread_mutex_lock(&mu);
     uses[n_uses++] = (launched){first, count, rc};
     pthread_cond_broadcast(&cv);
@@ -87,38 +87,36 @@ static void *launcher(void *arg) {
 
 static void misuse(void) {
   uint64_t off = 0, len = 4096;
-  char *staging = fc_cuda_ring_staging(ring, 0);
+  char *staging = cuda_ring_staging(ring, 0);
   memset(staging, 0, 4 * 4096);
   const void *out;
-  CHECK(fc_cuda_ring_finish(ring, 0, &out) == EINVAL, "finish without a launch");
-  CHECK(fc_cuda_ring_launch(ring, 0, 1, &off, &len, CAPACITY, 1, FC_DTYPE_F32) == EINVAL,
+  CHECK(cuda_ring_finish(ring, 0, &out) == EINVAL, "finish without a launch");
+  CHECK(cuda_ring_launch(ring, 0, 1, &off, &len, CAPACITY, 1, FC_DTYPE_F32) == EINVAL,
         "more samples than the chunk holds");
-  CHECK(fc_cuda_ring_launch(ring, 0, 0, &off, &len, 4096, 0, FC_DTYPE_F32) == EINVAL, "no utts");
-  CHECK(fc_cuda_ring_launch(ring, SLOTS, 1, &off, &len, 4096, 0, FC_DTYPE_F32) == EINVAL,
+  CHECK(cuda_ring_launch(ring, 0, 0, &off, &len, 4096, 0, FC_DTYPE_F32) == EINVAL, "no utts");
+  CHECK(cuda_ring_launch(ring, SLOTS, 1, &off, &len, 4096, 0, FC_DTYPE_F32) == EINVAL,
         "no such chunk");
-  CHECK(fc_cuda_ring_launch(ring, 0, 1, &off, &len, 4096, 0, FC_DTYPE_F32) == 0, "launch: %s",
-        fc_cuda_last_error());
-  CHECK(fc_cuda_ring_launch(ring, 0, 1, &off, &len, 4096, 0, FC_DTYPE_F32) == EINVAL,
+  CHECK(cuda_ring_launch(ring, 0, 1, &off, &len, 4096, 0, FC_DTYPE_F32) == 0, "launch: %s",
+        cuda_last_error());
+  CHECK(cuda_ring_launch(ring, 0, 1, &off, &len, 4096, 0, FC_DTYPE_F32) == EINVAL,
         "launched twice");
-  CHECK(fc_cuda_ring_finish(ring, 0, &out) == 0 && out, "finish: %s", fc_cuda_last_error());
+  CHECK(cuda_ring_finish(ring, 0, &out) == 0 && out, "finish: %s", cuda_last_error());
 }
 
 int main(void) {
   int n = 0;
   char why[256];
-  if (fc_cuda_device_count(&n, why, sizeof why) != 0) {
+  if (cuda_device_count(&n, why, sizeof why) != 0) {
     printf("%s\n", why);
     return 77;
   }
   fc_mel_preset("hifigan", &cfg);
   fc_mel_plan *cpu;
   CHECK(fc_mel_plan_create(&cfg, &cpu) == 0, "cpu plan");
-  CHECK(fc_cuda_ring_create(&cfg, 0, CAPACITY, SLOTS, &ring) == 0, "ring: %s",
-        fc_cuda_last_error());
+  CHECK(cuda_ring_create(&cfg, 0, CAPACITY, SLOTS, &ring) == 0, "ring: %s", cuda_last_error());
   if (!ring) return fc_check_result("test_cuda_ring");
-  CHECK(fc_cuda_ring_slots(ring) == SLOTS && fc_cuda_plan_max_samples(ring) == CAPACITY,
-        "ring of %u chunks of %zu samples", fc_cuda_ring_slots(ring),
-        fc_cuda_plan_max_samples(ring));
+  CHECK(cuda_ring_slots(ring) == SLOTS && cuda_plan_max_samples(ring) == CAPACITY,
+        "ring of %u chunks of %zu samples", cuda_ring_slots(ring), cuda_plan_max_samples(ring));
   misuse();
   for (int i = 0; i < N_UTTS; i++) {
     lens[i] = 256 + (size_t)((i * 7919) % 30000);
@@ -146,8 +144,8 @@ int main(void) {
     launched u = uses[done_uses];
     pthread_mutex_unlock(&mu);
     const void *out = NULL;
-    int rc = u.rc ? u.rc : fc_cuda_ring_finish(ring, done_uses % SLOTS, &out);
-    CHECK(rc == 0, "finish of chunk %u: %s", done_uses, fc_cuda_last_error());
+    int rc = u.rc ? u.rc : cuda_ring_finish(ring, done_uses % SLOTS, &out);
+    CHECK(rc == 0, "finish of chunk %u: %s", done_uses, cuda_last_error());
     uint64_t frame = 0;
     for (size_t k = u.first; k < u.first + u.count && rc == 0; k++) {
       uint64_t f = fc_mel_num_frames(&cfg, lens[k]);
@@ -193,7 +191,7 @@ int main(void) {
     free(pcm16[i]);
     free(got[i]);
   }
-  fc_cuda_plan_free(ring);
+  cuda_plan_free(ring);
   fc_mel_plan_free(cpu);
   return fc_check_result("test_cuda_ring");
 }

@@ -2,7 +2,7 @@
  * load this machine's libcufft and call through (cufftGetVersion needs no GPU); a library that is
  * not there gives a clear error, not a crash; without the backend the loader says so. */
 #include "featcache/fc_base.h"
-#include "featcache/fc_cuda.h"
+#include "kernels/cuda/cuda_api.h"
 #include "kernels/cuda/cufft_load.h"
 #include "tests/check.h"
 
@@ -13,11 +13,11 @@
 
 int main(void) {
   char why[512] = "";
-  if (!fc_cuda_built()) {
-    CHECK(fc_cufft_load(why, sizeof why) == FC_ENODEVICE);
+  if (!cuda_built()) {
+    CHECK(cufft_load(why, sizeof why) == FC_ENODEVICE);
     CHECK(strstr(why, "built without CUDA") != NULL, "why: %s", why);
     int version = 1;
-    CHECK(fc_cufft_version(&version) == FC_ENODEVICE && version == 0);
+    CHECK(cufft_version(&version) == FC_ENODEVICE && version == 0);
     return fc_check_result("test_cufft_load (no CUDA backend)");
   }
 
@@ -26,10 +26,10 @@ int main(void) {
   if (pid == 0) {
     setenv("FC_CUFFT_LIBRARY", "/nonexistent/libcufft.so.99", 1);
     char w[512] = "";
-    int rc = fc_cufft_load(w, sizeof w);
+    int rc = cufft_load(w, sizeof w);
     int version = 0;
     int ok = rc == FC_ENODEVICE && strstr(w, "cuFFT not loaded") && strstr(w, "/nonexistent") &&
-             strcmp(fc_cufft_load_error(), w) == 0 && fc_cufft_version(&version) == FC_ENODEVICE;
+             strcmp(cufft_load_error(), w) == 0 && cufft_version(&version) == FC_ENODEVICE;
     if (!ok) fprintf(stderr, "missing library: rc %d, why '%s'\n", rc, w);
     _exit(ok ? 0 : 1);
   }
@@ -37,14 +37,14 @@ int main(void) {
   CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
         "the missing-library child failed (status %d)", st);
 
-  if (fc_cufft_load(why, sizeof why) != 0) {
+  if (cufft_load(why, sizeof why) != 0) {
     if (failures) return fc_check_result("test_cufft_load");
     printf("skip: the CUDA backend is built but this machine has no cuFFT: %s\n", why);
     return 77;
   }
-  CHECK(fc_cufft_load_error()[0] == '\0', "error '%s' after a good load", fc_cufft_load_error());
+  CHECK(cufft_load_error()[0] == '\0', "error '%s' after a good load", cufft_load_error());
   int version = 0;
-  CHECK(fc_cufft_version(&version) == 0 && version >= 10000, "cufftGetVersion: %d", version);
+  CHECK(cufft_version(&version) == 0 && version >= 10000, "cufftGetVersion: %d", version);
   printf("cuFFT %d loaded at run time\n", version);
   return fc_check_result("test_cufft_load");
 }

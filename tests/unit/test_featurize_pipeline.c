@@ -10,7 +10,7 @@
 #include "featcache/fc_featurize.h"
 #include "featcache/fc_format.h"
 #include "kernels/cuda/mel_kernels.h"
-#include "libcache/featurize/featurize_backend.h"
+#include "libcache/mel/featurize/featurize_backend.h"
 
 #include <errno.h>
 #include <math.h>
@@ -219,8 +219,8 @@ static void deadline_event(const fc_featurize_event *ev, void *user) {
 static void *deadline_thread(void *arg) {
   deadline_run *d = arg;
   char why[256];
-  d->rc = fc_fz_run(d->s, d->cfg, d->items.items, d->items.count, &d->o, &mock_backend, &d->st, why,
-                    sizeof why);
+  d->rc = fz_pipeline_run(d->s, d->cfg, d->items.items, d->items.count, &d->o, &mock_backend,
+                          &d->st, why, sizeof why);
   return NULL;
 }
 
@@ -345,7 +345,8 @@ int main(void) {
   fc_store *s;
   snprintf(store, sizeof store, "%s/st", dir);
   CHECK(fc_store_open(store, FC_STORE_CREATE | FC_STORE_NOSYNC, &s) == 0, "open");
-  int rc = fc_fz_run(s, &cfg, items.items, items.count, &o, &fake_backend, &st, why, sizeof why);
+  int rc =
+      fz_pipeline_run(s, &cfg, items.items, items.count, &o, &fake_backend, &st, why, sizeof why);
   fc_store_close(s);
   CHECK(rc == 0, "run: rc %d (%s)", rc, why);
   CHECK(st.total == NFILES + 1 && st.processed == NFILES - 1 && st.failed == 2 &&
@@ -387,7 +388,7 @@ int main(void) {
     mock_setup(0);
     snprintf(store, sizeof store, "%s/st_batch%d", dir, dt);
     CHECK(fc_store_open(store, FC_STORE_CREATE | FC_STORE_NOSYNC, &s) == 0, "open");
-    rc = fc_fz_run(s, &c2, items.items, items.count, &o, &mock_backend, &st, why, sizeof why);
+    rc = fz_pipeline_run(s, &c2, items.items, items.count, &o, &mock_backend, &st, why, sizeof why);
     fc_store_close(s);
     CHECK(rc == 0 && st.processed == NFILES && st.failed == 1 && counts_add_up(&st),
           "staging %s: rc %d, %llu processed, %llu failed", fc_dtype_name(dt), rc,
@@ -416,7 +417,8 @@ int main(void) {
   mock_setup(file_len(BROKEN_FILE));
   snprintf(store, sizeof store, "%s/st_batch_fail", dir);
   CHECK(fc_store_open(store, FC_STORE_CREATE | FC_STORE_NOSYNC, &s) == 0, "open");
-  rc = fc_fz_run(s, &cfg, items.items + BROKEN_FILE, 1, &o, &mock_backend, &st, why, sizeof why);
+  rc = fz_pipeline_run(s, &cfg, items.items + BROKEN_FILE, 1, &o, &mock_backend, &st, why,
+                       sizeof why);
   fc_store_close(s);
   CHECK(rc == 0 && st.failed == 1 && counts_add_up(&st) && ev.events == 1 &&
             strstr(ev.reason[0], "feature computation failed") != NULL,
@@ -437,7 +439,7 @@ int main(void) {
   memset(&ev, 0, sizeof ev);
   snprintf(store, sizeof store, "%s/st_stop", dir);
   CHECK(fc_store_open(store, FC_STORE_CREATE | FC_STORE_NOSYNC, &s) == 0, "open");
-  rc = fc_fz_run(s, &cfg, items.items, items.count, &o, &fake_backend, &st, why, sizeof why);
+  rc = fz_pipeline_run(s, &cfg, items.items, items.count, &o, &fake_backend, &st, why, sizeof why);
   fc_store_close(s);
   CHECK(rc == FC_EINTR, "stop: rc %d", rc);
   CHECK(st.processed == 2 && st.not_started == NFILES + 1 - 2 && counts_add_up(&st),
@@ -449,7 +451,7 @@ int main(void) {
   o.stop = NULL;
   the_fake.stop_after = 0;
   CHECK(fc_store_open(store, FC_STORE_RDONLY, &s) == 0, "open ro");
-  rc = fc_fz_run(s, &cfg, items.items, items.count, &o, &fake_backend, &st, why, sizeof why);
+  rc = fz_pipeline_run(s, &cfg, items.items, items.count, &o, &fake_backend, &st, why, sizeof why);
   fc_store_close(s);
   CHECK(rc == EACCES && st.not_started == NFILES + 1 && counts_add_up(&st), "read-only: rc %d", rc);
 

@@ -1,4 +1,4 @@
-/* The staging ring of the featurize pipeline (libcache/featurize/featurize_stage.c) under many
+/* The staging ring of the featurize pipeline (libcache/mel/featurize/featurize_stage.c) under many
  * shapes, on any machine: a CPU backend that implements the staging interface as the CUDA ring
  * plan does (tests/stage_mock.h: staging buffers of exactly the advertised size, a "device" thread,
  * launch limits checked, staging written while in flight detected, used-up staging poisoned).
@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats/fault.h"
+#include "formats/common/fault.h"
 #include "tests/check.h"
 #include "tests/stage_mock.h"
 #include "tests/wav.h"
@@ -249,7 +249,8 @@ static int run_shape(const char *dir, const fc_item_list *items, const shape *sh
     setenv("FC_FAULT_LOG", log, 1);
     setenv("FC_FAULT", fault, 1);
   }
-  int rc = fc_fz_run(s, &cfg, items->items, items->count, &o, &mock_backend, &st, why, sizeof why);
+  int rc =
+      fz_pipeline_run(s, &cfg, items->items, items->count, &o, &mock_backend, &st, why, sizeof why);
   unsetenv("FC_FAULT");
   unsetenv("FC_FAULT_LOG");
   FILE *lf = fopen(log, "r");
@@ -481,7 +482,7 @@ int main(void) {
    * 17th) until the N-th allocation no longer happens (FC_FAULT_LOG: a run may absorb a failure):
    * whatever fails, every item is accounted for, nothing stored is wrong, no chunk is left in
    * flight, nothing leaks (ASan). */
-  if (fc_fault_built()) {
+  if (fault_built()) {
     const int before_alloc = failures;
     unsigned runs = 0, absorbed = 0;
     for (unsigned n = 1; n < 100000; n += n < 40 ? 1 : 17) {

@@ -161,7 +161,7 @@ static int in_mapping_of(const void *p, size_t len, const char *path) {
   return ok;
 }
 
-static fc_loader *open_l(const char *const *paths, size_t n, const fc_loader_options *o) {
+static fc_loader *open_l(const char *const *paths, size_t n, const fc_loader_opts *o) {
   fc_loader *l = NULL;
   char why[512];
   int rc = fc_loader_open(paths, n, o, &l, why, sizeof why);
@@ -170,7 +170,7 @@ static fc_loader *open_l(const char *const *paths, size_t n, const fc_loader_opt
 }
 
 /* Check one batch's content against the generator; returns the number of utterances. */
-static uint32_t check_batch(const fc_batch *b, const fc_loader_options *o, const char *mdb) {
+static uint32_t check_batch(const fc_batch *b, const fc_loader_opts *o, const char *mdb) {
   for (uint32_t i = 0; i < b->size; i++) {
     int u = utt_of(b->ids[i]);
     uint32_t len = b->mel_lengths[i], st = b->mel_starts[i];
@@ -218,7 +218,7 @@ static uint32_t check_batch(const fc_batch *b, const fc_loader_options *o, const
 }
 
 /* Run an epoch; record the item order into seq (may be NULL); returns utterances seen. */
-static uint64_t run_epoch(fc_loader *l, const fc_loader_options *o, uint64_t epoch, uint64_t *seq,
+static uint64_t run_epoch(fc_loader *l, const fc_loader_opts *o, uint64_t epoch, uint64_t *seq,
                           const char *mdb, uint64_t *padded_cells, uint64_t *batches) {
   CHECK(fc_loader_set_epoch(l, epoch) == 0, "set_epoch");
   uint64_t n = 0, cells = 0, nb = 0;
@@ -261,8 +261,8 @@ int main(void) {
   const uint64_t NA = N_A + 2;
 
   /* sequential views, no threads: every utterance once, in id order, data and views right */
-  fc_loader_options o;
-  fc_loader_options_init(&o);
+  fc_loader_opts o;
+  fc_loader_opts_init(&o);
   o.prefetch_threads = 0;
   o.batch_size = 7;
   fc_loader *l = open_l(A, 1, &o);
@@ -287,7 +287,7 @@ int main(void) {
   fc_loader_close(l);
 
   /* views with tokens and 2 prefetch threads, two stores as one dataset */
-  fc_loader_options_init(&o);
+  fc_loader_opts_init(&o);
   o.tokens = "chars";
   o.batch_size = 8;
   l = open_l(AB, 2, &o);
@@ -331,7 +331,7 @@ int main(void) {
   fc_loader_close(l);
 
   /* VERIFY: b902 skipped and reported in its batch; VERIFY|STRICT: next fails with the id */
-  fc_loader_options_init(&o);
+  fc_loader_opts_init(&o);
   o.flags = FC_LOADER_VERIFY;
   o.batch_size = 4;
   const char *B[] = {pb};
@@ -406,7 +406,7 @@ int main(void) {
     put_utt(s, &fx, "c000", 0, 0, 0);
     put_utt(s, &fx, "c001", 1, 3, 0);
     fc_store_close(s);
-    fc_loader_options_init(&o);
+    fc_loader_opts_init(&o);
     o.flags = FC_LOADER_VERIFY | FC_LOADER_STRICT;
     o.batch_size = 1;
     o.prefetch_threads = (uint32_t)threads;
@@ -427,7 +427,7 @@ int main(void) {
 
   /* padded batches, pad value, tokens padded, caller buffers, prefetch == no prefetch */
   for (int threads = 0; threads <= 3; threads += 3) {
-    fc_loader_options_init(&o);
+    fc_loader_opts_init(&o);
     o.output = FC_OUTPUT_PADDED;
     o.pad_value = -11.5f;
     o.token_pad = -1;
@@ -469,7 +469,7 @@ int main(void) {
    * its buffer, the layout key says where (the same key, the same addresses); swap_desc gives one
    * back and takes the next; add_buffers grows the set when the caller holds them all */
   for (int threads = 0; threads <= 2; threads += 2) {
-    fc_loader_options_init(&o);
+    fc_loader_opts_init(&o);
     o.output = FC_OUTPUT_PADDED;
     o.tokens = "chars";
     o.batch_size = 16;
@@ -502,7 +502,7 @@ int main(void) {
       if (which >= nb) continue;
       const uint8_t *lo = bufs[which], *hi = lo + bytes;
       const void *arrays[] = {sb->mel_lengths, sb->mel_starts, sb->token_lengths, sb->tok_data,
-                              sb->id_text, sb->ids, sb->items};
+                              sb->id_text,     sb->ids,        sb->items};
       for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++)
         CHECK((const uint8_t *)arrays[k] >= lo + (size_t)sb->size * 40 * N_MELS * 4 &&
                   (const uint8_t *)arrays[k] < hi,
@@ -529,8 +529,7 @@ int main(void) {
      * here ends in SIGALRM */
     CHECK(fc_loader_set_epoch(l, 2) == 0, "epoch 2");
     fc_batch *hb[3] = {0};
-    for (size_t i = 0; i < nb; i++)
-      CHECK(fc_loader_next(l, &hb[i]) == 0 && hb[i], "hold %zu", i);
+    for (size_t i = 0; i < nb; i++) CHECK(fc_loader_next(l, &hb[i]) == 0 && hb[i], "hold %zu", i);
     usleep(20000); /* the threads find no room and park */
     alarm(30);
     memset(desc, 0, sizeof desc);
@@ -542,8 +541,7 @@ int main(void) {
     /* hold every buffer: ENOBUFS; one more buffer: the next batch comes */
     CHECK(fc_loader_set_epoch(l, 1) == 0, "epoch 1");
     fc_batch *h[4] = {0};
-    for (size_t i = 0; i < nb; i++)
-      CHECK(fc_loader_next(l, &h[i]) == 0 && h[i], "hold %zu", i);
+    for (size_t i = 0; i < nb; i++) CHECK(fc_loader_next(l, &h[i]) == 0 && h[i], "hold %zu", i);
     fc_batch *x = NULL;
     CHECK(fc_loader_next(l, &x) == ENOBUFS, "all buffers held");
     CHECK(fc_loader_add_buffers(l, bufs + nb, 1, bytes - 1) == FC_ECONFIG, "smaller refused");
@@ -561,7 +559,7 @@ int main(void) {
   }
 
   /* random order: seeded, same on reopen, differs by epoch and seed, a permutation */
-  fc_loader_options_init(&o);
+  fc_loader_opts_init(&o);
   o.order = FC_ORDER_RANDOM;
   o.seed = 42;
   o.batch_size = 10;
@@ -587,7 +585,7 @@ int main(void) {
     memset(mark, 0, NA);
     uint64_t counts[3];
     for (uint32_t r = 0; r < 3; r++) {
-      fc_loader_options_init(&o);
+      fc_loader_opts_init(&o);
       o.order = FC_ORDER_RANDOM;
       o.seed = 5;
       o.batch_size = 4;
@@ -617,7 +615,7 @@ int main(void) {
 
   /* buckets pad less than random; drop_last; dynamic batching bound */
   uint64_t cells_rand, cells_buck, nb;
-  fc_loader_options_init(&o);
+  fc_loader_opts_init(&o);
   o.order = FC_ORDER_RANDOM;
   o.batch_size = 8;
   l = open_l(A, 1, &o);
@@ -638,7 +636,7 @@ int main(void) {
   l = open_l(A, 1, &o);
   CHECK(run_epoch(l, &o, 0, NULL, NULL, NULL, &nb) == 96 && nb == 12, "drop_last: 96 in 12");
   fc_loader_close(l);
-  fc_loader_options_init(&o);
+  fc_loader_opts_init(&o);
   o.max_frames = 2000;
   o.batch_size = 0;
   o.order = FC_ORDER_BUCKET;
@@ -649,7 +647,7 @@ int main(void) {
   fc_loader_close(l);
 
   /* locality: reads go forward in the map far more often than random order */
-  fc_loader_options_init(&o);
+  fc_loader_opts_init(&o);
   o.order = FC_ORDER_LOCALITY;
   o.batch_size = 8;
   o.locality_run = 32;
@@ -673,7 +671,7 @@ int main(void) {
   fc_loader_close(l);
 
   /* crops: pad_to fixes T and crops; random crops are seeded and inside the record */
-  fc_loader_options_init(&o);
+  fc_loader_opts_init(&o);
   o.output = FC_OUTPUT_PADDED;
   o.pad_to = 64;
   o.flags = FC_LOADER_RANDOM_CROP;
@@ -702,7 +700,7 @@ int main(void) {
 
   /* centred crops: the middle segment; pad_to pads short mels (default pad: ln(1e-5), the
    * hifigan config's silence); the bound covers every epoch's batches */
-  fc_loader_options_init(&o);
+  fc_loader_opts_init(&o);
   o.output = FC_OUTPUT_PADDED;
   o.pad_to = 64;
   o.batch_size = 7;
@@ -735,13 +733,13 @@ int main(void) {
   rc = fc_loader_open(A, 1, &o, &l, why, sizeof why);
   CHECK(rc == FC_ECONFIG && strstr(why, "exclude each other"), "two crop modes: %s", why);
   /* pad_to with views: refused, not silently only cropped */
-  fc_loader_options_init(&o);
+  fc_loader_opts_init(&o);
   o.pad_to = 64;
   rc = fc_loader_open(A, 1, &o, &l, why, sizeof why);
   CHECK(rc == FC_ECONFIG && strstr(why, "pad_to 64 pads only padded batches"), "pad_to views: %s",
         why);
   /* bound of a variable-length, dynamic batching epoch: every epoch's batches fit */
-  fc_loader_options_init(&o);
+  fc_loader_opts_init(&o);
   o.output = FC_OUTPUT_PADDED;
   o.order = FC_ORDER_RANDOM;
   o.max_frames = 1000;
@@ -777,7 +775,7 @@ int main(void) {
     const char *C[] = {pc};
     const float want[] = {(float)log(1e-5), 0.0f, (float)log(1.1920928955078125e-07)};
     for (int i = 0; i < 4; i++) {
-      fc_loader_options_init(&o);
+      fc_loader_opts_init(&o);
       o.output = FC_OUTPUT_PADDED;
       o.features = names[i];
       rc = fc_loader_open(C, 1, &o, &l, why, sizeof why);
@@ -806,7 +804,7 @@ int main(void) {
   }
 
   /* config selection */
-  fc_loader_options_init(&o);
+  fc_loader_opts_init(&o);
   o.features = "tacotron2";
   rc = fc_loader_open(A, 1, &o, &l, why, sizeof why);
   CHECK(rc == FC_ENOTFOUND && strstr(why, "no mel config named 'tacotron2'") &&
@@ -831,14 +829,14 @@ int main(void) {
     fc_digest_buffer(j2, strlen(j2), &d2);
     fc_store_put_config(s, &d2, j2, strlen(j2));
     fc_store_close(s);
-    fc_loader_options_init(&o);
+    fc_loader_opts_init(&o);
     o.features = "hifigan";
     rc = fc_loader_open(B, 1, &o, &l, why, sizeof why);
     CHECK(rc == FC_ECONFIG && strstr(why, "several mel configs are named 'hifigan'") &&
               strstr(why, hex),
           "ambiguous preset: %s", why);
   }
-  fc_loader_options_init(&o);
+  fc_loader_opts_init(&o);
   o.rank = 2;
   o.world_size = 2;
   rc = fc_loader_open(A, 1, &o, &l, why, sizeof why);

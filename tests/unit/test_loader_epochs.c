@@ -89,7 +89,7 @@ typedef struct seen {
 } seen;
 
 /* Record b and check its data against the fixture's values. */
-static void take(const fc_batch *b, const fc_loader_options *o, seen *out) {
+static void take(const fc_batch *b, const fc_loader_opts *o, seen *out) {
   memset(out, 0, sizeof *out);
   out->epoch = b->epoch;
   out->index = b->index;
@@ -117,9 +117,9 @@ static void take(const fc_batch *b, const fc_loader_options *o, seen *out) {
 }
 
 /* The reference: a fresh loader without threads, epoch e planned by set_epoch. Returns batches. */
-static size_t reference(const char *path, const fc_loader_options *o0, uint64_t e, seen *out,
+static size_t reference(const char *path, const fc_loader_opts *o0, uint64_t e, seen *out,
                         size_t cap) {
-  fc_loader_options o = *o0;
+  fc_loader_opts o = *o0;
   o.prefetch_threads = 0;
   fc_loader *l;
   char why[256];
@@ -149,8 +149,8 @@ static int same(const seen *a, const seen *b) {
 }
 
 /* Iterate the rest of the current epoch of l, comparing with ref[from..n). */
-static void run_rest(fc_loader *l, const fc_loader_options *o, const seen *ref, size_t from,
-                     size_t n, const char *what) {
+static void run_rest(fc_loader *l, const fc_loader_opts *o, const seen *ref, size_t from, size_t n,
+                     const char *what) {
   fc_batch *b;
   size_t k = from;
   int rc;
@@ -193,8 +193,8 @@ int main(void) {
     for (uint32_t out = 0; out <= 1; out++)
       for (size_t di = 0; di < 3; di++)
         for (int variant = 0; variant < 2; variant++) {
-          fc_loader_options o;
-          fc_loader_options_init(&o);
+          fc_loader_opts o;
+          fc_loader_opts_init(&o);
           o.order = orders[oi];
           o.output = out;
           o.seed = 11 + oi;
@@ -231,8 +231,8 @@ int main(void) {
 
   /* the same loader driven irregularly: skip an epoch, jump mid-epoch, repeat an epoch */
   for (uint32_t out = 0; out <= 1; out++) {
-    fc_loader_options o;
-    fc_loader_options_init(&o);
+    fc_loader_opts o;
+    fc_loader_opts_init(&o);
     o.order = FC_ORDER_RANDOM;
     o.output = out;
     o.seed = 5;
@@ -268,8 +268,8 @@ int main(void) {
 
   /* caller buffers across boundaries: two buffers big enough for every epoch's batches */
   {
-    fc_loader_options o;
-    fc_loader_options_init(&o);
+    fc_loader_opts o;
+    fc_loader_opts_init(&o);
     o.order = FC_ORDER_RANDOM;
     o.output = FC_OUTPUT_PADDED;
     o.seed = 9;
@@ -308,8 +308,8 @@ int main(void) {
   /* the point of it all: once the threads had time, the next epoch's first batch is ready when
    * the caller asks (no wait at all). Timing on a shared machine: a few tries, growing pauses. */
   {
-    fc_loader_options o;
-    fc_loader_options_init(&o);
+    fc_loader_opts o;
+    fc_loader_opts_init(&o);
     o.order = FC_ORDER_RANDOM;
     o.output = FC_OUTPUT_PADDED;
     o.batch_size = 7;

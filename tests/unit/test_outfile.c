@@ -1,4 +1,4 @@
-/* Exported files written whole or not at all (include/featcache/fc_outfile.h, formats/outfile.c):
+/* Exported files written whole or not at all (include/featcache/fc_outfile.h, formats/common/outfile.c):
  *   - a new file and a file replaced hold exactly the bytes written, with no temporary left;
  *   - an abort, a write error of the stream and a missing directory leave the target as it was
  *     (absent, or its previous bytes) and no temporary;
@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "formats/fault.h"
+#include "formats/common/fault.h"
 #include "tests/check.h"
 
 static char dir[64];
@@ -110,7 +110,7 @@ int main(void) {
   unlink(fifo);
 
   /* the `write` fault site: each step in turn */
-  if (!fc_fault_built()) {
+  if (!fault_built()) {
     printf(
         "test_outfile: the write fault site is not built in (-DFC_FAULT_INJECTION=ON): not "
         "checked here\n");

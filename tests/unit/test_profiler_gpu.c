@@ -3,6 +3,7 @@
  * which on a machine without the NVIDIA driver / CUDA runtime must fail cleanly with FC_ENODEVICE
  * and say why, and on one with them must sample percentages and time. Steps are driven by a fake clock, so every number is exact. */
 #include "featcache/fc_profiler.h"
+#include "libcache/core/profile/gpu_timer.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -119,7 +120,7 @@ int main(void) {
   /* the CUDA-event timer: no runtime or no device → FC_ENODEVICE with the reason; with a GPU, a
    * stretch of nothing on the default stream takes between 0 and a second */
   fc_gpu_timer *t = NULL;
-  rc = fc_gpu_timer_create(&t, why, sizeof why);
+  rc = gpu_timer_create(&t, why, sizeof why);
   if (rc == FC_ENODEVICE) {
     CHECK(t == NULL && (strstr(why, "CUDA runtime") || strstr(why, "no CUDA device")), "why: %s",
           why);
@@ -127,10 +128,10 @@ int main(void) {
   } else {
     CHECK(rc == 0, "timer: %s", why);
     double ms = -1;
-    CHECK(fc_gpu_timer_stop(t, NULL, &ms) == FC_EBADSTATE, "stop without start");
-    CHECK(fc_gpu_timer_start(t, NULL) == 0 && fc_gpu_timer_stop(t, NULL, &ms) == 0);
+    CHECK(gpu_timer_stop(t, NULL, &ms) == FC_EBADSTATE, "stop without start");
+    CHECK(gpu_timer_start(t, NULL) == 0 && gpu_timer_stop(t, NULL, &ms) == 0);
     CHECK(ms >= 0 && ms < 1000, "elapsed %g ms", ms);
-    fc_gpu_timer_free(t);
+    gpu_timer_free(t);
   }
   return fc_check_result("test_profiler_gpu");
 }

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "formats/fault.h"
+#include "formats/common/fault.h"
 #include "tests/check.h"
 
 int main(void) {
@@ -125,7 +125,7 @@ int main(void) {
   CHECK(fc_store_open(plain, 0, &s) == ENOTDIR, "file");
 
   /* a failed commit makes the handle refuse further writes (sticky), the store stays intact */
-  if (!fc_fault_built()) {
+  if (!fault_built()) {
     printf("test_store: sticky-commit check skipped: built without -DFC_FAULT_INJECTION=ON\n");
     goto cleanup;
   }

@@ -10,7 +10,7 @@
 #include "featcache/fc_format.h"
 #include "featcache/fc_tokenize.h"
 
-#include "formats/fault.h"
+#include "formats/common/fault.h"
 #include "tests/check.h"
 
 static void norm_case(int nfkc, int fold, int punct, int collapse, const char *in, const char *want,
@@ -39,8 +39,8 @@ static char *write_tmp(const char *name, const char *text) {
 }
 
 static fc_tokenizer *make(fc_tok_kind kind, const char *file, char *why) {
-  fc_tok_options o;
-  fc_tok_options_default(&o, kind);
+  fc_tok_opts o;
+  fc_tok_opts_init(&o, kind);
   if (kind == FC_TOK_BPE)
     o.tokenizer_json = file;
   else
@@ -146,7 +146,7 @@ int main(void) {
    * builders of the token config on the countdown too): ENOMEM, or the very config of a clean
    * run. The config used to be built with unchecked json_object_set_new: a value that could not
    * be allocated left its key out, and the store got another config digest, silently. */
-  if (fc_fault_built()) {
+  if (fault_built()) {
     const char *vf = write_tmp("oom", "<pad>\n<unk>\n \na\nb\nab\n");
     char log[256];
     snprintf(log, sizeof log, "/tmp/fc_test_tok_%d_faultlog", (int)getpid());
@@ -160,8 +160,8 @@ int main(void) {
       unlink(log);
       setenv("FC_FAULT_LOG", log, 1);
       setenv("FC_FAULT", spec, 1);
-      fc_tok_options o;
-      fc_tok_options_default(&o, FC_TOK_CHARS);
+      fc_tok_opts o;
+      fc_tok_opts_init(&o, FC_TOK_CHARS);
       o.vocab_path = vf;
       fc_tokenizer *t = NULL;
       int rc = fc_tokenizer_create(&o, &t, why, 512);

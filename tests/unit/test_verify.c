@@ -1,4 +1,4 @@
-/* cache-verify's engine (libcache/verify/verify.c): stores written with the C store API, then damaged in
+/* cache-verify's engine (libcache/core/verify/verify.c): stores written with the C store API, then damaged in
  * every way the checks claim to catch — bytes flipped inside data.mdb (payload, header, key), a
  * truncated file, values rewritten with valid checksums (huge shape, NaN, wrong frame count,
  * unknown config), missing features for manifest ids, a config mismatch, changed sources — each
@@ -8,6 +8,7 @@
 #include "featcache/fc_format.h"
 #include "featcache/fc_store.h"
 #include "featcache/fc_verify.h"
+#include "libcache/core/verify/verify_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -193,35 +194,34 @@ static void hexd(const fc_digest *d, char out[33]) { fc_digest_hex(d, out); }
 static void test_nonfinite_scanner(void) {
   float f[100];
   for (int i = 0; i < 100; i++) f[i] = (float)i - 50.0f;
-  CHECK(fc_find_nonfinite(f, 100, FC_DTYPE_F32) == 100, "all finite");
+  CHECK(find_nonfinite(f, 100, FC_DTYPE_F32) == 100, "all finite");
   int spots[] = {0, 1, 31, 32, 33, 63, 64, 99};
   for (size_t s = 0; s < sizeof spots / sizeof spots[0]; s++) {
     float g[100];
     memcpy(g, f, sizeof g);
     g[spots[s]] = (s & 1) ? INFINITY : NAN;
-    CHECK(fc_find_nonfinite(g, 100, FC_DTYPE_F32) == (size_t)spots[s], "f32 at %d", spots[s]);
+    CHECK(find_nonfinite(g, 100, FC_DTYPE_F32) == (size_t)spots[s], "f32 at %d", spots[s]);
     /* unaligned: start one byte in */
     uint8_t raw[401];
     memcpy(raw + 1, g, 400);
-    CHECK(fc_find_nonfinite(raw + 1, 100, FC_DTYPE_F32) == (size_t)spots[s], "unaligned %d",
-          spots[s]);
+    CHECK(find_nonfinite(raw + 1, 100, FC_DTYPE_F32) == (size_t)spots[s], "unaligned %d", spots[s]);
   }
   float big[3] = {3.4e38f, -3.4e38f, 1e-45f}; /* largest finite, denormal: all finite */
-  CHECK(fc_find_nonfinite(big, 3, FC_DTYPE_F32) == 3, "extremes are finite");
+  CHECK(find_nonfinite(big, 3, FC_DTYPE_F32) == 3, "extremes are finite");
   uint16_t h[130];
   for (int i = 0; i < 130; i++) h[i] = 0x3c00; /* 1.0 in f16 */
   h[127] = 0x7bff; /* 65504: largest finite f16 */
-  CHECK(fc_find_nonfinite(h, 130, FC_DTYPE_F16) == 130, "f16 finite");
+  CHECK(find_nonfinite(h, 130, FC_DTYPE_F16) == 130, "f16 finite");
   h[129] = 0xfc00; /* -Inf */
-  CHECK(fc_find_nonfinite(h, 130, FC_DTYPE_F16) == 129, "f16 -inf");
+  CHECK(find_nonfinite(h, 130, FC_DTYPE_F16) == 129, "f16 -inf");
   uint16_t b[70];
   for (int i = 0; i < 70; i++) b[i] = 0x3f80; /* 1.0 in bf16 */
   b[65] = 0x7f7f; /* largest finite bf16 */
-  CHECK(fc_find_nonfinite(b, 70, FC_DTYPE_BF16) == 70, "bf16 finite");
+  CHECK(find_nonfinite(b, 70, FC_DTYPE_BF16) == 70, "bf16 finite");
   b[66] = 0x7fc0; /* NaN */
-  CHECK(fc_find_nonfinite(b, 70, FC_DTYPE_BF16) == 66, "bf16 nan");
-  CHECK(fc_find_nonfinite(b, 70, FC_DTYPE_I16) == 70, "integers are never non-finite");
-  CHECK(fc_find_nonfinite(b, 0, FC_DTYPE_F32) == 0, "empty");
+  CHECK(find_nonfinite(b, 70, FC_DTYPE_BF16) == 66, "bf16 nan");
+  CHECK(find_nonfinite(b, 70, FC_DTYPE_I16) == 70, "integers are never non-finite");
+  CHECK(find_nonfinite(b, 0, FC_DTYPE_F32) == 0, "empty");
 
   /* fc_verify_record names the element, frame and bin */
   fc_record_header hd = {FC_DTYPE_F32, 2, 5, 20, 0, 0, mel_digest, 0, 1};
@@ -241,7 +241,7 @@ static void test_clean_10k(void) {
   snprintf(dir, sizeof dir, "%s/clean", tmpdir);
   utt *us = make_store(dir, 10000, 0);
   fc_verify_opts o;
-  fc_verify_opts_default(&o);
+  fc_verify_opts_init(&o);
   o.finite = 1;
   const char *pre[] = {"hifigan"};
   o.expect_mel = pre;
@@ -295,7 +295,7 @@ static void test_damage(void) {
   char dir[300], hex[33];
   fc_verify_opts o;
   fc_verify_report r;
-  fc_verify_opts_default(&o);
+  fc_verify_opts_init(&o);
   o.threads = 2;
 
   /* 1. a flipped bit in a payload, inside data.mdb */
@@ -501,7 +501,7 @@ static void test_manifest_missing(void) {
                       {.id = "LJ001-0009", .line = 3}};
   fc_item_list list = {items, 3, FC_MANIFEST_LJSPEECH};
   fc_verify_opts o;
-  fc_verify_opts_default(&o);
+  fc_verify_opts_init(&o);
   o.manifest = &list;
   fc_verify_report r;
   verify(dir, &o, &r);
@@ -566,7 +566,7 @@ static void test_sources(void) {
   free(fv);
 
   fc_verify_opts o;
-  fc_verify_opts_default(&o);
+  fc_verify_opts_init(&o);
   o.sources = 1;
   o.rehash = 1;
   fc_verify_report r;

@@ -1,0 +1,48 @@
+/* Internal to cmd/cache-bench/: the bench handle, shared by bench.c (orders, passes) and
+ * bench_dataset.c (the stores: open, enumerate, page cache). */
+#ifndef FC_BENCH_INT_H
+#define FC_BENCH_INT_H
+
+#include "cmd/cache-bench/bench.h"
+#include "featcache/fc_store.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define COLD_RESIDENT_MAX 0.02 /* a cold pass starts with at most 2 % of data.mdb resident */
+#define COLD_PAGES_PER_STORE 64.5 /* or at most this many pages per store (meta and root pages) */
+
+/* One store of the dataset: its own environment, map and data.mdb. */
+struct bench_part {
+  char *dir;
+  char *data_path;
+  fc_store *s;
+  const uint8_t *map;
+  size_t map_len;
+  uint64_t file_bytes;
+};
+
+struct bench_rec {
+  uint8_t key[16];
+  uint64_t offset; /* of the value in its store's data.mdb */
+  uint64_t val_len; /* value bytes (header + payload) */
+  uint32_t part; /* index of its store */
+};
+
+struct fc_bench {
+  unsigned store_flags;
+  struct bench_part *parts; /* the stores, in the order given */
+  size_t nparts;
+  struct bench_rec *recs; /* store by store, key order within each; a key once (first store) */
+  size_t n;
+  uint64_t payload_bytes, max_payload, max_val, file_bytes; /* file_bytes: all stores */
+  bench_device dev; /* the first store's */
+  size_t page;
+};
+
+/* Open every part's store and map (again, after bench_detach). 0 or an fc_store_open error. */
+__attribute__((visibility("hidden"))) int bench_attach(fc_bench *b);
+/* Close every part's store: our own map would keep its pages resident. */
+__attribute__((visibility("hidden"))) void bench_detach(fc_bench *b);
+
+#endif

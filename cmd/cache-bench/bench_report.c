@@ -1,0 +1,775 @@
+/* cache-bench reports: verdict and recommendations, a table, JSON lines and an SVG chart. */
+#include "cmd/cache-bench/bench.h"
+#include "featcache/fc_outfile.h"
+#include "formats/common/alloc.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_RECS 8
+
+struct verdict {
+  const bench_result *ref; /* the pass the verdict quotes (cold random at the batch size) */
+  const bench_result *warm; /* the same in the page cache, when measured */
+  double bps, warm_bps; /* batches/s of `batch` records */
+  unsigned gpus; /* GPUs the question is about, each reading a batch per step */
+  double need_bps; /* batches/s they need: gpus x 1000 / step */
+  int keeps_up, warm_keeps_up, fits_ram;
+  double max_gpus; /* GPUs this rate feeds at the step: floor(bps x step / 1000) */
+  double min_step_ms; /* the shortest step the rate feeds for `gpus` GPUs */
+  const char *behaviour; /* "hdd-like", "ssd-like", "ram" or "unknown" */
+  double rnd_vs_seq; /* cold: sequential MB/s / random MB/s (NAN when not measured) */
+  double rnd_record_ms; /* cold random: p50 per record (ms) */
+  char text[2048];
+  char recs[MAX_RECS][512];
+  int nrecs;
+};
+
+static void add_rec(struct verdict *v, const char *fmt, ...) {
+  if (v->nrecs >= MAX_RECS) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(v->recs[v->nrecs++], sizeof v->recs[0], fmt, ap);
+  va_end(ap);
+}
+
+static uint64_t meminfo_available(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  unsigned long long kb = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+  fclose(f);
+  return (uint64_t)kb * 1024;
+}
+
+/* Best (most records/s) pass matching pattern/state, preferring batch == want; NULL if none. */
+static const bench_result *find_pass(const bench_report *r, int pattern, int state,
+                                     unsigned want_batch, int exact_batch) {
+  const bench_result *best = NULL;
+  for (size_t i = 0; i < r->n_passes; i++) {
+    const bench_result *p = &r->passes[i];
+    if (pattern >= 0 && p->pattern != pattern) continue;
+    if (state >= 0 && p->state != state) continue;
+    if (exact_batch && p->batch != want_batch) continue;
+    if (!best || p->records_per_s > best->records_per_s) best = p;
+  }
+  return best;
+}
+
+static const char *rotational_word(int rot) {
+  return rot == 1 ? "rotational" : rot == 0 ? "non-rotational" : "rotation unknown";
+}
+
+static void human_bytes(uint64_t b, char *out, size_t len) {
+  if (b >= 1000000000ull)
+    snprintf(out, len, "%.1f GB", (double)b / 1e9);
+  else
+    snprintf(out, len, "%.1f MB", (double)b / 1e6);
+}
+
+/* HDD-like or SSD-like, by what the device did (the probe: single records, one thread,
+ * O_DIRECT, in file order and in random order). A disk that seeks reads random records several
+ * times slower than sequential ones, each taking milliseconds (a seek and half a turn: 4+ ms at
+ * 7,200 rpm); an SSD reads them at about the sequential rate, each in a fraction of a
+ * millisecond. The rotational flag a device reports is what a hypervisor says, not what the
+ * medium does. */
+static void disk_behaviour(const bench_report *r, struct verdict *v, char *out, size_t len) {
+  const bench_device *d = r->device;
+  v->behaviour = "unknown";
+  v->rnd_vs_seq = NAN;
+  v->rnd_record_ms = NAN;
+  if (!strcmp(d->kind, "tmpfs")) {
+    v->behaviour = "ram";
+    snprintf(out, len, "the store is in RAM (%s): no disk to tell HDD from SSD", d->fs_type);
+    return;
+  }
+  const bench_result *seq = r->probe ? &r->probe[0] : NULL;
+  const bench_result *rnd = r->probe ? &r->probe[1] : NULL;
+  if (!seq || !(rnd->mb_per_s > 0) || !(seq->mb_per_s > 0)) {
+    snprintf(out, len, "HDD or SSD not measured%s%s%s", r->probe_note && *r->probe_note ? " (" : "",
+             r->probe_note ? r->probe_note : "", r->probe_note && *r->probe_note ? ")" : "");
+    return;
+  }
+  char fb[32];
+  human_bytes(r->file_bytes, fb, sizeof fb);
+  if (r->file_bytes < (64u << 20)) {
+    snprintf(out, len,
+             "HDD or SSD cannot be told on a store of %s (a disk's own cache holds that much): "
+             "bench one of at least 64 MiB",
+             fb);
+    return;
+  }
+  v->rnd_vs_seq = seq->mb_per_s / rnd->mb_per_s;
+  v->rnd_record_ms = rnd->record_ms.p50;
+  int seeks = v->rnd_vs_seq >= 3 && v->rnd_record_ms >= 2.0;
+  v->behaviour = seeks ? "hdd-like" : "ssd-like";
+  const char *flag = d->rotational == 1 && !seeks  ? " (the device says rotational)"
+                     : d->rotational == 0 && seeks ? " (the device says non-rotational)"
+                                                   : "";
+  if (v->rnd_vs_seq >= 1.05)
+    snprintf(out, len, "%s: single random reads %.1fx slower than sequential, %.2f ms a record%s%s",
+             seeks ? "HDD-like" : "SSD-like", v->rnd_vs_seq, v->rnd_record_ms,
+             seeks ? " (seeks)" : "", flag);
+  else
+    snprintf(out, len, "%s: single random reads as fast as sequential, %.2f ms a record%s",
+             seeks ? "HDD-like" : "SSD-like", v->rnd_record_ms, flag);
+}
+
+static void compute_verdict(const bench_report *r, double step_ms, unsigned batch,
+                            uint64_t mem_available, struct verdict *v) {
+  memset(v, 0, sizeof *v);
+  if (!batch) batch = 1;
+  static const int prefer[] = {BENCH_RANDOM, BENCH_LOCALITY, BENCH_PHYSICAL, BENCH_SEQUENTIAL};
+  for (int exact = 1; exact >= 0 && !v->ref; exact--)
+    for (int i = 0; i < 4 && !v->ref; i++) {
+      v->ref = find_pass(r, prefer[i], BENCH_COLD, batch, exact);
+      if (!v->ref) v->ref = find_pass(r, prefer[i], BENCH_WARM, batch, exact);
+    }
+  if (!v->ref) {
+    snprintf(v->text, sizeof v->text, "%s: no pass was measured", r->store);
+    return;
+  }
+  v->warm = find_pass(r, v->ref->pattern, BENCH_WARM, batch, 1);
+  if (!v->warm) v->warm = find_pass(r, v->ref->pattern, BENCH_WARM, batch, 0);
+  if (v->warm == v->ref) v->warm = NULL;
+  /* batches/s from records/s so that passes of another batch size convert honestly */
+  v->bps = v->ref->records_per_s / batch;
+  v->warm_bps = v->warm ? v->warm->records_per_s / batch : 0;
+  /* Through the loader's prefetch, reads overlap the step's compute: the device keeps up when
+   * it delivers as many batches per second as the GPUs consume, each one batch per step. */
+  v->gpus = r->gpus ? r->gpus : 1;
+  v->need_bps = v->gpus * 1000.0 / step_ms;
+  v->keeps_up = v->bps >= v->need_bps;
+  v->warm_keeps_up = v->warm && v->warm_bps >= v->need_bps;
+  v->max_gpus = floor(v->bps * step_ms / 1000.0);
+  v->min_step_ms = v->bps > 0 ? v->gpus * 1000.0 / v->bps : INFINITY;
+  uint64_t avail = mem_available ? mem_available : meminfo_available();
+  v->fits_ram = avail && r->file_bytes < avail / 2;
+
+  const bench_device *d = r->device;
+  char dev[256], how[256], tell[512];
+  if (strcmp(d->kind, "block") == 0)
+    snprintf(dev, sizeof dev, "%s (%s, %s)", d->disk[0] ? d->disk : d->block_device,
+             d->model[0] ? d->model : "model unknown", d->fs_type);
+  else
+    snprintf(dev, sizeof dev, "%s", d->fs_type[0] ? d->fs_type : d->kind);
+  snprintf(how, sizeof how, "%s order, %s, %u thread%s%s", bench_pattern_name(v->ref->pattern),
+           bench_state_name(v->ref->state), v->ref->threads, v->ref->threads == 1 ? "" : "s",
+           v->ref->batch == batch ? "" : ", converted");
+  char tail[800];
+  disk_behaviour(r, v, tell, sizeof tell);
+  if (!strcmp(v->behaviour, "ram"))
+    snprintf(tail, sizeof tail, "%s", tell);
+  else
+    snprintf(tail, sizeof tail, "disk %s: %s", dev, tell);
+  const char *gs = v->gpus == 1 ? "" : "s";
+  double headroom = floor(10 * v->bps / v->need_bps) / 10; /* 2.96 is "2.9x", as 2 GPUs */
+  if (v->keeps_up)
+    snprintf(v->text, sizeof v->text,
+             "%s keeps up with %u GPU%s at a %g ms step: it delivers %.1f batches/s of %u (%s) "
+             "where %.1f/s are needed (%.1fx; up to %.0f GPU%s); %s",
+             r->store, v->gpus, gs, step_ms, v->bps, batch, how, v->need_bps, headroom, v->max_gpus,
+             v->max_gpus == 1 ? "" : "s", tail);
+  else {
+    char warm[160] = "";
+    if (v->warm && v->fits_ram)
+      snprintf(warm, sizeof warm,
+               "; from the page cache (data.mdb fits in RAM: the second "
+               "epoch on) %.1f/s, %s",
+               v->warm_bps, v->warm_keeps_up ? "enough" : "still short");
+    snprintf(v->text, sizeof v->text,
+             "%s is too slow for %u GPU%s at a %g ms step: it delivers %.1f batches/s of %u (%s) "
+             "where %.1f/s are needed (steps of %.1f ms or more keep up)%s; %s",
+             r->store, v->gpus, gs, step_ms, v->bps, batch, how, v->need_bps, v->min_step_ms, warm,
+             tail);
+  }
+
+  /* recommendations */
+  const bench_result *rc_cold = find_pass(r, BENCH_RANDOM, BENCH_COLD, batch, 0);
+  const bench_result *lc_cold = find_pass(r, BENCH_LOCALITY, BENCH_COLD, batch, 0);
+  const bench_result *sq_cold = find_pass(r, BENCH_SEQUENTIAL, BENCH_COLD, batch, 0);
+  const bench_result *ph_cold = find_pass(r, BENCH_PHYSICAL, BENCH_COLD, batch, 0);
+  if (!strcmp(d->kind, "tmpfs"))
+    add_rec(v, "the store is in RAM (%s): these are memory numbers; it cannot be read cold",
+            d->fs_type);
+  if (!strcmp(d->kind, "overlay"))
+    add_rec(v,
+            "the store is on an overlay filesystem: bench the host path of its layer to "
+            "learn which disk is really read");
+  uint64_t avg = r->records ? r->payload_bytes / r->records : 0;
+  int keeps_up = v->keeps_up;
+  if (!keeps_up && rc_cold && lc_cold && lc_cold->records_per_s > 1.3 * rc_cold->records_per_s)
+    add_rec(v,
+            "use the locality-aware order (shuffled within runs of adjacent records): %.1fx "
+            "the random order's throughput here%s",
+            lc_cold->records_per_s / rc_cold->records_per_s,
+            d->rotational == 1 ? " on this rotational disk" : "");
+  if (rc_cold && d->read_ahead_kb > 0 && avg > 0 && avg < (uint64_t)d->read_ahead_kb * 1024 &&
+      ((sq_cold && rc_cold->mb_per_s < 0.5 * sq_cold->mb_per_s) ||
+       (ph_cold && rc_cold->mb_per_s < 0.5 * ph_cold->mb_per_s)))
+    add_rec(v,
+            "random reads of %.0f KB records under a read-ahead of %d KB read pages nobody "
+            "asked for: for random order on a store larger than RAM open it with "
+            "MDB_NORDAHEAD (loader option; compare with cache-bench --nordahead)",
+            (double)avg / 1e3, d->read_ahead_kb);
+  char fb[32], av[32];
+  human_bytes(r->file_bytes, fb, sizeof fb);
+  human_bytes(avail, av, sizeof av);
+  if (!keeps_up && strcmp(d->kind, "tmpfs")) {
+    if (avail && r->file_bytes < avail / 2)
+      add_rec(v,
+              "copy the cache to RAM (e.g. cp -r to /dev/shm) or let the page cache keep it "
+              "after the first epoch: %s fits in the %s available%s",
+              fb, av, v->warm_keeps_up ? ", and warm reads keep up" : "");
+    else
+      add_rec(v,
+              "the store (%s) is larger than half the available memory (%s): move it to a "
+              "faster device (SSD/NVMe) or use the locality-aware order",
+              fb, av);
+  }
+  const bench_result *t1 = NULL, *tn = NULL;
+  for (size_t i = 0; i < r->n_passes; i++) {
+    const bench_result *p = &r->passes[i];
+    if (p->pattern != v->ref->pattern || p->state != v->ref->state || p->batch != v->ref->batch)
+      continue;
+    if (p->threads == 1)
+      t1 = p;
+    else if (!tn || p->records_per_s > tn->records_per_s)
+      tn = p;
+  }
+  if (t1 && tn && tn->records_per_s > 1.3 * t1->records_per_s)
+    add_rec(v, "use %u prefetch threads: %.1fx one thread's throughput here", tn->threads,
+            tn->records_per_s / t1->records_per_s);
+  /* the rate is enough only if the prefetch queue (the loader's prefetch_depth, 4 batches by
+   * default) also covers a slow batch */
+  double p99 = v->ref->batch == batch ? v->ref->batch_ms.p99 : NAN;
+  if (keeps_up && p99 > 4 * step_ms)
+    add_rec(v,
+            "a batch takes up to %.1f ms (p99), more than the 4 steps the loader prefetches by "
+            "default: give the loader prefetch_depth=%.0f",
+            p99, ceil(p99 / step_ms) + 1);
+}
+
+void bench_verdict(const bench_report *r, double step_ms, unsigned batch, uint64_t mem_available,
+                   char *buf, size_t len) {
+  struct verdict *v = fc_malloc(sizeof *v);
+  if (!v) {
+    if (len) buf[0] = '\0';
+    return;
+  }
+  compute_verdict(r, step_ms, batch, mem_available, v);
+  int n = snprintf(buf, len, "verdict: %s\n", v->text);
+  for (int i = 0; i < v->nrecs && n >= 0 && (size_t)n < len; i++)
+    n += snprintf(buf + n, len - (size_t)n, "recommendation: %s\n", v->recs[i]);
+  free(v);
+}
+
+/* ---- table ------------------------------------------------------------------------------------- */
+static const char *io_name(const bench_result *p) { return p->direct ? "direct" : "mmap"; }
+
+static void device_line(FILE *f, const bench_report *r) {
+  const bench_device *d = r->device;
+  char pay[32], fb[32];
+  human_bytes(r->payload_bytes, pay, sizeof pay);
+  human_bytes(r->file_bytes, fb, sizeof fb);
+  if (r->n_stores > 1)
+    fprintf(f, "store: %s  (one dataset of %zu stores: %llu records, %s payload, data.mdb %s)\n",
+            r->store, r->n_stores, (unsigned long long)r->records, pay, fb);
+  else
+    fprintf(f, "store: %s  (%llu records, %s payload, data.mdb %s)\n", r->store,
+            (unsigned long long)r->records, pay, fb);
+  if (!strcmp(d->kind, "block")) {
+    fprintf(f, "device: %s", d->block_device);
+    if (strcmp(d->disk, d->block_device)) fprintf(f, " on disk %s", d->disk);
+    fprintf(f, " (%s), %s, %s on %s%s, read-ahead ", d->model[0] ? d->model : "model unknown",
+            rotational_word(d->rotational), d->fs_type, d->mount_point,
+            d->read_only ? " (read-only)" : "");
+    if (d->read_ahead_kb >= 0)
+      fprintf(f, "%d KB\n", d->read_ahead_kb);
+    else
+      fprintf(f, "unknown\n");
+  } else {
+    fprintf(f, "device: no block device (%s on %s%s)\n", d->fs_type, d->mount_point,
+            d->read_only ? ", read-only" : "");
+  }
+  if (d->note[0]) fprintf(f, "note: %s\n", d->note);
+  if (r->probe)
+    fprintf(f,
+            "probe (O_DIRECT, one record at a time): file order %.1f MB/s, %.3f ms a record; "
+            "random order %.1f MB/s, %.3f ms a record\n",
+            r->probe[0].mb_per_s, r->probe[0].record_ms.p50, r->probe[1].mb_per_s,
+            r->probe[1].record_ms.p50);
+}
+
+void bench_write_table(FILE *f, const bench_report *r, size_t n) {
+  if (n == 1) {
+    device_line(f, r);
+    fprintf(f,
+            "\n%-10s %-5s %-6s %3s %5s %8s %9s %9s %9s %8s %8s %8s %8s %8s %8s %5s %5s %5s "
+            "%5s\n",
+            "pattern", "state", "io", "thr", "batch", "resident", "MB/s", "rec/s", "batch/s",
+            "rec_p50", "rec_p95", "rec_p99", "rec_max", "bat_p50", "bat_p99", "fault", "copy",
+            "wait", "other");
+    for (size_t i = 0; i < r->n_passes; i++) {
+      const bench_result *p = &r->passes[i];
+      fprintf(f,
+              "%-10s %-5s %-6s %3u %5u %7.1f%% %9.1f %9.1f %9.1f %8.3f %8.3f %8.3f %8.3f %8.3f "
+              "%8.3f %4.0f%% %4.0f%% %4.0f%% %4.0f%%%s\n",
+              bench_pattern_name(p->pattern), bench_state_name(p->state), io_name(p), p->threads,
+              p->batch, 100 * p->resident_before, p->mb_per_s, p->records_per_s, p->batches_per_s,
+              p->record_ms.p50, p->record_ms.p95, p->record_ms.p99, p->record_ms.max,
+              p->batch_ms.p50, p->batch_ms.p99, 100 * p->fault_frac, 100 * p->copy_frac,
+              100 * p->wait_frac, 100 * p->other_frac,
+              p->state == BENCH_COLD && !p->cold_verified ? "  (not cold)" : "");
+      if (p->decoded_bytes != p->bytes) /* coded records: what the training loop receives */
+        fprintf(f, "%-10s %-5s %-6s %3s %5s %8s %9.1f  MB/s decoded to float32 (coded records)\n",
+                "", "", "", "", "", "", p->decoded_mb_per_s);
+    }
+    fprintf(f,
+            "latencies in ms; MB = 10^6 bytes of payload; resident = data.mdb in the page "
+            "cache before the pass\n");
+    return;
+  }
+  /* side by side: one column pair per store, rows from the first store's passes */
+  for (size_t s = 0; s < n; s++) {
+    fprintf(f, "[%zu] ", s + 1);
+    device_line(f, &r[s]);
+  }
+  fprintf(f, "\n%-10s %-5s %-6s %3s %5s", "pattern", "state", "io", "thr", "batch");
+  for (size_t s = 0; s < n; s++) {
+    char a[32], b2[32];
+    snprintf(a, sizeof a, "MB/s[%zu]", s + 1);
+    snprintf(b2, sizeof b2, "bat_p99[%zu]", s + 1);
+    fprintf(f, " %11s %13s", a, b2);
+  }
+  fputc('\n', f);
+  size_t rows = 0;
+  for (size_t s = 0; s < n; s++)
+    if (r[s].n_passes > rows) rows = r[s].n_passes;
+  for (size_t i = 0; i < rows; i++) {
+    const bench_result *p0 = NULL;
+    for (size_t s = 0; s < n && !p0; s++)
+      if (i < r[s].n_passes) p0 = &r[s].passes[i];
+    fprintf(f, "%-10s %-5s %-6s %3u %5u", bench_pattern_name(p0->pattern),
+            bench_state_name(p0->state), io_name(p0), p0->threads, p0->batch);
+    for (size_t s = 0; s < n; s++) {
+      if (i < r[s].n_passes)
+        fprintf(f, " %11.1f %13.3f", r[s].passes[i].mb_per_s, r[s].passes[i].batch_ms.p99);
+      else
+        fprintf(f, " %11s %13s", "-", "-");
+    }
+    fputc('\n', f);
+  }
+  fprintf(f, "bat_p99 in ms; MB = 10^6 bytes of payload\n");
+}
+
+/* ---- JSON -------------------------------------------------------------------------------------- */
+static void json_num(FILE *f, double x) {
+  if (isfinite(x))
+    fprintf(f, "%.6g", x);
+  else
+    fputs("null", f);
+}
+
+static void json_lat(FILE *f, const char *name, const bench_latency *l) {
+  fprintf(f, ",\"%s\":{\"p50\":", name);
+  json_num(f, l->p50);
+  fputs(",\"p95\":", f);
+  json_num(f, l->p95);
+  fputs(",\"p99\":", f);
+  json_num(f, l->p99);
+  fputs(",\"max\":", f);
+  json_num(f, l->max);
+  fputc('}', f);
+}
+
+static const char *device_name(const bench_device *d) {
+  return d->block_device[0] ? d->block_device : d->fs_type[0] ? d->fs_type : d->kind;
+}
+
+static void json_rotational(FILE *f, int rot) {
+  fputs(rot == 1 ? "true" : rot == 0 ? "false" : "null", f);
+}
+/* The fields every JSON line of one store starts with. */
+static void json_record_head(FILE *f, const char *record, const char *store,
+                             const bench_device *d) {
+  fprintf(f, "{\"record\":\"%s\",\"store\":", record);
+  fc_json_write_string(f, store);
+  fputs(",\"device\":", f);
+  fc_json_write_string(f, device_name(d));
+  fputs(",\"disk\":", f);
+  fc_json_write_string(f, d->disk);
+  fputs(",\"rotational\":", f);
+  json_rotational(f, d->rotational);
+}
+
+static const char *const stop_names[] = {"complete", "time", "bytes", "signal"};
+
+void bench_write_json(FILE *f, const bench_report *r, size_t n, double step_ms, unsigned batch) {
+  struct verdict *v = fc_malloc(sizeof *v);
+  for (size_t s = 0; s < n; s++) {
+    const bench_device *d = r[s].device;
+    for (size_t i = 0; i < r[s].n_passes; i++) {
+      const bench_result *p = &r[s].passes[i];
+      json_record_head(f, "pass", r[s].store, d);
+      fputs(",\"pattern\":", f);
+      fc_json_write_string(f, bench_pattern_name(p->pattern));
+      fputs(",\"cache_state\":", f);
+      fc_json_write_string(f, bench_state_name(p->state));
+      fprintf(f, ",\"io\":\"%s\",\"threads\":%u,\"batch\":%u,\"mb_per_s\":", io_name(p), p->threads,
+              p->batch);
+      json_num(f, p->mb_per_s);
+      fputs(",\"decoded_mb_per_s\":", f);
+      json_num(f, p->decoded_mb_per_s);
+      fputs(",\"records_per_s\":", f);
+      json_num(f, p->records_per_s);
+      fputs(",\"batches_per_s\":", f);
+      json_num(f, p->batches_per_s);
+      json_lat(f, "latency_ms", &p->record_ms);
+      json_lat(f, "batch_latency_ms", &p->batch_ms);
+      fputs(",\"resident_fraction_before\":", f);
+      json_num(f, p->resident_before);
+      fprintf(f, ",\"cold_verified\":%s",
+              p->state == BENCH_COLD ? (p->cold_verified ? "true" : "false") : "null");
+      fputs(",\"time_split\":{\"faults\":", f);
+      json_num(f, p->fault_frac);
+      fputs(",\"copying\":", f);
+      json_num(f, p->copy_frac);
+      fputs(",\"waiting\":", f);
+      json_num(f, p->wait_frac);
+      fputs(",\"other\":", f);
+      json_num(f, p->other_frac);
+      fprintf(f,
+              "},\"major_faults\":%llu,\"minor_faults\":%llu,\"records\":%llu,"
+              "\"batches\":%llu,\"bytes\":%llu,\"bad_records\":%llu,\"seconds\":",
+              (unsigned long long)p->major_faults, (unsigned long long)p->minor_faults,
+              (unsigned long long)p->records, (unsigned long long)p->batches,
+              (unsigned long long)p->bytes, (unsigned long long)p->bad_records);
+      json_num(f, p->seconds);
+      fprintf(f, ",\"stopped\":\"%s\"}\n",
+              stop_names[p->stopped >= 0 && p->stopped <= 3 ? p->stopped : 0]);
+    }
+    json_record_head(f, "summary", r[s].store, d);
+    fputs(",\"kind\":", f);
+    fc_json_write_string(f, d->kind);
+    fputs(",\"model\":", f);
+    fc_json_write_string(f, d->model);
+    fputs(",\"fs_type\":", f);
+    fc_json_write_string(f, d->fs_type);
+    fputs(",\"mount_point\":", f);
+    fc_json_write_string(f, d->mount_point);
+    fprintf(f, ",\"read_only\":%s,\"read_ahead_kb\":", d->read_only ? "true" : "false");
+    if (d->read_ahead_kb >= 0)
+      fprintf(f, "%d", d->read_ahead_kb);
+    else
+      fputs("null", f);
+    fputs(",\"note\":", f);
+    fc_json_write_string(f, d->note);
+    fputs(",\"stores\":[", f);
+    if (r[s].n_stores > 1)
+      for (size_t i = 0; i < r[s].n_stores; i++) {
+        if (i) fputc(',', f);
+        fc_json_write_string(f, r[s].stores[i]);
+      }
+    else
+      fc_json_write_string(f, r[s].store);
+    fputc(']', f);
+    fprintf(f, ",\"records\":%llu,\"payload_bytes\":%llu,\"file_bytes\":%llu,\"step_ms\":",
+            (unsigned long long)r[s].records, (unsigned long long)r[s].payload_bytes,
+            (unsigned long long)r[s].file_bytes);
+    json_num(f, step_ms);
+    fprintf(f, ",\"batch\":%u", batch);
+    if (v) {
+      compute_verdict(&r[s], step_ms, batch, 0, v);
+      fputs(",\"batches_per_s\":", f);
+      json_num(f, v->bps);
+      fprintf(f, ",\"gpus\":%u,\"need_batches_per_s\":", v->gpus ? v->gpus : 1);
+      json_num(f, v->ref ? v->need_bps : NAN);
+      fprintf(f,
+              ",\"keeps_up\":%s,\"max_gpus\":", v->ref ? (v->keeps_up ? "true" : "false") : "null");
+      json_num(f, v->ref ? v->max_gpus : NAN);
+      fputs(",\"min_step_ms\":", f);
+      json_num(f, v->min_step_ms);
+      fputs(",\"warm_batches_per_s\":", f);
+      json_num(f, v->warm ? v->warm_bps : NAN);
+      fputs(",\"disk_behaviour\":", f);
+      fc_json_write_string(f, v->behaviour ? v->behaviour : "unknown");
+      fputs(",\"random_vs_sequential\":", f);
+      json_num(f, v->rnd_vs_seq);
+      fputs(",\"random_record_ms_p50\":", f);
+      json_num(f, v->rnd_record_ms);
+      fputs(",\"probe\":", f);
+      if (r[s].probe) {
+        for (int q = 0; q < 2; q++) {
+          const bench_result *pr = &r[s].probe[q];
+          fprintf(f, "%s\"%s\":{\"mb_per_s\":", q ? "," : "{", q ? "random" : "sequential");
+          json_num(f, pr->mb_per_s);
+          fputs(",\"record_ms_p50\":", f);
+          json_num(f, pr->record_ms.p50);
+          fprintf(f, ",\"records\":%llu}", (unsigned long long)pr->records);
+        }
+        fputc('}', f);
+      } else {
+        fputs("null", f);
+      }
+      fputs(",\"verdict\":", f);
+      fc_json_write_string(f, v->text);
+      fputs(",\"recommendations\":[", f);
+      for (int i = 0; i < v->nrecs; i++) {
+        if (i) fputc(',', f);
+        fc_json_write_string(f, v->recs[i]);
+      }
+      fputc(']', f);
+    }
+    fputs("}\n", f);
+  }
+  free(v);
+}
+
+/* ---- SVG --------------------------------------------------------------------------------------- */
+static void xml_str(FILE *f, const char *s) {
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    if (*p == '<')
+      fputs("&lt;", f);
+    else if (*p == '>')
+      fputs("&gt;", f);
+    else if (*p == '&')
+      fputs("&amp;", f);
+    else if (*p == '"')
+      fputs("&quot;", f);
+    else if (*p < 0x20)
+      fputc(' ', f);
+    else
+      fputc(*p, f);
+  }
+}
+
+/* A "nice" upper bound for a linear axis: 1, 2 or 5 × 10^k at or above x. */
+static double nice_ceil(double x) {
+  if (!(x > 0)) return 1;
+  double e = pow(10, floor(log10(x))), m = x / e;
+  return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * e;
+}
+
+static const char *const store_hue[][2] = {
+    {"#1f4e99", "#8fb3e8"}, /* store 1: cold, warm */
+    {"#a33a16", "#f0a582"},
+    {"#2a7a3b", "#9fd6a8"},
+    {"#6b3d99", "#c5a8e3"},
+};
+
+int bench_write_svg(FILE *f, const bench_report *r, size_t n) {
+  size_t rows = 0;
+  for (size_t s = 0; s < n; s++)
+    if (r[s].n_passes > rows) rows = r[s].n_passes;
+  /* bar slots: passes × stores, with a gap whenever the pattern changes */
+  size_t groups = 0;
+  int last_pattern = -1;
+  for (size_t i = 0; i < rows; i++) {
+    const bench_result *p0 = NULL;
+    for (size_t s = 0; s < n && !p0; s++)
+      if (i < r[s].n_passes) p0 = &r[s].passes[i];
+    if (p0->pattern != last_pattern) groups++;
+    last_pattern = p0->pattern;
+  }
+  const double gap = 24, left = 78, right = 230, top = 56, h1 = 230, mid = 62, h2 = 170;
+  /* bars 16..40 px wide: a chart of few passes fills about 560 px */
+  double bw = (rows && n) ? (560 - (double)groups * gap) / (double)(rows * n) : 16;
+  if (bw < 16) bw = 16;
+  if (bw > 40) bw = 40;
+  double plot_w = (double)(rows * n) * bw + (double)groups * gap + gap / 2;
+  double width = left + plot_w + right, height = top + h1 + mid + h2 + 110;
+
+  double max_mb = 0, lat_lo = INFINITY, lat_hi = 0;
+  for (size_t s = 0; s < n; s++)
+    for (size_t i = 0; i < r[s].n_passes; i++) {
+      const bench_result *p = &r[s].passes[i];
+      if (p->mb_per_s > max_mb) max_mb = p->mb_per_s;
+      if (p->batch_ms.p50 > 0 && p->batch_ms.p50 < lat_lo) lat_lo = p->batch_ms.p50;
+      if (p->batch_ms.p99 > lat_hi) lat_hi = p->batch_ms.p99;
+    }
+  double ymax = nice_ceil(max_mb);
+  if (!isfinite(lat_lo)) lat_lo = 0.001;
+  if (lat_hi <= lat_lo) lat_hi = lat_lo * 10;
+  int d_lo = (int)floor(log10(lat_lo)), d_hi = (int)ceil(log10(lat_hi));
+  if (d_hi <= d_lo) d_hi = d_lo + 1;
+  double y1 = top + h1; /* baseline of the throughput panel */
+  double y2t = y1 + mid, y2 = y2t + h2; /* latency panel top and bottom */
+#define LATY(ms) (y2 - (log10(ms) - d_lo) / (double)(d_hi - d_lo) * h2)
+
+  fprintf(f,
+          "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
+          "<!DOCTYPE svg PUBLIC \"-//W3C//DTD SVG 1.1//EN\" "
+          "\"http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd\">\n");
+  fprintf(f,
+          "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%.0f\" "
+          "height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"DejaVu Sans, Helvetica, "
+          "Arial, sans-serif\" font-size=\"11\">\n",
+          width, height, width, height);
+  fputs("<title>cache-bench: throughput and batch latency per pass</title>\n", f);
+  fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#ffffff\"/>\n", width,
+          height);
+  fprintf(f,
+          "<text x=\"%.0f\" y=\"24\" font-size=\"15\" font-weight=\"bold\">cache-bench: how "
+          "fast ",
+          left);
+  for (size_t s = 0; s < n; s++) {
+    if (s) fputs(n > 2 && s + 1 < n ? ", " : " vs ", f);
+    xml_str(f, r[s].store);
+    fputs(" (", f);
+    xml_str(f, device_name(r[s].device));
+    fputs(")", f);
+  }
+  fputs(" feeds training</text>\n", f);
+
+  /* panel 1: axes, grid, ticks */
+  fputs("<g id=\"throughput-axis\" stroke=\"#444444\" fill=\"none\">\n", f);
+  for (int t = 0; t <= 5; t++) {
+    double y = y1 - h1 * t / 5.0;
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>\n", left, y,
+            left + plot_w, y, t ? "#e3e3e3" : "#444444");
+  }
+  fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n</g>\n", left, top, left,
+          y1);
+  fputs("<g id=\"throughput-ticks\" text-anchor=\"end\" fill=\"#222222\">\n", f);
+  for (int t = 0; t <= 5; t++)
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%g</text>\n", left - 6, y1 - h1 * t / 5.0 + 4,
+            ymax * t / 5.0);
+  fputs("</g>\n", f);
+  fprintf(f,
+          "<text transform=\"translate(%.1f,%.1f) rotate(-90)\" text-anchor=\"middle\" "
+          "font-size=\"12\">throughput (MB/s)</text>\n",
+          left - 52, top + h1 / 2);
+
+  /* panel 2: log axis of batch latency */
+  fputs("<g id=\"latency-axis\" stroke=\"#444444\" fill=\"none\">\n", f);
+  for (int dd = d_lo; dd <= d_hi; dd++) {
+    double y = LATY(pow(10, dd));
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\"/>\n", left, y,
+            left + plot_w, y, dd == d_lo ? "#444444" : "#e3e3e3");
+  }
+  fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n</g>\n", left, y2t, left,
+          y2);
+  fputs("<g id=\"latency-ticks\" text-anchor=\"end\" fill=\"#222222\">\n", f);
+  for (int dd = d_lo; dd <= d_hi; dd++)
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%g</text>\n", left - 6, LATY(pow(10, dd)) + 4,
+            pow(10, dd));
+  fputs("</g>\n", f);
+  fprintf(f,
+          "<text transform=\"translate(%.1f,%.1f) rotate(-90)\" text-anchor=\"middle\" "
+          "font-size=\"12\">batch latency (ms, log)</text>\n",
+          left - 52, y2t + h2 / 2);
+
+  /* bars, markers and labels */
+  fputs("<g id=\"passes\">\n", f);
+  double x = left;
+  last_pattern = -1;
+  double group_x0 = left;
+  for (size_t i = 0; i <= rows; i++) {
+    const bench_result *p0 = NULL;
+    for (size_t s = 0; i < rows && s < n && !p0; s++)
+      if (i < r[s].n_passes) p0 = &r[s].passes[i];
+    if (i == rows || p0->pattern != last_pattern) {
+      if (last_pattern >= 0) /* close the previous group with its name under both panels */
+        fprintf(f,
+                "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"12\" "
+                "font-weight=\"bold\">%s</text>\n",
+                (group_x0 + x) / 2, y2 + 62, bench_pattern_name(last_pattern));
+      if (i == rows) break;
+      x += gap / 2 + (last_pattern >= 0 ? gap / 2 : 0);
+      group_x0 = x;
+      last_pattern = p0->pattern;
+    }
+    for (size_t s = 0; s < n; s++) {
+      if (i >= r[s].n_passes) {
+        x += bw;
+        continue;
+      }
+      const bench_result *p = &r[s].passes[i];
+      double hgt = ymax > 0 ? h1 * p->mb_per_s / ymax : 0;
+      const char *color = store_hue[s % 4][p->state == BENCH_WARM];
+      fprintf(f,
+              "<rect class=\"pass\" id=\"pass-%zu-%zu\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+              "height=\"%.1f\" fill=\"%s\" stroke=\"#ffffff\" stroke-width=\"0.5\"><title>",
+              s + 1, i + 1, x + 1, y1 - hgt, bw - 2, hgt, color);
+      xml_str(f, r[s].store);
+      fprintf(f,
+              ": %s %s %s, %u thread%s, batch %u: %.1f MB/s, %.1f records/s, batch p50 %.3f "
+              "ms, p99 %.3f ms, resident before %.1f%%</title></rect>\n",
+              bench_pattern_name(p->pattern), bench_state_name(p->state), io_name(p), p->threads,
+              p->threads == 1 ? "" : "s", p->batch, p->mb_per_s, p->records_per_s, p->batch_ms.p50,
+              p->batch_ms.p99, 100 * p->resident_before);
+      double cx = x + bw / 2;
+      if (bw >= 24) /* the value over the bar, when there is room */
+        fprintf(f,
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\">%.0f</text>\n",
+                cx, y1 - hgt - 3, p->mb_per_s);
+      if (p->batch_ms.p50 > 0 && p->batch_ms.p99 > 0) {
+        double ya = LATY(p->batch_ms.p50), yb = LATY(p->batch_ms.p99);
+        fprintf(f,
+                "<g class=\"latency\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                "stroke=\"%s\" stroke-width=\"1.5\"/>"
+                "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"/>"
+                "<path d=\"M %.1f %.1f l -4 7 l 8 0 z\" fill=\"#ffffff\" stroke=\"%s\" "
+                "stroke-width=\"1.5\"/></g>\n",
+                cx, ya, cx, yb, color, cx, ya, color, cx, yb - 4, store_hue[s % 4][0]);
+      }
+      /* a short label under each bar: state letter, batch, threads */
+      fprintf(f,
+              "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"end\" "
+              "transform=\"rotate(-90 %.1f %.1f)\">%c b%u t%u%s</text>\n",
+              cx + 3, y2 + 6, cx + 3, y2 + 6, p->state == BENCH_COLD ? 'C' : 'W', p->batch,
+              p->threads, p->direct ? " D" : "");
+      x += bw;
+    }
+  }
+  fputs("</g>\n", f);
+
+  /* legend */
+  double lx = left + plot_w + 24, ly = top + 6;
+  fputs("<g id=\"legend\">\n", f);
+  fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-weight=\"bold\">legend</text>\n", lx, ly);
+  ly += 16;
+  for (size_t s = 0; s < n; s++) {
+    for (int st = 0; st < 2; st++) {
+      fprintf(f,
+              "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>"
+              "<text x=\"%.1f\" y=\"%.1f\">",
+              lx, ly - 10, store_hue[s % 4][st], lx + 18, ly);
+      if (n > 1) fprintf(f, "[%zu] ", s + 1);
+      fprintf(f, "%s</text>\n", st ? "warm (page cache)" : "cold (evicted)");
+      ly += 17;
+    }
+  }
+  fprintf(f,
+          "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"#444444\"/><text x=\"%.1f\" "
+          "y=\"%.1f\">batch latency p50</text>\n",
+          lx + 6, ly - 4, lx + 18, ly);
+  ly += 17;
+  fprintf(f,
+          "<path d=\"M %.1f %.1f l -4 7 l 8 0 z\" fill=\"#ffffff\" stroke=\"#444444\" "
+          "stroke-width=\"1.5\"/><text x=\"%.1f\" y=\"%.1f\">batch latency p99</text>\n",
+          lx + 6, ly - 9, lx + 18, ly);
+  ly += 22;
+  fprintf(f,
+          "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\">labels: C/W cold/warm, bN batch, tN "
+          "threads,</text>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\">D O_DIRECT; MB = "
+          "10^6 bytes</text>\n",
+          lx, ly, lx, ly + 12);
+  ly += 30;
+  if (n > 1)
+    for (size_t s = 0; s < n; s++) {
+      fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">[%zu] ", lx, ly, s + 1);
+      xml_str(f, r[s].store);
+      fputs("</text>\n", f);
+      ly += 14;
+    }
+  fputs("</g>\n</svg>\n", f);
+#undef LATY
+  return ferror(f) ? 5 /* EIO */ : 0;
+}

@@ -1,0 +1,83 @@
+/* loader-bench --compare over several stores: the order the loader documents for them (stores in
+ * the order given, ids in byte order within each; docs/loader.md "Orders"), found from each
+ * store's audio db, so that the on-the-fly run can go in that order and the cache run be checked
+ * against it. */
+#include "cmd/loader-bench/loaderbench.h"
+
+#include "featcache/fc_store.h"
+#include "formats/common/alloc.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int lb_dataset_order(const char *const *stores, size_t n_stores, const lb_item *items,
+                     size_t n_items, lb_item **out, size_t *n_out, size_t *missing, char *why,
+                     size_t why_len) {
+  *out = NULL;
+  *n_out = *missing = 0;
+  if (why && why_len) why[0] = '\0';
+  /* an id may be held by several stores: the loader then yields it once per store */
+  size_t cap = n_items ? n_items : 1;
+  lb_item *o = fc_malloc(cap * sizeof *o);
+  unsigned char *held = fc_calloc(n_items ? n_items : 1, 1);
+  int rc = o && held ? 0 : ENOMEM;
+  size_t n = 0;
+  for (size_t s = 0; s < n_stores && !rc; s++) {
+    fc_store *st = NULL;
+    fc_rtxn *t = NULL;
+    rc = fc_store_open(stores[s], FC_STORE_RDONLY, &st);
+    if (rc == EACCES || rc == EROFS)
+      rc = fc_store_open(stores[s], FC_STORE_RDONLY | FC_STORE_NOLOCK, &st);
+    if (!rc) rc = fc_store_read_begin(st, &t);
+    for (size_t i = 0; i < n_items && !rc; i++) {
+      const void *v;
+      size_t vl;
+      int g = fc_rtxn_get(t, FC_DB_AUDIO, items[i].id, strlen(items[i].id), &v, &vl);
+      if (g == FC_ENOTFOUND) continue;
+      if (g) {
+        rc = g;
+        break;
+      }
+      if (n == cap) {
+        lb_item *p = fc_realloc(o, 2 * cap * sizeof *o);
+        if (!p) {
+          rc = ENOMEM;
+          break;
+        }
+        o = p;
+        cap *= 2;
+      }
+      o[n++] = items[i];
+      held[i] = 1;
+    }
+    if (rc && why && why_len && !why[0])
+      snprintf(why, why_len, "%s: %s", stores[s], fc_strerror(rc));
+    fc_rtxn_end(t);
+    fc_store_close(st);
+  }
+  /* ids no store holds go last: the loader cannot yield them, so the check reports them */
+  for (size_t i = 0; i < n_items && !rc; i++) {
+    if (held[i]) continue;
+    if (n == cap) {
+      lb_item *p = fc_realloc(o, (cap + n_items) * sizeof *o);
+      if (!p) {
+        rc = ENOMEM;
+        break;
+      }
+      o = p;
+      cap += n_items;
+    }
+    o[n++] = items[i];
+    (*missing)++;
+  }
+  free(held);
+  if (rc) {
+    free(o);
+    *missing = 0;
+    return rc;
+  }
+  *out = o;
+  *n_out = n;
+  return 0;
+}

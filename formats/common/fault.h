@@ -1,0 +1,45 @@
+/* Fault injection for tests (SQLite's faultsim style), in the lowest layer so that every layer
+ * may use it. Built in only with -DFC_FAULT_INJECTION=ON (off by default, so a release library
+ * neither reads FC_FAULT nor takes a lock on every checked call; scripts/test builds both its
+ * builds with it). FC_FAULT="site:N" makes the N-th call of that site fail, e.g.
+ * FC_FAULT=commit:3 fails the third write-transaction commit with EIO. Sites: env (LMDB
+ * environment open), put, commit, grow (map growth) in the store; open, read (input files), decode
+ * (libsndfile), resample (soxr) in audio decoding; plan (FFTW planning); cuda (CUDA calls); alloc
+ * (every allocation of the library: formats/common/alloc.h); write (the open, write, sync, close and
+ * rename of an exported file: fc_outfile.h); espeak (the child process that phonemizes a line
+ * of other scripts dies: libcache/text/tokenize/tok_child.c); writeback (a pass of cache-merge's
+ * write-back thread: libcache/core/merge/writeback.c).
+ * FC_FAULT_LOG=FILE appends "site:N" to FILE when the failure is injected (a run may absorb it).
+ * FC_FAULT_MAPSIZE=BYTES (libcache/core/store/store.c) starts a new store's map that small, so that a
+ * small job reaches map growth (grow).
+ * tests/cli/fault_sites.sh drives each one through the tools. Tests that need it ask
+ * fault_built() and skip (exit 77) when it is 0. */
+#ifndef FC_FAULT_H
+#define FC_FAULT_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 1 when this library was built with the countdowns, else 0 (every build has this function). */
+int fault_built(void);
+
+#ifdef FC_FAULT_INJECTION
+/* 1 when this call of `site` must fail. Thread-safe. One countdown per process: defined in the core
+ * component and exported from it (in fault-injection builds only) so that the mel and text
+ * components count against the same FC_FAULT; not part of the public API. */
+__attribute__((visibility("default"))) int fault_hit(const char *site);
+/* Hold (1) and release (0) the countdown in the calling thread; holds nest. While held,
+ * fault_hit neither counts nor fails: for calls into a library whose own code cannot survive
+ * the failure we would inject (jansson's parser: formats/common/json.h). Exported beside fault_hit. */
+__attribute__((visibility("default"))) void fault_hold(int on);
+#else
+#define fault_hit(site) 0
+#define fault_hold(on) ((void)0)
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

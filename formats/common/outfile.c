@@ -1,0 +1,110 @@
+/* Exported files written whole or not at all (include/featcache/fc_outfile.h). */
+#include "featcache/fc_outfile.h"
+
+#include "formats/common/alloc.h"
+#include "formats/common/fault.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct fc_outfile {
+  FILE *f;
+  char *path; /* the target */
+  char *tmp; /* the temporary beside it; NULL when the target is written in place */
+};
+
+/* The errno value of a failed step (EIO when the stream kept no better one). */
+static int err_of(int failed) { return failed ? (errno ? errno : EIO) : 0; }
+
+/* The `write` fault site: asked before each step, so that a failed step is not done at all. */
+static int injected(void) { return fault_hit("write") ? EIO : 0; }
+
+int fc_outfile_open(const char *path, fc_outfile **out) {
+  static atomic_uint seq;
+  *out = NULL;
+  if (!path || !*path) return EINVAL;
+  fc_outfile *o = fc_calloc(1, sizeof *o);
+  if (!o || !(o->path = fc_strdup(path))) {
+    free(o);
+    return ENOMEM;
+  }
+  struct stat st;
+  int in_place = stat(path, &st) == 0 && !S_ISREG(st.st_mode);
+  int fd = -1, rc = 0;
+  size_t cap = strlen(path) + 48;
+  if ((rc = injected())) { /* the open fails at the `write` fault site */
+  } else if (in_place) {
+    fd = open(path, O_WRONLY | O_CLOEXEC);
+    rc = err_of(fd < 0);
+  } else if (!(o->tmp = fc_malloc(cap))) {
+    rc = ENOMEM;
+  } else {
+    for (int tries = 0; tries < 100; tries++) { /* O_EXCL: never another writer's temporary */
+      snprintf(o->tmp, cap, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&seq, 1));
+      fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+      if (fd >= 0 || errno != EEXIST) break;
+    }
+    rc = err_of(fd < 0);
+  }
+  if (!rc && !(o->f = fdopen(fd, "w"))) rc = errno ? errno : ENOMEM;
+  if (rc) {
+    if (fd >= 0) {
+      close(fd);
+      if (o->tmp) unlink(o->tmp);
+    }
+    free(o->tmp);
+    free(o->path);
+    free(o);
+    return rc;
+  }
+  *out = o;
+  return 0;
+}
+
+FILE *fc_outfile_stream(fc_outfile *o) { return o->f; }
+
+static void outfile_free(fc_outfile *o) {
+  free(o->tmp);
+  free(o->path);
+  free(o);
+}
+
+int fc_outfile_commit(fc_outfile *o) {
+  errno = 0;
+  int rc = injected();
+  if (!rc) rc = err_of(fflush(o->f) != 0 || ferror(o->f));
+  if (!rc && o->tmp && !(rc = injected())) rc = err_of(fsync(fileno(o->f)) != 0);
+  int rc_close = rc ? 0 : injected(); /* the stream is closed whatever fails */
+  errno = 0;
+  if (fclose(o->f) != 0 && !rc_close) rc_close = err_of(1);
+  if (!rc) rc = rc_close;
+  if (!rc && o->tmp && !(rc = injected())) rc = err_of(rename(o->tmp, o->path) != 0);
+  if (rc && o->tmp) unlink(o->tmp);
+  outfile_free(o);
+  return rc;
+}
+
+void fc_outfile_abort(fc_outfile *o) {
+  if (!o) return;
+  fclose(o->f);
+  if (o->tmp) unlink(o->tmp);
+  outfile_free(o);
+}
+
+int fc_outfile_write(const char *path, const void *data, size_t len) {
+  fc_outfile *o;
+  int rc = fc_outfile_open(path, &o);
+  if (rc) return rc;
+  if (len && fwrite(data, 1, len, o->f) != len) {
+    rc = errno ? errno : EIO;
+    fc_outfile_abort(o);
+    return rc;
+  }
+  return fc_outfile_commit(o);
+}

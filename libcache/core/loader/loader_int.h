@@ -1,0 +1,181 @@
+/* Internals of the loader (fc_loader.h), shared by loader.c (open, index, lookup), loader_plan.c
+ * (orders, sharding, batching) and loader_batch.c (building batches, prefetch threads). */
+#ifndef FC_LOADER_INT_H
+#define FC_LOADER_INT_H
+
+#include "featcache/fc_config.h"
+#include "featcache/fc_loader.h"
+#include "libcache/core/store/store_int.h"
+
+#include <pthread.h>
+#include <sys/types.h>
+
+/* One store of the dataset: a shared env (registry) and the loader's read transaction. */
+typedef struct ld_store {
+  struct ld_reg *reg; /* registry entry: the fc_store shared by the loaders of this process */
+  MDB_txn *txn; /* snapshot held from open to close; the index points into it */
+  char *path;
+  fc_digest mel_cfg, tok_cfg;
+} ld_store;
+
+/* One utterance of the index. Records are parsed at open; only the payload is read later. */
+typedef struct ld_item {
+  const uint8_t *mel_rec; /* record in the map: 64-byte header, then [frames][n_mels] */
+  const uint8_t *tok_rec; /* or NULL */
+  uint32_t frames;
+  uint32_t ntok;
+  uint32_t id_off; /* into ids */
+  uint32_t store;
+} ld_item;
+
+typedef struct ld_problem {
+  char *id;
+  uint32_t store;
+  char *reason;
+} ld_problem;
+
+/* A planned epoch: this rank's items in order, cut into batches. */
+typedef struct ld_plan {
+  uint64_t epoch;
+  uint64_t *order; /* indices into items */
+  uint64_t n_order;
+  uint64_t *bstart; /* batch b = order[bstart[b] .. bstart[b+1]) */
+  uint64_t n_batches;
+  uint64_t max_batch_bytes;
+} ld_plan;
+
+typedef struct ld_buf {
+  void *p;
+  size_t cap;
+  int caller; /* caller-owned (fc_loader_set_buffers): never freed */
+  uint32_t index; /* a caller buffer's position in the order it was given */
+} ld_buf;
+
+/* Where a batch's per-item arrays lie in its block (one allocation, or the tail of a caller
+ * buffer): the same offsets for the same batch size, token width and id bytes. */
+typedef struct ld_block_layout {
+  size_t off_items, off_u32, off_mels, off_tokp, off_copy, off_idtext, total;
+} ld_block_layout;
+
+static inline size_t ld_align16(size_t n) { return (n + 15) & ~(size_t)15; }
+static inline size_t ld_align64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+/* The block of a batch of B items: copy_bytes of copied payloads (views), tok_bytes of padded
+ * tokens, id_bytes of id text. */
+static inline ld_block_layout ld_block(size_t B, size_t copy_bytes, size_t tok_bytes,
+                                       size_t id_bytes) {
+  ld_block_layout y;
+  y.off_items = ld_align16(B * sizeof(char *));
+  y.off_u32 = y.off_items + ld_align16(B * 8);
+  y.off_mels = y.off_u32 + ld_align16(4 * B * 4);
+  y.off_tokp = y.off_mels + ld_align16(B * sizeof(void *));
+  y.off_copy = y.off_tokp + ld_align16(B * sizeof(void *));
+  y.off_idtext = y.off_copy + copy_bytes + tok_bytes;
+  y.total = y.off_idtext + ld_align16(id_bytes);
+  return y;
+}
+
+typedef struct ld_batch {
+  fc_batch pub;
+  struct fc_loader *l;
+  ld_buf buf; /* padded mel buffer (p NULL for views) */
+  void *block; /* one allocation for the per-item arrays and token copies; NULL when they lie
+                  in the caller buffer after the mels (in_buf) */
+  int in_buf;
+  char *errors;
+} ld_batch;
+
+struct fc_loader {
+  pid_t pid;
+  fc_loader_opts o;
+  char *features_sel, *tokens_sel; /* copies of the selectors */
+  ld_store *stores;
+  uint32_t n_stores;
+  uint32_t n_mels;
+  int mel_dtype, tok_dtype, has_tokens; /* mel_dtype: as delivered (f32 for coded records) */
+  int mel_coded; /* mel records are mq-coded: decoded into batch memory */
+  int willneed; /* madvise(WILLNEED) upcoming batches (flags, order; fc_loader.h) */
+  size_t mel_dsize, tok_dsize;
+  char *mel_json, *tok_json;
+  ld_item *items;
+  uint64_t n_items, cap_items;
+  char *ids;
+  size_t ids_len, ids_cap;
+  ld_problem *problems;
+  uint64_t n_problems, cap_problems;
+  pthread_mutex_t lookup_mu; /* fc_loader_lookup uses the transactions from any thread */
+  char err[512]; /* fc_loader_error */
+
+  /* epoch state, guarded by mu */
+  pthread_mutex_t mu;
+  pthread_cond_t cv_ready, cv_space, cv_idle;
+  ld_plan plan; /* the current epoch */
+  ld_plan ahead; /* epoch plan.epoch + 1, planned by a prefetch thread near the end of
+                             the current one so prefetch runs on across the boundary */
+  int ahead_ok; /* ahead holds a plan */
+  int ahead_state; /* 0: not planned, 1: a thread is planning it, 2: planning failed */
+  uint64_t base; /* sequence number of the current epoch's batch 0 */
+  uint64_t gen; /* bumped by set_epoch: builds of an older generation are dropped */
+  /* Batches are numbered by one sequence across epochs: s = base + k for batch k of the current
+   * epoch, base + plan.n_batches + k for batch k of the next one. */
+  uint64_t next_build; /* next sequence number a prefetch thread claims */
+  uint64_t next_consume; /* next sequence number fc_loader_next hands out */
+  uint32_t building; /* builds (and plannings) in flight */
+  ld_batch **slots; /* [depth]: batch of sequence number s ready in slots[s % depth] */
+  int *slot_err;
+  char **slot_why;
+  unsigned char *slot_ready;
+  pthread_cond_t cv_buf; /* a caller buffer came back, or the epoch changed */
+  size_t held_caller; /* caller buffers in batches handed out and not yet released */
+  int stop;
+  int sticky; /* an earlier next failed: FC_EBADSTATE until set_epoch */
+  pthread_t *threads;
+  uint32_t n_threads;
+  uint64_t wait_ns;
+
+  /* padded buffers */
+  ld_buf *free_bufs;
+  size_t n_free, cap_free;
+  size_t n_caller_bufs; /* caller buffers exist: take only those, wait when none is free */
+  size_t caller_buf_bytes;
+};
+
+/* loader_plan.c */
+int ld_plan_epoch(struct fc_loader *l, uint64_t epoch, ld_plan *out);
+void ld_plan_free(ld_plan *p);
+/* Frames of item i after cropping, and the start frame, for (seed, epoch). */
+uint32_t ld_crop_len(const struct fc_loader *l, const ld_item *it);
+uint32_t ld_crop_start(const struct fc_loader *l, uint64_t epoch, uint64_t item, const ld_item *it);
+/* Padded frame count T for a longest (cropped) length. */
+uint32_t ld_padded_frames(const struct fc_loader *l, uint32_t longest);
+
+/* Stored payload bytes of item it's mel record (its header was checked at open). */
+static inline size_t ld_mel_bytes(const struct fc_loader *l, const ld_item *it) {
+  if (!l->mel_coded) return (size_t)it->frames * l->n_mels * l->mel_dsize;
+  const uint8_t *p = it->mel_rec + 16; /* u64 payload bytes, little-endian */
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+  return (size_t)v;
+}
+
+/* loader_config.c */
+/* Resolve selector sel (NULL, a name, or 32 hex) to a config digest of kind "mel"/"tokens" in
+ * one store's meta db. On success *json is a malloc'd NUL-terminated copy of the config. */
+int ld_resolve_config(MDB_txn *txn, MDB_dbi meta, const char *store, const char *sel, int tokens,
+                      fc_digest *out, char **json, char *why, size_t why_len);
+/* The padding value of config mc's silence (pad_value NAN asks for it). */
+int ld_resolve_pad_value(const fc_mel_config *mc, float *out, char *why, size_t why_len);
+
+/* loader_batch.c */
+int ld_threads_start(struct fc_loader *l);
+void ld_threads_stop(struct fc_loader *l);
+void ld_drop_ready(struct fc_loader *l);
+void ld_bufs_free(struct fc_loader *l);
+
+/* loader_buffers.c: take a buffer of at least need bytes (called without mu held; 0, ENOMEM, or
+ * EAGAIN when the epoch changed or the loader stops while waiting for a caller buffer), and give
+ * one back (mu held). */
+int ld_buf_get(fc_loader *l, uint64_t gen, size_t need, ld_buf *out);
+void ld_buf_put_locked(fc_loader *l, ld_buf b);
+
+#endif

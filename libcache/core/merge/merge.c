@@ -1,0 +1,593 @@
+/* cache-merge's engine (include/featcache/fc_merge.h): stores → one store, streamed.
+ *
+ * Two passes. The first walks the audio, text and meta dbs of the inputs and the output together
+ * and decides every conflict (an id whose entry bytes differ) before anything is written. The
+ * second walks meta, feat, tok, audio, text in key order and writes batches of puts, each batch one
+ * write transaction on the output. A key greater than the last key the output's db held when the
+ * pass began is appended (MDB_APPEND: no tree search, pages filled whole, as mdb_copy's compacting
+ * copy does); a smaller key is looked up first, so a rerun or a resumed merge skips what is there
+ * without reading the input's value. Records are verified (fc_record_verify) before they are
+ * written; a damaged one is replaced by another input's copy of the same key, or left out. */
+#include "featcache/fc_merge.h"
+
+#include "featcache/fc_format.h"
+#include "formats/common/alloc.h"
+#include "formats/common/fault.h"
+#include "formats/common/why.h"
+#include "libcache/core/merge/kmerge.h"
+#include "libcache/core/merge/writeback.h"
+#include "libcache/core/store/store_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A write transaction's dirty pages are malloc'd by LMDB, copied into the page cache at commit
+ * and freed: small batches keep that memory warm in the caches and in the process (64 MiB ones
+ * cost twice the CPU, measured in docs/BENCHMARKS.md "cache-merge against mdb_copy"). */
+#define FC_MERGE_BATCH_BYTES (4ull << 20)
+
+void fc_merge_opts_init(fc_merge_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->batch_records = 1024;
+  o->batch_bytes = FC_MERGE_BATCH_BYTES;
+  o->sync_seconds = 5;
+  o->writeback_bytes = 16ull << 20;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct mctx {
+  const fc_merge_opts *o;
+  fc_merge_stats *st;
+  const char *const *paths;
+  size_t n;
+  fc_store **in; /* n inputs */
+  fc_rtxn **rt; /* n read transactions (phase 1: plus the output's at index n) */
+  MDB_txn **txns; /* raw transactions, n (+1) */
+  MDB_dbi *dbis;
+  fc_store *out;
+  fc_writeback wb; /* the output's page cache: written back and dropped as commits go */
+} mctx;
+
+/* ---- winners --------------------------------------------------------------------------------- */
+/* meta keys that describe the store itself, not its contents: never merged (format; part, the
+ * place of a split store's part, docs/FORMAT.md "Split stores") */
+static int store_owned(const MDB_val *key) {
+  return (key->mv_size == 6 && memcmp(key->mv_data, "format", 6) == 0) ||
+         (key->mv_size == 4 && memcmp(key->mv_data, "part", 4) == 0);
+}
+
+static int same_val(const MDB_val *a, const MDB_val *b) {
+  return a->mv_size == b->mv_size &&
+         (a->mv_size == 0 || memcmp(a->mv_data, b->mv_data, a->mv_size) == 0);
+}
+
+/* Holders of one key: src[0..m) ascending, where index n stands for the output (phase 1 only).
+ * Returns the position j in src of the winning value, or -1 when the inputs disagree (or disagree
+ * with the output) and the policy does not say. *differ: 1 when any two holders' values differ,
+ * and *a, *b the positions of the first differing pair. */
+static long pick_winner(const mctx *c, size_t m, const size_t *src, const MDB_val *vals,
+                        int *differ, size_t *a, size_t *b) {
+  *differ = 0;
+  for (size_t j = 1; j < m && !*differ; j++)
+    if (!same_val(&vals[0], &vals[j])) {
+      *differ = 1;
+      *a = 0;
+      *b = j;
+    }
+  /* the inputs only (the output, if it holds the key, is last: index n) */
+  size_t mi = (m && src[m - 1] == c->n) ? m - 1 : m;
+  if (mi == 0) return -1; /* only the output holds it: nothing to write */
+  if (!*differ) return 0;
+  int inputs_agree = 1;
+  for (size_t j = 1; j < mi; j++)
+    if (!same_val(&vals[0], &vals[j])) inputs_agree = 0;
+  switch (c->o->prefer) {
+  case FC_MERGE_FIRST: return 0;
+  case FC_MERGE_LAST: return (long)mi - 1;
+  case FC_MERGE_STORE:
+    for (size_t j = 0; j < mi; j++)
+      if (src[j] == c->o->prefer_index) return (long)j;
+    return inputs_agree ? 0 : -1;
+  default: return -1;
+  }
+}
+
+static void hex_prefix(const void *p, char out[13]) {
+  static const char hx[] = "0123456789abcdef";
+  const uint8_t *b = p;
+  for (int i = 0; i < 6; i++) {
+    out[2 * i] = hx[b[i] >> 4];
+    out[2 * i + 1] = hx[b[i] & 15];
+  }
+  out[12] = '\0';
+}
+
+static void describe(int db, const MDB_val *x, const MDB_val *y, char *buf, size_t len) {
+  if (db == FC_DB_AUDIO) {
+    fc_audio_entry ea, eb;
+    if (fc_audio_entry_decode(x->mv_data, x->mv_size, &ea) ||
+        fc_audio_entry_decode(y->mv_data, y->mv_size, &eb)) {
+      snprintf(buf, len, "audio entries differ (one does not decode)");
+      return;
+    }
+    char ha[13], hb[13];
+    hex_prefix(ea.digest.bytes, ha);
+    hex_prefix(eb.digest.bytes, hb);
+    int pa = ea.path_len > 200 ? 200 : (int)ea.path_len,
+        pb = eb.path_len > 200 ? 200 : (int)eb.path_len;
+    if (memcmp(ea.digest.bytes, eb.digest.bytes, 16))
+      snprintf(buf, len, "different audio: digest %s... (%.*s) vs %s... (%.*s)", ha, pa, ea.path,
+               hb, pb, eb.path);
+    else
+      snprintf(buf, len, "same audio (digest %s...) but the source differs: %.*s vs %.*s", ha, pa,
+               ea.path, pb, eb.path);
+  } else if (db == FC_DB_TEXT) {
+    fc_digest da, dbb;
+    const char *ta, *tb;
+    size_t la, lb;
+    if (fc_text_entry_decode(x->mv_data, x->mv_size, &da, &ta, &la) ||
+        fc_text_entry_decode(y->mv_data, y->mv_size, &dbb, &tb, &lb)) {
+      snprintf(buf, len, "text entries differ (one does not decode)");
+      return;
+    }
+    snprintf(buf, len, "different transcripts: \"%.*s%s\" vs \"%.*s%s\"", la > 60 ? 60 : (int)la,
+             ta, la > 60 ? "..." : "", lb > 60 ? 60 : (int)lb, tb, lb > 60 ? "..." : "");
+  } else {
+    snprintf(buf, len, "meta values differ (%zu vs %zu bytes)", x->mv_size, y->mv_size);
+  }
+}
+
+/* ---- phase 1: conflicts, and how many entries the merge holds when done -------------------------- */
+static int find_conflicts(mctx *c, size_t parties, uint64_t *unresolved) {
+  static const int dbs[] = {FC_DB_META, FC_DB_AUDIO, FC_DB_TEXT, FC_DB_FEAT, FC_DB_TOK};
+  *unresolved = 0;
+  c->st->total = 0;
+  for (size_t d = 0; d < sizeof dbs / sizeof dbs[0]; d++) {
+    int db = dbs[d];
+    /* records have content keys: only counted (keys, not values), over the inputs only */
+    int records = db == FC_DB_FEAT || db == FC_DB_TOK;
+    size_t np = records ? c->n : parties;
+    for (size_t i = 0; i < np; i++) c->dbis[i] = (i < c->n ? c->in[i] : c->out)->dbi[db];
+    fc_kmerge *k;
+    int rc = kmerge_open(c->txns, c->dbis, np, NULL, &k);
+    if (rc) return rc;
+    MDB_val key;
+    size_t m;
+    const size_t *src;
+    const MDB_val *vals;
+    while ((rc = kmerge_next(k, &key, &m, &src, &vals)) == 0) {
+      if (c->o->stop && *c->o->stop) {
+        rc = FC_EINTR;
+        break;
+      }
+      if (db == FC_DB_META && store_owned(&key)) continue;
+      if (src[0] < c->n) c->st->total++; /* an input holds it */
+      if (m < 2 || records) continue;
+      int differ;
+      size_t a = 0, b = 0;
+      long w = pick_winner(c, m, src, vals, &differ, &a, &b);
+      if (!differ) continue;
+      c->st->conflicts++;
+      if (w >= 0)
+        c->st->resolved++;
+      else
+        (*unresolved)++;
+      if (c->o->on_conflict) {
+        char detail[768];
+        describe(db, &vals[a], &vals[b], detail, sizeof detail);
+        fc_merge_conflict cf = {db,
+                                key.mv_data,
+                                key.mv_size,
+                                src[a] == c->n ? -1 : (long)src[a],
+                                src[b] == c->n ? -1 : (long)src[b],
+                                w >= 0 ? (long)src[w] : -2,
+                                detail};
+        c->o->on_conflict(&cf, c->o->user);
+      }
+    }
+    kmerge_close(k);
+    if (rc != MDB_NOTFOUND) return rc;
+  }
+  return 0;
+}
+
+/* ---- phase 2: the copy ------------------------------------------------------------------------- */
+typedef struct pending {
+  int db;
+  MDB_val key;
+  size_t first, count; /* holders: hold[first .. first+count) (feat/tok: candidates in order) */
+  long chosen; /* feat/tok: index into hold of the verified value; -1 not yet; -2 none */
+} pending;
+
+typedef struct batch {
+  pending *p;
+  size_t n, cap;
+  MDB_val *hold;
+  size_t *hold_src;
+  size_t nh, caph;
+  uint64_t bytes;
+} batch;
+
+static int batch_add(batch *b, int db, const MDB_val *key, size_t m, const size_t *src,
+                     const MDB_val *vals) {
+  if (b->n == b->cap) {
+    size_t cap = b->cap ? 2 * b->cap : 256;
+    pending *p = fc_realloc(b->p, cap * sizeof *p);
+    if (!p) return ENOMEM;
+    b->p = p;
+    b->cap = cap;
+  }
+  if (b->nh + m > b->caph) {
+    size_t cap = b->caph ? 2 * b->caph : 256;
+    while (cap < b->nh + m) cap *= 2;
+    MDB_val *h = fc_realloc(b->hold, cap * sizeof *h);
+    if (h) b->hold = h;
+    size_t *hs = fc_realloc(b->hold_src, cap * sizeof *hs);
+    if (hs) b->hold_src = hs;
+    if (!h || !hs) return ENOMEM;
+    b->caph = cap;
+  }
+  b->p[b->n++] = (pending){db, *key, b->nh, m, -1};
+  for (size_t j = 0; j < m; j++) {
+    b->hold[b->nh] = vals[j];
+    b->hold_src[b->nh++] = src[j];
+    b->bytes += vals[j].mv_size;
+  }
+  return 0;
+}
+
+typedef struct delta {
+  uint64_t copied[FC_DB_COUNT], present[FC_DB_COUNT], bytes, dropped;
+} delta;
+
+/* Choose the first holder whose record verifies; report the damaged ones (once). */
+static void choose_record(mctx *c, batch *b, pending *p) {
+  if (p->chosen != -1) return;
+  p->chosen = -2;
+  for (size_t j = 0; j < p->count; j++) {
+    const MDB_val *v = &b->hold[p->first + j];
+    char why[256];
+    fc_record_header h;
+    const void *payload;
+    int rc =
+        p->key.mv_size == 16
+            ? fc_record_verify(v->mv_data, v->mv_size, &h, &payload, why, sizeof why)
+            : (snprintf(why, sizeof why, "key of %zu bytes (want 16)", p->key.mv_size), FC_EFORMAT);
+    if (!rc) {
+      p->chosen = (long)j;
+      return;
+    }
+    c->st->bad_records++;
+    if (c->o->on_bad_record) {
+      char hex[2 * 64 + 1];
+      size_t kl = p->key.mv_size < 64 ? p->key.mv_size : 64;
+      for (size_t i = 0; i < kl; i++)
+        snprintf(hex + 2 * i, 3, "%02x", ((const uint8_t *)p->key.mv_data)[i]);
+      hex[2 * kl] = '\0';
+      c->o->on_bad_record((long)b->hold_src[p->first + j], p->db, hex, why, c->o->user);
+    }
+  }
+}
+
+/* One pending put inside txn. A key above the output's last key is appended without a lookup;
+ * one at or below it is looked up first: a record already there is kept without reading the
+ * input's value (content key), an entry is kept when its bytes are the winner's, else replaced. */
+static int put_one(mctx *c, batch *b, pending *p, MDB_txn *txn, const MDB_val *last, delta *dl) {
+  MDB_dbi dbi = c->out->dbi[p->db];
+  int records = p->db == FC_DB_FEAT || p->db == FC_DB_TOK;
+  int append = last == NULL || kmerge_cmp(&p->key, last) > 0;
+  MDB_val have = {0, NULL}, val;
+  int held = 0;
+  if (!append) {
+    int rc = mdb_get(txn, dbi, &p->key, &have);
+    if (rc && rc != MDB_NOTFOUND) return rc;
+    held = rc == 0;
+  }
+  if (records) {
+    if (held) {
+      dl->present[p->db]++;
+      return 0;
+    }
+    choose_record(c, b, p);
+    if (p->chosen < 0) {
+      dl->dropped++;
+      return 0;
+    }
+  }
+  val = b->hold[p->first + (size_t)p->chosen]; /* entries and meta: phase 1's winner */
+  if (held && same_val(&have, &val)) {
+    dl->present[p->db]++;
+    return 0;
+  }
+  MDB_val k = p->key;
+  int rc = fault_hit("put") ? EIO : mdb_put(txn, dbi, &k, &val, append ? MDB_APPEND : 0);
+  if (rc) return rc;
+  dl->copied[p->db]++;
+  dl->bytes += p->key.mv_size + val.mv_size;
+  return 0;
+}
+
+/* Commit the batch as one transaction; on MDB_MAP_FULL grow the map and replay it. The map grows
+ * through the store (store_grow_map: under its map lock, the `grow` fault site); no transaction
+ * of this process is open on the output then (copy_db's read ended before its first batch). */
+static int flush(mctx *c, batch *b, MDB_val *last_per_db) {
+  if (!b->n) return 0;
+  for (;;) {
+    MDB_txn *txn;
+    int rc = mdb_txn_begin(c->out->env, NULL, 0, &txn);
+    if (rc == MDB_MAP_RESIZED && !(rc = store_adopt_map(c->out))) continue;
+    if (rc) return rc;
+    delta dl;
+    memset(&dl, 0, sizeof dl);
+    for (size_t i = 0; i < b->n && !rc; i++) {
+      pending *p = &b->p[i];
+      MDB_val *last =
+          last_per_db[p->db].mv_data || last_per_db[p->db].mv_size ? &last_per_db[p->db] : NULL;
+      rc = put_one(c, b, p, txn, last, &dl);
+    }
+    int wrote = 0;
+    for (int d = 0; d < FC_DB_COUNT; d++) wrote |= dl.copied[d] != 0;
+    if (!rc && wrote && fault_hit("commit")) {
+      mdb_txn_abort(txn);
+      rc = EIO;
+    } else if (!rc && wrote) {
+      rc = mdb_txn_commit(txn);
+    } else {
+      mdb_txn_abort(txn);
+    }
+    if (rc == MDB_MAP_FULL) {
+      if ((rc = store_grow_map(c->out, 0)) != 0) return rc;
+      continue;
+    }
+    if (rc) return rc;
+    for (int d = 0; d < FC_DB_COUNT; d++) {
+      c->st->copied[d] += dl.copied[d];
+      c->st->present[d] += dl.present[d];
+    }
+    c->st->bytes_copied += dl.bytes;
+    c->st->dropped += dl.dropped;
+    if (wrote) c->st->commits++;
+    /* the disk works while the merge goes on (with MDB_NOSYNC nothing else would start before the
+     * kernel's dirty thresholds), and the pages it wrote are reused (writeback.c) */
+    b->n = b->nh = 0;
+    b->bytes = 0;
+    return writeback_committed(&c->wb, dl.bytes);
+  }
+}
+
+static int copy_db(mctx *c, int db, batch *b, double *last_sync) {
+  /* the output's last key in this db, when it has one: keys above it are appended */
+  fc_rtxn *rt;
+  int rc = fc_store_read_begin(c->out, &rt);
+  if (rc) return rc;
+  MDB_cursor *cur;
+  MDB_val lastk = {0, NULL}, v;
+  uint8_t *lastbuf = NULL;
+  rc = mdb_cursor_open(rt->txn, c->out->dbi[db], &cur);
+  if (!rc) {
+    rc = mdb_cursor_get(cur, &lastk, &v, MDB_LAST);
+    if (rc == MDB_NOTFOUND) {
+      lastk = (MDB_val){0, NULL};
+      rc = 0;
+    } else if (!rc) { /* copy it: the read transaction ends now */
+      lastbuf = fc_malloc(lastk.mv_size ? lastk.mv_size : 1);
+      if (!lastbuf)
+        rc = ENOMEM;
+      else
+        memcpy(lastbuf, lastk.mv_data, lastk.mv_size);
+      lastk.mv_data = lastbuf;
+    }
+    mdb_cursor_close(cur);
+  }
+  fc_rtxn_end(rt);
+  if (rc) {
+    free(lastbuf);
+    return rc;
+  }
+  MDB_val last[FC_DB_COUNT];
+  memset(last, 0, sizeof last);
+  /* an empty db has no last key: every key is appended (a zero-length key cannot be stored) */
+  if (lastbuf) last[db] = lastk;
+
+  for (size_t i = 0; i < c->n; i++) c->dbis[i] = c->in[i]->dbi[db];
+  fc_kmerge *k;
+  if ((rc = kmerge_open(c->txns, c->dbis, c->n, NULL, &k)) != 0) {
+    free(lastbuf);
+    return rc;
+  }
+  MDB_val key;
+  size_t m;
+  const size_t *src;
+  const MDB_val *vals;
+  uint32_t max_rec = c->o->batch_records ? c->o->batch_records : 1024;
+  uint64_t max_bytes = c->o->batch_bytes ? c->o->batch_bytes : FC_MERGE_BATCH_BYTES;
+  double sync_s = c->o->sync_seconds > 0 ? c->o->sync_seconds : 5;
+  while ((rc = kmerge_next(k, &key, &m, &src, &vals)) == 0) {
+    if (db == FC_DB_META && store_owned(&key)) continue;
+    for (size_t j = 0; j < m; j++) c->st->bytes_in += vals[j].mv_size;
+    if (m > 1) c->st->duplicates[db]++;
+    int records = db == FC_DB_FEAT || db == FC_DB_TOK;
+    if (records) {
+      rc = batch_add(b, db, &key, m, src, vals);
+    } else {
+      int differ;
+      size_t a, bb;
+      long w = pick_winner(c, m, src, vals, &differ, &a, &bb);
+      if (w < 0) continue; /* refused conflicts were caught in phase 1; nothing to do */
+      rc = batch_add(b, db, &key, 1, &src[w], &vals[w]);
+      if (!rc) b->p[b->n - 1].chosen = 0;
+    }
+    if (rc) break;
+    if (b->n >= max_rec || b->bytes >= max_bytes) {
+      if ((rc = flush(c, b, last)) != 0) break;
+      if (c->o->on_progress) c->o->on_progress(c->st, c->o->user);
+      double t = now_s();
+      if (t - *last_sync >= sync_s) {
+        if ((rc = mdb_env_sync(c->out->env, 1)) != 0) break;
+        *last_sync = t;
+      }
+      if (c->o->stop && *c->o->stop) {
+        rc = FC_EINTR;
+        break;
+      }
+    }
+  }
+  if (rc == MDB_NOTFOUND) rc = flush(c, b, last);
+  kmerge_close(k);
+  free(lastbuf);
+  return rc;
+}
+
+/* ---- the run ----------------------------------------------------------------------------------- */
+static int same_dir(const char *a, const char *b) {
+  struct stat sa, sb;
+  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const fc_merge_opts *o,
+                 fc_merge_stats *stats, char *why, size_t why_len) {
+  fc_merge_opts defaults;
+  if (!o) {
+    fc_merge_opts_init(&defaults);
+    o = &defaults;
+  }
+  fc_merge_stats local;
+  if (!stats) stats = &local;
+  memset(stats, 0, sizeof *stats);
+  stats->inputs = n;
+  if (why && why_len) why[0] = '\0';
+  double t0 = now_s();
+  if (!n || !out_dir || !*out_dir) {
+    fc_why(why, why_len, "no input stores");
+    return EINVAL;
+  }
+  if (o->prefer == FC_MERGE_STORE && o->prefer_index >= n) {
+    fc_why(why, why_len, "the preferred store is not one of the inputs");
+    return EINVAL;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (same_dir(inputs[i], out_dir)) {
+      fc_why(why, why_len, "%s: the output cannot be one of the inputs", inputs[i]);
+      return EINVAL;
+    }
+    for (size_t j = 0; j < i; j++)
+      if (same_dir(inputs[i], inputs[j])) {
+        fc_why(why, why_len, "%s: given twice (also as %s)", inputs[i], inputs[j]);
+        return EINVAL;
+      }
+  }
+  mctx c;
+  memset(&c, 0, sizeof c);
+  c.o = o;
+  c.st = stats;
+  c.paths = inputs;
+  c.n = n;
+  c.in = fc_calloc(n, sizeof *c.in);
+  c.rt = fc_calloc(n + 1, sizeof *c.rt);
+  c.txns = fc_calloc(n + 1, sizeof *c.txns);
+  c.dbis = fc_calloc(n + 1, sizeof *c.dbis);
+  batch b;
+  memset(&b, 0, sizeof b);
+  int rc = (c.in && c.rt && c.txns && c.dbis) ? 0 : ENOMEM;
+  uint64_t total_used = 0;
+  for (size_t i = 0; i < n && !rc; i++) {
+    unsigned fl = FC_STORE_RDONLY | (store_wants_nolock(inputs[i], 0) ? FC_STORE_NOLOCK : 0);
+    rc = fc_store_open(inputs[i], fl, &c.in[i]);
+    if (rc) {
+      fc_why(why, why_len, "%s: cannot open the store: %s", inputs[i], fc_strerror(rc));
+      break;
+    }
+    fc_store_info info;
+    if ((rc = fc_store_info_get(c.in[i], &info)) != 0) break;
+    total_used += info.map_used;
+    if ((rc = fc_store_read_begin(c.in[i], &c.rt[i])) != 0) break;
+    c.txns[i] = c.rt[i]->txn;
+  }
+  /* An existing output takes part in the conflict check; a new one is created only after it. */
+  char dm[4096];
+  struct stat dst;
+  int out_exists =
+      snprintf(dm, sizeof dm, "%s/data.mdb", out_dir) < (int)sizeof dm && stat(dm, &dst) == 0;
+  if (!rc && out_exists &&
+      (rc = fc_store_open(out_dir, FC_STORE_CREATE | FC_STORE_NOSYNC, &c.out)) != 0)
+    fc_why(why, why_len, "%s: cannot open the output store: %s", out_dir, fc_strerror(rc));
+  if (rc) goto done;
+
+  /* phase 1: every conflict, before anything is written */
+  size_t parties = n;
+  if (c.out) {
+    if ((rc = fc_store_read_begin(c.out, &c.rt[n])) != 0) goto done;
+    c.txns[n] = c.rt[n]->txn;
+    parties = n + 1;
+  }
+  uint64_t unresolved;
+  rc = find_conflicts(&c, parties, &unresolved);
+  fc_rtxn_end(c.rt[n]);
+  c.rt[n] = NULL;
+  if (rc) goto done;
+  if (unresolved) {
+    fc_why(why, why_len, "%llu id%s with differing entries; nothing merged",
+           (unsigned long long)unresolved, unresolved == 1 ? "" : "s");
+    rc = FC_ECONFLICT;
+    goto done;
+  }
+  if (!c.out && (rc = fc_store_open(out_dir, FC_STORE_CREATE | FC_STORE_NOSYNC, &c.out)) != 0) {
+    fc_why(why, why_len, "%s: cannot create the output store: %s", out_dir, fc_strerror(rc));
+    goto done;
+  }
+
+  writeback_init(&c.wb, c.out->env, o->writeback_bytes);
+
+  /* Room for everything at once, so that the map rarely has to grow mid-run. It still may: the
+   * inputs' pages may be fuller than the output's (a compacted input, mdb_copy -c, merged into
+   * an existing output whose keys interleave with its own: those puts split pages half full),
+   * and then flush grows it. A test build given FC_FAULT_MAPSIZE skips this, so that its small
+   * merges grow mid-run (tests/cli/fault_sites.sh). */
+  fc_store_info oi;
+  if ((rc = fc_store_info_get(c.out, &oi)) != 0) goto done;
+  uint64_t want = oi.map_used + total_used + total_used / 4 + (64ull << 20);
+  if (want > oi.map_size && !store_fault_mapsize() && (rc = store_grow_map(c.out, want)) != 0)
+    goto done;
+
+  static const int order[] = {FC_DB_META, FC_DB_FEAT, FC_DB_TOK, FC_DB_AUDIO, FC_DB_TEXT};
+  double last_sync = now_s();
+  for (size_t d = 0; d < sizeof order / sizeof order[0] && !rc; d++) {
+    rc = copy_db(&c, order[d], &b, &last_sync);
+    if (!rc && o->on_progress) o->on_progress(stats, o->user);
+    if (!rc && o->stop && *o->stop) rc = FC_EINTR;
+  }
+  int wrc = writeback_end(&c.wb);
+  if (!rc) rc = wrc;
+  int src = mdb_env_sync(c.out->env, 1);
+  if (!rc) rc = src;
+  if (!rc && o->on_progress) o->on_progress(stats, o->user);
+  if (rc && rc != FC_EINTR && why && why_len && !why[0])
+    fc_why(why, why_len, "%s: %s", out_dir, fc_strerror(rc));
+
+done:
+  writeback_end(&c.wb); /* before the output's file is closed */
+  for (size_t i = 0; i <= n && c.rt; i++) fc_rtxn_end(c.rt[i]);
+  for (size_t i = 0; i < n && c.in; i++) fc_store_close(c.in[i]);
+  fc_store_close(c.out);
+  free(c.in);
+  free(c.rt);
+  free(c.txns);
+  free(c.dbis);
+  free(b.p);
+  free(b.hold);
+  free(b.hold_src);
+  stats->wall_seconds = now_s() - t0;
+  return rc;
+}

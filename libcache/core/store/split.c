@@ -1,0 +1,306 @@
+/* Split stores: one store directory holding N stores, its parts, each written by its own writer
+ * (docs/FORMAT.md "Split stores").
+ *
+ *   DIR/featcache-split   the marker: "featcache-split/1 N\n" (N = 2..FC_SPLIT_MAX_PARTS)
+ *   DIR/part-K            part K (0 <= K < N): a store of the plain format, meta part = "K/N"
+ *
+ * An utterance id lives in part fc_shard_of(id, len, N) (formats/shard.c): its audio and text
+ * entries and its feat and tok records are in that part, written in one transaction there, so each
+ * part is a valid store by itself and readers take the parts as several stores read as one. The
+ * marker is written (atomically: a temporary file renamed) before any part is made, so a directory
+ * with parts always says how many it should have; a part missing under a marker is created by the
+ * next writer (a job killed during creation) and named by readers. */
+#include "libcache/core/store/store_int.h"
+
+#include "featcache/fc_format.h"
+#include "formats/common/why.h"
+#include "formats/common/alloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MARKER "featcache-split"
+#define MARKER_MAGIC "featcache-split/"
+#define MARKER_VERSION "featcache-split/1 "
+
+static int join(char *buf, size_t len, const char *dir, const char *name) {
+  return snprintf(buf, len, "%s/%s", dir, name) >= (int)len ? ENAMETOOLONG : 0;
+}
+
+int fc_store_part_path(const char *dir, unsigned k, char *buf, size_t len) {
+  return snprintf(buf, len, "%s/part-%u", dir, k) >= (int)len ? ENAMETOOLONG : 0;
+}
+
+/* Parse the marker's bytes: "featcache-split/1 N\n", N decimal without leading zeros. */
+static int parse_marker(const char *b, size_t len, unsigned *n) {
+  const size_t pl = strlen(MARKER_VERSION), ml = strlen(MARKER_MAGIC);
+  if (len < pl || memcmp(b, MARKER_VERSION, pl) != 0) {
+    /* "featcache-split/<v>" with another version v: a later format; anything else: not ours */
+    if (len > ml && memcmp(b, MARKER_MAGIC, ml) == 0 &&
+        !(b[ml] == '1' && (len == ml + 1 || b[ml + 1] < '0' || b[ml + 1] > '9')))
+      return FC_EVERSION;
+    return FC_EFORMAT;
+  }
+  size_t i = pl;
+  unsigned v = 0;
+  if (i >= len || b[i] < '1' || b[i] > '9') return FC_EFORMAT;
+  while (i < len && b[i] >= '0' && b[i] <= '9') {
+    v = v * 10 + (unsigned)(b[i++] - '0');
+    if (v > FC_SPLIT_MAX_PARTS) return FC_EFORMAT;
+  }
+  if (i + 1 != len || b[i] != '\n' || v < 2) return FC_EFORMAT;
+  *n = v;
+  return 0;
+}
+
+int fc_store_split_count(const char *dir, unsigned *n) {
+  *n = 0;
+  char p[4096];
+  int rc = join(p, sizeof p, dir, MARKER);
+  if (rc) return rc;
+  int fd = open(p, O_RDONLY | O_CLOEXEC);
+  /* no marker (or no directory: the store's own open says what is wrong with the path) */
+  if (fd < 0) return (errno == ENOENT || errno == ENOTDIR) ? 0 : errno;
+  char b[64];
+  ssize_t got = read(fd, b, sizeof b);
+  int err = got < 0 ? errno : 0;
+  close(fd);
+  if (err) return err;
+  return parse_marker(b, (size_t)got, n);
+}
+
+uint32_t fc_store_part_of_id(const char *id, size_t len, uint32_t n) {
+  if (n <= 1) return 0;
+  /* the low 32 bits of the id's XXH3-64: independent of fc_shard_of's range of the high bits, so a
+   * --shard K/N job spreads its ids over all the parts of its split store */
+  return (uint32_t)(((fc_hash64(id, len) & 0xffffffffu) * (uint64_t)n) >> 32);
+}
+
+void fc_store_paths_free(char **paths, size_t n) {
+  if (!paths) return;
+  for (size_t i = 0; i < n; i++) free(paths[i]);
+  free(paths);
+}
+
+int fc_store_expand(const char *const *dirs, size_t n, char ***out, size_t *n_out, char *why,
+                    size_t why_len) {
+  *out = NULL;
+  *n_out = 0;
+  size_t cap = n ? n : 1, cnt = 0;
+  char **v = fc_calloc(cap, sizeof *v);
+  if (!v) return ENOMEM;
+  int rc = 0;
+  for (size_t i = 0; i < n && !rc; i++) {
+    unsigned parts;
+    if ((rc = fc_store_split_count(dirs[i], &parts)) != 0) {
+      fc_why(why, why_len, "%s/%s: %s", dirs[i], MARKER,
+             rc == FC_EFORMAT ? "not a split-store marker (featcache-split/1 N)" : fc_strerror(rc));
+      break;
+    }
+    size_t add = parts ? parts : 1;
+    if (cnt + add > cap) {
+      size_t nc = (cnt + add) * 2;
+      char **nv = fc_realloc(v, nc * sizeof *nv);
+      if (!nv) {
+        rc = ENOMEM;
+        break;
+      }
+      v = nv;
+      cap = nc;
+    }
+    for (size_t k = 0; k < add && !rc; k++) {
+      char p[4096];
+      if (parts && (rc = fc_store_part_path(dirs[i], (unsigned)k, p, sizeof p)) != 0) break;
+      if (!(v[cnt] = fc_strdup(parts ? p : dirs[i])))
+        rc = ENOMEM;
+      else
+        cnt++;
+    }
+  }
+  if (rc) {
+    fc_store_paths_free(v, cnt);
+    return rc;
+  }
+  *out = v;
+  *n_out = cnt;
+  return 0;
+}
+
+/* Write the marker for n parts: a temporary file, fsynced, renamed over the name, the directory
+ * fsynced, so that a crash leaves either no marker or a whole one. */
+static int write_marker(const char *dir, unsigned n) {
+  char p[4096], tmp[4096], b[64];
+  int rc = join(p, sizeof p, dir, MARKER);
+  if (!rc &&
+      snprintf(tmp, sizeof tmp, "%s/.%s.%ld", dir, MARKER, (long)getpid()) >= (int)sizeof tmp)
+    rc = ENAMETOOLONG;
+  if (rc) return rc;
+  int len = snprintf(b, sizeof b, MARKER_VERSION "%u\n", n);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0664);
+  if (fd < 0) return errno;
+  if (write(fd, b, (size_t)len) != len || fsync(fd) != 0) rc = errno ? errno : EIO;
+  if (close(fd) != 0 && !rc) rc = errno;
+  if (!rc && rename(tmp, p) != 0) rc = errno;
+  if (rc) {
+    unlink(tmp);
+    return rc;
+  }
+  int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    fsync(dfd);
+    close(dfd);
+  }
+  return 0;
+}
+
+/* The meta part value of a store: 0 and *k, *n when present, FC_ENOTFOUND when absent. */
+static int read_part(fc_store *s, unsigned *k, unsigned *n) {
+  fc_rtxn *t;
+  int rc = fc_store_read_begin(s, &t);
+  if (rc) return rc;
+  const void *v;
+  size_t vl;
+  rc = fc_rtxn_get(t, FC_DB_META, "part", 4, &v, &vl);
+  if (!rc) {
+    char b[32];
+    unsigned kk, nn;
+    char extra;
+    if (vl >= sizeof b) {
+      rc = FC_EFORMAT;
+    } else {
+      memcpy(b, v, vl);
+      b[vl] = '\0';
+      if (sscanf(b, "%u/%u%c", &kk, &nn, &extra) != 2 || kk >= nn)
+        rc = FC_EFORMAT;
+      else
+        *k = kk, *n = nn;
+    }
+  }
+  fc_rtxn_end(t);
+  return rc;
+}
+
+int fc_store_part_of_store(fc_store *s, unsigned *k, unsigned *n) {
+  *k = 0;
+  *n = 1;
+  int rc = read_part(s, k, n);
+  return rc == FC_ENOTFOUND ? 0 : rc;
+}
+
+void fc_store_close_split(fc_store **parts, unsigned n) {
+  if (!parts) return;
+  for (unsigned i = 0; i < n; i++) fc_store_close(parts[i]);
+  free(parts);
+}
+
+/* Open part k of n under dir (created with FC_STORE_CREATE) and check or write its meta part. */
+static int open_part(const char *dir, unsigned k, unsigned n, unsigned flags, fc_store **out,
+                     char *why, size_t why_len) {
+  char p[4096];
+  int rc = fc_store_part_path(dir, k, p, sizeof p);
+  if (!rc) rc = fc_store_open(p, flags, out);
+  if (rc) {
+    fc_why(why, why_len, "%s: %s", p, fc_strerror(rc));
+    return rc;
+  }
+  unsigned kk, nn;
+  rc = read_part(*out, &kk, &nn);
+  if (rc == FC_ENOTFOUND && !(flags & FC_STORE_RDONLY)) {
+    char b[32];
+    int bl = snprintf(b, sizeof b, "%u/%u", k, n);
+    fc_put put = {FC_DB_META, "part", 4, b, (size_t)bl, FC_PUT_NOOVERWRITE};
+    rc = fc_store_write(*out, &put, 1);
+    if (!rc) rc = read_part(*out, &kk, &nn);
+  }
+  if (!rc && (kk != k || nn != n)) {
+    rc = FC_EFORMAT;
+    fc_why(why, why_len, "%s: it says it is part %u of %u, the split store's part %u of %u", p, kk,
+           nn, k, n);
+  } else if (rc) {
+    fc_why(why, why_len, "%s: meta part: %s", p,
+           rc == FC_ENOTFOUND ? "missing (not a part of a split store)" : fc_strerror(rc));
+  }
+  if (rc) {
+    fc_store_close(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
+int fc_store_open_split(const char *dir, unsigned flags, unsigned want, fc_store ***parts,
+                        unsigned *n_out, char *why, size_t why_len) {
+  *parts = NULL;
+  *n_out = 0;
+  if (why && why_len) why[0] = '\0';
+  if (!dir || !*dir || want > FC_SPLIT_MAX_PARTS) return EINVAL;
+  unsigned n;
+  int rc = fc_store_split_count(dir, &n);
+  if (rc) {
+    fc_why(why, why_len, "%s/%s: %s", dir, MARKER,
+           rc == FC_EFORMAT ? "not a split-store marker (featcache-split/1 N)" : fc_strerror(rc));
+    return rc;
+  }
+  char p[4096];
+  struct stat st;
+  if ((rc = join(p, sizeof p, dir, "data.mdb")) != 0) return rc;
+  const int plain = stat(p, &st) == 0;
+  if (n == 0 && (plain || want <= 1)) { /* a store of one part: today's format */
+    fc_store **v = fc_calloc(1, sizeof *v);
+    if (!v) return ENOMEM;
+    if ((rc = fc_store_open(dir, flags, &v[0])) != 0) {
+      free(v);
+      return rc;
+    }
+    unsigned k, pn;
+    if ((rc = fc_store_part_of_store(v[0], &k, &pn)) == 0 && pn > 1) {
+      rc = FC_ECONFIG;
+      fc_why(why, why_len,
+             "%s is part %u of a split store of %u parts: give the split store's "
+             "directory",
+             dir, k, pn);
+    } else if (!rc && want > 1) {
+      rc = FC_ECONFIG;
+      fc_why(why, why_len, "%s is a store of one part (not split): %u writers need a new directory",
+             dir, want);
+    }
+    if (rc) {
+      fc_store_close_split(v, 1);
+      return rc;
+    }
+    *parts = v;
+    *n_out = 1;
+    return 0;
+  }
+  if (n == 0) { /* a new split store: the marker first, then the parts */
+    if (plain || !(flags & FC_STORE_CREATE) || (flags & FC_STORE_RDONLY)) return ENOENT;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) return errno;
+    if ((rc = write_marker(dir, want)) != 0) {
+      fc_why(why, why_len, "%s/%s: cannot write the marker: %s", dir, MARKER, fc_strerror(rc));
+      return rc;
+    }
+    n = want;
+  } else if (plain) {
+    fc_why(why, why_len, "%s holds both a store (data.mdb) and a split-store marker", dir);
+    return FC_EFORMAT;
+  } else if (want > 1 && want != n) {
+    fc_why(why, why_len, "%s is split into %u parts, not %u: give %u writers or none", dir, n, want,
+           n);
+    return FC_ECONFIG;
+  }
+  fc_store **v = fc_calloc(n, sizeof *v);
+  if (!v) return ENOMEM;
+  for (unsigned k = 0; k < n; k++) {
+    if ((rc = open_part(dir, k, n, flags, &v[k], why, why_len)) != 0) {
+      fc_store_close_split(v, k);
+      return rc;
+    }
+  }
+  *parts = v;
+  *n_out = n;
+  return 0;
+}

@@ -1,0 +1,456 @@
+/* The store: an LMDB environment with five named dbs (docs/FORMAT.md).
+ *
+ * Map growth: LMDB fails a write with MDB_MAP_FULL when the map is too small. fc_store_write then
+ * aborts, doubles the map (which LMDB allows only while this process has no transaction open,
+ * hence map_lock: read transactions hold it shared) and replays the whole batch, so a batch is
+ * atomic whatever the map size. cache-merge, which drives LMDB itself, grows through the same
+ * store_grow_map (store_int.h). */
+#include "libcache/core/store/store_int.h"
+
+#include "formats/common/alloc.h"
+#include "formats/common/fault.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include <sys/sysmacros.h>
+
+#define FC_INITIAL_MAP (64ull << 20)
+
+static const char *const db_names[FC_DB_COUNT] = {"meta", "audio", "text", "feat", "tok"};
+
+/* The first map of a store opened for writing. Test builds (FC_FAULT_INJECTION) take it from
+ * FC_FAULT_MAPSIZE (bytes, at least 16 KiB) when set, so that a test's small job reaches map
+ * growth (the `grow` fault site, tests/cli/fault_sites.sh); release builds never read it. */
+size_t store_fault_mapsize(void) {
+#ifdef FC_FAULT_INJECTION
+  const char *e = getenv("FC_FAULT_MAPSIZE");
+  char *end = NULL;
+  unsigned long long v = e && *e ? strtoull(e, &end, 10) : 0;
+  if (v >= (16u << 10) && end && !*end) return (size_t)v;
+#endif
+  return 0;
+}
+
+static size_t initial_map(void) {
+  size_t m = store_fault_mapsize();
+  return m ? m : FC_INITIAL_MAP;
+}
+
+const char *fc_db_name(int db) { return (db >= 0 && db < FC_DB_COUNT) ? db_names[db] : "?"; }
+
+static int file_exists(const char *dir, const char *name) {
+  char p[4096];
+  struct stat st;
+  if (snprintf(p, sizeof p, "%s/%s", dir, name) >= (int)sizeof p) return 0;
+  return stat(p, &st) == 0;
+}
+
+static int open_dbs(fc_store *s, int existed) {
+  int create = (s->flags & FC_STORE_CREATE) && !(s->flags & FC_STORE_RDONLY);
+  MDB_txn *txn = NULL;
+  int rc = mdb_txn_begin(s->env, NULL, create ? 0 : MDB_RDONLY, &txn);
+  if (rc) return rc;
+  /* data.mdb may be another process's store that has not committed its dbs yet (two featurize
+   * runs starting on a new store): an environment with nothing in its main db is new. */
+  MDB_dbi main_dbi;
+  MDB_stat mst;
+  if (create && existed && mdb_dbi_open(txn, NULL, 0, &main_dbi) == 0 &&
+      mdb_stat(txn, main_dbi, &mst) == 0 && mst.ms_entries == 0)
+    existed = 0;
+  /* A pre-existing environment without our meta db is somebody else's: never convert it. */
+  rc = mdb_dbi_open(txn, "meta", (create && !existed) ? MDB_CREATE : 0, &s->dbi[FC_DB_META]);
+  if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE) {
+    rc = FC_EFORMAT;
+    goto fail;
+  }
+  if (rc) goto fail;
+  MDB_val k = {6, (void *)"format"}, v;
+  rc = mdb_get(txn, s->dbi[FC_DB_META], &k, &v);
+  if (rc == MDB_NOTFOUND && create && !existed) {
+    v.mv_data = (void *)FC_FORMAT_NAME;
+    v.mv_size = strlen(FC_FORMAT_NAME);
+    rc = mdb_put(txn, s->dbi[FC_DB_META], &k, &v, 0);
+    if (rc) goto fail;
+  } else if (rc == MDB_NOTFOUND) {
+    rc = FC_EFORMAT;
+    goto fail;
+  } else if (rc) {
+    goto fail;
+  } else if (v.mv_size != strlen(FC_FORMAT_NAME) || memcmp(v.mv_data, FC_FORMAT_NAME, v.mv_size)) {
+    rc = (v.mv_size > 10 && memcmp(v.mv_data, "featcache/", 10) == 0) ? FC_EVERSION : FC_EFORMAT;
+    goto fail;
+  }
+  for (int i = 1; i < FC_DB_COUNT; i++) {
+    rc = mdb_dbi_open(txn, db_names[i], create ? MDB_CREATE : 0, &s->dbi[i]);
+    if (rc == MDB_NOTFOUND || rc == MDB_INCOMPATIBLE) {
+      rc = FC_EFORMAT;
+      goto fail;
+    }
+    if (rc) goto fail;
+  }
+  return mdb_txn_commit(txn);
+fail:
+  mdb_txn_abort(txn);
+  return rc;
+}
+
+int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
+  *out = NULL;
+  if (!dir || !*dir) return EINVAL;
+  int rdonly = (flags & FC_STORE_RDONLY) != 0;
+  struct stat st;
+  if (stat(dir, &st) != 0) {
+    if (errno != ENOENT || rdonly || !(flags & FC_STORE_CREATE)) return errno;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) return errno;
+  } else if (!S_ISDIR(st.st_mode)) {
+    return ENOTDIR;
+  }
+  int existed = file_exists(dir, "data.mdb");
+  /* A split store's directory holds parts, never a store of its own: neither open nor create one
+   * there (fc_store_open_split, fc_store_expand open its parts). */
+  if (!existed && file_exists(dir, "featcache-split")) return FC_ESPLIT;
+  if (!existed && (rdonly || !(flags & FC_STORE_CREATE))) return ENOENT;
+
+  fc_store *s = fc_calloc(1, sizeof *s);
+  if (!s) return ENOMEM;
+  s->flags = flags;
+  s->path = fc_strdup(dir);
+  pthread_mutex_init(&s->write_mu, NULL);
+  pthread_rwlock_init(&s->map_lock, NULL);
+  int rc = s->path ? mdb_env_create(&s->env) : ENOMEM;
+  if (rc) goto fail;
+  mdb_env_set_maxdbs(s->env, 8);
+  mdb_env_set_maxreaders(s->env, 1024);
+  if (!rdonly) mdb_env_set_mapsize(s->env, initial_map());
+  unsigned ef = MDB_NOTLS;
+  if (rdonly) ef |= MDB_RDONLY;
+  if (flags & FC_STORE_NOSYNC) ef |= MDB_NOSYNC;
+  if (flags & FC_STORE_NOLOCK) ef |= MDB_NOLOCK;
+  if (flags & FC_STORE_NORDAHEAD) ef |= MDB_NORDAHEAD;
+  rc = fault_hit("env") ? EIO : mdb_env_open(s->env, dir, ef, 0664);
+  if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH) rc = FC_EFORMAT;
+  if (rc) goto fail;
+  rc = open_dbs(s, existed);
+  while (rc == MDB_MAP_FULL && !(rc = store_grow_map(s, 0))) /* a first map too small for the dbs */
+    rc = open_dbs(s, existed);
+  if (rc) goto fail;
+  *out = s;
+  return 0;
+fail:
+  fc_store_close(s);
+  return rc;
+}
+
+void fc_store_close(fc_store *s) {
+  if (!s) return;
+  if (s->env) mdb_env_close(s->env);
+  pthread_rwlock_destroy(&s->map_lock);
+  pthread_mutex_destroy(&s->write_mu);
+  free(s->path);
+  free(s);
+}
+
+const char *fc_store_path(const fc_store *s) { return s->path; }
+
+unsigned fc_store_open_flags(const fc_store *s) { return s->flags; }
+
+int store_grow_map(fc_store *s, uint64_t at_least) {
+  MDB_envinfo info;
+  pthread_rwlock_wrlock(&s->map_lock);
+  int rc = fault_hit("grow") ? ENOMEM : mdb_env_info(s->env, &info);
+  uint64_t size = rc ? 0 : (uint64_t)info.me_mapsize * 2;
+  if (!rc) rc = mdb_env_set_mapsize(s->env, size < at_least ? at_least : size);
+  pthread_rwlock_unlock(&s->map_lock);
+  return rc;
+}
+
+int store_adopt_map(fc_store *s) {
+  pthread_rwlock_wrlock(&s->map_lock);
+  int rc = mdb_env_set_mapsize(s->env, 0);
+  pthread_rwlock_unlock(&s->map_lock);
+  return rc;
+}
+
+static size_t batch_bytes(const fc_put *puts, size_t n) {
+  size_t b = 0;
+  for (size_t i = 0; i < n; i++) b += puts[i].key_len + puts[i].val_len;
+  return b;
+}
+
+/* LMDB reports a short write as EIO ("Input/output error"): a full disk or a file-size limit
+ * reads as a hardware fault. When the file system holds less than the batch (plus slack for
+ * LMDB's pages) or data.mdb plus the batch passes RLIMIT_FSIZE, say so instead: ENOSPC, EFBIG. */
+static int explain_write_error(const fc_store *s, int rc, size_t bytes) {
+  if (rc != EIO && rc != ENOSPC && rc != EFBIG) return rc;
+  const uint64_t need = (uint64_t)bytes + (4u << 20);
+  struct statvfs fs;
+  if (statvfs(s->path, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < need) return ENOSPC;
+  struct rlimit lim;
+  char p[4096];
+  struct stat st;
+  if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+      snprintf(p, sizeof p, "%s/data.mdb", s->path) < (int)sizeof p && stat(p, &st) == 0 &&
+      (uint64_t)st.st_size + need > (uint64_t)lim.rlim_cur)
+    return EFBIG;
+  return rc;
+}
+
+int fc_store_write(fc_store *s, const fc_put *puts, size_t n) {
+  if (s->flags & FC_STORE_RDONLY) return EACCES;
+  pthread_mutex_lock(&s->write_mu);
+  int rc;
+  if (s->broken) {
+    rc = FC_EBADSTATE;
+    goto out;
+  }
+  for (;;) {
+    MDB_txn *txn;
+    pthread_rwlock_rdlock(&s->map_lock);
+    rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+    pthread_rwlock_unlock(&s->map_lock);
+    if (rc == MDB_MAP_RESIZED) { /* another process grew the map: adopt its size and retry */
+      if ((rc = store_adopt_map(s)) != 0) goto out;
+      continue;
+    }
+    if (rc) goto out;
+    for (size_t i = 0; i < n && !rc; i++) {
+      const fc_put *p = &puts[i];
+      if (p->db < 0 || p->db >= FC_DB_COUNT) {
+        rc = EINVAL;
+        break;
+      }
+      const int fill = (p->flags & FC_PUT_FILL) != 0;
+      MDB_val k = {p->key_len, (void *)p->key}, v = {p->val_len, fill ? NULL : (void *)p->val};
+      unsigned flags =
+          ((p->flags & FC_PUT_NOOVERWRITE) ? MDB_NOOVERWRITE : 0) | (fill ? MDB_RESERVE : 0);
+      rc = fault_hit("put") ? EIO : mdb_put(txn, s->dbi[p->db], &k, &v, flags);
+      if (rc == 0 && fill) { /* the reserved bytes, written in place (fc_put_fill) */
+        const fc_put_fill *f = p->val;
+        rc = f->fill(v.mv_data, p->val_len, f->arg);
+      }
+      if (rc == MDB_KEYEXIST) rc = 0; /* content-addressed: the stored value is the same */
+    }
+    if (rc) {
+      mdb_txn_abort(txn);
+      if (rc == MDB_MAP_FULL && !(rc = store_grow_map(s, 0))) continue;
+      goto out; /* nothing half-done: the batch was aborted whole, the handle stays usable */
+    }
+    if (fault_hit("commit")) {
+      mdb_txn_abort(txn);
+      rc = EIO;
+    } else {
+      rc = mdb_txn_commit(txn);
+    }
+    if (rc == MDB_MAP_FULL && !(rc = store_grow_map(s, 0))) continue;
+    if (rc) {
+      s->broken = 1; /* a failed commit: refuse further writes until reopened */
+      rc = explain_write_error(s, rc, batch_bytes(puts, n));
+    }
+    goto out;
+  }
+out:
+  pthread_mutex_unlock(&s->write_mu);
+  return rc;
+}
+
+int fc_store_sync(fc_store *s) {
+  if (s->flags & FC_STORE_RDONLY) return 0;
+  return explain_write_error(s, mdb_env_sync(s->env, 1), 0);
+}
+
+int fc_store_read_begin(fc_store *s, fc_rtxn **out) {
+  *out = NULL;
+  fc_rtxn *t = fc_malloc(sizeof *t);
+  if (!t) return ENOMEM;
+  t->s = s;
+  for (;;) {
+    pthread_rwlock_rdlock(&s->map_lock);
+    int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t->txn);
+    if (!rc) break;
+    pthread_rwlock_unlock(&s->map_lock);
+    if (rc == MDB_MAP_RESIZED && !(rc = store_adopt_map(s)))
+      continue; /* another process grew the map: adopt its size and retry */
+    free(t);
+    return rc;
+  }
+  *out = t;
+  return 0;
+}
+
+void fc_rtxn_end(fc_rtxn *t) {
+  if (!t) return;
+  mdb_txn_abort(t->txn);
+  pthread_rwlock_unlock(&t->s->map_lock);
+  free(t);
+}
+
+int fc_rtxn_renew(fc_rtxn *t) {
+  mdb_txn_reset(t->txn);
+  return mdb_txn_renew(t->txn);
+}
+
+int fc_rtxn_get(fc_rtxn *t, int db, const void *key, size_t key_len, const void **val,
+                size_t *val_len) {
+  if (db < 0 || db >= FC_DB_COUNT) return EINVAL;
+  MDB_val k = {key_len, (void *)key}, v;
+  int rc = mdb_get(t->txn, t->s->dbi[db], &k, &v);
+  if (rc == MDB_NOTFOUND) return FC_ENOTFOUND;
+  if (rc) return rc;
+  if (val) *val = v.mv_data;
+  if (val_len) *val_len = v.mv_size;
+  return 0;
+}
+
+int fc_rtxn_count(fc_rtxn *t, int db, uint64_t *count) {
+  if (db < 0 || db >= FC_DB_COUNT) return EINVAL;
+  MDB_stat st;
+  int rc = mdb_stat(t->txn, t->s->dbi[db], &st);
+  if (!rc) *count = st.ms_entries;
+  return rc;
+}
+
+struct fc_cursor {
+  MDB_cursor *c;
+  MDB_cursor_op next_op; /* MDB_FIRST, then MDB_NEXT; MDB_GET_CURRENT right after a seek */
+  int at_end;
+};
+
+int fc_cursor_open(fc_rtxn *t, int db, fc_cursor **out) {
+  *out = NULL;
+  if (db < 0 || db >= FC_DB_COUNT) return EINVAL;
+  fc_cursor *c = fc_calloc(1, sizeof *c);
+  if (!c) return ENOMEM;
+  int rc = mdb_cursor_open(t->txn, t->s->dbi[db], &c->c);
+  if (rc) {
+    free(c);
+    return rc;
+  }
+  c->next_op = MDB_FIRST;
+  *out = c;
+  return 0;
+}
+
+int fc_cursor_next(fc_cursor *c, const void **key, size_t *key_len, const void **val,
+                   size_t *val_len) {
+  if (c->at_end) return FC_ENOTFOUND;
+  MDB_val k, v;
+  int rc = mdb_cursor_get(c->c, &k, &v, c->next_op);
+  c->next_op = MDB_NEXT;
+  if (rc == MDB_NOTFOUND) {
+    c->at_end = 1;
+    return FC_ENOTFOUND;
+  }
+  if (rc) return rc;
+  if (key) *key = k.mv_data;
+  if (key_len) *key_len = k.mv_size;
+  if (val) *val = v.mv_data;
+  if (val_len) *val_len = v.mv_size;
+  return 0;
+}
+
+int fc_cursor_seek(fc_cursor *c, const void *key, size_t key_len) {
+  MDB_val k = {key_len, (void *)key}, v;
+  int rc = mdb_cursor_get(c->c, &k, &v, MDB_SET_RANGE);
+  c->at_end = (rc == MDB_NOTFOUND);
+  c->next_op = MDB_GET_CURRENT;
+  return (rc == MDB_NOTFOUND) ? 0 : rc;
+}
+
+void fc_cursor_close(fc_cursor *c) {
+  if (!c) return;
+  mdb_cursor_close(c->c);
+  free(c);
+}
+
+static void config_key(const fc_digest *d, char key[37]) {
+  memcpy(key, "cfg/", 4);
+  fc_digest_hex(d, key + 4);
+}
+
+int fc_store_put_config(fc_store *s, const fc_digest *digest, const char *json, size_t len) {
+  char key[37];
+  config_key(digest, key);
+  fc_put p = {FC_DB_META, key, 36, json, len, FC_PUT_NOOVERWRITE};
+  return fc_store_write(s, &p, 1);
+}
+
+int fc_rtxn_get_config(fc_rtxn *t, const fc_digest *digest, const char **json, size_t *len) {
+  char key[37];
+  config_key(digest, key);
+  const void *v;
+  int rc = fc_rtxn_get(t, FC_DB_META, key, 36, &v, len);
+  if (!rc) *json = v;
+  return rc;
+}
+
+int fc_store_info_get(fc_store *s, fc_store_info *info) {
+  MDB_envinfo ei;
+  MDB_stat st;
+  memset(info, 0, sizeof *info);
+  int rc = mdb_env_info(s->env, &ei);
+  if (!rc) rc = mdb_env_stat(s->env, &st);
+  if (rc) return rc;
+  info->map_size = ei.me_mapsize;
+  info->page_size = st.ms_psize;
+  info->map_used = (uint64_t)(ei.me_last_pgno + 1) * st.ms_psize;
+  info->max_readers = ei.me_maxreaders;
+  info->num_readers = ei.me_numreaders;
+  fc_rtxn *t;
+  rc = fc_store_read_begin(s, &t);
+  if (rc) return rc;
+  for (int i = 0; i < FC_DB_COUNT && !rc; i++) rc = fc_rtxn_count(t, i, &info->entries[i]);
+  fc_rtxn_end(t);
+  return rc;
+}
+
+/* LMDB reports the map address only for MDB_FIXEDMAP, so find the mapping of data.mdb in
+ * /proc/self/maps (matched by device and inode, which survive symlinks and relative paths). The
+ * same file may be mapped more than once in a process (e.g. Python's lmdb beside us): the mapping
+ * that holds a value read through this environment is ours. */
+int fc_store_map_region(fc_store *s, const void **base, size_t *len) {
+  char p[4096];
+  struct stat st;
+  if (snprintf(p, sizeof p, "%s/data.mdb", s->path) >= (int)sizeof p) return ENAMETOOLONG;
+  if (stat(p, &st) != 0) return errno;
+  fc_rtxn *t;
+  const void *probe;
+  int rc = fc_store_read_begin(s, &t);
+  if (rc) return rc;
+  rc = fc_rtxn_get(t, FC_DB_META, "format", 6, &probe, NULL);
+  fc_rtxn_end(t); /* the address stays meaningful: only the pointer value is compared below */
+  if (rc) return rc;
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (!f) return errno;
+  char line[4608];
+  rc = FC_ENOTFOUND;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi, off, ino;
+    unsigned maj, min;
+    if (sscanf(line, "%lx-%lx %*s %lx %x:%x %lu", &lo, &hi, &off, &maj, &min, &ino) != 6) continue;
+    if (ino == st.st_ino && off == 0 && makedev(maj, min) == st.st_dev && (uintptr_t)probe >= lo &&
+        (uintptr_t)probe < hi) {
+      *base = (const void *)lo;
+      *len = hi - lo;
+      rc = 0;
+      break;
+    }
+  }
+  fclose(f);
+  return rc;
+}
+
+int store_wants_nolock(const char *dir, int setting) {
+  if (setting) return setting > 0;
+  char p[4096];
+  struct statvfs vfs;
+  if (statvfs(dir, &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) return 1;
+  if (access(dir, W_OK) != 0) return 1;
+  if (snprintf(p, sizeof p, "%s/lock.mdb", dir) >= (int)sizeof p || access(p, W_OK) != 0) return 1;
+  return 0;
+}

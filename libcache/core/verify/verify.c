@@ -1,0 +1,239 @@
+/* cache-verify's engine: every check a store must pass before a training run (fc_verify.h).
+ *
+ * Order matters for safety: LMDB trusts its pages, so before any B-tree page is touched the file
+ * is checked to be as long as its last committed page (a truncated data.mdb would otherwise SIGBUS
+ * on the first page past the end), and every value is checked to lie inside the file before its
+ * bytes are read. Records are checked in parallel over 256 key ranges per db (keys are uniform
+ * hashes, so the ranges are balanced), one read transaction per thread (MDB_NOTLS). */
+#include "libcache/core/verify/verify_int.h"
+#include "formats/common/alloc.h"
+
+/* Report order: the environment first, then meta, entries, records, the manifest. */
+static const int db_rank[] = {1, 2, 3, 4, 5, 0, 6};
+
+static int db_index(const char *name) {
+  for (int i = 0; i < VF_N_DBS; i++)
+    if (strcmp(vf_db_names[i], name) == 0) return i;
+  return 0;
+}
+
+static int cmp_str(const char *a, const char *b) {
+  if (!a || !b) return (a != NULL) - (b != NULL);
+  return strcmp(a, b);
+}
+
+static int cmp_finding(const void *pa, const void *pb) {
+  const fc_verify_finding *a = pa, *b = pb;
+  if (a->severity != b->severity) return a->severity - b->severity;
+  int ra = db_rank[db_index(a->db)], rb = db_rank[db_index(b->db)];
+  if (ra != rb) return ra - rb;
+  int d = cmp_str(a->key, b->key);
+  if (d) return d;
+  if ((d = cmp_str(a->id, b->id))) return d;
+  return cmp_str(a->problem, b->problem);
+}
+
+/* ---- step 1: the environment, read with pread-safe LMDB calls only ------------------------- */
+
+typedef struct reader_scan {
+  uint32_t stale;
+  char pids[160];
+} reader_scan;
+
+static int reader_line(const char *msg, void *ctx) {
+  reader_scan *rs = ctx;
+  int pid;
+  for (const char *line = msg; line && *line;) {
+    if (sscanf(line, "%d", &pid) == 1 && pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
+      size_t n = strlen(rs->pids);
+      if (n + 16 < sizeof rs->pids)
+        snprintf(rs->pids + n, sizeof rs->pids - n, "%s%d", n ? " " : "", pid);
+      rs->stale++;
+    }
+    line = strchr(line, '\n');
+    if (line) line++;
+  }
+  return 0;
+}
+
+/* Open the environment with MDB_NOLOCK (nothing written, no lock taken) and compare the file's
+ * length with the last committed page named by the meta pages (read by LMDB with pread; the meta
+ * pages are the first two pages, inside any file that opened). 0: safe to open the store; 1: a
+ * finding was made and nothing else must be read; or an errno. */
+static int preflight(vctx *c, const char *dir, int nolock) {
+  fc_verify_report *r = c->r;
+  char p[4096];
+  struct stat st;
+  if (stat(dir, &st) != 0) return errno;
+  if (!S_ISDIR(st.st_mode)) return ENOTDIR;
+  if (snprintf(p, sizeof p, "%s/data.mdb", dir) >= (int)sizeof p) return ENAMETOOLONG;
+  if (stat(p, &st) != 0) return errno;
+  if (access(p, R_OK) != 0) return errno;
+  r->data_size = (uint64_t)st.st_size;
+  MDB_env *env = NULL;
+  int rc = mdb_env_create(&env);
+  if (rc) return rc;
+  mdb_env_set_maxdbs(env, 8);
+  rc = mdb_env_open(env, dir, MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS, 0664);
+  if (rc == EACCES) {
+    mdb_env_close(env);
+    return rc;
+  }
+  if (rc) {
+    vf_add(c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
+           "not an LMDB environment (%llu bytes; its meta pages are missing or damaged): %s",
+           (unsigned long long)st.st_size, mdb_strerror(rc));
+    mdb_env_close(env);
+    return 1;
+  }
+  MDB_envinfo ei;
+  MDB_stat ms;
+  rc = mdb_env_info(env, &ei);
+  if (!rc) rc = mdb_env_stat(env, &ms);
+  if (rc) {
+    mdb_env_close(env);
+    return rc;
+  }
+  r->page_size = ms.ms_psize;
+  r->map_size = ei.me_mapsize;
+  r->map_used = (uint64_t)(ei.me_last_pgno + 1) * ms.ms_psize;
+  r->max_readers = ei.me_maxreaders;
+  if ((uint64_t)st.st_size < r->map_used) {
+    vf_add(c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
+           "truncated: %llu bytes, but the last committed page (%zu) ends at byte %llu; "
+           "nothing else was read",
+           (unsigned long long)st.st_size, (size_t)ei.me_last_pgno,
+           (unsigned long long)r->map_used);
+    mdb_env_close(env);
+    return 1;
+  }
+  mdb_env_close(env);
+
+  if (!nolock) { /* stale reader slots: listed; cleared (mdb_reader_check) only when asked */
+    rc = mdb_env_create(&env);
+    if (rc) return rc;
+    mdb_env_set_maxdbs(env, 8);
+    rc = mdb_env_open(env, dir, MDB_RDONLY | MDB_NOTLS, 0664);
+    if (!rc) {
+      reader_scan rs = {0, ""};
+      MDB_envinfo e2;
+      mdb_reader_list(env, reader_line, &rs);
+      if (mdb_env_info(env, &e2) == 0) r->num_readers = e2.me_numreaders;
+      r->stale_readers = rs.stale;
+      int dead = 0;
+      if (rs.stale && c->o->clear_stale_readers && mdb_reader_check(env, &dead) == 0 && dead > 0) {
+        r->stale_cleared = (uint32_t)dead;
+        r->stale_readers = rs.stale > (unsigned)dead ? rs.stale - (unsigned)dead : 0;
+        if (mdb_env_info(env, &e2) == 0) r->num_readers = e2.me_numreaders;
+      }
+      if (r->stale_readers)
+        vf_add(c, FC_VERIFY_WARNING, DB_ENV, "lock.mdb", 8, NULL, 0,
+               "%u stale reader slot%s (dead pid %s): old pages stay pinned and the file grows; "
+               "clear them with cache-verify --clear-stale-readers",
+               rs.stale, rs.stale == 1 ? "" : "s", rs.pids);
+    }
+    mdb_env_close(env);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+/* ---- the whole run --------------------------------------------------------------------------- */
+
+void fc_verify_opts_init(fc_verify_opts *o) { memset(o, 0, sizeof *o); }
+
+void fc_verify_report_free(fc_verify_report *r) {
+  if (!r) return;
+  for (size_t i = 0; i < r->count; i++) {
+    free((char *)r->findings[i].key);
+    free((char *)r->findings[i].id);
+    free((char *)r->findings[i].problem);
+  }
+  free(r->findings);
+  memset(r, 0, sizeof *r);
+}
+
+int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *out, char *why,
+                    size_t why_len) {
+  fc_verify_opts defaults;
+  if (!o) {
+    fc_verify_opts_init(&defaults);
+    o = &defaults;
+  }
+  memset(out, 0, sizeof *out);
+  if (why && why_len) why[0] = '\0';
+  vctx c;
+  memset(&c, 0, sizeof c);
+  c.o = o;
+  c.r = out;
+  c.max_warnings = o->max_warnings ? o->max_warnings : 10000;
+  c.t0 = vf_now_s();
+  pthread_mutex_init(&c.mu, NULL);
+  int nthreads = o->threads > 0 ? o->threads : omp_get_max_threads();
+  out->threads = nthreads;
+  fc_rtxn *t = NULL;
+  int rc;
+  if (!dir || !*dir) {
+    rc = EINVAL;
+    goto done;
+  }
+
+  int nolock = store_wants_nolock(dir, o->nolock);
+  out->nolock = nolock;
+  rc = preflight(&c, dir, nolock);
+  if (rc == 1) {
+    rc = 0;
+    goto done;
+  }
+  if (rc) goto done;
+
+  rc = fc_store_open(dir, FC_STORE_RDONLY | (nolock ? FC_STORE_NOLOCK : 0), &c.s);
+  if (rc == FC_EFORMAT || rc == FC_EVERSION || rc == MDB_INVALID || rc == MDB_CORRUPTED ||
+      rc == MDB_PAGE_NOTFOUND) {
+    vf_add(&c, FC_VERIFY_ERROR, FC_DB_META, "format", 6, NULL, 0, "%s",
+           rc == FC_EVERSION  ? "a featcache store of a format version this build does not know "
+                                "(it reads " FC_FORMAT_NAME ")"
+           : rc == FC_EFORMAT ? "not a featcache store: no meta db with format " FC_FORMAT_NAME
+                              : mdb_strerror(rc));
+    rc = 0;
+    goto done;
+  }
+  if (rc) goto done;
+  const void *base;
+  size_t maplen;
+  if ((rc = fc_store_map_region(c.s, &base, &maplen)) != 0) goto done;
+  c.map_lo = base;
+  c.map_hi = (const uint8_t *)base + (maplen < out->data_size ? maplen : out->data_size);
+  fc_store_info info;
+  if ((rc = fc_store_info_get(c.s, &info)) != 0) goto done;
+  for (int i = 0; i < FC_DB_COUNT; i++) out->entries[i] = info.entries[i];
+  out->map_size = info.map_size;
+  out->map_used = info.map_used;
+  c.bytes_total = info.map_used;
+  out->opened = 1;
+
+  if ((rc = fc_store_read_begin(c.s, &t)) != 0) goto done;
+  if ((rc = vf_read_meta(&c, t)) != 0) goto done;
+  if ((rc = vf_resolve_expected(&c, t, why, why_len)) != 0) goto done;
+  if ((rc = vf_collect(&c, t, FC_DB_AUDIO, &c.audio, &c.n_audio)) != 0) goto done;
+  if ((rc = vf_collect(&c, t, FC_DB_TEXT, &c.text, &c.n_text)) != 0) goto done;
+  if ((rc = vf_build_expected(&c)) != 0) goto done;
+  if (!vf_stopping(&c) && (rc = vf_check_entries(&c, nthreads)) != 0) goto done;
+  if (!vf_stopping(&c) && (rc = vf_check_records(&c, nthreads)) != 0) goto done;
+  if (!vf_stopping(&c) && o->manifest) vf_check_manifest(&c);
+  if (o->stop && *o->stop) rc = FC_EINTR;
+
+done:
+  if (rc && rc != FC_EINTR && why && why_len && !why[0])
+    snprintf(why, why_len, "%s", fc_strerror(rc));
+  fc_rtxn_end(t);
+  fc_store_close(c.s);
+  free(c.audio);
+  free(c.text);
+  free(c.exp);
+  free(c.cfgs);
+  pthread_mutex_destroy(&c.mu);
+  if (out->count) qsort(out->findings, out->count, sizeof *out->findings, cmp_finding);
+  out->wall_seconds = vf_now_s() - c.t0;
+  return rc;
+}

@@ -1,0 +1,295 @@
+/* fc_verify_dataset: the checks that concern several stores read as one dataset (shards), beside
+ * fc_verify_store's per-store checks. One k-way merge (libcache/core/merge/kmerge.h) over the stores'
+ * audio and text dbs, so memory stays at a few words per store plus the manifest's ids:
+ *   - an id held by several stores must have the same entry in each (else the loader would serve
+ *     whichever store comes first, and a merge would refuse it);
+ *   - every store that holds entries holds the same mel and token configs (the loader reads one
+ *     config from every store);
+ *   - every manifest id is in some store (audio entry; text entry too with expect_tokens_given). */
+#include "featcache/fc_verify.h"
+
+#include "featcache/fc_format.h"
+#include "featcache/fc_store.h"
+#include "libcache/core/merge/kmerge.h"
+#include "libcache/core/store/store_int.h"
+#include "formats/common/alloc.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct dctx {
+  fc_verify_report *r;
+  size_t cap;
+  uint64_t max_errors;
+} dctx;
+
+static char *printable(const void *p, size_t len) {
+  char *s = fc_malloc(4 * len + 1), *o = s;
+  if (!s) return NULL;
+  const unsigned char *b = p;
+  for (size_t i = 0; i < len; i++) {
+    if (b[i] < 0x20 || b[i] == 0x7f)
+      o += sprintf(o, "\\x%02x", b[i]);
+    else
+      *o++ = (char)b[i];
+  }
+  *o = '\0';
+  return s;
+}
+
+static void add(dctx *c, int sev, const char *db, const void *key, size_t key_len, const char *fmt,
+                ...) __attribute__((format(printf, 6, 7)));
+static void add(dctx *c, int sev, const char *db, const void *key, size_t key_len, const char *fmt,
+                ...) {
+  fc_verify_report *r = c->r;
+  if (sev == FC_VERIFY_ERROR) {
+    if (c->max_errors && r->errors >= c->max_errors) {
+      r->stopped = 1;
+      return;
+    }
+    r->errors++;
+  } else {
+    r->warnings++;
+  }
+  if (r->count == c->cap) {
+    size_t nc = c->cap ? 2 * c->cap : 64;
+    fc_verify_finding *nf = fc_realloc(r->findings, nc * sizeof *nf);
+    if (!nf) return;
+    r->findings = nf;
+    c->cap = nc;
+  }
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fc_verify_finding *f = &r->findings[r->count++];
+  f->severity = sev;
+  f->db = db;
+  f->key = key ? printable(key, key_len) : NULL;
+  f->id =
+      (key && (strcmp(db, "audio") == 0 || strcmp(db, "text") == 0 || strcmp(db, "manifest") == 0))
+          ? printable(key, key_len)
+          : NULL;
+  f->problem = fc_strdup(msg);
+}
+
+/* LMDB key order, for sorting the manifest's ids like the stores' keys. */
+static int cmp_id(const void *a, const void *b) {
+  const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+  MDB_val va = {strlen(x), (void *)x}, vb = {strlen(y), (void *)y};
+  return kmerge_cmp(&va, &vb);
+}
+
+/* The configs of one kind ("mel" or "tokens") a store holds, as a sorted list of 32-hex names. */
+static int config_set(MDB_txn *txn, MDB_dbi meta, const char *kind, char (**out)[33], size_t *n) {
+  *out = NULL;
+  *n = 0;
+  MDB_cursor *cur;
+  int rc = mdb_cursor_open(txn, meta, &cur);
+  if (rc) return rc;
+  MDB_val k = {4, (void *)"cfg/"}, v;
+  char want[32];
+  int wl = snprintf(want, sizeof want, "\"kind\":\"%s\"", kind);
+  size_t cap = 0;
+  for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+       rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+    if (k.mv_size != 36 || memcmp(k.mv_data, "cfg/", 4)) break;
+    if (!memmem(v.mv_data, v.mv_size, want, (size_t)wl)) continue;
+    if (*n == cap) {
+      cap = cap ? 2 * cap : 8;
+      char(*nl)[33] = fc_realloc(*out, cap * sizeof **out);
+      if (!nl) {
+        rc = ENOMEM;
+        break;
+      }
+      *out = nl;
+    }
+    memcpy((*out)[*n], (const char *)k.mv_data + 4, 32);
+    (*out)[(*n)++][32] = '\0';
+  }
+  mdb_cursor_close(cur);
+  return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+static void describe(int db, const MDB_val *a, const MDB_val *b, char *buf, size_t len) {
+  if (db == FC_DB_AUDIO) {
+    fc_audio_entry ea, eb;
+    if (fc_audio_entry_decode(a->mv_data, a->mv_size, &ea) ||
+        fc_audio_entry_decode(b->mv_data, b->mv_size, &eb))
+      snprintf(buf, len, "entries differ");
+    else if (memcmp(ea.digest.bytes, eb.digest.bytes, 16))
+      snprintf(buf, len, "different audio (%.*s vs %.*s)",
+               (int)(ea.path_len > 200 ? 200 : ea.path_len), ea.path,
+               (int)(eb.path_len > 200 ? 200 : eb.path_len), eb.path);
+    else
+      snprintf(buf, len, "same audio, other source (%.*s vs %.*s)",
+               (int)(ea.path_len > 200 ? 200 : ea.path_len), ea.path,
+               (int)(eb.path_len > 200 ? 200 : eb.path_len), eb.path);
+  } else {
+    snprintf(buf, len, "different transcripts");
+  }
+}
+
+int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o,
+                      fc_verify_report *out, char *why, size_t why_len) {
+  fc_verify_opts defaults;
+  if (!o) {
+    fc_verify_opts_init(&defaults);
+    o = &defaults;
+  }
+  memset(out, 0, sizeof *out);
+  if (why && why_len) why[0] = '\0';
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  dctx c = {out, 0, o->max_errors};
+  fc_store **st = fc_calloc(n ? n : 1, sizeof *st);
+  fc_rtxn **rt = fc_calloc(n ? n : 1, sizeof *rt);
+  MDB_txn **txns = fc_calloc(n ? n : 1, sizeof *txns);
+  MDB_dbi *dbis = fc_calloc(n ? n : 1, sizeof *dbis);
+  const char **ids = NULL;
+  size_t nids = 0;
+  char(*ref_sets[2])[33] = {NULL, NULL};
+  size_t ref_n[2] = {0, 0};
+  long ref_store[2] = {-1, -1};
+  int rc = (st && rt && txns && dbis) ? 0 : ENOMEM;
+  for (size_t i = 0; i < n && !rc; i++) {
+    unsigned fl = FC_STORE_RDONLY | (store_wants_nolock(dirs[i], o->nolock) ? FC_STORE_NOLOCK : 0);
+    rc = fc_store_open(dirs[i], fl, &st[i]);
+    if (rc) {
+      if (why && why_len) snprintf(why, why_len, "%s: %s", dirs[i], fc_strerror(rc));
+      break;
+    }
+    if ((rc = fc_store_read_begin(st[i], &rt[i])) != 0) break;
+    txns[i] = rt[i]->txn;
+  }
+  if (rc) goto done;
+  out->opened = 1;
+
+  /* configs: every store with entries holds the same set of each kind as the first such store */
+  static const char *const kinds[2] = {"mel", "tokens"};
+  static const int entry_db[2] = {FC_DB_AUDIO, FC_DB_TEXT};
+  for (int k = 0; k < 2 && !rc; k++) {
+    for (size_t i = 0; i < n && !rc; i++) {
+      MDB_stat ms;
+      if ((rc = mdb_stat(txns[i], st[i]->dbi[entry_db[k]], &ms)) != 0) break;
+      out->entries[entry_db[k]] += ms.ms_entries;
+      if (!ms.ms_entries) continue;
+      char(*set)[33];
+      size_t sn;
+      if ((rc = config_set(txns[i], st[i]->dbi[FC_DB_META], kinds[k], &set, &sn)) != 0) break;
+      if (ref_store[k] < 0) {
+        ref_sets[k] = set;
+        ref_n[k] = sn;
+        ref_store[k] = (long)i;
+        if (k == 0)
+          out->mel_configs = sn;
+        else
+          out->token_configs = sn;
+        continue;
+      }
+      for (size_t a = 0; a < ref_n[k]; a++) {
+        size_t b = 0;
+        while (b < sn && strcmp(set[b], ref_sets[k][a])) b++;
+        if (b == sn)
+          add(&c, FC_VERIFY_ERROR, "meta", NULL, 0,
+              "%s lacks the %s config %s that %s holds: the stores cannot be read as one dataset "
+              "with it",
+              dirs[i], kinds[k], ref_sets[k][a], dirs[ref_store[k]]);
+      }
+      for (size_t b = 0; b < sn; b++) {
+        size_t a = 0;
+        while (a < ref_n[k] && strcmp(set[b], ref_sets[k][a])) a++;
+        if (a == ref_n[k])
+          add(&c, FC_VERIFY_ERROR, "meta", NULL, 0,
+              "%s holds the %s config %s that %s lacks: the stores cannot be read as one dataset "
+              "with it",
+              dirs[i], kinds[k], set[b], dirs[ref_store[k]]);
+      }
+      free(set);
+    }
+  }
+  if (rc) goto done;
+
+  /* the manifest's ids, sorted in key order, joined with the merged key streams */
+  const fc_item_list *m = o->manifest;
+  if (m) {
+    ids = fc_malloc((m->count ? m->count : 1) * sizeof *ids);
+    if (!ids) {
+      rc = ENOMEM;
+      goto done;
+    }
+    for (size_t i = 0; i < m->count; i++)
+      if (!m->items[i].err && m->items[i].id) ids[nids++] = m->items[i].id;
+    qsort(ids, nids, sizeof *ids, cmp_id);
+    out->manifest_items = nids;
+  }
+  for (int k = 0; k < 2 && !rc; k++) {
+    int db = entry_db[k];
+    for (size_t i = 0; i < n; i++) dbis[i] = st[i]->dbi[db];
+    fc_kmerge *km;
+    if ((rc = kmerge_open(txns, dbis, n, NULL, &km)) != 0) break;
+    MDB_val key;
+    size_t cnt, mi = 0;
+    const size_t *src;
+    const MDB_val *vals;
+    int need_manifest = m && (db == FC_DB_AUDIO || o->expect_tokens_given);
+    while ((rc = kmerge_next(km, &key, &cnt, &src, &vals)) == 0) {
+      if (o->stop && *o->stop) {
+        rc = FC_EINTR;
+        break;
+      }
+      for (size_t j = 1; j < cnt; j++) {
+        if (vals[j].mv_size == vals[0].mv_size &&
+            !memcmp(vals[j].mv_data, vals[0].mv_data, vals[0].mv_size))
+          continue;
+        char d[512];
+        describe(db, &vals[0], &vals[j], d, sizeof d);
+        add(&c, FC_VERIFY_ERROR, fc_db_name(db), key.mv_data, key.mv_size,
+            "in %s and %s with different entries: %s (cache-merge would refuse it)", dirs[src[0]],
+            dirs[src[j]], d);
+        break;
+      }
+      while (need_manifest && mi < nids) { /* ids before this key are in no store */
+        MDB_val mk = {strlen(ids[mi]), (void *)ids[mi]};
+        int cmp = kmerge_cmp(&mk, &key);
+        if (cmp > 0) break;
+        if (cmp < 0)
+          add(&c, FC_VERIFY_ERROR, "manifest", ids[mi], strlen(ids[mi]),
+              "missing: the manifest names it, no store has a%s entry",
+              db == FC_DB_AUDIO ? "n audio" : " text");
+        mi++;
+      }
+    }
+    kmerge_close(km);
+    if (rc != MDB_NOTFOUND) break;
+    rc = 0;
+    for (; need_manifest && mi < nids; mi++)
+      add(&c, FC_VERIFY_ERROR, "manifest", ids[mi], strlen(ids[mi]),
+          "missing: the manifest names it, no store has a%s entry",
+          db == FC_DB_AUDIO ? "n audio" : " text");
+  }
+  if (o->stop && *o->stop && !rc) rc = FC_EINTR;
+
+done:
+  if (rc && rc != FC_EINTR && why && why_len && !why[0])
+    snprintf(why, why_len, "%s", fc_strerror(rc));
+  for (size_t i = 0; i < n && rt; i++) fc_rtxn_end(rt[i]);
+  for (size_t i = 0; i < n && st; i++) fc_store_close(st[i]);
+  free(st);
+  free(rt);
+  free(txns);
+  free(dbis);
+  free(ids);
+  free(ref_sets[0]);
+  free(ref_sets[1]);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  out->wall_seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+  return rc;
+}

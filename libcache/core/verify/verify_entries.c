@@ -1,0 +1,324 @@
+/* cache-verify, steps 3 and 5: the audio and text entries, their sources, the manifest
+ * (verify_int.h). */
+#include "libcache/core/verify/verify_int.h"
+#include "formats/common/alloc.h"
+
+/* ---- step 3: entries ------------------------------------------------------------------------- */
+
+int vf_collect(vctx *c, fc_rtxn *t, int db, ventry **out, size_t *n_out) {
+  fc_cursor *cur;
+  int rc = fc_cursor_open(t, db, &cur);
+  if (rc) return rc;
+  size_t cap = 0, n = 0;
+  ventry *a = NULL;
+  const void *k, *v;
+  size_t kl, vl;
+  while ((rc = fc_cursor_next(cur, &k, &kl, &v, &vl)) == 0 && !vf_stopping(c)) {
+    if (!((const uint8_t *)v >= c->map_lo && (const uint8_t *)v + vl <= c->map_hi)) {
+      vf_add(c, FC_VERIFY_ERROR, db, k, kl, k, kl, "value lies outside the file (B-tree damaged)");
+      continue;
+    }
+    if (n == cap) {
+      size_t nc = cap ? cap * 2 : 1024;
+      ventry *na = fc_realloc(a, nc * sizeof *na);
+      if (!na) {
+        rc = ENOMEM;
+        break;
+      }
+      a = na;
+      cap = nc;
+    }
+    ventry *e = &a[n++];
+    *e = (ventry){k, kl, v, vl, 1};
+    int idrc = fc_id_check(k, kl);
+    if (idrc)
+      vf_add(c, FC_VERIFY_ERROR, db, k, kl, NULL, 0, "key is not a valid id (%s)",
+             idrc == FC_EUTF8 ? "invalid UTF-8" : "empty, too long, or holds NUL or a newline");
+    uint32_t home = c->part_n > 1 ? fc_store_part_of_id(k, kl, c->part_n) : 0;
+    if (c->part_n > 1 && home != c->part_k) /* writers and featurize's skip look in its home part */
+      vf_add(c, FC_VERIFY_ERROR, db, k, kl, k, kl,
+             "in part %u of a split store of %u parts; its id belongs in part %u", c->part_k,
+             c->part_n, home);
+    if (db == FC_DB_AUDIO) {
+      fc_audio_entry ae;
+      if (fc_audio_entry_decode(v, vl, &ae)) {
+        vf_add(c, FC_VERIFY_ERROR, db, k, kl, k, kl, "audio entry of %zu bytes (want at least %d)",
+               vl, FC_AUDIO_ENTRY_FIXED);
+        e->ok = 0;
+      } else if (!ae.sample_rate || !ae.channels) {
+        vf_add(c, FC_VERIFY_ERROR, db, k, kl, k, kl,
+               "audio entry with sample rate %u and %u channels", ae.sample_rate, ae.channels);
+        e->ok = 0;
+      }
+    } else {
+      const char *txt;
+      size_t tl;
+      if (fc_text_entry_decode(v, vl, NULL, &txt, &tl)) {
+        vf_add(c, FC_VERIFY_ERROR, db, k, kl, k, kl, "text entry of %zu bytes (want at least 16)",
+               vl);
+        e->ok = 0;
+      } else if (!fc_utf8_valid(txt, tl)) {
+        vf_add(c, FC_VERIFY_ERROR, db, k, kl, k, kl, "text is not valid UTF-8");
+      }
+    }
+  }
+  fc_cursor_close(cur);
+  *out = a;
+  *n_out = n;
+  return rc == FC_ENOTFOUND ? 0 : rc;
+}
+
+static int cmp_exp(const void *a, const void *b) { return memcmp(a, b, 16); }
+
+int vf_build_expected(vctx *c) {
+  size_t n_mel = 0, n_tok = 0;
+  for (size_t i = 0; i < c->n_cfgs; i++) {
+    n_mel += c->cfgs[i].kind == KIND_MEL;
+    n_tok += c->cfgs[i].kind == KIND_TOK;
+  }
+  size_t total = c->n_audio * n_mel + c->n_text * n_tok;
+  c->exp = fc_malloc((total ? total : 1) * sizeof *c->exp);
+  if (!c->exp) return ENOMEM;
+  size_t n = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    ventry *ents = pass ? c->text : c->audio;
+    size_t ne = pass ? c->n_text : c->n_audio;
+    for (size_t i = 0; i < ne; i++) {
+      if (!ents[i].ok) continue;
+      fc_digest content;
+      memcpy(content.bytes, ents[i].val, 16);
+      for (size_t j = 0; j < c->n_cfgs; j++) {
+        if (c->cfgs[j].kind != (pass ? KIND_TOK : KIND_MEL)) continue;
+        fc_digest key;
+        fc_record_key(&content, &c->cfgs[j].digest, &key);
+        vexp *x = &c->exp[n++];
+        memcpy(x->key, key.bytes, 16);
+        x->entry = (uint32_t)i;
+        x->cfg = (uint16_t)j;
+        x->db = pass ? FC_DB_TOK : FC_DB_FEAT;
+        x->pad = 0;
+      }
+    }
+  }
+  qsort(c->exp, n, sizeof *c->exp, cmp_exp);
+  c->n_exp = n;
+  return 0;
+}
+
+const vexp *vf_find_exp(vctx *c, const void *key, int db) {
+  size_t lo = 0, hi = c->n_exp;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (memcmp(c->exp[mid].key, key, 16) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  for (; lo < c->n_exp && memcmp(c->exp[lo].key, key, 16) == 0; lo++)
+    if (c->exp[lo].db == db) return &c->exp[lo];
+  return NULL;
+}
+
+const char *vf_cfg_name(const vcfg *cf) { return cf->label[0] ? cf->label : "(no name)"; }
+
+/* XXH3-128 of a file, streamed. */
+static int hash_file(const char *path, fc_digest *out) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  XXH3_state_t *st = XXH3_createState();
+  size_t bufsz = 1 << 20;
+  char *buf = fc_malloc(bufsz);
+  int rc = (st && buf) ? 0 : ENOMEM;
+  if (!rc) XXH3_128bits_reset(st);
+  while (!rc) {
+    ssize_t n = read(fd, buf, bufsz);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) rc = errno;
+    if (n <= 0) break;
+    XXH3_128bits_update(st, buf, (size_t)n);
+  }
+  if (!rc) {
+    XXH128_hash_t h = XXH3_128bits_digest(st);
+    for (int i = 0; i < 8; i++) {
+      out->bytes[i] = (uint8_t)(h.low64 >> (8 * i));
+      out->bytes[8 + i] = (uint8_t)(h.high64 >> (8 * i));
+    }
+  }
+  free(buf);
+  XXH3_freeState(st);
+  close(fd);
+  return rc;
+}
+
+static void check_source(vctx *c, const ventry *e, const fc_audio_entry *ae) {
+  char path[4096];
+  if (ae->path_len == 0 || ae->path_len >= sizeof path || memchr(ae->path, 0, ae->path_len)) {
+    vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, e->id, e->id_len, e->id, e->id_len,
+           "source path of %zu bytes cannot be checked", ae->path_len);
+    return;
+  }
+  memcpy(path, ae->path, ae->path_len);
+  path[ae->path_len] = '\0';
+  char *pp = vf_printable(path, ae->path_len);
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, e->id, e->id_len, e->id, e->id_len, "source %s: %s",
+           pp ? pp : "?", strerror(errno));
+    free(pp);
+    return;
+  }
+  int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  int size_changed = (uint64_t)st.st_size != ae->source_size, mtime_changed = mtime != ae->mtime_ns;
+  if (c->o->rehash) {
+    fc_digest d;
+    int rc = hash_file(path, &d);
+    if (rc) {
+      vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, e->id, e->id_len, e->id, e->id_len, "source %s: %s",
+             pp ? pp : "?", strerror(rc));
+    } else if (memcmp(d.bytes, ae->digest.bytes, 16) != 0) {
+      char a[33], b[33];
+      fc_digest_hex(&ae->digest, a);
+      fc_digest_hex(&d, b);
+      vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, e->id, e->id_len, e->id, e->id_len,
+             "source changed: %s hashes to %s, its features were made from %s", pp ? pp : "?", b,
+             a);
+    } else if ((size_changed || mtime_changed) && c->o->sources) {
+      vf_add(c, FC_VERIFY_WARNING, FC_DB_AUDIO, e->id, e->id_len, e->id, e->id_len,
+             "source %s touched (mtime %lld, stored %lld) but its bytes are unchanged",
+             pp ? pp : "?", (long long)mtime, (long long)ae->mtime_ns);
+    }
+  } else if (size_changed) {
+    vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, e->id, e->id_len, e->id, e->id_len,
+           "source changed: %s is %lld bytes, its features were made from %llu bytes",
+           pp ? pp : "?", (long long)st.st_size, (unsigned long long)ae->source_size);
+  } else if (mtime_changed) {
+    vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, e->id, e->id_len, e->id, e->id_len,
+           "source changed: %s has mtime %lld ns, its features were made at %lld ns (--rehash "
+           "tells whether its bytes changed)",
+           pp ? pp : "?", (long long)mtime, (long long)ae->mtime_ns);
+  }
+  free(pp);
+}
+
+/* One entry against every stored config of its kind: the record exists when expected, names its
+ * config, and (mel) has the frame count the config gives for the entry's samples. */
+static void check_entry(vctx *c, fc_rtxn *t, int db, const ventry *e) {
+  fc_digest content;
+  fc_audio_entry ae;
+  memcpy(content.bytes, e->val, 16);
+  int audio = db == FC_DB_AUDIO;
+  if (audio) fc_audio_entry_decode(e->val, e->val_len, &ae);
+  int rdb = audio ? FC_DB_FEAT : FC_DB_TOK;
+  for (size_t j = 0; j < c->n_cfgs && !vf_stopping(c); j++) {
+    const vcfg *cf = &c->cfgs[j];
+    if (cf->kind != (audio ? KIND_MEL : KIND_TOK)) continue;
+    fc_digest key;
+    char hex[33];
+    fc_record_key(&content, &cf->digest, &key);
+    fc_digest_hex(&key, hex);
+    const void *v;
+    size_t vl;
+    int rc = fc_rtxn_get(t, rdb, key.bytes, 16, &v, &vl);
+    if (rc == FC_ENOTFOUND) {
+      if (cf->expected)
+        vf_add(c, FC_VERIFY_ERROR, rdb, hex, 32, e->id, e->id_len,
+               "missing: no %s record for %s config %s %s", audio ? "feature" : "token",
+               audio ? "mel" : "token", vf_cfg_name(cf), cf->hex);
+      continue;
+    }
+    if (rc) {
+      vf_add(c, FC_VERIFY_ERROR, rdb, hex, 32, e->id, e->id_len, "LMDB: %s", fc_strerror(rc));
+      continue;
+    }
+    if (!((const uint8_t *)v >= c->map_lo && (const uint8_t *)v + vl <= c->map_hi)) continue;
+    fc_record_header h;
+    if (fc_record_parse(v, vl, &h, NULL, NULL, 0)) continue; /* the record scan names it */
+    if (memcmp(h.config.bytes, cf->digest.bytes, 16) != 0) {
+      char ch[33];
+      fc_digest_hex(&h.config, ch);
+      vf_add(c, FC_VERIFY_ERROR, rdb, hex, 32, e->id, e->id_len,
+             "record header names config %s, its key is for config %s %s", ch, vf_cfg_name(cf),
+             cf->hex);
+      continue;
+    }
+    if (audio && cf->usable) {
+      uint64_t n = fc_resampled_length(ae.frames, ae.sample_rate, cf->mel.sample_rate);
+      uint64_t want = fc_mel_num_frames(&cf->mel, n);
+      if (h.dim0 != want)
+        vf_add(c, FC_VERIFY_ERROR, rdb, hex, 32, e->id, e->id_len,
+               "%u frames, config %s gives %llu for %llu samples at %u Hz", h.dim0, vf_cfg_name(cf),
+               (unsigned long long)want, (unsigned long long)ae.frames, ae.sample_rate);
+    }
+  }
+  if (audio && (c->o->sources || c->o->rehash)) check_source(c, e, &ae);
+}
+
+int vf_check_entries(vctx *c, int nthreads) {
+  int err = 0;
+  size_t total = c->n_audio + c->n_text;
+#pragma omp parallel num_threads(nthreads)
+  {
+    fc_rtxn *t = NULL;
+    int rc = fc_store_read_begin(c->s, &t);
+    if (rc) {
+#pragma omp critical(verify_err)
+      err = rc;
+    }
+#pragma omp for schedule(dynamic, 64)
+    for (size_t i = 0; i < total; i++) {
+      if (!t || vf_stopping(c)) continue;
+      int audio = i < c->n_audio;
+      const ventry *e = audio ? &c->audio[i] : &c->text[i - c->n_audio];
+      if (e->ok) check_entry(c, t, audio ? FC_DB_AUDIO : FC_DB_TEXT, e);
+    }
+    fc_rtxn_end(t);
+  }
+  return err;
+}
+
+/* ---- step 5: the manifest -------------------------------------------------------------------- */
+
+/* LMDB's default key order: bytes compared over the shorter length, then the shorter first. */
+static int cmp_lmdb(const char *a, size_t al, const char *b, size_t bl) {
+  int d = memcmp(a, b, al < bl ? al : bl);
+  return d ? d : (al < bl ? -1 : al > bl);
+}
+
+static const ventry *find_entry(const ventry *a, size_t n, const char *id, size_t len) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int d = cmp_lmdb(a[mid].id, a[mid].id_len, id, len);
+    if (d == 0) return &a[mid];
+    if (d < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return NULL;
+}
+
+void vf_check_manifest(vctx *c) {
+  const fc_item_list *m = c->o->manifest;
+  for (size_t i = 0; i < m->count && !vf_stopping(c); i++) {
+    const fc_item *it = &m->items[i];
+    char line[32];
+    snprintf(line, sizeof line, "%zu", it->line);
+    if (it->err) {
+      vf_add(c, FC_VERIFY_WARNING, DB_MANIFEST, line, strlen(line), it->id,
+             it->id ? strlen(it->id) : 0, "line skipped: %s",
+             it->why ? it->why : fc_strerror(it->err));
+      continue;
+    }
+    c->r->manifest_items++;
+    size_t len = strlen(it->id);
+    if (!find_entry(c->audio, c->n_audio, it->id, len))
+      vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, it->id, len, it->id, len,
+             "missing: manifest line %zu names it, the store has no audio entry (no features)",
+             it->line);
+    if (c->o->expect_tokens_given && !find_entry(c->text, c->n_text, it->id, len))
+      vf_add(c, FC_VERIFY_ERROR, FC_DB_TEXT, it->id, len, it->id, len,
+             "missing: manifest line %zu names it, the store has no text entry (no tokens)",
+             it->line);
+  }
+}

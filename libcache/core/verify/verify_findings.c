@@ -1,0 +1,87 @@
+/* Findings and the run's stop flags, at the bottom of cache-verify's engine: every step
+ * (verify.c's environment, verify_meta.c, verify_entries.c, verify_scan.c, verify_dataset.c) adds
+ * its findings here and asks here whether to stop; this file calls none of them. */
+#include "libcache/core/verify/verify_int.h"
+#include "formats/common/alloc.h"
+
+const char *const vf_db_names[VF_N_DBS] = {"meta", "audio", "text",    "feat",
+                                           "tok",  "env",   "manifest"};
+double vf_now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int vf_stopping(vctx *c) {
+  if (atomic_load(&c->halt)) return 1;
+  if (c->o->stop && *c->o->stop) {
+    atomic_store(&c->halt, 1);
+    return 1;
+  }
+  return 0;
+}
+
+/* Printable copy of an id or meta key: bytes outside printable ASCII/UTF-8 become \xNN. */
+char *vf_printable(const char *s, size_t len) {
+  int utf8 = fc_utf8_valid(s, len);
+  char *out = fc_malloc(len * 4 + 1), *q = out;
+  if (!out) return NULL;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    if (ch < 0x20 || ch == 0x7f || (ch >= 0x80 && !utf8) || ch == '\\')
+      q += sprintf(q, "\\x%02x", ch);
+    else
+      *q++ = (char)ch;
+  }
+  *q = '\0';
+  return out;
+}
+
+void vf_hex16(const void *k, char out[33]) {
+  fc_digest d;
+  memcpy(d.bytes, k, 16);
+  fc_digest_hex(&d, out);
+}
+
+/* Add a finding; key/id given as byte strings (id_len 0 with id NULL: none). Thread-safe. */
+void vf_add(vctx *c, int sev, int db, const char *key, size_t key_len, const char *id,
+            size_t id_len, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fc_verify_report *r = c->r;
+  pthread_mutex_lock(&c->mu);
+  if (sev == FC_VERIFY_ERROR) {
+    if (c->o->max_errors && r->errors >= c->o->max_errors) {
+      r->stopped = 1;
+      atomic_store(&c->halt, 1);
+      goto out;
+    }
+    r->errors++;
+    if (c->o->max_errors && r->errors >= c->o->max_errors) {
+      r->stopped = 1;
+      atomic_store(&c->halt, 1);
+    }
+  } else {
+    r->warnings++;
+    if (r->warnings > c->max_warnings) goto out;
+  }
+  if (r->count == c->cap) {
+    size_t nc = c->cap ? c->cap * 2 : 64;
+    fc_verify_finding *nf = fc_realloc(r->findings, nc * sizeof *nf);
+    if (!nf) goto out; /* counted, not kept */
+    r->findings = nf;
+    c->cap = nc;
+  }
+  fc_verify_finding *f = &r->findings[r->count];
+  f->severity = sev;
+  f->db = vf_db_names[db];
+  f->key = key ? vf_printable(key, key_len) : NULL;
+  f->id = id ? vf_printable(id, id_len) : NULL;
+  f->problem = fc_strdup(msg);
+  r->count++;
+out:
+  pthread_mutex_unlock(&c->mu);
+}

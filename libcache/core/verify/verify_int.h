@@ -1,0 +1,119 @@
+/* Internals of cache-verify's engine (fc_verify.h), shared by its steps: verify.c (the run, the
+ * findings, step 1: the environment), verify_meta.c (step 2), verify_entries.c (steps 3 and 5),
+ * verify_scan.c (step 4). Private to libcache/core/verify/. */
+#ifndef FC_VERIFY_INT_H
+#define FC_VERIFY_INT_H
+
+#include "formats/common/why.h"
+#include "featcache/fc_verify.h"
+#include "featcache/fc_config.h"
+#include "featcache/fc_format.h"
+#include "featcache/fc_store.h"
+#include "libcache/core/store/store_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+enum { DB_ENV = FC_DB_COUNT, DB_MANIFEST = FC_DB_COUNT + 1 };
+
+enum { KIND_MEL = 1, KIND_TOK = 2 };
+
+typedef struct vcfg {
+  fc_digest digest;
+  char hex[33];
+  int kind; /* KIND_MEL / KIND_TOK, 0 when the JSON could not be read */
+  int usable; /* mel: parsed and valid, so frame counts and dims can be checked */
+  int expected; /* every entry of its kind must have a record */
+  fc_mel_config mel;
+  char label[64]; /* preset or tokenizer name for messages ("" when none) */
+  int tok_dtype; /* token config's dtype when stated, else 0 */
+} vcfg;
+
+typedef struct ventry {
+  const char *id; /* into the main transaction's map: valid while it lives */
+  size_t id_len;
+  const void *val;
+  size_t val_len;
+  int ok; /* decoded */
+} ventry;
+
+typedef struct vexp { /* one (entry, config) pair: the key its record must have */
+  uint8_t key[16];
+  uint32_t entry;
+  uint16_t cfg;
+  uint8_t db; /* FC_DB_FEAT / FC_DB_TOK */
+  uint8_t pad;
+} vexp;
+
+typedef struct vctx {
+  const fc_verify_opts *o;
+  fc_verify_report *r;
+  fc_store *s;
+  pthread_mutex_t mu;
+  size_t cap;
+  atomic_int halt; /* max_errors reached or stop seen (set and read by the scan's threads) */
+  atomic_int nomem; /* a check ran out of memory: the run fails (ENOMEM), it is no finding */
+  uint64_t max_warnings;
+  vcfg *cfgs;
+  size_t n_cfgs;
+  ventry *audio, *text;
+  size_t n_audio, n_text;
+  vexp *exp;
+  size_t n_exp;
+  const uint8_t *map_lo, *map_hi; /* values must lie in [lo, hi): the file's bytes */
+  unsigned part_k, part_n; /* meta part "K/N" of a split store's part (docs/FORMAT.md); n 0: none */
+  uint64_t bytes_done; /* for progress, updated atomically */
+  uint64_t bytes_total;
+  double t0;
+} vctx;
+
+/* ---- shared by the verify_*.c steps (hidden: not exported) -------------------------------------- */
+/* verify_findings.c: the finding db names ("meta", "audio", "text", "feat", "tok", "env",
+ * "manifest"), indexed by the db argument of vf_add. */
+#define VF_N_DBS 7
+extern const char *const vf_db_names[VF_N_DBS];
+double vf_now_s(void);
+/* 1 once the run must stop: max_errors reached or the caller's stop flag set. */
+int vf_stopping(vctx *c);
+/* Printable copy of an id or meta key (malloc'ed): bytes outside printable ASCII/UTF-8 become \xNN. */
+char *vf_printable(const char *s, size_t len);
+void vf_hex16(const void *k, char out[33]);
+/* Add a finding; key/id given as byte strings (id_len 0 with id NULL: none). Thread-safe. */
+void vf_add(vctx *c, int sev, int db, const char *key, size_t key_len, const char *id,
+            size_t id_len, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+
+/* step 2, verify_meta.c: the configs in meta, and which of them every entry must have */
+int vf_read_meta(vctx *c, fc_rtxn *t);
+vcfg *vf_find_cfg(vctx *c, const void *digest);
+int vf_resolve_expected(vctx *c, fc_rtxn *t, char *why, size_t why_len);
+
+/* step 3, verify_entries.c: audio and text entries, their sources; step 5: the manifest */
+int vf_collect(vctx *c, fc_rtxn *t, int db, ventry **out, size_t *n_out);
+int vf_build_expected(vctx *c);
+const vexp *vf_find_exp(vctx *c, const void *key, int db);
+const char *vf_cfg_name(const vcfg *cf);
+int vf_check_entries(vctx *c, int nthreads);
+void vf_check_manifest(vctx *c);
+
+/* step 4, verify_scan.c: every record's header, checksums, dims and expected key */
+int vf_check_records(vctx *c, int nthreads);
+
+/* Index of the first NaN or Inf among n elements of dtype (f32, f16, bf16) at p, or n when all
+ * are finite (integer dtypes: always n). p need not be aligned. */
+size_t find_nonfinite(const void *p, size_t n, int dtype);
+
+#endif

@@ -1,0 +1,594 @@
+/* Reading audio: the file once into memory, libsndfile decode from that memory (virtual I/O), mix
+ * to mono, soxr resampling. The numbers reproduce librosa.load(path, sr=target):
+ *   - soundfile reads with sf_readf_float and libsndfile's default normalisation (int16 x/32768,
+ *     int24 x/2^23, int32 x/2^31, u8 (x-128)/128, float files as stored); we make the same call,
+ *     and like soundfile we read at most the frame count the header announces;
+ *   - librosa.to_mono is np.mean over channels in float32: numpy's pairwise summation (sequential
+ *     below 8 terms, 8 partial sums above), then a float32 division by the channel count;
+ *   - librosa.resample(res_type="soxr_hq") calls python-soxr's soxr.resample(quality="HQ") on
+ *     float32, which is libsoxr with soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I),
+ *     soxr_quality_spec(SOXR_HQ, 0) and the default runtime spec (python-soxr src/soxr_ext.cpp).
+ *     soxr's output does not depend on how its input is chunked, so we feed it block by block;
+ *   - util.fix_length to ceil(n * (target / source)), zero padding or trimming.
+ * 16-bit mono PCM WAV at the target rate (what most TTS corpora hold) is converted here without
+ * libsndfile, to the same bits (wav_pcm16_mono); featurize's GPU path takes those samples as they
+ * are in the file (audio_pcm16_view) and the GPU converts them the same way. Mono at the target
+ * rate in any other format is decoded straight into the output buffer.
+ *
+ * Memory of one decode: the file bytes (the caller's) + the output samples (4 bytes × output
+ * frames) + one 8192-frame interleaved block + soxr's state (tens of KB). The source is never
+ * held as float at its own rate and channel count: a 1-hour 44.1 kHz stereo 16-bit WAV (635 MB)
+ * resampled to 22.05 kHz holds 635 MB + 318 MB. */
+#include "featcache/fc_audio.h"
+#include "libcache/mel/featurize/audio_int.h"
+#include "formats/common/alloc.h"
+#include "formats/common/fault.h"
+#include "formats/common/why.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <fcntl.h>
+#include <math.h>
+#include <sndfile.h>
+#include <soxr.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define BLOCK_FRAMES 8192
+
+/* ---- reading the file ------------------------------------------------------------------------- */
+int audio_read_into(const char *path, uint64_t max_bytes, uint8_t **buf, size_t *cap, size_t *len,
+                    fc_audio_info *info) {
+  *len = 0;
+  if (info) memset(info, 0, sizeof *info);
+  int fd = fault_hit("open") ? (errno = EIO, -1) : open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  int rc = 0;
+  size_t have = 0, want;
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    rc = errno;
+    goto fail;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    rc = EISDIR;
+    goto fail;
+  }
+  if (S_ISREG(st.st_mode)) {
+    if (st.st_size == 0) {
+      rc = FC_EEMPTY;
+      goto fail;
+    }
+    if (max_bytes && (uint64_t)st.st_size > max_bytes) {
+      rc = FC_ETOOLONG;
+      goto fail;
+    }
+    if ((uint64_t)st.st_size >= SIZE_MAX) {
+      rc = ENOMEM;
+      goto fail;
+    }
+    want = (size_t)st.st_size + 1; /* +1: a file that grew is noticed without a second buffer */
+  } else {
+    want = 1 << 16; /* a pipe or device: read to EOF */
+  }
+  if (*cap < want) {
+    uint8_t *n = fc_realloc(*buf, want);
+    if (!n) {
+      rc = ENOMEM;
+      goto fail;
+    }
+    *buf = n;
+    *cap = want;
+  }
+  for (;;) {
+    if (have == want) {
+      if (S_ISREG(st.st_mode)) break; /* read as many bytes as stat said (and one more) */
+      if (have == *cap) {
+        size_t ncap = *cap * 2;
+        uint8_t *n = fc_realloc(*buf, ncap);
+        if (!n) {
+          rc = ENOMEM;
+          goto fail;
+        }
+        *buf = n;
+        *cap = ncap;
+      }
+      want = *cap;
+    }
+    ssize_t got = fault_hit("read") ? (errno = EIO, -1) : read(fd, *buf + have, want - have);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      rc = errno;
+      goto fail;
+    }
+    if (got == 0) break;
+    have += (size_t)got;
+    if (max_bytes && have > max_bytes) {
+      rc = FC_ETOOLONG;
+      goto fail;
+    }
+  }
+  if (have == 0) {
+    rc = FC_EEMPTY;
+    goto fail;
+  }
+  close(fd);
+  *len = have;
+  if (info) {
+    info->size = have;
+    info->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  }
+  return 0;
+fail:
+  close(fd);
+  return rc;
+}
+
+int fc_audio_read_file(const char *path, uint64_t max_bytes, void **bytes, size_t *len,
+                       fc_audio_info *info) {
+  uint8_t *buf = NULL;
+  size_t cap = 0;
+  int rc = audio_read_into(path, max_bytes, &buf, &cap, len, info);
+  if (rc) {
+    free(buf);
+    buf = NULL;
+  }
+  *bytes = buf;
+  return rc;
+}
+
+/* ---- libsndfile virtual I/O over a memory buffer --------------------------------------------- */
+typedef struct mem_file {
+  const uint8_t *data;
+  sf_count_t len, pos;
+} mem_file;
+
+static sf_count_t vio_get_filelen(void *user) { return ((mem_file *)user)->len; }
+
+static sf_count_t vio_seek(sf_count_t offset, int whence, void *user) {
+  mem_file *m = user;
+  sf_count_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? m->pos : m->len;
+  sf_count_t pos = base + offset;
+  if (pos < 0) return -1;
+  m->pos = pos; /* past the end is allowed, as with lseek; reads there return 0 */
+  return pos;
+}
+
+static sf_count_t vio_read(void *ptr, sf_count_t count, void *user) {
+  mem_file *m = user;
+  if (count <= 0 || m->pos >= m->len) return 0;
+  sf_count_t n = m->len - m->pos < count ? m->len - m->pos : count;
+  memcpy(ptr, m->data + m->pos, (size_t)n);
+  m->pos += n;
+  return n;
+}
+
+static sf_count_t vio_write(const void *ptr, sf_count_t count, void *user) {
+  (void)ptr, (void)count, (void)user;
+  return 0;
+}
+
+static sf_count_t vio_tell(void *user) { return ((mem_file *)user)->pos; }
+
+/* ---- format checks libsndfile does not make --------------------------------------------------- */
+static uint32_t le32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* A RIFF WAVE whose data chunk claims more bytes than the file holds: libsndfile quietly reads
+ * what is there, librosa too, but a cut-off download is not an utterance. Returns 1 and the
+ * frame counts when truncated. Sizes 0 and >= 0x7FFFF000 are "length unknown" markers written by
+ * streaming writers (ffmpeg to a pipe writes 0xFFFFFFFF), not claims. */
+static int wav_truncated(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *held) {
+  if (len < 12 || memcmp(b, "RIFF", 4) != 0 || memcmp(b + 8, "WAVE", 4) != 0) return 0;
+  size_t pos = 12;
+  unsigned block_align = 0;
+  while (pos + 8 <= len) {
+    uint32_t size = le32(b + pos + 4);
+    if (memcmp(b + pos, "fmt ", 4) == 0 && size >= 16 && pos + 8 + 16 <= len) {
+      block_align = (unsigned)b[pos + 8 + 12] | (unsigned)b[pos + 8 + 13] << 8;
+    } else if (memcmp(b + pos, "data", 4) == 0) {
+      size_t avail = len - (pos + 8);
+      if (block_align == 0 || size == 0 || size >= 0x7FFFF000u || size <= avail) return 0;
+      *declared = size / block_align;
+      *held = avail / block_align;
+      return 1;
+    }
+    if ((uint64_t)size + (size & 1) > len - pos - 8) return 0;
+    pos += 8 + (size_t)size + (size & 1);
+  }
+  return 0;
+}
+
+/* The common case, decoded without libsndfile: a RIFF WAVE of 16-bit mono PCM whose chunks are
+ * all well formed, "fmt " (plain PCM: 16 bytes, or 18 with no extension) before "data", the data
+ * chunk complete and non-empty. For exactly these files libsndfile reads size / 2 frames and
+ * returns sample * (1.0f / 0x8000) (pcm.c, normalisation on), which is what wav_decode_pcm16
+ * computes: the same bits, without libsndfile's block copies and scalar conversion. Anything else
+ * (other encodings, extensible headers, odd or streaming sizes, a big-endian host) goes through
+ * libsndfile. Returns 1 and the data chunk when the file is such a WAV. */
+static int wav_pcm16_mono(const uint8_t *b, size_t len, const uint8_t **data, size_t *frames,
+                          uint32_t *rate) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (len < 12 || memcmp(b, "RIFF", 4) != 0 || memcmp(b + 8, "WAVE", 4) != 0) return 0;
+  size_t pos = 12;
+  uint32_t sr = 0;
+  while (pos + 8 <= len) {
+    const uint8_t *c = b + pos;
+    uint32_t size = le32(c + 4);
+    if ((uint64_t)size > len - pos - 8) return 0;
+    if (memcmp(c, "fmt ", 4) == 0) {
+      if (sr || (size != 16 && size != 18)) return 0;
+      const uint8_t *f = c + 8;
+      unsigned tag = f[0] | f[1] << 8, ch = f[2] | f[3] << 8, align = f[12] | f[13] << 8,
+               bits = f[14] | f[15] << 8;
+      uint32_t r = le32(f + 4), byte_rate = le32(f + 8);
+      if (tag != 1 || ch != 1 || align != 2 || bits != 16 || r == 0 || byte_rate != 2 * r) return 0;
+      if (size == 18 && (f[16] | f[17]) != 0) return 0;
+      sr = r;
+    } else if (memcmp(c, "data", 4) == 0) {
+      if (!sr || size == 0 || size % 2 || size >= 0x7FFFF000u) return 0;
+      *data = c + 8;
+      *frames = size / 2;
+      *rate = sr;
+      return 1;
+    }
+    if ((uint64_t)size + (size & 1) > len - pos - 8) return 0;
+    pos += 8 + (size_t)size + (size & 1);
+  }
+#else
+  (void)b, (void)len, (void)data, (void)frames, (void)rate;
+#endif
+  return 0;
+}
+
+static void wav_decode_pcm16(const uint8_t *data, size_t frames, float *out) {
+  const float norm = 1.0f / 32768.0f; /* libsndfile's 1.0 / ((float) 0x8000) */
+  for (size_t i = 0; i < frames; i++) {
+    int16_t v;
+    memcpy(&v, data + 2 * i, sizeof v);
+    out[i] = (float)v * norm;
+  }
+}
+
+int audio_pcm16_view(const void *bytes, size_t len, uint32_t target_rate, double max_seconds,
+                     const void **pcm, size_t *n_samples, fc_audio_info *info, char *why,
+                     size_t why_len) {
+  const uint8_t *data;
+  size_t frames;
+  uint32_t rate;
+  *pcm = NULL;
+  *n_samples = 0;
+  if (!bytes || !wav_pcm16_mono(bytes, len, &data, &frames, &rate) ||
+      (target_rate != 0 && target_rate != rate))
+    return 0;
+  if (info) {
+    info->sample_rate = rate;
+    info->channels = 1;
+    info->frames = frames;
+    info->format = SF_FORMAT_WAV | SF_FORMAT_PCM_16;
+  }
+  if (max_seconds > 0 && (double)frames > max_seconds * rate) {
+    if (info) info->frames = 0;
+    fc_why(why, why_len, "%.1f s long, over the %.1f s limit", (double)frames / rate, max_seconds);
+    return FC_ETOOLONG;
+  }
+  *pcm = data;
+  *n_samples = frames;
+  return 1;
+}
+
+/* Formats whose header frame count is exact, so fewer decoded frames mean a damaged file.
+ * MP3 and Ogg headers only estimate it. */
+static int header_frames_exact(int format) {
+  int major = format & SF_FORMAT_TYPEMASK, sub = format & SF_FORMAT_SUBMASK;
+  if (major == SF_FORMAT_OGG || major == SF_FORMAT_MPEG) return 0;
+  if (sub == SF_FORMAT_VORBIS || sub == SF_FORMAT_OPUS || sub == SF_FORMAT_MPEG_LAYER_I ||
+      sub == SF_FORMAT_MPEG_LAYER_II || sub == SF_FORMAT_MPEG_LAYER_III)
+    return 0;
+  return 1;
+}
+
+/* Does the start look like some audio container (so a failure means "damaged", not "not audio")? */
+static const char *audio_magic(const uint8_t *b, size_t len) {
+  static const struct {
+    const char *magic, *name;
+  } m[] = {{"RIFF", "WAV"}, {"RIFX", "WAV"}, {"RF64", "WAV"}, {"FORM", "AIFF"}, {"fLaC", "FLAC"},
+           {"OggS", "Ogg"}, {"ID3", "MP3"},  {".snd", "AU"},  {"caff", "CAF"},  {"NIST", "NIST"}};
+  for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+    size_t n = strlen(m[i].magic);
+    if (len >= n && memcmp(b, m[i].magic, n) == 0) return m[i].name;
+  }
+  if (len >= 2 && b[0] == 0xFF && (b[1] & 0xE0) == 0xE0) return "MPEG";
+  return NULL;
+}
+
+/* ---- mixing ----------------------------------------------------------------------------------- */
+/* numpy's pairwise_sum for float32 (numpy/_core/src/umath/loops_utils.h.src), which np.mean uses
+ * along the channel axis of soundfile's (frames, channels) array: the same additions in the same
+ * order give the same float32 result. */
+static float pairwise_sum(const float *a, size_t n) {
+  if (n < 8) {
+    float res = -0.0f;
+    for (size_t i = 0; i < n; i++) res += a[i];
+    return res;
+  }
+  if (n <= 128) {
+    float r[8];
+    for (int j = 0; j < 8; j++) r[j] = a[j];
+    size_t i;
+    for (i = 8; i < n - (n % 8); i += 8)
+      for (int j = 0; j < 8; j++) r[j] += a[i + (size_t)j];
+    float res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; i++) res += a[i];
+    return res;
+  }
+  size_t n2 = n / 2;
+  n2 -= n2 % 8;
+  return pairwise_sum(a, n2) + pairwise_sum(a + n2, n - n2);
+}
+
+static void mix_to_mono(const float *in, size_t frames, unsigned channels, float *out) {
+  if (channels == 1) {
+    memcpy(out, in, frames * sizeof *out);
+    return;
+  }
+  const float c = (float)channels;
+  for (size_t i = 0; i < frames; i++) out[i] = pairwise_sum(in + i * channels, channels) / c;
+}
+
+/* ---- the output buffer ------------------------------------------------------------------------ */
+typedef struct sample_buf {
+  float *v;
+  size_t n, cap;
+} sample_buf;
+
+static int sample_buf_reserve(sample_buf *b, size_t extra) {
+  if (b->cap - b->n >= extra) return 0;
+  size_t need = b->n + extra;
+  if (need < b->n) return ENOMEM;
+  size_t ncap = b->cap ? b->cap : 4096;
+  while (ncap < need) {
+    if (ncap > SIZE_MAX / 2 / sizeof(float)) return ENOMEM;
+    ncap *= 2;
+  }
+  float *v = fc_realloc(b->v, ncap * sizeof *v);
+  if (!v) return ENOMEM;
+  b->v = v;
+  b->cap = ncap;
+  return 0;
+}
+
+/* Push in_len mono samples through soxr into out (in NULL: flush the tail). */
+static int resample_push(soxr_t s, const float *in, size_t in_len, double ratio, sample_buf *out,
+                         char *why, size_t why_len) {
+  size_t used = 0;
+  for (;;) {
+    /* Offer soxr only about what this input can produce: it misbehaves when given gigabytes of
+     * output room (found by fuzzing a FLAC header that claims 2^31 frames). */
+    size_t room = (size_t)ceil((double)(in_len - used) * ratio) + 1024;
+    if (sample_buf_reserve(out, room)) return ENOMEM;
+    size_t idone = 0, odone = 0;
+    soxr_error_t e = soxr_process(s, in ? in + used : NULL, in ? in_len - used : 0,
+                                  in ? &idone : NULL, out->v + out->n, room, &odone);
+    if (e) {
+      fc_why(why, why_len, "resampling failed: %s", e);
+      return FC_EDECODE;
+    }
+    out->n += odone;
+    used += idone;
+    if (in ? used >= in_len : odone == 0) return 0;
+    if (in && idone == 0 && odone == 0) return 0; /* cannot happen with room to spare */
+  }
+}
+
+/* ---- decode ----------------------------------------------------------------------------------- */
+int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double max_seconds,
+                    float **samples, size_t *n_samples, fc_audio_info *info, char *why,
+                    size_t why_len) {
+  *samples = NULL;
+  *n_samples = 0;
+  if (why && why_len) why[0] = '\0';
+  if (!bytes || len == 0) {
+    fc_why(why, why_len, "empty file");
+    return FC_EEMPTY;
+  }
+  const void *pcm;
+  size_t pcm_frames;
+  const int view =
+      audio_pcm16_view(bytes, len, target_rate, max_seconds, &pcm, &pcm_frames, info, why, why_len);
+  if (view < 0) return view;
+  if (view == 1) {
+    float *v = fc_malloc(pcm_frames * sizeof *v);
+    if (!v) return ENOMEM;
+    wav_decode_pcm16(pcm, pcm_frames, v);
+    *samples = v;
+    *n_samples = pcm_frames;
+    return 0;
+  }
+  mem_file mem = {.data = bytes, .len = (sf_count_t)len, .pos = 0};
+  SF_VIRTUAL_IO vio = {vio_get_filelen, vio_seek, vio_read, vio_write, vio_tell};
+  SF_INFO sfi;
+  memset(&sfi, 0, sizeof sfi);
+  /* A failed open leaves its reason in libsndfile's one global error, which the next open in any
+   * thread overwrites ("No Error."): opens are serialized so the reason read is this file's. */
+  static pthread_mutex_t sf_open_mu = PTHREAD_MUTEX_INITIALIZER;
+  char sf_reason[128] = "";
+  pthread_mutex_lock(&sf_open_mu);
+  SNDFILE *sf = fault_hit("decode") ? NULL : sf_open_virtual(&vio, SFM_READ, &sfi, &mem);
+  if (!sf) snprintf(sf_reason, sizeof sf_reason, "%s", sf_strerror(NULL));
+  pthread_mutex_unlock(&sf_open_mu);
+  if (!sf) {
+    const char *kind = audio_magic(bytes, len);
+    if (kind)
+      fc_why(why, why_len, "damaged %s file (libsndfile: %s)", kind, sf_reason);
+    else
+      fc_why(why, why_len, "not an audio file (libsndfile: %s)", sf_reason);
+    return FC_EDECODE;
+  }
+
+  int rc = 0;
+  float *block = NULL, *mono = NULL;
+  soxr_t rs = NULL;
+  sample_buf out = {0};
+  const unsigned channels = sfi.channels > 0 ? (unsigned)sfi.channels : 0;
+  const uint32_t src_rate = sfi.samplerate > 0 ? (uint32_t)sfi.samplerate : 0;
+  const uint32_t dst_rate = target_rate ? target_rate : src_rate;
+  const int frames_known = sfi.frames >= 0 && sfi.frames < SF_COUNT_MAX;
+  if (info) {
+    info->sample_rate = src_rate;
+    info->channels = channels;
+    info->frames = 0;
+    info->format = sfi.format;
+  }
+  if (channels == 0 || src_rate == 0) {
+    fc_why(why, why_len, "invalid header: %d channels at %d Hz", sfi.channels, sfi.samplerate);
+    rc = FC_EDECODE;
+    goto done;
+  }
+  uint64_t declared, held;
+  if (wav_truncated(bytes, len, &declared, &held)) {
+    fc_why(why, why_len, "truncated: header says %llu frames, file holds %llu",
+           (unsigned long long)declared, (unsigned long long)held);
+    rc = FC_EDECODE;
+    goto done;
+  }
+  const double max_frames = max_seconds > 0 ? max_seconds * src_rate : INFINITY;
+  if (frames_known && (double)sfi.frames > max_frames) {
+    fc_why(why, why_len, "%.1f s long, over the %.1f s limit", (double)sfi.frames / src_rate,
+           max_seconds);
+    rc = FC_ETOOLONG;
+    goto done;
+  }
+  if (frames_known && sfi.frames == 0) {
+    fc_why(why, why_len, "no samples");
+    rc = FC_EEMPTY;
+    goto done;
+  }
+
+  const double ratio =
+      (double)dst_rate / (double)src_rate; /* librosa: float(target_sr) / orig_sr */
+  if (ratio > 64.0 || ratio < 1.0 / 256.0) {
+    /* Not speech audio (a damaged header says 3 Hz, say): a few bytes must not become gigabytes. */
+    fc_why(why, why_len, "unsupported sample rate conversion: %u Hz to %u Hz", src_rate, dst_rate);
+    rc = FC_EDECODE;
+    goto done;
+  }
+  if (dst_rate != src_rate) {
+    soxr_error_t e = NULL;
+    soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
+    soxr_quality_spec_t q = soxr_quality_spec(SOXR_HQ, 0);
+    rs = fault_hit("resample")
+             ? NULL
+             : soxr_create((double)src_rate, (double)dst_rate, 1, &e, &io, &q, NULL);
+    if (!rs || e) {
+      fc_why(why, why_len, "cannot resample %u Hz to %u Hz: %s", src_rate, dst_rate,
+             e ? e : "soxr_create failed");
+      rc = FC_EDECODE;
+      goto done;
+    }
+  }
+  if (frames_known) { /* one allocation in the usual case; a header is only a hint */
+    double hint = fmin((double)sfi.frames, 16.0 * (double)len);
+    double want = ceil(hint * ratio) + 1024;
+    if (want < (double)(SIZE_MAX / sizeof(float)) && sample_buf_reserve(&out, (size_t)want)) {
+      rc = ENOMEM;
+      goto done;
+    }
+  }
+  /* libsndfile caps channels at 1024, so the block is at most 32 MB. */
+  if (!(block = fc_malloc((size_t)BLOCK_FRAMES * channels * sizeof *block)) ||
+      !(mono = fc_malloc(BLOCK_FRAMES * sizeof *mono))) {
+    rc = ENOMEM;
+    goto done;
+  }
+
+  /* Like soundfile's read(): at most the frames the header announces. */
+  const sf_count_t limit = frames_known ? sfi.frames : SF_COUNT_MAX;
+  sf_count_t decoded = 0;
+  while (decoded < limit) {
+    sf_count_t want = limit - decoded < BLOCK_FRAMES ? limit - decoded : BLOCK_FRAMES;
+    /* Mono at the target rate (the usual case) decodes straight into the output: no block, no
+     * mix, no copy. */
+    const int direct = channels == 1 && !rs;
+    if (direct && sample_buf_reserve(&out, (size_t)want)) {
+      rc = ENOMEM;
+      goto done;
+    }
+    sf_count_t got = sf_readf_float(sf, direct ? out.v + out.n : block, want);
+    if (got <= 0) break;
+    decoded += got;
+    if ((double)decoded > max_frames) {
+      fc_why(why, why_len, "over the %.1f s limit", max_seconds);
+      rc = FC_ETOOLONG;
+      goto done;
+    }
+    if (direct) {
+      out.n += (size_t)got;
+      continue;
+    }
+    mix_to_mono(block, (size_t)got, channels, mono);
+    if (rs) {
+      if ((rc = resample_push(rs, mono, (size_t)got, ratio, &out, why, why_len))) goto done;
+    } else {
+      if (sample_buf_reserve(&out, (size_t)got)) {
+        rc = ENOMEM;
+        goto done;
+      }
+      memcpy(out.v + out.n, mono, (size_t)got * sizeof *mono);
+      out.n += (size_t)got;
+    }
+  }
+  int sf_err = sf_error(sf);
+  if (frames_known && decoded < sfi.frames && header_frames_exact(sfi.format)) {
+    fc_why(why, why_len, "truncated: header says %lld frames, file holds %lld%s%s%s",
+           (long long)sfi.frames, (long long)decoded, sf_err ? " (libsndfile: " : "",
+           sf_err ? sf_strerror(sf) : "", sf_err ? ")" : "");
+    rc = FC_EDECODE;
+    goto done;
+  }
+  if (sf_err != SF_ERR_NO_ERROR) {
+    fc_why(why, why_len, "decode error after %lld frames: %s", (long long)decoded, sf_strerror(sf));
+    rc = FC_EDECODE;
+    goto done;
+  }
+  if (info) info->frames = (uint64_t)decoded;
+  if (decoded == 0) {
+    fc_why(why, why_len, "no samples");
+    rc = FC_EEMPTY;
+    goto done;
+  }
+
+  size_t n_out = (size_t)decoded;
+  if (rs) {
+    if ((rc = resample_push(rs, NULL, 0, ratio, &out, why, why_len))) goto done;
+    n_out = (size_t)ceil((double)decoded * ratio); /* librosa: int(np.ceil(n * ratio)) */
+    if (n_out > out.n) { /* fix_length: zero-pad */
+      if (sample_buf_reserve(&out, n_out - out.n)) {
+        rc = ENOMEM;
+        goto done;
+      }
+      memset(out.v + out.n, 0, (n_out - out.n) * sizeof *out.v);
+    }
+    out.n = n_out; /* or trim */
+  }
+  if (out.cap > out.n + out.n / 8 + 4096) { /* give back a generous over-allocation */
+    float *v = fc_realloc(out.v, out.n * sizeof *v);
+    if (v) out.v = v;
+  }
+  *samples = out.v;
+  *n_samples = out.n;
+  out.v = NULL;
+
+done:
+  if (rs) soxr_delete(rs);
+  free(mono);
+  free(block);
+  free(out.v);
+  sf_close(sf);
+  return rc;
+}

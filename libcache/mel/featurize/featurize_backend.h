@@ -1,0 +1,84 @@
+/* Compute backends of the featurize pipeline (private to libcache/featurize*.c).
+ *
+ * This is the one place a device becomes code: fz_backend_for() maps a resolved fc_device to
+ * its backend. A CUDA backend plugs in by adding its table in featurize_device.c (and making
+ * fc_device_resolve accept the device); the pipeline itself does not change.
+ *
+ * A backend computes float32 [frames][n_mels] features for one utterance at a time, called from
+ * `workers` threads at once, each passing its own worker number (the CPU); or it is a staging
+ * backend (CUDA): the workers write decoded samples into its chunks and the pipeline launches
+ * them (below). A backend that cannot take an utterance because it is too long for it returns
+ * FC_ETOOLONG (or, staging, it is longer than a chunk): the pipeline then computes it on the CPU
+ * (producer 1). */
+#ifndef FC_FEATURIZE_BACKEND_H
+#define FC_FEATURIZE_BACKEND_H
+
+#include "featcache/fc_featurize.h"
+#include "featcache/fc_format.h"
+
+/* A staging backend's ring (stage_info): its chunk count and what one chunk holds. */
+typedef struct fc_fz_stage_info {
+  unsigned chunks; /* chunks in the ring (>= 1): at most this many filling or in flight */
+  size_t capacity; /* samples per chunk; longer utterances are computed on the CPU */
+  uint64_t max_frames; /* frames per chunk (sum over its utterances) */
+  size_t max_utts; /* utterances per chunk */
+  double launch_wait; /* seconds a chunk fills before it is launched anyway (0: 2 ms) */
+} fc_fz_stage_info;
+
+/* One launch of a chunk. Its staging buffer holds n16 int16 samples at its start (sample v stands
+ * for exactly the float v / 32768, fc_cu_i16_to_f32: 16-bit sources at half the bytes) and nf
+ * float samples at its end (its last nf * 4 bytes), n16 + nf <= capacity. The launch's samples, as
+ * floats, are the int16 ones converted, then the float ones: utterance i is the len[i] samples from
+ * sample_off[i] of that sequence. */
+typedef struct fc_fz_launch {
+  size_t count; /* utterances, <= max_utts */
+  const uint64_t *sample_off, *len;
+  size_t n16, nf;
+  uint64_t frames; /* their total frames, <= max_frames */
+  int dtype; /* f32, f16 or bf16 */
+} fc_fz_launch;
+
+typedef struct fc_fz_backend {
+  const char *name; /* "cpu", "cuda" */
+  uint32_t producer; /* FC_PRODUCER_* written into record headers */
+  /* Prepare for `workers` threads computing cfg on dev. Called once, before the workers start.
+   * *state is freed with close. Returns 0 or an error with a reason in why. */
+  int (*open)(const fc_mel_config *cfg, const fc_device *dev, unsigned workers, void **state,
+              char *why, size_t why_len);
+  /* Features of n mono samples at cfg->sample_rate into out (fc_mel_num_frames(cfg, n) * n_mels
+   * floats). Thread-safe across distinct worker numbers. */
+  int (*compute)(void *state, unsigned worker, const float *x, size_t n, float *out);
+  void (*close)(void *state);
+  /* A staging backend (a GPU) sets these instead of compute (docs/featurize.md "Pipeline"). It owns
+   * a ring of chunks, each a staging buffer the workers write their decoded samples into (pinned
+   * host memory on CUDA, made once by open) plus what one launch needs on the device. The pipeline
+   * fills a chunk, launches it (asynchronous: copy up, compute, copy back) from its launch thread
+   * and collects its features with finish from its completion thread, in launch order; several
+   * chunks are in flight at once. A chunk is never launched again before its finish returned. */
+  void (*stage_info)(void *state, fc_fz_stage_info *info);
+  /* Chunk `chunk`'s staging buffer: info.capacity * 4 bytes. Valid until close. */
+  void *(*stage_buffer)(void *state, unsigned chunk);
+  /* Start computing the utterances of l in chunk `chunk`; returns without waiting. */
+  int (*launch)(void *state, unsigned chunk, const fc_fz_launch *l);
+  /* Wait for chunk `chunk`'s launch; *out then points at the features of its utterances in launch
+   * order, packed time-major in l->dtype (utterance i from the sum of the frames before it). *out
+   * is valid until the chunk is launched again. */
+  int (*finish)(void *state, unsigned chunk, const void **out);
+} fc_fz_backend;
+
+/* The staging ring the CUDA backend gives (its stage_info), known without a GPU: a zero-cost
+ * staging backend that stands in for the GPU on a machine without one (scripts/bench-host) takes
+ * the same geometry. */
+void fz_cuda_stage_geometry(const fc_mel_config *cfg, fc_fz_stage_info *info);
+
+/* The backend for a resolved device (fc_device_resolve); NULL when this build has none. */
+const fc_fz_backend *fz_backend_for(const fc_device *dev);
+
+/* fc_featurize_run with a given backend (NULL: the device's, chosen as fc_featurize_run does;
+ * else opts->device is taken as is). For tests: a fake backend exercises the pipeline's hand-offs,
+ * deadlines and fallbacks on any machine. */
+int fz_pipeline_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_t n,
+                    const fc_featurize_opts *opts, const fc_fz_backend *backend,
+                    fc_featurize_stats *stats, char *why, size_t why_len);
+
+#endif

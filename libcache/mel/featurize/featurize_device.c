@@ -1,0 +1,225 @@
+/* Devices for featurize: parsing "auto|cpu|cuda[:N]", resolving them against this build, and the
+ * backend tables (featurize_backend.h). Everything that knows which devices exist is here. */
+#include "libcache/mel/featurize/featurize_backend.h"
+
+#include "kernels/cuda/cuda_api.h"
+#include "kernels/cuda/cuda_ring.h"
+#include "formats/common/alloc.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int set_why(char *why, size_t why_len, int rc, const char *fmt, ...) {
+  if (why && why_len) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, why_len, fmt, ap);
+    va_end(ap);
+  }
+  return rc;
+}
+
+int fc_device_parse(const char *spec, fc_device *out, char *why, size_t why_len) {
+  if (why && why_len) why[0] = '\0';
+  memset(out, 0, sizeof *out);
+  if (!spec) spec = "";
+  if (strcmp(spec, "auto") == 0) {
+    out->kind = FC_DEVICE_AUTO;
+    return 0;
+  }
+  if (strcmp(spec, "cpu") == 0) {
+    out->kind = FC_DEVICE_CPU;
+    return 0;
+  }
+  if (strncmp(spec, "cuda", 4) == 0) {
+    out->kind = FC_DEVICE_CUDA;
+    if (spec[4] == '\0') return 0;
+    if (spec[4] == ':' && spec[5] >= '0' && spec[5] <= '9') {
+      char *end;
+      errno = 0;
+      long v = strtol(spec + 5, &end, 10);
+      if (!*end && !errno && v >= 0 && v <= 1023) {
+        out->index = (int)v;
+        return 0;
+      }
+    }
+  }
+  return set_why(why, why_len, FC_ECONFIG, "unknown device '%s' (want auto, cpu, cuda or cuda:N)",
+                 spec);
+}
+
+/* auto: the first CUDA device when one is usable, else the CPU with the reason in why (the tool
+ * prints it at -v). cuda[:N]: that device or FC_ENODEVICE with the runtime's reason. */
+int fc_device_resolve(const fc_device *want, fc_device *got, char *why, size_t why_len) {
+  if (why && why_len) why[0] = '\0';
+  memset(got, 0, sizeof *got);
+  int n = 0;
+  char reason[256] = "";
+  switch (want->kind) {
+  case FC_DEVICE_AUTO:
+    if (cuda_device_count(&n, reason, sizeof reason) == 0 && n > 0) {
+      got->kind = FC_DEVICE_CUDA;
+      got->index = 0;
+      return 0;
+    }
+    got->kind = FC_DEVICE_CPU;
+    set_why(why, why_len, 0, "%s", reason);
+    return 0;
+  case FC_DEVICE_CPU: got->kind = FC_DEVICE_CPU; return 0;
+  case FC_DEVICE_CUDA:
+    if (cuda_device_count(&n, reason, sizeof reason) != 0)
+      return set_why(why, why_len, FC_ENODEVICE, "%s", reason);
+    if (want->index >= n)
+      return set_why(why, why_len, FC_ENODEVICE,
+                     "no CUDA device: device %d does not exist (%d present)", want->index, n);
+    *got = *want;
+    return 0;
+  }
+  return set_why(why, why_len, FC_ECONFIG, "unknown device kind %d", (int)want->kind);
+}
+
+/* Auto's rule (docs/featurize.md "Choosing the device"): the CPU path runs at ~3000x realtime per
+ * core; the GPU's start-up costs 0.3-0.6 s. Below about one second of CPU work the start-up would
+ * dominate, so the default threshold is that second: 3000 s of audio per worker. */
+enum { AUTO_CPU_RATE = 3000, AUTO_BYTES_PER_SECOND = 44100 };
+
+int fc_featurize_choose_device(const fc_device *want, const fc_item *items, size_t n, unsigned jobs,
+                               double gpu_min_seconds, fc_device *got, char *why, size_t why_len) {
+  if (want->kind != FC_DEVICE_AUTO || !cuda_built())
+    return fc_device_resolve(want, got, why, why_len);
+  if (why && why_len) why[0] = '\0';
+  double min_s = gpu_min_seconds > 0   ? gpu_min_seconds
+                 : gpu_min_seconds < 0 ? 0
+                                       : (double)AUTO_CPU_RATE * (jobs ? jobs : 1);
+  double bytes = 0, need = min_s * AUTO_BYTES_PER_SECOND;
+  for (size_t i = 0; i < n && bytes < need; i++) {
+    struct stat sb;
+    if (items[i].path && !items[i].err && stat(items[i].path, &sb) == 0 && S_ISREG(sb.st_mode))
+      bytes += (double)sb.st_size;
+  }
+  if (bytes < need) {
+    memset(got, 0, sizeof *got);
+    got->kind = FC_DEVICE_CPU;
+    set_why(why, why_len, 0,
+            "small job: about %.0f s of audio, below the %.0f s for which the GPU's start-up pays "
+            "off",
+            bytes / AUTO_BYTES_PER_SECOND, min_s);
+    return 0;
+  }
+  return fc_device_resolve(want, got, why, why_len);
+}
+
+const char *fc_device_name(const fc_device *d, char *buf, size_t buf_len) {
+  switch (d->kind) {
+  case FC_DEVICE_AUTO: snprintf(buf, buf_len, "auto"); break;
+  case FC_DEVICE_CPU: snprintf(buf, buf_len, "cpu"); break;
+  case FC_DEVICE_CUDA: snprintf(buf, buf_len, "cuda:%d", d->index); break;
+  default: snprintf(buf, buf_len, "?"); break;
+  }
+  return buf;
+}
+
+/* ---- the CPU backend: one fc_mel_plan per worker (clones share the tables and FFTW plans) ---- */
+typedef struct cpu_state {
+  unsigned workers;
+  fc_mel_plan *plans[];
+} cpu_state;
+
+static void cpu_close(void *state) {
+  cpu_state *c = state;
+  if (!c) return;
+  for (unsigned i = 0; i < c->workers; i++) fc_mel_plan_free(c->plans[i]);
+  free(c);
+}
+
+static int cpu_open(const fc_mel_config *cfg, const fc_device *dev, unsigned workers, void **state,
+                    char *why, size_t why_len) {
+  (void)dev;
+  *state = NULL;
+  if (workers == 0) workers = 1;
+  cpu_state *c = fc_calloc(1, sizeof *c + workers * sizeof c->plans[0]);
+  if (!c) return ENOMEM;
+  c->workers = workers;
+  int rc = fc_mel_plan_create(cfg, &c->plans[0]);
+  for (unsigned i = 1; i < workers && !rc; i++) rc = fc_mel_plan_clone(c->plans[0], &c->plans[i]);
+  if (rc) {
+    cpu_close(c);
+    return set_why(why, why_len, rc, "cannot plan the mel computation: %s", fc_strerror(rc));
+  }
+  *state = c;
+  return 0;
+}
+
+static int cpu_compute(void *state, unsigned worker, const float *x, size_t n, float *out) {
+  cpu_state *c = state;
+  return fc_mel_compute(c->plans[worker], x, n, out);
+}
+
+static const fc_fz_backend cpu_backend = {.name = "cpu",
+                                          .producer = FC_PRODUCER_CPU,
+                                          .open = cpu_open,
+                                          .compute = cpu_compute,
+                                          .close = cpu_close};
+
+/* ---- the CUDA backend: a ring plan fed by the pipeline's staging ring (featurize_stage.c) ------ */
+/* Chunks in the ring: one filling, up to two in flight on the device, one being collected. Each
+ * holds a 4 Mi-sample pinned staging buffer and its own device buffers and cuFFT plans. */
+enum { CUDA_RING_CHUNKS = 4 };
+
+static int cuda_open(const fc_mel_config *cfg, const fc_device *dev, unsigned workers, void **state,
+                     char *why, size_t why_len) {
+  (void)workers;
+  int rc = cuda_ring_create(cfg, dev->index, 0, CUDA_RING_CHUNKS, (fc_cuda_plan **)state);
+  if (rc) set_why(why, why_len, rc, "%s", cuda_last_error());
+  return rc;
+}
+
+void fz_cuda_stage_geometry(const fc_mel_config *cfg, fc_fz_stage_info *info) {
+  memset(info, 0, sizeof *info);
+  info->chunks = CUDA_RING_CHUNKS;
+  info->capacity = CUDA_DEFAULT_MAX_SAMPLES;
+  info->max_frames = cuda_ring_max_frames(cfg, CUDA_DEFAULT_MAX_SAMPLES);
+  info->max_utts = CUDA_RING_MAX_UTTS;
+  info->launch_wait = 0; /* the pipeline's 2 ms */
+}
+
+static void cuda_stage_info(void *state, fc_fz_stage_info *info) {
+  info->chunks = cuda_ring_slots(state);
+  info->capacity = cuda_plan_max_samples(state);
+  info->max_frames = cuda_ring_plan_frames(state);
+  info->max_utts = cuda_ring_max_utts(state);
+  info->launch_wait = 0; /* the pipeline's 2 ms */
+}
+
+static void *cuda_stage_buffer(void *state, unsigned chunk) {
+  return cuda_ring_staging(state, chunk);
+}
+
+static int cuda_launch(void *state, unsigned chunk, const fc_fz_launch *l) {
+  return cuda_ring_launch(state, chunk, l->count, l->sample_off, l->len, l->n16, l->nf, l->dtype);
+}
+
+static int cuda_finish(void *state, unsigned chunk, const void **out) {
+  return cuda_ring_finish(state, chunk, out);
+}
+
+static void cuda_close(void *state) { cuda_plan_free(state); }
+
+static const fc_fz_backend cuda_backend = {.name = "cuda",
+                                           .producer = FC_PRODUCER_CUDA,
+                                           .open = cuda_open,
+                                           .close = cuda_close,
+                                           .stage_info = cuda_stage_info,
+                                           .stage_buffer = cuda_stage_buffer,
+                                           .launch = cuda_launch,
+                                           .finish = cuda_finish};
+
+const fc_fz_backend *fz_backend_for(const fc_device *dev) {
+  if (dev->kind == FC_DEVICE_CPU) return &cpu_backend;
+  if (dev->kind == FC_DEVICE_CUDA && cuda_built()) return &cuda_backend;
+  return NULL;
+}

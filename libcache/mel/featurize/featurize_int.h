@@ -1,0 +1,190 @@
+/* Internals of the featurize pipeline shared by featurize.c (workers, writer, the run) and
+ * featurize_stage.c (the staging ring of a staging backend). Private to libcache/mel/featurize/. */
+#ifndef FC_FEATURIZE_INT_H
+#define FC_FEATURIZE_INT_H
+
+#include "featcache/fc_featurize.h"
+#include "libcache/mel/featurize/featurize_backend.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+/* A hold on memory that jobs point into (a staging chunk's output): refs jobs hold it; the last
+ * one dropped (fz_hold_drop, from fz_job_free) calls release. */
+typedef struct fz_hold {
+  atomic_uint refs;
+  void (*release)(struct fz_hold *h);
+} fz_hold;
+
+static inline void fz_hold_drop(fz_hold *h) {
+  if (h && atomic_fetch_sub(&h->refs, 1) == 1) h->release(h);
+}
+
+/* One utterance on its way to the store. Its feat record is one of: made by its worker (record,
+ * record_len: the CPU path); the features in a staging chunk's output (feat, feat_len bytes in the
+ * config's dtype, held by hold until the job is freed), from which the writer makes the record in
+ * the store's page (fz_fill_record); neither: the record is stored already, only the audio entry
+ * is new. */
+typedef struct fz_job {
+  struct fz_job *next;
+  size_t index;
+  fc_digest key;
+  uint8_t *record;
+  size_t record_len;
+  const void *feat;
+  size_t feat_len;
+  fz_hold *hold;
+  uint8_t *entry;
+  size_t entry_len;
+  uint64_t frames;
+  double seconds;
+} fz_job;
+
+typedef struct fz_chunk fz_chunk; /* featurize_stage.c */
+
+/* One writer: a part of the store (the store itself when it is not split), its queue of finished
+ * jobs (under fz_run.mu) and its thread's stage times. */
+typedef struct fz_run fz_run;
+typedef struct fz_part {
+  fz_run *run;
+  fc_store *s;
+  fz_job *head, *tail;
+  size_t count;
+  double busy, wait; /* commit + sync seconds; seconds waiting for jobs */
+  int rc; /* its first commit error */
+  pthread_t thread;
+  int started;
+} fz_part;
+
+struct fz_run {
+  fc_store *s; /* parts[0].s */
+  fz_part *parts; /* n_parts writers; a job goes to part fc_store_part_of_id(id) */
+  unsigned n_parts;
+  const fc_mel_config *cfg;
+  fc_digest cfg_digest;
+  char cfg_key[37];
+  char cfg_json[1024];
+  size_t cfg_json_len;
+  const fc_item *items;
+  size_t n;
+  fc_featurize_opts o;
+  const fc_fz_backend *be;
+  void *be_state;
+  size_t dsize;
+
+  atomic_size_t next; /* next item to take */
+  atomic_int halt; /* stop taking items: strict failure or a failed commit */
+  atomic_int interrupted; /* a worker saw *stop set with items left */
+
+  pthread_mutex_t mu; /* the writers' queues (parts[].head), bounded together */
+  pthread_cond_t cv_space, cv_items;
+  size_t q_count;
+  uint64_t q_bytes;
+  unsigned producers_left;
+  int fatal; /* a commit failed: workers drop what they would queue */
+
+  pthread_mutex_t ev_mu; /* events, stats, progress */
+  fc_featurize_stats st;
+  int strict_err;
+  double t0;
+  fc_device_kind device;
+
+  /* The staging ring of a staging backend (be->launch; featurize_stage.c): workers reserve room
+   * in its chunks with an atomic and write their samples there, the launch thread launches them,
+   * the completion thread hands their features to the writers, which free the chunks. fill_seq is
+   * read without the lock (a worker's fast path); everything else below is under bmu, taken a few
+   * times per chunk, never per utterance. */
+  int batching;
+  fc_fz_stage_info ring;
+  fz_chunk *chunks; /* ring.chunks */
+  pthread_mutex_t bmu;
+  pthread_cond_t bcv_launch, bcv_done, bcv_space; /* the launch thread, the completion thread,
+                                                     workers waiting for a chunk to open */
+  _Atomic uint64_t fill_seq; /* the use of the ring being filled (chunk fill_seq % chunks) */
+  uint64_t launch_seq, done_seq; /* uses launched, completed (< fill_seq: sealed) */
+  unsigned in_flight; /* chunks launched and not yet completed */
+  unsigned submitters_left; /* workers still running */
+  int launcher_done;
+  double busy_since; /* since when in_flight > 0 */
+  double stage_busy; /* wall seconds with a chunk in flight */
+};
+
+/* One worker's stages, summed into the stats at the end (its own: no lock): thread CPU seconds
+ * of each stage, and the wall seconds it waited on a full queue or for a free staging chunk. */
+typedef struct fz_times {
+  double read, hash, decode, staging, compute, queue_wait;
+} fz_times;
+
+typedef struct fz_worker {
+  fz_run *r;
+  unsigned index;
+  pthread_t thread;
+  fz_times t;
+  /* CPU plan for utterances the backend refuses as too long (a GPU's staging buffer), made on
+   * the first such utterance. */
+  fc_mel_plan *fallback;
+  /* The file being processed: one buffer from file to file (no fresh pages to fault in per file),
+   * given back after a file of more than FZ_KEEP_BUFFER bytes. */
+  uint8_t *buf;
+  size_t buf_cap;
+} fz_worker;
+
+enum { FZ_KEEP_BUFFER = 32 << 20 };
+
+/* A user-facing reason for an error without a more specific one. */
+static inline const char *plain_reason(int err) {
+  switch (err) {
+  case FC_EEMPTY: return "empty file";
+  case FC_ETOOLONG: return "longer than the limit";
+  case FC_EDECODE: return "cannot decode";
+  default: break;
+  }
+  if (err > 0) return strerror(err);
+  return fc_strerror(err);
+}
+
+/* Seconds on CLOCK_MONOTONIC (deadlines, waits, wall time) and on this thread's CPU clock (the
+ * stages' busy seconds: docs/featurize.md "Stage accounting"). */
+double fz_now(void);
+double fz_cpu_now(void);
+/* The CLOCK_MONOTONIC instant seconds_from_now ahead (for pthread_cond_timedwait). */
+struct timespec fz_deadline(double seconds_from_now);
+void fz_job_free(fz_job *j);
+/* One FAILED event for item i (counts it; with strict, halts the run). */
+void fz_report_failed(fz_run *r, size_t i, int err, const char *reason);
+/* FAILED for an item computed but not committed because a write failed. */
+void fz_report_unstored(fz_run *r, size_t i, int err);
+/* Hand a finished job to the writer (blocks while the queue is full; the time into *waited).
+ * Returns 0, or the writer's error: the job was not queued. */
+int fz_queue_push(fz_run *r, fz_job *j, double *waited);
+/* Hand a completed chunk's n jobs (each with feat and hold) to their writers at once; never blocks
+ * (their memory is the ring's, bounded by it). A job the writers cannot take (a commit failed) is
+ * reported unstored and freed. */
+void fz_queue_push_staged(fz_run *r, fz_job *const *jobs, size_t n);
+
+/* One event to the caller's callback (its id, path and line filled in); call under ev_mu. */
+void fz_emit(fz_run *r, fc_featurize_event *ev);
+
+/* featurize_write.c: the writers. The part (writer) of item i; the writer loop of part p (returns
+ * 0 or its first commit error, also left in p->rc), as a thread's start routine; free a job list. */
+unsigned fz_part_of(const fz_run *r, size_t i);
+int fz_writer_loop(fz_run *r, fz_part *p);
+void *fz_writer_main(void *arg);
+void fz_batch_free(fz_job *j);
+
+/* featurize_stage.c: the ring's chunks (r->ring set, clamped to what a chunk can count; 0, ENOMEM,
+ * or EINVAL for a backend without staging buffers) and their release (also after a failed init). */
+int fz_stage_init(fz_run *r);
+void fz_stage_free(fz_run *r);
+/* A worker's utterance (j->frames and j->record set) into the ring: n samples at x, int16 (as
+ * read from a 16-bit file: the device converts them) when i16, else float; x stays the caller's.
+ * Returns once they are in a chunk's staging buffer. Its time goes to tm. */
+void fz_stage_put(fz_run *r, fz_job *j, const void *x, size_t n, int i16, fz_times *tm);
+/* The launch thread and the completion thread. */
+void *fz_launch_main(void *arg);
+void *fz_complete_main(void *arg);
+
+#endif

@@ -1,0 +1,354 @@
+/* The staging ring of a staging backend (a GPU; featurize_backend.h, docs/featurize.md
+ * "Pipeline"). Four kinds of thread share it:
+ *
+ *   workers (fz_stage_put): reserve room for their utterance in the chunk being filled with one
+ *     compare-and-swap on the chunk's reservation word (utterances, samples, frames, and a closed
+ *     bit: no lock), write its samples straight into the backend's staging buffer (int16 from the
+ *     chunk's start, as they are in a 16-bit file at the config's rate; decoded floats from its
+ *     end) and go on to the next file. A worker whose utterance does not fit closes the chunk
+ *     (seals it) and moves to the next chunk of the ring; it waits only when that chunk is not
+ *     free yet (the memory bound). The first utterance of a chunk tells the launch thread that its
+ *     deadline runs, and the last write into a sealed chunk tells it the chunk is ready: two
+ *     wake-ups per chunk, none per utterance;
+ *   the launch thread (fz_launch_main): launches sealed chunks in ring order once their writes are
+ *     done, and seals the filling chunk when the oldest of its utterances has waited the launch
+ *     deadline while fewer than two chunks are in flight (the device would otherwise go idle), or
+ *     when no worker is left to add to it. A launch returns at once: chunk k + 1 fills and uploads
+ *     while chunk k computes;
+ *   the completion thread (fz_complete_main): waits for the launched chunks in order and hands
+ *     each chunk's utterances to the writers at once, their features where the device left them
+ *     (the backend's output buffer, pinned memory on CUDA);
+ *   the writers (featurize_write.c): copy each utterance's features from there into the store's
+ *     page, checksum them there and commit; the chunk goes back to the ring when its last
+ *     utterance is committed (or failed): chunk_release, through the jobs' hold.
+ *
+ * A chunk's life: FREE -> FILLING (reservations) -> SEALED (closed; writes may be in progress) ->
+ * LAUNCHED -> WRITING (with the writers) -> FREE. fill_seq >= launch_seq >= done_seq count the
+ * uses of the ring filled, launched and completed; use seq is chunk seq % chunks. A chunk is
+ * opened (its word zeroed) only for the use fill_seq, under bmu, once it is FREE: by whoever
+ * seals the use before it if it is free then, else by chunk_release. */
+#include "featcache/fc_format.h"
+#include "libcache/mel/featurize/featurize_int.h"
+#include "formats/common/why.h"
+#include "formats/common/alloc.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+enum { FZ_FREE, FZ_FILLING, FZ_SEALED, FZ_LAUNCHED, FZ_WRITING };
+
+/* The reservation word: closed | utterances | samples | frames. A chunk's limits are clamped to
+ * what the fields hold (fz_stage_init). */
+#define W_FRAMES_BITS 25
+#define W_SAMPLES_BITS 26
+#define W_COUNT_BITS 12
+#define W_FRAMES_MAX ((UINT64_C(1) << W_FRAMES_BITS) - 1)
+#define W_SAMPLES_MAX ((UINT64_C(1) << W_SAMPLES_BITS) - 1)
+#define W_COUNT_MAX ((UINT64_C(1) << W_COUNT_BITS) - 1)
+#define W_SAMPLES_SHIFT W_FRAMES_BITS
+#define W_COUNT_SHIFT (W_FRAMES_BITS + W_SAMPLES_BITS)
+#define W_CLOSED (UINT64_C(1) << 63)
+
+static inline uint64_t w_frames(uint64_t w) { return w & W_FRAMES_MAX; }
+static inline uint64_t w_samples(uint64_t w) { return (w >> W_SAMPLES_SHIFT) & W_SAMPLES_MAX; }
+static inline uint64_t w_count(uint64_t w) { return (w >> W_COUNT_SHIFT) & W_COUNT_MAX; }
+
+struct fz_chunk {
+  fz_run *run;
+  _Atomic uint64_t word; /* the reservation word; W_CLOSED while not FILLING */
+  atomic_size_t n16, nf; /* int16 and float samples placed (each region's next offset) */
+  atomic_uint written; /* reservations whose samples are written */
+  _Atomic double opened; /* when its first utterance was reserved (0: none yet): the deadline */
+  fz_hold hold; /* its jobs, while they are with the writers */
+  /* under bmu */
+  int state;
+  uint64_t seq; /* the use of the ring it holds */
+  uint64_t sealed; /* its word when it was sealed */
+  int rc; /* the launch's result */
+  void *staging; /* the backend's, ring.capacity * 4 bytes */
+  /* Per utterance, in reservation order (= launch order = output order): */
+  fz_job **jobs;
+  uint64_t *off; /* within its region: int16 from the start, or floats before it from the end */
+  uint64_t *len;
+  uint64_t *sample_off; /* in the launch's float sequence (fc_fz_launch), built at launch */
+  unsigned char *i16;
+};
+
+static fz_chunk *chunk_at(fz_run *r, uint64_t seq) { return &r->chunks[seq % r->ring.chunks]; }
+
+static void chunk_release(fz_hold *h);
+
+int fz_stage_init(fz_run *r) {
+  /* What a chunk can count (the reservation word) bounds the backend's limits. */
+  if (r->ring.capacity > W_SAMPLES_MAX) r->ring.capacity = W_SAMPLES_MAX;
+  if (r->ring.max_frames > W_FRAMES_MAX) r->ring.max_frames = W_FRAMES_MAX;
+  if (r->ring.max_utts > W_COUNT_MAX) r->ring.max_utts = W_COUNT_MAX;
+  const size_t k = r->ring.chunks, u = r->ring.max_utts;
+  atomic_init(&r->fill_seq, 0);
+  if (!(r->chunks = fc_calloc(k, sizeof *r->chunks))) return ENOMEM;
+  for (size_t i = 0; i < k; i++) {
+    fz_chunk *c = &r->chunks[i];
+    c->run = r;
+    atomic_init(&c->word, W_CLOSED);
+    atomic_init(&c->n16, 0);
+    atomic_init(&c->nf, 0);
+    atomic_init(&c->written, 0);
+    atomic_init(&c->opened, 0.0);
+    atomic_init(&c->hold.refs, 0);
+    c->hold.release = chunk_release;
+    c->state = FZ_FREE;
+    c->seq = i; /* its first use */
+    c->staging = r->be->stage_buffer(r->be_state, (unsigned)i);
+    c->jobs = fc_calloc(u, sizeof *c->jobs);
+    c->off = fc_calloc(u, sizeof *c->off);
+    c->len = fc_calloc(u, sizeof *c->len);
+    c->sample_off = fc_calloc(u, sizeof *c->sample_off);
+    c->i16 = fc_calloc(u, 1);
+    if (!c->staging) return EINVAL;
+    if (!c->jobs || !c->off || !c->len || !c->sample_off || !c->i16) return ENOMEM;
+  }
+  /* The first use: open before any worker starts. */
+  fz_chunk *c = &r->chunks[0];
+  c->state = FZ_FILLING;
+  atomic_store(&c->word, 0);
+  return 0;
+}
+
+void fz_stage_free(fz_run *r) {
+  if (!r->chunks) return;
+  for (unsigned i = 0; i < r->ring.chunks; i++) {
+    fz_chunk *c = &r->chunks[i];
+    free(c->jobs);
+    free(c->off);
+    free(c->len);
+    free(c->sample_off);
+    free(c->i16);
+  }
+  free(r->chunks);
+  r->chunks = NULL;
+}
+
+/* Open chunk c for the use fill_seq if it is that use's chunk and free. Under bmu. */
+static void open_if_free(fz_run *r, fz_chunk *c) {
+  const uint64_t seq = atomic_load(&r->fill_seq);
+  if (c != chunk_at(r, seq) || c->state != FZ_FREE) return;
+  c->state = FZ_FILLING;
+  c->seq = seq;
+  c->rc = 0;
+  atomic_store(&c->n16, 0);
+  atomic_store(&c->nf, 0);
+  atomic_store(&c->written, 0);
+  atomic_store(&c->opened, 0.0);
+  atomic_store(&c->word, 0); /* reservations may start */
+  pthread_cond_broadcast(&r->bcv_space);
+}
+
+/* The chunk of use seq has just been closed (its word W_CLOSED, by the caller's compare-and-swap:
+ * exactly one caller per use): seal it, move filling on to the next use, open that one if it is
+ * free, and tell the launch thread. Under bmu. */
+static void sealed_locked(fz_run *r, fz_chunk *c, uint64_t word) {
+  c->state = FZ_SEALED;
+  c->sealed = word;
+  atomic_store(&r->fill_seq, c->seq + 1);
+  open_if_free(r, chunk_at(r, c->seq + 1));
+  pthread_cond_signal(&r->bcv_launch);
+}
+
+/* Close the chunk of use seq (word w as last seen) if nobody else has: returns 1 when this caller
+ * closed it (and sealed it), 0 when the word moved (look again). Under bmu when locked. */
+static int close_chunk(fz_run *r, fz_chunk *c, uint64_t w, int locked) {
+  if (!atomic_compare_exchange_strong(&c->word, &w, w | W_CLOSED)) return 0;
+  if (!locked) pthread_mutex_lock(&r->bmu);
+  sealed_locked(r, c, w);
+  if (!locked) pthread_mutex_unlock(&r->bmu);
+  return 1;
+}
+
+void fz_stage_put(fz_run *r, fz_job *j, const void *x, size_t n, int i16, fz_times *tm) {
+  const double t0 = fz_cpu_now();
+  const uint64_t add =
+      (UINT64_C(1) << W_COUNT_SHIFT) | ((uint64_t)n << W_SAMPLES_SHIFT) | j->frames;
+  fz_chunk *c;
+  uint64_t w;
+  for (;;) {
+    const uint64_t seq = atomic_load(&r->fill_seq);
+    c = chunk_at(r, seq);
+    w = atomic_load(&c->word);
+    if (w & W_CLOSED) { /* sealed and not yet moved on, or the next use's chunk is not free */
+      pthread_mutex_lock(&r->bmu);
+      if (atomic_load(&r->fill_seq) == seq && (atomic_load(&c->word) & W_CLOSED)) {
+        double tw = fz_now(); /* the ring is full: every chunk sealed, in flight or writing */
+        pthread_cond_wait(&r->bcv_space, &r->bmu);
+        tm->queue_wait += fz_now() - tw;
+      }
+      pthread_mutex_unlock(&r->bmu);
+      continue;
+    }
+    if (w_count(w) + 1 > r->ring.max_utts || w_samples(w) + n > r->ring.capacity ||
+        w_frames(w) + j->frames > r->ring.max_frames) {
+      close_chunk(r, c, w, 0); /* full for this one (never empty: it fits an empty chunk) */
+      continue;
+    }
+    if (atomic_compare_exchange_weak(&c->word, &w, w + add)) break;
+  }
+  const size_t k = (size_t)w_count(w);
+  c->jobs[k] = j;
+  c->len[k] = n;
+  c->i16[k] = (unsigned char)i16;
+  const size_t off = atomic_fetch_add(i16 ? &c->n16 : &c->nf, n);
+  c->off[k] = off;
+  if (k == 0) { /* the chunk's deadline starts: the launch thread may be waiting for it */
+    atomic_store(&c->opened, fz_now());
+    pthread_mutex_lock(&r->bmu);
+    pthread_cond_signal(&r->bcv_launch);
+    pthread_mutex_unlock(&r->bmu);
+  }
+  /* The reservation makes room for n samples in each region: n16 + nf stays within capacity, so
+   * int16 from the start and floats from the end never meet. */
+  if (i16)
+    memcpy((int16_t *)c->staging + off, x, n * sizeof(int16_t));
+  else
+    memcpy((float *)c->staging + (r->ring.capacity - off - n), x, n * sizeof(float));
+  const unsigned done = atomic_fetch_add(&c->written, 1) + 1;
+  const uint64_t now = atomic_load(&c->word);
+  if ((now & W_CLOSED) && done == w_count(now)) { /* the last write into a sealed chunk */
+    pthread_mutex_lock(&r->bmu);
+    pthread_cond_signal(&r->bcv_launch);
+    pthread_mutex_unlock(&r->bmu);
+  }
+  tm->staging += fz_cpu_now() - t0;
+}
+
+/* The launch thread. */
+void *fz_launch_main(void *arg) {
+  fz_run *r = arg;
+  const double deadline = r->ring.launch_wait > 0 ? r->ring.launch_wait : 0.002;
+  pthread_mutex_lock(&r->bmu);
+  for (;;) {
+    const uint64_t fill = atomic_load(&r->fill_seq);
+    if (r->launch_seq < fill) { /* sealed: launch once its samples are written */
+      fz_chunk *c = chunk_at(r, r->launch_seq);
+      const uint64_t count = w_count(c->sealed);
+      if (atomic_load(&c->written) < count) {
+        pthread_cond_wait(&r->bcv_launch, &r->bmu);
+        continue;
+      }
+      const size_t n16 = atomic_load(&c->n16), nf = atomic_load(&c->nf);
+      for (size_t k = 0; k < count; k++) /* int16 converted first, then the floats */
+        c->sample_off[k] = c->i16[k] ? c->off[k] : n16 + (nf - c->off[k] - c->len[k]);
+      fc_fz_launch l = {.count = count,
+                        .sample_off = c->sample_off,
+                        .len = c->len,
+                        .n16 = n16,
+                        .nf = nf,
+                        .frames = w_frames(c->sealed),
+                        .dtype = r->cfg->dtype};
+      const unsigned index = (unsigned)(r->launch_seq % r->ring.chunks);
+      if (r->in_flight++ == 0) r->busy_since = fz_now();
+      pthread_mutex_unlock(&r->bmu);
+      int rc = r->be->launch(r->be_state, index, &l);
+      pthread_mutex_lock(&r->bmu);
+      c->rc = rc;
+      c->state = FZ_LAUNCHED;
+      r->launch_seq++;
+      pthread_cond_signal(&r->bcv_done);
+      continue;
+    }
+    fz_chunk *c = chunk_at(r, fill);
+    const uint64_t w = atomic_load(&c->word);
+    if (!(w & W_CLOSED) && w_count(w) > 0) { /* the chunk being filled holds utterances */
+      const double opened = atomic_load(&c->opened);
+      const int due = opened > 0 && r->in_flight < 2 && fz_now() >= opened + deadline;
+      if (r->submitters_left == 0 || due) {
+        close_chunk(r, c, w, 1);
+        continue;
+      }
+      if (opened > 0 && r->in_flight < 2) {
+        struct timespec ts = fz_deadline(opened + deadline - fz_now());
+        pthread_cond_timedwait(&r->bcv_launch, &r->bmu, &ts);
+      } else { /* its first utterance is being placed, or the device has work queued: let the
+                  chunk fill until told */
+        pthread_cond_wait(&r->bcv_launch, &r->bmu);
+      }
+      continue;
+    }
+    if (r->submitters_left == 0) break; /* nothing filling, nobody left to fill */
+    pthread_cond_wait(&r->bcv_launch, &r->bmu);
+  }
+  r->launcher_done = 1;
+  pthread_cond_signal(&r->bcv_done);
+  pthread_mutex_unlock(&r->bmu);
+  return NULL;
+}
+
+/* The last job of a chunk is through the writers (or failed): the chunk goes back to the ring. */
+static void chunk_release(fz_hold *h) {
+  fz_chunk *c = (fz_chunk *)(void *)((char *)h - offsetof(fz_chunk, hold));
+  fz_run *r = c->run;
+  pthread_mutex_lock(&r->bmu);
+  c->state = FZ_FREE;
+  open_if_free(r, c);
+  pthread_mutex_unlock(&r->bmu);
+}
+
+/* A completed chunk's utterances: to the writers with their features in the backend's output
+ * (rc 0), or each failed with a line. */
+static void complete(fz_run *r, fz_chunk *c, size_t count, int rc, const void *out) {
+  const size_t row_bytes = r->dsize * r->cfg->n_mels;
+  atomic_store(&c->hold.refs, (unsigned)count);
+  uint64_t frame = 0;
+  for (size_t k = 0; k < count; k++) {
+    fz_job *j = c->jobs[k];
+    j->hold = &c->hold;
+    j->feat = (const uint8_t *)out + frame * row_bytes;
+    j->feat_len = (size_t)j->frames * row_bytes;
+    frame += j->frames;
+  }
+  if (!rc) {
+    fz_queue_push_staged(r, c->jobs, count);
+    return;
+  }
+  char why[320];
+  fc_why(why, sizeof why, "feature computation failed: %s", fc_strerror(rc));
+  for (size_t k = 0; k < count; k++) {
+    fz_job *j = c->jobs[k];
+    size_t index = j->index;
+    fz_job_free(j); /* the last one gives the chunk back */
+    fz_report_failed(r, index, rc, why);
+  }
+}
+
+/* The completion thread: the writers' last producer. */
+void *fz_complete_main(void *arg) {
+  fz_run *r = arg;
+  pthread_mutex_lock(&r->bmu);
+  for (;;) {
+    if (r->done_seq < r->launch_seq) {
+      fz_chunk *c = chunk_at(r, r->done_seq);
+      const unsigned index = (unsigned)(r->done_seq % r->ring.chunks);
+      const size_t count = (size_t)w_count(c->sealed);
+      int rc = c->rc;
+      c->state = FZ_WRITING;
+      r->done_seq++;
+      pthread_mutex_unlock(&r->bmu);
+      const void *out = NULL;
+      if (!rc) rc = r->be->finish(r->be_state, index, &out);
+      pthread_mutex_lock(&r->bmu);
+      if (--r->in_flight == 0) r->stage_busy += fz_now() - r->busy_since;
+      if (r->in_flight == 1) /* down from two: the filling chunk's deadline counts again */
+        pthread_cond_signal(&r->bcv_launch);
+      pthread_mutex_unlock(&r->bmu);
+      complete(r, c, count, rc, out);
+      pthread_mutex_lock(&r->bmu);
+      continue;
+    }
+    if (r->launcher_done) break;
+    pthread_cond_wait(&r->bcv_done, &r->bmu);
+  }
+  pthread_mutex_unlock(&r->bmu);
+  pthread_mutex_lock(&r->mu);
+  r->producers_left--;
+  pthread_cond_broadcast(&r->cv_items);
+  pthread_mutex_unlock(&r->mu);
+  return NULL;
+}

@@ -1,0 +1,283 @@
+/* The featurize pipeline's writers (featurize_int.h, docs/featurize.md "Pipeline"): the queue the
+ * workers (or the compute stage) push finished jobs into, and the writer loop that batches them
+ * into write transactions. A plain store has one writer, the calling thread; a split store
+ * (docs/FORMAT.md "Split stores") one per part, parts 1.. on their own threads, each with its own
+ * list in the queue (the bounds hold for all of them together) and its own transactions on its
+ * own LMDB environment. A job goes to the part of its id (fc_store_part_of_id). */
+#include "libcache/mel/featurize/featurize_int.h"
+#include "featcache/fc_format.h"
+#include "formats/common/alloc.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What a job counts against the queue's bounds: a staged job nothing (its features are in the
+ * ring's memory, bounded by the ring), any other its record and entry. */
+static size_t job_bytes(const fz_job *j) {
+  return j->hold ? 0 : j->record_len + j->entry_len + sizeof *j;
+}
+static size_t job_counts(const fz_job *j) { return j->hold ? 0 : 1; }
+
+/* What a job puts into a write transaction. */
+static size_t job_write_bytes(const fz_job *j) {
+  return (j->feat ? FC_RECORD_HEADER_SIZE + j->feat_len : j->record_len) + j->entry_len;
+}
+
+/* The part (writer) of item i: its id's shard among the parts. */
+unsigned fz_part_of(const fz_run *r, size_t i) {
+  if (r->n_parts < 2) return 0;
+  const char *id = r->items[i].id;
+  return fc_store_part_of_id(id, strlen(id), r->n_parts);
+}
+
+/* Hand a job to the writer; blocks while the queue is full (the time goes to *waited). Returns 0,
+ * or the writer's error when a commit failed: the job is not queued (the caller reports it). */
+int fz_queue_push(fz_run *r, fz_job *j, double *waited) {
+  size_t b = job_bytes(j);
+  fz_part *p = &r->parts[fz_part_of(r, j->index)];
+  pthread_mutex_lock(&r->mu);
+  if (!r->fatal && r->q_count > 0 &&
+      (r->q_count >= r->o.queue_records || r->q_bytes + b > r->o.queue_bytes)) {
+    double t = fz_now();
+    while (!r->fatal && r->q_count > 0 &&
+           (r->q_count >= r->o.queue_records || r->q_bytes + b > r->o.queue_bytes))
+      pthread_cond_wait(&r->cv_space, &r->mu);
+    *waited += fz_now() - t;
+  }
+  if (r->fatal) {
+    int rc = r->fatal;
+    pthread_mutex_unlock(&r->mu);
+    return rc;
+  }
+  if (p->tail)
+    p->tail->next = j;
+  else
+    p->head = j;
+  p->tail = j;
+  p->count++;
+  r->q_count += job_counts(j);
+  r->q_bytes += b;
+  if (r->n_parts > 1) /* the writers share cv_items: wake them all, the right one takes it */
+    pthread_cond_broadcast(&r->cv_items);
+  else
+    pthread_cond_signal(&r->cv_items);
+  pthread_mutex_unlock(&r->mu);
+  return 0;
+}
+
+void fz_queue_push_staged(fz_run *r, fz_job *const *jobs, size_t n) {
+  pthread_mutex_lock(&r->mu);
+  const int fatal = r->fatal;
+  if (!fatal) {
+    for (size_t k = 0; k < n; k++) {
+      fz_job *j = jobs[k];
+      fz_part *p = &r->parts[fz_part_of(r, j->index)];
+      j->next = NULL;
+      if (p->tail)
+        p->tail->next = j;
+      else
+        p->head = j;
+      p->tail = j;
+      p->count++;
+    }
+    if (n) pthread_cond_broadcast(&r->cv_items); /* one wake-up for the chunk */
+  }
+  pthread_mutex_unlock(&r->mu);
+  if (fatal)
+    for (size_t k = 0; k < n; k++) {
+      size_t index = jobs[k]->index;
+      fz_job_free(jobs[k]);
+      fz_report_unstored(r, index, fatal);
+    }
+}
+
+/* A staged job's record, written into the store's page (fc_put_fill): the header, then the
+ * features copied out of the chunk's output and checksummed there, once. */
+typedef struct fill_arg {
+  const fz_run *r;
+  const fz_job *j;
+} fill_arg;
+
+static int fill_record(void *dst, size_t len, void *arg) {
+  const fill_arg *a = arg;
+  const fz_run *r = a->r;
+  const fz_job *j = a->j;
+  if (len != FC_RECORD_HEADER_SIZE + j->feat_len) return EINVAL;
+  uint8_t *pl = (uint8_t *)dst + FC_RECORD_HEADER_SIZE;
+  memcpy(pl, j->feat, j->feat_len);
+  fc_record_header h = {.dtype = (uint8_t)r->cfg->dtype,
+                        .ndim = 2,
+                        .dim0 = (uint32_t)j->frames,
+                        .dim1 = r->cfg->n_mels,
+                        .payload_bytes = j->feat_len,
+                        .payload_hash = fc_hash64(pl, j->feat_len),
+                        .config = r->cfg_digest,
+                        .flags = 0,
+                        .producer = r->be->producer};
+  fc_record_header_encode(&h, dst);
+  return 0;
+}
+
+/* Commit one batch to part p: config, then each job's record (NOOVERWRITE) and audio entry. A
+ * staged job's record is written straight into the store's page (fill_record). */
+static int commit_batch(fz_run *r, fz_part *p, fz_job *batch, size_t count) {
+  fc_put *puts = fc_malloc((2 * count + 1) * sizeof *puts);
+  fc_put_fill *fills = fc_malloc(count * sizeof *fills);
+  fill_arg *args = fc_malloc(count * sizeof *args);
+  int rc = ENOMEM;
+  if (!puts || !fills || !args) goto out;
+  size_t np = 0, nf = 0;
+  puts[np++] =
+      (fc_put){FC_DB_META, r->cfg_key, 36, r->cfg_json, r->cfg_json_len, FC_PUT_NOOVERWRITE};
+  for (fz_job *j = batch; j; j = j->next) {
+    if (j->record) {
+      puts[np++] = (fc_put){FC_DB_FEAT, j->key.bytes,  sizeof j->key.bytes,
+                            j->record,  j->record_len, FC_PUT_NOOVERWRITE};
+    } else if (j->feat) {
+      args[nf] = (fill_arg){r, j};
+      fills[nf] = (fc_put_fill){fill_record, &args[nf]};
+      puts[np++] = (fc_put){FC_DB_FEAT,
+                            j->key.bytes,
+                            sizeof j->key.bytes,
+                            &fills[nf],
+                            FC_RECORD_HEADER_SIZE + j->feat_len,
+                            FC_PUT_NOOVERWRITE | FC_PUT_FILL};
+      nf++;
+    }
+    const char *id = r->items[j->index].id;
+    puts[np++] = (fc_put){FC_DB_AUDIO, id, strlen(id), j->entry, j->entry_len, 0};
+  }
+  rc = fc_store_write(p->s, puts, np);
+out:
+  free(puts);
+  free(fills);
+  free(args);
+  return rc;
+}
+
+static void report_committed(fz_run *r, fz_job *batch) {
+  pthread_mutex_lock(&r->ev_mu);
+  for (fz_job *j = batch; j; j = j->next) {
+    fc_featurize_event ev = {.status = j->record || j->feat ? FC_ITEM_STORED : FC_ITEM_LINKED,
+                             .index = j->index,
+                             .frames = j->frames,
+                             .seconds = j->seconds};
+    r->st.processed++;
+    r->st.audio_seconds += j->seconds;
+    fz_emit(r, &ev);
+  }
+  r->st.committed_batches++;
+  r->st.wall_seconds = fz_now() - r->t0;
+  if (r->o.on_progress) r->o.on_progress(&r->st, r->o.user);
+  pthread_mutex_unlock(&r->ev_mu);
+}
+
+/* The writer loop of part p (part 0's on the calling thread, the others' on their own). Returns 0
+ * or the first commit error. */
+int fz_writer_loop(fz_run *r, fz_part *p) {
+  const int nosync = (fc_store_open_flags(p->s) & FC_STORE_NOSYNC) != 0;
+  double last_sync = fz_now();
+  int dirty = 0, rc = 0;
+  fz_job *batch = NULL, *btail = NULL;
+  size_t bcount = 0, bstaged = 0;
+  uint64_t bbytes = 0;
+  double started = 0;
+
+  pthread_mutex_lock(&r->mu);
+  for (;;) {
+    while (p->head && bcount < r->o.batch_records && bbytes < r->o.batch_bytes) {
+      fz_job *j = p->head;
+      p->head = j->next;
+      if (!p->head) p->tail = NULL;
+      p->count--;
+      r->q_count -= job_counts(j);
+      r->q_bytes -= job_bytes(j);
+      j->next = NULL;
+      if (btail)
+        btail->next = j;
+      else
+        batch = j;
+      btail = j;
+      if (bcount++ == 0) started = fz_now();
+      bbytes += job_write_bytes(j);
+      if (j->hold)
+        bstaged++;
+      else
+        pthread_cond_broadcast(&r->cv_space);
+    }
+    const int finished = r->producers_left == 0 && !p->head;
+    const int full = bcount >= r->o.batch_records || bbytes >= r->o.batch_bytes;
+    /* Staged jobs hold their chunk of the ring until they are committed: a batch that holds some
+     * is committed as soon as nothing more is queued (the workers may need the chunk), never left
+     * to age. */
+    const int drained = bstaged && !p->head;
+    if (bcount && (full || finished || drained || fz_now() - started >= r->o.batch_seconds)) {
+      pthread_mutex_unlock(&r->mu);
+      double tw = fz_cpu_now();
+      rc = commit_batch(r, p, batch, bcount);
+      if (!rc) {
+        report_committed(r, batch);
+        dirty = 1;
+        if (nosync && fz_now() - last_sync >= r->o.sync_seconds) {
+          rc = fc_store_sync(p->s);
+          last_sync = fz_now();
+          dirty = 0;
+        }
+      } else { /* computed, never committed: a line each */
+        for (fz_job *j = batch; j; j = j->next) fz_report_unstored(r, j->index, rc);
+      }
+      fz_batch_free(batch);
+      p->busy += fz_cpu_now() - tw;
+      batch = btail = NULL;
+      bcount = bstaged = 0;
+      bbytes = 0;
+      pthread_mutex_lock(&r->mu);
+      if (rc) {
+        if (!r->fatal) r->fatal = rc;
+        atomic_store(&r->halt, 1);
+        pthread_cond_broadcast(&r->cv_space);
+        /* What is queued here will never be committed: each gets its line now, and staged jobs
+         * give their chunks back to the ring (the workers may be waiting for one). Nothing is
+         * queued here after this: pushes see fatal. */
+        fz_job *left = p->head;
+        p->head = p->tail = NULL;
+        for (fz_job *j = left; j; j = j->next) {
+          p->count--;
+          r->q_count -= job_counts(j);
+          r->q_bytes -= job_bytes(j);
+        }
+        pthread_mutex_unlock(&r->mu);
+        for (fz_job *j = left; j; j = j->next) fz_report_unstored(r, j->index, rc);
+        fz_batch_free(left);
+        pthread_mutex_lock(&r->mu);
+        break;
+      }
+      continue;
+    }
+    if (finished) break;
+    double wait = bcount ? started + r->o.batch_seconds - fz_now() : 1.0;
+    if (wait > 0) {
+      struct timespec ts = fz_deadline(wait);
+      double tw = fz_now();
+      pthread_cond_timedwait(&r->cv_items, &r->mu, &ts);
+      p->wait += fz_now() - tw;
+    }
+  }
+  pthread_mutex_unlock(&r->mu);
+  if (!rc && nosync && dirty) {
+    double tw = fz_cpu_now();
+    rc = fc_store_sync(p->s);
+    p->busy += fz_cpu_now() - tw;
+  }
+  p->rc = rc;
+  return rc;
+}
+
+void *fz_writer_main(void *arg) {
+  fz_part *p = arg;
+  fz_run *r = p->run;
+  fz_writer_loop(r, p);
+  return NULL;
+}

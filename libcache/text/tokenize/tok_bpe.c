@@ -1,0 +1,611 @@
+/* featcache — BPE from a Hugging Face tokenizer.json, giving the ids of tokenizers' encode(text)
+ * (add_special_tokens=True).
+ *
+ * Supported: model BPE (merges as "a b" strings or [a, b] pairs, unk_token, fuse_unk,
+ * byte_fallback, continuing_subword_prefix, end_of_word_suffix, ignore_merges; no dropout);
+ * normalizers NFC/NFD/NFKC/NFKD/Lowercase and Sequences of them; pre-tokenizers ByteLevel (GPT-2
+ * regex), Whitespace (\w+|[^\w\s]+), WhitespaceSplit and Sequences of them; added tokens
+ * (leftmost-longest, single_word, lstrip, rstrip, normalized); post-processors ByteLevel and
+ * TemplateProcessing (single). Anything else is refused with FC_ETOKENIZER rather than giving
+ * different ids. The steps follow tokenizers' order: split on non-normalized added tokens,
+ * normalize the rest, split on normalized added tokens, pre-tokenize each piece, BPE each word. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <utf8proc.h>
+
+#include "libcache/text/tokenize/tok_internal.h"
+#include "formats/common/alloc.h"
+#include "formats/common/json.h"
+
+enum { PRE_BYTELEVEL = 1, PRE_WHITESPACE, PRE_WSSPLIT };
+enum { NORM_NFC = 1, NORM_NFD, NORM_NFKC, NORM_NFKD, NORM_LOWER };
+#define MAX_STEPS 8
+
+typedef struct added_token {
+  char *content;
+  size_t len;
+  int32_t id;
+  int single_word, lstrip, rstrip, normalized;
+} added_token;
+
+struct tok_bpe {
+  tok_map vocab;
+  tok_pairs merges;
+  uint32_t vocab_size;
+  int32_t unk_id; /* -1: none */
+  int unk_missing; /* unk_token named but not in the vocab */
+  int fuse_unk, byte_fallback, ignore_merges;
+  char *prefix, *suffix;
+  size_t prefix_len, suffix_len;
+  int npre, pre[MAX_STEPS], pre_prefix_space[MAX_STEPS], pre_use_regex[MAX_STEPS];
+  int nnorm, norm[MAX_STEPS];
+  added_token *added;
+  size_t nadded;
+  tok_ids post_prefix, post_suffix;
+  int32_t byte_ids[256]; /* byte_fallback <0xXX> ids, -1 when missing */
+  char byte_chars[256][3]; /* ByteLevel: byte → UTF-8 of its printable stand-in */
+  uint8_t byte_chars_len[256];
+};
+
+#define FAIL(code, ...)                     \
+  do {                                      \
+    tok_set_why(why, why_len, __VA_ARGS__); \
+    rc = (code);                            \
+    goto out;                               \
+  } while (0)
+
+static void byte_level_table(tok_bpe *b) {
+  int n = 0;
+  for (int c = 0; c < 256; c++) {
+    int cp = c;
+    int printable = (c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF);
+    if (!printable) cp = 256 + n++;
+    b->byte_chars_len[c] = (uint8_t)tok_utf8_encode(cp, b->byte_chars[c]);
+  }
+}
+
+static int parse_normalizer(tok_bpe *b, json_t *n, char *why, size_t why_len) {
+  int rc = 0;
+  if (!n || json_is_null(n)) return 0;
+  const char *type = json_string_value(json_object_get(n, "type"));
+  if (!type) FAIL(FC_ETOKENIZER, "normalizer without a type");
+  if (strcmp(type, "Sequence") == 0) {
+    json_t *list = json_object_get(n, "normalizers");
+    size_t i;
+    json_t *x;
+    if (!json_is_array(list)) FAIL(FC_ETOKENIZER, "normalizer Sequence without normalizers");
+    json_array_foreach(list, i, x) if ((rc = parse_normalizer(b, x, why, why_len))) goto out;
+    return 0;
+  }
+  int k = strcmp(type, "NFC") == 0         ? NORM_NFC
+          : strcmp(type, "NFD") == 0       ? NORM_NFD
+          : strcmp(type, "NFKC") == 0      ? NORM_NFKC
+          : strcmp(type, "NFKD") == 0      ? NORM_NFKD
+          : strcmp(type, "Lowercase") == 0 ? NORM_LOWER
+                                           : 0;
+  if (!k) FAIL(FC_ETOKENIZER, "normalizer %s is not supported", type);
+  if (b->nnorm == MAX_STEPS) FAIL(FC_ETOKENIZER, "too many normalizers");
+  b->norm[b->nnorm++] = k;
+out:
+  return rc;
+}
+
+static int parse_pretok(tok_bpe *b, json_t *p, char *why, size_t why_len) {
+  int rc = 0;
+  if (!p || json_is_null(p)) return 0;
+  const char *type = json_string_value(json_object_get(p, "type"));
+  if (!type) FAIL(FC_ETOKENIZER, "pre_tokenizer without a type");
+  if (strcmp(type, "Sequence") == 0) {
+    json_t *list = json_object_get(p, "pretokenizers");
+    size_t i;
+    json_t *x;
+    if (!json_is_array(list)) FAIL(FC_ETOKENIZER, "pre_tokenizer Sequence without pretokenizers");
+    json_array_foreach(list, i, x) if ((rc = parse_pretok(b, x, why, why_len))) goto out;
+    return 0;
+  }
+  int k = strcmp(type, "ByteLevel") == 0         ? PRE_BYTELEVEL
+          : strcmp(type, "Whitespace") == 0      ? PRE_WHITESPACE
+          : strcmp(type, "WhitespaceSplit") == 0 ? PRE_WSSPLIT
+                                                 : 0;
+  if (!k) FAIL(FC_ETOKENIZER, "pre_tokenizer %s is not supported", type);
+  if (b->npre == MAX_STEPS) FAIL(FC_ETOKENIZER, "too many pre_tokenizers");
+  json_t *aps = json_object_get(p, "add_prefix_space"), *ur = json_object_get(p, "use_regex");
+  b->pre_prefix_space[b->npre] = aps ? json_is_true(aps) : 1;
+  b->pre_use_regex[b->npre] = ur ? json_is_true(ur) : 1;
+  b->pre[b->npre++] = k;
+out:
+  return rc;
+}
+
+static int lookup(const tok_bpe *b, const char *s, size_t len, int32_t *id) {
+  return tok_map_get(&b->vocab, s, len, id);
+}
+
+static int parse_model(tok_bpe *b, json_t *m, char *why, size_t why_len) {
+  int rc = 0;
+  char *tmp = NULL;
+  const char *type = json_string_value(json_object_get(m, "type"));
+  if (!json_is_object(m)) FAIL(FC_ETOKENIZER, "no model");
+  if (type && strcmp(type, "BPE") != 0)
+    FAIL(FC_ETOKENIZER, "model %s is not supported (BPE only)", type);
+  json_t *drop = json_object_get(m, "dropout");
+  if (drop && !json_is_null(drop) && json_number_value(drop) != 0)
+    FAIL(FC_ETOKENIZER, "BPE dropout is random; featcache needs deterministic ids");
+  json_t *vocab = json_object_get(m, "vocab"), *merges = json_object_get(m, "merges");
+  if (!json_is_object(vocab)) FAIL(FC_ETOKENIZER, "model.vocab is not an object");
+  if (!json_is_array(merges)) FAIL(FC_ETOKENIZER, "model.merges is not an array");
+  const char *key;
+  json_t *val;
+  json_object_foreach(vocab, key, val) {
+    if (!json_is_integer(val) || json_integer_value(val) < 0 || json_integer_value(val) > INT32_MAX)
+      FAIL(FC_ETOKENIZER, "model.vocab[\"%s\"] is not an id", key);
+    int32_t id = (int32_t)json_integer_value(val);
+    int r = tok_map_put(&b->vocab, key, strlen(key), id, NULL);
+    if (r == ENOMEM) FAIL(ENOMEM, "out of memory");
+    if ((uint32_t)id + 1 > b->vocab_size) b->vocab_size = (uint32_t)id + 1;
+  }
+  const char *s;
+  if ((s = json_string_value(json_object_get(m, "continuing_subword_prefix"))))
+    b->prefix = fc_strdup(s), b->prefix_len = strlen(s);
+  if ((s = json_string_value(json_object_get(m, "end_of_word_suffix"))))
+    b->suffix = fc_strdup(s), b->suffix_len = strlen(s);
+  b->fuse_unk = json_is_true(json_object_get(m, "fuse_unk"));
+  b->byte_fallback = json_is_true(json_object_get(m, "byte_fallback"));
+  b->ignore_merges = json_is_true(json_object_get(m, "ignore_merges"));
+  b->unk_id = -1;
+  if ((s = json_string_value(json_object_get(m, "unk_token"))) &&
+      !lookup(b, s, strlen(s), &b->unk_id))
+    b->unk_missing = 1;
+  for (int c = 0; c < 256; c++) {
+    char name[8];
+    snprintf(name, sizeof name, "<0x%02X>", c);
+    if (!lookup(b, name, 6, &b->byte_ids[c])) b->byte_ids[c] = -1;
+  }
+  size_t i;
+  json_t *mg;
+  json_array_foreach(merges, i, mg) {
+    const char *a, *bb;
+    size_t alen, blen;
+    if (json_is_string(mg)) {
+      a = json_string_value(mg);
+      const char *sp = strchr(a, ' ');
+      if (!sp || strchr(sp + 1, ' ')) FAIL(FC_ETOKENIZER, "merge %zu \"%s\" is not \"a b\"", i, a);
+      alen = (size_t)(sp - a);
+      bb = sp + 1;
+      blen = strlen(bb);
+    } else if (json_is_array(mg) && json_array_size(mg) == 2 &&
+               json_is_string(json_array_get(mg, 0)) && json_is_string(json_array_get(mg, 1))) {
+      a = json_string_value(json_array_get(mg, 0));
+      bb = json_string_value(json_array_get(mg, 1));
+      alen = json_string_length(json_array_get(mg, 0));
+      blen = json_string_length(json_array_get(mg, 1));
+    } else {
+      FAIL(FC_ETOKENIZER, "merge %zu is neither \"a b\" nor [a, b]", i);
+    }
+    int32_t ia, ib, inew;
+    if (!lookup(b, a, alen, &ia) || !lookup(b, bb, blen, &ib))
+      FAIL(FC_ETOKENIZER, "merge %zu (%.*s %.*s): a part is not in the vocab", i, (int)alen, a,
+           (int)blen, bb);
+    size_t skip = b->prefix && blen >= b->prefix_len && memcmp(bb, b->prefix, b->prefix_len) == 0
+                      ? b->prefix_len
+                      : 0;
+    free(tmp);
+    if (!(tmp = fc_malloc(alen + blen + 1))) FAIL(ENOMEM, "out of memory");
+    memcpy(tmp, a, alen);
+    memcpy(tmp + alen, bb + skip, blen - skip);
+    if (!lookup(b, tmp, alen + blen - skip, &inew))
+      FAIL(FC_ETOKENIZER, "merge %zu: \"%.*s\" is not in the vocab", i, (int)(alen + blen - skip),
+           tmp);
+    if (tok_pairs_put(&b->merges, (uint32_t)ia, (uint32_t)ib, (int32_t)i, inew) == ENOMEM)
+      FAIL(ENOMEM, "out of memory");
+  }
+out:
+  free(tmp);
+  return rc;
+}
+
+static int parse_post(tok_bpe *b, json_t *p, char *why, size_t why_len) {
+  int rc = 0;
+  if (!p || json_is_null(p)) return 0;
+  const char *type = json_string_value(json_object_get(p, "type"));
+  if (type && strcmp(type, "ByteLevel") == 0) return 0; /* offsets only */
+  if (type && strcmp(type, "Sequence") == 0) {
+    size_t i;
+    json_t *x;
+    json_array_foreach(json_object_get(p, "processors"), i,
+                       x) if ((rc = parse_post(b, x, why, why_len))) goto out;
+    return 0;
+  }
+  if (!type || strcmp(type, "TemplateProcessing") != 0)
+    FAIL(FC_ETOKENIZER, "post_processor %s is not supported", type ? type : "(untyped)");
+  json_t *single = json_object_get(p, "single"), *specials = json_object_get(p, "special_tokens");
+  size_t i;
+  json_t *item;
+  int seen_seq = 0;
+  json_array_foreach(single, i, item) {
+    json_t *st = json_object_get(item, "SpecialToken");
+    if (json_object_get(item, "Sequence")) {
+      seen_seq = 1;
+      continue;
+    }
+    const char *name = json_string_value(json_object_get(st, "id"));
+    json_t *ids = json_object_get(json_object_get(specials, name ? name : ""), "ids");
+    if (!name || !json_is_array(ids))
+      FAIL(FC_ETOKENIZER, "TemplateProcessing: unknown special token");
+    size_t k;
+    json_t *id;
+    json_array_foreach(ids, k, id) {
+      /* tokenizers emits these ids as they are: a negative or non-integer one would reach the
+       * store, and one past the model's vocab must still fit the vocab size that is reported */
+      json_int_t v = json_integer_value(id);
+      if (!json_is_integer(id) || v < 0 || v >= INT32_MAX)
+        FAIL(FC_ETOKENIZER, "TemplateProcessing: special token %s has an invalid id", name);
+      if ((uint32_t)v + 1 > b->vocab_size) b->vocab_size = (uint32_t)v + 1;
+      if (tok_ids_push(seen_seq ? &b->post_suffix : &b->post_prefix, (int32_t)v))
+        FAIL(ENOMEM, "out of memory");
+    }
+  }
+out:
+  return rc;
+}
+
+int tok_bpe_load(const char *data, size_t len, tok_bpe **out, char *why, size_t why_len) {
+  int rc = 0;
+  json_error_t jerr;
+  int nomem;
+  json_t *root = fc_json_loadb(data, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr, &nomem);
+  tok_bpe *b = fc_calloc(1, sizeof *b);
+  *out = NULL;
+  if (!b || nomem) FAIL(ENOMEM, "out of memory reading tokenizer.json");
+  if (!root) FAIL(FC_ETOKENIZER, "%d:%d: %s", jerr.line, jerr.column, jerr.text);
+  if (!json_is_object(root)) FAIL(FC_ETOKENIZER, "not a JSON object");
+  json_t *tr = json_object_get(root, "truncation"), *pad = json_object_get(root, "padding");
+  if (tr && !json_is_null(tr))
+    FAIL(FC_ETOKENIZER, "truncation is set: featcache stores whole sequences");
+  if (pad && !json_is_null(pad)) FAIL(FC_ETOKENIZER, "padding is set: the loader pads batches");
+  byte_level_table(b);
+  if ((rc = parse_model(b, json_object_get(root, "model"), why, why_len))) goto out;
+  if ((rc = parse_normalizer(b, json_object_get(root, "normalizer"), why, why_len))) goto out;
+  if ((rc = parse_pretok(b, json_object_get(root, "pre_tokenizer"), why, why_len))) goto out;
+  if ((rc = parse_post(b, json_object_get(root, "post_processor"), why, why_len))) goto out;
+  json_t *added = json_object_get(root, "added_tokens");
+  if (added && !json_is_array(added)) FAIL(FC_ETOKENIZER, "added_tokens is not an array");
+  if (json_array_size(added)) {
+    b->added = fc_calloc(json_array_size(added), sizeof *b->added);
+    if (!b->added) FAIL(ENOMEM, "out of memory");
+  }
+  size_t i;
+  json_t *t;
+  json_array_foreach(added, i, t) {
+    json_t *c = json_object_get(t, "content"), *id = json_object_get(t, "id");
+    if (!json_is_string(c) || !json_is_integer(id) || json_string_length(c) == 0)
+      FAIL(FC_ETOKENIZER, "added_tokens[%zu] needs a content and an id", i);
+    added_token *a = &b->added[b->nadded++];
+    a->len = json_string_length(c);
+    a->content = fc_malloc(a->len + 1);
+    if (!a->content) FAIL(ENOMEM, "out of memory");
+    memcpy(a->content, json_string_value(c), a->len + 1);
+    a->id = (int32_t)json_integer_value(id);
+    a->single_word = json_is_true(json_object_get(t, "single_word"));
+    a->lstrip = json_is_true(json_object_get(t, "lstrip"));
+    a->rstrip = json_is_true(json_object_get(t, "rstrip"));
+    a->normalized = json_is_true(json_object_get(t, "normalized"));
+    if ((uint32_t)a->id + 1 > b->vocab_size) b->vocab_size = (uint32_t)a->id + 1;
+  }
+  if (b->vocab_size == 0) FAIL(FC_ETOKENIZER, "the vocab is empty");
+  *out = b;
+  b = NULL;
+out:
+  json_decref(root);
+  if (b) tok_bpe_free(b);
+  return rc;
+}
+
+void tok_bpe_free(tok_bpe *b) {
+  if (!b) return;
+  tok_map_free(&b->vocab);
+  tok_pairs_free(&b->merges);
+  for (size_t i = 0; i < b->nadded; i++) free(b->added[i].content);
+  free(b->added);
+  free(b->prefix);
+  free(b->suffix);
+  free(b->post_prefix.p);
+  free(b->post_suffix.p);
+  free(b);
+}
+
+uint32_t tok_bpe_vocab_size(const tok_bpe *b) { return b->vocab_size; }
+
+/* ---- BPE of one word ------------------------------------------------------------------------- */
+typedef struct sym {
+  int32_t id;
+} sym;
+
+static int bpe_word(const tok_bpe *b, const char *w, size_t len, tok_ids *out, char *why,
+                    size_t why_len) {
+  int32_t id;
+  if (b->ignore_merges && lookup(b, w, len, &id)) return tok_ids_push(out, id);
+  tok_ids syms = {0};
+  tok_buf tmp = {0};
+  int rc = 0, last_unk = 0;
+  for (size_t i = 0; i < len && !rc;) {
+    int32_t cp;
+    size_t k = tok_utf8_next(w + i, len - i, &cp);
+    tmp.len = 0;
+    if (i > 0 && b->prefix) rc = tok_buf_put(&tmp, b->prefix, b->prefix_len);
+    if (!rc) rc = tok_buf_put(&tmp, w + i, k);
+    if (!rc && i + k == len && b->suffix) rc = tok_buf_put(&tmp, b->suffix, b->suffix_len);
+    if (rc) break;
+    if (lookup(b, tmp.p, tmp.len, &id)) {
+      rc = tok_ids_push(&syms, id);
+      last_unk = 0;
+    } else {
+      int done = 0;
+      if (b->byte_fallback) {
+        int all = 1;
+        for (size_t j = 0; j < k; j++) all &= b->byte_ids[(unsigned char)w[i + j]] >= 0;
+        if (all) {
+          for (size_t j = 0; j < k && !rc; j++)
+            rc = tok_ids_push(&syms, b->byte_ids[(unsigned char)w[i + j]]);
+          done = 1;
+          last_unk = 0;
+        }
+      }
+      if (!done && b->unk_missing) {
+        tok_set_why(why, why_len, "'%.*s' is not in the vocab and unk_token is not either", (int)k,
+                    w + i);
+        rc = FC_EUNKNOWN;
+      } else if (!done && b->unk_id >= 0) {
+        if (!(b->fuse_unk && last_unk)) rc = tok_ids_push(&syms, b->unk_id);
+        last_unk = 1;
+      } /* no unk token: tokenizers drops the character */
+    }
+    i += k;
+  }
+  /* merge the lowest-ranked adjacent pair, leftmost first, until none applies */
+  while (!rc && syms.len > 1) {
+    int32_t best = INT32_MAX, best_id = 0, r, nid;
+    size_t at = 0;
+    for (size_t i = 0; i + 1 < syms.len; i++)
+      if (tok_pairs_get(&b->merges, (uint32_t)syms.p[i], (uint32_t)syms.p[i + 1], &r, &nid) &&
+          r < best)
+        best = r, best_id = nid, at = i;
+    if (best == INT32_MAX) break;
+    syms.p[at] = best_id;
+    memmove(syms.p + at + 1, syms.p + at + 2, (syms.len - at - 2) * sizeof *syms.p);
+    syms.len--;
+  }
+  for (size_t i = 0; i < syms.len && !rc; i++) rc = tok_ids_push(out, syms.p[i]);
+  free(syms.p);
+  free(tmp.p);
+  return rc;
+}
+
+/* ---- pre-tokenizers -------------------------------------------------------------------------- */
+static int pretok(const tok_bpe *b, int level, const char *s, size_t len, tok_ids *out, char *why,
+                  size_t why_len);
+
+static size_t cp_at(const char *s, size_t len, size_t i, int32_t *cp) {
+  return tok_utf8_next(s + i, len - i, cp);
+}
+
+/* GPT-2: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
+static size_t gpt2_match(const char *s, size_t len, size_t i) {
+  static const char *const contr[] = {"'s", "'t", "'re", "'ve", "'m", "'ll", "'d"};
+  if (s[i] == '\'')
+    for (int k = 0; k < 7; k++) {
+      size_t l = strlen(contr[k]);
+      if (i + l <= len && memcmp(s + i, contr[k], l) == 0) return l;
+    }
+  int32_t c;
+  size_t j = i, k;
+  for (int cls = 0; cls < 3; cls++) {
+    j = i;
+    if (s[j] == ' ' && j + 1 < len) j++;
+    for (int pass = 0; pass < 2; pass++) {
+      size_t e = j;
+      while (e < len) {
+        k = cp_at(s, len, e, &c);
+        int in = cls == 0   ? tok_is_letter(c)
+                 : cls == 1 ? tok_is_number(c)
+                            : !tok_is_space(c) && !tok_is_letter(c) && !tok_is_number(c);
+        if (!in) break;
+        e += k;
+      }
+      if (e > j) return e - i;
+      if (j == i) break;
+      j = i; /* the optional space did not lead to a match: try without it */
+    }
+  }
+  /* white space */
+  size_t e = i, last = i;
+  while (e < len) {
+    k = cp_at(s, len, e, &c);
+    if (!tok_is_space(c)) break;
+    last = e;
+    e += k;
+  }
+  if (e == i) return cp_at(s, len, i, &c); /* cannot happen: every class is covered */
+  if (e == len) return e - i; /* \s+(?!\S) at the end */
+  if (last > i) return last - i; /* \s+(?!\S): leave one for the next word */
+  return e - i; /* \s+ */
+}
+
+static int byte_level(const tok_bpe *b, int level, const char *s, size_t len, tok_ids *out,
+                      char *why, size_t why_len) {
+  tok_buf pre = {0}, m = {0};
+  int rc = 0;
+  if (b->pre_prefix_space[level] && (len == 0 || s[0] != ' ')) {
+    if ((rc = tok_buf_put(&pre, " ", 1)) || (rc = tok_buf_put(&pre, s, len))) goto out;
+    s = pre.p;
+    len = pre.len;
+  }
+  for (size_t i = 0; i < len && !rc;) {
+    size_t l = b->pre_use_regex[level] ? gpt2_match(s, len, i) : len - i;
+    m.len = 0;
+    for (size_t j = i; j < i + l && !rc; j++)
+      rc = tok_buf_put(&m, b->byte_chars[(unsigned char)s[j]],
+                       b->byte_chars_len[(unsigned char)s[j]]);
+    if (!rc) rc = pretok(b, level + 1, m.p, m.len, out, why, why_len);
+    i += l;
+  }
+out:
+  free(pre.p);
+  free(m.p);
+  return rc;
+}
+
+static int pretok(const tok_bpe *b, int level, const char *s, size_t len, tok_ids *out, char *why,
+                  size_t why_len) {
+  if (len == 0) return 0;
+  if (level == b->npre) return bpe_word(b, s, len, out, why, why_len);
+  if (b->pre[level] == PRE_BYTELEVEL) return byte_level(b, level, s, len, out, why, why_len);
+  int rc = 0;
+  for (size_t i = 0; i < len && !rc;) {
+    int32_t c;
+    size_t k = cp_at(s, len, i, &c);
+    if (tok_is_space(c)) {
+      i += k;
+      continue;
+    }
+    size_t e = i;
+    int word = tok_is_word(c);
+    while (e < len) {
+      k = cp_at(s, len, e, &c);
+      if (tok_is_space(c)) break;
+      if (b->pre[level] == PRE_WHITESPACE && tok_is_word(c) != word) break;
+      e += k;
+    }
+    rc = pretok(b, level + 1, s + i, e - i, out, why, why_len);
+    i = e;
+  }
+  return rc;
+}
+
+/* ---- normalizer -------------------------------------------------------------------------------- */
+static int normalize(const tok_bpe *b, const char *s, size_t len, tok_buf *out) {
+  out->len = 0;
+  int rc = tok_buf_put(out, s, len);
+  for (int k = 0; k < b->nnorm && !rc; k++) {
+    if (b->norm[k] == NORM_LOWER) {
+      /* Rust's str::to_lowercase: simple mappings plus the two special ones (İ → i̇, final Σ → ς) */
+      tok_buf t = {0};
+      int32_t prev = 0;
+      for (size_t i = 0; i < out->len && !rc;) {
+        int32_t c, next = 0;
+        size_t l = tok_utf8_next(out->p + i, out->len - i, &c);
+        if (i + l < out->len) tok_utf8_next(out->p + i + l, out->len - i - l, &next);
+        char e[4];
+        if (c == 0x130) {
+          rc = tok_buf_put(&t, "i\xCC\x87", 3);
+        } else if (c == 0x3A3 && tok_is_letter(prev) && !tok_is_letter(next)) {
+          rc = tok_buf_put(&t, "\xCF\x82", 2);
+        } else {
+          rc = tok_buf_put(&t, e, tok_utf8_encode(utf8proc_tolower(c), e));
+        }
+        prev = c;
+        i += l;
+      }
+      free(out->p);
+      *out = t;
+      if (!out->p) rc = rc ? rc : tok_buf_put(out, "", 0);
+      continue;
+    }
+    int flags = UTF8PROC_STABLE;
+    if (b->norm[k] == NORM_NFC || b->norm[k] == NORM_NFKC)
+      flags |= UTF8PROC_COMPOSE;
+    else
+      flags |= UTF8PROC_DECOMPOSE;
+    if (b->norm[k] == NORM_NFKC || b->norm[k] == NORM_NFKD) flags |= UTF8PROC_COMPAT;
+    char *d;
+    size_t n;
+    if ((rc = tok_utf8_map(out->p, out->len, flags, &d, &n))) return rc;
+    free(out->p);
+    out->p = d;
+    out->len = out->cap = n;
+    out->cap++;
+  }
+  return rc;
+}
+
+/* ---- added tokens ------------------------------------------------------------------------------- */
+static int is_wordchar_before(const char *s, size_t i) {
+  if (i == 0) return 0;
+  size_t j = i - 1;
+  while (j > 0 && ((unsigned char)s[j] & 0xC0) == 0x80) j--;
+  int32_t c;
+  tok_utf8_next(s + j, i - j, &c);
+  return tok_is_word(c);
+}
+
+/* Leftmost-longest match of the added tokens with normalized == which; returns 1 and the span. */
+static int find_added(const tok_bpe *b, int which, const char *s, size_t len, size_t from,
+                      size_t *ms, size_t *me, int32_t *id) {
+  for (size_t i = from; i < len; i++) {
+    if (((unsigned char)s[i] & 0xC0) == 0x80) continue;
+    const added_token *best = NULL;
+    for (size_t k = 0; k < b->nadded; k++) {
+      const added_token *a = &b->added[k];
+      if (a->normalized != which || a->len > len - i || (best && a->len <= best->len)) continue;
+      if (memcmp(s + i, a->content, a->len) != 0) continue;
+      if (a->single_word) {
+        int32_t c = 0;
+        if (is_wordchar_before(s, i)) continue;
+        if (i + a->len < len &&
+            (tok_utf8_next(s + i + a->len, len - i - a->len, &c), tok_is_word(c)))
+          continue;
+      }
+      best = a;
+    }
+    if (!best) continue;
+    size_t st = i, en = i + best->len;
+    if (best->lstrip)
+      while (st > from && tok_is_space((unsigned char)s[st - 1])) st--;
+    if (best->rstrip)
+      while (en < len && tok_is_space((unsigned char)s[en])) en++;
+    *ms = st;
+    *me = en;
+    *id = best->id;
+    return 1;
+  }
+  return 0;
+}
+
+static int encode_normalized(const tok_bpe *b, const char *s, size_t len, tok_ids *out, char *why,
+                             size_t why_len) {
+  size_t from = 0, ms, me;
+  int32_t id;
+  int rc = 0;
+  while (!rc && from < len) {
+    if (!find_added(b, 1, s, len, from, &ms, &me, &id)) ms = me = len, id = -1;
+    rc = pretok(b, 0, s + from, ms - from, out, why, why_len);
+    if (!rc && id >= 0) rc = tok_ids_push(out, id);
+    from = me;
+  }
+  return rc;
+}
+
+int tok_bpe_encode(const tok_bpe *b, const char *s, size_t len, tok_ids *out, char *why,
+                   size_t why_len) {
+  size_t from = 0, ms, me;
+  int32_t id;
+  int rc = 0;
+  tok_buf norm = {0};
+  for (size_t i = 0; i < b->post_prefix.len && !rc; i++)
+    rc = tok_ids_push(out, b->post_prefix.p[i]);
+  while (!rc && from < len) {
+    if (!find_added(b, 0, s, len, from, &ms, &me, &id)) ms = me = len, id = -1;
+    if (ms > from) {
+      rc = normalize(b, s + from, ms - from, &norm);
+      if (!rc) rc = encode_normalized(b, norm.p, norm.len, out, why, why_len);
+    }
+    if (!rc && id >= 0) rc = tok_ids_push(out, id);
+    from = me;
+  }
+  for (size_t i = 0; i < b->post_suffix.len && !rc; i++)
+    rc = tok_ids_push(out, b->post_suffix.p[i]);
+  free(norm.p);
+  return rc;
+}

@@ -1,0 +1,115 @@
+/* featcache — private parts of the tokenizers (libcache/tok_*.c, tokenizer.c, tokenize.c). */
+#ifndef FC_TOK_INTERNAL_H
+#define FC_TOK_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "featcache/fc_tokenize.h"
+#include "formats/common/why.h"
+
+/* ---- growable buffers ------------------------------------------------------------------------ */
+typedef struct tok_buf {
+  char *p;
+  size_t len, cap;
+} tok_buf;
+int tok_buf_put(tok_buf *b, const void *s, size_t n); /* 0 or ENOMEM; keeps p NUL-terminated */
+
+typedef struct tok_ids {
+  int32_t *p;
+  size_t len, cap;
+} tok_ids;
+int tok_ids_push(tok_ids *v, int32_t id);
+
+/* ---- string → int32 hash map (owns copies of its keys) --------------------------------------- */
+typedef struct tok_map_slot {
+  char *key;
+  uint32_t len;
+  int32_t val;
+  uint64_t hash;
+} tok_map_slot;
+typedef struct tok_map {
+  tok_map_slot *slots;
+  size_t cap, count;
+} tok_map;
+/* Insert; returns 0, 1 when the key exists (*existing gets its value, the map is unchanged), ENOMEM. */
+int tok_map_put(tok_map *m, const char *key, size_t len, int32_t val, int32_t *existing);
+/* Lookup; returns 1 and *val when found, else 0. */
+int tok_map_get(const tok_map *m, const char *key, size_t len, int32_t *val);
+void tok_map_free(tok_map *m);
+
+/* ---- (u32, u32) → (rank, id) map for BPE merges ---------------------------------------------- */
+typedef struct tok_pair_slot {
+  uint64_t key; /* (a << 32 | b) + 1; 0 = empty */
+  int32_t rank, id;
+} tok_pair_slot;
+typedef struct tok_pairs {
+  tok_pair_slot *slots;
+  size_t cap, count;
+} tok_pairs;
+int tok_pairs_put(tok_pairs *m, uint32_t a, uint32_t b, int32_t rank, int32_t id);
+int tok_pairs_get(const tok_pairs *m, uint32_t a, uint32_t b, int32_t *rank, int32_t *id);
+void tok_pairs_free(tok_pairs *m);
+
+/* ---- UTF-8 and Unicode classes --------------------------------------------------------------- */
+/* Decode one code point at s (valid UTF-8 assumed, len > 0); returns its byte length. */
+size_t tok_utf8_next(const char *s, size_t len, int32_t *cp);
+size_t tok_utf8_encode(int32_t cp, char out[4]);
+/* utf8proc_map with the result allocated by fc_malloc (the `alloc` fault site: utf8proc has no
+ * allocator hook, and utf8proc_map's own malloc would be off the countdown): s[0, len)
+ * decomposed, composed and re-encoded as UTF8PROC_* flags say, into *out (NUL-terminated, the
+ * caller frees it) of *out_len bytes. 0, ENOMEM, or FC_EUTF8 (utf8proc refused the text). */
+int tok_utf8_map(const char *s, size_t len, int flags, char **out, size_t *out_len);
+int tok_is_space(int32_t cp); /* Unicode White_Space (Python's str.isspace for BMP text) */
+int tok_is_punct(int32_t cp); /* general category P* */
+int tok_is_letter(int32_t cp); /* L* */
+int tok_is_number(int32_t cp); /* N* */
+int tok_is_word(int32_t cp); /* regex \w: Alphabetic, M*, Nd, Pc, Join_Control */
+#define tok_set_why fc_why /* formats/common/why.h */
+
+/* ---- vocab (chars, phonemes) ----------------------------------------------------------------- */
+typedef struct tok_vocab {
+  char **syms; /* id → symbol, NUL-terminated */
+  size_t n;
+  tok_map map; /* symbol → id (specials excluded from text matching: see match) */
+  tok_map match; /* symbols that text may match */
+  size_t max_len; /* longest matchable symbol, bytes */
+} tok_vocab;
+/* Parse a vocab file's bytes. FC_ETOKENIZER with "LINE: reason" on an empty line, invalid UTF-8 or
+ * a duplicate symbol. */
+int tok_vocab_parse(tok_vocab *v, const char *data, size_t len, char *why, size_t why_len);
+/* Take ownership of syms[0..n) (malloc'd strings, array malloc'd). */
+int tok_vocab_from_syms(tok_vocab *v, char **syms, size_t n, char *why, size_t why_len);
+/* Exclude a symbol (a special) from text matching. */
+/* Stop matching sym in text (specials are not text). 0, or ENOMEM with the vocab unchanged. */
+int tok_vocab_unmatch(tok_vocab *v, const char *sym);
+/* Greedy longest match of s[0..len) over the vocab; unknown code points → unk (or fail). */
+int tok_vocab_map(const tok_vocab *v, const char *s, size_t len, int32_t unk, int strict,
+                  tok_ids *out, size_t *unknown, char *why, size_t why_len);
+void tok_vocab_free(tok_vocab *v);
+
+/* ---- espeak-ng (serialized by one process-wide mutex) --------------------------------------- */
+/* Initialize once and check that voice lang exists; *version gets espeak-ng's version string. */
+int tok_espeak_init(const char *lang, const char **version, char *why, size_t why_len);
+/* Phoneme units of a whole line as espeak-ng reads it (phonemes separated, stress marks split off,
+ * " " between words, each clause's terminating mark after it), each passed to cb. */
+int tok_phonemize(const char *lang, const char *text, size_t len, fc_tok_symbol_fn cb, void *ud);
+
+/* tok_child.c: fn(arg, b) run in a forked child process, what it appended to its (empty) buffer b
+ * appended to out. fn's return value, or FC_EPHONEMIZE when the child died before it finished
+ * (*status: its wait status), or errno (pipe, fork), ENOMEM. FC_FAULT=espeak:N aborts the N-th
+ * child before it runs fn. */
+typedef int (*tok_contained_fn)(void *arg, tok_buf *b);
+int tok_contained(tok_contained_fn fn, void *arg, tok_buf *out, int *status);
+/* The marks on which espeak-ng ends a clause, kept as symbols at clause ends (UTF-8 string). */
+extern const char tok_clause_marks[];
+
+/* ---- bpe ------------------------------------------------------------------------------------- */
+typedef struct tok_bpe tok_bpe;
+int tok_bpe_load(const char *data, size_t len, tok_bpe **out, char *why, size_t why_len);
+int tok_bpe_encode(const tok_bpe *b, const char *text, size_t len, tok_ids *out, char *why,
+                   size_t why_len);
+uint32_t tok_bpe_vocab_size(const tok_bpe *b);
+void tok_bpe_free(tok_bpe *b);
+
+#endif

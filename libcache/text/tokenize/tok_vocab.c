@@ -1,0 +1,141 @@
+/* featcache — symbol vocabularies for the chars and phonemes tokenizers: one symbol per line,
+ * id = line index; greedy longest match of text over the symbols. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "featcache/fc_format.h"
+#include "libcache/text/tokenize/tok_internal.h"
+#include "formats/common/alloc.h"
+
+void tok_vocab_free(tok_vocab *v) {
+  for (size_t i = 0; i < v->n; i++) free(v->syms[i]);
+  free(v->syms);
+  tok_map_free(&v->map);
+  tok_map_free(&v->match);
+  memset(v, 0, sizeof *v);
+}
+
+int tok_vocab_from_syms(tok_vocab *v, char **syms, size_t n, char *why, size_t why_len) {
+  memset(v, 0, sizeof *v);
+  v->syms = syms;
+  v->n = n;
+  for (size_t i = 0; i < n; i++) {
+    size_t len = strlen(syms[i]);
+    int32_t first;
+    int rc = tok_map_put(&v->map, syms[i], len, (int32_t)i, &first);
+    if (rc == 1) {
+      tok_set_why(why, why_len, "%zu: duplicate symbol '%s' (first at line %d)", i + 1, syms[i],
+                  (int)first + 1);
+      rc = FC_ETOKENIZER;
+    }
+    if (!rc) rc = tok_map_put(&v->match, syms[i], len, (int32_t)i, NULL);
+    if (rc) {
+      tok_vocab_free(v);
+      return rc;
+    }
+    if (len > v->max_len) v->max_len = len;
+  }
+  return 0;
+}
+
+int tok_vocab_parse(tok_vocab *v, const char *data, size_t len, char *why, size_t why_len) {
+  size_t cap = 256, n = 0;
+  char **syms = fc_malloc(cap * sizeof *syms);
+  if (!syms) return ENOMEM;
+  if (len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0) data += 3, len -= 3; /* BOM */
+  size_t i = 0;
+  int rc = 0;
+  while (i < len) {
+    const char *nl = memchr(data + i, '\n', len - i);
+    size_t end = nl ? (size_t)(nl - data) : len;
+    size_t l = end - i;
+    if (l && data[i + l - 1] == '\r') l--;
+    if (l == 0) {
+      tok_set_why(why, why_len, "%zu: empty line (a space symbol is a line holding one space)",
+                  n + 1);
+      rc = FC_ETOKENIZER;
+      break;
+    }
+    if (!fc_utf8_valid(data + i, l) || memchr(data + i, 0, l)) {
+      tok_set_why(why, why_len, "%zu: invalid UTF-8", n + 1);
+      rc = FC_ETOKENIZER;
+      break;
+    }
+    if (n == cap) {
+      char **p = fc_realloc(syms, (cap *= 2) * sizeof *syms);
+      if (!p) {
+        rc = ENOMEM;
+        break;
+      }
+      syms = p;
+    }
+    if (!(syms[n] = fc_strndup(data + i, l))) {
+      rc = ENOMEM;
+      break;
+    }
+    n++;
+    i = end + 1;
+  }
+  if (!rc && n == 0) {
+    tok_set_why(why, why_len, "1: the vocab is empty");
+    rc = FC_ETOKENIZER;
+  }
+  if (rc) {
+    for (size_t k = 0; k < n; k++) free(syms[k]);
+    free(syms);
+    return rc;
+  }
+  return tok_vocab_from_syms(v, syms, n, why, why_len);
+}
+
+int tok_vocab_unmatch(tok_vocab *v, const char *sym) {
+  int32_t id;
+  if (!tok_map_get(&v->match, sym, strlen(sym), &id)) return 0;
+  /* rebuild the match map without sym: specials are few and this runs once */
+  tok_map m = {0};
+  size_t max_len = 0;
+  for (size_t i = 0; i < v->match.cap; i++) {
+    tok_map_slot *s = &v->match.slots[i];
+    if (!s->key || strcmp(s->key, sym) == 0) continue;
+    int rc = tok_map_put(&m, s->key, s->len, s->val, NULL);
+    if (rc) { /* keep the old map whole rather than lose symbols */
+      tok_map_free(&m);
+      return rc;
+    }
+    if (s->len > max_len) max_len = s->len;
+  }
+  tok_map_free(&v->match);
+  v->match = m;
+  v->max_len = max_len;
+  return 0;
+}
+
+int tok_vocab_map(const tok_vocab *v, const char *s, size_t len, int32_t unk, int strict,
+                  tok_ids *out, size_t *unknown, char *why, size_t why_len) {
+  size_t i = 0;
+  while (i < len) {
+    size_t maxl = v->max_len < len - i ? v->max_len : len - i;
+    int32_t id = -1;
+    size_t l = maxl;
+    for (; l > 0; l--) {
+      /* only whole code points: l must end on a boundary */
+      if (i + l < len && ((unsigned char)s[i + l] & 0xC0) == 0x80) continue;
+      if (tok_map_get(&v->match, s + i, l, &id)) break;
+    }
+    if (l == 0) {
+      int32_t cp;
+      l = tok_utf8_next(s + i, len - i, &cp);
+      if (strict || unk < 0) {
+        tok_set_why(why, why_len, "symbol '%.*s' (U+%04X) is not in the vocab%s", (int)l, s + i,
+                    (unsigned)cp, unk < 0 ? " and there is no unk symbol" : "");
+        return FC_EUNKNOWN;
+      }
+      id = unk;
+      if (unknown) (*unknown)++;
+    }
+    if (tok_ids_push(out, id)) return ENOMEM;
+    i += l;
+  }
+  return 0;
+}

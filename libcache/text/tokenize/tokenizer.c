@@ -1,0 +1,423 @@
+/* featcache — fc_tokenizer: the chars, phonemes and bpe tokenizers and their canonical config. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "featcache/fc_format.h"
+#include "featcache/fc_tokenize.h"
+#include "featcache/fc_outfile.h"
+#include "libcache/text/tokenize/tok_internal.h"
+#include "formats/common/alloc.h"
+#include "formats/common/json.h"
+
+enum { SP_PAD, SP_UNK, SP_BOS, SP_EOS, SP_COUNT };
+static const char *const special_keys[SP_COUNT] = {"pad", "unk", "bos", "eos"};
+static const char *const special_defaults[SP_COUNT] = {"<pad>", "<unk>", "<bos>", "<eos>"};
+
+struct fc_tokenizer {
+  fc_tok_kind kind;
+  fc_tok_norm norm;
+  int add_bos, add_eos, strict, dtype_opt, dtype;
+  char *lang;
+  const char *espeak_version;
+  char *specials[SP_COUNT];
+  int32_t special_ids[SP_COUNT]; /* -1: not in the vocab */
+  tok_vocab vocab;
+  tok_bpe *bpe;
+  char *vocab_text; /* vocab file text (chars, phonemes) or tokenizer.json bytes (bpe) */
+  size_t vocab_text_len;
+  uint32_t vocab_size;
+  int ready;
+  char *config;
+  size_t config_len;
+  fc_digest digest;
+};
+
+static const char *const kind_names[] = {"chars", "phonemes", "bpe"};
+
+const char *fc_tok_kind_name(fc_tok_kind k) { return (unsigned)k < 3 ? kind_names[k] : NULL; }
+
+int fc_tok_kind_from_name(const char *name) {
+  for (int i = 0; i < 3; i++)
+    if (name && strcmp(name, kind_names[i]) == 0) return i;
+  return -1;
+}
+
+void fc_tok_opts_init(fc_tok_opts *o, fc_tok_kind kind) {
+  memset(o, 0, sizeof *o);
+  o->kind = kind;
+  o->norm.unicode = kind == FC_TOK_BPE ? FC_UNICODE_NONE : FC_UNICODE_NFKC;
+  o->norm.collapse_space = kind != FC_TOK_BPE;
+  o->norm_set = 1;
+  o->lang = "en-us";
+}
+
+static int read_file(const char *path, char **data, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return errno;
+  tok_buf b = {0};
+  char chunk[65536];
+  size_t n;
+  int rc = 0;
+  while (!rc && (n = fread(chunk, 1, sizeof chunk, f)) > 0) rc = tok_buf_put(&b, chunk, n);
+  if (!rc && ferror(f)) rc = EIO;
+  fclose(f);
+  if (!rc && !b.p) rc = tok_buf_put(&b, "", 0);
+  if (rc) {
+    free(b.p);
+    return rc;
+  }
+  *data = b.p;
+  *len = b.len;
+  return 0;
+}
+
+static int pick_dtype(fc_tokenizer *t, char *why, size_t why_len) {
+  uint32_t n = t->vocab_size;
+  if (t->dtype_opt == 0) {
+    t->dtype = n <= 32768 ? FC_DTYPE_I16 : n <= 65536 ? FC_DTYPE_U16 : FC_DTYPE_I32;
+    return 0;
+  }
+  t->dtype = t->dtype_opt;
+  if ((t->dtype == FC_DTYPE_I16 && n > 32768) || (t->dtype == FC_DTYPE_U16 && n > 65536) ||
+      (t->dtype != FC_DTYPE_I16 && t->dtype != FC_DTYPE_U16 && t->dtype != FC_DTYPE_I32)) {
+    tok_set_why(why, why_len, "dtype %s cannot hold %u ids (use i32)",
+                fc_dtype_name(t->dtype) ? fc_dtype_name(t->dtype) : "?", n);
+    return FC_ECONFIG;
+  }
+  return 0;
+}
+
+/* Canonical JSON (sorted keys, no spaces) and its digest. Every member is checked: a value that
+ * could not be allocated must fail the config, never leave a key out of it (another digest). */
+static int make_config(fc_tokenizer *t, char *why, size_t why_len) {
+  char hex[33];
+  fc_digest vd;
+  fc_digest_buffer(t->vocab_text, t->vocab_text_len, &vd);
+  fc_digest_hex(&vd, hex);
+  json_t *o = json_object();
+  int bad = !o;
+  bad |= json_object_set_new(o, "kind", json_string("tokens"));
+  bad |= json_object_set_new(o, "preset", json_null());
+  bad |= json_object_set_new(o, "tokenizer", json_string(kind_names[t->kind]));
+  bad |= json_object_set_new(o, "tokenizer_version",
+                             json_integer(t->kind == FC_TOK_PHONEMES ? FC_TOK_PHONEMES_VERSION
+                                                                     : FC_TOKENIZER_VERSION));
+  bad |= json_object_set_new(o, "unicode",
+                             json_string(t->norm.unicode == FC_UNICODE_NFKC ? "nfkc" : "none"));
+  bad |= json_object_set_new(o, "casefold", json_boolean(t->norm.casefold));
+  bad |= json_object_set_new(o, "punct",
+                             json_string(t->norm.punct == FC_PUNCT_REMOVE ? "remove" : "keep"));
+  bad |= json_object_set_new(o, "whitespace",
+                             json_string(t->norm.collapse_space ? "collapse" : "keep"));
+  bad |= json_object_set_new(o, "dtype", json_string(fc_dtype_name(t->dtype)));
+  bad |= json_object_set_new(o, "vocab_size", json_integer(t->vocab_size));
+  if (t->kind == FC_TOK_BPE) {
+    bad |= json_object_set_new(o, "tokenizer_json_digest", json_string(hex));
+  } else {
+    bad |= json_object_set_new(o, "vocab_digest", json_string(hex));
+    bad |= json_object_set_new(o, "add_bos", json_boolean(t->add_bos));
+    bad |= json_object_set_new(o, "add_eos", json_boolean(t->add_eos));
+    json_t *sp = json_object();
+    for (int i = 0; i < SP_COUNT && sp; i++) {
+      json_t *e = json_object();
+      bad |= json_object_set_new(e, "symbol", json_string(t->specials[i]));
+      bad |= json_object_set_new(e, "id",
+                                 t->special_ids[i] >= 0 ? json_integer(t->special_ids[i])
+                                                        : json_null());
+      bad |= json_object_set_new(sp, special_keys[i], e);
+    }
+    bad |= json_object_set_new(o, "specials", sp);
+  }
+  if (t->kind == FC_TOK_PHONEMES) {
+    bad |= json_object_set_new(o, "lang", json_string(t->lang));
+    bad |= json_object_set_new(o, "espeak_ng", json_string(t->espeak_version));
+    bad |= json_object_set_new(o, "punctuation", json_string(tok_clause_marks));
+  }
+  int nomem = 1;
+  char *s = bad ? NULL : fc_json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS, &nomem);
+  json_decref(o);
+  if (!s && !nomem) { /* jansson refused a value (not UTF-8): the checks above let none through */
+    tok_set_why(why, why_len, "cannot write the token config");
+    return FC_ECONFIG;
+  }
+  if (!s) {
+    tok_set_why(why, why_len, "out of memory writing the token config");
+    return ENOMEM;
+  }
+  free(t->config);
+  t->config = s;
+  t->config_len = strlen(s);
+  fc_digest_buffer(s, t->config_len, &t->digest);
+  return 0;
+}
+
+/* After the vocab is known (file or built): specials, sizes, dtype, config. */
+static int finish_symbols(fc_tokenizer *t, char *why, size_t why_len) {
+  for (int i = 0; i < SP_COUNT; i++) {
+    if (!tok_map_get(&t->vocab.map, t->specials[i], strlen(t->specials[i]), &t->special_ids[i]))
+      t->special_ids[i] = -1;
+    else if (tok_vocab_unmatch(&t->vocab, t->specials[i]))
+      return ENOMEM;
+  }
+  if (t->add_bos && t->special_ids[SP_BOS] < 0) {
+    tok_set_why(why, why_len, "--add-bos: the vocab has no bos symbol '%s'", t->specials[SP_BOS]);
+    return FC_ECONFIG;
+  }
+  if (t->add_eos && t->special_ids[SP_EOS] < 0) {
+    tok_set_why(why, why_len, "--add-eos: the vocab has no eos symbol '%s'", t->specials[SP_EOS]);
+    return FC_ECONFIG;
+  }
+  tok_buf b = {0};
+  for (size_t i = 0; i < t->vocab.n; i++)
+    if (tok_buf_put(&b, t->vocab.syms[i], strlen(t->vocab.syms[i])) || tok_buf_put(&b, "\n", 1)) {
+      free(b.p);
+      return ENOMEM;
+    }
+  free(t->vocab_text);
+  t->vocab_text = b.p;
+  t->vocab_text_len = b.len;
+  t->vocab_size = (uint32_t)t->vocab.n;
+  int rc = pick_dtype(t, why, why_len);
+  if (!rc) rc = make_config(t, why, why_len);
+  if (!rc) t->ready = 1;
+  return rc;
+}
+
+int fc_tokenizer_create(const fc_tok_opts *o, fc_tokenizer **out, char *why, size_t why_len) {
+  int rc = 0;
+  *out = NULL;
+  fc_tokenizer *t = fc_calloc(1, sizeof *t);
+  if (!t) return ENOMEM;
+  fc_tok_opts d;
+  fc_tok_opts_init(&d, o->kind);
+  t->kind = o->kind;
+  t->norm = o->norm_set ? o->norm : d.norm;
+  t->add_bos = o->add_bos;
+  t->add_eos = o->add_eos;
+  t->strict = o->strict;
+  t->dtype_opt = o->dtype;
+  const char *sp_opt[SP_COUNT] = {o->pad, o->unk, o->bos, o->eos};
+  for (int i = 0; i < SP_COUNT; i++) {
+    const char *s = sp_opt[i] ? sp_opt[i] : special_defaults[i];
+    if (!*s || strchr(s, '\n') || !fc_utf8_valid(s, strlen(s))) {
+      tok_set_why(why, why_len, "the %s symbol must be one line of UTF-8", special_keys[i]);
+      rc = FC_ECONFIG;
+      goto out;
+    }
+    if (!(t->specials[i] = fc_strdup(s))) {
+      rc = ENOMEM;
+      goto out;
+    }
+  }
+  if ((unsigned)t->kind > FC_TOK_BPE) {
+    tok_set_why(why, why_len, "unknown tokenizer kind %d", (int)t->kind);
+    rc = FC_ECONFIG;
+    goto out;
+  }
+  if (t->kind == FC_TOK_BPE) {
+    if (!o->tokenizer_json || o->vocab_path || o->build_vocab || o->add_bos || o->add_eos) {
+      tok_set_why(why, why_len,
+                  "bpe takes --tokenizer-json FILE and neither a vocab nor --add-bos/--add-eos");
+      rc = FC_ECONFIG;
+      goto out;
+    }
+    if ((rc = read_file(o->tokenizer_json, &t->vocab_text, &t->vocab_text_len))) {
+      tok_set_why(why, why_len, "%s: %s", o->tokenizer_json, strerror(rc));
+      goto out;
+    }
+    char sub[400];
+    if ((rc = tok_bpe_load(t->vocab_text, t->vocab_text_len, &t->bpe, sub, sizeof sub))) {
+      tok_set_why(why, why_len, "%s: %s", o->tokenizer_json, sub);
+      goto out;
+    }
+    t->vocab_size = tok_bpe_vocab_size(t->bpe);
+    if (!(rc = pick_dtype(t, why, why_len)) && !(rc = make_config(t, why, why_len))) t->ready = 1;
+    goto out;
+  }
+  if (t->kind == FC_TOK_PHONEMES) {
+    if (!(t->lang = fc_strdup(o->lang ? o->lang : "en-us"))) {
+      rc = ENOMEM;
+      goto out;
+    }
+    if ((rc = tok_espeak_init(t->lang, &t->espeak_version, why, why_len))) goto out;
+  }
+  if (!!o->vocab_path == !!o->build_vocab) {
+    tok_set_why(why, why_len, "%s takes exactly one of --vocab FILE and --build-vocab",
+                kind_names[t->kind]);
+    rc = FC_ECONFIG;
+    goto out;
+  }
+  if (o->vocab_path) {
+    char *data = NULL;
+    size_t len = 0;
+    if ((rc = read_file(o->vocab_path, &data, &len))) {
+      tok_set_why(why, why_len, "%s: %s", o->vocab_path, strerror(rc));
+      goto out;
+    }
+    char sub[400];
+    rc = tok_vocab_parse(&t->vocab, data, len, sub, sizeof sub);
+    free(data);
+    if (rc) {
+      tok_set_why(why, why_len, "%s:%s", o->vocab_path, sub);
+      goto out;
+    }
+    rc = finish_symbols(t, why, why_len);
+  }
+out:
+  if (rc) {
+    fc_tokenizer_free(t);
+    return rc;
+  }
+  *out = t;
+  return 0;
+}
+
+void fc_tokenizer_free(fc_tokenizer *t) {
+  if (!t) return;
+  for (int i = 0; i < SP_COUNT; i++) free(t->specials[i]);
+  tok_vocab_free(&t->vocab);
+  tok_bpe_free(t->bpe);
+  free(t->lang);
+  free(t->vocab_text);
+  free(t->config);
+  free(t);
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int fc_tokenizer_build_vocab(fc_tokenizer *t, const char *const *syms, size_t n) {
+  if (t->kind == FC_TOK_BPE || t->ready) return FC_EBADSTATE;
+  const char **sorted = fc_malloc((n ? n : 1) * sizeof *sorted);
+  char **out = fc_malloc((n + SP_COUNT) * sizeof *out);
+  size_t m = 0;
+  int rc = 0;
+  if (!sorted || !out) {
+    rc = ENOMEM;
+    goto fail;
+  }
+  memcpy(sorted, syms, n * sizeof *sorted);
+  qsort(sorted, n, sizeof *sorted, cmp_str);
+  for (int i = 0; i < SP_COUNT; i++) {
+    int dup = 0;
+    for (size_t k = 0; k < m; k++) dup |= strcmp(out[k], t->specials[i]) == 0;
+    if (!dup && !(out[m++] = fc_strdup(t->specials[i]))) {
+      rc = ENOMEM;
+      goto fail;
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    const char *s = sorted[i];
+    if (!*s || strchr(s, '\n') || strchr(s, '\r') || (i > 0 && strcmp(s, sorted[i - 1]) == 0))
+      continue;
+    int dup = 0;
+    for (int k = 0; k < SP_COUNT; k++) dup |= strcmp(s, t->specials[k]) == 0;
+    if (dup) continue;
+    if (!(out[m++] = fc_strdup(s))) {
+      rc = ENOMEM;
+      goto fail;
+    }
+  }
+  free(sorted);
+  if ((rc = tok_vocab_from_syms(&t->vocab, out, m, NULL, 0))) return rc;
+  return finish_symbols(t, NULL, 0);
+fail:
+  if (out)
+    for (size_t k = 0; k < m; k++) free(out[k]);
+  free(out);
+  free(sorted);
+  return rc;
+}
+
+int fc_tokenizer_symbols(fc_tokenizer *t, const char *norm, size_t len, fc_tok_symbol_fn cb,
+                         void *ud) {
+  if (t->kind == FC_TOK_PHONEMES) return tok_phonemize(t->lang, norm, len, cb, ud);
+  if (t->kind != FC_TOK_CHARS) return FC_ECONFIG;
+  for (size_t i = 0; i < len;) {
+    int32_t cp;
+    size_t k = tok_utf8_next(norm + i, len - i, &cp);
+    cb(norm + i, k, ud);
+    i += k;
+  }
+  return 0;
+}
+
+typedef struct phon_ctx {
+  const fc_tokenizer *t;
+  tok_ids *ids;
+  size_t *unknown;
+  char *why;
+  size_t why_len;
+  int rc;
+} phon_ctx;
+
+static void phon_symbol(const char *s, size_t len, void *ud) {
+  phon_ctx *c = ud;
+  if (c->rc) return;
+  const fc_tokenizer *t = c->t;
+  c->rc = tok_vocab_map(&t->vocab, s, len, t->special_ids[SP_UNK], t->strict, c->ids, c->unknown,
+                        c->why, c->why_len);
+}
+
+int fc_tokenizer_encode(fc_tokenizer *t, const char *norm, size_t len, int32_t **ids, size_t *n,
+                        size_t *unknown, char *why, size_t why_len) {
+  *ids = NULL;
+  *n = 0;
+  if (!t->ready) return FC_EBADSTATE;
+  tok_ids v = {0};
+  size_t unk = 0;
+  int rc = 0;
+  if (t->kind == FC_TOK_BPE) {
+    rc = tok_bpe_encode(t->bpe, norm, len, &v, why, why_len);
+  } else {
+    if (t->add_bos) rc = tok_ids_push(&v, t->special_ids[SP_BOS]);
+    if (!rc && t->kind == FC_TOK_CHARS) {
+      rc = tok_vocab_map(&t->vocab, norm, len, t->special_ids[SP_UNK], t->strict, &v, &unk, why,
+                         why_len);
+    } else if (!rc) {
+      phon_ctx c = {t, &v, &unk, why, why_len, 0};
+      rc = tok_phonemize(t->lang, norm, len, phon_symbol, &c);
+      if (!rc) rc = c.rc;
+    }
+    if (!rc && t->add_eos) rc = tok_ids_push(&v, t->special_ids[SP_EOS]);
+  }
+  if (rc) {
+    free(v.p);
+    return rc;
+  }
+  *ids = v.p;
+  *n = v.len;
+  if (unknown) *unknown = unk;
+  return 0;
+}
+
+const fc_tok_norm *fc_tokenizer_norm(const fc_tokenizer *t) { return &t->norm; }
+
+int fc_tokenizer_config(const fc_tokenizer *t, const char **json, size_t *len, fc_digest *digest) {
+  if (!t->ready) return FC_EBADSTATE;
+  if (json) *json = t->config;
+  if (len) *len = t->config_len;
+  if (digest) *digest = t->digest;
+  return 0;
+}
+
+fc_tok_kind fc_tokenizer_kind(const fc_tokenizer *t) { return t->kind; }
+uint32_t fc_tokenizer_vocab_size(const fc_tokenizer *t) { return t->vocab_size; }
+int fc_tokenizer_dtype(const fc_tokenizer *t) { return t->dtype; }
+
+int fc_tokenizer_vocab_text(const fc_tokenizer *t, const char **text, size_t *len) {
+  if (!t->ready) return FC_EBADSTATE;
+  *text = t->vocab_text;
+  *len = t->vocab_text_len;
+  return 0;
+}
+
+int fc_tokenizer_export_vocab(const fc_tokenizer *t, const char *path) {
+  const char *text;
+  size_t len;
+  int rc = fc_tokenizer_vocab_text(t, &text, &len);
+  return rc ? rc : fc_outfile_write(path, text, len);
+}

@@ -1,0 +1,41 @@
+#!/bin/bash
+# The exported ABI is what a library user calls, said in three places that must agree: the
+# FC_API declarations of include/featcache/*.h, the version script (cmake/featcache.map), and the
+# table in docs/HACKING.md ("The exported ABI") — and it is what the three shared components
+# export, at most 180 functions, with no tool's engine and no internal helper among them.
+set -u
+command -v nm >/dev/null || { echo "skip: no nm (binutils)"; exit 77; }
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+fail=0
+
+sed -n 's/^ *\(fc_[a-z0-9_]*\);$/\1/p' "$FC_SRC/cmake/featcache.map" | sort >"$T/map"
+grep -ho 'FC_API [^(;]*(' "$FC_SRC"/include/featcache/*.h | sed -E 's/.*[ *]([a-z_0-9]+)\($/\1/' |
+  grep -vx '__attribute__' | sort -u >"$T/api"
+awk '/^## The exported ABI/ {on = 1; next} on && /^## / {on = 0} on && /^\| `fc_[a-z_]*\.h`/' "$FC_SRC/docs/HACKING.md" |
+  grep -o '`fc_[a-z0-9_]*`' | tr -d '`' | sort -u >"$T/doc"
+for c in core mel text; do
+  nm -D --defined-only "$FC_BIN/libfeatcache_$c.so" | awk '$2 ~ /^[TDBRVW]$/ {print $3}'
+done | grep -v '^fault_\(hit\|hold\)$' | sort >"$T/exp"
+
+# same EXPECTED GOT WHAT
+same() {
+  local d
+  d=$(diff "$1" "$2" | sed -n 's/^[<>] //p' | tr '\n' ' ')
+  [ -z "$d" ] || { echo "FAIL $3 differ: $d"; fail=1; }
+}
+same "$T/map" "$T/api" "cmake/featcache.map and the FC_API declarations"
+same "$T/map" "$T/exp" "cmake/featcache.map and the components' exports"
+same "$T/map" "$T/doc" "cmake/featcache.map and docs/HACKING.md's ABI table"
+[ -z "$(uniq -d "$T/exp")" ] || { echo "FAIL exported by two components: $(uniq -d "$T/exp")"; fail=1; }
+n=$(wc -l <"$T/exp")
+[ "$n" -le 180 ] || { echo "FAIL $n exported functions (at most 180)"; fail=1; }
+bad=$(grep -E '^fc_(bench|lb|cuda|gpu_timer|fz|kmerge|writeback)_' "$T/exp" | tr '\n' ' ')
+[ -z "$bad" ] || { echo "FAIL an engine or an internal helper exported: $bad"; fail=1; }
+# internal functions carry no fc_ prefix: every fc_ function the static library defines is public
+nm --defined-only "$FC_BIN/libfeatcache.a" 2>/dev/null | awk '$2 == "T" {print $3}' | grep '^fc_' |
+  sort -u >"$T/static"
+hidden=$(comm -23 "$T/static" "$T/map" | tr '\n' ' ')
+[ -z "$hidden" ] || { echo "FAIL internal functions with the public fc_ prefix: $hidden"; fail=1; }
+
+[ $fail = 0 ] && echo "abi: $n exported functions, one list in the headers, the map and HACKING.md"
+exit $fail
