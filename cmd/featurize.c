@@ -7,6 +7,7 @@
 #include "featcache/fc_shard.h"
 
 #include <malloc.h>
+#include <sys/stat.h>
 
 enum {
   OPT_PRESET = 256,
@@ -45,7 +46,8 @@ static const fc_cli_opt options[] =
     {{NULL, 0, 0, NULL, "Output:"},
      {"output", 'o', required_argument, "STORE", "store directory (created if missing)"},
      {"writers", OPT_WRITERS, required_argument, "N",
-      "a new STORE split into N parts, one writer each (default 1: one LMDB environment)"},
+      "a new STORE split into N parts, one writer each (default: 1 for a small job, else by the "
+      "device and -j)"},
      {NULL, 0, 0, NULL, "Features:"},
      {"preset", OPT_PRESET, required_argument, "NAME",
       "hifigan (default), tacotron2, librosa, whisper, kaldi"},
@@ -138,6 +140,16 @@ static void build_config(const overrides *ov, fc_mel_config *cfg) {
     fc_cli_warn(NULL, "invalid configuration: %s", why);
     exit(FC_EXIT_USAGE);
   }
+}
+
+/* No store at dir yet (no data.mdb, no split-store marker): featurize's default writers apply. */
+static int store_is_new(const char *dir) {
+  unsigned n = 0;
+  char p[4096];
+  struct stat st;
+  if (fc_store_split_count(dir, &n) != 0 || n > 0) return 0;
+  snprintf(p, sizeof p, "%s/data.mdb", dir);
+  return stat(p, &st) != 0;
 }
 
 /* ---- reporting ---------------------------------------------------------------------------------- */
@@ -253,7 +265,7 @@ int main(int argc, char **argv) {
   double max_seconds = 0, gpu_min_seconds = 0;
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   uint32_t jobs = ncpu > 0 ? (uint32_t)(ncpu < 256 ? ncpu : 256) : 1;
-  uint32_t writers = 0; /* 0: the store's own layout (a new store: one part) */
+  uint32_t writers = 0; /* 0: the store's own layout, or the default for a new store */
 
   static const char *const scale_names[] = {"slaney", "htk", "kaldi", NULL};
   static const int scale_values[] = {FC_MEL_SLANEY, FC_MEL_HTK, FC_MEL_KALDI};
@@ -470,6 +482,9 @@ int main(int argc, char **argv) {
     fc_cli_warn(NULL, "device: %s%s%s%s", device_name, why[0] ? " (" : "", why, why[0] ? ")" : "");
   fo.device = resolved;
 
+  if (writers == 0 && store_is_new(store_dir))
+    writers =
+        fc_featurize_default_writers(&resolved, items.items, items.count, jobs, gpu_min_seconds);
   fc_store **parts = NULL;
   unsigned n_parts = 0;
   rc = fc_store_open_split(store_dir, FC_STORE_CREATE | FC_STORE_NOSYNC, writers, &parts, &n_parts,

@@ -13,7 +13,8 @@
  *                 and output buffers are made and touched once at open (as pinned memory is), a
  *                 launch returns at once, a finish hands back the output buffer as it is.
  * LIST holds one path per line; STORE must not exist (WRITERS >= 2: a split store of that many
- * parts; 0: featurize's default for the job). DTYPE is f32, f16 or bf16.
+ * parts; 0: featurize's default for a new store, fc_featurize_default_writers, on the device the
+ * row stands for: cuda for staging-null). DTYPE is f32, f16 or bf16.
  *
  * Prints: the run's counts and stage split (fc_featurize_stats), its wall seconds, and getrusage
  * over the run alone (user + system CPU seconds of every thread of the process, voluntary and
@@ -204,7 +205,10 @@ int main(int argc, char **argv) {
   char why[512] = "";
   fc_store **parts = NULL;
   unsigned n_parts = 0;
-  rc = fc_store_open_split(store, FC_STORE_CREATE | FC_STORE_NOSYNC, writers, &parts, &n_parts, why,
+  fc_device dev = {.kind = kind};
+  const unsigned want =
+      writers ? writers : fc_featurize_default_writers(&dev, items.items, items.count, jobs, 0);
+  rc = fc_store_open_split(store, FC_STORE_CREATE | FC_STORE_NOSYNC, want, &parts, &n_parts, why,
                            sizeof why);
   if (rc) {
     fprintf(stderr, "bench-host-harness: %s: %s\n", store, why[0] ? why : fc_strerror(rc));

@@ -63,6 +63,15 @@ FC_API int fc_featurize_choose_device(const fc_device *want, const fc_item *item
                                       unsigned jobs, double gpu_min_seconds, fc_device *got,
                                       char *why, size_t why_len);
 
+/* How many writers (parts of a new split store, fc_store_open_split) a job of n items on the
+ * resolved device dev with `jobs` workers gets by default (docs/featurize.md "Several writers"):
+ * 1 for a small job (its audio, estimated from the files' sizes as fc_featurize_choose_device
+ * does, below gpu_min_seconds, whose 0 means 3000 s per worker: it stays a plain store); else on a
+ * GPU (FC_DEVICE_CUDA) one per two workers, at least 2; on the CPU one per four workers, at least
+ * 1; at most 8. A store that exists keeps its own layout: this is for a new one. */
+FC_API unsigned fc_featurize_default_writers(const fc_device *dev, const fc_item *items, size_t n,
+                                             unsigned jobs, double gpu_min_seconds);
+
 /* ---- one file → one float mel (loader-bench's "on the fly" baseline, tests) -------------------- */
 /* Read path once, decode, mix to mono, resample to the plan's sample rate (fc_audio_decode) and
  * compute its features with plan (float32, [frames][n_mels], no dtype conversion).

@@ -87,20 +87,33 @@ int fc_device_resolve(const fc_device *want, fc_device *got, char *why, size_t w
  * dominate, so the default threshold is that second: 3000 s of audio per worker. */
 enum { AUTO_CPU_RATE = 3000, AUTO_BYTES_PER_SECOND = 44100 };
 
-int fc_featurize_choose_device(const fc_device *want, const fc_item *items, size_t n, unsigned jobs,
-                               double gpu_min_seconds, fc_device *got, char *why, size_t why_len) {
-  if (want->kind != FC_DEVICE_AUTO || !cuda_built())
-    return fc_device_resolve(want, got, why, why_len);
-  if (why && why_len) why[0] = '\0';
-  double min_s = gpu_min_seconds > 0   ? gpu_min_seconds
-                 : gpu_min_seconds < 0 ? 0
-                                       : (double)AUTO_CPU_RATE * (jobs ? jobs : 1);
-  double bytes = 0, need = min_s * AUTO_BYTES_PER_SECOND;
+/* The threshold of a large job, in seconds of audio: gpu_min_seconds as fc_featurize_choose_device
+ * takes it. */
+static double large_job_seconds(unsigned jobs, double gpu_min_seconds) {
+  return gpu_min_seconds > 0   ? gpu_min_seconds
+         : gpu_min_seconds < 0 ? 0
+                               : (double)AUTO_CPU_RATE * (jobs ? jobs : 1);
+}
+
+/* The input files' bytes, counted until `need` (stat; a huge list costs little). */
+static double input_bytes_up_to(const fc_item *items, size_t n, double need) {
+  double bytes = 0;
   for (size_t i = 0; i < n && bytes < need; i++) {
     struct stat sb;
     if (items[i].path && !items[i].err && stat(items[i].path, &sb) == 0 && S_ISREG(sb.st_mode))
       bytes += (double)sb.st_size;
   }
+  return bytes;
+}
+
+int fc_featurize_choose_device(const fc_device *want, const fc_item *items, size_t n, unsigned jobs,
+                               double gpu_min_seconds, fc_device *got, char *why, size_t why_len) {
+  if (want->kind != FC_DEVICE_AUTO || !cuda_built())
+    return fc_device_resolve(want, got, why, why_len);
+  if (why && why_len) why[0] = '\0';
+  const double min_s = large_job_seconds(jobs, gpu_min_seconds);
+  const double need = min_s * AUTO_BYTES_PER_SECOND;
+  const double bytes = input_bytes_up_to(items, n, need);
   if (bytes < need) {
     memset(got, 0, sizeof *got);
     got->kind = FC_DEVICE_CPU;
@@ -111,6 +124,22 @@ int fc_featurize_choose_device(const fc_device *want, const fc_item *items, size
     return 0;
   }
   return fc_device_resolve(want, got, why, why_len);
+}
+
+/* The rule of docs/featurize.md "Several writers". A GPU job's host work is about half the
+ * writers' (copying features into the store's pages, LMDB puts and commits) and half the workers'
+ * (read, hash, staging), so writers balance at about one per two workers; at least two, so that one
+ * commits while another copies out of the ring (a chunk stays held until its utterances are
+ * committed). A CPU job's writers do about a sixth of its work (the FFTs are the rest): one writer
+ * per four workers keeps them ahead. More than 8 parts only adds environments. */
+unsigned fc_featurize_default_writers(const fc_device *dev, const fc_item *items, size_t n,
+                                      unsigned jobs, double gpu_min_seconds) {
+  if (!jobs) jobs = 1;
+  const double need = large_job_seconds(jobs, gpu_min_seconds) * AUTO_BYTES_PER_SECOND;
+  if (need > 0 && input_bytes_up_to(items, n, need) < need) return 1; /* a small job */
+  unsigned w = dev->kind == FC_DEVICE_CUDA ? (jobs + 1) / 2 : jobs / 4;
+  const unsigned lo = dev->kind == FC_DEVICE_CUDA ? 2 : 1;
+  return w < lo ? lo : w > 8 ? 8 : w;
 }
 
 const char *fc_device_name(const fc_device *d, char *buf, size_t buf_len) {
