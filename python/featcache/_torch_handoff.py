@@ -53,9 +53,9 @@ _FromMemory.restype = ctypes.py_object
 _FromMemory.argtypes = [ctypes.c_void_p, ctypes.c_ssize_t, ctypes.c_int]
 
 
-def _memory_at(addr, n):
-    """A read-only memoryview of n bytes at addr (format "B")."""
-    return _FromMemory(addr, n, 0x100)  # PyBUF_READ
+def _memory_at(addr, n, write=False):
+    """A memoryview of n bytes at addr (format "B"), read-only unless write."""
+    return _FromMemory(addr, n, 0x200 if write else 0x100)  # PyBUF_WRITE / PyBUF_READ
 
 
 def _counter_at(cdata, raw=True):
@@ -228,6 +228,10 @@ class Handoff:
         self.pinned = (self.device is None and torch.cuda.is_available() and
                        any(torch.is_tensor(o) and o.is_pinned() for o in h.buffers[:1]))
         self.stream = torch.cuda.Stream(device=self.device) if self.cuda else None
+        self.swap = h.lib.fc_loader_swap_desc
+        # batches lent out before the free ones are looked for: those the loop may hold (the
+        # one it has, the one it is dropping), those queued for the device, and 2 more
+        self.lent = 4 + (depth if self.device is not None else 0)
         self.on_side = torch.cuda.stream(self.stream) if self.cuda else None
         h.on_close.append(self.close)
 
@@ -302,6 +306,30 @@ class Handoff:
         return e
 
     # -- the hand-off --------------------------------------------------------------------------
+    def _let_go_free(self):
+        """Let go of every lent batch the loop no longer holds; returns one to give back with
+        the swap (0: none), the others given back here."""
+        give = 0
+        L, hh = self.h.lib, self.h.h
+        keep = []
+        out = self.out
+        while out:
+            e = out.popleft()
+            if not e.free():
+                keep.append(e)
+                continue
+            if self.cuda or self.pinned:
+                e.passed.record(torch.cuda.current_stream(self.device))
+            if self.pinned:
+                self.fenced.append(e)
+            elif not give:
+                give, e.ptr = e.ptr, 0
+            else:
+                L.fc_loader_release(hh, e.ptr)
+                e.ptr = 0
+        out.extend(keep)
+        return give
+
     def _give_back_extra(self):
         """Release every batch that is free (beyond the one a swap gives back): the loop let
         several go at once, or holds the oldest."""
@@ -343,65 +371,101 @@ class Handoff:
                 rc = L.fc_loader_swap_desc(hh, desc)
         return rc
 
-    def entries_of(self, epoch):
-        """Yields (entry, None) per batch handed off whole, (None, LoaderBatch) for a batch that
-        is not (a layout this path does not know)."""
+    def _begin(self, epoch):
+        """set_epoch; returns the descriptor the hand-off fills: the ctypes array passed to the
+        library and a memoryview of it (uint64 items: reads and writes cheaper than ctypes')."""
         h = self.h
-        L, hh, lock = h.lib, h.h, h.lock
-        with lock:
-            rc = L.fc_loader_set_epoch(hh, epoch)
+        with h.lock:
+            rc = h.lib.fc_loader_set_epoch(h.h, epoch)
         if rc:
-            _L._raise(rc, "set_epoch(%d)" % epoch, hh)
+            _L._raise(rc, "set_epoch(%d)" % epoch, h.h)
         desc = _L._Desc()
-        swap, out, fenced, entries = L.fc_loader_swap_desc, self.out, self.fenced, self.entries
-        while True:
-            give = 0
-            if fenced and fenced[0].passed.query():
-                e = fenced.popleft()
-                give, e.ptr = e.ptr, 0
-            elif out and out[0].free():
-                e = out.popleft()
-                if self.cuda or self.pinned:
-                    e.passed.record(torch.cuda.current_stream(self.device))
-                if self.pinned:
-                    fenced.append(e)
-                else:
-                    give, e.ptr = e.ptr, 0
-            desc[0] = give
-            with lock:
-                rc = swap(hh, desc)
+        self._keep_desc = desc  # the memoryview does not keep it alive
+        return desc, _memory_at(ctypes.addressof(desc), ctypes.sizeof(desc), True).cast("Q")
+
+    def _swap(self, desc, dmv):
+        """Give back the oldest batch the loop let go (if any), take the next: its entry, a
+        LoaderBatch when it is not handed off whole, or None at the end of the epoch."""
+        give = 0
+        fenced, out = self.fenced, self.out
+        if fenced and fenced[0].passed.query():
+            e = fenced.popleft()
+            give, e.ptr = e.ptr, 0
+        if len(out) > self.lent:
+            # the loop holds one or two batches: check the lent ones only every few batches and
+            # let go of all it no longer holds at once (their checks then run warm)
+            g = self._let_go_free()
+            if g and give:
+                self.h.lib.fc_loader_release(self.h.h, g)
+            elif g:
+                give = g
+        dmv[0] = give
+        # (no Python lock: the library serializes its own calls; a loader is driven by one
+        # thread at a time, and this generator cannot run in two at once)
+        return self._after_swap(desc, dmv, self.swap(self.h.h, desc))
+
+    def _after_swap(self, desc, dmv, rc):
+        """The entry (or LoaderBatch, or None at the end) of the batch the swap took."""
+        h = self.h
+        if rc:
+            rc = self._recover(rc, desc)
             if rc:
-                rc = self._recover(rc, desc)
-                if rc:
-                    _L._raise(rc, "next batch", hh)
-            ptr = desc[0]
-            if not ptr:
-                return
-            e = entries.get(desc[23])
-            if e is None:
-                d = _L._unpack_desc(desc)
-                if not d[_L._D_LAYOUT]:
-                    yield None, _L._make_batch(h, d)
-                    continue
-                e = self._entry(d[_L._D_LAYOUT], d)
-            e.ptr = ptr
-            e.ids._v = None
-            out.append(e)
-            yield e, None
+                _L._raise(rc, "next batch", h.h)
+        ptr = dmv[0]
+        if not ptr:
+            return None
+        e = self.entries.get(dmv[23])
+        if e is None:
+            d = _L._unpack_desc(desc)
+            if not d[_L._D_LAYOUT]:
+                return _L._make_batch(h, d)
+            e = self._entry(d[_L._D_LAYOUT], d)
+        e.ptr = ptr
+        e.ids._v = None
+        self.out.append(e)
+        return e
 
     def host(self, epoch, slow):
-        """Dicts of host tensors; slow(LoaderBatch) -> dict for the batches not handed off."""
-        for e, b in self.entries_of(epoch):
-            yield e.template.copy() if e is not None else slow(b)
+        """Dicts of host tensors; slow(LoaderBatch) -> dict for the batches not handed off.
+        (_swap inlined, its names bound once: each step of a hand-off after a training step
+        runs with cold caches, so fewer steps is what makes it cheap.)"""
+        desc, dmv = self._begin(epoch)
+        swap, hh, get, out, append = self.swap, self.h.h, self.entries.get, self.out, self.out.append
+        fenced, lent, slow_swap = self.fenced, self.lent, self._swap
+        while True:
+            if fenced or len(out) > lent:
+                e = slow_swap(desc, dmv)  # (lets go of the free ones, then swaps)
+            else:
+                dmv[0] = 0
+                rc = swap(hh, desc)
+                if not rc:
+                    ptr = dmv[0]
+                    if not ptr:
+                        return
+                    e = get(dmv[23])
+                    if e is not None:
+                        e.ptr = ptr
+                        e.ids._v = None
+                        append(e)
+                        yield e.template.copy()
+                        continue
+                e = self._after_swap(desc, dmv, rc)  # an error, or a layout not seen yet
+            if e is None:
+                return
+            yield e.template.copy() if e.__class__ is _Entry else slow(e)
 
     def to_device(self, epoch, slow_issue, slow_take):
         """Dicts of device tensors, each copied `depth` batches ahead of the one yielded."""
+        (desc, dmv), swap, entry = self._begin(epoch), self._swap, _Entry
         pending = collections.deque()
         depth, cuda, stream, dev = self.depth, self.cuda, self.stream, self.device
-        on_side = self.on_side
-        for e, b in self.entries_of(epoch):
+        on_side, take = self.on_side, self._take
+        while True:
+            e = swap(desc, dmv)
             if e is None:
-                pending.append((None, slow_issue(b)))
+                break
+            if e.__class__ is not entry:
+                pending.append((None, slow_issue(e)))
             else:
                 e.held = True
                 if cuda:
@@ -411,9 +475,9 @@ class Handoff:
                         e.copied.record(stream)
                 pending.append((e, None))
             if len(pending) > depth:
-                yield self._take(pending.popleft(), slow_take, dev)
+                yield take(pending.popleft(), slow_take, dev)
         while pending:
-            yield self._take(pending.popleft(), slow_take, dev)
+            yield take(pending.popleft(), slow_take, dev)
 
     def _take(self, item, slow_take, dev):
         e, other = item

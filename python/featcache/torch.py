@@ -280,11 +280,12 @@ class FeatcacheDataset(IterableDataset):
             if padded and info is None:
                 # padded batches are built whole into buffers of ours (pinned for the GPU), so
                 # their tensors are made once per buffer: the loader's prefetch depth, the
-                # batches in flight to the device, the one the loop holds and the one it is
-                # dropping (more are added if the loop keeps batches)
+                # batches in flight to the device, those the loop holds or has let go and the
+                # hand-off has not looked at yet (Handoff.lent), one more (more are added if the
+                # loop keeps batches)
                 depth = kw.get("prefetch_depth", 4)
                 kw.update(buffer_alloc=_pinned_alloc if self.pin else _host_alloc,
-                          n_buffers=depth + self.depth + 3)
+                          n_buffers=depth + 2 * self.depth + 6)
                 if self.pin and self.device.type == "cpu":
                     kw["release_fence"] = _stream_fence
             ld = Loader(self.paths, rank=rank, world_size=world, **kw)
