@@ -13,6 +13,12 @@
 Each item the dataset yields is a whole batch (use batch_size=None in the DataLoader, and leave
 the DataLoader's own pin_memory off: it would copy every batch once more).
 
+Padded batches are handed off whole (featcache._torch_handoff, docs/loader.md "The hand-off"):
+the loader's threads build each batch, lengths and ids included, into a buffer of the dataset's,
+and the tensors over a buffer are made once and handed out again each time it comes back — per
+batch one ctypes call and a dict copy. A buffer is reused only when nothing of its batch is held
+(the tensors, or any view of them); batch["ids"] is a sequence of str decoded when first read.
+
 device="cuda" (or "cuda:N"): padded batches are built by the loader's threads straight into
 page-locked (pinned) host buffers allocated by torch, copied to the GPU on a side CUDA stream
 `prefetch_to_device` batches (default 2) before the training loop asks for them, and ordered

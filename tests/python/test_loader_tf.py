@@ -3,7 +3,7 @@ make_dataset's tf.data batches and batches()'s DLPack tensors are the loader's p
 value for value — ids, tokens, crops (pad_to with centre and random crops), sharding across
 ranks, epochs, map_fn and prefetch_to_device (onto the GPU where TensorFlow sees one, else the
 CPU) — and batches()'s tensors are the loader's memory (no copy), intact while held over later
-batches. Without TensorFlow: exit 77 (skipped), saying so. Runs as a plain script."""
+batches. Without TensorFlow: a failure saying so (scripts/setup installs it). A plain script."""
 
 import os
 import shutil
@@ -13,9 +13,9 @@ import tempfile
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 try:
     import tensorflow as tf
-except ImportError as e:
-    print("skipped: tensorflow does not import (%s); scripts/setup installs tensorflow-cpu" % e)
-    sys.exit(77)
+except ImportError as e:  # scripts/setup installs it: its absence is a failure, not a skip
+    print("FAIL: tensorflow does not import (%s); scripts/setup installs tensorflow-cpu" % e)
+    sys.exit(1)
 
 import numpy as np
 
