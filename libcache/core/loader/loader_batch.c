@@ -410,6 +410,62 @@ static void plan_ahead_locked(fc_loader *l) {
   if (l->building == 0) pthread_cond_broadcast(&l->cv_idle);
 }
 
+/* Claim the next batch within the prefetch window and build it into its slot (or plan the next
+ * epoch when near the end of this one); mu held on entry and exit, released while building.
+ * Returns 1 when it did something, 0 when there is nothing to claim now (the window is full,
+ * the epoch's batches are all claimed, or an earlier failure is sticky). */
+static int build_ahead_locked(fc_loader *l, char *why, size_t why_len) {
+  uint64_t depth = l->o.prefetch_depth, seq = l->next_build, rel = seq - l->base;
+  uint64_t n = l->plan.n_batches, window = depth;
+  if (l->n_caller_bufs && l->o.output == FC_OUTPUT_PADDED) {
+    /* caller buffers: claim no more batches than there are buffers the caller does not hold,
+     * else builds of later batches could take them all while the next one waits (deadlock) */
+    size_t avail = l->n_caller_bufs > l->held_caller ? l->n_caller_bufs - l->held_caller : 0;
+    if (avail < window) window = avail;
+  }
+  if (l->sticky || seq >= l->next_consume + window) return 0;
+  /* within depth of the epoch's end: plan the next epoch (once) */
+  if (!l->ahead_ok && l->ahead_state == 0 && rel + depth >= n) {
+    plan_ahead_locked(l);
+    return 1;
+  }
+  ld_plan p, nxt;
+  uint64_t k;
+  memset(&nxt, 0, sizeof nxt);
+  if (rel < n) {
+    p = l->plan;
+    k = rel;
+    if (l->ahead_ok) nxt = l->ahead;
+  } else if (l->ahead_ok && rel - n < l->ahead.n_batches) {
+    p = l->ahead;
+    k = rel - n;
+  } else {
+    return 0;
+  }
+  uint64_t gen = l->gen;
+  l->next_build++;
+  l->building++;
+  pthread_mutex_unlock(&l->mu);
+  ld_batch *b = NULL;
+  why[0] = '\0';
+  int rc = build_batch(l, gen, &p, &nxt, k, &b, why, why_len);
+  pthread_mutex_lock(&l->mu);
+  l->building--;
+  if (gen != l->gen || l->stop || rc == EAGAIN) {
+    batch_free_locked(l, b);
+  } else {
+    size_t slot = seq % depth;
+    l->slots[slot] = b;
+    l->slot_err[slot] = rc;
+    free(l->slot_why[slot]);
+    l->slot_why[slot] = rc ? fc_strdup(why[0] ? why : fc_strerror(rc)) : NULL;
+    l->slot_ready[slot] = 1;
+    pthread_cond_broadcast(&l->cv_ready);
+  }
+  if (l->building == 0) pthread_cond_broadcast(&l->cv_idle);
+  return 1;
+}
+
 static void *prefetch_main(void *arg) {
   fc_loader *l = arg;
   char why[512];
@@ -419,60 +475,8 @@ static void *prefetch_main(void *arg) {
   struct sched_param sp = {0};
   pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
   pthread_mutex_lock(&l->mu);
-  while (!l->stop) {
-    uint64_t depth = l->o.prefetch_depth, seq = l->next_build, rel = seq - l->base;
-    uint64_t n = l->plan.n_batches, window = depth;
-    if (l->n_caller_bufs && l->o.output == FC_OUTPUT_PADDED) {
-      /* caller buffers: claim no more batches than there are buffers the caller does not hold,
-       * else builds of later batches could take them all while the next one waits (deadlock) */
-      size_t avail = l->n_caller_bufs > l->held_caller ? l->n_caller_bufs - l->held_caller : 0;
-      if (avail < window) window = avail;
-    }
-    if (l->sticky || seq >= l->next_consume + window) {
-      pthread_cond_wait(&l->cv_space, &l->mu);
-      continue;
-    }
-    /* within depth of the epoch's end: plan the next epoch (once) */
-    if (!l->ahead_ok && l->ahead_state == 0 && rel + depth >= n) {
-      plan_ahead_locked(l);
-      continue;
-    }
-    ld_plan p, nxt;
-    uint64_t k;
-    memset(&nxt, 0, sizeof nxt);
-    if (rel < n) {
-      p = l->plan;
-      k = rel;
-      if (l->ahead_ok) nxt = l->ahead;
-    } else if (l->ahead_ok && rel - n < l->ahead.n_batches) {
-      p = l->ahead;
-      k = rel - n;
-    } else {
-      pthread_cond_wait(&l->cv_space, &l->mu);
-      continue;
-    }
-    uint64_t gen = l->gen;
-    l->next_build++;
-    l->building++;
-    pthread_mutex_unlock(&l->mu);
-    ld_batch *b = NULL;
-    why[0] = '\0';
-    int rc = build_batch(l, gen, &p, &nxt, k, &b, why, sizeof why);
-    pthread_mutex_lock(&l->mu);
-    l->building--;
-    if (gen != l->gen || l->stop || rc == EAGAIN) {
-      batch_free_locked(l, b);
-    } else {
-      size_t slot = seq % depth;
-      l->slots[slot] = b;
-      l->slot_err[slot] = rc;
-      free(l->slot_why[slot]);
-      l->slot_why[slot] = rc ? fc_strdup(why[0] ? why : fc_strerror(rc)) : NULL;
-      l->slot_ready[slot] = 1;
-      pthread_cond_broadcast(&l->cv_ready);
-    }
-    if (l->building == 0) pthread_cond_broadcast(&l->cv_idle);
-  }
+  while (!l->stop)
+    if (!build_ahead_locked(l, why, sizeof why)) pthread_cond_wait(&l->cv_space, &l->mu);
   pthread_mutex_unlock(&l->mu);
   return NULL;
 }
@@ -668,7 +672,12 @@ int fc_loader_next(fc_loader *l, fc_batch **out) {
       /* the threads may be parked for want of room that a batch given back without a wakeup
        * (fc_loader_swap_desc) made: wake them before waiting for one of them */
       pthread_cond_broadcast(&l->cv_space);
-      while (!l->slot_ready[slot]) pthread_cond_wait(&l->cv_ready, &l->mu);
+      /* and rather than sleep while a thread builds this one, build the next batch nobody has
+       * claimed (this one, if none has): with no step between batches the caller is a builder
+       * too, so prefetch threads never make a loop slower than building inline */
+      char hwhy[512];
+      while (!l->slot_ready[slot])
+        if (!build_ahead_locked(l, hwhy, sizeof hwhy)) pthread_cond_wait(&l->cv_ready, &l->mu);
       l->wait_ns += now_ns() - t0;
     }
     b = l->slots[slot];

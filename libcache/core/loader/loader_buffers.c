@@ -29,12 +29,15 @@ int ld_buf_get(fc_loader *l, uint64_t gen, size_t need, ld_buf *out) {
     pthread_mutex_unlock(&l->mu);
     return rc;
   }
-  /* own pool: the first free buffer big enough, else grow one, else allocate */
+  /* own pool: the most recently given back buffer big enough (its lines are likeliest still in
+   * the cache: a pool cycled in turn is as many buffers of DRAM traffic as it holds), else grow
+   * one, else allocate */
   size_t want = l->plan.max_batch_bytes > need ? l->plan.max_batch_bytes : need;
-  for (size_t i = 0; i < l->n_free; i++)
+  for (size_t i = l->n_free; i-- > 0;)
     if (l->free_bufs[i].cap >= need) {
       *out = l->free_bufs[i];
-      l->free_bufs[i] = l->free_bufs[--l->n_free];
+      memmove(&l->free_bufs[i], &l->free_bufs[i + 1], (l->n_free - i - 1) * sizeof *l->free_bufs);
+      l->n_free--;
       pthread_mutex_unlock(&l->mu);
       return 0;
     }
