@@ -114,10 +114,6 @@ int fc_mel_preset(const char *name, fc_mel_config *c) {
   return FC_ECONFIG;
 }
 
-double fc_mel_config_fmax(const fc_mel_config *c) {
-  return c->fmax > 0 ? c->fmax : c->sample_rate / 2.0;
-}
-
 static int invalid(char *why, size_t why_len, const char *fmt, ...) {
   if (why && why_len) {
     va_list ap;

@@ -112,8 +112,10 @@ enum fc_mel_field {
 FC_API int fc_mel_config_override(fc_mel_config *cfg, const fc_mel_config *ov, unsigned fields,
                                   char *why, size_t why_len);
 
-/* Effective fmax (fmax <= 0 → sample_rate / 2). */
-FC_API double fc_mel_config_fmax(const fc_mel_config *cfg);
+/* Effective fmax (fmax <= 0 → sample_rate / 2). Inline: no symbol. */
+static inline double fc_mel_config_fmax(const fc_mel_config *cfg) {
+  return cfg->fmax > 0 ? cfg->fmax : cfg->sample_rate / 2.0;
+}
 
 /* Canonical JSON into buf (NUL-terminated). Returns the length without NUL, or a negative
  * error if buf is too small (FC_ECONFIG). 1024 bytes always suffice. */
