@@ -7,8 +7,9 @@
  * (libsndfile), resample (soxr) in audio decoding; plan (FFTW planning); cuda (CUDA calls); alloc
  * (every allocation of the library: formats/common/alloc.h); write (the open, write, sync, close and
  * rename of an exported file: fc_outfile.h); espeak (the child process that phonemizes a line
- * of other scripts dies: libcache/text/tokenize/tok_child.c); writeback (a pass of cache-merge's
- * write-back thread: libcache/core/merge/writeback.c).
+ * of other scripts dies: libcache/text/tokenize/tok_child.c), espeakexit (it writes its answer, then
+ * exits 1), espeakhang (it never answers: killed after FC_PHONEMIZE_TIMEOUT seconds); writeback (a pass of
+ * cache-merge's write-back thread: libcache/core/merge/writeback.c).
  * FC_FAULT_LOG=FILE appends "site:N" to FILE when the failure is injected (a run may absorb it).
  * FC_FAULT_MAPSIZE=BYTES (libcache/core/store/store.c) starts a new store's map that small, so that a
  * small job reaches map growth (grow).

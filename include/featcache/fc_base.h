@@ -41,8 +41,8 @@ enum {
   FC_EUNKNOWN = -31916, /* unknown symbol under --strict */
   FC_ERANGE = -31917, /* a value the mq codec cannot hold (NaN, infinity, |x| >= 4096) */
   FC_ESPLIT = -31918, /* a split store (fc_store.h): open its parts, not the directory */
-  FC_EPHONEMIZE = -31919, /* espeak-ng died reading this text (in a child process: nothing else
-                             is affected; docs/tokenize.md) */
+  FC_EPHONEMIZE = -31919, /* espeak-ng died or hung reading this text (in a child process:
+                             nothing else is affected; docs/tokenize.md) */
   FC_ECONFLICT = -31930, /* an id's entry differs between stores being merged */
   FC_ELAST = -31900
 };

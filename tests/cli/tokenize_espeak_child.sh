@@ -5,7 +5,8 @@
 # and a rerun stores the missing line. The death is injected (FC_FAULT=espeak:1 aborts the first
 # child), so this runs the same in every build with fault countdowns; under ASan, espeak-ng's own
 # read of freed memory ("x \u02cc\u0552") is checked too. FC_PHONEMIZE_CHILD=all/none give the
-# same ids as the default.
+# same ids as the default. A child that exits nonzero after writing its answer (FC_FAULT=espeakexit)
+# and one that hangs (FC_FAULT=espeakhang, killed after FC_PHONEMIZE_TIMEOUT) fail their line alone.
 set -u
 T=${FC_BIN:?}/tokenize
 [ -x "$T" ] || { echo "FAIL: $T not built"; exit 1; }
@@ -36,7 +37,7 @@ dump "$d/ref" > "$d/ref.txt" || fail "cannot read the store"
 FC_FAULT=espeak:1 "$T" -t phonemes --vocab "$d/vocab.txt" -o "$d/s" "$d/in.tsv" 2> "$d/err"
 rc=$?
 [ "$rc" = 1 ] || fail "a dead child: exit $rc, want 1"
-grep -qx "tokenize: $d/in.tsv:2: FC_EPHONEMIZE: espeak-ng died reading this text" "$d/err" ||
+grep -qx "tokenize: $d/in.tsv:2: FC_EPHONEMIZE: espeak-ng died or hung reading this text" "$d/err" ||
   fail "no FC_EPHONEMIZE line naming in.tsv:2"
 grep -q 'done: 2 of 3 (2 new, 0 already stored, 1 failed' "$d/err" || fail "summary"
 dump "$d/s" > "$d/s.txt"
@@ -45,6 +46,19 @@ grep -qvxFf "$d/ref.txt" "$d/s.txt" && fail "a record differs from the clean run
 "$T" -t phonemes --vocab "$d/vocab.txt" -o "$d/s" "$d/in.tsv" 2> "$d/err" || fail "rerun: exit $?"
 grep -q 'done: 3 of 3 (1 new, 2 already stored, 0 failed' "$d/err" || fail "rerun summary"
 dump "$d/s" | cmp -s - "$d/ref.txt" || fail "after the rerun the store differs from the clean run's"
+
+# a child that writes its whole answer and then exits 1: the answer is not trusted (that line fails);
+# a child that hangs: killed after FC_PHONEMIZE_TIMEOUT seconds, that line fails, the others stored
+for f in espeakexit espeakhang; do
+  FC_FAULT=$f:1 FC_PHONEMIZE_TIMEOUT=2 "$T" -t phonemes --vocab "$d/vocab.txt" -o "$d/s-$f" \
+    "$d/in.tsv" 2> "$d/err"
+  rc=$?
+  [ "$rc" = 1 ] || fail "FC_FAULT=$f:1: exit $rc, want 1"
+  grep -qx "tokenize: $d/in.tsv:2: FC_EPHONEMIZE: espeak-ng died or hung reading this text" \
+    "$d/err" || fail "FC_FAULT=$f:1: no FC_EPHONEMIZE line naming in.tsv:2"
+  grep -q 'done: 2 of 3 (2 new, 0 already stored, 1 failed' "$d/err" || fail "FC_FAULT=$f:1: summary"
+  dump "$d/s-$f" | grep -qvxFf "$d/ref.txt" && fail "FC_FAULT=$f:1: a record differs from the clean run's"
+done
 
 for m in all none; do
   FC_PHONEMIZE_CHILD=$m "$T" -t phonemes --vocab "$d/vocab.txt" -o "$d/s-$m" "$d/in.tsv" 2> "$d/err" ||
@@ -58,7 +72,7 @@ if [ "${FC_SANITIZE:-0}" = 1 ]; then # espeak-ng 1.51's own read of freed memory
   rc=$?
   [ "$rc" = 1 ] || fail "espeak-ng's read of freed memory: exit $rc, want 1"
   grep -q 'heap-use-after-free' "$d/err" || fail "no ASan report from the child"
-  grep -qx "tokenize: $d/uaf.tsv:2: FC_EPHONEMIZE: espeak-ng died reading this text" "$d/err" ||
+  grep -qx "tokenize: $d/uaf.tsv:2: FC_EPHONEMIZE: espeak-ng died or hung reading this text" "$d/err" ||
     fail "no FC_EPHONEMIZE line naming uaf.tsv:2"
   grep -q 'done: 2 of 3 (2 new, 0 already stored, 1 failed' "$d/err" || fail "uaf summary"
 fi

@@ -32,7 +32,7 @@ const char *fc_strerror(int err) {
   case FC_EUNKNOWN: return "FC_EUNKNOWN: unknown symbol";
   case FC_ERANGE: return "FC_ERANGE: value out of the codec's range";
   case FC_ESPLIT: return "FC_ESPLIT: a split store: open it as its parts";
-  case FC_EPHONEMIZE: return "FC_EPHONEMIZE: espeak-ng died reading this text";
+  case FC_EPHONEMIZE: return "FC_EPHONEMIZE: espeak-ng died or hung reading this text";
   case FC_ECONFLICT: return "FC_ECONFLICT: an id's entry differs between stores";
   default: break;
   }
