@@ -203,33 +203,7 @@ rc=$?
 grep -Eq '^moved/part-[0-2]: error: audio u001: in part [0-2] of a split store of 3 parts; its id belongs in part [0-2]$' v.out ||
   fail "cache-verify misplaced entry: $(cat v.out)"
 
-# A failed commit in one writer (fault injection, builds with -DFC_FAULT_INJECTION=ON as
-# scripts/test makes them): the n-th commit of the job fails (the first 3 create the parts' meta
-# part). The run exits 1 (inputs not stored, each named, and a done line) or 2 (the store could not
-# be opened, said why), every part that exists passes cache-verify, and a clean rerun completes
-# the split store.
-if grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$B/CMakeCache.txt" 2>/dev/null; then
-  for n in 1 2 3 4 5 6; do
-    rm -rf fs
-    FC_FAULT=commit:$n "$B/featurize" --device cpu -j 2 --writers 3 -o fs - <list >out 2>err
-    rc=$?
-    case $rc in
-    1) grep -q '^featurize: done: [0-9]* of 61 ([0-9]* failed)' err &&
-      grep -q 'not stored: a write to the store failed' err ||
-      fail "commit:$n: exit 1 without the lines: $(head -3 err)" ;;
-    2) grep -q 'fs/part-[0-2]: meta part: ' err || fail "commit:$n: exit 2 without a reason: $(cat err)" ;;
-    *) fail "commit:$n: exit $rc: $(head -3 err)" ;;
-    esac
-    for d in fs/part-*; do
-      [ -e "$d/data.mdb" ] || continue
-      "$B/cache-verify" -q "$d" >/dev/null 2>&1 || fail "commit:$n: $d fails cache-verify"
-    done
-    "$B/featurize" -q --device cpu -j 2 --writers 3 -o fs - <list 2>err || fail "commit:$n: rerun: $(cat err)"
-    "$B/cache-verify" -q fs >/dev/null 2>&1 || fail "commit:$n: the completed split store fails cache-verify"
-  done
-else
-  echo "fault cases not run: $B was built without -DFC_FAULT_INJECTION=ON"
-fi
+# The failed-commit cases are tests/cli/featurize_split_faults.sh (fault-injection builds only).
 
 if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo ok

@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zstd.h>
 
 static uint64_t st = 0x2545F4914F6CDD1Dull;
 static double urand(void) { /* [0, 1) */
@@ -284,6 +285,34 @@ static void hostile(void) {
   memcpy(v + 8, &fewer, 4);
   CHECK(fc_mq_decode(NULL, v, len, 40, 20, 0, 40, out, why, sizeof why) == FC_EFORMAT,
         "escape count lies");
+  /* an escape frame that is whole and consistent with its count, but one escape short of what
+   * the symbols use (re-compressed without its last value): only the decoder's escape cursor
+   * bound can catch it, before it reads past the escapes it has */
+  {
+    uint32_t zs, ze;
+    memcpy(&zs, a + 12, 4);
+    memcpy(&ze, a + 16, 4);
+    uint8_t *esc = malloc(4 * (size_t)n_esc);
+    CHECK(ZSTD_decompress(esc, 4 * (size_t)n_esc, a + 20 + zs, ze) == 4 * (size_t)n_esc,
+          "the escape frame decompresses");
+    size_t zb = ZSTD_compressBound(4 * (size_t)(n_esc - 1));
+    uint8_t *short_ = malloc(20 + zs + zb);
+    memcpy(short_, a, 20 + zs);
+    size_t nz = ZSTD_compress(short_ + 20 + zs, zb, esc, 4 * (size_t)(n_esc - 1), 3);
+    CHECK(!ZSTD_isError(nz), "re-compress the escapes");
+    uint32_t nze = (uint32_t)nz;
+    memcpy(short_ + 8, &fewer, 4);
+    memcpy(short_ + 16, &nze, 4);
+    int rc = fc_mq_decode(NULL, short_, 20 + zs + nz, 40, 20, 0, 40, out, why, sizeof why);
+    CHECK(rc == FC_EFORMAT && strstr(why, "more escape symbols than the"),
+          "one escape short, in a consistent frame: rc %d (%s)", rc, why);
+    /* the rows up to the one that needs the missing escape, cropped: the same bound */
+    rc = fc_mq_decode(NULL, short_, 20 + zs + nz, 40, 20, 39, 1, out, why, sizeof why);
+    CHECK(rc == FC_EFORMAT && strstr(why, "more escape symbols than the"),
+          "one escape short, last row: rc %d (%s)", rc, why);
+    free(short_);
+    free(esc);
+  }
   /* every byte flipped, one at a time: 0 or FC_EFORMAT, never a crash or an overrun */
   size_t ok = 0;
   for (size_t i = 0; i < len; i++) {
