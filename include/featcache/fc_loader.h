@@ -52,7 +52,8 @@ enum fc_loader_flags {
   FC_LOADER_NOLOCK = 1u << 0, /* MDB_NOLOCK: read-only media, no lock.mdb written */
   FC_LOADER_NORDAHEAD = 1u << 1, /* MDB_NORDAHEAD: random reads of stores larger than RAM */
   FC_LOADER_VERIFY = 1u << 2, /* check each record's payload checksum when its batch is
-                                         built (reads every byte once more) */
+                                         built: the default now (this flag asks for it
+                                         explicitly; FC_LOADER_NO_VERIFY turns it off) */
   FC_LOADER_STRICT = 1u << 3, /* a missing or corrupt record fails (open / next) instead
                                          of being skipped and reported */
   FC_LOADER_RANDOM_CROP = 1u << 4, /* crops take a seeded random segment, not the start */
@@ -62,8 +63,11 @@ enum fc_loader_flags {
                                          (default): hints only with NORDAHEAD; without it the
                                          kernel's read-around around each fault serves every
                                          order as well or better (docs/BENCHMARKS.md, the loader section) */
-  FC_LOADER_CENTER_CROP = 1u << 8 /* crops take the middle segment (start (frames-len)/2);
+  FC_LOADER_CENTER_CROP = 1u << 8, /* crops take the middle segment (start (frames-len)/2);
                                          neither crop flag: the segment starting at frame 0 */
+  FC_LOADER_NO_VERIFY = 1u << 9 /* skip the payload checksums (XXH3-64 of every byte of a
+                                         batch's records, docs/BENCHMARKS.md): a damaged payload
+                                         is then served, or fails its batch if it cannot decode */
 };
 
 /* Options. Always start from fc_loader_opts_init (defaults below), then set fields. */

@@ -253,7 +253,7 @@ class LoaderBatch:
     tokens         views: list of [L_i] arrays; padded: one [B, L] array; None without tokens
     token_lengths  [B] uint32, or None
     items          [B] uint64 positions in the loader's index
-    errors         list of "id: reason" for utterances skipped from this batch (verify=True)
+    errors         list of "id: reason" for utterances skipped from this batch (a damaged record)
     epoch, index   epoch and batch number
     size           B (len(batch))
 
@@ -469,8 +469,11 @@ class Loader:
     rank, world_size, shard ('pad' | 'drop' | 'uneven'); None: from torch.distributed when it is
                   initialized, else 0 and 1
     bucket_batches, locality_run, prefetch_threads, prefetch_depth
-    verify        check payload checksums when batches are built; strict: fail on any missing or
-                  corrupt record instead of skipping it (skipped ones: .problems())
+    verify        check payload checksums when batches are built (the default; a damaged record
+                  is skipped and reported in the batch's .errors, or raises under strict;
+                  verify=False serves payloads unchecked, docs/BENCHMARKS.md has the cost);
+                  strict: fail on any missing or corrupt record instead of skipping it
+                  (skipped ones: .problems())
     nolock, nordahead, willneed   LMDB / madvise switches (docs/loader.md); willneed None (the
                   default) hints only with nordahead, True/False force them on/off
     buffer_alloc  callable(nbytes) -> object with writable memory (a torch tensor, e.g.
@@ -486,7 +489,7 @@ class Loader:
                  order=None, padded=None, max_frames=0, drop_last=False, rank=None,
                  world_size=None, shard="pad", crop_frames=0, pad_to=0, pad_multiple=0,
                  pad_value=None, token_pad=0, random_crop=False, crop=None, bucket_batches=64,
-                 locality_run=0, prefetch_threads=2, prefetch_depth=4, verify=False,
+                 locality_run=0, prefetch_threads=2, prefetch_depth=4, verify=True,
                  strict=False, nolock=False, nordahead=False, willneed=None, epoch=0,
                  buffer_alloc=None, n_buffers=0, release_fence=None, *, _open=True):
         if isinstance(paths, (str, bytes, os.PathLike)):
@@ -544,7 +547,7 @@ class Loader:
         flags = 0
         if k["nolock"]: flags |= _lib.FLAG_NOLOCK
         if k["nordahead"]: flags |= _lib.FLAG_NORDAHEAD
-        if k["verify"]: flags |= _lib.FLAG_VERIFY
+        flags |= _lib.FLAG_VERIFY if k["verify"] else _lib.FLAG_NO_VERIFY
         if k["strict"]: flags |= _lib.FLAG_STRICT
         if k["crop"] == "random": flags |= _lib.FLAG_RANDOM_CROP
         if k["crop"] == "center": flags |= _lib.FLAG_CENTER_CROP

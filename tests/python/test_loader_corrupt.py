@@ -2,8 +2,9 @@
 
 Cases written with featcache.testing: a record whose header checksum is wrong, one truncated
 (value shorter than its header says), one with the wrong number of mel bins, one whose payload
-was altered after it was written (header fine, payload checksum wrong: caught only with
-verify=True), an audio entry without a feature record, and a text without an audio entry."""
+was altered after it was written (header fine, payload checksum wrong: caught when its batch is
+built, by default; served with verify=False), an audio entry without a feature record, and a text
+without an audio entry."""
 
 import os
 import shutil
@@ -59,9 +60,15 @@ def test_problems_reported_and_skipped(store):
     assert probs["truncated"].startswith("corrupt feature record: ")
     assert "[frames][80]" in probs["wrong_bins"]
     assert probs["no_features"].startswith("no features for config ")
-    assert "bad_payload" not in probs  # header is fine: only verify sees it
+    assert "bad_payload" not in probs  # header is fine: the batch's checksum sees it
     assert all(p[1] == store for p in ld.problems())
-    ids = [u for b in ld for u in b.ids]
+    batches = list(ld)
+    ids = [u for b in batches for u in b.ids]
+    assert sorted(ids) == sorted(["good%d" % i for i in range(6)] + ["text_ok"])
+    errors = [e for b in batches for e in b.errors]
+    assert len(errors) == 1 and errors[0].startswith("bad_payload: ") and "payload" in errors[0]
+    # verify=False: the payload checksum is not computed, the damaged record is served
+    ids = [u for b in featcache.Loader(store, batch_size=4, verify=False) for u in b.ids]
     assert sorted(ids) == sorted(["good%d" % i for i in range(6)] + ["bad_payload", "text_ok"])
 
 

@@ -201,7 +201,7 @@ static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_pl
   else if (nxt && nxt->order)
     willneed(l, nxt, k + ahead - p->n_batches);
   uint64_t s = p->bstart[k], m = p->bstart[k + 1] - s;
-  int padded = l->o.output == FC_OUTPUT_PADDED, verify = (l->o.flags & FC_LOADER_VERIFY) != 0;
+  int padded = l->o.output == FC_OUTPUT_PADDED, verify = !(l->o.flags & FC_LOADER_NO_VERIFY);
   ld_batch *b = fc_calloc(1, sizeof *b);
   if (!b) return ENOMEM;
   b->l = l;
@@ -308,7 +308,7 @@ static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_pl
       int e = fc_mq_decode(fc_mq_thread_coder(), it->mel_rec + FC_RECORD_HEADER_SIZE,
                            ld_mel_bytes(l, it), it->frames, l->n_mels, starts[i], lens[i],
                            (float *)(void *)dst, r, sizeof r);
-      if (e) { /* the checksum is not checked here (FC_LOADER_VERIFY does): the batch fails */
+      if (e) { /* checksums off (FC_LOADER_NO_VERIFY): the batch fails */
         snprintf(why, why_len, "%s: %s: %s", l->stores[it->store].path, ids[i], r);
         rc = e;
         goto fail;
