@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A full disk and a file-size limit read as what they are, lose nothing committed, and a rerun
-# after space is freed completes (issue: "Input/output error" for a full disk). The full disk is a
+# A full disk and a file-size limit read as what they are (featurize; cache-merge on a full disk),
+# lose nothing committed, and a rerun after space is freed completes (issue: "Input/output error" for a full disk). The full disk is a
 # small tmpfs this test mounts (root; skipped without mount rights); the limit is RLIMIT_FSIZE
 # (`ulimit -f`), which the tools turn into EFBIG rather than dying of SIGXFSZ.
 set -uo pipefail
@@ -51,4 +51,23 @@ mount -o remount,size=64m "$mnt" || fail "remount"
 out=$("$FC_BIN/featurize" --device cpu -o "$mnt/st" "${all[@]}" 2>&1) || fail "rerun after space was freed: $out"
 v=$("$FC_BIN/cache-verify" --json "$mnt/st") || fail "store fails cache-verify after the rerun: $v"
 grep -q '"ok":true,"records_checked":60,' <<<"$v" || fail "rerun did not complete the store: $v"
-echo "ok: full disk and file-size limit said as such, store intact, rerun completed"
+
+# cache-merge into a full disk: two shard stores of the 60 files (~8.4 MB) merged into 6 MB. It
+# says "No space left on device" (LMDB's EIO explained, as the store's writes do), the output
+# keeps what it committed and passes cache-verify, and a rerun with room completes it.
+for k in 0 1; do
+  "$FC_BIN/featurize" --device cpu -q --shard $k/2 -o "sh$k" "${all[@]}" || fail "shard $k"
+done
+umount "$mnt" && mount -t tmpfs -o size=6m tmpfs "$mnt" || fail "remount for the merge"
+out=$("$FC_BIN/cache-merge" -o "$mnt/mg" sh0 sh1 2>&1); rc=$?
+[ $rc = 1 ] || [ $rc = 2 ] || fail "cache-merge on a full disk: exit $rc, want 1 or 2: $out"
+grep -q "No space left on device" <<<"$out" || fail "cache-merge: a full disk does not say so: $out"
+grep -q "Input/output error" <<<"$out" && fail "cache-merge: a full disk reads as an I/O error: $out"
+if [ -e "$mnt/mg/data.mdb" ]; then
+  "$FC_BIN/cache-verify" -q "$mnt/mg" >/dev/null || fail "cache-merge's output fails cache-verify after the disk filled"
+fi
+mount -o remount,size=64m "$mnt" || fail "remount"
+"$FC_BIN/cache-merge" -q -o "$mnt/mg" sh0 sh1 || fail "cache-merge rerun after space was freed"
+v=$("$FC_BIN/cache-verify" --json "$mnt/mg") || fail "merged store fails cache-verify: $v"
+grep -q '"ok":true,"records_checked":60,' <<<"$v" || fail "the merge rerun did not complete: $v"
+echo "ok: full disk and file-size limit said as such (featurize, cache-merge), store intact, rerun completed"

@@ -351,7 +351,8 @@ static int flush(mctx *c, batch *b, MDB_val *last_per_db) {
       if ((rc = store_grow_map(c->out, 0)) != 0) return rc;
       continue;
     }
-    if (rc) return rc;
+    /* a full disk reads as EIO from LMDB: say what it is (ENOSPC, EFBIG) */
+    if (rc) return store_explain_write_error(c->out, rc, dl.bytes);
     for (int d = 0; d < FC_DB_COUNT; d++) {
       c->st->copied[d] += dl.copied[d];
       c->st->present[d] += dl.present[d];
@@ -435,7 +436,7 @@ static int copy_db(mctx *c, int db, batch *b, double *last_sync) {
       if (c->o->on_progress) c->o->on_progress(c->st, c->o->user);
       double t = now_s();
       if (t - *last_sync >= sync_s) {
-        if ((rc = mdb_env_sync(c->out->env, 1)) != 0) break;
+        if ((rc = store_explain_write_error(c->out, mdb_env_sync(c->out->env, 1), 0)) != 0) break;
         *last_sync = t;
       }
       if (c->o->stop && *c->o->stop) {
@@ -568,9 +569,9 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
     if (!rc && o->on_progress) o->on_progress(stats, o->user);
     if (!rc && o->stop && *o->stop) rc = FC_EINTR;
   }
-  int wrc = writeback_end(&c.wb);
+  int wrc = store_explain_write_error(c.out, writeback_end(&c.wb), 0);
   if (!rc) rc = wrc;
-  int src = mdb_env_sync(c.out->env, 1);
+  int src = store_explain_write_error(c.out, mdb_env_sync(c.out->env, 1), 0);
   if (!rc) rc = src;
   if (!rc && o->on_progress) o->on_progress(stats, o->user);
   if (rc && rc != FC_EINTR && why && why_len && !why[0])

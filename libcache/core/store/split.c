@@ -7,9 +7,17 @@
  * An utterance id lives in part fc_shard_of(id, len, N) (formats/shard.c): its audio and text
  * entries and its feat and tok records are in that part, written in one transaction there, so each
  * part is a valid store by itself and readers take the parts as several stores read as one. The
- * marker is written (atomically: a temporary file renamed) before any part is made, so a directory
- * with parts always says how many it should have; a part missing under a marker is created by the
- * next writer (a job killed during creation) and named by readers. */
+ * marker is written before any part is made, so a directory with parts always says how many it
+ * should have; a part missing under a marker is created by the next writer (a job killed during
+ * creation) and named by readers.
+ *
+ * Creation is exclusive: the marker is linked into place (link(2) fails when the name exists, on
+ * NFS too), never renamed over another, so of two jobs creating one split store at once, the one
+ * whose marker landed first sets N and the other opens the same N parts or, asking for another N,
+ * fails with both counts named. The decision between a store of one part (data.mdb) and a split
+ * store is made under an flock(2) of the directory (store_create_lock, also taken by
+ * fc_store_open when it creates data.mdb), so one process cannot create data.mdb while another
+ * writes a marker beside it. */
 #include "libcache/core/store/store_int.h"
 
 #include "featcache/fc_format.h"
@@ -21,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -131,10 +140,41 @@ int fc_store_expand(const char *const *dirs, size_t n, char ***out, size_t *n_ou
   return 0;
 }
 
-/* Write the marker for n parts: a temporary file, fsynced, renamed over the name, the directory
- * fsynced, so that a crash leaves either no marker or a whole one. */
-static int write_marker(const char *dir, unsigned n) {
+int store_create_lock(const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  while (flock(fd, LOCK_EX) != 0) {
+    if (errno == EINTR) continue;
+    if (errno == ENOLCK || errno == EOPNOTSUPP || errno == EINVAL) break; /* the link() decides */
+    int e = errno;
+    close(fd);
+    return -e;
+  }
+  return fd;
+}
+
+void store_create_unlock(int fd) {
+  if (fd >= 0) close(fd); /* releases the flock */
+}
+
+static int write_all(int fd, const char *b, size_t len) {
+  while (len > 0) {
+    ssize_t k = write(fd, b, len);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) return errno;
+    if (k == 0) return EIO; /* a write that makes no progress and says nothing */
+    b += k;
+    len -= (size_t)k; /* a short write: the next call says why it stopped (ENOSPC, EFBIG) */
+  }
+  return 0;
+}
+
+/* Write the marker for n parts, exclusively: a temporary file, fsynced, linked to the name (which
+ * fails when a marker is there already), the directory fsynced, so that a crash leaves either no
+ * marker or a whole one. *have: n when ours landed, else the count of the marker found there. */
+static int write_marker(const char *dir, unsigned n, unsigned *have) {
   char p[4096], tmp[4096], b[64];
+  *have = 0;
   int rc = join(p, sizeof p, dir, MARKER);
   if (!rc &&
       snprintf(tmp, sizeof tmp, "%s/.%s.%ld", dir, MARKER, (long)getpid()) >= (int)sizeof tmp)
@@ -143,19 +183,20 @@ static int write_marker(const char *dir, unsigned n) {
   int len = snprintf(b, sizeof b, MARKER_VERSION "%u\n", n);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0664);
   if (fd < 0) return errno;
-  if (write(fd, b, (size_t)len) != len || fsync(fd) != 0) rc = errno ? errno : EIO;
+  rc = write_all(fd, b, (size_t)len);
+  if (!rc && fsync(fd) != 0) rc = errno;
   if (close(fd) != 0 && !rc) rc = errno;
-  if (!rc && rename(tmp, p) != 0) rc = errno;
-  if (rc) {
-    unlink(tmp);
-    return rc;
-  }
+  if (!rc && link(tmp, p) != 0) rc = errno;
+  unlink(tmp);
+  if (rc == EEXIST) return fc_store_split_count(dir, have); /* another creator's marker */
+  if (rc) return rc;
   int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
-    fsync(dfd);
+    if (fsync(dfd) != 0) rc = errno; /* the name is what makes the marker durable */
     close(dfd);
   }
-  return 0;
+  if (!rc) *have = n;
+  return rc;
 }
 
 /* The meta part value of a store: 0 and *k, *n when present, FC_ENOTFOUND when absent. */
@@ -279,11 +320,32 @@ int fc_store_open_split(const char *dir, unsigned flags, unsigned want, fc_store
   if (n == 0) { /* a new split store: the marker first, then the parts */
     if (plain || !(flags & FC_STORE_CREATE) || (flags & FC_STORE_RDONLY)) return ENOENT;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) return errno;
-    if ((rc = write_marker(dir, want)) != 0) {
-      fc_why(why, why_len, "%s/%s: cannot write the marker: %s", dir, MARKER, fc_strerror(rc));
+    int lk = store_create_lock(dir);
+    if (lk < 0) {
+      fc_why(why, why_len, "%s: cannot lock the directory: %s", dir, fc_strerror(-lk));
+      return -lk;
+    }
+    if (stat(p, &st) == 0) { /* created meanwhile by a job with one writer */
+      store_create_unlock(lk);
+      fc_why(why, why_len,
+             "%s is a store of one part (not split), created by another job meanwhile: %u "
+             "writers need a new directory",
+             dir, want);
+      return FC_ECONFIG;
+    }
+    rc = write_marker(dir, want, &n);
+    store_create_unlock(lk);
+    if (rc) {
+      fc_why(why, why_len, "%s/%s: cannot write the marker: %s", dir, MARKER,
+             rc == FC_EFORMAT ? "another marker is there, not of this format" : fc_strerror(rc));
       return rc;
     }
-    n = want;
+    if (n != want) { /* another job made it first, with another number of parts */
+      fc_why(why, why_len,
+             "%s was split into %u parts by another job meanwhile, not %u: give %u writers or none",
+             dir, n, want, n);
+      return FC_ECONFIG;
+    }
   } else if (plain) {
     fc_why(why, why_len, "%s holds both a store (data.mdb) and a split-store marker", dir);
     return FC_EFORMAT;

@@ -100,6 +100,27 @@ fail:
   return rc;
 }
 
+/* Blocks allocated beyond data.mdb's end (fallocate with FALLOC_FL_KEEP_SIZE: cache-merge's
+ * write-back allocates ahead and trims at its end, libcache/merge/writeback.c) are freed when a
+ * writer opens the store, so that a merge killed before its trim leaves no space taken that `ls`
+ * does not show. The truncation to the file's own size is made inside a write transaction: no
+ * writer of another process extends the file meanwhile. */
+static void reclaim_beyond_end(fc_store *s) {
+  mdb_filehandle_t fd;
+  struct stat st;
+  if (mdb_env_get_fd(s->env, &fd) || fstat(fd, &st) || !S_ISREG(st.st_mode)) return;
+  const uint64_t slack = 1u << 20; /* the file system's own rounding, never worth a transaction */
+  if ((uint64_t)st.st_blocks * 512 <= (uint64_t)st.st_size + slack) return;
+  MDB_txn *txn;
+  pthread_rwlock_rdlock(&s->map_lock);
+  if (mdb_txn_begin(s->env, NULL, 0, &txn) == 0) {
+    if (fstat(fd, &st) == 0 && (uint64_t)st.st_blocks * 512 > (uint64_t)st.st_size + slack)
+      (void)ftruncate(fd, st.st_size); /* frees the blocks past the end; best effort */
+    mdb_txn_abort(txn);
+  }
+  pthread_rwlock_unlock(&s->map_lock);
+}
+
 int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
   *out = NULL;
   if (!dir || !*dir) return EINVAL;
@@ -116,9 +137,23 @@ int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
    * there (fc_store_open_split, fc_store_expand open its parts). */
   if (!existed && file_exists(dir, "featcache-split")) return FC_ESPLIT;
   if (!existed && (rdonly || !(flags & FC_STORE_CREATE))) return ENOENT;
+  /* Creating data.mdb: under the directory's creation lock, where a split store's creator looks
+   * for data.mdb before it writes its marker (split.c); the marker is looked for again under it. */
+  int lk = -1;
+  if (!existed) {
+    if ((lk = store_create_lock(dir)) < 0) return -lk;
+    existed = file_exists(dir, "data.mdb");
+    if (!existed && file_exists(dir, "featcache-split")) {
+      store_create_unlock(lk);
+      return FC_ESPLIT;
+    }
+  }
 
   fc_store *s = fc_calloc(1, sizeof *s);
-  if (!s) return ENOMEM;
+  if (!s) {
+    store_create_unlock(lk);
+    return ENOMEM;
+  }
   s->flags = flags;
   s->path = fc_strdup(dir);
   pthread_mutex_init(&s->write_mu, NULL);
@@ -140,9 +175,12 @@ int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
   while (rc == MDB_MAP_FULL && !(rc = store_grow_map(s, 0))) /* a first map too small for the dbs */
     rc = open_dbs(s, existed);
   if (rc) goto fail;
+  store_create_unlock(lk);
+  if (!rdonly) reclaim_beyond_end(s);
   *out = s;
   return 0;
 fail:
+  store_create_unlock(lk);
   fc_store_close(s);
   return rc;
 }
@@ -186,7 +224,7 @@ static size_t batch_bytes(const fc_put *puts, size_t n) {
 /* LMDB reports a short write as EIO ("Input/output error"): a full disk or a file-size limit
  * reads as a hardware fault. When the file system holds less than the batch (plus slack for
  * LMDB's pages) or data.mdb plus the batch passes RLIMIT_FSIZE, say so instead: ENOSPC, EFBIG. */
-static int explain_write_error(const fc_store *s, int rc, size_t bytes) {
+int store_explain_write_error(const fc_store *s, int rc, size_t bytes) {
   if (rc != EIO && rc != ENOSPC && rc != EFBIG) return rc;
   const uint64_t need = (uint64_t)bytes + (4u << 20);
   struct statvfs fs;
@@ -250,7 +288,7 @@ int fc_store_write(fc_store *s, const fc_put *puts, size_t n) {
     if (rc == MDB_MAP_FULL && !(rc = store_grow_map(s, 0))) continue;
     if (rc) {
       s->broken = 1; /* a failed commit: refuse further writes until reopened */
-      rc = explain_write_error(s, rc, batch_bytes(puts, n));
+      rc = store_explain_write_error(s, rc, batch_bytes(puts, n));
     }
     goto out;
   }
@@ -261,7 +299,7 @@ out:
 
 int fc_store_sync(fc_store *s) {
   if (s->flags & FC_STORE_RDONLY) return 0;
-  return explain_write_error(s, mdb_env_sync(s->env, 1), 0);
+  return store_explain_write_error(s, mdb_env_sync(s->env, 1), 0);
 }
 
 int fc_store_read_begin(fc_store *s, fc_rtxn **out) {

@@ -38,6 +38,17 @@ int store_adopt_map(fc_store *s);
  * job grows its map mid-run (tests/cli/fault_sites.sh). */
 size_t store_fault_mapsize(void);
 
+/* LMDB reports a short write as EIO: when the file system holds less than `bytes` (plus slack)
+ * or data.mdb plus them passes RLIMIT_FSIZE, the error is ENOSPC or EFBIG instead; any other rc is
+ * returned as it is. For writers that commit through LMDB themselves (merge/). */
+int store_explain_write_error(const fc_store *s, int rc, size_t bytes);
+
+/* Creating a store in dir (data.mdb, or a split store's marker) is decided under an exclusive
+ * flock of the directory, so that two jobs never make both (libcache/store/split.c). Returns the
+ * locked descriptor (>= 0) or -errno; store_create_unlock releases it. */
+int store_create_lock(const char *dir);
+void store_create_unlock(int fd);
+
 struct fc_rtxn {
   fc_store *s;
   MDB_txn *txn;
