@@ -280,6 +280,26 @@ int main(int argc, char **argv) {
       return FC_EXIT_USAGE;
     }
   }
+  /* a split store as a whole: its missing parts and the parts beyond its marker's N */
+  size_t split_missing = 0;
+  for (int a = optind; a < argc; a++) {
+    fc_verify_report r;
+    char why[512] = "";
+    int rc = fc_verify_split(argv[a], &r, why, sizeof why);
+    if (rc) { /* the expansion above read the same marker: not reached but for a race */
+      if (!status) fc_cli_warn(argv[a], "%s", why[0] ? why : fc_strerror(rc));
+      if (FC_EXIT_USAGE > worst) worst = FC_EXIT_USAGE;
+    } else if (r.opened && r.count) {
+      for (size_t i = 0; i < r.count; i++) {
+        const fc_verify_finding *f = &r.findings[i];
+        split_missing += f->problem && strncmp(f->problem, "missing:", 8) == 0;
+        if (!status && !json) printf("%s: error: %s: %s\n", argv[a], f->key, f->problem);
+      }
+      if (json) print_json(argv[a], &r, 0, NULL);
+      if (r.errors && FC_EXIT_FAIL > worst) worst = FC_EXIT_FAIL;
+    }
+    fc_verify_report_free(&r);
+  }
   /* one dataset: the manifest is checked against all stores together, by fc_verify_dataset */
   int dataset = n_stores > 1 && !separate;
   const fc_item_list *manifest_items = vo.manifest;
@@ -300,6 +320,9 @@ int main(int argc, char **argv) {
       fc_item_list_free(&items);
       fc_store_paths_free(stores, n_stores);
       return fc_cli_signal_exit();
+    } else if (rc == ENOENT && split_missing) { /* a missing part, named above: a finding */
+      code = FC_EXIT_FAIL;
+      if (!status) fc_cli_warn(store, "%s", "missing part of a split store");
     } else if (rc) {
       code = FC_EXIT_USAGE;
       if (!status) fc_cli_warn(store, "%s", why[0] ? why : fc_strerror(rc));
@@ -316,7 +339,7 @@ int main(int argc, char **argv) {
     if (code > worst) worst = code;
     fc_verify_report_free(&r);
   }
-  if (dataset && worst != FC_EXIT_USAGE) {
+  if (dataset && worst != FC_EXIT_USAGE && !split_missing) { /* a missing part: said above */
     vo.manifest = manifest_items;
     fc_verify_report r;
     char why[512] = "";

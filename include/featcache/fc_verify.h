@@ -119,6 +119,15 @@ FC_API void fc_verify_report_free(fc_verify_report *r);
 FC_API int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o,
                              fc_verify_report *out, char *why, size_t why_len);
 
+/* The checks of a split store as a whole (docs/FORMAT.md "Split stores"), to run beside
+ * fc_verify_store on each of its parts (which also checks that a part's meta part "K/N" matches
+ * its directory, part-K, and the marker's N): every part-K for K < N exists, and no part-K with
+ * K >= N lies beside them (its records would be hidden from every reader). Findings are in db
+ * "env", keyed by the part's name. Returns 0 when the checks ran (out->opened is 0 when dir is not
+ * a split store: nothing checked), FC_EFORMAT for a marker that is not one (why says so), errno
+ * values. Free *out with fc_verify_report_free. */
+FC_API int fc_verify_split(const char *dir, fc_verify_report *out, char *why, size_t why_len);
+
 /* Check a whole record value as fc_verify_store does for each record: fc_record_verify, then with
  * finite the NaN/Inf scan. Returns 0, FC_EFORMAT or FC_ECHECKSUM with a one-line reason in why
  * (may be NULL); a non-finite value is FC_EFORMAT, "payload holds NaN at element N (frame F, bin B)". */

@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/check.h"
@@ -178,6 +181,36 @@ int main(void) {
   rc = fc_store_open_split(dir, FC_STORE_CREATE, 0, &parts, &np, why, sizeof why);
   CHECK(rc == FC_EFORMAT && strstr(why, "it says it is part 0 of 3"), "misplaced part: %s %s",
         fc_strerror(rc), why);
+
+  /* The marker cut short (a file-size limit of 10 bytes: the 20-byte marker's write is short):
+   * the error says why the write stopped (EFBIG), never an errno left over from an earlier call.
+   * In a child: the limit is the process's. */
+  {
+    char lim[300];
+    snprintf(lim, sizeof lim, "%s/limited", root);
+    pid_t pid = fork();
+    if (pid == 0) {
+      struct rlimit rl = {10, 10};
+      signal(SIGXFSZ, SIG_IGN);
+      if (setrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(3);
+      errno = ENOENT;
+      char w[512] = "";
+      fc_store **pp = NULL;
+      unsigned np2 = 0;
+      int r = fc_store_open_split(lim, FC_STORE_CREATE, 3, &pp, &np2, w, sizeof w);
+      if (r != EFBIG || !strstr(w, "File too large")) {
+        fprintf(stderr, "marker past RLIMIT_FSIZE: %s (%s), want EFBIG\n", fc_strerror(r), w);
+        _exit(1);
+      }
+      _exit(0);
+    }
+    int st = 0;
+    CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+          "a short write of the marker: child status %d", st);
+    struct stat sst;
+    snprintf(lim, sizeof lim, "%s/limited/featcache-split", root);
+    CHECK(stat(lim, &sst) != 0, "a marker was left after its write failed");
+  }
 
   snprintf(cmd, sizeof cmd, "rm -rf %s", root);
   if (system(cmd) != 0) fprintf(stderr, "cleanup failed\n");

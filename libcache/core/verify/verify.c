@@ -214,6 +214,7 @@ int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *
 
   if ((rc = fc_store_read_begin(c.s, &t)) != 0) goto done;
   if ((rc = vf_read_meta(&c, t)) != 0) goto done;
+  vf_check_part_place(&c, dir);
   if ((rc = vf_resolve_expected(&c, t, why, why_len)) != 0) goto done;
   if ((rc = vf_collect(&c, t, FC_DB_AUDIO, &c.audio, &c.n_audio)) != 0) goto done;
   if ((rc = vf_collect(&c, t, FC_DB_TEXT, &c.text, &c.n_text)) != 0) goto done;

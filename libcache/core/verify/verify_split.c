@@ -1,0 +1,123 @@
+/* cache-verify: a split store as a whole, and each part's place in it (verify_int.h, fc_verify.h).
+ *
+ * A reader finds a split store's parts by the marker's N alone (part-0 .. part-N-1): a part that
+ * says it is K/N' with N' != N, or sits in another part-J, or a part-K with K >= N, holds records
+ * that no reader of the split store sees or routes to. Those are what these checks name. */
+#include "libcache/core/verify/verify_int.h"
+#include "libcache/core/store/store_int.h"
+#include "formats/common/alloc.h"
+#include "formats/common/why.h"
+
+#include <dirent.h>
+#include <limits.h>
+
+/* "part-K" (K decimal, no leading zeros unless K is 0) -> 1 and *k; anything else 0. */
+static int part_name(const char *name, unsigned *k) {
+  if (strncmp(name, "part-", 5) != 0) return 0;
+  const char *d = name + 5;
+  if (!*d || (d[0] == '0' && d[1])) return 0;
+  unsigned long v = 0;
+  for (; *d; d++) {
+    if (*d < '0' || *d > '9') return 0;
+    v = v * 10 + (unsigned long)(*d - '0');
+    if (v > UINT_MAX) return 0;
+  }
+  *k = (unsigned)v;
+  return 1;
+}
+
+void vf_check_part_place(vctx *c, const char *dir) {
+  if (c->part_n < 2) return;
+  char p[4096];
+  size_t len = strlen(dir);
+  while (len > 1 && dir[len - 1] == '/') len--;
+  if (len >= sizeof p) return;
+  memcpy(p, dir, len);
+  p[len] = '\0';
+  char *slash = strrchr(p, '/');
+  const char *base = slash ? slash + 1 : p;
+  unsigned k;
+  if (!part_name(base, &k) || k != c->part_k) {
+    vf_add(c, FC_VERIFY_ERROR, FC_DB_META, "part", 4, NULL, 0,
+           "says it is part %u of %u, but lies in a directory named %s: readers of the split "
+           "store look for part %u in part-%u",
+           c->part_k, c->part_n, base, c->part_k, c->part_k);
+    return;
+  }
+  const char *parent = ".";
+  if (slash == p) parent = "/";
+  else if (slash) *slash = '\0', parent = p;
+  unsigned n = 0;
+  int rc = fc_store_split_count(parent, &n);
+  if (rc || n == 0)
+    vf_add(c, FC_VERIFY_WARNING, FC_DB_META, "part", 4, NULL, 0,
+           "part %u of a split store of %u parts, but %s/featcache-split %s: give the split "
+           "store's directory",
+           c->part_k, c->part_n, parent, rc ? fc_strerror(rc) : "does not exist");
+  else if (n != c->part_n)
+    vf_add(c, FC_VERIFY_ERROR, FC_DB_META, "part", 4, NULL, 0,
+           "says it is part %u of %u, but the split store's marker says %u parts: its ids are "
+           "routed to other parts than the ones they are in",
+           c->part_k, c->part_n, n);
+}
+
+int fc_verify_split(const char *dir, fc_verify_report *out, char *why, size_t why_len) {
+  memset(out, 0, sizeof *out);
+  if (why && why_len) why[0] = '\0';
+  fc_verify_opts o;
+  fc_verify_opts_default(&o);
+  vctx c;
+  memset(&c, 0, sizeof c);
+  c.o = &o;
+  c.r = out;
+  c.max_warnings = 10000;
+  c.t0 = vf_now_s();
+  pthread_mutex_init(&c.mu, NULL);
+  unsigned n = 0;
+  int rc = fc_store_split_count(dir, &n);
+  if (rc) {
+    fc_why(why, why_len, "%s/featcache-split: %s", dir,
+           rc == FC_EFORMAT ? "not a split-store marker (featcache-split/1 N)" : fc_strerror(rc));
+    goto done;
+  }
+  if (n == 0) goto done; /* not a split store: nothing to say here */
+  out->opened = 1;
+  unsigned char *seen = fc_calloc(n, 1);
+  DIR *d = seen ? opendir(dir) : NULL;
+  if (!seen || !d) {
+    rc = seen ? errno : ENOMEM;
+    fc_why(why, why_len, "%s: %s", dir, fc_strerror(rc));
+    free(seen);
+    goto done;
+  }
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    unsigned k;
+    if (!part_name(e->d_name, &k)) continue;
+    if (k >= n)
+      vf_add(&c, FC_VERIFY_ERROR, DB_ENV, e->d_name, strlen(e->d_name), NULL, 0,
+             "a part beyond the marker's %u parts: its records are hidden from every reader of "
+             "the split store",
+             n);
+    else
+      seen[k] = 1;
+  }
+  closedir(d);
+  for (unsigned k = 0; k < n; k++) {
+    char name[32], p[4096];
+    int nl = snprintf(name, sizeof name, "part-%u", k);
+    struct stat st;
+    if (seen[k] && fc_store_part_path(dir, k, p, sizeof p) == 0 &&
+        snprintf(p + strlen(p), sizeof p - strlen(p), "/data.mdb") > 0 && stat(p, &st) == 0)
+      continue;
+    vf_add(&c, FC_VERIFY_ERROR, DB_ENV, name, (size_t)nl, NULL, 0,
+           "missing: the marker says %u parts (a writer creates it; until then its ids are not "
+           "stored)",
+           n);
+  }
+  free(seen);
+done:
+  pthread_mutex_destroy(&c.mu);
+  out->wall_seconds = vf_now_s() - c.t0;
+  return rc;
+}
