@@ -39,6 +39,7 @@ enum {
   OPT_SHARD,
   OPT_WRITERS,
   OPT_PRINT_CONFIG,
+  OPT_BATCH,
   OPT_VERSION
 };
 
@@ -48,6 +49,8 @@ static const fc_cli_opt options[] =
      {"writers", OPT_WRITERS, required_argument, "N",
       "a new STORE split into N parts, one writer each (default: 1 for a small job, else by the "
       "device and -j)"},
+     {"batch", OPT_BATCH, required_argument, "N",
+      "records per write transaction (default 64; one is also committed after 1 s)"},
      {NULL, 0, 0, NULL, "Features:"},
      {"preset", OPT_PRESET, required_argument, "NAME",
       "hifigan (default), tacotron2, librosa, whisper, kaldi"},
@@ -266,6 +269,7 @@ int main(int argc, char **argv) {
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   uint32_t jobs = ncpu > 0 ? (uint32_t)(ncpu < 256 ? ncpu : 256) : 1;
   uint32_t writers = 0; /* 0: the store's own layout, or the default for a new store */
+  uint32_t batch = 0; /* records per write transaction; 0: the library's default */
 
   static const char *const scale_names[] = {"slaney", "htk", "kaldi", NULL};
   static const int scale_values[] = {FC_MEL_SLANEY, FC_MEL_HTK, FC_MEL_KALDI};
@@ -361,6 +365,7 @@ int main(int argc, char **argv) {
     case OPT_MAX_SECONDS: max_seconds = fc_cli_double("max-seconds", optarg, 0, 1e9); break;
     case 'j': jobs = fc_cli_u32("jobs", optarg, 1, 256); break;
     case OPT_WRITERS: writers = fc_cli_u32("writers", optarg, 1, FC_SPLIT_MAX_PARTS); break;
+    case OPT_BATCH: batch = fc_cli_u32("batch", optarg, 1, 1u << 20); break;
     case OPT_DEVICE: device_spec = optarg; break;
     case OPT_GPU_MIN_SECONDS:
       gpu_min_seconds = fc_cli_double("gpu-min-seconds", optarg, 0, 1e12);
@@ -487,7 +492,7 @@ int main(int argc, char **argv) {
         fc_featurize_default_writers(&resolved, items.items, items.count, jobs, gpu_min_seconds);
   fc_store **parts = NULL;
   unsigned n_parts = 0;
-  rc = fc_store_open_split(store_dir, FC_STORE_CREATE | FC_STORE_NOSYNC, writers, &parts, &n_parts,
+  rc = fc_store_open_split(store_dir, FC_STORE_CREATE | FC_STORE_NOMETASYNC, writers, &parts, &n_parts,
                            why, sizeof why);
   if (rc) {
     if (why[0])
@@ -507,6 +512,7 @@ int main(int argc, char **argv) {
                      .total = items.count};
   fc_cli_install_signals();
   fo.jobs = jobs;
+  fo.batch_records = batch;
   fo.max_seconds = max_seconds;
   fo.strict = strict;
   fo.stop = &fc_cli_signal;

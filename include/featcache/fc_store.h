@@ -21,7 +21,11 @@ enum fc_store_flags {
   FC_STORE_CREATE = 1u << 1, /* create the directory and the dbs if missing */
   FC_STORE_NOSYNC = 1u << 2, /* MDB_NOSYNC: commits do not fsync; call fc_store_sync */
   FC_STORE_NOLOCK = 1u << 3, /* MDB_NOLOCK: for read-only media (no lock.mdb written) */
-  FC_STORE_NORDAHEAD = 1u << 4 /* MDB_NORDAHEAD: for random reads of stores larger than RAM */
+  FC_STORE_NORDAHEAD = 1u << 4, /* MDB_NORDAHEAD: for random reads of stores larger than RAM */
+  FC_STORE_NOMETASYNC = 1u << 5 /* MDB_NOMETASYNC: each commit fdatasyncs its pages, not its
+                                    meta page (the next commit's sync or fc_store_sync does): a
+                                    power cut may undo the last commit, never break the store,
+                                    on any disk that honours fdatasync (docs/FORMAT.md) */
 };
 
 typedef enum fc_db {

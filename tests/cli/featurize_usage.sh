@@ -43,6 +43,7 @@ with the same content and config are skipped; bad inputs are reported and skippe
 Output:
   -o, --output STORE           store directory (created if missing)
       --writers N              a new STORE split into N parts, one writer each (default: 1 for a small job, else by the device and -j)
+      --batch N                records per write transaction (default 64; one is also committed after 1 s)
 
 Features:
       --preset NAME            hifigan (default), tacotron2, librosa, whisper, kaldi

@@ -435,7 +435,7 @@ static int copy_db(mctx *c, int db, batch *b, double *last_sync) {
       if ((rc = flush(c, b, last)) != 0) break;
       if (c->o->on_progress) c->o->on_progress(c->st, c->o->user);
       double t = now_s();
-      if (t - *last_sync >= sync_s) {
+      if ((c->out->flags & FC_STORE_NOSYNC) && t - *last_sync >= sync_s) {
         if ((rc = store_explain_write_error(c->out, mdb_env_sync(c->out->env, 1), 0)) != 0) break;
         *last_sync = t;
       }
@@ -522,7 +522,7 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
   int out_exists =
       snprintf(dm, sizeof dm, "%s/data.mdb", out_dir) < (int)sizeof dm && stat(dm, &dst) == 0;
   if (!rc && out_exists &&
-      (rc = fc_store_open(out_dir, FC_STORE_CREATE | FC_STORE_NOSYNC, &c.out)) != 0)
+      (rc = fc_store_open(out_dir, FC_STORE_CREATE | FC_STORE_NOMETASYNC, &c.out)) != 0)
     fc_why(why, why_len, "%s: cannot open the output store: %s", out_dir, fc_strerror(rc));
   if (rc) goto done;
 
@@ -544,7 +544,7 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
     rc = FC_ECONFLICT;
     goto done;
   }
-  if (!c.out && (rc = fc_store_open(out_dir, FC_STORE_CREATE | FC_STORE_NOSYNC, &c.out)) != 0) {
+  if (!c.out && (rc = fc_store_open(out_dir, FC_STORE_CREATE | FC_STORE_NOMETASYNC, &c.out)) != 0) {
     fc_why(why, why_len, "%s: cannot create the output store: %s", out_dir, fc_strerror(rc));
     goto done;
   }

@@ -149,6 +149,13 @@ int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
     }
   }
 
+#ifdef FC_FAULT_INJECTION
+  /* FC_FAULT_NOSYNC=1 (test builds only): the writers' former policy, commits unsynced and a
+   * sync every few seconds, for the power-cut trials that compare it (scripts/crash-trials) */
+  const char *ns = getenv("FC_FAULT_NOSYNC");
+  if (ns && *ns == '1' && (flags & FC_STORE_NOMETASYNC))
+    flags = (flags & ~(unsigned)FC_STORE_NOMETASYNC) | FC_STORE_NOSYNC;
+#endif
   fc_store *s = fc_calloc(1, sizeof *s);
   if (!s) {
     store_create_unlock(lk);
@@ -166,6 +173,7 @@ int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
   unsigned ef = MDB_NOTLS;
   if (rdonly) ef |= MDB_RDONLY;
   if (flags & FC_STORE_NOSYNC) ef |= MDB_NOSYNC;
+  if (flags & FC_STORE_NOMETASYNC) ef |= MDB_NOMETASYNC;
   if (flags & FC_STORE_NOLOCK) ef |= MDB_NOLOCK;
   if (flags & FC_STORE_NORDAHEAD) ef |= MDB_NORDAHEAD;
   rc = fault_hit("env") ? EIO : mdb_env_open(s->env, dir, ef, 0664);

@@ -177,7 +177,11 @@ static void report_committed(fz_run *r, fz_job *batch) {
 /* The writer loop of part p (part 0's on the calling thread, the others' on their own). Returns 0
  * or the first commit error. */
 int fz_writer_loop(fz_run *r, fz_part *p) {
-  const int nosync = (fc_store_open_flags(p->s) & FC_STORE_NOSYNC) != 0;
+  const unsigned sflags = fc_store_open_flags(p->s);
+  /* NOSYNC: a sync every sync_seconds and at the end; NOMETASYNC (each commit synced but its
+   * meta page): a sync at the end makes the last commit durable too */
+  const int nosync = (sflags & FC_STORE_NOSYNC) != 0;
+  const int end_sync = nosync || (sflags & FC_STORE_NOMETASYNC);
   double last_sync = fz_now();
   int dirty = 0, rc = 0;
   fz_job *batch = NULL, *btail = NULL;
@@ -266,7 +270,7 @@ int fz_writer_loop(fz_run *r, fz_part *p) {
     }
   }
   pthread_mutex_unlock(&r->mu);
-  if (!rc && nosync && dirty) {
+  if (!rc && end_sync && dirty) {
     double tw = fz_cpu_now();
     rc = fc_store_sync(p->s);
     p->busy += fz_cpu_now() - tw;
