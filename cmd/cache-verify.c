@@ -283,9 +283,11 @@ int main(int argc, char **argv) {
   /* a split store as a whole: its missing parts and the parts beyond its marker's N */
   size_t split_missing = 0;
   for (int a = optind; a < argc; a++) {
+    unsigned split_n = 0;
+    if (fc_store_split_count(argv[a], &split_n) != 0 || split_n == 0) continue; /* said above */
     fc_verify_report r;
     char why[512] = "";
-    int rc = fc_verify_split(argv[a], &r, why, sizeof why);
+    int rc = fc_verify_store(argv[a], &vo, &r, why, sizeof why);
     if (rc) { /* the expansion above read the same marker: not reached but for a race */
       if (!status) fc_cli_warn(argv[a], "%s", why[0] ? why : fc_strerror(rc));
       if (FC_EXIT_USAGE > worst) worst = FC_EXIT_USAGE;

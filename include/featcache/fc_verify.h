@@ -94,7 +94,11 @@ typedef struct fc_verify_opts {
 /* Defaults: everything 0 / NULL (auto threads, no optional checks, every stored config). */
 FC_API void fc_verify_opts_init(fc_verify_opts *o);
 
-/* Verify the store in directory dir. The store is opened with FC_STORE_RDONLY (and NOLOCK per
+/* Verify the store in directory dir. Given a split store's directory (docs/FORMAT.md "Split
+ * stores"), checks the split store as a whole instead: every part-K for K < N exists and no part-K
+ * with K >= N lies beside them (its records would be hidden from every reader): findings in db
+ * "env", keyed by the part's name; its parts are verified by giving each (fc_store_expand), which
+ * also checks each part's meta part "K/N" against its directory (part-K) and the marker's N. The store is opened with FC_STORE_RDONLY (and NOLOCK per
  * o->nolock): data.mdb is never written (lock.mdb only with o->clear_stale_readers). Returns 0 when the checks ran — the findings are in *out,
  * and out->errors == 0 means the store is sound — or an error when they could not run: ENOENT,
  * ENOTDIR, EACCES (no store there / not readable), FC_ECONFIG (an expected config named wrongly,
@@ -118,15 +122,6 @@ FC_API void fc_verify_report_free(fc_verify_report *r);
  * of fc_store_open (why names the store), FC_EINTR, ENOMEM. Free *out with fc_verify_report_free. */
 FC_API int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o,
                              fc_verify_report *out, char *why, size_t why_len);
-
-/* The checks of a split store as a whole (docs/FORMAT.md "Split stores"), to run beside
- * fc_verify_store on each of its parts (which also checks that a part's meta part "K/N" matches
- * its directory, part-K, and the marker's N): every part-K for K < N exists, and no part-K with
- * K >= N lies beside them (its records would be hidden from every reader). Findings are in db
- * "env", keyed by the part's name. Returns 0 when the checks ran (out->opened is 0 when dir is not
- * a split store: nothing checked), FC_EFORMAT for a marker that is not one (why says so), errno
- * values. Free *out with fc_verify_report_free. */
-FC_API int fc_verify_split(const char *dir, fc_verify_report *out, char *why, size_t why_len);
 
 /* Check a whole record value as fc_verify_store does for each record: fc_record_verify, then with
  * finite the NaN/Inf scan. Returns 0, FC_EFORMAT or FC_ECHECKSUM with a one-line reason in why

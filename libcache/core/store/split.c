@@ -29,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -138,23 +137,6 @@ int fc_store_expand(const char *const *dirs, size_t n, char ***out, size_t *n_ou
   *out = v;
   *n_out = cnt;
   return 0;
-}
-
-int store_create_lock(const char *dir) {
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return -errno;
-  while (flock(fd, LOCK_EX) != 0) {
-    if (errno == EINTR) continue;
-    if (errno == ENOLCK || errno == EOPNOTSUPP || errno == EINVAL) break; /* the link() decides */
-    int e = errno;
-    close(fd);
-    return -e;
-  }
-  return fd;
-}
-
-void store_create_unlock(int fd) {
-  if (fd >= 0) close(fd); /* releases the flock */
 }
 
 static int write_all(int fd, const char *b, size_t len) {

@@ -11,9 +11,11 @@
 #include "formats/common/fault.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -98,6 +100,23 @@ static int open_dbs(fc_store *s, int existed) {
 fail:
   mdb_txn_abort(txn);
   return rc;
+}
+
+int store_create_lock(const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  while (flock(fd, LOCK_EX) != 0) {
+    if (errno == EINTR) continue;
+    if (errno == ENOLCK || errno == EOPNOTSUPP || errno == EINVAL) break; /* the link() decides */
+    int e = errno;
+    close(fd);
+    return -e;
+  }
+  return fd;
+}
+
+void store_create_unlock(int fd) {
+  if (fd >= 0) close(fd); /* releases the flock */
 }
 
 /* Blocks allocated beyond data.mdb's end (fallocate with FALLOC_FL_KEEP_SIZE: cache-merge's

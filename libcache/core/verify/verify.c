@@ -6,6 +6,7 @@
  * bytes are read. Records are checked in parallel over 256 key ranges per db (keys are uniform
  * hashes, so the ranges are balanced), one read transaction per thread (MDB_NOTLS). */
 #include "libcache/core/verify/verify_int.h"
+#include "formats/common/why.h"
 #include "formats/common/alloc.h"
 
 /* Report order: the environment first, then meta, entries, records, the manifest. */
@@ -175,6 +176,16 @@ int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *
   int rc;
   if (!dir || !*dir) {
     rc = EINVAL;
+    goto done;
+  }
+  unsigned split_n = 0;
+  if ((rc = fc_store_split_count(dir, &split_n)) != 0) {
+    fc_why(why, why_len, "%s/featcache-split: %s", dir,
+           rc == FC_EFORMAT ? "not a split-store marker (featcache-split/1 N)" : fc_strerror(rc));
+    goto done;
+  }
+  if (split_n) { /* the split store as a whole; its parts are verified one by one */
+    rc = vf_verify_split(&c, dir, split_n, why, why_len);
     goto done;
   }
 

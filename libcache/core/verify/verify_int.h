@@ -96,8 +96,10 @@ void vf_hex16(const void *k, char out[33]);
 void vf_add(vctx *c, int sev, int db, const char *key, size_t key_len, const char *id,
             size_t id_len, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
 
-/* verify_split.c: a part's meta part "K/N" against its directory's name and the marker beside it */
+/* verify_split.c: a part's meta part "K/N" against its directory's name and the marker beside it;
+ * a split store's directory (marker of n parts) as a whole: missing parts, parts beyond n. */
 void vf_check_part_place(vctx *c, const char *dir);
+int vf_verify_split(vctx *c, const char *dir, unsigned n, char *why, size_t why_len);
 
 /* step 2, verify_meta.c: the configs in meta, and which of them every entry must have */
 int vf_read_meta(vctx *c, fc_rtxn *t);
