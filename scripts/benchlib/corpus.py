@@ -1,0 +1,285 @@
+"""Corpora the benchmarks make. Each is deterministic given its seed — file i is the same file
+whenever it is made — is made once in a work directory and reused there (extended when more is
+asked for, remade when its parameters change), and comes back as a Corpus: the paths, the seconds
+of audio, the directory's `list` (one path a line).
+
+  speech(d, minutes)            espeak-ng sentences, 22.05 kHz 16-bit mono, in the LJSpeech layout:
+                                d/wavs/ID.wav and d/metadata.csv (ID|text|text)
+  signals(d, kind, minutes)     white noise, digital silence or steady tones (float32 WAVs)
+  tones(d, n, seconds)          a steady tone and a little noise per file (16-bit)
+  mel_store(store, n)           no audio: a store of n hifigan mel records written by the py-lmdb
+                                fixture writer of tests/reference (test_verify_store.py make)
+
+A corpus asks for at least M minutes: it is the first files that reach them, so the same M gives
+the same files whatever a work directory already holds. d/corpus.json keeps the parameters and
+each file's seconds.
+"""
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import struct
+import subprocess
+import wave
+from concurrent.futures import ThreadPoolExecutor
+
+from .build import ROOT, die, python, say as _say
+
+SR = 22050
+
+# The vocabulary of the espeak-ng sentences (bench-codec, bench-featurize, bench-mel-ab).
+WORDS = ("the of and to in a is that for it as was with be by on not he this are or his from at "
+         "which but have an they you were her she there been one all we their has would when if "
+         "printing press history book letter type paper ink century art craft early first made "
+         "same form old new good great small large long short light dark water house voice "
+         "morning evening river mountain city village garden window station journey question "
+         "answer number people children teacher library museum machine engine railway").split()
+# bench-loaderbench's: sentences about the printing press, as LJSpeech's first books.
+PRESS_WORDS = ("the printing press changed how books were made and read across the whole of europe "
+               "within a few decades of its invention while scribes kept copying manuscripts by "
+               "hand for wealthy patrons who preferred the old style of writing on parchment and "
+               "vellum").split()
+
+
+class Corpus:
+    """paths (in order), seconds (their total), dir, list (a file of the paths, one a line),
+    manifest (d/metadata.csv, LJSpeech: speech only), ids and texts (speech only)."""
+
+    def __init__(self, d, paths, seconds, ids=None, texts=None):
+        self.dir, self.paths, self.seconds = d, paths, seconds
+        self.ids, self.texts = ids, texts
+        self.list = os.path.join(d, "list")
+        self.manifest = os.path.join(d, "metadata.csv") if texts is not None else None
+        with open(self.list, "w") as f:
+            f.writelines(p + "\n" for p in paths)
+        if texts is not None:
+            with open(self.manifest, "w") as f:
+                f.writelines(f"{i}|{t}|{t}\n" for i, t in zip(ids, texts))
+
+    @property
+    def minutes(self):
+        return self.seconds / 60
+
+    def __len__(self):
+        return len(self.paths)
+
+
+class _Stamp:
+    """d/corpus.json: the parameters a corpus was made with and its files; files of other
+    parameters are removed."""
+
+    def __init__(self, d, params):
+        self.d, self.path = d, os.path.join(d, "corpus.json")
+        self.params = json.loads(json.dumps(params))  # tuples as lists, as read back
+        self.files = []
+        os.makedirs(d, exist_ok=True)
+        try:
+            with open(self.path) as f:
+                old = json.load(f)
+        except (OSError, ValueError):
+            return
+        if old.get("params") == self.params:
+            self.files = old["files"]
+            return
+        for e in old.get("files", []):
+            try:
+                os.unlink(os.path.join(d, e["name"]))
+            except OSError:
+                pass
+
+    def save(self):
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"params": self.params, "files": self.files}, f)
+        os.replace(tmp, self.path)
+
+    def have(self, i):
+        """File i is listed and on disk."""
+        return i < len(self.files) and os.path.exists(os.path.join(self.d, self.files[i]["name"]))
+
+
+def _first(files, seconds):
+    """The first files that hold at least SECONDS of audio."""
+    out, total = [], 0.0
+    for e in files:
+        if total >= seconds:
+            break
+        out.append(e)
+        total += e["seconds"]
+    return out, total
+
+
+def wav_seconds(path):
+    """Duration of a PCM WAV (the standard library's wave)."""
+    with wave.open(path) as w:
+        return w.getnframes() / w.getframerate()
+
+
+def write_wav(path, x, sr=SR, float32=False):
+    """Mono WAV of float samples: 16-bit PCM of x clipped to [-1, 1] (the standard library's wave),
+    or float32 as they are (WAVE_FORMAT_IEEE_FLOAT). Written to a temporary name and renamed, so a
+    killed run never leaves half a file that a later run takes as made."""
+    import numpy as np
+    tmp = path + ".tmp"
+    if float32:
+        data = np.asarray(x, "<f4").tobytes()
+        fmt = struct.pack("<HHIIHHH", 3, 1, sr, sr * 4, 4, 32, 0)
+        body = (b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt
+                + b"fact" + struct.pack("<II", 4, len(data) // 4)
+                + b"data" + struct.pack("<I", len(data)) + data)
+        with open(tmp, "wb") as f:
+            f.write(b"RIFF" + struct.pack("<I", len(body)) + body)
+    else:
+        pcm = (np.clip(np.asarray(x, np.float64), -1, 1) * 32767).round().astype("<i2")
+        with wave.open(tmp, "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(sr)
+            w.writeframes(pcm.tobytes())
+    os.replace(tmp, path)
+
+
+def speech(d, minutes, seed=1, words=WORDS, n_words=(12, 40), rate=(140, 190), prefix="s",
+           capitalize=False, say=_say):
+    """At least MINUTES of espeak-ng sentences in d/wavs: sentence i is N_WORDS (a range) words
+    drawn from WORDS by random.Random(SEED), spoken at a rate drawn from RATE words per minute
+    (None: espeak-ng's default, no draw); ids PREFIX00000, PREFIX00001, ..."""
+    espeak = shutil.which("espeak-ng") or die("espeak-ng not installed (scripts/setup)")
+    version = subprocess.run([espeak, "--version"], capture_output=True,
+                             text=True).stdout.split(" Data")[0].strip()
+    params = {"kind": "espeak-ng speech", "seed": seed,
+              "words": hashlib.sha1(" ".join(words).encode()).hexdigest()[:16],
+              "n_words": n_words, "rate": rate, "prefix": prefix, "capitalize": capitalize,
+              "espeak": version}
+    stamp = _Stamp(d, params)
+    os.makedirs(os.path.join(d, "wavs"), exist_ok=True)
+    rng = random.Random(seed)
+
+    def sentence():
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(*n_words)))
+        text = (text.capitalize() if capitalize else text) + "."
+        return text, (rng.randint(*rate) if rate else None)
+
+    def make(e):
+        path = os.path.join(d, e["name"])
+        args = [espeak] + (["-s", str(e["rate"])] if e["rate"] else [])
+        subprocess.run(args + ["-w", path + ".tmp", e["text"]], check=True)
+        os.replace(path + ".tmp", path)
+        e["seconds"] = wav_seconds(path)
+
+    files, todo = [], []
+    for i in range(len(stamp.files)):  # the cached ones: the same draws, so the same sentences
+        text, r = sentence()
+        e = stamp.files[i]
+        if (e["text"], e["rate"]) != (text, r):
+            break
+        files.append(e)
+        if not stamp.have(i):
+            todo.append(e)
+    total = sum(e["seconds"] for e in files)
+    ncpu = os.cpu_count() or 1
+    if total < minutes * 60 or todo:
+        say(f"making {minutes:g} min of espeak-ng speech in {d}")
+    with ThreadPoolExecutor(ncpu) as ex:
+        list(ex.map(make, todo))
+        while total < minutes * 60:  # a few at a time, one espeak-ng per core
+            batch = []
+            for _ in range(ncpu):
+                text, r = sentence()
+                batch.append({"name": f"wavs/{prefix}{len(files) + len(batch):05d}.wav",
+                              "text": text, "rate": r})
+            list(ex.map(make, batch))
+            files += batch
+            total += sum(e["seconds"] for e in batch)
+            stamp.files = files
+            stamp.save()
+    stamp.files = files
+    stamp.save()
+    chosen, seconds = _first(files, minutes * 60)
+    return Corpus(d, [os.path.join(d, e["name"]) for e in chosen], seconds,
+                  ids=[os.path.basename(e["name"])[:-4] for e in chosen],
+                  texts=[e["text"] for e in chosen])
+
+
+def signals(d, kind, minutes=10, secs=10, seed=7):
+    """MINUTES of float32 WAVs of about SECS s each: `noise` (white, 0.3 peak), `silence` (zeros) or
+    `tones` (two or three steady sines per file, 80-7000 Hz); file i is 100 i samples longer than
+    SECS, so no two are identical (identical files would be stored once)."""
+    import numpy as np
+    if kind not in ("noise", "silence", "tones"):
+        raise ValueError(kind)
+    stamp = _Stamp(d, {"kind": kind, "seed": seed, "minutes": minutes, "secs": secs, "sr": SR})
+    rng = np.random.default_rng(seed)
+    files = []
+    for i in range(int(minutes * 60 / secs)):
+        n = secs * SR + 100 * i
+        draw = (rng.uniform(-1, 1, n) if kind == "noise"
+                else rng.uniform(80, 7000, 3) if kind == "tones" else None)
+        e = {"name": f"{kind}{i:03d}.wav", "seconds": n / SR}
+        if not stamp.have(i):
+            t = np.arange(n) / SR
+            if kind == "noise":
+                x = 0.3 * draw
+            elif kind == "silence":
+                x = np.zeros(n)
+            else:
+                x = sum(0.25 * np.sin(2 * np.pi * f * t) for f in draw[: 2 + i % 2])
+            write_wav(os.path.join(d, e["name"]), x, float32=True)
+        files.append(e)
+    stamp.files = files
+    stamp.save()
+    return Corpus(d, [os.path.join(d, e["name"]) for e in files], sum(e["seconds"] for e in files))
+
+
+def tones(d, n, seconds, seed=3, freq=(100, 3000)):
+    """N 16-bit WAVs of SECONDS s: a sine of a frequency drawn from FREQ (0.3 peak) plus white
+    noise (0.05 standard deviation)."""
+    import numpy as np
+    stamp = _Stamp(d, {"kind": "tones", "seed": seed, "n": n, "seconds": seconds, "freq": freq,
+                       "sr": SR})
+    rng = np.random.default_rng(seed)
+    t = np.arange(int(seconds * SR)) / SR
+    files = []
+    for i in range(n):
+        f, noise = rng.uniform(*freq), rng.standard_normal(t.size)
+        e = {"name": f"u{i:05d}.wav", "seconds": t.size / SR}
+        if not stamp.have(i):
+            write_wav(os.path.join(d, e["name"]), 0.3 * np.sin(2 * np.pi * f * t) + 0.05 * noise)
+        files.append(e)
+    stamp.files = files
+    stamp.save()
+    return Corpus(d, [os.path.join(d, e["name"]) for e in files], sum(e["seconds"] for e in files))
+
+
+def mel_store(store, n, min_samples=118000, max_samples=124000, tokens=False, lib=None,
+              say=_say):
+    """A store of N hifigan f32 mel records of audio lengths drawn from [MIN_SAMPLES, MAX_SAMPLES]
+    (~5.5 s: ~150 KB each), with text entries and token records when TOKENS, written by
+    tests/reference/test_verify_store.py (py-lmdb, independent of the C store) through LIB (the
+    library that gives it the config and frame counts). Reused while n and the rest match
+    (store + '.json'). Returns the seconds it took to write, 0 when reused."""
+    import time
+    params = {"kind": "mel records", "n": n, "min_samples": min_samples,
+              "max_samples": max_samples, "tokens": tokens}
+    stamp = store.rstrip("/") + ".json"
+    try:
+        with open(stamp) as f:
+            if json.load(f) == params and os.path.exists(os.path.join(store, "data.mdb")):
+                return 0.0
+    except (OSError, ValueError):
+        pass
+    shutil.rmtree(store, ignore_errors=True)
+    env = dict(os.environ)
+    if lib:
+        env["FEATCACHE_LIBRARY"] = lib
+    say(f"writing {n} mel records into {store}")
+    t0 = time.perf_counter()
+    subprocess.run([python(), os.path.join(ROOT, "tests", "reference", "test_verify_store.py"),
+                    "make", store, "--n", str(n), "--min-samples", str(min_samples),
+                    "--max-samples", str(max_samples)] + (["--tokens"] if tokens else []),
+                   check=True, env=env, stdout=subprocess.DEVNULL)
+    with open(stamp, "w") as f:
+        json.dump(params, f)
+    return time.perf_counter() - t0
