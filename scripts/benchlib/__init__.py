@@ -5,7 +5,7 @@
            (library, library_env, use_library), say/die for messages, need_command/need_modules
   machine  MachineNotes: CPU, cores, memory, kernel, the load average at the start and at the end,
            the date and the commit, in one line every benchmark prints the same way
-  corpus   speech (espeak-ng), signals (noise/silence/tones), tones, mel_store:
+  corpus   speech (espeak-ng), signals (noise/silence/tones), tones, speech_like, mel_store:
            deterministic given a seed, cached in a work directory, paths and audio seconds
   disk     Throttle (a blkio cgroup for cold reads of a slow disk), drop_cache, warm
   timing   median, quartiles, median_of, best_of, run_timed (wall and CPU of a child), rounds

@@ -7,6 +7,9 @@ of audio, the directory's `list` (one path a line).
                                 d/wavs/ID.wav and d/metadata.csv (ID|text|text)
   signals(d, kind, minutes)     white noise, digital silence or steady tones (float32 WAVs)
   tones(d, n, seconds)          a steady tone and a little noise per file (16-bit)
+  looped_speech(d, n, seconds)  an espeak-ng sentence per file looped to about SECONDS (16-bit)
+  speech_like(d, hours)         voiced segments with formants and pauses, 2-12 s each (16-bit;
+                                numpy + scipy, no espeak-ng), every file distinct bytes
   mel_store(store, n)           no audio: a store of n hifigan mel records written by the py-lmdb
                                 fixture writer of tests/reference (test_verify_store.py make)
 
@@ -250,6 +253,118 @@ def tones(d, n, seconds, seed=3, freq=(100, 3000)):
         files.append(e)
     stamp.files = files
     stamp.save()
+    return Corpus(d, [os.path.join(d, e["name"]) for e in files], sum(e["seconds"] for e in files))
+
+
+def looped_speech(d, n, seconds, seed=0, say=_say):
+    """N 16-bit WAVs utt00.wav, utt01.wav, ... of SECONDS x 0.9-1.1 (drawn from SEED) each: an
+    espeak-ng sentence naming the file's number, looped to that length; a sine (110 + 5 i Hz) and
+    noise where espeak-ng is not installed (said, and a corpus of its own)."""
+    import numpy as np
+    espeak = shutil.which("espeak-ng")
+    version = subprocess.run([espeak, "--version"], capture_output=True,
+                             text=True).stdout.split(" Data")[0].strip() if espeak else None
+    if not espeak:
+        say("espeak-ng not installed: the utterances are tones and noise")
+    stamp = _Stamp(d, {"kind": "looped speech", "n": n, "seconds": seconds, "seed": seed,
+                       "espeak": version, "sr": SR})
+    rng = np.random.default_rng(seed)
+    files = []
+    for i in range(n):
+        want = int(SR * seconds * (0.9 + 0.2 * rng.random()))
+        noise = None if espeak else rng.standard_normal(want)
+        e = {"name": "utt%02d.wav" % i, "seconds": want / SR}
+        path = os.path.join(d, e["name"])
+        if not stamp.have(i):
+            if espeak:
+                tmp = path + ".say.wav"
+                subprocess.run([espeak, "-w", tmp, "Sentence number %d of the benchmark, read "
+                                "aloud by a synthetic voice for timing." % i], check=True)
+                with wave.open(tmp) as w:
+                    y = np.frombuffer(w.readframes(w.getnframes()), "<i2").astype(np.float32) / 32768
+                os.unlink(tmp)
+                x = np.resize(y, want)  # the speech looped to the length
+            else:
+                t = np.arange(want) / SR
+                x = 0.3 * np.sin(2 * np.pi * (110 + 5 * i) * t) + 0.05 * noise
+            write_wav(path, x)
+        files.append(e)
+    stamp.files = files
+    stamp.save()
+    return Corpus(d, [os.path.join(d, e["name"]) for e in files], sum(e["seconds"] for e in files))
+
+
+# ---- speech-like audio without espeak-ng (the featurize-on-a-GPU benchmarks' 40 h) ------------------
+def _base_utterance(seed, seconds=12.0):
+    import numpy as np
+    from scipy.signal import lfilter
+    rng = np.random.default_rng(seed)
+    n = int(seconds * SR)
+    out = np.zeros(n)
+    pos = 0
+    while pos < n:
+        seg = min(n - pos, int(rng.uniform(0.15, 0.6) * SR))
+        f0 = rng.uniform(90, 220) * (1 + 0.1 * np.sin(np.linspace(0, 3, seg)))
+        src = (np.diff(np.floor(np.cumsum(f0 / SR)), prepend=0) > 0).astype(float)
+        x = src + 0.02 * rng.standard_normal(seg)
+        for fc, bw in ((rng.uniform(300, 900), 80), (rng.uniform(900, 2500), 120), (2900, 200)):
+            r = np.exp(-np.pi * bw / SR)
+            x = lfilter([1.0], [1.0, -2 * r * np.cos(2 * np.pi * fc / SR), r * r], x)
+            x = x / (np.abs(x).max() + 1e-9)
+        out[pos:pos + seg] = x * np.hanning(seg) * 0.6
+        pos += seg + int(rng.uniform(0.05, 0.2) * SR)
+    return (out * 20000).astype(np.int16)
+
+
+def _write_speech_like(args):
+    import numpy as np
+    from scipy.io import wavfile
+    d, bases, lo, lens = args
+    rng = np.random.default_rng(lo)
+    names = []
+    for i, n in enumerate(lens, lo):
+        b = bases[i % len(bases)]
+        start = int(rng.integers(0, len(b) - n + 1))
+        x = b[start:start + n].copy()
+        x[:64] += rng.integers(-2, 3, 64).astype(np.int16)  # distinct bytes: nothing dedups
+        x[0] = np.int16(i % 30000)
+        name = f"u{i:07d}.wav"
+        wavfile.write(os.path.join(d, name), SR, x)
+        names.append({"name": name, "seconds": n / SR})
+    return names
+
+
+def speech_like(d, hours, say=_say, ncpu=None):
+    """At least HOURS of speech-like 16-bit WAVs of 2-12 s in d itself (cut from 64 synthetic
+    12 s utterances: voiced segments, three formants, pauses), made by NCPU processes."""
+    import multiprocessing as mp
+    import time
+    import numpy as np
+    stamp = _Stamp(d, {"kind": "speech-like", "hours": hours, "sr": SR})
+    if stamp.files and all(stamp.have(i) for i in range(len(stamp.files))):
+        files = stamp.files
+    else:
+        say(f"making {hours} h of speech-like audio in {d}")
+        t0 = time.time()
+        for f in os.listdir(d):
+            if f.endswith(".wav"):
+                os.unlink(os.path.join(d, f))
+        bases = [_base_utterance(s) for s in range(64)]
+        rng = np.random.default_rng(11)
+        lens, total = [], 0
+        while total < hours * 3600 * SR:  # 2-12 s each until the corpus holds at least H hours
+            lens.append(int(rng.uniform(2, 12) * SR))
+            total += lens[-1]
+        ncpu = ncpu or os.cpu_count() or 1
+        step = max(100, min(2000, len(lens) // (4 * ncpu) + 1))
+        with mp.Pool(ncpu) as pool:
+            parts = pool.map(_write_speech_like,
+                             [(d, bases, lo, lens[lo:lo + step]) for lo in range(0, len(lens), step)])
+        files = [e for p in parts for e in p]
+        stamp.files = files
+        stamp.save()
+        say(f"{len(files)} files, {sum(e['seconds'] for e in files) / 3600:.1f} h "
+            f"in {time.time() - t0:.0f} s")
     return Corpus(d, [os.path.join(d, e["name"]) for e in files], sum(e["seconds"] for e in files))
 
 
