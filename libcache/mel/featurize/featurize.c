@@ -1,32 +1,22 @@
-/* The featurize pipeline (fc_featurize.h, docs/featurize.md).
+/* The featurize pipeline's run (fc_featurize.h, docs/featurize.md "Pipeline"): everything that is
+ * once per job, at the top of the line the data takes —
  *
- *   workers (jobs threads): take the next item, read the file once, hash it, look the key and the
- *     id's audio entry up in a short read transaction, decode + mono + resample, compute on the
- *     backend (one plan per worker), convert to the dtype straight into the record buffer;
- *   a bounded queue (queue_records / queue_bytes): workers block when it is full;
- *   the writer (the calling thread): takes records from the queue into a batch and commits it
- *     when it reaches batch_records or batch_bytes or is batch_seconds old, or the work is done.
- *     Each utterance's feat record and audio entry are in the same transaction, and so is
- *     meta cfg/<hex> (NOOVERWRITE: a no-op once stored), so no record exists without its config.
- *     A split store (opts.parts) has one writer per part, each with its own queue, on its own
- *     thread (part 0's on the calling thread); a job goes to its id's part (fc_store_part_of_id).
+ *   source (featurize_source.c): the workers read, hash, skip what is stored, decode;
+ *   device: on the CPU the worker computes the record (featurize_compute.c); on a staging backend
+ *     (a GPU) it puts the samples into the staging ring, whose launch and completion threads
+ *     compute them (featurize_stage.c); the devices themselves: featurize_device.c;
+ *   sink (featurize_sink.c): the writers commit the records in batches, one per store part;
+ *   the job's lifecycle (featurize_job.c): the clock, freeing, the events every stage reports.
  *
- * Why workers do both decode and compute: the CPU backend's cost per utterance is dominated by
- * the FFTs, and a worker that keeps its samples in cache from decode to mel is faster than a
- * hand-off. With a staging backend (CUDA) the workers write their decoded samples into its
- * staging ring instead and a launch thread and a completion thread compute them
- * (featurize_stage.c).
- *
- * Read transactions are short (begin, two gets, end) and never held across a blocking call: a
- * writer that must grow the map waits for readers of this process to finish theirs. */
+ * Each file calls only those below it in this list; this one sets the run up (config, device,
+ * backend, ring), starts the threads with their entry points (fz_worker_main, fz_launch_main,
+ * fz_complete_main, fz_writer_main; part 0's writer on the calling thread), joins them, sums the
+ * stage times and says which bound the run (fc_featurize_bound). */
 #include "featcache/fc_featurize.h"
 
-#include "featcache/fc_audio.h"
 #include "featcache/fc_format.h"
 #include "libcache/mel/featurize/featurize_backend.h"
-#include "featcache/fc_codec.h"
 #include "libcache/mel/featurize/featurize_int.h"
-#include "libcache/mel/featurize/audio_int.h"
 #include "formats/common/why.h"
 #include "formats/common/alloc.h"
 
@@ -44,262 +34,6 @@ void fc_featurize_opts_init(fc_featurize_opts *o) {
   memset(o, 0, sizeof *o);
   o->jobs = 1;
   o->device.kind = FC_DEVICE_AUTO;
-}
-
-static int stop_requested(const fz_run *r) { return r->o.stop && *r->o.stop; }
-
-static void report_skipped(fz_run *r, size_t i) {
-  fc_featurize_event ev = {.status = FC_ITEM_SKIPPED, .index = i};
-  pthread_mutex_lock(&r->ev_mu);
-  r->st.skipped_existing++;
-  fz_emit(r, &ev);
-  pthread_mutex_unlock(&r->ev_mu);
-}
-
-/* Is the record stored, and does the id's audio entry hold this digest? (In the id's part.) */
-static int lookup(fz_run *r, size_t i, const fc_digest *key, const fc_digest *audio, int *have_feat,
-                  int *have_entry) {
-  const char *id = r->items[i].id;
-  *have_feat = *have_entry = 0;
-  fc_rtxn *t;
-  int rc = fc_store_read_begin(r->parts[fz_part_of(r, i)].s, &t);
-  if (rc) return rc;
-  rc = fc_rtxn_get(t, FC_DB_FEAT, key->bytes, sizeof key->bytes, NULL, NULL);
-  if (rc == 0) *have_feat = 1;
-  if (rc == FC_ENOTFOUND) rc = 0;
-  if (!rc) {
-    const void *v;
-    size_t vlen;
-    int grc = fc_rtxn_get(t, FC_DB_AUDIO, id, strlen(id), &v, &vlen);
-    fc_audio_entry e;
-    if (grc == 0 && fc_audio_entry_decode(v, vlen, &e) == 0 &&
-        memcmp(e.digest.bytes, audio->bytes, sizeof audio->bytes) == 0)
-      *have_entry = 1;
-    else if (grc != 0 && grc != FC_ENOTFOUND)
-      rc = grc;
-  }
-  fc_rtxn_end(t);
-  return rc;
-}
-
-/* Features of x on the backend; an utterance the backend refuses as too long for it (the CUDA
- * staging buffer) is computed on the CPU instead, never failed. *producer says which did it. */
-static int compute_features(fz_run *r, fz_worker *w, const float *x, size_t n, float *mel,
-                            uint32_t *producer) {
-  *producer = r->be->producer;
-  int rc = r->be->compute ? r->be->compute(r->be_state, w->index, x, n, mel) : FC_ETOOLONG;
-  if (rc != FC_ETOOLONG || r->be->producer == FC_PRODUCER_CPU) return rc;
-  if (!w->fallback && (rc = fc_mel_plan_create(r->cfg, &w->fallback))) return rc;
-  *producer = FC_PRODUCER_CPU;
-  return fc_mel_compute(w->fallback, x, n, mel);
-}
-
-/* Does an utterance of n samples fit a chunk of the staging ring (else its worker computes it on
- * the CPU)? */
-static int stage_fits(const fz_run *r, size_t n) {
-  return n <= r->ring.capacity && fc_mel_num_frames(r->cfg, n) <= r->ring.max_frames;
-}
-
-/* The job's audio entry (FORMAT.md): the content digest, the source's facts and its path. */
-static int encode_entry(fz_job *j, const fc_digest *audio, const fc_audio_info *info,
-                        const char *path) {
-  fc_audio_entry e = {.digest = *audio,
-                      .sample_rate = info->sample_rate,
-                      .channels = info->channels,
-                      .frames = info->frames,
-                      .source_size = info->size,
-                      .mtime_ns = info->mtime_ns,
-                      .path = path,
-                      .path_len = strlen(path)};
-  j->entry_len = fc_audio_entry_size(&e);
-  if (!(j->entry = fc_malloc(j->entry_len))) return ENOMEM;
-  fc_audio_entry_encode(&e, j->entry);
-  return 0;
-}
-
-static void process_item(fz_run *r, fz_worker *w, size_t i) {
-  const fc_item *it = &r->items[i];
-  const fc_mel_config *cfg = r->cfg;
-  char why[320];
-  why[0] = '\0';
-  if (it->err) {
-    fz_report_failed(r, i, it->err, it->why);
-    return;
-  }
-  if (!it->path || !it->path[0] || !it->id) {
-    fz_report_failed(r, i, FC_EMANIFEST, !it->id ? "no id" : "no audio path");
-    return;
-  }
-  const uint8_t *bytes = NULL; /* the worker's buffer (w->buf) */
-  size_t len = 0;
-  float *x = NULL;
-  fz_job *j = NULL;
-  fc_audio_info info;
-  fz_times *tm = &w->t;
-  double t0 = fz_cpu_now(), t1;
-  int rc = audio_read_into(it->path, 0, &w->buf, &w->buf_cap, &len, &info);
-  bytes = w->buf;
-  tm->read += (t1 = fz_cpu_now()) - t0;
-  if (rc) {
-    fz_report_failed(r, i, rc, plain_reason(rc));
-    return;
-  }
-  fc_digest audio, key;
-  fc_digest_buffer(bytes, len, &audio);
-  fc_record_key(&audio, &r->cfg_digest, &key);
-  int have_feat, have_entry;
-  rc = lookup(r, i, &key, &audio, &have_feat, &have_entry);
-  tm->hash += (t0 = fz_cpu_now()) - t1;
-  if (rc) {
-    fc_why(why, sizeof why, "cannot read the store: %s", fc_strerror(rc));
-    goto fail;
-  }
-  if (have_feat && have_entry) {
-    report_skipped(r, i);
-    return;
-  }
-  size_t n = 0;
-  /* On a staging device (a GPU), 16-bit mono PCM at the config's rate goes from the file's bytes
-   * into staging as it is: the device converts it (v / 32768, as the decode below would). */
-  const void *pcm16 = NULL;
-  if (r->batching && !have_feat) {
-    rc = audio_pcm16_view(bytes, len, cfg->sample_rate, r->o.max_seconds, &pcm16, &n, &info, why,
-                          sizeof why);
-    if (rc < 0) goto fail;
-    rc = 0;
-    if (pcm16 && !stage_fits(r, n)) pcm16 = NULL; /* computed on the CPU: decoded below */
-  }
-  if (!pcm16) {
-    /* The record is there under another id: decode only for the entry's facts (no resampling). */
-    rc = fc_audio_decode(bytes, len, have_feat ? 0 : cfg->sample_rate, r->o.max_seconds, &x, &n,
-                         &info, why, sizeof why);
-  }
-  tm->decode += (t1 = fz_cpu_now()) - t0;
-  if (rc) goto fail;
-
-  if (!(j = fc_calloc(1, sizeof *j))) goto nomem;
-  j->index = i;
-  j->key = key;
-  j->seconds = info.sample_rate ? (double)info.frames / info.sample_rate : 0;
-  if (!have_feat) {
-    uint64_t frames = fc_mel_num_frames(cfg, n);
-    if (frames == 0) {
-      rc = FC_EEMPTY;
-      fc_why(why, sizeof why, "too short: %zu samples at %u Hz give no frames", n,
-             cfg->sample_rate);
-      goto fail;
-    }
-    if (frames > UINT32_MAX ||
-        frames > (SIZE_MAX - FC_RECORD_HEADER_SIZE) / r->dsize / cfg->n_mels / sizeof(float)) {
-      rc = FC_ETOOLONG;
-      fc_why(why, sizeof why, "too long: %llu frames", (unsigned long long)frames);
-      goto fail;
-    }
-    size_t nvals = (size_t)frames * cfg->n_mels, payload = nvals * r->dsize;
-    if (cfg->dtype == FC_DTYPE_MQ) { /* coded: at most the codec's bound, trimmed after */
-      payload = fc_mq_bound((uint32_t)frames, cfg->n_mels);
-      if (!payload) {
-        rc = FC_ETOOLONG;
-        fc_why(why, sizeof why, "too long for the mq codec: %llu frames",
-               (unsigned long long)frames);
-        goto fail;
-      }
-    }
-    j->frames = frames;
-    if (r->batching && stage_fits(r, n)) {
-      /* into the staging ring; a writer makes the record from the device's output */
-      if (encode_entry(j, &audio, &info, it->path)) goto nomem;
-      fz_stage_put(r, j, pcm16 ? pcm16 : (const void *)x, n, pcm16 != NULL, tm);
-      free(x);
-      return;
-    }
-    if (!(j->record = fc_malloc(FC_RECORD_HEADER_SIZE + payload))) goto nomem;
-    j->record_len = FC_RECORD_HEADER_SIZE + payload;
-    uint8_t *pl = j->record + FC_RECORD_HEADER_SIZE;
-    float *mel = cfg->dtype == FC_DTYPE_F32 ? (float *)(void *)pl : fc_malloc(nvals * sizeof *mel);
-    if (!mel) goto nomem;
-    uint32_t producer;
-    t1 = fz_cpu_now();
-    rc = compute_features(r, w, x, n, mel, &producer);
-    if (rc) {
-      fc_why(why, sizeof why, "feature computation failed: %s", fc_strerror(rc));
-    } else if (cfg->dtype == FC_DTYPE_MQ) {
-      char cw[200];
-      rc = fc_mq_encode_step(fc_mq_thread_coder(), mel, (uint32_t)frames, cfg->n_mels,
-                             fc_mq_step_log2(cfg->log), pl, payload, &payload, cw, sizeof cw);
-      if (rc) fc_why(why, sizeof why, "cannot code the mel: %s", cw);
-      j->record_len = FC_RECORD_HEADER_SIZE + payload;
-      uint8_t *fit =
-          rc ? NULL : fc_realloc(j->record, j->record_len); /* give the bound's slack back */
-      if (fit) pl = (j->record = fit) + FC_RECORD_HEADER_SIZE;
-    } else if (cfg->dtype != FC_DTYPE_F32) {
-      fc_convert_dtype(mel, nvals, cfg->dtype, pl);
-    }
-    if (mel != (float *)(void *)pl) free(mel);
-    tm->compute += (t0 = fz_cpu_now()) - t1;
-    if (rc) goto fail;
-    fc_record_header h = {.dtype = (uint8_t)cfg->dtype,
-                          .ndim = 2,
-                          .dim0 = (uint32_t)frames,
-                          .dim1 = cfg->n_mels,
-                          .payload_bytes = payload,
-                          .payload_hash = fc_hash64(pl, payload),
-                          .config = r->cfg_digest,
-                          .flags = 0,
-                          .producer = producer};
-    fc_record_header_encode(&h, j->record);
-    tm->hash += fz_cpu_now() - t0;
-    j->frames = frames;
-  }
-  free(x);
-  x = NULL;
-  if (encode_entry(j, &audio, &info, it->path)) goto nomem;
-  if ((rc = fz_queue_push(r, j, &tm->queue_wait))) {
-    fz_job_free(j);
-    fz_report_unstored(r, i, rc);
-  }
-  return;
-
-nomem:
-  rc = ENOMEM;
-  fc_why(why, sizeof why, "out of memory");
-fail:
-  free(x);
-  fz_job_free(j);
-  fz_report_failed(r, i, rc, why);
-}
-
-static void *worker_main(void *arg) {
-  fz_worker *w = arg;
-  fz_run *r = w->r;
-  for (;;) {
-    if (atomic_load(&r->halt)) break;
-    if (stop_requested(r)) {
-      if (atomic_load(&r->next) < r->n) atomic_store(&r->interrupted, 1);
-      break;
-    }
-    size_t i = atomic_fetch_add(&r->next, 1);
-    if (i >= r->n) break;
-    process_item(r, w, i);
-    if (w->buf_cap > FZ_KEEP_BUFFER) { /* a long file's buffer is not kept for the next ones */
-      free(w->buf);
-      w->buf = NULL;
-      w->buf_cap = 0;
-    }
-  }
-  free(w->buf);
-  w->buf = NULL;
-  if (r->batching) {
-    pthread_mutex_lock(&r->bmu);
-    r->submitters_left--;
-    pthread_cond_signal(&r->bcv_launch);
-    pthread_mutex_unlock(&r->bmu);
-  }
-  pthread_mutex_lock(&r->mu);
-  r->producers_left--;
-  pthread_cond_broadcast(&r->cv_items);
-  pthread_mutex_unlock(&r->mu);
-  return NULL;
 }
 
 /* The bound the stage times imply (docs/featurize.md "Stage accounting"). The pipeline has two
@@ -473,16 +207,11 @@ int fz_pipeline_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items,
   for (unsigned w = 0; w < r->o.jobs; w++) {
     workers[w].r = r;
     workers[w].index = w;
-    if ((rc = pthread_create(&workers[w].thread, NULL, worker_main, &workers[w]))) {
+    if ((rc = pthread_create(&workers[w].thread, NULL, fz_worker_main, &workers[w]))) {
       fc_why(why, why_len, "cannot start a worker thread: %s", strerror(rc));
-      pthread_mutex_lock(&r->mu);
-      r->producers_left -= r->o.jobs - w; /* the ones never started */
-      pthread_mutex_unlock(&r->mu);
-      if (r->batching) {
-        pthread_mutex_lock(&r->bmu);
-        r->submitters_left -= r->o.jobs - w;
-        pthread_cond_signal(&r->bcv_launch);
-        pthread_mutex_unlock(&r->bmu);
+      for (unsigned k = w; k < r->o.jobs; k++) { /* the ones never started */
+        fz_queue_producer_done(r);
+        if (r->batching) fz_stage_submitter_done(r);
       }
       atomic_store(&r->halt, 1);
       break;

@@ -1,5 +1,6 @@
-/* Internals of the featurize pipeline shared by featurize.c (workers, writer, the run) and
- * featurize_stage.c (the staging ring of a staging backend). Private to libcache/mel/featurize/. */
+/* Internals of the featurize pipeline, shared by its files (featurize.c says which does what):
+ * the job, the run, and each stage's entry points, listed from the bottom of the line (the job's
+ * lifecycle) up. Private to libcache/mel/featurize/. */
 #ifndef FC_FEATURIZE_INT_H
 #define FC_FEATURIZE_INT_H
 
@@ -146,45 +147,67 @@ static inline const char *plain_reason(int err) {
   return fc_strerror(err);
 }
 
+/* ---- the job's lifecycle (featurize_job.c): at the bottom, calls no stage --------------------- */
 /* Seconds on CLOCK_MONOTONIC (deadlines, waits, wall time) and on this thread's CPU clock (the
  * stages' busy seconds: docs/featurize.md "Stage accounting"). */
 double fz_now(void);
 double fz_cpu_now(void);
 /* The CLOCK_MONOTONIC instant seconds_from_now ahead (for pthread_cond_timedwait). */
 struct timespec fz_deadline(double seconds_from_now);
+/* Free a job (a staged job drops its hold: its chunk goes back to the ring with its last job), or
+ * a list of them. */
 void fz_job_free(fz_job *j);
+void fz_batch_free(fz_job *j);
+/* One event to the caller's callback (its id, path and line filled in); call under ev_mu. */
+void fz_emit(fz_run *r, fc_featurize_event *ev);
 /* One FAILED event for item i (counts it; with strict, halts the run). */
 void fz_report_failed(fz_run *r, size_t i, int err, const char *reason);
 /* FAILED for an item computed but not committed because a write failed. */
 void fz_report_unstored(fz_run *r, size_t i, int err);
-/* Hand a finished job to the writer (blocks while the queue is full; the time into *waited).
+
+/* ---- the sink (featurize_sink.c): the writers ---------------------------------------------------- */
+/* The part (writer) of item i. */
+unsigned fz_part_of(const fz_run *r, size_t i);
+/* Hand a finished job to its writer (blocks while the queue is full; the time into *waited).
  * Returns 0, or the writer's error: the job was not queued. */
 int fz_queue_push(fz_run *r, fz_job *j, double *waited);
 /* Hand a completed chunk's n jobs (each with feat and hold) to their writers at once; never blocks
  * (their memory is the ring's, bounded by it). A job the writers cannot take (a commit failed) is
  * reported unstored and freed. */
 void fz_queue_push_staged(fz_run *r, fz_job *const *jobs, size_t n);
-
-/* One event to the caller's callback (its id, path and line filled in); call under ev_mu. */
-void fz_emit(fz_run *r, fc_featurize_event *ev);
-
-/* featurize_write.c: the writers. The part (writer) of item i; the writer loop of part p (returns
- * 0 or its first commit error, also left in p->rc), as a thread's start routine; free a job list. */
-unsigned fz_part_of(const fz_run *r, size_t i);
+/* A producer (a worker, the completion thread) is done: once none is left, the writers finish. */
+void fz_queue_producer_done(fz_run *r);
+/* The writer loop of part p (returns 0 or its first commit error, also left in p->rc), and the
+ * same as a thread's start routine (parts 1..). */
 int fz_writer_loop(fz_run *r, fz_part *p);
 void *fz_writer_main(void *arg);
-void fz_batch_free(fz_job *j);
 
-/* featurize_stage.c: the ring's chunks (r->ring set, clamped to what a chunk can count; 0, ENOMEM,
- * or EINVAL for a backend without staging buffers) and their release (also after a failed init). */
+/* ---- the device: the staging ring (featurize_stage.c) ------------------------------------------ */
+/* The ring's chunks (r->ring set, clamped to what a chunk can count; 0, ENOMEM, or EINVAL for a
+ * backend without staging buffers) and their release (also after a failed init). */
 int fz_stage_init(fz_run *r);
 void fz_stage_free(fz_run *r);
-/* A worker's utterance (j->frames and j->record set) into the ring: n samples at x, int16 (as
+/* Does an utterance of n samples fit a chunk (else its worker computes it on the CPU)? */
+int fz_stage_fits(const fz_run *r, size_t n);
+/* A worker's utterance (j->frames and its entry set) into the ring: n samples at x, int16 (as
  * read from a 16-bit file: the device converts them) when i16, else float; x stays the caller's.
  * Returns once they are in a chunk's staging buffer. Its time goes to tm. */
 void fz_stage_put(fz_run *r, fz_job *j, const void *x, size_t n, int i16, fz_times *tm);
+/* A worker is done putting (once none is left, the filling chunk is launched as it is). */
+void fz_stage_submitter_done(fz_run *r);
 /* The launch thread and the completion thread. */
 void *fz_launch_main(void *arg);
 void *fz_complete_main(void *arg);
+
+/* ---- the device: the CPU's side (featurize_compute.c) ------------------------------------------ */
+/* Item j's record (j->frames set) from its n decoded samples at x, by worker w: computed on the
+ * backend, or on the CPU when the backend refuses it as too long (producer 1), converted to the
+ * dtype or coded, with its header. Returns 0, or an error with the reason in why (j->record may be
+ * set: fz_job_free frees it). Its time goes to w->t (compute; the checksum to hash). */
+int fz_compute_record(fz_run *r, fz_worker *w, fz_job *j, const float *x, size_t n, char *why,
+                      size_t why_len);
+
+/* ---- the source (featurize_source.c): the workers' start routine -------------------------------- */
+void *fz_worker_main(void *arg);
 
 #endif

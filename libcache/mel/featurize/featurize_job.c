@@ -1,7 +1,7 @@
 /* The job's lifecycle, at the bottom of the featurize pipeline: the clock, freeing jobs and
  * batches, and the events every stage reports through (fz_emit, fz_report_*). The stages
- * (featurize.c: sources and workers; featurize_stage.c: the staging ring; featurize_write.c:
- * the writers) call down into this file; it calls none of them. */
+ * (featurize_source.c: the workers; featurize_compute.c and featurize_stage.c: the device;
+ * featurize_sink.c: the writers) call down into this file; it calls none of them. */
 #include "featcache/fc_featurize.h"
 
 #include "libcache/mel/featurize/featurize_int.h"

@@ -18,7 +18,7 @@
  *   the completion thread (fz_complete_main): waits for the launched chunks in order and hands
  *     each chunk's utterances to the writers at once, their features where the device left them
  *     (the backend's output buffer, pinned memory on CUDA);
- *   the writers (featurize_write.c): copy each utterance's features from there into the store's
+ *   the writers (featurize_sink.c): copy each utterance's features from there into the store's
  *     page, checksum them there and commit; the chunk goes back to the ring when its last
  *     utterance is committed (or failed): chunk_release, through the jobs' hold.
  *
@@ -26,7 +26,10 @@
  * LAUNCHED -> WRITING (with the writers) -> FREE. fill_seq >= launch_seq >= done_seq count the
  * uses of the ring filled, launched and completed; use seq is chunk seq % chunks. A chunk is
  * opened (its word zeroed) only for the use fill_seq, under bmu, once it is FREE: by whoever
- * seals the use before it if it is free then, else by chunk_release. */
+ * seals the use before it if it is free then, else by chunk_release.
+ *
+ * The device stage for a staging backend (the CPU's side is featurize_compute.c): called by the
+ * source (featurize_source.c), calls down the line only: sink, job (featurize_int.h). */
 #include "featcache/fc_format.h"
 #include "libcache/mel/featurize/featurize_int.h"
 #include "formats/common/why.h"
@@ -162,6 +165,17 @@ static int close_chunk(fz_run *r, fz_chunk *c, uint64_t w, int locked) {
   sealed_locked(r, c, w);
   if (!locked) pthread_mutex_unlock(&r->bmu);
   return 1;
+}
+
+int fz_stage_fits(const fz_run *r, size_t n) {
+  return n <= r->ring.capacity && fc_mel_num_frames(r->cfg, n) <= r->ring.max_frames;
+}
+
+void fz_stage_submitter_done(fz_run *r) {
+  pthread_mutex_lock(&r->bmu);
+  r->submitters_left--;
+  pthread_cond_signal(&r->bcv_launch); /* the filling chunk may have no one left to fill it */
+  pthread_mutex_unlock(&r->bmu);
 }
 
 void fz_stage_put(fz_run *r, fz_job *j, const void *x, size_t n, int i16, fz_times *tm) {
@@ -346,9 +360,6 @@ void *fz_complete_main(void *arg) {
     pthread_cond_wait(&r->bcv_done, &r->bmu);
   }
   pthread_mutex_unlock(&r->bmu);
-  pthread_mutex_lock(&r->mu);
-  r->producers_left--;
-  pthread_cond_broadcast(&r->cv_items);
-  pthread_mutex_unlock(&r->mu);
+  fz_queue_producer_done(r);
   return NULL;
 }

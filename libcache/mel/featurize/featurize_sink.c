@@ -1,9 +1,15 @@
-/* The featurize pipeline's writers (featurize_int.h, docs/featurize.md "Pipeline"): the queue the
- * workers (or the compute stage) push finished jobs into, and the writer loop that batches them
- * into write transactions. A plain store has one writer, the calling thread; a split store
+/* The sink of the featurize pipeline, its last stage: the writers (featurize_int.h,
+ * docs/featurize.md "Pipeline"). The queue the workers and the staging ring's completion thread
+ * push finished jobs into, and the writer loop that batches them into write transactions: each
+ * utterance's feat record and audio entry in one transaction with meta cfg/<hex> (NOOVERWRITE: a
+ * no-op once stored), so no record exists without its config; a batch is committed when it reaches
+ * batch_records or batch_bytes or is batch_seconds old, or the work is done, or (staged jobs) as
+ * soon as nothing more is queued. A plain store has one writer, the calling thread; a split store
  * (docs/FORMAT.md "Split stores") one per part, parts 1.. on their own threads, each with its own
  * list in the queue (the bounds hold for all of them together) and its own transactions on its
- * own LMDB environment. A job goes to the part of its id (fc_store_part_of_id). */
+ * own LMDB environment. A job goes to the part of its id (fc_store_part_of_id). A staged job's
+ * record is made in the store's page (fc_put_fill): its features copied out of the device's
+ * output and checksummed there. Calls down the line only: job (featurize_int.h). */
 #include "libcache/mel/featurize/featurize_int.h"
 #include "featcache/fc_format.h"
 #include "formats/common/alloc.h"
@@ -65,6 +71,13 @@ int fz_queue_push(fz_run *r, fz_job *j, double *waited) {
     pthread_cond_signal(&r->cv_items);
   pthread_mutex_unlock(&r->mu);
   return 0;
+}
+
+void fz_queue_producer_done(fz_run *r) {
+  pthread_mutex_lock(&r->mu);
+  r->producers_left--;
+  pthread_cond_broadcast(&r->cv_items); /* a writer may be waiting for its last jobs */
+  pthread_mutex_unlock(&r->mu);
 }
 
 void fz_queue_push_staged(fz_run *r, fz_job *const *jobs, size_t n) {
