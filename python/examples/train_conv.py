@@ -186,6 +186,29 @@ def synthetic_batches(batch, frames, device):
         yield x, lens
 
 
+def cpu_seconds():
+    """User + system CPU seconds of this process, its reaped children and its live ones (the
+    DataLoader workers), from /proc where it exists."""
+    t = os.times()
+    total = t.user + t.system + t.children_user + t.children_system
+    me, hz = os.getpid(), os.sysconf("SC_CLK_TCK")
+    try:
+        pids = os.listdir("/proc")
+    except OSError:
+        return total
+    for p in pids:
+        if not p.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % p) as f:
+                st = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(st[1]) == me:  # ppid: a live worker
+            total += (int(st[11]) + int(st[12])) / hz  # utime, stime
+    return total
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     src = ap.add_mutually_exclusive_group(required=True)
@@ -257,18 +280,19 @@ def main(argv=None):
     prof = StepProfiler(label=label, items_per_step=a.batch, gpu_busy=cuda, trace=bool(a.trace))
     if not cuda:
         prof.gpu_not_measured("the run is on the CPU")
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), cpu_seconds()
     for k, (mels, lens) in enumerate(prof.iterate(it)):  # fetching a batch = the data phase
         if k == a.steps:  # a step ends when the next batch is asked for: stop here
             break
         loss = step(mels, lens)
     wall = time.perf_counter() - t0
+    cores = (cpu_seconds() - c0) / wall
     last = float(loss)
     prof.stop_gpu_sampler()
     print(prof.report(), end="")
     share, verdict = prof.verdict()
-    print("%s: %d steps in %.2f s, %.1f utterances/s, last loss %.4f" %
-          (label, prof.steps, wall, prof.steps * a.batch / wall, last))
+    print("%s: %d steps in %.2f s, %.1f utterances/s, last loss %.4f, %.2f CPU cores used" %
+          (label, prof.steps, wall, prof.steps * a.batch / wall, last, cores))
     if a.profile:
         prof.save(a.profile)
     if a.trace:
