@@ -492,8 +492,8 @@ int main(int argc, char **argv) {
         fc_featurize_default_writers(&resolved, items.items, items.count, jobs, gpu_min_seconds);
   fc_store **parts = NULL;
   unsigned n_parts = 0;
-  rc = fc_store_open_split(store_dir, FC_STORE_CREATE | FC_STORE_NOMETASYNC, writers, &parts, &n_parts,
-                           why, sizeof why);
+  rc = fc_store_open_split(store_dir, FC_STORE_CREATE | FC_STORE_NOMETASYNC, writers, &parts,
+                           &n_parts, why, sizeof why);
   if (rc) {
     if (why[0])
       fc_cli_warn(NULL, "%s", why);

@@ -208,8 +208,9 @@ int main(int argc, char **argv) {
   fc_device dev = {.kind = kind};
   const unsigned want =
       writers ? writers : fc_featurize_default_writers(&dev, items.items, items.count, jobs, 0);
-  rc = fc_store_open_split(store, FC_STORE_CREATE | FC_STORE_NOSYNC, want, &parts, &n_parts, why,
-                           sizeof why);
+  /* Opened as the featurize tool opens a store (each commit's pages synced). */
+  rc = fc_store_open_split(store, FC_STORE_CREATE | FC_STORE_NOMETASYNC, want, &parts, &n_parts,
+                           why, sizeof why);
   if (rc) {
     fprintf(stderr, "bench-host-harness: %s: %s\n", store, why[0] ? why : fc_strerror(rc));
     return 2;
@@ -245,12 +246,12 @@ int main(int argc, char **argv) {
       "\"involuntary_ctx_switches\":%ld,\"ctx_switches_per_utt\":%.4f,"
       "\"stages\":{\"setup\":%.6f,\"read\":%.6f,\"hash\":%.6f,\"decode\":%.6f,\"staging\":%.6f,"
       "\"compute\":%.6f,\"write\":%.6f},\"waits\":{\"workers_on_writer\":%.6f,"
-      "\"writer_on_workers\":%.6f},\"workers\":%u,\"writers\":%u,\"dtype\":\"%s\","
-      "\"bound\":\"%s\"}\n",
+      "\"writer_on_workers\":%.6f},\"workers\":%u,\"writers\":%u,\"commits\":%llu,"
+      "\"dtype\":\"%s\",\"bound\":\"%s\"}\n",
       row, (unsigned long long)st.processed, st.audio_seconds, wall, st.audio_seconds / wall, user,
       sys, (user + sys) / hours, vcs, ics, (double)(vcs + ics) / (double)st.processed,
       st.setup_seconds, st.read_seconds, st.hash_seconds, st.decode_seconds, st.staging_seconds,
       st.compute_seconds, st.write_seconds, st.queue_wait_seconds, st.writer_wait_seconds,
-      st.workers, st.writers, dtype_name, st.bound);
+      st.workers, st.writers, (unsigned long long)st.committed_batches, dtype_name, st.bound);
   return 0;
 }

@@ -19,7 +19,10 @@
  *     second launch arrives; a pipeline that waited would leave max_in_flight at 1);
  *   - a failed launch or finish fails exactly the utterances it carried, each with its reason,
  *     for each launch and each finish of a run failing in turn;
- *   - every allocation of a run failing in turn (FC_FAULT=alloc:N) leaves it accounted for. */
+ *   - every allocation of a run failing in turn (FC_FAULT=alloc:N) leaves it accounted for;
+ *   - every commit failing in turn (FC_FAULT=commit:N) with 1 to 3 writers: the ring drains, the
+ *     run ends, everything accounted for.
+ * Shapes write into split stores of 1 to 3 parts, one writer each. */
 #include "featcache/fc_audio.h"
 #include "featcache/fc_featurize.h"
 #include "featcache/fc_format.h"
@@ -31,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "formats/common/fault.h"
 #include "tests/check.h"
@@ -178,6 +182,9 @@ typedef struct shape {
   int broken_file; /* -1: none */
   int hold_first, strict, stop_after;
   unsigned alloc_fault; /* FC_FAULT=alloc:N during the run (fault-injection builds) */
+  unsigned commit_fault; /* FC_FAULT=commit:N during the run (fault-injection builds) */
+  unsigned parts; /* a split store of this many parts, one writer each (0, 1: a plain store) */
+  unsigned batch; /* records per write transaction (0: 5) */
 } shape;
 
 static int last_clean; /* the last run took no fault: everything that gives frames was stored */
@@ -195,6 +202,7 @@ static void describe(const shape *sh, char *buf, size_t len) {
       sh->max_utts, (unsigned long long)the_mock.max_frames, sh->launch_wait, sh->delay_us,
       sh->fail_launch || sh->fail_finish || sh->broken_file >= 0 ? ", faults"
       : sh->alloc_fault                                          ? ", alloc fault"
+      : sh->commit_fault                                         ? ", commit fault"
                                                                  : "",
       sh->strict       ? ", strict"
       : sh->stop_after ? ", stopped"
@@ -225,7 +233,7 @@ static int run_shape(const char *dir, const fc_item_list *items, const shape *sh
   fc_featurize_opts o;
   fc_featurize_opts_init(&o);
   o.jobs = sh->jobs;
-  o.batch_records = 5;
+  o.batch_records = sh->batch ? sh->batch : 5;
   o.device.kind = FC_DEVICE_CUDA;
   o.on_event = on_event;
   o.user = &ev;
@@ -237,30 +245,41 @@ static int run_shape(const char *dir, const fc_item_list *items, const shape *sh
   }
   char store[400], why[256], what[300];
   snprintf(store, sizeof store, "%s/st%02d", dir, number);
-  fc_store *s;
-  CHECK(fc_store_open(store, FC_STORE_CREATE | FC_STORE_NOSYNC, &s) == 0, "open %s", store);
+  fc_store **pv = NULL;
+  unsigned np = 0;
+  CHECK(fc_store_open_split(store, FC_STORE_CREATE | FC_STORE_NOSYNC, sh->parts, &pv, &np, why,
+                            sizeof why) == 0,
+        "open %s: %s", store, why);
+  o.parts = pv;
+  o.n_parts = np;
   fc_featurize_stats st;
   char fault[32];
-  snprintf(fault, sizeof fault, "alloc:%u", sh->alloc_fault);
+  snprintf(fault, sizeof fault, "%s:%u", sh->alloc_fault ? "alloc" : "commit",
+           sh->alloc_fault ? sh->alloc_fault : sh->commit_fault);
+  const int any_fault = sh->alloc_fault || sh->commit_fault;
   char log[420];
   snprintf(log, sizeof log, "%s/fault.log", dir);
   remove(log);
-  if (sh->alloc_fault) {
+  if (any_fault) {
     setenv("FC_FAULT_LOG", log, 1);
     setenv("FC_FAULT", fault, 1);
   }
-  int rc =
-      fz_pipeline_run(s, &cfg, items->items, items->count, &o, &mock_backend, &st, why, sizeof why);
+  int rc = fz_pipeline_run(pv[0], &cfg, items->items, items->count, &o, &mock_backend, &st, why,
+                           sizeof why);
   unsetenv("FC_FAULT");
   unsetenv("FC_FAULT_LOG");
   FILE *lf = fopen(log, "r");
   last_injected = lf != NULL && fgetc(lf) != EOF;
   if (lf) fclose(lf);
-  fc_store_close(s);
+  fc_store_close_split(pv, np);
   describe(sh, what, sizeof what);
+  if (np > 1) {
+    size_t l = strlen(what);
+    snprintf(what + l, sizeof what - l, ", %u writers", np);
+  }
 
   const int faults = sh->fail_launch || sh->fail_finish || sh->broken_file >= 0;
-  if (sh->alloc_fault)
+  if (any_fault)
     ; /* any outcome, as long as it is accounted for */
   else if (sh->strict)
     CHECK(rc != 0, "[%s] strict: rc 0", what);
@@ -286,19 +305,18 @@ static int run_shape(const char *dir, const fc_item_list *items, const shape *sh
     evs += ev.events[i];
     CHECK(ev.events[i] <= 1, "[%s] item %d: %u events", what, i, ev.events[i]);
     if (ev.events[i] == 0) {
-      CHECK(sh->strict || sh->stop_after || sh->alloc_fault, "[%s] item %d: no event", what, i);
+      CHECK(sh->strict || sh->stop_after || any_fault, "[%s] item %d: no event", what, i);
       continue;
     }
     if (!r->mel) {
       too_short++;
-      CHECK(ev.status[i] == FC_ITEM_FAILED &&
-                (strstr(ev.reason[i], "too short") || sh->alloc_fault),
+      CHECK(ev.status[i] == FC_ITEM_FAILED && (strstr(ev.reason[i], "too short") || any_fault),
             "[%s] item %d (%zu samples): status %d '%s', want too short", what, i, r->n,
             ev.status[i], ev.reason[i]);
       continue;
     }
     if (ev.status[i] == FC_ITEM_FAILED) {
-      CHECK(sh->alloc_fault ||
+      CHECK(any_fault ||
                 (faults && fits(sh, r) && strstr(ev.reason[i], "feature computation failed")),
             "[%s] item %d failed: '%s'", what, i, ev.reason[i]);
       failed_on_device++;
@@ -309,10 +327,10 @@ static int run_shape(const char *dir, const fc_item_list *items, const shape *sh
     if (fits(sh, r)) want_utts++, want16 += r->i16 != 0;
   }
   /* After a failed commit (an alloc fault) the items never begun count as failed, without events. */
-  CHECK(sh->alloc_fault ? evs + st.not_started <= NFILES : evs + st.not_started == NFILES,
+  CHECK(any_fault ? evs + st.not_started <= NFILES : evs + st.not_started == NFILES,
         "[%s] %u events, %llu not started", what, evs, (unsigned long long)st.not_started);
   last_clean = rc == 0 && st.failed == too_short && st.processed == NFILES - too_short;
-  if (!faults && !sh->strict && !sh->stop_after && !sh->alloc_fault) {
+  if (!faults && !sh->strict && !sh->stop_after && !any_fault) {
     CHECK(atomic_load(&m->utts) == want_utts && atomic_load(&m->utts16) == want16,
           "[%s] the device saw %u utterances (%u int16), want %u (%u)", what, atomic_load(&m->utts),
           atomic_load(&m->utts16), want_utts, want16);
@@ -322,15 +340,26 @@ static int run_shape(const char *dir, const fc_item_list *items, const shape *sh
           "[%s] %u items failed on the device, the failed launches carried %u", what,
           failed_on_device, atomic_load(&m->failed_utts));
 
-  /* Records: each stored item's numbers are the CPU path's. */
-  CHECK(fc_store_open(store, FC_STORE_RDONLY, &s) == 0, "reopen");
-  fc_rtxn *t;
-  CHECK(fc_store_read_begin(s, &t) == 0, "read txn");
+  /* Records: each stored item's numbers are the CPU path's, in its id's part. */
+  fc_store *sv[4] = {NULL};
+  fc_rtxn *tv[4] = {NULL};
+  for (unsigned k = 0; k < np && k < 4; k++) {
+    char part[420];
+    if (np > 1)
+      fc_store_part_path(store, k, part, sizeof part);
+    else
+      snprintf(part, sizeof part, "%s", store);
+    CHECK(fc_store_open(part, FC_STORE_RDONLY, &sv[k]) == 0 &&
+              fc_store_read_begin(sv[k], &tv[k]) == 0,
+          "reopen %s", part);
+  }
   for (int i = 0; i < NFILES; i++) {
     const ref *r = &refs[sh->preset][i];
     if (ev.events[i] != 1 || ev.status[i] != FC_ITEM_STORED) continue;
     char id[16];
     snprintf(id, sizeof id, "f%02d", i);
+    fc_rtxn *t = tv[np > 1 ? fc_store_part_of_id(id, strlen(id), np) : 0];
+    if (!t) continue;
     const void *v;
     size_t vl;
     fc_audio_entry e;
@@ -361,8 +390,10 @@ static int run_shape(const char *dir, const fc_item_list *items, const shape *sh
           h.payload_bytes == bytes && memcmp(conv, pl, bytes) == 0 ? "equal" : "differ from");
     free(conv);
   }
-  fc_rtxn_end(t);
-  fc_store_close(s);
+  for (unsigned k = 0; k < np && k < 4; k++) {
+    if (tv[k]) fc_rtxn_end(tv[k]);
+    fc_store_close(sv[k]);
+  }
   char cmd[500];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", store);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", store);
@@ -387,7 +418,19 @@ static shape base_shape(void) {
   return sh;
 }
 
+/* A run that never ends is this test's failure to report, not CTest's timeout to wait for. */
+static void on_hang(int sig) {
+  (void)sig;
+  static const char msg[] =
+      "FAIL test_featurize_staging: not finished after 1200 s: a run hung "
+      "(a chunk never given back to the ring?)\n";
+  if (write(2, msg, sizeof msg - 1) < 0) _exit(1);
+  _exit(1);
+}
+
 int main(void) {
+  signal(SIGALRM, on_hang);
+  alarm(1200);
   char tmpl[] = "/tmp/fc_staging.XXXXXX";
   char *dir = mkdtemp(tmpl);
   if (!dir) {
@@ -435,6 +478,7 @@ int main(void) {
     sh.delay_us = delays[pick(4)];
     if (pick(4) == 0) /* frames per chunk the binding limit */
       sh.max_frames = fc_mel_num_frames(&cfgs[sh.preset], sh.capacity) / 3 + 1;
+    sh.parts = 1 + pick(3); /* 1 to 3 writers, each holding chunks until it commits */
     ok += run_shape(dir, &items, &sh, number++);
   }
 
@@ -499,6 +543,31 @@ int main(void) {
     printf("allocation faults: %u runs (%u absorbed), the last with none injected\n", runs,
            absorbed);
     ok += failures == before_alloc;
+    number++;
+  }
+  /* Every commit failing in turn (FC_FAULT=commit:N), with 1 to 3 writers and a ring of 2 chunks:
+   * a writer whose commit fails gives the chunks its queued utterances hold back to the ring, so
+   * the workers waiting for one go on and the run ends (a hang here is the bug), every item
+   * accounted for, nothing wrong stored. */
+  if (fault_built()) {
+    const int before_commit = failures;
+    unsigned runs = 0;
+    for (unsigned n = 1; n < 1000; n++) {
+      sh = base_shape();
+      sh.capacity = 60000; /* several utterances a chunk */
+      sh.chunks = 2;
+      sh.jobs = 1 + n % 3;
+      sh.parts = 1 + n % 3;
+      sh.batch = 1; /* a commit per record: both chunks' utterances wait in the queues, workers
+                       wait for a chunk */
+      sh.commit_fault = n;
+      int before = failures;
+      run_shape(dir, &items, &sh, number);
+      runs++;
+      if (failures != before || !last_injected) break;
+    }
+    printf("commit faults: %u runs, the last with none injected\n", runs);
+    ok += failures == before_commit;
     number++;
   }
   /* --strict with a failing launch (tacotron2: every file gives frames, so the launch's failure is
