@@ -12,7 +12,9 @@
  * cache-merge's write-back thread: libcache/core/merge/writeback.c).
  * FC_FAULT_LOG=FILE appends "site:N" to FILE when the failure is injected (a run may absorb it).
  * FC_FAULT_MAPSIZE=BYTES (libcache/core/store/store.c) starts a new store's map that small, so that a
- * small job reaches map growth (grow).
+ * small job reaches map growth (grow). FC_FAULT_NOSYNC=1 (libcache/core/store/store.c) opens the
+ * stores the writers open FC_STORE_NOMETASYNC with FC_STORE_NOSYNC instead: their former sync
+ * policy, for scripts/crash-trials --nosync and scripts/bench-durability.
  * tests/cli/fault_sites.sh drives each one through the tools. Tests that need it ask
  * fault_built() and skip (exit 77) when it is 0. */
 #ifndef FC_FAULT_H

@@ -187,7 +187,7 @@ typedef struct fc_featurize_opts {
 FC_API void fc_featurize_opts_init(fc_featurize_opts *opts);
 
 /* Featurize items[0..n) with cfg into the store s (opened writable; with FC_STORE_NOSYNC the
- * pipeline syncs every sync_seconds and at the end). Items with err set (manifest problems) are
+ * pipeline syncs every sync_seconds and at the end, with FC_STORE_NOMETASYNC at the end). Items with err set (manifest problems) are
  * reported as FAILED. For each good item: key = fc_record_key(audio digest, config digest); the
  * item is SKIPPED when the feat record exists and the id's audio entry holds the same digest.
  * Device auto is chosen with fc_featurize_choose_device (opts->auto_gpu_min_seconds).

@@ -17,8 +17,8 @@
  *     the entries, before anything is written; unless the options say which input wins, the merge
  *     is refused whole (FC_ECONFLICT, nothing written).
  *
- * Crash safety: the output is opened with MDB_NOSYNC and synced every sync_seconds and at the
- * end; each batch is one transaction. A merge killed at any instant leaves a store that
+ * Crash safety: the output is opened with FC_STORE_NOMETASYNC (each commit's pages synced, its
+ * meta page with the next commit) and synced at the end; each batch is one transaction. A merge killed at any instant leaves a store that
  * cache-verify accepts (at most orphan records), and running it again completes it: keys already
  * in the output are found and skipped (an input's cursor need not restart), so a rerun of a
  * finished merge writes nothing. */
@@ -80,7 +80,8 @@ typedef struct fc_merge_opts {
   size_t prefer_index; /* FC_MERGE_STORE: index of the winning input */
   uint32_t batch_records; /* puts per write transaction [1024] */
   uint64_t batch_bytes; /* value bytes per write transaction [4 MiB] */
-  double sync_seconds; /* mdb_env_sync interval [5] */
+  double sync_seconds; /* mdb_env_sync interval when the output is opened FC_STORE_NOSYNC (test
+                          builds' FC_FAULT_NOSYNC=1); every commit is synced otherwise [5] */
   /* Committed bytes between two write-back passes on the output [16 MiB; 0: the default]: each
    * starts writing what was committed and drops what is on the disk from the page cache but the
    * last 4 passes' worth (libcache/core/merge/writeback.c; not on tmpfs). */

@@ -360,8 +360,8 @@ static int flush(mctx *c, batch *b, MDB_val *last_per_db) {
     c->st->bytes_copied += dl.bytes;
     c->st->dropped += dl.dropped;
     if (wrote) c->st->commits++;
-    /* the disk works while the merge goes on (with MDB_NOSYNC nothing else would start before the
-     * kernel's dirty thresholds), and the pages it wrote are reused (writeback.c) */
+    /* the disk works while the merge goes on (the commit's fdatasync then waits for less), and the
+     * pages it wrote are reused (writeback.c) */
     b->n = b->nh = 0;
     b->bytes = 0;
     return writeback_committed(&c->wb, dl.bytes);

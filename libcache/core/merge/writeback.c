@@ -16,7 +16,7 @@
  * allocates at write-back; what is left beyond the end is freed at the end. Only clean pages that no
  * process maps are dropped (the kernel never drops a dirty page): what LMDB reads through its
  * map (meta, branch pages, the last leaf) stays, and a page read later comes back from the disk.
- * Durability is unchanged: MDB_NOSYNC commits, mdb_env_sync every few seconds and at the end
+ * Durability is unchanged: every commit is synced (MDB_NOMETASYNC) and the end too
  * (docs/FORMAT.md "Writing, durability"). */
 #include "libcache/core/merge/writeback.h"
 
