@@ -564,8 +564,9 @@ int main(void) {
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
   int res = fc_check_result("test_merge");
   if (res == 0 && writeback_unchecked) {
-    printf("skipped: the write-back checks need a directory on a disk (/tmp, /var/tmp and the "
-           "working directory are all tmpfs)\n");
+    printf(
+        "skipped: the write-back checks need a directory on a disk (/tmp, /var/tmp and the "
+        "working directory are all tmpfs)\n");
     return 77;
   }
   return res;

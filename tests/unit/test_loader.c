@@ -304,8 +304,7 @@ int main(void) {
     if (!strcmp(pid, "b900")) saw[0] = strstr(preason, "no features for config") != NULL;
     if (!strcmp(pid, "b901")) saw[1] = strstr(preason, "corrupt feature record") != NULL;
     if (!strcmp(pid, "b903")) saw[2] = strstr(preason, "text without audio") != NULL;
-    if (!strcmp(pid, "b904"))
-      saw[3] = strstr(preason, "the config says [frames][80]") != NULL;
+    if (!strcmp(pid, "b904")) saw[3] = strstr(preason, "the config says [frames][80]") != NULL;
     CHECK(!strcmp(pst, pb), "problem store %s", pst);
   }
   CHECK(saw[0] && saw[1] && saw[2] && saw[3], "problems reported: %d %d %d %d", saw[0], saw[1],
@@ -334,8 +333,8 @@ int main(void) {
     n += b->size;
     fc_loader_release(l, b);
   }
-  CHECK(n == info.items - 1 && n_err == 1, "two stores: %llu seen, %llu skipped", (unsigned long long)n,
-        (unsigned long long)n_err);
+  CHECK(n == info.items - 1 && n_err == 1, "two stores: %llu seen, %llu skipped",
+        (unsigned long long)n, (unsigned long long)n_err);
   fc_loader_close(l);
 
   /* NO_VERIFY: b902 is served as it is (header checks only) */
@@ -352,8 +351,8 @@ int main(void) {
     n_err += b->n_errors;
     fc_loader_release(l, b);
   }
-  CHECK(served_902 && n == 11 && n_err == 0, "no verify: b902 served (%d), %llu served",
-        served_902, (unsigned long long)n);
+  CHECK(served_902 && n == 11 && n_err == 0, "no verify: b902 served (%d), %llu served", served_902,
+        (unsigned long long)n);
   fc_loader_close(l);
 
   /* the default (as FC_LOADER_VERIFY): b902 skipped and reported in its batch; STRICT: next

@@ -45,8 +45,10 @@ void vf_check_part_place(vctx *c, const char *dir) {
     return;
   }
   const char *parent = ".";
-  if (slash == p) parent = "/";
-  else if (slash) *slash = '\0', parent = p;
+  if (slash == p)
+    parent = "/";
+  else if (slash)
+    *slash = '\0', parent = p;
   unsigned n = 0;
   int rc = fc_store_split_count(parent, &n);
   if (rc || n == 0)

@@ -59,7 +59,7 @@ static void child(int fd, tok_contained_fn fn, void *arg, int fault) {
   __sanitizer_set_death_callback(NULL);
 #endif
   if (fault == CHILD_ABORT) abort(); /* FC_FAULT=espeak: a crash in espeak-ng, from outside */
-  if (fault == CHILD_HANG)           /* FC_FAULT=espeakhang: espeak-ng in an endless loop */
+  if (fault == CHILD_HANG) /* FC_FAULT=espeakhang: espeak-ng in an endless loop */
     for (;;) pause();
   tok_buf b = {0};
   int32_t rc = fn(arg, &b);
@@ -90,7 +90,7 @@ int tok_contained(tok_contained_fn fn, void *arg, tok_buf *out, int *status) {
   int fault = fault_hit("espeak")       ? CHILD_ABORT
               : fault_hit("espeakexit") ? CHILD_EXIT
               : fault_hit("espeakhang") ? CHILD_HANG
-                                           : CHILD_OK;
+                                        : CHILD_OK;
   const double deadline = now_s() + child_timeout();
   pid_t pid = fork();
   if (pid < 0) {
