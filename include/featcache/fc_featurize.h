@@ -1,9 +1,11 @@
 /* featcache — the featurize pipeline: audio files → log-mel records in a store (docs/featurize.md).
  *
  *   worker threads (read the file once, hash it → audio digest, skip when already stored, decode +
- *   mono + resample, compute on the device's backend, convert to the dtype)
- *     → a bounded queue → ONE writer thread committing a write transaction per batch
- *       (each utterance's `feat` record and its `audio` entry together, plus meta cfg/<hex>).
+ *   mono + resample, compute on the device's backend, convert to the dtype; on a GPU, put the
+ *   samples into its staging ring instead)
+ *     → a bounded queue → a writer thread per store part committing a write transaction per
+ *       batch (each utterance's `feat` record and its `audio` entry together, plus meta
+ *       cfg/<hex>); fc_featurize_default_writers says how many parts a new store gets.
  *
  * Memory is bounded: at most `jobs` utterances are being decoded/computed, the queue holds at most
  * queue_records records / queue_bytes bytes, and the writer's batch at most batch_records /
@@ -129,9 +131,9 @@ typedef struct fc_featurize_stats {
   double hash_seconds; /* workers: audio digest, store lookup, record checksum */
   double decode_seconds; /* workers: decode, mix to mono, resample */
   double compute_seconds; /* features and dtype conversion: the workers' (CPU), or the compute
-                                 stage's (CUDA: seconds with a chunk in flight, less the
-                                 completion thread's waits on the writer) */
-  double write_seconds; /* the writers: building and committing transactions, syncs */
+                                 stage's (CUDA: wall seconds with a chunk in flight) */
+  double write_seconds; /* the writers: building and committing transactions (on CUDA also
+                                 copying the features out of pinned memory), syncs */
   double queue_wait_seconds; /* workers (and the compute stage) blocked on a full queue: the
                                  writer (or, workers waiting for a free staging chunk, the
                                  compute stage) is behind */

@@ -54,7 +54,8 @@ typedef struct fc_fz_backend {
    * host memory on CUDA, made once by open) plus what one launch needs on the device. The pipeline
    * fills a chunk, launches it (asynchronous: copy up, compute, copy back) from its launch thread
    * and collects its features with finish from its completion thread, in launch order; several
-   * chunks are in flight at once. A chunk is never launched again before its finish returned. */
+   * chunks are in flight at once. The writers read the features where finish left them, so a
+   * chunk is launched again only after its finish returned and its utterances were committed. */
   void (*stage_info)(void *state, fc_fz_stage_info *info);
   /* Chunk `chunk`'s staging buffer: info.capacity * 4 bytes. Valid until close. */
   void *(*stage_buffer)(void *state, unsigned chunk);
