@@ -8,6 +8,7 @@ of audio, the directory's `list` (one path a line).
   signals(d, kind, minutes)     white noise, digital silence or steady tones (float32 WAVs)
   tones(d, n, seconds)          a steady tone and a little noise per file (16-bit)
   looped_speech(d, n, seconds)  an espeak-ng sentence per file looped to about SECONDS (16-bit)
+  voiced(d, n, samples)         harmonics under formant bumps, with pauses (16-bit; numpy only)
   speech_like(d, hours)         voiced segments with formants and pauses, 2-12 s each (16-bit;
                                 numpy + scipy, no espeak-ng), every file distinct bytes
   mel_store(store, n)           no audio: a store of n hifigan mel records written by the py-lmdb
@@ -291,6 +292,51 @@ def looped_speech(d, n, seconds, seed=0, say=_say):
         files.append(e)
     stamp.files = files
     stamp.save()
+    return Corpus(d, [os.path.join(d, e["name"]) for e in files], sum(e["seconds"] for e in files))
+
+
+def _voiced_utterance(n, rng):
+    """Voiced segments (f0 90-220 Hz, harmonics under three formant bumps) with pauses."""
+    import numpy as np
+    out = np.zeros(n)
+    pos = 0
+    while pos < n:
+        seg = min(n - pos, int(rng.uniform(0.2, 0.7) * SR))
+        t = np.arange(seg) / SR
+        f0 = rng.uniform(90, 220)
+        x = np.zeros(seg)
+        for k in range(1, 30):
+            f = k * f0
+            if f > SR / 2:
+                break
+            amp = sum(np.exp(-((f - fc) / bw) ** 2) for fc, bw in ((500, 200), (1500, 300),
+                                                                  (2500, 400))) / k
+            x += amp * np.sin(2 * np.pi * f * t + rng.uniform(0, 6.3))
+        x *= np.hanning(seg)
+        out[pos:pos + seg] = 0.3 * x / (np.max(np.abs(x)) + 1e-9)
+        pos += seg + int(rng.uniform(0.05, 0.2) * SR)
+    return out + 0.003 * rng.standard_normal(n)
+
+
+def voiced(d, n, samples, spread=(0.75, 1.5), seed=0):
+    """N 16-bit WAVs in d/wavs (nothing else there) of SAMPLES x a factor drawn from SPREAD each:
+    voiced segments (harmonics of an f0 under three formant bumps) with pauses and a little noise
+    (numpy only). One generator draws the lengths and the audio in turn, so a missing file
+    remakes them all."""
+    import numpy as np
+    stamp = _Stamp(d, {"kind": "voiced", "n": n, "samples": samples, "spread": spread,
+                       "seed": seed, "sr": SR})
+    os.makedirs(os.path.join(d, "wavs"), exist_ok=True)
+    if len(stamp.files) != n or not all(stamp.have(i) for i in range(n)):
+        rng = np.random.default_rng(seed)
+        stamp.files = []
+        for i in range(n):
+            ns = int(samples * rng.uniform(*spread))
+            e = {"name": "wavs/u%04d.wav" % i, "seconds": ns / SR}
+            write_wav(os.path.join(d, e["name"]), _voiced_utterance(ns, rng))
+            stamp.files.append(e)
+        stamp.save()
+    files = stamp.files
     return Corpus(d, [os.path.join(d, e["name"]) for e in files], sum(e["seconds"] for e in files))
 
 

@@ -69,6 +69,14 @@ b = bl.corpus.tones(os.path.join(tmp, "t2"), 3, 1.5)
 check(same(a, b) and len(set(open(p, "rb").read() for p in a.paths)) == 3 and a.seconds == 4.5,
       "tones")
 check(open(a.list).read().split() == a.paths, "list")
+a = bl.corpus.voiced(os.path.join(tmp, "v1"), 2, 22050)
+b = bl.corpus.voiced(os.path.join(tmp, "v2"), 2, 22050)
+check(same(a, b) and sorted(os.listdir(os.path.join(tmp, "v1", "wavs"))) == ["u0000.wav", "u0001.wav"],
+      "voiced: not the same files, or more than the WAVs in wavs/")
+if shutil.which("espeak-ng"):
+    a = bl.corpus.looped_speech(os.path.join(tmp, "l1"), 2, 0.5)
+    b = bl.corpus.looped_speech(os.path.join(tmp, "l2"), 2, 0.5)
+    check(same(a, b) and 0.9 <= a.seconds <= 1.1, f"looped_speech: {a.seconds} s")
 t = bl.Throttle("bench-selftest", "/dev/shm" if os.path.isdir("/dev/shm") else "/proc", read_mbps=1)
 check(not t.ok and t.why and t.prefix() == [], f"throttle on tmpfs: ok {t.ok}, why {t.why}")
 check(bl.MachineNotes().line().startswith("machine: "), "machine notes")
