@@ -282,7 +282,7 @@ def looped_speech(d, n, seconds, seed=0, say=_say):
                 subprocess.run([espeak, "-w", tmp, "Sentence number %d of the benchmark, read "
                                 "aloud by a synthetic voice for timing." % i], check=True)
                 with wave.open(tmp) as w:
-                    y = np.frombuffer(w.readframes(w.getnframes()), "<i2").astype(np.float32) / 32768
+                    y = np.frombuffer(w.readframes(w.getnframes()), "<i2") / np.float32(32768)
                 os.unlink(tmp)
                 x = np.resize(y, want)  # the speech looped to the length
             else:
@@ -340,7 +340,7 @@ def voiced(d, n, samples, spread=(0.75, 1.5), seed=0):
     return Corpus(d, [os.path.join(d, e["name"]) for e in files], sum(e["seconds"] for e in files))
 
 
-# ---- speech-like audio without espeak-ng (the featurize-on-a-GPU benchmarks' 40 h) ------------------
+# ---- speech-like audio without espeak-ng (the featurize-on-a-GPU benchmarks' 40 h) --------------
 def _base_utterance(seed, seconds=12.0):
     import numpy as np
     from scipy.signal import lfilter
@@ -405,7 +405,8 @@ def speech_like(d, hours, say=_say, ncpu=None):
         step = max(100, min(2000, len(lens) // (4 * ncpu) + 1))
         with mp.Pool(ncpu) as pool:
             parts = pool.map(_write_speech_like,
-                             [(d, bases, lo, lens[lo:lo + step]) for lo in range(0, len(lens), step)])
+                             [(d, bases, lo, lens[lo:lo + step])
+                              for lo in range(0, len(lens), step)])
         files = [e for p in parts for e in p]
         stamp.files = files
         stamp.save()

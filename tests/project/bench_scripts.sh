@@ -71,7 +71,8 @@ check(same(a, b) and len(set(open(p, "rb").read() for p in a.paths)) == 3 and a.
 check(open(a.list).read().split() == a.paths, "list")
 a = bl.corpus.voiced(os.path.join(tmp, "v1"), 2, 22050)
 b = bl.corpus.voiced(os.path.join(tmp, "v2"), 2, 22050)
-check(same(a, b) and sorted(os.listdir(os.path.join(tmp, "v1", "wavs"))) == ["u0000.wav", "u0001.wav"],
+check(same(a, b) and sorted(os.listdir(os.path.join(tmp, "v1", "wavs"))) == ["u0000.wav",
+                                                                             "u0001.wav"],
       "voiced: not the same files, or more than the WAVs in wavs/")
 if shutil.which("espeak-ng"):
     a = bl.corpus.looped_speech(os.path.join(tmp, "l1"), 2, 0.5)
@@ -88,7 +89,8 @@ PY
 PYTHONPATH=$FC_SRC/scripts FEATCACHE_LIBRARY=$FC_BIN/libfeatcache.so "$PY" -c \
   'import benchlib; benchlib.library()' >/dev/null 2>"$tmp/err"
 rc=$?
-[ $rc = 2 ] && grep -q "not an ELF" "$tmp/err" || fail "the ld script taken: exit $rc, $(cat "$tmp/err")"
+[ $rc = 2 ] && grep -q "not an ELF" "$tmp/err" ||
+  fail "the ld script taken: exit $rc, $(cat "$tmp/err")"
 
 if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo ok
