@@ -32,7 +32,8 @@ static const char description[] =
 static const char footer[] =
     "Exit status: 0 merged (or nothing to do); 1 conflicts refused (nothing written) or damaged\n"
     "records left out; 2 usage error or a store that cannot be opened; 130/143 interrupted\n"
-    "(committed batches are kept; run again to finish). See docs/cache-merge.md.";
+    "(committed batches are kept; run again to finish).\n"
+    "Manual: man cache-merge.";
 
 typedef struct ctx {
   const char *const *inputs;

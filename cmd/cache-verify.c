@@ -77,7 +77,8 @@ static const char *description =
     "ids held by several stores for equal entries, and every store for the same configs.";
 static const char *footer =
     "Exit status: 0 clean (warnings allowed unless --strict), 1 problems found, 2 could not run\n"
-    "(bad options, no store), 130/143 interrupted. See docs/cache-verify.md.";
+    "(bad options, no store), 130/143 interrupted.\n"
+    "Manual: man cache-verify.";
 
 typedef struct progress_state {
   const char *store;
@@ -125,6 +126,43 @@ static void json_finding_list(const fc_verify_report *r, int severity) {
   putchar(']');
 }
 
+/* "configs": each config of the store (digest, kind, name, records, created), as cache-config
+ * lists them; null when the store cannot be read. */
+static void json_configs(const char *store, const fc_verify_report *r, int readable) {
+  fc_store *s = NULL;
+  fc_config_info *c = NULL;
+  size_t n = 0;
+  unsigned flags = FC_STORE_RDONLY | (r->nolock ? FC_STORE_NOLOCK : 0);
+  if (!readable || fc_store_open(store, flags, &s) || fc_store_configs(s, 1, &c, &n)) {
+    fc_store_close(s);
+    fputs(",\"configs\":null", stdout);
+    return;
+  }
+  fc_store_close(s);
+  fputs(",\"configs\":[", stdout);
+  for (size_t i = 0; i < n; i++) {
+    char hex[33];
+    fc_digest_hex(&c[i].digest, hex);
+    fc_cli_config_name(&c[i]);
+    printf("%s{\"digest\":\"%s\",\"kind\":\"%s\",\"name\":", i ? "," : "", hex,
+           c[i].kind == FC_CONFIG_MEL      ? "mel"
+           : c[i].kind == FC_CONFIG_TOKENS ? "tokens"
+                                           : "other");
+    if (c[i].name[0])
+      fc_json_write_string(stdout, c[i].name);
+    else
+      fputs("null", stdout);
+    printf(",\"records\":%llu,\"created\":", (unsigned long long)c[i].records);
+    if (c[i].created[0])
+      fc_json_write_string(stdout, c[i].created);
+    else
+      fputs("null", stdout);
+    putchar('}');
+  }
+  putchar(']');
+  fc_configs_free(c, n);
+}
+
 static void print_json(const char *store, const fc_verify_report *r, int ok, const char *fatal) {
   fputs("{\"store\":", stdout);
   fc_json_write_string(stdout, store);
@@ -144,6 +182,7 @@ static void print_json(const char *store, const fc_verify_report *r, int ok, con
   printf(",\"mel_configs\":%llu,\"token_configs\":%llu,\"manifest_items\":%llu",
          (unsigned long long)r->mel_configs, (unsigned long long)r->token_configs,
          (unsigned long long)r->manifest_items);
+  json_configs(store, r, r->opened);
   printf(
       ",\"data_size\":%llu,\"map_size\":%llu,\"map_used\":%llu,\"readers\":%u,"
       "\"stale_readers\":%u,\"stale_cleared\":%u,\"nolock\":%s,\"threads\":%d,"

@@ -5,6 +5,7 @@
 #ifndef FC_CMD_CLI_H
 #define FC_CMD_CLI_H
 
+#include "featcache/fc_config.h" /* fc_cli_config_name */
 #include "featcache/fc_outfile.h" /* fc_json_write_string */
 #include "featcache/fc_store.h"
 
@@ -62,11 +63,56 @@ static inline void fc_cli_usage_error(const char *fmt, ...) {
   exit(FC_EXIT_USAGE);
 }
 
-/* --help text from the table: synopsis lines, a description, the options, a footer. */
+/* Words of text printed from column `col` (the cursor's; a space first when it is past 0),
+ * one space apart, wrapped so that lines end by column `width`; a continuation line starts at
+ * column `indent`. An 80-column terminal shows --help unbroken. Columns count UTF-8 characters. */
+static inline void fc_cli_wrap(FILE *f, const char *text, int col, int indent, int width) {
+  const char *p = text;
+  int sep = col > 0;
+  while (*p == ' ') p++;
+  while (*p) {
+    const char *w = p;
+    while (*p && *p != ' ') p++;
+    int len = 0;
+    for (const char *q = w; q < p; q++) len += ((unsigned char)*q & 0xC0) != 0x80;
+    if (sep && col + 1 + len > width) {
+      fprintf(f, "\n%*s", indent, "");
+      col = indent;
+      sep = 0;
+    }
+    fprintf(f, "%s%.*s", sep ? " " : "", (int)(p - w), w);
+    col += sep + len;
+    sep = 1;
+    while (*p == ' ') p++;
+  }
+  fputc('\n', f);
+}
+
+/* Prose (a description, a footer) refilled to 79 columns: its lines are joined into one
+ * paragraph, except that a line starting "Manual:" starts a new one. */
+static inline void fc_cli_fill(FILE *f, const char *text) {
+  char para[2048];
+  size_t n = 0;
+  for (const char *p = text;; p++) {
+    int brk = *p == '\0' || (*p == '\n' && strncmp(p + 1, "Manual:", 7) == 0);
+    if (brk) {
+      para[n] = '\0';
+      fc_cli_wrap(f, para, 0, 0, 79);
+      n = 0;
+      if (!*p) break;
+      continue;
+    }
+    if (n + 1 < sizeof para) para[n++] = *p == '\n' ? ' ' : *p;
+  }
+}
+
 static inline void fc_cli_help(FILE *f, const char *synopsis, const char *description,
                                const fc_cli_opt *opts, const char *footer) {
   fprintf(f, "Usage: %s\n", synopsis);
-  if (description) fprintf(f, "\n%s\n", description);
+  if (description) {
+    fputc('\n', f);
+    fc_cli_fill(f, description);
+  }
   for (const fc_cli_opt *o = opts; o->long_name || o->help; o++) {
     if (!o->long_name) {
       fprintf(f, "\n%s\n", o->help);
@@ -80,9 +126,13 @@ static inline void fc_cli_help(FILE *f, const char *synopsis, const char *descri
       n = snprintf(left, sizeof left, "      --%s", o->long_name);
     if (o->has_arg && n > 0 && (size_t)n < sizeof left)
       snprintf(left + n, sizeof left - (size_t)n, " %s", o->arg_name ? o->arg_name : "ARG");
-    fprintf(f, "%-30s %s\n", left, o->help ? o->help : "");
+    int w = fprintf(f, "%-30s", left);
+    fc_cli_wrap(f, o->help ? o->help : "", w, 31, 79);
   }
-  if (footer) fprintf(f, "\n%s\n", footer);
+  if (footer) {
+    fputc('\n', f);
+    fc_cli_fill(f, footer);
+  }
 }
 
 /* Build getopt_long's tables from ours. longs must hold one entry per option plus one; shorts
@@ -194,6 +244,19 @@ static inline void fc_cli_version(void) {
 #else
   printf("%s (featcache)\n", fc_cli_tool);
 #endif
+}
+
+/* A listed config's name for people: its own (fc_config_info.name), else for a mel config that
+ * is a preset stored in another dtype "kaldi (mq)" — what the loader and cache-verify answer to
+ * (fc_mel_config_preset_of). */
+static inline void fc_cli_config_name(fc_config_info *c) {
+  fc_mel_config mc;
+  const char *base;
+  if (c->name[0] || c->kind != FC_CONFIG_MEL || !c->json ||
+      fc_mel_config_from_json(c->json, strlen(c->json), &mc, NULL, 0) != 0 ||
+      !(base = fc_mel_config_preset_of(&mc, NULL)))
+    return;
+  snprintf(c->name, sizeof c->name, "%s (%s)", base, fc_dtype_name(mc.dtype));
 }
 
 /* What fc_cli_expand_stores made, freed at exit (the tools return from many places). */

@@ -102,7 +102,7 @@ static const char description[] =
 static const char footer[] =
     "Exit status: 0 ok; 1 some utterances failed to decode or the store's order differs from\n"
     "the manifest (see 'done: N of M'); 2 usage or configuration error; 130/143 interrupted.\n"
-    "See docs/loader-bench.md.";
+    "Manual: man loader-bench.";
 
 #define MAX_AXIS 16
 typedef struct axis {

@@ -98,7 +98,8 @@ static const char description[] =
     "BPE) in a featcache store, keyed by text and token config. Reruns store only what is new.";
 static const char footer[] =
     "Exit status: 0 all lines stored or already present; 1 some lines failed (see 'done: N of M');\n"
-    "2 usage or configuration error; 130/143 interrupted (committed batches are kept).";
+    "2 usage or configuration error; 130/143 interrupted (committed batches are kept).\n"
+    "Manual: man tokenize.";
 
 typedef struct run_ctx {
   const char *manifest;

@@ -8,6 +8,8 @@
 
 #include "fc_base.h"
 
+#include <signal.h> /* sig_atomic_t */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -119,11 +121,48 @@ FC_API int fc_cursor_seek(fc_cursor *c, const void *key, size_t key_len);
 FC_API void fc_cursor_close(fc_cursor *c);
 
 /* ---- configs in meta ------------------------------------------------------------------------- */
-/* Store the canonical JSON of a config under meta cfg/<hex of digest> (no-op when present). */
+/* Store the canonical JSON of a config under meta cfg/<hex of digest>, and the time now under
+ * meta created/<hex> (RFC 3339 UTC, docs/FORMAT.md "Configs"), in one transaction; a no-op for
+ * what is present. */
 FC_API int fc_store_put_config(fc_store *s, const fc_digest *digest, const char *json, size_t len);
 /* Fetch the JSON of a config: *json points into the map, valid until t ends (not NUL-terminated).
  * FC_ENOTFOUND when the store does not know the digest. */
 FC_API int fc_rtxn_get_config(fc_rtxn *t, const fc_digest *digest, const char **json, size_t *len);
+
+/* ---- a store's configs: listed, dropped ------------------------------------------------------- */
+typedef enum fc_config_kind { FC_CONFIG_OTHER = 0, FC_CONFIG_MEL, FC_CONFIG_TOKENS } fc_config_kind;
+
+typedef struct fc_config_info {
+  fc_digest digest;
+  int kind; /* fc_config_kind, from the JSON's "kind" */
+  char name[64]; /* the name in the JSON the loader's selectors answer to: a mel config's
+                  * "preset", a token config's "tokenizer", "name" or "preset"; "" when none (a
+                  * preset stored in another dtype is "" here: fc_mel_config_preset_of names it) */
+  uint64_t records; /* records stored under it: feat for mel, tok for tokens (with count_records) */
+  uint64_t record_bytes; /* the bytes of their values */
+  char created[32]; /* meta created/<hex>: RFC 3339 UTC; "" in a store written before it was kept */
+  char *json; /* the canonical JSON, NUL-terminated */
+} fc_config_info;
+
+/* The configs of store s, in digest order. count_records: also count each config's records
+ * (reads every record's 64-byte header: the records of a cold store are read a page each).
+ * *out (n entries) is owned by the caller: fc_configs_free. Returns 0, ENOMEM or an LMDB code;
+ * a config whose JSON does not parse is listed with kind FC_CONFIG_OTHER. */
+FC_API int fc_store_configs(fc_store *s, int count_records, fc_config_info **out, size_t *n);
+FC_API void fc_configs_free(fc_config_info *c, size_t n);
+
+/* Remove config d from store s: every record under it (feat or tok, found by the config digest
+ * in each record's header), then its meta keys (cfg/, created/, and a token config's vocab/ or
+ * tokenizer/ <hex>). Entries (audio, text) stay:
+ * other configs' records use them. Records go in transactions of up to 4096, the meta keys in
+ * the last one, together with any record written under d meanwhile, so a writer running at the
+ * same time cannot leave a record without its config; an interrupted drop (stop set, or killed)
+ * leaves the config listed with fewer records: running it again finishes. The pages freed stay
+ * in data.mdb and are reused by later writes (a compact copy: cache-merge -o NEW s). *records,
+ * *bytes (may be NULL): what was removed. Returns 0, FC_ENOTFOUND (no such config), FC_EINTR
+ * (stopped: the records removed so far stay removed), EACCES (read-only), LMDB codes. */
+FC_API int fc_store_drop_config(fc_store *s, const fc_digest *d, const volatile sig_atomic_t *stop,
+                                uint64_t *records, uint64_t *bytes);
 
 /* ---- facts ----------------------------------------------------------------------------------- */
 typedef struct fc_store_info {

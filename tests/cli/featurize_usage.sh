@@ -37,16 +37,21 @@ Usage: featurize [options] -o STORE [AUDIO...]
        find DIR -name '*.wav' | featurize [options] -o STORE -
        featurize --print-config PRESET [feature options]
 
-Compute log-mel spectrograms of audio files into a featcache store. Inputs already stored
-with the same content and config are skipped; bad inputs are reported and skipped.
+Compute log-mel spectrograms of audio files into a featcache store. Inputs
+already stored with the same content and config are skipped; bad inputs are
+reported and skipped.
 
 Output:
   -o, --output STORE           store directory (created if missing)
-      --writers N              a new STORE split into N parts, one writer each (default: 1 for a small job, else by the device and -j)
-      --batch N                records per write transaction (default 64; one is also committed after 1 s)
+      --writers N              a new STORE split into N parts, one writer each
+                               (default: 1 for a small job, else by the device
+                               and -j)
+      --batch N                records per write transaction (default 64; one
+                               is also committed after 1 s)
 
 Features:
-      --preset NAME            hifigan (default), tacotron2, librosa, whisper, kaldi
+      --preset NAME            hifigan (default), tacotron2, librosa, whisper,
+                               kaldi
       --sr HZ                  sample rate; audio is resampled to it
       --n-fft N                FFT size
       --win N                  window length (<= n-fft)
@@ -62,30 +67,36 @@ Features:
       --power P                1 magnitude, 2 power
       --log L                  none, ln, log10, db or whisper
       --dtype T                f32 (default), f16, bf16 or mq (the codec)
-      --codec C                none (default) or mq: log-mel coded ~4x smaller than f32, max error 2^-8 (ln)
-      --print-config PRESET    print the config JSON a store would hold for PRESET and the options above, and exit
+      --codec C                none (default) or mq: log-mel coded ~4x smaller
+                               than f32, max error 2^-8 (ln)
+      --print-config PRESET    print the config JSON a store would hold for
+                               PRESET and the options above, and exit
 
 Inputs:
-      --manifest FILE          LJSpeech csv, Kaldi wav.scp, JSON lines or a path list
+      --manifest FILE          LJSpeech csv, Kaldi wav.scp, JSON lines or a
+                               path list
       --manifest-format F      auto, ljspeech, kaldi, jsonl or list
       --audio-dir DIR          base of relative manifest paths
       --max-seconds S          fail inputs longer than S seconds
-      --shard K/N              only shard K of N (0-based, by a hash of the id); 'slurm': from the array job
+      --shard K/N              only shard K of N (0-based, by a hash of the
+                               id); 'slurm': from the array job
 
 Running:
   -j, --jobs N                 worker threads (default: online CPUs)
       --device DEV             auto (default), cpu, cuda or cuda:N
-      --gpu-min-seconds S      auto: use the GPU for jobs of at least S s of audio (default 3000 x jobs; 0: any job)
+      --gpu-min-seconds S      auto: use the GPU for jobs of at least S s of
+                               audio (default 3000 x jobs; 0: any job)
       --strict                 stop at the first bad input
   -q, --quiet                  no progress, no summary unless something failed
-  -v, --verbose                one line per input, the device, where the time went
+  -v, --verbose                one line per input, the device, where the time
+                               went
       --progress               progress line even when stderr is no terminal
       --json                   print a JSON summary on stdout
   -h, --help                   show this help and exit
       --version                show the version and exit
 
-Exit status: 0 all stored, 1 some inputs failed, 2 usage or configuration error,
-130/143 interrupted (finished work is committed).
+Exit status: 0 all stored, 1 some inputs failed, 2 usage or configuration
+error, 130/143 interrupted (finished work is committed).
 Manual: man featurize; the presets' parameters: man featcache-presets.
 HELP
 if [ $rc != 0 ] || [ -s "$tmp/err" ] || ! diff -u "$tmp/help.want" "$tmp/help"; then

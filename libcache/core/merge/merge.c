@@ -77,9 +77,28 @@ static int same_val(const MDB_val *a, const MDB_val *b) {
  * Returns the position j in src of the winning value, or -1 when the inputs disagree (or disagree
  * with the output) and the policy does not say. *differ: 1 when any two holders' values differ,
  * and *a, *b the positions of the first differing pair. */
-static long pick_winner(const mctx *c, size_t m, const size_t *src, const MDB_val *vals,
-                        int *differ, size_t *a, size_t *b) {
+/* meta created/<hex>: when a config was first stored (RFC 3339 UTC, ordered as text). In a
+ * merge the earliest holds, and two stores that made one config at different times are no
+ * conflict. */
+static int created_key(const MDB_val *key) {
+  return key->mv_size > 8 && memcmp(key->mv_data, "created/", 8) == 0;
+}
+
+static int earlier_or_same(const MDB_val *a, const MDB_val *b) {
+  size_t l = a->mv_size < b->mv_size ? a->mv_size : b->mv_size;
+  int cmp = memcmp(a->mv_data, b->mv_data, l);
+  return cmp < 0 || (cmp == 0 && a->mv_size <= b->mv_size);
+}
+
+static long pick_winner(const mctx *c, int db, const MDB_val *key, size_t m, const size_t *src,
+                        const MDB_val *vals, int *differ, size_t *a, size_t *b) {
   *differ = 0;
+  if (db == FC_DB_META && created_key(key)) {
+    size_t w = 0;
+    for (size_t j = 1; j < m; j++)
+      if (!earlier_or_same(&vals[w], &vals[j])) w = j;
+    return src[w] == c->n ? -1 : (long)w; /* the output's own is the earliest: nothing to write */
+  }
   for (size_t j = 1; j < m && !*differ; j++)
     if (!same_val(&vals[0], &vals[j])) {
       *differ = 1;
@@ -177,7 +196,7 @@ static int find_conflicts(mctx *c, size_t parties, uint64_t *unresolved) {
       if (m < 2 || records) continue;
       int differ;
       size_t a = 0, b = 0;
-      long w = pick_winner(c, m, src, vals, &differ, &a, &b);
+      long w = pick_winner(c, db, &key, m, src, vals, &differ, &a, &b);
       if (!differ) continue;
       c->st->conflicts++;
       if (w >= 0)
@@ -307,6 +326,10 @@ static int put_one(mctx *c, batch *b, pending *p, MDB_txn *txn, const MDB_val *l
     }
   }
   val = b->hold[p->first + (size_t)p->chosen]; /* entries and meta: phase 1's winner */
+  if (held && p->db == FC_DB_META && created_key(&p->key) && earlier_or_same(&have, &val)) {
+    dl->present[p->db]++; /* the output made that config first: its time stays */
+    return 0;
+  }
   if (held && same_val(&have, &val)) {
     dl->present[p->db]++;
     return 0;
@@ -425,7 +448,7 @@ static int copy_db(mctx *c, int db, batch *b, double *last_sync) {
     } else {
       int differ;
       size_t a, bb;
-      long w = pick_winner(c, m, src, vals, &differ, &a, &bb);
+      long w = pick_winner(c, db, &key, m, src, vals, &differ, &a, &bb);
       if (w < 0) continue; /* refused conflicts were caught in phase 1; nothing to do */
       rc = batch_add(b, db, &key, 1, &src[w], &vals[w]);
       if (!rc) b->p[b->n - 1].chosen = 0;

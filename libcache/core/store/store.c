@@ -9,6 +9,7 @@
 
 #include "formats/common/alloc.h"
 #include "formats/common/fault.h"
+#include "formats/config/config_stamp.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -439,10 +440,12 @@ static void config_key(const fc_digest *d, char key[37]) {
 }
 
 int fc_store_put_config(fc_store *s, const fc_digest *digest, const char *json, size_t len) {
-  char key[37];
+  char key[37], ckey[41], when[21];
   config_key(digest, key);
-  fc_put p = {FC_DB_META, key, 36, json, len, FC_PUT_NOOVERWRITE};
-  return fc_store_write(s, &p, 1);
+  config_stamp(digest, ckey, when);
+  fc_put p[2] = {{FC_DB_META, key, 36, json, len, FC_PUT_NOOVERWRITE},
+                 {FC_DB_META, ckey, 40, when, 20, FC_PUT_NOOVERWRITE}};
+  return fc_store_write(s, p, 2);
 }
 
 int fc_rtxn_get_config(fc_rtxn *t, const fc_digest *digest, const char **json, size_t *len) {

@@ -19,6 +19,7 @@
 #include "libcache/mel/featurize/featurize_int.h"
 #include "formats/common/why.h"
 #include "formats/common/alloc.h"
+#include "formats/config/config_stamp.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -147,6 +148,7 @@ int fz_pipeline_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items,
   fc_mel_config_digest(cfg, &r->cfg_digest);
   memcpy(r->cfg_key, "cfg/", 4);
   fc_digest_hex(&r->cfg_digest, r->cfg_key + 4);
+  config_stamp(&r->cfg_digest, r->created_key, r->created);
   fc_device dev;
   char dev_why[256]; /* auto's fallback reason is not an error: keep it out of why */
   if (backend) { /* a test's backend (featurize_backend.h) */

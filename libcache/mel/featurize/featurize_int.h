@@ -67,6 +67,7 @@ struct fz_run {
   const fc_mel_config *cfg;
   fc_digest cfg_digest;
   char cfg_key[37];
+  char created_key[41], created[21]; /* meta created/<hex> and the time (config_stamp) */
   char cfg_json[1024];
   size_t cfg_json_len;
   const fc_item *items;

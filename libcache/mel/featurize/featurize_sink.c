@@ -1,8 +1,8 @@
 /* The sink of the featurize pipeline, its last stage: the writers (featurize_int.h,
  * docs/featurize.md "Pipeline"). The queue the workers and the staging ring's completion thread
  * push finished jobs into, and the writer loop that batches them into write transactions: each
- * utterance's feat record and audio entry in one transaction with meta cfg/<hex> (NOOVERWRITE: a
- * no-op once stored), so no record exists without its config; a batch is committed when it reaches
+ * utterance's feat record and audio entry in one transaction with meta cfg/<hex> and created/<hex>
+ * (NOOVERWRITE: a no-op once stored), so no record exists without its config; a batch is committed when it reaches
  * batch_records or batch_bytes or is batch_seconds old, or the work is done, or (staged jobs) as
  * soon as nothing more is queued. A plain store has one writer, the calling thread; a split store
  * (docs/FORMAT.md "Split stores") one per part, parts 1.. on their own threads, each with its own
@@ -133,10 +133,11 @@ static int fill_record(void *dst, size_t len, void *arg) {
   return 0;
 }
 
-/* Commit one batch to part p: config, then each job's record (NOOVERWRITE) and audio entry. A
- * staged job's record is written straight into the store's page (fill_record). */
+/* Commit one batch to part p: config and its creation time, then each job's record (NOOVERWRITE)
+ * and audio entry. A staged job's record is written straight into the store's page
+ * (fill_record). */
 static int commit_batch(fz_run *r, fz_part *p, fz_job *batch, size_t count) {
-  fc_put *puts = fc_malloc((2 * count + 1) * sizeof *puts);
+  fc_put *puts = fc_malloc((2 * count + 2) * sizeof *puts);
   fc_put_fill *fills = fc_malloc(count * sizeof *fills);
   fill_arg *args = fc_malloc(count * sizeof *args);
   int rc = ENOMEM;
@@ -144,6 +145,7 @@ static int commit_batch(fz_run *r, fz_part *p, fz_job *batch, size_t count) {
   size_t np = 0, nf = 0;
   puts[np++] =
       (fc_put){FC_DB_META, r->cfg_key, 36, r->cfg_json, r->cfg_json_len, FC_PUT_NOOVERWRITE};
+  puts[np++] = (fc_put){FC_DB_META, r->created_key, 40, r->created, 20, FC_PUT_NOOVERWRITE};
   for (fz_job *j = batch; j; j = j->next) {
     if (j->record) {
       puts[np++] = (fc_put){FC_DB_FEAT, j->key.bytes,  sizeof j->key.bytes,

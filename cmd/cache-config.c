@@ -1,0 +1,335 @@
+/* cache-config — list the configs of featcache stores, or drop one (docs/cache-config.md).
+ * A thin main over fc_store_configs and fc_store_drop_config; a split store is its parts, listed
+ * as one store (records summed, the earliest creation time) and dropped from every part. */
+#include "cmd/cli.h"
+
+#include "featcache/fc_store.h"
+
+#include <sys/stat.h>
+
+enum { OPT_DROP = 256, OPT_JSON, OPT_NO_COUNT, OPT_VERSION };
+
+static const fc_cli_opt options[] =
+    {{"drop", OPT_DROP, required_argument, "CONFIG",
+      "remove the config's records and meta keys (CONFIG: its 32-hex digest, or a name that only "
+      "it has)"},
+     {"json", OPT_JSON, no_argument, NULL, "one JSON object per store on stdout"},
+     {"no-count", OPT_NO_COUNT, no_argument, NULL,
+      "list without counting records (reads meta only, not every record's header)"},
+     {"quiet", 'q', no_argument, NULL, "--drop: no summary line"},
+     {"help", 'h', no_argument, NULL, "show this help and exit"},
+     {"version", OPT_VERSION, no_argument, NULL, "show the version and exit"},
+     {NULL, 0, 0, NULL, NULL}};
+
+static const char synopsis[] =
+    "cache-config [--json] [--no-count] STORE...\n"
+    "       cache-config --drop CONFIG STORE";
+static const char description[] =
+    "List the feature and token configs a featcache store holds (digest, kind, the name the\n"
+    "loader answers to, records and their size, when the config was first stored), or remove\n"
+    "one config: its records and meta keys. Entries (audio, text) stay; the pages freed are\n"
+    "reused by later writes (cache-merge -o NEW STORE writes a compact copy).";
+static const char footer[] =
+    "Exit status: 0 done; 1 a store could not be read or the drop failed part-way (run it\n"
+    "again to finish); 2 usage error, not a store, or no such config; 130/143 interrupted.\n"
+    "Manual: man cache-config.";
+
+static const char *kind_name(int k) {
+  return k == FC_CONFIG_MEL ? "mel" : k == FC_CONFIG_TOKENS ? "tokens" : "other";
+}
+
+/* The stores of one STORE word: a split store's parts, else itself. 0, or exit 2 said. */
+static int parts_of(const char *dir, char ***out, unsigned *n) {
+  unsigned np = 0;
+  int rc = fc_store_split_count(dir, &np);
+  if (rc) {
+    fc_cli_warn(dir, "cannot read the split store's marker: %s", fc_strerror(rc));
+    return FC_EXIT_USAGE;
+  }
+  if (np < 2) np = 1;
+  char **p = calloc(np, sizeof *p);
+  if (!p) return FC_EXIT_FAIL;
+  for (unsigned k = 0; k < np; k++) {
+    char buf[4096];
+    if (np == 1)
+      snprintf(buf, sizeof buf, "%s", dir);
+    else if (fc_store_part_path(dir, k, buf, sizeof buf)) {
+      fc_cli_warn(dir, "path too long");
+      return FC_EXIT_USAGE;
+    }
+    if (!(p[k] = strdup(buf))) return FC_EXIT_FAIL;
+  }
+  *out = p;
+  *n = np;
+  return 0;
+}
+
+static void free_parts(char **p, unsigned n) {
+  for (unsigned k = 0; p && k < n; k++) free(p[k]);
+  free(p);
+}
+
+/* Open a store to list or change; says why not ("not a featcache store" for a folder that is no
+ * store). */
+static int open_store(const char *path, unsigned flags, fc_store **s) {
+  int rc = fc_store_open(path, flags, s);
+  if (!rc) return 0;
+  struct stat st;
+  if (rc == ENOENT && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    fc_cli_warn(path, "not a featcache store (no data.mdb)");
+  else if (rc == FC_EFORMAT)
+    fc_cli_warn(path, "not a featcache store (an LMDB environment without featcache meta)");
+  else
+    fc_cli_warn(path, "cannot open the store: %s", fc_strerror(rc));
+  return rc;
+}
+
+/* Add part's configs into *all (by digest: records summed, the earliest creation time). */
+static int merge_into(fc_config_info **all, size_t *n, fc_config_info *c, size_t m) {
+  for (size_t i = 0; i < m; i++) {
+    size_t j = 0;
+    while (j < *n && memcmp((*all)[j].digest.bytes, c[i].digest.bytes, 16)) j++;
+    if (j < *n) {
+      (*all)[j].records += c[i].records;
+      (*all)[j].record_bytes += c[i].record_bytes;
+      if (c[i].created[0] && (!(*all)[j].created[0] || strcmp(c[i].created, (*all)[j].created) < 0))
+        memcpy((*all)[j].created, c[i].created, sizeof c[i].created);
+      continue;
+    }
+    fc_config_info *g = realloc(*all, (*n + 1) * sizeof **all);
+    if (!g) return ENOMEM;
+    *all = g;
+    g[*n] = c[i];
+    c[i].json = NULL; /* moved */
+    (*n)++;
+  }
+  return 0;
+}
+
+static void print_table(const char *store, const fc_config_info *c, size_t n, int counted) {
+  printf("%s: %zu config%s\n", store, n, n == 1 ? "" : "s");
+  if (!n) return;
+  printf("%-32s  %-6s  %-20s  %10s  %10s  %s\n", "digest", "kind", "name", "records", "MB",
+         "created");
+  for (size_t i = 0; i < n; i++) {
+    char hex[33], rec[24] = "-", mb[24] = "-";
+    fc_digest_hex(&c[i].digest, hex);
+    if (counted) {
+      snprintf(rec, sizeof rec, "%llu", (unsigned long long)c[i].records);
+      snprintf(mb, sizeof mb, "%.1f", c[i].record_bytes / 1e6);
+    }
+    printf("%-32s  %-6s  %-20s  %10s  %10s  %s\n", hex, kind_name(c[i].kind),
+           c[i].name[0] ? c[i].name : "-", rec, mb, c[i].created[0] ? c[i].created : "-");
+  }
+}
+
+static void print_json(const char *store, unsigned parts, const fc_config_info *c, size_t n,
+                       int counted) {
+  fputs("{\"store\":", stdout);
+  fc_json_write_string(stdout, store);
+  printf(",\"parts\":%u,\"configs\":[", parts);
+  for (size_t i = 0; i < n; i++) {
+    char hex[33];
+    fc_digest_hex(&c[i].digest, hex);
+    printf("%s{\"digest\":\"%s\",\"kind\":\"%s\",\"name\":", i ? "," : "", hex,
+           kind_name(c[i].kind));
+    if (c[i].name[0])
+      fc_json_write_string(stdout, c[i].name);
+    else
+      fputs("null", stdout);
+    if (counted)
+      printf(",\"records\":%llu,\"record_bytes\":%llu", (unsigned long long)c[i].records,
+             (unsigned long long)c[i].record_bytes);
+    else
+      fputs(",\"records\":null,\"record_bytes\":null", stdout);
+    fputs(",\"created\":", stdout);
+    if (c[i].created[0])
+      fc_json_write_string(stdout, c[i].created);
+    else
+      fputs("null", stdout);
+    /* the config itself, as stored: canonical JSON, so it is embedded as it is */
+    printf(",\"config\":%s}", c[i].json ? c[i].json : "null");
+  }
+  fputs("]}\n", stdout);
+}
+
+static int list_store(const char *dir, int json, int count) {
+  char **parts;
+  unsigned np;
+  int code = parts_of(dir, &parts, &np);
+  if (code) return code;
+  fc_config_info *all = NULL;
+  size_t n = 0;
+  for (unsigned k = 0; k < np && !code; k++) {
+    fc_store *s;
+    if (open_store(parts[k], FC_STORE_RDONLY, &s)) {
+      code = FC_EXIT_USAGE;
+      break;
+    }
+    fc_config_info *c;
+    size_t m;
+    int rc = fc_store_configs(s, count, &c, &m);
+    fc_store_close(s);
+    if (rc) {
+      fc_cli_warn(parts[k], "cannot list its configs: %s", fc_strerror(rc));
+      code = FC_EXIT_FAIL;
+      break;
+    }
+    for (size_t i = 0; i < m; i++) fc_cli_config_name(&c[i]);
+    rc = merge_into(&all, &n, c, m);
+    fc_configs_free(c, m);
+    if (rc) {
+      fc_cli_warn(dir, "%s", fc_strerror(rc));
+      code = FC_EXIT_FAIL;
+    }
+  }
+  if (!code) {
+    if (json)
+      print_json(dir, np, all, n, count);
+    else
+      print_table(dir, all, n, count);
+  }
+  fc_configs_free(all, n);
+  free_parts(parts, np);
+  return code;
+}
+
+/* CONFIG as a digest: 32 hex, or a name (a preset, "kaldi (mq)", a tokenizer) only one config of
+ * the store has. 0, or exit code 2 said. */
+static int resolve(const char *dir, char **parts, unsigned np, const char *want, fc_digest *d) {
+  if (strlen(want) == 32 && fc_digest_parse(want, d) == 0) return 0;
+  fc_config_info *all = NULL;
+  size_t n = 0;
+  int code = 0;
+  for (unsigned k = 0; k < np && !code; k++) {
+    fc_store *s;
+    fc_config_info *c;
+    size_t m;
+    if (open_store(parts[k], FC_STORE_RDONLY, &s)) return FC_EXIT_USAGE;
+    int rc = fc_store_configs(s, 0, &c, &m);
+    fc_store_close(s);
+    for (size_t i = 0; !rc && i < m; i++) fc_cli_config_name(&c[i]);
+    if (!rc) rc = merge_into(&all, &n, c, m);
+    if (!rc) fc_configs_free(c, m);
+    if (rc) {
+      fc_cli_warn(parts[k], "cannot list its configs: %s", fc_strerror(rc));
+      code = FC_EXIT_FAIL;
+    }
+  }
+  size_t hits = 0;
+  char list[1024] = "";
+  for (size_t i = 0; !code && i < n; i++) {
+    char hex[33];
+    fc_digest_hex(&all[i].digest, hex);
+    size_t l = strlen(list);
+    snprintf(list + l, sizeof list - l, "%s%s %s", l ? ", " : "",
+             all[i].name[0] ? all[i].name : "(no name)", hex);
+    if (!strcmp(all[i].name, want)) {
+      if (!hits++) *d = all[i].digest;
+    }
+  }
+  if (!code && hits != 1) {
+    if (hits)
+      fc_cli_warn(dir, "%zu configs are named '%s': give the digest of one (%s)", hits, want, list);
+    else
+      fc_cli_warn(dir, "no config named '%s' (it has: %s)", want, n ? list : "none");
+    code = FC_EXIT_USAGE;
+  }
+  fc_configs_free(all, n);
+  return code;
+}
+
+static int drop(const char *dir, const char *want, int quiet) {
+  char **parts;
+  unsigned np;
+  int code = parts_of(dir, &parts, &np);
+  if (code) return code;
+  fc_digest d;
+  if ((code = resolve(dir, parts, np, want, &d)) != 0) {
+    free_parts(parts, np);
+    return code;
+  }
+  char hex[33];
+  fc_digest_hex(&d, hex);
+  uint64_t records = 0, bytes = 0;
+  unsigned had = 0;
+  fc_cli_install_signals();
+  for (unsigned k = 0; k < np && !code; k++) {
+    fc_store *s;
+    if (open_store(parts[k], 0, &s)) {
+      code = FC_EXIT_USAGE;
+      break;
+    }
+    uint64_t r = 0, b = 0;
+    int rc = fc_store_drop_config(s, &d, &fc_cli_signal, &r, &b);
+    if (!rc) rc = fc_store_sync(s);
+    fc_store_close(s);
+    records += r;
+    bytes += b;
+    if (rc == FC_ENOTFOUND) continue; /* this part never had it */
+    had++;
+    if (rc == FC_EINTR) {
+      fprintf(stderr,
+              "%s: interrupted: %llu records of %s removed so far, the config is still "
+              "listed: run again to finish\n",
+              fc_cli_tool, (unsigned long long)records, hex);
+      code = fc_cli_signal_exit();
+    } else if (rc) {
+      fc_cli_warn(parts[k],
+                  "cannot drop config %s: %s (%llu records removed: run again to "
+                  "finish)",
+                  hex, fc_strerror(rc), (unsigned long long)records);
+      code = FC_EXIT_FAIL;
+    }
+  }
+  if (!code && !had) {
+    fc_cli_warn(dir, "no config %s in the store", hex);
+    code = FC_EXIT_USAGE;
+  }
+  if (!code && !quiet)
+    fprintf(stderr,
+            "%s: dropped config %s from %s: %llu records, %.1f MB (free pages in data.mdb, "
+            "reused by later writes)\n",
+            fc_cli_tool, hex, dir, (unsigned long long)records, bytes / 1e6);
+  free_parts(parts, np);
+  return code;
+}
+
+int main(int argc, char **argv) {
+  fc_cli_tool = "cache-config";
+  enum { NOPT = sizeof options / sizeof options[0] };
+  struct option longs[NOPT + 1];
+  char shorts[3 * NOPT + 3];
+  shorts[0] = ':';
+  fc_cli_getopt_tables(options, longs, shorts + 1);
+  const char *drop_cfg = NULL;
+  int json = 0, count = 1, quiet = 0, c;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+    switch (c) {
+    case OPT_DROP: drop_cfg = optarg; break;
+    case OPT_JSON: json = 1; break;
+    case OPT_NO_COUNT: count = 0; break;
+    case 'q': quiet = 1; break;
+    case 'h': fc_cli_help(stdout, synopsis, description, options, footer); return FC_EXIT_OK;
+    case OPT_VERSION: fc_cli_version(); return FC_EXIT_OK;
+    case ':': fc_cli_usage_error("option '%s' needs a value", argv[optind - 1]); break;
+    default:
+      if (optopt && optopt < 128) fc_cli_usage_error("unknown option '-%c'", optopt);
+      fc_cli_usage_error("unknown option '%s'", argv[optind - 1]);
+    }
+  }
+  int nargs = argc - optind;
+  if (nargs == 0) fc_cli_usage_error("no store given");
+  if (drop_cfg) {
+    if (nargs != 1) fc_cli_usage_error("--drop takes one store, not %d", nargs);
+    if (json || !count) fc_cli_usage_error("--drop lists nothing: drop --json and --no-count");
+    return drop(argv[optind], drop_cfg, quiet);
+  }
+  int code = FC_EXIT_OK;
+  for (int i = optind; i < argc; i++) {
+    int rc = list_store(argv[i], json, count);
+    if (rc > code) code = rc;
+  }
+  return code;
+}

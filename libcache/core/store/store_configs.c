@@ -1,0 +1,284 @@
+/* A store's configs: when each was first stored (meta created/<hex>), the list of them with their
+ * names and record counts, and dropping one with its records (fc_store.h, "a store's configs";
+ * docs/FORMAT.md, "Configs"). Reads and writes LMDB directly: a drop deletes, which
+ * fc_store_write does not do. */
+#include "libcache/core/store/store_int.h"
+
+#include "formats/common/alloc.h"
+#include "formats/common/fault.h"
+#include "formats/common/json.h"
+#include "formats/config/config_stamp.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The name the loader's selectors answer to (loader_config.c cfg_matches). */
+static void config_name(json_t *o, const char *json, size_t len, fc_config_info *ci) {
+  const char *kind = json_string_value(json_object_get(o, "kind"));
+  ci->kind = !kind                     ? FC_CONFIG_OTHER
+             : !strcmp(kind, "mel")    ? FC_CONFIG_MEL
+             : !strcmp(kind, "tokens") ? FC_CONFIG_TOKENS
+                                       : FC_CONFIG_OTHER;
+  static const char *const tok_keys[] = {"tokenizer", "name", "preset", NULL};
+  static const char *const mel_keys[] = {"preset", NULL};
+  for (const char *const *k = ci->kind == FC_CONFIG_TOKENS ? tok_keys : mel_keys; *k; k++) {
+    const char *v = json_string_value(json_object_get(o, *k));
+    if (v) {
+      snprintf(ci->name, sizeof ci->name, "%s", v);
+      return;
+    }
+  }
+  (void)json; /* a preset stored in another dtype is named by the caller (fc_config_info) */
+  (void)len;
+}
+
+void fc_configs_free(fc_config_info *c, size_t n) {
+  for (size_t i = 0; c && i < n; i++) free(c[i].json);
+  free(c);
+}
+
+/* Add the records of db to the counts of the configs they name (header bytes 32..47). */
+static int count_records(MDB_txn *txn, MDB_dbi dbi, fc_config_info *c, size_t n) {
+  MDB_cursor *cur;
+  int rc = mdb_cursor_open(txn, dbi, &cur);
+  if (rc) return rc;
+  MDB_val k, v;
+  size_t last = 0; /* records of one config often come in runs: try the last one first */
+  for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+       rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+    if (v.mv_size < FC_RECORD_HEADER_SIZE) continue;
+    const uint8_t *cfg = (const uint8_t *)v.mv_data + 32;
+    if (n && memcmp(c[last].digest.bytes, cfg, 16) != 0)
+      for (size_t i = 0; i < n; i++)
+        if (memcmp(c[i].digest.bytes, cfg, 16) == 0) {
+          last = i;
+          break;
+        }
+    if (n && memcmp(c[last].digest.bytes, cfg, 16) == 0) {
+      c[last].records++;
+      c[last].record_bytes += v.mv_size;
+    }
+  }
+  mdb_cursor_close(cur);
+  return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+int fc_store_configs(fc_store *s, int count, fc_config_info **out, size_t *n_out) {
+  *out = NULL;
+  *n_out = 0;
+  fc_rtxn *t;
+  int rc = fc_store_read_begin(s, &t);
+  if (rc) return rc;
+  fc_config_info *c = NULL;
+  size_t n = 0, cap = 0;
+  MDB_cursor *cur;
+  if ((rc = mdb_cursor_open(t->txn, s->dbi[FC_DB_META], &cur)) != 0) goto out;
+  MDB_val k = {4, (void *)"cfg/"}, v;
+  for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
+       rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+    if (k.mv_size < 4 || memcmp(k.mv_data, "cfg/", 4) != 0) break;
+    char hex[33];
+    fc_digest d;
+    if (k.mv_size != 36) continue; /* not a config key (cache-verify says so) */
+    memcpy(hex, (const char *)k.mv_data + 4, 32);
+    hex[32] = '\0';
+    if (fc_digest_parse(hex, &d)) continue;
+    if (n == cap) {
+      size_t nc = cap ? 2 * cap : 8;
+      fc_config_info *g = fc_realloc(c, nc * sizeof *c);
+      if (!g) {
+        rc = ENOMEM;
+        break;
+      }
+      c = g;
+      cap = nc;
+    }
+    fc_config_info *ci = &c[n];
+    memset(ci, 0, sizeof *ci);
+    ci->digest = d;
+    if (!(ci->json = fc_strndup(v.mv_data, v.mv_size))) {
+      rc = ENOMEM;
+      break;
+    }
+    n++;
+    json_error_t je;
+    int nomem;
+    json_t *o = fc_json_loadb(v.mv_data, v.mv_size, 0, &je, &nomem);
+    if (nomem) {
+      rc = ENOMEM;
+      break;
+    }
+    if (o) config_name(o, v.mv_data, v.mv_size, ci);
+    json_decref(o);
+  }
+  mdb_cursor_close(cur);
+  if (rc && rc != MDB_NOTFOUND) goto out;
+  rc = 0;
+  for (size_t i = 0; i < n && !rc; i++) { /* created/<hex> */
+    char key[41], ignored[21];
+    config_stamp(&c[i].digest, key, ignored);
+    MDB_val ck = {40, key}, cv;
+    rc = mdb_get(t->txn, s->dbi[FC_DB_META], &ck, &cv);
+    if (rc == MDB_NOTFOUND) {
+      rc = 0;
+    } else if (!rc) {
+      size_t l = cv.mv_size < sizeof c[i].created - 1 ? cv.mv_size : sizeof c[i].created - 1;
+      memcpy(c[i].created, cv.mv_data, l);
+      c[i].created[l] = '\0';
+    }
+  }
+  if (!rc && count) rc = count_records(t->txn, s->dbi[FC_DB_FEAT], c, n);
+  if (!rc && count) rc = count_records(t->txn, s->dbi[FC_DB_TOK], c, n);
+out:
+  fc_rtxn_end(t);
+  if (rc) {
+    fc_configs_free(c, n);
+    return rc;
+  }
+  *out = c;
+  *n_out = n;
+  return 0;
+}
+
+/* In txn, from key *from (no data: the first), delete up to max records of config d from db.
+ * *more: stopped at max, *from then holds the key to go on from (a malloc'd copy; the caller
+ * frees both it and the key it gave). */
+static int del_records(fc_store *s, MDB_txn *txn, int db, const fc_digest *d, uint64_t max,
+                       MDB_val *from, int *more, uint64_t *records, uint64_t *bytes) {
+  *more = 0;
+  MDB_cursor *cur;
+  int rc = mdb_cursor_open(txn, s->dbi[db], &cur);
+  if (rc) return rc;
+  MDB_val k = *from, v;
+  uint64_t n = 0;
+  rc = mdb_cursor_get(cur, &k, &v, from->mv_data ? MDB_SET_RANGE : MDB_FIRST);
+  while (rc == 0) {
+    if (v.mv_size < FC_RECORD_HEADER_SIZE ||
+        memcmp((const uint8_t *)v.mv_data + 32, d->bytes, 16) != 0) {
+      rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+      continue;
+    }
+    if (n == max) { /* go on from here in the next transaction */
+      void *copy = fc_malloc(k.mv_size);
+      if (!copy) {
+        rc = ENOMEM;
+        break;
+      }
+      memcpy(copy, k.mv_data, k.mv_size);
+      from->mv_data = copy; /* the caller frees the key it gave */
+      from->mv_size = k.mv_size;
+      *more = 1;
+      break;
+    }
+    size_t vl = v.mv_size;
+    if ((rc = fault_hit("put") ? EIO : mdb_cursor_del(cur, 0)) != 0) break;
+    n++;
+    *records += 1;
+    *bytes += vl;
+    rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT); /* after a delete: the entry that followed */
+  }
+  mdb_cursor_close(cur);
+  return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* One write transaction. final == 0: up to 4096 records of d from db, on from *from. final: every
+ * record of d in feat and tok, and d's meta keys — atomically, so that a
+ * record written under d meanwhile is not left without its config. Grows the map and replays on
+ * MDB_MAP_FULL (a delete copies pages too). */
+static int drop_txn(fc_store *s, int db, const fc_digest *d, int final, MDB_val *from, int *more,
+                    uint64_t *records, uint64_t *bytes) {
+  for (;;) {
+    MDB_txn *txn;
+    uint64_t nr = 0, nb = 0;
+    pthread_rwlock_rdlock(&s->map_lock);
+    int rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+    pthread_rwlock_unlock(&s->map_lock);
+    if (rc == MDB_MAP_RESIZED && !(rc = store_adopt_map(s))) continue;
+    if (rc) return rc;
+    MDB_val start = *from, all = {0, NULL};
+    int more_tok = 0;
+    *more = 0;
+    if (!final) {
+      rc = del_records(s, txn, db, d, 4096, &start, more, &nr, &nb);
+    } else {
+      rc = del_records(s, txn, FC_DB_FEAT, d, UINT64_MAX, &all, more, &nr, &nb);
+      if (!rc) rc = del_records(s, txn, FC_DB_TOK, d, UINT64_MAX, &all, &more_tok, &nr, &nb);
+      /* the meta keys of the config: its JSON, when it was made, a token config's vocabulary
+       * or tokenizer.json (docs/FORMAT.md) */
+      static const char *const prefixes[] = {"created/", "vocab/", "tokenizer/", "cfg/"};
+      char hex[33], key[48];
+      fc_digest_hex(d, hex);
+      for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0] && !rc; i++) {
+        MDB_val mk = {(size_t)snprintf(key, sizeof key, "%s%s", prefixes[i], hex), key};
+        if ((rc = mdb_del(txn, s->dbi[FC_DB_META], &mk, NULL)) == MDB_NOTFOUND) rc = 0;
+      }
+    }
+    if (rc) {
+      mdb_txn_abort(txn);
+      if (start.mv_data != from->mv_data) free(start.mv_data);
+      if (rc == MDB_MAP_FULL && !(rc = store_grow_map(s, 0))) continue;
+      return rc;
+    }
+    rc = fault_hit("commit") ? (mdb_txn_abort(txn), EIO) : mdb_txn_commit(txn);
+    if (rc == MDB_MAP_FULL && !(rc = store_grow_map(s, 0))) {
+      if (start.mv_data != from->mv_data) free(start.mv_data);
+      continue;
+    }
+    if (rc) {
+      s->broken = 1; /* a failed commit: as fc_store_write, refuse further writes */
+      if (start.mv_data != from->mv_data) free(start.mv_data);
+      return rc;
+    }
+    if (start.mv_data != from->mv_data) { /* where the next batch goes on */
+      free(from->mv_data);
+      *from = start;
+    }
+    *records += nr;
+    *bytes += nb;
+    return 0;
+  }
+}
+
+int fc_store_drop_config(fc_store *s, const fc_digest *d, const volatile sig_atomic_t *stop,
+                         uint64_t *records, uint64_t *bytes) {
+  uint64_t nr = 0, nb = 0;
+  if (records) *records = 0;
+  if (bytes) *bytes = 0;
+  if (s->flags & FC_STORE_RDONLY) return EACCES;
+  fc_rtxn *t;
+  const char *json;
+  size_t len;
+  int rc = fc_store_read_begin(s, &t);
+  if (rc) return rc;
+  rc = fc_rtxn_get_config(t, d, &json, &len);
+  fc_rtxn_end(t);
+  if (rc) return rc; /* FC_ENOTFOUND: no such config */
+  pthread_mutex_lock(&s->write_mu);
+  if (s->broken) {
+    pthread_mutex_unlock(&s->write_mu);
+    return FC_EBADSTATE;
+  }
+  /* the records in transactions of 4096 (dirty pages bounded), feat then tok; then the last
+   * transaction: what is left of them, and the meta keys */
+  static const int dbs[] = {FC_DB_FEAT, FC_DB_TOK};
+  for (int i = 0; i < 2 && !rc; i++) {
+    MDB_val from = {0, NULL};
+    int more = 1;
+    while (more && !rc) {
+      if (stop && *stop) rc = FC_EINTR;
+      if (!rc) rc = drop_txn(s, dbs[i], d, 0, &from, &more, &nr, &nb);
+    }
+    free(from.mv_data);
+  }
+  if (!rc) {
+    MDB_val none = {0, NULL};
+    int more;
+    rc = drop_txn(s, 0, d, 1, &none, &more, &nr, &nb);
+  }
+  pthread_mutex_unlock(&s->write_mu);
+  if (records) *records = nr;
+  if (bytes) *bytes = nb;
+  return rc;
+}

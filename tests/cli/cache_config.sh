@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# cache-config: a store's configs listed (digest, kind, the name the loader answers to, records,
+# created) as a table and as JSON, the same list in cache-verify --json; --drop by name or digest
+# removes the config's records and meta keys and nothing else (cache-verify clean after, the other
+# configs still load); a split store listed as one and dropped from every part; a merge keeps the
+# earliest creation time without a conflict; an interrupted drop (a failed commit) leaves the
+# config listed and a rerun finishes; usage errors and a folder that is not a store.
+set -u
+CC=${FC_BIN:?}/cache-config
+FZ=$FC_BIN/featurize
+TK=$FC_BIN/tokenize
+CV=$FC_BIN/cache-verify
+CM=$FC_BIN/cache-merge
+PY=${FC_PYTHON:-python3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+try="Try 'cache-config --help' for more information."
+
+: >metadata.csv
+mkdir wavs
+for i in 1 2 3 4 5 6; do
+  espeak-ng -w "wavs/u$i.wav" "utterance number $i, said once" ||
+    { echo "FAIL: espeak-ng could not make the test speech (scripts/setup installs it)"; exit 1; }
+  echo "u$i|Utterance number $i, said once.|Utterance number $i, said once." >>metadata.csv
+done
+echo "u7|Utterance number 1, said once.|Utterance number 1, said once." >>metadata.csv
+cp wavs/u1.wav wavs/u7.wav
+"$FZ" -q --device cpu --manifest metadata.csv -o st || fail "featurize hifigan"
+"$FZ" -q --device cpu --preset kaldi --dtype mq --manifest metadata.csv -o st || fail "featurize kaldi mq"
+"$TK" -q --manifest metadata.csv --build-vocab -o st || fail "tokenize"
+hifigan=$("$FZ" --print-config hifigan | "$PY" -c 'import sys, xxhash; h = xxhash.xxh3_128_intdigest(sys.stdin.buffer.read().rstrip(b"\n")); print(((h & (2**64-1)).to_bytes(8, "little") + (h >> 64).to_bytes(8, "little")).hex())')
+kaldimq=$("$FZ" --print-config kaldi --dtype mq | "$PY" -c 'import sys, xxhash; h = xxhash.xxh3_128_intdigest(sys.stdin.buffer.read().rstrip(b"\n")); print(((h & (2**64-1)).to_bytes(8, "little") + (h >> 64).to_bytes(8, "little")).hex())')
+
+# the table: three configs, records (u7 has u1's audio and text: one record each, 6 feat records
+# per mel config, 6 token records), created in RFC 3339 UTC
+"$CC" st >out 2>err || fail "list: exit $?: $(cat err)"
+[ ! -s err ] || fail "list wrote to stderr: $(cat err)"
+[ "$(head -n 1 out)" = "st: 3 configs" ] || fail "head: $(head -n 1 out)"
+grep -qE "^$hifigan  mel     hifigan +6 +[0-9.]+  20[0-9]{2}-[01][0-9]-[0-3][0-9]T[0-9:]{8}Z$" out ||
+  fail "hifigan row: $(cat out)"
+grep -qE "^$kaldimq  mel     kaldi \(mq\) +6 +[0-9.]+  20[0-9-]{8}T[0-9:]{8}Z$" out || fail "kaldi mq row: $(cat out)"
+grep -qE "^[0-9a-f]{32}  tokens  chars +6 +0.0  20[0-9-]{8}T[0-9:]{8}Z$" out || fail "chars row: $(cat out)"
+
+# JSON, and cache-verify --json lists the same configs
+"$CC" --json st >list.json || fail "--json"
+"$CV" -q --json st >verify.json 2>/dev/null || fail "cache-verify --json: $(cat verify.json)"
+"$PY" - list.json verify.json <<'PY' || fail "json: $(cat list.json verify.json)"
+import json, sys
+a = json.load(open(sys.argv[1]))
+v = json.load(open(sys.argv[2]))
+assert a["store"] == "st" and a["parts"] == 1 and len(a["configs"]) == 3, a
+for c in a["configs"]:
+    assert c["kind"] in ("mel", "tokens") and c["records"] == 6 and c["record_bytes"] > 0, c
+    assert c["config"]["kind"] == c["kind"], c  # the config itself, embedded
+    assert c["created"].endswith("Z") and len(c["created"]) == 20, c
+names = sorted(c["name"] for c in a["configs"])
+assert names == ["chars", "hifigan", "kaldi (mq)"], names
+mine = sorted((c["digest"], c["kind"], c["name"], c["records"], c["created"]) for c in a["configs"])
+theirs = sorted((c["digest"], c["kind"], c["name"], c["records"], c["created"]) for c in v["configs"])
+assert mine == theirs, (mine, theirs)
+PY
+"$CC" --json --no-count st | "$PY" -c 'import json, sys; d = json.load(sys.stdin); assert all(c["records"] is None for c in d["configs"]), d' ||
+  fail "--no-count"
+
+# a store written before creation times were kept lists "-" / null
+"$PY" -c "import sys; sys.path.insert(0, '$FC_SRC/tests/reference'); import test_bench_fixture as f; f.make_store('old', 3, frames=10)" ||
+  fail "fixture"
+"$CC" old | grep -qE '^[0-9a-f]{32}  mel     hifigan +3 +[0-9.]+  -$' || fail "old store: $("$CC" old)"
+
+# drop by name: the records and meta keys go, entries and the other configs stay
+cp -r st before
+"$CC" --drop 'kaldi (mq)' st >out 2>err || fail "drop kaldi (mq): exit $?: $(cat err)"
+grep -qxE "cache-config: dropped config $kaldimq from st: 6 records, [0-9.]+ MB \(free pages in data.mdb, reused by later writes\)" err ||
+  fail "drop message: $(cat err)"
+"$CC" st | grep -q "^st: 2 configs$" || fail "after the drop: $("$CC" st)"
+"$CV" -q st >out 2>&1 || fail "cache-verify after the drop: $(cat out)"
+"$PY" - st <<'PY' || fail "after the drop, the store holds"
+import sys, json, lmdb, featcache
+env = lmdb.open(sys.argv[1], readonly=True, lock=False, max_dbs=8)
+with env.begin() as t:
+    meta = [bytes(k).decode().split("/")[0] for k, _ in t.cursor(db=env.open_db(b"meta", txn=t, create=False))]
+    n = {name: t.stat(env.open_db(name, txn=t, create=False))["entries"] for name in (b"audio", b"text", b"feat", b"tok")}
+assert sorted(meta) == ["cfg", "cfg", "created", "created", "format", "vocab"], meta
+assert n == {b"audio": 7, b"text": 7, b"feat": 6, b"tok": 6}, n
+assert sum(len(b) for b in featcache.Loader(sys.argv[1], features="hifigan", tokens="chars", batch_size=4)) == 7
+try:
+    featcache.Loader(sys.argv[1], features="kaldi")
+    sys.exit("features='kaldi' still loads")
+except featcache.FeatcacheError as e:
+    assert "no mel config named 'kaldi'" in str(e), e
+PY
+# drop by digest: the token config and its vocabulary
+chars=$("$CC" --json st | "$PY" -c 'import json, sys; print([c["digest"] for c in json.load(sys.stdin)["configs"] if c["kind"] == "tokens"][0])')
+"$CC" -q --drop "$chars" st 2>err || fail "drop by digest: $(cat err)"
+[ ! -s err ] || fail "-q printed: $(cat err)"
+"$PY" -c 'import sys, lmdb; env = lmdb.open(sys.argv[1], readonly=True, lock=False, max_dbs=8); t = env.begin(); print(sorted(bytes(k).decode().split("/")[0] for k, _ in t.cursor(db=env.open_db(b"meta", txn=t, create=False))), t.stat(env.open_db(b"tok", txn=t, create=False))["entries"])' st >out
+[ "$(cat out)" = "['cfg', 'created', 'format'] 0" ] || fail "after dropping chars: $(cat out)"
+"$CV" -q st >out 2>&1 || fail "cache-verify after dropping chars: $(cat out)"
+
+# errors: no such config (exit 2, what it has), a name two configs share, not a store
+check() { # NAME WANT_RC WANT_STDERR -- CMD...
+  local name=$1 want_rc=$2 want=$3
+  shift 4
+  "$@" >out 2>err
+  local rc=$?
+  [ $rc = "$want_rc" ] && [ "$(cat err)" = "$want" ] && [ ! -s out ] ||
+    fail "$name: exit $rc, stdout $(cat out), stderr $(cat err) (want $want_rc: $want)"
+}
+check unknown 2 "cache-config: st: no config named 'whisper' (it has: hifigan $hifigan)" -- "$CC" --drop whisper st
+check unknown-digest 2 "cache-config: st: no config 0123456789abcdef0123456789abcdef in the store" -- \
+  "$CC" --drop 0123456789abcdef0123456789abcdef st
+printf 'x|Another text entirely, with new letters: qz.\n' >more.csv
+"$TK" -q --manifest more.csv --build-vocab -o before 2>/dev/null
+twochars=$("$CC" --json before | "$PY" -c 'import json, sys; print(", ".join("%s %s" % (c["name"], c["digest"]) for c in json.load(sys.stdin)["configs"]))')
+check ambiguous 2 "cache-config: before: 2 configs are named 'chars': give the digest of one ($twochars)" -- \
+  "$CC" --drop chars before
+mkdir notastore
+check not-a-store 2 "cache-config: notastore: not a featcache store (no data.mdb)" -- "$CC" notastore
+check no-store 2 "cache-config: no store given
+$try" -- "$CC"
+check drop-two 2 "cache-config: --drop takes one store, not 2
+$try" -- "$CC" --drop chars st before
+check drop-json 2 "cache-config: --drop lists nothing: drop --json and --no-count
+$try" -- "$CC" --drop chars --json st
+
+# a split store: listed as one (records summed over its parts), dropped from every part
+"$FZ" -q --device cpu --writers 2 --manifest metadata.csv -o split || fail "featurize --writers 2"
+"$FZ" -q --device cpu --preset tacotron2 --manifest metadata.csv -o split || fail "featurize tacotron2 split"
+"$CC" --json split | "$PY" -c 'import json, sys; d = json.load(sys.stdin); assert d["parts"] == 2 and sorted((c["name"], c["records"]) for c in d["configs"]) == [("hifigan", 6), ("tacotron2", 6)], d' ||
+  fail "split list: $("$CC" split)"
+"$CC" -q --drop tacotron2 split || fail "split drop"
+"$CC" split | grep -q "^split: 1 config$" || fail "split after the drop: $("$CC" split)"
+"$CV" -q split >out 2>&1 || fail "cache-verify split: $(cat out)"
+
+# a merge keeps the earliest creation time, and two times are no conflict
+"$FZ" -q --device cpu -o a wavs/u1.wav wavs/u2.wav || fail "store a"
+sleep 1.1
+"$FZ" -q --device cpu -o b wavs/u3.wav wavs/u4.wav || fail "store b"
+ta=$("$CC" a | awk '/hifigan/ {print $NF}')
+tb=$("$CC" b | awk '/hifigan/ {print $NF}')
+[ "$ta" \< "$tb" ] || fail "created: a $ta, b $tb"
+"$CM" -q -o m b a >out 2>&1 || fail "merge: $(cat out)"
+[ "$("$CC" m | awk '/hifigan/ {print $NF}')" = "$ta" ] || fail "merged created: $("$CC" m), want $ta"
+"$CM" -q -o a b >out 2>&1 || fail "merge into a: $(cat out)"
+[ "$("$CC" a | awk '/hifigan/ {print $NF}')" = "$ta" ] || fail "merged into a: $("$CC" a), want $ta"
+
+# an interrupted drop: the second commit fails; the config stays listed, a rerun finishes
+if grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt"; then
+  "$PY" -c "import sys; sys.path.insert(0, '$FC_SRC/tests/reference'); import test_bench_fixture as f; f.make_store('big', 9000, frames=2)" ||
+    fail "fixture big"
+  FC_FAULT=commit:2 "$CC" --drop hifigan big >out 2>err
+  rc=$?
+  [ $rc = 1 ] && grep -q "^cache-config: big: cannot drop config [0-9a-f]*: .* (4096 records removed: run again to finish)$" err ||
+    fail "interrupted drop: exit $rc: $(cat err)"
+  "$CC" big | grep -qE '^[0-9a-f]{32}  mel     hifigan +4904 ' || fail "after the failed drop: $("$CC" big)"
+  "$CC" -q --drop hifigan big || fail "the rerun"
+  "$CC" big | grep -q '^big: 0 configs$' || fail "after the rerun: $("$CC" big)"
+else
+  echo "cache_config: this build has no fault countdowns: the interrupted drop is not checked"
+fi
+
+[ $fails = 0 ] && echo "ok: cache-config lists, drops, merges and resumes" && exit 0
+exit 1
