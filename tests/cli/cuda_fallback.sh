@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# featurize --device on this machine, GPU or not (issue 3):
+# featurize --device on this machine, GPU or not:
 #   no usable GPU (CI, or a build without the CUDA backend):
 #     --device auto  runs on the CPU: exit 0, -v says "featurize: device: cpu (no CUDA device: ...)",
 #                    --json has "device":"cpu", the record's producer is 1 (CPU)

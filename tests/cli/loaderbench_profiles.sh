@@ -59,22 +59,22 @@ sed "s|$tmp|TMP|g" "$tmp/out" >"$tmp/got"
 cat >"$tmp/want" <<'EOF'
 BEFORE: TMP/before.json (on the fly, 7 workers)
 AFTER:  TMP/after.json (featcache, device=cuda)
-                                             BEFORE                  AFTER
-steps                                            20                     20
-steps/s                                      41.667                 49.875
-utterances/s                                1333.3*                 1536.2
-data share (%)                                16.67                   0.25
-data wait mean (ms)                          4.0000                 0.0500
-data wait p50 (ms)                           2.0000                 0.0500
-data wait p95 (ms)                          10.0000                 0.0500
-data wait p99 (ms)                          10.0000                 0.0500
-data wait std/mean                             0.87                   0.00
-data periodicity (lag, r)                   4, 0.80                   none
-step p50 (ms)                                22.000                 20.050
-compute on device p50 (ms)                   19.500                 19.500
-GPU busy (mean %)                              67.5           not measured
+                                         BEFORE              AFTER
+steps                                        20                 20
+steps/s                                  41.667             49.875
+utterances/s                            1333.3*             1536.2
+data share (%)                            16.67               0.25
+data wait mean (ms)                      4.0000             0.0500
+data wait p50 (ms)                       2.0000             0.0500
+data wait p95 (ms)                      10.0000             0.0500
+data wait p99 (ms)                      10.0000             0.0500
+data wait std/mean                         0.87               0.00
+data periodicity (lag, r)               4, 0.80               none
+step p50 (ms)                            22.000             20.050
+compute on device p50 (ms)               19.500             19.500
+GPU busy (mean %)                          67.5       not measured
   (AFTER: GPU busy not measured: NVML not available: no driver in this test)
-  (*: steps x items per step; the profile did not count the utterances delivered)
+  (*: steps x items per step: the utterances were not counted)
 profile verdicts:
   BEFORE: moderately input-bound, unstable
   AFTER:  not input-bound

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tokenize -q: quiet drops progress and the per-line warnings, but a run that exits 1 still says
-# so with its `done: N of M` summary (DESIGN.md: exit 1 comes with the summary line), as featurize
+# so with its `done: N of M` summary (exit 1 comes with the summary line, as every tool's page says), as featurize
 # does; a clean quiet run prints nothing.
 set -u
 T=${FC_BIN:?}/tokenize

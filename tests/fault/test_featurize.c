@@ -112,7 +112,7 @@ int main(void) {
         CHECK(rc == EIO, "%s: rc %d (%s), want EIO", spec, rc, fc_strerror(rc));
         CHECK(strstr(why, "cannot write to the store") != NULL, "%s: why '%s'", spec, why);
         /* Every item is accounted for, after a failed commit too: its batch and the items
-         * queued or never started count as failed (issue 16). */
+         * queued or never started count as failed. */
         CHECK(st.total == NFILES && st.processed + st.skipped_existing + st.failed == NFILES,
               "%s: counts %llu+%llu+%llu of %llu", spec, (unsigned long long)st.processed,
               (unsigned long long)st.skipped_existing, (unsigned long long)st.failed,

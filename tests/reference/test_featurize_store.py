@@ -19,7 +19,7 @@ What it checks, on espeak-ng speech at 22.05 kHz and resampled/stereo copies of 
     bit.
 
 Tolerance, two checks per record (the measured values are printed):
-  1. max |ours - reference run in float32| <= 1e-4 (DESIGN.md) on every bin whose mel value is
+  1. max |ours - reference run in float32| <= 1e-4 (docs/ACCURACY.md) on every bin whose mel value is
      above 1e-3 (ln > -6.9: everything audible). Measured: <= 4e-5.
   2. everywhere, |ours - the same recipe in float64| <= 1e-4 + 32 eps32 x (frame's loudest band
      amplitude / this band's amplitude), docs/ACCURACY.md's bound. In near-silent bins (mel

@@ -13,7 +13,7 @@ and rounded once), and featcache is held to the weaker of the two float32 implem
 
 Over the bands within 40 dB of their frame's loudest band (in the truth), errors in output units
 (ln, log10, dB; relative for librosa's linear power), featcache must have
-  1. max error <= 1e-4 (DESIGN.md), and
+  1. max error <= 1e-4 (the project's target, docs/ACCURACY.md), and
   2. no more error than the float32 reference: rms <= RMS_SPREAD x the reference's rms, and max <=
      MAX_SPREAD x the reference's max. The factors are the measured spread between float32 FFT
      algorithms (see their comment): the largest error over a signal sits on a few quiet bands
@@ -24,8 +24,8 @@ arithmetic with ln correctly rounded. The effect of that difference on the truth
 dominated by one such bin) is measured here and taken off each element before check 2; check 1 and
 the printed maxima include it.
 
-A precision regression of the size issue 18 found fails here, in any preset: the kaldi filterbank
-computed in double, as before issue 18 (up to 1.5e-4 off in ln units, docs/ACCURACY.md), fails
+A precision regression of the size kernel version 2 fixed fails here, in any preset: the kaldi filterbank
+computed in double, as before kernel version 2 (up to 1.5e-4 off in ln units, docs/ACCURACY.md), fails
 both signals (over 1e-4, rms 1.9-2.0x the float32 reference's).
 
 Inputs are made here: a synthesized speech-like signal (glottal pulses through per-syllable
@@ -50,14 +50,14 @@ import test_mel_reference as R  # noqa: E402
 np, torch, torchaudio, librosa, soundfile = R.np, R.torch, R.torchaudio, R.librosa, R.soundfile
 
 WITHIN_DB = 40.0
-DESIGN_TOL = 1e-4
+TARGET_TOL = 1e-4
 # How far two float32 FFTs of the same frames differ in their errors, measured on these signals:
 # FFTW's ESTIMATE, MEASURE and PATIENT plans and pocketfft put 5.8e-6, 2.3e-6, 0.66e-6 and 1.1e-6 on
 # one band of one frame (tacotron2's framing, espeak-ng, frame 427, band 14), so the largest error
 # over a signal is a draw from that spread: featcache's maximum measures up to 1.8x the better
 # float32 reference's here (tacotron2, espeak-ng) and 0.1x elsewhere. The rms over ~10^4 bands is
 # stable: FFTW's ESTIMATE plans measure up to 1.07x pocketfft's (librosa). The factors leave room
-# for FFTW's codelets on other CPUs; the kaldi banks of before issue 18 still fail on both signals
+# for FFTW's codelets on other CPUs; the kaldi banks of before kernel version 2 still fail on both signals
 # (over 1e-4, rms 1.9-2.0x; max 5x on the synthetic one).
 MAX_SPREAD = 3.0
 RMS_SPREAD = 1.25
@@ -235,8 +235,8 @@ def measure(case, label, y):
     held = np.maximum(err - (allow / scale)[mask], 0.0)  # what is ours to hold
     rms = lambda e: float(np.sqrt(np.mean(e ** 2)))
     rms32, max32 = max(rms(e) for e in errs32), max(e.max() for e in errs32)
-    check(err.max() <= DESIGN_TOL,
-          f"{case}/{label}: max error {err.max():.3g} > {DESIGN_TOL} on bands within {WITHIN_DB:g} dB "
+    check(err.max() <= TARGET_TOL,
+          f"{case}/{label}: max error {err.max():.3g} > {TARGET_TOL} on bands within {WITHIN_DB:g} dB "
           f"of their frame's peak")
     check(rms(held) <= RMS_SPREAD * rms32,
           f"{case}/{label}: rms error {rms(held):.3g} worse than the float32 reference's {rms32:.3g}")

@@ -15,15 +15,15 @@ float32 FFT rounds each bin with an error proportional to the whole frame's ener
 40-90 dB below their frame's peak carry relative errors of ~1e-4 and more. featcache computes its
 FFT in float32 too (FFTW single precision, cuFFT on the GPU), so the same bound applies to it.
 
-Tolerances (DESIGN.md: max abs <= 1e-4 on log outputs, relative <= 1e-4 on linear ones), measured
+Tolerances (docs/ACCURACY.md: max abs <= 1e-4 on log outputs, relative <= 1e-4 on linear ones), measured
 against the float64 reference:
-  * log outputs: |ours - ref| <= 1e-4 (DESIGN's number) + 32 eps32 x (frame's loudest band
+  * log outputs: |ours - ref| <= 1e-4 (the target) + 32 eps32 x (frame's loudest band
     amplitude / this band's amplitude), the last term converted to the output's log units: the
-    float32 FFT error model. Where a band is within ~70 dB of its frame's peak this IS DESIGN's
+    float32 FFT error model. Where a band is within ~70 dB of its frame's peak this IS the target's
     1e-4; only bands far below the peak get the float32 allowance. Measured maxima on speech (vs
     float64): hifigan 1.0e-4, tacotron2 1.1e-4, librosa dB 4.4e-4, whisper 2.4e-5, kaldi 1.6e-3
     (a 1 kHz sine: 4e-3 hifigan, 3.7e-2 kaldi, in bands 100+ dB down); all within the bound, and
-    the maxima are printed for every case. This is looser than DESIGN's flat 1e-4 maximum, openly:
+    the maxima are printed for every case. This is looser than a flat 1e-4 maximum, openly:
     a flat 1e-4 needs a double-precision FFT (~+0.4 us/frame). Kaldi's filterbank is built in
     float32 as torchaudio builds it (its float64 run uses those float32 banks too).
   * linear output (librosa power): per frame, max |ours - ref| <= 1e-4 * max |ref| over that frame.
@@ -46,7 +46,7 @@ import sys
 import tempfile
 import warnings
 
-LOG_TOL = 1e-4        # DESIGN.md
+LOG_TOL = 1e-4        # docs/ACCURACY.md
 EPS32 = 2.0 ** -23    # float32 machine epsilon
 F32_K = 32            # float32 FFT error in units of eps x frame amplitude (FFTW: ~log2 n)
 LIN_TOL = 1e-4        # relative to each frame's maximum

@@ -1,5 +1,5 @@
 """Stores for cache-verify's tests and benchmark, written independently of the C store code (py-lmdb
-+ python-xxhash + struct, from docs/FORMAT.md / DESIGN.md), and checks of cache-verify on them.
++ python-xxhash + struct, from docs/FORMAT.md), and checks of cache-verify on them.
 
   python test_verify_store.py                 run the checks (exit 0 pass, 1 fail)
   python test_verify_store.py make DIR [opts] write a clean store (used by tests/cli/verify_*.sh

@@ -122,7 +122,7 @@ static void cell(FILE *f, const char *fmt, double x) {
     snprintf(b, sizeof b, "-");
   else
     snprintf(b, sizeof b, fmt, x);
-  fprintf(f, " %22s", b);
+  fprintf(f, " %18s", b);
 }
 
 static void row(FILE *f, const char *name, const char *fmt, double a, double b) {
@@ -213,7 +213,7 @@ int fc_prof_compare_files(const char *before, const char *after, int json, void 
           a.label ? a.label : "", a.label && *a.label ? ")" : "");
   fprintf(out, "AFTER:  %s%s%s%s\n", after, b.label && *b.label ? " (" : "", b.label ? b.label : "",
           b.label && *b.label ? ")" : "");
-  fprintf(out, "%-28s %22s %22s\n", "", "BEFORE", "AFTER");
+  fprintf(out, "%-28s %18s %18s\n", "", "BEFORE", "AFTER");
   row(out, "steps", "%.0f", a.steps, b.steps);
   row(out, "steps/s", "%.3f", a.steps_per_s, b.steps_per_s);
   fprintf(out, "%-28s", "utterances/s");
@@ -224,7 +224,7 @@ int fc_prof_compare_files(const char *before, const char *after, int json, void 
       snprintf(c, sizeof c, "%.1f%s", v->items_per_s, v->items_estimated ? "*" : "");
     else
       snprintf(c, sizeof c, "-");
-    fprintf(out, " %22s", c);
+    fprintf(out, " %18s", c);
   }
   fputc('\n', out);
   row(out, "data share (%)", "%.2f", 100 * a.data_share, 100 * b.data_share);
@@ -241,7 +241,7 @@ int fc_prof_compare_files(const char *before, const char *after, int json, void 
       snprintf(c, sizeof c, "%.0f, %.2f", v->acf_lag, v->acf_coef);
     else
       snprintf(c, sizeof c, "none");
-    fprintf(out, " %22s", c);
+    fprintf(out, " %18s", c);
   }
   fputc('\n', out);
   row(out, "step p50 (ms)", "%.3f", a.step_p50, b.step_p50);
@@ -258,7 +258,7 @@ int fc_prof_compare_files(const char *before, const char *after, int json, void 
       snprintf(c, sizeof c, "%.1f", v->gpu_mean);
     else
       snprintf(c, sizeof c, "not measured");
-    fprintf(out, " %22s", c);
+    fprintf(out, " %18s", c);
   }
   fputc('\n', out);
   for (int i = 0; i < 2; i++) {
@@ -268,9 +268,7 @@ int fc_prof_compare_files(const char *before, const char *after, int json, void 
               v->gpu_note && *v->gpu_note ? v->gpu_note : "not sampled");
   }
   if ((a.items_per_s > 0 && a.items_estimated) || (b.items_per_s > 0 && b.items_estimated))
-    fprintf(out,
-            "  (*: steps x items per step; the profile did not count the utterances "
-            "delivered)\n");
+    fprintf(out, "  (*: steps x items per step: the utterances were not counted)\n");
   fprintf(out, "profile verdicts:\n  BEFORE: %s\n  AFTER:  %s\n", a.verdict ? a.verdict : "-",
           b.verdict ? b.verdict : "-");
   if (isinf(shrink))

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Every docs/ page with a "# name(N) — summary" first line is built into a man page, and each one
+# reads cleanly on an 80-column terminal: `MANWIDTH=80 man -l` and groff with every warning on
+# print no warning, no rendered line is wider than 80 characters, no Markdown escape leaks
+# (`slaney\|htk`), options print with ASCII hyphens (copied from the page, they work), and no page
+# points to what a reader of the installed page cannot open (files outside the repository, the
+# test suite, issue numbers). Every tool's --help names its man page.
+set -u
+SRC=${FC_SRC:?}
+MAN=${FC_BIN:?}/man
+PY=${FC_PYTHON:-python3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+for t in man groff preconv; do
+  command -v "$t" >/dev/null || { echo "FAIL: $t not found (scripts/test installs man-db and groff)"; exit 1; }
+done
+
+pages=0
+for md in "$SRC"/docs/*.md; do
+  first=$(head -n 1 "$md")
+  [[ $first =~ ^#\ ([a-z][a-z0-9-]*)\(([1-9])\) ]] || continue
+  name=${BASH_REMATCH[1]} sec=${BASH_REMATCH[2]}
+  page=$MAN/$name.$sec
+  pages=$((pages + 1))
+  [ -s "$page" ] || { fail "$(basename "$md"): no man page $page (go-md2man missing at configure?)"; continue; }
+  MANWIDTH=80 MAN_KEEP_FORMATTING= man -l "$page" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ $rc = 0 ] && [ ! -s "$tmp/err" ] || fail "$name($sec): man exit $rc: $(head -c 600 "$tmp/err")"
+  preconv "$page" | groff -t -man -Tutf8 -ww -z -rLL=80n 2>"$tmp/gerr"
+  [ -s "$tmp/gerr" ] && fail "$name($sec): groff -ww: $(head -c 600 "$tmp/gerr")"
+  # characters, not bytes: a wide line is one the terminal wraps
+  "$PY" - "$tmp/out" "$name($sec)" >"$tmp/wide" <<'PY'
+import sys
+for n, line in enumerate(open(sys.argv[1], encoding="utf-8"), 1):
+    line = line.rstrip("\n")
+    if len(line) > 80:
+        print(f"{sys.argv[2]}: line {n} has {len(line)} columns: {line.strip()[:70]}")
+PY
+  [ -s "$tmp/wide" ] && fail "$(head -n 5 "$tmp/wide") ($(wc -l <"$tmp/wide") lines over 80)"
+  grep -n '\\|' "$tmp/out" | head -n 3 >"$tmp/esc"
+  [ -s "$tmp/esc" ] && fail "$name($sec): a Markdown escape shows: $(cat "$tmp/esc")"
+  grep -q '‐‐' "$tmp/out" && fail "$name($sec): options print with U+2010 hyphens (not \\-)"
+  grep -nE 'DESIGN\.md|\.\./shared|[Ii]ssue [0-9]+|tests/' "$tmp/out" | head -n 3 >"$tmp/ref"
+  [ -s "$tmp/ref" ] && fail "$name($sec): points outside the installed docs: $(cat "$tmp/ref")"
+  grep -q '^NAME$' "$tmp/out" || fail "$name($sec): no NAME section"
+done
+[ $pages -ge 8 ] || fail "only $pages man pages found in docs/"
+
+for tool in featurize tokenize cache-verify cache-bench cache-merge loader-bench; do
+  "$FC_BIN/$tool" --help >"$tmp/help" 2>&1 || fail "$tool --help failed"
+  grep -q "man $tool" "$tmp/help" || fail "$tool --help does not name its man page: $(tail -n 2 "$tmp/help")"
+  grep -nE 'docs/|DESIGN|\.\./shared|tests/' "$tmp/help" >"$tmp/ref" && fail "$tool --help: $(cat "$tmp/ref")"
+done
+
+[ $fails = 0 ] && echo "ok: $pages man pages clean at 80 columns" && exit 0
+exit 1
