@@ -162,5 +162,14 @@ else
   echo "cache_config: this build has no fault countdowns: the interrupted drop is not checked"
 fi
 
+# --help: stdout, exit 0, every option, the man page; --version
+"$CC" --help >out 2>err || fail "--help: exit $?"
+[ ! -s err ] && head -n 2 out | grep -qx 'Usage: cache-config \[--json\] \[--no-count\] STORE...' &&
+  grep -q -- '--drop CONFIG' out && grep -q -- '--no-count' out && grep -q -- '--json' out &&
+  grep -q -- '--quiet' out && tail -n 1 out | grep -qx 'Manual: man cache-config.' || fail "--help: $(cat out err)"
+"$CC" --version | grep -qE '^cache-config \(featcache\) [0-9]+\.[0-9]+\.[0-9]+$' || fail "--version"
+check unknown-option 2 "cache-config: unknown option '--nope'
+$try" -- "$CC" --nope st
+
 [ $fails = 0 ] && echo "ok: cache-config lists, drops, merges and resumes" && exit 0
 exit 1

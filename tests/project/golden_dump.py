@@ -8,6 +8,7 @@ what is computed moves it by far more). Used by tests/project/golden_outputs.sh.
     python3 golden_dump.py compare WANT GOT     exit 1 naming each line that differs
 """
 import os
+import re
 import struct
 import sys
 import wave
@@ -58,7 +59,10 @@ def dump(store):
     out = []
     for name, db in DBS.items():
         for k, v in R._walk(store, db, lib):
-            if name == "meta":
+            if name == "meta" and k.startswith(b"created/"):  # when the run made the config:
+                ok = re.fullmatch(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", v)  # its form, not its time
+                out.append("meta %s %s" % (k.decode(), "<RFC 3339 UTC>" if ok else h(v)))
+            elif name == "meta":
                 out.append("meta %s %s" % (k.decode(), h(v)))
             elif name == "audio":  # digest, rate, channels, frames, size; not mtime nor path
                 rate, ch, frames, size = struct.unpack_from("<IIQQ", v, 16)
