@@ -77,8 +77,10 @@ static int open_store(const char *path, unsigned flags, fc_store **s) {
   struct stat st;
   if (rc == ENOENT && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
     fc_cli_warn(path, "not a featcache store (no data.mdb)");
+  else if (rc == ENOTDIR || (rc == ENOENT && stat(path, &st) == 0))
+    fc_cli_warn(path, "not a featcache store (not a directory)");
   else if (rc == FC_EFORMAT)
-    fc_cli_warn(path, "not a featcache store (an LMDB environment without featcache meta)");
+    fc_cli_warn(path, "not a featcache store (not an LMDB environment with featcache/1 meta)");
   else
     fc_cli_warn(path, "cannot open the store: %s", fc_strerror(rc));
   return rc;

@@ -119,6 +119,7 @@ check ambiguous 2 "cache-config: before: 2 configs are named 'chars': give the d
   "$CC" --drop chars before
 mkdir notastore
 check not-a-store 2 "cache-config: notastore: not a featcache store (no data.mdb)" -- "$CC" notastore
+check a-file 2 "cache-config: metadata.csv: not a featcache store (not a directory)" -- "$CC" metadata.csv
 check no-store 2 "cache-config: no store given
 $try" -- "$CC"
 check drop-two 2 "cache-config: --drop takes one store, not 2
