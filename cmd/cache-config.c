@@ -177,7 +177,6 @@ static int list_store(const char *dir, int json, int count) {
       code = FC_EXIT_FAIL;
       break;
     }
-    for (size_t i = 0; i < m; i++) fc_cli_config_name(&c[i]);
     rc = merge_into(&all, &n, c, m);
     fc_configs_free(c, m);
     if (rc) {
@@ -210,7 +209,6 @@ static int resolve(const char *dir, char **parts, unsigned np, const char *want,
     if (open_store(parts[k], FC_STORE_RDONLY, &s)) return FC_EXIT_USAGE;
     int rc = fc_store_configs(s, 0, &c, &m);
     fc_store_close(s);
-    for (size_t i = 0; !rc && i < m; i++) fc_cli_config_name(&c[i]);
     if (!rc) rc = merge_into(&all, &n, c, m);
     if (!rc) fc_configs_free(c, m);
     if (rc) {

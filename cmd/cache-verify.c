@@ -143,7 +143,6 @@ static void json_configs(const char *store, const fc_verify_report *r, int reada
   for (size_t i = 0; i < n; i++) {
     char hex[33];
     fc_digest_hex(&c[i].digest, hex);
-    fc_cli_config_name(&c[i]);
     printf("%s{\"digest\":\"%s\",\"kind\":\"%s\",\"name\":", i ? "," : "", hex,
            c[i].kind == FC_CONFIG_MEL      ? "mel"
            : c[i].kind == FC_CONFIG_TOKENS ? "tokens"

@@ -5,7 +5,6 @@
 #ifndef FC_CMD_CLI_H
 #define FC_CMD_CLI_H
 
-#include "featcache/fc_config.h" /* fc_cli_config_name */
 #include "featcache/fc_outfile.h" /* fc_json_write_string */
 #include "featcache/fc_store.h"
 
@@ -244,19 +243,6 @@ static inline void fc_cli_version(void) {
 #else
   printf("%s (featcache)\n", fc_cli_tool);
 #endif
-}
-
-/* A listed config's name for people: its own (fc_config_info.name), else for a mel config that
- * is a preset stored in another dtype "kaldi (mq)" — what the loader and cache-verify answer to
- * (fc_mel_config_preset_of). */
-static inline void fc_cli_config_name(fc_config_info *c) {
-  fc_mel_config mc;
-  const char *base;
-  if (c->name[0] || c->kind != FC_CONFIG_MEL || !c->json ||
-      fc_mel_config_from_json(c->json, strlen(c->json), &mc, NULL, 0) != 0 ||
-      !(base = fc_mel_config_preset_of(&mc, NULL)))
-    return;
-  snprintf(c->name, sizeof c->name, "%s (%s)", base, fc_dtype_name(mc.dtype));
 }
 
 /* What fc_cli_expand_stores made, freed at exit (the tools return from many places). */

@@ -135,9 +135,9 @@ typedef enum fc_config_kind { FC_CONFIG_OTHER = 0, FC_CONFIG_MEL, FC_CONFIG_TOKE
 typedef struct fc_config_info {
   fc_digest digest;
   int kind; /* fc_config_kind, from the JSON's "kind" */
-  char name[64]; /* the name in the JSON the loader's selectors answer to: a mel config's
-                  * "preset", a token config's "tokenizer", "name" or "preset"; "" when none (a
-                  * preset stored in another dtype is "" here: fc_mel_config_preset_of names it) */
+  char name[64]; /* what the loader's selectors answer to: a mel config's preset ("kaldi (mq)" for
+                  * a preset stored in another dtype: fc_mel_config_preset_of), a token config's
+                  * "tokenizer", "name" or "preset"; "" when it has none */
   uint64_t records; /* records stored under it: feat for mel, tok for tokens (with count_records) */
   uint64_t record_bytes; /* the bytes of their values */
   char created[32]; /* meta created/<hex>: RFC 3339 UTC; "" in a store written before it was kept */

@@ -4,6 +4,7 @@
  * fc_store_write does not do. */
 #include "libcache/core/store/store_int.h"
 
+#include "featcache/fc_config.h"
 #include "formats/common/alloc.h"
 #include "formats/common/fault.h"
 #include "formats/common/json.h"
@@ -30,8 +31,11 @@ static void config_name(json_t *o, const char *json, size_t len, fc_config_info 
       return;
     }
   }
-  (void)json; /* a preset stored in another dtype is named by the caller (fc_config_info) */
-  (void)len;
+  fc_mel_config mc; /* a preset stored in another dtype: "kaldi (mq)" */
+  const char *base;
+  if (ci->kind == FC_CONFIG_MEL && fc_mel_config_from_json(json, len, &mc, NULL, 0) == 0 &&
+      (base = fc_mel_config_preset_of(&mc, NULL)) != NULL)
+    snprintf(ci->name, sizeof ci->name, "%s (%s)", base, fc_dtype_name(mc.dtype));
 }
 
 void fc_configs_free(fc_config_info *c, size_t n) {
