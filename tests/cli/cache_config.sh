@@ -117,6 +117,19 @@ printf 'x|Another text entirely, with new letters: qz.\n' >more.csv
 twochars=$("$CC" --json before | "$PY" -c 'import json, sys; print(", ".join("%s %s" % (c["name"], c["digest"]) for c in json.load(sys.stdin)["configs"]))')
 check ambiguous 2 "cache-config: before: 2 configs are named 'chars': give the digest of one ($twochars)" -- \
   "$CC" --drop chars before
+# the README's token flow: the vocabulary built once into a file and passed after; a line with a
+# new symbol ("é") is then <unk> (said), not a new config, and tokens="chars" still names one
+"$FZ" -q --device cpu --manifest metadata.csv -o flow || fail "flow: featurize"
+"$TK" -q --manifest metadata.csv --build-vocab --export-vocab vocab.txt -o flow 2>err || fail "flow: $(cat err)"
+cp metadata.csv more2.csv
+echo "u8|Un café, s'il vous plaît.|Un café, s'il vous plaît." >>more2.csv
+"$TK" --manifest more2.csv --vocab vocab.txt -o flow >out 2>err || fail "flow with é: $(cat err)"
+grep -q "unknown symbols mapped to unk" err || fail "flow: the new symbol not said: $(cat err)"
+[ "$("$CC" --json flow | "$PY" -c 'import json, sys; print([(c["name"], c["records"]) for c in json.load(sys.stdin)["configs"] if c["kind"] == "tokens"])')" = "[('chars', 7)]" ] ||
+  fail "flow: $("$CC" flow)"
+"$PY" -c 'import sys, featcache; print(featcache.Loader(sys.argv[1], tokens="chars").config("tokens") is not None)' flow >out 2>err &&
+  [ "$(cat out)" = True ] || fail "flow: tokens=chars: $(cat out err)"
+
 mkdir notastore
 check not-a-store 2 "cache-config: notastore: not a featcache store (no data.mdb)" -- "$CC" notastore
 check a-file 2 "cache-config: metadata.csv: not a featcache store (not a directory)" -- "$CC" metadata.csv
