@@ -182,6 +182,9 @@ static void print_json(const char *store, const fc_verify_report *r, int ok, con
          (unsigned long long)r->mel_configs, (unsigned long long)r->token_configs,
          (unsigned long long)r->manifest_items);
   json_configs(store, r, r->opened);
+  printf(",\"indexed_configs\":%llu,\"index_entries\":%llu,\"index_missing\":%llu",
+         (unsigned long long)r->indexed_configs, (unsigned long long)r->index_entries,
+         (unsigned long long)r->index_missing);
   printf(
       ",\"data_size\":%llu,\"map_size\":%llu,\"map_used\":%llu,\"readers\":%u,"
       "\"stale_readers\":%u,\"stale_cleared\":%u,\"nolock\":%s,\"threads\":%d,"

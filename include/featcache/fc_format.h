@@ -13,6 +13,8 @@ extern "C" {
 #define FC_RECORD_MAGIC "FCR1"
 #define FC_RECORD_HEADER_SIZE 64
 #define FC_ID_MAX 511 /* bytes of an utterance id (LMDB's default max key size) */
+#define FC_INDEX_PREFIX "index/" /* + 32 hex of a config digest: that config's index db */
+#define FC_INDEX_VALUE_SIZE 20 /* an index value: record key (16), u32 dim0 */
 
 enum { FC_PRODUCER_CPU = 1, FC_PRODUCER_CUDA = 2 };
 

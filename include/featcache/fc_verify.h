@@ -13,7 +13,10 @@
  *      transaction per thread): fc_record_verify (magic, sizes, both checksums), a config digest
  *      the store knows, the value inside the used part of the map, keys of 16 bytes in strictly
  *      increasing order, with finite no NaN/Inf; records no entry refers to are orphans (warning);
- *   5. a manifest: every id has an audio entry (and a text entry and tok records with tokens).
+ *   5. a manifest: every id has an audio entry (and a text entry and tok records with tokens);
+ *   6. indexes (docs/FORMAT.md "Index"): each entry of a config's index names the record its id's
+ *      entry gives under that config, a record the store holds, with the index's dim0 (errors);
+ *      ids whose record is there but not in the index are counted (readers look them up).
  * Every problem is a finding naming the db, the key and, when known, the utterance id.
  *
  * Memory: 32 bytes per audio/text entry plus 24 bytes per (entry, stored config) pair, plus the
@@ -33,7 +36,8 @@ typedef enum fc_verify_severity { FC_VERIFY_ERROR = 1, FC_VERIFY_WARNING = 2 } f
 /* One problem. Strings are owned by the report (valid until fc_verify_report_free). */
 typedef struct fc_verify_finding {
   int severity; /* fc_verify_severity */
-  const char *db; /* "meta", "audio", "text", "feat", "tok", or "env" for data.mdb/lock.mdb */
+  const char *db; /* "meta", "audio", "text", "feat", "tok", "index" (a config's index), or
+                          "env" for data.mdb/lock.mdb */
   const char *key; /* feat/tok: 32 hex chars of the key; audio/text: the id; meta: the name;
                           env: the file name; NULL when the problem has no single key */
   const char *id; /* utterance id the problem concerns, NULL when unknown */
@@ -59,6 +63,10 @@ typedef struct fc_verify_report {
   int threads; /* threads used for the record scan */
   double wall_seconds;
   uint32_t stale_cleared; /* stale reader slots cleared (opts.clear_stale_readers) */
+  uint64_t indexed_configs; /* configs with an index (docs/FORMAT.md "Index"), checked */
+  uint64_t index_entries; /* their index entries */
+  uint64_t index_missing; /* ids with a record under an indexed config that its index lacks
+                              (readers look them up: no finding) */
 } fc_verify_report;
 
 /* Called from one thread now and then (at most ~10 times a second) while records are checked. */

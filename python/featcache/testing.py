@@ -17,7 +17,7 @@ import numpy as np
 import xxhash
 
 __all__ = ["digest", "record_key", "encode_record", "parse_record", "StoreWriter",
-           "mel_config_json", "read_utterance", "decode_mq", "DTYPES"]
+           "mel_config_json", "read_utterance", "decode_mq", "index_problems", "DTYPES"]
 
 DTYPES = {np.dtype(np.float32): 1, np.dtype(np.float16): 2, np.dtype(np.int32): 4,
           np.dtype(np.int16): 5, np.dtype(np.uint16): 6}
@@ -188,3 +188,56 @@ def read_utterance(env, uid, config, tok_config=None):
             te = t.get(uid.encode(), db=dbs["text"])
             _, tok = parse_record(t.get(record_key(te[:16], tok_config), db=dbs["tok"]))
     return mel, tok
+
+
+def index_problems(path, complete=True):
+    """Check the indexes of the store at path (docs/FORMAT.md "Index") against its entries and
+    records, written from the format alone: every index entry of config C under id names the
+    record XXH3-128(entry digest || C), which the store holds, with the record's dim0; with
+    complete, every id whose record under an indexed config is there is in that index (true of
+    stores the tools wrote). Returns (problems: list of str, {config hex: index entries})."""
+    env = lmdb.open(str(path), readonly=True, lock=False, max_dbs=256, subdir=True)
+    problems, counts = [], {}
+    try:
+        with env.begin(buffers=False) as t:
+            names = [bytes(k) for k, _ in t.cursor() if bytes(k).startswith(b"index/")]
+            meta = env.open_db(b"meta", txn=t, create=False)
+            dbs = {n: env.open_db(n.encode(), txn=t, create=False)
+                   for n in ("audio", "text", "feat", "tok")}
+            for name in names:
+                hexd = name[6:].decode()
+                cfg_json = t.get(b"cfg/" + name[6:], db=meta)
+                if cfg_json is None:
+                    continue  # a config no longer stored: readers never use its index
+                kind = json.loads(cfg_json)["kind"]
+                ents, recs = (("audio", "feat") if kind == "mel" else ("text", "tok"))
+                cfg = bytes.fromhex(hexd)
+                ix = env.open_db(name, txn=t, create=False)
+                seen = 0
+                for k, v in t.cursor(db=ix):
+                    seen += 1
+                    uid = k.decode("utf-8", "replace")
+                    e = t.get(k, db=dbs[ents])
+                    if len(v) != 20:
+                        problems.append("%s %s: value of %d bytes" % (hexd, uid, len(v)))
+                    elif e is None:
+                        problems.append("%s %s: no %s entry" % (hexd, uid, ents))
+                    elif v[:16] != record_key(e[:16], cfg):
+                        problems.append("%s %s: names another record" % (hexd, uid))
+                    else:
+                        r = t.get(v[:16], db=dbs[recs])
+                        if r is None:
+                            problems.append("%s %s: names a missing record" % (hexd, uid))
+                        elif struct.unpack_from("<I", r, 8)[0] != struct.unpack_from("<I", v, 16)[0]:
+                            problems.append("%s %s: dim0 differs from the record's" % (hexd, uid))
+                counts[hexd] = seen
+                if not complete:
+                    continue
+                for k, e in t.cursor(db=dbs[ents]):
+                    if t.get(record_key(e[:16], cfg), db=dbs[recs]) is not None and \
+                            t.get(k, db=ix) is None:
+                        problems.append("%s %s: not indexed" % (hexd, k.decode("utf-8", "replace")))
+    finally:
+        env.close()
+    return problems, counts
+

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -101,226 +102,6 @@ static void reg_release(ld_reg *r) {
     free(r);
   }
   pthread_mutex_unlock(&reg_mu);
-}
-
-/* ---- small helpers ----------------------------------------------------------------------------- */
-static int add_problem(fc_loader *l, uint32_t store, const char *id, size_t id_len,
-                       const char *reason) {
-  if (l->n_problems == l->cap_problems) {
-    uint64_t cap = l->cap_problems ? l->cap_problems * 2 : 16;
-    ld_problem *p = fc_realloc(l->problems, cap * sizeof *p);
-    if (!p) return ENOMEM;
-    l->problems = p;
-    l->cap_problems = cap;
-  }
-  ld_problem *p = &l->problems[l->n_problems];
-  p->id = fc_strndup(id, id_len);
-  p->reason = fc_strdup(reason);
-  p->store = store;
-  if (!p->id || !p->reason) {
-    free(p->id);
-    free(p->reason);
-    return ENOMEM;
-  }
-  l->n_problems++;
-  return 0;
-}
-
-/* ---- the index --------------------------------------------------------------------------------- */
-/* Check a record against what the loader expects. 0, or FC_EFORMAT/FC_ECHECKSUM with a reason. */
-static int check_record(fc_loader *l, const void *val, size_t len, int tokens, const fc_digest *cfg,
-                        fc_record_header *h, char *why, size_t why_len) {
-  const void *payload;
-  int rc = fc_record_parse(val, len, h, &payload, why, why_len);
-  if (rc) return rc;
-  if (memcmp(h->config.bytes, cfg->bytes, 16) != 0) {
-    fc_why(why, why_len, "record carries another config digest");
-    return FC_EFORMAT;
-  }
-  if (!tokens) {
-    int want = l->mel_coded ? FC_DTYPE_MQ : l->mel_dtype;
-    if (h->ndim != 2 || h->dim1 != l->n_mels || h->dtype != want) {
-      fc_why(why, why_len, "record is %ux%u %s, the config says [frames][%u] %s", h->dim0, h->dim1,
-             fc_dtype_name(h->dtype) ? fc_dtype_name(h->dtype) : "?", l->n_mels,
-             fc_dtype_name(want));
-      return FC_EFORMAT;
-    }
-    if (h->dim0 == 0) {
-      fc_why(why, why_len, "record has 0 frames");
-      return FC_EFORMAT;
-    }
-  } else {
-    if (h->ndim != 1 ||
-        (h->dtype != FC_DTYPE_I32 && h->dtype != FC_DTYPE_I16 && h->dtype != FC_DTYPE_U16)) {
-      fc_why(why, why_len, "token record is not a 1-d integer array");
-      return FC_EFORMAT;
-    }
-    if (l->tok_dtype && h->dtype != l->tok_dtype) {
-      fc_why(why, why_len, "token record dtype %s differs from the others' %s",
-             fc_dtype_name(h->dtype), fc_dtype_name(l->tok_dtype));
-      return FC_EFORMAT;
-    }
-  }
-  return 0;
-}
-
-/* Find id's records in store si. 0 and *it filled; FC_ENOTFOUND / FC_EFORMAT / FC_ECHECKSUM with
- * a reason; LMDB codes. The audio entry may be given (cursor walk) or looked up (aval NULL). */
-static int find_records(fc_loader *l, uint32_t si, const char *id, size_t id_len, const void *aval,
-                        size_t alen, ld_item *it, char *why, size_t why_len) {
-  ld_store *st = &l->stores[si];
-  fc_store *s = st->reg->s;
-  MDB_val k, v;
-  int rc;
-  if (!aval) {
-    k = (MDB_val){id_len, (void *)id};
-    rc = mdb_get(st->txn, s->dbi[FC_DB_AUDIO], &k, &v);
-    if (rc == MDB_NOTFOUND) {
-      fc_why(why, why_len, "no audio entry");
-      return FC_ENOTFOUND;
-    }
-    if (rc) return rc;
-    aval = v.mv_data;
-    alen = v.mv_size;
-  }
-  fc_audio_entry ae;
-  if (fc_audio_entry_decode(aval, alen, &ae)) {
-    fc_why(why, why_len, "corrupt audio entry");
-    return FC_EFORMAT;
-  }
-  fc_digest key;
-  fc_record_key(&ae.digest, &st->mel_cfg, &key);
-  k = (MDB_val){16, key.bytes};
-  rc = mdb_get(st->txn, s->dbi[FC_DB_FEAT], &k, &v);
-  if (rc == MDB_NOTFOUND) {
-    char hex[33];
-    fc_digest_hex(&st->mel_cfg, hex);
-    fc_why(why, why_len, "no features for config %s", hex);
-    return FC_ENOTFOUND;
-  }
-  if (rc) return rc;
-  fc_record_header h;
-  char r[200];
-  if ((rc = check_record(l, v.mv_data, v.mv_size, 0, &st->mel_cfg, &h, r, sizeof r))) {
-    fc_why(why, why_len, "corrupt feature record: %s", r);
-    return rc;
-  }
-  memset(it, 0, sizeof *it);
-  it->mel_rec = v.mv_data;
-  it->frames = h.dim0;
-  it->store = si;
-  if (!l->has_tokens) return 0;
-  k = (MDB_val){id_len, (void *)id};
-  rc = mdb_get(st->txn, s->dbi[FC_DB_TEXT], &k, &v);
-  if (rc == MDB_NOTFOUND) {
-    fc_why(why, why_len, "no text entry");
-    return FC_ENOTFOUND;
-  }
-  if (rc) return rc;
-  fc_digest td;
-  if (fc_text_entry_decode(v.mv_data, v.mv_size, &td, NULL, NULL)) {
-    fc_why(why, why_len, "corrupt text entry");
-    return FC_EFORMAT;
-  }
-  fc_record_key(&td, &st->tok_cfg, &key);
-  k = (MDB_val){16, key.bytes};
-  rc = mdb_get(st->txn, s->dbi[FC_DB_TOK], &k, &v);
-  if (rc == MDB_NOTFOUND) {
-    char hex[33];
-    fc_digest_hex(&st->tok_cfg, hex);
-    fc_why(why, why_len, "no tokens for config %s", hex);
-    return FC_ENOTFOUND;
-  }
-  if (rc) return rc;
-  if ((rc = check_record(l, v.mv_data, v.mv_size, 1, &st->tok_cfg, &h, r, sizeof r))) {
-    fc_why(why, why_len, "corrupt token record: %s", r);
-    return rc;
-  }
-  it->tok_rec = v.mv_data;
-  it->ntok = h.dim0;
-  return 0;
-}
-
-static int add_item(fc_loader *l, const ld_item *it, const char *id, size_t id_len) {
-  if (l->n_items == l->cap_items) {
-    uint64_t cap = l->cap_items ? l->cap_items * 2 : 1024;
-    ld_item *p = fc_realloc(l->items, cap * sizeof *p);
-    if (!p) return ENOMEM;
-    l->items = p;
-    l->cap_items = cap;
-  }
-  if (l->ids_len + id_len + 1 > l->ids_cap || l->ids_len + id_len + 1 > UINT32_MAX) {
-    size_t cap = l->ids_cap ? l->ids_cap * 2 : 65536;
-    while (cap < l->ids_len + id_len + 1) cap *= 2;
-    if (l->ids_len + id_len + 1 > UINT32_MAX) return FC_ETOOLONG;
-    char *p = fc_realloc(l->ids, cap);
-    if (!p) return ENOMEM;
-    l->ids = p;
-    l->ids_cap = cap;
-  }
-  ld_item *dst = &l->items[l->n_items++];
-  *dst = *it;
-  dst->id_off = (uint32_t)l->ids_len;
-  memcpy(l->ids + l->ids_len, id, id_len);
-  l->ids[l->ids_len + id_len] = '\0';
-  l->ids_len += id_len + 1;
-  if (it->tok_rec && !l->tok_dtype) l->tok_dtype = it->tok_rec[6];
-  return 0;
-}
-
-/* Walk store si's audio db (and with tokens its text db) and append its utterances. */
-static int index_store(fc_loader *l, uint32_t si, char *why, size_t why_len) {
-  ld_store *st = &l->stores[si];
-  fc_store *s = st->reg->s;
-  int strict = (l->o.flags & FC_LOADER_STRICT) != 0;
-  MDB_cursor *c;
-  int rc = mdb_cursor_open(st->txn, s->dbi[FC_DB_AUDIO], &c);
-  if (rc) return rc;
-  MDB_val k, v;
-  char r[300];
-  for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
-       rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-    ld_item it;
-    int e = find_records(l, si, k.mv_data, k.mv_size, v.mv_data, v.mv_size, &it, r, sizeof r);
-    if (e == 0) {
-      if ((rc = add_item(l, &it, k.mv_data, k.mv_size))) break;
-      continue;
-    }
-    if (e != FC_ENOTFOUND && e != FC_EFORMAT && e != FC_ECHECKSUM) {
-      rc = e;
-      break;
-    }
-    if (strict) {
-      fc_why(why, why_len, "%s: %.*s: %s", st->path, (int)k.mv_size, (const char *)k.mv_data, r);
-      rc = e;
-      break;
-    }
-    if ((rc = add_problem(l, si, k.mv_data, k.mv_size, r))) break;
-  }
-  mdb_cursor_close(c);
-  if (rc != MDB_NOTFOUND) return rc;
-  if (!l->has_tokens) return 0;
-  /* texts whose utterance has no audio entry are missing their features */
-  if ((rc = mdb_cursor_open(st->txn, s->dbi[FC_DB_TEXT], &c))) return rc;
-  for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
-       rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-    MDB_val k2 = k, v2;
-    int e = mdb_get(st->txn, s->dbi[FC_DB_AUDIO], &k2, &v2);
-    if (e == 0) continue;
-    if (e != MDB_NOTFOUND) {
-      rc = e;
-      break;
-    }
-    if (strict) {
-      fc_why(why, why_len, "%s: %.*s: text without audio entry", st->path, (int)k.mv_size,
-             (const char *)k.mv_data);
-      rc = FC_ENOTFOUND;
-      break;
-    }
-    if ((rc = add_problem(l, si, k.mv_data, k.mv_size, "text without audio entry"))) break;
-  }
-  mdb_cursor_close(c);
-  return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
 static int begin_txn(ld_store *st, MDB_txn **out) {
@@ -416,6 +197,7 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
     l->willneed =
         (opts->flags & FC_LOADER_NORDAHEAD) != 0; /* docs/BENCHMARKS.md, the loader section */
   pthread_mutex_init(&l->lookup_mu, NULL);
+  pthread_mutex_init(&l->resolve_mu, NULL);
   pthread_mutex_init(&l->mu, NULL);
   pthread_cond_init(&l->cv_ready, NULL);
   pthread_cond_init(&l->cv_space, NULL);
@@ -431,9 +213,9 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
     rc = ENOMEM;
     goto fail;
   }
-  unsigned sflags = FC_STORE_RDONLY;
+  /* opened without read-ahead, for a page at a time while opening (ld_advise_open) */
+  unsigned sflags = FC_STORE_RDONLY | FC_STORE_NORDAHEAD;
   if (opts->flags & FC_LOADER_NOLOCK) sflags |= FC_STORE_NOLOCK;
-  if (opts->flags & FC_LOADER_NORDAHEAD) sflags |= FC_STORE_NORDAHEAD;
   for (size_t i = 0; i < n; i++) {
     ld_store *st = &l->stores[i];
     l->n_stores = (uint32_t)i + 1;
@@ -445,7 +227,14 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
       fc_why(why, why_len, "%s: %s", paths[i], fc_strerror(rc));
       goto fail;
     }
-    if ((rc = begin_txn(st, &st->txn))) {
+    st->s = st->reg->s;
+    if (fc_store_map_region(st->s, &st->map, &st->map_len) == 0)
+      madvise((void *)st->map, st->map_len, MADV_RANDOM); /* (a store another loader opened) */
+    else
+      st->map = NULL;
+    /* indexes another process made since this process opened the store: their handles must
+     * exist before the transaction begins for it to read them */
+    if ((rc = store_index_refresh(st->reg->s)) || (rc = begin_txn(st, &st->txn))) {
       fc_why(why, why_len, "%s: %s", paths[i], fc_strerror(rc));
       goto fail;
     }
@@ -504,21 +293,33 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
     }
   }
   if (!(opts->flags & FC_LOADER_LOOKUP_ONLY)) {
-    for (uint32_t i = 0; i < l->n_stores; i++)
-      if ((rc = index_store(l, i, why, why_len))) {
+    for (uint32_t i = 0; i < l->n_stores; i++) {
+      int used = 0;
+      rc = ld_index_store(l, i, &used, why, why_len);
+      if (!rc && !used) rc = ld_index_store_lookups(l, i, why, why_len);
+      if (rc) {
         if (why && why_len && !why[0])
           fc_why(why, why_len, "%s: %s", l->stores[i].path, fc_strerror(rc));
         goto fail;
       }
+    }
     if (l->tok_dtype) l->tok_dsize = fc_dtype_size(l->tok_dtype);
     if ((rc = fc_loader_set_epoch(l, 0))) {
       fc_why(why, why_len, "%s", l->err);
       goto fail;
     }
+    /* the first batch's records found and checked while reads are a page each; its payloads
+     * come later with the store's own read-ahead (they lie together in sequential order) */
+    char **bad = NULL;
+    int *bad_rc = NULL;
+    if (l->plan.n_batches && ld_resolve_batch(l, &l->plan, 0, &bad, &bad_rc) == 0)
+      ld_bad_free(bad, bad_rc, l->plan.bstart[1]);
+    ld_advise_open(l, 0);
   }
   *out = l;
   return 0;
 fail:
+  ld_advise_open(l, 0);
   if (why && why_len && !why[0]) /* out of memory on the way: name the store being opened */
     fc_why(why, why_len, "%s: %s", paths[l->n_stores ? l->n_stores - 1 : 0], fc_strerror(rc));
   fc_loader_close(l);
@@ -557,6 +358,7 @@ void fc_loader_close(fc_loader *l) {
   free(l->slot_err);
   free(l->slot_why);
   pthread_mutex_destroy(&l->lookup_mu);
+  pthread_mutex_destroy(&l->resolve_mu);
   pthread_mutex_destroy(&l->mu);
   pthread_cond_destroy(&l->cv_ready);
   pthread_cond_destroy(&l->cv_space);
@@ -648,8 +450,12 @@ int fc_loader_map_region(const fc_loader *l, uint32_t i, const void **base, size
    * mapping that holds this loader's records (one of store i's), else the store's answer */
   for (uint64_t k = 0; k < l->n_items; k++)
     if (l->items[k].store == i && l->items[k].frames > 0) {
-      const uint8_t *rec = l->items[k].mel_rec;
-      if (mapping_of(rec, base, len) == 0) return 0;
+      const uint8_t *rec;
+      size_t rec_len;
+      pthread_mutex_lock(&((fc_loader *)l)->resolve_mu);
+      int e = ld_locate((fc_loader *)l, &l->items[k], &rec, &rec_len);
+      pthread_mutex_unlock(&((fc_loader *)l)->resolve_mu);
+      if (!e && mapping_of(rec, base, len) == 0) return 0;
       break;
     }
   return fc_store_map_region(l->stores[i].reg->s, base, len);
@@ -672,7 +478,9 @@ int fc_loader_lookup(fc_loader *l, const char *id, fc_loader_item *out) {
   char r[400];
   for (uint32_t i = 0; i < l->n_stores; i++) {
     ld_item it;
-    rc = find_records(l, i, id, len, NULL, 0, &it, r, sizeof r);
+    pthread_mutex_lock(&l->resolve_mu); /* the transactions are the batch builders' too */
+    rc = ld_find_records(l, i, id, len, NULL, 0, &it, r, sizeof r);
+    pthread_mutex_unlock(&l->resolve_mu);
     if (rc == FC_ENOTFOUND && strcmp(r, "no audio entry") == 0) continue;
     if (rc) {
       snprintf(l->err, sizeof l->err, "%s: %s: %s", l->stores[i].path, id, r);

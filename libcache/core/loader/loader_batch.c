@@ -121,30 +121,6 @@ void fc_loader_release(fc_loader *l, fc_batch *pub) {
   if (pub) release_batch(l, (ld_batch *)pub, 1);
 }
 
-/* madvise(WILLNEED) the records of batch k, merging adjacent ranges. */
-static void willneed(const fc_loader *l, const ld_plan *p, uint64_t k) {
-  if (k >= p->n_batches || !l->willneed) return;
-  static long page;
-  if (!page) page = sysconf(_SC_PAGESIZE);
-  uintptr_t lo = 0, hi = 0;
-  for (uint64_t i = p->bstart[k]; i <= p->bstart[k + 1]; i++) {
-    uintptr_t a = 0, e = 0;
-    if (i < p->bstart[k + 1]) {
-      const ld_item *it = &l->items[p->order[i]];
-      a = (uintptr_t)it->mel_rec & ~(uintptr_t)(page - 1);
-      e = (uintptr_t)it->mel_rec + FC_RECORD_HEADER_SIZE + ld_mel_bytes(l, it);
-      if (hi && a <= hi + (uintptr_t)page && e >= lo) {
-        if (e > hi) hi = e;
-        if (a < lo) lo = a;
-        continue;
-      }
-    }
-    if (hi) madvise((void *)lo, hi - lo, MADV_WILLNEED);
-    lo = a;
-    hi = e;
-  }
-}
-
 /* Fill n elements of dsize (2 or 4) bytes with the low dsize bytes of pat. */
 static void fill_pad(void *dst, size_t n, size_t dsize, uint32_t pat) {
   uint8_t *d = dst;
@@ -195,11 +171,11 @@ static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_pl
   uint64_t ahead = (l->o.output == FC_OUTPUT_VIEWS && l->n_threads) ? 0
                    : l->n_threads                                   ? l->o.prefetch_depth
                                                                     : 1;
-  if (k == 0 && ahead) willneed(l, p, 0);
+  if (k == 0 && ahead) ld_willneed(l, p, 0);
   if (k + ahead < p->n_batches)
-    willneed(l, p, k + ahead);
+    ld_willneed(l, p, k + ahead);
   else if (nxt && nxt->order)
-    willneed(l, nxt, k + ahead - p->n_batches);
+    ld_willneed(l, nxt, k + ahead - p->n_batches);
   uint64_t s = p->bstart[k], m = p->bstart[k + 1] - s;
   int padded = l->o.output == FC_OUTPUT_PADDED, verify = !(l->o.flags & FC_LOADER_NO_VERIFY);
   ld_batch *b = fc_calloc(1, sizeof *b);
@@ -207,6 +183,8 @@ static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_pl
   b->l = l;
   int rc = 0;
   uint32_t kept = 0;
+  char **bad = NULL; /* [m]: why item i of the batch could not be resolved, or NULL */
+  int *bad_rc = NULL;
   /* pass 1: which items, their lengths, and the sizes of everything */
   uint64_t *keep = fc_malloc((m ? m : 1) * sizeof *keep);
   if (!keep) {
@@ -215,29 +193,33 @@ static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_pl
   }
   uint32_t longest = 0, max_tok = 0;
   size_t copy_bytes = 0, id_bytes = 0;
+  if ((rc = ld_resolve_batch(l, p, k, &bad, &bad_rc))) goto fail; /* (loader_index.c) */
   for (uint64_t i = 0; i < m; i++) {
     uint64_t ix = p->order[s + i];
     const ld_item *it = &l->items[ix];
-    if (verify) {
-      char r[200];
+    char r[200];
+    const char *reason = bad && bad[i] ? bad[i] : r; /* records not found, or headers wrong */
+    int e = bad && bad[i] ? bad_rc[i] : 0;
+    if (!e && verify) {
       fc_record_header h;
       const void *pl;
       size_t mel_len = FC_RECORD_HEADER_SIZE + ld_mel_bytes(l, it);
-      int e = fc_record_verify(it->mel_rec, mel_len, &h, &pl, r, sizeof r);
+      e = fc_record_verify(it->mel_rec, mel_len, &h, &pl, r, sizeof r);
       if (!e && it->tok_rec)
         e = fc_record_verify(it->tok_rec, FC_RECORD_HEADER_SIZE + (size_t)it->ntok * l->tok_dsize,
                              &h, &pl, r, sizeof r);
-      if (e) {
-        const char *id = l->ids + it->id_off;
-        if (l->o.flags & FC_LOADER_STRICT) {
-          snprintf(why, why_len, "%s: %s: %s", l->stores[it->store].path, id, r);
-          rc = e;
-          goto fail;
-        }
-        if ((rc = errors_append(&b->errors, id, r))) goto fail;
-        b->pub.n_errors++;
-        continue;
+    }
+    if (e) { /* skipped and listed; under STRICT, or for an error not of the record, fatal */
+      const char *id = l->ids + it->id_off;
+      if ((l->o.flags & FC_LOADER_STRICT) ||
+          (e != FC_ENOTFOUND && e != FC_EFORMAT && e != FC_ECHECKSUM)) {
+        snprintf(why, why_len, "%s: %s: %s", l->stores[it->store].path, id, reason);
+        rc = e;
+        goto fail;
       }
+      if ((rc = errors_append(&b->errors, id, reason))) goto fail;
+      b->pub.n_errors++;
+      continue;
     }
     keep[kept++] = ix;
     id_bytes += strlen(l->ids + it->id_off) + 1;
@@ -349,6 +331,7 @@ static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_pl
   }
   free(keep);
   keep = NULL;
+  ld_bad_free(bad, bad_rc, m);
   b->pub.epoch = p->epoch;
   b->pub.index = k;
   b->pub.size = (uint32_t)B;
@@ -378,6 +361,7 @@ static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_pl
   return 0;
 fail:
   free(keep);
+  ld_bad_free(bad, bad_rc, m);
   pthread_mutex_lock(&l->mu);
   batch_free_locked(l, b);
   pthread_mutex_unlock(&l->mu);

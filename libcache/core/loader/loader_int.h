@@ -13,19 +13,32 @@
 /* One store of the dataset: a shared env (registry) and the loader's read transaction. */
 typedef struct ld_store {
   struct ld_reg *reg; /* registry entry: the fc_store shared by the loaders of this process */
+  fc_store *s; /* reg's store */
+  const void *map; /* the map (read through an index: its advice is RANDOM while opening) */
+  size_t map_len;
   MDB_txn *txn; /* snapshot held from open to close; the index points into it */
   char *path;
   fc_digest mel_cfg, tok_cfg;
 } ld_store;
 
-/* One utterance of the index. Records are parsed at open; only the payload is read later. */
+/* The states of an item. Items of a store read through its index (docs/FORMAT.md "Index") start
+ * LD_INDEXED: mel_rec and tok_rec point to their index values in the map (the record key first),
+ * frames and ntok are the index's dim0s. The first batch (or locality plan) that needs one looks
+ * its records up and checks their headers against the config and the index (LD_CHECKED; the
+ * pointers are then the records). Items of a store read without an index are found and checked
+ * at open. The state moves only forward, under resolve_mu; readers of mel_rec/tok_rec take
+ * resolve_mu once after it moved. */
+enum { LD_CHECKED = 0, LD_INDEXED = 1 };
+
+/* One utterance of the dataset. */
 typedef struct ld_item {
   const uint8_t *mel_rec; /* record in the map: 64-byte header, then [frames][n_mels] */
   const uint8_t *tok_rec; /* or NULL */
   uint32_t frames;
   uint32_t ntok;
   uint32_t id_off; /* into ids */
-  uint32_t store;
+  uint32_t store; /* below 2^24 (fc_loader_open takes at most UINT32_MAX stores, shifts 56) */
+  uint8_t state; /* LD_* */
 } ld_item;
 
 typedef struct ld_problem {
@@ -104,6 +117,8 @@ struct fc_loader {
   ld_problem *problems;
   uint64_t n_problems, cap_problems;
   pthread_mutex_t lookup_mu; /* fc_loader_lookup uses the transactions from any thread */
+  pthread_mutex_t resolve_mu; /* items' states and record pointers (LD_*), the transactions */
+  int any_indexed; /* some store is read through its index: items may need resolving */
   char err[512]; /* fc_loader_error */
 
   /* epoch state, guarded by mu */
@@ -157,6 +172,46 @@ static inline size_t ld_mel_bytes(const struct fc_loader *l, const ld_item *it) 
   for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
   return (size_t)v;
 }
+
+/* loader_index.c: the loader's index (its items) */
+int ld_add_problem(struct fc_loader *l, uint32_t store, const char *id, size_t id_len,
+                   const char *reason);
+int ld_add_item(struct fc_loader *l, const ld_item *it, const char *id, size_t id_len);
+/* A record against what the loader expects. 0, or FC_EFORMAT/FC_ECHECKSUM with a reason. */
+int ld_check_record(struct fc_loader *l, const void *val, size_t len, int tokens,
+                    const fc_digest *cfg, fc_record_header *h, char *why, size_t why_len);
+/* Look id's records up in store si (aval: its audio entry, or NULL to look it up). 0 and *it;
+ * FC_ENOTFOUND / FC_EFORMAT / FC_ECHECKSUM with a reason; LMDB codes. */
+int ld_find_records(struct fc_loader *l, uint32_t si, const char *id, size_t id_len,
+                    const void *aval, size_t alen, ld_item *it, char *why, size_t why_len);
+
+int ld_index_store_lookups(struct fc_loader *l, uint32_t si, char *why, size_t why_len);
+/* Add store si's utterances from its configs' indexes: *used 1; or, when it lacks one of them (or
+ * this loader's transaction cannot read it), nothing: *used 0, read it without. */
+int ld_index_store(struct fc_loader *l, uint32_t si, int *used, char *why, size_t why_len);
+/* Read-ahead while opening (docs/loader.md "Which utterances"): on a store out of the page
+ * cache the walk of an index, and the lookups and headers of the first batch, read pages spread
+ * over the file; with the kernel's read-around each costs a window of the file (read_ahead_kb;
+ * 8 MiB here). random 1: MADV_RANDOM on the maps of the stores read through an index (a page at
+ * a time); 0: back to the advice the store was opened with (NORMAL unless NORDAHEAD). */
+void ld_advise_open(struct fc_loader *l, int random);
+/* Resolve the items of batch k of plan p still LD_INDEXED (takes resolve_mu). *bad (and *bad_rc)
+ * stay NULL when all resolved, else [batch size]: the reason (and code) of each that did not. */
+int ld_resolve_batch(struct fc_loader *l, const ld_plan *p, uint64_t k, char ***bad, int **bad_rc);
+void ld_bad_free(char **bad, int *bad_rc, uint64_t m);
+/* madvise(WILLNEED) the records of batch k of plan p (when the loader hints: l->willneed). */
+void ld_willneed(struct fc_loader *l, const ld_plan *p, uint64_t k);
+/* Caller holds resolve_mu. */
+/* → LD_CHECKED: look the records up by their keys and check their headers against the config
+ * and the index's lengths. 0, or FC_ENOTFOUND / FC_EFORMAT / FC_ECHECKSUM and a reason (the item
+ * stays LD_INDEXED), or an LMDB code. */
+int ld_resolve(struct fc_loader *l, ld_item *it, char *why, size_t why_len);
+/* Where item it's mel record is (in the map) and its length, LD_INDEXED or not: 0, or
+ * FC_ENOTFOUND. For hints only: nothing is checked. */
+int ld_locate(struct fc_loader *l, const ld_item *it, const uint8_t **rec, size_t *len);
+/* Resolve every item still LD_INDEXED (orders by address). Takes resolve_mu. Items that fail
+ * stay as they are: their batches report them. */
+void ld_resolve_all(struct fc_loader *l);
 
 /* loader_config.c */
 /* Resolve selector sel (NULL, a name, or 32 hex) to a config digest of kind "mel"/"tokens" in

@@ -117,6 +117,7 @@ int ld_plan_epoch(fc_loader *l, uint64_t epoch, ld_plan *out) {
   int rc = ENOMEM;
   if (!all) goto fail;
   for (uint64_t i = 0; i < n; i++) all[i] = i;
+  if (l->o.order == FC_ORDER_LOCALITY) ld_resolve_all(l); /* the records' addresses */
   rng r;
   rng_seed(&r, l->o.seed, epoch);
 

@@ -300,6 +300,20 @@ static void choose_record(mctx *c, batch *b, pending *p) {
   }
 }
 
+/* The header of record key as an input holds it (store_header_fn): the first copy whose header
+ * is sound (its checksum covers it; the copy the merge wrote has this key, so these bytes). */
+static int input_header(void *ud, int record_db, const fc_digest *key, fc_record_header *h) {
+  mctx *c = ud;
+  for (size_t i = 0; i < c->n; i++) {
+    MDB_val k = {16, (void *)key->bytes}, v;
+    const void *pl;
+    if (mdb_get(c->txns[i], c->in[i]->dbi[record_db], &k, &v) == 0 &&
+        fc_record_parse(v.mv_data, v.mv_size, h, &pl, NULL, 0) == 0)
+      return 0;
+  }
+  return FC_ENOTFOUND;
+}
+
 /* One pending put inside txn. A key above the output's last key is appended without a lookup;
  * one at or below it is looked up first: a record already there is kept without reading the
  * input's value (content key), an entry is kept when its bytes are the winner's, else replaced. */
@@ -330,16 +344,28 @@ static int put_one(mctx *c, batch *b, pending *p, MDB_txn *txn, const MDB_val *l
     dl->present[p->db]++; /* the output made that config first: its time stays */
     return 0;
   }
+  const int entry = p->db == FC_DB_AUDIO || p->db == FC_DB_TEXT;
   if (held && same_val(&have, &val)) {
     dl->present[p->db]++;
-    return 0;
+    /* indexed again: its records under a config new to the output may have come in */
+    return entry ? store_index_entry(c->out, txn, p->db, p->key.mv_data, p->key.mv_size,
+                                     have.mv_data, have.mv_size, input_header, c)
+                 : 0;
   }
   MDB_val k = p->key;
   int rc = fault_hit("put") ? EIO : mdb_put(txn, dbi, &k, &val, append ? MDB_APPEND : 0);
   if (rc) return rc;
   dl->copied[p->db]++;
   dl->bytes += p->key.mv_size + val.mv_size;
-  return 0;
+  /* the index of the output (docs/FORMAT.md "Index"): a config new to it gets one; entries come
+   * after the records (feat and tok are copied first), so each finds its records */
+  if (p->db == FC_DB_META && !held)
+    rc = store_index_config_added(c->out, txn, p->key.mv_data, p->key.mv_size, val.mv_data,
+                                  val.mv_size);
+  else if (entry)
+    rc = store_index_entry(c->out, txn, p->db, p->key.mv_data, p->key.mv_size, val.mv_data,
+                           val.mv_size, input_header, c);
+  return rc;
 }
 
 /* Commit the batch as one transaction; on MDB_MAP_FULL grow the map and replay it. The map grows
@@ -354,6 +380,7 @@ static int flush(mctx *c, batch *b, MDB_val *last_per_db) {
     if (rc) return rc;
     delta dl;
     memset(&dl, 0, sizeof dl);
+    rc = store_index_begin(c->out, txn);
     for (size_t i = 0; i < b->n && !rc; i++) {
       pending *p = &b->p[i];
       MDB_val *last =
@@ -365,11 +392,12 @@ static int flush(mctx *c, batch *b, MDB_val *last_per_db) {
     if (!rc && wrote && fault_hit("commit")) {
       mdb_txn_abort(txn);
       rc = EIO;
-    } else if (!rc && wrote) {
-      rc = mdb_txn_commit(txn);
+    } else if (!rc) { /* nothing copied may still have indexed entries already there */
+      rc = mdb_txn_commit(txn); /* (a transaction that changed nothing writes nothing) */
     } else {
       mdb_txn_abort(txn);
     }
+    store_index_end(c->out, rc == 0);
     if (rc == MDB_MAP_FULL) {
       if ((rc = store_grow_map(c->out, 0)) != 0) return rc;
       continue;

@@ -24,6 +24,8 @@
 #include <sys/sysmacros.h>
 
 #define FC_INITIAL_MAP (64ull << 20)
+/* the five dbs, and the indexes of up to 120 configs (later ones go unindexed) */
+#define FC_STORE_MAX_DBS 128
 
 static const char *const db_names[FC_DB_COUNT] = {"meta", "audio", "text", "feat", "tok"};
 
@@ -97,6 +99,8 @@ static int open_dbs(fc_store *s, int existed) {
     }
     if (rc) goto fail;
   }
+  /* the index dbs' handles, opened here, are the environment's once this commits */
+  if ((rc = store_index_load(s, txn))) goto fail;
   return mdb_txn_commit(txn);
 fail:
   mdb_txn_abort(txn);
@@ -185,9 +189,11 @@ int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
   s->path = fc_strdup(dir);
   pthread_mutex_init(&s->write_mu, NULL);
   pthread_rwlock_init(&s->map_lock, NULL);
+  pthread_mutex_init(&s->idx_mu, NULL);
+  pthread_mutex_init(&s->dbi_mu, NULL);
   int rc = s->path ? mdb_env_create(&s->env) : ENOMEM;
   if (rc) goto fail;
-  mdb_env_set_maxdbs(s->env, 8);
+  mdb_env_set_maxdbs(s->env, FC_STORE_MAX_DBS);
   mdb_env_set_maxreaders(s->env, 1024);
   if (!rdonly) mdb_env_set_mapsize(s->env, initial_map());
   unsigned ef = MDB_NOTLS;
@@ -216,6 +222,9 @@ fail:
 void fc_store_close(fc_store *s) {
   if (!s) return;
   if (s->env) mdb_env_close(s->env);
+  free(s->idx);
+  pthread_mutex_destroy(&s->dbi_mu);
+  pthread_mutex_destroy(&s->idx_mu);
   pthread_rwlock_destroy(&s->map_lock);
   pthread_mutex_destroy(&s->write_mu);
   free(s->path);
@@ -267,6 +276,41 @@ int store_explain_write_error(const fc_store *s, int rc, size_t bytes) {
   return rc;
 }
 
+/* One put. A config new to the store gets its index in the same transaction. */
+static int put_one(fc_store *s, MDB_txn *txn, const fc_put *p) {
+  const int fill = (p->flags & FC_PUT_FILL) != 0;
+  MDB_val k = {p->key_len, (void *)p->key}, v = {p->val_len, fill ? NULL : (void *)p->val};
+  int is_cfg = p->db == FC_DB_META && p->key_len == 36 && memcmp(p->key, "cfg/", 4) == 0;
+  unsigned flags =
+      ((p->flags & FC_PUT_NOOVERWRITE) ? MDB_NOOVERWRITE : 0) | (fill ? MDB_RESERVE : 0);
+  if (is_cfg && !(flags & MDB_NOOVERWRITE)) { /* overwriting a config: new only if not there */
+    MDB_val old;
+    int g = mdb_get(txn, s->dbi[FC_DB_META], &k, &old);
+    if (g != MDB_NOTFOUND) is_cfg = 0;
+    if (g && g != MDB_NOTFOUND) return g;
+  }
+  int rc = fault_hit("put") ? EIO : mdb_put(txn, s->dbi[p->db], &k, &v, flags);
+  if (rc == 0 && fill) { /* the reserved bytes, written in place (fc_put_fill) */
+    const fc_put_fill *f = p->val;
+    rc = f->fill(v.mv_data, p->val_len, f->arg);
+  }
+  if (rc == MDB_KEYEXIST) return 0; /* content-addressed: the stored value is the same */
+  if (!rc && is_cfg)
+    rc = store_index_config_added(s, txn, p->key, p->key_len, v.mv_data, v.mv_size);
+  return rc;
+}
+
+/* The index entries of an entry put: from the entry as stored (a NOOVERWRITE put may have met
+ * another value; a FILL put's bytes are in the page). */
+static int index_put(fc_store *s, MDB_txn *txn, const fc_put *p) {
+  MDB_val k = {p->key_len, (void *)p->key}, v = {p->val_len, (void *)p->val};
+  if (p->flags & (FC_PUT_NOOVERWRITE | FC_PUT_FILL)) {
+    int rc = mdb_get(txn, s->dbi[p->db], &k, &v);
+    if (rc) return rc;
+  }
+  return store_index_entry(s, txn, p->db, p->key, p->key_len, v.mv_data, v.mv_size, NULL, NULL);
+}
+
 int fc_store_write(fc_store *s, const fc_put *puts, size_t n) {
   if (s->flags & FC_STORE_RDONLY) return EACCES;
   pthread_mutex_lock(&s->write_mu);
@@ -285,25 +329,21 @@ int fc_store_write(fc_store *s, const fc_put *puts, size_t n) {
       continue;
     }
     if (rc) goto out;
+    rc = store_index_begin(s, txn);
     for (size_t i = 0; i < n && !rc; i++) {
       const fc_put *p = &puts[i];
       if (p->db < 0 || p->db >= FC_DB_COUNT) {
         rc = EINVAL;
         break;
       }
-      const int fill = (p->flags & FC_PUT_FILL) != 0;
-      MDB_val k = {p->key_len, (void *)p->key}, v = {p->val_len, fill ? NULL : (void *)p->val};
-      unsigned flags =
-          ((p->flags & FC_PUT_NOOVERWRITE) ? MDB_NOOVERWRITE : 0) | (fill ? MDB_RESERVE : 0);
-      rc = fault_hit("put") ? EIO : mdb_put(txn, s->dbi[p->db], &k, &v, flags);
-      if (rc == 0 && fill) { /* the reserved bytes, written in place (fc_put_fill) */
-        const fc_put_fill *f = p->val;
-        rc = f->fill(v.mv_data, p->val_len, f->arg);
-      }
-      if (rc == MDB_KEYEXIST) rc = 0; /* content-addressed: the stored value is the same */
+      rc = put_one(s, txn, p);
     }
+    /* the index follows the entries this batch wrote, now that its records are in (index.c) */
+    for (size_t i = 0; i < n && !rc; i++)
+      if (puts[i].db == FC_DB_AUDIO || puts[i].db == FC_DB_TEXT) rc = index_put(s, txn, &puts[i]);
     if (rc) {
       mdb_txn_abort(txn);
+      store_index_end(s, 0);
       if (rc == MDB_MAP_FULL && !(rc = store_grow_map(s, 0))) continue;
       goto out; /* nothing half-done: the batch was aborted whole, the handle stays usable */
     }
@@ -313,6 +353,7 @@ int fc_store_write(fc_store *s, const fc_put *puts, size_t n) {
     } else {
       rc = mdb_txn_commit(txn);
     }
+    store_index_end(s, rc == 0);
     if (rc == MDB_MAP_FULL && !(rc = store_grow_map(s, 0))) continue;
     if (rc) {
       s->broken = 1; /* a failed commit: refuse further writes until reopened */

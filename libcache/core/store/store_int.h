@@ -9,6 +9,17 @@
 #include <lmdb.h>
 #include <pthread.h>
 
+/* One config's index (docs/FORMAT.md "Index"): the db index/<32 hex of cfg>. */
+typedef struct store_index {
+  fc_digest cfg;
+  MDB_dbi dbi;
+  uint8_t record_db; /* FC_DB_FEAT (a mel config) or FC_DB_TOK (a token config) */
+  uint8_t entry_db; /* FC_DB_AUDIO or FC_DB_TEXT: the entries whose digests key its records */
+  uint8_t pending; /* opened by the write transaction in flight: forgotten if it aborts */
+  uint8_t dtype; /* a mel config's dtype; 0 for tokens */
+  uint32_t n_mels; /* a mel config's bins */
+} store_index;
+
 struct fc_store {
   MDB_env *env;
   MDB_dbi dbi[FC_DB_COUNT];
@@ -17,6 +28,13 @@ struct fc_store {
   pthread_mutex_t write_mu; /* one writer at a time */
   pthread_rwlock_t map_lock; /* read txns hold it shared; map resizes take it exclusive */
   int broken; /* sticky: a commit failed, writes refused */
+  /* The indexes this process knows (index.c). idx_mu guards the table; dbi_mu is held by a
+   * transaction that opens db handles until it ends (LMDB allows one such at a time). */
+  store_index *idx;
+  size_t n_idx, cap_idx;
+  pthread_mutex_t idx_mu;
+  pthread_mutex_t dbi_mu;
+  int dbi_held; /* the write transaction in flight holds dbi_mu */
 };
 
 /* Open dir without a lock? setting > 0 always, < 0 never, 0 auto: read-only media, a directory or
@@ -48,6 +66,47 @@ int store_explain_write_error(const fc_store *s, int rc, size_t bytes);
  * locked descriptor (>= 0) or -errno; store_create_unlock releases it. */
 int store_create_lock(const char *dir);
 void store_create_unlock(int fd);
+
+/* ---- the index (index.c; docs/FORMAT.md "Index") ---- */
+/* Every config first stored by this version has an index: the db index/<32 hex> mapping each
+ * utterance id to the key and dim0 (frames, or tokens) of its record under that config. The store
+ * keeps it: each write of an audio (text) entry sets or removes the id's entry in the index of
+ * every mel (token) config, from the records present in the same transaction (and fitting the
+ * config), so the index never names a record that is not there. A record put without its id's
+ * entry indexes nothing until the entry is written again. */
+typedef struct store_ix {
+  fc_digest key; /* the record's key in feat (mel) or tok (tokens) */
+  uint32_t dim0; /* the record's dim0: frames, or tokens */
+} store_ix;
+
+/* Open the handles of every index db in txn (store open: its transaction is committed, so the
+ * handles are the environment's). Caller holds no lock. */
+int store_index_load(fc_store *s, MDB_txn *txn);
+/* Pick up index dbs this process does not know yet (another process made them) with a short
+ * read transaction; for readers about to begin a long one. */
+int store_index_refresh(fc_store *s);
+/* The index of cfg: 0 and *out (a copy), or FC_ENOTFOUND (none). Entries a write transaction in
+ * flight opened are not returned. */
+int store_index_find(fc_store *s, const fc_digest *cfg, store_index *out);
+/* Write transactions that change entries or configs (fc_store_write, cache-merge): begin once
+ * the transaction is, end after its commit or abort (committed: its commit succeeded). */
+int store_index_begin(fc_store *s, MDB_txn *txn);
+void store_index_end(fc_store *s, int committed);
+/* Meta key cfg/<32 hex> was just inserted with value json: create that config's index. */
+int store_index_config_added(fc_store *s, MDB_txn *txn, const void *key, size_t key_len,
+                             const void *json, size_t json_len);
+/* Where store_index_entry may take a record's header from instead of the record in txn: 0 and
+ * *h (parsed), or FC_ENOTFOUND. cache-merge reads its inputs' copy of what it just copied, so as
+ * not to read back (and so keep in the page cache) the pages its write-back drops from its
+ * output. */
+typedef int (*store_header_fn)(void *ud, int record_db, const fc_digest *key, fc_record_header *h);
+/* Entry db (FC_DB_AUDIO or FC_DB_TEXT) now holds id's entry (or none, when entry is NULL): set
+ * or remove id in the index of every config of that kind, from the records txn holds (header_of
+ * may be NULL). */
+int store_index_entry(fc_store *s, MDB_txn *txn, int entry_db, const void *id, size_t id_len,
+                      const void *entry, size_t entry_len, store_header_fn header_of, void *ud);
+/* Decode an index value: 0, or FC_EFORMAT when it is not FC_INDEX_VALUE_SIZE bytes. */
+int store_index_decode(const void *val, size_t len, store_ix *out);
 
 struct fc_rtxn {
   fc_store *s;

@@ -9,8 +9,8 @@
 #include "formats/common/why.h"
 #include "formats/common/alloc.h"
 
-/* Report order: the environment first, then meta, entries, records, the manifest. */
-static const int db_rank[] = {1, 2, 3, 4, 5, 0, 6};
+/* Report order: the environment first, then meta, entries, records, indexes, the manifest. */
+static const int db_rank[] = {1, 2, 3, 4, 5, 0, 7, 6};
 
 static int db_index(const char *name) {
   for (int i = 0; i < VF_N_DBS; i++)
@@ -233,6 +233,7 @@ int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *
   if (!vf_stopping(&c) && (rc = vf_check_entries(&c, nthreads)) != 0) goto done;
   if (!vf_stopping(&c) && (rc = vf_check_records(&c, nthreads)) != 0) goto done;
   if (!vf_stopping(&c) && o->manifest) vf_check_manifest(&c);
+  if (!vf_stopping(&c) && (rc = vf_check_index(&c, t)) != 0) goto done;
   if (o->stop && *o->stop) rc = FC_EINTR;
 
 done:

@@ -4,8 +4,8 @@
 #include "libcache/core/verify/verify_int.h"
 #include "formats/common/alloc.h"
 
-const char *const vf_db_names[VF_N_DBS] = {"meta", "audio", "text",    "feat",
-                                           "tok",  "env",   "manifest"};
+const char *const vf_db_names[VF_N_DBS] = {"meta", "audio", "text",     "feat",
+                                           "tok",  "env",   "manifest", "index"};
 double vf_now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -28,7 +28,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-enum { DB_ENV = FC_DB_COUNT, DB_MANIFEST = FC_DB_COUNT + 1 };
+enum { DB_ENV = FC_DB_COUNT, DB_MANIFEST = FC_DB_COUNT + 1, DB_INDEX = FC_DB_COUNT + 2 };
 
 enum { KIND_MEL = 1, KIND_TOK = 2 };
 
@@ -83,8 +83,8 @@ typedef struct vctx {
 
 /* ---- shared by the verify_*.c steps (hidden: not exported) -------------------------------------- */
 /* verify_findings.c: the finding db names ("meta", "audio", "text", "feat", "tok", "env",
- * "manifest"), indexed by the db argument of vf_add. */
-#define VF_N_DBS 7
+ * "manifest", "index"), indexed by the db argument of vf_add. */
+#define VF_N_DBS 8
 extern const char *const vf_db_names[VF_N_DBS];
 double vf_now_s(void);
 /* 1 once the run must stop: max_errors reached or the caller's stop flag set. */
@@ -120,5 +120,7 @@ int vf_check_records(vctx *c, int nthreads);
 /* Index of the first NaN or Inf among n elements of dtype (f32, f16, bf16) at p, or n when all
  * are finite (integer dtypes: always n). p need not be aligned. */
 size_t find_nonfinite(const void *p, size_t n, int dtype);
+/* step 6, verify_index.c: each config's index against its entries and records */
+int vf_check_index(vctx *c, fc_rtxn *t);
 
 #endif

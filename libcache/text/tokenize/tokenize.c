@@ -260,6 +260,9 @@ int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
       l->need_tok = fc_rtxn_get(rt, FC_DB_TOK, key.bytes, 16, &v, &vlen) != 0;
       l->need_text = fc_rtxn_get(rt, FC_DB_TEXT, id, strlen(id), &v, &vlen) != 0 ||
                      vlen != 16 + l->len || memcmp(v, l->digest.bytes, 16) != 0;
+      /* a new record comes with its entry (the same bytes when it was there): the entry's write
+       * indexes the id under this config (docs/FORMAT.md "Index") */
+      if (l->need_tok) l->need_text = 1;
     }
     fc_rtxn_end(rt);
     /* a text seen earlier in the batch: one record, made by its first line; the others are

@@ -1,0 +1,537 @@
+/* The loader's index: the utterances of its stores, and finding their records. A store without
+ * indexes is walked by its entries, each id's records looked up and their headers checked at open
+ * (ld_index_store_lookups). A store read through its configs' indexes (docs/FORMAT.md "Index")
+ * gives its utterances from one walk of each index at open (index_store_fast), and each item's
+ * records are found and their headers checked later, when a batch (or a hint, or the locality
+ * plan) first needs them (ld_resolve, under resolve_mu). The transactions are the loader's
+ * (loader.c): the records and index values the items point at stay valid until close. */
+#include "libcache/core/loader/loader_int.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "formats/common/alloc.h"
+#include "formats/common/why.h"
+
+/* ---- small helpers ----------------------------------------------------------------------------- */
+int ld_add_problem(fc_loader *l, uint32_t store, const char *id, size_t id_len,
+                   const char *reason) {
+  if (l->n_problems == l->cap_problems) {
+    uint64_t cap = l->cap_problems ? l->cap_problems * 2 : 16;
+    ld_problem *p = fc_realloc(l->problems, cap * sizeof *p);
+    if (!p) return ENOMEM;
+    l->problems = p;
+    l->cap_problems = cap;
+  }
+  ld_problem *p = &l->problems[l->n_problems];
+  p->id = fc_strndup(id, id_len);
+  p->reason = fc_strdup(reason);
+  p->store = store;
+  if (!p->id || !p->reason) {
+    free(p->id);
+    free(p->reason);
+    return ENOMEM;
+  }
+  l->n_problems++;
+  return 0;
+}
+
+/* ---- the index --------------------------------------------------------------------------------- */
+/* Check a record against what the loader expects. 0, or FC_EFORMAT/FC_ECHECKSUM with a reason. */
+int ld_check_record(fc_loader *l, const void *val, size_t len, int tokens, const fc_digest *cfg,
+                    fc_record_header *h, char *why, size_t why_len) {
+  const void *payload;
+  int rc = fc_record_parse(val, len, h, &payload, why, why_len);
+  if (rc) return rc;
+  if (memcmp(h->config.bytes, cfg->bytes, 16) != 0) {
+    fc_why(why, why_len, "record carries another config digest");
+    return FC_EFORMAT;
+  }
+  if (!tokens) {
+    int want = l->mel_coded ? FC_DTYPE_MQ : l->mel_dtype;
+    if (h->ndim != 2 || h->dim1 != l->n_mels || h->dtype != want) {
+      fc_why(why, why_len, "record is %ux%u %s, the config says [frames][%u] %s", h->dim0, h->dim1,
+             fc_dtype_name(h->dtype) ? fc_dtype_name(h->dtype) : "?", l->n_mels,
+             fc_dtype_name(want));
+      return FC_EFORMAT;
+    }
+    if (h->dim0 == 0) {
+      fc_why(why, why_len, "record has 0 frames");
+      return FC_EFORMAT;
+    }
+  } else {
+    if (h->ndim != 1 ||
+        (h->dtype != FC_DTYPE_I32 && h->dtype != FC_DTYPE_I16 && h->dtype != FC_DTYPE_U16)) {
+      fc_why(why, why_len, "token record is not a 1-d integer array");
+      return FC_EFORMAT;
+    }
+    if (l->tok_dtype && h->dtype != l->tok_dtype) {
+      fc_why(why, why_len, "token record dtype %s differs from the others' %s",
+             fc_dtype_name(h->dtype), fc_dtype_name(l->tok_dtype));
+      return FC_EFORMAT;
+    }
+  }
+  return 0;
+}
+
+/* Find id's records in store si. 0 and *it filled; FC_ENOTFOUND / FC_EFORMAT / FC_ECHECKSUM with
+ * a reason; LMDB codes. The audio entry may be given (cursor walk) or looked up (aval NULL). */
+int ld_find_records(fc_loader *l, uint32_t si, const char *id, size_t id_len, const void *aval,
+                    size_t alen, ld_item *it, char *why, size_t why_len) {
+  ld_store *st = &l->stores[si];
+  fc_store *s = st->s;
+  MDB_val k, v;
+  int rc;
+  if (!aval) {
+    k = (MDB_val){id_len, (void *)id};
+    rc = mdb_get(st->txn, s->dbi[FC_DB_AUDIO], &k, &v);
+    if (rc == MDB_NOTFOUND) {
+      fc_why(why, why_len, "no audio entry");
+      return FC_ENOTFOUND;
+    }
+    if (rc) return rc;
+    aval = v.mv_data;
+    alen = v.mv_size;
+  }
+  fc_audio_entry ae;
+  if (fc_audio_entry_decode(aval, alen, &ae)) {
+    fc_why(why, why_len, "corrupt audio entry");
+    return FC_EFORMAT;
+  }
+  fc_digest key;
+  fc_record_key(&ae.digest, &st->mel_cfg, &key);
+  k = (MDB_val){16, key.bytes};
+  rc = mdb_get(st->txn, s->dbi[FC_DB_FEAT], &k, &v);
+  if (rc == MDB_NOTFOUND) {
+    char hex[33];
+    fc_digest_hex(&st->mel_cfg, hex);
+    fc_why(why, why_len, "no features for config %s", hex);
+    return FC_ENOTFOUND;
+  }
+  if (rc) return rc;
+  fc_record_header h;
+  char r[200];
+  if ((rc = ld_check_record(l, v.mv_data, v.mv_size, 0, &st->mel_cfg, &h, r, sizeof r))) {
+    fc_why(why, why_len, "corrupt feature record: %s", r);
+    return rc;
+  }
+  memset(it, 0, sizeof *it);
+  it->mel_rec = v.mv_data;
+  it->frames = h.dim0;
+  it->store = si;
+  if (!l->has_tokens) return 0;
+  k = (MDB_val){id_len, (void *)id};
+  rc = mdb_get(st->txn, s->dbi[FC_DB_TEXT], &k, &v);
+  if (rc == MDB_NOTFOUND) {
+    fc_why(why, why_len, "no text entry");
+    return FC_ENOTFOUND;
+  }
+  if (rc) return rc;
+  fc_digest td;
+  if (fc_text_entry_decode(v.mv_data, v.mv_size, &td, NULL, NULL)) {
+    fc_why(why, why_len, "corrupt text entry");
+    return FC_EFORMAT;
+  }
+  fc_record_key(&td, &st->tok_cfg, &key);
+  k = (MDB_val){16, key.bytes};
+  rc = mdb_get(st->txn, s->dbi[FC_DB_TOK], &k, &v);
+  if (rc == MDB_NOTFOUND) {
+    char hex[33];
+    fc_digest_hex(&st->tok_cfg, hex);
+    fc_why(why, why_len, "no tokens for config %s", hex);
+    return FC_ENOTFOUND;
+  }
+  if (rc) return rc;
+  if ((rc = ld_check_record(l, v.mv_data, v.mv_size, 1, &st->tok_cfg, &h, r, sizeof r))) {
+    fc_why(why, why_len, "corrupt token record: %s", r);
+    return rc;
+  }
+  it->tok_rec = v.mv_data;
+  it->ntok = h.dim0;
+  return 0;
+}
+
+int ld_add_item(fc_loader *l, const ld_item *it, const char *id, size_t id_len) {
+  if (l->n_items == l->cap_items) {
+    uint64_t cap = l->cap_items ? l->cap_items * 2 : 1024;
+    ld_item *p = fc_realloc(l->items, cap * sizeof *p);
+    if (!p) return ENOMEM;
+    l->items = p;
+    l->cap_items = cap;
+  }
+  if (l->ids_len + id_len + 1 > l->ids_cap || l->ids_len + id_len + 1 > UINT32_MAX) {
+    size_t cap = l->ids_cap ? l->ids_cap * 2 : 65536;
+    while (cap < l->ids_len + id_len + 1) cap *= 2;
+    if (l->ids_len + id_len + 1 > UINT32_MAX) return FC_ETOOLONG;
+    char *p = fc_realloc(l->ids, cap);
+    if (!p) return ENOMEM;
+    l->ids = p;
+    l->ids_cap = cap;
+  }
+  ld_item *dst = &l->items[l->n_items++];
+  *dst = *it;
+  dst->id_off = (uint32_t)l->ids_len;
+  memcpy(l->ids + l->ids_len, id, id_len);
+  l->ids[l->ids_len + id_len] = '\0';
+  l->ids_len += id_len + 1;
+  if (it->tok_rec && it->state == LD_CHECKED && !l->tok_dtype) l->tok_dtype = it->tok_rec[6];
+  return 0;
+}
+
+/* Walk store si's audio db (and with tokens its text db) and append its utterances, each looked
+ * up and its records' headers checked (a store without indexes). */
+int ld_index_store_lookups(fc_loader *l, uint32_t si, char *why, size_t why_len) {
+  ld_store *st = &l->stores[si];
+  fc_store *s = st->s;
+  int strict = (l->o.flags & FC_LOADER_STRICT) != 0;
+  MDB_cursor *c;
+  int rc = mdb_cursor_open(st->txn, s->dbi[FC_DB_AUDIO], &c);
+  if (rc) return rc;
+  MDB_val k, v;
+  char r[300];
+  for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
+       rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+    ld_item it;
+    int e = ld_find_records(l, si, k.mv_data, k.mv_size, v.mv_data, v.mv_size, &it, r, sizeof r);
+    if (e == 0) {
+      if ((rc = ld_add_item(l, &it, k.mv_data, k.mv_size))) break;
+      continue;
+    }
+    if (e != FC_ENOTFOUND && e != FC_EFORMAT && e != FC_ECHECKSUM) {
+      rc = e;
+      break;
+    }
+    if (strict) {
+      fc_why(why, why_len, "%s: %.*s: %s", st->path, (int)k.mv_size, (const char *)k.mv_data, r);
+      rc = e;
+      break;
+    }
+    if ((rc = ld_add_problem(l, si, k.mv_data, k.mv_size, r))) break;
+  }
+  mdb_cursor_close(c);
+  if (rc != MDB_NOTFOUND) return rc;
+  if (!l->has_tokens) return 0;
+  /* texts whose utterance has no audio entry are missing their features */
+  if ((rc = mdb_cursor_open(st->txn, s->dbi[FC_DB_TEXT], &c))) return rc;
+  for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
+       rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+    MDB_val k2 = k, v2;
+    int e = mdb_get(st->txn, s->dbi[FC_DB_AUDIO], &k2, &v2);
+    if (e == 0) continue;
+    if (e != MDB_NOTFOUND) {
+      rc = e;
+      break;
+    }
+    if (strict) {
+      fc_why(why, why_len, "%s: %.*s: text without audio entry", st->path, (int)k.mv_size,
+             (const char *)k.mv_data);
+      rc = FC_ENOTFOUND;
+      break;
+    }
+    if ((rc = ld_add_problem(l, si, k.mv_data, k.mv_size, "text without audio entry"))) break;
+  }
+  mdb_cursor_close(c);
+  return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* ---- through the indexes ---------------------------------------------------------------------- */
+static uint32_t ix_dim0(const uint8_t *v) {
+  return (uint32_t)v[16] | (uint32_t)v[17] << 8 | (uint32_t)v[18] << 16 | (uint32_t)v[19] << 24;
+}
+
+int ld_resolve(fc_loader *l, ld_item *it, char *why, size_t why_len) {
+  if (it->state == LD_CHECKED) return 0;
+  ld_store *st = &l->stores[it->store];
+  fc_store *s = st->s;
+  MDB_val k = {16, (void *)it->mel_rec}, v, tv = {0, NULL};
+  fc_record_header h;
+  char r[200];
+  int rc = mdb_get(st->txn, s->dbi[FC_DB_FEAT], &k, &v);
+  if (rc == MDB_NOTFOUND) {
+    fc_why(why, why_len, "the index names a feature record the store does not hold");
+    return FC_ENOTFOUND;
+  }
+  if (rc) return rc;
+  if ((rc = ld_check_record(l, v.mv_data, v.mv_size, 0, &st->mel_cfg, &h, r, sizeof r))) {
+    fc_why(why, why_len, "corrupt feature record: %s", r);
+    return rc;
+  }
+  if (h.dim0 != it->frames) {
+    fc_why(why, why_len, "the index says %u frames, the feature record holds %u", it->frames,
+           h.dim0);
+    return FC_EFORMAT;
+  }
+  if (l->has_tokens) {
+    k = (MDB_val){16, (void *)it->tok_rec};
+    rc = mdb_get(st->txn, s->dbi[FC_DB_TOK], &k, &tv);
+    if (rc == MDB_NOTFOUND) {
+      fc_why(why, why_len, "the index names a token record the store does not hold");
+      return FC_ENOTFOUND;
+    }
+    if (rc) return rc;
+    if ((rc = ld_check_record(l, tv.mv_data, tv.mv_size, 1, &st->tok_cfg, &h, r, sizeof r))) {
+      fc_why(why, why_len, "corrupt token record: %s", r);
+      return rc;
+    }
+    if (h.dim0 != it->ntok) {
+      fc_why(why, why_len, "the index says %u tokens, the token record holds %u", it->ntok, h.dim0);
+      return FC_EFORMAT;
+    }
+  }
+  it->mel_rec = v.mv_data;
+  it->tok_rec = tv.mv_data;
+  it->state = LD_CHECKED;
+  return 0;
+}
+
+int ld_locate(fc_loader *l, const ld_item *it, const uint8_t **rec, size_t *len) {
+  if (it->state == LD_CHECKED) {
+    *rec = it->mel_rec;
+    *len = FC_RECORD_HEADER_SIZE + ld_mel_bytes(l, it);
+    return 0;
+  }
+  ld_store *st = &l->stores[it->store];
+  MDB_val k = {16, (void *)it->mel_rec}, v;
+  if (mdb_get(st->txn, st->s->dbi[FC_DB_FEAT], &k, &v)) return FC_ENOTFOUND;
+  *rec = v.mv_data;
+  *len = v.mv_size;
+  return 0;
+}
+
+void ld_resolve_all(fc_loader *l) {
+  if (!l->any_indexed) return;
+  char r[300];
+  pthread_mutex_lock(&l->resolve_mu);
+  for (uint64_t i = 0; i < l->n_items; i++)
+    if (l->items[i].state == LD_INDEXED) (void)ld_resolve(l, &l->items[i], r, sizeof r);
+  pthread_mutex_unlock(&l->resolve_mu);
+}
+
+/* A cursor over one db of a store walked in key order, for the merge of index_store_fast. */
+typedef struct ld_walk {
+  MDB_cursor *c;
+  MDB_val k, v;
+  int on; /* positioned on an entry */
+} ld_walk;
+
+static int walk_open(ld_walk *w, MDB_txn *txn, MDB_dbi dbi) {
+  memset(w, 0, sizeof *w);
+  int rc = mdb_cursor_open(txn, dbi, &w->c);
+  if (rc) return rc;
+  rc = mdb_cursor_get(w->c, &w->k, &w->v, MDB_FIRST);
+  w->on = rc == 0;
+  return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+static int walk_next(ld_walk *w) {
+  int rc = mdb_cursor_get(w->c, &w->k, &w->v, MDB_NEXT);
+  w->on = rc == 0;
+  return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* LMDB's default key order: bytes, then length. */
+static int key_cmp(const MDB_val *a, const MDB_val *b) {
+  size_t n = a->mv_size < b->mv_size ? a->mv_size : b->mv_size;
+  int c = n ? memcmp(a->mv_data, b->mv_data, n) : 0;
+  if (c) return c;
+  return (a->mv_size > b->mv_size) - (a->mv_size < b->mv_size);
+}
+
+/* Store si, read through the indexes of its configs (mi: mel; ti: tokens, when the loader has
+ * tokens): one walk of each index in id order, merged. Where the indexes hold as many ids as the
+ * entries they index (the usual case: every utterance stored under this loader's configs), the
+ * entries themselves are not read; otherwise the audio (and text) db are walked beside them and
+ * each id they hold that an index lacks is looked up as without an index, so that the items and
+ * the problems are the same as find_records would give. Records are not touched here. */
+static int index_store_fast(fc_loader *l, uint32_t si, MDB_dbi mi, MDB_dbi ti, char *why,
+                            size_t why_len) {
+  ld_store *st = &l->stores[si];
+  fc_store *s = st->s;
+  const int tokens = l->has_tokens, strict = (l->o.flags & FC_LOADER_STRICT) != 0;
+  MDB_stat sa, sm, sx = {0}, stt = {0};
+  int rc;
+  if ((rc = mdb_stat(st->txn, s->dbi[FC_DB_AUDIO], &sa)) || (rc = mdb_stat(st->txn, mi, &sm)))
+    return rc;
+  if (tokens &&
+      ((rc = mdb_stat(st->txn, s->dbi[FC_DB_TEXT], &sx)) || (rc = mdb_stat(st->txn, ti, &stt))))
+    return rc;
+  const int walk_a = sa.ms_entries != sm.ms_entries,
+            walk_x = tokens && (walk_a || sx.ms_entries != stt.ms_entries);
+  /* room for every indexed item at once: no growing copies of the array */
+  uint64_t want = l->n_items + sm.ms_entries;
+  if (want > l->cap_items) {
+    ld_item *p = fc_realloc(l->items, want * sizeof *p);
+    if (!p) return ENOMEM;
+    l->items = p;
+    l->cap_items = want;
+  }
+  enum { A, M, X, T, NW };
+  ld_walk w[NW];
+  memset(w, 0, sizeof w);
+  if ((walk_a && (rc = walk_open(&w[A], st->txn, s->dbi[FC_DB_AUDIO]))) ||
+      (rc = walk_open(&w[M], st->txn, mi)) ||
+      (walk_x && (rc = walk_open(&w[X], st->txn, s->dbi[FC_DB_TEXT]))) ||
+      (tokens && (rc = walk_open(&w[T], st->txn, ti))))
+    goto out;
+  char r[300];
+  for (;;) {
+    const MDB_val *id = NULL;
+    for (int i = 0; i < NW; i++)
+      if (w[i].on && (!id || key_cmp(&w[i].k, id) < 0)) id = &w[i].k;
+    if (!id) break;
+    MDB_val key = *id;
+    int in[NW];
+    for (int i = 0; i < NW; i++) in[i] = w[i].on && key_cmp(&w[i].k, &key) == 0;
+    if (!walk_a) in[A] = in[M]; /* the index holds every audio entry's id */
+    if (tokens && !walk_x) in[X] = in[T];
+    const int mel_ok = in[M] && w[M].v.mv_size == FC_INDEX_VALUE_SIZE,
+              tok_ok = !tokens || (in[T] && w[T].v.mv_size == FC_INDEX_VALUE_SIZE);
+    int e = 0;
+    ld_item it;
+    r[0] = '\0';
+    if (!in[A]) {
+      if (tokens && in[X]) {
+        e = FC_ENOTFOUND;
+        fc_why(r, sizeof r, "text without audio entry");
+      }
+    } else if (mel_ok && tok_ok) {
+      memset(&it, 0, sizeof it);
+      it.mel_rec = w[M].v.mv_data;
+      it.frames = ix_dim0(w[M].v.mv_data);
+      if (tokens) {
+        it.tok_rec = w[T].v.mv_data;
+        it.ntok = ix_dim0(w[T].v.mv_data);
+      }
+      it.store = si;
+      it.state = LD_INDEXED;
+      if ((rc = ld_add_item(l, &it, key.mv_data, key.mv_size))) goto out;
+      l->any_indexed = 1;
+    } else { /* not indexed under both configs: as without an index */
+      e = ld_find_records(l, si, key.mv_data, key.mv_size, NULL, 0, &it, r, sizeof r);
+      if (e == 0) {
+        if ((rc = ld_add_item(l, &it, key.mv_data, key.mv_size))) goto out;
+      } else if (e != FC_ENOTFOUND && e != FC_EFORMAT && e != FC_ECHECKSUM) {
+        rc = e;
+        goto out;
+      }
+    }
+    if (e) {
+      if (strict) {
+        fc_why(why, why_len, "%s: %.*s: %s", st->path, (int)key.mv_size, (const char *)key.mv_data,
+               r);
+        rc = e;
+        goto out;
+      }
+      if ((rc = ld_add_problem(l, si, key.mv_data, key.mv_size, r))) goto out;
+    }
+    for (int i = 0; i < NW; i++)
+      if (w[i].on && key_cmp(&w[i].k, &key) == 0 && (rc = walk_next(&w[i]))) goto out;
+  }
+out:
+  for (int i = 0; i < NW; i++)
+    if (w[i].c) mdb_cursor_close(w[i].c);
+  return rc;
+}
+
+/* The index dbs of store si for the loader's configs: 1 and *mi (*ti) when every one it needs
+ * is there and this loader's transaction can read it, else 0 (read without an index). */
+static int store_indexes(fc_loader *l, uint32_t si, MDB_dbi *mi, MDB_dbi *ti) {
+  ld_store *st = &l->stores[si];
+  store_index x;
+  MDB_stat ms;
+  if (store_index_find(st->s, &st->mel_cfg, &x) || mdb_stat(st->txn, x.dbi, &ms)) return 0;
+  *mi = x.dbi;
+  if (!l->has_tokens) return 1;
+  if (store_index_find(st->s, &st->tok_cfg, &x) || mdb_stat(st->txn, x.dbi, &ms)) return 0;
+  *ti = x.dbi;
+  return 1;
+}
+
+int ld_index_store(fc_loader *l, uint32_t si, int *used, char *why, size_t why_len) {
+  MDB_dbi mi = 0, ti = 0;
+  ld_store *st = &l->stores[si];
+  if (!store_indexes(l, si, &mi, &ti)) { /* read as before: every record, with read-ahead */
+    if (st->map && !(l->o.flags & FC_LOADER_NORDAHEAD))
+      madvise((void *)st->map, st->map_len, MADV_NORMAL);
+    *used = 0;
+    return 0;
+  }
+  *used = 1;
+  uint64_t first = l->n_items;
+  int rc = index_store_fast(l, si, mi, ti, why, why_len);
+  /* the token dtype of a dataset read through indexes: its first good token record's */
+  char r[300];
+  for (uint64_t i = first; !rc && l->has_tokens && !l->tok_dtype && i < l->n_items; i++)
+    if (ld_resolve(l, &l->items[i], r, sizeof r) == 0) l->tok_dtype = l->items[i].tok_rec[6];
+  return rc;
+}
+
+void ld_advise_open(fc_loader *l, int random) {
+  if (!random && (l->o.flags & FC_LOADER_NORDAHEAD)) return; /* RANDOM is the store's own */
+  for (uint32_t i = 0; i < l->n_stores; i++)
+    if (l->stores[i].map)
+      madvise((void *)l->stores[i].map, l->stores[i].map_len, random ? MADV_RANDOM : MADV_NORMAL);
+}
+
+int ld_resolve_batch(fc_loader *l, const ld_plan *p, uint64_t k, char ***bad, int **bad_rc) {
+  uint64_t s = p->bstart[k], m = p->bstart[k + 1] - s;
+  int rc = 0;
+  *bad = NULL;
+  *bad_rc = NULL;
+  if (!l->any_indexed) return 0;
+  pthread_mutex_lock(&l->resolve_mu);
+  for (uint64_t i = 0; i < m && !rc; i++) {
+    ld_item *it = &l->items[p->order[s + i]];
+    char r[300];
+    int e = it->state == LD_INDEXED ? ld_resolve(l, it, r, sizeof r) : 0;
+    if (!e) continue;
+    if (!*bad &&
+        (!(*bad = fc_calloc(m, sizeof **bad)) || !(*bad_rc = fc_calloc(m, sizeof **bad_rc))))
+      rc = ENOMEM;
+    else if (!((*bad)[i] = fc_strdup(r)))
+      rc = ENOMEM;
+    else
+      (*bad_rc)[i] = e;
+  }
+  pthread_mutex_unlock(&l->resolve_mu);
+  return rc;
+}
+
+void ld_bad_free(char **bad, int *bad_rc, uint64_t m) {
+  if (bad)
+    for (uint64_t i = 0; i < m; i++) free(bad[i]);
+  free(bad);
+  free(bad_rc);
+}
+
+/* madvise(WILLNEED) the records of batch k, merging adjacent ranges. Records of items not yet
+ * resolved are looked up for it (under resolve_mu), not checked. */
+void ld_willneed(fc_loader *l, const ld_plan *p, uint64_t k) {
+  if (k >= p->n_batches || !l->willneed) return;
+  static long page;
+  if (!page) page = sysconf(_SC_PAGESIZE);
+  uintptr_t lo = 0, hi = 0;
+  if (l->any_indexed) pthread_mutex_lock(&l->resolve_mu);
+  for (uint64_t i = p->bstart[k]; i <= p->bstart[k + 1]; i++) {
+    uintptr_t a = 0, e = 0;
+    if (i < p->bstart[k + 1]) {
+      const ld_item *it = &l->items[p->order[i]];
+      const uint8_t *rec;
+      size_t len;
+      if (ld_locate(l, it, &rec, &len)) continue;
+      a = (uintptr_t)rec & ~(uintptr_t)(page - 1);
+      e = (uintptr_t)rec + len;
+      if (hi && a <= hi + (uintptr_t)page && e >= lo) {
+        if (e > hi) hi = e;
+        if (a < lo) lo = a;
+        continue;
+      }
+    }
+    if (hi) madvise((void *)lo, hi - lo, MADV_WILLNEED);
+    lo = a;
+    hi = e;
+  }
+  if (l->any_indexed) pthread_mutex_unlock(&l->resolve_mu);
+}
