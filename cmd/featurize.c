@@ -31,6 +31,7 @@ enum {
   OPT_MANIFEST_FORMAT,
   OPT_AUDIO_DIR,
   OPT_MAX_SECONDS,
+  OPT_REHASH,
   OPT_STRICT,
   OPT_PROGRESS,
   OPT_JSON,
@@ -87,6 +88,8 @@ static const fc_cli_opt options[] =
      {"device", OPT_DEVICE, required_argument, "DEV", "auto (default), cpu, cuda or cuda:N"},
      {"gpu-min-seconds", OPT_GPU_MIN_SECONDS, required_argument, "S",
       "auto: use the GPU for jobs of at least S s of audio (default 3000 x jobs; 0: any job)"},
+     {"rehash", OPT_REHASH, no_argument, NULL,
+      "read and hash every input (default: one stored with its path, size, mtime is not read)"},
      {"strict", OPT_STRICT, no_argument, NULL, "stop at the first bad input"},
      {"quiet", 'q', no_argument, NULL, "no progress, no summary unless something failed"},
      {"verbose", 'v', no_argument, NULL, "one line per input, the device, where the time went"},
@@ -103,7 +106,8 @@ static const char synopsis[] =
     "       featurize --print-config PRESET [feature options]";
 static const char description[] =
     "Compute log-mel spectrograms of audio files into a featcache store. Inputs already stored\n"
-    "with the same content and config are skipped; bad inputs are reported and skipped.";
+    "with the same content and config are skipped (a file whose path, size and mtime the store\n"
+    "holds is not even read); bad inputs are reported and skipped.";
 static const char footer[] =
     "Exit status: 0 all stored, 1 some inputs failed, 2 usage or configuration error,\n"
     "130/143 interrupted (finished work is committed).\n"
@@ -264,7 +268,7 @@ int main(int argc, char **argv) {
   const char *store_dir = NULL, *manifest = NULL, *audio_dir = NULL, *device_spec = "auto";
   const char *shard_spec = NULL, *print_config = NULL;
   int manifest_format = FC_MANIFEST_AUTO, strict = 0, quiet = 0, verbose = 0, progress = 0,
-      json = 0;
+      json = 0, rehash = 0;
   double max_seconds = 0, gpu_min_seconds = 0;
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   uint32_t jobs = ncpu > 0 ? (uint32_t)(ncpu < 256 ? ncpu : 256) : 1;
@@ -374,6 +378,7 @@ int main(int argc, char **argv) {
     case OPT_SHARD: shard_spec = optarg; break;
     case OPT_PRINT_CONFIG: print_config = optarg; break;
     case OPT_STRICT: strict = 1; break;
+    case OPT_REHASH: rehash = 1; break;
     case 'q': quiet = 1; break;
     case 'v': verbose = 1; break;
     case OPT_PROGRESS: progress = 1; break;
@@ -514,6 +519,7 @@ int main(int argc, char **argv) {
   fo.jobs = jobs;
   fo.batch_records = batch;
   fo.max_seconds = max_seconds;
+  fo.rehash = rehash;
   fo.strict = strict;
   fo.stop = &fc_cli_signal;
   fo.on_event = on_event;

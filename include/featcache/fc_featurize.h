@@ -92,7 +92,9 @@ typedef enum fc_featurize_status {
   FC_ITEM_STORED = 0, /* features computed; record and audio entry committed */
   FC_ITEM_LINKED = 1, /* the record was already stored (same bytes, same config): only this id's
                           audio entry was committed */
-  FC_ITEM_SKIPPED = 2, /* record and this id's audio entry (same digest) already stored */
+  FC_ITEM_SKIPPED = 2, /* record and this id's audio entry (same digest) already stored (an
+                          entry that named the source with another path, size or mtime is
+                          written again with the file's) */
   FC_ITEM_FAILED = 3 /* not stored; err and reason say why */
 } fc_featurize_status;
 
@@ -161,6 +163,9 @@ typedef struct fc_featurize_opts {
   unsigned jobs; /* worker threads; 0 = 1 */
   fc_device device; /* auto, cpu, cuda[:N]: chosen by fc_featurize_run (see below) */
   double max_seconds; /* > 0: longer audio fails with FC_ETOOLONG */
+  /* Read and hash every file, even one whose audio entry names it with its size and mtime (by
+   * default such a file is taken as stored, unread: docs/featurize.md "Reruns"). */
+  int rehash;
   int strict; /* stop at the first failed item (finished work is committed) */
   /* Set by the caller (e.g. a signal handler) to stop: no new items are started, what is computed
    * is committed, and fc_featurize_run returns FC_EINTR. May be NULL. */
@@ -191,7 +196,9 @@ FC_API void fc_featurize_opts_init(fc_featurize_opts *opts);
 /* Featurize items[0..n) with cfg into the store s (opened writable; with FC_STORE_NOSYNC the
  * pipeline syncs every sync_seconds and at the end, with FC_STORE_NOMETASYNC at the end). Items with err set (manifest problems) are
  * reported as FAILED. For each good item: key = fc_record_key(audio digest, config digest); the
- * item is SKIPPED when the feat record exists and the id's audio entry holds the same digest.
+ * item is SKIPPED when the feat record exists and the id's audio entry holds the same digest;
+ * unless opts->rehash, an item whose audio entry names its path with the file's size and mtime
+ * is SKIPPED without reading the file when its record is stored (docs/featurize.md "Reruns").
  * Device auto is chosen with fc_featurize_choose_device (opts->auto_gpu_min_seconds).
  * Returns 0 when the job ran to the end (stats->failed may be > 0); FC_EINTR when *stop was set;
  * with strict, the error code of the first failed item; FC_ECONFIG / FC_ENODEVICE (reason in why)

@@ -38,8 +38,9 @@ Usage: featurize [options] -o STORE [AUDIO...]
        featurize --print-config PRESET [feature options]
 
 Compute log-mel spectrograms of audio files into a featcache store. Inputs
-already stored with the same content and config are skipped; bad inputs are
-reported and skipped.
+already stored with the same content and config are skipped (a file whose path,
+size and mtime the store holds is not even read); bad inputs are reported and
+skipped.
 
 Output:
   -o, --output STORE           store directory (created if missing)
@@ -86,6 +87,8 @@ Running:
       --device DEV             auto (default), cpu, cuda or cuda:N
       --gpu-min-seconds S      auto: use the GPU for jobs of at least S s of
                                audio (default 3000 x jobs; 0: any job)
+      --rehash                 read and hash every input (default: one stored
+                               with its path, size, mtime is not read)
       --strict                 stop at the first bad input
   -q, --quiet                  no progress, no summary unless something failed
   -v, --verbose                one line per input, the device, where the time

@@ -42,6 +42,7 @@ typedef struct fz_job {
   size_t entry_len;
   uint64_t frames;
   double seconds;
+  int refresh; /* only the entry, rewritten for its source's new identity: reported SKIPPED */
 } fz_job;
 
 typedef struct fz_chunk fz_chunk; /* featurize_stage.c */

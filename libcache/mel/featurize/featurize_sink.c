@@ -175,12 +175,18 @@ out:
 static void report_committed(fz_run *r, fz_job *batch) {
   pthread_mutex_lock(&r->ev_mu);
   for (fz_job *j = batch; j; j = j->next) {
-    fc_featurize_event ev = {.status = j->record || j->feat ? FC_ITEM_STORED : FC_ITEM_LINKED,
+    fc_featurize_event ev = {.status = j->record || j->feat ? FC_ITEM_STORED
+                                       : j->refresh         ? FC_ITEM_SKIPPED
+                                                            : FC_ITEM_LINKED,
                              .index = j->index,
                              .frames = j->frames,
                              .seconds = j->seconds};
-    r->st.processed++;
-    r->st.audio_seconds += j->seconds;
+    if (j->refresh) {
+      r->st.skipped_existing++;
+    } else {
+      r->st.processed++;
+      r->st.audio_seconds += j->seconds;
+    }
     fz_emit(r, &ev);
   }
   r->st.committed_batches++;

@@ -23,6 +23,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static int stop_requested(const fz_run *r) { return r->o.stop && *r->o.stop; }
 
@@ -34,11 +35,20 @@ static void report_skipped(fz_run *r, size_t i) {
   pthread_mutex_unlock(&r->ev_mu);
 }
 
-/* Is the record stored, and does the id's audio entry hold this digest? (In the id's part.) */
-static int lookup(fz_run *r, size_t i, const fc_digest *key, const fc_digest *audio, int *have_feat,
-                  int *have_entry) {
+/* The source's identity as its audio entry stores it: path as given, size, mtime. */
+static int same_source(const fc_audio_entry *e, const char *path, uint64_t size, int64_t mtime_ns) {
+  return e->source_size == size && e->mtime_ns == mtime_ns && e->path_len == strlen(path) &&
+         memcmp(e->path, path, e->path_len) == 0;
+}
+
+/* Is the record stored, and does the id's audio entry hold this digest? (In the id's part.)
+ * *stale: it does, but names the source otherwise (another path, size or mtime: a touched or
+ * copied file); *old then holds its facts (path excepted). */
+static int lookup(fz_run *r, size_t i, const fc_digest *key, const fc_digest *audio,
+                  const fc_audio_info *src, int *have_feat, int *have_entry, int *stale,
+                  fc_audio_entry *old) {
   const char *id = r->items[i].id;
-  *have_feat = *have_entry = 0;
+  *have_feat = *have_entry = *stale = 0;
   fc_rtxn *t;
   int rc = fc_store_read_begin(r->parts[fz_part_of(r, i)].s, &t);
   if (rc) return rc;
@@ -49,15 +59,43 @@ static int lookup(fz_run *r, size_t i, const fc_digest *key, const fc_digest *au
     const void *v;
     size_t vlen;
     int grc = fc_rtxn_get(t, FC_DB_AUDIO, id, strlen(id), &v, &vlen);
-    fc_audio_entry e;
-    if (grc == 0 && fc_audio_entry_decode(v, vlen, &e) == 0 &&
-        memcmp(e.digest.bytes, audio->bytes, sizeof audio->bytes) == 0)
+    if (grc == 0 && fc_audio_entry_decode(v, vlen, old) == 0 &&
+        memcmp(old->digest.bytes, audio->bytes, sizeof audio->bytes) == 0) {
       *have_entry = 1;
-    else if (grc != 0 && grc != FC_ENOTFOUND)
+      *stale = !same_source(old, r->items[i].path, src->size, src->mtime_ns);
+      old->path = NULL;
+    } else if (grc != 0 && grc != FC_ENOTFOUND) {
       rc = grc;
+    }
   }
   fc_rtxn_end(t);
   return rc;
+}
+
+/* A rerun that skips by the source's identity (docs/featurize.md "Reruns"): when the id's audio
+ * entry names this path with the file's size and mtime, the digest it holds is taken for the
+ * file's bytes, which are not read; the item is stored when that digest's record under this
+ * config is. 1: stored, skip it; 0: read and hash the file. */
+static int stored_by_identity(fz_run *r, size_t i) {
+  const fc_item *it = &r->items[i];
+  struct stat st;
+  if (stat(it->path, &st) != 0 || !S_ISREG(st.st_mode)) return 0; /* the read says why */
+  int64_t mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  fc_rtxn *t;
+  if (fc_store_read_begin(r->parts[fz_part_of(r, i)].s, &t)) return 0;
+  const void *v;
+  size_t vlen;
+  fc_audio_entry e;
+  int stored = 0;
+  if (fc_rtxn_get(t, FC_DB_AUDIO, it->id, strlen(it->id), &v, &vlen) == 0 &&
+      fc_audio_entry_decode(v, vlen, &e) == 0 &&
+      same_source(&e, it->path, (uint64_t)st.st_size, mtime_ns)) {
+    fc_digest key;
+    fc_record_key(&e.digest, &r->cfg_digest, &key);
+    stored = fc_rtxn_get(t, FC_DB_FEAT, key.bytes, 16, NULL, NULL) == 0;
+  }
+  fc_rtxn_end(t);
+  return stored;
 }
 
 /* The job's audio entry (FORMAT.md): the content digest, the source's facts and its path. */
@@ -97,6 +135,11 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   fc_audio_info info;
   fz_times *tm = &w->t;
   double t0 = fz_cpu_now(), t1;
+  if (!r->o.rehash && stored_by_identity(r, i)) {
+    tm->hash += fz_cpu_now() - t0;
+    report_skipped(r, i);
+    return;
+  }
   int rc = audio_read_into(it->path, 0, &w->buf, &w->buf_cap, &len, &info);
   bytes = w->buf;
   tm->read += (t1 = fz_cpu_now()) - t0;
@@ -107,15 +150,32 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   fc_digest audio, key;
   fc_digest_buffer(bytes, len, &audio);
   fc_record_key(&audio, &r->cfg_digest, &key);
-  int have_feat, have_entry;
-  rc = lookup(r, i, &key, &audio, &have_feat, &have_entry);
+  int have_feat, have_entry, stale;
+  fc_audio_entry old;
+  rc = lookup(r, i, &key, &audio, &info, &have_feat, &have_entry, &stale, &old);
   tm->hash += (t0 = fz_cpu_now()) - t1;
   if (rc) {
     fc_why(why, sizeof why, "cannot read the store: %s", fc_strerror(rc));
     goto fail;
   }
-  if (have_feat && have_entry) {
+  if (have_feat && have_entry && !stale) {
     report_skipped(r, i);
+    return;
+  }
+  if (have_feat && have_entry) { /* the same bytes under another identity: the entry says so now,
+                                    so that the next rerun need not read the file */
+    info.sample_rate = old.sample_rate;
+    info.channels = old.channels;
+    info.frames = old.frames;
+    if (!(j = fc_calloc(1, sizeof *j))) goto nomem;
+    j->index = i;
+    j->key = key;
+    j->refresh = 1;
+    if (encode_entry(j, &audio, &info, it->path)) goto nomem;
+    if ((rc = fz_queue_push(r, j, &tm->queue_wait))) {
+      fz_job_free(j);
+      fz_report_unstored(r, i, rc);
+    }
     return;
   }
   size_t n = 0;
