@@ -3,7 +3,9 @@ Python reading of the format: featurize under two presets and tokenize under two
 into one store (the second config of each kind indexes ids whose entries were already there);
 the loader reads the same batches through the indexes as from the same store without them (its
 index dbs dropped with py-lmdb, as a store made before indexes); a later featurize into that
-old store keeps reading it without indexes; cache-merge of it gives a store with exact indexes."""
+old store keeps reading it without indexes; cache-merge of it gives a store with exact indexes;
+cache-config --drop empties the dropped config's index, and storing the config again indexes it
+anew."""
 import os
 import shutil
 import subprocess
@@ -102,6 +104,27 @@ def test_loader_same_without_indexes_and_old_store_stays_old(corpus):
     problems, counts = index_problems(merged)
     assert problems == [] and sorted(counts.values()) == [24, 24], (problems, counts)
     assert epoch(merged, tokens="chars") == epoch(st, tokens="chars")
+
+
+def test_drop_and_store_again(corpus):
+    man = os.path.join(corpus, "metadata.csv")
+    st = os.path.join(corpus, "d")
+    run("featurize", "-q", "--manifest", man, "-o", st)
+    run("tokenize", "-q", "--manifest", man, "--tokenizer", "chars", "--build-vocab", "-o", st)
+    run("cache-config", "--drop", "chars", st)
+    problems, counts = index_problems(st)
+    assert problems == [] and sorted(counts.values()) == [24], counts
+    env = lmdb.open(st, readonly=True, lock=False, max_dbs=256, subdir=True)
+    with env.begin() as t:  # the dropped config's index: emptied, never stale
+        names = [bytes(k) for k, _ in t.cursor() if bytes(k).startswith(b"index/")]
+        sizes = [t.stat(env.open_db(n, txn=t, create=False))["entries"] for n in names]
+    env.close()
+    assert sorted(sizes) == [0, 24], sizes
+    assert len(epoch(st)) == 24
+    run("tokenize", "-q", "--manifest", man, "--tokenizer", "chars", "--build-vocab", "-o", st)
+    problems, counts = index_problems(st)
+    assert problems == [] and sorted(counts.values()) == [24, 24], counts
+    assert len(epoch(st, tokens="chars")) == 24
 
 
 if __name__ == "__main__":

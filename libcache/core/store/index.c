@@ -234,6 +234,14 @@ void store_index_end(fc_store *s, int committed) {
   }
 }
 
+int store_index_clear(fc_store *s, MDB_txn *txn, const fc_digest *cfg) {
+  pthread_mutex_lock(&s->idx_mu);
+  const store_index *x = table_find(s, cfg);
+  MDB_dbi dbi = x ? x->dbi : 0;
+  pthread_mutex_unlock(&s->idx_mu);
+  return x ? mdb_drop(txn, dbi, 0) : 0;
+}
+
 int store_index_config_added(fc_store *s, MDB_txn *txn, const void *key, size_t key_len,
                              const void *json, size_t json_len) {
   char hex[33];

@@ -204,9 +204,13 @@ static int drop_txn(fc_store *s, int db, const fc_digest *d, int final, MDB_val 
     MDB_val start = *from, all = {0, NULL};
     int more_tok = 0;
     *more = 0;
-    if (!final) {
+    /* the config's index (docs/FORMAT.md "Index") emptied before its first record goes, and
+     * again with its meta keys: it never names a record this drop removed */
+    rc = store_index_begin(s, txn);
+    if (!rc && (final || (db == FC_DB_FEAT && !from->mv_data))) rc = store_index_clear(s, txn, d);
+    if (!rc && !final) {
       rc = del_records(s, txn, db, d, 4096, &start, more, &nr, &nb);
-    } else {
+    } else if (!rc) {
       rc = del_records(s, txn, FC_DB_FEAT, d, UINT64_MAX, &all, more, &nr, &nb);
       if (!rc) rc = del_records(s, txn, FC_DB_TOK, d, UINT64_MAX, &all, &more_tok, &nr, &nb);
       /* the meta keys of the config: its JSON, when it was made, a token config's vocabulary
@@ -221,11 +225,13 @@ static int drop_txn(fc_store *s, int db, const fc_digest *d, int final, MDB_val 
     }
     if (rc) {
       mdb_txn_abort(txn);
+      store_index_end(s, 0);
       if (start.mv_data != from->mv_data) free(start.mv_data);
       if (rc == MDB_MAP_FULL && !(rc = store_grow_map(s, 0))) continue;
       return rc;
     }
     rc = fault_hit("commit") ? (mdb_txn_abort(txn), EIO) : mdb_txn_commit(txn);
+    store_index_end(s, rc == 0);
     if (rc == MDB_MAP_FULL && !(rc = store_grow_map(s, 0))) {
       if (start.mv_data != from->mv_data) free(start.mv_data);
       continue;

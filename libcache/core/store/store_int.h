@@ -92,6 +92,8 @@ int store_index_find(fc_store *s, const fc_digest *cfg, store_index *out);
  * the transaction is, end after its commit or abort (committed: its commit succeeded). */
 int store_index_begin(fc_store *s, MDB_txn *txn);
 void store_index_end(fc_store *s, int committed);
+/* Empty cfg's index in txn (its config's records are being removed); 0 when it has none. */
+int store_index_clear(fc_store *s, MDB_txn *txn, const fc_digest *cfg);
 /* Meta key cfg/<32 hex> was just inserted with value json: create that config's index. */
 int store_index_config_added(fc_store *s, MDB_txn *txn, const void *key, size_t key_len,
                              const void *json, size_t json_len);
