@@ -4,8 +4,11 @@
 # print no warning, no rendered line is wider than 80 characters, no Markdown escape leaks
 # (`slaney\|htk`), options print with ASCII hyphens (copied from the page, they work), and no page
 # points to what a reader of the installed page cannot open (files outside the repository, the
-# test suite, issue numbers). Every tool's --help names its man page.
+# test suite, issue numbers). Every tool's --help names its man page. The pages are rendered as a
+# UTF-8 terminal shows them (LC_ALL=C.UTF-8, which every Debian 12 has): in the C locale man
+# renders for ASCII, which has no glyph for the phonemes, arrows and superscripts the pages hold.
 set -u
+export LC_ALL=C.UTF-8
 SRC=${FC_SRC:?}
 MAN=${FC_BIN:?}/man
 PY=${FC_PYTHON:-python3}
