@@ -74,6 +74,30 @@ FC_API void fc_audio_entry_encode(const fc_audio_entry *e, void *out);
 /* Decode; e->path points into val (not NUL-terminated; use path_len). 0 or FC_EFORMAT. */
 FC_API int fc_audio_entry_decode(const void *val, size_t len, fc_audio_entry *e);
 
+/* ---- failure records (db "failed", key = utterance id; docs/FORMAT.md "Failure records") ----- */
+/* featurize's record of an utterance it could not store: which config's run, when, why, from which
+ * source. One per id (the latest); a later run that stores the id under that config deletes it. */
+#define FC_FAILURE_FIXED 32
+typedef struct fc_failure {
+  fc_digest config; /* the feature config of the run that failed it  offset 0 */
+  int64_t time_ns; /* when, ns since the epoch (wall clock)          offset 16 */
+  int32_t err; /* the error: FC_E* (negative) or an errno value  offset 24 */
+  /* offset 28: u32 source_len */
+  const char *source; /* offset 32, source_len bytes: the audio path as stored in audio entries
+                          (empty when the manifest line named none) */
+  size_t source_len;
+  const char *reason; /* the rest: one line of UTF-8, what the tool printed */
+  size_t reason_len;
+} fc_failure;
+
+/* Bytes needed to encode f. */
+FC_API size_t fc_failure_size(const fc_failure *f);
+/* Encode into out (fc_failure_size bytes). */
+FC_API void fc_failure_encode(const fc_failure *f, void *out);
+/* Decode; source and reason point into val (not NUL-terminated). 0 or FC_EFORMAT (shorter than
+ * 32 bytes, or a source length past the end). */
+FC_API int fc_failure_decode(const void *val, size_t len, fc_failure *f);
+
 /* ---- text entries (db "text", key = utterance id): digest (16 B) then normalized UTF-8 text --- */
 FC_API int fc_text_entry_decode(const void *val, size_t len, fc_digest *digest, const char **text,
                                 size_t *text_len);

@@ -36,10 +36,14 @@ typedef enum fc_db {
   FC_DB_TEXT,
   FC_DB_FEAT,
   FC_DB_TOK,
-  FC_DB_COUNT
+  FC_DB_COUNT, /* the five dbs of every store (fc_store_info.entries is indexed by them) */
+  /* featurize's failure records: key the utterance id, value an fc_failure (fc_format.h,
+   * docs/FORMAT.md "Failure records"). Optional: stores written before it have none, and a store
+   * opened read-only without it reads it as empty; a store opened for writing gets it. */
+  FC_DB_FAILED = FC_DB_COUNT
 } fc_db;
 
-/* Name of a db ("meta", "audio", "text", "feat", "tok"); static string. */
+/* Name of a db ("meta", "audio", "text", "feat", "tok", "failed"); static string. */
 FC_API const char *fc_db_name(int db);
 
 /* Open the store in directory dir. With FC_STORE_CREATE the directory, the dbs and meta/format
@@ -58,7 +62,8 @@ FC_API unsigned fc_store_open_flags(const fc_store *s);
 /* ---- writing --------------------------------------------------------------------------------- */
 enum {
   FC_PUT_NOOVERWRITE = 1u << 0, /* keep an existing value (content-addressed dbs) */
-  FC_PUT_FILL = 1u << 1 /* val is an fc_put_fill: the value is written into the store by it */
+  FC_PUT_FILL = 1u << 1, /* val is an fc_put_fill: the value is written into the store by it */
+  FC_PUT_DELETE = 1u << 2 /* delete the key (val is ignored); a key not there is no error */
 };
 
 /* A value written straight into the store (FC_PUT_FILL): with this flag, an fc_put's val points at

@@ -1,4 +1,4 @@
-/* The store: an LMDB environment with five named dbs (docs/FORMAT.md).
+/* The store: an LMDB environment with five named dbs, and the optional `failed` (docs/FORMAT.md).
  *
  * Map growth: LMDB fails a write with MDB_MAP_FULL when the map is too small. fc_store_write then
  * aborts, doubles the map (which LMDB allows only while this process has no transaction open,
@@ -27,7 +27,7 @@
 /* the five dbs, and the indexes of up to 120 configs (later ones go unindexed) */
 #define FC_STORE_MAX_DBS 128
 
-static const char *const db_names[FC_DB_COUNT] = {"meta", "audio", "text", "feat", "tok"};
+static const char *const db_names[FC_DB_ALL] = {"meta", "audio", "text", "feat", "tok", "failed"};
 
 /* The first map of a store opened for writing. Test builds (FC_FAULT_INJECTION) take it from
  * FC_FAULT_MAPSIZE (bytes, at least 16 KiB) when set, so that a test's small job reaches map
@@ -47,7 +47,7 @@ static size_t initial_map(void) {
   return m ? m : FC_INITIAL_MAP;
 }
 
-const char *fc_db_name(int db) { return (db >= 0 && db < FC_DB_COUNT) ? db_names[db] : "?"; }
+const char *fc_db_name(int db) { return (db >= 0 && db < FC_DB_ALL) ? db_names[db] : "?"; }
 
 static int file_exists(const char *dir, const char *name) {
   char p[4096];
@@ -99,9 +99,22 @@ static int open_dbs(fc_store *s, int existed) {
     }
     if (rc) goto fail;
   }
+  /* The optional dbs: created by a writer, absent (dbi 0: read as empty) in an older store opened
+   * read-only. */
+  rc = mdb_dbi_open(txn, db_names[FC_DB_FAILED], create ? MDB_CREATE : 0, &s->dbi[FC_DB_FAILED]);
+  if (rc == MDB_NOTFOUND) s->dbi[FC_DB_FAILED] = 0, rc = 0;
+  if (rc == MDB_INCOMPATIBLE) rc = FC_EFORMAT;
+  if (rc) goto fail;
   /* the index dbs' handles, opened here, are the environment's once this commits */
   if ((rc = store_index_load(s, txn))) goto fail;
-  return mdb_txn_commit(txn);
+  if ((rc = mdb_txn_commit(txn)) != 0) return rc;
+  if (!s->dbi[FC_DB_FAILED] && !(s->flags & FC_STORE_RDONLY)) { /* opened writable, no CREATE */
+    if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0) return rc;
+    rc = mdb_dbi_open(txn, db_names[FC_DB_FAILED], MDB_CREATE, &s->dbi[FC_DB_FAILED]);
+    if (rc) goto fail;
+    return mdb_txn_commit(txn);
+  }
+  return 0;
 fail:
   mdb_txn_abort(txn);
   return rc;
@@ -332,9 +345,15 @@ int fc_store_write(fc_store *s, const fc_put *puts, size_t n) {
     rc = store_index_begin(s, txn);
     for (size_t i = 0; i < n && !rc; i++) {
       const fc_put *p = &puts[i];
-      if (p->db < 0 || p->db >= FC_DB_COUNT) {
+      if (p->db < 0 || p->db >= FC_DB_ALL || !s->dbi[p->db]) {
         rc = EINVAL;
         break;
+      }
+      if (p->flags & FC_PUT_DELETE) {
+        MDB_val k = {p->key_len, (void *)p->key};
+        rc = fault_hit("put") ? EIO : mdb_del(txn, s->dbi[p->db], &k, NULL);
+        if (rc == MDB_NOTFOUND) rc = 0;
+        continue;
       }
       rc = put_one(s, txn, p);
     }
@@ -404,7 +423,8 @@ int fc_rtxn_renew(fc_rtxn *t) {
 
 int fc_rtxn_get(fc_rtxn *t, int db, const void *key, size_t key_len, const void **val,
                 size_t *val_len) {
-  if (db < 0 || db >= FC_DB_COUNT) return EINVAL;
+  if (db < 0 || db >= FC_DB_ALL) return EINVAL;
+  if (!t->s->dbi[db]) return FC_ENOTFOUND; /* an optional db the store lacks */
   MDB_val k = {key_len, (void *)key}, v;
   int rc = mdb_get(t->txn, t->s->dbi[db], &k, &v);
   if (rc == MDB_NOTFOUND) return FC_ENOTFOUND;
@@ -415,7 +435,8 @@ int fc_rtxn_get(fc_rtxn *t, int db, const void *key, size_t key_len, const void 
 }
 
 int fc_rtxn_count(fc_rtxn *t, int db, uint64_t *count) {
-  if (db < 0 || db >= FC_DB_COUNT) return EINVAL;
+  if (db < 0 || db >= FC_DB_ALL) return EINVAL;
+  if (!t->s->dbi[db]) return *count = 0, 0;
   MDB_stat st;
   int rc = mdb_stat(t->txn, t->s->dbi[db], &st);
   if (!rc) *count = st.ms_entries;
@@ -430,9 +451,14 @@ struct fc_cursor {
 
 int fc_cursor_open(fc_rtxn *t, int db, fc_cursor **out) {
   *out = NULL;
-  if (db < 0 || db >= FC_DB_COUNT) return EINVAL;
+  if (db < 0 || db >= FC_DB_ALL) return EINVAL;
   fc_cursor *c = fc_calloc(1, sizeof *c);
   if (!c) return ENOMEM;
+  if (!t->s->dbi[db]) { /* an optional db the store lacks: a cursor over nothing */
+    c->at_end = 1;
+    *out = c;
+    return 0;
+  }
   int rc = mdb_cursor_open(t->txn, t->s->dbi[db], &c->c);
   if (rc) {
     free(c);
@@ -462,6 +488,7 @@ int fc_cursor_next(fc_cursor *c, const void **key, size_t *key_len, const void *
 }
 
 int fc_cursor_seek(fc_cursor *c, const void *key, size_t key_len) {
+  if (!c->c) return 0; /* over an absent optional db: stays at the end */
   MDB_val k = {key_len, (void *)key}, v;
   int rc = mdb_cursor_get(c->c, &k, &v, MDB_SET_RANGE);
   c->at_end = (rc == MDB_NOTFOUND);
@@ -471,7 +498,7 @@ int fc_cursor_seek(fc_cursor *c, const void *key, size_t key_len) {
 
 void fc_cursor_close(fc_cursor *c) {
   if (!c) return;
-  mdb_cursor_close(c->c);
+  if (c->c) mdb_cursor_close(c->c);
   free(c);
 }
 

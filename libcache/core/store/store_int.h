@@ -9,6 +9,9 @@
 #include <lmdb.h>
 #include <pthread.h>
 
+/* Every db of a store, the optional ones included (fc_db). */
+#define FC_DB_ALL (FC_DB_FAILED + 1)
+
 /* One config's index (docs/FORMAT.md "Index"): the db index/<32 hex of cfg>. */
 typedef struct store_index {
   fc_digest cfg;
@@ -22,7 +25,7 @@ typedef struct store_index {
 
 struct fc_store {
   MDB_env *env;
-  MDB_dbi dbi[FC_DB_COUNT];
+  MDB_dbi dbi[FC_DB_ALL]; /* 0 for an optional db the store lacks (LMDB's named dbs are >= 2) */
   unsigned flags;
   char *path;
   pthread_mutex_t write_mu; /* one writer at a time */
