@@ -8,6 +8,7 @@
 #include "featcache/fc_outfile.h" /* fc_json_write_string */
 #include "featcache/fc_store.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum { FC_EXIT_OK = 0, FC_EXIT_FAIL = 1, FC_EXIT_USAGE = 2 };
@@ -208,6 +210,77 @@ static inline int fc_cli_bool(const char *opt, const char *s) {
   }
   fc_cli_usage_error("invalid value '%s' for --%s (want true or false)", s, opt);
   return 0;
+}
+
+/* ---- how many failed inputs a job tolerates: --max-failed N or P% --------------------------- */
+typedef struct fc_cli_max_failed {
+  int percent; /* 0: at most n inputs; 1: at most pct % of the inputs */
+  uint64_t n;
+  double pct;
+  char text[32]; /* as given, for messages */
+} fc_cli_max_failed;
+
+/* Parse "N" (an integer >= 0) or "P%" (a number in 0..100, then '%'); usage error otherwise. */
+static inline fc_cli_max_failed fc_cli_parse_max_failed(const char *opt, const char *s) {
+  fc_cli_max_failed m;
+  memset(&m, 0, sizeof m);
+  snprintf(m.text, sizeof m.text, "%s", s);
+  size_t l = strlen(s);
+  if (l > 1 && s[l - 1] == '%') {
+    char num[32], *end;
+    if (l - 1 < sizeof num && s[0] >= '0' && s[0] <= '9') {
+      memcpy(num, s, l - 1);
+      num[l - 1] = '\0';
+      errno = 0;
+      m.pct = strtod(num, &end);
+      if (!*end && errno == 0 && m.pct >= 0 && m.pct <= 100) {
+        m.percent = 1;
+        return m;
+      }
+    }
+  } else if (fc_cli_parse_u64(s, &m.n, 0) == 0) {
+    return m;
+  }
+  fc_cli_usage_error("invalid value '%s' for --%s (want a count, or a percentage such as 1%%)", s,
+                     opt);
+  return m;
+}
+
+/* Are `failed` failures of `total` inputs within m? */
+static inline int fc_cli_failed_allowed(const fc_cli_max_failed *m, uint64_t failed,
+                                        uint64_t total) {
+  if (!m->percent) return failed <= m->n;
+  return (double)failed * 100.0 <= m->pct * (double)total;
+}
+
+/* ---- a new store's directory --------------------------------------------------------------- */
+/* A tool about to create a store in dir: refuse (exit 2, a message naming what is there) when dir
+ * is a non-empty directory that holds no store (no data.mdb, no split marker), unless force (the
+ * option `force_opt` said "yes, here"). Missing or empty directories and existing stores pass. */
+static inline void fc_cli_check_new_store_dir(const char *dir, int force, const char *force_opt) {
+  struct stat st;
+  char p[4096];
+  if (force || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    return; /* the open says what is wrong */
+  static const char *const marks[] = {"data.mdb", "featcache-split"};
+  for (int i = 0; i < 2; i++)
+    if (snprintf(p, sizeof p, "%s/%s", dir, marks[i]) < (int)sizeof p && stat(p, &st) == 0) return;
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  size_t n = 0;
+  char first[256] = "";
+  while ((e = readdir(d)) != NULL) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    if (!n++) snprintf(first, sizeof first, "%s", e->d_name);
+  }
+  closedir(d);
+  if (!n) return;
+  fc_cli_warn(dir,
+              "not a featcache store, and not empty (%zu entr%s, e.g. %s): a new store goes into a "
+              "new or empty directory; --%s creates it here",
+              n, n == 1 ? "y" : "ies", first, force_opt);
+  exit(FC_EXIT_USAGE);
 }
 
 /* ---- signals: SIGINT/SIGTERM set a flag; the job commits finished work and exits 130/143 ---- */

@@ -41,6 +41,8 @@ enum {
   OPT_WRITERS,
   OPT_PRINT_CONFIG,
   OPT_BATCH,
+  OPT_MAX_FAILED,
+  OPT_FORCE_NEW_STORE,
   OPT_VERSION
 };
 
@@ -52,6 +54,8 @@ static const fc_cli_opt options[] =
       "device and -j)"},
      {"batch", OPT_BATCH, required_argument, "N",
       "records per write transaction (default 64; one is also committed after 1 s)"},
+     {"force-new-store", OPT_FORCE_NEW_STORE, no_argument, NULL,
+      "create STORE even in a non-empty directory that is not a store"},
      {NULL, 0, 0, NULL, "Features:"},
      {"preset", OPT_PRESET, required_argument, "NAME",
       "hifigan (default), tacotron2, librosa, whisper, kaldi"},
@@ -91,6 +95,8 @@ static const fc_cli_opt options[] =
      {"rehash", OPT_REHASH, no_argument, NULL,
       "read and hash every input (default: one stored with its path, size, mtime is not read)"},
      {"strict", OPT_STRICT, no_argument, NULL, "stop at the first bad input"},
+     {"max-failed", OPT_MAX_FAILED, required_argument, "N|P%",
+      "exit 0 when at most N (or P % of the) inputs failed (default 0)"},
      {"quiet", 'q', no_argument, NULL, "no progress, no summary unless something failed"},
      {"verbose", 'v', no_argument, NULL, "one line per input, the device, where the time went"},
      {"progress", OPT_PROGRESS, no_argument, NULL, "progress line even when stderr is no terminal"},
@@ -109,8 +115,9 @@ static const char description[] =
     "with the same content and config are skipped (a file whose path, size and mtime the store\n"
     "holds is not even read); bad inputs are reported and skipped.";
 static const char footer[] =
-    "Exit status: 0 all stored, 1 some inputs failed, 2 usage or configuration error,\n"
-    "130/143 interrupted (finished work is committed).\n"
+    "Each input that fails is recorded in the store (cache-verify --manifest lists it apart).\n"
+    "Exit status: 0 all stored (or the failed ones within --max-failed), 1 some inputs failed,\n"
+    "2 usage or configuration error, 130/143 interrupted (finished work is committed).\n"
     "Manual: man featurize; the presets' parameters: man featcache-presets.";
 
 typedef struct overrides {
@@ -160,13 +167,59 @@ static int store_is_new(const char *dir) {
 }
 
 /* ---- reporting ---------------------------------------------------------------------------------- */
+/* The failures --json lists (at most FAILURES_LISTED; the count says how many there were). */
+enum { FAILURES_LISTED = 10000 };
+typedef struct failure_note {
+  char *id, *path, *reason;
+  size_t line;
+  int err;
+} failure_note;
+
 typedef struct report_ctx {
   const fc_item *items;
   const char *manifest;
-  int verbose, progress, progress_shown;
+  uint32_t sample_rate; /* the config's: -v names a resampling */
+  int verbose, progress, progress_shown, json;
   uint64_t total;
   uint64_t failed_lines; /* FAILED events, each with its line */
+  failure_note *failures;
+  size_t n_failures, cap_failures;
 } report_ctx;
+
+static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+
+static void note_failure(report_ctx *c, const fc_featurize_event *ev) {
+  if (c->n_failures >= FAILURES_LISTED) return;
+  if (c->n_failures == c->cap_failures) {
+    size_t cap = c->cap_failures ? 2 * c->cap_failures : 16;
+    failure_note *f = realloc(c->failures, cap * sizeof *f);
+    if (!f) return;
+    c->failures = f;
+    c->cap_failures = cap;
+  }
+  c->failures[c->n_failures++] = (failure_note){dup_or_null(ev->id), dup_or_null(ev->path),
+                                                dup_or_null(ev->reason), ev->line, ev->err};
+}
+
+static void free_failures(report_ctx *c) {
+  for (size_t i = 0; i < c->n_failures; i++) {
+    free(c->failures[i].id);
+    free(c->failures[i].path);
+    free(c->failures[i].reason);
+  }
+  free(c->failures);
+}
+
+/* "; resampled 44100→22050 Hz, 2→1 channels" when the source was converted, else "". */
+static void conversions(const report_ctx *c, const fc_featurize_event *ev, char *buf, size_t len) {
+  buf[0] = '\0';
+  int o = 0;
+  if (ev->source_rate && ev->source_rate != c->sample_rate)
+    o = snprintf(buf, len, "; resampled %u\u2192%u Hz", ev->source_rate, c->sample_rate);
+  if (ev->source_channels > 1 && o >= 0 && (size_t)o < len)
+    snprintf(buf + o, len - (size_t)o, "%s%u\u21921 channels", o ? ", " : "; ",
+             ev->source_channels);
+}
 
 static void on_event(const fc_featurize_event *ev, void *user) {
   report_ctx *c = user;
@@ -178,6 +231,7 @@ static void on_event(const fc_featurize_event *ev, void *user) {
   const char *label = ev->path ? ev->path : (ev->id ? ev->id : "(no path)");
   if (ev->status == FC_ITEM_FAILED) {
     c->failed_lines++;
+    if (c->json) note_failure(c, ev);
     if (it->err && c->manifest && ev->line)
       fprintf(stderr, "%s: %s:%zu: %s\n", fc_cli_tool, c->manifest, ev->line, ev->reason);
     else
@@ -186,10 +240,13 @@ static void on_event(const fc_featurize_event *ev, void *user) {
   }
   if (!c->verbose) return;
   switch (ev->status) {
-  case FC_ITEM_STORED:
-    fc_cli_warn(label, "stored as %s (%llu frames, %.2f s)", ev->id, (unsigned long long)ev->frames,
-                ev->seconds);
+  case FC_ITEM_STORED: {
+    char conv[96];
+    conversions(c, ev, conv, sizeof conv);
+    fc_cli_warn(label, "stored as %s (%llu frames, %.2f s%s)", ev->id,
+                (unsigned long long)ev->frames, ev->seconds, conv);
     break;
+  }
   case FC_ITEM_LINKED:
     fc_cli_warn(label, "same audio as a stored record; entry %s added", ev->id);
     break;
@@ -214,14 +271,23 @@ static void print_stages(const fc_featurize_stats *st) {
           "%s: stages (busy s): start-up %.3f, read %.3f, hash %.3f, decode %.3f, staging %.3f, "
           "compute %.3f, "
           "write %.3f; waits (s): workers on the writer %.3f, writer on the workers %.3f; "
-          "%u workers, %u writers, %.3f s wall: %s\n",
+          "%u worker%s, %u writer%s, %.3f s wall: %s\n",
           fc_cli_tool, st->setup_seconds, st->read_seconds, st->hash_seconds, st->decode_seconds,
           st->staging_seconds, st->compute_seconds, st->write_seconds, st->queue_wait_seconds,
-          st->writer_wait_seconds, st->workers, st->writers, st->wall_seconds, st->bound);
+          st->writer_wait_seconds, st->workers, st->workers == 1 ? "" : "s", st->writers,
+          st->writers == 1 ? "" : "s", st->wall_seconds, st->bound);
+}
+
+static void json_string_or_null(const char *s) {
+  if (s)
+    fc_json_write_string(stdout, s);
+  else
+    fputs("null", stdout);
 }
 
 static void print_json(const fc_featurize_stats *st, const fc_mel_config *cfg, const char *device,
-                       const char *store) {
+                       const char *store, const report_ctx *rc, const fc_cli_max_failed *mf,
+                       int allowed) {
   fc_digest d;
   char hex[33];
   fc_mel_config_digest(cfg, &d);
@@ -247,7 +313,24 @@ static void print_json(const fc_featurize_stats *st, const fc_mel_config *cfg, c
   fc_json_write_string(stdout, device);
   fputs(",\"store\":", stdout);
   fc_json_write_string(stdout, store);
-  fputs("}\n", stdout);
+  printf(",\"failures_recorded\":%llu,\"failures_cleared\":%llu,\"max_failed\":",
+         (unsigned long long)st->failures_recorded, (unsigned long long)st->failures_cleared);
+  fc_json_write_string(stdout, mf->text[0] ? mf->text : "0");
+  printf(",\"failed_allowed\":%s,\"failures\":[", allowed ? "true" : "false");
+  for (size_t i = 0; i < rc->n_failures; i++) {
+    const failure_note *f = &rc->failures[i];
+    fputs(i ? ",{\"id\":" : "{\"id\":", stdout);
+    json_string_or_null(f->id);
+    fputs(",\"source\":", stdout);
+    json_string_or_null(f->path);
+    if (f->line) printf(",\"line\":%zu", f->line);
+    fputs(",\"error\":", stdout);
+    fc_json_write_string(stdout, fc_strerror(f->err));
+    fputs(",\"reason\":", stdout);
+    json_string_or_null(f->reason);
+    putchar('}');
+  }
+  printf("],\"failures_listed\":%zu}\n", rc->n_failures);
 }
 
 int main(int argc, char **argv) {
@@ -268,7 +351,9 @@ int main(int argc, char **argv) {
   const char *store_dir = NULL, *manifest = NULL, *audio_dir = NULL, *device_spec = "auto";
   const char *shard_spec = NULL, *print_config = NULL;
   int manifest_format = FC_MANIFEST_AUTO, strict = 0, quiet = 0, verbose = 0, progress = 0,
-      json = 0, rehash = 0;
+      json = 0, rehash = 0, force_new_store = 0;
+  fc_cli_max_failed max_failed;
+  memset(&max_failed, 0, sizeof max_failed);
   double max_seconds = 0, gpu_min_seconds = 0;
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   uint32_t jobs = ncpu > 0 ? (uint32_t)(ncpu < 256 ? ncpu : 256) : 1;
@@ -300,23 +385,23 @@ int main(int argc, char **argv) {
     case OPT_PRESET: ov.preset = optarg; break;
     case OPT_SR:
       ov.set |= FC_MEL_F_SAMPLE_RATE;
-      ov.v.sample_rate = fc_cli_u32("sr", optarg, 1, UINT32_MAX);
+      ov.v.sample_rate = fc_cli_u32("sr", optarg, 1, FC_MEL_MAX_SAMPLE_RATE);
       break;
     case OPT_NFFT:
       ov.set |= FC_MEL_F_N_FFT;
-      ov.v.n_fft = fc_cli_u32("n-fft", optarg, 1, UINT32_MAX);
+      ov.v.n_fft = fc_cli_u32("n-fft", optarg, 2, FC_MEL_MAX_N_FFT);
       break;
     case OPT_WIN:
       ov.set |= FC_MEL_F_WIN_LENGTH;
-      ov.v.win_length = fc_cli_u32("win", optarg, 1, UINT32_MAX);
+      ov.v.win_length = fc_cli_u32("win", optarg, 1, FC_MEL_MAX_N_FFT);
       break;
     case OPT_HOP:
       ov.set |= FC_MEL_F_HOP_LENGTH;
-      ov.v.hop_length = fc_cli_u32("hop", optarg, 1, UINT32_MAX);
+      ov.v.hop_length = fc_cli_u32("hop", optarg, 1, FC_MEL_MAX_N_FFT);
       break;
     case OPT_NMELS:
       ov.set |= FC_MEL_F_N_MELS;
-      ov.v.n_mels = fc_cli_u32("n-mels", optarg, 1, UINT32_MAX);
+      ov.v.n_mels = fc_cli_u32("n-mels", optarg, 1, FC_MEL_MAX_N_MELS);
       break;
     case OPT_FMIN:
       ov.set |= FC_MEL_F_FMIN;
@@ -340,7 +425,7 @@ int main(int argc, char **argv) {
       break;
     case OPT_PAD:
       ov.set |= FC_MEL_F_PAD;
-      ov.v.pad = fc_cli_u32("pad", optarg, 0, UINT32_MAX);
+      ov.v.pad = fc_cli_u32("pad", optarg, 0, FC_MEL_MAX_N_FFT);
       break;
     case OPT_PADMODE:
       ov.set |= FC_MEL_F_PAD_MODE;
@@ -379,6 +464,8 @@ int main(int argc, char **argv) {
     case OPT_PRINT_CONFIG: print_config = optarg; break;
     case OPT_STRICT: strict = 1; break;
     case OPT_REHASH: rehash = 1; break;
+    case OPT_MAX_FAILED: max_failed = fc_cli_parse_max_failed("max-failed", optarg); break;
+    case OPT_FORCE_NEW_STORE: force_new_store = 1; break;
     case 'q': quiet = 1; break;
     case 'v': verbose = 1; break;
     case OPT_PROGRESS: progress = 1; break;
@@ -400,6 +487,9 @@ int main(int argc, char **argv) {
   } else if (!store_dir) {
     fc_cli_usage_error("no store given (-o STORE)");
   }
+  if (strict && max_failed.text[0])
+    fc_cli_usage_error("--strict stops at the first failure: drop --max-failed %s",
+                       max_failed.text);
   if (codec == FC_DTYPE_MQ) {
     if ((ov.set & FC_MEL_F_DTYPE) && ov.v.dtype != FC_DTYPE_MQ)
       fc_cli_usage_error("--codec mq stores its own dtype: drop --dtype %s",
@@ -492,6 +582,7 @@ int main(int argc, char **argv) {
     fc_cli_warn(NULL, "device: %s%s%s%s", device_name, why[0] ? " (" : "", why, why[0] ? ")" : "");
   fo.device = resolved;
 
+  fc_cli_check_new_store_dir(store_dir, force_new_store, "force-new-store");
   if (writers == 0 && store_is_new(store_dir))
     writers =
         fc_featurize_default_writers(&resolved, items.items, items.count, jobs, gpu_min_seconds);
@@ -512,6 +603,8 @@ int main(int argc, char **argv) {
 
   report_ctx rctx = {.items = items.items,
                      .manifest = manifest,
+                     .sample_rate = cfg.sample_rate,
+                     .json = json,
                      .verbose = verbose,
                      .progress = fc_cli_progress_wanted(progress, quiet),
                      .total = items.count};
@@ -535,6 +628,8 @@ int main(int argc, char **argv) {
 
   int code = FC_EXIT_OK;
   uint64_t ok = st.processed + st.skipped_existing;
+  /* Failed inputs are recorded in the store; --max-failed says how many the job tolerates. */
+  int allowed = !rc && fc_cli_failed_allowed(&max_failed, st.failed, st.total);
   if (rc == FC_EINTR) {
     fprintf(stderr, "%s: interrupted: %llu of %llu done", fc_cli_tool, (unsigned long long)ok,
             (unsigned long long)st.total);
@@ -544,11 +639,12 @@ int main(int argc, char **argv) {
     code = fc_cli_signal_exit();
   } else if (rc == FC_ECONFIG || rc == FC_ENODEVICE) {
     fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
+    free_failures(&rctx);
     return FC_EXIT_USAGE;
   } else if (rc && (why[0] || !strict)) { /* a failed commit (strict item errors leave why empty) */
     fc_cli_warn(store_dir, "%s", why[0] ? why : fc_strerror(rc));
     code = FC_EXIT_FAIL;
-  } else if (rc || st.failed) {
+  } else if (rc || !allowed) {
     code = FC_EXIT_FAIL;
   }
   if (st.failed > rctx.failed_lines) /* after a failed commit: one line for the items never begun */
@@ -559,16 +655,27 @@ int main(int argc, char **argv) {
       if (!quiet)
         fprintf(stderr, "%s: nothing to do: all %llu already stored\n", fc_cli_tool,
                 (unsigned long long)st.total);
-    } else if (code != FC_EXIT_OK || !quiet) {
-      fprintf(stderr, "%s: done: %llu of %llu", fc_cli_tool, (unsigned long long)ok,
-              (unsigned long long)st.total);
-      if (st.failed) fprintf(stderr, " (%llu failed)", (unsigned long long)st.failed);
+    } else if (code != FC_EXIT_OK || st.failed || !quiet) {
+      fprintf(stderr, "%s: done: %llu of %llu (%llu new, %llu already stored, %llu failed",
+              fc_cli_tool, (unsigned long long)ok, (unsigned long long)st.total,
+              (unsigned long long)st.processed, (unsigned long long)st.skipped_existing,
+              (unsigned long long)st.failed);
+      if (st.failed && !rc && max_failed.text[0])
+        fprintf(stderr, ", %s --max-failed %s", allowed ? "allowed by" : "more than",
+                max_failed.text);
+      fputc(')', stderr);
       if (strict && rc && !why[0]) fputs(", stopped at the first failure (--strict)", stderr);
       if (st.not_started) fprintf(stderr, ", %llu not started", (unsigned long long)st.not_started);
       fputc('\n', stderr);
     }
   }
-  if (verbose) print_stages(&st);
-  if (json) print_json(&st, &cfg, device_name, store_dir);
+  if (verbose) {
+    print_stages(&st);
+    if (st.failures_recorded || st.failures_cleared)
+      fprintf(stderr, "%s: failure records: %llu written, %llu deleted (stored now)\n", fc_cli_tool,
+              (unsigned long long)st.failures_recorded, (unsigned long long)st.failures_cleared);
+  }
+  if (json) print_json(&st, &cfg, device_name, store_dir, &rctx, &max_failed, code == FC_EXIT_OK);
+  free_failures(&rctx);
   return code;
 }

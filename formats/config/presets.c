@@ -125,9 +125,9 @@ static int invalid(char *why, size_t why_len, const char *fmt, ...) {
 }
 
 /* Upper bounds that keep every size computation far from overflow and every table small. */
-#define MAX_SAMPLE_RATE 768000u
-#define MAX_N_FFT 65536u
-#define MAX_N_MELS 4096u
+#define MAX_SAMPLE_RATE FC_MEL_MAX_SAMPLE_RATE
+#define MAX_N_FFT FC_MEL_MAX_N_FFT
+#define MAX_N_MELS FC_MEL_MAX_N_MELS
 
 int fc_mel_config_validate(const fc_mel_config *c, char *why, size_t why_len) {
   if (why && why_len) why[0] = '\0';

@@ -65,6 +65,12 @@ FC_API int fc_mel_preset(const char *name, fc_mel_config *cfg);
 /* Names of the presets, NULL-terminated static array. */
 FC_API const char *const *fc_mel_preset_names(void);
 
+/* Upper bounds of a valid config (fc_mel_config_validate), which keep every size computation far
+ * from overflow and every table small. */
+#define FC_MEL_MAX_SAMPLE_RATE 768000u
+#define FC_MEL_MAX_N_FFT 65536u
+#define FC_MEL_MAX_N_MELS 4096u
+
 /* Check every field for consistency (n_fft > 0, win <= n_fft, hop > 0, 0 <= fmin < fmax <= sr/2,
  * n_mels > 0, dtype a float type, ...). Returns 0 or FC_ECONFIG; writes a reason into why
  * (may be NULL) of at most why_len bytes. */

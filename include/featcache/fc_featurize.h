@@ -109,6 +109,9 @@ typedef struct fc_featurize_event {
   const char *reason; /* FAILED: one line, no "path:" prefix */
   uint64_t frames; /* STORED: feature frames */
   double seconds; /* STORED/LINKED: duration of the source audio */
+  uint32_t source_rate; /* STORED/LINKED: the source's sample rate (STORED: resampled to the
+                           config's when they differ) */
+  uint32_t source_channels; /* STORED/LINKED: the source's channels (STORED: mixed to mono) */
 } fc_featurize_event;
 
 typedef void (*fc_featurize_event_fn)(const fc_featurize_event *ev, void *user);
@@ -150,6 +153,11 @@ typedef struct fc_featurize_stats {
                                  (fc_featurize_bound) */
   double staging_seconds; /* workers (a staging backend, CUDA): reserving room in the staging
                                  ring and writing the samples into it */
+  /* Failure records (docs/FORMAT.md "Failure record"): written for the items that failed because
+   * of their input (a missing, empty, truncated, undecodable file, a bad manifest line with an
+   * id), and deleted for ids stored (or found stored) under this config. */
+  uint64_t failures_recorded;
+  uint64_t failures_cleared;
 } fc_featurize_stats;
 
 /* The bound the stage times of st imply, on a device of kind `device` (the rule of
@@ -199,6 +207,11 @@ FC_API void fc_featurize_opts_init(fc_featurize_opts *opts);
  * item is SKIPPED when the feat record exists and the id's audio entry holds the same digest;
  * unless opts->rehash, an item whose audio entry names its path with the file's size and mtime
  * is SKIPPED without reading the file when its record is stored (docs/featurize.md "Reruns").
+ * Audio entries hold the source path made absolute against the working directory (lexically, as
+ * os.path.abspath). An item that fails because of its input (a missing, empty, truncated or
+ * undecodable file, too short or too long, a bad manifest line that has an id) also gets a
+ * failure record in the `failed` db, committed as its entry would have been; an id stored, or
+ * found stored, under cfg loses its failure record of cfg (docs/FORMAT.md "Failure record").
  * Device auto is chosen with fc_featurize_choose_device (opts->auto_gpu_min_seconds).
  * Returns 0 when the job ran to the end (stats->failed may be > 0); FC_EINTR when *stop was set;
  * with strict, the error code of the first failed item; FC_ECONFIG / FC_ENODEVICE (reason in why)

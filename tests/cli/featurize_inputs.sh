@@ -72,7 +72,7 @@ featurize: long.wav: 3.0 s long, over the 2.0 s limit
 TXT
 head -n -1 err | sort >got
 diff -u want got || fail "per-input lines differ"
-[ "$(tail -n 1 err)" = "featurize: done: 3 of 10 (7 failed)" ] || fail "summary: $(tail -n 1 err)"
+[ "$(tail -n 1 err)" = "featurize: done: 3 of 10 (2 new, 1 already stored, 7 failed)" ] || fail "summary: $(tail -n 1 err)"
 
 dump st >after || fail "store invalid after the run with bad inputs"
 grep -c '^feat ' after | grep -qx 3 || fail "want 3 feat records: $(grep '^feat ' after)"
@@ -89,7 +89,7 @@ rc=$?
 [ $rc = 1 ] || fail "strict: exit $rc, want 1"
 cat >want <<'TXT'
 featurize: missing.wav: No such file or directory
-featurize: done: 1 of 3 (1 failed), stopped at the first failure (--strict), 1 not started
+featurize: done: 1 of 3 (1 new, 0 already stored, 1 failed), stopped at the first failure (--strict), 1 not started
 TXT
 diff -u want err || fail "strict: stderr differs"
 dump st >after || fail "store invalid after --strict"
@@ -114,7 +114,7 @@ fi
 rc=$?
 cat >want <<'TXT'
 featurize: unread.wav: Permission denied
-featurize: done: 1 of 2 (1 failed)
+featurize: done: 1 of 2 (1 new, 0 already stored, 1 failed)
 TXT
 [ $rc = 1 ] || fail "unreadable: exit $rc, want 1"
 diff -u want err || fail "unreadable: stderr differs"

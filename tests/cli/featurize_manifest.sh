@@ -40,7 +40,7 @@ featurize: metadata.csv:5: id is 600 bytes, longer than the 511 allowed
 featurize: wavs/LJ004.wav: No such file or directory
 TXT
 head -n -1 err | sort | diff -u want - || fail "ljspeech: per-line messages differ"
-[ "$(tail -n 1 err)" = "featurize: done: 2 of 7 (5 failed)" ] || fail "ljspeech summary: $(tail -n 1 err)"
+[ "$(tail -n 1 err)" = "featurize: done: 2 of 7 (2 new, 0 already stored, 5 failed)" ] || fail "ljspeech summary: $(tail -n 1 err)"
 printf 'LJ001\nLJ005\nfeat records: 2\n' | diff -u - <(ids st) || fail "ljspeech: stored ids differ"
 
 # Kaldi wav.scp: an id of exactly 511 bytes is fine, 512 is not; a line without a path column.
@@ -52,7 +52,7 @@ rc=$?
 cat >want <<'TXT'
 featurize: wav.scp:2: id is 512 bytes, longer than the 511 allowed
 featurize: wav.scp:3: missing path column (expected: id path)
-featurize: done: 2 of 4 (2 failed)
+featurize: done: 2 of 4 (2 new, 0 already stored, 2 failed)
 TXT
 diff -u want err || fail "kaldi: stderr differs"
 # Same bytes as LJ001/LJ005: no new record, two new audio entries.
@@ -71,7 +71,7 @@ rc=$?
 cat >want <<'TXT'
 featurize: m.jsonl:2: missing "audio_filepath"
 featurize: m.jsonl:4: invalid JSON: '[' or '{' expected near 'not' (column 3)
-featurize: done: 2 of 4 (2 failed)
+featurize: done: 2 of 4 (2 new, 0 already stored, 2 failed)
 TXT
 diff -u want err || fail "jsonl: stderr differs"
 
@@ -79,7 +79,7 @@ diff -u want err || fail "jsonl: stderr differs"
 printf 'LJ001.wav\nLJ005.wav\n' >list.txt
 "$FZ" -j 1 -o st2 --manifest list.txt --manifest-format list --audio-dir wavs >out 2>err
 rc=$?
-[ $rc = 0 ] && [ "$(cat err)" = "featurize: done: 2 of 2" ] || fail "list+audio-dir: exit $rc: $(cat err)"
+[ $rc = 0 ] && [ "$(cat err)" = "featurize: done: 2 of 2 (2 new, 0 already stored, 0 failed)" ] || fail "list+audio-dir: exit $rc: $(cat err)"
 printf 'LJ001\nLJ005\nfeat records: 2\n' | diff -u - <(ids st2) || fail "list: stored ids differ"
 
 if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; exit 1; fi

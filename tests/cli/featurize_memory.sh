@@ -76,7 +76,7 @@ r1k, t1k, e1 = peak_rss_mb([fz, "--device", "cpu", "-j", "2", "-o", "st1k", "--m
 r10k, t10k, e10 = peak_rss_mb([fz, "--device", "cpu", "-j", "2", "-o", "st10k", "--manifest", "list10k"])
 print(f"1,000 short files: {r1k:.0f} MB peak anonymous RSS, {t1k:.1f} s ({e1})")
 print(f"10,000 short files: {r10k:.0f} MB peak anonymous RSS, {t10k:.1f} s ({e10})")
-if e10 != "featurize: done: 10000 of 10000":
+if e10 != "featurize: done: 10000 of 10000 (10000 new, 0 already stored, 0 failed)":
     fails += 1; print("FAIL 10k: not all stored")
 if r10k > 64:
     fails += 1; print(f"FAIL 10k: {r10k:.0f} MB above the 64 MB bound")
@@ -86,7 +86,7 @@ if r10k - r1k > 8:
 
 rh, th, eh = peak_rss_mb([fz, "--device", "cpu", "-j", "2", "-o", "sthour", "long.wav"])
 print(f"one 1-hour file: {rh:.0f} MB peak anonymous RSS, {th:.1f} s ({eh})")
-if eh != "featurize: done: 1 of 1":
+if eh != "featurize: done: 1 of 1 (1 new, 0 already stored, 0 failed)":
     fails += 1; print("FAIL hour: not stored")
 if rh > 600:
     fails += 1; print(f"FAIL hour: {rh:.0f} MB above the 600 MB bound")

@@ -94,7 +94,7 @@ if len(line) != 1:
 else:
     m = re.search(r"start-up ([\d.]+), read ([\d.]+), hash ([\d.]+), decode ([\d.]+), staging ([\d.]+), compute ([\d.]+), "
                   r"write ([\d.]+); waits \(s\): workers on the writer ([\d.]+), writer on the workers "
-                  r"([\d.]+); (\d+) workers, (\d+) writers, ([\d.]+) s wall: (\S+)$", line[0])
+                  r"([\d.]+); (\d+) workers?, (\d+) writers?, ([\d.]+) s wall: (\S+)$", line[0])
     if not m:
         fail(f"-v line: {line[0]!r}")
     else:

@@ -42,7 +42,7 @@ done
 # Paths from stdin ("-"), then with no input argument at all.
 ls s*.wav | "$FZ" -j 2 -o st - >out 2>err
 rc=$?
-[ $rc = 0 ] && [ "$(cat err)" = "featurize: done: 5 of 5" ] && [ ! -s out ] || fail "stdin: exit $rc: $(cat err)"
+[ $rc = 0 ] && [ "$(cat err)" = "featurize: done: 5 of 5 (5 new, 0 already stored, 0 failed)" ] && [ ! -s out ] || fail "stdin: exit $rc: $(cat err)"
 dump st >d1 || fail "invalid store"
 [ "$(grep -c '^feat ' d1)" = 5 ] || fail "want 5 records"
 
@@ -75,7 +75,7 @@ done
 cp s1.wav copy.wav
 "$FZ" -v --device cpu -o st copy.wav >out 2>err
 rc=$?
-printf 'featurize: device: cpu\nfeaturize: copy.wav: same audio as a stored record; entry copy added\nfeaturize: done: 1 of 1\n' |
+printf 'featurize: device: cpu\nfeaturize: copy.wav: same audio as a stored record; entry copy added\nfeaturize: done: 1 of 1 (1 new, 0 already stored, 0 failed)\n' |
   diff -u - <(grep -v '^featurize: stages ' err) || fail "dedup: stderr differs (exit $rc)"
 grep -qE '^featurize: stages \(busy s\): .*: [a-zA-Z-]+$' err || fail "dedup: no stages line at -v"
 dump st >d4

@@ -90,6 +90,7 @@ Running:
       --rehash                 read and hash every input (default: one stored
                                with its path, size, mtime is not read)
       --strict                 stop at the first bad input
+      --max-failed N|P%        exit 0 when at most N (or P % of the) inputs failed (default 0)
   -q, --quiet                  no progress, no summary unless something failed
   -v, --verbose                one line per input, the device, where the time
                                went
@@ -119,14 +120,28 @@ check "missing value" 2 "featurize: option '--hop' needs a value
 $try" -- "$FZ" -o "$S" "$tmp/a.wav" --hop
 check "no store" 2 "featurize: no store given (-o STORE)
 $try" -- "$FZ" "$tmp/a.wav"
-check "trailing junk" 2 "featurize: invalid value '12x' for --hop (want an integer in 1..4294967295)
+check "trailing junk" 2 "featurize: invalid value '12x' for --hop (want an integer in 1..65536)
 $try" -- "$FZ" --hop 12x -o "$S" "$tmp/a.wav"
-check "overflow" 2 "featurize: invalid value '99999999999999999999' for --n-fft (want an integer in 1..4294967295)
+check "overflow" 2 "featurize: invalid value '99999999999999999999' for --n-fft (want an integer in 2..65536)
 $try" -- "$FZ" --n-fft 99999999999999999999 -o "$S" "$tmp/a.wav"
-check "above u32" 2 "featurize: invalid value '4294967296' for --hop (want an integer in 1..4294967295)
+check "above u32" 2 "featurize: invalid value '4294967296' for --hop (want an integer in 1..65536)
 $try" -- "$FZ" --hop 4294967296 -o "$S" "$tmp/a.wav"
-check "negative" 2 "featurize: invalid value '-5' for --n-mels (want an integer in 1..4294967295)
+check "negative" 2 "featurize: invalid value '-5' for --n-mels (want an integer in 1..4096)
 $try" -- "$FZ" --n-mels -5 -o "$S" "$tmp/a.wav"
+check "n-mels 0" 2 "featurize: invalid value '0' for --n-mels (want an integer in 1..4096)
+$try" -- "$FZ" --n-mels 0 -o "$S" "$tmp/a.wav"
+check "n-mels too many" 2 "featurize: invalid value '5000' for --n-mels (want an integer in 1..4096)
+$try" -- "$FZ" --n-mels 5000 -o "$S" "$tmp/a.wav"
+check "sr too high" 2 "featurize: invalid value '1000000' for --sr (want an integer in 1..768000)
+$try" -- "$FZ" --sr 1000000 -o "$S" "$tmp/a.wav"
+check "max-failed junk" 2 "featurize: invalid value '3x' for --max-failed (want a count, or a percentage such as 1%)
+$try" -- "$FZ" --max-failed 3x -o "$S" "$tmp/a.wav"
+check "max-failed over 100%" 2 "featurize: invalid value '100.5%' for --max-failed (want a count, or a percentage such as 1%)
+$try" -- "$FZ" --max-failed 100.5% -o "$S" "$tmp/a.wav"
+check "max-failed negative" 2 "featurize: invalid value '-1' for --max-failed (want a count, or a percentage such as 1%)
+$try" -- "$FZ" --max-failed -1 -o "$S" "$tmp/a.wav"
+check "strict and max-failed" 2 "featurize: --strict stops at the first failure: drop --max-failed 2%
+$try" -- "$FZ" --strict --max-failed 2% -o "$S" "$tmp/a.wav"
 check "jobs 0" 2 "featurize: invalid value '0' for --jobs (want an integer in 1..256)
 $try" -- "$FZ" -j 0 -o "$S" "$tmp/a.wav"
 check "fmin junk" 2 "featurize: invalid value '10Hz' for --fmin (want a number in 0..1e+07)
@@ -177,6 +192,27 @@ fi
 "$FZ" -o "$tmp/file" "$tmp/a.wav" >"$tmp/out" 2>"$tmp/err"; rc=$?
 [ $rc = 2 ] && [ "$(cat "$tmp/err")" = "featurize: $tmp/file: cannot open the store: Not a directory" ] ||
   { echo "FAIL store is a file: exit $rc: $(cat "$tmp/err")"; fails=$((fails + 1)); }
+
+# A non-empty directory that is not a store (a folder of WAVs given as -o by mistake): refused,
+# nothing written into it; --force-new-store creates the store there.
+mkdir "$tmp/wavs" && cp "$tmp/a.wav" "$tmp/wavs/a.wav"
+"$FZ" -o "$tmp/wavs" "$tmp/a.wav" >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc = 2 ] && [ "$(cat "$tmp/err")" = "featurize: $tmp/wavs: not a featcache store, and not empty (1 entry, e.g. a.wav): a new store goes into a new or empty directory; --force-new-store creates it here" ] &&
+  [ "$(ls "$tmp/wavs")" = a.wav ] ||
+  { echo "FAIL non-empty directory: exit $rc: $(cat "$tmp/err"); holds $(ls "$tmp/wavs")"; fails=$((fails + 1)); }
+"$FZ" -q --force-new-store -o "$tmp/wavs" "$tmp/a.wav" >"$tmp/out" 2>"$tmp/err"; rc=$?
+# a.wav is empty: it fails (exit 1), but the store is made and holds its failure record
+[ $rc = 1 ] && [ -e "$tmp/wavs/data.mdb" ] ||
+  { echo "FAIL --force-new-store: exit $rc: $(cat "$tmp/err")"; fails=$((fails + 1)); }
+# the store made there is a store now: no option needed to write to it again
+"$FZ" -q --max-failed 1 -o "$tmp/wavs" "$tmp/a.wav" >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc = 0 ] || { echo "FAIL rerun into the store: exit $rc: $(cat "$tmp/err")"; fails=$((fails + 1)); }
+rm -rf "$tmp/wavs"
+mkdir "$tmp/empty"
+"$FZ" -q -o "$tmp/empty" "$tmp/a.wav" >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc = 1 ] && [ -e "$tmp/empty/data.mdb" ] ||
+  { echo "FAIL empty directory: exit $rc: $(cat "$tmp/err")"; fails=$((fails + 1)); }
+rm -rf "$tmp/empty"
 
 if [ $fails -gt 0 ]; then echo "$fails case(s) failed"; exit 1; fi
 echo "ok"

@@ -5,7 +5,7 @@ What it checks, on espeak-ng speech at 22.05 kHz and resampled/stereo copies of 
 (44.1 kHz, 48 kHz, 8 kHz, stereo 22.05 kHz, stereo 44.1 kHz):
   - meta: format `featcache/1`; cfg/<hex> holds a JSON whose XXH3-128 is <hex>;
   - audio entries: digest = XXH3-128 of the file's bytes, source rate/channels/frames
-    (soundfile.info), size, mtime_ns, path as given;
+    (soundfile.info), size, mtime_ns, path made absolute as os.path.abspath makes it;
   - keys: feat key = XXH3-128(audio digest ‖ config digest), both recomputed here;
   - records: the 64-byte header field by field, both checksums, dims = [frames][80] f32;
   - numbers: hifigan against librosa.load(path, sr=22050) + the HiFi-GAN recipe (meldataset.py,
@@ -318,7 +318,8 @@ def main():
             info = sf.info(f)
             st = os.stat(f)
             want = dict(digest=digest128(raw), sr=info.samplerate, channels=info.channels,
-                        frames=info.frames, size=len(raw), mtime_ns=st.st_mtime_ns, path=f)
+                        frames=info.frames, size=len(raw), mtime_ns=st.st_mtime_ns,
+                        path=os.path.abspath(f))
             if e != want:
                 fails += 1
                 print(f"FAIL audio entry {f}: {e} != {want}")

@@ -22,6 +22,7 @@
 #include "formats/config/config_stamp.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -29,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- the pipeline ------------------------------------------------------------------------------ */
 void fc_featurize_opts_init(fc_featurize_opts *o) {
@@ -94,6 +96,10 @@ int fz_pipeline_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items,
   r->cfg = cfg;
   r->items = items;
   r->n = n;
+  {
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof cwd)) r->cwd = fc_strdup(cwd); /* else paths are stored as given */
+  }
   if (opts)
     r->o = *opts;
   else
@@ -267,7 +273,7 @@ int fz_pipeline_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items,
     r->st.writer_wait_seconds += p->wait;
     /* After a failed commit, workers may still have queued jobs: computed, never committed. */
     for (fz_job *j = p->head; j; j = j->next)
-      fz_report_unstored(r, j->index, wrc ? wrc : FC_EBADSTATE);
+      if (j->kind == FZ_JOB_STORE) fz_report_unstored(r, j->index, wrc ? wrc : FC_EBADSTATE);
     fz_batch_free(p->head);
     p->head = p->tail = NULL;
   }
@@ -315,6 +321,7 @@ out:
   pthread_cond_destroy(&r->bcv_space);
   pthread_mutex_destroy(&r->bmu);
   free(r->parts);
+  free(r->cwd);
   free(r);
   return rc;
 }

@@ -13,6 +13,13 @@
 #include <string.h>
 #include <time.h>
 
+/* What a job asks of its writer (docs/FORMAT.md "Failure record"). */
+typedef enum fz_job_kind {
+  FZ_JOB_STORE = 0, /* the record (unless stored already) and the audio entry */
+  FZ_JOB_FAIL, /* the id's failure record (fail): reported already, counted as failed */
+  FZ_JOB_CLEAR /* only delete the id's failure record: the id was skipped as stored */
+} fz_job_kind;
+
 /* A hold on memory that jobs point into (a staging chunk's output): refs jobs hold it; the last
  * one dropped (fz_hold_drop, from fz_job_free) calls release. */
 typedef struct fz_hold {
@@ -32,17 +39,20 @@ static inline void fz_hold_drop(fz_hold *h) {
 typedef struct fz_job {
   struct fz_job *next;
   size_t index;
+  int kind; /* fz_job_kind */
+  int clear_fail; /* STORE: delete the id's failure record in the same transaction */
   fc_digest key;
   uint8_t *record;
   size_t record_len;
   const void *feat;
   size_t feat_len;
   fz_hold *hold;
-  uint8_t *entry;
+  uint8_t *entry; /* STORE: the audio entry; FAIL: the failure record */
   size_t entry_len;
   uint64_t frames;
   double seconds;
   int refresh; /* only the entry, rewritten for its source's new identity: reported SKIPPED */
+  uint32_t source_rate, source_channels; /* STORE: the source's, for the event */
 } fz_job;
 
 typedef struct fz_chunk fz_chunk; /* featurize_stage.c */
@@ -73,6 +83,7 @@ struct fz_run {
   size_t cfg_json_len;
   const fc_item *items;
   size_t n;
+  char *cwd; /* the working directory at the start: relative source paths are stored under it */
   fc_featurize_opts o;
   const fc_fz_backend *be;
   void *be_state;
@@ -164,6 +175,12 @@ void fz_batch_free(fz_job *j);
 void fz_emit(fz_run *r, fc_featurize_event *ev);
 /* One FAILED event for item i (counts it; with strict, halts the run). */
 void fz_report_failed(fz_run *r, size_t i, int err, const char *reason);
+/* Item i failed because of its input (its file or its manifest line): the FAILED event, and its
+ * failure record queued for the writer (when the item has a valid id). */
+void fz_input_failed(fz_run *r, size_t i, int err, const char *reason);
+/* The source path stored for path: absolute, "." and ".." resolved lexically against r->cwd
+ * (symbolic links kept, as os.path.abspath does). malloc'd; NULL when out of memory. */
+char *fz_source_path(const fz_run *r, const char *path);
 /* FAILED for an item computed but not committed because a write failed. */
 void fz_report_unstored(fz_run *r, size_t i, int err);
 

@@ -134,10 +134,10 @@ static int fill_record(void *dst, size_t len, void *arg) {
 }
 
 /* Commit one batch to part p: config and its creation time, then each job's record (NOOVERWRITE)
- * and audio entry. A staged job's record is written straight into the store's page
- * (fill_record). */
+ * and audio entry, with the deletion of the id's failure record when it had one; or a failure
+ * record. A staged job's record is written straight into the store's page (fill_record). */
 static int commit_batch(fz_run *r, fz_part *p, fz_job *batch, size_t count) {
-  fc_put *puts = fc_malloc((2 * count + 2) * sizeof *puts);
+  fc_put *puts = fc_malloc((3 * count + 2) * sizeof *puts);
   fc_put_fill *fills = fc_malloc(count * sizeof *fills);
   fill_arg *args = fc_malloc(count * sizeof *args);
   int rc = ENOMEM;
@@ -147,6 +147,14 @@ static int commit_batch(fz_run *r, fz_part *p, fz_job *batch, size_t count) {
       (fc_put){FC_DB_META, r->cfg_key, 36, r->cfg_json, r->cfg_json_len, FC_PUT_NOOVERWRITE};
   puts[np++] = (fc_put){FC_DB_META, r->created_key, 40, r->created, 20, FC_PUT_NOOVERWRITE};
   for (fz_job *j = batch; j; j = j->next) {
+    const char *id = r->items[j->index].id;
+    if (j->kind == FZ_JOB_FAIL) {
+      puts[np++] = (fc_put){FC_DB_FAILED, id, strlen(id), j->entry, j->entry_len, 0};
+      continue;
+    }
+    if (j->kind == FZ_JOB_CLEAR || j->clear_fail)
+      puts[np++] = (fc_put){FC_DB_FAILED, id, strlen(id), NULL, 0, FC_PUT_DELETE};
+    if (j->kind == FZ_JOB_CLEAR) continue;
     if (j->record) {
       puts[np++] = (fc_put){FC_DB_FEAT, j->key.bytes,  sizeof j->key.bytes,
                             j->record,  j->record_len, FC_PUT_NOOVERWRITE};
@@ -161,7 +169,6 @@ static int commit_batch(fz_run *r, fz_part *p, fz_job *batch, size_t count) {
                             FC_PUT_NOOVERWRITE | FC_PUT_FILL};
       nf++;
     }
-    const char *id = r->items[j->index].id;
     puts[np++] = (fc_put){FC_DB_AUDIO, id, strlen(id), j->entry, j->entry_len, 0};
   }
   rc = fc_store_write(p->s, puts, np);
@@ -175,12 +182,17 @@ out:
 static void report_committed(fz_run *r, fz_job *batch) {
   pthread_mutex_lock(&r->ev_mu);
   for (fz_job *j = batch; j; j = j->next) {
+    if (j->kind == FZ_JOB_FAIL) r->st.failures_recorded++;
+    if (j->kind == FZ_JOB_CLEAR || j->clear_fail) r->st.failures_cleared++;
+    if (j->kind != FZ_JOB_STORE) continue; /* reported when they failed, or were skipped */
     fc_featurize_event ev = {.status = j->record || j->feat ? FC_ITEM_STORED
                                        : j->refresh         ? FC_ITEM_SKIPPED
                                                             : FC_ITEM_LINKED,
                              .index = j->index,
                              .frames = j->frames,
-                             .seconds = j->seconds};
+                             .seconds = j->seconds,
+                             .source_rate = j->source_rate,
+                             .source_channels = j->source_channels};
     if (j->refresh) {
       r->st.skipped_existing++;
     } else {
@@ -251,7 +263,8 @@ int fz_writer_loop(fz_run *r, fz_part *p) {
           dirty = 0;
         }
       } else { /* computed, never committed: a line each */
-        for (fz_job *j = batch; j; j = j->next) fz_report_unstored(r, j->index, rc);
+        for (fz_job *j = batch; j; j = j->next)
+          if (j->kind == FZ_JOB_STORE) fz_report_unstored(r, j->index, rc);
       }
       fz_batch_free(batch);
       p->busy += fz_cpu_now() - tw;

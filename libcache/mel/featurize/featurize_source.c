@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 static int stop_requested(const fz_run *r) { return r->o.stop && *r->o.stop; }
 
@@ -35,20 +36,103 @@ static void report_skipped(fz_run *r, size_t i) {
   pthread_mutex_unlock(&r->ev_mu);
 }
 
-/* The source's identity as its audio entry stores it: path as given, size, mtime. */
+char *fz_source_path(const fz_run *r, const char *path) {
+  if (path[0] != '/' && !r->cwd) return fc_strdup(path); /* no working directory: as given */
+  const char *base = path[0] == '/' ? "" : r->cwd;
+  size_t bl = strlen(base), pl = strlen(path);
+  char *out = fc_malloc(bl + pl + 3);
+  if (!out) return NULL;
+  size_t o = 0; /* out[0..o) is "" or "/a/b" */
+  for (int part = 0; part < 2; part++) {
+    const char *p = part ? path : base;
+    while (*p) {
+      while (*p == '/') p++;
+      const char *e = p;
+      while (*e && *e != '/') e++;
+      size_t n = (size_t)(e - p);
+      if (n == 0 || (n == 1 && p[0] == '.')) {
+        /* nothing */
+      } else if (n == 2 && p[0] == '.' && p[1] == '.') {
+        while (o > 0 && out[--o] != '/') {}
+      } else {
+        out[o++] = '/';
+        memcpy(out + o, p, n);
+        o += n;
+      }
+      p = e;
+    }
+  }
+  if (o == 0) out[o++] = '/';
+  out[o] = '\0';
+  return out;
+}
+
+/* The failure record of item i (docs/FORMAT.md "Failure record") to its part's writer. */
+void fz_input_failed(fz_run *r, size_t i, int err, const char *reason) {
+  fz_report_failed(r, i, err, reason);
+  const fc_item *it = &r->items[i];
+  if (!it->id || fc_id_check(it->id, strlen(it->id)) != 0) return; /* nothing to key it by */
+  if (!reason || !*reason) reason = plain_reason(err ? err : FC_EDECODE);
+  char *src = it->path && it->path[0] ? fz_source_path(r, it->path) : NULL;
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  fc_failure f = {.config = r->cfg_digest,
+                  .time_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec,
+                  .err = err ? err : FC_EDECODE,
+                  .source = src ? src : "",
+                  .source_len = src ? strlen(src) : 0,
+                  .reason = reason,
+                  .reason_len = strlen(reason)};
+  fz_job *j = fc_calloc(1, sizeof *j);
+  if (j) j->entry = fc_malloc(fc_failure_size(&f));
+  if (j && j->entry) {
+    j->index = i;
+    j->kind = FZ_JOB_FAIL;
+    j->entry_len = fc_failure_size(&f);
+    fc_failure_encode(&f, j->entry);
+    double waited = 0;
+    if (fz_queue_push(r, j, &waited) == 0) j = NULL; /* else the store is failing: it says so */
+  }
+  fz_job_free(j);
+  free(src);
+}
+
+/* Only the id's failure record to delete (the id was skipped: stored under this config). */
+static void queue_clear(fz_run *r, size_t i, double *waited) {
+  fz_job *j = fc_calloc(1, sizeof *j);
+  if (!j) return; /* the record stays: a later run deletes it */
+  j->index = i;
+  j->kind = FZ_JOB_CLEAR;
+  if (fz_queue_push(r, j, waited)) fz_job_free(j);
+}
+
+/* Does the id have a failure record of this run's config? (t: a read transaction on its part) */
+static int has_failure(fz_run *r, fc_rtxn *t, const char *id, int *rc) {
+  const void *v;
+  size_t vlen;
+  fc_failure f;
+  int grc = fc_rtxn_get(t, FC_DB_FAILED, id, strlen(id), &v, &vlen);
+  if (grc != 0 && grc != FC_ENOTFOUND) *rc = grc;
+  return grc == 0 && fc_failure_decode(v, vlen, &f) == 0 &&
+         memcmp(f.config.bytes, r->cfg_digest.bytes, sizeof f.config.bytes) == 0;
+}
+
+/* The source's identity as its audio entry stores it: path (absolute: fz_source_path), size,
+ * mtime. */
 static int same_source(const fc_audio_entry *e, const char *path, uint64_t size, int64_t mtime_ns) {
   return e->source_size == size && e->mtime_ns == mtime_ns && e->path_len == strlen(path) &&
          memcmp(e->path, path, e->path_len) == 0;
 }
 
-/* Is the record stored, and does the id's audio entry hold this digest? (In the id's part.)
- * *stale: it does, but names the source otherwise (another path, size or mtime: a touched or
- * copied file); *old then holds its facts (path excepted). */
+/* Is the record stored, does the id's audio entry hold this digest, and does the id have a
+ * failure record of this config? (In the id's part.) *stale: the entry holds the digest, but names
+ * the source otherwise (another path, size or mtime: a touched or copied file); *old then holds
+ * its facts (path excepted). abs: the source path as stored. */
 static int lookup(fz_run *r, size_t i, const fc_digest *key, const fc_digest *audio,
-                  const fc_audio_info *src, int *have_feat, int *have_entry, int *stale,
-                  fc_audio_entry *old) {
+                  const fc_audio_info *src, const char *abs, int *have_feat, int *have_entry,
+                  int *stale, int *have_fail, fc_audio_entry *old) {
   const char *id = r->items[i].id;
-  *have_feat = *have_entry = *stale = 0;
+  *have_feat = *have_entry = *stale = *have_fail = 0;
   fc_rtxn *t;
   int rc = fc_store_read_begin(r->parts[fz_part_of(r, i)].s, &t);
   if (rc) return rc;
@@ -62,23 +146,26 @@ static int lookup(fz_run *r, size_t i, const fc_digest *key, const fc_digest *au
     if (grc == 0 && fc_audio_entry_decode(v, vlen, old) == 0 &&
         memcmp(old->digest.bytes, audio->bytes, sizeof audio->bytes) == 0) {
       *have_entry = 1;
-      *stale = !same_source(old, r->items[i].path, src->size, src->mtime_ns);
+      *stale = !same_source(old, abs, src->size, src->mtime_ns);
       old->path = NULL;
     } else if (grc != 0 && grc != FC_ENOTFOUND) {
       rc = grc;
     }
   }
+  if (!rc) *have_fail = has_failure(r, t, id, &rc);
   fc_rtxn_end(t);
   return rc;
 }
 
 /* A rerun that skips by the source's identity (docs/featurize.md "Reruns"): when the id's audio
- * entry names this path with the file's size and mtime, the digest it holds is taken for the
- * file's bytes, which are not read; the item is stored when that digest's record under this
- * config is. 1: stored, skip it; 0: read and hash the file. */
-static int stored_by_identity(fz_run *r, size_t i) {
+ * entry names this path (abs, as stored) with the file's size and mtime, the digest it holds is
+ * taken for the file's bytes, which are not read; the item is stored when that digest's record
+ * under this config is. 1: stored, skip it (*have_fail: it has a failure record of this config);
+ * 0: read and hash the file. */
+static int stored_by_identity(fz_run *r, size_t i, const char *abs, int *have_fail) {
   const fc_item *it = &r->items[i];
   struct stat st;
+  *have_fail = 0;
   if (stat(it->path, &st) != 0 || !S_ISREG(st.st_mode)) return 0; /* the read says why */
   int64_t mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
   fc_rtxn *t;
@@ -86,29 +173,33 @@ static int stored_by_identity(fz_run *r, size_t i) {
   const void *v;
   size_t vlen;
   fc_audio_entry e;
-  int stored = 0;
+  int stored = 0, rc = 0;
   if (fc_rtxn_get(t, FC_DB_AUDIO, it->id, strlen(it->id), &v, &vlen) == 0 &&
       fc_audio_entry_decode(v, vlen, &e) == 0 &&
-      same_source(&e, it->path, (uint64_t)st.st_size, mtime_ns)) {
+      same_source(&e, abs, (uint64_t)st.st_size, mtime_ns)) {
     fc_digest key;
     fc_record_key(&e.digest, &r->cfg_digest, &key);
     stored = fc_rtxn_get(t, FC_DB_FEAT, key.bytes, 16, NULL, NULL) == 0;
+    if (stored) *have_fail = has_failure(r, t, it->id, &rc);
   }
   fc_rtxn_end(t);
-  return stored;
+  return stored && !rc;
 }
 
-/* The job's audio entry (FORMAT.md): the content digest, the source's facts and its path. */
+/* The job's audio entry (FORMAT.md): the content digest, the source's facts and its path (abs:
+ * absolute, fz_source_path). */
 static int encode_entry(fz_job *j, const fc_digest *audio, const fc_audio_info *info,
-                        const char *path) {
+                        const char *abs) {
+  j->source_rate = info->sample_rate;
+  j->source_channels = info->channels;
   fc_audio_entry e = {.digest = *audio,
                       .sample_rate = info->sample_rate,
                       .channels = info->channels,
                       .frames = info->frames,
                       .source_size = info->size,
                       .mtime_ns = info->mtime_ns,
-                      .path = path,
-                      .path_len = strlen(path)};
+                      .path = abs,
+                      .path_len = strlen(abs)};
   j->entry_len = fc_audio_entry_size(&e);
   if (!(j->entry = fc_malloc(j->entry_len))) return ENOMEM;
   fc_audio_entry_encode(&e, j->entry);
@@ -121,30 +212,43 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   char why[320];
   why[0] = '\0';
   if (it->err) {
-    fz_report_failed(r, i, it->err, it->why);
+    fz_input_failed(r, i, it->err, it->why);
     return;
   }
   if (!it->path || !it->path[0] || !it->id) {
-    fz_report_failed(r, i, FC_EMANIFEST, !it->id ? "no id" : "no audio path");
+    fz_input_failed(r, i, FC_EMANIFEST, !it->id ? "no id" : "no audio path");
     return;
   }
+  int input = 1; /* a failure below is the input's (its file): recorded in the store */
   const uint8_t *bytes = NULL; /* the worker's buffer (w->buf) */
   size_t len = 0;
   float *x = NULL;
   fz_job *j = NULL;
   fc_audio_info info;
   fz_times *tm = &w->t;
+  int rc, have_fail;
   double t0 = fz_cpu_now(), t1;
-  if (!r->o.rehash && stored_by_identity(r, i)) {
-    tm->hash += fz_cpu_now() - t0;
-    report_skipped(r, i);
+  char *abs = fz_source_path(r, it->path); /* as the audio entry stores it */
+  if (!abs) {
+    fz_report_failed(r, i, ENOMEM, "out of memory");
     return;
   }
-  int rc = audio_read_into(it->path, 0, &w->buf, &w->buf_cap, &len, &info);
+  if (!r->o.rehash && stored_by_identity(r, i, abs, &have_fail)) {
+    tm->hash += fz_cpu_now() - t0;
+    report_skipped(r, i);
+    if (have_fail) queue_clear(r, i, &tm->queue_wait);
+    free(abs);
+    return;
+  }
+  rc = audio_read_into(it->path, 0, &w->buf, &w->buf_cap, &len, &info);
   bytes = w->buf;
   tm->read += (t1 = fz_cpu_now()) - t0;
   if (rc) {
-    fz_report_failed(r, i, rc, plain_reason(rc));
+    if (rc == ENOMEM)
+      fz_report_failed(r, i, rc, plain_reason(rc));
+    else
+      fz_input_failed(r, i, rc, plain_reason(rc));
+    free(abs);
     return;
   }
   fc_digest audio, key;
@@ -152,14 +256,17 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   fc_record_key(&audio, &r->cfg_digest, &key);
   int have_feat, have_entry, stale;
   fc_audio_entry old;
-  rc = lookup(r, i, &key, &audio, &info, &have_feat, &have_entry, &stale, &old);
+  rc = lookup(r, i, &key, &audio, &info, abs, &have_feat, &have_entry, &stale, &have_fail, &old);
   tm->hash += (t0 = fz_cpu_now()) - t1;
   if (rc) {
+    input = 0;
     fc_why(why, sizeof why, "cannot read the store: %s", fc_strerror(rc));
     goto fail;
   }
   if (have_feat && have_entry && !stale) {
     report_skipped(r, i);
+    if (have_fail) queue_clear(r, i, &tm->queue_wait);
+    free(abs);
     return;
   }
   if (have_feat && have_entry) { /* the same bytes under another identity: the entry says so now,
@@ -171,11 +278,13 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
     j->index = i;
     j->key = key;
     j->refresh = 1;
-    if (encode_entry(j, &audio, &info, it->path)) goto nomem;
+    j->clear_fail = have_fail;
+    if (encode_entry(j, &audio, &info, abs)) goto nomem;
     if ((rc = fz_queue_push(r, j, &tm->queue_wait))) {
       fz_job_free(j);
       fz_report_unstored(r, i, rc);
     }
+    free(abs);
     return;
   }
   size_t n = 0;
@@ -199,6 +308,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
 
   if (!(j = fc_calloc(1, sizeof *j))) goto nomem;
   j->index = i;
+  j->clear_fail = have_fail;
   j->key = key;
   j->seconds = info.sample_rate ? (double)info.frames / info.sample_rate : 0;
   if (!have_feat) {
@@ -218,29 +328,39 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
     j->frames = frames;
     if (r->batching && fz_stage_fits(r, n)) {
       /* into the staging ring; a writer makes the record from the device's output */
-      if (encode_entry(j, &audio, &info, it->path)) goto nomem;
+      if (encode_entry(j, &audio, &info, abs)) goto nomem;
       fz_stage_put(r, j, pcm16 ? pcm16 : (const void *)x, n, pcm16 != NULL, tm);
       free(x);
+      free(abs);
       return;
     }
-    if ((rc = fz_compute_record(r, w, j, x, n, why, sizeof why))) goto fail;
+    if ((rc = fz_compute_record(r, w, j, x, n, why, sizeof why))) {
+      input = rc == FC_ETOOLONG; /* too long for the codec: the input's; else the device's */
+      goto fail;
+    }
   }
   free(x);
   x = NULL;
-  if (encode_entry(j, &audio, &info, it->path)) goto nomem;
+  if (encode_entry(j, &audio, &info, abs)) goto nomem;
   if ((rc = fz_queue_push(r, j, &tm->queue_wait))) {
     fz_job_free(j);
     fz_report_unstored(r, i, rc);
   }
+  free(abs);
   return;
 
 nomem:
   rc = ENOMEM;
+  input = 0;
   fc_why(why, sizeof why, "out of memory");
 fail:
   free(x);
+  free(abs);
   fz_job_free(j);
-  fz_report_failed(r, i, rc, why);
+  if (input && rc != ENOMEM)
+    fz_input_failed(r, i, rc, why);
+  else
+    fz_report_failed(r, i, rc, why);
 }
 
 void *fz_worker_main(void *arg) {
