@@ -168,7 +168,8 @@ static void open_error(const char *path, int rc) {
     return;
   }
   switch (rc) {
-  case ENOENT: fc_cli_warn(path, "not a featcache store (no data.mdb)"); break;
+  case ENOENT:
+  case FC_ENOSTORE: fc_cli_warn(path, "not a featcache store (no data.mdb)"); break;
   case ENOTDIR: fc_cli_warn(path, "not a featcache store (not a directory)"); break;
   case FC_EFORMAT:
     fc_cli_warn(path, "not a featcache store (not an LMDB environment with featcache/1 meta)");

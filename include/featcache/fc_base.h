@@ -44,6 +44,8 @@ enum {
   FC_EPHONEMIZE = -31919, /* espeak-ng died or hung reading this text (in a child process:
                              nothing else is affected; docs/tokenize.md) */
   FC_ECONFLICT = -31930, /* an id's entry differs between stores being merged */
+  FC_ENOSTORE = -31931, /* a directory that holds no featcache store (no data.mdb, no split
+                           marker): not a featcache store */
   FC_ELAST = -31900
 };
 

@@ -62,5 +62,7 @@ $try" -- "$LB" --source synthetic --sweep batch=0
 check unknown-preset 2 "loader-bench: unknown preset 'nope'
 $try" -- "$LB" --source audio --manifest m.csv --preset nope
 check no-such-store 2 "loader-bench: $tmp/none: No such file or directory" -- "$LB" "$tmp/none"
+mkdir -p "$tmp/wavs" && : >"$tmp/wavs/a.wav"
+check not-a-store 2 "loader-bench: $tmp/wavs: FC_ENOSTORE: not a featcache store (no data.mdb)" -- "$LB" "$tmp/wavs"
 
 [ $fails = 0 ] && echo "ok" || exit 1

@@ -22,6 +22,15 @@ int main(void) {
   fc_store *s = NULL;
   CHECK(fc_store_open(path, 0, &s) == ENOENT, "open without CREATE on nothing");
   CHECK(fc_store_open(path, FC_STORE_RDONLY, &s) == ENOENT, "rdonly on nothing");
+  /* a directory with no store in it (a folder of WAVs): FC_ENOSTORE, "not a featcache store" */
+  char plain_dir[300];
+  snprintf(plain_dir, sizeof plain_dir, "%s/wavs", dir);
+  CHECK(mkdir(plain_dir, 0777) == 0, "mkdir");
+  CHECK(fc_store_open(plain_dir, FC_STORE_RDONLY, &s) == FC_ENOSTORE,
+        "rdonly on a plain directory");
+  CHECK(fc_store_open(plain_dir, 0, &s) == FC_ENOSTORE, "no CREATE on a plain directory");
+  CHECK(strstr(fc_strerror(FC_ENOSTORE), "not a featcache store") != NULL, "%s",
+        fc_strerror(FC_ENOSTORE));
   int rc = fc_store_open(path, FC_STORE_CREATE | FC_STORE_NOSYNC, &s);
   CHECK(rc == 0, "create: %s", fc_strerror(rc));
   if (rc) return 1;

@@ -55,7 +55,7 @@ static int reg_acquire(const char *dir, unsigned flags, ld_reg **out) {
   if (snprintf(p, sizeof p, "%s/data.mdb", dir) >= (int)sizeof p) return ENAMETOOLONG;
   if (stat(dir, &st) != 0) return errno;
   if (!S_ISDIR(st.st_mode)) return ENOTDIR;
-  if (stat(p, &st) != 0) return errno;
+  if (stat(p, &st) != 0) return errno == ENOENT ? FC_ENOSTORE : errno;
   pid_t pid = getpid();
   pthread_mutex_lock(&reg_mu);
   /* Entries inherited over fork belong to the parent: forget them, never close them here (closing

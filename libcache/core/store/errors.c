@@ -34,6 +34,7 @@ const char *fc_strerror(int err) {
   case FC_ESPLIT: return "FC_ESPLIT: a split store: open it as its parts";
   case FC_EPHONEMIZE: return "FC_EPHONEMIZE: espeak-ng died or hung reading this text";
   case FC_ECONFLICT: return "FC_ECONFLICT: an id's entry differs between stores";
+  case FC_ENOSTORE: return "FC_ENOSTORE: not a featcache store (no data.mdb)";
   default: break;
   }
   if (err >= FC_EFIRST && err <= FC_ELAST) return "FC_E?: unknown featcache error";

@@ -173,7 +173,7 @@ int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
   /* A split store's directory holds parts, never a store of its own: neither open nor create one
    * there (fc_store_open_split, fc_store_expand open its parts). */
   if (!existed && file_exists(dir, "featcache-split")) return FC_ESPLIT;
-  if (!existed && (rdonly || !(flags & FC_STORE_CREATE))) return ENOENT;
+  if (!existed && (rdonly || !(flags & FC_STORE_CREATE))) return FC_ENOSTORE;
   /* Creating data.mdb: under the directory's creation lock, where a split store's creator looks
    * for data.mdb before it writes its marker (split.c); the marker is looked for again under it. */
   int lk = -1;
