@@ -6,6 +6,7 @@
 #include "featcache/fc_store.h"
 #include "featcache/fc_verify.h"
 
+#include <sys/stat.h>
 #include <time.h>
 
 enum {
@@ -25,6 +26,7 @@ enum {
   OPT_NOLOCK,
   OPT_CLEAR_STALE,
   OPT_SEPARATE,
+  OPT_SOURCE_ROOT,
   OPT_VERSION
 };
 
@@ -48,11 +50,14 @@ static const fc_cli_opt options[] =
       "each audio source file still has the size and mtime it was featurized with"},
      {"rehash", OPT_REHASH, no_argument, NULL,
       "recompute each audio source's digest from its bytes (reads every source)"},
+     {"source-root", OPT_SOURCE_ROOT, required_argument, "DIR",
+      "the corpus moved to DIR: sources are looked up there by the tail of their stored path"},
      {NULL, 0, 0, NULL, "Running:"},
      {"threads", 'j', required_argument, "N", "threads (default: all cores)"},
      {"max-errors", OPT_MAX_ERRORS, required_argument, "N",
       "stop after N errors (default: no limit)"},
-     {"strict", OPT_STRICT, no_argument, NULL, "warnings (orphans, stale readers...) fail too"},
+     {"strict", OPT_STRICT, no_argument, NULL,
+      "warnings (orphans, stale readers...) and recorded failures fail too"},
      {"nolock", OPT_NOLOCK, no_argument, NULL,
       "open with MDB_NOLOCK (automatic when the store is not writable)"},
      {"clear-stale-readers", OPT_CLEAR_STALE, no_argument, NULL,
@@ -74,10 +79,12 @@ static const char *description =
     "right frame count and every text entry its tokens, orphans, and optionally a manifest, NaN/Inf\n"
     "and the source files. Every problem is named by db, key and utterance id. Several STOREs\n"
     "(shards) are one dataset: each is checked, then the manifest against all of them together,\n"
-    "ids held by several stores for equal entries, and every store for the same configs.";
+    "ids held by several stores for equal entries, and every store for the same configs.\n"
+    "Utterances featurize could not store, and recorded so, are listed apart as recorded failures:\n"
+    "a manifest id or a feature record they explain is no error.";
 static const char *footer =
-    "Exit status: 0 clean (warnings allowed unless --strict), 1 problems found, 2 could not run\n"
-    "(bad options, no store), 130/143 interrupted.\n"
+    "Exit status: 0 clean (warnings and recorded failures allowed unless --strict), 1 problems\n"
+    "found, 2 could not run (bad options, no store), 130/143 interrupted.\n"
     "Manual: man cache-verify.";
 
 typedef struct progress_state {
@@ -171,9 +178,14 @@ static void print_json(const char *store, const fc_verify_report *r, int ok, con
   json_finding_list(r, FC_VERIFY_ERROR);
   fputs(",\"warnings\":", stdout);
   json_finding_list(r, FC_VERIFY_WARNING);
-  printf(",\"error_count\":%llu,\"warning_count\":%llu,\"stopped\":%s",
-         (unsigned long long)r->errors, (unsigned long long)r->warnings,
-         r->stopped ? "true" : "false");
+  fputs(",\"failures\":", stdout);
+  json_finding_list(r, FC_VERIFY_FAILED);
+  printf(
+      ",\"error_count\":%llu,\"warning_count\":%llu,\"failure_count\":%llu,"
+      "\"failures_explaining\":%llu,\"stopped\":%s",
+      (unsigned long long)r->errors, (unsigned long long)r->warnings,
+      (unsigned long long)r->failures, (unsigned long long)r->failures_explaining,
+      r->stopped ? "true" : "false");
   printf(",\"entries\":{\"audio\":%llu,\"text\":%llu,\"feat\":%llu,\"tok\":%llu,\"meta\":%llu}",
          (unsigned long long)r->entries[1], (unsigned long long)r->entries[2],
          (unsigned long long)r->entries[3], (unsigned long long)r->entries[4],
@@ -199,10 +211,19 @@ static void print_json(const char *store, const fc_verify_report *r, int ok, con
   fputs("}\n", stdout);
 }
 
+static const char *severity_name(int s) {
+  return s == FC_VERIFY_ERROR ? "error" : s == FC_VERIFY_WARNING ? "warning" : "recorded failure";
+}
+
 static void print_human(const char *store, const fc_verify_report *r) {
   for (size_t i = 0; i < r->count; i++) {
     const fc_verify_finding *f = &r->findings[i];
-    printf("%s: %s: %s", store, f->severity == FC_VERIFY_ERROR ? "error" : "warning", f->db);
+    if (f->severity == FC_VERIFY_FAILED) { /* "STORE: recorded failure: ID: ..." */
+      printf("%s: %s: %s: %s\n", store, severity_name(f->severity), f->id ? f->id : "?",
+             f->problem);
+      continue;
+    }
+    printf("%s: %s: %s", store, severity_name(f->severity), f->db);
     if (f->key) printf(" %s", f->key);
     if (f->id && (!f->key || strcmp(f->id, f->key) != 0)) printf(" (id %s)", f->id);
     printf(": %s\n", f->problem);
@@ -212,14 +233,23 @@ static void print_human(const char *store, const fc_verify_report *r) {
   if (r->warnings > kept_w)
     printf("%s: %llu more warnings not listed\n", store,
            (unsigned long long)(r->warnings - kept_w));
+  uint64_t kept_f = 0;
+  for (size_t i = 0; i < r->count; i++) kept_f += r->findings[i].severity == FC_VERIFY_FAILED;
+  if (r->failures > kept_f)
+    printf("%s: %llu more recorded failures not listed\n", store,
+           (unsigned long long)(r->failures - kept_f));
   if (r->stopped)
     printf("%s: stopped after %llu errors (--max-errors)\n", store, (unsigned long long)r->errors);
   double gbs = r->wall_seconds > 0 ? r->bytes_checked / 1e9 / r->wall_seconds : 0;
+  char failed[96] = "";
+  if (r->failures)
+    snprintf(failed, sizeof failed, ", %llu recorded failure%s", (unsigned long long)r->failures,
+             r->failures == 1 ? "" : "s");
   printf(
-      "%s: %llu error%s, %llu warning%s; %llu records (%.3f GB) checked in %.3f s (%.2f GB/s, "
+      "%s: %llu error%s, %llu warning%s%s; %llu records (%.3f GB) checked in %.3f s (%.2f GB/s, "
       "%d threads); %llu audio, %llu text entries; %llu mel, %llu token configs\n",
       store, (unsigned long long)r->errors, r->errors == 1 ? "" : "s",
-      (unsigned long long)r->warnings, r->warnings == 1 ? "" : "s",
+      (unsigned long long)r->warnings, r->warnings == 1 ? "" : "s", failed,
       (unsigned long long)r->records_checked, r->bytes_checked / 1e9, r->wall_seconds, gbs,
       r->threads, (unsigned long long)r->entries[1], (unsigned long long)r->entries[2],
       (unsigned long long)r->mel_configs, (unsigned long long)r->token_configs);
@@ -265,6 +295,7 @@ int main(int argc, char **argv) {
     case OPT_FINITE: vo.finite = 1; break;
     case OPT_SOURCES: vo.sources = 1; break;
     case OPT_REHASH: vo.rehash = 1; break;
+    case OPT_SOURCE_ROOT: vo.source_root = optarg; break;
     case 'j': vo.threads = (int)fc_cli_u32("threads", optarg, 1, 1024); break;
     case OPT_MAX_ERRORS: {
       uint64_t v;
@@ -288,6 +319,13 @@ int main(int argc, char **argv) {
   }
   if (optind >= argc) fc_cli_usage_error("no STORE given");
   if (json && status) fc_cli_usage_error("--json and --status exclude each other");
+  if (vo.source_root && !vo.sources && !vo.rehash)
+    fc_cli_usage_error("--source-root says where the sources are: give --sources or --rehash");
+  if (vo.source_root) {
+    struct stat sst;
+    if (stat(vo.source_root, &sst) != 0 || !S_ISDIR(sst.st_mode))
+      fc_cli_usage_error("--source-root %s: not a directory", vo.source_root);
+  }
   vo.expect_mel = mel;
   vo.n_expect_mel = n_mel;
   vo.expect_tok = tok;
@@ -371,7 +409,7 @@ int main(int argc, char **argv) {
       if (!status) fc_cli_warn(store, "%s", why[0] ? why : fc_strerror(rc));
       if (json) print_json(store, &r, 0, why[0] ? why : fc_strerror(rc));
     } else {
-      code = (r.errors || (strict && r.warnings)) ? FC_EXIT_FAIL : FC_EXIT_OK;
+      code = (r.errors || (strict && (r.warnings || r.failures))) ? FC_EXIT_FAIL : FC_EXIT_OK;
       if (json)
         print_json(store, &r, code == FC_EXIT_OK, NULL);
       else if (!status)
@@ -387,9 +425,9 @@ int main(int argc, char **argv) {
     fc_verify_report r;
     char why[512] = "";
     int rc = fc_verify_dataset((const char *const *)stores, n_stores, &vo, &r, why, sizeof why);
-    int code = rc                                     ? FC_EXIT_USAGE
-               : (r.errors || (strict && r.warnings)) ? FC_EXIT_FAIL
-                                                      : FC_EXIT_OK;
+    int code = rc                                                                ? FC_EXIT_USAGE
+               : (r.errors || (strict && (r.warnings || r.failures_explaining))) ? FC_EXIT_FAIL
+                                                                                 : FC_EXIT_OK;
     if (rc == FC_EINTR) {
       fc_verify_report_free(&r);
       if (!status) fc_cli_warn(NULL, "interrupted");
@@ -409,27 +447,32 @@ int main(int argc, char **argv) {
       fputs(",\"warnings\":", stdout);
       json_finding_list(&r, FC_VERIFY_WARNING);
       printf(
-          ",\"error_count\":%llu,\"warning_count\":%llu,\"entries\":{\"audio\":%llu,"
+          ",\"error_count\":%llu,\"warning_count\":%llu,\"failures_explaining\":%llu,"
+          "\"entries\":{\"audio\":%llu,"
           "\"text\":%llu},\"mel_configs\":%llu,\"token_configs\":%llu,\"manifest_items\":%llu,"
           "\"wall_seconds\":%.6f}\n",
           (unsigned long long)r.errors, (unsigned long long)r.warnings,
-          (unsigned long long)r.entries[1], (unsigned long long)r.entries[2],
-          (unsigned long long)r.mel_configs, (unsigned long long)r.token_configs,
-          (unsigned long long)r.manifest_items, r.wall_seconds);
+          (unsigned long long)r.failures_explaining, (unsigned long long)r.entries[1],
+          (unsigned long long)r.entries[2], (unsigned long long)r.mel_configs,
+          (unsigned long long)r.token_configs, (unsigned long long)r.manifest_items,
+          r.wall_seconds);
     } else if (!status && !rc) {
       for (size_t i = 0; i < r.count; i++) {
         const fc_verify_finding *f = &r.findings[i];
-        printf("dataset: %s: %s", f->severity == FC_VERIFY_ERROR ? "error" : "warning", f->db);
+        printf("dataset: %s: %s", severity_name(f->severity), f->db);
         if (f->key) printf(" %s", f->key);
         printf(": %s\n", f->problem);
       }
       printf(
           "dataset of %zu stores: %llu error%s; %llu audio, %llu text entries; %llu mel, %llu "
-          "token configs in every store; %llu manifest ids\n",
+          "token configs in every store; %llu manifest ids",
           n_stores, (unsigned long long)r.errors, r.errors == 1 ? "" : "s",
           (unsigned long long)r.entries[1], (unsigned long long)r.entries[2],
           (unsigned long long)r.mel_configs, (unsigned long long)r.token_configs,
           (unsigned long long)r.manifest_items);
+      if (r.failures_explaining)
+        printf(", %llu of them recorded failures", (unsigned long long)r.failures_explaining);
+      putchar('\n');
     }
     if (code > worst) worst = code;
     fc_verify_report_free(&r);

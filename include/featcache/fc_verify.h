@@ -31,13 +31,20 @@
 extern "C" {
 #endif
 
-typedef enum fc_verify_severity { FC_VERIFY_ERROR = 1, FC_VERIFY_WARNING = 2 } fc_verify_severity;
+/* A recorded failure (FC_VERIFY_FAILED) is an utterance featurize could not store and said so in
+ * the store's `failed` db (docs/FORMAT.md "Failure record"): neither damage nor an unexplained gap.
+ * The tool fails on it only under --strict, as on warnings. */
+typedef enum fc_verify_severity {
+  FC_VERIFY_ERROR = 1,
+  FC_VERIFY_WARNING = 2,
+  FC_VERIFY_FAILED = 3
+} fc_verify_severity;
 
 /* One problem. Strings are owned by the report (valid until fc_verify_report_free). */
 typedef struct fc_verify_finding {
   int severity; /* fc_verify_severity */
-  const char *db; /* "meta", "audio", "text", "feat", "tok", "index" (a config's index), or
-                          "env" for data.mdb/lock.mdb */
+  const char *db; /* "meta", "audio", "text", "feat", "tok", "failed", "manifest", "index" (a
+                          config's index), or "env" for data.mdb/lock.mdb */
   const char *key; /* feat/tok: 32 hex chars of the key; audio/text: the id; meta: the name;
                           env: the file name; NULL when the problem has no single key */
   const char *id; /* utterance id the problem concerns, NULL when unknown */
@@ -45,7 +52,8 @@ typedef struct fc_verify_finding {
 } fc_verify_finding;
 
 typedef struct fc_verify_report {
-  fc_verify_finding *findings; /* errors first, then warnings; each by db, key, problem */
+  fc_verify_finding *findings; /* errors first, then warnings, then recorded failures; each by db,
+                                  key, problem */
   size_t count;
   uint64_t errors, warnings; /* all seen (warnings beyond max_warnings are counted, not kept) */
   int stopped; /* 1 when max_errors was reached and checking stopped early */
@@ -67,6 +75,11 @@ typedef struct fc_verify_report {
   uint64_t index_entries; /* their index entries */
   uint64_t index_missing; /* ids with a record under an indexed config that its index lacks
                               (readers look them up: no finding) */
+  /* Failure records (FC_VERIFY_FAILED findings, one per record; at most max_warnings kept):
+   * every one in the store, and those that explain a manifest id with no audio entry or an
+   * expected feature record that is missing — gaps that are then no error. */
+  uint64_t failures;
+  uint64_t failures_explaining; /* of them, those that explain a gap */
 } fc_verify_report;
 
 /* Called from one thread now and then (at most ~10 times a second) while records are checked. */
@@ -97,6 +110,10 @@ typedef struct fc_verify_opts {
   void *progress_ud;
   int clear_stale_readers; /* clear reader slots of dead processes (mdb_reader_check): the
                                    only write cache-verify makes, to lock.mdb, never data.mdb */
+  /* sources / rehash: the directory the corpus lives in now. A stored source path P is looked for
+   * at source_root/T for the longest tail T of P (P's last components) that exists there; the
+   * stored path itself is not tried. NULL: the stored path as it is. */
+  const char *source_root;
 } fc_verify_opts;
 
 /* Defaults: everything 0 / NULL (auto threads, no optional checks, every stored config). */
@@ -109,7 +126,8 @@ FC_API void fc_verify_opts_init(fc_verify_opts *o);
  * also checks each part's meta part "K/N" against its directory (part-K) and the marker's N. The store is opened with FC_STORE_RDONLY (and NOLOCK per
  * o->nolock): data.mdb is never written (lock.mdb only with o->clear_stale_readers). Returns 0 when the checks ran — the findings are in *out,
  * and out->errors == 0 means the store is sound — or an error when they could not run: ENOENT,
- * ENOTDIR, EACCES (no store there / not readable), FC_ECONFIG (an expected config named wrongly,
+ * ENOTDIR, FC_ENOSTORE, EACCES (no such directory / not one / a directory with no store in it /
+ * not readable), FC_ECONFIG (an expected config named wrongly,
  * with a reason in why), FC_EINTR (o->stop was seen; *out holds what was found so far), ENOMEM.
  * A store that exists but is damaged (truncated, not a featcache store, unknown format version)
  * is a finding, not an error return. *out is always initialized; free it with

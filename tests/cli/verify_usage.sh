@@ -16,7 +16,7 @@ expect_err() { # name exact-stderr
 "$V" --help >"$T/out" 2>"$T/err"; check help 0 $?
 [ "$(head -1 "$T/out")" = "Usage: cache-verify [options] STORE..." ] || { echo "FAIL help: first line"; fail=1; }
 for o in --expect-preset --expect-config --expect-tokens --manifest --finite --sources --rehash \
-         --threads --max-errors --strict --json --status --quiet --progress --nolock; do
+         --source-root --threads --max-errors --strict --json --status --quiet --progress --nolock; do
   grep -q -- "$o" "$T/out" || { echo "FAIL help lacks $o"; fail=1; }
 done
 [ -s "$T/err" ] && { echo "FAIL help wrote to stderr"; fail=1; }
@@ -52,6 +52,19 @@ done: 0 of 1 stores clean (1 not checked)"
 mkdir "$T/empty"
 "$V" --status "$T/empty" >"$T/out" 2>"$T/err"; check empty-dir 2 $?
 [ -s "$T/out" ] || [ -s "$T/err" ] && { echo "FAIL --status printed something"; fail=1; }
+
+# A folder that is not a store (the corpus's WAV folder given by mistake): said so.
+mkdir "$T/wavs" && : >"$T/wavs/a.wav"
+"$V" "$T/wavs" >"$T/out" 2>"$T/err"; check not-a-store 2 $?
+expect_err not-a-store "cache-verify: $T/wavs: FC_ENOSTORE: not a featcache store (no data.mdb)
+done: 0 of 1 stores clean (1 not checked)"
+
+"$V" --source-root "$T/wavs" "$T/wavs" >"$T/out" 2>"$T/err"; check source-root-alone 2 $?
+expect_err source-root-alone "cache-verify: --source-root says where the sources are: give --sources or --rehash
+Try 'cache-verify --help' for more information."
+"$V" --sources --source-root "$T/nowhere" "$T/wavs" >"$T/out" 2>"$T/err"; check source-root-missing 2 $?
+expect_err source-root-missing "cache-verify: --source-root $T/nowhere: not a directory
+Try 'cache-verify --help' for more information."
 
 "$V" --manifest "$T/no-manifest.csv" "$T/empty" >"$T/out" 2>"$T/err"; check no-manifest 2 $?
 grep -q "^cache-verify: $T/no-manifest.csv: " "$T/err" || { echo "FAIL no-manifest message"; cat "$T/err"; fail=1; }

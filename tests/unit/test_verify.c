@@ -631,7 +631,7 @@ static void test_not_a_store(void) {
   CHECK(fc_verify_store(dir, NULL, &r, why, sizeof why) == ENOENT, "no dir: %s", why);
   fc_verify_report_free(&r);
   mkdir(dir, 0777);
-  CHECK(fc_verify_store(dir, NULL, &r, why, sizeof why) == ENOENT, "no data.mdb: %s", why);
+  CHECK(fc_verify_store(dir, NULL, &r, why, sizeof why) == FC_ENOSTORE, "no data.mdb: %s", why);
   fc_verify_report_free(&r);
   /* an LMDB environment that is not a featcache store */
   char p[400];

@@ -9,8 +9,9 @@
 #include "formats/common/why.h"
 #include "formats/common/alloc.h"
 
-/* Report order: the environment first, then meta, entries, records, indexes, the manifest. */
-static const int db_rank[] = {1, 2, 3, 4, 5, 0, 7, 6};
+/* Report order: the environment first, then meta, entries, records, indexes, the manifest,
+ * recorded failures. */
+static const int db_rank[] = {1, 2, 3, 4, 5, 8, 0, 7, 6};
 
 static int db_index(const char *name) {
   for (int i = 0; i < VF_N_DBS; i++)
@@ -68,7 +69,7 @@ static int preflight(vctx *c, const char *dir, int nolock) {
   if (stat(dir, &st) != 0) return errno;
   if (!S_ISDIR(st.st_mode)) return ENOTDIR;
   if (snprintf(p, sizeof p, "%s/data.mdb", dir) >= (int)sizeof p) return ENAMETOOLONG;
-  if (stat(p, &st) != 0) return errno;
+  if (stat(p, &st) != 0) return errno == ENOENT ? FC_ENOSTORE : errno;
   if (access(p, R_OK) != 0) return errno;
   r->data_size = (uint64_t)st.st_size;
   MDB_env *env = NULL;
@@ -229,11 +230,13 @@ int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *
   if ((rc = vf_resolve_expected(&c, t, why, why_len)) != 0) goto done;
   if ((rc = vf_collect(&c, t, FC_DB_AUDIO, &c.audio, &c.n_audio)) != 0) goto done;
   if ((rc = vf_collect(&c, t, FC_DB_TEXT, &c.text, &c.n_text)) != 0) goto done;
+  if ((rc = vf_collect_failures(&c, t)) != 0) goto done;
   if ((rc = vf_build_expected(&c)) != 0) goto done;
   if (!vf_stopping(&c) && (rc = vf_check_entries(&c, nthreads)) != 0) goto done;
   if (!vf_stopping(&c) && (rc = vf_check_records(&c, nthreads)) != 0) goto done;
   if (!vf_stopping(&c) && o->manifest) vf_check_manifest(&c);
   if (!vf_stopping(&c) && (rc = vf_check_index(&c, t)) != 0) goto done;
+  if (!vf_stopping(&c)) vf_report_failures(&c, t);
   if (o->stop && *o->stop) rc = FC_EINTR;
 
 done:
@@ -243,6 +246,7 @@ done:
   fc_store_close(c.s);
   free(c.audio);
   free(c.text);
+  free(c.fails);
   free(c.exp);
   free(c.cfgs);
   pthread_mutex_destroy(&c.mu);

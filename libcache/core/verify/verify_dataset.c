@@ -5,7 +5,8 @@
  *     whichever store comes first, and a merge would refuse it);
  *   - every store that holds entries holds the same mel and token configs (the loader reads one
  *     config from every store);
- *   - every manifest id is in some store (audio entry; text entry too with expect_tokens_given). */
+ *   - every manifest id is in some store (audio entry; text entry too with expect_tokens_given),
+ *     or has a failure record in one (featurize failed it: counted, no error). */
 #include "featcache/fc_verify.h"
 
 #include "featcache/fc_format.h"
@@ -116,6 +117,27 @@ static int config_set(MDB_txn *txn, MDB_dbi meta, const char *kind, char (**out)
   }
   mdb_cursor_close(cur);
   return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* Does some store hold a failure record for id (featurize failed it and said so)? */
+static int recorded_failure(fc_store **st, MDB_txn **txns, size_t n, const char *id) {
+  MDB_val k = {strlen(id), (void *)id}, v;
+  for (size_t i = 0; i < n; i++)
+    if (st[i]->dbi[FC_DB_FAILED] && mdb_get(txns[i], st[i]->dbi[FC_DB_FAILED], &k, &v) == 0)
+      return 1;
+  return 0;
+}
+
+/* A manifest id that no store has an entry for: an error, unless it is a recorded failure (each
+ * store's own report lists those). */
+static void missing_id(dctx *c, fc_store **st, MDB_txn **txns, size_t n, const char *id, int db) {
+  if (db == FC_DB_AUDIO && recorded_failure(st, txns, n, id)) {
+    c->r->failures_explaining++;
+    return;
+  }
+  add(c, FC_VERIFY_ERROR, "manifest", id, strlen(id),
+      "missing: the manifest names it, no store has a%s entry",
+      db == FC_DB_AUDIO ? "n audio" : " text");
 }
 
 static void describe(int db, const MDB_val *a, const MDB_val *b, char *buf, size_t len) {
@@ -260,20 +282,14 @@ int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o
         MDB_val mk = {strlen(ids[mi]), (void *)ids[mi]};
         int cmp = kmerge_cmp(&mk, &key);
         if (cmp > 0) break;
-        if (cmp < 0)
-          add(&c, FC_VERIFY_ERROR, "manifest", ids[mi], strlen(ids[mi]),
-              "missing: the manifest names it, no store has a%s entry",
-              db == FC_DB_AUDIO ? "n audio" : " text");
+        if (cmp < 0) missing_id(&c, st, txns, n, ids[mi], db);
         mi++;
       }
     }
     kmerge_close(km);
     if (rc != MDB_NOTFOUND) break;
     rc = 0;
-    for (; need_manifest && mi < nids; mi++)
-      add(&c, FC_VERIFY_ERROR, "manifest", ids[mi], strlen(ids[mi]),
-          "missing: the manifest names it, no store has a%s entry",
-          db == FC_DB_AUDIO ? "n audio" : " text");
+    for (; need_manifest && mi < nids; mi++) missing_id(&c, st, txns, n, ids[mi], db);
   }
   if (o->stop && *o->stop && !rc) rc = FC_EINTR;
 

@@ -150,18 +150,46 @@ static int hash_file(const char *path, fc_digest *out) {
   return rc;
 }
 
+/* The source stored as `stored` under the corpus's new directory root: root/T for the longest
+ * tail T of stored (its last components) that exists. 0 with the path in out, or ENOENT. */
+static int under_root(const char *root, const char *stored, char *out, size_t len,
+                      struct stat *st) {
+  for (const char *t = stored; t && *t;) {
+    while (*t == '/') t++;
+    if (!*t) break;
+    if (snprintf(out, len, "%s/%s", root, t) < (int)len && stat(out, st) == 0) return 0;
+    t = strchr(t, '/');
+  }
+  return ENOENT;
+}
+
 static void check_source(vctx *c, const ventry *e, const fc_audio_entry *ae) {
-  char path[4096];
-  if (ae->path_len == 0 || ae->path_len >= sizeof path || memchr(ae->path, 0, ae->path_len)) {
+  char stored[4096], path[4096 + 1024];
+  if (ae->path_len == 0 || ae->path_len >= sizeof stored || memchr(ae->path, 0, ae->path_len)) {
     vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, e->id, e->id_len, e->id, e->id_len,
            "source path of %zu bytes cannot be checked", ae->path_len);
     return;
   }
-  memcpy(path, ae->path, ae->path_len);
-  path[ae->path_len] = '\0';
-  char *pp = vf_printable(path, ae->path_len);
+  memcpy(stored, ae->path, ae->path_len);
+  stored[ae->path_len] = '\0';
   struct stat st;
-  if (stat(path, &st) != 0) {
+  int found;
+  if (c->o->source_root) {
+    found = under_root(c->o->source_root, stored, path, sizeof path, &st) == 0;
+    if (!found) {
+      char *sp = vf_printable(stored, ae->path_len);
+      vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, e->id, e->id_len, e->id, e->id_len,
+             "source %s: not under --source-root %s (no tail of its path is there)", sp ? sp : "?",
+             c->o->source_root);
+      free(sp);
+      return;
+    }
+  } else {
+    snprintf(path, sizeof path, "%s", stored);
+    found = stat(path, &st) == 0;
+  }
+  char *pp = vf_printable(path, strlen(path));
+  if (!found) {
     vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, e->id, e->id_len, e->id, e->id_len, "source %s: %s",
            pp ? pp : "?", strerror(errno));
     free(pp);
@@ -220,6 +248,11 @@ static void check_entry(vctx *c, fc_rtxn *t, int db, const ventry *e) {
     size_t vl;
     int rc = fc_rtxn_get(t, rdb, key.bytes, 16, &v, &vl);
     if (rc == FC_ENOTFOUND) {
+      vfail *fl = audio ? vf_find_failure(c, e->id, e->id_len) : NULL;
+      if (fl && cf->expected && memcmp(fl->f.config.bytes, cf->digest.bytes, 16) == 0) {
+        fl->explains = 1; /* featurize failed it under this config: a recorded failure */
+        continue;
+      }
       if (cf->expected)
         vf_add(c, FC_VERIFY_ERROR, rdb, hex, 32, e->id, e->id_len,
                "missing: no %s record for %s config %s %s", audio ? "feature" : "token",
@@ -278,8 +311,7 @@ int vf_check_entries(vctx *c, int nthreads) {
 
 /* ---- step 5: the manifest -------------------------------------------------------------------- */
 
-/* LMDB's default key order: bytes compared over the shorter length, then the shorter first. */
-static int cmp_lmdb(const char *a, size_t al, const char *b, size_t bl) {
+int vf_cmp_lmdb(const char *a, size_t al, const char *b, size_t bl) {
   int d = memcmp(a, b, al < bl ? al : bl);
   return d ? d : (al < bl ? -1 : al > bl);
 }
@@ -288,7 +320,7 @@ static const ventry *find_entry(const ventry *a, size_t n, const char *id, size_
   size_t lo = 0, hi = n;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    int d = cmp_lmdb(a[mid].id, a[mid].id_len, id, len);
+    int d = vf_cmp_lmdb(a[mid].id, a[mid].id_len, id, len);
     if (d == 0) return &a[mid];
     if (d < 0)
       lo = mid + 1;
@@ -312,7 +344,10 @@ void vf_check_manifest(vctx *c) {
     }
     c->r->manifest_items++;
     size_t len = strlen(it->id);
-    if (!find_entry(c->audio, c->n_audio, it->id, len))
+    vfail *fl;
+    if (!find_entry(c->audio, c->n_audio, it->id, len) && (fl = vf_find_failure(c, it->id, len)))
+      fl->explains = 1; /* no audio entry: featurize failed it, and said so */
+    else if (!find_entry(c->audio, c->n_audio, it->id, len))
       vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, it->id, len, it->id, len,
              "missing: manifest line %zu names it, the store has no audio entry (no features)",
              it->line);

@@ -4,8 +4,8 @@
 #include "libcache/core/verify/verify_int.h"
 #include "formats/common/alloc.h"
 
-const char *const vf_db_names[VF_N_DBS] = {"meta", "audio", "text",     "feat",
-                                           "tok",  "env",   "manifest", "index"};
+const char *const vf_db_names[VF_N_DBS] = {"meta",   "audio", "text",     "feat", "tok",
+                                           "failed", "env",   "manifest", "index"};
 double vf_now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -64,6 +64,9 @@ void vf_add(vctx *c, int sev, int db, const char *key, size_t key_len, const cha
       r->stopped = 1;
       atomic_store(&c->halt, 1);
     }
+  } else if (sev == FC_VERIFY_FAILED) {
+    r->failures++;
+    if (r->failures > c->max_warnings) goto out;
   } else {
     r->warnings++;
     if (r->warnings > c->max_warnings) goto out;

@@ -28,7 +28,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-enum { DB_ENV = FC_DB_COUNT, DB_MANIFEST = FC_DB_COUNT + 1, DB_INDEX = FC_DB_COUNT + 2 };
+enum { DB_ENV = FC_DB_FAILED + 1, DB_MANIFEST = FC_DB_FAILED + 2, DB_INDEX = FC_DB_FAILED + 3 };
 
 enum { KIND_MEL = 1, KIND_TOK = 2 };
 
@@ -51,6 +51,13 @@ typedef struct ventry {
   int ok; /* decoded */
 } ventry;
 
+typedef struct vfail { /* one failure record (docs/FORMAT.md "Failure record") */
+  const char *id; /* into the main transaction's map */
+  size_t id_len;
+  fc_failure f; /* decoded; its strings point into the map */
+  int explains; /* a gap it explains was seen (set by the entry and manifest checks) */
+} vfail;
+
 typedef struct vexp { /* one (entry, config) pair: the key its record must have */
   uint8_t key[16];
   uint32_t entry;
@@ -72,6 +79,8 @@ typedef struct vctx {
   size_t n_cfgs;
   ventry *audio, *text;
   size_t n_audio, n_text;
+  vfail *fails; /* the failed db, in key order */
+  size_t n_fails;
   vexp *exp;
   size_t n_exp;
   const uint8_t *map_lo, *map_hi; /* values must lie in [lo, hi): the file's bytes */
@@ -82,9 +91,9 @@ typedef struct vctx {
 } vctx;
 
 /* ---- shared by the verify_*.c steps (hidden: not exported) -------------------------------------- */
-/* verify_findings.c: the finding db names ("meta", "audio", "text", "feat", "tok", "env",
- * "manifest", "index"), indexed by the db argument of vf_add. */
-#define VF_N_DBS 8
+/* verify_findings.c: the finding db names ("meta", "audio", "text", "feat", "tok",
+ * "failed", "env", "manifest", "index"), indexed by the db argument of vf_add. */
+#define VF_N_DBS 9
 extern const char *const vf_db_names[VF_N_DBS];
 double vf_now_s(void);
 /* 1 once the run must stop: max_errors reached or the caller's stop flag set. */
@@ -113,6 +122,14 @@ const vexp *vf_find_exp(vctx *c, const void *key, int db);
 const char *vf_cfg_name(const vcfg *cf);
 int vf_check_entries(vctx *c, int nthreads);
 void vf_check_manifest(vctx *c);
+/* LMDB's default key order: bytes compared over the shorter length, then the shorter first. */
+int vf_cmp_lmdb(const char *a, size_t al, const char *b, size_t bl);
+
+/* verify_failed.c: the failure records: collected (damaged ones are errors), looked up by id, and
+ * each reported as an FC_VERIFY_FAILED finding once the checks that they explain gaps in ran */
+int vf_collect_failures(vctx *c, fc_rtxn *t);
+vfail *vf_find_failure(vctx *c, const char *id, size_t len);
+void vf_report_failures(vctx *c, fc_rtxn *t);
 
 /* step 4, verify_scan.c: every record's header, checksums, dims and expected key */
 int vf_check_records(vctx *c, int nthreads);
