@@ -196,7 +196,7 @@ int main(int argc, char **argv) {
             fc_cli_tool, (unsigned long long)(copied + present), (unsigned long long)st.total, out,
             (unsigned long long)failed, (unsigned long long)st.dropped);
     code = FC_EXIT_FAIL;
-  } else if (copied == 0) {
+  } else if (copied == 0 && !st.failures_copied && !st.failures_cleared) {
     status = "nothing to do";
     if (!quiet)
       fprintf(stderr, "%s: nothing to do: all %llu entries of the %zu stores already in %s\n",
@@ -212,6 +212,10 @@ int main(int argc, char **argv) {
             (unsigned long long)st.copied[FC_DB_AUDIO], (unsigned long long)st.copied[FC_DB_TEXT],
             (unsigned long long)present, (unsigned long long)sum(st.duplicates),
             st.bytes_copied / 1e6, st.wall_seconds, mbs);
+    if (st.failures_copied || st.failures_cleared)
+      fprintf(stderr, "%s: failure records: %llu copied, %llu cleared (stored in an input)\n",
+              fc_cli_tool, (unsigned long long)st.failures_copied,
+              (unsigned long long)st.failures_cleared);
   }
   if (json) {
     printf("{\"output\":");
@@ -223,11 +227,13 @@ int main(int argc, char **argv) {
     json_dbs("duplicates", st.duplicates);
     printf(
         ",\"conflicts\":%llu,\"resolved\":%llu,\"bad_records\":%llu,\"dropped\":%llu,"
-        "\"bytes_in\":%llu,\"bytes_copied\":%llu,\"commits\":%llu,\"wall_seconds\":%.6f}\n",
+        "\"bytes_in\":%llu,\"bytes_copied\":%llu,\"commits\":%llu,\"wall_seconds\":%.6f,"
+        "\"failures_copied\":%llu,\"failures_cleared\":%llu}\n",
         (unsigned long long)st.conflicts, (unsigned long long)st.resolved,
         (unsigned long long)st.bad_records, (unsigned long long)st.dropped,
         (unsigned long long)st.bytes_in, (unsigned long long)st.bytes_copied,
-        (unsigned long long)st.commits, st.wall_seconds);
+        (unsigned long long)st.commits, st.wall_seconds, (unsigned long long)st.failures_copied,
+        (unsigned long long)st.failures_cleared);
   }
   return code;
 }

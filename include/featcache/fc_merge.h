@@ -67,6 +67,11 @@ typedef struct fc_merge_stats {
   uint64_t bytes_in; /* value bytes of every input entry and record met (the data merged) */
   uint64_t commits;
   double wall_seconds;
+  /* featurize's failure records (docs/FORMAT.md "Failure record"), not counted above: written
+   * into OUT (the latest of each id among the inputs), and deleted from OUT or left out because
+   * an input stores the id under the record's config */
+  uint64_t failures_copied;
+  uint64_t failures_cleared;
 } fc_merge_stats;
 
 typedef void (*fc_merge_conflict_fn)(const fc_merge_conflict *c, void *user);

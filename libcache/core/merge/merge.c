@@ -15,6 +15,7 @@
 #include "formats/common/fault.h"
 #include "formats/common/why.h"
 #include "libcache/core/merge/kmerge.h"
+#include "libcache/core/merge/merge_failed.h"
 #include "libcache/core/merge/writeback.h"
 #include "libcache/core/store/store_int.h"
 
@@ -620,6 +621,7 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
     if (!rc && o->on_progress) o->on_progress(stats, o->user);
     if (!rc && o->stop && *o->stop) rc = FC_EINTR;
   }
+  if (!rc) rc = merge_failures(c.out, c.in, c.txns, n, stats); /* merge_failed.c */
   int wrc = store_explain_write_error(c.out, writeback_end(&c.wb), 0);
   if (!rc) rc = wrc;
   int src = store_explain_write_error(c.out, mdb_env_sync(c.out->env, 1), 0);
