@@ -246,11 +246,13 @@ static inline fc_cli_max_failed fc_cli_parse_max_failed(const char *opt, const c
   return m;
 }
 
-/* Are `failed` failures of `total` inputs within m? */
+/* Are `failed` failures of `total` inputs within m? A percentage is of the inputs, rounded up: any
+ * P > 0 tolerates one failure, so that a small shard is not stopped by a single bad file. */
 static inline int fc_cli_failed_allowed(const fc_cli_max_failed *m, uint64_t failed,
                                         uint64_t total) {
   if (!m->percent) return failed <= m->n;
-  return (double)failed * 100.0 <= m->pct * (double)total;
+  double limit = ceil(m->pct * (double)total / 100.0 - 1e-9); /* 60% of 5 is 3, not 4 */
+  return (double)failed <= limit;
 }
 
 /* ---- a new store's directory --------------------------------------------------------------- */

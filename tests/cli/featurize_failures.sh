@@ -114,7 +114,8 @@ mf() { # WANT_RC WANT_NOTE ARG
 mf 0 "allowed by" 3
 mf 1 "more than" 2
 mf 0 "allowed by" 60%
-mf 1 "more than" 59.9%
+mf 1 "more than" 40%
+mf 0 "allowed by" 40.1%   # of 5 inputs, rounded up: 3
 mf 1 "more than" 0%
 mf 0 "allowed by" 100%
 
