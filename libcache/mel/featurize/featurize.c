@@ -96,17 +96,17 @@ int fz_pipeline_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items,
   r->cfg = cfg;
   r->items = items;
   r->n = n;
-  {
-    char cwd[PATH_MAX];
-    if (getcwd(cwd, sizeof cwd)) r->cwd = fc_strdup(cwd); /* else paths are stored as given */
-  }
   if (opts)
     r->o = *opts;
   else
     fc_featurize_opts_init(&r->o);
   if (!r->o.jobs) r->o.jobs = 1;
   r->n_parts = r->o.parts && r->o.n_parts > 1 ? r->o.n_parts : 1;
-  if (!(r->parts = fc_calloc(r->n_parts, sizeof *r->parts))) {
+  char cwd[PATH_MAX];
+  int no_cwd = getcwd(cwd, sizeof cwd) == NULL; /* then relative paths are stored as given */
+  if (!(r->parts = fc_calloc(r->n_parts, sizeof *r->parts)) ||
+      (!no_cwd && !(r->cwd = fc_strdup(cwd)))) {
+    free(r->parts);
     free(r);
     if (stats) { /* refused before any work: the counts still add up */
       stats->total = stats->not_started = n;
