@@ -1,5 +1,5 @@
-/* Store format v1: the 64-byte record header, keys, audio and text entries, failure records
- * (docs/FORMAT.md).
+/* Store format v1: the 64-byte record header, keys, audio and text entries (docs/FORMAT.md;
+ * failure records: inline in fc_format.h).
  * Everything is explicit little-endian byte by byte, so the layout does not depend on the host. */
 #include "formats/common/why.h"
 #include "featcache/fc_format.h"
@@ -173,35 +173,6 @@ int fc_audio_entry_decode(const void *val, size_t len, fc_audio_entry *e) {
   e->mtime_ns = (int64_t)get64(p + 40);
   e->path = (const char *)p + FC_AUDIO_ENTRY_FIXED;
   e->path_len = len - FC_AUDIO_ENTRY_FIXED;
-  return 0;
-}
-
-size_t fc_failure_size(const fc_failure *f) {
-  return FC_FAILURE_FIXED + f->source_len + f->reason_len;
-}
-
-void fc_failure_encode(const fc_failure *f, void *out) {
-  uint8_t *p = out;
-  memcpy(p, f->config.bytes, 16);
-  put64(p + 16, (uint64_t)f->time_ns);
-  put32(p + 24, (uint32_t)f->err);
-  put32(p + 28, (uint32_t)f->source_len);
-  if (f->source_len) memcpy(p + FC_FAILURE_FIXED, f->source, f->source_len);
-  if (f->reason_len) memcpy(p + FC_FAILURE_FIXED + f->source_len, f->reason, f->reason_len);
-}
-
-int fc_failure_decode(const void *val, size_t len, fc_failure *f) {
-  const uint8_t *p = val;
-  if (!p || len < FC_FAILURE_FIXED) return FC_EFORMAT;
-  uint32_t sl = get32(p + 28);
-  if (sl > len - FC_FAILURE_FIXED) return FC_EFORMAT;
-  memcpy(f->config.bytes, p, 16);
-  f->time_ns = (int64_t)get64(p + 16);
-  f->err = (int32_t)get32(p + 24);
-  f->source = (const char *)p + FC_FAILURE_FIXED;
-  f->source_len = sl;
-  f->reason = f->source + sl;
-  f->reason_len = len - FC_FAILURE_FIXED - sl;
   return 0;
 }
 

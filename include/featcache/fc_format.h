@@ -5,6 +5,8 @@
 
 #include "fc_base.h"
 
+#include <string.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -90,13 +92,44 @@ typedef struct fc_failure {
   size_t reason_len;
 } fc_failure;
 
-/* Bytes needed to encode f. */
-FC_API size_t fc_failure_size(const fc_failure *f);
+/* Bytes needed to encode f. (The failure helpers are inline: a few lines of byte layout, used
+ * by featurize, cache-verify and cache-merge, that need not widen the exported ABI.) */
+static inline size_t fc_failure_size(const fc_failure *f) {
+  return FC_FAILURE_FIXED + f->source_len + f->reason_len;
+}
+
 /* Encode into out (fc_failure_size bytes). */
-FC_API void fc_failure_encode(const fc_failure *f, void *out);
+static inline void fc_failure_encode(const fc_failure *f, void *out) {
+  uint8_t *p = (uint8_t *)out;
+  uint64_t t = (uint64_t)f->time_ns;
+  uint32_t e = (uint32_t)f->err, sl = (uint32_t)f->source_len;
+  memcpy(p, f->config.bytes, 16);
+  for (int i = 0; i < 8; i++) p[16 + i] = (uint8_t)(t >> (8 * i));
+  for (int i = 0; i < 4; i++)
+    p[24 + i] = (uint8_t)(e >> (8 * i)), p[28 + i] = (uint8_t)(sl >> (8 * i));
+  if (f->source_len) memcpy(p + FC_FAILURE_FIXED, f->source, f->source_len);
+  if (f->reason_len) memcpy(p + FC_FAILURE_FIXED + f->source_len, f->reason, f->reason_len);
+}
+
 /* Decode; source and reason point into val (not NUL-terminated). 0 or FC_EFORMAT (shorter than
  * 32 bytes, or a source length past the end). */
-FC_API int fc_failure_decode(const void *val, size_t len, fc_failure *f);
+static inline int fc_failure_decode(const void *val, size_t len, fc_failure *f) {
+  const uint8_t *p = (const uint8_t *)val;
+  if (!p || len < FC_FAILURE_FIXED) return FC_EFORMAT;
+  uint64_t t = 0;
+  uint32_t e = 0, sl = 0;
+  for (int i = 7; i >= 0; i--) t = t << 8 | p[16 + i];
+  for (int i = 3; i >= 0; i--) e = e << 8 | p[24 + i], sl = sl << 8 | p[28 + i];
+  if (sl > len - FC_FAILURE_FIXED) return FC_EFORMAT;
+  memcpy(f->config.bytes, p, 16);
+  f->time_ns = (int64_t)t;
+  f->err = (int32_t)e;
+  f->source = (const char *)p + FC_FAILURE_FIXED;
+  f->source_len = sl;
+  f->reason = f->source + sl;
+  f->reason_len = len - FC_FAILURE_FIXED - sl;
+  return 0;
+}
 
 /* ---- text entries (db "text", key = utterance id): digest (16 B) then normalized UTF-8 text --- */
 FC_API int fc_text_entry_decode(const void *val, size_t len, fc_digest *digest, const char **text,

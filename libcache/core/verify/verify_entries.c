@@ -119,8 +119,6 @@ const vexp *vf_find_exp(vctx *c, const void *key, int db) {
   return NULL;
 }
 
-const char *vf_cfg_name(const vcfg *cf) { return cf->label[0] ? cf->label : "(no name)"; }
-
 /* XXH3-128 of a file, streamed. */
 static int hash_file(const char *path, fc_digest *out) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -310,11 +308,6 @@ int vf_check_entries(vctx *c, int nthreads) {
 }
 
 /* ---- step 5: the manifest -------------------------------------------------------------------- */
-
-int vf_cmp_lmdb(const char *a, size_t al, const char *b, size_t bl) {
-  int d = memcmp(a, b, al < bl ? al : bl);
-  return d ? d : (al < bl ? -1 : al > bl);
-}
 
 static const ventry *find_entry(const ventry *a, size_t n, const char *id, size_t len) {
   size_t lo = 0, hi = n;

@@ -88,3 +88,10 @@ void vf_add(vctx *c, int sev, int db, const char *key, size_t key_len, const cha
 out:
   pthread_mutex_unlock(&c->mu);
 }
+
+const char *vf_cfg_name(const vcfg *cf) { return cf->label[0] ? cf->label : "(no name)"; }
+
+int vf_cmp_lmdb(const char *a, size_t al, const char *b, size_t bl) {
+  int d = memcmp(a, b, al < bl ? al : bl);
+  return d ? d : (al < bl ? -1 : al > bl);
+}

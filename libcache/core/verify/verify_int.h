@@ -101,6 +101,10 @@ int vf_stopping(vctx *c);
 /* Printable copy of an id or meta key (malloc'ed): bytes outside printable ASCII/UTF-8 become \xNN. */
 char *vf_printable(const char *s, size_t len);
 void vf_hex16(const void *k, char out[33]);
+/* A config's name for messages (its preset or tokenizer, else "(no name)"). */
+const char *vf_cfg_name(const vcfg *cf);
+/* LMDB's default key order: bytes compared over the shorter length, then the shorter first. */
+int vf_cmp_lmdb(const char *a, size_t al, const char *b, size_t bl);
 /* Add a finding; key/id given as byte strings (id_len 0 with id NULL: none). Thread-safe. */
 void vf_add(vctx *c, int sev, int db, const char *key, size_t key_len, const char *id,
             size_t id_len, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
@@ -119,11 +123,8 @@ int vf_resolve_expected(vctx *c, fc_rtxn *t, char *why, size_t why_len);
 int vf_collect(vctx *c, fc_rtxn *t, int db, ventry **out, size_t *n_out);
 int vf_build_expected(vctx *c);
 const vexp *vf_find_exp(vctx *c, const void *key, int db);
-const char *vf_cfg_name(const vcfg *cf);
 int vf_check_entries(vctx *c, int nthreads);
 void vf_check_manifest(vctx *c);
-/* LMDB's default key order: bytes compared over the shorter length, then the shorter first. */
-int vf_cmp_lmdb(const char *a, size_t al, const char *b, size_t bl);
 
 /* verify_failed.c: the failure records: collected (damaged ones are errors), looked up by id, and
  * each reported as an FC_VERIFY_FAILED finding once the checks that they explain gaps in ran */
