@@ -258,7 +258,8 @@ static inline int fc_cli_failed_allowed(const fc_cli_max_failed *m, uint64_t fai
 /* ---- a new store's directory --------------------------------------------------------------- */
 /* A tool about to create a store in dir: refuse (exit 2, a message naming what is there) when dir
  * is a non-empty directory that holds no store (no data.mdb, no split marker), unless force (the
- * option `force_opt` said "yes, here"). Missing or empty directories and existing stores pass. */
+ * option `force_opt` said "yes, here"). Missing or empty directories, existing stores and the
+ * leftovers of a job killed while creating one pass. */
 static inline void fc_cli_check_new_store_dir(const char *dir, int force, const char *force_opt) {
   struct stat st;
   char p[4096];
@@ -274,6 +275,10 @@ static inline void fc_cli_check_new_store_dir(const char *dir, int force, const 
   char first[256] = "";
   while ((e = readdir(d)) != NULL) {
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    /* what a job killed while creating a store leaves: a split marker's temporary file, an LMDB
+     * lock file; the next writer creates the store there */
+    if (strncmp(e->d_name, ".featcache-split.", 17) == 0 || strcmp(e->d_name, "lock.mdb") == 0)
+      continue;
     if (!n++) snprintf(first, sizeof first, "%s", e->d_name);
   }
   closedir(d);

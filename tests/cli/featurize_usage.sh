@@ -208,6 +208,13 @@ mkdir "$tmp/wavs" && cp "$tmp/a.wav" "$tmp/wavs/a.wav"
 "$FZ" -q --max-failed 1 -o "$tmp/wavs" "$tmp/a.wav" >"$tmp/out" 2>"$tmp/err"; rc=$?
 [ $rc = 0 ] || { echo "FAIL rerun into the store: exit $rc: $(cat "$tmp/err")"; fails=$((fails + 1)); }
 rm -rf "$tmp/wavs"
+# what a job killed while creating a split store leaves (the marker's temporary file) is no reason
+# to refuse: the rerun creates the store there
+mkdir "$tmp/killed" && : >"$tmp/killed/.featcache-split.12345"
+"$FZ" -q --writers 2 -o "$tmp/killed" "$tmp/a.wav" >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc = 1 ] && [ -e "$tmp/killed/featcache-split" ] ||
+  { echo "FAIL a killed creation's leftovers: exit $rc: $(cat "$tmp/err")"; fails=$((fails + 1)); }
+rm -rf "$tmp/killed"
 mkdir "$tmp/empty"
 "$FZ" -q -o "$tmp/empty" "$tmp/a.wav" >"$tmp/out" 2>"$tmp/err"; rc=$?
 [ $rc = 1 ] && [ -e "$tmp/empty/data.mdb" ] ||
