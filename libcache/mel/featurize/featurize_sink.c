@@ -287,7 +287,8 @@ int fz_writer_loop(fz_run *r, fz_part *p) {
           r->q_bytes -= job_bytes(j);
         }
         pthread_mutex_unlock(&r->mu);
-        for (fz_job *j = left; j; j = j->next) fz_report_unstored(r, j->index, rc);
+        for (fz_job *j = left; j; j = j->next)
+          if (j->kind == FZ_JOB_STORE) fz_report_unstored(r, j->index, rc);
         fz_batch_free(left);
         pthread_mutex_lock(&r->mu);
         break;
