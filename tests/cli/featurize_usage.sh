@@ -49,6 +49,8 @@ Output:
                                and -j)
       --batch N                records per write transaction (default 64; one
                                is also committed after 1 s)
+      --force-new-store        create STORE even in a non-empty directory that
+                               is not a store
 
 Features:
       --preset NAME            hifigan (default), tacotron2, librosa, whisper,
@@ -90,7 +92,8 @@ Running:
       --rehash                 read and hash every input (default: one stored
                                with its path, size, mtime is not read)
       --strict                 stop at the first bad input
-      --max-failed N|P%        exit 0 when at most N (or P % of the) inputs failed (default 0)
+      --max-failed N|P%        exit 0 when at most N (or P % of the) inputs
+                               failed (default 0)
   -q, --quiet                  no progress, no summary unless something failed
   -v, --verbose                one line per input, the device, where the time
                                went
@@ -99,8 +102,10 @@ Running:
   -h, --help                   show this help and exit
       --version                show the version and exit
 
-Exit status: 0 all stored, 1 some inputs failed, 2 usage or configuration
-error, 130/143 interrupted (finished work is committed).
+Each input that fails is recorded in the store (cache-verify --manifest lists
+it apart). Exit status: 0 all stored (or the failed ones within --max-failed),
+1 some inputs failed, 2 usage or configuration error, 130/143 interrupted
+(finished work is committed).
 Manual: man featurize; the presets' parameters: man featcache-presets.
 HELP
 if [ $rc != 0 ] || [ -s "$tmp/err" ] || ! diff -u "$tmp/help.want" "$tmp/help"; then
