@@ -75,7 +75,7 @@ static int open_store(const char *path, unsigned flags, fc_store **s) {
   int rc = fc_store_open(path, flags, s);
   if (!rc) return 0;
   struct stat st;
-  if (rc == ENOENT && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+  if (rc == FC_ENOSTORE || (rc == ENOENT && stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
     fc_cli_warn(path, "not a featcache store (no data.mdb)");
   else if (rc == ENOTDIR || (rc == ENOENT && stat(path, &st) == 0))
     fc_cli_warn(path, "not a featcache store (not a directory)");
