@@ -39,12 +39,15 @@ enum {
   OPT_STRICT,
   OPT_JSON,
   OPT_PROGRESS,
+  OPT_FORCE_NEW_STORE,
   OPT_VERSION
 };
 
 static const fc_cli_opt options[] = {
     {NULL, 0, 0, NULL, "Input and output:"},
     {"output", 'o', required_argument, "STORE", "store directory (created when missing)"},
+    {"force-new-store", OPT_FORCE_NEW_STORE, no_argument, NULL,
+     "create STORE even in a non-empty directory that is not a store"},
     {"manifest", OPT_MANIFEST, required_argument, "FILE",
      "manifest ('-' = stdin); or give it as the argument"},
     {"manifest-format", OPT_MANIFEST_FORMAT, required_argument, "FMT",
@@ -136,6 +139,7 @@ int main(int argc, char **argv) {
   fc_cli_getopt_tables(options, longs, shorts);
 
   const char *out_dir = NULL, *manifest = NULL, *export_vocab = NULL, *kind_name = "chars";
+  int force_new_store = 0;
   const char *shard_spec = NULL;
   fc_manifest_opts mopts = {0};
   fc_tok_opts to;
@@ -198,6 +202,7 @@ int main(int argc, char **argv) {
     case 'q': quiet = 1; break;
     case 'h': fc_cli_help(stdout, synopsis, description, options, footer); return 0;
     case OPT_VERSION: fc_cli_version(); return 0;
+    case OPT_FORCE_NEW_STORE: force_new_store = 1; break;
     default: fprintf(stderr, "Try 'tokenize --help' for more information.\n"); return FC_EXIT_USAGE;
     }
   }
@@ -207,6 +212,7 @@ int main(int argc, char **argv) {
   }
   if (!out_dir) fc_cli_usage_error("no output store (-o STORE)");
   if (!manifest) fc_cli_usage_error("no manifest (--manifest FILE, or '-' for stdin)");
+  fc_cli_check_new_store_dir(out_dir, force_new_store, "force-new-store");
   int kind = fc_tok_kind_from_name(kind_name);
   if (kind < 0)
     fc_cli_usage_error("invalid value '%s' for --tokenizer (want chars, phonemes, bpe)", kind_name);

@@ -87,6 +87,18 @@ for o in --tokenizer --vocab --build-vocab --export-vocab --tokenizer-json --lan
   grep -qF -- "$o" "$d/help" || fail "--help lacks $o"
 done
 head -1 "$d/help" | grep -q '^Usage: tokenize' || fail "usage line"
+
+# a non-empty directory that is not a store (the corpus folder given as -o): refused, nothing
+# written; --force-new-store creates the store there
+mkdir -p "$d/corpus" && printf 'a|Hello.\n' > "$d/corpus/metadata.csv"
+"$T" -o "$d/corpus" --build-vocab "$d/corpus/metadata.csv" > /dev/null 2> "$d/err"
+expect_rc $? 2 "non-empty directory"
+grep -qx "tokenize: $d/corpus: not a featcache store, and not empty (1 entry, e.g. metadata.csv): a new store goes into a new or empty directory; --force-new-store creates it here" "$d/err" ||
+  fail "non-empty directory: $(cat "$d/err")"
+[ ! -e "$d/corpus/data.mdb" ] || fail "a store was made in the corpus folder"
+"$T" -q --force-new-store -o "$d/corpus" --build-vocab "$d/corpus/metadata.csv" 2> "$d/err" ||
+  fail "--force-new-store: $(cat "$d/err")"
+[ -e "$d/corpus/data.mdb" ] || fail "--force-new-store made no store"
 "$T" --version | grep -q '^tokenize (featcache)' || fail "--version"
 
 # SIGTERM: exit 143, committed batches kept, a rerun resumes
