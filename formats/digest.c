@@ -42,15 +42,3 @@ int fc_digest_parse(const char *hex, fc_digest *out) {
   }
   return 0;
 }
-
-static const char *const dtype_names[] = {NULL, "f32", "f16", "bf16", "i32", "i16", "u16", "mq"};
-
-const char *fc_dtype_name(int dtype) {
-  return (dtype >= 1 && dtype <= 7) ? dtype_names[dtype] : NULL;
-}
-
-int fc_dtype_from_name(const char *name) {
-  for (int i = 1; name && i <= 7; i++)
-    if (strcmp(name, dtype_names[i]) == 0) return i;
-  return 0;
-}

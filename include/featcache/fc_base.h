@@ -101,10 +101,21 @@ static inline int fc_dtype_decoded(int dtype) {
   if (dtype == FC_DTYPE_MQ) return FC_DTYPE_F32;
   return fc_dtype_size(dtype) ? dtype : 0;
 }
-/* "f32", "f16", "bf16", "i32", "i16", "u16", "mq"; NULL for an unknown dtype. Static string. */
-FC_API const char *fc_dtype_name(int dtype);
+/* "f32", "f16", "bf16", "i32", "i16", "u16", "mq"; NULL for an unknown dtype. Static string.
+ * Inline, as is its inverse: no symbol. */
+static inline const char *fc_dtype_name(int dtype) {
+  static const char *const names[] = {NULL, "f32", "f16", "bf16", "i32", "i16", "u16", "mq"};
+  return (dtype >= 1 && dtype <= 7) ? names[dtype] : NULL;
+}
 /* Inverse of fc_dtype_name; returns 0 for an unknown name. */
-FC_API int fc_dtype_from_name(const char *name);
+static inline int fc_dtype_from_name(const char *name) {
+  for (int i = 1; name && i <= 7; i++) {
+    const char *n = fc_dtype_name(i), *a = name;
+    while (*n && *n == *a) n++, a++;
+    if (!*n && !*a) return i;
+  }
+  return 0;
+}
 
 /* Round-to-nearest-even float conversions used for f16/bf16 records (CPU and CUDA agree). */
 FC_API uint16_t fc_f32_to_f16(float f);

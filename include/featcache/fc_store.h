@@ -43,8 +43,12 @@ typedef enum fc_db {
   FC_DB_FAILED = FC_DB_COUNT
 } fc_db;
 
-/* Name of a db ("meta", "audio", "text", "feat", "tok", "failed"); static string. */
-FC_API const char *fc_db_name(int db);
+/* Name of a db ("meta", "audio", "text", "feat", "tok", "failed"); "?" for another value. A
+ * static string. Inline: no symbol. */
+static inline const char *fc_db_name(int db) {
+  static const char *const names[] = {"meta", "audio", "text", "feat", "tok", "failed"};
+  return (db >= 0 && db < (int)(sizeof names / sizeof names[0])) ? names[db] : "?";
+}
 
 /* Open the store in directory dir. With FC_STORE_CREATE the directory, the dbs and meta/format
  * are created when missing. Errors: ENOENT (no such directory), FC_ENOSTORE (a directory with

@@ -47,8 +47,6 @@ static size_t initial_map(void) {
   return m ? m : FC_INITIAL_MAP;
 }
 
-const char *fc_db_name(int db) { return (db >= 0 && db < FC_DB_ALL) ? db_names[db] : "?"; }
-
 static int file_exists(const char *dir, const char *name) {
   char p[4096];
   struct stat st;
