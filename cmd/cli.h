@@ -283,6 +283,11 @@ static inline void fc_cli_check_new_store_dir(const char *dir, int force, const 
   }
   closedir(d);
   if (!n) return;
+  /* Another job may have been creating a store here while we looked (featurize or tokenize
+   * started together on a new directory): whatever it made comes after its data.mdb or its split
+   * marker, so if either exists now, this is a store, which the open decides about. */
+  for (int i = 0; i < 2; i++)
+    if (snprintf(p, sizeof p, "%s/%s", dir, marks[i]) < (int)sizeof p && stat(p, &st) == 0) return;
   fc_cli_warn(dir,
               "not a featcache store, and not empty (%zu entr%s, e.g. %s): a new store goes into a "
               "new or empty directory; --%s creates it here",
