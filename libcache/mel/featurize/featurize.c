@@ -73,23 +73,18 @@ int fc_featurize_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items
   return fz_pipeline_run(s, cfg, items, n, opts, NULL, stats, why, why_len);
 }
 
-int fz_pipeline_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_t n,
-                    const fc_featurize_opts *opts, const fc_fz_backend *backend,
-                    fc_featurize_stats *stats, char *why, size_t why_len) {
-  if (why && why_len) why[0] = '\0';
+/* A run that was refused before any work: the counts still add up. */
+static void refused(fc_featurize_stats *stats, size_t n) {
+  if (!stats) return;
+  stats->total = stats->not_started = n;
+  stats->bound = "idle";
+}
+
+/* The run's state with its defaults, locks and condition variables; NULL when out of memory. */
+static fz_run *run_new(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_t n,
+                       const fc_featurize_opts *opts) {
   fz_run *r = fc_calloc(1, sizeof *r);
-  fz_worker *workers = NULL;
-  unsigned started = 0;
-  int rc = 0, ran = 0, stage_started = 0;
-  pthread_t launch_thread, complete_thread;
-  if (stats) memset(stats, 0, sizeof *stats);
-  if (!r) { /* refused before any work: the counts still add up */
-    if (stats) {
-      stats->total = stats->not_started = n;
-      stats->bound = "idle";
-    }
-    return ENOMEM;
-  }
+  if (!r) return NULL;
   r->t0 = fz_now();
   r->st.total = n;
   r->st.bound = "idle";
@@ -108,11 +103,7 @@ int fz_pipeline_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items,
       (!no_cwd && !(r->cwd = fc_strdup(cwd)))) {
     free(r->parts);
     free(r);
-    if (stats) { /* refused before any work: the counts still add up */
-      stats->total = stats->not_started = n;
-      stats->bound = "idle";
-    }
-    return ENOMEM;
+    return NULL;
   }
   for (unsigned k = 0; k < r->n_parts; k++) {
     r->parts[k].run = r;
@@ -140,15 +131,35 @@ int fz_pipeline_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items,
   pthread_cond_init(&r->bcv_done, &ca);
   pthread_cond_init(&r->bcv_space, &ca);
   pthread_condattr_destroy(&ca);
+  return r;
+}
 
-  /* Configuration: everything that can fail before any work is done. */
-  if ((rc = fc_mel_config_validate(cfg, why, why_len))) goto out;
+static void run_free(fz_run *r) {
+  pthread_cond_destroy(&r->cv_items);
+  pthread_cond_destroy(&r->cv_space);
+  pthread_mutex_destroy(&r->mu);
+  pthread_mutex_destroy(&r->ev_mu);
+  pthread_cond_destroy(&r->bcv_launch);
+  pthread_cond_destroy(&r->bcv_done);
+  pthread_cond_destroy(&r->bcv_space);
+  pthread_mutex_destroy(&r->bmu);
+  free(r->parts);
+  free(r->cwd);
+  free(r);
+}
+
+/* Configuration: everything that can fail before any work is done — the config, the device and
+ * its backend (backend: a test's, featurize_backend.h, else the device's), a writable store, the
+ * backend opened, the staging ring when the backend stages. */
+static int run_configure(fz_run *r, const fc_fz_backend *backend, char *why, size_t why_len) {
+  const fc_mel_config *cfg = r->cfg;
+  int rc = fc_mel_config_validate(cfg, why, why_len);
+  if (rc) return rc;
   r->dsize = fc_dtype_size(fc_dtype_decoded(cfg->dtype)); /* mq: the f32 it codes */
   int jl = fc_mel_config_json(cfg, r->cfg_json, sizeof r->cfg_json);
   if (jl < 0) {
-    rc = jl;
     fc_why(why, why_len, "cannot encode the config");
-    goto out;
+    return jl;
   }
   r->cfg_json_len = (size_t)jl;
   fc_mel_config_digest(cfg, &r->cfg_digest);
@@ -157,31 +168,28 @@ int fz_pipeline_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items,
   config_stamp(&r->cfg_digest, r->created_key, r->created);
   fc_device dev;
   char dev_why[256]; /* auto's fallback reason is not an error: keep it out of why */
-  if (backend) { /* a test's backend (featurize_backend.h) */
+  if (backend) {
     dev = r->o.device;
-  } else if ((rc = fc_featurize_choose_device(&r->o.device, items, n, r->o.jobs,
+  } else if ((rc = fc_featurize_choose_device(&r->o.device, r->items, r->n, r->o.jobs,
                                               r->o.auto_gpu_min_seconds, &dev, dev_why,
                                               sizeof dev_why))) {
     fc_why(why, why_len, "%s", dev_why);
-    goto out;
+    return rc;
   }
   r->device = dev.kind;
   if (!(r->be = backend ? backend : fz_backend_for(&dev))) {
-    rc = FC_ENODEVICE;
     fc_why(why, why_len, "no backend for this device in this build");
-    goto out;
+    return FC_ENODEVICE;
   }
-  for (unsigned k = 0; k < r->n_parts && !rc; k++)
-    if (!r->parts[k].s || (fc_store_open_flags(r->parts[k].s) & FC_STORE_RDONLY)) rc = EACCES;
-  if (rc) {
-    rc = EACCES;
-    fc_why(why, why_len, "store opened read-only");
-    goto out;
-  }
+  for (unsigned k = 0; k < r->n_parts; k++)
+    if (!r->parts[k].s || (fc_store_open_flags(r->parts[k].s) & FC_STORE_RDONLY)) {
+      fc_why(why, why_len, "store opened read-only");
+      return EACCES;
+    }
   double t_setup = fz_now();
   rc = r->be->open(cfg, &dev, r->o.jobs, &r->be_state, why, why_len);
   r->st.setup_seconds = fz_now() - t_setup;
-  if (rc) goto out;
+  if (rc) return rc;
   if (r->be->launch && cfg->dtype != FC_DTYPE_MQ) { /* mq: coded per utterance */
     r->batching = 1;
     r->be->stage_info(r->be_state, &r->ring);
@@ -189,45 +197,63 @@ int fz_pipeline_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items,
         (rc = fz_stage_init(r))) {
       if (!rc) rc = EINVAL;
       fc_why(why, why_len, "cannot set up the staging ring: %s", fc_strerror(rc));
-      goto out;
+      return rc;
     }
     r->submitters_left = r->o.jobs;
     r->st.compute_stage = 1;
   }
+  return 0;
+}
 
-  if (!(workers = fc_calloc(r->o.jobs, sizeof *workers))) {
-    rc = ENOMEM;
-    goto out;
-  }
+/* The threads of a run besides the caller's (the caller is part 0's writer). */
+typedef struct run_threads {
+  fz_worker *workers;
+  unsigned started; /* workers started */
+  int stage_started; /* 0, 1 (the launch thread), 2 (and the completion thread) */
+  int workers_begun; /* the workers' start was tried: the writers run and every thread is joined */
+  pthread_t launch, complete;
+} run_threads;
+
+/* The staging threads, then the workers. Returns 0, or the error of a thread that could not be
+ * started (the run then halts; workers never started count as done). */
+static int run_start(fz_run *r, run_threads *t, char *why, size_t why_len) {
+  int rc;
+  if (!(t->workers = fc_calloc(r->o.jobs, sizeof *t->workers))) return ENOMEM;
   r->producers_left = r->o.jobs + (r->batching ? 1 : 0);
   if (r->batching) {
-    if ((rc = pthread_create(&launch_thread, NULL, fz_launch_main, r))) {
+    if ((rc = pthread_create(&t->launch, NULL, fz_launch_main, r))) {
       fc_why(why, why_len, "cannot start the launch thread: %s", strerror(rc));
-      goto out;
+      return rc;
     }
-    if ((rc = pthread_create(&complete_thread, NULL, fz_complete_main, r))) {
+    t->stage_started = 1;
+    if ((rc = pthread_create(&t->complete, NULL, fz_complete_main, r))) {
       fc_why(why, why_len, "cannot start the completion thread: %s", strerror(rc));
-      stage_started = 1; /* the launch thread only */
-      goto out;
+      return rc;
     }
-    stage_started = 2;
+    t->stage_started = 2;
   }
+  t->workers_begun = 1;
   for (unsigned w = 0; w < r->o.jobs; w++) {
-    workers[w].r = r;
-    workers[w].index = w;
-    if ((rc = pthread_create(&workers[w].thread, NULL, fz_worker_main, &workers[w]))) {
+    t->workers[w].r = r;
+    t->workers[w].index = w;
+    if ((rc = pthread_create(&t->workers[w].thread, NULL, fz_worker_main, &t->workers[w]))) {
       fc_why(why, why_len, "cannot start a worker thread: %s", strerror(rc));
       for (unsigned k = w; k < r->o.jobs; k++) { /* the ones never started */
         fz_queue_producer_done(r);
         if (r->batching) fz_stage_submitter_done(r);
       }
       atomic_store(&r->halt, 1);
-      break;
+      return rc;
     }
-    started++;
+    t->started++;
   }
-  /* Writers of parts 1.. on their own threads (started after the workers: a writer that cannot
-   * start halts the run, and its part's queue is drained below as unstored). */
+  return 0;
+}
+
+/* Writers of parts 1.. on their own threads (started after the workers: a writer that cannot
+ * start halts the run, and its part's queue is drained as unstored), part 0's here; then every
+ * thread joined and its times summed. Returns the first writer's error. */
+static int run_write_and_join(fz_run *r, run_threads *t, int rc, char *why, size_t why_len) {
   for (unsigned k = 1; k < r->n_parts; k++) {
     int trc = pthread_create(&r->parts[k].thread, NULL, fz_writer_main, &r->parts[k]);
     if (trc) {
@@ -247,25 +273,24 @@ int fz_pipeline_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items,
     if (r->parts[k].started) pthread_join(r->parts[k].thread, NULL);
     if (!wrc) wrc = r->parts[k].rc;
   }
-  ran = 1;
-  for (unsigned w = 0; w < started; w++) {
-    pthread_join(workers[w].thread, NULL);
-    fz_times *t = &workers[w].t;
-    r->st.read_seconds += t->read;
-    r->st.hash_seconds += t->hash;
-    r->st.decode_seconds += t->decode;
-    r->st.compute_seconds += t->compute;
-    r->st.staging_seconds += t->staging;
-    r->st.queue_wait_seconds += t->queue_wait;
-    fc_mel_plan_free(workers[w].fallback);
+  for (unsigned w = 0; w < t->started; w++) {
+    pthread_join(t->workers[w].thread, NULL);
+    fz_times *tm = &t->workers[w].t;
+    r->st.read_seconds += tm->read;
+    r->st.hash_seconds += tm->hash;
+    r->st.decode_seconds += tm->decode;
+    r->st.compute_seconds += tm->compute;
+    r->st.staging_seconds += tm->staging;
+    r->st.queue_wait_seconds += tm->queue_wait;
+    fc_mel_plan_free(t->workers[w].fallback);
   }
-  if (stage_started) {
-    pthread_join(launch_thread, NULL);
-    pthread_join(complete_thread, NULL);
-    stage_started = 0;
+  if (t->stage_started) {
+    pthread_join(t->launch, NULL);
+    pthread_join(t->complete, NULL);
+    t->stage_started = 0;
     r->st.compute_seconds += r->stage_busy;
   }
-  r->st.workers = started;
+  r->st.workers = t->started;
   r->st.writers = r->n_parts;
   for (unsigned k = 0; k < r->n_parts; k++) {
     fz_part *p = &r->parts[k];
@@ -280,48 +305,65 @@ int fz_pipeline_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items,
   /* Items never begun: failures of this job after a failed commit (one line for them all, the
    * caller's summary), else the run was stopped on purpose (stop flag, strict). */
   size_t next = atomic_load(&r->next);
-  uint64_t never = next < n ? n - next : 0;
+  uint64_t never = next < r->n ? r->n - next : 0;
   if (wrc || rc)
     r->st.failed += never;
   else
     r->st.not_started += never;
-  if (rc) goto out; /* thread start failure */
-  if (wrc) {
-    rc = wrc;
-    fc_why(why, why_len, "cannot write to the store: %s", fc_strerror(wrc));
-  } else if (r->strict_err) {
-    rc = r->strict_err;
-  } else if (atomic_load(&r->interrupted)) {
-    rc = FC_EINTR;
-  }
+  return wrc;
+}
 
-out:
-  if (stage_started) { /* the workers never started: nothing is in the ring */
-    pthread_mutex_lock(&r->bmu);
-    r->submitters_left = 0;
-    pthread_cond_signal(&r->bcv_launch);
-    pthread_mutex_unlock(&r->bmu);
-    pthread_join(launch_thread, NULL);
-    if (stage_started == 2) pthread_join(complete_thread, NULL);
+/* The staging threads of a run whose workers never started: nothing is in the ring. */
+static void run_stop_stage(fz_run *r, run_threads *t) {
+  if (!t->stage_started) return;
+  pthread_mutex_lock(&r->bmu);
+  r->submitters_left = 0;
+  pthread_cond_signal(&r->bcv_launch);
+  pthread_mutex_unlock(&r->bmu);
+  pthread_join(t->launch, NULL);
+  if (t->stage_started == 2) pthread_join(t->complete, NULL);
+  t->stage_started = 0;
+}
+
+int fz_pipeline_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_t n,
+                    const fc_featurize_opts *opts, const fc_fz_backend *backend,
+                    fc_featurize_stats *stats, char *why, size_t why_len) {
+  if (why && why_len) why[0] = '\0';
+  if (stats) memset(stats, 0, sizeof *stats);
+  fz_run *r = run_new(s, cfg, items, n, opts);
+  if (!r) {
+    refused(stats, n);
+    return ENOMEM;
+  }
+  run_threads t = {0};
+  int ran = 0;
+  int rc = run_configure(r, backend, why, why_len);
+  if (!rc) {
+    rc = run_start(r, &t, why, why_len);
+    if (rc && !t.workers_begun) {
+      run_stop_stage(r, &t); /* no worker was started: nothing is in the ring */
+    } else {
+      int wrc = run_write_and_join(r, &t, rc, why, why_len);
+      ran = 1;
+      if (rc) { /* a thread that could not start: its reason is said */
+      } else if (wrc) {
+        rc = wrc;
+        fc_why(why, why_len, "cannot write to the store: %s", fc_strerror(wrc));
+      } else if (r->strict_err) {
+        rc = r->strict_err;
+      } else if (atomic_load(&r->interrupted)) {
+        rc = FC_EINTR;
+      }
+    }
   }
   fz_stage_free(r);
   if (r->be && r->be_state) r->be->close(r->be_state);
-  free(workers);
+  free(t.workers);
   r->st.wall_seconds = fz_now() - r->t0;
   if (!ran) r->st.not_started = n; /* refused before any work */
   r->st.bound = fc_featurize_bound(&r->st, r->device);
-  if (r->o.on_progress && started) r->o.on_progress(&r->st, r->o.user);
+  if (r->o.on_progress && t.started) r->o.on_progress(&r->st, r->o.user);
   if (stats) *stats = r->st;
-  pthread_cond_destroy(&r->cv_items);
-  pthread_cond_destroy(&r->cv_space);
-  pthread_mutex_destroy(&r->mu);
-  pthread_mutex_destroy(&r->ev_mu);
-  pthread_cond_destroy(&r->bcv_launch);
-  pthread_cond_destroy(&r->bcv_done);
-  pthread_cond_destroy(&r->bcv_space);
-  pthread_mutex_destroy(&r->bmu);
-  free(r->parts);
-  free(r->cwd);
-  free(r);
+  run_free(r);
   return rc;
 }
