@@ -195,10 +195,10 @@ typedef struct fc_batch {
  * says which id), ENOMEM, FC_EBADSTATE after fork or after an earlier failure of next (sticky
  * until fc_loader_set_epoch). */
 FC_API int fc_loader_next(fc_loader *l, fc_batch **out);
-/* fc_loader_next for bindings: the batch's fields as one packed array of uint64 (pointers as
+/* A batch's descriptor, for bindings: its fields as one packed array of uint64 (pointers as
  * addresses, 0 for NULL), so a binding reads them with one unpack instead of one field access
  * each. desc[FC_DESC_BATCH] is the fc_batch (give it back with fc_loader_release), 0 at the end
- * of the epoch (then the other entries are 0). Same return values as fc_loader_next. */
+ * of the epoch (then the other entries are 0). */
 enum {
   FC_DESC_BATCH,
   FC_DESC_EPOCH,
@@ -231,10 +231,26 @@ enum {
   FC_DESC_LAYOUT,
   FC_DESC_LEN = 24 /* entries of desc */
 };
-FC_API int fc_loader_next_desc(fc_loader *l, uint64_t desc[FC_DESC_LEN]);
-/* Give back the batch desc[FC_DESC_BATCH] names (none when 0), then fc_loader_next_desc: the
- * hand-off of a binding that releases one batch per batch it takes, in one call. */
-FC_API int fc_loader_swap_desc(fc_loader *l, uint64_t desc[FC_DESC_LEN]);
+/* The hand-off of a binding, several batches a call: give back the batches that
+ * descs[i * FC_DESC_LEN + FC_DESC_BATCH] names for i < n (0: none; not woken for), then take up to
+ * n batches into descs[0 .. n * FC_DESC_LEN): the first as fc_loader_next takes it (waiting for
+ * it, or building it), each following one only while it is already built (never waiting, and
+ * never one whose build failed: the next call reports that one as its first). The taken
+ * descriptors come first; the first entry not taken has FC_DESC_BATCH 0 (none taken: the end of
+ * the epoch, or an error) and, after a batch was taken, FC_DESC_INDEX the number of batches the
+ * epoch has left (0: it is over, no call needed to learn it). Returns fc_loader_next's codes (of
+ * the first). A binding that takes n batches a call makes one call per n batches; every batch
+ * taken is the caller's until given back, as with fc_loader_next. */
+FC_API int fc_loader_swap_descs(fc_loader *l, uint64_t *descs, size_t n);
+/* The next batch as one descriptor (fc_loader_swap_descs taking one, giving none back). */
+static inline int fc_loader_next_desc(fc_loader *l, uint64_t desc[FC_DESC_LEN]) {
+  desc[FC_DESC_BATCH] = 0;
+  return fc_loader_swap_descs(l, desc, 1);
+}
+/* Give back the batch desc[FC_DESC_BATCH] names (none when 0), then take the next, in one call. */
+static inline int fc_loader_swap_desc(fc_loader *l, uint64_t desc[FC_DESC_LEN]) {
+  return fc_loader_swap_descs(l, desc, 1);
+}
 /* Give the batch back: its views, buffers and arrays become invalid. NULL is ignored. Batches may
  * be released in any order and from any thread. */
 FC_API void fc_loader_release(fc_loader *l, fc_batch *b);

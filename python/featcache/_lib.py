@@ -33,7 +33,7 @@ FLAG_RANDOM_CROP, FLAG_NO_WILLNEED, FLAG_LOOKUP_ONLY, FLAG_WILLNEED = 16, 32, 64
 FLAG_CENTER_CROP, FLAG_NO_VERIFY = 256, 512
 
 # fc_base.h
-# fc_loader_next_desc: the packed batch descriptor (FC_DESC_* of fc_loader.h)
+# fc_loader_swap_descs: the packed batch descriptor (FC_DESC_* of fc_loader.h)
 (DESC_BATCH, DESC_EPOCH, DESC_INDEX, DESC_SIZE, DESC_N_MELS, DESC_MEL_DTYPE, DESC_TOK_DTYPE,
  DESC_FRAMES, DESC_MAX_TOKENS, DESC_IDS, DESC_ITEMS, DESC_MEL_LENGTHS, DESC_MEL_STARTS,
  DESC_SRC_FRAMES, DESC_MELS, DESC_MEL_DATA, DESC_TOKEN_LENGTHS, DESC_TOKENS, DESC_TOK_DATA,
@@ -205,11 +205,11 @@ def _declare(lib):
         f = getattr(lib, name)
         f.restype = res
         f.argtypes = args
-    # the per-batch call: no argtypes, so ctypes converts nothing — the package passes the handle
-    # as a c_void_p and the descriptor as a (c_uint64 * DESC_LEN) array, both made once
-    for f in (lib.fc_loader_next_desc, lib.fc_loader_swap_desc):
-        f.restype = ctypes.c_int
-        f.argtypes = None
+    # the hand-off's call: no argtypes, so ctypes converts nothing — the package passes the handle
+    # as a c_void_p, the descriptors as a (c_uint64 * (DESC_LEN * n)) array and n as a
+    # c_size_t, all made once
+    lib.fc_loader_swap_descs.restype = ctypes.c_int
+    lib.fc_loader_swap_descs.argtypes = None
     return lib
 
 

@@ -223,17 +223,24 @@ class Handoff:
         self.entries = {}
         self.out = collections.deque()  # entries whose batch the loader lent us, oldest first
         self.fenced = collections.deque()  # pinned host batches let go, behind their event
+        self.live = {}  # id -> descriptors of generators running: batches taken, not handed out
         # host tensors in pinned memory: a batch the loop let go goes back to the loader once
         # the loop's CUDA stream has passed that point (its own copies from it are done)
         self.pinned = (self.device is None and torch.cuda.is_available() and
                        any(torch.is_tensor(o) and o.is_pinned() for o in h.buffers[:1]))
         self.stream = torch.cuda.Stream(device=self.device) if self.cuda else None
-        self.swap = h.lib.fc_loader_swap_desc
-        # batches lent out before the free ones are looked for: those the loop may hold (the
-        # one it has, the one it is dropping), those queued for the device, and 2 more
-        self.lent = 4 + (depth if self.device is not None else 0)
+        self.swap = h.lib.fc_loader_swap_descs
+        # batches taken a call (those already built, after the first): one call into the library
+        # per `take` batches, the others handed out from the descriptors it filled
+        kw = ld._kw
+        self.take = max(1, min(int(kw["prefetch_depth"]), 8)) if kw["prefetch_threads"] else 1
+        self.n_take = ctypes.c_size_t(self.take)
         self.on_side = torch.cuda.stream(self.stream) if self.cuda else None
         h.on_close.append(self.close)
+        if self.device is not None and h.alloc is not None and h.buffers:
+            # the batches in flight to the device (depth, and the one being copied) hold buffers
+            # of their own: as many more, so the loader's threads keep theirs
+            h.add_buffers([h.alloc(int(h.info.bound_batch_bytes)) for _ in range(depth + 1)])
 
     @staticmethod
     def usable(ld):
@@ -253,6 +260,8 @@ class Handoff:
                 e.ptr = 0
         self.out.clear()
         self.fenced.clear()
+        for descs in list(self.live.values()):
+            self._untaken(descs)
 
     # -- buffers and entries -------------------------------------------------------------------
     def _buffer(self, idx):
@@ -306,13 +315,11 @@ class Handoff:
         return e
 
     # -- the hand-off --------------------------------------------------------------------------
-    def _let_go_free(self):
-        """Let go of every lent batch the loop no longer holds; returns one to give back with
-        the swap (0: none), the others given back here."""
-        give = 0
-        L, hh = self.h.lib, self.h.h
-        keep = []
+    def _let_go_free(self, give):
+        """Let go of every lent batch the loop no longer holds: their batches appended to give
+        (pinned: behind a fence, given back later)."""
         out = self.out
+        keep = []
         while out:
             e = out.popleft()
             if not e.free():
@@ -322,41 +329,26 @@ class Handoff:
                 e.passed.record(torch.cuda.current_stream(self.device))
             if self.pinned:
                 self.fenced.append(e)
-            elif not give:
-                give, e.ptr = e.ptr, 0
             else:
-                L.fc_loader_release(hh, e.ptr)
+                give.append(e.ptr)
                 e.ptr = 0
         out.extend(keep)
-        return give
 
     def _give_back_extra(self):
-        """Release every batch that is free (beyond the one a swap gives back): the loop let
-        several go at once, or holds the oldest."""
+        """Release every batch that is free now (the loop let several go at once)."""
         L, hh = self.h.lib, self.h.h
-        n = 0
-        for e in list(self.out):  # (free() is False for those still queued for the device)
-            if e.free():
-                self.out.remove(e)
-                self._let_go(e, L, hh)
-                n += 1
-        return n
-
-    def _let_go(self, e, L, hh):
-        """The loop let e's batch go: give it back (pinned: once the loop's stream passes)."""
-        if self.cuda or self.pinned:
-            e.passed.record(torch.cuda.current_stream(self.device))
-        if self.pinned:
-            self.fenced.append(e)
-            return
+        give = []
+        self._let_go_free(give)
         with self.h.lock:
-            L.fc_loader_release(hh, e.ptr)
-        e.ptr = 0
+            for p in give:
+                L.fc_loader_release(hh, p)
+        return len(give)
 
-    def _recover(self, rc, desc):
-        """swap failed: ENOBUFS (every buffer lent out) → give back what is free, else add a
-        buffer; returns the swap's new rc."""
+    def _recover(self, rc, descs):
+        """The call failed: ENOBUFS (every buffer lent out) → give back what is free, else add
+        a buffer, and take again; returns the call's new rc."""
         h, L, hh = self.h, self.h.lib, self.h.h
+        dmv = descs.mv
         while rc == errno.ENOBUFS:
             if self.fenced:
                 e = self.fenced.popleft()
@@ -366,125 +358,167 @@ class Handoff:
                 e.ptr = 0
             elif not self._give_back_extra():
                 h.add_buffers([h.alloc(int(h.info.bound_batch_bytes))])
-            desc[0] = 0
+            for j in range(0, len(dmv), _L._lib.DESC_LEN):
+                dmv[j] = 0
             with h.lock:
-                rc = L.fc_loader_swap_desc(hh, desc)
+                rc = self.swap(hh, descs, self.n_take)
         return rc
 
     def _begin(self, epoch):
-        """set_epoch; returns the descriptor the hand-off fills: the ctypes array passed to the
-        library and a memoryview of it (uint64 items: reads and writes cheaper than ctypes')."""
+        """set_epoch; returns the descriptors the hand-off fills: the ctypes array passed to the
+        library (take descriptors), its memoryview of uint64 (reads and writes cheaper than
+        ctypes') as .mv."""
         h = self.h
         with h.lock:
             rc = h.lib.fc_loader_set_epoch(h.h, epoch)
         if rc:
             _L._raise(rc, "set_epoch(%d)" % epoch, h.h)
-        desc = _L._Desc()
-        self._keep_desc = desc  # the memoryview does not keep it alive
-        return desc, _memory_at(ctypes.addressof(desc), ctypes.sizeof(desc), True).cast("Q")
+        descs = (ctypes.c_uint64 * (_L._lib.DESC_LEN * self.take))()
+        descs.mv = _memory_at(ctypes.addressof(descs), ctypes.sizeof(descs), True).cast("Q")
+        self.live[id(descs)] = descs
+        return descs
 
-    def _swap(self, desc, dmv):
-        """Give back the oldest batch the loop let go (if any), take the next: its entry, a
-        LoaderBatch when it is not handed off whole, or None at the end of the epoch."""
-        give = 0
-        fenced, out = self.fenced, self.out
-        if fenced and fenced[0].passed.query():
+    def _refill(self, descs):
+        """Give back what the loop let go (up to `take` batches with the call, the rest before
+        it), take the next batches: True, or False at the end of the epoch."""
+        dmv, n, give = descs.mv, self.take, []
+        fenced = self.fenced
+        while fenced and fenced[0].passed.query():
             e = fenced.popleft()
-            give, e.ptr = e.ptr, 0
-        if len(out) > self.lent:
-            # the loop holds one or two batches: check the lent ones only every few batches and
-            # let go of all it no longer holds at once (their checks then run warm)
-            g = self._let_go_free()
-            if g and give:
-                self.h.lib.fc_loader_release(self.h.h, g)
-            elif g:
-                give = g
-        dmv[0] = give
+            give.append(e.ptr)
+            e.ptr = 0
+        if self.out:
+            self._let_go_free(give)
+        if len(give) > n:
+            L, hh = self.h.lib, self.h.h
+            for p in give[n:]:
+                L.fc_loader_release(hh, p)
+            del give[n:]
+        give.extend([0] * (n - len(give)))
+        for j, p in enumerate(give):
+            dmv[j * 24] = p
         # (no Python lock: the library serializes its own calls; a loader is driven by one
-        # thread at a time, and this generator cannot run in two at once)
-        return self._after_swap(desc, dmv, self.swap(self.h.h, desc))
-
-    def _after_swap(self, desc, dmv, rc):
-        """The entry (or LoaderBatch, or None at the end) of the batch the swap took."""
-        h = self.h
+        # thread at a time, and a generator cannot run in two at once)
+        rc = self.swap(self.h.h, descs, self.n_take)
         if rc:
-            rc = self._recover(rc, desc)
+            rc = self._recover(rc, descs)
             if rc:
-                _L._raise(rc, "next batch", h.h)
-        ptr = dmv[0]
-        if not ptr:
-            return None
-        e = self.entries.get(dmv[23])
-        if e is None:
-            d = _L._unpack_desc(desc)
-            if not d[_L._D_LAYOUT]:
-                return _L._make_batch(h, d)
-            e = self._entry(d[_L._D_LAYOUT], d)
-        e.ptr = ptr
+                _L._raise(rc, "next batch", self.h.h)
+        return dmv[0] != 0
+
+    def _first(self, descs, j):
+        """The entry of the batch of descriptor j whose layout has no entry yet (made now), or
+        its LoaderBatch when it is not handed off whole."""
+        d = _L._unpack_desc(descs, 8 * j)
+        descs.mv[j] = 0  # (handed out)
+        if not d[_L._D_LAYOUT]:
+            return _L._make_batch(self.h, d)
+        e = self._entry(d[_L._D_LAYOUT], d)
+        e.ptr = d[_L._D_BATCH]
         e.ids._v = None
         self.out.append(e)
         return e
 
+    def _untaken(self, descs):
+        """Give back the batches taken but not handed out (a descriptor's batch is 0 once
+        handed out): the loop left the epoch early, or the loader closes."""
+        self.live.pop(id(descs), None)
+        dmv, L, hh = descs.mv, self.h.lib, self.h.h
+        for k in range(0, len(dmv), 24):
+            p = dmv[k]
+            if p and hh:
+                dmv[k] = 0
+                L.fc_loader_release(hh, p)
+
     def host(self, epoch, slow):
         """Dicts of host tensors; slow(LoaderBatch) -> dict for the batches not handed off.
-        (_swap inlined, its names bound once: each step of a hand-off after a training step
-        runs with cold caches, so fewer steps is what makes it cheap.)"""
-        desc, dmv = self._begin(epoch)
-        swap, hh, get, out, append = self.swap, self.h.h, self.entries.get, self.out, self.out.append
-        fenced, lent, slow_swap = self.fenced, self.lent, self._swap
-        while True:
-            if fenced or len(out) > lent:
-                e = slow_swap(desc, dmv)  # (lets go of the free ones, then swaps)
-            else:
-                dmv[0] = 0
-                rc = swap(hh, desc)
-                if not rc:
-                    ptr = dmv[0]
-                    if not ptr:
+        (The steady state inlined, its names bound once: each step of a hand-off after a
+        training step runs with cold caches, so fewer steps is what makes it cheap. Per batch
+        without a call into the library: read the next descriptor the last call filled, look
+        its entry up, copy the entry's dict.)"""
+        descs = self._begin(epoch)
+        dmv, stop, refill, first = descs.mv, 24 * self.take, self._refill, self._first
+        get, append = self.entries.get, self.out.append
+        j = stop
+        try:
+            while True:
+                if j == stop or not dmv[j]:
+                    if j < stop and not dmv[j + 2]:  # the last call said: no batch left
                         return
-                    e = get(dmv[23])
-                    if e is not None:
-                        e.ptr = ptr
-                        e.ids._v = None
-                        append(e)
-                        yield e.template.copy()
-                        continue
-                e = self._after_swap(desc, dmv, rc)  # an error, or a layout not seen yet
-            if e is None:
-                return
-            yield e.template.copy() if e.__class__ is _Entry else slow(e)
+                    if not refill(descs):
+                        return
+                    j = 0
+                e = get(dmv[j + 23])
+                if e is not None:
+                    e.ptr = dmv[j]
+                    dmv[j] = 0  # (handed out)
+                    j += 24
+                    e.ids._v = None
+                    append(e)
+                    yield e.template.copy()
+                    continue
+                e = first(descs, j)  # a layout not seen yet, or a batch not handed off whole
+                j += 24
+                yield e.template.copy() if e.__class__ is _Entry else slow(e)
+        finally:
+            self._untaken(descs)
 
     def to_device(self, epoch, slow_issue, slow_take):
-        """Dicts of device tensors, each copied `depth` batches ahead of the one yielded."""
-        (desc, dmv), swap, entry = self._begin(epoch), self._swap, _Entry
+        """Dicts of device tensors, each copied `depth` batches ahead of the one yielded. (The
+        steady state inlined, as in host(): per batch, the next descriptor read, its entry's
+        copy issued, and the entry `depth` batches back handed out.)"""
+        descs = self._begin(epoch)
+        dmv, stop, refill, first = descs.mv, 24 * self.take, self._refill, self._first
+        get, append = self.entries.get, self.out.append
         pending = collections.deque()
-        depth, cuda, stream, dev = self.depth, self.cuda, self.stream, self.device
-        on_side, take = self.on_side, self._take
-        while True:
-            e = swap(desc, dmv)
-            if e is None:
-                break
-            if e.__class__ is not entry:
-                pending.append((None, slow_issue(e)))
-            else:
-                e.held = True
-                if cuda:
-                    with on_side:
-                        stream.wait_event(e.passed)  # the loop is done with the twin's last batch
-                        e.dst.copy_(e.src, non_blocking=True)
-                        e.copied.record(stream)
-                pending.append((e, None))
-            if len(pending) > depth:
-                yield take(pending.popleft(), slow_take, dev)
-        while pending:
-            yield take(pending.popleft(), slow_take, dev)
-
-    def _take(self, item, slow_take, dev):
-        e, other = item
-        if e is None:
-            return slow_take(other)
-        if self.cuda:
-            torch.cuda.current_stream(dev).wait_event(e.copied)
-        out = e.template.copy()
-        e.held = False
-        return out
+        push, pop = pending.append, pending.popleft
+        depth, cuda, stream, dev, on_side = self.depth, self.cuda, self.stream, self.device, \
+            self.on_side
+        entry = _Entry
+        j, more = stop, True
+        try:
+            while more or pending:
+                if more:
+                    if j == stop or not dmv[j]:
+                        if j < stop and not dmv[j + 2]:  # the last call said: no batch left
+                            more = False
+                        elif not refill(descs):
+                            more = False
+                        else:
+                            j = 0
+                if more:
+                    e = get(dmv[j + 23])
+                    if e is None:
+                        e = first(descs, j)  # a layout not seen yet, or not handed off whole
+                    else:
+                        e.ptr = dmv[j]
+                        dmv[j] = 0  # (handed out)
+                        e.ids._v = None
+                        append(e)
+                    j += 24
+                    if e.__class__ is not entry:
+                        push((None, slow_issue(e)))
+                    else:
+                        e.held = True
+                        if cuda:
+                            with on_side:
+                                stream.wait_event(e.passed)  # the loop is done with the twin
+                                e.dst.copy_(e.src, non_blocking=True)
+                                e.copied.record(stream)
+                        push(e)
+                    if len(pending) <= depth:
+                        continue
+                x = pop()
+                if x.__class__ is entry:
+                    if cuda:
+                        torch.cuda.current_stream(dev).wait_event(x.copied)
+                    out = x.template.copy()
+                    x.held = False
+                    yield out
+                else:
+                    yield slow_take(x[1])
+        finally:
+            self._untaken(descs)
+            for x in pending:  # copied, never handed to the loop: free to go back
+                if x.__class__ is entry:
+                    x.held = False

@@ -645,18 +645,20 @@ class Loader:
         # the hot loop: one ctypes call (no argtypes to convert) filling a descriptor made once,
         # one unpack of it, then _make_batch
         desc = _Desc()
-        nxt, lock, hh, unpack, make = L.fc_loader_next_desc, h.lock, h.h, _unpack_desc, _make_batch
+        nxt, lock, hh, unpack, make = L.fc_loader_swap_descs, h.lock, h.h, _unpack_desc, _make_batch
+        one = ctypes.c_size_t(1)
         ENOBUFS = errno.ENOBUFS
         try:
             while True:
                 if h.pending:
                     h.drain()
+                desc[0] = 0  # (gives none back: batches go back when collected)
                 with lock:
-                    rc = nxt(hh, desc)
+                    rc = nxt(hh, desc, one)
                 if rc == ENOBUFS and h.pending:  # every caller buffer held: wait for a fence
                     h.drain(wait_one=True)
                     with lock:
-                        rc = nxt(hh, desc)
+                        rc = nxt(hh, desc, one)
                 if rc:
                     _raise(rc, "next batch", hh)
                 d = unpack(desc)

@@ -286,12 +286,14 @@ class FeatcacheDataset(IterableDataset):
             if padded and info is None:
                 # padded batches are built whole into buffers of ours (pinned for the GPU), so
                 # their tensors are made once per buffer: the loader's prefetch depth, the
-                # batches in flight to the device, those the loop holds or has let go and the
-                # hand-off has not looked at yet (Handoff.lent), one more (more are added if the
-                # loop keeps batches)
+                # batches the hand-off took and has not handed out yet (Handoff.take less one),
+                # those the loop let go and the hand-off has not given back yet (as many), the
+                # two the loop holds (the device pipeline adds those in flight to the device;
+                # more are added if the loop keeps batches)
                 depth = kw.get("prefetch_depth", 4)
+                take = min(depth, 8) if kw.get("prefetch_threads", 2) else 1
                 kw.update(buffer_alloc=_pinned_alloc if self.pin else _host_alloc,
-                          n_buffers=depth + 2 * self.depth + 6)
+                          n_buffers=depth + 2 * take + 2)
                 if self.pin and self.device.type == "cpu":
                     kw["release_fence"] = _stream_fence
             ld = Loader(self.paths, rank=rank, world_size=world, **kw)

@@ -355,6 +355,62 @@ def test_handoff_reuses_tensors_and_never_overwrites_a_held_batch(store):
     assert held <= len(ld._handle().buffers)
 
 
+def test_handoff_takes_several_a_call_and_gives_back_what_it_left(store):
+    """With the loader's threads ahead (the loop sleeps a step), one call into the library hands
+    over several batches (fewer calls than batches); a loop that leaves an epoch early — the
+    iterator closed, or dropped — gives back the batches taken and not handed out: the set of
+    buffers does not grow, and the next epoch is whole and right, on the host and through the
+    device pipeline."""
+    from featcache.torch import _handoff
+    kw = dict(batch_size=5, shuffle=True, seed=2, pad_to=120, crop="random", drop_last=True)
+    want = {}
+    for e in (0, 40):
+        for b in featcache.Loader(store["path"], tokens="chars", epoch=e, **kw):
+            want[(e, tuple(b.ids))] = b.mels.copy()
+    for device in (None, "cpu"):
+        ds = FeatcacheDataset(store["path"], tokens="chars", **kw)
+        ld = ds._loader()
+        h = ld._handle()
+        ho = _handoff(ld, device)
+        calls, real = [0], ho.swap
+
+        def counting(*a):
+            calls[0] += 1
+            return real(*a)
+        ho.swap = counting
+
+        def epoch(e):
+            ld.set_epoch(e)
+            ds.set_epoch(e)
+            return iter(ds) if device is None else to_device(ld, device, 2)
+        def stepped(e):  # the batches of epoch e, in a loop sleeping a step; the calls it made
+            c0, n = calls[0], 0
+            for b in epoch(e):
+                assert torch.equal(b["mels"], torch.from_numpy(want[(e, tuple(b["ids"]))]))
+                n += 1
+                time.sleep(0.03)
+            assert n == len(ds)
+            return calls[0] - c0
+        c = stepped(0)
+        assert c < len(ds), (c, len(ds))
+        buffers, left = len(h.buffers), 0
+        for e in range(1, 40):
+            it = epoch(e)
+            next(it)
+            time.sleep(0.03)
+            next(it)
+            # (batches taken, not handed out: what leaving gives back)
+            left += sum(1 for d in ho.live.values() for p in d.mv[0::24] if p)
+            if e % 2:
+                it.close()
+            else:
+                del it
+        assert left and len(h.buffers) == buffers, (left, len(h.buffers), buffers)
+        # every buffer back: the threads go ahead again, a call takes several
+        c = stepped(40)
+        assert c < len(ds), (c, len(ds))
+
+
 def test_dataset_options(store):
     with raises(ValueError, match="padded"):
         FeatcacheDataset(store["path"], pin_memory=True, padded=False)

@@ -15,6 +15,7 @@ aligned is copied by the C loader into the batch block, so views come from two p
   byte count).
 """
 
+import ctypes
 import gc
 import os
 import shutil
@@ -177,7 +178,7 @@ def test_lazy_fields_and_release(store):
 
 
 def test_desc_matches_batch(store):
-    """fc_loader_next_desc packs exactly the fields of the fc_batch it returns."""
+    """fc_loader_swap_descs packs exactly the fields of the fc_batch it returns."""
     Lb = featcache._lib.lib()
     ld = featcache.Loader(store["path"], tokens="chars", batch_size=3, padded=True,
                           prefetch_threads=0)
@@ -190,7 +191,8 @@ def test_desc_matches_batch(store):
              "id_text_len"]
     n = 0
     while True:
-        assert Lb.fc_loader_next_desc(h.h, desc) == 0
+        desc[0] = 0  # (gives none back)
+        assert Lb.fc_loader_swap_descs(h.h, desc, ctypes.c_size_t(1)) == 0
         d = list(desc)
         if not d[0]:
             assert d == [0] * featcache._lib.DESC_LEN

@@ -5,7 +5,8 @@
  * exactly what a fresh loader without threads yields after fc_loader_set_epoch(e): same items in
  * the same batches, same crops, same data. Also: skipping an epoch, set_epoch(e+1) in the middle
  * of e, set_epoch of the epoch about to start, caller buffers across boundaries, and that the
- * first batch of the next epoch is ready without waiting once the prefetch threads had time.
+ * first batch of the next epoch is ready without waiting once the prefetch threads had time;
+ * fc_loader_swap_descs taking several batches a call.
  *
  * Fixture: one store of 61 utterances e000..e060, frames 20..219 (20 + 37u mod 200), values
  * u * 10000 + frame * 100 + bin (exact in f32). */
@@ -301,6 +302,75 @@ int main(void) {
     } else {
       CHECK(0, "open: %s", why);
     }
+    free(bufs[0]);
+    free(bufs[1]);
+  }
+
+  /* fc_loader_swap_descs, several batches a call (a binding's hand-off): the batches a fresh
+   * loader gives, in order, each once, over epochs, views and caller buffers (fewer than taken
+   * a call); those given back with the call go back; entries not taken are 0; and once the
+   * threads had time a call takes more than one (a few tries, growing pauses) */
+  for (int caller = 0; caller <= 1; caller++) {
+    fc_loader_opts o;
+    fc_loader_opts_init(&o);
+    o.order = FC_ORDER_RANDOM;
+    o.output = caller ? FC_OUTPUT_PADDED : FC_OUTPUT_VIEWS;
+    o.seed = 3;
+    o.batch_size = 7;
+    o.prefetch_threads = 2;
+    o.prefetch_depth = 4;
+    size_t bytes = 7u * 220 * N_MELS * 4;
+    void *bufs[2] = {malloc(bytes), malloc(bytes)};
+    for (uint64_t e = 0; e < EPOCHS; e++) nref[e] = reference(path, &o, e, ref[e], 64);
+    fc_loader *l;
+    if (fc_loader_open(P, 1, &o, &l, why, sizeof why)) {
+      CHECK(0, "open: %s", why);
+      continue;
+    }
+    if (caller) CHECK(fc_loader_set_buffers(l, bufs, 2, bytes) == 0, "set buffers");
+    enum { TAKE = 3 };
+    uint64_t d[TAKE * FC_DESC_LEN];
+    memset(d, 0, sizeof d);
+    size_t most = 0, calls = 0, batches = 0;
+    long pause = 0;
+    for (uint64_t e = 0; e < EPOCHS; e++, pause = pause ? pause * 2 : 5) {
+      CHECK(fc_loader_set_epoch(l, e) == 0, "swap_descs: set_epoch");
+      size_t k = 0;
+      for (;;) {
+        sleep_ms(pause); /* a step: the threads go ahead */
+        int rc = fc_loader_swap_descs(l, d, TAKE); /* gives back what the last call took */
+        calls++;
+        CHECK(rc == 0, "swap_descs: %s (%s)", fc_strerror(rc), fc_loader_error(l));
+        size_t got = 0;
+        while (got < TAKE && d[got * FC_DESC_LEN + FC_DESC_BATCH]) got++;
+        for (size_t i = got; i < TAKE; i++)
+          CHECK(d[i * FC_DESC_LEN + FC_DESC_BATCH] == 0, "swap_descs: entry %zu after the taken",
+                i);
+        if (rc || !got) break;
+        if (got > most) most = got;
+        CHECK(!caller || got <= 2, "swap_descs: %zu batches in 2 caller buffers", got);
+        for (size_t i = 0; i < got; i++, k++) {
+          const fc_batch *b = (const fc_batch *)(uintptr_t)d[i * FC_DESC_LEN + FC_DESC_BATCH];
+          seen s;
+          take(b, &o, &s);
+          CHECK(k < nref[e] && same(&s, &ref[e][k]), "swap_descs: epoch %llu batch %zu",
+                (unsigned long long)e, k);
+          CHECK(d[i * FC_DESC_LEN + FC_DESC_INDEX] == b->index &&
+                    d[i * FC_DESC_LEN + FC_DESC_SIZE] == b->size,
+                "swap_descs: descriptor %zu packs its batch", i);
+        }
+        batches += got;
+        if (got < TAKE)
+          CHECK(d[got * FC_DESC_LEN + FC_DESC_INDEX] == nref[e] - k,
+                "swap_descs: %llu batches left said, %zu are",
+                (unsigned long long)d[got * FC_DESC_LEN + FC_DESC_INDEX], nref[e] - k);
+      }
+      CHECK(k == nref[e], "swap_descs: epoch %llu: %zu batches of %zu", (unsigned long long)e, k,
+            nref[e]);
+    }
+    CHECK(most > 1, "swap_descs: never more than one batch a call (%zu calls, %zu batches)", calls,
+          batches);
+    fc_loader_close(l);
     free(bufs[0]);
     free(bufs[1]);
   }

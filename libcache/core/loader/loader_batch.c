@@ -693,11 +693,10 @@ out:
 
 uint64_t fc_loader_wait_ns(const fc_loader *l) { return l->wait_ns; }
 
-int fc_loader_next_desc(fc_loader *l, uint64_t desc[FC_DESC_LEN]) {
-  fc_batch *b = NULL;
-  int rc = fc_loader_next(l, &b);
+/* The batch's fields packed into desc (FC_DESC_*); b NULL: all 0. */
+static void fill_desc(const fc_batch *b, uint64_t *desc) {
   memset(desc, 0, FC_DESC_LEN * sizeof *desc);
-  if (!b) return rc;
+  if (!b) return;
 #define A(p) ((uint64_t)(uintptr_t)(p))
   desc[FC_DESC_BATCH] = A(b);
   desc[FC_DESC_EPOCH] = b->epoch;
@@ -730,12 +729,47 @@ int fc_loader_next_desc(fc_loader *l, uint64_t desc[FC_DESC_LEN]) {
       b->max_tokens < (1u << 16))
     desc[FC_DESC_LAYOUT] = 1 | (uint64_t)lb->buf.index << 1 | (uint64_t)b->size << 8 |
                            (uint64_t)b->frames << 24 | (uint64_t)b->max_tokens << 48;
-  return rc;
 }
 
-int fc_loader_swap_desc(fc_loader *l, uint64_t desc[FC_DESC_LEN]) {
-  /* no wakeup for the batch given back: the next below wakes the threads when fewer than two
+/* The next batch of the current epoch when a prefetch thread has built it already (never one
+ * that failed: fc_loader_next reports that one); mu held. 1 and *out, else 0. */
+static int take_ready_locked(fc_loader *l, ld_batch **out) {
+  if (!l->n_threads || l->sticky || l->next_consume - l->base >= l->plan.n_batches) return 0;
+  size_t slot = l->next_consume % l->o.prefetch_depth;
+  if (!l->slot_ready[slot] || l->slot_err[slot] || !l->slots[slot]) return 0;
+  ld_batch *b = l->slots[slot];
+  l->slots[slot] = NULL;
+  l->slot_ready[slot] = 0;
+  l->next_consume++;
+  if (b->buf.caller) l->held_caller++;
+  *out = b;
+  return 1;
+}
+
+int fc_loader_swap_descs(fc_loader *l, uint64_t *descs, size_t n) {
+  /* no wakeup for the batches given back: the next below wakes the threads when fewer than two
    * batches are left ready, so a hand-off costs the caller no futex call while they are ahead */
-  if (desc[FC_DESC_BATCH]) release_batch(l, (ld_batch *)(uintptr_t)desc[FC_DESC_BATCH], 0);
-  return fc_loader_next_desc(l, desc);
+  for (size_t i = 0; i < n; i++)
+    if (descs[i * FC_DESC_LEN + FC_DESC_BATCH])
+      release_batch(l, (ld_batch *)(uintptr_t)descs[i * FC_DESC_LEN + FC_DESC_BATCH], 0);
+  if (n == 0) return 0;
+  fc_batch *b = NULL;
+  int rc = fc_loader_next(l, &b);
+  fill_desc(b, descs);
+  size_t got = b != NULL;
+  if (got && n > 1) {
+    ld_batch *lb;
+    uint64_t left;
+    pthread_mutex_lock(&l->mu);
+    while (got < n && take_ready_locked(l, &lb)) fill_desc(&lb->pub, descs + FC_DESC_LEN * got++);
+    left = l->plan.n_batches - (l->next_consume - l->base);
+    pthread_mutex_unlock(&l->mu);
+    if (got > 1) pthread_cond_broadcast(&l->cv_space); /* the window has room for them again */
+    if (got < n) { /* after the taken: how many batches the epoch has left */
+      memset(descs + FC_DESC_LEN * got, 0, FC_DESC_LEN * sizeof *descs);
+      descs[FC_DESC_LEN * got + FC_DESC_INDEX] = left;
+    }
+  }
+  for (size_t i = got ? got : 1; i < n; i++) descs[i * FC_DESC_LEN + FC_DESC_BATCH] = 0;
+  return rc;
 }
