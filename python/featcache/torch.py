@@ -206,7 +206,13 @@ def _stream_fence():
 
 
 class FeatcacheDataset(IterableDataset):
-    """IterableDataset of whole batches; worker- and DDP-aware; opened lazily per process.
+    """IterableDataset of whole batches; worker- and DDP-aware.
+
+    The stores are opened and checked when the dataset is made, as featcache.Loader does: a path
+    that is not a store, a preset or token config it does not hold, or an option it cannot serve
+    raises FeatcacheError there, not at the first batch. A DataLoader worker (or a process that
+    unpickles the dataset) opens its own loader at first use; the one opened here serves the
+    process that made it.
 
     Arguments are featcache.Loader's (paths, features, tokens, batch_size, shuffle, seed, order,
     padded, max_frames, drop_last, pad_to, crop_frames, crop, pad_value, prefetch...) plus
@@ -245,6 +251,10 @@ class FeatcacheDataset(IterableDataset):
                           "False): batches are in ordinary memory")
             self.pin = False
         self._loaders = {}
+        self._eager = None
+        if get_worker_info() is None:  # a wrong path or config raises here
+            self._loader()
+            self._eager = next(iter(self._loaders))
 
     def set_epoch(self, epoch):
         """Call before each epoch (as DistributedSampler.set_epoch): workers are created anew
@@ -275,9 +285,18 @@ class FeatcacheDataset(IterableDataset):
         rank, world = self._shard()
         key = (os.getpid(), rank, world)
         ld = self._loaders.get(key)
+        if ld is not None and key == self._eager:
+            self._eager = None  # the process that made the dataset reads it: kept
         info = get_worker_info()  # workers pickle batches anyway: loader-made buffers there
         if ld is None:
-            # loaders of another process (inherited over fork) are dropped, never closed here
+            # loaders of another process (inherited over fork) are dropped, never closed here;
+            # the one opened when the dataset was made, for a shard this process no longer
+            # reads (torch.distributed initialized after), is closed
+            if self._eager is not None:
+                eager = self._loaders.pop(self._eager, None)
+                if eager is not None and self._eager[0] == os.getpid():
+                    eager.close()
+                self._eager = None
             self._loaders = {k: v for k, v in self._loaders.items() if k[0] == os.getpid()}
             kw = dict(self.kwargs)
             padded = kw.get("padded")
@@ -324,4 +343,5 @@ class FeatcacheDataset(IterableDataset):
     def __getstate__(self):
         d = self.__dict__.copy()
         d["_loaders"] = {}
+        d["_eager"] = None
         return d

@@ -2,7 +2,8 @@
 
 The dataset's loader is opened (prefetch threads running) in the parent before the DataLoader
 forks its workers: each worker must open its own, read its own share, and the union over workers
-must be every utterance exactly once, with values equal to the records read through lmdb."""
+must be every utterance exactly once, with values equal to the records read through lmdb. The
+dataset opens and checks its store when it is made, as featcache.Loader does."""
 
 import os
 import shutil
@@ -91,6 +92,30 @@ def test_ddp_ranks(store):
         seen.append([u for b in ds for u in b["ids"]])
     assert len(seen[0]) == len(seen[1]) == N // 2
     assert not set(seen[0]) & set(seen[1])
+
+
+def test_checked_when_made(store):
+    import featcache
+    d = os.path.dirname(store["path"])
+    for match, args, kw in ((r"no-such-store", [os.path.join(d, "no-such-store")], {}),
+                            (r"no mel config named 'whisper'", [store["path"]],
+                             dict(features="whisper")),
+                            (r"no tokens config named 'chars'", [store["path"]],
+                             dict(tokens="chars"))):
+        with pytest.raises(featcache.FeatcacheError, match=match):
+            FeatcacheDataset(*args, batch_size=4, **kw)
+    ds = FeatcacheDataset(store["path"], batch_size=4)
+    made = next(iter(ds._loaders.values()))
+    assert made._h is not None
+    assert sum(len(b["ids"]) for b in ds) == N
+    assert list(ds._loaders.values()) == [made]  # the loader opened when made is the one read
+    # a shard chosen after the dataset was made, before it is read (torch.distributed
+    # initialized in between): the loader opened for the old shard is closed, the new one read
+    ds = FeatcacheDataset(store["path"], batch_size=4)
+    made = next(iter(ds._loaders.values()))
+    ds.rank, ds.world_size = 1, 2
+    assert sum(len(b["ids"]) for b in ds) == N // 2
+    assert made._h is None and len(ds._loaders) == 1
 
 
 if __name__ == "__main__":
