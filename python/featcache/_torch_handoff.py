@@ -5,8 +5,10 @@ pinned for CUDA): the mels first, then the lengths, crop starts, padded tokens a
 (libcache/loader, FC_DESC_LAYOUT). So a buffer holds every batch of one shape at the same
 offsets, and the tensors over it — mels [B, T, n_mels], mel_lengths, mel_starts, tokens,
 token_lengths — are made once per (buffer, shape) and handed out again each time that buffer
-comes back: per batch, one ctypes call (fc_loader_swap_desc: give one batch back, take the
-next), one dict lookup and one dict copy.
+comes back. One ctypes call (fc_loader_swap_descs) gives back the batches the loop let go and
+takes the next with those already built after it; each batch it took is made ready then (its
+entry looked up, its dict copied), so the next() calls until the following call step through a
+list.
 
 A buffer goes back to the loader once the loop no longer holds anything of its batch: no Python
 reference to the tensors handed out (sys.getrefcount) and no other tensor over the buffer's
@@ -30,6 +32,7 @@ import collections
 import ctypes
 import errno
 import functools
+import operator
 import sys
 
 import torch
@@ -375,6 +378,7 @@ class Handoff:
             _L._raise(rc, "set_epoch(%d)" % epoch, h.h)
         descs = (ctypes.c_uint64 * (_L._lib.DESC_LEN * self.take))()
         descs.mv = _memory_at(ctypes.addressof(descs), ctypes.sizeof(descs), True).cast("Q")
+        descs.ents, descs.it = [], iter(())
         self.live[id(descs)] = descs
         return descs
 
@@ -419,9 +423,48 @@ class Handoff:
         self.out.append(e)
         return e
 
+    def _take(self, descs, slow):
+        """One call into the library (_refill), and everything a batch needs to be handed out
+        done now for each batch it took: (an iterator of what is handed out, more). slow: for
+        the host, slow(LoaderBatch) -> dict for the batches not handed off whole, and the items
+        are the dicts (each its entry's template copied); None (the device pipeline): the items
+        are the entries (held: on their way to the device) and LoaderBatches. more: False when
+        the call said the epoch has no batch after these. The loop between two calls then only
+        steps through a list. descs.ents, descs.it: the batches taken and the iterator handed
+        out of (what is left in it is given back when the loop leaves early)."""
+        ents = []
+        more = self._refill(descs)
+        if more:
+            dmv, get, append, first = descs.mv, self.entries.get, self.out.append, self._first
+            for j in range(0, 24 * self.take, 24):
+                p = dmv[j]
+                if not p:  # the call took fewer: the one after them says how many are left
+                    more = dmv[j + 2] != 0
+                    break
+                e = get(dmv[j + 23])
+                if e is None:
+                    e = first(descs, j)  # a layout not seen yet, or a batch not handed off whole
+                else:
+                    e.ptr = p
+                    dmv[j] = 0  # (handed out)
+                    e.ids._v = None
+                    append(e)
+                ents.append(e)
+        descs.ents = ents
+        if slow is None:
+            for e in ents:
+                if e.__class__ is _Entry:
+                    e.held = True
+            items = ents
+        else:
+            items = [e.template.copy() if e.__class__ is _Entry else slow(e) for e in ents]
+        it = descs.it = iter(items)
+        return it, more
+
     def _untaken(self, descs):
         """Give back the batches taken but not handed out (a descriptor's batch is 0 once
-        handed out): the loop left the epoch early, or the loader closes."""
+        turned into an entry or a LoaderBatch; what is left in descs.it was never handed out):
+        the loop left the epoch early, or the loader closes."""
         self.live.pop(id(descs), None)
         dmv, L, hh = descs.mv, self.h.lib, self.h.h
         for k in range(0, len(dmv), 24):
@@ -429,77 +472,66 @@ class Handoff:
             if p and hh:
                 dmv[k] = 0
                 L.fc_loader_release(hh, p)
+        ents, n = descs.ents, operator.length_hint(descs.it)
+        descs.it = iter(())
+        if not n:
+            return
+        for e in ents[len(ents) - n:]:
+            if e.__class__ is not _Entry:
+                continue  # a LoaderBatch: given back when collected
+            e.held = False
+            try:
+                self.out.remove(e)
+            except ValueError:
+                continue  # given back already (the loader closed)
+            p, e.ptr = e.ptr, 0
+            if p and hh:
+                L.fc_loader_release(hh, p)
+
+    def untaken(self):
+        """How many batches the generators running have taken from the loader and not handed
+        out yet."""
+        return sum(operator.length_hint(d.it) + sum(1 for p in d.mv[0::24] if p)
+                   for d in self.live.values())
 
     def host(self, epoch, slow):
         """Dicts of host tensors; slow(LoaderBatch) -> dict for the batches not handed off.
-        (The steady state inlined, its names bound once: each step of a hand-off after a
-        training step runs with cold caches, so fewer steps is what makes it cheap. Per batch
-        without a call into the library: read the next descriptor the last call filled, look
-        its entry up, copy the entry's dict.)"""
+        Per batch, the next of the dicts _take made (each step of a hand-off after a training
+        step runs with cold caches, so fewer steps is what makes it cheap)."""
         descs = self._begin(epoch)
-        dmv, stop, refill, first = descs.mv, 24 * self.take, self._refill, self._first
-        get, append = self.entries.get, self.out.append
-        j = stop
+        take, more = self._take, True
         try:
-            while True:
-                if j == stop or not dmv[j]:
-                    if j < stop and not dmv[j + 2]:  # the last call said: no batch left
-                        return
-                    if not refill(descs):
-                        return
-                    j = 0
-                e = get(dmv[j + 23])
-                if e is not None:
-                    e.ptr = dmv[j]
-                    dmv[j] = 0  # (handed out)
-                    j += 24
-                    e.ids._v = None
-                    append(e)
-                    yield e.template.copy()
-                    continue
-                e = first(descs, j)  # a layout not seen yet, or a batch not handed off whole
-                j += 24
-                yield e.template.copy() if e.__class__ is _Entry else slow(e)
+            while more:
+                it, more = take(descs, slow)
+                yield from it
         finally:
             self._untaken(descs)
 
     def to_device(self, epoch, slow_issue, slow_take):
-        """Dicts of device tensors, each copied `depth` batches ahead of the one yielded. (The
-        steady state inlined, as in host(): per batch, the next descriptor read, its entry's
-        copy issued, and the entry `depth` batches back handed out.)"""
+        """Dicts of device tensors, each copied `depth` batches ahead of the one yielded. (Per
+        batch: the next entry _take made ready, its copy issued, and the entry `depth` batches
+        back handed out.)"""
         descs = self._begin(epoch)
-        dmv, stop, refill, first = descs.mv, 24 * self.take, self._refill, self._first
-        get, append = self.entries.get, self.out.append
+        take = self._take
         pending = collections.deque()
         push, pop = pending.append, pending.popleft
         depth, cuda, stream, dev, on_side = self.depth, self.cuda, self.stream, self.device, \
             self.on_side
         entry = _Entry
-        j, more = stop, True
+        it, more = iter(()), True
         try:
-            while more or pending:
-                if more:
-                    if j == stop or not dmv[j]:
-                        if j < stop and not dmv[j + 2]:  # the last call said: no batch left
-                            more = False
-                        elif not refill(descs):
-                            more = False
-                        else:
-                            j = 0
-                if more:
-                    e = get(dmv[j + 23])
-                    if e is None:
-                        e = first(descs, j)  # a layout not seen yet, or not handed off whole
-                    else:
-                        e.ptr = dmv[j]
-                        dmv[j] = 0  # (handed out)
-                        e.ids._v = None
-                        append(e)
-                    j += 24
+            while True:
+                e = next(it, None)
+                if e is None:
+                    if more:
+                        it, more = take(descs, None)
+                        continue
+                    if not pending:
+                        return
+                else:
                     if e.__class__ is not entry:
                         push((None, slow_issue(e)))
                     else:
-                        e.held = True
                         if cuda:
                             with on_side:
                                 stream.wait_event(e.passed)  # the loop is done with the twin

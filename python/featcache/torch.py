@@ -15,9 +15,10 @@ the DataLoader's own pin_memory off: it would copy every batch once more).
 
 Padded batches are handed off whole (featcache._torch_handoff, docs/loader.md "The hand-off"):
 the loader's threads build each batch, lengths and ids included, into a buffer of the dataset's,
-and the tensors over a buffer are made once and handed out again each time it comes back — per
-batch one ctypes call and a dict copy. A buffer is reused only when nothing of its batch is held
-(the tensors, or any view of them); batch["ids"] is a sequence of str decoded when first read.
+and the tensors over a buffer are made once and handed out again each time it comes back — one
+ctypes call takes the batches already built, each made ready then, so next() steps through a
+list. A buffer is reused only when nothing of its batch is held (the tensors, or any view of
+them); batch["ids"] is a sequence of str decoded when first read.
 
 device="cuda" (or "cuda:N"): padded batches are built by the loader's threads straight into
 page-locked (pinned) host buffers allocated by torch, copied to the GPU on a side CUDA stream
