@@ -24,6 +24,12 @@ for s in "$FC_SRC"/scripts/bench-*; do
   [ $rc = 2 ] || fail "$(basename "$s") --no-such-option: exit $rc, not 2"
 done
 [ $n -ge 1 ] || fail "no scripts/bench-* imports benchlib"
+# a corpus smaller than one batch has no whole batch: refused as a usage error before any work
+# (it was a loop without end)
+out=$(timeout 60 "$FC_SRC"/scripts/bench-adapter --n 4 --batch 8 --no-tf 2>&1)
+rc=$?
+[ $rc = 2 ] && [[ $out == *"--n 4 is smaller than --batch 8"* ]] ||
+  fail "bench-adapter --n 4 --batch 8: exit $rc, not 2: $out"
 
 PYTHONPATH=$FC_SRC/scripts "$PY" - "$tmp" <<'PY' || fail "benchlib"
 import os, shutil, sys
