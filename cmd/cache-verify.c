@@ -266,7 +266,7 @@ int main(int argc, char **argv) {
   const char *mel[64], *tok[64];
   size_t n_mel = 0, n_tok = 0;
   const char *manifest = NULL;
-  fc_manifest_opts mo = {FC_MANIFEST_AUTO, NULL, 0, NULL};
+  fc_manifest_opts mo = {.format = FC_MANIFEST_AUTO};
   int strict = 0, json = 0, status = 0, quiet = 0, force_progress = 0, separate = 0;
   int c;
   while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {

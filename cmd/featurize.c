@@ -166,6 +166,37 @@ static int store_is_new(const char *dir) {
   return stat(p, &st) != 0;
 }
 
+/* The first items of a manifest: what the device and the writers are chosen from when the job
+ * reads the manifest as it goes. */
+typedef struct first_ctx {
+  fc_item_list *out;
+  size_t max;
+} first_ctx;
+
+static int take_first(const fc_item *it, void *user) {
+  first_ctx *c = user;
+  fc_item *d = &c->out->items[c->out->count++];
+  d->err = it->err;
+  if ((it->id && !(d->id = strdup(it->id))) || (it->path && !(d->path = strdup(it->path))))
+    return ENOMEM;
+  return c->out->count == c->max ? -1 : 0; /* enough: stop reading */
+}
+
+static int first_items(const char *path, const fc_manifest_opts *mo, size_t max, fc_item_list *out,
+                       char *why, size_t why_len) {
+  memset(out, 0, sizeof *out);
+  if (!(out->items = calloc(max, sizeof *out->items))) return ENOMEM;
+  first_ctx c = {out, max};
+  fc_manifest_opts o = *mo;
+  o.on_item = take_first;
+  o.user = &c;
+  fc_item_list none;
+  int rc = fc_manifest_read(path, &o, &none, why, why_len);
+  if (rc == -1) rc = 0;
+  if (rc) fc_item_list_free(out);
+  return rc;
+}
+
 /* ---- reporting ---------------------------------------------------------------------------------- */
 /* The failures --json lists (at most FAILURES_LISTED; the count says how many there were). */
 enum { FAILURES_LISTED = 10000 };
@@ -176,7 +207,6 @@ typedef struct failure_note {
 } failure_note;
 
 typedef struct report_ctx {
-  const fc_item *items;
   const char *manifest;
   uint32_t sample_rate; /* the config's: -v names a resampling */
   int verbose, progress, progress_shown, json;
@@ -223,7 +253,6 @@ static void conversions(const report_ctx *c, const fc_featurize_event *ev, char 
 
 static void on_event(const fc_featurize_event *ev, void *user) {
   report_ctx *c = user;
-  const fc_item *it = &c->items[ev->index];
   if (c->progress_shown) {
     fputs("\r\033[K", stderr);
     c->progress_shown = 0;
@@ -232,7 +261,7 @@ static void on_event(const fc_featurize_event *ev, void *user) {
   if (ev->status == FC_ITEM_FAILED) {
     c->failed_lines++;
     if (c->json) note_failure(c, ev);
-    if (it->err && c->manifest && ev->line)
+    if (ev->manifest && c->manifest && ev->line)
       fprintf(stderr, "%s: %s:%zu: %s\n", fc_cli_tool, c->manifest, ev->line, ev->reason);
     else
       fc_cli_warn(label, "%s", ev->reason);
@@ -260,8 +289,12 @@ static void on_progress(const fc_featurize_stats *st, void *user) {
   if (!c->progress) return;
   uint64_t done = st->processed + st->skipped_existing + st->failed;
   double rt = st->wall_seconds > 0 ? st->audio_seconds / st->wall_seconds : 0;
-  fprintf(stderr, "\r\033[K%s: %llu/%llu, %.0f s of audio, %.0fx realtime", fc_cli_tool,
-          (unsigned long long)done, (unsigned long long)c->total, st->audio_seconds, rt);
+  if (c->total)
+    fprintf(stderr, "\r\033[K%s: %llu/%llu, %.0f s of audio, %.0fx realtime", fc_cli_tool,
+            (unsigned long long)done, (unsigned long long)c->total, st->audio_seconds, rt);
+  else /* a manifest read as the job goes: its length is known at the end */
+    fprintf(stderr, "\r\033[K%s: %llu done, %.0f s of audio, %.0fx realtime", fc_cli_tool,
+            (unsigned long long)done, st->audio_seconds, rt);
   c->progress_shown = 1;
 }
 
@@ -538,11 +571,21 @@ int main(int argc, char **argv) {
     return FC_EXIT_USAGE;
   }
 
-  /* Inputs. */
-  fc_item_list items;
+  /* Inputs. A manifest file is read as the job goes (memory: the items in flight and the ids
+   * seen, for the duplicate check); the device and the writers are chosen from its first items. */
+  fc_item_list items = {0};
+  int stream = 0; /* a manifest file, read as the job goes */
+  fc_manifest_opts mo = {.format = (fc_manifest_format)manifest_format, .audio_dir = audio_dir};
   int rc;
-  if (manifest) {
-    fc_manifest_opts mo = {.format = (fc_manifest_format)manifest_format, .audio_dir = audio_dir};
+  if (manifest && strcmp(manifest, "-") != 0) {
+    stream = 1;
+    if (shard_spec) mo.shard_k = shard_k, mo.shard_n = shard_n;
+    rc = first_items(manifest, &mo, 65536, &items, why, sizeof why);
+    if (rc) {
+      fc_cli_warn(manifest, "%s", why[0] ? why : fc_strerror(rc));
+      return FC_EXIT_USAGE;
+    }
+  } else if (manifest) {
     rc = fc_manifest_read(manifest, &mo, &items, why, sizeof why);
     if (rc) {
       fc_cli_warn(manifest, "%s", why[0] ? why : fc_strerror(rc));
@@ -562,7 +605,7 @@ int main(int argc, char **argv) {
     }
   }
 
-  if (shard_spec) {
+  if (shard_spec && !stream) {
     size_t all = items.count;
     fc_item_list_shard(&items, shard_k, shard_n);
     if (verbose)
@@ -601,13 +644,12 @@ int main(int argc, char **argv) {
   if (verbose && n_parts > 1)
     fc_cli_warn(store_dir, "a split store of %u parts: %u writers", n_parts, n_parts);
 
-  report_ctx rctx = {.items = items.items,
-                     .manifest = manifest,
+  report_ctx rctx = {.manifest = manifest,
                      .sample_rate = cfg.sample_rate,
                      .json = json,
                      .verbose = verbose,
                      .progress = fc_cli_progress_wanted(progress, quiet),
-                     .total = items.count};
+                     .total = stream ? 0 : items.count};
   fc_cli_install_signals();
   fo.jobs = jobs;
   fo.batch_records = batch;
@@ -620,6 +662,11 @@ int main(int argc, char **argv) {
   fo.user = &rctx;
   fo.parts = parts;
   fo.n_parts = n_parts;
+  if (stream) { /* the first items served their turn: the job reads the manifest on its own */
+    fo.manifest = manifest;
+    fo.manifest_opts = &mo;
+    fc_item_list_free(&items);
+  }
   fc_featurize_stats st;
   rc = fc_featurize_run(parts[0], &cfg, items.items, items.count, &fo, &st, why, sizeof why);
   if (rctx.progress_shown) fputc('\n', stderr);

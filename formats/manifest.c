@@ -3,7 +3,9 @@
  * Every line is read whole with getline (no fixed buffers: a 1 MB line is one item), CRLF and a
  * leading UTF-8 BOM are stripped, blank lines skipped. A line that cannot be used becomes an item
  * with err and why set, never a silent drop, so that tools can say "FILE:LINE: reason" and go on.
- * Memory: the items themselves plus one line buffer and an id set of 2 pointers per item. */
+ * Memory: one line, one item and the ids seen so far (a copy of each, for the duplicate check, and
+ * a set of 2 pointers per id); fc_manifest_read keeps the items, unless opts->on_item takes each
+ * as it is read. */
 #include "featcache/fc_manifest.h"
 
 #include <errno.h>
@@ -14,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "featcache/fc_format.h"
+#include "featcache/fc_shard.h"
 #include "formats/common/why.h"
 #include "formats/common/alloc.h"
 #include "formats/common/json.h"
@@ -103,12 +106,49 @@ static char *id_from_path(const char *path, size_t len) {
 }
 
 /* ---- the item list ---------------------------------------------------------------------------- */
+/* Copies of strings in chunks (the ids a reader has seen, for the duplicate check). */
+typedef struct arena {
+  struct arena_chunk *head;
+  size_t used, cap;
+} arena;
+struct arena_chunk {
+  struct arena_chunk *next;
+  char bytes[];
+};
+
+static const char *arena_copy(arena *a, const char *s) {
+  size_t n = strlen(s) + 1;
+  if (!a->head || a->used + n > a->cap) {
+    size_t cap = n > 65536 ? n : 65536;
+    struct arena_chunk *c = fc_malloc(sizeof *c + cap);
+    if (!c) return NULL;
+    c->next = a->head;
+    a->head = c;
+    a->used = 0;
+    a->cap = cap;
+  }
+  char *p = a->head->bytes + a->used;
+  memcpy(p, s, n);
+  a->used += n;
+  return p;
+}
+
+static void arena_free(arena *a) {
+  while (a->head) {
+    struct arena_chunk *c = a->head;
+    a->head = c->next;
+    free(c);
+  }
+}
+
 typedef struct list_builder {
   fc_item_list *out;
   size_t cap;
-  /* Open-addressing set of valid ids (pointers into items), for duplicate detection. */
+  /* Open-addressing set of valid ids, for duplicate detection: pointers into the items, or into
+   * ids (a reader's: its items do not stay). */
   const char **set;
   size_t set_cap, set_count;
+  arena *ids;
 } list_builder;
 
 static uint64_t hash_str(const char *s) { /* FNV-1a: enough for a set, no dependency */
@@ -138,6 +178,7 @@ static int id_set_insert(list_builder *b, const char *id) {
     if (strcmp(b->set[j], id) == 0) return 1;
     j = (j + 1) & (b->set_cap - 1);
   }
+  if (b->ids && !(id = arena_copy(b->ids, id))) return -ENOMEM;
   b->set[j] = id;
   b->set_count++;
   return 0;
@@ -428,106 +469,192 @@ static ssize_t next_line(FILE *f, char **buf, size_t *cap, int *first) {
   return (ssize_t)n;
 }
 
-int fc_manifest_read(const char *path, const fc_manifest_opts *opts, fc_item_list *out, char *why,
-                     size_t why_len) {
-  memset(out, 0, sizeof *out);
-  if (!path) return EINVAL;
-  int is_stdin = strcmp(path, "-") == 0;
-  FILE *f = is_stdin ? stdin : fopen(path, "re");
-  if (!f) {
-    int e = errno;
-    fc_why(why, why_len, "cannot open: %s", strerror(e));
-    return e;
-  }
-  struct stat st;
-  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-    if (!is_stdin) fclose(f);
-    fc_why(why, why_len, "is a directory");
-    return EISDIR;
-  }
+/* ---- reading, one item at a time ------------------------------------------------------------ */
+typedef struct reader {
+  FILE *f;
+  int is_stdin;
+  char *path, *dir, *audio_dir, *opt_audio_dir, *ext;
+  fc_manifest_opts opts;
+  fc_manifest_format fmt;
+  parse_ctx c;
+  char *buf;
+  size_t cap, lineno;
+  int first;
+  fc_item_list one; /* the item handed out last */
+  list_builder b;
+  arena ids;
+} reader;
 
-  list_builder b = {.out = out};
-  char *buf = NULL, *dir = NULL, *audio_dir = NULL;
-  size_t cap = 0, lineno = 0;
-  int first = 1, rc = 0;
+static void reader_close(reader *r) {
+  if (!r) return;
+  if (r->f && !r->is_stdin) fclose(r->f);
+  fc_item_list_free(&r->one);
+  builder_done(&r->b);
+  arena_free(&r->ids);
+  free(r->buf);
+  free(r->path);
+  free(r->dir);
+  free(r->audio_dir);
+  free(r->opt_audio_dir);
+  free(r->ext);
+  free(r);
+}
+
+static int reader_open(const char *path, const fc_manifest_opts *opts, reader **out, char *why,
+                       size_t why_len) {
+  *out = NULL;
+  if (!path) return EINVAL;
   fc_manifest_format fmt = opts ? opts->format : FC_MANIFEST_AUTO;
   if ((int)fmt < FC_MANIFEST_AUTO || fmt > FC_MANIFEST_TSV) {
     fc_why(why, why_len, "unknown manifest format %d", (int)fmt);
-    rc = FC_ECONFIG;
-    goto out;
+    return FC_ECONFIG;
   }
-  parse_ctx c = {.opts = opts};
-  c.ext = (opts && opts->audio_ext) ? opts->audio_ext : ".wav";
-  if (!(dir = is_stdin ? fc_strdup(".") : dir_of(path))) goto nomem;
+  if (opts && opts->shard_n && opts->shard_k >= opts->shard_n) {
+    fc_why(why, why_len, "shard %u of %u", opts->shard_k, opts->shard_n);
+    return FC_ECONFIG;
+  }
+  reader *r = fc_calloc(1, sizeof *r);
+  if (!r) goto nomem;
+  if (opts) r->opts = *opts;
+  r->fmt = fmt;
+  r->first = 1;
+  r->is_stdin = strcmp(path, "-") == 0;
+  r->b.out = &r->one;
+  r->b.ids = &r->ids;
+  if (!(r->path = fc_strdup(path)) || !(r->dir = r->is_stdin ? fc_strdup(".") : dir_of(path)) ||
+      !(r->ext = fc_strdup(opts && opts->audio_ext ? opts->audio_ext : ".wav")) ||
+      (opts && opts->audio_dir && !(r->opt_audio_dir = fc_strdup(opts->audio_dir))))
+    goto nomem;
+  r->opts.audio_dir = r->opt_audio_dir;
+  r->opts.audio_ext = r->ext;
+  r->c.opts = &r->opts;
+  r->c.ext = r->ext;
+  r->f = r->is_stdin ? stdin : fopen(path, "re");
+  if (!r->f) {
+    int e = errno;
+    fc_why(why, why_len, "cannot open: %s", strerror(e));
+    reader_close(r);
+    return e;
+  }
+  struct stat st;
+  if (fstat(fileno(r->f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    fc_why(why, why_len, "is a directory");
+    reader_close(r);
+    return EISDIR;
+  }
+  *out = r;
+  return 0;
+nomem:
+  fc_why(why, why_len, "out of memory");
+  reader_close(r);
+  return ENOMEM;
+}
 
+static fc_manifest_format reader_format(const reader *r) {
+  return r->fmt == FC_MANIFEST_AUTO ? fc_manifest_detect(r->is_stdin ? NULL : r->path, "") : r->fmt;
+}
+
+/* Drop the item handed out before (its strings; the array stays for the next). */
+static void one_clear(reader *r) {
+  for (size_t i = 0; i < r->one.count; i++) item_clear(&r->one.items[i]);
+  r->one.count = 0;
+}
+
+static int reader_next(reader *r, const fc_item **it, char *why, size_t why_len) {
+  *it = NULL;
+  one_clear(r);
   for (;;) {
-    ssize_t got = next_line(f, &buf, &cap, &first);
-    if (got == -1) break;
+    ssize_t got = next_line(r->f, &r->buf, &r->cap, &r->first);
+    if (got == -1) return 0;
     if (got == -2) {
-      rc = errno ? errno : EIO;
-      fc_why(why, why_len, "read error after line %zu: %s", lineno, strerror(rc));
-      goto out;
+      int rc = errno ? errno : EIO;
+      fc_why(why, why_len, "read error after line %zu: %s", r->lineno, strerror(rc));
+      return rc;
     }
-    lineno++;
+    r->lineno++;
     size_t n = (size_t)got;
+    char *buf = r->buf;
     if (is_blank(buf, n)) continue;
-
-    if (fmt == FC_MANIFEST_AUTO) {
+    if (r->fmt == FC_MANIFEST_AUTO) {
+      const char *mpath = r->is_stdin ? NULL : r->path;
       /* The first line decides; a NUL in it just ends what detection sees. */
-      fmt = fc_manifest_detect(is_stdin ? NULL : path, buf);
+      r->fmt = fc_manifest_detect(mpath, buf);
       /* "id path" and a path with a space look alike: a file by that whole name settles it. */
-      if (fmt == FC_MANIFEST_KALDI && !kaldi_by_name(is_stdin ? NULL : path)) {
-        const char *base = (opts && opts->audio_dir) ? opts->audio_dir : dir;
+      if (r->fmt == FC_MANIFEST_KALDI && !kaldi_by_name(mpath)) {
+        const char *base = r->opts.audio_dir ? r->opts.audio_dir : r->dir;
         char *whole = join_path(base, buf, strlen(buf), NULL);
         struct stat fst;
         if (!whole) goto nomem;
-        if (stat(whole, &fst) == 0 && S_ISREG(fst.st_mode)) fmt = FC_MANIFEST_LIST;
+        if (stat(whole, &fst) == 0 && S_ISREG(fst.st_mode)) r->fmt = FC_MANIFEST_LIST;
         free(whole);
       }
     }
-    if (!audio_dir) {
-      if (opts && opts->audio_dir)
-        audio_dir = fc_strdup(opts->audio_dir);
-      else if (fmt == FC_MANIFEST_LJSPEECH)
-        audio_dir = join_path(dir, "wavs", 4, NULL);
+    if (!r->audio_dir) {
+      if (r->opts.audio_dir)
+        r->audio_dir = fc_strdup(r->opts.audio_dir);
+      else if (r->fmt == FC_MANIFEST_LJSPEECH)
+        r->audio_dir = join_path(r->dir, "wavs", 4, NULL);
       else
-        audio_dir = fc_strdup(dir);
-      if (!audio_dir) goto nomem;
-      c.audio_dir = audio_dir;
+        r->audio_dir = fc_strdup(r->dir);
+      if (!r->audio_dir) goto nomem;
+      r->c.audio_dir = r->audio_dir;
     }
-
-    fc_item *it = new_item(&b, lineno);
-    if (!it) goto nomem;
+    fc_item *item = new_item(&r->b, r->lineno);
+    if (!item) goto nomem;
     int prc = 0;
     if (memchr(buf, '\0', n)) {
-      prc = item_fail(it, FC_EMANIFEST, "line contains a NUL byte");
+      prc = item_fail(item, FC_EMANIFEST, "line contains a NUL byte");
     } else if (!fc_utf8_valid(buf, n)) {
-      prc = item_fail(it, FC_EUTF8, "invalid UTF-8");
+      prc = item_fail(item, FC_EUTF8, "invalid UTF-8");
     } else {
-      switch (fmt) {
-      case FC_MANIFEST_LJSPEECH: prc = parse_ljspeech(&c, it, buf, n); break;
-      case FC_MANIFEST_KALDI: prc = parse_kaldi(&c, it, buf, n); break;
-      case FC_MANIFEST_JSONL: prc = parse_jsonl(&c, it, buf, n); break;
-      case FC_MANIFEST_TSV: prc = parse_tsv(&c, it, buf, n); break;
-      default: prc = parse_list(&c, it, buf, n); break;
+      switch (r->fmt) {
+      case FC_MANIFEST_LJSPEECH: prc = parse_ljspeech(&r->c, item, buf, n); break;
+      case FC_MANIFEST_KALDI: prc = parse_kaldi(&r->c, item, buf, n); break;
+      case FC_MANIFEST_JSONL: prc = parse_jsonl(&r->c, item, buf, n); break;
+      case FC_MANIFEST_TSV: prc = parse_tsv(&r->c, item, buf, n); break;
+      default: prc = parse_list(&r->c, item, buf, n); break;
       }
     }
-    if (prc == 0) prc = item_finish(&b, it);
+    if (prc == 0) prc = item_finish(&r->b, item);
     if (prc < 0) goto nomem;
+    /* a shard's items only (the duplicate check saw every id): as fc_item_list_shard */
+    if (r->opts.shard_n && (item->id ? fc_shard_of(item->id, strlen(item->id), r->opts.shard_n)
+                                     : 0) != r->opts.shard_k) {
+      one_clear(r);
+      continue;
+    }
+    *it = item;
+    return 1;
   }
-  if (fmt == FC_MANIFEST_AUTO) fmt = fc_manifest_detect(is_stdin ? NULL : path, "");
-  out->format = fmt;
-  goto out;
-
 nomem:
-  rc = ENOMEM;
   fc_why(why, why_len, "out of memory");
-out:
-  free(buf);
-  free(dir);
-  free(audio_dir);
-  builder_done(&b);
-  if (!is_stdin) fclose(f);
+  return ENOMEM;
+}
+
+int fc_manifest_read(const char *path, const fc_manifest_opts *opts, fc_item_list *out, char *why,
+                     size_t why_len) {
+  memset(out, 0, sizeof *out);
+  reader *r;
+  int rc = reader_open(path, opts, &r, why, why_len);
+  if (rc) return rc;
+  list_builder b = {.out = out};
+  const fc_item *it;
+  while ((rc = reader_next(r, &it, why, why_len)) == 1) {
+    if (opts && opts->on_item) { /* handed over as read, not kept */
+      if ((rc = opts->on_item(it, opts->user)) != 0) break;
+      continue;
+    }
+    fc_item *dst = new_item(&b, 0);
+    if (!dst) {
+      fc_why(why, why_len, "out of memory");
+      rc = ENOMEM;
+      break;
+    }
+    *dst = *it; /* the strings move to out */
+    r->one.count = 0;
+  }
+  out->format = reader_format(r);
+  reader_close(r);
   if (rc) fc_item_list_free(out);
   return rc;
 }

@@ -112,6 +112,7 @@ typedef struct fc_featurize_event {
   uint32_t source_rate; /* STORED/LINKED: the source's sample rate (STORED: resampled to the
                            config's when they differ) */
   uint32_t source_channels; /* STORED/LINKED: the source's channels (STORED: mixed to mono) */
+  int manifest; /* FAILED: the item's manifest line is what is wrong (its err, why) */
 } fc_featurize_event;
 
 typedef void (*fc_featurize_event_fn)(const fc_featurize_event *ev, void *user);
@@ -196,6 +197,13 @@ typedef struct fc_featurize_opts {
    * the batch bounds for each. */
   fc_store *const *parts;
   unsigned n_parts;
+  /* The items of this manifest file, read as workers take them (a reader thread hands them over
+   * through fc_manifest_opts.on_item; manifest_opts may be NULL; the items and n arguments of
+   * fc_featurize_run are then ignored): memory is the items in flight, not the manifest's.
+   * stats->total counts the items read (on a stop, the rest are read and counted too). A
+   * manifest that cannot be read on ends the run with its error (what was read is done). */
+  const char *manifest;
+  const fc_manifest_opts *manifest_opts;
 } fc_featurize_opts;
 
 /* Fill opts with the defaults (jobs 1, device auto, no limits, no callbacks). */

@@ -51,6 +51,16 @@ typedef struct fc_manifest_opts {
   int text_column; /* LJSpeech: 2 raw, 3 normalized (an item error where absent);
                                 0 = normalized when present and non-empty, else raw */
   const char *audio_ext; /* LJSpeech audio extension, default ".wav" */
+  /* shard_n > 0: only the items of shard shard_k of shard_n (fc_shard_of their id; an item
+   * without an id is shard 0), as fc_item_list_shard keeps; the duplicate check sees all ids */
+  uint32_t shard_k, shard_n;
+  /* Set: fc_manifest_read hands each item to on_item as it reads it, instead of keeping it (out
+   * stays empty but for its format): memory is one line and one item, plus the ids read so far
+   * for the duplicate check (a copy of each and ~16 bytes), whatever the manifest's length. The
+   * item and its strings are valid during the call only. A nonzero return stops the reading;
+   * fc_manifest_read returns it. */
+  int (*on_item)(const fc_item *it, void *user);
+  void *user;
 } fc_manifest_opts;
 
 /* Read a manifest file ("-" = stdin); opts may be NULL (auto-detect, defaults). Errors that stop

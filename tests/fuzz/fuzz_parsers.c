@@ -49,7 +49,8 @@ static void fuzz_manifest(int format, const uint8_t *d, size_t n) {
   }
   char path[64];
   snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-  fc_manifest_opts o = {(fc_manifest_format)format, "/nonexistent-audio-dir", 0, NULL};
+  fc_manifest_opts o = {.format = (fc_manifest_format)format,
+                        .audio_dir = "/nonexistent-audio-dir"};
   fc_item_list l = {0};
   char why[256];
   int rc = fc_manifest_read(path, &o, &l, why, sizeof why);

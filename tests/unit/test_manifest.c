@@ -10,6 +10,7 @@
 
 #include "featcache/fc_format.h"
 #include "featcache/fc_manifest.h"
+#include "featcache/fc_shard.h"
 
 #include "tests/check.h"
 
@@ -445,6 +446,67 @@ static void remove_tree(const char *dir) {
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
 }
 
+static int same_str(const char *a, const char *b) {
+  return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* fc_manifest_read with on_item: the items it keeps otherwise, handed over one at a time (the
+ * duplicate check over the whole stream); a nonzero return stops it and is returned; a shard
+ * filter keeps what fc_item_list_shard keeps. */
+typedef struct stream_ctx {
+  const fc_item_list *want;
+  size_t n, dup, bad;
+  size_t stop_at;
+} stream_ctx;
+
+static int on_item(const fc_item *it, void *user) {
+  stream_ctx *c = user;
+  const fc_item *w = c->n < c->want->count ? &c->want->items[c->n] : NULL;
+  if (!(w && same_str(it->id, w->id) && same_str(it->path, w->path) &&
+        same_str(it->text, w->text) && it->err == w->err && it->line == w->line))
+    c->bad++;
+  c->dup += it->err == FC_EDUPLICATE;
+  return ++c->n == c->stop_at ? 42 : 0;
+}
+
+static void test_stream(void) {
+  char text[65536];
+  size_t len = 0;
+  for (int i = 0; i < 600; i++)
+    len += (size_t)snprintf(text + len, sizeof text - len, "u%03d|text %d|text %d\n", i % 500, i,
+                            i); /* ids 0..99 again after 500 lines: duplicates far apart */
+  len += (size_t)snprintf(text + len, sizeof text - len, "broken line\n");
+  const char *p = write_str("stream.csv", text);
+  fc_item_list all, none;
+  CHECK(read_manifest(p, FC_MANIFEST_AUTO, NULL, &all) == 0 && all.count == 601, "read whole");
+  stream_ctx c = {.want = &all};
+  fc_manifest_opts o = {.on_item = on_item, .user = &c};
+  char why[256];
+  CHECK(fc_manifest_read(p, &o, &none, why, sizeof why) == 0 && none.count == 0 &&
+            none.format == FC_MANIFEST_LJSPEECH,
+        "streamed: %s", why);
+  CHECK(c.n == 601 && c.dup == 100 && c.bad == 0, "%zu items, %zu duplicates, %zu differ", c.n,
+        c.dup, c.bad);
+  c = (stream_ctx){.want = &all, .stop_at = 10};
+  CHECK(fc_manifest_read(p, &o, &none, why, sizeof why) == 42 && c.n == 10, "stopped: %zu", c.n);
+  /* three shards: each item in exactly the one fc_item_list_shard keeps, in order */
+  size_t seen = 0;
+  for (uint32_t k = 0; k < 3; k++) {
+    fc_item_list want;
+    CHECK(read_manifest(p, FC_MANIFEST_AUTO, NULL, &want) == 0);
+    fc_item_list_shard(&want, k, 3);
+    c = (stream_ctx){.want = &want};
+    fc_manifest_opts so = {.shard_k = k, .shard_n = 3, .on_item = on_item, .user = &c};
+    CHECK(fc_manifest_read(p, &so, &none, why, sizeof why) == 0);
+    CHECK(c.n == want.count && c.bad == 0, "shard %u: %zu of %zu items, %zu differ", k, c.n,
+          want.count, c.bad);
+    seen += c.n;
+    fc_item_list_free(&want);
+  }
+  CHECK(seen == 601, "the shards hold %zu of 601", seen);
+  fc_item_list_free(&all);
+}
+
 int main(void) {
   const char *base = getenv("TMPDIR");
   snprintf(tmpdir, sizeof tmpdir, "%s/fc_manifest_XXXXXX", base && *base ? base : "/tmp");
@@ -463,6 +525,7 @@ int main(void) {
   test_empty_and_missing();
   test_paths_and_stream();
   test_random_bytes();
+  test_stream();
   remove_tree(tmpdir);
   if (failures) {
     fprintf(stderr, "test_manifest: %d check(s) failed\n", failures);

@@ -116,6 +116,9 @@ static fz_run *run_new(fc_store *s, const fc_mel_config *cfg, const fc_item *ite
   if (!r->o.queue_records) r->o.queue_records = 64;
   if (!r->o.queue_bytes) r->o.queue_bytes = 64ull << 20;
   if (!(r->o.sync_seconds > 0)) r->o.sync_seconds = 5.0;
+  if (r->o.manifest) r->n = 0; /* counted as they are read */
+  pthread_mutex_init(&r->src_mu, NULL);
+  pthread_cond_init(&r->feed_cv, NULL);
   atomic_init(&r->next, 0);
   atomic_init(&r->halt, 0);
   atomic_init(&r->interrupted, 0);
@@ -135,6 +138,9 @@ static fz_run *run_new(fc_store *s, const fc_mel_config *cfg, const fc_item *ite
 }
 
 static void run_free(fz_run *r) {
+  fz_live_free(r); /* (joins a manifest's reader thread still running) */
+  pthread_cond_destroy(&r->feed_cv);
+  pthread_mutex_destroy(&r->src_mu);
   pthread_cond_destroy(&r->cv_items);
   pthread_cond_destroy(&r->cv_space);
   pthread_mutex_destroy(&r->mu);
@@ -232,6 +238,10 @@ static int run_start(fz_run *r, run_threads *t, char *why, size_t why_len) {
     }
     t->stage_started = 2;
   }
+  if ((rc = fz_feed_start(r))) { /* a manifest read as the workers go */
+    fc_why(why, why_len, "cannot start the manifest's reader: %s", strerror(rc));
+    return rc;
+  }
   t->workers_begun = 1;
   for (unsigned w = 0; w < r->o.jobs; w++) {
     t->workers[w].r = r;
@@ -304,8 +314,8 @@ static int run_write_and_join(fz_run *r, run_threads *t, int rc, char *why, size
   }
   /* Items never begun: failures of this job after a failed commit (one line for them all, the
    * caller's summary), else the run was stopped on purpose (stop flag, strict). */
-  size_t next = atomic_load(&r->next);
-  uint64_t never = next < r->n ? r->n - next : 0;
+  uint64_t never = fz_untaken(r); /* (a manifest: the rest of it read and counted) */
+  if (r->o.manifest) r->st.total = r->taken + never;
   if (wrc || rc)
     r->st.failed += never;
   else
@@ -346,6 +356,9 @@ int fz_pipeline_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items,
       int wrc = run_write_and_join(r, &t, rc, why, why_len);
       ran = 1;
       if (rc) { /* a thread that could not start: its reason is said */
+      } else if (r->src_err && !wrc) { /* the manifest could not be read on: what was, is done */
+        rc = r->src_err;
+        fc_why(why, why_len, "%s", r->src_why);
       } else if (wrc) {
         rc = wrc;
         fc_why(why, why_len, "cannot write to the store: %s", fc_strerror(wrc));

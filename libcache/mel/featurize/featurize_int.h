@@ -39,6 +39,7 @@ static inline void fz_hold_drop(fz_hold *h) {
 typedef struct fz_job {
   struct fz_job *next;
   size_t index;
+  struct fz_run *run; /* set by fz_job_new: the job holds its item until it is freed */
   int kind; /* fz_job_kind */
   int clear_fail; /* STORE: delete the id's failure record in the same transaction */
   fc_digest key;
@@ -81,9 +82,30 @@ struct fz_run {
   char created_key[41], created[21]; /* meta created/<hex> and the time (config_stamp) */
   char cfg_json[1024];
   size_t cfg_json_len;
-  const fc_item *items;
+  const fc_item *items; /* the items [0, n), or, with a source (opts.source), none: */
   size_t n;
   char *cwd; /* the working directory at the start: relative source paths are stored under it */
+  /* items of opts.manifest, read by a reader thread into the feed as workers take them (fz_take),
+   * each held while a worker or a job needs it: at most the items in flight, whatever the
+   * manifest's length. Under src_mu. */
+  pthread_mutex_t src_mu;
+  pthread_cond_t feed_cv; /* room in the feed, items in it, or the end */
+  fc_item **feed; /* a ring of feed_cap */
+  size_t feed_cap, feed_head, feed_n;
+  int feed_done; /* the reader thread read to the end (or could not read on: src_err) */
+  int feed_stop; /* the run takes no more: the reader thread counts the rest (drained) */
+  size_t drained;
+  pthread_t reader;
+  int reader_started;
+  int src_err;
+  char src_why[200];
+  size_t taken; /* items taken from the feed */
+  struct fz_live {
+    size_t index;
+    fc_item *item; /* NULL: a free slot */
+    unsigned refs; /* the worker that took it, and each job that names it */
+  } * live; /* slot index % cap */
+  size_t live_cap;
   fc_featurize_opts o;
   const fc_fz_backend *be;
   void *be_state;
@@ -173,6 +195,23 @@ void fz_job_free(fz_job *j);
 void fz_batch_free(fz_job *j);
 /* One event to the caller's callback (its id, path and line filled in); call under ev_mu. */
 void fz_emit(fz_run *r, fc_featurize_event *ev);
+/* Item i of the run: valid while its worker processes it, and while a job names it. */
+const fc_item *fz_item(fz_run *r, size_t i);
+/* A job for item i (zeroed, index set), holding the item until fz_job_free; NULL: no memory. */
+fz_job *fz_job_new(fz_run *r, size_t i);
+/* The worker is done with item i (its jobs, if any, still hold it). */
+void fz_item_release(fz_run *r, size_t i);
+/* Take the next item for a worker: 1 and *i, or 0 when there are no more (or the manifest could
+ * not be read on: src_err). */
+int fz_take(fz_run *r, size_t *i);
+/* May fz_take give more? */
+int fz_more(fz_run *r);
+/* With a manifest: start the reader thread (0, or an error: nothing started). */
+int fz_feed_start(fz_run *r);
+/* The items never taken (the rest of the manifest read to its end and counted: a run that
+ * stopped early); the reader thread is joined. Once, when the workers are done. */
+size_t fz_untaken(fz_run *r);
+void fz_live_free(fz_run *r);
 /* One FAILED event for item i (counts it; with strict, halts the run). */
 void fz_report_failed(fz_run *r, size_t i, int err, const char *reason);
 /* Item i failed because of its input (its file or its manifest line): the FAILED event, and its
@@ -186,7 +225,7 @@ void fz_report_unstored(fz_run *r, size_t i, int err);
 
 /* ---- the sink (featurize_sink.c): the writers ---------------------------------------------------- */
 /* The part (writer) of item i. */
-unsigned fz_part_of(const fz_run *r, size_t i);
+unsigned fz_part_of(fz_run *r, size_t i);
 /* Hand a finished job to its writer (blocks while the queue is full; the time into *waited).
  * Returns 0, or the writer's error: the job was not queued. */
 int fz_queue_push(fz_run *r, fz_job *j, double *waited);

@@ -32,9 +32,9 @@ static size_t job_write_bytes(const fz_job *j) {
 }
 
 /* The part (writer) of item i: its id's shard among the parts. */
-unsigned fz_part_of(const fz_run *r, size_t i) {
+unsigned fz_part_of(fz_run *r, size_t i) {
   if (r->n_parts < 2) return 0;
-  const char *id = r->items[i].id;
+  const char *id = fz_item(r, i)->id;
   return fc_store_part_of_id(id, strlen(id), r->n_parts);
 }
 
@@ -147,7 +147,7 @@ static int commit_batch(fz_run *r, fz_part *p, fz_job *batch, size_t count) {
       (fc_put){FC_DB_META, r->cfg_key, 36, r->cfg_json, r->cfg_json_len, FC_PUT_NOOVERWRITE};
   puts[np++] = (fc_put){FC_DB_META, r->created_key, 40, r->created, 20, FC_PUT_NOOVERWRITE};
   for (fz_job *j = batch; j; j = j->next) {
-    const char *id = r->items[j->index].id;
+    const char *id = fz_item(r, j->index)->id;
     if (j->kind == FZ_JOB_FAIL) {
       puts[np++] = (fc_put){FC_DB_FAILED, id, strlen(id), j->entry, j->entry_len, 0};
       continue;

@@ -70,7 +70,7 @@ char *fz_source_path(const fz_run *r, const char *path) {
 /* The failure record of item i (docs/FORMAT.md "Failure record") to its part's writer. */
 void fz_input_failed(fz_run *r, size_t i, int err, const char *reason) {
   fz_report_failed(r, i, err, reason);
-  const fc_item *it = &r->items[i];
+  const fc_item *it = fz_item(r, i);
   if (!it->id || fc_id_check(it->id, strlen(it->id)) != 0) return; /* nothing to key it by */
   if (!reason || !*reason) reason = plain_reason(err ? err : FC_EDECODE);
   char *src = it->path && it->path[0] ? fz_source_path(r, it->path) : NULL;
@@ -83,10 +83,9 @@ void fz_input_failed(fz_run *r, size_t i, int err, const char *reason) {
                   .source_len = src ? strlen(src) : 0,
                   .reason = reason,
                   .reason_len = strlen(reason)};
-  fz_job *j = fc_calloc(1, sizeof *j);
+  fz_job *j = fz_job_new(r, i);
   if (j) j->entry = fc_malloc(fc_failure_size(&f));
   if (j && j->entry) {
-    j->index = i;
     j->kind = FZ_JOB_FAIL;
     j->entry_len = fc_failure_size(&f);
     fc_failure_encode(&f, j->entry);
@@ -99,9 +98,8 @@ void fz_input_failed(fz_run *r, size_t i, int err, const char *reason) {
 
 /* Only the id's failure record to delete (the id was skipped: stored under this config). */
 static void queue_clear(fz_run *r, size_t i, double *waited) {
-  fz_job *j = fc_calloc(1, sizeof *j);
+  fz_job *j = fz_job_new(r, i);
   if (!j) return; /* the record stays: a later run deletes it */
-  j->index = i;
   j->kind = FZ_JOB_CLEAR;
   if (fz_queue_push(r, j, waited)) fz_job_free(j);
 }
@@ -131,7 +129,7 @@ static int same_source(const fc_audio_entry *e, const char *path, uint64_t size,
 static int lookup(fz_run *r, size_t i, const fc_digest *key, const fc_digest *audio,
                   const fc_audio_info *src, const char *abs, int *have_feat, int *have_entry,
                   int *stale, int *have_fail, fc_audio_entry *old) {
-  const char *id = r->items[i].id;
+  const char *id = fz_item(r, i)->id;
   *have_feat = *have_entry = *stale = *have_fail = 0;
   fc_rtxn *t;
   int rc = fc_store_read_begin(r->parts[fz_part_of(r, i)].s, &t);
@@ -163,7 +161,7 @@ static int lookup(fz_run *r, size_t i, const fc_digest *key, const fc_digest *au
  * under this config is. 1: stored, skip it (*have_fail: it has a failure record of this config);
  * 0: read and hash the file. */
 static int stored_by_identity(fz_run *r, size_t i, const char *abs, int *have_fail) {
-  const fc_item *it = &r->items[i];
+  const fc_item *it = fz_item(r, i);
   struct stat st;
   *have_fail = 0;
   if (stat(it->path, &st) != 0 || !S_ISREG(st.st_mode)) return 0; /* the read says why */
@@ -207,7 +205,7 @@ static int encode_entry(fz_job *j, const fc_digest *audio, const fc_audio_info *
 }
 
 static void process_item(fz_run *r, fz_worker *w, size_t i) {
-  const fc_item *it = &r->items[i];
+  const fc_item *it = fz_item(r, i);
   const fc_mel_config *cfg = r->cfg;
   char why[320];
   why[0] = '\0';
@@ -274,8 +272,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
     info.sample_rate = old.sample_rate;
     info.channels = old.channels;
     info.frames = old.frames;
-    if (!(j = fc_calloc(1, sizeof *j))) goto nomem;
-    j->index = i;
+    if (!(j = fz_job_new(r, i))) goto nomem;
     j->key = key;
     j->refresh = 1;
     j->clear_fail = have_fail;
@@ -306,8 +303,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   tm->decode += (t1 = fz_cpu_now()) - t0;
   if (rc) goto fail;
 
-  if (!(j = fc_calloc(1, sizeof *j))) goto nomem;
-  j->index = i;
+  if (!(j = fz_job_new(r, i))) goto nomem;
   j->clear_fail = have_fail;
   j->key = key;
   j->seconds = info.sample_rate ? (double)info.frames / info.sample_rate : 0;
@@ -369,12 +365,13 @@ void *fz_worker_main(void *arg) {
   for (;;) {
     if (atomic_load(&r->halt)) break;
     if (stop_requested(r)) {
-      if (atomic_load(&r->next) < r->n) atomic_store(&r->interrupted, 1);
+      if (fz_more(r)) atomic_store(&r->interrupted, 1);
       break;
     }
-    size_t i = atomic_fetch_add(&r->next, 1);
-    if (i >= r->n) break;
+    size_t i;
+    if (!fz_take(r, &i)) break;
     process_item(r, w, i);
+    fz_item_release(r, i); /* its jobs, if any, hold it on */
     if (w->buf_cap > FZ_KEEP_BUFFER) { /* a long file's buffer is not kept for the next ones */
       free(w->buf);
       w->buf = NULL;
