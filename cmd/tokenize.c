@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cmd/cli.h"
@@ -132,6 +133,18 @@ static int pick(const char *opt, const char *v, const char *a, const char *b) {
   return 0;
 }
 
+/* Can the manifest be read? (The run reads it as it goes: what fc_manifest_read would refuse at
+ * once is refused here, before anything is written.) */
+static int manifest_readable(const char *path, char *why, size_t why_len) {
+  FILE *f = fopen(path, "re");
+  struct stat st;
+  int rc = f ? 0 : errno;
+  if (!rc && fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) rc = EISDIR;
+  if (f) fclose(f);
+  if (rc) snprintf(why, why_len, rc == EISDIR ? "is a directory" : "cannot open: %s", strerror(rc));
+  return rc;
+}
+
 int main(int argc, char **argv) {
   fc_cli_tool = "tokenize";
   struct option longs[sizeof options / sizeof options[0]];
@@ -237,12 +250,22 @@ int main(int argc, char **argv) {
     fprintf(stderr, "tokenize: %s\n", why[0] ? why : fc_strerror(rc));
     return FC_EXIT_USAGE;
   }
+  /* A manifest file is read as the run goes (memory: a batch of lines and the ids seen); stdin,
+   * or a split store's parts, take it whole. */
   fc_item_list items = {0};
-  rc = fc_manifest_read(manifest, &mopts, &items, why, sizeof why);
+  unsigned split_n = 0;
+  const int stream =
+      strcmp(manifest, "-") != 0 && !(fc_store_split_count(out_dir, &split_n) == 0 && split_n >= 2);
+  rc = stream ? manifest_readable(manifest, why, sizeof why)
+              : fc_manifest_read(manifest, &mopts, &items, why, sizeof why);
   if (rc) {
     fc_cli_warn(manifest, "%s", why[0] ? why : fc_strerror(rc));
     fc_tokenizer_free(tok);
     return FC_EXIT_USAGE;
+  }
+  if (stream) {
+    ro.manifest = manifest;
+    ro.manifest_opts = &mopts;
   }
   if (shard_spec) {
     /* A vocab built from the corpus is built from all of it, so every shard has the same config. */
@@ -252,7 +275,10 @@ int main(int argc, char **argv) {
       fc_tokenizer_free(tok);
       return FC_EXIT_FAIL;
     }
-    fc_item_list_shard(&items, shard_k, shard_n);
+    if (stream) /* the run reads its shard */
+      mopts.shard_k = shard_k, mopts.shard_n = shard_n;
+    else
+      fc_item_list_shard(&items, shard_k, shard_n);
   }
   /* A split store (featurize --writers) gets each line's text in its id's part. */
   fc_store **parts = NULL;

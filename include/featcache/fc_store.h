@@ -68,7 +68,11 @@ FC_API unsigned fc_store_open_flags(const fc_store *s);
 enum {
   FC_PUT_NOOVERWRITE = 1u << 0, /* keep an existing value (content-addressed dbs) */
   FC_PUT_FILL = 1u << 1, /* val is an fc_put_fill: the value is written into the store by it */
-  FC_PUT_DELETE = 1u << 2 /* delete the key (val is ignored); a key not there is no error */
+  FC_PUT_DELETE = 1u << 2, /* delete the key (val is ignored); a key not there is no error */
+  /* the key sorts after every key of its db (a bulk load in key order): added at the end of the
+   * table without a search, its pages filled whole (LMDB's MDB_APPEND); a key that does not is
+   * put as any other, so the flag is a hint, never wrong */
+  FC_PUT_APPEND = 1u << 3
 };
 
 /* A value written straight into the store (FC_PUT_FILL): with this flag, an fc_put's val points at

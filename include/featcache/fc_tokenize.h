@@ -148,6 +148,17 @@ typedef struct fc_tokenize_run_opts {
   /* Called after each committed batch (may be NULL), e.g. for a progress line. */
   void (*progress)(const fc_tokenize_stats *stats, void *ud);
   void *progress_ud;
+  /* 0: a job of more than one batch into a store that holds no text entries and no token
+   * records yet is a bulk load: its batches go to sorted runs in a temporary file beside the store
+   * and are appended to the store's tables in key order at the end (each page written once; a
+   * job killed before then leaves the store as it was). -1: never; every batch is committed. */
+  int bulk;
+  /* The lines of this manifest file, read as the run goes (fc_manifest_opts.on_item, with
+   * manifest_opts, may be NULL; the items argument is then ignored and may be NULL): memory is a
+   * batch's, not the manifest's. A build_vocab tokenizer reads it twice. Not stdin ("-"), not for
+   * split stores (fc_tokenize_run_split refuses it: FC_ECONFIG). */
+  const char *manifest;
+  const fc_manifest_opts *manifest_opts;
 } fc_tokenize_run_opts;
 
 /* Tokenize items into store s: per item, the text entry (id → text digest ‖ text as read: the

@@ -300,7 +300,13 @@ static int put_one(fc_store *s, MDB_txn *txn, const fc_put *p) {
     if (g != MDB_NOTFOUND) is_cfg = 0;
     if (g && g != MDB_NOTFOUND) return g;
   }
-  int rc = fault_hit("put") ? EIO : mdb_put(txn, s->dbi[p->db], &k, &v, flags);
+  int rc = fault_hit("put") ? EIO
+                            : mdb_put(txn, s->dbi[p->db], &k, &v,
+                                      flags | ((p->flags & FC_PUT_APPEND) ? MDB_APPEND : 0));
+  if (rc == MDB_KEYEXIST && (p->flags & FC_PUT_APPEND)) { /* not after the last key: a plain put */
+    v = (MDB_val){p->val_len, fill ? NULL : (void *)p->val};
+    rc = mdb_put(txn, s->dbi[p->db], &k, &v, flags);
+  }
   if (rc == 0 && fill) { /* the reserved bytes, written in place (fc_put_fill) */
     const fc_put_fill *f = p->val;
     rc = f->fill(v.mv_data, p->val_len, f->arg);
@@ -315,7 +321,9 @@ static int put_one(fc_store *s, MDB_txn *txn, const fc_put *p) {
  * another value; a FILL put's bytes are in the page). */
 static int index_put(fc_store *s, MDB_txn *txn, const fc_put *p) {
   MDB_val k = {p->key_len, (void *)p->key}, v = {p->val_len, (void *)p->val};
-  if (p->flags & (FC_PUT_NOOVERWRITE | FC_PUT_FILL)) {
+  if (p->flags & FC_PUT_DELETE) { /* no entry: in no index */
+    v = (MDB_val){0, NULL};
+  } else if (p->flags & (FC_PUT_NOOVERWRITE | FC_PUT_FILL)) {
     int rc = mdb_get(txn, s->dbi[p->db], &k, &v);
     if (rc) return rc;
   }

@@ -112,4 +112,25 @@ int tok_bpe_encode(const tok_bpe *b, const char *text, size_t len, tok_ids *out,
 uint32_t tok_bpe_vocab_size(const tok_bpe *b);
 void tok_bpe_free(tok_bpe *b);
 
+/* ---- bulk loads (tok_bulk.c) ------------------------------------------------------------------ */
+/* Runs of puts spilled to an unnamed temporary file in dir (the store's directory: the same file
+ * system), then merged in key order into the store with FC_PUT_APPEND: for a table that is empty,
+ * every page is written once. slot: 0 the tok puts, 1 the text puts (their runs merge apart). */
+typedef struct tok_spill tok_spill;
+int tok_spill_open(const char *dir, tok_spill **out);
+void tok_spill_close(tok_spill *sp);
+/* Append puts[0..n) as one run of slot, in key order (LMDB's), equal keys once; aux[i] (may be
+ * NULL) goes with put i. */
+int tok_spill_run(tok_spill *sp, int slot, const fc_put *puts, const uint32_t *aux, size_t n);
+/* What a merge committed: distinct keys, the sum of their aux and of their values' dim0 (bytes
+ * 8..11 of a record), and the puts dropped as a key seen before (another batch's same text). */
+typedef struct tok_merged {
+  uint64_t puts, aux, dim0, duplicates;
+} tok_merged;
+/* Merge slot's runs into db of s, one write transaction per batch_puts puts or batch_bytes. */
+int tok_spill_merge(tok_spill *sp, fc_store *s, int slot, int db, size_t batch_puts,
+                    size_t batch_bytes, tok_merged *done);
+/* Sort puts by key (LMDB's order). */
+void tok_sort_puts(fc_put *puts, size_t n);
+
 #endif

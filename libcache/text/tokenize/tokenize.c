@@ -136,51 +136,141 @@ static void add_symbol(const char *s, size_t len, void *ud) {
   if (!c->rc && tok_map_put(c->set, s, len, 0, NULL) == ENOMEM) c->rc = ENOMEM;
 }
 
-static int build_vocab(fc_tokenizer *t, const fc_item_list *items, line_state *ls, int nthreads) {
-  tok_map *sets = fc_calloc((size_t)nthreads, sizeof *sets);
-  if (!sets) return ENOMEM;
+/* ---- where the lines come from: a list, or a manifest handed over line by line ------------- */
+/* Called with each batch of at most `batch` lines, in order: 0 to go on; TOK_STOP to stop (the
+ * lines not handed over yet are counted, not processed); any other code stops at once. */
+#define TOK_STOP 1
+typedef int (*batch_fn)(const fc_item *lines, size_t m, void *ctx);
+
+/* A batch gathered from a manifest (fc_manifest_opts.on_item): copies of what tokenize needs of
+ * each line (the manifest's item lives during the call only). */
+typedef struct gather {
+  fc_item *lines;
+  size_t n, cap;
+  batch_fn fn;
+  void *ctx;
+  uint64_t seen; /* lines handed over by the manifest */
+  int stopped; /* fn said TOK_STOP: lines are only counted now */
+} gather;
+
+static void lines_clear(fc_item *l, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    free(l[i].id);
+    free(l[i].path);
+    free(l[i].text);
+    free(l[i].why);
+  }
+}
+
+static int gather_item(const fc_item *it, void *user) {
+  gather *g = user;
+  g->seen++;
+  if (g->stopped) return 0;
+  fc_item *d = &g->lines[g->n++];
+  memset(d, 0, sizeof *d);
+  d->line = it->line;
+  d->err = it->err;
+  if ((it->id && !(d->id = fc_strdup(it->id))) || (it->text && !(d->text = fc_strdup(it->text))) ||
+      (it->why && !(d->why = fc_strdup(it->why))))
+    return ENOMEM;
+  if (g->n < g->cap) return 0;
+  int rc = g->fn(g->lines, g->n, g->ctx);
+  lines_clear(g->lines, g->n);
+  g->n = 0;
+  if (rc == TOK_STOP) g->stopped = 1;
+  return rc == TOK_STOP ? 0 : rc;
+}
+
+/* fn over every line of the run, batch lines at a time: items, or o->manifest read as it goes
+ * (memory: a batch of lines). *lines: how many there were (read to the end even after a stop).
+ * Returns 0 (TOK_STOP included), fn's error, or the manifest's (why in o's report? no: ENOMEM,
+ * errno codes). */
+static int for_each_batch(const fc_item_list *items, const fc_tokenize_run_opts *o, size_t batch,
+                          batch_fn fn, void *ctx, uint64_t *lines) {
   int rc = 0;
-#pragma omp parallel num_threads(nthreads)
+  *lines = 0;
+  if (!o->manifest) {
+    *lines = items->count;
+    for (size_t b0 = 0; b0 < items->count && !rc; b0 += batch) {
+      size_t m = items->count - b0 < batch ? items->count - b0 : batch;
+      rc = fn(items->items + b0, m, ctx);
+    }
+    return rc == TOK_STOP ? 0 : rc;
+  }
+  gather g = {.cap = batch, .fn = fn, .ctx = ctx};
+  if (!(g.lines = fc_calloc(batch, sizeof *g.lines))) return ENOMEM;
+  fc_manifest_opts mo = {0};
+  if (o->manifest_opts) mo = *o->manifest_opts;
+  mo.on_item = gather_item;
+  mo.user = &g;
+  fc_item_list none;
+  char why[256];
+  rc = fc_manifest_read(o->manifest, &mo, &none, why, sizeof why);
+  if (!rc && g.n && !g.stopped) rc = fn(g.lines, g.n, ctx); /* the last, short batch */
+  lines_clear(g.lines, g.n);
+  free(g.lines);
+  *lines = g.seen;
+  return rc == TOK_STOP ? 0 : rc;
+}
+
+/* ---- build_vocab: the distinct symbols of the whole corpus ----------------------------------- */
+typedef struct vocab_ctx {
+  fc_tokenizer *t;
+  tok_map *sets; /* one per thread */
+  line_state *ls; /* the batch's */
+  size_t max_bytes;
+  int nthreads;
+} vocab_ctx;
+
+static int vocab_batch(const fc_item *lines, size_t m, void *ctx) {
+  vocab_ctx *v = ctx;
+  int rc = 0;
+  for (size_t i = 0; i < m; i++) check_line(&lines[i], v->max_bytes, &v->ls[i]);
+#pragma omp parallel num_threads(v->nthreads)
   {
-    tok_map *set = &sets[omp_get_thread_num()];
+    tok_map *set = &v->sets[omp_get_thread_num()];
 #pragma omp for schedule(dynamic, 16)
-    for (size_t i = 0; i < items->count; i++) {
-      line_state *l = &ls[i];
+    for (size_t i = 0; i < m; i++) {
+      line_state *l = &v->ls[i];
       if (l->err) continue;
       char *norm;
       size_t nlen;
-      int r = fc_tok_normalize(fc_tokenizer_norm(t), l->text, l->len, &norm, &nlen);
+      int r = fc_tok_normalize(fc_tokenizer_norm(v->t), l->text, l->len, &norm, &nlen);
       if (r == ENOMEM) { /* not the line's fault: a vocab without its symbols would be another
                           * config than a rerun's (found by fault_sites.sh's resumed alloc loop) */
 #pragma omp critical(fc_tok_build)
         rc = rc ? rc : ENOMEM;
         continue;
       }
-      if (r) {
-        fail_line(l, r, "%s", norm_why(r));
-        continue;
-      }
+      if (r) continue; /* the line fails again when it is tokenized, saying why */
       sym_ctx c = {set, 0};
-      r = fc_tokenizer_symbols(t, norm, nlen, add_symbol, &c);
+      r = fc_tokenizer_symbols(v->t, norm, nlen, add_symbol, &c);
       free(norm);
-      if (r == FC_EPHONEMIZE) { /* this line's failure, not the vocabulary's */
-        fail_line(l, r, "%s", fc_strerror(r));
-        continue;
-      }
+      if (r == FC_EPHONEMIZE) continue; /* this line's failure, not the vocabulary's */
       if (r || c.rc) {
 #pragma omp critical(fc_tok_build)
         rc = rc ? rc : (r ? r : c.rc);
       }
     }
   }
+  return rc;
+}
+
+/* The vocabulary of every line of the run, batch lines at a time (ls: batch line states). */
+static int build_vocab(fc_tokenizer *t, const fc_item_list *items, const fc_tokenize_run_opts *o,
+                       size_t batch, size_t max_bytes, line_state *ls, int nthreads) {
+  vocab_ctx v = {t, fc_calloc((size_t)nthreads, sizeof *v.sets), ls, max_bytes, nthreads};
+  if (!v.sets) return ENOMEM;
+  uint64_t lines;
+  int rc = for_each_batch(items, o, batch, vocab_batch, &v, &lines);
   tok_map all = {0};
   for (int k = 0; k < nthreads && !rc; k++)
-    for (size_t i = 0; i < sets[k].cap && !rc; i++)
-      if (sets[k].slots[i].key &&
-          tok_map_put(&all, sets[k].slots[i].key, sets[k].slots[i].len, 0, NULL) == ENOMEM)
+    for (size_t i = 0; i < v.sets[k].cap && !rc; i++)
+      if (v.sets[k].slots[i].key &&
+          tok_map_put(&all, v.sets[k].slots[i].key, v.sets[k].slots[i].len, 0, NULL) == ENOMEM)
         rc = ENOMEM;
-  for (int k = 0; k < nthreads; k++) tok_map_free(&sets[k]);
-  free(sets);
+  for (int k = 0; k < nthreads; k++) tok_map_free(&v.sets[k]);
+  free(v.sets);
   const char **syms = rc ? NULL : fc_malloc((all.count ? all.count : 1) * sizeof *syms);
   if (!rc && !syms) rc = ENOMEM;
   if (!rc) {
@@ -214,169 +304,263 @@ static void report(const fc_tokenize_run_opts *o, const fc_item *it, const line_
   if (o->report) o->report(it, l->err, l->why, o->report_ud);
 }
 
+/* Bulk loads (tok_bulk.c): a job whose store holds no text entries and no tok records yet writes
+ * each batch as sorted runs to a temporary file and merges them into the store at the end, in key
+ * order (records first, then the entries, so an entry never names a missing record). */
+static int store_is_empty(fc_store *s, int *empty) {
+  fc_rtxn *t;
+  uint64_t ntext = 0, ntok = 0;
+  int rc = fc_store_read_begin(s, &t);
+  if (rc) return rc;
+  rc = fc_rtxn_count(t, FC_DB_TEXT, &ntext);
+  if (!rc) rc = fc_rtxn_count(t, FC_DB_TOK, &ntok);
+  fc_rtxn_end(t);
+  *empty = ntext == 0 && ntok == 0;
+  return rc;
+}
+
+/* What a batch counts once it is committed (in bulk, once the merge is). */
+typedef struct counts {
+  uint64_t processed, skipped, tokens, unknown;
+} counts;
+
+static void add_counts(fc_tokenize_stats *st, const counts *c) {
+  st->processed += c->processed;
+  st->skipped_existing += c->skipped;
+  st->tokens += c->tokens;
+  st->unknown += c->unknown;
+}
+
+/* One run: what its batches share. Per-line state exists for the batch in flight only. */
+typedef struct run_ctx {
+  fc_store *s;
+  fc_tokenizer *t;
+  const fc_tokenize_run_opts *o;
+  fc_tokenize_stats *st;
+  fc_digest cfg;
+  size_t batch, max_bytes;
+  int nthreads;
+  line_state *ls;
+  fc_put *puts; /* [2 * batch]: tok puts from 0, text puts from batch */
+  char (*hexkeys)[16];
+  char **tvals;
+  uint32_t *unknowns;
+  int decided, bulk; /* the first batch decides whether the run is a bulk load */
+  tok_spill *sp;
+  counts pending; /* bulk: what the merge will commit */
+  int stopped; /* by the stop flag or --strict, not by an error */
+  int rc; /* the run's outcome so far */
+} run_ctx;
+
+static int run_batch(const fc_item *lines, size_t m, void *ctxp) {
+  run_ctx *c = ctxp;
+  const fc_tokenize_run_opts *o = c->o;
+  fc_tokenize_stats *st = c->st;
+  line_state *ls = c->ls;
+  int rc = 0;
+  if (!c->decided) { /* a bulk load needs more than this batch: it is full */
+    c->decided = 1;
+    if (o->bulk >= 0 && m == c->batch && (rc = store_is_empty(c->s, &c->bulk))) return rc;
+    if (c->bulk && tok_spill_open(fc_store_path(c->s), &c->sp) != 0) c->bulk = 0; /* as a rerun */
+  }
+  for (size_t i = 0; i < m; i++) check_line(&lines[i], c->max_bytes, &ls[i]);
+  /* 1. what is already stored (a bulk load's store holds nothing) */
+  fc_rtxn *rt = NULL;
+  if (!c->bulk && (rc = fc_store_read_begin(c->s, &rt))) return rc;
+  for (size_t i = 0; i < m; i++) {
+    line_state *l = &ls[i];
+    if (l->err) continue;
+    if (c->bulk) {
+      l->need_tok = l->need_text = 1;
+      continue;
+    }
+    fc_digest key;
+    fc_record_key(&l->digest, &c->cfg, &key);
+    const void *v;
+    size_t vlen;
+    const char *id = lines[i].id;
+    l->need_tok = fc_rtxn_get(rt, FC_DB_TOK, key.bytes, 16, &v, &vlen) != 0;
+    l->need_text = fc_rtxn_get(rt, FC_DB_TEXT, id, strlen(id), &v, &vlen) != 0 ||
+                   vlen != 16 + l->len || memcmp(v, l->digest.bytes, 16) != 0;
+    /* a new record comes with its entry (the same bytes when it was there): the entry's write
+     * indexes the id under this config (docs/FORMAT.md "Index") */
+    if (l->need_tok) l->need_text = 1;
+  }
+  fc_rtxn_end(rt);
+  /* a text seen earlier in the batch: one record, made by its first line; the others are
+   * counted with the records already stored */
+  tok_map seen = {0};
+  for (size_t i = 0; i < m && !rc; i++) {
+    line_state *l = &ls[i];
+    int32_t first;
+    if (l->err || !l->need_tok) continue;
+    int r = tok_map_put(&seen, (const char *)l->digest.bytes, 16, (int32_t)i, &first);
+    if (r == ENOMEM) rc = ENOMEM;
+    if (r == 1) {
+      l->need_tok = 0;
+      l->same_as = (size_t)first + 1;
+    }
+  }
+  tok_map_free(&seen);
+  if (rc) return rc;
+    /* 2. tokenize what is missing */
+#pragma omp parallel for schedule(dynamic, 8) num_threads(c->nthreads)
+  for (size_t i = 0; i < m; i++)
+    if (!ls[i].err && ls[i].need_tok) tokenize_line(c->t, &c->cfg, &ls[i]);
+  for (size_t i = 0; i < m; i++) { /* its first line failed: so does it, for the same reason */
+    line_state *l = &ls[i];
+    if (l->same_as && ls[l->same_as - 1].err) {
+      l->err = ls[l->same_as - 1].err;
+      memcpy(l->why, ls[l->same_as - 1].why, sizeof l->why);
+    }
+  }
+  /* 3. report, then commit the batch (under strict, only the lines before the first bad one) */
+  size_t end = m;
+  for (size_t i = 0; i < m; i++) {
+    line_state *l = &ls[i];
+    if (l->err) {
+      st->failed++;
+      report(o, &lines[i], l);
+      if (o->strict) {
+        c->rc = l->err;
+        c->stopped = 1;
+        end = i;
+        break;
+      }
+    }
+  }
+  /* counted once the batch is committed: after a failed write its lines count as failed */
+  counts k = {0};
+  size_t nt = 0, nx = 0; /* tok puts from puts[0], text puts from puts[batch] */
+  fc_put *puts = c->puts;
+  for (size_t i = 0; i < end && !rc; i++) {
+    line_state *l = &ls[i];
+    if (l->err) continue;
+    const char *id = lines[i].id;
+    if (l->need_text) {
+      char *tv = fc_malloc(16 + l->len);
+      if (!tv) {
+        rc = ENOMEM; /* nothing of this batch is written */
+        break;
+      }
+      memcpy(tv, l->digest.bytes, 16);
+      memcpy(tv + 16, l->text, l->len);
+      c->tvals[i] = tv;
+      puts[c->batch + nx++] = (fc_put){FC_DB_TEXT, id, strlen(id), tv, 16 + l->len, 0};
+    }
+    if (l->need_tok) {
+      fc_digest key;
+      fc_record_key(&l->digest, &c->cfg, &key);
+      memcpy(c->hexkeys[i], key.bytes, 16);
+      c->unknowns[nt] = (uint32_t)(l->unknown < UINT32_MAX ? l->unknown : UINT32_MAX);
+      puts[nt++] = (fc_put){FC_DB_TOK, c->hexkeys[i], 16, l->rec, l->rec_len, FC_PUT_NOOVERWRITE};
+      k.processed++;
+      k.tokens += l->ntok;
+      k.unknown += l->unknown;
+    } else {
+      k.skipped++;
+    }
+  }
+  if (!rc && c->bulk) { /* into the runs: the store sees them at the end, in key order */
+    rc = tok_spill_run(c->sp, 0, puts, c->unknowns, nt);
+    if (!rc) rc = tok_spill_run(c->sp, 1, puts + c->batch, NULL, nx);
+  } else if (!rc && (nt || nx)) { /* keys in order: pages touched in order, each once */
+    tok_sort_puts(puts, nt);
+    tok_sort_puts(puts + c->batch, nx);
+    memmove(puts + nt, puts + c->batch, nx * sizeof *puts);
+    rc = fc_store_write(c->s, puts, nt + nx);
+  }
+  if (!rc && c->bulk) {
+    c->pending.processed += k.processed;
+    c->pending.skipped += k.skipped;
+  } else if (!rc) {
+    add_counts(st, &k);
+  }
+  for (size_t i = 0; i < m; i++) {
+    free(ls[i].rec);
+    ls[i].rec = NULL;
+    free(c->tvals[i]);
+    c->tvals[i] = NULL;
+  }
+  if (rc) { /* an error, even after --strict stopped the run */
+    c->rc = rc;
+    c->stopped = 0;
+    return rc;
+  }
+  if (o->progress && !c->bulk) o->progress(st, o->progress_ud);
+  if (c->stopped) return TOK_STOP; /* --strict */
+  if (o->stop && *o->stop) {
+    c->rc = FC_EINTR;
+    c->stopped = 1;
+    return TOK_STOP;
+  }
+  return 0;
+}
+
 int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
                     const fc_tokenize_run_opts *o, fc_tokenize_stats *st) {
   fc_tokenize_run_opts defaults = {0};
   if (!o) o = &defaults;
   memset(st, 0, sizeof *st);
-  size_t batch = o->batch ? o->batch : 4096;
-  size_t max_bytes = o->max_text_bytes ? o->max_text_bytes : 65536;
-  int nthreads = o->threads > 0 ? o->threads : omp_get_max_threads();
-  size_t n = items->count;
-  st->lines = n;
-  line_state *ls = fc_calloc(n ? n : 1, sizeof *ls);
-  fc_put *puts = fc_calloc(2 * batch, sizeof *puts);
-  char(*hexkeys)[16] = fc_calloc(batch, sizeof *hexkeys);
-  char **tvals = fc_calloc(batch, sizeof *tvals);
-  int rc = 0, stopped = 0; /* stopped: by the stop flag or --strict, not by an error */
-  if (!ls || !puts || !hexkeys || !tvals) {
+  run_ctx c = {.s = s, .t = t, .o = o, .st = st};
+  c.batch = o->batch ? o->batch : 4096;
+  c.max_bytes = o->max_text_bytes ? o->max_text_bytes : 65536;
+  c.nthreads = o->threads > 0 ? o->threads : omp_get_max_threads();
+  c.ls = fc_calloc(c.batch, sizeof *c.ls);
+  c.puts = fc_calloc(2 * c.batch, sizeof *c.puts);
+  c.hexkeys = fc_calloc(c.batch, sizeof *c.hexkeys);
+  c.tvals = fc_calloc(c.batch, sizeof *c.tvals);
+  c.unknowns = fc_calloc(c.batch, sizeof *c.unknowns);
+  uint64_t n = items && !o->manifest ? items->count : 0;
+  int rc = 0;
+  const char *json;
+  size_t jlen;
+  if (!c.ls || !c.puts || !c.hexkeys || !c.tvals || !c.unknowns) {
     rc = ENOMEM;
     goto out;
   }
-  for (size_t i = 0; i < n; i++) check_line(&items->items[i], max_bytes, &ls[i]);
-
-  const char *json;
-  size_t jlen;
-  fc_digest cfg;
   if (fc_tokenizer_config(t, NULL, NULL, NULL) == FC_EBADSTATE &&
-      (rc = build_vocab(t, items, ls, nthreads)))
+      (rc = build_vocab(t, items, o, c.batch, c.max_bytes, c.ls, c.nthreads)))
     goto out;
-  if ((rc = fc_tokenizer_config(t, &json, &jlen, &cfg))) goto out;
-  if ((rc = put_meta(s, t, &cfg, json, jlen))) goto out;
-
-  for (size_t b0 = 0; b0 < n && !rc; b0 += batch) {
-    size_t b1 = b0 + batch < n ? b0 + batch : n;
-    /* 1. what is already stored */
-    fc_rtxn *rt;
-    if ((rc = fc_store_read_begin(s, &rt))) goto out;
-    for (size_t i = b0; i < b1; i++) {
-      line_state *l = &ls[i];
-      if (l->err) continue;
-      fc_digest key;
-      fc_record_key(&l->digest, &cfg, &key);
-      const void *v;
-      size_t vlen;
-      const char *id = items->items[i].id;
-      l->need_tok = fc_rtxn_get(rt, FC_DB_TOK, key.bytes, 16, &v, &vlen) != 0;
-      l->need_text = fc_rtxn_get(rt, FC_DB_TEXT, id, strlen(id), &v, &vlen) != 0 ||
-                     vlen != 16 + l->len || memcmp(v, l->digest.bytes, 16) != 0;
-      /* a new record comes with its entry (the same bytes when it was there): the entry's write
-       * indexes the id under this config (docs/FORMAT.md "Index") */
-      if (l->need_tok) l->need_text = 1;
-    }
-    fc_rtxn_end(rt);
-    /* a text seen earlier in the batch: one record, made by its first line; the others are
-     * counted with the records already stored */
-    tok_map seen = {0};
-    for (size_t i = b0; i < b1 && !rc; i++) {
-      line_state *l = &ls[i];
-      int32_t first;
-      if (l->err || !l->need_tok) continue;
-      int r = tok_map_put(&seen, (const char *)l->digest.bytes, 16, (int32_t)(i - b0), &first);
-      if (r == ENOMEM) rc = ENOMEM;
-      if (r == 1) {
-        l->need_tok = 0;
-        l->same_as = b0 + (size_t)first + 1;
-      }
-    }
-    tok_map_free(&seen);
-    if (rc) goto out;
-      /* 2. tokenize what is missing */
-#pragma omp parallel for schedule(dynamic, 8) num_threads(nthreads)
-    for (size_t i = b0; i < b1; i++)
-      if (!ls[i].err && ls[i].need_tok) tokenize_line(t, &cfg, &ls[i]);
-    for (size_t i = b0; i < b1; i++) { /* its first line failed: so does it, for the same reason */
-      line_state *l = &ls[i];
-      if (l->same_as && ls[l->same_as - 1].err) {
-        l->err = ls[l->same_as - 1].err;
-        memcpy(l->why, ls[l->same_as - 1].why, sizeof l->why);
-      }
-    }
-    /* 3. report, then commit the batch (under strict, only the lines before the first bad one) */
-    size_t np = 0, end = b1;
-    for (size_t i = b0; i < b1; i++) {
-      line_state *l = &ls[i];
-      if (l->err) {
-        st->failed++;
-        report(o, &items->items[i], l);
-        if (o->strict) {
-          rc = l->err;
-          stopped = 1;
-          end = i;
-          break;
-        }
-      }
-    }
-    /* counted once the batch is committed: after a failed write its lines count as failed */
-    uint64_t processed = 0, skipped = 0, tokens = 0, unknown = 0;
-    int brc = 0;
-    for (size_t i = b0; i < end; i++) {
-      line_state *l = &ls[i];
-      if (l->err) continue;
-      const char *id = items->items[i].id;
-      if (l->need_text) {
-        char *tv = fc_malloc(16 + l->len);
-        if (!tv) {
-          brc = ENOMEM; /* nothing of this batch is written */
-          break;
-        }
-        memcpy(tv, l->digest.bytes, 16);
-        memcpy(tv + 16, l->text, l->len);
-        tvals[i - b0] = tv;
-        puts[np++] = (fc_put){FC_DB_TEXT, id, strlen(id), tv, 16 + l->len, 0};
-      }
-      if (l->need_tok) {
-        fc_digest key;
-        fc_record_key(&l->digest, &cfg, &key);
-        memcpy(hexkeys[i - b0], key.bytes, 16);
-        puts[np++] =
-            (fc_put){FC_DB_TOK, hexkeys[i - b0], 16, l->rec, l->rec_len, FC_PUT_NOOVERWRITE};
-        processed++;
-        tokens += l->ntok;
-        unknown += l->unknown;
-      } else {
-        skipped++;
-      }
-    }
-    if (!brc && np) brc = fc_store_write(s, puts, np);
-    if (brc) {
-      rc = brc;
-      stopped = 0; /* an error, even after --strict stopped the run */
-    } else {
-      st->processed += processed;
-      st->skipped_existing += skipped;
-      st->tokens += tokens;
-      st->unknown += unknown;
-    }
-    for (size_t i = b0; i < b1; i++) {
-      free(ls[i].rec);
-      ls[i].rec = NULL;
-      free(tvals[i - b0]);
-      tvals[i - b0] = NULL;
-    }
-    if (rc) break;
-    if (o->progress) o->progress(st, o->progress_ud);
-    if (o->stop && *o->stop && b1 < n) {
-      rc = FC_EINTR;
-      stopped = 1;
+  if ((rc = fc_tokenizer_config(t, &json, &jlen, &c.cfg))) goto out;
+  if ((rc = put_meta(s, t, &c.cfg, json, jlen))) goto out;
+  rc = for_each_batch(items, o, c.batch, run_batch, &c, &n);
+  if (!rc) rc = c.rc; /* FC_EINTR, or strict's line error */
+  if (c.bulk && (!rc || c.stopped)) { /* the work done so far goes in, stopped or not */
+    tok_merged recs, ents;
+    int mrc = tok_spill_merge(c.sp, s, 0, FC_DB_TOK, c.batch, 64u << 20, &recs);
+    if (!mrc) mrc = tok_spill_merge(c.sp, s, 1, FC_DB_TEXT, c.batch, 64u << 20, &ents);
+    if (mrc) {
+      rc = mrc;
+      c.stopped = 0;
+    } else { /* a text two batches made is one record: the second line counts as stored */
+      c.pending.processed -= recs.duplicates;
+      c.pending.skipped += recs.duplicates;
+      c.pending.tokens = recs.dim0;
+      c.pending.unknown = recs.aux;
+      add_counts(st, &c.pending);
+      if (o->progress) o->progress(st, o->progress_ud);
     }
   }
 out:
   /* Every line counted once: the lines not stored and not reported (a failed write's batch, the
    * lines never begun) failed with the run, or were not started when it was stopped on purpose. */
+  st->lines = n;
   if (st->processed + st->skipped_existing + st->failed < n) {
     uint64_t rest = n - st->processed - st->skipped_existing - st->failed;
-    if (stopped)
+    if (c.stopped)
       st->not_started = rest;
     else
       st->failed += rest;
   }
-  if (ls)
-    for (size_t i = 0; i < n; i++) free(ls[i].rec);
-  free(ls);
-  free(puts);
-  free(hexkeys);
-  free(tvals);
+  if (c.ls)
+    for (size_t i = 0; i < c.batch; i++) free(c.ls[i].rec);
+  tok_spill_close(c.sp);
+  free(c.ls);
+  free(c.puts);
+  free(c.hexkeys);
+  free(c.tvals);
+  free(c.unknowns);
   return rc;
 }
 
@@ -407,6 +591,7 @@ int fc_tokenize_run_split(fc_store *const *parts, unsigned n_parts, fc_tokenizer
                           const fc_item_list *items, const fc_tokenize_run_opts *o,
                           fc_tokenize_stats *st) {
   if (n_parts < 2) return fc_tokenize_run(parts[0], t, items, o, st);
+  if (o && o->manifest) return FC_ECONFIG; /* a manifest read as it goes: one store only */
   fc_tokenize_run_opts defaults = {0};
   if (!o) o = &defaults;
   memset(st, 0, sizeof *st);
@@ -457,12 +642,14 @@ out:
 int fc_tokenizer_build_vocab_from(fc_tokenizer *t, const fc_item_list *items,
                                   const fc_tokenize_run_opts *o) {
   if (fc_tokenizer_config(t, NULL, NULL, NULL) != FC_EBADSTATE) return FC_ECONFIG;
-  size_t max_bytes = o && o->max_text_bytes ? o->max_text_bytes : 65536;
-  int nthreads = o && o->threads > 0 ? o->threads : omp_get_max_threads();
-  line_state *ls = fc_calloc(items->count ? items->count : 1, sizeof *ls);
+  fc_tokenize_run_opts defaults = {0};
+  if (!o) o = &defaults;
+  size_t max_bytes = o->max_text_bytes ? o->max_text_bytes : 65536;
+  int nthreads = o->threads > 0 ? o->threads : omp_get_max_threads();
+  size_t batch = o->batch ? o->batch : 4096;
+  line_state *ls = fc_calloc(batch, sizeof *ls);
   if (!ls) return ENOMEM;
-  for (size_t i = 0; i < items->count; i++) check_line(&items->items[i], max_bytes, &ls[i]);
-  int rc = build_vocab(t, items, ls, nthreads);
+  int rc = build_vocab(t, items, o, batch, max_bytes, ls, nthreads);
   free(ls);
   return rc;
 }
