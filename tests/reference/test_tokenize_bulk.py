@@ -3,14 +3,18 @@ token records is a bulk load (sorted runs in a temporary file, appended in key o
 any other job commits each batch with its puts sorted by key. Both give the store a job of one
 batch gives — the same text entries, token records and index, byte for byte, read with py-lmdb —
 and the same counts, texts repeated across batches included; a job added to a store that holds
-half of them (the per-batch path) too; and nothing is left beside the store."""
+half of them (the per-batch path) too; and nothing is left beside the store. A bulk load killed
+before its merge leaves the store as it was; one stopped by SIGTERM merges the batches it did; the
+rerun of either ends with the same store."""
 import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 try:
     import lmdb
@@ -96,6 +100,59 @@ def test_rerun_after_bulk_is_a_no_op(corpus):
     tokenize(st, man, "--batch", "256")
     s = tokenize(st, man, "--batch", "256")
     assert s["processed"] == 0 and s["skipped_existing"] == 3000
+
+
+def spilled(pid, store):
+    """Bytes in the job's unnamed spill file in STORE (0 while there is none)."""
+    fds = "/proc/%d/fd" % pid
+    try:
+        for fd in os.listdir(fds):
+            link = os.readlink(os.path.join(fds, fd))
+            if link.startswith(store + "/") and link.endswith("(deleted)"):
+                return os.stat(os.path.join(fds, fd)).st_size
+    except OSError:
+        pass
+    return 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_bulk_load_stopped(corpus, sig):
+    """A bulk load killed before its merge leaves the store as it was; stopped by SIGTERM it merges
+    the batches done (exit 143); either way the rerun ends with the store a whole run makes."""
+    if not shutil.which("espeak-ng"):
+        pytest.fail("espeak-ng not installed (scripts/setup installs it)")
+    man = os.path.join(corpus, "all.csv")
+    pv = os.path.join(corpus, "pv.txt")
+    with open(pv, "w") as f:
+        f.write("<pad>\n<unk>\n \n")
+    args = ["-q", "--json", "-t", "phonemes", "--vocab", pv, "--manifest", man, "-j", "1"]
+    ref = os.path.join(corpus, "ph-ref-%d" % sig)
+    st = os.path.join(corpus, "ph-%d" % sig)
+    tk = os.path.join(FC_BIN, "tokenize")
+    subprocess.run([tk, *args, "-o", ref, "--batch", "100000"], check=True, capture_output=True)
+    os.makedirs(st)
+    p = subprocess.Popen([tk, *args, "-o", st, "--batch", "20"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    while p.poll() is None and spilled(p.pid, st) == 0:  # a batch is in the runs
+        time.sleep(0.01)
+    assert p.poll() is None, "the job ended before a batch was spilled: %s" % p.stderr.read()
+    p.send_signal(sig)
+    out, err = p.communicate()
+    if sig == signal.SIGKILL:
+        assert p.returncode == -signal.SIGKILL
+        t = tables(st)
+        assert not t.get(b"tok") and not t.get(b"text"), "a killed bulk load wrote to the store"
+    else:
+        assert p.returncode == 143, err
+        s = json.loads(out)
+        t = tables(st)
+        assert 0 < len(t[b"tok"]) < len(tables(ref)[b"tok"])
+        assert len(t[b"text"]) == s["processed"] + s["skipped_existing"]
+        assert index_problems(st)[0] == []
+    assert sorted(os.listdir(st)) == ["data.mdb", "lock.mdb"]
+    subprocess.run([tk, *args, "-o", st, "--batch", "20"], check=True, capture_output=True)
+    assert tables(st) == tables(ref)
+    assert index_problems(st)[0] == []
 
 
 if __name__ == "__main__":

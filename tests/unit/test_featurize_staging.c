@@ -185,7 +185,11 @@ typedef struct shape {
   unsigned commit_fault; /* FC_FAULT=commit:N during the run (fault-injection builds) */
   unsigned parts; /* a split store of this many parts, one writer each (0, 1: a plain store) */
   unsigned batch; /* records per write transaction (0: 5) */
+  int stream; /* the items read from a manifest file as the run goes (fc_featurize_opts.manifest) */
 } shape;
+
+/* The same paths as a list manifest, for the shapes that read their items as they go. */
+static char list_path[300];
 
 static int last_clean; /* the last run took no fault: everything that gives frames was stored */
 static int last_injected; /* the last run's alloc fault was injected (FC_FAULT_LOG) */
@@ -206,6 +210,7 @@ static void describe(const shape *sh, char *buf, size_t len) {
                                                                  : "",
       sh->strict       ? ", strict"
       : sh->stop_after ? ", stopped"
+      : sh->stream     ? ", manifest read as it goes"
                        : "");
 }
 
@@ -238,6 +243,7 @@ static int run_shape(const char *dir, const fc_item_list *items, const shape *sh
   o.on_event = on_event;
   o.user = &ev;
   o.strict = sh->strict;
+  if (sh->stream) o.manifest = list_path;
   if (sh->stop_after) {
     o.stop = &stop;
     ev.stop = &stop;
@@ -454,6 +460,11 @@ int main(void) {
   }
   fc_item_list items;
   CHECK(fc_items_from_paths(pp, NFILES, &items) == 0, "items");
+  snprintf(list_path, sizeof list_path, "%s/list.txt", dir);
+  FILE *lf = fopen(list_path, "w");
+  CHECK(lf != NULL, "%s", list_path);
+  for (int i = 0; lf && i < NFILES; i++) fprintf(lf, "%s\n", paths[i]);
+  if (lf) fclose(lf);
   for (int p = 0; p < NPRESETS; p++) {
     CHECK(fc_mel_preset(presets[p], &cfgs[p]) == 0, "preset %s", presets[p]);
     make_refs(p);
@@ -479,6 +490,7 @@ int main(void) {
     if (pick(4) == 0) /* frames per chunk the binding limit */
       sh.max_frames = fc_mel_num_frames(&cfgs[sh.preset], sh.capacity) / 3 + 1;
     sh.parts = 1 + pick(3); /* 1 to 3 writers, each holding chunks until it commits */
+    sh.stream = k % 3 == 0;
     ok += run_shape(dir, &items, &sh, number++);
   }
 
@@ -514,6 +526,7 @@ int main(void) {
       sh.chunks = 2 + n % 3;
       sh.jobs = 1 + n % 4;
       sh.broken_file = -1;
+      sh.stream = n % 2;
       if (which == 0)
         sh.fail_launch = n;
       else
@@ -561,6 +574,7 @@ int main(void) {
       sh.batch = 1; /* a commit per record: both chunks' utterances wait in the queues, workers
                        wait for a chunk */
       sh.commit_fault = n;
+      sh.stream = n % 2; /* items held by their jobs only: reported before they are let go */
       int before = failures;
       run_shape(dir, &items, &sh, number);
       runs++;
@@ -582,6 +596,8 @@ int main(void) {
   sh.capacity = 6000;
   sh.stop_after = 5;
   sh.delay_us = 500;
+  ok += run_shape(dir, &items, &sh, number++);
+  sh.stream = 1; /* the same, the manifest read as it goes: the rest is read and counted */
   ok += run_shape(dir, &items, &sh, number++);
 
   for (int p = 0; p < NPRESETS; p++)

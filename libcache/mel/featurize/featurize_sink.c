@@ -100,9 +100,8 @@ void fz_queue_push_staged(fz_run *r, fz_job *const *jobs, size_t n) {
   pthread_mutex_unlock(&r->mu);
   if (fatal)
     for (size_t k = 0; k < n; k++) {
-      size_t index = jobs[k]->index;
+      fz_report_unstored(r, jobs[k]->index, fatal); /* while the job holds its item */
       fz_job_free(jobs[k]);
-      fz_report_unstored(r, index, fatal);
     }
 }
 

@@ -326,9 +326,8 @@ static void complete(fz_run *r, fz_chunk *c, size_t count, int rc, const void *o
   fc_why(why, sizeof why, "feature computation failed: %s", fc_strerror(rc));
   for (size_t k = 0; k < count; k++) {
     fz_job *j = c->jobs[k];
-    size_t index = j->index;
+    fz_report_failed(r, j->index, rc, why); /* while the job holds its item */
     fz_job_free(j); /* the last one gives the chunk back */
-    fz_report_failed(r, index, rc, why);
   }
 }
 
