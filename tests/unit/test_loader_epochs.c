@@ -6,7 +6,8 @@
  * the same batches, same crops, same data. Also: skipping an epoch, set_epoch(e+1) in the middle
  * of e, set_epoch of the epoch about to start, caller buffers across boundaries, and that the
  * first batch of the next epoch is ready without waiting once the prefetch threads had time;
- * fc_loader_swap_descs taking several batches a call.
+ * fc_loader_swap_descs taking several batches a call; batches of 5 MiB (rows the threads copy
+ * with streaming stores). Every value of every row and of its padding is checked.
  *
  * Fixture: one store of 61 utterances e000..e060, frames 20..219 (20 + 37u mod 200), values
  * u * 10000 + frame * 100 + bin (exact in f32). */
@@ -102,17 +103,19 @@ static void take(const fc_batch *b, const fc_loader_opts *o, seen *out) {
     out->starts[i] = b->mel_starts[i];
     int u = atoi(b->ids[i] + 1);
     const float *m = b->mels[i];
-    uint32_t last = b->mel_lengths[i] - 1, s = b->mel_starts[i];
-    CHECK(b->mel_lengths[i] && m[0] == value(u, s, 0) &&
-              m[(size_t)last * N_MELS + 79] == value(u, s + last, 79),
-          "%s: data (start %u, %u frames)", b->ids[i], s, b->mel_lengths[i]);
+    uint32_t n = b->mel_lengths[i], s = b->mel_starts[i];
+    int bad = !n;
+    for (uint32_t t = 0; t < n && !bad; t++) /* every value */
+      for (uint32_t k = 0; k < N_MELS; k++) bad |= m[(size_t)t * N_MELS + k] != value(u, s + t, k);
+    CHECK(!bad, "%s: data (start %u, %u frames)", b->ids[i], s, n);
     if (o->output == FC_OUTPUT_PADDED) {
       const float *row = (const float *)b->mel_data + (size_t)i * b->frames * N_MELS;
       CHECK(row == m, "padded mels[%u] points into mel_data", i);
-      if (b->frames > b->mel_lengths[i])
-        CHECK(row[(size_t)b->frames * N_MELS - 1] ==
-                  (isnan(o->pad_value) ? (float)log(1e-5) : o->pad_value),
-              "%s: padding", b->ids[i]);
+      float pv = isnan(o->pad_value) ? (float)log(1e-5) : o->pad_value;
+      int badpad = 0;
+      for (size_t x = (size_t)n * N_MELS; x < (size_t)b->frames * N_MELS && !badpad; x++)
+        badpad |= row[x] != pv;
+      CHECK(!badpad, "%s: padding", b->ids[i]);
     }
   }
 }
@@ -265,6 +268,40 @@ int main(void) {
     CHECK(fc_loader_set_epoch(l, 1) == 0, "back to 1");
     run_rest(l, &o, ref[1], 0, nref[1], "epoch 1 after 4");
     fc_loader_close(l);
+  }
+
+  /* batches of 4 MiB and more (LD_STREAM_MIN_BYTES): the prefetch threads copy their rows with
+   * streaming stores, a fresh loader without threads with memcpy; the same values either way,
+   * the loader's own buffers and caller buffers */
+  for (int caller = 0; caller <= 1; caller++) {
+    fc_loader_opts o;
+    fc_loader_opts_init(&o);
+    o.order = FC_ORDER_RANDOM;
+    o.output = FC_OUTPUT_PADDED;
+    o.seed = 21;
+    o.batch_size = 8;
+    o.pad_to = 2048; /* 8 x 2048 x 80 x 4 bytes: 5 MiB */
+    o.prefetch_threads = 2;
+    o.prefetch_depth = 3;
+    size_t bytes = 8u * 2048 * N_MELS * 4 + 65536;
+    void *bufs[5] = {0};
+    for (uint64_t e = 0; e < 2; e++) nref[e] = reference(path, &o, e, ref[e], 64);
+    fc_loader *l;
+    if (fc_loader_open(P, 1, &o, &l, why, sizeof why)) {
+      CHECK(0, "open: %s", why);
+      continue;
+    }
+    if (caller) {
+      for (int i = 0; i < 5; i++) bufs[i] = malloc(bytes);
+      CHECK(fc_loader_set_buffers(l, bufs, 5, bytes) == 0, "set buffers: %s", fc_loader_error(l));
+    }
+    for (uint64_t e = 0; e < 2; e++) {
+      CHECK(fc_loader_set_epoch(l, e) == 0, "set_epoch");
+      run_rest(l, &o, ref[e], 0, nref[e],
+               caller ? "5 MiB batches, caller buffers" : "5 MiB batches");
+    }
+    fc_loader_close(l);
+    for (int i = 0; i < 5; i++) free(bufs[i]);
   }
 
   /* caller buffers across boundaries: two buffers big enough for every epoch's batches */
