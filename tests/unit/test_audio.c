@@ -1,8 +1,9 @@
 /* Audio reading without Python: fc_audio_read_file's errors and stat fields, fc_audio_decode on
  * WAVs built here byte by byte (int16 scaling x/32768, u8, float, the channel mean, resampled
  * length ceil(n*target/source), block-boundary lengths), and the broken inputs (empty, text,
- * truncated, header only, 0 samples, too long). The numbers against librosa are checked by
- * tests/reference/test_audio_decode.py. */
+ * truncated, header only, 0 samples, too long); a 16-bit file read in place (featurize's staging
+ * path: audio_pcm16_open/finish/read_all) against the whole file read and viewed. The numbers
+ * against librosa are checked by tests/reference/test_audio_decode.py. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "featcache/fc_audio.h"
+#include "libcache/mel/featurize/audio_int.h"
 
 #include "tests/check.h"
 
@@ -324,6 +326,133 @@ static void test_read_file(void) {
   unlink(path);
 }
 
+/* A 16-bit file read in place (audio_pcm16_open, then audio_pcm16_finish or audio_pcm16_read_all)
+ * gives what audio_read_into and audio_pcm16_view give for the whole file: the same shape
+ * decision, samples, info, and the file's bytes in its three pieces; whatever the chunks before
+ * and after the data and wherever the first read (4096 bytes) ends. */
+static void write_layout(const char *path, uint32_t rate, unsigned ch, uint32_t before, uint32_t n,
+                         uint32_t after) {
+  FILE *f = fopen(path, "wb");
+  uint8_t h[8];
+  fwrite("RIFF", 1, 4, f);
+  put32(h, 4 + 24 + (before ? 8 + before + (before & 1) : 0) + 8 + 2 * n * ch +
+               (after ? 8 + after + (after & 1) : 0));
+  fwrite(h, 1, 4, f);
+  fwrite("WAVEfmt ", 1, 8, f);
+  uint8_t fmt[20];
+  put32(fmt, 16);
+  put16(fmt + 4, 1);
+  put16(fmt + 6, ch);
+  put32(fmt + 8, rate);
+  put32(fmt + 12, rate * 2 * ch);
+  put16(fmt + 16, 2 * ch);
+  put16(fmt + 18, 16);
+  fwrite(fmt, 1, 20, f);
+  for (int part = 0; part < 3; part++) {
+    const uint32_t size = part == 0 ? before : part == 1 ? 2 * n * ch : after;
+    if (part != 1 && !size) continue;
+    fwrite(part == 1 ? "data" : "LIST", 1, 4, f);
+    put32(h, size);
+    fwrite(h, 1, 4, f);
+    for (uint32_t i = 0; i < size; i++) fputc((int)((i * 7 + part * 13 + n) & 0xFF), f);
+    if (part != 1 && (size & 1)) fputc(0, f);
+  }
+  fclose(f);
+}
+
+static void test_pcm16_in_place(void) {
+  static const struct {
+    uint32_t rate;
+    unsigned ch;
+    uint32_t before, n, after;
+    int view, shape; /* audio_pcm16_view of the whole file; in place */
+  } cases[] = {
+      {22050, 1, 0, 3000, 0, 1, 1}, /* the plain 44-byte header */
+      {22050, 1, 0, 10, 0, 1, 1}, /* all of it in the first read */
+      {22050, 1, 0, 10, 33, 1, 1}, /* and a chunk after the data, in the first read too */
+      {22050, 1, 0, 5000, 101, 1, 1}, /* a chunk after the data, beyond the first read */
+      {22050, 1, 4044, 900, 0, 1, 1}, /* the data chunk's header ends at byte 4096 exactly */
+      {22050, 1, 4046, 900, 0, 1, 0}, /* its header crosses byte 4096: read as usual */
+      {22050, 1, 5000, 3000, 7, 1, 0}, /* after a chunk longer than the first read */
+      {22050, 2, 0, 3000, 0, 0, 0}, /* stereo */
+      {16000, 1, 0, 3000, 0, 0, 0}, /* another rate than the target's */
+      {22050, 1, 2047, 2000, 5, 1, 1}, /* an odd-sized chunk before, the first read mid-data */
+  };
+  char path[512];
+  snprintf(path, sizeof path, "%s/inplace.wav", tmpdir);
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    write_layout(path, cases[c].rate, cases[c].ch, cases[c].before, cases[c].n, cases[c].after);
+    void *whole;
+    size_t len, n_view = 0;
+    fc_audio_info wi, vi, pi;
+    CHECK(fc_audio_read_file(path, 0, &whole, &len, &wi) == 0, "case %zu: read", c);
+    const void *pcm = NULL;
+    char why[256];
+    vi = wi;
+    const int view = audio_pcm16_view(whole, len, 22050, 0, &pcm, &n_view, &vi, why, sizeof why);
+    CHECK(view == cases[c].view, "case %zu: audio_pcm16_view says %d", c, view);
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    audio_pcm16_file f;
+    int shape = -1;
+    int rc = audio_pcm16_open(path, 22050, &buf, &cap, &f, &pi, &shape);
+    CHECK(rc == 0 && shape == cases[c].shape, "case %zu: open rc %d, shape %d", c, rc, shape);
+    if (rc == 0 && shape == 1) {
+      int16_t *samples = malloc(2 * f.n_samples + 1);
+      size_t toff, tlen;
+      const size_t data_off = f.data_off, n = f.n_samples;
+      rc = audio_pcm16_finish(&f, samples, &buf, &cap, &toff, &tlen);
+      CHECK(rc == 0 && n == n_view && memcmp(samples, pcm, 2 * n) == 0, "case %zu: samples", c);
+      CHECK(data_off + 2 * n + tlen == len && memcmp(buf, whole, data_off) == 0 &&
+                memcmp(buf + toff, (uint8_t *)whole + data_off + 2 * n, tlen) == 0,
+            "case %zu: the file's bytes in three pieces (%zu + %zu + %zu of %zu)", c, data_off,
+            2 * n, tlen, len);
+      CHECK(pi.sample_rate == vi.sample_rate && pi.channels == vi.channels &&
+                pi.frames == vi.frames && pi.format == vi.format && pi.size == vi.size &&
+                pi.mtime_ns == vi.mtime_ns,
+            "case %zu: info", c);
+      free(samples);
+    } else if (rc == 0) {
+      size_t got = 0;
+      rc = audio_pcm16_read_all(&f, &buf, &cap, &got, &pi);
+      CHECK(rc == 0 && got == len && memcmp(buf, whole, len) == 0 && pi.size == wi.size &&
+                pi.mtime_ns == wi.mtime_ns,
+            "case %zu: read whole: rc %d, %zu bytes of %zu", c, rc, got, len);
+    }
+    free(buf);
+    free(whole);
+  }
+  /* The errors audio_read_into gives, and a file shorter than its first read said. */
+  uint8_t *buf = NULL;
+  size_t cap = 0;
+  audio_pcm16_file f;
+  fc_audio_info info;
+  int shape;
+  CHECK(audio_pcm16_open(tmpdir, 22050, &buf, &cap, &f, &info, &shape) == EISDIR, "directory");
+  snprintf(path, sizeof path, "%s/inplace_missing.wav", tmpdir);
+  CHECK(audio_pcm16_open(path, 22050, &buf, &cap, &f, &info, &shape) == ENOENT, "missing");
+  snprintf(path, sizeof path, "%s/inplace.wav", tmpdir);
+  fclose(fopen(path, "wb"));
+  CHECK(audio_pcm16_open(path, 22050, &buf, &cap, &f, &info, &shape) == FC_EEMPTY, "empty");
+  write_layout(path, 22050, 1, 0, 6000, 0);
+  CHECK(audio_pcm16_open(path, 22050, &buf, &cap, &f, &info, &shape) == 0 && shape == 1, "open");
+  CHECK(truncate(path, 8000) == 0, "truncate");
+  int16_t *samples = malloc(2 * 6000);
+  size_t toff, tlen;
+  CHECK(audio_pcm16_finish(&f, samples, &buf, &cap, &toff, &tlen) == EAGAIN,
+        "a file cut short after its first read: EAGAIN");
+  write_layout(path, 22050, 1, 0, 6000, 0);
+  CHECK(audio_pcm16_open(path, 22050, &buf, &cap, &f, &info, &shape) == 0 && shape == 1, "open");
+  FILE *g = fopen(path, "ab");
+  fputc(1, g);
+  fclose(g);
+  CHECK(audio_pcm16_finish(&f, samples, &buf, &cap, &toff, &tlen) == EAGAIN,
+        "a file grown after its first read: EAGAIN");
+  free(samples);
+  free(buf);
+  unlink(path);
+}
+
 int main(void) {
   const char *base = getenv("TMPDIR");
   snprintf(tmpdir, sizeof tmpdir, "%s/fc_audio_XXXXXX", base && *base ? base : "/tmp");
@@ -338,6 +467,7 @@ int main(void) {
   test_broken();
   test_mutations();
   test_read_file();
+  test_pcm16_in_place();
   rmdir(tmpdir);
   if (failures) {
     fprintf(stderr, "test_audio: %d check(s) failed\n", failures);

@@ -29,7 +29,9 @@
 #include "featcache/fc_manifest.h"
 #include "featcache/fc_store.h"
 
+#include <fcntl.h>
 #include <math.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,8 +216,7 @@ static void describe(const shape *sh, char *buf, size_t len) {
                        : "");
 }
 
-static int run_shape(const char *dir, const fc_item_list *items, const shape *sh, int number) {
-  const int before = failures;
+static void mock_shape(const shape *sh) {
   stage_mock *m = &the_mock;
   m->chunks = sh->chunks;
   m->capacity = sh->capacity;
@@ -227,6 +228,12 @@ static int run_shape(const char *dir, const fc_item_list *items, const shape *sh
   m->fail_finish = sh->fail_finish;
   m->broken_len = sh->broken_file >= 0 ? refs[sh->preset][sh->broken_file].n : (size_t)-1;
   m->hold_first = sh->hold_first;
+}
+
+static int run_shape(const char *dir, const fc_item_list *items, const shape *sh, int number) {
+  const int before = failures;
+  stage_mock *m = &the_mock;
+  mock_shape(sh);
   fc_mel_config cfg = cfgs[sh->preset];
   cfg.dtype = (fc_dtype)sh->dtype;
   fc_digest cd;
@@ -424,6 +431,118 @@ static shape base_shape(void) {
   return sh;
 }
 
+/* Item i's record in t holds the CPU path's numbers (preset 0, f32)? */
+static int record_right(fc_rtxn *t, int i, const fc_digest *cd) {
+  const ref *r = &refs[0][i];
+  char id[16], why[256];
+  snprintf(id, sizeof id, "f%02d", i);
+  const void *v, *pl;
+  size_t vl;
+  fc_audio_entry e;
+  fc_digest key;
+  fc_record_header h;
+  if (!r->mel || fc_rtxn_get(t, FC_DB_AUDIO, id, strlen(id), &v, &vl) != 0 ||
+      fc_audio_entry_decode(v, vl, &e) != 0)
+    return 0;
+  fc_record_key(&e.digest, cd, &key);
+  const size_t bytes = (size_t)r->frames * cfgs[0].n_mels * sizeof(float);
+  return fc_rtxn_get(t, FC_DB_FEAT, key.bytes, 16, &v, &vl) == 0 &&
+         fc_record_verify(v, vl, &h, &pl, why, sizeof why) == 0 && h.dim0 == r->frames &&
+         h.payload_bytes == bytes && memcmp(pl, r->mel, bytes) == 0;
+}
+
+/* Reruns on a staging device. A 16-bit file's samples are read straight into the ring before its
+ * digest says whether its record is stored: the second run (--rehash: every file read) finds the
+ * first half's records stored and gives their reservations back (their chunks launched with the
+ * second half's utterances among them): those skipped, the others stored with the CPU path's
+ * numbers, no chunk left behind. The third (every record stored) gives every reservation back. The
+ * fourth, after some files were touched, rewrites their audio entries with the new mtime (skipped,
+ * not stored again). */
+static void rerun_case(const char *dir, const fc_item_list *items) {
+  shape sh = base_shape();
+  sh.capacity = 60000;
+  mock_shape(&sh);
+  const fc_mel_config *cfg = &cfgs[0];
+  char store[400], why[256];
+  snprintf(store, sizeof store, "%s/st_rerun", dir);
+  fc_store *s;
+  CHECK(fc_store_open(store, FC_STORE_CREATE | FC_STORE_NOSYNC, &s) == 0, "open %s", store);
+  static seen ev;
+  fc_featurize_opts o;
+  fc_featurize_opts_init(&o);
+  o.jobs = 3;
+  o.batch_records = 5;
+  o.device.kind = FC_DEVICE_CUDA;
+  o.on_event = on_event;
+  o.user = &ev;
+  fc_featurize_stats a, b, c, d;
+  fc_digest cd;
+  fc_mel_config_digest(cfg, &cd);
+  memset(&ev, 0, sizeof ev);
+  const size_t half = NFILES / 2;
+  int rc = fz_pipeline_run(s, cfg, items->items, half, &o, &mock_backend, &a, why, sizeof why);
+  CHECK(rc == 0 && a.processed > 0 && a.processed + a.failed == half, "rerun 1: rc %d (%s)", rc,
+        why);
+  o.rehash = 1;
+  memset(&ev, 0, sizeof ev);
+  rc = fz_pipeline_run(s, cfg, items->items, items->count, &o, &mock_backend, &b, why, sizeof why);
+  CHECK(rc == 0 && b.skipped_existing == a.processed &&
+            b.processed + a.processed + b.failed == NFILES,
+        "rerun 2 (rehash): rc %d (%s), %llu stored, %llu skipped (want %llu), %llu failed", rc, why,
+        (unsigned long long)b.processed, (unsigned long long)b.skipped_existing,
+        (unsigned long long)a.processed, (unsigned long long)b.failed);
+  fc_rtxn *t;
+  CHECK(fc_store_read_begin(s, &t) == 0, "read");
+  unsigned right = 0;
+  for (int i = (int)half; i < NFILES; i++) {
+    if (!refs[0][i].mel) continue;
+    CHECK(record_right(t, i, &cd), "rerun 2: f%02d's record differs from the CPU path's", i);
+    right++;
+  }
+  fc_rtxn_end(t);
+  memset(&ev, 0, sizeof ev);
+  rc = fz_pipeline_run(s, cfg, items->items, items->count, &o, &mock_backend, &c, why, sizeof why);
+  const unsigned voided = atomic_load(&the_mock.utts16);
+  CHECK(rc == 0 && c.processed == 0 && c.skipped_existing == a.processed + b.processed,
+        "rerun 3 (rehash, all stored): rc %d (%s), %llu stored, %llu skipped", rc, why,
+        (unsigned long long)c.processed, (unsigned long long)c.skipped_existing);
+  CHECK(voided > 0 && atomic_load(&the_mock.violations) == 0 &&
+            atomic_load(&the_mock.in_flight) == 0,
+        "rerun 3: %u int16 reservations given back, %u violations, %u in flight", voided,
+        atomic_load(&the_mock.violations), atomic_load(&the_mock.in_flight));
+  o.rehash = 0;
+  const struct timespec when[2] = {{.tv_sec = 1700000000, .tv_nsec = 123456789},
+                                   {.tv_sec = 1700000000, .tv_nsec = 123456789}};
+  for (int i = 0; i < 6; i++) CHECK(utimensat(AT_FDCWD, paths[i], when, 0) == 0, "touch");
+  memset(&ev, 0, sizeof ev);
+  rc = fz_pipeline_run(s, cfg, items->items, items->count, &o, &mock_backend, &d, why, sizeof why);
+  CHECK(rc == 0 && d.processed == 0 && d.skipped_existing == c.skipped_existing,
+        "rerun 4 (touched): rc %d (%s), %llu stored, %llu skipped", rc, why,
+        (unsigned long long)d.processed, (unsigned long long)d.skipped_existing);
+  CHECK(fc_store_read_begin(s, &t) == 0, "read");
+  unsigned touched = 0;
+  for (int i = 0; i < 6; i++) {
+    char id[16];
+    snprintf(id, sizeof id, "f%02d", i);
+    const void *v;
+    size_t vl;
+    fc_audio_entry e;
+    if (fc_rtxn_get(t, FC_DB_AUDIO, id, strlen(id), &v, &vl) != 0) continue; /* too short */
+    CHECK(fc_audio_entry_decode(v, vl, &e) == 0 &&
+              e.mtime_ns == (int64_t)1700000000 * 1000000000 + 123456789,
+          "rerun 4: %s's entry keeps the old mtime", id);
+    touched++;
+  }
+  fc_rtxn_end(t);
+  fc_store_close(s);
+  CHECK(touched > 0, "rerun 4: no touched file was stored");
+  printf(
+      "reruns: %llu stored; then %llu skipped, %u stored with the CPU path's numbers; then all "
+      "skipped, %u reservations given back; %u touched entries rewritten\n",
+      (unsigned long long)a.processed, (unsigned long long)b.skipped_existing, right, voided,
+      touched);
+}
+
 /* A run that never ends is this test's failure to report, not CTest's timeout to wait for. */
 static void on_hang(int sig) {
   (void)sig;
@@ -584,6 +703,7 @@ int main(void) {
     ok += failures == before_commit;
     number++;
   }
+  rerun_case(dir, &items);
   /* --strict with a failing launch (tacotron2: every file gives frames, so the launch's failure is
    * the first): the run stops, everything begun is accounted for. */
   sh = base_shape();

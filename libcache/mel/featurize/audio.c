@@ -12,7 +12,8 @@
  *   - util.fix_length to ceil(n * (target / source)), zero padding or trimming.
  * 16-bit mono PCM WAV at the target rate (what most TTS corpora hold) is converted here without
  * libsndfile, to the same bits (wav_pcm16_mono); featurize's GPU path takes those samples as they
- * are in the file (audio_pcm16_view) and the GPU converts them the same way. Mono at the target
+ * are in the file (audio_pcm16_view, or audio_pcm16_open/finish: read from the file straight into
+ * the staging ring) and the GPU converts them the same way. Mono at the target
  * rate in any other format is decoded straight into the output buffer.
  *
  * Memory of one decode: the file bytes (the caller's) + the output samples (4 bytes × output
@@ -41,40 +42,37 @@
 #define BLOCK_FRAMES 8192
 
 /* ---- reading the file ------------------------------------------------------------------------- */
-int audio_read_into(const char *path, uint64_t max_bytes, uint8_t **buf, size_t *cap, size_t *len,
-                    fc_audio_info *info) {
-  *len = 0;
-  if (info) memset(info, 0, sizeof *info);
-  int fd = fault_hit("open") ? (errno = EIO, -1) : open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno;
+/* Open path and check what fstat says (*st): 0 with *fd open, or the error (nothing open). */
+static int open_checked(const char *path, uint64_t max_bytes, int *fd, struct stat *st) {
+  *fd = fault_hit("open") ? (errno = EIO, -1) : open(path, O_RDONLY | O_CLOEXEC);
+  if (*fd < 0) return errno;
   int rc = 0;
-  size_t have = 0, want;
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
+  if (fstat(*fd, st) != 0)
     rc = errno;
-    goto fail;
-  }
-  if (S_ISDIR(st.st_mode)) {
+  else if (S_ISDIR(st->st_mode))
     rc = EISDIR;
-    goto fail;
+  else if (S_ISREG(st->st_mode) && st->st_size == 0)
+    rc = FC_EEMPTY;
+  else if (S_ISREG(st->st_mode) && max_bytes && (uint64_t)st->st_size > max_bytes)
+    rc = FC_ETOOLONG;
+  else if (S_ISREG(st->st_mode) && (uint64_t)st->st_size >= SIZE_MAX)
+    rc = ENOMEM;
+  if (rc) {
+    close(*fd);
+    *fd = -1;
   }
-  if (S_ISREG(st.st_mode)) {
-    if (st.st_size == 0) {
-      rc = FC_EEMPTY;
-      goto fail;
-    }
-    if (max_bytes && (uint64_t)st.st_size > max_bytes) {
-      rc = FC_ETOOLONG;
-      goto fail;
-    }
-    if ((uint64_t)st.st_size >= SIZE_MAX) {
-      rc = ENOMEM;
-      goto fail;
-    }
-    want = (size_t)st.st_size + 1; /* +1: a file that grew is noticed without a second buffer */
-  } else {
-    want = 1 << 16; /* a pipe or device: read to EOF */
-  }
+  return rc;
+}
+
+/* The rest of an open file (have bytes of it in *buf already, read from its start), then closed. */
+static int read_rest(int fd, const struct stat *st, uint64_t max_bytes, size_t have, uint8_t **buf,
+                     size_t *cap, size_t *len, fc_audio_info *info) {
+  int rc = 0;
+  size_t want;
+  if (S_ISREG(st->st_mode))
+    want = (size_t)st->st_size + 1; /* +1: a file that grew is noticed without a second buffer */
+  else
+    want = have > (1 << 16) ? have : 1 << 16; /* a pipe or device: read to EOF */
   if (*cap < want) {
     uint8_t *n = fc_realloc(*buf, want);
     if (!n) {
@@ -86,7 +84,7 @@ int audio_read_into(const char *path, uint64_t max_bytes, uint8_t **buf, size_t 
   }
   for (;;) {
     if (have == want) {
-      if (S_ISREG(st.st_mode)) break; /* read as many bytes as stat said (and one more) */
+      if (S_ISREG(st->st_mode)) break; /* read as many bytes as stat said (and one more) */
       if (have == *cap) {
         size_t ncap = *cap * 2;
         uint8_t *n = fc_realloc(*buf, ncap);
@@ -120,12 +118,22 @@ int audio_read_into(const char *path, uint64_t max_bytes, uint8_t **buf, size_t 
   *len = have;
   if (info) {
     info->size = have;
-    info->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    info->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
   }
   return 0;
 fail:
   close(fd);
   return rc;
+}
+
+int audio_read_into(const char *path, uint64_t max_bytes, uint8_t **buf, size_t *cap, size_t *len,
+                    fc_audio_info *info) {
+  *len = 0;
+  if (info) memset(info, 0, sizeof *info);
+  int fd;
+  struct stat st;
+  int rc = open_checked(path, max_bytes, &fd, &st);
+  return rc ? rc : read_rest(fd, &st, max_bytes, 0, buf, cap, len, info);
 }
 
 int fc_audio_read_file(const char *path, uint64_t max_bytes, void **bytes, size_t *len,
@@ -210,19 +218,24 @@ static int wav_truncated(const uint8_t *b, size_t len, uint64_t *declared, uint6
  * returns sample * (1.0f / 0x8000) (pcm.c, normalisation on), which is what wav_decode_pcm16
  * computes: the same bits, without libsndfile's block copies and scalar conversion. Anything else
  * (other encodings, extensible headers, odd or streaming sizes, a big-endian host) goes through
- * libsndfile. Returns 1 and the data chunk when the file is such a WAV. */
-static int wav_pcm16_mono(const uint8_t *b, size_t len, const uint8_t **data, size_t *frames,
-                          uint32_t *rate) {
+ * libsndfile. wav_pcm16_scan looks at the first avail bytes of a file of len bytes: 1 and where its
+ * samples start when it is such a WAV, 0 when it is not, -1 when that cannot be told from those
+ * bytes (wav_pcm16_mono: the whole file in memory, 1 and the data chunk, or 0). */
+static int wav_pcm16_scan(const uint8_t *b, size_t avail, uint64_t len, size_t *data_off,
+                          size_t *frames, uint32_t *rate) {
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  if (len < 12 || memcmp(b, "RIFF", 4) != 0 || memcmp(b + 8, "WAVE", 4) != 0) return 0;
-  size_t pos = 12;
+  if (avail < 12) return len < 12 ? 0 : -1;
+  if (memcmp(b, "RIFF", 4) != 0 || memcmp(b + 8, "WAVE", 4) != 0) return 0;
+  uint64_t pos = 12;
   uint32_t sr = 0;
   while (pos + 8 <= len) {
+    if (pos + 8 > avail) return -1;
     const uint8_t *c = b + pos;
     uint32_t size = le32(c + 4);
     if ((uint64_t)size > len - pos - 8) return 0;
     if (memcmp(c, "fmt ", 4) == 0) {
       if (sr || (size != 16 && size != 18)) return 0;
+      if (pos + 8 + size > avail) return -1;
       const uint8_t *f = c + 8;
       unsigned tag = f[0] | f[1] << 8, ch = f[2] | f[3] << 8, align = f[12] | f[13] << 8,
                bits = f[14] | f[15] << 8;
@@ -232,18 +245,26 @@ static int wav_pcm16_mono(const uint8_t *b, size_t len, const uint8_t **data, si
       sr = r;
     } else if (memcmp(c, "data", 4) == 0) {
       if (!sr || size == 0 || size % 2 || size >= 0x7FFFF000u) return 0;
-      *data = c + 8;
+      *data_off = (size_t)pos + 8;
       *frames = size / 2;
       *rate = sr;
       return 1;
     }
     if ((uint64_t)size + (size & 1) > len - pos - 8) return 0;
-    pos += 8 + (size_t)size + (size & 1);
+    pos += 8 + (uint64_t)size + (size & 1);
   }
 #else
-  (void)b, (void)len, (void)data, (void)frames, (void)rate;
+  (void)b, (void)avail, (void)len, (void)data_off, (void)frames, (void)rate;
 #endif
   return 0;
+}
+
+static int wav_pcm16_mono(const uint8_t *b, size_t len, const uint8_t **data, size_t *frames,
+                          uint32_t *rate) {
+  size_t off;
+  if (wav_pcm16_scan(b, len, len, &off, frames, rate) != 1) return 0;
+  *data = b + off;
+  return 1;
 }
 
 static void wav_decode_pcm16(const uint8_t *data, size_t frames, float *out) {
@@ -280,6 +301,122 @@ int audio_pcm16_view(const void *bytes, size_t len, uint32_t target_rate, double
   *pcm = data;
   *n_samples = frames;
   return 1;
+}
+
+/* ---- a 16-bit file read in place (featurize's staging path) ------------------------------------ */
+enum { PCM16_HEAD = 4096 }; /* the first read: a WAV header and its chunks before the data */
+
+static int pread_full(int fd, void *dst, size_t n, uint64_t off, size_t *got) {
+  *got = 0;
+  while (*got < n) {
+    ssize_t k = fault_hit("read") ? (errno = EIO, -1)
+                                  : pread(fd, (uint8_t *)dst + *got, n - *got, (off_t)(off + *got));
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (k == 0) break;
+    *got += (size_t)k;
+  }
+  return 0;
+}
+
+int audio_pcm16_open(const char *path, uint32_t target_rate, uint8_t **buf, size_t *cap,
+                     audio_pcm16_file *f, fc_audio_info *info, int *shape) {
+  *shape = 0;
+  memset(f, 0, sizeof *f);
+  if (info) memset(info, 0, sizeof *info);
+  int rc = open_checked(path, 0, &f->fd, &f->st);
+  if (rc) return rc;
+  if (!S_ISREG(f->st.st_mode)) return 0; /* a pipe or device: read as usual, from the start */
+  const uint64_t size = (uint64_t)f->st.st_size;
+  const size_t want = size + 1 < PCM16_HEAD ? (size_t)size + 1 : PCM16_HEAD;
+  if (*cap < want) {
+    uint8_t *n = fc_realloc(*buf, PCM16_HEAD);
+    if (!n) {
+      audio_pcm16_close(f);
+      return ENOMEM;
+    }
+    *buf = n;
+    *cap = PCM16_HEAD;
+  }
+  while (f->head < want) { /* read, not pread: read_rest goes on from here */
+    ssize_t k = fault_hit("read") ? (errno = EIO, -1) : read(f->fd, *buf + f->head, want - f->head);
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      rc = errno;
+      audio_pcm16_close(f);
+      return rc;
+    }
+    if (k == 0) break;
+    f->head += (size_t)k;
+  }
+  uint32_t rate = 0;
+  size_t off = 0, frames = 0;
+  if (f->head > size || (f->head < want && f->head < size) || /* it changed since fstat */
+      wav_pcm16_scan(*buf, f->head, size, &off, &frames, &rate) != 1 ||
+      (target_rate != 0 && rate != target_rate))
+    return 0;
+  f->data_off = off;
+  f->n_samples = frames;
+  if (info) {
+    info->sample_rate = rate;
+    info->channels = 1;
+    info->frames = frames;
+    info->format = SF_FORMAT_WAV | SF_FORMAT_PCM_16;
+    info->size = size;
+    info->mtime_ns = (int64_t)f->st.st_mtim.tv_sec * 1000000000 + f->st.st_mtim.tv_nsec;
+  }
+  *shape = 1;
+  return 0;
+}
+
+int audio_pcm16_read_all(audio_pcm16_file *f, uint8_t **buf, size_t *cap, size_t *len,
+                         fc_audio_info *info) {
+  *len = 0;
+  if (info) memset(info, 0, sizeof *info);
+  int fd = f->fd;
+  f->fd = -1;
+  return read_rest(fd, &f->st, 0, f->head, buf, cap, len, info);
+}
+
+void audio_pcm16_close(audio_pcm16_file *f) {
+  if (f->fd >= 0) close(f->fd);
+  f->fd = -1;
+}
+
+int audio_pcm16_finish(audio_pcm16_file *f, void *samples, uint8_t **buf, size_t *cap,
+                       size_t *tail_off, size_t *tail_len) {
+  const size_t size = (size_t)f->st.st_size;
+  const size_t data_end = f->data_off + 2 * f->n_samples; /* within size (wav_pcm16_scan) */
+  size_t got, in_head = 0;
+  int rc = 0;
+  if (f->head > f->data_off) { /* the samples the first read took */
+    in_head = (f->head < data_end ? f->head : data_end) - f->data_off;
+    memcpy(samples, *buf + f->data_off, in_head);
+  }
+  const size_t rest = 2 * f->n_samples - in_head;
+  if (rest &&
+      !(rc = pread_full(f->fd, (uint8_t *)samples + in_head, rest, f->data_off + in_head, &got)) &&
+      got != rest)
+    rc = EAGAIN; /* shorter than it was: read as usual */
+  /* The bytes after the samples (and one more: a file that grew), into the buffer after its head:
+   * *buf from tail_off holds them all. */
+  const size_t from = data_end > f->head ? data_end : f->head;
+  const size_t tail = size - from;
+  if (!rc && f->head + tail + 1 > *cap) {
+    uint8_t *n = fc_realloc(*buf, f->head + tail + 1);
+    if (!n)
+      rc = ENOMEM;
+    else
+      *buf = n, *cap = f->head + tail + 1;
+  }
+  if (!rc && !(rc = pread_full(f->fd, *buf + f->head, tail + 1, from, &got)) && got != tail)
+    rc = EAGAIN; /* it changed since its first read: read as usual */
+  audio_pcm16_close(f);
+  *tail_off = data_end < f->head ? data_end : f->head;
+  *tail_len = f->head + tail - *tail_off;
+  return rc;
 }
 
 /* Formats whose header frame count is exact, so fewer decoded frames mean a damaged file.

@@ -5,6 +5,7 @@
 #include "featcache/fc_audio.h"
 
 #include <stdint.h>
+#include <sys/stat.h>
 
 /* fc_audio_read_file into a buffer the caller keeps from file to file (a worker's): *buf (NULL
  * with *cap 0 at first) is used when it holds the file, else grown (fc_realloc) and *buf, *cap
@@ -23,5 +24,35 @@ int audio_read_into(const char *path, uint64_t max_bytes, uint8_t **buf, size_t 
 int audio_pcm16_view(const void *bytes, size_t len, uint32_t target_rate, double max_seconds,
                      const void **pcm, size_t *n_samples, fc_audio_info *info, char *why,
                      size_t why_len);
+
+/* A 16-bit file read in place, for featurize's staging path: its samples straight from the file
+ * into the staging ring, with no copy through a buffer. audio_pcm16_open opens it (the errors of
+ * audio_read_into: it cannot be opened, is a directory, is empty) and reads its first bytes into
+ * *buf (grown to hold them, as audio_read_into grows it). *shape 1: they show a file that
+ * audio_pcm16_view takes whole (its data chunk's header within them): f says where its n_samples
+ * samples are, info is filled as audio_read_into and audio_pcm16_view fill it, and
+ * audio_pcm16_finish reads the samples into `samples` (n_samples int16, the part the first read
+ * took copied) and the bytes after them into *buf after the first read's (grown as needed), so
+ * that the file's bytes are *buf[0, data_off), the samples, then *buf[tail_off, tail_off +
+ * tail_len); it returns 0, EAGAIN when the file is not what its first read said (it shrank or
+ * grew: read it again as usual), ENOMEM, or the read's error. *shape 0: anything else;
+ * audio_pcm16_read_all reads the whole file into *buf as audio_read_into would have (from the
+ * bytes read so far: a pipe is read once). Either call closes the file; audio_pcm16_close closes
+ * it without reading more. */
+typedef struct audio_pcm16_file {
+  int fd;
+  struct stat st;
+  size_t head; /* bytes of the first read, in *buf */
+  size_t data_off; /* where the samples start */
+  size_t n_samples;
+} audio_pcm16_file;
+
+int audio_pcm16_open(const char *path, uint32_t target_rate, uint8_t **buf, size_t *cap,
+                     audio_pcm16_file *f, fc_audio_info *info, int *shape);
+int audio_pcm16_finish(audio_pcm16_file *f, void *samples, uint8_t **buf, size_t *cap,
+                       size_t *tail_off, size_t *tail_len);
+int audio_pcm16_read_all(audio_pcm16_file *f, uint8_t **buf, size_t *cap, size_t *len,
+                         fc_audio_info *info);
+void audio_pcm16_close(audio_pcm16_file *f);
 
 #endif

@@ -251,6 +251,19 @@ int fz_stage_fits(const fz_run *r, size_t n);
  * read from a 16-bit file: the device converts them) when i16, else float; x stays the caller's.
  * Returns once they are in a chunk's staging buffer. Its time goes to tm. */
 void fz_stage_put(fz_run *r, fz_job *j, const void *x, size_t n, int i16, fz_times *tm);
+/* fz_stage_put in two steps, for a worker that reads a file's samples straight into staging:
+ * fz_stage_reserve makes room for n samples (frames of features) in the chunk being filled and
+ * returns where they go (int16 when i16, else float; blocks while the ring is full); the caller
+ * writes them there and then must call fz_stage_commit once, with its job (j->frames as reserved,
+ * its entry set), or with NULL to give the room up (the samples need not be written then): the
+ * chunk is launched only when every reservation in it is committed. Nothing between the two
+ * calls may wait on the ring. */
+typedef struct fz_slot {
+  fz_chunk *chunk;
+  size_t k;
+} fz_slot;
+void *fz_stage_reserve(fz_run *r, size_t n, uint64_t frames, int i16, fz_slot *slot, fz_times *tm);
+void fz_stage_commit(fz_run *r, const fz_slot *slot, fz_job *j);
 /* A worker is done putting (once none is left, the filling chunk is launched as it is). */
 void fz_stage_submitter_done(fz_run *r);
 /* The launch thread and the completion thread. */

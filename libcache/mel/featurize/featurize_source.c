@@ -25,6 +25,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#define XXH_INLINE_ALL /* the streaming digest, as the library computes it whole (formats/digest.c) */
+#include <xxhash.h>
 
 static int stop_requested(const fz_run *r) { return r->o.stop && *r->o.stop; }
 
@@ -204,6 +206,144 @@ static int encode_entry(fz_job *j, const fc_digest *audio, const fc_audio_info *
   return 0;
 }
 
+/* An item whose record and audio entry (with this digest) are stored: skipped; when the entry
+ * names the source otherwise (stale: a touched or copied file), the entry is rewritten for this
+ * source (info: its size and mtime; the rest from old), so that the next rerun need not read the
+ * file. Returns 0, or ENOMEM (nothing queued). */
+static int settle_stored(fz_run *r, fz_worker *w, size_t i, const fc_digest *key,
+                         const fc_digest *audio, fc_audio_info *info, const char *abs, int stale,
+                         int have_fail, const fc_audio_entry *old) {
+  fz_times *tm = &w->t;
+  if (!stale) {
+    report_skipped(r, i);
+    if (have_fail) queue_clear(r, i, &tm->queue_wait);
+    return 0;
+  }
+  info->sample_rate = old->sample_rate;
+  info->channels = old->channels;
+  info->frames = old->frames;
+  fz_job *j = fz_job_new(r, i);
+  if (!j) return ENOMEM;
+  j->key = *key;
+  j->refresh = 1;
+  j->clear_fail = have_fail;
+  if (encode_entry(j, audio, info, abs)) {
+    fz_job_free(j);
+    return ENOMEM;
+  }
+  int rc = fz_queue_push(r, j, &tm->queue_wait);
+  if (rc) {
+    fz_job_free(j);
+    fz_report_unstored(r, i, rc);
+  }
+  return 0;
+}
+
+/* A file's digest (fc_digest_buffer's) from its bytes in three pieces, in order. */
+static void digest3(const void *a, size_t na, const void *b, size_t nb, const void *c, size_t nc,
+                    fc_digest *out) {
+  XXH3_state_t st;
+  XXH3_INITSTATE(&st);
+  XXH3_128bits_reset(&st);
+  XXH3_128bits_update(&st, a, na);
+  XXH3_128bits_update(&st, b, nb);
+  XXH3_128bits_update(&st, c, nc);
+  const XXH128_hash_t h = XXH3_128bits_digest(&st);
+  for (int k = 0; k < 8; k++) { /* the stored order: low half, then high half, little-endian */
+    out->bytes[k] = (uint8_t)(h.low64 >> (8 * k));
+    out->bytes[8 + k] = (uint8_t)(h.high64 >> (8 * k));
+  }
+}
+
+/* On a staging device, a 16-bit mono WAV at the config's rate whose record is not stored is read
+ * straight into the ring: its header first, then room reserved in the chunk being filled and its
+ * samples read into that room (no copy through the worker's buffer), the bytes after them, the
+ * digest over the three pieces, the store looked up — and the room given up again when the record
+ * is stored after all (or the file cannot be read). Returns 1 when the item is done with (queued
+ * into the ring, skipped, or failed with its line); 2 when it is another format, read whole into
+ * the worker's buffer (*len bytes, *info_all) for the usual way; 0 when the usual way reads it
+ * again: a length the ring or the job does not take, a record stored under another id or another
+ * identity of the source, a file that changed while it was read. Its time from t0 (thread CPU
+ * seconds) goes to the worker's stages. */
+static int read_staged(fz_run *r, fz_worker *w, size_t i, const char *abs, double t0, size_t *len,
+                       fc_audio_info *info_all) {
+  const fc_mel_config *cfg = r->cfg;
+  fz_times *tm = &w->t;
+  audio_pcm16_file f;
+  fc_audio_info info;
+  int shape;
+  double t1;
+  int rc = audio_pcm16_open(fz_item(r, i)->path, cfg->sample_rate, &w->buf, &w->buf_cap, &f, &info,
+                            &shape);
+  if (!rc && !shape) /* another format: the whole file, for the usual way */
+    rc = audio_pcm16_read_all(&f, &w->buf, &w->buf_cap, len, info_all);
+  tm->read += (t1 = fz_cpu_now()) - t0;
+  if (rc) {
+    if (rc == ENOMEM)
+      fz_report_failed(r, i, rc, plain_reason(rc));
+    else
+      fz_input_failed(r, i, rc, plain_reason(rc));
+    return 1;
+  }
+  if (!shape) return 2;
+  const size_t n = f.n_samples;
+  const uint64_t frames = fc_mel_num_frames(cfg, n);
+  if (frames == 0 || !fz_stage_fits(r, n) ||
+      (r->o.max_seconds > 0 && (double)n > r->o.max_seconds * info.sample_rate)) {
+    audio_pcm16_close(&f); /* the usual way says why, or computes it on the CPU */
+    return 0;
+  }
+  fz_slot slot;
+  void *dst = fz_stage_reserve(r, n, frames, 1, &slot, tm);
+  t0 = fz_cpu_now();
+  size_t tail_off, tail_len;
+  rc = audio_pcm16_finish(&f, dst, &w->buf, &w->buf_cap, &tail_off, &tail_len);
+  tm->read += (t1 = fz_cpu_now()) - t0;
+  if (rc) {
+    fz_stage_commit(r, &slot, NULL);
+    if (rc == EAGAIN) return 0;
+    if (rc == ENOMEM)
+      fz_report_failed(r, i, rc, plain_reason(rc));
+    else
+      fz_input_failed(r, i, rc, plain_reason(rc));
+    return 1;
+  }
+  fc_digest audio, key;
+  digest3(w->buf, f.data_off, dst, 2 * n, w->buf + tail_off, tail_len, &audio);
+  fc_record_key(&audio, &r->cfg_digest, &key);
+  int have_feat, have_entry, stale, have_fail;
+  fc_audio_entry old;
+  rc = lookup(r, i, &key, &audio, &info, abs, &have_feat, &have_entry, &stale, &have_fail, &old);
+  tm->hash += fz_cpu_now() - t1;
+  fz_job *j = NULL;
+  if (rc || have_feat) {
+    fz_stage_commit(r, &slot, NULL);
+    if (rc) {
+      char why[320];
+      fc_why(why, sizeof why, "cannot read the store: %s", fc_strerror(rc));
+      fz_report_failed(r, i, rc, why);
+      return 1;
+    }
+    if (!have_entry) return 0; /* stored under another id: the usual way makes its entry */
+    if (settle_stored(r, w, i, &key, &audio, &info, abs, stale, have_fail, &old)) goto nomem;
+    return 1;
+  }
+  if (!(j = fz_job_new(r, i))) goto nomem_slot;
+  j->clear_fail = have_fail;
+  j->key = key;
+  j->seconds = (double)info.frames / info.sample_rate;
+  j->frames = frames;
+  if (encode_entry(j, &audio, &info, abs)) goto nomem_slot;
+  fz_stage_commit(r, &slot, j);
+  return 1;
+nomem_slot:
+  fz_stage_commit(r, &slot, NULL);
+  fz_job_free(j);
+nomem:
+  fz_report_failed(r, i, ENOMEM, "out of memory");
+  return 1;
+}
+
 static void process_item(fz_run *r, fz_worker *w, size_t i) {
   const fc_item *it = fz_item(r, i);
   const fc_mel_config *cfg = r->cfg;
@@ -238,9 +378,19 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
     free(abs);
     return;
   }
-  rc = audio_read_into(it->path, 0, &w->buf, &w->buf_cap, &len, &info);
+  int staged = r->batching ? read_staged(r, w, i, abs, t0, &len, &info) : 0;
+  if (staged == 1) {
+    free(abs);
+    return;
+  }
+  if (r->batching) t0 = fz_cpu_now(); /* read_staged counted its time */
+  t1 = t0;
+  rc = 0;
+  if (staged == 0) {
+    rc = audio_read_into(it->path, 0, &w->buf, &w->buf_cap, &len, &info);
+    tm->read += (t1 = fz_cpu_now()) - t0;
+  }
   bytes = w->buf;
-  tm->read += (t1 = fz_cpu_now()) - t0;
   if (rc) {
     if (rc == ENOMEM)
       fz_report_failed(r, i, rc, plain_reason(rc));
@@ -261,26 +411,8 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
     fc_why(why, sizeof why, "cannot read the store: %s", fc_strerror(rc));
     goto fail;
   }
-  if (have_feat && have_entry && !stale) {
-    report_skipped(r, i);
-    if (have_fail) queue_clear(r, i, &tm->queue_wait);
-    free(abs);
-    return;
-  }
-  if (have_feat && have_entry) { /* the same bytes under another identity: the entry says so now,
-                                    so that the next rerun need not read the file */
-    info.sample_rate = old.sample_rate;
-    info.channels = old.channels;
-    info.frames = old.frames;
-    if (!(j = fz_job_new(r, i))) goto nomem;
-    j->key = key;
-    j->refresh = 1;
-    j->clear_fail = have_fail;
-    if (encode_entry(j, &audio, &info, abs)) goto nomem;
-    if ((rc = fz_queue_push(r, j, &tm->queue_wait))) {
-      fz_job_free(j);
-      fz_report_unstored(r, i, rc);
-    }
+  if (have_feat && have_entry) {
+    if (settle_stored(r, w, i, &key, &audio, &info, abs, stale, have_fail, &old)) goto nomem;
     free(abs);
     return;
   }

@@ -178,10 +178,9 @@ void fz_stage_submitter_done(fz_run *r) {
   pthread_mutex_unlock(&r->bmu);
 }
 
-void fz_stage_put(fz_run *r, fz_job *j, const void *x, size_t n, int i16, fz_times *tm) {
+void *fz_stage_reserve(fz_run *r, size_t n, uint64_t frames, int i16, fz_slot *slot, fz_times *tm) {
   const double t0 = fz_cpu_now();
-  const uint64_t add =
-      (UINT64_C(1) << W_COUNT_SHIFT) | ((uint64_t)n << W_SAMPLES_SHIFT) | j->frames;
+  const uint64_t add = (UINT64_C(1) << W_COUNT_SHIFT) | ((uint64_t)n << W_SAMPLES_SHIFT) | frames;
   fz_chunk *c;
   uint64_t w;
   for (;;) {
@@ -199,14 +198,14 @@ void fz_stage_put(fz_run *r, fz_job *j, const void *x, size_t n, int i16, fz_tim
       continue;
     }
     if (w_count(w) + 1 > r->ring.max_utts || w_samples(w) + n > r->ring.capacity ||
-        w_frames(w) + j->frames > r->ring.max_frames) {
+        w_frames(w) + frames > r->ring.max_frames) {
       close_chunk(r, c, w, 0); /* full for this one (never empty: it fits an empty chunk) */
       continue;
     }
     if (atomic_compare_exchange_weak(&c->word, &w, w + add)) break;
   }
   const size_t k = (size_t)w_count(w);
-  c->jobs[k] = j;
+  c->jobs[k] = NULL;
   c->len[k] = n;
   c->i16[k] = (unsigned char)i16;
   const size_t off = atomic_fetch_add(i16 ? &c->n16 : &c->nf, n);
@@ -217,12 +216,18 @@ void fz_stage_put(fz_run *r, fz_job *j, const void *x, size_t n, int i16, fz_tim
     pthread_cond_signal(&r->bcv_launch);
     pthread_mutex_unlock(&r->bmu);
   }
+  slot->chunk = c;
+  slot->k = k;
+  tm->staging += fz_cpu_now() - t0;
   /* The reservation makes room for n samples in each region: n16 + nf stays within capacity, so
    * int16 from the start and floats from the end never meet. */
-  if (i16)
-    memcpy((int16_t *)c->staging + off, x, n * sizeof(int16_t));
-  else
-    memcpy((float *)c->staging + (r->ring.capacity - off - n), x, n * sizeof(float));
+  if (i16) return (int16_t *)c->staging + off;
+  return (float *)c->staging + (r->ring.capacity - off - n);
+}
+
+void fz_stage_commit(fz_run *r, const fz_slot *slot, fz_job *j) {
+  fz_chunk *c = slot->chunk;
+  c->jobs[slot->k] = j;
   const unsigned done = atomic_fetch_add(&c->written, 1) + 1;
   const uint64_t now = atomic_load(&c->word);
   if ((now & W_CLOSED) && done == w_count(now)) { /* the last write into a sealed chunk */
@@ -230,6 +235,14 @@ void fz_stage_put(fz_run *r, fz_job *j, const void *x, size_t n, int i16, fz_tim
     pthread_cond_signal(&r->bcv_launch);
     pthread_mutex_unlock(&r->bmu);
   }
+}
+
+void fz_stage_put(fz_run *r, fz_job *j, const void *x, size_t n, int i16, fz_times *tm) {
+  fz_slot slot;
+  void *dst = fz_stage_reserve(r, n, j->frames, i16, &slot, tm);
+  const double t0 = fz_cpu_now();
+  memcpy(dst, x, n * (i16 ? sizeof(int16_t) : sizeof(float)));
+  fz_stage_commit(r, &slot, j);
   tm->staging += fz_cpu_now() - t0;
 }
 
@@ -306,25 +319,36 @@ static void chunk_release(fz_hold *h) {
 }
 
 /* A completed chunk's utterances: to the writers with their features in the backend's output
- * (rc 0), or each failed with a line. */
+ * (rc 0), or each failed with a line. A reservation given up (no job: its worker found the record
+ * stored, or could not read the file) only takes its place in the output. */
 static void complete(fz_run *r, fz_chunk *c, size_t count, int rc, const void *out) {
   const size_t row_bytes = r->dsize * r->cfg->n_mels;
-  atomic_store(&c->hold.refs, (unsigned)count);
+  size_t held = 0;
   uint64_t frame = 0;
   for (size_t k = 0; k < count; k++) {
     fz_job *j = c->jobs[k];
+    if (!j) {
+      frame += fc_mel_num_frames(r->cfg, c->len[k]);
+      continue;
+    }
     j->hold = &c->hold;
     j->feat = (const uint8_t *)out + frame * row_bytes;
     j->feat_len = (size_t)j->frames * row_bytes;
     frame += j->frames;
+    c->jobs[held++] = j; /* the jobs, packed */
   }
+  if (!held) { /* nothing to write: the chunk goes back to the ring now */
+    chunk_release(&c->hold);
+    return;
+  }
+  atomic_store(&c->hold.refs, (unsigned)held);
   if (!rc) {
-    fz_queue_push_staged(r, c->jobs, count);
+    fz_queue_push_staged(r, c->jobs, held);
     return;
   }
   char why[320];
   fc_why(why, sizeof why, "feature computation failed: %s", fc_strerror(rc));
-  for (size_t k = 0; k < count; k++) {
+  for (size_t k = 0; k < held; k++) {
     fz_job *j = c->jobs[k];
     fz_report_failed(r, j->index, rc, why); /* while the job holds its item */
     fz_job_free(j); /* the last one gives the chunk back */
