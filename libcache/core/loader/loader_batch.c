@@ -150,11 +150,10 @@ static int errors_append(char **errs, const char *id, const char *reason) {
 }
 
 /* Build batch k of plan p (a copy of the current or the next epoch's plan, taken under mu; nxt,
- * maybe empty, is the epoch after p, for the madvise hints) of generation gen; thread: a prefetch
- * thread builds it (large padded batches: streaming stores, LD_STREAM_MIN_BYTES). On failure
- * *out is NULL and why says why. */
+ * maybe empty, is the epoch after p, for the madvise hints) of generation gen. On failure *out is
+ * NULL and why says why. */
 static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_plan *nxt, uint64_t k,
-                       int thread, ld_batch **out, char *why, size_t why_len) {
+                       ld_batch **out, char *why, size_t why_len) {
   *out = NULL;
   int stream = 0;
   uint64_t ahead = (l->o.output == FC_OUTPUT_VIEWS && l->n_threads) ? 0
@@ -227,7 +226,7 @@ static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_pl
   size_t tok_bytes = (l->has_tokens && padded) ? align16(B * max_tok * l->tok_dsize) : 0;
   ld_block_layout lay = ld_block(B, copy_bytes, tok_bytes, id_bytes);
   size_t row = (size_t)T * l->n_mels * l->mel_dsize;
-  stream = thread && padded && B * row >= LD_STREAM_MIN_BYTES;
+  stream = l->n_threads && padded && B * row >= LD_STREAM_MIN_BYTES;
   if (padded && B) {
     if ((rc = ld_buf_get(l, gen, B * row, &b->buf))) {
       if (rc == FC_ECONFIG)
@@ -390,7 +389,7 @@ static void plan_ahead_locked(fc_loader *l) {
  * epoch when near the end of this one); mu held on entry and exit, released while building.
  * Returns 1 when it did something, 0 when there is nothing to claim now (the window is full,
  * the epoch's batches are all claimed, or an earlier failure is sticky). */
-static int build_ahead_locked(fc_loader *l, int thread, char *why, size_t why_len) {
+static int build_ahead_locked(fc_loader *l, char *why, size_t why_len) {
   uint64_t depth = l->o.prefetch_depth, seq = l->next_build, rel = seq - l->base;
   uint64_t n = l->plan.n_batches, window = depth;
   if (l->n_caller_bufs && l->o.output == FC_OUTPUT_PADDED) {
@@ -424,7 +423,7 @@ static int build_ahead_locked(fc_loader *l, int thread, char *why, size_t why_le
   pthread_mutex_unlock(&l->mu);
   ld_batch *b = NULL;
   why[0] = '\0';
-  int rc = build_batch(l, gen, &p, &nxt, k, thread, &b, why, why_len);
+  int rc = build_batch(l, gen, &p, &nxt, k, &b, why, why_len);
   pthread_mutex_lock(&l->mu);
   l->building--;
   if (gen != l->gen || l->stop || rc == EAGAIN) {
@@ -452,7 +451,7 @@ static void *prefetch_main(void *arg) {
   pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
   pthread_mutex_lock(&l->mu);
   while (!l->stop)
-    if (!build_ahead_locked(l, 1, why, sizeof why)) pthread_cond_wait(&l->cv_space, &l->mu);
+    if (!build_ahead_locked(l, why, sizeof why)) pthread_cond_wait(&l->cv_space, &l->mu);
   pthread_mutex_unlock(&l->mu);
   return NULL;
 }
@@ -617,7 +616,7 @@ int fc_loader_next(fc_loader *l, fc_batch **out) {
     l->next_consume++;
     pthread_mutex_unlock(&l->mu);
     char why[512] = "";
-    rc = build_batch(l, gen, &p, NULL, k - l->base, 0, &b, why, sizeof why);
+    rc = build_batch(l, gen, &p, NULL, k - l->base, &b, why, sizeof why);
     pthread_mutex_lock(&l->mu);
     if (rc) snprintf(l->err, sizeof l->err, "%s", why[0] ? why : fc_strerror(rc));
   } else if (!l->slot_ready[k % l->o.prefetch_depth] && l->next_build == k &&
@@ -634,7 +633,7 @@ int fc_loader_next(fc_loader *l, fc_batch **out) {
     l->building++;
     pthread_mutex_unlock(&l->mu);
     char why[512] = "";
-    rc = build_batch(l, gen, &p, &nxt, k - l->base, 0, &b, why, sizeof why);
+    rc = build_batch(l, gen, &p, &nxt, k - l->base, &b, why, sizeof why);
     pthread_mutex_lock(&l->mu);
     l->building--;
     if (l->building == 0) pthread_cond_broadcast(&l->cv_idle);
@@ -653,7 +652,7 @@ int fc_loader_next(fc_loader *l, fc_batch **out) {
        * too, so prefetch threads never make a loop slower than building inline */
       char hwhy[512];
       while (!l->slot_ready[slot])
-        if (!build_ahead_locked(l, 0, hwhy, sizeof hwhy)) pthread_cond_wait(&l->cv_ready, &l->mu);
+        if (!build_ahead_locked(l, hwhy, sizeof hwhy)) pthread_cond_wait(&l->cv_ready, &l->mu);
       l->wait_ns += now_ns() - t0;
     }
     b = l->slots[slot];

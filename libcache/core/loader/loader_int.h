@@ -233,12 +233,12 @@ void ld_bufs_free(struct fc_loader *l);
 int ld_buf_get(fc_loader *l, uint64_t gen, size_t need, ld_buf *out);
 void ld_buf_put_locked(fc_loader *l, ld_buf b);
 
-/* loader_copy.c: a batch's rows. A prefetch thread copies the rows of a padded batch of at least
- * LD_STREAM_MIN_BYTES with non-temporal stores (stream): with prefetch_depth such batches ahead
- * (16 MiB and more by default) the buffer it writes has left the caches since its last batch, so
- * an ordinary store would first read each destination line from memory, and would evict what the
- * training loop works on for a batch read only later. The caller's own builds (no threads, or
- * helping them) keep memcpy: without threads one buffer comes back at once, still cached.
+/* loader_copy.c: a batch's rows. With prefetch threads, the rows of a padded batch of at least
+ * LD_STREAM_MIN_BYTES are copied with non-temporal stores (stream), by a thread or by the caller
+ * helping them: with prefetch_depth such batches ahead (16 MiB and more by default) the buffer
+ * written has left the caches since its last batch, so an ordinary store would first read each
+ * destination line from memory, and would evict what the training loop works on for a batch
+ * read only later. Without threads, memcpy: one buffer comes back at once, still cached.
  * ld_stream_done(stream) after a batch's last copy, before it is handed to another thread. */
 #define LD_STREAM_MIN_BYTES ((size_t)4 << 20)
 void ld_copy_rows(void *dst, const void *src, size_t n, int stream);
