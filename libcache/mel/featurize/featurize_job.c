@@ -8,6 +8,7 @@
 #include "formats/common/alloc.h"
 #include "formats/common/why.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
