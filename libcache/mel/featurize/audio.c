@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define BLOCK_FRAMES 8192
@@ -306,21 +307,6 @@ int audio_pcm16_view(const void *bytes, size_t len, uint32_t target_rate, double
 /* ---- a 16-bit file read in place (featurize's staging path) ------------------------------------ */
 enum { PCM16_HEAD = 4096 }; /* the first read: a WAV header and its chunks before the data */
 
-static int pread_full(int fd, void *dst, size_t n, uint64_t off, size_t *got) {
-  *got = 0;
-  while (*got < n) {
-    ssize_t k = fault_hit("read") ? (errno = EIO, -1)
-                                  : pread(fd, (uint8_t *)dst + *got, n - *got, (off_t)(off + *got));
-    if (k < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    if (k == 0) break;
-    *got += (size_t)k;
-  }
-  return 0;
-}
-
 int audio_pcm16_open(const char *path, uint32_t target_rate, uint8_t **buf, size_t *cap,
                      audio_pcm16_file *f, fc_audio_info *info, int *shape) {
   *shape = 0;
@@ -389,30 +375,47 @@ int audio_pcm16_finish(audio_pcm16_file *f, void *samples, uint8_t **buf, size_t
                        size_t *tail_off, size_t *tail_len) {
   const size_t size = (size_t)f->st.st_size;
   const size_t data_end = f->data_off + 2 * f->n_samples; /* within size (wav_pcm16_scan) */
-  size_t got, in_head = 0;
+  size_t in_head = 0;
   int rc = 0;
   if (f->head > f->data_off) { /* the samples the first read took */
     in_head = (f->head < data_end ? f->head : data_end) - f->data_off;
     memcpy(samples, *buf + f->data_off, in_head);
   }
-  const size_t rest = 2 * f->n_samples - in_head;
-  if (rest &&
-      !(rc = pread_full(f->fd, (uint8_t *)samples + in_head, rest, f->data_off + in_head, &got)) &&
-      got != rest)
-    rc = EAGAIN; /* shorter than it was: read as usual */
-  /* The bytes after the samples (and one more: a file that grew), into the buffer after its head:
-   * *buf from tail_off holds them all. */
+  /* The rest of the file in one read: the samples the first read did not take, then the bytes
+   * after them (and one more: a file that grew) into the buffer after its head, so that *buf from
+   * tail_off holds all the bytes after the samples. */
   const size_t from = data_end > f->head ? data_end : f->head;
-  const size_t tail = size - from;
-  if (!rc && f->head + tail + 1 > *cap) {
+  const size_t rest = 2 * f->n_samples - in_head, tail = size - from;
+  if (f->head + tail + 1 > *cap) {
     uint8_t *n = fc_realloc(*buf, f->head + tail + 1);
     if (!n)
       rc = ENOMEM;
     else
       *buf = n, *cap = f->head + tail + 1;
   }
-  if (!rc && !(rc = pread_full(f->fd, *buf + f->head, tail + 1, from, &got)) && got != tail)
-    rc = EAGAIN; /* it changed since its first read: read as usual */
+  struct iovec iov[2] = {{(uint8_t *)samples + in_head, rest}, {*buf + f->head, tail + 1}};
+  size_t got = 0, want = rest + tail;
+  unsigned k = rest ? 0 : 1; /* the first iovec with bytes left */
+  const uint64_t off = f->data_off + in_head < f->head ? f->head : f->data_off + in_head;
+  while (!rc && k < 2) {
+    ssize_t g = fault_hit("read") ? (errno = EIO, -1)
+                                  : preadv(f->fd, iov + k, (int)(2 - k), (off_t)(off + got));
+    if (g < 0) {
+      if (errno == EINTR) continue;
+      rc = errno;
+      break;
+    }
+    if (g == 0) break;
+    got += (size_t)g;
+    for (size_t left = (size_t)g; left && k < 2;) { /* step over what this read filled */
+      size_t step = left < iov[k].iov_len ? left : iov[k].iov_len;
+      iov[k].iov_base = (uint8_t *)iov[k].iov_base + step;
+      iov[k].iov_len -= step;
+      left -= step;
+      if (!iov[k].iov_len) k++;
+    }
+  }
+  if (!rc && got != want) rc = EAGAIN; /* shorter or longer than it was: read it as usual */
   audio_pcm16_close(f);
   *tail_off = data_end < f->head ? data_end : f->head;
   *tail_len = f->head + tail - *tail_off;

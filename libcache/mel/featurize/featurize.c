@@ -187,11 +187,22 @@ static int run_configure(fz_run *r, const fc_fz_backend *backend, char *why, siz
     fc_why(why, why_len, "no backend for this device in this build");
     return FC_ENODEVICE;
   }
-  for (unsigned k = 0; k < r->n_parts; k++)
-    if (!r->parts[k].s || (fc_store_open_flags(r->parts[k].s) & FC_STORE_RDONLY)) {
+  for (unsigned k = 0; k < r->n_parts; k++) {
+    fz_part *p = &r->parts[k];
+    if (!p->s || (fc_store_open_flags(p->s) & FC_STORE_RDONLY)) {
       fc_why(why, why_len, "store opened read-only");
       return EACCES;
     }
+    /* A part with no audio entry at the start (a new store): no input is stored by its identity,
+     * so the workers need not stat each file and look its entry up before reading it. */
+    fc_rtxn *t;
+    uint64_t entries = 1;
+    if (fc_store_read_begin(p->s, &t) == 0) {
+      if (fc_rtxn_count(t, FC_DB_AUDIO, &entries) != 0) entries = 1;
+      fc_rtxn_end(t);
+    }
+    p->no_entries = entries == 0;
+  }
   double t_setup = fz_now();
   rc = r->be->open(cfg, &dev, r->o.jobs, &r->be_state, why, why_len);
   r->st.setup_seconds = fz_now() - t_setup;

@@ -70,6 +70,7 @@ typedef struct fz_part {
   int rc; /* its first commit error */
   pthread_t thread;
   int started;
+  int no_entries; /* the part held no audio entry when the run began */
 } fz_part;
 
 struct fz_run {

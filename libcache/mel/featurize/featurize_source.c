@@ -166,6 +166,7 @@ static int stored_by_identity(fz_run *r, size_t i, const char *abs, int *have_fa
   const fc_item *it = fz_item(r, i);
   struct stat st;
   *have_fail = 0;
+  if (r->parts[fz_part_of(r, i)].no_entries) return 0; /* a new store: nothing stored by identity */
   if (stat(it->path, &st) != 0 || !S_ISREG(st.st_mode)) return 0; /* the read says why */
   int64_t mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
   fc_rtxn *t;
@@ -295,7 +296,7 @@ static int read_staged(fz_run *r, fz_worker *w, size_t i, const char *abs, doubl
   }
   fz_slot slot;
   void *dst = fz_stage_reserve(r, n, frames, 1, &slot, tm);
-  t0 = fz_cpu_now();
+  tm->staging += (t0 = fz_cpu_now()) - t1;
   size_t tail_off, tail_len;
   rc = audio_pcm16_finish(&f, dst, &w->buf, &w->buf_cap, &tail_off, &tail_len);
   tm->read += (t1 = fz_cpu_now()) - t0;

@@ -179,7 +179,6 @@ void fz_stage_submitter_done(fz_run *r) {
 }
 
 void *fz_stage_reserve(fz_run *r, size_t n, uint64_t frames, int i16, fz_slot *slot, fz_times *tm) {
-  const double t0 = fz_cpu_now();
   const uint64_t add = (UINT64_C(1) << W_COUNT_SHIFT) | ((uint64_t)n << W_SAMPLES_SHIFT) | frames;
   fz_chunk *c;
   uint64_t w;
@@ -218,7 +217,6 @@ void *fz_stage_reserve(fz_run *r, size_t n, uint64_t frames, int i16, fz_slot *s
   }
   slot->chunk = c;
   slot->k = k;
-  tm->staging += fz_cpu_now() - t0;
   /* The reservation makes room for n samples in each region: n16 + nf stays within capacity, so
    * int16 from the start and floats from the end never meet. */
   if (i16) return (int16_t *)c->staging + off;
@@ -238,9 +236,9 @@ void fz_stage_commit(fz_run *r, const fz_slot *slot, fz_job *j) {
 }
 
 void fz_stage_put(fz_run *r, fz_job *j, const void *x, size_t n, int i16, fz_times *tm) {
+  const double t0 = fz_cpu_now();
   fz_slot slot;
   void *dst = fz_stage_reserve(r, n, j->frames, i16, &slot, tm);
-  const double t0 = fz_cpu_now();
   memcpy(dst, x, n * (i16 ? sizeof(int16_t) : sizeof(float)));
   fz_stage_commit(r, &slot, j);
   tm->staging += fz_cpu_now() - t0;
