@@ -11,7 +11,8 @@
  * utterance whose launch fails; --strict; the stop flag):
  *   - every item has exactly one event and the counts add up;
  *   - every stored record holds exactly the CPU path's numbers (fc_featurize_file, converted to the
- *     dtype), producer 2 when it fits a chunk, else 1 (computed on the CPU by its worker);
+ *     dtype), producer 2 when it fits a chunk, else 1 (computed on the CPU by its worker), under
+ *     the whole file's digest (a 16-bit file read into staging is hashed in three pieces);
  *   - the mock saw each fitting utterance once (those taken from the file as int16 in the int16 region, the others as floats),
  *     no launch broke a chunk's limits, nothing wrote into a chunk in flight, every launched chunk
  *     was finished;
@@ -125,6 +126,8 @@ typedef struct ref {
 
 static ref refs[NPRESETS][NFILES];
 static char paths[NFILES][300];
+static fc_digest
+    digests[NFILES]; /* each file's digest as the CPU path takes it: the whole file's */
 static fc_mel_config cfgs[NPRESETS];
 
 static void make_refs(int p) {
@@ -138,6 +141,7 @@ static void make_refs(int p) {
     char why[256];
     float *x = NULL;
     CHECK(fc_audio_read_file(paths[i], 0, &bytes, &len, &info) == 0, "read %s", paths[i]);
+    fc_digest_buffer(bytes, len, &digests[i]);
     CHECK(fc_audio_decode(bytes, len, cfgs[p].sample_rate, 0, &x, &r->n, &info, why, sizeof why) ==
               0,
           "decode %s: %s", paths[i], why);
@@ -381,6 +385,8 @@ static int run_shape(const char *dir, const fc_item_list *items, const shape *sh
       CHECK(0, "[%s] %s: no audio entry", what, id);
       continue;
     }
+    CHECK(memcmp(e.digest.bytes, digests[i].bytes, 16) == 0,
+          "[%s] %s: the audio entry's digest is not the whole file's", what, id);
     fc_digest key;
     fc_record_key(&e.digest, &cd, &key);
     fc_record_header h;
@@ -444,6 +450,7 @@ static int record_right(fc_rtxn *t, int i, const fc_digest *cd) {
   if (!r->mel || fc_rtxn_get(t, FC_DB_AUDIO, id, strlen(id), &v, &vl) != 0 ||
       fc_audio_entry_decode(v, vl, &e) != 0)
     return 0;
+  if (memcmp(e.digest.bytes, digests[i].bytes, 16) != 0) return 0;
   fc_record_key(&e.digest, cd, &key);
   const size_t bytes = (size_t)r->frames * cfgs[0].n_mels * sizeof(float);
   return fc_rtxn_get(t, FC_DB_FEAT, key.bytes, 16, &v, &vl) == 0 &&
