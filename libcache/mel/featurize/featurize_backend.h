@@ -57,7 +57,9 @@ typedef struct fc_fz_backend {
    * chunks are in flight at once. The writers read the features where finish left them, so a
    * chunk is launched again only after its finish returned and its utterances were committed. */
   void (*stage_info)(void *state, fc_fz_stage_info *info);
-  /* Chunk `chunk`'s staging buffer: info.capacity * 4 bytes. Valid until close. */
+  /* Chunk `chunk`'s staging buffer: info.capacity * 4 bytes. Valid until close. The workers read
+   * it back too (a 16-bit file read into it is hashed there), so it must be ordinary cached
+   * memory: cudaMallocHost's default, not write-combined. */
   void *(*stage_buffer)(void *state, unsigned chunk);
   /* Start computing the utterances of l in chunk `chunk`; returns without waiting. */
   int (*launch)(void *state, unsigned chunk, const fc_fz_launch *l);
