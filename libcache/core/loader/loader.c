@@ -308,12 +308,16 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
       fc_why(why, why_len, "%s", l->err);
       goto fail;
     }
-    /* the first batch's records found and checked while reads are a page each; its payloads
-     * come later with the store's own read-ahead (they lie together in sequential order) */
+    /* the first batch's records found and checked while reads are a page each, and its
+     * payloads asked for, exactly (madvise WILLNEED, adjacent records in one request): the
+     * store's read-around (read_ahead_kb around each fault) would read that much around each of
+     * them, in a shuffled order a window per record (32 x 8 MiB for a batch of 32 here) */
     char **bad = NULL;
     int *bad_rc = NULL;
-    if (l->plan.n_batches && ld_resolve_batch(l, &l->plan, 0, &bad, &bad_rc) == 0)
+    if (l->plan.n_batches && ld_resolve_batch(l, &l->plan, 0, &bad, &bad_rc) == 0) {
       ld_bad_free(bad, bad_rc, l->plan.bstart[1]);
+      ld_hint_batch(l, &l->plan, 0);
+    }
     ld_advise_open(l, 0);
   }
   *out = l;

@@ -509,7 +509,11 @@ void ld_bad_free(char **bad, int *bad_rc, uint64_t m) {
 /* madvise(WILLNEED) the records of batch k, merging adjacent ranges. Records of items not yet
  * resolved are looked up for it (under resolve_mu), not checked. */
 void ld_willneed(fc_loader *l, const ld_plan *p, uint64_t k) {
-  if (k >= p->n_batches || !l->willneed) return;
+  if (l->willneed) ld_hint_batch(l, p, k);
+}
+
+void ld_hint_batch(fc_loader *l, const ld_plan *p, uint64_t k) {
+  if (k >= p->n_batches) return;
   static long page;
   if (!page) page = sysconf(_SC_PAGESIZE);
   uintptr_t lo = 0, hi = 0;

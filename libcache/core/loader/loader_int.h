@@ -201,6 +201,8 @@ int ld_resolve_batch(struct fc_loader *l, const ld_plan *p, uint64_t k, char ***
 void ld_bad_free(char **bad, int *bad_rc, uint64_t m);
 /* madvise(WILLNEED) the records of batch k of plan p (when the loader hints: l->willneed). */
 void ld_willneed(struct fc_loader *l, const ld_plan *p, uint64_t k);
+/* The same, whatever l->willneed says. */
+void ld_hint_batch(struct fc_loader *l, const ld_plan *p, uint64_t k);
 /* Caller holds resolve_mu. */
 /* → LD_CHECKED: look the records up by their keys and check their headers against the config
  * and the index's lengths. 0, or FC_ENOTFOUND / FC_EFORMAT / FC_ECHECKSUM and a reason (the item
