@@ -11,6 +11,8 @@ of audio, the directory's `list` (one path a line).
   voiced(d, n, samples)         harmonics under formant bumps, with pauses (16-bit; numpy only)
   speech_like(d, hours)         voiced segments with formants and pauses, 2-12 s each (16-bit;
                                 numpy + scipy, no espeak-ng), every file distinct bytes
+  short_utterances(d, n)        N files of 0.3-1.0 s (tone over noise, 16-bit), LJSpeech layout,
+                                for 10k-1M files (numpy only)
   mel_store(store, n)           no audio: a store of n hifigan mel records written by the py-lmdb
                                 fixture writer of tests/reference (test_verify_store.py make)
 
@@ -338,6 +340,87 @@ def voiced(d, n, samples, spread=(0.75, 1.5), seed=0):
         stamp.save()
     files = stamp.files
     return Corpus(d, [os.path.join(d, e["name"]) for e in files], sum(e["seconds"] for e in files))
+
+
+# ---- many short utterances (bench-scale: 10k to 1M files) --------------------------------------
+SHORT_BLOCK = 10000  # files drawn per generator: file i depends on SEED and i // SHORT_BLOCK only
+
+
+def _short_block(seed, b):
+    """Block b of short_utterances: (lengths, noise offsets, tone frequencies, texts)."""
+    import numpy as np
+    rng = np.random.default_rng([seed, b])
+    n = SHORT_BLOCK
+    lens = rng.integers(int(0.3 * SR), SR + 1, n)
+    offs = rng.integers(0, 60 * SR - SR, n)
+    freqs = rng.uniform(90, 3000, n)
+    counts = rng.integers(6, 16, n)
+    picks = rng.integers(0, len(WORDS), int(counts.sum()))
+    texts, k = [], 0
+    for i in range(n):
+        words = [WORDS[j] for j in picks[k:k + counts[i]]]
+        k += counts[i]
+        texts.append(" ".join(words).capitalize() + ", %d." % (b * n + i))
+    return lens, offs, freqs, texts
+
+
+def short_utterances(d, n, seed=11, say=_say):
+    """N short utterances in the LJSpeech layout: d/wavs/S0000000.wav... (0.3-1.0 s, 22.05 kHz
+    16-bit mono: a tone of 90-3000 Hz over a slice of one minute of noise; the first sample is the
+    file's number, so every file's bytes differ) and d/metadata.csv (ID|text|text, 6-15 words and
+    the number: ~60-100 characters). For 10k to 1M files: written with a bare 44-byte header (no
+    wave module), the stamp keeps the count made, not each file; a larger N extends a smaller one
+    (the same first files)."""
+    import time
+    import numpy as np
+    params = {"kind": "short utterances", "seed": seed, "sr": SR, "block": SHORT_BLOCK}
+    stamp = os.path.join(d, "corpus.json")
+    wavs = os.path.join(d, "wavs")
+    made = 0
+    try:
+        with open(stamp) as f:
+            old = json.load(f)
+        if old.get("params") == params:
+            made = old["made"]
+    except (OSError, ValueError, KeyError):
+        pass
+    if made == 0 and os.path.isdir(wavs):
+        shutil.rmtree(wavs)
+    os.makedirs(wavs, exist_ok=True)
+    noise = (np.random.default_rng(seed).standard_normal(60 * SR) * 900).astype(np.int32)
+    t = np.arange(SR) / SR
+    ids, texts, paths, seconds = [], [], [], 0.0
+    t0 = time.time()
+    if made < n:
+        say(f"making short utterances {made} to {n} in {wavs}")
+    for b in range((n + SHORT_BLOCK - 1) // SHORT_BLOCK):
+        lens, offs, freqs, btexts = _short_block(seed, b)
+        for i in range(min(SHORT_BLOCK, n - b * SHORT_BLOCK)):
+            k = b * SHORT_BLOCK + i
+            uid = "S%07d" % k
+            path = os.path.join(wavs, uid + ".wav")
+            m = int(lens[i])
+            if k >= made:
+                x = noise[offs[i]:offs[i] + m].copy()
+                x += (np.sin(2 * np.pi * freqs[i] * t[:m]) * 6000).astype(np.int32)
+                x[0] = k & 0x7FFF
+                data = np.clip(x, -32768, 32767).astype("<i2").tobytes()
+                hdr = (b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt " +
+                       struct.pack("<IHHIIHH", 16, 1, 1, SR, 2 * SR, 2, 16) + b"data" +
+                       struct.pack("<I", len(data)))
+                with open(path, "wb") as f:
+                    f.write(hdr + data)
+            ids.append(uid)
+            texts.append(btexts[i])
+            paths.append(path)
+            seconds += m / SR
+        if made < n and b * SHORT_BLOCK + SHORT_BLOCK > made:  # a block at a time: resumable
+            with open(stamp + ".tmp", "w") as f:
+                json.dump({"params": params, "made": max(made, min(n, (b + 1) * SHORT_BLOCK))}, f)
+            os.replace(stamp + ".tmp", stamp)
+    if made < n:
+        say(f"{n - made} files in {time.time() - t0:.0f} s")
+    return Corpus(d, paths, seconds, ids, texts)
 
 
 # ---- speech-like audio without espeak-ng (the featurize-on-a-GPU benchmarks' 40 h) --------------

@@ -84,6 +84,18 @@ if shutil.which("espeak-ng"):
     a = bl.corpus.looped_speech(os.path.join(tmp, "l1"), 2, 0.5)
     b = bl.corpus.looped_speech(os.path.join(tmp, "l2"), 2, 0.5)
     check(same(a, b) and 0.9 <= a.seconds <= 1.1, f"looped_speech: {a.seconds} s")
+a = bl.corpus.short_utterances(os.path.join(tmp, "u1"), 30, say=say)
+b = bl.corpus.short_utterances(os.path.join(tmp, "u2"), 30, say=say)
+man = open(a.manifest).read().splitlines()
+check(len(a) == 30 and same(a, b) and 0.3 * 30 <= a.seconds <= 30 and len(man) == 30 and
+      man[0].startswith(a.ids[0] + "|") and len(set(data(a))) == 30,
+      "short_utterances: not the same 30 distinct files, or metadata.csv")
+said.clear()
+c = bl.corpus.short_utterances(os.path.join(tmp, "u1"), 30, say=say)
+check(not said and c.paths == a.paths, f"short_utterances reused: {said}")
+c = bl.corpus.short_utterances(os.path.join(tmp, "u1"), 45, say=say)
+check(len(c) == 45 and c.paths[:30] == a.paths and data(c)[:30] == data(b),
+      "short_utterances extended: the first files changed")
 t = bl.Throttle("bench-selftest", "/dev/shm" if os.path.isdir("/dev/shm") else "/proc", read_mbps=1)
 check(not t.ok and t.why and t.prefix() == [], f"throttle on tmpfs: ok {t.ok}, why {t.why}")
 check(bl.MachineNotes().line().startswith("machine: "), "machine notes")
