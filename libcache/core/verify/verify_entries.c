@@ -309,20 +309,6 @@ int vf_check_entries(vctx *c, int nthreads) {
 
 /* ---- step 5: the manifest -------------------------------------------------------------------- */
 
-static const ventry *find_entry(const ventry *a, size_t n, const char *id, size_t len) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    int d = vf_cmp_lmdb(a[mid].id, a[mid].id_len, id, len);
-    if (d == 0) return &a[mid];
-    if (d < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return NULL;
-}
-
 void vf_check_manifest(vctx *c) {
   const fc_item_list *m = c->o->manifest;
   for (size_t i = 0; i < m->count && !vf_stopping(c); i++) {
@@ -337,14 +323,16 @@ void vf_check_manifest(vctx *c) {
     }
     c->r->manifest_items++;
     size_t len = strlen(it->id);
-    vfail *fl;
-    if (!find_entry(c->audio, c->n_audio, it->id, len) && (fl = vf_find_failure(c, it->id, len)))
-      fl->explains = 1; /* no audio entry: featurize failed it, and said so */
-    else if (!find_entry(c->audio, c->n_audio, it->id, len))
-      vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, it->id, len, it->id, len,
-             "missing: manifest line %zu names it, the store has no audio entry (no features)",
-             it->line);
-    if (c->o->expect_tokens_given && !find_entry(c->text, c->n_text, it->id, len))
+    if (!vf_find_entry(c->audio, c->n_audio, it->id, len)) {
+      vfail *fl = vf_find_failure(c, it->id, len);
+      if (fl)
+        fl->explains = 1; /* no audio entry: featurize failed it, and said so */
+      else
+        vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, it->id, len, it->id, len,
+               "missing: manifest line %zu names it, the store has no audio entry (no features)",
+               it->line);
+    }
+    if (c->o->expect_tokens_given && !vf_find_entry(c->text, c->n_text, it->id, len))
       vf_add(c, FC_VERIFY_ERROR, FC_DB_TEXT, it->id, len, it->id, len,
              "missing: manifest line %zu names it, the store has no text entry (no tokens)",
              it->line);

@@ -81,17 +81,7 @@ void vf_report_failures(vctx *c, fc_rtxn *t) {
     /* Stored under that config all the same (it failed after it was stored): say its features
      * are those of the file as it was. */
     const char *kept = "";
-    const ventry *e = NULL;
-    for (size_t lo = 0, hi = c->n_audio; lo < hi && !e;) {
-      size_t mid = lo + (hi - lo) / 2;
-      int d = vf_cmp_lmdb(c->audio[mid].id, c->audio[mid].id_len, fl->id, fl->id_len);
-      if (d == 0)
-        e = &c->audio[mid];
-      else if (d < 0)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
+    const ventry *e = vf_find_entry(c->audio, c->n_audio, fl->id, fl->id_len);
     if (e && e->ok) {
       fc_digest content, key;
       memcpy(content.bytes, e->val, 16);

@@ -95,3 +95,17 @@ int vf_cmp_lmdb(const char *a, size_t al, const char *b, size_t bl) {
   int d = memcmp(a, b, al < bl ? al : bl);
   return d ? d : (al < bl ? -1 : al > bl);
 }
+
+const ventry *vf_find_entry(const ventry *a, size_t n, const char *id, size_t len) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int d = vf_cmp_lmdb(a[mid].id, a[mid].id_len, id, len);
+    if (d == 0) return &a[mid];
+    if (d < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return NULL;
+}

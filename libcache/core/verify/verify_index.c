@@ -10,22 +10,6 @@
 #include "libcache/core/verify/verify_int.h"
 #include "formats/common/alloc.h"
 
-static const ventry *entry_of(const ventry *a, size_t n, const void *id, size_t len) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    size_t m = a[mid].id_len < len ? a[mid].id_len : len;
-    int d = memcmp(a[mid].id, id, m);
-    if (!d) d = (a[mid].id_len > len) - (a[mid].id_len < len);
-    if (d == 0) return &a[mid];
-    if (d < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return NULL;
-}
-
 /* The index of config cf, walked in id order beside the entries of its kind (both sorted). */
 static int check_one(vctx *c, MDB_txn *txn, const vcfg *cf, const store_index *x, uint64_t *n_ix) {
   const int edb = x->entry_db, rdb = x->record_db;
@@ -46,7 +30,7 @@ static int check_one(vctx *c, MDB_txn *txn, const vcfg *cf, const store_index *x
              FC_INDEX_VALUE_SIZE);
       continue;
     }
-    const ventry *e = entry_of(ents, n_ents, k.mv_data, k.mv_size);
+    const ventry *e = vf_find_entry(ents, n_ents, k.mv_data, k.mv_size);
     if (!e) {
       vf_add(c, FC_VERIFY_ERROR, DB_INDEX, k.mv_data, k.mv_size, k.mv_data, k.mv_size,
              "index of config %s names an utterance with no %s entry", cf->hex, fc_db_name(edb));

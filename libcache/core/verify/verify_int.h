@@ -105,6 +105,8 @@ void vf_hex16(const void *k, char out[33]);
 const char *vf_cfg_name(const vcfg *cf);
 /* LMDB's default key order: bytes compared over the shorter length, then the shorter first. */
 int vf_cmp_lmdb(const char *a, size_t al, const char *b, size_t bl);
+/* The entry of id in a (n entries sorted in that order), or NULL. */
+const ventry *vf_find_entry(const ventry *a, size_t n, const char *id, size_t len);
 /* Add a finding; key/id given as byte strings (id_len 0 with id NULL: none). Thread-safe. */
 void vf_add(vctx *c, int sev, int db, const char *key, size_t key_len, const char *id,
             size_t id_len, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
