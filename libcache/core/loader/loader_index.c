@@ -241,45 +241,40 @@ static uint32_t ix_dim0(const uint8_t *v) {
   return (uint32_t)v[16] | (uint32_t)v[17] << 8 | (uint32_t)v[18] << 16 | (uint32_t)v[19] << 24;
 }
 
-int ld_resolve(fc_loader *l, ld_item *it, char *why, size_t why_len) {
-  if (it->state == LD_CHECKED) return 0;
-  ld_store *st = &l->stores[it->store];
-  fc_store *s = st->s;
-  MDB_val k = {16, (void *)it->mel_rec}, v, tv = {0, NULL};
-  fc_record_header h;
-  char r[200];
-  int rc = mdb_get(st->txn, s->dbi[FC_DB_FEAT], &k, &v);
+/* The feature or token record an index entry names (key), checked, with the length the index gives
+ * (want: frames or tokens). */
+static int resolve_one(fc_loader *l, ld_store *st, int tokens, const void *key, uint32_t want,
+                       MDB_val *v, char *why, size_t why_len) {
+  const char *what = tokens ? "token" : "feature";
+  MDB_val k = {16, (void *)key};
+  int rc = mdb_get(st->txn, st->s->dbi[tokens ? FC_DB_TOK : FC_DB_FEAT], &k, v);
   if (rc == MDB_NOTFOUND) {
-    fc_why(why, why_len, "the index names a feature record the store does not hold");
+    fc_why(why, why_len, "the index names a %s record the store does not hold", what);
     return FC_ENOTFOUND;
   }
   if (rc) return rc;
-  if ((rc = ld_check_record(l, v.mv_data, v.mv_size, 0, &st->mel_cfg, &h, r, sizeof r))) {
-    fc_why(why, why_len, "corrupt feature record: %s", r);
+  fc_record_header h;
+  char r[200];
+  if ((rc = ld_check_record(l, v->mv_data, v->mv_size, tokens, tokens ? &st->tok_cfg : &st->mel_cfg,
+                            &h, r, sizeof r))) {
+    fc_why(why, why_len, "corrupt %s record: %s", what, r);
     return rc;
   }
-  if (h.dim0 != it->frames) {
-    fc_why(why, why_len, "the index says %u frames, the feature record holds %u", it->frames,
-           h.dim0);
+  if (h.dim0 != want) {
+    fc_why(why, why_len, "the index says %u %s, the %s record holds %u", want,
+           tokens ? "tokens" : "frames", what, h.dim0);
     return FC_EFORMAT;
   }
-  if (l->has_tokens) {
-    k = (MDB_val){16, (void *)it->tok_rec};
-    rc = mdb_get(st->txn, s->dbi[FC_DB_TOK], &k, &tv);
-    if (rc == MDB_NOTFOUND) {
-      fc_why(why, why_len, "the index names a token record the store does not hold");
-      return FC_ENOTFOUND;
-    }
-    if (rc) return rc;
-    if ((rc = ld_check_record(l, tv.mv_data, tv.mv_size, 1, &st->tok_cfg, &h, r, sizeof r))) {
-      fc_why(why, why_len, "corrupt token record: %s", r);
-      return rc;
-    }
-    if (h.dim0 != it->ntok) {
-      fc_why(why, why_len, "the index says %u tokens, the token record holds %u", it->ntok, h.dim0);
-      return FC_EFORMAT;
-    }
-  }
+  return 0;
+}
+
+int ld_resolve(fc_loader *l, ld_item *it, char *why, size_t why_len) {
+  if (it->state == LD_CHECKED) return 0;
+  ld_store *st = &l->stores[it->store];
+  MDB_val v, tv = {0, NULL};
+  int rc = resolve_one(l, st, 0, it->mel_rec, it->frames, &v, why, why_len);
+  if (!rc && l->has_tokens) rc = resolve_one(l, st, 1, it->tok_rec, it->ntok, &tv, why, why_len);
+  if (rc) return rc;
   it->mel_rec = v.mv_data;
   it->tok_rec = tv.mv_data;
   it->state = LD_CHECKED;
