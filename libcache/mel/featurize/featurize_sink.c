@@ -38,6 +38,16 @@ unsigned fz_part_of(fz_run *r, size_t i) {
   return fc_store_part_of_id(id, strlen(id), r->n_parts);
 }
 
+/* Append j to its part's queue (r->mu held). */
+static void part_append(fz_part *p, fz_job *j) {
+  if (p->tail)
+    p->tail->next = j;
+  else
+    p->head = j;
+  p->tail = j;
+  p->count++;
+}
+
 /* Hand a job to the writer; blocks while the queue is full (the time goes to *waited). Returns 0,
  * or the writer's error when a commit failed: the job is not queued (the caller reports it). */
 int fz_queue_push(fz_run *r, fz_job *j, double *waited) {
@@ -57,12 +67,7 @@ int fz_queue_push(fz_run *r, fz_job *j, double *waited) {
     pthread_mutex_unlock(&r->mu);
     return rc;
   }
-  if (p->tail)
-    p->tail->next = j;
-  else
-    p->head = j;
-  p->tail = j;
-  p->count++;
+  part_append(p, j);
   r->q_count += job_counts(j);
   r->q_bytes += b;
   if (r->n_parts > 1) /* the writers share cv_items: wake them all, the right one takes it */
@@ -88,12 +93,7 @@ void fz_queue_push_staged(fz_run *r, fz_job *const *jobs, size_t n) {
       fz_job *j = jobs[k];
       fz_part *p = &r->parts[fz_part_of(r, j->index)];
       j->next = NULL;
-      if (p->tail)
-        p->tail->next = j;
-      else
-        p->head = j;
-      p->tail = j;
-      p->count++;
+      part_append(p, j);
     }
     if (n) pthread_cond_broadcast(&r->cv_items); /* one wake-up for the chunk */
   }
