@@ -5,7 +5,9 @@
  *   - the n-th commit or put fails (formats/common/fault.h), n = 1, 2, ... until the merge succeeds:
  *     a clean EIO each time, an output in which every audio entry has its sound record, and the
  *     final output equal to the reference (resumed runs complete it);
- *   - the stop flag: FC_EINTR after one batch, a rerun completes;
+ *   - the stop flag: FC_EINTR after one batch, a rerun completes; likewise in the failure-record
+ *     pass (copying the inputs' records, and clearing the output's records of ids now stored):
+ *     the batch committed stays, the output verifies, a rerun completes it;
  *   - conflicts: an id with a different audio entry refuses the merge (nothing created), and
  *     prefer first / last / a store picks the winner; an output holding a differing entry is a
  *     conflict too;
@@ -14,11 +16,13 @@
  *     of ~550 KB: the merge equals the reference; on a disk-backed /tmp, the pages written before
  *     the last passes are no longer in the page cache and no block is left allocated beyond the
  *     file's end; the n-th pass fails (EIO), n = 1, 2, ... until the merge succeeds, consistent
- *     after each and equal to the reference at the end. */
+ *     after each and equal to the reference at the end; failure records are written through the
+ *     same passes (a failed pass during the failure-record pass fails the merge). */
 #include "featcache/fc_featurize.h"
 #include "featcache/fc_format.h"
 #include "featcache/fc_merge.h"
 #include "featcache/fc_shard.h"
+#include "featcache/fc_verify.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -62,7 +66,7 @@ static int compare_stores(const char *a, const char *b) {
   fc_store_read_begin(sa, &ta);
   fc_store_read_begin(sb, &tb);
   int diff = 0;
-  for (int db = 0; db < FC_DB_COUNT && !diff; db++) {
+  for (int db = 0; db <= FC_DB_FAILED && !diff; db++) {
     fc_cursor *ca, *cb;
     fc_cursor_open(ta, db, &ca);
     fc_cursor_open(tb, db, &cb);
@@ -152,6 +156,70 @@ static volatile sig_atomic_t stop_flag;
 static void stop_after_commit(const fc_merge_stats *st, void *user) {
   (void)user;
   if (st->commits) stop_flag = 1;
+}
+
+static void stop_after_failures(const fc_merge_stats *st, void *user) {
+  (void)user;
+  if (st->failures_copied || st->failures_cleared) stop_flag = 1;
+}
+
+/* A store holding only failure records: ids prefix00, prefix01, ... under config cfg, each
+ * with a reason of `reason_len` bytes. */
+static int write_failures(const char *dir, const char *prefix, int count, const fc_digest *cfg,
+                          size_t reason_len) {
+  fc_store *s;
+  int rc = fc_store_open(dir, FC_STORE_CREATE | FC_STORE_NOSYNC, &s);
+  if (rc) return rc;
+  char *reason = malloc(reason_len), *val = malloc(FC_FAILURE_FIXED + 64 + reason_len);
+  memset(reason, 'r', reason_len);
+  for (int i = 0; i < count && !rc; i++) {
+    char id[64], src[96];
+    snprintf(id, sizeof id, "%s%02d", prefix, i);
+    snprintf(src, sizeof src, "/corpus/%s.wav", id);
+    fc_failure f = {.config = *cfg,
+                    .time_ns = 1000000000ll * (1700000000 + i),
+                    .err = FC_EFORMAT,
+                    .source = src,
+                    .source_len = strlen(src),
+                    .reason = reason,
+                    .reason_len = reason_len};
+    fc_failure_encode(&f, val);
+    fc_put p = {FC_DB_FAILED, id, strlen(id), val, fc_failure_size(&f), 0};
+    rc = fc_store_write(s, &p, 1);
+  }
+  free(reason);
+  free(val);
+  fc_store_close(s);
+  return rc;
+}
+
+/* The failure records the store holds. */
+static uint64_t failures_in(const char *dir) {
+  fc_store *s;
+  if (fc_store_open(dir, FC_STORE_RDONLY, &s)) return 0;
+  fc_rtxn *t;
+  uint64_t n = 0;
+  if (fc_store_read_begin(s, &t) == 0) {
+    fc_rtxn_count(t, FC_DB_FAILED, &n);
+    fc_rtxn_end(t);
+  }
+  fc_store_close(s);
+  return n;
+}
+
+/* cache-verify's checks find no error in the store. */
+static int verifies(const char *dir) {
+  fc_verify_opts vo;
+  fc_verify_opts_init(&vo);
+  fc_verify_report r;
+  char why[256] = "";
+  int rc = fc_verify_store(dir, &vo, &r, why, sizeof why);
+  int ok = rc == 0 && r.opened && r.errors == 0;
+  if (!ok)
+    fprintf(stderr, "  %s: verify rc %d, %llu errors %s\n", dir, rc, (unsigned long long)r.errors,
+            why);
+  fc_verify_report_free(&r);
+  return ok;
 }
 
 static uint64_t total(const uint64_t *v) {
@@ -319,6 +387,32 @@ static void check_writeback(const char *dir, const fc_mel_config *cfg, const fc_
       "writeback faults: %d runs until the merge completed; consistent after each; equal to "
       "the reference\n",
       n - 1);
+
+  /* failure records go through the same passes: ~2 MiB of them (the pass after the entries),
+   * far enough ahead of the passes that the merge waits for one; the n-th pass fails, n = 1,
+   * 2, ..., the output verifies after each, and the last merge equals an uninterrupted one */
+  char fl[300], fref[300];
+  snprintf(fl, sizeof fl, "%s/long_fails", dir);
+  CHECK(write_failures(fl, "f", 512, cd, 4000) == 0, "failure records");
+  const char *fin[1] = {fl};
+  o.batch_records = 16;
+  snprintf(fref, sizeof fref, "%s/long_fails_ref", dir);
+  CHECK(fc_merge_run(fref, fin, 1, &o, &st, why, sizeof why) == 0 && st.failures_copied == 512,
+        "failure records with write-back passes: %s", why);
+  snprintf(out, sizeof out, "%s/long_fails_fault", dir);
+  rc = -1;
+  for (n = 1; n < 500 && rc != 0; n++) {
+    char spec[64];
+    snprintf(spec, sizeof spec, "writeback:%d", n);
+    setenv("FC_FAULT", spec, 1);
+    rc = fc_merge_run(out, fin, 1, &o, &st, why, sizeof why);
+    setenv("FC_FAULT", "", 1);
+    if (rc) CHECK(rc == EIO && strstr(why, "Input/output error"), "%s: rc %d (%s)", spec, rc, why);
+    CHECK(verifies(out), "failure records, %s", spec);
+  }
+  CHECK(rc == 0 && n > 2, "writeback in the failure pass: %d runs", n - 1);
+  CHECK(compare_stores(fref, out) == 0, "failure records: the resumed merge differs");
+  printf("writeback faults in the failure pass: %d runs until the merge completed\n", n - 1);
 }
 
 int main(void) {
@@ -438,6 +532,55 @@ int main(void) {
             st.present[FC_DB_META] == 2,
         "resume after stop");
   CHECK(compare_stores(ref, out) == 0, "stop: resumed merge differs");
+
+  /* 3b. stop in the failure-record pass (after every entry is in): set once its first batch (4
+   * records) is committed, in its copy of the inputs' records and in its clearing of the output's
+   * records of ids an input now stores; that batch is kept, the output verifies, and the rerun
+   * completes it as an uninterrupted merge does */
+  char fl[300], fref[300];
+  snprintf(fl, sizeof fl, "%s/fails", dir);
+  CHECK(write_failures(fl, "zz", 10, &cd, 40) == 0, "failure records");
+  const char *fin[4] = {in[0], in[1], in[2], fl};
+  snprintf(fref, sizeof fref, "%s/m_fails_ref", dir);
+  rc = fc_merge_run(fref, fin, 4, &o, &st, why, sizeof why);
+  CHECK(rc == 0 && st.failures_copied == 10 && failures_in(fref) == 10, "failures: rc %d (%s)", rc,
+        why);
+  stop_flag = 0;
+  o.stop = &stop_flag;
+  o.on_progress = stop_after_failures;
+  snprintf(out, sizeof out, "%s/m_fails_stop", dir);
+  rc = fc_merge_run(out, fin, 4, &o, &st, why, sizeof why);
+  CHECK(rc == FC_EINTR && st.failures_copied == 4 && failures_in(out) == 4,
+        "stop in the failure pass: rc %d, %llu copied, %llu in the output", rc,
+        (unsigned long long)st.failures_copied, (unsigned long long)failures_in(out));
+  CHECK(check_consistent(out, &cd) == NFILES && verifies(out), "stopped in the failure pass");
+  o.stop = NULL;
+  o.on_progress = NULL;
+  rc = fc_merge_run(out, fin, 4, &o, &st, why, sizeof why);
+  CHECK(rc == 0 && total(st.copied) == 0 && st.failures_copied == 6,
+        "resume the failure pass: rc %d, %llu copied", rc, (unsigned long long)st.failures_copied);
+  CHECK(compare_stores(fref, out) == 0, "failure pass: resumed merge differs");
+  /* the output holds records of the shards' ids (u00 ... u29) that the shards now store */
+  snprintf(fl, sizeof fl, "%s/fails_u", dir);
+  CHECK(write_failures(fl, "u", NFILES, &cd, 40) == 0, "failure records of stored ids");
+  snprintf(out, sizeof out, "%s/m_fails_clear", dir);
+  CHECK(fc_merge_run(out, (const char *const[]){fl}, 1, &o, &st, why, sizeof why) == 0 &&
+            failures_in(out) == NFILES,
+        "records of stored ids: %s", why);
+  o.stop = &stop_flag;
+  o.on_progress = stop_after_failures;
+  stop_flag = 0;
+  rc = fc_merge_run(out, in, 3, &o, &st, why, sizeof why);
+  CHECK(rc == FC_EINTR && st.failures_cleared == 4 && failures_in(out) == NFILES - 4,
+        "stop while clearing: rc %d, %llu cleared, %llu left", rc,
+        (unsigned long long)st.failures_cleared, (unsigned long long)failures_in(out));
+  CHECK(check_consistent(out, &cd) == NFILES && verifies(out), "stopped while clearing");
+  o.stop = NULL;
+  o.on_progress = NULL;
+  rc = fc_merge_run(out, in, 3, &o, &st, why, sizeof why);
+  CHECK(rc == 0 && total(st.copied) == 0 && st.failures_cleared == NFILES - 4,
+        "resume clearing: rc %d, %llu cleared", rc, (unsigned long long)st.failures_cleared);
+  CHECK(compare_stores(ref, out) == 0, "clearing: resumed merge differs from the reference");
 
   /* 4. conflicts: shard x holds the id of shard 0's first utterance with other audio */
   char sx[300], xwav[300], id[64] = "";

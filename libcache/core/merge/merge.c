@@ -621,7 +621,7 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
     if (!rc && o->on_progress) o->on_progress(stats, o->user);
     if (!rc && o->stop && *o->stop) rc = FC_EINTR;
   }
-  if (!rc) rc = merge_failures(c.out, c.in, c.txns, n, stats); /* merge_failed.c */
+  if (!rc) rc = merge_failures(c.out, c.in, c.txns, n, o, &c.wb, stats); /* merge_failed.c */
   int wrc = store_explain_write_error(c.out, writeback_end(&c.wb), 0);
   if (!rc) rc = wrc;
   int src = store_explain_write_error(c.out, mdb_env_sync(c.out->env, 1), 0);

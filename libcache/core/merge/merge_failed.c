@@ -1,18 +1,21 @@
 /* cache-merge: featurize's failure records (merge_failed.h). Failure records are few (the bad files
  * of a corpus), so they are written with plain puts in small batches after everything else, not
- * through the appending copy of merge.c; memory is one batch of keys and values. */
+ * through the appending copy of merge.c; memory is one batch of keys and values. Like merge.c's
+ * batches, each commit goes through the output's write-back (writeback.c), and the stop flag is
+ * seen after each batch: a stopped pass keeps what it committed, and a rerun does the rest. */
 #include "libcache/core/merge/merge_failed.h"
 
 #include "featcache/fc_format.h"
 #include "formats/common/alloc.h"
 #include "formats/common/fault.h"
 #include "libcache/core/merge/kmerge.h"
+#include "libcache/core/merge/writeback.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { BATCH = 1024 };
+enum { BATCH = 1024 }; /* at most; fewer when the merge's batches are smaller (batch_records) */
 
 typedef struct fput {
   MDB_val key, val; /* point into an input's map, or (deletions) a copy owned by the batch */
@@ -43,15 +46,16 @@ static int stored_in_inputs(fc_store *const *in, MDB_txn *const *txns, size_t n,
   return 0;
 }
 
-/* Write the batch in one transaction (replayed after growing the map). */
-static int flush(fc_store *out, fbatch *b, fc_merge_stats *st) {
+/* Write the batch in one transaction (replayed after growing the map); the bytes it put are
+ * counted into the write-back as merge.c's commits are. */
+static int flush(fc_store *out, fbatch *b, fc_writeback *wb, fc_merge_stats *st) {
   int rc = 0;
   while (b->n) {
     MDB_txn *txn;
     rc = mdb_txn_begin(out->env, NULL, 0, &txn);
     if (rc == MDB_MAP_RESIZED && !(rc = store_adopt_map(out))) continue;
     if (rc) break;
-    uint64_t copied = 0, cleared = 0;
+    uint64_t copied = 0, cleared = 0, bytes = 0;
     for (size_t i = 0; i < b->n && !rc; i++) {
       fput *p = &b->p[i];
       MDB_val have;
@@ -65,7 +69,7 @@ static int flush(fc_store *out, fbatch *b, fc_merge_stats *st) {
       } else if (got != 0 || have.mv_size != p->val.mv_size ||
                  memcmp(have.mv_data, p->val.mv_data, have.mv_size) != 0) {
         rc = fault_hit("put") ? EIO : mdb_put(txn, out->dbi[FC_DB_FAILED], &p->key, &p->val, 0);
-        if (!rc) copied++;
+        if (!rc) copied++, bytes += p->key.mv_size + p->val.mv_size;
       }
     }
     if (!rc && (copied || cleared))
@@ -81,6 +85,7 @@ static int flush(fc_store *out, fbatch *b, fc_merge_stats *st) {
     st->failures_cleared += cleared;
     st->commits += (copied || cleared);
     b->n = 0;
+    rc = writeback_committed(wb, bytes);
   }
   for (size_t i = 0; i < b->n_owned; i++) free(b->owned[i]);
   b->n_owned = 0;
@@ -99,8 +104,16 @@ static long latest(const MDB_val *vals, size_t m) {
   return best;
 }
 
+/* After a full batch was written, as merge.c's copy does: progress, then FC_EINTR when the stop
+ * flag is set (what was committed stays; a rerun redoes nothing of it). */
+static int batch_done(const fc_merge_opts *o, fc_merge_stats *st) {
+  if (o->on_progress) o->on_progress(st, o->user);
+  return o->stop && *o->stop ? FC_EINTR : 0;
+}
+
 int merge_failures(fc_store *out, fc_store *const *in, MDB_txn *const *txns, size_t n,
-                   fc_merge_stats *st) {
+                   const fc_merge_opts *o, fc_writeback *wb, fc_merge_stats *st) {
+  const size_t max = o->batch_records && o->batch_records < BATCH ? o->batch_records : BATCH;
   fbatch *b = fc_calloc(1, sizeof *b);
   MDB_txn **t2 = fc_calloc(n ? n : 1, sizeof *t2);
   MDB_dbi *d2 = fc_calloc(n ? n : 1, sizeof *d2);
@@ -124,7 +137,7 @@ int merge_failures(fc_store *out, fc_store *const *in, MDB_txn *const *txns, siz
       if (!rc && after && k.mv_size == after_len && memcmp(k.mv_data, after, after_len) == 0)
         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
     }
-    for (; !rc && b->n < BATCH; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+    for (; !rc && b->n < max; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
       void *last = fc_malloc(k.mv_size);
       if (!last) {
         rc = ENOMEM;
@@ -151,7 +164,8 @@ int merge_failures(fc_store *out, fc_store *const *in, MDB_txn *const *txns, siz
     if (rc == MDB_NOTFOUND) rc = 0;
     if (cur) mdb_cursor_close(cur);
     fc_rtxn_end(rt); /* before the batch is written: no transaction of ours open on out */
-    if (!rc) rc = flush(out, b, st);
+    if (!rc) rc = flush(out, b, wb, st);
+    if (!rc && more) rc = batch_done(o, st);
   }
   free(after);
   for (size_t i = 0; i < b->n_owned; i++) free(b->owned[i]);
@@ -174,10 +188,10 @@ int merge_failures(fc_store *out, fc_store *const *in, MDB_txn *const *txns, siz
     if (w < 0 || fc_failure_decode(vals[w].mv_data, vals[w].mv_size, &f) != 0) continue;
     int stored = stored_in_inputs(in, txns, n, &k, &f.config);
     b->p[b->n++] = (fput){k, vals[w], stored};
-    if (b->n == BATCH && (rc = flush(out, b, st)) != 0) break;
+    if (b->n == max && ((rc = flush(out, b, wb, st)) != 0 || (rc = batch_done(o, st)) != 0)) break;
   }
   kmerge_close(km);
-  if (rc == MDB_NOTFOUND) rc = flush(out, b, st);
+  if (rc == MDB_NOTFOUND) rc = flush(out, b, wb, st);
 
 done:
   free(b);

@@ -4,6 +4,7 @@
 #define FC_MERGE_FAILED_H
 
 #include "featcache/fc_merge.h"
+#include "libcache/core/merge/writeback.h"
 #include "libcache/core/store/store_int.h"
 
 /* Bring the inputs' failure records into out: for each id, the latest record among the inputs
@@ -11,9 +12,12 @@
  * record's config (its audio entry there, and the feat record of that entry and config): a
  * success wins over a failure, and such an id's record already in out is deleted as well. in[i]
  * are the inputs with their read transactions txns[i]; no transaction of this process is open
- * on out. Counts into st->failures_copied and st->failures_cleared. Returns 0 or an LMDB/errno
- * code (the map of out grows as fc_store_write's does). */
+ * on out. Batches of at most o->batch_records (and 1024); each commit is counted into wb (out's
+ * write-back), and after each full batch o->on_progress is called and o->stop looked at.
+ * Counts into st->failures_copied, st->failures_cleared and st->commits. Returns 0, FC_EINTR
+ * (stopped: the batches committed stay), the error of the write-back, or an LMDB/errno code
+ * (the map of out grows as fc_store_write's does). */
 int merge_failures(fc_store *out, fc_store *const *in, MDB_txn *const *txns, size_t n,
-                   fc_merge_stats *st);
+                   const fc_merge_opts *o, fc_writeback *wb, fc_merge_stats *st);
 
 #endif
