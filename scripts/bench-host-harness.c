@@ -10,8 +10,10 @@
  *   staging-null  the GPU path up to the device boundary: the same code as `--device cuda` (the
  *                 staging ring with the CUDA ring's geometry, the launch and completion threads,
  *                 the writers), with a backend whose launch and finish cost nothing: its staging
- *                 and output buffers are made and touched once at open (as pinned memory is), a
- *                 launch returns at once, a finish hands back the output buffer as it is.
+ *                 and output buffers are made and touched once (as pinned memory is), the first
+ *                 chunk's at open and the others' as the pipeline grows the ring (as the CUDA
+ *                 backend makes them), a launch returns at once, a finish hands back the output
+ *                 buffer as it is.
  * LIST holds one path per line; STORE must not exist (WRITERS >= 2: a split store of that many
  * parts; 0: featurize's default for a new store, fc_featurize_default_writers, on the device the
  * row stands for: cuda for staging-null). DTYPE is f32, f16 or bf16.
@@ -70,6 +72,7 @@ static const fc_fz_backend nomel_backend = {.name = "cpu-nomel",
 /* ---- staging-null: a staging backend whose launch and finish cost nothing ----------------------- */
 typedef struct null_stage {
   fc_fz_stage_info info;
+  size_t out_bytes;
   void **staging, **out;
 } null_stage;
 
@@ -85,27 +88,34 @@ static void null_close(void *state) {
   free(z);
 }
 
+/* Chunk k's buffers, faulted in as pinned memory is when it is allocated. */
+static int null_grow(void *state, unsigned k) {
+  null_stage *z = state;
+  if (k >= z->info.chunks || z->staging[k]) return EINVAL;
+  void *staging = malloc(z->info.capacity * sizeof(float)), *out = malloc(z->out_bytes);
+  if (!staging || !out) {
+    free(staging);
+    free(out);
+    return ENOMEM;
+  }
+  memset(staging, 0, z->info.capacity * sizeof(float));
+  memset(out, 0x3c, z->out_bytes);
+  z->staging[k] = staging;
+  z->out[k] = out;
+  return 0;
+}
+
 static int null_open(const fc_mel_config *cfg, const fc_device *dev, unsigned workers, void **state,
                      char *why, size_t why_len) {
   (void)dev, (void)workers;
   null_stage *z = calloc(1, sizeof *z);
   if (!z) return ENOMEM;
   fz_cuda_stage_geometry(cfg, &z->info);
-  const size_t out_bytes =
+  z->out_bytes =
       (size_t)z->info.max_frames * cfg->n_mels * fc_dtype_size(fc_dtype_decoded(cfg->dtype));
   z->staging = calloc(z->info.chunks, sizeof *z->staging);
   z->out = calloc(z->info.chunks, sizeof *z->out);
-  int rc = z->staging && z->out ? 0 : ENOMEM;
-  for (unsigned i = 0; i < z->info.chunks && !rc; i++) {
-    z->staging[i] = malloc(z->info.capacity * sizeof(float));
-    z->out[i] = malloc(out_bytes);
-    if (!z->staging[i] || !z->out[i]) {
-      rc = ENOMEM;
-      break;
-    }
-    memset(z->staging[i], 0, z->info.capacity * sizeof(float)); /* faulted in, as pinned memory */
-    memset(z->out[i], 0x3c, out_bytes);
-  }
+  int rc = z->staging && z->out ? null_grow(z, 0) : ENOMEM; /* the rest: null_grow */
   if (rc) {
     null_close(z);
     snprintf(why, why_len, "out of memory for the staging buffers");
@@ -121,7 +131,7 @@ static void null_stage_info(void *state, fc_fz_stage_info *info) {
 
 static void *null_stage_buffer(void *state, unsigned chunk) {
   null_stage *z = state;
-  return chunk < z->info.chunks ? z->staging[chunk] : NULL;
+  return chunk < z->info.chunks ? z->staging[chunk] : NULL; /* NULL until made */
 }
 
 static int null_launch(void *state, unsigned chunk, const fc_fz_launch *l) {
@@ -140,6 +150,7 @@ static const fc_fz_backend null_backend = {.name = "staging-null",
                                            .close = null_close,
                                            .stage_info = null_stage_info,
                                            .stage_buffer = null_stage_buffer,
+                                           .stage_grow = null_grow,
                                            .launch = null_launch,
                                            .finish = null_finish};
 

@@ -13,7 +13,12 @@
  * launch or the fail_finish-th finish fails; after a failure every later launch fails with
  * FC_EBADSTATE (sticky, as a CUDA plan). hold_first keeps the first chunk from completing until a
  * second one has been launched (10 s at most): with it, a pipeline that waits for a chunk before
- * launching the next is seen (max_in_flight stays 1, held_timeout set). */
+ * launching the next is seen (max_in_flight stays 1, held_timeout set).
+ *
+ * grow: the ring is made as the CUDA backend makes it, chunk 0 at open and the others by
+ * stage_grow (mock_grow_backend), each after grow_delay_us; grow_fail (>= 1) makes that chunk's
+ * stage_grow fail (the ring stays at the chunks before it). A chunk made out of turn, or a staging
+ * buffer asked for or a launch made on a chunk not made yet, counts as a violation. */
 #ifndef FC_TESTS_STAGE_MOCK_H
 #define FC_TESTS_STAGE_MOCK_H
 
@@ -53,9 +58,12 @@ typedef struct stage_mock {
   size_t broken_len;
   unsigned fail_launch, fail_finish;
   int hold_first;
+  int grow;
+  unsigned grow_fail, grow_delay_us;
   /* counted during the run */
   atomic_uint launches, finishes, utts, utts16, failed_utts, in_flight, max_in_flight;
   atomic_uint violations; /* launch checks that failed, staging written while in flight */
+  atomic_uint made; /* chunks made */
   atomic_int held_timeout;
   /* internal */
   fc_mel_config cfg;
@@ -151,6 +159,28 @@ static void mock_close(void *state) {
   m->plan = NULL;
 }
 
+static void mock_make(stage_mock *m, unsigned i) {
+  mock_chunk *c = &m->c[i];
+  c->staging = malloc(sizeof(float) * m->capacity);
+  c->out = malloc(sizeof(float) * m->max_frames * m->cfg.n_mels);
+  c->sample_off = malloc(sizeof(uint64_t) * m->max_utts);
+  c->len = malloc(sizeof(uint64_t) * m->max_utts);
+  memset(c->staging, 0xff, sizeof(float) * m->capacity);
+  atomic_store(&m->made, i + 1);
+}
+
+static int mock_grow(void *state, unsigned chunk) {
+  stage_mock *m = state;
+  if (!m->grow || chunk != atomic_load(&m->made) || chunk >= m->chunks) {
+    atomic_fetch_add(&m->violations, 1);
+    return EINVAL;
+  }
+  if (m->grow_delay_us) usleep(m->grow_delay_us);
+  if (chunk == m->grow_fail) return ENOMEM;
+  mock_make(m, chunk);
+  return 0;
+}
+
 static int mock_open(const fc_mel_config *cfg, const fc_device *dev, unsigned workers, void **state,
                      char *why, size_t why_len) {
   (void)dev, (void)workers, (void)why, (void)why_len;
@@ -165,20 +195,14 @@ static int mock_open(const fc_mel_config *cfg, const fc_device *dev, unsigned wo
   atomic_store(&m->in_flight, 0);
   atomic_store(&m->max_in_flight, 0);
   atomic_store(&m->violations, 0);
+  atomic_store(&m->made, 0);
   atomic_store(&m->held_timeout, 0);
   m->qhead = m->qtail = 0;
   m->stop = m->sticky = 0;
   memset(m->c, 0, sizeof m->c);
   if (m->chunks < 1 || m->chunks > MOCK_MAX_CHUNKS || fc_mel_plan_create(cfg, &m->plan))
     return FC_ECONFIG;
-  for (unsigned i = 0; i < m->chunks; i++) {
-    mock_chunk *c = &m->c[i];
-    c->staging = malloc(sizeof(float) * m->capacity);
-    c->out = malloc(sizeof(float) * m->max_frames * cfg->n_mels);
-    c->sample_off = malloc(sizeof(uint64_t) * m->max_utts);
-    c->len = malloc(sizeof(uint64_t) * m->max_utts);
-    memset(c->staging, 0xff, sizeof(float) * m->capacity);
-  }
+  for (unsigned i = 0; i < (m->grow ? 1 : m->chunks); i++) mock_make(m, i);
   pthread_mutex_init(&m->mu, NULL);
   pthread_cond_init(&m->cv, NULL);
   pthread_create(&m->dev, NULL, mock_device, m);
@@ -197,15 +221,19 @@ static void mock_stage_info(void *state, fc_fz_stage_info *info) {
 
 static void *mock_stage_buffer(void *state, unsigned chunk) {
   stage_mock *m = state;
-  return chunk < m->chunks ? m->c[chunk].staging : NULL;
+  if (chunk >= atomic_load(&m->made)) { /* never asked for before it is made */
+    atomic_fetch_add(&m->violations, 1);
+    return NULL;
+  }
+  return m->c[chunk].staging;
 }
 
 static int mock_launch(void *state, unsigned chunk, const fc_fz_launch *l) {
   stage_mock *m = state;
   unsigned n = atomic_fetch_add(&m->launches, 1) + 1;
   mock_chunk *c = &m->c[chunk];
-  int bad = chunk >= m->chunks || c->state != 0 || l->count == 0 || l->count > m->max_utts ||
-            l->n16 + l->nf > m->capacity || l->frames > m->max_frames;
+  int bad = chunk >= atomic_load(&m->made) || c->state != 0 || l->count == 0 ||
+            l->count > m->max_utts || l->n16 + l->nf > m->capacity || l->frames > m->max_frames;
   uint64_t frames = 0;
   for (size_t k = 0; !bad && k < l->count; k++) {
     bad |= l->sample_off[k] + l->len[k] > l->n16 + l->nf;
@@ -284,5 +312,14 @@ static const fc_fz_backend mock_backend = {.name = "cpu-staging-mock",
                                            .stage_buffer = mock_stage_buffer,
                                            .launch = mock_launch,
                                            .finish = mock_finish};
+static const fc_fz_backend mock_grow_backend = {.name = "cpu-staging-mock",
+                                                .producer = FC_PRODUCER_CUDA,
+                                                .open = mock_open,
+                                                .close = mock_close,
+                                                .stage_info = mock_stage_info,
+                                                .stage_buffer = mock_stage_buffer,
+                                                .stage_grow = mock_grow,
+                                                .launch = mock_launch,
+                                                .finish = mock_finish};
 
 #endif

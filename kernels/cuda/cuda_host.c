@@ -95,9 +95,13 @@ int cuda_compute_batch_i16(fc_cuda_plan *p, const int16_t *const *pcm, const siz
 }
 
 int cuda_ring_create(const fc_mel_config *cfg, int device, size_t max_samples, unsigned slots,
-                     fc_cuda_plan **out) {
-  (void)slots;
+                     unsigned made, fc_cuda_plan **out) {
+  (void)slots, (void)made;
   return cuda_plan_create(cfg, device, max_samples, out);
+}
+int cuda_ring_grow(fc_cuda_plan *p, unsigned chunk) {
+  (void)p, (void)chunk;
+  return set_error(FC_EBADSTATE, "no CUDA device: " NO_BACKEND);
 }
 unsigned cuda_ring_slots(const fc_cuda_plan *p) {
   (void)p;
@@ -179,6 +183,8 @@ struct fc_cuda_plan {
   uint32_t *bands_d; /* first[n_mels], count[n_mels], offset[n_mels] */
   size_t device_bytes, pinned_bytes;
   unsigned n_slots;
+  atomic_uint made; /* slots made: n_slots, or (a ring made as it runs, cuda_ring_grow) those made
+                       so far: 0 .. made - 1 */
   int blocking_sync; /* a ring plan: its events are waited on without spinning */
   slot slots[MAX_SLOTS];
 };
@@ -284,27 +290,33 @@ out:
 /* ---- plans ------------------------------------------------------------------------------------- */
 static size_t dtype_bytes_max(void) { return sizeof(float); } /* f32 is the widest output */
 
-static int dev_alloc(fc_cuda_plan *p, void **ptr, size_t bytes, const char *what) {
+/* The allocations and set-up calls below take the plan they count into (plan) and whether their
+ * failure turns it sticky: not for a ring's slot made while the ring runs (cuda_ring_grow), whose
+ * failure leaves the ring at the slots it has. */
+static int dev_alloc(fc_cuda_plan *plan, int sticky, void **ptr, size_t bytes, const char *what) {
+  fc_cuda_plan *p = sticky ? plan : NULL; /* for CU() */
   int rc = 0;
   CU(what, cudaMalloc(ptr, bytes ? bytes : 1));
-  p->device_bytes += bytes;
+  plan->device_bytes += bytes;
 out:
   return rc;
 }
 
-static int host_alloc(fc_cuda_plan *p, void **ptr, size_t bytes, const char *what) {
+static int host_alloc(fc_cuda_plan *plan, int sticky, void **ptr, size_t bytes, const char *what) {
+  fc_cuda_plan *p = sticky ? plan : NULL; /* for CU() */
   int rc = 0;
   CU(what, cudaMallocHost(ptr, bytes ? bytes : 1));
-  p->pinned_bytes += bytes;
+  plan->pinned_bytes += bytes;
 out:
   return rc;
 }
 
 /* Streams, buffers and cuFFT plans of one slot. */
-static int slot_create(fc_cuda_plan *p, slot *s) {
+static int slot_create(fc_cuda_plan *plan, int sticky, slot *s) {
+  fc_cuda_plan *p = sticky ? plan : NULL; /* for CU() and FFT() */
   int rc = 0;
-  const uint64_t F = p->max_frames;
-  const size_t row = p->base.row, nm = p->cfg.n_mels;
+  const uint64_t F = plan->max_frames;
+  const size_t row = plan->base.row, nm = plan->cfg.n_mels;
   const size_t tab = 3 * (size_t)MAX_UTTS + 1;
   size_t work_max = 0;
   CU("cudaStreamCreateWithFlags", cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
@@ -312,26 +324,34 @@ static int slot_create(fc_cuda_plan *p, slot *s) {
    * sleeps in cudaEventSynchronize (BlockingSync) rather than spin on a core they need. */
   CU("cudaEventCreateWithFlags",
      cudaEventCreateWithFlags(&s->done, cudaEventDisableTiming |
-                                            (p->blocking_sync ? cudaEventBlockingSync : 0)));
-  if ((rc = host_alloc(p, &s->pcm_h, sizeof(float) * p->max_samples, "cudaMallocHost(pcm)")) ||
-      (rc = host_alloc(p, &s->out_h, dtype_bytes_max() * F * nm, "cudaMallocHost(out)")) ||
-      (rc = host_alloc(p, (void **)&s->tab_h, sizeof(uint64_t) * tab, "cudaMallocHost(tables)")) ||
-      (rc = dev_alloc(p, (void **)&s->pcm_d, sizeof(float) * p->max_samples, "cudaMalloc(pcm)")) ||
-      (rc = dev_alloc(p, (void **)&s->pcm16_d, sizeof(int16_t) * p->max_samples,
+                                            (plan->blocking_sync ? cudaEventBlockingSync : 0)));
+  if ((rc = host_alloc(plan, sticky, &s->pcm_h, sizeof(float) * plan->max_samples,
+                       "cudaMallocHost(pcm)")) ||
+      (rc = host_alloc(plan, sticky, &s->out_h, dtype_bytes_max() * F * nm,
+                       "cudaMallocHost(out)")) ||
+      (rc = host_alloc(plan, sticky, (void **)&s->tab_h, sizeof(uint64_t) * tab,
+                       "cudaMallocHost(tables)")) ||
+      (rc = dev_alloc(plan, sticky, (void **)&s->pcm_d, sizeof(float) * plan->max_samples,
+                      "cudaMalloc(pcm)")) ||
+      (rc = dev_alloc(plan, sticky, (void **)&s->pcm16_d, sizeof(int16_t) * plan->max_samples,
                       "cudaMalloc(pcm int16)")) ||
-      (rc = dev_alloc(p, (void **)&s->rows_d, sizeof(float) * F * row, "cudaMalloc(rows)")) ||
-      (rc = dev_alloc(p, (void **)&s->mel_d, sizeof(float) * F * nm, "cudaMalloc(mel)")) ||
-      (rc = dev_alloc(p, &s->out_d, dtype_bytes_max() * F * nm, "cudaMalloc(out)")) ||
-      (rc = dev_alloc(p, (void **)&s->umax_d, sizeof(float) * MAX_UTTS, "cudaMalloc(utt_max)")) ||
-      (rc = dev_alloc(p, (void **)&s->tab_d, sizeof(uint64_t) * tab, "cudaMalloc(tables)")))
+      (rc = dev_alloc(plan, sticky, (void **)&s->rows_d, sizeof(float) * F * row,
+                      "cudaMalloc(rows)")) ||
+      (rc = dev_alloc(plan, sticky, (void **)&s->mel_d, sizeof(float) * F * nm,
+                      "cudaMalloc(mel)")) ||
+      (rc = dev_alloc(plan, sticky, &s->out_d, dtype_bytes_max() * F * nm, "cudaMalloc(out)")) ||
+      (rc = dev_alloc(plan, sticky, (void **)&s->umax_d, sizeof(float) * MAX_UTTS,
+                      "cudaMalloc(utt_max)")) ||
+      (rc = dev_alloc(plan, sticky, (void **)&s->tab_d, sizeof(uint64_t) * tab,
+                      "cudaMalloc(tables)")))
     goto out;
   /* Rows past a chunk's last frame go through the FFT too (plans come in halving batch sizes):
    * keep them finite. */
   CU("cudaMemsetAsync(rows)", cudaMemsetAsync(s->rows_d, 0, sizeof(float) * F * row, s->stream));
   /* One batched in-place R2C plan per batch size, all sharing one work area: input rows of
    * 2 (n_fft/2 + 1) floats, output rows of n_fft/2 + 1 complex bins over the same memory. */
-  int n = (int)p->cfg.n_fft, inembed = (int)row, onembed = (int)p->base.nbins;
-  for (int k = 0; k < p->n_fft_sizes; k++) {
+  int n = (int)plan->cfg.n_fft, inembed = (int)row, onembed = (int)plan->base.nbins;
+  for (int k = 0; k < plan->n_fft_sizes; k++) {
     size_t ws = 0;
     s->fft_batch[k] = (F + ((uint64_t)1 << k) - 1) >> k;
     FFT("cufftCreate", cufftCreate(&s->fft[k]));
@@ -342,8 +362,8 @@ static int slot_create(fc_cuda_plan *p, slot *s) {
     FFT("cufftSetStream", cufftSetStream(s->fft[k], s->stream));
     if (ws > work_max) work_max = ws;
   }
-  if ((rc = dev_alloc(p, &s->work_d, work_max, "cudaMalloc(cufft work area)"))) goto out;
-  for (int k = 0; k < p->n_fft_sizes; k++)
+  if ((rc = dev_alloc(plan, sticky, &s->work_d, work_max, "cudaMalloc(cufft work area)"))) goto out;
+  for (int k = 0; k < plan->n_fft_sizes; k++)
     FFT("cufftSetWorkArea", cufftSetWorkArea(s->fft[k], s->work_d));
 out:
   return rc;
@@ -381,20 +401,20 @@ void cuda_plan_free(fc_cuda_plan *p) {
 }
 
 static int plan_create(const fc_mel_config *cfg, int device, size_t max_batch_samples,
-                       unsigned slots, int ring, fc_cuda_plan **out);
+                       unsigned slots, unsigned made, int ring, fc_cuda_plan **out);
 
 int cuda_plan_create(const fc_mel_config *cfg, int device, size_t max_batch_samples,
                      fc_cuda_plan **out) {
-  return plan_create(cfg, device, max_batch_samples, N_SLOTS, 0, out);
+  return plan_create(cfg, device, max_batch_samples, N_SLOTS, N_SLOTS, 0, out);
 }
 
 int cuda_ring_create(const fc_mel_config *cfg, int device, size_t max_batch_samples, unsigned slots,
-                     fc_cuda_plan **out) {
-  return plan_create(cfg, device, max_batch_samples, slots, 1, out);
+                     unsigned made, fc_cuda_plan **out) {
+  return plan_create(cfg, device, max_batch_samples, slots, made, 1, out);
 }
 
 static int plan_create(const fc_mel_config *cfg, int device, size_t max_batch_samples,
-                       unsigned slots, int ring, fc_cuda_plan **out) {
+                       unsigned slots, unsigned made, int ring, fc_cuda_plan **out) {
   char why[256];
   float *window = NULL, *weights = NULL;
   uint32_t *bands = NULL;
@@ -405,6 +425,8 @@ static int plan_create(const fc_mel_config *cfg, int device, size_t max_batch_sa
   if (fc_mel_config_validate(cfg, why, sizeof why)) return set_error(FC_ECONFIG, "%s", why);
   if (slots < 1 || slots > MAX_SLOTS)
     return set_error(FC_ECONFIG, "%u chunks: want 1 to %d", slots, MAX_SLOTS);
+  if (made < 1 || made > slots)
+    return set_error(FC_ECONFIG, "%u of %u chunks made at first: want 1 to %u", made, slots, slots);
   if ((rc = check_device(device))) return rc;
   if (!max_batch_samples) max_batch_samples = CUDA_DEFAULT_MAX_SAMPLES;
   /* The frames of a chunk index rows of 2^31 floats at most for cuFFT's int batch; far above any
@@ -439,11 +461,11 @@ static int plan_create(const fc_mel_config *cfg, int device, size_t max_batch_sa
   }
 
   CU("cudaSetDevice", cudaSetDevice(device));
-  if ((rc = dev_alloc(p, (void **)&p->window_d, sizeof *window * cfg->win_length,
+  if ((rc = dev_alloc(p, 1, (void **)&p->window_d, sizeof *window * cfg->win_length,
                       "cudaMalloc(window)")) ||
-      (rc = dev_alloc(p, (void **)&p->weights_d, sizeof *weights * n_weights,
+      (rc = dev_alloc(p, 1, (void **)&p->weights_d, sizeof *weights * n_weights,
                       "cudaMalloc(weights)")) ||
-      (rc = dev_alloc(p, (void **)&p->bands_d, sizeof *bands * 3 * cfg->n_mels,
+      (rc = dev_alloc(p, 1, (void **)&p->bands_d, sizeof *bands * 3 * cfg->n_mels,
                       "cudaMalloc(bands)")))
     goto out;
   CU("cudaMemcpy(window)",
@@ -459,8 +481,10 @@ static int plan_create(const fc_mel_config *cfg, int device, size_t max_batch_sa
   P->mel_offset = p->bands_d + 2 * cfg->n_mels;
   p->n_slots = slots;
   p->blocking_sync = ring;
-  for (unsigned i = 0; i < slots; i++)
-    if ((rc = slot_create(p, &p->slots[i]))) goto out;
+  for (unsigned i = 0; i < made; i++) {
+    if ((rc = slot_create(p, 1, &p->slots[i]))) goto out;
+    atomic_store(&p->made, i + 1);
+  }
   /* The table uploads and row clears must be complete before the non-blocking streams run. */
   CU("cudaDeviceSynchronize", cudaDeviceSynchronize());
   *out = p;
@@ -652,13 +676,39 @@ size_t cuda_ring_max_utts(const fc_cuda_plan *p) {
   return MAX_UTTS;
 }
 void *cuda_ring_staging(fc_cuda_plan *p, unsigned chunk) {
-  return chunk < p->n_slots ? p->slots[chunk].pcm_h : NULL;
+  return chunk < atomic_load(&p->made) ? p->slots[chunk].pcm_h : NULL;
+}
+
+int cuda_ring_grow(fc_cuda_plan *p, unsigned chunk) {
+  const unsigned made = atomic_load(&p->made);
+  if (chunk != made || chunk >= p->n_slots)
+    return set_error(EINVAL, "chunk %u made out of turn: %u of %u made", chunk, made, p->n_slots);
+  if (p->failed) return set_error(FC_EBADSTATE, "the CUDA plan failed earlier; make a new one");
+  slot *s = &p->slots[chunk];
+  const size_t device_bytes = p->device_bytes, pinned_bytes = p->pinned_bytes;
+  /* Not sticky (cuda_fail without the plan): the ring goes on with the chunks it has. */
+  cudaError_t e = fault_hit("cuda") ? cudaErrorUnknown : cudaSetDevice(p->device); /* per thread */
+  int rc = e != cudaSuccess ? cuda_fail(NULL, "cudaSetDevice", e) : slot_create(p, 0, s);
+  if (!rc) { /* its row clear done before its stream is used from another thread */
+    e = fault_hit("cuda") ? cudaErrorUnknown : cudaStreamSynchronize(s->stream);
+    if (e != cudaSuccess) rc = cuda_fail(NULL, "cudaStreamSynchronize", e);
+  }
+  if (rc) {
+    slot_free(s);
+    memset(s, 0, sizeof *s);
+    p->device_bytes = device_bytes;
+    p->pinned_bytes = pinned_bytes;
+    return rc;
+  }
+  atomic_store(&p->made, made + 1);
+  return 0;
 }
 
 int cuda_ring_launch(fc_cuda_plan *p, unsigned chunk, size_t count, const uint64_t *sample_off,
                      const uint64_t *len, size_t n16, size_t nf, int dtype) {
-  if (chunk >= p->n_slots || count > MAX_UTTS)
-    return set_error(EINVAL, "chunk %u of %u, %zu utterances", chunk, p->n_slots, count);
+  if (chunk >= atomic_load(&p->made) || count > MAX_UTTS)
+    return set_error(EINVAL, "chunk %u of %u made, %zu utterances", chunk, atomic_load(&p->made),
+                     count);
   slot *s = &p->slots[chunk];
   if (s->busy) return set_error(EINVAL, "chunk launched again before it was finished");
   memcpy(s->tab_h, sample_off, sizeof *sample_off * count);
@@ -670,7 +720,8 @@ int cuda_ring_launch(fc_cuda_plan *p, unsigned chunk, size_t count, const uint64
 
 int cuda_ring_finish(fc_cuda_plan *p, unsigned chunk, const void **out) {
   *out = NULL;
-  if (chunk >= p->n_slots) return set_error(EINVAL, "chunk %u of %u", chunk, p->n_slots);
+  if (chunk >= atomic_load(&p->made))
+    return set_error(EINVAL, "chunk %u of %u made", chunk, atomic_load(&p->made));
   int rc = slot_wait(p, &p->slots[chunk]);
   if (!rc) *out = p->slots[chunk].out_h;
   return rc;

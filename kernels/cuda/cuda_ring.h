@@ -2,7 +2,9 @@
  * featurize_stage.c through the backend table of featurize_device.c; docs/featurize.md "Pipeline").
  *
  * A ring plan has `slots` chunks, each its own pinned staging buffer, pinned output buffer, device
- * buffers, cuFFT plans, stream and event, all made once by cuda_ring_create. The caller writes a
+ * buffers, cuFFT plans, stream and event: the first `made` made by cuda_ring_create, the others
+ * by cuda_ring_grow, one at a time and in order, from any thread while the chunks made before
+ * are in use (so that a caller overlaps their set-up with its first work). The caller writes a
  * chunk's samples straight into its staging buffer: n16 int16 samples at its start and nf float
  * samples at its end (its last nf * 4 bytes), n16 + nf <= cuda_plan_max_samples. launch enqueues
  * the copy up, the kernels and the copy back on the chunk's stream and returns; finish waits for its
@@ -30,14 +32,20 @@ static inline uint64_t cuda_ring_max_frames(const fc_mel_config *cfg, size_t max
   return (f + CUDA_FRAME_ROUND - 1) / CUDA_FRAME_ROUND * CUDA_FRAME_ROUND;
 }
 
-/* cuda_plan_create with `slots` chunks (>= 1; cuda_plan_create makes 2). */
+/* cuda_plan_create with `slots` chunks (>= 1; cuda_plan_create makes 2), `made` of them (1 ..
+ * slots) made now. */
 int cuda_ring_create(const fc_mel_config *cfg, int device, size_t max_samples, unsigned slots,
-                     fc_cuda_plan **out);
-/* The ring's chunk count, frames per chunk (sum over its utterances), utterances per chunk. */
+                     unsigned made, fc_cuda_plan **out);
+/* Make chunk `slot` (the next one: slot == the number made so far). Its failure (an error as
+ * cuda_compute_batch's, EINVAL out of turn) is not sticky: the ring goes on with the chunks made. */
+int cuda_ring_grow(fc_cuda_plan *p, unsigned slot);
+/* The ring's chunk count (made or not), frames per chunk (sum over its utterances), utterances per
+ * chunk. */
 unsigned cuda_ring_slots(const fc_cuda_plan *p);
 uint64_t cuda_ring_plan_frames(const fc_cuda_plan *p);
 size_t cuda_ring_max_utts(const fc_cuda_plan *p);
-/* Chunk `slot`'s pinned staging buffer: cuda_plan_max_samples(p) * 4 bytes, valid until free. */
+/* Chunk `slot`'s pinned staging buffer: cuda_plan_max_samples(p) * 4 bytes, valid until free; NULL
+ * while the chunk is not made. */
 void *cuda_ring_staging(fc_cuda_plan *p, unsigned slot);
 /* Launch chunk `slot`: utterance i is the len[i] samples from sample_off[i] of the chunk's samples
  * as floats (the n16 converted int16 ones, then the nf float ones). Features in dtype (f32, f16,

@@ -5,7 +5,10 @@
  * utterance's features against the CPU backend on the same floats (exact frame counts; ln values
  * within 1e-4, or within 1e-6 of their frame's largest band in the linear domain, the parity
  * test's rule); the misuse errors (EINVAL: a chunk over its limits, launched twice, finished
- * without a launch) leave the plan usable. Without a usable GPU: exit 77 with the reason. */
+ * without a launch) leave the plan usable. The ring is made as featurize makes it: its first
+ * chunk at create, the others by cuda_ring_grow in turn (a chunk not made yet has no staging
+ * buffer and cannot be launched; one made out of turn is refused). Without a usable GPU: exit 77
+ * with the reason. */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -85,6 +88,20 @@ static void *launcher(void *arg) {
   return NULL;
 }
 
+/* The ring made one chunk at a time after the first. */
+static void grow(void) {
+  uint64_t off = 0, len = 4096;
+  CHECK(cuda_ring_staging(ring, 0) != NULL && cuda_ring_staging(ring, 1) == NULL,
+        "made at create: chunk 0 only");
+  CHECK(cuda_ring_launch(ring, 1, 1, &off, &len, 4096, 0, FC_DTYPE_F32) == EINVAL,
+        "a chunk not made yet launched");
+  CHECK(cuda_ring_grow(ring, 2) == EINVAL, "chunk 2 made before chunk 1");
+  for (unsigned k = 1; k < SLOTS; k++)
+    CHECK(cuda_ring_grow(ring, k) == 0 && cuda_ring_staging(ring, k) != NULL, "grow %u: %s", k,
+          cuda_last_error());
+  CHECK(cuda_ring_grow(ring, SLOTS) == EINVAL, "a chunk past the ring made");
+}
+
 static void misuse(void) {
   uint64_t off = 0, len = 4096;
   char *staging = cuda_ring_staging(ring, 0);
@@ -113,10 +130,11 @@ int main(void) {
   fc_mel_preset("hifigan", &cfg);
   fc_mel_plan *cpu;
   CHECK(fc_mel_plan_create(&cfg, &cpu) == 0, "cpu plan");
-  CHECK(cuda_ring_create(&cfg, 0, CAPACITY, SLOTS, &ring) == 0, "ring: %s", cuda_last_error());
+  CHECK(cuda_ring_create(&cfg, 0, CAPACITY, SLOTS, 1, &ring) == 0, "ring: %s", cuda_last_error());
   if (!ring) return fc_check_result("test_cuda_ring");
   CHECK(cuda_ring_slots(ring) == SLOTS && cuda_plan_max_samples(ring) == CAPACITY,
         "ring of %u chunks of %zu samples", cuda_ring_slots(ring), cuda_plan_max_samples(ring));
+  grow();
   misuse();
   for (int i = 0; i < N_UTTS; i++) {
     lens[i] = 256 + (size_t)((i * 7919) % 30000);

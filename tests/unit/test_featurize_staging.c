@@ -18,6 +18,9 @@
  *     was finished;
  *   - chunk k + 1 is launched while chunk k is in flight (the mock holds the first chunk until a
  *     second launch arrives; a pipeline that waited would leave max_in_flight at 1);
+ *   - the ring made as it runs (half the random shapes, and three chosen ones): chunk 0 at open,
+ *     the others by the grower thread in turn, none asked for or launched before it is made; one
+ *     that cannot be made leaves the ring at the chunks before it and the run goes round them;
  *   - a failed launch or finish fails exactly the utterances it carried, each with its reason,
  *     for each launch and each finish of a run failing in turn;
  *   - every allocation of a run failing in turn (FC_FAULT=alloc:N) leaves it accounted for;
@@ -192,6 +195,10 @@ typedef struct shape {
   unsigned parts; /* a split store of this many parts, one writer each (0, 1: a plain store) */
   unsigned batch; /* records per write transaction (0: 5) */
   int stream; /* the items read from a manifest file as the run goes (fc_featurize_opts.manifest) */
+  /* the ring made as it runs (the CUDA backend's way): chunk 0 at open, the others by the grower
+   * thread, each after grow_delay_us; grow_fail >= 1: that chunk cannot be made */
+  int grow;
+  unsigned grow_fail, grow_delay_us;
 } shape;
 
 /* The same paths as a list manifest, for the shapes that read their items as they go. */
@@ -232,6 +239,9 @@ static void mock_shape(const shape *sh) {
   m->fail_finish = sh->fail_finish;
   m->broken_len = sh->broken_file >= 0 ? refs[sh->preset][sh->broken_file].n : (size_t)-1;
   m->hold_first = sh->hold_first;
+  m->grow = sh->grow;
+  m->grow_fail = sh->grow_fail;
+  m->grow_delay_us = sh->grow_delay_us;
 }
 
 static int run_shape(const char *dir, const fc_item_list *items, const shape *sh, int number) {
@@ -281,8 +291,8 @@ static int run_shape(const char *dir, const fc_item_list *items, const shape *sh
     setenv("FC_FAULT_LOG", log, 1);
     setenv("FC_FAULT", fault, 1);
   }
-  int rc = fz_pipeline_run(pv[0], &cfg, items->items, items->count, &o, &mock_backend, &st, why,
-                           sizeof why);
+  int rc = fz_pipeline_run(pv[0], &cfg, items->items, items->count, &o,
+                           sh->grow ? &mock_grow_backend : &mock_backend, &st, why, sizeof why);
   unsetenv("FC_FAULT");
   unsetenv("FC_FAULT_LOG");
   FILE *lf = fopen(log, "r");
@@ -293,6 +303,11 @@ static int run_shape(const char *dir, const fc_item_list *items, const shape *sh
   if (np > 1) {
     size_t l = strlen(what);
     snprintf(what + l, sizeof what - l, ", %u writers", np);
+  }
+  if (sh->grow) {
+    size_t l = strlen(what);
+    snprintf(what + l, sizeof what - l, ", ring grown (%u made%s)", atomic_load(&m->made),
+             sh->grow_fail ? ", one failed" : "");
   }
 
   const int faults = sh->fail_launch || sh->fail_finish || sh->broken_file >= 0;
@@ -617,6 +632,12 @@ int main(void) {
       sh.max_frames = fc_mel_num_frames(&cfgs[sh.preset], sh.capacity) / 3 + 1;
     sh.parts = 1 + pick(3); /* 1 to 3 writers, each holding chunks until it commits */
     sh.stream = k % 3 == 0;
+    sh.grow = k % 2; /* the ring made as it runs, sometimes slowly, sometimes short of a chunk */
+    if (sh.grow) {
+      static const unsigned grow_delays[] = {0, 500, 3000};
+      sh.grow_delay_us = grow_delays[pick(3)];
+      sh.grow_fail = sh.chunks > 1 && pick(3) == 0 ? 1 + pick(sh.chunks - 1) : 0;
+    }
     ok += run_shape(dir, &items, &sh, number++);
   }
 
@@ -632,6 +653,28 @@ int main(void) {
         atomic_load(&the_mock.max_in_flight),
         atomic_load(&the_mock.held_timeout) ? "timed out: no second launch while it was in flight"
                                             : "was released by a second launch");
+
+  /* The ring made as it runs (the CUDA backend's way): its chunks made one by one while the first
+   * fill, the workers waiting for each; every one made by the end. A chunk that cannot be made
+   * (the 2nd, the 4th) leaves the ring at the chunks before it, and the run goes round those. */
+  static const unsigned grow_fails[] = {0, 1, 3};
+  for (int g = 0; g < 3; g++) {
+    sh = base_shape();
+    sh.chunks = 4;
+    sh.max_utts = 2; /* many launches: the ring goes round several times */
+    sh.jobs = 3;
+    sh.delay_us = 3000;
+    sh.grow = 1;
+    sh.grow_fail = grow_fails[g];
+    sh.grow_delay_us = 2000;
+    ok += run_shape(dir, &items, &sh, number++);
+    const unsigned want = grow_fails[g] ? grow_fails[g] : sh.chunks;
+    CHECK(atomic_load(&the_mock.made) == want && atomic_load(&the_mock.max_in_flight) <= want &&
+              atomic_load(&the_mock.launches) > 2 * want,
+          "ring grown to %u of %u chunks (want %u), at most %u in flight, %u launches",
+          atomic_load(&the_mock.made), sh.chunks, want, atomic_load(&the_mock.max_in_flight),
+          atomic_load(&the_mock.launches));
+  }
 
   /* Faults: the 2nd launch, the 3rd finish, an utterance whose launch fails; sticky after. */
   for (int f = 0; f < 3; f++) {

@@ -227,8 +227,9 @@ typedef struct run_threads {
   fz_worker *workers;
   unsigned started; /* workers started */
   int stage_started; /* 0, 1 (the launch thread), 2 (and the completion thread) */
+  int grow_started; /* the grower thread (the rest of the ring) */
   int workers_begun; /* the workers' start was tried: the writers run and every thread is joined */
-  pthread_t launch, complete;
+  pthread_t launch, complete, grow;
 } run_threads;
 
 /* The staging threads, then the workers. Returns 0, or the error of a thread that could not be
@@ -248,6 +249,14 @@ static int run_start(fz_run *r, run_threads *t, char *why, size_t why_len) {
       return rc;
     }
     t->stage_started = 2;
+    /* The rest of the ring is made while its first chunk fills; without a thread for it, here
+     * before the workers start (as a backend that makes it all at once). */
+    if (fz_stage_growing(r)) {
+      if (pthread_create(&t->grow, NULL, fz_grow_main, r) == 0)
+        t->grow_started = 1;
+      else
+        fz_grow_main(r);
+    }
   }
   if ((rc = fz_feed_start(r))) { /* a manifest read as the workers go */
     fc_why(why, why_len, "cannot start the manifest's reader: %s", strerror(rc));
@@ -311,6 +320,11 @@ static int run_write_and_join(fz_run *r, run_threads *t, int rc, char *why, size
     t->stage_started = 0;
     r->st.compute_seconds += r->stage_busy;
   }
+  if (t->grow_started) {
+    pthread_join(t->grow, NULL);
+    t->grow_started = 0;
+  }
+  r->st.setup_seconds += r->grow_seconds; /* the ring's other chunks, made as it ran */
   r->st.workers = t->started;
   r->st.writers = r->n_parts;
   for (unsigned k = 0; k < r->n_parts; k++) {
@@ -343,7 +357,8 @@ static void run_stop_stage(fz_run *r, run_threads *t) {
   pthread_mutex_unlock(&r->bmu);
   pthread_join(t->launch, NULL);
   if (t->stage_started == 2) pthread_join(t->complete, NULL);
-  t->stage_started = 0;
+  if (t->grow_started) pthread_join(t->grow, NULL); /* stops: no worker is left */
+  t->stage_started = t->grow_started = 0;
 }
 
 int fz_pipeline_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_t n,

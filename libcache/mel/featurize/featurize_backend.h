@@ -51,16 +51,24 @@ typedef struct fc_fz_backend {
   void (*close)(void *state);
   /* A staging backend (a GPU) sets these instead of compute (docs/featurize.md "Pipeline"). It owns
    * a ring of chunks, each a staging buffer the workers write their decoded samples into (pinned
-   * host memory on CUDA, made once by open) plus what one launch needs on the device. The pipeline
-   * fills a chunk, launches it (asynchronous: copy up, compute, copy back) from its launch thread
+   * host memory on CUDA) plus what one launch needs on the device. The pipeline fills a chunk,
+   * launches it (asynchronous: copy up, compute, copy back) from its launch thread
    * and collects its features with finish from its completion thread, in launch order; several
    * chunks are in flight at once. The writers read the features where finish left them, so a
    * chunk is launched again only after its finish returned and its utterances were committed. */
   void (*stage_info)(void *state, fc_fz_stage_info *info);
-  /* Chunk `chunk`'s staging buffer: info.capacity * 4 bytes. Valid until close. The workers read
+  /* Chunk `chunk`'s staging buffer: info.capacity * 4 bytes. Valid until close (from stage_grow
+   * for a chunk it makes). The workers read
    * it back too (a 16-bit file read into it is hashed there), so it must be ordinary cached
    * memory: cudaMallocHost's default, not write-combined. */
   void *(*stage_buffer)(void *state, unsigned chunk);
+  /* Optional: make chunk `chunk` of the ring (1 .. chunks - 1, each once, in order). A backend
+   * that has it makes only chunk 0 in open; the pipeline's grower thread makes the others while
+   * the first ones fill, so that the ring's set-up (pinned memory, device buffers, plans) overlaps
+   * the run's first work instead of delaying it. It runs beside launch and finish of the chunks
+   * made before it. stage_buffer(chunk) is valid once it returned 0; an error leaves the ring at
+   * the chunks made, and the run goes on with them. */
+  int (*stage_grow)(void *state, unsigned chunk);
   /* Start computing the utterances of l in chunk `chunk`; returns without waiting. */
   int (*launch)(void *state, unsigned chunk, const fc_fz_launch *l);
   /* Wait for chunk `chunk`'s launch; *out then points at the features of its utterances in launch

@@ -196,16 +196,20 @@ static const fc_fz_backend cpu_backend = {.name = "cpu",
 
 /* ---- the CUDA backend: a ring plan fed by the pipeline's staging ring (featurize_stage.c) ------ */
 /* Chunks in the ring: one filling, up to two in flight on the device, one being collected. Each
- * holds a 4 Mi-sample pinned staging buffer and its own device buffers and cuFFT plans. */
+ * holds a 4 Mi-sample pinned staging buffer and its own device buffers and cuFFT plans. open makes
+ * the first (with the context and the tables); the pipeline's grower thread the others while the
+ * first fills (cuda_stage_grow). */
 enum { CUDA_RING_CHUNKS = 4 };
 
 static int cuda_open(const fc_mel_config *cfg, const fc_device *dev, unsigned workers, void **state,
                      char *why, size_t why_len) {
   (void)workers;
-  int rc = cuda_ring_create(cfg, dev->index, 0, CUDA_RING_CHUNKS, (fc_cuda_plan **)state);
+  int rc = cuda_ring_create(cfg, dev->index, 0, CUDA_RING_CHUNKS, 1, (fc_cuda_plan **)state);
   if (rc) set_why(why, why_len, rc, "%s", cuda_last_error());
   return rc;
 }
+
+static int cuda_stage_grow(void *state, unsigned chunk) { return cuda_ring_grow(state, chunk); }
 
 void fz_cuda_stage_geometry(const fc_mel_config *cfg, fc_fz_stage_info *info) {
   memset(info, 0, sizeof *info);
@@ -244,6 +248,7 @@ static const fc_fz_backend cuda_backend = {.name = "cuda",
                                            .close = cuda_close,
                                            .stage_info = cuda_stage_info,
                                            .stage_buffer = cuda_stage_buffer,
+                                           .stage_grow = cuda_stage_grow,
                                            .launch = cuda_launch,
                                            .finish = cuda_finish};
 

@@ -137,10 +137,16 @@ struct fz_run {
   int batching;
   fc_fz_stage_info ring;
   fz_chunk *chunks; /* ring.chunks */
+  /* The chunks in use: ring.chunks, or fewer when the backend could not make the rest (its
+   * stage_grow failed); chunk seq % ring_live holds use seq. Changed once at most, under bmu, before
+   * any use >= its new value is opened. */
+  atomic_uint ring_live;
+  unsigned made; /* chunks made (the rest are made by the grower thread, in order) */
+  double grow_seconds; /* wall seconds the grower spent making chunks */
   pthread_mutex_t bmu;
   pthread_cond_t bcv_launch, bcv_done, bcv_space; /* the launch thread, the completion thread,
                                                      workers waiting for a chunk to open */
-  _Atomic uint64_t fill_seq; /* the use of the ring being filled (chunk fill_seq % chunks) */
+  _Atomic uint64_t fill_seq; /* the use of the ring being filled (chunk fill_seq % ring_live) */
   uint64_t launch_seq, done_seq; /* uses launched, completed (< fill_seq: sealed) */
   unsigned in_flight; /* chunks launched and not yet completed */
   unsigned submitters_left; /* workers still running */
@@ -270,6 +276,10 @@ void fz_stage_submitter_done(fz_run *r);
 /* The launch thread and the completion thread. */
 void *fz_launch_main(void *arg);
 void *fz_complete_main(void *arg);
+/* Does the ring have chunks left to make (a backend with stage_grow)? Then the grower thread makes
+ * them, in order, while the first ones fill; it stops early when no worker is left. */
+int fz_stage_growing(const fz_run *r);
+void *fz_grow_main(void *arg);
 
 /* ---- the device: the CPU's side (featurize_compute.c) ------------------------------------------ */
 /* Item j's record (j->frames set) from its n decoded samples at x, by worker w: computed on the

@@ -38,7 +38,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-enum { FZ_FREE, FZ_FILLING, FZ_SEALED, FZ_LAUNCHED, FZ_WRITING };
+enum { FZ_UNMADE, FZ_FREE, FZ_FILLING, FZ_SEALED, FZ_LAUNCHED, FZ_WRITING };
 
 /* The reservation word: closed | utterances | samples | frames. A chunk's limits are clamped to
  * what the fields hold (fz_stage_init). */
@@ -77,7 +77,11 @@ struct fz_chunk {
   unsigned char *i16;
 };
 
-static fz_chunk *chunk_at(fz_run *r, uint64_t seq) { return &r->chunks[seq % r->ring.chunks]; }
+/* The chunk of use seq, and its number for the backend. */
+static unsigned chunk_index(fz_run *r, uint64_t seq) {
+  return (unsigned)(seq % atomic_load(&r->ring_live));
+}
+static fz_chunk *chunk_at(fz_run *r, uint64_t seq) { return &r->chunks[chunk_index(r, seq)]; }
 
 static void chunk_release(fz_hold *h);
 
@@ -87,7 +91,11 @@ int fz_stage_init(fz_run *r) {
   if (r->ring.max_frames > W_FRAMES_MAX) r->ring.max_frames = W_FRAMES_MAX;
   if (r->ring.max_utts > W_COUNT_MAX) r->ring.max_utts = W_COUNT_MAX;
   const size_t k = r->ring.chunks, u = r->ring.max_utts;
+  /* A backend that makes its chunks as the ring fills (stage_grow) has made chunk 0 only. */
+  const int grow = r->be->stage_grow != NULL;
   atomic_init(&r->fill_seq, 0);
+  atomic_init(&r->ring_live, r->ring.chunks);
+  r->made = grow ? 1 : r->ring.chunks;
   if (!(r->chunks = fc_calloc(k, sizeof *r->chunks))) return ENOMEM;
   for (size_t i = 0; i < k; i++) {
     fz_chunk *c = &r->chunks[i];
@@ -99,15 +107,15 @@ int fz_stage_init(fz_run *r) {
     atomic_init(&c->opened, 0.0);
     atomic_init(&c->hold.refs, 0);
     c->hold.release = chunk_release;
-    c->state = FZ_FREE;
+    c->state = i < r->made ? FZ_FREE : FZ_UNMADE;
     c->seq = i; /* its first use */
-    c->staging = r->be->stage_buffer(r->be_state, (unsigned)i);
+    c->staging = i < r->made ? r->be->stage_buffer(r->be_state, (unsigned)i) : NULL;
     c->jobs = fc_calloc(u, sizeof *c->jobs);
     c->off = fc_calloc(u, sizeof *c->off);
     c->len = fc_calloc(u, sizeof *c->len);
     c->sample_off = fc_calloc(u, sizeof *c->sample_off);
     c->i16 = fc_calloc(u, 1);
-    if (!c->staging) return EINVAL;
+    if (!c->staging && i < r->made) return EINVAL;
     if (!c->jobs || !c->off || !c->len || !c->sample_off || !c->i16) return ENOMEM;
   }
   /* The first use: open before any worker starts. */
@@ -186,9 +194,10 @@ void *fz_stage_reserve(fz_run *r, size_t n, uint64_t frames, int i16, fz_slot *s
     const uint64_t seq = atomic_load(&r->fill_seq);
     c = chunk_at(r, seq);
     w = atomic_load(&c->word);
-    if (w & W_CLOSED) { /* sealed and not yet moved on, or the next use's chunk is not free */
+    if (w & W_CLOSED) { /* sealed and not yet moved on, or the next use's chunk is not free (or
+                           not made yet) */
       pthread_mutex_lock(&r->bmu);
-      if (atomic_load(&r->fill_seq) == seq && (atomic_load(&c->word) & W_CLOSED)) {
+      if (atomic_load(&r->fill_seq) == seq && (atomic_load(&chunk_at(r, seq)->word) & W_CLOSED)) {
         double tw = fz_now(); /* the ring is full: every chunk sealed, in flight or writing */
         pthread_cond_wait(&r->bcv_space, &r->bmu);
         tm->queue_wait += fz_now() - tw;
@@ -268,7 +277,7 @@ void *fz_launch_main(void *arg) {
                         .nf = nf,
                         .frames = w_frames(c->sealed),
                         .dtype = r->cfg->dtype};
-      const unsigned index = (unsigned)(r->launch_seq % r->ring.chunks);
+      const unsigned index = chunk_index(r, r->launch_seq);
       if (r->in_flight++ == 0) r->busy_since = fz_now();
       pthread_mutex_unlock(&r->bmu);
       int rc = r->be->launch(r->be_state, index, &l);
@@ -360,7 +369,7 @@ void *fz_complete_main(void *arg) {
   for (;;) {
     if (r->done_seq < r->launch_seq) {
       fz_chunk *c = chunk_at(r, r->done_seq);
-      const unsigned index = (unsigned)(r->done_seq % r->ring.chunks);
+      const unsigned index = chunk_index(r, r->done_seq);
       const size_t count = (size_t)w_count(c->sealed);
       int rc = c->rc;
       c->state = FZ_WRITING;
@@ -382,5 +391,41 @@ void *fz_complete_main(void *arg) {
   }
   pthread_mutex_unlock(&r->bmu);
   fz_queue_producer_done(r);
+  return NULL;
+}
+
+/* ---- the ring made as it fills ------------------------------------------------------------------ */
+int fz_stage_growing(const fz_run *r) { return r->batching && r->made < r->ring.chunks; }
+
+/* The grower thread: chunks 1.. of a backend with stage_grow, one at a time, each opened for its
+ * first use as soon as it is made (workers may be waiting for it). One the backend cannot make
+ * leaves the ring at the chunks made: use k, the first on the missing chunk, goes round to chunk
+ * 0 (every use before it lies on the same chunk either way, seq < k, and none after it was opened:
+ * its chunk was never free), and so on. It stops when no worker is left to fill a new chunk. */
+void *fz_grow_main(void *arg) {
+  fz_run *r = arg;
+  pthread_mutex_lock(&r->bmu);
+  while (r->made < atomic_load(&r->ring_live) && r->submitters_left > 0) {
+    const unsigned k = r->made;
+    pthread_mutex_unlock(&r->bmu);
+    const double t0 = fz_now();
+    void *buf = NULL;
+    if (r->be->stage_grow(r->be_state, k) == 0) buf = r->be->stage_buffer(r->be_state, k);
+    const double took = fz_now() - t0;
+    pthread_mutex_lock(&r->bmu);
+    r->grow_seconds += took;
+    if (!buf) {
+      atomic_store(&r->ring_live, k);
+      open_if_free(r, chunk_at(r, atomic_load(&r->fill_seq)));
+      pthread_cond_broadcast(&r->bcv_space); /* waiting on the missing chunk: look again */
+      break;
+    }
+    fz_chunk *c = &r->chunks[k];
+    c->staging = buf;
+    c->state = FZ_FREE;
+    r->made = k + 1;
+    open_if_free(r, c);
+  }
+  pthread_mutex_unlock(&r->bmu);
   return NULL;
 }
