@@ -132,7 +132,8 @@ typedef struct fc_featurize_stats {
   /* Where the time went (docs/featurize.md "Stage accounting"): busy seconds of each stage (the
    * CPU time of the threads that ran it, summed; setup and a GPU's compute stage are wall time),
    * and the wall seconds each side of the queue spent waiting. */
-  double setup_seconds; /* backend start-up: plans; on CUDA the context, buffers, cuFFT plans */
+  double setup_seconds; /* backend start-up: plans; on CUDA the context and the staging ring's
+                           first chunk (buffers, cuFFT plans) */
   double read_seconds; /* workers: reading the files */
   double hash_seconds; /* workers: audio digest, store lookup, record checksum */
   double decode_seconds; /* workers: decode, mix to mono, resample */
@@ -153,7 +154,8 @@ typedef struct fc_featurize_stats {
                                  "start-up-bound", or "idle" when nothing was done
                                  (fc_featurize_bound) */
   double staging_seconds; /* workers (a staging backend, CUDA): reserving room in the staging
-                                 ring and writing the samples into it */
+                                 ring and writing the samples into it; the grower thread
+                                 making the ring's other chunks */
   /* Failure records (docs/FORMAT.md "Failure record"): written for the items that failed because
    * of their input (a missing, empty, truncated, undecodable file, a bad manifest line with an
    * id), and deleted for ids stored (or found stored) under this config. */

@@ -324,7 +324,7 @@ static int run_write_and_join(fz_run *r, run_threads *t, int rc, char *why, size
     pthread_join(t->grow, NULL);
     t->grow_started = 0;
   }
-  r->st.setup_seconds += r->grow_seconds; /* the ring's other chunks, made as it ran */
+  r->st.staging_seconds += r->grow_seconds; /* the ring's other chunks, made as it ran */
   r->st.workers = t->started;
   r->st.writers = r->n_parts;
   for (unsigned k = 0; k < r->n_parts; k++) {

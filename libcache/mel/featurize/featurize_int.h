@@ -142,7 +142,7 @@ struct fz_run {
    * any use >= its new value is opened. */
   atomic_uint ring_live;
   unsigned made; /* chunks made (the rest are made by the grower thread, in order) */
-  double grow_seconds; /* wall seconds the grower spent making chunks */
+  double grow_seconds; /* the grower's thread CPU seconds making chunks (staging time) */
   pthread_mutex_t bmu;
   pthread_cond_t bcv_launch, bcv_done, bcv_space; /* the launch thread, the completion thread,
                                                      workers waiting for a chunk to open */

@@ -1,5 +1,5 @@
 /* The staging ring of a staging backend (a GPU; featurize_backend.h, docs/featurize.md
- * "Pipeline"). Four kinds of thread share it:
+ * "Pipeline"). Five kinds of thread share it:
  *
  *   workers (fz_stage_put): reserve room for their utterance in the chunk being filled with one
  *     compare-and-swap on the chunk's reservation word (utterances, samples, frames, and a closed
@@ -20,11 +20,14 @@
  *     (the backend's output buffer, pinned memory on CUDA);
  *   the writers (featurize_sink.c): copy each utterance's features from there into the store's
  *     page, checksum them there and commit; the chunk goes back to the ring when its last
- *     utterance is committed (or failed): chunk_release, through the jobs' hold.
+ *     utterance is committed (or failed): chunk_release, through the jobs' hold;
+ *   the grower (fz_grow_main, a backend with stage_grow): makes chunks 1.. while chunk 0 fills,
+ *     each opened as soon as it is made (a worker that reached it waits till then).
  *
- * A chunk's life: FREE -> FILLING (reservations) -> SEALED (closed; writes may be in progress) ->
+ * A chunk's life: (UNMADE ->) FREE -> FILLING (reservations) -> SEALED (closed; writes may be in progress) ->
  * LAUNCHED -> WRITING (with the writers) -> FREE. fill_seq >= launch_seq >= done_seq count the
- * uses of the ring filled, launched and completed; use seq is chunk seq % chunks. A chunk is
+ * uses of the ring filled, launched and completed; use seq is chunk seq % ring_live (the chunks,
+ * or the chunks made when the backend could not make them all: fz_grow_main). A chunk is
  * opened (its word zeroed) only for the use fill_seq, under bmu, once it is FREE: by whoever
  * seals the use before it if it is free then, else by chunk_release.
  *
@@ -408,10 +411,10 @@ void *fz_grow_main(void *arg) {
   while (r->made < atomic_load(&r->ring_live) && r->submitters_left > 0) {
     const unsigned k = r->made;
     pthread_mutex_unlock(&r->bmu);
-    const double t0 = fz_now();
+    const double t0 = fz_cpu_now();
     void *buf = NULL;
     if (r->be->stage_grow(r->be_state, k) == 0) buf = r->be->stage_buffer(r->be_state, k);
-    const double took = fz_now() - t0;
+    const double took = fz_cpu_now() - t0;
     pthread_mutex_lock(&r->bmu);
     r->grow_seconds += took;
     if (!buf) {
