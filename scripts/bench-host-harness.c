@@ -13,8 +13,14 @@
  *                 and output buffers are made and touched once (as pinned memory is), the first
  *                 chunk's at open and the others' as the pipeline grows the ring (as the CUDA
  *                 backend makes them), a launch returns at once, a finish hands back the output
- *                 buffer as it is.
- * LIST holds one path per line; STORE must not exist (WRITERS >= 2: a split store of that many
+ *                 buffer as it is;
+ *   floor         the data's own cost, on one thread, outside the pipeline: each file read with
+ *                 one pread into a 64 MiB ring and hashed (XXH3-128, the audio digest); its
+ *                 features' bytes (hifigan frames of its samples, the dtype's size) copied from a
+ *                 64 MiB "device output" into a batch buffer and checksummed (XXH3-64, the record
+ *                 checksum); each 2.5 MiB batch written with one pwrite at the end of a new file
+ *                 STORE/floor.data (no LMDB, no sync). What any host path moves per utterance.
+ * LIST holds one path per line (the floor row: 16-bit mono WAVs); STORE must not exist (WRITERS >= 2: a split store of that many
  * parts; 0: featurize's default for a new store, fc_featurize_default_writers, on the device the
  * row stands for: cuda for staging-null). DTYPE is f32, f16 or bf16.
  *
@@ -36,7 +42,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- cpu-nomel: the CPU backend's compute replaced by a fill ------------------------------------ */
 typedef struct nomel {
@@ -165,9 +174,133 @@ static double tv(struct timeval t) { return (double)t.tv_sec + t.tv_usec * 1e-6;
 
 static void usage(void) {
   fprintf(stderr,
-          "usage: bench-host-harness cpu|cpu-nomel|staging-null LIST STORE JOBS WRITERS "
+          "usage: bench-host-harness cpu|cpu-nomel|staging-null|floor LIST STORE JOBS WRITERS "
           "f32|f16|bf16\n");
   exit(2);
+}
+
+/* ---- floor: the data's own cost --------------------------------------------------------------- */
+static double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The samples of a 16-bit mono WAV held in b (its data chunk's size / 2); 0 if it is not one. */
+static size_t wav16_samples(const uint8_t *b, size_t len) {
+  if (len < 12 || memcmp(b, "RIFF", 4) != 0 || memcmp(b + 8, "WAVE", 4) != 0) return 0;
+  int mono16 = 0;
+  for (size_t o = 12; o + 8 <= len;) {
+    const uint32_t sz = (uint32_t)b[o + 4] | (uint32_t)b[o + 5] << 8 | (uint32_t)b[o + 6] << 16 |
+                        (uint32_t)b[o + 7] << 24;
+    if (memcmp(b + o, "fmt ", 4) == 0 && o + 24 <= len)
+      mono16 = b[o + 10] == 1 && b[o + 11] == 0 && b[o + 22] == 16 && b[o + 23] == 0;
+    if (memcmp(b + o, "data", 4) == 0) return mono16 ? sz / 2 : 0;
+    o += 8 + (size_t)sz + (sz & 1);
+  }
+  return 0;
+}
+
+static double wall_now(void);
+
+/* The run, its wall seconds and the getrusage around it (after the buffers are made). */
+static int floor_run(const fc_item_list *items, const char *store, const fc_mel_config *cfg,
+                     fc_featurize_stats *st, double *wall, struct rusage *r0, struct rusage *r1) {
+  enum { RING = 64 << 20, BATCH = 5 << 19 };
+  const size_t dsize = fc_dtype_size(cfg->dtype);
+  uint8_t *ring = malloc(RING), *out = malloc(RING), *batch = malloc(BATCH + RING);
+  char path[4200];
+  snprintf(path, sizeof path, "%s/floor.data", store);
+  int rc = ring && out && batch && mkdir(store, 0755) == 0 ? 0 : errno ? errno : ENOMEM;
+  int fd = rc ? -1 : open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (!rc && fd < 0) rc = errno;
+  if (!rc) { /* touched first, as the pinned buffers are */
+    memset(ring, 0, RING);
+    memset(out, 0x3c, RING);
+  }
+  size_t at = 0, from = 0, fill = 0;
+  uint64_t sum = 0, file_off = 0;
+  getrusage(RUSAGE_SELF, r0);
+  const double w0 = wall_now();
+  double t = cpu_now(), u; /* each stage's thread CPU seconds, as the pipeline counts them */
+  for (size_t i = 0; i < items->count && !rc; i++) {
+    int in = open(items->items[i].path, O_RDONLY);
+    struct stat sb;
+    if (in < 0 || fstat(in, &sb) != 0 || sb.st_size <= 0 || sb.st_size > RING / 2) {
+      rc = in < 0 ? errno : EINVAL;
+      if (in >= 0) close(in);
+      break;
+    }
+    const size_t len = (size_t)sb.st_size;
+    if (at + len > RING) at = 0;
+    const ssize_t got = pread(in, ring + at, len, 0);
+    close(in);
+    const size_t n = got == (ssize_t)len ? wav16_samples(ring + at, len) : 0;
+    if (!n) {
+      rc = EINVAL;
+      break;
+    }
+    st->read_seconds += (u = cpu_now()) - t;
+    t = u;
+    fc_digest d;
+    fc_digest_buffer(ring + at, len, &d);
+    sum += d.bytes[0];
+    at += (len + 63) & ~(size_t)63;
+    const uint64_t frames = fc_mel_num_frames(cfg, n);
+    const size_t bytes = (size_t)frames * cfg->n_mels * dsize;
+    st->hash_seconds += (u = cpu_now()) - t;
+    t = u;
+    if (from + bytes > RING) from = 0;
+    memcpy(batch + fill, out + from, bytes); /* the features out of the device's output */
+    sum += fc_hash64(batch + fill, bytes);
+    from += bytes;
+    fill += bytes;
+    if (fill >= BATCH || i + 1 == items->count) {
+      if (pwrite(fd, batch, fill, (off_t)file_off) != (ssize_t)fill) rc = errno ? errno : EIO;
+      file_off += fill;
+      fill = 0;
+      st->committed_batches++;
+    }
+    st->write_seconds += (u = cpu_now()) - t;
+    t = u;
+    st->processed++;
+    st->audio_seconds += (double)n / cfg->sample_rate;
+  }
+  if (fd >= 0) close(fd);
+  *wall = wall_now() - w0;
+  getrusage(RUSAGE_SELF, r1);
+  free(ring);
+  free(out);
+  free(batch);
+  st->total = items->count;
+  st->workers = st->writers = 1;
+  st->bound = sum == 1 ? "" : "floor"; /* (sum keeps the hashing from being optimized away) */
+  return rc;
+}
+
+/* The run's JSON object on stdout. */
+static int report(const char *row, const fc_featurize_stats *st, double wall,
+                  const struct rusage *r0, const struct rusage *r1, const char *dtype_name) {
+  const double user = tv(r1->ru_utime) - tv(r0->ru_utime),
+               sys = tv(r1->ru_stime) - tv(r0->ru_stime);
+  const long vcs = r1->ru_nvcsw - r0->ru_nvcsw, ics = r1->ru_nivcsw - r0->ru_nivcsw;
+  const double hours = st->audio_seconds / 3600;
+  printf(
+      "{\"name\":\"%s\",\"utterances\":%llu,\"audio_seconds\":%.3f,\"wall_seconds\":%.6f,"
+      "\"x_realtime\":%.1f,\"user_seconds\":%.4f,\"sys_seconds\":%.4f,"
+      "\"host_cpu_s_per_audio_hour\":%.5f,\"voluntary_ctx_switches\":%ld,"
+      "\"involuntary_ctx_switches\":%ld,\"ctx_switches_per_utt\":%.4f,"
+      "\"stages\":{\"setup\":%.6f,\"read\":%.6f,\"hash\":%.6f,\"decode\":%.6f,\"staging\":%.6f,"
+      "\"compute\":%.6f,\"write\":%.6f},\"waits\":{\"workers_on_writer\":%.6f,"
+      "\"writer_on_workers\":%.6f},\"workers\":%u,\"writers\":%u,\"commits\":%llu,"
+      "\"dtype\":\"%s\",\"bound\":\"%s\"}\n",
+      row, (unsigned long long)st->processed, st->audio_seconds, wall, st->audio_seconds / wall,
+      user, sys, (user + sys) / hours, vcs, ics, (double)(vcs + ics) / (double)st->processed,
+      st->setup_seconds, st->read_seconds, st->hash_seconds, st->decode_seconds,
+      st->staging_seconds, st->compute_seconds, st->write_seconds, st->queue_wait_seconds,
+      st->writer_wait_seconds, st->workers, st->writers, (unsigned long long)st->committed_batches,
+      dtype_name, st->bound);
+  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -186,7 +319,7 @@ int main(int argc, char **argv) {
   } else if (strcmp(row, "staging-null") == 0) {
     be = &null_backend;
     kind = FC_DEVICE_CUDA; /* what it stands in for: the GPU path's accounting and defaults */
-  } else {
+  } else if (strcmp(row, "floor") != 0) {
     usage();
   }
   if (jobs < 1 || jobs > 256) usage();
@@ -214,6 +347,19 @@ int main(int argc, char **argv) {
     return 2;
   }
   char why[512] = "";
+  fc_featurize_stats st;
+  struct rusage r0, r1;
+  double wall;
+  if (strcmp(row, "floor") == 0) {
+    memset(&st, 0, sizeof st);
+    rc = floor_run(&items, store, &cfg, &st, &wall, &r0, &r1);
+    fc_item_list_free(&items);
+    if (rc) {
+      fprintf(stderr, "bench-host-harness: floor: %s: %s\n", store, strerror(rc));
+      return 1;
+    }
+    return report(row, &st, wall, &r0, &r1, dtype_name);
+  }
   fc_store **parts = NULL;
   unsigned n_parts = 0;
   fc_device dev = {.kind = kind};
@@ -232,12 +378,10 @@ int main(int argc, char **argv) {
   o.device.kind = kind;
   o.parts = parts;
   o.n_parts = n_parts;
-  fc_featurize_stats st;
-  struct rusage r0, r1;
   getrusage(RUSAGE_SELF, &r0);
   double t0 = wall_now();
   rc = fz_pipeline_run(parts[0], &cfg, items.items, items.count, &o, be, &st, why, sizeof why);
-  double wall = wall_now() - t0;
+  wall = wall_now() - t0;
   getrusage(RUSAGE_SELF, &r1);
   fc_store_close_split(parts, n_parts);
   fc_item_list_free(&items);
@@ -247,22 +391,5 @@ int main(int argc, char **argv) {
             (unsigned long long)st.total, (unsigned long long)st.failed);
     return 1;
   }
-  const double user = tv(r1.ru_utime) - tv(r0.ru_utime), sys = tv(r1.ru_stime) - tv(r0.ru_stime);
-  const long vcs = r1.ru_nvcsw - r0.ru_nvcsw, ics = r1.ru_nivcsw - r0.ru_nivcsw;
-  const double hours = st.audio_seconds / 3600;
-  printf(
-      "{\"name\":\"%s\",\"utterances\":%llu,\"audio_seconds\":%.3f,\"wall_seconds\":%.6f,"
-      "\"x_realtime\":%.1f,\"user_seconds\":%.4f,\"sys_seconds\":%.4f,"
-      "\"host_cpu_s_per_audio_hour\":%.5f,\"voluntary_ctx_switches\":%ld,"
-      "\"involuntary_ctx_switches\":%ld,\"ctx_switches_per_utt\":%.4f,"
-      "\"stages\":{\"setup\":%.6f,\"read\":%.6f,\"hash\":%.6f,\"decode\":%.6f,\"staging\":%.6f,"
-      "\"compute\":%.6f,\"write\":%.6f},\"waits\":{\"workers_on_writer\":%.6f,"
-      "\"writer_on_workers\":%.6f},\"workers\":%u,\"writers\":%u,\"commits\":%llu,"
-      "\"dtype\":\"%s\",\"bound\":\"%s\"}\n",
-      row, (unsigned long long)st.processed, st.audio_seconds, wall, st.audio_seconds / wall, user,
-      sys, (user + sys) / hours, vcs, ics, (double)(vcs + ics) / (double)st.processed,
-      st.setup_seconds, st.read_seconds, st.hash_seconds, st.decode_seconds, st.staging_seconds,
-      st.compute_seconds, st.write_seconds, st.queue_wait_seconds, st.writer_wait_seconds,
-      st.workers, st.writers, (unsigned long long)st.committed_batches, dtype_name, st.bound);
-  return 0;
+  return report(row, &st, wall, &r0, &r1, dtype_name);
 }

@@ -4,8 +4,11 @@
 #     stereo, which take the float path): every file stored, the figures present and sane; the
 #     cpu row's records are featurize --device cpu's, byte for byte; cpu-nomel's hold the fill;
 #     staging-null's went through the staging ring (producer 2) with the fill of its device;
+#   - the floor row over the 16-bit mono files at the rate: their features' bytes written, exactly
+#     the cpu row's payloads for those files; a stereo file refused (exit 1, named);
 #   - the script: --json gives one object per row with the documented fields, the table mode
-#     prints the rows and the four ratios; bad options exit 2.
+#     prints the rows and the four ratios; --floor adds the floor row and its ceiling line; bad
+#     options exit 2.
 # No timing is asserted: the figures are the benchmark's (docs/BENCHMARKS.md).
 set -u
 PY=${FC_PYTHON:-python3}
@@ -37,6 +40,11 @@ for row in cpu cpu-nomel staging-null; do
   "$H" "$row" list "st-$row" 2 0 f32 >"$row.json" 2>"$row.err" || fail "$row: exit $?: $(cat "$row.err")"
 done
 "$FC_BIN/featurize" -q --device cpu -j 2 -o st-ref - <list || fail "featurize: exit $?"
+ls "$tmp"/u*.wav >list-mono
+"$H" floor list-mono st-floor 2 0 f32 >floor.json 2>floor.err || fail "floor: exit $?: $(cat floor.err)"
+"$H" cpu list-mono st-mono 2 0 f32 >/dev/null 2>&1 || fail "cpu row over the mono files: exit $?"
+"$H" floor list st-floor2 2 0 f32 >/dev/null 2>floor2.err
+[ $? = 1 ] && grep -q "floor" floor2.err || fail "floor over a stereo file: not refused: $(cat floor2.err)"
 "$H" bogus list st-x 2 0 f32 >/dev/null 2>&1
 [ $? = 2 ] || fail "an unknown row: not a usage error"
 
@@ -64,6 +72,13 @@ check(ref == cpu and len(ref) == 8, f"cpu row: {len(cpu)} records, equal to feat
 fill = struct.pack("<f", -11.5129)
 for k, (h, p) in records("st-cpu-nomel").items():
     check(h["producer"] == 1 and p == fill * (len(p) // 4) and k in ref, f"cpu-nomel record {k.hex()}: {h}")
+fl = json.load(open("floor.json"))
+check(fl["name"] == "floor" and fl["utterances"] == 6 and fl["host_cpu_s_per_audio_hour"] > 0
+      and fl["stages"]["read"] >= 0 and fl["stages"]["write"] >= 0, f"floor: {fl}")
+import os
+want = sum(len(p) for h, p in records("st-mono").values())
+got = os.path.getsize("st-floor/floor.data")
+check(got == want and want > 0, f"floor wrote {got} bytes, the cpu row's payloads are {want}")
 sn = records("st-staging-null")
 check(set(sn) == set(ref), "staging-null: other keys than the CPU path's")
 for k, (h, p) in sn.items():
@@ -93,6 +108,12 @@ for row in cpu cpu-nomel staging-null; do
   grep -qE "^\| $row \| [0-9,]+x \| [0-9.]+ \| [0-9.]+ \| " bh.md || fail "no row $row: $(cat bh.md)"
 done
 [ "$(grep -c '^- .*(target ' bh.md)" = 4 ] || fail "not four ratio lines: $(cat bh.md)"
+"$FC_SRC/scripts/bench-host" --hours 0.01 -j 2 --reps 1 --work "$tmp/w" --floor --json >bf.json 2>bf.err ||
+  fail "bench-host --floor: exit $?: $(cat bf.err)"
+"$PY" -c 'import json,sys; n=[json.loads(l)["name"] for l in open("bf.json")]; sys.exit(n != ["cpu", "cpu-nomel", "staging-null", "floor"])' ||
+  fail "bench-host --floor --json rows: $(cat bf.json)"
+grep -qE "^- the data's own cost \(floor\): [0-9.]+ CPU s per audio hour, .* at most [0-9,]+x realtime, [0-9.]+x the cpu row" bf.err ||
+  fail "no ceiling line: $(cat bf.err)"
 "$FC_SRC/scripts/bench-host" --dtype f64 >/dev/null 2>&1
 [ $? = 2 ] || fail "--dtype f64: not a usage error"
 "$FC_SRC/scripts/bench-host" --bogus >/dev/null 2>&1
