@@ -16,7 +16,7 @@
  * launching the next is seen (max_in_flight stays 1, held_timeout set).
  *
  * grow: the ring is made as the CUDA backend makes it, chunk 0 at open and the others by
- * stage_grow (mock_grow_backend), each after grow_delay_us; grow_fail (>= 1) makes that chunk's
+ * stage_grow (mock_backend with .stage_grow = mock_grow), each after grow_delay_us; grow_fail (>= 1) makes that chunk's
  * stage_grow fail (the ring stays at the chunks before it). A chunk made out of turn, or a staging
  * buffer asked for or a launch made on a chunk not made yet, counts as a violation. */
 #ifndef FC_TESTS_STAGE_MOCK_H
@@ -169,7 +169,7 @@ static void mock_make(stage_mock *m, unsigned i) {
   atomic_store(&m->made, i + 1);
 }
 
-static int mock_grow(void *state, unsigned chunk) {
+static inline int mock_grow(void *state, unsigned chunk) {
   stage_mock *m = state;
   if (!m->grow || chunk != atomic_load(&m->made) || chunk >= m->chunks) {
     atomic_fetch_add(&m->violations, 1);
@@ -312,14 +312,5 @@ static const fc_fz_backend mock_backend = {.name = "cpu-staging-mock",
                                            .stage_buffer = mock_stage_buffer,
                                            .launch = mock_launch,
                                            .finish = mock_finish};
-static const fc_fz_backend mock_grow_backend = {.name = "cpu-staging-mock",
-                                                .producer = FC_PRODUCER_CUDA,
-                                                .open = mock_open,
-                                                .close = mock_close,
-                                                .stage_info = mock_stage_info,
-                                                .stage_buffer = mock_stage_buffer,
-                                                .stage_grow = mock_grow,
-                                                .launch = mock_launch,
-                                                .finish = mock_finish};
 
 #endif

@@ -291,8 +291,9 @@ static int run_shape(const char *dir, const fc_item_list *items, const shape *sh
     setenv("FC_FAULT_LOG", log, 1);
     setenv("FC_FAULT", fault, 1);
   }
-  int rc = fz_pipeline_run(pv[0], &cfg, items->items, items->count, &o,
-                           sh->grow ? &mock_grow_backend : &mock_backend, &st, why, sizeof why);
+  fc_fz_backend be = mock_backend;
+  if (sh->grow) be.stage_grow = mock_grow;
+  int rc = fz_pipeline_run(pv[0], &cfg, items->items, items->count, &o, &be, &st, why, sizeof why);
   unsetenv("FC_FAULT");
   unsetenv("FC_FAULT_LOG");
   FILE *lf = fopen(log, "r");
