@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# A full disk and a file-size limit read as what they are (featurize; cache-merge on a full disk),
-# lose nothing committed, and a rerun after space is freed completes (issue: "Input/output error" for a full disk). The full disk is a
-# small tmpfs this test mounts (root; skipped without mount rights); the limit is RLIMIT_FSIZE
-# (`ulimit -f`), which the tools turn into EFBIG rather than dying of SIGXFSZ.
+# A full disk and a file-size limit read as what they are (featurize; cache-merge on a full disk,
+# in its copy and in its failure-record pass), lose nothing committed, and a rerun after space is
+# freed completes (issue: "Input/output error" for a full disk). The full disk is a small tmpfs
+# this test mounts (root; skipped without mount rights); the limit is RLIMIT_FSIZE (`ulimit -f`),
+# which the tools turn into EFBIG rather than dying of SIGXFSZ.
 set -uo pipefail
 fail() { echo "FAIL: $*" >&2; exit 1; }
 tmp=$(mktemp -d)
@@ -70,4 +71,44 @@ mount -o remount,size=64m "$mnt" || fail "remount"
 "$FC_BIN/cache-merge" -q -o "$mnt/mg" sh0 sh1 || fail "cache-merge rerun after space was freed"
 v=$("$FC_BIN/cache-verify" --json "$mnt/mg") || fail "merged store fails cache-verify: $v"
 grep -q '"ok":true,"records_checked":60,' <<<"$v" || fail "the merge rerun did not complete: $v"
-echo "ok: full disk and file-size limit said as such (featurize, cache-merge), store intact, rerun completed"
+
+# The same in cache-merge's failure-record pass, which comes after every entry is in: an input of
+# 4 stored utterances and 2500 failure records of ~4 KB (~10 MB, added with Python's lmdb, the
+# format of docs/FORMAT.md "Failure record") merged into 6 MB. The entries fit; the disk fills
+# while the failure records are written, and that pass says so as the others do.
+"$FC_BIN/featurize" --device cpu -q -o fr u00.wav u01.wav u02.wav u03.wav || fail "featurize fr"
+"$FC_PYTHON" - fr <<'PY' || fail "could not add the failure records"
+import struct, sys, lmdb
+env = lmdb.open(sys.argv[1], max_dbs=8, map_size=256 << 20)
+src = b"/corpus/bad.wav"
+with env.begin(write=True) as t:
+    db = env.open_db(b"failed", txn=t)
+    for i in range(2500):
+        when = (1700000000 + i) * 10**9
+        t.put(b"bad%04d" % i, bytes(16) + struct.pack("<qiI", when, -31903, len(src)) + src +
+              b"r" * 4000, db=db)
+PY
+nfailed() { # STORE: how many failure records it holds
+  "$FC_PYTHON" - "$1" <<'PY'
+import sys, lmdb
+env = lmdb.open(sys.argv[1], readonly=True, lock=False, max_dbs=8)
+with env.begin() as t:
+    print(t.stat(env.open_db(b"failed", txn=t, create=False))["entries"])
+PY
+}
+umount "$mnt" && mount -t tmpfs -o size=6m tmpfs "$mnt" || fail "remount for the failure pass"
+out=$("$FC_BIN/cache-merge" -o "$mnt/mf" fr 2>&1); rc=$?
+[ $rc = 1 ] || fail "cache-merge, disk full in the failure pass: exit $rc, want 1: $out"
+grep -q "cache-merge: $mnt/mf: No space left on device" <<<"$out" ||
+  fail "cache-merge's failure pass: a full disk does not say so: $out"
+grep -q "Input/output error" <<<"$out" &&
+  fail "cache-merge's failure pass: a full disk reads as an I/O error: $out"
+v=$("$FC_BIN/cache-verify" --json "$mnt/mf") || fail "failure pass: output fails cache-verify: $v"
+grep -q '"ok":true,"records_checked":4,' <<<"$v" ||
+  fail "the entries were not all in before the failure pass (the disk filled too early): $v"
+n=$(nfailed "$mnt/mf")
+[ "$n" -lt 2500 ] || fail "the disk never filled in the failure pass: $n of 2500 failure records"
+mount -o remount,size=64m "$mnt" || fail "remount"
+"$FC_BIN/cache-merge" -q -o "$mnt/mf" fr || fail "cache-merge rerun of the failure pass"
+[ "$(nfailed "$mnt/mf")" = 2500 ] || fail "the failure pass's rerun did not complete: $(nfailed "$mnt/mf")"
+echo "ok: full disk and file-size limit said as such (featurize, cache-merge and its failure pass), store intact, rerun completed"

@@ -47,7 +47,8 @@ static int stored_in_inputs(fc_store *const *in, MDB_txn *const *txns, size_t n,
 }
 
 /* Write the batch in one transaction (replayed after growing the map); the bytes it put are
- * counted into the write-back as merge.c's commits are. */
+ * counted into the write-back as merge.c's commits are, and a failed write is explained as
+ * theirs are (store_explain_write_error). */
 static int flush(fc_store *out, fbatch *b, fc_writeback *wb, fc_merge_stats *st) {
   int rc = 0;
   while (b->n) {
@@ -80,7 +81,11 @@ static int flush(fc_store *out, fbatch *b, fc_writeback *wb, fc_merge_stats *st)
       if ((rc = store_grow_map(out, 0)) != 0) break;
       continue;
     }
-    if (rc) break;
+    /* a full disk reads as EIO from LMDB: said as merge.c's commits say it (ENOSPC, EFBIG) */
+    if (rc) {
+      rc = store_explain_write_error(out, rc, bytes);
+      break;
+    }
     st->failures_copied += copied;
     st->failures_cleared += cleared;
     st->commits += (copied || cleared);

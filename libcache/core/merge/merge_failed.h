@@ -16,7 +16,8 @@
  * write-back), and after each full batch o->on_progress is called and o->stop looked at.
  * Counts into st->failures_copied, st->failures_cleared and st->commits. Returns 0, FC_EINTR
  * (stopped: the batches committed stay), the error of the write-back, or an LMDB/errno code
- * (the map of out grows as fc_store_write's does). */
+ * (a failed commit explained as merge.c's are: ENOSPC, EFBIG for LMDB's EIO on a full disk or
+ * past RLIMIT_FSIZE; the map of out grows as fc_store_write's does). */
 int merge_failures(fc_store *out, fc_store *const *in, MDB_txn *const *txns, size_t n,
                    const fc_merge_opts *o, fc_writeback *wb, fc_merge_stats *st);
 
