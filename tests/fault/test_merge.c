@@ -289,6 +289,30 @@ static const char *writeback_dir(const char *tmp_dir, char *buf, size_t len) {
 }
 
 /* 6. write-back passes on records large enough for the passes to matter (see the top). */
+
+/* Merge in (nin stores) into out with the n-th write-back pass failing (FC_FAULT=writeback:n),
+ * n = 1, 2, ... until a merge completes: each failing run ends with EIO ("Input/output error")
+ * and leaves out verifying (with cd: every audio entry's record there, at most `most`). Returns the runs, or
+ * -1 when none completed in 500. */
+static int writeback_fault_runs(const char *out, const char *const *in, size_t nin,
+                                const fc_merge_opts *o, const char *what, const fc_digest *cd,
+                                uint64_t most) {
+  char why[512];
+  fc_merge_stats st;
+  int rc = -1, n;
+  for (n = 1; n < 500 && rc != 0; n++) {
+    char spec[64];
+    snprintf(spec, sizeof spec, "writeback:%d", n);
+    setenv("FC_FAULT", spec, 1);
+    rc = fc_merge_run(out, in, nin, o, &st, why, sizeof why);
+    setenv("FC_FAULT", "", 1);
+    if (rc)
+      CHECK(rc == EIO && strstr(why, "Input/output error"), "%s, %s: rc %d (%s)", what, spec, rc,
+            why);
+    CHECK(verifies(out) && (!cd || check_consistent(out, cd) <= most), "%s, %s", what, spec);
+  }
+  return rc == 0 ? n - 1 : -1;
+}
 static void check_writeback(const char *dir, const fc_mel_config *cfg, const fc_digest *cd) {
   enum { N = 12 };
   char paths[N][300], ref[300], shard[2][300], out[300], why[512];
@@ -369,24 +393,14 @@ static void check_writeback(const char *dir, const fc_mel_config *cfg, const fc_
   }
   if (!fault_built() || !on_disk) return; /* said in main / above */
   snprintf(out, sizeof out, "%s/long_m_fault", dir);
-  int n;
-  rc = -1;
-  for (n = 1; n < 500 && rc != 0; n++) {
-    char spec[64];
-    snprintf(spec, sizeof spec, "writeback:%d", n);
-    setenv("FC_FAULT", spec, 1);
-    rc = fc_merge_run(out, in, 2, &o, &st, why, sizeof why);
-    setenv("FC_FAULT", "", 1);
-    if (rc) CHECK(rc == EIO && strstr(why, "Input/output error"), "%s: rc %d (%s)", spec, rc, why);
-    CHECK(check_consistent(out, cd) <= N, "%s", spec);
-  }
+  int n = writeback_fault_runs(out, in, 2, &o, "writeback", cd, N);
   /* passes asked for while one runs are taken together: how many fail varies, at least one */
-  CHECK(rc == 0 && n > 2, "writeback: %d runs", n - 1);
+  CHECK(n > 1, "writeback: %d runs", n);
   CHECK(compare_stores(ref, out) == 0, "writeback: the resumed merge differs from the reference");
   printf(
       "writeback faults: %d runs until the merge completed; consistent after each; equal to "
       "the reference\n",
-      n - 1);
+      n);
 
   /* failure records go through the same passes: ~2 MiB of them (the pass after the entries),
    * far enough ahead of the passes that the merge waits for one; the n-th pass fails, n = 1,
@@ -400,19 +414,10 @@ static void check_writeback(const char *dir, const fc_mel_config *cfg, const fc_
   CHECK(fc_merge_run(fref, fin, 1, &o, &st, why, sizeof why) == 0 && st.failures_copied == 512,
         "failure records with write-back passes: %s", why);
   snprintf(out, sizeof out, "%s/long_fails_fault", dir);
-  rc = -1;
-  for (n = 1; n < 500 && rc != 0; n++) {
-    char spec[64];
-    snprintf(spec, sizeof spec, "writeback:%d", n);
-    setenv("FC_FAULT", spec, 1);
-    rc = fc_merge_run(out, fin, 1, &o, &st, why, sizeof why);
-    setenv("FC_FAULT", "", 1);
-    if (rc) CHECK(rc == EIO && strstr(why, "Input/output error"), "%s: rc %d (%s)", spec, rc, why);
-    CHECK(verifies(out), "failure records, %s", spec);
-  }
-  CHECK(rc == 0 && n > 2, "writeback in the failure pass: %d runs", n - 1);
+  n = writeback_fault_runs(out, fin, 1, &o, "writeback in the failure pass", NULL, 0);
+  CHECK(n > 1, "writeback in the failure pass: %d runs", n);
   CHECK(compare_stores(fref, out) == 0, "failure records: the resumed merge differs");
-  printf("writeback faults in the failure pass: %d runs until the merge completed\n", n - 1);
+  printf("writeback faults in the failure pass: %d runs until the merge completed\n", n);
 }
 
 int main(void) {
