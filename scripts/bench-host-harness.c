@@ -20,7 +20,8 @@
  *                 64 MiB "device output" into a batch buffer and checksummed (XXH3-64, the record
  *                 checksum); each 2.5 MiB batch written with one pwrite at the end of a new file
  *                 STORE/floor.data (no LMDB, no sync). What any host path moves per utterance.
- * LIST holds one path per line (the floor row: 16-bit mono WAVs); STORE must not exist (WRITERS >= 2: a split store of that many
+ * LIST holds one path per line (the floor row: 16-bit mono WAVs at the config's rate, as
+ * audio_pcm16_view takes them); STORE must not exist (WRITERS >= 2: a split store of that many
  * parts; 0: featurize's default for a new store, fc_featurize_default_writers, on the device the
  * row stands for: cuda for staging-null). DTYPE is f32, f16 or bf16.
  *
@@ -34,6 +35,7 @@
 #include "featcache/fc_format.h"
 #include "featcache/fc_manifest.h"
 #include "featcache/fc_store.h"
+#include "libcache/mel/featurize/audio_int.h"
 #include "libcache/mel/featurize/featurize_backend.h"
 
 #include <errno.h>
@@ -186,21 +188,6 @@ static double cpu_now(void) {
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* The samples of a 16-bit mono WAV held in b (its data chunk's size / 2); 0 if it is not one. */
-static size_t wav16_samples(const uint8_t *b, size_t len) {
-  if (len < 12 || memcmp(b, "RIFF", 4) != 0 || memcmp(b + 8, "WAVE", 4) != 0) return 0;
-  int mono16 = 0;
-  for (size_t o = 12; o + 8 <= len;) {
-    const uint32_t sz = (uint32_t)b[o + 4] | (uint32_t)b[o + 5] << 8 | (uint32_t)b[o + 6] << 16 |
-                        (uint32_t)b[o + 7] << 24;
-    if (memcmp(b + o, "fmt ", 4) == 0 && o + 24 <= len)
-      mono16 = b[o + 10] == 1 && b[o + 11] == 0 && b[o + 22] == 16 && b[o + 23] == 0;
-    if (memcmp(b + o, "data", 4) == 0) return mono16 ? sz / 2 : 0;
-    o += 8 + (size_t)sz + (sz & 1);
-  }
-  return 0;
-}
-
 static double wall_now(void);
 
 /* The run, its wall seconds and the getrusage around it (after the buffers are made). */
@@ -235,8 +222,12 @@ static int floor_run(const fc_item_list *items, const char *store, const fc_mel_
     if (at + len > RING) at = 0;
     const ssize_t got = pread(in, ring + at, len, 0);
     close(in);
-    const size_t n = got == (ssize_t)len ? wav16_samples(ring + at, len) : 0;
-    if (!n) {
+    const void *pcm;
+    size_t n = 0;
+    fc_audio_info info;
+    char why[256];
+    if (got != (ssize_t)len || audio_pcm16_view(ring + at, len, cfg->sample_rate, 0, &pcm, &n,
+                                                &info, why, sizeof why) != 1) {
       rc = EINVAL;
       break;
     }
