@@ -24,8 +24,8 @@
  *   the grower (fz_grow_main, a backend with stage_grow): makes chunks 1.. while chunk 0 fills,
  *     each opened as soon as it is made (a worker that reached it waits till then).
  *
- * A chunk's life: (UNMADE ->) FREE -> FILLING (reservations) -> SEALED (closed; writes may be in progress) ->
- * LAUNCHED -> WRITING (with the writers) -> FREE. fill_seq >= launch_seq >= done_seq count the
+ * A chunk's life: (UNMADE ->) FREE -> FILLING (reservations) -> SEALED (closed; writes may be in
+ * progress) -> LAUNCHED -> WRITING (with the writers) -> FREE. fill_seq >= launch_seq >= done_seq count the
  * uses of the ring filled, launched and completed; use seq is chunk seq % ring_live (the chunks,
  * or the chunks made when the backend could not make them all: fz_grow_main). A chunk is
  * opened (its word zeroed) only for the use fill_seq, under bmu, once it is FREE: by whoever
