@@ -10,10 +10,10 @@
  *   staging-null  the GPU path up to the device boundary: the same code as `--device cuda` (the
  *                 staging ring with the CUDA ring's geometry, the launch and completion threads,
  *                 the writers), with a backend whose launch and finish cost nothing: its staging
- *                 and output buffers are made and touched once (as pinned memory is), the first
- *                 chunk's at open and the others' as the pipeline grows the ring (as the CUDA
- *                 backend makes them), a launch returns at once, a finish hands back the output
- *                 buffer as it is;
+ *                 and output buffers have all their pages when made (as pinned memory does), the
+ *                 first chunk's at open and the others' as the pipeline grows the ring (as the
+ *                 CUDA backend makes them), a launch returns at once, a finish hands back the
+ *                 output buffer as it is;
  *   floor         the data's own cost, on one thread, outside the pipeline: each file read with
  *                 one pread into a 64 MiB ring and hashed (XXH3-128, the audio digest); its
  *                 features' bytes (hifigan frames of its samples, the dtype's size) copied from a
@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -91,26 +92,35 @@ static void null_close(void *state) {
   null_stage *z = state;
   if (!z) return;
   for (unsigned i = 0; i < z->info.chunks; i++) {
-    if (z->staging) free(z->staging[i]);
-    if (z->out) free(z->out[i]);
+    if (z->staging && z->staging[i]) munmap(z->staging[i], z->info.capacity * sizeof(float));
+    if (z->out && z->out[i]) munmap(z->out[i], z->out_bytes);
   }
   free(z->staging);
   free(z->out);
   free(z);
 }
 
-/* Chunk k's buffers, faulted in as pinned memory is when it is allocated. */
+/* Memory whose pages are all there when it is made, as pinned memory's are (cudaHostAlloc). A
+ * malloc and a memset of zeros would not do: the compiler makes them a calloc, whose fresh pages
+ * the first read into staging would fault in instead. */
+static void *populated(size_t n) {
+  void *p =
+      mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+/* Chunk k's buffers, their pages made as pinned memory's are when it is allocated. */
 static int null_grow(void *state, unsigned k) {
   null_stage *z = state;
   if (k >= z->info.chunks || z->staging[k]) return EINVAL;
-  void *staging = malloc(z->info.capacity * sizeof(float)), *out = malloc(z->out_bytes);
+  const size_t sb = z->info.capacity * sizeof(float);
+  void *staging = populated(sb), *out = populated(z->out_bytes);
   if (!staging || !out) {
-    free(staging);
-    free(out);
+    if (staging) munmap(staging, sb);
+    if (out) munmap(out, z->out_bytes);
     return ENOMEM;
   }
-  memset(staging, 0, z->info.capacity * sizeof(float));
-  memset(out, 0x3c, z->out_bytes);
+  memset(out, 0x3c, z->out_bytes); /* the "features": any bytes, written once */
   z->staging[k] = staging;
   z->out[k] = out;
   return 0;
