@@ -1,21 +1,54 @@
-/* Digests, checksums and dtypes: thin, byte-order-explicit wrappers over xxHash. */
+/* Digests and checksums: thin, byte-order-explicit wrappers over xxHash's XXH3, run by the widest
+ * vector code the CPU has (formats/xxh3_int.h). */
 #include "featcache/fc_base.h"
+#include "formats/xxh3_int.h"
 
+#include <stdatomic.h>
 #include <string.h>
-#include <xxhash.h>
+
+const xxh3_impl *xxh3_best(void) {
+  static _Atomic(const xxh3_impl *) chosen;
+  const xxh3_impl *p = atomic_load_explicit(&chosen, memory_order_acquire);
+  if (p) return p;
+  p = &xxh3_impl_base;
+#if defined(XXH3_HAVE_X86) && defined(__GNUC__)
+  __builtin_cpu_init(); /* "supports" below also asks whether the OS saves the registers */
+  if (__builtin_cpu_supports("avx512f"))
+    p = &xxh3_impl_avx512;
+  else if (__builtin_cpu_supports("avx2"))
+    p = &xxh3_impl_avx2;
+#endif
+  atomic_store_explicit(&chosen, p, memory_order_release); /* any thread's choice is the same */
+  return p;
+}
 
 static void put_le64(uint8_t *p, uint64_t v) {
   for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 
-void fc_digest_buffer(const void *data, size_t len, fc_digest *out) {
-  /* Stored order is fixed (low half LE, then high half LE) so stores move between hosts. */
-  XXH128_hash_t h = XXH3_128bits(len ? data : "", len);
-  put_le64(out->bytes, h.low64);
-  put_le64(out->bytes + 8, h.high64);
+/* Stored order is fixed (low half LE, then high half LE) so stores move between hosts. */
+static void put_digest(const uint64_t h[2], fc_digest *out) {
+  put_le64(out->bytes, h[0]);
+  put_le64(out->bytes + 8, h[1]);
 }
 
-uint64_t fc_hash64(const void *data, size_t len) { return XXH3_64bits(len ? data : "", len); }
+void fc_digest_buffer(const void *data, size_t len, fc_digest *out) {
+  uint64_t h[2];
+  xxh3_best()->h128(data, len, h);
+  put_digest(h, out);
+}
+
+void fc_digest_pieces(const void *const *data, const size_t *len, size_t n, fc_digest *out) {
+  const xxh3_impl *x = xxh3_best();
+  xxh3_stream s;
+  uint64_t h[2];
+  x->reset(&s);
+  for (size_t i = 0; i < n; i++) x->update(&s, data[i], len[i]);
+  x->digest(&s, h);
+  put_digest(h, out);
+}
+
+uint64_t fc_hash64(const void *data, size_t len) { return xxh3_best()->h64(data, len); }
 
 void fc_digest_hex(const fc_digest *d, char out[33]) {
   static const char hex[] = "0123456789abcdef";

@@ -64,6 +64,9 @@ typedef struct fc_digest {
 
 /* XXH3-128 of a buffer, in stored byte order. */
 FC_API void fc_digest_buffer(const void *data, size_t len, fc_digest *out);
+/* XXH3-128 of n buffers one after the other (data[i], len[i] bytes): fc_digest_buffer of their
+ * concatenation, without making it (a file's header, samples and tail read to different places). */
+FC_API void fc_digest_pieces(const void *const *data, const size_t *len, size_t n, fc_digest *out);
 /* 32 lowercase hex chars of the 16 stored bytes in order, plus NUL: out must hold 33 bytes. */
 FC_API void fc_digest_hex(const fc_digest *d, char out[33]);
 /* Parse 32 hex chars (upper or lower case). Returns 0, or FC_ECONFIG if malformed. */

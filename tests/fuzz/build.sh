@@ -31,6 +31,15 @@ bin=${FC_BIN:-build}
 mkdir -p "$out/artifacts"
 cflags=(-std=c11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
         -Iinclude -I. $(pkg-config --cflags jansson))
+# XXH3 once per instruction set (formats/xxh3_int.h), each file with its own flags, for digest.c
+xxh3=()
+for v in base avx2 avx512; do
+  vflags=()
+  case $v in avx2) vflags=(-mavx2) ;; avx512) vflags=(-mavx512f) ;; esac
+  [ "$(uname -m)" = x86_64 ] || vflags=()
+  clang "${cflags[@]}" "${vflags[@]}" -c formats/xxh3_$v.c -o "$out/xxh3_$v.o"
+  xxh3+=("$out/xxh3_$v.o")
+done
 for t in "${targets[@]}"; do
   case $t in
   record) srcs=(formats/record.c formats/codec.c formats/digest.c formats/config/mel_config.c formats/utf8.c
@@ -40,7 +49,8 @@ for t in "${targets[@]}"; do
                  libcache/text/tokenize/tok_bpe.c libcache/text/tokenize/tok_util.c libcache/text/tokenize/tok_vocab.c
                  libcache/text/tokenize/tok_normalize.c)
            libs=($(pkg-config --libs jansson libutf8proc) -lxxhash -lzstd -lm -lpthread) ;;
-  loader) srcs=(formats/*.c formats/common/*.c formats/config/*.c libcache/core/store/*.c libcache/core/loader/*.c)
+  loader) srcs=($(ls formats/*.c | grep -v '/xxh3_') formats/common/*.c formats/config/*.c libcache/core/store/*.c
+                libcache/core/loader/*.c)
           libs=(-llmdb -lxxhash -lzstd $(pkg-config --libs jansson) -lm -lpthread) ;;
   phonemes) srcs=(libcache/text/tokenize/tok_espeak.c libcache/text/tokenize/tok_child.c libcache/text/tokenize/tok_util.c
                   libcache/text/tokenize/tok_normalize.c formats/utf8.c)
@@ -48,6 +58,7 @@ for t in "${targets[@]}"; do
   *) echo "fuzz: unknown target $t (record, parsers, loader, phonemes)" >&2; exit 2 ;;
   esac
   echo "fuzz: building $t" >&2
+  case " ${srcs[*]} " in *" formats/digest.c "* | *" formats/record.c "*) srcs+=("${xxh3[@]}") ;; esac
   clang "${cflags[@]}" "tests/fuzz/fuzz_$t.c" "${srcs[@]}" "${libs[@]}" -o "$out/fuzz_$t"
   corpus=$out/corpus-$t
   mkdir -p "$corpus"

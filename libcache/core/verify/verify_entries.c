@@ -2,6 +2,7 @@
  * (verify_int.h). */
 #include "libcache/core/verify/verify_int.h"
 #include "formats/common/alloc.h"
+#include "formats/xxh3_int.h"
 
 /* ---- step 3: entries ------------------------------------------------------------------------- */
 
@@ -119,31 +120,32 @@ const vexp *vf_find_exp(vctx *c, const void *key, int db) {
   return NULL;
 }
 
-/* XXH3-128 of a file, streamed. */
+/* XXH3-128 of a file, streamed (fc_digest_buffer's of its bytes). */
 static int hash_file(const char *path, fc_digest *out) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno;
-  XXH3_state_t *st = XXH3_createState();
+  const xxh3_impl *x = xxh3_best();
+  xxh3_stream st;
   size_t bufsz = 1 << 20;
   char *buf = fc_malloc(bufsz);
-  int rc = (st && buf) ? 0 : ENOMEM;
-  if (!rc) XXH3_128bits_reset(st);
+  int rc = buf ? 0 : ENOMEM;
+  if (!rc) x->reset(&st);
   while (!rc) {
     ssize_t n = read(fd, buf, bufsz);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) rc = errno;
     if (n <= 0) break;
-    XXH3_128bits_update(st, buf, (size_t)n);
+    x->update(&st, buf, (size_t)n);
   }
   if (!rc) {
-    XXH128_hash_t h = XXH3_128bits_digest(st);
+    uint64_t h[2];
+    x->digest(&st, h);
     for (int i = 0; i < 8; i++) {
-      out->bytes[i] = (uint8_t)(h.low64 >> (8 * i));
-      out->bytes[8 + i] = (uint8_t)(h.high64 >> (8 * i));
+      out->bytes[i] = (uint8_t)(h[0] >> (8 * i));
+      out->bytes[8 + i] = (uint8_t)(h[1] >> (8 * i));
     }
   }
   free(buf);
-  XXH3_freeState(st);
   close(fd);
   return rc;
 }

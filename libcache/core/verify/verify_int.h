@@ -26,7 +26,6 @@
 #include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 enum { DB_ENV = FC_DB_FAILED + 1, DB_MANIFEST = FC_DB_FAILED + 2, DB_INDEX = FC_DB_FAILED + 3 };
 

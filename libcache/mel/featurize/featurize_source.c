@@ -25,8 +25,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#define XXH_INLINE_ALL /* the streaming digest, as the library computes it whole (formats/digest.c) */
-#include <xxhash.h>
 
 static int stop_requested(const fz_run *r) { return r->o.stop && *r->o.stop; }
 
@@ -243,17 +241,9 @@ static int settle_stored(fz_run *r, fz_worker *w, size_t i, const fc_digest *key
 /* A file's digest (fc_digest_buffer's) from its bytes in three pieces, in order. */
 static void digest3(const void *a, size_t na, const void *b, size_t nb, const void *c, size_t nc,
                     fc_digest *out) {
-  XXH3_state_t st;
-  XXH3_INITSTATE(&st);
-  XXH3_128bits_reset(&st);
-  XXH3_128bits_update(&st, a, na);
-  XXH3_128bits_update(&st, b, nb);
-  XXH3_128bits_update(&st, c, nc);
-  const XXH128_hash_t h = XXH3_128bits_digest(&st);
-  for (int k = 0; k < 8; k++) { /* the stored order: low half, then high half, little-endian */
-    out->bytes[k] = (uint8_t)(h.low64 >> (8 * k));
-    out->bytes[8 + k] = (uint8_t)(h.high64 >> (8 * k));
-  }
+  const void *const data[3] = {a, b, c};
+  const size_t len[3] = {na, nb, nc};
+  fc_digest_pieces(data, len, 3, out);
 }
 
 /* On a staging device, a 16-bit mono WAV at the config's rate whose record is not stored is read
