@@ -572,7 +572,9 @@ int main(int argc, char **argv) {
   }
 
   /* Inputs. A manifest file is read as the job goes (memory: the items in flight and the ids
-   * seen, for the duplicate check); the device and the writers are chosen from its first items. */
+   * seen, for the duplicate check); the device (auto) and the writers (a new store without
+   * --writers) are chosen from its first items. When neither is to be chosen, only its first item
+   * is read here: the manifest opens and parses before the store is touched, as always. */
   fc_item_list items = {0};
   int stream = 0; /* a manifest file, read as the job goes */
   fc_manifest_opts mo = {.format = (fc_manifest_format)manifest_format, .audio_dir = audio_dir};
@@ -580,7 +582,9 @@ int main(int argc, char **argv) {
   if (manifest && strcmp(manifest, "-") != 0) {
     stream = 1;
     if (shard_spec) mo.shard_k = shard_k, mo.shard_n = shard_n;
-    rc = first_items(manifest, &mo, 65536, &items, why, sizeof why);
+    const int choose =
+        fo.device.kind == FC_DEVICE_AUTO || (writers == 0 && store_is_new(store_dir));
+    rc = first_items(manifest, &mo, choose ? 65536 : 1, &items, why, sizeof why);
     if (rc) {
       fc_cli_warn(manifest, "%s", why[0] ? why : fc_strerror(rc));
       return FC_EXIT_USAGE;
