@@ -121,9 +121,11 @@ static void on_bad_line(const fc_item *it, int err, const char *why, void *ud) {
 
 static void on_progress(const fc_tokenize_stats *s, void *ud) {
   (void)ud;
-  fprintf(stderr, "\rtokenize: %llu of %llu lines",
-          (unsigned long long)(s->processed + s->skipped_existing + s->failed),
-          (unsigned long long)s->lines);
+  const unsigned long long done = s->processed + s->skipped_existing + s->failed;
+  if (s->lines)
+    fprintf(stderr, "\r\033[Ktokenize: %llu of %llu lines", done, (unsigned long long)s->lines);
+  else /* a manifest read as the job goes: its length is known at the end */
+    fprintf(stderr, "\r\033[Ktokenize: %llu lines done", done);
 }
 
 static int pick(const char *opt, const char *v, const char *a, const char *b) {

@@ -122,7 +122,8 @@ FC_API int fc_tokenizer_export_vocab(const fc_tokenizer *t, const char *path);
 
 /* ---- the pipeline: manifest items → text and tok dbs ----------------------------------------- */
 typedef struct fc_tokenize_stats {
-  uint64_t lines; /* items seen */
+  uint64_t lines; /* items seen (during the run: a list's length; 0 for a manifest, read as it
+                     goes) */
   uint64_t processed; /* tok records written this run */
   uint64_t skipped_existing; /* already stored under this config */
   uint64_t failed; /* bad lines (reported through the callback), and after an error that ends the
@@ -145,7 +146,9 @@ typedef struct fc_tokenize_run_opts {
   volatile const int *stop; /* checked between batches: nonzero → FC_EINTR after committing */
   fc_tokenize_report_fn report;
   void *report_ud;
-  /* Called after each committed batch (may be NULL), e.g. for a progress line. */
+  /* Called after each committed batch (may be NULL), e.g. for a progress line; in a bulk load
+   * after each batch written to its runs (counted as the merge at the end will store it), and once
+   * more after the merge with the final counts. */
   void (*progress)(const fc_tokenize_stats *stats, void *ud);
   void *progress_ud;
   /* 0: a job of more than one batch into a store that holds no text entries and no token

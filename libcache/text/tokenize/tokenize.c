@@ -487,7 +487,14 @@ static int run_batch(const fc_item *lines, size_t m, void *ctxp) {
     c->stopped = 0;
     return rc;
   }
-  if (o->progress && !c->bulk) o->progress(st, o->progress_ud);
+  if (o->progress && !c->bulk) {
+    o->progress(st, o->progress_ud);
+  } else if (o->progress) { /* a bulk load: the lines written to its runs so far, which the merge
+                               stores at the end (the final counts come with the merge) */
+    fc_tokenize_stats shown = *st;
+    add_counts(&shown, &c->pending);
+    o->progress(&shown, o->progress_ud);
+  }
   if (c->stopped) return TOK_STOP; /* --strict */
   if (o->stop && *o->stop) {
     c->rc = FC_EINTR;
@@ -512,6 +519,7 @@ int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
   c.tvals = fc_calloc(c.batch, sizeof *c.tvals);
   c.unknowns = fc_calloc(c.batch, sizeof *c.unknowns);
   uint64_t n = items && !o->manifest ? items->count : 0;
+  st->lines = n; /* known now for a list; a manifest's at the end */
   int rc = 0;
   const char *json;
   size_t jlen;
