@@ -158,6 +158,13 @@ static void stop_after_commit(const fc_merge_stats *st, void *user) {
   if (st->commits) stop_flag = 1;
 }
 
+/* merge.c reports progress once after each of its five dbs (meta, feat, tok, audio, text), then
+ * from the failure pass: stop at the first report of that pass. */
+static int progress_calls;
+static void stop_in_failure_pass(const fc_merge_stats *st, void *user) {
+  (void)st, (void)user;
+  if (++progress_calls == 6) stop_flag = 1;
+}
 static void stop_after_failures(const fc_merge_stats *st, void *user) {
   (void)user;
   if (st->failures_copied || st->failures_cleared) stop_flag = 1;
@@ -586,6 +593,32 @@ int main(void) {
   CHECK(rc == 0 && total(st.copied) == 0 && st.failures_cleared == NFILES - 4,
         "resume clearing: rc %d, %llu cleared", rc, (unsigned long long)st.failures_cleared);
   CHECK(compare_stores(ref, out) == 0, "clearing: resumed merge differs from the reference");
+  /* 3c. little to clear: the clearing pass sees the stop flag after each round of reads (16
+   * batches' worth), not only after a batch of deletions, so a large failed db is not read through
+   * before a stop. The output holds 200 records of ids no input stores; merging the 10 records
+   * above into it, stopped at its first progress call, ends in that pass, before any is copied */
+  char fq[300], fz[300];
+  snprintf(fq, sizeof fq, "%s/fails_q", dir);
+  snprintf(fz, sizeof fz, "%s/fails", dir);
+  CHECK(write_failures(fq, "zq", 200, &cd, 40) == 0, "200 failure records");
+  snprintf(out, sizeof out, "%s/m_fails_scan", dir);
+  CHECK(fc_merge_run(out, (const char *const[]){fq}, 1, &o, &st, why, sizeof why) == 0 &&
+            failures_in(out) == 200,
+        "200 failure records merged: %s", why);
+  o.stop = &stop_flag;
+  o.on_progress = stop_in_failure_pass;
+  stop_flag = 0;
+  progress_calls = 0;
+  rc = fc_merge_run(out, (const char *const[]){fz}, 1, &o, &st, why, sizeof why);
+  CHECK(rc == FC_EINTR && st.failures_copied == 0 && st.failures_cleared == 0 &&
+            failures_in(out) == 200,
+        "stop while reading the output's records: rc %d, %llu copied, %llu in the output", rc,
+        (unsigned long long)st.failures_copied, (unsigned long long)failures_in(out));
+  o.stop = NULL;
+  o.on_progress = NULL;
+  rc = fc_merge_run(out, (const char *const[]){fz}, 1, &o, &st, why, sizeof why);
+  CHECK(rc == 0 && st.failures_copied == 10 && failures_in(out) == 210,
+        "resume after the reads: rc %d, %llu copied", rc, (unsigned long long)st.failures_copied);
 
   /* 4. conflicts: shard x holds the id of shard 0's first utterance with other audio */
   char sx[300], xwav[300], id[64] = "";

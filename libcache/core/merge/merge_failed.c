@@ -2,7 +2,8 @@
  * of a corpus), so they are written with plain puts in small batches after everything else, not
  * through the appending copy of merge.c; memory is one batch of keys and values. Like merge.c's
  * batches, each commit goes through the output's write-back (writeback.c), and the stop flag is
- * seen after each batch: a stopped pass keeps what it committed, and a rerun does the rest. */
+ * seen after each batch (and, clearing the output's records, after each round of reads, however
+ * few it deletes): a stopped pass keeps what it committed, and a rerun does the rest. */
 #include "libcache/core/merge/merge_failed.h"
 
 #include "featcache/fc_format.h"
@@ -16,6 +17,10 @@
 #include <string.h>
 
 enum { BATCH = 1024 }; /* at most; fewer when the merge's batches are smaller (batch_records) */
+/* The output's records read per round of the clearing pass at most, whatever it finds to delete:
+ * a round ends with the stop flag seen (batch_done), so a large `failed` db with little to delete
+ * is not read through before a stop. */
+enum { SCAN_BATCHES = 16 };
 
 typedef struct fput {
   MDB_val key, val; /* point into an input's map, or (deletions) a copy owned by the batch */
@@ -142,7 +147,8 @@ int merge_failures(fc_store *out, fc_store *const *in, MDB_txn *const *txns, siz
       if (!rc && after && k.mv_size == after_len && memcmp(k.mv_data, after, after_len) == 0)
         rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
     }
-    for (; !rc && b->n < max; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+    for (size_t seen = 0; !rc && b->n < max && seen < SCAN_BATCHES * max;
+         seen++, rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
       void *last = fc_malloc(k.mv_size);
       if (!last) {
         rc = ENOMEM;
@@ -165,7 +171,7 @@ int merge_failures(fc_store *out, fc_store *const *in, MDB_txn *const *txns, siz
       b->owned[b->n_owned++] = copy;
       b->p[b->n++] = (fput){{k.mv_size, copy}, {0, NULL}, 1};
     }
-    more = rc == 0; /* stopped at a full batch, not at the end */
+    more = rc == 0; /* stopped at a full batch or the round's reads, not at the end */
     if (rc == MDB_NOTFOUND) rc = 0;
     if (cur) mdb_cursor_close(cur);
     fc_rtxn_end(rt); /* before the batch is written: no transaction of ours open on out */
