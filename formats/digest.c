@@ -27,7 +27,7 @@ static void put_le64(uint8_t *p, uint64_t v) {
 }
 
 /* Stored order is fixed (low half LE, then high half LE) so stores move between hosts. */
-static void put_digest(const uint64_t h[2], fc_digest *out) {
+void xxh3_put_digest(const uint64_t h[2], fc_digest *out) {
   put_le64(out->bytes, h[0]);
   put_le64(out->bytes + 8, h[1]);
 }
@@ -35,7 +35,7 @@ static void put_digest(const uint64_t h[2], fc_digest *out) {
 void fc_digest_buffer(const void *data, size_t len, fc_digest *out) {
   uint64_t h[2];
   xxh3_best()->h128(data, len, h);
-  put_digest(h, out);
+  xxh3_put_digest(h, out);
 }
 
 void fc_digest_pieces(const void *const *data, const size_t *len, size_t n, fc_digest *out) {
@@ -45,7 +45,7 @@ void fc_digest_pieces(const void *const *data, const size_t *len, size_t n, fc_d
   x->reset(&s);
   for (size_t i = 0; i < n; i++) x->update(&s, data[i], len[i]);
   x->digest(&s, h);
-  put_digest(h, out);
+  xxh3_put_digest(h, out);
 }
 
 uint64_t fc_hash64(const void *data, size_t len) { return xxh3_best()->h64(data, len); }

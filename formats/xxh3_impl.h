@@ -7,8 +7,6 @@
 
 #include "formats/xxh3_int.h"
 
-#include <string.h>
-
 _Static_assert(sizeof(XXH3_state_t) <= sizeof(((xxh3_stream *)0)->state),
                "xxh3_stream too small for this xxHash's XXH3_state_t");
 _Static_assert(_Alignof(XXH3_state_t) <= 64, "XXH3_state_t aligned beyond 64 bytes");

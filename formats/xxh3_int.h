@@ -12,6 +12,8 @@
 #ifndef FC_XXH3_INT_H
 #define FC_XXH3_INT_H
 
+#include "featcache/fc_base.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -37,5 +39,8 @@ extern const xxh3_impl xxh3_impl_avx2, xxh3_impl_avx512;
 
 /* The variant for this CPU, chosen at the first call. */
 const xxh3_impl *xxh3_best(void);
+
+/* A 128-bit hash (low64, high64) as a digest is stored (fc_base.h). */
+void xxh3_put_digest(const uint64_t h[2], fc_digest *out);
 
 #endif

@@ -158,9 +158,22 @@ static void stop_after_commit(const fc_merge_stats *st, void *user) {
   if (st->commits) stop_flag = 1;
 }
 
+static int progress_calls; /* progress reports since arm_stop */
+
+/* The stop flag armed with a progress hook that sets it, and disarmed. */
+static void arm_stop(fc_merge_opts *o, fc_merge_progress_fn hook) {
+  stop_flag = 0;
+  progress_calls = 0;
+  o->stop = &stop_flag;
+  o->on_progress = hook;
+}
+static void disarm_stop(fc_merge_opts *o) {
+  o->stop = NULL;
+  o->on_progress = NULL;
+}
+
 /* merge.c reports progress once after each of its five dbs (meta, feat, tok, audio, text), then
  * from the failure pass: stop at the first report of that pass. */
-static int progress_calls;
 static void stop_in_failure_pass(const fc_merge_stats *st, void *user) {
   (void)st, (void)user;
   if (++progress_calls == 6) stop_flag = 1;
@@ -557,17 +570,14 @@ int main(void) {
   rc = fc_merge_run(fref, fin, 4, &o, &st, why, sizeof why);
   CHECK(rc == 0 && st.failures_copied == 10 && failures_in(fref) == 10, "failures: rc %d (%s)", rc,
         why);
-  stop_flag = 0;
-  o.stop = &stop_flag;
-  o.on_progress = stop_after_failures;
+  arm_stop(&o, stop_after_failures);
   snprintf(out, sizeof out, "%s/m_fails_stop", dir);
   rc = fc_merge_run(out, fin, 4, &o, &st, why, sizeof why);
   CHECK(rc == FC_EINTR && st.failures_copied == 4 && failures_in(out) == 4,
         "stop in the failure pass: rc %d, %llu copied, %llu in the output", rc,
         (unsigned long long)st.failures_copied, (unsigned long long)failures_in(out));
   CHECK(check_consistent(out, &cd) == NFILES && verifies(out), "stopped in the failure pass");
-  o.stop = NULL;
-  o.on_progress = NULL;
+  disarm_stop(&o);
   rc = fc_merge_run(out, fin, 4, &o, &st, why, sizeof why);
   CHECK(rc == 0 && total(st.copied) == 0 && st.failures_copied == 6,
         "resume the failure pass: rc %d, %llu copied", rc, (unsigned long long)st.failures_copied);
@@ -579,16 +589,13 @@ int main(void) {
   CHECK(fc_merge_run(out, (const char *const[]){fl}, 1, &o, &st, why, sizeof why) == 0 &&
             failures_in(out) == NFILES,
         "records of stored ids: %s", why);
-  o.stop = &stop_flag;
-  o.on_progress = stop_after_failures;
-  stop_flag = 0;
+  arm_stop(&o, stop_after_failures);
   rc = fc_merge_run(out, in, 3, &o, &st, why, sizeof why);
   CHECK(rc == FC_EINTR && st.failures_cleared == 4 && failures_in(out) == NFILES - 4,
         "stop while clearing: rc %d, %llu cleared, %llu left", rc,
         (unsigned long long)st.failures_cleared, (unsigned long long)failures_in(out));
   CHECK(check_consistent(out, &cd) == NFILES && verifies(out), "stopped while clearing");
-  o.stop = NULL;
-  o.on_progress = NULL;
+  disarm_stop(&o);
   rc = fc_merge_run(out, in, 3, &o, &st, why, sizeof why);
   CHECK(rc == 0 && total(st.copied) == 0 && st.failures_cleared == NFILES - 4,
         "resume clearing: rc %d, %llu cleared", rc, (unsigned long long)st.failures_cleared);
@@ -605,17 +612,13 @@ int main(void) {
   CHECK(fc_merge_run(out, (const char *const[]){fq}, 1, &o, &st, why, sizeof why) == 0 &&
             failures_in(out) == 200,
         "200 failure records merged: %s", why);
-  o.stop = &stop_flag;
-  o.on_progress = stop_in_failure_pass;
-  stop_flag = 0;
-  progress_calls = 0;
+  arm_stop(&o, stop_in_failure_pass);
   rc = fc_merge_run(out, (const char *const[]){fz}, 1, &o, &st, why, sizeof why);
   CHECK(rc == FC_EINTR && st.failures_copied == 0 && st.failures_cleared == 0 &&
             failures_in(out) == 200,
         "stop while reading the output's records: rc %d, %llu copied, %llu in the output", rc,
         (unsigned long long)st.failures_copied, (unsigned long long)failures_in(out));
-  o.stop = NULL;
-  o.on_progress = NULL;
+  disarm_stop(&o);
   rc = fc_merge_run(out, (const char *const[]){fz}, 1, &o, &st, why, sizeof why);
   CHECK(rc == 0 && st.failures_copied == 10 && failures_in(out) == 210,
         "resume after the reads: rc %d, %llu copied", rc, (unsigned long long)st.failures_copied);

@@ -140,10 +140,7 @@ static int hash_file(const char *path, fc_digest *out) {
   if (!rc) {
     uint64_t h[2];
     x->digest(&st, h);
-    for (int i = 0; i < 8; i++) {
-      out->bytes[i] = (uint8_t)(h[0] >> (8 * i));
-      out->bytes[8 + i] = (uint8_t)(h[1] >> (8 * i));
-    }
+    xxh3_put_digest(h, out);
   }
   free(buf);
   close(fd);
