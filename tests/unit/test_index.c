@@ -11,17 +11,24 @@
  *     batch bytes as the same store read without them (index dbs removed: the fallback), a
  *     store whose index misses ids (a count that differs) is read with lookups for those;
  *     records a wrong index points at are reported by the batch that meets them, never served;
+ *   - the loader reads a cold store's index trees ahead of its walk (loader_warm.c): every branch
+ *     page read and every leaf found (LMDB's own counts), the same epoch as without; a store in
+ *     memory is left alone after a sample; pages that do not read as LMDB's end the warming, not
+ *     the open;
  *   - cache-merge writes the output's indexes (from indexed inputs and from old ones);
  *   - cache-verify finds a wrong dim0, a wrong key, an id without an entry (errors) and counts an
  *     id missing from an index. */
 #include "featcache.h"
 #include "libcache/core/store/store_int.h"
+#include "libcache/core/loader/loader_int.h"
 #include "formats/common/fault.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -469,6 +476,141 @@ static void test_loader(void) {
 }
 
 /* cache-merge: the output's indexes, from indexed inputs and from one written before indexes */
+/* The loader's counts of its index read-ahead over store p (tokens too). */
+static ld_warm_stats warm_of(const char *p) {
+  fc_loader_opts o;
+  fc_loader_opts_init(&o);
+  o.tokens = "chars";
+  o.output = FC_OUTPUT_VIEWS;
+  o.prefetch_threads = 0;
+  fc_loader *l;
+  char why[512];
+  ld_warm_stats w;
+  memset(&w, 0, sizeof w);
+  CHECK(fc_loader_open(&p, 1, &o, &l, why, sizeof why) == 0, "open %s: %s", p, why);
+  if (!l) return w;
+  w = l->warm;
+  fc_loader_close(l);
+  return w;
+}
+
+/* Is any page of file f in memory? */
+static int any_resident(const char *f) {
+  int fd = open(f, O_RDONLY);
+  struct stat sb;
+  int any = -1;
+  if (fd < 0 || fstat(fd, &sb)) return -1;
+  const size_t pg = (size_t)sysconf(_SC_PAGESIZE), n = ((size_t)sb.st_size + pg - 1) / pg;
+  void *m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
+  unsigned char *v = malloc(n);
+  if (m != MAP_FAILED && v && mincore(m, (size_t)sb.st_size, v) == 0) {
+    any = 0;
+    for (size_t i = 0; i < n; i++) any |= v[i] & 1;
+  }
+  free(v);
+  if (m != MAP_FAILED) munmap(m, (size_t)sb.st_size);
+  close(fd);
+  return any;
+}
+
+static void test_warm(void) {
+  if (!fault_built()) { /* FC_FAULT_LOADER_WARM, which makes the counts exact, is read only there */
+    printf("read-ahead part not run: the library was built without -DFC_FAULT_INJECTION=ON\n");
+    return;
+  }
+  char p[512], f[600];
+  path_of(p, sizeof p, "warm");
+  snprintf(f, sizeof f, "%s/data.mdb", p);
+  fc_store *s;
+  CHECK(fc_store_open(p, FC_STORE_CREATE | FC_STORE_NOSYNC, &s) == 0);
+  CHECK(fill(s, "w", 4000, 1) == 0);
+  /* LMDB's own counts of the two index trees, and the mel index's root */
+  uint64_t branch = 0, leaf = 0, root = 0;
+  unsigned depth = 99, psize = 0;
+  MDB_txn *t;
+  CHECK(mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t) == 0);
+  for (int k = 0; k < 2; k++) {
+    store_index x;
+    MDB_stat ms;
+    CHECK(store_index_find(s, k ? &tok_cfg : &mel_cfg, &x) == 0 && mdb_stat(t, x.dbi, &ms) == 0);
+    branch += ms.ms_branch_pages;
+    leaf += ms.ms_leaf_pages;
+    if (ms.ms_depth < depth) depth = ms.ms_depth;
+    psize = ms.ms_psize;
+    if (k == 0) {
+      char name[64] = FC_INDEX_PREFIX;
+      fc_digest_hex(&mel_cfg, name + strlen(name));
+      MDB_val key = {strlen(name), name}, v;
+      CHECK(mdb_get(t, 1, &key, &v) == 0 && v.mv_size == 48);
+      if (v.mv_size == 48) memcpy(&root, (const uint8_t *)v.mv_data + 40, 8);
+    }
+  }
+  mdb_txn_abort(t);
+  fc_store_close(s);
+  CHECK(depth >= 2 && leaf >= 64 && root >= 2, "trees: depth %u, %llu leaves, root %llu", depth,
+        (unsigned long long)leaf, (unsigned long long)root);
+  const char *pa[1] = {p};
+  uint64_t n0, n1;
+  char *plain = epoch_text(pa, 1, 1, 0, &n0);
+
+  /* all (test builds: a store in memory too, to the end): every branch page read, every leaf
+   * found and asked for, the same epoch */
+  setenv("FC_FAULT_LOADER_WARM", "all", 1);
+  ld_warm_stats w = warm_of(p);
+  CHECK(w.started == 1 && w.gave_up == 0 && w.branch_pages == branch && w.leaf_pages == leaf &&
+            w.leaves_asked == leaf && w.requests <= branch + leaf,
+        "all: started %u gave_up %u, %llu of %llu branch pages, %llu of %llu leaves, %llu "
+        "asked for in %llu requests",
+        w.started, w.gave_up, (unsigned long long)w.branch_pages, (unsigned long long)branch,
+        (unsigned long long)w.leaf_pages, (unsigned long long)leaf,
+        (unsigned long long)w.leaves_asked, (unsigned long long)w.requests);
+  char *all = epoch_text(pa, 1, 1, 0, &n1);
+  CHECK(strcmp(plain, all) == 0 && n0 == n1 && strlen(plain) > 1000,
+        "the epoch with the index read ahead differs");
+  free(all);
+  unsetenv("FC_FAULT_LOADER_WARM");
+
+  /* in memory: the sample says so, the leaves are left alone (the warming run to its end: the
+   * walk of a store in memory would stop it sooner) */
+  setenv("FC_FAULT_LOADER_WARM", "finish", 1);
+  w = warm_of(p);
+  CHECK(w.started == 1 && w.cold == 0 && w.gave_up == 0 && w.leaf_pages == leaf &&
+            w.leaves_asked == 0,
+        "in memory: started %u cold %u gave_up %u, %llu leaves, %llu asked for", w.started, w.cold,
+        w.gave_up, (unsigned long long)w.leaf_pages, (unsigned long long)w.leaves_asked);
+
+  /* dropped from the page cache, where the file system can (not tmpfs): cold, leaves asked for */
+  int fd = open(f, O_RDONLY);
+  CHECK(fd >= 0 && fsync(fd) == 0 && posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+  if (fd >= 0) close(fd);
+  if (any_resident(f) == 0) {
+    w = warm_of(p);
+    CHECK(w.started == 1 && w.cold == 1 && w.leaf_pages == leaf && w.leaves_asked == leaf,
+          "cold: started %u cold %u, %llu leaves, %llu asked for", w.started, w.cold,
+          (unsigned long long)w.leaf_pages, (unsigned long long)w.leaves_asked);
+  } else {
+    printf("test_index: cold read-ahead not checked: %s keeps its pages in memory\n", f);
+  }
+  unsetenv("FC_FAULT_LOADER_WARM");
+
+  /* the mel index's root page with another page number in its header (LMDB does not read it):
+   * the warming ends there, nothing is asked for, the open and the epoch are as before */
+  fd = open(f, O_RDWR);
+  uint64_t bad = root ^ 1;
+  CHECK(fd >= 0 && pwrite(fd, &bad, 8, (off_t)(root * psize)) == 8);
+  if (fd >= 0) close(fd);
+  setenv("FC_FAULT_LOADER_WARM", "all", 1);
+  w = warm_of(p);
+  unsetenv("FC_FAULT_LOADER_WARM");
+  CHECK(w.started == 1 && w.gave_up == 1 && w.leaves_asked == 0,
+        "a page not as LMDB writes it: started %u gave_up %u, %llu leaves asked for", w.started,
+        w.gave_up, (unsigned long long)w.leaves_asked);
+  char *after = epoch_text(pa, 1, 1, 0, &n1);
+  CHECK(strcmp(plain, after) == 0 && n0 == n1, "the epoch after the warming gave up differs");
+  free(after);
+  free(plain);
+}
+
 static void test_merge(void) {
   char a[512], b[512], out[512], out2[512], why[512];
   path_of(a, sizeof a, "ma");
@@ -526,6 +668,7 @@ int main(void) {
   test_other_process();
   test_faults();
   test_loader();
+  test_warm();
   test_merge();
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -334,6 +334,12 @@ static int key_cmp(const MDB_val *a, const MDB_val *b) {
   return (a->mv_size > b->mv_size) - (a->mv_size < b->mv_size);
 }
 
+/* The main-db name of cfg's index db, NUL-terminated: FC_INDEX_PREFIX and 32 hex. */
+static void index_db_name(const fc_digest *cfg, char out[sizeof FC_INDEX_PREFIX + 32]) {
+  memcpy(out, FC_INDEX_PREFIX, sizeof FC_INDEX_PREFIX - 1);
+  fc_digest_hex(cfg, out + sizeof FC_INDEX_PREFIX - 1);
+}
+
 /* Store si, read through the indexes of its configs (mi: mel; ti: tokens, when the loader has
  * tokens): one walk of each index in id order, merged. Where the indexes hold as many ids as the
  * entries they index (the usual case: every utterance stored under this loader's configs), the
@@ -365,6 +371,18 @@ static int index_store_fast(fc_loader *l, uint32_t si, MDB_dbi mi, MDB_dbi ti, c
   enum { A, M, X, T, NW };
   ld_walk w[NW];
   memset(w, 0, sizeof w);
+  /* the trees the walk reads, read ahead of it when the store is not in memory */
+  char mel_ix[sizeof FC_INDEX_PREFIX + 32], tok_ix[sizeof FC_INDEX_PREFIX + 32];
+  index_db_name(&st->mel_cfg, mel_ix);
+  index_db_name(&st->tok_cfg, tok_ix);
+  MDB_dbi wd[LD_WARM_MAX_TREES];
+  const char *wn[LD_WARM_MAX_TREES];
+  unsigned nw = 0;
+  wd[nw] = mi, wn[nw++] = mel_ix;
+  if (tokens) wd[nw] = ti, wn[nw++] = tok_ix;
+  if (walk_a) wd[nw] = s->dbi[FC_DB_AUDIO], wn[nw++] = store_db_name(FC_DB_AUDIO);
+  if (walk_x) wd[nw] = s->dbi[FC_DB_TEXT], wn[nw++] = store_db_name(FC_DB_TEXT);
+  ld_warm *warm = ld_warm_begin(st, wd, wn, nw);
   if ((walk_a && (rc = walk_open(&w[A], st->txn, s->dbi[FC_DB_AUDIO]))) ||
       (rc = walk_open(&w[M], st->txn, mi)) ||
       (walk_x && (rc = walk_open(&w[X], st->txn, s->dbi[FC_DB_TEXT]))) ||
@@ -427,6 +445,7 @@ static int index_store_fast(fc_loader *l, uint32_t si, MDB_dbi mi, MDB_dbi ti, c
 out:
   for (int i = 0; i < NW; i++)
     if (w[i].c) mdb_cursor_close(w[i].c);
+  ld_warm_end(warm, &l->warm);
   return rc;
 }
 

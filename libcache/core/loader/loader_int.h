@@ -1,5 +1,6 @@
 /* Internals of the loader (fc_loader.h), shared by loader.c (open, index, lookup), loader_plan.c
- * (orders, sharding, batching) and loader_batch.c (building batches, prefetch threads). */
+ * (orders, sharding, batching), loader_batch.c (building batches, prefetch threads) and
+ * loader_warm.c (the index's pages read ahead of the walk at open). */
 #ifndef FC_LOADER_INT_H
 #define FC_LOADER_INT_H
 
@@ -8,6 +9,7 @@
 #include "libcache/core/store/store_int.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/types.h>
 
 /* One store of the dataset: a shared env (registry) and the loader's read transaction. */
@@ -20,6 +22,23 @@ typedef struct ld_store {
   char *path;
   fc_digest mel_cfg, tok_cfg;
 } ld_store;
+
+/* loader_warm.c: the index's pages read ahead of the walk (index_store_fast). */
+enum { LD_WARM_MAX_TREES = 4 };
+typedef struct ld_warm ld_warm;
+typedef struct ld_warm_stats {
+  unsigned started; /* warming threads started (a store's trees deeper than their roots) */
+  unsigned cold; /* of them, stores a sample of leaves found not all in memory */
+  unsigned gave_up; /* of them, stores whose pages did not read as LMDB's (nothing advised) */
+  uint64_t branch_pages, leaf_pages; /* read; found */
+  uint64_t leaves_asked; /* leaf pages asked for (madvise WILLNEED): the cold stores' */
+  uint64_t requests; /* madvise calls, branch levels' and leaves' */
+} ld_warm_stats;
+/* Start reading ahead the trees of dbs dbi[0..n) (named names[i] in the main db) of store st, as
+ * st->txn sees them, on a thread of its own; NULL when there is nothing worth it or the store's
+ * pages are not LMDB 0.9's. ld_warm_end stops it (the walk is done) and adds its counts to *out. */
+ld_warm *ld_warm_begin(ld_store *st, const MDB_dbi *dbi, const char *const *names, unsigned n);
+void ld_warm_end(ld_warm *w, ld_warm_stats *out);
 
 /* The states of an item. Items of a store read through its index (docs/FORMAT.md "Index") start
  * LD_INDEXED: mel_rec and tok_rec point to their index values in the map (the record key first),
@@ -119,6 +138,7 @@ struct fc_loader {
   pthread_mutex_t lookup_mu; /* fc_loader_lookup uses the transactions from any thread */
   pthread_mutex_t resolve_mu; /* items' states and record pointers (LD_*), the transactions */
   int any_indexed; /* some store is read through its index: items may need resolving */
+  ld_warm_stats warm; /* the index read ahead at open, over the stores (tests, benchmarks) */
   char err[512]; /* fc_loader_error */
 
   /* epoch state, guarded by mu */
@@ -145,7 +165,7 @@ struct fc_loader {
   int stop;
   int sticky; /* an earlier next failed: FC_EBADSTATE until set_epoch */
   pthread_t *threads;
-  uint32_t n_threads;
+  _Atomic uint32_t n_threads; /* read by the threads too (build_batch) while more start */
   uint64_t wait_ns;
 
   /* padded buffers */

@@ -29,6 +29,8 @@
 
 static const char *const db_names[FC_DB_ALL] = {"meta", "audio", "text", "feat", "tok", "failed"};
 
+const char *store_db_name(int db) { return db >= 0 && db < FC_DB_ALL ? db_names[db] : NULL; }
+
 /* The first map of a store opened for writing. Test builds (FC_FAULT_INJECTION) take it from
  * FC_FAULT_MAPSIZE (bytes, at least 16 KiB) when set, so that a test's small job reaches map
  * growth (the `grow` fault site, tests/cli/fault_sites.sh); release builds never read it. */

@@ -91,6 +91,8 @@ int store_index_refresh(fc_store *s);
 /* The index of cfg: 0 and *out (a copy), or FC_ENOTFOUND (none). Entries a write transaction in
  * flight opened are not returned. */
 int store_index_find(fc_store *s, const fc_digest *cfg, store_index *out);
+/* The name of db (FC_DB_*) in LMDB's main db ("audio", ...). */
+const char *store_db_name(int db);
 /* Write transactions that change entries or configs (fc_store_write, cache-merge): begin once
  * the transaction is, end after its commit or abort (committed: its commit succeeded). */
 int store_index_begin(fc_store *s, MDB_txn *txn);
