@@ -334,12 +334,6 @@ static int key_cmp(const MDB_val *a, const MDB_val *b) {
   return (a->mv_size > b->mv_size) - (a->mv_size < b->mv_size);
 }
 
-/* The main-db name of cfg's index db, NUL-terminated: FC_INDEX_PREFIX and 32 hex. */
-static void index_db_name(const fc_digest *cfg, char out[sizeof FC_INDEX_PREFIX + 32]) {
-  memcpy(out, FC_INDEX_PREFIX, sizeof FC_INDEX_PREFIX - 1);
-  fc_digest_hex(cfg, out + sizeof FC_INDEX_PREFIX - 1);
-}
-
 /* Store si, read through the indexes of its configs (mi: mel; ti: tokens, when the loader has
  * tokens): one walk of each index in id order, merged. Where the indexes hold as many ids as the
  * entries they index (the usual case: every utterance stored under this loader's configs), the
@@ -373,13 +367,12 @@ static int index_store_fast(fc_loader *l, uint32_t si, MDB_dbi mi, MDB_dbi ti, c
   memset(w, 0, sizeof w);
   /* the trees the walk reads, read ahead of it when the store is not in memory */
   char mel_ix[sizeof FC_INDEX_PREFIX + 32], tok_ix[sizeof FC_INDEX_PREFIX + 32];
-  index_db_name(&st->mel_cfg, mel_ix);
-  index_db_name(&st->tok_cfg, tok_ix);
   MDB_dbi wd[LD_WARM_MAX_TREES];
   const char *wn[LD_WARM_MAX_TREES];
   unsigned nw = 0;
+  store_index_name(&st->mel_cfg, mel_ix);
   wd[nw] = mi, wn[nw++] = mel_ix;
-  if (tokens) wd[nw] = ti, wn[nw++] = tok_ix;
+  if (tokens) store_index_name(&st->tok_cfg, tok_ix), wd[nw] = ti, wn[nw++] = tok_ix;
   if (walk_a) wd[nw] = s->dbi[FC_DB_AUDIO], wn[nw++] = store_db_name(FC_DB_AUDIO);
   if (walk_x) wd[nw] = s->dbi[FC_DB_TEXT], wn[nw++] = store_db_name(FC_DB_TEXT);
   ld_warm *warm = ld_warm_begin(st, wd, wn, nw);

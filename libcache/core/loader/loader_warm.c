@@ -227,13 +227,12 @@ ld_warm *ld_warm_begin(ld_store *st, const MDB_dbi *dbi, const char *const *name
 #else
   int major = 0, minor = 0;
   mdb_version(&major, &minor, NULL);
-  MDB_envinfo ei;
   MDB_stat es;
   int fd;
   struct stat sb;
   if (major != 0 || minor != 9 || !st->map || n > LD_WARM_MAX_TREES ||
-      mdb_env_info(st->s->env, &ei) || mdb_env_stat(st->s->env, &es) ||
-      mdb_env_get_fd(st->s->env, &fd) || fstat(fd, &sb) || !S_ISREG(sb.st_mode))
+      mdb_env_stat(st->s->env, &es) || mdb_env_get_fd(st->s->env, &fd) || fstat(fd, &sb) ||
+      !S_ISREG(sb.st_mode))
     return NULL;
   ld_warm *w = fc_calloc(1, sizeof *w);
   if (!w) return NULL;

@@ -64,7 +64,7 @@ static int fits(const store_index *x, const fc_record_header *h) {
 }
 
 /* The name of cfg's index db, NUL-terminated: "index/" + 32 hex. */
-static void index_name(const fc_digest *cfg, char name[PREFIX_LEN + 33]) {
+void store_index_name(const fc_digest *cfg, char name[PREFIX_LEN + 33]) {
   memcpy(name, FC_INDEX_PREFIX, PREFIX_LEN);
   fc_digest_hex(cfg, name + PREFIX_LEN);
 }
@@ -114,7 +114,7 @@ static int open_one(fc_store *s, MDB_txn *txn, const MDB_val *k, int pending) {
   store_index x = {.pending = (uint8_t)pending};
   if (parse_name(k, &x.cfg)) return 0; /* some other name under the prefix: not ours */
   char name[PREFIX_LEN + 33], key[37];
-  index_name(&x.cfg, name);
+  store_index_name(&x.cfg, name);
   memcpy(key, "cfg/", 4);
   fc_digest_hex(&x.cfg, key + 4);
   MDB_val ck = {36, key}, cv;
@@ -254,7 +254,7 @@ int store_index_config_added(fc_store *s, MDB_txn *txn, const void *key, size_t 
   if (rc == FC_EFORMAT) return 0; /* not a config of a kind with records: nothing to index */
   if (rc) return rc;
   char name[PREFIX_LEN + 33];
-  index_name(&x.cfg, name);
+  store_index_name(&x.cfg, name);
   hold_dbi(s);
   rc = mdb_dbi_open(txn, name, MDB_CREATE, &x.dbi);
   if (rc == MDB_DBS_FULL) return 0; /* no room for another db: this config goes unindexed */

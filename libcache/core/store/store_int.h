@@ -93,6 +93,8 @@ int store_index_refresh(fc_store *s);
 int store_index_find(fc_store *s, const fc_digest *cfg, store_index *out);
 /* The name of db (FC_DB_*) in LMDB's main db ("audio", ...). */
 const char *store_db_name(int db);
+/* The name of cfg's index db in LMDB's main db, NUL-terminated: FC_INDEX_PREFIX + 32 hex. */
+void store_index_name(const fc_digest *cfg, char name[sizeof FC_INDEX_PREFIX + 32]);
 /* Write transactions that change entries or configs (fc_store_write, cache-merge): begin once
  * the transaction is, end after its commit or abort (committed: its commit succeeded). */
 int store_index_begin(fc_store *s, MDB_txn *txn);
