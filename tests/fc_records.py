@@ -1,6 +1,7 @@
-"""Read a store's feature records through libfeatcache's own store API (fc_store_open, cursors),
-and write small stores with it (StoreWriter, as featcache.testing's), for tests that must run
-where py-lmdb and xxhash are missing (a lent GPU machine has numpy but not lmdb).
+"""Read a store's feature records through libfeatcache's own store API (fc_store_open, cursors;
+a split store part by part), and write small stores with it (StoreWriter, as featcache.testing's),
+for tests that must run where py-lmdb and xxhash are missing (a lent GPU machine has numpy but not
+lmdb).
 
     python3 tests/fc_records.py STORE          # one line per record: key hex, producer, dtype, d0xd1
     from fc_records import records             # {key bytes: (header dict, payload bytes)}
@@ -35,8 +36,20 @@ def _lib(path=None):
     return lib
 
 
+def _parts(store):
+    """A split store's part directories in order (docs/FORMAT.md "Split stores"), else None."""
+    parts = [d for d in os.listdir(store) if d.startswith("part-") and d[5:].isdigit()]
+    if not parts or os.path.exists(os.path.join(store, "data.mdb")):
+        return None
+    return [os.path.join(store, d) for d in sorted(parts, key=lambda d: int(d[5:]))]
+
+
 def _walk(store, db, lib=None):
+    """Every (key, value) of db, from each part in turn when the store is split."""
     lib = lib or _lib()
+    parts = _parts(store)
+    if parts:
+        return [kv for part in parts for kv in _walk(part, db, lib)]
     s, t, c = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
     rc = lib.fc_store_open(os.fsencode(store), 1, ctypes.byref(s))  # FC_STORE_RDONLY
     if rc:
