@@ -9,6 +9,7 @@
            deterministic given a seed, cached in a work directory, paths and audio seconds
   disk     Throttle (a blkio cgroup for cold reads of a slow disk), drop_cache, warm
   timing   median, quartiles, median_of, best_of, run_timed (wall and CPU of a child), rounds
+  parity   compare_stores: two stores of the same audio, record by record (GPU against CPU)
 
 A benchmark starts:
 
@@ -20,7 +21,7 @@ A benchmark starts:
 Only the standard library is imported here; numpy and scipy where a corpus needs them.
 """
 
-from . import corpus, disk, timing  # noqa: F401
+from . import corpus, disk, parity, timing  # noqa: F401
 from .build import (ROOT, bin_dir, die, is_elf, library, library_env, need_command,  # noqa: F401
                     need_modules, prog, project_python, python, say, tool, use_library)
 from .disk import Throttle, drop_cache, warm  # noqa: F401
