@@ -141,6 +141,7 @@ int cuda_ring_finish(fc_cuda_plan *p, unsigned chunk, const void **out) {
 #include "formats/common/alloc.h"
 #include "formats/common/fault.h"
 #include "kernels/cuda/cufft_load.h"
+#include "kernels/cuda/cuda_trace.h"
 #include "mel_cuda.h"
 
 enum {
@@ -165,6 +166,11 @@ typedef struct slot {
   cufftHandle fft[N_FFT_SIZES];
   int fft_made[N_FFT_SIZES];
   uint64_t fft_batch[N_FFT_SIZES];
+  /* A traced ring (FC_CUDA_TRACE): timing events around the chunk's copy up, kernels and copy
+   * back, and what the launch put in. */
+  cudaEvent_t tr[4];
+  double tr_launch;
+  uint64_t tr_count, tr_n16, tr_nf, tr_out;
   /* The chunk in flight (busy): which utterances of the current call, in which dtype. */
   int busy;
   size_t first, count;
@@ -186,6 +192,7 @@ struct fc_cuda_plan {
   atomic_uint made; /* slots made: n_slots, or (a ring made as it runs, cuda_ring_grow) those made
                        so far: 0 .. made - 1 */
   int blocking_sync; /* a ring plan: its events are waited on without spinning */
+  cuda_trace *trace; /* FC_CUDA_TRACE on a ring plan (cuda_trace.h), else NULL */
   slot slots[MAX_SLOTS];
 };
 
@@ -325,6 +332,8 @@ static int slot_create(fc_cuda_plan *plan, int sticky, slot *s) {
   CU("cudaEventCreateWithFlags",
      cudaEventCreateWithFlags(&s->done, cudaEventDisableTiming |
                                             (plan->blocking_sync ? cudaEventBlockingSync : 0)));
+  if (plan->trace)
+    for (int q = 0; q < 4; q++) CU("cudaEventCreate(trace)", cudaEventCreate(&s->tr[q]));
   if ((rc = host_alloc(plan, sticky, &s->pcm_h, sizeof(float) * plan->max_samples,
                        "cudaMallocHost(pcm)")) ||
       (rc = host_alloc(plan, sticky, &s->out_h, dtype_bytes_max() * F * nm,
@@ -385,18 +394,22 @@ static void slot_free(slot *s) {
   cudaFree(s->tab_d);
   cudaFree(s->work_d);
   if (s->done) cudaEventDestroy(s->done);
+  for (int q = 0; q < 4; q++)
+    if (s->tr[q]) cudaEventDestroy(s->tr[q]);
   if (s->stream) cudaStreamDestroy(s->stream);
   cudaGetLastError();
 }
 
 void cuda_plan_free(fc_cuda_plan *p) {
   if (!p) return;
+  const double t0 = cuda_trace_now();
   cudaSetDevice(p->device);
   for (unsigned i = 0; i < p->n_slots; i++) slot_free(&p->slots[i]);
   cudaFree(p->window_d);
   cudaFree(p->weights_d);
   cudaFree(p->bands_d);
   cudaGetLastError();
+  cuda_trace_close(p->trace, t0);
   free(p);
 }
 
@@ -422,6 +435,7 @@ static int plan_create(const fc_mel_config *cfg, int device, size_t max_batch_sa
   fc_cuda_plan *p = NULL;
   int rc;
   *out = NULL;
+  const double t_begin = cuda_trace_now();
   if (fc_mel_config_validate(cfg, why, sizeof why)) return set_error(FC_ECONFIG, "%s", why);
   if (slots < 1 || slots > MAX_SLOTS)
     return set_error(FC_ECONFIG, "%u chunks: want 1 to %d", slots, MAX_SLOTS);
@@ -481,12 +495,17 @@ static int plan_create(const fc_mel_config *cfg, int device, size_t max_batch_sa
   P->mel_offset = p->bands_d + 2 * cfg->n_mels;
   p->n_slots = slots;
   p->blocking_sync = ring;
+  if (ring) p->trace = cuda_trace_open();
   for (unsigned i = 0; i < made; i++) {
     if ((rc = slot_create(p, 1, &p->slots[i]))) goto out;
     atomic_store(&p->made, i + 1);
   }
   /* The table uploads and row clears must be complete before the non-blocking streams run. */
   CU("cudaDeviceSynchronize", cudaDeviceSynchronize());
+  if (p->trace) {
+    const uint64_t c[4] = {made, slots, p->max_samples, 0};
+    cuda_trace_span(p->trace, "plan", -1, c, t_begin, cuda_trace_now());
+  }
   *out = p;
   p = NULL;
 out:
@@ -542,6 +561,14 @@ static int slot_enqueue(fc_cuda_plan *p, slot *s, size_t count, uint64_t n16, ui
   P.utt_len = s->tab_d + MAX_UTTS;
   P.utt_frame_off = s->tab_d + 2 * MAX_UTTS;
   CU("cudaSetDevice", cudaSetDevice(p->device)); /* per thread: the ring launches and finishes */
+  if (p->trace) {
+    s->tr_launch = cuda_trace_now();
+    s->tr_count = count;
+    s->tr_n16 = n16;
+    s->tr_nf = nf;
+    s->tr_out = fc_dtype_size(dtype) * n;
+    CU("cudaEventRecord(trace)", cudaEventRecord(s->tr[0], st));
+  }
   if (n16) { /* half the bytes across PCIe, converted as the CPU path converts them */
     CU("cudaMemcpyAsync(pcm int16, host to device)",
        cudaMemcpyAsync(s->pcm16_d, s->pcm_h, sizeof(int16_t) * n16, cudaMemcpyHostToDevice, st));
@@ -554,6 +581,7 @@ static int slot_enqueue(fc_cuda_plan *p, slot *s, size_t count, uint64_t n16, ui
                        sizeof(float) * nf, cudaMemcpyHostToDevice, st));
   CU("cudaMemcpyAsync(tables, host to device)",
      cudaMemcpyAsync(s->tab_d, s->tab_h, tab_bytes, cudaMemcpyHostToDevice, st));
+  if (p->trace) CU("cudaEventRecord(trace)", cudaEventRecord(s->tr[1], st));
   CU("frames kernel launch", (cudaError_t)fc_cu_launch_frames(&P, s->pcm_d, s->rows_d, frames, st));
   int k = p->n_fft_sizes - 1;
   while (k > 0 && s->fft_batch[k] < frames) k--;
@@ -568,8 +596,10 @@ static int slot_enqueue(fc_cuda_plan *p, slot *s, size_t count, uint64_t n16, ui
        (cudaError_t)fc_cu_launch_finish(&P, s->mel_d, s->umax_d, s->out_d, n, dtype, st));
     src = s->out_d;
   }
+  if (p->trace) CU("cudaEventRecord(trace)", cudaEventRecord(s->tr[2], st));
   CU("cudaMemcpyAsync(features, device to host)",
      cudaMemcpyAsync(s->out_h, src, fc_dtype_size(dtype) * n, cudaMemcpyDeviceToHost, st));
+  if (p->trace) CU("cudaEventRecord(trace)", cudaEventRecord(s->tr[3], st));
   CU("cudaEventRecord", cudaEventRecord(s->done, st));
   s->busy = 1;
   s->count = count;
@@ -585,6 +615,10 @@ static int slot_wait(fc_cuda_plan *p, slot *s) {
   s->busy = 0;
   CU("cudaSetDevice", cudaSetDevice(p->device));
   CU("cudaEventSynchronize", cudaEventSynchronize(s->done));
+  if (p->trace) {
+    const uint64_t c[4] = {s->tr_count, s->tr_n16, s->tr_nf, s->tr_out};
+    cuda_trace_chunk(p->trace, (int)(s - p->slots), c, s->tr_launch, s->tr, cuda_trace_now());
+  }
 out:
   return rc;
 }
@@ -685,6 +719,7 @@ int cuda_ring_grow(fc_cuda_plan *p, unsigned chunk) {
     return set_error(EINVAL, "chunk %u made out of turn: %u of %u made", chunk, made, p->n_slots);
   if (p->failed) return set_error(FC_EBADSTATE, "the CUDA plan failed earlier; make a new one");
   slot *s = &p->slots[chunk];
+  const double t_begin = cuda_trace_now();
   const size_t device_bytes = p->device_bytes, pinned_bytes = p->pinned_bytes;
   /* Not sticky (cuda_fail without the plan): the ring goes on with the chunks it has. */
   cudaError_t e = fault_hit("cuda") ? cudaErrorUnknown : cudaSetDevice(p->device); /* per thread */
@@ -700,6 +735,7 @@ int cuda_ring_grow(fc_cuda_plan *p, unsigned chunk) {
     p->pinned_bytes = pinned_bytes;
     return rc;
   }
+  cuda_trace_span(p->trace, "grow", (int)chunk, NULL, t_begin, cuda_trace_now());
   atomic_store(&p->made, made + 1);
   return 0;
 }

@@ -7,14 +7,17 @@
  * test's rule); the misuse errors (EINVAL: a chunk over its limits, launched twice, finished
  * without a launch) leave the plan usable. The ring is made as featurize makes it: its first
  * chunk at create, the others by cuda_ring_grow in turn (a chunk not made yet has no staging
- * buffer and cannot be launched; one made out of turn is refused). Without a usable GPU: exit 77
- * with the reason. */
+ * buffer and cannot be launched; one made out of turn is refused). The ring is traced
+ * (FC_CUDA_TRACE): a line for the plan, each chunk grown, each chunk finished (its utterances and
+ * samples as launched, its device times in order between its launch and its finish) and the
+ * plan freed, in the documented columns. Without a usable GPU: exit 77 with the reason. */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernels/cuda/cuda_api.h"
 #include "featcache/fc_mel.h"
@@ -38,6 +41,65 @@ typedef struct launched {
   int rc;
 } launched;
 static launched uses[N_UTTS];
+
+/* The trace the ring wrote (docs/cuda.md "Tracing a run"): its lines checked against what ran:
+ * `chunks` chunks finished holding `utts` utterances and `samples` samples. */
+static void check_trace(const char *path, size_t chunks, uint64_t utts, uint64_t samples) {
+  FILE *f = fopen(path, "r");
+  CHECK(f != NULL, "no trace at %s", path);
+  if (!f) return;
+  char line[1024];
+  CHECK(fgets(line, sizeof line, f) &&
+            strcmp(line,
+                   "kind,slot,utterances,samples_int16,samples_float,output_bytes,t0,t1,t2,"
+                   "t3,t4,t5\n") == 0,
+        "trace header: %s", line);
+  size_t n_plan = 0, n_grow = 0, n_chunk = 0, n_free = 0, lineno = 1;
+  uint64_t u_sum = 0, s_sum = 0;
+  double plan_done = 0, last = 0;
+  while (fgets(line, sizeof line, f)) {
+    lineno++;
+    char kind[16] = "";
+    int which = 0;
+    unsigned long long c[4] = {0};
+    double t[6] = {0};
+    int fields =
+        sscanf(line, "%15[a-z],%d,%llu,%llu,%llu,%llu,%lf,%lf,%lf,%lf,%lf,%lf", kind, &which, &c[0],
+               &c[1], &c[2], &c[3], &t[0], &t[1], &t[2], &t[3], &t[4], &t[5]);
+    CHECK(n_free == 0, "line %zu after the plan was freed: %s", lineno, line);
+    if (strcmp(kind, "chunk") == 0) {
+      n_chunk++;
+      u_sum += c[0];
+      s_sum += c[1] + c[2];
+      CHECK(fields == 12 && which >= 0 && which < SLOTS && c[0] > 0 && c[3] > 0, "chunk line: %s",
+            line);
+      /* launched after the plan was made; on the device in stream order; seen after its copy back */
+      CHECK(t[0] >= plan_done && t[1] <= t[2] && t[2] <= t[3] && t[3] <= t[4] && t[5] >= t[0] &&
+                t[5] + 1e-3 >= t[4],
+            "chunk times out of order: %s", line);
+    } else {
+      CHECK(fields == 8 && t[1] >= t[0], "%s line: %s", kind, line);
+      if (strcmp(kind, "plan") == 0) {
+        n_plan++;
+        plan_done = t[1];
+        CHECK(c[0] == 1 && c[1] == SLOTS && c[2] == CAPACITY, "plan line: %s", line);
+      } else if (strcmp(kind, "grow") == 0) {
+        CHECK(which == (int)(1 + n_grow++), "grow of chunk %d out of turn", which);
+      } else {
+        CHECK(strcmp(kind, "free") == 0 && t[0] >= last, "line %zu: %s", lineno, line);
+        n_free++;
+      }
+    }
+    last = t[5] > t[1] ? t[5] : t[1];
+  }
+  fclose(f);
+  CHECK(n_plan == 1 && n_grow == SLOTS - 1 && n_free == 1,
+        "trace: %zu plan, %zu grow, %zu free lines", n_plan, n_grow, n_free);
+  CHECK(n_chunk == chunks && u_sum == utts && s_sum == samples,
+        "trace: %zu chunks of %llu utterances, %llu samples; ran %zu of %llu, %llu", n_chunk,
+        (unsigned long long)u_sum, (unsigned long long)s_sum, chunks, (unsigned long long)utts,
+        (unsigned long long)samples);
+}
 static size_t n_uses;
 static unsigned free_slots = SLOTS, done_uses;
 static int launcher_done;
@@ -130,7 +192,13 @@ int main(void) {
   fc_mel_preset("hifigan", &cfg);
   fc_mel_plan *cpu;
   CHECK(fc_mel_plan_create(&cfg, &cpu) == 0, "cpu plan");
+  char trace[] = "/tmp/fc_cuda_trace_XXXXXX";
+  int tfd = mkstemp(trace);
+  CHECK(tfd >= 0, "mkstemp");
+  close(tfd);
+  setenv("FC_CUDA_TRACE", trace, 1);
   CHECK(cuda_ring_create(&cfg, 0, CAPACITY, SLOTS, 1, &ring) == 0, "ring: %s", cuda_last_error());
+  unsetenv("FC_CUDA_TRACE");
   if (!ring) return fc_check_result("test_cuda_ring");
   CHECK(cuda_ring_slots(ring) == SLOTS && cuda_plan_max_samples(ring) == CAPACITY,
         "ring of %u chunks of %zu samples", cuda_ring_slots(ring), cuda_plan_max_samples(ring));
@@ -210,6 +278,11 @@ int main(void) {
     free(got[i]);
   }
   cuda_plan_free(ring);
+  /* misuse() ran one more chunk: one utterance of 4096 samples */
+  uint64_t samples = 4096;
+  for (int i = 0; i < N_UTTS; i++) samples += lens[i];
+  check_trace(trace, n_uses + 1, N_UTTS + 1, samples);
+  unlink(trace);
   fc_mel_plan_free(cpu);
   return fc_check_result("test_cuda_ring");
 }
