@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# scripts/gpu-trace on a trace written here in the documented columns (docs/cuda.md "Tracing a
+# run"): the timeline with and without the process's start and end, the ring's realtime factor
+# and the GPU's busy time (the union of overlapping chunks), the per-chunk medians; a trace that
+# cannot be read, or that has no chunk, exits 2 saying so.
+set -u
+PY=${FC_PYTHON:-python3}
+GT=$FC_SRC/scripts/gpu-trace
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+
+# 3 chunks of 2,205,000 samples (100 s at 22.05 kHz each); chunks 0 and 1 overlap on the device
+# (busy 10.000-10.004 and 10.003-10.007: 7 ms in all), chunk 2 at 10.010-10.012: 9 ms busy.
+cat >"$tmp/t.csv" <<'CSV'
+kind,slot,utterances,samples_int16,samples_float,output_bytes,t0,t1,t2,t3,t4,t5
+plan,-1,1,4,4194304,0,9.800000,9.950000,,,,
+grow,1,0,0,0,0,9.950000,9.960000,,,,
+chunk,0,10,2205000,0,100,9.999000,10.000000,10.001000,10.003000,10.004000,10.005000
+chunk,1,12,2200000,5000,100,10.002000,10.003000,10.004000,10.006000,10.007000,10.008000
+chunk,0,8,2205000,0,100,10.009000,10.010000,10.010500,10.011500,10.012000,10.014000
+free,-1,0,0,0,0,10.020000,10.070000,,,,
+CSV
+cat >"$tmp/want" <<'OUT'
+gpu-trace: 3 chunks, 30 utterances, 0.08 h at 22050 Hz
+
+| timeline | s |
+| --- | ---: |
+| process start → plan begun | 0.300 |
+| plan made (context, chunk 0) | 0.150 |
+| plan made → first chunk launched | 0.049 |
+| the ring: first launch → last chunk seen done | 0.015 |
+| last chunk seen → plan freed begun | 0.006 |
+| plan freed | 0.050 |
+| plan freed → process end | 0.130 |
+| process, start to end | 0.700 |
+
+the ring: 20,000x realtime over its span; the GPU busy 0.009 s of it (60 %)
+
+| per chunk (median) | |
+| --- | ---: |
+| copy up + int16 conversion | 1.000 ms |
+| kernels | 2.000 ms |
+| copy back | 1.000 ms |
+| launch → on the device | 1.000 ms |
+| done on the device → seen by the host | 1.000 ms |
+| between launches | 5.000 ms |
+OUT
+"$PY" "$GT" "$tmp/t.csv" --process 9.5 10.2 >"$tmp/out" 2>"$tmp/err" || fail "exit $?: $(cat "$tmp/err")"
+diff -u "$tmp/want" "$tmp/out" >"$tmp/diff" || fail "output differs: $(cat "$tmp/diff")"
+# without --process: the lines that need it are left out
+"$PY" "$GT" "$tmp/t.csv" >"$tmp/out2" 2>&1 || fail "no --process: exit $?"
+grep -q "process" "$tmp/out2" && fail "no --process, yet a process line: $(cat "$tmp/out2")"
+grep -qxF "| plan freed | 0.050 |" "$tmp/out2" || fail "no --process: $(cat "$tmp/out2")"
+# bad input
+"$PY" "$GT" "$tmp/none.csv" >"$tmp/o" 2>"$tmp/e"
+rc=$?
+[ $rc = 2 ] && grep -qxF "gpu-trace: $tmp/none.csv: No such file or directory" "$tmp/e" ||
+  fail "missing file: exit $rc, $(cat "$tmp/e")"
+head -3 "$tmp/t.csv" >"$tmp/nochunk.csv"
+"$PY" "$GT" "$tmp/nochunk.csv" >"$tmp/o" 2>"$tmp/e"
+rc=$?
+[ $rc = 2 ] && grep -qF "no plan or no chunk lines" "$tmp/e" || fail "no chunks: exit $rc, $(cat "$tmp/e")"
+if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; exit 1; fi
+echo ok
