@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/gpu-trace on a trace written here in the documented columns (docs/cuda.md "Tracing a
 # run"): the timeline with and without the process's start and end, the ring's realtime factor
-# and the GPU's busy time (the union of overlapping chunks), the per-chunk medians; a trace that
+# and the GPU's busy time (the union of overlapping chunks), the per-chunk medians and a chunk's
+# turn (chunk 0 launched at 9.999, seen done at 10.005, launched again at 10.009); a trace that
 # cannot be read, or that has no chunk, exits 2 saying so.
 set -u
 PY=${FC_PYTHON:-python3}
@@ -46,6 +47,8 @@ the ring: 20,000x realtime over its span; the GPU busy 0.009 s of it (60 %)
 | launch → on the device | 1.000 ms |
 | done on the device → seen by the host | 1.000 ms |
 | between launches | 5.000 ms |
+| a chunk's turn: launched → seen done | 6.000 ms |
+| a chunk's turn: seen done → launched again (writers, refill) | 4.000 ms |
 OUT
 "$PY" "$GT" "$tmp/t.csv" --process 9.5 10.2 >"$tmp/out" 2>"$tmp/err" || fail "exit $?: $(cat "$tmp/err")"
 diff -u "$tmp/want" "$tmp/out" >"$tmp/diff" || fail "output differs: $(cat "$tmp/diff")"
