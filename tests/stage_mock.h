@@ -18,7 +18,11 @@
  * grow: the ring is made as the CUDA backend makes it, chunk 0 at open and the others by
  * stage_grow (mock_backend with .stage_grow = mock_grow), each after grow_delay_us; grow_fail (>= 1) makes that chunk's
  * stage_grow fail (the ring stays at the chunks before it). A chunk made out of turn, or a staging
- * buffer asked for or a launch made on a chunk not made yet, counts as a violation. */
+ * buffer asked for or a launch made on a chunk not made yet, counts as a violation.
+ *
+ * stage_event: each chunk's uses must go opened → sealed → released → opened ..., a chunk made
+ * before it is opened, sealed only once launched after, released only after its finish; anything
+ * else counts as a violation (opened, sealed, released count the events). */
 #ifndef FC_TESTS_STAGE_MOCK_H
 #define FC_TESTS_STAGE_MOCK_H
 
@@ -39,6 +43,7 @@ enum { MOCK_MAX_CHUNKS = 8 };
 
 typedef struct mock_chunk {
   int state; /* 0 idle, 1 queued on the device, 2 done (not yet finished), 3 failed launch */
+  int life; /* stage_event: 0 free, 1 opened, 2 sealed */
   float *staging;
   void *out;
   size_t count, n16, nf;
@@ -64,6 +69,7 @@ typedef struct stage_mock {
   atomic_uint launches, finishes, utts, utts16, failed_utts, in_flight, max_in_flight;
   atomic_uint violations; /* launch checks that failed, staging written while in flight */
   atomic_uint made; /* chunks made */
+  atomic_uint opened, sealed, released; /* stage_event calls */
   atomic_int held_timeout;
   /* internal */
   fc_mel_config cfg;
@@ -196,6 +202,9 @@ static int mock_open(const fc_mel_config *cfg, const fc_device *dev, unsigned wo
   atomic_store(&m->max_in_flight, 0);
   atomic_store(&m->violations, 0);
   atomic_store(&m->made, 0);
+  atomic_store(&m->opened, 0);
+  atomic_store(&m->sealed, 0);
+  atomic_store(&m->released, 0);
   atomic_store(&m->held_timeout, 0);
   m->qhead = m->qtail = 0;
   m->stop = m->sticky = 0;
@@ -304,6 +313,31 @@ static int mock_finish(void *state, unsigned chunk, const void **out) {
   return rc;
 }
 
+/* The ring's life as the pipeline reports it (under its ring lock). */
+static void mock_stage_event(void *state, unsigned chunk, int what) {
+  stage_mock *m = state;
+  pthread_mutex_lock(&m->mu);
+  mock_chunk *c = chunk < MOCK_MAX_CHUNKS ? &m->c[chunk] : NULL;
+  int ok = c && chunk < atomic_load(&m->made);
+  if (ok && what == FZ_STAGE_OPENED) {
+    ok = c->life == 0;
+    c->life = 1;
+    atomic_fetch_add(&m->opened, 1);
+  } else if (ok && what == FZ_STAGE_SEALED) {
+    ok = c->life == 1 && c->state == 0; /* not in flight: its previous use was finished */
+    c->life = 2;
+    atomic_fetch_add(&m->sealed, 1);
+  } else if (ok && what == FZ_STAGE_RELEASED) {
+    ok = c->life == 2 && c->state == 0; /* finished (a launch that failed leaves it idle too) */
+    c->life = 0;
+    atomic_fetch_add(&m->released, 1);
+  } else {
+    ok = 0;
+  }
+  pthread_mutex_unlock(&m->mu);
+  if (!ok) atomic_fetch_add(&m->violations, 1);
+}
+
 static const fc_fz_backend mock_backend = {.name = "cpu-staging-mock",
                                            .producer = FC_PRODUCER_CUDA,
                                            .open = mock_open,
@@ -311,6 +345,7 @@ static const fc_fz_backend mock_backend = {.name = "cpu-staging-mock",
                                            .stage_info = mock_stage_info,
                                            .stage_buffer = mock_stage_buffer,
                                            .launch = mock_launch,
-                                           .finish = mock_finish};
+                                           .finish = mock_finish,
+                                           .stage_event = mock_stage_event};
 
 #endif

@@ -129,6 +129,9 @@ int cuda_ring_finish(fc_cuda_plan *p, unsigned chunk, const void **out) {
   *out = NULL;
   return set_error(FC_EBADSTATE, "no CUDA device: " NO_BACKEND);
 }
+void cuda_ring_note(fc_cuda_plan *p, unsigned chunk, const char *what) {
+  (void)p, (void)chunk, (void)what;
+}
 
 #else
 /* ---- the backend -------------------------------------------------------------------------------- */
@@ -761,6 +764,10 @@ int cuda_ring_finish(fc_cuda_plan *p, unsigned chunk, const void **out) {
   int rc = slot_wait(p, &p->slots[chunk]);
   if (!rc) *out = p->slots[chunk].out_h;
   return rc;
+}
+
+void cuda_ring_note(fc_cuda_plan *p, unsigned chunk, const char *what) {
+  if (p && p->trace) cuda_trace_span(p->trace, what, (int)chunk, NULL, cuda_trace_now(), -1);
 }
 
 int cuda_compute(fc_cuda_plan *p, const float *samples, size_t n, float *out) {

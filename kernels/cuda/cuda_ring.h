@@ -55,5 +55,9 @@ int cuda_ring_launch(fc_cuda_plan *p, unsigned slot, size_t count, const uint64_
 /* Wait for chunk `slot`; *out: its utterances' features, packed in launch order, in the pinned
  * output buffer (valid until the chunk is launched again). */
 int cuda_ring_finish(fc_cuda_plan *p, unsigned slot, const void **out);
+/* A moment of chunk `slot`'s life in its user's hands ("opened", "sealed", "released": featurize's
+ * staging ring) written to the plan's trace (FC_CUDA_TRACE) with the time now; nothing without
+ * a trace. Never blocks on the device. */
+void cuda_ring_note(fc_cuda_plan *p, unsigned slot, const char *what);
 
 #endif

@@ -16,8 +16,8 @@ double cuda_trace_now(void);
  * event recorded and waited for); NULL when the variable is unset or empty, or when the file
  * cannot be made or the event fails (said on stderr: a diagnostic never stops a run). */
 cuda_trace *cuda_trace_open(void);
-/* A line of kind (plan, grow, free) for `which` (a chunk, or -1), with counts c (NULL: zeros)
- * and its begin and end times. */
+/* A line of kind (plan, grow, free; opened, sealed, released: cuda_ring_note) for `which` (a
+ * chunk, or -1), with counts c (NULL: zeros) and its begin and end times (negative: left empty). */
 void cuda_trace_span(cuda_trace *t, const char *kind, int which, const uint64_t c[4], double t0,
                      double t1);
 /* A chunk finished: its counts (utterances, int16 and float samples, output bytes), its launch,

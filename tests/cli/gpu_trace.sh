@@ -2,7 +2,8 @@
 # scripts/gpu-trace on a trace written here in the documented columns (docs/cuda.md "Tracing a
 # run"): the timeline with and without the process's start and end, the ring's realtime factor
 # and the GPU's busy time (the union of overlapping chunks), the per-chunk medians and a chunk's
-# turn (chunk 0 launched at 9.999, seen done at 10.005, launched again at 10.009); a trace that
+# turn (chunk 0 launched at 9.999, seen done at 10.005, launched again at 10.009) split by the
+# ring's opened, sealed and released lines; a trace that
 # cannot be read, or that has no chunk, exits 2 saying so.
 set -u
 PY=${FC_PYTHON:-python3}
@@ -18,9 +19,18 @@ cat >"$tmp/t.csv" <<'CSV'
 kind,slot,utterances,samples_int16,samples_float,output_bytes,t0,t1,t2,t3,t4,t5
 plan,-1,1,4,4194304,0,9.800000,9.950000,,,,
 grow,1,0,0,0,0,9.950000,9.960000,,,,
+opened,0,0,0,0,0,9.995500,,,,,
+sealed,0,0,0,0,0,9.998000,,,,,
 chunk,0,10,2205000,0,100,9.999000,10.000000,10.001000,10.003000,10.004000,10.005000
+opened,1,0,0,0,0,9.999500,,,,,
+sealed,1,0,0,0,0,10.001000,,,,,
 chunk,1,12,2200000,5000,100,10.002000,10.003000,10.004000,10.006000,10.007000,10.008000
+released,0,0,0,0,0,10.007000,,,,,
+opened,0,0,0,0,0,10.007500,,,,,
+sealed,0,0,0,0,0,10.008500,,,,,
 chunk,0,8,2205000,0,100,10.009000,10.010000,10.010500,10.011500,10.012000,10.014000
+released,1,0,0,0,0,10.009500,,,,,
+released,0,0,0,0,0,10.016000,,,,,
 free,-1,0,0,0,0,10.020000,10.070000,,,,
 CSV
 cat >"$tmp/want" <<'OUT'
@@ -49,6 +59,10 @@ the ring: 20,000x realtime over its span; the GPU busy 0.009 s of it (60 %)
 | between launches | 5.000 ms |
 | a chunk's turn: launched → seen done | 6.000 ms |
 | a chunk's turn: seen done → launched again (writers, refill) | 4.000 ms |
+| a chunk's use: opened → sealed (filled by the workers) | 1.500 ms |
+| a chunk's use: sealed → launched (last writes, the launch thread) | 1.000 ms |
+| a chunk's use: seen done → released (the writers' copy and commit) | 2.000 ms |
+| a chunk's use: released → opened again (its turn in the ring) | 0.500 ms |
 OUT
 "$PY" "$GT" "$tmp/t.csv" --process 9.5 10.2 >"$tmp/out" 2>"$tmp/err" || fail "exit $?: $(cat "$tmp/err")"
 diff -u "$tmp/want" "$tmp/out" >"$tmp/diff" || fail "output differs: $(cat "$tmp/diff")"

@@ -326,8 +326,17 @@ static int run_shape(const char *dir, const fc_item_list *items, const shape *sh
         (unsigned long long)st.skipped_existing, (unsigned long long)st.failed,
         (unsigned long long)st.not_started, (unsigned long long)st.total);
   CHECK(atomic_load(&m->violations) == 0,
-        "[%s] %u launches broke a chunk's limits or staging was written while in flight", what,
-        atomic_load(&m->violations));
+        "[%s] %u launches broke a chunk's limits or staging was written while in flight, or the "
+        "ring's events came out of order",
+        what, atomic_load(&m->violations));
+  /* the ring's life (stage_event): every use sealed was launched and released; one more may
+   * have been opened and never filled */
+  const unsigned op = atomic_load(&m->opened), se = atomic_load(&m->sealed),
+                 re = atomic_load(&m->released);
+  if (!any_fault)
+    CHECK(se == atomic_load(&m->launches) && re == se && op >= se && op <= se + 1,
+          "[%s] ring events: %u opened, %u sealed, %u released, %u launches", what, op, se, re,
+          atomic_load(&m->launches));
   CHECK(atomic_load(&m->in_flight) == 0, "[%s] %u launched chunks never finished", what,
         atomic_load(&m->in_flight));
 

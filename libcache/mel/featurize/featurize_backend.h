@@ -75,7 +75,14 @@ typedef struct fc_fz_backend {
    * order, packed time-major in l->dtype (utterance i from the sum of the frames before it). *out
    * is valid until the chunk is launched again. */
   int (*finish)(void *state, unsigned chunk, const void **out);
+  /* Optional: the ring's life, for a backend's trace (FC_CUDA_TRACE, docs/cuda.md): chunk `chunk`
+   * opened for a use (reservations may start), sealed (no more), or released (the use's
+   * utterances are through the writers: the chunk is free). Called under the pipeline's ring lock,
+   * in that order for each use; must not block. */
+  void (*stage_event)(void *state, unsigned chunk, int what);
 } fc_fz_backend;
+
+enum { FZ_STAGE_OPENED = 1, FZ_STAGE_SEALED, FZ_STAGE_RELEASED };
 
 /* The staging ring the CUDA backend gives (its stage_info), known without a GPU: a zero-cost
  * staging backend that stands in for the GPU on a machine without one (scripts/bench-host) takes

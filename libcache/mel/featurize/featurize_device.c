@@ -242,6 +242,13 @@ static int cuda_finish(void *state, unsigned chunk, const void **out) {
 
 static void cuda_close(void *state) { cuda_plan_free(state); }
 
+static void cuda_stage_event(void *state, unsigned chunk, int what) {
+  cuda_ring_note(state, chunk,
+                 what == FZ_STAGE_OPENED   ? "opened"
+                 : what == FZ_STAGE_SEALED ? "sealed"
+                                           : "released");
+}
+
 static const fc_fz_backend cuda_backend = {.name = "cuda",
                                            .producer = FC_PRODUCER_CUDA,
                                            .open = cuda_open,
@@ -250,7 +257,8 @@ static const fc_fz_backend cuda_backend = {.name = "cuda",
                                            .stage_buffer = cuda_stage_buffer,
                                            .stage_grow = cuda_stage_grow,
                                            .launch = cuda_launch,
-                                           .finish = cuda_finish};
+                                           .finish = cuda_finish,
+                                           .stage_event = cuda_stage_event};
 
 const fc_fz_backend *fz_backend_for(const fc_device *dev) {
   if (dev->kind == FC_DEVICE_CPU) return &cpu_backend;

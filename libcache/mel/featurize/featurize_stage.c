@@ -88,6 +88,11 @@ static fz_chunk *chunk_at(fz_run *r, uint64_t seq) { return &r->chunks[chunk_ind
 
 static void chunk_release(fz_hold *h);
 
+/* The backend's stage_event, where it has one (a trace). Under bmu, or before the threads start. */
+static void stage_event(fz_run *r, fz_chunk *c, int what) {
+  if (r->be->stage_event) r->be->stage_event(r->be_state, (unsigned)(c - r->chunks), what);
+}
+
 int fz_stage_init(fz_run *r) {
   /* What a chunk can count (the reservation word) bounds the backend's limits. */
   if (r->ring.capacity > W_SAMPLES_MAX) r->ring.capacity = W_SAMPLES_MAX;
@@ -125,6 +130,7 @@ int fz_stage_init(fz_run *r) {
   fz_chunk *c = &r->chunks[0];
   c->state = FZ_FILLING;
   atomic_store(&c->word, 0);
+  stage_event(r, c, FZ_STAGE_OPENED);
   return 0;
 }
 
@@ -154,6 +160,7 @@ static void open_if_free(fz_run *r, fz_chunk *c) {
   atomic_store(&c->written, 0);
   atomic_store(&c->opened, 0.0);
   atomic_store(&c->word, 0); /* reservations may start */
+  stage_event(r, c, FZ_STAGE_OPENED);
   pthread_cond_broadcast(&r->bcv_space);
 }
 
@@ -163,6 +170,7 @@ static void open_if_free(fz_run *r, fz_chunk *c) {
 static void sealed_locked(fz_run *r, fz_chunk *c, uint64_t word) {
   c->state = FZ_SEALED;
   c->sealed = word;
+  stage_event(r, c, FZ_STAGE_SEALED);
   atomic_store(&r->fill_seq, c->seq + 1);
   open_if_free(r, chunk_at(r, c->seq + 1));
   pthread_cond_signal(&r->bcv_launch);
@@ -324,6 +332,7 @@ static void chunk_release(fz_hold *h) {
   fz_run *r = c->run;
   pthread_mutex_lock(&r->bmu);
   c->state = FZ_FREE;
+  stage_event(r, c, FZ_STAGE_RELEASED);
   open_if_free(r, c);
   pthread_mutex_unlock(&r->bmu);
 }
