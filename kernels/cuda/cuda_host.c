@@ -170,10 +170,11 @@ typedef struct slot {
   int fft_made[N_FFT_SIZES];
   uint64_t fft_batch[N_FFT_SIZES];
   /* A traced ring (FC_CUDA_TRACE): timing events around the chunk's copy up, kernels and copy
-   * back, and what the launch put in. */
+   * back, when it was launched and its samples (its utterances, dtype and frames are below and
+   * in tab_h). */
   cudaEvent_t tr[4];
   double tr_launch;
-  uint64_t tr_count, tr_n16, tr_nf, tr_out;
+  uint64_t tr_n16, tr_nf;
   /* The chunk in flight (busy): which utterances of the current call, in which dtype. */
   int busy;
   size_t first, count;
@@ -566,10 +567,8 @@ static int slot_enqueue(fc_cuda_plan *p, slot *s, size_t count, uint64_t n16, ui
   CU("cudaSetDevice", cudaSetDevice(p->device)); /* per thread: the ring launches and finishes */
   if (p->trace) {
     s->tr_launch = cuda_trace_now();
-    s->tr_count = count;
     s->tr_n16 = n16;
     s->tr_nf = nf;
-    s->tr_out = fc_dtype_size(dtype) * n;
     CU("cudaEventRecord(trace)", cudaEventRecord(s->tr[0], st));
   }
   if (n16) { /* half the bytes across PCIe, converted as the CPU path converts them */
@@ -619,7 +618,9 @@ static int slot_wait(fc_cuda_plan *p, slot *s) {
   CU("cudaSetDevice", cudaSetDevice(p->device));
   CU("cudaEventSynchronize", cudaEventSynchronize(s->done));
   if (p->trace) {
-    const uint64_t c[4] = {s->tr_count, s->tr_n16, s->tr_nf, s->tr_out};
+    const uint64_t frames = s->tab_h[2 * MAX_UTTS + s->count]; /* frame_off[count] */
+    const uint64_t c[4] = {s->count, s->tr_n16, s->tr_nf,
+                           fc_dtype_size(s->dtype) * frames * p->cfg.n_mels};
     cuda_trace_chunk(p->trace, (int)(s - p->slots), c, s->tr_launch, s->tr, cuda_trace_now());
   }
 out:
