@@ -8,7 +8,8 @@
  *   cpu-nomel     the CPU path with its mel replaced by a fill: every stage of the CPU path but the
  *                 feature math (read, hash, decode, the record, its checksum, the writers);
  *   staging-null  the GPU path up to the device boundary: the same code as `--device cuda` (the
- *                 staging ring with the CUDA ring's geometry, the launch and completion threads,
+ *                 staging ring with the CUDA ring's geometry, FC_CUDA_RING included, the
+ *                 launch and completion threads,
  *                 the writers), with a backend whose launch and finish cost nothing: its staging
  *                 and output buffers have all their pages when made (as pinned memory does), the
  *                 first chunk's at open and the others' as the pipeline grows the ring (as the
@@ -88,6 +89,9 @@ typedef struct null_stage {
   void **staging, **out;
 } null_stage;
 
+static unsigned ring_chunks; /* the ring staging-null made (its JSON); 0 for the other rows */
+static size_t ring_samples;
+
 static void null_close(void *state) {
   null_stage *z = state;
   if (!z) return;
@@ -131,12 +135,18 @@ static int null_open(const fc_mel_config *cfg, const fc_device *dev, unsigned wo
   (void)dev, (void)workers;
   null_stage *z = calloc(1, sizeof *z);
   if (!z) return ENOMEM;
-  fz_cuda_stage_geometry(cfg, &z->info);
+  int rc = fz_cuda_stage_geometry(cfg, &z->info, why, why_len); /* FC_CUDA_RING, as CUDA's */
+  if (rc) {
+    free(z);
+    return rc;
+  }
   z->out_bytes =
       (size_t)z->info.max_frames * cfg->n_mels * fc_dtype_size(fc_dtype_decoded(cfg->dtype));
   z->staging = calloc(z->info.chunks, sizeof *z->staging);
   z->out = calloc(z->info.chunks, sizeof *z->out);
-  int rc = z->staging && z->out ? null_grow(z, 0) : ENOMEM; /* the rest: null_grow */
+  ring_chunks = z->info.chunks;
+  ring_samples = z->info.capacity;
+  rc = z->staging && z->out ? null_grow(z, 0) : ENOMEM; /* the rest: null_grow */
   if (rc) {
     null_close(z);
     snprintf(why, why_len, "out of memory for the staging buffers");
@@ -294,13 +304,13 @@ static int report(const char *row, const fc_featurize_stats *st, double wall,
       "\"stages\":{\"setup\":%.6f,\"read\":%.6f,\"hash\":%.6f,\"decode\":%.6f,\"staging\":%.6f,"
       "\"compute\":%.6f,\"write\":%.6f},\"waits\":{\"workers_on_writer\":%.6f,"
       "\"writer_on_workers\":%.6f},\"workers\":%u,\"writers\":%u,\"commits\":%llu,"
-      "\"dtype\":\"%s\",\"bound\":\"%s\"}\n",
+      "\"dtype\":\"%s\",\"bound\":\"%s\",\"ring_chunks\":%u,\"ring_samples\":%zu}\n",
       row, (unsigned long long)st->processed, st->audio_seconds, wall, st->audio_seconds / wall,
       user, sys, (user + sys) / hours, vcs, ics, (double)(vcs + ics) / (double)st->processed,
       st->setup_seconds, st->read_seconds, st->hash_seconds, st->decode_seconds,
       st->staging_seconds, st->compute_seconds, st->write_seconds, st->queue_wait_seconds,
       st->writer_wait_seconds, st->workers, st->writers, (unsigned long long)st->committed_batches,
-      dtype_name, st->bound);
+      dtype_name, st->bound, ring_chunks, ring_samples);
   return 0;
 }
 

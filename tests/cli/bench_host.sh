@@ -6,9 +6,12 @@
 #     staging-null's went through the staging ring (producer 2) with the fill of its device;
 #   - the floor row over the 16-bit mono files at the rate: their features' bytes written, exactly
 #     the cpu row's payloads for those files; a stereo file refused (exit 1, named);
+#   - FC_CUDA_RING sets staging-null's ring as it sets the CUDA backend's: one chunk of 64 Ki
+#     samples (reused many times over) stores the same records; a malformed value stops the run
+#     naming the variable;
 #   - the script: --json gives one object per row with the documented fields, the table mode
-#     prints the rows and the four ratios; --floor adds the floor row and its ceiling line; bad
-#     options exit 2.
+#     prints the rows and the four ratios; --floor adds the floor row and its ceiling line; --ring
+#     reaches the harness; bad options exit 2.
 # No timing is asserted: the figures are the benchmark's (docs/BENCHMARKS.md).
 set -u
 PY=${FC_PYTHON:-python3}
@@ -38,6 +41,14 @@ ls "$tmp"/*.wav >list
 
 for row in cpu cpu-nomel staging-null; do
   "$H" "$row" list "st-$row" 2 0 f32 >"$row.json" 2>"$row.err" || fail "$row: exit $?: $(cat "$row.err")"
+done
+FC_CUDA_RING=1x64K "$H" staging-null list st-ring1 2 0 f32 >ring1.json 2>ring1.err ||
+  fail "FC_CUDA_RING=1x64K: exit $?: $(cat ring1.err)"
+for bad in 4x 0x4M 17x1M 4x32K 4x4G x4M 4y4M; do
+  FC_CUDA_RING=$bad "$H" staging-null list "st-bad$bad" 2 0 f32 >/dev/null 2>bad.err &&
+    fail "FC_CUDA_RING=$bad: the run went on"
+  grep -q "FC_CUDA_RING '$bad': want CHUNKSxSAMPLES, 1 to 16 chunks of 64K to 32M samples" bad.err ||
+    fail "FC_CUDA_RING=$bad: $(cat bad.err)"
 done
 "$FC_BIN/featurize" -q --device cpu -j 2 -o st-ref - <list || fail "featurize: exit $?"
 ls "$tmp"/u*.wav >list-mono
@@ -84,6 +95,10 @@ check(set(sn) == set(ref), "staging-null: other keys than the CPU path's")
 for k, (h, p) in sn.items():
     check(h["producer"] == 2 and (h["dim0"], h["dim1"]) == (ref[k][0]["dim0"], ref[k][0]["dim1"])
           and p == b"\x3c" * len(p), f"staging-null record {k.hex()}: {h}")
+j, j1 = json.load(open("staging-null.json")), json.load(open("ring1.json"))
+check((j["ring_chunks"], j["ring_samples"]) == (4, 4 << 20), f"default ring: {j}")
+check((j1["ring_chunks"], j1["ring_samples"]) == (1, 64 << 10), f"FC_CUDA_RING=1x64K: {j1}")
+check(j1["commits"] >= 2 and records("st-ring1") == sn, f"one 64 Ki chunk: other records ({j1})")
 sys.exit(1 if bad else 0)
 PY
 
@@ -104,6 +119,13 @@ grep -q "making" bh.err || fail "the corpus was not made: $(cat bh.err)"
 "$FC_SRC/scripts/bench-host" --hours 0.01 -j 2 --reps 1 --work "$tmp/w" >bh.md 2>bh.err2 ||
   fail "bench-host: exit $?: $(cat bh.err2)"
 grep -q "making" bh.err2 && fail "the corpus was made again"
+grep -q ", ring 4 x 4,194,304 samples (staging-null), " bh.md || fail "no ring in the header: $(cat bh.md)"
+"$FC_SRC/scripts/bench-host" --hours 0.01 -j 2 --reps 1 --work "$tmp/w" --ring 2x1M --json >br.json 2>br.err ||
+  fail "bench-host --ring 2x1M: exit $?: $(cat br.err)"
+"$PY" -c 'import json,sys; r=[json.loads(l) for l in open("br.json")][2]; sys.exit((r["ring_chunks"], r["ring_samples"]) != (2, 1 << 20))' ||
+  fail "bench-host --ring 2x1M: $(cat br.json)"
+"$FC_SRC/scripts/bench-host" --ring 4by4 >/dev/null 2>&1
+[ $? = 2 ] || fail "--ring 4by4: not a usage error"
 for row in cpu cpu-nomel staging-null; do
   grep -qE "^\| $row \| [0-9,]+x \| [0-9.]+ \| [0-9.]+ \| " bh.md || fail "no row $row: $(cat bh.md)"
 done

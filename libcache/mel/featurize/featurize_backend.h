@@ -84,10 +84,17 @@ typedef struct fc_fz_backend {
 
 enum { FZ_STAGE_OPENED = 1, FZ_STAGE_SEALED, FZ_STAGE_RELEASED };
 
+/* The CUDA backend's ring: FC_CUDA_RING=CHUNKSxSAMPLES when set (docs/featurize.md
+ * "Environment"; SAMPLES may end in K or M, binary), else 4 chunks of 4 Mi samples. FC_ECONFIG
+ * with the reason in why when the variable says something else. */
+enum { FZ_RING_MAX_CHUNKS = 16, FZ_RING_MIN_SAMPLES = 64 << 10, FZ_RING_MAX_SAMPLES = 32 << 20 };
+int fz_cuda_ring_env(unsigned *chunks, size_t *samples, char *why, size_t why_len);
+
 /* The staging ring the CUDA backend gives (its stage_info), known without a GPU: a zero-cost
  * staging backend that stands in for the GPU on a machine without one (scripts/bench-host) takes
- * the same geometry. */
-void fz_cuda_stage_geometry(const fc_mel_config *cfg, fc_fz_stage_info *info);
+ * the same geometry. Fails as fz_cuda_ring_env. */
+int fz_cuda_stage_geometry(const fc_mel_config *cfg, fc_fz_stage_info *info, char *why,
+                           size_t why_len);
 
 /* The backend for a resolved device (fc_device_resolve); NULL when this build has none. */
 const fc_fz_backend *fz_backend_for(const fc_device *dev);

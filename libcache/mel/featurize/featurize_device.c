@@ -204,20 +204,64 @@ enum { CUDA_RING_CHUNKS = 4 };
 static int cuda_open(const fc_mel_config *cfg, const fc_device *dev, unsigned workers, void **state,
                      char *why, size_t why_len) {
   (void)workers;
-  int rc = cuda_ring_create(cfg, dev->index, 0, CUDA_RING_CHUNKS, 1, (fc_cuda_plan **)state);
+  unsigned chunks;
+  size_t samples;
+  int rc = fz_cuda_ring_env(&chunks, &samples, why, why_len);
+  if (rc) return rc;
+  rc = cuda_ring_create(cfg, dev->index, samples, chunks, 1, (fc_cuda_plan **)state);
   if (rc) set_why(why, why_len, rc, "%s", cuda_last_error());
   return rc;
 }
 
+/* A count with an optional binary suffix (K: 1024, M: 1048576) into *v; 0 when it is not one. */
+static int ring_count(const char *s, const char *end, uint64_t *v) {
+  uint64_t n = 0, unit = 1;
+  const char *q = s;
+  for (; q < end && *q >= '0' && *q <= '9'; q++) {
+    if (n > UINT64_MAX / 10 / 1024 / 1024) return 0;
+    n = n * 10 + (uint64_t)(*q - '0');
+  }
+  if (q == s) return 0;
+  if (q + 1 == end && (*q == 'K' || *q == 'k')) unit = 1024, q++;
+  if (q + 1 == end && (*q == 'M' || *q == 'm')) unit = 1024 * 1024, q++;
+  if (q != end) return 0;
+  *v = n * unit;
+  return 1;
+}
+
+int fz_cuda_ring_env(unsigned *chunks, size_t *samples, char *why, size_t why_len) {
+  *chunks = CUDA_RING_CHUNKS;
+  *samples = CUDA_DEFAULT_MAX_SAMPLES;
+  const char *e = getenv("FC_CUDA_RING");
+  if (!e || !*e) return 0;
+  const char *x = strchr(e, 'x');
+  uint64_t c = 0, n = 0;
+  if (!x || !ring_count(e, x, &c) || !ring_count(x + 1, x + strlen(x), &n) || c < 1 ||
+      c > FZ_RING_MAX_CHUNKS || n < FZ_RING_MIN_SAMPLES || n > FZ_RING_MAX_SAMPLES)
+    return set_why(why, why_len, FC_ECONFIG,
+                   "FC_CUDA_RING '%s': want CHUNKSxSAMPLES, 1 to %d chunks of 64K to 32M samples "
+                   "(e.g. 4x4M, the default)",
+                   e, FZ_RING_MAX_CHUNKS);
+  *chunks = (unsigned)c;
+  *samples = (size_t)n;
+  return 0;
+}
+
 static int cuda_stage_grow(void *state, unsigned chunk) { return cuda_ring_grow(state, chunk); }
 
-void fz_cuda_stage_geometry(const fc_mel_config *cfg, fc_fz_stage_info *info) {
+int fz_cuda_stage_geometry(const fc_mel_config *cfg, fc_fz_stage_info *info, char *why,
+                           size_t why_len) {
   memset(info, 0, sizeof *info);
-  info->chunks = CUDA_RING_CHUNKS;
-  info->capacity = CUDA_DEFAULT_MAX_SAMPLES;
-  info->max_frames = cuda_ring_max_frames(cfg, CUDA_DEFAULT_MAX_SAMPLES);
+  unsigned chunks;
+  size_t samples;
+  int rc = fz_cuda_ring_env(&chunks, &samples, why, why_len);
+  if (rc) return rc;
+  info->chunks = chunks;
+  info->capacity = samples;
+  info->max_frames = cuda_ring_max_frames(cfg, samples);
   info->max_utts = CUDA_RING_MAX_UTTS;
   info->launch_wait = 0; /* the pipeline's 2 ms */
+  return 0;
 }
 
 static void cuda_stage_info(void *state, fc_fz_stage_info *info) {
