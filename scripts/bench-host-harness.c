@@ -28,7 +28,8 @@
  *
  * Prints: the run's counts and stage split (fc_featurize_stats), its wall seconds, and getrusage
  * over the run alone (user + system CPU seconds of every thread of the process, voluntary and
- * involuntary context switches).
+ * involuntary context switches; cores_busy: those CPU seconds over the wall seconds, the cores
+ * the run kept busy on average).
  *
  * A benchmark harness (built beside the tools, linked to the static library for the internal
  * fz_pipeline_run): no tool or library call can make a store of fake features. Not installed. */
@@ -299,18 +300,18 @@ static int report(const char *row, const fc_featurize_stats *st, double wall,
   printf(
       "{\"name\":\"%s\",\"utterances\":%llu,\"audio_seconds\":%.3f,\"wall_seconds\":%.6f,"
       "\"x_realtime\":%.1f,\"user_seconds\":%.4f,\"sys_seconds\":%.4f,"
-      "\"host_cpu_s_per_audio_hour\":%.5f,\"voluntary_ctx_switches\":%ld,"
+      "\"host_cpu_s_per_audio_hour\":%.5f,\"cores_busy\":%.4f,\"voluntary_ctx_switches\":%ld,"
       "\"involuntary_ctx_switches\":%ld,\"ctx_switches_per_utt\":%.4f,"
       "\"stages\":{\"setup\":%.6f,\"read\":%.6f,\"hash\":%.6f,\"decode\":%.6f,\"staging\":%.6f,"
       "\"compute\":%.6f,\"write\":%.6f},\"waits\":{\"workers_on_writer\":%.6f,"
       "\"writer_on_workers\":%.6f},\"workers\":%u,\"writers\":%u,\"commits\":%llu,"
       "\"dtype\":\"%s\",\"bound\":\"%s\",\"ring_chunks\":%u,\"ring_samples\":%zu}\n",
       row, (unsigned long long)st->processed, st->audio_seconds, wall, st->audio_seconds / wall,
-      user, sys, (user + sys) / hours, vcs, ics, (double)(vcs + ics) / (double)st->processed,
-      st->setup_seconds, st->read_seconds, st->hash_seconds, st->decode_seconds,
-      st->staging_seconds, st->compute_seconds, st->write_seconds, st->queue_wait_seconds,
-      st->writer_wait_seconds, st->workers, st->writers, (unsigned long long)st->committed_batches,
-      dtype_name, st->bound, ring_chunks, ring_samples);
+      user, sys, (user + sys) / hours, wall > 0 ? (user + sys) / wall : 0.0, vcs, ics,
+      (double)(vcs + ics) / (double)st->processed, st->setup_seconds, st->read_seconds,
+      st->hash_seconds, st->decode_seconds, st->staging_seconds, st->compute_seconds,
+      st->write_seconds, st->queue_wait_seconds, st->writer_wait_seconds, st->workers, st->writers,
+      (unsigned long long)st->committed_batches, dtype_name, st->bound, ring_chunks, ring_samples);
   return 0;
 }
 

@@ -73,8 +73,11 @@ for row in ("cpu", "cpu-nomel", "staging-null"):
     j = json.load(open(f"{row}.json"))
     check(j["name"] == row and j["utterances"] == 8, f"{row}: {j}")
     for k in ("x_realtime", "host_cpu_s_per_audio_hour", "ctx_switches_per_utt", "wall_seconds",
-              "audio_seconds", "user_seconds", "sys_seconds"):
+              "audio_seconds", "user_seconds", "sys_seconds", "cores_busy"):
         check(isinstance(j.get(k), (int, float)) and j[k] >= 0, f"{row}: {k} = {j.get(k)}")
+    busy = (j["user_seconds"] + j["sys_seconds"]) / j["wall_seconds"]
+    slack = 2.1e-4 / j["wall_seconds"] + 1e-3  # user and sys are printed to 1e-4 s
+    check(abs(j["cores_busy"] - busy) <= slack, f"{row}: cores_busy {j['cores_busy']}, CPU / wall {busy}")
     check(j["host_cpu_s_per_audio_hour"] > 0 and j["x_realtime"] > 0, f"{row}: {j}")
     for k in ("read", "hash", "decode", "staging", "compute", "write"):
         check(j["stages"].get(k, -1) >= 0, f"{row}: stage {k}: {j['stages']}")
@@ -127,14 +130,14 @@ grep -q ", ring 4 x 4,194,304 samples (staging-null), " bh.md || fail "no ring i
 "$FC_SRC/scripts/bench-host" --ring 4by4 >/dev/null 2>&1
 [ $? = 2 ] || fail "--ring 4by4: not a usage error"
 for row in cpu cpu-nomel staging-null; do
-  grep -qE "^\| $row \| [0-9,]+x \| [0-9.]+ \| [0-9.]+ \| " bh.md || fail "no row $row: $(cat bh.md)"
+  grep -qE "^\| $row \| [0-9,]+x \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| " bh.md || fail "no row $row: $(cat bh.md)"
 done
 [ "$(grep -c '^- .*(target ' bh.md)" = 4 ] || fail "not four ratio lines: $(cat bh.md)"
 "$FC_SRC/scripts/bench-host" --hours 0.01 -j 2 --reps 1 --work "$tmp/w" --floor --json >bf.json 2>bf.err ||
   fail "bench-host --floor: exit $?: $(cat bf.err)"
 "$PY" -c 'import json,sys; n=[json.loads(l)["name"] for l in open("bf.json")]; sys.exit(n != ["cpu", "cpu-nomel", "staging-null", "floor"])' ||
   fail "bench-host --floor --json rows: $(cat bf.json)"
-grep -qE "^- the data's own cost \(floor\): [0-9.]+ CPU s per audio hour, .* at most [0-9,]+x realtime, [0-9.]+x the cpu row" bf.err ||
+grep -qE "^- the data's own cost \(floor\): [0-9.]+ CPU s per audio hour, .* which kept [0-9.]+ of 2 cores busy; .* at most [0-9,]+x realtime, [0-9.]+x the cpu row" bf.err ||
   fail "no ceiling line: $(cat bf.err)"
 "$FC_SRC/scripts/bench-host" --dtype f64 >/dev/null 2>&1
 [ $? = 2 ] || fail "--dtype f64: not a usage error"
