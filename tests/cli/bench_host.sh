@@ -6,6 +6,8 @@
 #     staging-null's went through the staging ring (producer 2) with the fill of its device;
 #   - the floor row over the 16-bit mono files at the rate: their features' bytes written, exactly
 #     the cpu row's payloads for those files; a stereo file refused (exit 1, named);
+#   - a 16-bit file read straight into staging costs two reads, the first 4 KiB and the rest
+#     (FC_FAULT=read:3, where the build has fault countdowns, is never reached; read:2 is);
 #   - FC_CUDA_RING sets staging-null's ring as it sets the CUDA backend's: one chunk of 64 Ki
 #     samples (reused many times over) stores the same records; a malformed value stops the run
 #     naming the variable;
@@ -42,6 +44,14 @@ ls "$tmp"/*.wav >list
 for row in cpu cpu-nomel staging-null; do
   "$H" "$row" list "st-$row" 2 0 f32 >"$row.json" 2>"$row.err" || fail "$row: exit $?: $(cat "$row.err")"
 done
+if grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null; then
+  ls "$tmp"/u0.wav >list1 # 16-bit mono at the rate, more than 4 KiB
+  FC_FAULT=read:3 "$H" staging-null list1 st-read3 1 0 f32 >read3.json 2>read3.err ||
+    fail "a third read of one staged file: $(cat read3.err)"
+  FC_FAULT=read:2 "$H" staging-null list1 st-read2 1 0 f32 >/dev/null 2>read2.err &&
+    fail "FC_FAULT=read:2 did not fail the staged read of one file"
+  grep -q "1 failed" read2.err || fail "FC_FAULT=read:2: $(cat read2.err)"
+fi
 FC_CUDA_RING=1x64K "$H" staging-null list st-ring1 2 0 f32 >ring1.json 2>ring1.err ||
   fail "FC_CUDA_RING=1x64K: exit $?: $(cat ring1.err)"
 for bad in 4x 0x4M 17x1M 4x32K 4x4G x4M 4y4M; do

@@ -383,7 +383,9 @@ int audio_pcm16_finish(audio_pcm16_file *f, void *samples, uint8_t **buf, size_t
   }
   /* The rest of the file in one read: the samples the first read did not take, then the bytes
    * after them (and one more: a file that grew) into the buffer after its head, so that *buf from
-   * tail_off holds all the bytes after the samples. */
+   * tail_off holds all the bytes after the samples. A read that returns every byte the file had
+   * at its open and not the one more ends it: a regular file's read stops short only at its end,
+   * so asking again for the one byte would only hear the end once more. */
   const size_t from = data_end > f->head ? data_end : f->head;
   const size_t rest = 2 * f->n_samples - in_head, tail = size - from;
   if (f->head + tail + 1 > *cap) {
@@ -414,6 +416,7 @@ int audio_pcm16_finish(audio_pcm16_file *f, void *samples, uint8_t **buf, size_t
       left -= step;
       if (!iov[k].iov_len) k++;
     }
+    if (got == want) break; /* all of it, and not the one more: the file's end */
   }
   if (!rc && got != want) rc = EAGAIN; /* shorter or longer than it was: read it as usual */
   audio_pcm16_close(f);
