@@ -9,9 +9,9 @@
  *                 feature math (read, hash, decode, the record, its checksum, the writers);
  *   staging-null  the GPU path up to the device boundary: the same code as `--device cuda` (the
  *                 staging ring with the CUDA ring's geometry, FC_CUDA_RING included, the
- *                 launch and completion threads,
- *                 the writers), with a backend whose launch and finish cost nothing: its staging
- *                 and output buffers have all their pages when made (as pinned memory does), the
+ *                 launch and completion threads, the writers), with a backend whose launch and
+ *                 finish cost nothing: its staging and output buffers have all their pages
+ *                 when made (as pinned memory does), the
  *                 first chunk's at open and the others' as the pipeline grows the ring (as the
  *                 CUDA backend makes them), a launch returns at once, a finish hands back the
  *                 output buffer as it is;

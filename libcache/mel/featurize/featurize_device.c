@@ -217,13 +217,13 @@ static int cuda_open(const fc_mel_config *cfg, const fc_device *dev, unsigned wo
 static int ring_count(const char *s, const char *end, uint64_t *v) {
   uint64_t n = 0, unit = 1;
   const char *q = s;
-  for (; q < end && *q >= '0' && *q <= '9'; q++) {
-    if (n > UINT64_MAX / 10 / 1024 / 1024) return 0;
-    n = n * 10 + (uint64_t)(*q - '0');
-  }
+  for (; q < end && *q >= '0' && *q <= '9'; q++)
+    if ((n = n * 10 + (uint64_t)(*q - '0')) > UINT64_C(1) << 40) return 0; /* past any limit */
   if (q == s) return 0;
-  if (q + 1 == end && (*q == 'K' || *q == 'k')) unit = 1024, q++;
-  if (q + 1 == end && (*q == 'M' || *q == 'm')) unit = 1024 * 1024, q++;
+  if (q + 1 == end && (*q == 'K' || *q == 'k'))
+    unit = 1024, q++;
+  else if (q + 1 == end && (*q == 'M' || *q == 'm'))
+    unit = 1024 * 1024, q++;
   if (q != end) return 0;
   *v = n * unit;
   return 1;
