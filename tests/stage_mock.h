@@ -22,7 +22,10 @@
  *
  * stage_event: each chunk's uses must go opened → sealed → released → opened ..., a chunk made
  * before it is opened, sealed only once launched after, released only after its finish; anything
- * else counts as a violation (opened, sealed, released count the events). */
+ * else counts as a violation (opened, sealed, released count the events). With early (the
+ * backend's early_refill) a use may be opened once the one before it is finished, before it is
+ * released (early_opens counts those), but launched only after that release: the device would
+ * write over the features the writers still read. */
 #ifndef FC_TESTS_STAGE_MOCK_H
 #define FC_TESTS_STAGE_MOCK_H
 
@@ -44,6 +47,8 @@ enum { MOCK_MAX_CHUNKS = 8 };
 typedef struct mock_chunk {
   int state; /* 0 idle, 1 queued on the device, 2 done (not yet finished), 3 failed launch */
   int life; /* stage_event: 0 free, 1 opened, 2 sealed */
+  int launched; /* the use opened last was launched */
+  int held; /* its output is with the writers: launched, not yet released */
   float *staging;
   void *out;
   size_t count, n16, nf;
@@ -65,11 +70,13 @@ typedef struct stage_mock {
   int hold_first;
   int grow;
   unsigned grow_fail, grow_delay_us;
+  int early; /* stage_info's early_refill */
   /* counted during the run */
   atomic_uint launches, finishes, utts, utts16, failed_utts, in_flight, max_in_flight;
   atomic_uint violations; /* launch checks that failed, staging written while in flight */
   atomic_uint made; /* chunks made */
   atomic_uint opened, sealed, released; /* stage_event calls */
+  atomic_uint early_opens; /* uses opened while the one before them was held */
   atomic_int held_timeout;
   /* internal */
   fc_mel_config cfg;
@@ -205,6 +212,7 @@ static int mock_open(const fc_mel_config *cfg, const fc_device *dev, unsigned wo
   atomic_store(&m->opened, 0);
   atomic_store(&m->sealed, 0);
   atomic_store(&m->released, 0);
+  atomic_store(&m->early_opens, 0);
   atomic_store(&m->held_timeout, 0);
   m->qhead = m->qtail = 0;
   m->stop = m->sticky = 0;
@@ -226,6 +234,7 @@ static void mock_stage_info(void *state, fc_fz_stage_info *info) {
   info->max_frames = m->max_frames;
   info->max_utts = m->max_utts;
   info->launch_wait = m->launch_wait;
+  info->early_refill = m->early;
 }
 
 static void *mock_stage_buffer(void *state, unsigned chunk) {
@@ -254,6 +263,8 @@ static int mock_launch(void *state, unsigned chunk, const fc_fz_launch *l) {
   }
   int rc = 0;
   pthread_mutex_lock(&m->mu);
+  if (c->held) atomic_fetch_add(&m->violations, 1); /* its output not yet released */
+  c->held = c->launched = 1; /* a launch that fails too: its utterances are failed, then released */
   if (m->sticky)
     rc = FC_EBADSTATE;
   else if (n == m->fail_launch)
@@ -320,16 +331,21 @@ static void mock_stage_event(void *state, unsigned chunk, int what) {
   mock_chunk *c = chunk < MOCK_MAX_CHUNKS ? &m->c[chunk] : NULL;
   int ok = c && chunk < atomic_load(&m->made);
   if (ok && what == FZ_STAGE_OPENED) {
-    ok = c->life == 0;
+    /* early: once the use before is finished (or its launch failed) */
+    ok = c->life == 0 || (m->early && c->life == 2 && c->launched && c->state == 0);
+    if (c->held) atomic_fetch_add(&m->early_opens, 1);
     c->life = 1;
+    c->launched = 0;
     atomic_fetch_add(&m->opened, 1);
   } else if (ok && what == FZ_STAGE_SEALED) {
     ok = c->life == 1 && c->state == 0; /* not in flight: its previous use was finished */
     c->life = 2;
     atomic_fetch_add(&m->sealed, 1);
   } else if (ok && what == FZ_STAGE_RELEASED) {
-    ok = c->life == 2 && c->state == 0; /* finished (a launch that failed leaves it idle too) */
-    c->life = 0;
+    /* finished (a launch that failed leaves it idle too); early: perhaps opened again since */
+    ok = c->held && c->state == 0 && (c->life == 2 || m->early);
+    if (c->life == 2 && c->launched) c->life = 0;
+    c->held = 0;
     atomic_fetch_add(&m->released, 1);
   } else {
     ok = 0;

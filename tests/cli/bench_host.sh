@@ -9,8 +9,9 @@
 #   - a 16-bit file read straight into staging costs two reads, the first 4 KiB and the rest
 #     (FC_FAULT=read:3, where the build has fault countdowns, is never reached; read:2 is);
 #   - FC_CUDA_RING sets staging-null's ring as it sets the CUDA backend's: one chunk of 64 Ki
-#     samples (reused many times over) stores the same records; a malformed value stops the run
-#     naming the variable;
+#     samples (reused many times over) stores the same records, refilled once committed or
+#     (":early") once the device is done with it; a malformed value stops the run naming the
+#     variable;
 #   - the script: --json gives one object per row with the documented fields, the table mode
 #     prints the rows and the four ratios; --floor adds the floor row and its ceiling line; --ring
 #     reaches the harness; bad options exit 2.
@@ -54,10 +55,12 @@ if grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null; t
 fi
 FC_CUDA_RING=1x64K "$H" staging-null list st-ring1 2 0 f32 >ring1.json 2>ring1.err ||
   fail "FC_CUDA_RING=1x64K: exit $?: $(cat ring1.err)"
-for bad in 4x 0x4M 17x1M 4x32K 4x4G x4M 4y4M; do
+FC_CUDA_RING=1x64K:early "$H" staging-null list st-ring1e 2 0 f32 >ring1e.json 2>ring1e.err ||
+  fail "FC_CUDA_RING=1x64K:early: exit $?: $(cat ring1e.err)"
+for bad in 4x 0x4M 17x1M 4x32K 4x4G x4M 4y4M 4x4M:soon 4x4M: 4x4M:early: :early; do
   FC_CUDA_RING=$bad "$H" staging-null list "st-bad$bad" 2 0 f32 >/dev/null 2>bad.err &&
     fail "FC_CUDA_RING=$bad: the run went on"
-  grep -q "FC_CUDA_RING '$bad': want CHUNKSxSAMPLES, 1 to 16 chunks of 64K to 32M samples" bad.err ||
+  grep -qF "FC_CUDA_RING '$bad': want CHUNKSxSAMPLES[:early], 1 to 16 chunks of 64K to 32M samples" bad.err ||
     fail "FC_CUDA_RING=$bad: $(cat bad.err)"
 done
 "$FC_BIN/featurize" -q --device cpu -j 2 -o st-ref - <list || fail "featurize: exit $?"
@@ -112,6 +115,10 @@ j, j1 = json.load(open("staging-null.json")), json.load(open("ring1.json"))
 check((j["ring_chunks"], j["ring_samples"]) == (4, 4 << 20), f"default ring: {j}")
 check((j1["ring_chunks"], j1["ring_samples"]) == (1, 64 << 10), f"FC_CUDA_RING=1x64K: {j1}")
 check(j1["commits"] >= 2 and records("st-ring1") == sn, f"one 64 Ki chunk: other records ({j1})")
+j2 = json.load(open("ring1e.json"))
+check((j["ring_refill"], j1["ring_refill"], j2["ring_refill"]) == ("late", "late", "early")
+      and (j2["ring_chunks"], j2["ring_samples"]) == (1, 64 << 10), f"1x64K:early: {j2}")
+check(j2["commits"] >= 2 and records("st-ring1e") == sn, f"1x64K:early: other records ({j2})")
 sys.exit(1 if bad else 0)
 PY
 
@@ -132,11 +139,12 @@ grep -q "making" bh.err || fail "the corpus was not made: $(cat bh.err)"
 "$FC_SRC/scripts/bench-host" --hours 0.01 -j 2 --reps 1 --work "$tmp/w" >bh.md 2>bh.err2 ||
   fail "bench-host: exit $?: $(cat bh.err2)"
 grep -q "making" bh.err2 && fail "the corpus was made again"
-grep -q ", ring 4 x 4,194,304 samples (staging-null), " bh.md || fail "no ring in the header: $(cat bh.md)"
-"$FC_SRC/scripts/bench-host" --hours 0.01 -j 2 --reps 1 --work "$tmp/w" --ring 2x1M --json >br.json 2>br.err ||
-  fail "bench-host --ring 2x1M: exit $?: $(cat br.err)"
-"$PY" -c 'import json,sys; r=[json.loads(l) for l in open("br.json")][2]; sys.exit((r["ring_chunks"], r["ring_samples"]) != (2, 1 << 20))' ||
-  fail "bench-host --ring 2x1M: $(cat br.json)"
+grep -q ", ring 4 x 4,194,304 samples, refilled late (staging-null), " bh.md ||
+  fail "no ring in the header: $(cat bh.md)"
+"$FC_SRC/scripts/bench-host" --hours 0.01 -j 2 --reps 1 --work "$tmp/w" --ring 2x1M:early --json >br.json 2>br.err ||
+  fail "bench-host --ring 2x1M:early: exit $?: $(cat br.err)"
+"$PY" -c 'import json,sys; r=[json.loads(l) for l in open("br.json")][2]; sys.exit((r["ring_chunks"], r["ring_samples"], r["ring_refill"]) != (2, 1 << 20, "early"))' ||
+  fail "bench-host --ring 2x1M:early: $(cat br.json)"
 "$FC_SRC/scripts/bench-host" --ring 4by4 >/dev/null 2>&1
 [ $? = 2 ] || fail "--ring 4by4: not a usage error"
 for row in cpu cpu-nomel staging-null; do

@@ -3,7 +3,8 @@
 # run"): the timeline with and without the process's start and end, the ring's realtime factor
 # and the GPU's busy time (the union of overlapping chunks), the per-chunk medians and a chunk's
 # turn (chunk 0 launched at 9.999, seen done at 10.005, launched again at 10.009) split by the
-# ring's opened, sealed and released lines; a trace that
+# ring's opened, sealed and released lines; chunk 0 opened again before its release (FC_CUDA_RING's
+# :early): its staging back at 10.006, and no turn after a release counted; a trace that
 # cannot be read, or that has no chunk, exits 2 saying so.
 set -u
 PY=${FC_PYTHON:-python3}
@@ -60,8 +61,9 @@ the ring: 20,000x realtime over its span; the GPU busy 0.009 s of it (60 %)
 | a chunk's turn: launched → seen done | 6.000 ms |
 | a chunk's turn: seen done → launched again (writers, refill) | 4.000 ms |
 | a chunk's use: opened → sealed (filled by the workers) | 1.500 ms |
-| a chunk's use: sealed → launched (last writes, the launch thread) | 1.000 ms |
+| a chunk's use: sealed → launched (last writes, the launch thread; :early: the writers of its use before) | 1.000 ms |
 | a chunk's use: seen done → released (the writers' copy and commit) | 2.000 ms |
+| a chunk's use: seen done → opened again (its staging back to the workers) | 2.500 ms |
 | a chunk's use: released → opened again (its turn in the ring) | 0.500 ms |
 OUT
 "$PY" "$GT" "$tmp/t.csv" --process 9.5 10.2 >"$tmp/out" 2>"$tmp/err" || fail "exit $?: $(cat "$tmp/err")"
@@ -75,6 +77,12 @@ grep -qxF "| plan freed | 0.050 |" "$tmp/out2" || fail "no --process: $(cat "$tm
 rc=$?
 [ $rc = 2 ] && grep -qxF "gpu-trace: $tmp/none.csv: No such file or directory" "$tmp/e" ||
   fail "missing file: exit $rc, $(cat "$tmp/e")"
+# early refill: chunk 0's next use opened at 10.006, before its release at 10.007
+sed 's/^opened,0,0,0,0,0,10.007500/opened,0,0,0,0,0,10.006000/' "$tmp/t.csv" >"$tmp/early.csv"
+"$PY" "$GT" "$tmp/early.csv" >"$tmp/out3" 2>"$tmp/err3" || fail "early: exit $?: $(cat "$tmp/err3")"
+grep -qxF "| a chunk's use: seen done → opened again (its staging back to the workers) | 1.000 ms |" \
+  "$tmp/out3" || fail "early: $(cat "$tmp/out3")"
+grep -q "released → opened again" "$tmp/out3" && fail "early: a turn after a release: $(cat "$tmp/out3")"
 head -3 "$tmp/t.csv" >"$tmp/nochunk.csv"
 "$PY" "$GT" "$tmp/nochunk.csv" >"$tmp/o" 2>"$tmp/e"
 rc=$?

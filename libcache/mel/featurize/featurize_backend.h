@@ -23,6 +23,9 @@ typedef struct fc_fz_stage_info {
   uint64_t max_frames; /* frames per chunk (sum over its utterances) */
   size_t max_utts; /* utterances per chunk */
   double launch_wait; /* seconds a chunk fills before it is launched anyway (0: 2 ms) */
+  int early_refill; /* a chunk's staging goes back to the workers once its finish returned, while
+                       the writers still read its output (its next launch waits for them); else
+                       once its utterances are committed */
 } fc_fz_stage_info;
 
 /* One launch of a chunk. Its staging buffer holds n16 int16 samples at its start (sample v stands
@@ -84,11 +87,12 @@ typedef struct fc_fz_backend {
 
 enum { FZ_STAGE_OPENED = 1, FZ_STAGE_SEALED, FZ_STAGE_RELEASED };
 
-/* The CUDA backend's ring: FC_CUDA_RING=CHUNKSxSAMPLES when set (docs/featurize.md
- * "Environment"; SAMPLES may end in K or M, binary), else 4 chunks of 4 Mi samples. FC_ECONFIG
- * with the reason in why when the variable says something else. */
+/* The CUDA backend's ring: FC_CUDA_RING=CHUNKSxSAMPLES[:early] when set (docs/featurize.md
+ * "Environment"; SAMPLES may end in K or M, binary; ":early": fc_fz_stage_info.early_refill),
+ * else 4 chunks of 4 Mi samples, refilled once committed. FC_ECONFIG with the reason in why when
+ * the variable says something else. */
 enum { FZ_RING_MAX_CHUNKS = 16, FZ_RING_MIN_SAMPLES = 64 << 10, FZ_RING_MAX_SAMPLES = 32 << 20 };
-int fz_cuda_ring_env(unsigned *chunks, size_t *samples, char *why, size_t why_len);
+int fz_cuda_ring_env(unsigned *chunks, size_t *samples, int *early, char *why, size_t why_len);
 
 /* The staging ring the CUDA backend gives (its stage_info), known without a GPU: a zero-cost
  * staging backend that stands in for the GPU on a machine without one (scripts/bench-host) takes

@@ -206,8 +206,10 @@ static int cuda_open(const fc_mel_config *cfg, const fc_device *dev, unsigned wo
   (void)workers;
   unsigned chunks;
   size_t samples;
-  int rc = fz_cuda_ring_env(&chunks, &samples, why, why_len);
+  int early;
+  int rc = fz_cuda_ring_env(&chunks, &samples, &early, why, why_len);
   if (rc) return rc;
+  (void)early; /* the pipeline's (cuda_stage_info) */
   rc = cuda_ring_create(cfg, dev->index, samples, chunks, 1, (fc_cuda_plan **)state);
   if (rc) set_why(why, why_len, rc, "%s", cuda_last_error());
   return rc;
@@ -229,21 +231,25 @@ static int ring_count(const char *s, const char *end, uint64_t *v) {
   return 1;
 }
 
-int fz_cuda_ring_env(unsigned *chunks, size_t *samples, char *why, size_t why_len) {
+int fz_cuda_ring_env(unsigned *chunks, size_t *samples, int *early, char *why, size_t why_len) {
   *chunks = CUDA_RING_CHUNKS;
   *samples = CUDA_DEFAULT_MAX_SAMPLES;
+  *early = 0;
   const char *e = getenv("FC_CUDA_RING");
   if (!e || !*e) return 0;
-  const char *x = strchr(e, 'x');
+  const char *x = strchr(e, 'x'), *colon = strchr(e, ':');
+  const char *end = colon ? colon : e + strlen(e);
   uint64_t c = 0, n = 0;
-  if (!x || !ring_count(e, x, &c) || !ring_count(x + 1, x + strlen(x), &n) || c < 1 ||
-      c > FZ_RING_MAX_CHUNKS || n < FZ_RING_MIN_SAMPLES || n > FZ_RING_MAX_SAMPLES)
+  if (!x || x > end || !ring_count(e, x, &c) || !ring_count(x + 1, end, &n) || c < 1 ||
+      c > FZ_RING_MAX_CHUNKS || n < FZ_RING_MIN_SAMPLES || n > FZ_RING_MAX_SAMPLES ||
+      (colon && strcmp(colon, ":early") != 0))
     return set_why(why, why_len, FC_ECONFIG,
-                   "FC_CUDA_RING '%s': want CHUNKSxSAMPLES, 1 to %d chunks of 64K to 32M samples "
-                   "(e.g. 4x4M, the default)",
+                   "FC_CUDA_RING '%s': want CHUNKSxSAMPLES[:early], 1 to %d chunks of 64K to 32M "
+                   "samples (e.g. 4x4M, the default)",
                    e, FZ_RING_MAX_CHUNKS);
   *chunks = (unsigned)c;
   *samples = (size_t)n;
+  *early = colon != NULL;
   return 0;
 }
 
@@ -254,13 +260,15 @@ int fz_cuda_stage_geometry(const fc_mel_config *cfg, fc_fz_stage_info *info, cha
   memset(info, 0, sizeof *info);
   unsigned chunks;
   size_t samples;
-  int rc = fz_cuda_ring_env(&chunks, &samples, why, why_len);
+  int early;
+  int rc = fz_cuda_ring_env(&chunks, &samples, &early, why, why_len);
   if (rc) return rc;
   info->chunks = chunks;
   info->capacity = samples;
   info->max_frames = cuda_ring_max_frames(cfg, samples);
   info->max_utts = CUDA_RING_MAX_UTTS;
   info->launch_wait = 0; /* the pipeline's 2 ms */
+  info->early_refill = early;
   return 0;
 }
 
@@ -270,6 +278,9 @@ static void cuda_stage_info(void *state, fc_fz_stage_info *info) {
   info->max_frames = cuda_ring_plan_frames(state);
   info->max_utts = cuda_ring_max_utts(state);
   info->launch_wait = 0; /* the pipeline's 2 ms */
+  unsigned chunks; /* the ring's refill, as FC_CUDA_RING said at open (checked there) */
+  size_t samples;
+  if (fz_cuda_ring_env(&chunks, &samples, &info->early_refill, NULL, 0)) info->early_refill = 0;
 }
 
 static void *cuda_stage_buffer(void *state, unsigned chunk) {

@@ -20,16 +20,21 @@
  *     (the backend's output buffer, pinned memory on CUDA);
  *   the writers (featurize_sink.c): copy each utterance's features from there into the store's
  *     page, checksum them there and commit; the chunk goes back to the ring when its last
- *     utterance is committed (or failed): chunk_release, through the jobs' hold;
+ *     utterance is committed (or failed): chunk_release, through the jobs' hold. With the
+ *     backend's early_refill its staging goes back sooner, once the completion thread handed its
+ *     utterances on: the workers fill its next use while the writers read its output, and the
+ *     launch thread launches that use only once they are through (out_held);
  *   the grower (fz_grow_main, a backend with stage_grow): makes chunks 1.. while chunk 0 fills,
  *     each opened as soon as it is made (a worker that reached it waits till then).
  *
  * A chunk's life: (UNMADE ->) FREE -> FILLING (reservations) -> SEALED (closed; writes may be in
- * progress) -> LAUNCHED -> WRITING (with the writers) -> FREE. fill_seq >= launch_seq >= done_seq count the
+ * progress) -> LAUNCHED -> WRITING (with the writers) -> FREE; with early_refill WRITING -> FILLING
+ * too (its output still with the writers: out_held). fill_seq >= launch_seq >= done_seq count the
  * uses of the ring filled, launched and completed; use seq is chunk seq % ring_live (the chunks,
  * or the chunks made when the backend could not make them all: fz_grow_main). A chunk is
- * opened (its word zeroed) only for the use fill_seq, under bmu, once it is FREE: by whoever
- * seals the use before it if it is free then, else by chunk_release.
+ * opened (its word zeroed) only for the use fill_seq, under bmu, once it is FREE (or WRITING, with
+ * early_refill): by whoever seals the use before it if it is free then, else by chunk_release or
+ * the completion thread.
  *
  * The device stage for a staging backend (the CPU's side is featurize_compute.c): called by the
  * source (featurize_source.c), calls down the line only: sink, job (featurize_int.h). */
@@ -68,6 +73,8 @@ struct fz_chunk {
   fz_hold hold; /* its jobs, while they are with the writers */
   /* under bmu */
   int state;
+  int out_held; /* its output is with the writers: of the use launched last, which may be the one
+                   before the use filling it now */
   uint64_t seq; /* the use of the ring it holds */
   uint64_t sealed; /* its word when it was sealed */
   int rc; /* the launch's result */
@@ -151,7 +158,9 @@ void fz_stage_free(fz_run *r) {
 /* Open chunk c for the use fill_seq if it is that use's chunk and free. Under bmu. */
 static void open_if_free(fz_run *r, fz_chunk *c) {
   const uint64_t seq = atomic_load(&r->fill_seq);
-  if (c != chunk_at(r, seq) || c->state != FZ_FREE) return;
+  if (c != chunk_at(r, seq) ||
+      !(c->state == FZ_FREE || (c->state == FZ_WRITING && r->ring.early_refill)))
+    return;
   c->state = FZ_FILLING;
   c->seq = seq;
   c->rc = 0;
@@ -274,7 +283,8 @@ void *fz_launch_main(void *arg) {
     if (r->launch_seq < fill) { /* sealed: launch once its samples are written */
       fz_chunk *c = chunk_at(r, r->launch_seq);
       const uint64_t count = w_count(c->sealed);
-      if (atomic_load(&c->written) < count) {
+      if (atomic_load(&c->written) < count || c->out_held) { /* its writes, or the writers of
+                                                               its use before, not done */
         pthread_cond_wait(&r->bcv_launch, &r->bmu);
         continue;
       }
@@ -290,6 +300,7 @@ void *fz_launch_main(void *arg) {
                         .dtype = r->cfg->dtype};
       const unsigned index = chunk_index(r, r->launch_seq);
       if (r->in_flight++ == 0) r->busy_since = fz_now();
+      c->out_held = 1; /* till chunk_release */
       pthread_mutex_unlock(&r->bmu);
       int rc = r->be->launch(r->be_state, index, &l);
       pthread_mutex_lock(&r->bmu);
@@ -331,9 +342,12 @@ static void chunk_release(fz_hold *h) {
   fz_chunk *c = (fz_chunk *)(void *)((char *)h - offsetof(fz_chunk, hold));
   fz_run *r = c->run;
   pthread_mutex_lock(&r->bmu);
-  c->state = FZ_FREE;
+  c->out_held = 0;
+  if (c->state == FZ_WRITING) c->state = FZ_FREE; /* else being filled again, or completing */
   stage_event(r, c, FZ_STAGE_RELEASED);
   open_if_free(r, c);
+  if (r->ring.early_refill) /* the launch thread may be waiting to launch the chunk's next use */
+    pthread_cond_signal(&r->bcv_launch);
   pthread_mutex_unlock(&r->bmu);
 }
 
@@ -384,7 +398,6 @@ void *fz_complete_main(void *arg) {
       const unsigned index = chunk_index(r, r->done_seq);
       const size_t count = (size_t)w_count(c->sealed);
       int rc = c->rc;
-      c->state = FZ_WRITING;
       r->done_seq++;
       pthread_mutex_unlock(&r->bmu);
       const void *out = NULL;
@@ -396,6 +409,10 @@ void *fz_complete_main(void *arg) {
       pthread_mutex_unlock(&r->bmu);
       complete(r, c, count, rc, out);
       pthread_mutex_lock(&r->bmu);
+      /* Its staging and its per-utterance arrays are used up: the next use may fill them while
+       * the writers still read its output (launched only once they are through). */
+      c->state = c->out_held ? FZ_WRITING : FZ_FREE;
+      open_if_free(r, c);
       continue;
     }
     if (r->launcher_done) break;
