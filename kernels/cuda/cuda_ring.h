@@ -53,7 +53,8 @@ void *cuda_ring_staging(fc_cuda_plan *p, unsigned slot);
 int cuda_ring_launch(fc_cuda_plan *p, unsigned slot, size_t count, const uint64_t *sample_off,
                      const uint64_t *len, size_t n16, size_t nf, int dtype);
 /* Wait for chunk `slot`; *out: its utterances' features, packed in launch order, in the pinned
- * output buffer (valid until the chunk is launched again). */
+ * output buffer (valid until the chunk is launched again). Its staging buffer may be written again
+ * once this returned: the device has read it. */
 int cuda_ring_finish(fc_cuda_plan *p, unsigned slot, const void **out);
 /* A moment of chunk `slot`'s life in its user's hands ("opened", "sealed", "released": featurize's
  * staging ring) written to the plan's trace (FC_CUDA_TRACE) with the time now; nothing without
