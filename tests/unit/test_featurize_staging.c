@@ -25,10 +25,10 @@
  *     the others by the grower thread in turn, none asked for or launched before it is made; one
  *     that cannot be made leaves the ring at the chunks before it and the run goes round them;
  *   - a failed launch or finish fails exactly the utterances it carried, each with its reason,
- *     for each launch and each finish of a run failing in turn;
+ *     for each launch and each finish of a run failing in turn (half of them refilled early);
  *   - every allocation of a run failing in turn (FC_FAULT=alloc:N) leaves it accounted for;
  *   - every commit failing in turn (FC_FAULT=commit:N) with 1 to 3 writers: the ring drains, the
- *     run ends, everything accounted for.
+ *     run ends, everything accounted for (these two loops, too, half refilled early).
  * Shapes write into split stores of 1 to 3 parts, one writer each. */
 #include "featcache/fc_audio.h"
 #include "featcache/fc_featurize.h"
@@ -729,6 +729,7 @@ int main(void) {
       sh.jobs = 1 + n % 4;
       sh.broken_file = -1;
       sh.stream = n % 2;
+      sh.early = (n / 2) % 2; /* and with early refill: a failed use gives its chunk back too */
       if (which == 0)
         sh.fail_launch = n;
       else
@@ -748,6 +749,7 @@ int main(void) {
       sh = base_shape();
       sh.capacity = 6000;
       sh.jobs = 1 + n % 3;
+      sh.early = (n / 3) % 2;
       sh.alloc_fault = n;
       int before = failures;
       run_shape(dir, &items, &sh, number);
@@ -777,6 +779,7 @@ int main(void) {
                        wait for a chunk */
       sh.commit_fault = n;
       sh.stream = n % 2; /* items held by their jobs only: reported before they are let go */
+      sh.early = (n / 2) % 2; /* a chunk refilled early waits to launch for those writers */
       int before = failures;
       run_shape(dir, &items, &sh, number);
       runs++;
