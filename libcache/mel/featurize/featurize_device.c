@@ -206,10 +206,8 @@ static int cuda_open(const fc_mel_config *cfg, const fc_device *dev, unsigned wo
   (void)workers;
   unsigned chunks;
   size_t samples;
-  int early;
-  int rc = fz_cuda_ring_env(&chunks, &samples, &early, why, why_len);
+  int rc = fz_cuda_ring_env(&chunks, &samples, NULL, why, why_len); /* :early: cuda_stage_info */
   if (rc) return rc;
-  (void)early; /* the pipeline's (cuda_stage_info) */
   rc = cuda_ring_create(cfg, dev->index, samples, chunks, 1, (fc_cuda_plan **)state);
   if (rc) set_why(why, why_len, rc, "%s", cuda_last_error());
   return rc;
@@ -234,7 +232,7 @@ static int ring_count(const char *s, const char *end, uint64_t *v) {
 int fz_cuda_ring_env(unsigned *chunks, size_t *samples, int *early, char *why, size_t why_len) {
   *chunks = CUDA_RING_CHUNKS;
   *samples = CUDA_DEFAULT_MAX_SAMPLES;
-  *early = 0;
+  if (early) *early = 0;
   const char *e = getenv("FC_CUDA_RING");
   if (!e || !*e) return 0;
   const char *x = strchr(e, 'x'), *colon = strchr(e, ':');
@@ -249,7 +247,7 @@ int fz_cuda_ring_env(unsigned *chunks, size_t *samples, int *early, char *why, s
                    e, FZ_RING_MAX_CHUNKS);
   *chunks = (unsigned)c;
   *samples = (size_t)n;
-  *early = colon != NULL;
+  if (early) *early = colon != NULL;
   return 0;
 }
 
@@ -260,15 +258,13 @@ int fz_cuda_stage_geometry(const fc_mel_config *cfg, fc_fz_stage_info *info, cha
   memset(info, 0, sizeof *info);
   unsigned chunks;
   size_t samples;
-  int early;
-  int rc = fz_cuda_ring_env(&chunks, &samples, &early, why, why_len);
+  int rc = fz_cuda_ring_env(&chunks, &samples, &info->early_refill, why, why_len);
   if (rc) return rc;
   info->chunks = chunks;
   info->capacity = samples;
   info->max_frames = cuda_ring_max_frames(cfg, samples);
   info->max_utts = CUDA_RING_MAX_UTTS;
   info->launch_wait = 0; /* the pipeline's 2 ms */
-  info->early_refill = early;
   return 0;
 }
 
