@@ -303,10 +303,11 @@ static void print_stages(const fc_featurize_stats *st) {
   fprintf(stderr,
           "%s: stages (busy s): start-up %.3f, read %.3f, hash %.3f, decode %.3f, staging %.3f, "
           "compute %.3f, "
-          "write %.3f; waits (s): workers on the writer %.3f, writer on the workers %.3f; "
-          "%u worker%s, %u writer%s, %.3f s wall: %s\n",
+          "write %.3f; waits (s): workers on the writer %.3f, workers on the device %.3f, writer "
+          "on the workers %.3f; %u worker%s, %u writer%s, %.3f s wall: %s\n",
           fc_cli_tool, st->setup_seconds, st->read_seconds, st->hash_seconds, st->decode_seconds,
-          st->staging_seconds, st->compute_seconds, st->write_seconds, st->queue_wait_seconds,
+          st->staging_seconds, st->compute_seconds, st->write_seconds,
+          st->queue_wait_seconds - st->device_wait_seconds, st->device_wait_seconds,
           st->writer_wait_seconds, st->workers, st->workers == 1 ? "" : "s", st->writers,
           st->writers == 1 ? "" : "s", st->wall_seconds, st->bound);
 }
@@ -330,14 +331,14 @@ static void print_json(const fc_featurize_stats *st, const fc_mel_config *cfg, c
       "\"total\":%llu,\"audio_seconds\":%.3f,\"wall_seconds\":%.6f,"
       "\"stages\":{\"setup\":%.6f,\"read\":%.6f,\"hash\":%.6f,\"decode\":%.6f,\"staging\":%.6f,"
       "\"compute\":%.6f,\"write\":%.6f},\"waits\":{\"workers_on_writer\":%.6f,"
-      "\"writer_on_workers\":%.6f},\"workers\":%u,\"writers\":%u,\"bound\":\"%s\","
-      "\"config_digest\":\"%s\",\"preset\":",
+      "\"workers_on_device\":%.6f,\"writer_on_workers\":%.6f},\"workers\":%u,\"writers\":%u,"
+      "\"bound\":\"%s\",\"config_digest\":\"%s\",\"preset\":",
       (unsigned long long)st->processed, (unsigned long long)st->skipped_existing,
       (unsigned long long)st->failed, (unsigned long long)st->not_started,
       (unsigned long long)st->total, st->audio_seconds, st->wall_seconds, st->setup_seconds,
       st->read_seconds, st->hash_seconds, st->decode_seconds, st->staging_seconds,
-      st->compute_seconds, st->write_seconds, st->queue_wait_seconds, st->writer_wait_seconds,
-      st->workers, st->writers, st->bound, hex);
+      st->compute_seconds, st->write_seconds, st->queue_wait_seconds - st->device_wait_seconds,
+      st->device_wait_seconds, st->writer_wait_seconds, st->workers, st->writers, st->bound, hex);
   if (cfg->preset[0])
     fc_json_write_string(stdout, cfg->preset);
   else

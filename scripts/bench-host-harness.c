@@ -306,16 +306,16 @@ static int report(const char *row, const fc_featurize_stats *st, double wall,
       "\"involuntary_ctx_switches\":%ld,\"ctx_switches_per_utt\":%.4f,"
       "\"stages\":{\"setup\":%.6f,\"read\":%.6f,\"hash\":%.6f,\"decode\":%.6f,\"staging\":%.6f,"
       "\"compute\":%.6f,\"write\":%.6f},\"waits\":{\"workers_on_writer\":%.6f,"
-      "\"writer_on_workers\":%.6f},\"workers\":%u,\"writers\":%u,\"commits\":%llu,"
+      "\"workers_on_device\":%.6f,\"writer_on_workers\":%.6f},\"workers\":%u,\"writers\":%u,\"commits\":%llu,"
       "\"dtype\":\"%s\",\"bound\":\"%s\",\"ring_chunks\":%u,\"ring_samples\":%zu,"
       "\"ring_refill\":\"%s\"}\n",
       row, (unsigned long long)st->processed, st->audio_seconds, wall, st->audio_seconds / wall,
       user, sys, (user + sys) / hours, wall > 0 ? (user + sys) / wall : 0.0, vcs, ics,
       (double)(vcs + ics) / (double)st->processed, st->setup_seconds, st->read_seconds,
       st->hash_seconds, st->decode_seconds, st->staging_seconds, st->compute_seconds,
-      st->write_seconds, st->queue_wait_seconds, st->writer_wait_seconds, st->workers, st->writers,
-      (unsigned long long)st->committed_batches, dtype_name, st->bound, ring_chunks, ring_samples,
-      ring_early ? "early" : "late");
+      st->write_seconds, st->queue_wait_seconds - st->device_wait_seconds, st->device_wait_seconds,
+      st->writer_wait_seconds, st->workers, st->writers, (unsigned long long)st->committed_batches,
+      dtype_name, st->bound, ring_chunks, ring_samples, ring_early ? "early" : "late");
   return 0;
 }
 

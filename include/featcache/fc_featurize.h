@@ -141,9 +141,9 @@ typedef struct fc_featurize_stats {
                                  stage's (CUDA: wall seconds with a chunk in flight) */
   double write_seconds; /* the writers: building and committing transactions (on CUDA also
                                  copying the features out of pinned memory), syncs */
-  double queue_wait_seconds; /* workers (and the compute stage) blocked on a full queue: the
-                                 writer (or, workers waiting for a free staging chunk, the
-                                 compute stage) is behind */
+  double queue_wait_seconds; /* workers blocked on a full queue (the writer is behind) or, on
+                                 a staging backend, waiting for a free staging chunk (held by
+                                 the device or the writers: device_wait_seconds) */
   double writer_wait_seconds; /* the writers idle with nothing queued: the workers are behind */
   unsigned workers; /* worker threads that ran */
   unsigned writers; /* writer threads (parts of a split store; 1 for a plain store) */
@@ -161,6 +161,9 @@ typedef struct fc_featurize_stats {
    * id), and deleted for ids stored (or found stored) under this config. */
   uint64_t failures_recorded;
   uint64_t failures_cleared;
+  double device_wait_seconds; /* of queue_wait_seconds (a staging backend, CUDA): the workers
+                                 waiting for a free staging chunk while it was on the device;
+                                 the rest of their waits the writers held it */
 } fc_featurize_stats;
 
 /* The bound the stage times of st imply, on a device of kind `device` (the rule of

@@ -33,7 +33,7 @@ PY
 ncpu=$(nproc)
 grep -q '^| run | wall s | realtime factor | GPU busy % | stage split (busy s) | bound |$' "$tmp/out" ||
   fail "no table header: $(cat "$tmp/out")"
-split='setup [0-9.]+, read [0-9.]+, hash [0-9.]+, decode [0-9.]+, (staging [0-9.]+, )?compute [0-9.]+, write [0-9.]+; waits: workers [0-9.]+, writer [0-9.]+'
+split='setup [0-9.]+, read [0-9.]+, hash [0-9.]+, decode [0-9.]+, (staging [0-9.]+, )?compute [0-9.]+, write [0-9.]+; waits: workers on the writers [0-9.]+, on the device [0-9.]+, writers [0-9.]+'
 check_row() { # label (a regex), -j and writers in its split
   grep -qE "^\| featurize --device cpu $1 \| [0-9.]+ \| [0-9,]+x \| - \| $split; -j $2, $3 writers; featurize's own wall [0-9.]+ s \| [a-zA-Z-]+-bound \|$" "$tmp/out" ||
     fail "no row '$1': $(cat "$tmp/out")"

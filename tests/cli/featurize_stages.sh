@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # featurize's stage accounting (docs/featurize.md "Stage accounting"): --json carries busy seconds
-# per stage (setup, read, hash, decode, staging, compute, write; thread CPU time), the waits on each side of the queue, the
+# per stage (setup, read, hash, decode, staging, compute, write; thread CPU time), the waits on each side of the queue
+# (the workers' split by what they waited on: the writer, or a GPU's staging chunk on the device), the
 # workers and the bound; -v prints the same as one line. Checked: every field present and >= 0;
 # worker stages within workers x wall, the writer's within wall; the bound is the one the
 # documented rule gives for these numbers; -v and --json agree; a rerun (all skipped) does no
@@ -46,10 +47,15 @@ def bound(j):  # the rule of docs/featurize.md, restated
         return "idle"
     if s["setup"] > run:
         return "start-up-bound"
-    span = run if run > 0 else 1e-9
-    if s["write"] / span >= pool / (span * w):
+    wt = j["waits"]
+    ring = j["device"].startswith("cuda")  # the staging ring: what held the workers' waits
+    if ring:
+        held = wt["workers_on_writer"] + wt["workers_on_device"]
+        if held > pool - s["compute"]:
+            return "GPU-bound" if wt["workers_on_device"] * 2 > held else "write-bound"
+    elif s["write"] / max(j["writers"], 1) >= pool / w:
         return "write-bound"
-    order = ["read", "hash", "decode", "staging", "compute"]
+    order = ["read", "hash", "decode", "staging"] + ([] if ring else ["compute"])
     name = max(order, key=lambda k: (s[k], -order.index(k)))
     return {"compute": "GPU-bound" if j["device"].startswith("cuda") else "compute-bound"}.get(name, name + "-bound")
 
@@ -66,11 +72,13 @@ for path in (sys.argv[1], sys.argv[3]):
     st, wt = j["stages"], j["waits"]
     if sorted(st) != ["compute", "decode", "hash", "read", "setup", "staging", "write"]:
         fail(f"{path}: stages {sorted(st)}")
-    if sorted(wt) != ["workers_on_writer", "writer_on_workers"]:
+    if sorted(wt) != ["workers_on_device", "workers_on_writer", "writer_on_workers"]:
         fail(f"{path}: waits {sorted(wt)}")
+    if not j["device"].startswith("cuda") and wt["workers_on_device"] != 0:
+        fail(f"{path}: waits on a device on the CPU: {wt}")
     if any(v < 0 for v in list(st.values()) + list(wt.values())):
         fail(f"{path}: a negative time: {st} {wt}")
-    pool = st["read"] + st["hash"] + st["decode"] + st["staging"] + st["compute"] + wt["workers_on_writer"]
+    pool = st["read"] + st["hash"] + st["decode"] + st["staging"] + st["compute"] + wt["workers_on_writer"] + wt["workers_on_device"]
     wall = j["wall_seconds"]
     if pool > j["workers"] * wall + 0.01:
         fail(f"{path}: worker stages {pool:.4f} s exceed {j['workers']} x {wall:.4f} s")
@@ -93,16 +101,16 @@ if len(line) != 1:
     fail(f"-v: {len(line)} stages lines")
 else:
     m = re.search(r"start-up ([\d.]+), read ([\d.]+), hash ([\d.]+), decode ([\d.]+), staging ([\d.]+), compute ([\d.]+), "
-                  r"write ([\d.]+); waits \(s\): workers on the writer ([\d.]+), writer on the workers "
-                  r"([\d.]+); (\d+) workers?, (\d+) writers?, ([\d.]+) s wall: (\S+)$", line[0])
+                  r"write ([\d.]+); waits \(s\): workers on the writer ([\d.]+), workers on the device ([\d.]+), "
+                  r"writer on the workers ([\d.]+); (\d+) workers?, (\d+) writers?, ([\d.]+) s wall: (\S+)$", line[0])
     if not m:
         fail(f"-v line: {line[0]!r}")
     else:
-        got = [float(x) for x in m.groups()[:9]]
+        got = [float(x) for x in m.groups()[:10]]
         want = [first["stages"][k] for k in ("setup", "read", "hash", "decode", "staging", "compute", "write")] + \
-               [first["waits"]["workers_on_writer"], first["waits"]["writer_on_workers"]]
-        if any(abs(a - b) > 0.0006 for a, b in zip(got, want)) or m.group(13) != first["bound"] \
-                or int(m.group(11)) != first["writers"] or first["writers"] != 1:
+               [first["waits"][k] for k in ("workers_on_writer", "workers_on_device", "writer_on_workers")]
+        if any(abs(a - b) > 0.0006 for a, b in zip(got, want)) or m.group(14) != first["bound"] \
+                or int(m.group(12)) != first["writers"] or first["writers"] != 1:
             fail(f"-v and --json disagree: {line[0]!r} vs {first}")
 print("stages:", first["stages"], first["waits"], first["bound"])
 sys.exit(1 if fails else 0)

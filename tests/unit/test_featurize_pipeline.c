@@ -5,7 +5,8 @@
  * numbers of fc_featurize_file; short ones carry producer 2 and the same numbers; a backend failure
  * fails that item only, with its reason; counts add up on every path (a bad file, the stop flag);
  * the stage accounting is filled in and its bound follows the documented rule
- * (fc_featurize_bound, checked on constructed stats). */
+ * (fc_featurize_bound, checked on constructed stats, the staging ring's too); a slow device holds
+ * the workers' waits for a chunk and bounds the run (GPU-bound). */
 #include "featcache/fc_audio.h"
 #include "featcache/fc_featurize.h"
 #include "featcache/fc_format.h"
@@ -150,6 +151,25 @@ static void bound_rule(void) {
   CHECK(strcmp(fc_featurize_bound(&st, FC_DEVICE_CPU), "hash-bound") == 0, "hash");
   st.setup_seconds = 6; /* more than the 4.5 s after it */
   CHECK(strcmp(fc_featurize_bound(&st, FC_DEVICE_CUDA), "start-up-bound") == 0, "start-up");
+
+  /* A staging ring (a GPU): the workers' waits for a free chunk against their work, and what held
+   * the chunks. The compute stage's in-flight time alone names nothing, however long. */
+  memset(&st, 0, sizeof st);
+  st.compute_stage = 1;
+  st.workers = 4, st.writers = 2;
+  st.wall_seconds = 10.5, st.setup_seconds = 0.5;
+  st.read_seconds = 2, st.hash_seconds = 1, st.staging_seconds = 3; /* the pool worked 6 s */
+  st.compute_seconds = 9.9, st.write_seconds = 4;
+  st.queue_wait_seconds = 20, st.device_wait_seconds = 15; /* waited 20 s, 15 on the device */
+  CHECK(strcmp(fc_featurize_bound(&st, FC_DEVICE_CUDA), "GPU-bound") == 0, "ring: GPU");
+  st.device_wait_seconds = 10; /* half of it: not more than the writers held them */
+  CHECK(strcmp(fc_featurize_bound(&st, FC_DEVICE_CUDA), "write-bound") == 0, "ring: write, even");
+  st.device_wait_seconds = 2;
+  CHECK(strcmp(fc_featurize_bound(&st, FC_DEVICE_CUDA), "write-bound") == 0, "ring: write");
+  st.queue_wait_seconds = 5.9, st.device_wait_seconds = 5.9; /* waited less than they worked */
+  CHECK(strcmp(fc_featurize_bound(&st, FC_DEVICE_CUDA), "staging-bound") == 0, "ring: staging");
+  st.read_seconds = 3.5;
+  CHECK(strcmp(fc_featurize_bound(&st, FC_DEVICE_CUDA), "read-bound") == 0, "ring: read");
 }
 
 /* Every stored record: producer 1 for the long one (the CPU fallback), 2 for the others; the
@@ -404,6 +424,7 @@ int main(void) {
     CHECK(atomic_load(&the_mock.violations) == 0, "staging: %u launch or staging violations",
           atomic_load(&the_mock.violations));
     CHECK(st.compute_stage == 1 && st.compute_seconds > 0 &&
+              st.device_wait_seconds <= st.queue_wait_seconds + 1e-9 &&
               strcmp(st.bound, fc_featurize_bound(&st, FC_DEVICE_CUDA)) == 0,
           "staging: stage accounting");
     check_records(store, &c2, &cd2, paths, -1);
@@ -425,6 +446,25 @@ int main(void) {
         "failed launch: rc %d failed %llu reason '%s'", rc, (unsigned long long)st.failed,
         ev.reason[0]);
   the_fake.broken_len = 0;
+
+  /* A slow device (each chunk 20 ms on the mock's device thread, one utterance a chunk, two
+   * chunks): the workers wait for chunks that are on the device, and the run says GPU-bound. */
+  mock_setup(0);
+  the_mock.max_utts = 1;
+  the_mock.delay_us = 20000;
+  snprintf(store, sizeof store, "%s/st_slow_device", dir);
+  CHECK(fc_store_open(store, FC_STORE_CREATE | FC_STORE_NOSYNC, &s) == 0, "open");
+  rc = fz_pipeline_run(s, &cfg, items.items, NFILES, &o, &mock_backend, &st, why, sizeof why);
+  fc_store_close(s);
+  CHECK(rc == 0 && st.processed == NFILES && counts_add_up(&st), "slow device: rc %d (%s)", rc,
+        why);
+  CHECK(st.queue_wait_seconds > 0 && st.device_wait_seconds > 0.5 * st.queue_wait_seconds &&
+            st.device_wait_seconds <= st.queue_wait_seconds + 1e-9 &&
+            strcmp(st.bound, "GPU-bound") == 0,
+        "slow device: waited %.4f s for chunks, %.4f s of it on the device, bound %s",
+        st.queue_wait_seconds, st.device_wait_seconds, st.bound);
+  printf("slow device: the workers waited %.3f s for a chunk, %.3f s of it on the device: %s\n",
+         st.queue_wait_seconds, st.device_wait_seconds, st.bound);
 
   /* The launch deadline (see deadline_case). */
   deadline_case(dir, &cfg);

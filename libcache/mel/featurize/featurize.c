@@ -39,25 +39,30 @@ void fc_featurize_opts_init(fc_featurize_opts *o) {
   o->device.kind = FC_DEVICE_AUTO;
 }
 
-/* The bound the stage times imply (docs/featurize.md "Stage accounting"). The pipeline has two
- * resources: the worker pool (jobs threads: read, hash, decode, staging, compute) and the writers.
- * The busier of the two, as a share of its capacity over the time after start-up, is the bound;
- * within the pool, the stage with the most busy seconds names it (compute on a GPU: "GPU-bound").
- * A run whose start-up took longer than the rest is "start-up-bound". */
+/* The bound the stage times imply (docs/featurize.md "Stage accounting"). A run whose start-up
+ * took longer than the rest is "start-up-bound". On the CPU the pipeline has two resources: the
+ * worker pool (jobs threads: read, hash, decode, compute) and the writers; the busier of the two,
+ * as a share of its threads, is the bound. On a staging backend (a GPU) the workers feed a ring
+ * of chunks that the device and then the writers hold: when the workers waited for a free chunk
+ * longer than they worked, whichever held the chunks more of that wait is the bound ("GPU-bound"
+ * or "write-bound"; a GPU's compute time with chunks in flight says nothing of how busy it was).
+ * Otherwise the pool's stage with the most busy seconds names it. */
 const char *fc_featurize_bound(const fc_featurize_stats *st, fc_device_kind device) {
   const double pool = st->read_seconds + st->hash_seconds + st->decode_seconds +
                       st->staging_seconds + st->compute_seconds;
   const double run = st->wall_seconds - st->setup_seconds;
   if (pool + st->write_seconds <= 0 || st->workers == 0) return "idle";
   if (st->setup_seconds > run) return "start-up-bound";
-  const double span = run > 0 ? run : 1e-9;
-  const double u_writer = st->write_seconds / (span * (st->writers > 1 ? st->writers : 1));
-  const int stage = st->compute_stage; /* compute on its own thread (a GPU): three resources */
-  const double u_pool = (pool - (stage ? st->compute_seconds : 0)) / (span * st->workers);
-  const double u_stage = stage ? st->compute_seconds / span : 0;
-  if (u_writer >= u_pool && u_writer >= u_stage) return "write-bound";
   const char *compute = device == FC_DEVICE_CUDA ? "GPU-bound" : "compute-bound";
-  if (stage && u_stage >= u_pool) return compute;
+  const int stage = st->compute_stage; /* compute on its own stage (a GPU): the staging ring */
+  if (stage) {
+    /* The workers waited for a free staging chunk longer than they worked: what held the chunks
+     * bound the run, the device or the writers; else the workers' own stages did. */
+    const double held = st->queue_wait_seconds, on_device = st->device_wait_seconds;
+    if (held > pool - st->compute_seconds) return on_device * 2 > held ? compute : "write-bound";
+  } else if (st->write_seconds / (st->writers > 1 ? st->writers : 1) >= pool / st->workers) {
+    return "write-bound"; /* the writers' utilization at least the workers' */
+  }
   double best = st->read_seconds;
   const char *name = "read-bound";
   if (st->hash_seconds > best) best = st->hash_seconds, name = "hash-bound";
@@ -312,6 +317,7 @@ static int run_write_and_join(fz_run *r, run_threads *t, int rc, char *why, size
     r->st.compute_seconds += tm->compute;
     r->st.staging_seconds += tm->staging;
     r->st.queue_wait_seconds += tm->queue_wait;
+    r->st.device_wait_seconds += tm->device_wait;
     fc_mel_plan_free(t->workers[w].fallback);
   }
   if (t->stage_started) {

@@ -159,6 +159,7 @@ struct fz_run {
  * of each stage, and the wall seconds it waited on a full queue or for a free staging chunk. */
 typedef struct fz_times {
   double read, hash, decode, staging, compute, queue_wait;
+  double device_wait; /* of queue_wait: waiting for a staging chunk while it was on the device */
 } fz_times;
 
 typedef struct fz_worker {

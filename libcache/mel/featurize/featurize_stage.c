@@ -78,6 +78,11 @@ struct fz_chunk {
   uint64_t seq; /* the use of the ring it holds */
   uint64_t sealed; /* its word when it was sealed */
   int rc; /* the launch's result */
+  /* Its time on the device (from a launch until the completion thread saw it done), summed over
+   * its uses, and when the use on the device now was launched: what held a worker waiting for it
+   * (device_clock). */
+  double on_device, launched;
+  int launched_now;
   void *staging; /* the backend's, ring.capacity * 4 bytes */
   /* Per utterance, in reservation order (= launch order = output order): */
   fz_job **jobs;
@@ -94,6 +99,14 @@ static unsigned chunk_index(fz_run *r, uint64_t seq) {
 static fz_chunk *chunk_at(fz_run *r, uint64_t seq) { return &r->chunks[chunk_index(r, seq)]; }
 
 static void chunk_release(fz_hold *h);
+
+/* Chunk c's time on the device up to `now` (under bmu): of a worker's wait for c, the difference
+ * at its end and its start is the part c was on the device, whatever uses of c came and went
+ * meanwhile. The rest of the wait the writers held c (its output being copied and committed; with
+ * early refill, its launch waiting for them), or, at the start, the grower. */
+static double device_clock(const fz_chunk *c, double now) {
+  return c->on_device + (c->launched_now ? now - c->launched : 0);
+}
 
 /* The backend's stage_event, where it has one (a trace). Under bmu, or before the threads start. */
 static void stage_event(fz_run *r, fz_chunk *c, int what) {
@@ -217,10 +230,14 @@ void *fz_stage_reserve(fz_run *r, size_t n, uint64_t frames, int i16, fz_slot *s
     if (w & W_CLOSED) { /* sealed and not yet moved on, or the next use's chunk is not free (or
                            not made yet) */
       pthread_mutex_lock(&r->bmu);
-      if (atomic_load(&r->fill_seq) == seq && (atomic_load(&chunk_at(r, seq)->word) & W_CLOSED)) {
-        double tw = fz_now(); /* the ring is full: every chunk sealed, in flight or writing */
+      fz_chunk *b = chunk_at(r, seq);
+      if (atomic_load(&r->fill_seq) == seq && (atomic_load(&b->word) & W_CLOSED)) {
+        const double tw = fz_now(); /* the ring is full: every chunk sealed, in flight or writing */
+        const double dw = device_clock(b, tw);
         pthread_cond_wait(&r->bcv_space, &r->bmu);
-        tm->queue_wait += fz_now() - tw;
+        const double now = fz_now();
+        tm->queue_wait += now - tw;
+        tm->device_wait += device_clock(b, now) - dw;
       }
       pthread_mutex_unlock(&r->bmu);
       continue;
@@ -299,7 +316,9 @@ void *fz_launch_main(void *arg) {
                         .frames = w_frames(c->sealed),
                         .dtype = r->cfg->dtype};
       const unsigned index = chunk_index(r, r->launch_seq);
-      if (r->in_flight++ == 0) r->busy_since = fz_now();
+      c->launched = fz_now();
+      c->launched_now = 1;
+      if (r->in_flight++ == 0) r->busy_since = c->launched;
       c->out_held = 1; /* till chunk_release */
       pthread_mutex_unlock(&r->bmu);
       int rc = r->be->launch(r->be_state, index, &l);
@@ -403,7 +422,10 @@ void *fz_complete_main(void *arg) {
       const void *out = NULL;
       if (!rc) rc = r->be->finish(r->be_state, index, &out);
       pthread_mutex_lock(&r->bmu);
-      if (--r->in_flight == 0) r->stage_busy += fz_now() - r->busy_since;
+      const double done = fz_now();
+      c->on_device += done - c->launched;
+      c->launched_now = 0;
+      if (--r->in_flight == 0) r->stage_busy += done - r->busy_since;
       if (r->in_flight == 1) /* down from two: the filling chunk's deadline counts again */
         pthread_cond_signal(&r->bcv_launch);
       pthread_mutex_unlock(&r->bmu);
