@@ -6,13 +6,15 @@
  * fails that item only, with its reason; counts add up on every path (a bad file, the stop flag);
  * the stage accounting is filled in and its bound follows the documented rule
  * (fc_featurize_bound, checked on constructed stats, the staging ring's too); a slow device holds
- * the workers' waits for a chunk and bounds the run (GPU-bound). */
+ * the workers' waits for a chunk and bounds the run (GPU-bound); the pipeline's threads are named
+ * (fc-worker0.., fc-launch, fc-complete). */
 #include "featcache/fc_audio.h"
 #include "featcache/fc_featurize.h"
 #include "featcache/fc_format.h"
 #include "kernels/cuda/mel_kernels.h"
 #include "libcache/mel/featurize/featurize_backend.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -123,6 +125,36 @@ static void on_event(const fc_featurize_event *ev, void *user) {
   s->events++;
   s->status[ev->index] = (int)ev->status + 1;
   if (ev->reason) snprintf(s->reason[ev->index], sizeof s->reason[0], "%s", ev->reason);
+}
+
+/* The names of this process's threads as the kernel has them (/proc/self/task/N/comm), gathered
+ * at each commit of a run (its progress callback). */
+static char thread_names[64][16];
+static unsigned n_thread_names;
+
+static void gather_thread_names(const fc_featurize_stats *st, void *user) {
+  (void)st, (void)user;
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (e->d_name[0] == '.') continue;
+    char path[300], name[16] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    if (fgets(name, sizeof name, f)) name[strcspn(name, "\n")] = '\0';
+    fclose(f);
+    unsigned k = 0;
+    while (k < n_thread_names && strcmp(thread_names[k], name) != 0) k++;
+    if (k == n_thread_names && k < 64) memcpy(thread_names[n_thread_names++], name, sizeof name);
+  }
+  closedir(d);
+}
+
+static int thread_named(const char *name) {
+  for (unsigned k = 0; k < n_thread_names; k++)
+    if (strcmp(thread_names[k], name) == 0) return 1;
+  return 0;
 }
 
 static int counts_add_up(const fc_featurize_stats *st) {
@@ -448,8 +480,10 @@ int main(void) {
   the_fake.broken_len = 0;
 
   /* A slow device (each chunk 20 ms on the mock's device thread, one utterance a chunk, two
-   * chunks): the workers wait for chunks that are on the device, and the run says GPU-bound. */
+   * chunks): the workers wait for chunks that are on the device, and the run says GPU-bound.
+   * Its threads carry their names meanwhile (fc_thread_name). */
   mock_setup(0);
+  o.on_progress = gather_thread_names;
   the_mock.max_utts = 1;
   the_mock.delay_us = 20000;
   snprintf(store, sizeof store, "%s/st_slow_device", dir);
@@ -465,6 +499,10 @@ int main(void) {
         st.queue_wait_seconds, st.device_wait_seconds, st.bound);
   printf("slow device: the workers waited %.3f s for a chunk, %.3f s of it on the device: %s\n",
          st.queue_wait_seconds, st.device_wait_seconds, st.bound);
+  o.on_progress = NULL;
+  CHECK(thread_named("fc-worker0") && thread_named("fc-worker1") && thread_named("fc-worker2") &&
+            thread_named("fc-launch") && thread_named("fc-complete") && !thread_named("fc-worker3"),
+        "thread names: %u seen, the first %s", n_thread_names, thread_names[0]);
 
   /* The launch deadline (see deadline_case). */
   deadline_case(dir, &cfg);

@@ -13,6 +13,7 @@
 #include "libcache/core/loader/loader_int.h"
 #include "featcache/fc_codec.h"
 #include "formats/common/alloc.h"
+#include "formats/common/thread_name.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -444,6 +445,7 @@ static int build_ahead_locked(fc_loader *l, char *why, size_t why_len) {
 static void *prefetch_main(void *arg) {
   fc_loader *l = arg;
   char why[512];
+  fc_thread_name("prefetch", -1);
   /* SCHED_BATCH: waking a prefetch thread never preempts the training thread (on a busy machine
    * the wakeup in fc_loader_next would otherwise hand the caller's CPU to the build). Best
    * effort: ignored where not permitted. */

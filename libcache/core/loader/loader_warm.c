@@ -17,6 +17,7 @@
 #include "libcache/core/loader/loader_int.h"
 
 #include "formats/common/alloc.h"
+#include "formats/common/thread_name.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -132,6 +133,7 @@ static void sample_resident(const ld_warm *w, const uint64_t *leaf, size_t n, un
  * leaves asked for in file order. */
 static void *warm_main(void *arg) {
   ld_warm *w = arg;
+  fc_thread_name("warm", -1);
   uint64_t *level = NULL, *next = NULL, *leaves = NULL;
   size_t n_leaves = 0, cap_leaves = 0, cap_level = 0, cap_next = 0;
   for (unsigned t = 0; t < w->n && !w->st.gave_up; t++) {

@@ -21,6 +21,7 @@
 #include "libcache/core/merge/writeback.h"
 
 #include "formats/common/fault.h"
+#include "formats/common/thread_name.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -81,6 +82,7 @@ static int pass(fc_writeback *w, uint64_t end) {
 
 static void *helper(void *arg) {
   fc_writeback *w = arg;
+  fc_thread_name("writeback", -1);
   pthread_mutex_lock(&w->mu);
   for (;;) {
     while (!w->quit && w->asked == w->done) pthread_cond_wait(&w->cv, &w->mu);

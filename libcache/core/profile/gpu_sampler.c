@@ -6,6 +6,7 @@
 #include "featcache/fc_profiler.h"
 #include "libcache/core/profile/profile_int.h"
 #include "formats/common/alloc.h"
+#include "formats/common/thread_name.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -40,6 +41,7 @@ struct fc_gpu_sampler {
 
 static void *sampler_main(void *arg) {
   fc_gpu_sampler *s = arg;
+  fc_thread_name("gpu-sampler", -1);
   struct timespec next;
   clock_gettime(CLOCK_MONOTONIC, &next);
   pthread_mutex_lock(&s->mu);

@@ -7,6 +7,7 @@
 #include "libcache/mel/featurize/featurize_int.h"
 #include "formats/common/alloc.h"
 #include "formats/common/why.h"
+#include "formats/common/thread_name.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -170,6 +171,7 @@ static int feed_item(const fc_item *src, void *user) {
 
 static void *reader_main(void *arg) {
   fz_run *r = arg;
+  fc_thread_name("manifest", -1);
   fc_manifest_opts mo = {0};
   if (r->o.manifest_opts) mo = *r->o.manifest_opts;
   mo.on_item = feed_item;

@@ -13,6 +13,7 @@
 #include "libcache/mel/featurize/featurize_int.h"
 #include "featcache/fc_format.h"
 #include "formats/common/alloc.h"
+#include "formats/common/thread_name.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -316,6 +317,7 @@ int fz_writer_loop(fz_run *r, fz_part *p) {
 void *fz_writer_main(void *arg) {
   fz_part *p = arg;
   fz_run *r = p->run;
+  fc_thread_name("writer", (int)(p - r->parts)); /* parts 1..: part 0's is the caller's thread */
   fz_writer_loop(r, p);
   return NULL;
 }

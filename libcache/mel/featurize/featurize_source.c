@@ -17,6 +17,7 @@
 #include "libcache/mel/featurize/featurize_int.h"
 #include "formats/common/alloc.h"
 #include "formats/common/why.h"
+#include "formats/common/thread_name.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -485,6 +486,7 @@ fail:
 void *fz_worker_main(void *arg) {
   fz_worker *w = arg;
   fz_run *r = w->r;
+  fc_thread_name("worker", (int)w->index);
   for (;;) {
     if (atomic_load(&r->halt)) break;
     if (stop_requested(r)) {

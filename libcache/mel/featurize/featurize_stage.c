@@ -42,6 +42,7 @@
 #include "libcache/mel/featurize/featurize_int.h"
 #include "formats/common/why.h"
 #include "formats/common/alloc.h"
+#include "formats/common/thread_name.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -293,6 +294,7 @@ void fz_stage_put(fz_run *r, fz_job *j, const void *x, size_t n, int i16, fz_tim
 /* The launch thread. */
 void *fz_launch_main(void *arg) {
   fz_run *r = arg;
+  fc_thread_name("launch", -1);
   const double deadline = r->ring.launch_wait > 0 ? r->ring.launch_wait : 0.002;
   pthread_mutex_lock(&r->bmu);
   for (;;) {
@@ -410,6 +412,7 @@ static void complete(fz_run *r, fz_chunk *c, size_t count, int rc, const void *o
 /* The completion thread: the writers' last producer. */
 void *fz_complete_main(void *arg) {
   fz_run *r = arg;
+  fc_thread_name("complete", -1);
   pthread_mutex_lock(&r->bmu);
   for (;;) {
     if (r->done_seq < r->launch_seq) {
@@ -455,6 +458,7 @@ int fz_stage_growing(const fz_run *r) { return r->batching && r->made < r->ring.
  * its chunk was never free), and so on. It stops when no worker is left to fill a new chunk. */
 void *fz_grow_main(void *arg) {
   fz_run *r = arg;
+  fc_thread_name("grow", -1);
   pthread_mutex_lock(&r->bmu);
   while (r->made < atomic_load(&r->ring_live) && r->submitters_left > 0) {
     const unsigned k = r->made;
