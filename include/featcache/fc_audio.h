@@ -37,8 +37,10 @@ FC_API int fc_audio_read_file(const char *path, uint64_t max_bytes, void **bytes
  * *samples is malloc'd float32 (free() it), *n_samples its length; NULL/0 on error.
  * Errors: FC_EDECODE with a reason in why (may be NULL): "not an audio file (libsndfile: ...)",
  * "damaged WAV file (...)", "truncated: header says N frames, file holds M", "decode error ...",
- * "unsupported sample rate conversion" (target/source outside 1/256..64: a damaged header);
- * FC_EEMPTY ("no samples"), FC_ETOOLONG, ENOMEM.
+ * "unsupported sample rate conversion" (target/source outside 1/256..64: a damaged header),
+ * "damaged float samples: sample N (T s[, channel C]) is NaN|inf|V[, beyond any PCM scale]" (a
+ * float source with a sample that is NaN, infinite or beyond 2^31 in magnitude: where librosa
+ * raises or gives NaN features); FC_EEMPTY ("no samples"), FC_ETOOLONG, ENOMEM.
  * Memory: the caller's bytes + 4 bytes per output sample + one 8192-frame block + soxr state; the
  * source is never held as float at its own rate and channel count.
  * Thread-safe for distinct buffers (the reason for a file libsndfile cannot open comes from its

@@ -51,12 +51,14 @@ head -c 3000 tone.wav >trunc.wav # header: 22050 frames
 echo "hello, I am text" >text.wav
 "$PY" -c "import soundfile as sf, numpy as np; sf.write('zero.wav', np.zeros(0, np.int16), 22050, subtype='PCM_16')"
 sox -n -r 22050 -b 16 long.wav synth 3 sine 440
+# a float WAV with a NaN where a sample should be (its features would hold NaN or hide it)
+"$PY" -c "import soundfile as sf, numpy as np; x = np.full(22050, 0.1, np.float32); x[5000] = np.nan; sf.write('nan.wav', x, 22050, subtype='FLOAT')"
 
 "$FZ" -q -o st good0.wav 2>err0 || fail "first run: $(cat err0)"
 dump st >before || fail "store invalid after the first run"
 
 "$FZ" -j 2 -o st --max-seconds 2 good1.wav missing.wav dir.wav empty.wav trunc.wav text.wav \
-  zero.wav long.wav good0.wav good2.wav >out 2>err
+  zero.wav long.wav nan.wav good0.wav good2.wav >out 2>err
 rc=$?
 [ $rc = 1 ] || fail "exit $rc, want 1"
 [ -s out ] && fail "stdout not empty: $(cat out)"
@@ -69,10 +71,11 @@ featurize: trunc.wav: truncated: header says 22050 frames, file holds 1478
 featurize: text.wav: not an audio file (libsndfile: Format not recognised.)
 featurize: zero.wav: no samples
 featurize: long.wav: 3.0 s long, over the 2.0 s limit
+featurize: nan.wav: damaged float samples: sample 5000 (0.227 s) is NaN
 TXT
 head -n -1 err | sort >got
 diff -u want got || fail "per-input lines differ"
-[ "$(tail -n 1 err)" = "featurize: done: 3 of 10 (2 new, 1 already stored, 7 failed)" ] || fail "summary: $(tail -n 1 err)"
+[ "$(tail -n 1 err)" = "featurize: done: 3 of 11 (2 new, 1 already stored, 8 failed)" ] || fail "summary: $(tail -n 1 err)"
 
 dump st >after || fail "store invalid after the run with bad inputs"
 grep -c '^feat ' after | grep -qx 3 || fail "want 3 feat records: $(grep '^feat ' after)"

@@ -1,7 +1,8 @@
 /* Audio reading without Python: fc_audio_read_file's errors and stat fields, fc_audio_decode on
  * WAVs built here byte by byte (int16 scaling x/32768, u8, float, the channel mean, resampled
  * length ceil(n*target/source), block-boundary lengths), and the broken inputs (empty, text,
- * truncated, header only, 0 samples, too long); a 16-bit file read in place (featurize's staging
+ * truncated, header only, 0 samples, too long, float samples that are NaN, infinite or past any
+ * PCM scale); a 16-bit file read in place (featurize's staging
  * path: audio_pcm16_open/finish/read_all) against the whole file read and viewed. The numbers
  * against librosa are checked by tests/reference/test_audio_decode.py. */
 #include <errno.h>
@@ -110,6 +111,69 @@ static void test_u8_and_float(void) {
     for (int i = 0; i < 3; i++) CHECK(y[i] == f[i], "float sample %d: %.9g", i, y[i]);
     free(y);
   }
+  free(w);
+}
+
+/* Float files holding what no sound is (NaN, an infinity, a value past 2^31, the widest integer
+ * PCM's scale) are damaged: an error naming the first such sample, its time and channel, never
+ * samples whose features would be NaN, infinite or a frame of silence. Within 2^31 they decode
+ * as they are. */
+static int float_case(const float *f, size_t n, unsigned channels, uint32_t rate, uint32_t target,
+                      const char *want, size_t want_n) {
+  size_t len;
+  uint8_t *w = make_wav(3, channels, rate, 32, f, n * sizeof *f, (uint32_t)(n * sizeof *f), &len);
+  float *y = NULL;
+  size_t got = 0;
+  fc_audio_info info;
+  char why[256];
+  int rc = decode(w, len, target, 0, &y, &got, &info, why);
+  free(w);
+  if (!want) {
+    CHECK(rc == 0 && got == want_n, "%zu floats: rc %d '%s', %zu samples (want %zu)", n, rc, why,
+          got, want_n);
+    if (rc == 0) free(y);
+    return rc == 0;
+  }
+  CHECK(rc == FC_EDECODE && y == NULL && strcmp(why, want) == 0,
+        "%zu floats: rc %d '%s', want '%s'", n, rc, why, want);
+  if (rc == 0) free(y);
+  return rc == FC_EDECODE;
+}
+
+static void test_damaged_float(void) {
+  const float nan = NAN, inf = INFINITY;
+  float a[3] = {0.1f, nan, 0.2f};
+  float_case(a, 3, 1, 8000, 0, "damaged float samples: sample 1 (0.000 s) is NaN", 0);
+  float b[3] = {0.1f, 0.2f, -inf};
+  float_case(b, 3, 1, 8000, 0, "damaged float samples: sample 2 (0.000 s) is -inf", 0);
+  float c[2] = {0.5f, 3e38f};
+  float_case(c, 2, 1, 8000, 0,
+             "damaged float samples: sample 1 (0.000 s) is 3e+38, beyond any PCM scale", 0);
+  float d[4] = {1.5f, 32767.0f, -2147483648.0f, 2147483648.0f}; /* loud, not damaged */
+  float_case(d, 4, 1, 8000, 0, NULL, 4);
+  float e[4] = {0.1f, 0.1f, 0.2f, nan}; /* stereo: frame 1, right channel */
+  float_case(e, 4, 2, 8000, 0, "damaged float samples: sample 1 (0.000 s, channel 2) is NaN", 0);
+  /* past the first block of 8192 frames, straight into the output and through the resampler */
+  enum { LONG = 8192 * 2 + 100 };
+  float *l = calloc(LONG, sizeof *l);
+  l[8192 + 3000] = inf;
+  float_case(l, LONG, 1, 16000, 0, "damaged float samples: sample 11192 (0.700 s) is inf", 0);
+  float_case(l, LONG, 1, 16000, 22050, "damaged float samples: sample 11192 (0.700 s) is inf", 0);
+  l[8192 + 3000] = 0.25f;
+  float_case(l, LONG, 1, 16000, 0, NULL, LONG);
+  free(l);
+  /* 64-bit floats: a value past float's range reads as an infinity */
+  double g[3] = {0.5, -0.25, 1e300};
+  size_t len;
+  uint8_t *w = make_wav(3, 1, 8000, 64, g, sizeof g, sizeof g, &len);
+  float *y = NULL;
+  size_t n = 0;
+  fc_audio_info info;
+  char why[256];
+  int rc = decode(w, len, 0, 0, &y, &n, &info, why);
+  CHECK(rc == FC_EDECODE && strcmp(why, "damaged float samples: sample 2 (0.000 s) is inf") == 0,
+        "double 1e300: rc %d '%s'", rc, why);
+  if (rc == 0) free(y);
   free(w);
 }
 
@@ -462,6 +526,7 @@ int main(void) {
   }
   test_pcm16();
   test_u8_and_float();
+  test_damaged_float();
   test_mix_and_resample();
   test_lengths();
   test_broken();

@@ -425,6 +425,26 @@ int audio_pcm16_finish(audio_pcm16_file *f, void *samples, uint8_t **buf, size_t
   return rc;
 }
 
+/* Float sources (32- and 64-bit float PCM in any container) can hold what no sound is: NaN, an
+ * infinity, or a value far past any PCM scale (a 64-bit value past float's range reads as an
+ * infinity). Their features would be NaN or infinite, or a frame of silence where the log's
+ * floor hides a NaN — stored without a word and found in training. A sample beyond 2^31 (the
+ * widest integer PCM's full scale) is such damage; anything within it (a float file at int16's
+ * scale, say) gives finite features. Returns the index of the first bad value of p[0, n), or n. */
+#define AUDIO_MAX_ABS 2147483648.0f
+static int float_source(int format) {
+  const int sub = format & SF_FORMAT_SUBMASK;
+  return sub == SF_FORMAT_FLOAT || sub == SF_FORMAT_DOUBLE;
+}
+
+static size_t first_bad_sample(const float *p, size_t n) {
+  int bad = 0;
+  for (size_t i = 0; i < n; i++) bad |= !(fabsf(p[i]) <= AUDIO_MAX_ABS); /* NaN: not <= */
+  for (size_t i = 0; bad && i < n; i++)
+    if (!(fabsf(p[i]) <= AUDIO_MAX_ABS)) return i;
+  return n;
+}
+
 /* Formats whose header frame count is exact, so fewer decoded frames mean a damaged file.
  * MP3 and Ogg headers only estimate it. */
 static int header_frames_exact(int format) {
@@ -664,6 +684,25 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     }
     sf_count_t got = sf_readf_float(sf, direct ? out.v + out.n : block, want);
     if (got <= 0) break;
+    if (float_source(sfi.format)) {
+      const size_t values = (size_t)got * (direct ? 1 : channels);
+      const float *p = direct ? out.v + out.n : block;
+      const size_t bad = first_bad_sample(p, values);
+      if (bad < values) {
+        const unsigned long long at = (unsigned long long)decoded + bad / (direct ? 1 : channels);
+        char ch[32] = "";
+        if (channels > 1) snprintf(ch, sizeof ch, ", channel %u", (unsigned)(bad % channels) + 1);
+        if (isnan(p[bad]))
+          fc_why(why, why_len, "damaged float samples: sample %llu (%.3f s%s) is NaN", at,
+                 (double)at / src_rate, ch);
+        else
+          fc_why(why, why_len, "damaged float samples: sample %llu (%.3f s%s) is %g%s", at,
+                 (double)at / src_rate, ch, (double)p[bad],
+                 isinf(p[bad]) ? "" : ", beyond any PCM scale");
+        rc = FC_EDECODE;
+        goto done;
+      }
+    }
     decoded += got;
     if ((double)decoded > max_frames) {
       fc_why(why, why_len, "over the %.1f s limit", max_seconds);
