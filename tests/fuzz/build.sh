@@ -14,6 +14,8 @@
 #            the --shard spec
 #   loader   the loader opening a hostile store and reading an epoch (coded mq records too)
 #   phonemes the phonemes tokenizer's reading of a line (espeak-ng clauses, marks, units)
+#   audio    the audio decoder (its 16-bit WAV reader, libsndfile, soxr) and the staging path's
+#            read of a 16-bit WAV in place, against the whole file
 # The sources under test are compiled into each fuzzer, so they carry coverage instrumentation.
 # Seeds come from the replay drivers (tests/fuzz/replay_*.c, which CTest runs without libFuzzer)
 # when the build at $FC_BIN (default build/) has them. A crash leaves its input in
@@ -25,7 +27,7 @@ command -v clang >/dev/null || { echo "fuzz: clang not found (apt-get install cl
 secs=${1:-60}
 [ $# -gt 0 ] && shift
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(record parsers loader phonemes)
+[ ${#targets[@]} -gt 0 ] || targets=(record parsers loader phonemes audio)
 out=${FC_FUZZ_OUT:-build-fuzz}
 bin=${FC_BIN:-build}
 mkdir -p "$out/artifacts"
@@ -55,7 +57,9 @@ for t in "${targets[@]}"; do
   phonemes) srcs=(libcache/text/tokenize/tok_espeak.c libcache/text/tokenize/tok_child.c libcache/text/tokenize/tok_util.c
                   libcache/text/tokenize/tok_normalize.c formats/utf8.c)
             libs=($(pkg-config --libs espeak-ng libutf8proc) -lxxhash -lm -lpthread) ;;
-  *) echo "fuzz: unknown target $t (record, parsers, loader, phonemes)" >&2; exit 2 ;;
+  audio) srcs=(libcache/mel/featurize/audio.c formats/digest.c formats/common/fault.c)
+         libs=($(pkg-config --libs sndfile soxr) -lxxhash -lm -lpthread) ;;
+  *) echo "fuzz: unknown target $t (record, parsers, loader, phonemes, audio)" >&2; exit 2 ;;
   esac
   echo "fuzz: building $t" >&2
   case " ${srcs[*]} " in *" formats/digest.c "* | *" formats/record.c "*) srcs+=("${xxh3[@]}") ;; esac

@@ -1,0 +1,193 @@
+/* Replay of the fuzz target tests/fuzz/fuzz_audio.c without libFuzzer: WAV seeds of the shapes
+ * corpora hold (16-bit mono at 22.05 kHz plain, with chunks before and after the samples, with its
+ * samples starting at, just before and past the in-place reader's first 4 KiB, with streaming
+ * sizes, cut off, with stray bytes; 16-bit at 16 kHz and stereo; 8- and 24-bit; 32- and 64-bit
+ * float, one with a NaN; WAVE_FORMAT_EXTENSIBLE), each decoded to 22.05 kHz, to 16 kHz and at its
+ * own rate, then seeded random mutations of each (the generic ones, and a header field of the
+ * "fmt " or "data" chunk set to an edge value). A crash, a sanitizer report or a broken invariant
+ * (abort) fails the test. With FC_FUZZ_SEED_DIR set, the seeds are also written there as a corpus
+ * for tests/fuzz/build.sh. */
+#include "tests/fuzz/fuzz_audio.c"
+#include "tests/fuzz/replay.h"
+
+typedef struct wav_seed {
+  unsigned tag, channels, bits;
+  uint32_t rate, frames;
+  uint32_t junk; /* a JUNK chunk of this many bytes before "fmt " */
+  uint32_t after; /* a LIST chunk of this many bytes after the samples (odd: padded) */
+  uint32_t trailing; /* bytes after the last chunk */
+  int streaming; /* RIFF and data sizes 0xFFFFFFFF */
+  uint32_t cut; /* the file cut this many bytes short */
+  int nan_at; /* >= 0: that float sample is NaN */
+} wav_seed;
+
+static size_t put(uint8_t *p, size_t at, uint32_t v, int bytes) {
+  for (int i = 0; i < bytes; i++) p[at + (size_t)i] = (uint8_t)(v >> (8 * i));
+  return at + (size_t)bytes;
+}
+
+static void add_wav(const wav_seed *w) {
+  const int ext = w->tag == 0xFFFE;
+  const uint32_t fmt = ext ? 40 : 16, align = w->channels * w->bits / 8;
+  const uint32_t data = w->frames * align;
+  const size_t cap =
+      12 + (w->junk ? 8 + w->junk : 0) + 8 + fmt + 8 + data + 1 + 8 + w->after + 1 + w->trailing;
+  uint8_t *b = calloc(1, cap);
+  size_t at = 0;
+  memcpy(b, "RIFF", 4);
+  at = 8;
+  memcpy(b + at, "WAVE", 4);
+  at += 4;
+  if (w->junk) {
+    memcpy(b + at, "JUNK", 4);
+    at = put(b, at + 4, w->junk, 4) + w->junk;
+  }
+  memcpy(b + at, "fmt ", 4);
+  at = put(b, at + 4, fmt, 4);
+  at = put(b, at, w->tag, 2);
+  at = put(b, at, w->channels, 2);
+  at = put(b, at, w->rate, 4);
+  at = put(b, at, w->rate * align, 4);
+  at = put(b, at, align, 2);
+  at = put(b, at, w->bits, 2);
+  if (ext) { /* cbSize 22, valid bits, channel mask, KSDATAFORMAT_SUBTYPE_PCM */
+    static const uint8_t guid[16] = {1,    0, 0, 0,    0, 0,    0x10, 0,
+                                     0x80, 0, 0, 0xAA, 0, 0x38, 0x9B, 0x71};
+    at = put(b, at, 22, 2);
+    at = put(b, at, w->bits, 2);
+    at = put(b, at, w->channels == 1 ? 4 : 3, 4);
+    memcpy(b + at, guid, 16);
+    at += 16;
+  }
+  memcpy(b + at, "data", 4);
+  at = put(b, at + 4, w->streaming ? 0xFFFFFFFFu : data, 4);
+  uint32_t s = 12345u + w->frames;
+  for (uint32_t i = 0; i < w->frames * w->channels; i++) {
+    s = s * 1664525u + 1013904223u;
+    const double v = 0.4 * sin(0.03 * i) + ((double)(s >> 20) - 2048) / 20000.0;
+    if (w->tag == 3 && w->bits == 32) {
+      float f = (int)i == w->nan_at ? NAN : (float)v;
+      uint32_t u;
+      memcpy(&u, &f, 4);
+      at = put(b, at, u, 4);
+    } else if (w->tag == 3) {
+      double x = v;
+      uint64_t u;
+      memcpy(&u, &x, 8);
+      at = put(b, at, (uint32_t)u, 4);
+      at = put(b, at, (uint32_t)(u >> 32), 4);
+    } else if (w->bits == 8) {
+      at = put(b, at, (uint32_t)(128 + lrint(v * 127)), 1);
+    } else {
+      at = put(b, at, (uint32_t)lrint(v * (w->bits == 24 ? 8388607.0 : 32767.0)), (int)w->bits / 8);
+    }
+  }
+  if (data % 2) at++;
+  if (w->after) {
+    memcpy(b + at, "LIST", 4);
+    at = put(b, at + 4, w->after, 4);
+    memcpy(b + at, "INFOISFT", w->after < 8 ? w->after : 8);
+    at += w->after + w->after % 2;
+  }
+  for (uint32_t i = 0; i < w->trailing; i++) b[at++] = 0xA5;
+  put(b, 4, w->streaming ? 0xFFFFFFFFu : (uint32_t)(at - 8), 4);
+  const size_t len = at > w->cut ? at - w->cut : 0;
+  for (uint8_t mode = 0; mode < 3; mode++) fuzz_add_seed(mode, b, len); /* own, 22.05k, 16k */
+  free(b);
+}
+
+/* A field of the "fmt " or "data" chunk's header set to an edge value. */
+static void header_edge(uint8_t *buf, size_t *np, size_t cap, uint64_t k) {
+  (void)cap;
+  static const uint32_t edge[] = {0,     1,           2,           3,          8,       16,
+                                  24,    32,          64,          0xFFFF,     0x10000, 22050,
+                                  44100, 0x7FFFF000u, 0x7FFFFFFFu, 0xFFFFFFFFu};
+  const size_t n = *np;
+  const char *chunk = (k >> 8) & 1 ? "data" : "fmt ";
+  for (size_t i = 1; i + 8 <= n && i < 8192; i++) {
+    if (memcmp(buf + i, chunk, 4) != 0) continue;
+    /* data: its size; fmt: its size or one of tag, channels, rate, byte rate, align, bits */
+    static const unsigned off[] = {4, 8, 10, 12, 16, 20, 22};
+    static const unsigned wid[] = {4, 2, 2, 4, 4, 2, 2};
+    const unsigned f = chunk[0] == 'd' ? 0 : (unsigned)((k >> 16) % 7);
+    if (i + off[f] + wid[f] > n) return;
+    const uint32_t v = edge[(k >> 24) % (sizeof edge / sizeof *edge)];
+    put(buf, i + off[f], v, (int)wid[f]);
+    return;
+  }
+}
+
+int main(void) {
+  const wav_seed seeds[] = {
+      {.tag = 1, .channels = 1, .bits = 16, .rate = 22050, .frames = 1500, .nan_at = -1},
+      {.tag = 1,
+       .channels = 1,
+       .bits = 16,
+       .rate = 22050,
+       .frames = 5000,
+       .after = 5,
+       .nan_at = -1},
+      {.tag = 1,
+       .channels = 1,
+       .bits = 16,
+       .rate = 22050,
+       .frames = 900,
+       .after = 40,
+       .nan_at = -1},
+      {.tag = 1,
+       .channels = 1,
+       .bits = 16,
+       .rate = 22050,
+       .frames = 3000,
+       .junk = 4044,
+       .nan_at = -1},
+      {.tag = 1,
+       .channels = 1,
+       .bits = 16,
+       .rate = 22050,
+       .frames = 3000,
+       .junk = 4042,
+       .nan_at = -1},
+      {.tag = 1,
+       .channels = 1,
+       .bits = 16,
+       .rate = 22050,
+       .frames = 2000,
+       .junk = 5000,
+       .nan_at = -1},
+      {.tag = 1,
+       .channels = 1,
+       .bits = 16,
+       .rate = 22050,
+       .frames = 2000,
+       .trailing = 3,
+       .nan_at = -1},
+      {.tag = 1,
+       .channels = 1,
+       .bits = 16,
+       .rate = 22050,
+       .frames = 2500,
+       .streaming = 1,
+       .nan_at = -1},
+      {.tag = 1,
+       .channels = 1,
+       .bits = 16,
+       .rate = 22050,
+       .frames = 3000,
+       .cut = 2001,
+       .nan_at = -1},
+      {.tag = 1, .channels = 1, .bits = 16, .rate = 16000, .frames = 3000, .nan_at = -1},
+      {.tag = 1, .channels = 2, .bits = 16, .rate = 22050, .frames = 2000, .nan_at = -1},
+      {.tag = 1, .channels = 1, .bits = 8, .rate = 8000, .frames = 2000, .nan_at = -1},
+      {.tag = 1, .channels = 1, .bits = 24, .rate = 48000, .frames = 2000, .nan_at = -1},
+      {.tag = 3, .channels = 1, .bits = 32, .rate = 22050, .frames = 2000, .nan_at = -1},
+      {.tag = 3, .channels = 2, .bits = 32, .rate = 44100, .frames = 2000, .nan_at = 1501},
+      {.tag = 3, .channels = 1, .bits = 64, .rate = 16000, .frames = 1000, .nan_at = -1},
+      {.tag = 0xFFFE, .channels = 1, .bits = 16, .rate = 22050, .frames = 2000, .nan_at = -1},
+  };
+  for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) add_wav(&seeds[i]);
+  fuzz_add_seed(0, "", 0);
+  fuzz_add_seed_str(1, "RIFF\x24\x00\x00\x00WAVEfmt ");
+  fuzz_add_seed_str(1, "not audio at all, a line of text\n");
+  return fuzz_replay("audio", 1000, header_edge);
+}
