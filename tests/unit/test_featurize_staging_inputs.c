@@ -18,7 +18,9 @@
  *   - a third run without --rehash: the stored ones skipped, the failed ones failed alike;
  *   - a fourth with one file more, the same bytes as one stored under another id: read into the
  *     ring, found stored, its room given back, then its entry linked to that record, as the CPU
- *     path does. */
+ *     path does;
+ *   - a first run with --max-seconds 0.3 into new stores: the longer files fail alike (the staging
+ *     path tells from the header, before any room is reserved). */
 #include "featcache/fc_audio.h"
 #include "featcache/fc_featurize.h"
 #include "featcache/fc_format.h"
@@ -164,6 +166,8 @@ static void on_event(const fc_featurize_event *ev, void *user) {
 
 /* One run of the first n items into store (created when new): the CPU path, or the staging mock
  * when staged. */
+static double max_seconds; /* --max-seconds of the runs (0: none) */
+
 static void run(const char *store, const fc_mel_config *cfg, const fc_item_list *items, size_t n,
                 int staged, int rehash, seen *ev, fc_featurize_stats *st) {
   fc_featurize_opts o;
@@ -171,6 +175,7 @@ static void run(const char *store, const fc_mel_config *cfg, const fc_item_list 
   o.jobs = 3;
   o.batch_records = 4;
   o.rehash = rehash;
+  o.max_seconds = max_seconds;
   o.device.kind = staged ? FC_DEVICE_CUDA : FC_DEVICE_CPU;
   o.on_event = on_event;
   o.user = ev;
@@ -388,10 +393,27 @@ int main(void) {
         atomic_load(&m->utts16), b.status[N - 1], (unsigned long long)st_b.processed);
   compare(sa, sb, &cd, &a, &b, N, "duplicate");
 
+  /* --max-seconds: the longer files fail with the CPU path's reason; no room reserved for them. */
+  char sc[400], sd[400];
+  snprintf(sc, sizeof sc, "%s/cpu-max", dir);
+  snprintf(sd, sizeof sd, "%s/staged-max", dir);
+  max_seconds = 0.3;
+  run(sc, &cfg, &items, N - 1, 0, 0, &a, &st_a);
+  run(sd, &cfg, &items, N - 1, 1, 0, &b, &st_b);
+  unsigned too_long = 0;
+  for (int i = 0; i < N - 1; i++) too_long += strstr(b.reason[i], "over the 0.3 s limit") != NULL;
+  /* over 0.3 s: f01, f03, f04, f08; int16 into the ring: f00, f02, f05, f06, f07 (the others
+   * that are stored are decoded by libsndfile, as floats) */
+  CHECK(too_long == 4 && atomic_load(&m->utts16) == 5,
+        "max-seconds: %u over the limit (want 4), %u int16 utterances launched (want 5)", too_long,
+        atomic_load(&m->utts16));
+  compare(sc, sd, &cd, &a, &b, N - 1, "max-seconds");
+  max_seconds = 0;
+
   printf(
       "%d inputs (%u stored, %u failed, %u read straight into the ring, then a duplicate "
       "linked): the staging path's events, entries, records and failure records are the CPU "
-      "path's, in four runs\n",
+      "path's, in four runs and with --max-seconds\n",
       N - 1, stored, failed, direct);
   for (int i = 0; i < N; i++) {
     const seen *e = i < N - 1 ? &first : &b;
