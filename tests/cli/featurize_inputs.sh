@@ -124,5 +124,19 @@ diff -u want err || fail "unreadable: stderr differs"
 dump st2 >after2 || fail "store invalid after the unreadable run"
 [ "$(grep '^audio ' after2 | cut -d' ' -f2)" = good5 ] || fail "unreadable: want only good5 stored"
 
+# A linear mel in float16: a full-scale tone's features pass 65504 (an infinity in f16); that input
+# fails with its reason, the quiet one is stored, the store holds no infinity.
+sox -n -r 22050 -b 16 loud.wav synth 1 sine 1000 vol 0.99
+sox -n -r 22050 -b 16 quiet.wav synth 1 sine 1000 vol 0.1
+"$FZ" -j 1 -o st3 --dtype f16 --log none --norm none --power 2 loud.wav quiet.wav >out 2>err
+rc=$?
+cat >want <<'TXT'
+featurize: loud.wav: features past float16's range (65504) at frame 2, bin 26: a linear mel (--log none) this loud needs --dtype f32 or bf16
+featurize: done: 1 of 2 (1 new, 0 already stored, 1 failed)
+TXT
+[ $rc = 1 ] || fail "linear f16: exit $rc, want 1"
+diff -u want err || fail "linear f16: stderr differs"
+"${FC_BIN}/cache-verify" --finite st3 >/dev/null 2>&1 || fail "linear f16: cache-verify --finite st3 fails"
+
 if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo ok

@@ -57,6 +57,7 @@ int fz_compute_record(fz_run *r, fz_worker *w, fz_job *j, const float *x, size_t
     if (fit) pl = (j->record = fit) + FC_RECORD_HEADER_SIZE;
   } else if (cfg->dtype != FC_DTYPE_F32) {
     fc_convert_dtype(mel, nvals, cfg->dtype, pl);
+    if (fz_f16_overflow(cfg, pl, nvals, why, why_len) < nvals) rc = ERANGE;
   }
   if (mel != (float *)(void *)pl) free(mel);
   tm->compute += (t1 = fz_cpu_now()) - t0;

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -190,6 +191,25 @@ static inline const char *plain_reason(int err) {
   return fc_strerror(err);
 }
 
+/* Features past float16's range: a linear mel (log none) of loud audio can exceed 65504, which
+ * float16 rounds to an infinity. The first value of feat (nvals halves, the record's payload) that
+ * is not finite, or nvals; only f16 with no log is looked at (a log bounds the values far below
+ * it, and f32 and bf16 have float's range). why: the reason, naming frame and bin. */
+static inline size_t fz_f16_overflow(const fc_mel_config *cfg, const void *feat, size_t nvals,
+                                     char *why, size_t why_len) {
+  if (cfg->dtype != FC_DTYPE_F16 || cfg->log != FC_LOG_NONE) return nvals;
+  const unsigned char *p = feat;
+  for (size_t i = 0; i < nvals; i++) {
+    if ((p[2 * i + 1] & 0x7C) != 0x7C) continue; /* exponent all ones: an infinity (or NaN) */
+    snprintf(why, why_len,
+             "features past float16's range (65504) at frame %zu, bin %zu: a linear mel (--log "
+             "none) this loud needs --dtype f32 or bf16",
+             i / cfg->n_mels, i % cfg->n_mels);
+    return i;
+  }
+  return nvals;
+}
+
 /* ---- the job's lifecycle (featurize_job.c): at the bottom, calls no stage --------------------- */
 /* Seconds on CLOCK_MONOTONIC (deadlines, waits, wall time) and on this thread's CPU clock (the
  * stages' busy seconds: docs/featurize.md "Stage accounting"). */
@@ -222,16 +242,16 @@ size_t fz_untaken(fz_run *r);
 void fz_live_free(fz_run *r);
 /* One FAILED event for item i (counts it; with strict, halts the run). */
 void fz_report_failed(fz_run *r, size_t i, int err, const char *reason);
+/* FAILED for an item computed but not committed because a write failed. */
+void fz_report_unstored(fz_run *r, size_t i, int err);
+
+/* ---- the sink (featurize_sink.c): the writers ---------------------------------------------------- */
 /* Item i failed because of its input (its file or its manifest line): the FAILED event, and its
  * failure record queued for the writer (when the item has a valid id). */
 void fz_input_failed(fz_run *r, size_t i, int err, const char *reason);
 /* The source path stored for path: absolute, "." and ".." resolved lexically against r->cwd
  * (symbolic links kept, as os.path.abspath does). malloc'd; NULL when out of memory. */
 char *fz_source_path(const fz_run *r, const char *path);
-/* FAILED for an item computed but not committed because a write failed. */
-void fz_report_unstored(fz_run *r, size_t i, int err);
-
-/* ---- the sink (featurize_sink.c): the writers ---------------------------------------------------- */
 /* The part (writer) of item i. */
 unsigned fz_part_of(fz_run *r, size_t i);
 /* Hand a finished job to its writer (blocks while the queue is full; the time into *waited).

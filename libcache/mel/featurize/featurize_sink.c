@@ -9,7 +9,9 @@
  * list in the queue (the bounds hold for all of them together) and its own transactions on its
  * own LMDB environment. A job goes to the part of its id (fc_store_part_of_id). A staged job's
  * record is made in the store's page (fc_put_fill): its features copied out of the device's
- * output and checksummed there. Calls down the line only: job (featurize_int.h). */
+ * output and checksummed there. What the writers store of an input that failed is here too: its
+ * failure record (fz_input_failed), with its source path as audio entries store it
+ * (fz_source_path). Calls down the line only: job (featurize_int.h). */
 #include "libcache/mel/featurize/featurize_int.h"
 #include "featcache/fc_format.h"
 #include "formats/common/alloc.h"
@@ -19,7 +21,70 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+/* ---- what the writers store of an input: its path, its failure record ------------------------ */
+char *fz_source_path(const fz_run *r, const char *path) {
+  if (path[0] != '/' && !r->cwd) return fc_strdup(path); /* no working directory: as given */
+  const char *base = path[0] == '/' ? "" : r->cwd;
+  size_t bl = strlen(base), pl = strlen(path);
+  char *out = fc_malloc(bl + pl + 3);
+  if (!out) return NULL;
+  size_t o = 0; /* out[0..o) is "" or "/a/b" */
+  for (int part = 0; part < 2; part++) {
+    const char *p = part ? path : base;
+    while (*p) {
+      while (*p == '/') p++;
+      const char *e = p;
+      while (*e && *e != '/') e++;
+      size_t n = (size_t)(e - p);
+      if (n == 0 || (n == 1 && p[0] == '.')) {
+        /* nothing */
+      } else if (n == 2 && p[0] == '.' && p[1] == '.') {
+        while (o > 0 && out[--o] != '/') {}
+      } else {
+        out[o++] = '/';
+        memcpy(out + o, p, n);
+        o += n;
+      }
+      p = e;
+    }
+  }
+  if (o == 0) out[o++] = '/';
+  out[o] = '\0';
+  return out;
+}
+
+/* The failure record of item i (docs/FORMAT.md "Failure record") to its part's writer. */
+void fz_input_failed(fz_run *r, size_t i, int err, const char *reason) {
+  fz_report_failed(r, i, err, reason);
+  const fc_item *it = fz_item(r, i);
+  if (!it->id || fc_id_check(it->id, strlen(it->id)) != 0) return; /* nothing to key it by */
+  if (!reason || !*reason) reason = plain_reason(err ? err : FC_EDECODE);
+  char *src = it->path && it->path[0] ? fz_source_path(r, it->path) : NULL;
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  fc_failure f = {.config = r->cfg_digest,
+                  .time_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec,
+                  .err = err ? err : FC_EDECODE,
+                  .source = src ? src : "",
+                  .source_len = src ? strlen(src) : 0,
+                  .reason = reason,
+                  .reason_len = strlen(reason)};
+  fz_job *j = fz_job_new(r, i);
+  if (j) j->entry = fc_malloc(fc_failure_size(&f));
+  if (j && j->entry) {
+    j->kind = FZ_JOB_FAIL;
+    j->entry_len = fc_failure_size(&f);
+    fc_failure_encode(&f, j->entry);
+    double waited = 0;
+    if (fz_queue_push(r, j, &waited) == 0) j = NULL; /* else the store is failing: it says so */
+  }
+  fz_job_free(j);
+  free(src);
+}
+
+/* ---- the queue -------------------------------------------------------------------------------- */
 /* What a job counts against the queue's bounds: a staged job nothing (its features are in the
  * ring's memory, bounded by the ring), any other its record and entry. */
 static size_t job_bytes(const fz_job *j) {

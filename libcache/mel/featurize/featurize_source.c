@@ -37,66 +37,6 @@ static void report_skipped(fz_run *r, size_t i) {
   pthread_mutex_unlock(&r->ev_mu);
 }
 
-char *fz_source_path(const fz_run *r, const char *path) {
-  if (path[0] != '/' && !r->cwd) return fc_strdup(path); /* no working directory: as given */
-  const char *base = path[0] == '/' ? "" : r->cwd;
-  size_t bl = strlen(base), pl = strlen(path);
-  char *out = fc_malloc(bl + pl + 3);
-  if (!out) return NULL;
-  size_t o = 0; /* out[0..o) is "" or "/a/b" */
-  for (int part = 0; part < 2; part++) {
-    const char *p = part ? path : base;
-    while (*p) {
-      while (*p == '/') p++;
-      const char *e = p;
-      while (*e && *e != '/') e++;
-      size_t n = (size_t)(e - p);
-      if (n == 0 || (n == 1 && p[0] == '.')) {
-        /* nothing */
-      } else if (n == 2 && p[0] == '.' && p[1] == '.') {
-        while (o > 0 && out[--o] != '/') {}
-      } else {
-        out[o++] = '/';
-        memcpy(out + o, p, n);
-        o += n;
-      }
-      p = e;
-    }
-  }
-  if (o == 0) out[o++] = '/';
-  out[o] = '\0';
-  return out;
-}
-
-/* The failure record of item i (docs/FORMAT.md "Failure record") to its part's writer. */
-void fz_input_failed(fz_run *r, size_t i, int err, const char *reason) {
-  fz_report_failed(r, i, err, reason);
-  const fc_item *it = fz_item(r, i);
-  if (!it->id || fc_id_check(it->id, strlen(it->id)) != 0) return; /* nothing to key it by */
-  if (!reason || !*reason) reason = plain_reason(err ? err : FC_EDECODE);
-  char *src = it->path && it->path[0] ? fz_source_path(r, it->path) : NULL;
-  struct timespec now;
-  clock_gettime(CLOCK_REALTIME, &now);
-  fc_failure f = {.config = r->cfg_digest,
-                  .time_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec,
-                  .err = err ? err : FC_EDECODE,
-                  .source = src ? src : "",
-                  .source_len = src ? strlen(src) : 0,
-                  .reason = reason,
-                  .reason_len = strlen(reason)};
-  fz_job *j = fz_job_new(r, i);
-  if (j) j->entry = fc_malloc(fc_failure_size(&f));
-  if (j && j->entry) {
-    j->kind = FZ_JOB_FAIL;
-    j->entry_len = fc_failure_size(&f);
-    fc_failure_encode(&f, j->entry);
-    double waited = 0;
-    if (fz_queue_push(r, j, &waited) == 0) j = NULL; /* else the store is failing: it says so */
-  }
-  fz_job_free(j);
-  free(src);
-}
-
 /* Only the id's failure record to delete (the id was skipped: stored under this config). */
 static void queue_clear(fz_run *r, size_t i, double *waited) {
   fz_job *j = fz_job_new(r, i);
@@ -455,7 +395,8 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
       return;
     }
     if ((rc = fz_compute_record(r, w, j, x, n, why, sizeof why))) {
-      input = rc == FC_ETOOLONG; /* too long for the codec: the input's; else the device's */
+      /* too long for the codec, or features past f16's range: the input's; else the device's */
+      input = rc == FC_ETOOLONG || rc == ERANGE;
       goto fail;
     }
   }

@@ -397,7 +397,20 @@ static void complete(fz_run *r, fz_chunk *c, size_t count, int rc, const void *o
   }
   atomic_store(&c->hold.refs, (unsigned)held);
   if (!rc) {
-    fz_queue_push_staged(r, c->jobs, held);
+    /* features past f16's range (a linear mel of loud audio): that input fails, with its record */
+    size_t good = 0;
+    for (size_t k = 0; k < held; k++) {
+      fz_job *j = c->jobs[k];
+      char why[320];
+      const size_t nvals = (size_t)j->frames * r->cfg->n_mels;
+      if (fz_f16_overflow(r->cfg, j->feat, nvals, why, sizeof why) < nvals) {
+        fz_input_failed(r, j->index, ERANGE, why); /* while the job holds its item */
+        fz_job_free(j); /* the last one gives the chunk back */
+        continue;
+      }
+      c->jobs[good++] = j;
+    }
+    if (good) fz_queue_push_staged(r, c->jobs, good);
     return;
   }
   char why[320];
