@@ -118,72 +118,25 @@ static void header_edge(uint8_t *buf, size_t *np, size_t cap, uint64_t k) {
 }
 
 int main(void) {
+  /* tag, channels, bits, rate, frames, junk, after, trailing, streaming, cut, nan_at */
   const wav_seed seeds[] = {
-      {.tag = 1, .channels = 1, .bits = 16, .rate = 22050, .frames = 1500, .nan_at = -1},
-      {.tag = 1,
-       .channels = 1,
-       .bits = 16,
-       .rate = 22050,
-       .frames = 5000,
-       .after = 5,
-       .nan_at = -1},
-      {.tag = 1,
-       .channels = 1,
-       .bits = 16,
-       .rate = 22050,
-       .frames = 900,
-       .after = 40,
-       .nan_at = -1},
-      {.tag = 1,
-       .channels = 1,
-       .bits = 16,
-       .rate = 22050,
-       .frames = 3000,
-       .junk = 4044,
-       .nan_at = -1},
-      {.tag = 1,
-       .channels = 1,
-       .bits = 16,
-       .rate = 22050,
-       .frames = 3000,
-       .junk = 4042,
-       .nan_at = -1},
-      {.tag = 1,
-       .channels = 1,
-       .bits = 16,
-       .rate = 22050,
-       .frames = 2000,
-       .junk = 5000,
-       .nan_at = -1},
-      {.tag = 1,
-       .channels = 1,
-       .bits = 16,
-       .rate = 22050,
-       .frames = 2000,
-       .trailing = 3,
-       .nan_at = -1},
-      {.tag = 1,
-       .channels = 1,
-       .bits = 16,
-       .rate = 22050,
-       .frames = 2500,
-       .streaming = 1,
-       .nan_at = -1},
-      {.tag = 1,
-       .channels = 1,
-       .bits = 16,
-       .rate = 22050,
-       .frames = 3000,
-       .cut = 2001,
-       .nan_at = -1},
-      {.tag = 1, .channels = 1, .bits = 16, .rate = 16000, .frames = 3000, .nan_at = -1},
-      {.tag = 1, .channels = 2, .bits = 16, .rate = 22050, .frames = 2000, .nan_at = -1},
-      {.tag = 1, .channels = 1, .bits = 8, .rate = 8000, .frames = 2000, .nan_at = -1},
-      {.tag = 1, .channels = 1, .bits = 24, .rate = 48000, .frames = 2000, .nan_at = -1},
-      {.tag = 3, .channels = 1, .bits = 32, .rate = 22050, .frames = 2000, .nan_at = -1},
-      {.tag = 3, .channels = 2, .bits = 32, .rate = 44100, .frames = 2000, .nan_at = 1501},
-      {.tag = 3, .channels = 1, .bits = 64, .rate = 16000, .frames = 1000, .nan_at = -1},
-      {.tag = 0xFFFE, .channels = 1, .bits = 16, .rate = 22050, .frames = 2000, .nan_at = -1},
+      {1, 1, 16, 22050, 1500, 0, 0, 0, 0, 0, -1}, /* plain, within the first read */
+      {1, 1, 16, 22050, 5000, 0, 5, 0, 0, 0, -1}, /* an odd LIST chunk after the samples */
+      {1, 1, 16, 22050, 900, 0, 40, 0, 0, 0, -1}, /* ... all within the first read */
+      {1, 1, 16, 22050, 3000, 4044, 0, 0, 0, 0, -1}, /* samples from byte 4096 */
+      {1, 1, 16, 22050, 3000, 4042, 0, 0, 0, 0, -1}, /* one sample within the first read */
+      {1, 1, 16, 22050, 2000, 5000, 0, 0, 0, 0, -1}, /* a header past the first read */
+      {1, 1, 16, 22050, 2000, 0, 0, 3, 0, 0, -1}, /* stray bytes at the end */
+      {1, 1, 16, 22050, 2500, 0, 0, 0, 1, 0, -1}, /* streaming sizes */
+      {1, 1, 16, 22050, 3000, 0, 0, 0, 0, 2001, -1}, /* cut off */
+      {1, 1, 16, 16000, 3000, 0, 0, 0, 0, 0, -1},
+      {1, 2, 16, 22050, 2000, 0, 0, 0, 0, 0, -1},
+      {1, 1, 8, 8000, 2000, 0, 0, 0, 0, 0, -1},
+      {1, 1, 24, 48000, 2000, 0, 0, 0, 0, 0, -1},
+      {3, 1, 32, 22050, 2000, 0, 0, 0, 0, 0, -1},
+      {3, 2, 32, 44100, 2000, 0, 0, 0, 0, 0, 1501}, /* a NaN */
+      {3, 1, 64, 16000, 1000, 0, 0, 0, 0, 0, -1},
+      {0xFFFE, 1, 16, 22050, 2000, 0, 0, 0, 0, 0, -1}, /* WAVE_FORMAT_EXTENSIBLE */
   };
   for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) add_wav(&seeds[i]);
   fuzz_add_seed(0, "", 0);
