@@ -3,11 +3,26 @@
  * not in each tool. */
 #include "featcache/fc_config.h"
 
+#include <string.h>
+
+/* Kaldi's frames, set in milliseconds (FrameExtractionOptions: frame_length 25 ms, frame_shift
+ * 10 ms, round_to_power_of_two), in samples at rate sr as Kaldi and torchaudio's
+ * compliance.kaldi truncate them: int(sr * ms * 0.001). */
+static uint32_t kaldi_samples(uint32_t sr, double ms) {
+  return (uint32_t)((double)sr * ms * 0.001);
+}
+static uint32_t pow2_at_least(uint32_t n) {
+  uint32_t p = 1;
+  while (p < n && p < (1u << 31)) p <<= 1;
+  return p;
+}
+
 int fc_mel_config_override(fc_mel_config *c, const fc_mel_config *ov, unsigned f, char *why,
                            size_t why_len) {
   if (!c || (!ov && f)) return FC_ECONFIG;
   /* HiFi-GAN pads (n_fft - hop) / 2 itself: keep that rule when n_fft or hop change. */
   int pad_follows = !c->center && c->pad && c->pad == (c->n_fft - c->hop_length) / 2;
+  const int kaldi_rate = (f & FC_MEL_F_SAMPLE_RATE) && !strcmp(c->preset, "kaldi");
   if (f & FC_MEL_F_SAMPLE_RATE) c->sample_rate = ov->sample_rate;
   if (f & FC_MEL_F_N_FFT) c->n_fft = ov->n_fft;
   if (f & FC_MEL_F_WIN_LENGTH)
@@ -15,6 +30,11 @@ int fc_mel_config_override(fc_mel_config *c, const fc_mel_config *ov, unsigned f
   else if ((f & FC_MEL_F_N_FFT) && c->window_align == FC_ALIGN_CENTER)
     c->win_length = ov->n_fft;
   if (f & FC_MEL_F_HOP_LENGTH) c->hop_length = ov->hop_length;
+  if (kaldi_rate) { /* Kaldi's frames are 25 and 10 ms at any rate, padded to a power of two */
+    if (!(f & FC_MEL_F_WIN_LENGTH)) c->win_length = kaldi_samples(c->sample_rate, 25.0);
+    if (!(f & FC_MEL_F_HOP_LENGTH)) c->hop_length = kaldi_samples(c->sample_rate, 10.0);
+    if (!(f & FC_MEL_F_N_FFT)) c->n_fft = pow2_at_least(c->win_length);
+  }
   if (f & FC_MEL_F_N_MELS) c->n_mels = ov->n_mels;
   if (f & FC_MEL_F_FMIN) c->fmin = ov->fmin;
   if (f & FC_MEL_F_FMAX) c->fmax = ov->fmax;

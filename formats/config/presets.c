@@ -88,7 +88,8 @@ int fc_mel_preset(const char *name, fc_mel_config *c) {
     /* torchaudio.compliance.kaldi.fbank(32768 * x, num_mel_bins=80, dither=0) defaults, i.e.
      * Kaldi compute-fbank-feats: 25 ms frames padded to 512, 10 ms shift, snip edges, DC removal,
      * pre-emphasis 0.97, povey window, power spectrum, Kaldi mel triangles 20 Hz - Nyquist without
-     * normalisation, ln with a FLT_EPSILON floor. */
+     * normalisation, ln with a FLT_EPSILON floor. Kaldi sets the frames in milliseconds: another
+     * --sr moves them (fc_mel_config_override), and Nyquist with it. */
     base_config(c, "kaldi");
     c->sample_rate = 16000;
     c->n_fft = 512;
@@ -96,7 +97,7 @@ int fc_mel_preset(const char *name, fc_mel_config *c) {
     c->hop_length = 160;
     c->n_mels = 80;
     c->fmin = 20;
-    c->fmax = 8000;
+    c->fmax = 0; /* high_freq 0: Nyquist, stored as its value (8000 here) */
     c->mel_scale = FC_MEL_KALDI;
     c->norm = FC_NORM_NONE;
     c->window = FC_WINDOW_POVEY;

@@ -112,6 +112,10 @@ enum fc_mel_field {
  *    keeps that rule when n_fft or hop change, unless pad is given;
  *  - a different log compression brings its reference's floor: ln 1e-5 (HiFi-GAN, Tacotron 2),
  *    log10 and whisper 1e-10 (Whisper), db 1e-10 with top_db 80 (librosa power_to_db);
+ *  - the kaldi preset at another sample rate keeps Kaldi's frames in milliseconds: win_length
+ *    int(sr * 0.025), hop_length int(sr * 0.010), n_fft the power of two at least win_length
+ *    (each unless given), and fmax Nyquist (high_freq 0), as torchaudio's compliance.kaldi.fbank
+ *    at that sample_frequency;
  * then clears cfg->preset when the result differs from the preset (fc_mel_config_settle_preset)
  * and validates it. Returns 0, or FC_ECONFIG with a reason in why (may be NULL); cfg is then
  * changed but not valid. */

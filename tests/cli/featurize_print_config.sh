@@ -66,14 +66,18 @@ kaldi --dtype mq
 hifigan --n-fft 2048 --hop 512
 tacotron2 --codec mq
 hifigan --sr 16000 --fmax 0 --dtype f16
+kaldi --sr 8000
 CASES
-[ $n = 11 ] || fail "ran $n cases"
+[ $n = 12 ] || fail "ran $n cases"
 
 # The presets as they are: "preset" set; an override or another dtype: null (a stored config's
 # digest does not move).
 grep -q '"preset":"kaldi"' p5.json || fail "kaldi: $(cat p5.json)"
 grep -q '"preset":null' p8.json && grep -q '"dtype":"mq"' p8.json || fail "kaldi mq: $(cat p8.json)"
 grep -q '"pad":768' p9.json || fail "hifigan n_fft 2048 hop 512: pad follows (n_fft - hop)/2: $(cat p9.json)"
+# kaldi at 8 kHz: Kaldi's frames in milliseconds (25 ms in 256, 10 ms) and Nyquist
+grep -q '"fmax":4000,.*"hop_length":80,.*"n_fft":256,.*"preset":null,.*"sample_rate":8000,.*"win_length":200' p12.json ||
+  fail "kaldi --sr 8000: $(cat p12.json)"
 
 # kaldi stored as mq answers to "kaldi": in the loader and in cache-verify
 "$PY" - st8 "$(cut -d' ' -f1 c8)" >out 2>err <<'PY'

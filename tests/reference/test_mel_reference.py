@@ -95,6 +95,9 @@ class MelConfig(ctypes.Structure):
 
 
 FC_LOG_DB = 3
+FC_MEL_F_SAMPLE_RATE = 1
+lib.fc_mel_config_override.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint,
+                                       ctypes.c_char_p, ctypes.c_size_t]
 lib.fc_mel_preset.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
 lib.fc_mel_plan_create.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
 lib.fc_mel_plan_free.argtypes = [ctypes.c_void_p]
@@ -112,9 +115,17 @@ def check(cond, msg):
         print(f"FAIL: {msg}")
 
 
-def preset(name, **override):
+def preset(name, sr=None, **override):
+    """A preset; sr: another sample rate through fc_mel_config_override (the presets' own rules,
+    as featurize --sr applies them); the other fields set as given."""
     c = MelConfig()
     assert lib.fc_mel_preset(name.encode(), ctypes.byref(c)) == 0, name
+    if sr:
+        ov, why = MelConfig(), ctypes.create_string_buffer(256)
+        ov.sample_rate = sr
+        rc = lib.fc_mel_config_override(ctypes.byref(c), ctypes.byref(ov), FC_MEL_F_SAMPLE_RATE,
+                                        why, 256)
+        assert rc == 0, f"{name} at {sr} Hz: {why.value.decode()}"
     for k, v in override.items():
         setattr(c, k, v)
     return c
@@ -216,11 +227,12 @@ def ref_librosa(y, dt, db=False):
     return S.T.astype(np.float64), True
 
 
-def ref_kaldi(y, dt):
-    """torchaudio.compliance.kaldi.fbank(32768 x, num_mel_bins=80, dither=0) (Kaldi defaults)."""
+def ref_kaldi(y, dt, sr=16000):
+    """torchaudio.compliance.kaldi.fbank(32768 x, num_mel_bins=80, dither=0) (Kaldi defaults),
+    at sample_frequency sr."""
     w = torch.from_numpy(y).to(dt).unsqueeze(0) * 32768
     return torchaudio.compliance.kaldi.fbank(w, num_mel_bins=80, dither=0.0,
-                                             sample_frequency=16000).double().numpy(), True
+                                             sample_frequency=sr).double().numpy(), True
 
 
 T32, T64 = torch.float32, torch.float64
@@ -236,6 +248,11 @@ CASES = {
     "whisper": ("whisper", {}, ref_whisper, T32, T64, lambda r: np.sqrt(10.0 ** (4 * r - 4)),
                 2 / (4 * LN10)),
     "kaldi": ("kaldi", {}, ref_kaldi, T32, T64, lambda r: np.sqrt(np.exp(r)), 2.0),
+    # Kaldi's frames are milliseconds: at 8 and 22.05 kHz, fbank at that sample_frequency
+    "kaldi-8k": ("kaldi", {"sr": 8000}, lambda y, dt: ref_kaldi(y, dt, 8000), T32, T64,
+                 lambda r: np.sqrt(np.exp(r)), 2.0),
+    "kaldi-22k": ("kaldi", {"sr": 22050}, lambda y, dt: ref_kaldi(y, dt, 22050), T32, T64,
+                  lambda r: np.sqrt(np.exp(r)), 2.0),
 }
 
 summary = []
@@ -307,7 +324,9 @@ def speech():
         y22, sr = soundfile.read(path, dtype="float32")
     assert sr == 22050, sr
     y16 = librosa.resample(y22, orig_sr=22050, target_sr=16000, res_type="soxr_hq")
-    return y22.astype(np.float32), np.ascontiguousarray(y16, dtype=np.float32)
+    y8 = librosa.resample(y22, orig_sr=22050, target_sr=8000, res_type="soxr_hq")
+    return {22050: y22.astype(np.float32), 16000: np.ascontiguousarray(y16, dtype=np.float32),
+            8000: np.ascontiguousarray(y8, dtype=np.float32)}
 
 
 def synthetic(c):
@@ -359,11 +378,12 @@ def test_filterbanks():
 def main():
     test_struct_layout()
     test_filterbanks()
-    y22, y16 = speech()
-    for case, (pname, *_rest) in CASES.items():
-        y = y16 if preset(pname).sample_rate == 16000 else y22
-        compare(case, f"speech {len(y) / preset(pname).sample_rate:.2f} s", y, with_f32=True)
-        for label, sig in synthetic(preset(pname)):
+    ys = speech()
+    for case, (pname, over, *_rest) in CASES.items():
+        c = preset(pname, **over)
+        y = ys[c.sample_rate]
+        compare(case, f"speech {len(y) / c.sample_rate:.2f} s", y, with_f32=True)
+        for label, sig in synthetic(c):
             compare(case, label, sig)
     for case, label, line in summary:
         print(f"{case:10s} {label:26s} {line}")

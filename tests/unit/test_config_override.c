@@ -1,6 +1,6 @@
 /* fc_mel_config_override: a preset with a user's overrides keeps the preset's own rules (hifigan's
- * pad follows (n_fft - hop) / 2, the window follows n_fft where it is centred, each log
- * compression brings its reference's floor), the preset name goes when anything differs, and an
+ * pad follows (n_fft - hop) / 2, the window follows n_fft where it is centred, kaldi's frames
+ * follow the sample rate in milliseconds, each log compression brings its reference's floor), the preset name goes when anything differs, and an
  * inconsistent result is refused with a reason. */
 #include "featcache/fc_config.h"
 #include "tests/check.h"
@@ -68,6 +68,44 @@ int main(void) {
   ov.n_fft = 1024;
   CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_N_FFT, why, sizeof why) == 0, "%s", why);
   CHECK(c.win_length == kwin && c.n_fft == 1024, "win %u want %u", c.win_length, kwin);
+
+  /* kaldi at another rate: Kaldi's 25 ms / 10 ms frames, the FFT the power of two at least the
+   * window, Nyquist as fmax (torchaudio's fbank at that sample_frequency); a given field wins;
+   * 16 kHz is the preset itself, its JSON (and so its digest) as stored before: fmax 8000 */
+  static const struct {
+    uint32_t sr, win, hop, nfft;
+  } kr[] = {{8000, 200, 80, 256},
+            {22050, 551, 220, 1024},
+            {44100, 1102, 441, 2048},
+            {11025, 275, 110, 512},
+            {16000, 400, 160, 512}};
+  for (size_t k = 0; k < sizeof kr / sizeof kr[0]; k++) {
+    c = preset("kaldi");
+    ov.sample_rate = kr[k].sr;
+    CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_SAMPLE_RATE, why, sizeof why) == 0, "%u: %s",
+          kr[k].sr, why);
+    CHECK(c.win_length == kr[k].win && c.hop_length == kr[k].hop && c.n_fft == kr[k].nfft &&
+              fc_mel_config_fmax(&c) == kr[k].sr / 2.0,
+          "kaldi at %u Hz: win %u hop %u n_fft %u fmax %g", kr[k].sr, c.win_length, c.hop_length,
+          c.n_fft, fc_mel_config_fmax(&c));
+    CHECK((strcmp(c.preset, "kaldi") == 0) == (kr[k].sr == 16000), "%u: preset '%s'", kr[k].sr,
+          c.preset);
+  }
+  c = preset("kaldi");
+  ov.sample_rate = 8000;
+  ov.win_length = 300;
+  ov.hop_length = 100;
+  CHECK(fc_mel_config_override(&c, &ov,
+                               FC_MEL_F_SAMPLE_RATE | FC_MEL_F_WIN_LENGTH | FC_MEL_F_HOP_LENGTH,
+                               why, sizeof why) == 0,
+        "%s", why);
+  CHECK(c.win_length == 300 && c.hop_length == 100 && c.n_fft == 512, "win %u hop %u n_fft %u",
+        c.win_length, c.hop_length, c.n_fft);
+  char json[1024];
+  c = preset("kaldi");
+  CHECK(fc_mel_config_json(&c, json, sizeof json) > 0 && strstr(json, "\"fmax\":8000,"),
+        "kaldi's JSON: %s", json);
+  ov.win_length = ov.hop_length = 0;
 
   /* log compressions with their references' floors */
   c = preset("hifigan");
