@@ -291,6 +291,9 @@ static void test_broken(void) {
   w = make_wav(1, 1, 16000, 16, pcm, sizeof pcm, sizeof pcm, &len); /* 1000 frames = 62.5 ms */
   rc = decode(w, len, 0, 0.05, &y, &n, &info, why);
   CHECK(rc == FC_ETOOLONG && y == NULL, "too long: %d %s", rc, why);
+  rc = decode(w, len, 0, 0.0624, &y, &n, &info, why); /* as many decimals as tell them apart */
+  CHECK(rc == FC_ETOOLONG && strcmp(why, "0.0625 s long, over the 0.0624 s limit") == 0,
+        "just too long: %d '%s'", rc, why);
   rc = decode(w, len, 0, 0.07, &y, &n, &info, why);
   CHECK(rc == 0 && n == 1000, "under the limit: %d %s", rc, why);
   if (rc == 0) free(y);

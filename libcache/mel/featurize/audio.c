@@ -277,6 +277,18 @@ static void wav_decode_pcm16(const uint8_t *data, size_t frames, float *out) {
   }
 }
 
+/* "3.0 s long, over the 2.0 s limit": with one decimal, or as many more (up to 4) as it takes for
+ * the two to differ (a 3.0 s file over a 2.99 s limit is "3.00 s long, over the 2.99 s limit"). */
+static void too_long(char *why, size_t why_len, double seconds, double limit) {
+  int p = 1;
+  for (char a[48], b[48]; p < 4; p++) {
+    snprintf(a, sizeof a, "%.*f", p, seconds);
+    snprintf(b, sizeof b, "%.*f", p, limit);
+    if (strcmp(a, b) != 0) break;
+  }
+  fc_why(why, why_len, "%.*f s long, over the %.*f s limit", p, seconds, p, limit);
+}
+
 int audio_pcm16_view(const void *bytes, size_t len, uint32_t target_rate, double max_seconds,
                      const void **pcm, size_t *n_samples, fc_audio_info *info, char *why,
                      size_t why_len) {
@@ -296,7 +308,7 @@ int audio_pcm16_view(const void *bytes, size_t len, uint32_t target_rate, double
   }
   if (max_seconds > 0 && (double)frames > max_seconds * rate) {
     if (info) info->frames = 0;
-    fc_why(why, why_len, "%.1f s long, over the %.1f s limit", (double)frames / rate, max_seconds);
+    too_long(why, why_len, (double)frames / rate, max_seconds);
     return FC_ETOOLONG;
   }
   *pcm = data;
@@ -622,8 +634,7 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
   }
   const double max_frames = max_seconds > 0 ? max_seconds * src_rate : INFINITY;
   if (frames_known && (double)sfi.frames > max_frames) {
-    fc_why(why, why_len, "%.1f s long, over the %.1f s limit", (double)sfi.frames / src_rate,
-           max_seconds);
+    too_long(why, why_len, (double)sfi.frames / src_rate, max_seconds);
     rc = FC_ETOOLONG;
     goto done;
   }
@@ -705,7 +716,7 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     }
     decoded += got;
     if ((double)decoded > max_frames) {
-      fc_why(why, why_len, "over the %.1f s limit", max_seconds);
+      fc_why(why, why_len, "over the %g s limit", max_seconds);
       rc = FC_ETOOLONG;
       goto done;
     }

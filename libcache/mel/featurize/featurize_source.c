@@ -375,8 +375,8 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
     uint64_t frames = fc_mel_num_frames(cfg, n);
     if (frames == 0) {
       rc = FC_EEMPTY;
-      fc_why(why, sizeof why, "too short: %zu samples at %u Hz give no frames", n,
-             cfg->sample_rate);
+      fc_why(why, sizeof why, "too short: %zu sample%s at %u Hz give%s no frames", n,
+             n == 1 ? "" : "s", cfg->sample_rate, n == 1 ? "s" : "");
       goto fail;
     }
     if (frames > UINT32_MAX ||
