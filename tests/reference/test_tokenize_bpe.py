@@ -4,7 +4,9 @@ version pinned in scripts/setup) for 3,000 sentences shipped in or generated fro
 scripts and emoji inside sentences) plus lines with added special tokens, on three tokenizer.json
 files trained here: BPE + Whitespace (unk, special and non-special added tokens), byte-level
 GPT-2 style, and NFKC + Lowercase + WhitespaceSplit with a "##" continuing-subword prefix and a
-TemplateProcessing post-processor. Also: a corrupt tokenizer.json is a configuration error."""
+TemplateProcessing post-processor; then tokenizers for the options the corpus does not reach (Lowercase
+over Greek capitals, an added <mask> with lstrip/rstrip next to multi-byte letters and Unicode
+white space, a merge listed twice). Also: a corrupt tokenizer.json is a configuration error."""
 import json
 import os
 import sys
@@ -15,7 +17,8 @@ from test_tokenize_store import TOKENIZE, read_tokens, run_tokenize, write_tsv  
 import text_corpus  # noqa: E402
 
 try:
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import (AddedToken, Tokenizer, models, normalizers, pre_tokenizers, processors,
+                            trainers)
 except ImportError as e:  # pragma: no cover
     print(f"FAIL: the oracle is missing ({e}); scripts/setup installs tokenizers")
     sys.exit(1)
@@ -60,6 +63,59 @@ def train(kind, texts):
     return tok
 
 
+GREEK = ["ΟΔΟΣ ΣΟΦΟΣ ΑΣ Σ ΣΣ ΝΟΜΟΣ.", "Ο ΚΟΣΜΟΣ ΕΙΝΑΙ ΩΡΑΙΟΣ, ΟΧΙ ΜΟΝΟΣ;", "ΣΗΜΕΡΑ ΟΙ ΑΝΘΡΩΠΟΙ ΤΡΕΧΟΥΝ",
+         "ΟΔΟΣ-ΣΟΦΟΣ (ΛΟΓΟΣ) ΠΑΣ·", "σοφος ΣΟΦΟΣ Σοφος"]
+MASKED = ["voilà<mask>", "хорошо х<mask>", "a\u00a0<mask>\u00a0b", "Åland <mask> Šibenik",
+          "Р<mask>Р", "x <mask>  y", "<mask>", "  <mask>  ", "tab\t<mask>\tend", "日本<mask>語",
+          "\u2003<mask>\u3000", "end with <mask>"]
+
+
+def edge_tokenizers(d, texts):
+    """Tokenizers whose options the corpus alone does not reach: Lowercase over Greek capitals (a
+    word-final Σ: tokenizers lowercases each character on its own), an added <mask> that strips
+    the white space around it (lstrip/rstrip, RoBERTa's; Unicode white space, next to multi-byte
+    letters), and a merge listed twice (the later rank wins). Returns (name, path, Tokenizer,
+    lines)."""
+    out = []
+    tok = Tokenizer(models.BPE(unk_token="[UNK]"))
+    tok.normalizer = normalizers.Lowercase()
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tr = trainers.BpeTrainer(vocab_size=400, special_tokens=["[UNK]"], show_progress=False)
+    tok.train_from_iterator(GREEK * 20 + texts[:200], trainer=tr)
+    out.append(("greek-lowercase", tok, GREEK + [t.upper() for t in GREEK]))
+    tok = Tokenizer.from_file(os.path.join(d, "bytelevel.json"))
+    tok.add_special_tokens([AddedToken("<mask>", lstrip=True, rstrip=True)])
+    out.append(("mask-strip", tok, MASKED + [t.replace(" ", " <mask> ", 1) for t in texts[:300]]))
+    j = json.loads(open(os.path.join(d, "whitespace.json"), encoding="utf-8").read())
+    j["model"]["merges"].append(j["model"]["merges"][0])  # the first merge again, ranked last
+    j["model"]["merges"].append(j["model"]["merges"][5])
+    tj = os.path.join(d, "dup-merges.json")
+    open(tj, "w", encoding="utf-8").write(json.dumps(j))
+    out.append(("dup-merges", Tokenizer.from_file(tj), texts[:500]))
+    return out
+
+
+def compare_store(kind, tok, tj, rows, d):
+    """tokenize with tj over rows; the lines whose ids differ from tok.encode's (printed)."""
+    man = os.path.join(d, f"m-{kind}.tsv")
+    write_tsv(man, rows)
+    st = os.path.join(d, f"store-{kind}")
+    p = run_tokenize("-o", st, "--manifest", man, "--manifest-format", "tsv", "-t", "bpe",
+                     "--tokenizer-json", tj, "--json", "-j", "2")
+    s = json.loads(p.stdout)
+    assert s["failed"] == 0 and s["processed"] == len(rows), (s, p.stderr[-2000:])
+    got = read_tokens(st, s["config_digest"])
+    bad = 0
+    for i, t in rows:
+        want = tok.encode(t).ids
+        if got[i][1] != want:
+            bad += 1
+            if bad <= 5:
+                print(f"MISMATCH [{kind}] {t!r}\n  got  {got[i][1]}\n  want {want}\n"
+                      f"  tokens {tok.encode(t).tokens}")
+    return bad
+
+
 def bad_merge(j):
     j["model"]["merges"].insert(0, ["zzzq", "qqqz"])
     return j
@@ -80,23 +136,18 @@ def main():
             tok = train(kind, texts)
             tj = os.path.join(d, f"{kind}.json")
             tok.save(tj)
-            st = os.path.join(d, f"store-{kind}")
-            p = run_tokenize("-o", st, "--manifest", man, "--manifest-format", "tsv", "-t", "bpe",
-                             "--tokenizer-json", tj, "--json", "-j", "2")
-            s = json.loads(p.stdout)
-            assert s["failed"] == 0 and s["processed"] == len(rows), (s, p.stderr[-2000:])
-            got = read_tokens(st, s["config_digest"])
-            bad = 0
-            for i, t in rows:
-                want = tok.encode(t).ids
-                if got[i][1] != want:
-                    bad += 1
-                    if bad <= 5:
-                        print(f"MISMATCH [{kind}] {t!r}\n  got  {got[i][1]}\n  want {want}\n"
-                              f"  tokens {tok.encode(t).tokens}")
+            bad = compare_store(kind, tok, tj, rows, d)
             non_ascii = sum(1 for _, t in rows if not t.isascii())
             print(f"{kind}: {len(rows) - bad} of {len(rows)} equal ({non_ascii} non-ASCII lines,"
                   f" vocab {tok.get_vocab_size()})")
+            fails += bad
+        for kind, tok, lines in edge_tokenizers(d, texts):
+            tj = os.path.join(d, f"{kind}.json")
+            if not os.path.exists(tj):
+                tok.save(tj)
+            erows = [(f"e{i:05d}", t) for i, t in enumerate(dict.fromkeys(lines))]
+            bad = compare_store(kind, tok, tj, erows, d)
+            print(f"{kind}: {len(erows) - bad} of {len(erows)} equal")
             fails += bad
         # corrupt tokenizer.json files: configuration errors (exit 2), nothing stored
         good = open(os.path.join(d, "bytelevel.json"), encoding="utf-8").read()

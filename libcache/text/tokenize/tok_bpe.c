@@ -490,22 +490,18 @@ static int normalize(const tok_bpe *b, const char *s, size_t len, tok_buf *out) 
   int rc = tok_buf_put(out, s, len);
   for (int k = 0; k < b->nnorm && !rc; k++) {
     if (b->norm[k] == NORM_LOWER) {
-      /* Rust's str::to_lowercase: simple mappings plus the two special ones (İ → i̇, final Σ → ς) */
+      /* tokenizers' Lowercase: each character's char::to_lowercase on its own — simple mappings
+       * plus İ → i̇ — so a word-final Σ is σ (str::to_lowercase's final-sigma rule looks at the
+       * characters around it; char::to_lowercase does not) */
       tok_buf t = {0};
-      int32_t prev = 0;
       for (size_t i = 0; i < out->len && !rc;) {
-        int32_t c, next = 0;
+        int32_t c;
         size_t l = tok_utf8_next(out->p + i, out->len - i, &c);
-        if (i + l < out->len) tok_utf8_next(out->p + i + l, out->len - i - l, &next);
         char e[4];
-        if (c == 0x130) {
+        if (c == 0x130)
           rc = tok_buf_put(&t, "i\xCC\x87", 3);
-        } else if (c == 0x3A3 && tok_is_letter(prev) && !tok_is_letter(next)) {
-          rc = tok_buf_put(&t, "\xCF\x82", 2);
-        } else {
+        else
           rc = tok_buf_put(&t, e, tok_utf8_encode(utf8proc_tolower(c), e));
-        }
-        prev = c;
         i += l;
       }
       free(out->p);
@@ -560,11 +556,22 @@ static int find_added(const tok_bpe *b, int which, const char *s, size_t len, si
       best = a;
     }
     if (!best) continue;
+    /* lstrip / rstrip take the white space (Unicode's, a code point at a time) around it */
     size_t st = i, en = i + best->len;
-    if (best->lstrip)
-      while (st > from && tok_is_space((unsigned char)s[st - 1])) st--;
-    if (best->rstrip)
-      while (en < len && tok_is_space((unsigned char)s[en])) en++;
+    while (best->lstrip && st > from) {
+      size_t j = st - 1;
+      while (j > from && ((unsigned char)s[j] & 0xC0) == 0x80) j--;
+      int32_t c = 0;
+      tok_utf8_next(s + j, st - j, &c);
+      if (!tok_is_space(c)) break;
+      st = j;
+    }
+    while (best->rstrip && en < len) {
+      int32_t c = 0;
+      size_t l = tok_utf8_next(s + en, len - en, &c);
+      if (!tok_is_space(c)) break;
+      en += l;
+    }
     *ms = st;
     *me = en;
     *id = best->id;

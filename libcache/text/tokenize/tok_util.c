@@ -118,7 +118,13 @@ int tok_pairs_put(tok_pairs *m, uint32_t a, uint32_t b, int32_t rank, int32_t id
   uint64_t k = ((uint64_t)a << 32 | b) + 1;
   size_t j = pair_hash(k) & (m->cap - 1);
   for (; m->slots[j].key; j = (j + 1) & (m->cap - 1))
-    if (m->slots[j].key == k) return 1; /* first (lowest rank) merge wins, as in tokenizers */
+    if (m->slots[j].key == k) {
+      /* a merge listed twice: the later one's rank wins, as in tokenizers (its merges are
+       * collected into a HashMap in list order, each insert replacing the one before) */
+      m->slots[j].rank = rank;
+      m->slots[j].id = id;
+      return 1;
+    }
   m->slots[j] = (tok_pair_slot){k, rank, id};
   m->count++;
   return 0;

@@ -103,6 +103,7 @@ static int make_config(fc_tokenizer *t, char *why, size_t why_len) {
   bad |= json_object_set_new(o, "tokenizer", json_string(kind_names[t->kind]));
   bad |= json_object_set_new(o, "tokenizer_version",
                              json_integer(t->kind == FC_TOK_PHONEMES ? FC_TOK_PHONEMES_VERSION
+                                          : t->kind == FC_TOK_BPE    ? FC_TOK_BPE_VERSION
                                                                      : FC_TOKENIZER_VERSION));
   bad |= json_object_set_new(o, "unicode",
                              json_string(t->norm.unicode == FC_UNICODE_NFKC ? "nfkc" : "none"));
