@@ -27,8 +27,8 @@ extern "C" {
 /* The bpe tokenizer's "tokenizer_version": 2 = as tokenizers does, a Lowercase normalizer maps each
  * character on its own (a word-final Σ is σ), an added token's lstrip/rstrip take Unicode white
  * space a code point at a time (1 looked at single bytes: it took UTF-8 continuation bytes 0x85
- * and 0xA0 for spaces and left multi-byte spaces), and of a merge listed twice the later rank
- * wins. */
+ * and 0xA0 for spaces and left multi-byte spaces), of a merge listed twice the later rank wins,
+ * and an added token with normalized true is matched in its normalized form. */
 #define FC_TOK_BPE_VERSION 2
 /* The phonemes tokenizer's "tokenizer_version" (chars has FC_TOKENIZER_VERSION): 2 = the
  * whole line goes to espeak-ng and each clause's terminating mark is kept (1 cut the text at

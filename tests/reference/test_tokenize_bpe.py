@@ -72,7 +72,8 @@ MASKED = ["voilà<mask>", "хорошо х<mask>", "a\u00a0<mask>\u00a0b", "Åla
 
 def edge_tokenizers(d, texts):
     """Tokenizers whose options the corpus alone does not reach: Lowercase over Greek capitals (a
-    word-final Σ: tokenizers lowercases each character on its own), an added <mask> that strips
+    word-final Σ: tokenizers lowercases each character on its own), added tokens with normalized
+    true (matched in the normalized text, in their normalized form), an added <mask> that strips
     the white space around it (lstrip/rstrip, RoBERTa's; Unicode white space, next to multi-byte
     letters), and a merge listed twice (the later rank wins). Returns (name, path, Tokenizer,
     lines)."""
@@ -83,6 +84,16 @@ def edge_tokenizers(d, texts):
     tr = trainers.BpeTrainer(vocab_size=400, special_tokens=["[UNK]"], show_progress=False)
     tok.train_from_iterator(GREEK * 20 + texts[:200], trainer=tr)
     out.append(("greek-lowercase", tok, GREEK + [t.upper() for t in GREEK]))
+    tok = Tokenizer(models.BPE(unk_token="[UNK]"))  # added tokens matched in normalized text
+    tok.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()])
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.train_from_iterator(texts[:300], trainer=trainers.BpeTrainer(
+        vocab_size=600, special_tokens=["[UNK]"], show_progress=False))
+    tok.add_tokens([AddedToken("FeatCache", normalized=True), AddedToken("\ufb01x", normalized=True),
+                    AddedToken("Keep", normalized=False)])
+    out.append(("normalized-added", tok, [
+        "featcache FeatCache FEATCACHE feat cache", "fix \ufb01x FIX", "Keep keep KEEP",
+        "xfeatcachex and featcaches", "Keepfeatcache"] + texts[:100]))
     tok = Tokenizer.from_file(os.path.join(d, "bytelevel.json"))
     tok.add_special_tokens([AddedToken("<mask>", lstrip=True, rstrip=True)])
     out.append(("mask-strip", tok, MASKED + [t.replace(" ", " <mask> ", 1) for t in texts[:300]]))

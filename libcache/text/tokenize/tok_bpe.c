@@ -251,6 +251,8 @@ out:
   return rc;
 }
 
+static int normalize(const tok_bpe *b, const char *s, size_t len, tok_buf *out);
+
 int tok_bpe_load(const char *data, size_t len, tok_bpe **out, char *why, size_t why_len) {
   int rc = 0;
   json_error_t jerr;
@@ -292,6 +294,16 @@ int tok_bpe_load(const char *data, size_t len, tok_bpe **out, char *why, size_t 
     a->lstrip = json_is_true(json_object_get(t, "lstrip"));
     a->rstrip = json_is_true(json_object_get(t, "rstrip"));
     a->normalized = json_is_true(json_object_get(t, "normalized"));
+    if (a->normalized && b->nnorm) { /* matched in the normalized text: normalized, as tokenizers */
+      tok_buf nt = {0};
+      if (normalize(b, a->content, a->len, &nt)) {
+        free(nt.p);
+        FAIL(ENOMEM, "out of memory");
+      }
+      free(a->content);
+      a->content = nt.p;
+      a->len = nt.len;
+    }
     if ((uint32_t)a->id + 1 > b->vocab_size) b->vocab_size = (uint32_t)a->id + 1;
   }
   if (b->vocab_size == 0) FAIL(FC_ETOKENIZER, "the vocab is empty");
@@ -544,7 +556,8 @@ static int find_added(const tok_bpe *b, int which, const char *s, size_t len, si
     const added_token *best = NULL;
     for (size_t k = 0; k < b->nadded; k++) {
       const added_token *a = &b->added[k];
-      if (a->normalized != which || a->len > len - i || (best && a->len <= best->len)) continue;
+      if (a->normalized != which || !a->len || a->len > len - i || (best && a->len <= best->len))
+        continue;
       if (memcmp(s + i, a->content, a->len) != 0) continue;
       if (a->single_word) {
         int32_t c = 0;
