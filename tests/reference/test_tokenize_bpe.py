@@ -73,7 +73,8 @@ MASKED = ["voilà<mask>", "хорошо х<mask>", "a\u00a0<mask>\u00a0b", "Åla
 def edge_tokenizers(d, texts):
     """Tokenizers whose options the corpus alone does not reach: Lowercase over Greek capitals (a
     word-final Σ: tokenizers lowercases each character on its own), added tokens with normalized
-    true (matched in the normalized text, in their normalized form), an added <mask> that strips
+    true (matched in the normalized text, in their normalized form), byte fallback beside an unk
+    (where tokenizers puts the unk), an added <mask> that strips
     the white space around it (lstrip/rstrip, RoBERTa's; Unicode white space, next to multi-byte
     letters), and a merge listed twice (the later rank wins). Returns (name, path, Tokenizer,
     lines)."""
@@ -97,6 +98,17 @@ def edge_tokenizers(d, texts):
     tok = Tokenizer.from_file(os.path.join(d, "bytelevel.json"))
     tok.add_special_tokens([AddedToken("<mask>", lstrip=True, rstrip=True)])
     out.append(("mask-strip", tok, MASKED + [t.replace(" ", " <mask> ", 1) for t in texts[:300]]))
+    # byte fallback with some byte tokens only, an unk, fused and not: an unknown character's unk
+    # is held back until a character of the vocab comes (after another character's bytes)
+    vocab = {c: i for i, c in enumerate("abcdefghijklmnopqrstuvwxyz.")}
+    vocab.update({"[UNK]": len(vocab), "<0xC3>": len(vocab) + 1, "<0xA9>": len(vocab) + 2})
+    for fuse in (False, True):
+        tok = Tokenizer(models.BPE(vocab=dict(vocab), merges=[], unk_token="[UNK]",
+                                   byte_fallback=True, fuse_unk=fuse))
+        tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+        out.append((f"byte-fallback-fuse{int(fuse)}", tok,
+                    ["\u00fc\u00e9", "a\u00fc\u00e9b", "\u00fc\u00fc\u00e9\u00fc", "\u00e9\u00fc\u00e9",
+                     "x\u00fc\u00f6\u00e9y z", "\u00e9\u00e9 a \u00fc"]))
     j = json.loads(open(os.path.join(d, "whitespace.json"), encoding="utf-8").read())
     j["model"]["merges"].append(j["model"]["merges"][0])  # the first merge again, ranked last
     j["model"]["merges"].append(j["model"]["merges"][5])

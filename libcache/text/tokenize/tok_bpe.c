@@ -341,7 +341,10 @@ static int bpe_word(const tok_bpe *b, const char *w, size_t len, tok_ids *out, c
   if (b->ignore_merges && lookup(b, w, len, &id)) return tok_ids_push(out, id);
   tok_ids syms = {0};
   tok_buf tmp = {0};
-  int rc = 0, last_unk = 0;
+  /* An unknown character's unk is held back, as tokenizers holds it, until a character of the
+   * vocab comes (then the unk, then it) or the word ends: a byte-fallback character's bytes go
+   * before it, and a fused unk goes on across them. */
+  int rc = 0, unk_pending = 0;
   for (size_t i = 0; i < len && !rc;) {
     int32_t cp;
     size_t k = tok_utf8_next(w + i, len - i, &cp);
@@ -351,8 +354,9 @@ static int bpe_word(const tok_bpe *b, const char *w, size_t len, tok_ids *out, c
     if (!rc && i + k == len && b->suffix) rc = tok_buf_put(&tmp, b->suffix, b->suffix_len);
     if (rc) break;
     if (lookup(b, tmp.p, tmp.len, &id)) {
-      rc = tok_ids_push(&syms, id);
-      last_unk = 0;
+      if (unk_pending) rc = tok_ids_push(&syms, b->unk_id);
+      unk_pending = 0;
+      if (!rc) rc = tok_ids_push(&syms, id);
     } else {
       int done = 0;
       if (b->byte_fallback) {
@@ -362,7 +366,6 @@ static int bpe_word(const tok_bpe *b, const char *w, size_t len, tok_ids *out, c
           for (size_t j = 0; j < k && !rc; j++)
             rc = tok_ids_push(&syms, b->byte_ids[(unsigned char)w[i + j]]);
           done = 1;
-          last_unk = 0;
         }
       }
       if (!done && b->unk_missing) {
@@ -370,12 +373,13 @@ static int bpe_word(const tok_bpe *b, const char *w, size_t len, tok_ids *out, c
                     w + i);
         rc = FC_EUNKNOWN;
       } else if (!done && b->unk_id >= 0) {
-        if (!(b->fuse_unk && last_unk)) rc = tok_ids_push(&syms, b->unk_id);
-        last_unk = 1;
+        if (unk_pending && !b->fuse_unk) rc = tok_ids_push(&syms, b->unk_id);
+        unk_pending = 1;
       } /* no unk token: tokenizers drops the character */
     }
     i += k;
   }
+  if (!rc && unk_pending) rc = tok_ids_push(&syms, b->unk_id);
   /* merge the lowest-ranked adjacent pair, leftmost first, until none applies */
   while (!rc && syms.len > 1) {
     int32_t best = INT32_MAX, best_id = 0, r, nid;
