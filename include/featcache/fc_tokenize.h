@@ -28,8 +28,9 @@ extern "C" {
  * character on its own (a word-final Σ is σ), an added token's lstrip/rstrip take Unicode white
  * space a code point at a time (1 looked at single bytes: it took UTF-8 continuation bytes 0x85
  * and 0xA0 for spaces and left multi-byte spaces), of a merge listed twice the later rank wins,
- * an added token with normalized true is matched in its normalized form, and with byte_fallback
- * an unknown character's unk waits, as tokenizers', for the next character of the vocab. */
+ * an added token with normalized true is matched in its normalized form, with byte_fallback an
+ * unknown character's unk waits, as tokenizers', for the next character of the vocab, and a
+ * single_word added token inside a word is dropped with no shorter one matched in its span. */
 #define FC_TOK_BPE_VERSION 2
 /* The phonemes tokenizer's "tokenizer_version" (chars has FC_TOKENIZER_VERSION): 2 = the
  * whole line goes to espeak-ng and each clause's terminating mark is kept (1 cut the text at

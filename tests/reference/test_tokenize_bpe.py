@@ -74,7 +74,8 @@ def edge_tokenizers(d, texts):
     """Tokenizers whose options the corpus alone does not reach: Lowercase over Greek capitals (a
     word-final Σ: tokenizers lowercases each character on its own), added tokens with normalized
     true (matched in the normalized text, in their normalized form), byte fallback beside an unk
-    (where tokenizers puts the unk), an added <mask> that strips
+    (where tokenizers puts the unk), a single_word added token inside a word (dropped, nothing
+    shorter matched in its span), an added <mask> that strips
     the white space around it (lstrip/rstrip, RoBERTa's; Unicode white space, next to multi-byte
     letters), and a merge listed twice (the later rank wins). Returns (name, path, Tokenizer,
     lines)."""
@@ -109,6 +110,13 @@ def edge_tokenizers(d, texts):
         out.append((f"byte-fallback-fuse{int(fuse)}", tok,
                     ["\u00fc\u00e9", "a\u00fc\u00e9b", "\u00fc\u00fc\u00e9\u00fc", "\u00e9\u00fc\u00e9",
                      "x\u00fc\u00f6\u00e9y z", "\u00e9\u00e9 a \u00fc"]))
+    # a single_word added token inside a word is dropped, and no shorter one matches in its span
+    tok = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate("abcdefghijklmnopqrstuvwxyz.")},
+                               merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.add_tokens([AddedToken("abc", single_word=True), AddedToken("bc"), AddedToken("cd")])
+    out.append(("single-word", tok, ["xabc", "abc", "x abc y", "abcx", "bc", "xbc", "abc abc",
+                                     "xabcd", "abcd", "ab abcabc bcd", "a.abc.b"]))
     j = json.loads(open(os.path.join(d, "whitespace.json"), encoding="utf-8").read())
     j["model"]["merges"].append(j["model"]["merges"][0])  # the first merge again, ranked last
     j["model"]["merges"].append(j["model"]["merges"][5])

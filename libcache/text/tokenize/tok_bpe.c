@@ -552,7 +552,9 @@ static int is_wordchar_before(const char *s, size_t i) {
   return tok_is_word(c);
 }
 
-/* Leftmost-longest match of the added tokens with normalized == which; returns 1 and the span. */
+/* Leftmost-longest match of the added tokens with normalized == which; returns 1 and the span. As
+ * tokenizers' matcher: at the leftmost position where any matches, the longest; a single_word one
+ * inside a word is dropped and the search goes on after it (never a shorter one in its span). */
 static int find_added(const tok_bpe *b, int which, const char *s, size_t len, size_t from,
                       size_t *ms, size_t *me, int32_t *id) {
   for (size_t i = from; i < len; i++) {
@@ -562,17 +564,18 @@ static int find_added(const tok_bpe *b, int which, const char *s, size_t len, si
       const added_token *a = &b->added[k];
       if (a->normalized != which || !a->len || a->len > len - i || (best && a->len <= best->len))
         continue;
-      if (memcmp(s + i, a->content, a->len) != 0) continue;
-      if (a->single_word) {
-        int32_t c = 0;
-        if (is_wordchar_before(s, i)) continue;
-        if (i + a->len < len &&
-            (tok_utf8_next(s + i + a->len, len - i - a->len, &c), tok_is_word(c)))
-          continue;
-      }
-      best = a;
+      if (memcmp(s + i, a->content, a->len) == 0) best = a;
     }
     if (!best) continue;
+    if (best->single_word) {
+      int32_t c = 0;
+      if (is_wordchar_before(s, i) ||
+          (i + best->len < len &&
+           (tok_utf8_next(s + i + best->len, len - i - best->len, &c), tok_is_word(c)))) {
+        i += best->len - 1; /* dropped: the search resumes after it */
+        continue;
+      }
+    }
     /* lstrip / rstrip take the white space (Unicode's, a code point at a time) around it */
     size_t st = i, en = i + best->len;
     while (best->lstrip && st > from) {
