@@ -159,11 +159,12 @@ static void test_jsonl(void) {
       "{\"audio_filepath\": \"n.wav\", \"id\": 7}\n"
       "{\"audio_filepath\": \"nt.wav\"}\n"
       "{\"audio_filepath\": \"q.wav\", \"id\": \"a\\nb\"}\n"
-      "{\"id\": \"t1\", \"text\": \"text only\"}\n");
+      "{\"id\": \"t1\", \"text\": \"text only\"}\n"
+      "{\"id\": \"t2\", \"text\": null}\n");
   CHECK(read_manifest(p, FC_MANIFEST_AUTO, NULL, &l) == 0, "read");
   CHECK(l.format == FC_MANIFEST_JSONL, "format %d", l.format);
-  CHECK(l.count == 10, "count %zu", l.count);
-  if (l.count == 10) {
+  CHECK(l.count == 11, "count %zu", l.count);
+  if (l.count == 11) {
     CHECK_STR(l.items[0].id, "x1");
     CHECK_STR(l.items[0].text, "hello");
     CHECK_STR(l.items[0].path, joined(tmpdir, "clips/x1.wav"));
@@ -183,6 +184,12 @@ static void test_jsonl(void) {
     CHECK(l.items[9].err == 0 && l.items[9].path == NULL, "text-only line: %s", l.items[9].why);
     CHECK_STR(l.items[9].id, "t1");
     CHECK_STR(l.items[9].text, "text only");
+    /* an id and a null text: a text-only line without its text, and the reason says so */
+    CHECK(l.items[10].err == FC_EMANIFEST &&
+              strcmp(l.items[10].why,
+                     "missing \"audio_filepath\" (a text-only line with \"id\" "
+                     "needs a string \"text\")") == 0,
+          "%s", l.items[10].why);
   }
   fc_item_list_free(&l);
 }
