@@ -607,8 +607,14 @@ static int reader_next(reader *r, const fc_item **it, char *why, size_t why_len)
     fc_item *item = new_item(&r->b, r->lineno);
     if (!item) goto nomem;
     int prc = 0;
+    size_t body = n; /* the line without its LF or CRLF */
+    if (body && buf[body - 1] == '\n') body--;
+    if (body && buf[body - 1] == '\r') body--;
     if (memchr(buf, '\0', n)) {
       prc = item_fail(item, FC_EMANIFEST, "line contains a NUL byte");
+    } else if (memchr(buf, '\r', body)) { /* old Mac line ends: the file would be one line */
+      prc = item_fail(item, FC_EMANIFEST,
+                      "a carriage return inside the line (CR line endings? convert them to LF)");
     } else if (!fc_utf8_valid(buf, n)) {
       prc = item_fail(item, FC_EUTF8, "invalid UTF-8");
     } else {

@@ -296,6 +296,15 @@ static void test_crlf_bom_blank(void) {
   CHECK(read_manifest(p, FC_MANIFEST_AUTO, NULL, &l) == 0, "read");
   if (l.count == 2) CHECK_STR(l.items[1].id, "\xEF\xBB\xBFz");
   fc_item_list_free(&l);
+  /* CR-only line ends (old Mac files): one line with carriage returns inside, failed with a reason
+   * that says so, never read as one utterance with a long text */
+  p = write_str("cr.csv", "c1|one\rc2|two\rc3|three\r");
+  CHECK(read_manifest(p, FC_MANIFEST_AUTO, NULL, &l) == 0, "read");
+  CHECK(l.count == 1 && l.items[0].err == FC_EMANIFEST &&
+            strstr(l.items[0].why, "carriage return inside the line"),
+        "CR-only: count %zu, err %d, why %s", l.count, l.count ? l.items[0].err : 0,
+        l.count ? l.items[0].why : "");
+  fc_item_list_free(&l);
 }
 
 static void test_long_line(void) {
