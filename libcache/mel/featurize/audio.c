@@ -683,6 +683,7 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
 
   /* Like soundfile's read(): at most the frames the header announces. */
   const sf_count_t limit = frames_known ? sfi.frames : SF_COUNT_MAX;
+  const int check_floats = float_source(sfi.format);
   sf_count_t decoded = 0;
   while (decoded < limit) {
     sf_count_t want = limit - decoded < BLOCK_FRAMES ? limit - decoded : BLOCK_FRAMES;
@@ -695,7 +696,7 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     }
     sf_count_t got = sf_readf_float(sf, direct ? out.v + out.n : block, want);
     if (got <= 0) break;
-    if (float_source(sfi.format)) {
+    if (check_floats) {
       const size_t values = (size_t)got * (direct ? 1 : channels);
       const float *p = direct ? out.v + out.n : block;
       const size_t bad = first_bad_sample(p, values);
