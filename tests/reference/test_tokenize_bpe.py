@@ -34,6 +34,16 @@ def corpus():
     return text_corpus.sentences(3000 - len(text_corpus.EXTRA)) + text_corpus.EXTRA + SPECIAL
 
 
+def long_words(texts):
+    """Words with no space in them, from a few symbols to 20,000 characters (a URL, a run of letters
+    with no space): short ones take the merge scan, long ones the heap; both must give tokenizers'
+    ids."""
+    letters = "".join(ch for ch in "".join(texts) if ch.isalpha())
+    packed = "".join(texts).replace(" ", "")
+    return [letters[:40], letters[40:89], letters[100:1100], letters[2000:22000], packed[:20000],
+            packed[-3000:] + " " + letters[-5000:]]
+
+
 def train(kind, texts):
     if kind == "whitespace":
         tok = Tokenizer(models.BPE(unk_token="[UNK]"))
@@ -160,7 +170,7 @@ def main():
     assert len(texts) >= 3000, len(texts)
     fails = 0
     with tempfile.TemporaryDirectory() as d:
-        rows = [(f"s{i:05d}", t) for i, t in enumerate(texts)]
+        rows = [(f"s{i:05d}", t) for i, t in enumerate(texts + long_words(texts))]
         man = os.path.join(d, "m.tsv")
         write_tsv(man, rows)
         for kind in ("whitespace", "bytelevel", "lowercase"):
@@ -170,7 +180,7 @@ def main():
             bad = compare_store(kind, tok, tj, rows, d)
             non_ascii = sum(1 for _, t in rows if not t.isascii())
             print(f"{kind}: {len(rows) - bad} of {len(rows)} equal ({non_ascii} non-ASCII lines,"
-                  f" vocab {tok.get_vocab_size()})")
+                  f" {len(long_words(texts))} long words, vocab {tok.get_vocab_size()})")
             fails += bad
         for kind, tok, lines in edge_tokenizers(d, texts):
             tj = os.path.join(d, f"{kind}.json")

@@ -335,6 +335,111 @@ typedef struct sym {
   int32_t id;
 } sym;
 
+/* Merge the lowest-ranked adjacent pair, leftmost first, until none applies: tokenizers' order.
+ * A word of a few symbols is scanned for its best pair at each merge; a longer one (a URL, a run
+ * of letters with no space: the scan is quadratic, 23 s for 64,000 letters) keeps its pairs in a
+ * heap ordered by (rank, position), as tokenizers does, and skips an entry whose pair has changed
+ * since it was pushed. Both give the same merges: the heap's least entry still standing is the
+ * scan's pick. */
+enum { MERGE_SCAN_MAX = 48 };
+
+static int merge_scan(const tok_bpe *b, tok_ids *syms) {
+  while (syms->len > 1) {
+    int32_t best = INT32_MAX, best_id = 0, r, nid;
+    size_t at = 0;
+    for (size_t i = 0; i + 1 < syms->len; i++)
+      if (tok_pairs_get(&b->merges, (uint32_t)syms->p[i], (uint32_t)syms->p[i + 1], &r, &nid) &&
+          r < best)
+        best = r, best_id = nid, at = i;
+    if (best == INT32_MAX) break;
+    syms->p[at] = best_id;
+    memmove(syms->p + at + 1, syms->p + at + 2, (syms->len - at - 2) * sizeof *syms->p);
+    syms->len--;
+  }
+  return 0;
+}
+
+typedef struct merge_entry {
+  int32_t rank, pos, id;
+} merge_entry;
+
+static int entry_less(const merge_entry *x, const merge_entry *y) {
+  return x->rank < y->rank || (x->rank == y->rank && x->pos < y->pos);
+}
+
+static void heap_push(merge_entry *h, size_t *n, merge_entry e) {
+  size_t i = (*n)++;
+  while (i > 0 && entry_less(&e, &h[(i - 1) / 2])) {
+    h[i] = h[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  h[i] = e;
+}
+
+static merge_entry heap_pop(merge_entry *h, size_t *n) {
+  merge_entry top = h[0], last = h[--*n];
+  size_t i = 0;
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= *n) break;
+    if (c + 1 < *n && entry_less(&h[c + 1], &h[c])) c++;
+    if (!entry_less(&h[c], &last)) break;
+    h[i] = h[c];
+    i = c;
+  }
+  if (*n) h[i] = last;
+  return top;
+}
+
+/* Push the pair starting at symbol `at` (next[at] its right neighbour), if a merge takes it. */
+static void pair_push(const tok_bpe *b, const int32_t *id, const int32_t *next, int32_t at,
+                      merge_entry *h, size_t *n) {
+  int32_t r, nid;
+  if (at >= 0 && next[at] >= 0 &&
+      tok_pairs_get(&b->merges, (uint32_t)id[at], (uint32_t)id[next[at]], &r, &nid))
+    heap_push(h, n, (merge_entry){r, at, nid});
+}
+
+static int merge_heap(const tok_bpe *b, tok_ids *syms) {
+  size_t len = syms->len;
+  int32_t *id = syms->p, *next = fc_malloc(2 * len * sizeof *next);
+  /* each merge pushes at most two entries: len - 1 at the start, 2 per merge after */
+  merge_entry *h = fc_malloc(3 * len * sizeof *h);
+  if (!next || !h) {
+    free(next);
+    free(h);
+    return ENOMEM;
+  }
+  int32_t *prev = next + len;
+  size_t n = 0;
+  for (size_t i = 0; i < len; i++) {
+    prev[i] = (int32_t)i - 1;
+    next[i] = i + 1 < len ? (int32_t)i + 1 : -1;
+  }
+  for (size_t i = 0; i + 1 < len; i++) pair_push(b, id, next, (int32_t)i, h, &n);
+  while (n) {
+    merge_entry e = heap_pop(h, &n);
+    int32_t r, nid, nx = next[e.pos];
+    /* gone (merged into its left neighbour: prev -2), at the end, or its pair changed */
+    if (prev[e.pos] == -2 || nx < 0 ||
+        !tok_pairs_get(&b->merges, (uint32_t)id[e.pos], (uint32_t)id[nx], &r, &nid) ||
+        r != e.rank || nid != e.id)
+      continue;
+    id[e.pos] = nid;
+    next[e.pos] = next[nx];
+    if (next[nx] >= 0) prev[next[nx]] = e.pos;
+    prev[nx] = -2;
+    pair_push(b, id, next, prev[e.pos], h, &n);
+    pair_push(b, id, next, e.pos, h, &n);
+  }
+  size_t o = 0;
+  for (int32_t i = 0; i >= 0; i = next[i]) id[o++] = id[i];
+  syms->len = o;
+  free(next);
+  free(h);
+  return 0;
+}
+
 static int bpe_word(const tok_bpe *b, const char *w, size_t len, tok_ids *out, char *why,
                     size_t why_len) {
   int32_t id;
@@ -380,19 +485,7 @@ static int bpe_word(const tok_bpe *b, const char *w, size_t len, tok_ids *out, c
     i += k;
   }
   if (!rc && unk_pending) rc = tok_ids_push(&syms, b->unk_id);
-  /* merge the lowest-ranked adjacent pair, leftmost first, until none applies */
-  while (!rc && syms.len > 1) {
-    int32_t best = INT32_MAX, best_id = 0, r, nid;
-    size_t at = 0;
-    for (size_t i = 0; i + 1 < syms.len; i++)
-      if (tok_pairs_get(&b->merges, (uint32_t)syms.p[i], (uint32_t)syms.p[i + 1], &r, &nid) &&
-          r < best)
-        best = r, best_id = nid, at = i;
-    if (best == INT32_MAX) break;
-    syms.p[at] = best_id;
-    memmove(syms.p + at + 1, syms.p + at + 2, (syms.len - at - 2) * sizeof *syms.p);
-    syms.len--;
-  }
+  if (!rc) rc = syms.len > MERGE_SCAN_MAX ? merge_heap(b, &syms) : merge_scan(b, &syms);
   for (size_t i = 0; i < syms.len && !rc; i++) rc = tok_ids_push(out, syms.p[i]);
   free(syms.p);
   free(tmp.p);
