@@ -303,6 +303,7 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
         goto fail;
       }
     }
+    if ((rc = ld_drop_duplicates(l))) goto fail;
     if (l->tok_dtype) l->tok_dsize = fc_dtype_size(l->tok_dtype);
     if ((rc = fc_loader_set_epoch(l, 0))) {
       fc_why(why, why_len, "%s", l->err);

@@ -180,6 +180,74 @@ int ld_add_item(fc_loader *l, const ld_item *it, const char *id, size_t id_len) 
   return 0;
 }
 
+/* An id held by several stores is one utterance of the dataset: keep the first store's item, drop
+ * the later ones. Each store's items are contiguous and in id order (both walks read keys in
+ * LMDB's order, which is strcmp's for ids), so one k-way merge of the stores' runs finds them. */
+static int id_after(const fc_loader *l, const uint64_t *pos, uint32_t a, uint32_t b) {
+  int c = strcmp(l->ids + l->items[pos[a]].id_off, l->ids + l->items[pos[b]].id_off);
+  return c > 0 || (c == 0 && a > b);
+}
+
+static void sift_down(const fc_loader *l, const uint64_t *pos, uint32_t *heap, uint32_t n,
+                      uint32_t i) {
+  for (;;) {
+    uint32_t m = i, c = 2 * i + 1;
+    if (c < n && id_after(l, pos, heap[m], heap[c])) m = c;
+    if (c + 1 < n && id_after(l, pos, heap[m], heap[c + 1])) m = c + 1;
+    if (m == i) return;
+    uint32_t t = heap[i];
+    heap[i] = heap[m];
+    heap[m] = t;
+    i = m;
+  }
+}
+
+int ld_drop_duplicates(fc_loader *l) {
+  const uint32_t k = l->n_stores;
+  const uint64_t n = l->n_items;
+  if (k < 2 || n < 2) return 0;
+  uint64_t *pos = fc_calloc(2 * (size_t)k, sizeof *pos), *end = pos ? pos + k : NULL;
+  uint32_t *heap = fc_malloc(k * sizeof *heap);
+  uint8_t *dup = fc_calloc(n, 1);
+  if (!pos || !heap || !dup) {
+    free(pos);
+    free(heap);
+    free(dup);
+    return ENOMEM;
+  }
+  for (uint64_t i = n; i-- > 0;) { /* store s's items: [pos[s], end[s]) */
+    uint32_t s = l->items[i].store;
+    if (end[s] == 0) end[s] = i + 1;
+    pos[s] = i;
+  }
+  uint32_t hn = 0;
+  for (uint32_t s = 0; s < k; s++)
+    if (pos[s] < end[s]) heap[hn++] = s;
+  for (uint32_t i = hn / 2 + 1; i-- > 0;) sift_down(l, pos, heap, hn, i);
+  uint64_t kept = UINT64_MAX, n_dup = 0;
+  while (hn) {
+    uint32_t s = heap[0];
+    uint64_t i = pos[s];
+    if (kept != UINT64_MAX &&
+        strcmp(l->ids + l->items[kept].id_off, l->ids + l->items[i].id_off) == 0)
+      dup[i] = 1, n_dup++;
+    else
+      kept = i;
+    if (++pos[s] == end[s]) heap[0] = heap[--hn];
+    sift_down(l, pos, heap, hn, 0);
+  }
+  if (n_dup) {
+    uint64_t j = 0;
+    for (uint64_t i = 0; i < n; i++)
+      if (!dup[i]) l->items[j++] = l->items[i];
+    l->n_items = j;
+  }
+  free(pos);
+  free(heap);
+  free(dup);
+  return 0;
+}
+
 /* Walk store si's audio db (and with tokens its text db) and append its utterances, each looked
  * up and its records' headers checked (a store without indexes). */
 int ld_index_store_lookups(fc_loader *l, uint32_t si, char *why, size_t why_len) {

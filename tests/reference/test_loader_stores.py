@@ -1,0 +1,122 @@
+"""Several stores as one dataset, against the records read with Python's lmdb.
+
+Shards computed on different machines (or a re-run on an overlapping list of files) can hold the
+same id twice. The dataset has that utterance once: the loader reads it once per epoch, from the
+first store given that holds it (as fc_loader_lookup does, and as cache-verify's "several stores"
+check assumes), in every order, on every rank. The stores are written with featcache.testing
+(python lmdb + xxhash, the documented format, not the C library).
+"""
+
+import collections
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+import pytest
+
+try:
+    import lmdb  # noqa: F401
+    import xxhash  # noqa: F401
+except ImportError as e:  # pragma: no cover
+    print("FAIL: %s (scripts/setup installs it)" % e)
+    sys.exit(1)
+
+import featcache
+from featcache import testing as T
+
+# store 0: a000..a029 and s000..s009; store 1: s000..s009 again (other mels), b000..b019;
+# store 2: a005 and b007 again, c000..c004
+LAYOUT = [["a%03d" % i for i in range(30)] + ["s%03d" % i for i in range(10)],
+          ["s%03d" % i for i in range(10)] + ["b%03d" % i for i in range(20)],
+          ["a005", "b007"] + ["c%03d" % i for i in range(5)]]
+UNIQUE = sorted(set(u for ids in LAYOUT for u in ids))
+
+
+@pytest.fixture(scope="module")
+def stores():
+    d = tempfile.mkdtemp(prefix="fc_loader_stores_")
+    paths, first = [], {}
+    cfg = None
+    for k, ids in enumerate(LAYOUT):
+        p = os.path.join(d, "s%d" % k)
+        rng = np.random.default_rng(k)
+        with T.StoreWriter(p) as w:
+            cfg = w.add_config(T.mel_config_json("hifigan"))
+            for uid in ids:
+                mel = rng.standard_normal((20 + len(uid) * k + rng.integers(0, 50), 80))
+                mel = mel.astype(np.float32)
+                # a different sound under the same id in each store: the records differ
+                w.add_utterance(uid, ("%s in store %d" % (uid, k)).encode(), mel, cfg)
+                first.setdefault(uid, (k, mel))
+        paths.append(p)
+    yield dict(paths=paths, first=first, cfg=cfg)
+    shutil.rmtree(d)
+
+
+def check_first_store(stores, b):
+    for i, uid in enumerate(b.ids):
+        n, s = int(b.mel_lengths[i]), int(b.mel_starts[i])
+        mel = stores["first"][uid][1]
+        assert int(b.src_frames[i]) == len(mel), uid
+        row = b.mels[i][:n] if b.padded else b.mels[i]
+        np.testing.assert_array_equal(row, mel[s:s + n], err_msg=uid)
+
+
+@pytest.mark.parametrize("order", ["sequential", "random", "bucket", "locality"])
+@pytest.mark.parametrize("padded", [False, True])
+def test_an_id_in_several_stores_is_read_once(stores, order, padded):
+    ld = featcache.Loader(stores["paths"], batch_size=7, order=order, seed=2, padded=padded)
+    assert ld.num_items == len(UNIQUE)
+    for epoch in range(2):
+        seen = collections.Counter()
+        for b in ld:
+            check_first_store(stores, b)
+            seen.update(b.ids)
+        assert sorted(seen) == UNIQUE and set(seen.values()) == {1}, epoch
+    if order == "sequential":  # stores in the order given, ids in byte order within each
+        want = [u for k, ids in enumerate(LAYOUT) for u in sorted(ids)
+                if stores["first"][u][0] == k]
+        ld.set_epoch(0)
+        assert [u for b in ld for u in b.ids] == want
+
+
+@pytest.mark.parametrize("shard", ["pad", "drop", "uneven"])
+def test_ranks_split_the_dataset_not_the_copies(stores, shard):
+    W = 3
+    got = collections.Counter()
+    for r in range(W):
+        ld = featcache.Loader(stores["paths"], batch_size=5, shuffle=True, seed=9, rank=r,
+                              world_size=W, shard=shard)
+        for b in ld:
+            check_first_store(stores, b)
+            got.update(b.ids)
+    n = len(UNIQUE)
+    if shard == "uneven":
+        assert sorted(got) == UNIQUE and set(got.values()) == {1}
+    elif shard == "pad":
+        assert sorted(got) == UNIQUE and sum(got.values()) == -(-n // W) * W
+    else:
+        assert sum(got.values()) == n // W * W and set(got.values()) == {1}
+
+
+def test_the_first_store_given_wins(stores):
+    p = stores["paths"]
+    ld = featcache.Loader([p[1], p[0]], batch_size=64)
+    ids = [u for b in ld for u in b.ids]
+    assert sorted(ids) == sorted(set(LAYOUT[0] + LAYOUT[1])) and len(ids) == len(set(ids))
+    # s000..s009 come from p[1] now: its records, in its place (first in the sequential order)
+    assert ids[:30] == sorted(LAYOUT[1])
+    env = lmdb.open(p[1], max_dbs=8, readonly=True, lock=False)
+    ld.set_epoch(0)
+    for b in ld:
+        for i, uid in enumerate(b.ids):
+            if uid.startswith("s"):
+                mel, _ = T.read_utterance(env, uid, stores["cfg"])
+                np.testing.assert_array_equal(b.mels[i], mel)
+    env.close()
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
