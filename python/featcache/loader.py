@@ -11,6 +11,7 @@ fork); a handle inherited over fork is left alone, never closed, in the child.
 
 import ctypes
 import errno
+import operator
 import os
 import struct
 import sys
@@ -57,6 +58,23 @@ def _raise(code, what, handle=None):
     else:
         msg = "%s: %s" % (what, reason)
     raise FeatcacheError(code, msg)
+
+
+_MAX32, _MAX64 = (1 << 32) - 1, (1 << 64) - 1
+
+
+def _number(name, value, hi=_MAX32, lo=0, what=None):
+    """value as an int for a C field of the range lo..hi. ctypes would store it modulo the field's
+    width without a word (pad_to=-5 as 4294967291 frames), so anything else is an error naming
+    the option."""
+    what = what or "%s=%r" % (name, value)
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError("featcache: %s: not an integer" % what) from None
+    if not lo <= v <= hi:
+        raise ValueError("featcache: %s: must be an integer from %d to %d" % (what, lo, hi))
+    return v
 
 
 class _Handle:
@@ -492,6 +510,21 @@ class Loader:
                  locality_run=0, prefetch_threads=2, prefetch_depth=4, verify=True,
                  strict=False, nolock=False, nordahead=False, willneed=None, epoch=0,
                  buffer_alloc=None, n_buffers=0, release_fence=None, *, _open=True):
+        batch_size, max_frames = _number("batch_size", batch_size), _number("max_frames", max_frames,
+                                                                            _MAX64)
+        if rank is not None:
+            rank = _number("rank", rank)
+        if world_size is not None:
+            world_size = _number("world_size", world_size)
+        crop_frames, pad_to = _number("crop_frames", crop_frames), _number("pad_to", pad_to)
+        pad_multiple = _number("pad_multiple", pad_multiple)
+        token_pad = _number("token_pad", token_pad, (1 << 31) - 1, -(1 << 31))
+        bucket_batches = _number("bucket_batches", bucket_batches)
+        locality_run = _number("locality_run", locality_run)
+        prefetch_threads = _number("prefetch_threads", prefetch_threads)
+        prefetch_depth = _number("prefetch_depth", prefetch_depth)
+        epoch, n_buffers = _number("epoch", epoch, _MAX64), _number("n_buffers", n_buffers)
+        seed = _number("seed", seed, _MAX64, -(1 << 63))  # a negative seed: its two's complement
         if isinstance(paths, (str, bytes, os.PathLike)):
             paths = [paths]
         self.paths = [os.fspath(p) for p in paths]
@@ -632,7 +665,7 @@ class Loader:
     # -- iteration -------------------------------------------------------------------------------
     def set_epoch(self, epoch):
         """Choose the epoch the next iteration runs (torch DistributedSampler style)."""
-        self.epoch = int(epoch)
+        self.epoch = _number("epoch", epoch, _MAX64, what="set_epoch(%r)" % (epoch,))
 
     def __iter__(self):
         h = self._handle()

@@ -78,5 +78,31 @@ def test_get_still_works(store):
         featcache.get(store["path"], "nope")
 
 
+# ctypes stores a Python int into a C uint32/uint64 field modulo 2**32 (2**64) without a word: a
+# negative or too large number became another option entirely (pad_to=-5: batches of 4294967291
+# frames, "out of memory" at the first batch; batch_size=2**32: "batch_size 0 without
+# max_frames"). Each is a ValueError naming the option and its value, before anything opens.
+@pytest.mark.parametrize("kw", [
+    dict(batch_size=-1), dict(batch_size=2 ** 32), dict(pad_to=-5), dict(crop_frames=-1),
+    dict(max_frames=-1), dict(max_frames=2 ** 64), dict(rank=-1, world_size=2),
+    dict(world_size=-2), dict(pad_multiple=-16), dict(prefetch_threads=-1),
+    dict(prefetch_depth=-4), dict(bucket_batches=-1), dict(locality_run=2 ** 40),
+    dict(token_pad=2 ** 31), dict(epoch=-1), dict(batch_size=8.5), dict(pad_to="800"),
+    dict(n_buffers=-1)])
+def test_bad_numbers_are_named(store, kw):
+    name, value = next(iter(kw.items()))
+    with pytest.raises((ValueError, TypeError)) as e:
+        featcache.Loader(store["path"], **kw)
+    assert str(e.value).startswith("featcache: %s=%r" % (name, value)), str(e.value)
+
+
+def test_numbers_in_range_are_taken(store):
+    ld = featcache.Loader(store["path"], batch_size=2 ** 32 - 1, max_frames=2 ** 64 - 1,
+                          token_pad=-1, seed=-1, pad_to=800, epoch=3)
+    assert len(ld) == 1 and ld.epoch == 3
+    with pytest.raises(ValueError, match=r"featcache: set_epoch\(-1\)"):
+        ld.set_epoch(-1)
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
