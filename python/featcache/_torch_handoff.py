@@ -374,8 +374,10 @@ class Handoff:
         h = self.h
         with h.lock:
             rc = h.lib.fc_loader_set_epoch(h.h, epoch)
+            h.planned = epoch
         if rc:
             _L._raise(rc, "set_epoch(%d)" % epoch, h.h)
+        h.running += 1  # (Loader.__len__ plans no other epoch under a running one)
         descs = (ctypes.c_uint64 * (_L._lib.DESC_LEN * self.take))()
         descs.mv = _memory_at(ctypes.addressof(descs), ctypes.sizeof(descs), True).cast("Q")
         descs.ents, descs.it = [], iter(())
@@ -505,6 +507,7 @@ class Handoff:
                 it, more = take(descs, slow)
                 yield from it
         finally:
+            self.h.running -= 1
             self._untaken(descs)
 
     def to_device(self, epoch, slow_issue, slow_take):
@@ -550,6 +553,7 @@ class Handoff:
                 else:
                     yield slow_take(x[1])
         finally:
+            self.h.running -= 1
             self._untaken(descs)
             for x in pending:  # copied, never handed to the loop: free to go back
                 if x.__class__ is entry:

@@ -112,6 +112,8 @@ class _Handle:
         self.pending_lock = threading.RLock()  # give_back may run from a GC inside drain
         self.on_close = []     # callables run before the loader closes
         self.alloc = None      # callable(nbytes) -> a caller buffer (Loader's buffer_alloc)
+        self.planned = 0       # the epoch the C loader has planned (fc_loader_set_epoch)
+        self.running = 0       # iterations of this handle under way
 
     def set_buffers(self, objs):
         """Hand objects exposing writable memory of info.bound_batch_bytes each to the C loader
@@ -631,8 +633,20 @@ class Loader:
         return self._handle().info
 
     def __len__(self):
-        """Batches per epoch on this rank."""
-        return int(self._handle().info.epoch_batches)
+        """Batches on this rank of the epoch the next iteration runs (during an iteration: of the
+        running one). With dynamic batching (max_frames) the count depends on the epoch's
+        order, so it can differ from one epoch to the next."""
+        h = self._handle()
+        info = _lib.Info()
+        with h.lock:
+            if self.epoch != h.planned and not h.running:
+                # plans it (keeping what the threads prefetched of it) as __iter__ will
+                rc = h.lib.fc_loader_set_epoch(h.h, self.epoch)
+                if rc:
+                    _raise(rc, "set_epoch(%d)" % self.epoch, h.h)
+                h.planned = self.epoch
+            h.lib.fc_loader_info_get(h.h, ctypes.byref(info))
+        return int(info.epoch_batches)
 
     @property
     def num_items(self):
@@ -673,8 +687,10 @@ class Loader:
         epoch = self.epoch
         with h.lock:
             rc = L.fc_loader_set_epoch(h.h, epoch)
+            h.planned = epoch
         if rc:
             _raise(rc, "set_epoch(%d)" % epoch, h.h)
+        h.running += 1
         # the hot loop: one ctypes call (no argtypes to convert) filling a descriptor made once,
         # one unpack of it, then _make_batch
         desc = _Desc()
@@ -699,6 +715,7 @@ class Loader:
                     break
                 yield make(h, d)
         finally:
+            h.running -= 1
             if self.epoch == epoch:
                 self.epoch = epoch + 1
 

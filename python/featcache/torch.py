@@ -339,7 +339,11 @@ class FeatcacheDataset(IterableDataset):
             yield batch_to_torch(b, bf16)
 
     def __len__(self):
-        return len(self._loader())
+        """Batches of the epoch set_epoch chose (during an iteration: of the running one)."""
+        ld = self._loader()
+        if not ld._handle().running:
+            ld.set_epoch(self.epoch)
+        return len(ld)
 
     def __getstate__(self):
         d = self.__dict__.copy()

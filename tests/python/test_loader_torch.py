@@ -94,6 +94,41 @@ def test_ddp_ranks(store):
     assert not set(seen[0]) & set(seen[1])
 
 
+def test_len_is_the_epochs_batch_count(store):
+    # dynamic batching: how many batches an epoch has depends on its order. len() is the count
+    # of the epoch the next iteration runs (an LR schedule's total_steps, a progress bar's
+    # total, DataLoader's len); it was epoch 0's for ever
+    import featcache
+    kw = dict(max_frames=1200, shuffle=True, seed=4, prefetch_threads=2)
+    ld, ds = featcache.Loader(store["path"], **kw), FeatcacheDataset(store["path"], **kw)
+    counts = []
+    for epoch in range(6):
+        n = len(ld)
+        got = [len(b) for b in ld]
+        assert n == len(got), (epoch, n, len(got))
+        counts.append(n)
+        ds.set_epoch(epoch)
+        dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0)
+        assert len(dl) == n and sum(1 for _ in dl) == n, epoch
+    assert len(set(counts)) > 1, counts  # (else this test could not fail)
+    # inside an epoch, the running one's; after a break, the next one's
+    fresh = featcache.Loader(store["path"], epoch=3, **kw)
+    for b in fresh:
+        assert len(fresh) == counts[3]
+        break
+    assert fresh.epoch == 4 and len(fresh) == counts[4] == sum(1 for _ in fresh)
+    # len() inside the loop (the hand-off's too) neither restarts nor replans the running epoch
+    for padded in (False, True):
+        ds = FeatcacheDataset(store["path"], padded=padded, **kw)
+        ds.set_epoch(2)
+        plain = [list(b["ids"]) for b in ds]
+        got = []
+        for b in ds:
+            assert len(ds) == counts[2]
+            got.append(list(b["ids"]))
+        assert got == plain, padded
+
+
 def test_checked_when_made(store):
     import featcache
     d = os.path.dirname(store["path"])
