@@ -759,15 +759,21 @@ def get(store, id, features=None, tokens=None):
     KeyError when the store has no such id."""
     key = (os.getpid(), os.path.realpath(os.fspath(store)), features, tokens)
     ld = _GET_CACHE.get(key)
-    if ld is None:
-        for k in [k for k in _GET_CACHE if k[0] != os.getpid()]:
-            del _GET_CACHE[k]  # handles of a parent process are dropped, not closed
-        ld = Loader(store, features=features, tokens=tokens, _open=False)
-        ld._h = _Handle(ld.paths, ld._options(lookup_only=True))
-        _GET_CACHE[key] = ld
-    h = ld._h
     it = _lib.Item()
-    rc = h.lib.fc_loader_lookup(h.h, id.encode("utf-8"), ctypes.byref(it))
+    for fresh in (ld is None, True):
+        if fresh:
+            for k in [k for k in _GET_CACHE if k[0] != os.getpid()]:
+                del _GET_CACHE[k]  # handles of a parent process are dropped, not closed
+            ld = h = _GET_CACHE.pop(key, None)  # (closed now unless arrays of it live on)
+            ld = Loader(store, features=features, tokens=tokens, _open=False)
+            ld._h = _Handle(ld.paths, ld._options(lookup_only=True))
+            _GET_CACHE[key] = ld
+        h = ld._h
+        rc = h.lib.fc_loader_lookup(h.h, id.encode("utf-8"), ctypes.byref(it))
+        # a handle reads the store as it was when it opened: an id it lacks may have been
+        # stored since, which a handle opened now sees
+        if rc != _lib.FC_ENOTFOUND or fresh:
+            break
     if rc == _lib.FC_ENOTFOUND:
         raise KeyError(h.lib.fc_loader_error(h.h).decode("utf-8", "replace"))
     if rc:

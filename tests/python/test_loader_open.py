@@ -78,6 +78,28 @@ def test_get_still_works(store):
         featcache.get(store["path"], "nope")
 
 
+def test_get_sees_utterances_stored_after_its_first_call(store):
+    # get() keeps a lookup handle per store (a snapshot of it): an id stored later, by featurize
+    # run again in a notebook or beside a long-running process, was a KeyError for good
+    d = store["dir"]
+    path = os.path.join(d, "grows")
+    shutil.copytree(store["path"], path)
+    w = os.path.join(d, "later.wav")
+    subprocess.run(["espeak-ng", "-w", w, "Stored after the first lookup."], check=True)
+    assert featcache.get(path, "utt1").shape[1] == 80
+    with pytest.raises(KeyError):
+        featcache.get(path, "later")
+    r = subprocess.run([os.path.join(BIN, "featurize"), "-q", "--device", "cpu", "-o", path, w],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    mel = featcache.get(path, "later")
+    b = next(iter(featcache.Loader(path, batch_size=8)))
+    assert mel.shape[0] > 10 and b.ids[0] == "later"
+    assert (mel == b.mels[0]).all()
+    with pytest.raises(KeyError):
+        featcache.get(path, "still-not-there")
+
+
 # ctypes stores a Python int into a C uint32/uint64 field modulo 2**32 (2**64) without a word: a
 # negative or too large number became another option entirely (pad_to=-5: batches of 4294967291
 # frames, "out of memory" at the first batch; batch_size=2**32: "batch_size 0 without
