@@ -42,7 +42,10 @@ workers pickle each batch into shared memory, one copy). With workers, every (ra
 reads its own share: the shard index is rank * num_workers + worker_id out of world_size *
 num_workers, so each utterance is read by exactly one worker of one rank per epoch
 (shard="uneven"), or by one plus a few repeats to equalize counts (shard="pad", the default, as
-DistributedSampler). device="cuda" and pin_memory need num_workers=0. rank/world_size come from
+DistributedSampler). Without other ranks (world_size 1) the workers split the epoch exactly
+whatever the shard mode: each utterance once, as with num_workers=0. len() is the batch count
+without workers: with them each worker ends on its own short batch, so an epoch can have up to
+num_workers - 1 more (torch's caveat for an IterableDataset with workers). device="cuda" and pin_memory need num_workers=0. rank/world_size come from
 torch.distributed when it is initialized, unless given.
 Views (padded=False) are read-only memory: do not write into those tensors.
 Lengths are int32 tensors (torch has no uint32; same memory); u16 token ids become int32 (a copy).
@@ -300,6 +303,11 @@ class FeatcacheDataset(IterableDataset):
                 self._eager = None
             self._loaders = {k: v for k, v in self._loaders.items() if k[0] == os.getpid()}
             kw = dict(self.kwargs)
+            if info is not None and world == info.num_workers:
+                # the workers of one process (no other rank to match): its share split among
+                # them exactly, each utterance once, as without workers (pad would repeat up to
+                # workers - 1 utterances, drop leave as many out)
+                kw["shard"] = "uneven"
             padded = kw.get("padded")
             if padded is None:
                 padded = bool(kw.get("pad_to"))

@@ -85,6 +85,21 @@ def test_fork_workers_partition(store, padded):
     assert sum(len(b["ids"]) for b in ds) == N
 
 
+@pytest.mark.parametrize("shard", ["pad", "drop"])
+def test_workers_of_one_process_read_each_utterance_once(store, shard):
+    # no torch.distributed: one rank. Its DataLoader workers split it; pad (the default) made each
+    # worker's share ceil(N / workers), so 3 workers served 42 utterances of 40 (two twice) and
+    # drop left 1 out. A rank's share splits among its workers exactly, as num_workers=0 reads it
+    ds = FeatcacheDataset(store["path"], batch_size=4, shuffle=True, seed=3, shard=shard)
+    ctx = torch.multiprocessing.get_context("fork")
+    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=3,
+                                     multiprocessing_context=ctx)
+    for epoch in range(2):
+        ds.set_epoch(epoch)
+        ids = [u for b in dl for u in b["ids"]]
+        assert sorted(ids) == ["t%03d" % i for i in range(N)], (epoch, len(ids))
+
+
 def test_ddp_ranks(store):
     seen = []
     for r in range(2):
