@@ -40,8 +40,8 @@ enum {
 static const fc_cli_opt options[] = {
     {NULL, 0, 0, NULL, "Data source:"},
     {"source", OPT_SOURCE, required_argument, "S",
-     "cache (default: the featcache loader over STORE), audio (decode and compute on the fly),\n"
-     "                               synthetic (each utterance costs --synthetic-ms)"},
+     "cache (default: the featcache loader over STORE), audio (decode and compute on the fly), "
+     "synthetic (each utterance costs --synthetic-ms)"},
     {"manifest", OPT_MANIFEST, required_argument, "FILE",
      "utterances for --source audio / --compare (LJSpeech, wav.scp, JSONL, list)"},
     {"audio", OPT_MANIFEST, required_argument, "FILE", "same as --manifest"},
@@ -49,11 +49,11 @@ static const fc_cli_opt options[] = {
      "auto, ljspeech, kaldi, jsonl or list"},
     {"audio-dir", OPT_AUDIO_DIR, required_argument, "DIR", "base of relative manifest paths"},
     {"compare-profiles", OPT_COMPARE_PROFILES, no_argument, NULL,
-     "two saved profiles of your own training loop side by side\n"
-     "                               (BEFORE.json AFTER.json): the shrink factor and a verdict"},
+     "two saved profiles of your own training loop side by side "
+     "(BEFORE.json AFTER.json): the shrink factor and a verdict"},
     {"compare", OPT_COMPARE, no_argument, NULL,
-     "featcache's own C featurizer on the fly (not your pipeline),\n"
-     "                               then the cache, on the same utterances in the same order"},
+     "featcache's own C featurizer on the fly (not your pipeline), "
+     "then the cache, on the same utterances in the same order"},
     {"preset", OPT_PRESET, required_argument, "NAME",
      "features for --source audio without a STORE (default hifigan)"},
     {"features", OPT_FEATURES, required_argument, "SEL",
@@ -75,8 +75,8 @@ static const fc_cli_opt options[] = {
     {"compute-matmul", OPT_MATMUL, required_argument, "N",
      "compute = one N x N float matmul per step (real CPU work)"},
     {"sweep", OPT_SWEEP, no_argument, NULL,
-     "run the grid given as words batch=L workers=L prefetch=L (L: 1,2,4)\n"
-     "                               and recommend the smallest setting under 5 % data share"},
+     "run the grid given as words batch=L workers=L prefetch=L (L: 1,2,4) "
+     "and recommend the smallest setting under 5 % data share"},
     {NULL, 0, 0, NULL, "Output:"},
     {"json", OPT_JSON, no_argument, NULL, "print JSON on stdout instead of tables"},
     {"svg", OPT_SVG, required_argument, "FILE", "chart of per-step data and compute time"},

@@ -33,6 +33,17 @@ for opt in --source --manifest --audio --compare --preset --features --views --b
            --sweep --json --svg --trace --quiet --progress --help --version; do
   grep -q -- "$opt" "$tmp/help" || { echo "FAIL help: $opt missing"; fails=$((fails + 1)); }
 done
+# the option table as fc_cli_help lays it out: an option line ("  -x, --long" or "      --long"),
+# a section header ("Data source:") after a blank line, or a continuation of its help at column
+# 31; none past 79 (a help string holding its own line breaks printed them raw, with its
+# indentation dropped)
+sed -n '/^Data source:/,/^Exit status/p' "$tmp/help" | sed '$d' | awk '
+  length($0) > 79 { print "FAIL help layout (long): [" $0 "]"; bad = 1; next }
+  blank && !/^[A-Z][A-Za-z ]*:$/ { print "FAIL help layout (after a blank line): [" $0 "]"; bad = 1 }
+  { blank = ($0 == "") }
+  /^  -[a-z], --|^      --|^[A-Z][A-Za-z ]*:$|^$|^                               [^ ]/ { next }
+  { print "FAIL help layout: [" $0 "]"; bad = 1 }
+  END { exit bad }' || fails=$((fails + 1))
 "$LB" --version >"$tmp/out" 2>&1; rc=$?
 [ $rc = 0 ] && grep -q '^loader-bench (featcache) ' "$tmp/out" || { echo "FAIL version"; fails=$((fails + 1)); }
 
