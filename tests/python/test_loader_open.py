@@ -62,6 +62,20 @@ def test_tokens_not_in_store(store):
     raises_at_construction(r"no tokens config named 'chars'", store["path"], tokens="chars")
 
 
+def test_several_mel_configs_none_the_default(store):
+    # no features= and no hifigan among the store's mel configs: the message said "no mel config
+    # named 'hifigan'", a name the caller never gave
+    path = os.path.join(store["dir"], "two_configs")
+    wavs = [os.path.join(store["dir"], "utt%d.wav" % i) for i in range(2)]
+    for preset in ("kaldi", "librosa"):
+        r = subprocess.run([os.path.join(BIN, "featurize"), "-q", "--device", "cpu", "--preset",
+                            preset, "-o", path] + wavs, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    raises_at_construction(r"two_configs: the store holds 2 mel configs and none is the default "
+                           r"\(hifigan\): choose one with features \(it has: (kaldi, librosa|"
+                           r"librosa, kaldi)\)$", path)
+    assert featcache.Loader(path, features="kaldi").num_items == 2
+
 def test_good_loader_iterates_and_pickles(store):
     ld = featcache.Loader(store["path"], features="hifigan", batch_size=1)
     assert ld._h is not None  # opened by the constructor

@@ -163,7 +163,13 @@ int ld_resolve_config(MDB_txn *txn, MDB_dbi meta, const char *store, const char 
     /* no selector and several mel configs: the default preset, if present exactly once */
     free(*json);
     *json = NULL;
-    return ld_resolve_config(txn, meta, store, "hifigan", 0, out, json, why, why_len);
+    rc = ld_resolve_config(txn, meta, store, "hifigan", 0, out, json, why, why_len);
+    if (rc == FC_ENOTFOUND) /* the caller asked for none: say why one must be chosen */
+      fc_why(why, why_len,
+             "%s: the store holds %d mel configs and none is the default (hifigan): choose one "
+             "with features (it has: %s)",
+             store, found, names);
+    return rc;
   }
   if (found == 0) {
     if (want_hex)
