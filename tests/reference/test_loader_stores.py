@@ -118,5 +118,31 @@ def test_the_first_store_given_wins(stores):
     env.close()
 
 
+def test_stores_of_different_configs_are_named(stores):
+    # the message said "its mel config differs from ...'s: give a digest", which helps only when
+    # the second store holds the first one's config too
+    d = os.path.dirname(stores["paths"][0])
+    mel = np.zeros((30, 80), np.float32)
+    kaldi, both = os.path.join(d, "kaldi"), os.path.join(d, "both")
+    for path, presets in ((kaldi, ["kaldi"]), (both, ["kaldi", "hifigan"])):
+        with T.StoreWriter(path) as w:
+            for p in presets:
+                cfg = w.add_config(T.mel_config_json(p))
+                w.add_utterance("k000", b"k", mel, cfg)
+    hx = {p: T.digest(T.mel_config_json(p).encode()).hex() for p in ("kaldi", "hifigan")}
+    s0 = stores["paths"][0]
+    with pytest.raises(featcache.FeatcacheError) as e:
+        featcache.Loader([s0, kaldi])
+    assert str(e.value) == (
+        "featcache: %s: its mel config is %s, %s's is %s, which it does not hold: stores read as "
+        "one dataset need the same mel config" % (kaldi, hx["kaldi"], s0, hx["hifigan"]))
+    # kaldi's only config, then "both" (default: hifigan of its two): it holds kaldi's too
+    with pytest.raises(featcache.FeatcacheError) as e:
+        featcache.Loader([kaldi, both])
+    assert str(e.value) == (
+        "featcache: %s: its mel config is %s, %s's is %s, which it holds too: choose it by digest "
+        "(features %s)" % (both, hx["hifigan"], kaldi, hx["kaldi"], hx["kaldi"]))
+    assert featcache.Loader([kaldi, both], features=hx["kaldi"]).num_items == 1
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

@@ -152,6 +152,30 @@ static int check_options(const fc_loader_opts *o, char *why, size_t why_len) {
 static int open_stores(const char *const *paths, size_t n, const fc_loader_opts *opts,
                        fc_loader **out, char *why, size_t why_len);
 
+/* Store st resolved the selector to another config than the first store: say which two, and
+ * whether st holds the first store's too (its digest then chooses it in both). */
+static void config_mismatch(const ld_store *st, const ld_store *first, MDB_dbi meta, int tokens,
+                            char *why, size_t why_len) {
+  char h0[33], h1[33], r[256];
+  fc_digest_hex(tokens ? &first->tok_cfg : &first->mel_cfg, h0);
+  fc_digest_hex(tokens ? &st->tok_cfg : &st->mel_cfg, h1);
+  fc_digest d;
+  char *json = NULL;
+  int has = ld_resolve_config(st->txn, meta, st->path, h0, tokens, &d, &json, r, sizeof r) == 0;
+  free(json);
+  const char *kind = tokens ? "token" : "mel", *opt = tokens ? "tokens" : "features";
+  if (has)
+    fc_why(why, why_len,
+           "%s: its %s config is %s, %s's is %s, which it holds too: choose it by "
+           "digest (%s %s)",
+           st->path, kind, h1, first->path, h0, opt, h0);
+  else
+    fc_why(why, why_len,
+           "%s: its %s config is %s, %s's is %s, which it does not hold: stores "
+           "read as one dataset need the same %s config",
+           st->path, kind, h1, first->path, h0, kind);
+}
+
 /* A split store (fc_store.h) is read as its parts: several stores as one dataset. */
 int fc_loader_open(const char *const *paths, size_t n, const fc_loader_opts *opts, fc_loader **out,
                    char *why, size_t why_len) {
@@ -269,8 +293,7 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
     } else {
       free(json);
       if (memcmp(st->mel_cfg.bytes, l->stores[0].mel_cfg.bytes, 16) != 0) {
-        fc_why(why, why_len, "%s: its mel config differs from %s's: give a digest", st->path,
-               l->stores[0].path);
+        config_mismatch(st, &l->stores[0], meta, 0, why, why_len);
         rc = FC_ECONFIG;
         goto fail;
       }
@@ -284,8 +307,7 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
       } else {
         free(json);
         if (memcmp(st->tok_cfg.bytes, l->stores[0].tok_cfg.bytes, 16) != 0) {
-          fc_why(why, why_len, "%s: its token config differs from %s's: give a digest", st->path,
-                 l->stores[0].path);
+          config_mismatch(st, &l->stores[0], meta, 1, why, why_len);
           rc = FC_ECONFIG;
           goto fail;
         }
