@@ -67,8 +67,11 @@ __all__ = ["FeatcacheDataset", "batch_to_torch", "to_device"]
 
 
 def _tensor(a, bf16):
-    t = torch.from_numpy(a)
-    return t.view(torch.bfloat16) if bf16 else t
+    # bf16 arrays are uint16 (the raw bits), which torch.from_numpy refuses: int16 is the same
+    # bits, viewed as bfloat16 (no copy)
+    if bf16:
+        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(a)
 
 
 def _ints(a):
