@@ -53,8 +53,10 @@ bf16 stores give torch.bfloat16 tensors.
 """
 
 import collections
+import multiprocessing
 import os
 import warnings
+from multiprocessing import context as _mp_context
 
 import numpy as np
 import torch
@@ -238,6 +240,9 @@ class FeatcacheDataset(IterableDataset):
         self.paths = paths
         self.rank, self.world_size = rank, world_size
         self.kwargs = loader_kwargs
+        # the epoch lives in shared memory: DataLoader workers (persistent ones too, which keep
+        # the copy of the dataset they started with) read the one set_epoch set last
+        self._epoch_box = multiprocessing.RawValue("Q", 0)
         self.epoch = int(loader_kwargs.pop("epoch", 0))
         self.device = torch.device(device)
         self.depth = int(prefetch_to_device)
@@ -263,10 +268,27 @@ class FeatcacheDataset(IterableDataset):
             self._loader()
             self._eager = next(iter(self._loaders))
 
+    @property
+    def epoch(self):
+        box = self.__dict__.get("_epoch_box")
+        return self.__dict__["_epoch"] if box is None else box.value
+
+    @epoch.setter
+    def epoch(self, epoch):
+        epoch = int(epoch)
+        if not 0 <= epoch < 1 << 64:
+            raise ValueError("featcache: set_epoch(%d): must be an integer from 0 to %d"
+                             % (epoch, (1 << 64) - 1))
+        box = self.__dict__.get("_epoch_box")
+        if box is None:
+            self.__dict__["_epoch"] = epoch
+        else:
+            box.value = epoch
+
     def set_epoch(self, epoch):
-        """Call before each epoch (as DistributedSampler.set_epoch): workers are created anew
-        each epoch (unless persistent) and read the epoch from here."""
-        self.epoch = int(epoch)
+        """Call before each epoch (as DistributedSampler.set_epoch). DataLoader workers, persistent
+        ones too, read it at the start of each epoch (it is kept in shared memory)."""
+        self.epoch = epoch
 
     def _shard(self):
         rank, world = self.rank, self.world_size
@@ -360,4 +382,7 @@ class FeatcacheDataset(IterableDataset):
         d = self.__dict__.copy()
         d["_loaders"] = {}
         d["_eager"] = None
+        if _mp_context.get_spawning_popen() is None:
+            # an ordinary pickle (not a worker being started): the epoch's value, not shared
+            d["_epoch"], d["_epoch_box"] = self.epoch, None
         return d

@@ -100,6 +100,26 @@ def test_workers_of_one_process_read_each_utterance_once(store, shard):
         assert sorted(ids) == ["t%03d" % i for i in range(N)], (epoch, len(ids))
 
 
+def test_set_epoch_reaches_persistent_workers(store):
+    # persistent workers keep the copy of the dataset they were started with: set_epoch in the
+    # main process never reached them, and every epoch had epoch 0's order (no reshuffle, the
+    # same random crops)
+    kw = dict(batch_size=4, shuffle=True, seed=1, pad_to=120, crop="random")
+    ctx = torch.multiprocessing.get_context("fork")
+    runs = {}
+    for persistent in (False, True):
+        ds = FeatcacheDataset(store["path"], **kw)
+        dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
+                                         persistent_workers=persistent, multiprocessing_context=ctx)
+        runs[persistent] = []
+        for epoch in (0, 1, 2, 1):
+            ds.set_epoch(epoch)
+            runs[persistent].append(sorted((tuple(b["ids"]), tuple(b["mel_starts"].tolist()))
+                                           for b in dl))
+    assert runs[True] == runs[False]
+    assert runs[True][0] != runs[True][1] != runs[True][2] and runs[True][1] == runs[True][3]
+
+
 @pytest.mark.parametrize("padded", [False, True])
 @pytest.mark.parametrize("workers", [0, 1])
 def test_bf16_store(tmp_path, padded, workers):
