@@ -260,6 +260,17 @@ static int drop(const char *dir, const char *want, int quiet) {
       code = FC_EXIT_USAGE;
       break;
     }
+    unsigned pk, pn;
+    if (np == 1 && fc_store_part_of_store(s, &pk, &pn) == 0 && pn > 1) {
+      /* the other parts would keep the config: the split store no longer one dataset */
+      fc_cli_warn(dir,
+                  "is part %u of a split store of %u parts: give the split store's directory "
+                  "(the config is dropped from every part)",
+                  pk, pn);
+      fc_store_close(s);
+      code = FC_EXIT_USAGE;
+      break;
+    }
     uint64_t r = 0, b = 0;
     int rc = fc_store_drop_config(s, &d, &fc_cli_signal, &r, &b);
     if (!rc) rc = fc_store_sync(s);

@@ -576,6 +576,16 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
   if (!rc && out_exists &&
       (rc = fc_store_open(out_dir, FC_STORE_CREATE | FC_STORE_NOMETASYNC, &c.out)) != 0)
     fc_why(why, why_len, "%s: cannot open the output store: %s", out_dir, fc_strerror(rc));
+  unsigned part_k, part_n;
+  if (!rc && c.out && fc_store_part_of_store(c.out, &part_k, &part_n) == 0 && part_n > 1) {
+    /* a part holds only the ids routed to it (docs/FORMAT.md "Split stores"): the inputs' other
+     * ids would sit where no writer of the split store looks for them */
+    rc = FC_ECONFIG;
+    fc_why(why, why_len,
+           "%s: cannot open the output store: it is part %u of a split store of %u parts, which "
+           "holds only the ids routed to it; merge into a plain store",
+           out_dir, part_k, part_n);
+  }
   if (rc) goto done;
 
   /* phase 1: every conflict, before anything is written */

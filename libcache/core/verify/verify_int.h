@@ -84,6 +84,7 @@ typedef struct vctx {
   size_t n_exp;
   const uint8_t *map_lo, *map_hi; /* values must lie in [lo, hi): the file's bytes */
   unsigned part_k, part_n; /* meta part "K/N" of a split store's part (docs/FORMAT.md); n 0: none */
+  int part_unreadable; /* meta part is there but not K/N (said already) */
   uint64_t bytes_done; /* for progress, updated atomically */
   uint64_t bytes_total;
   double t0;

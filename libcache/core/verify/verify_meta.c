@@ -54,10 +54,11 @@ int vf_read_meta(vctx *c, fc_rtxn *t) {
         b[vl] = '\0';
       }
       if (vl >= sizeof b || sscanf(b, "%u/%u%c", &pk, &pn, &extra) != 2 || pk >= pn ||
-          pn > FC_SPLIT_MAX_PARTS)
+          pn > FC_SPLIT_MAX_PARTS) {
+        c->part_unreadable = 1;
         vf_add(c, FC_VERIFY_ERROR, FC_DB_META, k, kl, NULL, 0,
                "part of a split store, but its value is not K/N (K < N <= %u)", FC_SPLIT_MAX_PARTS);
-      else
+      } else
         c->part_k = pk, c->part_n = pn;
       continue;
     }

@@ -26,8 +26,29 @@ static int part_name(const char *name, unsigned *k) {
   return 1;
 }
 
+/* A store with data but without meta part in a split store's part-K (K < N): no writer made it
+ * (a part gets meta part right after meta format, before anything else: a job killed between the
+ * two leaves an empty part, which the next writer completes); a plain store copied in holds ids
+ * of other parts. Said, and its ids then checked against part K of N, as readers take it. */
+static void check_unmarked_part(vctx *c, char *p, char *slash, const char *base) {
+  unsigned k, n = 0;
+  const uint64_t *e = c->r->entries;
+  if (!(e[FC_DB_AUDIO] || e[FC_DB_TEXT] || e[FC_DB_FEAT] || e[FC_DB_TOK])) return;
+  if (!part_name(base, &k)) return;
+  const char *parent = ".";
+  if (slash == p)
+    parent = "/";
+  else if (slash)
+    *slash = '\0', parent = p;
+  if (fc_store_split_count(parent, &n) != 0 || n < 2 || k >= n) return;
+  vf_add(c, FC_VERIFY_ERROR, FC_DB_META, "part", 4, NULL, 0,
+         "missing: the store lies in part-%u of the split store %s of %u parts, but does not say "
+         "it is a part (a store copied in from elsewhere?): readers take it as part %u",
+         k, parent, n, k);
+  c->part_k = k, c->part_n = n;
+}
+
 void vf_check_part_place(vctx *c, const char *dir) {
-  if (c->part_n < 2) return;
   char p[4096];
   size_t len = strlen(dir);
   while (len > 1 && dir[len - 1] == '/') len--;
@@ -36,6 +57,10 @@ void vf_check_part_place(vctx *c, const char *dir) {
   p[len] = '\0';
   char *slash = strrchr(p, '/');
   const char *base = slash ? slash + 1 : p;
+  if (c->part_n < 2) {
+    if (!c->part_unreadable) check_unmarked_part(c, p, slash, base);
+    return;
+  }
   unsigned k;
   if (!part_name(base, &k) || k != c->part_k) {
     vf_add(c, FC_VERIFY_ERROR, FC_DB_META, "part", 4, NULL, 0,

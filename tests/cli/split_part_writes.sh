@@ -1,0 +1,48 @@
+#!/bin/bash
+# One part of a split store given where the split store belongs: cache-merge -o PART and
+# cache-config --drop CONFIG PART are refused (exit 2, the part unchanged), as featurize and
+# tokenize refuse it — a merge would put other parts' ids in it, a drop would leave the config in
+# the other parts; and cache-verify names a plain store put in a part's place (no meta part key)
+# and the ids in it that belong to other parts.
+set -u
+. "$FC_SRC/tests/cli/scaleout.bash"
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+fail=0
+check() { # name want_rc got_rc
+  if [ "$2" != "$3" ]; then echo "FAIL $1: exit $3, want $2"; cat out err; fail=1; fi
+}
+
+make_corpus c 12 || exit 1
+"$FC_BIN/featurize" -q --device cpu --writers 3 -o sp --manifest c/metadata.csv || exit 1
+"$FC_BIN/tokenize" -q --build-vocab -o sp c/metadata.csv || exit 1
+"$FC_BIN/featurize" -q --device cpu --writers 1 -o plain --manifest c/metadata.csv || exit 1
+"$FC_BIN/tokenize" -q --build-vocab -o plain c/metadata.csv || exit 1
+sum=$(md5sum sp/part-*/data.mdb)
+
+"$FC_BIN/cache-merge" -o sp/part-1 sp/part-0 >out 2>err; check merge-into-part 2 $?
+[ "$(cat err)" = "cache-merge: sp/part-1: cannot open the output store: it is part 1 of a split store of 3 parts, which holds only the ids routed to it; merge into a plain store" ] ||
+  { echo "FAIL merge-into-part stderr:"; cat err; fail=1; }
+"$FC_BIN/cache-config" --drop chars sp/part-1 >out 2>err; check drop-from-part 2 $?
+[ "$(cat err)" = "cache-config: sp/part-1: is part 1 of a split store of 3 parts: give the split store's directory (the config is dropped from every part)" ] ||
+  { echo "FAIL drop-from-part stderr:"; cat err; fail=1; }
+[ "$sum" = "$(md5sum sp/part-*/data.mdb)" ] || { echo "FAIL a refused write changed a part"; fail=1; }
+"$FC_BIN/cache-verify" -q sp >out 2>err; check clean-after 0 $?
+
+# a plain store of the same corpus copied over part 1: every id of parts 0 and 2 in it is named
+rm -rf sp/part-1 && cp -r plain sp/part-1
+"$FC_BIN/cache-verify" sp >out 2>err; check plain-as-part 1 $?
+grep -Fqx "sp/part-1: error: meta part: missing: the store lies in part-1 of the split store sp of 3 parts, but does not say it is a part (a store copied in from elsewhere?): readers take it as part 1" out ||
+  { echo "FAIL plain-as-part: no meta part finding"; cat out; fail=1; }
+want=$("$PY" - sp <<'PY'
+import xxhash, sys
+ids = [l.split("|")[0] for l in open("c/metadata.csv")]
+home = {i: ((xxhash.xxh3_64_intdigest(i.encode()) & 0xFFFFFFFF) * 3) >> 32 for i in ids}
+print(sum(2 for i in ids if home[i] != 1))  # an audio and a text entry each
+PY
+)
+got=$(grep -c "^sp/part-1: error: \(audio\|text\) .*: in part 1 of a split store of 3 parts; its id belongs in part [02]$" out)
+[ "$want" -gt 0 ] && [ "$got" = "$want" ] || { echo "FAIL plain-as-part: $got misplaced-id errors, want $want"; cat out; fail=1; }
+"$FC_BIN/cache-verify" -q sp/part-1 >out 2>err; check plain-as-part-alone 1 $?
+grep -q "error: meta part: missing" out || { echo "FAIL plain-as-part-alone"; cat out; fail=1; }
+exit $fail
