@@ -1,7 +1,8 @@
 #!/bin/bash
 # cache-verify's consistency checks: a manifest id without features, a missing feature, a config
 # mismatch (--expect-preset other than the store's), missing tokens (--expect-tokens), an orphan
-# record (a warning: exit 0, or 1 with --strict), and changed source files (--sources, --rehash).
+# record (a warning: exit 0, or 1 with --strict), changed source files (--sources, --rehash), and a
+# transcript that does not hash to its text entry's digest.
 set -u
 V="$FC_BIN/cache-verify"
 [ -x "$V" ] || { echo "FAIL: $V not built"; exit 1; }
@@ -106,4 +107,20 @@ run rehash 1 --rehash
 grep -q '^s: error: audio utt00002: source changed: src/utt00002.wav hashes to [0-9a-f]\{32\}, its features were made from [0-9a-f]\{32\}$' got \
   || { echo "FAIL rehash"; cat got; fail=1; }
 [ "$(grep -c '^s: error: audio' got)" = 3 ] || { echo "FAIL rehash: want 3 source errors"; cat got; fail=1; }
+
+# a damaged transcript: the text no longer hashes to the entry's digest, from whose text the tok
+# records were made (same length, one letter changed: nothing else tells)
+"$FC_PYTHON" - <<'PY'
+import lmdb
+e = lmdb.open("s", max_dbs=8)
+with e.begin(write=True) as t:
+    d = e.open_db(b"text", txn=t)
+    v = t.get(b"utt00006", db=d)
+    assert v[16:] == b"text number 6", v
+    t.put(b"utt00006", v[:16] + b"text number 7", db=d)
+PY
+run text-digest 1
+grep -q "^s: error: text utt00006: transcript hashes to [0-9a-f]\{32\}, the entry's text digest is [0-9a-f]\{32\}: its tokens were made from another text$" got \
+  || { echo "FAIL text-digest"; cat got; fail=1; }
+[ "$(grep -c ': error: ' got)" = 1 ] || { echo "FAIL text-digest: want 1 error"; cat got; fail=1; }
 exit $fail

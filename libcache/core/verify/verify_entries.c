@@ -54,12 +54,23 @@ int vf_collect(vctx *c, fc_rtxn *t, int db, ventry **out, size_t *n_out) {
     } else {
       const char *txt;
       size_t tl;
-      if (fc_text_entry_decode(v, vl, NULL, &txt, &tl)) {
+      fc_digest td, h;
+      if (fc_text_entry_decode(v, vl, &td, &txt, &tl)) {
         vf_add(c, FC_VERIFY_ERROR, db, k, kl, k, kl, "text entry of %zu bytes (want at least 16)",
                vl);
         e->ok = 0;
       } else if (!fc_utf8_valid(txt, tl)) {
         vf_add(c, FC_VERIFY_ERROR, db, k, kl, k, kl, "text is not valid UTF-8");
+      } else if (fc_digest_buffer(txt, tl, &h), memcmp(h.bytes, td.bytes, 16) != 0) {
+        /* the tok records were made from the text of the digest, not from this one: a damaged
+         * transcript (LMDB checksums nothing) would serve tokens of another text */
+        char hh[33], th[33];
+        fc_digest_hex(&h, hh);
+        fc_digest_hex(&td, th);
+        vf_add(c, FC_VERIFY_ERROR, db, k, kl, k, kl,
+               "transcript hashes to %s, the entry's text digest is %s: its tokens were made "
+               "from another text",
+               hh, th);
       }
     }
   }
