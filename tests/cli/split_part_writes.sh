@@ -3,7 +3,8 @@
 # cache-config --drop CONFIG PART are refused (exit 2, the part unchanged), as featurize and
 # tokenize refuse it — a merge would put other parts' ids in it, a drop would leave the config in
 # the other parts; and cache-verify names a plain store put in a part's place (no meta part key)
-# and the ids in it that belong to other parts.
+# and the ids in it that belong to other parts, and a failure record in another part than its
+# id's (where featurize, storing the id, never clears it).
 set -u
 . "$FC_SRC/tests/cli/scaleout.bash"
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -45,4 +46,28 @@ got=$(grep -c "^sp/part-1: error: \(audio\|text\) .*: in part 1 of a split store
 [ "$want" -gt 0 ] && [ "$got" = "$want" ] || { echo "FAIL plain-as-part: $got misplaced-id errors, want $want"; cat out; fail=1; }
 "$FC_BIN/cache-verify" -q sp/part-1 >out 2>err; check plain-as-part-alone 1 $?
 grep -q "error: meta part: missing" out || { echo "FAIL plain-as-part-alone"; cat out; fail=1; }
+
+# a failure record moved into another part than its id's
+cp c/metadata.csv m.csv && echo "gone|A file that is not there.|a file that is not there." >>m.csv
+"$FC_BIN/featurize" -q --device cpu --writers 3 -o sf --manifest m.csv 2>/dev/null
+[ $? = 1 ] || { echo "FAIL featurize with a missing file: want exit 1"; fail=1; }
+moved=$("$PY" - <<'PY'
+import lmdb, xxhash
+home = ((xxhash.xxh3_64_intdigest(b"gone") & 0xFFFFFFFF) * 3) >> 32
+other = (home + 1) % 3
+a = lmdb.open(f"sf/part-{home}", max_dbs=20)
+b = lmdb.open(f"sf/part-{other}", max_dbs=20)
+with a.begin(write=True) as ta, b.begin(write=True) as tb:
+    fa = a.open_db(b"failed", txn=ta, create=False)
+    fb = b.open_db(b"failed", txn=tb, create=False)
+    v = ta.get(b"gone", db=fa)
+    assert v and ta.delete(b"gone", db=fa)
+    tb.put(b"gone", v, db=fb)
+print(home, other)
+PY
+) || { echo "FAIL: could not move the failure record"; fail=1; }
+set -- $moved
+"$FC_BIN/cache-verify" sf >out 2>err; check failure-in-other-part 1 $?
+grep -Fqx "sf/part-$2: error: failed gone: in part $2 of a split store of 3 parts; its id belongs in part $1, where a run that stores it clears its failure record" out ||
+  { echo "FAIL failure-in-other-part: no finding"; cat out; fail=1; }
 exit $fail

@@ -31,6 +31,12 @@ int vf_collect_failures(vctx *c, fc_rtxn *t) {
       vf_add(c, FC_VERIFY_ERROR, FC_DB_FAILED, k, kl, NULL, 0, "key is not a valid id");
       continue;
     }
+    uint32_t home = c->part_n > 1 ? fc_store_part_of_id(k, kl, c->part_n) : 0;
+    if (c->part_n > 1 && home != c->part_k) /* featurize clears a record in the id's part only */
+      vf_add(c, FC_VERIFY_ERROR, FC_DB_FAILED, k, kl, k, kl,
+             "in part %u of a split store of %u parts; its id belongs in part %u, where a run "
+             "that stores it clears its failure record",
+             c->part_k, c->part_n, home);
     if (c->n_fails == cap) {
       size_t nc = cap ? cap * 2 : 64;
       vfail *nf = fc_realloc(c->fails, nc * sizeof *nf);
