@@ -420,6 +420,8 @@ int main(int argc, char **argv) {
     if (code > worst) worst = code;
     fc_verify_report_free(&r);
   }
+  int dataset_code = FC_EXIT_OK; /* the stores together; each may be clean and they not */
+  uint64_t dataset_errors = 0, dataset_warnings = 0, dataset_failures = 0;
   if (dataset && worst != FC_EXIT_USAGE && !split_missing) { /* a missing part: said above */
     vo.manifest = manifest_items;
     fc_verify_report r;
@@ -461,12 +463,17 @@ int main(int argc, char **argv) {
         const fc_verify_finding *f = &r.findings[i];
         printf("dataset: %s: %s", severity_name(f->severity), f->db);
         if (f->key) printf(" %s", f->key);
+        if (f->id && (!f->key || strcmp(f->id, f->key) != 0)) printf(" (id %s)", f->id);
         printf(": %s\n", f->problem);
       }
+      char warned[48] = "";
+      if (r.warnings)
+        snprintf(warned, sizeof warned, ", %llu warning%s", (unsigned long long)r.warnings,
+                 r.warnings == 1 ? "" : "s");
       printf(
-          "dataset of %zu stores: %llu error%s; %llu audio, %llu text entries; %llu mel, %llu "
+          "dataset of %zu stores: %llu error%s%s; %llu audio, %llu text entries; %llu mel, %llu "
           "token configs in every store; %llu manifest ids",
-          n_stores, (unsigned long long)r.errors, r.errors == 1 ? "" : "s",
+          n_stores, (unsigned long long)r.errors, r.errors == 1 ? "" : "s", warned,
           (unsigned long long)r.entries[1], (unsigned long long)r.entries[2],
           (unsigned long long)r.mel_configs, (unsigned long long)r.token_configs,
           (unsigned long long)r.manifest_items);
@@ -475,6 +482,10 @@ int main(int argc, char **argv) {
       putchar('\n');
     }
     if (code > worst) worst = code;
+    dataset_code = code;
+    dataset_errors = r.errors;
+    dataset_warnings = r.warnings;
+    dataset_failures = r.failures_explaining;
     fc_verify_report_free(&r);
   }
   fflush(stdout);
@@ -488,7 +499,20 @@ int main(int argc, char **argv) {
       if (unchecked) fprintf(stderr, "%zu not checked", unchecked);
       fputc(')', stderr);
     }
-    if (dataset) fputs(worst == FC_EXIT_OK ? "; one sound dataset" : "", stderr);
+    if (dataset && worst == FC_EXIT_OK)
+      fputs("; one sound dataset", stderr);
+    else if (dataset &&
+             dataset_code == FC_EXIT_FAIL) /* "3 of 3 clean" alone would read as a pass */
+    {
+      uint64_t k = dataset_errors     ? dataset_errors
+                   : dataset_warnings ? dataset_warnings
+                                      : dataset_failures;
+      fprintf(stderr, "; not one sound dataset (%llu %s%s%s)", (unsigned long long)k,
+              dataset_errors     ? "error"
+              : dataset_warnings ? "warning"
+                                 : "recorded failure",
+              k == 1 ? "" : "s", dataset_errors ? "" : " under --strict");
+    }
     fputc('\n', stderr);
   }
   fc_item_list_free(&items);

@@ -140,6 +140,20 @@ static void missing_id(dctx *c, fc_store **st, MDB_txn **txns, size_t n, const c
       db == FC_DB_AUDIO ? "n audio" : " text");
 }
 
+/* A manifest line that names no usable id: a warning, as fc_verify_store says it of one store
+ * (--strict fails on it), keyed by its line number, with the id it named when it named one. */
+static void skipped_line(dctx *c, const fc_item *it) {
+  char line[32];
+  snprintf(line, sizeof line, "%zu", it->line);
+  size_t before = c->r->count;
+  add(c, FC_VERIFY_WARNING, "manifest", line, strlen(line), "line skipped: %s",
+      it->why ? it->why : fc_strerror(it->err));
+  if (c->r->count == before) return;
+  fc_verify_finding *f = &c->r->findings[before];
+  free((char *)f->id);
+  f->id = it->id ? printable(it->id, strlen(it->id)) : NULL;
+}
+
 static void describe(int db, const MDB_val *a, const MDB_val *b, char *buf, size_t len) {
   if (db == FC_DB_AUDIO) {
     fc_audio_entry ea, eb;
@@ -248,7 +262,10 @@ int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o
       goto done;
     }
     for (size_t i = 0; i < m->count; i++)
-      if (!m->items[i].err && m->items[i].id) ids[nids++] = m->items[i].id;
+      if (m->items[i].err)
+        skipped_line(&c, &m->items[i]);
+      else if (m->items[i].id)
+        ids[nids++] = m->items[i].id;
     qsort(ids, nids, sizeof *ids, cmp_id);
     out->manifest_items = nids;
   }
