@@ -132,7 +132,8 @@ typedef struct fc_loader_info {
   int tok_dtype; /* fc_dtype; 0 without tokens */
   fc_digest mel_config, tok_config;
   uint32_t n_stores;
-  float pad_value; /* the value padded mel frames get (options.pad_value resolved) */
+  float pad_value; /* the value padded mel frames get (options.pad_value resolved; with views,
+                       which are never padded, the config's silence, NAN where there is none) */
   uint64_t bound_batch_bytes; /* largest padded mel buffer any epoch can need (batch cap x the
                                longest cropped, padded length; with max_frames that budget),
                                plus, with a batch cap, room for a batch's per-item arrays,

@@ -811,6 +811,14 @@ int main(void) {
                 want[i]);
           fc_loader_close(l);
         }
+        /* views are never padded, but info.pad_value still says the config's silence (for a
+         * collate that pads views itself); it said 0, a loud frame in a log config */
+        o.output = FC_OUTPUT_VIEWS;
+        l = open_l(C, 1, &o);
+        fc_loader_info_get(l, &inf);
+        CHECK(inf.pad_value == want[i], "%s views: pad value %.9g, want %.9g", names[i],
+              inf.pad_value, want[i]);
+        fc_loader_close(l);
       } else {
         CHECK(rc == FC_ECONFIG && strstr(why, "whisper") && strstr(why, "give pad_value"),
               "whisper: %s", why);
@@ -822,6 +830,9 @@ int main(void) {
         o.output = FC_OUTPUT_VIEWS;
         o.pad_value = NAN;
         l = open_l(C, 1, &o); /* views are never padded: no value needed */
+        fc_loader_info_get(l, &inf);
+        CHECK(isnan(inf.pad_value), "whisper views: pad value %g, want NAN (no silence)",
+              inf.pad_value);
         fc_loader_close(l);
       }
     }

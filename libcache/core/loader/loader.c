@@ -284,8 +284,10 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
             free(json);
             goto fail;
           }
-        } else {
-          l->o.pad_value = 0.0f; /* views are never padded */
+        } else if (ld_resolve_pad_value(&mc, &l->o.pad_value, NULL, 0)) {
+          /* views are never padded, but info says the silence to a caller padding them itself;
+           * where it depends on each utterance (whisper) there is none: NAN */
+          l->o.pad_value = NAN;
         }
       }
       l->mel_dsize = fc_dtype_size(l->mel_dtype);
