@@ -254,27 +254,25 @@ static int drop(const char *dir, const char *want, int quiet) {
   uint64_t records = 0, bytes = 0;
   unsigned had = 0;
   fc_cli_install_signals();
+  /* every part opened before any is changed: a part that cannot be opened (missing) leaves the
+   * config in all of them, not dropped from the parts before it */
+  fc_store **ss = calloc(np, sizeof *ss);
+  if (!ss) code = FC_EXIT_FAIL;
+  for (unsigned k = 0; k < np && !code; k++)
+    if (open_store(parts[k], 0, &ss[k])) code = FC_EXIT_USAGE;
+  unsigned pk, pn;
+  if (!code && np == 1 && fc_store_part_of_store(ss[0], &pk, &pn) == 0 && pn > 1) {
+    /* the other parts would keep the config: the split store no longer one dataset */
+    fc_cli_warn(dir,
+                "is part %u of a split store of %u parts: give the split store's directory "
+                "(the config is dropped from every part)",
+                pk, pn);
+    code = FC_EXIT_USAGE;
+  }
   for (unsigned k = 0; k < np && !code; k++) {
-    fc_store *s;
-    if (open_store(parts[k], 0, &s)) {
-      code = FC_EXIT_USAGE;
-      break;
-    }
-    unsigned pk, pn;
-    if (np == 1 && fc_store_part_of_store(s, &pk, &pn) == 0 && pn > 1) {
-      /* the other parts would keep the config: the split store no longer one dataset */
-      fc_cli_warn(dir,
-                  "is part %u of a split store of %u parts: give the split store's directory "
-                  "(the config is dropped from every part)",
-                  pk, pn);
-      fc_store_close(s);
-      code = FC_EXIT_USAGE;
-      break;
-    }
     uint64_t r = 0, b = 0;
-    int rc = fc_store_drop_config(s, &d, &fc_cli_signal, &r, &b);
-    if (!rc) rc = fc_store_sync(s);
-    fc_store_close(s);
+    int rc = fc_store_drop_config(ss[k], &d, &fc_cli_signal, &r, &b);
+    if (!rc) rc = fc_store_sync(ss[k]);
     records += r;
     bytes += b;
     if (rc == FC_ENOTFOUND) continue; /* this part never had it */
@@ -293,6 +291,8 @@ static int drop(const char *dir, const char *want, int quiet) {
       code = FC_EXIT_FAIL;
     }
   }
+  for (unsigned k = 0; ss && k < np; k++) fc_store_close(ss[k]);
+  free(ss);
   if (!code && !had) {
     fc_cli_warn(dir, "no config %s in the store", hex);
     code = FC_EXIT_USAGE;

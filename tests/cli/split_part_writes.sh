@@ -2,9 +2,10 @@
 # One part of a split store given where the split store belongs: cache-merge -o PART and
 # cache-config --drop CONFIG PART are refused (exit 2, the part unchanged), as featurize and
 # tokenize refuse it — a merge would put other parts' ids in it, a drop would leave the config in
-# the other parts; and cache-verify names a plain store put in a part's place (no meta part key)
-# and the ids in it that belong to other parts, and a failure record in another part than its
-# id's (where featurize, storing the id, never clears it).
+# the other parts; a drop from a split store with a part missing changes no part (exit 2); and
+# cache-verify names a plain store put in a part's place (no meta part key) and the ids in it that
+# belong to other parts, and a failure record in another part than its id's (where featurize,
+# storing the id, never clears it).
 set -u
 . "$FC_SRC/tests/cli/scaleout.bash"
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -30,8 +31,19 @@ sum=$(md5sum sp/part-*/data.mdb)
 [ "$sum" = "$(md5sum sp/part-*/data.mdb)" ] || { echo "FAIL a refused write changed a part"; fail=1; }
 "$FC_BIN/cache-verify" -q sp >out 2>err; check clean-after 0 $?
 
+# a part missing: a drop, even by digest (no listing first), changes no part
+rm -rf sp/part-1
+sum=$(md5sum sp/part-[02]/data.mdb)
+tok=$("$FC_BIN/cache-config" --json --no-count sp/part-0 | "$PY" -c '
+import json, sys
+print(next(c["digest"] for c in json.load(sys.stdin)["configs"] if c["kind"] == "tokens"))')
+"$FC_BIN/cache-config" --drop "$tok" sp >out 2>err; check drop-part-missing 2 $?
+[ "$(cat err)" = "cache-config: sp/part-1: cannot open the store: No such file or directory" ] ||
+  { echo "FAIL drop-part-missing stderr:"; cat err; fail=1; }
+[ "$sum" = "$(md5sum sp/part-[02]/data.mdb)" ] || { echo "FAIL drop-part-missing dropped from some parts"; fail=1; }
+
 # a plain store of the same corpus copied over part 1: every id of parts 0 and 2 in it is named
-rm -rf sp/part-1 && cp -r plain sp/part-1
+cp -r plain sp/part-1
 "$FC_BIN/cache-verify" sp >out 2>err; check plain-as-part 1 $?
 grep -Fqx "sp/part-1: error: meta part: missing: the store lies in part-1 of the split store sp of 3 parts, but does not say it is a part (a store copied in from elsewhere?): readers take it as part 1" out ||
   { echo "FAIL plain-as-part: no meta part finding"; cat out; fail=1; }
