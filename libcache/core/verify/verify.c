@@ -234,6 +234,7 @@ int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *
   if ((rc = vf_build_expected(&c)) != 0) goto done;
   if (!vf_stopping(&c) && (rc = vf_check_entries(&c, nthreads)) != 0) goto done;
   if (!vf_stopping(&c) && (rc = vf_check_records(&c, nthreads)) != 0) goto done;
+  if (!vf_stopping(&c)) vf_report_tok_files(&c);
   if (!vf_stopping(&c) && o->manifest) vf_check_manifest(&c);
   if (!vf_stopping(&c) && (rc = vf_check_index(&c, t)) != 0) goto done;
   if (!vf_stopping(&c)) vf_report_failures(&c, t);

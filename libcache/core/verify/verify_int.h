@@ -40,6 +40,9 @@ typedef struct vcfg {
   fc_mel_config mel;
   char label[64]; /* preset or tokenizer name for messages ("" when none) */
   int tok_dtype; /* token config's dtype when stated, else 0 */
+  int tok_file_missing; /* its vocab/ or tokenizer/ key is not stored: 1 + index of the field */
+  char tok_file_want[33]; /* the digest the config names for it */
+  atomic_int has_records; /* the scan met a record made with it */
 } vcfg;
 
 typedef struct ventry {
@@ -119,6 +122,9 @@ int vf_verify_split(vctx *c, const char *dir, unsigned n, char *why, size_t why_
 /* step 2, verify_meta.c: the configs in meta, and which of them every entry must have */
 int vf_read_meta(vctx *c, fc_rtxn *t);
 vcfg *vf_find_cfg(vctx *c, const void *digest);
+/* After the record scan: a token config's vocabulary or tokenizer.json that is not stored (an
+ * error when records were made with the config; a warning when none were: a job cut short). */
+void vf_report_tok_files(vctx *c);
 int vf_resolve_expected(vctx *c, fc_rtxn *t, char *why, size_t why_len);
 
 /* step 3, verify_entries.c: audio and text entries, their sources; step 5: the manifest */

@@ -33,6 +33,61 @@ static int tok_name_matches(const char *json, size_t len, const char *name, int 
   return 0;
 }
 
+/* A token config names the digest of its vocabulary (chars, phonemes) or tokenizer.json (bpe),
+ * which tokenize stores beside it as meta vocab/<hex> or tokenizer/<hex>: what a reader turning
+ * ids back into symbols reads (docs/examples/read_tokens.py). Other bytes: an error; missing:
+ * said after the record scan (vf_report_tok_files), which tells a job cut short from a loss. */
+static const char *const tok_field[] = {"vocab_digest", "tokenizer_json_digest"};
+static const char *const tok_prefix[] = {"vocab/", "tokenizer/"};
+
+static void check_tok_file(vctx *c, fc_rtxn *t, json_t *o, vcfg *cf) {
+  for (size_t i = 0; i < 2; i++) {
+    const char *want = json_string_value(json_object_get(o, tok_field[i]));
+    if (!want) continue;
+    char key[48];
+    int kl = snprintf(key, sizeof key, "%s%s", tok_prefix[i], cf->hex);
+    const void *v;
+    size_t vl;
+    int rc = fc_rtxn_get(t, FC_DB_META, key, (size_t)kl, &v, &vl);
+    if (rc == FC_ENOTFOUND) {
+      cf->tok_file_missing = (int)i + 1;
+      snprintf(cf->tok_file_want, sizeof cf->tok_file_want, "%s", want);
+      continue;
+    }
+    if (rc) continue; /* a read error: the walk of meta says it */
+    if (!((const uint8_t *)v >= c->map_lo && (const uint8_t *)v + vl <= c->map_hi)) {
+      vf_add(c, FC_VERIFY_ERROR, FC_DB_META, key, (size_t)kl, NULL, 0,
+             "value lies outside the file (B-tree damaged)");
+      continue;
+    }
+    fc_digest h;
+    char hh[33];
+    fc_digest_buffer(v, vl, &h);
+    fc_digest_hex(&h, hh);
+    if (strcmp(hh, want) != 0)
+      vf_add(c, FC_VERIFY_ERROR, FC_DB_META, key, (size_t)kl, NULL, 0,
+             "hashes to %s, but token config %s %s names %s %s", hh,
+             cf->label[0] ? cf->label : "(no name)", cf->hex, tok_field[i], want);
+  }
+}
+
+void vf_report_tok_files(vctx *c) {
+  for (size_t i = 0; i < c->n_cfgs; i++) {
+    const vcfg *cf = &c->cfgs[i];
+    if (!cf->tok_file_missing) continue;
+    size_t f = (size_t)cf->tok_file_missing - 1;
+    char key[48];
+    int kl = snprintf(key, sizeof key, "%s%s", tok_prefix[f], cf->hex);
+    int used = atomic_load(&cf->has_records);
+    vf_add(c, used ? FC_VERIFY_ERROR : FC_VERIFY_WARNING, FC_DB_META, key, (size_t)kl, NULL, 0,
+           "missing: token config %s %s names %s %s, the store does not hold it%s",
+           cf->label[0] ? cf->label : "(no name)", cf->hex, tok_field[f], cf->tok_file_want,
+           used ? ""
+                : " (no record was made with the config: a tokenize or cache-merge cut short "
+                  "stores it when run again)");
+  }
+}
+
 int vf_read_meta(vctx *c, fc_rtxn *t) {
   fc_cursor *cur;
   int rc = fc_cursor_open(t, FC_DB_META, &cur);
@@ -131,6 +186,7 @@ int vf_read_meta(vctx *c, fc_rtxn *t) {
       cf->kind = KIND_TOK;
       c->r->token_configs++;
       tok_label(o, cf);
+      check_tok_file(c, t, o, cf);
     } else {
       vf_add(c, FC_VERIFY_ERROR, FC_DB_META, k, kl, NULL, 0, "config of unknown kind \"%s\"", kind);
     }

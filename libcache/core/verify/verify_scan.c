@@ -36,7 +36,8 @@ static void check_record(vctx *c, int db, const uint8_t *k, size_t kl, const voi
   }
   fc_record_header h;
   fc_record_parse(v, vl, &h, NULL, NULL, 0);
-  const vcfg *cf = vf_find_cfg(c, h.config.bytes);
+  vcfg *cf = vf_find_cfg(c, h.config.bytes);
+  if (cf) atomic_store(&cf->has_records, 1);
   char ch[33];
   fc_digest_hex(&h.config, ch);
   if (!cf) {
