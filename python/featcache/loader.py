@@ -113,6 +113,7 @@ class _Handle:
         self.on_close = []     # callables run before the loader closes
         self.alloc = None      # callable(nbytes) -> a caller buffer (Loader's buffer_alloc)
         self.planned = 0       # the epoch the C loader has planned (fc_loader_set_epoch)
+        self.info_epoch = 0    # the epoch self.info's per-epoch fields are of
         self.running = 0       # iterations of this handle under way
 
     def set_buffers(self, objs):
@@ -630,14 +631,20 @@ class Loader:
     # -- facts ---------------------------------------------------------------------------------
     @property
     def info(self):
-        return self._handle().info
+        """fc_loader_info: the dataset's facts, and those of the epoch the C loader has planned
+        (epoch_items, epoch_batches, max_batch_bytes: the last iterated, or the one len() read)."""
+        h = self._handle()
+        if h.info_epoch != h.planned:
+            with h.lock:
+                h.lib.fc_loader_info_get(h.h, ctypes.byref(h.info))
+                h.info_epoch = h.planned
+        return h.info
 
     def __len__(self):
         """Batches on this rank of the epoch the next iteration runs (during an iteration: of the
         running one). With dynamic batching (max_frames) the count depends on the epoch's
         order, so it can differ from one epoch to the next."""
         h = self._handle()
-        info = _lib.Info()
         with h.lock:
             if self.epoch != h.planned and not h.running:
                 # plans it (keeping what the threads prefetched of it) as __iter__ will
@@ -645,8 +652,7 @@ class Loader:
                 if rc:
                     _raise(rc, "set_epoch(%d)" % self.epoch, h.h)
                 h.planned = self.epoch
-            h.lib.fc_loader_info_get(h.h, ctypes.byref(info))
-        return int(info.epoch_batches)
+        return int(self.info.epoch_batches)  # (read again only when the plan changed)
 
     @property
     def num_items(self):

@@ -172,6 +172,7 @@ def test_len_is_the_epochs_batch_count(store):
     counts = []
     for epoch in range(6):
         n = len(ld)
+        assert ld.info.epoch_batches == n
         got = [len(b) for b in ld]
         assert n == len(got), (epoch, n, len(got))
         counts.append(n)
