@@ -172,6 +172,35 @@ def test_ranks_partition(store, shard):
         assert len({len(p) for p in per}) == 1 and len(set(allids)) == len(allids) == (N + 1) // 3 * 3
 
 
+@pytest.mark.parametrize("shard", ["pad", "drop"])
+@pytest.mark.parametrize("order", ["random", "bucket", "locality"])
+def test_dynamic_batches_equal_on_every_rank(store, shard, order):
+    # DDP steps every rank in lockstep: a rank with one batch more waits for the others for good.
+    # With dynamic batching each rank cut its own share into batches, so the counts differed
+    # (27 of 30 seeds and world sizes on a small store); pad now repeats a rank's first batches
+    # up to the most any rank has, drop cuts to the fewest
+    everyone = {"u%03d" % i for i in range(N + 1)}
+    for seed, W in ((0, 2), (1, 3), (2, 4), (3, 3)):
+        counts, seen = [], []
+        for r in range(W):
+            ld = featcache.Loader(store["path"], max_frames=1500, order=order, seed=seed, rank=r,
+                                  world_size=W, shard=shard, padded=True, prefetch_threads=1)
+            n = len(ld)
+            got = []
+            for b in ld:
+                check_batch(store, b, True)
+                assert len(b) == 1 or b.mels.shape[0] * b.mels.shape[1] <= 1500
+                got.append(b.ids)
+            assert len(got) == n
+            counts.append(n)
+            seen += [u for ids in got for u in ids]
+        assert len(set(counts)) == 1, (seed, W, counts)
+        if shard == "pad":
+            assert set(seen) == everyone, (seed, W)
+        else:
+            assert len(seen) == len(set(seen)), (seed, W)
+
+
 def test_buckets_reduce_padding(store):
     def pad_cells(order):
         ld = featcache.Loader(store["path"], batch_size=8, order=order, seed=2, bucket_batches=8)

@@ -107,6 +107,78 @@ static uint64_t locality_key(const fc_loader *l, uint64_t i) {
   return (uintptr_t)l->items[i].mel_rec;
 }
 
+/* Dynamic batching of the n items order[0..n) (order NULL: rank R of W's share of all[], as the
+ * shard step lays it out): utterances are added while B x T <= max_frames (an utterance longer
+ * than that alone), B capped by batch_size. Writes the starts into bstart[0..nb] when given;
+ * returns nb. */
+static uint64_t dynamic_batches(const fc_loader *l, const uint64_t *order, uint64_t n,
+                                uint64_t *bstart) {
+  const uint32_t bs = l->o.batch_size;
+  uint64_t nb = 0, s = 0;
+  while (s < n) {
+    if (bstart) bstart[nb] = s;
+    nb++;
+    uint32_t longest = 0;
+    uint64_t e = s;
+    while (e < n) {
+      uint32_t len = ld_crop_len(l, &l->items[order[e]]);
+      uint32_t t = ld_padded_frames(l, len > longest ? len : longest);
+      if (e > s && ((e - s + 1) * (uint64_t)t > l->o.max_frames || (bs && e - s >= bs))) break;
+      if (len > longest) longest = len;
+      e++;
+    }
+    s = e;
+  }
+  if (bstart) bstart[nb] = n;
+  return nb;
+}
+
+/* Dynamic batching cuts each rank's share into its own number of batches; DDP steps the ranks in
+ * lockstep, so a rank with more would wait for the others for good. Every rank's count is a
+ * function of the epoch's global order (all[], n items; each rank takes per of them), so each
+ * rank computes them all: PAD repeats this rank's first batches up to the largest count, DROP
+ * cuts to the smallest. 0 or ENOMEM. */
+static int equalize_batches(const fc_loader *l, const uint64_t *all, uint64_t n, uint64_t per,
+                            ld_plan *out) {
+  const uint64_t W = l->o.world_size, nb = out->n_batches;
+  if (W == 1 || l->o.shard == FC_SHARD_UNEVEN || !nb) return 0;
+  uint64_t *share = fc_malloc(per * sizeof *share);
+  if (!share) return ENOMEM;
+  uint64_t lo = nb, hi = nb;
+  for (uint64_t r = 0; r < W; r++) {
+    if (r == l->o.rank) continue;
+    for (uint64_t i = 0; i < per; i++) share[i] = all[(r + i * W) % n];
+    uint64_t c = dynamic_batches(l, share, per, NULL);
+    if (c < lo) lo = c;
+    if (c > hi) hi = c;
+  }
+  free(share);
+  if (l->o.shard == FC_SHARD_DROP) {
+    out->n_batches = lo;
+    out->n_order = out->bstart[lo];
+    return 0;
+  }
+  if (hi == nb) return 0;
+  /* PAD: batches nb..hi-1 are copies of batches 0, 1, ... (cyclically) */
+  uint64_t items = out->bstart[nb];
+  for (uint64_t k = nb; k < hi; k++)
+    items += out->bstart[(k - nb) % nb + 1] - out->bstart[(k - nb) % nb];
+  uint64_t *order = fc_realloc(out->order, items * sizeof *order);
+  if (!order) return ENOMEM;
+  out->order = order;
+  uint64_t *bstart = fc_realloc(out->bstart, (hi + 2) * sizeof *bstart);
+  if (!bstart) return ENOMEM;
+  out->bstart = bstart;
+  for (uint64_t k = nb; k < hi; k++) {
+    uint64_t b = (k - nb) % nb, m = bstart[b + 1] - bstart[b];
+    memcpy(order + bstart[k], order + bstart[b], m * sizeof *order);
+    bstart[k + 1] = bstart[k] + m;
+  }
+  out->n_batches = hi;
+  out->n_order = items;
+  return 0;
+}
+
 int ld_plan_epoch(fc_loader *l, uint64_t epoch, ld_plan *out) {
   memset(out, 0, sizeof *out);
   out->epoch = epoch;
@@ -182,21 +254,7 @@ int ld_plan_epoch(fc_loader *l, uint64_t epoch, ld_plan *out) {
     out->bstart[nb] = per;
     if (l->o.drop_last && per % bs && nb) nb--; /* bstart[nb] is now the end of the last full one */
   } else {
-    uint64_t s = 0;
-    while (s < per) {
-      out->bstart[nb++] = s;
-      uint32_t longest = 0;
-      uint64_t e = s;
-      while (e < per) {
-        uint32_t len = ld_crop_len(l, &l->items[out->order[e]]);
-        uint32_t t = ld_padded_frames(l, len > longest ? len : longest);
-        if (e > s && ((e - s + 1) * (uint64_t)t > l->o.max_frames || (bs && e - s >= bs))) break;
-        if (len > longest) longest = len;
-        e++;
-      }
-      s = e;
-    }
-    out->bstart[nb] = per;
+    nb = dynamic_batches(l, out->order, per, out->bstart);
   }
   out->n_batches = nb;
 
@@ -240,6 +298,9 @@ int ld_plan_epoch(fc_loader *l, uint64_t epoch, ld_plan *out) {
       for (uint64_t i = 0; i < m; i++) out->order[s + i] = tmp[i].item;
     }
   }
+  if (l->o.max_frames && (rc = equalize_batches(l, all, n, per, out))) goto fail;
+  rc = ENOMEM;
+  nb = out->n_batches;
   for (uint64_t b = 0; b < nb; b++) {
     uint32_t longest = 0;
     for (uint64_t i = out->bstart[b]; i < out->bstart[b + 1]; i++) {
