@@ -534,22 +534,23 @@ class Loader:
         if order is None:
             order = "random" if shuffle else "sequential"
         if order not in _lib.ORDERS:
-            raise ValueError("order must be one of %s" % ", ".join(_lib.ORDERS))
+            raise ValueError("featcache: order=%r: must be one of %s" % (order, ", ".join(_lib.ORDERS)))
         if shard not in _lib.SHARDS:
-            raise ValueError("shard must be one of %s" % ", ".join(_lib.SHARDS))
+            raise ValueError("featcache: shard=%r: must be one of %s" % (shard, ", ".join(_lib.SHARDS)))
         if padded is None:
             padded = bool(pad_to)
         if pad_to and not padded:
-            raise ValueError("pad_to=%d pads only padded batches: pass padded=True (or leave padded "
+            raise ValueError("featcache: pad_to=%d pads only padded batches: pass padded=True (or leave padded "
                              "out), or crop_frames=%d to crop views" % (pad_to, pad_to))
         if crop is None:
             crop = "random" if random_crop else "start"
         elif random_crop and crop != "random":
-            raise ValueError("random_crop=True and crop=%r exclude each other" % crop)
+            raise ValueError("featcache: random_crop=True and crop=%r exclude each other" % crop)
         if crop not in ("start", "center", "random"):
-            raise ValueError("crop must be 'start', 'center' or 'random'")
+            raise ValueError("featcache: crop=%r: must be one of start, center, random" % (crop,))
         if buffer_alloc is not None and not padded:
-            raise ValueError("buffer_alloc: caller buffers hold padded batches: pass padded=True")
+            raise ValueError("featcache: buffer_alloc: caller buffers hold padded batches: pass "
+                             "padded=True")
         if rank is None or world_size is None:
             r, w = _dist_rank_world()
             rank = r if rank is None else rank

@@ -132,6 +132,23 @@ def test_bad_numbers_are_named(store, kw):
     assert str(e.value).startswith("featcache: %s=%r" % (name, value)), str(e.value)
 
 
+@pytest.mark.parametrize("kw, message", [
+    (dict(order="shuffle"), "featcache: order='shuffle': must be one of sequential, random, "
+                            "bucket, locality"),
+    (dict(shard="PAD"), "featcache: shard='PAD': must be one of pad, drop, uneven"),
+    (dict(crop="middle", crop_frames=10), "featcache: crop='middle': must be one of start, "
+                                          "center, random"),
+    (dict(random_crop=True, crop="center", crop_frames=10),
+     "featcache: random_crop=True and crop='center' exclude each other"),
+    (dict(pad_to=800, padded=False), "featcache: pad_to=800 pads only padded batches: pass "
+                                     "padded=True (or leave padded out), or crop_frames=800 to crop "
+                                     "views")])
+def test_bad_choices_are_named(store, kw, message):
+    # these said "order must be one of ..." without the value given, or without "featcache:"
+    with pytest.raises(ValueError) as e:
+        featcache.Loader(store["path"], **kw)
+    assert str(e.value) == message
+
 def test_numbers_in_range_are_taken(store):
     ld = featcache.Loader(store["path"], batch_size=2 ** 32 - 1, max_frames=2 ** 64 - 1,
                           token_pad=-1, seed=-1, pad_to=800, epoch=3)
