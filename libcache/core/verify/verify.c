@@ -64,52 +64,28 @@ static int reader_line(const char *msg, void *ctx) {
  * finding was made and nothing else must be read; or an errno. */
 static int preflight(vctx *c, const char *dir, int nolock) {
   fc_verify_report *r = c->r;
-  char p[4096];
-  struct stat st;
-  if (stat(dir, &st) != 0) return errno;
-  if (!S_ISDIR(st.st_mode)) return ENOTDIR;
-  if (snprintf(p, sizeof p, "%s/data.mdb", dir) >= (int)sizeof p) return ENAMETOOLONG;
-  if (stat(p, &st) != 0) return errno == ENOENT ? FC_ENOSTORE : errno;
-  if (access(p, R_OK) != 0) return errno;
-  r->data_size = (uint64_t)st.st_size;
-  MDB_env *env = NULL;
-  int rc = mdb_env_create(&env);
-  if (rc) return rc;
-  mdb_env_set_maxdbs(env, 8);
-  rc = mdb_env_open(env, dir, MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS, 0664);
-  if (rc == EACCES) {
-    mdb_env_close(env);
-    return rc;
-  }
-  if (rc) {
+  vf_env e;
+  int rc = vf_env_read(dir, &e);
+  r->data_size = e.file_size;
+  if (rc && e.not_lmdb) {
     vf_add(c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
            "not an LMDB environment (%llu bytes; its meta pages are missing or damaged): %s",
-           (unsigned long long)st.st_size, mdb_strerror(rc));
-    mdb_env_close(env);
+           (unsigned long long)e.file_size, mdb_strerror(rc));
     return 1;
   }
-  MDB_envinfo ei;
-  MDB_stat ms;
-  rc = mdb_env_info(env, &ei);
-  if (!rc) rc = mdb_env_stat(env, &ms);
-  if (rc) {
-    mdb_env_close(env);
-    return rc;
-  }
-  r->page_size = ms.ms_psize;
-  r->map_size = ei.me_mapsize;
-  r->map_used = (uint64_t)(ei.me_last_pgno + 1) * ms.ms_psize;
-  r->max_readers = ei.me_maxreaders;
-  if ((uint64_t)st.st_size < r->map_used) {
+  if (rc) return rc;
+  r->page_size = e.page_size;
+  r->map_size = e.map_size;
+  r->map_used = e.used;
+  r->max_readers = e.max_readers;
+  if (e.file_size < e.used) {
     vf_add(c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
            "truncated: %llu bytes, but the last committed page (%zu) ends at byte %llu; "
            "nothing else was read",
-           (unsigned long long)st.st_size, (size_t)ei.me_last_pgno,
-           (unsigned long long)r->map_used);
-    mdb_env_close(env);
+           (unsigned long long)e.file_size, e.last_pgno, (unsigned long long)e.used);
     return 1;
   }
-  mdb_env_close(env);
+  MDB_env *env;
 
   if (!nolock) { /* stale reader slots: listed; cleared (mdb_reader_check) only when asked */
     rc = mdb_env_create(&env);

@@ -12,6 +12,7 @@
 #include "featcache/fc_format.h"
 #include "featcache/fc_store.h"
 #include "libcache/core/merge/kmerge.h"
+#include "libcache/core/verify/verify_int.h"
 #include "libcache/core/store/store_int.h"
 #include "formats/common/alloc.h"
 
@@ -195,9 +196,30 @@ int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o
   size_t ref_n[2] = {0, 0};
   long ref_store[2] = {-1, -1};
   int rc = (st && rt && txns && dbis) ? 0 : ENOMEM;
-  for (size_t i = 0; i < n && !rc; i++) {
+  size_t unread = 0;
+  for (size_t i = 0; i < n && !rc;
+       i++) { /* as fc_verify_store: LMDB touches no page past the end */
+    vf_env e;
+    int erc = vf_env_read(dirs[i], &e);
+    if ((erc && e.not_lmdb) || (!erc && e.file_size < e.used)) {
+      add(&c, FC_VERIFY_ERROR, "env", dirs[i], strlen(dirs[i]),
+          "%s: the stores were not checked as one dataset",
+          erc ? "data.mdb is not an LMDB environment" : "data.mdb is truncated");
+      unread++;
+    }
+  }
+  const size_t bad_files = unread; /* none is opened: LMDB would read past a file's end */
+  for (size_t i = 0; i < n && !rc && !bad_files; i++) {
     unsigned fl = FC_STORE_RDONLY | (store_wants_nolock(dirs[i], o->nolock) ? FC_STORE_NOLOCK : 0);
     rc = fc_store_open(dirs[i], fl, &st[i]);
+    if (rc == FC_EFORMAT || rc == FC_EVERSION || rc == MDB_INVALID || rc == MDB_CORRUPTED ||
+        rc == MDB_PAGE_NOTFOUND) { /* a damaged store: its own report says what (exit 1) */
+      add(&c, FC_VERIFY_ERROR, "env", dirs[i], strlen(dirs[i]),
+          "%s: the stores were not checked as one dataset", fc_strerror(rc));
+      unread++;
+      rc = 0;
+      continue;
+    }
     if (rc) {
       if (why && why_len) snprintf(why, why_len, "%s: %s", dirs[i], fc_strerror(rc));
       break;
@@ -207,6 +229,7 @@ int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o
   }
   if (rc) goto done;
   out->opened = 1;
+  if (unread) goto done;
 
   /* configs: every store with entries holds the same set of each kind as the first such store */
   static const char *const kinds[2] = {"mel", "tokens"};

@@ -21,6 +21,37 @@ int vf_stopping(vctx *c) {
   return 0;
 }
 
+int vf_env_read(const char *dir, vf_env *e) {
+  char p[4096];
+  struct stat st;
+  memset(e, 0, sizeof *e);
+  if (stat(dir, &st) != 0) return errno;
+  if (!S_ISDIR(st.st_mode)) return ENOTDIR;
+  if (snprintf(p, sizeof p, "%s/data.mdb", dir) >= (int)sizeof p) return ENAMETOOLONG;
+  if (stat(p, &st) != 0) return errno == ENOENT ? FC_ENOSTORE : errno;
+  if (access(p, R_OK) != 0) return errno;
+  e->file_size = (uint64_t)st.st_size;
+  MDB_env *env = NULL;
+  int rc = mdb_env_create(&env);
+  if (rc) return rc;
+  mdb_env_set_maxdbs(env, 8);
+  rc = mdb_env_open(env, dir, MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS, 0664);
+  e->not_lmdb = rc && rc != EACCES;
+  MDB_envinfo ei;
+  MDB_stat ms;
+  if (!rc) rc = mdb_env_info(env, &ei);
+  if (!rc) rc = mdb_env_stat(env, &ms);
+  if (!rc) {
+    e->page_size = ms.ms_psize;
+    e->map_size = ei.me_mapsize;
+    e->last_pgno = ei.me_last_pgno;
+    e->used = (uint64_t)(ei.me_last_pgno + 1) * ms.ms_psize;
+    e->max_readers = ei.me_maxreaders;
+  }
+  mdb_env_close(env);
+  return rc;
+}
+
 /* Printable copy of an id or meta key: bytes outside printable ASCII/UTF-8 become \xNN. */
 char *vf_printable(const char *s, size_t len) {
   int utf8 = fc_utf8_valid(s, len);

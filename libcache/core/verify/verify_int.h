@@ -103,6 +103,18 @@ double vf_now_s(void);
 int vf_stopping(vctx *c);
 /* Printable copy of an id or meta key (malloc'ed): bytes outside printable ASCII/UTF-8 become \xNN. */
 char *vf_printable(const char *s, size_t len);
+
+/* data.mdb of dir as LMDB's meta pages describe it, read with MDB_NOLOCK (nothing written; the
+ * meta pages are read with pread, inside any file that opens). */
+typedef struct vf_env {
+  uint64_t file_size, map_size, used; /* used: bytes up to the end of the last committed page */
+  size_t last_pgno;
+  unsigned page_size, max_readers;
+  int not_lmdb; /* data.mdb is there but LMDB cannot open it: its meta pages missing or damaged */
+} vf_env;
+/* 0 (e filled: the file is truncated when e->file_size < e->used), an LMDB error (e->not_lmdb
+ * when data.mdb is no LMDB environment), or an errno (FC_ENOSTORE: no data.mdb). */
+int vf_env_read(const char *dir, vf_env *e);
 void vf_hex16(const void *k, char out[33]);
 /* A config's name for messages (its preset or tokenizer, else "(no name)"). */
 const char *vf_cfg_name(const vcfg *cf);
