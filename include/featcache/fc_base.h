@@ -46,6 +46,8 @@ enum {
   FC_ECONFLICT = -31930, /* an id's entry differs between stores being merged */
   FC_ENOSTORE = -31931, /* a directory that holds no featcache store (no data.mdb, no split
                            marker): not a featcache store */
+  FC_ETRUNCATED = -31932, /* data.mdb ends before its last committed page (a copy cut short):
+                             not opened, since reading the missing pages would be a SIGBUS */
   FC_ELAST = -31900
 };
 

@@ -35,6 +35,8 @@ const char *fc_strerror(int err) {
   case FC_EPHONEMIZE: return "FC_EPHONEMIZE: espeak-ng died or hung reading this text";
   case FC_ECONFLICT: return "FC_ECONFLICT: an id's entry differs between stores";
   case FC_ENOSTORE: return "FC_ENOSTORE: not a featcache store (no data.mdb)";
+  case FC_ETRUNCATED:
+    return "FC_ETRUNCATED: data.mdb is truncated (it ends before its last committed page)";
   default: break;
   }
   if (err >= FC_EFIRST && err <= FC_ELAST) return "FC_E?: unknown featcache error";

@@ -158,6 +158,21 @@ static void reclaim_beyond_end(fc_store *s) {
   pthread_rwlock_unlock(&s->map_lock);
 }
 
+/* LMDB trusts the file to hold every page its meta pages name, and maps it: a data.mdb cut short
+ * (a copy that ran out of space) would be a SIGBUS at the first read of a missing page, the
+ * root pages that open_dbs reads included. The meta pages themselves are read with pread. */
+static int check_extent(fc_store *s) {
+  MDB_envinfo ei;
+  MDB_stat ms;
+  struct stat st;
+  int fd, rc = mdb_env_info(s->env, &ei);
+  if (!rc) rc = mdb_env_stat(s->env, &ms);
+  if (!rc) rc = mdb_env_get_fd(s->env, &fd);
+  if (rc) return rc;
+  if (fstat(fd, &st) != 0) return errno;
+  return (uint64_t)st.st_size < (uint64_t)(ei.me_last_pgno + 1) * ms.ms_psize ? FC_ETRUNCATED : 0;
+}
+
 int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
   *out = NULL;
   if (!dir || !*dir) return EINVAL;
@@ -218,6 +233,7 @@ int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
   rc = fault_hit("env") ? EIO : mdb_env_open(s->env, dir, ef, 0664);
   if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH) rc = FC_EFORMAT;
   if (rc) goto fail;
+  if (existed && (rc = check_extent(s)) != 0) goto fail;
   rc = open_dbs(s, existed);
   while (rc == MDB_MAP_FULL && !(rc = store_grow_map(s, 0))) /* a first map too small for the dbs */
     rc = open_dbs(s, existed);

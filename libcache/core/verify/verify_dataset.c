@@ -212,7 +212,8 @@ int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o
   for (size_t i = 0; i < n && !rc && !bad_files; i++) {
     unsigned fl = FC_STORE_RDONLY | (store_wants_nolock(dirs[i], o->nolock) ? FC_STORE_NOLOCK : 0);
     rc = fc_store_open(dirs[i], fl, &st[i]);
-    if (rc == FC_EFORMAT || rc == FC_EVERSION || rc == MDB_INVALID || rc == MDB_CORRUPTED ||
+    if (rc == FC_EFORMAT || rc == FC_EVERSION || rc == FC_ETRUNCATED || rc == MDB_INVALID ||
+        rc == MDB_CORRUPTED ||
         rc == MDB_PAGE_NOTFOUND) { /* a damaged store: its own report says what (exit 1) */
       add(&c, FC_VERIFY_ERROR, "env", dirs[i], strlen(dirs[i]),
           "%s: the stores were not checked as one dataset", fc_strerror(rc));
