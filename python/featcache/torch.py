@@ -289,6 +289,25 @@ class FeatcacheDataset(IterableDataset):
         """Call before each epoch (as DistributedSampler.set_epoch). DataLoader workers, persistent
         ones too, read it at the start of each epoch (it is kept in shared memory)."""
         self.epoch = epoch
+        self.__dict__["_chosen"] = True
+
+    def _same_epoch_again(self, ld):
+        """Warn (once) when an epoch starts with the epoch the last one ran and set_epoch was not
+        called since: the dataset, as DistributedSampler, does not advance by itself, so a loop
+        without set_epoch would train on one shuffle (and one set of random crops) for good."""
+        d = self.__dict__
+        info = get_worker_info()
+        here = (os.getpid(), self.epoch)
+        again = d.get("_ran") == here and not d.get("_chosen")
+        d["_ran"], d["_chosen"] = here, False
+        if (again and not d.get("_warned") and (info is None or info.id == 0)
+                and (ld.order != "sequential" or ld._kw["crop"] == "random")):
+            d["_warned"] = True
+            warnings.warn("featcache: FeatcacheDataset iterated again at epoch %d: it does not "
+                          "advance by itself (as DistributedSampler); call ds.set_epoch(epoch) "
+                          "before each epoch, else every epoch has the same order%s"
+                          % (self.epoch, " and crops" if ld._kw["crop"] == "random" else ""),
+                          stacklevel=3)
 
     def _shard(self):
         rank, world = self.rank, self.world_size
@@ -355,6 +374,7 @@ class FeatcacheDataset(IterableDataset):
 
     def __iter__(self):
         ld = self._loader()
+        self._same_epoch_again(ld)
         ld.set_epoch(self.epoch)
         if self.device.type != "cpu":
             yield from to_device(ld, self.device, self.depth)

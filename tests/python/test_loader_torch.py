@@ -153,6 +153,24 @@ def test_bf16_store(tmp_path, padded, workers):
     assert seen == 6
 
 
+def test_an_epoch_run_twice_without_set_epoch_warns(store):
+    # without set_epoch each iteration runs the same epoch (as DistributedSampler): a loop that
+    # forgot it trained on one shuffle for good, silently
+    import warnings
+    ds = FeatcacheDataset(store["path"], batch_size=8, shuffle=True)
+    first = [b["ids"] for b in ds]
+    with pytest.warns(UserWarning, match=r"iterated again at epoch 0: .*ds.set_epoch\(epoch\)"):
+        assert [b["ids"] for b in ds] == first
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        [b for b in ds]  # once
+        for e in (1, 2, 2):  # set_epoch before each: chosen, even the same again
+            ds.set_epoch(e)
+            [b for b in ds]
+        seq = FeatcacheDataset(store["path"], batch_size=8)  # sequential: nothing to reshuffle
+        [b for b in seq], [b for b in seq]
+
+
 def test_ddp_ranks(store):
     seen = []
     for r in range(2):
@@ -192,6 +210,7 @@ def test_len_is_the_epochs_batch_count(store):
         ds.set_epoch(2)
         plain = [list(b["ids"]) for b in ds]
         got = []
+        ds.set_epoch(2)
         for b in ds:
             assert len(ds) == counts[2]
             got.append(list(b["ids"]))
