@@ -66,6 +66,13 @@ Try 'cache-verify --help' for more information."
 expect_err source-root-missing "cache-verify: --source-root $T/nowhere: not a directory
 Try 'cache-verify --help' for more information."
 
+# One store named twice (LMDB: one environment, one open per process): refused before any check.
+"$FC_PYTHON" "$FC_SRC/tests/reference/test_verify_store.py" make "$T/s" --n 3 >/dev/null ||
+  { echo "FAIL: the fixture writer (test_verify_store.py make) failed"; exit 1; }
+"$V" "$T/s" "$T/./s/" >"$T/out" 2>"$T/err"; check twice 2 $?
+expect_err twice "cache-verify: $T/./s/: given twice (also as $T/s)"
+[ -s "$T/out" ] && { echo "FAIL twice wrote to stdout"; fail=1; }
+
 "$V" --manifest "$T/no-manifest.csv" "$T/empty" >"$T/out" 2>"$T/err"; check no-manifest 2 $?
 grep -q "^cache-verify: $T/no-manifest.csv: " "$T/err" || { echo "FAIL no-manifest message"; cat "$T/err"; fail=1; }
 
