@@ -339,6 +339,18 @@ int main(int argc, char **argv) {
       if (!status) fc_cli_warn(manifest, "%s", why[0] ? why : fc_strerror(rc));
       return FC_EXIT_USAGE;
     }
+    size_t usable = 0;
+    for (size_t i = 0; i < items.count; i++) usable += !items.items[i].err && items.items[i].id;
+    if (!usable) { /* the check asked for cannot be made: no "clean" over zero ids */
+      if (!status && !items.count)
+        fc_cli_warn(manifest, "names no utterance (it has no lines)");
+      else if (!status)
+        fc_cli_warn(manifest, "names no utterance (%zu line%s, none with a usable id: %s)",
+                    items.count, items.count == 1 ? "" : "s",
+                    items.items[0].why ? items.items[0].why : fc_strerror(items.items[0].err));
+      fc_item_list_free(&items);
+      return FC_EXIT_USAGE;
+    }
     vo.manifest = &items;
   }
 

@@ -73,6 +73,15 @@ Try 'cache-verify --help' for more information."
 expect_err twice "cache-verify: $T/./s/: given twice (also as $T/s)"
 [ -s "$T/out" ] && { echo "FAIL twice wrote to stdout"; fail=1; }
 
+# A manifest that names no utterance: the check asked for cannot be made, no pass over zero ids.
+: >"$T/empty.csv"
+"$V" --manifest "$T/empty.csv" "$T/s" >"$T/out" 2>"$T/err"; check empty-manifest 2 $?
+expect_err empty-manifest "cache-verify: $T/empty.csv: names no utterance (it has no lines)"
+printf 'just words\nmore words\n' >"$T/words.csv"
+"$V" --manifest "$T/words.csv" --manifest-format ljspeech "$T/s" >"$T/out" 2>"$T/err"; check no-usable-id 2 $?
+expect_err no-usable-id "cache-verify: $T/words.csv: names no utterance (2 lines, none with a usable id: missing text column (expected id|text[|normalized]))"
+[ -s "$T/out" ] && { echo "FAIL no-usable-id wrote to stdout"; fail=1; }
+
 "$V" --manifest "$T/no-manifest.csv" "$T/empty" >"$T/out" 2>"$T/err"; check no-manifest 2 $?
 grep -q "^cache-verify: $T/no-manifest.csv: " "$T/err" || { echo "FAIL no-manifest message"; cat "$T/err"; fail=1; }
 
