@@ -149,8 +149,16 @@ static void print_json(const char *store, unsigned parts, const fc_config_info *
       fc_json_write_string(stdout, c[i].created);
     else
       fputs("null", stdout);
-    /* the config itself, as stored: canonical JSON, so it is embedded as it is */
-    printf(",\"config\":%s}", c[i].json ? c[i].json : "null");
+    /* the config itself, as stored: canonical JSON, so it is embedded as it is — unless it did
+     * not parse (kind other: damaged, or of a kind this build does not know), when splicing it
+     * would make the whole line invalid JSON: then its bytes as a string */
+    if (c[i].kind == FC_CONFIG_OTHER && c[i].json) {
+      fputs(",\"config\":null,\"config_text\":", stdout);
+      fc_json_write_string(stdout, c[i].json);
+      fputc('}', stdout);
+    } else {
+      printf(",\"config\":%s}", c[i].json ? c[i].json : "null");
+    }
   }
   fputs("]}\n", stdout);
 }

@@ -3,8 +3,9 @@
 # created) as a table and as JSON, the same list in cache-verify --json; --drop by name or digest
 # removes the config's records and meta keys and nothing else (cache-verify clean after, the other
 # configs still load); a split store listed as one and dropped from every part; a merge keeps the
-# earliest creation time without a conflict; an interrupted drop (a failed commit) leaves the
-# config listed and a rerun finishes; usage errors and a folder that is not a store.
+# earliest creation time without a conflict; --json stays valid JSON beside a damaged config; an
+# interrupted drop (a failed commit) leaves the config listed and a rerun finishes; usage errors
+# and a folder that is not a store.
 set -u
 CC=${FC_BIN:?}/cache-config
 FZ=$FC_BIN/featurize
@@ -175,6 +176,26 @@ if grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt"; then
 else
   echo "cache_config: this build has no fault countdowns: the interrupted drop is not checked"
 fi
+
+# a config whose stored JSON is damaged: --json stays one valid JSON object a line, the bytes
+# given as config_text (splicing them in made the line invalid)
+rm -rf dj && cp -r before dj && "$PY" - <<'PY' || fail "damaging a config"
+import lmdb
+e = lmdb.open("dj", max_dbs=20)
+with e.begin(write=True) as t:
+    meta = e.open_db(b"meta", txn=t, create=False)
+    k = next(k for k, v in t.cursor(db=meta) if k.startswith(b"cfg/") and b'"tokens"' in v)
+    t.put(k, b'{"kind":"tokens","tokenizer":"chars",broken', db=meta)
+PY
+"$CC" --json dj >dj.json 2>err || fail "--json on a damaged config: exit $?: $(cat err)"
+"$PY" - dj.json <<'PY' || fail "--json on a damaged config: $(cat dj.json)"
+import json, sys
+d = json.load(open(sys.argv[1]))
+bad = [c for c in d["configs"] if c["kind"] == "other"]
+assert len(bad) == 1 and bad[0]["config"] is None, d
+assert bad[0]["config_text"] == '{"kind":"tokens","tokenizer":"chars",broken', bad[0]
+assert all(isinstance(c["config"], dict) for c in d["configs"] if c["kind"] != "other"), d
+PY
 
 # --help: stdout, exit 0, every option, the man page; --version
 "$CC" --help >out 2>err || fail "--help: exit $?"
