@@ -771,7 +771,8 @@ def get(store, id, features=None, tokens=None):
         if fresh:
             for k in [k for k in _GET_CACHE if k[0] != os.getpid()]:
                 del _GET_CACHE[k]  # handles of a parent process are dropped, not closed
-            ld = h = _GET_CACHE.pop(key, None)  # (closed now unless arrays of it live on)
+            _GET_CACHE.pop(key, None)
+            ld = h = None  # the handle it held closes now, unless arrays of it live on
             ld = Loader(store, features=features, tokens=tokens, _open=False)
             ld._h = _Handle(ld.paths, ld._options(lookup_only=True))
             _GET_CACHE[key] = ld
