@@ -118,6 +118,27 @@ def test_the_first_store_given_wins(stores):
     env.close()
 
 
+def test_a_problem_another_store_serves_is_not_listed(stores):
+    # x000 has no features in the first store but has them in the second: it is served (from the
+    # second), so problems() (the skipped utterances) must not list it; x001 has none anywhere
+    d = os.path.dirname(stores["paths"][0])
+    p0, p1 = os.path.join(d, "gap0"), os.path.join(d, "gap1")
+    mel = np.arange(40 * 80, dtype=np.float32).reshape(40, 80)
+    with T.StoreWriter(p0) as w:
+        cfg = w.add_config(T.mel_config_json("hifigan"))
+        w.add_utterance("x000", b"x0 here", None, cfg)  # an audio entry, no record
+        w.add_utterance("x001", b"x1 here", None, cfg)
+        w.add_utterance("x002", b"x2 here", mel, cfg)
+    with T.StoreWriter(p1) as w:
+        cfg = w.add_config(T.mel_config_json("hifigan"))
+        w.add_utterance("x000", b"x0 there", mel + 1, cfg)
+    ld = featcache.Loader([p0, p1], batch_size=8)
+    b = next(iter(ld))
+    assert b.ids == ["x002", "x000"]
+    np.testing.assert_array_equal(b.mels[1], mel + 1)
+    assert [(u, s) for u, s, _ in ld.problems()] == [("x001", p0)]
+    assert ld.info.skipped == 1
+
 def test_stores_of_different_configs_are_named(stores):
     # the message said "its mel config differs from ...'s: give a digest", which helps only when
     # the second store holds the first one's config too

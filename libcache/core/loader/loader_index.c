@@ -205,10 +205,10 @@ static void sift_down(const fc_loader *l, const uint64_t *pos, uint32_t *heap, u
 int ld_drop_duplicates(fc_loader *l) {
   const uint32_t k = l->n_stores;
   const uint64_t n = l->n_items;
-  if (k < 2 || n < 2) return 0;
+  if (k < 2) return 0;
   uint64_t *pos = fc_calloc(2 * (size_t)k, sizeof *pos), *end = pos ? pos + k : NULL;
   uint32_t *heap = fc_malloc(k * sizeof *heap);
-  uint8_t *dup = fc_calloc(n, 1);
+  uint8_t *dup = fc_calloc(n ? n : 1, 1);
   if (!pos || !heap || !dup) {
     free(pos);
     free(heap);
@@ -241,6 +241,39 @@ int ld_drop_duplicates(fc_loader *l) {
     for (uint64_t i = 0; i < n; i++)
       if (!dup[i]) l->items[j++] = l->items[i];
     l->n_items = j;
+  }
+  if (l->n_problems) { /* a problem of an id another store serves is no utterance skipped */
+    memset(pos, 0, 2 * (size_t)k * sizeof *pos);
+    for (uint64_t i = l->n_items; i-- > 0;) {
+      uint32_t s = l->items[i].store;
+      if (end[s] == 0) end[s] = i + 1;
+      pos[s] = i;
+    }
+    uint64_t j = 0;
+    for (uint64_t p = 0; p < l->n_problems; p++) {
+      ld_problem *pr = &l->problems[p];
+      int served = 0;
+      for (uint32_t s = 0; s < k && !served; s++) {
+        if (s == pr->store) continue;
+        for (uint64_t lo = pos[s], hi = end[s]; lo < hi && !served;) {
+          uint64_t mid = lo + (hi - lo) / 2;
+          int c = strcmp(pr->id, l->ids + l->items[mid].id_off);
+          if (c == 0)
+            served = 1;
+          else if (c < 0)
+            hi = mid;
+          else
+            lo = mid + 1;
+        }
+      }
+      if (served) {
+        free(pr->id);
+        free(pr->reason);
+      } else {
+        l->problems[j++] = *pr;
+      }
+    }
+    l->n_problems = j;
   }
   free(pos);
   free(heap);

@@ -207,7 +207,8 @@ int ld_find_records(struct fc_loader *l, uint32_t si, const char *id, size_t id_
 
 int ld_index_store_lookups(struct fc_loader *l, uint32_t si, char *why, size_t why_len);
 /* After every store is indexed: an id held by several stores is kept from the first of them
- * (items of later stores under it are dropped). 0 or ENOMEM. */
+ * (items of later stores under it are dropped), and a store's problem with an id another store
+ * serves is dropped (it skips nothing). 0 or ENOMEM. */
 int ld_drop_duplicates(struct fc_loader *l);
 /* Add store si's utterances from its configs' indexes: *used 1; or, when it lacks one of them (or
  * this loader's transaction cannot read it), nothing: *used 0, read it without. */
