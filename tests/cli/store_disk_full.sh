@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A full disk and a file-size limit read as what they are (featurize; cache-merge on a full disk,
-# in its copy and in its failure-record pass), lose nothing committed, and a rerun after space is
+# A full disk and a file-size limit read as what they are (featurize; tokenize and cache-merge on a
+# full disk, cache-merge in its copy and in its failure-record pass), lose nothing committed, and a rerun after space is
 # freed completes (issue: "Input/output error" for a full disk). The full disk is a small tmpfs
 # this test mounts (root; skipped without mount rights); the limit is RLIMIT_FSIZE (`ulimit -f`),
 # which the tools turn into EFBIG rather than dying of SIGXFSZ.
@@ -111,4 +111,41 @@ n=$(nfailed "$mnt/mf")
 mount -o remount,size=64m "$mnt" || fail "remount"
 "$FC_BIN/cache-merge" -q -o "$mnt/mf" fr || fail "cache-merge rerun of the failure pass"
 [ "$(nfailed "$mnt/mf")" = 2500 ] || fail "the failure pass's rerun did not complete: $(nfailed "$mnt/mf")"
-echo "ok: full disk and file-size limit said as such (featurize, cache-merge and its failure pass), store intact, rerun completed"
+# tokenize on a full disk, its manifest read as the run goes: the message, the committed lines
+# kept, and every line of the manifest counted (`done: N of M` with M its lines, the ones never
+# read counted as failed: the summary used to count only the lines read before the failure, and
+# `done: 0 of 0` when the first write, the token config, failed).
+"$FC_PYTHON" - <<'PY' || fail "could not write the transcripts"
+import random
+random.seed(5)
+words = "the quick brown fox jumps over a lazy dog while seven ships sail north".split()
+with open("t.csv", "w") as f:
+    for i in range(30000):
+        f.write("t%05d|%s %d.\n" % (i, " ".join(random.choices(words, k=random.randint(3, 25))), i))
+PY
+head -n 100 t.csv >t100.csv
+umount "$mnt" && mount -t tmpfs -o size=2m tmpfs "$mnt" || fail "remount for tokenize"
+"$FC_BIN/tokenize" -q --build-vocab --export-vocab v.txt -o "$mnt/t" t100.csv || fail "tokenize 100 lines"
+cp -r "$mnt/t" "$mnt/t2"
+dd if=/dev/zero of="$mnt/fill" bs=4k 2>/dev/null # the disk full before the new config's first batch
+out=$("$FC_BIN/tokenize" --vocab v.txt --case fold -o "$mnt/t2" t.csv 2>&1); rc=$?
+[ $rc = 1 ] || fail "tokenize, disk full at its first write: exit $rc, want 1: $out"
+grep -q "tokenize: $mnt/t2: No space left on device" <<<"$out" || fail "tokenize: a full disk does not say so: $out"
+grep -q "tokenize: done: 0 of 30000 (0 new, 0 already stored, 30000 failed" <<<"$out" ||
+  fail "tokenize, disk full at its first write: the lines are not all counted: $out"
+rm -r "$mnt/fill" "$mnt/t2"
+out=$("$FC_BIN/tokenize" --vocab v.txt --batch 1000 -o "$mnt/t" t.csv 2>&1); rc=$?
+[ $rc = 1 ] || fail "tokenize on a full disk: exit $rc, want 1: $out"
+grep -q "tokenize: $mnt/t: No space left on device" <<<"$out" || fail "tokenize: a full disk does not say so: $out"
+sum=$(sed -n 's/^tokenize: done: \([0-9]*\) of \([0-9]*\) ([0-9]* new, [0-9]* already stored, \([0-9]*\) failed.*/\1 \2 \3/p' <<<"$out")
+read -r ok total failed <<<"$sum"
+[ "${total:-}" = 30000 ] && [ $((ok + failed)) = 30000 ] && [ "$ok" -ge 100 ] && [ "$ok" -lt 30000 ] ||
+  fail "tokenize on a full disk: want done: N of 30000 with N + failed = 30000 (100 <= N < 30000): $out"
+v=$("$FC_BIN/cache-verify" --json "$mnt/t") || fail "tokenize's store fails cache-verify after the disk filled: ${v:0:600}"
+grep -q "\"ok\":true,\"records_checked\":$ok," <<<"$v" || fail "tokenize: committed lines lost (want $ok records): ${v:0:600}"
+mount -o remount,size=64m "$mnt" || fail "remount"
+out=$("$FC_BIN/tokenize" --vocab v.txt -o "$mnt/t" t.csv 2>&1) || fail "tokenize rerun after space was freed: $out"
+grep -q "tokenize: done: 30000 of 30000 ($((30000 - ok)) new, $ok already stored, 0 failed" <<<"$out" ||
+  fail "tokenize rerun: $out"
+"$FC_BIN/cache-verify" -q "$mnt/t" >/dev/null || fail "tokenize's store fails cache-verify after the rerun"
+echo "ok: full disk and file-size limit said as such (featurize, tokenize, cache-merge and its failure pass), store intact, rerun completed"

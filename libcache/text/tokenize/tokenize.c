@@ -150,7 +150,8 @@ typedef struct gather {
   batch_fn fn;
   void *ctx;
   uint64_t seen; /* lines handed over by the manifest */
-  int stopped; /* fn said TOK_STOP: lines are only counted now */
+  int stopped; /* fn said TOK_STOP, or failed: lines are only counted now */
+  int err; /* fn's error (or ENOMEM): the run's, returned once every line is counted */
 } gather;
 
 static void lines_clear(fc_item *l, size_t n) {
@@ -170,21 +171,27 @@ static int gather_item(const fc_item *it, void *user) {
   memset(d, 0, sizeof *d);
   d->line = it->line;
   d->err = it->err;
+  int rc;
   if ((it->id && !(d->id = fc_strdup(it->id))) || (it->text && !(d->text = fc_strdup(it->text))) ||
       (it->why && !(d->why = fc_strdup(it->why))))
-    return ENOMEM;
-  if (g->n < g->cap) return 0;
-  int rc = g->fn(g->lines, g->n, g->ctx);
+    rc = ENOMEM;
+  else if (g->n < g->cap)
+    return 0;
+  else
+    rc = g->fn(g->lines, g->n, g->ctx);
   lines_clear(g->lines, g->n);
   g->n = 0;
-  if (rc == TOK_STOP) g->stopped = 1;
-  return rc == TOK_STOP ? 0 : rc;
+  if (rc) { /* stopped or failed: the rest of the manifest is read to count its lines */
+    g->stopped = 1;
+    if (rc != TOK_STOP) g->err = rc;
+  }
+  return 0;
 }
 
 /* fn over every line of the run, batch lines at a time: items, or o->manifest read as it goes
- * (memory: a batch of lines). *lines: how many there were (read to the end even after a stop).
- * Returns 0 (TOK_STOP included), fn's error, or the manifest's (why in o's report? no: ENOMEM,
- * errno codes). */
+ * (memory: a batch of lines). *lines: how many there were (read to the end even after a stop or
+ * an error of fn, so that the lines never begun are counted). Returns 0 (TOK_STOP included), fn's
+ * error, or the manifest's (ENOMEM, errno codes). */
 static int for_each_batch(const fc_item_list *items, const fc_tokenize_run_opts *o, size_t batch,
                           batch_fn fn, void *ctx, uint64_t *lines) {
   int rc = 0;
@@ -206,11 +213,18 @@ static int for_each_batch(const fc_item_list *items, const fc_tokenize_run_opts 
   fc_item_list none;
   char why[256];
   rc = fc_manifest_read(o->manifest, &mo, &none, why, sizeof why);
+  if (g.err) rc = g.err; /* the run's error: the manifest was only being counted since */
   if (!rc && g.n && !g.stopped) rc = fn(g.lines, g.n, ctx); /* the last, short batch */
   lines_clear(g.lines, g.n);
   free(g.lines);
   *lines = g.seen;
   return rc == TOK_STOP ? 0 : rc;
+}
+
+/* A batch_fn that only lets the lines be counted. */
+static int count_only(const fc_item *lines, size_t m, void *ctx) {
+  (void)lines, (void)m, (void)ctx;
+  return TOK_STOP;
 }
 
 /* ---- build_vocab: the distinct symbols of the whole corpus ----------------------------------- */
@@ -520,7 +534,7 @@ int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
   c.unknowns = fc_calloc(c.batch, sizeof *c.unknowns);
   uint64_t n = items && !o->manifest ? items->count : 0;
   st->lines = n; /* known now for a list; a manifest's at the end */
-  int rc = 0;
+  int rc = 0, ran = 0; /* ran: the run read the manifest (and so counted its lines) */
   const char *json;
   size_t jlen;
   if (!c.ls || !c.puts || !c.hexkeys || !c.tvals || !c.unknowns) {
@@ -533,6 +547,7 @@ int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
   if ((rc = fc_tokenizer_config(t, &json, &jlen, &c.cfg))) goto out;
   if ((rc = put_meta(s, t, &c.cfg, json, jlen))) goto out;
   rc = for_each_batch(items, o, c.batch, run_batch, &c, &n);
+  ran = 1;
   if (!rc) rc = c.rc; /* FC_EINTR, or strict's line error */
   if (c.bulk && (!rc || c.stopped)) { /* the work done so far goes in, stopped or not */
     tok_merged recs, ents;
@@ -552,7 +567,10 @@ int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
   }
 out:
   /* Every line counted once: the lines not stored and not reported (a failed write's batch, the
-   * lines never begun) failed with the run, or were not started when it was stopped on purpose. */
+   * lines never begun) failed with the run, or were not started when it was stopped on purpose.
+   * A manifest the run never read (it failed or stopped before: the config's write, the vocab) is
+   * read now to count them. */
+  if (o->manifest && !ran) for_each_batch(items, o, c.batch, count_only, NULL, &n);
   st->lines = n;
   if (st->processed + st->skipped_existing + st->failed < n) {
     uint64_t rest = n - st->processed - st->skipped_existing - st->failed;
