@@ -234,11 +234,17 @@ typedef struct vocab_ctx {
   line_state *ls; /* the batch's */
   size_t max_bytes;
   int nthreads;
+  volatile const int *stop; /* the run's stop flag, checked before each batch */
+  int stopped; /* it was set: the vocab is not built, nothing is stored */
 } vocab_ctx;
 
 static int vocab_batch(const fc_item *lines, size_t m, void *ctx) {
   vocab_ctx *v = ctx;
   int rc = 0;
+  if (v->stop && *v->stop) { /* a vocab pass reads the whole corpus: minutes for phonemes */
+    v->stopped = 1;
+    return TOK_STOP;
+  }
   for (size_t i = 0; i < m; i++) check_line(&lines[i], v->max_bytes, &v->ls[i]);
 #pragma omp parallel num_threads(v->nthreads)
   {
@@ -270,13 +276,16 @@ static int vocab_batch(const fc_item *lines, size_t m, void *ctx) {
   return rc;
 }
 
-/* The vocabulary of every line of the run, batch lines at a time (ls: batch line states). */
+/* The vocabulary of every line of the run, batch lines at a time (ls: batch line states);
+ * FC_EINTR when o->stop was seen between two batches. */
 static int build_vocab(fc_tokenizer *t, const fc_item_list *items, const fc_tokenize_run_opts *o,
                        size_t batch, size_t max_bytes, line_state *ls, int nthreads) {
-  vocab_ctx v = {t, fc_calloc((size_t)nthreads, sizeof *v.sets), ls, max_bytes, nthreads};
+  vocab_ctx v = {t, fc_calloc((size_t)nthreads, sizeof *v.sets), ls, max_bytes, nthreads, o->stop,
+                 0};
   if (!v.sets) return ENOMEM;
   uint64_t lines;
   int rc = for_each_batch(items, o, batch, vocab_batch, &v, &lines);
+  if (!rc && v.stopped) rc = FC_EINTR;
   tok_map all = {0};
   for (int k = 0; k < nthreads && !rc; k++)
     for (size_t i = 0; i < v.sets[k].cap && !rc; i++)
@@ -542,8 +551,10 @@ int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
     goto out;
   }
   if (fc_tokenizer_config(t, NULL, NULL, NULL) == FC_EBADSTATE &&
-      (rc = build_vocab(t, items, o, c.batch, c.max_bytes, c.ls, c.nthreads)))
+      (rc = build_vocab(t, items, o, c.batch, c.max_bytes, c.ls, c.nthreads))) {
+    c.stopped = rc == FC_EINTR; /* stopped before the vocab was built: nothing stored */
     goto out;
+  }
   if ((rc = fc_tokenizer_config(t, &json, &jlen, &c.cfg))) goto out;
   if ((rc = put_meta(s, t, &c.cfg, json, jlen))) goto out;
   rc = for_each_batch(items, o, c.batch, run_batch, &c, &n);

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# tokenize --build-vocab reads the whole corpus for the vocab before it stores anything (for
+# phonemes, espeak-ng on every line: minutes on a large corpus). SIGINT or SIGTERM in that pass
+# stops it at the next batch: exit 130 (143), nothing stored (a vocab without the lines not read
+# would be another config), every line counted as not started; a rerun stores them all. (It used to
+# read the rest of the corpus for the vocab, then tokenize and commit a batch, and only then stop.)
+# To hold the run inside the vocab pass without timing it, the first line's espeak-ng child hangs
+# (FC_FAULT=espeakhang:1, every line read in a child: FC_PHONEMIZE_CHILD=all) until it is killed
+# after FC_PHONEMIZE_TIMEOUT; the signal is sent while that child exists. SIGINT only: SIGTERM sets
+# the same flag (tokenize_bad_inputs.sh sends it mid-run), and each case waits out the timeout.
+set -u
+T=${FC_BIN:?}/tokenize
+[ -x "$T" ] || { echo "FAIL: $T not built"; exit 1; }
+if ! grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null; then
+  echo "skipped: this build has no fault countdowns (-DFC_FAULT_INJECTION=ON; scripts/test sets it)" >&2
+  exit 77
+fi
+command -v pgrep >/dev/null || { echo "skipped: no pgrep (procps) to see the phonemizer's child" >&2; exit 77; }
+d=$(mktemp -d)
+trap 'for p in $(jobs -p); do kill -9 "$p" 2>/dev/null; done; rm -rf "$d"' EXIT
+fail() { echo "FAIL: $*"; [ -f "$d/err" ] && sed 's/^/  stderr: /' "$d/err" | head -20; exit 1; }
+for i in $(seq -w 1 20); do printf 'u%s\tLine number %d is here.\n' "$i" "$((10#$i))"; done >"$d/in.tsv"
+
+for sig in INT; do
+  want=$((128 + $(kill -l "$sig")))
+  FC_FAULT=espeakhang:1 FC_PHONEMIZE_CHILD=all FC_PHONEMIZE_TIMEOUT=6 \
+    "$T" -t phonemes --build-vocab --batch 1 -o "$d/st-$sig" "$d/in.tsv" >/dev/null 2>"$d/err" &
+  pid=$!
+  for _ in $(seq 300); do pgrep -P "$pid" >/dev/null && break; sleep 0.05; done
+  pgrep -P "$pid" >/dev/null || fail "SIG$sig: no phonemizer child appeared"
+  kill -"$sig" "$pid"
+  wait "$pid"
+  rc=$?
+  [ "$rc" = "$want" ] || fail "SIG$sig in the vocab pass: exit $rc, want $want"
+  grep -qx "tokenize: interrupted: 0 of 20 lines committed (0 failed), 20 not started" "$d/err" ||
+    fail "SIG$sig in the vocab pass: want nothing committed, 20 lines not started"
+  v=$("$FC_BIN/cache-verify" --json "$d/st-$sig")
+  grep -q '"entries":{"audio":0,"text":0,"feat":0,"tok":0,' <<<"$v" ||
+    fail "SIG$sig in the vocab pass: the store holds lines: ${v:0:400}"
+  "$T" -t phonemes --build-vocab -o "$d/st-$sig" "$d/in.tsv" 2>"$d/err" || fail "SIG$sig: rerun: exit $?"
+  grep -q "tokenize: done: 20 of 20 (20 new, 0 already stored, 0 failed" "$d/err" || fail "SIG$sig: rerun"
+  "$FC_BIN/cache-verify" -q "$d/st-$sig" >/dev/null || fail "SIG$sig: the store fails cache-verify after the rerun"
+done
+echo "tokenize_interrupt: ok"
