@@ -64,6 +64,57 @@ static inline void fc_cli_usage_error(const char *fmt, ...) {
   exit(FC_EXIT_USAGE);
 }
 
+/* getopt_long (run with opterr = 0) refused the option it just read: say which and why, as
+ * `tool: ...` (getopt's own messages name the program by its path), and exit 2. argv[optind - 1]
+ * is the word it read, optopt the option's value (0 for an unknown or ambiguous long option). */
+static inline void fc_cli_bad_option(int argc, char **argv, const struct option *longs) {
+  const char *a = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+  if (strncmp(a, "--", 2) == 0 && a[2]) {
+    const char *name = a + 2, *eq = strchr(name, '=');
+    const size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    const struct option *hit = NULL;
+    int n = 0;
+    char list[256] = "";
+    for (const struct option *l = longs; l->name; l++) {
+      if (strncmp(l->name, name, len) != 0) continue;
+      if (strlen(l->name) == len) { /* exact: no ambiguity */
+        hit = l;
+        n = 1;
+        break;
+      }
+      size_t k = strlen(list);
+      snprintf(list + k, sizeof list - k, "%s--%s", n ? ", " : "", l->name);
+      hit = l;
+      n++;
+    }
+    if (hit && (!optopt || optopt == hit->val)) { /* the option this word names was refused */
+      if (n > 1) fc_cli_usage_error("option '--%.*s' is ambiguous (%s)", (int)len, name, list);
+      if (eq && hit->has_arg == no_argument)
+        fc_cli_usage_error("option '--%s' takes no value", hit->name);
+      if (!eq && hit->has_arg == required_argument)
+        fc_cli_usage_error("option '--%s' needs a value", hit->name);
+    }
+    if (!optopt) fc_cli_usage_error("unknown option '%s'", a);
+  }
+  if (optopt > 0 && optopt < 128) {
+    for (const struct option *l = longs; l->name; l++)
+      if (l->val == optopt && l->has_arg == required_argument)
+        fc_cli_usage_error("option '-%c' needs a value", optopt);
+    fc_cli_usage_error("unknown option '-%c'", optopt);
+  }
+  fc_cli_usage_error("unknown option '%s'", a);
+}
+
+/* stdout carries only what was asked for (--json, --help, a config): a write error there — a full
+ * disk, a file-size limit, a closed pipe when SIGPIPE is ignored — must not pass for success.
+ * Returns code, or 1 in place of 0 after saying why when stdout could not be written. */
+static inline int fc_cli_stdout_status(int code) {
+  errno = 0;
+  if (fflush(stdout) == 0 && !ferror(stdout)) return code;
+  fc_cli_warn("stdout", "cannot write: %s", errno ? strerror(errno) : "write error");
+  return code == FC_EXIT_OK ? FC_EXIT_FAIL : code;
+}
+
 /* Words of text printed from column `col` (the cursor's; a space first when it is past 0),
  * one space apart, wrapped so that lines end by column `width`; a continuation line starts at
  * column `indent`. An 80-column terminal shows --help unbroken. Columns count UTF-8 characters. */

@@ -504,12 +504,11 @@ int main(int argc, char **argv) {
     case 'v': verbose = 1; break;
     case OPT_PROGRESS: progress = 1; break;
     case OPT_JSON: json = 1; break;
-    case 'h': fc_cli_help(stdout, synopsis, description, options, footer); return FC_EXIT_OK;
-    case OPT_VERSION: fc_cli_version(); return FC_EXIT_OK;
-    case ':': fc_cli_usage_error("option '%s' needs a value", argv[optind - 1]); break;
-    default:
-      if (optopt && optopt < 128) fc_cli_usage_error("unknown option '-%c'", optopt);
-      fc_cli_usage_error("unknown option '%s'", argv[optind - 1]);
+    case 'h':
+      fc_cli_help(stdout, synopsis, description, options, footer);
+      return fc_cli_stdout_status(FC_EXIT_OK);
+    case OPT_VERSION: fc_cli_version(); return fc_cli_stdout_status(FC_EXIT_OK);
+    default: fc_cli_bad_option(argc, argv, longs);
     }
   }
   if (print_config) {
@@ -554,7 +553,7 @@ int main(int argc, char **argv) {
     }
     fwrite(cfg_json, 1, (size_t)n, stdout);
     fputc('\n', stdout);
-    return fflush(stdout) == 0 ? FC_EXIT_OK : FC_EXIT_FAIL;
+    return fc_cli_stdout_status(FC_EXIT_OK);
   }
 
   char why[512];
@@ -730,5 +729,5 @@ int main(int argc, char **argv) {
   }
   if (json) print_json(&st, &cfg, device_name, store_dir, &rctx, &max_failed, code == FC_EXIT_OK);
   free_failures(&rctx);
-  return code;
+  return fc_cli_stdout_status(code); /* the --json object lost is a failure */
 }

@@ -163,6 +163,7 @@ int main(int argc, char **argv) {
   int unicode = -1, fold = -1, collapse = -1, punct = -1, json = 0, quiet = 0, progress = 0;
   fc_tokenize_run_opts ro = {0};
   int c;
+  opterr = 0; /* fc_cli_bad_option says what is wrong, as `tokenize: ...` */
   while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
     switch (c) {
     case 'o': out_dir = optarg; break;
@@ -215,10 +216,12 @@ int main(int argc, char **argv) {
     case OPT_JSON: json = 1; break;
     case OPT_PROGRESS: progress = 1; break;
     case 'q': quiet = 1; break;
-    case 'h': fc_cli_help(stdout, synopsis, description, options, footer); return 0;
-    case OPT_VERSION: fc_cli_version(); return 0;
+    case 'h':
+      fc_cli_help(stdout, synopsis, description, options, footer);
+      return fc_cli_stdout_status(FC_EXIT_OK);
+    case OPT_VERSION: fc_cli_version(); return fc_cli_stdout_status(FC_EXIT_OK);
     case OPT_FORCE_NEW_STORE: force_new_store = 1; break;
-    default: fprintf(stderr, "Try 'tokenize --help' for more information.\n"); return FC_EXIT_USAGE;
+    default: fc_cli_bad_option(argc, argv, longs);
     }
   }
   if (optind < argc) {
@@ -374,5 +377,5 @@ int main(int argc, char **argv) {
   fc_store_close_split(parts, n_parts);
   fc_item_list_free(&items);
   fc_tokenizer_free(tok);
-  return exit_code;
+  return fc_cli_stdout_status(exit_code); /* the --json object lost is a failure */
 }

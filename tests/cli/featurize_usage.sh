@@ -123,6 +123,12 @@ check "unknown short option" 2 "featurize: unknown option '-Z'
 $try" -- "$FZ" -Z -o "$S" "$tmp/a.wav"
 check "missing value" 2 "featurize: option '--hop' needs a value
 $try" -- "$FZ" -o "$S" "$tmp/a.wav" --hop
+check "missing short value" 2 "featurize: option '-o' needs a value
+$try" -- "$FZ" "$tmp/a.wav" -o
+check "value for a flag" 2 "featurize: option '--quiet' takes no value
+$try" -- "$FZ" --quiet=1 -o "$S" "$tmp/a.wav"
+check "ambiguous abbreviation" 2 "featurize: option '--man' is ambiguous (--manifest, --manifest-format)
+$try" -- "$FZ" --man "$tmp/m.csv" -o "$S"
 check "no store" 2 "featurize: no store given (-o STORE)
 $try" -- "$FZ" "$tmp/a.wav"
 check "trailing junk" 2 "featurize: invalid value '12x' for --hop (want an integer in 1..65536)
@@ -225,6 +231,21 @@ mkdir "$tmp/empty"
 [ $rc = 1 ] && [ -e "$tmp/empty/data.mdb" ] ||
   { echo "FAIL empty directory: exit $rc: $(cat "$tmp/err")"; fails=$((fails + 1)); }
 rm -rf "$tmp/empty"
+
+# stdout that cannot be written (a full disk): the --json summary, --help, a config lost is exit 1
+# with the reason, never a silent 0 (the job's own work is done and stays stored)
+if [ -w /dev/full ]; then
+  "$FZ" -q --json -o "$S" "$tmp/a.wav" --max-failed 1 >/dev/full 2>"$tmp/err"; rc=$?
+  [ $rc = 1 ] && grep -qx "featurize: stdout: cannot write: No space left on device" "$tmp/err" ||
+    { echo "FAIL --json into a full disk: exit $rc: $(cat "$tmp/err")"; fails=$((fails + 1)); }
+  rm -rf "$S"
+  for a in --help --version "--print-config kaldi"; do
+    # shellcheck disable=SC2086 # the words of $a
+    "$FZ" $a >/dev/full 2>"$tmp/err"; rc=$?
+    [ $rc = 1 ] && grep -qx "featurize: stdout: cannot write: No space left on device" "$tmp/err" ||
+      { echo "FAIL $a into a full disk: exit $rc: $(cat "$tmp/err")"; fails=$((fails + 1)); }
+  done
+fi
 
 if [ $fails -gt 0 ]; then echo "$fails case(s) failed"; exit 1; fi
 echo "ok"

@@ -101,6 +101,26 @@ grep -qx "tokenize: $d/corpus: not a featcache store, and not empty (1 entry, e.
 [ -e "$d/corpus/data.mdb" ] || fail "--force-new-store made no store"
 "$T" --version | grep -q '^tokenize (featcache)' || fail "--version"
 
+# option errors name the tool and what is wrong (getopt's own named the tool by its path), exit 2
+try="Try 'tokenize --help' for more information."
+for c in "--bogus|tokenize: unknown option '--bogus'" "-Z|tokenize: unknown option '-Z'" \
+  "-o|tokenize: option '-o' needs a value" "--batch|tokenize: option '--batch' needs a value" \
+  "--json=1|tokenize: option '--json' takes no value" \
+  "--man|tokenize: option '--man' is ambiguous (--manifest, --manifest-format)"; do
+  "$T" --build-vocab "$m" "${c%%|*}" > "$d/out" 2> "$d/err"
+  expect_rc $? 2 "option error ${c%%|*}"
+  [ "$(cat "$d/err")" = "${c#*|}
+$try" ] || fail "option error ${c%%|*}: want '${c#*|}'"
+done
+# stdout that cannot be written: the --json summary (or --help) lost is exit 1 with the reason
+if [ -w /dev/full ]; then
+  "$T" -q --json -o "$d/sf" --build-vocab "$d/corpus/metadata.csv" > /dev/full 2> "$d/err"
+  expect_rc $? 1 "--json into a full disk"
+  expect_err "tokenize: stdout: cannot write: No space left on device"
+  "$T" --help > /dev/full 2> "$d/err"
+  expect_rc $? 1 "--help into a full disk"
+fi
+
 # SIGTERM: exit 143, committed batches kept, a rerun resumes. The store holds a line already, so
 # the job commits batch by batch (into an empty store it would be a bulk load, committed at the end)
 for i in $(seq 1 20000); do printf 'x%d|Sentence number %d is spoken, then another one follows.\n' "$i" "$i"; done > "$d/long.csv"
