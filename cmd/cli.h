@@ -271,7 +271,8 @@ typedef struct fc_cli_max_failed {
   char text[32]; /* as given, for messages */
 } fc_cli_max_failed;
 
-/* Parse "N" (an integer >= 0) or "P%" (a number in 0..100, then '%'); usage error otherwise. */
+/* Parse "N" (an integer >= 0) or "P%" (a decimal number in 0..100 — digits, at most one '.' —
+ * then '%'; not strtod's hex, exponents or inf); usage error otherwise. */
 static inline fc_cli_max_failed fc_cli_parse_max_failed(const char *opt, const char *s) {
   fc_cli_max_failed m;
   memset(&m, 0, sizeof m);
@@ -279,7 +280,9 @@ static inline fc_cli_max_failed fc_cli_parse_max_failed(const char *opt, const c
   size_t l = strlen(s);
   if (l > 1 && s[l - 1] == '%') {
     char num[32], *end;
-    if (l - 1 < sizeof num && s[0] >= '0' && s[0] <= '9') {
+    size_t digits = strspn(s, "0123456789"), frac = 0;
+    if (s[digits] == '.') frac = 1 + strspn(s + digits + 1, "0123456789");
+    if (l - 1 < sizeof num && digits > 0 && digits + frac == l - 1) {
       memcpy(num, s, l - 1);
       num[l - 1] = '\0';
       errno = 0;

@@ -149,6 +149,10 @@ check "max-failed junk" 2 "featurize: invalid value '3x' for --max-failed (want 
 $try" -- "$FZ" --max-failed 3x -o "$S" "$tmp/a.wav"
 check "max-failed over 100%" 2 "featurize: invalid value '100.5%' for --max-failed (want a count, or a percentage such as 1%)
 $try" -- "$FZ" --max-failed 100.5% -o "$S" "$tmp/a.wav"
+for p in 1e1% 0x10% inf% 5.5.5%; do
+  check "max-failed $p" 2 "featurize: invalid value '$p' for --max-failed (want a count, or a percentage such as 1%)
+$try" -- "$FZ" --max-failed "$p" -o "$S" "$tmp/a.wav"
+done
 check "max-failed negative" 2 "featurize: invalid value '-1' for --max-failed (want a count, or a percentage such as 1%)
 $try" -- "$FZ" --max-failed -1 -o "$S" "$tmp/a.wav"
 check "strict and max-failed" 2 "featurize: --strict stops at the first failure: drop --max-failed 2%
