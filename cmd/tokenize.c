@@ -299,6 +299,18 @@ int main(int argc, char **argv) {
     fc_tokenizer_free(tok);
     return FC_EXIT_USAGE;
   }
+  if (stream && n_parts > 1) { /* split by a featurize started beside this run: read it whole */
+    ro.manifest = NULL;
+    ro.manifest_opts = NULL;
+    rc = fc_manifest_read(manifest, &mopts, &items, why, sizeof why);
+    if (rc) {
+      fc_cli_warn(manifest, "%s", why[0] ? why : fc_strerror(rc));
+      fc_store_close_split(parts, n_parts);
+      fc_item_list_free(&items);
+      fc_tokenizer_free(tok);
+      return FC_EXIT_USAGE;
+    }
+  }
 
   fc_cli_install_signals();
   run_ctx ctx = {strcmp(manifest, "-") == 0 ? "(stdin)" : manifest, quiet, 0};

@@ -277,6 +277,11 @@ int fc_store_open_split(const char *dir, unsigned flags, unsigned want, fc_store
     if (!v) return ENOMEM;
     if ((rc = fc_store_open(dir, flags, &v[0])) != 0) {
       free(v);
+      /* Another job made it a split store since the marker was looked for (featurize --writers
+       * started beside this tokenize or featurize on a new directory): open its parts. The
+       * marker is never removed, so this retries once. */
+      if (rc == FC_ESPLIT && !plain && fc_store_split_count(dir, &n) == 0 && n > 0)
+        return fc_store_open_split(dir, flags, want, parts, n_out, why, why_len);
       return rc;
     }
     unsigned k, pn;

@@ -628,10 +628,10 @@ int fc_tokenize_run_split(fc_store *const *parts, unsigned n_parts, fc_tokenizer
                           const fc_item_list *items, const fc_tokenize_run_opts *o,
                           fc_tokenize_stats *st) {
   if (n_parts < 2) return fc_tokenize_run(parts[0], t, items, o, st);
+  memset(st, 0, sizeof *st);
   if (o && o->manifest) return FC_ECONFIG; /* a manifest read as it goes: one store only */
   fc_tokenize_run_opts defaults = {0};
   if (!o) o = &defaults;
-  memset(st, 0, sizeof *st);
   int rc = 0;
   /* The vocab of a build_vocab tokenizer comes from all the lines, so every part has one config. */
   split_progress sp = {.o = o};
