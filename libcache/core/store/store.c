@@ -56,6 +56,25 @@ static int file_exists(const char *dir, const char *name) {
   return stat(p, &st) == 0;
 }
 
+/* LMDB sizes lock.mdb (its reader table: 1024 slots of 64 bytes and a header) with ftruncate and
+ * writes it through a shared map. On a full file system the first write into a page without a
+ * block behind it is SIGBUS, not an error: creating a store on a full disk killed the tool (exit
+ * 135), and so could a reader taking a slot on a page never written. The blocks are allocated here
+ * first (beyond the end while the file is shorter: LMDB's ftruncate then grows into them), so a
+ * full disk is ENOSPC from the open. Where the file cannot be opened for writing or the file
+ * system cannot allocate ahead (EOPNOTSUPP), LMDB goes on as before. */
+enum { LOCK_FILE_BYTES = 1024 * 64 + 4096 };
+
+static int reserve_lock_file(const char *dir) {
+  char p[4096];
+  if (snprintf(p, sizeof p, "%s/lock.mdb", dir) >= (int)sizeof p) return 0;
+  int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0664);
+  if (fd < 0) return 0; /* read-only: LMDB decides (MDB_NOLOCK where it may) */
+  int rc = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, LOCK_FILE_BYTES) == 0 ? 0 : errno;
+  close(fd);
+  return rc == ENOSPC || rc == EDQUOT ? rc : 0;
+}
+
 static int open_dbs(fc_store *s, int existed) {
   int create = (s->flags & FC_STORE_CREATE) && !(s->flags & FC_STORE_RDONLY);
   MDB_txn *txn = NULL;
@@ -230,6 +249,7 @@ int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
   if (flags & FC_STORE_NOMETASYNC) ef |= MDB_NOMETASYNC;
   if (flags & FC_STORE_NOLOCK) ef |= MDB_NOLOCK;
   if (flags & FC_STORE_NORDAHEAD) ef |= MDB_NORDAHEAD;
+  if (!(flags & FC_STORE_NOLOCK) && (rc = reserve_lock_file(dir)) != 0) goto fail;
   rc = fault_hit("env") ? EIO : mdb_env_open(s->env, dir, ef, 0664);
   if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH) rc = FC_EFORMAT;
   if (rc) goto fail;
