@@ -138,6 +138,16 @@ def test_a_problem_another_store_serves_is_not_listed(stores):
     np.testing.assert_array_equal(b.mels[1], mel + 1)
     assert [(u, s) for u, s, _ in ld.problems()] == [("x001", p0)]
     assert ld.info.skipped == 1
+    # and fc_loader_lookup answers as the index serves: from the store that has the record
+    import ctypes
+    from featcache import _lib
+    h = ld._handle()
+    it = _lib.Item()
+    assert h.lib.fc_loader_lookup(h.h, b"x000", ctypes.byref(it)) == 0 and it.frames == 40
+    got = np.ctypeslib.as_array(ctypes.cast(it.mel, ctypes.POINTER(ctypes.c_float)), (40, 80))
+    np.testing.assert_array_equal(got, mel + 1)
+    assert h.lib.fc_loader_lookup(h.h, b"x001", ctypes.byref(it)) == _lib.FC_ENOTFOUND
+    assert "x001: no features for config" in h.lib.fc_loader_error(h.h).decode()
 
 def test_stores_of_different_configs_are_named(stores):
     # the message said "its mel config differs from ...'s: give a digest", which helps only when

@@ -503,18 +503,32 @@ int fc_loader_lookup(fc_loader *l, const char *id, fc_loader_item *out) {
   if (fc_id_check(id, len)) return FC_ENOTFOUND;
   pthread_mutex_lock(&l->lookup_mu);
   l->err[0] = '\0';
-  int rc = FC_ENOTFOUND;
+  int rc = FC_ENOTFOUND, first = 0;
   char r[400];
   for (uint32_t i = 0; i < l->n_stores; i++) {
     ld_item it;
     pthread_mutex_lock(&l->resolve_mu); /* the transactions are the batch builders' too */
     rc = ld_find_records(l, i, id, len, NULL, 0, &it, r, sizeof r);
     pthread_mutex_unlock(&l->resolve_mu);
-    if (rc == FC_ENOTFOUND && strcmp(r, "no audio entry") == 0) continue;
+    if (rc == FC_ENOTFOUND && strcmp(r, "no audio entry") == 0) {
+      rc = first ? first : rc;
+      continue;
+    }
+    if (rc == FC_ENOTFOUND || rc == FC_EFORMAT || rc == FC_ECHECKSUM) {
+      /* a later store may hold the records (as the index serves them): the first store's
+       * reason is the answer only when none does */
+      if (!first) {
+        first = rc;
+        snprintf(l->err, sizeof l->err, "%s: %s: %s", l->stores[i].path, id, r);
+      }
+      rc = first;
+      continue;
+    }
     if (rc) {
       snprintf(l->err, sizeof l->err, "%s: %s: %s", l->stores[i].path, id, r);
       break;
     }
+    l->err[0] = '\0';
     out->mel = it.mel_rec + FC_RECORD_HEADER_SIZE;
     out->frames = it.frames;
     out->n_mels = l->n_mels;
