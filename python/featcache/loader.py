@@ -764,6 +764,8 @@ def get(store, id, features=None, tokens=None):
     """The features of one utterance: a read-only [frames, n_mels] array in the map (and with
     tokens=..., a tuple (mels, tokens)); for a coded (mq) config a decoded float32 copy. Raises
     KeyError when the store has no such id."""
+    if not isinstance(id, str):
+        raise TypeError("featcache: get(%r): an utterance id is a str" % (id,))
     key = (os.getpid(), os.path.realpath(os.fspath(store)), features, tokens)
     ld = _GET_CACHE.get(key)
     it = _lib.Item()

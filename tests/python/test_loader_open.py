@@ -90,6 +90,8 @@ def test_get_still_works(store):
     assert mel.ndim == 2 and mel.shape[1] == 80
     with pytest.raises(KeyError):
         featcache.get(store["path"], "nope")
+    with pytest.raises(TypeError, match=r"^featcache: get\(1\): an utterance id is a str$"):
+        featcache.get(store["path"], 1)  # was AttributeError: 'int' object has no attribute ...
 
 
 def test_get_sees_utterances_stored_after_its_first_call(store):
