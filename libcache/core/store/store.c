@@ -60,9 +60,12 @@ static int file_exists(const char *dir, const char *name) {
  * writes it through a shared map. On a full file system the first write into a page without a
  * block behind it is SIGBUS, not an error: creating a store on a full disk killed the tool (exit
  * 135), and so could a reader taking a slot on a page never written. The blocks are allocated here
- * first (beyond the end while the file is shorter: LMDB's ftruncate then grows into them), so a
- * full disk is ENOSPC from the open. Where the file cannot be opened for writing or the file
- * system cannot allocate ahead (EOPNOTSUPP), LMDB goes on as before. */
+ * first (beyond the end while the file is shorter: LMDB's ftruncate then grows into them). A lock
+ * file with no block yet (new, or left sparse by such a crash) is one LMDB's open would fault on:
+ * a full disk is ENOSPC from the open then. One LMDB has written before opens as it always did
+ * when the rest cannot be allocated (a rerun with nothing to do on a full disk still succeeds).
+ * Where the file cannot be opened for writing or the file system cannot allocate ahead
+ * (EOPNOTSUPP), LMDB goes on as before. */
 enum { LOCK_FILE_BYTES = 1024 * 64 + 4096 };
 
 static int reserve_lock_file(const char *dir) {
@@ -70,9 +73,11 @@ static int reserve_lock_file(const char *dir) {
   if (snprintf(p, sizeof p, "%s/lock.mdb", dir) >= (int)sizeof p) return 0;
   int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0664);
   if (fd < 0) return 0; /* read-only: LMDB decides (MDB_NOLOCK where it may) */
+  struct stat st;
+  const int unwritten = fstat(fd, &st) != 0 || st.st_blocks == 0;
   int rc = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, LOCK_FILE_BYTES) == 0 ? 0 : errno;
   close(fd);
-  return rc == ENOSPC || rc == EDQUOT ? rc : 0;
+  return unwritten && (rc == ENOSPC || rc == EDQUOT) ? rc : 0;
 }
 
 static int open_dbs(fc_store *s, int existed) {
