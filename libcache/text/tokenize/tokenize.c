@@ -14,6 +14,7 @@
 #include "featcache/fc_tokenize.h"
 #include "libcache/text/tokenize/tok_internal.h"
 #include "formats/common/alloc.h"
+#include "formats/config/config_stamp.h"
 
 typedef struct line_state {
   int err;
@@ -308,19 +309,25 @@ static int build_vocab(fc_tokenizer *t, const fc_item_list *items, const fc_toke
 }
 
 /* ---- meta: config and vocab ------------------------------------------------------------------- */
+/* The config (cfg/<hex>, created/<hex>, as fc_store_put_config writes them) and its vocabulary or
+ * tokenizer.json (vocab/<hex>, tokenizer/<hex>) in one write transaction: a job cut short leaves
+ * both or neither, never a config whose vocabulary is missing (docs/FORMAT.md "Configs"). */
 static int put_meta(fc_store *s, fc_tokenizer *t, const fc_digest *cfg, const char *json,
                     size_t jlen) {
-  int rc = fc_store_put_config(s, cfg, json, jlen);
-  if (rc) return rc;
   const char *vt;
   size_t vlen;
-  if ((rc = fc_tokenizer_vocab_text(t, &vt, &vlen))) return rc;
-  char hex[33], key[48];
+  int rc = fc_tokenizer_vocab_text(t, &vt, &vlen);
+  if (rc) return rc;
+  char hex[33], ckey[37], skey[41], when[21], vkey[48];
   fc_digest_hex(cfg, hex);
-  int n = snprintf(key, sizeof key, "%s/%s",
+  snprintf(ckey, sizeof ckey, "cfg/%s", hex);
+  config_stamp(cfg, skey, when);
+  int n = snprintf(vkey, sizeof vkey, "%s/%s",
                    fc_tokenizer_kind(t) == FC_TOK_BPE ? "tokenizer" : "vocab", hex);
-  fc_put p = {FC_DB_META, key, (size_t)n, vt, vlen, FC_PUT_NOOVERWRITE};
-  return fc_store_write(s, &p, 1);
+  fc_put p[3] = {{FC_DB_META, ckey, 36, json, jlen, FC_PUT_NOOVERWRITE},
+                 {FC_DB_META, skey, 40, when, 20, FC_PUT_NOOVERWRITE},
+                 {FC_DB_META, vkey, (size_t)n, vt, vlen, FC_PUT_NOOVERWRITE}};
+  return fc_store_write(s, p, 3);
 }
 
 static void report(const fc_tokenize_run_opts *o, const fc_item *it, const line_state *l) {

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# tokenize stores a token config (meta cfg/<hex>, created/<hex>) and the vocabulary or
+# tokenizer.json it names (vocab/<hex>, tokenizer/<hex>) in one write transaction: a job cut short
+# leaves both or neither, never a config whose vocabulary is missing (cache-verify's error once a
+# record is made with it). Driven with FC_FAULT=put:n and commit:n for n = 1, 2, ... on a new
+# store, chars (its vocabulary built from the corpus) and bpe (a tokenizer.json), until the run
+# succeeds; after each run the store's meta must hold each token config with its bytes.
+set -uo pipefail
+if ! grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null; then
+  echo "skipped: this build has no fault countdowns (-DFC_FAULT_INJECTION=ON; scripts/test sets it)" >&2
+  exit 77
+fi
+PY=${FC_PYTHON:-python3}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+fail=0
+printf 'u1|Utterance number one.|utterance number one.\nu2|Said once, said twice.|said once, said twice.\n' >m.csv
+"$PY" - <<'PY' || { echo "FAIL: cannot train a BPE tokenizer (tokenizers: scripts/setup)"; exit 1; }
+from tokenizers import Tokenizer, models, trainers, pre_tokenizers
+tok = Tokenizer(models.BPE(unk_token="[UNK]"))
+tok.pre_tokenizer = pre_tokenizers.Whitespace()
+tok.train_from_iterator(["utterance number one", "said once said twice"] * 10,
+                        trainers.BpeTrainer(vocab_size=60, special_tokens=["[UNK]"]))
+tok.save("tok.json")
+PY
+
+# meta DIR: "none" (no token config stored), "both" (each token config with its created/ and its
+# vocab/ or tokenizer/ bytes), or what is missing
+meta() {
+  "$PY" - "$1" <<'PY'
+import json, os, sys, lmdb
+if not os.path.exists(os.path.join(sys.argv[1], "data.mdb")):
+    print("none"); sys.exit(0)
+e = lmdb.open(sys.argv[1], readonly=True, lock=False, max_dbs=20)
+with e.begin() as t:
+    try:
+        m = e.open_db(b"meta", txn=t, create=False)
+    except lmdb.NotFoundError:
+        print("none"); sys.exit(0)
+    kv = {bytes(k): bytes(v) for k, v in t.cursor(db=m)}
+cfgs = {k[4:]: json.loads(v) for k, v in kv.items() if k.startswith(b"cfg/")}
+files = [k for k in kv if k.startswith((b"vocab/", b"tokenizer/", b"created/"))]
+if not cfgs:
+    print("none" if not files else "no config, but " + " ".join(f.decode() for f in files))
+    sys.exit(0)
+bad = []
+for h, j in cfgs.items():
+    f = b"tokenizer/" if j.get("tokenizer") == "bpe" else b"vocab/"
+    for k in (b"created/" + h, f + h):
+        if k not in kv:
+            bad.append("cfg/%s without %s" % (h.decode(), k.decode()))
+print(" ".join(bad) if bad else "both")
+PY
+}
+
+for kind in chars bpe; do
+  case $kind in
+  chars) args=(--build-vocab) ;;
+  bpe) args=(-t bpe --tokenizer-json tok.json) ;;
+  esac
+  for site in put commit; do
+    injected=0
+    for n in $(seq 1 20); do
+      rm -rf s f.log
+      FC_FAULT=$site:$n FC_FAULT_LOG=f.log "$FC_BIN/tokenize" -q "${args[@]}" -o s m.csv >out 2>&1
+      rc=$?
+      got=$(meta s)
+      [ -s f.log ] || {
+        [ $rc = 0 ] || { echo "FAIL $kind $site:$n: exit $rc with nothing injected"; cat out; fail=1; }
+        [ "$got" = both ] || { echo "FAIL $kind: a clean run stored: $got"; fail=1; }
+        break
+      }
+      injected=$((injected + 1))
+      case $rc in 1 | 2) ;; *) echo "FAIL $kind $site:$n: exit $rc, want 1 or 2"; cat out; fail=1 ;; esac
+      case $got in
+      none | both) ;;
+      *) echo "FAIL $kind $site:$n (exit $rc): $got"; fail=1 ;;
+      esac
+    done
+    [ $injected -gt 0 ] || { echo "FAIL $kind: no $site fault was injected"; fail=1; }
+  done
+done
+exit $fail
