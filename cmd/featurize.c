@@ -630,13 +630,24 @@ int main(int argc, char **argv) {
   fo.device = resolved;
 
   fc_cli_check_new_store_dir(store_dir, force_new_store, "force-new-store");
-  if (writers == 0 && store_is_new(store_dir))
+  const int defaulted = writers == 0; /* no --writers: the store's own layout, or a new one's */
+  if (defaulted && store_is_new(store_dir))
     writers =
         fc_featurize_default_writers(&resolved, items.items, items.count, jobs, gpu_min_seconds);
   fc_store **parts = NULL;
   unsigned n_parts = 0;
   rc = fc_store_open_split(store_dir, FC_STORE_CREATE | FC_STORE_NOMETASYNC, writers, &parts,
                            &n_parts, why, sizeof why);
+  if (rc == FC_ECONFIG && defaulted && writers > 1) {
+    /* Another job (a tokenize or featurize beside this one in a `make -j`) made the store since
+     * it was seen to be new: a plain store, or a split store of other parts. The writers were
+     * this job's default, not the user's: take the layout found, as for a store there at start
+     * (a refusal that is not about the layout, such as a part given for its split store, is
+     * refused again). */
+    if (verbose) fc_cli_warn(NULL, "%s (no --writers given: taking the store's layout)", why);
+    rc = fc_store_open_split(store_dir, FC_STORE_CREATE | FC_STORE_NOMETASYNC, 0, &parts, &n_parts,
+                             why, sizeof why);
+  }
   if (rc) {
     if (why[0])
       fc_cli_warn(NULL, "%s", why);
