@@ -60,8 +60,8 @@ for kind in chars bpe; do
   bpe) args=(-t bpe --tokenizer-json tok.json) ;;
   esac
   for site in put commit; do
-    injected=0
-    for n in $(seq 1 20); do
+    injected=0 clean=0
+    for n in $(seq 1 40); do
       rm -rf s f.log
       FC_FAULT=$site:$n FC_FAULT_LOG=f.log "$FC_BIN/tokenize" -q "${args[@]}" -o s m.csv >out 2>&1
       rc=$?
@@ -69,6 +69,7 @@ for kind in chars bpe; do
       [ -s f.log ] || {
         [ $rc = 0 ] || { echo "FAIL $kind $site:$n: exit $rc with nothing injected"; cat out; fail=1; }
         [ "$got" = both ] || { echo "FAIL $kind: a clean run stored: $got"; fail=1; }
+        clean=1
         break
       }
       injected=$((injected + 1))
@@ -79,6 +80,7 @@ for kind in chars bpe; do
       esac
     done
     [ $injected -gt 0 ] || { echo "FAIL $kind: no $site fault was injected"; fail=1; }
+    [ $clean = 1 ] || { echo "FAIL $kind: still failing at $site:40"; fail=1; }
   done
 done
 exit $fail
