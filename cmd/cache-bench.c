@@ -190,6 +190,7 @@ int main(int argc, char **argv) {
   char shorts[3 * (sizeof options / sizeof options[0]) + 2];
   fc_cli_getopt_tables(options, longs, shorts);
   int c;
+  opterr = 0; /* fc_cli_bad_option says what is wrong, as `cache-bench: ...` */
   while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
     switch (c) {
     case 'p':
@@ -228,11 +229,11 @@ int main(int argc, char **argv) {
     case OPT_DUMP: o.dump = optarg; break;
     case OPT_PROGRESS: o.progress = 1; break;
     case 'q': o.quiet = 1; break;
-    case 'h': fc_cli_help(stdout, synopsis, description, options, footer); return FC_EXIT_OK;
-    case OPT_VERSION: fc_cli_version(); return FC_EXIT_OK;
-    default:
-      fprintf(stderr, "Try '%s --help' for more information.\n", fc_cli_tool);
-      return FC_EXIT_USAGE;
+    case 'h':
+      fc_cli_help(stdout, synopsis, description, options, footer);
+      return fc_cli_stdout_status(FC_EXIT_OK);
+    case OPT_VERSION: fc_cli_version(); return fc_cli_stdout_status(FC_EXIT_OK);
+    default: fc_cli_bad_option(argc, argv, longs);
     }
   }
   if (optind >= argc) fc_cli_usage_error("no STORE given");
@@ -482,7 +483,7 @@ int main(int argc, char **argv) {
       }
     }
   }
-  fflush(stdout);
+  exit_code = fc_cli_stdout_status(exit_code); /* the report lost (a full disk) is a failure */
   if (!o.quiet) fprintf(stderr, "done: %zu of %zu passes\n", done, total);
   for (size_t s = 0; s < nunits; s++) bench_close(benches[s]);
   free(label);

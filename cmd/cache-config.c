@@ -330,12 +330,11 @@ int main(int argc, char **argv) {
     case OPT_JSON: json = 1; break;
     case OPT_NO_COUNT: count = 0; break;
     case 'q': quiet = 1; break;
-    case 'h': fc_cli_help(stdout, synopsis, description, options, footer); return FC_EXIT_OK;
-    case OPT_VERSION: fc_cli_version(); return FC_EXIT_OK;
-    case ':': fc_cli_usage_error("option '%s' needs a value", argv[optind - 1]); break;
-    default:
-      if (optopt && optopt < 128) fc_cli_usage_error("unknown option '-%c'", optopt);
-      fc_cli_usage_error("unknown option '%s'", argv[optind - 1]);
+    case 'h':
+      fc_cli_help(stdout, synopsis, description, options, footer);
+      return fc_cli_stdout_status(FC_EXIT_OK);
+    case OPT_VERSION: fc_cli_version(); return fc_cli_stdout_status(FC_EXIT_OK);
+    default: fc_cli_bad_option(argc, argv, longs);
     }
   }
   int nargs = argc - optind;
@@ -350,5 +349,5 @@ int main(int argc, char **argv) {
     int rc = list_store(argv[i], json, count);
     if (rc > code) code = rc;
   }
-  return code;
+  return fc_cli_stdout_status(code); /* the listing lost (a full disk) is a failure */
 }

@@ -111,12 +111,11 @@ int main(int argc, char **argv) {
     case OPT_JSON: json = 1; break;
     case 'q': quiet = 1; break;
     case OPT_PROGRESS: progress = 1; break;
-    case 'h': fc_cli_help(stdout, synopsis, description, options, footer); return FC_EXIT_OK;
-    case OPT_VERSION: fc_cli_version(); return FC_EXIT_OK;
-    case ':': fc_cli_usage_error("option '%s' needs a value", argv[optind - 1]); break;
-    default:
-      if (optopt && optopt < 128) fc_cli_usage_error("unknown option '-%c'", optopt);
-      fc_cli_usage_error("unknown option '%s'", argv[optind - 1]);
+    case 'h':
+      fc_cli_help(stdout, synopsis, description, options, footer);
+      return fc_cli_stdout_status(FC_EXIT_OK);
+    case OPT_VERSION: fc_cli_version(); return fc_cli_stdout_status(FC_EXIT_OK);
+    default: fc_cli_bad_option(argc, argv, longs);
     }
   }
   if (!out) fc_cli_usage_error("no output store (-o OUT)");
@@ -235,5 +234,5 @@ int main(int argc, char **argv) {
         (unsigned long long)st.commits, st.wall_seconds, (unsigned long long)st.failures_copied,
         (unsigned long long)st.failures_cleared);
   }
-  return code;
+  return fc_cli_stdout_status(code); /* the --json object lost is a failure */
 }

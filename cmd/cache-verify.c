@@ -269,6 +269,7 @@ int main(int argc, char **argv) {
   fc_manifest_opts mo = {.format = FC_MANIFEST_AUTO};
   int strict = 0, json = 0, status = 0, quiet = 0, force_progress = 0, separate = 0;
   int c;
+  opterr = 0; /* fc_cli_bad_option says what is wrong, as `cache-verify: ...` */
   while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
     switch (c) {
     case OPT_EXPECT_PRESET:
@@ -312,9 +313,11 @@ int main(int argc, char **argv) {
     case OPT_STATUS: status = 1; break;
     case 'q': quiet = 1; break;
     case OPT_PROGRESS: force_progress = 1; break;
-    case 'h': fc_cli_help(stdout, synopsis, description, options, footer); return 0;
-    case OPT_VERSION: fc_cli_version(); return 0;
-    default: fprintf(stderr, "Try '%s --help' for more information.\n", fc_cli_tool); return 2;
+    case 'h':
+      fc_cli_help(stdout, synopsis, description, options, footer);
+      return fc_cli_stdout_status(FC_EXIT_OK);
+    case OPT_VERSION: fc_cli_version(); return fc_cli_stdout_status(FC_EXIT_OK);
+    default: fc_cli_bad_option(argc, argv, longs);
     }
   }
   if (optind >= argc) fc_cli_usage_error("no STORE given");
@@ -514,7 +517,7 @@ int main(int argc, char **argv) {
     dataset_failures = r.failures_explaining;
     fc_verify_report_free(&r);
   }
-  fflush(stdout);
+  worst = fc_cli_stdout_status(worst); /* the report lost (--json > full disk) is no pass */
   if (!status && !quiet) {
     /* every store counted once: clean, not clean (problems found), or not checked */
     fprintf(stderr, "done: %zu of %zu stores clean", clean, n_stores);

@@ -146,6 +146,7 @@ int main(int argc, char **argv) {
   uint64_t synth_items = 1024;
   base.synth_item_ms = 2;
   int c;
+  opterr = 0; /* fc_cli_bad_option says what is wrong, as `loader-bench: ...` */
   while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
     switch (c) {
     case OPT_SOURCE:
@@ -193,11 +194,11 @@ int main(int argc, char **argv) {
     case OPT_TRACE: trace = optarg; break;
     case 'q': quiet = 1; break;
     case OPT_PROGRESS: progress = 1; break;
-    case 'h': fc_cli_help(stdout, synopsis, description, options, footer); return 0;
-    case OPT_VERSION: fc_cli_version(); return 0;
-    default:
-      fprintf(stderr, "Try '%s --help' for more information.\n", fc_cli_tool);
-      return FC_EXIT_USAGE;
+    case 'h':
+      fc_cli_help(stdout, synopsis, description, options, footer);
+      return fc_cli_stdout_status(FC_EXIT_OK);
+    case OPT_VERSION: fc_cli_version(); return fc_cli_stdout_status(FC_EXIT_OK);
+    default: fc_cli_bad_option(argc, argv, longs);
     }
   }
   if (base.steps && base.epochs) fc_cli_usage_error("--steps and --epochs exclude each other");
@@ -211,7 +212,7 @@ int main(int argc, char **argv) {
       fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
       return FC_EXIT_USAGE;
     }
-    return FC_EXIT_OK;
+    return fc_cli_stdout_status(FC_EXIT_OK);
   }
 
   /* positional words: STOREs, and the sweep axes */
@@ -477,7 +478,7 @@ int main(int argc, char **argv) {
       }
     }
   }
-  fflush(stdout);
+  exit_code = fc_cli_stdout_status(exit_code); /* the report lost (a full disk) is a failure */
   if (exit_code != FC_EXIT_USAGE && (!quiet || exit_code == FC_EXIT_FAIL)) {
     /* the steps add up: done + not started (an interrupted run) = planned */
     fprintf(stderr, "%s: done: %llu of %llu steps", fc_cli_tool, (unsigned long long)steps_done,

@@ -33,4 +33,10 @@ expect "cache-bench: $t/empty: store has no feature records (db feat is empty): 
 expect "cache-bench: $t/garbage: not a featcache store (not an LMDB environment with featcache/1 meta)" "$t/good" "$t/garbage"
 # the good store alone works
 "$bin" -q --duration 0.2 -p sequential "$t/good" >/dev/null 2>"$t/err" || fail "good store: $(cat "$t/err")"
+# its report lost (a full disk): exit 1 with the reason, never a silent 0
+if [ -w /dev/full ]; then
+  "$bin" -q --json --duration 0.05 -p sequential -s warm -t 1 "$t/good" >/dev/full 2>"$t/err"; rc=$?
+  [ $rc -eq 1 ] && [ "$(cat "$t/err")" = "cache-bench: stdout: cannot write: No space left on device" ] ||
+    fail "--json into a full disk: exit $rc: $(cat "$t/err")"
+fi
 echo ok

@@ -36,7 +36,22 @@ expect_usage "cache-bench: invalid value '0' for --threads (want an integer in 1
 expect_usage "cache-bench: invalid value '32x' for --batch (want an integer in 1..4096)" -b 32x x
 expect_usage "cache-bench: invalid value '-1' for --step-ms (want a number in 0.001..1e+07)" --step-ms -1 x
 expect_usage "cache-bench: invalid value '1Q' for --bytes (want a size, e.g. 256MiB)" --bytes 1Q x
-"$bin" --bogus x >/dev/null 2>"$t/err"; rc=$?
-[ $rc -eq 2 ] || fail "--bogus exit $rc"
-grep -q "unrecognized option '--bogus'" "$t/err" || fail "--bogus message: $(cat "$t/err")"
+# option errors say what is wrong as cache-bench: ... (getopt's own named the tool by its path)
+expect_usage "cache-bench: unknown option '--bogus'" --bogus x
+expect_usage "cache-bench: unknown option '-Z'" -Z x
+expect_usage "cache-bench: option '-b' needs a value" x -b
+expect_usage "cache-bench: option '--seed' needs a value" x --seed
+expect_usage "cache-bench: option '--json' takes no value" --json=1 x
+expect_usage "cache-bench: option '--st' is ambiguous (--states, --step-ms)" --st 1 x
+# --help / --version into a full disk or a closed stdout: exit 1 with the reason, not 0
+if [ -w /dev/full ]; then
+  for a in --help --version; do
+    "$bin" $a >/dev/full 2>"$t/err"; rc=$?
+    [ $rc -eq 1 ] && [ "$(cat "$t/err")" = "cache-bench: stdout: cannot write: No space left on device" ] ||
+      fail "$a into a full disk: exit $rc: $(cat "$t/err")"
+  done
+fi
+"$bin" --help >&- 2>"$t/err"; rc=$?
+[ $rc -eq 1 ] && [ "$(cat "$t/err")" = "cache-bench: stdout: cannot write: Bad file descriptor" ] ||
+  fail "--help, stdout closed: exit $rc: $(cat "$t/err")"
 echo ok

@@ -205,6 +205,26 @@ PY
 "$CC" --version | grep -qE '^cache-config \(featcache\) [0-9]+\.[0-9]+\.[0-9]+$' || fail "--version"
 check unknown-option 2 "cache-config: unknown option '--nope'
 $try" -- "$CC" --nope st
+check flag-value 2 "cache-config: option '--quiet' takes no value
+$try" -- "$CC" --qu=1 st
+check needs-value 2 "cache-config: option '--drop' needs a value
+$try" -- "$CC" st --drop
+check abbrev-value 2 "cache-config: option '--no-count' takes no value
+$try" -- "$CC" --no=1 st
+# the listing lost (a full disk, stdout closed) is exit 1 with the reason, never a silent 0
+if [ -w /dev/full ]; then
+  for a in --json "" --help --version; do
+    # shellcheck disable=SC2086 # "" is the table
+    "$CC" $a st >/dev/full 2>err
+    rc=$?
+    [ $rc = 1 ] && [ "$(cat err)" = "cache-config: stdout: cannot write: No space left on device" ] ||
+      fail "'$a' into a full disk: exit $rc: $(cat err)"
+  done
+fi
+"$CC" --json st >&- 2>err
+rc=$?
+[ $rc = 1 ] && [ "$(cat err)" = "cache-config: stdout: cannot write: Bad file descriptor" ] ||
+  fail "--json, stdout closed: exit $rc: $(cat err)"
 
 [ $fails = 0 ] && echo "ok: cache-config lists, drops, merges and resumes" && exit 0
 exit 1

@@ -76,4 +76,29 @@ check no-such-store 2 "loader-bench: $tmp/none: No such file or directory" -- "$
 mkdir -p "$tmp/wavs" && : >"$tmp/wavs/a.wav"
 check not-a-store 2 "loader-bench: $tmp/wavs: FC_ENOSTORE: not a featcache store (no data.mdb)" -- "$LB" "$tmp/wavs"
 
+# option errors say what is wrong as loader-bench: ... (getopt's own named the tool by its path)
+check bogus 2 "loader-bench: unknown option '--bogus'
+$try" -- "$LB" --bogus st
+check short 2 "loader-bench: unknown option '-Z'
+$try" -- "$LB" -Z st
+check needs-value 2 "loader-bench: option '--steps' needs a value
+$try" -- "$LB" st --steps
+check flag-value 2 "loader-bench: option '--json' takes no value
+$try" -- "$LB" --json=1 st
+check ambiguous 2 "loader-bench: option '--sy' is ambiguous (--synthetic-ms, --synthetic-items)
+$try" -- "$LB" --sy 1 st
+
+# what stdout was to carry lost (a full disk, stdout closed): exit 1 with the reason, not 0
+if [ -w /dev/full ]; then
+  for a in --help --version "--json --source synthetic --synthetic-items 64 --steps 2"; do
+    # shellcheck disable=SC2086 # the words of $a
+    "$LB" -q $a >/dev/full 2>"$tmp/err"; rc=$?
+    [ $rc = 1 ] && grep -qx "loader-bench: stdout: cannot write: No space left on device" "$tmp/err" ||
+      { echo "FAIL '$a' into a full disk: exit $rc: $(cat "$tmp/err")"; fails=$((fails + 1)); }
+  done
+fi
+"$LB" -q --source synthetic --synthetic-items 64 --steps 2 >&- 2>"$tmp/err"; rc=$?
+[ $rc = 1 ] && grep -qx "loader-bench: stdout: cannot write: Bad file descriptor" "$tmp/err" ||
+  { echo "FAIL report, stdout closed: exit $rc: $(cat "$tmp/err")"; fails=$((fails + 1)); }
+
 [ $fails = 0 ] && echo "ok" || exit 1

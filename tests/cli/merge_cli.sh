@@ -36,6 +36,21 @@ Try 'cache-merge --help' for more information."
 "$M" --bogus -o m s0 >out 2>err; check unknown 2 $?
 expect_err unknown "cache-merge: unknown option '--bogus'
 Try 'cache-merge --help' for more information."
+"$M" -o m s0 --json=1 >out 2>err; check json-value 2 $?
+expect_err json-value "cache-merge: option '--json' takes no value
+Try 'cache-merge --help' for more information."
+"$M" --qu=1 -o m s0 >out 2>err; check quiet-value 2 $?
+expect_err quiet-value "cache-merge: option '--quiet' takes no value
+Try 'cache-merge --help' for more information."
+"$M" -o m s0 --pr >out 2>err; check ambiguous 2 $?
+expect_err ambiguous "cache-merge: option '--pr' is ambiguous (--prefer, --progress)
+Try 'cache-merge --help' for more information."
+if [ -w /dev/full ]; then
+  for a in --help --version; do
+    "$M" $a >/dev/full 2>err; check "$a into a full disk" 1 $?
+    expect_err "$a into a full disk" "cache-merge: stdout: cannot write: No space left on device"
+  done
+fi
 "$M" --batch 0 -o m s0 >out 2>err; check batch0 2 $?
 expect_err batch0 "cache-merge: invalid value '0' for --batch (want an integer in 1..16777216)
 Try 'cache-merge --help' for more information."
@@ -76,6 +91,13 @@ grep -Eq '^cache-merge: done: 245 of 245 entries in m \(60 feat, 60 tok, 60 audi
 same_store ref m >same.txt || { echo "FAIL merged store differs from one plain run"; cat same.txt; fail=1; }
 "$FC_BIN/cache-verify" -q --strict m >out 2>&1 || { echo "FAIL cache-verify on the merged store"; cat out; fail=1; }
 
+# the --json object lost (a full disk, stdout closed) is exit 1 with the reason, not a silent 0
+if [ -w /dev/full ]; then
+  "$M" -q --json -o m s0 s1 s2 >/dev/full 2>err; check json-full 1 $?
+  expect_err json-full "cache-merge: stdout: cannot write: No space left on device"
+fi
+"$M" -q --json -o m s0 s1 s2 >&- 2>err; check json-closed 1 $?
+expect_err json-closed "cache-merge: stdout: cannot write: Bad file descriptor"
 "$M" --json -o m s2 s1 s0 >out 2>err; check rerun 0 $?
 expect_err rerun "cache-merge: nothing to do: all 245 entries of the 3 stores already in m"
 "$PY" - out <<'PY' || fail=1

@@ -73,6 +73,27 @@ Try 'cache-verify --help' for more information."
 expect_err twice "cache-verify: $T/./s/: given twice (also as $T/s)"
 [ -s "$T/out" ] && { echo "FAIL twice wrote to stdout"; fail=1; }
 
+# option errors name the tool and what is wrong (getopt's own named the tool by its path), exit 2
+try="Try 'cache-verify --help' for more information."
+for c in "--bogus|cache-verify: unknown option '--bogus'" "-Z|cache-verify: unknown option '-Z'" \
+  "-j|cache-verify: option '-j' needs a value" "--max-errors|cache-verify: option '--max-errors' needs a value" \
+  "--json=1|cache-verify: option '--json' takes no value" \
+  "--ex|cache-verify: option '--ex' is ambiguous (--expect-preset, --expect-config, --expect-tokens)"; do
+  "$V" "$T/s" "${c%%|*}" >"$T/out" 2>"$T/err"; check "option ${c%%|*}" 2 $?
+  expect_err "option ${c%%|*}" "${c#*|}
+$try"
+done
+# stdout that cannot be written (a full disk, closed): the report lost is exit 1 with the reason,
+# never a silent 0 (`cache-verify --json s > report.json && train` must not go ahead with no report)
+if [ -w /dev/full ]; then
+  for a in --json --separate --help --version; do
+    "$V" -q $a "$T/s" >/dev/full 2>"$T/err"; check "$a into a full disk" 1 $?
+    expect_err "$a into a full disk" "cache-verify: stdout: cannot write: No space left on device"
+  done
+fi
+"$V" -q --json "$T/s" >&- 2>"$T/err"; check "--json, stdout closed" 1 $?
+expect_err "--json, stdout closed" "cache-verify: stdout: cannot write: Bad file descriptor"
+
 # A manifest that names no utterance: the check asked for cannot be made, no pass over zero ids.
 : >"$T/empty.csv"
 "$V" --manifest "$T/empty.csv" "$T/s" >"$T/out" 2>"$T/err"; check empty-manifest 2 $?
