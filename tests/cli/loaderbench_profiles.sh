@@ -125,5 +125,11 @@ echo 'not json' >"$tmp/text.json"
   fail "text: $(cat "$tmp/err")"
 "$LB" --compare-profiles "$tmp/before.json" >"$tmp/out" 2>"$tmp/err"
 [ $? = 2 ] && grep -q "wants two profiles: BEFORE.json AFTER.json" "$tmp/err" || fail "one: $(cat "$tmp/err")"
+# the comparison lost (a full disk) is exit 1 with the reason, not a silent 0
+if [ -w /dev/full ]; then
+  "$LB" --compare-profiles "$tmp/before.json" "$tmp/after.json" >/dev/full 2>"$tmp/err"
+  [ $? = 1 ] && [ "$(cat "$tmp/err")" = "loader-bench: stdout: cannot write: No space left on device" ] ||
+    fail "into a full disk: $(cat "$tmp/err")"
+fi
 
 [ $fails = 0 ] && echo "ok" || exit 1
