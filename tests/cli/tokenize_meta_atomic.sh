@@ -4,7 +4,8 @@
 # leaves both or neither, never a config whose vocabulary is missing (cache-verify's error once a
 # record is made with it). Driven with FC_FAULT=put:n and commit:n for n = 1, 2, ... on a new
 # store, chars (its vocabulary built from the corpus) and bpe (a tokenizer.json), until the run
-# succeeds; after each run the store's meta must hold each token config with its bytes.
+# succeeds; after each run the store's meta must hold each token config with its bytes. The same
+# for cache-merge copying such a store into a new one (--batch 1: meta is still one transaction).
 set -uo pipefail
 if ! grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null; then
   echo "skipped: this build has no fault countdowns (-DFC_FAULT_INJECTION=ON; scripts/test sets it)" >&2
@@ -82,5 +83,31 @@ for kind in chars bpe; do
     [ $injected -gt 0 ] || { echo "FAIL $kind: no $site fault was injected"; fail=1; }
     [ $clean = 1 ] || { echo "FAIL $kind: still failing at $site:40"; fail=1; }
   done
+done
+
+"$FC_BIN/tokenize" -q --build-vocab -o src m.csv && "$FC_BIN/tokenize" -q -t bpe --tokenizer-json tok.json -o src m.csv ||
+  { echo "FAIL: the store to merge"; exit 1; }
+for site in put commit; do
+  injected=0 clean=0
+  for n in $(seq 1 40); do
+    rm -rf s f.log
+    FC_FAULT=$site:$n FC_FAULT_LOG=f.log "$FC_BIN/cache-merge" -q --batch 1 -o s src >out 2>&1
+    rc=$?
+    got=$(meta s)
+    [ -s f.log ] || {
+      [ $rc = 0 ] || { echo "FAIL cache-merge $site:$n: exit $rc with nothing injected"; cat out; fail=1; }
+      [ "$got" = both ] || { echo "FAIL cache-merge: a clean run stored: $got"; fail=1; }
+      clean=1
+      break
+    }
+    injected=$((injected + 1))
+    case $rc in 1 | 2) ;; *) echo "FAIL cache-merge $site:$n: exit $rc, want 1 or 2"; cat out; fail=1 ;; esac
+    case $got in
+    none | both) ;;
+    *) echo "FAIL cache-merge $site:$n (exit $rc): $got"; fail=1 ;;
+    esac
+  done
+  [ $injected -gt 0 ] || { echo "FAIL cache-merge: no $site fault was injected"; fail=1; }
+  [ $clean = 1 ] || { echo "FAIL cache-merge: still failing at $site:40"; fail=1; }
 done
 exit $fail

@@ -3,7 +3,7 @@
 # meta tokenizer/<hex>), which readers turning ids back into symbols read: clean as tokenize
 # writes them; missing, or bytes other than the config's vocab_digest / tokenizer_json_digest
 # name, an error naming the key and both digests; missing beside a config no record was made with
-# yet (a job cut short: an older tokenize, a cache-merge), a warning that the rerun clears.
+# yet (an older tokenize or cache-merge cut short), a warning that the rerun clears.
 set -u
 V="$FC_BIN/cache-verify"
 PY=${FC_PYTHON:-python3}

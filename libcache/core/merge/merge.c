@@ -483,7 +483,11 @@ static int copy_db(mctx *c, int db, batch *b, double *last_sync) {
       if (!rc) b->p[b->n - 1].chosen = 0;
     }
     if (rc) break;
-    if (b->n >= max_rec || b->bytes >= max_bytes) {
+    /* meta goes in one transaction: a config, its created/ and its vocabulary or tokenizer.json
+     * land together (their keys are apart: cfg/, created/, tokenizer/, vocab/), and a merge cut
+     * short leaves no config without them; meta is small beside the records, and held by
+     * pointer until the commit */
+    if (db != FC_DB_META && (b->n >= max_rec || b->bytes >= max_bytes)) {
       if ((rc = flush(c, b, last)) != 0) break;
       if (c->o->on_progress) c->o->on_progress(c->st, c->o->user);
       double t = now_s();
