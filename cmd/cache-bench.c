@@ -184,6 +184,7 @@ static void open_error(const char *path, int rc) {
 
 int main(int argc, char **argv) {
   fc_cli_tool = "cache-bench";
+  fc_cli_std_fds();
   struct opts o =
       {.batch = 32, .step_ms = 50, .gpus = 1, .duration = 5, .seed = 1, .run = 0, .hint = 1};
   struct option longs[sizeof options / sizeof options[0] + 1];

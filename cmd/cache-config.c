@@ -316,6 +316,7 @@ static int drop(const char *dir, const char *want, int quiet) {
 
 int main(int argc, char **argv) {
   fc_cli_tool = "cache-config";
+  fc_cli_std_fds();
   enum { NOPT = sizeof options / sizeof options[0] };
   struct option longs[NOPT + 1];
   char shorts[3 * NOPT + 3];

@@ -91,6 +91,7 @@ static void json_dbs(const char *name, const uint64_t *v) {
 
 int main(int argc, char **argv) {
   fc_cli_tool = "cache-merge";
+  fc_cli_std_fds();
   enum { NOPT = sizeof options / sizeof options[0] };
   struct option longs[NOPT + 1];
   char shorts[3 * NOPT + 3];

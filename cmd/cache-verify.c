@@ -257,6 +257,7 @@ static void print_human(const char *store, const fc_verify_report *r) {
 
 int main(int argc, char **argv) {
   fc_cli_tool = "cache-verify";
+  fc_cli_std_fds();
   struct option longs[64];
   char shorts[128];
   fc_cli_getopt_tables(options, longs, shorts);

@@ -10,6 +10,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -36,6 +37,21 @@ typedef struct fc_cli_opt {
 } fc_cli_opt;
 
 static const char *fc_cli_tool = "featcache";
+
+/* Standard input, output and error, each open before the tool opens anything (git's
+ * sanitize_stdfds). A tool started with one of them closed (`>&-`, `2>&-`, a job runner's closed
+ * descriptors) would otherwise get a store's lock.mdb or data.mdb as fd 1 or 2, and a message or
+ * report meant for the terminal would be written over the store's first pages: a featurize with
+ * both closed and one bad input destroyed its store's meta pages. A closed one becomes /dev/null
+ * opened read-only, so writes to it still fail (EBADF, as when closed: a lost report is still
+ * exit 1) and reads give end of file. */
+static inline void fc_cli_std_fds(void) {
+  for (int fd = 0; fd <= 2; fd++) {
+    if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    int nul = open("/dev/null", O_RDONLY);
+    if (nul >= 0 && nul != fd) close(nul); /* a lower one was closed too and took it: not here */
+  }
+}
 
 static inline void fc_cli_vmsg(const char *path, const char *fmt, va_list ap) {
   if (path)

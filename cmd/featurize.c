@@ -369,6 +369,7 @@ static void print_json(const fc_featurize_stats *st, const fc_mel_config *cfg, c
 
 int main(int argc, char **argv) {
   fc_cli_tool = "featurize";
+  fc_cli_std_fds();
   /* Freed memory stays with the process (glibc): a job allocates and frees the same sizes over and
    * over (files, records, the writers' LMDB pages), which glibc would otherwise unmap or trim and
    * the kernel fault in again, zeroed. The peak is unchanged (docs/featurize.md "Memory"). */

@@ -133,6 +133,7 @@ static int cmp_item_id(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
   fc_cli_tool = "loader-bench";
+  fc_cli_std_fds();
   struct option longs[sizeof options / sizeof options[0]];
   char shorts[3 * (sizeof options / sizeof options[0]) + 2];
   fc_cli_getopt_tables(options, longs, shorts);

@@ -149,6 +149,7 @@ static int manifest_readable(const char *path, char *why, size_t why_len) {
 
 int main(int argc, char **argv) {
   fc_cli_tool = "tokenize";
+  fc_cli_std_fds();
   struct option longs[sizeof options / sizeof options[0]];
   char shorts[3 * (sizeof options / sizeof options[0]) + 2];
   fc_cli_getopt_tables(options, longs, shorts);
