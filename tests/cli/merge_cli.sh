@@ -11,9 +11,6 @@ M="$FC_BIN/cache-merge"
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
 fail=0
-check() { # name want_rc got_rc
-  if [ "$2" != "$3" ]; then echo "FAIL $1: exit $3, want $2"; cat out err; fail=1; fi
-}
 expect_err() { # name exact-stderr
   if [ "$(cat err)" != "$2" ]; then echo "FAIL $1: stderr:"; cat err; echo "want:"; echo "$2"; fail=1; fi
 }

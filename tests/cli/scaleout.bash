@@ -1,8 +1,26 @@
-# Helpers of the scale-out tests (sourced by tests/cli/merge_*.sh and scaleout_*.sh; not a test).
+# Helpers of the CLI tests (sourced by tests/cli/merge_*.sh, scaleout_*.sh and others; not a test).
 # make_corpus DIR N: N synthesized utterances (0.3-1.2 s of tones and noise, 22.05 kHz WAV) in
 #   DIR/wavs and an LJSpeech-style DIR/metadata.csv (id|text|normalized text).
 # same_store A B: exit 0 when stores A and B hold exactly the same keys and bytes in every db.
+# check NAME WANT GOT: a FAIL line (with ./out and ./err) and fail=1 when exit GOT is not WANT.
+# make_bpe_json FILE (with M.CSV): a small BPE tokenizer.json trained with HF tokenizers.
 PY=${FC_PYTHON:-python3}
+
+check() {
+  if [ "$2" != "$3" ]; then echo "FAIL $1: exit $3, want $2"; cat out err; fail=1; fi
+}
+
+make_bpe_json() {
+  "$PY" - "$1" <<'PY' || { echo "FAIL: cannot train a BPE tokenizer (tokenizers: scripts/setup)"; exit 1; }
+import sys
+from tokenizers import Tokenizer, models, trainers, pre_tokenizers
+tok = Tokenizer(models.BPE(unk_token="[UNK]"))
+tok.pre_tokenizer = pre_tokenizers.Whitespace()
+tok.train_from_iterator(["utterance number one", "said once said twice"] * 10,
+                        trainers.BpeTrainer(vocab_size=60, special_tokens=["[UNK]"]))
+tok.save(sys.argv[1])
+PY
+}
 
 make_corpus() {
   "$PY" - "$1" "$2" <<'PY'

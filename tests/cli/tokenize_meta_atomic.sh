@@ -11,20 +11,13 @@ if ! grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null;
   echo "skipped: this build has no fault countdowns (-DFC_FAULT_INJECTION=ON; scripts/test sets it)" >&2
   exit 77
 fi
-PY=${FC_PYTHON:-python3}
+. "$FC_SRC/tests/cli/scaleout.bash"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
 fail=0
 printf 'u1|Utterance number one.|utterance number one.\nu2|Said once, said twice.|said once, said twice.\n' >m.csv
-"$PY" - <<'PY' || { echo "FAIL: cannot train a BPE tokenizer (tokenizers: scripts/setup)"; exit 1; }
-from tokenizers import Tokenizer, models, trainers, pre_tokenizers
-tok = Tokenizer(models.BPE(unk_token="[UNK]"))
-tok.pre_tokenizer = pre_tokenizers.Whitespace()
-tok.train_from_iterator(["utterance number one", "said once said twice"] * 10,
-                        trainers.BpeTrainer(vocab_size=60, special_tokens=["[UNK]"]))
-tok.save("tok.json")
-PY
+make_bpe_json tok.json
 
 # meta DIR: "none" (no token config stored), "both" (each token config with its created/ and its
 # vocab/ or tokenizer/ bytes), or what is missing

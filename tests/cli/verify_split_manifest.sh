@@ -9,9 +9,6 @@ V="$FC_BIN/cache-verify"
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
 fail=0
-check() { # name want_rc got_rc
-  if [ "$2" != "$3" ]; then echo "FAIL $1: exit $3, want $2"; cat out err; fail=1; fi
-}
 
 make_corpus c 12 || exit 1
 "$FC_BIN/featurize" -q --device cpu --writers 3 -o sp --manifest c/metadata.csv || exit 1

@@ -6,19 +6,12 @@
 # yet (an older tokenize or cache-merge cut short), a warning that the rerun clears.
 set -u
 V="$FC_BIN/cache-verify"
-PY=${FC_PYTHON:-python3}
+. "$FC_SRC/tests/cli/scaleout.bash"
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
 cd "$T" || exit 1
 fail=0
 printf 'u1|Utterance number one.|utterance number one.\nu2|Said once, said twice.|said once, said twice.\n' >m.csv
-"$PY" - <<'PY' || { echo "FAIL: cannot train a BPE tokenizer (tokenizers: scripts/setup)"; exit 1; }
-from tokenizers import Tokenizer, models, trainers, pre_tokenizers
-tok = Tokenizer(models.BPE(unk_token="[UNK]"))
-tok.pre_tokenizer = pre_tokenizers.Whitespace()
-tok.train_from_iterator(["utterance number one", "said once said twice"] * 10,
-                        trainers.BpeTrainer(vocab_size=60, special_tokens=["[UNK]"]))
-tok.save("tok.json")
-PY
+make_bpe_json tok.json
 "$FC_BIN/tokenize" -q --build-vocab -o s m.csv || exit 1
 "$FC_BIN/tokenize" -q -t bpe --tokenizer-json tok.json -o s m.csv || exit 1
 "$V" -q s >out 2>&1 || { echo "FAIL clean store"; cat out; fail=1; }
