@@ -107,10 +107,9 @@ static uint64_t locality_key(const fc_loader *l, uint64_t i) {
   return (uintptr_t)l->items[i].mel_rec;
 }
 
-/* Dynamic batching of the n items order[0..n) (order NULL: rank R of W's share of all[], as the
- * shard step lays it out): utterances are added while B x T <= max_frames (an utterance longer
- * than that alone), B capped by batch_size. Writes the starts into bstart[0..nb] when given;
- * returns nb. */
+/* Dynamic batching of the n items order[0..n): utterances are added while B x T <= max_frames
+ * (an utterance longer than that alone), B capped by batch_size. Writes the starts into
+ * bstart[0..nb] when bstart is given; returns nb. */
 static uint64_t dynamic_batches(const fc_loader *l, const uint64_t *order, uint64_t n,
                                 uint64_t *bstart) {
   const uint32_t bs = l->o.batch_size;

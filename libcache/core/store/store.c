@@ -551,11 +551,6 @@ void fc_cursor_close(fc_cursor *c) {
   free(c);
 }
 
-static void config_key(const fc_digest *d, char key[37]) {
-  memcpy(key, "cfg/", 4);
-  fc_digest_hex(d, key + 4);
-}
-
 int fc_store_put_config(fc_store *s, const fc_digest *digest, const char *json, size_t len) {
   char key[37], ckey[41], when[21];
   config_key(digest, key);

@@ -174,8 +174,7 @@ static int run_configure(fz_run *r, const fc_fz_backend *backend, char *why, siz
   }
   r->cfg_json_len = (size_t)jl;
   fc_mel_config_digest(cfg, &r->cfg_digest);
-  memcpy(r->cfg_key, "cfg/", 4);
-  fc_digest_hex(&r->cfg_digest, r->cfg_key + 4);
+  config_key(&r->cfg_digest, r->cfg_key);
   config_stamp(&r->cfg_digest, r->created_key, r->created);
   fc_device dev;
   char dev_why[256]; /* auto's fallback reason is not an error: keep it out of why */

@@ -318,12 +318,11 @@ static int put_meta(fc_store *s, fc_tokenizer *t, const fc_digest *cfg, const ch
   size_t vlen;
   int rc = fc_tokenizer_vocab_text(t, &vt, &vlen);
   if (rc) return rc;
-  char hex[33], ckey[37], skey[41], when[21], vkey[48];
-  fc_digest_hex(cfg, hex);
-  snprintf(ckey, sizeof ckey, "cfg/%s", hex);
+  char ckey[37], skey[41], when[21], vkey[48];
+  config_key(cfg, ckey);
   config_stamp(cfg, skey, when);
   int n = snprintf(vkey, sizeof vkey, "%s/%s",
-                   fc_tokenizer_kind(t) == FC_TOK_BPE ? "tokenizer" : "vocab", hex);
+                   fc_tokenizer_kind(t) == FC_TOK_BPE ? "tokenizer" : "vocab", ckey + 4);
   fc_put p[3] = {{FC_DB_META, ckey, 36, json, jlen, FC_PUT_NOOVERWRITE},
                  {FC_DB_META, skey, 40, when, 20, FC_PUT_NOOVERWRITE},
                  {FC_DB_META, vkey, (size_t)n, vt, vlen, FC_PUT_NOOVERWRITE}};
