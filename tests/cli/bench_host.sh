@@ -8,10 +8,10 @@
 #     the cpu row's payloads for those files; a stereo file refused (exit 1, named);
 #   - a 16-bit file read straight into staging costs two reads, the first 4 KiB and the rest
 #     (FC_FAULT=read:3, where the build has fault countdowns, is never reached; read:2 is);
-#   - FC_CUDA_RING sets staging-null's ring as it sets the CUDA backend's: one chunk of 64 Ki
-#     samples (reused many times over) stores the same records, refilled once committed or
-#     (":early") once the device is done with it; a malformed value stops the run naming the
-#     variable;
+#   - FC_CUDA_RING sets staging-null's ring as it sets the CUDA backend's (by default 16 chunks of
+#     2 Mi samples, refilled early): one chunk of 64 Ki samples (reused many times over) stores
+#     the same records, refilled once the device is done with it (no suffix, ":early") or once
+#     committed (":late"); a malformed value stops the run naming the variable;
 #   - the script: --json gives one object per row with the documented fields, the table mode
 #     prints the rows and the four ratios; --floor adds the floor row and its ceiling line; --ring
 #     reaches the harness; bad options exit 2.
@@ -57,10 +57,12 @@ FC_CUDA_RING=1x64K "$H" staging-null list st-ring1 2 0 f32 >ring1.json 2>ring1.e
   fail "FC_CUDA_RING=1x64K: exit $?: $(cat ring1.err)"
 FC_CUDA_RING=1x64K:early "$H" staging-null list st-ring1e 2 0 f32 >ring1e.json 2>ring1e.err ||
   fail "FC_CUDA_RING=1x64K:early: exit $?: $(cat ring1e.err)"
-for bad in 4x 0x4M 17x1M 4x32K 4x4G x4M 4y4M 4x4M:soon 4x4M: 4x4M:early: :early; do
+FC_CUDA_RING=1x64K:late "$H" staging-null list st-ring1l 2 0 f32 >ring1l.json 2>ring1l.err ||
+  fail "FC_CUDA_RING=1x64K:late: exit $?: $(cat ring1l.err)"
+for bad in 4x 0x4M 17x1M 4x32K 4x4G x4M 4y4M 4x4M:soon 4x4M: 4x4M:early: :early 4x4M:late:early; do
   FC_CUDA_RING=$bad "$H" staging-null list "st-bad$bad" 2 0 f32 >/dev/null 2>bad.err &&
     fail "FC_CUDA_RING=$bad: the run went on"
-  grep -qF "FC_CUDA_RING '$bad': want CHUNKSxSAMPLES[:early], 1 to 16 chunks of 64K to 32M samples" bad.err ||
+  grep -qF "FC_CUDA_RING '$bad': want CHUNKSxSAMPLES[:early|:late], 1 to 16 chunks of 64K to 32M samples" bad.err ||
     fail "FC_CUDA_RING=$bad: $(cat bad.err)"
 done
 "$FC_BIN/featurize" -q --device cpu -j 2 -o st-ref - <list || fail "featurize: exit $?"
@@ -112,13 +114,16 @@ for k, (h, p) in sn.items():
     check(h["producer"] == 2 and (h["dim0"], h["dim1"]) == (ref[k][0]["dim0"], ref[k][0]["dim1"])
           and p == b"\x3c" * len(p), f"staging-null record {k.hex()}: {h}")
 j, j1 = json.load(open("staging-null.json")), json.load(open("ring1.json"))
-check((j["ring_chunks"], j["ring_samples"]) == (4, 4 << 20), f"default ring: {j}")
+check((j["ring_chunks"], j["ring_samples"]) == (16, 2 << 20), f"default ring: {j}")
 check((j1["ring_chunks"], j1["ring_samples"]) == (1, 64 << 10), f"FC_CUDA_RING=1x64K: {j1}")
 check(j1["commits"] >= 2 and records("st-ring1") == sn, f"one 64 Ki chunk: other records ({j1})")
-j2 = json.load(open("ring1e.json"))
-check((j["ring_refill"], j1["ring_refill"], j2["ring_refill"]) == ("late", "late", "early")
-      and (j2["ring_chunks"], j2["ring_samples"]) == (1, 64 << 10), f"1x64K:early: {j2}")
+j2, j3 = json.load(open("ring1e.json")), json.load(open("ring1l.json"))
+check((j["ring_refill"], j1["ring_refill"], j2["ring_refill"], j3["ring_refill"])
+      == ("early", "early", "early", "late")
+      and (j2["ring_chunks"], j2["ring_samples"]) == (1, 64 << 10)
+      and (j3["ring_chunks"], j3["ring_samples"]) == (1, 64 << 10), f"1x64K:early/:late: {j2} {j3}")
 check(j2["commits"] >= 2 and records("st-ring1e") == sn, f"1x64K:early: other records ({j2})")
+check(j3["commits"] >= 2 and records("st-ring1l") == sn, f"1x64K:late: other records ({j3})")
 sys.exit(1 if bad else 0)
 PY
 
@@ -139,7 +144,7 @@ grep -q "making" bh.err || fail "the corpus was not made: $(cat bh.err)"
 "$FC_SRC/scripts/bench-host" --hours 0.01 -j 2 --reps 1 --work "$tmp/w" >bh.md 2>bh.err2 ||
   fail "bench-host: exit $?: $(cat bh.err2)"
 grep -q "making" bh.err2 && fail "the corpus was made again"
-grep -q ", ring 4 x 4,194,304 samples, refilled late (staging-null), " bh.md ||
+grep -q ", ring 16 x 2,097,152 samples, refilled early (staging-null), " bh.md ||
   fail "no ring in the header: $(cat bh.md)"
 "$FC_SRC/scripts/bench-host" --hours 0.01 -j 2 --reps 1 --work "$tmp/w" --ring 2x1M:early --json >br.json 2>br.err ||
   fail "bench-host --ring 2x1M:early: exit $?: $(cat br.err)"

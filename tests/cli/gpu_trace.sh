@@ -61,7 +61,7 @@ the ring: 20,000x realtime over its span; the GPU busy 0.009 s of it (60 %)
 | a chunk's turn: launched → seen done | 6.000 ms |
 | a chunk's turn: seen done → launched again (writers, refill) | 4.000 ms |
 | a chunk's use: opened → sealed (filled by the workers) | 1.500 ms |
-| a chunk's use: sealed → launched (last writes, the launch thread; :early: the writers of its use before) | 1.000 ms |
+| a chunk's use: sealed → launched (last writes, the launch thread; early refill: the writers of its use before) | 1.000 ms |
 | a chunk's use: seen done → released (the writers' copy and commit) | 2.000 ms |
 | a chunk's use: seen done → opened again (its staging back to the workers) | 2.500 ms |
 | a chunk's use: released → opened again (its turn in the ring) | 0.500 ms |

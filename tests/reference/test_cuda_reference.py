@@ -4,11 +4,12 @@ For every preset: the same keys (same audio digest, same config digest), produce
 1 on the CPU, exactly the same frame counts, and values within 1e-4 (absolute on log outputs,
 relative on linear ones), with the float32-FFT allowance of docs/ACCURACY.md for bands far below
 their frame's peak (within 1e-6 of the frame's largest band in the linear domain, as
-tests/unit/test_cuda_parity.c). One input is longer than the GPU's staging buffer (4 Mi samples)
+tests/unit/test_cuda_parity.c). One input is longer than the GPU's staging chunk (2 Mi samples)
 at 22.05 kHz: under --device cuda it is computed on the CPU (producer 1), never failed, for the
 presets at that rate; resampled to a 16 kHz preset's rate it fits, and the GPU computes it. For
-hifigan also a ring of one small chunk refilled early (FC_CUDA_RING=1x70K:early), used several
-times, its next launch waiting for the writers: the same records, two more on the CPU. The
+hifigan also a ring of one small chunk, used several times, refilled early (FC_CUDA_RING=1x70K:early,
+its next launch waiting for the writers) and late (1x70K:late, once its utterances are committed):
+the same records, two more on the CPU. The
 CPU side is held to the references (librosa, torch, torchaudio) by test_mel_reference.py.
 
 The inputs are made here with numpy (voiced speech-like sound: a glottal pulse train through
@@ -35,7 +36,7 @@ from fc_records import records  # noqa: E402
 
 BIN = os.environ.get("FC_BIN", "")
 LIB = os.environ.get("FEATCACHE_LIBRARY", os.path.join(BIN, "libfeatcache.so.0"))
-STAGING = 4 << 20  # samples: the CUDA plan's default staging buffer (kernels/cuda/cuda_api.h)
+STAGING = 2 << 20  # samples: featurize's default ring chunk (libcache/mel/featurize/featurize_device.c)
 
 
 def cuda_reason():
@@ -171,12 +172,13 @@ def main():
             rate = json.loads(subprocess.run([fz, "--print-config", preset], check=True,
                                              capture_output=True, text=True).stdout)["sample_rate"]
             # the GPU runs: the default ring, and for hifigan one chunk of 70 Ki samples refilled
-            # as soon as the GPU is done with it (FC_CUDA_RING's :early: its next launch waits for
-            # the writers): u0 (68,355 samples) cannot share it with u3 (22,050), so it is used
-            # at least twice; u2 and u4 do not fit it and are computed on the CPU
+            # as soon as the GPU is done with it (FC_CUDA_RING's :early, the default refill: its
+            # next launch waits for the writers) and once its utterances are committed (:late):
+            # u0 (68,355 samples) cannot share it with u3 (22,050), so it is used at least twice;
+            # u2 and u4 do not fit it and are computed on the CPU
             runs = [("cuda", STAGING, None)]
             if preset == "hifigan":
-                runs.append(("cuda-early", 70 << 10, "1x70K:early"))
+                runs += [("cuda-early", 70 << 10, "1x70K:early"), ("cuda-late", 70 << 10, "1x70K:late")]
             got = {}
             for dev, _, ring in [("cpu", 0, None)] + runs:
                 st = os.path.join(tmp, f"{preset}-{dev}")

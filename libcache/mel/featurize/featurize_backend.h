@@ -89,10 +89,9 @@ typedef struct fc_fz_backend {
 
 enum { FZ_STAGE_OPENED = 1, FZ_STAGE_SEALED, FZ_STAGE_RELEASED };
 
-/* The CUDA backend's ring: FC_CUDA_RING=CHUNKSxSAMPLES[:early] when set (docs/featurize.md
- * "Environment"; SAMPLES may end in K or M, binary; ":early": fc_fz_stage_info.early_refill, into
- * *early unless it is NULL),
- * else 4 chunks of 4 Mi samples, refilled once committed. FC_ECONFIG with the reason in why when
+/* The CUDA backend's ring: FC_CUDA_RING=CHUNKSxSAMPLES[:early|:late] when set (docs/featurize.md
+ * "Environment"; SAMPLES may end in K or M, binary; the refill, fc_fz_stage_info.early_refill, into
+ * *early unless it is NULL: early unless ":late"), else 16 chunks of 2 Mi samples, refilled early. FC_ECONFIG with the reason in why when
  * the variable says something else. */
 enum { FZ_RING_MAX_CHUNKS = 16, FZ_RING_MIN_SAMPLES = 64 << 10, FZ_RING_MAX_SAMPLES = 32 << 20 };
 int fz_cuda_ring_env(unsigned *chunks, size_t *samples, int *early, char *why, size_t why_len);

@@ -195,11 +195,16 @@ static const fc_fz_backend cpu_backend = {.name = "cpu",
                                           .close = cpu_close};
 
 /* ---- the CUDA backend: a ring plan fed by the pipeline's staging ring (featurize_stage.c) ------ */
-/* Chunks in the ring: one filling, up to two in flight on the device, one being collected. Each
- * holds a 4 Mi-sample pinned staging buffer and its own device buffers and cuFFT plans. open makes
- * the first (with the context and the tables); the pipeline's grower thread the others while the
+/* The ring by default: 16 chunks of 2 Mi samples (~95 s at 22.05 kHz; a longer utterance is
+ * computed on the CPU by its worker), each with its own pinned staging buffer, device buffers and
+ * cuFFT plans, a chunk's staging refilled as soon as the GPU is done with it (early refill, its
+ * next launch waiting for the writers). On H200 machines over 40 h it ran f32 at 1.00-1.12x and
+ * f16 at 1.03-1.18x the earlier 4 x 4 Mi refilled once committed, never below it (docs/
+ * BENCHMARKS.md "featurize on the GPU"), for twice the pinned and device memory. open makes the
+ * first (with the context and the tables); the pipeline's grower thread the others while the
  * first fills (cuda_stage_grow). */
-enum { CUDA_RING_CHUNKS = 4 };
+enum { CUDA_RING_CHUNKS = 16 };
+#define CUDA_RING_SAMPLES ((size_t)2 << 20)
 
 static int cuda_open(const fc_mel_config *cfg, const fc_device *dev, unsigned workers, void **state,
                      char *why, size_t why_len) {
@@ -231,8 +236,8 @@ static int ring_count(const char *s, const char *end, uint64_t *v) {
 
 int fz_cuda_ring_env(unsigned *chunks, size_t *samples, int *early, char *why, size_t why_len) {
   *chunks = CUDA_RING_CHUNKS;
-  *samples = CUDA_DEFAULT_MAX_SAMPLES;
-  if (early) *early = 0;
+  *samples = CUDA_RING_SAMPLES;
+  if (early) *early = 1;
   const char *e = getenv("FC_CUDA_RING");
   if (!e || !*e) return 0;
   const char *x = strchr(e, 'x'), *colon = strchr(e, ':');
@@ -240,14 +245,14 @@ int fz_cuda_ring_env(unsigned *chunks, size_t *samples, int *early, char *why, s
   uint64_t c = 0, n = 0;
   if (!x || x > end || !ring_count(e, x, &c) || !ring_count(x + 1, end, &n) || c < 1 ||
       c > FZ_RING_MAX_CHUNKS || n < FZ_RING_MIN_SAMPLES || n > FZ_RING_MAX_SAMPLES ||
-      (colon && strcmp(colon, ":early") != 0))
+      (colon && strcmp(colon, ":early") != 0 && strcmp(colon, ":late") != 0))
     return set_why(why, why_len, FC_ECONFIG,
-                   "FC_CUDA_RING '%s': want CHUNKSxSAMPLES[:early], 1 to %d chunks of 64K to 32M "
-                   "samples (e.g. 4x4M, the default)",
+                   "FC_CUDA_RING '%s': want CHUNKSxSAMPLES[:early|:late], 1 to %d chunks of 64K to "
+                   "32M samples (e.g. 16x2M, the default)",
                    e, FZ_RING_MAX_CHUNKS);
   *chunks = (unsigned)c;
   *samples = (size_t)n;
-  if (early) *early = colon != NULL;
+  if (early) *early = !colon || strcmp(colon, ":early") == 0;
   return 0;
 }
 
