@@ -134,10 +134,10 @@ static int null_grow(void *state, unsigned k) {
 
 static int null_open(const fc_mel_config *cfg, const fc_device *dev, unsigned workers, void **state,
                      char *why, size_t why_len) {
-  (void)dev, (void)workers;
+  (void)dev;
   null_stage *z = calloc(1, sizeof *z);
   if (!z) return ENOMEM;
-  int rc = fz_cuda_stage_geometry(cfg, &z->info, why, why_len); /* FC_CUDA_RING, as CUDA's */
+  int rc = fz_cuda_stage_geometry(cfg, workers, &z->info, why, why_len); /* as CUDA's */
   if (rc) {
     free(z);
     return rc;

@@ -8,10 +8,11 @@
 #     the cpu row's payloads for those files; a stereo file refused (exit 1, named);
 #   - a 16-bit file read straight into staging costs two reads, the first 4 KiB and the rest
 #     (FC_FAULT=read:3, where the build has fault countdowns, is never reached; read:2 is);
-#   - FC_CUDA_RING sets staging-null's ring as it sets the CUDA backend's (by default 16 chunks of
-#     2 Mi samples, refilled early): one chunk of 64 Ki samples (reused many times over) stores
-#     the same records, refilled once the device is done with it (no suffix, ":early") or once
-#     committed (":late"); a malformed value stops the run naming the variable;
+#   - staging-null's ring is the CUDA backend's: by default one chunk of 2 Mi samples per worker,
+#     4 to 16 (1 and 2 workers: 4, 7: 7, 20: 16), refilled early; FC_CUDA_RING sets it as it sets
+#     the CUDA backend's: one chunk of 64 Ki samples (reused many times over) stores the same
+#     records, refilled once the device is done with it (no suffix, ":early") or once committed
+#     (":late"); a malformed value stops the run naming the variable;
 #   - the script: --json gives one object per row with the documented fields, the table mode
 #     prints the rows and the four ratios; --floor adds the floor row and its ceiling line; --ring
 #     reaches the harness; bad options exit 2.
@@ -53,6 +54,9 @@ if grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null; t
     fail "FC_FAULT=read:2 did not fail the staged read of one file"
   grep -q "1 failed" read2.err || fail "FC_FAULT=read:2: $(cat read2.err)"
 fi
+for j in 1 7 20; do
+  "$H" staging-null list "st-j$j" $j 1 f32 >"j$j.json" 2>"j$j.err" || fail "-j $j: exit $?: $(cat "j$j.err")"
+done
 FC_CUDA_RING=1x64K "$H" staging-null list st-ring1 2 0 f32 >ring1.json 2>ring1.err ||
   fail "FC_CUDA_RING=1x64K: exit $?: $(cat ring1.err)"
 FC_CUDA_RING=1x64K:early "$H" staging-null list st-ring1e 2 0 f32 >ring1e.json 2>ring1e.err ||
@@ -114,7 +118,11 @@ for k, (h, p) in sn.items():
     check(h["producer"] == 2 and (h["dim0"], h["dim1"]) == (ref[k][0]["dim0"], ref[k][0]["dim1"])
           and p == b"\x3c" * len(p), f"staging-null record {k.hex()}: {h}")
 j, j1 = json.load(open("staging-null.json")), json.load(open("ring1.json"))
-check((j["ring_chunks"], j["ring_samples"]) == (16, 2 << 20), f"default ring: {j}")
+check((j["ring_chunks"], j["ring_samples"]) == (4, 2 << 20), f"default ring at -j 2: {j}")
+for w, want in ((1, 4), (7, 7), (20, 16)):
+    jw = json.load(open(f"j{w}.json"))
+    check((jw["ring_chunks"], jw["ring_samples"], jw["ring_refill"]) == (want, 2 << 20, "early")
+          and records(f"st-j{w}") == sn, f"default ring at -j {w}: {jw}")
 check((j1["ring_chunks"], j1["ring_samples"]) == (1, 64 << 10), f"FC_CUDA_RING=1x64K: {j1}")
 check(j1["commits"] >= 2 and records("st-ring1") == sn, f"one 64 Ki chunk: other records ({j1})")
 j2, j3 = json.load(open("ring1e.json")), json.load(open("ring1l.json"))
@@ -144,7 +152,7 @@ grep -q "making" bh.err || fail "the corpus was not made: $(cat bh.err)"
 "$FC_SRC/scripts/bench-host" --hours 0.01 -j 2 --reps 1 --work "$tmp/w" >bh.md 2>bh.err2 ||
   fail "bench-host: exit $?: $(cat bh.err2)"
 grep -q "making" bh.err2 && fail "the corpus was made again"
-grep -q ", ring 16 x 2,097,152 samples, refilled early (staging-null), " bh.md ||
+grep -q ", ring 4 x 2,097,152 samples, refilled early (staging-null), " bh.md ||
   fail "no ring in the header: $(cat bh.md)"
 "$FC_SRC/scripts/bench-host" --hours 0.01 -j 2 --reps 1 --work "$tmp/w" --ring 2x1M:early --json >br.json 2>br.err ||
   fail "bench-host --ring 2x1M:early: exit $?: $(cat br.err)"

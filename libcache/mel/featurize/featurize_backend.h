@@ -89,18 +89,20 @@ typedef struct fc_fz_backend {
 
 enum { FZ_STAGE_OPENED = 1, FZ_STAGE_SEALED, FZ_STAGE_RELEASED };
 
-/* The CUDA backend's ring: FC_CUDA_RING=CHUNKSxSAMPLES[:early|:late] when set (docs/featurize.md
- * "Environment"; SAMPLES may end in K or M, binary; the refill, fc_fz_stage_info.early_refill, into
- * *early unless it is NULL: early unless ":late"), else 16 chunks of 2 Mi samples, refilled early. FC_ECONFIG with the reason in why when
- * the variable says something else. */
+/* The CUDA backend's ring for a run of `workers` workers: FC_CUDA_RING=CHUNKSxSAMPLES[:early|:late]
+ * when set (docs/featurize.md "Environment"; SAMPLES may end in K or M, binary; the refill,
+ * fc_fz_stage_info.early_refill, into *early unless it is NULL: early unless ":late"), else one
+ * chunk of 2 Mi samples per worker, 4 to 16 chunks, refilled early. FC_ECONFIG with the reason in
+ * why when the variable says something else. */
 enum { FZ_RING_MAX_CHUNKS = 16, FZ_RING_MIN_SAMPLES = 64 << 10, FZ_RING_MAX_SAMPLES = 32 << 20 };
-int fz_cuda_ring_env(unsigned *chunks, size_t *samples, int *early, char *why, size_t why_len);
+int fz_cuda_ring_env(unsigned workers, unsigned *chunks, size_t *samples, int *early, char *why,
+                     size_t why_len);
 
-/* The staging ring the CUDA backend gives (its stage_info), known without a GPU: a zero-cost
- * staging backend that stands in for the GPU on a machine without one (scripts/bench-host) takes
- * the same geometry. Fails as fz_cuda_ring_env. */
-int fz_cuda_stage_geometry(const fc_mel_config *cfg, fc_fz_stage_info *info, char *why,
-                           size_t why_len);
+/* The staging ring the CUDA backend gives a run of `workers` workers (its stage_info), known
+ * without a GPU: a zero-cost staging backend that stands in for the GPU on a machine without one
+ * (scripts/bench-host) takes the same geometry. Fails as fz_cuda_ring_env. */
+int fz_cuda_stage_geometry(const fc_mel_config *cfg, unsigned workers, fc_fz_stage_info *info,
+                           char *why, size_t why_len);
 
 /* The backend for a resolved device (fc_device_resolve); NULL when this build has none. */
 const fc_fz_backend *fz_backend_for(const fc_device *dev);

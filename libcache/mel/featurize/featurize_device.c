@@ -195,23 +195,23 @@ static const fc_fz_backend cpu_backend = {.name = "cpu",
                                           .close = cpu_close};
 
 /* ---- the CUDA backend: a ring plan fed by the pipeline's staging ring (featurize_stage.c) ------ */
-/* The ring by default: 16 chunks of 2 Mi samples (~95 s at 22.05 kHz; a longer utterance is
- * computed on the CPU by its worker), each with its own pinned staging buffer, device buffers and
- * cuFFT plans, a chunk's staging refilled as soon as the GPU is done with it (early refill, its
- * next launch waiting for the writers). On H200 machines over 40 h it ran f32 at 1.00-1.12x and
- * f16 at 1.03-1.18x the earlier 4 x 4 Mi refilled once committed, never below it (docs/
- * BENCHMARKS.md "featurize on the GPU"), for twice the pinned and device memory. open makes the
- * first (with the context and the tables); the pipeline's grower thread the others while the
- * first fills (cuda_stage_grow). */
-enum { CUDA_RING_CHUNKS = 16 };
+/* The ring by default: one chunk of 2 Mi samples (~95 s at 22.05 kHz; a longer utterance is
+ * computed on the CPU by its worker) per worker, 4 to 16 chunks, each with its own pinned staging
+ * buffer, device buffers and cuFFT plans, a chunk's staging refilled as soon as the GPU is done
+ * with it (early refill, its next launch waiting for the writers). On H200 machines at -j 16 over
+ * 40 h, 16 such chunks ran f32 at 1.00-1.12x and f16 at 1.03-1.18x the earlier 4 x 4 Mi refilled
+ * once committed, never below it; on 2 cores (-j 2, the host side without a GPU) 16 chunks cost
+ * ~10 % more host CPU than 4, whose wake-ups a few workers cannot spread (docs/BENCHMARKS.md
+ * "featurize on the GPU"). open makes the first (with the context and the tables); the pipeline's
+ * grower thread the others while the first fills (cuda_stage_grow). */
+enum { CUDA_RING_MIN_CHUNKS = 4 };
 #define CUDA_RING_SAMPLES ((size_t)2 << 20)
 
 static int cuda_open(const fc_mel_config *cfg, const fc_device *dev, unsigned workers, void **state,
                      char *why, size_t why_len) {
-  (void)workers;
   unsigned chunks;
   size_t samples;
-  int rc = fz_cuda_ring_env(&chunks, &samples, NULL, why, why_len); /* :early: cuda_stage_info */
+  int rc = fz_cuda_ring_env(workers, &chunks, &samples, NULL, why, why_len); /* early: stage_info */
   if (rc) return rc;
   rc = cuda_ring_create(cfg, dev->index, samples, chunks, 1, (fc_cuda_plan **)state);
   if (rc) set_why(why, why_len, rc, "%s", cuda_last_error());
@@ -234,8 +234,11 @@ static int ring_count(const char *s, const char *end, uint64_t *v) {
   return 1;
 }
 
-int fz_cuda_ring_env(unsigned *chunks, size_t *samples, int *early, char *why, size_t why_len) {
-  *chunks = CUDA_RING_CHUNKS;
+int fz_cuda_ring_env(unsigned workers, unsigned *chunks, size_t *samples, int *early, char *why,
+                     size_t why_len) {
+  *chunks = workers < CUDA_RING_MIN_CHUNKS ? CUDA_RING_MIN_CHUNKS
+            : workers > FZ_RING_MAX_CHUNKS ? FZ_RING_MAX_CHUNKS
+                                           : workers;
   *samples = CUDA_RING_SAMPLES;
   if (early) *early = 1;
   const char *e = getenv("FC_CUDA_RING");
@@ -248,7 +251,7 @@ int fz_cuda_ring_env(unsigned *chunks, size_t *samples, int *early, char *why, s
       (colon && strcmp(colon, ":early") != 0 && strcmp(colon, ":late") != 0))
     return set_why(why, why_len, FC_ECONFIG,
                    "FC_CUDA_RING '%s': want CHUNKSxSAMPLES[:early|:late], 1 to %d chunks of 64K to "
-                   "32M samples (e.g. 16x2M, the default)",
+                   "32M samples (e.g. 16x2M, the default at -j 16)",
                    e, FZ_RING_MAX_CHUNKS);
   *chunks = (unsigned)c;
   *samples = (size_t)n;
@@ -258,12 +261,12 @@ int fz_cuda_ring_env(unsigned *chunks, size_t *samples, int *early, char *why, s
 
 static int cuda_stage_grow(void *state, unsigned chunk) { return cuda_ring_grow(state, chunk); }
 
-int fz_cuda_stage_geometry(const fc_mel_config *cfg, fc_fz_stage_info *info, char *why,
-                           size_t why_len) {
+int fz_cuda_stage_geometry(const fc_mel_config *cfg, unsigned workers, fc_fz_stage_info *info,
+                           char *why, size_t why_len) {
   memset(info, 0, sizeof *info);
   unsigned chunks;
   size_t samples;
-  int rc = fz_cuda_ring_env(&chunks, &samples, &info->early_refill, why, why_len);
+  int rc = fz_cuda_ring_env(workers, &chunks, &samples, &info->early_refill, why, why_len);
   if (rc) return rc;
   info->chunks = chunks;
   info->capacity = samples;
@@ -281,7 +284,7 @@ static void cuda_stage_info(void *state, fc_fz_stage_info *info) {
   info->launch_wait = 0; /* the pipeline's 2 ms */
   unsigned chunks; /* the ring's refill, as FC_CUDA_RING said at open (checked there) */
   size_t samples;
-  if (fz_cuda_ring_env(&chunks, &samples, &info->early_refill, NULL, 0)) info->early_refill = 0;
+  if (fz_cuda_ring_env(0, &chunks, &samples, &info->early_refill, NULL, 0)) info->early_refill = 0;
 }
 
 static void *cuda_stage_buffer(void *state, unsigned chunk) {
