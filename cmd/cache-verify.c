@@ -239,7 +239,8 @@ static void print_human(const char *store, const fc_verify_report *r) {
     printf("%s: %llu more recorded failures not listed\n", store,
            (unsigned long long)(r->failures - kept_f));
   if (r->stopped)
-    printf("%s: stopped after %llu errors (--max-errors)\n", store, (unsigned long long)r->errors);
+    printf("%s: stopped after %llu error%s (--max-errors)\n", store, (unsigned long long)r->errors,
+           r->errors == 1 ? "" : "s");
   double gbs = r->wall_seconds > 0 ? r->bytes_checked / 1e9 / r->wall_seconds : 0;
   char failed[96] = "";
   if (r->failures)

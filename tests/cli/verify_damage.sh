@@ -104,5 +104,5 @@ grep -q "^s: error: feat $(key_of utt00004) (id utt00004): payload holds Inf at 
 run values-no-finite 1
 [ "$(wc -l <got)" = 1 ] || { echo "FAIL values without --finite: want 1 line"; cat got; fail=1; }
 run max-errors 1 --finite --max-errors 1
-grep -q '^s: stopped after 1 errors (--max-errors)$' got || { echo "FAIL max-errors"; cat got; fail=1; }
+grep -q '^s: stopped after 1 error (--max-errors)$' got || { echo "FAIL max-errors"; cat got; fail=1; }
 exit $fail
