@@ -49,6 +49,13 @@ profile(d + "/before.json", "on the fly, 7 workers", lambda k: 10.0 if k % 4 == 
         [60, 70, 65, 75])
 profile(d + "/after.json", "featcache, device=cuda", lambda k: 0.05, None,
         lambda k: 8 if k == 19 else 32)
+profile(d + "/zero.json", "no wait", lambda k: 0.0, None)  # the data phase took 0 ms
+# a loop that ended before its first step (an empty loader): no steps, the data phase named
+p = ctypes.c_void_p()
+assert L.fc_profiler_create(0, b"data", ctypes.byref(p)) == 0
+L.fc_profiler_step_begin(p); L.fc_profiler_phase_begin(p, b"data"); L.fc_profiler_step_cancel(p)
+assert L.fc_profiler_save(p, 1, (d + "/empty.json").encode()) == 0
+L.fc_profiler_free(p)
 PY
 
 "$LB" --compare-profiles "$tmp/before.json" "$tmp/after.json" >"$tmp/out" 2>"$tmp/err"
@@ -87,6 +94,27 @@ diff -u "$tmp/want" "$tmp/got" >"$tmp/diff" || fail "golden: $(cat "$tmp/diff")"
 "$LB" --compare-profiles "$tmp/after.json" "$tmp/before.json" >"$tmp/out" 2>&1 || fail "swapped: exit $?"
 grep -q '^verdict: the data phase is 80.0× LONGER with AFTER; AFTER is moderately input-bound, unstable (data share 16.67 %); steps/s -16.5 %$' "$tmp/out" ||
   fail "swapped: $(tail -1 "$tmp/out")"
+
+# AFTER waited 0 ms: an infinite factor, said in words (not "infinitely0×"); BEFORE 0 ms: LONGER
+"$LB" --compare-profiles "$tmp/before.json" "$tmp/zero.json" >"$tmp/out" 2>&1 || fail "zero: exit $?"
+grep -q '^shrink factor: infinite (data wait mean 4 ms -> 0 ms per step)$' "$tmp/out" ||
+  fail "zero: $(grep shrink "$tmp/out")"
+grep -q '^verdict: the data phase is infinitely shorter with AFTER (0 ms); AFTER is not input-bound (data share 0.00 %, under 1 %); steps/s +20.0 %$' "$tmp/out" ||
+  fail "zero: $(tail -1 "$tmp/out")"
+"$LB" --compare-profiles --json "$tmp/before.json" "$tmp/zero.json" >"$tmp/out" 2>&1 || fail "zero json: exit $?"
+"$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["shrink_factor"] is None and d["verdict"].startswith("the data phase is infinitely shorter with AFTER (0 ms); "), d' "$tmp/out" ||
+  fail "zero json: $(cat "$tmp/out")"
+"$LB" --compare-profiles "$tmp/zero.json" "$tmp/before.json" >"$tmp/out" 2>&1 || fail "zero before: exit $?"
+grep -q '^verdict: the data phase is infinitely LONGER with AFTER (BEFORE waited 0 ms); ' "$tmp/out" ||
+  fail "zero before: $(tail -1 "$tmp/out")"
+# a profile of no steps is nothing to compare: exit 2 naming it, either side
+for args in "$tmp/empty.json $tmp/after.json" "$tmp/after.json $tmp/empty.json"; do
+  "$LB" --compare-profiles $args >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ $rc = 2 ] && [ ! -s "$tmp/out" ] &&
+    [ "$(cat "$tmp/err")" = "loader-bench: $tmp/empty.json: the profile has no steps (the loop it profiled ended before its first step)" ] ||
+    fail "empty ($args): exit $rc: $(cat "$tmp/err" "$tmp/out")"
+done
 
 # --json: the same numbers
 "$LB" --compare-profiles --json "$tmp/before.json" "$tmp/after.json" >"$tmp/json" 2>"$tmp/err" ||

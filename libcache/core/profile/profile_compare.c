@@ -81,6 +81,12 @@ static int load(const char *path, prof_view *v, char *why, size_t why_len) {
     prof_say(why, why_len, "%s: the profile has no data phase \"%s\"", path, dp);
     return FC_EFORMAT;
   }
+  if (!(v->steps >= 1)) { /* its zeros would read as a data wait of 0 ms: an infinite factor */
+    prof_say(why, why_len,
+             "%s: the profile has no steps (the loop it profiled ended before its first step)",
+             path);
+    return FC_EFORMAT;
+  }
   v->label = str_at(r, "label");
   v->verdict = str_at(r, "verdict");
   v->steps_per_s = num_at(r, "steps_per_s");
@@ -176,13 +182,14 @@ int fc_prof_compare_files(const char *before, const char *after, int json, void 
   double speed = a.steps_per_s > 0 ? b.steps_per_s / a.steps_per_s : NAN;
   char verdict[512], part[200];
   int band_b = fc_prof_verdict(b.data_share, b.vr, part, sizeof part);
-  if (shrink >= 1.1)
-    snprintf(verdict, sizeof verdict, "the data phase is %s%.*f× shorter with AFTER",
-             isinf(shrink) ? "infinitely" : "",
-             isinf(shrink)  ? 0
-             : shrink >= 10 ? 0
-                            : 1,
-             isinf(shrink) ? 0.0 : shrink);
+  if (isinf(shrink))
+    snprintf(verdict, sizeof verdict, "the data phase is infinitely shorter with AFTER (0 ms)");
+  else if (shrink == 0)
+    snprintf(verdict, sizeof verdict,
+             "the data phase is infinitely LONGER with AFTER (BEFORE waited 0 ms)");
+  else if (shrink >= 1.1)
+    snprintf(verdict, sizeof verdict, "the data phase is %.*f× shorter with AFTER",
+             shrink >= 10 ? 0 : 1, shrink);
   else if (shrink <= 1 / 1.1)
     snprintf(verdict, sizeof verdict, "the data phase is %.1f× LONGER with AFTER", 1 / shrink);
   else
