@@ -93,12 +93,12 @@ static const char synopsis[] =
     "       loader-bench --source audio --manifest FILE [options] [STORE...]\n"
     "       loader-bench --compare-profiles [--json] BEFORE.json AFTER.json\n"
     "       loader-bench --compare --manifest FILE [options] STORE...\n"
-    "       loader-bench --sweep [batch=L] [workers=L] [prefetch=L] [options] [STORE...]\n"
-    "Several STOREs (e.g. shards) are read as one dataset, as the loader reads them.";
+    "       loader-bench --sweep [batch=L] [workers=L] [prefetch=L] [options] [STORE...]";
 static const char description[] =
     "Run a training loop without a model: each step takes a batch (phase \"data\") and then\n"
     "spends a compute time (phase \"compute\"). Report per-step statistics, the data phase's\n"
-    "share of the step and a verdict (not / moderately / highly input-bound).";
+    "share of the step and a verdict (not / moderately / highly input-bound). Several STOREs\n"
+    "(e.g. shards) are read as one dataset, as the loader reads them.";
 static const char footer[] =
     "Exit status: 0 ok; 1 some utterances failed to decode or the store's order differs from\n"
     "the manifest (see 'done: N of M'); 2 usage or configuration error; 130/143 interrupted.\n"

@@ -4,9 +4,10 @@
 # print no warning, no rendered line is wider than 80 characters, no Markdown escape leaks
 # (`slaney\|htk`), options print with ASCII hyphens (copied from the page, they work), and no page
 # points to what a reader of the installed page cannot open (files outside the repository, the
-# test suite, issue numbers). Every tool's --help names its man page. The pages are rendered as a
-# UTF-8 terminal shows them (LC_ALL=C.UTF-8, which every Debian 12 has): in the C locale man
-# renders for ASCII, which has no glyph for the phonemes, arrows and superscripts the pages hold.
+# test suite, issue numbers). Every tool's --help names its man page, and each usage form --help
+# prints is in that page's SYNOPSIS. The pages are rendered as a UTF-8 terminal shows them
+# (LC_ALL=C.UTF-8, which every Debian 12 has): in the C locale man renders for ASCII, which has no
+# glyph for the phonemes, arrows and superscripts the pages hold.
 set -u
 export LC_ALL=C.UTF-8
 SRC=${FC_SRC:?}
@@ -51,10 +52,22 @@ PY
 done
 [ $pages -ge 8 ] || fail "only $pages man pages found in docs/"
 
-for tool in featurize tokenize cache-verify cache-bench cache-merge loader-bench; do
+for tool in featurize tokenize cache-verify cache-bench cache-merge loader-bench cache-config; do
   "$FC_BIN/$tool" --help >"$tmp/help" 2>&1 || fail "$tool --help failed"
   grep -q "man $tool" "$tmp/help" || fail "$tool --help does not name its man page: $(tail -n 2 "$tmp/help")"
   grep -nE 'docs/|DESIGN|\.\./shared|tests/' "$tmp/help" >"$tmp/ref" && fail "$tool --help: $(cat "$tmp/ref")"
+  # each form of the usage --help prints is in the man page's SYNOPSIS (a synopsis line may wrap
+  # onto a line indented further); spaces compared as one
+  awk 'NR == 1 { sub(/^Usage: /, "") } /^$/ { exit } { sub(/^ +/, ""); print }' "$tmp/help" >"$tmp/usage"
+  awk 'function flush() { if (line != "") print line; line = "" }
+    /^## / { flush(); p = ($0 == "## Synopsis"); next }
+    p && /^      [^ ]/ { sub(/^ +/, ""); line = line " " $0; next }
+    p && /^    [^ ]/ { flush(); line = $0; sub(/^ +/, "", line) }
+    END { flush() }' "$SRC/docs/$tool.md" | tr -s ' ' >"$tmp/synopsis"
+  while IFS= read -r form; do
+    form=$(tr -s ' ' <<<"$form")
+    grep -qxF -- "$form" "$tmp/synopsis" || fail "$tool: --help's usage '$form' is not in the SYNOPSIS of docs/$tool.md"
+  done <"$tmp/usage"
 done
 
 [ $fails = 0 ] && echo "ok: $pages man pages clean at 80 columns" && exit 0
