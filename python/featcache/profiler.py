@@ -406,23 +406,27 @@ class StepProfiler:
         (utterances/s is then steps x items_per_step)."""
         phase = phase or self.data_phase
         size = batch_items if items is None else items
+        if size is not False and not callable(size):
+            raise TypeError("StepProfiler.iterate: items=%r: None (read off the batch), False "
+                            "(not counted) or a callable(batch) -> int" % (items,))
         it = iter(iterable)
         while True:
             self.begin_step()
-            self.begin(phase)
-            try:
-                item = next(it)
-            except StopIteration:
-                self.cancel_step()
-                return
+            try:  # whatever fails before the yield drops the step: later steps must still begin
+                self.begin(phase)
+                try:
+                    item = next(it)
+                except StopIteration:
+                    self.cancel_step()
+                    return
+                self.end()
+                if size:
+                    n = size(item)
+                    if n is not None:
+                        self.count(n)
             except BaseException:
                 self.cancel_step()
                 raise
-            self.end()
-            if size:
-                n = size(item)
-                if n is not None:
-                    self.count(n)
             try:
                 yield item
             except BaseException:

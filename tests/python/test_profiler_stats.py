@@ -145,6 +145,36 @@ def test_iterate_and_exceptions():
     prof.close()
 
 
+def test_iterate_failing_before_the_yield_drops_the_step():
+    """A failure between the step's begin and the yield (a bad phase name, a counting callable
+    that raises, a count that is refused) drops the open step: the profiler takes later steps
+    (it used to keep the step open and answer every later one with FC_EBADSTATE)."""
+    prof = StepProfiler()
+
+    def boom(batch):
+        raise ValueError("cannot count")
+    for kw, exc in ((dict(phase="x" * 70), RuntimeError), (dict(items=boom), ValueError),
+                    (dict(items=lambda b: -1), RuntimeError)):
+        with pytest.raises(exc):
+            for _ in prof.iterate([1, 2, 3], **kw):
+                pass
+        with prof.step():
+            with prof.phase("data"):
+                pass
+    assert prof.steps == 3
+    for _ in prof.iterate([np.zeros((2, 1))]):
+        pass
+    assert prof.steps == 4
+    # items that is neither None, False nor a callable: said before any step begins
+    with pytest.raises(TypeError, match="items="):
+        for _ in prof.iterate([1], items=32):
+            pass
+    for _ in prof.iterate([np.zeros((2, 1))]):
+        pass
+    assert prof.steps == 5
+    prof.close()
+
+
 class _Batch:
     def __init__(self, ids):
         self.ids = ids
