@@ -130,18 +130,29 @@ int main(int argc, char **argv) {
     else if (strcmp(prefer, "last") == 0)
       mo.prefer = FC_MERGE_LAST;
     else {
+      /* a split store wins by all its parts, which the inputs list together in part order:
+       * the inputs are searched for its part 0 */
       struct stat sp, si;
-      if (stat(prefer, &sp) != 0)
+      unsigned parts = 0;
+      char part0[4096];
+      const char *who = prefer;
+      if (fc_store_split_count(prefer, &parts) == 0 && parts > 1 &&
+          fc_store_part_path(prefer, 0, part0, sizeof part0) == 0)
+        who = part0;
+      else
+        parts = 1;
+      if (stat(who, &sp) != 0)
         fc_cli_usage_error(
             "invalid value '%s' for --prefer (want first, last or one of the "
             "input stores)",
             prefer);
       mo.prefer = FC_MERGE_STORE;
       mo.prefer_index = n;
+      mo.prefer_count = parts;
       for (size_t i = 0; i < n; i++)
         if (stat(inputs[i], &si) == 0 && si.st_dev == sp.st_dev && si.st_ino == sp.st_ino)
           mo.prefer_index = i;
-      if (mo.prefer_index == n)
+      if (mo.prefer_index == n || mo.prefer_count > n - mo.prefer_index)
         fc_cli_usage_error("--prefer %s: not one of the input stores", prefer);
     }
   }

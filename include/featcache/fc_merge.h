@@ -39,7 +39,8 @@ typedef enum fc_merge_prefer {
   FC_MERGE_REFUSE = 0, /* a conflict refuses the merge */
   FC_MERGE_FIRST = 1, /* the first input (in the order given) holding the id wins */
   FC_MERGE_LAST = 2, /* the last input holding the id wins */
-  FC_MERGE_STORE = 3 /* input prefer_index wins where it holds the id; other conflicts refuse */
+  FC_MERGE_STORE = 3 /* inputs prefer_index .. + prefer_count - 1 win where they hold the id;
+                        other conflicts refuse */
 } fc_merge_prefer;
 
 /* A conflict: the entry of one id differs between two holders. Pointers valid during the call. */
@@ -83,6 +84,8 @@ typedef void (*fc_merge_progress_fn)(const fc_merge_stats *st, void *user);
 typedef struct fc_merge_opts {
   fc_merge_prefer prefer;
   size_t prefer_index; /* FC_MERGE_STORE: index of the winning input */
+  size_t prefer_count; /* FC_MERGE_STORE: how many inputs from prefer_index win, e.g. the parts
+                          of one split store, which hold disjoint ids [0: one] */
   uint32_t batch_records; /* puts per write transaction [1024] */
   uint64_t batch_bytes; /* value bytes per write transaction [4 MiB] */
   double sync_seconds; /* mdb_env_sync interval when the output is opened FC_STORE_NOSYNC (test
@@ -108,7 +111,8 @@ FC_API void fc_merge_opts_init(fc_merge_opts *o);
  * or lock.mdb is not writable) and never written. Returns 0 when every entry is in the output
  * (stats->bad_records may be > 0); FC_ECONFLICT when conflicts were found and not resolved
  * (nothing written; each was reported); FC_EINTR when *stop was set (committed work kept);
- * EINVAL (no inputs, the output is one of the inputs, prefer_index out of range: reason in why);
+ * EINVAL (no inputs, the output is one of the inputs, prefer_index + prefer_count out of range:
+ * reason in why);
  * the errors of fc_store_open for a store that cannot be opened (why names it); a store error
  * when a write or commit fails (earlier batches stay committed). *stats may be NULL. */
 FC_API int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n,

@@ -141,6 +141,18 @@ assert t.get(b'LJ001-0001', db=e.open_db(b'text',txn=t,create=False))[16:] == b'
 import lmdb; e=lmdb.open('mf',readonly=True,lock=False,max_dbs=8); t=e.begin()
 assert t.get(b'LJ001-0001', db=e.open_db(b'text',txn=t,create=False))[16:] != b'other words.'" \
   || { echo "FAIL prefer first: wrong transcript kept"; fail=1; }
+# --prefer a split store (merged as its parts): each part wins where it holds the id
+"$FC_BIN/featurize" -q --writers 2 -o sxs </dev/null || fail=1
+head -10 c/metadata.csv | sed 's/|[^|]*|[^|]*$/|Other words.|other words./' >other10.csv
+"$FC_BIN/tokenize" -q --vocab vocab.txt -o sxs other10.csv || fail=1
+"$M" -q --prefer sxs -o ms s0 s1 s2 sxs >out 2>err; check prefer-split 0 $?
+[ "$(grep -c "; kept sxs/part-[01]'s$" err)" = 10 ] || { echo "FAIL prefer split: want 10 'kept' lines"; cat err; fail=1; }
+"$PY" -c "
+import lmdb; e=lmdb.open('ms',readonly=True,lock=False,max_dbs=8); t=e.begin()
+db = e.open_db(b'text',txn=t,create=False)
+kept = [k for k, v in t.cursor(db=db) if bytes(v)[16:] == b'other words.']
+assert len(kept) == 10, kept" || { echo "FAIL prefer split: wrong transcripts kept"; fail=1; }
+"$M" -q --prefer sxs/part-1 -o mp s0 s1 s2 sxs >out 2>err; check prefer-one-part 1 $?
 
 # --shard usage errors
 "$FC_BIN/featurize" --shard 3/3 -o x a.wav >out 2>err; check shard-range 2 $?

@@ -116,10 +116,12 @@ static long pick_winner(const mctx *c, int db, const MDB_val *key, size_t m, con
   switch (c->o->prefer) {
   case FC_MERGE_FIRST: return 0;
   case FC_MERGE_LAST: return (long)mi - 1;
-  case FC_MERGE_STORE:
+  case FC_MERGE_STORE: {
+    size_t lo = c->o->prefer_index, cnt = c->o->prefer_count ? c->o->prefer_count : 1;
     for (size_t j = 0; j < mi; j++)
-      if (src[j] == c->o->prefer_index) return (long)j;
+      if (src[j] >= lo && src[j] - lo < cnt) return (long)j;
     return inputs_agree ? 0 : -1;
+  }
   default: return -1;
   }
 }
@@ -530,7 +532,8 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
     fc_why(why, why_len, "no input stores");
     return EINVAL;
   }
-  if (o->prefer == FC_MERGE_STORE && o->prefer_index >= n) {
+  if (o->prefer == FC_MERGE_STORE &&
+      (o->prefer_index >= n || (o->prefer_count && o->prefer_count > n - o->prefer_index))) {
     fc_why(why, why_len, "the preferred store is not one of the inputs");
     return EINVAL;
   }
