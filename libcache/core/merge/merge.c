@@ -357,6 +357,9 @@ static int put_one(mctx *c, batch *b, pending *p, MDB_txn *txn, const MDB_val *l
   }
   MDB_val k = p->key;
   int rc = fault_hit("put") ? EIO : mdb_put(txn, dbi, &k, &val, append ? MDB_APPEND : 0);
+  /* not above the last key any more: another writer (a merge into the same store beside this
+   * one) committed greater keys since the pass began; looked up like any key below the last */
+  if (rc == MDB_KEYEXIST && append) return put_one(c, b, p, txn, &p->key, dl);
   if (rc) return rc;
   dl->copied[p->db]++;
   dl->bytes += p->key.mv_size + val.mv_size;
