@@ -30,9 +30,10 @@ static const char description[] =
     "stores is reported and refused unless --prefer says which store wins. Interrupted merges\n"
     "resume where they stopped; a finished one is not repeated.";
 static const char footer[] =
-    "Exit status: 0 merged (or nothing to do); 1 conflicts refused (nothing written) or damaged\n"
-    "records left out; 2 usage error or a store that cannot be opened; 130/143 interrupted\n"
-    "(committed batches are kept; run again to finish).\n"
+    "Exit status: 0 merged (or nothing to do); 1 conflicts refused (nothing written), damaged\n"
+    "records left out, or a failed write (committed batches are kept; run again to finish); 2\n"
+    "usage error or a store that cannot be opened; 130/143 interrupted (committed batches are\n"
+    "kept; run again to finish).\n"
     "Manual: man cache-merge.";
 
 typedef struct ctx {
