@@ -93,7 +93,7 @@ FC_API const double *fc_profiler_device_series(const fc_profiler *p, int i);
 /* GPU utilization (percent, one value per sample, e.g. from fc_gpu_sampler) sampled during the
  * run, copied into the profiler's reports ("gpu busy" line, JSON "gpu_busy"); n = 0 with a note
  * records that it was not measured and why (e.g. "libnvidia-ml.so.1: cannot open shared object
- * file"). Returns 0 or ENOMEM. */
+ * file"; at most 255 bytes of it are kept, cut between UTF-8 characters). Returns 0 or ENOMEM. */
 FC_API int fc_profiler_set_gpu_busy(fc_profiler *p, const double *pct, size_t n, double period_ms,
                                     const char *note);
 /* A label for the run (< 128 bytes, e.g. "featcache, device=cuda") and the items (utterances) per

@@ -175,6 +175,25 @@ def test_iterate_failing_before_the_yield_drops_the_step():
     prof.close()
 
 
+def test_long_gpu_note_is_cut_between_characters(tmp_path):
+    """A GPU note longer than the profiler keeps (255 bytes) is cut at a UTF-8 character's
+    boundary: the report decodes and the saved profile is JSON (a cut inside "é" made both
+    fail)."""
+    for reason in ("é" * 200, "x" + "€" * 100, "a" * 300):
+        prof = StepProfiler()
+        prof.gpu_not_measured(reason)
+        with prof.step():
+            with prof.phase("data"):
+                pass
+        line = [l for l in prof.report().splitlines() if l.startswith("gpu busy")][0]
+        note = prof.json()["gpu_busy"]["note"]
+        assert reason.startswith(note) and len(note.encode()) > 250, (len(note.encode()), note)
+        assert note in line
+        prof.save(str(tmp_path / "p.json"))
+        assert json.loads((tmp_path / "p.json").read_text())["gpu_busy"]["note"] == note
+        prof.close()
+
+
 class _Batch:
     def __init__(self, ids):
         self.ids = ids

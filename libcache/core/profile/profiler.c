@@ -315,7 +315,13 @@ int fc_profiler_set_gpu_busy(fc_profiler *p, const double *pct, size_t n, double
   p->gpu_pct = c;
   p->n_gpu = n;
   p->gpu_period_ms = period_ms;
-  snprintf(p->gpu_note, sizeof p->gpu_note, "%s", note ? note : "");
+  size_t len = note ? strlen(note) : 0;
+  if (len >= sizeof p->gpu_note) { /* cut between characters: the reports must stay UTF-8 */
+    len = sizeof p->gpu_note - 1;
+    while (len && ((unsigned char)note[len] & 0xC0) == 0x80) len--;
+  }
+  if (len) memcpy(p->gpu_note, note, len);
+  p->gpu_note[len] = '\0';
   p->gpu_set = 1;
   return 0;
 }
