@@ -64,6 +64,8 @@ def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device
 
     def gen():
         for b in _epochs(ld, epoch, epochs):
+            if not len(b):  # every record of it damaged and skipped (named in b.errors)
+                continue
             mels = b.mels
             if bf16:  # raw bits → float32 → bfloat16 in TF (numpy has no bfloat16)
                 mels = (mels.astype(np.uint32) << 16).view(np.float32)
@@ -128,7 +130,7 @@ def batches(paths, epoch=0, with_ids=False, epochs=1, **loader_kwargs):
         return dl((a if dtype is None else a.view(dtype)).__dlpack__())
 
     for b in _epochs(ld, epoch, epochs):
-        if not len(b):
+        if not len(b):  # every record of it damaged and skipped (named in b.errors)
             continue
         mels = tensor(b.mels)
         if bf16:

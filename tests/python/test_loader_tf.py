@@ -121,6 +121,29 @@ def test_map_fn_and_prefetch_to_device(path):
         np.testing.assert_array_equal(n.numpy(), w[2].astype(np.int32) + 1)
 
 
+def test_batch_of_damaged_records_only(path):
+    """A batch whose every record is damaged is empty (the loader skips them under verify, the
+    default, and names them in .errors): both adapters go on with the next batch — make_dataset
+    used to stop the iteration with an InvalidArgumentError (an element of shape (0,))."""
+    bad = os.path.join(os.path.dirname(path), "damaged")
+    rng = np.random.default_rng(6)
+    with T.StoreWriter(bad) as w:
+        cfg = w.add_config(T.mel_config_json("hifigan"))
+        for i in range(3):
+            w.add_utterance("g%d" % i, b"g%d" % i, rng.standard_normal((30 + i, 80)).astype(
+                np.float32), cfg)
+        rec = bytearray(T.encode_record(rng.standard_normal((70, 80)).astype(np.float32), cfg))
+        rec[64 + 1000] ^= 0x01  # the payload checksum no longer matches
+        w.add_utterance("z_bad", b"z", raw_record=bytes(rec), config=cfg)
+    kw = dict(batch_size=1)
+    assert [len(b) for b in featcache.Loader(bad, padded=True, **kw)] == [1, 1, 1, 0]
+    want = [w for w in loader_batches(bad, **kw) if w[0]]
+    assert len(want) == 3
+    same(list(make_dataset(bad, with_ids=True, **kw)), want)
+    same(list(make_dataset(bad, with_ids=True, prefetch=0, **kw)), want)
+    same(list(batches(bad, with_ids=True, **kw)), want)
+
+
 class _Capsule:
     def __init__(self, t):
         self.t = t
