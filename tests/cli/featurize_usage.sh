@@ -80,7 +80,8 @@ Inputs:
                                path list
       --manifest-format F      auto, ljspeech, kaldi, jsonl or list
       --audio-dir DIR          base of relative manifest paths
-      --max-seconds S          fail inputs longer than S seconds
+      --max-seconds S          fail inputs longer than S seconds (default 0: no
+                               limit)
       --shard K/N              only shard K of N (0-based, by a hash of the
                                id); 'slurm': from the array job
 
