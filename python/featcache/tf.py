@@ -25,8 +25,10 @@ that iterates in Python anyway. Shard for multi-worker training with rank/world_
 from tf.distribute's input context: input_pipeline_id / num_input_pipelines).
 Each call makes the dataset of one epoch (epochs=1), or of epochs epoch, epoch+1, ... one after
 the other over one loader (epochs=N; None: for ever): its prefetch threads run on across
-epochs, where a dataset per epoch opens the store and plans again (Dataset.repeat() would
-replay the same epoch's order). bf16 stores give tf.bfloat16 tensors.
+epochs, where a dataset per epoch opens the store and plans again. Iterating the dataset again
+(Keras fit(epochs=...) does once per epoch, Dataset.repeat() once per repetition) runs the
+epochs after the last one begun, in their own order, as tf.data's shuffle reshuffles each
+iteration. bf16 stores give tf.bfloat16 tensors.
 
 device="/GPU:0": the dataset ends with tf.data.experimental.prefetch_to_device(device,
 prefetch_to_device) (TensorFlow's own: tensors copied to the GPU ahead of the step; it must be the
@@ -44,8 +46,8 @@ __all__ = ["make_dataset", "batches"]
 
 def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device=2, map_fn=None,
                  epochs=1, prefetch=2, **loader_kwargs):
-    """tf.data.Dataset of (mels, mel_lengths[, tokens, token_lengths][, ids]) batches for one
-    epoch. loader_kwargs are featcache.Loader's (padded is forced on). device (e.g. "/GPU:0"):
+    """tf.data.Dataset of (mels, mel_lengths[, tokens, token_lengths][, ids]) batches of epochs
+    epochs from epoch (each further iteration: the next ones). loader_kwargs are featcache.Loader's (padded is forced on). device (e.g. "/GPU:0"):
     batches prefetched onto it (prefetch_to_device batches ahead); map_fn: applied before.
     prefetch: without device, the dataset ends with .prefetch(prefetch) (0: not), so the
     from_generator copy runs in tf.data's thread, not in the loop's next()."""
@@ -62,8 +64,13 @@ def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device
     tok_dt = {4: tf.int32, 5: tf.int16, 6: tf.int32}.get(info.tok_dtype, tf.int32)
     n_mels = int(info.n_mels)
 
+    # Each iteration of the dataset (Keras fit runs one per epoch; repeat() one per repetition)
+    # begins with the epoch after the last one begun, so that its order is new, as tf.data's own
+    # shuffle(reshuffle_each_iteration=True) does.
+    begun = [epoch - 1]
+
     def gen():
-        for b in _epochs(ld, epoch, epochs):
+        for b in _epochs(ld, begun[0] + 1, epochs, begun):
             if not len(b):  # every record of it damaged and skipped (named in b.errors)
                 continue
             mels = b.mels
@@ -95,11 +102,14 @@ def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device
     return ds
 
 
-def _epochs(ld, epoch, epochs):
-    """The batches of epochs epoch, epoch+1, ... (epochs of them; None: for ever)."""
+def _epochs(ld, epoch, epochs, begun=None):
+    """The batches of epochs epoch, epoch+1, ... (epochs of them; None: for ever); begun[0]: the
+    last epoch begun."""
     e = epoch
     while epochs is None or e < epoch + epochs:
         ld.set_epoch(e)
+        if begun is not None:
+            begun[0] = e
         yield from ld
         e += 1
 

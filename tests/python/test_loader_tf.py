@@ -107,6 +107,27 @@ def test_epochs(path):
     same(list(batches(path, epoch=0, epochs=2, with_ids=True, **kw)), want)
 
 
+def test_each_iteration_runs_the_next_epoch(path):
+    """Iterating one dataset again (Keras fit(epochs=N) does, once per epoch; so does repeat())
+    runs the epochs after those run so far, in a new order, as tf.data's own shuffle does — it
+    used to replay the first epoch's order every time."""
+    kw = dict(batch_size=6, shuffle=True, seed=5)
+    ep = [loader_batches(path, epoch=e, **kw) for e in range(5)]
+    ds = make_dataset(path, epoch=0, with_ids=True, **kw)
+    same(list(ds), ep[0])
+    same(list(ds), ep[1])
+    same(list(make_dataset(path, epoch=1, with_ids=True, **kw).repeat(2)), ep[1] + ep[2])
+    ds = make_dataset(path, epoch=0, epochs=2, with_ids=True, **kw)
+    same(list(ds), ep[0] + ep[1])
+    same(list(ds), ep[2] + ep[3])
+    # an iteration left in its epoch (a peek at the first batch): the next one runs the next
+    ds = make_dataset(path, epoch=0, with_ids=True, prefetch=0, **kw)
+    it = iter(ds)
+    same([next(it)], ep[0][:1])
+    del it
+    same(list(ds), ep[1])
+
+
 def test_map_fn_and_prefetch_to_device(path):
     dev = "/GPU:0" if tf.config.list_physical_devices("GPU") else "/CPU:0"
     kw = dict(batch_size=4, pad_to=24, crop="center")
