@@ -257,10 +257,10 @@ class StepProfiler:
 
     def __init__(self, data_phase="data", trace=True, label=None, items_per_step=None,
                  gpu_busy=False, gpu_index=None, gpu_period_ms=50.0):
+        self._handle = ctypes.c_void_p()
         self._lib = load_library()
-        self._h = ctypes.c_void_p()
         rc = self._lib.fc_profiler_create(FC_PROF_TRACE if trace else 0, data_phase.encode(),
-                                          ctypes.byref(self._h))
+                                          ctypes.byref(self._handle))
         if rc:
             raise ProfilerError(rc, "fc_profiler_create", self._lib)
         self.data_phase = data_phase
@@ -317,12 +317,22 @@ class StepProfiler:
         self.stop_gpu_sampler()
 
     def close(self):
+        """Free the C profiler (also at the end of `with StepProfiler() as prof:`): read the
+        results first; a closed profiler raises ValueError."""
         if self._sampler:
             self._lib.fc_gpu_sampler_free(self._sampler)
             self._sampler = None
-        if self._h:
-            self._lib.fc_profiler_free(self._h)
-            self._h = ctypes.c_void_p()
+        if self._handle:
+            self._lib.fc_profiler_free(self._handle)
+            self._handle = ctypes.c_void_p()
+
+    @property
+    def _h(self):
+        """The C profiler; a closed one raises rather than hand C a NULL handle."""
+        h = self._handle
+        if not h:
+            raise ValueError("featcache: the StepProfiler is closed")
+        return h
 
     def __del__(self):
         try:

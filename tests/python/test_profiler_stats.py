@@ -194,6 +194,22 @@ def test_long_gpu_note_is_cut_between_characters(tmp_path):
         prof.close()
 
 
+def test_use_after_close_raises(tmp_path):
+    """A closed profiler (close(), or the end of a `with StepProfiler() as prof:` block) raises
+    ValueError on use: it used to hand the C library a NULL handle and crash the interpreter."""
+    with StepProfiler() as prof:
+        for _ in prof.iterate([1, 2]):
+            pass
+        assert prof.steps == 2
+    for use in (lambda: prof.steps, prof.report, prof.json, prof.trace, prof.phases,
+                prof.begin_step, prof.reset, lambda: prof.save(str(tmp_path / "p.json")),
+                lambda: prof.series("step"), lambda: prof.stats("data"), prof.verdict,
+                lambda: prof.add("h2d", 1.0), lambda: list(prof.iterate([1]))):
+        with pytest.raises(ValueError, match="closed"):
+            use()
+    prof.close()  # again: nothing to do
+
+
 class _Batch:
     def __init__(self, ids):
         self.ids = ids
