@@ -376,6 +376,7 @@ int main(int argc, char **argv) {
       return FC_EXIT_USAGE;
     }
   }
+  fc_cli_room_for_stores(n_stores);
   /* LMDB: one environment, one open per process (the dataset check opens them all at once, and
    * closing one handle of an environment drops the process's locks on it): a store named twice
    * (or a split store and one of its parts) is refused, as cache-merge and cache-bench do */

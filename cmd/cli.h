@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -412,6 +413,19 @@ static inline void fc_cli_free_expanded(void) {
   fc_cli_argv_copy = NULL;
 }
 
+/* Room for n stores open at once: each holds a few file descriptors (data.mdb, lock.mdb), so a
+ * list of some hundreds of shards passes the usual soft limit of 1024 open files (EMFILE). The
+ * soft limit is raised as far as they need, at most to the hard limit; past that, the open that
+ * fails says "Too many open files". */
+static inline void fc_cli_room_for_stores(size_t n) {
+  struct rlimit rl;
+  rlim_t want = (rlim_t)n * 4 + 64;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want)
+    return;
+  rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want ? rl.rlim_max : want;
+  (void)setrlimit(RLIMIT_NOFILE, &rl);
+}
+
 /* The stores to open for the STORE words stores[0..*n): each split store (fc_store.h) replaced by
  * its parts, others kept. Returns a new array (freed at exit; one call per process) and sets *n;
  * exits 2 with a message when a split store's marker cannot be read. */
@@ -424,6 +438,7 @@ static inline const char **fc_cli_expand_stores(const char *const *stores, size_
   }
   atexit(fc_cli_free_expanded);
   *n = fc_cli_n_expanded;
+  fc_cli_room_for_stores(*n);
   return (const char **)fc_cli_expanded;
 }
 
