@@ -10,7 +10,8 @@
 enum { OPT_DROP = 256, OPT_JSON, OPT_NO_COUNT, OPT_VERSION };
 
 static const fc_cli_opt options[] =
-    {{"drop", OPT_DROP, required_argument, "CONFIG",
+    {{NULL, 0, 0, NULL, "Options:"},
+     {"drop", OPT_DROP, required_argument, "CONFIG",
       "remove the config's records and meta keys (CONFIG: its 32-hex digest, or a name that only "
       "it has)"},
      {"json", OPT_JSON, no_argument, NULL, "one JSON object per store on stdout"},

@@ -4,8 +4,8 @@
 # print no warning, no rendered line is wider than 80 characters, no Markdown escape leaks
 # (`slaney\|htk`), options print with ASCII hyphens (copied from the page, they work), and no page
 # points to what a reader of the installed page cannot open (files outside the repository, the
-# test suite, issue numbers). Every tool's --help names its man page, and each usage form --help
-# prints is in that page's SYNOPSIS. The pages are rendered as a UTF-8 terminal shows them
+# test suite, issue numbers). Every tool's --help names its man page, lists its options under
+# headings, and each usage form --help prints is in that page's SYNOPSIS. The pages are rendered as a UTF-8 terminal shows them
 # (LC_ALL=C.UTF-8, which every Debian 12 has): in the C locale man renders for ASCII, which has no
 # glyph for the phonemes, arrows and superscripts the pages hold.
 set -u
@@ -56,6 +56,12 @@ for tool in featurize tokenize cache-verify cache-bench cache-merge loader-bench
   "$FC_BIN/$tool" --help >"$tmp/help" 2>&1 || fail "$tool --help failed"
   grep -q "man $tool" "$tmp/help" || fail "$tool --help does not name its man page: $(tail -n 2 "$tmp/help")"
   grep -nE 'docs/|DESIGN|\.\./shared|tests/' "$tmp/help" >"$tmp/ref" && fail "$tool --help: $(cat "$tmp/ref")"
+  # options are listed under a heading ("Output:"), never run on from a paragraph of prose
+  awk -v t="$tool" '/^  -[a-zA-Z0-9], --|^      --/ {
+      if (prev !~ /^  -[a-zA-Z0-9], --|^      --|^                               [^ ]|^[A-Z][A-Za-z ()]*:$/)
+        print t " --help: an option line right after [" prev "]" }
+    { prev = $0 }' "$tmp/help" >"$tmp/layout"
+  [ -s "$tmp/layout" ] && fail "$(cat "$tmp/layout")"
   # each form of the usage --help prints is in the man page's SYNOPSIS (a synopsis line may wrap
   # onto a line indented further); spaces compared as one
   awk 'NR == 1 { sub(/^Usage: /, "") } /^$/ { exit } { sub(/^ +/, ""); print }' "$tmp/help" >"$tmp/usage"
