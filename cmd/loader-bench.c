@@ -144,11 +144,14 @@ int main(int argc, char **argv) {
   const char *svg = NULL, *trace = NULL;
   int manifest_format = FC_MANIFEST_AUTO, compare = 0, sweep = 0, json = 0, quiet = 0;
   int progress = 0, compare_profiles = 0;
+  int loop_opt = 0; /* the first option of a run, which --compare-profiles has none of */
   uint64_t synth_items = 1024;
   base.synth_item_ms = 2;
   int c;
   opterr = 0; /* fc_cli_bad_option says what is wrong, as `loader-bench: ...` */
   while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+    if (!loop_opt && c != OPT_COMPARE_PROFILES && c != OPT_JSON && c != 'q' && c != OPT_PROGRESS)
+      loop_opt = c;
     switch (c) {
     case OPT_SOURCE:
       if (strcmp(optarg, "cache") && strcmp(optarg, "audio") && strcmp(optarg, "synthetic"))
@@ -205,6 +208,10 @@ int main(int argc, char **argv) {
   if (base.steps && base.epochs) fc_cli_usage_error("--steps and --epochs exclude each other");
   if (compare_profiles) {
     if (compare || sweep) fc_cli_usage_error("--compare-profiles excludes --compare and --sweep");
+    for (const fc_cli_opt *o = options; loop_opt && o->help; o++)
+      if (o->long_name && o->id == loop_opt)
+        fc_cli_usage_error("--compare-profiles compares two saved profiles: --%s does not apply",
+                           o->long_name);
     if (argc - optind != 2)
       fc_cli_usage_error("--compare-profiles wants two profiles: BEFORE.json AFTER.json");
     char why[600] = "";

@@ -151,6 +151,24 @@ echo 'not json' >"$tmp/text.json"
 "$LB" --compare-profiles "$tmp/before.json" "$tmp/text.json" >"$tmp/out" 2>"$tmp/err"
 [ $? = 2 ] && grep -q "^loader-bench: $tmp/text.json: not JSON: line 1: " "$tmp/err" ||
   fail "text: $(cat "$tmp/err")"
+# an option of the synthetic loop does nothing here: refused, not silently dropped (--svg made no
+# chart, -b changed nothing)
+for opt in "--svg $tmp/c.svg" "-b 4" "--trace $tmp/t.json" "--steps 5" "--source cache"; do
+  "$LB" --compare-profiles $opt "$tmp/before.json" "$tmp/after.json" >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  name=${opt%% *}
+  [ "$name" = -b ] && name=--batch
+  [ $rc = 2 ] && [ ! -s "$tmp/out" ] &&
+    grep -q "^loader-bench: --compare-profiles compares two saved profiles: $name does not apply" "$tmp/err" ||
+    fail "$opt: exit $rc: $(cat "$tmp/err")"
+done
+[ -e "$tmp/c.svg" ] && fail "--svg: a chart was written"
+"$LB" --compare-profiles -q --json "$tmp/before.json" "$tmp/after.json" >/dev/null 2>"$tmp/err" ||
+  fail "-q --json: exit $?: $(cat "$tmp/err")"
+# a directory is said to be one
+"$LB" --compare-profiles "$tmp" "$tmp/after.json" >"$tmp/out" 2>"$tmp/err"
+[ $? = 2 ] && [ "$(cat "$tmp/err")" = "loader-bench: $tmp: Is a directory" ] ||
+  fail "directory: $(cat "$tmp/err")"
 "$LB" --compare-profiles "$tmp/before.json" >"$tmp/out" 2>"$tmp/err"
 [ $? = 2 ] && grep -q "wants two profiles: BEFORE.json AFTER.json" "$tmp/err" || fail "one: $(cat "$tmp/err")"
 # the comparison lost (a full disk) is exit 1 with the reason, not a silent 0

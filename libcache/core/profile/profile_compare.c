@@ -53,7 +53,12 @@ static int load(const char *path, prof_view *v, char *why, size_t why_len) {
       prof_say(why, why_len, "%s: %s", path, strerror(e));
       return e;
     }
+    int dir = fgetc(f) == EOF && ferror(f) && errno == EISDIR;
     fclose(f);
+    if (dir) {
+      prof_say(why, why_len, "%s: %s", path, strerror(EISDIR));
+      return EISDIR;
+    }
     prof_say(why, why_len, "%s: not JSON: line %d: %s", path, je.line, je.text);
     return FC_EFORMAT;
   }
