@@ -3,8 +3,9 @@
 # with the environment an array job gives its tasks, no cluster needed (scaleout_slurm.sh runs them
 # under a real one): an array numbered from 1 (--array=1-2) over split stores (FEATURIZE_OPTS
 # with --writers 2), one task killed while it copies its shard to WORK (a fake mdb_copy that
-# writes half a file and fails) and run again; the merge then reads the finished shards only, and
-# the merged store holds exactly the keys and bytes of one plain featurize + tokenize run.
+# writes half a file and fails) and resubmitted (another array job), which resumes from its local
+# store; the merge then reads the finished shards only, and the merged store holds exactly the
+# keys and bytes of one plain featurize + tokenize run.
 set -u
 command -v mdb_copy >/dev/null || { echo "skip: mdb_copy not installed (scripts/setup installs lmdb-utils)"; exit 77; }
 . "$FC_SRC/tests/cli/scaleout.bash"
@@ -25,8 +26,8 @@ EOF
 chmod +x fake/mdb_copy
 export MANIFEST=$T/c/metadata.csv WORK=$T/shards CACHE=$T/cache BIN=$FC_BIN LOCAL=$T/local
 export FEATURIZE_OPTS="--preset hifigan --writers 2"
-task() { # ID [PATH]: array task ID of --array=1-2
-  env ${2:+PATH="$2"} SLURM_ARRAY_JOB_ID=7 SLURM_ARRAY_TASK_ID="$1" SLURM_ARRAY_TASK_MIN=1 \
+task() { # ID [PATH]: array task ID of --array=1-2 (array job JOB, default 7)
+  env ${2:+PATH="$2"} SLURM_ARRAY_JOB_ID="${JOB:-7}" SLURM_ARRAY_TASK_ID="$1" SLURM_ARRAY_TASK_MIN=1 \
     SLURM_ARRAY_TASK_MAX=2 SLURM_ARRAY_TASK_COUNT=2 \
     bash "$FC_SRC/scripts/scaleout/featcache-array.sbatch" >out 2>err
 }
@@ -34,7 +35,8 @@ task 1; check task1 0 $?
 grep -q "^featcache: shard 0 of 2 stored in $T/shards/s0$" err || { echo "FAIL task 1 is shard 0"; cat err; fail=1; }
 task 2 "$T/fake:$PATH"; check "task 2 killed while copying" 1 $?
 [ -e shards/s1 ] && { echo "FAIL a task that died while copying left shards/s1"; fail=1; }
-task 2; check "task 2 again" 0 $?
+JOB=9 task 2; check "task 2 resubmitted" 0 $?
+grep -q "^featurize: nothing to do" err || { echo "FAIL the resubmitted task did not resume from its local store"; cat err; fail=1; }
 grep -q "^featcache: shard 1 of 2 stored in $T/shards/s1$" err || { echo "FAIL task 2 is shard 1"; cat err; fail=1; }
 [ "$(ls -A shards | tr "\n" " ")" = "s0 s1 " ] || { echo "FAIL shards: $(ls -A shards)"; fail=1; }
 [ -e shards/s1/featcache-split ] || { echo "FAIL shard 1 is not a split store: $(ls shards/s1)"; fail=1; }
