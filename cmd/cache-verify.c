@@ -270,6 +270,7 @@ int main(int argc, char **argv) {
   const char *manifest = NULL;
   fc_manifest_opts mo = {.format = FC_MANIFEST_AUTO};
   int strict = 0, json = 0, status = 0, quiet = 0, force_progress = 0, separate = 0;
+  const char *detached_tokens = NULL; /* the word after a bare --expect-tokens */
   int c;
   opterr = 0; /* fc_cli_bad_option says what is wrong, as `cache-verify: ...` */
   while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
@@ -283,6 +284,9 @@ int main(int argc, char **argv) {
       break;
     case OPT_EXPECT_TOKENS:
       vo.expect_tokens_given = 1;
+      /* an optional argument must be attached: "--expect-tokens chars" reads chars as a STORE */
+      if (!optarg && optind < argc && argv[optind][0] != '-' && !detached_tokens)
+        detached_tokens = argv[optind];
       if (optarg) {
         if (n_tok == 64) fc_cli_usage_error("too many --expect-tokens (64 at most)");
         tok[n_tok++] = optarg;
@@ -323,6 +327,10 @@ int main(int argc, char **argv) {
     }
   }
   if (optind >= argc) fc_cli_usage_error("no STORE given");
+  struct stat dst;
+  if (detached_tokens && stat(detached_tokens, &dst) != 0)
+    fc_cli_usage_error("--expect-tokens takes its CONFIG as --expect-tokens=%s ('%s' is no store)",
+                       detached_tokens, detached_tokens);
   if (json && status) fc_cli_usage_error("--json and --status exclude each other");
   if (vo.source_root && !vo.sources && !vo.rehash)
     fc_cli_usage_error("--source-root says where the sources are: give --sources or --rehash");

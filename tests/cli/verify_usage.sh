@@ -73,6 +73,17 @@ Try 'cache-verify --help' for more information."
 expect_err twice "cache-verify: $T/./s/: given twice (also as $T/s)"
 [ -s "$T/out" ] && { echo "FAIL twice wrote to stdout"; fail=1; }
 
+# --expect-tokens takes its CONFIG attached: a bare --expect-tokens followed by a word that is no
+# path (the CONFIG meant, 'chars') is a usage error saying so, not a store 'chars' that is missing
+"$V" --expect-tokens chars "$T/s" >"$T/out" 2>"$T/err"; check expect-tokens-detached 2 $?
+expect_err expect-tokens-detached "cache-verify: --expect-tokens takes its CONFIG as --expect-tokens=chars ('chars' is no store)
+Try 'cache-verify --help' for more information."
+[ -s "$T/out" ] && { echo "FAIL expect-tokens-detached checked a store"; fail=1; }
+# ... while a bare --expect-tokens before a STORE that exists is that store
+"$V" -q --expect-tokens "$T/s" >"$T/out" 2>"$T/err"; rc=$?
+grep -q 'expect-tokens' "$T/err" && { echo "FAIL bare --expect-tokens STORE: $(cat "$T/err")"; fail=1; }
+[ $rc = 0 ] || [ $rc = 1 ] || { echo "FAIL bare --expect-tokens STORE: exit $rc"; fail=1; }
+
 # option errors name the tool and what is wrong (getopt's own named the tool by its path), exit 2
 try="Try 'cache-verify --help' for more information."
 for c in "--bogus|cache-verify: unknown option '--bogus'" "-Z|cache-verify: unknown option '-Z'" \
