@@ -164,7 +164,8 @@ FC_API int fc_profiler_stats(const fc_profiler *p, int i, fc_prof_stats *out, do
  * "highly input-bound, unstable" into buf (64 bytes suffice); returns the band 0 (not), 1
  * (moderately) or 2 (highly). */
 FC_API int fc_prof_verdict(double data_share, double data_variation_ratio, char *buf, size_t len);
-/* The profiler's data share (0 when the data phase never ran) and verdict. */
+/* The profiler's data share and verdict; when the data phase never ran: share 0, band 0 and the
+ * verdict "no data phase" (the table says which name it looks for). */
 FC_API int fc_profiler_verdict(const fc_profiler *p, double *data_share, char *buf, size_t len);
 
 /* ---- outputs ----------------------------------------------------------------------------------- */

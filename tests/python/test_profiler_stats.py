@@ -210,6 +210,32 @@ def test_use_after_close_raises(tmp_path):
     prof.close()  # again: nothing to do
 
 
+def test_no_data_phase_is_no_verdict():
+    """A loop whose phases never include the data phase ("load" and "train" with the default
+    data_phase "data") gets no verdict, and is told which phase the verdict looks at; it used to
+    be called "not input-bound" whatever "load" took."""
+    prof = StepProfiler()
+    for _ in range(3):
+        with prof.step():
+            with prof.phase("load"):
+                time.sleep(0.002)
+            with prof.phase("train"):
+                pass
+    share, v = prof.verdict()
+    assert share == 0 and v == "no data phase"
+    assert prof.json()["verdict"] == "no data phase"
+    assert prof.report().splitlines()[-1] == (
+        'verdict: none: no phase "data" ran (name the phase that fetches the batch "data", or '
+        'pass its name as data_phase)')
+    # named: the verdict is back
+    prof = StepProfiler(data_phase="load")
+    with prof.step():
+        with prof.phase("load"):
+            time.sleep(0.002)
+    assert prof.verdict()[1] == "highly input-bound"
+    prof.close()
+
+
 class _Batch:
     def __init__(self, ids):
         self.ids = ids
