@@ -281,7 +281,11 @@ class StepProfiler:
         """Sample the GPU's utilization every period_ms through NVML until the profile is read.
         index: the NVML index (default: the first of CUDA_VISIBLE_DEVICES when it is a number,
         else 0). Without NVML (no NVIDIA driver) nothing is sampled and the report says why.
+        A sampler already running (gpu_busy=True) is stopped first: its samples are dropped.
         Returns True when sampling."""
+        if self._sampler:
+            self._lib.fc_gpu_sampler_free(self._sampler)
+            self._sampler = None
         if index is None:
             first = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip()
             index = int(first) if first.isdigit() else 0

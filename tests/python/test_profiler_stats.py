@@ -236,6 +236,47 @@ def test_no_data_phase_is_no_verdict():
     prof.close()
 
 
+class _FakeNvml:
+    """The library with its NVML sampler faked (no driver here): counts samplers started and
+    freed."""
+
+    def __init__(self, real):
+        self._real, self.started, self.freed = real, [], []
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def fc_gpu_sampler_start(self, index, period_ms, out, why, why_len):
+        self.started.append(100 + len(self.started))
+        out._obj.value = self.started[-1]
+        return 0
+
+    def fc_gpu_sampler_stop(self, h):
+        pass
+
+    def fc_gpu_sampler_samples(self, h, arr):
+        return 0
+
+    def fc_gpu_sampler_free(self, h):
+        self.freed.append(h.value)
+
+
+def test_gpu_sampler_started_twice_is_not_left_running():
+    """StepProfiler(gpu_busy=True) and then start_gpu_sampler(1) (to pick the GPU): the first
+    sampler is stopped and freed, not left polling NVML for ever (it used to be dropped, its thread
+    running on)."""
+    prof = StepProfiler()
+    fake = prof._lib = _FakeNvml(prof._lib)
+    assert prof.start_gpu_sampler(0) and prof.start_gpu_sampler(1, period_ms=20)
+    with prof.step():
+        pass
+    prof.report()  # stops and frees the running one
+    assert sorted(fake.freed) == sorted(fake.started) == [100, 101]
+    assert prof.start_gpu_sampler(0)
+    prof.close()
+    assert sorted(fake.freed) == [100, 101, 102]
+
+
 class _Batch:
     def __init__(self, ids):
         self.ids = ids
