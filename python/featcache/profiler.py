@@ -46,6 +46,21 @@ class ProfilerError(RuntimeError):
         self.code = code
 
 
+NAME_MAX, LABEL_MAX = 63, 127  # bytes: FC_PROF_NAME_MAX, and the label's
+
+
+def _encode(what, name, limit):
+    """name as UTF-8 bytes, or ValueError saying what is wrong with it (C would say only
+    FC_ECONFIG)."""
+    b = name.encode()
+    if len(b) > limit:
+        shown = "" if what == "label" else " %r" % name
+        raise ValueError("featcache: %s%s of %d bytes: at most %d" % (what, shown, len(b), limit))
+    if not b and what != "label":
+        raise ValueError("featcache: %s '': empty" % what)
+    return b
+
+
 class _Stats(ctypes.Structure):
     _fields_ = [
         ("n", ctypes.c_uint64),
@@ -259,7 +274,8 @@ class StepProfiler:
                  gpu_busy=False, gpu_index=None, gpu_period_ms=50.0):
         self._handle = ctypes.c_void_p()
         self._lib = load_library()
-        rc = self._lib.fc_profiler_create(FC_PROF_TRACE if trace else 0, data_phase.encode(),
+        rc = self._lib.fc_profiler_create(FC_PROF_TRACE if trace else 0,
+                                          _encode("data_phase", data_phase, NAME_MAX),
                                           ctypes.byref(self._handle))
         if rc:
             raise ProfilerError(rc, "fc_profiler_create", self._lib)
@@ -273,8 +289,9 @@ class StepProfiler:
 
     def set_info(self, label=None, items_per_step=None):
         """The run's label and items (utterances) per step, for the JSON profile."""
-        self._check(self._lib.fc_profiler_set_info(self._h, (label or "").encode(),
-                                                   float(items_per_step or 0)), "set_info")
+        label = _encode("label", label or "", LABEL_MAX)
+        self._check(self._lib.fc_profiler_set_info(self._h, label, float(items_per_step or 0)),
+                    "set_info")
 
     # ---- GPU utilization (NVML, loaded at run time by the C library) ---------------------------
     def start_gpu_sampler(self, index=None, period_ms=50.0):
@@ -368,7 +385,7 @@ class StepProfiler:
     def begin(self, name):
         b = self._names.get(name)
         if b is None:
-            b = self._names[name] = name.encode()
+            b = self._names[name] = _encode("phase name", name, NAME_MAX)
         self._check(self._lib.fc_profiler_phase_begin(self._h, b), "phase begin %r" % name)
 
     def end(self):
@@ -376,13 +393,15 @@ class StepProfiler:
 
     def add(self, name, ms):
         """Add a time measured elsewhere (e.g. a CUDA event) to phase name of the open step."""
-        self._check(self._lib.fc_profiler_phase_add(self._h, name.encode(), float(ms)),
+        self._check(self._lib.fc_profiler_phase_add(self._h, _encode("phase name", name, NAME_MAX),
+                                                    float(ms)),
                     "phase add %r" % name)
 
     def add_device(self, name, ms):
         """Add a device time (ms) to the device series name of the open step (not a phase: it
         is reported beside them, see fc_profiler_device_add)."""
-        self._check(self._lib.fc_profiler_device_add(self._h, name.encode(), float(ms)),
+        self._check(self._lib.fc_profiler_device_add(self._h, _encode("device name", name,
+                                                                      NAME_MAX), float(ms)),
                     "device add %r" % name)
 
     def count(self, n):

@@ -153,7 +153,7 @@ def test_iterate_failing_before_the_yield_drops_the_step():
 
     def boom(batch):
         raise ValueError("cannot count")
-    for kw, exc in ((dict(phase="x" * 70), RuntimeError), (dict(items=boom), ValueError),
+    for kw, exc in ((dict(phase="x" * 70), ValueError), (dict(items=boom), ValueError),
                     (dict(items=lambda b: -1), RuntimeError)):
         with pytest.raises(exc):
             for _ in prof.iterate([1, 2, 3], **kw):
@@ -233,6 +233,25 @@ def test_no_data_phase_is_no_verdict():
         with prof.phase("load"):
             time.sleep(0.002)
     assert prof.verdict()[1] == "highly input-bound"
+    prof.close()
+
+
+def test_bad_names_say_what_is_wrong():
+    """A label or phase name too long says so and by how much (it read "FC_ECONFIG: invalid
+    configuration"); one of 127 / 63 bytes is taken."""
+    with pytest.raises(ValueError, match=r"label of 128 bytes: at most 127"):
+        StepProfiler(label="x" * 128)
+    prof = StepProfiler(label="é" * 63 + "x")
+    with pytest.raises(ValueError, match=r"data_phase .* of 64 bytes: at most 63"):
+        StepProfiler(data_phase="d" * 64)
+    with prof.step():
+        with pytest.raises(ValueError, match=r"phase name .* of 64 bytes: at most 63"):
+            prof.begin("p" * 64)
+        with pytest.raises(ValueError, match=r"phase name '': empty"):
+            prof.begin("")
+        with prof.phase("p" * 63):
+            pass
+    assert prof.steps == 1 and prof.json()["label"] == "é" * 63 + "x"
     prof.close()
 
 
