@@ -6,15 +6,30 @@
 # and the same, with settings:  MANIFEST=... SHARDS=16 JOBS=4 WORK=shards CACHE=cache scripts/scaleout/parallel.sh
 # Bad audio files do not stop it: a shard tolerates MAX_FAILED (default 10%) of its inputs failing;
 # they are recorded in the stores and merged, and cache-verify --manifest lists them apart.
-# Across machines add --sshloginfile (each machine writes its shards to its own local disk; copy
-# them somewhere shared before the merge). Reruns are cheap: finished shards say "nothing to do".
+# Across machines: PARALLEL_OPTS="--sshloginfile nodes" (any options of parallel's own), with
+# MANIFEST, WORK and BIN absolute paths that each machine can use; the settings above reach the
+# remote jobs (--env). Each machine writes its shards to WORK on its own local disk (an LMDB
+# writer needs one); the merge runs once all N shards are in this machine's WORK, else it says
+# which are not and exits 1: copy them here (mdb_copy, or rsync of a finished store) and run the
+# script again. Reruns are cheap: finished shards say "nothing to do".
 set -euo pipefail
 : "${MANIFEST:?set MANIFEST}"
 SHARDS=${SHARDS:-16} JOBS=${JOBS:-4} WORK=${WORK:-shards} CACHE=${CACHE:-cache} BIN=${BIN:-}
 FEATURIZE_OPTS=${FEATURIZE_OPTS:---preset hifigan} TOKENIZE_OPTS=${TOKENIZE_OPTS:---build-vocab}
-MAX_FAILED=${MAX_FAILED:-10%}
-export MANIFEST SHARDS WORK BIN FEATURIZE_OPTS TOKENIZE_OPTS MAX_FAILED
-mkdir -p "$WORK"
-seq 0 $((SHARDS - 1)) | parallel --halt now,fail=1 -j"$JOBS" \
-  '"${BIN:+$BIN/}featurize" -q -j1 --shard {}/$SHARDS --max-failed "$MAX_FAILED" $FEATURIZE_OPTS -o "$WORK/s{}" --manifest "$MANIFEST" && "${BIN:+$BIN/}tokenize" -q -j1 --shard {}/$SHARDS $TOKENIZE_OPTS -o "$WORK/s{}" "$MANIFEST"'
-"${BIN:+$BIN/}cache-merge" -o "$CACHE" "$WORK"/s*/
+MAX_FAILED=${MAX_FAILED:-10%} PARALLEL_OPTS=${PARALLEL_OPTS:-}
+settings=(MANIFEST SHARDS WORK BIN FEATURIZE_OPTS TOKENIZE_OPTS MAX_FAILED)
+export "${settings[@]}"
+# shellcheck disable=SC2046,SC2086  # word lists on purpose
+seq 0 $((SHARDS - 1)) | parallel --halt now,fail=1 -j"$JOBS" $(printf -- '--env %s ' "${settings[@]}") $PARALLEL_OPTS \
+  'mkdir -p "$WORK" && "${BIN:+$BIN/}featurize" -q -j1 --shard {}/$SHARDS --max-failed "$MAX_FAILED" $FEATURIZE_OPTS -o "$WORK/s{}" --manifest "$MANIFEST" && "${BIN:+$BIN/}tokenize" -q -j1 --shard {}/$SHARDS $TOKENIZE_OPTS -o "$WORK/s{}" "$MANIFEST"'
+# the N shards of this run, and only they (a shard another machine wrote is not here until copied)
+shards=() missing=()
+for ((k = 0; k < SHARDS; k++)); do
+  shards+=("$WORK/s$k")
+  [ -e "$WORK/s$k/data.mdb" ] || [ -e "$WORK/s$k/featcache-split" ] || missing+=("s$k")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "parallel.sh: ${#missing[@]} of $SHARDS shards not in $WORK (${missing[*]}): written on other machines? copy them into $WORK, then run again; nothing merged" >&2
+  exit 1
+fi
+"${BIN:+$BIN/}cache-merge" -o "$CACHE" "${shards[@]}"

@@ -2,7 +2,7 @@
 # The GNU parallel template (scripts/scaleout/parallel.sh): 4 shards over 2 jobs, then the merge,
 # over a generated corpus; the merged store holds exactly the keys and bytes of one plain featurize
 # + tokenize run and passes cache-verify; a second run does nothing (every shard and the merge
-# say so).
+# say so); jobs on other machines (PARALLEL_OPTS, through a fake ssh) get the settings.
 set -u
 command -v parallel >/dev/null || { echo "skip: GNU parallel not installed (scripts/setup installs it)"; exit 77; }
 . "$FC_SRC/tests/cli/scaleout.bash"
@@ -23,4 +23,25 @@ bash "$FC_SRC/scripts/scaleout/parallel.sh" >out 2>err || { echo "FAIL parallel.
 grep -q "^cache-merge: nothing to do: all 245 entries of the 4 stores already in cache$" err \
   || { echo "FAIL rerun: the merge did something"; cat err; fail=1; }
 same_store ref cache >same.txt || { echo "FAIL rerun changed the store"; cat same.txt; fail=1; }
+
+# other machines (PARALLEL_OPTS): a fake ssh that runs each job here, in a clean environment and
+# another directory, as a login on a node would. With absolute paths every shard reaches WORK and
+# the merge equals the plain run; with a relative WORK the shards land in the "node's" home, and
+# the script says which shards are missing and merges nothing.
+mkdir node
+{
+  echo '#!/bin/bash'
+  echo "echo \"\$*\" >>'$T/ssh.log'"
+  echo 'while [ $# -gt 0 ]; do case $1 in -*) shift ;; *) break ;; esac; done'
+  echo 'shift; [ "${1:-}" = -- ] && shift   # the host'
+  echo "cd '$T/node' && exec env -i PATH=\"\$PATH\" HOME='$T/node' SHELL=/bin/bash bash -c \"\$*\""
+} >fakessh
+chmod +x fakessh
+export PARALLEL_OPTS="--ssh $T/fakessh -S 2/node1" MANIFEST=$T/c/metadata.csv WORK=$T/rshards CACHE=$T/rcache
+bash "$FC_SRC/scripts/scaleout/parallel.sh" >out 2>err || { echo "FAIL parallel.sh on a node"; cat out err; fail=1; }
+grep -q "GNU_Parallel_worker" ssh.log 2>/dev/null || { echo "FAIL PARALLEL_OPTS: no job went through the ssh command"; fail=1; }
+same_store ref rcache >same.txt || { echo "FAIL merged store from a node differs"; cat same.txt; fail=1; }
+WORK=rel CACHE=$T/rel-cache bash "$FC_SRC/scripts/scaleout/parallel.sh" >out 2>err; check "shards on the node only" 1 $?
+grep -q "^parallel.sh: 4 of 4 shards not in rel (s0 s1 s2 s3): " err || { echo "FAIL missing shards message"; cat err; fail=1; }
+[ -d node/rel/s0 ] && [ ! -e rel-cache ] || { echo "FAIL want the shards on the node and no merge"; ls node; fail=1; }
 exit $fail
