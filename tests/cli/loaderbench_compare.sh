@@ -36,7 +36,8 @@ grep -q "^source: audio \[featcache's own C featurizer, on the fly\] (batch 3, w
   fail "compare: audio header"
 grep -q '^source: cache (batch 3, workers 2, prefetch 2, 3 steps, 8 utterances)$' "$tmp/out" ||
   fail "compare: cache header"
-grep -Eq "^against featcache's own C featurizer on the fly, the cache cut the data phase from [0-9.e+-]+ ms to [0-9.e+-]+ ms per step \([0-9.]+×\); data share [0-9.]+ % → [0-9.]+ %$" "$tmp/out" ||
+# (on 8 utterances the featurizer can keep up: the cached phase may be the longer of two tiny ones)
+grep -Eq "^against featcache's own C featurizer on the fly, (the cache cut the data phase from [0-9.e+-]+ ms to [0-9.e+-]+ ms per step \(([0-9.]+×|infinitely shorter)\)|the cache did not shorten the data phase: [0-9.e+-]+ ms on the fly, [0-9.e+-]+ ms from the cache per step \([0-9.]+× as long\)); data share [0-9.]+ % → [0-9.]+ %$" "$tmp/out" ||
   fail "compare: headline: $(tail -2 "$tmp/out")"
 grep -q '^(that baseline is not your pipeline: .* loader-bench --compare-profiles)$' "$tmp/out" ||
   fail "compare: the baseline is not labelled"

@@ -1,9 +1,10 @@
 /* loader-bench's sweep recommendation (the smallest resources under the data-share limit: fewest
- * workers, then the smallest prefetch, then the smallest batch) and the synthetic source's known
- * cost through the real training loop. */
+ * workers, then the smallest prefetch, then the smallest batch), the synthetic source's known
+ * cost through the real training loop, and --compare's closing line. */
 #include "cmd/loader-bench/loaderbench.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests/check.h"
@@ -61,9 +62,57 @@ static void test_synthetic_in_loop(void) {
   fc_profiler_free(p);
 }
 
+/* --compare's headline for an on-the-fly data phase of `fly` ms a step and a cached one of
+ * `cached` ms, in buf */
+static void compare_headline(double fly, double cached, char *buf, size_t len) {
+  lb_report_run runs[2] = {{.source = "audio", .batch = 1, .workers = 1, .prefetch = 1},
+                           {.source = "cache", .batch = 1, .workers = 1, .prefetch = 1}};
+  const double data[2] = {fly, cached};
+  for (int i = 0; i < 2; i++) {
+    CHECK(fc_profiler_create(0, NULL, &runs[i].prof) == 0);
+    CHECK(fc_profiler_step_begin(runs[i].prof) == 0);
+    CHECK(fc_profiler_phase_add(runs[i].prof, "data", data[i]) == 0);
+    CHECK(fc_profiler_phase_add(runs[i].prof, "compute", 50) == 0);
+    CHECK(fc_profiler_step_end(runs[i].prof) == 0);
+  }
+  char *text = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&text, &n);
+  CHECK(f && lb_write_report(f, 0, LB_REPORT_COMPARE, runs, 2, NULL, -1) == 0);
+  fclose(f);
+  const char *line = text ? strstr(text, "against featcache's own") : NULL;
+  snprintf(buf, len, "%.*s", line ? (int)strcspn(line, "\n") : 0, line ? line : "");
+  free(text);
+  for (int i = 0; i < 2; i++) fc_profiler_free(runs[i].prof);
+}
+
+/* The headline says "cut" only when the cache's data phase is shorter: a cached phase that took
+ * longer (a tiny corpus the featurizer keeps up with) is not called a cut, and one of 0 ms is
+ * not a shrink of 0x. */
+static void test_compare_headline(void) {
+  char h[512];
+  compare_headline(10, 1, h, sizeof h);
+  int ok = strstr(h, "the cache cut the data phase from 10 ms to 1 ms per step (10\u00d7)") != NULL;
+  CHECK(ok);
+  if (!ok) fprintf(stderr, "  got: %s\n", h);
+  compare_headline(0.04, 0.05, h, sizeof h);
+  ok = strstr(h, " cut ") == NULL &&
+       strstr(h,
+              "the cache did not shorten the data phase: 0.04 ms on the fly, 0.05 ms from the "
+              "cache per step (1.2\u00d7 as long)") != NULL;
+  CHECK(ok);
+  if (!ok) fprintf(stderr, "  got: %s\n", h);
+  compare_headline(3, 0, h, sizeof h);
+  ok = strstr(h, "the cache cut the data phase from 3 ms to 0 ms per step (infinitely shorter)") !=
+       NULL;
+  CHECK(ok);
+  if (!ok) fprintf(stderr, "  got: %s\n", h);
+}
+
 int main(void) {
   test_recommend();
   test_synthetic_in_loop();
+  test_compare_headline();
   if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
   return failures ? 1 : 0;
 }
