@@ -5,7 +5,8 @@
 # (`slaney\|htk`), options print with ASCII hyphens (copied from the page, they work), and no page
 # points to what a reader of the installed page cannot open (files outside the repository, the
 # test suite, issue numbers). Every tool's --help names its man page, lists its options under
-# headings, and each usage form --help prints is in that page's SYNOPSIS. The pages are rendered as a UTF-8 terminal shows them
+# headings, each of which the page documents, and each usage form --help prints is in that page's
+# SYNOPSIS. The pages are rendered as a UTF-8 terminal shows them
 # (LC_ALL=C.UTF-8, which every Debian 12 has): in the C locale man renders for ASCII, which has no
 # glyph for the phonemes, arrows and superscripts the pages hold.
 set -u
@@ -62,6 +63,10 @@ for tool in featurize tokenize cache-verify cache-bench cache-merge loader-bench
         print t " --help: an option line right after [" prev "]" }
     { prev = $0 }' "$tmp/help" >"$tmp/layout"
   [ -s "$tmp/layout" ] && fail "$(cat "$tmp/layout")"
+  # each long option of --help is documented on the page
+  for o in $(grep -oE '^  -[a-zA-Z0-9], --[a-z0-9-]+|^      --[a-z0-9-]+' "$tmp/help" | grep -oE -- '--[a-z0-9-]+'); do
+    grep -qF -- "$o" "$SRC/docs/$tool.md" || fail "$tool: --help lists $o, docs/$tool.md does not"
+  done
   # each form of the usage --help prints is in the man page's SYNOPSIS (a synopsis line may wrap
   # onto a line indented further); spaces compared as one
   awk 'NR == 1 { sub(/^Usage: /, "") } /^$/ { exit } { sub(/^ +/, ""); print }' "$tmp/help" >"$tmp/usage"
