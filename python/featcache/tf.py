@@ -114,24 +114,30 @@ def _epochs(ld, epoch, epochs, begun=None):
         e += 1
 
 
-def batches(paths, epoch=0, with_ids=False, epochs=1, **loader_kwargs):
-    """Iterator of the batches of one epoch (or of epochs of them, as make_dataset) as tuples (mels, mel_lengths[, tokens,
-    token_lengths][, ids]) of CPU EagerTensors sharing the loader's memory (DLPack: no copy).
-    A batch's memory goes back to the loader when TensorFlow has freed all of its tensors, so
-    keep them as long as needed. paths: store(s), with loader_kwargs featcache.Loader's (padded
-    is forced on), or a padded featcache.Loader. ids is a list of str. Lengths are int32, u16
-    token ids int32 (a copy), bf16 mels tf.bfloat16 (a bitcast)."""
+def batches(paths, epoch=None, with_ids=False, epochs=1, **loader_kwargs):
+    """Iterator of the batches of one epoch (or of epochs of them, as make_dataset) as tuples
+    (mels, mel_lengths[, tokens, token_lengths][, ids]) of CPU EagerTensors sharing the loader's
+    memory (DLPack: no copy). A batch's memory goes back to the loader when TensorFlow has freed
+    all of its tensors, so keep them as long as needed. paths: store(s), with loader_kwargs
+    featcache.Loader's (padded is forced on), or a padded featcache.Loader. epoch: the first
+    epoch; None (default): 0 for stores, and a Loader's current epoch, which it then advances as
+    iterating it does (one call per epoch: a new order each time). ids is a list of str. Lengths
+    are int32, u16 token ids int32 (a copy), bf16 mels tf.bfloat16 (a bitcast)."""
     import tensorflow as tf  # noqa: PLC0415 - optional dependency, imported on use
 
     if isinstance(paths, Loader):
         ld = paths
         if not ld.padded or loader_kwargs:
             raise ValueError("featcache.tf: batches(loader) takes a padded Loader, no options")
+        if epoch is None:
+            epoch = ld.epoch
     else:
         if loader_kwargs.get("padded") is False:
             raise ValueError("featcache.tf: batches are padded; leave padded=False out")
         loader_kwargs["padded"] = True
         ld = Loader(paths, **loader_kwargs)
+        if epoch is None:
+            epoch = 0
     dl = tf.experimental.dlpack.from_dlpack
     bf16 = ld.info.mel_dtype == 3
 

@@ -128,6 +128,21 @@ def test_each_iteration_runs_the_next_epoch(path):
     same(list(ds), ep[1])
 
 
+def test_batches_of_a_loader_go_on_from_its_epoch(path):
+    """batches(loader) runs the loader's current epoch, and the loader goes on to the next, as
+    iterating the loader itself does: a loop calling batches(ld) once per epoch gets a new order
+    each time (it used to run epoch 0 on every call). epoch= still picks one."""
+    kw = dict(batch_size=6, shuffle=True, seed=5)
+    ep = [loader_batches(path, epoch=e, **kw) for e in range(4)]
+    ld = featcache.Loader(path, padded=True, **kw)
+    same(list(batches(ld, with_ids=True)), ep[0])
+    same(list(batches(ld, with_ids=True)), ep[1])
+    same(list(batches(ld, epoch=3, with_ids=True)), ep[3])
+    same(list(batches(ld, with_ids=True)), loader_batches(path, epoch=4, **kw))
+    ld = featcache.Loader(path, padded=True, epoch=2, **kw)
+    same(list(batches(ld, with_ids=True)), ep[2])
+
+
 def test_map_fn_and_prefetch_to_device(path):
     dev = "/GPU:0" if tf.config.list_physical_devices("GPU") else "/CPU:0"
     kw = dict(batch_size=4, pad_to=24, crop="center")
