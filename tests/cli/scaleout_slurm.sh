@@ -141,4 +141,19 @@ for k in 0 1 2 3; do
 done
 grep -q "already merged; nothing to do" job-"$merge2"*.log || { echo "FAIL resubmitted merge"; cat job-"$merge2"*.log; fail=1; }
 same_store ref cache >same.txt || { echo "FAIL the resubmission changed the store"; fail=1; }
+
+# a shard that fails (an empty file, MAX_FAILED=0): the merge queued after the array can never
+# run, and is cancelled (--kill-on-invalid-dep) rather than left pending for ever
+cp -r c cbad && : >cbad/wavs/LJ001-0001.wav
+ids=$(MANIFEST=$T/cbad/metadata.csv WORK=$T/shards-bad CACHE=$T/cache-bad MAX_FAILED=0 \
+  bash "$FC_SRC/scripts/scaleout/slurm-submit" 4) || { echo "FAIL third slurm-submit"; exit 1; }
+read -r array3 merge3 <<<"$ids"
+wait_jobs "$array3" || exit 1
+gone=0
+for _ in $(seq 100); do
+  [ -z "$(squeue -h -j "$merge3" 2>/dev/null)" ] && { gone=1; break; }
+  sleep 0.2
+done
+[ $gone = 1 ] || { echo "FAIL the merge after a failed array is still queued:"; squeue -j "$merge3" -o '%i %T %r'; fail=1; }
+[ -e cache-bad ] && { echo "FAIL a merge ran after a failed array"; fail=1; }
 exit $fail
