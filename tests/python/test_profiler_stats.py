@@ -255,6 +255,42 @@ def test_bad_names_say_what_is_wrong():
     prof.close()
 
 
+class _Counting:
+    """The library, counting the calls of fc_profiler_report."""
+
+    def __init__(self, real):
+        self._real, self.reports = real, 0
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+    def fc_profiler_report(self, *a):
+        self.reports += 1
+        return self._real.fc_profiler_report(*a)
+
+
+def test_a_report_is_rendered_once():
+    """report() and json() render once (each rendering takes every series' statistics again:
+    seconds past 16,384 steps); they used to render twice, once to learn the size. A report
+    larger than the first buffer is rendered again, whole."""
+    prof = StepProfiler()
+    lib = prof._lib = _Counting(prof._lib)
+    for _ in range(5):
+        with prof.step():
+            with prof.phase("data"):
+                pass
+    assert prof.report().endswith("of the step)\n") and lib.reports == 1
+    assert prof.json()["steps"] == 5 and lib.reports == 2
+    for _ in range(2000):
+        with prof.step():
+            with prof.phase("data"):
+                pass
+    trace = json.loads(prof.trace())  # about 300 KB: a second rendering at its size
+    assert len([e for e in trace["traceEvents"] if e["name"] == "data"]) == 2005
+    assert lib.reports == 4
+    prof.close()
+
+
 class _FakeNvml:
     """The library with its NVML sampler faked (no driver here): counts samplers started and
     freed."""
