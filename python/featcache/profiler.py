@@ -430,7 +430,8 @@ class StepProfiler:
 
     def iterate(self, iterable, phase=None, items=None):
         """Yield the items of iterable, one step each; fetching an item is timed as the data phase
-        (or `phase`). The step ends when the next item is asked for (or the loop is left).
+        (or `phase`). The step ends when the next item is asked for; a step left by `break` or
+        an exception is dropped, not recorded (docs/loader.md).
 
         items: how many utterances each yielded batch holds, counted into the profile (count()):
         None (default) reads it off the batch — a featcache Batch or a dict with "ids" (their
