@@ -28,7 +28,8 @@ the other over one loader (epochs=N; None: for ever): its prefetch threads run o
 epochs, where a dataset per epoch opens the store and plans again. Iterating the dataset again
 (Keras fit(epochs=...) does once per epoch, Dataset.repeat() once per repetition) runs the
 epochs after the last one begun, in their own order, as tf.data's shuffle reshuffles each
-iteration. bf16 stores give tf.bfloat16 tensors.
+iteration; an iteration beside a live one (two iterators at once) opens a loader of its own.
+bf16 stores give tf.bfloat16 tensors.
 
 device="/GPU:0": the dataset ends with tf.data.experimental.prefetch_to_device(device,
 prefetch_to_device) (TensorFlow's own: tensors copied to the GPU ahead of the step; it must be the
@@ -36,6 +37,8 @@ last transformation, so apply your own maps before, e.g. through make_dataset(..
 Fixed-length training as with featcache.Loader: pad_to=800, crop="random" (pad_value: the
 config's silence by default).
 """
+
+import threading
 
 import numpy as np
 
@@ -68,9 +71,24 @@ def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device
     # begins with the epoch after the last one begun, so that its order is new, as tf.data's own
     # shuffle(reshuffle_each_iteration=True) does.
     begun = [epoch - 1]
+    lock, busy = threading.Lock(), [False]
 
     def gen():
-        for b in _epochs(ld, begun[0] + 1, epochs, begun):
+        # One iteration at a time uses the loader opened here; one beside it (a second live
+        # iterator) opens its own: sharing one loader would split its batches between them.
+        with lock:
+            first, own = begun[0] + 1, busy[0]
+            begun[0] = first
+            busy[0] = True
+        src = Loader(paths, **loader_kwargs) if own else ld
+        try:
+            yield from _batches(src, first)
+        finally:
+            if not own:
+                busy[0] = False
+
+    def _batches(src, first):
+        for b in _epochs(src, first, epochs, begun):
             if not len(b):  # every record of it damaged and skipped (named in b.errors)
                 continue
             mels = b.mels
@@ -109,7 +127,7 @@ def _epochs(ld, epoch, epochs, begun=None):
     while epochs is None or e < epoch + epochs:
         ld.set_epoch(e)
         if begun is not None:
-            begun[0] = e
+            begun[0] = max(begun[0], e)
         yield from ld
         e += 1
 

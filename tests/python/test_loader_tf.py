@@ -128,6 +128,25 @@ def test_each_iteration_runs_the_next_epoch(path):
     same(list(ds), ep[1])
 
 
+def test_two_iterations_at_once(path):
+    """Two live iterators of one dataset (a peek with ds.take while the training iterator lives,
+    Keras validating on the training dataset) each get a whole epoch of their own; they used to
+    share one loader and split its batches between them, with repeats (20 distinct utterances
+    of 26 in one, 2 batches in the other)."""
+    kw = dict(batch_size=4, shuffle=True, seed=3)
+    ep = [loader_batches(path, epoch=e, **kw) for e in range(2)]
+    ds = make_dataset(path, with_ids=True, prefetch=0, **kw)
+    it1 = iter(ds)
+    a = [next(it1)]
+    it2 = iter(ds)
+    b = [next(it2)]
+    a += list(it1)
+    b += list(it2)
+    same(a, ep[0])
+    same(b, ep[1])
+    same(list(ds), loader_batches(path, epoch=2, **kw))  # and on, one at a time
+
+
 def test_batches_of_a_loader_go_on_from_its_epoch(path):
     """batches(loader) runs the loader's current epoch, and the loader goes on to the next, as
     iterating the loader itself does: a loop calling batches(ld) once per epoch gets a new order
