@@ -5,8 +5,8 @@
 # template (scripts/scaleout/slurm-submit: sbatch --array=0-3 featcache-array.sbatch, then the
 # merge job with --dependency=afterok) over a generated corpus, waits, and checks that the merged
 # store holds exactly the keys and bytes of one plain featurize + tokenize run and passes
-# cache-verify. Resubmitting does nothing (each task and the merge say so). Everything is torn
-# down in a trap.
+# cache-verify. Resubmitting does nothing (each task and the merge say so). An array with a
+# failing shard gets its merge job cancelled, not left pending. Everything is torn down in a trap.
 # Skips (77) only when this machine cannot host the cluster: not root, or slurm-wlm/munge not
 # installed (scripts/setup installs them). A daemon that does not come up, or a job that fails,
 # is a failure, shown with the daemons' logs.
