@@ -4,8 +4,9 @@
 # under a real one): an array numbered from 1 (--array=1-2) over split stores (FEATURIZE_OPTS
 # with --writers 2), one task killed while it copies its shard to WORK (a fake mdb_copy that
 # writes half a file and fails) and resubmitted (another array job), which resumes from its local
-# store; the merge then reads the finished shards only, and the merged store holds exactly the
-# keys and bytes of one plain featurize + tokenize run.
+# store; the merge then reads the finished shards only (killed while copying too, and queued
+# again: it resumes its local store), and the merged store holds exactly the keys and bytes of
+# one plain featurize + tokenize run.
 set -u
 command -v mdb_copy >/dev/null || { echo "skip: mdb_copy not installed (scripts/setup installs lmdb-utils)"; exit 77; }
 . "$FC_SRC/tests/cli/scaleout.bash"
@@ -43,7 +44,11 @@ grep -q "^featcache: shard 1 of 2 stored in $T/shards/s1$" err || { echo "FAIL t
 task 2; check "task 2 once more" 0 $?
 grep -q "already in $T/shards/s1; nothing to do" err || { echo "FAIL a finished split shard was redone"; cat err; fail=1; }
 
-SLURM_JOB_ID=8 bash "$FC_SRC/scripts/scaleout/featcache-merge.sbatch" >out 2>err; check merge 0 $?
+SLURM_JOB_ID=8 PATH="$T/fake:$PATH" bash "$FC_SRC/scripts/scaleout/featcache-merge.sbatch" >out 2>err
+check "merge killed while copying" 1 $?
+[ -e cache ] && { echo "FAIL a merge that died while copying left cache"; fail=1; }
+SLURM_JOB_ID=10 bash "$FC_SRC/scripts/scaleout/featcache-merge.sbatch" >out 2>err; check merge 0 $?
+grep -q "^cache-merge: nothing to do: " err || { echo "FAIL the merge queued again did not resume"; cat err; fail=1; }
 grep -q "^featcache: merged 2 shards into $T/cache$" err || { echo "FAIL merge message"; cat err; fail=1; }
 same_store ref cache >same.txt || { echo "FAIL merged store differs from one plain run"; cat same.txt; fail=1; }
 "$FC_BIN/cache-verify" -q --strict cache >out 2>&1 || { echo "FAIL cache-verify"; cat out; fail=1; }
