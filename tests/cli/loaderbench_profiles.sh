@@ -147,6 +147,11 @@ echo '{"steps": 3}' >"$tmp/bad.json"
 "$LB" --compare-profiles "$tmp/bad.json" "$tmp/after.json" >"$tmp/out" 2>"$tmp/err"
 [ $? = 2 ] && grep -q "^loader-bench: $tmp/bad.json: not a featcache profile" "$tmp/err" ||
   fail "bad: $(cat "$tmp/err")"
+# a data phase without its mean (cut by hand): not "infinitely shorter"
+echo '{"steps": 3, "data_phase": "data", "data_share": 0.1, "phases": {"data": {}}}' >"$tmp/nomean.json"
+"$LB" --compare-profiles "$tmp/before.json" "$tmp/nomean.json" >"$tmp/out" 2>"$tmp/err"
+[ $? = 2 ] && grep -q "^loader-bench: $tmp/nomean.json: not a featcache profile (the data phase \"data\" has no mean)$" "$tmp/err" ||
+  fail "no mean: $(cat "$tmp/err" "$tmp/out")"
 echo 'not json' >"$tmp/text.json"
 "$LB" --compare-profiles "$tmp/before.json" "$tmp/text.json" >"$tmp/out" 2>"$tmp/err"
 [ $? = 2 ] && grep -q "^loader-bench: $tmp/text.json: not JSON: line 1: " "$tmp/err" ||

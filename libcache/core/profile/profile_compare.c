@@ -86,6 +86,11 @@ static int load(const char *path, prof_view *v, char *why, size_t why_len) {
     prof_say(why, why_len, "%s: the profile has no data phase \"%s\"", path, dp);
     return FC_EFORMAT;
   }
+  if (!json_is_number(json_object_get(data, "mean"))) { /* read as 0 ms: an infinite factor */
+    prof_say(why, why_len, "%s: not a featcache profile (the data phase \"%s\" has no mean)", path,
+             dp);
+    return FC_EFORMAT;
+  }
   if (!(v->steps >= 1)) { /* its zeros would read as a data wait of 0 ms: an infinite factor */
     prof_say(why, why_len,
              "%s: the profile has no steps (the loop it profiled ended before its first step)",
