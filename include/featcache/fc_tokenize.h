@@ -104,9 +104,10 @@ FC_API int fc_tokenizer_build_vocab(fc_tokenizer *t, const char *const *syms, si
 
 /* Token ids of already normalized text (fc_tok_normalize with fc_tokenizer_norm). *ids is
  * malloc'd (caller frees), *n its length (0 is possible for bpe on white space only).
- * *unknown receives the number of symbols mapped to unk (may be NULL). Returns 0, FC_EUNKNOWN
- * (a symbol not in the vocab under strict or without an unk symbol; why names it), FC_EBADSTATE
- * (build_vocab tokenizer not finished), ENOMEM. Thread-safe. */
+ * *unknown receives the number of symbols mapped to unk (bpe: characters, and those dropped
+ * where the tokenizer.json has no unk_token; may be NULL). Returns 0, FC_EUNKNOWN (a symbol not
+ * in the vocab under strict or, chars and phonemes, without an unk symbol; why names it),
+ * FC_EBADSTATE (build_vocab tokenizer not finished), ENOMEM. Thread-safe. */
 FC_API int fc_tokenizer_encode(fc_tokenizer *t, const char *norm, size_t len, int32_t **ids,
                                size_t *n, size_t *unknown, char *why, size_t why_len);
 

@@ -133,7 +133,29 @@ int main(void) {
     }
     CHECK(bad == 0, "%d threaded encodes differ", bad);
     free(ids);
+    /* 'x' is not in the vocab: mapped to unk and counted, as chars counts its unknown symbols */
+    size_t unknown = 99;
+    rc = fc_tokenizer_encode(b, text, strlen(text), &ids, &n, &unknown, why, sizeof why);
+    CHECK(rc == 0 && unknown == 1, "bpe unknown: rc %d, %zu counted", rc, unknown);
+    if (!rc) free(ids);
+    rc = fc_tokenizer_encode(b, "abc ab", 6, &ids, &n, &unknown, why, sizeof why);
+    CHECK(rc == 0 && unknown == 0, "bpe with no unknown: rc %d, %zu counted", rc, unknown);
+    if (!rc) free(ids);
     fc_tokenizer_free(b);
+    /* --strict: an unknown character fails the line, naming it */
+    fc_tok_opts so;
+    fc_tok_opts_init(&so, FC_TOK_BPE);
+    so.tokenizer_json = write_tmp("bpe.json", bpe_json);
+    so.strict = 1;
+    fc_tokenizer *bs = NULL;
+    CHECK(fc_tokenizer_create(&so, &bs, why, sizeof why) == 0, "%s", why);
+    if (bs) {
+      why[0] = '\0';
+      rc = fc_tokenizer_encode(bs, text, strlen(text), &ids, &n, NULL, why, sizeof why);
+      CHECK(rc == FC_EUNKNOWN && strstr(why, "'x'"), "bpe --strict: rc %d: %s", rc, why);
+      if (!rc) free(ids);
+      fc_tokenizer_free(bs);
+    }
   }
   CHECK(!make(FC_TOK_BPE, write_tmp("trunc.json", "{\"model\":{\"type\":\"BPE\""), why) &&
             strstr(why, "trunc.json"),

@@ -481,6 +481,10 @@ static int bpe_word(const tok_bpe *b, const char *w, size_t len, tok_ids *out, c
         if (unk_pending && !b->fuse_unk) rc = tok_ids_push(&syms, b->unk_id);
         unk_pending = 1;
       } /* no unk token: tokenizers drops the character */
+      if (!done && !rc && out->unknown++ == 0 && k < sizeof out->first_unknown) {
+        memcpy(out->first_unknown, w + i, k);
+        out->first_unknown[k] = '\0';
+      }
     }
     i += k;
   }

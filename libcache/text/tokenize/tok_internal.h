@@ -18,6 +18,8 @@ int tok_buf_put(tok_buf *b, const void *s, size_t n); /* 0 or ENOMEM; keeps p NU
 typedef struct tok_ids {
   int32_t *p;
   size_t len, cap;
+  size_t unknown; /* bpe: characters mapped to unk, or dropped where there is no unk */
+  char first_unknown[5]; /* the first of them (UTF-8) */
 } tok_ids;
 int tok_ids_push(tok_ids *v, int32_t id);
 

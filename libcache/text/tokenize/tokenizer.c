@@ -373,6 +373,12 @@ int fc_tokenizer_encode(fc_tokenizer *t, const char *norm, size_t len, int32_t *
   int rc = 0;
   if (t->kind == FC_TOK_BPE) {
     rc = tok_bpe_encode(t->bpe, norm, len, &v, why, why_len);
+    unk = v.unknown;
+    if (!rc && unk && t->strict) {
+      tok_set_why(why, why_len, "'%s' is not in the tokenizer.json's vocab (%zu such character%s)",
+                  v.first_unknown, unk, unk == 1 ? "" : "s");
+      rc = FC_EUNKNOWN;
+    }
   } else {
     if (t->add_bos) rc = tok_ids_push(&v, t->special_ids[SP_BOS]);
     if (!rc && t->kind == FC_TOK_CHARS) {
