@@ -2,7 +2,8 @@
 # Every docs/ page with a "# name(N) — summary" first line is built into a man page, and each one
 # reads cleanly on an 80-column terminal: `MANWIDTH=80 man -l` and groff with every warning on
 # print no warning, no rendered line is wider than 80 characters, no Markdown escape leaks
-# (`slaney\|htk`), options print with ASCII hyphens (copied from the page, they work), and no page
+# (`slaney\|htk`), no code block sits inside a list item (go-md2man runs it into the item's
+# text), options print with ASCII hyphens (copied from the page, they work), and no page
 # points to what a reader of the installed page cannot open (files outside the repository, the
 # test suite, issue numbers). Every tool's --help names its man page, lists its options under
 # headings, each of which the page documents, and each usage form --help prints is in that page's
@@ -50,6 +51,14 @@ PY
   grep -nE 'DESIGN\.md|\.\./shared|[Ii]ssue [0-9]+|tests/' "$tmp/out" | head -n 3 >"$tmp/ref"
   [ -s "$tmp/ref" ] && fail "$name($sec): points outside the installed docs: $(cat "$tmp/ref")"
   grep -q '^NAME$' "$tmp/out" || fail "$name($sec): no NAME section"
+  # go-md2man runs a code block inside a list item into the item's text ("reported ascache-merge:")
+  # and breaks the paragraph after it into lines of one word: such an example is inline code
+  awk -v n="$name($sec)" '/^(- |[0-9]+\. )/ { item = 1; blank = 0; next }
+    /^[ \t]*$/ { blank = 1; next }
+    item && blank && /^      +[^ ]/ { print n ": line " NR ": a code block inside a list item"; exit }
+    !/^ / { item = 0 }
+    { blank = 0 }' "$md" >"$tmp/block"
+  [ -s "$tmp/block" ] && fail "$(cat "$tmp/block")"
 done
 [ $pages -ge 8 ] || fail "only $pages man pages found in docs/"
 
