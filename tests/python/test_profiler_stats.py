@@ -255,6 +255,28 @@ def test_bad_names_say_what_is_wrong():
     prof.close()
 
 
+def test_table_columns_align_with_long_names():
+    """A phase or device name longer than 14 characters widens the name column: every row's
+    numbers stay under their headings (they were pushed right, row by row)."""
+    prof = StepProfiler()
+    for _ in range(3):
+        with prof.step():
+            with prof.phase("data"):
+                pass
+            with prof.phase("optimizer_step_and_zero_grad"):
+                pass
+            prof.add_device("optimizer_step_and_zero_grad", 0.001)
+    lines = prof.report().splitlines()
+    head, rows = lines[1], lines[2:-1]
+    assert [r.split()[0] for r in rows] == ["data", "optimizer_step_and_zero_grad", "(other)",
+                                             "(step)", "optimizer_step_and_zero_grad"]
+    end = head.index("mean") + len("mean")
+    for r in rows:
+        assert r[end - 1] != " " and r[end] == " ", (head, r)  # the mean ends under "mean"
+        assert len(r) == len(rows[0]), (rows[0], r)
+    prof.close()
+
+
 class _Counting:
     """The library, counting the calls of fc_profiler_report."""
 

@@ -554,34 +554,40 @@ static int write_json(const fc_profiler *p, FILE *f) {
   return 0;
 }
 
-static void table_row(FILE *f, const char *name, const fc_prof_stats *s, double share) {
-  fprintf(f, "%-14s %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %6.1f%% %6.2f  %4u %6.2f\n", name,
-          s->mean, s->std, s->min, s->p50, s->p95, s->p99, s->max, 100 * share, s->variation_ratio,
-          s->acf_lag, s->acf_coef);
+static void table_row(FILE *f, int width, const char *name, const fc_prof_stats *s, double share) {
+  fprintf(f, "%-*s %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %6.1f%% %6.2f  %4u %6.2f\n", width,
+          name, s->mean, s->std, s->min, s->p50, s->p95, s->p99, s->max, 100 * share,
+          s->variation_ratio, s->acf_lag, s->acf_coef);
 }
 
 static int write_table(const fc_profiler *p, FILE *f) {
   fc_prof_stats st;
   double share;
   int rc;
+  /* the name column: 14 wide, or as wide as the longest name, so the numbers stay aligned */
+  int w = 14;
+  for (int i = 0; i < p->nph; i++)
+    if ((int)strlen(p->names[i]) > w) w = (int)strlen(p->names[i]);
+  for (int i = 0; i < p->ndev; i++)
+    if ((int)strlen(p->dnames[i]) + 9 > w) w = (int)strlen(p->dnames[i]) + 9; /* " [device]" */
   fprintf(f, "steps: %llu (times in ms per step; phase time = self time)\n",
           (unsigned long long)p->steps);
-  fprintf(f, "%-14s %9s %9s %9s %9s %9s %9s %9s %7s %6s  %4s %6s\n", "phase", "mean", "std", "min",
-          "p50", "p95", "p99", "max", "share", "std/mn", "lag", "acf");
+  fprintf(f, "%-*s %9s %9s %9s %9s %9s %9s %9s %7s %6s  %4s %6s\n", w, "phase", "mean", "std",
+          "min", "p50", "p95", "p99", "max", "share", "std/mn", "lag", "acf");
   for (int i = 0; i < p->nph; i++) {
     if ((rc = fc_profiler_stats(p, i, &st, &share))) return rc;
-    table_row(f, p->names[i], &st, share);
+    table_row(f, w, p->names[i], &st, share);
   }
   if ((rc = fc_profiler_stats(p, -2, &st, &share))) return rc;
-  table_row(f, "(other)", &st, share);
+  table_row(f, w, "(other)", &st, share);
   if ((rc = fc_profiler_stats(p, -1, &st, &share))) return rc;
-  table_row(f, "(step)", &st, share);
+  table_row(f, w, "(step)", &st, share);
   double total = st.sum;
   for (int i = 0; i < p->ndev; i++) {
     char nm[FC_PROF_NAME_MAX + 16];
     snprintf(nm, sizeof nm, "%s [device]", p->dnames[i]);
     if ((rc = fc_prof_series_stats(p->dseries[i], p->steps, &st))) return rc;
-    table_row(f, nm, &st, total > 0 ? st.sum / total : 0);
+    table_row(f, w, nm, &st, total > 0 ? st.sum / total : 0);
   }
   if (p->gpu_set && p->n_gpu) {
     if ((rc = fc_prof_series_stats(p->gpu_pct, p->n_gpu, &st))) return rc;
