@@ -8,7 +8,8 @@
 #    stay a table at 80 columns: tbl does not wrap cells, so a wide table overflows the terminal;
 #  - `\|` (a pipe inside a table's cell) is a pipe; hyphens are \- so options copied from the page
 #    are what the tools take (groff prints a plain - as U+2010);
-#  - code blocks are indented 4 columns, not 7; no word is hyphenated at a line's end.
+#  - code blocks are indented 4 columns, not 7; no word is hyphenated at a line's end, and lines
+#    are not justified (ragged-right).
 cmake_policy(VERSION 3.25) # lists keep empty elements (a table's empty cell)
 file(READ ${IN} md)
 string(REGEX MATCH "^# ([a-z][a-z0-9-]*)\\(([1-9])\\)[^\n]*" head "${md}")
@@ -182,8 +183,10 @@ string(REGEX REPLACE "\n\\.RS\n\n\\.nf\n" "\n.RS 4\n\n.nf\n" roff "${roff}")
 string(REGEX REPLACE "\n(\\.[^A-Za-z\\])" "\n\\\\&\\1" roff "${roff}")
 string(REGEX REPLACE "\n'" "\n\\\\&'" roff "${roff}")
 # no hyphenation (go-md2man's .nh comes before .TH, which turns it back on): a broken word could
-# be a name to type (fc_featur-ize.h)
-string(REGEX REPLACE "(\n\\.TH [^\n]*\n)" "\\1.nh\n" roff "${roff}")
+# be a name to type (fc_featur-ize.h); and ragged-right (.ad l): the pages are full of long names
+# and code spans that a line cannot break, and justified text spread the other words of such a
+# line apart ("The      library      call      is      fc_featurize_run()")
+string(REGEX REPLACE "(\n\\.TH [^\n]*\n)" "\\1.nh\n.ad l\n" roff "${roff}")
 # section headings in upper case
 string(REGEX MATCHALL "\n\\.SH [^\n]*" heads "${roff}")
 foreach(h IN LISTS heads)

@@ -45,6 +45,14 @@ for n, line in enumerate(open(sys.argv[1], encoding="utf-8"), 1):
         print(f"{sys.argv[2]}: line {n} has {len(line)} columns: {line.strip()[:70]}")
 PY
   [ -s "$tmp/wide" ] && fail "$(head -n 5 "$tmp/wide") ($(wc -l <"$tmp/wide") lines over 80)"
+  # prose is set ragged-right: justified, a line holding a long name (fc_featurize_run(), a
+  # code span) spreads its other words apart ("The     library     call     is"); code blocks
+  # (.nf), tables (.TS) and the footer line keep their own spacing
+  sed '/^\.nf/,/^\.fi/d; /^\.TS/,/^\.TE/d' "$page" >"$tmp/prose.roff"
+  MANWIDTH=80 man -l "$tmp/prose.roff" 2>/dev/null |
+    awk 'NR > 1 && substr($0, 16) ~ /[^ ]     +[^ ]/ { print "line " NR ": " $0 }' |
+    grep -v "$name($sec) *\$" | head -n 3 >"$tmp/spread"
+  [ -s "$tmp/spread" ] && fail "$name($sec): words spread apart: $(cat "$tmp/spread")"
   grep -n '\\|' "$tmp/out" | head -n 3 >"$tmp/esc"
   [ -s "$tmp/esc" ] && fail "$name($sec): a Markdown escape shows: $(cat "$tmp/esc")"
   grep -q '‐‐' "$tmp/out" && fail "$name($sec): options print with U+2010 hyphens (not \\-)"
