@@ -478,25 +478,29 @@ class StepProfiler:
         n = self._lib.fc_profiler_num_phases(self._h)
         return [self._lib.fc_profiler_phase_name(self._h, i).decode() for i in range(n)]
 
+    _TOTALS = {"(step)": -1, "(other)": -2, "step": -1, "other": -2}
+
     def _index(self, name):
-        if name == "step":
-            return -1
-        if name == "other":
-            return -2
+        # a phase of that name first (a phase may be called "step"), then the table's totals
         names = self.phases()
-        if name not in names:
-            raise KeyError(name)
-        return names.index(name)
+        if name in names:
+            return names.index(name)
+        if name in self._TOTALS:
+            return self._TOTALS[name]
+        raise KeyError(name)
 
     def series(self, name):
-        """Per-step ms of a phase (self time), of "step" or of "other", as a list."""
+        """Per-step ms of a phase (self time), of "(step)" (the step's wall time) or "(other)"
+        (the time in no phase), as a list; "step" and "other" name them too unless a phase has
+        that name."""
         i = self._index(name)
         n = self.steps
         ptr = self._lib.fc_profiler_series(self._h, i)
         return [ptr[k] for k in range(n)] if n else []
 
     def stats(self, name):
-        """Statistics (ms) of a phase, "step" or "other", with its share of the step time."""
+        """Statistics (ms) of a phase, "(step)" or "(other)" (see series()), with its share of
+        the step time."""
         st, share = _Stats(), ctypes.c_double()
         self._check(self._lib.fc_profiler_stats(self._h, self._index(name), ctypes.byref(st),
                                                 ctypes.byref(share)), "stats")

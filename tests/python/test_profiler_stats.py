@@ -277,6 +277,29 @@ def test_table_columns_align_with_long_names():
     prof.close()
 
 
+def test_a_phase_named_step_is_that_phase():
+    """A phase named "step" (optimizer.step(), say) or "other" is what series()/stats() give for
+    that name, as in the table, where the totals are "(step)" and "(other)"; the wall time of the
+    step used to hide it."""
+    prof = StepProfiler()
+    for _ in range(4):
+        with prof.step():
+            with prof.phase("data"):
+                pass
+            with prof.phase("step"):
+                time.sleep(0.002)
+    own, wall = prof.series("step"), prof.series("(step)")
+    assert all(o >= 1.9 for o in own) and all(w > o for w, o in zip(wall, own))
+    assert prof.stats("step")["mean"] == pytest.approx(np.mean(own))
+    assert prof.stats("(step)")["share"] == pytest.approx(1.0)
+    other = prof.series("other")  # no phase "other": the time in no phase, as before
+    assert other == prof.series("(other)")
+    assert np.allclose(np.array(own) + prof.series("data") + other, wall, rtol=0, atol=1e-6)
+    with pytest.raises(KeyError):
+        prof.series("nothing")
+    prof.close()
+
+
 class _Counting:
     """The library, counting the calls of fc_profiler_report."""
 
