@@ -4,9 +4,9 @@
 # under a real one): an array numbered from 1 (--array=1-2) over split stores (FEATURIZE_OPTS
 # with --writers 2), one task killed while it copies its shard to WORK (a fake mdb_copy that
 # writes half a file and fails) and resubmitted (another array job), which resumes from its local
-# store; the merge then reads the finished shards only (killed while copying too, and queued
-# again: it resumes its local store), and the merged store holds exactly the keys and bytes of
-# one plain featurize + tokenize run.
+# store. The merge then reads the N shards of the run (SHARDS), not a shard s5 an earlier run
+# left in WORK; killed while it copies, and queued again, it resumes its local store; the merged
+# store holds exactly the keys and bytes of one plain featurize + tokenize run.
 set -u
 command -v mdb_copy >/dev/null || { echo "skip: mdb_copy not installed (scripts/setup installs lmdb-utils)"; exit 77; }
 . "$FC_SRC/tests/cli/scaleout.bash"
@@ -44,6 +44,9 @@ grep -q "^featcache: shard 1 of 2 stored in $T/shards/s1$" err || { echo "FAIL t
 task 2; check "task 2 once more" 0 $?
 grep -q "already in $T/shards/s1; nothing to do" err || { echo "FAIL a finished split shard was redone"; cat err; fail=1; }
 
+mkdir extra && cp c/wavs/LJ001-0001.wav extra/stale.wav   # a shard of an earlier run with more shards
+"$FC_BIN/featurize" -q -o shards/s5 extra/stale.wav || exit 1
+export SHARDS=2
 SLURM_JOB_ID=8 PATH="$T/fake:$PATH" bash "$FC_SRC/scripts/scaleout/featcache-merge.sbatch" >out 2>err
 check "merge killed while copying" 1 $?
 [ -e cache ] && { echo "FAIL a merge that died while copying left cache"; fail=1; }
