@@ -5,8 +5,9 @@
 # with --writers 2), one task killed while it copies its shard to WORK (a fake mdb_copy that
 # writes half a file and fails) and resubmitted (another array job), which resumes from its local
 # store. The merge then reads the N shards of the run (SHARDS), not a shard s5 an earlier run
-# left in WORK; killed while it copies, and queued again, it resumes its local store; the merged
-# store holds exactly the keys and bytes of one plain featurize + tokenize run.
+# left in WORK; one whose check fails removes its local store; killed while it copies, and queued
+# again, it resumes its local store; the merged store holds exactly the keys and bytes of one
+# plain featurize + tokenize run.
 set -u
 command -v mdb_copy >/dev/null || { echo "skip: mdb_copy not installed (scripts/setup installs lmdb-utils)"; exit 77; }
 . "$FC_SRC/tests/cli/scaleout.bash"
@@ -47,6 +48,11 @@ grep -q "already in $T/shards/s1; nothing to do" err || { echo "FAIL a finished 
 mkdir extra && cp c/wavs/LJ001-0001.wav extra/stale.wav   # a shard of an earlier run with more shards
 "$FC_BIN/featurize" -q -o shards/s5 extra/stale.wav || exit 1
 export SHARDS=2
+mkdir fakebin && ln -s "$FC_BIN/cache-merge" fakebin/ && printf '#!/bin/sh\nexit 1\n' >fakebin/cache-verify
+chmod +x fakebin/cache-verify
+SLURM_JOB_ID=11 BIN=$T/fakebin bash "$FC_SRC/scripts/scaleout/featcache-merge.sbatch" >out 2>err
+check "merge whose check fails" 1 $?
+[ -z "$(ls -A local)" ] && [ ! -e cache ] || { echo "FAIL a merge that failed its check left $(ls -A local) $(ls -d cache)"; fail=1; }
 SLURM_JOB_ID=8 PATH="$T/fake:$PATH" bash "$FC_SRC/scripts/scaleout/featcache-merge.sbatch" >out 2>err
 check "merge killed while copying" 1 $?
 [ -e cache ] && { echo "FAIL a merge that died while copying left cache"; fail=1; }
