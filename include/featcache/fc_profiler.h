@@ -26,8 +26,9 @@
  *
  * Threads: a profiler belongs to one thread (the training loop's); different profilers are
  * independent. Overhead: one clock_gettime per begin and per end (see docs/loader.md).
- * Memory: 8 bytes per phase per step for the series, plus 24 bytes per phase occurrence when the
- * trace is kept (FC_PROF_TRACE). */
+ * Memory: per step, 8 bytes per phase and per device series and 24 for the step's own (wall
+ * time, "other", start), plus 24 bytes per phase occurrence when the trace is kept
+ * (FC_PROF_TRACE); the arrays grow by doubling, so up to twice that. */
 #ifndef FC_PROFILER_H
 #define FC_PROFILER_H
 
