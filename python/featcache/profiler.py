@@ -29,6 +29,7 @@ import os
 __all__ = ["StepProfiler", "ProfilerError", "series_stats", "verdict", "load_library", "batch_items"]
 
 FC_PROF_TRACE = 1
+FC_ECONFIG = -31902  # fc_base.h
 TABLE, JSON, TRACE_JSON = 0, 1, 2
 
 
@@ -299,7 +300,7 @@ class StepProfiler:
         index: the NVML index (default: the first of CUDA_VISIBLE_DEVICES when it is a number,
         else 0). Without NVML (no NVIDIA driver) nothing is sampled and the report says why.
         A sampler already running (gpu_busy=True) is stopped first: its samples are dropped.
-        Returns True when sampling."""
+        Returns True when sampling; a period out of 1 .. 60000 ms raises ValueError."""
         if self._sampler:
             self._lib.fc_gpu_sampler_free(self._sampler)
             self._sampler = None
@@ -309,6 +310,8 @@ class StepProfiler:
         h, why = ctypes.c_void_p(), ctypes.create_string_buffer(512)
         rc = self._lib.fc_gpu_sampler_start(int(index), float(period_ms), ctypes.byref(h), why,
                                             512)
+        if rc == FC_ECONFIG:  # the period: the caller's mistake, not a missing driver
+            raise ValueError("featcache: " + why.value.decode("utf-8", "replace"))
         if rc:
             self._gpu_note = why.value.decode("utf-8", "replace") or self._lib.fc_strerror(rc).decode()
             self._lib.fc_profiler_set_gpu_busy(self._h, None, 0, 0.0, self._gpu_note.encode())

@@ -300,6 +300,18 @@ def test_a_phase_named_step_is_that_phase():
     prof.close()
 
 
+def test_gpu_sampling_period_out_of_range_is_an_error():
+    """A sampling period out of 1 .. 60000 ms is the caller's mistake: ValueError saying so (it
+    was recorded as "GPU busy: not measured", as if NVML were missing)."""
+    for period in (0, 0.5, 1e6):
+        with pytest.raises(ValueError, match=r"sampling period .* out of range \(1 \.\. 60000\)"):
+            StepProfiler(gpu_busy=True, gpu_period_ms=period)
+        prof = StepProfiler()
+        with pytest.raises(ValueError, match="sampling period"):
+            prof.start_gpu_sampler(0, period_ms=period)
+        prof.close()
+
+
 class _Counting:
     """The library, counting the calls of fc_profiler_report."""
 
