@@ -122,7 +122,7 @@ int main(int argc, char **argv) {
   }
   if (!out) fc_cli_usage_error("no output store (-o OUT)");
   if (optind >= argc) fc_cli_usage_error("no input STORE given");
-  size_t n = (size_t)(argc - optind);
+  size_t n = (size_t)(argc - optind), given = n; /* n: the stores opened, a split store's parts */
   /* a split store is merged as its parts */
   const char *const *inputs = fc_cli_expand_stores((const char *const *)(argv + optind), &n);
   if (prefer) {
@@ -211,8 +211,8 @@ int main(int argc, char **argv) {
   } else if (copied == 0 && !st.failures_copied && !st.failures_cleared) {
     status = "nothing to do";
     if (!quiet)
-      fprintf(stderr, "%s: nothing to do: all %llu entries of the %zu stores already in %s\n",
-              fc_cli_tool, (unsigned long long)present, n, out);
+      fprintf(stderr, "%s: nothing to do: all %llu entries of the %zu store%s already in %s\n",
+              fc_cli_tool, (unsigned long long)present, given, given == 1 ? "" : "s", out);
   } else if (!quiet) {
     double mbs = st.wall_seconds > 0 ? st.bytes_copied / 1e6 / st.wall_seconds : 0;
     fprintf(stderr,
@@ -232,7 +232,7 @@ int main(int argc, char **argv) {
   if (json) {
     printf("{\"output\":");
     fc_json_write_string(stdout, out);
-    printf(",\"inputs\":%zu,\"status\":\"%s\",\"total\":%llu,\"failed\":%llu", n, status,
+    printf(",\"inputs\":%zu,\"status\":\"%s\",\"total\":%llu,\"failed\":%llu", given, status,
            (unsigned long long)st.total, (unsigned long long)failed);
     json_dbs("copied", st.copied);
     json_dbs("present", st.present);

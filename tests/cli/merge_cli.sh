@@ -153,6 +153,11 @@ db = e.open_db(b'text',txn=t,create=False)
 kept = [k for k, v in t.cursor(db=db) if bytes(v)[16:] == b'other words.']
 assert len(kept) == 10, kept" || { echo "FAIL prefer split: wrong transcripts kept"; fail=1; }
 "$M" -q --prefer sxs/part-1 -o mp s0 s1 s2 sxs >out 2>err; check prefer-one-part 1 $?
+# a split store is one of the STOREs given, however many parts it has
+"$M" -q -o m1 sxs >out 2>err; check split-alone 0 $?
+"$M" --json -o m1 sxs >out 2>err; check split-alone-rerun 0 $?
+expect_err split-alone-rerun "cache-merge: nothing to do: all 14 entries of the 1 store already in m1"
+"$PY" -c 'import json; r = json.load(open("out")); assert r["inputs"] == 1, r' || { echo "FAIL split alone: json inputs"; cat out; fail=1; }
 
 # --shard usage errors
 "$FC_BIN/featurize" --shard 3/3 -o x a.wav >out 2>err; check shard-range 2 $?
