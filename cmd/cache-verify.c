@@ -531,7 +531,7 @@ int main(int argc, char **argv) {
   worst = fc_cli_stdout_status(worst); /* the report lost (--json > full disk) is no pass */
   if (!status && !quiet) {
     /* every store counted once: clean, not clean (problems found), or not checked */
-    fprintf(stderr, "done: %zu of %zu stores clean", clean, n_stores);
+    fprintf(stderr, "%s: done: %zu of %zu stores clean", fc_cli_tool, clean, n_stores);
     if (clean < n_stores) {
       size_t not_clean = n_stores - clean - unchecked;
       fputs(" (", stderr);

@@ -37,7 +37,7 @@ tail -n +2 "$t/oracle" >"$t/want_seq"
 "$bin" -p sequential,random -s warm -b 4 --duration 0 "$t/b" "$t/a" "$t/e" "$t/c" >"$t/out" 2>"$t/err"
 rc=$?
 [ $rc -eq 0 ] || fail "dataset: exit $rc: $(cat "$t/err")"
-[ "$(cat "$t/err")" = "done: 4 of 4 passes" ] || fail "dataset: stderr: $(cat "$t/err")"
+[ "$(cat "$t/err")" = "cache-bench: done: 4 of 4 passes" ] || fail "dataset: stderr: $(cat "$t/err")"
 fb=$(stat -c %s "$t/b/data.mdb" "$t/a/data.mdb" "$t/e/data.mdb" "$t/c/data.mdb" | awk '{s += $1} END {printf "%.1f MB", s / 1e6}')
 want="store: $t/b + $t/a + $t/e + $t/c  (one dataset of 4 stores: 20 records, $(awk -v p="$payload" 'BEGIN{printf "%.1f MB", p/1e6}') payload, data.mdb $fb)"
 [ "$(head -1 "$t/out")" = "$want" ] || fail "store line: $(head -1 "$t/out")

@@ -28,5 +28,5 @@ want: $want"
 [ $rc -eq 0 ] || fail "--read-only: exit $rc: $(cat "$t/err")"
 grep -q '"record":"summary".*"read_only":true' "$t/out" || fail "summary does not say read_only"
 [ "$(grep -c '"record":"pass"' "$t/out")" -eq 4 ] || fail "want 4 passes"
-[ "$(tail -1 "$t/err")" = "done: 4 of 4 passes" ] || fail "done line: $(tail -1 "$t/err")"
+[ "$(tail -1 "$t/err")" = "cache-bench: done: 4 of 4 passes" ] || fail "done line: $(tail -1 "$t/err")"
 echo ok

@@ -11,7 +11,7 @@ t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
 "$bin" -p sequential,random -b 4 --duration 1 "$t/a" >"$t/out" 2>"$t/err"; rc=$?
 [ $rc -eq 0 ] || fail "exit $rc: $(cat "$t/err")"
 # On tmpfs (/tmp is one on many systems) nothing can be evicted: each cold pass is said not cold.
-want_err="done: 8 of 8 passes"
+want_err="cache-bench: done: 8 of 8 passes"
 case $(stat -f -c %T "$t") in
   tmpfs|ramfs)
     want_err=$(for p in sequential sequential random random; do

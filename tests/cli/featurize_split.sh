@@ -106,7 +106,7 @@ PY
 rc=$?
 [ $rc = 0 ] || fail "cache-verify split: exit $rc: $(cat v.out v.err)"
 grep -q '^dataset of 3 stores: 0 errors; 61 audio, 61 text entries' v.out || fail "cache-verify split: $(cat v.out)"
-grep -q 'done: 3 of 3 stores clean; one sound dataset' v.err || fail "cache-verify split stderr: $(cat v.err)"
+grep -q 'cache-verify: done: 3 of 3 stores clean; one sound dataset' v.err || fail "cache-verify split stderr: $(cat v.err)"
 for k in 0 1 2; do
   "$B/cache-verify" -q split/part-$k >/dev/null 2>&1 || fail "cache-verify split/part-$k failed"
 done

@@ -46,7 +46,7 @@ assert d["dataset"] == ["ro/s0", "ro/s1", "ro/s2"] and d["ok"], d
 assert d["entries"] == {"audio": 45, "text": 45} and d["manifest_items"] == 45, d
 assert d["mel_configs"] == 1 and d["token_configs"] == 1, d
 PY
-grep -q "^done: 3 of 3 stores clean; one sound dataset$" err || { echo "FAIL verify summary"; cat err; fail=1; }
+grep -q "^cache-verify: done: 3 of 3 stores clean; one sound dataset$" err || { echo "FAIL verify summary"; cat err; fail=1; }
 # an id no shard holds
 cp c/metadata.csv more.csv; echo "LJ999-0001|Nobody has me.|nobody has me." >>more.csv
 "$FC_BIN/cache-verify" -q --manifest more.csv ro/s0 ro/s1 ro/s2 >out 2>err; rc=$?

@@ -19,7 +19,7 @@ cat >want <<'W'
 s: 0 errors, 0 warnings; 20000 records (0.008 GB) checked in T; 10000 audio, 10000 text entries; 1 mel, 1 token configs
 W
 diff -u want got || fail=1
-[ "$(cat err)" = "done: 1 of 1 stores clean" ] || { echo "FAIL clean stderr"; cat err; fail=1; }
+[ "$(cat err)" = "cache-verify: done: 1 of 1 stores clean" ] || { echo "FAIL clean stderr"; cat err; fail=1; }
 
 "$V" --json -q -j 2 s >out 2>err || { echo "FAIL json exit"; fail=1; }
 [ -s err ] && { echo "FAIL -q wrote to stderr"; cat err; fail=1; }

@@ -23,7 +23,7 @@ grep -q "^sp/part-1: error: env data.mdb: truncated: $((size / 2)) bytes, but th
   { echo "FAIL truncated-part: no truncation finding"; cat out err; fail=1; }
 grep -Fqx "dataset: error: env sp/part-1: data.mdb is truncated: the stores were not checked as one dataset" out ||
   { echo "FAIL truncated-part: no dataset finding"; cat out; fail=1; }
-[ "$(cat err)" = "done: 2 of 3 stores clean (1 not clean); not one sound dataset (1 error)" ] ||
+[ "$(cat err)" = "cache-verify: done: 2 of 3 stores clean (1 not clean); not one sound dataset (1 error)" ] ||
   { echo "FAIL truncated-part done line"; cat err; fail=1; }
 "$V" --json -q plain sp >out 2>err; check truncated-json 1 $?
 "$PY" -c '
@@ -44,6 +44,6 @@ grep -Fqx "other: error: meta format: a featcache store of a format version this
   { echo "FAIL other-version: no finding"; cat out; fail=1; }
 grep -Fqx "dataset: error: env other: FC_EVERSION: unknown store format version: the stores were not checked as one dataset" out ||
   { echo "FAIL other-version: no dataset finding"; cat out; fail=1; }
-[ "$(cat err)" = "done: 1 of 2 stores clean (1 not clean); not one sound dataset (1 error)" ] ||
+[ "$(cat err)" = "cache-verify: done: 1 of 2 stores clean (1 not clean); not one sound dataset (1 error)" ] ||
   { echo "FAIL other-version done line"; cat err; fail=1; }
 exit $fail

@@ -29,11 +29,11 @@ diff -u want plain.w || { echo "FAIL plain store's skipped lines"; fail=1; }
 diff -u want split.w || { echo "FAIL split store's skipped lines"; cat out; fail=1; }
 grep -q '^dataset of 3 stores: 0 errors, 2 warnings; 12 audio, 0 text entries; ' out ||
   { echo "FAIL split summary"; cat out; fail=1; }
-[ "$(cat err)" = "done: 3 of 3 stores clean; one sound dataset" ] || { echo "FAIL split done line"; cat err; fail=1; }
+[ "$(cat err)" = "cache-verify: done: 3 of 3 stores clean; one sound dataset" ] || { echo "FAIL split done line"; cat err; fail=1; }
 
 "$V" --strict --manifest m.csv plain >out 2>err; check plain-strict 1 $?
 "$V" --strict --manifest m.csv sp >out 2>err; check split-strict 1 $?
-[ "$(cat err)" = "done: 3 of 3 stores clean; not one sound dataset (2 warnings under --strict)" ] ||
+[ "$(cat err)" = "cache-verify: done: 3 of 3 stores clean; not one sound dataset (2 warnings under --strict)" ] ||
   { echo "FAIL split-strict done line"; cat err; fail=1; }
 "$V" --strict --json -q --manifest m.csv sp >out 2>err; check split-strict-json 1 $?
 tail -n 1 out | "$PY" -c '
@@ -49,6 +49,6 @@ assert [(w["db"], w["key"], w["id"]) for w in d["warnings"]] == \
 "$V" --manifest m2.csv sp >out 2>err; check missing-id 1 $?
 grep -Fqx 'dataset: error: manifest LJ999-0001: missing: the manifest names it, no store has an audio entry' out ||
   { echo "FAIL missing-id finding"; cat out; fail=1; }
-[ "$(cat err)" = "done: 3 of 3 stores clean; not one sound dataset (1 error)" ] ||
+[ "$(cat err)" = "cache-verify: done: 3 of 3 stores clean; not one sound dataset (1 error)" ] ||
   { echo "FAIL missing-id done line"; cat err; fail=1; }
 exit $fail

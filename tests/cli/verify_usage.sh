@@ -46,7 +46,7 @@ Try 'cache-verify --help' for more information."
 
 "$V" "$T/nope" >"$T/out" 2>"$T/err"; check missing-store 2 $?
 expect_err missing-store "cache-verify: $T/nope: No such file or directory
-done: 0 of 1 stores clean (1 not checked)"
+cache-verify: done: 0 of 1 stores clean (1 not checked)"
 [ -s "$T/out" ] && { echo "FAIL missing-store wrote to stdout"; fail=1; }
 
 mkdir "$T/empty"
@@ -57,7 +57,7 @@ mkdir "$T/empty"
 mkdir "$T/wavs" && : >"$T/wavs/a.wav"
 "$V" "$T/wavs" >"$T/out" 2>"$T/err"; check not-a-store 2 $?
 expect_err not-a-store "cache-verify: $T/wavs: FC_ENOSTORE: not a featcache store (no data.mdb)
-done: 0 of 1 stores clean (1 not checked)"
+cache-verify: done: 0 of 1 stores clean (1 not checked)"
 
 "$V" --source-root "$T/wavs" "$T/wavs" >"$T/out" 2>"$T/err"; check source-root-alone 2 $?
 expect_err source-root-alone "cache-verify: --source-root says where the sources are: give --sources or --rehash

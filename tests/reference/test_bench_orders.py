@@ -120,7 +120,7 @@ def test_json_carries_every_field():
         make_store(s2, 20, frames=50, seed=3)
         _, out, err = run_bench("--json", "-t", "1,2", "-b", 8, "--duration", 1, "--step-ms", 80,
                                 "--separate", s1, s2)
-        assert err.strip().splitlines()[-1] == "done: 64 of 64 passes"
+        assert err.strip().splitlines()[-1] == "cache-bench: done: 64 of 64 passes"
         objs = json_lines(out)
         for store in (s1, s2):
             passes = [o for o in objs if o["record"] == "pass" and o["store"] == store]
