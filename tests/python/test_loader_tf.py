@@ -1,9 +1,11 @@
 """featcache.tf against featcache.Loader, with TensorFlow (scripts/setup installs tensorflow-cpu):
 make_dataset's tf.data batches and batches()'s DLPack tensors are the loader's padded batches,
 value for value — ids, tokens, crops (pad_to with centre and random crops), sharding across
-ranks, epochs, map_fn and prefetch_to_device (onto the GPU where TensorFlow sees one, else the
-CPU) — and batches()'s tensors are the loader's memory (no copy), intact while held over later
-batches. Without TensorFlow: a failure saying so (scripts/setup installs it). A plain script."""
+ranks, epochs (a dataset iterated again runs the next ones; two live iterators each get whole
+epochs; batches(loader) goes on from the loader's epoch), a batch of damaged records only (left
+out), map_fn and prefetch_to_device (onto the GPU where TensorFlow sees one, else the CPU) — and
+batches()'s tensors are the loader's memory (no copy), intact while held over later batches.
+Without TensorFlow: a failure saying so (scripts/setup installs it). A plain script."""
 
 import os
 import shutil
