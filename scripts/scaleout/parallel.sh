@@ -17,11 +17,12 @@ set -euo pipefail
 SHARDS=${SHARDS:-16} JOBS=${JOBS:-4} WORK=${WORK:-shards} CACHE=${CACHE:-cache} BIN=${BIN:-}
 FEATURIZE_OPTS=${FEATURIZE_OPTS:---preset hifigan} TOKENIZE_OPTS=${TOKENIZE_OPTS:---build-vocab}
 MAX_FAILED=${MAX_FAILED:-10%} PARALLEL_OPTS=${PARALLEL_OPTS:-}
-settings=(MANIFEST SHARDS WORK BIN FEATURIZE_OPTS TOKENIZE_OPTS MAX_FAILED)
+TEXT=${TEXT-$MANIFEST}   # what tokenize reads; TEXT= (empty): no tokens (a wav.scp has no text)
+settings=(MANIFEST SHARDS WORK BIN FEATURIZE_OPTS TOKENIZE_OPTS MAX_FAILED TEXT)
 export "${settings[@]}"
 # shellcheck disable=SC2046,SC2086  # word lists on purpose
 seq 0 $((SHARDS - 1)) | parallel --halt now,fail=1 -j"$JOBS" $(printf -- '--env %s ' "${settings[@]}") $PARALLEL_OPTS \
-  'mkdir -p "$WORK" && "${BIN:+$BIN/}featurize" -q -j1 --shard {}/$SHARDS --max-failed "$MAX_FAILED" $FEATURIZE_OPTS -o "$WORK/s{}" --manifest "$MANIFEST" && "${BIN:+$BIN/}tokenize" -q -j1 --shard {}/$SHARDS $TOKENIZE_OPTS -o "$WORK/s{}" "$MANIFEST"'
+  'mkdir -p "$WORK" && "${BIN:+$BIN/}featurize" -q -j1 --shard {}/$SHARDS --max-failed "$MAX_FAILED" $FEATURIZE_OPTS -o "$WORK/s{}" --manifest "$MANIFEST" && { [ -z "$TEXT" ] || "${BIN:+$BIN/}tokenize" -q -j1 --shard {}/$SHARDS $TOKENIZE_OPTS -o "$WORK/s{}" "$TEXT"; }'
 # the N shards of this run, and only they (a shard another machine wrote is not here until copied)
 shards=() missing=()
 for ((k = 0; k < SHARDS; k++)); do

@@ -2,7 +2,8 @@
 # The Makefile template (scripts/scaleout/Makefile) with make -j2: 4 shard rules and a merge rule
 # over a generated corpus; the merged store holds exactly the keys and bytes of one plain featurize
 # + tokenize run and passes cache-verify; a second make does nothing; touching the manifest
-# redoes the shards and the merge, which find everything stored and leave the store as it was.
+# redoes the shards and the merge, which find everything stored and leave the store as it was;
+# a wav.scp manifest with TEXT= (no transcripts) runs featurize alone.
 set -u
 command -v make >/dev/null || { echo "skip: make not installed"; exit 77; }
 . "$FC_SRC/tests/cli/scaleout.bash"
@@ -27,4 +28,11 @@ sleep 1; touch c/metadata.csv
 mk >out 2>err || { echo "FAIL make after touch"; cat err; fail=1; }
 grep -q "cache-merge" out || { echo "FAIL touching the manifest did not redo the merge"; cat out; fail=1; }
 same_store ref cache >same.txt || { echo "FAIL the redone merge changed the store"; cat same.txt; fail=1; }
+
+# a Kaldi wav.scp has no transcripts: TEXT= leaves tokenize out, the rest as one plain featurize
+for f in c/wavs/*.wav; do b=${f##*/}; echo "${b%.wav} $T/$f"; done >wav.scp
+"$FC_BIN/featurize" -q -j2 -o refscp --manifest wav.scp || exit 1
+mk MANIFEST=wav.scp TEXT= WORK=wshards CACHE=wcache >out 2>err || { echo "FAIL make over a wav.scp"; cat out err; fail=1; }
+grep -q "tokenize" out && { echo "FAIL TEXT= ran tokenize"; cat out; fail=1; }
+same_store refscp wcache >same.txt || { echo "FAIL the wav.scp merge differs from one plain featurize"; cat same.txt; fail=1; }
 exit $fail

@@ -2,7 +2,8 @@
 # The GNU parallel template (scripts/scaleout/parallel.sh): 4 shards over 2 jobs, then the merge,
 # over a generated corpus; the merged store holds exactly the keys and bytes of one plain featurize
 # + tokenize run and passes cache-verify; a second run does nothing (every shard and the merge
-# say so); jobs on other machines (PARALLEL_OPTS, through a fake ssh) get the settings.
+# say so); jobs on other machines (PARALLEL_OPTS, through a fake ssh) get the settings; a
+# wav.scp manifest with TEXT= (no transcripts) runs featurize alone.
 set -u
 command -v parallel >/dev/null || { echo "skip: GNU parallel not installed (scripts/setup installs it)"; exit 77; }
 . "$FC_SRC/tests/cli/scaleout.bash"
@@ -44,4 +45,11 @@ same_store ref rcache >same.txt || { echo "FAIL merged store from a node differs
 WORK=rel CACHE=$T/rel-cache bash "$FC_SRC/scripts/scaleout/parallel.sh" >out 2>err; check "shards on the node only" 1 $?
 grep -q "^parallel.sh: 4 of 4 shards not in rel (s0 s1 s2 s3): " err || { echo "FAIL missing shards message"; cat err; fail=1; }
 [ -d node/rel/s0 ] && [ ! -e rel-cache ] || { echo "FAIL want the shards on the node and no merge"; ls node; fail=1; }
+
+# a Kaldi wav.scp has no transcripts: TEXT= leaves tokenize out
+for f in c/wavs/*.wav; do b=${f##*/}; echo "${b%.wav} $T/$f"; done >wav.scp
+"$FC_BIN/featurize" -q -j2 -o refscp --manifest wav.scp || exit 1
+PARALLEL_OPTS= MANIFEST=$T/wav.scp TEXT= WORK=$T/wshards CACHE=$T/wcache \
+  bash "$FC_SRC/scripts/scaleout/parallel.sh" >out 2>err || { echo "FAIL parallel.sh over a wav.scp"; cat out err; fail=1; }
+same_store refscp wcache >same.txt || { echo "FAIL the wav.scp merge differs from one plain featurize"; cat same.txt; fail=1; }
 exit $fail
