@@ -93,7 +93,8 @@ static const char synopsis[] =
     "       loader-bench --source audio --manifest FILE [options] [STORE...]\n"
     "       loader-bench --compare-profiles [--json] BEFORE.json AFTER.json\n"
     "       loader-bench --compare --manifest FILE [options] STORE...\n"
-    "       loader-bench --sweep [batch=L] [workers=L] [prefetch=L] [options] [STORE...]";
+    "       loader-bench --sweep [batch=L] [workers=L] [prefetch=L] [options]\n"
+    "         [STORE...]";
 static const char description[] =
     "Run a training loop without a model: each step takes a batch (phase \"data\") and then\n"
     "spends a compute time (phase \"compute\"). Report per-step statistics, the data phase's\n"

@@ -86,7 +86,14 @@ for tool in featurize tokenize cache-verify cache-bench cache-merge loader-bench
   done
   # each form of the usage --help prints is in the man page's SYNOPSIS (a synopsis line may wrap
   # onto a line indented further); spaces compared as one
-  awk 'NR == 1 { sub(/^Usage: /, "") } /^$/ { exit } { sub(/^ +/, ""); print }' "$tmp/help" >"$tmp/usage"
+  awk -v t="$tool" 'length($0) > 80 { print t " --help: line " NR " has " length($0) " columns" }' \
+    "$tmp/help" >"$tmp/wide"
+  [ -s "$tmp/wide" ] && fail "$(cat "$tmp/wide")"
+  # (a usage form too long for a line goes on on the next, indented further than the forms)
+  awk 'NR == 1 { sub(/^Usage: /, "") } /^$/ { exit }
+    NR > 1 && /^         / { sub(/^ +/, ""); form = form " " $0; next }
+    { if (form != "") print form; form = $0; sub(/^ +/, "", form) }
+    END { if (form != "") print form }' "$tmp/help" >"$tmp/usage"
   awk 'function flush() { if (line != "") print line; line = "" }
     /^## / { flush(); p = ($0 == "## Synopsis"); next }
     p && /^      [^ ]/ { sub(/^ +/, ""); line = line " " $0; next }
