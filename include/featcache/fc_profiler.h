@@ -165,8 +165,9 @@ FC_API int fc_profiler_stats(const fc_profiler *p, int i, fc_prof_stats *out, do
  * "highly input-bound, unstable" into buf (64 bytes suffice); returns the band 0 (not), 1
  * (moderately) or 2 (highly). */
 FC_API int fc_prof_verdict(double data_share, double data_variation_ratio, char *buf, size_t len);
-/* The profiler's data share and verdict; when the data phase never ran: share 0, band 0 and the
- * verdict "no data phase" (the table says which name it looks for). */
+/* The profiler's data share and verdict; with no step: share 0, band 0 and the verdict "no
+ * steps"; when the data phase never ran: "no data phase" (the table says which name it looks
+ * for). */
 FC_API int fc_profiler_verdict(const fc_profiler *p, double *data_share, char *buf, size_t len);
 
 /* ---- outputs ----------------------------------------------------------------------------------- */

@@ -227,6 +227,14 @@ def test_no_data_phase_is_no_verdict():
     assert prof.report().splitlines()[-1] == (
         'verdict: none: no phase "data" ran (name the phase that fetches the batch "data", or '
         'pass its name as data_phase)')
+    # no step at all (an empty loader): no verdict either, rather than "not input-bound"
+    empty = StepProfiler()
+    for _ in empty.iterate([]):
+        pass
+    assert empty.steps == 0 and empty.phases() == ["data"]
+    assert empty.verdict() == (0.0, "no steps") and empty.json()["verdict"] == "no steps"
+    assert empty.report().splitlines()[-1] == "verdict: none: no steps"
+    empty.close()
     # named: the verdict is back
     prof = StepProfiler(data_phase="load")
     with prof.step():

@@ -445,8 +445,8 @@ int fc_profiler_verdict(const fc_profiler *p, double *data_share, char *buf, siz
   double share = 0;
   if (i >= 0 && fc_profiler_stats(p, i, &st, &share) != 0) share = 0;
   if (data_share) *data_share = share;
-  if (i < 0) { /* a share of 0 would read "not input-bound", whatever the loop waited for */
-    if (buf && len) snprintf(buf, len, "no data phase");
+  if (i < 0 || !p->steps) { /* a share of 0 would read "not input-bound": there is no share */
+    if (buf && len) snprintf(buf, len, "%s", p->steps ? "no data phase" : "no steps");
     return 0;
   }
   return fc_prof_verdict(share, st.variation_ratio, buf, len);
@@ -602,7 +602,9 @@ static int write_table(const fc_profiler *p, FILE *f) {
   fc_profiler_verdict(p, &dshare, verdict, sizeof verdict);
   int ran = 0;
   for (int i = 0; i < p->nph; i++) ran |= strcmp(p->names[i], p->data_phase) == 0;
-  if (ran)
+  if (!p->steps)
+    fprintf(f, "verdict: none: no steps\n");
+  else if (ran)
     fprintf(f, "verdict: %s (%s share %.1f %% of the step)\n", verdict, p->data_phase,
             100 * dshare);
   else
