@@ -121,6 +121,8 @@ int main(int argc, char **argv) {
     }
   }
   if (!out) fc_cli_usage_error("no output store (-o OUT)");
+  if (!*out) /* -o "$CACHE" with CACHE unset */
+    fc_cli_usage_error("-o '' names no store (an empty path: an unset variable?)");
   if (optind >= argc) fc_cli_usage_error("no input STORE given");
   size_t n = (size_t)(argc - optind), given = n; /* n: the stores opened, a split store's parts */
   /* a split store is merged as its parts */

@@ -230,6 +230,8 @@ int main(int argc, char **argv) {
     manifest = argv[optind];
   }
   if (!out_dir) fc_cli_usage_error("no output store (-o STORE)");
+  if (!*out_dir) /* -o "$CACHE" with CACHE unset */
+    fc_cli_usage_error("-o '' names no store (an empty path: an unset variable?)");
   if (!manifest) fc_cli_usage_error("no manifest (--manifest FILE, or '-' for stdin)");
   fc_cli_check_new_store_dir(out_dir, force_new_store, "force-new-store");
   int kind = fc_tok_kind_from_name(kind_name);

@@ -132,6 +132,9 @@ check "ambiguous abbreviation" 2 "featurize: option '--man' is ambiguous (--mani
 $try" -- "$FZ" --man "$tmp/m.csv" -o "$S"
 check "no store" 2 "featurize: no store given (-o STORE)
 $try" -- "$FZ" "$tmp/a.wav"
+# -o "$CACHE" with CACHE unset: said so, not ": cannot open the store: Invalid argument"
+check "empty store path" 2 "featurize: -o '' names no store (an empty path: an unset variable?)
+$try" -- "$FZ" -o "" "$tmp/a.wav"
 check "trailing junk" 2 "featurize: invalid value '12x' for --hop (want an integer in 1..65536)
 $try" -- "$FZ" --hop 12x -o "$S" "$tmp/a.wav"
 check "overflow" 2 "featurize: invalid value '99999999999999999999' for --n-fft (want an integer in 2..65536)

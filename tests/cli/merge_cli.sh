@@ -27,6 +27,9 @@ grep -Eq '^cache-merge \(featcache\) [0-9]+\.[0-9]+\.[0-9]+$' out || { echo "FAI
 "$M" s0 >out 2>err; check no-output 2 $?
 expect_err no-output "cache-merge: no output store (-o OUT)
 Try 'cache-merge --help' for more information."
+"$M" -o "" s0 >out 2>err; check empty-output 2 $?
+expect_err empty-output "cache-merge: -o '' names no store (an empty path: an unset variable?)
+Try 'cache-merge --help' for more information."
 "$M" -o m >out 2>err; check no-input 2 $?
 expect_err no-input "cache-merge: no input STORE given
 Try 'cache-merge --help' for more information."

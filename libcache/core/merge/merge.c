@@ -531,7 +531,11 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
   stats->inputs = n;
   if (why && why_len) why[0] = '\0';
   double t0 = now_s();
-  if (!n || !out_dir || !*out_dir) {
+  if (!out_dir || !*out_dir) {
+    fc_why(why, why_len, "no output store");
+    return EINVAL;
+  }
+  if (!n) {
     fc_why(why, why_len, "no input stores");
     return EINVAL;
   }
