@@ -15,7 +15,8 @@
  * "linear" method: position q·(n−1) of the sorted series); variation ratio = std / mean (0 when the
  * mean is 0); periodicity = the sample autocorrelation
  *     r(k) = Σ_{t<n−k} (x_t − m)(x_{t+k} − m) / Σ_t (x_t − m)²
- * (the textbook estimator, as statsmodels' acf) maximised over lags 1 ≤ k ≤ n/2; its lag and r(k).
+ * (the textbook estimator, as statsmodels' acf) maximised over lags 1 ≤ k ≤ n/2; its lag and r(k)
+ * (a run of more than 262,144 steps: over its last 262,144).
  * A series repeating exactly with period p over n = c·p steps has r(p) = 1 − p/n.
  *
  * Verdict (TensorFlow profiler's bands on the share of the step spent in the data phase):

@@ -48,6 +48,24 @@ def test_random_series_match_numpy():
         check_against_numpy(rng.gamma(2.0, 3.0, size=n) + 0.1)
 
 
+def test_long_series_match_numpy():
+    """The periodicity is taken over the whole series, as defined (lags 1 .. n/2 of all n
+    steps), past 16,384 steps too: it used to look at the last 16,384 only (and took seconds)."""
+    rng = np.random.default_rng(5)
+    n = 20000
+    x = rng.gamma(2.0, 3.0, size=n) + 0.1
+    x[: n - 16384] += 40 * (np.arange(n - 16384) % 7 == 0)  # a period of 7 in the first steps
+    s = check_against_numpy(x)
+    assert s["autocorr"]["lag"] == 7
+    # exactly periodic, long (the FFT's path): r(p) = 1 - p/n still to 1e-12
+    p, n = 10, 3000
+    s = check_against_numpy(np.where(np.arange(n) % p == p - 1, 45.0, 0.5))
+    assert s["autocorr"]["lag"] == p
+    assert s["autocorr"]["coef"] == pytest.approx(1 - p / n, rel=0, abs=1e-12)
+    for n in (513, 1000, 4097):  # either side of the direct sum's limit and of a power of two
+        check_against_numpy(rng.gamma(2.0, 3.0, size=n) + 0.1)
+
+
 def test_periodic_series_period_and_correlation():
     # A prefetch queue that runs dry every 10th step: 9 fast fetches, one slow one, 30 periods.
     p, n = 10, 300

@@ -11,8 +11,10 @@
 #include <string.h>
 #include <time.h>
 
-/* The autocorrelation is O(n · n/2); beyond this many steps it is taken over the last ones. */
-#define ACF_WINDOW 16384
+/* The autocorrelation is taken over the last ACF_WINDOW values of longer series (with an FFT of
+ * twice that: 12 MiB of scratch at most); up to ACF_DIRECT values it is summed directly. */
+#define ACF_WINDOW ((size_t)1 << 18)
+#define ACF_DIRECT 512
 
 typedef struct prof_event {
   int64_t t0, t1; /* ns since the profiler's origin */
@@ -348,6 +350,80 @@ static double quantile_sorted(const double *s, size_t n, double q) {
   return s[lo] + (s[lo + 1] - s[lo]) * frac;
 }
 
+/* In-place radix-2 FFT of (re, im), L a power of two; (wr, wi)[j] = e^(-2πij/L), j < L/2;
+ * inv: the inverse, unscaled. */
+static void fft(double *re, double *im, size_t L, const double *wr, const double *wi, int inv) {
+  for (size_t i = 1, j = 0; i < L; i++) {
+    size_t bit = L >> 1;
+    for (; j & bit; bit >>= 1) j ^= bit;
+    j ^= bit;
+    if (i < j) {
+      double t = re[i];
+      re[i] = re[j];
+      re[j] = t;
+      t = im[i];
+      im[i] = im[j];
+      im[j] = t;
+    }
+  }
+  for (size_t len = 2; len <= L; len <<= 1) {
+    size_t half = len / 2, step = L / len;
+    for (size_t i = 0; i < L; i += len)
+      for (size_t k = 0; k < half; k++) {
+        double tr = wr[k * step], ti = inv ? -wi[k * step] : wi[k * step];
+        double *ar = &re[i + k], *ai = &im[i + k], *br = &re[i + k + half], *bi = &im[i + k + half];
+        double xr = *br * tr - *bi * ti, xi = *br * ti + *bi * tr;
+        *br = *ar - xr;
+        *bi = *ai - xi;
+        *ar += xr;
+        *ai += xi;
+      }
+  }
+}
+
+/* The lag 1 <= k <= m/2 of the strongest r(k) of the last m = min(n, ACF_WINDOW) values, the
+ * autocovariances from the FFT of the series zero-padded to L >= 2m (no wrap-around). */
+static int acf_fft(const double *x, size_t n, fc_prof_stats *out) {
+  const double *w = n > ACF_WINDOW ? x + (n - ACF_WINDOW) : x;
+  size_t m = n > ACF_WINDOW ? ACF_WINDOW : n, L = 1;
+  while (L < 2 * m) L <<= 1;
+  double *re = fc_calloc(3 * L, sizeof *re);
+  if (!re) return ENOMEM;
+  double *im = re + L, *wr = im + L, *wi = wr + L / 2;
+  double wm = 0, c0 = 0;
+  for (size_t i = 0; i < m; i++) wm += w[i];
+  wm /= (double)m;
+  for (size_t i = 0; i < m; i++) {
+    re[i] = w[i] - wm;
+    c0 += re[i] * re[i];
+  }
+  if (c0 > 0 && c0 > 1e-24 * (double)m * (wm * wm + 1e-300)) {
+    for (size_t j = 0; j < L / 2; j++) {
+      wr[j] = cos(2 * M_PI * (double)j / (double)L);
+      wi[j] = -sin(2 * M_PI * (double)j / (double)L);
+    }
+    fft(re, im, L, wr, wi, 0);
+    for (size_t i = 0; i < L; i++) {
+      re[i] = re[i] * re[i] + im[i] * im[i];
+      im[i] = 0;
+    }
+    fft(re, im, L, wr, wi, 1);
+    double best = -INFINITY;
+    uint32_t lag = 0;
+    for (size_t k = 1; k <= m / 2; k++) {
+      double r = re[k] / (double)L / c0;
+      if (r > best + 1e-12) {
+        best = r;
+        lag = (uint32_t)k;
+      }
+    }
+    out->acf_lag = lag;
+    out->acf_coef = lag ? best : 0;
+  }
+  free(re);
+  return 0;
+}
+
 int fc_prof_series_stats(const double *x, size_t n, fc_prof_stats *out) {
   memset(out, 0, sizeof *out);
   out->n = n;
@@ -371,13 +447,10 @@ int fc_prof_series_stats(const double *x, size_t n, fc_prof_stats *out) {
   out->variation_ratio = mean != 0 ? out->std / fabs(mean) : 0;
   free(s);
 
-  /* Autocorrelation over (at most) the last ACF_WINDOW values. */
+  /* Autocorrelation: summed directly for short series, through an FFT for longer ones. */
+  if (n > ACF_DIRECT) return acf_fft(x, n, out);
   const double *w = x;
   size_t m = n;
-  if (m > ACF_WINDOW) {
-    w = x + (n - ACF_WINDOW);
-    m = ACF_WINDOW;
-  }
   double wm = 0;
   for (size_t i = 0; i < m; i++) wm += w[i];
   wm /= (double)m;
