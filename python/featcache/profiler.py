@@ -517,7 +517,7 @@ class StepProfiler:
 
     def _report(self, fmt):
         # Rendered once into a buffer that usually suffices: each rendering takes the statistics
-        # of every series again (about 0.1 s per series past 10,000 steps: the autocorrelation).
+        # of every series again (a sort and an FFT of each).
         size = 1 << 16
         while True:
             buf = ctypes.create_string_buffer(size)

@@ -353,8 +353,8 @@ class _Counting:
 
 
 def test_a_report_is_rendered_once():
-    """report() and json() render once (each rendering takes every series' statistics again:
-    seconds past 16,384 steps); they used to render twice, once to learn the size. A report
+    """report() and json() render once (each rendering takes every series' statistics again);
+    they used to render twice, once to learn the size. A report
     larger than the first buffer is rendered again, whole."""
     prof = StepProfiler()
     lib = prof._lib = _Counting(prof._lib)
