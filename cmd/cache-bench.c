@@ -238,6 +238,7 @@ int main(int argc, char **argv) {
     }
   }
   if (optind >= argc) fc_cli_usage_error("no STORE given");
+  fc_cli_no_empty_stores(argc, argv, optind);
   fc_cli_expand_argv(&argc, &argv, optind); /* a split store is benched as its parts */
   if (!o.np) add_pattern("patterns", "all", &o);
   if (!o.ns) {

@@ -341,6 +341,7 @@ int main(int argc, char **argv) {
   }
   int nargs = argc - optind;
   if (nargs == 0) fc_cli_usage_error("no store given");
+  fc_cli_no_empty_stores(argc, argv, optind);
   if (drop_cfg) {
     if (nargs != 1) fc_cli_usage_error("--drop takes one store, not %d", nargs);
     if (json || !count) fc_cli_usage_error("--drop lists nothing: drop --json and --no-count");

@@ -124,6 +124,7 @@ int main(int argc, char **argv) {
   if (!*out) /* -o "$CACHE" with CACHE unset */
     fc_cli_usage_error("-o '' names no store (an empty path: an unset variable?)");
   if (optind >= argc) fc_cli_usage_error("no input STORE given");
+  fc_cli_no_empty_stores(argc, argv, optind);
   size_t n = (size_t)(argc - optind), given = n; /* n: the stores opened, a split store's parts */
   /* a split store is merged as its parts */
   const char *const *inputs = fc_cli_expand_stores((const char *const *)(argv + optind), &n);

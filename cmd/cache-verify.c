@@ -327,6 +327,7 @@ int main(int argc, char **argv) {
     }
   }
   if (optind >= argc) fc_cli_usage_error("no STORE given");
+  fc_cli_no_empty_stores(argc, argv, optind);
   struct stat dst;
   if (detached_tokens && stat(detached_tokens, &dst) != 0)
     fc_cli_usage_error("--expect-tokens takes its CONFIG as --expect-tokens=%s ('%s' is no store)",

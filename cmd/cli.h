@@ -327,6 +327,13 @@ static inline int fc_cli_failed_allowed(const fc_cli_max_failed *m, uint64_t fai
 }
 
 /* ---- a new store's directory --------------------------------------------------------------- */
+/* STORE words argv[first..argc): an empty one ("$CACHE" with CACHE unset) is a usage error said
+ * as such, not an open's "Invalid argument" under an empty name. */
+static inline void fc_cli_no_empty_stores(int argc, char **argv, int first) {
+  for (int i = first; i < argc; i++)
+    if (!argv[i][0]) fc_cli_usage_error("'' names no STORE (an empty path: an unset variable?)");
+}
+
 /* A tool about to create a store in dir: refuse (exit 2, a message naming what is there) when dir
  * is a non-empty directory that holds no store (no data.mdb, no split marker), unless force (the
  * option `force_opt` said "yes, here"). Missing or empty directories, existing stores and the

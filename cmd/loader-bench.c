@@ -241,6 +241,7 @@ int main(int argc, char **argv) {
     else
       stores[n_stores++] = a;
   }
+  fc_cli_no_empty_stores((int)n_stores, (char **)stores, 0);
   if (n_stores) stores = fc_cli_expand_stores(stores, &n_stores); /* a split store: its parts */
   if (n_stores) store = stores[0];
   for (int i = 0; i < ax_batch.n; i++)

@@ -30,6 +30,7 @@ expect_usage() { # expected-first-stderr-line args...
   grep -qx "Try 'cache-bench --help' for more information." "$t/err" || fail "$*: no --help hint"
 }
 expect_usage "cache-bench: no STORE given"
+expect_usage "cache-bench: '' names no STORE (an empty path: an unset variable?)" ""
 expect_usage "cache-bench: invalid value 'zigzag' for --patterns (want sequential, physical, random, locality or all)" -p zigzag x
 expect_usage "cache-bench: invalid value 'hot' for --states (want cold or warm)" -s cold,hot x
 expect_usage "cache-bench: invalid value '0' for --threads (want an integer in 1..256)" -t 1,0 x

@@ -205,6 +205,8 @@ PY
 "$CC" --version | grep -qE '^cache-config \(featcache\) [0-9]+\.[0-9]+\.[0-9]+$' || fail "--version"
 check unknown-option 2 "cache-config: unknown option '--nope'
 $try" -- "$CC" --nope st
+check empty-store 2 "cache-config: '' names no STORE (an empty path: an unset variable?)
+$try" -- "$CC" st ""
 check flag-value 2 "cache-config: option '--quiet' takes no value
 $try" -- "$CC" --qu=1 st
 check needs-value 2 "cache-config: option '--drop' needs a value

@@ -30,6 +30,9 @@ Try 'cache-merge --help' for more information."
 "$M" -o "" s0 >out 2>err; check empty-output 2 $?
 expect_err empty-output "cache-merge: -o '' names no store (an empty path: an unset variable?)
 Try 'cache-merge --help' for more information."
+"$M" -o m "" >out 2>err; check empty-input 2 $?
+expect_err empty-input "cache-merge: '' names no STORE (an empty path: an unset variable?)
+Try 'cache-merge --help' for more information."
 "$M" -o m >out 2>err; check no-input 2 $?
 expect_err no-input "cache-merge: no input STORE given
 Try 'cache-merge --help' for more information."

@@ -40,6 +40,10 @@ Try 'cache-verify --help' for more information."
 expect_err short-digest "cache-verify: invalid value 'abc' for --expect-config (want 32 hex chars)
 Try 'cache-verify --help' for more information."
 
+"$V" "" >"$T/out" 2>"$T/err"; check empty-store 2 $?
+expect_err empty-store "cache-verify: '' names no STORE (an empty path: an unset variable?)
+Try 'cache-verify --help' for more information."
+
 "$V" --json --status s >"$T/out" 2>"$T/err"; check json-status 2 $?
 
 "$V" --bogus s >"$T/out" 2>"$T/err"; check bogus 2 $?
