@@ -292,7 +292,7 @@ int main(int argc, char **argv) {
         tok[n_tok++] = optarg;
       }
       break;
-    case OPT_MANIFEST: manifest = optarg; break;
+    case OPT_MANIFEST: manifest = fc_cli_path("manifest", optarg); break;
     case OPT_MANIFEST_FORMAT: {
       int f = fc_manifest_format_from_name(optarg);
       if (f < 0) fc_cli_usage_error("invalid value '%s' for --manifest-format", optarg);
@@ -302,7 +302,7 @@ int main(int argc, char **argv) {
     case OPT_FINITE: vo.finite = 1; break;
     case OPT_SOURCES: vo.sources = 1; break;
     case OPT_REHASH: vo.rehash = 1; break;
-    case OPT_SOURCE_ROOT: vo.source_root = optarg; break;
+    case OPT_SOURCE_ROOT: vo.source_root = fc_cli_path("source-root", optarg); break;
     case 'j': vo.threads = (int)fc_cli_u32("threads", optarg, 1, 1024); break;
     case OPT_MAX_ERRORS: {
       uint64_t v;

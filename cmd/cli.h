@@ -327,6 +327,14 @@ static inline int fc_cli_failed_allowed(const fc_cli_max_failed *m, uint64_t fai
 }
 
 /* ---- a new store's directory --------------------------------------------------------------- */
+/* The value of a file option (--manifest FILE): an empty one ("$MANIFEST" unset) is a usage
+ * error said as such, not "cannot open" under an empty name. Returns value. */
+static inline const char *fc_cli_path(const char *opt, const char *value) {
+  if (!value[0])
+    fc_cli_usage_error("--%s '' names no file (an empty path: an unset variable?)", opt);
+  return value;
+}
+
 /* STORE words argv[first..argc): an empty one ("$CACHE" with CACHE unset) is a usage error said
  * as such, not an open's "Invalid argument" under an empty name. */
 static inline void fc_cli_no_empty_stores(int argc, char **argv, int first) {

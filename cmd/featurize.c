@@ -482,11 +482,11 @@ int main(int argc, char **argv) {
       ov.v.dtype = (fc_dtype)pick("dtype", optarg, dtype_names, dtype_values);
       break;
     case OPT_CODEC: codec = pick("codec", optarg, codec_names, codec_values); break;
-    case OPT_MANIFEST: manifest = optarg; break;
+    case OPT_MANIFEST: manifest = fc_cli_path("manifest", optarg); break;
     case OPT_MANIFEST_FORMAT:
       manifest_format = pick("manifest-format", optarg, mf_names, mf_values);
       break;
-    case OPT_AUDIO_DIR: audio_dir = optarg; break;
+    case OPT_AUDIO_DIR: audio_dir = fc_cli_path("audio-dir", optarg); break;
     case OPT_MAX_SECONDS: max_seconds = fc_cli_double("max-seconds", optarg, 0, 1e9); break;
     case 'j': jobs = fc_cli_u32("jobs", optarg, 1, 256); break;
     case OPT_WRITERS: writers = fc_cli_u32("writers", optarg, 1, FC_SPLIT_MAX_PARTS); break;

@@ -168,7 +168,7 @@ int main(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
     switch (c) {
     case 'o': out_dir = optarg; break;
-    case OPT_MANIFEST: manifest = optarg; break;
+    case OPT_MANIFEST: manifest = fc_cli_path("manifest", optarg); break;
     case OPT_MANIFEST_FORMAT: {
       int f = fc_manifest_format_from_name(optarg);
       if (f < 0 || f == FC_MANIFEST_KALDI || f == FC_MANIFEST_LIST)
@@ -179,10 +179,10 @@ int main(int argc, char **argv) {
     }
     case OPT_TEXT_COLUMN: mopts.text_column = (int)fc_cli_u32("text-column", optarg, 2, 3); break;
     case 't': kind_name = optarg; break;
-    case OPT_VOCAB: to.vocab_path = optarg; break;
+    case OPT_VOCAB: to.vocab_path = fc_cli_path("vocab", optarg); break;
     case OPT_BUILD_VOCAB: to.build_vocab = 1; break;
-    case OPT_EXPORT_VOCAB: export_vocab = optarg; break;
-    case OPT_TOKENIZER_JSON: to.tokenizer_json = optarg; break;
+    case OPT_EXPORT_VOCAB: export_vocab = fc_cli_path("export-vocab", optarg); break;
+    case OPT_TOKENIZER_JSON: to.tokenizer_json = fc_cli_path("tokenizer-json", optarg); break;
     case OPT_LANG: to.lang = optarg; break;
     case OPT_UNICODE:
       unicode = !pick("unicode", optarg, "none", "nfkc") ? FC_UNICODE_NONE : FC_UNICODE_NFKC;
@@ -227,6 +227,8 @@ int main(int argc, char **argv) {
   }
   if (optind < argc) {
     if (manifest || argc - optind > 1) fc_cli_usage_error("one manifest only");
+    if (!argv[optind][0])
+      fc_cli_usage_error("'' names no manifest (an empty path: an unset variable?)");
     manifest = argv[optind];
   }
   if (!out_dir) fc_cli_usage_error("no output store (-o STORE)");

@@ -132,6 +132,8 @@ check "ambiguous abbreviation" 2 "featurize: option '--man' is ambiguous (--mani
 $try" -- "$FZ" --man "$tmp/m.csv" -o "$S"
 check "no store" 2 "featurize: no store given (-o STORE)
 $try" -- "$FZ" "$tmp/a.wav"
+check "empty manifest path" 2 "featurize: --manifest '' names no file (an empty path: an unset variable?)
+$try" -- "$FZ" -o "$S" --manifest ""
 # -o "$CACHE" with CACHE unset: said so, not ": cannot open the store: Invalid argument"
 check "empty store path" 2 "featurize: -o '' names no store (an empty path: an unset variable?)
 $try" -- "$FZ" -o "" "$tmp/a.wav"

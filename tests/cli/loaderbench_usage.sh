@@ -51,6 +51,8 @@ check no-store 2 "loader-bench: missing STORE (the cache source reads one)
 $try" -- "$LB"
 check empty-store 2 "loader-bench: '' names no STORE (an empty path: an unset variable?)
 $try" -- "$LB" ""
+check empty-manifest 2 "loader-bench: --manifest '' names no file (an empty path: an unset variable?)
+$try" -- "$LB" --source audio --manifest ""
 check bad-source 2 "loader-bench: invalid value 'disk' for --source (want cache, audio or synthetic)
 $try" -- "$LB" --source disk st
 check audio-no-manifest 2 "loader-bench: --source audio and --compare need --manifest FILE

@@ -44,6 +44,10 @@ Try 'cache-verify --help' for more information."
 expect_err empty-store "cache-verify: '' names no STORE (an empty path: an unset variable?)
 Try 'cache-verify --help' for more information."
 
+"$V" --manifest "" s >"$T/out" 2>"$T/err"; check empty-manifest 2 $?
+expect_err empty-manifest "cache-verify: --manifest '' names no file (an empty path: an unset variable?)
+Try 'cache-verify --help' for more information."
+
 "$V" --json --status s >"$T/out" 2>"$T/err"; check json-status 2 $?
 
 "$V" --bogus s >"$T/out" 2>"$T/err"; check bogus 2 $?
