@@ -301,7 +301,7 @@ class StepProfiler:
         else 0). Without NVML (no NVIDIA driver) nothing is sampled and the report says why.
         A sampler already running (gpu_busy=True) is stopped first: its samples are dropped.
         Returns True when sampling; a period out of 1 .. 60000 ms raises ValueError."""
-        if self._sampler:
+        if self._own_sampler():
             self._lib.fc_gpu_sampler_free(self._sampler)
             self._sampler = None
         if index is None:
@@ -316,7 +316,7 @@ class StepProfiler:
             self._gpu_note = why.value.decode("utf-8", "replace") or self._lib.fc_strerror(rc).decode()
             self._lib.fc_profiler_set_gpu_busy(self._h, None, 0, 0.0, self._gpu_note.encode())
             return False
-        self._sampler = h
+        self._sampler, self._sampler_pid = h, os.getpid()
         self._gpu_period = float(period_ms)
         self._gpu_note = "NVML GPU %d" % index
         return True
@@ -325,9 +325,18 @@ class StepProfiler:
         """Record in the profile that GPU utilization was not measured, and why."""
         self._lib.fc_profiler_set_gpu_busy(self._h, None, 0, 0.0, reason.encode())
 
+    def _own_sampler(self):
+        """True when a sampler runs in this process. One inherited over fork is dropped: its
+        thread is the parent's (stopping it here would wait for ever), and so are its samples."""
+        if self._sampler and self._sampler_pid != os.getpid():
+            self._sampler = None
+            self._lib.fc_profiler_set_gpu_busy(self._h, None, 0, 0.0,
+                                               b"sampled in another process (this one was forked)")
+        return bool(self._sampler)
+
     def stop_gpu_sampler(self):
         """Stop sampling and put the samples into the profile (done by report/json/save)."""
-        if not self._sampler:
+        if not self._own_sampler():
             return
         L = self._lib
         L.fc_gpu_sampler_stop(self._sampler)
@@ -343,9 +352,9 @@ class StepProfiler:
     def close(self):
         """Free the C profiler (also at the end of `with StepProfiler() as prof:`): read the
         results first; a closed profiler raises ValueError."""
-        if self._sampler:
+        if self._handle and self._own_sampler():
             self._lib.fc_gpu_sampler_free(self._sampler)
-            self._sampler = None
+        self._sampler = None
         if self._handle:
             self._lib.fc_profiler_free(self._handle)
             self._handle = ctypes.c_void_p()

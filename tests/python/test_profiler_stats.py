@@ -415,6 +415,30 @@ def test_gpu_sampler_started_twice_is_not_left_running():
     assert sorted(fake.freed) == [100, 101, 102]
 
 
+def test_gpu_sampler_inherited_over_fork_is_left_alone():
+    """A process forked from one that samples the GPU has the profiler but not the sampler's
+    thread: closing or reading the profile there must not stop or free it (pthread_join on a
+    thread of another process waits for ever); the parent's sampler is untouched."""
+    prof = StepProfiler()
+    fake = prof._lib = _FakeNvml(prof._lib)
+    assert prof.start_gpu_sampler(0)
+    pid = os.fork()
+    if pid == 0:  # the child
+        code = 3
+        try:
+            with prof.step():
+                pass
+            line = [l for l in prof.report().splitlines() if l.startswith("gpu busy")]
+            prof.close()
+            code = 0 if fake.freed == [] and line and "another process" in line[0] else 4
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    prof.close()
+    assert fake.freed == [100]
+
+
 class _Batch:
     def __init__(self, ids):
         self.ids = ids
