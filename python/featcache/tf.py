@@ -50,8 +50,9 @@ __all__ = ["make_dataset", "batches"]
 def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device=2, map_fn=None,
                  epochs=1, prefetch=2, **loader_kwargs):
     """tf.data.Dataset of (mels, mel_lengths[, tokens, token_lengths][, ids]) batches of epochs
-    epochs from epoch (each further iteration: the next ones). loader_kwargs are featcache.Loader's (padded is forced on). device (e.g. "/GPU:0"):
-    batches prefetched onto it (prefetch_to_device batches ahead); map_fn: applied before.
+    epochs from epoch (each further iteration: the next ones). loader_kwargs are
+    featcache.Loader's (padded is forced on). device (e.g. "/GPU:0"): batches prefetched onto
+    it (prefetch_to_device batches ahead); map_fn: applied before.
     prefetch: without device, the dataset ends with .prefetch(prefetch) (0: not), so the
     from_generator copy runs in tf.data's thread, not in the loop's next()."""
     import tensorflow as tf  # noqa: PLC0415 - optional dependency, imported on use
