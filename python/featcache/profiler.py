@@ -29,20 +29,22 @@ import os
 __all__ = ["StepProfiler", "ProfilerError", "series_stats", "verdict", "load_library", "batch_items"]
 
 FC_PROF_TRACE = 1
-FC_ECONFIG = -31902  # fc_base.h
+FC_ECONFIG, FC_EBADSTATE = -31902, -31912  # fc_base.h
 TABLE, JSON, TRACE_JSON = 0, 1, 2
 
 
 class ProfilerError(RuntimeError):
     """A C profiler call failed; .code is the featcache error code."""
 
-    def __init__(self, code, what, lib=None):
+    def __init__(self, code, what, lib=None, why=None):
         msg = "%s failed: %d" % (what, code)
         if lib is not None:
             try:
                 msg = "%s: %s" % (what, lib.fc_strerror(code).decode())
             except Exception:  # pragma: no cover - strerror is always there
                 pass
+        if why:
+            msg += " (%s)" % why
         super().__init__(msg)
         self.code = code
 
@@ -380,16 +382,19 @@ class StepProfiler:
         self.close()
         return False
 
-    def _check(self, rc, what):
+    def _check(self, rc, what, state=None):
+        """state: what FC_EBADSTATE means for this call (its own text is about sticky errors)."""
         if rc:
-            raise ProfilerError(rc, what, self._lib)
+            raise ProfilerError(rc, what, self._lib, state if rc == FC_EBADSTATE else None)
 
     # ---- marking -------------------------------------------------------------------------------
     def begin_step(self):
-        self._check(self._lib.fc_profiler_step_begin(self._h), "step begin")
+        self._check(self._lib.fc_profiler_step_begin(self._h), "step begin",
+                    "a step is already open: end_step() or cancel_step() first")
 
     def end_step(self):
-        self._check(self._lib.fc_profiler_step_end(self._h), "step end")
+        self._check(self._lib.fc_profiler_step_end(self._h), "step end",
+                    "no step is open, or a phase in it is still open")
 
     def cancel_step(self):
         self._lib.fc_profiler_step_cancel(self._h)
@@ -398,29 +403,30 @@ class StepProfiler:
         b = self._names.get(name)
         if b is None:
             b = self._names[name] = _encode("phase name", name, NAME_MAX)
-        self._check(self._lib.fc_profiler_phase_begin(self._h, b), "phase begin %r" % name)
+        self._check(self._lib.fc_profiler_phase_begin(self._h, b), "phase begin %r" % name,
+                    "no step is open, or phases nest deeper than 32")
 
     def end(self):
-        self._check(self._lib.fc_profiler_phase_end(self._h), "phase end")
+        self._check(self._lib.fc_profiler_phase_end(self._h), "phase end", "no phase is open")
 
     def add(self, name, ms):
         """Add a time measured elsewhere (e.g. a CUDA event) to phase name of the open step."""
         self._check(self._lib.fc_profiler_phase_add(self._h, _encode("phase name", name, NAME_MAX),
                                                     float(ms)),
-                    "phase add %r" % name)
+                    "phase add %r" % name, "no step is open")
 
     def add_device(self, name, ms):
         """Add a device time (ms) to the device series name of the open step (not a phase: it
         is reported beside them, see fc_profiler_device_add)."""
         self._check(self._lib.fc_profiler_device_add(self._h, _encode("device name", name,
                                                                       NAME_MAX), float(ms)),
-                    "device add %r" % name)
+                    "device add %r" % name, "no step is open")
 
     def count(self, n):
         """n items (utterances) delivered in the open step: the profile's utterances/s is then
         what the loop received (a short last batch counts as what it holds), not steps x
         items_per_step. iterate() counts each batch by itself."""
-        self._check(self._lib.fc_profiler_step_items(self._h, float(n)), "count")
+        self._check(self._lib.fc_profiler_step_items(self._h, float(n)), "count", "no step is open")
 
     def step(self):
         """Context manager: one training step."""

@@ -374,6 +374,28 @@ def test_a_report_is_rendered_once():
     prof.close()
 
 
+def test_calls_out_of_order_say_why():
+    """A call the state refuses says what is wrong, beside FC_EBADSTATE (whose own text, "handle
+    unusable after an earlier failure", is about another thing)."""
+    prof = StepProfiler()
+    for call, why in ((prof.end_step, "no step is open"), (prof.end, "no phase is open"),
+                      (lambda: prof.begin("data"), "no step is open"),
+                      (lambda: prof.add("h2d", 1.0), "no step is open"),
+                      (lambda: prof.count(3), "no step is open")):
+        with pytest.raises(RuntimeError, match="FC_EBADSTATE.*" + why):
+            call()
+    prof.begin_step()
+    with pytest.raises(RuntimeError, match="FC_EBADSTATE.*a step is already open"):
+        prof.begin_step()
+    prof.begin("data")
+    with pytest.raises(RuntimeError, match="FC_EBADSTATE.*a phase in it is still open"):
+        prof.end_step()
+    prof.end()
+    prof.end_step()
+    assert prof.steps == 1
+    prof.close()
+
+
 class _FakeNvml:
     """The library with its NVML sampler faked (no driver here): counts samplers started and
     freed."""
