@@ -326,7 +326,7 @@ static inline int fc_cli_failed_allowed(const fc_cli_max_failed *m, uint64_t fai
   return (double)failed <= limit;
 }
 
-/* ---- a new store's directory --------------------------------------------------------------- */
+/* ---- paths on the command line ------------------------------------------------------------- */
 /* The value of a file option (--manifest FILE): an empty one ("$MANIFEST" unset) is a usage
  * error said as such, not "cannot open" under an empty name. Returns value. */
 static inline const char *fc_cli_path(const char *opt, const char *value) {
@@ -342,6 +342,7 @@ static inline void fc_cli_no_empty_stores(int argc, char **argv, int first) {
     if (!argv[i][0]) fc_cli_usage_error("'' names no STORE (an empty path: an unset variable?)");
 }
 
+/* ---- a new store's directory --------------------------------------------------------------- */
 /* A tool about to create a store in dir: refuse (exit 2, a message naming what is there) when dir
  * is a non-empty directory that holds no store (no data.mdb, no split marker), unless force (the
  * option `force_opt` said "yes, here"). Missing or empty directories, existing stores and the
