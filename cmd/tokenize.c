@@ -38,6 +38,7 @@ enum {
   OPT_BATCH,
   OPT_SHARD,
   OPT_STRICT,
+  OPT_MAX_FAILED,
   OPT_JSON,
   OPT_PROGRESS,
   OPT_FORCE_NEW_STORE,
@@ -86,6 +87,8 @@ static const fc_cli_opt options[] = {
     {"max-text-bytes", OPT_MAX_TEXT, required_argument, "N",
      "longer texts are bad lines (default 64KiB)"},
     {"strict", OPT_STRICT, no_argument, NULL, "the first bad line (or unknown symbol) is fatal"},
+    {"max-failed", OPT_MAX_FAILED, required_argument, "N|P%",
+     "exit 0 when at most N (or P % of the) lines failed (default 0)"},
     {"json", OPT_JSON, no_argument, NULL, "print a JSON summary on stdout"},
     {"progress", OPT_PROGRESS, no_argument, NULL,
      "progress on stderr even when it is not a terminal"},
@@ -101,8 +104,9 @@ static const char description[] =
     "Normalize transcripts and store their token ids (chars, espeak-ng phonemes or Hugging Face\n"
     "BPE) in a featcache store, keyed by text and token config. Reruns store only what is new.";
 static const char footer[] =
-    "Exit status: 0 all lines stored or already present; 1 some lines failed (see 'done: N of M');\n"
-    "2 usage or configuration error; 130/143 interrupted (committed batches are kept).\n"
+    "Exit status: 0 all lines stored or already present (or the failed ones within --max-failed);\n"
+    "1 some lines failed (see 'done: N of M'); 2 usage or configuration error; 130/143\n"
+    "interrupted (committed batches are kept).\n"
     "Manual: man tokenize.";
 
 typedef struct run_ctx {
@@ -163,6 +167,8 @@ int main(int argc, char **argv) {
   to.lang = "en-us";
   int unicode = -1, fold = -1, collapse = -1, punct = -1, json = 0, quiet = 0, progress = 0;
   fc_tokenize_run_opts ro = {0};
+  fc_cli_max_failed max_failed;
+  memset(&max_failed, 0, sizeof max_failed);
   int c;
   opterr = 0; /* fc_cli_bad_option says what is wrong, as `tokenize: ...` */
   while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
@@ -214,6 +220,7 @@ int main(int argc, char **argv) {
       break;
     }
     case OPT_STRICT: to.strict = ro.strict = 1; break;
+    case OPT_MAX_FAILED: max_failed = fc_cli_parse_max_failed("max-failed", optarg); break;
     case OPT_JSON: json = 1; break;
     case OPT_PROGRESS: progress = 1; break;
     case 'q': quiet = 1; break;
@@ -235,6 +242,9 @@ int main(int argc, char **argv) {
   if (!*out_dir) /* -o "$CACHE" with CACHE unset */
     fc_cli_usage_error("-o '' names no store (an empty path: an unset variable?)");
   if (!manifest) fc_cli_usage_error("no manifest (--manifest FILE, or '-' for stdin)");
+  if (ro.strict && max_failed.text[0])
+    fc_cli_usage_error("--strict stops at the first failure: drop --max-failed %s",
+                       max_failed.text);
   fc_cli_check_new_store_dir(out_dir, force_new_store, "force-new-store");
   int kind = fc_tok_kind_from_name(kind_name);
   if (kind < 0)
@@ -332,6 +342,9 @@ int main(int argc, char **argv) {
   if (ro.progress) fputc('\n', stderr);
 
   int exit_code = FC_EXIT_OK;
+  /* --max-failed says how many bad lines the run tolerates (of its lines: the shard's); an error
+   * that ended the run (a failed write) fails it whatever the tolerance. */
+  const int allowed = !rc && fc_cli_failed_allowed(&max_failed, st.failed, st.lines);
   fc_digest cfg;
   char hex[33] = "";
   if (fc_tokenizer_config(tok, NULL, NULL, &cfg) == 0) fc_digest_hex(&cfg, hex);
@@ -347,7 +360,7 @@ int main(int argc, char **argv) {
   } else if (rc) {
     fc_cli_warn(out_dir, "%s", fc_strerror(rc));
     exit_code = FC_EXIT_FAIL;
-  } else if (st.failed) {
+  } else if (!allowed) {
     exit_code = FC_EXIT_FAIL;
   }
   if (!rc && export_vocab) { /* whole or not at all: a failure leaves no half file */
@@ -361,8 +374,11 @@ int main(int argc, char **argv) {
   if (st.failed > ctx.reported) /* a failed write's batch, the lines never begun: one line */
     fprintf(stderr, "tokenize: %llu lines not stored after the failure, counted as failed\n",
             (unsigned long long)(st.failed - ctx.reported));
-  if (!quiet || exit_code == FC_EXIT_FAIL) { /* exit 1 always comes with its `done: N of M` line */
+  /* exit 1 always comes with its `done: N of M` line, and so do failures a tolerance allowed */
+  if (!quiet || exit_code == FC_EXIT_FAIL || st.failed) {
     char not_started[48] = "";
+    const char *tolerance =
+        st.failed && !rc && max_failed.text[0] ? (allowed ? ", allowed by" : ", more than") : "";
     if (st.not_started)
       snprintf(not_started, sizeof not_started, ", %llu not started",
                (unsigned long long)st.not_started);
@@ -370,12 +386,13 @@ int main(int argc, char **argv) {
       fprintf(stderr, "tokenize: nothing to do: all %llu lines already stored (config %s)\n",
               (unsigned long long)st.lines, hex);
     else
-      fprintf(
-          stderr,
-          "tokenize: done: %llu of %llu (%llu new, %llu already stored, %llu failed, %llu tokens)%s\n",
-          (unsigned long long)ok, (unsigned long long)st.lines, (unsigned long long)st.processed,
-          (unsigned long long)st.skipped_existing, (unsigned long long)st.failed,
-          (unsigned long long)st.tokens, not_started);
+      fprintf(stderr,
+              "tokenize: done: %llu of %llu (%llu new, %llu already stored, %llu failed%s%s%s, "
+              "%llu tokens)%s\n",
+              (unsigned long long)ok, (unsigned long long)st.lines,
+              (unsigned long long)st.processed, (unsigned long long)st.skipped_existing,
+              (unsigned long long)st.failed, tolerance, tolerance[0] ? " --max-failed " : "",
+              tolerance[0] ? max_failed.text : "", (unsigned long long)st.tokens, not_started);
     if (st.unknown)
       fprintf(stderr, "tokenize: %llu unknown symbols mapped to unk\n",
               (unsigned long long)st.unknown);
@@ -385,11 +402,13 @@ int main(int argc, char **argv) {
         "{\"processed\":%llu,\"skipped_existing\":%llu,\"failed\":%llu,\"not_started\":%llu,"
         "\"lines\":%llu,"
         "\"tokens\":%llu,\"unknown\":%llu,\"wall_seconds\":%.6f,\"config_digest\":\"%s\","
-        "\"tokenizer\":\"%s\"}\n",
+        "\"tokenizer\":\"%s\",\"max_failed\":",
         (unsigned long long)st.processed, (unsigned long long)st.skipped_existing,
         (unsigned long long)st.failed, (unsigned long long)st.not_started,
         (unsigned long long)st.lines, (unsigned long long)st.tokens, (unsigned long long)st.unknown,
         wall, hex, kind_name);
+    fc_json_write_string(stdout, max_failed.text[0] ? max_failed.text : "0");
+    printf(",\"failed_allowed\":%s}\n", exit_code == FC_EXIT_OK ? "true" : "false");
   }
   fc_store_close_split(parts, n_parts);
   fc_item_list_free(&items);
