@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The README's commands answer --help without doing anything: scripts/demo --help and
+# scripts/test --help print what they do (exit 0), scripts/setup --help too, and an argument they
+# do not take is a usage error (exit 2) — never the start of an apt install, a build and a
+# half-hour run. They run in a copy of scripts/ whose setup is a stand-in that records being run.
+set -u
+SRC=${FC_SRC:?}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+
+mkdir -p "$tmp/tree/scripts"
+cp "$SRC/scripts/demo" "$SRC/scripts/test" "$tmp/tree/scripts/"
+cat >"$tmp/tree/scripts/setup" <<'SH'
+#!/bin/sh
+echo "setup ran: $*" >>"$(dirname "$0")/../setup-ran"
+exit 3
+SH
+chmod +x "$tmp/tree/scripts/setup"
+
+for s in demo test; do
+  for a in --help -h; do
+    rm -f "$tmp/tree/setup-ran"
+    timeout 30 "$tmp/tree/scripts/$s" $a >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ $rc = 0 ] && [ ! -s "$tmp/err" ] && grep -q "^scripts/$s — " "$tmp/out" ||
+      fail "scripts/$s $a: exit $rc: $(head -c 300 "$tmp/out" "$tmp/err")"
+    [ -e "$tmp/tree/setup-ran" ] && fail "scripts/$s $a ran scripts/setup"
+  done
+  rm -f "$tmp/tree/setup-ran"
+  timeout 30 "$tmp/tree/scripts/$s" --bogus >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ $rc = 2 ] && [ ! -s "$tmp/out" ] && grep -q "^scripts/$s: unknown argument '--bogus'" "$tmp/err" ||
+    fail "scripts/$s --bogus: exit $rc: $(head -c 300 "$tmp/out" "$tmp/err")"
+  [ -e "$tmp/tree/setup-ran" ] && fail "scripts/$s --bogus ran scripts/setup"
+done
+
+# scripts/setup itself (its argument check comes before anything is installed)
+out=$("$SRC/scripts/setup" --help 2>&1)
+rc=$?
+[ $rc = 0 ] && grep -q '^scripts/setup — ' <<<"$out" || fail "scripts/setup --help: exit $rc: ${out:0:300}"
+out=$("$SRC/scripts/setup" --bogus 2>&1)
+rc=$?
+[ $rc = 2 ] && grep -q "^scripts/setup: unknown argument '--bogus'" <<<"$out" ||
+  fail "scripts/setup --bogus: exit $rc: ${out:0:300}"
+
+[ $fails = 0 ] && echo "ok: scripts/demo, scripts/test and scripts/setup answer --help and refuse what they do not take" && exit 0
+exit 1
