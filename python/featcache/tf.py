@@ -81,7 +81,7 @@ def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device
             first, own = begun[0] + 1, busy[0]
             begun[0] = first
             busy[0] = True
-        src = Loader(paths, **loader_kwargs) if own else ld
+        src = Loader(ld.paths, **loader_kwargs) if own else ld  # (paths may be an iterator)
         try:
             yield from _batches(src, first)
         finally:

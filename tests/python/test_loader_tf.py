@@ -147,6 +147,11 @@ def test_two_iterations_at_once(path):
     same(a, ep[0])
     same(b, ep[1])
     same(list(ds), loader_batches(path, epoch=2, **kw))  # and on, one at a time
+    ds = make_dataset(iter([path]), with_ids=True, prefetch=0, **kw)  # paths read once
+    it1 = iter(ds)
+    a = [next(it1)]
+    same(list(ds), ep[1])
+    same(a + list(it1), ep[0])
 
 
 def test_batches_of_a_loader_go_on_from_its_epoch(path):
