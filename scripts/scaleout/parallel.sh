@@ -13,6 +13,11 @@
 # which are not and exits 1: copy them here (mdb_copy, or rsync of a finished store) and run the
 # script again. Reruns are cheap: finished shards say "nothing to do".
 set -euo pipefail
+case ${1:-} in
+"") ;;
+-h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+*) echo "parallel.sh: unknown argument '$1' (settings go in the environment; --help)" >&2; exit 2 ;;
+esac
 : "${MANIFEST:?set MANIFEST}"
 SHARDS=${SHARDS:-16} JOBS=${JOBS:-4} WORK=${WORK:-shards} CACHE=${CACHE:-cache} BIN=${BIN:-}
 FEATURIZE_OPTS=${FEATURIZE_OPTS:---preset hifigan} TOKENIZE_OPTS=${TOKENIZE_OPTS:---build-vocab}

@@ -3,6 +3,7 @@
 # scripts/test --help print what they do (exit 0), scripts/setup --help too, and an argument they
 # do not take is a usage error (exit 2) — never the start of an apt install, a build and a
 # half-hour run. They run in a copy of scripts/ whose setup is a stand-in that records being run.
+# scripts/gpu-check, scripts/scaleout/slurm-submit and parallel.sh answer --help as well.
 set -u
 SRC=${FC_SRC:?}
 tmp=$(mktemp -d)
@@ -44,6 +45,15 @@ out=$("$SRC/scripts/setup" --bogus 2>&1)
 rc=$?
 [ $rc = 2 ] && grep -q "^scripts/setup: unknown argument '--bogus'" <<<"$out" ||
   fail "scripts/setup --bogus: exit $rc: ${out:0:300}"
+
+# the GPU check and the scale-out launchers: --help is text, not a build into a folder named
+# --help or a job queued (run with no GPU, no MANIFEST and no Slurm: each would stop early anyway)
+for s in gpu-check scaleout/slurm-submit scaleout/parallel.sh; do
+  out=$(env -u MANIFEST timeout 30 "$SRC/scripts/$s" --help 2>&1)
+  rc=$?
+  [ $rc = 0 ] && grep -qF "$(basename "$s")" <<<"$out" ||
+    fail "scripts/$s --help: exit $rc: ${out:0:300}"
+done
 
 [ $fails = 0 ] && echo "ok: scripts/demo, scripts/test and scripts/setup answer --help and refuse what they do not take" && exit 0
 exit 1
