@@ -204,8 +204,19 @@ static int list_store(const char *dir, int json, int count) {
   return code;
 }
 
+/* How config c answers to the name want: 2 named so, 1 a mel config listed as "WANT (dtype)" (a
+ * preset stored in another dtype), 0 not at all. */
+static int name_match(const fc_config_info *c, const char *want) {
+  size_t wl = strlen(want), nl = strlen(c->name);
+  if (strcmp(c->name, want) == 0) return 2;
+  return c->kind == FC_CONFIG_MEL && nl > wl + 3 && strncmp(c->name, want, wl) == 0 &&
+         c->name[wl] == ' ' && c->name[wl + 1] == '(' && c->name[nl - 1] == ')';
+}
+
 /* CONFIG as a digest: 32 hex, or a name (a preset, "kaldi (mq)", a tokenizer) only one config of
- * the store has. 0, or exit code 2 said. */
+ * the store has; as for the loader's features=, a preset's name ("kaldi") also names the config of
+ * that preset stored in another dtype ("kaldi (mq)") when no config is the preset itself. 0, or
+ * exit code 2 said. */
 static int resolve(const char *dir, char **parts, unsigned np, const char *want, fc_digest *d) {
   if (strlen(want) == 32 && fc_digest_parse(want, d) == 0) return 0;
   fc_config_info *all = NULL;
@@ -226,6 +237,7 @@ static int resolve(const char *dir, char **parts, unsigned np, const char *want,
     }
   }
   size_t hits = 0;
+  int best = 0; /* 2: named so; 1: a mel config named "WANT (dtype)" */
   char list[1024] = "";
   for (size_t i = 0; !code && i < n; i++) {
     char hex[33];
@@ -233,9 +245,10 @@ static int resolve(const char *dir, char **parts, unsigned np, const char *want,
     size_t l = strlen(list);
     snprintf(list + l, sizeof list - l, "%s%s %s", l ? ", " : "",
              all[i].name[0] ? all[i].name : "(no name)", hex);
-    if (!strcmp(all[i].name, want)) {
-      if (!hits++) *d = all[i].digest;
-    }
+    int m = name_match(&all[i], want);
+    if (!m || m < best) continue;
+    if (m > best) best = m, hits = 0;
+    if (!hits++) *d = all[i].digest;
   }
   if (!code && hits != 1) {
     if (hits)

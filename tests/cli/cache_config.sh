@@ -71,6 +71,18 @@ PY
   fail "fixture"
 "$CC" old | grep -qE '^[0-9a-f]{32}  mel     hifigan +3 +[0-9.]+  -$' || fail "old store: $("$CC" old)"
 
+# the names a config answers to: its listed name ('kaldi (mq)') and, as for the loader's
+# features= and cache-verify --expect-preset, the preset's ('kaldi') where the store holds no
+# config that is that preset itself (cache-config(1): `cache-config --drop kaldi cache/`)
+cp -r st bykaldi
+"$CC" --drop kaldi bykaldi >out 2>err || fail "drop kaldi (the preset of kaldi (mq)): exit $?: $(cat err)"
+grep -q "^cache-config: dropped config $kaldimq from bykaldi: 6 records" err || fail "drop kaldi: $(cat err)"
+"$PY" - st <<'PY' || fail "the loader by the listed name 'kaldi (mq)'"
+import sys, featcache
+assert sum(len(b) for b in featcache.Loader(sys.argv[1], features="kaldi (mq)", batch_size=4)) == 7
+assert sum(len(b) for b in featcache.Loader(sys.argv[1], features="kaldi", batch_size=4)) == 7
+PY
+
 # drop by name: the records and meta keys go, entries and the other configs stay
 cp -r st before
 "$CC" --drop 'kaldi (mq)' st >out 2>err || fail "drop kaldi (mq): exit $?: $(cat err)"

@@ -77,7 +77,11 @@ static int cfg_matches(json_t *o, const char *json, size_t len, const char *name
   if (!tokens && json_is_null(json_object_get(o, "preset")) &&
       fc_mel_config_from_json(json, len, &mc, NULL, 0) == 0) {
     const char *p = fc_mel_config_preset_of(&mc, NULL);
-    if (p && strcmp(p, name) == 0) return 1;
+    if (!p) return 0;
+    if (strcmp(p, name) == 0) return 1;
+    char listed[64]; /* the name it is listed under (cache-config, the errors): "kaldi (mq)" */
+    snprintf(listed, sizeof listed, "%s (%s)", p, fc_dtype_name(mc.dtype));
+    if (strcmp(listed, name) == 0) return 2;
   }
   return 0;
 }
