@@ -1,11 +1,12 @@
 #!/bin/bash
 # featcache on a few machines or cores with GNU parallel: N shards, then one merge. The one-liner:
 #
-#   seq 0 15 | parallel -j4 'featurize -q -j1 --shard {}/16 --max-failed 10% -o shards/s{} --manifest metadata.csv && tokenize -q -j1 --build-vocab --shard {}/16 -o shards/s{} metadata.csv' && cache-merge -o cache shards/s*/
+#   seq 0 15 | parallel -j4 'featurize -q -j1 --shard {}/16 --max-failed 10% -o shards/s{} --manifest metadata.csv && tokenize -q -j1 --build-vocab --shard {}/16 --max-failed 10% -o shards/s{} metadata.csv' && cache-merge -o cache shards/s*/
 #
 # and the same, with settings:  MANIFEST=... SHARDS=16 JOBS=4 WORK=shards CACHE=cache scripts/scaleout/parallel.sh
 # Bad audio files do not stop it: a shard tolerates MAX_FAILED (default 10%) of its inputs failing;
-# they are recorded in the stores and merged, and cache-verify --manifest lists them apart.
+# they are recorded in the stores and merged, and cache-verify --manifest lists them apart. The
+# same tolerance holds for bad transcript lines (tokenize --max-failed; not recorded).
 # Across machines: PARALLEL_OPTS="--sshloginfile nodes" (any options of parallel's own), with
 # MANIFEST, WORK and BIN absolute paths that each machine can use; the settings above reach the
 # remote jobs (--env). Each machine writes its shards to WORK on its own local disk (an LMDB
@@ -15,7 +16,7 @@
 set -euo pipefail
 case ${1:-} in
 "") ;;
--h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;   # the header comment
 *) echo "parallel.sh: unknown argument '$1' (settings go in the environment; --help)" >&2; exit 2 ;;
 esac
 : "${MANIFEST:?set MANIFEST}"
@@ -27,7 +28,7 @@ settings=(MANIFEST SHARDS WORK BIN FEATURIZE_OPTS TOKENIZE_OPTS MAX_FAILED TEXT)
 export "${settings[@]}"
 # shellcheck disable=SC2046,SC2086  # word lists on purpose
 seq 0 $((SHARDS - 1)) | parallel --halt now,fail=1 -j"$JOBS" $(printf -- '--env %s ' "${settings[@]}") $PARALLEL_OPTS \
-  'mkdir -p "$WORK" && "${BIN:+$BIN/}featurize" -q -j1 --shard {}/$SHARDS --max-failed "$MAX_FAILED" $FEATURIZE_OPTS -o "$WORK/s{}" --manifest "$MANIFEST" && { [ -z "$TEXT" ] || "${BIN:+$BIN/}tokenize" -q -j1 --shard {}/$SHARDS $TOKENIZE_OPTS -o "$WORK/s{}" "$TEXT"; }'
+  'mkdir -p "$WORK" && "${BIN:+$BIN/}featurize" -q -j1 --shard {}/$SHARDS --max-failed "$MAX_FAILED" $FEATURIZE_OPTS -o "$WORK/s{}" --manifest "$MANIFEST" && { [ -z "$TEXT" ] || "${BIN:+$BIN/}tokenize" -q -j1 --shard {}/$SHARDS --max-failed "$MAX_FAILED" $TOKENIZE_OPTS -o "$WORK/s{}" "$TEXT"; }'
 # the N shards of this run, and only they (a shard another machine wrote is not here until copied)
 shards=() missing=()
 for ((k = 0; k < SHARDS; k++)); do

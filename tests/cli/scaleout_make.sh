@@ -3,7 +3,9 @@
 # over a generated corpus; the merged store holds exactly the keys and bytes of one plain featurize
 # + tokenize run and passes cache-verify; a second make does nothing; touching the manifest
 # redoes the shards and the merge, which find everything stored and leave the store as it was;
-# a wav.scp manifest with TEXT= (no transcripts) runs featurize alone.
+# a wav.scp manifest with TEXT= (no transcripts) runs featurize alone; a bad transcript line
+# (empty text) is within MAX_FAILED for tokenize as a bad file is for featurize, and MAX_FAILED=0
+# stops the shard that holds it.
 set -u
 command -v make >/dev/null || { echo "skip: make not installed"; exit 77; }
 . "$FC_SRC/tests/cli/scaleout.bash"
@@ -35,4 +37,21 @@ for f in c/wavs/*.wav; do b=${f##*/}; echo "${b%.wav} $T/$f"; done >wav.scp
 mk MANIFEST=wav.scp TEXT= WORK=wshards CACHE=wcache >out 2>err || { echo "FAIL make over a wav.scp"; cat out err; fail=1; }
 grep -q "tokenize" out && { echo "FAIL TEXT= ran tokenize"; cat out; fail=1; }
 same_store refscp wcache >same.txt || { echo "FAIL the wav.scp merge differs from one plain featurize"; cat same.txt; fail=1; }
+
+# a bad transcript: tokenize skips the line and the shard passes (MAX_FAILED, 10% by default, is
+# tokenize's --max-failed too); the merge equals one plain run that tolerated it. MAX_FAILED=0: the
+# shard of that line fails, and with it the make.
+sed '7s/|.*/||/' c/metadata.csv >c/bad.csv
+"$FC_BIN/featurize" -q -j2 -o refbad --manifest c/bad.csv || exit 1
+"$FC_BIN/tokenize" -q --build-vocab --max-failed 1 -o refbad c/bad.csv || exit 1
+mk MANIFEST=c/bad.csv WORK=bshards CACHE=bcache >out 2>err || { echo "FAIL make with a bad transcript line"; cat out err; fail=1; }
+[ "$(grep -c -- "/tokenize -q -j1 --shard [0-3]/4 --max-failed 10% " out)" = 4 ] ||
+  { echo "FAIL tokenize was not given --max-failed"; cat out; fail=1; }
+grep -q "^tokenize: done: .*, 1 failed, allowed by --max-failed 10%, " err ||
+  { echo "FAIL the bad line's shard does not say it was allowed"; cat err; fail=1; }
+same_store refbad bcache >same.txt || { echo "FAIL the merge with a bad line differs from one plain run"; cat same.txt; fail=1; }
+mk MANIFEST=c/bad.csv WORK=zshards CACHE=zcache MAX_FAILED=0 >out 2>err && { echo "FAIL MAX_FAILED=0 passed a bad line"; fail=1; }
+grep -q "^tokenize: done: .*, 1 failed, more than --max-failed 0, " err ||
+  { echo "FAIL MAX_FAILED=0: the shard does not say why it failed"; cat err; fail=1; }
+[ -e zcache ] && { echo "FAIL MAX_FAILED=0: merged anyway"; fail=1; }
 exit $fail

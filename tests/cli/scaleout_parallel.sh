@@ -3,7 +3,8 @@
 # over a generated corpus; the merged store holds exactly the keys and bytes of one plain featurize
 # + tokenize run and passes cache-verify; a second run does nothing (every shard and the merge
 # say so); jobs on other machines (PARALLEL_OPTS, through a fake ssh) get the settings; a
-# wav.scp manifest with TEXT= (no transcripts) runs featurize alone.
+# wav.scp manifest with TEXT= (no transcripts) runs featurize alone; a bad transcript line is
+# within MAX_FAILED (tokenize --max-failed), and MAX_FAILED=0 stops the run.
 set -u
 command -v parallel >/dev/null || { echo "skip: GNU parallel not installed (scripts/setup installs it)"; exit 77; }
 . "$FC_SRC/tests/cli/scaleout.bash"
@@ -52,4 +53,20 @@ for f in c/wavs/*.wav; do b=${f##*/}; echo "${b%.wav} $T/$f"; done >wav.scp
 PARALLEL_OPTS= MANIFEST=$T/wav.scp TEXT= WORK=$T/wshards CACHE=$T/wcache \
   bash "$FC_SRC/scripts/scaleout/parallel.sh" >out 2>err || { echo "FAIL parallel.sh over a wav.scp"; cat out err; fail=1; }
 same_store refscp wcache >same.txt || { echo "FAIL the wav.scp merge differs from one plain featurize"; cat same.txt; fail=1; }
+
+# a bad transcript line (empty text): its shard passes under the default MAX_FAILED (10%), the
+# merge equals one plain run that tolerated it; MAX_FAILED=0 stops the run before the merge
+sed '7s/|.*/||/' c/metadata.csv >c/bad.csv
+"$FC_BIN/featurize" -q -j2 -o refbad --manifest c/bad.csv || exit 1
+"$FC_BIN/tokenize" -q --build-vocab --max-failed 1 -o refbad c/bad.csv || exit 1
+PARALLEL_OPTS= MANIFEST=$T/c/bad.csv WORK=$T/bshards CACHE=$T/bcache \
+  bash "$FC_SRC/scripts/scaleout/parallel.sh" >out 2>err || { echo "FAIL parallel.sh with a bad transcript line"; cat out err; fail=1; }
+grep -q "^tokenize: done: .*, 1 failed, allowed by --max-failed 10%, " err ||
+  { echo "FAIL the bad line's shard does not say it was allowed"; cat err; fail=1; }
+same_store refbad bcache >same.txt || { echo "FAIL the merge with a bad line differs from one plain run"; cat same.txt; fail=1; }
+PARALLEL_OPTS= MANIFEST=$T/c/bad.csv WORK=$T/zshards CACHE=$T/zcache MAX_FAILED=0 \
+  bash "$FC_SRC/scripts/scaleout/parallel.sh" >out 2>err && { echo "FAIL MAX_FAILED=0 passed a bad line"; fail=1; }
+grep -q "^tokenize: done: .*, 1 failed, more than --max-failed 0, " err ||
+  { echo "FAIL MAX_FAILED=0: the shard does not say why it failed"; cat err; fail=1; }
+[ -e zcache ] && { echo "FAIL MAX_FAILED=0: merged anyway"; fail=1; }
 exit $fail

@@ -7,7 +7,8 @@
 # store. The merge then reads the N shards of the run (SHARDS), not a shard s5 an earlier run
 # left in WORK; one whose check fails removes its local store; killed while it copies, and queued
 # again, it resumes its local store; the merged store holds exactly the keys and bytes of one
-# plain featurize + tokenize run.
+# plain featurize + tokenize run. A task whose shard holds a bad transcript line passes under the
+# default MAX_FAILED (tokenize --max-failed), and fails under MAX_FAILED=0.
 set -u
 command -v mdb_copy >/dev/null || { echo "skip: mdb_copy not installed (scripts/setup installs lmdb-utils)"; exit 77; }
 . "$FC_SRC/tests/cli/scaleout.bash"
@@ -62,4 +63,25 @@ grep -q "^featcache: merged 2 shards into $T/cache$" err || { echo "FAIL merge m
 same_store ref cache >same.txt || { echo "FAIL merged store differs from one plain run"; cat same.txt; fail=1; }
 "$FC_BIN/cache-verify" -q --strict cache >out 2>&1 || { echo "FAIL cache-verify"; cat out; fail=1; }
 [ -z "$(ls -A local)" ] || { echo "FAIL local scratch not cleaned: $(ls -A local)"; fail=1; }
+
+# a bad transcript line (empty text) in task 1's shard: tolerated by the default MAX_FAILED (10%)
+id=$("$PY" - shards/s0/part-*/ <<'PY'
+import sys, lmdb
+for p in sys.argv[1:]:  # shard 0 is a split store: an id of its first part that has one
+    env = lmdb.open(p, readonly=True, lock=False, max_dbs=8)
+    with env.begin() as t:
+        for k, _ in t.cursor(db=env.open_db(b"text", txn=t, create=False)):
+            sys.exit(print(bytes(k).decode()))
+PY
+)
+sed "s/^$id|.*/$id||/" c/metadata.csv >c/bad.csv
+grep -qx "$id||" c/bad.csv || { echo "FAIL no bad line for $id"; fail=1; }
+MANIFEST=$T/c/bad.csv WORK=$T/bshards task 1; check "a task with a bad transcript line" 0 $?
+grep -q "^tokenize: done: .*, 1 failed, allowed by --max-failed 10%, " err ||
+  { echo "FAIL the task does not say the bad line was allowed"; cat err; fail=1; }
+[ -e bshards/s0 ] || { echo "FAIL the task with a bad line stored no shard"; fail=1; }
+MAX_FAILED=0 MANIFEST=$T/c/bad.csv WORK=$T/zshards task 1; check "MAX_FAILED=0, a bad transcript line" 1 $?
+grep -q "^tokenize: done: .*, 1 failed, more than --max-failed 0, " err ||
+  { echo "FAIL MAX_FAILED=0: the task does not say why it failed"; cat err; fail=1; }
+[ -e zshards/s0 ] && { echo "FAIL MAX_FAILED=0: the shard was copied to WORK"; fail=1; }
 exit $fail

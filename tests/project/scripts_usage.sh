@@ -54,6 +54,10 @@ for s in gpu-check scaleout/slurm-submit scaleout/parallel.sh; do
   [ $rc = 0 ] && grep -qF "$(basename "$s")" <<<"$out" ||
     fail "scripts/$s --help: exit $rc: ${out:0:300}"
 done
+# parallel.sh's help is its whole header comment, to its last line
+out=$(env -u MANIFEST timeout 30 "$SRC/scripts/scaleout/parallel.sh" --help 2>&1)
+[ "$(tail -n 1 <<<"$out")" = 'script again. Reruns are cheap: finished shards say "nothing to do".' ] ||
+  fail "scripts/scaleout/parallel.sh --help stops short of its header's end: $(tail -n 2 <<<"$out")"
 
 [ $fails = 0 ] && echo "ok: scripts/demo, scripts/test and scripts/setup answer --help and refuse what they do not take" && exit 0
 exit 1
