@@ -78,4 +78,15 @@ grep -Fqx "short: warning: meta vocab/$chars_hex: missing: token config chars $c
 "$FC_BIN/tokenize" -q --build-vocab -o short m.csv || { echo "FAIL short: rerun"; fail=1; }
 "$FC_BIN/tokenize" -q -t bpe --tokenizer-json tok.json -o short m.csv || { echo "FAIL short: rerun"; fail=1; }
 "$V" --strict short >out 2>err || { echo "FAIL short: not clean after the rerun"; cat out; fail=1; }
+
+# --expect-tokens=chars where two token configs answer to 'chars' (the vocabulary rebuilt, or
+# --case fold): both are checked, and a warning says that the loader's tokens="chars" would
+# refuse the name (cache-verify ... && python train.py must not pass and then fail at once)
+"$FC_BIN/tokenize" -q --build-vocab -o two m.csv || { echo "FAIL two: tokenize"; fail=1; }
+"$FC_BIN/tokenize" -q --build-vocab --case fold -o two m.csv || { echo "FAIL two: tokenize fold"; fail=1; }
+"$V" --expect-tokens=chars two >out 2>err; rc=$?
+[ $rc = 0 ] && grep -qE "^two: warning: meta: 2 token configs answer to 'chars' \([0-9a-f]{32}, [0-9a-f]{32}\): a loader given tokens=\"chars\" refuses the name; give it one of these digests$" out ||
+  { echo "FAIL two chars configs: exit $rc"; cat out err; fail=1; }
+"$V" --strict --expect-tokens=chars two >out 2>err && { echo "FAIL two chars configs pass --strict"; fail=1; }
+"$V" --expect-tokens=chars s >out 2>err && ! grep -q 'answer to' out || { echo "FAIL one chars config: $(cat out)"; fail=1; }
 exit $fail

@@ -275,6 +275,7 @@ int vf_resolve_expected(vctx *c, fc_rtxn *t, char *why, size_t why_len) {
       vcfg *cf = vf_find_cfg(c, d.bytes);
       if (cf && cf->kind == KIND_TOK) cf->expected = hit = 1;
     } else {
+      char hexes[160] = "";
       for (size_t i = 0; i < c->n_cfgs; i++) {
         const char *json;
         size_t len;
@@ -283,8 +284,16 @@ int vf_resolve_expected(vctx *c, fc_rtxn *t, char *why, size_t why_len) {
         if (fc_rtxn_get_config(t, &c->cfgs[i].digest, &json, &len) == 0 &&
             tok_name_matches(json, len, name, &match))
           return ENOMEM;
-        if (match) c->cfgs[i].expected = hit = 1;
+        if (!match) continue;
+        c->cfgs[i].expected = 1;
+        size_t hl = strlen(hexes);
+        snprintf(hexes + hl, sizeof hexes - hl, "%s%s", hit++ ? ", " : "", c->cfgs[i].hex);
       }
+      if (hit > 1) /* all are checked; but the loader refuses a name that several answer to */
+        vf_add(c, FC_VERIFY_WARNING, FC_DB_META, NULL, 0, NULL, 0,
+               "%d token configs answer to '%s' (%s): a loader given tokens=\"%s\" refuses the "
+               "name; give it one of these digests",
+               hit, name, hexes, name);
     }
     if (!hit) {
       list_cfgs(c, KIND_TOK, have, sizeof have);
