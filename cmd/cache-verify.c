@@ -331,7 +331,7 @@ int main(int argc, char **argv) {
   struct stat dst;
   if (detached_tokens && stat(detached_tokens, &dst) != 0)
     fc_cli_usage_error("--expect-tokens takes its CONFIG as --expect-tokens=%s ('%s' is no store)",
-                       detached_tokens, detached_tokens);
+                       detached_tokens + (detached_tokens[0] == '='), detached_tokens);
   if (json && status) fc_cli_usage_error("--json and --status exclude each other");
   if (vo.source_root && !vo.sources && !vo.rehash)
     fc_cli_usage_error("--source-root says where the sources are: give --sources or --rehash");

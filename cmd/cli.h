@@ -193,8 +193,9 @@ static inline void fc_cli_help(FILE *f, const char *synopsis, const char *descri
       n = snprintf(left, sizeof left, "  -%c, --%s", o->id, o->long_name);
     else
       n = snprintf(left, sizeof left, "      --%s", o->long_name);
-    if (o->has_arg && n > 0 && (size_t)n < sizeof left)
-      snprintf(left + n, sizeof left - (size_t)n, " %s", o->arg_name ? o->arg_name : "ARG");
+    if (o->has_arg && n > 0 && (size_t)n < sizeof left) /* an optional value is attached: [=X] */
+      snprintf(left + n, sizeof left - (size_t)n, "%s%s",
+               o->has_arg == optional_argument ? "" : " ", o->arg_name ? o->arg_name : "ARG");
     int w = fprintf(f, "%-30s", left);
     fc_cli_wrap(f, o->help ? o->help : "", w, 31, 79);
   }

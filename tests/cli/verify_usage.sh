@@ -87,6 +87,11 @@ expect_err twice "cache-verify: $T/./s/: given twice (also as $T/s)"
 expect_err expect-tokens-detached "cache-verify: --expect-tokens takes its CONFIG as --expect-tokens=chars ('chars' is no store)
 Try 'cache-verify --help' for more information."
 [ -s "$T/out" ] && { echo "FAIL expect-tokens-detached checked a store"; fail=1; }
+# the help shows the optional value attached, as it is typed; typed apart, '=chars' is said so
+grep -q '^      --expect-tokens\[=CONFIG\] ' <("$V" --help) || { echo "FAIL help: --expect-tokens[=CONFIG]"; fail=1; }
+"$V" --expect-tokens =chars "$T/s" >"$T/out" 2>"$T/err"; check expect-tokens-equals-apart 2 $?
+expect_err expect-tokens-equals-apart "cache-verify: --expect-tokens takes its CONFIG as --expect-tokens=chars ('=chars' is no store)
+Try 'cache-verify --help' for more information."
 # ... while a bare --expect-tokens before a STORE that exists is that store
 "$V" -q --expect-tokens "$T/s" >"$T/out" 2>"$T/err"; rc=$?
 grep -q 'expect-tokens' "$T/err" && { echo "FAIL bare --expect-tokens STORE: $(cat "$T/err")"; fail=1; }
