@@ -4,8 +4,8 @@
 # + tokenize run and passes cache-verify; a second make does nothing; touching the manifest
 # redoes the shards and the merge, which find everything stored and leave the store as it was;
 # a wav.scp manifest with TEXT= (no transcripts) runs featurize alone; a bad transcript line
-# (empty text) is within MAX_FAILED for tokenize as a bad file is for featurize, and MAX_FAILED=0
-# stops the shard that holds it.
+# (empty text) is within MAX_FAILED for tokenize as a bad file is for featurize, MAX_FAILED=0
+# stops the shard that holds it, and a --max-failed in TOKENIZE_OPTS is tokenize's own.
 set -u
 command -v make >/dev/null || { echo "skip: make not installed"; exit 77; }
 . "$FC_SRC/tests/cli/scaleout.bash"
@@ -54,4 +54,9 @@ mk MANIFEST=c/bad.csv WORK=zshards CACHE=zcache MAX_FAILED=0 >out 2>err && { ech
 grep -q "^tokenize: done: .*, 1 failed, more than --max-failed 0, " err ||
   { echo "FAIL MAX_FAILED=0: the shard does not say why it failed"; cat err; fail=1; }
 [ -e zcache ] && { echo "FAIL MAX_FAILED=0: merged anyway"; fail=1; }
+# tokenize's own tolerance: a --max-failed in TOKENIZE_OPTS comes after MAX_FAILED's and wins
+mk MANIFEST=c/bad.csv WORK=oshards CACHE=ocache MAX_FAILED=0 TOKENIZE_OPTS="--build-vocab --max-failed 1" >out 2>err ||
+  { echo "FAIL TOKENIZE_OPTS' --max-failed 1 did not win over MAX_FAILED=0"; cat out err; fail=1; }
+grep -q "^tokenize: done: .*, 1 failed, allowed by --max-failed 1, " err ||
+  { echo "FAIL TOKENIZE_OPTS' --max-failed: $(grep done: err)"; fail=1; }
 exit $fail
