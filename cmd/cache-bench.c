@@ -226,8 +226,8 @@ int main(int argc, char **argv) {
     case OPT_READ_ONLY: o.read_only = 1; break;
     case OPT_SEPARATE: o.separate = 1; break;
     case OPT_JSON: o.json = 1; break;
-    case OPT_SVG: o.svg = optarg; break;
-    case OPT_DUMP: o.dump = optarg; break;
+    case OPT_SVG: o.svg = fc_cli_out_path("svg", optarg); break;
+    case OPT_DUMP: o.dump = fc_cli_out_path("dump-order", optarg); break;
     case OPT_PROGRESS: o.progress = 1; break;
     case 'q': o.quiet = 1; break;
     case 'h':

@@ -336,6 +336,21 @@ static inline const char *fc_cli_path(const char *opt, const char *value) {
   return value;
 }
 
+/* The value of an output file option (--svg FILE): as fc_cli_path, and a file in a folder that
+ * is not there is a usage error before the run (which may take minutes), not a write that fails
+ * after it. Whether the folder is writable is left to the write (/dev/stdout is a file too). */
+static inline const char *fc_cli_out_path(const char *opt, const char *value) {
+  fc_cli_path(opt, value);
+  const char *slash = strrchr(value, '/');
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash == value ? 1 : slash - value) : 1,
+           slash ? value : ".");
+  struct stat st;
+  int err = stat(dir, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+  if (err) fc_cli_usage_error("--%s %s: cannot be written there: %s", opt, value, strerror(err));
+  return value;
+}
+
 /* STORE words argv[first..argc): an empty one ("$CACHE" with CACHE unset) is a usage error said
  * as such, not an open's "Invalid argument" under an empty name. */
 static inline void fc_cli_no_empty_stores(int argc, char **argv, int first) {

@@ -195,8 +195,8 @@ int main(int argc, char **argv) {
       break;
     case OPT_SWEEP: sweep = 1; break;
     case OPT_JSON: json = 1; break;
-    case OPT_SVG: svg = optarg; break;
-    case OPT_TRACE: trace = optarg; break;
+    case OPT_SVG: svg = fc_cli_out_path("svg", optarg); break;
+    case OPT_TRACE: trace = fc_cli_out_path("trace", optarg); break;
     case 'q': quiet = 1; break;
     case OPT_PROGRESS: progress = 1; break;
     case 'h':

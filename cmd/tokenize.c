@@ -187,7 +187,7 @@ int main(int argc, char **argv) {
     case 't': kind_name = optarg; break;
     case OPT_VOCAB: to.vocab_path = fc_cli_path("vocab", optarg); break;
     case OPT_BUILD_VOCAB: to.build_vocab = 1; break;
-    case OPT_EXPORT_VOCAB: export_vocab = fc_cli_path("export-vocab", optarg); break;
+    case OPT_EXPORT_VOCAB: export_vocab = fc_cli_out_path("export-vocab", optarg); break;
     case OPT_TOKENIZER_JSON: to.tokenizer_json = fc_cli_path("tokenizer-json", optarg); break;
     case OPT_LANG: to.lang = optarg; break;
     case OPT_UNICODE:

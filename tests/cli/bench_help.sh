@@ -30,6 +30,10 @@ expect_usage() { # expected-first-stderr-line args...
   grep -qx "Try 'cache-bench --help' for more information." "$t/err" || fail "$*: no --help hint"
 }
 expect_usage "cache-bench: no STORE given"
+# an output the run could not write is said before the passes run (they take minutes), not after
+expect_usage "cache-bench: --svg '' names no file (an empty path: an unset variable?)" --svg "" x
+expect_usage "cache-bench: --svg $t/no/such/dir/b.svg: cannot be written there: No such file or directory" --svg "$t/no/such/dir/b.svg" x
+expect_usage "cache-bench: --dump-order $t/no/o.txt: cannot be written there: No such file or directory" --dump-order "$t/no/o.txt" x
 expect_usage "cache-bench: '' names no STORE (an empty path: an unset variable?)" ""
 expect_usage "cache-bench: invalid value 'zigzag' for --patterns (want sequential, physical, random, locality or all)" -p zigzag x
 expect_usage "cache-bench: invalid value 'hot' for --states (want cold or warm)" -s cold,hot x

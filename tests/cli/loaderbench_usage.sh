@@ -53,6 +53,10 @@ check empty-store 2 "loader-bench: '' names no STORE (an empty path: an unset va
 $try" -- "$LB" ""
 check empty-manifest 2 "loader-bench: --manifest '' names no file (an empty path: an unset variable?)
 $try" -- "$LB" --source audio --manifest ""
+check svg-nowhere 2 "loader-bench: --svg $tmp/no/s.svg: cannot be written there: No such file or directory
+$try" -- "$LB" --source synthetic --svg "$tmp/no/s.svg"
+check trace-empty 2 "loader-bench: --trace '' names no file (an empty path: an unset variable?)
+$try" -- "$LB" --source synthetic --trace ""
 check bad-source 2 "loader-bench: invalid value 'disk' for --source (want cache, audio or synthetic)
 $try" -- "$LB" --source disk st
 check audio-no-manifest 2 "loader-bench: --source audio and --compare need --manifest FILE
