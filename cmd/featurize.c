@@ -539,6 +539,10 @@ int main(int argc, char **argv) {
   int nargs = argc - optind;
   int from_stdin = !manifest && (nargs == 0 || (nargs == 1 && strcmp(argv[optind], "-") == 0));
   if (manifest && nargs > 0) fc_cli_usage_error("give either --manifest or paths, not both");
+  if (!manifest && nargs == 0 && !print_config && isatty(STDIN_FILENO)) /* not a silent wait */
+    fc_cli_usage_error(
+        "no input: give AUDIO..., --manifest FILE, or '-' for paths on stdin (stdin "
+        "is a terminal)");
   if (!from_stdin)
     for (int i = optind; i < argc; i++)
       if (strcmp(argv[i], "-") == 0) fc_cli_usage_error("'-' (stdin) cannot be mixed with paths");

@@ -134,6 +134,20 @@ check "no store" 2 "featurize: no store given (-o STORE)
 $try" -- "$FZ" "$tmp/a.wav"
 check "empty manifest path" 2 "featurize: --manifest '' names no file (an empty path: an unset variable?)
 $try" -- "$FZ" -o "$S" --manifest ""
+# no input at all with stdin a terminal: said at once, not a silent wait for paths typed in
+# ('-' asks for stdin on purpose and still reads it); script(1) gives featurize a terminal
+if command -v script >/dev/null; then
+  mkfifo "$tmp/in"
+  sleep 12 >"$tmp/in" & # holds the terminal's input open: nothing typed, no end of input
+  holder=$!
+  timeout 10 script -qec "'$FZ' -o '$S'" /dev/null <"$tmp/in" >"$tmp/out" 2>&1
+  rc=$?
+  kill $holder 2>/dev/null
+  tr -d '\r' <"$tmp/out" >"$tmp/tty"
+  [ $rc = 2 ] && grep -qx "featurize: no input: give AUDIO..., --manifest FILE, or '-' for paths on stdin (stdin is a terminal)" "$tmp/tty" &&
+    [ ! -e "$S" ] || { echo "FAIL no input on a terminal: exit $rc: $(head -c 300 "$tmp/tty")"; fails=$((fails + 1)); }
+  rm -rf "$S"
+fi
 # -o "$CACHE" with CACHE unset: said so, not ": cannot open the store: Invalid argument"
 check "empty store path" 2 "featurize: -o '' names no store (an empty path: an unset variable?)
 $try" -- "$FZ" -o "" "$tmp/a.wav"
