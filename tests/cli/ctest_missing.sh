@@ -14,13 +14,13 @@ fails=0
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 
 cat >"$tmp/log" <<'LOG'
-Test project /work/main/build-gpu
+Test project /src/featcache/build-gpu
       Start  4: unit/test_cuda_api
       Start 54: cli/featurize_failures
       Start 60: cli/featurize_split
  1/7 Test  #4: unit/test_cuda_api ...................   Passed    0.14 sec
  2/7 Test #54: cli/featurize_failures ...............***Failed    0.01 sec
-/work/main/tests/cli/featurize_failures.sh: line 26: espeak-ng: command not found
+/src/featcache/tests/cli/featurize_failures.sh: line 26: espeak-ng: command not found
 FAIL: espeak-ng failed
  3/7 Test #60: cli/featurize_split ..................***Failed    0.49 sec
 Traceback (most recent call last):
