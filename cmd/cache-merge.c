@@ -121,8 +121,7 @@ int main(int argc, char **argv) {
     }
   }
   if (!out) fc_cli_usage_error("no output store (-o OUT)");
-  if (!*out) /* -o "$CACHE" with CACHE unset */
-    fc_cli_usage_error("-o '' names no store (an empty path: an unset variable?)");
+  fc_cli_out_store(out);
   if (optind >= argc) fc_cli_usage_error("no input STORE given");
   fc_cli_no_empty_stores(argc, argv, optind);
   size_t n = (size_t)(argc - optind), given = n; /* n: the stores opened, a split store's parts */

@@ -351,6 +351,14 @@ static inline const char *fc_cli_out_path(const char *opt, const char *value) {
   return value;
 }
 
+/* The store of -o: an empty one ("$CACHE" with CACHE unset) is a usage error said as such. NULL
+ * (not given) is left to the caller. Returns out. */
+static inline const char *fc_cli_out_store(const char *out) {
+  if (out && !out[0])
+    fc_cli_usage_error("-o '' names no store (an empty path: an unset variable?)");
+  return out;
+}
+
 /* STORE words argv[first..argc): an empty one ("$CACHE" with CACHE unset) is a usage error said
  * as such, not an open's "Invalid argument" under an empty name. */
 static inline void fc_cli_no_empty_stores(int argc, char **argv, int first) {

@@ -513,8 +513,7 @@ int main(int argc, char **argv) {
     default: fc_cli_bad_option(argc, argv, longs);
     }
   }
-  if (store_dir && !*store_dir) /* -o "$CACHE" with CACHE unset */
-    fc_cli_usage_error("-o '' names no store (an empty path: an unset variable?)");
+  fc_cli_out_store(store_dir);
   if (print_config) {
     if (ov.preset && strcmp(ov.preset, print_config) != 0)
       fc_cli_usage_error("--print-config %s and --preset %s disagree", print_config, ov.preset);

@@ -239,8 +239,7 @@ int main(int argc, char **argv) {
     manifest = argv[optind];
   }
   if (!out_dir) fc_cli_usage_error("no output store (-o STORE)");
-  if (!*out_dir) /* -o "$CACHE" with CACHE unset */
-    fc_cli_usage_error("-o '' names no store (an empty path: an unset variable?)");
+  fc_cli_out_store(out_dir);
   if (!manifest) fc_cli_usage_error("no manifest (--manifest FILE, or '-' for stdin)");
   if (ro.strict && max_failed.text[0])
     fc_cli_usage_error("--strict stops at the first failure: drop --max-failed %s",
