@@ -48,59 +48,41 @@ print(" ".join(bad) if bad else "both")
 PY
 }
 
-for kind in chars bpe; do
-  case $kind in
-  chars) args=(--build-vocab) ;;
-  bpe) args=(-t bpe --tokenizer-json tok.json) ;;
-  esac
+# fault_loop LABEL CMD...: CMD (which writes store s) under FC_FAULT=put:n and commit:n for n = 1,
+# 2, ... until a run has nothing injected: each injected run exits 1 or 2 and leaves meta none or
+# both; the clean run exits 0 with both.
+fault_loop() {
+  local label=$1 site n rc got injected clean
+  shift
   for site in put commit; do
     injected=0 clean=0
     for n in $(seq 1 40); do
       rm -rf s f.log
-      FC_FAULT=$site:$n FC_FAULT_LOG=f.log "$FC_BIN/tokenize" -q "${args[@]}" -o s m.csv >out 2>&1
+      FC_FAULT=$site:$n FC_FAULT_LOG=f.log "$@" >out 2>&1
       rc=$?
       got=$(meta s)
       [ -s f.log ] || {
-        [ $rc = 0 ] || { echo "FAIL $kind $site:$n: exit $rc with nothing injected"; cat out; fail=1; }
-        [ "$got" = both ] || { echo "FAIL $kind: a clean run stored: $got"; fail=1; }
+        [ $rc = 0 ] || { echo "FAIL $label $site:$n: exit $rc with nothing injected"; cat out; fail=1; }
+        [ "$got" = both ] || { echo "FAIL $label: a clean run stored: $got"; fail=1; }
         clean=1
         break
       }
       injected=$((injected + 1))
-      case $rc in 1 | 2) ;; *) echo "FAIL $kind $site:$n: exit $rc, want 1 or 2"; cat out; fail=1 ;; esac
+      case $rc in 1 | 2) ;; *) echo "FAIL $label $site:$n: exit $rc, want 1 or 2"; cat out; fail=1 ;; esac
       case $got in
       none | both) ;;
-      *) echo "FAIL $kind $site:$n (exit $rc): $got"; fail=1 ;;
+      *) echo "FAIL $label $site:$n (exit $rc): $got"; fail=1 ;;
       esac
     done
-    [ $injected -gt 0 ] || { echo "FAIL $kind: no $site fault was injected"; fail=1; }
-    [ $clean = 1 ] || { echo "FAIL $kind: still failing at $site:40"; fail=1; }
+    [ $injected -gt 0 ] || { echo "FAIL $label: no $site fault was injected"; fail=1; }
+    [ $clean = 1 ] || { echo "FAIL $label: still failing at $site:40"; fail=1; }
   done
-done
+}
+
+fault_loop chars "$FC_BIN/tokenize" -q --build-vocab -o s m.csv
+fault_loop bpe "$FC_BIN/tokenize" -q -t bpe --tokenizer-json tok.json -o s m.csv
 
 "$FC_BIN/tokenize" -q --build-vocab -o src m.csv && "$FC_BIN/tokenize" -q -t bpe --tokenizer-json tok.json -o src m.csv ||
   { echo "FAIL: the store to merge"; exit 1; }
-for site in put commit; do
-  injected=0 clean=0
-  for n in $(seq 1 40); do
-    rm -rf s f.log
-    FC_FAULT=$site:$n FC_FAULT_LOG=f.log "$FC_BIN/cache-merge" -q --batch 1 -o s src >out 2>&1
-    rc=$?
-    got=$(meta s)
-    [ -s f.log ] || {
-      [ $rc = 0 ] || { echo "FAIL cache-merge $site:$n: exit $rc with nothing injected"; cat out; fail=1; }
-      [ "$got" = both ] || { echo "FAIL cache-merge: a clean run stored: $got"; fail=1; }
-      clean=1
-      break
-    }
-    injected=$((injected + 1))
-    case $rc in 1 | 2) ;; *) echo "FAIL cache-merge $site:$n: exit $rc, want 1 or 2"; cat out; fail=1 ;; esac
-    case $got in
-    none | both) ;;
-    *) echo "FAIL cache-merge $site:$n (exit $rc): $got"; fail=1 ;;
-    esac
-  done
-  [ $injected -gt 0 ] || { echo "FAIL cache-merge: no $site fault was injected"; fail=1; }
-  [ $clean = 1 ] || { echo "FAIL cache-merge: still failing at $site:40"; fail=1; }
-done
+fault_loop cache-merge "$FC_BIN/cache-merge" -q --batch 1 -o s src
 exit $fail
