@@ -154,10 +154,13 @@ grep -q "making" bh.err || fail "the corpus was not made: $(cat bh.err)"
 grep -q "making" bh.err2 && fail "the corpus was made again"
 grep -q ", ring 4 x 2,097,152 samples, refilled early (staging-null), " bh.md ||
   fail "no ring in the header: $(cat bh.md)"
-"$FC_SRC/scripts/bench-host" --hours 0.01 -j 2 --reps 1 --work "$tmp/w" --ring 2x1M:early --json >br.json 2>br.err ||
+grep -q "round by round" bh.md && fail "a round-by-round line from one round: $(cat bh.md)"
+"$FC_SRC/scripts/bench-host" --hours 0.01 -j 2 --reps 2 --work "$tmp/w" --ring 2x1M:early --json >br.json 2>br.err ||
   fail "bench-host --ring 2x1M:early: exit $?: $(cat br.err)"
 "$PY" -c 'import json,sys; r=[json.loads(l) for l in open("br.json")][2]; sys.exit((r["ring_chunks"], r["ring_samples"], r["ring_refill"]) != (2, 1 << 20, "early"))' ||
   fail "bench-host --ring 2x1M:early: $(cat br.json)"
+grep -qE "^- staging-null realtime factor / cpu's, round by round: [0-9.]+, [0-9.]+ \([0-2] of 2 at 5.0 or more\)$" br.err ||
+  fail "no round-by-round ratios from two rounds: $(cat br.err)"
 "$FC_SRC/scripts/bench-host" --ring 4by4 >/dev/null 2>&1
 [ $? = 2 ] || fail "--ring 4by4: not a usage error"
 for row in cpu cpu-nomel staging-null; do
