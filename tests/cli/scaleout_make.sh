@@ -49,6 +49,8 @@ mk MANIFEST=c/bad.csv WORK=bshards CACHE=bcache >out 2>err || { echo "FAIL make 
   { echo "FAIL tokenize was not given --max-failed"; cat out; fail=1; }
 grep -q "^tokenize: done: .*, 1 failed, allowed by --max-failed 10%, " err ||
   { echo "FAIL the bad line's shard does not say it was allowed"; cat err; fail=1; }
+grep -q "^tokenize: c/bad.csv:7: " err ||
+  { echo "FAIL tokenize -q hid the bad line's reason from make's output"; cat err; fail=1; }
 same_store refbad bcache >same.txt || { echo "FAIL the merge with a bad line differs from one plain run"; cat same.txt; fail=1; }
 mk MANIFEST=c/bad.csv WORK=zshards CACHE=zcache MAX_FAILED=0 >out 2>err && { echo "FAIL MAX_FAILED=0 passed a bad line"; fail=1; }
 grep -q "^tokenize: done: .*, 1 failed, more than --max-failed 0, " err ||

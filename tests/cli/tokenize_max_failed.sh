@@ -60,12 +60,14 @@ mf 1 "more than" 0.1%   # rounded up: 1
 mf 1 "more than" 0%
 mf 0 "allowed by" 100%
 
-# 3. -q: no per-line warnings, but a run with failures still prints its summary (as featurize -q);
-#    --json reports the tolerance and that it was met.
+# 3. -q: no progress line, but each bad line's reason and a run with failures' summary (as
+#    featurize -q); --json reports the tolerance and that it was met.
 "$T" -q --build-vocab --json -o st --max-failed 40% m.csv >out 2>err
 rc=$?
 [ $rc = 0 ] || fail "-q --max-failed 40%: exit $rc: $(cat err)"
-[ "$(cat err)" = 'tokenize: done: 3 of 5 (0 new, 3 already stored, 2 failed, allowed by --max-failed 40%, 0 tokens)' ] ||
+[ "$(cat err)" = 'tokenize: m.csv:2: text is empty after normalization
+tokenize: m.csv:3: invalid UTF-8
+tokenize: done: 3 of 5 (0 new, 3 already stored, 2 failed, allowed by --max-failed 40%, 0 tokens)' ] ||
   fail "-q --max-failed 40%: stderr: $(cat err)"
 "$PY" - out <<'PY' || fail "--json with --max-failed 40%: $(cat out)"
 import json, sys
