@@ -3,7 +3,7 @@
 # scripts/test --help print what they do (exit 0), scripts/setup --help too, and an argument they
 # do not take is a usage error (exit 2) — never the start of an apt install, a build and a
 # half-hour run. They run in a copy of scripts/ whose setup is a stand-in that records being run.
-# scripts/gpu-check, scripts/scaleout/slurm-submit and parallel.sh answer --help as well.
+# scripts/gpu-check, scripts/scaleout/slurm-submit, parallel.sh and scripts/format answer --help as well.
 set -u
 SRC=${FC_SRC:?}
 tmp=$(mktemp -d)
@@ -58,6 +58,15 @@ done
 out=$(env -u MANIFEST timeout 30 "$SRC/scripts/scaleout/parallel.sh" --help 2>&1)
 [ "$(tail -n 1 <<<"$out")" = 'script again. Reruns are cheap: finished shards say "nothing to do".' ] ||
   fail "scripts/scaleout/parallel.sh --help stops short of its header's end: $(tail -n 2 <<<"$out")"
+
+# scripts/format: --help is its header, exit 0, and formats nothing; an unknown argument is exit 2
+out=$("$SRC/scripts/format" --help 2>&1)
+rc=$?
+[ $rc = 0 ] && grep -q '^scripts/format — ' <<<"$out" || fail "scripts/format --help: exit $rc: ${out:0:300}"
+out=$("$SRC/scripts/format" --bogus 2>&1)
+rc=$?
+[ $rc = 2 ] && grep -q "^scripts/format: unknown argument '--bogus'" <<<"$out" ||
+  fail "scripts/format --bogus: exit $rc: ${out:0:300}"
 
 [ $fails = 0 ] && echo "ok: scripts/demo, scripts/test and scripts/setup answer --help and refuse what they do not take" && exit 0
 exit 1
