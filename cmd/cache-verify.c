@@ -68,8 +68,8 @@ static const fc_cli_opt options[] =
      {"quiet", 'q', no_argument, NULL, "no progress line and no summary on stderr"},
      {"progress", OPT_PROGRESS, no_argument, NULL,
       "progress line on stderr even when not a terminal"},
-     {"help", 'h', no_argument, NULL, "this help"},
-     {"version", OPT_VERSION, no_argument, NULL, "version"},
+     {"help", 'h', no_argument, NULL, "show this help and exit"},
+     {"version", OPT_VERSION, no_argument, NULL, "show the version and exit"},
      {0, 0, 0, 0, 0}};
 
 static const char *synopsis = "cache-verify [options] STORE...";

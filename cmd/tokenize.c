@@ -93,8 +93,8 @@ static const fc_cli_opt options[] = {
     {"progress", OPT_PROGRESS, no_argument, NULL,
      "progress on stderr even when it is not a terminal"},
     {"quiet", 'q', no_argument, NULL, "no progress, no summary unless something failed"},
-    {"help", 'h', no_argument, NULL, "this help"},
-    {"version", OPT_VERSION, no_argument, NULL, "print the version"},
+    {"help", 'h', no_argument, NULL, "show this help and exit"},
+    {"version", OPT_VERSION, no_argument, NULL, "show the version and exit"},
     {NULL, 0, 0, NULL, NULL}};
 
 static const char synopsis[] =

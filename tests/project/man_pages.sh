@@ -6,8 +6,8 @@
 # text), options print with ASCII hyphens (copied from the page, they work), and no page
 # points to what a reader of the installed page cannot open (files outside the repository, the
 # test suite, issue numbers). Every tool's --help names its man page, lists its options under
-# headings, each of which the page documents, and each usage form --help prints is in that page's
-# SYNOPSIS. The pages are rendered as a UTF-8 terminal shows them
+# headings, each of which the page documents (-h/--help and --version in the same words in every
+# tool), and each usage form --help prints is in that page's SYNOPSIS. The pages are rendered as a UTF-8 terminal shows them
 # (LC_ALL=C.UTF-8, which every Debian 12 has): in the C locale man renders for ASCII, which has no
 # glyph for the phonemes, arrows and superscripts the pages hold.
 set -u
@@ -74,6 +74,11 @@ for tool in featurize tokenize cache-verify cache-bench cache-merge loader-bench
   "$FC_BIN/$tool" --help >"$tmp/help" 2>&1 || fail "$tool --help failed"
   grep -q "man $tool" "$tmp/help" || fail "$tool --help does not name its man page: $(tail -n 2 "$tmp/help")"
   grep -nE 'docs/|DESIGN|\.\./shared|tests/' "$tmp/help" >"$tmp/ref" && fail "$tool --help: $(cat "$tmp/ref")"
+  # -h/--help and --version say the same words in every tool
+  grep -qxE '  -h, --help +show this help and exit' "$tmp/help" ||
+    fail "$tool --help: not '-h, --help  show this help and exit': $(grep -E -- '--help ' "$tmp/help")"
+  grep -qxE '      --version +show the version and exit' "$tmp/help" ||
+    fail "$tool --help: not '--version  show the version and exit': $(grep -E -- '--version ' "$tmp/help")"
   # options are listed under a heading ("Output:"), never run on from a paragraph of prose
   awk -v t="$tool" '/^  -[a-zA-Z0-9], --|^      --/ {
       if (prev !~ /^  -[a-zA-Z0-9], --|^      --|^                               [^ ]|^[A-Z][A-Za-z ()]*:$/)
