@@ -206,25 +206,29 @@ int main(int argc, char **argv) {
     code = FC_EXIT_FAIL;
   } else if (st.dropped) {
     fprintf(stderr,
-            "%s: done: %llu of %llu entries in %s (%llu failed: %llu damaged records left out)\n",
+            "%s: done: %llu of %llu entries in %s (%llu failed: %llu damaged record%s left out)\n",
             fc_cli_tool, (unsigned long long)(copied + present), (unsigned long long)st.total, out,
-            (unsigned long long)failed, (unsigned long long)st.dropped);
+            (unsigned long long)failed, (unsigned long long)st.dropped, st.dropped == 1 ? "" : "s");
     code = FC_EXIT_FAIL;
   } else if (copied == 0 && !st.failures_copied && !st.failures_cleared) {
     status = "nothing to do";
-    if (!quiet)
+    if (!quiet && st.total == 0) /* not "already in OUT": there was nothing to put there */
+      fprintf(stderr, "%s: nothing to do: the %zu store%s hold%s no entries\n", fc_cli_tool, given,
+              given == 1 ? "" : "s", given == 1 ? "s" : "");
+    else if (!quiet)
       fprintf(stderr, "%s: nothing to do: all %llu entries of the %zu store%s already in %s\n",
               fc_cli_tool, (unsigned long long)present, given, given == 1 ? "" : "s", out);
   } else if (!quiet) {
     double mbs = st.wall_seconds > 0 ? st.bytes_copied / 1e6 / st.wall_seconds : 0;
     fprintf(stderr,
-            "%s: done: %llu of %llu entries in %s (%llu feat, %llu tok, %llu audio, %llu text "
-            "copied; %llu already there; %llu duplicate keys stored once); %.1f MB in %.2f s, "
-            "%.0f MB/s\n",
+            "%s: done: %llu of %llu entries in %s (%llu feat, %llu tok, %llu audio, %llu text, "
+            "%llu meta copied; %llu already there; %llu duplicate key%s stored once); %.1f MB in "
+            "%.2f s, %.0f MB/s\n",
             fc_cli_tool, (unsigned long long)(copied + present), (unsigned long long)st.total, out,
             (unsigned long long)st.copied[FC_DB_FEAT], (unsigned long long)st.copied[FC_DB_TOK],
             (unsigned long long)st.copied[FC_DB_AUDIO], (unsigned long long)st.copied[FC_DB_TEXT],
-            (unsigned long long)present, (unsigned long long)sum(st.duplicates),
+            (unsigned long long)st.copied[FC_DB_META], (unsigned long long)present,
+            (unsigned long long)sum(st.duplicates), sum(st.duplicates) == 1 ? "" : "s",
             st.bytes_copied / 1e6, st.wall_seconds, mbs);
     if (st.failures_copied || st.failures_cleared)
       fprintf(stderr, "%s: failure records: %llu copied, %llu cleared (stored in an input)\n",

@@ -231,13 +231,13 @@ static void print_human(const char *store, const fc_verify_report *r) {
   uint64_t kept_w = 0;
   for (size_t i = 0; i < r->count; i++) kept_w += r->findings[i].severity == FC_VERIFY_WARNING;
   if (r->warnings > kept_w)
-    printf("%s: %llu more warnings not listed\n", store,
-           (unsigned long long)(r->warnings - kept_w));
+    printf("%s: %llu more warning%s not listed\n", store,
+           (unsigned long long)(r->warnings - kept_w), r->warnings - kept_w == 1 ? "" : "s");
   uint64_t kept_f = 0;
   for (size_t i = 0; i < r->count; i++) kept_f += r->findings[i].severity == FC_VERIFY_FAILED;
   if (r->failures > kept_f)
-    printf("%s: %llu more recorded failures not listed\n", store,
-           (unsigned long long)(r->failures - kept_f));
+    printf("%s: %llu more recorded failure%s not listed\n", store,
+           (unsigned long long)(r->failures - kept_f), r->failures - kept_f == 1 ? "" : "s");
   if (r->stopped)
     printf("%s: stopped after %llu error%s (--max-errors)\n", store, (unsigned long long)r->errors,
            r->errors == 1 ? "" : "s");

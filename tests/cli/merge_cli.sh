@@ -89,7 +89,7 @@ expect_err out-is-input "cache-merge: s0: the output cannot be one of the inputs
 "$M" --json -o m s0 s1 s2 >json 2>err; check merge 0 $?
 "$PY" -c 'import json; r = json.load(open("json")); assert r["total"] == 245 and r["status"] == "done", r' \
   || { echo "FAIL merge json"; cat json; fail=1; }
-grep -Eq '^cache-merge: done: 245 of 245 entries in m \(60 feat, 60 tok, 60 audio, 60 text copied; 0 already there; 5 duplicate keys stored once\); [0-9.]+ MB in [0-9.]+ s, [0-9]+ MB/s$' err \
+grep -Eq '^cache-merge: done: 245 of 245 entries in m \(60 feat, 60 tok, 60 audio, 60 text, 5 meta copied; 0 already there; 5 duplicate keys stored once\); [0-9.]+ MB in [0-9.]+ s, [0-9]+ MB/s$' err \
   || { echo "FAIL merge summary"; cat err; fail=1; }
 same_store ref m >same.txt || { echo "FAIL merged store differs from one plain run"; cat same.txt; fail=1; }
 "$FC_BIN/cache-verify" -q --strict m >out 2>&1 || { echo "FAIL cache-verify on the merged store"; cat out; fail=1; }
