@@ -199,47 +199,14 @@ static int first_items(const char *path, const fc_manifest_opts *mo, size_t max,
 }
 
 /* ---- reporting ---------------------------------------------------------------------------------- */
-/* The failures --json lists (at most FAILURES_LISTED; the count says how many there were). */
-enum { FAILURES_LISTED = 10000 };
-typedef struct failure_note {
-  char *id, *path, *reason;
-  size_t line;
-  int err;
-} failure_note;
-
 typedef struct report_ctx {
   const char *manifest;
   uint32_t sample_rate; /* the config's: -v names a resampling */
   int verbose, progress, progress_shown, json;
   uint64_t total;
   uint64_t failed_lines; /* FAILED events, each with its line */
-  failure_note *failures;
-  size_t n_failures, cap_failures;
+  fc_cli_failures failures; /* what --json lists */
 } report_ctx;
-
-static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
-
-static void note_failure(report_ctx *c, const fc_featurize_event *ev) {
-  if (c->n_failures >= FAILURES_LISTED) return;
-  if (c->n_failures == c->cap_failures) {
-    size_t cap = c->cap_failures ? 2 * c->cap_failures : 16;
-    failure_note *f = realloc(c->failures, cap * sizeof *f);
-    if (!f) return;
-    c->failures = f;
-    c->cap_failures = cap;
-  }
-  c->failures[c->n_failures++] = (failure_note){dup_or_null(ev->id), dup_or_null(ev->path),
-                                                dup_or_null(ev->reason), ev->line, ev->err};
-}
-
-static void free_failures(report_ctx *c) {
-  for (size_t i = 0; i < c->n_failures; i++) {
-    free(c->failures[i].id);
-    free(c->failures[i].path);
-    free(c->failures[i].reason);
-  }
-  free(c->failures);
-}
 
 /* "; resampled 44100→22050 Hz, 2→1 channels" when the source was converted, else "". */
 static void conversions(const report_ctx *c, const fc_featurize_event *ev, char *buf, size_t len) {
@@ -261,7 +228,7 @@ static void on_event(const fc_featurize_event *ev, void *user) {
   const char *label = ev->path ? ev->path : (ev->id ? ev->id : "(no path)");
   if (ev->status == FC_ITEM_FAILED) {
     c->failed_lines++;
-    if (c->json) note_failure(c, ev);
+    if (c->json) fc_cli_failures_add(&c->failures, ev->id, ev->path, ev->line, ev->err, ev->reason);
     if (ev->manifest && c->manifest && ev->line)
       fprintf(stderr, "%s: %s:%zu: %s\n", fc_cli_tool, c->manifest, ev->line, ev->reason);
     else
@@ -313,13 +280,6 @@ static void print_stages(const fc_featurize_stats *st) {
           st->writers == 1 ? "" : "s", st->wall_seconds, st->bound);
 }
 
-static void json_string_or_null(const char *s) {
-  if (s)
-    fc_json_write_string(stdout, s);
-  else
-    fputs("null", stdout);
-}
-
 static void print_json(const fc_featurize_stats *st, const fc_mel_config *cfg, const char *device,
                        const char *store, const report_ctx *rc, const fc_cli_max_failed *mf,
                        int allowed) {
@@ -351,21 +311,9 @@ static void print_json(const fc_featurize_stats *st, const fc_mel_config *cfg, c
   printf(",\"failures_recorded\":%llu,\"failures_cleared\":%llu,\"max_failed\":",
          (unsigned long long)st->failures_recorded, (unsigned long long)st->failures_cleared);
   fc_json_write_string(stdout, mf->text[0] ? mf->text : "0");
-  printf(",\"failed_allowed\":%s,\"failures\":[", allowed ? "true" : "false");
-  for (size_t i = 0; i < rc->n_failures; i++) {
-    const failure_note *f = &rc->failures[i];
-    fputs(i ? ",{\"id\":" : "{\"id\":", stdout);
-    json_string_or_null(f->id);
-    fputs(",\"source\":", stdout);
-    json_string_or_null(f->path);
-    if (f->line) printf(",\"line\":%zu", f->line);
-    fputs(",\"error\":", stdout);
-    fc_json_write_string(stdout, fc_strerror(f->err));
-    fputs(",\"reason\":", stdout);
-    json_string_or_null(f->reason);
-    putchar('}');
-  }
-  printf("],\"failures_listed\":%zu}\n", rc->n_failures);
+  printf(",\"failed_allowed\":%s,", allowed ? "true" : "false");
+  fc_cli_failures_json(stdout, &rc->failures);
+  fputs("}\n", stdout);
 }
 
 int main(int argc, char **argv) {
@@ -709,7 +657,7 @@ int main(int argc, char **argv) {
     code = fc_cli_signal_exit();
   } else if (rc == FC_ECONFIG || rc == FC_ENODEVICE) {
     fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
-    free_failures(&rctx);
+    fc_cli_failures_free(&rctx.failures);
     return FC_EXIT_USAGE;
   } else if (rc && (why[0] || !strict)) { /* a failed commit (strict item errors leave why empty) */
     fc_cli_warn(store_dir, "%s", why[0] ? why : fc_strerror(rc));
@@ -746,6 +694,6 @@ int main(int argc, char **argv) {
               (unsigned long long)st.failures_recorded, (unsigned long long)st.failures_cleared);
   }
   if (json) print_json(&st, &cfg, device_name, store_dir, &rctx, &max_failed, code == FC_EXIT_OK);
-  free_failures(&rctx);
+  fc_cli_failures_free(&rctx.failures);
   return fc_cli_stdout_status(code); /* the --json object lost is a failure */
 }

@@ -110,16 +110,19 @@ static const char footer[] =
     "Manual: man tokenize.";
 
 typedef struct run_ctx {
-  const char *manifest;
+  const char *manifest; /* as stderr names it: "(stdin)" for - */
+  const char *source; /* as given: what --json's failures name */
+  int json;
   uint64_t reported; /* failed lines that got a line of their own */
+  fc_cli_failures failures; /* what --json lists */
 } run_ctx;
 
 /* Each bad line's reason is printed, -q or not (as featurize's): it is the only place it is said,
  * since tokenize keeps no record of it in the store. */
 static void on_bad_line(const fc_item *it, int err, const char *why, void *ud) {
   run_ctx *c = ud;
-  (void)err;
   c->reported++;
+  if (c->json) fc_cli_failures_add(&c->failures, it->id, c->source, it->line, err, why);
   fprintf(stderr, "tokenize: %s:%zu: %s\n", c->manifest, it->line, why);
 }
 
@@ -327,7 +330,7 @@ int main(int argc, char **argv) {
   }
 
   fc_cli_install_signals();
-  run_ctx ctx = {strcmp(manifest, "-") == 0 ? "(stdin)" : manifest, 0};
+  run_ctx ctx = {strcmp(manifest, "-") == 0 ? "(stdin)" : manifest, manifest, json, 0, {0}};
   ro.report = on_bad_line;
   ro.report_ud = &ctx;
   ro.stop = (volatile const int *)&fc_cli_signal;
@@ -407,8 +410,11 @@ int main(int argc, char **argv) {
         (unsigned long long)st.lines, (unsigned long long)st.tokens, (unsigned long long)st.unknown,
         wall, hex, kind_name);
     fc_json_write_string(stdout, max_failed.text[0] ? max_failed.text : "0");
-    printf(",\"failed_allowed\":%s}\n", exit_code == FC_EXIT_OK ? "true" : "false");
+    printf(",\"failed_allowed\":%s,", exit_code == FC_EXIT_OK ? "true" : "false");
+    fc_cli_failures_json(stdout, &ctx.failures);
+    fputs("}\n", stdout);
   }
+  fc_cli_failures_free(&ctx.failures);
   fc_store_close_split(parts, n_parts);
   fc_item_list_free(&items);
   fc_tokenizer_free(tok);

@@ -17,7 +17,7 @@ const char *fc_strerror(int err) {
   case FC_ECHECKSUM: return "FC_ECHECKSUM: checksum mismatch";
   case FC_ECONFIG: return "FC_ECONFIG: invalid configuration";
   case FC_EDECODE: return "FC_EDECODE: audio could not be decoded";
-  case FC_EEMPTY: return "FC_EEMPTY: no samples";
+  case FC_EEMPTY: return "FC_EEMPTY: empty input (no samples, no text)";
   case FC_ETOOLONG: return "FC_ETOOLONG: input longer than the limit";
   case FC_EMANIFEST: return "FC_EMANIFEST: malformed manifest line";
   case FC_EUTF8: return "FC_EUTF8: invalid UTF-8";
