@@ -80,6 +80,14 @@ rc=$?
 [ $rc = 1 ] || fail "-q --max-failed 1: exit $rc"
 grep -q '"max_failed":"1","failed_allowed":false' out || fail "--json with --max-failed 1: $(cat out)"
 
+# 3b. tokenize records no failure: cache-verify --expect-tokens reports a tolerated line's id as a
+#     text entry missing (docs/tokenize.md "Bad lines"), an error, exit 1.
+"$FC_BIN/cache-verify" --manifest m.csv --expect-tokens=chars st >out 2>&1
+rc=$?
+[ $rc = 1 ] || fail "cache-verify --expect-tokens after a tolerated bad line: exit $rc, want 1"
+grep -qx 'st: error: text b: missing: manifest line 2 names it, the store has no text entry (no tokens)' out ||
+  fail "cache-verify --expect-tokens: $(cat out)"
+
 # 4. Nothing failed: exit 0, the summary without a note, failed_allowed true.
 head -n 1 m.csv >good.csv
 "$T" --build-vocab --json -o st2 --max-failed 1 good.csv >out 2>err
