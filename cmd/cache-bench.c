@@ -134,6 +134,9 @@ static void add_state(const char *opt, const char *tok, void *ctx) {
 static void add_threads(const char *opt, const char *tok, void *ctx) {
   struct opts *o = ctx;
   unsigned t = fc_cli_u32(opt, tok, 1, 256);
+  for (unsigned i = 0; i < o->nt;
+       i++) /* a repeated value counts once, as in --patterns, --states */
+    if (o->threads[i] == t) return;
   if (o->nt >= 16) fc_cli_usage_error("too many values for --%s (at most 16)", opt);
   o->threads[o->nt++] = t;
 }

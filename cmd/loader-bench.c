@@ -117,8 +117,12 @@ static void parse_axis(const char *word, const char *name, axis *a) {
   char buf[256];
   snprintf(buf, sizeof buf, "%s", s);
   for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    uint32_t v = fc_cli_u32(name, t, strcmp(name, "batch") == 0 ? 1 : 0, 1u << 16);
+    int seen = 0; /* a repeated value is one cell, not the same cell measured twice */
+    for (int i = 0; i < a->n; i++) seen |= a->v[i] == v;
+    if (seen) continue;
     if (a->n == MAX_AXIS) fc_cli_usage_error("%s: at most %d values", word, MAX_AXIS);
-    a->v[a->n++] = fc_cli_u32(name, t, strcmp(name, "batch") == 0 ? 1 : 0, 1u << 16);
+    a->v[a->n++] = v;
   }
   if (!a->n) fc_cli_usage_error("%s: no values", word);
 }

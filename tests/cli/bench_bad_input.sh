@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# cache-bench: inputs that cannot be benched get one clear line each and exit 2, nothing on stdout.
+# cache-bench: inputs that cannot be benched get one clear line each and exit 2, nothing on stdout;
+# a value repeated in a list option runs once.
 set -u
 bin=$FC_BIN/cache-bench
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -33,6 +34,11 @@ expect "cache-bench: $t/empty: store has no feature records (db feat is empty): 
 expect "cache-bench: $t/garbage: not a featcache store (not an LMDB environment with featcache/1 meta)" "$t/good" "$t/garbage"
 # the good store alone works
 "$bin" -q --duration 0.2 -p sequential "$t/good" >/dev/null 2>"$t/err" || fail "good store: $(cat "$t/err")"
+# a value repeated in a list option counts once (-t 1,1 is one pass, not the same pass twice)
+"$bin" -q --json --duration 0 -p sequential,sequential -s warm,warm -t 1,1 -b 2 "$t/good" >"$t/out" 2>"$t/err" ||
+  fail "-t 1,1: $(cat "$t/err")"
+[ "$(grep -o '"threads":[0-9]*,"batch":[0-9]*' "$t/out" | tr '\n' ' ')" = '"threads":1,"batch":1 "threads":1,"batch":2 ' ] ||
+  fail "-t 1,1: passes $(grep -o '"threads":[0-9]*,"batch":[0-9]*' "$t/out" | tr '\n' ' '), want batch 1 and 2 once each"
 # its report lost (a full disk): exit 1 with the reason, never a silent 0
 if [ -w /dev/full ]; then
   "$bin" -q --json --duration 0.05 -p sequential -s warm -t 1 "$t/good" >/dev/full 2>"$t/err"; rc=$?

@@ -68,6 +68,11 @@ want = None if best is None else {"batch": best["batch"], "workers": best["worke
 assert d["recommended"] == want, (d["recommended"], want)
 PY
 
+# a value repeated on an axis is one cell, not the same cell measured twice
+"$LB" --source synthetic --synthetic-ms 1 --synthetic-items 400 --compute-ms 1 --steps 4 -q \
+  --sweep batch=8,8 workers=1,1 prefetch=1 >"$tmp/out" 2>&1 || fail "repeated values: exit $?"
+[ "$(grep -c '^[0-9]' "$tmp/out")" = 1 ] || fail "repeated values: want 1 grid row: $(cat "$tmp/out")"
+
 # nothing under 5 %: said so, exit 0
 "$LB" --source synthetic --synthetic-ms 5 --synthetic-items 400 --compute-ms 1 --steps 4 -q \
   --sweep batch=8 workers=1 >"$tmp/out" 2>&1 || fail "none: exit $?"
