@@ -91,7 +91,9 @@ typedef struct fc_verify_opts {
   int sources; /* compare each audio source file's size and mtime with its entry */
   int rehash; /* recompute each audio source's digest from the file's bytes */
   /* Mel configs every audio entry must have a feat record for: preset names ("hifigan": this
-   * build's digest of that preset) or 32-hex config digests. None given: every mel config stored. */
+   * build's digest of that preset; "kaldi" also the preset stored in another dtype), a preset's
+   * listed name ("kaldi (mq)": the preset in that dtype) or 32-hex config digests. None given:
+   * every mel config stored. */
   const char *const *expect_mel;
   size_t n_expect_mel;
   /* Token configs every text entry must have a tok record for: 32-hex digests, or a name matched

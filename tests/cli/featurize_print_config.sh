@@ -89,6 +89,17 @@ PY
 "$CV" -q --expect-preset kaldi st8 >out 2>err || fail "cache-verify --expect-preset kaldi on kaldi mq: $(cat out err)"
 "$CV" --expect-preset hifigan st8 >out 2>err && fail "cache-verify --expect-preset hifigan on kaldi mq passed"
 grep -q 'stored mel configs: kaldi (mq) ' out || fail "the stored config is not named kaldi (mq): $(cat out)"
+# the name it is listed under round-trips: --expect-preset 'kaldi (mq)' selects it, and a listed
+# name of a config the store lacks is a config mismatch (exit 1), not an unknown preset (exit 2)
+"$CV" -q --expect-preset 'kaldi (mq)' st8 >out 2>err || fail "cache-verify --expect-preset 'kaldi (mq)': exit $?: $(cat out err)"
+"$CV" --expect-preset 'hifigan (mq)' st8 >out 2>err
+rc=$?
+[ $rc = 1 ] && grep -q "config mismatch: expected preset hifigan (mq) (config [0-9a-f]\{32\}) is not in the store; stored mel configs: kaldi (mq) " out ||
+  fail "cache-verify --expect-preset 'hifigan (mq)' on kaldi mq: exit $rc: $(cat out err)"
+"$CV" --expect-preset 'kaldi (f64)' st8 >out 2>err
+rc=$?
+[ $rc = 2 ] && grep -q "unknown preset 'kaldi (f64)'" err ||
+  fail "cache-verify --expect-preset 'kaldi (f64)': exit $rc: $(cat out err)"
 # kaldi f32 and kaldi mq side by side: the one named exactly wins
 "$FZ" -q --device cpu --preset kaldi -o st8 a.wav 2>err || fail "kaldi f32 beside mq: $(cat err)"
 "$PY" -c 'import json, sys, featcache; print(json.loads(featcache.Loader(sys.argv[1], features="kaldi").config())["dtype"])' \

@@ -459,9 +459,12 @@ static void test_damage(void) {
   o.expect_mel = bad;
   char why[256];
   CHECK(fc_verify_store(dir, &o, &r9, why, sizeof why) == FC_ECONFIG, "unknown preset");
-  CHECK(strcmp(why, "unknown preset 'hifi-gun' (want a preset name or a 32-hex config digest)") ==
-            0,
-        "why: %s", why);
+  CHECK(
+      strcmp(
+          why,
+          "unknown preset 'hifi-gun' (want a preset name, as listed: 'kaldi', 'kaldi (mq)'; or a 32-hex config digest)") ==
+          0,
+      "why: %s", why);
   fc_verify_report_free(&r9);
   o.n_expect_mel = 0;
   free(us);

@@ -214,6 +214,26 @@ static void list_cfgs(vctx *c, int kind, char *out, size_t len) {
   if (!out[0]) snprintf(out, len, "none");
 }
 
+/* The config a preset's listed name "PRESET (DTYPE)" stands for ("kaldi (mq)": how cache-config,
+ * the loader and the findings name a preset stored in another dtype): the config featurize stores
+ * for --preset PRESET --dtype DTYPE. 0, or FC_ECONFIG when name is no such name. */
+static int listed_preset(const char *name, fc_mel_config *c) {
+  const char *open = strstr(name, " (");
+  size_t nl = strlen(name), bl = open ? (size_t)(open - name) : 0;
+  char base[32], dt[16];
+  if (!open || name[nl - 1] != ')' || bl >= sizeof base || nl - bl - 3 >= sizeof dt)
+    return FC_ECONFIG;
+  memcpy(base, name, bl);
+  base[bl] = '\0';
+  memcpy(dt, open + 2, nl - bl - 3);
+  dt[nl - bl - 3] = '\0';
+  int dtype = fc_dtype_from_name(dt);
+  if (!dtype || fc_mel_preset(base, c) != 0) return FC_ECONFIG;
+  c->dtype = dtype;
+  fc_mel_config_settle_preset(c);
+  return fc_mel_config_validate(c, NULL, 0) ? FC_ECONFIG : 0;
+}
+
 /* Mark the expected configs. Names that cannot mean anything are usage errors (FC_ECONFIG); a
  * well-formed expectation the store does not meet is a finding. */
 int vf_resolve_expected(vctx *c, fc_rtxn *t, char *why, size_t why_len) {
@@ -227,8 +247,10 @@ int vf_resolve_expected(vctx *c, fc_rtxn *t, char *why, size_t why_len) {
     int is_digest = fc_digest_parse(name, &d) == 0;
     if (!is_digest) {
       fc_mel_config pc;
-      if (fc_mel_preset(name, &pc) != 0) {
-        fc_why(why, why_len, "unknown preset '%s' (want a preset name or a 32-hex config digest)",
+      if (fc_mel_preset(name, &pc) != 0 && listed_preset(name, &pc) != 0) {
+        fc_why(why, why_len,
+               "unknown preset '%s' (want a preset name, as listed: 'kaldi', 'kaldi (mq)'; or a "
+               "32-hex config digest)",
                name);
         return FC_ECONFIG;
       }
