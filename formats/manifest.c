@@ -382,11 +382,15 @@ static int parse_jsonl(const parse_ctx *c, fc_item *it, const char *line, size_t
   json_t *id = json_object_get(root, "id");
   /* A text-only line (tokenize) names its utterance with "id"; audio tools then see path NULL. */
   if (!audio && !(json_is_string(id) && json_is_string(text))) {
-    /* with an "id", perhaps a text-only line whose text is missing or null: say both */
+    /* perhaps a text-only line whose text (with an "id") or id (with a "text") is missing: say
+     * both */
     rc = json_is_string(id)
              ? item_fail(it, FC_EMANIFEST,
                          "missing \"audio_filepath\" (a text-only line with \"id\" needs a string "
                          "\"text\")")
+         : json_is_string(text)
+             ? item_fail(it, FC_EMANIFEST,
+                         "missing \"audio_filepath\" (a text-only line needs a string \"id\")")
              : item_fail(it, FC_EMANIFEST, "missing \"audio_filepath\"");
     goto done;
   }

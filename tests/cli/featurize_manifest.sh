@@ -69,7 +69,7 @@ J
 rc=$?
 [ $rc = 1 ] || fail "jsonl: exit $rc, want 1"
 cat >want <<'TXT'
-featurize: m.jsonl:2: missing "audio_filepath"
+featurize: m.jsonl:2: missing "audio_filepath" (a text-only line needs a string "id")
 featurize: m.jsonl:4: invalid JSON: '[' or '{' expected near 'not' (column 3)
 featurize: done: 2 of 4 (2 new, 0 already stored, 2 failed)
 TXT

@@ -42,6 +42,13 @@ grep -q '"processed":0,"skipped_existing":3,"failed":6' "$d/out" || fail "rerun 
 "$T" -o "$d/s2" --manifest "$m" --vocab <(printf 'a\n') --max-text-bytes 2MiB --json > "$d/out" 2> "$d/err"
 grep -q '"processed":1,.*"tokens":1048576,' "$d/out" || fail "1 MiB line with --max-text-bytes 2MiB: $(cat "$d/out")"
 
+# JSON lines: a text-only line names its utterance with "id"; one without says that is missing
+printf '{"id":"j1","text":"Hello."}\n{"text":"No id here."}\n' > "$d/m.jsonl"
+"$T" -o "$d/sj" --manifest "$d/m.jsonl" --build-vocab > /dev/null 2> "$d/err"
+expect_rc $? 1 "a JSON line without an id"
+grep -qx "tokenize: $d/m.jsonl:2: missing \"audio_filepath\" (a text-only line needs a string \"id\")" "$d/err" ||
+  fail "a JSON line without an id: the reason does not name \"id\""
+
 # --strict: the first bad line is fatal, the lines before it are committed
 "$T" -o "$d/s3" --manifest "$m" --build-vocab --strict --json > "$d/out" 2> "$d/err"
 expect_rc $? 1 "--strict"

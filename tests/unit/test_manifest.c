@@ -171,8 +171,11 @@ static void test_jsonl(void) {
     CHECK_STR(l.items[1].id, "spk1/y");
     CHECK_STR(l.items[1].text, "caf\xc3\xa9");
     CHECK_STR(l.items[1].path, "/abs/y.flac");
-    CHECK(l.items[2].err == FC_EMANIFEST && strstr(l.items[2].why, "audio_filepath"), "%s",
-          l.items[2].why);
+    /* text but neither audio nor id: a text-only line (tokenize's) that lacks its id says so */
+    CHECK(l.items[2].err == FC_EMANIFEST &&
+              strcmp(l.items[2].why,
+                     "missing \"audio_filepath\" (a text-only line needs a string \"id\")") == 0,
+          "%s", l.items[2].why);
     CHECK(l.items[3].err == FC_EMANIFEST && strstr(l.items[3].why, "invalid JSON"), "%s",
           l.items[3].why);
     CHECK(l.items[4].err == FC_EMANIFEST && strstr(l.items[4].why, "object"), "%s", l.items[4].why);
