@@ -35,4 +35,15 @@ done
   fail "rerun: exit $?"
 lines | grep -qx "tokenize: 8 lines done" || fail "rerun: no progress line for 8 lines"
 grep -q 'tokenize: nothing to do: all 30 lines already stored' "$d/err" || fail "rerun: no summary"
+# a bad line's reason after a progress line: the progress line is cleared first, so the reason
+# stands on a line of its own (on a terminal it was written after "3 lines done")
+{ for i in 1 2 3 4 5; do echo "b$i|Line $i here."; done; echo "b6|"; echo "b7|ok"; } > "$d/b.csv"
+"$T" -o "$d/s3" --manifest "$d/b.csv" --build-vocab --progress --batch 3 > /dev/null 2> "$d/err"
+[ $? = 1 ] || fail "a bad line with --progress: want exit 1"
+tr '\r' '\n' < "$d/err" | sed 's/\x1b\[K//g' |
+  grep -qx "tokenize: $d/b.csv:6: text is empty after normalization" ||
+  fail "the bad line's reason shares a line with the progress line"
+tail -n 1 "$d/err" | grep -qx 'tokenize: done: 6 of 7 (6 new, 0 already stored, 1 failed, [0-9]* tokens)' ||
+  fail "the summary is not the last line of its own"
+grep -qx '' "$d/err" && fail "an empty line on stderr"
 echo "tokenize_progress: ok"
