@@ -88,6 +88,17 @@ rc=$?
 grep -qx 'st: error: text b: missing: manifest line 2 names it, the store has no text entry (no tokens)' out ||
   fail "cache-verify --expect-tokens: $(cat out)"
 
+# 3c. A line that fails now, stored by an earlier run, keeps its old text entry (the docs say so).
+printf 'a|\n' >a-empty.csv
+"$T" -q --build-vocab --max-failed 1 -o st a-empty.csv 2>err || fail "a emptied: $(cat err)"
+"$PY" - st <<'PY' || fail "a's old text entry is gone"
+import sys, lmdb
+env = lmdb.open(sys.argv[1], readonly=True, lock=False, max_dbs=8)
+with env.begin() as t:
+    v = t.get(b"a", db=env.open_db(b"text", txn=t, create=False))
+assert v is not None and bytes(v)[16:] == b"Hello there.", v
+PY
+
 # 4. Nothing failed: exit 0, the summary without a note, failed_allowed true.
 head -n 1 m.csv >good.csv
 "$T" --build-vocab --json -o st2 --max-failed 1 good.csv >out 2>err
