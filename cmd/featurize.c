@@ -87,7 +87,8 @@ static const fc_cli_opt options[] =
      {"max-seconds", OPT_MAX_SECONDS, required_argument, "S",
       "fail inputs longer than S seconds (default 0: no limit)"},
      {"shard", OPT_SHARD, required_argument, "K/N",
-      "only shard K of N (0-based, by a hash of the id); 'slurm': from the array job"},
+      "only shard K of N (0-based, by a hash of the id); 'slurm/N': K is the Slurm "
+      "array task id; 'slurm': N is the task count too (--array=0-N-1)"},
      {NULL, 0, 0, NULL, "Running:"},
      {"jobs", 'j', required_argument, "N", "worker threads (default: online CPUs)"},
      {"device", OPT_DEVICE, required_argument, "DEV", "auto (default), cpu, cuda or cuda:N"},

@@ -83,7 +83,8 @@ static const fc_cli_opt options[] = {
     {"threads", 'j', required_argument, "N", "threads (default: all cores)"},
     {"batch", OPT_BATCH, required_argument, "N", "lines per write transaction (default 4096)"},
     {"shard", OPT_SHARD, required_argument, "K/N",
-     "only shard K of N (0-based, by a hash of the id); 'slurm': from the array job"},
+     "only shard K of N (0-based, by a hash of the id); 'slurm/N': K is the Slurm "
+     "array task id; 'slurm': N is the task count too (--array=0-N-1)"},
     {"max-text-bytes", OPT_MAX_TEXT, required_argument, "N",
      "longer texts are bad lines (default 64KiB)"},
     {"strict", OPT_STRICT, no_argument, NULL, "the first bad line (or unknown symbol) is fatal"},

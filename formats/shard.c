@@ -28,54 +28,82 @@ static int parse_u32(const char *s, size_t len, uint32_t *out) {
   return 0;
 }
 
-static int env_u32(const char *name, uint32_t *out, int required, char *why, size_t why_len) {
+static int env_u32(const char *name, uint32_t *out, int required, const char *spec, char *why,
+                   size_t why_len) {
   const char *v = getenv(name);
   if (!v || !*v) {
     if (!required) return 1;
     fc_why(why, why_len,
-           "--shard slurm: %s is not set (not in a Slurm array job? "
+           "--shard %s: %s is not set (not in a Slurm array job? "
            "submit with sbatch --array=0-N-1)",
-           name);
+           spec, name);
     return FC_ECONFIG;
   }
   if (parse_u32(v, strlen(v), out)) {
-    fc_why(why, why_len, "--shard slurm: %s='%s' is not a number", name, v);
+    fc_why(why, why_len, "--shard %s: %s='%s' is not a number", spec, name, v);
     return FC_ECONFIG;
   }
+  return 0;
+}
+
+/* "slurm" or "slurm/N". The array's task ids are the shard numbers, 0..N-1, so that a task keeps
+ * its shard whatever array runs it: the full one (--array=0-15) or a rerun of some of its tasks
+ * (--array=3,7, --array=5, --array=0-15%4). Plain "slurm" takes N = SLURM_ARRAY_TASK_COUNT, which
+ * is N only in an array of all the shards, 0..N-1; any other array must say N. */
+static int parse_slurm(const char *spec, uint32_t *k, uint32_t *n, char *why, size_t why_len) {
+  uint32_t id, count = 0, lo = 0, hi = 0, want = 0;
+  int given = spec[5] == '/';
+  if (given && (parse_u32(spec + 6, strlen(spec + 6), &want) || want == 0)) {
+    fc_why(why, why_len, "invalid shard '%s' (want slurm/N, N >= 1 the number of shards)", spec);
+    return FC_ECONFIG;
+  }
+  int rc = env_u32("SLURM_ARRAY_TASK_ID", &id, 1, spec, why, why_len);
+  if (!rc && !given) rc = env_u32("SLURM_ARRAY_TASK_COUNT", &count, 1, spec, why, why_len);
+  if (rc) return rc;
+  /* MIN and MAX are optional (1 = unset) */
+  int no_lo = env_u32("SLURM_ARRAY_TASK_MIN", &lo, 0, spec, why, why_len);
+  if (no_lo < 0) return no_lo;
+  int no_hi = env_u32("SLURM_ARRAY_TASK_MAX", &hi, 0, spec, why, why_len);
+  if (no_hi < 0) return no_hi;
+  if (given) {
+    /* MAX too: a 1-based array (--array=1-16) fails in every task, not only in its last */
+    uint32_t top = no_hi || hi < id ? id : hi;
+    if (top >= want) {
+      fc_why(why, why_len,
+             "--shard %s: the array's task %u is not a shard of %u: task ids are the shard "
+             "numbers, 0 to %u (sbatch --array=0-%u, or some of them)",
+             spec, top, want, want - 1, want - 1);
+      return FC_ECONFIG;
+    }
+    *k = id;
+    *n = want;
+    return 0;
+  }
+  if (count == 0 || (!no_lo && lo != 0) || id >= count || (!no_hi && hi != count - 1)) {
+    char ids[48] = "";
+    if (!no_lo && !no_hi) snprintf(ids, sizeof ids, ", ids %u to %u", lo, hi);
+    fc_why(why, why_len,
+           "--shard slurm: task %u of an array of %u tasks%s is not one of all N shards, 0 to "
+           "N-1; a rerun of some tasks, or a listed or stepped array, must give the number of "
+           "shards: --shard slurm/N",
+           id, count, ids);
+    return FC_ECONFIG;
+  }
+  *k = id;
+  *n = count;
   return 0;
 }
 
 int fc_shard_parse(const char *spec, uint32_t *k, uint32_t *n, char *why, size_t why_len) {
   if (why && why_len) why[0] = '\0';
   if (!spec) return FC_ECONFIG;
-  if (strcmp(spec, "slurm") == 0) {
-    uint32_t id, count, lo = 0, hi = 0;
-    int rc = env_u32("SLURM_ARRAY_TASK_ID", &id, 1, why, why_len);
-    if (!rc) rc = env_u32("SLURM_ARRAY_TASK_COUNT", &count, 1, why, why_len);
-    if (rc) return rc;
-    /* MIN and MAX are optional (1 = unset): without MIN the array starts at 0. */
-    int no_lo = env_u32("SLURM_ARRAY_TASK_MIN", &lo, 0, why, why_len);
-    if (no_lo < 0) return no_lo;
-    int no_hi = env_u32("SLURM_ARRAY_TASK_MAX", &hi, 0, why, why_len);
-    if (no_hi < 0) return no_hi;
-    if (no_lo) lo = 0;
-    if (count == 0 || id < lo || id - lo >= count ||
-        (!no_hi && (hi < lo || hi - lo + 1 != count))) {
-      fc_why(why, why_len,
-             "--shard slurm: task %u of an array of %u tasks (min %u) is not one of N contiguous "
-             "shards; submit with sbatch --array=0-N-1",
-             id, count, lo);
-      return FC_ECONFIG;
-    }
-    *k = id - lo;
-    *n = count;
-    return 0;
-  }
+  if (strncmp(spec, "slurm", 5) == 0 && (spec[5] == '\0' || spec[5] == '/'))
+    return parse_slurm(spec, k, n, why, why_len);
   const char *slash = strchr(spec, '/');
   uint32_t kk, nn;
   if (!slash || parse_u32(spec, (size_t)(slash - spec), &kk) ||
       parse_u32(slash + 1, strlen(slash + 1), &nn)) {
-    fc_why(why, why_len, "invalid shard '%s' (want K/N, e.g. 0/16, or slurm)", spec);
+    fc_why(why, why_len, "invalid shard '%s' (want K/N, e.g. 0/16, or slurm, slurm/N)", spec);
     return FC_ECONFIG;
   }
   if (nn == 0 || kk >= nn) {

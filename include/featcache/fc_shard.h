@@ -17,10 +17,13 @@ extern "C" {
 /* The shard (0..n-1) of the utterance id of len bytes among n >= 1 shards. */
 FC_API uint32_t fc_shard_of(const char *id, size_t len, uint32_t n);
 
-/* Parse a shard spec: "K/N" (0 <= K < N, decimal, no junk) or "slurm": K and N from a Slurm
- * array job's environment, K = SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN (0 when MIN is unset),
- * N = SLURM_ARRAY_TASK_COUNT; an array that is not contiguous (--array=0-30:2, 1,5,9) is refused,
- * since its task ids do not name N shards. Returns 0, or FC_ECONFIG with a reason in why. */
+/* Parse a shard spec: "K/N" (0 <= K < N, decimal, no junk), "slurm/N" or "slurm": from a Slurm
+ * array job, whose task ids are the shard numbers: K = SLURM_ARRAY_TASK_ID, so that a task keeps
+ * its shard in a rerun of some of the array's tasks (--array=3,7). "slurm/N" takes any array of
+ * ids below N (SLURM_ARRAY_TASK_MAX too, when set); "slurm" takes N = SLURM_ARRAY_TASK_COUNT, and
+ * so only an array of all N shards, ids 0 to N-1 (SLURM_ARRAY_TASK_MIN and _MAX, when set, must
+ * agree): a partial, listed, stepped or 1-based array is refused, since its count is not N.
+ * Returns 0, or FC_ECONFIG with a reason in why. */
 FC_API int fc_shard_parse(const char *spec, uint32_t *k, uint32_t *n, char *why, size_t why_len);
 
 /* Keep the items of shard k of n in l, in their order, and free the others. An item is placed by

@@ -83,7 +83,8 @@ Inputs:
       --max-seconds S          fail inputs longer than S seconds (default 0: no
                                limit)
       --shard K/N              only shard K of N (0-based, by a hash of the
-                               id); 'slurm': from the array job
+                               id); 'slurm/N': K is the Slurm array task id;
+                               'slurm': N is the task count too (--array=0-N-1)
 
 Running:
   -j, --jobs N                 worker threads (default: online CPUs)

@@ -1,13 +1,15 @@
 #!/bin/bash
 # The Slurm templates (scripts/scaleout/featcache-array.sbatch, featcache-merge.sbatch) run by bash
 # with the environment an array job gives its tasks, no cluster needed (scaleout_slurm.sh runs them
-# under a real one): an array numbered from 1 (--array=1-2) over split stores (FEATURIZE_OPTS
-# with --writers 2), one task killed while it copies its shard to WORK (a fake mdb_copy that
-# writes half a file and fails) and resubmitted (another array job), which resumes from its local
-# store. The merge then reads the N shards of the run (SHARDS), not a shard s5 an earlier run
-# left in WORK; one whose check fails removes its local store; killed while it copies, and queued
-# again, it resumes its local store; the merged store holds exactly the keys and bytes of one
-# plain featurize + tokenize run. A task whose shard holds a bad transcript line passes under the
+# under a real one): an array of 2 shards (--array=0-1) over split stores (FEATURIZE_OPTS with
+# --writers 2), one task killed while it copies its shard to WORK (a fake mdb_copy that writes
+# half a file and fails) and rerun alone (sbatch --array=1, another array job), which makes the
+# same shard 1 of 2 (N from WORK/.shards) and resumes from its local store. A 1-based or partial
+# array with no N known is refused, and so is a run with another N into the same WORK. The merge
+# then reads the N shards of the run (WORK/.shards), not a shard s5 an earlier run left in WORK;
+# one whose check fails removes its local store; killed while it copies, and queued again, it
+# resumes its local store; the merged store holds exactly the keys and bytes of one plain
+# featurize + tokenize run. A task whose shard holds a bad transcript line passes under the
 # default MAX_FAILED (tokenize --max-failed), and fails under MAX_FAILED=0.
 set -u
 command -v mdb_copy >/dev/null || { echo "skip: mdb_copy not installed (scripts/setup installs lmdb-utils)"; exit 77; }
@@ -29,26 +31,39 @@ EOF
 chmod +x fake/mdb_copy
 export MANIFEST=$T/c/metadata.csv WORK=$T/shards CACHE=$T/cache BIN=$FC_BIN LOCAL=$T/local
 export FEATURIZE_OPTS="--preset hifigan --writers 2"
-task() { # ID [PATH]: array task ID of --array=1-2 (array job JOB, default 7)
-  env ${2:+PATH="$2"} SLURM_ARRAY_JOB_ID="${JOB:-7}" SLURM_ARRAY_TASK_ID="$1" SLURM_ARRAY_TASK_MIN=1 \
-    SLURM_ARRAY_TASK_MAX=2 SLURM_ARRAY_TASK_COUNT=2 \
+task() { # ID [PATH]: array task ID of an array (ARRAY="MIN MAX COUNT", default 0-1) of job JOB
+  local a
+  read -ra a <<<"${ARRAY:-0 1 2}"
+  env ${2:+PATH="$2"} SLURM_ARRAY_JOB_ID="${JOB:-7}" SLURM_ARRAY_TASK_ID="$1" \
+    SLURM_ARRAY_TASK_MIN="${a[0]}" SLURM_ARRAY_TASK_MAX="${a[1]}" SLURM_ARRAY_TASK_COUNT="${a[2]}" \
     bash "$FC_SRC/scripts/scaleout/featcache-array.sbatch" >out 2>err
 }
-task 1; check task1 0 $?
-grep -q "^featcache: shard 0 of 2 stored in $T/shards/s0$" err || { echo "FAIL task 1 is shard 0"; cat err; fail=1; }
-task 2 "$T/fake:$PATH"; check "task 2 killed while copying" 1 $?
+ARRAY="1 2 2" WORK=$T/onebased task 1; check "an array numbered from 1" 2 $?
+grep -q "^featcache: task 1 of an array that is not all the shards 0 to N-1 (ids 1 to 2), .*: set SHARDS=N$" err ||
+  { echo "FAIL an array numbered from 1: message"; cat err; fail=1; }
+[ -e onebased/s0 ] || [ -e onebased/.shards ] && { echo "FAIL an array numbered from 1 did work"; fail=1; }
+task 0; check task0 0 $?
+grep -q "^featcache: shard 0 of 2 stored in $T/shards/s0$" err || { echo "FAIL task 0 is shard 0"; cat err; fail=1; }
+[ "$(cat shards/.shards)" = 2 ] || { echo "FAIL WORK/.shards: $(cat shards/.shards)"; fail=1; }
+task 1 "$T/fake:$PATH"; check "task 1 killed while copying" 1 $?
 [ -e shards/s1 ] && { echo "FAIL a task that died while copying left shards/s1"; fail=1; }
-JOB=9 task 2; check "task 2 resubmitted" 0 $?
-grep -q "^featurize: nothing to do" err || { echo "FAIL the resubmitted task did not resume from its local store"; cat err; fail=1; }
-grep -q "^featcache: shard 1 of 2 stored in $T/shards/s1$" err || { echo "FAIL task 2 is shard 1"; cat err; fail=1; }
-[ "$(ls -A shards | tr "\n" " ")" = "s0 s1 " ] || { echo "FAIL shards: $(ls -A shards)"; fail=1; }
+JOB=9 ARRAY="1 1 1" task 1; check "task 1 rerun alone (--array=1)" 0 $?
+grep -q "^featurize: nothing to do" err || { echo "FAIL the rerun task did not resume from its local store"; cat err; fail=1; }
+grep -q "^featcache: shard 1 of 2 stored in $T/shards/s1$" err || { echo "FAIL the rerun task 1 is not shard 1 of 2"; cat err; fail=1; }
+[ "$(ls -A shards | tr "\n" " ")" = ".shards s0 s1 " ] || { echo "FAIL shards: $(ls -A shards)"; fail=1; }
 [ -e shards/s1/featcache-split ] || { echo "FAIL shard 1 is not a split store: $(ls shards/s1)"; fail=1; }
-task 2; check "task 2 once more" 0 $?
+task 1; check "task 1 once more" 0 $?
 grep -q "already in $T/shards/s1; nothing to do" err || { echo "FAIL a finished split shard was redone"; cat err; fail=1; }
+SHARDS=3 ARRAY="0 2 3" task 2; check "a run of 3 shards into a WORK of 2" 2 $?
+grep -q "^featcache: $T/shards holds the shards of a run of 2 ($T/shards/.shards), not 3: " err ||
+  { echo "FAIL another N into the same WORK: message"; cat err; fail=1; }
+[ -e shards/s2 ] && { echo "FAIL a run with another N stored a shard"; fail=1; }
 
 mkdir extra && cp c/wavs/LJ001-0001.wav extra/stale.wav   # a shard of an earlier run with more shards
 "$FC_BIN/featurize" -q -o shards/s5 extra/stale.wav || exit 1
-export SHARDS=2
+SHARDS=3 bash "$FC_SRC/scripts/scaleout/featcache-merge.sbatch" >out 2>err; check "merge, SHARDS=3 into a WORK of 2" 2 $?
+grep -q "^featcache: $T/shards holds the shards of a run of 2 ($T/shards/.shards), not SHARDS=3$" err ||
+  { echo "FAIL merge with another N: message"; cat err; fail=1; }
 mkdir fakebin && ln -s "$FC_BIN/cache-merge" fakebin/ && printf '#!/bin/sh\nexit 1\n' >fakebin/cache-verify
 chmod +x fakebin/cache-verify
 SLURM_JOB_ID=11 BIN=$T/fakebin bash "$FC_SRC/scripts/scaleout/featcache-merge.sbatch" >out 2>err
@@ -64,7 +79,7 @@ same_store ref cache >same.txt || { echo "FAIL merged store differs from one pla
 "$FC_BIN/cache-verify" -q --strict cache >out 2>&1 || { echo "FAIL cache-verify"; cat out; fail=1; }
 [ -z "$(ls -A local)" ] || { echo "FAIL local scratch not cleaned: $(ls -A local)"; fail=1; }
 
-# a bad transcript line (empty text) in task 1's shard: tolerated by the default MAX_FAILED (10%)
+# a bad transcript line (empty text) in task 0's shard: tolerated by the default MAX_FAILED (10%)
 id=$("$PY" - shards/s0/part-*/ <<'PY'
 import sys, lmdb
 for p in sys.argv[1:]:  # shard 0 is a split store: an id of its first part that has one
@@ -76,11 +91,11 @@ PY
 )
 sed "s/^$id|.*/$id||/" c/metadata.csv >c/bad.csv
 grep -qx "$id||" c/bad.csv || { echo "FAIL no bad line for $id"; fail=1; }
-MANIFEST=$T/c/bad.csv WORK=$T/bshards task 1; check "a task with a bad transcript line" 0 $?
+MANIFEST=$T/c/bad.csv WORK=$T/bshards task 0; check "a task with a bad transcript line" 0 $?
 grep -q "^tokenize: done: .*, 1 failed, allowed by --max-failed 10%, " err ||
   { echo "FAIL the task does not say the bad line was allowed"; cat err; fail=1; }
 [ -e bshards/s0 ] || { echo "FAIL the task with a bad line stored no shard"; fail=1; }
-MAX_FAILED=0 MANIFEST=$T/c/bad.csv WORK=$T/zshards task 1; check "MAX_FAILED=0, a bad transcript line" 1 $?
+MAX_FAILED=0 MANIFEST=$T/c/bad.csv WORK=$T/zshards task 0; check "MAX_FAILED=0, a bad transcript line" 1 $?
 grep -q "^tokenize: done: .*, 1 failed, more than --max-failed 0, " err ||
   { echo "FAIL MAX_FAILED=0: the task does not say why it failed"; cat err; fail=1; }
 [ -e zshards/s0 ] && { echo "FAIL MAX_FAILED=0: the shard was copied to WORK"; fail=1; }

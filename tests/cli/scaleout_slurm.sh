@@ -6,7 +6,8 @@
 # merge job with --dependency=afterok) over a generated corpus, waits, and checks that the merged
 # store holds exactly the keys and bytes of one plain featurize + tokenize run and passes
 # cache-verify. Resubmitting does nothing (each task and the merge say so). An array with a
-# failing shard gets its merge job cancelled, not left pending. Everything is torn down in a trap.
+# failing shard gets its merge job cancelled, not left pending; the cause fixed, a rerun of the
+# failed task beside a finished one (sbatch --array=F,D) makes the shards they had in the array. Everything is torn down in a trap.
 # Skips (77) only when this machine cannot host the cluster: not root, or slurm-wlm/munge not
 # installed (scripts/setup installs them). A daemon that does not come up, or a job that fails,
 # is a failure, shown with the daemons' logs.
@@ -156,4 +157,29 @@ for _ in $(seq 100); do
 done
 [ $gone = 1 ] || { echo "FAIL the merge after a failed array is still queued:"; squeue -j "$merge3" -o '%i %T %r'; fail=1; }
 [ -e cache-bad ] && { echo "FAIL a merge ran after a failed array"; fail=1; }
+
+# the file fixed, the failed task is rerun with a finished one as a listed array (--array=F,D,
+# sbatch as a user types it, no SHARDS): each makes the shard it had in the array of 4 (N from
+# WORK/.shards), and the merge then holds exactly one plain run's keys and bytes
+cp c/wavs/LJ001-0001.wav cbad/wavs/
+failed=$(for k in 0 1 2 3; do [ -e shards-bad/s$k ] || echo $k; done)
+[ "$(echo "$failed" | wc -w)" = 1 ] || { echo "FAIL want one failed shard, not '$failed'"; exit 1; }
+done_k=$(( (failed + 1) % 4 ))
+rerun=$(MANIFEST=$T/cbad/metadata.csv WORK=$T/shards-bad sbatch --parsable --export=ALL \
+  --cpus-per-task=1 --chdir="$T" --output="$T/job-%A_%a.log" --array="$failed,$done_k" \
+  "$FC_SRC/scripts/scaleout/featcache-array.sbatch") || { echo "FAIL sbatch --array=$failed,$done_k"; exit 1; }
+rerun=${rerun%%;*}
+wait_jobs "$rerun" || exit 1
+grep -q "featcache: shard $failed of 4 stored in $T/shards-bad/s$failed" job-"$rerun"_"$failed".log ||
+  { echo "FAIL rerun task $failed is not shard $failed of 4"; cat job-"$rerun"_"$failed".log; fail=1; }
+grep -q "featcache: shard $done_k already in $T/shards-bad/s$done_k; nothing to do" job-"$rerun"_"$done_k".log ||
+  { echo "FAIL rerun task $done_k"; cat job-"$rerun"_"$done_k".log; fail=1; }
+merge4=$(WORK=$T/shards-bad CACHE=$T/cache-bad sbatch --parsable --export=ALL --cpus-per-task=1 \
+  --chdir="$T" --output="$T/job-%j.log" "$FC_SRC/scripts/scaleout/featcache-merge.sbatch")
+wait_jobs "${merge4%%;*}" || exit 1
+grep -q "featcache: merged 4 shards into $T/cache-bad" job-"${merge4%%;*}".log ||
+  { echo "FAIL merge after the rerun"; cat job-"${merge4%%;*}".log; fail=1; }
+"$FC_BIN/featurize" -q -j2 -o refbad --manifest "$T/cbad/metadata.csv" || exit 1
+"$FC_BIN/tokenize" -q --build-vocab -o refbad "$T/cbad/metadata.csv" || exit 1
+same_store refbad cache-bad >same.txt || { echo "FAIL merge after the rerun differs from one plain run"; cat same.txt; fail=1; }
 exit $fail

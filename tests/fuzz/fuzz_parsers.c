@@ -1,12 +1,12 @@
 /* libFuzzer target over every reader of text a user hands the tools: the manifest readers
  * (LJSpeech, wav.scp, JSON lines, plain lists, TSV, and format detection), the tokenizer.json
  * reader (bpe), the vocab reader (chars, phonemes), text normalization and the --shard spec (K/N,
- * or slurm with the SLURM_ARRAY_TASK_* variables from the input). The first input byte picks the
- * target, the rest is the file's bytes. Invariants beyond "no crash, no leak, no OOB": every
- * manifest item is either good (a valid id, a path where the format has one) or carries a reason;
- * a loaded tokenizer or vocab maps fixed texts to ids inside its vocabulary; normalized text is
- * valid UTF-8; a shard spec that parses is K < N, as the text says, and one that does not has a
- * reason.
+ * or slurm and slurm/N with the SLURM_ARRAY_TASK_* variables from the input). The first input
+ * byte picks the target, the rest is the file's bytes. Invariants beyond "no crash, no leak, no
+ * OOB": every manifest item is either good (a valid id, a path where the format has one) or
+ * carries a reason; a loaded tokenizer or vocab maps fixed texts to ids inside its vocabulary;
+ * normalized text is valid UTF-8; a shard spec that parses is K < N, as the text says, and one
+ * that does not has a reason.
  *
  * Built with libFuzzer by tests/fuzz/build.sh; replayed without libFuzzer (seeds + seeded
  * mutations) by tests/fuzz/replay_parsers.c. */
@@ -155,13 +155,17 @@ static void fuzz_shard(const uint8_t *d, size_t n) {
   int rc = fc_shard_parse(spec, &k, &cnt, why, sizeof why);
   if (rc == 0) {
     FUZZ_ASSERT(cnt >= 1 && k < cnt);
-    if (strcmp(spec, "slurm") != 0) { /* K/N in decimal digits, as many as they take */
+    if (strncmp(spec, "slurm", 5) != 0) { /* K/N in decimal digits, as many as they take */
       unsigned long long pk = 0, pn = 0;
       char tail = 0;
       FUZZ_ASSERT(sscanf(spec, "%llu/%llu%c", &pk, &pn, &tail) == 2);
       FUZZ_ASSERT(pk == k && pn == cnt && spec[0] >= '0' && spec[0] <= '9');
-    } else {
-      FUZZ_ASSERT(val[1] && strtoull(val[1], NULL, 10) == cnt);
+    } else { /* K is the task id; N as written (slurm/N), else the array's count */
+      FUZZ_ASSERT(val[0] && strtoull(val[0], NULL, 10) == k);
+      if (spec[5] == '/')
+        FUZZ_ASSERT(strtoull(spec + 6, NULL, 10) == cnt);
+      else
+        FUZZ_ASSERT(spec[5] == 0 && val[1] && strtoull(val[1], NULL, 10) == cnt);
     }
     FUZZ_ASSERT(fc_shard_of(spec, strlen(spec), cnt) < cnt);
   } else {

@@ -82,9 +82,16 @@ int main(void) {
                 "slurm\0"
                 "5\0"
                 "8\0"
-                "2\0"
-                "9",
+                "0\0"
+                "7",
                 13);
+  fuzz_add_seed(T_SHARD, /* a rerun of two tasks of a 16-shard array: --array=3,7 */
+                "slurm/16\0"
+                "7\0"
+                "2\0"
+                "3\0"
+                "7",
+                16);
   fuzz_add_seed(T_SHARD,
                 "slurm\0"
                 "0\0"

@@ -85,7 +85,7 @@ int main(void) {
             strcmp(why, "invalid shard '16/16' (want 0 <= K < N)") == 0,
         "why: %s", why);
 
-  /* slurm: K = task id - min, N = count; a non-contiguous array is refused */
+  /* slurm: the task ids are the shard numbers, as Slurm sets the variables for each array */
   unsetenv("SLURM_ARRAY_TASK_ID");
   unsetenv("SLURM_ARRAY_TASK_COUNT");
   unsetenv("SLURM_ARRAY_TASK_MIN");
@@ -93,17 +93,81 @@ int main(void) {
   CHECK(fc_shard_parse("slurm", &k, &n, why, sizeof why) == FC_ECONFIG &&
             strstr(why, "SLURM_ARRAY_TASK_ID is not set"),
         "why: %s", why);
+  CHECK(fc_shard_parse("slurm/16", &k, &n, why, sizeof why) == FC_ECONFIG &&
+            strstr(why, "--shard slurm/16: SLURM_ARRAY_TASK_ID is not set"),
+        "why: %s", why);
+  struct {
+    const char *array, *id, *count, *min, *max;
+    uint32_t k, n; /* of plain "slurm"; n 0: refused */
+  } arrays[] = {
+      {"0-7 (no MIN, MAX)", "5", "8", NULL, NULL, 5, 8},
+      {"0-7", "5", "8", "0", "7", 5, 8},
+      {"0-15%2", "9", "16", "0", "15", 9, 16}, /* a throttle changes nothing */
+      {"3,7 (a rerun)", "7", "2", "3", "7", 0, 0},
+      {"5 (a rerun)", "5", "1", "5", "5", 0, 0},
+      {"3-5 (a rerun)", "4", "3", "3", "5", 0, 0},
+      {"0,2 (a rerun)", "2", "2", "0", "2", 0, 0},
+      {"0-14:2", "6", "8", "0", "14", 0, 0},
+      {"1-8", "1", "8", "1", "8", 0, 0},
+  };
+  for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) {
+    setenv("SLURM_ARRAY_TASK_ID", arrays[i].id, 1);
+    setenv("SLURM_ARRAY_TASK_COUNT", arrays[i].count, 1);
+    if (arrays[i].min)
+      setenv("SLURM_ARRAY_TASK_MIN", arrays[i].min, 1);
+    else
+      unsetenv("SLURM_ARRAY_TASK_MIN");
+    if (arrays[i].max)
+      setenv("SLURM_ARRAY_TASK_MAX", arrays[i].max, 1);
+    else
+      unsetenv("SLURM_ARRAY_TASK_MAX");
+    uint32_t id = (uint32_t)atoi(arrays[i].id);
+    k = n = 99;
+    int rc = fc_shard_parse("slurm", &k, &n, why, sizeof why);
+    if (arrays[i].n)
+      CHECK(rc == 0 && k == arrays[i].k && n == arrays[i].n, "--array=%s: rc %d, %u/%u",
+            arrays[i].array, rc, k, n);
+    else
+      CHECK(rc == FC_ECONFIG && strstr(why, "must give the number of shards: --shard slurm/N"),
+            "--array=%s: rc %d, %u/%u, why: %s", arrays[i].array, rc, k, n, why);
+    /* slurm/16: every one of these tasks is shard id/16, the shard it had in --array=0-15 */
+    k = n = 99;
+    rc = fc_shard_parse("slurm/16", &k, &n, why, sizeof why);
+    CHECK(rc == 0 && k == id && n == 16, "--array=%s slurm/16: rc %d, %u/%u, why: %s",
+          arrays[i].array, rc, k, n, why);
+  }
   setenv("SLURM_ARRAY_TASK_ID", "5", 1);
-  setenv("SLURM_ARRAY_TASK_COUNT", "8", 1);
-  CHECK(fc_shard_parse("slurm", &k, &n, why, sizeof why) == 0 && k == 5 && n == 8);
+  setenv("SLURM_ARRAY_TASK_COUNT", "1", 1);
+  setenv("SLURM_ARRAY_TASK_MIN", "5", 1);
+  setenv("SLURM_ARRAY_TASK_MAX", "5", 1);
+  CHECK(fc_shard_parse("slurm", &k, &n, why, sizeof why) == FC_ECONFIG &&
+            strcmp(why,
+                   "--shard slurm: task 5 of an array of 1 tasks, ids 5 to 5 is not one of "
+                   "all N shards, 0 to N-1; a rerun of some tasks, or a listed or stepped "
+                   "array, must give the number of shards: --shard slurm/N") == 0,
+        "why: %s", why);
+  CHECK(fc_shard_parse("slurm/5", &k, &n, why, sizeof why) == FC_ECONFIG &&
+            strcmp(why,
+                   "--shard slurm/5: the array's task 5 is not a shard of 5: task ids are "
+                   "the shard numbers, 0 to 4 (sbatch --array=0-4, or some of them)") == 0,
+        "why: %s", why);
+  /* --array=1-16 with slurm/16: refused in every task (MAX is 16), not only in task 16 */
+  setenv("SLURM_ARRAY_TASK_ID", "1", 1);
+  setenv("SLURM_ARRAY_TASK_COUNT", "16", 1);
   setenv("SLURM_ARRAY_TASK_MIN", "1", 1);
-  setenv("SLURM_ARRAY_TASK_MAX", "8", 1);
-  CHECK(fc_shard_parse("slurm", &k, &n, why, sizeof why) == 0 && k == 4 && n == 8);
-  setenv("SLURM_ARRAY_TASK_MAX", "15", 1); /* --array=1-15:2: 8 tasks, not contiguous */
-  CHECK(fc_shard_parse("slurm", &k, &n, why, sizeof why) == FC_ECONFIG, "non-contiguous array");
-  setenv("SLURM_ARRAY_TASK_MAX", "8", 1);
+  setenv("SLURM_ARRAY_TASK_MAX", "16", 1);
+  CHECK(fc_shard_parse("slurm/16", &k, &n, why, sizeof why) == FC_ECONFIG &&
+            strstr(why, "task 16 is not a shard of 16"),
+        "why: %s", why);
+  const char *bad_slurm[] = {"slurm/0",           "slurm/", "slurm/x", "slurm/-1", "slurm/16x",
+                             "slurm/99999999999", "slurmx", "slurm16"};
+  for (size_t i = 0; i < sizeof bad_slurm / sizeof bad_slurm[0]; i++)
+    CHECK(fc_shard_parse(bad_slurm[i], &k, &n, why, sizeof why) == FC_ECONFIG &&
+              strstr(why, "invalid shard"),
+          "spec '%s': %s", bad_slurm[i], why);
   setenv("SLURM_ARRAY_TASK_ID", "x", 1);
   CHECK(fc_shard_parse("slurm", &k, &n, why, sizeof why) == FC_ECONFIG && strstr(why, "'x'"));
+  CHECK(fc_shard_parse("slurm/4", &k, &n, why, sizeof why) == FC_ECONFIG && strstr(why, "'x'"));
 
   /* filtering a list: order kept, the union of all shards is the list, an id-less item in 0 */
   fc_item_list all[4];
