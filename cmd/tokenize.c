@@ -392,7 +392,12 @@ int main(int argc, char **argv) {
     if (st.not_started)
       snprintf(not_started, sizeof not_started, ", %llu not started",
                (unsigned long long)st.not_started);
-    if (rc == 0 && st.processed == 0 && st.failed == 0)
+    if (rc == 0 && st.lines == 0 && shard_spec) /* a shard of a small manifest */
+      fprintf(stderr, "tokenize: nothing to do: shard %u/%u of %s holds no lines\n", shard_k,
+              shard_n, ctx.manifest);
+    else if (rc == 0 && st.lines == 0) /* an empty file (the wrong one?) */
+      fprintf(stderr, "tokenize: nothing to do: %s holds no lines\n", ctx.manifest);
+    else if (rc == 0 && st.processed == 0 && st.failed == 0)
       fprintf(stderr, "tokenize: nothing to do: all %llu lines already stored (config %s)\n",
               (unsigned long long)st.lines, hex);
     else

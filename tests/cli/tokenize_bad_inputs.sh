@@ -49,6 +49,19 @@ expect_rc $? 1 "a JSON line without an id"
 grep -qx "tokenize: $d/m.jsonl:2: missing \"audio_filepath\" (a text-only line needs a string \"id\")" "$d/err" ||
   fail "a JSON line without an id: the reason does not name \"id\""
 
+# an empty manifest (or one of blank lines): nothing to do, said as such, not "all 0 lines
+# already stored"
+: > "$d/empty.csv"
+"$T" -o "$d/se" --manifest "$d/empty.csv" --build-vocab > /dev/null 2> "$d/err"
+expect_rc $? 0 "an empty manifest"
+[ "$(cat "$d/err")" = "tokenize: nothing to do: $d/empty.csv holds no lines" ] ||
+  fail "an empty manifest: $(cat "$d/err")"
+printf 'a|Hello.\n' > "$d/one.csv"   # (shard 2 of 3 holds a; 0 and 1 hold nothing)
+"$T" -o "$d/se1" --manifest "$d/one.csv" --build-vocab --shard 0/3 > /dev/null 2> "$d/err"
+expect_rc $? 0 "an empty shard"
+[ "$(cat "$d/err")" = "tokenize: nothing to do: shard 0/3 of $d/one.csv holds no lines" ] ||
+  fail "an empty shard: $(cat "$d/err")"
+
 # --strict: the first bad line is fatal, the lines before it are committed
 "$T" -o "$d/s3" --manifest "$m" --build-vocab --strict --json > "$d/out" 2> "$d/err"
 expect_rc $? 1 "--strict"
