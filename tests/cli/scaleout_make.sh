@@ -3,6 +3,7 @@
 # over a generated corpus; the merged store holds exactly the keys and bytes of one plain featurize
 # + tokenize run and passes cache-verify; a second make does nothing; touching the manifest
 # redoes the shards and the merge, which find everything stored and leave the store as it was;
+# another SHARDS into the same WORK makes its own shards, not the stamps of the first run's;
 # a wav.scp manifest with TEXT= (no transcripts) runs featurize alone; a bad transcript line
 # (empty text) is within MAX_FAILED for tokenize as a bad file is for featurize, MAX_FAILED=0
 # stops the shard that holds it, and a --max-failed in TOKENIZE_OPTS is tokenize's own.
@@ -30,6 +31,12 @@ sleep 1; touch c/metadata.csv
 mk >out 2>err || { echo "FAIL make after touch"; cat err; fail=1; }
 grep -q "cache-merge" out || { echo "FAIL touching the manifest did not redo the merge"; cat out; fail=1; }
 same_store ref cache >same.txt || { echo "FAIL the redone merge changed the store"; cat same.txt; fail=1; }
+
+# another number of shards into the same WORK (a new CACHE): the stamps of the run of 4 do not
+# stand for shards of 2, which are made (beside what the stores hold) and merged into the corpus
+mk SHARDS=2 CACHE=cache2 >out 2>err || { echo "FAIL make SHARDS=2"; cat out err; fail=1; }
+[ "$(grep -c -- '--shard [01]/2' out)" = 4 ] || { echo "FAIL SHARDS=2 after 4: want 2 featurize + 2 tokenize"; cat out; fail=1; }
+same_store ref cache2 >same.txt || { echo "FAIL SHARDS=2 after 4: merged store differs from one plain run"; cat same.txt; fail=1; }
 
 # a Kaldi wav.scp has no transcripts: TEXT= leaves tokenize out, the rest as one plain featurize
 for f in c/wavs/*.wav; do b=${f##*/}; echo "${b%.wav} $T/$f"; done >wav.scp
