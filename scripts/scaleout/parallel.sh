@@ -24,6 +24,9 @@ SHARDS=${SHARDS:-16} JOBS=${JOBS:-4} WORK=${WORK:-shards} CACHE=${CACHE:-cache} 
 FEATURIZE_OPTS=${FEATURIZE_OPTS:---preset hifigan} TOKENIZE_OPTS=${TOKENIZE_OPTS:---build-vocab}
 MAX_FAILED=${MAX_FAILED:-10%} PARALLEL_OPTS=${PARALLEL_OPTS:-}
 TEXT=${TEXT-$MANIFEST}   # what tokenize reads; TEXT= (empty): no tokens (a wav.scp has no text)
+case $SHARDS in
+'' | *[!0-9]* | 0*) echo "parallel.sh: SHARDS='$SHARDS' is not a positive number of shards" >&2; exit 2 ;;
+esac
 settings=(MANIFEST SHARDS WORK BIN FEATURIZE_OPTS TOKENIZE_OPTS MAX_FAILED TEXT)
 export "${settings[@]}"
 # shellcheck disable=SC2046,SC2086  # word lists on purpose

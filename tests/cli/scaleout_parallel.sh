@@ -26,6 +26,13 @@ grep -q "^cache-merge: nothing to do: all 245 entries of the 4 stores already in
   || { echo "FAIL rerun: the merge did something"; cat err; fail=1; }
 same_store ref cache >same.txt || { echo "FAIL rerun changed the store"; cat same.txt; fail=1; }
 
+# a number of shards that is not one: a usage error (2), said, nothing run
+for n in 0 abc 08 -2; do
+  SHARDS=$n WORK=bad bash "$FC_SRC/scripts/scaleout/parallel.sh" >out 2>err; check "SHARDS='$n'" 2 $?
+  grep -q "^parallel.sh: SHARDS='$n' is not a positive number of shards$" err || { echo "FAIL SHARDS='$n': message"; cat err; fail=1; }
+  [ -e bad ] && { echo "FAIL SHARDS='$n' ran shards"; fail=1; }
+done
+
 # other machines (PARALLEL_OPTS): a fake ssh that runs each job here, in a clean environment and
 # another directory, as a login on a node would. With absolute paths every shard reaches WORK and
 # the merge equals the plain run; with a relative WORK the shards land in the "node's" home, and

@@ -58,6 +58,19 @@ SHARDS=3 ARRAY="0 2 3" task 2; check "a run of 3 shards into a WORK of 2" 2 $?
 grep -q "^featcache: $T/shards holds the shards of a run of 2 ($T/shards/.shards), not 3: " err ||
   { echo "FAIL another N into the same WORK: message"; cat err; fail=1; }
 [ -e shards/s2 ] && { echo "FAIL a run with another N stored a shard"; fail=1; }
+# slurm-submit (a fake sbatch that logs its arguments): a bad N, or another N than WORK's shards,
+# is refused before anything is queued
+mkdir fakesb && printf '#!/bin/sh\necho "$*" >>%s/sbatch.log; echo 42\n' "$T" >fakesb/sbatch && chmod +x fakesb/sbatch
+for n in 0 abc 08 -1 ""; do
+  PATH="$T/fakesb:$PATH" bash "$FC_SRC/scripts/scaleout/slurm-submit" $n >out 2>err; check "slurm-submit '$n'" 2 $?
+  grep -q "^slurm-submit: .*usage: slurm-submit N" err || { echo "FAIL slurm-submit '$n': message"; cat err; fail=1; }
+done
+PATH="$T/fakesb:$PATH" bash "$FC_SRC/scripts/scaleout/slurm-submit" 3 >out 2>err; check "slurm-submit 3 into a WORK of 2" 2 $?
+grep -q "^slurm-submit: $T/shards holds the shards of a run of 2 ($T/shards/.shards), not 3: .*nothing queued$" err ||
+  { echo "FAIL slurm-submit 3 into a WORK of 2: message"; cat err; fail=1; }
+[ -e sbatch.log ] && { echo "FAIL slurm-submit queued: $(cat sbatch.log)"; fail=1; }
+PATH="$T/fakesb:$PATH" bash "$FC_SRC/scripts/scaleout/slurm-submit" 2 >out 2>err; check "slurm-submit 2" 0 $?
+grep -q -- "--array=0-1 " sbatch.log || { echo "FAIL slurm-submit 2: $(cat sbatch.log)"; fail=1; }
 
 mkdir extra && cp c/wavs/LJ001-0001.wav extra/stale.wav   # a shard of an earlier run with more shards
 "$FC_BIN/featurize" -q -o shards/s5 extra/stale.wav || exit 1
