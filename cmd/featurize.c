@@ -156,6 +156,24 @@ static void build_config(const overrides *ov, fc_mel_config *cfg) {
     fc_cli_warn(NULL, "invalid configuration: %s", why);
     exit(FC_EXIT_USAGE);
   }
+  /* a band without an FFT bin is the log floor in every frame: a feature that carries nothing */
+  uint32_t n_fft_min;
+  uint32_t empty = fc_mel_empty_bands(cfg, &n_fft_min);
+  if (empty) {
+    char fix[128];
+    if (n_fft_min)
+      snprintf(fix, sizeof fix,
+               "--n-fft %u is the smallest that gives every band one (or fewer --n-mels)",
+               n_fft_min);
+    else
+      snprintf(fix, sizeof fix, "no --n-fft up to %u gives every band one: fewer --n-mels",
+               FC_MEL_MAX_N_FFT);
+    fc_cli_warn(NULL,
+                "invalid configuration: %u of %u mel bands hold no FFT bin at n_fft %u (empty "
+                "filters): %s",
+                empty, cfg->n_mels, cfg->n_fft, fix);
+    exit(FC_EXIT_USAGE);
+  }
 }
 
 /* No store at dir yet (no data.mdb, no split-store marker): featurize's default writers apply. */

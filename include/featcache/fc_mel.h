@@ -30,6 +30,13 @@ FC_API const fc_mel_config *fc_mel_plan_config(const fc_mel_plan *p);
  * Returns 0, or FC_EEMPTY when the config gives 0 frames for n samples. */
 FC_API int fc_mel_compute(fc_mel_plan *p, const float *samples, size_t n, float *out);
 
+/* Mel bands of cfg (valid: fc_mel_config_validate) that hold no FFT bin — "empty filters", which
+ * librosa warns about: such a band is the log floor in every frame, whatever the audio. Returns
+ * their count. *n_fft_min (may be NULL; with empty bands it costs a search over n_fft, a few ms):
+ * the smallest n_fft, the other parameters kept, at which every band holds a bin (cfg->n_fft
+ * when no band is empty); 0 when none up to FC_MEL_MAX_N_FFT does. */
+FC_API uint32_t fc_mel_empty_bands(const fc_mel_config *cfg, uint32_t *n_fft_min);
+
 /* The mel filterbank as a dense [n_mels][n_fft/2+1] float32 matrix (for tests); out must hold
  * n_mels * (n_fft/2+1) floats. */
 FC_API void fc_mel_filterbank_dense(const fc_mel_plan *p, float *out);

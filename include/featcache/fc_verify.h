@@ -27,6 +27,8 @@
 #include "fc_base.h"
 #include "fc_manifest.h"
 
+#include <string.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -118,8 +120,9 @@ typedef struct fc_verify_opts {
   const char *source_root;
 } fc_verify_opts;
 
-/* Defaults: everything 0 / NULL (auto threads, no optional checks, every stored config). */
-FC_API void fc_verify_opts_init(fc_verify_opts *o);
+/* Defaults: everything 0 / NULL (auto threads, no optional checks, every stored config). Inline:
+ * no symbol. */
+static inline void fc_verify_opts_init(fc_verify_opts *o) { memset(o, 0, sizeof *o); }
 
 /* Verify the store in directory dir. Given a split store's directory (docs/FORMAT.md "Split
  * stores"), checks the split store as a whole instead: every part-K for K < N exists and no part-K

@@ -212,6 +212,16 @@ check "fmax > nyquist" 2 "featurize: invalid configuration: fmax 12000 above Nyq
   -- "$FZ" --fmax 12000 -o "$S" "$tmp/a.wav"
 check "fmin >= fmax" 2 "featurize: invalid configuration: fmin 9000 not in [0, fmax 8000)" \
   -- "$FZ" --fmin 9000 -o "$S" "$tmp/a.wav"
+# mel bands with no FFT bin ("empty filters", librosa's warning): the log floor in every frame,
+# whatever the audio; refused, with the smallest n_fft that fills every band (librosa agrees)
+check "empty mel bands" 2 "featurize: invalid configuration: 78 of 80 mel bands hold no FFT bin at n_fft 3 (empty filters): --n-fft 297 is the smallest that gives every band one (or fewer --n-mels)" \
+  -- "$FZ" --n-fft 3 -o "$S" "$tmp/a.wav"
+check "empty mel bands, more mels" 2 "featurize: invalid configuration: 19 of 200 mel bands hold no FFT bin at n_fft 400 (empty filters): --n-fft 534 is the smallest that gives every band one (or fewer --n-mels)" \
+  -- "$FZ" --preset whisper --n-mels 200 -o "$S" "$tmp/a.wav"
+check "empty mel bands at any n_fft" 2 "featurize: invalid configuration: 4060 of 4096 mel bands hold no FFT bin at n_fft 2048 (empty filters): no --n-fft up to 65536 gives every band one: fewer --n-mels" \
+  -- "$FZ" --preset librosa --n-mels 4096 --fmax 200 -o "$S" "$tmp/a.wav"
+check "empty mel bands, --print-config" 2 "featurize: invalid configuration: 78 of 80 mel bands hold no FFT bin at n_fft 3 (empty filters): --n-fft 297 is the smallest that gives every band one (or fewer --n-mels)" \
+  -- "$FZ" --print-config hifigan --n-fft 3
 check "manifest missing" 2 "featurize: $tmp/nope.csv: cannot open: No such file or directory" \
   -- "$FZ" --manifest "$tmp/nope.csv" -o "$S"
 

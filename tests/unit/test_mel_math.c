@@ -417,6 +417,68 @@ static void test_configs(void) {
   }
 }
 
+/* Empty bands counted by fc_mel_empty_bands (two bins per band) are the all-zero rows of the
+ * filterbank a plan builds (every bin), and the smallest n_fft it names is one where no row is
+ * empty while at one less some row is. librosa.filters.mel finds the same: 78 of hifigan's 80
+ * bands empty at n_fft 3, 40 at 64, 19 of whisper's at 200 mels, and 297 the first n_fft that
+ * fills hifigan's (checked against librosa 0.10). */
+static uint32_t dense_empty_rows(const fc_mel_config *c) {
+  fc_mel_plan *p;
+  uint32_t nb = c->n_fft / 2 + 1, empty = 0;
+  if (fc_mel_plan_create(c, &p)) return UINT32_MAX;
+  float *fb = malloc(sizeof *fb * nb * c->n_mels);
+  fc_mel_filterbank_dense(p, fb);
+  for (uint32_t m = 0; m < c->n_mels; m++) {
+    float mx = 0;
+    for (uint32_t k = 0; k < nb; k++)
+      mx = fb[(size_t)m * nb + k] > mx ? fb[(size_t)m * nb + k] : mx;
+    empty += mx == 0;
+  }
+  free(fb);
+  fc_mel_plan_free(p);
+  return empty;
+}
+
+static void test_empty_bands(void) {
+  static const struct {
+    const char *preset;
+    uint32_t n_fft, n_mels, sr; /* 0: the preset's */
+    uint32_t want_empty, want_min;
+  } cases[] = {
+      {"hifigan", 3, 0, 0, 78, 297},   {"hifigan", 64, 0, 0, 40, 297},
+      {"hifigan", 296, 0, 0, 1, 297},  {"hifigan", 0, 0, 0, 0, 1024},
+      {"whisper", 0, 200, 0, 19, 534}, {"whisper", 0, 128, 0, 0, 400},
+      {"kaldi", 0, 0, 0, 0, 512},      {"kaldi", 64, 0, 0, 0, 0},
+      {"kaldi", 256, 0, 8000, 0, 256}, {"librosa", 0, 0, 0, 0, 2048},
+      {"tacotron2", 0, 0, 0, 0, 1024},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    fc_mel_config c;
+    fc_mel_preset(cases[i].preset, &c);
+    if (cases[i].sr) c.sample_rate = cases[i].sr, c.fmax = 0;
+    if (cases[i].n_fft) c.n_fft = c.win_length = cases[i].n_fft;
+    if (cases[i].n_mels) c.n_mels = cases[i].n_mels;
+    if (c.pad) c.pad = c.n_fft > c.hop_length ? (c.n_fft - c.hop_length) / 2 : 0;
+    uint32_t min = 7, empty = fc_mel_empty_bands(&c, &min);
+    uint32_t dense = dense_empty_rows(&c);
+    if (cases[i].want_min == 0) { /* kaldi 64: compute the answer instead of stating it */
+      CHECK(empty == dense && empty > 0 && min > 64, "kaldi n_fft 64: %u empty, dense %u, min %u",
+            empty, dense, min);
+      continue;
+    }
+    CHECK(empty == cases[i].want_empty && dense == empty && min == cases[i].want_min,
+          "%s n_fft %u n_mels %u: %u empty bands (want %u; the dense filterbank has %u), smallest "
+          "n_fft %u (want %u)",
+          cases[i].preset, c.n_fft, c.n_mels, empty, cases[i].want_empty, dense, min,
+          cases[i].want_min);
+    if (!empty) continue;
+    c.n_fft = c.win_length = min; /* the named size fills every band; one less does not */
+    CHECK(dense_empty_rows(&c) == 0, "%s: n_fft %u leaves empty bands", cases[i].preset, min);
+    c.n_fft = c.win_length = min - 1;
+    CHECK(dense_empty_rows(&c) > 0, "%s: n_fft %u has no empty band", cases[i].preset, min - 1);
+  }
+}
+
 /* ---- the compute paths ------------------------------------------------------------------------- */
 
 /* Frames are computed in blocks (one batched FFT) and the tail frame by frame. A frame's value must
@@ -666,6 +728,7 @@ int main(void) {
   test_reflect_map();
   test_windows();
   test_filterbanks();
+  test_empty_bands();
   test_half_floats();
   test_configs();
   test_compute_paths();

@@ -118,8 +118,6 @@ static int preflight(vctx *c, const char *dir, int nolock) {
 
 /* ---- the whole run --------------------------------------------------------------------------- */
 
-void fc_verify_opts_init(fc_verify_opts *o) { memset(o, 0, sizeof *o); }
-
 void fc_verify_report_free(fc_verify_report *r) {
   if (!r) return;
   for (size_t i = 0; i < r->count; i++) {
