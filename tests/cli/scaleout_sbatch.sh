@@ -5,11 +5,12 @@
 # --writers 2), one task killed while it copies its shard to WORK (a fake mdb_copy that writes
 # half a file and fails) and rerun alone (sbatch --array=1, another array job), which makes the
 # same shard 1 of 2 (N from WORK/.shards) and resumes from its local store. A 1-based or partial
-# array with no N known is refused, and so is a run with another N into the same WORK. The merge
-# then reads the N shards of the run (WORK/.shards), not a shard s5 an earlier run left in WORK;
-# one whose check fails removes its local store; killed while it copies, and queued again, it
-# resumes its local store; the merged store holds exactly the keys and bytes of one plain
-# featurize + tokenize run. A task whose shard holds a bad transcript line passes under the
+# array with no N known is refused, and so is a run with another N into the same WORK (by
+# slurm-submit too, before it queues anything, as it refuses an N that is not a number). The
+# merge then reads the N shards of the run (WORK/.shards), not a shard s5 an earlier run left in
+# WORK, and names those missing; one whose check fails removes its local store; killed while it
+# copies, and queued again, it resumes its local store; the merged store holds exactly the keys
+# and bytes of one plain featurize + tokenize run. A task whose shard holds a bad transcript line passes under the
 # default MAX_FAILED (tokenize --max-failed), and fails under MAX_FAILED=0.
 set -u
 command -v mdb_copy >/dev/null || { echo "skip: mdb_copy not installed (scripts/setup installs lmdb-utils)"; exit 77; }
@@ -77,6 +78,11 @@ mkdir extra && cp c/wavs/LJ001-0001.wav extra/stale.wav   # a shard of an earlie
 SHARDS=3 bash "$FC_SRC/scripts/scaleout/featcache-merge.sbatch" >out 2>err; check "merge, SHARDS=3 into a WORK of 2" 2 $?
 grep -q "^featcache: $T/shards holds the shards of a run of 2 ($T/shards/.shards), not SHARDS=3$" err ||
   { echo "FAIL merge with another N: message"; cat err; fail=1; }
+mkdir -p part && cp -r shards/s0 shards/.shards part/ && echo 4 >part/.shards   # s1, s2, s3 missing
+WORK=$T/part bash "$FC_SRC/scripts/scaleout/featcache-merge.sbatch" >out 2>err; check "merge with shards missing" 1 $?
+grep -q "^featcache: 3 of 4 shards not in $T/part (s1 s2 s3): rerun their tasks (sbatch --array=1,2,3 featcache-array.sbatch); nothing merged$" err ||
+  { echo "FAIL merge with shards missing: message"; cat err; fail=1; }
+[ -e cache ] && { echo "FAIL merged with shards missing"; fail=1; }
 mkdir fakebin && ln -s "$FC_BIN/cache-merge" fakebin/ && printf '#!/bin/sh\nexit 1\n' >fakebin/cache-verify
 chmod +x fakebin/cache-verify
 SLURM_JOB_ID=11 BIN=$T/fakebin bash "$FC_SRC/scripts/scaleout/featcache-merge.sbatch" >out 2>err
