@@ -180,4 +180,20 @@ def ids(p):
     e=lmdb.open(p,readonly=True,lock=False,max_dbs=8); t=e.begin()
     return [k for k,_ in t.cursor(db=e.open_db(b'audio',txn=t,create=False))]
 assert ids('ss') == ids('s1'), 'slurm task 1 of 3 != shard 1/3'" || fail=1
+# a rerun of task 1 alone (sbatch --array=1): plain slurm cannot know N, a usage error, nothing
+# made; slurm/3 makes shard 1 of 3, as in the full array
+rerun() { SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=1 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_MAX=1 "$@"; }
+rerun "$FC_BIN/featurize" -q -j1 --shard slurm -o sr --manifest c/metadata.csv >out 2>err; check shard-slurm-rerun 2 $?
+grep -q "^featurize: --shard slurm: task 1 of an array of 1 tasks, ids 1 to 1 is not one of all N shards, .*: --shard slurm/N$" err ||
+  { echo "FAIL shard slurm rerun message"; cat err; fail=1; }
+[ -e sr ] && { echo "FAIL a refused --shard slurm made a store"; fail=1; }
+rerun "$FC_BIN/featurize" -q -j1 --shard slurm/3 -o sr --manifest c/metadata.csv >out 2>err; check shard-slurm-3 0 $?
+rerun "$FC_BIN/tokenize" -q -j1 --build-vocab --shard slurm/3 -o sr c/metadata.csv >out 2>err; check shard-slurm-3-tokenize 0 $?
+"$PY" -c "
+import lmdb
+def ids(p, db):
+    e=lmdb.open(p,readonly=True,lock=False,max_dbs=8); t=e.begin()
+    return [k for k,_ in t.cursor(db=e.open_db(db,txn=t,create=False))]
+assert ids('sr', b'audio') == ids('s1', b'audio'), 'rerun task 1, slurm/3 != shard 1/3'
+assert ids('sr', b'text') == ids('s1', b'audio'), 'rerun task 1, tokenize slurm/3 != shard 1/3'" || fail=1
 exit $fail
