@@ -38,6 +38,13 @@ mk SHARDS=2 CACHE=cache2 >out 2>err || { echo "FAIL make SHARDS=2"; cat out err;
 [ "$(grep -c -- '--shard [01]/2' out)" = 4 ] || { echo "FAIL SHARDS=2 after 4: want 2 featurize + 2 tokenize"; cat out; fail=1; }
 same_store ref cache2 >same.txt || { echo "FAIL SHARDS=2 after 4: merged store differs from one plain run"; cat same.txt; fail=1; }
 
+# a number of shards that is not one: make stops (2) and says so, nothing made
+for n in 0 abc 08 -2; do
+  mk SHARDS=$n WORK=bad CACHE=badcache >out 2>err; check "SHARDS='$n'" 2 $?
+  grep -q "SHARDS='$n' is not a positive number of shards" err || { echo "FAIL SHARDS='$n': message"; cat err; fail=1; }
+  [ -e bad ] || [ -e badcache ] && { echo "FAIL SHARDS='$n' made something"; fail=1; }
+done
+
 # a Kaldi wav.scp has no transcripts: TEXT= leaves tokenize out, the rest as one plain featurize
 for f in c/wavs/*.wav; do b=${f##*/}; echo "${b%.wav} $T/$f"; done >wav.scp
 "$FC_BIN/featurize" -q -j2 -o refscp --manifest wav.scp || exit 1
