@@ -39,20 +39,14 @@ static const char footer[] =
 typedef struct ctx {
   const char *const *inputs;
   const char *out;
-  int progress, shown;
-  double t0;
+  fc_cli_progress progress;
 } ctx;
 
 static const char *holder(const ctx *c, long i) { return i < 0 ? c->out : c->inputs[i]; }
 
-static void clear_progress(ctx *c) {
-  if (c->shown) fputs("\r\033[K", stderr);
-  c->shown = 0;
-}
-
 static void on_conflict(const fc_merge_conflict *cf, void *user) {
   ctx *c = user;
-  clear_progress(c);
+  fc_cli_progress_clear(&c->progress);
   const char *what = cf->db == FC_DB_AUDIO ? "audio" : cf->db == FC_DB_TEXT ? "text" : "meta";
   fprintf(stderr, "%s: %s: %s entry '%.*s' differs from %s's: %s; ", fc_cli_tool, holder(c, cf->b),
           what, (int)cf->key_len, cf->key, holder(c, cf->a), cf->detail);
@@ -64,7 +58,7 @@ static void on_conflict(const fc_merge_conflict *cf, void *user) {
 
 static void on_bad(long input, int db, const char *key_hex, const char *why, void *user) {
   ctx *c = user;
-  clear_progress(c);
+  fc_cli_progress_clear(&c->progress);
   fprintf(stderr, "%s: %s: %s %s: damaged record skipped: %s\n", fc_cli_tool, c->inputs[input],
           db == FC_DB_FEAT ? "feat" : "tok", key_hex, why);
 }
@@ -77,10 +71,9 @@ static uint64_t sum(const uint64_t *v) {
 
 static void on_progress(const fc_merge_stats *st, void *user) {
   ctx *c = user;
-  if (!c->progress) return;
-  fprintf(stderr, "\r\033[K%s: %llu entries, %.1f MB written", fc_cli_tool,
-          (unsigned long long)(sum(st->copied) + sum(st->present)), st->bytes_copied / 1e6);
-  c->shown = 1;
+  fc_cli_progress_show(&c->progress, "%s: %llu entries, %.1f MB written", fc_cli_tool,
+                       (unsigned long long)(sum(st->copied) + sum(st->present)),
+                       st->bytes_copied / 1e6);
 }
 
 static void json_dbs(const char *name, const uint64_t *v) {
@@ -160,7 +153,8 @@ int main(int argc, char **argv) {
     }
   }
 
-  ctx cx = {inputs, out, fc_cli_progress_wanted(progress, quiet), 0, 0};
+  ctx cx = {inputs, out, {0}};
+  fc_cli_progress_init(&cx.progress, progress, quiet);
   mo.on_conflict = on_conflict;
   mo.on_bad_record = on_bad;
   mo.on_progress = on_progress;
@@ -170,7 +164,7 @@ int main(int argc, char **argv) {
   fc_merge_stats st;
   char why[1024] = "";
   int rc = fc_merge_run(out, inputs, n, &mo, &st, why, sizeof why);
-  clear_progress(&cx);
+  fc_cli_progress_clear(&cx.progress);
 
   uint64_t copied = sum(st.copied), present = sum(st.present);
   /* every entry counted once: what this run did not merge (left out as damaged, or not reached

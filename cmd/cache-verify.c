@@ -90,7 +90,7 @@ static const char *footer =
 typedef struct progress_state {
   const char *store;
   double t0;
-  int shown;
+  fc_cli_progress line;
 } progress_state;
 
 static double now_s(void) {
@@ -102,9 +102,8 @@ static double now_s(void) {
 static void on_progress(uint64_t done, uint64_t total, void *ud) {
   progress_state *p = ud;
   double dt = now_s() - p->t0;
-  fprintf(stderr, "\r%s: %s: %.2f of %.2f GB checked, %.2f GB/s   ", fc_cli_tool, p->store,
-          done / 1e9, total / 1e9, dt > 0 ? done / 1e9 / dt : 0.0);
-  p->shown = 1;
+  fc_cli_progress_show(&p->line, "%s: %s: %.2f of %.2f GB checked, %.2f GB/s", fc_cli_tool,
+                       p->store, done / 1e9, total / 1e9, dt > 0 ? done / 1e9 / dt : 0.0);
 }
 
 static void json_finding_list(const fc_verify_report *r, int severity) {
@@ -428,13 +427,14 @@ int main(int argc, char **argv) {
   if (dataset) vo.manifest = NULL;
   for (size_t i = 0; i < n_stores; i++) {
     const char *store = stores[i];
-    progress_state ps = {store, now_s(), 0};
+    progress_state ps = {store, now_s(), {0}};
+    fc_cli_progress_init(&ps.line, show_progress, !show_progress);
     vo.progress = show_progress ? on_progress : NULL;
     vo.progress_ud = &ps;
     fc_verify_report r;
     char why[512] = "";
     int rc = fc_verify_store(store, &vo, &r, why, sizeof why);
-    if (ps.shown) fputs("\r\033[K", stderr);
+    fc_cli_progress_clear(&ps.line);
     int code;
     if (rc == FC_EINTR) {
       fc_verify_report_free(&r);

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { FC_EXIT_OK = 0, FC_EXIT_FAIL = 1, FC_EXIT_USAGE = 2 };
@@ -499,6 +500,62 @@ static inline int fc_cli_progress_wanted(int force, int quiet) {
   if (quiet) return 0;
   if (force) return 1;
   return isatty(STDERR_FILENO);
+}
+
+/* The progress line itself. On a terminal it is redrawn in place at each update (\r, erase to the
+ * end of the line). Anywhere else — a log file or a pipe, where --progress forced it — each update
+ * is a plain line of its own, the first at once and then at most one every FC_CLI_PROGRESS_LOG_S
+ * seconds: a log reads line by line, holds no escape codes, and a job of many batches leaves a few
+ * lines in it rather than one per batch. */
+#define FC_CLI_PROGRESS_LOG_S 5.0
+typedef struct fc_cli_progress {
+  int on; /* fc_cli_progress_wanted */
+  int tty; /* stderr is a terminal: redraw in place */
+  int shown; /* a line drawn on the terminal and not ended: the next output clears or ends it */
+  double last; /* CLOCK_MONOTONIC seconds of the last plain line; < 0 before the first */
+} fc_cli_progress;
+
+static inline void fc_cli_progress_init(fc_cli_progress *p, int force, int quiet) {
+  p->on = fc_cli_progress_wanted(force, quiet);
+  p->tty = isatty(STDERR_FILENO);
+  p->shown = 0;
+  p->last = -1;
+}
+
+__attribute__((format(printf, 2, 3))) static inline void fc_cli_progress_show(fc_cli_progress *p,
+                                                                              const char *fmt,
+                                                                              ...) {
+  if (!p->on) return;
+  if (p->tty) {
+    fputs("\r\033[K", stderr);
+  } else {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    if (p->last >= 0 && now - p->last < FC_CLI_PROGRESS_LOG_S) return;
+    p->last = now;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  if (p->tty)
+    p->shown = 1;
+  else
+    fputc('\n', stderr);
+}
+
+/* Before another line on stderr: the progress line on the terminal is erased (the next update
+ * draws it again). */
+static inline void fc_cli_progress_clear(fc_cli_progress *p) {
+  if (p->shown) fputs("\r\033[K", stderr);
+  p->shown = 0;
+}
+
+/* At the end of the job: the last progress line on the terminal stays, ended by a newline. */
+static inline void fc_cli_progress_end(fc_cli_progress *p) {
+  if (p->shown) fputc('\n', stderr);
+  p->shown = 0;
 }
 
 static inline void fc_cli_version(void) {

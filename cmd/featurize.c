@@ -221,7 +221,8 @@ static int first_items(const char *path, const fc_manifest_opts *mo, size_t max,
 typedef struct report_ctx {
   const char *manifest;
   uint32_t sample_rate; /* the config's: -v names a resampling */
-  int verbose, progress, progress_shown, json;
+  int verbose, json;
+  fc_cli_progress progress;
   uint64_t total;
   uint64_t failed_lines; /* FAILED events, each with its line */
   fc_cli_failures failures; /* what --json lists */
@@ -240,10 +241,7 @@ static void conversions(const report_ctx *c, const fc_featurize_event *ev, char 
 
 static void on_event(const fc_featurize_event *ev, void *user) {
   report_ctx *c = user;
-  if (c->progress_shown) {
-    fputs("\r\033[K", stderr);
-    c->progress_shown = 0;
-  }
+  fc_cli_progress_clear(&c->progress);
   const char *label = ev->path ? ev->path : (ev->id ? ev->id : "(no path)");
   if (ev->status == FC_ITEM_FAILED) {
     c->failed_lines++;
@@ -273,16 +271,15 @@ static void on_event(const fc_featurize_event *ev, void *user) {
 
 static void on_progress(const fc_featurize_stats *st, void *user) {
   report_ctx *c = user;
-  if (!c->progress) return;
   uint64_t done = st->processed + st->skipped_existing + st->failed;
   double rt = st->wall_seconds > 0 ? st->audio_seconds / st->wall_seconds : 0;
   if (c->total)
-    fprintf(stderr, "\r\033[K%s: %llu/%llu, %.0f s of audio, %.0fx realtime", fc_cli_tool,
-            (unsigned long long)done, (unsigned long long)c->total, st->audio_seconds, rt);
+    fc_cli_progress_show(&c->progress, "%s: %llu/%llu, %.0f s of audio, %.0fx realtime",
+                         fc_cli_tool, (unsigned long long)done, (unsigned long long)c->total,
+                         st->audio_seconds, rt);
   else /* a manifest read as the job goes: its length is known at the end */
-    fprintf(stderr, "\r\033[K%s: %llu done, %.0f s of audio, %.0fx realtime", fc_cli_tool,
-            (unsigned long long)done, st->audio_seconds, rt);
-  c->progress_shown = 1;
+    fc_cli_progress_show(&c->progress, "%s: %llu done, %.0f s of audio, %.0fx realtime",
+                         fc_cli_tool, (unsigned long long)done, st->audio_seconds, rt);
 }
 
 /* Stage accounting as one -v line (docs/featurize.md "Stage accounting"). */
@@ -637,8 +634,8 @@ int main(int argc, char **argv) {
                      .sample_rate = cfg.sample_rate,
                      .json = json,
                      .verbose = verbose,
-                     .progress = fc_cli_progress_wanted(progress, quiet),
                      .total = stream ? 0 : items.count};
+  fc_cli_progress_init(&rctx.progress, progress, quiet);
   fc_cli_install_signals();
   fo.jobs = jobs;
   fo.batch_records = batch;
@@ -659,7 +656,7 @@ int main(int argc, char **argv) {
   }
   fc_featurize_stats st;
   rc = fc_featurize_run(parts[0], &cfg, items.items, items.count, &fo, &st, why, sizeof why);
-  if (rctx.progress_shown) fputc('\n', stderr);
+  fc_cli_progress_end(&rctx.progress);
   fc_store_close_split(parts, n_parts);
   fc_item_list_free(&items);
 

@@ -114,7 +114,7 @@ typedef struct run_ctx {
   const char *manifest; /* as stderr names it: "(stdin)" for - */
   const char *source; /* as given: what --json's failures name */
   int json;
-  int progress_shown; /* a progress line is on stderr, not ended */
+  fc_cli_progress progress;
   uint64_t reported; /* failed lines that got a line of their own */
   fc_cli_failures failures; /* what --json lists */
 } run_ctx;
@@ -125,21 +125,18 @@ static void on_bad_line(const fc_item *it, int err, const char *why, void *ud) {
   run_ctx *c = ud;
   c->reported++;
   if (c->json) fc_cli_failures_add(&c->failures, it->id, c->source, it->line, err, why);
-  if (c->progress_shown) { /* the reason takes the progress line's place; the next one follows */
-    fputs("\r\033[K", stderr);
-    c->progress_shown = 0;
-  }
+  fc_cli_progress_clear(&c->progress); /* the reason takes its place; the next one follows */
   fprintf(stderr, "tokenize: %s:%zu: %s\n", c->manifest, it->line, why);
 }
 
 static void on_progress(const fc_tokenize_stats *s, void *ud) {
   run_ctx *c = ud;
-  c->progress_shown = 1;
   const unsigned long long done = s->processed + s->skipped_existing + s->failed;
   if (s->lines)
-    fprintf(stderr, "\r\033[Ktokenize: %llu of %llu lines", done, (unsigned long long)s->lines);
+    fc_cli_progress_show(&c->progress, "tokenize: %llu of %llu lines", done,
+                         (unsigned long long)s->lines);
   else /* a manifest read as the job goes: its length is known at the end */
-    fprintf(stderr, "\r\033[Ktokenize: %llu lines done", done);
+    fc_cli_progress_show(&c->progress, "tokenize: %llu lines done", done);
 }
 
 static int pick(const char *opt, const char *v, const char *a, const char *b) {
@@ -337,11 +334,12 @@ int main(int argc, char **argv) {
   }
 
   fc_cli_install_signals();
-  run_ctx ctx = {strcmp(manifest, "-") == 0 ? "(stdin)" : manifest, manifest, json, 0, 0, {0}};
+  run_ctx ctx = {strcmp(manifest, "-") == 0 ? "(stdin)" : manifest, manifest, json, {0}, 0, {0}};
+  fc_cli_progress_init(&ctx.progress, progress, quiet);
   ro.report = on_bad_line;
   ro.report_ud = &ctx;
   ro.stop = (volatile const int *)&fc_cli_signal;
-  if (fc_cli_progress_wanted(progress, quiet)) ro.progress = on_progress;
+  if (ctx.progress.on) ro.progress = on_progress;
   ro.progress_ud = &ctx;
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -349,7 +347,7 @@ int main(int argc, char **argv) {
   rc = fc_tokenize_run_split(parts, n_parts, tok, &items, &ro, &st);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   double wall = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
-  if (ctx.progress_shown) fputc('\n', stderr);
+  fc_cli_progress_end(&ctx.progress);
 
   int exit_code = FC_EXIT_OK;
   /* --max-failed says how many bad lines the run tolerates (of its lines: the shard's); an error
