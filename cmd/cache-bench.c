@@ -443,8 +443,9 @@ int main(int argc, char **argv) {
             }
             if (fc_cli_signal) break; /* a pass cut short by a signal is not reported */
             if (r->bad_records)
-              fc_cli_warn(path, "%llu records with a bad header were skipped (run cache-verify)",
-                          (unsigned long long)r->bad_records);
+              fc_cli_warn(path, "%llu record%s with a bad header %s skipped (run cache-verify)",
+                          (unsigned long long)r->bad_records, r->bad_records == 1 ? "" : "s",
+                          r->bad_records == 1 ? "was" : "were");
             if (p.state == BENCH_COLD && !r->cold_verified && !o.quiet)
               fc_cli_warn(path, "%s cold pass started with %.1f%% of data.mdb resident: not cold%s",
                           bench_pattern_name(p.pattern), 100 * r->resident_before,

@@ -246,12 +246,13 @@ static void print_human(const char *store, const fc_verify_report *r) {
     snprintf(failed, sizeof failed, ", %llu recorded failure%s", (unsigned long long)r->failures,
              r->failures == 1 ? "" : "s");
   printf(
-      "%s: %llu error%s, %llu warning%s%s; %llu records (%.3f GB) checked in %.3f s (%.2f GB/s, "
-      "%d threads); %llu audio, %llu text entries; %llu mel, %llu token configs\n",
+      "%s: %llu error%s, %llu warning%s%s; %llu record%s (%.3f GB) checked in %.3f s (%.2f GB/s, "
+      "%d thread%s); %llu audio, %llu text entries; %llu mel, %llu token configs\n",
       store, (unsigned long long)r->errors, r->errors == 1 ? "" : "s",
       (unsigned long long)r->warnings, r->warnings == 1 ? "" : "s", failed,
-      (unsigned long long)r->records_checked, r->bytes_checked / 1e9, r->wall_seconds, gbs,
-      r->threads, (unsigned long long)r->entries[1], (unsigned long long)r->entries[2],
+      (unsigned long long)r->records_checked, r->records_checked == 1 ? "" : "s",
+      r->bytes_checked / 1e9, r->wall_seconds, gbs, r->threads, r->threads == 1 ? "" : "s",
+      (unsigned long long)r->entries[1], (unsigned long long)r->entries[2],
       (unsigned long long)r->mel_configs, (unsigned long long)r->token_configs);
 }
 

@@ -380,8 +380,9 @@ int main(int argc, char **argv) {
   }
   uint64_t ok = st.processed + st.skipped_existing;
   if (st.failed > ctx.reported) /* a failed write's batch, the lines never begun: one line */
-    fprintf(stderr, "tokenize: %llu lines not stored after the failure, counted as failed\n",
-            (unsigned long long)(st.failed - ctx.reported));
+    fprintf(stderr, "tokenize: %llu line%s not stored after the failure, counted as failed\n",
+            (unsigned long long)(st.failed - ctx.reported),
+            st.failed - ctx.reported == 1 ? "" : "s");
   /* exit 1 always comes with its `done: N of M` line, and so do failures a tolerance allowed */
   if (!quiet || exit_code == FC_EXIT_FAIL || st.failed) {
     char not_started[48] = "";

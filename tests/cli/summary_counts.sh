@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The counts in cache-verify's and cache-merge's summaries read as English and add up: one of a
-# thing is singular ("1 more recorded failure not listed", "1 damaged record left out"); cache-merge's per-db breakdown names every db it copied, meta included, so its
-# numbers add up to the N of "N of M"; inputs that hold nothing are said to hold nothing, not to
-# be "already in" an OUT just created. The --json field names stay as they were.
+# The counts in cache-verify's, cache-merge's and cache-bench's summaries read as English and add
+# up: one of a thing is singular ("1 more recorded failure not listed", "1 damaged record left
+# out", "1 record (...) checked", "1 thread", "1 record with a bad header was skipped");
+# cache-merge's per-db breakdown names every db it copied, meta included, so its numbers add up to
+# the N of "N of M"; inputs that hold nothing are said to hold nothing, not to be "already in" an
+# OUT just created. The --json field names stay as they were.
 set -u
 FZ=${FC_BIN:?}/featurize
 V=$FC_BIN/cache-verify
@@ -71,6 +73,24 @@ PY
 rc=$?
 [ $rc = 1 ] && grep -qx 'cache-merge: done: 3 of 4 entries in m5 (1 failed: 1 damaged record left out)' err ||
   fail "one damaged record: exit $rc: $(cat err)"
+
+# 6. cache-verify's summary of one record checked by one thread
+"$V" --threads 1 s1 >out 2>err || fail "verify s1: exit $?: $(cat out err)"
+grep -Eq '^s1: 0 errors, 0 warnings; 1 record \([0-9.]+ GB\) checked in [0-9.]+ s \([0-9.]+ GB/s, 1 thread\); 1 audio, 0 text entries; 1 mel, 0 token configs$' out ||
+  fail "verify of one record: $(cat out)"
+
+# 7. cache-bench over a store whose one record has a bad header: "1 record ... was skipped"
+"$FZ" -q --device cpu -o h a.wav 2>/dev/null
+"$PY" - <<'PY' || fail "cannot damage the header"
+with open("h/data.mdb", "r+b") as f:
+    data = f.read()
+    at = data.index(b"FCR1")
+    f.seek(at)
+    f.write(b"XCR1")
+PY
+"$FC_BIN/cache-bench" -q --duration 0 -p sequential -s warm -b 1 h >out 2>err
+grep -qx 'cache-bench: h: 1 record with a bad header was skipped (run cache-verify)' err ||
+  fail "cache-bench, one bad header: $(cat err)"
 
 if [ $fails -gt 0 ]; then echo "$fails case(s) failed"; exit 1; fi
 echo "ok"
