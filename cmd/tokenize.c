@@ -136,7 +136,7 @@ static void on_progress(const fc_tokenize_stats *s, void *ud) {
     fc_cli_progress_show(&c->progress, "tokenize: %llu of %llu lines", done,
                          (unsigned long long)s->lines);
   else /* a manifest read as the job goes: its length is known at the end */
-    fc_cli_progress_show(&c->progress, "tokenize: %llu lines done", done);
+    fc_cli_progress_show(&c->progress, "tokenize: %llu line%s done", done, done == 1 ? "" : "s");
 }
 
 static int pick(const char *opt, const char *v, const char *a, const char *b) {
