@@ -59,6 +59,17 @@ out=$(env -u MANIFEST timeout 30 "$SRC/scripts/scaleout/parallel.sh" --help 2>&1
 [ "$(tail -n 1 <<<"$out")" = 'script again. Reruns are cheap: finished shards say "nothing to do".' ] ||
   fail "scripts/scaleout/parallel.sh --help stops short of its header's end: $(tail -n 2 <<<"$out")"
 
+# the Slurm job scripts (run by sbatch, executable too): --help prints the header, exit 0, and
+# needs no MANIFEST, WORK or CACHE; the #SBATCH lines still come before any command
+for s in featcache-array.sbatch featcache-merge.sbatch; do
+  out=$(env -u MANIFEST -u WORK -u CACHE timeout 30 "$SRC/scripts/scaleout/$s" --help 2>&1)
+  rc=$?
+  [ $rc = 0 ] && grep -q "^featcache" <<<"$out" && ! grep -q SBATCH <<<"$out" ||
+    fail "scripts/scaleout/$s --help: exit $rc: ${out:0:300}"
+  awk '/^#SBATCH/ { if (cmd) bad = 1 } /^[^#]/ && NF { cmd = 1 } END { exit bad }' "$SRC/scripts/scaleout/$s" ||
+    fail "scripts/scaleout/$s: an #SBATCH line after a command (sbatch stops reading them there)"
+done
+
 # scripts/format: --help is its header, exit 0, and formats nothing; an unknown argument is exit 2
 out=$("$SRC/scripts/format" --help 2>&1)
 rc=$?
