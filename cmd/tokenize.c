@@ -397,16 +397,17 @@ int main(int argc, char **argv) {
     else if (rc == 0 && st.lines == 0) /* an empty file (the wrong one?) */
       fprintf(stderr, "tokenize: nothing to do: %s holds no lines\n", ctx.manifest);
     else if (rc == 0 && st.processed == 0 && st.failed == 0)
-      fprintf(stderr, "tokenize: nothing to do: all %llu lines already stored (config %s)\n",
-              (unsigned long long)st.lines, hex);
+      fprintf(stderr, "tokenize: nothing to do: all %llu line%s already stored (config %s)\n",
+              (unsigned long long)st.lines, st.lines == 1 ? "" : "s", hex);
     else
       fprintf(stderr,
               "tokenize: done: %llu of %llu (%llu new, %llu already stored, %llu failed%s%s%s, "
-              "%llu tokens)%s\n",
+              "%llu token%s)%s\n",
               (unsigned long long)ok, (unsigned long long)st.lines,
               (unsigned long long)st.processed, (unsigned long long)st.skipped_existing,
               (unsigned long long)st.failed, tolerance, tolerance[0] ? " --max-failed " : "",
-              tolerance[0] ? max_failed.text : "", (unsigned long long)st.tokens, not_started);
+              tolerance[0] ? max_failed.text : "", (unsigned long long)st.tokens,
+              st.tokens == 1 ? "" : "s", not_started);
     if (st.unknown)
       fprintf(stderr, "tokenize: %llu unknown symbols mapped to unk\n",
               (unsigned long long)st.unknown);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The counts in cache-verify's, cache-merge's and cache-bench's summaries read as English and add
-# up: one of a thing is singular ("1 more recorded failure not listed", "1 damaged record left
-# out", "1 record (...) checked", "1 thread", "1 record with a bad header was skipped");
+# The counts in cache-verify's, cache-merge's, cache-bench's and tokenize's summaries read as
+# English and add up: one of a thing is singular ("1 more recorded failure not listed", "1 damaged
+# record left out", "1 record (...) checked", "1 thread", "1 record with a bad header was
+# skipped", "1 token");
 # cache-merge's per-db breakdown names every db it copied, meta included, so its numbers add up to
 # the N of "N of M"; inputs that hold nothing are said to hold nothing, not to be "already in" an
 # OUT just created. The --json field names stay as they were.
@@ -91,6 +92,13 @@ PY
 "$FC_BIN/cache-bench" -q --duration 0 -p sequential -s warm -b 1 h >out 2>err
 grep -qx 'cache-bench: h: 1 record with a bad header was skipped (run cache-verify)' err ||
   fail "cache-bench, one bad header: $(cat err)"
+
+# 8. tokenize of one line of one symbol: "1 token", and the rerun "all 1 line already stored"
+printf 'x|a\n' >one.csv
+"$FC_BIN/tokenize" -t chars --build-vocab --manifest one.csv -o t1 >out 2>err || fail "tokenize one line: $(cat err)"
+grep -qx 'tokenize: done: 1 of 1 (1 new, 0 already stored, 0 failed, 1 token)' err || fail "tokenize one token: $(cat err)"
+"$FC_BIN/tokenize" -t chars --build-vocab --manifest one.csv -o t1 >out 2>err || fail "tokenize rerun: $(cat err)"
+grep -q '^tokenize: nothing to do: all 1 line already stored (config [0-9a-f]*)$' err || fail "tokenize rerun of one line: $(cat err)"
 
 if [ $fails -gt 0 ]; then echo "$fails case(s) failed"; exit 1; fi
 echo "ok"
