@@ -183,34 +183,9 @@ static sf_count_t vio_write(const void *ptr, sf_count_t count, void *user) {
 
 static sf_count_t vio_tell(void *user) { return ((mem_file *)user)->pos; }
 
-/* ---- format checks libsndfile does not make --------------------------------------------------- */
+/* ---- 16-bit mono WAV without libsndfile ------------------------------------------------------- */
 static uint32_t le32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-/* A RIFF WAVE whose data chunk claims more bytes than the file holds: libsndfile quietly reads
- * what is there, librosa too, but a cut-off download is not an utterance. Returns 1 and the
- * frame counts when truncated. Sizes 0 and >= 0x7FFFF000 are "length unknown" markers written by
- * streaming writers (ffmpeg to a pipe writes 0xFFFFFFFF), not claims. */
-static int wav_truncated(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *held) {
-  if (len < 12 || memcmp(b, "RIFF", 4) != 0 || memcmp(b + 8, "WAVE", 4) != 0) return 0;
-  size_t pos = 12;
-  unsigned block_align = 0;
-  while (pos + 8 <= len) {
-    uint32_t size = le32(b + pos + 4);
-    if (memcmp(b + pos, "fmt ", 4) == 0 && size >= 16 && pos + 8 + 16 <= len) {
-      block_align = (unsigned)b[pos + 8 + 12] | (unsigned)b[pos + 8 + 13] << 8;
-    } else if (memcmp(b + pos, "data", 4) == 0) {
-      size_t avail = len - (pos + 8);
-      if (block_align == 0 || size == 0 || size >= 0x7FFFF000u || size <= avail) return 0;
-      *declared = size / block_align;
-      *held = avail / block_align;
-      return 1;
-    }
-    if ((uint64_t)size + (size & 1) > len - pos - 8) return 0;
-    pos += 8 + (size_t)size + (size & 1);
-  }
-  return 0;
 }
 
 /* The common case, decoded without libsndfile: a RIFF WAVE of 16-bit mono PCM whose chunks are
@@ -457,31 +432,6 @@ static size_t first_bad_sample(const float *p, size_t n) {
   return n;
 }
 
-/* Formats whose header frame count is exact, so fewer decoded frames mean a damaged file.
- * MP3 and Ogg headers only estimate it. */
-static int header_frames_exact(int format) {
-  int major = format & SF_FORMAT_TYPEMASK, sub = format & SF_FORMAT_SUBMASK;
-  if (major == SF_FORMAT_OGG || major == SF_FORMAT_MPEG) return 0;
-  if (sub == SF_FORMAT_VORBIS || sub == SF_FORMAT_OPUS || sub == SF_FORMAT_MPEG_LAYER_I ||
-      sub == SF_FORMAT_MPEG_LAYER_II || sub == SF_FORMAT_MPEG_LAYER_III)
-    return 0;
-  return 1;
-}
-
-/* Does the start look like some audio container (so a failure means "damaged", not "not audio")? */
-static const char *audio_magic(const uint8_t *b, size_t len) {
-  static const struct {
-    const char *magic, *name;
-  } m[] = {{"RIFF", "WAV"}, {"RIFX", "WAV"}, {"RF64", "WAV"}, {"FORM", "AIFF"}, {"fLaC", "FLAC"},
-           {"OggS", "Ogg"}, {"ID3", "MP3"},  {".snd", "AU"},  {"caff", "CAF"},  {"NIST", "NIST"}};
-  for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
-    size_t n = strlen(m[i].magic);
-    if (len >= n && memcmp(b, m[i].magic, n) == 0) return m[i].name;
-  }
-  if (len >= 2 && b[0] == 0xFF && (b[1] & 0xE0) == 0xE0) return "MPEG";
-  return NULL;
-}
-
 /* ---- mixing ----------------------------------------------------------------------------------- */
 /* numpy's pairwise_sum for float32 (numpy/_core/src/umath/loops_utils.h.src), which np.mean uses
  * along the channel axis of soundfile's (frames, channels) array: the same additions in the same
@@ -598,8 +548,13 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
   if (!sf) snprintf(sf_reason, sizeof sf_reason, "%s", sf_strerror(NULL));
   pthread_mutex_unlock(&sf_open_mu);
   if (!sf) {
-    const char *kind = audio_magic(bytes, len);
-    if (kind)
+    const char *kind = audio_magic(bytes, len), *other = audio_unsupported(bytes, len);
+    if (other)
+      fc_why(why, why_len,
+             "unsupported audio format: %s; libsndfile reads WAV, FLAC, Ogg (Vorbis, Opus), MP3 "
+             "and uncompressed formats (AIFF, AU, CAF, ...): convert it, to FLAC say",
+             other);
+    else if (kind)
       fc_why(why, why_len, "damaged %s file (libsndfile: %s)", kind, sf_reason);
     else
       fc_why(why, why_len, "not an audio file (libsndfile: %s)", sf_reason);
@@ -626,7 +581,7 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     goto done;
   }
   uint64_t declared, held;
-  if (wav_truncated(bytes, len, &declared, &held)) {
+  if (audio_wav_truncated(bytes, len, &declared, &held)) {
     fc_why(why, why_len, "truncated: header says %llu frames, file holds %llu",
            (unsigned long long)declared, (unsigned long long)held);
     rc = FC_EDECODE;
@@ -738,7 +693,8 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     }
   }
   int sf_err = sf_error(sf);
-  if (frames_known && decoded < sfi.frames && header_frames_exact(sfi.format)) {
+  const int64_t slack = frames_known ? audio_frames_slack(sfi.format, bytes, len, sfi.frames) : -1;
+  if (slack >= 0 && decoded + slack < sfi.frames) {
     fc_why(why, why_len, "truncated: header says %lld frames, file holds %lld%s%s%s",
            (long long)sfi.frames, (long long)decoded, sf_err ? " (libsndfile: " : "",
            sf_err ? sf_strerror(sf) : "", sf_err ? ")" : "");

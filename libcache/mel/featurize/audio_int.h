@@ -55,4 +55,28 @@ int audio_pcm16_read_all(audio_pcm16_file *f, uint8_t **buf, size_t *cap, size_t
                          fc_audio_info *info);
 void audio_pcm16_close(audio_pcm16_file *f);
 
+/* ---- what a file's bytes say (audio_sniff.c) ---- */
+/* A RIFF WAVE whose data chunk claims more bytes than the file holds: libsndfile quietly reads
+ * what is there, librosa too, but a cut-off download is not an utterance. Returns 1 and the
+ * frame counts when truncated. Sizes 0 and >= 0x7FFFF000 are "length unknown" markers written by
+ * streaming writers (ffmpeg to a pipe writes 0xFFFFFFFF), not claims. */
+int audio_wav_truncated(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *held);
+
+/* How many frames short of the frame count libsndfile reports (frames, of a file in format whose
+ * bytes are b[0, len)) a good file may decode to: 0 where the count is exact (WAV, FLAC and the
+ * other stored counts; Ogg Vorbis and Opus, whose last granule position is the length, whatever
+ * wrote them), so that fewer frames mean a damaged or cut file; less than one MPEG frame for an
+ * MP3 whose first frame is a Xing or Info tag with a frame count (LAME, ffmpeg), from which mpg123
+ * takes the length; -1 where the count is an estimate (an MP3 without the tag: mpg123 guesses
+ * from the file size and the first frame's bitrate, and a good file decodes short of it). */
+int64_t audio_frames_slack(int format, const uint8_t *b, size_t len, int64_t frames);
+
+/* The container the first bytes show ("WAV", "FLAC", "MP3", ...; NULL: none), for telling a damaged
+ * audio file from one that is not audio when libsndfile refuses it. */
+const char *audio_magic(const uint8_t *b, size_t len);
+
+/* The name of an audio format libsndfile cannot read at all ("MP4/M4A", "AAC (ADTS)",
+ * "Matroska/WebM", "ASF/WMA", "AMR") when the first bytes show one; NULL otherwise. */
+const char *audio_unsupported(const uint8_t *b, size_t len);
+
 #endif

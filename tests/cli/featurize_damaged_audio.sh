@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# featurize on damaged lossy files and on audio in formats libsndfile cannot read. An MP3 whose
+# first frame is a Xing/Info tag states its length exactly, as an Ogg stream's last granule does:
+# one cut in the middle, or with a page lost to damage, fails as truncated instead of storing the
+# part that decodes; an MP3 without the tag (its length only an estimate) is stored. MP4/M4A,
+# ADTS AAC and WebM fail as an unsupported format, named, not as "not an audio file" or a damaged
+# MPEG file. Every input is made here from one espeak-ng utterance.
+set -u
+FZ=${FC_BIN:?}/featurize
+PY=${FC_PYTHON:-python3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+command -v ffmpeg >/dev/null || { echo "FAIL: ffmpeg missing (scripts/setup installs it)"; exit 1; }
+
+espeak-ng -w sp.wav "the quick brown fox jumps over the lazy dog and keeps on running" ||
+  { echo "FAIL: espeak-ng failed"; exit 1; }
+"$PY" - <<'PY' || { echo "FAIL: could not make the inputs"; exit 1; }
+import soundfile as sf
+x, sr = sf.read("sp.wav", dtype="float32")
+sf.write("tag.mp3", x, sr, format="MP3")            # LAME's Info tag: the exact length
+sf.write("good.ogg", x, sr, format="OGG", subtype="VORBIS")
+mp3 = open("tag.mp3", "rb").read()
+open("cut.mp3", "wb").write(mp3[: len(mp3) // 2])
+ogg = bytearray(open("good.ogg", "rb").read())
+for i in range(len(ogg) // 2, len(ogg) // 2 + 500):  # a damaged page: its CRC fails, it is dropped
+    ogg[i] ^= 0xA5
+open("hole.ogg", "wb").write(ogg)
+PY
+# An MP3 without the tag: mpg123 estimates its length from the file size and the first frame's
+# bitrate, so a cut cannot be told from a short file (and a good file decodes a little short).
+ff() { ffmpeg -hide_banner -loglevel error -y -i sp.wav "$@"; }
+ff -c:a libmp3lame -write_xing 0 notag.mp3 && ff -c:a aac aac.m4a && ff -c:a aac -f adts adts.aac &&
+  ff -c:a libopus opus.webm || { echo "FAIL: ffmpeg could not make an input"; exit 1; }
+head -c "$(($(stat -c %s notag.mp3) / 2))" notag.mp3 >notag_cut.mp3
+frames() { "$PY" -c "import soundfile as sf, sys; print(sf.info(sys.argv[1]).frames)" "$1"; }
+n=$(frames tag.mp3)
+
+"$FZ" -j 1 -o st tag.mp3 good.ogg cut.mp3 hole.ogg notag_cut.mp3 aac.m4a adts.aac opus.webm >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "exit $rc, want 1"
+grep '^featurize: ' err >ours # libmpg123 writes its own notes on stderr too (docs/featurize.md)
+grep -q "^featurize: cut.mp3: truncated: header says $n frames, file holds [0-9]*$" ours ||
+  fail "cut.mp3 (Info tag): want truncated; got: $(grep "^featurize: cut.mp3" ours)"
+grep -q "^featurize: hole.ogg: truncated: header says $n frames, file holds [0-9]*$" ours ||
+  fail "hole.ogg (a page lost): want truncated; got: $(grep hole.ogg ours)"
+grep -q "^featurize: notag_cut.mp3: " ours &&
+  fail "notag_cut.mp3 (no tag: no length to hold it to) failed: $(grep notag_cut ours)"
+for f in aac.m4a adts.aac opus.webm; do
+  case $f in
+  *.m4a) kind="MP4/M4A" ;;
+  *.aac) kind="AAC (ADTS)" ;;
+  *) kind="Matroska/WebM" ;;
+  esac
+  grep -qxF "featurize: $f: unsupported audio format: $kind; libsndfile reads WAV, FLAC, Ogg (Vorbis, Opus), MP3 and uncompressed formats (AIFF, AU, CAF, ...): convert it, to FLAC say" ours ||
+    fail "$f: want the unsupported format named; got: $(grep "$f" ours)"
+done
+[ "$(tail -n 1 ours)" = "featurize: done: 3 of 8 (3 new, 0 already stored, 5 failed)" ] ||
+  fail "summary: $(tail -n 1 ours)"
+
+if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; cat err; exit 1; fi
+echo ok
