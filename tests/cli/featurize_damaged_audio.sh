@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # featurize on damaged lossy files and on audio in formats libsndfile cannot read. An MP3 whose
 # first frame is a Xing/Info tag states its length exactly, as an Ogg stream's last granule does:
-# one cut in the middle, or with a page lost to damage, fails as truncated instead of storing the
-# part that decodes; an MP3 without the tag (its length only an estimate) is stored. MP4/M4A,
+# one cut in the middle, or with a page lost to damage, fails (as a FLAC with one bad bit does)
+# instead of storing the part that decodes; an MP3 without the tag (its length only an estimate) is stored. MP4/M4A,
 # ADTS AAC and WebM fail as an unsupported format, named, not as "not an audio file" or a damaged
 # MPEG file. Every input is made here from one espeak-ng utterance.
 set -u
@@ -28,6 +28,10 @@ ogg = bytearray(open("good.ogg", "rb").read())
 for i in range(len(ogg) // 2, len(ogg) // 2 + 500):  # a damaged page: its CRC fails, it is dropped
     ogg[i] ^= 0xA5
 open("hole.ogg", "wb").write(ogg)
+sf.write("good.flac", x, sr, subtype="PCM_16")
+flac = bytearray(open("good.flac", "rb").read())
+flac[len(flac) // 2] ^= 0x10  # one bit: libFLAC's frame CRC fails and libsndfile stops there
+open("onebyte.flac", "wb").write(flac)
 PY
 # An MP3 without the tag: mpg123 estimates its length from the file size and the first frame's
 # bitrate, so a cut cannot be told from a short file (and a good file decodes a little short).
@@ -38,14 +42,16 @@ head -c "$(($(stat -c %s notag.mp3) / 2))" notag.mp3 >notag_cut.mp3
 frames() { "$PY" -c "import soundfile as sf, sys; print(sf.info(sys.argv[1]).frames)" "$1"; }
 n=$(frames tag.mp3)
 
-"$FZ" -j 1 -o st tag.mp3 good.ogg cut.mp3 hole.ogg notag_cut.mp3 aac.m4a adts.aac opus.webm >out 2>err
+"$FZ" -j 1 -o st tag.mp3 good.ogg cut.mp3 hole.ogg onebyte.flac notag_cut.mp3 aac.m4a adts.aac \
+  opus.webm >out 2>err
 rc=$?
 [ $rc = 1 ] || fail "exit $rc, want 1"
 grep '^featurize: ' err >ours # libmpg123 writes its own notes on stderr too (docs/featurize.md)
-grep -q "^featurize: cut.mp3: truncated: header says $n frames, file holds [0-9]*$" ours ||
-  fail "cut.mp3 (Info tag): want truncated; got: $(grep "^featurize: cut.mp3" ours)"
-grep -q "^featurize: hole.ogg: truncated: header says $n frames, file holds [0-9]*$" ours ||
-  fail "hole.ogg (a page lost): want truncated; got: $(grep hole.ogg ours)"
+# A file of full size that decodes short is not "truncated": its length is not the file's size.
+for f in cut.mp3 hole.ogg onebyte.flac; do
+  grep -q "^featurize: $f: damaged or cut short: header says $n frames, only [0-9]* decode" ours ||
+    fail "$f: want damaged or cut short; got: $(grep "^featurize: $f" ours)"
+done
 grep -q "^featurize: notag_cut.mp3: " ours &&
   fail "notag_cut.mp3 (no tag: no length to hold it to) failed: $(grep notag_cut ours)"
 for f in aac.m4a adts.aac opus.webm; do
@@ -57,7 +63,7 @@ for f in aac.m4a adts.aac opus.webm; do
   grep -qxF "featurize: $f: unsupported audio format: $kind; libsndfile reads WAV, FLAC, Ogg (Vorbis, Opus), MP3 and uncompressed formats (AIFF, AU, CAF, ...): convert it, to FLAC say" ours ||
     fail "$f: want the unsupported format named; got: $(grep "$f" ours)"
 done
-[ "$(tail -n 1 ours)" = "featurize: done: 3 of 8 (3 new, 0 already stored, 5 failed)" ] ||
+[ "$(tail -n 1 ours)" = "featurize: done: 3 of 9 (3 new, 0 already stored, 6 failed)" ] ||
   fail "summary: $(tail -n 1 ours)"
 
 if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; cat err; exit 1; fi

@@ -285,7 +285,7 @@ def broken(tmp, x, sr0):
     p = os.path.join(tmp, "truncated.flac")
     with open(p, "wb") as f:
         f.write(fdata[: len(fdata) // 2])
-    expect("truncated flac", p, FC_EDECODE, "truncated")
+    expect("truncated flac", p, FC_EDECODE, "damaged or cut short: header says")
 
 
 if __name__ == "__main__":

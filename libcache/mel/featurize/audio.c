@@ -695,7 +695,8 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
   int sf_err = sf_error(sf);
   const int64_t slack = frames_known ? audio_frames_slack(sfi.format, bytes, len, sfi.frames) : -1;
   if (slack >= 0 && decoded + slack < sfi.frames) {
-    fc_why(why, why_len, "truncated: header says %lld frames, file holds %lld%s%s%s",
+    /* Not "truncated": a file of full size with one bad byte stops a FLAC decoder just the same. */
+    fc_why(why, why_len, "damaged or cut short: header says %lld frames, only %lld decode%s%s%s",
            (long long)sfi.frames, (long long)decoded, sf_err ? " (libsndfile: " : "",
            sf_err ? sf_strerror(sf) : "", sf_err ? ")" : "");
     rc = FC_EDECODE;
