@@ -4,7 +4,8 @@
 # one cut in the middle, or with a page lost to damage, fails (as a FLAC with one bad bit does)
 # instead of storing the part that decodes; an MP3 without the tag (its length only an estimate) is stored. MP4/M4A,
 # ADTS AAC and WebM fail as an unsupported format, named, not as "not an audio file" or a damaged
-# MPEG file. Every input is made here from one espeak-ng utterance.
+# MPEG file. AIFF, AU, RF64, W64 and NIST SPHERE files cut short fail as a cut WAV does. Every
+# input is made here from one espeak-ng utterance.
 set -u
 FZ=${FC_BIN:?}/featurize
 PY=${FC_PYTHON:-python3}
@@ -39,6 +40,17 @@ ff() { ffmpeg -hide_banner -loglevel error -y -i sp.wav "$@"; }
 ff -c:a libmp3lame -write_xing 0 notag.mp3 && ff -c:a aac aac.m4a && ff -c:a aac -f adts adts.aac &&
   ff -c:a libopus opus.webm || { echo "FAIL: ffmpeg could not make an input"; exit 1; }
 head -c "$(($(stat -c %s notag.mp3) / 2))" notag.mp3 >notag_cut.mp3
+# Containers that state their data's size as WAV does, each cut in the middle of its samples:
+# libsndfile reads what is there and reports that many frames, without a word.
+"$PY" - <<'PY' || { echo "FAIL: could not make the cut containers"; exit 1; }
+import soundfile as sf
+x, sr = sf.read("sp.wav", dtype="float32")
+for name, fmt, sub in [("aiff", "AIFF", "PCM_16"), ("aifc", "AIFF", "ULAW"), ("au", "AU", "PCM_24"),
+                       ("rf64", "RF64", "PCM_16"), ("w64", "W64", "FLOAT"), ("nist", "NIST", "PCM_16")]:
+    sf.write("full." + name, x, sr, format=fmt, subtype=sub)
+    b = open("full." + name, "rb").read()
+    open(f"cut_{name}.{name}", "wb").write(b[: len(b) // 2 + 1])
+PY
 frames() { "$PY" -c "import soundfile as sf, sys; print(sf.info(sys.argv[1]).frames)" "$1"; }
 n=$(frames tag.mp3)
 
@@ -65,6 +77,19 @@ for f in aac.m4a adts.aac opus.webm; do
 done
 [ "$(tail -n 1 ours)" = "featurize: done: 3 of 9 (3 new, 0 already stored, 6 failed)" ] ||
   fail "summary: $(tail -n 1 ours)"
+
+"$FZ" -j 1 -o st2 full.aiff cut_aiff.aiff cut_aifc.aifc cut_au.au cut_rf64.rf64 cut_w64.w64 \
+  cut_nist.nist >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "cut containers: exit $rc, want 1"
+for f in cut_aiff.aiff cut_aifc.aifc cut_au.au cut_rf64.rf64 cut_w64.w64 cut_nist.nist; do
+  m=$n
+  [ $f = cut_aifc.aifc ] && m=$((n + 1)) # libsndfile's u-law AIFC states one frame more
+  grep -q "^featurize: $f: truncated: header says $m frames, file holds [0-9]*$" err ||
+    fail "$f: want truncated; got: $(grep "^featurize: $f" err)"
+done
+[ "$(tail -n 1 err)" = "featurize: done: 1 of 7 (1 new, 0 already stored, 6 failed)" ] ||
+  fail "cut containers: summary: $(tail -n 1 err)"
 
 if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; cat err; exit 1; fi
 echo ok

@@ -581,7 +581,7 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     goto done;
   }
   uint64_t declared, held;
-  if (audio_wav_truncated(bytes, len, &declared, &held)) {
+  if (audio_truncated(bytes, len, &declared, &held)) {
     fc_why(why, why_len, "truncated: header says %llu frames, file holds %llu",
            (unsigned long long)declared, (unsigned long long)held);
     rc = FC_EDECODE;

@@ -56,11 +56,12 @@ int audio_pcm16_read_all(audio_pcm16_file *f, uint8_t **buf, size_t *cap, size_t
 void audio_pcm16_close(audio_pcm16_file *f);
 
 /* ---- what a file's bytes say (audio_sniff.c) ---- */
-/* A RIFF WAVE whose data chunk claims more bytes than the file holds: libsndfile quietly reads
- * what is there, librosa too, but a cut-off download is not an utterance. Returns 1 and the
- * frame counts when truncated. Sizes 0 and >= 0x7FFFF000 are "length unknown" markers written by
+/* A file whose header states more data than the file holds — a WAV's (or RF64's, W64's) data
+ * chunk, AIFF's SSND, AU's data size, NIST SPHERE's sample count: libsndfile quietly reads what is
+ * there, librosa too, but a cut-off download is not an utterance. Returns 1 and the frame counts
+ * when truncated. 32-bit sizes of 0 and >= 0x7FFFF000 are "length unknown" markers written by
  * streaming writers (ffmpeg to a pipe writes 0xFFFFFFFF), not claims. */
-int audio_wav_truncated(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *held);
+int audio_truncated(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *held);
 
 /* How many frames short of the frame count libsndfile reports (frames, of a file in format whose
  * bytes are b[0, len)) a good file may decode to: 0 where the count is exact (WAV, FLAC and the

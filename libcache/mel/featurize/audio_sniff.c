@@ -1,6 +1,6 @@
 /* What a file's bytes say about it, where libsndfile does not say it: what kind of audio it is when
- * libsndfile refuses it (damaged, or a format libsndfile cannot read at all), whether a WAV's data
- * chunk claims more than the file holds, and whether the frame count libsndfile reports is the
+ * libsndfile refuses it (damaged, or a format libsndfile cannot read at all), whether a header
+ * claims more data than the file holds, and whether the frame count libsndfile reports is the
  * length a good file decodes to or only an estimate. Private to audio.c (audio_int.h). */
 #include "libcache/mel/featurize/audio_int.h"
 
@@ -15,24 +15,148 @@ static uint32_t be32(const uint8_t *p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
 }
 
-int audio_wav_truncated(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *held) {
-  if (len < 12 || memcmp(b, "RIFF", 4) != 0 || memcmp(b + 8, "WAVE", 4) != 0) return 0;
+static uint64_t le64(const uint8_t *p) { return le32(p) | (uint64_t)le32(p + 4) << 32; }
+
+/* A stated data size: 0 and 0x7FFFF000 or more are "length unknown" (32-bit sizes of streams). */
+static int size_stated(uint64_t size) { return size != 0 && size < 0x7FFFF000u; }
+
+/* The same for 64-bit sizes (RF64's ds64, W64): ffmpeg writing W64 to a pipe leaves all ones. */
+static int size64_stated(uint64_t size) { return size != 0 && size < (1ull << 48); }
+
+/* Declared and held frames of data stated as `size` bytes of frames `frame` bytes each, `avail`
+ * of them in the file: 1 when the file holds fewer. */
+static int cut(uint64_t size, uint64_t avail, uint64_t frame, uint64_t *declared, uint64_t *held) {
+  if (frame == 0 || size <= avail) return 0;
+  *declared = size / frame;
+  *held = avail / frame;
+  return 1;
+}
+
+/* RIFF WAVE and RF64 (whose ds64 chunk holds the data size when the data chunk says 0xFFFFFFFF). */
+static int wav_cut(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *held) {
+  const int rf64 = memcmp(b, "RF64", 4) == 0;
   size_t pos = 12;
   unsigned block_align = 0;
+  uint64_t ds64_data = 0;
   while (pos + 8 <= len) {
-    uint32_t size = le32(b + pos + 4);
+    uint64_t size = le32(b + pos + 4);
     if (memcmp(b + pos, "fmt ", 4) == 0 && size >= 16 && pos + 8 + 16 <= len) {
       block_align = (unsigned)b[pos + 8 + 12] | (unsigned)b[pos + 8 + 13] << 8;
+    } else if (rf64 && memcmp(b + pos, "ds64", 4) == 0 && size >= 16 && pos + 8 + 16 <= len) {
+      ds64_data = le64(b + pos + 8 + 8);
     } else if (memcmp(b + pos, "data", 4) == 0) {
-      size_t avail = len - (pos + 8);
-      if (block_align == 0 || size == 0 || size >= 0x7FFFF000u || size <= avail) return 0;
-      *declared = size / block_align;
-      *held = avail / block_align;
-      return 1;
+      if (rf64 && size == 0xFFFFFFFFu) {
+        size = ds64_data;
+        if (!size64_stated(size)) return 0;
+      } else if (!size_stated(size)) {
+        return 0;
+      }
+      return cut(size, len - (pos + 8), block_align, declared, held);
     }
-    if ((uint64_t)size + (size & 1) > len - pos - 8) return 0;
+    if (size + (size & 1) > len - pos - 8) return 0;
     pos += 8 + (size_t)size + (size & 1);
   }
+  return 0;
+}
+
+/* Sony Wave64: 16-byte GUID chunk ids (the first 4 bytes name them), 64-bit sizes that count the
+ * 24-byte chunk header, chunks 8-byte aligned. */
+static int w64_cut(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *held) {
+  size_t pos = 40;
+  unsigned block_align = 0;
+  while (pos + 24 <= len) {
+    uint64_t size = le64(b + pos + 16);
+    if (size < 24) return 0;
+    if (memcmp(b + pos, "fmt ", 4) == 0 && size >= 24 + 16 && pos + 24 + 16 <= len) {
+      block_align = (unsigned)b[pos + 24 + 12] | (unsigned)b[pos + 24 + 13] << 8;
+    } else if (memcmp(b + pos, "data", 4) == 0) {
+      if (!size64_stated(size - 24)) return 0;
+      return cut(size - 24, len - (pos + 24), block_align, declared, held);
+    }
+    uint64_t step = (size + 7) & ~(uint64_t)7;
+    if (step > len - pos) return 0;
+    pos += (size_t)step;
+  }
+  return 0;
+}
+
+/* AIFF and AIFC: COMM states the frame count, SSND the data's size (after its offset and block
+ * size fields, and `offset` bytes more). Frames are counted in COMM's terms, so that a compressed
+ * AIFC (u-law, say) says what it would for PCM. */
+static int aiff_cut(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *held) {
+  size_t pos = 12;
+  uint64_t frames = 0;
+  while (pos + 8 <= len) {
+    uint64_t size = be32(b + pos + 4);
+    if (memcmp(b + pos, "COMM", 4) == 0 && size >= 18 && pos + 8 + 18 <= len) {
+      frames = be32(b + pos + 8 + 2);
+    } else if (memcmp(b + pos, "SSND", 4) == 0 && pos + 16 <= len) {
+      uint64_t offset = be32(b + pos + 8);
+      if (!frames || !size_stated(size) || size < 8 + offset || pos + 16 + offset > len) return 0;
+      uint64_t data = size - 8 - offset, avail = len - (pos + 16 + offset);
+      if (data <= avail || data < frames) return 0;
+      *declared = frames;
+      *held = (uint64_t)((double)frames * (double)avail / (double)data);
+      return 1;
+    }
+    if (size + (size & 1) > len - pos - 8) return 0;
+    pos += 8 + (size_t)size + (size & 1);
+  }
+  return 0;
+}
+
+/* Sun/NeXT AU: a header of its own size, the data size (0xFFFFFFFF: unknown), the encoding. */
+static int au_cut(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *held) {
+  if (len < 24) return 0;
+  uint64_t off = be32(b + 4), size = be32(b + 8), enc = be32(b + 12), ch = be32(b + 20);
+  static const unsigned bytes[28] =
+      {[1] = 1, [2] = 1, [3] = 2, [4] = 3, [5] = 4, [6] = 4, [7] = 8, [27] = 1};
+  if (size == 0xFFFFFFFFu || off > len || enc >= 28 || !bytes[enc] || ch == 0 || ch > 1024)
+    return 0;
+  return cut(size, len - off, bytes[enc] * ch, declared, held);
+}
+
+/* NIST SPHERE (TIMIT, say): a text header of the size its second line gives, with
+ * "sample_count -i N", "channel_count -i C" and "sample_n_bytes -i B" (uncompressed samples). */
+static uint64_t nist_field(const char *h, size_t n, const char *name) {
+  size_t k = strlen(name);
+  for (size_t i = 0; i + k + 4 <= n; i++) {
+    if ((i == 0 || h[i - 1] == '\n') && memcmp(h + i, name, k) == 0 &&
+        memcmp(h + i + k, " -i ", 4) == 0) {
+      uint64_t v = 0;
+      for (size_t j = i + k + 4; j < n && h[j] >= '0' && h[j] <= '9' && v < (1ull << 40); j++)
+        v = v * 10 + (uint64_t)(h[j] - '0');
+      return v;
+    }
+  }
+  return 0;
+}
+
+static int nist_cut(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *held) {
+  uint64_t hsize = 0;
+  for (size_t i = 8; i < 16 && i < len; i++)
+    if (b[i] >= '0' && b[i] <= '9') hsize = hsize * 10 + (uint64_t)(b[i] - '0');
+  if (hsize < 16 || hsize > len || hsize > (1 << 20)) return 0;
+  const char *h = (const char *)b;
+  uint64_t n = nist_field(h, hsize, "sample_count"), c = nist_field(h, hsize, "channel_count"),
+           w = nist_field(h, hsize, "sample_n_bytes");
+  if (!n || !c || !w || c > 1024 || w > 8) return 0;
+  for (size_t i = 0; i + 7 <= hsize; i++) /* compressed samples: the count says nothing of bytes */
+    if (memcmp(h + i, "shorten", 7) == 0 || memcmp(h + i, "wavpack", 7) == 0) return 0;
+  return cut(n * c * w, len - hsize, c * w, declared, held);
+}
+
+int audio_truncated(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *held) {
+  if (len >= 12 && (memcmp(b, "RIFF", 4) == 0 || memcmp(b, "RF64", 4) == 0) &&
+      memcmp(b + 8, "WAVE", 4) == 0)
+    return wav_cut(b, len, declared, held);
+  if (len >= 40 && memcmp(b, "riff", 4) == 0 && memcmp(b + 24, "wave", 4) == 0)
+    return w64_cut(b, len, declared, held);
+  if (len >= 12 && memcmp(b, "FORM", 4) == 0 &&
+      (memcmp(b + 8, "AIFF", 4) == 0 || memcmp(b + 8, "AIFC", 4) == 0))
+    return aiff_cut(b, len, declared, held);
+  if (len >= 4 && memcmp(b, ".snd", 4) == 0) return au_cut(b, len, declared, held);
+  if (len >= 16 && memcmp(b, "NIST_1A\n", 8) == 0) return nist_cut(b, len, declared, held);
   return 0;
 }
 
