@@ -35,8 +35,13 @@ FC_API int fc_audio_read_file(const char *path, uint64_t max_bytes, void **bytes
  * info (may be NULL): sample_rate, channels, format of the source; frames decoded at its rate.
  * max_seconds > 0 rejects longer audio with FC_ETOOLONG from the header, before decoding.
  * *samples is malloc'd float32 (free() it), *n_samples its length; NULL/0 on error.
+ * A file that states a length it does not hold is refused where librosa loads what there is: a
+ * header stating more data than the file holds (WAV, RF64, W64, AIFF, AU, NIST SPHERE), or fewer
+ * frames decoded than an exact length states (FLAC, Ogg, an MP3 with a Xing/Info frame count).
  * Errors: FC_EDECODE with a reason in why (may be NULL): "not an audio file (libsndfile: ...)",
- * "damaged WAV file (...)", "truncated: header says N frames, file holds M", "decode error ...",
+ * "unsupported audio format: MP4/M4A; ..." (AAC (ADTS), Matroska/WebM, ASF/WMA, AMR too),
+ * "damaged WAV file (...)", "truncated: header says N frames, file holds M", "damaged or cut
+ * short: header says N frames, only M decode[ (libsndfile: ...)]", "decode error ...",
  * "unsupported sample rate conversion" (target/source outside 1/256..64: a damaged header),
  * "damaged float samples: sample N (T s[, channel C]) is NaN|inf|V[, beyond any PCM scale]" (a
  * float source with a sample that is NaN, infinite or beyond 2^31 in magnitude: where librosa
@@ -44,7 +49,8 @@ FC_API int fc_audio_read_file(const char *path, uint64_t max_bytes, void **bytes
  * Memory: the caller's bytes + 4 bytes per output sample + one 8192-frame block + soxr state; the
  * source is never held as float at its own rate and channel count.
  * Thread-safe for distinct buffers (the reason for a file libsndfile cannot open comes from its
- * global error string, which another thread may overwrite: the code is still right). */
+ * global error string: opens here are serialized, but another caller of libsndfile in the process
+ * may overwrite it; the code is still right). */
 FC_API int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double max_seconds,
                            float **samples, size_t *n_samples, fc_audio_info *info, char *why,
                            size_t why_len);
