@@ -594,7 +594,14 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     goto done;
   }
   if (frames_known && sfi.frames == 0) {
-    fc_why(why, why_len, "no samples");
+    const uint64_t unsized = audio_unsized_data(bytes, len);
+    if (unsized)
+      fc_why(why, why_len,
+             "no samples: the data chunk states 0 bytes and %llu follow it (a writer that did not "
+             "finish leaves it so; 'sox --ignore-length IN OUT' rewrites the header)",
+             (unsigned long long)unsized);
+    else
+      fc_why(why, why_len, "no samples");
     rc = FC_EEMPTY;
     goto done;
   }

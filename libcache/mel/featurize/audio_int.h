@@ -63,6 +63,11 @@ void audio_pcm16_close(audio_pcm16_file *f);
  * streaming writers (ffmpeg to a pipe writes 0xFFFFFFFF), not claims. */
 int audio_truncated(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *held);
 
+/* The bytes after a RIFF WAVE data chunk that states 0 bytes (a writer that did not finish leaves
+ * the sizes 0: it writes them last), which libsndfile and librosa read as no samples; 0 when the
+ * file is not such a WAV. */
+uint64_t audio_unsized_data(const uint8_t *b, size_t len);
+
 /* How many frames short of the frame count libsndfile reports (frames, of a file in format whose
  * bytes are b[0, len)) a good file may decode to: 0 where the count is exact (WAV, FLAC and the
  * other stored counts; Ogg Vorbis and Opus, whose last granule position is the length, whatever

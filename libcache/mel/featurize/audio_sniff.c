@@ -59,6 +59,17 @@ static int wav_cut(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *h
   return 0;
 }
 
+uint64_t audio_unsized_data(const uint8_t *b, size_t len) {
+  if (len < 12 || memcmp(b, "RIFF", 4) != 0 || memcmp(b + 8, "WAVE", 4) != 0) return 0;
+  for (size_t pos = 12; pos + 8 <= len;) {
+    uint64_t size = le32(b + pos + 4);
+    if (memcmp(b + pos, "data", 4) == 0) return size == 0 ? len - (pos + 8) : 0;
+    if (size + (size & 1) > len - pos - 8) return 0;
+    pos += 8 + (size_t)size + (size & 1);
+  }
+  return 0;
+}
+
 /* Sony Wave64: 16-byte GUID chunk ids (the first 4 bytes name them), 64-bit sizes that count the
  * 24-byte chunk header, chunks 8-byte aligned. */
 static int w64_cut(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *held) {
