@@ -439,7 +439,7 @@ int fc_store_sync(fc_store *s) {
   return store_explain_write_error(s, mdb_env_sync(s->env, 1), 0);
 }
 
-int fc_store_read_begin(fc_store *s, fc_rtxn **out) {
+static int read_begin(fc_store *s, fc_rtxn **out, int adopt) {
   *out = NULL;
   fc_rtxn *t = fc_malloc(sizeof *t);
   if (!t) return ENOMEM;
@@ -449,7 +449,7 @@ int fc_store_read_begin(fc_store *s, fc_rtxn **out) {
     int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t->txn);
     if (!rc) break;
     pthread_rwlock_unlock(&s->map_lock);
-    if (rc == MDB_MAP_RESIZED && !(rc = store_adopt_map(s)))
+    if (adopt && rc == MDB_MAP_RESIZED && !(rc = store_adopt_map(s)))
       continue; /* another process grew the map: adopt its size and retry */
     free(t);
     return rc;
@@ -457,6 +457,10 @@ int fc_store_read_begin(fc_store *s, fc_rtxn **out) {
   *out = t;
   return 0;
 }
+
+int fc_store_read_begin(fc_store *s, fc_rtxn **out) { return read_begin(s, out, 1); }
+
+int store_read_begin_held(fc_store *s, fc_rtxn **out) { return read_begin(s, out, 0); }
 
 void fc_rtxn_end(fc_rtxn *t) {
   if (!t) return;

@@ -54,6 +54,11 @@ int store_wants_nolock(const char *dir, int setting);
  * Both return 0 or an LMDB/errno code. The caller must hold no transaction on s itself. */
 int store_grow_map(fc_store *s, uint64_t at_least);
 int store_adopt_map(fc_store *s);
+/* fc_store_read_begin for a thread that may hold other read transactions of s already: when
+ * another process grew the map it returns MDB_MAP_RESIZED instead of adopting the new size (that
+ * takes the map lock for writing, which the transactions held would deadlock); the caller ends
+ * them, calls store_adopt_map and begins again. */
+int store_read_begin_held(fc_store *s, fc_rtxn **out);
 /* FC_FAULT_MAPSIZE in a test build (the first map of a new store, at least 16 KiB), else 0. A
  * writer that sizes its map up front (cache-merge) does not when it is set, so that a small test
  * job grows its map mid-run (tests/cli/fault_sites.sh). */

@@ -4,7 +4,8 @@
  * is checked to be as long as its last committed page (a truncated data.mdb would otherwise SIGBUS
  * on the first page past the end), and every value is checked to lie inside the file before its
  * bytes are read. Records are checked in parallel over 256 key ranges per db (keys are uniform
- * hashes, so the ranges are balanced), one read transaction per thread (MDB_NOTLS). */
+ * hashes, so the ranges are balanced), one read transaction per thread (MDB_NOTLS), all of one
+ * snapshot (open_snapshot). */
 #include "libcache/core/verify/verify_int.h"
 #include "formats/common/why.h"
 #include "formats/common/alloc.h"
@@ -116,6 +117,42 @@ static int preflight(vctx *c, const char *dir, int nolock) {
   return 0;
 }
 
+/* ---- one snapshot ---------------------------------------------------------------------------- */
+
+/* The read transactions of the run: *main (the checks of the main thread) and c->pool, one per
+ * thread of the parallel steps (pool[0] is *main; LMDB lets no two threads share one), all of the
+ * same snapshot, so that a writer committing meanwhile (featurize adding, cache-config --drop
+ * deleting) never makes the entries and the records disagree. Begun back to back and compared by
+ * transaction id; after a few tries under a writer that commits without pause, one thread reads
+ * the one snapshot. All are begun and ended on the calling thread (each holds the map lock for
+ * reading: nothing may begin a transaction that adopts a grown map while they are held). */
+static int open_snapshot(vctx *c, int *nthreads, fc_rtxn **main) {
+  int n = *nthreads > 1 ? *nthreads : 1;
+  c->pool = fc_calloc((size_t)n, sizeof *c->pool);
+  if (!c->pool) return ENOMEM;
+  for (int attempt = 0;; attempt++) {
+    if (attempt == 16) n = 1;
+    int rc = 0, same = 1;
+    size_t id = 0;
+    c->npool = 0;
+    while (c->npool < n && same) {
+      if ((rc = store_read_begin_held(c->s, &c->pool[c->npool])) != 0) break;
+      size_t k = mdb_txn_id(c->pool[c->npool++]->txn);
+      if (c->npool == 1) id = k;
+      same = k == id;
+    }
+    if (!rc && same) {
+      *main = c->pool[0];
+      *nthreads = n;
+      return 0;
+    }
+    while (c->npool > 0) fc_rtxn_end(c->pool[--c->npool]);
+    /* another process grew the map: adopt it, now that no transaction is held */
+    if (rc == MDB_MAP_RESIZED) rc = store_adopt_map(c->s);
+    if (rc) return rc;
+  }
+}
+
 /* ---- the whole run --------------------------------------------------------------------------- */
 
 void fc_verify_report_free(fc_verify_report *r) {
@@ -185,20 +222,30 @@ int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *
     goto done;
   }
   if (rc) goto done;
+  fc_store_info info; /* before the snapshot: it begins a transaction of its own */
+  if ((rc = fc_store_info_get(c.s, &info)) != 0) goto done;
+  /* one snapshot for every check, its threads' included (a writer may commit meanwhile) */
+  if ((rc = open_snapshot(&c, &nthreads, &t)) != 0) goto done;
+  out->threads = nthreads;
+  /* The file as long as it is now: it only grows while open, and every page of the snapshot was
+   * written before the snapshot began (a writer may have grown it since the preflight). */
+  struct stat fst;
+  char mdb[4096];
+  snprintf(mdb, sizeof mdb, "%s/data.mdb", dir);
+  if (stat(mdb, &fst) == 0 && (uint64_t)fst.st_size > out->data_size)
+    out->data_size = (uint64_t)fst.st_size;
   const void *base;
   size_t maplen;
   if ((rc = fc_store_map_region(c.s, &base, &maplen)) != 0) goto done;
   c.map_lo = base;
   c.map_hi = (const uint8_t *)base + (maplen < out->data_size ? maplen : out->data_size);
-  fc_store_info info;
-  if ((rc = fc_store_info_get(c.s, &info)) != 0) goto done;
-  for (int i = 0; i < FC_DB_COUNT; i++) out->entries[i] = info.entries[i];
+  for (int i = 0; i < FC_DB_COUNT && !rc; i++) rc = fc_rtxn_count(t, i, &out->entries[i]);
+  if (rc) goto done;
   out->map_size = info.map_size;
   out->map_used = info.map_used;
   c.bytes_total = info.map_used;
   out->opened = 1;
 
-  if ((rc = fc_store_read_begin(c.s, &t)) != 0) goto done;
   if ((rc = vf_read_meta(&c, t)) != 0) goto done;
   vf_check_part_place(&c, dir);
   if ((rc = vf_resolve_expected(&c, t, why, why_len)) != 0) goto done;
@@ -217,6 +264,8 @@ int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *
 done:
   if (rc && rc != FC_EINTR && why && why_len && !why[0])
     snprintf(why, why_len, "%s", fc_strerror(rc));
+  for (int i = 1; i < c.npool; i++) fc_rtxn_end(c.pool[i]);
+  free(c.pool);
   fc_rtxn_end(t);
   fc_store_close(c.s);
   free(c.audio);

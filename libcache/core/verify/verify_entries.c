@@ -299,12 +299,7 @@ int vf_check_entries(vctx *c, int nthreads) {
   size_t total = c->n_audio + c->n_text;
 #pragma omp parallel num_threads(nthreads)
   {
-    fc_rtxn *t = NULL;
-    int rc = fc_store_read_begin(c->s, &t);
-    if (rc) {
-#pragma omp critical(verify_err)
-      err = rc;
-    }
+    fc_rtxn *t = c->pool[omp_get_thread_num()];
 #pragma omp for schedule(dynamic, 64)
     for (size_t i = 0; i < total; i++) {
       if (!t || vf_stopping(c)) continue;
@@ -312,7 +307,6 @@ int vf_check_entries(vctx *c, int nthreads) {
       const ventry *e = audio ? &c->audio[i] : &c->text[i - c->n_audio];
       if (e->ok) check_entry(c, t, audio ? FC_DB_AUDIO : FC_DB_TEXT, e);
     }
-    fc_rtxn_end(t);
   }
   return err;
 }

@@ -72,6 +72,8 @@ typedef struct vctx {
   const fc_verify_opts *o;
   fc_verify_report *r;
   fc_store *s;
+  fc_rtxn **pool; /* the run's read transactions, one per thread, one snapshot (verify.c) */
+  int npool;
   pthread_mutex_t mu;
   size_t cap;
   atomic_int halt; /* max_errors reached or stop seen (set and read by the scan's threads) */

@@ -114,9 +114,9 @@ int vf_check_records(vctx *c, int nthreads) {
   double last = vf_now_s();
 #pragma omp parallel num_threads(nthreads) reduction(+ : recs, bytes)
   {
-    fc_rtxn *t = NULL;
+    fc_rtxn *t = c->pool[omp_get_thread_num()];
     MDB_cursor *cur[2] = {NULL, NULL};
-    int rc = fc_store_read_begin(c->s, &t);
+    int rc = 0;
     for (int d = 0; d < 2 && !rc; d++)
       rc = mdb_cursor_open(t->txn, c->s->dbi[d ? FC_DB_TOK : FC_DB_FEAT], &cur[d]);
     if (rc) {
@@ -139,7 +139,6 @@ int vf_check_records(vctx *c, int nthreads) {
     }
     for (int d = 0; d < 2; d++)
       if (cur[d]) mdb_cursor_close(cur[d]);
-    fc_rtxn_end(t);
   }
   if (atomic_load(&c->nomem) && !err) err = ENOMEM;
   c->r->records_checked = recs;
