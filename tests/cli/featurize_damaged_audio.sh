@@ -38,7 +38,8 @@ PY
 # bitrate, so a cut cannot be told from a short file (and a good file decodes a little short).
 ff() { ffmpeg -hide_banner -loglevel error -y -i sp.wav "$@"; }
 ff -c:a libmp3lame -write_xing 0 notag.mp3 && ff -c:a aac aac.m4a && ff -c:a aac -f adts adts.aac &&
-  ff -c:a libopus opus.webm || { echo "FAIL: ffmpeg could not make an input"; exit 1; }
+  ff -c:a libopus opus.webm && ff -c:a libopus -f caf caf_opus.caf && ff -c:a pcm_s16le x.avi ||
+  { echo "FAIL: ffmpeg could not make an input"; exit 1; }
 head -c "$(($(stat -c %s notag.mp3) / 2))" notag.mp3 >notag_cut.mp3
 # Containers that state their data's size as WAV does, each cut in the middle of its samples:
 # libsndfile reads what is there and reports that many frames, without a word.
@@ -61,7 +62,7 @@ frames() { "$PY" -c "import soundfile as sf, sys; print(sf.info(sys.argv[1]).fra
 n=$(frames tag.mp3)
 
 "$FZ" -j 1 -o st tag.mp3 good.ogg cut.mp3 hole.ogg onebyte.flac notag_cut.mp3 aac.m4a adts.aac \
-  opus.webm >out 2>err
+  opus.webm x.avi caf_opus.caf >out 2>err
 rc=$?
 [ $rc = 1 ] || fail "exit $rc, want 1"
 grep '^featurize: ' err >ours # libmpg123 writes its own notes on stderr too (docs/featurize.md)
@@ -72,16 +73,20 @@ for f in cut.mp3 hole.ogg onebyte.flac; do
 done
 grep -q "^featurize: notag_cut.mp3: " ours &&
   fail "notag_cut.mp3 (no tag: no length to hold it to) failed: $(grep notag_cut ours)"
-for f in aac.m4a adts.aac opus.webm; do
+for f in aac.m4a adts.aac opus.webm x.avi; do
   case $f in
   *.m4a) kind="MP4/M4A" ;;
   *.aac) kind="AAC (ADTS)" ;;
+  *.avi) kind="AVI" ;; # a RIFF file, but not a WAVE: not a damaged WAV
   *) kind="Matroska/WebM" ;;
   esac
   grep -qxF "featurize: $f: unsupported audio format: $kind; libsndfile reads WAV, FLAC, Ogg (Vorbis, Opus), MP3 and uncompressed formats (AIFF, AU, CAF, ...): convert it, to FLAC say" ours ||
     fail "$f: want the unsupported format named; got: $(grep "$f" ours)"
 done
-[ "$(tail -n 1 ours)" = "featurize: done: 3 of 9 (3 new, 0 already stored, 6 failed)" ] ||
+# A container libsndfile reads holding a codec it does not: not damaged either.
+grep -qxF "featurize: caf_opus.caf: unsupported encoding in a CAF file (libsndfile: Supported file format but unsupported encoding.): convert it, to FLAC say" ours ||
+  fail "caf_opus.caf: want an unsupported encoding; got: $(grep "^featurize: caf_opus.caf" ours)"
+[ "$(tail -n 1 ours)" = "featurize: done: 3 of 11 (3 new, 0 already stored, 8 failed)" ] ||
   fail "summary: $(tail -n 1 ours)"
 
 "$FZ" -j 1 -o st2 full.aiff cut_aiff.aiff cut_aifc.aifc cut_au.au cut_rf64.rf64 cut_w64.w64 \

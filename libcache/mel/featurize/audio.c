@@ -543,9 +543,13 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
    * thread overwrites ("No Error."): opens are serialized so the reason read is this file's. */
   static pthread_mutex_t sf_open_mu = PTHREAD_MUTEX_INITIALIZER;
   char sf_reason[128] = "";
+  int sf_code = 0;
   pthread_mutex_lock(&sf_open_mu);
   SNDFILE *sf = fault_hit("decode") ? NULL : sf_open_virtual(&vio, SFM_READ, &sfi, &mem);
-  if (!sf) snprintf(sf_reason, sizeof sf_reason, "%s", sf_strerror(NULL));
+  if (!sf) {
+    snprintf(sf_reason, sizeof sf_reason, "%s", sf_strerror(NULL));
+    sf_code = sf_error(NULL);
+  }
   pthread_mutex_unlock(&sf_open_mu);
   if (!sf) {
     const char *kind = audio_magic(bytes, len), *other = audio_unsupported(bytes, len);
@@ -554,6 +558,10 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
              "unsupported audio format: %s; libsndfile reads WAV, FLAC, Ogg (Vorbis, Opus), MP3 "
              "and uncompressed formats (AIFF, AU, CAF, ...): convert it, to FLAC say",
              other);
+    else if (kind && sf_code == SF_ERR_UNSUPPORTED_ENCODING) /* Opus in CAF, say: not damage */
+      fc_why(why, why_len,
+             "unsupported encoding in a %s file (libsndfile: %s): convert it, to FLAC say", kind,
+             sf_reason);
     else if (kind)
       fc_why(why, why_len, "damaged %s file (libsndfile: %s)", kind, sf_reason);
     else

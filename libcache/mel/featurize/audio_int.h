@@ -81,7 +81,7 @@ int64_t audio_frames_slack(int format, const uint8_t *b, size_t len, int64_t fra
  * audio file from one that is not audio when libsndfile refuses it. */
 const char *audio_magic(const uint8_t *b, size_t len);
 
-/* The name of an audio format libsndfile cannot read at all ("MP4/M4A", "AAC (ADTS)",
+/* The name of an audio format libsndfile cannot read at all ("MP4/M4A", "AVI", "AAC (ADTS)",
  * "Matroska/WebM", "ASF/WMA", "AMR") when the first bytes show one; NULL otherwise. */
 const char *audio_unsupported(const uint8_t *b, size_t len);
 

@@ -215,18 +215,23 @@ int64_t audio_frames_slack(int format, const uint8_t *b, size_t len, int64_t fra
 const char *audio_magic(const uint8_t *b, size_t len) {
   static const struct {
     const char *magic, *name;
-  } m[] = {{"RIFF", "WAV"}, {"RIFX", "WAV"}, {"RF64", "WAV"}, {"FORM", "AIFF"}, {"fLaC", "FLAC"},
-           {"OggS", "Ogg"}, {"ID3", "MP3"},  {".snd", "AU"},  {"caff", "CAF"},  {"NIST", "NIST"}};
+  } m[] = {{"FORM", "AIFF"}, {"fLaC", "FLAC"}, {"OggS", "Ogg"}, {"ID3", "MP3"},
+           {".snd", "AU"},   {"caff", "CAF"},  {"NIST", "NIST"}};
   for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
     size_t n = strlen(m[i].magic);
     if (len >= n && memcmp(b, m[i].magic, n) == 0) return m[i].name;
   }
+  if (len >= 12 &&
+      (memcmp(b, "RIFF", 4) == 0 || memcmp(b, "RIFX", 4) == 0 || memcmp(b, "RF64", 4) == 0) &&
+      memcmp(b + 8, "WAVE", 4) == 0)
+    return "WAV";
   if (len >= 4 && mpeg_frame_header(b)) return "MPEG";
   return NULL;
 }
 
 const char *audio_unsupported(const uint8_t *b, size_t len) {
   if (len >= 12 && memcmp(b + 4, "ftyp", 4) == 0) return "MP4/M4A";
+  if (len >= 12 && memcmp(b, "RIFF", 4) == 0 && memcmp(b + 8, "AVI ", 4) == 0) return "AVI";
   if (len >= 4 && memcmp(b, "\x1A\x45\xDF\xA3", 4) == 0) return "Matroska/WebM";
   if (len >= 8 && memcmp(b, "\x30\x26\xB2\x75\x8E\x66\xCF\x11", 8) == 0) return "ASF/WMA";
   if (len >= 5 && memcmp(b, "#!AMR", 5) == 0) return "AMR";
