@@ -154,8 +154,8 @@ FC_API void fc_verify_report_free(fc_verify_report *r);
 FC_API int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o,
                              fc_verify_report *out, char *why, size_t why_len);
 
-/* Check a whole record value as fc_verify_store does for each record: fc_record_verify, then with
- * finite the NaN/Inf scan. Returns 0, FC_EFORMAT or FC_ECHECKSUM with a one-line reason in why
+/* Check a whole record value as fc_verify_store does for each record: fc_record_verify, the
+ * reserved header flags 0, then with finite the NaN/Inf scan. Returns 0, FC_EFORMAT or FC_ECHECKSUM with a one-line reason in why
  * (may be NULL); a non-finite value is FC_EFORMAT, "payload holds NaN at element N (frame F, bin B)". */
 FC_API int fc_verify_record(const void *val, size_t len, int finite, char *why, size_t why_len);
 

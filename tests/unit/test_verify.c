@@ -403,9 +403,23 @@ static void test_damage(void) {
     fc_record_encode(&h, pl, sizeof pl, v);
     put_raw(dir, FC_DB_FEAT, k.bytes, 16, v, sizeof v);
   }
+  { /* 8b. a reserved header field set (flags), both checksums valid: no v1 writer does that */
+    void *v;
+    size_t vl;
+    make_feat(&us[10], (uint32_t)fc_mel_num_frames(&mel, us[10].samples), &v, &vl);
+    fc_record_header h;
+    const void *pl;
+    fc_record_parse(v, vl, &h, &pl, NULL, 0);
+    h.flags = 4;
+    uint8_t *w = malloc(vl);
+    fc_record_encode(&h, pl, vl - 64, w);
+    put_raw(dir, FC_DB_FEAT, us[10].key.bytes, 16, w, vl);
+    free(w);
+    free(v);
+  }
   o.finite = 1;
   verify(dir, &o, &r);
-  CHECK(r.errors == 4 && r.warnings == 1, "values: %llu errors, %llu warnings",
+  CHECK(r.errors == 5 && r.warnings == 1, "values: %llu errors, %llu warnings",
         (unsigned long long)r.errors, (unsigned long long)r.warnings);
   int seen = 0;
   for (size_t i = 0; i < r.count; i++) {
@@ -422,13 +436,15 @@ static void test_damage(void) {
     }
     if (strncmp(f->problem, "unknown config ", 15) == 0 && !f->id) seen |= 8;
     if (f->severity == FC_VERIFY_WARNING && strncmp(f->problem, "orphan: ", 8) == 0) seen |= 16;
+    if (f->id && strcmp(f->id, "utt00010") == 0)
+      seen |= 32 * (strcmp(f->problem, "header flags 0x00000004: reserved, must be 0") == 0);
   }
-  CHECK(seen == 31, "values: findings seen %d of 31", seen);
-  if (seen != 31) dump(&r);
+  CHECK(seen == 63, "values: findings seen %d of 63", seen);
+  if (seen != 63) dump(&r);
   fc_verify_report_free(&r);
   o.finite = 0;
   verify(dir, &o, &r);
-  CHECK(r.errors == 3, "without finite the NaN record passes: %llu", (unsigned long long)r.errors);
+  CHECK(r.errors == 4, "without finite the NaN record passes: %llu", (unsigned long long)r.errors);
   fc_verify_report_free(&r);
 
   /* 9. a config mismatch: the store holds hifigan, the run wants tacotron2 */

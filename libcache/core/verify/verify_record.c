@@ -77,6 +77,12 @@ int fc_verify_record(const void *val, size_t len, int finite, char *why, size_t 
   const void *payload;
   int rc = fc_record_verify(val, len, &h, &payload, why, why_len);
   if (rc) return rc;
+  /* Reserved: v1 writers write 0, and the header checksum covers the field, so a flag set is no
+   * flipped bit but a writer meaning something a v1 reader cannot know (docs/FORMAT.md). */
+  if (h.flags) {
+    if (why && why_len) snprintf(why, why_len, "header flags 0x%08x: reserved, must be 0", h.flags);
+    return FC_EFORMAT;
+  }
   /* A coded record must decode cleanly to its dims (its values are finite by construction: the
    * codec holds integers times 2^-7). The decode writes nothing: it checks. */
   if (h.dtype == FC_DTYPE_MQ)
