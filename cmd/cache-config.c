@@ -213,6 +213,28 @@ static int name_match(const fc_config_info *c, const char *want) {
          c->name[wl] == ' ' && c->name[wl + 1] == '(' && c->name[nl - 1] == ')';
 }
 
+/* "NAME HEX, NAME HEX, ..." of the configs that answer to want at level `only` (every config
+ * when 0), whole entries only: returns how many did not fit into list. */
+static size_t list_configs(const fc_config_info *all, size_t n, const char *want, int only,
+                           char *list, size_t cap) {
+  size_t l = 0, left_off = 0;
+  list[0] = '\0';
+  for (size_t i = 0; i < n; i++) {
+    if (only && name_match(&all[i], want) != only) continue;
+    char hex[33], item[320];
+    fc_digest_hex(&all[i].digest, hex);
+    int il = snprintf(item, sizeof item, "%s%s %s", l ? ", " : "",
+                      all[i].name[0] ? all[i].name : "(no name)", hex);
+    if (!left_off && l + (size_t)il < cap) {
+      memcpy(list + l, item, (size_t)il + 1);
+      l += (size_t)il;
+    } else {
+      left_off++;
+    }
+  }
+  return left_off;
+}
+
 /* CONFIG as a digest: 32 hex, or a name (a preset, "kaldi (mq)", a tokenizer) only one config of
  * the store has; as for the loader's features=, a preset's name ("kaldi") also names the config of
  * that preset stored in another dtype ("kaldi (mq)") when no config is the preset itself. 0, or
@@ -238,23 +260,23 @@ static int resolve(const char *dir, char **parts, unsigned np, const char *want,
   }
   size_t hits = 0;
   int best = 0; /* 2: named so; 1: a mel config named "WANT (dtype)" */
-  char list[1024] = "";
   for (size_t i = 0; !code && i < n; i++) {
-    char hex[33];
-    fc_digest_hex(&all[i].digest, hex);
-    size_t l = strlen(list);
-    snprintf(list + l, sizeof list - l, "%s%s %s", l ? ", " : "",
-             all[i].name[0] ? all[i].name : "(no name)", hex);
     int m = name_match(&all[i], want);
     if (!m || m < best) continue;
     if (m > best) best = m, hits = 0;
     if (!hits++) *d = all[i].digest;
   }
   if (!code && hits != 1) {
+    char list[1024]; /* the configs so named, or all the store has */
+    size_t left_off = list_configs(all, n, want, hits ? best : 0, list, sizeof list);
+    char more[160] = "";
+    if (left_off)
+      snprintf(more, sizeof more, ", and %zu more (cache-config %s lists them)", left_off, dir);
     if (hits)
-      fc_cli_warn(dir, "%zu configs are named '%s': give the digest of one (%s)", hits, want, list);
+      fc_cli_warn(dir, "%zu configs are named '%s': give the digest of one (%s%s)", hits, want,
+                  list, more);
     else
-      fc_cli_warn(dir, "no config named '%s' (it has: %s)", want, n ? list : "none");
+      fc_cli_warn(dir, "no config named '%s' (it has: %s%s)", want, n ? list : "none", more);
     code = FC_EXIT_USAGE;
   }
   fc_configs_free(all, n);

@@ -127,7 +127,7 @@ check unknown-digest 2 "cache-config: st: no config 0123456789abcdef0123456789ab
   "$CC" --drop 0123456789abcdef0123456789abcdef st
 printf 'x|Another text entirely, with new letters: qz.\n' >more.csv
 "$TK" -q --manifest more.csv --build-vocab -o before 2>/dev/null
-twochars=$("$CC" --json before | "$PY" -c 'import json, sys; print(", ".join("%s %s" % (c["name"], c["digest"]) for c in json.load(sys.stdin)["configs"]))')
+twochars=$("$CC" --json before | "$PY" -c 'import json, sys; print(", ".join("%s %s" % (c["name"], c["digest"]) for c in json.load(sys.stdin)["configs"] if c["name"] == "chars"))')
 check ambiguous 2 "cache-config: before: 2 configs are named 'chars': give the digest of one ($twochars)" -- \
   "$CC" --drop chars before
 # the README's token flow: the vocabulary built once into a file and passed after; a line with a
@@ -239,6 +239,19 @@ fi
 rc=$?
 [ $rc = 1 ] && [ "$(cat err)" = "cache-config: stdout: cannot write: Bad file descriptor" ] ||
   fail "--json, stdout closed: exit $rc: $(cat err)"
+
+# a name no config has, in a store of many configs: the list of what it has is cut at whole
+# entries and says how many it left off (it was cut mid-digest at 1 KB)
+mkdir many && cp wavs/u1.wav many/u1.wav
+for h in $(seq 200 229); do
+  "$FZ" -q --device cpu --hop "$h" -o mst many/u1.wav || fail "featurize --hop $h"
+done
+"$CC" --drop whisper mst 2>err
+rc=$?
+last=$(sed -n 's/.*, \([^,]*\))$/\1/p' err)
+[ $rc = 2 ] && grep -q "^cache-config: mst: no config named 'whisper' (it has: (no name) [0-9a-f]\{32\}, " err &&
+  echo "$last" | grep -q '^and [0-9]* more (cache-config mst lists them)$' ||
+  fail "--drop of an unknown name among 30 configs: exit $rc: $(cat err)"
 
 [ $fails = 0 ] && echo "ok: cache-config lists, drops, merges and resumes" && exit 0
 exit 1
