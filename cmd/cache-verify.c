@@ -401,7 +401,9 @@ int main(int argc, char **argv) {
       }
   }
   /* a split store as a whole: its missing parts and the parts beyond its marker's N */
-  size_t split_missing = 0;
+  size_t split_missing = 0, split_bad = 0; /* split_bad: split stores with other errors */
+  uint64_t split_bad_errors = 0;
+  const char *split_bad_name = NULL;
   for (int a = optind; a < argc; a++) {
     unsigned split_n = 0;
     if (fc_store_split_count(argv[a], &split_n) != 0 || split_n == 0) continue; /* said above */
@@ -412,10 +414,17 @@ int main(int argc, char **argv) {
       if (!status) fc_cli_warn(argv[a], "%s", why[0] ? why : fc_strerror(rc));
       if (FC_EXIT_USAGE > worst) worst = FC_EXIT_USAGE;
     } else if (r.opened && r.count) {
+      uint64_t other = 0; /* a missing part is said as a store not clean; the others here */
       for (size_t i = 0; i < r.count; i++) {
         const fc_verify_finding *f = &r.findings[i];
-        split_missing += f->problem && strncmp(f->problem, "missing:", 8) == 0;
+        int missing = f->problem && strncmp(f->problem, "missing:", 8) == 0;
+        split_missing += missing;
+        other += !missing && f->severity == FC_VERIFY_ERROR;
         if (!status && !json) printf("%s: error: %s: %s\n", argv[a], f->key, f->problem);
+      }
+      if (other) {
+        if (!split_bad++) split_bad_name = argv[a];
+        split_bad_errors += other;
       }
       if (json) print_json(argv[a], &r, 0, NULL);
       if (r.errors && FC_EXIT_FAIL > worst) worst = FC_EXIT_FAIL;
@@ -541,6 +550,12 @@ int main(int argc, char **argv) {
       if (unchecked) fprintf(stderr, "%zu not checked", unchecked);
       fputc(')', stderr);
     }
+    if (split_bad == 1) /* "3 of 3 stores clean" alone would read as a pass */
+      fprintf(stderr, "; split store %s not sound (%llu error%s)", split_bad_name,
+              (unsigned long long)split_bad_errors, split_bad_errors == 1 ? "" : "s");
+    else if (split_bad)
+      fprintf(stderr, "; %zu split stores not sound (%llu errors)", split_bad,
+              (unsigned long long)split_bad_errors);
     if (dataset && worst == FC_EXIT_OK)
       fputs("; one sound dataset", stderr);
     else if (dataset &&

@@ -51,4 +51,13 @@ grep -Fqx 'dataset: error: manifest LJ999-0001: missing: the manifest names it, 
   { echo "FAIL missing-id finding"; cat out; fail=1; }
 [ "$(cat err)" = "cache-verify: done: 3 of 3 stores clean; not one sound dataset (1 error)" ] ||
   { echo "FAIL missing-id done line"; cat err; fail=1; }
+# a part beyond the marker's N (its records hidden): every part checked is clean, the split store
+# is not, and the done line says so (not only "3 of 3 stores clean" under exit 1)
+cp -r sp/part-1 sp/part-3
+"$V" sp >out 2>err; check extra-part 1 $?
+grep -q "^sp: error: part-3: a part beyond the marker's 3 parts" out ||
+  { echo "FAIL extra-part finding"; cat out; fail=1; }
+[ "$(cat err)" = "cache-verify: done: 3 of 3 stores clean; split store sp not sound (1 error)" ] ||
+  { echo "FAIL extra-part done line"; cat err; fail=1; }
+rm -rf sp/part-3
 exit $fail
