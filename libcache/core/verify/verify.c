@@ -153,6 +153,62 @@ static int open_snapshot(vctx *c, int *nthreads, fc_rtxn **main) {
   }
 }
 
+/* The checks on the opened store, in report order; *t is the snapshot's main transaction. */
+static int run_checks(vctx *c, const char *dir, int *nthreads, fc_rtxn **t, char *why,
+                      size_t why_len) {
+  int rc;
+  const fc_verify_opts *o = c->o;
+  /* one snapshot for every check, its threads' included (a writer may commit meanwhile) */
+  if ((rc = open_snapshot(c, nthreads, t)) != 0) return rc;
+  c->r->threads = *nthreads;
+  /* The file as long as it is now: it only grows while open, and every page of the snapshot was
+   * written before the snapshot began (a writer may have grown it since the preflight). */
+  struct stat fst;
+  char mdb[4096];
+  snprintf(mdb, sizeof mdb, "%s/data.mdb", dir);
+  if (stat(mdb, &fst) == 0 && (uint64_t)fst.st_size > c->r->data_size)
+    c->r->data_size = (uint64_t)fst.st_size;
+  const void *base;
+  size_t maplen;
+  if ((rc = fc_store_map_region(c->s, &base, &maplen)) != 0) return rc;
+  c->map_lo = base;
+  c->map_hi = (const uint8_t *)base + (maplen < c->r->data_size ? maplen : c->r->data_size);
+  for (int i = 0; i < FC_DB_COUNT && !rc; i++) rc = fc_rtxn_count(*t, i, &c->r->entries[i]);
+  if (rc) return rc;
+  c->r->opened = 1;
+
+  if ((rc = vf_read_meta(c, *t)) != 0) return rc;
+  vf_check_part_place(c, dir);
+  if ((rc = vf_resolve_expected(c, *t, why, why_len)) != 0) return rc;
+  if ((rc = vf_collect(c, *t, FC_DB_AUDIO, &c->audio, &c->n_audio)) != 0) return rc;
+  if ((rc = vf_collect(c, *t, FC_DB_TEXT, &c->text, &c->n_text)) != 0) return rc;
+  if ((rc = vf_collect_failures(c, *t)) != 0) return rc;
+  if ((rc = vf_build_expected(c)) != 0) return rc;
+  if (!vf_stopping(c) && (rc = vf_check_entries(c, *nthreads)) != 0) return rc;
+  if (!vf_stopping(c) && (rc = vf_check_records(c, *nthreads)) != 0) return rc;
+  if (!vf_stopping(c)) vf_report_tok_files(c);
+  if (!vf_stopping(c) && o->manifest) vf_check_manifest(c);
+  if (!vf_stopping(c) && (rc = vf_check_index(c, *t)) != 0) return rc;
+  if (!vf_stopping(c)) vf_report_failures(c, *t);
+  return 0;
+}
+
+/* run_checks with LMDB's assertions on damaged pages caught (vf_lmdb_assert): a finding. */
+static int run_guarded(vctx *c, const char *dir, int *nthreads, fc_rtxn **t, char *why,
+                       size_t why_len) {
+  sigjmp_buf jb;
+  if (sigsetjmp(jb, 0)) { /* LMDB met a page its B-tree cannot have: the walk cut short */
+    vf_lmdb_jump = NULL;
+    vf_add(c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
+           "B-tree damaged (LMDB: %s); the checks after it were not made", vf_lmdb_why);
+    return 0;
+  }
+  vf_lmdb_jump = &jb;
+  int rc = run_checks(c, dir, nthreads, t, why, why_len);
+  vf_lmdb_jump = NULL;
+  return rc;
+}
+
 /* ---- the whole run --------------------------------------------------------------------------- */
 
 void fc_verify_report_free(fc_verify_report *r) {
@@ -224,41 +280,16 @@ int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *
   if (rc) goto done;
   fc_store_info info; /* before the snapshot: it begins a transaction of its own */
   if ((rc = fc_store_info_get(c.s, &info)) != 0) goto done;
-  /* one snapshot for every check, its threads' included (a writer may commit meanwhile) */
-  if ((rc = open_snapshot(&c, &nthreads, &t)) != 0) goto done;
-  out->threads = nthreads;
-  /* The file as long as it is now: it only grows while open, and every page of the snapshot was
-   * written before the snapshot began (a writer may have grown it since the preflight). */
-  struct stat fst;
-  char mdb[4096];
-  snprintf(mdb, sizeof mdb, "%s/data.mdb", dir);
-  if (stat(mdb, &fst) == 0 && (uint64_t)fst.st_size > out->data_size)
-    out->data_size = (uint64_t)fst.st_size;
-  const void *base;
-  size_t maplen;
-  if ((rc = fc_store_map_region(c.s, &base, &maplen)) != 0) goto done;
-  c.map_lo = base;
-  c.map_hi = (const uint8_t *)base + (maplen < out->data_size ? maplen : out->data_size);
-  for (int i = 0; i < FC_DB_COUNT && !rc; i++) rc = fc_rtxn_count(t, i, &out->entries[i]);
-  if (rc) goto done;
   out->map_size = info.map_size;
   out->map_used = info.map_used;
   c.bytes_total = info.map_used;
-  out->opened = 1;
-
-  if ((rc = vf_read_meta(&c, t)) != 0) goto done;
-  vf_check_part_place(&c, dir);
-  if ((rc = vf_resolve_expected(&c, t, why, why_len)) != 0) goto done;
-  if ((rc = vf_collect(&c, t, FC_DB_AUDIO, &c.audio, &c.n_audio)) != 0) goto done;
-  if ((rc = vf_collect(&c, t, FC_DB_TEXT, &c.text, &c.n_text)) != 0) goto done;
-  if ((rc = vf_collect_failures(&c, t)) != 0) goto done;
-  if ((rc = vf_build_expected(&c)) != 0) goto done;
-  if (!vf_stopping(&c) && (rc = vf_check_entries(&c, nthreads)) != 0) goto done;
-  if (!vf_stopping(&c) && (rc = vf_check_records(&c, nthreads)) != 0) goto done;
-  if (!vf_stopping(&c)) vf_report_tok_files(&c);
-  if (!vf_stopping(&c) && o->manifest) vf_check_manifest(&c);
-  if (!vf_stopping(&c) && (rc = vf_check_index(&c, t)) != 0) goto done;
-  if (!vf_stopping(&c)) vf_report_failures(&c, t);
+  mdb_env_set_assert(c.s->env, vf_lmdb_assert);
+  rc = run_guarded(&c, dir, &nthreads, &t, why, why_len);
+  if (rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND) { /* the same, said by LMDB as a code */
+    vf_add(&c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
+           "B-tree damaged (LMDB: %s); the checks after it were not made", mdb_strerror(rc));
+    rc = 0;
+  }
   if (o->stop && *o->stop) rc = FC_EINTR;
 
 done:
@@ -266,6 +297,7 @@ done:
     snprintf(why, why_len, "%s", fc_strerror(rc));
   for (int i = 1; i < c.npool; i++) fc_rtxn_end(c.pool[i]);
   free(c.pool);
+  fc_cursor_close(c.cur); /* left open by a damaged page */
   fc_rtxn_end(t);
   fc_store_close(c.s);
   free(c.audio);

@@ -10,6 +10,7 @@ int vf_collect(vctx *c, fc_rtxn *t, int db, ventry **out, size_t *n_out) {
   fc_cursor *cur;
   int rc = fc_cursor_open(t, db, &cur);
   if (rc) return rc;
+  c->cur = cur;
   size_t cap = 0, n = 0;
   ventry *a = NULL;
   const void *k, *v;
@@ -28,6 +29,7 @@ int vf_collect(vctx *c, fc_rtxn *t, int db, ventry **out, size_t *n_out) {
       }
       a = na;
       cap = nc;
+      *out = a; /* freed by the caller also when a damaged page ends the walk */
     }
     ventry *e = &a[n++];
     *e = (ventry){k, kl, v, vl, 1};
@@ -75,6 +77,7 @@ int vf_collect(vctx *c, fc_rtxn *t, int db, ventry **out, size_t *n_out) {
     }
   }
   fc_cursor_close(cur);
+  c->cur = NULL;
   *out = a;
   *n_out = n;
   return rc == FC_ENOTFOUND ? 0 : rc;
@@ -294,6 +297,20 @@ static void check_entry(vctx *c, fc_rtxn *t, int db, const ventry *e) {
   if (audio && (c->o->sources || c->o->rehash)) check_source(c, e, &ae);
 }
 
+/* check_entry, a damaged page met on the way the entry's finding (vf_lmdb_assert). */
+static void guarded_entry(vctx *c, fc_rtxn *t, int db, const ventry *e) {
+  sigjmp_buf jb, *outer = vf_lmdb_jump;
+  if (sigsetjmp(jb, 0)) {
+    vf_lmdb_jump = outer;
+    vf_add(c, FC_VERIFY_ERROR, db, e->id, e->id_len, e->id, e->id_len,
+           "B-tree damaged (LMDB: %s) while reading its records", vf_lmdb_why);
+    return;
+  }
+  vf_lmdb_jump = &jb;
+  check_entry(c, t, db, e);
+  vf_lmdb_jump = outer;
+}
+
 int vf_check_entries(vctx *c, int nthreads) {
   int err = 0;
   size_t total = c->n_audio + c->n_text;
@@ -305,7 +322,7 @@ int vf_check_entries(vctx *c, int nthreads) {
       if (!t || vf_stopping(c)) continue;
       int audio = i < c->n_audio;
       const ventry *e = audio ? &c->audio[i] : &c->text[i - c->n_audio];
-      if (e->ok) check_entry(c, t, audio ? FC_DB_AUDIO : FC_DB_TEXT, e);
+      if (e->ok) guarded_entry(c, t, audio ? FC_DB_AUDIO : FC_DB_TEXT, e);
     }
   }
   return err;

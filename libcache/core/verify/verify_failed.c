@@ -10,6 +10,7 @@ int vf_collect_failures(vctx *c, fc_rtxn *t) {
   fc_cursor *cur;
   int rc = fc_cursor_open(t, FC_DB_FAILED, &cur); /* a store without the db: no records */
   if (rc) return rc;
+  c->cur = cur;
   size_t cap = 0;
   const void *k, *v;
   size_t kl, vl;
@@ -50,6 +51,7 @@ int vf_collect_failures(vctx *c, fc_rtxn *t) {
     c->fails[c->n_fails++] = (vfail){k, kl, f, 0};
   }
   fc_cursor_close(cur);
+  c->cur = NULL;
   return rc == FC_ENOTFOUND ? 0 : rc;
 }
 

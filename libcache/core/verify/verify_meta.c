@@ -92,6 +92,7 @@ int vf_read_meta(vctx *c, fc_rtxn *t) {
   fc_cursor *cur;
   int rc = fc_cursor_open(t, FC_DB_META, &cur);
   if (rc) return rc;
+  c->cur = cur;
   const void *k, *v;
   size_t kl, vl;
   size_t cap = 0;
@@ -193,6 +194,7 @@ int vf_read_meta(vctx *c, fc_rtxn *t) {
     json_decref(o);
   }
   fc_cursor_close(cur);
+  c->cur = NULL;
   return rc == FC_ENOTFOUND ? 0 : rc;
 }
 

@@ -108,6 +108,21 @@ static int scan_range(vctx *c, MDB_txn *txn, MDB_cursor *cur, int db, unsigned b
   return 0;
 }
 
+/* scan_range, a damaged page met on the way the range's finding (vf_lmdb_assert). */
+static void guarded_range(vctx *c, MDB_txn *txn, MDB_cursor *cur, int db, unsigned b,
+                          uint64_t *recs, uint64_t *bytes) {
+  sigjmp_buf jb, *outer = vf_lmdb_jump;
+  if (sigsetjmp(jb, 0)) {
+    vf_lmdb_jump = outer;
+    vf_add(c, FC_VERIFY_ERROR, db, NULL, 0, NULL, 0,
+           "B-tree damaged (LMDB: %s) while reading keys %02x..", vf_lmdb_why, b);
+    return;
+  }
+  vf_lmdb_jump = &jb;
+  scan_range(c, txn, cur, db, b, recs, bytes);
+  vf_lmdb_jump = outer;
+}
+
 int vf_check_records(vctx *c, int nthreads) {
   int err = 0;
   uint64_t recs = 0, bytes = 0;
@@ -127,7 +142,8 @@ int vf_check_records(vctx *c, int nthreads) {
     for (int i = 0; i < 512; i++) {
       if (rc || vf_stopping(c)) continue;
       int d = i / 256;
-      scan_range(c, t->txn, cur[d], d ? FC_DB_TOK : FC_DB_FEAT, (unsigned)(i % 256), &recs, &bytes);
+      guarded_range(c, t->txn, cur[d], d ? FC_DB_TOK : FC_DB_FEAT, (unsigned)(i % 256), &recs,
+                    &bytes);
       if (c->o->progress && omp_get_thread_num() == 0) {
         double tn = vf_now_s();
         if (tn - last >= 0.1) {
