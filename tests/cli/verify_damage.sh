@@ -78,6 +78,7 @@ grep -q "^s: error: env data.mdb: truncated: $((size / 2)) bytes, but the last c
 # (and asserts, then aborts, on some): a finding, exit 1 — not exit 2 as a run that could not be
 # made, nor an abort
 mk
+cp -r s s2
 "$FC_PYTHON" - "$(awk 'NR == 1 {print $1}' keys)" <<'PY'
 import sys
 data = bytearray(open("s/data.mdb", "rb").read())
@@ -88,6 +89,11 @@ PY
 run zeroed 1
 grep -q "^s: error: env data.mdb: B-tree damaged (LMDB: .*); the checks after it were not made$" got \
   || { echo "FAIL zeroed:"; cat got; fail=1; }
+# with a sound copy, as one dataset: the merged walk meets the page too
+"$V" s s2 >out 2>err; rc=$?
+[ $rc = 1 ] && grep -q "^dataset: error: env: B-tree damaged (LMDB: .*): the stores were not checked as one dataset$" out ||
+  { echo "FAIL zeroed dataset: exit $rc"; cat out err; fail=1; }
+rm -rf s2
 
 # values rewritten through lmdb with valid checksums: a huge shape, and NaN (found with --finite)
 mk

@@ -174,6 +174,144 @@ static void describe(int db, const MDB_val *a, const MDB_val *b, char *buf, size
   }
 }
 
+/* What a walk holds that a damaged page may leave behind (freed by the caller). */
+typedef struct dwalk {
+  char (*set)[33];
+  const char **ids;
+  fc_kmerge *km;
+} dwalk;
+
+/* The configs, the entries and the manifest across the opened stores. */
+static int walk(dctx *c, dwalk *w, const char *const *dirs, size_t n, const fc_verify_opts *o,
+                fc_store **st, MDB_txn **txns, MDB_dbi *dbis, char (**ref_sets)[33]) {
+  int rc = 0;
+  const char **ids = NULL;
+  size_t nids = 0;
+  size_t ref_n[2] = {0, 0};
+  long ref_store[2] = {-1, -1};
+  fc_verify_report *out = c->r;
+  /* configs: every store with entries holds the same set of each kind as the first such store */
+  static const char *const kinds[2] = {"mel", "tokens"};
+  static const int entry_db[2] = {FC_DB_AUDIO, FC_DB_TEXT};
+  for (int k = 0; k < 2 && !rc; k++) {
+    for (size_t i = 0; i < n && !rc; i++) {
+      MDB_stat ms;
+      if ((rc = mdb_stat(txns[i], st[i]->dbi[entry_db[k]], &ms)) != 0) break;
+      out->entries[entry_db[k]] += ms.ms_entries;
+      if (!ms.ms_entries) continue;
+      char(*set)[33];
+      size_t sn;
+      if ((rc = config_set(txns[i], st[i]->dbi[FC_DB_META], kinds[k], &w->set, &sn)) != 0) break;
+      set = w->set;
+      if (ref_store[k] < 0) {
+        ref_sets[k] = set;
+        w->set = NULL;
+        ref_n[k] = sn;
+        ref_store[k] = (long)i;
+        if (k == 0)
+          out->mel_configs = sn;
+        else
+          out->token_configs = sn;
+        continue;
+      }
+      for (size_t a = 0; a < ref_n[k]; a++) {
+        size_t b = 0;
+        while (b < sn && strcmp(set[b], ref_sets[k][a])) b++;
+        if (b == sn)
+          add(c, FC_VERIFY_ERROR, "meta", NULL, 0,
+              "%s lacks the %s config %s that %s holds: the stores cannot be read as one dataset "
+              "with it",
+              dirs[i], kinds[k], ref_sets[k][a], dirs[ref_store[k]]);
+      }
+      for (size_t b = 0; b < sn; b++) {
+        size_t a = 0;
+        while (a < ref_n[k] && strcmp(set[b], ref_sets[k][a])) a++;
+        if (a == ref_n[k])
+          add(c, FC_VERIFY_ERROR, "meta", NULL, 0,
+              "%s holds the %s config %s that %s lacks: the stores cannot be read as one dataset "
+              "with it",
+              dirs[i], kinds[k], set[b], dirs[ref_store[k]]);
+      }
+      free(set);
+      w->set = NULL;
+    }
+  }
+  if (rc) return rc;
+
+  /* the manifest's ids, sorted in key order, joined with the merged key streams */
+  const fc_item_list *m = o->manifest;
+  if (m) {
+    ids = w->ids = fc_malloc((m->count ? m->count : 1) * sizeof *ids);
+    if (!ids) return ENOMEM;
+    for (size_t i = 0; i < m->count; i++)
+      if (m->items[i].err)
+        skipped_line(c, &m->items[i]);
+      else if (m->items[i].id)
+        ids[nids++] = m->items[i].id;
+    qsort(ids, nids, sizeof *ids, cmp_id);
+    out->manifest_items = nids;
+  }
+  for (int k = 0; k < 2 && !rc; k++) {
+    int db = entry_db[k];
+    for (size_t i = 0; i < n; i++) dbis[i] = st[i]->dbi[db];
+    fc_kmerge *km;
+    if ((rc = kmerge_open(txns, dbis, n, NULL, &w->km)) != 0) break;
+    km = w->km;
+    MDB_val key;
+    size_t cnt, mi = 0;
+    const size_t *src;
+    const MDB_val *vals;
+    int need_manifest = m && (db == FC_DB_AUDIO || o->expect_tokens_given);
+    while ((rc = kmerge_next(km, &key, &cnt, &src, &vals)) == 0) {
+      if (o->stop && *o->stop) {
+        rc = FC_EINTR;
+        break;
+      }
+      for (size_t j = 1; j < cnt; j++) {
+        if (vals[j].mv_size == vals[0].mv_size &&
+            !memcmp(vals[j].mv_data, vals[0].mv_data, vals[0].mv_size))
+          continue;
+        char d[512];
+        describe(db, &vals[0], &vals[j], d, sizeof d);
+        add(c, FC_VERIFY_ERROR, fc_db_name(db), key.mv_data, key.mv_size,
+            "in %s and %s with different entries: %s (cache-merge would refuse it)", dirs[src[0]],
+            dirs[src[j]], d);
+        break;
+      }
+      while (need_manifest && mi < nids) { /* ids before this key are in no store */
+        MDB_val mk = {strlen(ids[mi]), (void *)ids[mi]};
+        int cmp = kmerge_cmp(&mk, &key);
+        if (cmp > 0) break;
+        if (cmp < 0) missing_id(c, st, txns, n, ids[mi], db);
+        mi++;
+      }
+    }
+    kmerge_close(km);
+    w->km = NULL;
+    if (rc != MDB_NOTFOUND) break;
+    rc = 0;
+    for (; need_manifest && mi < nids; mi++) missing_id(c, st, txns, n, ids[mi], db);
+  }
+  return rc;
+}
+
+/* walk, with LMDB's assertions on damaged pages caught (vf_lmdb_assert): a finding. */
+static int walk_guarded(dctx *c, dwalk *w, const char *const *dirs, size_t n,
+                        const fc_verify_opts *o, fc_store **st, MDB_txn **txns, MDB_dbi *dbis,
+                        char (**ref_sets)[33]) {
+  sigjmp_buf jb, *outer = vf_lmdb_jump;
+  if (sigsetjmp(jb, 0)) {
+    vf_lmdb_jump = outer;
+    add(c, FC_VERIFY_ERROR, "env", NULL, 0,
+        "B-tree damaged (LMDB: %s): the stores were not checked as one dataset", vf_lmdb_why);
+    return 0;
+  }
+  vf_lmdb_jump = &jb;
+  int rc = walk(c, w, dirs, n, o, st, txns, dbis, ref_sets);
+  vf_lmdb_jump = outer;
+  return rc;
+}
+
 int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o,
                       fc_verify_report *out, char *why, size_t why_len) {
   fc_verify_opts defaults;
@@ -190,11 +328,7 @@ int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o
   fc_rtxn **rt = fc_calloc(n ? n : 1, sizeof *rt);
   MDB_txn **txns = fc_calloc(n ? n : 1, sizeof *txns);
   MDB_dbi *dbis = fc_calloc(n ? n : 1, sizeof *dbis);
-  const char **ids = NULL;
-  size_t nids = 0;
   char(*ref_sets[2])[33] = {NULL, NULL};
-  size_t ref_n[2] = {0, 0};
-  long ref_store[2] = {-1, -1};
   int rc = (st && rt && txns && dbis) ? 0 : ENOMEM;
   size_t unread = 0;
   for (size_t i = 0; i < n && !rc;
@@ -212,6 +346,7 @@ int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o
   for (size_t i = 0; i < n && !rc && !bad_files; i++) {
     unsigned fl = FC_STORE_RDONLY | (store_wants_nolock(dirs[i], o->nolock) ? FC_STORE_NOLOCK : 0);
     rc = fc_store_open(dirs[i], fl, &st[i]);
+    if (!rc) mdb_env_set_assert(st[i]->env, vf_lmdb_assert);
     if (rc == FC_EFORMAT || rc == FC_EVERSION || rc == FC_ETRUNCATED || rc == MDB_INVALID ||
         rc == MDB_CORRUPTED ||
         rc == MDB_PAGE_NOTFOUND) { /* a damaged store: its own report says what (exit 1) */
@@ -232,106 +367,16 @@ int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o
   out->opened = 1;
   if (unread) goto done;
 
-  /* configs: every store with entries holds the same set of each kind as the first such store */
-  static const char *const kinds[2] = {"mel", "tokens"};
-  static const int entry_db[2] = {FC_DB_AUDIO, FC_DB_TEXT};
-  for (int k = 0; k < 2 && !rc; k++) {
-    for (size_t i = 0; i < n && !rc; i++) {
-      MDB_stat ms;
-      if ((rc = mdb_stat(txns[i], st[i]->dbi[entry_db[k]], &ms)) != 0) break;
-      out->entries[entry_db[k]] += ms.ms_entries;
-      if (!ms.ms_entries) continue;
-      char(*set)[33];
-      size_t sn;
-      if ((rc = config_set(txns[i], st[i]->dbi[FC_DB_META], kinds[k], &set, &sn)) != 0) break;
-      if (ref_store[k] < 0) {
-        ref_sets[k] = set;
-        ref_n[k] = sn;
-        ref_store[k] = (long)i;
-        if (k == 0)
-          out->mel_configs = sn;
-        else
-          out->token_configs = sn;
-        continue;
-      }
-      for (size_t a = 0; a < ref_n[k]; a++) {
-        size_t b = 0;
-        while (b < sn && strcmp(set[b], ref_sets[k][a])) b++;
-        if (b == sn)
-          add(&c, FC_VERIFY_ERROR, "meta", NULL, 0,
-              "%s lacks the %s config %s that %s holds: the stores cannot be read as one dataset "
-              "with it",
-              dirs[i], kinds[k], ref_sets[k][a], dirs[ref_store[k]]);
-      }
-      for (size_t b = 0; b < sn; b++) {
-        size_t a = 0;
-        while (a < ref_n[k] && strcmp(set[b], ref_sets[k][a])) a++;
-        if (a == ref_n[k])
-          add(&c, FC_VERIFY_ERROR, "meta", NULL, 0,
-              "%s holds the %s config %s that %s lacks: the stores cannot be read as one dataset "
-              "with it",
-              dirs[i], kinds[k], set[b], dirs[ref_store[k]]);
-      }
-      free(set);
-    }
-  }
-  if (rc) goto done;
-
-  /* the manifest's ids, sorted in key order, joined with the merged key streams */
-  const fc_item_list *m = o->manifest;
-  if (m) {
-    ids = fc_malloc((m->count ? m->count : 1) * sizeof *ids);
-    if (!ids) {
-      rc = ENOMEM;
-      goto done;
-    }
-    for (size_t i = 0; i < m->count; i++)
-      if (m->items[i].err)
-        skipped_line(&c, &m->items[i]);
-      else if (m->items[i].id)
-        ids[nids++] = m->items[i].id;
-    qsort(ids, nids, sizeof *ids, cmp_id);
-    out->manifest_items = nids;
-  }
-  for (int k = 0; k < 2 && !rc; k++) {
-    int db = entry_db[k];
-    for (size_t i = 0; i < n; i++) dbis[i] = st[i]->dbi[db];
-    fc_kmerge *km;
-    if ((rc = kmerge_open(txns, dbis, n, NULL, &km)) != 0) break;
-    MDB_val key;
-    size_t cnt, mi = 0;
-    const size_t *src;
-    const MDB_val *vals;
-    int need_manifest = m && (db == FC_DB_AUDIO || o->expect_tokens_given);
-    while ((rc = kmerge_next(km, &key, &cnt, &src, &vals)) == 0) {
-      if (o->stop && *o->stop) {
-        rc = FC_EINTR;
-        break;
-      }
-      for (size_t j = 1; j < cnt; j++) {
-        if (vals[j].mv_size == vals[0].mv_size &&
-            !memcmp(vals[j].mv_data, vals[0].mv_data, vals[0].mv_size))
-          continue;
-        char d[512];
-        describe(db, &vals[0], &vals[j], d, sizeof d);
-        add(&c, FC_VERIFY_ERROR, fc_db_name(db), key.mv_data, key.mv_size,
-            "in %s and %s with different entries: %s (cache-merge would refuse it)", dirs[src[0]],
-            dirs[src[j]], d);
-        break;
-      }
-      while (need_manifest && mi < nids) { /* ids before this key are in no store */
-        MDB_val mk = {strlen(ids[mi]), (void *)ids[mi]};
-        int cmp = kmerge_cmp(&mk, &key);
-        if (cmp > 0) break;
-        if (cmp < 0) missing_id(&c, st, txns, n, ids[mi], db);
-        mi++;
-      }
-    }
-    kmerge_close(km);
-    if (rc != MDB_NOTFOUND) break;
+  dwalk w = {NULL, NULL, NULL};
+  rc = walk_guarded(&c, &w, dirs, n, o, st, txns, dbis, ref_sets);
+  if (rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND) {
+    add(&c, FC_VERIFY_ERROR, "env", NULL, 0,
+        "B-tree damaged (LMDB: %s): the stores were not checked as one dataset", mdb_strerror(rc));
     rc = 0;
-    for (; need_manifest && mi < nids; mi++) missing_id(&c, st, txns, n, ids[mi], db);
   }
+  free(w.set);
+  free(w.ids);
+  kmerge_close(w.km);
   if (o->stop && *o->stop && !rc) rc = FC_EINTR;
 
 done:
@@ -343,7 +388,6 @@ done:
   free(rt);
   free(txns);
   free(dbis);
-  free(ids);
   free(ref_sets[0]);
   free(ref_sets[1]);
   clock_gettime(CLOCK_MONOTONIC, &t1);
