@@ -276,12 +276,14 @@ int main(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
     switch (c) {
     case OPT_EXPECT_PRESET:
-    case OPT_EXPECT_CONFIG:
+    case OPT_EXPECT_CONFIG: {
       if (n_mel == 64) fc_cli_usage_error("too many --expect-preset/--expect-config (64 at most)");
-      if (c == OPT_EXPECT_CONFIG && strlen(optarg) != 32)
+      fc_digest dg;
+      if (c == OPT_EXPECT_CONFIG && (strlen(optarg) != 32 || fc_digest_parse(optarg, &dg) != 0))
         fc_cli_usage_error("invalid value '%s' for --expect-config (want 32 hex chars)", optarg);
       mel[n_mel++] = optarg;
       break;
+    }
     case OPT_EXPECT_TOKENS:
       vo.expect_tokens_given = 1;
       /* an optional argument must be attached: "--expect-tokens chars" reads chars as a STORE */

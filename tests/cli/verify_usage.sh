@@ -39,6 +39,10 @@ Try 'cache-verify --help' for more information."
 "$V" --expect-config abc s >"$T/out" 2>"$T/err"; check short-digest 2 $?
 expect_err short-digest "cache-verify: invalid value 'abc' for --expect-config (want 32 hex chars)
 Try 'cache-verify --help' for more information."
+# 32 characters that are not hex: the same message (it said "unknown preset", naming the other option)
+"$V" --expect-config ZZ91d23124bcd0edbbb0d68da5c3c859 s >"$T/out" 2>"$T/err"; check nonhex-digest 2 $?
+expect_err nonhex-digest "cache-verify: invalid value 'ZZ91d23124bcd0edbbb0d68da5c3c859' for --expect-config (want 32 hex chars)
+Try 'cache-verify --help' for more information."
 
 "$V" "" >"$T/out" 2>"$T/err"; check empty-store 2 $?
 expect_err empty-store "cache-verify: '' names no STORE (an empty path: an unset variable?)
