@@ -3,12 +3,12 @@
 The loader's threads build each padded batch whole into a caller buffer (a torch uint8 tensor,
 pinned for CUDA): the mels first, then the lengths, crop starts, padded tokens and id text
 (libcache/loader, FC_DESC_LAYOUT). So a buffer holds every batch of one shape at the same
-offsets, and the tensors over it — mels [B, T, n_mels], mel_lengths, mel_starts, tokens,
-token_lengths — are made once per (buffer, shape) and handed out again each time that buffer
-comes back. One ctypes call (fc_loader_swap_descs) gives back the batches the loop let go and
-takes the next with those already built after it; each batch it took is made ready then (its
-entry looked up, its dict copied), so the next() calls until the following call step through a
-list.
+offsets, and the tensors over it — mels [B, T, n_mels], mel_lengths, mel_starts,
+src_frames, tokens, token_lengths — are made once per (buffer, shape) and handed out again each
+time that buffer comes back. One ctypes call (fc_loader_swap_descs) gives back the batches the
+loop let go and takes the next with those already built after it; each batch it took is made
+ready then (its entry looked up, its dict copied), so the next() calls until the following call
+step through a list.
 
 A buffer goes back to the loader once the loop no longer holds anything of its batch: no Python
 reference to the tensors handed out (sys.getrefcount) and no other tensor over the buffer's
@@ -285,7 +285,8 @@ class Handoff:
         nm = int(info.n_mels)
         esz = torch.empty(0, dtype=mdt).element_size()
         fields = {"mels": (0, B * T * nm * esz, mdt, (B, T, nm))}
-        for k, i in (("mel_lengths", _L._D_MEL_LENGTHS), ("mel_starts", _L._D_MEL_STARTS)):
+        for k, i in (("mel_lengths", _L._D_MEL_LENGTHS), ("mel_starts", _L._D_MEL_STARTS),
+                     ("src_frames", _L._D_SRC_FRAMES)):
             fields[k] = (d[i] - base, 4 * B, torch.int32, (B,))
         if d[_L._D_TOKEN_LENGTHS]:
             tdt = _TORCH_DT[info.tok_dtype]

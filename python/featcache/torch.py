@@ -9,6 +9,7 @@
         for batch in dl:
             batch["mels"]          # [B, 800, n_mels] CUDA tensor, already on the GPU
             batch["mel_lengths"], batch["tokens"], batch["token_lengths"], batch["ids"]
+            batch["mel_starts"], batch["src_frames"]   # where each crop starts, of how many frames
 
 Each item the dataset yields is a whole batch (use batch_size=None in the DataLoader, and leave
 the DataLoader's own pin_memory off: it would copy every batch once more).
@@ -93,7 +94,7 @@ def batch_to_torch(b, bf16=False):
         warnings.simplefilter("ignore", UserWarning)
         mels = _tensor(b.mels, bf16) if b.padded else [_tensor(m, bf16) for m in b.mels]
         out = {"ids": b.ids, "mels": mels, "mel_lengths": _ints(b.mel_lengths),
-               "mel_starts": _ints(b.mel_starts)}
+               "mel_starts": _ints(b.mel_starts), "src_frames": _ints(b.src_frames)}
         if b.tokens is not None:
             out["tokens"] = _ints(b.tokens) if b.padded else [_ints(t) for t in b.tokens]
             out["token_lengths"] = _ints(b.token_lengths)
@@ -112,7 +113,7 @@ class _Done:
 
 # fields copied to the device: small ones first — a copy from pageable memory synchronizes the
 # side stream, which then holds only earlier, finished copies — then the mels, from pinned memory
-_SMALL = ("mel_lengths", "mel_starts", "token_lengths", "tokens")
+_SMALL = ("mel_lengths", "mel_starts", "src_frames", "token_lengths", "tokens")
 
 
 def _handoff(ld, device=None, depth=2):

@@ -243,3 +243,21 @@ def test_checked_when_made(store):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
+
+
+@pytest.mark.parametrize("padded,workers,crop", [(True, 0, True), (False, 0, True),
+                                                 (True, 2, True), (True, 0, False)])
+def test_src_frames_with_crops(store, padded, workers, crop):
+    """Each batch dict gives src_frames (the record's length) next to mel_starts, as the C and
+    Python loaders do: a random crop of a per-frame stream (audio, pitch) needs both."""
+    kw = dict(crop_frames=120, crop="random") if not padded else dict(pad_to=120, crop="random")
+    kw = kw if crop else {}
+    ds = FeatcacheDataset(store["path"], batch_size=8, padded=padded, **kw)
+    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers)
+    seen = 0
+    for batch in dl:
+        want = [100 + 7 * int(u[1:]) for u in batch["ids"]]
+        assert batch["src_frames"].tolist() == want
+        assert (batch["mel_starts"] + batch["mel_lengths"] <= batch["src_frames"]).all()
+        seen += len(want)
+    assert seen == N
