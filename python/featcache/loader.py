@@ -768,6 +768,12 @@ def get(store, id, features=None, tokens=None):
         raise TypeError("featcache: get(%r): an utterance id is a str" % (id,))
     key = (os.getpid(), os.path.realpath(os.fspath(store)), features, tokens)
     ld = _GET_CACHE.get(key)
+    try:  # a store replaced (rebuilt and moved into place) has the same path, not the same inodes
+        ident = [(st.st_dev, st.st_ino) for st in map(os.stat, (key[1], key[1] + "/data.mdb"))]
+    except OSError:
+        ident = None
+    if ld is not None and ld._ident != ident:
+        ld = None  # open the new store
     it = _lib.Item()
     for fresh in (ld is None, True):
         if fresh:
@@ -777,6 +783,7 @@ def get(store, id, features=None, tokens=None):
             ld = h = None  # the handle it held closes now, unless arrays of it live on
             ld = Loader(store, features=features, tokens=tokens, _open=False)
             ld._h = _Handle(ld.paths, ld._options(lookup_only=True))
+            ld._ident = ident
             _GET_CACHE[key] = ld
         h = ld._h
         rc = h.lib.fc_loader_lookup(h.h, id.encode("utf-8"), ctypes.byref(it))

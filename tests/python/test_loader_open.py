@@ -116,6 +116,28 @@ def test_get_sees_utterances_stored_after_its_first_call(store):
         featcache.get(path, "still-not-there")
 
 
+def test_get_after_the_store_is_rebuilt_and_moved_into_place(store):
+    # get()'s lookup handle kept the store it first opened: a store rebuilt elsewhere and moved
+    # over the old one (rm -r cache && mv new cache) gave the old, deleted store's features for
+    # the life of the process, while a Loader opened then read the new one
+    d = store["dir"]
+    path, new = os.path.join(d, "rebuilt"), os.path.join(d, "rebuilt.new")
+    shutil.copytree(store["path"], path)
+    old = featcache.get(path, "utt0").copy()
+    os.mkdir(os.path.join(d, "swapped"))
+    w = os.path.join(d, "swapped", "utt0.wav")  # utt0 is now the longer sentence
+    shutil.copyfile(os.path.join(d, "utt1.wav"), w)
+    r = subprocess.run([os.path.join(BIN, "featurize"), "-q", "--device", "cpu", "-o", new, w],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    shutil.rmtree(path)
+    os.rename(new, path)
+    mel = featcache.get(path, "utt0")
+    b = next(iter(featcache.Loader(path, batch_size=8)))
+    assert b.ids == ["utt0"] and b.mels[0].shape != old.shape
+    assert mel.shape == b.mels[0].shape and (mel == b.mels[0]).all()
+
+
 # ctypes stores a Python int into a C uint32/uint64 field modulo 2**32 (2**64) without a word: a
 # negative or too large number became another option entirely (pad_to=-5: batches of 4294967291
 # frames, "out of memory" at the first batch; batch_size=2**32: "batch_size 0 without
