@@ -18,6 +18,7 @@ loads neither espeak-ng nor FFTW nor cuFFT. It is found, in this order:
 
 import ctypes
 import ctypes.util
+import errno
 import glob
 import os
 import sys
@@ -50,6 +51,12 @@ class FeatcacheError(RuntimeError):
     """A libfeatcache call failed: .code is the error code (fc_strerror names it)."""
 
     def __init__(self, code, message):
+        if code == errno.EMFILE:  # the tools raise their limit, the library does not: say how
+            import resource
+            message += ("; each open store takes file descriptors, and this process met its soft "
+                        "limit of open files (%d): raise it up to the hard limit (ulimit -Hn) with "
+                        "resource.setrlimit(resource.RLIMIT_NOFILE, ...) (docs/scale-out.md)"
+                        % resource.getrlimit(resource.RLIMIT_NOFILE)[0])
         super().__init__(message)
         self.code = code
 

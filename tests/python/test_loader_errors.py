@@ -71,5 +71,34 @@ def test_no_reason(monkeypatch):
         "get('a'): " + _lib.strerror(errno.EIO)
 
 
+def test_too_many_open_files_says_what_to_do(tmp_path):
+    # each open store takes file descriptors: a loader over many stores met the soft limit with
+    # only "STORE: Too many open files"; the library does not raise the limit (the tools do), so
+    # the message says how (docs/scale-out.md)
+    import subprocess
+    code = r"""
+import os, resource, sys, numpy as np, featcache
+from featcache import testing as T
+paths = []
+for i in range(40):
+    p = os.path.join(sys.argv[1], "s%02d" % i)
+    with T.StoreWriter(p) as w:
+        cfg = w.add_config(T.mel_config_json("hifigan"))
+        w.add_utterance("u%02d" % i, b"a%d" % i, np.zeros((20, 80), np.float32), cfg)
+    paths.append(p)
+resource.setrlimit(resource.RLIMIT_NOFILE, (48, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+try:
+    featcache.Loader(paths, batch_size=4)
+except featcache.FeatcacheError as e:
+    print(e)
+"""
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.strip()
+    assert "Too many open files" in out
+    assert "soft limit of open files (48)" in out and "RLIMIT_NOFILE" in out, out
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
