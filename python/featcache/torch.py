@@ -46,8 +46,10 @@ num_workers, so each utterance is read by exactly one worker of one rank per epo
 DistributedSampler). Without other ranks (world_size 1) the workers split the epoch exactly
 whatever the shard mode: each utterance once, as with num_workers=0. len() is the batch count
 without workers: with them each worker ends on its own short batch, so an epoch can have up to
-num_workers - 1 more (torch's caveat for an IterableDataset with workers). device="cuda" and pin_memory need num_workers=0. rank/world_size come from
-torch.distributed when it is initialized, unless given.
+num_workers - 1 more (torch's caveat for an IterableDataset with workers); with drop_last each
+worker drops its own short batch, up to num_workers * (batch_size - 1) utterances an epoch, and
+the epoch can have fewer batches than len(). device="cuda" and pin_memory need num_workers=0.
+rank/world_size come from torch.distributed when it is initialized, unless given.
 Views (padded=False) are read-only memory: do not write into those tensors.
 Lengths are int32 tensors (torch has no uint32; same memory); u16 token ids become int32 (a copy).
 bf16 stores give torch.bfloat16 tensors.
