@@ -184,10 +184,6 @@ static sf_count_t vio_write(const void *ptr, sf_count_t count, void *user) {
 static sf_count_t vio_tell(void *user) { return ((mem_file *)user)->pos; }
 
 /* ---- 16-bit mono WAV without libsndfile ------------------------------------------------------- */
-static uint32_t le32(const uint8_t *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 /* The common case, decoded without libsndfile: a RIFF WAVE of 16-bit mono PCM whose chunks are
  * all well formed, "fmt " (plain PCM: 16 bytes, or 18 with no extension) before "data", the data
  * chunk complete and non-empty. For exactly these files libsndfile reads size / 2 frames and
@@ -207,7 +203,7 @@ static int wav_pcm16_scan(const uint8_t *b, size_t avail, uint64_t len, size_t *
   while (pos + 8 <= len) {
     if (pos + 8 > avail) return -1;
     const uint8_t *c = b + pos;
-    uint32_t size = le32(c + 4);
+    uint32_t size = audio_le32(c + 4);
     if ((uint64_t)size > len - pos - 8) return 0;
     if (memcmp(c, "fmt ", 4) == 0) {
       if (sr || (size != 16 && size != 18)) return 0;
@@ -215,7 +211,7 @@ static int wav_pcm16_scan(const uint8_t *b, size_t avail, uint64_t len, size_t *
       const uint8_t *f = c + 8;
       unsigned tag = f[0] | f[1] << 8, ch = f[2] | f[3] << 8, align = f[12] | f[13] << 8,
                bits = f[14] | f[15] << 8;
-      uint32_t r = le32(f + 4), byte_rate = le32(f + 8);
+      uint32_t r = audio_le32(f + 4), byte_rate = audio_le32(f + 8);
       if (tag != 1 || ch != 1 || align != 2 || bits != 16 || r == 0 || byte_rate != 2 * r) return 0;
       if (size == 18 && (f[16] | f[17]) != 0) return 0;
       sr = r;

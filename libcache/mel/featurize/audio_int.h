@@ -7,6 +7,11 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+/* A little-endian 32-bit field of a header (audio.c's WAV reader, audio_sniff.c's chunk walks). */
+static inline uint32_t audio_le32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 /* fc_audio_read_file into a buffer the caller keeps from file to file (a worker's): *buf (NULL
  * with *cap 0 at first) is used when it holds the file, else grown (fc_realloc) and *buf, *cap
  * updated; it stays the caller's to free, whatever the outcome. *len: the file's bytes in it.

@@ -7,15 +7,11 @@
 #include <sndfile.h>
 #include <string.h>
 
-static uint32_t le32(const uint8_t *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 static uint32_t be32(const uint8_t *p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
 }
 
-static uint64_t le64(const uint8_t *p) { return le32(p) | (uint64_t)le32(p + 4) << 32; }
+static uint64_t le64(const uint8_t *p) { return audio_le32(p) | (uint64_t)audio_le32(p + 4) << 32; }
 
 /* A stated data size: 0 and 0x7FFFF000 or more are "length unknown" (32-bit sizes of streams). */
 static int size_stated(uint64_t size) { return size != 0 && size < 0x7FFFF000u; }
@@ -39,7 +35,7 @@ static int wav_cut(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *h
   unsigned block_align = 0;
   uint64_t ds64_data = 0;
   while (pos + 8 <= len) {
-    uint64_t size = le32(b + pos + 4);
+    uint64_t size = audio_le32(b + pos + 4);
     if (memcmp(b + pos, "fmt ", 4) == 0 && size >= 16 && pos + 8 + 16 <= len) {
       block_align = (unsigned)b[pos + 8 + 12] | (unsigned)b[pos + 8 + 13] << 8;
     } else if (rf64 && memcmp(b + pos, "ds64", 4) == 0 && size >= 16 && pos + 8 + 16 <= len) {
@@ -62,7 +58,7 @@ static int wav_cut(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *h
 uint64_t audio_unsized_data(const uint8_t *b, size_t len) {
   if (len < 12 || memcmp(b, "RIFF", 4) != 0 || memcmp(b + 8, "WAVE", 4) != 0) return 0;
   for (size_t pos = 12; pos + 8 <= len;) {
-    uint64_t size = le32(b + pos + 4);
+    uint64_t size = audio_le32(b + pos + 4);
     if (memcmp(b + pos, "data", 4) == 0) return size == 0 ? len - (pos + 8) : 0;
     if (size + (size & 1) > len - pos - 8) return 0;
     pos += 8 + (size_t)size + (size & 1);
