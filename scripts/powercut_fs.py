@@ -36,10 +36,15 @@ import sys
 import threading
 import time
 
-try:
-    import fusepy as fuse  # Debian's python3-fusepy
-except ImportError:  # pragma: no cover - PyPI's fusepy
-    import fuse
+fuse = None  # the FUSE binding, imported by main once the options are parsed: --help needs none
+
+
+def import_fuse():
+    global fuse
+    try:
+        import fusepy as fuse  # Debian's python3-fusepy
+    except ImportError:  # pragma: no cover - PyPI's fusepy
+        import fuse
 
 PAGE = 4096
 META_END = 2 * PAGE  # LMDB's two meta pages (page size 4096 on the machines we run on)
@@ -55,7 +60,7 @@ class File:
         self.dirty = False
 
 
-class PowerCutFS(fuse.Operations):
+class PowerCutFS:  # a fuse.Operations: main mixes that in once the binding is imported
     def __init__(self, backing, state):
         self.root = os.path.realpath(backing)
         self.state = state
@@ -329,8 +334,9 @@ def main():
     ap.add_argument("--cut", choices=("keep", "drop", "prefix", "subset"), default="drop")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
+    import_fuse()
     os.makedirs(a.state, exist_ok=True)
-    fs = PowerCutFS(a.backing, a.state)
+    fs = type("PowerCutFS", (PowerCutFS, fuse.Operations), {})(a.backing, a.state)
     # one thread: requests are served in the order the kernel sends them; no attribute or entry
     # cache beyond what the kernel keeps for open files
     fuse.FUSE(fs, a.mount, foreground=True, nothreads=True, attr_timeout=0, entry_timeout=0,

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The Python scripts in scripts/ that do not re-run themselves under the project's venv (the
+# benchmarks do: benchlib's project_python) answer --help with any python3 — crash-trials and
+# powercut_fs.py among them: usage on stdout, exit 0, nothing on stderr. The modules they need for
+# their work (numpy, lmdb, a FUSE binding, the featcache package) are imported after the options
+# are parsed. Run here with `python -S` (no site-packages: none of those modules importable).
+set -u
+t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
+fails=0 seen=0
+for f in "$FC_SRC"/scripts/*; do
+  [ -f "$f" ] && head -1 "$f" | grep -q '^#!.*python' && ! grep -q project_python "$f" || continue
+  seen=$((seen + 1))
+  "$FC_PYTHON" -S "$f" --help >"$t/out" 2>"$t/err"; rc=$?
+  if [ $rc != 0 ] || [ -s "$t/err" ] || [ ! -s "$t/out" ]; then
+    echo "FAIL ${f#"$FC_SRC"/} --help without site-packages: exit $rc: $(tail -1 "$t/err")"
+    fails=$((fails + 1))
+  fi
+done
+[ $seen -ge 3 ] || { echo "FAIL only $seen scripts found (crash-trials, powercut_fs.py, ctest-missing at least)"; fails=1; }
+exit $((fails > 0))
