@@ -91,19 +91,6 @@ struct opts {
   const char *svg, *dump;
 };
 
-/* Split a comma list; each item through fn. */
-static void parse_list(const char *opt, const char *arg,
-                       void (*fn)(const char *, const char *, void *), void *ctx) {
-  char buf[256];
-  if (snprintf(buf, sizeof buf, "%s", arg) >= (int)sizeof buf)
-    fc_cli_usage_error("invalid value for --%s: too long", opt);
-  char *save = NULL;
-  int any = 0;
-  for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save), any = 1)
-    fn(opt, tok, ctx);
-  if (!any) fc_cli_usage_error("invalid value '%s' for --%s (empty list)", arg, opt);
-}
-
 static void add_pattern(const char *opt, const char *tok, void *ctx) {
   struct opts *o = ctx;
   if (!strcmp(tok, "all")) {
@@ -199,15 +186,15 @@ int main(int argc, char **argv) {
     switch (c) {
     case 'p':
       o.np = 0;
-      parse_list("patterns", optarg, add_pattern, &o);
+      fc_cli_list("patterns", optarg, add_pattern, &o);
       break;
     case 's':
       o.ns = 0;
-      parse_list("states", optarg, add_state, &o);
+      fc_cli_list("states", optarg, add_state, &o);
       break;
     case 't':
       o.nt = 0;
-      parse_list("threads", optarg, add_threads, &o);
+      fc_cli_list("threads", optarg, add_threads, &o);
       break;
     case 'b': o.batch = fc_cli_u32("batch", optarg, 1, 4096); break;
     case OPT_STEP: o.step_ms = fc_cli_double("step-ms", optarg, 0.001, 1e7); break;

@@ -271,6 +271,29 @@ static inline double fc_cli_double(const char *opt, const char *s, double lo, do
   return v;
 }
 
+/* A comma list (cache-bench -t 1,2, loader-bench --sweep workers=1,2): each item through fn, in
+ * order, with opt passed on for its messages. An empty item (1,,2, a leading or trailing comma)
+ * or an empty list is a usage error, never skipped: a typo, or an unset variable in -t 1,$T,
+ * would otherwise run another set of cells than the one asked for. */
+static inline void fc_cli_list(const char *opt, const char *arg,
+                               void (*fn)(const char *opt, const char *item, void *ctx),
+                               void *ctx) {
+  if (!*arg) fc_cli_usage_error("invalid value '' for --%s (an empty list)", opt);
+  char *buf = strdup(arg);
+  if (!buf) fc_cli_usage_error("--%s: %s", opt, strerror(ENOMEM));
+  for (char *item = buf, *next;; item = next + 1) {
+    next = strchr(item, ',');
+    if (next) *next = '\0';
+    if (!*item) {
+      free(buf);
+      fc_cli_usage_error("invalid value '%s' for --%s (an empty item in the list)", arg, opt);
+    }
+    fn(opt, item, ctx);
+    if (!next) break;
+  }
+  free(buf);
+}
+
 /* Boolean: 1/0, true/false, yes/no, on/off. */
 static inline int fc_cli_bool(const char *opt, const char *s) {
   const char *yes[] = {"1", "true", "yes", "on"}, *no[] = {"0", "false", "no", "off"};

@@ -111,20 +111,19 @@ typedef struct axis {
   int n;
 } axis;
 
+static void add_axis_value(const char *name, const char *item, void *ctx) {
+  axis *a = ctx;
+  uint32_t v = fc_cli_u32(name, item, strcmp(name, "batch") == 0 ? 1 : 0, 1u << 16);
+  for (int i = 0; i < a->n; i++) /* a repeated value is one cell, not the same cell twice */
+    if (a->v[i] == v) return;
+  if (a->n == MAX_AXIS) fc_cli_usage_error("too many values for --%s (at most %d)", name, MAX_AXIS);
+  a->v[a->n++] = v;
+}
+
+/* word: NAME=L, a comma list of values of the axis NAME */
 static void parse_axis(const char *word, const char *name, axis *a) {
-  const char *s = word + strlen(name) + 1;
   a->n = 0;
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", s);
-  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    uint32_t v = fc_cli_u32(name, t, strcmp(name, "batch") == 0 ? 1 : 0, 1u << 16);
-    int seen = 0; /* a repeated value is one cell, not the same cell measured twice */
-    for (int i = 0; i < a->n; i++) seen |= a->v[i] == v;
-    if (seen) continue;
-    if (a->n == MAX_AXIS) fc_cli_usage_error("%s: at most %d values", word, MAX_AXIS);
-    a->v[a->n++] = v;
-  }
-  if (!a->n) fc_cli_usage_error("%s: no values", word);
+  fc_cli_list(name, word + strlen(name) + 1, add_axis_value, a);
 }
 
 static void warn_cb(const char *path, const char *msg, void *user) {

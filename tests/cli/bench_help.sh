@@ -38,6 +38,12 @@ expect_usage "cache-bench: '' names no STORE (an empty path: an unset variable?)
 expect_usage "cache-bench: invalid value 'zigzag' for --patterns (want sequential, physical, random, locality or all)" -p zigzag x
 expect_usage "cache-bench: invalid value 'hot' for --states (want cold or warm)" -s cold,hot x
 expect_usage "cache-bench: invalid value '0' for --threads (want an integer in 1..256)" -t 1,0 x
+# an empty item in a list option is refused, not skipped: -t 1,,2 (a typo, or an unset variable in
+# -t 1,$T,2) must not run another set of passes than the one asked for
+expect_usage "cache-bench: invalid value '1,,2' for --threads (an empty item in the list)" -t 1,,2 x
+expect_usage "cache-bench: invalid value ',warm' for --states (an empty item in the list)" -s ,warm x
+expect_usage "cache-bench: invalid value 'random,' for --patterns (an empty item in the list)" -p random, x
+expect_usage "cache-bench: invalid value '' for --threads (an empty list)" -t '' x
 expect_usage "cache-bench: invalid value '32x' for --batch (want an integer in 1..4096)" -b 32x x
 expect_usage "cache-bench: invalid value '-1' for --step-ms (want a number in 0.001..1e+07)" --step-ms -1 x
 expect_usage "cache-bench: invalid value '1Q' for --bytes (want a size, e.g. 256MiB)" --bytes 1Q x

@@ -76,6 +76,10 @@ check sweep-compare 2 "loader-bench: --compare and --sweep exclude each other
 $try" -- "$LB" --compare --sweep --manifest m.csv st
 check sweep-axis 2 "loader-bench: invalid value 'x' for --workers (want an integer in 0..65536)
 $try" -- "$LB" --source synthetic --sweep workers=1,x
+check sweep-empty-item 2 "loader-bench: invalid value '1,,2' for --workers (an empty item in the list)
+$try" -- "$LB" --source synthetic --sweep workers=1,,2
+check sweep-empty-list 2 "loader-bench: invalid value '' for --prefetch (an empty list)
+$try" -- "$LB" --source synthetic --sweep prefetch=
 check sweep-batch0 2 "loader-bench: invalid value '0' for --batch (want an integer in 1..65536)
 $try" -- "$LB" --source synthetic --sweep batch=0
 check unknown-preset 2 "loader-bench: unknown preset 'nope'
