@@ -16,5 +16,14 @@ for f in "$FC_SRC"/scripts/*; do
     fails=$((fails + 1))
   fi
 done
+# a list option with an empty item or an unknown name is a usage error (exit 2), said before any
+# work, not skipped: crash-trials --tools featurize,,tokenize
+for tools in "featurize,,tokenize" "featurize," "" "featurise"; do
+  "$FC_PYTHON" -S "$FC_SRC/scripts/crash-trials" --tools "$tools" --bin "$t/none" >"$t/out" 2>"$t/err"; rc=$?
+  if [ $rc != 2 ] || ! grep -q "^crash-trials: error: argument --tools: " "$t/err" || [ -s "$t/out" ]; then
+    echo "FAIL crash-trials --tools '$tools': exit $rc (want 2): $(tail -1 "$t/err")"
+    fails=$((fails + 1))
+  fi
+done
 [ $seen -ge 3 ] || { echo "FAIL only $seen scripts found (crash-trials, powercut_fs.py, ctest-missing at least)"; fails=1; }
 exit $((fails > 0))
