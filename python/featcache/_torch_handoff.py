@@ -37,6 +37,7 @@ import sys
 
 import torch
 
+from . import _batch as _B
 from . import _lib
 from . import loader as _L
 
@@ -279,24 +280,24 @@ class Handoff:
         """The entry of layout key (desc d), made once."""
         h, info = self.h, self.h.info
         b = self._buffer((key >> 1) & 127)
-        B, T, L = d[_L._D_SIZE], d[_L._D_FRAMES], d[_L._D_MAX_TOKENS]
-        base = d[_L._D_MEL_DATA]
+        B, T, L = d[_B._D_SIZE], d[_B._D_FRAMES], d[_B._D_MAX_TOKENS]
+        base = d[_B._D_MEL_DATA]
         mdt = _TORCH_DT[info.mel_dtype]
         nm = int(info.n_mels)
         esz = torch.empty(0, dtype=mdt).element_size()
         fields = {"mels": (0, B * T * nm * esz, mdt, (B, T, nm))}
-        for k, i in (("mel_lengths", _L._D_MEL_LENGTHS), ("mel_starts", _L._D_MEL_STARTS),
-                     ("src_frames", _L._D_SRC_FRAMES)):
+        for k, i in (("mel_lengths", _B._D_MEL_LENGTHS), ("mel_starts", _B._D_MEL_STARTS),
+                     ("src_frames", _B._D_SRC_FRAMES)):
             fields[k] = (d[i] - base, 4 * B, torch.int32, (B,))
-        if d[_L._D_TOKEN_LENGTHS]:
+        if d[_B._D_TOKEN_LENGTHS]:
             tdt = _TORCH_DT[info.tok_dtype]
             tsz = torch.empty(0, dtype=tdt).element_size()
-            fields["token_lengths"] = (d[_L._D_TOKEN_LENGTHS] - base, 4 * B, torch.int32, (B,))
-            fields["tokens"] = (d[_L._D_TOK_DATA] - base, B * L * tsz, tdt, (B, L))
+            fields["token_lengths"] = (d[_B._D_TOKEN_LENGTHS] - base, 4 * B, torch.int32, (B,))
+            fields["tokens"] = (d[_B._D_TOK_DATA] - base, B * L * tsz, tdt, (B, L))
         e = _Entry()
         e.buf = b
         n_copy = max(off + n for off, n, _, _ in fields.values())
-        e.ids = _Ids(d[_L._D_ID_TEXT], B)
+        e.ids = _Ids(d[_B._D_ID_TEXT], B)
         e.template = t = {"ids": e.ids}
         if not self.cuda:
             t.update({k: _field(b.flat, *f) for k, f in fields.items()})
@@ -416,12 +417,12 @@ class Handoff:
     def _first(self, descs, j):
         """The entry of the batch of descriptor j whose layout has no entry yet (made now), or
         its LoaderBatch when it is not handed off whole."""
-        d = _L._unpack_desc(descs, 8 * j)
+        d = _B._unpack_desc(descs, 8 * j)
         descs.mv[j] = 0  # (handed out)
-        if not d[_L._D_LAYOUT]:
-            return _L._make_batch(self.h, d)
-        e = self._entry(d[_L._D_LAYOUT], d)
-        e.ptr = d[_L._D_BATCH]
+        if not d[_B._D_LAYOUT]:
+            return _B._make_batch(self.h, d)
+        e = self._entry(d[_B._D_LAYOUT], d)
+        e.ptr = d[_B._D_BATCH]
         e.ids._v = None
         self.out.append(e)
         return e
