@@ -100,11 +100,15 @@ typedef struct fc_verify_opts {
   size_t n_expect_mel;
   /* Token configs every text entry must have a tok record for: 32-hex digests, or a name matched
    * against a stored token config's "tokenizer", "name" or "preset" field. None given: every token
-   * config stored. expect_tokens_given also makes manifest ids need a text entry and tok record. */
+   * config stored. expect_tokens_given also makes manifest ids need a text entry and tok record,
+   * and a text entry that holds the text the manifest line gives, when it gives one. */
   const char *const *expect_tok;
   size_t n_expect_tok;
   int expect_tokens_given;
-  const fc_item_list *manifest; /* ids that must be present (items with err != 0 are skipped) */
+  /* ids that must be present (items with err != 0 are skipped); manifest ids with audio entries
+   * in a store that holds no mel config (every one dropped), or with text entries and no token
+   * config under expect_tokens_given, are an error too */
+  const fc_item_list *manifest;
   uint64_t max_errors; /* stop checking after this many errors; 0 = no limit */
   uint64_t max_warnings; /* keep at most this many warnings in the report; 0 = 10000 */
   int nolock; /* -1 never, 1 always, 0 auto: when the store's directory or
@@ -146,7 +150,8 @@ FC_API void fc_verify_report_free(fc_verify_report *r);
  * fc_verify_store on each: an id held by several stores must have the same audio (text) entry in
  * each; every store that holds audio (text) entries holds the same mel (token) configs; and, with
  * o->manifest, every manifest id has an audio entry in some store (and a text entry with
- * expect_tokens_given). Findings name the db ("audio", "text", "meta", "manifest"), the id, and
+ * expect_tokens_given, holding the manifest line's text), and the stores hold configs of a kind
+ * whose entries manifest ids have. Findings name the db ("audio", "text", "meta", "manifest"), the id, and
  * the stores. Uses o->manifest, expect_tokens_given, max_errors, nolock and stop; memory: a few
  * words per store plus the manifest's ids (the stores' keys are merged in order, not loaded).
  * Returns 0 when the checks ran (out->errors == 0: the stores form one sound dataset), the errors

@@ -82,9 +82,9 @@ static void add(dctx *c, int sev, const char *db, const void *key, size_t key_le
   f->problem = fc_strdup(msg);
 }
 
-/* LMDB key order, for sorting the manifest's ids like the stores' keys. */
+/* LMDB key order of the items' ids, for sorting the manifest like the stores' keys. */
 static int cmp_id(const void *a, const void *b) {
-  const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+  const char *x = (*(const fc_item *const *)a)->id, *y = (*(const fc_item *const *)b)->id;
   MDB_val va = {strlen(x), (void *)x}, vb = {strlen(y), (void *)y};
   return kmerge_cmp(&va, &vb);
 }
@@ -177,7 +177,7 @@ static void describe(int db, const MDB_val *a, const MDB_val *b, char *buf, size
 /* What a walk holds that a damaged page may leave behind (freed by the caller). */
 typedef struct dwalk {
   char (*set)[33];
-  const char **ids;
+  const fc_item **ids;
   fc_kmerge *km;
 } dwalk;
 
@@ -185,8 +185,10 @@ typedef struct dwalk {
 static int walk(dctx *c, dwalk *w, const char *const *dirs, size_t n, const fc_verify_opts *o,
                 fc_store **st, MDB_txn **txns, MDB_dbi *dbis, char (**ref_sets)[33]) {
   int rc = 0;
-  const char **ids = NULL;
+  const fc_item **ids = NULL;
   size_t nids = 0;
+  uint64_t matched[2] = {0, 0}; /* manifest ids with an audio (text) entry */
+  int any_cfg[2] = {0, 0}; /* some store with entries holds a mel (token) config */
   size_t ref_n[2] = {0, 0};
   long ref_store[2] = {-1, -1};
   fc_verify_report *out = c->r;
@@ -203,6 +205,7 @@ static int walk(dctx *c, dwalk *w, const char *const *dirs, size_t n, const fc_v
       size_t sn;
       if ((rc = config_set(txns[i], st[i]->dbi[FC_DB_META], kinds[k], &w->set, &sn)) != 0) break;
       set = w->set;
+      any_cfg[k] |= sn > 0;
       if (ref_store[k] < 0) {
         ref_sets[k] = set;
         w->set = NULL;
@@ -247,7 +250,7 @@ static int walk(dctx *c, dwalk *w, const char *const *dirs, size_t n, const fc_v
       if (m->items[i].err)
         skipped_line(c, &m->items[i]);
       else if (m->items[i].id)
-        ids[nids++] = m->items[i].id;
+        ids[nids++] = &m->items[i];
     qsort(ids, nids, sizeof *ids, cmp_id);
     out->manifest_items = nids;
   }
@@ -279,10 +282,20 @@ static int walk(dctx *c, dwalk *w, const char *const *dirs, size_t n, const fc_v
         break;
       }
       while (need_manifest && mi < nids) { /* ids before this key are in no store */
-        MDB_val mk = {strlen(ids[mi]), (void *)ids[mi]};
+        const char *id = ids[mi]->id;
+        MDB_val mk = {strlen(id), (void *)id};
         int cmp = kmerge_cmp(&mk, &key);
         if (cmp > 0) break;
-        if (cmp < 0) missing_id(c, st, txns, n, ids[mi], db);
+        if (cmp < 0) missing_id(c, st, txns, n, id, db);
+        if (cmp == 0) {
+          matched[k]++;
+          /* its tokens were made from the stored text: the manifest's is not served */
+          int how =
+              db == FC_DB_TEXT ? vf_text_changed(ids[mi], vals[0].mv_data, vals[0].mv_size) : 0;
+          if (how)
+            add(c, FC_VERIFY_ERROR, "text", id, strlen(id), "changed: manifest line %zu %s",
+                ids[mi]->line, vf_text_change_msg(how));
+        }
         mi++;
       }
     }
@@ -290,8 +303,14 @@ static int walk(dctx *c, dwalk *w, const char *const *dirs, size_t n, const fc_v
     w->km = NULL;
     if (rc != MDB_NOTFOUND) break;
     rc = 0;
-    for (; need_manifest && mi < nids; mi++) missing_id(c, st, txns, n, ids[mi], db);
+    for (; need_manifest && mi < nids; mi++) missing_id(c, st, txns, n, ids[mi]->id, db);
   }
+  /* every config of a kind dropped from every store: the entries remain, nothing is served (with
+   * expected configs named, each store's config mismatch says it) */
+  if (!rc && matched[0] && !any_cfg[0] && !o->n_expect_mel)
+    add(c, FC_VERIFY_ERROR, "meta", NULL, 0, "%s", vf_no_config_msg(0, n > 1, matched[0]));
+  if (!rc && matched[1] && !any_cfg[1] && !o->n_expect_tok)
+    add(c, FC_VERIFY_ERROR, "meta", NULL, 0, "%s", vf_no_config_msg(1, n > 1, matched[1]));
   return rc;
 }
 

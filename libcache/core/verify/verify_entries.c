@@ -330,8 +330,40 @@ int vf_check_entries(vctx *c, int nthreads) {
 
 /* ---- step 5: the manifest -------------------------------------------------------------------- */
 
+/* One manifest text as tokenize stores it (a BOM before it and a CR after it removed) hashes to
+ * digest: 1; else 0. */
+static int text_is(const char *t, const uint8_t *digest) {
+  size_t n = strlen(t);
+  if (n >= 3 && memcmp(t, "\xEF\xBB\xBF", 3) == 0) t += 3, n -= 3;
+  if (n && t[n - 1] == '\r') n--;
+  fc_digest d;
+  fc_digest_buffer(t, n, &d);
+  return memcmp(d.bytes, digest, 16) == 0;
+}
+
+int vf_text_changed(const fc_item *it, const void *entry, size_t len) {
+  const char *texts[3] = {it->text, it->text_raw, it->text_norm};
+  int any = 0, empty = 1;
+  if (len < 16) return 0; /* a damaged entry: step 3 says so */
+  for (int i = 0; i < 3; i++) {
+    if (!texts[i]) continue;
+    any = 1;
+    if (text_is(texts[i], entry)) return 0; /* tokenize read this column (--text-column) */
+    if (texts[i][strspn(texts[i], " \t\r")]) empty = 0;
+  }
+  return !any ? 0 : empty ? 2 : 1;
+}
+
+const char *vf_text_change_msg(int how) {
+  return how == 2 ? "gives an empty transcript, the store holds an older one: its tokens are of "
+                    "the old one (tokenize fails an empty text: fix the line or drop the id)"
+                  : "gives another transcript than the one stored: its tokens are of the old one "
+                    "(run tokenize again)";
+}
+
 void vf_check_manifest(vctx *c) {
   const fc_item_list *m = c->o->manifest;
+  uint64_t with_audio = 0, with_text = 0;
   for (size_t i = 0; i < m->count && !vf_stopping(c); i++) {
     const fc_item *it = &m->items[i];
     char line[32];
@@ -344,7 +376,9 @@ void vf_check_manifest(vctx *c) {
     }
     c->r->manifest_items++;
     size_t len = strlen(it->id);
-    if (!vf_find_entry(c->audio, c->n_audio, it->id, len)) {
+    if (vf_find_entry(c->audio, c->n_audio, it->id, len)) {
+      with_audio++;
+    } else {
       vfail *fl = vf_find_failure(c, it->id, len);
       if (fl)
         fl->explains = 1; /* no audio entry: featurize failed it, and said so */
@@ -353,9 +387,42 @@ void vf_check_manifest(vctx *c) {
                "missing: manifest line %zu names it, the store has no audio entry (no features)",
                it->line);
     }
-    if (c->o->expect_tokens_given && !vf_find_entry(c->text, c->n_text, it->id, len))
+    if (!c->o->expect_tokens_given) continue;
+    const ventry *te = vf_find_entry(c->text, c->n_text, it->id, len);
+    if (!te) {
       vf_add(c, FC_VERIFY_ERROR, FC_DB_TEXT, it->id, len, it->id, len,
              "missing: manifest line %zu names it, the store has no text entry (no tokens)",
              it->line);
+      continue;
+    }
+    with_text++;
+    int how = te->ok ? vf_text_changed(it, te->val, te->val_len) : 0;
+    if (how) /* its tokens were made from the stored text: the manifest's is not served */
+      vf_add(c, FC_VERIFY_ERROR, FC_DB_TEXT, it->id, len, it->id, len,
+             "changed: manifest line %zu %s", it->line, vf_text_change_msg(how));
   }
+  /* every config of a kind dropped (cache-config --drop): the entries remain, nothing is served;
+   * with expected configs named, their config mismatch says it */
+  size_t n_mel = 0, n_tok = 0;
+  for (size_t j = 0; j < c->n_cfgs; j++) {
+    n_mel += c->cfgs[j].kind == KIND_MEL;
+    n_tok += c->cfgs[j].kind == KIND_TOK;
+  }
+  if (!vf_stopping(c) && with_audio && !n_mel && !c->o->n_expect_mel)
+    vf_add(c, FC_VERIFY_ERROR, FC_DB_META, NULL, 0, NULL, 0, "%s",
+           vf_no_config_msg(0, 0, with_audio));
+  if (!vf_stopping(c) && with_text && !n_tok && !c->o->n_expect_tok)
+    vf_add(c, FC_VERIFY_ERROR, FC_DB_META, NULL, 0, NULL, 0, "%s",
+           vf_no_config_msg(1, 0, with_text));
+}
+
+const char *vf_no_config_msg(int tokens, int several, uint64_t n) {
+  static _Thread_local char buf[256];
+  snprintf(buf, sizeof buf,
+           "missing: the store%s hold%s no %s config: the manifest's %llu id%s with a%s entry "
+           "ha%s no %s (%s them again)",
+           several ? "s" : "", several ? "" : "s", tokens ? "token" : "mel", (unsigned long long)n,
+           n == 1 ? "" : "s", tokens ? " text" : "n audio", n == 1 ? "s" : "ve",
+           tokens ? "tokens" : "features", tokens ? "tokenize" : "featurize");
+  return buf;
 }

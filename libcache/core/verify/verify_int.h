@@ -157,6 +157,17 @@ int vf_build_expected(vctx *c);
 const vexp *vf_find_exp(vctx *c, const void *key, int db);
 int vf_check_entries(vctx *c, int nthreads);
 void vf_check_manifest(vctx *c);
+/* A manifest line's text against a stored text entry (entry, len: its value): 0 when one of the
+ * line's texts (the chosen column, or LJSpeech's raw or normalized one: tokenize may have read
+ * either) hashes to the entry's text digest, or the line has no text; 1 when the line's text is
+ * another; 2 when every text of the line is empty or blank (tokenize fails it and keeps the old
+ * entry). vf_text_change_msg(how) says it after "manifest line N ". */
+int vf_text_changed(const fc_item *it, const void *entry, size_t len);
+const char *vf_text_change_msg(int how);
+/* The finding for manifest ids with entries of a kind (tokens 0: audio, 1: text) in a store, or
+ * several stores, that holds no config of that kind (every one dropped): n such ids. The string
+ * lives until the calling thread's next call. */
+const char *vf_no_config_msg(int tokens, int several, uint64_t n);
 
 /* verify_failed.c: the failure records: collected (damaged ones are errors), looked up by id, and
  * each reported as an FC_VERIFY_FAILED finding once the checks that they explain gaps in ran */
