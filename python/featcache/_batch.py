@@ -103,6 +103,7 @@ class LoaderBatch:
                    padded: one [B, T, n_mels] array over the batch buffer
     mel_lengths    [B] uint32 frames (after cropping)
     mel_starts     [B] uint32 first frame taken (crops)
+    src_frames     [B] uint32 frames of each stored record (before cropping)
     tokens         views: list of [L_i] arrays; padded: one [B, L] array; None without tokens
     token_lengths  [B] uint32, or None
     items          [B] uint64 positions in the loader's index
@@ -110,7 +111,7 @@ class LoaderBatch:
     epoch, index   epoch and batch number
     size           B (len(batch))
 
-    ids, mel_starts, items and errors are made when first read (next() makes only what a
+    ids, mel_starts, src_frames, items and errors are made when first read (next() makes only what a
     training step reads: mels, mel_lengths, tokens, token_lengths); read them before release().
     """
 

@@ -4,7 +4,8 @@ See docs/loader.md. Lifetimes, in one paragraph: the arrays of a batch share mem
 map (views, read-only) or with the batch's padded buffer; they stay valid as long as you hold
 any of them — the batch is given back to the C loader when the last array (or the Batch object)
 is garbage collected, or at once with batch.release(), after which its arrays must not be used.
-The C loader itself is closed when the Loader and every array it produced are gone. A Loader is
+The C loader itself is closed when the Loader and every array it produced are gone, or once
+ld.close() (the end of `with Loader(...) as ld:`) and the last array are. A Loader is
 opened lazily in each process that iterates it (so it can be built before DataLoader workers
 fork); a handle inherited over fork is left alone, never closed, in the child.
 
@@ -66,9 +67,31 @@ def _number(name, value, hi=_MAX32, lo=0, what=None):
     return v
 
 
+class _CLoader:
+    """The fc_loader of one process, closed (only in that process) when the last reference goes:
+    its _Handle's, and those of the buffers over its maps (every view of the map holds one). It
+    holds nothing that refers back to it, so no cycle keeps it: the store's files close when its
+    last user goes, not at some later garbage collection. keep: the caller buffers the C loader
+    writes into, which must outlive it."""
+
+    __slots__ = ("h", "pid", "lib", "keep")
+
+    def __init__(self, h, lib):
+        self.h, self.pid, self.lib, self.keep = h, os.getpid(), lib, []
+
+    def __del__(self):
+        try:
+            if self.h and self.pid == os.getpid():
+                self.lib.fc_loader_close(self.h)
+        except Exception:  # interpreter shutdown
+            pass
+        self.h = None
+
+
 class _Handle:
-    """Owns one fc_loader of one process. Closed when the last reference goes (arrays of the map
-    and batch owners reference it), and only in the process that opened it."""
+    """Uses one fc_loader of one process (a _CLoader, which closes it). Batch owners reference the
+    handle, arrays of the map its _CLoader: once the handle goes, the batches given back (and
+    those a binding holds, on_close), the C loader closes when the last array of the map goes."""
 
     def __init__(self, paths, opts):
         L = _lib.lib()
@@ -79,6 +102,7 @@ class _Handle:
         if rc:
             raise FeatcacheError(rc, "featcache: %s" % (why.value.decode("utf-8", "replace") or
                                                         _lib.strerror(rc)))
+        self.c = _CLoader(h, L)  # (first: it closes h whatever fails below)
         self.h = h
         self.pid = os.getpid()
         self.lib = L
@@ -90,12 +114,12 @@ class _Handle:
             base, ln = ctypes.c_void_p(), ctypes.c_size_t()
             if L.fc_loader_map_region(h, i, ctypes.byref(base), ctypes.byref(ln)) == 0:
                 buf = (ctypes.c_char * ln.value).from_address(base.value)
-                buf._owner = self  # the map stays while any view of it lives
+                buf._owner = self.c  # the map stays while any view of it lives
                 # views are np.ndarray(..., buffer=this read-only memoryview): read-only arrays
                 # whose base keeps buf, and so this handle, alive
                 self.regions.append((base.value, ln.value, memoryview(buf).toreadonly()))
         self.lock = threading.Lock()
-        self.buffers = []      # caller buffers (objects kept alive while the handle lives)
+        self.buffers = self.c.keep  # caller buffers (kept alive while the C loader lives)
         self.fence = None      # callable -> fence (.query(), .synchronize()): deferred release
         self.pending = []      # [(fence, batch address)] released once the fence has passed
         self.pending_lock = threading.RLock()  # give_back may run from a GC inside drain
@@ -119,7 +143,7 @@ class _Handle:
         rc = self.lib.fc_loader_set_buffers(self.h, arr, len(addrs), nbytes)
         if rc:
             _raise(rc, "set_buffers", self.h)
-        self.buffers = list(objs)
+        self.buffers[:] = objs
 
     def add_buffers(self, objs):
         """More caller buffers, at any time (fc_loader_add_buffers): for a consumer that keeps
@@ -165,14 +189,16 @@ class _Handle:
             self.pending[:0] = cur[i:]
 
     def __del__(self):
+        # no batch of ours is left (each holds the handle): give back those released behind a
+        # fence and those a binding holds (featcache.torch); self.c closes the loader once no
+        # array of the map is left either
         try:
             if self.h and self.pid == os.getpid():
-                for f, ptr in self.pending:  # nothing may still read a batch when it closes
+                for f, ptr in self.pending:  # nothing may still read a batch when it goes back
                     f.synchronize()
                     self.lib.fc_loader_release(self.h, ptr)
-                for close in self.on_close:  # batches a binding holds (featcache.torch)
+                for close in self.on_close:
                     close()
-                self.lib.fc_loader_close(self.h)
         except Exception:  # interpreter shutdown
             pass
         self.h = None
@@ -201,7 +227,8 @@ class Loader:
     The stores are opened and checked when the Loader is made: a path that is not a store, a
     preset or token config the store does not hold, or an option the store cannot serve raises
     FeatcacheError there, not at the first batch. (A process that inherits the Loader over fork,
-    or unpickles it, opens its own handle at first use.)
+    or unpickles it, opens its own handle at first use.) `with Loader(...) as ld:` closes it when
+    the block ends (close()).
 
     paths         a store directory or a list of them
     features      mel config: preset name ('hifigan') or 32-hex digest; None: the store's only
@@ -310,6 +337,7 @@ class Loader:
         self.n_buffers = n_buffers or (prefetch_depth + 2)
         self.epoch = epoch
         self._h = None
+        self._closed = False
         if _open:  # a wrong path, preset or token config raises here, not at the first batch
             self._handle()
 
@@ -351,6 +379,8 @@ class Loader:
     def _handle(self):
         h = self._h
         if h is None or h.pid != os.getpid():
+            if self._closed:
+                raise ValueError("featcache: the Loader is closed")
             # a handle inherited over fork is dropped, not closed (_Handle.__del__ checks the pid)
             h = _Handle(self.paths, self._options())
             if self.buffer_alloc is not None:
@@ -430,7 +460,9 @@ class Loader:
         self.epoch = _number("epoch", epoch, _MAX64, what="set_epoch(%r)" % (epoch,))
 
     def __iter__(self):
-        h = self._handle()
+        return self._iterate(self._handle())  # (a closed Loader raises here, not at next())
+
+    def _iterate(self, h):
         L = h.lib
         epoch = self.epoch
         with h.lock:
@@ -468,8 +500,19 @@ class Loader:
                 self.epoch = epoch + 1
 
     def close(self):
-        """Drop this process's handle (closed once no array of it remains)."""
+        """Close the Loader: its stores' files and maps are let go at once, or, while arrays of
+        its batches (or of the map) are held, when the last of them goes — they stay valid till
+        then. Calling it again does nothing; any other use of a closed Loader is a ValueError.
+        `with Loader(...) as ld:` closes it when the block ends."""
+        self._closed = True
         self._h = None
+
+    def __enter__(self):
+        self._handle()  # (a closed Loader cannot be entered again)
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def _dist_rank_world():

@@ -1,0 +1,124 @@
+"""featcache.Loader as a context manager, and what closing it does: `with featcache.Loader(...) as
+ld:` closes the store's files (data.mdb, lock.mdb) when the block ends — at once, not at the next
+garbage collection — unless an array of it is still held, which keeps its memory valid and the
+files open until it goes; close() may be called again; a closed Loader refuses to be used
+(ValueError) instead of opening the store again. A plain script over a store written by
+featcache.testing."""
+
+import gc
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+import pytest
+
+import featcache
+from featcache import testing as T
+
+N = 10
+
+
+@pytest.fixture(scope="module")
+def store():
+    d = tempfile.mkdtemp(prefix="fc_loader_close_")
+    path = os.path.join(d, "s")
+    rng = np.random.default_rng(3)
+    with T.StoreWriter(path) as w:
+        cfg = w.add_config(T.mel_config_json("hifigan"))
+        for i in range(N):
+            w.add_utterance("u%02d" % i, b"%d" % i, rng.standard_normal((40 + 3 * i, 80)).astype(
+                np.float32), cfg)
+    yield path
+    shutil.rmtree(d)
+
+
+@pytest.fixture(autouse=True)
+def no_gc():
+    """Closing must not wait for the cycle collector: it is off while a test runs."""
+    gc.collect()
+    gc.disable()
+    yield
+    gc.enable()
+
+
+def open_files(path):
+    """This process's descriptors on the store's files."""
+    out = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink("/proc/self/fd/" + fd)
+        except OSError:
+            continue
+        if os.path.dirname(target) == os.path.realpath(path):
+            out.append(target)
+    return out
+
+
+def test_with_closes_the_files_when_the_block_ends(store):
+    assert open_files(store) == []
+    with featcache.Loader(store, batch_size=4) as ld:
+        assert isinstance(ld, featcache.Loader)
+        assert open_files(store)
+        assert sum(len(b) for b in ld) == N
+    assert open_files(store) == []  # were open until the next gc.collect()
+
+
+def test_close_and_del_close_the_files(store):
+    ld = featcache.Loader(store, batch_size=4, padded=True)
+    next(iter(ld))
+    ld.close()
+    assert open_files(store) == []
+    ld = featcache.Loader(store, batch_size=4)
+    assert open_files(store)
+    del ld
+    assert open_files(store) == []
+
+
+def test_an_array_held_keeps_the_store_open_until_it_goes(store):
+    for padded in (False, True):
+        with featcache.Loader(store, batch_size=4, padded=padded) as ld:
+            b = next(iter(ld))
+            mel = b.mels[1]
+            want = np.array(mel)
+            del b
+        assert open_files(store)  # the array is memory of the map (or of the batch's buffer)
+        np.testing.assert_array_equal(mel, want)
+        del mel
+        assert open_files(store) == []
+
+
+def test_get_arrays_are_not_closed_by_a_loader(store):
+    path = store + ".get"  # get() keeps its handle of a store for the process: another store
+    shutil.copytree(store, path)
+    mel = featcache.get(path, "u03")
+    with featcache.Loader(path, batch_size=4) as ld:
+        list(ld)
+    assert open_files(path)  # get()'s own handle
+    np.testing.assert_array_equal(mel, featcache.get(path, "u03"))
+
+
+def test_close_twice_and_use_after_close(store):
+    ld = featcache.Loader(store, batch_size=4)
+    ld.close()
+    ld.close()
+    for use in (iter, len, lambda x: x.__enter__(), lambda x: x.info, lambda x: x.problems(), lambda x: x.num_items):
+        with pytest.raises(ValueError, match=r"^featcache: the Loader is closed$"):
+            use(ld)
+
+
+def test_exit_closes_on_an_exception_and_lets_it_through(store):
+    with pytest.raises(KeyError, match="inside"):
+        with featcache.Loader(store, batch_size=4) as ld:
+            for b in ld:
+                raise KeyError("inside")
+    assert open_files(store)  # b, the batch in hand, is still held
+    del b
+    assert open_files(store) == []
+    with pytest.raises(ValueError, match="closed"):
+        len(ld)
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
