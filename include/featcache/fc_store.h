@@ -81,14 +81,19 @@ enum {
  * fill(dst, val_len, arg), which must write all of them: one copy, from wherever the value is
  * into the page that will hold it. dst is valid only during the call. fill runs on the caller's
  * thread inside fc_store_write, possibly more than once for one put (the batch is replayed after
- * the map grows), never after fc_store_write returned: what it reads must stay valid until then,
- * and it must write the same bytes each time. With FC_PUT_NOOVERWRITE and the key already there,
- * fill is not called. A nonzero return aborts the batch (nothing of it committed, the store stays
- * usable) and fc_store_write returns that code. The fc_put_fill is the caller's, read during the
- * call only. */
+ * the map grows), never after the put's done (below) or after fc_store_write returned: what it
+ * reads must stay valid until then, and it must write the same bytes each time. With
+ * FC_PUT_NOOVERWRITE and the key already there, fill is not called. A nonzero return aborts the
+ * batch (nothing of it committed, the store stays usable) and fc_store_write returns that code.
+ * done, when not NULL, is called once for the put in each fc_store_write, on the caller's
+ * thread, as soon as fill will not be called again: just before the commit when the map has room
+ * for it (then the commit's write of the pages, most of its time, no longer holds what fill
+ * reads), else just before fc_store_write returns, whatever it returns. The fc_put_fill is the
+ * caller's, read during the call only. */
 typedef struct fc_put_fill {
   int (*fill)(void *dst, size_t len, void *arg);
   void *arg;
+  void (*done)(void *arg);
 } fc_put_fill;
 
 typedef struct fc_put {

@@ -373,10 +373,38 @@ static int index_put(fc_store *s, MDB_txn *txn, const fc_put *p) {
   return store_index_entry(s, txn, p->db, p->key, p->key_len, v.mv_data, v.mv_size, NULL, NULL);
 }
 
+/* The fill puts' done calls (fc_put_fill): fill will not be called again for them. */
+static void fills_done(const fc_put *puts, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (puts[i].flags & FC_PUT_FILL) {
+      const fc_put_fill *f = puts[i].val;
+      if (f->done) f->done(f->arg);
+    }
+}
+
+/* Whether the map holds whatever the open write transaction's commit may still take: the pages
+ * the transaction made beyond the last committed page (at most, for each put, its key and value's
+ * pages and a few for its path through the tree and the index entries it makes), and the pages
+ * the commit itself takes for the free list, twice over. While it does, the commit cannot fail with
+ * MDB_MAP_FULL, so the batch will not be replayed. */
+static int room_to_commit(fc_store *s, const fc_put *puts, size_t n) {
+  MDB_envinfo ei;
+  MDB_stat ms;
+  if (mdb_env_info(s->env, &ei) || mdb_env_stat(s->env, &ms) || !ms.ms_psize) return 0;
+  const uint64_t ps = ms.ms_psize;
+  uint64_t need = 256; /* the free list's record, the db roots, the meta page */
+  for (size_t i = 0; i < n; i++) need += 32 + (puts[i].key_len + puts[i].val_len) / ps + 2;
+  const uint64_t pages = ei.me_mapsize / ps, used = (uint64_t)ei.me_last_pgno + 1;
+  return pages > used && pages - used >= 2 * need;
+}
+
 int fc_store_write(fc_store *s, const fc_put *puts, size_t n) {
-  if (s->flags & FC_STORE_RDONLY) return EACCES;
+  if (s->flags & FC_STORE_RDONLY) {
+    fills_done(puts, n);
+    return EACCES;
+  }
   pthread_mutex_lock(&s->write_mu);
-  int rc;
+  int rc, released = 0; /* released: the fill puts' done were called (no replay after that) */
   if (s->broken) {
     rc = FC_EBADSTATE;
     goto out;
@@ -415,6 +443,12 @@ int fc_store_write(fc_store *s, const fc_put *puts, size_t n) {
       if (rc == MDB_MAP_FULL && !(rc = store_grow_map(s, 0))) continue;
       goto out; /* nothing half-done: the batch was aborted whole, the handle stays usable */
     }
+    /* What the fills read is not needed any more unless the commit finds the map full: the
+     * caller may reuse it while the commit writes the pages (fc_put_fill's done). */
+    if (room_to_commit(s, puts, n)) {
+      fills_done(puts, n);
+      released = 1;
+    }
     if (fault_hit("commit")) {
       mdb_txn_abort(txn);
       rc = EIO;
@@ -422,7 +456,7 @@ int fc_store_write(fc_store *s, const fc_put *puts, size_t n) {
       rc = mdb_txn_commit(txn);
     }
     store_index_end(s, rc == 0);
-    if (rc == MDB_MAP_FULL && !(rc = store_grow_map(s, 0))) continue;
+    if (rc == MDB_MAP_FULL && !released && !(rc = store_grow_map(s, 0))) continue;
     if (rc) {
       s->broken = 1; /* a failed commit: refuse further writes until reopened */
       rc = store_explain_write_error(s, rc, batch_bytes(puts, n));
@@ -431,6 +465,7 @@ int fc_store_write(fc_store *s, const fc_put *puts, size_t n) {
   }
 out:
   pthread_mutex_unlock(&s->write_mu);
+  if (!released) fills_done(puts, n);
   return rc;
 }
 

@@ -58,7 +58,8 @@ typedef struct fc_fz_backend {
    * launches it (asynchronous: copy up, compute, copy back) from its launch thread
    * and collects its features with finish from its completion thread, in launch order; several
    * chunks are in flight at once. The writers read the features where finish left them, so a
-   * chunk is launched again only after its finish returned and its utterances were committed; its
+   * chunk is launched again only after its finish returned and its utterances' records were made
+   * in the store's pages (fc_put_fill's done: before the commit, as a rule); its
    * staging buffer is written again only after its finish returned (with early_refill, perhaps
    * before the commits): finish returns once the device has read it. */
   void (*stage_info)(void *state, fc_fz_stage_info *info);

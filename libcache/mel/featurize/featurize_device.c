@@ -129,9 +129,9 @@ int fc_featurize_choose_device(const fc_device *want, const fc_item *items, size
 /* The rule of docs/featurize.md "Several writers". A GPU job's host work is about half the
  * writers' (copying features into the store's pages, LMDB puts and commits) and half the workers'
  * (read, hash, staging), so writers balance at about one per two workers; at least two, so that one
- * commits while another copies out of the ring (a chunk stays held until its utterances are
- * committed). A CPU job's writers do about a sixth of its work (the FFTs are the rest): one writer
- * per four workers keeps them ahead. More than 8 parts only adds environments. */
+ * commits while another copies out of the ring (a chunk stays held until its utterances' records
+ * are in the store's pages). A CPU job's writers do about a sixth of its work (the FFTs are the
+ * rest): one writer per four workers keeps them ahead. More than 8 parts only adds environments. */
 unsigned fc_featurize_default_writers(const fc_device *dev, const fc_item *items, size_t n,
                                       unsigned jobs, double gpu_min_seconds) {
   if (!jobs) jobs = 1;

@@ -9,9 +9,10 @@
  * list in the queue (the bounds hold for all of them together) and its own transactions on its
  * own LMDB environment. A job goes to the part of its id (fc_store_part_of_id). A staged job's
  * record is made in the store's page (fc_put_fill): its features copied out of the device's
- * output and checksummed there. What the writers store of an input that failed is here too: its
- * failure record (fz_input_failed), with its source path as audio entries store it
- * (fz_source_path). Calls down the line only: job (featurize_int.h). */
+ * output and checksummed there; its hold on its chunk goes as soon as the store is done with the
+ * output (fill_done), before the commit as a rule. What the writers store of an input that failed
+ * is here too: its failure record (fz_input_failed), with its source path as audio entries store
+ * it (fz_source_path). Calls down the line only: job (featurize_int.h). */
 #include "libcache/mel/featurize/featurize_int.h"
 #include "featcache/fc_format.h"
 #include "formats/common/alloc.h"
@@ -175,7 +176,7 @@ void fz_queue_push_staged(fz_run *r, fz_job *const *jobs, size_t n) {
  * features copied out of the chunk's output and checksummed there, once. */
 typedef struct fill_arg {
   const fz_run *r;
-  const fz_job *j;
+  fz_job *j;
 } fill_arg;
 
 static int fill_record(void *dst, size_t len, void *arg) {
@@ -196,6 +197,14 @@ static int fill_record(void *dst, size_t len, void *arg) {
                         .producer = r->be->producer};
   fc_record_header_encode(&h, dst);
   return 0;
+}
+
+/* The record is in the store's page (or will not be): the job's hold on its chunk goes now, so
+ * the ring has the chunk back while the commit writes the pages, not after. */
+static void fill_done(void *arg) {
+  fz_job *j = ((fill_arg *)arg)->j;
+  fz_hold_drop(j->hold);
+  j->hold = NULL;
 }
 
 /* Commit one batch to part p: config and its creation time, then each job's record (NOOVERWRITE)
@@ -225,7 +234,7 @@ static int commit_batch(fz_run *r, fz_part *p, fz_job *batch, size_t count) {
                             j->record,  j->record_len, FC_PUT_NOOVERWRITE};
     } else if (j->feat) {
       args[nf] = (fill_arg){r, j};
-      fills[nf] = (fc_put_fill){fill_record, &args[nf]};
+      fills[nf] = (fc_put_fill){fill_record, &args[nf], fill_done};
       puts[np++] = (fc_put){FC_DB_FEAT,
                             j->key.bytes,
                             sizeof j->key.bytes,
@@ -311,9 +320,9 @@ int fz_writer_loop(fz_run *r, fz_part *p) {
     }
     const int finished = r->producers_left == 0 && !p->head;
     const int full = bcount >= r->o.batch_records || bbytes >= r->o.batch_bytes;
-    /* Staged jobs hold their chunk of the ring until they are committed: a batch that holds some
-     * is committed as soon as nothing more is queued (the workers may need the chunk), never left
-     * to age. */
+    /* Staged jobs hold their chunk of the ring until their records are made (fill_done): a batch
+     * that holds some is committed as soon as nothing more is queued (the workers may need the
+     * chunk), never left to age. */
     const int drained = bstaged && !p->head;
     if (bcount && (full || finished || drained || fz_now() - started >= r->o.batch_seconds)) {
       pthread_mutex_unlock(&r->mu);

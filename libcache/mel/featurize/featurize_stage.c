@@ -20,7 +20,8 @@
  *     (the backend's output buffer, pinned memory on CUDA);
  *   the writers (featurize_sink.c): copy each utterance's features from there into the store's
  *     page, checksum them there and commit; the chunk goes back to the ring when its last
- *     utterance is committed (or failed): chunk_release, through the jobs' hold. With the
+ *     utterance's record is in the store's page, before the commit writes it (fc_put_fill's done),
+ *     or when it failed: chunk_release, through the jobs' hold. With the
  *     backend's early_refill its staging goes back sooner, once the completion thread handed its
  *     utterances on: the workers fill its next use while the writers read its output, and the
  *     launch thread launches that use only once they are through (out_held);
