@@ -35,7 +35,8 @@ device="/GPU:0": the dataset ends with tf.data.experimental.prefetch_to_device(d
 prefetch_to_device) (TensorFlow's own: tensors copied to the GPU ahead of the step; it must be the
 last transformation, so apply your own maps before, e.g. through make_dataset(..., map_fn=f)).
 Fixed-length training as with featcache.Loader: pad_to=800, crop="random" (pad_value: the
-config's silence by default).
+config's silence by default); with_crops=True adds each row's mel_starts and src_frames (int32)
+before ids, to cut audio, pitch or durations like the crop (audio samples: start x hop).
 """
 
 import threading
@@ -48,9 +49,11 @@ __all__ = ["make_dataset", "batches"]
 
 
 def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device=2, map_fn=None,
-                 epochs=1, prefetch=2, **loader_kwargs):
-    """tf.data.Dataset of (mels, mel_lengths[, tokens, token_lengths][, ids]) batches of epochs
-    epochs from epoch (each further iteration: the next ones). loader_kwargs are
+                 epochs=1, prefetch=2, with_crops=False, **loader_kwargs):
+    """tf.data.Dataset of (mels, mel_lengths[, tokens, token_lengths][, mel_starts,
+    src_frames][, ids]) batches of epochs epochs from epoch (each further iteration: the next
+    ones); with_crops: where each row's crop starts and the frames of its record (int32), to cut
+    another per-frame stream like the crop. loader_kwargs are
     featcache.Loader's (padded is forced on). device (e.g. "/GPU:0"): batches prefetched onto
     it (prefetch_to_device batches ahead); map_fn: applied before.
     prefetch: without device, the dataset ends with .prefetch(prefetch) (0: not), so the
@@ -99,6 +102,8 @@ def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device
             if has_tok:
                 toks = b.tokens.astype(np.int32) if b.tokens.dtype == np.uint16 else b.tokens
                 out += [toks, b.token_lengths.astype(np.int32)]
+            if with_crops:
+                out += [b.mel_starts.astype(np.int32), b.src_frames.astype(np.int32)]
             if with_ids:
                 out.append(np.array(b.ids, dtype=object))
             yield tuple(out)
@@ -107,6 +112,8 @@ def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device
            tf.TensorSpec([None], tf.int32)]
     if has_tok:
         sig += [tf.TensorSpec([None, None], tok_dt), tf.TensorSpec([None], tf.int32)]
+    if with_crops:
+        sig += [tf.TensorSpec([None], tf.int32)] * 2
     if with_ids:
         sig.append(tf.TensorSpec([None], tf.string))
     ds = tf.data.Dataset.from_generator(gen, output_signature=tuple(sig))
@@ -133,11 +140,12 @@ def _epochs(ld, epoch, epochs, begun=None):
         e += 1
 
 
-def batches(paths, epoch=None, with_ids=False, epochs=1, **loader_kwargs):
+def batches(paths, epoch=None, with_ids=False, epochs=1, with_crops=False, **loader_kwargs):
     """Iterator of the batches of one epoch (or of epochs of them, as make_dataset) as tuples
-    (mels, mel_lengths[, tokens, token_lengths][, ids]) of CPU EagerTensors sharing the loader's
-    memory (DLPack: no copy). A batch's memory goes back to the loader when TensorFlow has freed
-    all of its tensors, so keep them as long as needed. paths: store(s), with loader_kwargs
+    (mels, mel_lengths[, tokens, token_lengths][, mel_starts, src_frames][, ids]) of CPU
+    EagerTensors sharing the loader's memory (DLPack: no copy; with_crops as make_dataset). A
+    batch's memory goes back to the loader when TensorFlow has freed all of its tensors, so keep
+    them as long as needed. paths: store(s), with loader_kwargs
     featcache.Loader's (padded is forced on), or a padded featcache.Loader. epoch: the first
     epoch; None (default): 0 for stores, and a Loader's current epoch, which it then advances as
     iterating it does (one call per epoch: a new order each time). ids is a list of str. Lengths
@@ -175,6 +183,8 @@ def batches(paths, epoch=None, with_ids=False, epochs=1, **loader_kwargs):
             toks = b.tokens
             out += [tf.constant(toks.astype(np.int32)) if toks.dtype == np.uint16 else tensor(toks),
                     tensor(b.token_lengths, np.int32)]
+        if with_crops:
+            out += [tensor(b.mel_starts, np.int32), tensor(b.src_frames, np.int32)]
         if with_ids:
             out.append(b.ids)
         yield tuple(out)

@@ -1,9 +1,9 @@
 """featcache.tf against featcache.Loader, with TensorFlow (scripts/setup installs tensorflow-cpu):
 make_dataset's tf.data batches and batches()'s DLPack tensors are the loader's padded batches,
-value for value — ids, tokens, crops (pad_to with centre and random crops), sharding across
-ranks, epochs (a dataset iterated again runs the next ones; two live iterators each get whole
-epochs; batches(loader) goes on from the loader's epoch), a batch of damaged records only (left
-out), map_fn and prefetch_to_device (onto the GPU where TensorFlow sees one, else the CPU) — and
+value for value — ids, tokens, crops (pad_to with centre and random crops; with_crops: where
+each crop starts and of how many frames), sharding across ranks, epochs (a dataset iterated
+again runs the next ones; two live iterators each get whole epochs; batches(loader) goes on
+from the loader's epoch), a batch of damaged records only (left out), map_fn and prefetch_to_device (onto the GPU where TensorFlow sees one, else the CPU) — and
 batches()'s tensors are the loader's memory (no copy), intact while held over later batches.
 Without TensorFlow: a failure saying so (scripts/setup installs it). A plain script."""
 
@@ -81,6 +81,38 @@ def test_crops(path):
         assert all(w[1].shape[1] == 32 for w in want)
         same(list(make_dataset(path, with_ids=True, **kw)), want)
         same(list(batches(path, with_ids=True, **kw)), want)
+
+
+def test_crop_starts_and_source_lengths(path):
+    """with_crops=True adds each row's mel_starts and src_frames (int32), as the Loader's batches
+    and the torch batch dicts carry them, so a per-frame stream (audio, pitch) can be cut like
+    the crop: the tuples had no way to say where a random crop started."""
+    for crop in ("center", "random"):
+        kw = dict(tokens="chars", batch_size=5, pad_to=32, crop=crop, shuffle=True, seed=9)
+        want = []
+        for b in featcache.Loader(path, padded=True, **kw):
+            want.append((list(b.ids), b.mel_starts.copy(), b.src_frames.copy()))
+        assert any(w[1].any() for w in want)  # some crops start past frame 0
+        for name, got in (("make_dataset", list(make_dataset(path, with_crops=True, with_ids=True,
+                                                             **kw))),
+                          ("batches", list(batches(path, with_crops=True, with_ids=True, **kw)))):
+            assert len(got) == len(want), name
+            for g, (ids, starts, src) in zip(got, want):
+                assert len(g) == 7, (name, len(g))  # mels, lengths, tokens, lengths, crops, ids
+                gi = g[-1]
+                gi = [i.decode() for i in gi.numpy()] if tf.is_tensor(gi) else list(gi)
+                assert gi == ids, name
+                for t, w in ((g[4], starts), (g[5], src)):
+                    assert t.dtype == tf.int32, (name, t.dtype)
+                    np.testing.assert_array_equal(np.asarray(t), w.astype(np.int32))
+        # without tokens and ids: (mels, mel_lengths, mel_starts, src_frames)
+        kw.pop("tokens")
+        for got in (list(make_dataset(path, with_crops=True, **kw)),
+                    list(batches(path, with_crops=True, **kw))):
+            assert [len(g) for g in got] == [4] * len(want)
+            for g, (_, starts, src) in zip(got, want):
+                np.testing.assert_array_equal(np.asarray(g[2]), starts)
+                np.testing.assert_array_equal(np.asarray(g[3]), src)
 
 
 def test_sharding(path):
