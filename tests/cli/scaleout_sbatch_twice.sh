@@ -6,6 +6,7 @@
 # - On another node (another LOCAL, SLURMD_NODENAME): the second run (B) makes the shard and stores
 #   it while A copies; A's temporary in WORK is not touched; A, let go, finds the shard stored,
 #   drops its copy and exits 0. WORK holds the shard and nothing else.
+# - On the same node with scratch per job (another LOCAL): as on two nodes.
 # - On the same node (same LOCAL): B waits for A (a lock in LOCAL), then finds the shard stored
 #   and does nothing; LOCAL is left empty.
 # - Two merge jobs on two nodes: the second merges, the first, let go, finds CACHE merged, drops
@@ -68,6 +69,19 @@ if held_up "task 0 on two nodes"; then
   [ "$(ls -A shards | tr '\n' ' ')" = ".shards s0 " ] || { echo "FAIL WORK after task 0 twice: $(ls -A shards)"; fail=1; }
   [ -z "$(ls -A n1)" ] && [ -z "$(ls -A n2)" ] || { echo "FAIL local scratch left: $(ls -A n1 n2)"; fail=1; }
   "$FC_BIN/cache-verify" -q --strict shards/s0 >out 2>&1 || { echo "FAIL cache-verify s0"; cat out; fail=1; }
+fi
+
+# one node, task 0 twice, each with scratch of its own (a TMPDIR per job): the second sees no
+# lock, and must not take the first's temporary in WORK for one left by a killed task
+mkdir j1 j2
+WORK=$T/shards2 task 0 n1 "$T/j1" "$T/fake:$PATH" >outA 2>errA &
+held=$!
+if held_up "task 0 twice on one node, scratch per job"; then
+  tmpA=$(ls -d shards2/.s0.tmp.* 2>/dev/null)
+  WORK=$T/shards2 task 0 n1 "$T/j2" >out 2>err; check "task 0 again on the same node, its own scratch" 0 $?
+  [ -n "$tmpA" ] && [ -d "$tmpA" ] || { echo "FAIL the second task 0 on n1 removed the first's copy ($tmpA)"; fail=1; }
+  let_go; check "task 0 on n1, let go after the second stored the shard" 0 $?
+  [ "$(ls -A shards2 | tr '\n' ' ')" = ".shards s0 " ] || { echo "FAIL WORK after task 0 twice on n1: $(ls -A shards2)"; fail=1; }
 fi
 
 # one node, task 1 twice: the second waits for the first
