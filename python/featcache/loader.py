@@ -552,8 +552,14 @@ def get(store, id, features=None, tokens=None):
         raise TypeError("featcache: get(%r): an utterance id is a str" % (id,))
     key = (os.getpid(), os.path.realpath(os.fspath(store)), features, tokens)
     ld = _GET_CACHE.get(key)
-    try:  # a store replaced (rebuilt and moved into place) has the same path, not the same inodes
-        ident = [(st.st_dev, st.st_ino) for st in map(os.stat, (key[1], key[1] + "/data.mdb"))]
+    # A store replaced (rebuilt and moved into place) has the same path, not the same inodes; a
+    # data.mdb copied over in place (cp new/data.mdb cache/) the same inode, but the handle's
+    # snapshot names pages of the old file: its size or times changed (ctime: even cp -p). So
+    # does every commit of a writer, after which a new handle sees a newer snapshot.
+    try:
+        top, data = os.stat(key[1]), os.stat(key[1] + "/data.mdb")
+        ident = (top.st_dev, top.st_ino, data.st_dev, data.st_ino, data.st_size,
+                 data.st_mtime_ns, data.st_ctime_ns)
     except OSError:
         ident = None
     if ld is not None and ld._ident != ident:

@@ -138,6 +138,31 @@ def test_get_after_the_store_is_rebuilt_and_moved_into_place(store):
     assert mel.shape == b.mels[0].shape and (mel == b.mels[0]).all()
 
 
+def test_get_after_data_mdb_is_copied_over_in_place(store):
+    # cp new/data.mdb cache/data.mdb keeps the file (its inode): get()'s lookup handle read the new
+    # file's pages through its old snapshot's page numbers, which gave the old features (the
+    # old pages still lie in the new file) or whatever those pages now hold. get() now opens the
+    # store anew when data.mdb's size, mtime or ctime changed, and reads the copy's snapshot.
+    d = store["dir"]
+    path, new = os.path.join(d, "inplace"), os.path.join(d, "inplace.new")
+    shutil.copytree(store["path"], path)
+    shutil.copytree(store["path"], new)
+    old = featcache.get(path, "utt0").copy()
+    os.mkdir(os.path.join(d, "inplace.wav"))
+    w = os.path.join(d, "inplace.wav", "utt0.wav")  # utt0 is now the longer sentence
+    shutil.copyfile(os.path.join(d, "utt1.wav"), w)
+    r = subprocess.run([os.path.join(BIN, "featurize"), "-q", "--device", "cpu", "-o", new, w],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    ino = os.stat(os.path.join(path, "data.mdb")).st_ino
+    shutil.copyfile(os.path.join(new, "data.mdb"), os.path.join(path, "data.mdb"))
+    assert os.stat(os.path.join(path, "data.mdb")).st_ino == ino
+    want = featcache.get(new, "utt0")
+    assert want.shape != old.shape
+    mel = featcache.get(path, "utt0")
+    assert mel.shape == want.shape and (mel == want).all()
+
+
 # ctypes stores a Python int into a C uint32/uint64 field modulo 2**32 (2**64) without a word: a
 # negative or too large number became another option entirely (pad_to=-5: batches of 4294967291
 # frames, "out of memory" at the first batch; batch_size=2**32: "batch_size 0 without
