@@ -118,4 +118,14 @@ MAX_FAILED=0 MANIFEST=$T/c/bad.csv WORK=$T/zshards task 0; check "MAX_FAILED=0, 
 grep -q "^tokenize: done: .*, 1 failed, more than --max-failed 0, " err ||
   { echo "FAIL MAX_FAILED=0: the task does not say why it failed"; cat err; fail=1; }
 [ -e zshards/s0 ] && { echo "FAIL MAX_FAILED=0: the shard was copied to WORK"; fail=1; }
+# a local store kept by a task of a run of 2 shards, killed while copying, is not resumed by task 1
+# of a run of 3 into the same WORK path (WORK removed in between): shard 1 of 3 holds its own ids
+"$FC_BIN/featurize" -q --shard 1/3 -o ref13 --manifest "$T/c/metadata.csv" || exit 1
+"$FC_BIN/tokenize" -q --build-vocab --shard 1/3 -o ref13 "$T/c/metadata.csv" || exit 1
+export FEATURIZE_OPTS="--preset hifigan" LOCAL=$T/local3 WORK=$T/again
+task 1 "$T/fake:$PATH"; check "task 1 of 2 killed while copying" 1 $?
+rm -rf again
+SHARDS=3 ARRAY="0 2 3" task 1; check "task 1 of 3 into the same WORK path" 0 $?
+grep -q "^featurize: nothing to do" err && { echo "FAIL task 1 of 3 resumed the local store of task 1 of 2"; cat err; fail=1; }
+same_store ref13 again/s1 >same.txt || { echo "FAIL shard 1 of 3 differs from featurize --shard 1/3"; cat same.txt; fail=1; }
 exit $fail

@@ -91,7 +91,7 @@ if held_up "task 1 twice on one node"; then
   task 1 n3 "$T/n3" >out 2>err &
   second=$!
   for _ in $(seq 100); do grep -q "waiting" err && break; sleep 0.1; done
-  grep -q "^featcache: shard 1: another task of it runs on this node (lock $T/n3/featcache-.*-s1.lock); waiting for it$" err ||
+  grep -q "^featcache: shard 1: another task of it runs on this node (lock $T/n3/featcache-.*-s1.of2.lock); waiting for it$" err ||
     { echo "FAIL task 1 on the same node does not say it waits"; cat err; fail=1; }
   [ -e shards/s1 ] && { echo "FAIL shard 1 stored while its first task was still copying"; fail=1; }
   let_go; check "task 1, first" 0 $?
