@@ -530,6 +530,7 @@ def _dist_rank_world():
 
 
 _GET_CACHE = {}
+_ID_MAX = 511  # bytes of an utterance id (docs/FORMAT.md)
 
 
 def _decode_mq(h, it):
@@ -550,6 +551,13 @@ def get(store, id, features=None, tokens=None):
     KeyError when the store has no such id."""
     if not isinstance(id, str):
         raise TypeError("featcache: get(%r): an utterance id is a str" % (id,))
+    try:
+        uid = id.encode("utf-8")
+    except UnicodeEncodeError:
+        uid = b""
+    if not 0 < len(uid) <= _ID_MAX or b"\0" in uid or b"\n" in uid or b"\r" in uid:
+        # (the C lookup would see an id cut at a NUL: another utterance's)
+        raise KeyError("featcache: %r: no such utterance (no store holds such an id)" % (id,))
     key = (os.getpid(), os.path.realpath(os.fspath(store)), features, tokens)
     ld = _GET_CACHE.get(key)
     # A store replaced (rebuilt and moved into place) has the same path, not the same inodes; a
@@ -576,7 +584,7 @@ def get(store, id, features=None, tokens=None):
             ld._ident = ident
             _GET_CACHE[key] = ld
         h = ld._h
-        rc = h.lib.fc_loader_lookup(h.h, id.encode("utf-8"), ctypes.byref(it))
+        rc = h.lib.fc_loader_lookup(h.h, uid, ctypes.byref(it))
         # a handle reads the store as it was when it opened: an id it lacks may have been
         # stored since, which a handle opened now sees
         if rc != _lib.FC_ENOTFOUND or fresh:

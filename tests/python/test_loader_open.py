@@ -94,6 +94,18 @@ def test_get_still_works(store):
         featcache.get(store["path"], 1)  # was AttributeError: 'int' object has no attribute ...
 
 
+def test_get_ids_no_store_can_hold(store):
+    # an id with a NUL reached the C lookup cut at the NUL: get(store, "utt0\0x") gave utt0's
+    # features; an empty or too long id (over 511 bytes) was a KeyError with no message (or the
+    # message of an earlier lookup), one that UTF-8 cannot encode a UnicodeEncodeError
+    for uid in ("utt0\0x", "utt0\n", "", "u" * 512, "utt0\udc80"):
+        with pytest.raises(KeyError) as e:
+            featcache.get(store["path"], uid)
+        assert e.value.args[0] == "featcache: %r: no such utterance (no store holds such an id)" % (
+            uid,), e.value.args
+    assert featcache.get(store["path"], "utt0").shape[1] == 80
+
+
 def test_get_sees_utterances_stored_after_its_first_call(store):
     # get() keeps a lookup handle per store (a snapshot of it): an id stored later, by featurize
     # run again in a notebook or beside a long-running process, was a KeyError for good
