@@ -128,4 +128,13 @@ rm -rf again
 SHARDS=3 ARRAY="0 2 3" task 1; check "task 1 of 3 into the same WORK path" 0 $?
 grep -q "^featurize: nothing to do" err && { echo "FAIL task 1 of 3 resumed the local store of task 1 of 2"; cat err; fail=1; }
 same_store ref13 again/s1 >same.txt || { echo "FAIL shard 1 of 3 differs from featurize --shard 1/3"; cat same.txt; fail=1; }
+# a merge's local store kept by a merge job killed while copying is not resumed by a merge of
+# other shards into the same CACHE path (CACHE never made): the merge holds those shards alone
+mkdir -p other && echo 1 >other/.shards && cp -r again/s1 other/s0
+SLURM_JOB_ID=12 CACHE=$T/cache3 WORK=$T/shards PATH="$T/fake:$PATH" bash "$FC_SRC/scripts/scaleout/featcache-merge.sbatch" >out 2>err
+check "merge of shards/ killed while copying" 1 $?
+compgen -G "local3/featcache-merge-*" >/dev/null || { echo "FAIL the merge killed while copying kept no local store"; fail=1; }
+SLURM_JOB_ID=13 CACHE=$T/cache3 WORK=$T/other bash "$FC_SRC/scripts/scaleout/featcache-merge.sbatch" >out 2>err
+check "merge of other shards into the same CACHE path" 0 $?
+same_store other/s0 cache3 >same.txt || { echo "FAIL the merge of other/ holds more than its shard"; cat same.txt; fail=1; }
 exit $fail
