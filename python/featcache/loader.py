@@ -529,7 +529,8 @@ def _dist_rank_world():
     return 0, 1
 
 
-_GET_CACHE = {}
+_GET_CACHE = {}  # (pid, store, features, tokens) -> Loader holding a lookup handle, oldest first
+GET_HANDLES = 32  # stores featcache.get keeps open (two descriptors and a map each)
 _ID_MAX = 511  # bytes of an utterance id (docs/FORMAT.md)
 
 
@@ -548,7 +549,8 @@ def _decode_mq(h, it):
 def get(store, id, features=None, tokens=None):
     """The features of one utterance: a read-only [frames, n_mels] array in the map (and with
     tokens=..., a tuple (mels, tokens)); for a coded (mq) config a decoded float32 copy. Raises
-    KeyError when the store has no such id."""
+    KeyError when the store has no such id. The lookup handles of the GET_HANDLES stores read
+    last are kept for the next calls."""
     if not isinstance(id, str):
         raise TypeError("featcache: get(%r): an utterance id is a str" % (id,))
     try:
@@ -570,8 +572,11 @@ def get(store, id, features=None, tokens=None):
                  data.st_mtime_ns, data.st_ctime_ns)
     except OSError:
         ident = None
-    if ld is not None and ld._ident != ident:
-        ld = None  # open the new store
+    if ld is not None:
+        if ld._ident != ident:
+            ld = None  # open the new store
+        else:
+            _GET_CACHE[key] = _GET_CACHE.pop(key, ld)  # the most recently read go last
     it = _lib.Item()
     for fresh in (ld is None, True):
         if fresh:
@@ -583,6 +588,8 @@ def get(store, id, features=None, tokens=None):
             ld._h = _Handle(ld.paths, ld._options(lookup_only=True))
             ld._ident = ident
             _GET_CACHE[key] = ld
+            while len(_GET_CACHE) > GET_HANDLES:  # the store read longest ago is let go
+                _GET_CACHE.pop(next(iter(_GET_CACHE)), None)
         h = ld._h
         rc = h.lib.fc_loader_lookup(h.h, uid, ctypes.byref(it))
         # a handle reads the store as it was when it opened: an id it lacks may have been

@@ -2,7 +2,8 @@
 ld:` closes the store's files (data.mdb, lock.mdb) when the block ends — at once, not at the next
 garbage collection — unless an array of it is still held, which keeps its memory valid and the
 files open until it goes; close() may be called again; a closed Loader refuses to be used
-(ValueError) instead of opening the store again. A plain script over a store written by
+(ValueError) instead of opening the store again; featcache.get keeps a bounded number of stores
+open. A plain script over a store written by
 featcache.testing."""
 
 import gc
@@ -118,6 +119,34 @@ def test_exit_closes_on_an_exception_and_lets_it_through(store):
     assert open_files(store) == []
     with pytest.raises(ValueError, match="closed"):
         len(ld)
+
+
+def test_get_keeps_a_bounded_number_of_stores_open(store):
+    """featcache.get kept a handle of every store it ever read, for the life of the process: a
+    script reading one utterance from each of a few hundred shards ran out of open files (two
+    descriptors a store; the usual soft limit is 1024). It keeps the most recently read ones,
+    featcache.loader.GET_HANDLES of them; an array of a store let go stays valid."""
+    import featcache.loader as L
+    keep = getattr(L, "GET_HANDLES", 32)
+    n = keep + 8
+    paths = []
+    for i in range(n):
+        p = "%s.get%d" % (store, i)
+        shutil.copytree(store, p)
+        paths.append(p)
+    first = featcache.get(paths[0], "u02")
+    want = np.array(first)
+    for p in paths:
+        featcache.get(p, "u01")
+    featcache.get(paths[-1], "u01")  # read again: still open
+    held = [p for p in paths if open_files(p)]
+    assert held[0] == paths[0]  # the array of it holds its map and files
+    assert held[1:] == paths[-keep:], (len(held), held[:3])
+    np.testing.assert_array_equal(first, want)
+    del first
+    assert open_files(paths[0]) == []
+    for p in paths:
+        shutil.rmtree(p)
 
 
 if __name__ == "__main__":
