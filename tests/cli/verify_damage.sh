@@ -94,6 +94,30 @@ grep -q "^s: error: env data.mdb: B-tree damaged (LMDB: .*); the checks after it
 [ $rc = 1 ] && grep -q "^dataset: error: env: B-tree damaged (LMDB: .*): the stores were not checked as one dataset$" out ||
   { echo "FAIL zeroed dataset: exit $rc"; cat out err; fail=1; }
 rm -rf s2
+# a leaf page of small feature records zeroed: LMDB fails the reading transaction on it
+# (MDB_CORRUPTED) or asserts in a cursor step; each is a finding, the other records are still
+# checked — with one thread (every later read was MDB_BAD_TXN: exit 2, nothing reported) and with
+# several (the cursor left on the page crashed the next range's seek)
+rm -rf s; "$FC_PYTHON" "$FC_SRC/tests/reference/test_verify_store.py" make s --n 300 \
+  --min-samples 256 --max-samples 700 >keys || { echo "FAIL: the fixture writer failed"; exit 1; }
+"$FC_PYTHON" - "$(key_of utt00150)" <<'PY'
+import sys
+key = bytes.fromhex(sys.argv[1])
+data = bytearray(open("s/data.mdb", "rb").read())
+assert data.count(key) == 1
+page = data.find(key) // 4096 * 4096
+data[page:page + 4096] = bytes(4096)
+open("s/data.mdb", "r+b").write(data)
+PY
+for j in 1 4; do
+  run "zeroed-feat-j$j" 1 -j $j
+  grep -q "^s: error: audio utt00150: B-tree damaged (LMDB: MDB_CORRUPTED: .*) while reading its records$" got &&
+    grep -q "^s: error: feat: B-tree damaged (LMDB: .*) while reading keys [0-9a-f][0-9a-f]\.\.$" got &&
+    ! grep -q "MDB_BAD_TXN\|checks after it were not made" got ||
+    { echo "FAIL zeroed-feat-j$j:"; cat got; fail=1; }
+  grep -q "s: [0-9]* errors, 0 warnings; 29[0-9] records" out || { echo "FAIL zeroed-feat-j$j: the other records"; cat out; fail=1; }
+  [ $j = 1 ] && cp got got1 || { diff -u got1 got || { echo "FAIL zeroed-feat: -j 4 reports otherwise"; fail=1; }; }
+done
 
 # values rewritten through lmdb with valid checksums: a huge shape, and NaN (found with --finite)
 mk

@@ -3,7 +3,9 @@
  * truncated file, values rewritten with valid checksums (huge shape, NaN, wrong frame count,
  * unknown config), missing features for manifest ids, a config mismatch, changed sources — each
  * asserting the exact finding. Also: the NaN/Inf scanner's known answers, a clean store of 10,000
- * records, and 1 thread vs 2 giving the same findings. Runs under ASan/UBSan in the sanitizer build. */
+ * records, and 1 thread vs 2 giving the same findings; a zeroed B-tree page (LMDB asserts, or fails
+ * the transaction) verified again and again in one process, a writer between. Runs under
+ * ASan/UBSan in the sanitizer build. */
 #include "featcache/fc_config.h"
 #include "featcache/fc_format.h"
 #include "featcache/fc_store.h"
@@ -678,6 +680,73 @@ static void test_not_a_store(void) {
   rm_store(dir);
 }
 
+/* A damaged page on which LMDB asserts (it would abort): cache-verify jumps out of the read-only
+ * walk (vf_lmdb_assert) and reports it. The jump must leave nothing behind in the process — no
+ * reader slot, lock or cursor: a second verify, with one thread or several, reports the same; a
+ * writer opens the store and commits; the store verifies again. The damage is met by the main
+ * thread's walk of the audio entries, then by the parallel record scan (a feat page). */
+static void test_assert_recovery(void) {
+  char dir[300], p[400], why[256];
+  snprintf(dir, sizeof dir, "%s/assert", tmpdir);
+  snprintf(p, sizeof p, "%s/data.mdb", dir);
+  for (int db = FC_DB_AUDIO; db <= FC_DB_FEAT; db += FC_DB_FEAT - FC_DB_AUDIO) {
+    utt *us = make_store(dir, 2000, 0);
+    /* the leaf page that holds utt01000's entry or record (not a stale copy of it), zeroed */
+    fc_store *s;
+    fc_rtxn *t;
+    const void *base, *v = NULL;
+    size_t maplen, vl;
+    const void *key = db == FC_DB_AUDIO ? (const void *)"utt01000" : us[1000].key.bytes;
+    CHECK(fc_store_open(dir, FC_STORE_RDONLY, &s) == 0 && fc_store_read_begin(s, &t) == 0 &&
+              fc_store_map_region(s, &base, &maplen) == 0 &&
+              fc_rtxn_get(t, db, key, db == FC_DB_AUDIO ? 8 : 16, &v, &vl) == 0,
+          "find utt01000's page");
+    off_t page = (off_t)(((const char *)v - (const char *)base) / 4096 * 4096);
+    fc_rtxn_end(t);
+    fc_store_close(s);
+    free(us);
+    int fd = open(p, O_RDWR);
+    CHECK(fd >= 0 && pwrite(fd, (char[4096]){0}, 4096, page) == 4096, "zero the page");
+    close(fd);
+    fc_verify_opts o;
+    fc_verify_opts_init(&o);
+    o.nolock = -1; /* through lock.mdb's reader table, as beside a running writer */
+    uint64_t errors[4] = {0};
+    for (int run = 0; run < 4; run++) {
+      o.threads = run % 2 ? 4 : 1;
+      fc_verify_report r;
+      int rc = fc_verify_store(dir, &o, &r, why, sizeof why);
+      CHECK(rc == 0, "db %d, verify %d of the damaged store: %s", db, run, why);
+      int found = 0, bad_txn = 0;
+      for (size_t i = 0; i < r.count; i++) {
+        found |= fnmatch("B-tree damaged (LMDB: *Assertion*", r.findings[i].problem, 0) == 0;
+        bad_txn |= strstr(r.findings[i].problem, "MDB_BAD_TXN") != NULL;
+      }
+      /* (a transaction LMDB failed on the page made every later read of it MDB_BAD_TXN) */
+      CHECK(found && !bad_txn,
+            "db %d, verify %d: no finding of LMDB's assertion, or reads in a "
+            "failed transaction",
+            db, run);
+      if (!found || bad_txn) dump(&r);
+      errors[run] = r.errors;
+      fc_verify_report_free(&r);
+      if (run == 1) { /* a writer in the same process, after the jumps */
+        fc_store *w;
+        rc = fc_store_open(dir, 0, &w);
+        CHECK(rc == 0, "a writer after verify: open: %s", fc_strerror(rc));
+        fc_put put = {FC_DB_META, "test/after", 10, "1", 1, 0};
+        if (!rc) CHECK((rc = fc_store_write(w, &put, 1)) == 0, "write: %s", fc_strerror(rc));
+        fc_store_close(w);
+      }
+    }
+    CHECK(errors[0] == errors[2] && errors[1] == errors[3] && errors[0] == errors[1],
+          "db %d: %llu, %llu errors (1 thread, 4), then %llu, %llu", db,
+          (unsigned long long)errors[0], (unsigned long long)errors[1],
+          (unsigned long long)errors[2], (unsigned long long)errors[3]);
+    rm_store(dir);
+  }
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/fc-test-verify.XXXXXX");
   if (!mkdtemp(tmpdir)) return 1;
@@ -691,6 +760,7 @@ int main(void) {
   test_manifest_missing();
   test_sources();
   test_not_a_store();
+  test_assert_recovery();
 
   rmdir(tmpdir);
   if (failures)

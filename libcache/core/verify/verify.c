@@ -142,6 +142,7 @@ static int open_snapshot(vctx *c, int *nthreads, fc_rtxn **main) {
       same = k == id;
     }
     if (!rc && same) {
+      c->snapshot = id;
       *main = c->pool[0];
       *nthreads = n;
       return 0;
@@ -151,6 +152,22 @@ static int open_snapshot(vctx *c, int *nthreads, fc_rtxn **main) {
     if (rc == MDB_MAP_RESIZED) rc = store_adopt_map(c->s);
     if (rc) return rc;
   }
+}
+
+int vf_damage_code(int rc) { return rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND; }
+
+int vf_txn_recover(vctx *c, fc_rtxn *t) {
+  mdb_txn_reset(t->txn); /* the reader slot is kept (MDB_NOTLS): nothing else is taken */
+  int rc = mdb_txn_renew(t->txn);
+  if (!rc && mdb_txn_id(t->txn) == c->snapshot) return 0;
+  if (!rc) rc = MDB_BAD_TXN; /* a writer committed since the snapshot began: not the same store */
+  atomic_store(&c->halt, 1);
+  if (atomic_exchange(&c->lost, 1) == 0)
+    vf_add(c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
+           "B-tree damaged; the checks after it were not made (a read transaction could not be "
+           "renewed on the snapshot: %s)",
+           mdb_strerror(rc));
+  return rc;
 }
 
 /* The checks on the opened store, in report order; *t is the snapshot's main transaction. */
@@ -298,6 +315,7 @@ done:
   for (int i = 1; i < c.npool; i++) fc_rtxn_end(c.pool[i]);
   free(c.pool);
   fc_cursor_close(c.cur); /* left open by a damaged page */
+  if (c.ix_cur) mdb_cursor_close(c.ix_cur);
   fc_rtxn_end(t);
   fc_store_close(c.s);
   free(c.audio);

@@ -270,6 +270,12 @@ static void check_entry(vctx *c, fc_rtxn *t, int db, const ventry *e) {
                audio ? "mel" : "token", vf_cfg_name(cf), cf->hex);
       continue;
     }
+    if (vf_damage_code(rc)) { /* LMDB failed the transaction: renewed to go on */
+      vf_add(c, FC_VERIFY_ERROR, db, e->id, e->id_len, e->id, e->id_len,
+             "B-tree damaged (LMDB: %s) while reading its records", mdb_strerror(rc));
+      vf_txn_recover(c, t);
+      return;
+    }
     if (rc) {
       vf_add(c, FC_VERIFY_ERROR, rdb, hex, 32, e->id, e->id_len, "LMDB: %s", fc_strerror(rc));
       continue;

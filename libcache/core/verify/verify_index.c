@@ -19,6 +19,7 @@ static int check_one(vctx *c, MDB_txn *txn, const vcfg *cf, const store_index *x
   MDB_cursor *cur;
   int rc = mdb_cursor_open(txn, x->dbi, &cur);
   if (rc) return rc;
+  c->ix_cur = cur;
   MDB_val k, v;
   for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0 && !vf_stopping(c);
        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
@@ -75,6 +76,7 @@ static int check_one(vctx *c, MDB_txn *txn, const vcfg *cf, const store_index *x
              h.dim0);
   }
   mdb_cursor_close(cur);
+  c->ix_cur = NULL;
   return rc == MDB_NOTFOUND || rc == 0 ? 0 : rc;
 }
 

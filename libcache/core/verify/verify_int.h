@@ -75,11 +75,14 @@ typedef struct vctx {
   fc_store *s;
   fc_rtxn **pool; /* the run's read transactions, one per thread, one snapshot (verify.c) */
   fc_cursor *cur; /* the main thread's open cursor: closed at the end if a damaged page cut it */
+  MDB_cursor *ix_cur; /* the index step's open cursor: the same */
   int npool;
   pthread_mutex_t mu;
   size_t cap;
   atomic_int halt; /* max_errors reached or stop seen (set and read by the scan's threads) */
   atomic_int nomem; /* a check ran out of memory: the run fails (ENOMEM), it is no finding */
+  atomic_int lost; /* a thread's transaction could not be renewed on the snapshot (said once) */
+  uint64_t snapshot; /* the transaction id every check reads */
   uint64_t max_warnings;
   vcfg *cfgs;
   size_t n_cfgs;
@@ -142,6 +145,15 @@ void vf_add(vctx *c, int sev, int db, const char *key, size_t key_len, const cha
  * a split store's directory (marker of n parts) as a whole: missing parts, parts beyond n. */
 void vf_check_part_place(vctx *c, const char *dir);
 int vf_verify_split(vctx *c, const char *dir, unsigned n, char *why, size_t why_len);
+
+/* verify.c: LMDB fails a transaction that met a damaged page (MDB_CORRUPTED, MDB_PAGE_NOTFOUND:
+ * 1 from vf_damage_code): every later read in it is MDB_BAD_TXN. A parallel step that reported
+ * the damage calls vf_txn_recover on its thread's transaction, which renews it: 0 when that is
+ * the run's snapshot again (no commit since; cursors opened in it need mdb_cursor_renew), and its
+ * checks go on; else the run stops (an env finding says the checks after it were not made) and
+ * the code is returned. */
+int vf_damage_code(int rc);
+int vf_txn_recover(vctx *c, fc_rtxn *t);
 
 /* step 2, verify_meta.c: the configs in meta, and which of them every entry must have */
 int vf_read_meta(vctx *c, fc_rtxn *t);

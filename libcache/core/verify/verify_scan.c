@@ -101,26 +101,29 @@ static int scan_range(vctx *c, MDB_txn *txn, MDB_cursor *cur, int db, unsigned b
   }
   __atomic_fetch_add(&c->bytes_done, local, __ATOMIC_RELAXED);
   if (rc && rc != MDB_NOTFOUND) {
-    vf_add(c, FC_VERIFY_ERROR, db, NULL, 0, NULL, 0, "LMDB: %s while reading keys %02x..",
-           mdb_strerror(rc), b);
-    return 0;
+    vf_add(c, FC_VERIFY_ERROR, db, NULL, 0, NULL, 0, "%s%s%s while reading keys %02x..",
+           vf_damage_code(rc) ? "B-tree damaged (LMDB: " : "LMDB: ", mdb_strerror(rc),
+           vf_damage_code(rc) ? ")" : "", b);
+    return rc;
   }
   return 0;
 }
 
-/* scan_range, a damaged page met on the way the range's finding (vf_lmdb_assert). */
-static void guarded_range(vctx *c, MDB_txn *txn, MDB_cursor *cur, int db, unsigned b,
-                          uint64_t *recs, uint64_t *bytes) {
+/* scan_range, a damaged page met on the way the range's finding (vf_lmdb_assert). Returns
+ * scan_range's LMDB error, or -1 after LMDB's assertion. */
+static int guarded_range(vctx *c, MDB_txn *txn, MDB_cursor *cur, int db, unsigned b, uint64_t *recs,
+                         uint64_t *bytes) {
   sigjmp_buf jb, *outer = vf_lmdb_jump;
   if (sigsetjmp(jb, 0)) {
     vf_lmdb_jump = outer;
     vf_add(c, FC_VERIFY_ERROR, db, NULL, 0, NULL, 0,
            "B-tree damaged (LMDB: %s) while reading keys %02x..", vf_lmdb_why, b);
-    return;
+    return -1;
   }
   vf_lmdb_jump = &jb;
-  scan_range(c, txn, cur, db, b, recs, bytes);
+  int rc = scan_range(c, txn, cur, db, b, recs, bytes);
   vf_lmdb_jump = outer;
+  return rc;
 }
 
 int vf_check_records(vctx *c, int nthreads) {
@@ -142,8 +145,20 @@ int vf_check_records(vctx *c, int nthreads) {
     for (int i = 0; i < 512; i++) {
       if (rc || vf_stopping(c)) continue;
       int d = i / 256;
-      guarded_range(c, t->txn, cur[d], d ? FC_DB_TOK : FC_DB_FEAT, (unsigned)(i % 256), &recs,
-                    &bytes);
+      int g = guarded_range(c, t->txn, cur[d], d ? FC_DB_TOK : FC_DB_FEAT, (unsigned)(i % 256),
+                            &recs, &bytes);
+      /* A damaged page (said): the cursor still stands on it — the next range's MDB_SET_RANGE
+       * would read it as a page of its B-tree (a crash) — so it starts afresh; and LMDB failed
+       * the transaction on MDB_CORRUPTED: renewed on the snapshot, so that the next ranges are
+       * read, not each reported as MDB_BAD_TXN. */
+      if (g == -1 || vf_damage_code(g)) {
+        rc = g == -1 ? 0 : vf_txn_recover(c, t); /* failed: the run stops, and says so */
+        for (int e = 0; e < 2 && !rc; e++) rc = mdb_cursor_renew(t->txn, cur[e]);
+        if (rc && !vf_stopping(c)) {
+#pragma omp critical(verify_err)
+          err = rc;
+        }
+      }
       if (c->o->progress && omp_get_thread_num() == 0) {
         double tn = vf_now_s();
         if (tn - last >= 0.1) {
