@@ -546,6 +546,37 @@ def _decode_mq(h, it):
     return out
 
 
+def _store_ident(path, parts=None):
+    """What tells the store at path from another one under that path: (stat facts, parts).
+    A store replaced (rebuilt and moved into place) has the same path, not the same inodes; a
+    data.mdb copied over in place (cp new/data.mdb cache/) the same inode, but the snapshot of a
+    handle opened before names pages of the old file: its size or times changed (ctime: even
+    cp -p). So does every commit of a writer, after which a new handle sees a newer snapshot. A
+    split store (docs/FORMAT.md) has no data.mdb of its own: its marker and those of its parts
+    (parts: their number, read from the marker when not given)."""
+    def facts(p):
+        st = os.stat(p)
+        return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+    try:
+        top = os.stat(path)
+        out = [(top.st_dev, top.st_ino)]
+        try:
+            out.append(facts(os.path.join(path, "data.mdb")))
+            parts = 0
+        except FileNotFoundError:
+            marker = os.path.join(path, "featcache-split")
+            out.append(facts(marker))
+            if parts is None:
+                with open(marker, "rb") as f:
+                    word = f.read(64).split()[-1:]
+                parts = int(word[0]) if word and word[0].isdigit() else 0
+            for k in range(min(parts, 64)):
+                out.append(facts(os.path.join(path, "part-%d" % k, "data.mdb")))
+    except OSError:
+        return None, parts
+    return tuple(out), parts
+
+
 def get(store, id, features=None, tokens=None):
     """The features of one utterance: a read-only [frames, n_mels] array in the map (and with
     tokens=..., a tuple (mels, tokens)); for a coded (mq) config a decoded float32 copy. Raises
@@ -562,16 +593,7 @@ def get(store, id, features=None, tokens=None):
         raise KeyError("featcache: %r: no such utterance (no store holds such an id)" % (id,))
     key = (os.getpid(), os.path.realpath(os.fspath(store)), features, tokens)
     ld = _GET_CACHE.get(key)
-    # A store replaced (rebuilt and moved into place) has the same path, not the same inodes; a
-    # data.mdb copied over in place (cp new/data.mdb cache/) the same inode, but the handle's
-    # snapshot names pages of the old file: its size or times changed (ctime: even cp -p). So
-    # does every commit of a writer, after which a new handle sees a newer snapshot.
-    try:
-        top, data = os.stat(key[1]), os.stat(key[1] + "/data.mdb")
-        ident = (top.st_dev, top.st_ino, data.st_dev, data.st_ino, data.st_size,
-                 data.st_mtime_ns, data.st_ctime_ns)
-    except OSError:
-        ident = None
+    ident = _store_ident(key[1], None if ld is None else ld._ident[1])
     if ld is not None:
         if ld._ident != ident:
             ld = None  # open the new store

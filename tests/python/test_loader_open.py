@@ -175,6 +175,46 @@ def test_get_after_data_mdb_is_copied_over_in_place(store):
     assert mel.shape == want.shape and (mel == want).all()
 
 
+def test_get_of_a_split_store_replaced(store):
+    # a split store (featurize --writers 2: STORE/featcache-split, part-0/, part-1/) has no
+    # STORE/data.mdb: get() found no inode to compare and kept its first handle for good, so a
+    # split store rebuilt and moved into place, or a part's data.mdb copied over in place, gave
+    # the old features. utt0 lies in part 0, utt3 in part 1 (FORMAT.md "Split stores").
+    d = store["dir"]
+    src = os.path.join(d, "utt1.wav")  # the longer sentence
+
+    def split_store(out, utt0_wav):
+        wd = out + ".wav"
+        os.mkdir(wd)
+        shutil.copyfile(utt0_wav, os.path.join(wd, "utt0.wav"))
+        shutil.copyfile(src, os.path.join(wd, "utt3.wav"))
+        r = subprocess.run([os.path.join(BIN, "featurize"), "-q", "--device", "cpu", "--writers",
+                            "2", "-o", out, os.path.join(wd, "utt0.wav"),
+                            os.path.join(wd, "utt3.wav")], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert os.path.exists(os.path.join(out, "part-1", "data.mdb"))
+
+    path = os.path.join(d, "split")
+    split_store(path, os.path.join(d, "utt0.wav"))
+    old = featcache.get(path, "utt0").copy()
+    assert featcache.get(path, "utt3").shape[1] == 80
+    new = os.path.join(d, "split.new")
+    split_store(new, src)
+    want = featcache.get(new, "utt0").copy()
+    assert want.shape != old.shape
+    shutil.rmtree(path)
+    os.rename(new, path)
+    mel = featcache.get(path, "utt0")
+    assert mel.shape == want.shape and (mel == want).all()
+    # a part's data.mdb copied over in place (the same inode)
+    again = os.path.join(d, "split.again")
+    split_store(again, os.path.join(d, "utt0.wav"))
+    shutil.copyfile(os.path.join(again, "part-0", "data.mdb"),
+                    os.path.join(path, "part-0", "data.mdb"))
+    mel = featcache.get(path, "utt0")
+    assert mel.shape == old.shape and (mel == old).all()
+
+
 # ctypes stores a Python int into a C uint32/uint64 field modulo 2**32 (2**64) without a word: a
 # negative or too large number became another option entirely (pad_to=-5: batches of 4294967291
 # frames, "out of memory" at the first batch; batch_size=2**32: "batch_size 0 without
