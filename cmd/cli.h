@@ -501,7 +501,23 @@ static inline void fc_cli_check_new_store_dir(const char *dir, int force, const 
 /* ---- signals: SIGINT/SIGTERM set a flag; the job commits finished work and exits 130/143 ---- */
 static volatile sig_atomic_t fc_cli_signal;
 
-static inline void fc_cli_on_signal(int sig) { fc_cli_signal = sig; }
+/* The first SIGINT/SIGTERM sets the flag; a second one (Ctrl-C again, while a worker waits on a
+ * FIFO that no one writes, a hung network file system, a long file) ends the process at once: its
+ * default action, so the shell sees 130/143 as for the first. Every commit is already durable
+ * (a kill at any instant loses only the batch not yet committed); only async-signal-safe calls. */
+static inline void fc_cli_on_signal(int sig) {
+  if (!fc_cli_signal) {
+    fc_cli_signal = sig;
+    return;
+  }
+  static const char msg[] =
+      ": interrupted again: stopping now; work committed before stays in the store\n";
+  ssize_t w = write(STDERR_FILENO, fc_cli_tool, strlen(fc_cli_tool));
+  w = write(STDERR_FILENO, msg, sizeof msg - 1);
+  (void)w;
+  signal(sig, SIG_DFL);
+  raise(sig); /* delivered when the handler returns (the signal is blocked in it) */
+}
 
 static inline void fc_cli_install_signals(void) {
   struct sigaction sa;

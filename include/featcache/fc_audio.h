@@ -18,10 +18,11 @@ typedef struct fc_audio_info {
 } fc_audio_info;
 
 /* Read path fully into memory (*bytes, *len; free() it) and stat it: info (may be NULL) is zeroed,
- * then info->size and info->mtime_ns are set. A pipe or device is read to EOF.
- * Errors: errno codes (ENOENT, EACCES, EISDIR, EIO...), FC_EEMPTY (0 bytes), FC_ETOOLONG when the
- * file is larger than max_bytes (0 = no limit), ENOMEM; on error *bytes is NULL. The bytes are
- * hashed for the audio digest and then decoded from memory, so each file is read once. */
+ * then info->size and info->mtime_ns are set. A pipe is read to EOF (a FIFO's open waits for its
+ * writer); a device (/dev/zero, a terminal) is refused with ENODEV.
+ * Errors: errno codes (ENOENT, EACCES, EISDIR, ENODEV, EIO...), FC_EEMPTY (0 bytes), FC_ETOOLONG
+ * when the file is larger than max_bytes (0 = no limit), ENOMEM; on error *bytes is NULL. The
+ * bytes are hashed for the audio digest and then decoded from memory, so each file is read once. */
 FC_API int fc_audio_read_file(const char *path, uint64_t max_bytes, void **bytes, size_t *len,
                               fc_audio_info *info);
 

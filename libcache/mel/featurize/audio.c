@@ -43,7 +43,9 @@
 #define BLOCK_FRAMES 8192
 
 /* ---- reading the file ------------------------------------------------------------------------- */
-/* Open path and check what fstat says (*st): 0 with *fd open, or the error (nothing open). */
+/* Open path and check what fstat says (*st): 0 with *fd open, or the error (nothing open). A
+ * regular file or a pipe (a FIFO's open waits for its writer, as cat's does) is read; a device is
+ * ENODEV. */
 static int open_checked(const char *path, uint64_t max_bytes, int *fd, struct stat *st) {
   *fd = fault_hit("open") ? (errno = EIO, -1) : open(path, O_RDONLY | O_CLOEXEC);
   if (*fd < 0) return errno;
@@ -52,6 +54,8 @@ static int open_checked(const char *path, uint64_t max_bytes, int *fd, struct st
     rc = errno;
   else if (S_ISDIR(st->st_mode))
     rc = EISDIR;
+  else if (!S_ISREG(st->st_mode) && !S_ISFIFO(st->st_mode))
+    rc = ENODEV; /* a device: /dev/zero reads without end, a terminal waits for typing */
   else if (S_ISREG(st->st_mode) && st->st_size == 0)
     rc = FC_EEMPTY;
   else if (S_ISREG(st->st_mode) && max_bytes && (uint64_t)st->st_size > max_bytes)
@@ -73,7 +77,7 @@ static int read_rest(int fd, const struct stat *st, uint64_t max_bytes, size_t h
   if (S_ISREG(st->st_mode))
     want = (size_t)st->st_size + 1; /* +1: a file that grew is noticed without a second buffer */
   else
-    want = have > (1 << 16) ? have : 1 << 16; /* a pipe or device: read to EOF */
+    want = have > (1 << 16) ? have : 1 << 16; /* a pipe: read to EOF */
   if (*cap < want) {
     uint8_t *n = fc_realloc(*buf, want);
     if (!n) {
@@ -297,7 +301,7 @@ int audio_pcm16_open(const char *path, uint32_t target_rate, uint8_t **buf, size
   if (info) memset(info, 0, sizeof *info);
   int rc = open_checked(path, 0, &f->fd, &f->st);
   if (rc) return rc;
-  if (!S_ISREG(f->st.st_mode)) return 0; /* a pipe or device: read as usual, from the start */
+  if (!S_ISREG(f->st.st_mode)) return 0; /* a pipe: read as usual, from the start */
   const uint64_t size = (uint64_t)f->st.st_size;
   const size_t want = size + 1 < PCM16_HEAD ? (size_t)size + 1 : PCM16_HEAD;
   if (*cap < want) {

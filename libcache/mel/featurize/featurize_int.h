@@ -7,6 +7,7 @@
 #include "featcache/fc_featurize.h"
 #include "libcache/mel/featurize/featurize_backend.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -185,6 +186,7 @@ static inline const char *plain_reason(int err) {
   case FC_EEMPTY: return "empty file";
   case FC_ETOOLONG: return "longer than the limit";
   case FC_EDECODE: return "cannot decode";
+  case ENODEV: return "not a regular file or a pipe (a device)"; /* audio.c open_checked */
   default: break;
   }
   if (err > 0) return strerror(err);

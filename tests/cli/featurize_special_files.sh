@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# featurize given files that are not regular files. A FIFO is read once its writer comes, as cat
+# reads one; one whose writer never comes holds its worker, and the first SIGINT (or SIGTERM) waits
+# for the inputs in flight: a second one ends the process at once, exit 130 (143), with a line that
+# says so, and the work committed before it stays in a sound store. A character or block device
+# (/dev/zero, a terminal) is no audio file: it fails at once with its reason, where /dev/zero was
+# read into memory without end and a terminal waited for input (/dev/null stands for them here: a
+# regression with /dev/zero would eat the machine's memory).
+set -u
+B=${FC_BIN:?}
+tmp=$(mktemp -d)
+trap 'for p in $(jobs -p); do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+sox -n -r 22050 -b 16 a.wav synth 0.5 sine 300 || { echo "FAIL: sox failed"; exit 1; }
+mkfifo stray.wav
+
+# 1. a FIFO nobody writes: one signal waits for it, the second ends the process
+for sig in INT TERM; do
+  want=$((128 + $(kill -l $sig)))
+  rm -rf "s$sig"
+  "$B/featurize" -j 1 --batch 1 --device cpu -o "s$sig" a.wav stray.wav >out 2>err &
+  pid=$!
+  for _ in $(seq 100); do [ -e "s$sig/data.mdb" ] && break; sleep 0.05; done
+  sleep 0.5 # a.wav committed (--batch 1), the worker in stray.wav's open
+  kill -$sig $pid
+  sleep 0.3
+  kill -0 $pid 2>/dev/null || fail "SIG$sig: the first signal ended the process: $(cat err)"
+  kill -$sig $pid
+  for _ in $(seq 50); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+  if kill -0 $pid 2>/dev/null; then
+    fail "SIG$sig: still running 5 s after the second signal"
+    kill -9 $pid
+  fi
+  wait $pid
+  rc=$?
+  [ $rc = $want ] || fail "SIG$sig: exit $rc, want $want"
+  grep -qx "featurize: interrupted again: stopping now; work committed before stays in the store" err ||
+    fail "SIG$sig: stderr: $(cat err)"
+  "$B/cache-verify" -q "s$sig" >/dev/null 2>verr || fail "SIG$sig: cache-verify: $(cat verr)"
+done
+
+# 2. a FIFO whose writer comes: read as a file
+(sleep 0.5; cat a.wav >stray.wav) &
+timeout -s KILL 20 "$B/featurize" -q --device cpu -o f stray.wav 2>err ||
+  fail "a FIFO with its writer: exit $?: $(cat err)"
+
+# 3. devices: refused at once, by name and kind
+timeout -s KILL 20 "$B/featurize" --device cpu -o d /dev/null a.wav >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "devices: exit $rc, want 1"
+sort >want <<'TXT'
+featurize: /dev/null: not a regular file or a pipe (a device)
+featurize: done: 1 of 2 (1 new, 0 already stored, 1 failed)
+TXT
+sort err | diff -u want - || fail "devices: stderr differs"
+
+[ $fails = 0 ] || exit 1
+echo "featurize_special_files: ok"
