@@ -229,7 +229,15 @@ int main(int argc, char **argv) {
   }
   if (optind >= argc) fc_cli_usage_error("no STORE given");
   fc_cli_no_empty_stores(argc, argv, optind);
+  const char *const *words = (const char *const *)(argv + optind);
+  size_t nwords = (size_t)(argc - optind);
   fc_cli_expand_argv(&argc, &argv, optind); /* a split store is benched as its parts */
+  char twice[1024]; /* LMDB: one environment, one open per process */
+  if (fc_cli_store_twice(words, nwords, (const char *const *)(argv + optind),
+                         (size_t)(argc - optind), twice, sizeof twice)) {
+    fc_cli_warn(NULL, "%s: a process must not open a store twice", twice);
+    return FC_EXIT_USAGE;
+  }
   if (!o.np) add_pattern("patterns", "all", &o);
   if (!o.ns) {
     o.states[o.ns++] = BENCH_COLD;
@@ -265,17 +273,6 @@ int main(int argc, char **argv) {
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode) || bench_device_probe(path, &dev) != 0)
       continue; /* the open below says what is wrong */
-    for (size_t j = 0; j < s && !refused[s];
-         j++) { /* LMDB: one environment, one open per process */
-      struct stat sj;
-      if (stat(paths[j], &sj) == 0 && sj.st_dev == st.st_dev && sj.st_ino == st.st_ino) {
-        fc_cli_warn(path, "given twice (also as %s): a process must not open a store twice",
-                    paths[j]);
-        exit_code = FC_EXIT_USAGE;
-        refused[s] = 1;
-      }
-    }
-    if (refused[s]) continue;
     if (dev.read_only && !o.read_only) {
       fc_cli_warn(path,
                   "store is on a read-only mount (%s): LMDB runs without its lock file "

@@ -120,6 +120,10 @@ int main(int argc, char **argv) {
   size_t n = (size_t)(argc - optind), given = n; /* n: the stores opened, a split store's parts */
   /* a split store is merged as its parts */
   const char *const *inputs = fc_cli_expand_stores((const char *const *)(argv + optind), &n);
+  /* a store named twice is said here, naming the STOREs as given (fc_merge_run names parts) */
+  char twice[1024];
+  int named_twice = fc_cli_store_twice((const char *const *)(argv + optind), given, inputs, n,
+                                       twice, sizeof twice);
   if (prefer) {
     if (strcmp(prefer, "first") == 0)
       mo.prefer = FC_MERGE_FIRST;
@@ -163,7 +167,13 @@ int main(int argc, char **argv) {
   mo.stop = &fc_cli_signal;
   fc_merge_stats st;
   char why[1024] = "";
-  int rc = fc_merge_run(out, inputs, n, &mo, &st, why, sizeof why);
+  int rc = EINVAL;
+  if (named_twice) {
+    memset(&st, 0, sizeof st);
+    snprintf(why, sizeof why, "%s", twice);
+  } else {
+    rc = fc_merge_run(out, inputs, n, &mo, &st, why, sizeof why);
+  }
   fc_cli_progress_clear(&cx.progress);
 
   uint64_t copied = sum(st.copied), present = sum(st.present);

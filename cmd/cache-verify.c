@@ -391,16 +391,13 @@ int main(int argc, char **argv) {
   /* LMDB: one environment, one open per process (the dataset check opens them all at once, and
    * closing one handle of an environment drops the process's locks on it): a store named twice
    * (or a split store and one of its parts) is refused, as cache-merge and cache-bench do */
-  for (size_t i = 0; i < n_stores; i++) {
-    struct stat si, sj;
-    if (stat(stores[i], &si) != 0) continue; /* said when it is checked */
-    for (size_t j = 0; j < i; j++)
-      if (stat(stores[j], &sj) == 0 && si.st_dev == sj.st_dev && si.st_ino == sj.st_ino) {
-        if (!status) fc_cli_warn(stores[i], "given twice (also as %s)", stores[j]);
-        fc_item_list_free(&items);
-        fc_store_paths_free(stores, n_stores);
-        return FC_EXIT_USAGE;
-      }
+  char twice[1024];
+  if (fc_cli_store_twice((const char *const *)(argv + optind), (size_t)(argc - optind),
+                         (const char *const *)stores, n_stores, twice, sizeof twice)) {
+    if (!status) fc_cli_warn(NULL, "%s", twice);
+    fc_item_list_free(&items);
+    fc_store_paths_free(stores, n_stores);
+    return FC_EXIT_USAGE;
   }
   /* a split store as a whole: its missing parts and the parts beyond its marker's N */
   size_t split_missing = 0, split_bad = 0; /* split_bad: split stores with other errors */

@@ -646,6 +646,71 @@ static inline const char **fc_cli_expand_stores(const char *const *stores, size_
   return (const char **)fc_cli_expanded;
 }
 
+typedef struct fc_cli_dir_id {
+  dev_t dev;
+  ino_t ino;
+  size_t i;
+} fc_cli_dir_id;
+
+static int fc_cli_dir_id_cmp(const void *a, const void *b) {
+  const fc_cli_dir_id *x = a, *y = b;
+  if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+  if (x->ino != y->ino) return x->ino < y->ino ? -1 : 1;
+  return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* A store named twice among stores[0..n), the fc_store_expand of the STORE words words[0..nw):
+ * another spelling of one directory, a split store given twice, or a split store and one of its
+ * parts. LMDB allows one open of an environment per process (closing one handle drops the
+ * process's locks on it), so the tools that open them all refuse that. Returns 0, or 1 with
+ * `WORD: given twice (also as WORD)` in msg for the first store (in the order given) that repeats
+ * one before it, both named as given: `sp/part-1: given twice (also as part 1 of sp)`. A path
+ * that cannot be stat'ed is left to the open that follows. Sorts, so thousands of shards cost no
+ * more than their stat calls. */
+static inline int fc_cli_store_twice(const char *const *words, size_t nw, const char *const *stores,
+                                     size_t n, char *msg, size_t len) {
+  fc_cli_dir_id *v = malloc((n ? n : 1) * sizeof *v);
+  size_t *word = malloc((n ? n : 1) * sizeof *word);
+  long *part = malloc((n ? n : 1) * sizeof *part);
+  size_t m = 0, k = 0;
+  int found = 0;
+  if (!v || !word || !part) goto out;
+  for (size_t w = 0; w < nw && k < n; w++) { /* which word each store came from, and its part */
+    unsigned parts = 0;
+    if (fc_store_split_count(words[w], &parts) != 0) parts = 0;
+    for (unsigned p = 0; p < (parts ? parts : 1) && k < n; p++, k++)
+      word[k] = w, part[k] = parts ? (long)p : -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    struct stat st;
+    if (stat(stores[i], &st) == 0) v[m++] = (fc_cli_dir_id){st.st_dev, st.st_ino, i};
+  }
+  qsort(v, m, sizeof *v, fc_cli_dir_id_cmp);
+  size_t bi = 0, bj = SIZE_MAX; /* of each run of one directory its first two, the earliest pair */
+  for (size_t a = 1; a < m; a++)
+    if (v[a].dev == v[a - 1].dev && v[a].ino == v[a - 1].ino &&
+        (a < 2 || v[a - 2].dev != v[a].dev || v[a - 2].ino != v[a].ino) && v[a].i < bj)
+      bi = v[a - 1].i, bj = v[a].i;
+  if (bj != SIZE_MAX && k == n) {
+    const char *wi = words[word[bi]], *wj = words[word[bj]];
+    if (part[bj] < 0 && part[bi] >= 0)
+      snprintf(msg, len, "%s: given twice (also as part %ld of %s)", wj, part[bi], wi);
+    else if (part[bj] >= 0 && part[bi] < 0)
+      snprintf(msg, len, "%s: given twice (its part %ld also as %s)", wj, part[bj], wi);
+    else
+      snprintf(msg, len, "%s: given twice (also as %s)", wj, wi);
+    found = 1;
+  } else if (bj != SIZE_MAX) { /* words and stores do not match: name the stores */
+    snprintf(msg, len, "%s: given twice (also as %s)", stores[bj], stores[bi]);
+    found = 1;
+  }
+out:
+  free(v);
+  free(word);
+  free(part);
+  return found;
+}
+
 /* fc_cli_expand_stores over argv[first..*argc): *argv and *argc then name the stores to open after
  * the first `first` words (argv[0] and the options stay). */
 static inline void fc_cli_expand_argv(int *argc, char ***argv, int first) {
