@@ -34,6 +34,7 @@ import errno
 import functools
 import operator
 import sys
+import weakref
 
 import torch
 
@@ -218,8 +219,12 @@ class Handoff:
     CPU device (the device pipeline with copies of no cost) or a CUDA device."""
 
     def __init__(self, ld, device=None, depth=2):
-        self.ld = ld
-        self.h = h = ld._handle()
+        # the loader's handle holds the hand-off (h.handoff, h.on_close), so the hand-off holds
+        # it weakly: a cycle would keep the store open until a garbage collection. What closing
+        # needs (the library, the C handle) is kept here.
+        h = ld._handle()
+        self._href = weakref.ref(h)
+        self.lib, self.hh = h.lib, h.h
         self.device = None if device is None else torch.device(device)
         self.cuda = self.device is not None and self.device.type == "cuda"
         self.depth = depth
@@ -246,6 +251,10 @@ class Handoff:
             # of their own: as many more, so the loader's threads keep theirs
             h.add_buffers([h.alloc(int(h.info.bound_batch_bytes)) for _ in range(depth + 1)])
 
+    @property
+    def h(self):
+        return self._href()
+
     @staticmethod
     def usable(ld):
         """The loader's batches can be handed off this way (the use count can be read, tokens
@@ -255,7 +264,7 @@ class Handoff:
 
     def close(self):
         """Give back every batch the loader lent (the loader is closing)."""
-        L, hh = self.h.lib, self.h.h
+        L, hh = self.lib, self.hh
         for e in list(self.out) + list(self.fenced):
             e.copied.synchronize()
             e.passed.synchronize()
@@ -341,7 +350,7 @@ class Handoff:
 
     def _give_back_extra(self):
         """Release every batch that is free now (the loop let several go at once)."""
-        L, hh = self.h.lib, self.h.h
+        L, hh = self.lib, self.hh
         give = []
         self._let_go_free(give)
         with self.h.lock:
@@ -352,7 +361,7 @@ class Handoff:
     def _recover(self, rc, descs):
         """The call failed: ENOBUFS (every buffer lent out) → give back what is free, else add
         a buffer, and take again; returns the call's new rc."""
-        h, L, hh = self.h, self.h.lib, self.h.h
+        h, L, hh = self.h, self.lib, self.hh
         dmv = descs.mv
         while rc == errno.ENOBUFS:
             if self.fenced:
@@ -398,7 +407,7 @@ class Handoff:
         if self.out:
             self._let_go_free(give)
         if len(give) > n:
-            L, hh = self.h.lib, self.h.h
+            L, hh = self.lib, self.hh
             for p in give[n:]:
                 L.fc_loader_release(hh, p)
             del give[n:]
@@ -407,11 +416,11 @@ class Handoff:
             dmv[j * 24] = p
         # (no Python lock: the library serializes its own calls; a loader is driven by one
         # thread at a time, and a generator cannot run in two at once)
-        rc = self.swap(self.h.h, descs, self.n_take)
+        rc = self.swap(self.hh, descs, self.n_take)
         if rc:
             rc = self._recover(rc, descs)
             if rc:
-                _L._raise(rc, "next batch", self.h.h)
+                _L._raise(rc, "next batch", self.hh)
         return dmv[0] != 0
 
     def _first(self, descs, j):
@@ -470,7 +479,7 @@ class Handoff:
         turned into an entry or a LoaderBatch; what is left in descs.it was never handed out):
         the loop left the epoch early, or the loader closes."""
         self.live.pop(id(descs), None)
-        dmv, L, hh = descs.mv, self.h.lib, self.h.h
+        dmv, L, hh = descs.mv, self.lib, self.hh
         for k in range(0, len(dmv), 24):
             p = dmv[k]
             if p and hh:
@@ -509,7 +518,9 @@ class Handoff:
                 it, more = take(descs, slow)
                 yield from it
         finally:
-            self.h.running -= 1
+            h = self.h
+            if h is not None:
+                h.running -= 1
             self._untaken(descs)
 
     def to_device(self, epoch, slow_issue, slow_take):
@@ -555,7 +566,9 @@ class Handoff:
                 else:
                     yield slow_take(x[1])
         finally:
-            self.h.running -= 1
+            h = self.h
+            if h is not None:
+                h.running -= 1
             self._untaken(descs)
             for x in pending:  # copied, never handed to the loop: free to go back
                 if x.__class__ is entry:

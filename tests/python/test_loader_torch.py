@@ -241,6 +241,44 @@ def test_checked_when_made(store):
     assert made._h is None and len(ds._loaders) == 1
 
 
+def test_a_dataset_let_go_closes_its_store(store):
+    """A FeatcacheDataset dropped (or left after a partial epoch) closes its store's files at
+    once: the hand-off of padded batches and its loader referred to each other, so they stayed
+    open until the next garbage collection (off here). A tensor kept stays valid."""
+    import gc
+
+    def files():
+        n = 0
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                n += os.path.dirname(os.readlink("/proc/self/fd/" + fd)) == store["path"]
+            except OSError:
+                pass
+        return n
+
+    gc.collect()
+    gc.disable()
+    try:
+        base = files()  # (the fixture's own lmdb handle)
+        for kw in (dict(padded=False), dict(pad_to=64), dict(pad_to=64, prefetch_threads=0)):
+            ds = FeatcacheDataset(store["path"], batch_size=8, **kw)
+            assert files() > base
+            assert sum(len(b["ids"]) for b in ds) == N
+            it = iter(ds)
+            kept = next(it)["mels"]
+            want = kept.clone() if torch.is_tensor(kept) else [m.clone() for m in kept]
+            del it, ds
+            if not kw.get("padded", True):
+                assert files() > base  # views of the map: it stays while they do
+                del kept
+                kept = want
+            assert files() == base, kw
+            if torch.is_tensor(kept):
+                assert torch.equal(kept, want)
+    finally:
+        gc.enable()
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
 
