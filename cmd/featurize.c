@@ -218,6 +218,21 @@ static int first_items(const char *path, const fc_manifest_opts *mo, size_t max,
 }
 
 /* ---- reporting ---------------------------------------------------------------------------------- */
+/* No input at all: say what held none (the manifest, stdin, the shard), not "done: 0 of 0".
+ * nargs: the paths given as arguments (0 for stdin); shard_n 0: no --shard. */
+static void empty_input(const char *manifest, int nargs, uint32_t shard_k, uint32_t shard_n) {
+  const char *src = !manifest || strcmp(manifest, "-") == 0 ? "(stdin)" : manifest;
+  const char *what = manifest ? "lines" : "paths";
+  fprintf(stderr, "%s: nothing to do: ", fc_cli_tool);
+  if (!manifest && nargs > 0) /* paths given: only a shard can hold none */
+    fprintf(stderr, "shard %u/%u holds none of the %d path%s given\n", shard_k, shard_n, nargs,
+            nargs == 1 ? "" : "s");
+  else if (shard_n)
+    fprintf(stderr, "shard %u/%u of %s holds no %s\n", shard_k, shard_n, src, what);
+  else
+    fprintf(stderr, "%s holds no %s\n", src, what);
+}
+
 typedef struct report_ctx {
   const char *manifest;
   uint32_t sample_rate; /* the config's: -v names a resampling */
@@ -685,7 +700,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: %llu inputs not started after the failed write, counted as failed\n",
             fc_cli_tool, (unsigned long long)(st.failed - rctx.failed_lines));
   if (rc != FC_EINTR) {
-    if (code == FC_EXIT_OK && st.total > 0 && st.skipped_existing == st.total) {
+    if (code == FC_EXIT_OK && st.total == 0) { /* an empty list (the wrong one?): as tokenize */
+      if (!quiet)
+        empty_input(manifest, from_stdin ? 0 : nargs, shard_spec ? shard_k : 0,
+                    shard_spec ? shard_n : 0);
+    } else if (code == FC_EXIT_OK && st.total > 0 && st.skipped_existing == st.total) {
       if (!quiet)
         fprintf(stderr, "%s: nothing to do: all %llu already stored\n", fc_cli_tool,
                 (unsigned long long)st.total);
