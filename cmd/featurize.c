@@ -152,13 +152,16 @@ static void build_config(const overrides *ov, fc_mel_config *cfg) {
     fc_cli_usage_error("unknown preset '%s' (want one of %s)", name, list);
   }
   char why[256]; /* the presets' own rules (pad follows n_fft, log floors): fc_config.h */
-  if (fc_mel_config_override(cfg, &ov->v, ov->set, why, sizeof why) != 0) {
-    fc_cli_warn(NULL, "invalid configuration: %s", why);
-    exit(FC_EXIT_USAGE);
-  }
+  int bad = fc_mel_config_override(cfg, &ov->v, ov->set, why, sizeof why) != 0;
   /* a band without an FFT bin is the log floor in every frame: a feature that carries nothing */
   uint32_t n_fft_min;
   uint32_t empty = fc_mel_empty_bands(cfg, &n_fft_min);
+  /* an n_fft below the hop (hifigan's pad would be negative) that leaves bands empty too: the
+   * smallest n_fft that fills every band is the fix for both when it is at least the hop */
+  if (bad && !(empty && cfg->n_fft < cfg->hop_length && n_fft_min >= cfg->hop_length)) {
+    fc_cli_warn(NULL, "invalid configuration: %s", why);
+    exit(FC_EXIT_USAGE);
+  }
   if (empty) {
     char fix[128];
     if (n_fft_min)

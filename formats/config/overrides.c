@@ -3,6 +3,7 @@
  * not in each tool. */
 #include "featcache/fc_config.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Kaldi's frames, set in milliseconds (FrameExtractionOptions: frame_length 25 ms, frame_shift
@@ -44,8 +45,18 @@ int fc_mel_config_override(fc_mel_config *c, const fc_mel_config *ov, unsigned f
     c->center = ov->center;
     if (c->center) c->pad = 0;
   }
-  if (pad_follows && !c->center && c->n_fft >= c->hop_length)
-    c->pad = (c->n_fft - c->hop_length) / 2;
+  if (pad_follows && !c->center && !(f & FC_MEL_F_PAD) && c->n_fft < c->hop_length) {
+    /* torch.nn.functional.pad with a negative reflect pad crops the signal: not a pad */
+    if (why && why_len)
+      snprintf(why, why_len,
+               "n_fft %u is below hop_length %u: the pad %s takes, (n_fft - hop_length) / 2, would "
+               "be negative (HiFi-GAN would crop %u samples each side): give n_fft %u or more, "
+               "hop_length %u or less, or a pad",
+               c->n_fft, c->hop_length, c->preset[0] ? c->preset : "the preset",
+               (c->hop_length - c->n_fft) / 2, c->hop_length, c->n_fft);
+    return FC_ECONFIG;
+  }
+  if (pad_follows && !c->center) c->pad = (c->n_fft - c->hop_length) / 2;
   if (f & FC_MEL_F_PAD) c->pad = ov->pad;
   if (f & FC_MEL_F_PAD_MODE) c->pad_mode = ov->pad_mode;
   if (f & FC_MEL_F_POWER) c->power = ov->power;

@@ -222,6 +222,15 @@ check "empty mel bands at any n_fft" 2 "featurize: invalid configuration: 4060 o
   -- "$FZ" --preset librosa --n-mels 4096 --fmax 200 -o "$S" "$tmp/a.wav"
 check "empty mel bands, --print-config" 2 "featurize: invalid configuration: 78 of 80 mel bands hold no FFT bin at n_fft 3 (empty filters): --n-fft 297 is the smallest that gives every band one (or fewer --n-mels)" \
   -- "$FZ" --print-config hifigan --n-fft 3
+# hifigan's pad (n_fft - hop) / 2 below zero: HiFi-GAN would crop, featcache cannot: refused,
+# saying what to change; when the bands are empty too and the n_fft that fills them is at least
+# the hop, that message comes first (its fix is the fix for both)
+check "n-fft below the hop" 2 "featurize: invalid configuration: n_fft 128 is below hop_length 256: the pad hifigan takes, (n_fft - hop_length) / 2, would be negative (HiFi-GAN would crop 64 samples each side): give n_fft 256 or more, hop_length 128 or less, or a pad" \
+  -- "$FZ" --n-fft 128 --n-mels 10 -o "$S" "$tmp/a.wav"
+check "hop above n-fft, --print-config" 2 "featurize: invalid configuration: n_fft 1024 is below hop_length 1200: the pad hifigan takes, (n_fft - hop_length) / 2, would be negative (HiFi-GAN would crop 88 samples each side): give n_fft 1200 or more, hop_length 1024 or less, or a pad" \
+  -- "$FZ" --print-config hifigan --hop 1200
+check "n-fft below the hop, bands empty" 2 "featurize: invalid configuration: 22 of 80 mel bands hold no FFT bin at n_fft 128 (empty filters): --n-fft 297 is the smallest that gives every band one (or fewer --n-mels)" \
+  -- "$FZ" --n-fft 128 -o "$S" "$tmp/a.wav"
 check "manifest missing" 2 "featurize: $tmp/nope.csv: cannot open: No such file or directory" \
   -- "$FZ" --manifest "$tmp/nope.csv" -o "$S"
 

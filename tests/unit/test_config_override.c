@@ -45,6 +45,29 @@ int main(void) {
   ov.pad = 100;
   CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_N_FFT | FC_MEL_F_PAD, why, sizeof why) == 0);
   CHECK(c.pad == 100, "pad %u, want 100", c.pad);
+  /* n_fft below the hop: the pad HiFi-GAN takes would be negative (it crops): refused, unless a
+   * pad is given or the frames are centred */
+  c = preset("hifigan");
+  ov.n_fft = 128;
+  ov.n_mels = 10;
+  why[0] = '\0';
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_N_FFT | FC_MEL_F_N_MELS, why, sizeof why) ==
+        FC_ECONFIG);
+  CHECK(strstr(why, "n_fft 128 is below hop_length 256") && strstr(why, "crop 64 samples"),
+        "why: %s", why);
+  c = preset("hifigan");
+  ov.pad = 0;
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_N_FFT | FC_MEL_F_PAD, why, sizeof why) == 0, "%s",
+        why);
+  CHECK(c.pad == 0, "pad %u, want 0", c.pad);
+  c = preset("hifigan");
+  ov.center = 1;
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_N_FFT | FC_MEL_F_CENTER, why, sizeof why) == 0,
+        "%s", why);
+  ov.center = 0;
+  ov.n_mels = 80;
+  ov.pad = 100;
+  ov.n_fft = 2048;
   /* an explicit win is kept */
   c = preset("hifigan");
   ov.win_length = 1024;
