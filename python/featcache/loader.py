@@ -296,6 +296,10 @@ class Loader:
         prefetch_depth = _number("prefetch_depth", prefetch_depth)
         epoch, n_buffers = _number("epoch", epoch, _MAX64), _number("n_buffers", n_buffers)
         seed = _number("seed", seed, _MAX64, -(1 << 63))  # a negative seed: its two's complement
+        for name, sel in (("features", features), ("tokens", tokens)):
+            if sel is not None and not isinstance(sel, str):
+                raise TypeError("featcache: %s=%r: a config's name or its 32-hex digest (a str)"
+                                % (name, sel))
         if isinstance(paths, (str, bytes, os.PathLike)):
             paths = [paths]
         self.paths = [os.fspath(p) for p in paths]
@@ -347,8 +351,8 @@ class Loader:
         o = _lib.Options()
         L.fc_loader_opts_init(ctypes.byref(o))
         k = self._kw
-        self._keep = [None if self.features is None else str(self.features).encode(),
-                      None if self.tokens is None else str(self.tokens).encode()]
+        self._keep = [None if self.features is None else self.features.encode(),
+                      None if self.tokens is None else self.tokens.encode()]
         o.features, o.tokens = self._keep
         flags = 0
         if k["nolock"]: flags |= _lib.FLAG_NOLOCK
@@ -444,6 +448,8 @@ class Loader:
 
     def config(self, which="features"):
         """Canonical JSON (str) of the chosen feature or token config."""
+        if which not in ("features", "tokens"):
+            raise ValueError("featcache: config(%r): which is 'features' or 'tokens'" % (which,))
         h = self._handle()
         s = h.lib.fc_loader_config_json(h.h, 0 if which == "features" else 1)
         return s.decode() if s else None

@@ -6,6 +6,7 @@ featurize from espeak-ng speech."""
 
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -83,6 +84,22 @@ def test_good_loader_iterates_and_pickles(store):
     again = pickle.loads(pickle.dumps(ld))
     assert again._h is None  # reopened at first use by whoever unpickled it
     assert sorted(i for b in again for i in b.ids) == ["utt0", "utt1"]
+
+
+def test_configs_named_by_str_only(store):
+    # features=/tokens= took anything through str(): a digest as 16 raw bytes (what
+    # featcache.testing's add_config returns) was looked up as the name "b'\\xaf...'"; and
+    # config() of anything but "features" answered with the token config (None here)
+    ld = featcache.Loader(store["path"])
+    for bad in (bytes(16), 7):
+        for kw in ("features", "tokens"):
+            with pytest.raises(TypeError, match=r"^featcache: %s=%s: a config's name or its "
+                               r"32-hex digest \(a str\)$" % (kw, re.escape(repr(bad)))):
+                featcache.Loader(store["path"], **{kw: bad})
+    with pytest.raises(ValueError, match=r"^featcache: config\('mel'\): which is 'features' or "
+                       r"'tokens'$"):
+        ld.config("mel")
+    assert '"kind":"mel"' in ld.config() and ld.config("tokens") is None
 
 
 def test_get_still_works(store):
