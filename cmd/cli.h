@@ -55,11 +55,37 @@ static inline void fc_cli_std_fds(void) {
   }
 }
 
+/* A file name as messages print it: as it is, or — when it holds a control character, a double
+ * quote or a backslash — in double quotes with C escapes, as git quotes paths (core.quotePath
+ * false: UTF-8 stays as it is). One input's line stays one line, a terminal gets no escape codes
+ * from a name, and a name that begins with a quote cannot pass for a quoted one. */
+static inline void fc_cli_put_name(FILE *f, const char *name) {
+  const unsigned char *p = (const unsigned char *)name;
+  while (*p && *p >= 0x20 && *p != 0x7f && *p != '"' && *p != '\\') p++;
+  if (!*p) {
+    fputs(name, f);
+    return;
+  }
+  fputc('"', f);
+  for (p = (const unsigned char *)name; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      fprintf(f, "\\%c", *p);
+    else if (*p >= 7 && *p <= 13) /* \a \b \t \n \v \f \r */
+      fprintf(f, "\\%c", "abtnvfr"[*p - 7]);
+    else if (*p < 0x20 || *p == 0x7f)
+      fprintf(f, "\\%03o", *p);
+    else
+      fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
 static inline void fc_cli_vmsg(const char *path, const char *fmt, va_list ap) {
-  if (path)
-    fprintf(stderr, "%s: %s: ", fc_cli_tool, path);
-  else
-    fprintf(stderr, "%s: ", fc_cli_tool);
+  fprintf(stderr, "%s: ", fc_cli_tool);
+  if (path) {
+    fc_cli_put_name(stderr, path);
+    fputs(": ", stderr);
+  }
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
 }

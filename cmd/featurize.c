@@ -230,10 +230,11 @@ static void empty_input(const char *manifest, int nargs, uint32_t shard_k, uint3
   if (!manifest && nargs > 0) /* paths given: only a shard can hold none */
     fprintf(stderr, "shard %u/%u holds none of the %d path%s given\n", shard_k, shard_n, nargs,
             nargs == 1 ? "" : "s");
-  else if (shard_n)
-    fprintf(stderr, "shard %u/%u of %s holds no %s\n", shard_k, shard_n, src, what);
-  else
-    fprintf(stderr, "%s holds no %s\n", src, what);
+  else {
+    if (shard_n) fprintf(stderr, "shard %u/%u of ", shard_k, shard_n);
+    fc_cli_put_name(stderr, src);
+    fprintf(stderr, " holds no %s\n", what);
+  }
 }
 
 typedef struct report_ctx {
@@ -264,9 +265,11 @@ static void on_event(const fc_featurize_event *ev, void *user) {
   if (ev->status == FC_ITEM_FAILED) {
     c->failed_lines++;
     if (c->json) fc_cli_failures_add(&c->failures, ev->id, ev->path, ev->line, ev->err, ev->reason);
-    if (ev->manifest && c->manifest && ev->line)
-      fprintf(stderr, "%s: %s:%zu: %s\n", fc_cli_tool, c->manifest, ev->line, ev->reason);
-    else
+    if (ev->manifest && c->manifest && ev->line) {
+      fprintf(stderr, "%s: ", fc_cli_tool);
+      fc_cli_put_name(stderr, c->manifest);
+      fprintf(stderr, ":%zu: %s\n", ev->line, ev->reason);
+    } else
       fc_cli_warn(label, "%s", ev->reason);
     return;
   }

@@ -126,7 +126,9 @@ static void on_bad_line(const fc_item *it, int err, const char *why, void *ud) {
   c->reported++;
   if (c->json) fc_cli_failures_add(&c->failures, it->id, c->source, it->line, err, why);
   fc_cli_progress_clear(&c->progress); /* the reason takes its place; the next one follows */
-  fprintf(stderr, "tokenize: %s:%zu: %s\n", c->manifest, it->line, why);
+  fputs("tokenize: ", stderr);
+  fc_cli_put_name(stderr, c->manifest); /* quoted when odd, as every message's names */
+  fprintf(stderr, ":%zu: %s\n", it->line, why);
 }
 
 static void on_progress(const fc_tokenize_stats *s, void *ud) {
@@ -391,12 +393,12 @@ int main(int argc, char **argv) {
     if (st.not_started)
       snprintf(not_started, sizeof not_started, ", %llu not started",
                (unsigned long long)st.not_started);
-    if (rc == 0 && st.lines == 0 && shard_spec) /* a shard of a small manifest */
-      fprintf(stderr, "tokenize: nothing to do: shard %u/%u of %s holds no lines\n", shard_k,
-              shard_n, ctx.manifest);
-    else if (rc == 0 && st.lines == 0) /* an empty file (the wrong one?) */
-      fprintf(stderr, "tokenize: nothing to do: %s holds no lines\n", ctx.manifest);
-    else if (rc == 0 && st.processed == 0 && st.failed == 0)
+    if (rc == 0 && st.lines == 0) { /* an empty file (the wrong one?), or a small one's shard */
+      fputs("tokenize: nothing to do: ", stderr);
+      if (shard_spec) fprintf(stderr, "shard %u/%u of ", shard_k, shard_n);
+      fc_cli_put_name(stderr, ctx.manifest);
+      fputs(" holds no lines\n", stderr);
+    } else if (rc == 0 && st.processed == 0 && st.failed == 0)
       fprintf(stderr, "tokenize: nothing to do: all %llu line%s already stored (config %s)\n",
               (unsigned long long)st.lines, st.lines == 1 ? "" : "s", hex);
     else

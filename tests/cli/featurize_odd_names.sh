@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# File names with a newline, a tab, an escape, a double quote or a backslash in featurize's
+# stderr lines: quoted as git quotes them (core.quotePath=false) — in double quotes, with C
+# escapes (\n, \t, \", \\, octal \033 for the others) — so that one input's line stays one line, a
+# terminal is not sent escape codes, and a script that reads `featurize: PATH: reason` can tell
+# the name from the reason. UTF-8 names and plain ones are printed as they are. --json holds the
+# names as given (JSON's own escapes). tokenize names its manifest the same way.
+set -u
+FZ=${FC_BIN:?}/featurize
+PY=${FC_PYTHON:-python3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+sox -n -r 22050 -b 16 a.wav synth 0.5 sine 300 || { echo "FAIL: sox failed"; exit 1; }
+nl=$'\n'
+mkdir "dir${nl}x" && cp a.wav "dir${nl}x/good.wav"
+cp a.wav "é.wav"
+printf 'junk' >"bad${nl}name.wav"
+printf 'junk' >'q"uote.wav'
+printf 'junk' >'back\slash.wav'
+printf 'junk' >$'esc\033[31m.wav'
+printf 'junk' >$'tab\there.wav'
+
+"$FZ" -v -j 1 --device cpu -o s "dir${nl}x/good.wav" "é.wav" "bad${nl}name.wav" 'q"uote.wav' \
+  'back\slash.wav' $'esc\033[31m.wav' $'tab\there.wav' >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "exit $rc, want 1"
+# failures are reported before the writer commits the stored ones: compare sorted, summary last
+sort >want <<'TXT'
+featurize: "dir\nx/good.wav": stored as good (43 frames, 0.50 s)
+featurize: é.wav: stored as é (43 frames, 0.50 s)
+featurize: "bad\nname.wav": id contains a control character (NUL or newline)
+featurize: "q\"uote.wav": not an audio file (libsndfile: Format not recognised.)
+featurize: "back\\slash.wav": not an audio file (libsndfile: Format not recognised.)
+featurize: "esc\033[31m.wav": not an audio file (libsndfile: Format not recognised.)
+featurize: "tab\there.wav": not an audio file (libsndfile: Format not recognised.)
+TXT
+grep -v -e '^featurize: device:' -e '^featurize: stages' -e '^featurize: failure records' \
+  -e '^featurize: done:' err | sort | diff -u want - || fail "stderr differs"
+grep -qx 'featurize: done: 2 of 7 (2 new, 0 already stored, 5 failed)' err || fail "summary"
+
+# the manifest's name in `MANIFEST:LINE: reason`, and --json: the names as given
+printf '%s\n' "$PWD/a.wav" "$PWD/a.wav" >"list${nl}.txt"
+"$FZ" --device cpu -o s2 --manifest "list${nl}.txt" >out 2>err
+grep -qx "featurize: \"list\\\\n.txt\":2: duplicate id 'a'" err ||
+  fail "manifest name: $(cat err)"
+"$FZ" --json --device cpu -o s3 "bad${nl}name.wav" >out 2>/dev/null
+"$PY" -c 'import json, sys; r = json.load(open("out")); assert r["failures"][0]["source"] == "bad\nname.wav", r' ||
+  fail "--json: $(cat out)"
+
+# featurize's empty input and tokenize's lines name the manifest the same way
+: >"empty${nl}.csv"
+"$FZ" --device cpu -o s4 --manifest "empty${nl}.csv" 2>err
+[ "$(cat err)" = 'featurize: nothing to do: "empty\n.csv" holds no lines' ] || fail "empty: $(cat err)"
+"$FC_BIN/tokenize" --build-vocab -o t --manifest "empty${nl}.csv" 2>err
+[ "$(cat err)" = 'tokenize: nothing to do: "empty\n.csv" holds no lines' ] || fail "tokenize empty: $(cat err)"
+printf 'a|x\na|y\n' >"m${nl}.csv"
+"$FC_BIN/tokenize" --build-vocab -o t --manifest "m${nl}.csv" 2>err
+grep -qx "tokenize: \"m\\\\n.csv\":2: duplicate id 'a'" err || fail "tokenize: $(cat err)"
+
+[ $fails = 0 ] || exit 1
+echo "featurize_odd_names: ok"
