@@ -15,6 +15,7 @@ C batch into a LoaderBatch of arrays.
 
 import ctypes
 import errno
+import math
 import operator
 import os
 import sys
@@ -65,6 +66,22 @@ def _number(name, value, hi=_MAX32, lo=0, what=None):
     if not lo <= v <= hi:
         raise ValueError("featcache: %s: must be an integer from %d to %d" % (what, lo, hi))
     return v
+
+
+def _float32(name, value):
+    """value as a float for a C float field: a finite value beyond float32's range would be
+    stored as inf without a word (pad_value=1e40 padded with inf), so it is an error naming the
+    option; inf and nan given as such pass."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TypeError("featcache: %s=%r: not a number" % (name, value)) from None
+    if math.isfinite(v) and abs(v) > _FLT_MAX:
+        raise ValueError("featcache: %s=%r: beyond float32's range (it would be inf)" % (name, value))
+    return v
+
+
+_FLT_MAX = float(np.finfo(np.float32).max)
 
 
 class _CLoader:
@@ -296,6 +313,8 @@ class Loader:
         prefetch_depth = _number("prefetch_depth", prefetch_depth)
         epoch, n_buffers = _number("epoch", epoch, _MAX64), _number("n_buffers", n_buffers)
         seed = _number("seed", seed, _MAX64, -(1 << 63))  # a negative seed: its two's complement
+        if pad_value is not None:
+            pad_value = _float32("pad_value", pad_value)
         for name, sel in (("features", features), ("tokens", tokens)):
             if sel is not None and not isinstance(sel, str):
                 raise TypeError("featcache: %s=%r: a config's name or its 32-hex digest (a str)"

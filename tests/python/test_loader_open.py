@@ -235,14 +235,15 @@ def test_get_of_a_split_store_replaced(store):
 # ctypes stores a Python int into a C uint32/uint64 field modulo 2**32 (2**64) without a word: a
 # negative or too large number became another option entirely (pad_to=-5: batches of 4294967291
 # frames, "out of memory" at the first batch; batch_size=2**32: "batch_size 0 without
-# max_frames"). Each is a ValueError naming the option and its value, before anything opens.
+# max_frames"). Each is a ValueError naming the option and its value, before anything opens. The
+# float pad_value too: 1e40 padded with inf, "x" was "must be real number, not str".
 @pytest.mark.parametrize("kw", [
     dict(batch_size=-1), dict(batch_size=2 ** 32), dict(pad_to=-5), dict(crop_frames=-1),
     dict(max_frames=-1), dict(max_frames=2 ** 64), dict(rank=-1, world_size=2),
     dict(world_size=-2), dict(pad_multiple=-16), dict(prefetch_threads=-1),
     dict(prefetch_depth=-4), dict(bucket_batches=-1), dict(locality_run=2 ** 40),
     dict(token_pad=2 ** 31), dict(epoch=-1), dict(batch_size=8.5), dict(pad_to="800"),
-    dict(n_buffers=-1)])
+    dict(n_buffers=-1), dict(pad_value=1e40, pad_to=8), dict(pad_value="x", pad_to=8)])
 def test_bad_numbers_are_named(store, kw):
     name, value = next(iter(kw.items()))
     with pytest.raises((ValueError, TypeError)) as e:
