@@ -77,7 +77,8 @@ def _float32(name, value):
     except (TypeError, ValueError):
         raise TypeError("featcache: %s=%r: not a number" % (name, value)) from None
     if math.isfinite(v) and abs(v) > _FLT_MAX:
-        raise ValueError("featcache: %s=%r: beyond float32's range (it would be inf)" % (name, value))
+        raise ValueError("featcache: %s=%r: beyond float32's range (it would be inf)"
+                         % (name, value))
     return v
 
 

@@ -104,7 +104,8 @@ def test_close_twice_and_use_after_close(store):
     ld = featcache.Loader(store, batch_size=4)
     ld.close()
     ld.close()
-    for use in (iter, len, lambda x: x.__enter__(), lambda x: x.info, lambda x: x.problems(), lambda x: x.num_items):
+    for use in (iter, len, lambda x: x.__enter__(), lambda x: x.info, lambda x: x.problems(),
+                lambda x: x.num_items):
         with pytest.raises(ValueError, match=r"^featcache: the Loader is closed$"):
             use(ld)
 

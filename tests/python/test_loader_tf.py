@@ -3,7 +3,8 @@ make_dataset's tf.data batches and batches()'s DLPack tensors are the loader's p
 value for value — ids, tokens, crops (pad_to with centre and random crops; with_crops: where
 each crop starts and of how many frames), sharding across ranks, epochs (a dataset iterated
 again runs the next ones; two live iterators each get whole epochs; batches(loader) goes on
-from the loader's epoch), a batch of damaged records only (left out), map_fn and prefetch_to_device (onto the GPU where TensorFlow sees one, else the CPU) — and
+from the loader's epoch), a batch of damaged records only (left out), map_fn and
+prefetch_to_device (onto the GPU where TensorFlow sees one, else the CPU) — and
 batches()'s tensors are the loader's memory (no copy), intact while held over later batches.
 Without TensorFlow: a failure saying so (scripts/setup installs it). A plain script."""
 
