@@ -462,7 +462,9 @@ class Loader:
         a, b, c = ctypes.c_char_p(), ctypes.c_char_p(), ctypes.c_char_p()
         i = 0
         while h.lib.fc_loader_problem(h.h, i, ctypes.byref(a), ctypes.byref(b), ctypes.byref(c)) == 0:
-            out.append((a.value.decode(), b.value.decode(), c.value.decode()))
+            # (the store as the str path given, whatever its encoding; a reason may name it)
+            out.append((a.value.decode("utf-8", "replace"), os.fsdecode(b.value),
+                        c.value.decode("utf-8", "replace")))
             i += 1
         return out
 

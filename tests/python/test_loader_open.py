@@ -102,6 +102,25 @@ def test_configs_named_by_str_only(store):
     assert '"kind":"mel"' in ld.config() and ld.config("tokens") is None
 
 
+def test_problems_of_a_store_whose_path_is_not_utf8(store):
+    # Loader.problems() decoded the store's path as UTF-8: a folder named in another encoding
+    # (bytes a str path carries as surrogates, os.fsdecode) raised UnicodeDecodeError. The
+    # store comes back as the str the caller gave.
+    import numpy as np
+    from featcache import testing as T
+    plain = os.path.join(store["dir"], "latin1")
+    with T.StoreWriter(plain) as w:
+        cfg = w.add_config(T.mel_config_json("hifigan"))
+        w.add_utterance("u0", b"0", np.zeros((30, 80), np.float32), cfg)
+        w.add_utterance("nomel", b"1")  # an audio entry without its record: skipped, listed
+    path = os.path.join(store["dir"], os.fsdecode(b"caf\xe9"))
+    os.rename(plain, path)
+    ld = featcache.Loader(path)
+    assert ld.num_items == 1
+    (uid, where, why), = ld.problems()
+    assert (uid, where) == ("nomel", path) and why, ld.problems()
+
+
 def test_get_still_works(store):
     mel = featcache.get(store["path"], "utt0")
     assert mel.ndim == 2 and mel.shape[1] == 80
