@@ -239,6 +239,17 @@ def test_batch_of_damaged_records_only(path):
     same(list(batches(bad, with_ids=True, **kw)), want)
 
 
+def test_example_runs(path):
+    """python/examples/train_tf.py, as loader.md points to it: one dataset, iterated once per
+    epoch, every utterance in each."""
+    import subprocess
+    ex = os.path.join(os.path.dirname(__file__), "..", "..", "python", "examples", "train_tf.py")
+    r = subprocess.run([sys.executable, ex, path, "--epochs", "2"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["epoch 0: %d utterances" % N, "epoch 1: %d utterances" % N], \
+        r.stdout
+
+
 class _Capsule:
     def __init__(self, t):
         self.t = t
