@@ -275,6 +275,7 @@ class Handoff:
         self.fenced.clear()
         for descs in list(self.live.values()):
             self._untaken(descs)
+        self.hh = None  # (a generator finishing later gives nothing back to a closed loader)
 
     # -- buffers and entries -------------------------------------------------------------------
     def _buffer(self, idx):
