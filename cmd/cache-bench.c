@@ -247,9 +247,17 @@ int main(int argc, char **argv) {
   int show_progress = fc_cli_progress_wanted(o.progress, o.quiet);
   size_t nstores = (size_t)(argc - optind);
   const char *const *paths = (const char *const *)(argv + optind);
-  /* the units benched: each store (--separate, or only one), or all of them as one dataset */
-  size_t nunits = o.separate ? nstores : 1;
-  char *label = NULL;
+  /* the units benched: each STORE given (--separate, or only one; a split store: its parts), or
+   * all of them as one dataset; unit u reads paths[first[u] .. first[u + 1]) */
+  size_t nunits = o.separate ? nwords : 1;
+  size_t *first = malloc((nwords + 1) * sizeof *first);
+  if (!first || fc_cli_store_groups(words, nwords, nstores, first) != 0) {
+    fc_cli_warn(NULL, "%s",
+                first ? "a split store changed while its parts were listed" : fc_strerror(ENOMEM));
+    return FC_EXIT_USAGE;
+  }
+  if (!o.separate) first[1] = nstores;
+  char *label = NULL; /* one dataset of several STOREs: their names joined by " + " */
 
   /* Open every store first: a store that cannot be benched stops everything (exit 2). */
   fc_bench **benches = calloc(nunits, sizeof *benches);
@@ -295,36 +303,41 @@ int main(int argc, char **argv) {
   }
   unsigned flags = (o.read_only && any_ro ? BENCH_NOLOCK : 0) | (o.nordahead ? BENCH_NORDAHEAD : 0);
   for (size_t u = 0; u < nunits; u++) {
-    if (nunits == 1 ? exit_code != FC_EXIT_OK : refused[u]) continue; /* said why */
-    size_t failed = 0;
-    int rc = o.separate || nstores == 1
-                 ? bench_open(paths[u], flags, &benches[u])
-                 : bench_open_many(paths, nstores, flags, &benches[u], &failed);
+    size_t lo = first[u], cnt = first[u + 1] - first[u], failed = 0;
+    int skip = nunits == 1 && exit_code != FC_EXIT_OK; /* said why */
+    for (size_t s = lo; s < lo + cnt; s++) skip |= refused[s];
+    if (skip) continue;
+    int rc = cnt == 1 ? bench_open(paths[lo], flags, &benches[u])
+                      : bench_open_many(paths + lo, cnt, flags, &benches[u], &failed);
     if (!rc) continue;
-    if (o.separate || nstores == 1)
-      open_error(paths[u], rc);
-    else if (failed < nstores)
-      open_error(paths[failed], rc);
+    if (cnt == 1)
+      open_error(paths[lo], rc);
+    else if (failed < cnt)
+      open_error(paths[lo + failed], rc);
+    else if (rc == FC_EEMPTY && (o.separate || nwords == 1))
+      fc_cli_warn(words[u],
+                  "no part of the split store has feature records (db feat is empty): "
+                  "nothing to bench");
     else if (rc == FC_EEMPTY)
       fc_cli_warn(NULL,
                   "none of the %zu stores has feature records (db feat is empty): nothing "
                   "to bench",
-                  nstores);
+                  cnt);
     else
       fc_cli_warn(NULL, "cannot open the stores: %s", fc_strerror(rc));
     exit_code = FC_EXIT_USAGE;
   }
-  if (exit_code == FC_EXIT_OK && nunits == 1 && nstores > 1) {
+  if (exit_code == FC_EXIT_OK && nunits == 1 && nwords > 1) {
     size_t len = 1;
-    for (size_t s = 0; s < nstores; s++) len += strlen(paths[s]) + 3;
+    for (size_t w = 0; w < nwords; w++) len += strlen(words[w]) + 3;
     if (!(label = malloc(len))) {
       fc_cli_warn(NULL, "out of memory");
       exit_code = FC_EXIT_FAIL;
     } else {
       label[0] = '\0';
-      for (size_t s = 0; s < nstores; s++) {
-        if (s) strcat(label, " + ");
-        strcat(label, paths[s]);
+      for (size_t w = 0; w < nwords; w++) {
+        if (w) strcat(label, " + ");
+        strcat(label, words[w]);
       }
     }
   }
@@ -339,6 +352,7 @@ int main(int argc, char **argv) {
   if (exit_code != FC_EXIT_OK) {
     for (size_t s = 0; s < nunits; s++) bench_close(benches[s]);
     free(label);
+    free(first);
     free(refused);
     free(benches);
     free(reports);
@@ -350,12 +364,12 @@ int main(int argc, char **argv) {
   fc_cli_install_signals();
   size_t total = nunits * per_store, done = 0, failed = 0;
   for (size_t s = 0; s < nunits && !fc_cli_signal; s++) {
-    const char *path = label ? label : paths[s];
+    const char *path = label ? label : words[s];
     bench_report *rep = &reports[s];
     rep->store = path;
     rep->gpus = o.gpus;
-    rep->stores = label ? paths : NULL;
-    rep->n_stores = label ? nstores : 1;
+    rep->stores = paths + first[s]; /* the directories read */
+    rep->n_stores = first[s + 1] - first[s];
     rep->device = bench_device_info(benches[s]);
     rep->records = bench_records(benches[s]);
     rep->payload_bytes = bench_payload_bytes(benches[s]);
@@ -477,6 +491,7 @@ int main(int argc, char **argv) {
   if (!o.quiet) fprintf(stderr, "%s: done: %zu of %zu passes\n", fc_cli_tool, done, total);
   for (size_t s = 0; s < nunits; s++) bench_close(benches[s]);
   free(label);
+  free(first);
   free(refused);
   free(benches);
   free(reports);

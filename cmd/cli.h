@@ -685,6 +685,23 @@ static int fc_cli_dir_id_cmp(const void *a, const void *b) {
   return x->i < y->i ? -1 : x->i > y->i;
 }
 
+/* Which STORE word each store of fc_store_expand(words[0..nw)) came from: word w's are stores
+ * first[w] .. first[w + 1] - 1 (a split store's parts in part order, or the word itself); first
+ * has nw + 1 entries. Returns 0, or -1 when the words no longer expand to n stores (a split
+ * store's marker changed meanwhile). */
+static inline int fc_cli_store_groups(const char *const *words, size_t nw, size_t n,
+                                      size_t *first) {
+  size_t k = 0;
+  for (size_t w = 0; w < nw; w++) {
+    unsigned parts = 0;
+    if (fc_store_split_count(words[w], &parts) != 0) parts = 0;
+    first[w] = k;
+    k += parts ? parts : 1;
+  }
+  first[nw] = k;
+  return k == n ? 0 : -1;
+}
+
 /* A store named twice among stores[0..n), the fc_store_expand of the STORE words words[0..nw):
  * another spelling of one directory, a split store given twice, or a split store and one of its
  * parts. LMDB allows one open of an environment per process (closing one handle drops the
@@ -696,16 +713,16 @@ static int fc_cli_dir_id_cmp(const void *a, const void *b) {
 static inline int fc_cli_store_twice(const char *const *words, size_t nw, const char *const *stores,
                                      size_t n, char *msg, size_t len) {
   fc_cli_dir_id *v = malloc((n ? n : 1) * sizeof *v);
-  size_t *word = malloc((n ? n : 1) * sizeof *word);
+  size_t *word = malloc((n ? n : 1) * sizeof *word), *first = malloc((nw + 1) * sizeof *first);
   long *part = malloc((n ? n : 1) * sizeof *part);
-  size_t m = 0, k = 0;
-  int found = 0;
-  if (!v || !word || !part) goto out;
-  for (size_t w = 0; w < nw && k < n; w++) { /* which word each store came from, and its part */
-    unsigned parts = 0;
-    if (fc_store_split_count(words[w], &parts) != 0) parts = 0;
-    for (unsigned p = 0; p < (parts ? parts : 1) && k < n; p++, k++)
-      word[k] = w, part[k] = parts ? (long)p : -1;
+  size_t m = 0;
+  int found = 0, named = 0;
+  if (!v || !word || !first || !part) goto out;
+  if (fc_cli_store_groups(words, nw, n, first) == 0) { /* each store's word, and its part */
+    named = 1;
+    for (size_t w = 0; w < nw; w++)
+      for (size_t k = first[w]; k < first[w + 1]; k++)
+        word[k] = w, part[k] = strcmp(stores[k], words[w]) != 0 ? (long)(k - first[w]) : -1;
   }
   for (size_t i = 0; i < n; i++) {
     struct stat st;
@@ -717,7 +734,7 @@ static inline int fc_cli_store_twice(const char *const *words, size_t nw, const 
     if (v[a].dev == v[a - 1].dev && v[a].ino == v[a - 1].ino &&
         (a < 2 || v[a - 2].dev != v[a].dev || v[a - 2].ino != v[a].ino) && v[a].i < bj)
       bi = v[a - 1].i, bj = v[a].i;
-  if (bj != SIZE_MAX && k == n) {
+  if (bj != SIZE_MAX && named) {
     const char *wi = words[word[bi]], *wj = words[word[bj]];
     if (part[bj] < 0 && part[bi] >= 0)
       snprintf(msg, len, "%s: given twice (also as part %ld of %s)", wj, part[bi], wi);
@@ -733,6 +750,7 @@ static inline int fc_cli_store_twice(const char *const *words, size_t nw, const 
 out:
   free(v);
   free(word);
+  free(first);
   free(part);
   return found;
 }
