@@ -571,7 +571,10 @@ int main(int argc, char **argv) {
   int stream = 0; /* a manifest file, read as the job goes */
   fc_manifest_opts mo = {.format = (fc_manifest_format)manifest_format, .audio_dir = audio_dir};
   int rc;
-  if (manifest && strcmp(manifest, "-") != 0) {
+  struct stat mst; /* a pipe (<(grep ...), /dev/stdin, a FIFO) gives its lines once: read whole */
+  const int pipe_manifest =
+      manifest && stat(manifest, &mst) == 0 && !S_ISREG(mst.st_mode) && !S_ISDIR(mst.st_mode);
+  if (manifest && strcmp(manifest, "-") != 0 && !pipe_manifest) {
     stream = 1;
     if (shard_spec) mo.shard_k = shard_k, mo.shard_n = shard_n;
     const int choose =

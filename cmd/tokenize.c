@@ -279,11 +279,15 @@ int main(int argc, char **argv) {
     return FC_EXIT_USAGE;
   }
   /* A manifest file is read as the run goes (memory: a batch of lines and the ids seen); stdin,
-   * or a split store's parts, take it whole. */
+   * a pipe (<(grep ...), /dev/stdin, a FIFO: its lines come once, and --build-vocab reads the
+   * corpus before the run does), or a split store's parts, take it whole. */
   fc_item_list items = {0};
   unsigned split_n = 0;
-  const int stream =
-      strcmp(manifest, "-") != 0 && !(fc_store_split_count(out_dir, &split_n) == 0 && split_n >= 2);
+  struct stat mst;
+  const int pipe_manifest =
+      stat(manifest, &mst) == 0 && !S_ISREG(mst.st_mode) && !S_ISDIR(mst.st_mode);
+  const int stream = strcmp(manifest, "-") != 0 && !pipe_manifest &&
+                     !(fc_store_split_count(out_dir, &split_n) == 0 && split_n >= 2);
   rc = stream ? manifest_readable(manifest, why, sizeof why)
               : fc_manifest_read(manifest, &mopts, &items, why, sizeof why);
   if (rc) {

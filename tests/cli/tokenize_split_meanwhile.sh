@@ -3,9 +3,11 @@
 # store), featurize making a split store (--writers, or its default for a large job): tokenize looked
 # for a split-store marker before featurize wrote it, and then found one when it opened the store.
 # It used to stop there, exit 2, with the library's "FC_ESPLIT: a split store: open it as its parts";
-# now it opens the parts and reads its manifest whole, as for any split store. Made deterministic
-# with a FIFO as the manifest: tokenize waits in its open of it (after its look for a marker) while
-# featurize makes the split store.
+# now it opens the parts, as for any split store. Made deterministic with a FIFO as the manifest:
+# tokenize waits in its open of it (after its look for a marker) while featurize makes the split
+# store. (A manifest in a pipe is read whole before the store is opened, its lines coming once; a
+# manifest file read as the run goes takes the same way when its store turns out split, read whole
+# then: that race has no point to hold tokenize at, and is not made here.)
 set -u
 B=${FC_BIN:?}
 [ -r /proc/self/wchan ] || { echo "skipped: no /proc/PID/wchan to see tokenize wait on its manifest" >&2; exit 77; }
@@ -32,19 +34,7 @@ for _ in $(seq 200); do [ "$(cat /proc/$pid/wchan 2>/dev/null)" = wait_for_partn
 [ "$(cat /proc/$pid/wchan 2>/dev/null)" = wait_for_partner ] ||
   { echo "skipped: tokenize was not seen waiting on its FIFO (wchan: $(cat /proc/$pid/wchan 2>&1))" >&2; exit 77; }
 "$B/featurize" -q --writers 3 -o st u?.wav 2>"$d/ferr" || fail "featurize --writers 3: $(cat "$d/ferr")"
-# Hold the FIFO open for writing: tokenize's first open of it returns (then it opens the store),
-# and its second (the manifest read whole, for a split store) does not wait. The content goes in
-# only once tokenize holds the manifest and the store open together: written while no reader has
-# it, it would be lost.
-exec 3>m.csv
-reading() { # tokenize has its manifest open, and a part of the store
-  local fds
-  fds=$(ls -l /proc/$pid/fd 2>/dev/null)
-  grep -q "$d/m.csv" <<<"$fds" && grep -q "$d/st/part-0/data.mdb" <<<"$fds"
-}
-for _ in $(seq 400); do reading && break; kill -0 $pid 2>/dev/null || break; sleep 0.05; done
-reading && cat meta.csv >&3
-exec 3>&-
+timeout 20 sh -c 'cat meta.csv >m.csv' || fail "tokenize did not read its manifest"
 wait "$pid"
 rc=$?
 [ "$rc" = 0 ] || fail "tokenize into the store split meanwhile: exit $rc, want 0"
