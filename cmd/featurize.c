@@ -239,6 +239,7 @@ static void empty_input(const char *manifest, int nargs, uint32_t shard_k, uint3
 
 typedef struct report_ctx {
   const char *manifest;
+  const char *stdin_list; /* "(stdin)" when the paths come from stdin, else NULL */
   uint32_t sample_rate; /* the config's: -v names a resampling */
   int verbose, json;
   fc_cli_progress progress;
@@ -265,9 +266,11 @@ static void on_event(const fc_featurize_event *ev, void *user) {
   if (ev->status == FC_ITEM_FAILED) {
     c->failed_lines++;
     if (c->json) fc_cli_failures_add(&c->failures, ev->id, ev->path, ev->line, ev->err, ev->reason);
-    if (ev->manifest && c->manifest && ev->line) {
+    /* a manifest's line by its number; a line of a path list on stdin only when it has no path */
+    const char *lines = c->manifest ? c->manifest : (!ev->path ? c->stdin_list : NULL);
+    if (ev->manifest && lines && ev->line) {
       fprintf(stderr, "%s: ", fc_cli_tool);
-      fc_cli_put_name(stderr, c->manifest);
+      fc_cli_put_name(stderr, lines);
       fprintf(stderr, ":%zu: %s\n", ev->line, ev->reason);
     } else
       fc_cli_warn(label, "%s", ev->reason);
@@ -655,6 +658,7 @@ int main(int argc, char **argv) {
     fc_cli_warn(store_dir, "a split store of %u parts: %u writers", n_parts, n_parts);
 
   report_ctx rctx = {.manifest = manifest,
+                     .stdin_list = from_stdin ? "(stdin)" : NULL,
                      .sample_rate = cfg.sample_rate,
                      .json = json,
                      .verbose = verbose,

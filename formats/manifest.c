@@ -678,7 +678,10 @@ int fc_manifest_read(const char *path, const fc_manifest_opts *opts, fc_item_lis
 static int add_path_item(list_builder *b, const char *p, size_t n, size_t line) {
   fc_item *it = new_item(b, line);
   if (!it) return -ENOMEM;
-  if (memchr(p, '\0', n)) return item_fail(it, FC_EMANIFEST, "line contains a NUL byte");
+  if (memchr(p, '\0', n)) /* names from `find -print0`: all of them one line */
+    return item_fail(
+        it, FC_EMANIFEST,
+        "line contains a NUL byte (paths come one per line: find -print, not -print0)");
   if (!(it->path = dup_range(p, n))) return -ENOMEM;
   if (!(it->id = id_from_path(p, n))) return -ENOMEM;
   return item_finish(b, it);

@@ -50,6 +50,12 @@ grep -qx "featurize: \"list\\\\n.txt\":2: duplicate id 'a'" err ||
 "$PY" -c 'import json, sys; r = json.load(open("out")); assert r["failures"][0]["source"] == "bad\nname.wav", r' ||
   fail "--json: $(cat out)"
 
+# a path list on stdin from `find -print0`: the NUL-separated names are one line, said as the
+# line of stdin it is, with the way out (it said "(no path): line contains a NUL byte")
+printf '%s\0%s\0' a.wav "é.wav" | "$FZ" --device cpu -o s5 - 2>err
+[ "$(head -n 1 err)" = "featurize: (stdin):1: line contains a NUL byte (paths come one per line: find -print, not -print0)" ] ||
+  fail "-print0: $(cat err)"
+
 # featurize's empty input and tokenize's lines name the manifest the same way
 : >"empty${nl}.csv"
 "$FZ" --device cpu -o s4 --manifest "empty${nl}.csv" 2>err
