@@ -80,6 +80,16 @@ static inline void fc_cli_put_name(FILE *f, const char *name) {
   fputc('"', f);
 }
 
+/* fc_cli_put_name into buf (len bytes, cut short if it must be: 4 × the name + 3 always fits), for
+ * a name inside a message: an utterance id (up to 511 bytes, any character but NUL, CR and LF). */
+static inline const char *fc_cli_quoted(const char *name, char *buf, size_t len) {
+  FILE *f = fmemopen(buf, len, "w");
+  if (!f) return name;
+  fc_cli_put_name(f, name);
+  fclose(f); /* writes the terminating NUL (within len) */
+  return buf;
+}
+
 static inline void fc_cli_vmsg(const char *path, const char *fmt, va_list ap) {
   fprintf(stderr, "%s: ", fc_cli_tool);
   if (path) {

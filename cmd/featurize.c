@@ -277,18 +277,20 @@ static void on_event(const fc_featurize_event *ev, void *user) {
     return;
   }
   if (!c->verbose) return;
+  char id[4 * FC_ID_MAX + 8];
+  fc_cli_quoted(ev->id ? ev->id : "", id, sizeof id);
   switch (ev->status) {
   case FC_ITEM_STORED: {
     char conv[96];
     conversions(c, ev, conv, sizeof conv);
-    fc_cli_warn(label, "stored as %s (%llu frames, %.2f s%s)", ev->id,
-                (unsigned long long)ev->frames, ev->seconds, conv);
+    fc_cli_warn(label, "stored as %s (%llu frames, %.2f s%s)", id, (unsigned long long)ev->frames,
+                ev->seconds, conv);
     break;
   }
   case FC_ITEM_LINKED:
-    fc_cli_warn(label, "same audio as a stored record; entry %s added", ev->id);
+    fc_cli_warn(label, "same audio as a stored record; entry %s added", id);
     break;
-  case FC_ITEM_SKIPPED: fc_cli_warn(label, "already stored as %s", ev->id); break;
+  case FC_ITEM_SKIPPED: fc_cli_warn(label, "already stored as %s", id); break;
   default: break;
   }
 }

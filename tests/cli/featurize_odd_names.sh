@@ -50,6 +50,12 @@ grep -qx "featurize: \"list\\\\n.txt\":2: duplicate id 'a'" err ||
 "$PY" -c 'import json, sys; r = json.load(open("out")); assert r["failures"][0]["source"] == "bad\nname.wav", r' ||
   fail "--json: $(cat out)"
 
+# an id holds what its file name holds (any character but NUL, CR and LF): -v quotes it too
+cp a.wav $'bold\033[1m.wav'
+"$FZ" -v --device cpu -o s6 $'bold\033[1m.wav' 2>err
+grep -qxF 'featurize: "bold\033[1m.wav": stored as "bold\033[1m" (43 frames, 0.50 s)' err ||
+  fail "-v id: $(cat -v err)"
+
 # a path list on stdin from `find -print0`: the NUL-separated names are one line, said as the
 # line of stdin it is, with the way out (it said "(no path): line contains a NUL byte")
 printf '%s\0%s\0' a.wav "é.wav" | "$FZ" --device cpu -o s5 - 2>err
