@@ -176,6 +176,17 @@ static void config_mismatch(const ld_store *st, const ld_store *first, MDB_dbi m
            st->path, kind, h1, first->path, h0, kind);
 }
 
+/* No entries and no records in any of st's dbs: an empty shard (a --shard K/N that no id of
+ * the manifest hashes to, a split store's part that no id is routed to). 0 or 1. */
+static int store_is_empty(const ld_store *st) {
+  static const int dbs[] = {FC_DB_AUDIO, FC_DB_TEXT, FC_DB_FEAT, FC_DB_TOK};
+  for (size_t k = 0; k < sizeof dbs / sizeof dbs[0]; k++) {
+    MDB_stat ms;
+    if (mdb_stat(st->txn, st->reg->s->dbi[dbs[k]], &ms) != 0 || ms.ms_entries) return 0;
+  }
+  return 1;
+}
+
 /* A split store (fc_store.h) is read as its parts: several stores as one dataset. */
 int fc_loader_open(const char *const *paths, size_t n, const fc_loader_opts *opts, fc_loader **out,
                    char *why, size_t why_len) {
@@ -238,6 +249,8 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
     goto fail;
   }
   /* opened without read-ahead, for a page at a time while opening (ld_advise_open) */
+  size_t ref = n; /* the first store that is not empty: its configs are the dataset's */
+  int any_full = 0;
   unsigned sflags = FC_STORE_RDONLY | FC_STORE_NORDAHEAD;
   if (opts->flags & FC_LOADER_NOLOCK) sflags |= FC_STORE_NOLOCK;
   for (size_t i = 0; i < n; i++) {
@@ -262,12 +275,22 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
       fc_why(why, why_len, "%s: %s", paths[i], fc_strerror(rc));
       goto fail;
     }
+    st->empty = n > 1 && store_is_empty(st);
+    any_full |= !st->empty;
+  }
+  /* among several stores an empty one is an empty shard (as cache-verify and cache-bench take
+   * it): it needs no config, and gets the dataset's below; one store, or all, empty: each is
+   * read as it is (no config: refused, as before) */
+  for (size_t i = 0; i < n && !any_full; i++) l->stores[i].empty = 0;
+  for (size_t i = 0; i < n; i++) {
+    ld_store *st = &l->stores[i];
+    if (st->empty) continue;
     MDB_dbi meta = st->reg->s->dbi[FC_DB_META];
     char *json = NULL;
     if ((rc = ld_resolve_config(st->txn, meta, st->path, l->o.features, 0, &st->mel_cfg, &json, why,
                                 why_len)))
       goto fail;
-    if (i == 0) {
+    if (ref == n) {
       fc_mel_config mc;
       char r[200];
       if ((rc = fc_mel_config_from_json(json, strlen(json), &mc, r, sizeof r))) {
@@ -294,8 +317,8 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
       l->mel_json = json;
     } else {
       free(json);
-      if (memcmp(st->mel_cfg.bytes, l->stores[0].mel_cfg.bytes, 16) != 0) {
-        config_mismatch(st, &l->stores[0], meta, 0, why, why_len);
+      if (memcmp(st->mel_cfg.bytes, l->stores[ref].mel_cfg.bytes, 16) != 0) {
+        config_mismatch(st, &l->stores[ref], meta, 0, why, why_len);
         rc = FC_ECONFIG;
         goto fail;
       }
@@ -304,20 +327,27 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
       if ((rc = ld_resolve_config(st->txn, meta, st->path, l->o.tokens, 1, &st->tok_cfg, &json, why,
                                   why_len)))
         goto fail;
-      if (i == 0) {
+      if (ref == n) {
         l->tok_json = json;
       } else {
         free(json);
-        if (memcmp(st->tok_cfg.bytes, l->stores[0].tok_cfg.bytes, 16) != 0) {
-          config_mismatch(st, &l->stores[0], meta, 1, why, why_len);
+        if (memcmp(st->tok_cfg.bytes, l->stores[ref].tok_cfg.bytes, 16) != 0) {
+          config_mismatch(st, &l->stores[ref], meta, 1, why, why_len);
           rc = FC_ECONFIG;
           goto fail;
         }
       }
     }
+    if (ref == n) ref = i;
   }
+  for (size_t i = 0; i < n; i++)
+    if (l->stores[i].empty) {
+      l->stores[i].mel_cfg = l->stores[ref].mel_cfg;
+      l->stores[i].tok_cfg = l->stores[ref].tok_cfg;
+    }
   if (!(opts->flags & FC_LOADER_LOOKUP_ONLY)) {
     for (uint32_t i = 0; i < l->n_stores; i++) {
+      if (l->stores[i].empty) continue; /* nothing to index */
       int used = 0;
       rc = ld_index_store(l, i, &used, why, why_len);
       if (!rc && !used) rc = ld_index_store_lookups(l, i, why, why_len);

@@ -20,7 +20,8 @@ typedef struct ld_store {
   size_t map_len;
   MDB_txn *txn; /* snapshot held from open to close; the index points into it */
   char *path;
-  fc_digest mel_cfg, tok_cfg;
+  fc_digest mel_cfg, tok_cfg; /* an empty store (no entries, no records): the dataset's */
+  int empty; /* an empty shard among several stores: no config of its own needed, nothing read */
 } ld_store;
 
 /* loader_warm.c: the index's pages read ahead of the walk (index_store_fast). */
