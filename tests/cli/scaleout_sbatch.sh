@@ -6,12 +6,15 @@
 # half a file and fails) and rerun alone (sbatch --array=1, another array job), which makes the
 # same shard 1 of 2 (N from WORK/.shards) and resumes from its local store. A 1-based or partial
 # array with no N known is refused, and so is a run with another N into the same WORK (by
-# slurm-submit too, before it queues anything, as it refuses an N that is not a number). The
-# merge then reads the N shards of the run (WORK/.shards), not a shard s5 an earlier run left in
-# WORK, and names those missing; one whose check fails removes its local store; killed while it
-# copies, and queued again, it resumes its local store; the merged store holds exactly the keys
-# and bytes of one plain featurize + tokenize run. A task whose shard holds a bad transcript line passes under the
-# default MAX_FAILED (tokenize --max-failed), and fails under MAX_FAILED=0.
+# slurm-submit too, before it queues anything, as it refuses an N that is not a number, and a
+# MANIFEST or TEXT it cannot read). The merge then reads the N shards of the run (WORK/.shards),
+# not a shard s5 an earlier run left in WORK, and names those missing; one whose check fails
+# removes its local store; killed while it copies, and queued again, it resumes its local store;
+# the merged store holds exactly the keys and bytes of one plain featurize + tokenize run. A task
+# whose shard holds a bad transcript line passes under the default MAX_FAILED (tokenize
+# --max-failed), and fails under MAX_FAILED=0. A local store kept by a killed task of a run of
+# another N, or by a killed merge of other shards, is not resumed by a later run into the same
+# WORK or CACHE path.
 set -u
 command -v mdb_copy >/dev/null || { echo "skip: mdb_copy not installed (scripts/setup installs lmdb-utils)"; exit 77; }
 . "$FC_SRC/tests/cli/scaleout.bash"
@@ -69,6 +72,16 @@ done
 PATH="$T/fakesb:$PATH" bash "$FC_SRC/scripts/scaleout/slurm-submit" 3 >out 2>err; check "slurm-submit 3 into a WORK of 2" 2 $?
 grep -q "^slurm-submit: $T/shards holds the shards of a run of 2 ($T/shards/.shards), not 3: .*nothing queued$" err ||
   { echo "FAIL slurm-submit 3 into a WORK of 2: message"; cat err; fail=1; }
+[ -e sbatch.log ] && { echo "FAIL slurm-submit queued: $(cat sbatch.log)"; fail=1; }
+# a MANIFEST (or TEXT) that cannot be read would fail every task of the array: refused first
+MANIFEST=$T/c/nope.csv PATH="$T/fakesb:$PATH" bash "$FC_SRC/scripts/scaleout/slurm-submit" 2 >out 2>err
+check "slurm-submit, no such MANIFEST" 2 $?
+grep -q "^slurm-submit: MANIFEST $T/c/nope.csv: cannot be read: .*nothing queued$" err ||
+  { echo "FAIL slurm-submit, no such MANIFEST: message"; cat err; fail=1; }
+TEXT=$T/c/nope.tsv PATH="$T/fakesb:$PATH" bash "$FC_SRC/scripts/scaleout/slurm-submit" 2 >out 2>err
+check "slurm-submit, no such TEXT" 2 $?
+grep -q "^slurm-submit: TEXT $T/c/nope.tsv: cannot be read: .*nothing queued$" err ||
+  { echo "FAIL slurm-submit, no such TEXT: message"; cat err; fail=1; }
 [ -e sbatch.log ] && { echo "FAIL slurm-submit queued: $(cat sbatch.log)"; fail=1; }
 PATH="$T/fakesb:$PATH" bash "$FC_SRC/scripts/scaleout/slurm-submit" 2 >out 2>err; check "slurm-submit 2" 0 $?
 grep -q -- "--array=0-1 " sbatch.log || { echo "FAIL slurm-submit 2: $(cat sbatch.log)"; fail=1; }
