@@ -425,8 +425,12 @@ int main(int argc, char **argv) {
             const char *path = o.source == LB_CACHE   ? store
                                : o.source == LB_AUDIO ? manifest
                                                       : NULL;
-            size_t pl = path ? strlen(path) : 0;
-            if (path && strncmp(why, path, pl) == 0 && why[pl] == ':') path = NULL; /* named */
+            /* a message that names a store (any of them: the loader's of a later store) */
+            for (size_t k = 0; path && k < (o.source == LB_CACHE ? n_stores : 1); k++) {
+              const char *named = o.source == LB_CACHE ? stores[k] : path;
+              size_t pl = strlen(named);
+              if (strncmp(why, named, pl) == 0 && why[pl] == ':') path = NULL;
+            }
             fc_cli_warn(path, "%s", why[0] ? why : fc_strerror(rc));
             exit_code = FC_EXIT_USAGE;
             break;
