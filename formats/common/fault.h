@@ -3,7 +3,8 @@
  * neither reads FC_FAULT nor takes a lock on every checked call; scripts/test builds both its
  * builds with it). FC_FAULT="site:N" makes the N-th call of that site fail, e.g.
  * FC_FAULT=commit:3 fails the third write-transaction commit with EIO. Sites: env (LMDB
- * environment open), put, commit, grow (map growth) in the store; open, read (input files), decode
+ * environment open), put, commit, grow (map growth) in the store; open, read (input files), emfile (an input's open
+ * fails with EMFILE, out of file descriptors), decode
  * (libsndfile), resample (soxr) in audio decoding; plan (FFTW planning); cuda (CUDA calls); alloc
  * (every allocation of the library: formats/common/alloc.h); write (the open, write, sync, close and
  * rename of an exported file: fc_outfile.h); espeak (the child process that phonemizes a line

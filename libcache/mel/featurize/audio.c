@@ -47,7 +47,9 @@
  * regular file or a pipe (a FIFO's open waits for its writer, as cat's does) is read; a device is
  * ENODEV. */
 static int open_checked(const char *path, uint64_t max_bytes, int *fd, struct stat *st) {
-  *fd = fault_hit("open") ? (errno = EIO, -1) : open(path, O_RDONLY | O_CLOEXEC);
+  *fd = fault_hit("open")     ? (errno = EIO, -1)
+        : fault_hit("emfile") ? (errno = EMFILE, -1)
+                              : open(path, O_RDONLY | O_CLOEXEC);
   if (*fd < 0) return errno;
   int rc = 0;
   if (fstat(*fd, st) != 0)

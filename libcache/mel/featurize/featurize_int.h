@@ -180,12 +180,20 @@ typedef struct fz_worker {
 
 enum { FZ_KEEP_BUFFER = 32 << 20 };
 
+/* An error of this process or system rather than of the input: out of memory, out of file
+ * descriptors (EMFILE: the process's limit, ulimit -n; ENFILE: the system's). Reported, never
+ * recorded as the input's failure: the next run tries the input as new. */
+static inline int fz_not_the_input(int err) {
+  return err == ENOMEM || err == EMFILE || err == ENFILE;
+}
+
 /* A user-facing reason for an error without a more specific one. */
 static inline const char *plain_reason(int err) {
   switch (err) {
   case FC_EEMPTY: return "empty file";
   case FC_ETOOLONG: return "longer than the limit";
   case FC_EDECODE: return "cannot decode";
+  case EMFILE: return "Too many open files (the limit of this process: ulimit -n)";
   case ENODEV: return "not a regular file or a pipe (a device)"; /* audio.c open_checked */
   default: break;
   }

@@ -211,7 +211,7 @@ static int read_staged(fz_run *r, fz_worker *w, size_t i, const char *abs, doubl
     rc = audio_pcm16_read_all(&f, &w->buf, &w->buf_cap, len, info_all);
   tm->read += (t1 = fz_cpu_now()) - t0;
   if (rc) {
-    if (rc == ENOMEM)
+    if (fz_not_the_input(rc))
       fz_report_failed(r, i, rc, plain_reason(rc));
     else
       fz_input_failed(r, i, rc, plain_reason(rc));
@@ -234,7 +234,7 @@ static int read_staged(fz_run *r, fz_worker *w, size_t i, const char *abs, doubl
   if (rc) {
     fz_stage_commit(r, &slot, NULL);
     if (rc == EAGAIN) return 0;
-    if (rc == ENOMEM)
+    if (fz_not_the_input(rc))
       fz_report_failed(r, i, rc, plain_reason(rc));
     else
       fz_input_failed(r, i, rc, plain_reason(rc));
@@ -324,7 +324,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   }
   bytes = w->buf;
   if (rc) {
-    if (rc == ENOMEM)
+    if (fz_not_the_input(rc))
       fz_report_failed(r, i, rc, plain_reason(rc));
     else
       fz_input_failed(r, i, rc, plain_reason(rc));
@@ -418,7 +418,7 @@ fail:
   free(x);
   free(abs);
   fz_job_free(j);
-  if (input && rc != ENOMEM)
+  if (input && !fz_not_the_input(rc))
     fz_input_failed(r, i, rc, why);
   else
     fz_report_failed(r, i, rc, why);
