@@ -19,7 +19,9 @@ case ${1:-} in
 -h | --help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;   # the header comment
 *) echo "parallel.sh: unknown argument '$1' (settings go in the environment; --help)" >&2; exit 2 ;;
 esac
-: "${MANIFEST:?set MANIFEST}"
+# need VAR MESSAGE: a setting not given is a configuration error (exit 2), said
+need() { [ -n "${!1:-}" ] || { echo "parallel.sh: $2" >&2; exit 2; }; }
+need MANIFEST "set MANIFEST to the corpus manifest (LJSpeech csv, wav.scp, JSONL)"
 SHARDS=${SHARDS:-16} JOBS=${JOBS:-4} WORK=${WORK:-shards} CACHE=${CACHE:-cache} BIN=${BIN:-}
 FEATURIZE_OPTS=${FEATURIZE_OPTS:---preset hifigan} TOKENIZE_OPTS=${TOKENIZE_OPTS:---build-vocab}
 MAX_FAILED=${MAX_FAILED:-10%} PARALLEL_OPTS=${PARALLEL_OPTS:-}

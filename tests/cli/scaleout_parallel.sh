@@ -26,6 +26,11 @@ grep -q "^cache-merge: nothing to do: all 245 entries of the 4 stores already in
   || { echo "FAIL rerun: the merge did something"; cat err; fail=1; }
 same_store ref cache >same.txt || { echo "FAIL rerun changed the store"; cat same.txt; fail=1; }
 
+# no MANIFEST: a configuration error (2), said, nothing run
+env -u MANIFEST WORK=bad bash "$FC_SRC/scripts/scaleout/parallel.sh" >out 2>err; check "no MANIFEST" 2 $?
+[ "$(cat err)" = "parallel.sh: set MANIFEST to the corpus manifest (LJSpeech csv, wav.scp, JSONL)" ] ||
+  { echo "FAIL no MANIFEST: message"; cat err; fail=1; }
+[ -e bad ] && { echo "FAIL no MANIFEST ran shards"; fail=1; }
 # a number of shards that is not one: a usage error (2), said, nothing run
 for n in 0 abc 08 -2; do
   SHARDS=$n WORK=bad bash "$FC_SRC/scripts/scaleout/parallel.sh" >out 2>err; check "SHARDS='$n'" 2 $?

@@ -73,6 +73,23 @@ PATH="$T/fakesb:$PATH" bash "$FC_SRC/scripts/scaleout/slurm-submit" 3 >out 2>err
 grep -q "^slurm-submit: $T/shards holds the shards of a run of 2 ($T/shards/.shards), not 3: .*nothing queued$" err ||
   { echo "FAIL slurm-submit 3 into a WORK of 2: message"; cat err; fail=1; }
 [ -e sbatch.log ] && { echo "FAIL slurm-submit queued: $(cat sbatch.log)"; fail=1; }
+# a setting not given is a configuration error (exit 2) that says which, by each script
+env -u CACHE PATH="$T/fakesb:$PATH" bash "$FC_SRC/scripts/scaleout/slurm-submit" 2 >out 2>err
+check "slurm-submit, no CACHE" 2 $?
+[ "$(cat err)" = "slurm-submit: set CACHE to the merged store to create; nothing queued" ] ||
+  { echo "FAIL slurm-submit, no CACHE: message"; cat err; fail=1; }
+env -u MANIFEST SLURM_ARRAY_TASK_ID=0 bash "$FC_SRC/scripts/scaleout/featcache-array.sbatch" >out 2>err
+check "array task, no MANIFEST" 2 $?
+[ "$(cat err)" = "featcache: set MANIFEST to the corpus manifest (LJSpeech csv, wav.scp, JSONL)" ] ||
+  { echo "FAIL array task, no MANIFEST: message"; cat err; fail=1; }
+env -u SLURM_ARRAY_TASK_ID bash "$FC_SRC/scripts/scaleout/featcache-array.sbatch" >out 2>err
+check "array task outside an array" 2 $?
+[ "$(cat err)" = "featcache: not in a Slurm array job (sbatch --array=0-N-1): no SLURM_ARRAY_TASK_ID" ] ||
+  { echo "FAIL array task outside an array: message"; cat err; fail=1; }
+env -u WORK bash "$FC_SRC/scripts/scaleout/featcache-merge.sbatch" >out 2>err
+check "merge, no WORK" 2 $?
+[ "$(cat err)" = "featcache: set WORK to the directory of the shard stores" ] ||
+  { echo "FAIL merge, no WORK: message"; cat err; fail=1; }
 # a MANIFEST (or TEXT) that cannot be read would fail every task of the array: refused first
 MANIFEST=$T/c/nope.csv PATH="$T/fakesb:$PATH" bash "$FC_SRC/scripts/scaleout/slurm-submit" 2 >out 2>err
 check "slurm-submit, no such MANIFEST" 2 $?
