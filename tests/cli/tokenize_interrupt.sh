@@ -41,4 +41,22 @@ for sig in INT; do
   grep -q "tokenize: done: 20 of 20 (20 new, 0 already stored, 0 failed" "$d/err" || fail "SIG$sig: rerun"
   "$FC_BIN/cache-verify" -q "$d/st-$sig" >/dev/null || fail "SIG$sig: the store fails cache-verify after the rerun"
 done
+# A second SIGINT while the phonemizer child hangs ends tokenize at once (130), and the child with
+# it: a child left behind would hang on for good, its parent gone.
+FC_FAULT=espeakhang:1 FC_PHONEMIZE_CHILD=all FC_PHONEMIZE_TIMEOUT=60 \
+  "$T" -t phonemes --build-vocab --batch 1 -o "$d/st-twice" "$d/in.tsv" >/dev/null 2>"$d/err" &
+pid=$!
+for _ in $(seq 300); do pgrep -P "$pid" >/dev/null && break; sleep 0.05; done
+kid=$(pgrep -P "$pid") || fail "twice: no phonemizer child appeared"
+kill -INT "$pid"
+sleep 0.3
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+[ "$rc" = 130 ] || fail "twice: exit $rc, want 130"
+for _ in $(seq 50); do kill -0 "$kid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$kid" 2>/dev/null; then
+  kill -9 "$kid"
+  fail "twice: the phonemizer child $kid outlived tokenize"
+fi
 echo "tokenize_interrupt: ok"

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <time.h>
 #include <sys/wait.h>
@@ -52,7 +53,13 @@ static int write_all(int fd, const void *p, size_t n) {
 /* Injected failures of the child (FC_FAULT, formats/fault.h). */
 enum { CHILD_OK, CHILD_ABORT, CHILD_EXIT, CHILD_HANG };
 
-static void child(int fd, tok_contained_fn fn, void *arg, int fault) {
+static void child(int fd, tok_contained_fn fn, void *arg, int fault, pid_t parent) {
+  /* The parent alone decides on SIGINT/SIGTERM (a Ctrl-C reaches the whole process group; the
+   * tools' handler, inherited, would print in the child), and the child dies with it: a second
+   * signal ends the parent at once (cmd/cli.h), and a hung child would outlive it for good. */
+  signal(SIGINT, SIG_IGN);
+  signal(SIGTERM, SIG_IGN);
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(3);
 #ifdef TOK_SANITIZED
   /* a sanitizer report here ends this child, not the process that forked it: a fuzzer's death
    * callback would record the child's death as its own crash */
@@ -92,6 +99,7 @@ int tok_contained(tok_contained_fn fn, void *arg, tok_buf *out, int *status) {
               : fault_hit("espeakhang") ? CHILD_HANG
                                         : CHILD_OK;
   const double deadline = now_s() + child_timeout();
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     int e = errno;
@@ -101,7 +109,7 @@ int tok_contained(tok_contained_fn fn, void *arg, tok_buf *out, int *status) {
   }
   if (pid == 0) {
     close(fds[0]);
-    child(fds[1], fn, arg, fault);
+    child(fds[1], fn, arg, fault, parent);
   }
   close(fds[1]);
   tok_buf got = {0};
