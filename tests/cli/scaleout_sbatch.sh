@@ -73,6 +73,16 @@ PATH="$T/fakesb:$PATH" bash "$FC_SRC/scripts/scaleout/slurm-submit" 3 >out 2>err
 grep -q "^slurm-submit: $T/shards holds the shards of a run of 2 ($T/shards/.shards), not 3: .*nothing queued$" err ||
   { echo "FAIL slurm-submit 3 into a WORK of 2: message"; cat err; fail=1; }
 [ -e sbatch.log ] && { echo "FAIL slurm-submit queued: $(cat sbatch.log)"; fail=1; }
+# SHARDS that is not a number of shards: refused before WORK/.shards records it for the run
+for n in abc 0 08 " 2"; do
+  SHARDS=$n WORK=$T/badn task 0; check "array task, SHARDS='$n'" 2 $?
+  grep -q "^featcache: SHARDS='$n' is not a positive number of shards$" err ||
+    { echo "FAIL array task, SHARDS='$n': message"; cat err; fail=1; }
+  [ -e badn/.shards ] && { echo "FAIL SHARDS='$n' was recorded: $(cat badn/.shards)"; rm -rf badn; fail=1; }
+done
+SHARDS=08 bash "$FC_SRC/scripts/scaleout/featcache-merge.sbatch" >out 2>err; check "merge, SHARDS=08" 2 $?
+[ "$(cat err)" = "featcache: SHARDS='08' is not a positive number of shards" ] ||
+  { echo "FAIL merge, SHARDS=08: message"; cat err; fail=1; }
 # a setting not given is a configuration error (exit 2) that says which, by each script
 env -u CACHE PATH="$T/fakesb:$PATH" bash "$FC_SRC/scripts/scaleout/slurm-submit" 2 >out 2>err
 check "slurm-submit, no CACHE" 2 $?
