@@ -536,6 +536,14 @@ int main(int argc, char **argv) {
     for (int i = optind; i < argc; i++)
       if (strcmp(argv[i], "-") == 0) fc_cli_usage_error("'-' (stdin) cannot be mixed with paths");
   if (audio_dir && !manifest) fc_cli_usage_error("--audio-dir applies to --manifest only");
+  if (audio_dir) { /* one that is no directory fails every input: a configuration error */
+    struct stat ast;
+    const int e = stat(audio_dir, &ast) != 0 ? errno : S_ISDIR(ast.st_mode) ? 0 : ENOTDIR;
+    if (e) {
+      fc_cli_warn(audio_dir, "--audio-dir: %s", strerror(e));
+      return FC_EXIT_USAGE;
+    }
+  }
   if (manifest_format != FC_MANIFEST_AUTO && !manifest)
     fc_cli_usage_error("--manifest-format applies to --manifest only");
 

@@ -202,6 +202,13 @@ check "stdin mixed" 2 "featurize: '-' (stdin) cannot be mixed with paths
 $try" -- "$FZ" -o "$S" "$tmp/a.wav" -
 check "audio-dir alone" 2 "featurize: --audio-dir applies to --manifest only
 $try" -- "$FZ" --audio-dir "$tmp" -o "$S" "$tmp/a.wav"
+# an --audio-dir that is no directory fails every input: a configuration error, said before the
+# store is touched (it was each input's failure, recorded in a new store)
+echo "$tmp/a.wav" >"$tmp/list.txt"
+check "audio-dir missing" 2 "featurize: $tmp/nodir: --audio-dir: No such file or directory" \
+  -- "$FZ" --audio-dir "$tmp/nodir" --manifest "$tmp/list.txt" -o "$S"
+check "audio-dir a file" 2 "featurize: $tmp/a.wav: --audio-dir: Not a directory" \
+  -- "$FZ" --audio-dir "$tmp/a.wav" --manifest "$tmp/list.txt" -o "$S"
 check "device" 2 "featurize: unknown device 'tpu' (want auto, cpu, cuda or cuda:N)
 $try" -- "$FZ" --device tpu -o "$S" "$tmp/a.wav"
 
