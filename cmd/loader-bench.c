@@ -268,10 +268,11 @@ int main(int argc, char **argv) {
   if (want_audio) {
     if (store) {
       char why[512] = "";
-      /* the first store's config; the cache run checks that every store holds it */
-      int rc = lb_store_mel_config(store, base.features, &mel, why, sizeof why);
+      /* the stores' config, as the loader resolves it over all of them */
+      int named = 0;
+      int rc = lb_store_mel_config(stores, n_stores, base.features, &mel, &named, why, sizeof why);
       if (rc) {
-        fc_cli_warn(store, "%s", why[0] ? why : fc_strerror(rc));
+        fc_cli_warn(named && why[0] ? NULL : store, "%s", why[0] ? why : fc_strerror(rc));
         return FC_EXIT_USAGE;
       }
     } else if (fc_mel_preset(preset ? preset : "hifigan", &mel)) {

@@ -135,10 +135,12 @@ double lb_shrink_factor(const lb_report_run *runs, size_t n);
 int lb_write_report(FILE *f, int json, int kind, const lb_report_run *runs, size_t n,
                     const lb_cell *cells, int recommended);
 
-/* The mel config of a store (features: a loader feature selector, NULL for the store's one), so
- * the audio source computes the same features as the cache holds. 0, or an error with why. */
-int lb_store_mel_config(const char *store, const char *features, fc_mel_config *out, char *why,
-                        size_t why_len);
+/* The mel config of the stores[0..n) read as one dataset, as the loader resolves it (features: a
+ * loader feature selector, NULL for the stores' one; an empty shard needs none), so the audio
+ * source computes the same features as the cache holds. 0, or an error with why; *named: 1 when
+ * why names the store it is about (the loader's messages do). */
+int lb_store_mel_config(const char *const *stores, size_t n, const char *features,
+                        fc_mel_config *out, int *named, char *why, size_t why_len);
 
 /* The loader's sequential order over several stores (docs/loader.md: stores in the order given,
  * ids in byte order within each) for items[0..n_items), which must be sorted by id (strcmp): for

@@ -168,17 +168,17 @@ int lb_write_report(FILE *f, int json, int kind, const lb_report_run *runs, size
   return ferror(f) ? EIO : 0;
 }
 
-int lb_store_mel_config(const char *store, const char *features, fc_mel_config *out, char *why,
-                        size_t why_len) {
+int lb_store_mel_config(const char *const *stores, size_t n, const char *features,
+                        fc_mel_config *out, int *named, char *why, size_t why_len) {
   fc_loader_opts lo;
   fc_loader_opts_init(&lo);
   lo.features = features;
   lo.flags = FC_LOADER_LOOKUP_ONLY;
   lo.prefetch_threads = 0;
   fc_loader *ld = NULL;
-  const char *paths[1] = {store};
   if (why && why_len) why[0] = '\0';
-  int rc = fc_loader_open(paths, 1, &lo, &ld, why, why_len);
+  int rc = fc_loader_open(stores, n, &lo, &ld, why, why_len);
+  *named = rc != 0;
   const char *js = rc ? NULL : fc_loader_config_json(ld, 0);
   if (!rc && !js) rc = FC_ENOTFOUND;
   if (!rc) rc = fc_mel_config_from_json(js, strlen(js), out, why, why_len);

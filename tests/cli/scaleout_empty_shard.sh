@@ -4,7 +4,8 @@
 # of a split store that no id is routed to. cache-verify and cache-bench take such a store as an
 # empty shard; the loader (loader-bench, the Python Loader) must too, where it refused the whole
 # dataset ("STORE: the store holds no mel config"). Stores that are all empty are still refused.
-# loader-bench names the store a loader message is about once (it put the first store's name
+# loader-bench --compare takes its audio source's config from the dataset too. loader-bench names
+# the store a loader message is about once (it put the first store's name
 # before a message about another: "loader-bench: s1: t2: its mel config is ...").
 set -u
 . "$FC_SRC/tests/cli/scaleout.bash"
@@ -37,9 +38,14 @@ empty0=$(for s in s0 s1; do echo "$full" | grep -qx $s || echo $s; done)
 "$FC_BIN/featurize" -q -o e2 </dev/null || exit 1
 "$FC_BIN/loader-bench" -q --steps 1 "$empty0" e2 >out 2>err; check "loader-bench, two empty stores" 2 $?
 grep -q "^loader-bench: .*$empty0: the store holds no mel config$" err || { echo "FAIL two empty stores: message"; cat err; fail=1; }
+# loader-bench --compare takes the audio source's config from the dataset, as the loader
+# resolves it, not from the first store given (an empty shard holds none)
+full0=$(echo "$full" | head -1)
+"$FC_BIN/loader-bench" -q --compare --manifest c/metadata.csv --steps 1 --batch 1 --compute-ms 0 \
+  "$empty0" "$full0" >out 2>err
+check "loader-bench --compare, the empty shard first" 0 $?
 # a loader message about another store than the first names that store once, not after the first
 "$FC_BIN/featurize" -q --preset tacotron2 -o t2 --manifest c/metadata.csv || exit 1
-full0=$(echo "$full" | head -1)
 "$FC_BIN/loader-bench" -q --steps 1 "$full0" t2 >out 2>err; check "loader-bench, two configs" 2 $?
 grep -q "^loader-bench: t2: its mel config is " err || { echo "FAIL two configs: message"; cat err; fail=1; }
 exit $fail
