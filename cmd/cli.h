@@ -541,16 +541,26 @@ static volatile sig_atomic_t fc_cli_signal;
  * FIFO that no one writes, a hung network file system, a long file) ends the process at once: its
  * default action, so the shell sees 130/143 as for the first. Every commit is already durable
  * (a kill at any instant loses only the batch not yet committed); only async-signal-safe calls. */
+static int fc_cli_stderr_tty; /* fc_cli_install_signals: a notice first clears a progress line */
+
+static inline void fc_cli_signal_note(const char *msg, size_t len) {
+  ssize_t w = fc_cli_stderr_tty ? write(STDERR_FILENO, "\r\033[K", 4) : 0;
+  w = write(STDERR_FILENO, fc_cli_tool, strlen(fc_cli_tool));
+  w = write(STDERR_FILENO, msg, len);
+  (void)w;
+}
+
 static inline void fc_cli_on_signal(int sig) {
-  if (!fc_cli_signal) {
+  if (!fc_cli_signal) { /* said at once: the work in flight may take a while (a long file) */
+    static const char note[] =
+        ": interrupted: stopping after the work in flight (interrupt again to stop at once)\n";
     fc_cli_signal = sig;
+    fc_cli_signal_note(note, sizeof note - 1);
     return;
   }
   static const char msg[] =
       ": interrupted again: stopping now; work committed before stays in the store\n";
-  ssize_t w = write(STDERR_FILENO, fc_cli_tool, strlen(fc_cli_tool));
-  w = write(STDERR_FILENO, msg, sizeof msg - 1);
-  (void)w;
+  fc_cli_signal_note(msg, sizeof msg - 1);
   signal(sig, SIG_DFL);
   raise(sig); /* delivered when the handler returns (the signal is blocked in it) */
 }
@@ -558,6 +568,7 @@ static inline void fc_cli_on_signal(int sig) {
 static inline void fc_cli_install_signals(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
+  fc_cli_stderr_tty = isatty(STDERR_FILENO);
   sa.sa_handler = fc_cli_on_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, NULL);

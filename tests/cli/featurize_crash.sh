@@ -104,7 +104,8 @@ check st 300 >/dev/null || fail "final store is not exactly the 300 records"
 
 # SIGINT with -j 1: the worker blocks opening a FIFO (item 51) after 50 items; the writer commits
 # those (1 s batch bound); SIGINT arrives; then the FIFO delivers a real file, which is finished
-# and committed; items 52.. are never started. Exit 130.
+# and committed; items 52.. are never started. Exit 130. The signal is acknowledged at once, with
+# the way to stop without waiting.
 mkfifo fifo.wav
 { head -n 50 list; echo fifo.wav; tail -n +51 list | head -n 49; } >list2
 "$FZ" -j 1 -o st2 - <list2 >out 2>err &
@@ -116,7 +117,8 @@ timeout 20 sh -c "cat u299.wav >fifo.wav" || fail "SIGINT: nobody read the FIFO"
 wait "$pid"
 rc=$?
 [ $rc = 130 ] || fail "SIGINT: exit $rc, want 130"
-[ "$(cat err)" = "featurize: interrupted: 51 of 100 done, 49 not started, finished work committed" ] ||
+[ "$(cat err)" = "featurize: interrupted: stopping after the work in flight (interrupt again to stop at once)
+featurize: interrupted: 51 of 100 done, 49 not started, finished work committed" ] ||
   fail "SIGINT: stderr: $(cat err)"
 check st2 51 >/dev/null || fail "SIGINT: want exactly the 51 finished utterances stored"
 
@@ -133,7 +135,8 @@ timeout 20 sh -c "cat u298.wav >fifo.wav" || fail "SIGTERM: nobody read the FIFO
 wait "$pid"
 rc=$?
 [ $rc = 143 ] || fail "SIGTERM: exit $rc, want 143"
-[ "$(cat err)" = "featurize: interrupted: 6 of 11 done, 5 not started, finished work committed" ] ||
+[ "$(cat err)" = "featurize: interrupted: stopping after the work in flight (interrupt again to stop at once)
+featurize: interrupted: 6 of 11 done, 5 not started, finished work committed" ] ||
   fail "SIGTERM: stderr: $(cat err)"
 check st3 6 >/dev/null || fail "SIGTERM: want the 6 finished utterances stored"
 

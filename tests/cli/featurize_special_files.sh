@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # featurize given files that are not regular files. A FIFO is read once its writer comes, as cat
 # reads one; one whose writer never comes holds its worker, and the first SIGINT (or SIGTERM) waits
-# for the inputs in flight: a second one ends the process at once, exit 130 (143), with a line that
-# says so, and the work committed before it stays in a sound store. A character or block device
+# for the inputs in flight, saying so at once: a second one ends the process at once, exit 130
+# (143), with a line that says so, and the work committed before it stays in a sound store. A character or block device
 # (/dev/zero, a terminal) is no audio file: it fails at once with its reason, where /dev/zero was
 # read into memory without end and a terminal waited for input (/dev/null stands for them here: a
 # regression with /dev/zero would eat the machine's memory).
@@ -27,6 +27,8 @@ for sig in INT TERM; do
   kill -$sig $pid
   sleep 0.3
   kill -0 $pid 2>/dev/null || fail "SIG$sig: the first signal ended the process: $(cat err)"
+  grep -qx "featurize: interrupted: stopping after the work in flight (interrupt again to stop at once)" err ||
+    fail "SIG$sig: the first signal was not acknowledged: $(cat err)"
   kill -$sig $pid
   for _ in $(seq 50); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
   if kill -0 $pid 2>/dev/null; then
