@@ -134,8 +134,9 @@ typedef struct fc_loader_info {
   uint32_t n_stores;
   float pad_value; /* the value padded mel frames get (options.pad_value resolved; with views,
                        which are never padded, the config's silence, NAN where there is none) */
-  uint64_t bound_batch_bytes; /* largest padded mel buffer any epoch can need (batch cap x the
-                               longest cropped, padded length; with max_frames that budget),
+  uint64_t bound_batch_bytes; /* largest padded mel buffer any epoch can need (batch cap, or
+                               the utterances if fewer, x the longest cropped, padded length;
+                               with max_frames that budget, if smaller),
                                plus, with a batch cap, room for a batch's per-item arrays,
                                padded tokens and ids: caller buffers of this size serve every
                                epoch and hold whole batches (FC_DESC_LAYOUT) */

@@ -241,6 +241,21 @@ def test_checked_when_made(store):
     assert made._h is None and len(ds._loaders) == 1
 
 
+def test_a_batch_cap_beyond_the_dataset(store):
+    """batch_size above the utterances (one batch of everything, e.g. for evaluation): the bound
+    a caller buffer must hold was the cap times the longest length, so a padded dataset's 14
+    buffers asked for 14 x 25 GB here (batch_size=100000, pad_to=800) and failed; no batch
+    can hold more than the utterances."""
+    from featcache.loader import Loader
+    bound = Loader(store["path"], batch_size=100000, pad_to=800).info.bound_batch_bytes
+    assert N * 800 * 80 * 4 <= bound <= N * 800 * 80 * 4 + (1 << 16), bound
+    for kw in (dict(batch_size=100000), dict(batch_size=100000, max_frames=10 ** 9),
+               dict(batch_size=2 ** 32 - 1)):
+        ds = FeatcacheDataset(store["path"], pad_to=800, **kw)
+        got = [b["mels"].shape for b in ds]
+        assert got == [(N, 800, 80)], (kw, got)
+
+
 def test_a_dataset_let_go_closes_its_store(store):
     """A FeatcacheDataset dropped (or left after a partial epoch) closes its store's files at
     once: the hand-off of padded batches and its loader referred to each other, so they stayed

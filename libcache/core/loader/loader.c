@@ -453,20 +453,24 @@ int fc_loader_info_get(const fc_loader *l, fc_loader_info *info) {
     size_t idl = strlen(l->ids + l->items[i].id_off) + 1;
     if (idl > max_id) max_id = idl;
   }
+  /* no batch holds more rows than there are utterances: a cap above them (one batch of
+   * everything) must not ask the caller for buffers of cap x T */
+  uint64_t cap = l->o.batch_size;
+  if (l->n_items < cap) cap = l->n_items ? l->n_items : 1;
   uint64_t T = ld_padded_frames(l, longest), rows;
   if (l->o.max_frames) {
     rows = l->o.max_frames > T ? l->o.max_frames : T;
-    if (l->o.batch_size && rows > (uint64_t)l->o.batch_size * T)
-      rows = (uint64_t)l->o.batch_size * T;
+    uint64_t most = (l->o.batch_size ? cap : (l->n_items ? l->n_items : 1)) * T;
+    if (rows > most) rows = most;
   } else {
-    rows = (uint64_t)l->o.batch_size * T;
+    rows = cap * T;
   }
   info->bound_batch_bytes = rows * l->n_mels * l->mel_dsize;
   if (info->bound_batch_bytes < info->max_batch_bytes)
     info->bound_batch_bytes = info->max_batch_bytes;
   if (l->o.batch_size && l->o.output == FC_OUTPUT_PADDED) {
     /* room for a whole batch: its block after the mels (build_batch, FC_DESC_LAYOUT) */
-    size_t B = l->o.batch_size;
+    size_t B = cap;
     size_t tok = l->has_tokens ? ld_align16(B * max_tok * l->tok_dsize) : 0;
     info->bound_batch_bytes =
         ld_align64(info->bound_batch_bytes) + ld_block(B, 0, tok, B * max_id).total;
