@@ -263,19 +263,33 @@ class Handoff:
         return _COUNTS and ld.buffer_alloc is not None and info.tok_dtype in (0, 4, 5)
 
     def close(self):
-        """Give back every batch the loader lent (the loader is closing)."""
+        """Give back every batch the loader lent (the loader is closing) but those whose tensors
+        the loop still holds: the loader's threads run until it closes, and one could build a
+        batch into the buffer of one given back, under the loop's tensors. (Those stay the
+        loop's, their buffers the tensors' own; the loader's small record of each, a few
+        hundred bytes, is not freed.)"""
         L, hh = self.lib, self.hh
-        for e in list(self.out) + list(self.fenced):
+        lent = list(self.out) + list(self.fenced)
+        for e in lent:
             e.copied.synchronize()
             e.passed.synchronize()
-            if e.ptr:
+        for descs in list(self.live.values()):
+            self._untaken(descs)  # taken, never handed out (their dicts dropped with them)
+        for e in lent:
+            if e.ptr and not (not e.held and e in self.out and self._loop_holds(e)):
                 L.fc_loader_release(hh, e.ptr)
-                e.ptr = 0
+            e.ptr = 0
         self.out.clear()
         self.fenced.clear()
-        for descs in list(self.live.values()):
-            self._untaken(descs)
         self.hh = None  # (a generator finishing later gives nothing back to a closed loader)
+
+    @staticmethod
+    def _loop_holds(e):
+        """The loop holds a tensor of e's batch (host or twin): free() less the queue and copy."""
+        b = e.buf
+        return not (b.count() == b.base and
+                    (b.twin_count is None or b.twin_count() == b.twin_base) and
+                    sum(map(_getrefcount, e.objs)) == e.base)
 
     # -- buffers and entries -------------------------------------------------------------------
     def _buffer(self, idx):

@@ -241,6 +241,43 @@ def test_checked_when_made(store):
     assert made._h is None and len(ds._loaders) == 1
 
 
+def test_closing_gives_back_no_batch_the_loop_holds(store):
+    """When the loader closes, the hand-off gave back every batch it had lent, those whose
+    tensors the loop still held too; the loader's threads run until it closes, and one of them
+    could build the next batch into such a buffer, under the loop's tensors (seen as a kept
+    tensor changing after its dataset was dropped). Only the batches the loop let go go back."""
+    import gc
+
+    class Recorder:
+        def __init__(self, real):
+            self.real, self.released = real, []
+
+        def fc_loader_release(self, h, p):
+            self.released.append(p)
+            return self.real.fc_loader_release(h, p)
+
+        def __getattr__(self, name):
+            return getattr(self.real, name)
+
+    gc.collect()
+    gc.disable()
+    try:
+        ds = FeatcacheDataset(store["path"], batch_size=8, pad_to=64)
+        it = iter(ds)
+        kept = next(it)["mels"]
+        dropped = next(it)
+        ho = next(iter(ds._loaders.values()))._handle().handoff
+        (held,) = [e for e in ho.out if e.template["mels"] is kept]
+        (let_go,) = [e for e in ho.out if e.template["mels"] is dropped["mels"]]
+        ptrs = held.ptr, let_go.ptr
+        rec = ho.lib = Recorder(ho.lib)
+        del dropped, held, let_go, ho, it, ds  # the loader closes
+        assert ptrs[1] in rec.released and ptrs[0] not in rec.released, (ptrs, rec.released)
+        assert kept.shape == (8, 64, 80)
+    finally:
+        gc.enable()
+
+
 def test_a_batch_cap_beyond_the_dataset(store):
     """batch_size above the utterances (one batch of everything, e.g. for evaluation): the bound
     a caller buffer must hold was the cap times the longest length, so a padded dataset's 14
