@@ -30,7 +30,7 @@ cat >fake/mdb_copy <<EOF
 # a copy held up: copied, then waits to be let go (as a slow copy to shared storage)
 "$(command -v mdb_copy)" "\$@" || exit
 touch "$T/copying"
-for _ in \$(seq 600); do [ -e "$T/release" ] && exit 0; sleep 0.1; done
+for _ in \$(seq 3000); do [ -e "$T/release" ] && exit 0; sleep 0.1; done
 exit 1
 EOF
 chmod +x fake/mdb_copy
@@ -45,7 +45,7 @@ merge() { # NODE LOCAL [PATH]
   env ${3:+PATH="$3"} SLURMD_NODENAME="$1" LOCAL="$2" bash "$FC_SRC/scripts/scaleout/featcache-merge.sbatch"
 }
 held_up() { # wait until the held mdb_copy has copied
-  for _ in $(seq 600); do [ -e copying ] && return 0; kill -0 $held 2>/dev/null || break; sleep 0.1; done
+  for _ in $(seq 3000); do [ -e copying ] && return 0; kill -0 $held 2>/dev/null || break; sleep 0.1; done
   echo "FAIL $1: the held run never reached its copy"; cat errA; fail=1; return 1
 }
 let_go() { # let the held run finish; its exit status
@@ -90,7 +90,7 @@ held=$!
 if held_up "task 1 twice on one node"; then
   task 1 n3 "$T/n3" >out 2>err &
   second=$!
-  for _ in $(seq 100); do grep -q "waiting" err && break; sleep 0.1; done
+  for _ in $(seq 600); do grep -q "waiting" err && break; sleep 0.1; done
   grep -q "^featcache: shard 1: another task of it runs on this node (lock $T/n3/featcache-.*-s1.of2.lock); waiting for it$" err ||
     { echo "FAIL task 1 on the same node does not say it waits"; cat err; fail=1; }
   [ -e shards/s1 ] && { echo "FAIL shard 1 stored while its first task was still copying"; fail=1; }
