@@ -160,6 +160,42 @@ static int manifest_readable(const char *path, char *why, size_t why_len) {
   return rc;
 }
 
+/* The format a manifest file is read as without --manifest-format (its name and first non-blank
+ * line, as fc_manifest_read detects it); FC_MANIFEST_AUTO when it holds no line, or is no regular
+ * file: a FIFO (<(...)) is read once, by the run. */
+static fc_manifest_format detected_format(const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return FC_MANIFEST_AUTO;
+  FILE *f = fopen(path, "re");
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n;
+  fc_manifest_format fmt = FC_MANIFEST_AUTO;
+  for (int first = 1; f && (n = getline(&line, &cap, f)) > 0; first = 0) {
+    char *l = line;
+    if (first && n >= 3 && memcmp(l, "\xEF\xBB\xBF", 3) == 0) l += 3;
+    l[strcspn(l, "\r\n")] = '\0';
+    if (l[strspn(l, " \t")] == '\0') continue;
+    fmt = fc_manifest_detect(path, l);
+    break;
+  }
+  free(line);
+  if (f) fclose(f);
+  return fmt;
+}
+
+/* A manifest read as a wav.scp or a list of paths holds no text: every line would fail alike. */
+static void refuse_textless(const char *manifest, fc_manifest_format fmt) {
+  if (fmt != FC_MANIFEST_KALDI && fmt != FC_MANIFEST_LIST) return;
+  fc_cli_warn(manifest,
+              "holds no transcripts: it reads as %s; tokenize reads LJSpeech (id|text), TSV "
+              "(id<TAB>text) and JSON lines with \"text\" (--manifest-format ljspeech, tsv, "
+              "jsonl); a Kaldi text file (an id, a space, the words) is TSV after "
+              "sed 's/ /\\t/'",
+              fmt == FC_MANIFEST_KALDI ? "a Kaldi wav.scp (id path)" : "a list of audio paths");
+  exit(FC_EXIT_USAGE);
+}
+
 int main(int argc, char **argv) {
   fc_cli_tool = "tokenize";
   fc_cli_std_fds();
@@ -295,6 +331,10 @@ int main(int argc, char **argv) {
     fc_tokenizer_free(tok);
     return FC_EXIT_USAGE;
   }
+  if (mopts.format == FC_MANIFEST_AUTO)
+    refuse_textless(manifest, stream        ? detected_format(manifest)
+                              : items.count ? items.format
+                                            : FC_MANIFEST_AUTO);
   if (stream) {
     ro.manifest = manifest;
     ro.manifest_opts = &mopts;

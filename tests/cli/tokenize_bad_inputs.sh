@@ -157,6 +157,26 @@ if [ -w /dev/full ]; then
   expect_rc $? 1 "--help into a full disk"
 fi
 
+# a manifest that reads as a wav.scp or a list of paths (a Kaldi text file: id, space, words)
+# holds no transcripts: every line would fail alike, so it is refused whole, saying what to give
+# (it was exit 1 with "no text" for each line); --manifest-format tsv reads it as asked; stdin too
+tl="holds no transcripts: it reads as a list of audio paths; tokenize reads LJSpeech (id|text), TSV (id<TAB>text) and JSON lines with \"text\" (--manifest-format ljspeech, tsv, jsonl); a Kaldi text file (an id, a space, the words) is TSV after sed 's/ /\\t/'"
+printf 'LJ001-0001 printing in the only sense\nLJ001-0002 in being comparatively modern\n' > "$d/text"
+"$T" -o "$d/s8" --build-vocab "$d/text" > "$d/out" 2> "$d/err"
+expect_rc $? 2 "a Kaldi text file"
+[ "$(cat "$d/err")" = "tokenize: $d/text: $tl" ] || fail "a Kaldi text file: $(cat "$d/err")"
+[ -e "$d/s8" ] && fail "a Kaldi text file: a store was made"
+"$T" -o "$d/s8" --build-vocab - < "$d/text" > "$d/out" 2> "$d/err"
+expect_rc $? 2 "a Kaldi text file on stdin"
+[ "$(cat "$d/err")" = "tokenize: -: $tl" ] || fail "stdin: $(cat "$d/err")"
+printf 'LJ001-0001 wavs/LJ001-0001.wav\n' > "$d/wav.scp"
+"$T" -o "$d/s8" --build-vocab "$d/wav.scp" > "$d/out" 2> "$d/err"
+expect_rc $? 2 "a wav.scp"
+expect_err "tokenize: $d/wav.scp: holds no transcripts: it reads as a Kaldi wav.scp (id path); "
+"$T" -o "$d/s8" --build-vocab --manifest-format tsv "$d/text" > "$d/out" 2> "$d/err"
+expect_rc $? 1 "--manifest-format tsv"
+expect_err "tokenize: $d/text:1: missing text column (expected id<TAB>text)"
+
 # SIGTERM: exit 143, committed batches kept, a rerun resumes. The store holds a line already, so
 # the job commits batch by batch (into an empty store it would be a bulk load, committed at the end)
 for i in $(seq 1 20000); do printf 'x%d|Sentence number %d is spoken, then another one follows.\n' "$i" "$i"; done > "$d/long.csv"
