@@ -37,7 +37,8 @@ static const fc_cli_opt options[] =
      {"expect-config", OPT_EXPECT_CONFIG, required_argument, "DIGEST",
       "every audio entry has features of this config digest; repeatable"},
      {"expect-tokens", OPT_EXPECT_TOKENS, optional_argument, "[=CONFIG]",
-      "manifest ids need tokens too; CONFIG (digest or tokenizer name) must be stored; repeatable"},
+      "manifest ids need tokens too, of the text the manifest gives; CONFIG (digest or tokenizer "
+      "name) must be stored; repeatable"},
      {"manifest", OPT_MANIFEST, required_argument, "FILE",
       "every id of this manifest (LJSpeech, wav.scp, JSONL, list) is in the store"},
      {"manifest-format", OPT_MANIFEST_FORMAT, required_argument, "FMT",
