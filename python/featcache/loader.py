@@ -559,6 +559,9 @@ def _dist_rank_world():
 
 _GET_CACHE = {}  # (pid, store, features, tokens) -> Loader holding a lookup handle, oldest first
 GET_HANDLES = 32  # stores featcache.get keeps open (two descriptors and a map each)
+_GET_LOCK = threading.Lock()
+if hasattr(os, "register_at_fork"):  # a child forked while another thread held it
+    os.register_at_fork(after_in_child=lambda: globals().update(_GET_LOCK=threading.Lock()))
 _ID_MAX = 511  # bytes of an utterance id (docs/FORMAT.md)
 
 
@@ -620,26 +623,35 @@ def get(store, id, features=None, tokens=None):
         # (the C lookup would see an id cut at a NUL: another utterance's)
         raise KeyError("featcache: %r: no such utterance (no store holds such an id)" % (id,))
     key = (os.getpid(), os.path.realpath(os.fspath(store)), features, tokens)
-    ld = _GET_CACHE.get(key)
+    # (the cache is changed and walked under _GET_LOCK: get() may run in several threads; the
+    # stores are opened, and handles let go, outside it)
+    with _GET_LOCK:
+        ld = _GET_CACHE.get(key)
     ident = _store_ident(key[1], None if ld is None else ld._ident[1])
     if ld is not None:
         if ld._ident != ident:
             ld = None  # open the new store
         else:
-            _GET_CACHE[key] = _GET_CACHE.pop(key, ld)  # the most recently read go last
+            with _GET_LOCK:
+                if _GET_CACHE.get(key) is ld:
+                    _GET_CACHE[key] = _GET_CACHE.pop(key)  # the most recently read go last
     it = _lib.Item()
     for fresh in (ld is None, True):
         if fresh:
-            for k in [k for k in _GET_CACHE if k[0] != os.getpid()]:
-                del _GET_CACHE[k]  # handles of a parent process are dropped, not closed
-            _GET_CACHE.pop(key, None)
-            ld = h = None  # the handle it held closes now, unless arrays of it live on
+            with _GET_LOCK:
+                gone = _GET_CACHE.pop(key, None)
+            ld = h = gone = None  # the handle it held closes now, unless arrays of it live on
             ld = Loader(store, features=features, tokens=tokens, _open=False)
             ld._h = _Handle(ld.paths, ld._options(lookup_only=True))
             ld._ident = ident
-            _GET_CACHE[key] = ld
-            while len(_GET_CACHE) > GET_HANDLES:  # the store read longest ago is let go
-                _GET_CACHE.pop(next(iter(_GET_CACHE)), None)
+            with _GET_LOCK:
+                # handles of a parent process are dropped, not closed; the stores read longest
+                # ago are let go
+                gone = [_GET_CACHE.pop(k) for k in [k for k in _GET_CACHE if k[0] != key[0]]]
+                _GET_CACHE[key] = ld
+                while len(_GET_CACHE) > GET_HANDLES:
+                    gone.append(_GET_CACHE.pop(next(iter(_GET_CACHE))))
+            gone = None
         h = ld._h
         rc = h.lib.fc_loader_lookup(h.h, uid, ctypes.byref(it))
         # a handle reads the store as it was when it opened: an id it lacks may have been

@@ -150,5 +150,43 @@ def test_get_keeps_a_bounded_number_of_stores_open(store):
         shutil.rmtree(p)
 
 
+def test_get_from_threads_while_stores_come_and_go(store, monkeypatch):
+    """featcache.get from several threads, over more stores than it keeps open: the cache of
+    handles was iterated (evicting the oldest, dropping another process's) while other threads
+    changed it, which raised RuntimeError('dictionary changed size during iteration')."""
+    import threading
+    import featcache.loader as L
+    paths = [store]
+    for i in range(1, 12):
+        p = "%s.thr%d" % (store, i)
+        shutil.copytree(store, p)
+        paths.append(p)
+    monkeypatch.setattr(L, "GET_HANDLES", 3)
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch as often as they can
+    errors = []
+
+    def run(k):
+        try:
+            for i in range(800):
+                m = featcache.get(paths[(i * 7 + k) % len(paths)], "u01")
+                assert m.shape == (43, 80), m.shape
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+
+    try:
+        threads = [threading.Thread(target=run, args=(k,)) for k in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert errors == [], errors[:3]
+    assert len(L._GET_CACHE) <= 3
+    for p in paths[1:]:
+        shutil.rmtree(p)
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
