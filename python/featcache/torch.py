@@ -66,7 +66,7 @@ import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
 from ._torch_handoff import Handoff
-from .loader import Loader
+from .loader import Loader, _number
 
 __all__ = ["FeatcacheDataset", "batch_to_torch", "to_device"]
 
@@ -248,9 +248,7 @@ class FeatcacheDataset(IterableDataset):
         self._epoch_box = multiprocessing.RawValue("Q", 0)
         self.epoch = int(loader_kwargs.pop("epoch", 0))
         self.device = torch.device(device)
-        self.depth = int(prefetch_to_device)
-        if self.depth < 1:
-            raise ValueError("prefetch_to_device must be at least 1")
+        self.depth = _number("prefetch_to_device", prefetch_to_device, lo=1)
         self.pin = bool(pin_memory) or self.device.type == "cuda"
         if self.pin or self.device.type == "cuda":
             padded = loader_kwargs.get("padded")

@@ -6,6 +6,7 @@ must be every utterance exactly once, with values equal to the records read thro
 dataset opens and checks its store when it is made, as featcache.Loader does."""
 
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -276,6 +277,16 @@ def test_closing_gives_back_no_batch_the_loop_holds(store):
         assert kept.shape == (8, 64, 80)
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("value, error", [(0, ValueError), (2.5, TypeError), ("2", TypeError),
+                                          (-1, ValueError)])
+def test_prefetch_to_device_checked(store, value, error):
+    # 2.5 and "2" were taken as 2 (int()), and 0 said "prefetch_to_device must be at least 1"
+    # without naming the value; each is an error naming the option and its value, as the
+    # Loader's options are
+    with pytest.raises(error, match=r"^featcache: prefetch_to_device=%s: " % re.escape(repr(value))):
+        FeatcacheDataset(store["path"], batch_size=4, prefetch_to_device=value)
 
 
 def test_a_batch_cap_beyond_the_dataset(store):
