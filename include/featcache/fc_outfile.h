@@ -35,9 +35,11 @@ FC_API void fc_outfile_abort(fc_outfile *o);
 FC_API int fc_outfile_write(const char *path, const void *data, size_t len);
 
 /* Print s (NUL-terminated; NULL prints "") to f as a JSON string literal: '"' and '\\' escaped,
- * newline, tab and carriage return as \n \t \r, other bytes below 0x20 as \u00XX, every other
- * byte as it is (UTF-8 passes through). The one string writer of every JSON the tools and the
- * library print (--json reports, profiles, charts' data); write errors stay in f (ferror). */
+ * newline, tab and carriage return as \n \t \r, other bytes below 0x20 as \u00XX, UTF-8
+ * characters as they are, and each byte that is no part of one (a Latin-1 file name) as \ufffd,
+ * so that the output is valid UTF-8 and parses whatever s holds. The one string writer of every
+ * JSON the tools and the library print (--json reports, profiles, charts' data); write errors stay
+ * in f (ferror). */
 FC_API void fc_json_write_string(FILE *f, const char *s);
 
 #ifdef __cplusplus

@@ -62,6 +62,14 @@ printf '%s\0%s\0' a.wav "é.wav" | "$FZ" --device cpu -o s5 - 2>err
 [ "$(head -n 1 err)" = "featurize: (stdin):1: line contains a NUL byte (paths come one per line: find -print, not -print0)" ] ||
   fail "-print0: $(cat err)"
 
+# a name that is not UTF-8 (Latin-1 from an old archive): --json stays valid UTF-8, each byte
+# that is no part of a UTF-8 character given as U+FFFD (it wrote the byte, and the whole object
+# failed to parse: Python's json, jq)
+printf 'junk' >"$(printf 'caf\351.wav')"
+"$FZ" --json --device cpu -o s7 "$(printf 'caf\351.wav')" "bad${nl}name.wav" >out 2>/dev/null
+"$PY" -c 'import json, sys; r = json.loads(open("out", "rb").read().decode("utf-8")); assert sorted(f["source"] for f in r["failures"]) == ["bad\nname.wav", "caf\ufffd.wav"], r' ||
+  fail "--json of a Latin-1 name: $(cat -v out | head -c 600)"
+
 # featurize's empty input and tokenize's lines name the manifest the same way
 : >"empty${nl}.csv"
 "$FZ" --device cpu -o s4 --manifest "empty${nl}.csv" 2>err
