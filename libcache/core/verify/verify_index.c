@@ -11,7 +11,8 @@
 #include "formats/common/alloc.h"
 
 /* The index of config cf, walked in id order beside the entries of its kind (both sorted). */
-static int check_one(vctx *c, MDB_txn *txn, const vcfg *cf, const store_index *x, uint64_t *n_ix) {
+static int check_one(vctx *c, fc_rtxn *t, const vcfg *cf, const store_index *x, uint64_t *n_ix) {
+  MDB_txn *txn = t->txn;
   const int edb = x->entry_db, rdb = x->record_db;
   const ventry *ents = edb == FC_DB_AUDIO ? c->audio : c->text;
   const size_t n_ents = edb == FC_DB_AUDIO ? c->n_audio : c->n_text;
@@ -51,6 +52,15 @@ static int check_one(vctx *c, MDB_txn *txn, const vcfg *cf, const store_index *x
     }
     MDB_val rk = {16, ie.key.bytes}, rv;
     int g = mdb_get(txn, c->s->dbi[rdb], &rk, &rv);
+    if (vf_damage_code(g)) { /* step 3 named the id; LMDB failed the transaction: renewed */
+      char id[FC_ID_MAX + 1];
+      MDB_val at = {k.mv_size < sizeof id ? k.mv_size : sizeof id, id};
+      memcpy(id, k.mv_data, at.mv_size);
+      if ((rc = vf_txn_recover(c, t)) != 0 || (rc = mdb_cursor_renew(txn, cur)) != 0 ||
+          (rc = mdb_cursor_get(cur, &at, &v, MDB_SET_KEY)) != 0)
+        break;
+      continue;
+    }
     if (g == MDB_NOTFOUND) {
       if (!cf->expected) /* (else step 3 said it: no record for an expected config) */
         vf_add(c, FC_VERIFY_ERROR, DB_INDEX, k.mv_data, k.mv_size, k.mv_data, k.mv_size,
@@ -81,8 +91,9 @@ static int check_one(vctx *c, MDB_txn *txn, const vcfg *cf, const store_index *x
 }
 
 /* Ids whose record under cf is there and that cf's index lacks: *missing. */
-static int count_missing(vctx *c, MDB_txn *txn, const vcfg *cf, const store_index *x,
+static int count_missing(vctx *c, fc_rtxn *t, const vcfg *cf, const store_index *x,
                          uint64_t *missing) {
+  MDB_txn *txn = t->txn;
   const int edb = x->entry_db, rdb = x->record_db;
   const ventry *ents = edb == FC_DB_AUDIO ? c->audio : c->text;
   const size_t n_ents = edb == FC_DB_AUDIO ? c->n_audio : c->n_text;
@@ -98,6 +109,7 @@ static int count_missing(vctx *c, MDB_txn *txn, const vcfg *cf, const store_inde
     fc_record_key(&content, &cf->digest, &key);
     MDB_val rk = {16, key.bytes}, rv;
     if ((g = mdb_get(txn, c->s->dbi[rdb], &rk, &rv)) == MDB_NOTFOUND) continue;
+    if (vf_damage_code(g) && (g = vf_txn_recover(c, t)) == 0) continue; /* step 3 named it */
     if (g) return g;
     ++*missing;
   }
@@ -114,8 +126,8 @@ int vf_check_index(vctx *c, fc_rtxn *t) {
     MDB_stat st;
     if (mdb_stat(t->txn, x.dbi, &st)) continue;
     uint64_t n_ix = 0;
-    if (!(rc = check_one(c, t->txn, cf, &x, &n_ix)))
-      rc = count_missing(c, t->txn, cf, &x, &c->r->index_missing);
+    if (!(rc = check_one(c, t, cf, &x, &n_ix)))
+      rc = count_missing(c, t, cf, &x, &c->r->index_missing);
     c->r->index_entries += n_ix;
     c->r->indexed_configs++;
   }
