@@ -513,9 +513,48 @@ static int copy_db(mctx *c, int db, batch *b, double *last_sync) {
 }
 
 /* ---- the run ----------------------------------------------------------------------------------- */
-static int same_dir(const char *a, const char *b) {
-  struct stat sa, sb;
-  return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+typedef struct dir_id {
+  dev_t dev;
+  ino_t ino;
+  size_t i;
+} dir_id;
+
+static int dir_id_cmp(const void *a, const void *b) {
+  const dir_id *x = a, *y = b;
+  if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+  if (x->ino != y->ino) return x->ino < y->ino ? -1 : 1;
+  return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* An input that is the output, or the same directory as an earlier input (another spelling, a
+ * link): 0, or EINVAL with why naming the first such input. One stat per input and a sort, not a
+ * stat pair per pair of inputs: thousands of shards took 19 s (3,000) before the merge began. */
+static int check_dirs(const char *out_dir, const char *const *inputs, size_t n, char *why,
+                      size_t why_len) {
+  struct stat so, st;
+  int have_out = stat(out_dir, &so) == 0;
+  dir_id *v = fc_malloc((n ? n : 1) * sizeof *v);
+  if (!v) return ENOMEM;
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (stat(inputs[i], &st) != 0) continue; /* said when it is opened */
+    if (have_out && st.st_dev == so.st_dev && st.st_ino == so.st_ino) {
+      fc_why(why, why_len, "%s: the output cannot be one of the inputs", inputs[i]);
+      free(v);
+      return EINVAL;
+    }
+    v[m++] = (dir_id){st.st_dev, st.st_ino, i};
+  }
+  qsort(v, m, sizeof *v, dir_id_cmp);
+  size_t bi = 0, bj = SIZE_MAX; /* the earliest repeat, and the input it repeats */
+  for (size_t a = 1; a < m; a++)
+    if (v[a].dev == v[a - 1].dev && v[a].ino == v[a - 1].ino &&
+        (a < 2 || v[a - 2].dev != v[a].dev || v[a - 2].ino != v[a].ino) && v[a].i < bj)
+      bi = v[a - 1].i, bj = v[a].i;
+  free(v);
+  if (bj == SIZE_MAX) return 0;
+  fc_why(why, why_len, "%s: given twice (also as %s)", inputs[bj], inputs[bi]);
+  return EINVAL;
 }
 
 int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const fc_merge_opts *o,
@@ -544,17 +583,8 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
     fc_why(why, why_len, "the preferred store is not one of the inputs");
     return EINVAL;
   }
-  for (size_t i = 0; i < n; i++) {
-    if (same_dir(inputs[i], out_dir)) {
-      fc_why(why, why_len, "%s: the output cannot be one of the inputs", inputs[i]);
-      return EINVAL;
-    }
-    for (size_t j = 0; j < i; j++)
-      if (same_dir(inputs[i], inputs[j])) {
-        fc_why(why, why_len, "%s: given twice (also as %s)", inputs[i], inputs[j]);
-        return EINVAL;
-      }
-  }
+  int rc0 = check_dirs(out_dir, inputs, n, why, why_len);
+  if (rc0) return rc0;
   mctx c;
   memset(&c, 0, sizeof c);
   c.o = o;
