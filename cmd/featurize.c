@@ -587,6 +587,10 @@ int main(int argc, char **argv) {
   struct stat mst; /* a pipe (<(grep ...), /dev/stdin, a FIFO) gives its lines once: read whole */
   const int pipe_manifest =
       manifest && stat(manifest, &mst) == 0 && !S_ISREG(mst.st_mode) && !S_ISDIR(mst.st_mode);
+  if (pipe_manifest && (S_ISCHR(mst.st_mode) || S_ISBLK(mst.st_mode))) { /* /dev/zero: no end */
+    fc_cli_warn(manifest, "not a regular file or a pipe (a device)");
+    return FC_EXIT_USAGE;
+  }
   if (manifest && strcmp(manifest, "-") != 0 && !pipe_manifest) {
     stream = 1;
     if (shard_spec) mo.shard_k = shard_k, mo.shard_n = shard_n;

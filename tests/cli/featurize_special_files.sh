@@ -58,5 +58,14 @@ featurize: done: 1 of 2 (1 new, 0 already stored, 1 failed)
 TXT
 sort err | diff -u want - || fail "devices: stderr differs"
 
+# 4. a device as the manifest: refused before the store is touched (/dev/zero was read as one
+# line without end)
+timeout -s KILL 20 "$B/featurize" --device cpu -o m --manifest /dev/null >out 2>err
+rc=$?
+[ $rc = 2 ] || fail "device manifest: exit $rc, want 2"
+[ "$(cat err)" = "featurize: /dev/null: not a regular file or a pipe (a device)" ] ||
+  fail "device manifest: $(cat err)"
+[ -e m ] && fail "device manifest: a store was made"
+
 [ $fails = 0 ] || exit 1
 echo "featurize_special_files: ok"
