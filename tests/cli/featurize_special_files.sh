@@ -16,14 +16,17 @@ fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 sox -n -r 22050 -b 16 a.wav synth 0.5 sine 300 || { echo "FAIL: sox failed"; exit 1; }
 mkfifo stray.wav
 
+in_fifo_open() { grep -qx wait_for_partner /proc/"$1"/task/*/wchan 2>/dev/null; }
+
 # 1. a FIFO nobody writes: one signal waits for it, the second ends the process
 for sig in INT TERM; do
   want=$((128 + $(kill -l $sig)))
   rm -rf "s$sig"
   "$B/featurize" -j 1 --batch 1 --device cpu -o "s$sig" a.wav stray.wav >out 2>err &
   pid=$!
-  for _ in $(seq 100); do [ -e "s$sig/data.mdb" ] && break; sleep 0.05; done
-  sleep 0.5 # a.wav committed (--batch 1), the worker in stray.wav's open
+  # until the worker waits in stray.wav's open (a FIFO's: wait_for_partner), a.wav done before
+  for _ in $(seq 400); do in_fifo_open $pid && break; sleep 0.05; done
+  in_fifo_open $pid || { echo "skipped: featurize was not seen in the FIFO's open" >&2; exit 77; }
   kill -$sig $pid
   sleep 0.3
   kill -0 $pid 2>/dev/null || fail "SIG$sig: the first signal ended the process: $(cat err)"
