@@ -2,7 +2,8 @@
 # cache-verify --manifest on a split store (its parts one dataset): manifest lines skipped (a
 # duplicate id, a line without a text column) are warnings, as on a plain store, and fail under
 # --strict; a manifest id no part holds fails the dataset while every part is clean, and the done
-# line says the dataset is not sound (not only "3 of 3 stores clean").
+# line says the dataset is not sound (not only "3 of 3 stores clean"); --separate with a manifest,
+# which would check each part against all of it, is refused.
 set -u
 . "$FC_SRC/tests/cli/scaleout.bash"
 V="$FC_BIN/cache-verify"
@@ -60,4 +61,11 @@ grep -q "^sp: error: part-3: a part beyond the marker's 3 parts" out ||
 [ "$(cat err)" = "cache-verify: done: 3 of 3 stores clean; split store sp not sound (1 error)" ] ||
   { echo "FAIL extra-part done line"; cat err; fail=1; }
 rm -rf sp/part-3
+# --separate with a manifest would check each part against all of it: each part missing the other
+# parts' ids, every one an error; refused (exit 2, nothing checked). Without a manifest it is
+# harmless, and runs.
+"$V" --separate --manifest c/metadata.csv sp >out 2>err; check separate 2 $?
+[ "$(cat err)" = "cache-verify: sp: a split store's parts are one corpus: --separate would check each part against the whole manifest (drop --separate, or check each split store in a run of its own)" ] &&
+  [ ! -s out ] || { echo "FAIL separate"; cat out err; fail=1; }
+"$V" --separate sp >out 2>err; check separate-no-manifest 0 $?
 exit $fail
