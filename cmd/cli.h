@@ -86,7 +86,8 @@ static inline const char *fc_cli_quoted(const char *name, char *buf, size_t len)
   FILE *f = fmemopen(buf, len, "w");
   if (!f) return name;
   fc_cli_put_name(f, name);
-  fclose(f); /* writes the terminating NUL (within len) */
+  fclose(f); /* writes the terminating NUL when there is room: */
+  buf[len - 1] = '\0'; /* a name cut short ends here */
   return buf;
 }
 
@@ -537,10 +538,6 @@ static inline void fc_cli_check_new_store_dir(const char *dir, int force, const 
 /* ---- signals: SIGINT/SIGTERM set a flag; the job commits finished work and exits 130/143 ---- */
 static volatile sig_atomic_t fc_cli_signal;
 
-/* The first SIGINT/SIGTERM sets the flag; a second one (Ctrl-C again, while a worker waits on a
- * FIFO that no one writes, a hung network file system, a long file) ends the process at once: its
- * default action, so the shell sees 130/143 as for the first. Every commit is already durable
- * (a kill at any instant loses only the batch not yet committed); only async-signal-safe calls. */
 static int fc_cli_stderr_tty; /* fc_cli_install_signals: a notice first clears a progress line */
 
 static inline void fc_cli_signal_note(const char *msg, size_t len) {
@@ -550,6 +547,11 @@ static inline void fc_cli_signal_note(const char *msg, size_t len) {
   (void)w;
 }
 
+/* The first SIGINT/SIGTERM sets the flag and says so; a second one (Ctrl-C again, while a worker
+ * waits on a FIFO that no one writes, a hung network file system, a long file) ends the process at
+ * once: its default action, so the shell sees 130/143 as for the first. Every commit is already
+ * durable (a kill at any instant loses only the batch not yet committed); only async-signal-safe
+ * calls. */
 static inline void fc_cli_on_signal(int sig) {
   if (!fc_cli_signal) { /* said at once: the work in flight may take a while (a long file) */
     static const char note[] =
