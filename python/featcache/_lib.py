@@ -42,6 +42,7 @@ FLAG_CENTER_CROP, FLAG_NO_VERIFY = 256, 512
 DESC_LEN = 24
 
 FC_ENOTFOUND = -31908
+FC_ECHECKSUM = -31901
 FC_EBADSTATE = -31912
 DTYPE_NAMES = {1: "f32", 2: "f16", 3: "bf16", 4: "i32", 5: "i16", 6: "u16", 7: "mq"}
 DTYPE_MQ = 7  # the mel codec: stored coded, delivered as float32
@@ -204,6 +205,9 @@ def _declare(lib):
         "fc_loader_add_buffers": (ctypes.c_int, [V, P(V), ctypes.c_size_t, ctypes.c_size_t]),
         "fc_loader_wait_ns": (ctypes.c_uint64, [V]),
         "fc_loader_lookup": (ctypes.c_int, [V, C, P(Item)]),
+        # (record value, its length, a header out: 128 bytes hold it, payload out, why)
+        "fc_record_verify": (ctypes.c_int, [V, ctypes.c_size_t, V, P(V), ctypes.c_char_p,
+                                            ctypes.c_size_t]),
         "fc_mq_decode": (ctypes.c_int, [V, V, ctypes.c_size_t, ctypes.c_uint32, ctypes.c_uint32,
                                         ctypes.c_uint32, ctypes.c_uint32, V, ctypes.c_char_p,
                                         ctypes.c_size_t]),

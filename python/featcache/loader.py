@@ -26,7 +26,8 @@ import numpy as np
 from . import _lib
 # the batch side (a descriptor made into numpy arrays over the batch): its names stay reachable
 # here, where they were before it had a module of its own
-from ._batch import _NP, _BatchOwner, _Desc, _make_batch, _Span, _unpack_desc, _wrap  # noqa: F401
+from ._batch import (  # noqa: F401
+    _DT, _NP, _BatchOwner, _Desc, _make_batch, _Span, _unpack_desc, _wrap)
 from ._batch import LoaderBatch, bf16_to_float32, numpy_dtype
 from ._lib import FeatcacheError
 
@@ -608,11 +609,22 @@ def _store_ident(path, parts=None):
     return tuple(out), parts
 
 
-def get(store, id, features=None, tokens=None):
+def _check_payload(h, payload, nbytes, what):
+    """FeatcacheError unless the record whose payload of nbytes lies at payload (its 64-byte
+    header before it, in the map) has a sound header and the payload its checksum says."""
+    why = ctypes.create_string_buffer(256)
+    hdr, out = ctypes.create_string_buffer(128), ctypes.c_void_p()
+    rc = h.lib.fc_record_verify(payload - 64, 64 + nbytes, hdr, ctypes.byref(out), why, len(why))
+    if rc:
+        raise FeatcacheError(rc, "%s: %s" % (what, why.value.decode("utf-8", "replace")))
+
+
+def get(store, id, features=None, tokens=None, verify=True):
     """The features of one utterance: a read-only [frames, n_mels] array in the map (and with
     tokens=..., a tuple (mels, tokens)); for a coded (mq) config a decoded float32 copy. Raises
-    KeyError when the store has no such id. The lookup handles of the GET_HANDLES stores read
-    last are kept for the next calls."""
+    KeyError when the store has no such id, FeatcacheError when its record is damaged: the
+    payload's checksum is checked (verify=False: not), as the Loader does. The lookup handles
+    of the GET_HANDLES stores read last are kept for the next calls."""
     if not isinstance(id, str):
         raise TypeError("featcache: get(%r): an utterance id is a str" % (id,))
     try:
@@ -662,6 +674,12 @@ def get(store, id, features=None, tokens=None):
         raise KeyError(h.lib.fc_loader_error(h.h).decode("utf-8", "replace"))
     if rc:
         _raise(rc, "get(%r)" % id, h.h)
+    if verify:
+        what = "get(%r): %s: %s" % (id, os.fspath(store), id)
+        _check_payload(h, it.mel, it.mel_bytes, what)
+        if tokens is not None and it.tokens:
+            _check_payload(h, it.tokens, it.n_tokens * _DT[it.tok_dtype].itemsize,
+                           what + ": tokens")
     if it.mel_dtype == _lib.DTYPE_MQ:
         mel = _decode_mq(h, it)
     else:

@@ -107,6 +107,20 @@ def test_strict(store, threads):
         shutil.rmtree(d)
 
 
+def test_get_checks_the_payload(store):
+    """featcache.get handed out a record whose payload was altered after it was written (its
+    header fine) as if it were sound, though the Loader skips it: a map-style dataset reading
+    with get() trained on it silently. get() checks the payload checksum by default, as the
+    Loader does (verify=False serves it unchecked)."""
+    good = featcache.get(store, "good1")
+    assert good.shape == (51, 80)
+    with pytest.raises(featcache.FeatcacheError,
+                       match=r"^get\('bad_payload'\): .*/s: bad_payload: payload checksum") as e:
+        featcache.get(store, "bad_payload")
+    assert e.value.code == featcache._lib.FC_ECHECKSUM
+    assert featcache.get(store, "bad_payload", verify=False).shape == (70, 80)
+
+
 def test_tokens_missing(store):
     ld = featcache.Loader(store, tokens=None)
     assert len(ld) == 1
