@@ -100,6 +100,15 @@ env -u WORK bash "$FC_SRC/scripts/scaleout/featcache-merge.sbatch" >out 2>err
 check "merge, no WORK" 2 $?
 [ "$(cat err)" = "featcache: set WORK to the directory of the shard stores" ] ||
   { echo "FAIL merge, no WORK: message"; cat err; fail=1; }
+# no mdb_copy on the node: said before the work (the copy comes after it), nothing done
+PATH=/nonexistent SLURM_ARRAY_TASK_ID=0 "$BASH" "$FC_SRC/scripts/scaleout/featcache-array.sbatch" >out 2>err
+check "array task, no mdb_copy" 2 $?
+[ "$(cat err)" = "featcache: mdb_copy not found: it copies the finished shard to WORK (lmdb-utils)" ] ||
+  { echo "FAIL array task, no mdb_copy: message"; cat err; fail=1; }
+PATH=/nonexistent "$BASH" "$FC_SRC/scripts/scaleout/featcache-merge.sbatch" >out 2>err
+check "merge, no mdb_copy" 2 $?
+[ "$(cat err)" = "featcache: mdb_copy not found: it copies the merged store to CACHE (lmdb-utils)" ] ||
+  { echo "FAIL merge, no mdb_copy: message"; cat err; fail=1; }
 # a MANIFEST (or TEXT) that cannot be read would fail every task of the array: refused first
 MANIFEST=$T/c/nope.csv PATH="$T/fakesb:$PATH" bash "$FC_SRC/scripts/scaleout/slurm-submit" 2 >out 2>err
 check "slurm-submit, no such MANIFEST" 2 $?
