@@ -613,6 +613,15 @@ int main(int argc, char **argv) {
       fc_cli_warn("-", "cannot read paths: %s", fc_strerror(rc));
       return FC_EXIT_USAGE;
     }
+    /* a first line with a NUL: no path list at all, but find -print0's names or an audio file's
+     * bytes (featurize -o S - < a.wav), whose every line would fail */
+    if (items.count && items.items[0].line == 1 && !items.items[0].path && items.items[0].why &&
+        strstr(items.items[0].why, "NUL byte")) {
+      fc_item_list_free(&items);
+      fc_cli_usage_error(
+          "stdin is not a list of paths: its first line holds a NUL byte (from find "
+          "-print0? use -print; an audio file? give its path as AUDIO)");
+    }
   } else {
     rc = fc_items_from_paths((const char *const *)(argv + optind), (size_t)nargs, &items);
     if (rc) {

@@ -56,11 +56,22 @@ cp a.wav $'bold\033[1m.wav'
 grep -qxF 'featurize: "bold\033[1m.wav": stored as "bold\033[1m" (43 frames, 0.50 s)' err ||
   fail "-v id: $(cat -v err)"
 
-# a path list on stdin from `find -print0`: the NUL-separated names are one line, said as the
-# line of stdin it is, with the way out (it said "(no path): line contains a NUL byte")
+# stdin that is no path list: `find -print0` (the NUL-separated names are one line) or an audio
+# file (`featurize -o S - < a.wav`, each run of its bytes taken for a path): a usage error that
+# says what to do, exit 2, no store (it said "(no path): line contains a NUL byte", or dozens of
+# such lines and "done: 0 of 57")
+want="featurize: stdin is not a list of paths: its first line holds a NUL byte (from find -print0? use -print; an audio file? give its path as AUDIO)
+Try 'featurize --help' for more information."
 printf '%s\0%s\0' a.wav "é.wav" | "$FZ" --device cpu -o s5 - 2>err
-[ "$(head -n 1 err)" = "featurize: (stdin):1: line contains a NUL byte (paths come one per line: find -print, not -print0)" ] ||
-  fail "-print0: $(cat err)"
+rc=$?
+[ $rc = 2 ] && [ "$(cat err)" = "$want" ] && [ ! -e s5 ] || fail "-print0: exit $rc: $(cat err)"
+"$FZ" --device cpu -o s5 - <a.wav 2>err
+rc=$?
+[ $rc = 2 ] && [ "$(cat err)" = "$want" ] && [ ! -e s5 ] || fail "< a.wav: exit $rc: $(cat err | head -3)"
+# a NUL on a later line is that line's failure, said by its number
+printf '%s\n%s\0x\n' a.wav b.wav | "$FZ" --device cpu -o s5b - 2>err
+grep -qx "featurize: (stdin):2: line contains a NUL byte (paths come one per line: find -print, not -print0)" err ||
+  fail "a NUL on line 2: $(cat err)"
 
 # a name that is not UTF-8 (Latin-1 from an old archive): --json stays valid UTF-8, each byte
 # that is no part of a UTF-8 character given as U+FFFD (it wrote the byte, and the whole object
