@@ -371,19 +371,6 @@ int main(int argc, char **argv) {
     vo.manifest = &items;
   }
 
-  /* --separate checks each store against the whole manifest: each part of a split store would
-   * miss the other parts' ids, every one an error */
-  for (int a = optind; separate && vo.manifest && a < argc; a++) {
-    unsigned split_n = 0;
-    if (fc_store_split_count(argv[a], &split_n) != 0 || split_n == 0) continue;
-    if (!status)
-      fc_cli_warn(argv[a],
-                  "a split store's parts are one corpus: --separate would check each part against "
-                  "the whole manifest (drop --separate, or check each split store in a run of its "
-                  "own)");
-    fc_item_list_free(&items);
-    return FC_EXIT_USAGE;
-  }
   fc_cli_install_signals();
   vo.stop = (volatile const int *)&fc_cli_signal;
   int show_progress = !status && fc_cli_progress_wanted(force_progress, quiet);

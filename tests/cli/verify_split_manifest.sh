@@ -2,8 +2,8 @@
 # cache-verify --manifest on a split store (its parts one dataset): manifest lines skipped (a
 # duplicate id, a line without a text column) are warnings, as on a plain store, and fail under
 # --strict; a manifest id no part holds fails the dataset while every part is clean, and the done
-# line says the dataset is not sound (not only "3 of 3 stores clean"); --separate with a manifest,
-# which would check each part against all of it, is refused.
+# line says the dataset is not sound (not only "3 of 3 stores clean"); a part checked on its own,
+# or under --separate, against its share of the manifest.
 set -u
 . "$FC_SRC/tests/cli/scaleout.bash"
 V="$FC_BIN/cache-verify"
@@ -61,11 +61,19 @@ grep -q "^sp: error: part-3: a part beyond the marker's 3 parts" out ||
 [ "$(cat err)" = "cache-verify: done: 3 of 3 stores clean; split store sp not sound (1 error)" ] ||
   { echo "FAIL extra-part done line"; cat err; fail=1; }
 rm -rf sp/part-3
-# --separate with a manifest would check each part against all of it: each part missing the other
-# parts' ids, every one an error; refused (exit 2, nothing checked). Without a manifest it is
-# harmless, and runs.
-"$V" --separate --manifest c/metadata.csv sp >out 2>err; check separate 2 $?
-[ "$(cat err)" = "cache-verify: sp: a split store's parts are one corpus: --separate would check each part against the whole manifest (drop --separate, or check each split store in a run of its own)" ] &&
-  [ ! -s out ] || { echo "FAIL separate"; cat out err; fail=1; }
-"$V" --separate sp >out 2>err; check separate-no-manifest 0 $?
+# a part checked on its own, or each part under --separate, answers for its share of the manifest
+# (the ids fc_store_part_of_id puts in it): each part was checked against all of it, and every id
+# of the other parts was an error
+"$V" --separate --manifest c/metadata.csv sp >out 2>err; check separate 0 $?
+"$V" --json -q --manifest c/metadata.csv sp/part-0 sp/part-1 sp/part-2 --separate >out 2>err
+check parts-alone 0 $?
+"$PY" -c '
+import json, sys
+n = [json.loads(l)["manifest_items"] for l in open("out")]
+assert sum(n) == 12 and len(n) == 3 and all(0 < k < 12 for k in n), n
+' || { echo "FAIL parts alone: the manifest's ids not shared out"; cat out; fail=1; }
+# an id no part holds: the part it belongs in says so
+"$V" --separate --manifest m2.csv sp >out 2>err; check separate-missing 1 $?
+[ "$(grep -c ': error: audio LJ999-0001: missing: manifest line [0-9]* names it' out)" = 1 ] ||
+  { echo "FAIL separate-missing: not said once, by its part"; cat out; fail=1; }
 exit $fail
