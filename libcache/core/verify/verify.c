@@ -154,22 +154,6 @@ static int open_snapshot(vctx *c, int *nthreads, fc_rtxn **main) {
   }
 }
 
-int vf_damage_code(int rc) { return rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND; }
-
-int vf_txn_recover(vctx *c, fc_rtxn *t) {
-  mdb_txn_reset(t->txn); /* the reader slot is kept (MDB_NOTLS): nothing else is taken */
-  int rc = mdb_txn_renew(t->txn);
-  if (!rc && mdb_txn_id(t->txn) == c->snapshot) return 0;
-  if (!rc) rc = MDB_BAD_TXN; /* a writer committed since the snapshot began: not the same store */
-  atomic_store(&c->halt, 1);
-  if (atomic_exchange(&c->lost, 1) == 0)
-    vf_add(c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
-           "B-tree damaged; the checks after it were not made (a read transaction could not be "
-           "renewed on the snapshot: %s)",
-           mdb_strerror(rc));
-  return rc;
-}
-
 /* The checks on the opened store, in report order; *t is the snapshot's main transaction. */
 static int run_checks(vctx *c, const char *dir, int *nthreads, fc_rtxn **t, char *why,
                       size_t why_len) {

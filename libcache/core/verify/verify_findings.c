@@ -1,6 +1,7 @@
 /* Findings and the run's stop flags, at the bottom of cache-verify's engine: every step
  * (verify.c's environment, verify_meta.c, verify_entries.c, verify_scan.c, verify_dataset.c) adds
- * its findings here and asks here whether to stop; this file calls none of them. */
+ * its findings here and asks here whether to stop, or to renew a transaction that met a damaged
+ * page (vf_txn_recover); this file calls none of them. */
 #include "libcache/core/verify/verify_int.h"
 #include "formats/common/alloc.h"
 
@@ -149,4 +150,21 @@ const ventry *vf_find_entry(const ventry *a, size_t n, const char *id, size_t le
       hi = mid;
   }
   return NULL;
+}
+
+/* A transaction that met a damaged page (verify_int.h): here, below the steps that call it. */
+int vf_damage_code(int rc) { return rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND; }
+
+int vf_txn_recover(vctx *c, fc_rtxn *t) {
+  mdb_txn_reset(t->txn); /* the reader slot is kept (MDB_NOTLS): nothing else is taken */
+  int rc = mdb_txn_renew(t->txn);
+  if (!rc && mdb_txn_id(t->txn) == c->snapshot) return 0;
+  if (!rc) rc = MDB_BAD_TXN; /* a writer committed since the snapshot began: not the same store */
+  atomic_store(&c->halt, 1);
+  if (atomic_exchange(&c->lost, 1) == 0)
+    vf_add(c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
+           "B-tree damaged; the checks after it were not made (a read transaction could not be "
+           "renewed on the snapshot: %s)",
+           mdb_strerror(rc));
+  return rc;
 }

@@ -146,7 +146,7 @@ void vf_add(vctx *c, int sev, int db, const char *key, size_t key_len, const cha
 void vf_check_part_place(vctx *c, const char *dir);
 int vf_verify_split(vctx *c, const char *dir, unsigned n, char *why, size_t why_len);
 
-/* verify.c: LMDB fails a transaction that met a damaged page (MDB_CORRUPTED, MDB_PAGE_NOTFOUND:
+/* verify_findings.c: LMDB fails a transaction that met a damaged page (MDB_CORRUPTED, MDB_PAGE_NOTFOUND:
  * 1 from vf_damage_code): every later read in it is MDB_BAD_TXN. A parallel step that reported
  * the damage calls vf_txn_recover on its thread's transaction, which renews it: 0 when that is
  * the run's snapshot again (no commit since; cursors opened in it need mdb_cursor_renew), and its
