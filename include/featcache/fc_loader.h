@@ -108,8 +108,9 @@ typedef struct fc_loader_opts {
 /* Fill o with the defaults. */
 FC_API void fc_loader_opts_init(fc_loader_opts *o);
 
-/* Open n stores (directories) as one dataset and build the index. Errors: those of
- * fc_store_open, FC_ENOTFOUND (no such config, or with STRICT a missing record), FC_ECONFIG (a
+/* Open n stores (directories) as one dataset and build the index. Among several stores one with
+ * no entries and no records (an empty shard) needs no config and contributes nothing. Errors:
+ * those of fc_store_open, FC_ENOTFOUND (no such config, or with STRICT a missing record), FC_ECONFIG (a
  * config selector matching several configs, bad options, stores disagreeing on the config),
  * FC_EFORMAT/FC_ECHECKSUM (with STRICT, a corrupt record), ENOMEM; why (may be NULL) receives a
  * one-line reason naming the store and the id. *out is owned by the caller: fc_loader_close. */
