@@ -276,9 +276,16 @@ static void on_event(const fc_featurize_event *ev, void *user) {
       fc_cli_warn(label, "%s", ev->reason);
     return;
   }
-  if (!c->verbose) return;
   char id[4 * FC_ID_MAX + 8];
   fc_cli_quoted(ev->id ? ev->id : "", id, sizeof id);
+  if (ev->replaced) { /* said whatever -v and -q: the id's features are another file's now */
+    char was[4 * 4096 + 8];
+    fc_cli_warn(label,
+                "id %s named %s before, other audio: it names this file now (two files with one "
+                "id? give each its own, e.g. in a manifest, to keep both)",
+                id, fc_cli_quoted(ev->replaced, was, sizeof was));
+  }
+  if (!c->verbose) return;
   switch (ev->status) {
   case FC_ITEM_STORED: {
     char conv[96];

@@ -113,6 +113,10 @@ typedef struct fc_featurize_event {
                            config's when they differ) */
   uint32_t source_channels; /* STORED/LINKED: the source's channels (STORED: mixed to mono) */
   int manifest; /* FAILED: the item's manifest line is what is wrong (its err, why) */
+  /* STORED/LINKED: the source path the id's audio entry named before this run rewrote it, when
+   * that was another file with other audio (two files with one id, e.g. train/a.wav and
+   * dev/a.wav in two runs); NULL otherwise (a new id, or the same file changed or moved) */
+  const char *replaced;
 } fc_featurize_event;
 
 typedef void (*fc_featurize_event_fn)(const fc_featurize_event *ev, void *user);

@@ -55,6 +55,7 @@ typedef struct fz_job {
   uint64_t frames;
   double seconds;
   int refresh; /* only the entry, rewritten for its source's new identity: reported SKIPPED */
+  char *replaced; /* STORED: the entry's rewrite replaces another file's (the event's replaced) */
   uint32_t source_rate, source_channels; /* STORE: the source's, for the event */
 } fz_job;
 

@@ -266,7 +266,8 @@ static void report_committed(fz_run *r, fz_job *batch) {
                              .frames = j->frames,
                              .seconds = j->seconds,
                              .source_rate = j->source_rate,
-                             .source_channels = j->source_channels};
+                             .source_channels = j->source_channels,
+                             .replaced = j->replaced};
     if (j->refresh) {
       r->st.skipped_existing++;
     } else {

@@ -66,12 +66,14 @@ static int same_source(const fc_audio_entry *e, const char *path, uint64_t size,
 /* Is the record stored, does the id's audio entry hold this digest, and does the id have a
  * failure record of this config? (In the id's part.) *stale: the entry holds the digest, but names
  * the source otherwise (another path, size or mtime: a touched or copied file); *old then holds
- * its facts (path excepted). abs: the source path as stored. */
+ * its facts (path excepted). abs: the source path as stored. *replaced (the caller's to free):
+ * the path the id's entry names when that is another file with other audio, else NULL. */
 static int lookup(fz_run *r, size_t i, const fc_digest *key, const fc_digest *audio,
                   const fc_audio_info *src, const char *abs, int *have_feat, int *have_entry,
-                  int *stale, int *have_fail, fc_audio_entry *old) {
+                  int *stale, int *have_fail, fc_audio_entry *old, char **replaced) {
   const char *id = fz_item(r, i)->id;
   *have_feat = *have_entry = *stale = *have_fail = 0;
+  *replaced = NULL;
   fc_rtxn *t;
   int rc = fc_store_read_begin(r->parts[fz_part_of(r, i)].s, &t);
   if (rc) return rc;
@@ -86,6 +88,10 @@ static int lookup(fz_run *r, size_t i, const fc_digest *key, const fc_digest *au
         memcmp(old->digest.bytes, audio->bytes, sizeof audio->bytes) == 0) {
       *have_entry = 1;
       *stale = !same_source(old, abs, src->size, src->mtime_ns);
+      old->path = NULL;
+    } else if (grc == 0 && fc_audio_entry_decode(v, vlen, old) == 0 && old->path_len &&
+               (old->path_len != strlen(abs) || memcmp(old->path, abs, old->path_len) != 0)) {
+      *replaced = fc_strndup(old->path, old->path_len); /* NULL without memory: no note */
       old->path = NULL;
     } else if (grc != 0 && grc != FC_ENOTFOUND) {
       rc = grc;
@@ -245,10 +251,13 @@ static int read_staged(fz_run *r, fz_worker *w, size_t i, const char *abs, doubl
   fc_record_key(&audio, &r->cfg_digest, &key);
   int have_feat, have_entry, stale, have_fail;
   fc_audio_entry old;
-  rc = lookup(r, i, &key, &audio, &info, abs, &have_feat, &have_entry, &stale, &have_fail, &old);
+  char *replaced;
+  rc = lookup(r, i, &key, &audio, &info, abs, &have_feat, &have_entry, &stale, &have_fail, &old,
+              &replaced);
   tm->hash += fz_cpu_now() - t1;
   fz_job *j = NULL;
   if (rc || have_feat) {
+    free(replaced); /* stored already: the usual way (below) looks again */
     fz_stage_commit(r, &slot, NULL);
     if (rc) {
       char why[320];
@@ -260,7 +269,11 @@ static int read_staged(fz_run *r, fz_worker *w, size_t i, const char *abs, doubl
     if (settle_stored(r, w, i, &key, &audio, &info, abs, stale, have_fail, &old)) goto nomem;
     return 1;
   }
-  if (!(j = fz_job_new(r, i))) goto nomem_slot;
+  if (!(j = fz_job_new(r, i))) {
+    free(replaced);
+    goto nomem_slot;
+  }
+  j->replaced = replaced;
   j->clear_fail = have_fail;
   j->key = key;
   j->seconds = (double)info.frames / info.sample_rate;
@@ -294,6 +307,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   size_t len = 0;
   float *x = NULL;
   fz_job *j = NULL;
+  char *replaced = NULL; /* lookup's: the job's once it is made */
   fc_audio_info info;
   fz_times *tm = &w->t;
   int rc, have_fail;
@@ -336,14 +350,15 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   fc_record_key(&audio, &r->cfg_digest, &key);
   int have_feat, have_entry, stale;
   fc_audio_entry old;
-  rc = lookup(r, i, &key, &audio, &info, abs, &have_feat, &have_entry, &stale, &have_fail, &old);
+  rc = lookup(r, i, &key, &audio, &info, abs, &have_feat, &have_entry, &stale, &have_fail, &old,
+              &replaced);
   tm->hash += (t0 = fz_cpu_now()) - t1;
   if (rc) {
     input = 0;
     fc_why(why, sizeof why, "cannot read the store: %s", fc_strerror(rc));
     goto fail;
   }
-  if (have_feat && have_entry) {
+  if (have_feat && have_entry) { /* the entry holds this audio: replaced is NULL */
     if (settle_stored(r, w, i, &key, &audio, &info, abs, stale, have_fail, &old)) goto nomem;
     free(abs);
     return;
@@ -368,6 +383,8 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   if (rc) goto fail;
 
   if (!(j = fz_job_new(r, i))) goto nomem;
+  j->replaced = replaced;
+  replaced = NULL;
   j->clear_fail = have_fail;
   j->key = key;
   j->seconds = info.sample_rate ? (double)info.frames / info.sample_rate : 0;
@@ -417,6 +434,7 @@ nomem:
 fail:
   free(x);
   free(abs);
+  free(replaced);
   fz_job_free(j);
   if (input && !fz_not_the_input(rc))
     fz_input_failed(r, i, rc, why);
