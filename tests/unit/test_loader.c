@@ -285,6 +285,10 @@ int main(void) {
             ((const float *)it.mel)[81] == value(42, 1, 1) && it.tokens == NULL,
         "lookup a042");
   CHECK(fc_loader_lookup(l, "zzz", &it) == FC_ENOTFOUND, "lookup missing");
+  /* an id no store can hold: not found, and the error says so (not the last lookup's reason) */
+  CHECK(fc_loader_lookup(l, "", &it) == FC_ENOTFOUND &&
+            strstr(fc_loader_error(l), "not an id a store can hold") != NULL,
+        "lookup of an empty id: error '%s'", fc_loader_error(l));
   CHECK(strstr(fc_loader_config_json(l, 0), "\"preset\":\"hifigan\"") != NULL, "mel json");
   fc_loader_close(l);
 

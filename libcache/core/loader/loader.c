@@ -534,9 +534,14 @@ int fc_loader_lookup(fc_loader *l, const char *id, fc_loader_item *out) {
   memset(out, 0, sizeof *out);
   if (l->pid != getpid()) return FC_EBADSTATE;
   size_t len = strlen(id);
-  if (fc_id_check(id, len)) return FC_ENOTFOUND;
   pthread_mutex_lock(&l->lookup_mu);
   l->err[0] = '\0';
+  if (fc_id_check(id, len)) { /* no store holds it: said, not an earlier lookup's reason */
+    snprintf(l->err, sizeof l->err,
+             "not an id a store can hold (1 to %d bytes of UTF-8, no CR or LF)", FC_ID_MAX);
+    pthread_mutex_unlock(&l->lookup_mu);
+    return FC_ENOTFOUND;
+  }
   int rc = FC_ENOTFOUND, first = 0;
   char r[400];
   for (uint32_t i = 0; i < l->n_stores; i++) {
