@@ -22,8 +22,9 @@ Only the standard library is imported here; numpy and scipy where a corpus needs
 """
 
 from . import corpus, disk, parity, timing  # noqa: F401
-from .build import (ROOT, bin_dir, die, is_elf, library, library_env, need_command,  # noqa: F401
-                    need_modules, prog, project_python, python, say, tool, use_library)
+from .build import (ROOT, bin_dir, comma_list, die, is_elf, library, library_env,  # noqa: F401
+                    need_command, need_modules, prog, project_python, python, say, tool,
+                    use_library)
 from .disk import Throttle, drop_cache, warm  # noqa: F401
 from .machine import MachineNotes  # noqa: F401
 from .timing import median, quartiles  # noqa: F401

@@ -32,6 +32,19 @@ def die(message, code=2):
     sys.exit(code)
 
 
+def comma_list(option, text, choices=None):
+    """The items of a comma-separated option value, in order; an empty item (`1,,2`, a trailing
+    comma) or one not among choices stops the benchmark with a usage error, before any work."""
+    items = text.split(",")
+    if any(not x.strip() for x in items):
+        die(f"{option} {text}: an empty item in the list")
+    if choices is not None:
+        bad = [x for x in items if x not in choices]
+        if bad:
+            die(f"{option} {text}: unknown {', '.join(bad)} (one of {','.join(choices)})")
+    return items
+
+
 def python():
     """The interpreter benchmarks run under and start children with."""
     want = os.environ.get("FC_PYTHON")
