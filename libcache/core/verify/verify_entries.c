@@ -1,6 +1,7 @@
 /* cache-verify, steps 3 and 5: the audio and text entries, their sources, the manifest
  * (verify_int.h). */
 #include "libcache/core/verify/verify_int.h"
+#include "formats/common/stored_text.h"
 #include "formats/common/alloc.h"
 #include "formats/xxh3_int.h"
 
@@ -336,12 +337,10 @@ int vf_check_entries(vctx *c, int nthreads) {
 
 /* ---- step 5: the manifest -------------------------------------------------------------------- */
 
-/* One manifest text as tokenize stores it (a BOM before it and a CR after it removed) hashes to
- * digest: 1; else 0. */
+/* One manifest text as tokenize stores it (fc_stored_text) hashes to digest: 1; else 0. */
 static int text_is(const char *t, const uint8_t *digest) {
   size_t n = strlen(t);
-  if (n >= 3 && memcmp(t, "\xEF\xBB\xBF", 3) == 0) t += 3, n -= 3;
-  if (n && t[n - 1] == '\r') n--;
+  fc_stored_text(&t, &n);
   fc_digest d;
   fc_digest_buffer(t, n, &d);
   return memcmp(d.bytes, digest, 16) == 0;

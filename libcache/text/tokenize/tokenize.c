@@ -14,6 +14,7 @@
 #include "featcache/fc_tokenize.h"
 #include "libcache/text/tokenize/tok_internal.h"
 #include "formats/common/alloc.h"
+#include "formats/common/stored_text.h"
 #include "formats/config/config_stamp.h"
 
 typedef struct line_state {
@@ -49,8 +50,7 @@ static void check_line(const fc_item *it, size_t max_bytes, line_state *l) {
   }
   l->text = it->text;
   l->len = strlen(it->text);
-  if (l->len >= 3 && memcmp(l->text, "\xEF\xBB\xBF", 3) == 0) l->text += 3, l->len -= 3;
-  if (l->len && l->text[l->len - 1] == '\r') l->len--;
+  fc_stored_text(&l->text, &l->len);
   if (l->len > max_bytes) {
     l->err = FC_ETOOLONG;
     snprintf(l->why, sizeof l->why, "text is %zu bytes, over the limit of %zu (--max-text-bytes)",
