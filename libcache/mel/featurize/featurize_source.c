@@ -84,15 +84,15 @@ static int lookup(fz_run *r, size_t i, const fc_digest *key, const fc_digest *au
     const void *v;
     size_t vlen;
     int grc = fc_rtxn_get(t, FC_DB_AUDIO, id, strlen(id), &v, &vlen);
-    if (grc == 0 && fc_audio_entry_decode(v, vlen, old) == 0 &&
-        memcmp(old->digest.bytes, audio->bytes, sizeof audio->bytes) == 0) {
-      *have_entry = 1;
-      *stale = !same_source(old, abs, src->size, src->mtime_ns);
-      old->path = NULL;
-    } else if (grc == 0 && fc_audio_entry_decode(v, vlen, old) == 0 && old->path_len &&
-               (old->path_len != strlen(abs) || memcmp(old->path, abs, old->path_len) != 0)) {
-      *replaced = fc_strndup(old->path, old->path_len); /* NULL without memory: no note */
-      old->path = NULL;
+    if (grc == 0 && fc_audio_entry_decode(v, vlen, old) == 0) {
+      if (memcmp(old->digest.bytes, audio->bytes, sizeof audio->bytes) == 0) {
+        *have_entry = 1;
+        *stale = !same_source(old, abs, src->size, src->mtime_ns);
+      } else if (old->path_len &&
+                 (old->path_len != strlen(abs) || memcmp(old->path, abs, old->path_len) != 0)) {
+        *replaced = fc_strndup(old->path, old->path_len); /* NULL without memory: no note */
+      }
+      old->path = NULL; /* the transaction's memory */
     } else if (grc != 0 && grc != FC_ENOTFOUND) {
       rc = grc;
     }
