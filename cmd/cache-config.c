@@ -71,9 +71,12 @@ static void free_parts(char **p, unsigned n) {
 }
 
 /* Open a store to list or change; says why not ("not a featcache store" for a folder that is no
- * store). */
+ * store). A listing of a store whose lock.mdb this user cannot open for writing (a teammate's
+ * dataset) reads it lock-free, as cache-verify and cache-merge do. */
 static int open_store(const char *path, unsigned flags, fc_store **s) {
   int rc = fc_store_open(path, flags, s);
+  if (rc == EACCES && (flags & FC_STORE_RDONLY))
+    rc = fc_store_open(path, flags | FC_STORE_NOLOCK, s);
   if (!rc) return 0;
   struct stat st;
   if (rc == FC_ENOSTORE || (rc == ENOENT && stat(path, &st) == 0 && S_ISDIR(st.st_mode)))

@@ -153,6 +153,24 @@ $try" -- "$CC" --drop chars st before
 check drop-json 2 "cache-config: --drop lists nothing: drop --json and --no-count
 $try" -- "$CC" --drop chars --json st
 
+# a store this user cannot write (a teammate's dataset: no lock.mdb can be opened for writing) is
+# listed as cache-verify and cache-merge read it, lock-free; a drop there says why it cannot
+# (it was "cannot open the store: Permission denied", exit 2, for the listing too). Root reads
+# and writes anything: setpriv drops the capabilities that let it, as featurize_inputs.sh does.
+cp -r flow theirs && chmod a-w theirs theirs/*
+run=()
+cap_eff=$(awk '$1 == "CapEff:" { print $2 }' /proc/self/status)
+if (( 0x${cap_eff:-0} & 0x6 )); then
+  command -v setpriv >/dev/null || { echo "FAIL: setpriv missing (util-linux; scripts/setup installs it)"; exit 1; }
+  run=(setpriv --bounding-set=-dac_override,-dac_read_search --)
+fi
+"${run[@]}" "$CC" theirs >out 2>err || fail "a store not ours to write: exit $?: $(cat err)"
+[ "$(head -n 1 out)" = "theirs: 2 configs" ] && [ ! -s err ] || fail "a store not ours to write: $(cat out err)"
+check theirs-drop 2 "cache-config: theirs: cannot open the store: Permission denied" -- \
+  "${run[@]}" "$CC" --drop chars theirs
+"$CC" theirs | grep -q "^theirs: 2 configs$" || fail "theirs after the refused drop: $("$CC" theirs)"
+chmod -R u+w theirs
+
 # a split store: listed as one (records summed over its parts), dropped from every part
 "$FZ" -q --device cpu --writers 2 --manifest metadata.csv -o split || fail "featurize --writers 2"
 "$FZ" -q --device cpu --preset tacotron2 --manifest metadata.csv -o split || fail "featurize tacotron2 split"
