@@ -133,6 +133,53 @@ fail:
   return rc;
 }
 
+/* The first want bytes of an open file into *buf (grown to at least cap_min when shorter than want),
+ * by read (not pread: read_rest goes on from there); *have: how many (fewer at its end). */
+static int read_head(int fd, size_t want, size_t cap_min, uint8_t **buf, size_t *cap,
+                     size_t *have) {
+  *have = 0;
+  if (*cap < want) {
+    uint8_t *n = fc_realloc(*buf, cap_min);
+    if (!n) return ENOMEM;
+    *buf = n;
+    *cap = cap_min;
+  }
+  while (*have < want) {
+    ssize_t k = fault_hit("read") ? (errno = EIO, -1) : read(fd, *buf + *have, want - *have);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) return errno;
+    if (k == 0) break;
+    *have += (size_t)k;
+  }
+  return 0;
+}
+
+enum { AUDIO_HEAD = 4096 }; /* a first read: a header and its chunks before the data */
+
+int audio_read_checked(const char *path, double max_seconds, uint8_t **buf, size_t *cap,
+                       size_t *len, fc_audio_info *info, char *why, size_t why_len) {
+  if (max_seconds <= 0) return audio_read_into(path, 0, buf, cap, len, info);
+  *len = 0;
+  if (info) memset(info, 0, sizeof *info);
+  int fd;
+  struct stat st;
+  size_t have = 0;
+  int rc = open_checked(path, 0, &fd, &st);
+  if (rc) return rc;
+  if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > AUDIO_HEAD) {
+    if ((rc = read_head(fd, AUDIO_HEAD, AUDIO_HEAD, buf, cap, &have))) {
+      close(fd);
+      return rc;
+    }
+    if (have == AUDIO_HEAD &&
+        audio_header_too_long(fd, (uint64_t)st.st_size, *buf, have, max_seconds, why, why_len)) {
+      close(fd);
+      return FC_ETOOLONG;
+    }
+  }
+  return read_rest(fd, &st, 0, have, buf, cap, len, info);
+}
+
 int audio_read_into(const char *path, uint64_t max_bytes, uint8_t **buf, size_t *cap, size_t *len,
                     fc_audio_info *info) {
   *len = 0;
@@ -254,18 +301,6 @@ static void wav_decode_pcm16(const uint8_t *data, size_t frames, float *out) {
   }
 }
 
-/* "3.0 s long, over the 2.0 s limit": with one decimal, or as many more (up to 4) as it takes for
- * the two to differ (a 3.0 s file over a 2.99 s limit is "3.00 s long, over the 2.99 s limit"). */
-static void too_long(char *why, size_t why_len, double seconds, double limit) {
-  int p = 1;
-  for (char a[48], b[48]; p < 4; p++) {
-    snprintf(a, sizeof a, "%.*f", p, seconds);
-    snprintf(b, sizeof b, "%.*f", p, limit);
-    if (strcmp(a, b) != 0) break;
-  }
-  fc_why(why, why_len, "%.*f s long, over the %.*f s limit", p, seconds, p, limit);
-}
-
 int audio_pcm16_view(const void *bytes, size_t len, uint32_t target_rate, double max_seconds,
                      const void **pcm, size_t *n_samples, fc_audio_info *info, char *why,
                      size_t why_len) {
@@ -285,7 +320,7 @@ int audio_pcm16_view(const void *bytes, size_t len, uint32_t target_rate, double
   }
   if (max_seconds > 0 && (double)frames > max_seconds * rate) {
     if (info) info->frames = 0;
-    too_long(why, why_len, (double)frames / rate, max_seconds);
+    audio_too_long(why, why_len, (double)frames / rate, max_seconds);
     return FC_ETOOLONG;
   }
   *pcm = data;
@@ -294,7 +329,6 @@ int audio_pcm16_view(const void *bytes, size_t len, uint32_t target_rate, double
 }
 
 /* ---- a 16-bit file read in place (featurize's staging path) ------------------------------------ */
-enum { PCM16_HEAD = 4096 }; /* the first read: a WAV header and its chunks before the data */
 
 int audio_pcm16_open(const char *path, uint32_t target_rate, uint8_t **buf, size_t *cap,
                      audio_pcm16_file *f, fc_audio_info *info, int *shape) {
@@ -305,26 +339,10 @@ int audio_pcm16_open(const char *path, uint32_t target_rate, uint8_t **buf, size
   if (rc) return rc;
   if (!S_ISREG(f->st.st_mode)) return 0; /* a pipe: read as usual, from the start */
   const uint64_t size = (uint64_t)f->st.st_size;
-  const size_t want = size + 1 < PCM16_HEAD ? (size_t)size + 1 : PCM16_HEAD;
-  if (*cap < want) {
-    uint8_t *n = fc_realloc(*buf, PCM16_HEAD);
-    if (!n) {
-      audio_pcm16_close(f);
-      return ENOMEM;
-    }
-    *buf = n;
-    *cap = PCM16_HEAD;
-  }
-  while (f->head < want) { /* read, not pread: read_rest goes on from here */
-    ssize_t k = fault_hit("read") ? (errno = EIO, -1) : read(f->fd, *buf + f->head, want - f->head);
-    if (k < 0) {
-      if (errno == EINTR) continue;
-      rc = errno;
-      audio_pcm16_close(f);
-      return rc;
-    }
-    if (k == 0) break;
-    f->head += (size_t)k;
+  const size_t want = size + 1 < AUDIO_HEAD ? (size_t)size + 1 : AUDIO_HEAD;
+  if ((rc = read_head(f->fd, want, AUDIO_HEAD, buf, cap, &f->head))) {
+    audio_pcm16_close(f);
+    return rc;
   }
   uint32_t rate = 0;
   size_t off = 0, frames = 0;
@@ -541,18 +559,16 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
   SF_VIRTUAL_IO vio = {vio_get_filelen, vio_seek, vio_read, vio_write, vio_tell};
   SF_INFO sfi;
   memset(&sfi, 0, sizeof sfi);
-  /* A failed open leaves its reason in libsndfile's one global error, which the next open in any
-   * thread overwrites ("No Error."): opens are serialized so the reason read is this file's. */
-  static pthread_mutex_t sf_open_mu = PTHREAD_MUTEX_INITIALIZER;
+  /* opens are serialized (audio_sf_open_mu) so that the reason read is this file's */
   char sf_reason[128] = "";
   int sf_code = 0;
-  pthread_mutex_lock(&sf_open_mu);
+  pthread_mutex_lock(&audio_sf_open_mu);
   SNDFILE *sf = fault_hit("decode") ? NULL : sf_open_virtual(&vio, SFM_READ, &sfi, &mem);
   if (!sf) {
     snprintf(sf_reason, sizeof sf_reason, "%s", sf_strerror(NULL));
     sf_code = sf_error(NULL);
   }
-  pthread_mutex_unlock(&sf_open_mu);
+  pthread_mutex_unlock(&audio_sf_open_mu);
   if (!sf) {
     const char *kind = audio_magic(bytes, len), *other = audio_unsupported(bytes, len);
     if (other)
@@ -591,7 +607,7 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     goto done;
   }
   uint64_t declared, held;
-  if (audio_truncated(bytes, len, &declared, &held)) {
+  if (audio_truncated(bytes, len, len, &declared, &held) == 1) {
     fc_why(why, why_len, "truncated: header says %llu frames, file holds %llu",
            (unsigned long long)declared, (unsigned long long)held);
     rc = FC_EDECODE;
@@ -599,7 +615,7 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
   }
   const double max_frames = max_seconds > 0 ? max_seconds * src_rate : INFINITY;
   if (frames_known && (double)sfi.frames > max_frames) {
-    too_long(why, why_len, (double)sfi.frames / src_rate, max_seconds);
+    audio_too_long(why, why_len, (double)sfi.frames / src_rate, max_seconds);
     rc = FC_ETOOLONG;
     goto done;
   }

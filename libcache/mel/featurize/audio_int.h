@@ -4,6 +4,8 @@
 
 #include "featcache/fc_audio.h"
 
+#include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
@@ -18,6 +20,17 @@ static inline uint32_t audio_le32(const uint8_t *p) {
  * Errors as fc_audio_read_file. */
 int audio_read_into(const char *path, uint64_t max_bytes, uint8_t **buf, size_t *cap, size_t *len,
                     fc_audio_info *info);
+
+/* audio_read_into for a caller that refuses audio over max_seconds > 0 (featurize --max-seconds):
+ * a regular file is read from its first bytes (4 KiB), and when it is longer and its header states
+ * a length over the limit — the frame count fc_audio_decode would read from it, the data not
+ * truncated — it fails with FC_ETOOLONG and fc_audio_decode's reason in why, without its data
+ * read (a 10 GB recording costs a header, not 10 GB). Anything else — a header that states no
+ * length, one that states more data than the file holds, a pipe, a format libsndfile does not
+ * open — is read whole, and fc_audio_decode says what it says of it. max_seconds 0:
+ * audio_read_into. */
+int audio_read_checked(const char *path, double max_seconds, uint8_t **buf, size_t *cap,
+                       size_t *len, fc_audio_info *info, char *why, size_t why_len);
 
 /* The samples of an in-memory file as they are in it, when the file is what fc_audio_decode turns
  * into floats without libsndfile: a well-formed RIFF WAVE of 16-bit mono PCM at target_rate (0:
@@ -60,13 +73,32 @@ int audio_pcm16_read_all(audio_pcm16_file *f, uint8_t **buf, size_t *cap, size_t
                          fc_audio_info *info);
 void audio_pcm16_close(audio_pcm16_file *f);
 
+/* ---- a file's length from its header (audio_length.c) ---- */
+/* libsndfile's opens, serialized: a failed open leaves its reason in libsndfile's one global
+ * error, which the next open in any thread overwrites. */
+extern pthread_mutex_t audio_sf_open_mu;
+
+/* "3.0 s long, over the 2.0 s limit" into why: fc_audio_decode's reason for FC_ETOOLONG. */
+void audio_too_long(char *why, size_t why_len, double seconds, double limit);
+
+/* 1, with audio_too_long's reason in why, when the file open at fd (size bytes, regular; its
+ * first head_len bytes in head) states a length over max_seconds > 0 in its header, read through
+ * libsndfile as fc_audio_decode reads it, and is not truncated (audio_truncated); 0 otherwise
+ * (a longer file, a header that says no length, a truncated one: fc_audio_decode decides).
+ * Reads the header's bytes past head with pread: fd's offset is unchanged. */
+int audio_header_too_long(int fd, uint64_t size, const uint8_t *head, size_t head_len,
+                          double max_seconds, char *why, size_t why_len);
+
 /* ---- what a file's bytes say (audio_sniff.c) ---- */
 /* A file whose header states more data than the file holds — a WAV's (or RF64's, W64's) data
  * chunk, AIFF's SSND, AU's data size, NIST SPHERE's sample count: libsndfile quietly reads what is
  * there, librosa too, but a cut-off download is not an utterance. Returns 1 and the frame counts
- * when truncated. 32-bit sizes of 0 and >= 0x7FFFF000 are "length unknown" markers written by
- * streaming writers (ffmpeg to a pipe writes 0xFFFFFFFF), not claims. */
-int audio_truncated(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *held);
+ * when truncated, 0 when not. 32-bit sizes of 0 and >= 0x7FFFF000 are "length unknown" markers
+ * written by streaming writers (ffmpeg to a pipe writes 0xFFFFFFFF), not claims. b holds the
+ * first avail bytes of a file of len: -1 when those are too few to tell (the whole file in b:
+ * avail = len, never -1). */
+int audio_truncated(const uint8_t *b, size_t avail, uint64_t len, uint64_t *declared,
+                    uint64_t *held);
 
 /* The bytes after a RIFF WAVE data chunk that states 0 bytes (a writer that did not finish leaves
  * the sizes 0: it writes them last), which libsndfile and librosa read as no samples; 0 when the

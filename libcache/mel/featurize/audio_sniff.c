@@ -29,12 +29,14 @@ static int cut(uint64_t size, uint64_t avail, uint64_t frame, uint64_t *declared
 }
 
 /* RIFF WAVE and RF64 (whose ds64 chunk holds the data size when the data chunk says 0xFFFFFFFF). */
-static int wav_cut(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *held) {
+static int wav_cut(const uint8_t *b, size_t avail, uint64_t len, uint64_t *declared,
+                   uint64_t *held) {
   const int rf64 = memcmp(b, "RF64", 4) == 0;
-  size_t pos = 12;
+  uint64_t pos = 12;
   unsigned block_align = 0;
   uint64_t ds64_data = 0;
   while (pos + 8 <= len) {
+    if (pos + 8 + 16 > avail && avail < len) return -1; /* past the bytes at hand */
     uint64_t size = audio_le32(b + pos + 4);
     if (memcmp(b + pos, "fmt ", 4) == 0 && size >= 16 && pos + 8 + 16 <= len) {
       block_align = (unsigned)b[pos + 8 + 12] | (unsigned)b[pos + 8 + 13] << 8;
@@ -50,7 +52,7 @@ static int wav_cut(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *h
       return cut(size, len - (pos + 8), block_align, declared, held);
     }
     if (size + (size & 1) > len - pos - 8) return 0;
-    pos += 8 + (size_t)size + (size & 1);
+    pos += 8 + size + (size & 1);
   }
   return 0;
 }
@@ -68,10 +70,12 @@ uint64_t audio_unsized_data(const uint8_t *b, size_t len) {
 
 /* Sony Wave64: 16-byte GUID chunk ids (the first 4 bytes name them), 64-bit sizes that count the
  * 24-byte chunk header, chunks 8-byte aligned. */
-static int w64_cut(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *held) {
-  size_t pos = 40;
+static int w64_cut(const uint8_t *b, size_t avail, uint64_t len, uint64_t *declared,
+                   uint64_t *held) {
+  uint64_t pos = 40;
   unsigned block_align = 0;
   while (pos + 24 <= len) {
+    if (pos + 24 + 16 > avail && avail < len) return -1;
     uint64_t size = le64(b + pos + 16);
     if (size < 24) return 0;
     if (memcmp(b + pos, "fmt ", 4) == 0 && size >= 24 + 16 && pos + 24 + 16 <= len) {
@@ -82,7 +86,7 @@ static int w64_cut(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *h
     }
     uint64_t step = (size + 7) & ~(uint64_t)7;
     if (step > len - pos) return 0;
-    pos += (size_t)step;
+    pos += step;
   }
   return 0;
 }
@@ -90,31 +94,35 @@ static int w64_cut(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *h
 /* AIFF and AIFC: COMM states the frame count, SSND the data's size (after its offset and block
  * size fields, and `offset` bytes more). Frames are counted in COMM's terms, so that a compressed
  * AIFC (u-law, say) says what it would for PCM. */
-static int aiff_cut(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *held) {
-  size_t pos = 12;
+static int aiff_cut(const uint8_t *b, size_t avail, uint64_t len, uint64_t *declared,
+                    uint64_t *held) {
+  uint64_t pos = 12;
   uint64_t frames = 0;
   while (pos + 8 <= len) {
+    if (pos + 8 + 18 > avail && avail < len) return -1;
     uint64_t size = be32(b + pos + 4);
     if (memcmp(b + pos, "COMM", 4) == 0 && size >= 18 && pos + 8 + 18 <= len) {
       frames = be32(b + pos + 8 + 2);
     } else if (memcmp(b + pos, "SSND", 4) == 0 && pos + 16 <= len) {
       uint64_t offset = be32(b + pos + 8);
       if (!frames || !size_stated(size) || size < 8 + offset || pos + 16 + offset > len) return 0;
-      uint64_t data = size - 8 - offset, avail = len - (pos + 16 + offset);
-      if (data <= avail || data < frames) return 0;
+      uint64_t data = size - 8 - offset, room = len - (pos + 16 + offset);
+      if (data <= room || data < frames) return 0;
       *declared = frames;
-      *held = (uint64_t)((double)frames * (double)avail / (double)data);
+      *held = (uint64_t)((double)frames * (double)room / (double)data);
       return 1;
     }
     if (size + (size & 1) > len - pos - 8) return 0;
-    pos += 8 + (size_t)size + (size & 1);
+    pos += 8 + size + (size & 1);
   }
   return 0;
 }
 
 /* Sun/NeXT AU: a header of its own size, the data size (0xFFFFFFFF: unknown), the encoding. */
-static int au_cut(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *held) {
+static int au_cut(const uint8_t *b, size_t avail, uint64_t len, uint64_t *declared,
+                  uint64_t *held) {
   if (len < 24) return 0;
+  if (avail < 24) return -1;
   uint64_t off = be32(b + 4), size = be32(b + 8), enc = be32(b + 12), ch = be32(b + 20);
   static const unsigned bytes[28] =
       {[1] = 1, [2] = 1, [3] = 2, [4] = 3, [5] = 4, [6] = 4, [7] = 8, [27] = 1};
@@ -139,11 +147,13 @@ static uint64_t nist_field(const char *h, size_t n, const char *name) {
   return 0;
 }
 
-static int nist_cut(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *held) {
+static int nist_cut(const uint8_t *b, size_t avail, uint64_t len, uint64_t *declared,
+                    uint64_t *held) {
   uint64_t hsize = 0;
-  for (size_t i = 8; i < 16 && i < len; i++)
+  for (size_t i = 8; i < 16 && i < avail; i++)
     if (b[i] >= '0' && b[i] <= '9') hsize = hsize * 10 + (uint64_t)(b[i] - '0');
   if (hsize < 16 || hsize > len || hsize > (1 << 20)) return 0;
+  if (hsize > avail) return -1;
   const char *h = (const char *)b;
   uint64_t n = nist_field(h, hsize, "sample_count"), c = nist_field(h, hsize, "channel_count"),
            w = nist_field(h, hsize, "sample_n_bytes");
@@ -153,17 +163,19 @@ static int nist_cut(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *
   return cut(n * c * w, len - hsize, c * w, declared, held);
 }
 
-int audio_truncated(const uint8_t *b, size_t len, uint64_t *declared, uint64_t *held) {
+int audio_truncated(const uint8_t *b, size_t avail, uint64_t len, uint64_t *declared,
+                    uint64_t *held) {
+  if (avail < len && avail < 64) return -1; /* the magic and the first chunks are not there */
   if (len >= 12 && (memcmp(b, "RIFF", 4) == 0 || memcmp(b, "RF64", 4) == 0) &&
       memcmp(b + 8, "WAVE", 4) == 0)
-    return wav_cut(b, len, declared, held);
+    return wav_cut(b, avail, len, declared, held);
   if (len >= 40 && memcmp(b, "riff", 4) == 0 && memcmp(b + 24, "wave", 4) == 0)
-    return w64_cut(b, len, declared, held);
+    return w64_cut(b, avail, len, declared, held);
   if (len >= 12 && memcmp(b, "FORM", 4) == 0 &&
       (memcmp(b + 8, "AIFF", 4) == 0 || memcmp(b + 8, "AIFC", 4) == 0))
-    return aiff_cut(b, len, declared, held);
-  if (len >= 4 && memcmp(b, ".snd", 4) == 0) return au_cut(b, len, declared, held);
-  if (len >= 16 && memcmp(b, "NIST_1A\n", 8) == 0) return nist_cut(b, len, declared, held);
+    return aiff_cut(b, avail, len, declared, held);
+  if (len >= 4 && memcmp(b, ".snd", 4) == 0) return au_cut(b, avail, len, declared, held);
+  if (len >= 16 && memcmp(b, "NIST_1A\n", 8) == 0) return nist_cut(b, avail, len, declared, held);
   return 0;
 }
 

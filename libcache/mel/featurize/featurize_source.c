@@ -200,8 +200,9 @@ static void digest3(const void *a, size_t na, const void *b, size_t nb, const vo
  * is stored after all (or the file cannot be read). Returns 1 when the item is done with (queued
  * into the ring, skipped, or failed with its line); 2 when it is another format, read whole into
  * the worker's buffer (*len bytes, *info_all) for the usual way; 0 when the usual way reads it
- * again: a length the ring or the job does not take, a record stored under another id or another
- * identity of the source, a file that changed while it was read. Its time from t0 (thread CPU
+ * again: a length the ring or the job does not take, another format under --max-seconds (the usual
+ * way reads its header first), a record stored under another id or another identity of the
+ * source, a file that changed while it was read. Its time from t0 (thread CPU
  * seconds) goes to the worker's stages. */
 static int read_staged(fz_run *r, fz_worker *w, size_t i, const char *abs, double t0, size_t *len,
                        fc_audio_info *info_all) {
@@ -213,6 +214,10 @@ static int read_staged(fz_run *r, fz_worker *w, size_t i, const char *abs, doubl
   double t1;
   int rc = audio_pcm16_open(fz_item(r, i)->path, cfg->sample_rate, &w->buf, &w->buf_cap, &f, &info,
                             &shape);
+  if (!rc && !shape && r->o.max_seconds > 0) { /* the usual way reads its header first */
+    audio_pcm16_close(&f);
+    return 0;
+  }
   if (!rc && !shape) /* another format: the whole file, for the usual way */
     rc = audio_pcm16_read_all(&f, &w->buf, &w->buf_cap, len, info_all);
   tm->read += (t1 = fz_cpu_now()) - t0;
@@ -333,15 +338,17 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   t1 = t0;
   rc = 0;
   if (staged == 0) {
-    rc = audio_read_into(it->path, 0, &w->buf, &w->buf_cap, &len, &info);
+    /* with --max-seconds, a file whose header states a longer length is refused unread */
+    rc = audio_read_checked(it->path, r->o.max_seconds, &w->buf, &w->buf_cap, &len, &info, why,
+                            sizeof why);
     tm->read += (t1 = fz_cpu_now()) - t0;
   }
   bytes = w->buf;
   if (rc) {
     if (fz_not_the_input(rc))
-      fz_report_failed(r, i, rc, plain_reason(rc));
+      fz_report_failed(r, i, rc, why[0] ? why : plain_reason(rc));
     else
-      fz_input_failed(r, i, rc, plain_reason(rc));
+      fz_input_failed(r, i, rc, why[0] ? why : plain_reason(rc));
     free(abs);
     return;
   }

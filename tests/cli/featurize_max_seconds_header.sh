@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# featurize --max-seconds rejects a file whose header states a length over the limit without
+# reading its data: a 10 GB recording was read whole before it was refused. Counted here (never
+# timed) with strace: the bytes read stay a few KB for 64 MiB files (sparse) whose headers state
+# 2097 s, a 16-bit mono WAV (featurize's own reader) and a 24-bit stereo one (libsndfile's). A
+# header that states more data than the file holds is still "truncated" (the whole file is read:
+# it is small), and a file under the limit is stored.
+set -u
+FZ=${FC_BIN:?}/featurize
+command -v strace >/dev/null || { echo "skip: strace not installed"; exit 77; }
+strace -f -o /dev/null true 2>/dev/null || { echo "skip: strace cannot trace here (ptrace refused)"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+
+# wav NAME RATE CHANNELS BITS DATA_BYTES: a PCM WAV header stating DATA_BYTES of data; the data
+# itself is a hole (truncate), so the file costs no disk.
+wav() {
+  local name=$1 rate=$2 ch=$3 bits=$4 data=$5 align
+  align=$((ch * bits / 8))
+  le32() { printf "\\x$(printf %02x $(($1 & 255)))\\x$(printf %02x $(($1 >> 8 & 255)))\\x$(printf %02x $(($1 >> 16 & 255)))\\x$(printf %02x $(($1 >> 24 & 255)))"; }
+  le16() { printf "\\x$(printf %02x $(($1 & 255)))\\x$(printf %02x $(($1 >> 8 & 255)))"; }
+  { printf RIFF; le32 $((36 + data)); printf 'WAVEfmt '; le32 16; le16 1; le16 "$ch"; le32 "$rate"
+    le32 $((rate * align)); le16 "$align"; le16 "$bits"; printf data; le32 "$data"; } >"$name"
+}
+big=$((64 << 20))
+wav big16.wav 16000 1 16 $big && truncate -s $((44 + big)) big16.wav
+wav big24.wav 16000 2 24 $((big / 6 * 6)) && truncate -s $((44 + big / 6 * 6)) big24.wav
+wav cut.wav 16000 1 16 $big && head -c 1000 /dev/zero >>cut.wav # states 64 MiB, holds 1000 bytes
+wav ok.wav 16000 1 16 32000 && truncate -s $((44 + 32000)) ok.wav # 1 s of silence
+
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+  strace -f -e trace=read,pread64,readv,preadv,preadv2 -o trace \
+  "$FZ" -q -j 1 --preset kaldi --max-seconds 2 -o st big16.wav big24.wav cut.wav ok.wav >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "exit $rc, want 1: $(cat err)"
+[ -s out ] && fail "stdout not empty: $(cat out)"
+cat >want <<'TXT'
+featurize: big16.wav: 2097.2 s long, over the 2.0 s limit
+featurize: big24.wav: 699.1 s long, over the 2.0 s limit
+featurize: cut.wav: truncated: header says 33554432 frames, file holds 500
+featurize: done: 1 of 4 (1 new, 0 already stored, 3 failed)
+TXT
+diff -u want err || fail "stderr differs"
+# every byte the process read: the libraries' headers, the store, the small files, the headers
+read_bytes=$(awk '{ if (match($0, /= [0-9]+$/)) n += substr($0, RSTART + 2) } END { print n + 0 }' trace)
+[ "$read_bytes" -lt $((4 << 20)) ] ||
+  fail "$read_bytes bytes read (want a few KB: the headers, not the 2 x 64 MiB of data)"
+exit $((fails > 0))
