@@ -2,6 +2,7 @@
  * libcache/core/verify/verify.c (fc_verify_store); this main parses options, prints and picks the exit code. */
 #include "cmd/cli.h"
 
+#include "featcache/fc_format.h"
 #include "featcache/fc_manifest.h"
 #include "featcache/fc_store.h"
 #include "featcache/fc_verify.h"
@@ -211,50 +212,111 @@ static void print_json(const char *store, const fc_verify_report *r, int ok, con
   fputs("}\n", stdout);
 }
 
+static int hex_digit(char c) {
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* A finding's key or id (the library's printable copy: \xNN for a control byte or a backslash)
+ * as names are printed in messages: its bytes again, quoted as fc_cli_put_name quotes them ("a\tb");
+ * a name that is not UTF-8, or holds a NUL, in double quotes with the \xNN escapes as they are. */
+static void put_key(const char *s) {
+  const size_t n = strlen(s);
+  char *raw = malloc(n + 1), *o = raw;
+  int nul = 0;
+  for (const char *p = s; raw && *p;) {
+    const int hi = p[0] == '\\' && p[1] == 'x' ? hex_digit(p[2]) : -1;
+    const int lo = hi >= 0 ? hex_digit(p[3]) : -1;
+    if (lo >= 0) {
+      nul |= hi == 0 && lo == 0;
+      *o++ = (char)(hi << 4 | lo);
+      p += 4;
+    } else {
+      *o++ = *p++;
+    }
+  }
+  if (raw && !nul && fc_utf8_valid(raw, (size_t)(o - raw))) {
+    *o = '\0';
+    fc_cli_put_name(stdout, raw);
+  } else if (strchr(s, '\\') || strchr(s, '"')) {
+    putchar('"');
+    for (const char *p = s; *p; p++) {
+      if (*p == '"') putchar('\\');
+      putchar(*p);
+    }
+    putchar('"');
+  } else {
+    fputs(s, stdout);
+  }
+  free(raw);
+}
+
+/* " KEY (id ID)" of a finding line, each when there is one (the id when it is not the key). */
+static void put_key_id(const fc_verify_finding *f) {
+  if (f->key) {
+    putchar(' ');
+    put_key(f->key);
+  }
+  if (f->id && (!f->key || strcmp(f->id, f->key) != 0)) {
+    fputs(" (id ", stdout);
+    put_key(f->id);
+    putchar(')');
+  }
+}
+
 static const char *severity_name(int s) {
   return s == FC_VERIFY_ERROR ? "error" : s == FC_VERIFY_WARNING ? "warning" : "recorded failure";
+}
+
+/* "STORE: " at the start of a line, the name quoted as in every message. */
+static void put_store(const char *store) {
+  fc_cli_put_name(stdout, store);
+  fputs(": ", stdout);
 }
 
 static void print_human(const char *store, const fc_verify_report *r) {
   for (size_t i = 0; i < r->count; i++) {
     const fc_verify_finding *f = &r->findings[i];
+    put_store(store);
     if (f->severity == FC_VERIFY_FAILED) { /* "STORE: recorded failure: ID: ..." */
-      printf("%s: %s: %s: %s\n", store, severity_name(f->severity), f->id ? f->id : "?",
-             f->problem);
+      printf("%s: ", severity_name(f->severity));
+      put_key(f->id ? f->id : "?");
+      printf(": %s\n", f->problem);
       continue;
     }
-    printf("%s: %s: %s", store, severity_name(f->severity), f->db);
-    if (f->key) printf(" %s", f->key);
-    if (f->id && (!f->key || strcmp(f->id, f->key) != 0)) printf(" (id %s)", f->id);
+    printf("%s: %s", severity_name(f->severity), f->db);
+    put_key_id(f);
     printf(": %s\n", f->problem);
   }
   uint64_t kept_w = 0;
   for (size_t i = 0; i < r->count; i++) kept_w += r->findings[i].severity == FC_VERIFY_WARNING;
   if (r->warnings > kept_w)
-    printf("%s: %llu more warning%s not listed\n", store,
-           (unsigned long long)(r->warnings - kept_w), r->warnings - kept_w == 1 ? "" : "s");
+    put_store(store),
+        printf("%llu more warning%s not listed\n", (unsigned long long)(r->warnings - kept_w),
+               r->warnings - kept_w == 1 ? "" : "s");
   uint64_t kept_f = 0;
   for (size_t i = 0; i < r->count; i++) kept_f += r->findings[i].severity == FC_VERIFY_FAILED;
   if (r->failures > kept_f)
-    printf("%s: %llu more recorded failure%s not listed\n", store,
-           (unsigned long long)(r->failures - kept_f), r->failures - kept_f == 1 ? "" : "s");
+    put_store(store),
+        printf("%llu more recorded failure%s not listed\n",
+               (unsigned long long)(r->failures - kept_f), r->failures - kept_f == 1 ? "" : "s");
   if (r->stopped)
-    printf("%s: stopped after %llu error%s (--max-errors)\n", store, (unsigned long long)r->errors,
-           r->errors == 1 ? "" : "s");
+    put_store(store), printf("stopped after %llu error%s (--max-errors)\n",
+                             (unsigned long long)r->errors, r->errors == 1 ? "" : "s");
   double gbs = r->wall_seconds > 0 ? r->bytes_checked / 1e9 / r->wall_seconds : 0;
   char failed[96] = "";
   if (r->failures)
     snprintf(failed, sizeof failed, ", %llu recorded failure%s", (unsigned long long)r->failures,
              r->failures == 1 ? "" : "s");
+  put_store(store);
   printf(
-      "%s: %llu error%s, %llu warning%s%s; %llu record%s (%.3f GB) checked in %.3f s (%.2f GB/s, "
+      "%llu error%s, %llu warning%s%s; %llu record%s (%.3f GB) checked in %.3f s (%.2f GB/s, "
       "%d thread%s); %llu audio, %llu text entries; %llu mel, %llu token configs\n",
-      store, (unsigned long long)r->errors, r->errors == 1 ? "" : "s",
-      (unsigned long long)r->warnings, r->warnings == 1 ? "" : "s", failed,
-      (unsigned long long)r->records_checked, r->records_checked == 1 ? "" : "s",
-      r->bytes_checked / 1e9, r->wall_seconds, gbs, r->threads, r->threads == 1 ? "" : "s",
-      (unsigned long long)r->entries[1], (unsigned long long)r->entries[2],
-      (unsigned long long)r->mel_configs, (unsigned long long)r->token_configs);
+      (unsigned long long)r->errors, r->errors == 1 ? "" : "s", (unsigned long long)r->warnings,
+      r->warnings == 1 ? "" : "s", failed, (unsigned long long)r->records_checked,
+      r->records_checked == 1 ? "" : "s", r->bytes_checked / 1e9, r->wall_seconds, gbs, r->threads,
+      r->threads == 1 ? "" : "s", (unsigned long long)r->entries[1],
+      (unsigned long long)r->entries[2], (unsigned long long)r->mel_configs,
+      (unsigned long long)r->token_configs);
 }
 
 int main(int argc, char **argv) {
@@ -420,7 +482,12 @@ int main(int argc, char **argv) {
         int missing = f->problem && strncmp(f->problem, "missing:", 8) == 0;
         split_missing += missing;
         other += !missing && f->severity == FC_VERIFY_ERROR;
-        if (!status && !json) printf("%s: error: %s: %s\n", argv[a], f->key, f->problem);
+        if (!status && !json) {
+          put_store(argv[a]);
+          fputs("error:", stdout);
+          put_key_id(f);
+          printf(": %s\n", f->problem);
+        }
       }
       if (other) {
         if (!split_bad++) split_bad_name = argv[a];
@@ -513,8 +580,7 @@ int main(int argc, char **argv) {
       for (size_t i = 0; i < r.count; i++) {
         const fc_verify_finding *f = &r.findings[i];
         printf("dataset: %s: %s", severity_name(f->severity), f->db);
-        if (f->key) printf(" %s", f->key);
-        if (f->id && (!f->key || strcmp(f->id, f->key) != 0)) printf(" (id %s)", f->id);
+        put_key_id(f);
         printf(": %s\n", f->problem);
       }
       char warned[48] = "";
@@ -551,8 +617,9 @@ int main(int argc, char **argv) {
       fputc(')', stderr);
     }
     if (split_bad == 1) /* "3 of 3 stores clean" alone would read as a pass */
-      fprintf(stderr, "; split store %s not sound (%llu error%s)", split_bad_name,
-              (unsigned long long)split_bad_errors, split_bad_errors == 1 ? "" : "s");
+      fputs("; split store ", stderr), fc_cli_put_name(stderr, split_bad_name),
+          fprintf(stderr, " not sound (%llu error%s)", (unsigned long long)split_bad_errors,
+                  split_bad_errors == 1 ? "" : "s");
     else if (split_bad)
       fprintf(stderr, "; %zu split stores not sound (%llu errors)", split_bad,
               (unsigned long long)split_bad_errors);

@@ -42,7 +42,9 @@ typedef enum fc_verify_severity {
   FC_VERIFY_FAILED = 3
 } fc_verify_severity;
 
-/* One problem. Strings are owned by the report (valid until fc_verify_report_free). */
+/* One problem. Strings are owned by the report (valid until fc_verify_report_free). key and id
+ * are printable copies: a byte that is a control character or a backslash, and any byte above
+ * 0x7F of a name that is not UTF-8, is written \xNN (a tab is \x09, a backslash \x5c). */
 typedef struct fc_verify_finding {
   int severity; /* fc_verify_severity */
   const char *db; /* "meta", "audio", "text", "feat", "tok", "failed", "manifest", "index" (a

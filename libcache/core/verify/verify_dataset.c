@@ -31,19 +31,8 @@ typedef struct dctx {
   uint64_t max_errors;
 } dctx;
 
-static char *printable(const void *p, size_t len) {
-  char *s = fc_malloc(4 * len + 1), *o = s;
-  if (!s) return NULL;
-  const unsigned char *b = p;
-  for (size_t i = 0; i < len; i++) {
-    if (b[i] < 0x20 || b[i] == 0x7f)
-      o += sprintf(o, "\\x%02x", b[i]);
-    else
-      *o++ = (char)b[i];
-  }
-  *o = '\0';
-  return s;
-}
+/* The same printable copy as a single store's findings hold (a backslash too becomes \x5c). */
+static char *printable(const void *p, size_t len) { return vf_printable(p, len); }
 
 static void add(dctx *c, int sev, const char *db, const void *key, size_t key_len, const char *fmt,
                 ...) __attribute__((format(printf, 6, 7)));

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Names with a newline or a tab in cache-verify's report lines and tokenize's own: quoted as every
+# tool quotes names (git's way: "st\nore", "tab\there"), so that one finding stays one line whose
+# STORE and KEY a script can tell apart. cache-verify printed the store, the key and the id as
+# they are (a store named st<newline>ore split every line in two) and ids as the library's
+# printable copy (tab\x09here); tokenize printed its --vocab FILE as it is.
+set -u
+B=${FC_BIN:?}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+nl=$'\n'
+printf 'tab\there|Hello there.\nplain|Fine.\n' >m.csv
+printf 'junk' >$'bad\tid.wav'
+"$B/featurize" -q -o "st${nl}ore" $'bad\tid.wav' 2>/dev/null # a recorded failure, id bad<TAB>id
+"$B/tokenize" -q -o "st${nl}ore" --manifest m.csv --manifest-format ljspeech --build-vocab ||
+  fail "tokenize into st<newline>ore"
+"$B/tokenize" -q -o st2 --manifest m.csv --manifest-format ljspeech --build-vocab || fail "tokenize into st2"
+
+"$B/cache-verify" --manifest m.csv --manifest-format ljspeech "st${nl}ore" >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "verify: exit $rc, want 1"
+cat >want <<'TXT'
+"st\nore": error: audio plain: missing: manifest line 2 names it, the store has no audio entry (no features)
+"st\nore": error: audio "tab\there": missing: manifest line 1 names it, the store has no audio entry (no features)
+TXT
+head -n 2 out | diff -u want - || fail "finding lines differ"
+sed -n 3p out | grep -q '^"st\\nore": recorded failure: "bad\\tid": featurize failed it: not an audio file' ||
+  fail "recorded failure line: $(sed -n 3p out)"
+sed -n 4p out | grep -q '^"st\\nore": 2 errors, 0 warnings, 1 recorded failure; ' || fail "summary: $(sed -n 4p out)"
+[ "$(wc -l <out)" = 4 ] || fail "$(wc -l <out) lines on stdout, want 4"
+
+"$B/cache-verify" --manifest m.csv --manifest-format ljspeech "st${nl}ore" st2 >out 2>err
+[ $? = 1 ] || fail "dataset verify: exit, want 1"
+cat >want <<'TXT'
+dataset: error: manifest plain: missing: the manifest names it, no store has an audio entry
+dataset: error: manifest "tab\there": missing: the manifest names it, no store has an audio entry
+TXT
+grep '^dataset: ' out | diff -u want - || fail "dataset finding lines differ"
+grep -c '^"st\\nore": ' out | grep -qx 2 || fail "store lines: $(cat out)"
+
+printf 'a\na\n' >$'v\tdup'
+"$B/tokenize" -q -o st3 --manifest m.csv --vocab $'vo\tcab' 2>err
+[ $? = 2 ] || fail "missing --vocab: exit, want 2"
+[ "$(cat err)" = 'tokenize: "vo\tcab": No such file or directory' ] || fail "missing --vocab: $(cat err)"
+"$B/tokenize" -q -o st3 --manifest m.csv --vocab $'v\tdup' 2>err
+[ "$(cat err)" = "tokenize: \"v\\tdup\":2: duplicate symbol 'a' (first at line 1)" ] || fail "bad --vocab: $(cat err)"
+exit $((fails > 0))
