@@ -263,6 +263,29 @@ static void put_key_id(const fc_verify_finding *f) {
   }
 }
 
+/* Where the dataset's configs are: the stores that hold audio (text) entries hold the same mel
+ * (token) configs (fc_verify_dataset); a store without such entries (an empty shard or part) need
+ * hold none. with[0], with[1]: the stores with audio, text entries, of n. */
+static void put_dataset_configs(const fc_verify_report *r, const size_t with[2], size_t n) {
+  if (with[0] == n && with[1] == n) {
+    printf("%llu mel, %llu token configs in every store", (unsigned long long)r->mel_configs,
+           (unsigned long long)r->token_configs);
+    return;
+  }
+  static const char *const kind[2] = {"mel", "token"}, *const entries[2] = {"audio", "text"};
+  const uint64_t configs[2] = {r->mel_configs, r->token_configs};
+  for (int k = 0; k < 2; k++) {
+    if (k) fputs(", ", stdout);
+    if (with[k] == n)
+      printf("%llu %s configs in every store", (unsigned long long)configs[k], kind[k]);
+    else if (with[k] == 0)
+      printf("no %s configs needed (no %s entries)", kind[k], entries[k]);
+    else
+      printf("%llu %s configs in the %zu of %zu stores with %s entries",
+             (unsigned long long)configs[k], kind[k], with[k], n, entries[k]);
+  }
+}
+
 static const char *severity_name(int s) {
   return s == FC_VERIFY_ERROR ? "error" : s == FC_VERIFY_WARNING ? "warning" : "recorded failure";
 }
@@ -500,6 +523,7 @@ int main(int argc, char **argv) {
   }
   /* one dataset: the manifest is checked against all stores together, by fc_verify_dataset */
   int dataset = n_stores > 1 && !separate;
+  size_t with_entries[2] = {0, 0}; /* stores that hold audio, text entries: the dataset line's */
   const fc_item_list *manifest_items = vo.manifest;
   if (dataset) vo.manifest = NULL;
   for (size_t i = 0; i < n_stores; i++) {
@@ -533,6 +557,8 @@ int main(int argc, char **argv) {
       else if (!status)
         print_human(store, &r);
     }
+    if (!rc)
+      with_entries[0] += r.entries[FC_DB_AUDIO] > 0, with_entries[1] += r.entries[FC_DB_TEXT] > 0;
     if (code == FC_EXIT_OK) clean++;
     if (code == FC_EXIT_USAGE) unchecked++; /* could not be opened or read through */
     if (code > worst) worst = code;
@@ -587,13 +613,11 @@ int main(int argc, char **argv) {
       if (r.warnings)
         snprintf(warned, sizeof warned, ", %llu warning%s", (unsigned long long)r.warnings,
                  r.warnings == 1 ? "" : "s");
-      printf(
-          "dataset of %zu stores: %llu error%s%s; %llu audio, %llu text entries; %llu mel, %llu "
-          "token configs in every store; %llu manifest ids",
-          n_stores, (unsigned long long)r.errors, r.errors == 1 ? "" : "s", warned,
-          (unsigned long long)r.entries[1], (unsigned long long)r.entries[2],
-          (unsigned long long)r.mel_configs, (unsigned long long)r.token_configs,
-          (unsigned long long)r.manifest_items);
+      printf("dataset of %zu stores: %llu error%s%s; %llu audio, %llu text entries; ", n_stores,
+             (unsigned long long)r.errors, r.errors == 1 ? "" : "s", warned,
+             (unsigned long long)r.entries[1], (unsigned long long)r.entries[2]);
+      put_dataset_configs(&r, with_entries, n_stores);
+      printf("; %llu manifest ids", (unsigned long long)r.manifest_items);
       if (r.failures_explaining)
         printf(", %llu of them recorded failures", (unsigned long long)r.failures_explaining);
       putchar('\n');
