@@ -1,0 +1,147 @@
+/* The STORE words of the tools that take several stores: split stores expanded into their parts,
+ * room for their file descriptors, and a store given twice refused. Included at the end of
+ * cli.h, whose helpers it uses. */
+#ifndef FC_CMD_CLI_STORES_H
+#define FC_CMD_CLI_STORES_H
+
+/* What fc_cli_expand_stores made, freed at exit (the tools return from many places). */
+static char **fc_cli_expanded;
+static size_t fc_cli_n_expanded;
+static const char **fc_cli_argv_copy;
+
+static inline void fc_cli_free_expanded(void) {
+  fc_store_paths_free(fc_cli_expanded, fc_cli_n_expanded);
+  free(fc_cli_argv_copy);
+  fc_cli_expanded = NULL;
+  fc_cli_argv_copy = NULL;
+}
+
+/* Room for n stores open at once: each holds a few file descriptors (data.mdb, lock.mdb), so a
+ * list of some hundreds of shards passes the usual soft limit of 1024 open files (EMFILE). The
+ * soft limit is raised as far as they need, at most to the hard limit; past that, the open that
+ * fails says "Too many open files". */
+static inline void fc_cli_room_for_stores(size_t n) {
+  struct rlimit rl;
+  rlim_t want = (rlim_t)n * 4 + 64;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want)
+    return;
+  rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want ? rl.rlim_max : want;
+  (void)setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+/* The stores to open for the STORE words stores[0..*n): each split store (fc_store.h) replaced by
+ * its parts, others kept. Returns a new array (freed at exit; one call per process) and sets *n;
+ * exits 2 with a message when a split store's marker cannot be read. */
+static inline const char **fc_cli_expand_stores(const char *const *stores, size_t *n) {
+  char why[512] = "";
+  int rc = fc_store_expand(stores, *n, &fc_cli_expanded, &fc_cli_n_expanded, why, sizeof why);
+  if (rc) {
+    fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
+    exit(FC_EXIT_USAGE);
+  }
+  atexit(fc_cli_free_expanded);
+  *n = fc_cli_n_expanded;
+  fc_cli_room_for_stores(*n);
+  return (const char **)fc_cli_expanded;
+}
+
+typedef struct fc_cli_dir_id {
+  dev_t dev;
+  ino_t ino;
+  size_t i;
+} fc_cli_dir_id;
+
+static int fc_cli_dir_id_cmp(const void *a, const void *b) {
+  const fc_cli_dir_id *x = a, *y = b;
+  if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+  if (x->ino != y->ino) return x->ino < y->ino ? -1 : 1;
+  return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* Which STORE word each store of fc_store_expand(words[0..nw)) came from: word w's are stores
+ * first[w] .. first[w + 1] - 1 (a split store's parts in part order, or the word itself); first
+ * has nw + 1 entries. Returns 0, or -1 when the words no longer expand to n stores (a split
+ * store's marker changed meanwhile). */
+static inline int fc_cli_store_groups(const char *const *words, size_t nw, size_t n,
+                                      size_t *first) {
+  size_t k = 0;
+  for (size_t w = 0; w < nw; w++) {
+    unsigned parts = 0;
+    if (fc_store_split_count(words[w], &parts) != 0) parts = 0;
+    first[w] = k;
+    k += parts ? parts : 1;
+  }
+  first[nw] = k;
+  return k == n ? 0 : -1;
+}
+
+/* A store named twice among stores[0..n), the fc_store_expand of the STORE words words[0..nw):
+ * another spelling of one directory, a split store given twice, or a split store and one of its
+ * parts. LMDB allows one open of an environment per process (closing one handle drops the
+ * process's locks on it), so the tools that open them all refuse that. Returns 0, or 1 with
+ * `WORD: given twice (also as WORD)` in msg for the first store (in the order given) that repeats
+ * one before it, both named as given: `sp/part-1: given twice (also as part 1 of sp)`. A path
+ * that cannot be stat'ed is left to the open that follows. Sorts, so thousands of shards cost no
+ * more than their stat calls. */
+static inline int fc_cli_store_twice(const char *const *words, size_t nw, const char *const *stores,
+                                     size_t n, char *msg, size_t len) {
+  fc_cli_dir_id *v = malloc((n ? n : 1) * sizeof *v);
+  size_t *word = malloc((n ? n : 1) * sizeof *word), *first = malloc((nw + 1) * sizeof *first);
+  long *part = malloc((n ? n : 1) * sizeof *part);
+  size_t m = 0;
+  int found = 0, named = 0;
+  if (!v || !word || !first || !part) goto out;
+  if (fc_cli_store_groups(words, nw, n, first) == 0) { /* each store's word, and its part */
+    named = 1;
+    for (size_t w = 0; w < nw; w++)
+      for (size_t k = first[w]; k < first[w + 1]; k++)
+        word[k] = w, part[k] = strcmp(stores[k], words[w]) != 0 ? (long)(k - first[w]) : -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    struct stat st;
+    if (stat(stores[i], &st) == 0) v[m++] = (fc_cli_dir_id){st.st_dev, st.st_ino, i};
+  }
+  qsort(v, m, sizeof *v, fc_cli_dir_id_cmp);
+  size_t bi = 0, bj = SIZE_MAX; /* of each run of one directory its first two, the earliest pair */
+  for (size_t a = 1; a < m; a++)
+    if (v[a].dev == v[a - 1].dev && v[a].ino == v[a - 1].ino &&
+        (a < 2 || v[a - 2].dev != v[a].dev || v[a - 2].ino != v[a].ino) && v[a].i < bj)
+      bi = v[a - 1].i, bj = v[a].i;
+  if (bj != SIZE_MAX && named) {
+    const char *wi = words[word[bi]], *wj = words[word[bj]];
+    if (part[bj] < 0 && part[bi] >= 0)
+      snprintf(msg, len, "%s: given twice (also as part %ld of %s)", wj, part[bi], wi);
+    else if (part[bj] >= 0 && part[bi] < 0)
+      snprintf(msg, len, "%s: given twice (its part %ld also as %s)", wj, part[bj], wi);
+    else
+      snprintf(msg, len, "%s: given twice (also as %s)", wj, wi);
+    found = 1;
+  } else if (bj != SIZE_MAX) { /* words and stores do not match: name the stores */
+    snprintf(msg, len, "%s: given twice (also as %s)", stores[bj], stores[bi]);
+    found = 1;
+  }
+out:
+  free(v);
+  free(word);
+  free(first);
+  free(part);
+  return found;
+}
+
+/* fc_cli_expand_stores over argv[first..*argc): *argv and *argc then name the stores to open after
+ * the first `first` words (argv[0] and the options stay). */
+static inline void fc_cli_expand_argv(int *argc, char ***argv, int first) {
+  size_t ns = (size_t)(*argc - first);
+  const char **st = fc_cli_expand_stores((const char *const *)(*argv + first), &ns);
+  if (!(fc_cli_argv_copy = malloc((first + ns + 1) * sizeof *fc_cli_argv_copy))) {
+    fc_cli_warn(NULL, "%s", fc_strerror(ENOMEM));
+    exit(FC_EXIT_USAGE);
+  }
+  memcpy(fc_cli_argv_copy, *argv, first * sizeof *fc_cli_argv_copy);
+  memcpy(fc_cli_argv_copy + first, st, ns * sizeof *fc_cli_argv_copy);
+  fc_cli_argv_copy[first + ns] = NULL;
+  *argv = (char **)fc_cli_argv_copy;
+  *argc = first + (int)ns;
+}
+
+#endif
