@@ -162,7 +162,7 @@ static int manifest_readable(const char *path, char *why, size_t why_len) {
 
 /* The format a manifest file is read as without --manifest-format (its name and first non-blank
  * line, as fc_manifest_read detects it); FC_MANIFEST_AUTO when it holds no line, or is no regular
- * file: a FIFO (<(...)) is read once, by the run. */
+ * file: a FIFO (<(...)) is read once, whole, and its items say their format. */
 static fc_manifest_format detected_format(const char *path) {
   struct stat st;
   if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return FC_MANIFEST_AUTO;
