@@ -354,7 +354,7 @@ int vf_text_changed(const fc_item *it, const void *entry, size_t len) {
     if (!texts[i]) continue;
     any = 1;
     if (text_is(texts[i], entry)) return 0; /* tokenize read this column (--text-column) */
-    if (texts[i][strspn(texts[i], " \t\r")]) empty = 0;
+    if (!fc_text_blank(texts[i], strlen(texts[i]))) empty = 0; /* what tokenize fails as empty */
   }
   return !any ? 0 : empty ? 2 : 1;
 }

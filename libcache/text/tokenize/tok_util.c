@@ -10,6 +10,7 @@
 
 #include "libcache/text/tokenize/tok_internal.h"
 #include "formats/common/alloc.h"
+#include "formats/common/stored_text.h"
 
 int tok_buf_put(tok_buf *b, const void *s, size_t n) {
   if (b->len + n + 1 > b->cap) {
@@ -196,11 +197,7 @@ size_t tok_utf8_encode(int32_t cp, char out[4]) {
 }
 
 /* ---- Unicode classes ---------------------------------------------------------------------------- */
-int tok_is_space(int32_t c) {
-  return (c >= 9 && c <= 13) || c == 32 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
-         c == 0x3000;
-}
+int tok_is_space(int32_t c) { return c >= 0 && fc_white_space((uint32_t)c); }
 
 int tok_is_punct(int32_t c) {
   utf8proc_category_t k = utf8proc_category(c);
