@@ -48,4 +48,24 @@ diff -u want err || fail "stderr differs"
 read_bytes=$(awk '{ if (match($0, /= [0-9]+$/)) n += substr($0, RSTART + 2) } END { print n + 0 }' trace)
 [ "$read_bytes" -lt $((4 << 20)) ] ||
   fail "$read_bytes bytes read (want a few KB: the headers, not the 2 x 64 MiB of data)"
+
+# a rerun into the store, which holds entries now: refused from the headers again
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+  strace -f -e trace=read,pread64,readv,preadv,preadv2 -o trace \
+  "$FZ" -q -j 1 --preset kaldi --max-seconds 2 -o st big16.wav big24.wav >out 2>err
+[ $? = 1 ] || fail "rerun: exit, want 1: $(cat err)"
+read_bytes=$(awk '{ if (match($0, /= [0-9]+$/)) n += substr($0, RSTART + 2) } END { print n + 0 }' trace)
+[ "$read_bytes" -lt $((4 << 20)) ] || fail "rerun: $read_bytes bytes read (want a few KB)"
+
+# a long file stored before the limit was given is still found stored when it must be read and
+# hashed again (touched: its identity changed; --rehash), whatever its length: not refused
+sox -n -r 16000 -b 16 long.wav synth 3 sine 440 || fail "sox"
+"$FZ" -q --preset kaldi -o st long.wav || fail "store long.wav"
+touch -d '2001-01-01' long.wav
+for opt in "" --rehash; do
+  # shellcheck disable=SC2086 # no option, or one
+  "$FZ" --preset kaldi --max-seconds 2 $opt -o st long.wav >out 2>err ||
+    fail "stored long.wav ${opt:-touched}: exit $?: $(cat err)"
+  grep -q "1 already stored" err || fail "stored long.wav ${opt:-touched}: $(cat err)"
+done
 exit $((fails > 0))

@@ -132,6 +132,29 @@ static int stored_by_identity(fz_run *r, size_t i, const char *abs, int *have_fa
   return stored && !rc;
 }
 
+/* Does the id's audio entry name audio whose record under this config is stored? Then
+ * --max-seconds leaves its file to be read and hashed (a touched file, --rehash): stored audio is
+ * found stored whatever its length, as without the limit; only audio not stored is refused from
+ * its header. 1 too when the store cannot be read (the usual way says why). */
+static int id_has_record(fz_run *r, size_t i) {
+  if (r->parts[fz_part_of(r, i)].no_entries) return 0; /* a new store */
+  const char *id = fz_item(r, i)->id;
+  fc_rtxn *t;
+  if (fc_store_read_begin(r->parts[fz_part_of(r, i)].s, &t)) return 1;
+  const void *v;
+  size_t vlen;
+  fc_audio_entry e;
+  int stored = 0;
+  if (fc_rtxn_get(t, FC_DB_AUDIO, id, strlen(id), &v, &vlen) == 0 &&
+      fc_audio_entry_decode(v, vlen, &e) == 0) {
+    fc_digest key;
+    fc_record_key(&e.digest, &r->cfg_digest, &key);
+    stored = fc_rtxn_get(t, FC_DB_FEAT, key.bytes, sizeof key.bytes, NULL, NULL) == 0;
+  }
+  fc_rtxn_end(t);
+  return stored;
+}
+
 /* The job's audio entry (FORMAT.md): the content digest, the source's facts and its path (abs:
  * absolute, fz_source_path). */
 static int encode_entry(fz_job *j, const fc_digest *audio, const fc_audio_info *info,
@@ -338,9 +361,10 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   t1 = t0;
   rc = 0;
   if (staged == 0) {
-    /* with --max-seconds, a file whose header states a longer length is refused unread */
-    rc = audio_read_checked(it->path, r->o.max_seconds, &w->buf, &w->buf_cap, &len, &info, why,
-                            sizeof why);
+    /* with --max-seconds, a file whose header states a longer length is refused unread, unless
+     * its id holds stored audio (it may be this file's) */
+    const double limit = r->o.max_seconds > 0 && !id_has_record(r, i) ? r->o.max_seconds : 0;
+    rc = audio_read_checked(it->path, limit, &w->buf, &w->buf_cap, &len, &info, why, sizeof why);
     tm->read += (t1 = fz_cpu_now()) - t0;
   }
   bytes = w->buf;
