@@ -48,6 +48,8 @@ enum {
                            marker): not a featcache store */
   FC_ETRUNCATED = -31932, /* data.mdb ends before its last committed page (a copy cut short):
                              not opened, since reading the missing pages would be a SIGBUS */
+  FC_EDROPPED = -31933, /* the config a writer stores under was dropped from the store while it
+                           wrote (fc_store_drop_config, cache-config --drop): FC_PUT_REQUIRE */
   FC_ELAST = -31900
 };
 

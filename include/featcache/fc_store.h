@@ -72,7 +72,12 @@ enum {
   /* the key sorts after every key of its db (a bulk load in key order): added at the end of the
    * table without a search, its pages filled whole (LMDB's MDB_APPEND); a key that does not is
    * put as any other, so the flag is a hint, never wrong */
-  FC_PUT_APPEND = 1u << 3
+  FC_PUT_APPEND = 1u << 3,
+  /* nothing written (val is ignored): the key must be there already — a writer's config, which
+   * its earlier batches were stored under. When it is not (dropped meanwhile), nothing of the
+   * batch is written and fc_store_write returns FC_EDROPPED: the writer's records never outlive
+   * the drop under no config, nor bring the config back with only its later records */
+  FC_PUT_REQUIRE = 1u << 4
 };
 
 /* A value written straight into the store (FC_PUT_FILL): with this flag, an fc_put's val points at

@@ -37,6 +37,9 @@ const char *fc_strerror(int err) {
   case FC_ENOSTORE: return "FC_ENOSTORE: not a featcache store (no data.mdb)";
   case FC_ETRUNCATED:
     return "FC_ETRUNCATED: data.mdb is truncated (it ends before its last committed page)";
+  case FC_EDROPPED:
+    return "FC_EDROPPED: the config was dropped from the store while this run wrote under it "
+           "(cache-config --drop); run again to store it anew";
   default: break;
   }
   if (err >= FC_EFIRST && err <= FC_ELAST) return "FC_E?: unknown featcache error";

@@ -332,6 +332,11 @@ int store_explain_write_error(const fc_store *s, int rc, size_t bytes) {
 
 /* One put. A config new to the store gets its index in the same transaction. */
 static int put_one(fc_store *s, MDB_txn *txn, const fc_put *p) {
+  if (p->flags & FC_PUT_REQUIRE) { /* a check, no write: no fault countdown either */
+    MDB_val k = {p->key_len, (void *)p->key}, v;
+    int rc = mdb_get(txn, s->dbi[p->db], &k, &v);
+    return rc == MDB_NOTFOUND ? FC_EDROPPED : rc;
+  }
   const int fill = (p->flags & FC_PUT_FILL) != 0;
   MDB_val k = {p->key_len, (void *)p->key}, v = {p->val_len, fill ? NULL : (void *)p->val};
   int is_cfg = p->db == FC_DB_META && p->key_len == 36 && memcmp(p->key, "cfg/", 4) == 0;

@@ -202,7 +202,10 @@ static int run_configure(fz_run *r, const fc_fz_backend *backend, char *why, siz
     fc_rtxn *t;
     uint64_t entries = 1;
     if (fc_store_read_begin(p->s, &t) == 0) {
+      const char *json;
+      size_t len;
       if (fc_rtxn_count(t, FC_DB_AUDIO, &entries) != 0) entries = 1;
+      p->cfg_stored = fc_rtxn_get_config(t, &r->cfg_digest, &json, &len) == 0;
       fc_rtxn_end(t);
     }
     p->no_entries = entries == 0;

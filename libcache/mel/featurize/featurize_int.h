@@ -74,6 +74,8 @@ typedef struct fz_part {
   pthread_t thread;
   int started;
   int no_entries; /* the part held no audio entry when the run began */
+  int cfg_stored; /* the part held the config at the start, or a batch stored it: later batches
+                     require it there (FC_PUT_REQUIRE), not a drop meanwhile */
 } fz_part;
 
 struct fz_run {

@@ -217,8 +217,11 @@ static int commit_batch(fz_run *r, fz_part *p, fz_job *batch, size_t count) {
   int rc = ENOMEM;
   if (!puts || !fills || !args) goto out;
   size_t np = 0, nf = 0;
+  /* the config: stored by the first batch; there still for the later ones (a drop meanwhile
+   * would leave what this run counted as stored gone: FC_EDROPPED, nothing of the batch stored) */
   puts[np++] =
-      (fc_put){FC_DB_META, r->cfg_key, 36, r->cfg_json, r->cfg_json_len, FC_PUT_NOOVERWRITE};
+      (fc_put){FC_DB_META,  r->cfg_key,      36,
+               r->cfg_json, r->cfg_json_len, p->cfg_stored ? FC_PUT_REQUIRE : FC_PUT_NOOVERWRITE};
   puts[np++] = (fc_put){FC_DB_META, r->created_key, 40, r->created, 20, FC_PUT_NOOVERWRITE};
   for (fz_job *j = batch; j; j = j->next) {
     const char *id = fz_item(r, j->index)->id;
@@ -330,6 +333,7 @@ int fz_writer_loop(fz_run *r, fz_part *p) {
       double tw = fz_cpu_now();
       rc = commit_batch(r, p, batch, bcount);
       if (!rc) {
+        p->cfg_stored = 1;
         report_committed(r, batch);
         dirty = 1;
         if (nosync && fz_now() - last_sync >= r->o.sync_seconds) {

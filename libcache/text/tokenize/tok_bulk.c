@@ -187,8 +187,8 @@ static void sift_down(rcur **h, size_t n, size_t i) {
   }
 }
 
-int tok_spill_merge(tok_spill *sp, fc_store *s, int slot, int db, size_t batch_puts,
-                    size_t batch_bytes, tok_merged *done) {
+int tok_spill_merge(tok_spill *sp, fc_store *s, int slot, int db, const fc_put *guard,
+                    size_t batch_puts, size_t batch_bytes, tok_merged *done) {
   size_t n = sp->n_runs[slot];
   memset(done, 0, sizeof *done);
   if (!n) return 0;
@@ -197,7 +197,7 @@ int tok_spill_merge(tok_spill *sp, fc_store *s, int slot, int db, size_t batch_p
   (void)madvise(map, sp->size, MADV_SEQUENTIAL);
   rcur *curs = fc_calloc(n, sizeof *curs);
   rcur **heap = fc_calloc(n, sizeof *heap);
-  fc_put *puts = fc_calloc(batch_puts, sizeof *puts);
+  fc_put *puts = fc_calloc(batch_puts + 1, sizeof *puts);
   int rc = (curs && heap && puts) ? 0 : ENOMEM;
   size_t nh = 0;
   for (size_t i = 0; i < n && !rc; i++) {
@@ -236,7 +236,8 @@ int tok_spill_merge(tok_spill *sp, fc_store *s, int slot, int db, size_t batch_p
       if (nh) sift_down(heap, nh, 0);
     }
     if (np && (np == batch_puts || bytes >= batch_bytes || !nh)) {
-      rc = fc_store_write(s, puts, np);
+      if (guard) puts[np] = *guard; /* written with each batch, never counted */
+      rc = fc_store_write(s, puts, np + (guard != NULL));
       if (!rc) {
         done->puts += np;
         done->aux += part.aux;

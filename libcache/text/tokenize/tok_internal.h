@@ -129,9 +129,10 @@ int tok_spill_run(tok_spill *sp, int slot, const fc_put *puts, const uint32_t *a
 typedef struct tok_merged {
   uint64_t puts, aux, dim0, duplicates;
 } tok_merged;
-/* Merge slot's runs into db of s, one write transaction per batch_puts puts or batch_bytes. */
-int tok_spill_merge(tok_spill *sp, fc_store *s, int slot, int db, size_t batch_puts,
-                    size_t batch_bytes, tok_merged *done);
+/* Merge slot's runs into db of s, one write transaction per batch_puts puts or batch_bytes;
+ * guard (may be NULL) is written with each (the config's FC_PUT_REQUIRE). */
+int tok_spill_merge(tok_spill *sp, fc_store *s, int slot, int db, const fc_put *guard,
+                    size_t batch_puts, size_t batch_bytes, tok_merged *done);
 /* Sort puts by key (LMDB's order). */
 void tok_sort_puts(fc_put *puts, size_t n);
 

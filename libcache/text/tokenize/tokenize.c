@@ -370,7 +370,8 @@ typedef struct run_ctx {
   size_t batch, max_bytes;
   int nthreads;
   line_state *ls;
-  fc_put *puts; /* [2 * batch]: tok puts from 0, text puts from batch */
+  fc_put *puts; /* [2 * batch + 1]: tok puts from 0, text puts from batch; the config's guard */
+  char ckey[37]; /* meta cfg/<hex>: each batch requires it there (FC_PUT_REQUIRE), not dropped */
   char (*hexkeys)[16];
   char **tvals;
   uint32_t *unknowns;
@@ -497,7 +498,10 @@ static int run_batch(const fc_item *lines, size_t m, void *ctxp) {
     tok_sort_puts(puts, nt);
     tok_sort_puts(puts + c->batch, nx);
     memmove(puts + nt, puts + c->batch, nx * sizeof *puts);
-    rc = fc_store_write(c->s, puts, nt + nx);
+    /* the config the records are stored under, written at the start: still there, or the
+     * batch is not stored (a drop meanwhile: FC_EDROPPED, no record left under no config) */
+    puts[nt + nx] = (fc_put){FC_DB_META, c->ckey, 36, NULL, 0, FC_PUT_REQUIRE};
+    rc = fc_store_write(c->s, puts, nt + nx + 1);
   }
   if (!rc && c->bulk) {
     c->pending.processed += k.processed;
@@ -543,7 +547,7 @@ int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
   c.max_bytes = o->max_text_bytes ? o->max_text_bytes : 65536;
   c.nthreads = o->threads > 0 ? o->threads : omp_get_max_threads();
   c.ls = fc_calloc(c.batch, sizeof *c.ls);
-  c.puts = fc_calloc(2 * c.batch, sizeof *c.puts);
+  c.puts = fc_calloc(2 * c.batch + 1, sizeof *c.puts);
   c.hexkeys = fc_calloc(c.batch, sizeof *c.hexkeys);
   c.tvals = fc_calloc(c.batch, sizeof *c.tvals);
   c.unknowns = fc_calloc(c.batch, sizeof *c.unknowns);
@@ -563,13 +567,15 @@ int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
   }
   if ((rc = fc_tokenizer_config(t, &json, &jlen, &c.cfg))) goto out;
   if ((rc = put_meta(s, t, &c.cfg, json, jlen))) goto out;
+  config_key(&c.cfg, c.ckey);
   rc = for_each_batch(items, o, c.batch, run_batch, &c, &n);
   ran = 1;
   if (!rc) rc = c.rc; /* FC_EINTR, or strict's line error */
   if (c.bulk && (!rc || c.stopped)) { /* the work done so far goes in, stopped or not */
     tok_merged recs, ents;
-    int mrc = tok_spill_merge(c.sp, s, 0, FC_DB_TOK, c.batch, 64u << 20, &recs);
-    if (!mrc) mrc = tok_spill_merge(c.sp, s, 1, FC_DB_TEXT, c.batch, 64u << 20, &ents);
+    const fc_put guard = {FC_DB_META, c.ckey, 36, NULL, 0, FC_PUT_REQUIRE};
+    int mrc = tok_spill_merge(c.sp, s, 0, FC_DB_TOK, &guard, c.batch, 64u << 20, &recs);
+    if (!mrc) mrc = tok_spill_merge(c.sp, s, 1, FC_DB_TEXT, &guard, c.batch, 64u << 20, &ents);
     if (mrc) {
       rc = mrc;
       c.stopped = 0;

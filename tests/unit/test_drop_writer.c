@@ -1,0 +1,147 @@
+/* A config dropped (cache-config --drop, fc_store_drop_config) while featurize or tokenize is
+ * writing under it: the drop runs between two of the writer's batches (from its progress
+ * callback, so the interleaving is the same every time). The writer's next batch must not be
+ * stored: the run returns FC_EDROPPED and the store is as the drop left it — no config, no record
+ * of it. Featurize used to store the config again with only its later records (and return 0:
+ * "done", with the records of its first batch gone); tokenize, which wrote its config once at the
+ * start, left its later records under no config at all (cache-verify errors no tool could list
+ * or drop), and returned 0; a bulk load, whose records go in at the end, too. */
+#include "featcache/fc_featurize.h"
+#include "featcache/fc_store.h"
+#include "featcache/fc_tokenize.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/check.h"
+#include "tests/wav.h"
+
+#define N 4
+
+static fc_store *store; /* the store the writer writes and the callback drops from */
+static int dropped; /* batches seen before the drop ran: the drop runs once, after the first */
+
+static void drop_all(void) {
+  if (dropped++) return;
+  fc_config_info *c;
+  size_t n;
+  CHECK(fc_store_configs(store, 0, &c, &n) == 0 && n == 1, "the config before the drop");
+  if (n == 1) {
+    int rc = fc_store_drop_config(store, &c[0].digest, NULL, NULL, NULL);
+    CHECK(rc == 0, "drop: %s", fc_strerror(rc));
+  }
+  fc_configs_free(c, n);
+}
+
+static void fz_progress(const fc_featurize_stats *st, void *user) {
+  (void)st, (void)user;
+  drop_all();
+}
+
+static void tk_progress(const fc_tokenize_stats *st, void *user) {
+  (void)st, (void)user;
+  drop_all();
+}
+
+/* The store holds no config, and no record in db. */
+static void check_dropped(const char *what, int db) {
+  fc_config_info *c;
+  size_t n;
+  CHECK(fc_store_configs(store, 1, &c, &n) == 0 && n == 0, "%s: %zu configs after the drop", what,
+        n);
+  fc_configs_free(c, n);
+  fc_rtxn *t;
+  uint64_t records = 99;
+  if (fc_store_read_begin(store, &t) == 0) {
+    fc_rtxn_count(t, db, &records);
+    fc_rtxn_end(t);
+  }
+  CHECK(records == 0, "%s: %llu records left under no config, or under the config stored again",
+        what, (unsigned long long)records);
+}
+
+int main(void) {
+  char tmpl[] = "/tmp/fc_drop_writer.XXXXXX";
+  char *dir = mkdtemp(tmpl);
+  if (!dir) {
+    perror("mkdtemp");
+    return 1;
+  }
+  char paths[N][300], st_dir[400], tk_dir[400], csv[400], cmd[600];
+  const char *pp[N];
+  for (int i = 0; i < N; i++) {
+    snprintf(paths[i], sizeof paths[i], "%s/u%d.wav", dir, i);
+    write_wav(paths[i], i + 1, 22050);
+    pp[i] = paths[i];
+  }
+
+  /* featurize, a batch per file */
+  snprintf(st_dir, sizeof st_dir, "%s/st", dir);
+  fc_item_list items;
+  fc_mel_config cfg;
+  CHECK(fc_mel_preset("hifigan", &cfg) == 0, "preset");
+  CHECK(fc_items_from_paths(pp, N, &items) == 0, "items");
+  CHECK(fc_store_open(st_dir, FC_STORE_CREATE, &store) == 0, "open %s", st_dir);
+  fc_featurize_opts o;
+  fc_featurize_opts_init(&o);
+  o.jobs = 1;
+  o.batch_records = 1;
+  o.on_progress = fz_progress;
+  fc_featurize_stats fst;
+  char why[256] = "";
+  int rc = fc_featurize_run(store, &cfg, items.items, items.count, &o, &fst, why, sizeof why);
+  CHECK(rc == FC_EDROPPED,
+        "featurize with its config dropped after the first batch: %s (%s), "
+        "want FC_EDROPPED",
+        fc_strerror(rc), why);
+  check_dropped("featurize", FC_DB_FEAT);
+  fc_store_close(store);
+  fc_item_list_free(&items);
+
+  /* tokenize (no bulk load: every batch committed), a batch per line */
+  snprintf(tk_dir, sizeof tk_dir, "%s/tk", dir);
+  snprintf(csv, sizeof csv, "%s/m.csv", dir);
+  FILE *f = fopen(csv, "w");
+  for (int i = 0; f && i < N; i++) fprintf(f, "u%d|Line number %d.|Line number %d.\n", i, i, i);
+  if (f) fclose(f);
+  fc_tok_opts to;
+  fc_tok_opts_init(&to, FC_TOK_CHARS);
+  to.build_vocab = 1;
+  fc_tokenizer *tok = NULL;
+  CHECK(fc_tokenizer_create(&to, &tok, why, sizeof why) == 0, "tokenizer: %s", why);
+  CHECK(fc_manifest_read(csv, NULL, &items, why, sizeof why) == 0, "manifest: %s", why);
+  CHECK(fc_store_open(tk_dir, FC_STORE_CREATE, &store) == 0, "open %s", tk_dir);
+  fc_tokenize_run_opts ro = {0};
+  ro.batch = 1;
+  ro.bulk = -1;
+  ro.progress = tk_progress;
+  fc_tokenize_stats tst;
+  dropped = 0;
+  rc = fc_tokenize_run(store, tok, &items, &ro, &tst);
+  CHECK(rc == FC_EDROPPED,
+        "tokenize with its config dropped after the first batch: %s, want "
+        "FC_EDROPPED",
+        fc_strerror(rc));
+  check_dropped("tokenize", FC_DB_TOK);
+  fc_store_close(store);
+  fc_tokenizer_free(tok);
+
+  /* a bulk load (a new store): its records go in at the end, which finds the config dropped */
+  snprintf(tk_dir, sizeof tk_dir, "%s/bulk", dir);
+  CHECK(fc_tokenizer_create(&to, &tok, why, sizeof why) == 0, "tokenizer: %s", why);
+  CHECK(fc_store_open(tk_dir, FC_STORE_CREATE, &store) == 0, "open %s", tk_dir);
+  ro.bulk = 0;
+  dropped = 0;
+  rc = fc_tokenize_run(store, tok, &items, &ro, &tst);
+  CHECK(rc == FC_EDROPPED, "a bulk tokenize with its config dropped: %s, want FC_EDROPPED",
+        fc_strerror(rc));
+  check_dropped("bulk tokenize", FC_DB_TOK);
+  fc_store_close(store);
+  fc_item_list_free(&items);
+  fc_tokenizer_free(tok);
+
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+  return fc_check_result("test_drop_writer");
+}
