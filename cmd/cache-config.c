@@ -251,11 +251,16 @@ static int resolve(const char *dir, char **parts, unsigned np, const char *want,
     fc_store *s;
     fc_config_info *c;
     size_t m;
-    if (open_store(parts[k], FC_STORE_RDONLY, &s)) return FC_EXIT_USAGE;
+    if (open_store(parts[k], FC_STORE_RDONLY, &s)) {
+      code = FC_EXIT_USAGE; /* the parts before it listed: freed below */
+      break;
+    }
     int rc = fc_store_configs(s, 0, &c, &m);
     fc_store_close(s);
-    if (!rc) rc = merge_into(&all, &n, c, m);
-    if (!rc) fc_configs_free(c, m);
+    if (!rc) {
+      rc = merge_into(&all, &n, c, m);
+      fc_configs_free(c, m);
+    }
     if (rc) {
       fc_cli_warn(parts[k], "cannot list its configs: %s", fc_strerror(rc));
       code = FC_EXIT_FAIL;
