@@ -5,6 +5,7 @@
 #ifndef FC_CMD_CLI_H
 #define FC_CMD_CLI_H
 
+#include "featcache/fc_format.h" /* fc_quote_name */
 #include "featcache/fc_outfile.h" /* fc_json_write_string */
 #include "featcache/fc_store.h"
 
@@ -56,38 +57,22 @@ static inline void fc_cli_std_fds(void) {
 }
 
 /* A file name as messages print it: as it is, or — when it holds a control character, a double
- * quote or a backslash — in double quotes with C escapes, as git quotes paths (core.quotePath
- * false: UTF-8 stays as it is). One input's line stays one line, a terminal gets no escape codes
- * from a name, and a name that begins with a quote cannot pass for a quoted one. */
+ * quote or a backslash — in double quotes with C escapes, as git quotes paths (fc_quote_name,
+ * the library's rule for the names in its own messages too). One input's line stays one line, a
+ * terminal gets no escape codes from a name, and a name that begins with a quote cannot pass for
+ * a quoted one. */
 static inline void fc_cli_put_name(FILE *f, const char *name) {
-  const unsigned char *p = (const unsigned char *)name;
-  while (*p && *p >= 0x20 && *p != 0x7f && *p != '"' && *p != '\\') p++;
-  if (!*p) {
-    fputs(name, f);
-    return;
-  }
-  fputc('"', f);
-  for (p = (const unsigned char *)name; *p; p++) {
-    if (*p == '"' || *p == '\\')
-      fprintf(f, "\\%c", *p);
-    else if (*p >= 7 && *p <= 13) /* \a \b \t \n \v \f \r */
-      fprintf(f, "\\%c", "abtnvfr"[*p - 7]);
-    else if (*p < 0x20 || *p == 0x7f)
-      fprintf(f, "\\%03o", *p);
-    else
-      fputc(*p, f);
-  }
-  fputc('"', f);
+  char small[512], *big = NULL;
+  const size_t n = fc_quote_name(name, small, sizeof small);
+  if (n >= sizeof small && (big = malloc(n + 1))) fc_quote_name(name, big, n + 1);
+  fputs(big ? big : small, f); /* without the memory, cut short */
+  free(big);
 }
 
-/* fc_cli_put_name into buf (len bytes, cut short if it must be: 4 × the name + 3 always fits), for
+/* fc_quote_name into buf (len bytes, cut short if it must be: 4 × the name + 3 always fits), for
  * a name inside a message: an utterance id (up to 511 bytes, any character but NUL, CR and LF). */
 static inline const char *fc_cli_quoted(const char *name, char *buf, size_t len) {
-  FILE *f = fmemopen(buf, len, "w");
-  if (!f) return name;
-  fc_cli_put_name(f, name);
-  fclose(f); /* writes the terminating NUL when there is room: */
-  buf[len - 1] = '\0'; /* a name cut short ends here */
+  fc_quote_name(name, buf, len);
   return buf;
 }
 

@@ -237,7 +237,12 @@ static int item_finish(list_builder *b, fc_item *it) {
   }
   rc = id_set_insert(b, it->id);
   if (rc < 0) return rc;
-  if (rc == 1) return item_fail(it, FC_EDUPLICATE, "duplicate id '%s'", it->id);
+  if (rc == 1) { /* an id that holds a tab or an escape, quoted as the tools quote names */
+    char q[4 * FC_ID_MAX + 3];
+    if (fc_quote_name(it->id, q, sizeof q) > n)
+      return item_fail(it, FC_EDUPLICATE, "duplicate id %s", q);
+    return item_fail(it, FC_EDUPLICATE, "duplicate id '%s'", it->id);
+  }
   return 0;
 }
 

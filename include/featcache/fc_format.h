@@ -142,6 +142,41 @@ FC_API int fc_id_check(const char *id, size_t len);
 /* Validate UTF-8 (strict: no overlongs, surrogates or > U+10FFFF). 1 valid, 0 not. */
 FC_API int fc_utf8_valid(const char *s, size_t len);
 
+/* A name (a file, a store, an utterance id) as the tools' messages print it: as it is, or — when
+ * it holds a control character, a double quote or a backslash — in double quotes with C escapes
+ * (\t, \n, \", \\, octal \033 for the others), as git quotes paths (core.quotePath false: UTF-8
+ * stays as it is), so that a message stays one line and sends no escape codes to a terminal.
+ * Writes at most len bytes into buf, always NUL-terminated when len > 0 (cut short if it must be:
+ * 4 x strlen(name) + 3 always fits); returns the length of the whole quoted form, as snprintf.
+ * Inline: a pure helper, no symbol (docs/HACKING.md). */
+static inline void fc_quote_put_(char *buf, size_t len, size_t *o, const char *s, size_t n) {
+  for (size_t k = 0; k < n; k++, ++*o)
+    if (*o + 1 < len) buf[*o] = s[k];
+}
+static inline size_t fc_quote_name(const char *name, char *buf, size_t len) {
+  const unsigned char *p = (const unsigned char *)(name ? name : "");
+  size_t o = 0;
+  const unsigned char *q = p;
+  while (*q && *q >= 0x20 && *q != 0x7f && *q != '"' && *q != '\\') q++;
+  const int quote = *q != 0;
+  if (quote) fc_quote_put_(buf, len, &o, "\"", 1);
+  for (; *p; p++) {
+    char e[4] = {'\\', (char)*p, 0, 0};
+    size_t n = 2;
+    if (!quote || (*p >= 0x20 && *p != 0x7f && *p != '"' && *p != '\\'))
+      e[0] = (char)*p, n = 1;
+    else if (*p >= 7 && *p <= 13) /* \a \b \t \n \v \f \r */
+      e[1] = "abtnvfr"[*p - 7];
+    else if (*p < 0x20 || *p == 0x7f) /* octal, \033 */
+      e[1] = (char)('0' + (*p >> 6)), e[2] = (char)('0' + (*p >> 3 & 7)),
+      e[3] = (char)('0' + (*p & 7)), n = 4;
+    fc_quote_put_(buf, len, &o, e, n);
+  }
+  if (quote) fc_quote_put_(buf, len, &o, "\"", 1);
+  if (len) buf[o < len ? o : len - 1] = '\0';
+  return o;
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,7 +3,8 @@
 # tool quotes names (git's way: "st\nore", "tab\there"), so that one finding stays one line whose
 # STORE and KEY a script can tell apart. cache-verify printed the store, the key and the id as
 # they are (a store named st<newline>ore split every line in two) and ids as the library's
-# printable copy (tab\x09here); tokenize printed its --vocab FILE as it is.
+# printable copy (tab\x09here); tokenize printed its --vocab FILE as it is. The library's own
+# reasons quote the same way: a duplicate id, a store named in a dataset finding.
 set -u
 B=${FC_BIN:?}
 tmp=$(mktemp -d)
@@ -40,6 +41,20 @@ dataset: error: manifest "tab\there": missing: the manifest names it, no store h
 TXT
 grep '^dataset: ' out | diff -u want - || fail "dataset finding lines differ"
 grep -c '^"st\\nore": ' out | grep -qx 2 || fail "store lines: $(cat out)"
+
+# a duplicate id that holds a tab, in the reason the manifest reader gives (every tool prints it)
+{ cat m.csv; printf 'tab\there|Again.\n'; } >m3.csv
+"$B/tokenize" -q -o st4 --manifest m3.csv --manifest-format ljspeech --build-vocab 2>err
+[ "$(grep ':3: ' err)" = 'tokenize: m3.csv:3: duplicate id "tab\there"' ] || fail "duplicate id: $(cat err)"
+"$B/cache-verify" --manifest m3.csv --manifest-format ljspeech st4 >out 2>err
+grep -qxF 'st4: warning: manifest 3 (id "tab\there"): line skipped: duplicate id "tab\there"' out ||
+  fail "verify, duplicate id: $(cat out)"
+# a store name inside a dataset finding: two stores of other token configs
+"$B/tokenize" -q -o st5 --manifest m.csv --manifest-format ljspeech --build-vocab --whitespace keep ||
+  fail "tokenize into st5"
+"$B/cache-verify" "st${nl}ore" st5 >out 2>err
+grep -q '^dataset: error: meta: st5 lacks the tokens config [0-9a-f]\{32\} that "st\\nore" holds: ' out ||
+  fail "dataset meta line: $(grep '^dataset' out)"
 
 printf 'a\na\n' >$'v\tdup'
 "$B/tokenize" -q -o st3 --manifest m.csv --vocab $'vo\tcab' 2>err

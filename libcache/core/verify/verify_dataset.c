@@ -31,6 +31,15 @@ typedef struct dctx {
   uint64_t max_errors;
 } dctx;
 
+/* A store's name in a message, quoted as the tools quote names (fc_quote_name), into q. */
+typedef struct qname {
+  char s[1024];
+} qname;
+static const char *quoted(const char *dir, qname *q) {
+  fc_quote_name(dir, q->s, sizeof q->s);
+  return q->s;
+}
+
 /* The same printable copy as a single store's findings hold (a backslash too becomes \x5c). */
 static char *printable(const void *p, size_t len) { return vf_printable(p, len); }
 
@@ -181,6 +190,7 @@ static int walk(dctx *c, dwalk *w, const char *const *dirs, size_t n, const fc_v
   size_t ref_n[2] = {0, 0};
   long ref_store[2] = {-1, -1};
   fc_verify_report *out = c->r;
+  qname q1, q2; /* store names in messages */
   /* configs: every store with entries holds the same set of each kind as the first such store */
   static const char *const kinds[2] = {"mel", "tokens"};
   static const int entry_db[2] = {FC_DB_AUDIO, FC_DB_TEXT};
@@ -213,7 +223,7 @@ static int walk(dctx *c, dwalk *w, const char *const *dirs, size_t n, const fc_v
           add(c, FC_VERIFY_ERROR, "meta", NULL, 0,
               "%s lacks the %s config %s that %s holds: the stores cannot be read as one dataset "
               "with it",
-              dirs[i], kinds[k], ref_sets[k][a], dirs[ref_store[k]]);
+              quoted(dirs[i], &q1), kinds[k], ref_sets[k][a], quoted(dirs[ref_store[k]], &q2));
       }
       for (size_t b = 0; b < sn; b++) {
         size_t a = 0;
@@ -222,7 +232,7 @@ static int walk(dctx *c, dwalk *w, const char *const *dirs, size_t n, const fc_v
           add(c, FC_VERIFY_ERROR, "meta", NULL, 0,
               "%s holds the %s config %s that %s lacks: the stores cannot be read as one dataset "
               "with it",
-              dirs[i], kinds[k], set[b], dirs[ref_store[k]]);
+              quoted(dirs[i], &q1), kinds[k], set[b], quoted(dirs[ref_store[k]], &q2));
       }
       free(set);
       w->set = NULL;
@@ -266,8 +276,8 @@ static int walk(dctx *c, dwalk *w, const char *const *dirs, size_t n, const fc_v
         char d[512];
         describe(db, &vals[0], &vals[j], d, sizeof d);
         add(c, FC_VERIFY_ERROR, fc_db_name(db), key.mv_data, key.mv_size,
-            "in %s and %s with different entries: %s (cache-merge would refuse it)", dirs[src[0]],
-            dirs[src[j]], d);
+            "in %s and %s with different entries: %s (cache-merge would refuse it)",
+            quoted(dirs[src[0]], &q1), quoted(dirs[src[j]], &q2), d);
         break;
       }
       while (need_manifest && mi < nids) { /* ids before this key are in no store */
@@ -322,6 +332,7 @@ static int walk_guarded(dctx *c, dwalk *w, const char *const *dirs, size_t n,
 
 int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o,
                       fc_verify_report *out, char *why, size_t why_len) {
+  qname q1; /* a store's name in why */
   fc_verify_opts defaults;
   if (!o) {
     fc_verify_opts_init(&defaults);
@@ -365,7 +376,7 @@ int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o
       continue;
     }
     if (rc) {
-      if (why && why_len) snprintf(why, why_len, "%s: %s", dirs[i], fc_strerror(rc));
+      if (why && why_len) snprintf(why, why_len, "%s: %s", quoted(dirs[i], &q1), fc_strerror(rc));
       break;
     }
     if ((rc = fc_store_read_begin(st[i], &rt[i])) != 0) break;
