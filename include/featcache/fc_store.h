@@ -8,7 +8,9 @@
 
 #include "fc_base.h"
 
+#include <errno.h>
 #include <signal.h> /* sig_atomic_t */
+#include <stdio.h> /* snprintf: fc_store_part_path */
 
 #ifdef __cplusplus
 extern "C" {
@@ -24,10 +26,15 @@ enum fc_store_flags {
   FC_STORE_NOSYNC = 1u << 2, /* MDB_NOSYNC: commits do not fsync; call fc_store_sync */
   FC_STORE_NOLOCK = 1u << 3, /* MDB_NOLOCK: for read-only media (no lock.mdb written) */
   FC_STORE_NORDAHEAD = 1u << 4, /* MDB_NORDAHEAD: for random reads of stores larger than RAM */
-  FC_STORE_NOMETASYNC = 1u << 5 /* MDB_NOMETASYNC: each commit fdatasyncs its pages, not its
+  FC_STORE_NOMETASYNC = 1u << 5, /* MDB_NOMETASYNC: each commit fdatasyncs its pages, not its
                                     meta page (the next commit's sync or fc_store_sync does): a
                                     power cut may undo the last commit, never break the store,
                                     on any disk that honours fdatasync (docs/FORMAT.md) */
+  FC_STORE_EXCLUSIVE = 1u << 6 /* the store's writer lock taken exclusively (cache-prune): the
+                                  open fails with EBUSY while another process has the store open
+                                  for writing, and writers that open it meanwhile wait until this
+                                  handle is closed. Without it, an open for writing takes the lock
+                                  shared (and waits while an exclusive holder has it) */
 };
 
 typedef enum fc_db {
@@ -220,8 +227,12 @@ FC_API uint32_t fc_store_part_of_id(const char *id, size_t len, uint32_t n);
  * marker of a later version), or the errno of reading it. */
 FC_API int fc_store_split_count(const char *dir, unsigned *n);
 
-/* The path of part k of the split store dir into buf: "<dir>/part-<k>". 0 or ENAMETOOLONG. */
-FC_API int fc_store_part_path(const char *dir, unsigned k, char *buf, size_t len);
+/* The path of part k of the split store dir into buf: "<dir>/part-<k>". 0 or ENAMETOOLONG.
+ * Inline: no symbol. */
+static inline int fc_store_part_path(const char *dir, unsigned k, char *buf, size_t len) {
+  int n = snprintf(buf, len, "%s/part-%u", dir, k);
+  return n < 0 || (size_t)n >= len ? ENAMETOOLONG : 0;
+}
 
 /* Each store directory of dirs as the stores to open: a split store becomes its parts in order,
  * any other path stays itself. *out (n_out strings) is owned by the caller: fc_store_paths_free.

@@ -26,6 +26,7 @@
 
 #include "fc_base.h"
 #include "fc_manifest.h"
+#include "fc_store.h"
 
 #include <string.h>
 
@@ -165,6 +166,44 @@ FC_API int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_
  * reserved header flags 0, then with finite the NaN/Inf scan. Returns 0, FC_EFORMAT or FC_ECHECKSUM with a one-line reason in why
  * (may be NULL); a non-finite value is FC_EFORMAT, "payload holds NaN at element N (frame F, bin B)". */
 FC_API int fc_verify_record(const void *val, size_t len, int finite, char *why, size_t why_len);
+
+/* ---- pruning: what no entry refers to, and the utterances a manifest no longer has ---------- */
+typedef struct fc_prune_opts {
+  /* Ids to keep (e.g. a manifest's; any order, NUL-terminated): every audio and text entry and
+   * failure record of an id not among them is removed too, and then the records only they
+   * referred to. NULL: entries stay, only orphan records go. */
+  const char *const *keep;
+  size_t n_keep;
+  int dry_run; /* find and count, change nothing (any open of the store will do) */
+  uint32_t batch; /* deletes per write transaction; 0 = 4096 */
+  volatile const int *stop; /* nonzero → stop between transactions and return FC_EINTR */
+} fc_prune_opts;
+
+typedef struct fc_prune_report {
+  uint64_t feat_records, feat_bytes; /* orphan feature records removed (or, dry, found) */
+  uint64_t tok_records, tok_bytes; /* orphan token records */
+  uint64_t ids; /* ids not kept that had an audio or text entry or a failure record */
+  uint64_t audio_entries, text_entries, failures, entry_bytes; /* theirs, removed */
+  uint64_t kept_ids; /* ids with an entry that stay */
+  uint64_t transactions; /* write transactions committed */
+} fc_prune_report;
+
+/* Remove from s the records no entry refers to — the orphans of fc_verify_store's step 4, found
+ * by the same code (every entry's digest under every config the store holds; a record of no
+ * config held is an orphan too) — and, with o->keep, first the entries, failure records and
+ * index entries of the ids it does not hold. s must be open for writing with FC_STORE_EXCLUSIVE
+ * (else EINVAL; read-only is fine with dry_run), so no writer that could be about to refer to an
+ * orphan runs. Entries go before records, in write transactions of o->batch deletes, each
+ * committed: a stop or a crash at any point leaves a store that verifies, with at most orphan
+ * records left, and running it again finishes. Refused, nothing changed, with a reason in why:
+ * FC_EFORMAT when meta or an entry is damaged (its records would look like orphans: cache-verify
+ * names it), FC_ECONFLICT when a commit of another process came between the snapshot the orphans
+ * were found in and a transaction of ours (a writer that took no lock) — run it again. Other
+ * returns: FC_EINTR, ENOMEM, LMDB and errno codes. *r holds what was done (or found) so far.
+ * Memory: that of fc_verify_store's entries and pairs, plus 24 bytes per orphan and the ids not
+ * kept. The pages freed stay in data.mdb, reused by later writes. */
+FC_API int fc_store_prune(fc_store *s, const fc_prune_opts *o, fc_prune_report *r, char *why,
+                          size_t why_len);
 
 #ifdef __cplusplus
 }

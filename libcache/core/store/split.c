@@ -40,10 +40,6 @@ static int join(char *buf, size_t len, const char *dir, const char *name) {
   return snprintf(buf, len, "%s/%s", dir, name) >= (int)len ? ENAMETOOLONG : 0;
 }
 
-int fc_store_part_path(const char *dir, unsigned k, char *buf, size_t len) {
-  return snprintf(buf, len, "%s/part-%u", dir, k) >= (int)len ? ENAMETOOLONG : 0;
-}
-
 /* Parse the marker's bytes: "featcache-split/1 N\n", N decimal without leading zeros. */
 static int parse_marker(const char *b, size_t len, unsigned *n) {
   const size_t pl = strlen(MARKER_VERSION), ml = strlen(MARKER_MAGIC);

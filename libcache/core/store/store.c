@@ -197,6 +197,32 @@ static int check_extent(fc_store *s) {
   return (uint64_t)st.st_size < (uint64_t)(ei.me_last_pgno + 1) * ms.ms_psize ? FC_ETRUNCATED : 0;
 }
 
+/* The store's writer lock (docs/FORMAT.md "Writing, durability"): an flock(2) of data.mdb, held
+ * as long as the environment is open (LMDB's own descriptor: mdb_env_close releases it). A
+ * writer holds it shared — any number write at once, each transaction LMDB's alone — and
+ * cache-prune exclusive (FC_STORE_EXCLUSIVE), since featurize and tokenize decide from a read
+ * transaction that a record is stored and commit the entry that refers to it in a later one: a
+ * record removed in between would leave the entry without it. A shared open waits while the
+ * exclusive holder runs; an exclusive one is refused (EBUSY) while any writer has the store open.
+ * A file system without flock (ENOLCK, EOPNOTSUPP) has no lock. */
+static int writer_lock(fc_store *s) {
+  int fd;
+  if (mdb_env_get_fd(s->env, &fd) != 0) return 0;
+  int excl = (s->flags & FC_STORE_EXCLUSIVE) != 0;
+  if (flock(fd, (excl ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0) return 0;
+  int e = errno;
+  if (e == EWOULDBLOCK && excl) return EBUSY;
+  if (e == EWOULDBLOCK) { /* cache-prune runs: wait for it */
+    while (flock(fd, LOCK_SH) != 0) {
+      if (errno == EINTR) return FC_EINTR;
+      if (errno == ENOLCK || errno == EOPNOTSUPP) return 0;
+      return errno;
+    }
+    return 0;
+  }
+  return e == ENOLCK || e == EOPNOTSUPP || e == EINVAL ? 0 : e;
+}
+
 int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
   *out = NULL;
   if (!dir || !*dir) return EINVAL;
@@ -259,6 +285,7 @@ int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
   if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH) rc = FC_EFORMAT;
   if (rc) goto fail;
   if (existed && (rc = check_extent(s)) != 0) goto fail;
+  if (!rdonly && (rc = writer_lock(s)) != 0) goto fail;
   rc = open_dbs(s, existed);
   while (rc == MDB_MAP_FULL && !(rc = store_grow_map(s, 0))) /* a first map too small for the dbs */
     rc = open_dbs(s, existed);

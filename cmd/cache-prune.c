@@ -1,0 +1,250 @@
+/* cache-prune — remove what a featcache store holds that no training run can reach: records no
+ * entry refers to, and with --manifest the utterances the manifest no longer has
+ * (docs/cache-prune.md). A thin main over fc_store_prune (libcache/core/verify/prune.c); a split
+ * store is its parts, reported as one store. */
+#include "cmd/cli.h"
+
+#include "featcache/fc_manifest.h"
+#include "featcache/fc_verify.h"
+
+#include <sys/stat.h>
+
+enum { OPT_MANIFEST = 256, OPT_MANIFEST_FORMAT, OPT_BATCH, OPT_JSON, OPT_VERSION };
+
+static const fc_cli_opt options[] =
+    {{NULL, 0, 0, NULL, "What goes:"},
+     {"manifest", OPT_MANIFEST, required_argument, "FILE",
+      "also remove the utterances (entries, failure records, then their records) whose ids this "
+      "manifest (LJSpeech, wav.scp, JSONL, list) lacks"},
+     {"manifest-format", OPT_MANIFEST_FORMAT, required_argument, "FMT",
+      "auto, ljspeech, kaldi, jsonl, list, tsv (default auto)"},
+     {"dry-run", 'n', no_argument, NULL, "say what would be removed; change nothing"},
+     {NULL, 0, 0, NULL, "Running:"},
+     {"batch", OPT_BATCH, required_argument, "N", "deletes per write transaction (default 4096)"},
+     {"json", OPT_JSON, no_argument, NULL, "one JSON object per store on stdout"},
+     {"quiet", 'q', no_argument, NULL, "no summary line"},
+     {"help", 'h', no_argument, NULL, "show this help and exit"},
+     {"version", OPT_VERSION, no_argument, NULL, "show the version and exit"},
+     {NULL, 0, 0, NULL, NULL}};
+
+static const char synopsis[] = "cache-prune [options] STORE...";
+static const char description[] =
+    "Remove the records of a featcache store that no audio or text entry refers to (the orphans\n"
+    "cache-verify warns about: left by refeaturizing or retokenizing an utterance with other\n"
+    "audio or text), and with --manifest the utterances the manifest no longer names, so that\n"
+    "no training run reads them. Writers (featurize, tokenize) wait while it runs; it refuses a\n"
+    "store a writer has open. The pages freed are reused by later writes (cache-merge -o NEW\n"
+    "STORE writes a compact copy).";
+static const char footer[] =
+    "Exit status: 0 done (or nothing to remove); 1 a store is in use by a writer, damaged, or a\n"
+    "write failed part-way (what was committed stays; run again to finish); 2 usage error, a\n"
+    "STORE that is not a store or cannot be written, or a manifest that cannot be read; 130/143\n"
+    "interrupted (run again to finish).\n"
+    "Manual: man cache-prune.";
+
+/* Open one store to prune; 0, or the exit code, said. */
+static int open_store(const char *path, int dry, fc_store **s) {
+  int rc = fc_store_open(path, dry ? FC_STORE_RDONLY : FC_STORE_EXCLUSIVE, s);
+  if (!rc) return 0;
+  struct stat st;
+  if (rc == FC_ENOSTORE || (rc == ENOENT && stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
+    fc_cli_warn(path, "not a featcache store (no data.mdb)");
+  else if (rc == ENOTDIR || (rc == ENOENT && stat(path, &st) == 0))
+    fc_cli_warn(path, "not a featcache store (not a directory)");
+  else if (rc == FC_EFORMAT)
+    fc_cli_warn(path, "not a featcache store (not an LMDB environment with featcache/1 meta)");
+  else if (rc == EACCES || rc == EROFS || rc == EPERM)
+    fc_cli_warn(path, "cannot open the store for writing: %s (--dry-run only reads it)",
+                fc_strerror(rc));
+  else if (rc == EBUSY)
+    fc_cli_warn(path,
+                "in use: another process has it open for writing (featurize, tokenize, "
+                "cache-merge, cache-config --drop); nothing removed: run cache-prune when it "
+                "has finished");
+  else
+    fc_cli_warn(path, "cannot open the store: %s", fc_strerror(rc));
+  return rc == EBUSY ? FC_EXIT_FAIL : FC_EXIT_USAGE;
+}
+
+static void add(fc_prune_report *a, const fc_prune_report *b) {
+  a->feat_records += b->feat_records;
+  a->feat_bytes += b->feat_bytes;
+  a->tok_records += b->tok_records;
+  a->tok_bytes += b->tok_bytes;
+  a->ids += b->ids;
+  a->audio_entries += b->audio_entries;
+  a->text_entries += b->text_entries;
+  a->failures += b->failures;
+  a->entry_bytes += b->entry_bytes;
+  a->kept_ids += b->kept_ids;
+  a->transactions += b->transactions;
+}
+
+static void summary(const char *store, const fc_prune_report *r, int dry, int manifest) {
+  const char *verb = dry ? "would remove" : "removed";
+  uint64_t orphans = r->feat_records + r->tok_records;
+  fprintf(stderr, "%s: %s: %s %llu orphan record%s (%llu feat, %llu tok; %.1f MB)", fc_cli_tool,
+          store, verb, (unsigned long long)orphans, orphans == 1 ? "" : "s",
+          (unsigned long long)r->feat_records, (unsigned long long)r->tok_records,
+          (r->feat_bytes + r->tok_bytes) / 1e6);
+  if (manifest)
+    fprintf(stderr,
+            " and %llu utterance%s not in the manifest (%llu audio, %llu text entries, %llu "
+            "failure records; %.1f MB)",
+            (unsigned long long)r->ids, r->ids == 1 ? "" : "s",
+            (unsigned long long)r->audio_entries, (unsigned long long)r->text_entries,
+            (unsigned long long)r->failures, r->entry_bytes / 1e6);
+  fprintf(stderr, "; %llu utterance%s stay%s\n", (unsigned long long)r->kept_ids,
+          r->kept_ids == 1 ? "" : "s",
+          dry ? "" : " (pages freed in data.mdb, reused by later writes)");
+}
+
+static void print_json(const char *store, unsigned parts, const fc_prune_report *r, int dry,
+                       const char *status) {
+  fputs("{\"store\":", stdout);
+  fc_json_write_string(stdout, store);
+  printf(
+      ",\"parts\":%u,\"dry_run\":%s,\"status\":\"%s\","
+      "\"orphans\":{\"feat\":%llu,\"tok\":%llu,\"bytes\":%llu},"
+      "\"dropped\":{\"ids\":%llu,\"audio\":%llu,\"text\":%llu,\"failed\":%llu,\"bytes\":%llu},"
+      "\"kept_ids\":%llu,\"bytes_freed\":%llu,\"transactions\":%llu}\n",
+      parts, dry ? "true" : "false", status, (unsigned long long)r->feat_records,
+      (unsigned long long)r->tok_records, (unsigned long long)(r->feat_bytes + r->tok_bytes),
+      (unsigned long long)r->ids, (unsigned long long)r->audio_entries,
+      (unsigned long long)r->text_entries, (unsigned long long)r->failures,
+      (unsigned long long)r->entry_bytes, (unsigned long long)r->kept_ids,
+      (unsigned long long)(r->feat_bytes + r->tok_bytes + r->entry_bytes),
+      (unsigned long long)r->transactions);
+}
+
+/* One STORE word: its stores (a split store's parts) all opened before any is changed, then
+ * pruned one by one. Returns the exit code. */
+static int prune_word(const char *word, const char *const *stores, size_t n,
+                      const fc_prune_opts *po, int manifest, int json, int quiet) {
+  fc_store **ss = calloc(n ? n : 1, sizeof *ss);
+  if (!ss) return FC_EXIT_FAIL;
+  int code = 0;
+  for (size_t k = 0; k < n && !code; k++) code = open_store(stores[k], po->dry_run, &ss[k]);
+  fc_prune_report all = {0};
+  const char *status = code ? "error" : "done";
+  for (size_t k = 0; k < n && !code; k++) {
+    fc_prune_report r;
+    char why[512] = "";
+    int rc = fc_store_prune(ss[k], po, &r, why, sizeof why);
+    if (!rc && !po->dry_run) rc = fc_store_sync(ss[k]);
+    add(&all, &r);
+    if (rc == FC_EINTR) {
+      fprintf(stderr, "%s: %s: interrupted: run again to finish\n", fc_cli_tool, stores[k]);
+      status = "interrupted";
+      code = fc_cli_signal_exit();
+    } else if (rc) {
+      fc_cli_warn(stores[k], "%s%s", why[0] ? why : fc_strerror(rc),
+                  r.transactions ? " (what was removed stays removed: run again to finish)" : "");
+      status = rc == FC_EFORMAT ? "damaged" : "error";
+      code = FC_EXIT_FAIL;
+    }
+  }
+  for (size_t k = 0; k < n; k++) fc_store_close(ss[k]);
+  free(ss);
+  if (!quiet && (code == 0 || all.transactions)) summary(word, &all, po->dry_run, manifest);
+  if (json && code != FC_EXIT_USAGE)
+    print_json(word, n > 1 || strcmp(stores[0], word) ? (unsigned)n : 1, &all, po->dry_run, status);
+  return code;
+}
+
+/* The ids of a manifest; exit 2 said when it cannot be read, names none, or has a line whose
+ * utterance cannot be told (an id that is kept could otherwise be removed). */
+static const char **manifest_ids(const char *path, const fc_manifest_opts *mo, fc_item_list *items,
+                                 size_t *n) {
+  char why[512] = "";
+  int rc = fc_manifest_read(path, mo, items, why, sizeof why);
+  if (rc) {
+    fc_cli_warn(path, "%s", why[0] ? why : fc_strerror(rc));
+    exit(FC_EXIT_USAGE);
+  }
+  const char **ids = malloc((items->count ? items->count : 1) * sizeof *ids);
+  if (!ids) exit(FC_EXIT_FAIL);
+  *n = 0;
+  for (size_t i = 0; i < items->count; i++) {
+    const fc_item *it = &items->items[i];
+    if (it->id) {
+      ids[(*n)++] = it->id;
+    } else if (it->err != FC_EDUPLICATE) {
+      fc_cli_warn(path,
+                  "line %zu: %s: no id, so no utterance it keeps can be told; nothing removed",
+                  it->line, it->why ? it->why : fc_strerror(it->err));
+      exit(FC_EXIT_USAGE);
+    }
+  }
+  if (!*n) {
+    fc_cli_warn(path, "names no utterance: refusing to remove every one");
+    exit(FC_EXIT_USAGE);
+  }
+  return ids;
+}
+
+int main(int argc, char **argv) {
+  fc_cli_tool = "cache-prune";
+  fc_cli_std_fds();
+  enum { NOPT = sizeof options / sizeof options[0] };
+  struct option longs[NOPT + 1];
+  char shorts[3 * NOPT + 3];
+  shorts[0] = ':';
+  fc_cli_getopt_tables(options, longs, shorts + 1);
+  const char *manifest = NULL;
+  fc_manifest_opts mo = {.format = FC_MANIFEST_AUTO};
+  fc_prune_opts po = {0};
+  int json = 0, quiet = 0, c;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+    switch (c) {
+    case OPT_MANIFEST: manifest = fc_cli_path("manifest", optarg); break;
+    case OPT_MANIFEST_FORMAT: {
+      int f = fc_manifest_format_from_name(optarg);
+      if (f < 0) fc_cli_usage_error("invalid value '%s' for --manifest-format", optarg);
+      mo.format = (fc_manifest_format)f;
+      break;
+    }
+    case 'n': po.dry_run = 1; break;
+    case OPT_BATCH: po.batch = fc_cli_u32("batch", optarg, 1, 1u << 24); break;
+    case OPT_JSON: json = 1; break;
+    case 'q': quiet = 1; break;
+    case 'h':
+      fc_cli_help(stdout, synopsis, description, options, footer);
+      return fc_cli_stdout_status(FC_EXIT_OK);
+    case OPT_VERSION: fc_cli_version(); return fc_cli_stdout_status(FC_EXIT_OK);
+    default: fc_cli_bad_option(argc, argv, longs);
+    }
+  }
+  if (optind == argc) fc_cli_usage_error("no STORE given");
+  fc_cli_no_empty_stores(argc, argv, optind);
+  fc_item_list items = {0};
+  if (manifest) { po.keep = manifest_ids(manifest, &mo, &items, &po.n_keep); }
+  const char *const *words = (const char *const *)argv + optind;
+  size_t nw = (size_t)(argc - optind), n = nw;
+  const char **stores = fc_cli_expand_stores(words, &n);
+  size_t *first = malloc((nw + 1) * sizeof *first);
+  char msg[1024];
+  if (!first) return FC_EXIT_FAIL;
+  if (fc_cli_store_groups(words, nw, n, first) != 0) {
+    fc_cli_warn(NULL, "a split store's marker changed meanwhile: run again");
+    return FC_EXIT_USAGE;
+  }
+  if (fc_cli_store_twice(words, nw, stores, n, msg, sizeof msg)) {
+    fc_cli_warn(NULL, "%s", msg);
+    return FC_EXIT_USAGE;
+  }
+  fc_cli_install_signals();
+  po.stop = (volatile const int *)&fc_cli_signal;
+  int worst = 0;
+  for (size_t w = 0; w < nw; w++) {
+    int code = prune_word(words[w], stores + first[w], first[w + 1] - first[w], &po,
+                          manifest != NULL, json, quiet);
+    if (code > worst) worst = code;
+    if (code > 128) break; /* interrupted: the stores after it are not started */
+  }
+  free(first);
+  free((void *)po.keep);
+  fc_item_list_free(&items);
+  return fc_cli_stdout_status(worst);
+}
