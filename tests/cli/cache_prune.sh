@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# cache-prune on a store made by featurize and tokenize: an utterance refeaturized with other audio
+# and one retokenized with another text leave orphan records (cache-verify --strict fails on
+# them); --dry-run says what would go and changes nothing; cache-prune removes them and
+# cache-verify --strict passes. --manifest without an id removes its entries and records: the
+# loader and featcache.get no longer serve it. A split store is pruned part by part, reported
+# as one. The writer lock: refused (exit 1) while another process has the store open for writing;
+# a writer that opens the store while cache-prune holds it waits. docs/cache-prune.md.
+set -u
+FZ=${FC_BIN:?}/featurize
+TK=$FC_BIN/tokenize
+CV=$FC_BIN/cache-verify
+CP=$FC_BIN/cache-prune
+PY=${FC_PYTHON:-python3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+# run NAME WANT_RC ARGS...: cache-prune, stdout in out, stderr in err
+run() {
+  local name=$1 want=$2
+  shift 2
+  "$CP" "$@" >out 2>err
+  local rc=$?
+  [ "$rc" = "$want" ] || { fail "$name: exit $rc, want $want"; cat out err; }
+}
+expect_err() { [ "$(cat err)" = "$2" ] || { fail "$1: stderr:"; cat err; echo "want:"; echo "$2"; }; }
+verify() { # NAME WANT_RC ARGS...: cache-verify --strict
+  local name=$1 want=$2
+  shift 2
+  "$CV" --strict "$@" >vout 2>verr
+  local rc=$?
+  [ "$rc" = "$want" ] || { fail "$name: cache-verify --strict exit $rc, want $want"; cat vout verr; }
+}
+tone() { sox -n -r 22050 -b 16 "$1" synth "$2" sine "$3" || { echo "FAIL: sox failed"; exit 1; }; }
+
+mkdir wavs
+for i in 1 2 3 4; do tone "wavs/u$i.wav" 0.$((i + 2)) $((200 * i)); done
+printf 'u1|one.|one.\nu2|two.|two.\nu3|three.|three.\nu4|four.|four.\n' >m.csv
+"$FZ" -q --writers 1 --device cpu --manifest m.csv -o st || fail "featurize"
+"$TK" -q --manifest m.csv --build-vocab --export-vocab v.txt -o st || fail "tokenize"
+verify clean 0 st
+run nothing 0 st
+expect_err nothing "cache-prune: st: removed 0 orphan records (0 feat, 0 tok; 0.0 MB); 4 utterances stay (pages freed in data.mdb, reused by later writes)"
+
+# u2 refeaturized with other audio, u3 retokenized with another text: their old records are orphans
+tone wavs/u2.wav 0.7 900
+sed -i 's/^u3|.*/u3|three again.|three again./' m.csv
+"$FZ" -q --device cpu --manifest m.csv -o st || fail "featurize again"
+"$TK" -q --manifest m.csv --vocab v.txt -o st || fail "tokenize again"
+verify orphans 1 st
+[ "$(grep -c ': orphan: ' vout)" = 2 ] || { fail "want 2 orphan warnings"; cat vout; }
+cp -r st st.before
+
+run dry 0 -n st
+expect_err dry "cache-prune: st: would remove 2 orphan records (1 feat, 1 tok; 0.0 MB); 4 utterances stay"
+[ -s out ] && fail "dry: wrote to stdout"
+cmp -s st/data.mdb st.before/data.mdb || fail "dry: data.mdb changed"
+verify dry-still 1 st
+
+run prune 0 --json st
+expect_err prune "cache-prune: st: removed 2 orphan records (1 feat, 1 tok; 0.0 MB); 4 utterances stay (pages freed in data.mdb, reused by later writes)"
+"$PY" - <<'PY' || { fail "prune --json"; cat out; }
+import json
+d = json.loads(open("out").read())
+assert d["store"] == "st" and d["parts"] == 1 and d["dry_run"] is False and d["status"] == "done", d
+assert d["orphans"]["feat"] == 1 and d["orphans"]["tok"] == 1 and d["orphans"]["bytes"] > 64 * 2, d
+assert d["dropped"] == {"ids": 0, "audio": 0, "text": 0, "failed": 0, "bytes": 0}, d
+assert d["kept_ids"] == 4 and d["bytes_freed"] == d["orphans"]["bytes"] and d["transactions"] == 1, d
+PY
+verify pruned 0 --manifest m.csv --expect-tokens st
+run again 0 -q st
+[ -s err ] && { fail "-q: said something"; cat err; }
+
+# u4 dropped from the manifest: its entries, then its records, go
+grep -v '^u4|' m.csv >m3.csv
+run manifest-dry 0 -n --manifest m3.csv st
+expect_err manifest-dry "cache-prune: st: would remove 2 orphan records (1 feat, 1 tok; 0.0 MB) and 1 utterance not in the manifest (1 audio, 1 text entries, 0 failure records; 0.0 MB); 3 utterances stay"
+"$PY" -c 'import featcache, sys; featcache.get(sys.argv[1], "u4", tokens="chars")' st ||
+  fail "u4 not served before the prune"
+run manifest 0 --manifest m3.csv st
+expect_err manifest "cache-prune: st: removed 2 orphan records (1 feat, 1 tok; 0.0 MB) and 1 utterance not in the manifest (1 audio, 1 text entries, 0 failure records; 0.0 MB); 3 utterances stay (pages freed in data.mdb, reused by later writes)"
+verify manifest-verify 0 --manifest m3.csv --expect-tokens st
+"$PY" - st <<'PY' || fail "the loader after --manifest"
+import featcache, sys
+ids = sorted(i for b in featcache.Loader(sys.argv[1], batch_size=2, tokens="chars") for i in b.ids)
+assert ids == ["u1", "u2", "u3"], ids
+try:
+    featcache.get(sys.argv[1], "u4")
+except Exception as e:
+    pass
+else:
+    raise SystemExit("featcache.get still serves u4")
+PY
+
+# a manifest line without an id: nothing removed (the id it keeps cannot be told)
+printf '{"id": "u1", "audio_filepath": "wavs/u1.wav", "text": "one."}\n{"text": "x"}\n' >bad.jsonl
+run bad-line 2 --manifest bad.jsonl st
+grep -q '^cache-prune: bad.jsonl: line 2: .*nothing removed$' err || { fail "bad-line message"; cat err; }
+: >empty.csv
+run empty-manifest 2 --manifest empty.csv st
+expect_err empty-manifest "cache-prune: empty.csv: names no utterance: refusing to remove every one"
+verify after-refusals 0 st
+
+# a split store: pruned part by part, reported as one
+tone wavs/u5.wav 0.4 1000
+tone wavs/u6.wav 0.5 1100
+printf 'u1|one.|one.\nu2|two.|two.\nu5|five.|five.\nu6|six.|six.\n' >s.csv
+"$FZ" -q --writers 2 --device cpu --manifest s.csv -o sp || fail "featurize split"
+tone wavs/u5.wav 0.6 1200
+tone wavs/u6.wav 0.6 1300
+"$FZ" -q --device cpu --manifest s.csv -o sp || fail "featurize split again"
+verify split-orphans 1 sp
+run split 0 --json sp
+expect_err split "cache-prune: sp: removed 2 orphan records (2 feat, 0 tok; 0.0 MB); 4 utterances stay (pages freed in data.mdb, reused by later writes)"
+grep -q '^{"store":"sp","parts":2,' out || { fail "split --json"; cat out; }
+verify split-pruned 0 sp
+run twice 2 sp sp/part-1
+expect_err twice "cache-prune: sp/part-1: given twice (also as part 1 of sp)"
+
+# the writer lock: a writer holding the store open refuses the prune; a writer opening it while
+# the prune holds it waits for it
+cat >hold.py <<'PY'
+import ctypes, featcache, sys
+lib = ctypes.CDLL(featcache.find_library())
+s = ctypes.c_void_p()
+rc = lib.fc_store_open(sys.argv[1].encode(), int(sys.argv[2]), ctypes.byref(s))
+print(rc, flush=True)
+sys.stdin.read()  # held until its stdin closes
+lib.fc_store_close(s)
+PY
+mkfifo ctl
+"$PY" hold.py st 0 <ctl >held &
+exec 3>ctl
+for _ in $(seq 100); do [ -s held ] && break; sleep 0.1; done
+[ "$(cat held)" = 0 ] || fail "hold.py could not open st: $(cat held)"
+run busy 1 st
+expect_err busy "cache-prune: st: in use: another process has it open for writing (featurize, tokenize, cache-merge, cache-config --drop); nothing removed: run cache-prune when it has finished"
+run busy-dry 0 -n st
+exec 3>&-
+wait
+run free-again 0 -q st
+
+: >held
+"$PY" hold.py st 64 <ctl >held & # FC_STORE_EXCLUSIVE, as cache-prune holds it
+exec 3>ctl
+for _ in $(seq 100); do [ -s held ] && break; sleep 0.1; done
+[ "$(cat held)" = 0 ] || fail "hold.py could not open st exclusively: $(cat held)"
+"$TK" -q --manifest m3.csv --vocab v.txt -o st >tk.out 2>&1 3>&- &
+tk=$!
+sleep 1
+kill -0 $tk 2>/dev/null || fail "tokenize did not wait for the exclusive holder"
+exec 3>&-
+wait $tk || { fail "tokenize after the wait"; cat tk.out; }
+wait
+verify after-wait 0 st
+
+[ $fails = 0 ] && echo "cache_prune: ok"
+exit $((fails > 0))

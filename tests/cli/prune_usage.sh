@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# cache-prune: --help, --version, usage errors and bad input — a missing store, a folder that is
+# no store, a file, an unreadable manifest, a read-only store (a read-only bind mount, where this
+# sandbox allows one), a damaged store (refused: its records could look like orphans) — each a
+# clear line naming the file, with the exit status of the neighbours (docs/cache-prune.md).
+set -u
+CP=${FC_BIN:?}/cache-prune
+FZ=$FC_BIN/featurize
+CV=$FC_BIN/cache-verify
+PY=${FC_PYTHON:-python3}
+[ -x "$CP" ] || { echo "FAIL: $CP not built"; exit 1; }
+tmp=$(mktemp -d)
+cleanup() { mountpoint -q "$tmp/ro" 2>/dev/null && umount "$tmp/ro"; rm -rf "$tmp"; }
+trap cleanup EXIT
+cd "$tmp" || exit 1
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+run() { # NAME WANT_RC ARGS...: stdout in out, stderr in err
+  local name=$1 want=$2
+  shift 2
+  "$CP" "$@" >out 2>err
+  local rc=$?
+  [ "$rc" = "$want" ] || { fail "$name: exit $rc, want $want"; cat out err; }
+}
+expect_err() { [ "$(cat err)" = "$2" ] || { fail "$1: stderr:"; cat err; echo "want:"; echo "$2"; }; }
+try="Try 'cache-prune --help' for more information."
+
+run help 0 --help
+[ "$(head -1 out)" = "Usage: cache-prune [options] STORE..." ] || fail "help: first line: $(head -1 out)"
+for o in --manifest --manifest-format --dry-run --batch --json --quiet --help --version; do
+  grep -q -- "$o" out || fail "help lacks $o"
+done
+[ -s err ] && fail "help wrote to stderr"
+run version 0 --version
+grep -Eq '^cache-prune \(featcache\) [0-9]+\.[0-9]+\.[0-9]+$' out || { fail "version"; cat out; }
+
+run no-store 2
+expect_err no-store "cache-prune: no STORE given
+$try"
+run batch-0 2 --batch 0 s
+expect_err batch-0 "cache-prune: invalid value '0' for --batch (want an integer in 1..16777216)
+$try"
+run bogus 2 --bogus s
+expect_err bogus "cache-prune: unknown option '--bogus'
+$try"
+run empty-store 2 ""
+expect_err empty-store "cache-prune: '' names no STORE (an empty path: an unset variable?)
+$try"
+run format 2 --manifest-format xml s
+expect_err format "cache-prune: invalid value 'xml' for --manifest-format
+$try"
+
+run missing 2 nope
+expect_err missing "cache-prune: nope: cannot open the store: No such file or directory"
+mkdir plain
+run not-a-store 2 plain
+expect_err not-a-store "cache-prune: plain: not a featcache store (no data.mdb)"
+: >file
+run a-file 2 file
+expect_err a-file "cache-prune: file: not a featcache store (not a directory)"
+
+sox -n -r 22050 -b 16 a.wav synth 0.4 sine 300 || { echo "FAIL: sox failed"; exit 1; }
+sox -n -r 22050 -b 16 b.wav synth 0.4 sine 500 || exit 1
+"$FZ" -q --writers 1 --device cpu -o s a.wav b.wav || fail "featurize"
+run no-manifest 2 --manifest nope.csv s
+expect_err no-manifest "cache-prune: nope.csv: cannot open: No such file or directory"
+mkdir mdir
+run manifest-dir 2 --manifest mdir s
+expect_err manifest-dir "cache-prune: mdir: is a directory"
+cp -r s s.before
+cmp -s s/data.mdb s.before/data.mdb || fail "a refused run changed the store"
+
+# a read-only store: refused, exit 2; --dry-run reads it
+mkdir ro
+if mount --bind s ro 2>merr && mount -o remount,ro,bind ro 2>>merr; then
+  run read-only 2 ro
+  expect_err read-only "cache-prune: ro: cannot open the store for writing: Read-only file system (--dry-run only reads it)"
+  run read-only-dry 0 -n ro
+  umount ro
+else
+  echo "note: read-only case not run: cannot make a read-only bind mount here: $(head -1 merr)"
+fi
+
+# a damaged text entry (its transcript no longer hashes to its digest): refused, nothing removed
+"$PY" - <<'PY' || fail "making the damaged store"
+import lmdb
+e = lmdb.open("s", max_dbs=8)
+text = e.open_db(b"text")
+with e.begin(write=True) as t:
+    t.put(b"zz", b"\x00" * 16 + b"not this", db=text)
+PY
+"$CV" s >/dev/null 2>&1 && fail "cache-verify passes the damaged store"
+run damaged 1 s
+expect_err damaged "cache-prune: s: damaged (text zz: transcript hashes to d4eb407cc0af94e1da4a5b0796dc9272, the entry's text digest is 00000000000000000000000000000000: its tokens were made from another text): its records could look like orphans; nothing removed (cache-verify says more)"
+
+[ $fails = 0 ] && echo "prune_usage: ok"
+exit $((fails > 0))
