@@ -70,7 +70,7 @@ PY
 done
 [ $pages -ge 8 ] || fail "only $pages man pages found in docs/"
 
-for tool in featurize tokenize cache-verify cache-bench cache-merge loader-bench cache-config; do
+for tool in featurize tokenize cache-verify cache-bench cache-merge loader-bench cache-config cache-prune; do
   "$FC_BIN/$tool" --help >"$tmp/help" 2>&1 || fail "$tool --help failed"
   grep -q "man $tool" "$tmp/help" || fail "$tool --help does not name its man page: $(tail -n 2 "$tmp/help")"
   grep -nE 'docs/|DESIGN|\.\./shared|tests/' "$tmp/help" >"$tmp/ref" && fail "$tool --help: $(cat "$tmp/ref")"
