@@ -1,8 +1,9 @@
 #!/bin/bash
 # Each tool loads only the library components it calls (docs/HACKING.md): by ldd, featurize,
-# loader-bench, cache-verify and cache-bench load no espeak-ng (nor, through it, PulseAudio, ALSA
-# or X11); cache-verify and cache-bench no FFTW or libsndfile either; no tool loads cuFFT at start
-# (it is loaded on the first CUDA plan); the Python package loads only libfeatcache_core.
+# loader-bench, cache-verify, cache-bench and cache-prune load no espeak-ng (nor, through it,
+# PulseAudio, ALSA or X11); cache-verify, cache-bench and cache-prune no FFTW or libsndfile either;
+# no tool loads cuFFT at start (it is loaded on the first CUDA plan); the Python package loads only
+# libfeatcache_core.
 # tokenize, which does load espeak-ng, still makes phonemes.
 # The shared components export only the public fc_ API (FC_API in include/featcache/*.h).
 set -u
@@ -26,13 +27,13 @@ must() {
 
 SPEECH='^lib(espeak-ng|pulse|pulse-simple|pulsecommon|asound|X11|xcb|dbus|systemd|sonic|pcaudio)'
 HEAVY='^lib(cufft|fftw3f|sndfile|soxr|utf8proc)'
-for t in featurize loader-bench cache-verify cache-bench; do
+for t in featurize loader-bench cache-verify cache-bench cache-prune; do
   [ -x "$FC_BIN/$t" ] || { echo "FAIL $t not built"; fail=1; continue; }
   must_not "$FC_BIN/$t" "$SPEECH" "espeak-ng or what it drags in"
   must_not "$FC_BIN/$t" '^libfeatcache_text' "the text component"
   must "$FC_BIN/$t" '^libfeatcache_core\.so' "libfeatcache_core"
 done
-for t in cache-verify cache-bench; do
+for t in cache-verify cache-bench cache-prune; do
   must_not "$FC_BIN/$t" "$HEAVY" "the mel component's libraries"
   must_not "$FC_BIN/$t" '^libfeatcache_mel' "the mel component"
 done
