@@ -5,14 +5,19 @@
  * of it. Featurize used to store the config again with only its later records (and return 0:
  * "done", with the records of its first batch gone); tokenize, which wrote its config once at the
  * start, left its later records under no config at all (cache-verify errors no tool could list
- * or drop), and returned 0; a bulk load, whose records go in at the end, too. */
+ * or drop), and returned 0; a bulk load, whose records go in at the end, too. cache-merge into a
+ * store whose config is dropped (by another process: one store is opened once per process)
+ * between two of its batches did the same as tokenize. */
 #include "featcache/fc_featurize.h"
+#include "featcache/fc_merge.h"
 #include "featcache/fc_store.h"
 #include "featcache/fc_tokenize.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tests/check.h"
 #include "tests/wav.h"
@@ -42,6 +47,25 @@ static void fz_progress(const fc_featurize_stats *st, void *user) {
 static void tk_progress(const fc_tokenize_stats *st, void *user) {
   (void)st, (void)user;
   drop_all();
+}
+
+static const char *merge_out; /* the merge's output, dropped from by a child process */
+
+static void mg_progress(const fc_merge_stats *st, void *user) {
+  (void)user;
+  if (dropped || !st->copied[FC_DB_FEAT]) return;
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (fc_store_open(merge_out, 0, &store)) _exit(2);
+    drop_all();
+    fc_store_close(store);
+    _exit(failures ? 1 : 0);
+  }
+  int status = -1;
+  CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+        "the drop in a child process: status %d", status);
+  dropped = 1;
 }
 
 /* The store holds no config, and no record in db. */
@@ -140,6 +164,34 @@ int main(void) {
   fc_store_close(store);
   fc_item_list_free(&items);
   fc_tokenizer_free(tok);
+
+  /* cache-merge, a batch per record */
+  char src[400], out[400];
+  snprintf(src, sizeof src, "%s/src", dir);
+  snprintf(out, sizeof out, "%s/out", dir);
+  CHECK(fc_items_from_paths(pp, N, &items) == 0, "items");
+  CHECK(fc_store_open(src, FC_STORE_CREATE, &store) == 0, "open %s", src);
+  o.on_progress = NULL;
+  rc = fc_featurize_run(store, &cfg, items.items, items.count, &o, &fst, why, sizeof why);
+  CHECK(rc == 0, "featurize the merge's input: %s (%s)", fc_strerror(rc), why);
+  fc_store_close(store);
+  fc_item_list_free(&items);
+  fc_merge_opts mo;
+  fc_merge_opts_init(&mo);
+  mo.batch_records = 1;
+  mo.on_progress = mg_progress;
+  merge_out = out;
+  dropped = 0;
+  fc_merge_stats mst;
+  const char *in[] = {src};
+  rc = fc_merge_run(out, in, 1, &mo, &mst, why, sizeof why);
+  CHECK(rc == FC_EDROPPED,
+        "a merge whose output's config was dropped after its first batch: %s "
+        "(%s), want FC_EDROPPED",
+        fc_strerror(rc), why);
+  CHECK(fc_store_open(out, FC_STORE_RDONLY, &store) == 0, "open %s", out);
+  check_dropped("cache-merge", FC_DB_FEAT);
+  fc_store_close(store);
 
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

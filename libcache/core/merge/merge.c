@@ -14,6 +14,7 @@
 #include "formats/common/alloc.h"
 #include "formats/common/fault.h"
 #include "formats/common/why.h"
+#include "formats/config/config_stamp.h"
 #include "libcache/core/merge/kmerge.h"
 #include "libcache/core/merge/merge_failed.h"
 #include "libcache/core/merge/writeback.h"
@@ -272,7 +273,31 @@ static int batch_add(batch *b, int db, const MDB_val *key, size_t m, const size_
 
 typedef struct delta {
   uint64_t copied[FC_DB_COUNT], present[FC_DB_COUNT], bytes, dropped;
+  fc_digest cfg_there; /* a config found in the output in this transaction (cfg_known) */
+  int cfg_known;
 } delta;
+
+/* A record goes in only while the output holds the config the meta pass put there: one dropped
+ * from it meanwhile (cache-config --drop, another process) would leave the record under no
+ * config — FC_EDROPPED then, the batch not written. A config its input does not hold either (an
+ * orphan record there) is not asked for. */
+static int config_there(mctx *c, const batch *b, const pending *p, MDB_txn *txn, delta *dl) {
+  const MDB_val *v = &b->hold[p->first + (size_t)p->chosen];
+  fc_digest d;
+  memcpy(d.bytes, (const uint8_t *)v->mv_data + 32, 16); /* verified: a whole header */
+  if (dl->cfg_known && memcmp(d.bytes, dl->cfg_there.bytes, 16) == 0) return 0;
+  char key[37];
+  config_key(&d, key);
+  MDB_val k = {36, key}, cv;
+  int rc = mdb_get(txn, c->out->dbi[FC_DB_META], &k, &cv);
+  if (rc == MDB_NOTFOUND) {
+    size_t src = b->hold_src[p->first + (size_t)p->chosen];
+    rc = mdb_get(c->txns[src], c->in[src]->dbi[FC_DB_META], &k, &cv);
+    return rc == MDB_NOTFOUND ? 0 : rc ? rc : FC_EDROPPED;
+  }
+  if (!rc) dl->cfg_there = d, dl->cfg_known = 1;
+  return rc;
+}
 
 /* Choose the first holder whose record verifies; report the damaged ones (once). */
 static void choose_record(mctx *c, batch *b, pending *p) {
@@ -341,6 +366,8 @@ static int put_one(mctx *c, batch *b, pending *p, MDB_txn *txn, const MDB_val *l
       dl->dropped++;
       return 0;
     }
+    int rc = config_there(c, b, p, txn, dl);
+    if (rc) return rc;
   }
   val = b->hold[p->first + (size_t)p->chosen]; /* entries and meta: phase 1's winner */
   if (held && p->db == FC_DB_META && created_key(&p->key) && earlier_or_same(&have, &val)) {
