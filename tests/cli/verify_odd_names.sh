@@ -28,7 +28,7 @@ cat >want <<'TXT'
 "st\nore": error: audio "tab\there": missing: manifest line 1 names it, the store has no audio entry (no features)
 TXT
 head -n 2 out | diff -u want - || fail "finding lines differ"
-sed -n 3p out | grep -q '^"st\\nore": recorded failure: "bad\\tid": featurize failed it: not an audio file' ||
+sed -n 3p out | grep -qF "\"st\\nore\": recorded failure: \"bad\\tid\": featurize failed it: not an audio file (libsndfile: Format not recognised.) (source \"$PWD/bad\\tid.wav\"; config hifigan " ||
   fail "recorded failure line: $(sed -n 3p out)"
 sed -n 4p out | grep -q '^"st\\nore": 2 errors, 0 warnings, 1 recorded failure; ' || fail "summary: $(sed -n 4p out)"
 [ "$(wc -l <out)" = 4 ] || fail "$(wc -l <out) lines on stdout, want 4"
@@ -55,6 +55,19 @@ grep -qxF 'st4: warning: manifest 3 (id "tab\there"): line skipped: duplicate id
 "$B/cache-verify" "st${nl}ore" st5 >out 2>err
 grep -q '^dataset: error: meta: st5 lacks the tokens config [0-9a-f]\{32\} that "st\\nore" holds: ' out ||
   fail "dataset meta line: $(grep '^dataset' out)"
+
+# source paths in problems: a source gone (--sources), and two stores' entries of one id
+sox -n -r 22050 -b 16 $'g\tood.wav' synth 0.3 sine 300 && mkdir $'d\t1' $'d\t2' &&
+  sox -n -r 22050 -b 16 $'d\t1/x.wav' synth 0.3 sine 300 && sox -n -r 22050 -b 16 $'d\t2/x.wav' synth 0.3 sine 500 ||
+  fail "sox"
+"$B/featurize" -q -o st6 $'g\tood.wav' && rm $'g\tood.wav' || fail "featurize st6"
+"$B/cache-verify" --sources st6 >out 2>err
+grep -qxF "st6: error: audio \"g\\tood\": source \"$PWD/g\\tood.wav\": No such file or directory" out ||
+  fail "--sources: $(cat out)"
+"$B/featurize" -q -o st7 $'d\t1/x.wav' && "$B/featurize" -q -o st8 $'d\t2/x.wav' || fail "featurize st7, st8"
+"$B/cache-verify" st7 st8 >out 2>err
+grep -qxF "dataset: error: audio x: in st7 and st8 with different entries: different audio (\"$PWD/d\\t1/x.wav\" vs \"$PWD/d\\t2/x.wav\") (cache-merge would refuse it)" out ||
+  fail "dataset audio line: $(grep '^dataset' out)"
 
 printf 'a\na\n' >$'v\tdup'
 "$B/tokenize" -q -o st3 --manifest m.csv --vocab $'vo\tcab' 2>err

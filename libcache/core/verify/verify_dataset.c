@@ -159,14 +159,17 @@ static void describe(int db, const MDB_val *a, const MDB_val *b, char *buf, size
     if (fc_audio_entry_decode(a->mv_data, a->mv_size, &ea) ||
         fc_audio_entry_decode(b->mv_data, b->mv_size, &eb))
       snprintf(buf, len, "entries differ");
-    else if (memcmp(ea.digest.bytes, eb.digest.bytes, 16))
-      snprintf(buf, len, "different audio (%.*s vs %.*s)",
-               (int)(ea.path_len > 200 ? 200 : ea.path_len), ea.path,
-               (int)(eb.path_len > 200 ? 200 : eb.path_len), eb.path);
-    else
-      snprintf(buf, len, "same audio, other source (%.*s vs %.*s)",
-               (int)(ea.path_len > 200 ? 200 : ea.path_len), ea.path,
-               (int)(eb.path_len > 200 ? 200 : eb.path_len), eb.path);
+    else {
+      /* the sources, quoted as names are (their first 200 bytes) */
+      char *pa = vf_quoted(ea.path, ea.path_len > 200 ? 200 : ea.path_len),
+           *pb = vf_quoted(eb.path, eb.path_len > 200 ? 200 : eb.path_len);
+      snprintf(buf, len, "%s (%s vs %s)",
+               memcmp(ea.digest.bytes, eb.digest.bytes, 16) ? "different audio"
+                                                            : "same audio, other source",
+               pa ? pa : "?", pb ? pb : "?");
+      free(pa);
+      free(pb);
+    }
   } else {
     snprintf(buf, len, "different transcripts");
   }

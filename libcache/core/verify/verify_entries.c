@@ -189,18 +189,20 @@ static void check_source(vctx *c, const ventry *e, const fc_audio_entry *ae) {
   if (c->o->source_root) {
     found = under_root(c->o->source_root, stored, path, sizeof path, &st) == 0;
     if (!found) {
-      char *sp = vf_printable(stored, ae->path_len);
+      char *sp = vf_quoted(stored, ae->path_len);
+      char *rp = vf_quoted(c->o->source_root, strlen(c->o->source_root));
       vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, e->id, e->id_len, e->id, e->id_len,
              "source %s: not under --source-root %s (no tail of its path is there)", sp ? sp : "?",
-             c->o->source_root);
+             rp ? rp : "?");
       free(sp);
+      free(rp);
       return;
     }
   } else {
     snprintf(path, sizeof path, "%s", stored);
     found = stat(path, &st) == 0;
   }
-  char *pp = vf_printable(path, strlen(path));
+  char *pp = vf_quoted(path, strlen(path));
   if (!found) {
     vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, e->id, e->id_len, e->id, e->id_len, "source %s: %s",
            pp ? pp : "?", strerror(errno));

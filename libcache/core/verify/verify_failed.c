@@ -85,7 +85,7 @@ void vf_report_failures(vctx *c, fc_rtxn *t) {
     fc_digest_hex(&fl->f.config, hex);
     utc(fl->f.time_ns, when, sizeof when);
     char *reason = vf_printable(fl->f.reason, fl->f.reason_len);
-    char *source = vf_printable(fl->f.source, fl->f.source_len);
+    char *source = vf_quoted(fl->f.source, fl->f.source_len);
     /* Stored under that config all the same (it failed after it was stored): say its features
      * are those of the file as it was. */
     const char *kept = "";

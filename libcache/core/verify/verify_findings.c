@@ -79,6 +79,16 @@ char *vf_printable(const char *s, size_t len) {
   return out;
 }
 
+char *vf_quoted(const char *s, size_t len) {
+  char *copy = fc_strndup(s, len); /* a NUL inside ends the name */
+  if (!copy) return NULL;
+  size_t n = fc_quote_name(copy, NULL, 0);
+  char *out = fc_malloc(n + 1);
+  if (out) fc_quote_name(copy, out, n + 1);
+  free(copy);
+  return out;
+}
+
 void vf_hex16(const void *k, char out[33]) {
   fc_digest d;
   memcpy(d.bytes, k, 16);

@@ -118,6 +118,9 @@ void vf_lmdb_assert(MDB_env *env, const char *msg);
 int vf_stopping(vctx *c);
 /* Printable copy of an id or meta key (malloc'ed): bytes outside printable ASCII/UTF-8 become \xNN. */
 char *vf_printable(const char *s, size_t len);
+/* A path in a problem, quoted as the tools quote names (fc_quote_name; malloc'ed, NULL without
+ * memory). */
+char *vf_quoted(const char *s, size_t len);
 
 /* data.mdb of dir as LMDB's meta pages describe it, read with MDB_NOLOCK (nothing written; the
  * meta pages are read with pread, inside any file that opens). */
