@@ -94,8 +94,8 @@ static void summary(const char *store, const fc_prune_report *r, int dry, int ma
             (unsigned long long)r->ids, r->ids == 1 ? "" : "s",
             (unsigned long long)r->audio_entries, (unsigned long long)r->text_entries,
             (unsigned long long)r->failures, r->entry_bytes / 1e6);
-  fprintf(stderr, "; %llu utterance%s stay%s\n", (unsigned long long)r->kept_ids,
-          r->kept_ids == 1 ? "" : "s",
+  fprintf(stderr, "; %llu utterance%s stay%s%s\n", (unsigned long long)r->kept_ids,
+          r->kept_ids == 1 ? "" : "s", r->kept_ids == 1 ? "s" : "",
           dry ? "" : " (pages freed in data.mdb, reused by later writes)");
 }
 

@@ -119,6 +119,23 @@ verify split-pruned 0 sp
 run twice 2 sp sp/part-1
 expect_err twice "cache-prune: sp/part-1: given twice (also as part 1 of sp)"
 
+# several STOREs: each pruned and reported in turn
+run several 0 -n st sp
+[ "$(grep -c '^cache-prune: \(st\|sp\): would remove 0 orphan records' err)" = 2 ] ||
+  { fail "several: want a line for each store"; cat err; }
+
+# a record two ids share (the same audio, the same text) stays when one of them is dropped
+cp wavs/u1.wav wavs/twin.wav
+printf 'u1|one.|one.\ntwin|one.|one.\n' >d.csv
+"$FZ" -q --writers 1 --device cpu --manifest d.csv -o dd || fail "featurize dd"
+"$TK" -q --manifest d.csv --vocab v.txt -o dd || fail "tokenize dd"
+grep '^u1|' d.csv >d1.csv
+run shared 0 --manifest d1.csv dd
+expect_err shared "cache-prune: dd: removed 0 orphan records (0 feat, 0 tok; 0.0 MB) and 1 utterance not in the manifest (1 audio, 1 text entries, 0 failure records; 0.0 MB); 1 utterance stays (pages freed in data.mdb, reused by later writes)"
+verify shared-verify 0 --manifest d1.csv --expect-tokens dd
+"$PY" -c 'import featcache, sys; featcache.get(sys.argv[1], "u1", tokens="chars")' dd ||
+  fail "shared: u1 no longer served"
+
 # the writer lock: a writer holding the store open refuses the prune; a writer opening it while
 # the prune holds it waits for it
 cat >hold.py <<'PY'
