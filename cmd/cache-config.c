@@ -336,10 +336,13 @@ static int drop(const char *dir, const char *want, int quiet) {
               fc_cli_tool, (unsigned long long)records, hex);
       code = fc_cli_signal_exit();
     } else if (rc) {
-      fc_cli_warn(parts[k],
-                  "cannot drop config %s: %s (%llu records removed: run again to "
-                  "finish)",
-                  hex, fc_strerror(rc), (unsigned long long)records);
+      /* a full disk: the rerun would fail the same way until there is room */
+      const int full = rc == ENOSPC || rc == EDQUOT;
+      fc_cli_warn(parts[k], "cannot drop config %s: %s (%llu records removed%s)", hex,
+                  fc_strerror(rc), (unsigned long long)records,
+                  full ? "; a drop writes before it frees, and frees pages inside data.mdb, "
+                         "which does not shrink: make room on the disk, then run again"
+                       : ": run again to finish");
       code = FC_EXIT_FAIL;
     }
   }

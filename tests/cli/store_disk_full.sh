@@ -165,4 +165,19 @@ out=$("$FC_BIN/tokenize" --vocab v.txt -o "$mnt/t" t.csv 2>&1) || fail "tokenize
 grep -q "tokenize: done: 30000 of 30000 ($((30000 - ok)) new, $ok already stored, 0 failed" <<<"$out" ||
   fail "tokenize rerun: $out"
 "$FC_BIN/cache-verify" -q "$mnt/t" >/dev/null || fail "tokenize's store fails cache-verify after the rerun"
+# cache-config --drop on a disk with no byte free (what a featurize that filled it leaves): a drop
+# writes pages before it frees any (inside data.mdb, which never shrinks), so it cannot start;
+# it says so and what to do — "run again to finish" alone sent the user into the same failure
+umount "$mnt" && mount -t tmpfs -o size=8m tmpfs "$mnt" || fail "remount for the drop"
+"$FC_BIN/featurize" --device cpu -q -o "$mnt/d" "${first[@]}" || fail "featurize for the drop"
+"$FC_BIN/featurize" --device cpu -q --preset kaldi -o "$mnt/d" u00.wav u01.wav || fail "featurize kaldi for the drop"
+dd if=/dev/zero of="$mnt/fill" bs=4k 2>/dev/null
+dd if=/dev/zero of="$mnt/fill2" bs=512 2>/dev/null
+out=$("$FC_BIN/cache-config" --drop kaldi "$mnt/d" 2>&1); rc=$?
+[ $rc = 1 ] && grep -qx "cache-config: $mnt/d: cannot drop config [0-9a-f]\{32\}: No space left on device (0 records removed; a drop writes before it frees, and frees pages inside data.mdb, which does not shrink: make room on the disk, then run again)" <<<"$out" ||
+  fail "cache-config --drop on a full disk: exit $rc: $out"
+"$FC_BIN/cache-config" "$mnt/d" | grep -q ' kaldi ' || fail "the drop that failed on a full disk dropped kaldi"
+rm "$mnt/fill" "$mnt/fill2"
+out=$("$FC_BIN/cache-config" -q --drop kaldi "$mnt/d" 2>&1) || fail "the drop once there is room: $out"
+"$FC_BIN/cache-verify" -q "$mnt/d" >/dev/null || fail "the store after the drop fails cache-verify"
 echo "ok: full disk and file-size limit said as such (featurize, tokenize, cache-merge and its failure pass), store intact, rerun completed"

@@ -239,7 +239,7 @@ static int drop_txn(fc_store *s, int db, const fc_digest *d, int final, MDB_val 
     if (rc) {
       s->broken = 1; /* a failed commit: as fc_store_write, refuse further writes */
       if (start.mv_data != from->mv_data) free(start.mv_data);
-      return rc;
+      return store_explain_write_error(s, rc, 0); /* a full disk reads as EIO from LMDB */
     }
     if (start.mv_data != from->mv_data) { /* where the next batch goes on */
       free(from->mv_data);
