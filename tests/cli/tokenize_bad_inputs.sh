@@ -77,6 +77,20 @@ grep -q '"unknown":1' "$d/out" || fail "unk json: $(cat "$d/out")"
 "$T" -o "$d/s5" --manifest "$d/u.csv" --vocab "$d/v.txt" --strict > /dev/null 2> "$d/err"
 expect_rc $? 1 "unknown under --strict"
 expect_err "$d/u.csv:2: symbol 'c' (U+0063) is not in the vocab"
+# a control character is named by its number: no escape sequence reaches the terminal
+printf 'u1|ab\033[31mba\n' > "$d/esc.csv"
+"$T" -o "$d/s5esc" --manifest "$d/esc.csv" --vocab "$d/v.txt" --strict > /dev/null 2> "$d/err"
+expect_rc $? 1 "a control character under --strict"
+grep -q "$(printf '\033')" "$d/err" && fail "an escape character on stderr"
+expect_err "$d/esc.csv:1: symbol U+001B (a control character) is not in the vocab"
+# the same in a bpe tokenizer.json's words
+. "$FC_SRC/tests/cli/scaleout.bash" # make_bpe_json
+make_bpe_json "$d/tok.json"
+printf 'u1|said \033 once\n' > "$d/escb.csv"
+"$T" -q -t bpe --tokenizer-json "$d/tok.json" --strict -o "$d/s5bpe" --manifest "$d/escb.csv" 2> "$d/err"
+expect_rc $? 1 "a control character under --strict, bpe"
+grep -q "$(printf '\033')" "$d/err" && fail "bpe: an escape character on stderr"
+expect_err "$d/escb.csv:1: U+001B (a control character) is not in the tokenizer.json's vocab (1 such character)"
 
 # configuration errors: exit 2, nothing stored
 printf 'a\nb\n \na\n' > "$d/dup.txt"

@@ -127,8 +127,14 @@ int tok_vocab_map(const tok_vocab *v, const char *s, size_t len, int32_t unk, in
       int32_t cp;
       l = tok_utf8_next(s + i, len - i, &cp);
       if (strict || unk < 0) {
-        tok_set_why(why, why_len, "symbol '%.*s' (U+%04X) is not in the vocab%s", (int)l, s + i,
-                    (unsigned)cp, unk < 0 ? " and there is no unk symbol" : "");
+        const char *none = unk < 0 ? " and there is no unk symbol" : "";
+        if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F)) /* a control character: by its number alone,
+                                                        so that no escape reaches a terminal */
+          tok_set_why(why, why_len, "symbol U+%04X (a control character) is not in the vocab%s",
+                      (unsigned)cp, none);
+        else
+          tok_set_why(why, why_len, "symbol '%.*s' (U+%04X) is not in the vocab%s", (int)l, s + i,
+                      (unsigned)cp, none);
         return FC_EUNKNOWN;
       }
       id = unk;

@@ -375,8 +375,17 @@ int fc_tokenizer_encode(fc_tokenizer *t, const char *norm, size_t len, int32_t *
     rc = tok_bpe_encode(t->bpe, norm, len, &v, why, why_len);
     unk = v.unknown;
     if (!rc && unk && t->strict) {
-      tok_set_why(why, why_len, "'%s' is not in the tokenizer.json's vocab (%zu such character%s)",
-                  v.first_unknown, unk, unk == 1 ? "" : "s");
+      const unsigned char *u = (const unsigned char *)v.first_unknown;
+      const unsigned c1 = u[0] == 0xC2 && u[1] >= 0x80 && u[1] <= 0x9F ? u[1] : 0;
+      if (u[0] < 0x20 || u[0] == 0x7F || c1) /* a control character: by its number alone */
+        tok_set_why(why, why_len,
+                    "U+%04X (a control character) is not in the tokenizer.json's vocab (%zu such "
+                    "character%s)",
+                    c1 ? c1 : u[0], unk, unk == 1 ? "" : "s");
+      else
+        tok_set_why(why, why_len,
+                    "'%s' is not in the tokenizer.json's vocab (%zu such character%s)",
+                    v.first_unknown, unk, unk == 1 ? "" : "s");
       rc = FC_EUNKNOWN;
     }
   } else {
