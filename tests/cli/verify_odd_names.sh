@@ -10,6 +10,7 @@ B=${FC_BIN:?}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
+here=$(pwd -P) # featurize stores absolute paths as getcwd gives them
 fails=0
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 nl=$'\n'
@@ -28,7 +29,7 @@ cat >want <<'TXT'
 "st\nore": error: audio "tab\there": missing: manifest line 1 names it, the store has no audio entry (no features)
 TXT
 head -n 2 out | diff -u want - || fail "finding lines differ"
-sed -n 3p out | grep -qF "\"st\\nore\": recorded failure: \"bad\\tid\": featurize failed it: not an audio file (libsndfile: Format not recognised.) (source \"$PWD/bad\\tid.wav\"; config hifigan " ||
+sed -n 3p out | grep -qF "\"st\\nore\": recorded failure: \"bad\\tid\": featurize failed it: not an audio file (libsndfile: Format not recognised.) (source \"$here/bad\\tid.wav\"; config hifigan " ||
   fail "recorded failure line: $(sed -n 3p out)"
 sed -n 4p out | grep -q '^"st\\nore": 2 errors, 0 warnings, 1 recorded failure; ' || fail "summary: $(sed -n 4p out)"
 [ "$(wc -l <out)" = 4 ] || fail "$(wc -l <out) lines on stdout, want 4"
@@ -62,11 +63,11 @@ sox -n -r 22050 -b 16 $'g\tood.wav' synth 0.3 sine 300 && mkdir $'d\t1' $'d\t2' 
   fail "sox"
 "$B/featurize" -q -o st6 $'g\tood.wav' && rm $'g\tood.wav' || fail "featurize st6"
 "$B/cache-verify" --sources st6 >out 2>err
-grep -qxF "st6: error: audio \"g\\tood\": source \"$PWD/g\\tood.wav\": No such file or directory" out ||
+grep -qxF "st6: error: audio \"g\\tood\": source \"$here/g\\tood.wav\": No such file or directory" out ||
   fail "--sources: $(cat out)"
 "$B/featurize" -q -o st7 $'d\t1/x.wav' && "$B/featurize" -q -o st8 $'d\t2/x.wav' || fail "featurize st7, st8"
 "$B/cache-verify" st7 st8 >out 2>err
-grep -qxF "dataset: error: audio x: in st7 and st8 with different entries: different audio (\"$PWD/d\\t1/x.wav\" vs \"$PWD/d\\t2/x.wav\") (cache-merge would refuse it)" out ||
+grep -qxF "dataset: error: audio x: in st7 and st8 with different entries: different audio (\"$here/d\\t1/x.wav\" vs \"$here/d\\t2/x.wav\") (cache-merge would refuse it)" out ||
   fail "dataset audio line: $(grep '^dataset' out)"
 
 printf 'a\na\n' >$'v\tdup'
