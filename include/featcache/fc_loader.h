@@ -103,6 +103,15 @@ typedef struct fc_loader_opts {
   uint32_t locality_run; /* LOCALITY: records per run, default 16 x batch_size */
   uint32_t prefetch_threads; /* threads building batches ahead, default 2; 0: built in next() */
   uint32_t prefetch_depth; /* batches kept ready ahead, default 4 */
+  /* The utterances the epochs hold (a train / dev split of one store): NULL and 0 = every
+   * utterance of the stores. Else only the ids of the manifest at `manifest` (any format
+   * featurize reads; its lines featurize would refuse are left out) and the n_ids strings of
+   * `ids`. Read at open (they need not outlive it); fc_loader_lookup is not restricted. An id
+   * none of the stores holds is a problem (fc_loader_problem: "not stored", or the failure a
+   * featurize run recorded for it), or with STRICT fails the open. */
+  const char *manifest;
+  const char *const *ids;
+  size_t n_ids;
 } fc_loader_opts;
 
 /* Fill o with the defaults. */

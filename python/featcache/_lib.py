@@ -74,6 +74,8 @@ class Options(ctypes.Structure):
         ("token_pad", ctypes.c_int32), ("bucket_batches", ctypes.c_uint32),
         ("locality_run", ctypes.c_uint32), ("prefetch_threads", ctypes.c_uint32),
         ("prefetch_depth", ctypes.c_uint32),
+        ("manifest", ctypes.c_char_p), ("ids", ctypes.POINTER(ctypes.c_char_p)),
+        ("n_ids", ctypes.c_size_t),
     ]
 
 

@@ -253,6 +253,10 @@ class Loader:
     features      mel config: preset name ('hifigan') or 32-hex digest; None: the store's only
                   mel config, else 'hifigan'
     tokens        token config (digest or name, e.g. 'chars'); None: no tokens
+    manifest, ids the utterances the epochs hold (a train / dev split of one store): a manifest's
+                  path (any format featurize reads) and/or a list of ids; None (default): every
+                  utterance of the stores. An id no store holds is listed by .problems() ('not
+                  stored', or the failure featurize recorded), or raises under strict
     batch_size    utterances per batch (with max_frames: the cap, 0 = none)
     shuffle       True: order='random' unless order is given
     order         'sequential' | 'random' | 'bucket' | 'locality'
@@ -299,7 +303,8 @@ class Loader:
                  pad_value=None, token_pad=0, random_crop=False, crop=None, bucket_batches=64,
                  locality_run=0, prefetch_threads=2, prefetch_depth=4, verify=True,
                  strict=False, nolock=False, nordahead=False, willneed=None, epoch=0,
-                 buffer_alloc=None, n_buffers=0, release_fence=None, *, _open=True):
+                 buffer_alloc=None, n_buffers=0, release_fence=None, manifest=None, ids=None, *,
+                 _open=True):
         batch_size, max_frames = _number("batch_size", batch_size), _number("max_frames", max_frames,
                                                                             _MAX64)
         if rank is not None:
@@ -321,6 +326,17 @@ class Loader:
             if sel is not None and not isinstance(sel, str):
                 raise TypeError("featcache: %s=%r: a config's name or its 32-hex digest (a str)"
                                 % (name, sel))
+        if manifest is not None:
+            manifest = os.fspath(manifest)
+        if ids is not None:
+            if isinstance(ids, (str, bytes)):
+                raise TypeError("featcache: ids=%r: a list of ids (str), not one" % (ids,))
+            ids = tuple(ids)
+            bad = next((i for i in ids if not isinstance(i, str) or not i or "\0" in i), None)
+            if bad is not None:
+                raise ValueError("featcache: ids: %r is not an id (a non-empty str without NUL)"
+                                 % (bad,))
+        self.manifest, self.ids = manifest, ids
         if isinstance(paths, (str, bytes, os.PathLike)):
             paths = [paths]
         self.paths = [os.fspath(p) for p in paths]
@@ -375,6 +391,13 @@ class Loader:
         self._keep = [None if self.features is None else self.features.encode(),
                       None if self.tokens is None else self.tokens.encode()]
         o.features, o.tokens = self._keep
+        if self.manifest is not None:
+            self._keep.append(os.fsencode(self.manifest))
+            o.manifest = self._keep[-1]
+        if self.ids is not None:
+            arr = (ctypes.c_char_p * max(len(self.ids), 1))(*[i.encode() for i in self.ids])
+            self._keep.append(arr)
+            o.ids, o.n_ids = arr, len(self.ids)
         flags = 0
         if k["nolock"]: flags |= _lib.FLAG_NOLOCK
         if k["nordahead"]: flags |= _lib.FLAG_NORDAHEAD

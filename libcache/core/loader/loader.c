@@ -201,6 +201,28 @@ int fc_loader_open(const char *const *paths, size_t n, const fc_loader_opts *opt
   return rc;
 }
 
+/* The ids of the options' subset (manifest, ids) that no store holds: each a problem, "not
+ * stored" or the failure featurize recorded for it; with STRICT the first fails the open. */
+static int subset_problems(fc_loader *l, char *why, size_t why_len) {
+  char r[400];
+  size_t i = 0;
+  for (const char *id; (id = ld_subset_unseen(l, &i));) {
+    uint32_t s = ld_recorded_failure(l, id, strlen(id), "not stored", r, sizeof r);
+    if (s == l->n_stores) {
+      s = 0; /* no store to name: the first */
+      fc_why(r, sizeof r, "not stored: %s, in none of the stores",
+             l->want_list.count ? "in the manifest" : "asked for");
+    }
+    if (l->o.flags & FC_LOADER_STRICT) {
+      fc_why(why, why_len, "%s: %s", id, r);
+      return FC_ENOTFOUND;
+    }
+    int rc = ld_add_problem(l, s, id, strlen(id), r);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
 static int open_stores(const char *const *paths, size_t n, const fc_loader_opts *opts,
                        fc_loader **out, char *why, size_t why_len) {
   fc_loader_opts defaults;
@@ -221,6 +243,7 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
   }
   l->pid = getpid();
   l->o = *opts;
+  l->o.ids = NULL, l->o.n_ids = 0; /* read at open only (ld_subset_begin): not kept */
   if (l->o.locality_run == 0) l->o.locality_run = 16 * (l->o.batch_size ? l->o.batch_size : 32);
   if (l->o.bucket_batches == 0) l->o.bucket_batches = 1;
   if (l->o.prefetch_depth == 0) l->o.prefetch_depth = 1;
@@ -346,6 +369,7 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
       l->stores[i].tok_cfg = l->stores[ref].tok_cfg;
     }
   if (!(opts->flags & FC_LOADER_LOOKUP_ONLY)) {
+    if ((rc = ld_subset_begin(l, opts, why, why_len))) goto fail;
     for (uint32_t i = 0; i < l->n_stores; i++) {
       if (l->stores[i].empty) continue; /* nothing to index */
       int used = 0;
@@ -357,7 +381,9 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
         goto fail;
       }
     }
-    if ((rc = ld_drop_duplicates(l))) goto fail;
+    if ((rc = ld_drop_duplicates(l)) || (rc = subset_problems(l, why, why_len))) goto fail;
+    ld_subset_free(l);
+    l->o.manifest = NULL; /* read at open only: not kept */
     if (l->tok_dtype) l->tok_dsize = fc_dtype_size(l->tok_dtype);
     if ((rc = fc_loader_set_epoch(l, 0))) {
       fc_why(why, why_len, "%s", l->err);
@@ -393,6 +419,7 @@ void fc_loader_close(fc_loader *l) {
   ld_bufs_free(l);
   ld_plan_free(&l->plan);
   ld_plan_free(&l->ahead);
+  ld_subset_free(l);
   for (uint32_t i = 0; i < l->n_stores; i++) {
     ld_store *st = &l->stores[i];
     if (same_process) {

@@ -12,8 +12,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "featcache/fc_format.h"
 #include "formats/common/alloc.h"
 #include "formats/common/why.h"
+
+/* the problem of an id with a text entry and no audio entry (the failure featurize recorded for
+ * it after the colon, when there is one) */
+#define TEXT_ONLY "text without audio entry"
 
 /* ---- small helpers ----------------------------------------------------------------------------- */
 int ld_add_problem(fc_loader *l, uint32_t store, const char *id, size_t id_len,
@@ -151,6 +156,22 @@ int ld_find_records(fc_loader *l, uint32_t si, const char *id, size_t id_len, co
   it->tok_rec = v.mv_data;
   it->ntok = h.dim0;
   return 0;
+}
+
+uint32_t ld_recorded_failure(const fc_loader *l, const char *id, size_t id_len, const char *what,
+                             char *r, size_t rl) {
+  for (uint32_t s = 0; s < l->n_stores; s++) {
+    const ld_store *st = &l->stores[s];
+    MDB_dbi dbi = st->s->dbi[FC_DB_FAILED];
+    MDB_val k = {id_len, (void *)id}, v;
+    fc_failure f;
+    if (!dbi || !st->txn || mdb_get(st->txn, dbi, &k, &v) != 0 ||
+        fc_failure_decode(v.mv_data, v.mv_size, &f) != 0)
+      continue;
+    fc_why(r, rl, "%s: featurize failed it: %.*s", what, (int)f.reason_len, f.reason);
+    return s;
+  }
+  return l->n_stores;
 }
 
 int ld_add_item(fc_loader *l, const ld_item *it, const char *id, size_t id_len) {
@@ -294,6 +315,7 @@ int ld_index_store_lookups(fc_loader *l, uint32_t si, char *why, size_t why_len)
   char r[300];
   for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
        rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+    if (!ld_wanted(l, k.mv_data, k.mv_size)) continue;
     ld_item it;
     int e = ld_find_records(l, si, k.mv_data, k.mv_size, v.mv_data, v.mv_size, &it, r, sizeof r);
     if (e == 0) {
@@ -318,6 +340,7 @@ int ld_index_store_lookups(fc_loader *l, uint32_t si, char *why, size_t why_len)
   if ((rc = mdb_cursor_open(st->txn, s->dbi[FC_DB_TEXT], &c))) return rc;
   for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
        rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+    if (!ld_wanted(l, k.mv_data, k.mv_size)) continue;
     MDB_val k2 = k, v2;
     int e = mdb_get(st->txn, s->dbi[FC_DB_AUDIO], &k2, &v2);
     if (e == 0) continue;
@@ -325,13 +348,14 @@ int ld_index_store_lookups(fc_loader *l, uint32_t si, char *why, size_t why_len)
       rc = e;
       break;
     }
+    if (ld_recorded_failure(l, k.mv_data, k.mv_size, TEXT_ONLY, r, sizeof r) == l->n_stores)
+      fc_why(r, sizeof r, TEXT_ONLY);
     if (strict) {
-      fc_why(why, why_len, "%s: %.*s: text without audio entry", st->path, (int)k.mv_size,
-             (const char *)k.mv_data);
+      fc_why(why, why_len, "%s: %.*s: %s", st->path, (int)k.mv_size, (const char *)k.mv_data, r);
       rc = FC_ENOTFOUND;
       break;
     }
-    if ((rc = ld_add_problem(l, si, k.mv_data, k.mv_size, "text without audio entry"))) break;
+    if ((rc = ld_add_problem(l, si, k.mv_data, k.mv_size, r))) break;
   }
   mdb_cursor_close(c);
   return rc == MDB_NOTFOUND ? 0 : rc;
@@ -489,6 +513,7 @@ static int index_store_fast(fc_loader *l, uint32_t si, MDB_dbi mi, MDB_dbi ti, c
       if (w[i].on && (!id || key_cmp(&w[i].k, id) < 0)) id = &w[i].k;
     if (!id) break;
     MDB_val key = *id;
+    if (!ld_wanted(l, key.mv_data, key.mv_size)) goto next;
     int in[NW];
     for (int i = 0; i < NW; i++) in[i] = w[i].on && key_cmp(&w[i].k, &key) == 0;
     if (!walk_a) in[A] = in[M]; /* the index holds every audio entry's id */
@@ -501,7 +526,8 @@ static int index_store_fast(fc_loader *l, uint32_t si, MDB_dbi mi, MDB_dbi ti, c
     if (!in[A]) {
       if (tokens && in[X]) {
         e = FC_ENOTFOUND;
-        fc_why(r, sizeof r, "text without audio entry");
+        if (ld_recorded_failure(l, key.mv_data, key.mv_size, TEXT_ONLY, r, sizeof r) == l->n_stores)
+          fc_why(r, sizeof r, TEXT_ONLY);
       }
     } else if (mel_ok && tok_ok) {
       memset(&it, 0, sizeof it);
@@ -533,6 +559,7 @@ static int index_store_fast(fc_loader *l, uint32_t si, MDB_dbi mi, MDB_dbi ti, c
       }
       if ((rc = ld_add_problem(l, si, key.mv_data, key.mv_size, r))) goto out;
     }
+  next:
     for (int i = 0; i < NW; i++)
       if (w[i].on && key_cmp(&w[i].k, &key) == 0 && (rc = walk_next(&w[i]))) goto out;
   }

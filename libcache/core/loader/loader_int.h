@@ -6,6 +6,7 @@
 
 #include "featcache/fc_config.h"
 #include "featcache/fc_loader.h"
+#include "featcache/fc_manifest.h"
 #include "libcache/core/store/store_int.h"
 
 #include <pthread.h>
@@ -141,6 +142,11 @@ struct fc_loader {
   int any_indexed; /* some store is read through its index: items may need resolving */
   ld_warm_stats warm; /* the index read ahead at open, over the stores (tests, benchmarks) */
   char err[512]; /* fc_loader_error */
+  /* the utterances an epoch may hold (opts manifest / ids), kept during open only */
+  const char **want; /* sorted, each once; NULL: every utterance */
+  size_t n_want;
+  uint8_t *want_seen; /* [n_want]: an item or a problem of the index has the id */
+  fc_item_list want_list; /* the manifest's items, which want points into */
 
   /* epoch state, guarded by mu */
   pthread_mutex_t mu;
@@ -198,6 +204,10 @@ static inline size_t ld_mel_bytes(const struct fc_loader *l, const ld_item *it) 
 int ld_add_problem(struct fc_loader *l, uint32_t store, const char *id, size_t id_len,
                    const char *reason);
 int ld_add_item(struct fc_loader *l, const ld_item *it, const char *id, size_t id_len);
+/* The failure a featurize run recorded for id in one of the stores: r = "WHAT: featurize failed
+ * it: REASON", and the store's index; else n_stores (r untouched). */
+uint32_t ld_recorded_failure(const struct fc_loader *l, const char *id, size_t id_len,
+                             const char *what, char *r, size_t rl);
 /* A record against what the loader expects. 0, or FC_EFORMAT/FC_ECHECKSUM with a reason. */
 int ld_check_record(struct fc_loader *l, const void *val, size_t len, int tokens,
                     const fc_digest *cfg, fc_record_header *h, char *why, size_t why_len);
@@ -211,6 +221,15 @@ int ld_index_store_lookups(struct fc_loader *l, uint32_t si, char *why, size_t w
  * (items of later stores under it are dropped), and a store's problem with an id another store
  * serves is dropped (it skips nothing). 0 or ENOMEM. */
 int ld_drop_duplicates(struct fc_loader *l);
+
+/* loader_subset.c: the utterances the epochs hold, when the options name them (manifest, ids) */
+int ld_subset_begin(struct fc_loader *l, const fc_loader_opts *o, char *why, size_t why_len);
+/* 1: the index takes id (there is no subset, or the subset holds it), else 0. */
+int ld_wanted(struct fc_loader *l, const void *id, size_t id_len);
+/* After the index: the next id of the subset (from *i, 0 first) that no item or problem has, or
+ * NULL. */
+const char *ld_subset_unseen(const struct fc_loader *l, size_t *i);
+void ld_subset_free(struct fc_loader *l);
 /* Add store si's utterances from its configs' indexes: *used 1; or, when it lacks one of them (or
  * this loader's transaction cannot read it), nothing: *used 0, read it without. */
 int ld_index_store(struct fc_loader *l, uint32_t si, int *used, char *why, size_t why_len);

@@ -1,0 +1,86 @@
+/* The utterances a loader's epochs hold when its options name them: the ids of a manifest and a
+ * list of ids (a train / dev split of one store). The index (loader_index.c) asks ld_wanted for
+ * each id it walks, before it becomes an item or a problem; after the walks, the ids of the
+ * subset that no store held (ld_subset_unseen) become problems of their own (loader.c). The
+ * subset is kept during open only. */
+#include "libcache/core/loader/loader_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/common/alloc.h"
+#include "formats/common/why.h"
+
+static int str_cmp(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int ld_subset_begin(fc_loader *l, const fc_loader_opts *o, char *why, size_t why_len) {
+  if (!o->manifest && !o->ids) return 0;
+  if (o->manifest) {
+    char w[400] = "";
+    int rc = fc_manifest_read(o->manifest, NULL, &l->want_list, w, sizeof w);
+    if (rc) {
+      fc_why(why, why_len, "manifest %s: %s", o->manifest, w[0] ? w : fc_strerror(rc));
+      return rc;
+    }
+  }
+  size_t cap = l->want_list.count + o->n_ids;
+  l->want = fc_malloc((cap ? cap : 1) * sizeof *l->want);
+  if (!l->want) return ENOMEM;
+  size_t n = 0;
+  for (size_t i = 0; i < l->want_list.count; i++) { /* a line featurize refuses is none */
+    const fc_item *it = &l->want_list.items[i];
+    if (!it->err && it->id && it->id[0]) l->want[n++] = it->id;
+  }
+  for (size_t i = 0; i < o->n_ids; i++) {
+    if (!o->ids[i]) {
+      fc_why(why, why_len, "ids[%zu] is NULL", i);
+      return FC_ECONFIG;
+    }
+    l->want[n++] = o->ids[i];
+  }
+  qsort(l->want, n, sizeof *l->want, str_cmp);
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (m == 0 || strcmp(l->want[m - 1], l->want[i]) != 0) l->want[m++] = l->want[i];
+  l->n_want = m;
+  l->want_seen = fc_calloc(m ? m : 1, 1);
+  return l->want_seen ? 0 : ENOMEM;
+}
+
+int ld_wanted(fc_loader *l, const void *id, size_t id_len) {
+  if (!l->want) return 1;
+  size_t lo = 0, hi = l->n_want;
+  while (lo < hi) { /* the first want >= id (ids are UTF-8 without NUL: strcmp's order) */
+    size_t mid = lo + (hi - lo) / 2;
+    const char *w = l->want[mid];
+    size_t wl = strlen(w);
+    int c = memcmp(w, id, wl < id_len ? wl : id_len);
+    if (c == 0) c = wl < id_len ? -1 : wl > id_len;
+    if (c == 0) {
+      l->want_seen[mid] = 1;
+      return 1;
+    }
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return 0;
+}
+
+const char *ld_subset_unseen(const fc_loader *l, size_t *i) {
+  while (*i < l->n_want && l->want_seen[*i]) ++*i;
+  return *i < l->n_want ? l->want[(*i)++] : NULL;
+}
+
+void ld_subset_free(fc_loader *l) {
+  free(l->want);
+  free(l->want_seen);
+  fc_item_list_free(&l->want_list);
+  l->want = NULL;
+  l->want_seen = NULL;
+  l->n_want = 0;
+}

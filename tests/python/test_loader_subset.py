@@ -1,0 +1,158 @@
+"""featcache.Loader(manifest=..., ids=...): one store made for a whole corpus serves a train / dev
+split. The epochs hold exactly the ids of the manifest (and of the ids list), with the same
+features as the whole store's epoch; an id no store holds is a problem ('not stored', or the
+failure featurize recorded for it), or raises under strict; problems of ids outside the split
+are not listed. Checked through the stores' indexes, without them (dropped with py-lmdb, as a
+store made before indexes), over two shards read as one dataset, and through the PyTorch
+adapter. The store is made by the real featurize and tokenize."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+try:
+    import lmdb
+    import numpy as np
+    import pytest
+    import soundfile as sf
+    import torch  # noqa: F401  (the adapter below)
+except ImportError as e:  # pragma: no cover
+    print("FAIL: %s (scripts/setup installs it)" % e)
+    sys.exit(1)
+
+import featcache
+from featcache.torch import FeatcacheDataset
+
+BIN = os.environ.get("FC_BIN", os.path.join(os.path.dirname(__file__), "../../build"))
+N = 12
+TRAIN = ["u%02d" % i for i in range(N) if i % 3]
+DEV = ["u%02d" % i for i in range(N) if i % 3 == 0]
+
+
+def run(tool, *args, ok=(0,)):
+    p = subprocess.run([os.path.join(BIN, tool), *map(str, args)], capture_output=True, text=True)
+    assert p.returncode in ok, "%s %s -> %d\n%s" % (tool, args, p.returncode, p.stderr)
+    return p
+
+
+def write_manifest(path, ids):
+    with open(path, "w") as m:
+        for i in ids:
+            m.write("%s|Sentence %s.|Sentence %s\n" % (i, i, i))
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    d = tempfile.mkdtemp(prefix="fc_loader_subset_")
+    rng = np.random.default_rng(7)
+    os.makedirs(os.path.join(d, "wavs"))
+    for i in range(N):
+        n = int(rng.integers(6000, 20000))
+        x = 0.2 * np.sin(2 * np.pi * rng.uniform(100, 2000) * np.arange(n) / 22050)
+        sf.write(os.path.join(d, "wavs", "u%02d.wav" % i), x.astype(np.float32), 22050,
+                 subtype="PCM_16")
+    open(os.path.join(d, "wavs", "bad.wav"), "wb").close()  # empty: featurize records a failure
+    write_manifest(os.path.join(d, "metadata.csv"), ["u%02d" % i for i in range(N)] + ["bad"])
+    write_manifest(os.path.join(d, "train.csv"), TRAIN)
+    write_manifest(os.path.join(d, "dev.csv"), DEV + ["bad", "gone"])
+    store = os.path.join(d, "cache")
+    meta = os.path.join(d, "metadata.csv")
+    run("featurize", "-q", "--device", "cpu", "--manifest", meta, "--max-failed", "1", "-o", store)
+    run("tokenize", "-q", "--manifest", meta, "--build-vocab", "-o", store)
+    shards = [os.path.join(d, "s%d" % k) for k in range(2)]
+    for k, s in enumerate(shards):
+        run("featurize", "-q", "--device", "cpu", "--manifest", meta, "--shard", "%d/2" % k,
+            "--max-failed", "1", "-o", s, ok=(0, 1))
+    old = os.path.join(d, "old")
+    shutil.copytree(store, old)
+    env = lmdb.open(old, max_dbs=256, subdir=True)
+    with env.begin(write=True) as t:
+        for name in [bytes(k) for k, _ in t.cursor() if bytes(k).startswith(b"index/")]:
+            t.drop(env.open_db(name, txn=t, create=False), delete=True)
+    env.close()
+    yield dict(dir=d, store=store, old=old, shards=shards)
+    shutil.rmtree(d)
+
+
+def epoch(paths, **kw):
+    out = {}
+    with featcache.Loader(paths, batch_size=4, padded=True, **kw) as ld:
+        for b in ld:
+            assert not b.errors
+            for i, uid in enumerate(b.ids):
+                n = int(b.mel_lengths[i])
+                out[uid] = np.array(b.mels[i][:n])
+    return out
+
+
+@pytest.mark.parametrize("which", ["store", "old", "shards"])
+def test_manifest_split(corpus, which):
+    paths = corpus[which]
+    whole = epoch(paths)
+    assert sorted(whole) == ["u%02d" % i for i in range(N)]
+    train = epoch(paths, manifest=os.path.join(corpus["dir"], "train.csv"))
+    assert sorted(train) == TRAIN
+    for uid, mel in train.items():
+        assert np.array_equal(mel, whole[uid])
+    with featcache.Loader(paths, manifest=os.path.join(corpus["dir"], "train.csv")) as ld:
+        assert ld.num_items == len(TRAIN)
+        assert ld.problems() == []
+
+
+@pytest.mark.parametrize("which", ["store", "old"])
+def test_missing_and_failed_ids_are_problems(corpus, which):
+    dev = os.path.join(corpus["dir"], "dev.csv")
+    with featcache.Loader(corpus[which], manifest=dev, tokens="chars") as ld:
+        assert ld.num_items == len(DEV)
+        probs = {p[0]: p[2] for p in ld.problems()}
+        assert sorted(probs) == ["bad", "gone"], probs
+        assert probs["gone"] == "not stored: in the manifest, in none of the stores"
+        # tokenize stored its text: an utterance with a text entry and no audio entry
+        assert probs["bad"].startswith("text without audio entry: featurize failed it: "), probs
+        assert sorted(u for b in ld for u in b.ids) == DEV
+    with featcache.Loader(corpus[which], manifest=dev) as ld:
+        probs = {p[0]: p[2] for p in ld.problems()}
+        assert sorted(probs) == ["bad", "gone"], probs
+        assert probs["bad"].startswith("not stored: featurize failed it: "), probs["bad"]
+    with pytest.raises(featcache.FeatcacheError, match=r"(bad|gone): not stored"):
+        featcache.Loader(corpus[which], manifest=dev, strict=True)
+
+
+def test_ids_list_and_union_with_manifest(corpus):
+    assert sorted(epoch(corpus["store"], ids=["u04", "u01", "u04"])) == ["u01", "u04"]
+    both = epoch(corpus["store"], ids=["u00"], manifest=os.path.join(corpus["dir"], "train.csv"))
+    assert sorted(both) == sorted(TRAIN + ["u00"])
+    assert epoch(corpus["store"], ids=[]) == {}
+
+
+def test_whole_store_problems_outside_the_split_not_listed(corpus):
+    # the whole store has a text entry for "bad" (tokenize stored it) and no audio entry: the
+    # whole store's loader lists it with tokens; the train split does not hold it
+    with featcache.Loader(corpus["old"], tokens="chars") as ld:
+        assert [p[0] for p in ld.problems()] == ["bad"]
+    with featcache.Loader(corpus["old"], tokens="chars",
+                          manifest=os.path.join(corpus["dir"], "train.csv"), strict=True) as ld:
+        assert ld.num_items == len(TRAIN) and ld.problems() == []
+
+
+def test_bad_arguments(corpus):
+    with pytest.raises(TypeError, match="a list of ids"):
+        featcache.Loader(corpus["store"], ids="u01")
+    with pytest.raises(ValueError, match="is not an id"):
+        featcache.Loader(corpus["store"], ids=["u01", ""])
+    missing = os.path.join(corpus["dir"], "no-such.csv")
+    with pytest.raises(featcache.FeatcacheError, match="manifest .*no-such.csv: "):
+        featcache.Loader(corpus["store"], manifest=missing)
+
+
+def test_torch_dataset_takes_the_split(corpus):
+    ds = FeatcacheDataset(corpus["store"], manifest=os.path.join(corpus["dir"], "train.csv"),
+                          batch_size=4)
+    seen = [u for b in ds for u in b["ids"]]
+    assert sorted(seen) == TRAIN
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
