@@ -152,35 +152,35 @@ static int prune_word(const char *word, const char *const *stores, size_t n,
   return code;
 }
 
-/* The ids of a manifest; exit 2 said when it cannot be read, names none, or has a line whose
- * utterance cannot be told (an id that is kept could otherwise be removed). */
-static const char **manifest_ids(const char *path, const fc_manifest_opts *mo, fc_item_list *items,
-                                 size_t *n) {
+/* The ids of a manifest into *ids (pointing into *items): 0, or exit 2 said when it cannot be
+ * read, names none, or has a line whose utterance cannot be told (an id that is kept could
+ * otherwise be removed). What was read is freed by the caller either way. */
+static int manifest_ids(const char *path, const fc_manifest_opts *mo, fc_item_list *items,
+                        const char ***ids, size_t *n) {
   char why[512] = "";
   int rc = fc_manifest_read(path, mo, items, why, sizeof why);
   if (rc) {
     fc_cli_warn(path, "%s", why[0] ? why : fc_strerror(rc));
-    exit(FC_EXIT_USAGE);
+    return FC_EXIT_USAGE;
   }
-  const char **ids = malloc((items->count ? items->count : 1) * sizeof *ids);
-  if (!ids) exit(FC_EXIT_FAIL);
+  if (!(*ids = malloc((items->count ? items->count : 1) * sizeof **ids))) return FC_EXIT_FAIL;
   *n = 0;
   for (size_t i = 0; i < items->count; i++) {
     const fc_item *it = &items->items[i];
     if (it->id) {
-      ids[(*n)++] = it->id;
+      (*ids)[(*n)++] = it->id;
     } else if (it->err != FC_EDUPLICATE) {
       fc_cli_warn(path,
                   "line %zu: %s: no id, so no utterance it keeps can be told; nothing removed",
                   it->line, it->why ? it->why : fc_strerror(it->err));
-      exit(FC_EXIT_USAGE);
+      return FC_EXIT_USAGE;
     }
   }
   if (!*n) {
     fc_cli_warn(path, "names no utterance: refusing to remove every one");
-    exit(FC_EXIT_USAGE);
+    return FC_EXIT_USAGE;
   }
-  return ids;
+  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -219,32 +219,40 @@ int main(int argc, char **argv) {
   if (optind == argc) fc_cli_usage_error("no STORE given");
   fc_cli_no_empty_stores(argc, argv, optind);
   fc_item_list items = {0};
-  if (manifest) { po.keep = manifest_ids(manifest, &mo, &items, &po.n_keep); }
+  const char **keep = NULL;
+  size_t *first = NULL;
+  int worst = 0;
+  if (manifest && (worst = manifest_ids(manifest, &mo, &items, &keep, &po.n_keep)) != 0) goto out;
+  po.keep = keep;
   const char *const *words = (const char *const *)argv + optind;
   size_t nw = (size_t)(argc - optind), n = nw;
   const char **stores = fc_cli_expand_stores(words, &n);
-  size_t *first = malloc((nw + 1) * sizeof *first);
   char msg[1024];
-  if (!first) return FC_EXIT_FAIL;
+  if (!(first = malloc((nw + 1) * sizeof *first))) {
+    worst = FC_EXIT_FAIL;
+    goto out;
+  }
   if (fc_cli_store_groups(words, nw, n, first) != 0) {
     fc_cli_warn(NULL, "a split store's marker changed meanwhile: run again");
-    return FC_EXIT_USAGE;
+    worst = FC_EXIT_USAGE;
+    goto out;
   }
   if (fc_cli_store_twice(words, nw, stores, n, msg, sizeof msg)) {
     fc_cli_warn(NULL, "%s", msg);
-    return FC_EXIT_USAGE;
+    worst = FC_EXIT_USAGE;
+    goto out;
   }
   fc_cli_install_signals();
   po.stop = (volatile const int *)&fc_cli_signal;
-  int worst = 0;
   for (size_t w = 0; w < nw; w++) {
     int code = prune_word(words[w], stores + first[w], first[w + 1] - first[w], &po,
                           manifest != NULL, json, quiet);
     if (code > worst) worst = code;
     if (code > 128) break; /* interrupted: the stores after it are not started */
   }
+out:
   free(first);
-  free((void *)po.keep);
+  free(keep);
   fc_item_list_free(&items);
   return fc_cli_stdout_status(worst);
 }
