@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # cache-prune: --help, --version, usage errors and bad input — a missing store, a folder that is
 # no store, a file, an unreadable manifest, a read-only store (a read-only bind mount, where this
-# sandbox allows one), a damaged store (refused: its records could look like orphans) — each a
-# clear line naming the file, with the exit status of the neighbours (docs/cache-prune.md).
+# sandbox allows one), a damaged store or B-tree (refused: its records could look like orphans) —
+# each a clear line naming the file, with the exit status of the neighbours (docs/cache-prune.md).
 set -u
 CP=${FC_BIN:?}/cache-prune
 FZ=$FC_BIN/featurize
@@ -92,6 +92,21 @@ PY
 "$CV" s >/dev/null 2>&1 && fail "cache-verify passes the damaged store"
 run damaged 1 s
 expect_err damaged "cache-prune: s: damaged (text zz: transcript hashes to d4eb407cc0af94e1da4a5b0796dc9272, the entry's text digest is 00000000000000000000000000000000: its tokens were made from another text): its records could look like orphans; nothing removed (cache-verify says more)"
+
+# a page of the audio entries zeroed (a copy with a hole): LMDB meets a page of the wrong type (and
+# asserts, then aborts, on some): refused, exit 1, nothing removed — not an abort
+sox -n -r 22050 -b 16 c.wav synth 0.4 sine 700 || exit 1
+"$FZ" -q --writers 1 --device cpu -o z a.wav c.wav || fail "featurize z"
+"$PY" - <<'PY' || fail "zeroing a page"
+data = bytearray(open("z/data.mdb", "rb").read())
+page = data.find(b"c.wav") // 4096 * 4096
+data[page:page + 4096] = bytes(4096)
+open("z/data.mdb", "wb").write(data)
+PY
+run zeroed 1 --json z
+grep -q "^cache-prune: z: damaged (B-tree: LMDB: .*): nothing removed (cache-verify says more)$" err ||
+  { fail "zeroed: message"; cat err; }
+grep -q '"status":"damaged"' out || { fail "zeroed: --json status"; cat out; }
 
 [ $fails = 0 ] && echo "prune_usage: ok"
 exit $((fails > 0))

@@ -112,11 +112,13 @@ static int dropped_failures(pctx *p, fc_rtxn *t) {
   fc_cursor *cur;
   int rc = fc_cursor_open(t, FC_DB_FAILED, &cur);
   if (rc) return rc;
+  p->c.cur = cur; /* closed by the caller if a damaged page ends the walk */
   const void *k, *v;
   size_t kl, vl;
   while ((rc = fc_cursor_next(cur, &k, &kl, &v, &vl)) == 0)
     if (!kept(p, k, kl) && (rc = add_drop(p, k, kl, FC_DB_FAILED, vl)) != 0) break;
   fc_cursor_close(cur);
+  p->c.cur = NULL;
   return rc == FC_ENOTFOUND ? 0 : rc;
 }
 
@@ -139,6 +141,7 @@ static int find_orphans(pctx *p, fc_rtxn *t, int db) {
   fc_cursor *cur;
   int rc = fc_cursor_open(t, db, &cur);
   if (rc) return rc;
+  p->c.cur = cur;
   const void *k, *v;
   size_t kl, vl;
   while ((rc = fc_cursor_next(cur, &k, &kl, &v, &vl)) == 0) {
@@ -159,6 +162,7 @@ static int find_orphans(pctx *p, fc_rtxn *t, int db) {
     o->db = db;
   }
   fc_cursor_close(cur);
+  p->c.cur = NULL;
   return rc == FC_ENOTFOUND ? 0 : rc;
 }
 
@@ -200,6 +204,28 @@ static int survey(pctx *p, fc_rtxn *t, char *why, size_t why_len) {
   if (!rc) rc = vf_build_expected(c);
   if (!rc) rc = find_orphans(p, t, FC_DB_FEAT);
   if (!rc) rc = find_orphans(p, t, FC_DB_TOK);
+  return rc;
+}
+
+/* survey, a damaged page met on the way (LMDB's error, or its assertion: vf_lmdb_assert) a
+ * refusal, not an abort. */
+static int survey_guarded(pctx *p, fc_rtxn *t, char *why, size_t why_len) {
+  sigjmp_buf jb, *outer = vf_lmdb_jump;
+  mdb_env_set_assert(p->c.s->env, vf_lmdb_assert);
+  if (sigsetjmp(jb, 0)) {
+    vf_lmdb_jump = outer;
+    fc_why(why, why_len, "damaged (B-tree: LMDB: %s): nothing removed (cache-verify says more)",
+           vf_lmdb_why);
+    return FC_EFORMAT;
+  }
+  vf_lmdb_jump = &jb;
+  int rc = survey(p, t, why, why_len);
+  vf_lmdb_jump = outer;
+  if (vf_damage_code(rc)) {
+    fc_why(why, why_len, "damaged (B-tree: LMDB: %s): nothing removed (cache-verify says more)",
+           mdb_strerror(rc));
+    rc = FC_EFORMAT;
+  }
   return rc;
 }
 
@@ -334,7 +360,7 @@ int fc_store_prune(fc_store *s, const fc_prune_opts *o, fc_prune_report *r, char
   fc_rtxn *t = NULL;
   if (!rc) rc = fc_store_read_begin(s, &t);
   uint64_t snapshot = t ? mdb_txn_id(t->txn) : 0;
-  if (!rc) rc = survey(p, t, why, why_len);
+  if (!rc) rc = survey_guarded(p, t, why, why_len);
   fc_cursor_close(p->c.cur); /* left open by a walk cut short */
   fc_rtxn_end(t); /* the ids to drop are copies: the snapshot's pages are free to reuse */
   if (!rc && o->dry_run) {
