@@ -79,7 +79,7 @@ for sig in INT TERM KILL; do
   pid=$!
   sleep 0.5
   kill -$sig $pid 2>/dev/null
-  wait $pid
+  wait $pid 2>/dev/null
   rc=$?
   case $sig in INT) want=130 ;; TERM) want=143 ;; KILL) want=137 ;; esac
   if [ $rc = 0 ]; then
