@@ -43,7 +43,8 @@ static const fc_cli_opt options[] = {
      "cache (default: the featcache loader over STORE), audio (decode and compute on the fly), "
      "synthetic (each utterance costs --synthetic-ms)"},
     {"manifest", OPT_MANIFEST, required_argument, "FILE",
-     "utterances for --source audio / --compare (LJSpeech, wav.scp, JSONL, list)"},
+     "utterances for --source audio / --compare (LJSpeech, wav.scp, JSONL, list); with the "
+     "cache source alone, only these are read (a split of the stores)"},
     {"audio", OPT_MANIFEST, required_argument, "FILE", "same as --manifest"},
     {"manifest-format", OPT_MANIFEST_FORMAT, required_argument, "F",
      "auto, ljspeech, kaldi, jsonl or list"},
@@ -89,7 +90,7 @@ static const fc_cli_opt options[] = {
     {NULL, 0, 0, NULL, NULL}};
 
 static const char synopsis[] =
-    "loader-bench [options] STORE...\n"
+    "loader-bench [options] [--manifest FILE] STORE...\n"
     "       loader-bench --source audio --manifest FILE [options] [STORE...]\n"
     "       loader-bench --compare-profiles [--json] BEFORE.json AFTER.json\n"
     "       loader-bench --compare --manifest FILE [options] STORE...\n"
@@ -287,7 +288,7 @@ int main(int argc, char **argv) {
   const char **ids = NULL;
   size_t n_items = 0;
   int exit_code = FC_EXIT_OK;
-  if (want_audio) {
+  if (want_audio || (want_cache && manifest)) { /* the cache source alone: the manifest's ids */
     fc_manifest_opts mo = {.format = manifest_format, .audio_dir = audio_dir};
     char why[512] = "";
     int rc = fc_manifest_read(manifest, &mo, &list, why, sizeof why);
@@ -303,7 +304,7 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < list.count; i++) {
       const fc_item *it = &list.items[i];
-      if (it->err || !it->path) {
+      if (it->err || (want_audio && !it->path)) {
         char where[600];
         snprintf(where, sizeof where, "%s:%zu", manifest, it->line);
         fc_cli_warn(where, "%s", it->why ? it->why : "no audio path");
@@ -381,6 +382,10 @@ int main(int argc, char **argv) {
             o.store = store;
             o.stores = stores;
             o.n_stores = n_stores;
+            if (manifest) { /* the manifest's utterances only: a split of the stores */
+              o.subset = ids;
+              o.n_subset = n_items;
+            }
             if (compare) {
               /* the loader must yield the audio run's ids in its order (one store: ids in byte
                * order; several: store by store, as the audio run was ordered above) */

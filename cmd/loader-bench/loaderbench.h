@@ -54,6 +54,8 @@ typedef struct lb_opts {
   size_t n_items; /* AUDIO, SYNTH: how many */
   const char *const *expect_ids; /* CACHE: when set, check the loader yields these ids in order */
   size_t n_expect;
+  const char *const *subset; /* CACHE: when set, read only these utterances (a manifest's) */
+  size_t n_subset;
   double synth_item_ms; /* SYNTH */
   uint32_t batch, workers, prefetch;
   uint64_t steps; /* measured steps; 0 = `epochs` epochs */

@@ -25,7 +25,7 @@ check() {
 
 # --help: usage first, every option of the table, exit 0, nothing on stderr
 "$LB" --help >"$tmp/help" 2>"$tmp/err"; rc=$?
-if [ $rc != 0 ] || [ -s "$tmp/err" ] || [ "$(head -1 "$tmp/help")" != "Usage: loader-bench [options] STORE..." ]; then
+if [ $rc != 0 ] || [ -s "$tmp/err" ] || [ "$(head -1 "$tmp/help")" != "Usage: loader-bench [options] [--manifest FILE] STORE..." ]; then
   echo "FAIL help: exit $rc"; head -3 "$tmp/help"; fails=$((fails + 1))
 fi
 for opt in --source --manifest --audio --compare --preset --features --views --batch --workers \
