@@ -162,6 +162,14 @@ def bad_merge(j):
     return j
 
 
+def added_id(j, v):
+    """An added token whose id tokenizers refuses (not a u32) or featcache cannot store (over
+    INT32_MAX): tokenize took -1 (the token vanished from every line), 2**32 + 1 (stored as id 1)
+    and 2**31 (vanished) before."""
+    j["added_tokens"][-1]["id"] = v
+    return j
+
+
 def main():
     if not os.access(TOKENIZE, os.X_OK):
         print(f"FAIL: {TOKENIZE} not built")
@@ -194,7 +202,10 @@ def main():
         good = open(os.path.join(d, "bytelevel.json"), encoding="utf-8").read()
         cases = {"truncated": good[: len(good) // 2],
                  "not-bpe": json.dumps({**json.loads(good), "model": {"type": "Unigram", "vocab": []}}),
-                 "bad-merge": json.dumps(bad_merge(json.loads(good)))}
+                 "bad-merge": json.dumps(bad_merge(json.loads(good))),
+                 "added-negative-id": json.dumps(added_id(json.loads(good), -1)),
+                 "added-id-over-u32": json.dumps(added_id(json.loads(good), 2**32 + 1)),
+                 "added-id-over-i32": json.dumps(added_id(json.loads(good), 2**31))}
         for name, text in cases.items():
             tj = os.path.join(d, f"corrupt-{name}.json")
             open(tj, "w", encoding="utf-8").write(text)

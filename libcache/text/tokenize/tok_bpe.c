@@ -284,6 +284,10 @@ int tok_bpe_load(const char *data, size_t len, tok_bpe **out, char *why, size_t 
     json_t *c = json_object_get(t, "content"), *id = json_object_get(t, "id");
     if (!json_is_string(c) || !json_is_integer(id) || json_string_length(c) == 0)
       FAIL(FC_ETOKENIZER, "added_tokens[%zu] needs a content and an id", i);
+    /* tokenizers refuses an id that is not a u32; one over INT32_MAX does not fit the records */
+    if (json_integer_value(id) < 0 || json_integer_value(id) > INT32_MAX)
+      FAIL(FC_ETOKENIZER, "added_tokens[%zu] has an invalid id %" JSON_INTEGER_FORMAT, i,
+           json_integer_value(id));
     added_token *a = &b->added[b->nadded++];
     a->len = json_string_length(c);
     a->content = fc_malloc(a->len + 1);
