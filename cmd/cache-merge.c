@@ -6,7 +6,7 @@
 
 #include <sys/stat.h>
 
-enum { OPT_PREFER = 256, OPT_BATCH, OPT_JSON, OPT_PROGRESS, OPT_VERSION };
+enum { OPT_PREFER = 256, OPT_PARTIAL, OPT_BATCH, OPT_JSON, OPT_PROGRESS, OPT_VERSION };
 
 static const fc_cli_opt options[] =
     {{NULL, 0, 0, NULL, "Output:"},
@@ -14,6 +14,9 @@ static const fc_cli_opt options[] =
      {NULL, 0, 0, NULL, "Conflicts (an id whose audio or text entry differs between stores):"},
      {"prefer", OPT_PREFER, required_argument, "WHO",
       "first, last or a STORE among the inputs wins (default: refuse)"},
+     {NULL, 0, 0, NULL, "Shards (the stores of a featurize or tokenize run over shards):"},
+     {"partial", OPT_PARTIAL, no_argument, NULL,
+      "merge shards that are not every K of N (default: refuse, naming the missing)"},
      {NULL, 0, 0, NULL, "Running:"},
      {"batch", OPT_BATCH, required_argument, "N", "entries per write transaction (default 1024)"},
      {"quiet", 'q', no_argument, NULL, "no progress, no summary unless something failed"},
@@ -32,8 +35,8 @@ static const char description[] =
 static const char footer[] =
     "Exit status: 0 merged (or nothing to do); 1 conflicts refused (nothing written), damaged\n"
     "records left out, or a failed write (committed batches are kept; run again to finish); 2\n"
-    "usage error or a store that cannot be opened; 130/143 interrupted (committed batches are\n"
-    "kept; run again to finish).\n"
+    "usage error, a store that cannot be opened, or shards missing (see --partial); 130/143\n"
+    "interrupted (committed batches are kept; run again to finish).\n"
     "Manual: man cache-merge.";
 
 typedef struct ctx {
@@ -61,6 +64,13 @@ static void on_bad(long input, int db, const char *key_hex, const char *why, voi
   fc_cli_progress_clear(&c->progress);
   fprintf(stderr, "%s: %s: %s %s: damaged record skipped: %s\n", fc_cli_tool, c->inputs[input],
           db == FC_DB_FEAT ? "feat" : "tok", key_hex, why);
+}
+
+static void on_shard_twice(uint32_t k, uint32_t n, size_t a, size_t b, void *user) {
+  ctx *c = user;
+  fc_cli_progress_clear(&c->progress);
+  fprintf(stderr, "%s: %s: holds shard %u/%u, as %s does (a copy? its entries are stored once)\n",
+          fc_cli_tool, c->inputs[b], k, n, c->inputs[a]);
 }
 
 static uint64_t sum(const uint64_t *v) {
@@ -102,6 +112,7 @@ int main(int argc, char **argv) {
     switch (c) {
     case 'o': out = optarg; break;
     case OPT_PREFER: prefer = optarg; break;
+    case OPT_PARTIAL: mo.partial = 1; break;
     case OPT_BATCH: mo.batch_records = fc_cli_u32("batch", optarg, 1, 1u << 24); break;
     case OPT_JSON: json = 1; break;
     case 'q': quiet = 1; break;
@@ -162,6 +173,7 @@ int main(int argc, char **argv) {
   mo.on_conflict = on_conflict;
   mo.on_bad_record = on_bad;
   mo.on_progress = on_progress;
+  mo.on_shard_twice = on_shard_twice;
   mo.user = &cx;
   fc_cli_install_signals();
   mo.stop = &fc_cli_signal;
@@ -194,6 +206,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: %s (choose a winner with --prefer first|last|STORE)\n", fc_cli_tool, why);
     status = "refused";
     code = FC_EXIT_FAIL;
+  } else if (rc == FC_ECONFIG && st.shards_missing) { /* the inputs, not the data: nothing done */
+    fprintf(stderr, "%s: %s; nothing merged (give the missing shards too, or --partial)\n",
+            fc_cli_tool, why);
+    status = "refused";
+    code = FC_EXIT_USAGE;
   } else if (rc == EINVAL || (rc && st.commits == 0 && copied == 0 &&
                               (strstr(why, "cannot open") || strstr(why, "cannot create")))) {
     /* nothing was written: the stores could not be opened (usage / configuration) */
@@ -250,12 +267,14 @@ int main(int argc, char **argv) {
     printf(
         ",\"conflicts\":%llu,\"resolved\":%llu,\"bad_records\":%llu,\"dropped\":%llu,"
         "\"bytes_in\":%llu,\"bytes_copied\":%llu,\"commits\":%llu,\"wall_seconds\":%.6f,"
-        "\"failures_copied\":%llu,\"failures_cleared\":%llu}\n",
+        "\"failures_copied\":%llu,\"failures_cleared\":%llu,\"shards_missing\":%llu,"
+        "\"shards_twice\":%llu}\n",
         (unsigned long long)st.conflicts, (unsigned long long)st.resolved,
         (unsigned long long)st.bad_records, (unsigned long long)st.dropped,
         (unsigned long long)st.bytes_in, (unsigned long long)st.bytes_copied,
         (unsigned long long)st.commits, st.wall_seconds, (unsigned long long)st.failures_copied,
-        (unsigned long long)st.failures_cleared);
+        (unsigned long long)st.failures_cleared, (unsigned long long)st.shards_missing,
+        (unsigned long long)st.shards_twice);
   }
   return fc_cli_stdout_status(code); /* the --json object lost is a failure */
 }

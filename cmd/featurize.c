@@ -684,6 +684,12 @@ int main(int argc, char **argv) {
     fc_item_list_free(&items);
     return FC_EXIT_USAGE;
   }
+  if ((rc = fc_store_mark_shard(parts[0], shard_k, shard_n)) != 0) { /* docs/FORMAT.md "Shards" */
+    fc_cli_warn(store_dir, "cannot write: %s", fc_strerror(rc));
+    fc_store_close_split(parts, n_parts);
+    fc_item_list_free(&items);
+    return FC_EXIT_FAIL;
+  }
   if (verbose && n_parts > 1)
     fc_cli_warn(store_dir, "a split store of %u parts: %u writers", n_parts, n_parts);
 

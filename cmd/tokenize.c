@@ -372,6 +372,13 @@ int main(int argc, char **argv) {
     fc_tokenizer_free(tok);
     return FC_EXIT_USAGE;
   }
+  if ((rc = fc_store_mark_shard(parts[0], shard_k, shard_n)) != 0) { /* docs/FORMAT.md "Shards" */
+    fc_cli_warn(out_dir, "cannot write: %s", fc_strerror(rc));
+    fc_store_close_split(parts, n_parts);
+    fc_item_list_free(&items);
+    fc_tokenizer_free(tok);
+    return FC_EXIT_FAIL;
+  }
   if (stream && n_parts > 1) { /* split by a featurize started beside this run: read it whole */
     ro.manifest = NULL;
     ro.manifest_opts = NULL;

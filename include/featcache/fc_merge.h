@@ -73,6 +73,10 @@ typedef struct fc_merge_stats {
    * an input stores the id under the record's config */
   uint64_t failures_copied;
   uint64_t failures_cleared;
+  /* shards (fc_store_shards) no input or the output records, of the sets the inputs record
+   * some of; shards that two inputs record */
+  uint64_t shards_missing;
+  uint64_t shards_twice;
 } fc_merge_stats;
 
 typedef void (*fc_merge_conflict_fn)(const fc_merge_conflict *c, void *user);
@@ -100,6 +104,12 @@ typedef struct fc_merge_opts {
   fc_merge_conflict_fn on_conflict; /* may be NULL */
   fc_merge_bad_fn on_bad_record; /* may be NULL */
   fc_merge_progress_fn on_progress; /* after each commit; may be NULL */
+  /* Shards (docs/cache-merge.md "Shards"): the shards the inputs record (featurize/tokenize
+   * --shard) must form complete sets (fc_shard_sets_check, the output's own counted as held), or
+   * the merge is refused with FC_ECONFIG before anything is written (why names what is missing),
+   * unless partial is set. Inputs that record none merge as they are. */
+  int partial;
+  fc_shard_twice_fn on_shard_twice; /* a shard two inputs record (indexes of inputs); may be NULL */
   void *user;
 } fc_merge_opts;
 
@@ -110,7 +120,8 @@ FC_API void fc_merge_opts_init(fc_merge_opts *o);
  * store there is merged into). Inputs are opened read-only (with MDB_NOLOCK when their directory
  * or lock.mdb is not writable) and never written. Returns 0 when every entry is in the output
  * (stats->bad_records may be > 0); FC_ECONFLICT when conflicts were found and not resolved
- * (nothing written; each was reported); FC_EINTR when *stop was set (committed work kept);
+ * (nothing written; each was reported); FC_ECONFIG when the inputs record incomplete sets of
+ * shards and o->partial is not set (nothing written; why names the missing shards); FC_EINTR when *stop was set (committed work kept);
  * EINVAL (no inputs, the output is one of the inputs, prefer_index + prefer_count out of range:
  * reason in why);
  * the errors of fc_store_open for a store that cannot be opened (why names it); a store error

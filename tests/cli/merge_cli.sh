@@ -17,7 +17,7 @@ expect_err() { # name exact-stderr
 
 "$M" --help >out 2>err; check help 0 $?
 [ "$(head -1 out)" = "Usage: cache-merge [options] -o OUT STORE..." ] || { echo "FAIL help: first line"; fail=1; }
-for o in --output --prefer --batch --quiet --progress --json --help --version; do
+for o in --output --prefer --partial --batch --quiet --progress --json --help --version; do
   grep -q -- "$o" out || { echo "FAIL help lacks $o"; fail=1; }
 done
 [ -s err ] && { echo "FAIL help wrote to stderr"; fail=1; }
@@ -87,9 +87,9 @@ expect_err out-is-input "cache-merge: s0: the output cannot be one of the inputs
 "$M" --prefer s9 -o m s0 s1 >out 2>err; check prefer-missing 2 $?
 
 "$M" --json -o m s0 s1 s2 >json 2>err; check merge 0 $?
-"$PY" -c 'import json; r = json.load(open("json")); assert r["total"] == 245 and r["status"] == "done", r' \
+"$PY" -c 'import json; r = json.load(open("json")); assert r["total"] == 248 and r["status"] == "done", r' \
   || { echo "FAIL merge json"; cat json; fail=1; }
-grep -Eq '^cache-merge: done: 245 of 245 entries in m \(60 feat, 60 tok, 60 audio, 60 text, 5 meta copied; 0 already there; 5 duplicate keys stored once\); [0-9.]+ MB in [0-9.]+ s, [0-9]+ MB/s$' err \
+grep -Eq '^cache-merge: done: 248 of 248 entries in m \(60 feat, 60 tok, 60 audio, 60 text, 8 meta copied; 0 already there; 5 duplicate keys stored once\); [0-9.]+ MB in [0-9.]+ s, [0-9]+ MB/s$' err \
   || { echo "FAIL merge summary"; cat err; fail=1; }
 same_store ref m >same.txt || { echo "FAIL merged store differs from one plain run"; cat same.txt; fail=1; }
 "$FC_BIN/cache-verify" -q --strict m >out 2>&1 || { echo "FAIL cache-verify on the merged store"; cat out; fail=1; }
@@ -102,13 +102,13 @@ fi
 "$M" -q --json -o m s0 s1 s2 >&- 2>err; check json-closed 1 $?
 expect_err json-closed "cache-merge: stdout: cannot write: Bad file descriptor"
 "$M" --json -o m s2 s1 s0 >out 2>err; check rerun 0 $?
-expect_err rerun "cache-merge: nothing to do: all 245 entries of the 3 stores already in m"
+expect_err rerun "cache-merge: nothing to do: all 248 entries of the 3 stores already in m"
 "$PY" - out <<'PY' || fail=1
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["status"] == "nothing to do" and r["inputs"] == 3 and r["output"] == "m", r
 assert sum(r["copied"].values()) == 0 and r["commits"] == 0, r
-assert r["present"] == {"meta": 5, "audio": 60, "text": 60, "feat": 60, "tok": 60}, r
+assert r["present"] == {"meta": 8, "audio": 60, "text": 60, "feat": 60, "tok": 60}, r
 assert r["conflicts"] == 0 and r["dropped"] == 0 and r["bytes_in"] > 60 * 64, r
 PY
 
@@ -117,10 +117,10 @@ PY
 if grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null; then
   FC_FAULT=commit:3 "$M" --batch 7 -o m2 s0 s1 s2 >out 2>err; check fault 1 $?
   expect_err fault "cache-merge: m2: Input/output error
-cache-merge: done: 12 of 245 entries in m2 (233 failed); run again to finish"
+cache-merge: done: 15 of 248 entries in m2 (233 failed); run again to finish"
   "$FC_BIN/cache-verify" -q m2 >out 2>&1 || { echo "FAIL a merge stopped by a failed commit is not consistent"; cat out; fail=1; }
   "$M" --json -o m2 s0 s1 s2 >out 2>err; check resume 0 $?
-  "$PY" -c 'import json,sys; r=json.load(open("out")); assert r["status"] == "done" and 0 < sum(r["copied"].values()) < 245 and sum(r["present"].values()) > 0, r' \
+  "$PY" -c 'import json,sys; r=json.load(open("out")); assert r["status"] == "done" and 0 < sum(r["copied"].values()) < 248 and sum(r["present"].values()) > 0, r' \
     || { echo "FAIL resume json"; cat out; fail=1; }
   same_store ref m2 >same.txt || { echo "FAIL resumed merge differs"; cat same.txt; fail=1; }
 else

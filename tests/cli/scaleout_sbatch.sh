@@ -180,6 +180,9 @@ same_store ref13 again/s1 >same.txt || { echo "FAIL shard 1 of 3 differs from fe
 # a merge's local store kept by a merge job killed while copying is not resumed by a merge of
 # other shards into the same CACHE path (CACHE never made): the merge holds those shards alone
 mkdir -p other && echo 1 >other/.shards && cp -r again/s1 other/s0
+# (a shard of 3 given as the one shard of 1 is refused as such: a run over its whole list into it
+# makes it a shard of 1 too, docs/FORMAT.md "Shards")
+"$FC_BIN/featurize" -q --shard 0/1 -o other/s0 </dev/null || fail=1
 SLURM_JOB_ID=12 CACHE=$T/cache3 WORK=$T/shards PATH="$T/fake:$PATH" bash "$FC_SRC/scripts/scaleout/featcache-merge.sbatch" >out 2>err
 check "merge of shards/ killed while copying" 1 $?
 compgen -G "local3/featcache-merge-*" >/dev/null || { echo "FAIL the merge killed while copying kept no local store"; fail=1; }

@@ -17,6 +17,7 @@
 #include "formats/config/config_stamp.h"
 #include "libcache/core/merge/kmerge.h"
 #include "libcache/core/merge/merge_failed.h"
+#include "libcache/core/merge/merge_shards.h"
 #include "libcache/core/merge/writeback.h"
 #include "libcache/core/store/store_int.h"
 
@@ -666,6 +667,9 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
     c.txns[n] = c.rt[n]->txn;
     parties = n + 1;
   }
+  /* the shards the inputs record form complete sets (merge_shards.c), before anything else */
+  rc = merge_check_shards(c.in, c.txns, n, c.out, c.out ? c.txns[n] : NULL, o, stats, why, why_len);
+  if (rc) goto done;
   uint64_t unresolved;
   rc = find_conflicts(&c, parties, &unresolved);
   fc_rtxn_end(c.rt[n]);

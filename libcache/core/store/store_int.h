@@ -122,6 +122,10 @@ int store_index_entry(fc_store *s, MDB_txn *txn, int entry_db, const void *id, s
 /* Decode an index value: 0, or FC_EFORMAT when it is not FC_INDEX_VALUE_SIZE bytes. */
 int store_index_decode(const void *val, size_t len, store_ix *out);
 
+/* The shards the meta db of txn records (fc_store_shards, for code that holds its own read
+ * transaction: cache-merge's inputs): *marks sorted, free() it. */
+int store_shards_txn(MDB_txn *txn, MDB_dbi meta, fc_shard_mark **marks, size_t *count);
+
 struct fc_rtxn {
   fc_store *s;
   MDB_txn *txn;
