@@ -97,6 +97,12 @@ printf 'a\nb\n \na\n' > "$d/dup.txt"
 "$T" -o "$d/s6" --manifest "$m" --vocab "$d/dup.txt" 2> "$d/err"
 expect_rc $? 2 "vocab with duplicates"
 expect_err "dup.txt:4: duplicate symbol 'a' (first at line 1)"
+# a duplicate symbol holding a control character: named with C escapes, no escape on stderr
+printf 'a\n\033[2J\nb\n\033[2J\n' > "$d/dupesc.txt"
+"$T" -o "$d/s6" --manifest "$m" --vocab "$d/dupesc.txt" 2> "$d/err"
+expect_rc $? 2 "vocab with a duplicate control character"
+grep -q "$(printf '\033')" "$d/err" && fail "duplicate symbol: an escape character on stderr"
+expect_err 'dupesc.txt:4: duplicate symbol "\033[2J" (first at line 2)'
 [ ! -e "$d/s6" ] || fail "a configuration error created the store"
 printf 'a\n\nb\n' > "$d/empty.txt"
 "$T" -o "$d/s6" --manifest "$m" --vocab "$d/empty.txt" 2> "$d/err"

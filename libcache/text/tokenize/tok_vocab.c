@@ -25,8 +25,14 @@ int tok_vocab_from_syms(tok_vocab *v, char **syms, size_t n, char *why, size_t w
     int32_t first;
     int rc = tok_map_put(&v->map, syms[i], len, (int32_t)i, &first);
     if (rc == 1) {
-      tok_set_why(why, why_len, "%zu: duplicate symbol '%s' (first at line %d)", i + 1, syms[i],
-                  (int)first + 1);
+      /* a symbol holding a control character in double quotes with C escapes, as the tools
+       * quote names: no escape sequence from a vocab file reaches the terminal */
+      char q[160];
+      int plain = fc_quote_name(syms[i], q, sizeof q) == len;
+      tok_set_why(why, why_len,
+                  plain ? "%zu: duplicate symbol '%s' (first at line %d)"
+                        : "%zu: duplicate symbol %s (first at line %d)",
+                  i + 1, plain ? syms[i] : q, (int)first + 1);
       rc = FC_ETOKENIZER;
     }
     if (!rc) rc = tok_map_put(&v->match, syms[i], len, (int32_t)i, NULL);
