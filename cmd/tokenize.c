@@ -204,7 +204,7 @@ int main(int argc, char **argv) {
   fc_cli_getopt_tables(options, longs, shorts);
 
   const char *out_dir = NULL, *manifest = NULL, *export_vocab = NULL, *kind_name = "chars";
-  int force_new_store = 0;
+  int force_new_store = 0, lang_given = 0;
   const char *shard_spec = NULL;
   fc_manifest_opts mopts = {0};
   fc_tok_opts to;
@@ -234,7 +234,7 @@ int main(int argc, char **argv) {
     case OPT_BUILD_VOCAB: to.build_vocab = 1; break;
     case OPT_EXPORT_VOCAB: export_vocab = fc_cli_out_path("export-vocab", optarg); break;
     case OPT_TOKENIZER_JSON: to.tokenizer_json = fc_cli_path("tokenizer-json", optarg); break;
-    case OPT_LANG: to.lang = optarg; break;
+    case OPT_LANG: to.lang = optarg, lang_given = 1; break;
     case OPT_UNICODE:
       unicode = !pick("unicode", optarg, "none", "nfkc") ? FC_UNICODE_NONE : FC_UNICODE_NFKC;
       break;
@@ -293,6 +293,15 @@ int main(int argc, char **argv) {
   int kind = fc_tok_kind_from_name(kind_name);
   if (kind < 0)
     fc_cli_usage_error("invalid value '%s' for --tokenizer (want chars, phonemes, bpe)", kind_name);
+  /* an option of another tokenizer: -t forgotten, and a store of the default chars without it */
+  if (lang_given && kind != FC_TOK_PHONEMES)
+    fc_cli_usage_error(
+        "--lang is the espeak-ng voice of -t phonemes, and the tokenizer is %s (add -t phonemes)",
+        kind_name);
+  if (to.tokenizer_json && kind != FC_TOK_BPE)
+    fc_cli_usage_error(
+        "--tokenizer-json is the tokenizer of -t bpe, and the tokenizer is %s (add -t bpe)",
+        kind_name);
 
   fc_tok_opts d;
   fc_tok_opts_init(&d, (fc_tok_kind)kind);

@@ -168,6 +168,19 @@ for c in "--bogus|tokenize: unknown option '--bogus'" "-Z|tokenize: unknown opti
   [ "$(cat "$d/err")" = "${c#*|}
 $try" ] || fail "option error ${c%%|*}: want '${c#*|}'"
 done
+# an option of another tokenizer (-t forgotten): a usage error, not a chars store without it
+make_bpe_json "$d/tokopt.json"
+for c in "--lang de|--lang is the espeak-ng voice of -t phonemes, and the tokenizer is chars (add -t phonemes)" \
+  "--tokenizer-json $d/tokopt.json|--tokenizer-json is the tokenizer of -t bpe, and the tokenizer is chars (add -t bpe)" \
+  "-t phonemes --tokenizer-json $d/tokopt.json|--tokenizer-json is the tokenizer of -t bpe, and the tokenizer is phonemes (add -t bpe)" \
+  "-t bpe --tokenizer-json $d/tokopt.json --lang de|--lang is the espeak-ng voice of -t phonemes, and the tokenizer is bpe (add -t phonemes)"; do
+  # shellcheck disable=SC2086 # the options, split on purpose
+  "$T" -o "$d/sopt" --build-vocab "$m" ${c%%|*} > "$d/out" 2> "$d/err"
+  expect_rc $? 2 "${c%%|*} for another tokenizer"
+  [ "$(cat "$d/err")" = "tokenize: ${c#*|}
+$try" ] || fail "${c%%|*}: want '${c#*|}', got '$(cat "$d/err")'"
+  [ ! -e "$d/sopt" ] || fail "${c%%|*}: a store was made"
+done
 # stdout that cannot be written: the --json summary (or --help) lost is exit 1 with the reason
 if [ -w /dev/full ]; then
   "$T" -q --json -o "$d/sf" --build-vocab "$d/corpus/metadata.csv" > /dev/full 2> "$d/err"
