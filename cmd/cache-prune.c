@@ -83,10 +83,11 @@ static void add(fc_prune_report *a, const fc_prune_report *b) {
 static void summary(const char *store, const fc_prune_report *r, int dry, int manifest) {
   const char *verb = dry ? "would remove" : "removed";
   uint64_t orphans = r->feat_records + r->tok_records;
-  fprintf(stderr, "%s: %s: %s %llu orphan record%s (%llu feat, %llu tok; %.1f MB)", fc_cli_tool,
-          store, verb, (unsigned long long)orphans, orphans == 1 ? "" : "s",
-          (unsigned long long)r->feat_records, (unsigned long long)r->tok_records,
-          (r->feat_bytes + r->tok_bytes) / 1e6);
+  fprintf(stderr, "%s: ", fc_cli_tool);
+  fc_cli_put_name(stderr, store); /* quoted as every message quotes a name */
+  fprintf(stderr, ": %s %llu orphan record%s (%llu feat, %llu tok; %.1f MB)", verb,
+          (unsigned long long)orphans, orphans == 1 ? "" : "s", (unsigned long long)r->feat_records,
+          (unsigned long long)r->tok_records, (r->feat_bytes + r->tok_bytes) / 1e6);
   if (manifest)
     fprintf(stderr,
             " and %llu utterance%s not in the manifest (%llu audio, %llu text entries, %llu "
@@ -134,7 +135,7 @@ static int prune_word(const char *word, const char *const *stores, size_t n,
     if (!rc && !po->dry_run) rc = fc_store_sync(ss[k]);
     add(&all, &r);
     if (rc == FC_EINTR) {
-      fprintf(stderr, "%s: %s: interrupted: run again to finish\n", fc_cli_tool, stores[k]);
+      fc_cli_warn(stores[k], "interrupted: run again to finish");
       status = "interrupted";
       code = fc_cli_signal_exit();
     } else if (rc) {

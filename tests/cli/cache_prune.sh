@@ -124,6 +124,11 @@ run several 0 -n st sp
 [ "$(grep -c '^cache-prune: \(st\|sp\): would remove 0 orphan records' err)" = 2 ] ||
   { fail "several: want a line for each store"; cat err; }
 
+# a store's name is quoted as in every message (a newline would split the line)
+cp -r st "$(printf 'odd\nname')"
+run odd-name 0 "$(printf 'odd\nname')"
+expect_err odd-name 'cache-prune: "odd\nname": removed 0 orphan records (0 feat, 0 tok; 0.0 MB); 3 utterances stay (pages freed in data.mdb, reused by later writes)'
+
 # a record two ids share (the same audio, the same text) stays when one of them is dropped
 cp wavs/u1.wav wavs/twin.wav
 printf 'u1|one.|one.\ntwin|one.|one.\n' >d.csv
