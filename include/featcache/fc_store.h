@@ -34,7 +34,9 @@ enum fc_store_flags {
                                   open fails with EBUSY while another process has the store open
                                   for writing, and writers that open it meanwhile wait until this
                                   handle is closed. Without it, an open for writing takes the lock
-                                  shared (and waits while an exclusive holder has it) */
+                                  shared (and waits while an exclusive holder has it). The lock
+                                  belongs to the open data.mdb, which a fork shares: a child
+                                  forked while a handle is open holds it too, until it exits */
 };
 
 typedef enum fc_db {
