@@ -93,6 +93,7 @@ typedef struct null_stage {
 static unsigned ring_chunks; /* the ring staging-null made (its JSON); 0 for the other rows */
 static size_t ring_samples;
 static int ring_early; /* FC_CUDA_RING's ":early" (the JSON's ring_refill) */
+static int ring_commit; /* FC_CUDA_RING's ":commit" (the JSON's ring_hold) */
 
 static void null_close(void *state) {
   null_stage *z = state;
@@ -149,6 +150,7 @@ static int null_open(const fc_mel_config *cfg, const fc_device *dev, unsigned wo
   ring_chunks = z->info.chunks;
   ring_samples = z->info.capacity;
   ring_early = z->info.early_refill;
+  ring_commit = z->info.hold_to_commit;
   rc = z->staging && z->out ? null_grow(z, 0) : ENOMEM; /* the rest: null_grow */
   if (rc) {
     null_close(z);
@@ -308,14 +310,15 @@ static int report(const char *row, const fc_featurize_stats *st, double wall,
       "\"compute\":%.6f,\"write\":%.6f},\"waits\":{\"workers_on_writer\":%.6f,"
       "\"workers_on_device\":%.6f,\"writer_on_workers\":%.6f},\"workers\":%u,\"writers\":%u,\"commits\":%llu,"
       "\"dtype\":\"%s\",\"bound\":\"%s\",\"ring_chunks\":%u,\"ring_samples\":%zu,"
-      "\"ring_refill\":\"%s\"}\n",
+      "\"ring_refill\":\"%s\",\"ring_hold\":\"%s\"}\n",
       row, (unsigned long long)st->processed, st->audio_seconds, wall, st->audio_seconds / wall,
       user, sys, (user + sys) / hours, wall > 0 ? (user + sys) / wall : 0.0, vcs, ics,
       (double)(vcs + ics) / (double)st->processed, st->setup_seconds, st->read_seconds,
       st->hash_seconds, st->decode_seconds, st->staging_seconds, st->compute_seconds,
       st->write_seconds, st->queue_wait_seconds - st->device_wait_seconds, st->device_wait_seconds,
       st->writer_wait_seconds, st->workers, st->writers, (unsigned long long)st->committed_batches,
-      dtype_name, st->bound, ring_chunks, ring_samples, ring_early ? "early" : "late");
+      dtype_name, st->bound, ring_chunks, ring_samples, ring_early ? "early" : "late",
+      ring_commit ? "commit" : "record");
   return 0;
 }
 

@@ -63,10 +63,15 @@ FC_CUDA_RING=1x64K:early "$H" staging-null list st-ring1e 2 0 f32 >ring1e.json 2
   fail "FC_CUDA_RING=1x64K:early: exit $?: $(cat ring1e.err)"
 FC_CUDA_RING=1x64K:late "$H" staging-null list st-ring1l 2 0 f32 >ring1l.json 2>ring1l.err ||
   fail "FC_CUDA_RING=1x64K:late: exit $?: $(cat ring1l.err)"
-for bad in 4x 0x4M 17x1M 4x32K 4x4G x4M 4y4M 4x4M:soon 4x4M: 4x4M:early: :early 4x4M:late:early; do
+FC_CUDA_RING=1x64K:commit "$H" staging-null list st-ring1c 2 0 f32 >ring1c.json 2>ring1c.err ||
+  fail "FC_CUDA_RING=1x64K:commit: exit $?: $(cat ring1c.err)"
+FC_CUDA_RING=1x64K:late:commit "$H" staging-null list st-ring1lc 2 0 f32 >ring1lc.json \
+  2>ring1lc.err || fail "FC_CUDA_RING=1x64K:late:commit: exit $?: $(cat ring1lc.err)"
+for bad in 4x 0x4M 17x1M 4x32K 4x4G x4M 4y4M 4x4M:soon 4x4M: 4x4M:early: :early 4x4M:late:early \
+           4x4M:commit:early 4x4M:commit:commit 4x4M:commitx :commit; do
   FC_CUDA_RING=$bad "$H" staging-null list "st-bad$bad" 2 0 f32 >/dev/null 2>bad.err &&
     fail "FC_CUDA_RING=$bad: the run went on"
-  grep -qF "FC_CUDA_RING '$bad': want CHUNKSxSAMPLES[:early|:late], 1 to 16 chunks of 64K to 32M samples" bad.err ||
+  grep -qF "FC_CUDA_RING '$bad': want CHUNKSxSAMPLES[:early|:late][:commit], 1 to 16 chunks of 64K to 32M samples" bad.err ||
     fail "FC_CUDA_RING=$bad: $(cat bad.err)"
 done
 "$FC_BIN/featurize" -q --device cpu -j 2 -o st-ref - <list || fail "featurize: exit $?"
@@ -132,6 +137,12 @@ check((j["ring_refill"], j1["ring_refill"], j2["ring_refill"], j3["ring_refill"]
       and (j3["ring_chunks"], j3["ring_samples"]) == (1, 64 << 10), f"1x64K:early/:late: {j2} {j3}")
 check(j2["commits"] >= 2 and records("st-ring1e") == sn, f"1x64K:early: other records ({j2})")
 check(j3["commits"] >= 2 and records("st-ring1l") == sn, f"1x64K:late: other records ({j3})")
+# each utterance holds its chunk until its record is made, or with ":commit" until its batch's commit
+j4, j5 = json.load(open("ring1c.json")), json.load(open("ring1lc.json"))
+check([x["ring_hold"] for x in (j, j1, j2, j3, j4, j5)] == ["record"] * 4 + ["commit"] * 2
+      and (j4["ring_refill"], j5["ring_refill"]) == ("early", "late"), f":commit: {j4} {j5}")
+check(j4["commits"] >= 2 and records("st-ring1c") == sn, f"1x64K:commit: other records ({j4})")
+check(j5["commits"] >= 2 and records("st-ring1lc") == sn, f"1x64K:late:commit: other records ({j5})")
 sys.exit(1 if bad else 0)
 PY
 
@@ -152,7 +163,7 @@ grep -q "making" bh.err || fail "the corpus was not made: $(cat bh.err)"
 "$FC_SRC/scripts/bench-host" --hours 0.01 -j 2 --reps 1 --work "$tmp/w" >bh.md 2>bh.err2 ||
   fail "bench-host: exit $?: $(cat bh.err2)"
 grep -q "making" bh.err2 && fail "the corpus was made again"
-grep -q ", ring 4 x 2,097,152 samples, refilled early (staging-null), " bh.md ||
+grep -q ", ring 4 x 2,097,152 samples, refilled early, held to the record (staging-null), " bh.md ||
   fail "no ring in the header: $(cat bh.md)"
 grep -q "round by round" bh.md && fail "a round-by-round line from one round: $(cat bh.md)"
 "$FC_SRC/scripts/bench-host" --hours 0.01 -j 2 --reps 2 --work "$tmp/w" --ring 2x1M:early --json >br.json 2>br.err ||

@@ -26,6 +26,8 @@ typedef struct fc_fz_stage_info {
   int early_refill; /* a chunk's staging goes back to the workers once its finish returned, while
                        the writers still read its output (its next launch waits for them); else
                        once its utterances are committed */
+  int hold_to_commit; /* a staged utterance holds its chunk until its batch is committed; else
+                         only until its record is in the transaction's pages (fc_put_fill's done) */
 } fc_fz_stage_info;
 
 /* One launch of a chunk. Its staging buffer holds n16 int16 samples at its start (sample v stands
@@ -90,14 +92,16 @@ typedef struct fc_fz_backend {
 
 enum { FZ_STAGE_OPENED = 1, FZ_STAGE_SEALED, FZ_STAGE_RELEASED };
 
-/* The CUDA backend's ring for a run of `workers` workers: FC_CUDA_RING=CHUNKSxSAMPLES[:early|:late]
- * when set (docs/featurize.md "Environment"; SAMPLES may end in K or M, binary; the refill,
- * fc_fz_stage_info.early_refill, into *early unless it is NULL: early unless ":late"), else one
- * chunk of 2 Mi samples per worker, 4 to 16 chunks, refilled early. FC_ECONFIG with the reason in
- * why when the variable says something else. */
+/* The CUDA backend's ring for a run of `workers` workers:
+ * FC_CUDA_RING=CHUNKSxSAMPLES[:early|:late][:commit] when set (docs/featurize.md "Environment";
+ * SAMPLES may end in K or M, binary; the refill, fc_fz_stage_info.early_refill, into *early unless
+ * it is NULL: early unless ":late"; ":commit", fc_fz_stage_info.hold_to_commit, into *to_commit
+ * unless it is NULL), else one chunk of 2 Mi samples per worker, 4 to 16 chunks, refilled early,
+ * each utterance's hold gone once its record is made. FC_ECONFIG with the reason in why when the
+ * variable says something else. */
 enum { FZ_RING_MAX_CHUNKS = 16, FZ_RING_MIN_SAMPLES = 64 << 10, FZ_RING_MAX_SAMPLES = 32 << 20 };
-int fz_cuda_ring_env(unsigned workers, unsigned *chunks, size_t *samples, int *early, char *why,
-                     size_t why_len);
+int fz_cuda_ring_env(unsigned workers, unsigned *chunks, size_t *samples, int *early,
+                     int *to_commit, char *why, size_t why_len);
 
 /* The staging ring the CUDA backend gives a run of `workers` workers (its stage_info), known
  * without a GPU: a zero-cost staging backend that stands in for the GPU on a machine without one

@@ -211,7 +211,7 @@ static int cuda_open(const fc_mel_config *cfg, const fc_device *dev, unsigned wo
                      char *why, size_t why_len) {
   unsigned chunks;
   size_t samples;
-  int rc = fz_cuda_ring_env(workers, &chunks, &samples, NULL, why, why_len); /* early: stage_info */
+  int rc = fz_cuda_ring_env(workers, &chunks, &samples, NULL, NULL, why, why_len); /* stage_info */
   if (rc) return rc;
   rc = cuda_ring_create(cfg, dev->index, samples, chunks, 1, (fc_cuda_plan **)state);
   if (rc) set_why(why, why_len, rc, "%s", cuda_last_error());
@@ -234,28 +234,40 @@ static int ring_count(const char *s, const char *end, uint64_t *v) {
   return 1;
 }
 
-int fz_cuda_ring_env(unsigned workers, unsigned *chunks, size_t *samples, int *early, char *why,
-                     size_t why_len) {
+int fz_cuda_ring_env(unsigned workers, unsigned *chunks, size_t *samples, int *early,
+                     int *to_commit, char *why, size_t why_len) {
   *chunks = workers < CUDA_RING_MIN_CHUNKS ? CUDA_RING_MIN_CHUNKS
             : workers > FZ_RING_MAX_CHUNKS ? FZ_RING_MAX_CHUNKS
                                            : workers;
   *samples = CUDA_RING_SAMPLES;
   if (early) *early = 1;
+  if (to_commit) *to_commit = 0;
   const char *e = getenv("FC_CUDA_RING");
   if (!e || !*e) return 0;
   const char *x = strchr(e, 'x'), *colon = strchr(e, ':');
   const char *end = colon ? colon : e + strlen(e);
+  /* the suffixes: a refill (":early", ":late"), then ":commit", each at most once */
+  const char *tail = colon ? colon : end;
+  int late = 0, commit = 0, bad = 0;
+  if (strncmp(tail, ":late", 5) == 0)
+    late = 1, tail += 5;
+  else if (strncmp(tail, ":early", 6) == 0)
+    tail += 6;
+  if (strcmp(tail, ":commit") == 0)
+    commit = 1;
+  else if (*tail)
+    bad = 1;
   uint64_t c = 0, n = 0;
-  if (!x || x > end || !ring_count(e, x, &c) || !ring_count(x + 1, end, &n) || c < 1 ||
-      c > FZ_RING_MAX_CHUNKS || n < FZ_RING_MIN_SAMPLES || n > FZ_RING_MAX_SAMPLES ||
-      (colon && strcmp(colon, ":early") != 0 && strcmp(colon, ":late") != 0))
+  if (bad || !x || x > end || !ring_count(e, x, &c) || !ring_count(x + 1, end, &n) || c < 1 ||
+      c > FZ_RING_MAX_CHUNKS || n < FZ_RING_MIN_SAMPLES || n > FZ_RING_MAX_SAMPLES)
     return set_why(why, why_len, FC_ECONFIG,
-                   "FC_CUDA_RING '%s': want CHUNKSxSAMPLES[:early|:late], 1 to %d chunks of 64K to "
-                   "32M samples (e.g. 16x2M, the default at -j 16)",
+                   "FC_CUDA_RING '%s': want CHUNKSxSAMPLES[:early|:late][:commit], 1 to %d chunks "
+                   "of 64K to 32M samples (e.g. 16x2M, the default at -j 16)",
                    e, FZ_RING_MAX_CHUNKS);
   *chunks = (unsigned)c;
   *samples = (size_t)n;
-  if (early) *early = !colon || strcmp(colon, ":early") == 0;
+  if (early) *early = !late;
+  if (to_commit) *to_commit = commit;
   return 0;
 }
 
@@ -266,7 +278,8 @@ int fz_cuda_stage_geometry(const fc_mel_config *cfg, unsigned workers, fc_fz_sta
   memset(info, 0, sizeof *info);
   unsigned chunks;
   size_t samples;
-  int rc = fz_cuda_ring_env(workers, &chunks, &samples, &info->early_refill, why, why_len);
+  int rc = fz_cuda_ring_env(workers, &chunks, &samples, &info->early_refill, &info->hold_to_commit,
+                            why, why_len);
   if (rc) return rc;
   info->chunks = chunks;
   info->capacity = samples;
@@ -282,9 +295,10 @@ static void cuda_stage_info(void *state, fc_fz_stage_info *info) {
   info->max_frames = cuda_ring_plan_frames(state);
   info->max_utts = cuda_ring_max_utts(state);
   info->launch_wait = 0; /* the pipeline's 2 ms */
-  unsigned chunks; /* the ring's refill, as FC_CUDA_RING said at open (checked there) */
+  unsigned chunks; /* the ring's refill and hold, as FC_CUDA_RING said at open (checked there) */
   size_t samples;
-  if (fz_cuda_ring_env(0, &chunks, &samples, &info->early_refill, NULL, 0)) info->early_refill = 0;
+  if (fz_cuda_ring_env(0, &chunks, &samples, &info->early_refill, &info->hold_to_commit, NULL, 0))
+    info->early_refill = 0, info->hold_to_commit = 0;
 }
 
 static void *cuda_stage_buffer(void *state, unsigned chunk) {

@@ -237,7 +237,7 @@ static int commit_batch(fz_run *r, fz_part *p, fz_job *batch, size_t count) {
                             j->record,  j->record_len, FC_PUT_NOOVERWRITE};
     } else if (j->feat) {
       args[nf] = (fill_arg){r, j};
-      fills[nf] = (fc_put_fill){fill_record, &args[nf], fill_done};
+      fills[nf] = (fc_put_fill){fill_record, &args[nf], r->ring.hold_to_commit ? NULL : fill_done};
       puts[np++] = (fc_put){FC_DB_FEAT,
                             j->key.bytes,
                             sizeof j->key.bytes,
