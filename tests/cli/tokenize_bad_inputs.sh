@@ -136,6 +136,16 @@ expect_rc $? 2 "bad number"
 "$T" -o "$d/s6" -t bpe --tokenizer-json "$d/v.txt" --manifest "$m" 2> "$d/err"
 expect_rc $? 2 "corrupt tokenizer.json"
 expect_err "v.txt: "
+# a tokenizer.json whose strings hold a control character (a type, a vocab key in a merge): named
+# with octal escapes, no escape sequence on stderr
+printf '{"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"normalizer":{"type":"X\\u001b[2J"}}' > "$d/escn.json"
+printf '{"model":{"type":"BPE","vocab":{"a":0,"b\\u001b[2J":1},"merges":["a b\\u001b[2J"]}}' > "$d/escm.json"
+for c in 'escn|normalizer X\033[2J is not supported' 'escm|merge 0: "ab\033[2J" is not in the vocab'; do
+  "$T" -o "$d/s6" -t bpe --tokenizer-json "$d/${c%%|*}.json" --manifest "$m" 2> "$d/err"
+  expect_rc $? 2 "tokenizer.json ${c%%|*}"
+  grep -q "$(printf '\033')" "$d/err" && fail "tokenizer.json ${c%%|*}: an escape character on stderr"
+  expect_err "${c%%|*}.json: ${c#*|}"
+done
 
 # help and version
 "$T" --help > "$d/help" || fail "--help exit"

@@ -253,6 +253,25 @@ out:
 
 static int normalize(const tok_bpe *b, const char *s, size_t len, tok_buf *out);
 
+/* The file's strings reach the message (a type, a vocab key, a merge): its control characters as
+ * octal escapes (\033), as the tools quote names, so that no escape sequence from a downloaded
+ * tokenizer.json reaches the terminal. Cut short to why_len, as the message was. */
+static void why_escape(char *why, size_t why_len) {
+  size_t n = strnlen(why, why_len), o = 0;
+  char *tmp = fc_malloc(4 * n + 1);
+  if (!tmp) return;
+  for (size_t k = 0; k < n; k++) {
+    unsigned char c = (unsigned char)why[k];
+    if (c < 0x20 || c == 0x7f)
+      o += (size_t)sprintf(tmp + o, "\\%03o", c);
+    else
+      tmp[o++] = (char)c;
+  }
+  tmp[o] = '\0';
+  snprintf(why, why_len, "%s", tmp);
+  free(tmp);
+}
+
 int tok_bpe_load(const char *data, size_t len, tok_bpe **out, char *why, size_t why_len) {
   int rc = 0;
   json_error_t jerr;
@@ -316,6 +335,7 @@ int tok_bpe_load(const char *data, size_t len, tok_bpe **out, char *why, size_t 
 out:
   json_decref(root);
   if (b) tok_bpe_free(b);
+  if (rc && why && why_len) why_escape(why, why_len);
   return rc;
 }
 
