@@ -346,10 +346,20 @@ int main(int argc, char **argv) {
     fc_tokenizer_free(tok);
     return FC_EXIT_USAGE;
   }
-  if (mopts.format == FC_MANIFEST_AUTO)
-    refuse_textless(manifest, stream        ? detected_format(manifest)
-                              : items.count ? items.format
-                                            : FC_MANIFEST_AUTO);
+  const fc_manifest_format fmt = mopts.format != FC_MANIFEST_AUTO ? mopts.format
+                                 : stream                         ? detected_format(manifest)
+                                 : items.count                    ? items.format
+                                                                  : FC_MANIFEST_AUTO;
+  if (mopts.format == FC_MANIFEST_AUTO) refuse_textless(manifest, fmt);
+  /* a TSV's text is the rest of the line (tabs and all), a JSON line's its "text": a column asked
+   * for would be ignored, and 'id<TAB>raw<TAB>normalized' stored as one text */
+  if (mopts.text_column && (fmt == FC_MANIFEST_TSV || fmt == FC_MANIFEST_JSONL)) {
+    char q[1024];
+    fc_cli_usage_error(
+        "--text-column picks a column of an LJSpeech manifest (id|raw|normalized), "
+        "and %s reads as %s",
+        fc_cli_quoted(manifest, q, sizeof q), fmt == FC_MANIFEST_TSV ? "tsv" : "JSON lines");
+  }
   if (stream) {
     ro.manifest = manifest;
     ro.manifest_opts = &mopts;

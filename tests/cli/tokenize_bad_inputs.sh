@@ -191,6 +191,19 @@ for c in "--lang de|--lang is the espeak-ng voice of -t phonemes, and the tokeni
 $try" ] || fail "${c%%|*}: want '${c#*|}', got '$(cat "$d/err")'"
   [ ! -e "$d/sopt" ] || fail "${c%%|*}: a store was made"
 done
+# --text-column picks an LJSpeech column: with a TSV (whose text is the rest of the line, tabs
+# and all) or JSON lines manifest it was ignored, and a TSV's 'id<TAB>raw<TAB>normalized' stored
+# both columns; now a usage error, nothing written
+printf 'a\tRaw one\tNorm one\n' > "$d/three.tsv"
+printf '{"id":"a","text":"x"}\n' > "$d/tc.jsonl"
+for c in "three.tsv|tsv|" "three.tsv|tsv|--manifest-format tsv" "tc.jsonl|JSON lines|"; do
+  IFS='|' read -r f k extra <<< "$c"
+  # shellcheck disable=SC2086 # the options, split on purpose
+  "$T" -o "$d/stc" --build-vocab --text-column 3 $extra "$d/$f" > "$d/out" 2> "$d/err"
+  expect_rc $? 2 "--text-column with $f $extra"
+  expect_err "tokenize: --text-column picks a column of an LJSpeech manifest (id|raw|normalized), and $d/$f reads as $k"
+  [ ! -e "$d/stc" ] || fail "--text-column with $f: a store was made"
+done
 # stdout that cannot be written: the --json summary (or --help) lost is exit 1 with the reason
 if [ -w /dev/full ]; then
   "$T" -q --json -o "$d/sf" --build-vocab "$d/corpus/metadata.csv" > /dev/full 2> "$d/err"
