@@ -74,7 +74,7 @@ PY
 run orphan 1 --expect-preset hifigan
 cat >want <<W
 s: error: feat $(key_of utt00004) (id utt00004): missing: no feature record for mel config hifigan $cfg
-s: warning: feat $(key_of utt00009): orphan: no audio entry refers to this record (config hifigan $cfg)
+s: warning: feat $(key_of utt00009): orphan: no audio entry refers to this record (config hifigan $cfg): cache-prune removes it
 W
 same orphan
 # remove the missing-feature error so that only the warning remains
@@ -100,7 +100,7 @@ run sources 1 --sources
 cat >want <<W
 s: error: audio utt00001: source changed: src/utt00001.wav is $(stat -c %s src/utt00001.wav) bytes, its features were made from $(( $(stat -c %s src/utt00001.wav) - 1 )) bytes
 s: error: audio utt00003: source src/utt00003.wav: No such file or directory
-s: warning: feat $(key_of utt00009): orphan: no audio entry refers to this record (config hifigan $cfg)
+s: warning: feat $(key_of utt00009): orphan: no audio entry refers to this record (config hifigan $cfg): cache-prune removes it
 W
 same sources
 run rehash 1 --rehash

@@ -64,7 +64,7 @@ run key 1
 cfg=$(grep -o 'hifigan [0-9a-f]\{32\}' out | head -1)
 cat >want <<W
 s: error: feat $k (id utt00000): missing: no feature record for mel config $cfg
-s: warning: feat $k2: orphan: no audio entry refers to this record (config $cfg)
+s: warning: feat $k2: orphan: no audio entry refers to this record (config $cfg): cache-prune removes it
 W
 same key
 run key-strict 1 --strict   # still 1; and a warning alone fails only with --strict (below)

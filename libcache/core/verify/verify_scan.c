@@ -64,7 +64,7 @@ static void check_record(vctx *c, int db, const uint8_t *k, size_t kl, const voi
   }
   if (!x)
     vf_add(c, FC_VERIFY_WARNING, db, hex, 32, NULL, 0,
-           "orphan: no %s entry refers to this record (config %s %s)",
+           "orphan: no %s entry refers to this record (config %s %s): cache-prune removes it",
            db == FC_DB_FEAT ? "audio" : "text", cf ? vf_cfg_name(cf) : "unknown", ch);
 }
 
