@@ -191,6 +191,15 @@ for c in "--lang de|--lang is the espeak-ng voice of -t phonemes, and the tokeni
 $try" ] || fail "${c%%|*}: want '${c#*|}', got '$(cat "$d/err")'"
   [ ! -e "$d/sopt" ] || fail "${c%%|*}: a store was made"
 done
+# bpe's ids and special tokens are the tokenizer.json's: a vocab, --add-bos or a special symbol
+# (--unk [UNK] was ignored, exit 0) is a configuration error, nothing written
+for o in "--build-vocab" "--add-eos" "--unk [UNK]" "--pad <p>" "--bos <s>" "--eos </s>"; do
+  # shellcheck disable=SC2086 # the options, split on purpose
+  "$T" -o "$d/sbo" -t bpe --tokenizer-json "$d/tokopt.json" $o "$m" > "$d/out" 2> "$d/err"
+  expect_rc $? 2 "-t bpe $o"
+  expect_err "tokenize: bpe takes --tokenizer-json FILE and neither a vocab, --add-bos/--add-eos nor --pad/--unk/--bos/--eos (its special tokens are the tokenizer.json's)"
+  [ ! -e "$d/sbo" ] || fail "-t bpe $o: a store was made"
+done
 # --text-column picks an LJSpeech column: with a TSV (whose text is the rest of the line, tabs
 # and all) or JSON lines manifest it was ignored, and a TSV's 'id<TAB>raw<TAB>normalized' stored
 # both columns; now a usage error, nothing written

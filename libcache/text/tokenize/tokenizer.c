@@ -218,9 +218,12 @@ int fc_tokenizer_create(const fc_tok_opts *o, fc_tokenizer **out, char *why, siz
     goto out;
   }
   if (t->kind == FC_TOK_BPE) {
-    if (!o->tokenizer_json || o->vocab_path || o->build_vocab || o->add_bos || o->add_eos) {
+    /* its ids and special tokens are the tokenizer.json's: a special symbol would be ignored */
+    if (!o->tokenizer_json || o->vocab_path || o->build_vocab || o->add_bos || o->add_eos ||
+        o->pad || o->unk || o->bos || o->eos) {
       tok_set_why(why, why_len,
-                  "bpe takes --tokenizer-json FILE and neither a vocab nor --add-bos/--add-eos");
+                  "bpe takes --tokenizer-json FILE and neither a vocab, --add-bos/--add-eos nor "
+                  "--pad/--unk/--bos/--eos (its special tokens are the tokenizer.json's)");
       rc = FC_ECONFIG;
       goto out;
     }
