@@ -34,7 +34,8 @@ static const char description[] =
     "resume where they stopped; a finished one is not repeated.";
 static const char footer[] =
     "Exit status: 0 merged (or nothing to do); 1 conflicts refused (nothing written), damaged\n"
-    "records left out, or a failed write (committed batches are kept; run again to finish); 2\n"
+    "records left out, shards whose vocabularies were built apart, or a failed write (committed\n"
+    "batches are kept; run again to finish); 2\n"
     "usage error, a store that cannot be opened, or shards missing (see --partial); 130/143\n"
     "interrupted (committed batches are kept; run again to finish).\n"
     "Manual: man cache-merge.";
@@ -71,6 +72,27 @@ static void on_shard_twice(uint32_t k, uint32_t n, size_t a, size_t b, void *use
   fc_cli_progress_clear(&c->progress);
   fprintf(stderr, "%s: %s: holds shard %u/%u, as %s does (a copy? its entries are stored once)\n",
           fc_cli_tool, c->inputs[b], k, n, c->inputs[a]);
+}
+
+/* Token configs of one name built per store (a vocabulary built in each shard): what, and the fix */
+static void on_token_configs(const char *name, const char *detail, int refused, void *user) {
+  ctx *c = user;
+  fc_cli_progress_clear(&c->progress);
+  fprintf(stderr,
+          "%s: the inputs hold %s: a vocabulary built in each, so each config holds the tokens of "
+          "its own stores' ids, and tokens=\"%s\" would not say which\n",
+          fc_cli_tool, detail, name);
+  if (refused)
+    fprintf(stderr,
+            "%s: build the vocabulary once (tokenize --build-vocab --export-vocab %s.txt -o "
+            "SCRATCH MANIFEST, over the whole manifest), then in each shard drop its own "
+            "(cache-config --drop %s SHARD) and tokenize it with --vocab %s.txt\n",
+            fc_cli_tool, name, name, name);
+  else
+    fprintf(stderr,
+            "%s: merged all the same (the stores record no shards): for one vocabulary, tokenize "
+            "the merged store with --vocab FILE and drop the others (cache-config --drop)\n",
+            fc_cli_tool);
 }
 
 static uint64_t sum(const uint64_t *v) {
@@ -174,6 +196,7 @@ int main(int argc, char **argv) {
   mo.on_bad_record = on_bad;
   mo.on_progress = on_progress;
   mo.on_shard_twice = on_shard_twice;
+  mo.on_token_configs = on_token_configs;
   mo.user = &cx;
   fc_cli_install_signals();
   mo.stop = &fc_cli_signal;
@@ -211,6 +234,10 @@ int main(int argc, char **argv) {
             fc_cli_tool, why);
     status = "refused";
     code = FC_EXIT_USAGE;
+  } else if (rc == FC_ECONFIG && st.token_configs_apart) { /* said by on_token_configs */
+    fprintf(stderr, "%s: nothing merged\n", fc_cli_tool);
+    status = "refused";
+    code = FC_EXIT_FAIL;
   } else if (rc == EINVAL || (rc && st.commits == 0 && copied == 0 &&
                               (strstr(why, "cannot open") || strstr(why, "cannot create")))) {
     /* nothing was written: the stores could not be opened (usage / configuration) */
@@ -268,13 +295,13 @@ int main(int argc, char **argv) {
         ",\"conflicts\":%llu,\"resolved\":%llu,\"bad_records\":%llu,\"dropped\":%llu,"
         "\"bytes_in\":%llu,\"bytes_copied\":%llu,\"commits\":%llu,\"wall_seconds\":%.6f,"
         "\"failures_copied\":%llu,\"failures_cleared\":%llu,\"shards_missing\":%llu,"
-        "\"shards_twice\":%llu}\n",
+        "\"shards_twice\":%llu,\"token_configs_apart\":%llu}\n",
         (unsigned long long)st.conflicts, (unsigned long long)st.resolved,
         (unsigned long long)st.bad_records, (unsigned long long)st.dropped,
         (unsigned long long)st.bytes_in, (unsigned long long)st.bytes_copied,
         (unsigned long long)st.commits, st.wall_seconds, (unsigned long long)st.failures_copied,
         (unsigned long long)st.failures_cleared, (unsigned long long)st.shards_missing,
-        (unsigned long long)st.shards_twice);
+        (unsigned long long)st.shards_twice, (unsigned long long)st.token_configs_apart);
   }
   return fc_cli_stdout_status(code); /* the --json object lost is a failure */
 }

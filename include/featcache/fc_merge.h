@@ -77,6 +77,9 @@ typedef struct fc_merge_stats {
    * some of; shards that two inputs record */
   uint64_t shards_missing;
   uint64_t shards_twice;
+  /* token config names (tokens="chars") that stand for several configs, each held by some of
+   * the stores only: vocabularies built per shard or per store */
+  uint64_t token_configs_apart;
 } fc_merge_stats;
 
 typedef void (*fc_merge_conflict_fn)(const fc_merge_conflict *c, void *user);
@@ -110,6 +113,12 @@ typedef struct fc_merge_opts {
    * unless partial is set. Inputs that record none merge as they are. */
   int partial;
   fc_shard_twice_fn on_shard_twice; /* a shard two inputs record (indexes of inputs); may be NULL */
+  /* Several token configs of one name where a store holding one lacks another (a vocabulary
+   * built in each shard): the merge would hold each for some ids only, and tokens="NAME" would
+   * not say which. Called once per name with what differs (detail: "3 different 'chars' token
+   * configs, in 3 stores (8640eacd12ac in s0, ...)"); refused: a store involved records shards,
+   * and fc_merge_run returns FC_ECONFIG, nothing written. May be NULL. */
+  void (*on_token_configs)(const char *name, const char *detail, int refused, void *user);
   void *user;
 } fc_merge_opts;
 
@@ -121,7 +130,8 @@ FC_API void fc_merge_opts_init(fc_merge_opts *o);
  * or lock.mdb is not writable) and never written. Returns 0 when every entry is in the output
  * (stats->bad_records may be > 0); FC_ECONFLICT when conflicts were found and not resolved
  * (nothing written; each was reported); FC_ECONFIG when the inputs record incomplete sets of
- * shards and o->partial is not set (nothing written; why names the missing shards); FC_EINTR when *stop was set (committed work kept);
+ * shards and o->partial is not set (nothing written; why names the missing shards), or when
+ * shards hold token configs of one name built apart (on_token_configs; nothing written); FC_EINTR when *stop was set (committed work kept);
  * EINVAL (no inputs, the output is one of the inputs, prefer_index + prefer_count out of range:
  * reason in why);
  * the errors of fc_store_open for a store that cannot be opened (why names it); a store error

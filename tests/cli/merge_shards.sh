@@ -91,6 +91,52 @@ expect_err merge-and-shard "cache-merge: s1copy: holds shard 1/4, as m4 does (a 
 "$M" -q -o m10 ref >out 2>err; check plain 0 $?
 "$M" -q -o m11 s0 s1 s2 s3 ref >out 2>err; check plain-beside 0 $?
 
+# a vocabulary built in each shard (each shard's tokenize read its own part of the corpus, one of
+# them with a symbol the others lack): several 'chars' configs, each covering its shard's ids only.
+# Refused, with the fix; the same stores made without --shard are merged, said all the same
+for k in 0 1 2 3; do
+  "$PY" - s$k c/metadata.csv >piece$k.csv <<'PY'
+import sys, lmdb
+e = lmdb.open(sys.argv[1], readonly=True, lock=False, max_dbs=8)
+with e.begin() as t:
+    ids = {bytes(k).decode() for k, _ in t.cursor(db=e.open_db(b"audio", txn=t, create=False))}
+for line in open(sys.argv[2]):
+    if line.split("|")[0] in ids:
+        print(line, end="")
+PY
+done
+sed -i '1s/\./ é./g' piece0.csv
+for k in 0 1 2 3; do
+  "$FC_BIN/featurize" -q -j1 --shard $k/4 -o v$k --manifest c/metadata.csv &&
+    "$FC_BIN/tokenize" -q --build-vocab --shard $k/4 -o v$k piece$k.csv || fail=1
+done
+"$M" -q -o mv v0 v1 v2 v3 >out 2>err; check vocab-per-shard 1 $?
+grep -Eq "^cache-merge: the inputs hold [2-4] different 'chars' token configs, in 4 stores \([0-9a-f]{12} in v[0-3], .*\): a vocabulary built in each, so each config holds the tokens of its own stores' ids, and tokens=\"chars\" would not say which$" err \
+  || { echo "FAIL vocab per shard: what"; cat err; fail=1; }
+grep -qxF "cache-merge: build the vocabulary once (tokenize --build-vocab --export-vocab chars.txt -o SCRATCH MANIFEST, over the whole manifest), then in each shard drop its own (cache-config --drop chars SHARD) and tokenize it with --vocab chars.txt" err \
+  || { echo "FAIL vocab per shard: the fix"; cat err; fail=1; }
+[ "$(tail -1 err)" = "cache-merge: nothing merged" ] || { echo "FAIL vocab per shard: last line"; cat err; fail=1; }
+[ -e mv ] && { echo "FAIL a merge refused for its vocabularies created its output"; fail=1; }
+# the fix, as said: the merge is then one config, which the loader takes by name
+cat piece?.csv >whole.csv
+"$FC_BIN/tokenize" -q --build-vocab --export-vocab chars.txt -o scratch whole.csv || fail=1
+for k in 0 1 2 3; do
+  "$FC_BIN/cache-config" -q --drop chars v$k >out 2>&1 || { echo "FAIL drop in v$k"; cat out; fail=1; }
+  "$FC_BIN/tokenize" -q --vocab chars.txt --shard $k/4 -o v$k piece$k.csv || fail=1
+done
+"$M" -q -o mv v0 v1 v2 v3 >out 2>err; check vocab-fixed 0 $?
+[ -s err ] && { echo "FAIL vocab fixed: stderr"; cat err; fail=1; }
+"$PY" -c "
+import featcache
+ds = featcache.Loader('mv', tokens='chars', batch_size=8)
+assert sum(len(b) for b in ds) == 40" >out 2>&1 || { echo "FAIL the loader on the fixed merge"; cat out; fail=1; }
+# stores built apart (no --shard): merged, and said
+"$FC_BIN/tokenize" -q --build-vocab -o w0 piece0.csv && "$FC_BIN/tokenize" -q --build-vocab -o w1 piece1.csv || fail=1
+"$M" -q -o mw w0 w1 >out 2>err; check vocab-apart 0 $?
+grep -q "^cache-merge: the inputs hold 2 different 'chars' token configs, in 2 stores (" err &&
+  grep -qxF "cache-merge: merged all the same (the stores record no shards): for one vocabulary, tokenize the merged store with --vocab FILE and drop the others (cache-config --drop)" err \
+  || { echo "FAIL vocab apart"; cat err; fail=1; }
+
 # a shard that later took a plain run (the whole list) holds everything: it merges alone
 cp -r s3 s3plain
 "$FC_BIN/featurize" -q -j2 -o s3plain --manifest c/metadata.csv || fail=1

@@ -668,7 +668,8 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
     parties = n + 1;
   }
   /* the shards the inputs record form complete sets (merge_shards.c), before anything else */
-  rc = merge_check_shards(c.in, c.txns, n, c.out, c.out ? c.txns[n] : NULL, o, stats, why, why_len);
+  rc = merge_check_shards(c.in, c.txns, n, c.out, c.out ? c.txns[n] : NULL, inputs, out_dir, o,
+                          stats, why, why_len);
   if (rc) goto done;
   uint64_t unresolved;
   rc = find_conflicts(&c, parties, &unresolved);

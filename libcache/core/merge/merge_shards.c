@@ -2,10 +2,13 @@
 #include "libcache/core/merge/merge_shards.h"
 
 #include "formats/common/alloc.h"
+#include "formats/common/json.h"
 #include "formats/common/why.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct twice_ctx {
   const fc_merge_opts *o;
@@ -18,9 +21,132 @@ static void on_twice(uint32_t k, uint32_t sn, size_t a, size_t b, void *user) {
   if (t->o->on_shard_twice) t->o->on_shard_twice(k, sn, a, b, t->o->user);
 }
 
+/* ---- token configs of one name, each held by some stores only ----------------------------------- */
+typedef struct tokcfg {
+  char name[64]; /* what tokens="NAME" answers to: tokenizer, else name, else preset */
+  char hex[33];
+  size_t holder;
+} tokcfg;
+
+static int tokcfg_cmp(const void *a, const void *b) {
+  const tokcfg *x = a, *y = b;
+  int c = strcmp(x->name, y->name);
+  if (!c) c = strcmp(x->hex, y->hex);
+  return c ? c : x->holder < y->holder ? -1 : x->holder > y->holder;
+}
+
+/* The token configs in the meta db of txn, appended to *v (holder h). */
+static int token_configs(MDB_txn *txn, MDB_dbi meta, size_t h, tokcfg **v, size_t *n, size_t *cap) {
+  MDB_cursor *cur;
+  int rc = mdb_cursor_open(txn, meta, &cur);
+  if (rc) return rc;
+  MDB_val k = {4, (void *)"cfg/"}, val;
+  for (rc = mdb_cursor_get(cur, &k, &val, MDB_SET_RANGE); rc == 0;
+       rc = mdb_cursor_get(cur, &k, &val, MDB_NEXT)) {
+    if (k.mv_size < 4 || memcmp(k.mv_data, "cfg/", 4)) break;
+    if (k.mv_size != 36) continue;
+    json_error_t je;
+    int nomem;
+    json_t *o = fc_json_loadb(val.mv_data, val.mv_size, 0, &je, &nomem);
+    if (nomem) {
+      rc = ENOMEM;
+      break;
+    }
+    const char *kind = json_string_value(json_object_get(o, "kind"));
+    const char *name = NULL;
+    static const char *const keys[] = {"tokenizer", "name", "preset"};
+    for (size_t i = 0; kind && !strcmp(kind, "tokens") && i < 3 && !name; i++)
+      name = json_string_value(json_object_get(o, keys[i]));
+    if (name) {
+      if (*n == *cap) {
+        size_t nc = *cap ? 2 * *cap : 16;
+        tokcfg *g = fc_realloc(*v, nc * sizeof *g);
+        if (!g) {
+          json_decref(o);
+          rc = ENOMEM;
+          break;
+        }
+        *v = g;
+        *cap = nc;
+      }
+      tokcfg *t = &(*v)[(*n)++];
+      snprintf(t->name, sizeof t->name, "%s", name);
+      memcpy(t->hex, (const char *)k.mv_data + 4, 32);
+      t->hex[32] = '\0';
+      t->holder = h;
+    }
+    json_decref(o);
+  }
+  mdb_cursor_close(cur);
+  return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* Several token configs of one name where a store holding one of them lacks another (each shard
+ * built its own vocabulary): said for each name; FC_ECONFIG when a store involved records shards
+ * (a merge of shards is one corpus), else 0 (stores built apart: said, merged). */
+static int check_token_configs(fc_store *const *in, MDB_txn *const *txns, size_t n, fc_store *out,
+                               MDB_txn *out_txn, const size_t *shard_counts,
+                               const char *const *paths, const char *out_dir,
+                               const fc_merge_opts *o, fc_merge_stats *st) {
+  tokcfg *v = NULL;
+  size_t nv = 0, cap = 0;
+  int rc = 0;
+  for (size_t i = 0; i < n + (out ? 1 : 0) && !rc; i++)
+    rc = i < n ? token_configs(txns[i], in[i]->dbi[FC_DB_META], i, &v, &nv, &cap)
+               : token_configs(out_txn, out->dbi[FC_DB_META], i, &v, &nv, &cap);
+  if (rc || nv < 2) {
+    free(v);
+    return rc;
+  }
+  qsort(v, nv, sizeof *v, tokcfg_cmp);
+  int refuse = 0;
+  for (size_t a = 0; a < nv;) {
+    size_t b = a, configs = 0, holders = 0;
+    while (b < nv && !strcmp(v[b].name, v[a].name)) b++;
+    for (size_t x = a; x < b; x++)
+      if (x == a || strcmp(v[x].hex, v[x - 1].hex)) configs++;
+    /* a store holding some of the name's configs but not all: the configs cover other ids */
+    int apart = 0, shards = 0;
+    for (size_t x = a; configs > 1 && x < b; x++) {
+      size_t held = 0, h = v[x].holder;
+      int first = 1; /* x is the holder's first config of the name: counted once */
+      for (size_t y = a; y < x && first; y++) first = v[y].holder != h;
+      if (!first) continue;
+      holders++;
+      for (size_t y = a; y < b; y++) held += v[y].holder == h;
+      if (held < configs) apart = 1;
+      if (h < n && shard_counts[h]) shards = 1;
+    }
+    if (apart) {
+      st->token_configs_apart++;
+      refuse |= shards;
+      if (o->on_token_configs) {
+        char line[640];
+        int at = snprintf(line, sizeof line, "%zu different '%s' token configs, in %zu stores (",
+                          configs, v[a].name, holders);
+        size_t said = 0;
+        for (size_t x = a; x < b && at > 0 && (size_t)at < sizeof line; x++) {
+          if (x != a && !strcmp(v[x].hex, v[x - 1].hex)) continue; /* each config once */
+          if (said++ == 4) {
+            at += snprintf(line + at, sizeof line - (size_t)at, ", ...");
+            break;
+          }
+          at += snprintf(line + at, sizeof line - (size_t)at, "%s%.12s in %s", said > 1 ? ", " : "",
+                         v[x].hex, v[x].holder < n ? paths[v[x].holder] : out_dir);
+        }
+        if (at > 0 && (size_t)at < sizeof line) snprintf(line + at, sizeof line - (size_t)at, ")");
+        o->on_token_configs(v[a].name, line, shards, o->user);
+      }
+    }
+    a = b;
+  }
+  free(v);
+  return refuse ? FC_ECONFIG : 0;
+}
+
 int merge_check_shards(fc_store *const *in, MDB_txn *const *txns, size_t n, fc_store *out,
-                       MDB_txn *out_txn, const fc_merge_opts *o, fc_merge_stats *st, char *why,
-                       size_t why_len) {
+                       MDB_txn *out_txn, const char *const *paths, const char *out_dir,
+                       const fc_merge_opts *o, fc_merge_stats *st, char *why, size_t why_len) {
   size_t m = n + (out ? 1 : 0);
   fc_shard_mark **sets = fc_calloc(m, sizeof *sets);
   size_t *counts = fc_calloc(m, sizeof *counts);
@@ -43,6 +169,8 @@ int merge_check_shards(fc_store *const *in, MDB_txn *const *txns, size_t n, fc_s
       rc = FC_ECONFIG;
     }
   }
+  if (!rc) /* per-shard vocabularies */
+    rc = check_token_configs(in, txns, n, out, out_txn, counts, paths, out_dir, o, st);
   for (size_t i = 0; sets && i < m; i++) free(sets[i]);
   free(sets);
   free(counts);
