@@ -4,6 +4,30 @@
 #ifndef FC_CMD_CLI_STORES_H
 #define FC_CMD_CLI_STORES_H
 
+#include <sys/file.h>
+
+/* A writer about to open dir (a store, or a split store's parts) says so when cache-prune holds
+ * the store's writer lock (docs/FORMAT.md "The writer lock"): the open that follows waits for it
+ * without a word, and a job that seems hung is worse than a line that says why. Looks with a
+ * lock of its own, released at once; nothing is said when the store is new or the lock free. */
+static inline void fc_cli_note_prune_running(const char *dir) {
+  unsigned n = 0;
+  if (fc_store_split_count(dir, &n) != 0) return;
+  for (unsigned k = 0; k < (n ? n : 1); k++) {
+    char part[4096], data[4200];
+    if (n && fc_store_part_path(dir, k, part, sizeof part)) return;
+    snprintf(data, sizeof data, "%s/data.mdb", n ? part : dir);
+    int fd = open(data, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    int busy = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    close(fd); /* releases the lock taken to look */
+    if (busy) {
+      fc_cli_warn(dir, "cache-prune is running on it: waiting until it has finished");
+      return;
+    }
+  }
+}
+
 /* What fc_cli_expand_stores made, freed at exit (the tools return from many places). */
 static char **fc_cli_expanded;
 static size_t fc_cli_n_expanded;

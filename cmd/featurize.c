@@ -664,6 +664,7 @@ int main(int argc, char **argv) {
         fc_featurize_default_writers(&resolved, items.items, items.count, jobs, gpu_min_seconds);
   fc_store **parts = NULL;
   unsigned n_parts = 0;
+  if (!quiet) fc_cli_note_prune_running(store_dir);
   rc = fc_store_open_split(store_dir, FC_STORE_CREATE | FC_STORE_NOMETASYNC, writers, &parts,
                            &n_parts, why, sizeof why);
   if (rc == FC_ECONFIG && defaulted && writers > 1) {

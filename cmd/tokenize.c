@@ -381,6 +381,7 @@ int main(int argc, char **argv) {
   fc_store **parts = NULL;
   unsigned n_parts = 0;
   char swhy[512] = "";
+  if (!quiet) fc_cli_note_prune_running(out_dir);
   rc = fc_store_open_split(out_dir, FC_STORE_CREATE, 0, &parts, &n_parts, swhy, sizeof swhy);
   if (rc) {
     if (swhy[0])

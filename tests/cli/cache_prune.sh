@@ -169,10 +169,12 @@ run free-again 0 -q st
 exec 3>ctl
 for _ in $(seq 100); do [ -s held ] && break; sleep 0.1; done
 [ "$(cat held)" = 0 ] || fail "hold.py could not open st exclusively: $(cat held)"
-"$TK" -q --manifest m3.csv --vocab v.txt -o st >tk.out 2>&1 3>&- &
+"$TK" --manifest m3.csv --vocab v.txt -o st >tk.out 2>&1 3>&- &
 tk=$!
 sleep 1
 kill -0 $tk 2>/dev/null || fail "tokenize did not wait for the exclusive holder"
+grep -qx 'tokenize: st: cache-prune is running on it: waiting until it has finished' tk.out ||
+  { fail "tokenize waits without a word"; cat tk.out; }
 exec 3>&-
 wait $tk || { fail "tokenize after the wait"; cat tk.out; }
 wait
