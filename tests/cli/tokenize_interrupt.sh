@@ -4,6 +4,9 @@
 # stops it at the next batch: exit 130 (143), nothing stored (a vocab without the lines not read
 # would be another config), every line counted as not started; a rerun stores them all. (It used to
 # read the rest of the corpus for the vocab, then tokenize and commit a batch, and only then stop.)
+# A corpus of one batch (--batch 4096, the default, over 20 lines): the signal comes in the vocab
+# pass's only batch, and the run stops after it, before the config or any line is stored. (It used
+# to go on and tokenize and commit the whole corpus, then exit 130.)
 # To hold the run inside the vocab pass without timing it, the first line's espeak-ng child hangs
 # (FC_FAULT=espeakhang:1, every line read in a child: FC_PHONEMIZE_CHILD=all) until it is killed
 # after FC_PHONEMIZE_TIMEOUT; the signal is sent while that child exists. SIGINT only: SIGTERM sets
@@ -21,25 +24,26 @@ trap 'for p in $(jobs -p); do kill -9 "$p" 2>/dev/null; done; rm -rf "$d"' EXIT
 fail() { echo "FAIL: $*"; [ -f "$d/err" ] && sed 's/^/  stderr: /' "$d/err" | head -20; exit 1; }
 for i in $(seq -w 1 20); do printf 'u%s\tLine number %d is here.\n' "$i" "$((10#$i))"; done >"$d/in.tsv"
 
-for sig in INT; do
+for b in 1 4096; do
+  sig=INT
   want=$((128 + $(kill -l "$sig")))
   FC_FAULT=espeakhang:1 FC_PHONEMIZE_CHILD=all FC_PHONEMIZE_TIMEOUT=6 \
-    "$T" -t phonemes --build-vocab --batch 1 -o "$d/st-$sig" "$d/in.tsv" >/dev/null 2>"$d/err" &
+    "$T" -t phonemes --build-vocab --batch "$b" -o "$d/st-$b" "$d/in.tsv" >/dev/null 2>"$d/err" &
   pid=$!
   for _ in $(seq 300); do pgrep -P "$pid" >/dev/null && break; sleep 0.05; done
-  pgrep -P "$pid" >/dev/null || fail "SIG$sig: no phonemizer child appeared"
+  pgrep -P "$pid" >/dev/null || fail "SIG$sig (--batch $b): no phonemizer child appeared"
   kill -"$sig" "$pid"
   wait "$pid"
   rc=$?
-  [ "$rc" = "$want" ] || fail "SIG$sig in the vocab pass: exit $rc, want $want"
+  [ "$rc" = "$want" ] || fail "SIG$sig (--batch $b) in the vocab pass: exit $rc, want $want"
   grep -qx "tokenize: interrupted: 0 of 20 lines committed (0 failed), 20 not started" "$d/err" ||
-    fail "SIG$sig in the vocab pass: want nothing committed, 20 lines not started"
-  v=$("$FC_BIN/cache-verify" --json "$d/st-$sig")
+    fail "SIG$sig (--batch $b) in the vocab pass: want nothing committed, 20 lines not started"
+  v=$("$FC_BIN/cache-verify" --json "$d/st-$b")
   grep -q '"entries":{"audio":0,"text":0,"feat":0,"tok":0,' <<<"$v" ||
-    fail "SIG$sig in the vocab pass: the store holds lines: ${v:0:400}"
-  "$T" -t phonemes --build-vocab -o "$d/st-$sig" "$d/in.tsv" 2>"$d/err" || fail "SIG$sig: rerun: exit $?"
-  grep -q "tokenize: done: 20 of 20 (20 new, 0 already stored, 0 failed" "$d/err" || fail "SIG$sig: rerun"
-  "$FC_BIN/cache-verify" -q "$d/st-$sig" >/dev/null || fail "SIG$sig: the store fails cache-verify after the rerun"
+    fail "SIG$sig (--batch $b) in the vocab pass: the store holds lines: ${v:0:400}"
+  "$T" -t phonemes --build-vocab -o "$d/st-$b" "$d/in.tsv" 2>"$d/err" || fail "SIG$sig (--batch $b): rerun: exit $?"
+  grep -q "tokenize: done: 20 of 20 (20 new, 0 already stored, 0 failed" "$d/err" || fail "SIG$sig (--batch $b): rerun"
+  "$FC_BIN/cache-verify" -q "$d/st-$b" >/dev/null || fail "SIG$sig (--batch $b): the store fails cache-verify after the rerun"
 done
 # A second SIGINT while the phonemizer child hangs ends tokenize at once (130), and the child with
 # it: a child left behind would hang on for good, its parent gone.

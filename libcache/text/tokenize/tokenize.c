@@ -278,7 +278,7 @@ static int vocab_batch(const fc_item *lines, size_t m, void *ctx) {
 }
 
 /* The vocabulary of every line of the run, batch lines at a time (ls: batch line states);
- * FC_EINTR when o->stop was seen between two batches. */
+ * FC_EINTR when o->stop was seen between two batches or after the last. */
 static int build_vocab(fc_tokenizer *t, const fc_item_list *items, const fc_tokenize_run_opts *o,
                        size_t batch, size_t max_bytes, line_state *ls, int nthreads) {
   vocab_ctx v = {t, fc_calloc((size_t)nthreads, sizeof *v.sets), ls, max_bytes, nthreads, o->stop,
@@ -286,7 +286,9 @@ static int build_vocab(fc_tokenizer *t, const fc_item_list *items, const fc_toke
   if (!v.sets) return ENOMEM;
   uint64_t lines;
   int rc = for_each_batch(items, o, batch, vocab_batch, &v, &lines);
-  if (!rc && v.stopped) rc = FC_EINTR;
+  /* stopped in the pass's last batch (a corpus of one batch: its only one) too: the run stops
+   * here, before it stores the config or a line, rather than tokenize a whole batch first */
+  if (!rc && (v.stopped || (o->stop && *o->stop))) rc = FC_EINTR;
   tok_map all = {0};
   for (int k = 0; k < nthreads && !rc; k++)
     for (size_t i = 0; i < v.sets[k].cap && !rc; i++)
