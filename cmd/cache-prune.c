@@ -42,9 +42,11 @@ static const char footer[] =
     "interrupted (run again to finish).\n"
     "Manual: man cache-prune.";
 
-/* Open one store to prune; 0, or the exit code, said. */
+/* Open one store to prune; 0, or the exit code, said. A dry run of a store whose lock.mdb this
+ * user cannot open for writing (a teammate's dataset) reads it lock-free, as cache-verify does. */
 static int open_store(const char *path, int dry, fc_store **s) {
   int rc = fc_store_open(path, dry ? FC_STORE_RDONLY : FC_STORE_EXCLUSIVE, s);
+  if (rc == EACCES && dry) rc = fc_store_open(path, FC_STORE_RDONLY | FC_STORE_NOLOCK, s);
   if (!rc) return 0;
   struct stat st;
   if (rc == FC_ENOSTORE || (rc == ENOENT && stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
@@ -53,7 +55,7 @@ static int open_store(const char *path, int dry, fc_store **s) {
     fc_cli_warn(path, "not a featcache store (not a directory)");
   else if (rc == FC_EFORMAT)
     fc_cli_warn(path, "not a featcache store (not an LMDB environment with featcache/1 meta)");
-  else if (rc == EACCES || rc == EROFS || rc == EPERM)
+  else if (!dry && (rc == EACCES || rc == EROFS || rc == EPERM))
     fc_cli_warn(path, "cannot open the store for writing: %s (--dry-run only reads it)",
                 fc_strerror(rc));
   else if (rc == EBUSY)

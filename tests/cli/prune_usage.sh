@@ -81,6 +81,26 @@ else
   echo "note: read-only case not run: cannot make a read-only bind mount here: $(head -1 merr)"
 fi
 
+# a store this user cannot write (a teammate's dataset: no lock.mdb can be opened for writing):
+# refused, exit 2, saying why; --dry-run reads it lock-free, as cache-verify does. Root reads and
+# writes anything: setpriv drops the capabilities that let it, as cache_config.sh does.
+cp -r s theirs && chmod a-w theirs theirs/*
+as_user=()
+cap_eff=$(awk '$1 == "CapEff:" { print $2 }' /proc/self/status)
+if (( 0x${cap_eff:-0} & 0x6 )); then
+  command -v setpriv >/dev/null || { echo "FAIL: setpriv missing (util-linux; scripts/setup installs it)"; exit 1; }
+  as_user=(setpriv --bounding-set=-dac_override,-dac_read_search --)
+fi
+"${as_user[@]}" "$CP" theirs >out 2>err
+rc=$?
+[ $rc = 2 ] || fail "theirs: exit $rc, want 2"
+expect_err theirs "cache-prune: theirs: cannot open the store for writing: Permission denied (--dry-run only reads it)"
+"${as_user[@]}" "$CP" -n theirs >out 2>err
+rc=$?
+[ $rc = 0 ] || fail "theirs --dry-run: exit $rc, want 0"
+expect_err theirs-dry "cache-prune: theirs: would remove 0 orphan records (0 feat, 0 tok; 0.0 MB); 2 utterances stay"
+chmod -R u+w theirs
+
 # a damaged text entry (its transcript no longer hashes to its digest): refused, nothing removed
 "$PY" - <<'PY' || fail "making the damaged store"
 import lmdb
