@@ -451,8 +451,8 @@ static inline const char *fc_cli_path(const char *opt, const char *value) {
 }
 
 /* The value of an output file option (--svg FILE): as fc_cli_path, and a file in a folder that
- * is not there is a usage error before the run (which may take minutes), not a write that fails
- * after it. Whether the folder is writable is left to the write (/dev/stdout is a file too). */
+ * is not there, or a FILE that is a directory, is a usage error before the run (which may take
+ * minutes), not a write that fails after it. Whether the folder is writable is left to the write (/dev/stdout is a file too). */
 static inline const char *fc_cli_out_path(const char *opt, const char *value) {
   fc_cli_path(opt, value);
   const char *slash = strrchr(value, '/');
@@ -461,6 +461,8 @@ static inline const char *fc_cli_out_path(const char *opt, const char *value) {
            slash ? value : ".");
   struct stat st;
   int err = stat(dir, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+  /* a FILE that is a directory would fail only when written, after the work */
+  if (!err && stat(value, &st) == 0 && S_ISDIR(st.st_mode)) err = EISDIR;
   if (err) fc_cli_usage_error("--%s %s: cannot be written there: %s", opt, value, strerror(err));
   return value;
 }

@@ -121,6 +121,13 @@ expect_err "tokenize: '' names no manifest (an empty path: an unset variable?)"
 expect_rc $? 2 "--export-vocab into a missing folder"
 expect_err "tokenize: --export-vocab $d/no/v.txt: cannot be written there: No such file or directory"
 [ ! -e "$d/s6" ] || fail "--export-vocab into a missing folder: the store was made (the run went ahead)"
+# a directory as the FILE: refused before the run too (it used to tokenize everything, then fail
+# the export with 'Is a directory', exit 1)
+mkdir -p "$d/vdir"
+"$T" -o "$d/s6" --manifest "$m" --build-vocab --export-vocab "$d/vdir" 2> "$d/err"
+expect_rc $? 2 "--export-vocab a directory"
+expect_err "tokenize: --export-vocab $d/vdir: cannot be written there: Is a directory"
+[ ! -e "$d/s6" ] || fail "--export-vocab a directory: the store was made (the run went ahead)"
 "$T" -o "" --manifest "$m" --build-vocab 2> "$d/err"
 expect_rc $? 2 "an empty -o"
 expect_err "tokenize: -o '' names no store (an empty path: an unset variable?)"
