@@ -149,4 +149,19 @@ cp -r s3 s3plain
 [ "$(shards_of sp2/part-0)" = "2/4=2/4" ] || { echo "FAIL split shard part 0 records: $(shards_of sp2/part-0)"; fail=1; }
 "$M" -q -o m13 s0 s1 sp2 s3 >out 2>err; check split-shard 0 $?
 same_store ref m13 >same.txt || { echo "FAIL with a split shard: differs from one plain run"; cat same.txt; fail=1; }
+# cache-verify over the shards as one dataset says the same, as warnings (--strict fails on them);
+# one shard checked alone is no finding
+V="$FC_BIN/cache-verify"
+"$V" s0 s1 s3 >out 2>err; check verify-missing 0 $?
+grep -qxF "dataset: warning: meta: incomplete set of shards: of 4 shards, 3 given: 2 missing (the dataset lacks their ids; cache-merge refuses them without --partial)" out \
+  || { echo "FAIL verify: incomplete set"; cat out; fail=1; }
+"$V" -q --strict s0 s1 s3 >out 2>err; check verify-missing-strict 1 $?
+"$V" s0 s1 s2 s3 s1copy >out 2>err; check verify-twice 0 $?
+grep -qxF "dataset: warning: meta: s1copy holds shard 1/4, as s1 does: the dataset reads its ids from the first" out \
+  || { echo "FAIL verify: shard twice"; cat out; fail=1; }
+for a in "s0 s1 s2 s3" s3 sp2 "s0 s1 sp2 s3"; do
+  "$V" $a >out 2>err; check "verify $a" 0 $?
+  grep -q ": warning:" out && { echo "FAIL verify $a: a whole set, or one shard alone, warned"; cat out; fail=1; }
+done
+
 exit $fail

@@ -6,7 +6,8 @@
  *   - every store that holds entries holds the same mel and token configs (the loader reads one
  *     config from every store);
  *   - every manifest id is in some store (audio entry; text entry too with expect_tokens_given),
- *     or has a failure record in one (featurize failed it: counted, no error). */
+ *     or has a failure record in one (featurize failed it: counted, no error);
+ *   - the shards the stores record form complete sets (a warning; fc_shard_sets_check). */
 #include "featcache/fc_verify.h"
 
 #include "featcache/fc_format.h"
@@ -183,6 +184,50 @@ typedef struct dwalk {
 } dwalk;
 
 /* The configs, the entries and the manifest across the opened stores. */
+/* The shards the stores record (meta shard/K/N, docs/FORMAT.md "Shards"): when two or more
+ * record some, a set with shards missing (the dataset lacks their ids) or a shard two of them
+ * record is a warning. One store alone (a shard checked by itself, a split store's parts) is
+ * not: a shard is a part of a corpus by design. */
+typedef struct shard_twice_ctx {
+  dctx *c;
+  const char *const *dirs;
+} shard_twice_ctx;
+
+static void shard_twice(uint32_t k, uint32_t n, size_t a, size_t b, void *user) {
+  shard_twice_ctx *t = user;
+  qname q1, q2;
+  add(t->c, FC_VERIFY_WARNING, "meta", NULL, 0,
+      "%s holds shard %u/%u, as %s does: the dataset reads its ids from the first",
+      quoted(t->dirs[b], &q1), k, n, quoted(t->dirs[a], &q2));
+}
+
+static int check_shards(dctx *c, const char *const *dirs, size_t n, fc_store **st, MDB_txn **txns) {
+  fc_shard_mark **sets = fc_calloc(n, sizeof *sets);
+  size_t *counts = fc_calloc(n, sizeof *counts);
+  int rc = sets && counts ? 0 : ENOMEM;
+  size_t recording = 0;
+  for (size_t i = 0; i < n && !rc; i++) {
+    rc = store_shards_txn(txns[i], st[i]->dbi[FC_DB_META], &sets[i], &counts[i]);
+    recording += counts[i] > 0;
+  }
+  if (!rc && recording > 1) {
+    char gap[768];
+    uint64_t missing;
+    shard_twice_ctx t = {c, dirs};
+    rc = fc_shard_sets_check((const fc_shard_mark *const *)sets, counts, n, NULL, shard_twice, &t,
+                             &missing, gap, sizeof gap);
+    if (!rc && missing)
+      add(c, FC_VERIFY_WARNING, "meta", NULL, 0,
+          "incomplete set of shards: %s (the dataset lacks their ids; cache-merge refuses "
+          "them without --partial)",
+          gap);
+  }
+  for (size_t i = 0; sets && i < n; i++) free(sets[i]);
+  free(sets);
+  free(counts);
+  return rc;
+}
+
 static int walk(dctx *c, dwalk *w, const char *const *dirs, size_t n, const fc_verify_opts *o,
                 fc_store **st, MDB_txn **txns, MDB_dbi *dbis, char (**ref_sets)[33]) {
   int rc = 0;
@@ -241,6 +286,7 @@ static int walk(dctx *c, dwalk *w, const char *const *dirs, size_t n, const fc_v
       w->set = NULL;
     }
   }
+  if (!rc) rc = check_shards(c, dirs, n, st, txns);
   if (rc) return rc;
 
   /* the manifest's ids, sorted in key order, joined with the merged key streams */
