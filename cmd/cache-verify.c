@@ -191,9 +191,11 @@ static void print_json(const char *store, const fc_verify_report *r, int ok, con
          (unsigned long long)r->entries[1], (unsigned long long)r->entries[2],
          (unsigned long long)r->entries[3], (unsigned long long)r->entries[4],
          (unsigned long long)r->entries[0]);
-  printf(",\"mel_configs\":%llu,\"token_configs\":%llu,\"manifest_items\":%llu",
-         (unsigned long long)r->mel_configs, (unsigned long long)r->token_configs,
-         (unsigned long long)r->manifest_items);
+  printf(
+      ",\"mel_configs\":%llu,\"token_configs\":%llu,\"manifest_items\":%llu,"
+      "\"beyond_manifest\":%llu",
+      (unsigned long long)r->mel_configs, (unsigned long long)r->token_configs,
+      (unsigned long long)r->manifest_items, (unsigned long long)r->beyond_manifest);
   json_configs(store, r, r->opened);
   printf(",\"indexed_configs\":%llu,\"index_entries\":%llu,\"index_missing\":%llu",
          (unsigned long long)r->indexed_configs, (unsigned long long)r->index_entries,
@@ -286,6 +288,18 @@ static void put_dataset_configs(const fc_verify_report *r, const size_t with[2],
   }
 }
 
+/* A note, no finding: stored utterances the manifest does not name, which a training run's
+ * loader still reads unless told the manifest. WHO: "dataset", or "" after the store's name. */
+static void put_beyond(const char *who, const fc_verify_report *r) {
+  if (!r->beyond_manifest) return;
+  if (who[0]) printf("%s: ", who);
+  printf(
+      "note: %llu stored utterance%s not in the manifest (another split's, or dropped from "
+      "it): the loader reads them unless given the manifest (manifest=); cache-prune "
+      "--manifest removes them\n",
+      (unsigned long long)r->beyond_manifest, r->beyond_manifest == 1 ? " is" : "s are");
+}
+
 static const char *severity_name(int s) {
   return s == FC_VERIFY_ERROR ? "error" : s == FC_VERIFY_WARNING ? "warning" : "recorded failure";
 }
@@ -325,6 +339,7 @@ static void print_human(const char *store, const fc_verify_report *r) {
   if (r->stopped)
     put_store(store), printf("stopped after %llu error%s (--max-errors)\n",
                              (unsigned long long)r->errors, r->errors == 1 ? "" : "s");
+  if (r->beyond_manifest) put_store(store), put_beyond("", r);
   double gbs = r->wall_seconds > 0 ? r->bytes_checked / 1e9 / r->wall_seconds : 0;
   char failed[96] = "";
   if (r->failures)
@@ -596,12 +611,12 @@ int main(int argc, char **argv) {
           ",\"error_count\":%llu,\"warning_count\":%llu,\"failures_explaining\":%llu,"
           "\"entries\":{\"audio\":%llu,"
           "\"text\":%llu},\"mel_configs\":%llu,\"token_configs\":%llu,\"manifest_items\":%llu,"
-          "\"wall_seconds\":%.6f}\n",
+          "\"beyond_manifest\":%llu,\"wall_seconds\":%.6f}\n",
           (unsigned long long)r.errors, (unsigned long long)r.warnings,
           (unsigned long long)r.failures_explaining, (unsigned long long)r.entries[1],
           (unsigned long long)r.entries[2], (unsigned long long)r.mel_configs,
           (unsigned long long)r.token_configs, (unsigned long long)r.manifest_items,
-          r.wall_seconds);
+          (unsigned long long)r.beyond_manifest, r.wall_seconds);
     } else if (!status && !rc) {
       for (size_t i = 0; i < r.count; i++) {
         const fc_verify_finding *f = &r.findings[i];
@@ -621,6 +636,7 @@ int main(int argc, char **argv) {
       if (r.failures_explaining)
         printf(", %llu of them recorded failures", (unsigned long long)r.failures_explaining);
       putchar('\n');
+      put_beyond("dataset", &r);
     }
     if (code > worst) worst = code;
     dataset_code = code;

@@ -85,6 +85,10 @@ typedef struct fc_verify_report {
    * expected feature record that is missing — gaps that are then no error. */
   uint64_t failures;
   uint64_t failures_explaining; /* of them, those that explain a gap */
+  /* With a manifest: stored utterances (audio entries; over several stores, distinct ids) whose
+   * id it lacks — another split's, or dropped from it since; no finding (the loader reads them
+   * unless told the manifest, cache-prune --manifest removes them) */
+  uint64_t beyond_manifest;
 } fc_verify_report;
 
 /* Called from one thread now and then (at most ~10 times a second) while records are checked. */

@@ -329,6 +329,7 @@ static int walk(dctx *c, dwalk *w, const char *const *dirs, size_t n, const fc_v
             quoted(dirs[src[0]], &q1), quoted(dirs[src[j]], &q2), d);
         break;
       }
+      int named = 0; /* the manifest has this key's id */
       while (need_manifest && mi < nids) { /* ids before this key are in no store */
         const char *id = ids[mi]->id;
         MDB_val mk = {strlen(id), (void *)id};
@@ -336,6 +337,7 @@ static int walk(dctx *c, dwalk *w, const char *const *dirs, size_t n, const fc_v
         if (cmp > 0) break;
         if (cmp < 0) missing_id(c, st, txns, n, id, db);
         if (cmp == 0) {
+          named = 1;
           matched[k]++;
           /* its tokens were made from the stored text: the manifest's is not served */
           int how =
@@ -346,6 +348,7 @@ static int walk(dctx *c, dwalk *w, const char *const *dirs, size_t n, const fc_v
         }
         mi++;
       }
+      if (m && db == FC_DB_AUDIO && !named) out->beyond_manifest++;
     }
     kmerge_close(km);
     w->km = NULL;

@@ -371,6 +371,7 @@ const char *vf_text_change_msg(int how) {
 void vf_check_manifest(vctx *c) {
   const fc_item_list *m = c->o->manifest;
   uint64_t with_audio = 0, with_text = 0;
+  uint8_t *named = fc_calloc(c->n_audio ? c->n_audio : 1, 1); /* audio entries the manifest has */
   for (size_t i = 0; i < m->count && !vf_stopping(c); i++) {
     const fc_item *it = &m->items[i];
     char line[32];
@@ -386,8 +387,10 @@ void vf_check_manifest(vctx *c) {
      * of another part is looked for there, by every reader and writer */
     if (c->part_n > 1 && fc_store_part_of_id(it->id, len, c->part_n) != c->part_k) continue;
     c->r->manifest_items++;
-    if (vf_find_entry(c->audio, c->n_audio, it->id, len)) {
+    const ventry *ae = vf_find_entry(c->audio, c->n_audio, it->id, len);
+    if (ae) {
       with_audio++;
+      if (named) named[ae - c->audio] = 1;
     } else {
       vfail *fl = vf_find_failure(c, it->id, len);
       if (fl)
@@ -411,6 +414,9 @@ void vf_check_manifest(vctx *c) {
       vf_add(c, FC_VERIFY_ERROR, FC_DB_TEXT, it->id, len, it->id, len,
              "changed: manifest line %zu %s", it->line, vf_text_change_msg(how));
   }
+  if (named && !vf_stopping(c))
+    for (size_t i = 0; i < c->n_audio; i++) c->r->beyond_manifest += !named[i];
+  free(named);
   /* every config of a kind dropped (cache-config --drop): the entries remain, nothing is served;
    * with expected configs named, their config mismatch says it */
   size_t n_mel = 0, n_tok = 0;
