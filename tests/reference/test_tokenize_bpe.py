@@ -133,6 +133,25 @@ def edge_tokenizers(d, texts):
     tj = os.path.join(d, "dup-merges.json")
     open(tj, "w", encoding="utf-8").write(json.dumps(j))
     out.append(("dup-merges", Tokenizer.from_file(tj), texts[:500]))
+    # added_tokens whose ids disagree with what tokenizers gives them (it reads those ids only to
+    # warn): one whose content the model's vocab holds under another id, ids with gaps, one past
+    # 2**31, the same content twice (tokenize used to store the ids written in the file)
+    j = json.loads(open(os.path.join(d, "whitespace.json"), encoding="utf-8").read())
+    in_vocab = next(k for k in j["model"]["vocab"] if len(k) > 3 and k.isalpha())
+    j["added_tokens"] += [
+        {"id": 7, "content": in_vocab, "single_word": False, "lstrip": False, "rstrip": False,
+         "normalized": False, "special": True},
+        {"id": 90000, "content": "<gap>", "single_word": False, "lstrip": False, "rstrip": False,
+         "normalized": False, "special": True},
+        {"id": 2**31 + 5, "content": "<far>", "single_word": False, "lstrip": False,
+         "rstrip": False, "normalized": False, "special": True},
+        {"id": 3, "content": "<gap>", "single_word": False, "lstrip": True, "rstrip": True,
+         "normalized": False, "special": True}]
+    tj = os.path.join(d, "added-ids.json")
+    open(tj, "w", encoding="utf-8").write(json.dumps(j))
+    out.append(("added-ids", Tokenizer.from_file(tj),
+                [f"{in_vocab} x <gap> y<far>z featcache <|sp|> [CLS]", "a <gap> b", "<far><gap>"]
+                + [t.replace(" ", f" {in_vocab} <far> ", 1) for t in texts[:100]]))
     return out
 
 
@@ -163,9 +182,8 @@ def bad_merge(j):
 
 
 def added_id(j, v):
-    """An added token whose id tokenizers refuses (not a u32) or featcache cannot store (over
-    INT32_MAX): tokenize took -1 (the token vanished from every line), 2**32 + 1 (stored as id 1)
-    and 2**31 (vanished) before."""
+    """An added token whose id tokenizers refuses (not a u32): tokenize took -1 (the token
+    vanished from every line) and 2**32 + 1 (stored as id 1) before."""
     j["added_tokens"][-1]["id"] = v
     return j
 
@@ -204,8 +222,7 @@ def main():
                  "not-bpe": json.dumps({**json.loads(good), "model": {"type": "Unigram", "vocab": []}}),
                  "bad-merge": json.dumps(bad_merge(json.loads(good))),
                  "added-negative-id": json.dumps(added_id(json.loads(good), -1)),
-                 "added-id-over-u32": json.dumps(added_id(json.loads(good), 2**32 + 1)),
-                 "added-id-over-i32": json.dumps(added_id(json.loads(good), 2**31))}
+                 "added-id-over-u32": json.dumps(added_id(json.loads(good), 2**32 + 1))}
         for name, text in cases.items():
             tj = os.path.join(d, f"corrupt-{name}.json")
             open(tj, "w", encoding="utf-8").write(text)

@@ -277,6 +277,7 @@ int tok_bpe_load(const char *data, size_t len, tok_bpe **out, char *why, size_t 
   json_error_t jerr;
   int nomem;
   json_t *root = fc_json_loadb(data, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr, &nomem);
+  tok_map added_ids = {0}; /* an added token's content -> its index in b->added */
   tok_bpe *b = fc_calloc(1, sizeof *b);
   *out = NULL;
   if (!b || nomem) FAIL(ENOMEM, "out of memory reading tokenizer.json");
@@ -297,22 +298,50 @@ int tok_bpe_load(const char *data, size_t len, tok_bpe **out, char *why, size_t 
     b->added = fc_calloc(json_array_size(added), sizeof *b->added);
     if (!b->added) FAIL(ENOMEM, "out of memory");
   }
+  /* tokenizers reads the ids of added_tokens only to warn: it adds the tokens in order, each
+   * with its content's id in the model's vocab, else its id from an earlier entry of the same
+   * content (one token, the later flags), else the next one: the model's vocab size (its number
+   * of entries) for the first, then one past the largest added id (or the vocab size while that
+   * is below it). The same here, so that a file whose ids disagree gives tokenizers' ids. */
+  const size_t model_len =
+      json_object_size(json_object_get(json_object_get(root, "model"), "vocab"));
+  int64_t max_added = -1;
   size_t i;
   json_t *t;
   json_array_foreach(added, i, t) {
     json_t *c = json_object_get(t, "content"), *id = json_object_get(t, "id");
     if (!json_is_string(c) || !json_is_integer(id) || json_string_length(c) == 0)
       FAIL(FC_ETOKENIZER, "added_tokens[%zu] needs a content and an id", i);
-    /* tokenizers refuses an id that is not a u32; one over INT32_MAX does not fit the records */
-    if (json_integer_value(id) < 0 || json_integer_value(id) > INT32_MAX)
+    /* tokenizers refuses the file when an id is not a u32 */
+    if (json_integer_value(id) < 0 || json_integer_value(id) > UINT32_MAX)
       FAIL(FC_ETOKENIZER, "added_tokens[%zu] has an invalid id %" JSON_INTEGER_FORMAT, i,
            json_integer_value(id));
-    added_token *a = &b->added[b->nadded++];
-    a->len = json_string_length(c);
+    const char *raw = json_string_value(c);
+    const size_t raw_len = json_string_length(c);
+    int32_t first = -1, tid;
+    int r = tok_map_put(&added_ids, raw, raw_len, (int32_t)b->nadded, &first);
+    if (r == ENOMEM) FAIL(ENOMEM, "out of memory");
+    added_token *a;
+    if (r == 1) { /* the same content again: its token, with these flags */
+      a = &b->added[first];
+      free(a->content);
+    } else {
+      a = &b->added[b->nadded++];
+      if (lookup(b, raw, raw_len, &tid)) {
+        a->id = tid;
+      } else {
+        int64_t next = max_added < 0                                        ? (int64_t)model_len
+                       : (uint64_t)max_added >= model_len || model_len == 0 ? max_added + 1
+                                                                            : (int64_t)model_len;
+        if (next > INT32_MAX) FAIL(FC_ETOKENIZER, "added_tokens[%zu]: too many ids", i);
+        a->id = (int32_t)next;
+      }
+      if (a->id > max_added) max_added = a->id;
+    }
+    a->len = raw_len;
     a->content = fc_malloc(a->len + 1);
     if (!a->content) FAIL(ENOMEM, "out of memory");
-    memcpy(a->content, json_string_value(c), a->len + 1);
-    a->id = (int32_t)json_integer_value(id);
+    memcpy(a->content, raw, a->len + 1);
     a->single_word = json_is_true(json_object_get(t, "single_word"));
     a->lstrip = json_is_true(json_object_get(t, "lstrip"));
     a->rstrip = json_is_true(json_object_get(t, "rstrip"));
@@ -333,6 +362,7 @@ int tok_bpe_load(const char *data, size_t len, tok_bpe **out, char *why, size_t 
   *out = b;
   b = NULL;
 out:
+  tok_map_free(&added_ids);
   json_decref(root);
   if (b) tok_bpe_free(b);
   if (rc && why && why_len) why_escape(why, why_len);
