@@ -30,8 +30,10 @@ extern "C" {
  * and 0xA0 for spaces and left multi-byte spaces), of a merge listed twice the later rank wins,
  * an added token with normalized true is matched in its normalized form, with byte_fallback an
  * unknown character's unk waits, as tokenizers', for the next character of the vocab, and a
- * single_word added token inside a word is dropped with no shorter one matched in its span. */
-#define FC_TOK_BPE_VERSION 2
+ * single_word added token inside a word is dropped with no shorter one matched in its span.
+ * 3 = an added token's id is the one tokenizers gives it (its content's id in the model's vocab,
+ * else the next one), not the id written in the file. */
+#define FC_TOK_BPE_VERSION 3
 /* The phonemes tokenizer's "tokenizer_version" (chars has FC_TOKENIZER_VERSION): 2 = the
  * whole line goes to espeak-ng and each clause's terminating mark is kept (1 cut the text at
  * punctuation marks first, so espeak-ng misread numbers and abbreviations); 3 = control characters
