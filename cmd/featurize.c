@@ -686,10 +686,11 @@ int main(int argc, char **argv) {
     return FC_EXIT_USAGE;
   }
   if ((rc = fc_store_mark_shard(parts[0], shard_k, shard_n)) != 0) { /* docs/FORMAT.md "Shards" */
-    fc_cli_warn(store_dir, "cannot write: %s", fc_strerror(rc));
+    /* before anything is stored, as the open it belongs to: nothing done */
+    fc_cli_warn(store_dir, "cannot record its shard in the store: %s", fc_strerror(rc));
     fc_store_close_split(parts, n_parts);
     fc_item_list_free(&items);
-    return FC_EXIT_FAIL;
+    return FC_EXIT_USAGE;
   }
   if (verbose && n_parts > 1)
     fc_cli_warn(store_dir, "a split store of %u parts: %u writers", n_parts, n_parts);

@@ -393,11 +393,12 @@ int main(int argc, char **argv) {
     return FC_EXIT_USAGE;
   }
   if ((rc = fc_store_mark_shard(parts[0], shard_k, shard_n)) != 0) { /* docs/FORMAT.md "Shards" */
-    fc_cli_warn(out_dir, "cannot write: %s", fc_strerror(rc));
+    /* before anything is stored, as the open it belongs to: nothing done */
+    fc_cli_warn(out_dir, "cannot record its shard in the store: %s", fc_strerror(rc));
     fc_store_close_split(parts, n_parts);
     fc_item_list_free(&items);
     fc_tokenizer_free(tok);
-    return FC_EXIT_FAIL;
+    return FC_EXIT_USAGE;
   }
   if (stream && n_parts > 1) { /* split by a featurize started beside this run: read it whole */
     ro.manifest = NULL;

@@ -35,6 +35,11 @@ static int tokcfg_cmp(const void *a, const void *b) {
   return c ? c : x->holder < y->holder ? -1 : x->holder > y->holder;
 }
 
+static int size_cmp(const void *a, const void *b) {
+  size_t x = *(const size_t *)a, y = *(const size_t *)b;
+  return x < y ? -1 : x > y;
+}
+
 /* The token configs in the meta db of txn, appended to *v (holder h). */
 static int token_configs(MDB_txn *txn, MDB_dbi meta, size_t h, tokcfg **v, size_t *n, size_t *cap) {
   MDB_cursor *cur;
@@ -107,15 +112,23 @@ static int check_token_configs(fc_store *const *in, MDB_txn *const *txns, size_t
       if (x == a || strcmp(v[x].hex, v[x - 1].hex)) configs++;
     /* a store holding some of the name's configs but not all: the configs cover other ids */
     int apart = 0, shards = 0;
-    for (size_t x = a; configs > 1 && x < b; x++) {
-      size_t held = 0, h = v[x].holder;
-      int first = 1; /* x is the holder's first config of the name: counted once */
-      for (size_t y = a; y < x && first; y++) first = v[y].holder != h;
-      if (!first) continue;
-      holders++;
-      for (size_t y = a; y < b; y++) held += v[y].holder == h;
-      if (held < configs) apart = 1;
-      if (h < n && shard_counts[h]) shards = 1;
+    if (configs > 1) { /* the group's holders in order: a run per holder, its configs of the name */
+      size_t *hs = fc_malloc((b - a) * sizeof *hs);
+      if (!hs) {
+        rc = ENOMEM;
+        break;
+      }
+      for (size_t x = a; x < b; x++) hs[x - a] = v[x].holder;
+      qsort(hs, b - a, sizeof *hs, size_cmp);
+      for (size_t x = 0; x < b - a;) {
+        size_t y = x;
+        while (y < b - a && hs[y] == hs[x]) y++;
+        holders++;
+        if (y - x < configs) apart = 1;
+        if (hs[x] < n && shard_counts[hs[x]]) shards = 1;
+        x = y;
+      }
+      free(hs);
     }
     if (apart) {
       st->token_configs_apart++;
@@ -141,7 +154,7 @@ static int check_token_configs(fc_store *const *in, MDB_txn *const *txns, size_t
     a = b;
   }
   free(v);
-  return refuse ? FC_ECONFIG : 0;
+  return rc ? rc : refuse ? FC_ECONFIG : 0;
 }
 
 int merge_check_shards(fc_store *const *in, MDB_txn *const *txns, size_t n, fc_store *out,
