@@ -6,6 +6,34 @@
 
 #include <sys/file.h>
 
+/* Record in s (a store, or part 0 of a split store) that a run over shard k of n writes into it:
+ * meta shard/K/N -> "K/N", kept when there (docs/FORMAT.md "Shards"; read by cache-merge and
+ * cache-verify, libcache/core/store/store_shards.c). n == 1 (a run without --shard) writes
+ * shard/0/1 only when s records some shard already: the store then holds that run's whole list.
+ * Returns 0 or a store error. */
+static inline int fc_cli_mark_shard(fc_store *s, uint32_t k, uint32_t n) {
+  if (n == 1) {
+    fc_rtxn *t;
+    fc_cursor *c;
+    const void *key;
+    size_t kl;
+    int rc = fc_store_read_begin(s, &t);
+    if (rc) return rc;
+    if ((rc = fc_cursor_open(t, FC_DB_META, &c)) == 0) {
+      if ((rc = fc_cursor_seek(c, "shard/", 6)) == 0) rc = fc_cursor_next(c, &key, &kl, NULL, NULL);
+      fc_cursor_close(c);
+    }
+    fc_rtxn_end(t);
+    if (rc == FC_ENOTFOUND || (!rc && (kl < 6 || memcmp(key, "shard/", 6) != 0))) return 0;
+    if (rc) return rc;
+  }
+  char key[40], val[24];
+  int kl = snprintf(key, sizeof key, "shard/%u/%u", k, n);
+  int vl = snprintf(val, sizeof val, "%u/%u", k, n);
+  fc_put p = {FC_DB_META, key, (size_t)kl, val, (size_t)vl, FC_PUT_NOOVERWRITE};
+  return fc_store_write(s, &p, 1);
+}
+
 /* A writer about to open dir (a store, or a split store's parts) says so when cache-prune holds
  * the store's writer lock (docs/FORMAT.md "The writer lock"): the open that follows waits for it
  * without a word, and a job that seems hung is worse than a line that says why. Looks with a

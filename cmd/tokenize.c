@@ -392,7 +392,7 @@ int main(int argc, char **argv) {
     fc_tokenizer_free(tok);
     return FC_EXIT_USAGE;
   }
-  if ((rc = fc_store_mark_shard(parts[0], shard_k, shard_n)) != 0) { /* docs/FORMAT.md "Shards" */
+  if ((rc = fc_cli_mark_shard(parts[0], shard_k, shard_n)) != 0) { /* docs/FORMAT.md "Shards" */
     /* before anything is stored, as the open it belongs to: nothing done */
     fc_cli_warn(out_dir, "cannot record its shard in the store: %s", fc_strerror(rc));
     fc_store_close_split(parts, n_parts);

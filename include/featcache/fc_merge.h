@@ -73,7 +73,7 @@ typedef struct fc_merge_stats {
    * an input stores the id under the record's config */
   uint64_t failures_copied;
   uint64_t failures_cleared;
-  /* shards (fc_store_shards) no input or the output records, of the sets the inputs record
+  /* shards (meta shard/K/N) no input or the output records, of the sets the inputs record
    * some of; shards that two inputs record */
   uint64_t shards_missing;
   uint64_t shards_twice;
@@ -108,11 +108,12 @@ typedef struct fc_merge_opts {
   fc_merge_bad_fn on_bad_record; /* may be NULL */
   fc_merge_progress_fn on_progress; /* after each commit; may be NULL */
   /* Shards (docs/cache-merge.md "Shards"): the shards the inputs record (featurize/tokenize
-   * --shard) must form complete sets (fc_shard_sets_check, the output's own counted as held), or
+   * --shard; docs/FORMAT.md "Shards") must cover every id (the output's own counted as held), or
    * the merge is refused with FC_ECONFIG before anything is written (why names what is missing),
    * unless partial is set. Inputs that record none merge as they are. */
   int partial;
-  fc_shard_twice_fn on_shard_twice; /* a shard two inputs record (indexes of inputs); may be NULL */
+  /* a shard k of n that inputs a and b (indexes, a < b) both record; may be NULL */
+  void (*on_shard_twice)(uint32_t k, uint32_t n, size_t a, size_t b, void *user);
   /* Several token configs of one name where a store holding one lacks another (a vocabulary
    * built in each shard): the merge would hold each for some ids only, and tokens="NAME" would
    * not say which. Called once per name with what differs (detail: "3 different 'chars' token

@@ -258,41 +258,6 @@ FC_API void fc_store_close_split(fc_store **parts, unsigned n);
  * FC_EFORMAT (a meta part that is not "K/N" with K < N), or a read error. */
 FC_API int fc_store_part_of_store(fc_store *s, unsigned *k, unsigned *n);
 
-/* ---- shards (docs/FORMAT.md "Shards") ------------------------------------------------------ */
-/* Which shards of a partition (featurize/tokenize --shard K/N, fc_shard.h) runs wrote into a
- * store: one meta key per shard, shard/K/N -> the ASCII bytes "K/N" (e.g. shard/3/16 -> 3/16).
- * Keys, not one value, so that a store that takes several runs holds the set of them, and a merge
- * (which unions meta) holds the union of its inputs' sets: a merge of all N shards holds every
- * K of N. Readers that predate the keys ignore them (an unknown meta key). */
-typedef struct fc_shard_mark {
-  uint32_t k, n; /* shard k of n, k < n */
-} fc_shard_mark;
-
-/* Record in s that a run over shard k of n writes into it (shard/K/N, kept when already there).
- * n == 1 (a run without --shard) writes shard/0/1 only when s already records some shard: the
- * store then holds that run's whole list, which the merge check counts as every shard. For a
- * split store, pass its part 0. Returns 0 or a store error. */
-FC_API int fc_store_mark_shard(fc_store *s, uint32_t k, uint32_t n);
-
-/* The shards s records: *marks, an array of *count (sorted by n, then k; NULL when none), freed
- * by the caller with free(). Malformed shard/ keys are skipped. Returns 0 or a store error. */
-FC_API int fc_store_shards(fc_store *s, fc_shard_mark **marks, size_t *count);
-
-/* Called for a shard k of n recorded by two of the stores checked (a and b, a < b, indexes into
- * sets), unless each of them holds a whole set of n by itself (two merged corpora). */
-typedef void (*fc_shard_twice_fn)(uint32_t k, uint32_t n, size_t a, size_t b, void *user);
-
-/* Check that the shards recorded by stores 0..m-1 (sets[i], counts[i]: fc_store_shards; a
- * store without any: count 0, ignored) form complete sets: for each n met, every k of 0..n-1
- * recorded by some store, or covered by a store that holds a whole set of some n by itself.
- * Stores i with cover_only[i] set (an output merged into) count only as holders, never as
- * given twice; cover_only may be NULL. *missing: how many shards no store holds, over every n;
- * why (when missing) names them, e.g. "of 16 shards, 14 given: 3 and 7 missing". twice (may be
- * NULL) is called for each shard two of the stores record. Returns 0 or ENOMEM. */
-FC_API int fc_shard_sets_check(const fc_shard_mark *const *sets, const size_t *counts, size_t m,
-                               const int *cover_only, fc_shard_twice_fn twice, void *user,
-                               uint64_t *missing, char *why, size_t why_len);
-
 #ifdef __cplusplus
 }
 #endif

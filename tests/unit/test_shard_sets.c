@@ -1,8 +1,8 @@
-/* The check that stores hold complete sets of shards (fc_shard_sets_check, fc_store.h): shards of
+/* The check that stores hold complete sets of shards (shard_sets_check, store_int.h): shards of
  * one N, of several N (intervals of the hash: 1/2 covers 2/4 and 3/4, but 2 and 3 only cover each
  * other where they meet), the output counted as a holder only, two whole sets that are no copy,
  * and the message: ranges, a cap on how many it names. */
-#include "featcache/fc_store.h"
+#include "libcache/core/store/store_int.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +25,7 @@ static void on_twice(uint32_t k, uint32_t n, size_t a, size_t b, void *user) {
  * store counts as a holder only */
 static uint64_t run(const char *const *stores, size_t m, int cover_last, said *s, char *why,
                     size_t why_len) {
-  fc_shard_mark *sets[8];
+  shard_mark *sets[8];
   size_t counts[8];
   int cover[8] = {0};
   for (size_t i = 0; i < m; i++) {
@@ -35,15 +35,15 @@ static uint64_t run(const char *const *stores, size_t m, int cover_last, said *s
     unsigned k, n;
     int used;
     while (sscanf(p, " %u/%u%n", &k, &n, &used) == 2) {
-      sets[i][counts[i]++] = (fc_shard_mark){k, n};
+      sets[i][counts[i]++] = (shard_mark){k, n};
       p += used;
     }
   }
   if (cover_last) cover[m - 1] = 1;
   memset(s, 0, sizeof *s);
   uint64_t missing = 99;
-  int rc = fc_shard_sets_check((const fc_shard_mark *const *)sets, counts, m, cover, on_twice, s,
-                               &missing, why, why_len);
+  int rc = shard_sets_check((const shard_mark *const *)sets, counts, m, cover, on_twice, s,
+                            &missing, why, why_len);
   CHECK(rc == 0, "rc %d", rc);
   for (size_t i = 0; i < m; i++) free(sets[i]);
   return missing;

@@ -161,7 +161,7 @@ int merge_check_shards(fc_store *const *in, MDB_txn *const *txns, size_t n, fc_s
                        MDB_txn *out_txn, const char *const *paths, const char *out_dir,
                        const fc_merge_opts *o, fc_merge_stats *st, char *why, size_t why_len) {
   size_t m = n + (out ? 1 : 0);
-  fc_shard_mark **sets = fc_calloc(m, sizeof *sets);
+  shard_mark **sets = fc_calloc(m, sizeof *sets);
   size_t *counts = fc_calloc(m, sizeof *counts);
   int *cover_only = fc_calloc(m, sizeof *cover_only);
   int rc = sets && counts && cover_only ? 0 : ENOMEM;
@@ -175,8 +175,8 @@ int merge_check_shards(fc_store *const *in, MDB_txn *const *txns, size_t n, fc_s
   if (!rc && inputs_say) { /* an output's own shards alone are not this merge's business */
     twice_ctx t = {o, st};
     char gap[768];
-    rc = fc_shard_sets_check((const fc_shard_mark *const *)sets, counts, m, cover_only, on_twice,
-                             &t, &st->shards_missing, gap, sizeof gap);
+    rc = shard_sets_check((const shard_mark *const *)sets, counts, m, cover_only, on_twice, &t,
+                          &st->shards_missing, gap, sizeof gap);
     if (!rc && st->shards_missing && !o->partial) {
       fc_why(why, why_len, "incomplete set of shards: %s", gap);
       rc = FC_ECONFIG;

@@ -122,9 +122,35 @@ int store_index_entry(fc_store *s, MDB_txn *txn, int entry_db, const void *id, s
 /* Decode an index value: 0, or FC_EFORMAT when it is not FC_INDEX_VALUE_SIZE bytes. */
 int store_index_decode(const void *val, size_t len, store_ix *out);
 
-/* The shards the meta db of txn records (fc_store_shards, for code that holds its own read
- * transaction: cache-merge's inputs): *marks sorted, free() it. */
-int store_shards_txn(MDB_txn *txn, MDB_dbi meta, fc_shard_mark **marks, size_t *count);
+/* ---- shards (store_shards.c; docs/FORMAT.md "Shards") ---- */
+/* Which shards of a partition (featurize/tokenize --shard K/N, fc_shard.h) runs wrote into a
+ * store: one meta key per shard, shard/K/N -> the ASCII bytes "K/N" (e.g. shard/3/16 -> 3/16),
+ * written by the tools as they open the store (cmd/cli_stores.h fc_cli_mark_shard, over the public
+ * API). Keys, not one value, so that a store that takes several runs holds the set of them, and a
+ * merge (which unions meta) holds the union of its inputs' sets. Readers that predate the keys
+ * ignore them (an unknown meta key). Core-internal: cache-merge and cache-verify read them. */
+typedef struct shard_mark {
+  uint32_t k, n; /* shard k of n, k < n */
+} shard_mark;
+
+/* The shards the meta db of txn records: *marks (sorted by n, then k; NULL when none) of *count,
+ * freed with free(). Malformed shard/ keys are skipped. Returns 0 or an LMDB/errno code. */
+int store_shards_txn(MDB_txn *txn, MDB_dbi meta, shard_mark **marks, size_t *count);
+
+/* Called for a shard k of n recorded by two of the stores checked (a and b, a < b, indexes into
+ * sets), unless each of them holds a whole set of some n by itself (two merged corpora). */
+typedef void (*shard_twice_fn)(uint32_t k, uint32_t n, size_t a, size_t b, void *user);
+
+/* Do the shards recorded by stores 0..m-1 (sets[i], counts[i]; a store without any: count 0,
+ * ignored) cover every id? Shard k of n holds the ids whose hash lies in [k/n, (k+1)/n), so
+ * shards of several n count as their intervals cover [0, 1). Stores i with cover_only[i] set (an
+ * output merged into) count only as holders, never as given twice; cover_only may be NULL.
+ * *missing: the shards of the finest n met that some gap touches; why (when missing) names them,
+ * e.g. "of 16 shards, 14 given: 3, 7 missing". twice (may be NULL) is called for each shard two
+ * of the stores record. Returns 0 or ENOMEM. */
+int shard_sets_check(const shard_mark *const *sets, const size_t *counts, size_t m,
+                     const int *cover_only, shard_twice_fn twice, void *user, uint64_t *missing,
+                     char *why, size_t why_len);
 
 struct fc_rtxn {
   fc_store *s;

@@ -1,4 +1,4 @@
-/* The shards a store records (meta shard/K/N; fc_store.h "shards", docs/FORMAT.md "Shards"), and
+/* The shards a store records (meta shard/K/N; store_int.h "shards", docs/FORMAT.md "Shards"), and
  * the check that the stores of a merge or a dataset hold complete sets of them. */
 #include "libcache/core/store/store_int.h"
 
@@ -13,7 +13,7 @@
 #define SHARD_PREFIX_LEN 6
 
 /* key "shard/K/N": 0 and *m, or -1 (not a shard key, or malformed: K >= N, junk, leading 0s) */
-static int parse_key(const void *key, size_t len, fc_shard_mark *m) {
+static int parse_key(const void *key, size_t len, shard_mark *m) {
   char b[40], extra;
   unsigned long k, n;
   if (len <= SHARD_PREFIX_LEN || len >= sizeof b || memcmp(key, SHARD_PREFIX, SHARD_PREFIX_LEN))
@@ -33,12 +33,12 @@ static int parse_key(const void *key, size_t len, fc_shard_mark *m) {
 }
 
 static int mark_cmp(const void *a, const void *b) {
-  const fc_shard_mark *x = a, *y = b;
+  const shard_mark *x = a, *y = b;
   if (x->n != y->n) return x->n < y->n ? -1 : 1;
   return x->k < y->k ? -1 : x->k > y->k;
 }
 
-int store_shards_txn(MDB_txn *txn, MDB_dbi meta, fc_shard_mark **marks, size_t *count) {
+int store_shards_txn(MDB_txn *txn, MDB_dbi meta, shard_mark **marks, size_t *count) {
   *marks = NULL;
   *count = 0;
   MDB_cursor *cur;
@@ -49,11 +49,11 @@ int store_shards_txn(MDB_txn *txn, MDB_dbi meta, fc_shard_mark **marks, size_t *
   for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
     if (k.mv_size < SHARD_PREFIX_LEN || memcmp(k.mv_data, SHARD_PREFIX, SHARD_PREFIX_LEN)) break;
-    fc_shard_mark m;
+    shard_mark m;
     if (parse_key(k.mv_data, k.mv_size, &m)) continue;
     if (*count == cap) {
       cap = cap ? 2 * cap : 16;
-      fc_shard_mark *g = fc_realloc(*marks, cap * sizeof *g);
+      shard_mark *g = fc_realloc(*marks, cap * sizeof *g);
       if (!g) {
         rc = ENOMEM;
         break;
@@ -74,33 +74,6 @@ int store_shards_txn(MDB_txn *txn, MDB_dbi meta, fc_shard_mark **marks, size_t *
   return 0;
 }
 
-int fc_store_shards(fc_store *s, fc_shard_mark **marks, size_t *count) {
-  fc_rtxn *t;
-  *marks = NULL;
-  *count = 0;
-  int rc = fc_store_read_begin(s, &t);
-  if (rc) return rc;
-  rc = store_shards_txn(t->txn, s->dbi[FC_DB_META], marks, count);
-  fc_rtxn_end(t);
-  return rc;
-}
-
-int fc_store_mark_shard(fc_store *s, uint32_t k, uint32_t n) {
-  if (n == 0 || k >= n) return EINVAL;
-  if (n == 1) { /* a run over the whole list: said only beside shards the store records */
-    fc_shard_mark *m;
-    size_t c;
-    int rc = fc_store_shards(s, &m, &c);
-    free(m);
-    if (rc || c == 0) return rc;
-  }
-  char key[40], val[24];
-  int kl = snprintf(key, sizeof key, SHARD_PREFIX "%u/%u", k, n);
-  int vl = snprintf(val, sizeof val, "%u/%u", k, n);
-  fc_put p = {FC_DB_META, key, (size_t)kl, val, (size_t)vl, FC_PUT_NOOVERWRITE};
-  return fc_store_write(s, &p, 1);
-}
-
 /* ---- the check -------------------------------------------------------------------------------- */
 typedef struct held {
   uint32_t n, k;
@@ -115,7 +88,7 @@ static int held_cmp(const void *a, const void *b) {
 }
 
 /* Does a sorted set hold every k of some n? */
-static int whole_set(const fc_shard_mark *v, size_t c) {
+static int whole_set(const shard_mark *v, size_t c) {
   for (size_t i = 0; i < c;) {
     size_t j = i, distinct = 0;
     for (; j < c && v[j].n == v[i].n; j++)
@@ -141,7 +114,7 @@ static void put_text(text *t, const char *fmt, unsigned long a, unsigned long b)
  * is floor(x n). So shards of several n cover the ids exactly as these intervals cover [0, 1),
  * compared as fractions (k, n < 2^32: products fit in 64 bits). */
 static int start_cmp(const void *a, const void *b) {
-  const fc_shard_mark *x = a, *y = b;
+  const shard_mark *x = a, *y = b;
   uint64_t l = (uint64_t)x->k * y->n, r = (uint64_t)y->k * x->n;
   return l < r ? -1 : l > r;
 }
@@ -149,7 +122,7 @@ static int start_cmp(const void *a, const void *b) {
 /* The gaps of the union of v[0..c) (sorted by start) over [0, 1), as the shards of n each
  * touches, into ranges "2, 5-7" of t (after 12 ranges, "and N more"). Returns how many shards of
  * n the gaps touch. */
-static uint64_t say_gaps(text *t, const fc_shard_mark *v, size_t c, uint32_t n) {
+static uint64_t say_gaps(text *t, const shard_mark *v, size_t c, uint32_t n) {
   uint64_t rn = 0, rd = 1; /* covered: [0, rn/rd) */
   uint64_t missing = 0, left_out = 0, lo = 0, hi = 0;
   int open = 0;
@@ -191,9 +164,9 @@ static uint64_t say_gaps(text *t, const fc_shard_mark *v, size_t c, uint32_t n) 
   return missing;
 }
 
-int fc_shard_sets_check(const fc_shard_mark *const *sets, const size_t *counts, size_t m,
-                        const int *cover_only, fc_shard_twice_fn twice, void *user,
-                        uint64_t *missing, char *why, size_t why_len) {
+int shard_sets_check(const shard_mark *const *sets, const size_t *counts, size_t m,
+                     const int *cover_only, shard_twice_fn twice, void *user, uint64_t *missing,
+                     char *why, size_t why_len) {
   *missing = 0;
   if (why && why_len) why[0] = '\0';
   size_t total = 0;
@@ -209,14 +182,14 @@ int fc_shard_sets_check(const fc_shard_mark *const *sets, const size_t *counts, 
   size_t c = 0;
   for (size_t i = 0; i < m; i++) {
     for (size_t j = 0; j < counts[i]; j++) h[c++] = (held){sets[i][j].n, sets[i][j].k, i};
-    /* sets come sorted from fc_store_shards; a caller's may not: whole_set needs them so */
+    /* sets come sorted from store_shards_txn; a caller's may not: whole_set needs them so */
     int sorted = 1;
     for (size_t j = 1; j < counts[i] && sorted; j++)
       sorted = mark_cmp(&sets[i][j - 1], &sets[i][j]) <= 0;
     if (sorted) {
       whole[i] = (uint8_t)whole_set(sets[i], counts[i]);
     } else {
-      fc_shard_mark *cp = fc_malloc(counts[i] * sizeof *cp);
+      shard_mark *cp = fc_malloc(counts[i] * sizeof *cp);
       if (!cp) {
         free(h);
         free(whole);
@@ -230,7 +203,7 @@ int fc_shard_sets_check(const fc_shard_mark *const *sets, const size_t *counts, 
   }
   qsort(h, c, sizeof *h, held_cmp);
   /* the distinct shards, and the n of each partition met */
-  fc_shard_mark *v = fc_malloc(c * sizeof *v);
+  shard_mark *v = fc_malloc(c * sizeof *v);
   if (!v) {
     free(h);
     free(whole);
@@ -241,7 +214,7 @@ int fc_shard_sets_check(const fc_shard_mark *const *sets, const size_t *counts, 
   for (size_t i = 0; i < c; i++)
     if (i == 0 || h[i].n != h[i - 1].n || h[i].k != h[i - 1].k) {
       if (i == 0 || h[i].n != h[i - 1].n) partitions++;
-      v[nv++] = (fc_shard_mark){h[i].k, h[i].n};
+      v[nv++] = (shard_mark){h[i].k, h[i].n};
       if (h[i].n > nmax) nmax = h[i].n;
     }
   qsort(v, nv, sizeof *v, start_cmp);

@@ -7,7 +7,7 @@
  *     config from every store);
  *   - every manifest id is in some store (audio entry; text entry too with expect_tokens_given),
  *     or has a failure record in one (featurize failed it: counted, no error);
- *   - the shards the stores record form complete sets (a warning; fc_shard_sets_check). */
+ *   - the shards the stores record form complete sets (a warning; shard_sets_check). */
 #include "featcache/fc_verify.h"
 
 #include "featcache/fc_format.h"
@@ -202,7 +202,7 @@ static void shard_twice(uint32_t k, uint32_t n, size_t a, size_t b, void *user) 
 }
 
 static int check_shards(dctx *c, const char *const *dirs, size_t n, fc_store **st, MDB_txn **txns) {
-  fc_shard_mark **sets = fc_calloc(n, sizeof *sets);
+  shard_mark **sets = fc_calloc(n, sizeof *sets);
   size_t *counts = fc_calloc(n, sizeof *counts);
   int rc = sets && counts ? 0 : ENOMEM;
   size_t recording = 0;
@@ -214,8 +214,8 @@ static int check_shards(dctx *c, const char *const *dirs, size_t n, fc_store **s
     char gap[768];
     uint64_t missing;
     shard_twice_ctx t = {c, dirs};
-    rc = fc_shard_sets_check((const fc_shard_mark *const *)sets, counts, n, NULL, shard_twice, &t,
-                             &missing, gap, sizeof gap);
+    rc = shard_sets_check((const shard_mark *const *)sets, counts, n, NULL, shard_twice, &t,
+                          &missing, gap, sizeof gap);
     if (!rc && missing)
       add(c, FC_VERIFY_WARNING, "meta", NULL, 0,
           "incomplete set of shards: %s (the dataset lacks their ids; cache-merge refuses "
