@@ -132,7 +132,8 @@ FC_API void fc_merge_opts_init(fc_merge_opts *o);
  * (stats->bad_records may be > 0); FC_ECONFLICT when conflicts were found and not resolved
  * (nothing written; each was reported); FC_ECONFIG when the inputs record incomplete sets of
  * shards and o->partial is not set (nothing written; why names the missing shards), or when
- * shards hold token configs of one name built apart (on_token_configs; nothing written); FC_EINTR when *stop was set (committed work kept);
+ * shards hold token configs of one name built apart (on_token_configs; nothing written);
+ * FC_EINTR when *stop was set (committed work kept);
  * EINVAL (no inputs, the output is one of the inputs, prefer_index + prefer_count out of range:
  * reason in why);
  * the errors of fc_store_open for a store that cannot be opened (why names it); a store error

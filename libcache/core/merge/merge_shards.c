@@ -21,7 +21,7 @@ static void on_twice(uint32_t k, uint32_t sn, size_t a, size_t b, void *user) {
   if (t->o->on_shard_twice) t->o->on_shard_twice(k, sn, a, b, t->o->user);
 }
 
-/* ---- token configs of one name, each held by some stores only ----------------------------------- */
+/* ---- token configs of one name, each held by some stores only ---------------------------- */
 typedef struct tokcfg {
   char name[64]; /* what tokens="NAME" answers to: tokenizer, else name, else preset */
   char hex[33];

@@ -74,7 +74,7 @@ int store_shards_txn(MDB_txn *txn, MDB_dbi meta, shard_mark **marks, size_t *cou
   return 0;
 }
 
-/* ---- the check -------------------------------------------------------------------------------- */
+/* ---- the check ------------------------------------------------------------------------------ */
 typedef struct held {
   uint32_t n, k;
   size_t store;
