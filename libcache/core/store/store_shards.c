@@ -119,6 +119,18 @@ static int start_cmp(const void *a, const void *b) {
   return l < r ? -1 : l > r;
 }
 
+/* Shards lo..hi missing: "lo" or "lo-hi" after the ranges before it, the first 12 ranges named,
+ * the shards of the rest counted in *left_out. Returns how many shards the range holds. */
+static uint64_t put_range(text *t, uint64_t lo, uint64_t hi, unsigned *ranges, uint64_t *left_out) {
+  if ((*ranges)++ < 12) {
+    put_text(t, *ranges > 1 ? ", %lu" : "%lu", (unsigned long)lo, 0);
+    if (hi > lo) put_text(t, "-%lu", (unsigned long)hi, 0);
+  } else {
+    *left_out += hi - lo + 1;
+  }
+  return hi - lo + 1;
+}
+
 /* The gaps of the union of v[0..c) (sorted by start) over [0, 1), as the shards of n each
  * touches, into ranges "2, 5-7" of t (after 12 ranges, "and N more"). Returns how many shards of
  * n the gaps touch. */
@@ -136,30 +148,14 @@ static uint64_t say_gaps(text *t, const shard_mark *v, size_t c, uint32_t n) {
       if (open && klo <= hi + 1) { /* touches the last range: one range */
         if (khi > hi) hi = khi;
       } else {
-        if (open) {
-          missing += hi - lo + 1;
-          if (ranges++ < 12) {
-            put_text(t, ranges > 1 ? ", %lu" : "%lu", (unsigned long)lo, 0);
-            if (hi > lo) put_text(t, "-%lu", (unsigned long)hi, 0);
-          } else {
-            left_out += hi - lo + 1;
-          }
-        }
+        if (open) missing += put_range(t, lo, hi, &ranges, &left_out);
         lo = klo, hi = khi, open = 1;
       }
     }
     if (i < c && (unsigned __int128)(v[i].k + 1ull) * rd > (unsigned __int128)rn * v[i].n)
       rn = v[i].k + 1ull, rd = v[i].n;
   }
-  if (open) {
-    missing += hi - lo + 1;
-    if (ranges++ < 12) {
-      put_text(t, ranges > 1 ? ", %lu" : "%lu", (unsigned long)lo, 0);
-      if (hi > lo) put_text(t, "-%lu", (unsigned long)hi, 0);
-    } else {
-      left_out += hi - lo + 1;
-    }
-  }
+  if (open) missing += put_range(t, lo, hi, &ranges, &left_out);
   if (left_out) put_text(t, " and %lu more", (unsigned long)left_out, 0);
   return missing;
 }
