@@ -99,7 +99,7 @@ static void fuzz_vocab(const uint8_t *d, size_t n) {
   tok_vocab v;
   memset(&v, 0, sizeof v);
   char why[256];
-  if (tok_vocab_parse(&v, (const char *)d, n, why, sizeof why) != 0) {
+  if (tok_vocab_parse(&v, (const char *)d, n, (int)(n & 1), why, sizeof why) != 0) {
     tok_vocab_free(&v);
     return;
   }

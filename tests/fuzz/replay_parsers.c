@@ -121,7 +121,7 @@ int main(void) {
     } else if (fuzz_seeds[i].p[0] == T_VOCAB) {
       tok_vocab v;
       memset(&v, 0, sizeof v);
-      if (tok_vocab_parse(&v, (const char *)p, n, why, sizeof why)) {
+      if (tok_vocab_parse(&v, (const char *)p, n, (int)(n & 1), why, sizeof why)) {
         fprintf(stderr, "seed %zu: vocab refused: %s\n", i, why);
         bad = 1;
       }

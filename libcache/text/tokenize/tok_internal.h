@@ -79,7 +79,9 @@ typedef struct tok_vocab {
 } tok_vocab;
 /* Parse a vocab file's bytes. FC_ETOKENIZER with "LINE: reason" on an empty line, invalid UTF-8 or
  * a duplicate symbol. */
-int tok_vocab_parse(tok_vocab *v, const char *data, size_t len, char *why, size_t why_len);
+/* nfkc: each symbol is NFKC-normalized as the text is (two that become one are a duplicate). */
+int tok_vocab_parse(tok_vocab *v, const char *data, size_t len, int nfkc, char *why,
+                    size_t why_len);
 /* Take ownership of syms[0..n) (malloc'd strings, array malloc'd). */
 int tok_vocab_from_syms(tok_vocab *v, char **syms, size_t n, char *why, size_t why_len);
 /* Exclude a symbol (a special) from text matching. */

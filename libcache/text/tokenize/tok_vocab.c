@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <utf8proc.h>
+
 #include "featcache/fc_format.h"
 #include "libcache/text/tokenize/tok_internal.h"
 #include "formats/common/alloc.h"
@@ -16,7 +18,9 @@ void tok_vocab_free(tok_vocab *v) {
   memset(v, 0, sizeof *v);
 }
 
-int tok_vocab_from_syms(tok_vocab *v, char **syms, size_t n, char *why, size_t why_len) {
+/* changed (may be NULL): which symbols normalization changed, to say why two are one */
+static int vocab_build(tok_vocab *v, char **syms, size_t n, const unsigned char *changed, char *why,
+                       size_t why_len) {
   memset(v, 0, sizeof *v);
   v->syms = syms;
   v->n = n;
@@ -29,10 +33,13 @@ int tok_vocab_from_syms(tok_vocab *v, char **syms, size_t n, char *why, size_t w
        * quote names: no escape sequence from a vocab file reaches the terminal */
       char q[160];
       int plain = fc_quote_name(syms[i], q, sizeof q) == len;
+      const char *nf = changed && (changed[i] || changed[first])
+                           ? "; the two are one symbol under NFKC normalization, as the text is"
+                           : "";
       tok_set_why(why, why_len,
-                  plain ? "%zu: duplicate symbol '%s' (first at line %d)"
-                        : "%zu: duplicate symbol %s (first at line %d)",
-                  i + 1, plain ? syms[i] : q, (int)first + 1);
+                  plain ? "%zu: duplicate symbol '%s' (first at line %d%s)"
+                        : "%zu: duplicate symbol %s (first at line %d%s)",
+                  i + 1, plain ? syms[i] : q, (int)first + 1, nf);
       rc = FC_ETOKENIZER;
     }
     if (!rc) rc = tok_map_put(&v->match, syms[i], len, (int32_t)i, NULL);
@@ -45,10 +52,20 @@ int tok_vocab_from_syms(tok_vocab *v, char **syms, size_t n, char *why, size_t w
   return 0;
 }
 
-int tok_vocab_parse(tok_vocab *v, const char *data, size_t len, char *why, size_t why_len) {
+int tok_vocab_from_syms(tok_vocab *v, char **syms, size_t n, char *why, size_t why_len) {
+  return vocab_build(v, syms, n, NULL, why, why_len);
+}
+
+int tok_vocab_parse(tok_vocab *v, const char *data, size_t len, int nfkc, char *why,
+                    size_t why_len) {
   size_t cap = 256, n = 0;
   char **syms = fc_malloc(cap * sizeof *syms);
-  if (!syms) return ENOMEM;
+  unsigned char *changed = fc_calloc(cap, 1);
+  if (!syms || !changed) {
+    free(syms);
+    free(changed);
+    return ENOMEM;
+  }
   if (len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0) data += 3, len -= 3; /* BOM */
   size_t i = 0;
   int rc = 0;
@@ -69,14 +86,28 @@ int tok_vocab_parse(tok_vocab *v, const char *data, size_t len, char *why, size_
       break;
     }
     if (n == cap) {
-      char **p = fc_realloc(syms, (cap *= 2) * sizeof *syms);
-      if (!p) {
+      char **p = fc_realloc(syms, cap * 2 * sizeof *syms);
+      if (p) syms = p;
+      unsigned char *c = p ? fc_realloc(changed, cap * 2) : NULL;
+      if (!c) {
         rc = ENOMEM;
         break;
       }
-      syms = p;
+      memset(c + cap, 0, cap);
+      changed = c;
+      cap *= 2;
     }
-    if (!(syms[n] = fc_strndup(data + i, l))) {
+    if (nfkc) { /* as fc_tok_normalize maps the text, so that an NFD vocab matches */
+      size_t nl2;
+      rc = tok_utf8_map(data + i, l, UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT, &syms[n],
+                        &nl2);
+      if (rc) {
+        if (rc != ENOMEM) tok_set_why(why, why_len, "%zu: invalid UTF-8", n + 1);
+        if (rc != ENOMEM) rc = FC_ETOKENIZER;
+        break;
+      }
+      changed[n] = nl2 != l || memcmp(syms[n], data + i, l) != 0;
+    } else if (!(syms[n] = fc_strndup(data + i, l))) {
       rc = ENOMEM;
       break;
     }
@@ -90,9 +121,12 @@ int tok_vocab_parse(tok_vocab *v, const char *data, size_t len, char *why, size_
   if (rc) {
     for (size_t k = 0; k < n; k++) free(syms[k]);
     free(syms);
+    free(changed);
     return rc;
   }
-  return tok_vocab_from_syms(v, syms, n, why, why_len);
+  rc = vocab_build(v, syms, n, changed, why, why_len);
+  free(changed);
+  return rc;
 }
 
 int tok_vocab_unmatch(tok_vocab *v, const char *sym) {

@@ -261,7 +261,11 @@ int fc_tokenizer_create(const fc_tok_opts *o, fc_tokenizer **out, char *why, siz
       goto out;
     }
     char sub[400];
-    rc = tok_vocab_parse(&t->vocab, data, len, sub, sizeof sub);
+    /* chars: the symbols match the normalized text, so they are normalized the same way (an NFD
+     * vocab would otherwise never match); phonemes match espeak-ng's IPA, which NFKC would change
+     * (U+02B0 to h) */
+    int nfkc = t->kind == FC_TOK_CHARS && t->norm.unicode == FC_UNICODE_NFKC;
+    rc = tok_vocab_parse(&t->vocab, data, len, nfkc, sub, sizeof sub);
     free(data);
     if (rc) {
       tok_set_why(why, why_len, "%s:%s", o->vocab_path, sub);
