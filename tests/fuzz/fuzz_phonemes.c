@@ -61,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1) return 0;
   if (!probe_units) {
     char why[256];
-    if (tok_espeak_init("en-us", NULL, why, sizeof why) != 0) {
+    if (tok_espeak_init("en-us", NULL, 0, NULL, why, sizeof why) != 0) {
       fprintf(stderr, "fuzz phonemes: %s\n", why);
       abort();
     }

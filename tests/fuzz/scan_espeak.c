@@ -56,7 +56,7 @@ int main(int argc, char **argv) {
   long hi = argc > 3 ? strtol(argv[3], NULL, 16) : 0x2FFFF;
   const char *lang = argc > 4 ? argv[4] : "en-us";
   char why[256];
-  if (tok_espeak_init(lang, NULL, why, sizeof why) != 0) {
+  if (tok_espeak_init(lang, NULL, 0, NULL, why, sizeof why) != 0) {
     fprintf(stderr, "scan_espeak: %s\n", why);
     return 2;
   }

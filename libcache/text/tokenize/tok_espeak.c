@@ -86,7 +86,35 @@ static int select_voice_locked(const char *lang) {
   return 0;
 }
 
-int tok_espeak_init(const char *lang, const char **version, char *why, size_t why_len) {
+/* The name the config records for the voice lang selects (under espeak_lock, after a successful
+ * select_voice_locked(lang)): the voice's first language as `espeak-ng --voices` lists it ("de"
+ * for de, de-DE and German; "en-us"; "en-gb" for en), else, where that name would select another
+ * voice, its identifier ("sit/yue-Latn-jyutping"); lang itself where neither selects it back. */
+static void canonical_voice_locked(const char *lang, char *out, size_t out_len) {
+  snprintf(out, out_len, "%s", lang);
+  const espeak_VOICE *cur = espeak_GetCurrentVoice();
+  if (!cur || !cur->identifier || !cur->languages || !cur->languages[0]) return;
+  char id[64], first[64];
+  snprintf(id, sizeof id, "%s", cur->identifier);
+  snprintf(first, sizeof first, "%s", cur->languages + 1); /* after the priority byte */
+  const char *cands[2] = {first, id};
+  for (int i = 0; i < 2; i++) {
+    if (!*cands[i] || strlen(cands[i]) >= out_len || strlen(cands[i]) >= sizeof espeak_voice)
+      continue;
+    espeak_voice[0] = '\0'; /* select anew */
+    if (select_voice_locked(cands[i])) continue;
+    cur = espeak_GetCurrentVoice();
+    if (cur && cur->identifier && strcmp(cur->identifier, id) == 0) {
+      snprintf(out, out_len, "%s", cands[i]);
+      return;
+    }
+  }
+  espeak_voice[0] = '\0';
+  select_voice_locked(lang); /* lang as typed: known to select the voice */
+}
+
+int tok_espeak_init(const char *lang, char *canon, size_t canon_len, const char **version,
+                    char *why, size_t why_len) {
   int rc = 0;
   pthread_mutex_lock(&espeak_lock);
   if (!espeak_ready) {
@@ -108,6 +136,8 @@ int tok_espeak_init(const char *lang, const char **version, char *why, size_t wh
   } else if (strlen(lang) >= sizeof espeak_voice || select_voice_locked(lang)) {
     tok_set_why(why, why_len, "espeak-ng has no voice '%s' (espeak-ng --voices lists them)", lang);
     rc = FC_ECONFIG;
+  } else if (canon) {
+    canonical_voice_locked(lang, canon, canon_len);
   }
   pthread_mutex_unlock(&espeak_lock);
   if (version) *version = espeak_version;

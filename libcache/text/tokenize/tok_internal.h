@@ -94,7 +94,9 @@ void tok_vocab_free(tok_vocab *v);
 
 /* ---- espeak-ng (serialized by one process-wide mutex) --------------------------------------- */
 /* Initialize once and check that voice lang exists; *version gets espeak-ng's version string. */
-int tok_espeak_init(const char *lang, const char **version, char *why, size_t why_len);
+/* canon (may be NULL): the voice's canonical name, as the config records it */
+int tok_espeak_init(const char *lang, char *canon, size_t canon_len, const char **version,
+                    char *why, size_t why_len);
 /* Phoneme units of a whole line as espeak-ng reads it (phonemes separated, stress marks split off,
  * " " between words, each clause's terminating mark after it), each passed to cb. */
 int tok_phonemize(const char *lang, const char *text, size_t len, fc_tok_symbol_fn cb, void *ud);

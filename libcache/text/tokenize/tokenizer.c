@@ -245,7 +245,17 @@ int fc_tokenizer_create(const fc_tok_opts *o, fc_tokenizer **out, char *why, siz
       rc = ENOMEM;
       goto out;
     }
-    if ((rc = tok_espeak_init(t->lang, &t->espeak_version, why, why_len))) goto out;
+    /* de, de-DE and German select one voice: the config records its one name */
+    char canon[64];
+    if ((rc = tok_espeak_init(t->lang, canon, sizeof canon, &t->espeak_version, why, why_len)))
+      goto out;
+    if (strcmp(canon, t->lang) != 0) {
+      free(t->lang);
+      if (!(t->lang = fc_strdup(canon))) {
+        rc = ENOMEM;
+        goto out;
+      }
+    }
   }
   if (!!o->vocab_path == !!o->build_vocab) {
     tok_set_why(why, why_len, "%s takes exactly one of --vocab FILE and --build-vocab",

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# tokenize -t phonemes: --lang is recorded as the voice it selects, so de, de-DE and German (one
+# espeak-ng voice) give one config; a canonical name (de, en-us) is recorded as given.
+set -u
+T=${FC_BIN:?}/tokenize
+[ -x "$T" ] || { echo "FAIL: $T not built"; exit 1; }
+command -v espeak-ng > /dev/null || { echo "SKIP: espeak-ng missing"; exit 77; }
+d=$(mktemp -d); trap 'rm -rf "$d"' EXIT
+fail() { echo "FAIL: $*"; [ -f "$d/err" ] && sed 's/^/  stderr: /' "$d/err" | head -20; exit 1; }
+
+printf 'g1|Guten Morgen.\n' > "$d/m.csv"
+dg() { sed -n 's/.*"config_digest":"\([0-9a-f]*\)".*/\1/p' "$1"; }
+for lang in de de-DE German; do
+  "$T" -o "$d/s" --manifest "$d/m.csv" -t phonemes --lang "$lang" --build-vocab --json \
+    > "$d/$lang.json" 2> "$d/err" || fail "--lang $lang: exit $?"
+done
+[ -n "$(dg "$d/de.json")" ] || fail "no config digest: $(cat "$d/de.json")"
+for lang in de-DE German; do
+  [ "$(dg "$d/$lang.json")" = "$(dg "$d/de.json")" ] || fail "--lang $lang: another config than de"
+  grep -q '"processed":0,"skipped_existing":1' "$d/$lang.json" || fail "--lang $lang stored again"
+done
+# the config records the canonical name; en-us (the default) stays as it was
+"$T" -o "$d/s" --manifest "$d/m.csv" -t phonemes --lang EN-US --build-vocab --json > "$d/en.json" \
+  2> "$d/err" || fail "--lang EN-US: exit $?"
+"$T" -o "$d/s" --manifest "$d/m.csv" -t phonemes --build-vocab --json > "$d/default.json" 2> "$d/err" ||
+  fail "default lang: exit $?"
+[ "$(dg "$d/en.json")" = "$(dg "$d/default.json")" ] || fail "EN-US and the default differ"
+if [ -n "${FC_PYTHON:-}" ]; then
+  for f in de en; do
+    PYTHONPATH=${FC_SRC:?}/tests/reference "$FC_PYTHON" -c '
+import sys; from test_tokenize_store import read_meta; import json
+print(json.loads(read_meta(sys.argv[1], "cfg/" + sys.argv[2]))["lang"])' "$d/s" "$(dg "$d/$f.json")" \
+      > "$d/lang" 2> "$d/err" || fail "reading the config"
+    want=$([ $f = de ] && echo de || echo en-us)
+    [ "$(cat "$d/lang")" = "$want" ] || fail "config lang $(cat "$d/lang"), want $want"
+  done
+fi
+echo ok
