@@ -488,9 +488,14 @@ int main(int argc, char **argv) {
               (unsigned long long)st.failed, tolerance, tolerance[0] ? " --max-failed " : "",
               tolerance[0] ? max_failed.text : "", (unsigned long long)st.tokens,
               st.tokens == 1 ? "" : "s", not_started);
-    if (st.unknown)
-      fprintf(stderr, "tokenize: %llu unknown symbols mapped to unk\n",
-              (unsigned long long)st.unknown);
+    if (st.unknown && fc_tokenizer_kind(tok) == FC_TOK_BPE) /* unk_token, or dropped without */
+      fprintf(stderr,
+              "tokenize: %llu character%s not in the tokenizer.json's vocab (mapped to its "
+              "unk_token, or dropped where it has none)\n",
+              (unsigned long long)st.unknown, st.unknown == 1 ? "" : "s");
+    else if (st.unknown)
+      fprintf(stderr, "tokenize: %llu unknown symbol%s mapped to unk\n",
+              (unsigned long long)st.unknown, st.unknown == 1 ? "" : "s");
   }
   if (json) {
     printf(

@@ -137,7 +137,7 @@ check ambiguous 2 "cache-config: before: 2 configs are named 'chars': give the d
 cp metadata.csv more2.csv
 echo "u8|Un café, s'il vous plaît.|Un café, s'il vous plaît." >>more2.csv
 "$TK" --manifest more2.csv --vocab vocab.txt -o flow >out 2>err || fail "flow with é: $(cat err)"
-grep -q "unknown symbols mapped to unk" err || fail "flow: the new symbol not said: $(cat err)"
+grep -q "unknown symbols\{0,1\} mapped to unk" err || fail "flow: the new symbol not said: $(cat err)"
 [ "$("$CC" --json flow | "$PY" -c 'import json, sys; print([(c["name"], c["records"]) for c in json.load(sys.stdin)["configs"] if c["kind"] == "tokens"])')" = "[('chars', 7)]" ] ||
   fail "flow: $("$CC" flow)"
 "$PY" -c 'import sys, featcache; print(featcache.Loader(sys.argv[1], tokens="chars").config("tokens") is not None)' flow >out 2>err &&
