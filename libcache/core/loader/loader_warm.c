@@ -52,6 +52,7 @@ struct ld_warm {
   unsigned n;
   int advise_all; /* tests: ask for the leaves even when the sample finds them in memory */
   int finish; /* tests: run to the end before the open returns (not stopped by the walk's end) */
+  int sync; /* tests: run on the opening thread before the walk begins (no thread) */
   atomic_int stop;
   pthread_t th;
   ld_warm_stats st;
@@ -209,13 +210,16 @@ static int tree_of(MDB_txn *txn, MDB_dbi dbi, const char *name, warm_tree *t) {
 }
 
 /* Test builds: FC_FAULT_LOADER_WARM=finish runs every warming to its end before the open returns
- * (a walk of a store in memory ends first), =all also asks for the leaves of a store in memory
- * and warms trees of fewer than WARM_MIN_LEAVES leaves. Release builds never read it. */
+ * (a walk of a store in memory ends first), =sync runs it whole before the walk begins (so the
+ * walk's own reads cannot make a cold store's sample look resident), =all also asks for the
+ * leaves of a store in memory and warms trees of fewer than WARM_MIN_LEAVES leaves. Release
+ * builds never read it. */
 static void test_mode(ld_warm *w) {
 #ifdef FC_FAULT_INJECTION
   const char *e = getenv("FC_FAULT_LOADER_WARM");
   w->advise_all = e && strcmp(e, "all") == 0;
-  w->finish = w->advise_all || (e && strcmp(e, "finish") == 0);
+  w->sync = e && strcmp(e, "sync") == 0;
+  w->finish = w->advise_all || w->sync || (e && strcmp(e, "finish") == 0);
 #else
   (void)w;
 #endif
@@ -254,10 +258,11 @@ ld_warm *ld_warm_begin(ld_store *st, const MDB_dbi *dbi, const char *const *name
   atomic_init(&w->stop, 0);
   w->st.started = 1;
   if ((leaves < WARM_MIN_LEAVES && !w->advise_all) || !w->n ||
-      pthread_create(&w->th, NULL, warm_main, w) != 0) {
+      (!w->sync && pthread_create(&w->th, NULL, warm_main, w) != 0)) {
     free(w);
     return NULL;
   }
+  if (w->sync) warm_main(w);
   return w;
 #endif
 }
@@ -265,7 +270,7 @@ ld_warm *ld_warm_begin(ld_store *st, const MDB_dbi *dbi, const char *const *name
 void ld_warm_end(ld_warm *w, ld_warm_stats *out) {
   if (!w) return;
   if (!w->finish) atomic_store(&w->stop, 1); /* what is left, the walk has read */
-  pthread_join(w->th, NULL);
+  if (!w->sync) pthread_join(w->th, NULL);
   if (out) {
     out->started += w->st.started;
     out->cold += w->st.cold;
