@@ -202,12 +202,7 @@ int main(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
     switch (c) {
     case OPT_MANIFEST: manifest = fc_cli_path("manifest", optarg); break;
-    case OPT_MANIFEST_FORMAT: {
-      int f = fc_manifest_format_from_name(optarg);
-      if (f < 0) fc_cli_usage_error("invalid value '%s' for --manifest-format", optarg);
-      mo.format = (fc_manifest_format)f;
-      break;
-    }
+    case OPT_MANIFEST_FORMAT: mo.format = fc_cli_manifest_format(optarg); break;
     case 'n': po.dry_run = 1; break;
     case OPT_BATCH: po.batch = fc_cli_u32("batch", optarg, 1, 1u << 24); break;
     case OPT_JSON: json = 1; break;

@@ -396,12 +396,7 @@ int main(int argc, char **argv) {
       }
       break;
     case OPT_MANIFEST: manifest = fc_cli_path("manifest", optarg); break;
-    case OPT_MANIFEST_FORMAT: {
-      int f = fc_manifest_format_from_name(optarg);
-      if (f < 0) fc_cli_usage_error("invalid value '%s' for --manifest-format", optarg);
-      mo.format = (fc_manifest_format)f;
-      break;
-    }
+    case OPT_MANIFEST_FORMAT: mo.format = fc_cli_manifest_format(optarg); break;
     case OPT_FINITE: vo.finite = 1; break;
     case OPT_SOURCES: vo.sources = 1; break;
     case OPT_REHASH: vo.rehash = 1; break;

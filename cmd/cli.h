@@ -6,6 +6,7 @@
 #define FC_CMD_CLI_H
 
 #include "featcache/fc_format.h" /* fc_quote_name */
+#include "featcache/fc_manifest.h"
 #include "featcache/fc_outfile.h" /* fc_json_write_string */
 #include "featcache/fc_store.h"
 
@@ -314,6 +315,14 @@ static inline void fc_cli_list(const char *opt, const char *arg,
     if (!next) break;
   }
   free(buf);
+}
+
+/* --manifest-format's value (auto, ljspeech, kaldi, jsonl, list, tsv and their aliases); a usage
+ * error (exit 2) for another. */
+static inline fc_manifest_format fc_cli_manifest_format(const char *s) {
+  int f = fc_manifest_format_from_name(s);
+  if (f < 0) fc_cli_usage_error("invalid value '%s' for --manifest-format", s);
+  return (fc_manifest_format)f;
 }
 
 /* Boolean: 1/0, true/false, yes/no, on/off. */

@@ -165,11 +165,7 @@ int main(int argc, char **argv) {
       source = optarg;
       break;
     case OPT_MANIFEST: manifest = fc_cli_path("manifest", optarg); break;
-    case OPT_MANIFEST_FORMAT:
-      manifest_format = fc_manifest_format_from_name(optarg);
-      if (manifest_format < 0)
-        fc_cli_usage_error("invalid value '%s' for --manifest-format", optarg);
-      break;
+    case OPT_MANIFEST_FORMAT: manifest_format = fc_cli_manifest_format(optarg); break;
     case OPT_AUDIO_DIR: audio_dir = fc_cli_path("audio-dir", optarg); break;
     case OPT_COMPARE: compare = 1; break;
     case OPT_COMPARE_PROFILES: compare_profiles = 1; break;
