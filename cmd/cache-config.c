@@ -306,6 +306,7 @@ static int drop(const char *dir, const char *want, int quiet) {
   uint64_t records = 0, bytes = 0;
   unsigned had = 0;
   fc_cli_install_signals();
+  if (!quiet) fc_cli_note_prune_running(dir);
   /* every part opened before any is changed: a part that cannot be opened (missing) leaves the
    * config in all of them, not dropped from the parts before it */
   fc_store **ss = calloc(np, sizeof *ss);

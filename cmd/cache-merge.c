@@ -207,6 +207,7 @@ int main(int argc, char **argv) {
     memset(&st, 0, sizeof st);
     snprintf(why, sizeof why, "%s", twice);
   } else {
+    if (!quiet) fc_cli_note_prune_running(out);
     rc = fc_merge_run(out, inputs, n, &mo, &st, why, sizeof why);
   }
   fc_cli_progress_clear(&cx.progress);

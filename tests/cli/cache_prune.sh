@@ -180,5 +180,31 @@ wait $tk || { fail "tokenize after the wait"; cat tk.out; }
 wait
 verify after-wait 0 st
 
+# cache-merge into a store and cache-config --drop from one say so too while cache-prune holds it
+# waits_for NAME TOOL ARGS...: TOOL run while hold.py holds st2 exclusively waits, with a word
+waits_for() {
+  local name=$1 tool=$2
+  shift 2
+  : >held
+  "$PY" hold.py st2 64 <ctl >held &
+  exec 3>ctl
+  for _ in $(seq 100); do [ -s held ] && break; sleep 0.1; done
+  [ "$(cat held)" = 0 ] || fail "$name: hold.py could not open st2 exclusively: $(cat held)"
+  "$FC_BIN/$tool" "$@" >w.out 2>&1 3>&- &
+  local pid=$!
+  sleep 1
+  # still running (a finished child stays a zombie until waited for: kill -0 would pass)
+  grep -q '^State:.*[RSD]' /proc/$pid/status 2>/dev/null ||
+    fail "$name: did not wait for the exclusive holder"
+  grep -qx "$tool: st2: cache-prune is running on it: waiting until it has finished" w.out ||
+    { fail "$name: waits without a word"; cat w.out; }
+  exec 3>&-
+  wait $pid || { fail "$name: after the wait"; cat w.out; }
+  wait
+}
+cp -r st st2
+waits_for merge-wait cache-merge -o st2 st
+waits_for drop-wait cache-config --drop chars st2
+
 [ $fails = 0 ] && echo "cache_prune: ok"
 exit $((fails > 0))
