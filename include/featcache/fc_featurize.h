@@ -77,7 +77,9 @@ FC_API unsigned fc_featurize_default_writers(const fc_device *dev, const fc_item
 /* ---- one file → one float mel (loader-bench's "on the fly" baseline, tests) -------------------- */
 /* Read path once, decode, mix to mono, resample to the plan's sample rate (fc_audio_decode) and
  * compute its features with plan (float32, [frames][n_mels], no dtype conversion).
- * *mel is malloc'd (free() it), *frames its first dimension. max_seconds > 0 rejects longer audio.
+ * *mel is malloc'd (free() it), *frames its first dimension. max_seconds > 0 rejects longer audio
+ * (FC_ETOOLONG), from the file's header alone when it states the length (as featurize
+ * --max-seconds: a 10 GB recording costs a header read, not 10 GB).
  * Errors: as fc_audio_read_file / fc_audio_decode, FC_EEMPTY when the audio gives no frames;
  * a one-line reason goes into why (may be NULL). Thread-safe on different plans. */
 FC_API int fc_featurize_file(fc_mel_plan *plan, const char *path, double max_seconds, float **mel,

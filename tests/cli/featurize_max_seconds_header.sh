@@ -4,7 +4,8 @@
 # timed) with strace: the bytes read stay a few KB for 64 MiB files (sparse) whose headers state
 # 2097 s, a 16-bit mono WAV (featurize's own reader) and a 24-bit stereo one (libsndfile's). A
 # header that states more data than the file holds is still "truncated" (the whole file is read:
-# it is small), and a file under the limit is stored.
+# it is small), and a file under the limit is stored. The library's one-file call, fc_featurize_file,
+# refuses from the header as well.
 set -u
 FZ=${FC_BIN:?}/featurize
 command -v strace >/dev/null || { echo "skip: strace not installed"; exit 77; }
@@ -56,6 +57,35 @@ ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
 [ $? = 1 ] || fail "rerun: exit, want 1: $(cat err)"
 read_bytes=$(awk '{ if (match($0, /= [0-9]+$/)) n += substr($0, RSTART + 2) } END { print n + 0 }' trace)
 [ "$read_bytes" -lt $((4 << 20)) ] || fail "rerun: $read_bytes bytes read (want a few KB)"
+
+# the library's one-file call (fc_featurize_file, loader-bench's baseline) refuses from the header
+# too: the bytes read from big16.wav's descriptor stay a few KB
+PY=${FC_PYTHON:-python3}
+cat >one.py <<'PY'
+import ctypes, featcache, sys
+lib = ctypes.CDLL(featcache.find_library())
+cfg = ctypes.create_string_buffer(4096)  # an fc_mel_config, filled by the library
+assert lib.fc_mel_preset(b"kaldi", cfg) == 0
+plan = ctypes.c_void_p()
+assert lib.fc_mel_plan_create(cfg, ctypes.byref(plan)) == 0
+mel, frames, why = ctypes.c_void_p(), ctypes.c_uint64(), ctypes.create_string_buffer(512)
+rc = lib.fc_featurize_file(plan, sys.argv[1].encode(), ctypes.c_double(2.0), ctypes.byref(mel),
+                           ctypes.byref(frames), why, ctypes.c_size_t(len(why)))
+print(rc, why.value.decode())
+lib.fc_mel_plan_free(plan)
+PY
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+  strace -f -e trace=openat,close,read,pread64,readv,preadv,preadv2 -o trace "$PY" one.py big16.wav >out 2>err ||
+  fail "fc_featurize_file: $(cat err)"
+grep -q ' 2097.2 s long, over the 2.0 s limit$' out || fail "fc_featurize_file: $(cat out err)"
+# the reads on big16.wav's descriptor, from its openat to its close
+read_bytes=$(awk '/openat\(.*"big16\.wav"/ { if (match($0, /= [0-9]+$/)) fd = substr($0, RSTART + 2); next }
+  fd != "" && $0 ~ ("close\\(" fd "\\)") { fd = ""; next }
+  fd != "" && $0 ~ ("read[v0-9]*\\(" fd ",") { if (match($0, /= [0-9]+$/)) n += substr($0, RSTART + 2) }
+  END { print n + 0 }' trace)
+grep -q 'openat(.*"big16.wav"' trace || fail "fc_featurize_file: big16.wav not opened in the trace"
+[ "$read_bytes" -lt $((1 << 20)) ] ||
+  fail "fc_featurize_file: $read_bytes bytes of big16.wav read (want its header)"
 
 # a long file stored before the limit was given is still found stored when it must be read and
 # hashed again (touched: its identity changed; --rehash), whatever its length: not refused

@@ -2,6 +2,7 @@
  * baseline, tests). */
 #include "featcache/fc_audio.h"
 #include "featcache/fc_featurize.h"
+#include "libcache/mel/featurize/audio_int.h"
 #include "libcache/mel/featurize/featurize_int.h"
 #include "formats/common/why.h"
 #include "formats/common/alloc.h"
@@ -59,12 +60,15 @@ int fc_featurize_file(fc_mel_plan *plan, const char *path, double max_seconds, f
                       uint64_t *frames, char *why, size_t why_len) {
   *mel = NULL;
   *frames = 0;
-  void *bytes = NULL;
-  size_t len = 0;
+  uint8_t *bytes = NULL;
+  size_t cap = 0, len = 0;
   fc_audio_info info;
-  int rc = fc_audio_read_file(path, 0, &bytes, &len, &info);
+  if (why && why_len) why[0] = 0;
+  /* a file whose header states a length over max_seconds is refused from its header */
+  int rc = audio_read_checked(path, max_seconds, &bytes, &cap, &len, &info, why, why_len);
   if (rc) {
-    fc_why(why, why_len, "%s", plain_reason(rc));
+    free(bytes);
+    if (why && why_len && !why[0]) fc_why(why, why_len, "%s", plain_reason(rc));
     return rc;
   }
   rc = fc_featurize_memory(plan, bytes, len, max_seconds, mel, frames, why, why_len);
