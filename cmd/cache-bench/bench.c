@@ -478,9 +478,9 @@ int bench_run(fc_bench *b, const bench_params *p, bench_result *r) {
     total += rd->total;
   }
   if (rc) goto out;
+  /* a bound reached on the order's last batch stopped nothing: the pass is complete */
   int why = atomic_load(&ps.stop);
-  r->stopped = (why == 1 || why == 2 || why == 3) ? why : 0;
-  if (r->stopped == 0 && r->records < n) r->stopped = 3;
+  r->stopped = r->records >= n ? 0 : (why == 1 || why == 2) ? why : 3;
   if (r->seconds > 0) {
     r->mb_per_s = (double)r->bytes / r->seconds / 1e6;
     r->decoded_mb_per_s = (double)r->decoded_bytes / r->seconds / 1e6;

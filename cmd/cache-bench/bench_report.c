@@ -124,6 +124,24 @@ static void compute_verdict(const bench_report *r, double step_ms, unsigned batc
                             uint64_t mem_available, struct verdict *v) {
   memset(v, 0, sizeof *v);
   if (!batch) batch = 1;
+  /* what no pass measured stays unknown (null in JSON), never 0: a 0 ms shortest step would say
+   * any step keeps up */
+  v->bps = v->warm_bps = v->max_gpus = v->min_step_ms = NAN;
+  v->gpus = r->gpus ? r->gpus : 1;
+  v->need_bps = v->gpus * 1000.0 / step_ms;
+  /* the device and the probe's HDD-or-SSD answer hold even when no pass ran (interrupted) */
+  const bench_device *d = r->device;
+  char dev[256], tell[512], tail[800];
+  if (strcmp(d->kind, "block") == 0)
+    snprintf(dev, sizeof dev, "%s (%s, %s)", d->disk[0] ? d->disk : d->block_device,
+             d->model[0] ? d->model : "model unknown", d->fs_type);
+  else
+    snprintf(dev, sizeof dev, "%s", d->fs_type[0] ? d->fs_type : d->kind);
+  disk_behaviour(r, v, tell, sizeof tell);
+  if (!strcmp(v->behaviour, "ram"))
+    snprintf(tail, sizeof tail, "%s", tell);
+  else
+    snprintf(tail, sizeof tail, "disk %s: %s", dev, tell);
   static const int prefer[] = {BENCH_RANDOM, BENCH_LOCALITY, BENCH_PHYSICAL, BENCH_SEQUENTIAL};
   for (int exact = 1; exact >= 0 && !v->ref; exact--)
     for (int i = 0; i < 4 && !v->ref; i++) {
@@ -131,7 +149,7 @@ static void compute_verdict(const bench_report *r, double step_ms, unsigned batc
       if (!v->ref) v->ref = find_pass(r, prefer[i], BENCH_WARM, batch, exact);
     }
   if (!v->ref) {
-    snprintf(v->text, sizeof v->text, "%s: no pass was measured", r->store);
+    snprintf(v->text, sizeof v->text, "%s: no pass was measured; %s", r->store, tail);
     return;
   }
   v->warm = find_pass(r, v->ref->pattern, BENCH_WARM, batch, 1);
@@ -142,8 +160,6 @@ static void compute_verdict(const bench_report *r, double step_ms, unsigned batc
   v->warm_bps = v->warm ? v->warm->records_per_s / batch : 0;
   /* Through the loader's prefetch, reads overlap the step's compute: the device keeps up when
    * it delivers as many batches per second as the GPUs consume, each one batch per step. */
-  v->gpus = r->gpus ? r->gpus : 1;
-  v->need_bps = v->gpus * 1000.0 / step_ms;
   v->keeps_up = v->bps >= v->need_bps;
   v->warm_keeps_up = v->warm && v->warm_bps >= v->need_bps;
   v->max_gpus = floor(v->bps * step_ms / 1000.0);
@@ -151,22 +167,10 @@ static void compute_verdict(const bench_report *r, double step_ms, unsigned batc
   uint64_t avail = mem_available ? mem_available : meminfo_available();
   v->fits_ram = avail && r->file_bytes < avail / 2;
 
-  const bench_device *d = r->device;
-  char dev[256], how[256], tell[512];
-  if (strcmp(d->kind, "block") == 0)
-    snprintf(dev, sizeof dev, "%s (%s, %s)", d->disk[0] ? d->disk : d->block_device,
-             d->model[0] ? d->model : "model unknown", d->fs_type);
-  else
-    snprintf(dev, sizeof dev, "%s", d->fs_type[0] ? d->fs_type : d->kind);
+  char how[256];
   snprintf(how, sizeof how, "%s order, %s, %u thread%s%s", bench_pattern_name(v->ref->pattern),
            bench_state_name(v->ref->state), v->ref->threads, v->ref->threads == 1 ? "" : "s",
            v->ref->batch == batch ? "" : ", converted");
-  char tail[800];
-  disk_behaviour(r, v, tell, sizeof tell);
-  if (!strcmp(v->behaviour, "ram"))
-    snprintf(tail, sizeof tail, "%s", tell);
-  else
-    snprintf(tail, sizeof tail, "disk %s: %s", dev, tell);
   const char *gs = v->gpus == 1 ? "" : "s";
   double headroom = floor(10 * v->bps / v->need_bps) / 10; /* 2.96 is "2.9x", as 2 GPUs */
   if (v->keeps_up)
@@ -489,7 +493,7 @@ void bench_write_json(FILE *f, const bench_report *r, size_t n, double step_ms, 
       fputs(",\"batches_per_s\":", f);
       json_num(f, v->bps);
       fprintf(f, ",\"gpus\":%u,\"need_batches_per_s\":", v->gpus ? v->gpus : 1);
-      json_num(f, v->ref ? v->need_bps : NAN);
+      json_num(f, v->need_bps);
       fprintf(f,
               ",\"keeps_up\":%s,\"max_gpus\":", v->ref ? (v->keeps_up ? "true" : "false") : "null");
       json_num(f, v->ref ? v->max_gpus : NAN);

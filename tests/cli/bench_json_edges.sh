@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# cache-bench --json at the edges: a pass that read the whole order is "complete" even when its
+# time or byte bound was reached on the last batch; a run in which no pass was measured reports
+# what it does not know as null (never 0: a 0 ms shortest step would say any step keeps up).
+set -u
+bin=$FC_BIN/cache-bench
+fail() { echo "FAIL: $*" >&2; exit 1; }
+t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
+"$FC_PYTHON" -c "import sys; sys.path.insert(0, '$FC_SRC/tests/reference'); import test_bench_fixture as f; f.make_store('$t/s', 20, frames=10)" \
+  || fail "fixture"
+
+# -b 20: the batch-20 pass reads the whole store in its first batch, and both bounds are reached
+# there; the batch-1 pass stops after its first record
+for bound in "--duration 0.000001" "--duration 0 --bytes 1"; do
+  # shellcheck disable=SC2086 # the words of $bound
+  "$bin" -q --json --no-probe -p sequential -s warm -b 20 $bound "$t/s" >"$t/out" 2>"$t/err" ||
+    fail "$bound: exit $?: $(cat "$t/err")"
+  got=$("$FC_PYTHON" -c '
+import json, sys
+for line in open(sys.argv[1]):
+    o = json.loads(line)
+    if o["record"] == "pass":
+        print(o["batch"], o["records"], o["stopped"])' "$t/out")
+  want_stop=$([ "$bound" = "--duration 0.000001" ] && echo time || echo bytes)
+  [ "$got" = "1 1 $want_stop
+20 20 complete" ] || fail "$bound: batch records stopped:
+$got"
+done
+
+# no pass measured (its allocation fails: FC_FAULT=alloc:N, N = 1, 2, ... until one is the pass's)
+if grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null; then
+  seen=0
+  for n in $(seq 1 60); do
+    FC_FAULT=alloc:$n "$bin" -q --json --no-probe -p sequential -s warm -b 1 --duration 0 "$t/s" \
+      >"$t/out" 2>"$t/err"
+    rc=$?
+    grep -q 'pass failed' "$t/err" || continue
+    seen=1
+    [ $rc -eq 1 ] || fail "alloc:$n: a failed pass, exit $rc"
+    "$FC_PYTHON" -c '
+import json, sys
+objs = [json.loads(line) for line in open(sys.argv[1])]
+s = [o for o in objs if o["record"] == "summary"]
+assert len(s) == 1 and not [o for o in objs if o["record"] == "pass"], objs
+s = s[0]
+for k in ("batches_per_s", "min_step_ms", "max_gpus", "keeps_up", "warm_batches_per_s",
+          "random_vs_sequential", "random_record_ms_p50", "probe"):
+    assert s[k] is None, (k, s[k])
+assert s["need_batches_per_s"] == 20, s["need_batches_per_s"]
+assert s["verdict"].startswith(sys.argv[2] + ": no pass was measured; "), s["verdict"]
+' "$t/out" "$t/s" || fail "alloc:$n: summary of no pass: $(cat "$t/out")"
+    break
+  done
+  [ $seen = 1 ] || fail "no FC_FAULT=alloc:N in 1..60 failed the pass"
+fi
+echo ok
