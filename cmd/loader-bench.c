@@ -112,9 +112,16 @@ typedef struct axis {
   int n;
 } axis;
 
+/* A sweep's values are held to the bounds of the option of the same name (-b, -w, --prefetch). */
+#define MAX_BATCH 65536u
+#define MAX_WORKERS 256u
+#define MAX_PREFETCH 64u
+
 static void add_axis_value(const char *name, const char *item, void *ctx) {
   axis *a = ctx;
-  uint32_t v = fc_cli_u32(name, item, strcmp(name, "batch") == 0 ? 1 : 0, 1u << 16);
+  uint32_t v = !strcmp(name, "batch")     ? fc_cli_u32(name, item, 1, MAX_BATCH)
+               : !strcmp(name, "workers") ? fc_cli_u32(name, item, 0, MAX_WORKERS)
+                                          : fc_cli_u32(name, item, 1, MAX_PREFETCH);
   for (int i = 0; i < a->n; i++) /* a repeated value is one cell, not the same cell twice */
     if (a->v[i] == v) return;
   if (a->n == MAX_AXIS) fc_cli_usage_error("too many values for --%s (at most %d)", name, MAX_AXIS);
@@ -174,9 +181,9 @@ int main(int argc, char **argv) {
     case OPT_VIEWS: base.views = 1; break;
     case OPT_SYN_MS: base.synth_item_ms = fc_cli_double("synthetic-ms", optarg, 0, 60000); break;
     case OPT_SYN_ITEMS: synth_items = fc_cli_u32("synthetic-items", optarg, 1, 100000000); break;
-    case 'b': base.batch = fc_cli_u32("batch", optarg, 1, 65536); break;
-    case 'w': base.workers = fc_cli_u32("workers", optarg, 0, 256); break;
-    case OPT_PREFETCH: base.prefetch = fc_cli_u32("prefetch", optarg, 1, 64); break;
+    case 'b': base.batch = fc_cli_u32("batch", optarg, 1, MAX_BATCH); break;
+    case 'w': base.workers = fc_cli_u32("workers", optarg, 0, MAX_WORKERS); break;
+    case OPT_PREFETCH: base.prefetch = fc_cli_u32("prefetch", optarg, 1, MAX_PREFETCH); break;
     case OPT_STEPS: base.steps = fc_cli_u32("steps", optarg, 1, 100000000); break;
     case OPT_EPOCHS: base.epochs = fc_cli_u32("epochs", optarg, 1, 100000); break;
     case OPT_WARMUP: base.warmup = fc_cli_u32("warmup", optarg, 0, 1000000); break;
@@ -244,10 +251,6 @@ int main(int argc, char **argv) {
   fc_cli_no_empty_stores((int)n_stores, (char **)stores, 0);
   if (n_stores) stores = fc_cli_expand_stores(stores, &n_stores); /* a split store: its parts */
   if (n_stores) store = stores[0];
-  for (int i = 0; i < ax_batch.n; i++)
-    if (!ax_batch.v[i]) fc_cli_usage_error("batch=0 in the sweep");
-  for (int i = 0; i < ax_prefetch.n; i++)
-    if (!ax_prefetch.v[i]) fc_cli_usage_error("prefetch=0 in the sweep");
 
   int want_cache = compare || strcmp(source, "cache") == 0;
   int want_audio = compare || strcmp(source, "audio") == 0;

@@ -74,8 +74,15 @@ $try" -- "$LB" --compute-mode spin st
 check two-stores 2 "loader-bench: a: No such file or directory" -- "$LB" a b
 check sweep-compare 2 "loader-bench: --compare and --sweep exclude each other
 $try" -- "$LB" --compare --sweep --manifest m.csv st
-check sweep-axis 2 "loader-bench: invalid value 'x' for --workers (want an integer in 0..65536)
+check sweep-axis 2 "loader-bench: invalid value 'x' for --workers (want an integer in 0..256)
 $try" -- "$LB" --source synthetic --sweep workers=1,x
+# a sweep's values are held to the bounds of -w and --prefetch (workers=1000 started 1000 threads)
+check sweep-workers 2 "loader-bench: invalid value '1000' for --workers (want an integer in 0..256)
+$try" -- "$LB" --source synthetic --sweep workers=1,1000
+check sweep-prefetch 2 "loader-bench: invalid value '100' for --prefetch (want an integer in 1..64)
+$try" -- "$LB" --source synthetic --sweep prefetch=100
+check sweep-prefetch0 2 "loader-bench: invalid value '0' for --prefetch (want an integer in 1..64)
+$try" -- "$LB" --source synthetic --sweep prefetch=0
 check sweep-empty-item 2 "loader-bench: invalid value '1,,2' for --workers (an empty item in the list)
 $try" -- "$LB" --source synthetic --sweep workers=1,,2
 check sweep-empty-list 2 "loader-bench: invalid value '' for --prefetch (an empty list)
