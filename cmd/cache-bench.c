@@ -41,7 +41,7 @@ static const fc_cli_opt options[] = {
     {"no-hint", OPT_NO_HINT, no_argument, NULL, "batches: no madvise(WILLNEED) before reading"},
     {"nordahead", OPT_NORDAHEAD, no_argument, NULL, "open the store with MDB_NORDAHEAD"},
     {"read-only", OPT_READ_ONLY, no_argument, NULL,
-     "bench a store on a read-only mount (opened MDB_NOLOCK)"},
+     "bench a store on a read-only mount, or one this user cannot write (opened MDB_NOLOCK)"},
     {NULL, 0, 0, NULL, "Several STOREs:"},
     {"separate", OPT_SEPARATE, no_argument, NULL,
      "bench each on its own, side by side (default: one dataset)"},
@@ -74,7 +74,8 @@ static const char description[] =
     "(e.g. one cache on an HDD and on an SSD).";
 static const char footer[] =
     "Exit status: 0 all passes ran; 1 a pass failed; 2 usage error or a store that cannot be\n"
-    "benched (not a store, empty, read-only mount without --read-only); 130/143 interrupted.\n"
+    "benched (not a store, empty, read-only or not writable without --read-only); 130/143\n"
+    "interrupted.\n"
     "Manual: man cache-bench.";
 
 struct opts {
@@ -148,6 +149,18 @@ static void dump_visit(void *ctx, size_t index) {
   fc_digest_hex(&k, hex);
   fprintf(d->f, "%zu %s %s %u %u %s\n", d->pass, bench_pattern_name(d->p->pattern),
           bench_state_name(d->p->state), d->p->batch, d->p->threads, hex);
+}
+
+/* LMDB opens lock.mdb for writing even to read (its reader table), creating it when it is not
+ * there: a store this user cannot write that way fails to open (EACCES) unless it is opened
+ * MDB_NOLOCK, as --read-only does. */
+static int lock_writable(const char *dir) {
+  char lock[PATH_MAX], data[PATH_MAX];
+  if (snprintf(lock, sizeof lock, "%s/lock.mdb", dir) >= (int)sizeof lock ||
+      snprintf(data, sizeof data, "%s/data.mdb", dir) >= (int)sizeof data || access(data, F_OK))
+    return 1; /* not a store: opening it says so */
+  if (access(lock, F_OK) == 0) return access(lock, W_OK) == 0;
+  return access(dir, W_OK) == 0;
 }
 
 /* A clear message for a store that cannot be benched (the caller exits 2). */
@@ -290,7 +303,16 @@ int main(int argc, char **argv) {
       exit_code = FC_EXIT_USAGE;
       refused[s] = 1;
     }
-    any_ro |= dev.read_only;
+    int unwritable = !dev.read_only && !lock_writable(path);
+    if (unwritable && !o.read_only) {
+      fc_cli_warn(path,
+                  "store is not writable by this user (lock.mdb): LMDB cannot take its reader "
+                  "lock, so a writer elsewhere could change it under the benchmark; pass "
+                  "--read-only to bench it anyway");
+      exit_code = FC_EXIT_USAGE;
+      refused[s] = 1;
+    }
+    any_ro |= dev.read_only || unwritable;
     if (s == 0)
       dev0 = dev;
     else if (!o.separate && nstores > 1 &&
