@@ -39,6 +39,8 @@ static void json_ms(FILE *f, const char *key, const fc_prof_stats *s) {
   json_num(f, s->mean);
   fprintf(f, ",\"std\":");
   json_num(f, s->std);
+  fprintf(f, ",\"min\":");
+  json_num(f, s->min);
   fprintf(f, ",\"p50\":");
   json_num(f, s->p50);
   fprintf(f, ",\"p95\":");
@@ -53,6 +55,12 @@ static void json_ms(FILE *f, const char *key, const fc_prof_stats *s) {
 static void json_run(FILE *f, const lb_report_run *r) {
   lb_summary s;
   lb_summarize(r->prof, &s);
+  /* the table's other rows: compute's share, and the time in a step but in no phase */
+  fc_prof_stats other;
+  double compute_share = 0, other_share = 0;
+  memset(&other, 0, sizeof other);
+  fc_profiler_stats(r->prof, phase_idx(r->prof, "compute"), &s.compute, &compute_share);
+  fc_profiler_stats(r->prof, -2, &other, &other_share);
   fprintf(f, "{\"source\":");
   fc_json_write_string(f, r->source);
   fprintf(f, ",\"steps\":%llu,\"batch\":%u,\"workers\":%u,\"prefetch\":%u,\"utterances\":%llu,",
@@ -62,9 +70,15 @@ static void json_run(FILE *f, const lb_report_run *r) {
   fprintf(f, ",");
   json_ms(f, "compute_ms", &s.compute);
   fprintf(f, ",");
+  json_ms(f, "other_ms", &other);
+  fprintf(f, ",");
   json_ms(f, "step_ms", &s.step);
   fprintf(f, ",\"data_share\":");
   json_num(f, s.data_share);
+  fprintf(f, ",\"compute_share\":");
+  json_num(f, compute_share);
+  fprintf(f, ",\"other_share\":");
+  json_num(f, other_share);
   fprintf(f, ",\"variation_ratio\":");
   json_num(f, s.data.variation_ratio);
   fprintf(f, ",\"autocorr\":{\"lag\":%u,\"coef\":", s.data.acf_lag);

@@ -55,7 +55,7 @@ cells = d["sources"]
 assert [(s["batch"], s["workers"], s["prefetch"]) for s in cells] == [(8, 1, 1), (8, 1, 2)], d
 for s in cells:
     assert s["source"] == "synthetic" and s["steps"] == 30 and s["utterances"] == 240
-    assert set(s["data_ms"]) == {"mean", "std", "p50", "p95", "p99", "max"}
+    assert set(s["data_ms"]) == {"mean", "std", "min", "p50", "p95", "p99", "max"}
     assert set(s) >= {"compute_ms", "data_share", "variation_ratio", "autocorr", "verdict"}
     assert 0 <= s["data_share"] < 1
 # the serial cell waits >= 8 ms of sleep per step
