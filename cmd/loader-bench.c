@@ -425,8 +425,11 @@ int main(int argc, char **argv) {
           steps_done += r->res.steps;
           failed += r->res.failed;
           if (r->res.failed || r->res.order_mismatch) exit_code = FC_EXIT_FAIL;
-          if (rc == FC_EINTR) break;
-          if (rc) {
+          if (rc == FC_EINTR && !r->res.steps) { /* stopped in its warmup: nothing measured */
+            fc_profiler_free(prof);
+            n_runs--;
+          }
+          if (rc && rc != FC_EINTR) {
             const char *path = o.source == LB_CACHE   ? store
                                : o.source == LB_AUDIO ? manifest
                                                       : NULL;
@@ -450,11 +453,13 @@ int main(int argc, char **argv) {
               (lb_cell){o.batch, o.workers, o.prefetch, s.data_share, s.data.mean, s.step.mean};
         }
 
-  if (rc == FC_EINTR) {
-    exit_code = fc_cli_signal_exit();
-  } else if (!rc) {
+  /* interrupted: what was measured is reported (a run cut short with the steps it took), and
+   * the exit status says it was interrupted */
+  int interrupted = rc == FC_EINTR;
+  if (interrupted) rc = 0;
+  if (!rc && n_runs) {
     /* ---- reports ---- */
-    int rec = sweep ? lb_recommend(cells, n_runs, 0.05) : -1;
+    int rec = interrupted ? LB_NOT_RECOMMENDED : sweep ? lb_recommend(cells, n_runs, 0.05) : -1;
     int kind = compare ? LB_REPORT_COMPARE : sweep ? LB_REPORT_SWEEP : LB_REPORT_RUNS;
     lb_write_report(stdout, json, kind, runs, n_runs, cells, rec);
     /* ---- files ---- */
@@ -501,6 +506,7 @@ int main(int argc, char **argv) {
     }
   }
   exit_code = fc_cli_stdout_status(exit_code); /* the report lost (a full disk) is a failure */
+  if (interrupted) exit_code = fc_cli_signal_exit();
   if (exit_code != FC_EXIT_USAGE && (!quiet || exit_code == FC_EXIT_FAIL)) {
     /* the steps add up: done + not started (an interrupted run) = planned */
     fprintf(stderr, "%s: done: %llu of %llu steps", fc_cli_tool, (unsigned long long)steps_done,

@@ -120,7 +120,9 @@ typedef struct lb_report_run {
 } lb_report_run;
 
 /* Which report: one or more runs, a comparison (runs[0] the audio source, runs[1] the cache over
- * the same utterances), or a sweep (cells[i] is runs[i]'s cell; recommended: its index or -1). */
+ * the same utterances), or a sweep (cells[i] is runs[i]'s cell; recommended: its index, -1 when
+ * no cell qualifies, LB_NOT_RECOMMENDED when the sweep was interrupted and none is given). */
+#define LB_NOT_RECOMMENDED (-2)
 typedef enum lb_report_kind {
   LB_REPORT_RUNS = 0,
   LB_REPORT_COMPARE,

@@ -101,6 +101,7 @@ static void write_json(FILE *f, int kind, const lb_report_run *runs, size_t n, c
     json_num(f, lb_shrink_factor(runs, n));
     fprintf(f, ",\"same_order\":%s", runs[1].res.order_mismatch ? "false" : "true");
   }
+  fprintf(f, ",\"interrupted\":%s", rec == LB_NOT_RECOMMENDED ? "true" : "false");
   if (kind == LB_REPORT_SWEEP) {
     fprintf(f, ",\"recommended\":");
     if (rec >= 0 && cells)
@@ -126,6 +127,8 @@ static void write_sweep(FILE *f, const lb_report_run *runs, size_t n, const lb_c
   if (rec >= 0 && cells)
     fprintf(f, "recommended: batch %u, workers %u, prefetch %u (data share %.2f %%)\n",
             cells[rec].batch, cells[rec].workers, cells[rec].prefetch, 100 * cells[rec].data_share);
+  else if (rec == LB_NOT_RECOMMENDED)
+    fprintf(f, "recommended: none: the sweep was interrupted (a cell cut short has fewer steps)\n");
   else
     fprintf(f, "recommended: none of these settings keeps the data share under 5 %%\n");
 }
