@@ -43,7 +43,13 @@ int fc_mel_config_override(fc_mel_config *c, const fc_mel_config *ov, unsigned f
   if (f & FC_MEL_F_NORM) c->norm = ov->norm;
   if (f & FC_MEL_F_CENTER) {
     c->center = ov->center;
-    if (c->center) c->pad = 0;
+    /* Centred frames are centred on sample t * hop: a window shorter than n_fft sits in the
+     * middle of the frame, as torch.stft puts it. Kaldi's left-aligned window would put frame t's
+     * window 56 samples early and count 1 + (N + n_fft - win) / hop frames. */
+    if (c->center) {
+      c->pad = 0;
+      c->window_align = FC_ALIGN_CENTER;
+    }
   }
   if (pad_follows && !c->center && !(f & FC_MEL_F_PAD) && c->n_fft < c->hop_length) {
     /* torch.nn.functional.pad with a negative reflect pad crops the signal: not a pad */

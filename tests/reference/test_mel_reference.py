@@ -96,6 +96,7 @@ class MelConfig(ctypes.Structure):
 
 FC_LOG_DB = 3
 FC_MEL_F_SAMPLE_RATE = 1
+FC_MEL_F_CENTER = 1 << 9
 lib.fc_mel_config_override.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint,
                                        ctypes.c_char_p, ctypes.c_size_t]
 lib.fc_mel_preset.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
@@ -115,17 +116,21 @@ def check(cond, msg):
         print(f"FAIL: {msg}")
 
 
-def preset(name, sr=None, **override):
-    """A preset; sr: another sample rate through fc_mel_config_override (the presets' own rules,
-    as featurize --sr applies them); the other fields set as given."""
+def preset(name, sr=None, center=None, **override):
+    """A preset; sr, center: another sample rate, centring on or off, through
+    fc_mel_config_override (the presets' own rules, as featurize --sr / --center apply them); the
+    other fields set as given."""
     c = MelConfig()
     assert lib.fc_mel_preset(name.encode(), ctypes.byref(c)) == 0, name
+    ov, flags = MelConfig(), 0
     if sr:
-        ov, why = MelConfig(), ctypes.create_string_buffer(256)
-        ov.sample_rate = sr
-        rc = lib.fc_mel_config_override(ctypes.byref(c), ctypes.byref(ov), FC_MEL_F_SAMPLE_RATE,
-                                        why, 256)
-        assert rc == 0, f"{name} at {sr} Hz: {why.value.decode()}"
+        ov.sample_rate, flags = sr, flags | FC_MEL_F_SAMPLE_RATE
+    if center is not None:
+        ov.center, flags = int(center), flags | FC_MEL_F_CENTER
+    if flags:
+        why = ctypes.create_string_buffer(256)
+        rc = lib.fc_mel_config_override(ctypes.byref(c), ctypes.byref(ov), flags, why, 256)
+        assert rc == 0, f"{name} sr {sr} center {center}: {why.value.decode()}"
     for k, v in override.items():
         setattr(c, k, v)
     return c
@@ -235,6 +240,15 @@ def ref_kaldi(y, dt, sr=16000):
                                              sample_frequency=sr).double().numpy(), True
 
 
+def ref_kaldi_centred(y, dt):
+    """featurize --preset kaldi --center true: each 25 ms window centred on sample t*hop, as
+    torch.stft centres a window shorter than n_fft; Kaldi has no such framing, so the reference is
+    fbank (snip_edges) on the signal reflect-padded by half a window each side (numpy's reflect),
+    which puts window t on samples t*hop - 200 .. t*hop + 199: 1 + N // hop frames. (Where the
+    window sits in the zero-padded 512-point frame does not change the power spectrum.)"""
+    return ref_kaldi(np.pad(y, 200, mode="reflect").astype(np.float32), dt)
+
+
 T32, T64 = torch.float32, torch.float64
 LN10 = np.log(10.0)
 CASES = {
@@ -253,6 +267,8 @@ CASES = {
                  lambda r: np.sqrt(np.exp(r)), 2.0),
     "kaldi-22k": ("kaldi", {"sr": 22050}, lambda y, dt: ref_kaldi(y, dt, 22050), T32, T64,
                   lambda r: np.sqrt(np.exp(r)), 2.0),
+    "kaldi-centre": ("kaldi", {"center": True}, ref_kaldi_centred, T32, T64,
+                     lambda r: np.sqrt(np.exp(r)), 2.0),
 }
 
 summary = []
@@ -332,11 +348,14 @@ def speech():
 def synthetic(c):
     """Edge cases for one preset's geometry; a fixed seed so failures reproduce."""
     rng = np.random.default_rng(1234)
-    sr, nf, hop = c.sample_rate, c.n_fft, c.hop_length
+    sr, nf, hop, win = c.sample_rate, c.n_fft, c.hop_length, c.win_length
     t = np.arange(sr, dtype=np.float64) / sr
+    # Frame boundaries: a hop, a window (Kaldi's frames are win_length long), n_fft, and one more
+    # hop, each +-1 sample.
     cases = [(f"len {n}", (0.5 * np.sin(2 * np.pi * 440 * np.arange(n) / sr)
                            + 0.1 * rng.uniform(-1, 1, n)).astype(np.float32))
-             for n in sorted({1, nf - 1, nf, nf + 1, 10 * hop, 10 * hop + 1})]
+             for n in sorted({1, hop - 1, hop, win - 1, win, win + hop - 1, win + hop, nf - 1, nf,
+                              nf + 1, 10 * hop, 10 * hop + 1})]
     cases += [("silence 1 s", np.zeros(sr, np.float32)),
               ("uniform noise full scale", rng.uniform(-1, 1, sr).astype(np.float32)),
               ("sine 1 kHz", (0.7 * np.sin(2 * np.pi * 1000 * t)).astype(np.float32))]

@@ -91,6 +91,15 @@ int main(void) {
   ov.n_fft = 1024;
   CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_N_FFT, why, sizeof why) == 0, "%s", why);
   CHECK(c.win_length == kwin && c.n_fft == 1024, "win %u want %u", c.win_length, kwin);
+  /* ... but centring centres it (frame t on sample t * hop, 1 + N / hop frames, as torch.stft) */
+  c = preset("kaldi");
+  ov.center = 1;
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_CENTER, why, sizeof why) == 0, "%s", why);
+  CHECK(c.center == 1 && c.pad == 0 && c.window_align == FC_ALIGN_CENTER,
+        "center %d pad %u align %d", c.center, c.pad, (int)c.window_align);
+  CHECK(fc_mel_num_frames(&c, 1650) == 1 + 1650 / 160, "kaldi centred: %llu frames for 1650",
+        (unsigned long long)fc_mel_num_frames(&c, 1650));
+  ov.center = 0;
 
   /* kaldi at another rate: Kaldi's 25 ms / 10 ms frames, the FFT the power of two at least the
    * window, Nyquist as fmax (torchaudio's fbank at that sample_frequency); a given field wins;
