@@ -139,6 +139,7 @@ struct dump_ctx {
   const fc_bench *b;
   size_t pass;
   const bench_params *p;
+  int probe; /* the probe's reads: "probe" in place of the pass number */
 };
 
 static void dump_visit(void *ctx, size_t index) {
@@ -147,7 +148,9 @@ static void dump_visit(void *ctx, size_t index) {
   fc_digest k;
   memcpy(k.bytes, bench_key(d->b, index), 16);
   fc_digest_hex(&k, hex);
-  fprintf(d->f, "%zu %s %s %u %u %s\n", d->pass, bench_pattern_name(d->p->pattern),
+  char pass[24];
+  snprintf(pass, sizeof pass, d->probe ? "probe" : "%zu", d->pass);
+  fprintf(d->f, "%s %s %s %u %u %s\n", pass, bench_pattern_name(d->p->pattern),
           bench_state_name(d->p->state), d->p->batch, d->p->threads, hex);
 }
 
@@ -400,12 +403,13 @@ int main(int argc, char **argv) {
     rep->probe_note = o.no_probe ? "--no-probe" : "";
     if (!o.no_probe && strcmp(rep->device->kind, "tmpfs") != 0) {
       /* HDD or SSD, by behaviour: single records read with O_DIRECT (no page cache, no
-       * read-ahead) in file order, then in random order; about a second each at most */
+       * read-ahead) in file order (map order: key order is the content hashes' order, as
+       * scattered on the disk as a random one), then in random order; about a second each */
       int ok = 1;
       for (int q = 0; q < 2 && ok && !fc_cli_signal; q++) {
         bench_params p;
         bench_params_init(&p);
-        p.pattern = q ? BENCH_RANDOM : BENCH_SEQUENTIAL;
+        p.pattern = q ? BENCH_RANDOM : BENCH_PHYSICAL;
         p.state = BENCH_COLD;
         p.seed = o.seed;
         p.max_seconds = 1;
@@ -413,6 +417,11 @@ int main(int argc, char **argv) {
         p.direct = 1;
         p.hint = 0;
         p.should_stop = stop_requested;
+        struct dump_ctx dc = {dump, benches[s], 0, &p, 1};
+        if (dump) {
+          p.visit = dump_visit;
+          p.visit_ctx = &dc;
+        }
         int rc = bench_run(benches[s], &p, &probes[2 * s + q]);
         if (rc) {
           rep->probe_note = rc == EINVAL ? "O_DIRECT is not supported on this filesystem"
@@ -440,7 +449,7 @@ int main(int argc, char **argv) {
             p.direct = o.direct;
             p.hint = o.hint;
             p.should_stop = stop_requested;
-            struct dump_ctx dc = {dump, benches[s], s * per_store + k, &p};
+            struct dump_ctx dc = {dump, benches[s], s * per_store + k, &p, 0};
             if (dump) {
               p.visit = dump_visit;
               p.visit_ctx = &dc;

@@ -72,6 +72,8 @@ want = open(f"{t}/want_seq").read().split()
 by_pass = collections.defaultdict(list)
 for line in open(f"{t}/dump"):
     k, pat, state, batch, threads, key = line.split()
+    if k == "probe":  # the HDD-or-SSD probe's reads
+        continue
     by_pass[(int(k), pat, int(batch))].append(key)
 assert len(by_pass) == 16, len(by_pass)
 for (k, pat, batch), keys in by_pass.items():

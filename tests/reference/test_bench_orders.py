@@ -24,8 +24,42 @@ def dump(store, tmp, *extra):
     with open(path) as f:
         for line in f:
             idx, pattern, state, batch, threads, key = line.split()
+            if idx == "probe":  # the HDD-or-SSD probe's reads (test_probe_reads_file_order)
+                continue
             visits.setdefault((int(idx), pattern, int(batch)), []).append(bytes.fromhex(key))
     return visits, json_lines(out)
+
+
+def test_probe_reads_file_order():
+    """The probe that tells an HDD from an SSD compares reads in file order with random ones. Key
+    order is the content hashes' order, as scattered over the disk as a random one: the probe's
+    first part read in key order measured two random orders, and a disk that seeks came out
+    SSD-like. It reads in map order (a prefix of it: the probe stops after a second)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store = os.path.join(tmp, "s")
+        make_store(store, N, frames=20, mels=80)
+        keys = key_order(store)
+        addr = addresses(store)
+        physical = sorted(keys, key=lambda k: addr[k])
+        path = os.path.join(tmp, "order.txt")
+        _, out, _ = run_bench("--json", "-q", "-p", "sequential", "-s", "warm", "-b", 1,
+                              "--dump-order", path, store)
+        summary = [o for o in json_lines(out) if o["record"] == "summary"][0]
+        probe = collections.defaultdict(list)
+        with open(path) as f:
+            for line in f:
+                idx, pattern, state, batch, threads, key = line.split()
+                if idx == "probe":
+                    assert (state, batch, threads) == ("cold", "1", "1"), line
+                    probe[pattern].append(bytes.fromhex(key))
+        if summary["probe"] is None:  # tmpfs, or no O_DIRECT here: nothing to check
+            assert not probe, probe.keys()
+            return
+        assert list(probe) == ["physical", "random"], list(probe)
+        got = probe["physical"]
+        assert got and got == physical[:len(got)], "the probe's first part must read in file order"
+        assert len(got) == summary["probe"]["sequential"]["records"]
+        assert len(probe["random"]) == summary["probe"]["random"]["records"]
 
 
 def test_patterns_visit_what_they_claim():
