@@ -167,10 +167,13 @@ static void compute_verdict(const bench_report *r, double step_ms, unsigned batc
   uint64_t avail = mem_available ? mem_available : meminfo_available();
   v->fits_ram = avail && r->file_bytes < avail / 2;
 
-  char how[256];
-  snprintf(how, sizeof how, "%s order, %s, %u thread%s%s", bench_pattern_name(v->ref->pattern),
+  char how[256], not_cold[96] = "";
+  if (v->ref->state == BENCH_COLD && !v->ref->cold_verified) /* what the table marks (not cold) */
+    snprintf(not_cold, sizeof not_cold, ", but not cold: %.1f%% of data.mdb was resident",
+             100 * v->ref->resident_before);
+  snprintf(how, sizeof how, "%s order, %s, %u thread%s%s%s", bench_pattern_name(v->ref->pattern),
            bench_state_name(v->ref->state), v->ref->threads, v->ref->threads == 1 ? "" : "s",
-           v->ref->batch == batch ? "" : ", converted");
+           v->ref->batch == batch ? "" : ", converted", not_cold);
   const char *gs = v->gpus == 1 ? "" : "s";
   double headroom = floor(10 * v->bps / v->need_bps) / 10; /* 2.96 is "2.9x", as 2 GPUs */
   if (v->keeps_up)
