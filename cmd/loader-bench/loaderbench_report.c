@@ -98,7 +98,12 @@ static void write_json(FILE *f, int kind, const lb_report_run *runs, size_t n, c
   fprintf(f, "]");
   if (kind == LB_REPORT_COMPARE && n >= 2) {
     fprintf(f, ",\"baseline\":\"featcache C featurizer on the fly\",\"shrink_factor\":");
-    json_num(f, lb_shrink_factor(runs, n));
+    lb_summary cached;
+    lb_summarize(runs[1].prof, &cached);
+    if (cached.data.mean > 0)
+      json_num(f, lb_shrink_factor(runs, n));
+    else /* infinitely shorter (as the text says), or 0 / 0: no factor, as --compare-profiles */
+      fprintf(f, "null");
     fprintf(f, ",\"same_order\":%s", runs[1].res.order_mismatch ? "false" : "true");
   }
   fprintf(f, ",\"interrupted\":%s", rec == LB_NOT_RECOMMENDED ? "true" : "false");

@@ -64,7 +64,7 @@ static void test_synthetic_in_loop(void) {
 
 /* --compare's headline for an on-the-fly data phase of `fly` ms a step and a cached one of
  * `cached` ms, in buf */
-static void compare_headline(double fly, double cached, char *buf, size_t len) {
+static void compare_report(double fly, double cached, int json, char *buf, size_t len) {
   lb_report_run runs[2] = {{.source = "audio", .batch = 1, .workers = 1, .prefetch = 1},
                            {.source = "cache", .batch = 1, .workers = 1, .prefetch = 1}};
   const double data[2] = {fly, cached};
@@ -78,12 +78,18 @@ static void compare_headline(double fly, double cached, char *buf, size_t len) {
   char *text = NULL;
   size_t n = 0;
   FILE *f = open_memstream(&text, &n);
-  CHECK(f && lb_write_report(f, 0, LB_REPORT_COMPARE, runs, 2, NULL, -1) == 0);
+  CHECK(f && lb_write_report(f, json, LB_REPORT_COMPARE, runs, 2, NULL, -1) == 0);
   fclose(f);
-  const char *line = text ? strstr(text, "against featcache's own") : NULL;
+  const char *line = !text  ? NULL
+                     : json ? strstr(text, "\"shrink_factor\":")
+                            : strstr(text, "against featcache's own");
   snprintf(buf, len, "%.*s", line ? (int)strcspn(line, "\n") : 0, line ? line : "");
   free(text);
   for (int i = 0; i < 2; i++) fc_profiler_free(runs[i].prof);
+}
+
+static void compare_headline(double fly, double cached, char *buf, size_t len) {
+  compare_report(fly, cached, 0, buf, len);
 }
 
 /* The headline says "cut" only when the cache's data phase is shorter: a cached phase that took
@@ -105,6 +111,16 @@ static void test_compare_headline(void) {
   compare_headline(3, 0, h, sizeof h);
   ok = strstr(h, "the cache cut the data phase from 3 ms to 0 ms per step (infinitely shorter)") !=
        NULL;
+  CHECK(ok);
+  if (!ok) fprintf(stderr, "  got: %s\n", h);
+  /* --json: the factor, or null when it is infinite (it said 0, as if the cache had not helped
+   * at all), as --compare-profiles says */
+  compare_report(10, 1, 1, h, sizeof h);
+  ok = strncmp(h, "\"shrink_factor\":10,", 19) == 0;
+  CHECK(ok);
+  if (!ok) fprintf(stderr, "  got: %s\n", h);
+  compare_report(3, 0, 1, h, sizeof h);
+  ok = strncmp(h, "\"shrink_factor\":null,", 21) == 0;
   CHECK(ok);
   if (!ok) fprintf(stderr, "  got: %s\n", h);
 }
