@@ -313,6 +313,27 @@ static void device_line(FILE *f, const bench_report *r) {
             r->probe[1].record_ms.p50);
 }
 
+static int same_pass(const bench_result *a, const bench_result *b) {
+  return a->pattern == b->pattern && a->state == b->state && a->direct == b->direct &&
+         a->threads == b->threads && a->batch == b->batch;
+}
+/* Stores side by side: row k is a pass of the plan (pattern, state, io, threads, batch), cell
+ * [k][s] store s's run of it or NULL where it failed (a gap, not later passes shifted into its
+ * row), cell [k][n] the row's first run. Returns the rows; *grid (NULL: no memory) to free. */
+static size_t side_by_side(const bench_report *r, size_t n, const bench_result ***grid) {
+  size_t cap = 0, rows = 0;
+  for (size_t s = 0; s < n; s++) cap += r[s].n_passes;
+  const bench_result **g = *grid = fc_calloc(cap * (n + 1) + 1, sizeof *g);
+  for (size_t s = 0; g && s < n; s++)
+    for (size_t i = 0, k = 0; i < r[s].n_passes; i++, k = 0) {
+      const bench_result *p = &r[s].passes[i];
+      while (k < rows && !same_pass(g[k * (n + 1) + n], p)) k++;
+      if (k == rows) g[rows++ * (n + 1) + n] = p;
+      g[k * (n + 1) + s] = p;
+    }
+  return g ? rows : 0;
+}
+
 void bench_write_table(FILE *f, const bench_report *r, size_t n) {
   if (n == 1) {
     device_line(f, r);
@@ -342,7 +363,6 @@ void bench_write_table(FILE *f, const bench_report *r, size_t n) {
             "cache before the pass\n");
     return;
   }
-  /* side by side: one column pair per store, rows from the first store's passes */
   for (size_t s = 0; s < n; s++) {
     fprintf(f, "[%zu] ", s + 1);
     device_line(f, &r[s]);
@@ -355,23 +375,22 @@ void bench_write_table(FILE *f, const bench_report *r, size_t n) {
     fprintf(f, " %11s %13s", a, b2);
   }
   fputc('\n', f);
-  size_t rows = 0;
-  for (size_t s = 0; s < n; s++)
-    if (r[s].n_passes > rows) rows = r[s].n_passes;
+  const bench_result **g;
+  size_t rows = side_by_side(r, n, &g);
   for (size_t i = 0; i < rows; i++) {
-    const bench_result *p0 = NULL;
-    for (size_t s = 0; s < n && !p0; s++)
-      if (i < r[s].n_passes) p0 = &r[s].passes[i];
+    const bench_result *p0 = g[i * (n + 1) + n];
     fprintf(f, "%-10s %-5s %-6s %3u %5u", bench_pattern_name(p0->pattern),
             bench_state_name(p0->state), io_name(p0), p0->threads, p0->batch);
     for (size_t s = 0; s < n; s++) {
-      if (i < r[s].n_passes)
-        fprintf(f, " %11.1f %13.3f", r[s].passes[i].mb_per_s, r[s].passes[i].batch_ms.p99);
+      const bench_result *p = g[i * (n + 1) + s];
+      if (p)
+        fprintf(f, " %11.1f %13.3f", p->mb_per_s, p->batch_ms.p99);
       else
         fprintf(f, " %11s %13s", "-", "-");
     }
     fputc('\n', f);
   }
+  free(g);
   fprintf(f, "bat_p99 in ms; MB = 10^6 bytes of payload\n");
 }
 
@@ -571,16 +590,14 @@ static const char *const store_hue[][2] = {
 };
 
 int bench_write_svg(FILE *f, const bench_report *r, size_t n) {
-  size_t rows = 0;
-  for (size_t s = 0; s < n; s++)
-    if (r[s].n_passes > rows) rows = r[s].n_passes;
+  const bench_result **g;
+  size_t rows = side_by_side(r, n, &g);
+  if (!g) return 12; /* ENOMEM */
   /* bar slots: passes × stores, with a gap whenever the pattern changes */
   size_t groups = 0;
   int last_pattern = -1;
   for (size_t i = 0; i < rows; i++) {
-    const bench_result *p0 = NULL;
-    for (size_t s = 0; s < n && !p0; s++)
-      if (i < r[s].n_passes) p0 = &r[s].passes[i];
+    const bench_result *p0 = g[i * (n + 1) + n];
     if (p0->pattern != last_pattern) groups++;
     last_pattern = p0->pattern;
   }
@@ -678,9 +695,7 @@ int bench_write_svg(FILE *f, const bench_report *r, size_t n) {
   last_pattern = -1;
   double group_x0 = left;
   for (size_t i = 0; i <= rows; i++) {
-    const bench_result *p0 = NULL;
-    for (size_t s = 0; i < rows && s < n && !p0; s++)
-      if (i < r[s].n_passes) p0 = &r[s].passes[i];
+    const bench_result *p0 = i < rows ? g[i * (n + 1) + n] : NULL;
     if (i == rows || p0->pattern != last_pattern) {
       if (last_pattern >= 0) /* close the previous group with its name under both panels */
         fprintf(f,
@@ -693,11 +708,11 @@ int bench_write_svg(FILE *f, const bench_report *r, size_t n) {
       last_pattern = p0->pattern;
     }
     for (size_t s = 0; s < n; s++) {
-      if (i >= r[s].n_passes) {
+      const bench_result *p = g[i * (n + 1) + s];
+      if (!p) {
         x += bw;
         continue;
       }
-      const bench_result *p = &r[s].passes[i];
       double hgt = ymax > 0 ? h1 * p->mb_per_s / ymax : 0;
       const char *color = store_hue[s % 4][p->state == BENCH_WARM];
       fprintf(f,
@@ -778,5 +793,6 @@ int bench_write_svg(FILE *f, const bench_report *r, size_t n) {
     }
   fputs("</g>\n</svg>\n", f);
 #undef LATY
+  free(g);
   return ferror(f) ? 5 /* EIO */ : 0;
 }
