@@ -377,14 +377,20 @@ def test_struct_layout():
 
 
 def test_filterbanks():
-    """The plan's filterbank is librosa.filters.mel bit for bit (slaney presets)."""
-    for name, sr, n_fft, n_mels, fmax in [("hifigan", 22050, 1024, 80, 8000),
-                                          ("librosa", 22050, 2048, 128, None),
-                                          ("whisper", 16000, 400, 80, None)]:
-        fb = Plan(preset(name)).filterbank()
-        want = librosa.filters.mel(sr=sr, n_fft=n_fft, n_mels=n_mels, fmax=fmax)
+    """The plan's filterbank is librosa.filters.mel bit for bit (slaney presets, and the HTK scale
+    and an odd n_fft as --mel-scale htk / --norm none / --n-fft override them)."""
+    for name, sr, n_fft, n_mels, fmax, over, kw in [
+            ("hifigan", 22050, 1024, 80, 8000, {}, {}),
+            ("librosa", 22050, 2048, 128, None, {}, {}),
+            ("whisper", 16000, 400, 80, None, {}, {}),
+            ("librosa", 22050, 2048, 128, None, {"mel_scale": 1}, {"htk": True}),
+            ("librosa", 22050, 2048, 128, None, {"mel_scale": 1, "norm": 0},
+             {"htk": True, "norm": None}),
+            ("whisper", 16000, 401, 80, None, {"n_fft": 401, "win_length": 401}, {})]:
+        fb = Plan(preset(name, **over)).filterbank()
+        want = librosa.filters.mel(sr=sr, n_fft=n_fft, n_mels=n_mels, fmax=fmax, **kw)
         diff = np.abs(fb - want).max()
-        check(diff == 0, f"{name}: filterbank differs from librosa.filters.mel by {diff:.3g}")
+        check(diff == 0, f"{name} {over}: filterbank differs from librosa.filters.mel by {diff:.3g}")
     kb, _ = torchaudio.compliance.kaldi.get_mel_banks(80, 512, 16000.0, 20.0, 0.0, 100.0, -500.0, 1.0)
     fb = Plan(preset("kaldi")).filterbank()
     diff = np.abs(fb[:, :256] - kb.numpy()).max()  # torchaudio's banks omit the Nyquist column
