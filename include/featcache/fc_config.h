@@ -109,9 +109,10 @@ enum fc_mel_field {
  *  - a new n_fft also sets win_length when the window is centred in the frame (hann, hamming) and
  *    win_length is not given;
  *  - center on sets pad 0 and centres a window shorter than n_fft in its frame (window_align
- *    center, as torch.stft: frame t centred on sample t * hop); a preset that pads (n_fft - hop) / 2 itself without centring (hifigan)
- *    keeps that rule when n_fft or hop change, unless pad is given; an n_fft below the hop, where
- *    the rule gives a negative pad (HiFi-GAN crops), is FC_ECONFIG;
+ *    center, as torch.stft: frame t centred on sample t * hop); a preset that pads
+ *    (n_fft - hop) / 2 itself without centring (hifigan) keeps that rule when n_fft or hop change,
+ *    unless pad is given; an n_fft below the hop, where the rule gives a negative pad (HiFi-GAN
+ *    crops), is FC_ECONFIG;
  *  - a different log compression brings its reference's floor: ln 1e-5 (HiFi-GAN, Tacotron 2),
  *    log10 and whisper 1e-10 (Whisper), db 1e-10 with top_db 80 (librosa power_to_db);
  *  - the kaldi preset at another sample rate keeps Kaldi's frames in milliseconds: win_length
