@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cache-bench --json at the edges: a pass that read the whole order is "complete" even when its
 # time or byte bound was reached on the last batch; a run in which no pass was measured reports
-# what it does not know as null (never 0: a 0 ms shortest step would say any step keeps up).
+# what it does not know as null (never 0: a 0 ms shortest step would say any step keeps up), and
+# its exit 1 comes with the done line even under -q.
 set -u
 bin=$FC_BIN/cache-bench
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -37,6 +38,9 @@ if grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null; t
     grep -q 'pass failed' "$t/err" || continue
     seen=1
     [ $rc -eq 1 ] || fail "alloc:$n: a failed pass, exit $rc"
+    # exit 1 comes with its done line, -q or not
+    [ "$(tail -1 "$t/err")" = "cache-bench: done: 0 of 1 passes" ] ||
+      fail "alloc:$n: -q and a failed pass: no done line: $(cat "$t/err")"
     "$FC_PYTHON" -c '
 import json, sys
 objs = [json.loads(line) for line in open(sys.argv[1])]
