@@ -55,6 +55,10 @@ typedef struct bench_device {
 /* Facts about the device and filesystem holding path (a file or directory). Fields the system
  * does not reveal are left "" / -1. Returns 0 or an errno (stat failed). */
 int bench_device_probe(const char *path, bench_device *out);
+/* For a filesystem without a block device behind it (d->fs_type set): d->kind ("tmpfs",
+ * "overlay" or "other") and d->note, which says what "cold" cannot mean there (RAM; a ZFS ARC
+ * or a network server that keeps its own cache). */
+void bench_device_no_block(bench_device *d);
 
 /* ---- the bench handle -------------------------------------------------------------------------- */
 typedef struct fc_bench fc_bench;

@@ -210,20 +210,38 @@ int bench_device_probe(const char *path, bench_device *d) {
     } else if (strncmp(d->disk, "zram", 4) == 0 || strncmp(d->disk, "ram", 3) == 0) {
       snprintf(d->note, sizeof d->note, "RAM-backed block device");
     }
-  } else if (strcmp(d->fs_type, "tmpfs") == 0 || strcmp(d->fs_type, "ramfs") == 0) {
+  } else {
+    bench_device_no_block(d);
+  }
+  return 0;
+}
+
+void bench_device_no_block(bench_device *d) {
+  const char *fs = d->fs_type;
+  if (strcmp(fs, "tmpfs") == 0 || strcmp(fs, "ramfs") == 0) {
     copy_str(d->kind, sizeof d->kind, "tmpfs");
     d->rotational = 0;
     snprintf(d->note, sizeof d->note,
-             "%s: the store lives in RAM; nothing can be evicted, cold equals warm", d->fs_type);
-  } else if (strcmp(d->fs_type, "overlay") == 0) {
+             "%s: the store lives in RAM; nothing can be evicted, cold equals warm", fs);
+  } else if (strcmp(fs, "overlay") == 0) {
     copy_str(d->kind, sizeof d->kind, "overlay");
     snprintf(d->note, sizeof d->note,
              "overlay filesystem (a container layer): the data sits on the device of its "
              "upper or lower directory, which this probe does not follow");
   } else {
+    /* A cache of their own that posix_fadvise cannot empty: cold passes are cold for this
+     * machine's page cache only (mincore sees no more) */
+    const char *why = strcmp(fs, "zfs") == 0
+                          ? "; ZFS caches reads in its ARC, which eviction cannot empty: cold "
+                            "passes may read from RAM"
+                      : !strncmp(fs, "nfs", 3) || !strcmp(fs, "cifs") || !strcmp(fs, "smb3") ||
+                              !strncmp(fs, "fuse", 4) || !strcmp(fs, "9p") || !strcmp(fs, "ceph") ||
+                              !strcmp(fs, "lustre")
+                          ? "; the server or daemon behind it may cache what it serves: cold "
+                            "means not in this machine's page cache"
+                          : "";
     copy_str(d->kind, sizeof d->kind, "other");
-    snprintf(d->note, sizeof d->note, "%s%s: no local block device behind this filesystem",
-             d->fs_type[0] ? d->fs_type : "unknown filesystem", "");
+    snprintf(d->note, sizeof d->note, "%s: no local block device behind this filesystem%s",
+             fs[0] ? fs : "unknown filesystem", why);
   }
-  return 0;
 }
