@@ -374,8 +374,8 @@ static int needs_child(const char *z, size_t len) {
   return 0;
 }
 
-/* espeak-ng's clauses of a whole line into out, each as "PHONEMES\nMARK\n" (MARK may be empty). */
-static int espeak_clauses(const char *lang, const char *text, size_t len, tok_buf *out) {
+/* tok_internal.h */
+int tok_espeak_clauses(const char *lang, const char *text, size_t len, tok_buf *out) {
   line_job j = {fc_malloc(len + len / TOK_ESPEAK_MAX_RUN + 2), 0,
                 fc_malloc((len + len / TOK_ESPEAK_MAX_RUN + 3) * sizeof(clause_span))};
   if (!j.z || !j.cl) {
@@ -441,13 +441,11 @@ static void emit_phonemes(emitter *e, const char *ph, size_t len) {
   }
 }
 
-int tok_phonemize(const char *lang, const char *text, size_t len, fc_tok_symbol_fn cb, void *ud) {
+void tok_phoneme_units(const char *cl, size_t len, fc_tok_symbol_fn cb, void *ud) {
   emitter e = {cb, ud, 0, 0, 0};
-  tok_buf cl = {0};
-  int rc = espeak_clauses(lang, text, len, &cl);
-  for (size_t i = 0; !rc && i < cl.len;) {
-    const char *ph = cl.p + i, *nl = memchr(ph, '\n', cl.len - i);
-    const char *mark = nl + 1, *nl2 = memchr(mark, '\n', cl.len - (size_t)(mark - cl.p));
+  for (size_t i = 0; i < len;) {
+    const char *ph = cl + i, *nl = memchr(ph, '\n', len - i);
+    const char *mark = nl + 1, *nl2 = memchr(mark, '\n', len - (size_t)(mark - cl));
     size_t n0 = e.n;
     e.pending_space = 1; /* a clause starts a word */
     emit_phonemes(&e, ph, (size_t)(nl - ph));
@@ -455,8 +453,14 @@ int tok_phonemize(const char *lang, const char *text, size_t len, fc_tok_symbol_
       e.pending_space = 0;
       emit(&e, mark, (size_t)(nl2 - mark));
     }
-    i = (size_t)(nl2 + 1 - cl.p);
+    i = (size_t)(nl2 + 1 - cl);
   }
+}
+
+int tok_phonemize(const char *lang, const char *text, size_t len, fc_tok_symbol_fn cb, void *ud) {
+  tok_buf cl = {0};
+  int rc = tok_espeak_clauses(lang, text, len, &cl);
+  if (!rc) tok_phoneme_units(cl.p, cl.len, cb, ud);
   free(cl.p);
   return rc;
 }

@@ -100,6 +100,12 @@ int tok_espeak_init(const char *lang, char *canon, size_t canon_len, const char 
 /* Phoneme units of a whole line as espeak-ng reads it (phonemes separated, stress marks split off,
  * " " between words, each clause's terminating mark after it), each passed to cb. */
 int tok_phonemize(const char *lang, const char *text, size_t len, fc_tok_symbol_fn cb, void *ud);
+/* tok_phonemize in two steps: espeak-ng's reading of the line (the slow part) appended to out as
+ * "PHONEMES\nMARK\n" per clause (MARK may be empty; neither holds a LF), 0 or an error (out then
+ * holds nothing of it to use); then the units of such a reading, each passed to cb. The reading is
+ * what tokenize keeps of a line between its vocab pass and its ids (tok_phcache). */
+int tok_espeak_clauses(const char *lang, const char *text, size_t len, tok_buf *out);
+void tok_phoneme_units(const char *clauses, size_t len, fc_tok_symbol_fn cb, void *ud);
 
 /* tok_child.c: fn(arg, b) run in a forked child process, what it appended to its (empty) buffer b
  * appended to out. fn's return value, or FC_EPHONEMIZE when the child died before it finished
@@ -109,6 +115,48 @@ typedef int (*tok_contained_fn)(void *arg, tok_buf *b);
 int tok_contained(tok_contained_fn fn, void *arg, tok_buf *out, int *status);
 /* The marks on which espeak-ng ends a clause, kept as symbols at clause ends (UTF-8 string). */
 extern const char tok_clause_marks[];
+
+/* ---- a phonemes vocab pass's readings, kept for the run's ids (tok_phcache.c) ------------------ */
+/* `tokenize -t phonemes --build-vocab` needs espeak-ng's reading of every line twice: for the vocab
+ * (all of the corpus, before anything is stored), then for the ids. The vocab pass adds each line's
+ * reading here, in the order it reads the lines; the run finds them in the same order (a subset of
+ * them: a shard, a split store's part, lines already stored). Entries: the line's number in its
+ * manifest, the digest of its text (as stored, before normalization: one tokenizer normalizes a
+ * text one way), the reading. The first mem_bytes bytes of entries stay in memory, the rest goes
+ * to an unnamed temporary file. A lookup that finds nothing (a line the vocab pass could not read,
+ * a changed manifest) only costs espeak-ng again: the cache never changes what is stored. */
+typedef struct tok_phcache tok_phcache;
+/* dir: where the file goes (the store's directory; NULL: $TMPDIR, else /tmp), opened when the
+ * first entry passes mem_bytes. 0 or ENOMEM. */
+int tok_phcache_open(const char *dir, size_t mem_bytes, tok_phcache **out);
+/* Append an entry (reading NULL: the line has none, e.g. espeak-ng failed on it). 0 or an error
+ * (ENOMEM, the file's errno): the cache then holds the entries before it and takes no more. */
+int tok_phcache_add(tok_phcache *c, uint64_t line, const fc_digest *text, const char *reading,
+                    size_t len);
+/* Read from the first entry again (each run over the cached lines starts here). */
+void tok_phcache_rewind(tok_phcache *c);
+/* The reading of the line with this number and text: the entries before it are passed over.
+ * 1 and *reading (malloc'd, the caller frees it; NUL-terminated, *len bytes), or 0: none (no such
+ * entry at the cursor, or an error reading the file, after which every lookup finds none). */
+int tok_phcache_find(tok_phcache *c, uint64_t line, const fc_digest *text, char **reading,
+                     size_t *len);
+/* Entries and bytes added (kept in memory, in the file), for tests and measurements. */
+void tok_phcache_stats(const tok_phcache *c, uint64_t *entries, uint64_t *mem_bytes,
+                       uint64_t *file_bytes);
+void tok_phcache_free(tok_phcache *c);
+/* The bytes of entries kept in memory: FC_PHONEME_CACHE (a size, K/M/G; 0: every entry in the
+ * file), 64 MiB without it; -1 when it is "off" (no cache: espeak-ng reads each line twice). */
+long long tok_phcache_mem_bytes(void);
+
+/* The tokenizer's side (tokenizer.c). A phonemes tokenizer's reading of a normalized text
+ * (tok_espeak_clauses for its voice; other kinds: FC_ECONFIG), and its ids from such a reading as
+ * fc_tokenizer_encode makes them from the text. */
+int tok_tokenizer_reading(const fc_tokenizer *t, const char *norm, size_t len, tok_buf *out);
+int tok_tokenizer_encode_reading(fc_tokenizer *t, const char *reading, size_t rlen, int32_t **ids,
+                                 size_t *n, size_t *unknown, char *why, size_t why_len);
+/* The cache a vocab pass left with the tokenizer (NULL: none); set replaces (and frees) it. */
+tok_phcache *tok_tokenizer_phcache(const fc_tokenizer *t);
+void tok_tokenizer_set_phcache(fc_tokenizer *t, tok_phcache *c);
 
 /* ---- bpe ------------------------------------------------------------------------------------- */
 typedef struct tok_bpe tok_bpe;

@@ -30,6 +30,9 @@ typedef struct line_state {
   size_t rec_len;
   uint32_t ntok;
   size_t unknown;
+  int has_ph; /* phonemes: ph is espeak-ng's reading of the text (tok_phcache), made once */
+  char *ph; /* malloc'd (NULL for an empty reading) */
+  size_t phlen;
 } line_state;
 
 static void fail_line(line_state *l, int err, const char *fmt, const char *arg) {
@@ -70,18 +73,23 @@ static const char *norm_why(int rc) {
                           : fc_strerror(rc);
 }
 
-/* Normalize and encode one line into its record. */
+/* Normalize and encode one line into its record (from its reading, when the vocab pass kept it:
+ * the ids fc_tokenizer_encode gives, espeak-ng not asked again). */
 static void tokenize_line(fc_tokenizer *t, const fc_digest *cfg, line_state *l) {
   char *norm = NULL;
   size_t nlen;
   int32_t *ids = NULL;
   size_t n = 0;
-  int rc = fc_tok_normalize(fc_tokenizer_norm(t), l->text, l->len, &norm, &nlen);
+  int rc = l->has_ph ? 0 : fc_tok_normalize(fc_tokenizer_norm(t), l->text, l->len, &norm, &nlen);
   if (rc) {
     fail_line(l, rc, "%s", norm_why(rc));
     return;
   }
-  rc = fc_tokenizer_encode(t, norm, nlen, &ids, &n, &l->unknown, l->why, sizeof l->why);
+  if (l->has_ph)
+    rc = tok_tokenizer_encode_reading(t, l->ph ? l->ph : "", l->phlen, &ids, &n, &l->unknown,
+                                      l->why, sizeof l->why);
+  else
+    rc = fc_tokenizer_encode(t, norm, nlen, &ids, &n, &l->unknown, l->why, sizeof l->why);
   free(norm);
   if (rc) {
     l->err = rc;
@@ -237,6 +245,7 @@ typedef struct vocab_ctx {
   int nthreads;
   volatile const int *stop; /* the run's stop flag, checked before each batch */
   int stopped; /* it was set: the vocab is not built, nothing is stored */
+  tok_phcache *cache; /* phonemes: each line's reading, kept for the ids (NULL: none kept) */
 } vocab_ctx;
 
 static int vocab_batch(const fc_item *lines, size_t m, void *ctx) {
@@ -265,7 +274,17 @@ static int vocab_batch(const fc_item *lines, size_t m, void *ctx) {
       }
       if (r) continue; /* the line fails again when it is tokenized, saying why */
       sym_ctx c = {set, 0};
-      r = fc_tokenizer_symbols(v->t, norm, nlen, add_symbol, &c);
+      if (v->cache) { /* the reading kept: espeak-ng reads each line once (tok_phcache) */
+        tok_buf b = {0};
+        r = tok_tokenizer_reading(v->t, norm, nlen, &b);
+        if (!r) tok_phoneme_units(b.p ? b.p : "", b.len, add_symbol, &c);
+        if (!r)
+          l->ph = b.p, l->phlen = b.len, l->has_ph = 1;
+        else
+          free(b.p);
+      } else {
+        r = fc_tokenizer_symbols(v->t, norm, nlen, add_symbol, &c);
+      }
       free(norm);
       if (r == FC_EPHONEMIZE) continue; /* this line's failure, not the vocabulary's */
       if (r || c.rc) {
@@ -274,16 +293,39 @@ static int vocab_batch(const fc_item *lines, size_t m, void *ctx) {
       }
     }
   }
+  /* in the lines' order; a line without a reading has an entry too, so that the run's lookups
+   * keep step with lines that have no number; a cache that fails takes no more (the lines after
+   * are read by espeak-ng again), and the vocab goes on */
+  for (size_t i = 0; i < m; i++) {
+    line_state *l = &v->ls[i];
+    if (v->cache && !l->err)
+      (void)tok_phcache_add(v->cache, lines[i].line, &l->digest,
+                            l->has_ph ? (l->ph ? l->ph : "") : NULL, l->phlen);
+    free(l->ph);
+    l->ph = NULL;
+    l->has_ph = 0;
+  }
   return rc;
 }
 
 /* The vocabulary of every line of the run, batch lines at a time (ls: batch line states);
- * FC_EINTR when o->stop was seen between two batches or after the last. */
+ * FC_EINTR when o->stop was seen between two batches or after the last. Phonemes: each line's
+ * reading is left with the tokenizer for the run's ids (tok_phcache; its file, when the readings
+ * pass the memory bound, in dir: the store's directory, NULL for $TMPDIR). */
 static int build_vocab(fc_tokenizer *t, const fc_item_list *items, const fc_tokenize_run_opts *o,
-                       size_t batch, size_t max_bytes, line_state *ls, int nthreads) {
-  vocab_ctx v = {t, fc_calloc((size_t)nthreads, sizeof *v.sets), ls, max_bytes, nthreads, o->stop,
-                 0};
+                       size_t batch, size_t max_bytes, line_state *ls, int nthreads,
+                       const char *dir) {
+  vocab_ctx v = {.t = t,
+                 .sets = fc_calloc((size_t)nthreads, sizeof *v.sets),
+                 .ls = ls,
+                 .max_bytes = max_bytes,
+                 .nthreads = nthreads,
+                 .stop = o->stop};
   if (!v.sets) return ENOMEM;
+  const long long keep = tok_phcache_mem_bytes(); /* < 0: FC_PHONEME_CACHE=off */
+  if (fc_tokenizer_kind(t) == FC_TOK_PHONEMES && keep >= 0 &&
+      tok_phcache_open(dir, (size_t)keep, &v.cache) != 0)
+    v.cache = NULL; /* out of memory already: espeak-ng reads each line twice, as it can */
   uint64_t lines;
   int rc = for_each_batch(items, o, batch, vocab_batch, &v, &lines);
   /* stopped in the pass's last batch (a corpus of one batch: its only one) too: the run stops
@@ -307,6 +349,10 @@ static int build_vocab(fc_tokenizer *t, const fc_item_list *items, const fc_toke
   }
   free(syms);
   tok_map_free(&all);
+  if (!rc)
+    tok_tokenizer_set_phcache(t, v.cache);
+  else
+    tok_phcache_free(v.cache);
   return rc;
 }
 
@@ -377,6 +423,7 @@ typedef struct run_ctx {
   char (*hexkeys)[16];
   char **tvals;
   uint32_t *unknowns;
+  tok_phcache *cache; /* phonemes: the vocab pass's readings (NULL: none) */
   int decided, bulk; /* the first batch decides whether the run is a bulk load */
   tok_spill *sp;
   counts pending; /* bulk: what the merge will commit */
@@ -435,7 +482,12 @@ static int run_batch(const fc_item *lines, size_t m, void *ctxp) {
   }
   tok_map_free(&seen);
   if (rc) return rc;
-    /* 2. tokenize what is missing */
+  /* the readings the vocab pass made of the lines to tokenize, in their order */
+  for (size_t i = 0; i < m && c->cache; i++)
+    if (!ls[i].err && ls[i].need_tok)
+      ls[i].has_ph =
+          tok_phcache_find(c->cache, lines[i].line, &ls[i].digest, &ls[i].ph, &ls[i].phlen);
+      /* 2. tokenize what is missing */
 #pragma omp parallel for schedule(dynamic, 8) num_threads(c->nthreads)
   for (size_t i = 0; i < m; i++)
     if (!ls[i].err && ls[i].need_tok) tokenize_line(c->t, &c->cfg, &ls[i]);
@@ -514,6 +566,8 @@ static int run_batch(const fc_item *lines, size_t m, void *ctxp) {
   for (size_t i = 0; i < m; i++) {
     free(ls[i].rec);
     ls[i].rec = NULL;
+    free(ls[i].ph);
+    ls[i].ph = NULL;
     free(c->tvals[i]);
     c->tvals[i] = NULL;
   }
@@ -539,8 +593,10 @@ static int run_batch(const fc_item *lines, size_t m, void *ctxp) {
   return 0;
 }
 
-int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
-                    const fc_tokenize_run_opts *o, fc_tokenize_stats *st) {
+/* fc_tokenize_run into one store; the readings a vocab pass left with t stay there (a split store's
+ * next part reads them too). */
+static int run_store(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
+                     const fc_tokenize_run_opts *o, fc_tokenize_stats *st) {
   fc_tokenize_run_opts defaults = {0};
   if (!o) o = &defaults;
   memset(st, 0, sizeof *st);
@@ -563,13 +619,14 @@ int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
     goto out;
   }
   if (fc_tokenizer_config(t, NULL, NULL, NULL) == FC_EBADSTATE &&
-      (rc = build_vocab(t, items, o, c.batch, c.max_bytes, c.ls, c.nthreads))) {
+      (rc = build_vocab(t, items, o, c.batch, c.max_bytes, c.ls, c.nthreads, fc_store_path(s)))) {
     c.stopped = rc == FC_EINTR; /* stopped before the vocab was built: nothing stored */
     goto out;
   }
   if ((rc = fc_tokenizer_config(t, &json, &jlen, &c.cfg))) goto out;
   if ((rc = put_meta(s, t, &c.cfg, json, jlen))) goto out;
   config_key(&c.cfg, c.ckey);
+  if ((c.cache = tok_tokenizer_phcache(t))) tok_phcache_rewind(c.cache);
   rc = for_each_batch(items, o, c.batch, run_batch, &c, &n);
   ran = 1;
   if (!rc) rc = c.rc; /* FC_EINTR, or strict's line error */
@@ -605,7 +662,7 @@ out:
       st->failed += rest;
   }
   if (c.ls)
-    for (size_t i = 0; i < c.batch; i++) free(c.ls[i].rec);
+    for (size_t i = 0; i < c.batch; i++) free(c.ls[i].rec), free(c.ls[i].ph);
   tok_spill_close(c.sp);
   free(c.ls);
   free(c.puts);
@@ -614,6 +671,16 @@ out:
   free(c.unknowns);
   return rc;
 }
+
+int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
+                    const fc_tokenize_run_opts *o, fc_tokenize_stats *st) {
+  int rc = run_store(s, t, items, o, st);
+  tok_tokenizer_set_phcache(t, NULL); /* the readings were for this run */
+  return rc;
+}
+
+static int build_vocab_from(fc_tokenizer *t, const fc_item_list *items,
+                            const fc_tokenize_run_opts *o, const char *dir);
 
 /* ---- split stores ------------------------------------------------------------------------------ */
 typedef struct split_progress {
@@ -651,7 +718,7 @@ int fc_tokenize_run_split(fc_store *const *parts, unsigned n_parts, fc_tokenizer
   split_progress sp = {.o = o};
   fc_item_list sub = {.items = NULL, .format = items->format};
   if (fc_tokenizer_config(t, NULL, NULL, NULL) == FC_EBADSTATE &&
-      (rc = fc_tokenizer_build_vocab_from(t, items, o)))
+      (rc = build_vocab_from(t, items, o, fc_store_path(parts[0]))))
     goto out;
   if (!(sub.items = fc_malloc((items->count ? items->count : 1) * sizeof(fc_item)))) {
     rc = ENOMEM;
@@ -670,7 +737,7 @@ int fc_tokenize_run_split(fc_store *const *parts, unsigned n_parts, fc_tokenizer
       if (part == k) sub.items[sub.count++] = *it;
     }
     fc_tokenize_stats ps;
-    rc = fc_tokenize_run(parts[k], t, &sub, &po, &ps);
+    rc = run_store(parts[k], t, &sub, &po, &ps);
     add_stats(&sp.done, &ps);
   }
 out:
@@ -687,11 +754,17 @@ out:
   }
   *st = sp.done;
   free(sub.items); /* shallow copies: the strings belong to items */
+  tok_tokenizer_set_phcache(t, NULL);
   return rc;
 }
 
 int fc_tokenizer_build_vocab_from(fc_tokenizer *t, const fc_item_list *items,
                                   const fc_tokenize_run_opts *o) {
+  return build_vocab_from(t, items, o, NULL);
+}
+
+static int build_vocab_from(fc_tokenizer *t, const fc_item_list *items,
+                            const fc_tokenize_run_opts *o, const char *dir) {
   if (fc_tokenizer_config(t, NULL, NULL, NULL) != FC_EBADSTATE) return FC_ECONFIG;
   fc_tokenize_run_opts defaults = {0};
   if (!o) o = &defaults;
@@ -700,7 +773,7 @@ int fc_tokenizer_build_vocab_from(fc_tokenizer *t, const fc_item_list *items,
   size_t batch = o->batch ? o->batch : 4096;
   line_state *ls = fc_calloc(batch, sizeof *ls);
   if (!ls) return ENOMEM;
-  int rc = build_vocab(t, items, o, batch, max_bytes, ls, nthreads);
+  int rc = build_vocab(t, items, o, batch, max_bytes, ls, nthreads, dir);
   free(ls);
   return rc;
 }

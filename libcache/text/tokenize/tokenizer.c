@@ -32,6 +32,7 @@ struct fc_tokenizer {
   char *config;
   size_t config_len;
   fc_digest digest;
+  tok_phcache *phcache; /* phonemes: the readings of a vocab pass, for the run's ids */
 };
 
 static const char *const kind_names[] = {"chars", "phonemes", "bpe"};
@@ -300,6 +301,7 @@ void fc_tokenizer_free(fc_tokenizer *t) {
   free(t->lang);
   free(t->vocab_text);
   free(t->config);
+  tok_phcache_free(t->phcache);
   free(t);
 }
 
@@ -380,8 +382,9 @@ static void phon_symbol(const char *s, size_t len, void *ud) {
                         c->why, c->why_len);
 }
 
-int fc_tokenizer_encode(fc_tokenizer *t, const char *norm, size_t len, int32_t **ids, size_t *n,
-                        size_t *unknown, char *why, size_t why_len) {
+/* fc_tokenizer_encode; phonemes: from reading (rlen bytes, tok_espeak_clauses') when not NULL. */
+static int encode(fc_tokenizer *t, const char *norm, size_t len, const char *reading, size_t rlen,
+                  int32_t **ids, size_t *n, size_t *unknown, char *why, size_t why_len) {
   *ids = NULL;
   *n = 0;
   if (!t->ready) return FC_EBADSTATE;
@@ -412,7 +415,10 @@ int fc_tokenizer_encode(fc_tokenizer *t, const char *norm, size_t len, int32_t *
                          why_len);
     } else if (!rc) {
       phon_ctx c = {t, &v, &unk, why, why_len, 0};
-      rc = tok_phonemize(t->lang, norm, len, phon_symbol, &c);
+      if (reading)
+        tok_phoneme_units(reading, rlen, phon_symbol, &c);
+      else
+        rc = tok_phonemize(t->lang, norm, len, phon_symbol, &c);
       if (!rc) rc = c.rc;
     }
     if (!rc && t->add_eos) rc = tok_ids_push(&v, t->special_ids[SP_EOS]);
@@ -425,6 +431,28 @@ int fc_tokenizer_encode(fc_tokenizer *t, const char *norm, size_t len, int32_t *
   *n = v.len;
   if (unknown) *unknown = unk;
   return 0;
+}
+
+int fc_tokenizer_encode(fc_tokenizer *t, const char *norm, size_t len, int32_t **ids, size_t *n,
+                        size_t *unknown, char *why, size_t why_len) {
+  return encode(t, norm, len, NULL, 0, ids, n, unknown, why, why_len);
+}
+
+int tok_tokenizer_reading(const fc_tokenizer *t, const char *norm, size_t len, tok_buf *out) {
+  return t->kind == FC_TOK_PHONEMES ? tok_espeak_clauses(t->lang, norm, len, out) : FC_ECONFIG;
+}
+
+int tok_tokenizer_encode_reading(fc_tokenizer *t, const char *reading, size_t rlen, int32_t **ids,
+                                 size_t *n, size_t *unknown, char *why, size_t why_len) {
+  if (t->kind != FC_TOK_PHONEMES) return FC_ECONFIG;
+  return encode(t, NULL, 0, reading, rlen, ids, n, unknown, why, why_len);
+}
+
+tok_phcache *tok_tokenizer_phcache(const fc_tokenizer *t) { return t->phcache; }
+
+void tok_tokenizer_set_phcache(fc_tokenizer *t, tok_phcache *c) {
+  if (t->phcache != c) tok_phcache_free(t->phcache);
+  t->phcache = c;
 }
 
 const fc_tok_norm *fc_tokenizer_norm(const fc_tokenizer *t) { return &t->norm; }
