@@ -196,8 +196,12 @@ FC_API int fc_tokenize_run_split(fc_store *const *parts, unsigned n_parts, fc_to
 
 /* Finish a build_vocab tokenizer from items as fc_tokenize_run would (bad lines left out), without
  * storing anything: for a run over one shard of a corpus (fc_item_list_shard) whose vocab must be
- * that of the whole corpus. o: threads and max_text_bytes are used (may be NULL). Returns 0,
- * FC_ECONFIG (not a build_vocab tokenizer, or already finished), ENOMEM. */
+ * that of the whole corpus. o: threads and max_text_bytes are used (may be NULL). Phonemes: each
+ * line's espeak-ng reading is kept with t (64 MiB in memory, the rest in an unnamed file in
+ * $TMPDIR; docs/tokenize.md) so that the next fc_tokenize_run or fc_tokenize_run_split over these
+ * lines, or a subset of them in the same order, makes their ids without espeak-ng; that run, or
+ * fc_tokenizer_free, releases them. Returns 0, FC_ECONFIG (not a build_vocab tokenizer, or already
+ * finished), ENOMEM. */
 FC_API int fc_tokenizer_build_vocab_from(fc_tokenizer *t, const fc_item_list *items,
                                          const fc_tokenize_run_opts *o);
 
