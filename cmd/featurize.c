@@ -739,17 +739,22 @@ int main(int argc, char **argv) {
     code = fc_cli_signal_exit();
   } else if (rc == FC_ECONFIG || rc == FC_ENODEVICE) {
     fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
-    fc_cli_failures_free(&rctx.failures);
-    return FC_EXIT_USAGE;
+    code = FC_EXIT_USAGE;
+    if (!st.processed) { /* refused before any work */
+      fc_cli_failures_free(&rctx.failures);
+      return code;
+    } /* the device failed to start while the CPU computed (hybrid start): what is stored, said */
   } else if (rc && (why[0] || !strict)) { /* a failed commit (strict item errors leave why empty) */
     fc_cli_warn(store_dir, "%s", why[0] ? why : fc_strerror(rc));
     code = FC_EXIT_FAIL;
   } else if (rc || !allowed) {
     code = FC_EXIT_FAIL;
   }
-  if (st.failed > rctx.failed_lines) /* after a failed commit: one line for the items never begun */
-    fprintf(stderr, "%s: %llu inputs not started after the failed write, counted as failed\n",
-            fc_cli_tool, (unsigned long long)(st.failed - rctx.failed_lines));
+  if (st.failed > rctx.failed_lines) /* after a failed commit, or a device that did not start: one
+                                        line for the items never begun */
+    fprintf(stderr, "%s: %llu inputs not started after the %s, counted as failed\n", fc_cli_tool,
+            (unsigned long long)(st.failed - rctx.failed_lines),
+            code == FC_EXIT_USAGE ? "device failed to start" : "failed write");
   if (rc != FC_EINTR) {
     if (code == FC_EXIT_OK && st.total == 0) { /* an empty list (the wrong one?): as tokenize */
       if (!quiet)

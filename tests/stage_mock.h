@@ -25,7 +25,9 @@
  * else counts as a violation (opened, sealed, released count the events). With early (the
  * backend's early_refill) a use may be opened once the one before it is finished, before it is
  * released (early_opens counts those), but launched only after that release: the device would
- * write over the features the writers still read. */
+ * write over the features the writers still read.
+ *
+ * open_hook: a test's function open calls first (a slow or failing device open). */
 #ifndef FC_TESTS_STAGE_MOCK_H
 #define FC_TESTS_STAGE_MOCK_H
 
@@ -37,6 +39,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -71,6 +74,8 @@ typedef struct stage_mock {
   int grow;
   unsigned grow_fail, grow_delay_us;
   int early; /* stage_info's early_refill */
+  int (*open_hook)(void); /* called first by open (on the pipeline's opener thread under a hybrid
+                             start): nonzero fails the open with that error */
   /* counted during the run */
   atomic_uint launches, finishes, utts, utts16, failed_utts, in_flight, max_in_flight;
   atomic_uint violations; /* launch checks that failed, staging written while in flight */
@@ -196,8 +201,15 @@ static inline int mock_grow(void *state, unsigned chunk) {
 
 static int mock_open(const fc_mel_config *cfg, const fc_device *dev, unsigned workers, void **state,
                      char *why, size_t why_len) {
-  (void)dev, (void)workers, (void)why, (void)why_len;
+  (void)dev, (void)workers;
   stage_mock *m = &the_mock;
+  if (m->open_hook) {
+    int rc = m->open_hook();
+    if (rc) {
+      snprintf(why, why_len, "the mock device cannot be opened");
+      return rc;
+    }
+  }
   m->cfg = *cfg;
   if (!m->max_frames) m->max_frames = fc_mel_num_frames(cfg, m->capacity) + 64;
   atomic_store(&m->launches, 0);

@@ -592,6 +592,9 @@ static void on_hang(int sig) {
 }
 
 int main(void) {
+  /* the ring, opened before any worker: a run whose manifest is read as it goes would otherwise
+   * start on the CPU (hybrid start, tests/unit/test_featurize_hybrid.c) */
+  setenv("FC_CUDA_START", "wait", 1);
   signal(SIGALRM, on_hang);
   alarm(1200);
   char tmpl[] = "/tmp/fc_staging.XXXXXX";

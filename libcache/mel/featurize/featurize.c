@@ -19,6 +19,7 @@
 #include "libcache/mel/featurize/featurize_int.h"
 #include "formats/common/why.h"
 #include "formats/common/alloc.h"
+#include "formats/common/thread_name.h"
 #include "formats/config/config_stamp.h"
 
 #include <errno.h>
@@ -159,6 +160,18 @@ static void run_free(fz_run *r) {
   free(r);
 }
 
+/* The staging ring of an open staging backend. */
+static int stage_setup(fz_run *r, char *why, size_t why_len) {
+  int rc = 0;
+  r->be->stage_info(r->be_state, &r->ring);
+  if (r->ring.chunks == 0 || r->ring.capacity == 0 || r->ring.max_utts == 0 ||
+      (rc = fz_stage_init(r))) {
+    if (!rc) rc = EINVAL;
+    fc_why(why, why_len, "cannot set up the staging ring: %s", fc_strerror(rc));
+  }
+  return rc;
+}
+
 /* Configuration: everything that can fail before any work is done — the config, the device and
  * its backend (backend: a test's, featurize_backend.h, else the device's), a writable store, the
  * backend opened, the staging ring when the backend stages. */
@@ -210,23 +223,30 @@ static int run_configure(fz_run *r, const fc_fz_backend *backend, char *why, siz
     }
     p->no_entries = entries == 0;
   }
+  const int stages = r->be->launch && cfg->dtype != FC_DTYPE_MQ; /* mq: coded per utterance */
+  if (stages) {
+    int hybrid;
+    rc = fz_cuda_start_env(r->items, r->n, r->o.manifest != NULL, r->o.jobs,
+                           r->o.auto_gpu_min_seconds, &hybrid, why, why_len);
+    if (rc) return rc;
+    r->batching = 1;
+    r->submitters_left = r->o.jobs;
+    r->st.compute_stage = 1;
+    if (hybrid) { /* opened by the opener thread as the workers start (run_start) */
+      if ((rc = fc_mel_plan_create(cfg, &r->cpu_plan))) {
+        fc_why(why, why_len, "cannot plan the mel computation: %s", fc_strerror(rc));
+        return rc;
+      }
+      r->hybrid = 1;
+      r->open_dev = dev;
+      return 0;
+    }
+  }
   double t_setup = fz_now();
   rc = r->be->open(cfg, &dev, r->o.jobs, &r->be_state, why, why_len);
   r->st.setup_seconds = fz_now() - t_setup;
   if (rc) return rc;
-  if (r->be->launch && cfg->dtype != FC_DTYPE_MQ) { /* mq: coded per utterance */
-    r->batching = 1;
-    r->be->stage_info(r->be_state, &r->ring);
-    if (r->ring.chunks == 0 || r->ring.capacity == 0 || r->ring.max_utts == 0 ||
-        (rc = fz_stage_init(r))) {
-      if (!rc) rc = EINVAL;
-      fc_why(why, why_len, "cannot set up the staging ring: %s", fc_strerror(rc));
-      return rc;
-    }
-    r->submitters_left = r->o.jobs;
-    r->st.compute_stage = 1;
-  }
-  return 0;
+  return stages ? stage_setup(r, why, why_len) : 0;
 }
 
 /* The threads of a run besides the caller's (the caller is part 0's writer). */
@@ -239,31 +259,86 @@ typedef struct run_threads {
   pthread_t launch, complete, grow;
 } run_threads;
 
-/* The staging threads, then the workers. Returns 0, or the error of a thread that could not be
- * started (the run then halts; workers never started count as done). */
-static int run_start(fz_run *r, run_threads *t, char *why, size_t why_len) {
+/* The staging ring's threads: launch, completion and, for a ring made as it fills, the grower.
+ * Returns 0, or the error of a thread that could not be started (t says which were). */
+static int start_stage_threads(fz_run *r, run_threads *t, char *why, size_t why_len) {
+  int rc;
+  if ((rc = pthread_create(&t->launch, NULL, fz_launch_main, r))) {
+    fc_why(why, why_len, "cannot start the launch thread: %s", strerror(rc));
+    return rc;
+  }
+  t->stage_started = 1;
+  if ((rc = pthread_create(&t->complete, NULL, fz_complete_main, r))) {
+    fc_why(why, why_len, "cannot start the completion thread: %s", strerror(rc));
+    return rc;
+  }
+  t->stage_started = 2;
+  /* The rest of the ring is made while its first chunk fills; without a thread for it, here
+   * before the workers start (as a backend that makes it all at once). */
+  if (fz_stage_growing(r)) {
+    if (pthread_create(&t->grow, NULL, fz_grow_main, r) == 0)
+      t->grow_started = 1;
+    else
+      fz_grow_main(r);
+  }
+  return 0;
+}
+
+/* Hybrid start: the opener thread opens the staging backend, sets its ring up and starts the
+ * ring's threads while the workers compute on the CPU, then lets them stage. An open that fails
+ * halts the run (the workers take no more items; what they computed is stored) and stands in for
+ * the completion thread as the writers' producer when it never started. */
+typedef struct opener_arg {
+  fz_run *r;
+  run_threads *t;
+  double seconds; /* the open's wall seconds (the run's setup_seconds) */
+} opener_arg;
+
+static void *opener_main(void *arg) {
+  opener_arg *a = arg;
+  fz_run *r = a->r;
+  fc_thread_name("open", -1);
+  char why[sizeof r->open_why] = "";
+  const double t0 = fz_now();
+  int rc = r->be->open(r->cfg, &r->open_dev, r->o.jobs, &r->be_state, why, sizeof why);
+  a->seconds = fz_now() - t0;
+  if (!rc) rc = stage_setup(r, why, sizeof why);
+  if (!rc) rc = start_stage_threads(r, a->t, why, sizeof why);
+  if (!rc) {
+    atomic_store_explicit(&r->ring_ready, 1, memory_order_release);
+    return NULL;
+  }
+  r->open_rc = rc;
+  snprintf(r->open_why, sizeof r->open_why, "%s", why[0] ? why : fc_strerror(rc));
+  atomic_store(&r->halt, 1);
+  if (a->t->stage_started < 2) fz_queue_producer_done(r);
+  return NULL;
+}
+
+/* The opener thread, joined once (its threads are then in t). */
+static void join_opener(fz_run *r, opener_arg *a) {
+  if (!r->opener_started) return;
+  pthread_join(r->opener, NULL);
+  r->opener_started = 0;
+  r->st.setup_seconds = a->seconds;
+}
+
+/* The staging threads (or, hybrid, the opener thread), then the workers. Returns 0, or the error
+ * of a thread that could not be started (the run then halts; workers never started count as
+ * done). */
+static int run_start(fz_run *r, run_threads *t, opener_arg *oa, char *why, size_t why_len) {
   int rc;
   if (!(t->workers = fc_calloc(r->o.jobs, sizeof *t->workers))) return ENOMEM;
   r->producers_left = r->o.jobs + (r->batching ? 1 : 0);
-  if (r->batching) {
-    if ((rc = pthread_create(&t->launch, NULL, fz_launch_main, r))) {
-      fc_why(why, why_len, "cannot start the launch thread: %s", strerror(rc));
+  if (r->hybrid) {
+    *oa = (opener_arg){r, t, 0};
+    if ((rc = pthread_create(&r->opener, NULL, opener_main, oa))) {
+      fc_why(why, why_len, "cannot start the device's opener thread: %s", strerror(rc));
       return rc;
     }
-    t->stage_started = 1;
-    if ((rc = pthread_create(&t->complete, NULL, fz_complete_main, r))) {
-      fc_why(why, why_len, "cannot start the completion thread: %s", strerror(rc));
-      return rc;
-    }
-    t->stage_started = 2;
-    /* The rest of the ring is made while its first chunk fills; without a thread for it, here
-     * before the workers start (as a backend that makes it all at once). */
-    if (fz_stage_growing(r)) {
-      if (pthread_create(&t->grow, NULL, fz_grow_main, r) == 0)
-        t->grow_started = 1;
-      else
-        fz_grow_main(r);
-    }
+    r->opener_started = 1;
+  } else if (r->batching && (rc = start_stage_threads(r, t, why, why_len))) {
+    return rc;
   }
   if ((rc = fz_feed_start(r))) { /* a manifest read as the workers go */
     fc_why(why, why_len, "cannot start the manifest's reader: %s", strerror(rc));
@@ -290,7 +365,8 @@ static int run_start(fz_run *r, run_threads *t, char *why, size_t why_len) {
 /* Writers of parts 1.. on their own threads (started after the workers: a writer that cannot
  * start halts the run, and its part's queue is drained as unstored), part 0's here; then every
  * thread joined and its times summed. Returns the first writer's error. */
-static int run_write_and_join(fz_run *r, run_threads *t, int rc, char *why, size_t why_len) {
+static int run_write_and_join(fz_run *r, run_threads *t, opener_arg *oa, int rc, char *why,
+                              size_t why_len) {
   for (unsigned k = 1; k < r->n_parts; k++) {
     int trc = pthread_create(&r->parts[k].thread, NULL, fz_writer_main, &r->parts[k]);
     if (trc) {
@@ -322,6 +398,7 @@ static int run_write_and_join(fz_run *r, run_threads *t, int rc, char *why, size
     r->st.device_wait_seconds += tm->device_wait;
     fc_mel_plan_free(t->workers[w].fallback);
   }
+  join_opener(r, oa); /* the ring's threads are in t once it is joined */
   if (t->stage_started) {
     pthread_join(t->launch, NULL);
     pthread_join(t->complete, NULL);
@@ -349,7 +426,7 @@ static int run_write_and_join(fz_run *r, run_threads *t, int rc, char *why, size
    * caller's summary), else the run was stopped on purpose (stop flag, strict). */
   uint64_t never = fz_untaken(r); /* (a manifest: the rest of it read and counted) */
   if (r->o.manifest) r->st.total = r->taken + never;
-  if (wrc || rc)
+  if (wrc || rc || r->open_rc)
     r->st.failed += never;
   else
     r->st.not_started += never;
@@ -357,7 +434,8 @@ static int run_write_and_join(fz_run *r, run_threads *t, int rc, char *why, size
 }
 
 /* The staging threads of a run whose workers never started: nothing is in the ring. */
-static void run_stop_stage(fz_run *r, run_threads *t) {
+static void run_stop_stage(fz_run *r, run_threads *t, opener_arg *oa) {
+  join_opener(r, oa);
   if (!t->stage_started) return;
   pthread_mutex_lock(&r->bmu);
   r->submitters_left = 0;
@@ -380,16 +458,20 @@ int fz_pipeline_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items,
     return ENOMEM;
   }
   run_threads t = {0};
+  opener_arg oa = {0};
   int ran = 0;
   int rc = run_configure(r, backend, why, why_len);
   if (!rc) {
-    rc = run_start(r, &t, why, why_len);
+    rc = run_start(r, &t, &oa, why, why_len);
     if (rc && !t.workers_begun) {
-      run_stop_stage(r, &t); /* no worker was started: nothing is in the ring */
+      run_stop_stage(r, &t, &oa); /* no worker was started: nothing is in the ring */
     } else {
-      int wrc = run_write_and_join(r, &t, rc, why, why_len);
+      int wrc = run_write_and_join(r, &t, &oa, rc, why, why_len);
       ran = 1;
       if (rc) { /* a thread that could not start: its reason is said */
+      } else if (r->open_rc) { /* hybrid start: the device could not be opened */
+        rc = r->open_rc;
+        fc_why(why, why_len, "%s", r->open_why);
       } else if (r->src_err && !wrc) { /* the manifest could not be read on: what was, is done */
         rc = r->src_err;
         fc_why(why, why_len, "%s", r->src_why);
@@ -405,6 +487,7 @@ int fz_pipeline_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items,
   }
   fz_stage_free(r);
   if (r->be && r->be_state) r->be->close(r->be_state);
+  fc_mel_plan_free(r->cpu_plan);
   free(t.workers);
   r->st.wall_seconds = fz_now() - r->t0;
   if (!ran) r->st.not_started = n; /* refused before any work */

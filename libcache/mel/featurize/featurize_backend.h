@@ -109,6 +109,16 @@ int fz_cuda_ring_env(unsigned workers, unsigned *chunks, size_t *samples, int *e
 int fz_cuda_stage_geometry(const fc_mel_config *cfg, unsigned workers, fc_fz_stage_info *info,
                            char *why, size_t why_len);
 
+/* Whether a staging backend is opened while the workers already compute (docs/featurize.md
+ * "Hybrid start"): a GPU's start-up (the CUDA context, the ring's first chunk: 0.2-0.4 s) is time
+ * the CPU can compute in. FC_CUDA_START says: "hybrid" always, "wait" never (the backend opened
+ * before any worker starts, as before), unset or "auto" for a large job only — items as
+ * fc_featurize_default_writers counts them, or a manifest read as the job goes (streamed: its
+ * length unknown, the usual way of a large job). Small jobs stay on one device: their records are
+ * all the device's. *hybrid set; FC_ECONFIG with the reason in why for another value. */
+int fz_cuda_start_env(const fc_item *items, size_t n, int streamed, unsigned jobs,
+                      double gpu_min_seconds, int *hybrid, char *why, size_t why_len);
+
 /* The backend for a resolved device (fc_device_resolve); NULL when this build has none. */
 const fc_fz_backend *fz_backend_for(const fc_device *dev);
 

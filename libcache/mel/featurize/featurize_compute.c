@@ -13,13 +13,16 @@
 #include <stdlib.h>
 
 /* Features of x on the backend; an utterance the backend refuses as too long for it (the CUDA
- * staging buffer) is computed on the CPU instead, never failed. *producer says which did it. */
+ * staging buffer), or one computed before a staging backend is open (hybrid start), is computed
+ * on the CPU instead, never failed. *producer says which did it. */
 static int compute_features(fz_run *r, fz_worker *w, const float *x, size_t n, float *mel,
                             uint32_t *producer) {
   *producer = r->be->producer;
   int rc = r->be->compute ? r->be->compute(r->be_state, w->index, x, n, mel) : FC_ETOOLONG;
   if (rc != FC_ETOOLONG || r->be->producer == FC_PRODUCER_CPU) return rc;
-  if (!w->fallback && (rc = fc_mel_plan_create(r->cfg, &w->fallback))) return rc;
+  if (!w->fallback && (rc = r->cpu_plan ? fc_mel_plan_clone(r->cpu_plan, &w->fallback)
+                                        : fc_mel_plan_create(r->cfg, &w->fallback)))
+    return rc;
   *producer = FC_PRODUCER_CPU;
   return fc_mel_compute(w->fallback, x, n, mel);
 }

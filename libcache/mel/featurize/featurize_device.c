@@ -142,6 +142,23 @@ unsigned fc_featurize_default_writers(const fc_device *dev, const fc_item *items
   return w < lo ? lo : w > 8 ? 8 : w;
 }
 
+int fz_cuda_start_env(const fc_item *items, size_t n, int streamed, unsigned jobs,
+                      double gpu_min_seconds, int *hybrid, char *why, size_t why_len) {
+  const char *e = getenv("FC_CUDA_START");
+  *hybrid = 0;
+  if (e && strcmp(e, "hybrid") == 0) {
+    *hybrid = 1;
+  } else if (e && strcmp(e, "wait") == 0) {
+  } else if (!e || !*e || strcmp(e, "auto") == 0) {
+    const double need = large_job_seconds(jobs ? jobs : 1, gpu_min_seconds) * AUTO_BYTES_PER_SECOND;
+    *hybrid = streamed || input_bytes_up_to(items, n, need) >= need;
+  } else {
+    return set_why(why, why_len, FC_ECONFIG,
+                   "FC_CUDA_START '%s': want hybrid, wait or auto (the default)", e);
+  }
+  return 0;
+}
+
 const char *fc_device_name(const fc_device *d, char *buf, size_t buf_len) {
   switch (d->kind) {
   case FC_DEVICE_AUTO: snprintf(buf, buf_len, "auto"); break;

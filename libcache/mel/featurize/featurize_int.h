@@ -158,7 +158,27 @@ struct fz_run {
   int launcher_done;
   double busy_since; /* since when in_flight > 0 */
   double stage_busy; /* wall seconds with a chunk in flight */
+
+  /* Hybrid start (docs/featurize.md): the staging backend opened on the opener thread while the
+   * workers compute on the CPU (producer 1); once it is open, the ring set up and its threads
+   * started, ring_ready is set (release: the ring and be_state are visible to a worker that sees
+   * it) and the workers stage from their next item on. An open that fails halts the run:
+   * open_rc, open_why. */
+  int hybrid;
+  fc_device open_dev; /* the device the opener opens */
+  atomic_int ring_ready;
+  pthread_t opener;
+  int opener_started;
+  int open_rc;
+  char open_why[256];
+  fc_mel_plan *cpu_plan; /* the workers' CPU plans are clones of it (made before they start) */
 };
+
+/* Does a worker stage its next item (a staging backend, its ring ready)? Else it computes it on
+ * the CPU. */
+static inline int fz_staging(fz_run *r) {
+  return r->batching && (!r->hybrid || atomic_load_explicit(&r->ring_ready, memory_order_acquire));
+}
 
 /* One worker's stages, summed into the stats at the end (its own: no lock): thread CPU seconds
  * of each stage, and the wall seconds it waited on a full queue or for a free staging chunk. */

@@ -352,12 +352,13 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
     free(abs);
     return;
   }
-  int staged = r->batching ? read_staged(r, w, i, abs, t0, &len, &info) : 0;
+  const int staging = fz_staging(r); /* once per item: the ring may become ready meanwhile */
+  int staged = staging ? read_staged(r, w, i, abs, t0, &len, &info) : 0;
   if (staged == 1) {
     free(abs);
     return;
   }
-  if (r->batching) t0 = fz_cpu_now(); /* read_staged counted its time */
+  if (staging) t0 = fz_cpu_now(); /* read_staged counted its time */
   t1 = t0;
   rc = 0;
   if (staged == 0) {
@@ -398,7 +399,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   /* On a staging device (a GPU), 16-bit mono PCM at the config's rate goes from the file's bytes
    * into staging as it is: the device converts it (v / 32768, as the decode below would). */
   const void *pcm16 = NULL;
-  if (r->batching && !have_feat) {
+  if (staging && !have_feat) {
     rc = audio_pcm16_view(bytes, len, cfg->sample_rate, r->o.max_seconds, &pcm16, &n, &info, why,
                           sizeof why);
     if (rc < 0) goto fail;
@@ -434,7 +435,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
       goto fail;
     }
     j->frames = frames;
-    if (r->batching && fz_stage_fits(r, n)) {
+    if (staging && fz_stage_fits(r, n)) {
       /* into the staging ring; a writer makes the record from the device's output */
       if (encode_entry(j, &audio, &info, abs)) goto nomem;
       fz_stage_put(r, j, pcm16 ? pcm16 : (const void *)x, n, pcm16 != NULL, tm);

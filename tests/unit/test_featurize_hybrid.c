@@ -1,0 +1,270 @@
+/* Hybrid start of a staging backend (docs/featurize.md "Hybrid start"): the device is opened on
+ * its own thread while the workers compute on the CPU, then they stage. Through the CPU staging
+ * mock (tests/stage_mock.h), whose open is held until the writers have stored some records (the
+ * writers then wait for the ring, so that the workers leave items for it):
+ *   - FC_CUDA_START=hybrid: the first records are the CPU's (producer 1), made while the open
+ *     waited, the rest the device's (producer 2); every record holds exactly the CPU path's
+ *     numbers (fc_featurize_file); every item has one STORED event; the setup time is the open's;
+ *   - FC_CUDA_START=wait: the device opened before any worker starts: every record the device's;
+ *   - an open that fails while the workers compute: the run ends with the device's error and
+ *     reason (no hang), what was computed is stored and holds the right numbers, the items never
+ *     taken count as failed; a rerun (wait) stores the rest and finds the others stored;
+ *   - FC_CUDA_START of another value: refused (FC_ECONFIG) before anything is done;
+ *   - the default (auto): a small job of files opens the device first, a large one (its input
+ *     over the large-job threshold, or a manifest read as the job goes) starts hybrid. */
+#include "featcache/fc_featurize.h"
+#include "featcache/fc_format.h"
+#include "featcache/fc_manifest.h"
+#include "featcache/fc_store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tests/check.h"
+#include "tests/stage_mock.h"
+#include "tests/wav.h"
+
+enum { NFILES = 40, HOLD_UNTIL = 6 };
+
+static char paths[NFILES][300];
+static float *ref_mel[NFILES];
+static uint64_t ref_frames[NFILES];
+
+static atomic_uint stored_events;
+static unsigned hold_until; /* the open waits until this many records are stored (0: not at all) */
+static int fail_with; /* then fails with this error (0: opens) */
+static atomic_uint opened_after; /* stored records the open saw when it was called */
+
+static int slow_open(void) {
+  atomic_store(&opened_after, atomic_load(&stored_events));
+  for (int k = 0; k < 10000 && atomic_load(&stored_events) < hold_until; k++) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  return fail_with;
+}
+
+typedef struct seen {
+  unsigned events[NFILES];
+  fc_featurize_status status[NFILES];
+} seen;
+
+static void on_event(const fc_featurize_event *ev, void *user) {
+  seen *s = user;
+  s->events[ev->index]++;
+  s->status[ev->index] = ev->status;
+  if (ev->status != FC_ITEM_STORED) return;
+  /* Once the open may return, the writer (this thread) waits for the ring to be set up: the
+   * workers, a record or two ahead of it (queue_records 1), stop on the full queue, so that items
+   * are left for the device however late a loaded machine runs the opener thread. */
+  if (atomic_fetch_add(&stored_events, 1) + 1 == hold_until && !fail_with)
+    for (int k = 0; k < 10000 && atomic_load(&the_mock.opened) == 0; k++) {
+      struct timespec ts = {0, 1000000};
+      nanosleep(&ts, NULL);
+    }
+}
+
+static int run(const char *store, const fc_mel_config *cfg, const fc_item_list *items, seen *ev,
+               fc_featurize_stats *st, char *why, size_t why_len) {
+  fc_featurize_opts o;
+  fc_featurize_opts_init(&o);
+  o.jobs = 2;
+  o.batch_records = 1; /* each record committed (and its event sent) as it comes, */
+  o.queue_records = 1; /* and the workers at most a few records ahead of the commits */
+  o.device.kind = FC_DEVICE_CUDA;
+  o.on_event = on_event;
+  o.user = ev;
+  memset(ev, 0, sizeof *ev);
+  atomic_store(&stored_events, 0);
+  stage_mock *m = &the_mock;
+  memset(m, 0, sizeof *m);
+  m->chunks = 4;
+  m->capacity = 60000;
+  m->max_utts = 1024;
+  m->open_hook = slow_open;
+  fc_store *s;
+  CHECK(fc_store_open(store, FC_STORE_CREATE | FC_STORE_NOSYNC, &s) == 0, "open %s", store);
+  int rc = fz_pipeline_run(s, cfg, items->items, items->count, &o, &mock_backend, st, why, why_len);
+  fc_store_close(s);
+  return rc;
+}
+
+/* The stored records of store: how many each producer made; each one's numbers must be the CPU
+ * path's. Returns the records found. */
+static unsigned check_records(const char *what, const char *store, const fc_mel_config *cfg,
+                              unsigned *cpu, unsigned *dev) {
+  fc_store *s;
+  fc_rtxn *t;
+  char why[256];
+  unsigned found = 0;
+  *cpu = *dev = 0;
+  CHECK(fc_store_open(store, FC_STORE_RDONLY, &s) == 0 && fc_store_read_begin(s, &t) == 0,
+        "%s: reopen %s", what, store);
+  fc_digest cd;
+  fc_mel_config_digest(cfg, &cd);
+  for (int i = 0; i < NFILES; i++) {
+    char id[16];
+    snprintf(id, sizeof id, "f%02d", i);
+    const void *v, *pl;
+    size_t vl;
+    fc_audio_entry e;
+    if (fc_rtxn_get(t, FC_DB_AUDIO, id, strlen(id), &v, &vl) != 0) continue;
+    CHECK(fc_audio_entry_decode(v, vl, &e) == 0, "%s: %s: entry", what, id);
+    fc_digest key;
+    fc_record_key(&e.digest, &cd, &key);
+    fc_record_header h;
+    if (fc_rtxn_get(t, FC_DB_FEAT, key.bytes, 16, &v, &vl) != 0 ||
+        fc_record_verify(v, vl, &h, &pl, why, sizeof why) != 0) {
+      CHECK(0, "%s: %s: an entry without a valid record", what, id);
+      continue;
+    }
+    found++;
+    *cpu += h.producer == FC_PRODUCER_CPU;
+    *dev += h.producer == FC_PRODUCER_CUDA;
+    const size_t bytes = (size_t)ref_frames[i] * cfg->n_mels * sizeof(float);
+    CHECK(h.dim0 == ref_frames[i] && h.payload_bytes == bytes && memcmp(pl, ref_mel[i], bytes) == 0,
+          "%s: %s (producer %u): %u frames (want %llu), numbers %s the CPU path's", what, id,
+          h.producer, h.dim0, (unsigned long long)ref_frames[i],
+          h.payload_bytes == bytes && memcmp(pl, ref_mel[i], bytes) == 0 ? "equal" : "differ from");
+  }
+  fc_rtxn_end(t);
+  fc_store_close(s);
+  return found;
+}
+
+static void rm_rf(const char *path) {
+  char cmd[400];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", path);
+}
+
+int main(void) {
+  alarm(600); /* a run that never ends (a producer never done) fails here, not in CI's timeout */
+  char tmpl[] = "/tmp/fc_hybrid.XXXXXX";
+  char *dir = mkdtemp(tmpl);
+  if (!dir) {
+    perror("mkdtemp");
+    return 1;
+  }
+  fc_mel_config cfg;
+  CHECK(fc_mel_preset("hifigan", &cfg) == 0, "preset");
+  fc_mel_plan *plan;
+  CHECK(fc_mel_plan_create(&cfg, &plan) == 0, "plan");
+  const char *argv[NFILES];
+  for (int i = 0; i < NFILES; i++) {
+    snprintf(paths[i], sizeof paths[i], "%s/f%02d.wav", dir, i);
+    write_wav(paths[i], i, 6000 + 997 * (uint32_t)i); /* 0.27-2.0 s, each fits a chunk */
+    argv[i] = paths[i];
+    char why[256];
+    CHECK(fc_featurize_file(plan, paths[i], 0, &ref_mel[i], &ref_frames[i], why, sizeof why) == 0,
+          "reference %d: %s", i, why);
+  }
+  fc_mel_plan_free(plan);
+  fc_item_list items;
+  CHECK(fc_items_from_paths(argv, NFILES, &items) == 0, "items");
+  /* ids f00.. f39: the file names' stems */
+  char store[400], why[256];
+  seen ev;
+  fc_featurize_stats st;
+  unsigned cpu, dev;
+
+  /* hybrid: the open held until HOLD_UNTIL records are stored, the workers computing meanwhile */
+  setenv("FC_CUDA_START", "hybrid", 1);
+  hold_until = HOLD_UNTIL;
+  fail_with = 0;
+  snprintf(store, sizeof store, "%s/hybrid", dir);
+  int rc = run(store, &cfg, &items, &ev, &st, why, sizeof why);
+  CHECK(rc == 0, "hybrid: rc %d (%s)", rc, why);
+  CHECK(st.processed == NFILES && st.failed == 0, "hybrid: %llu stored, %llu failed",
+        (unsigned long long)st.processed, (unsigned long long)st.failed);
+  for (int i = 0; i < NFILES; i++)
+    CHECK(ev.events[i] == 1 && ev.status[i] == FC_ITEM_STORED, "hybrid: f%02d: %u events", i,
+          ev.events[i]);
+  CHECK(atomic_load(&opened_after) == 0, "hybrid: the open was called after %u records",
+        atomic_load(&opened_after));
+  CHECK(check_records("hybrid", store, &cfg, &cpu, &dev) == NFILES, "hybrid: records missing");
+  CHECK(cpu >= HOLD_UNTIL && dev >= 1 && cpu + dev == NFILES,
+        "hybrid: %u records by the CPU (want >= %d: made while the open waited), %u by the "
+        "device (want >= 1)",
+        cpu, HOLD_UNTIL, dev);
+  CHECK(atomic_load(&the_mock.utts) == dev, "hybrid: the device computed %u, %u records say so",
+        atomic_load(&the_mock.utts), dev);
+  CHECK(st.setup_seconds > 0, "hybrid: setup_seconds %g (the open's)", st.setup_seconds);
+  printf("hybrid: %u records by the CPU while the device opened, %u by the device\n", cpu, dev);
+  rm_rf(store);
+
+  /* wait: the device opened before any worker starts, whatever the open takes */
+  setenv("FC_CUDA_START", "wait", 1);
+  snprintf(store, sizeof store, "%s/wait", dir);
+  hold_until = 0;
+  rc = run(store, &cfg, &items, &ev, &st, why, sizeof why);
+  CHECK(rc == 0 && st.processed == NFILES, "wait: rc %d (%s), %llu stored", rc, why,
+        (unsigned long long)st.processed);
+  CHECK(check_records("wait", store, &cfg, &cpu, &dev) == NFILES && dev == NFILES,
+        "wait: %u records by the CPU, %u by the device (want all)", cpu, dev);
+  rm_rf(store);
+
+  /* an open that fails after HOLD_UNTIL records: the device's error, the rest never taken */
+  setenv("FC_CUDA_START", "hybrid", 1);
+  snprintf(store, sizeof store, "%s/failed", dir);
+  hold_until = HOLD_UNTIL;
+  fail_with = FC_ENODEVICE;
+  rc = run(store, &cfg, &items, &ev, &st, why, sizeof why);
+  CHECK(rc == FC_ENODEVICE && strcmp(why, "the mock device cannot be opened") == 0,
+        "failed open: rc %d (%s), want FC_ENODEVICE with the device's reason", rc, why);
+  unsigned events = 0;
+  for (int i = 0; i < NFILES; i++) events += ev.events[i];
+  CHECK(st.processed >= HOLD_UNTIL && st.processed + st.failed + st.not_started == NFILES &&
+            st.failed > 0,
+        "failed open: %llu stored, %llu failed, %llu not started of %d",
+        (unsigned long long)st.processed, (unsigned long long)st.failed,
+        (unsigned long long)st.not_started, NFILES);
+  const unsigned kept = check_records("failed open", store, &cfg, &cpu, &dev);
+  CHECK(kept == st.processed && cpu == kept, "failed open: %u records (%u by the CPU), %llu stored",
+        kept, cpu, (unsigned long long)st.processed);
+  printf("failed open: %u records stored before the device failed, %llu items failed\n", kept,
+         (unsigned long long)st.failed);
+  /* the rerun stores the rest and finds those stored */
+  setenv("FC_CUDA_START", "wait", 1);
+  fail_with = 0;
+  hold_until = 0;
+  rc = run(store, &cfg, &items, &ev, &st, why, sizeof why);
+  CHECK(rc == 0 && st.processed == NFILES - kept && st.skipped_existing == kept,
+        "rerun: rc %d (%s), %llu stored, %llu skipped (want %u, %u)", rc, why,
+        (unsigned long long)st.processed, (unsigned long long)st.skipped_existing, NFILES - kept,
+        kept);
+  CHECK(check_records("rerun", store, &cfg, &cpu, &dev) == NFILES, "rerun: records missing");
+  rm_rf(store);
+
+  /* another value: refused before anything is done */
+  setenv("FC_CUDA_START", "later", 1);
+  snprintf(store, sizeof store, "%s/bad", dir);
+  rc = run(store, &cfg, &items, &ev, &st, why, sizeof why);
+  CHECK(rc == FC_ECONFIG && strstr(why, "FC_CUDA_START 'later'") && st.not_started == NFILES,
+        "FC_CUDA_START=later: rc %d (%s), %llu not started", rc, why,
+        (unsigned long long)st.not_started);
+  rm_rf(store);
+
+  /* auto: by the job's size */
+  unsetenv("FC_CUDA_START");
+  int hybrid = -1;
+  CHECK(fz_cuda_start_env(items.items, items.count, 0, 2, 0, &hybrid, why, sizeof why) == 0 &&
+            hybrid == 0,
+        "auto, 40 short files: hybrid %d, want 0", hybrid);
+  CHECK(fz_cuda_start_env(items.items, items.count, 1, 2, 0, &hybrid, why, sizeof why) == 0 &&
+            hybrid == 1,
+        "auto, a manifest read as it goes: hybrid %d, want 1", hybrid);
+  CHECK(fz_cuda_start_env(items.items, items.count, 0, 2, 10, &hybrid, why, sizeof why) == 0 &&
+            hybrid == 1,
+        "auto, over a large-job threshold of 10 s: hybrid %d, want 1", hybrid);
+  CHECK(fz_cuda_start_env(items.items, items.count, 0, 2, -1, &hybrid, why, sizeof why) == 0 &&
+            hybrid == 1,
+        "auto, every job large (gpu_min_seconds < 0): hybrid %d, want 1", hybrid);
+
+  for (int i = 0; i < NFILES; i++) free(ref_mel[i]);
+  fc_item_list_free(&items);
+  rm_rf(dir);
+  return fc_check_result("test_featurize_hybrid");
+}
