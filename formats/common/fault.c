@@ -12,6 +12,7 @@ int fault_built(void) { return 0; }
 #include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,17 @@ int fault_hit(const char *site) {
     close(fd);
   }
   return hit;
+}
+
+void fault_stop(const char *site) {
+  static long count;
+  const char *e = getenv("FC_FAULT_STOP");
+  const char *colon = e ? strchr(e, ':') : NULL;
+  if (!colon || (size_t)(colon - e) != strlen(site) || strncmp(e, site, strlen(site)) != 0) return;
+  pthread_mutex_lock(&fault_mu);
+  const long n = ++count;
+  pthread_mutex_unlock(&fault_mu);
+  if (n == strtol(colon + 1, NULL, 10)) raise(SIGSTOP);
 }
 
 /* jansson's allocations on the `alloc` countdown too (formats/common/json.h says how the library tells

@@ -37,9 +37,15 @@ __attribute__((visibility("default"))) int fault_hit(const char *site);
  * fault_hit neither counts nor fails: for calls into a library whose own code cannot survive
  * the failure we would inject (jansson's parser: formats/common/json.h). Exported beside fault_hit. */
 __attribute__((visibility("default"))) void fault_hold(int on);
+/* FC_FAULT_STOP="site:N": the N-th call of fault_stop(site) stops the process (SIGSTOP), so that a
+ * test can act at that point of a run — another process's commit between two of cache-prune's
+ * steps (site `prune`: before each of its write transactions) — and then let it go on (SIGCONT).
+ * Nothing is failed. Exported beside fault_hit. */
+__attribute__((visibility("default"))) void fault_stop(const char *site);
 #else
 #define fault_hit(site) 0
 #define fault_hold(on) ((void)0)
+#define fault_stop(site) ((void)0)
 #endif
 
 #ifdef __cplusplus

@@ -5,7 +5,8 @@
 # an index naming a record that is gone), and a plain rerun must finish: cache-verify --strict
 # passes, the dropped ids are gone, the kept ones served. A commit that fails is a kill at that
 # instant (each transaction is atomic); so, below, are SIGINT, SIGTERM and SIGKILL in the middle
-# of a run. Skipped (77) in a build without the fault countdowns.
+# of a run; and a commit of another process (a writer that takes no lock) before one of its
+# transactions. Skipped (77) in a build without the fault countdowns.
 set -u
 CP=${FC_BIN:?}/cache-prune
 FZ=$FC_BIN/featurize
@@ -65,6 +66,54 @@ import featcache, sys
 ids = sorted(i for b in featcache.Loader(sys.argv[1], batch_size=2, tokens="chars") for i in b.ids)
 assert ids == ["u1", "u2", "u3"], ids
 PY
+
+# A commit of another process between the snapshot cache-prune chose its deletions in and one of
+# its transactions (a writer that takes no lock: an older featcache, py-lmdb) may refer to a record
+# it found orphaned: the prune stops (exit 1), nothing removed after that commit, and a rerun
+# finishes. FC_FAULT_STOP=prune:N stops cache-prune (SIGSTOP) before its N-th transaction; the
+# commit is made then, and SIGCONT lets it go on.
+if "$PY" -c 'import lmdb' 2>/dev/null; then
+  for n in 1 2; do
+    rm -rf s && cp -r base s
+    "$CP" -n --manifest keep.csv s >dry.base 2>&1
+    FC_FAULT_STOP=prune:$n "$CP" --batch 1 --manifest keep.csv s >out 2>err &
+    pid=$!
+    for _ in $(seq 200); do
+      [ "$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)" = T ] && break
+      sleep 0.05
+    done
+    if [ "$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)" != T ]; then
+      fail "FC_FAULT_STOP=prune:$n: cache-prune never stopped before its transaction $n"
+      kill -9 $pid 2>/dev/null
+      wait $pid 2>/dev/null
+      continue
+    fi
+    "$PY" - s <<'PY' || fail "prune:$n: the other writer's commit"
+import lmdb, sys
+env = lmdb.open(sys.argv[1], max_dbs=8)
+with env.begin(write=True, db=env.open_db(b"meta", create=False)) as t:
+    t.put(b"x-another-writer", b"1")
+PY
+    kill -CONT $pid
+    wait $pid
+    rc=$?
+    [ $rc = 1 ] || { fail "a commit before prune's transaction $n: exit $rc, want 1"; cat err; }
+    grep -q "^cache-prune: s: another process wrote to the store meanwhile" err ||
+      { fail "a commit before prune's transaction $n: message"; cat err; }
+    "$CP" -n --manifest keep.csv s >dry 2>&1
+    if [ $n = 1 ]; then
+      cmp -s dry dry.base || fail "a commit before prune's first transaction: something removed: $(cat dry)"
+    else
+      cmp -s dry dry.base && fail "a commit before prune's second transaction: the first not kept"
+    fi
+    "$CV" s >vout 2>&1 || { fail "prune:$n: the store fails cache-verify"; cat vout; }
+    "$CP" -q --manifest keep.csv s || fail "prune:$n: the rerun"
+    "$CV" --strict --manifest keep.csv --expect-tokens s >vout 2>&1 ||
+      { fail "prune:$n: after the rerun"; cat vout; }
+  done
+else
+  echo "note: $PY has no lmdb module: the other writer's commit is not tested"
+fi
 
 # Ctrl-C, SIGTERM and SIGKILL in the middle of a long prune (one synced commit per orphan): the
 # signalled runs say so and exit 130/143, and each leaves a store that verifies with at most orphan

@@ -284,6 +284,7 @@ static int remove_all(pctx *p, uint64_t snapshot, char *why, size_t why_len) {
   for (int phase = 0; phase < 2 && !rc; phase++) {
     const size_t n = phase ? p->n_orph : p->n_drop;
     for (size_t from = 0; from < n && !rc;) {
+      fault_stop("prune"); /* test builds: FC_FAULT_STOP=prune:N (tests/cli/prune_faults.sh) */
       if (p->o->stop && *p->o->stop) {
         rc = FC_EINTR;
         break;
