@@ -425,9 +425,14 @@ int bench_run(fc_bench *b, const bench_params *p, bench_result *r) {
   if (rc) goto out;
 
   double resident = 0;
-  rc = p->state == BENCH_COLD ? bench_evict(b, &resident) : bench_prewarm(b, &resident);
+  rc = p->state == BENCH_COLD ? bench_evict(b, &resident)
+                              : bench_prewarm(b, &resident, p->should_stop, p->stop_ctx);
   if (!rc) rc = bench_resident(b, &r->resident_before); /* after reopening: what the pass sees */
   if (rc) goto out;
+  if (p->should_stop && p->should_stop(p->stop_ctx)) { /* asked to stop while getting ready */
+    r->stopped = 3;
+    goto out;
+  }
   /* cold: at most 2 % resident, or a handful of pages per store (the meta and root pages LMDB
    * maps on opening stay, whatever the store's size) */
   double file_pages = (double)b->file_bytes / (double)b->page;

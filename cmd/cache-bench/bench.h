@@ -117,8 +117,10 @@ int bench_resident(fc_bench *b, double *fraction);
 /* Evict the store from the page cache: close the map, fsync + posix_fadvise(DONTNEED) data.mdb,
  * reopen. *resident receives the fraction left (mincore). On tmpfs nothing can be evicted. */
 int bench_evict(fc_bench *b, double *resident);
-/* Read data.mdb once so that it is in the page cache (as far as memory allows). */
-int bench_prewarm(fc_bench *b, double *resident);
+/* Read data.mdb once so that it is in the page cache (as far as memory allows). stop, when not
+ * NULL, is polled between reads of 4 MiB: non-zero ends the prewarming early (a large store takes
+ * minutes; an interrupt must not wait for it), and *resident says how far it got. */
+int bench_prewarm(fc_bench *b, double *resident, int (*stop)(void *ctx), void *stop_ctx);
 
 /* ---- passes ------------------------------------------------------------------------------------ */
 typedef struct bench_params {
@@ -132,7 +134,8 @@ typedef struct bench_params {
   uint64_t max_bytes; /* stop a pass after this many payload bytes (0: no limit) */
   int direct; /* cold passes read with O_DIRECT pread instead of the map */
   int hint; /* batches: madvise(WILLNEED) every record of a batch before reading */
-  /* Polled between batches; a non-zero return stops the pass (signals). May be NULL. */
+  /* Polled between batches, and while prewarming; a non-zero return stops the pass (signals):
+   * stopped before it read a record, the pass returns 0 with r->stopped 3. May be NULL. */
   int (*should_stop)(void *ctx);
   void *stop_ctx;
   /* Test hook: called after each record is read, with its index; serialized by the library.

@@ -313,12 +313,12 @@ int bench_evict(fc_bench *b, double *resident) {
   return rc ? rc : rc2;
 }
 
-static int prewarm_file(const char *path, char *buf, size_t cap) {
+static int prewarm_file(const char *path, char *buf, size_t cap, int (*stop)(void *), void *ctx) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return errno;
   int rc = 0;
   posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  for (off_t off = 0;;) {
+  for (off_t off = 0; !(stop && stop(ctx));) {
     ssize_t got = pread(fd, buf, cap, off);
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) rc = errno;
@@ -329,12 +329,13 @@ static int prewarm_file(const char *path, char *buf, size_t cap) {
   return rc;
 }
 
-int bench_prewarm(fc_bench *b, double *resident) {
+int bench_prewarm(fc_bench *b, double *resident, int (*stop)(void *ctx), void *stop_ctx) {
   *resident = 0;
   size_t cap = 4u << 20;
   char *buf = fc_malloc(cap);
   int rc = buf ? 0 : ENOMEM;
-  for (size_t i = 0; i < b->nparts && !rc; i++) rc = prewarm_file(b->parts[i].data_path, buf, cap);
+  for (size_t i = 0; i < b->nparts && !rc; i++)
+    rc = prewarm_file(b->parts[i].data_path, buf, cap, stop, stop_ctx);
   free(buf);
   return rc ? rc : bench_resident(b, resident);
 }
