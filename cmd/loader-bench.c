@@ -249,7 +249,14 @@ int main(int argc, char **argv) {
       stores[n_stores++] = a;
   }
   fc_cli_no_empty_stores((int)n_stores, (char **)stores, 0);
+  const char *const *words = stores; /* the STORE words as given */
+  size_t n_words = n_stores;
   if (n_stores) stores = fc_cli_expand_stores(stores, &n_stores); /* a split store: its parts */
+  char twice[1024]; /* one dataset reads each store once, as cache-bench and cache-verify insist */
+  if (fc_cli_store_twice(words, n_words, stores, n_stores, twice, sizeof twice)) {
+    fc_cli_warn(NULL, "%s", twice);
+    return FC_EXIT_USAGE;
+  }
   if (n_stores) store = stores[0];
 
   int want_cache = compare || strcmp(source, "cache") == 0;

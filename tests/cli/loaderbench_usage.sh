@@ -92,6 +92,10 @@ $try" -- "$LB" --source synthetic --sweep batch=0
 check unknown-preset 2 "loader-bench: unknown preset 'nope'
 $try" -- "$LB" --source audio --manifest m.csv --preset nope
 check no-such-store 2 "loader-bench: $tmp/none: No such file or directory" -- "$LB" "$tmp/none"
+# a store named twice (another spelling of one directory): refused before anything is opened, as
+# cache-bench and cache-verify do (the loader read it once, --compare's audio run twice)
+mkdir -p "$tmp/d"
+check store-twice 2 "loader-bench: $tmp/d/: given twice (also as $tmp/d)" -- "$LB" "$tmp/d" "$tmp/d/"
 mkdir -p "$tmp/wavs" && : >"$tmp/wavs/a.wav"
 check not-a-store 2 "loader-bench: $tmp/wavs: FC_ENOSTORE: not a featcache store (no data.mdb)" -- "$LB" "$tmp/wavs"
 
