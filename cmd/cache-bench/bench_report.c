@@ -143,11 +143,9 @@ static void compute_verdict(const bench_report *r, double step_ms, unsigned batc
   else
     snprintf(tail, sizeof tail, "disk %s: %s", dev, tell);
   static const int prefer[] = {BENCH_RANDOM, BENCH_LOCALITY, BENCH_PHYSICAL, BENCH_SEQUENTIAL};
-  for (int exact = 1; exact >= 0 && !v->ref; exact--)
-    for (int i = 0; i < 4 && !v->ref; i++) {
-      v->ref = find_pass(r, prefer[i], BENCH_COLD, batch, exact);
-      if (!v->ref) v->ref = find_pass(r, prefer[i], BENCH_WARM, batch, exact);
-    }
+  for (int exact = 1; exact >= 0 && !v->ref; exact--) /* any cold pass before a warm one */
+    for (int st = BENCH_COLD; st <= BENCH_WARM && !v->ref; st++)
+      for (int i = 0; i < 4 && !v->ref; i++) v->ref = find_pass(r, prefer[i], st, batch, exact);
   if (!v->ref) {
     snprintf(v->text, sizeof v->text, "%s: no pass was measured; %s", r->store, tail);
     return;
