@@ -476,7 +476,7 @@ int main(int argc, char **argv) {
       if (shard_spec) fprintf(stderr, "shard %u/%u of ", shard_k, shard_n);
       fc_cli_put_name(stderr, ctx.manifest);
       fputs(" holds no lines\n", stderr);
-    } else if (rc == 0 && st.processed == 0 && st.failed == 0)
+    } else if (rc == 0 && st.processed == 0 && st.failed == 0 && st.entries == 0)
       fprintf(stderr, "tokenize: nothing to do: all %llu line%s already stored (config %s)\n",
               (unsigned long long)st.lines, st.lines == 1 ? "" : "s", hex);
     else

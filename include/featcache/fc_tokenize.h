@@ -144,6 +144,9 @@ typedef struct fc_tokenize_stats {
   /* Lines never stored because the run was stopped on purpose (the stop flag, --strict). Always:
    * processed + skipped_existing + failed + not_started = lines. */
   uint64_t not_started;
+  /* Text entries written this run: a new id's, or one rewritten for a changed transcript. A line
+   * counted in skipped_existing (its record was stored already) may have had its entry written. */
+  uint64_t entries;
 } fc_tokenize_stats;
 
 /* Called for every failed line: item (its line, id), the error and a one-line reason. */

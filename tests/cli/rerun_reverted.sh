@@ -57,6 +57,9 @@ tok() { # tok STEP MANIFEST-LINES...: write the manifest, tokenize, cache-verify
 }
 tok "first run" 'a|hello' 'b|world'
 tok "a takes b's transcript (its record is stored)" 'a|world' 'b|world'
+# its entry was rewritten: not "nothing to do" (it said so, and a user took the edit for unseen)
+grep -q "^tokenize: done: 2 of 2 (0 new, 2 already stored, 0 failed" err ||
+  fail "a's transcript changed to a stored one: the summary: $(cat err)"
 tok "a reverted (its old record is an orphan)" 'a|hello' 'b|world'
 tok "a reverted, rerun" 'a|hello' 'b|world'
 grep -q "tokenize: nothing to do" err || fail "a reverted, rerun: $(cat err)"

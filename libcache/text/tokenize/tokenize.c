@@ -398,7 +398,7 @@ static int store_is_empty(fc_store *s, int *empty) {
 
 /* What a batch counts once it is committed (in bulk, once the merge is). */
 typedef struct counts {
-  uint64_t processed, skipped, tokens, unknown;
+  uint64_t processed, skipped, tokens, unknown, entries;
 } counts;
 
 static void add_counts(fc_tokenize_stats *st, const counts *c) {
@@ -406,6 +406,7 @@ static void add_counts(fc_tokenize_stats *st, const counts *c) {
   st->skipped_existing += c->skipped;
   st->tokens += c->tokens;
   st->unknown += c->unknown;
+  st->entries += c->entries;
 }
 
 /* One run: what its batches share. Per-line state exists for the batch in flight only. */
@@ -528,6 +529,7 @@ static int run_batch(const fc_item *lines, size_t m, void *ctxp) {
         break;
       }
       memcpy(tv, l->digest.bytes, 16);
+      k.entries++;
       memcpy(tv + 16, l->text, l->len);
       c->tvals[i] = tv;
       puts[c->batch + nx++] = (fc_put){FC_DB_TEXT, id, strlen(id), tv, 16 + l->len, 0};
@@ -560,6 +562,7 @@ static int run_batch(const fc_item *lines, size_t m, void *ctxp) {
   if (!rc && c->bulk) {
     c->pending.processed += k.processed;
     c->pending.skipped += k.skipped;
+    c->pending.entries += k.entries;
   } else if (!rc) {
     add_counts(st, &k);
   }
@@ -692,6 +695,7 @@ static void add_stats(fc_tokenize_stats *a, const fc_tokenize_stats *b) {
   a->lines += b->lines;
   a->processed += b->processed;
   a->skipped_existing += b->skipped_existing;
+  a->entries += b->entries;
   a->failed += b->failed;
   a->not_started += b->not_started;
   a->tokens += b->tokens;
