@@ -223,6 +223,24 @@ void fc_verify_report_free(fc_verify_report *r) {
   memset(r, 0, sizeof *r);
 }
 
+/* An LMDB environment with nothing in its main db: a store whose writer was stopped before its
+ * first commit (the writing tools take it as new). Opened apart, read-only and lock-free. */
+static int env_is_empty(const char *dir) {
+  MDB_env *env;
+  MDB_txn *txn;
+  MDB_dbi dbi;
+  MDB_stat st;
+  int empty = 0;
+  if (mdb_env_create(&env)) return 0;
+  if (!mdb_env_open(env, dir, MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS, 0) &&
+      !mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
+    empty = !mdb_dbi_open(txn, NULL, 0, &dbi) && !mdb_stat(txn, dbi, &st) && st.ms_entries == 0;
+    mdb_txn_abort(txn);
+  }
+  mdb_env_close(env);
+  return empty;
+}
+
 int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *out, char *why,
                     size_t why_len) {
   fc_verify_opts defaults;
@@ -271,8 +289,11 @@ int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *
   if (rc == FC_EFORMAT || rc == FC_EVERSION || rc == MDB_INVALID || rc == MDB_CORRUPTED ||
       rc == MDB_PAGE_NOTFOUND) {
     vf_add(&c, FC_VERIFY_ERROR, FC_DB_META, "format", 6, NULL, 0, "%s",
-           rc == FC_EVERSION  ? "a featcache store of a format version this build does not know "
-                                "(it reads " FC_FORMAT_NAME ")"
+           rc == FC_EVERSION ? "a featcache store of a format version this build does not know "
+                               "(it reads " FC_FORMAT_NAME ")"
+           : rc == FC_EFORMAT && env_is_empty(dir)
+               ? "an empty store: nothing was ever committed to it (its writer stopped before "
+                 "its first commit?); featurize, tokenize and cache-merge take it as new"
            : rc == FC_EFORMAT ? "not a featcache store: no meta db with format " FC_FORMAT_NAME
                               : mdb_strerror(rc));
     rc = 0;
