@@ -215,6 +215,7 @@ static int first_items(const char *path, const fc_manifest_opts *mo, size_t max,
   o.user = &c;
   fc_item_list none;
   int rc = fc_manifest_read(path, &o, &none, why, why_len);
+  out->format = none.format;
   if (rc == -1) rc = 0;
   if (rc) fc_item_list_free(out);
   return rc;
@@ -635,6 +636,16 @@ int main(int argc, char **argv) {
       fc_cli_warn(NULL, "%s", fc_strerror(rc));
       return FC_EXIT_USAGE;
     }
+  }
+
+  /* tokenize's id<TAB>text: every line would fail for want of a path (a wav.scp with tabs is
+   * detected as Kaldi when its first line names an audio file) */
+  if (manifest && items.format == FC_MANIFEST_TSV && items.count) {
+    fc_item_list_free(&items);
+    fc_cli_warn(manifest,
+                "id<TAB>text lines name no audio (a transcript, tokenize's manifest); for "
+                "id<TAB>path lines give --manifest-format kaldi");
+    return FC_EXIT_USAGE;
   }
 
   if (shard_spec && !stream) {

@@ -275,6 +275,19 @@ static int kaldi_by_name(const char *path) {
   return strcmp(name, "wav.scp") == 0 || ends_with(name, ".scp");
 }
 
+/* "id<TAB>path": a wav.scp whose columns a tab separates (Kaldi splits on any white space), not
+ * tokenize's id<TAB>text: an id without '/' or audio extension, then one column that names an
+ * audio file. */
+static int tab_scp(const char *l, const char *tab) {
+  size_t w = (size_t)(tab - l);
+  if (w == 0 || memchr(l, '/', w) || has_audio_ext(l, w)) return 0;
+  const char *rest = tab + 1;
+  while (*rest == ' ' || *rest == '\t') rest++;
+  size_t rn = strcspn(rest, "\r\n");
+  while (rn > 0 && (rest[rn - 1] == ' ' || rest[rn - 1] == '\t')) rn--;
+  return rn > 0 && !memchr(rest, '\t', rn) && has_audio_ext(rest, rn);
+}
+
 fc_manifest_format fc_manifest_detect(const char *path, const char *first_line) {
   const char *name = path ? base_name(path) : "";
   if (kaldi_by_name(path)) return FC_MANIFEST_KALDI;
@@ -284,10 +297,10 @@ fc_manifest_format fc_manifest_detect(const char *path, const char *first_line) 
   if ((uint8_t)l[0] == 0xEF && (uint8_t)l[1] == 0xBB && (uint8_t)l[2] == 0xBF) l += 3;
   while (*l == ' ' || *l == '\t') l++;
   if (*l == '{') return FC_MANIFEST_JSONL;
-  if (ends_with(name, ".tsv")) return FC_MANIFEST_TSV;
   /* The separator that ends the id decides: a TSV text may contain '|', an LJSpeech id no tab. */
   const char *bar = strchr(l, '|'), *tab = strchr(l, '\t');
-  if (tab && (!bar || tab < bar)) return FC_MANIFEST_TSV;
+  if (ends_with(name, ".tsv") || (tab && (!bar || tab < bar)))
+    return tab && tab_scp(l, tab) ? FC_MANIFEST_KALDI : FC_MANIFEST_TSV;
   if (bar) return FC_MANIFEST_LJSPEECH;
   if (ends_with(name, ".csv")) return FC_MANIFEST_LJSPEECH;
   /* "id path" (Kaldi) vs a path that contains a space (list): Kaldi when the first word has no

@@ -82,7 +82,9 @@ FC_API int fc_items_from_stream(void *stdio_file, fc_item_list *out);
 FC_API void fc_item_list_free(fc_item_list *l);
 /* Detect the format of a manifest from its name (may be NULL) and first non-empty line (may be
  * NULL): names ending .scp → kaldi; .json, .jsonl, .ndjson or a line starting with '{' → jsonl;
- * .tsv → tsv; a '|' → ljspeech; a tab → tsv; .csv → ljspeech; "word path" → kaldi; else list. */
+ * .tsv or a tab → tsv, but kaldi when the tab separates an id from one audio path ("utt1<TAB>
+ * a.wav": a wav.scp with tabs); a '|' → ljspeech; .csv → ljspeech; "word path" → kaldi; else
+ * list. */
 FC_API fc_manifest_format fc_manifest_detect(const char *path, const char *first_line);
 /* "auto", "ljspeech", "kaldi", "jsonl", "list", "tsv"; "unknown" otherwise. Static string. */
 FC_API const char *fc_manifest_format_name(fc_manifest_format f);

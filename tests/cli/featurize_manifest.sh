@@ -82,5 +82,24 @@ rc=$?
 [ $rc = 0 ] && [ "$(cat err)" = "featurize: done: 2 of 2 (2 new, 0 already stored, 0 failed)" ] || fail "list+audio-dir: exit $rc: $(cat err)"
 printf 'LJ001\nLJ005\nfeat records: 2\n' | diff -u - <(ids st2) || fail "list: stored ids differ"
 
+# A wav.scp whose columns a tab separates (Kaldi splits on any white space), under another name
+# than *.scp: read as Kaldi, not as tokenize's id<TAB>text (every line failed, "u1: no audio
+# path", and got a failure record).
+printf 'u1\twavs/LJ001.wav\nu2\twavs/LJ005.wav\n' >wav_list.txt
+"$FZ" -j 1 -o st3 --manifest wav_list.txt >out 2>err
+rc=$?
+[ $rc = 0 ] && [ "$(cat err)" = "featurize: done: 2 of 2 (2 new, 0 already stored, 0 failed)" ] ||
+  fail "tab-separated wav.scp: exit $rc: $(cat err)"
+# id<TAB>text (a transcript, tokenize's manifest) holds no audio: refused before the store is
+# touched, exit 2, saying what to give, not a failure of every line.
+printf 'u1\tHello there.\nu2\tGood bye.\n' >text.tsv
+"$FZ" -j 1 -o st4 --manifest text.tsv >out 2>err
+rc=$?
+[ $rc = 2 ] && [ ! -e st4 ] || fail "id<TAB>text: exit $rc (want 2), store made: $(ls -d st4 2>&1)"
+[ "$(cat err)" = "featurize: text.tsv: id<TAB>text lines name no audio (a transcript, tokenize's manifest); for id<TAB>path lines give --manifest-format kaldi" ] ||
+  fail "id<TAB>text: $(cat err)"
+"$FZ" -j 1 -o st4 --manifest text.tsv --manifest-format kaldi >out 2>err
+grep -qx 'featurize: Hello there.: No such file or directory' err || fail "id<TAB>text as kaldi: $(cat err)"
+
 if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo ok

@@ -253,6 +253,12 @@ static void test_detect(void) {
   CHECK(fc_manifest_detect("metadata.csv", "") == FC_MANIFEST_LJSPEECH, "empty csv");
   CHECK(fc_manifest_detect("t.tsv", "a b") == FC_MANIFEST_TSV, ".tsv");
   CHECK(fc_manifest_detect("t", "id\ttext") == FC_MANIFEST_TSV, "tab");
+  /* a wav.scp with a tab between its columns (Kaldi splits on any white space) */
+  CHECK(fc_manifest_detect("t", "utt1\t/data/a b.wav\r\n") == FC_MANIFEST_KALDI, "id<TAB>path");
+  CHECK(fc_manifest_detect("t.tsv", "utt1\ta.flac") == FC_MANIFEST_KALDI, ".tsv id<TAB>path");
+  CHECK(fc_manifest_detect("t", "utt1\tsaid a/b") == FC_MANIFEST_TSV, "a text with '/'");
+  CHECK(fc_manifest_detect("t", "utt1\tx\ty.wav") == FC_MANIFEST_TSV, "three columns");
+  CHECK(fc_manifest_detect("t", "d/a.wav\tb.wav") == FC_MANIFEST_TSV, "a path first");
   CHECK(fc_manifest_detect("list", "utt1 /data/a.wav") == FC_MANIFEST_KALDI, "id path");
   CHECK(fc_manifest_detect("list", "utt1 a.flac") == FC_MANIFEST_KALDI, "id file");
   /* Ambiguous by content alone; fc_manifest_read looks for the file (test_list_and_tsv). */
