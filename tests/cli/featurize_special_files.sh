@@ -70,5 +70,14 @@ rc=$?
   fail "device manifest: $(cat err)"
 [ -e m ] && fail "device manifest: a store was made"
 
+# 5. a symbolic link to nothing (a corpus linked from a disk that moved): said so, with its
+# target, where "No such file or directory" named a file ls lists
+ln -s ../gone/b.wav dangling.wav
+"$B/featurize" --device cpu -o l dangling.wav a.wav >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "dangling link: exit $rc, want 1"
+grep -qx 'featurize: dangling.wav: No such file or directory (a symbolic link to ../gone/b.wav)' err ||
+  fail "dangling link: $(cat err)"
+
 [ $fails = 0 ] || exit 1
 echo "featurize_special_files: ok"

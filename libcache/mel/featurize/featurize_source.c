@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static int stop_requested(const fz_run *r) { return r->o.stop && *r->o.stop; }
 
@@ -227,6 +228,21 @@ static void digest3(const void *a, size_t na, const void *b, size_t nb, const vo
  * way reads its header first), a record stored under another id or another identity of the
  * source, a file that changed while it was read. Its time from t0 (thread CPU
  * seconds) goes to the worker's stages. */
+/* An input's failure to open, as plain_reason says it; a missing file that is a symbolic link (a
+ * corpus linked from a disk that moved) names its target, the file ls lists being there. */
+static const char *open_reason(const char *path, int rc, char *buf, size_t len) {
+  struct stat st;
+  char to[1024], q[4 * sizeof to + 3];
+  ssize_t n;
+  if (rc != ENOENT || lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) ||
+      (n = readlink(path, to, sizeof to - 1)) <= 0)
+    return plain_reason(rc);
+  to[n] = '\0';
+  fc_quote_name(to, q, sizeof q);
+  fc_why(buf, len, "%s (a symbolic link to %s)", plain_reason(rc), q);
+  return buf;
+}
+
 static int read_staged(fz_run *r, fz_worker *w, size_t i, const char *abs, double t0, size_t *len,
                        fc_audio_info *info_all) {
   const fc_mel_config *cfg = r->cfg;
@@ -245,10 +261,11 @@ static int read_staged(fz_run *r, fz_worker *w, size_t i, const char *abs, doubl
     rc = audio_pcm16_read_all(&f, &w->buf, &w->buf_cap, len, info_all);
   tm->read += (t1 = fz_cpu_now()) - t0;
   if (rc) {
+    char why[320];
     if (fz_not_the_input(rc))
       fz_report_failed(r, i, rc, plain_reason(rc));
     else
-      fz_input_failed(r, i, rc, plain_reason(rc));
+      fz_input_failed(r, i, rc, open_reason(fz_item(r, i)->path, rc, why, sizeof why));
     return 1;
   }
   if (!shape) return 2;
@@ -373,7 +390,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
     if (fz_not_the_input(rc))
       fz_report_failed(r, i, rc, why[0] ? why : plain_reason(rc));
     else
-      fz_input_failed(r, i, rc, why[0] ? why : plain_reason(rc));
+      fz_input_failed(r, i, rc, why[0] ? why : open_reason(it->path, rc, why, sizeof why));
     free(abs);
     return;
   }
