@@ -246,6 +246,10 @@ class FeatcacheDataset(IterableDataset):
         # the epoch lives in shared memory: DataLoader workers (persistent ones too, which keep
         # the copy of the dataset they started with) read the one set_epoch set last
         self._epoch_box = multiprocessing.RawValue("Q", 0)
+        # what _same_epoch_again needs, shared the same way: DataLoader workers that are not
+        # persistent are new copies each epoch, so a copy's own record saw no earlier epoch.
+        # [an epoch has begun, its number, set_epoch since, warned]
+        self._seen_box = multiprocessing.RawArray("Q", 4)
         self.epoch = int(loader_kwargs.pop("epoch", 0))
         self.device = torch.device(device)
         self.depth = _number("prefetch_to_device", prefetch_to_device, lo=1)
@@ -290,20 +294,28 @@ class FeatcacheDataset(IterableDataset):
         """Call before each epoch (as DistributedSampler.set_epoch). DataLoader workers, persistent
         ones too, read it at the start of each epoch (it is kept in shared memory)."""
         self.epoch = epoch
-        self.__dict__["_chosen"] = True
+        self._seen()[2] = 1
+
+    def _seen(self):
+        """[an epoch has begun, its number, set_epoch called since, warned]: shared with the
+        DataLoader workers (a copy pickled outside one keeps its own)."""
+        d = self.__dict__
+        seen = d.get("_seen_box")
+        return d.setdefault("_seen", [0, 0, 0, 0]) if seen is None else seen
 
     def _same_epoch_again(self, ld):
         """Warn (once) when an epoch starts with the epoch the last one ran and set_epoch was not
         called since: the dataset, as DistributedSampler, does not advance by itself, so a loop
         without set_epoch would train on one shuffle (and one set of random crops) for good."""
-        d = self.__dict__
         info = get_worker_info()
-        here = (os.getpid(), self.epoch)
-        again = d.get("_ran") == here and not d.get("_chosen")
-        d["_ran"], d["_chosen"] = here, False
-        if (again and not d.get("_warned") and (info is None or info.id == 0)
+        if info is not None and info.id != 0:
+            return  # worker 0 speaks for the epoch the workers begin together
+        seen = self._seen()
+        again = seen[0] and seen[1] == self.epoch and not seen[2]
+        seen[0], seen[1], seen[2] = 1, self.epoch, 0
+        if (again and not seen[3]
                 and (ld.order != "sequential" or ld._kw["crop"] == "random")):
-            d["_warned"] = True
+            seen[3] = 1
             warnings.warn("featcache: FeatcacheDataset iterated again at epoch %d: it does not "
                           "advance by itself (as DistributedSampler); call ds.set_epoch(epoch) "
                           "before each epoch, else every epoch has the same order%s"
@@ -406,4 +418,7 @@ class FeatcacheDataset(IterableDataset):
         if _mp_context.get_spawning_popen() is None:
             # an ordinary pickle (not a worker being started): the epoch's value, not shared
             d["_epoch"], d["_epoch_box"] = self.epoch, None
+            seen = d.pop("_seen_box", None)
+            if seen is not None:
+                d["_seen"] = list(seen)
         return d

@@ -172,6 +172,38 @@ def test_an_epoch_run_twice_without_set_epoch_warns(store):
         [b for b in seq], [b for b in seq]
 
 
+@pytest.mark.parametrize("ctx", ["fork", "spawn"])
+def test_an_epoch_run_twice_by_workers_warns(store, capfd, ctx):
+    # DataLoader workers that are not persistent (the default) are new copies of the dataset each
+    # epoch: none had seen the epoch before, so a loop without set_epoch trained on one shuffle
+    # for good without the warning a loop without workers gets (persistent workers had it)
+    import warnings
+    mp = torch.multiprocessing.get_context(ctx)
+    # a worker's warning is printed on its stderr; forked workers inherit pytest's recording of
+    # warnings (into their own copy of its list) and this process's registry, which holds an
+    # earlier test's warning from the same line: print, and show it again
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = lambda m, c, f, n, file=None, line=None: sys.stderr.write(
+            warnings.formatwarning(m, c, f, n, line))
+        _workers_warn(store, capfd, mp)
+
+
+def _workers_warn(store, capfd, mp):
+    for persistent in (False, True):
+        ds = FeatcacheDataset(store["path"], batch_size=8, shuffle=True)
+        dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
+                                         persistent_workers=persistent, multiprocessing_context=mp)
+        runs = [sorted(tuple(b["ids"]) for b in dl) for _ in range(3)]
+        assert runs[0] == runs[1] == runs[2]
+        err = capfd.readouterr().err
+        assert err.count("iterated again at epoch 0") == 1, (persistent, err)
+        for e in (1, 2, 2):  # set_epoch before each: chosen, even the same again
+            ds.set_epoch(e)
+            [b for b in dl]
+        assert "iterated again" not in capfd.readouterr().err, persistent
+
+
 def test_ddp_ranks(store):
     seen = []
     for r in range(2):
