@@ -136,6 +136,7 @@ static fz_run *run_new(fc_store *s, const fc_mel_config *cfg, const fc_item *ite
   pthread_cond_init(&r->cv_items, &ca);
   pthread_cond_init(&r->cv_space, &ca);
   pthread_mutex_init(&r->bmu, NULL);
+  pthread_mutex_init(&r->plan_mu, NULL);
   pthread_cond_init(&r->bcv_launch, &ca);
   pthread_cond_init(&r->bcv_done, &ca);
   pthread_cond_init(&r->bcv_space, &ca);
@@ -155,6 +156,7 @@ static void run_free(fz_run *r) {
   pthread_cond_destroy(&r->bcv_done);
   pthread_cond_destroy(&r->bcv_space);
   pthread_mutex_destroy(&r->bmu);
+  pthread_mutex_destroy(&r->plan_mu);
   free(r->parts);
   free(r->cwd);
   free(r);
@@ -233,10 +235,6 @@ static int run_configure(fz_run *r, const fc_fz_backend *backend, char *why, siz
     r->submitters_left = r->o.jobs;
     r->st.compute_stage = 1;
     if (hybrid) { /* opened by the opener thread as the workers start (run_start) */
-      if ((rc = fc_mel_plan_create(cfg, &r->cpu_plan))) {
-        fc_why(why, why_len, "cannot plan the mel computation: %s", fc_strerror(rc));
-        return rc;
-      }
       r->hybrid = 1;
       r->open_dev = dev;
       return 0;

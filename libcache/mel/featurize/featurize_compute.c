@@ -20,9 +20,13 @@ static int compute_features(fz_run *r, fz_worker *w, const float *x, size_t n, f
   *producer = r->be->producer;
   int rc = r->be->compute ? r->be->compute(r->be_state, w->index, x, n, mel) : FC_ETOOLONG;
   if (rc != FC_ETOOLONG || r->be->producer == FC_PRODUCER_CPU) return rc;
-  if (!w->fallback && (rc = r->cpu_plan ? fc_mel_plan_clone(r->cpu_plan, &w->fallback)
-                                        : fc_mel_plan_create(r->cfg, &w->fallback)))
-    return rc;
+  if (!w->fallback) { /* one plan made (FFTW's planner is serial), each worker's a clone of it */
+    rc = 0;
+    pthread_mutex_lock(&r->plan_mu);
+    if (!r->cpu_plan) rc = fc_mel_plan_create(r->cfg, &r->cpu_plan);
+    pthread_mutex_unlock(&r->plan_mu);
+    if (rc || (rc = fc_mel_plan_clone(r->cpu_plan, &w->fallback))) return rc;
+  }
   *producer = FC_PRODUCER_CPU;
   return fc_mel_compute(w->fallback, x, n, mel);
 }

@@ -171,7 +171,9 @@ struct fz_run {
   int opener_started;
   int open_rc;
   char open_why[256];
-  fc_mel_plan *cpu_plan; /* the workers' CPU plans are clones of it (made before they start) */
+  pthread_mutex_t plan_mu;
+  fc_mel_plan *cpu_plan; /* the workers' CPU plans are clones of it, made by the first worker that
+                            computes on the CPU (under plan_mu) */
 };
 
 /* Does a worker stage its next item (a staging backend, its ring ready)? Else it computes it on
