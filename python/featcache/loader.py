@@ -20,6 +20,7 @@ import operator
 import os
 import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -446,6 +447,7 @@ class Loader:
                             "the process that made it)")
         d["_h"] = None
         d.pop("_keep", None)
+        d.pop("_iters", None)
         return d
 
     # -- facts ---------------------------------------------------------------------------------
@@ -512,7 +514,12 @@ class Loader:
         self.epoch = _number("epoch", epoch, _MAX64, what="set_epoch(%r)" % (epoch,))
 
     def __iter__(self):
-        return self._iterate(self._handle())  # (a closed Loader raises here, not at next())
+        it = self._iterate(self._handle())  # (a closed Loader raises here, not at next())
+        iters = self.__dict__.get("_iters")
+        if iters is None:
+            iters = self._iters = weakref.WeakSet()
+        iters.add(it)  # close() ends it: its frame holds the C loader open
+        return it
 
     def _iterate(self, h):
         L = h.lib
@@ -546,6 +553,8 @@ class Loader:
                 if not d[0]:
                     break
                 yield make(h, d)
+                if self._closed:  # (close() from another thread while this one ran)
+                    raise ValueError("featcache: the Loader is closed")
         finally:
             h.running -= 1
             if self.epoch == epoch:
@@ -554,10 +563,16 @@ class Loader:
     def close(self):
         """Close the Loader: its stores' files and maps are let go at once, or, while arrays of
         its batches (or of the map) are held, when the last of them goes — they stay valid till
-        then. Calling it again does nothing; any other use of a closed Loader is a ValueError.
+        then; an unfinished iterator of it ends (next() stops). Calling it again does nothing;
+        any other use of a closed Loader is a ValueError.
         `with Loader(...) as ld:` closes it when the block ends."""
         self._closed = True
         self._h = None
+        # an iterator left unfinished holds the C loader: ended here (a loop over it, inside
+        # which close() was called, too), so that the files close now; next() on it stops
+        for it in list(self.__dict__.get("_iters") or ()):
+            if not it.gi_running:
+                it.close()
 
     def __enter__(self):
         self._handle()  # (a closed Loader cannot be entered again)

@@ -110,6 +110,24 @@ def test_close_twice_and_use_after_close(store):
             use(ld)
 
 
+def test_an_iterator_left_unfinished_ends_with_its_loader(store):
+    # an iterator kept past the end of the with block held the C loader: the store's files
+    # stayed open, and next() went on yielding batches of the closed Loader
+    for padded in (False, True):
+        with featcache.Loader(store, batch_size=4, padded=padded) as ld:
+            it = iter(ld)
+            del next(it).mels
+        assert open_files(store) == [], padded
+        with pytest.raises(StopIteration):
+            next(it)
+        ld = featcache.Loader(store, batch_size=2, padded=padded)
+        for i, b in enumerate(ld):  # closed inside the loop: the loop ends
+            assert i == 0
+            ld.close()
+        del b
+        assert open_files(store) == [], padded
+
+
 def test_exit_closes_on_an_exception_and_lets_it_through(store):
     with pytest.raises(KeyError, match="inside"):
         with featcache.Loader(store, batch_size=4) as ld:
