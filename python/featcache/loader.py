@@ -87,6 +87,25 @@ def _float32(name, value):
 _FLT_MAX = float(np.finfo(np.float32).max)
 
 
+def _cwd():
+    try:
+        return os.getcwd()
+    except OSError:  # (a directory removed under the process)
+        return None
+
+
+def _anchored(path, cwd):
+    """path as given, or, once the process has left cwd (the directory it was given in: a script
+    that chdirs after making its Loader or dataset, whose workers open the stores later), joined
+    to it."""
+    if path is None or cwd is None or os.path.isabs(path):
+        return path
+    here = _cwd()
+    if isinstance(path, bytes):
+        cwd, here = os.fsencode(cwd), here and os.fsencode(here)
+    return path if here == cwd else os.path.join(cwd, path)
+
+
 class _CLoader:
     """The fc_loader of one process, closed (only in that process) when the last reference goes:
     its _Handle's, and those of the buffers over its maps (every view of the map holds one). It
@@ -341,6 +360,7 @@ class Loader:
         if isinstance(paths, (str, bytes, os.PathLike)):
             paths = [paths]
         self.paths = [os.fspath(p) for p in paths]
+        self._cwd = _cwd()  # relative paths are of this directory, in every process that opens
         if order is None:
             order = "random" if shuffle else "sequential"
         if order not in _lib.ORDERS:
@@ -393,7 +413,7 @@ class Loader:
                       None if self.tokens is None else self.tokens.encode()]
         o.features, o.tokens = self._keep
         if self.manifest is not None:
-            self._keep.append(os.fsencode(self.manifest))
+            self._keep.append(os.fsencode(_anchored(self.manifest, self.__dict__.get("_cwd"))))
             o.manifest = self._keep[-1]
         if self.ids is not None:
             arr = (ctypes.c_char_p * max(len(self.ids), 1))(*[i.encode() for i in self.ids])
@@ -431,7 +451,8 @@ class Loader:
             if self._closed:
                 raise ValueError("featcache: the Loader is closed")
             # a handle inherited over fork is dropped, not closed (_Handle.__del__ checks the pid)
-            h = _Handle(self.paths, self._options())
+            cwd = self.__dict__.get("_cwd")
+            h = _Handle([_anchored(p, cwd) for p in self.paths], self._options())
             if self.buffer_alloc is not None:
                 n = int(h.info.bound_batch_bytes)
                 h.set_buffers([self.buffer_alloc(max(n, 1)) for _ in range(self.n_buffers)])

@@ -66,7 +66,7 @@ import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
 from ._torch_handoff import Handoff
-from .loader import Loader, _number
+from .loader import Loader, _anchored, _cwd, _number
 
 __all__ = ["FeatcacheDataset", "batch_to_torch", "to_device"]
 
@@ -241,6 +241,7 @@ class FeatcacheDataset(IterableDataset):
                  prefetch_to_device=2, **loader_kwargs):
         super().__init__()
         self.paths = paths
+        self._cwd = _cwd()  # relative paths (stores, manifest) are of this directory in workers too
         self.rank, self.world_size = rank, world_size
         self.kwargs = loader_kwargs
         # the epoch lives in shared memory: DataLoader workers (persistent ones too, which keep
@@ -381,7 +382,14 @@ class FeatcacheDataset(IterableDataset):
                           n_buffers=depth + 2 * take + 2)
                 if self.pin and self.device.type == "cpu":
                     kw["release_fence"] = _stream_fence
-            ld = Loader(self.paths, rank=rank, world_size=world, **kw)
+            cwd = self.__dict__.get("_cwd")
+            paths = self.paths
+            if isinstance(paths, (str, bytes, os.PathLike)):
+                paths = [paths]
+            paths = [_anchored(os.fspath(p), cwd) for p in paths]
+            if kw.get("manifest") is not None:
+                kw["manifest"] = _anchored(os.fspath(kw["manifest"]), cwd)
+            ld = Loader(paths, rank=rank, world_size=world, **kw)
             self._loaders[key] = ld
         return ld
 

@@ -204,6 +204,27 @@ def _workers_warn(store, capfd, mp):
         assert "iterated again" not in capfd.readouterr().err, persistent
 
 
+def test_relative_paths_after_chdir(store, monkeypatch):
+    # a script that changes directory after making its Loader or dataset (into its run's output
+    # folder): DataLoader workers, which open the store later, looked for a relative store (and
+    # manifest) in the new directory and failed, as did a pickled Loader
+    import pickle
+    import featcache
+    parent, name = os.path.split(store["path"])
+    with open(os.path.join(parent, "split.txt"), "w") as f:
+        f.write("".join("wavs/t%03d.wav\n" % i for i in range(10)))
+    monkeypatch.chdir(parent)
+    ld = featcache.Loader(name, manifest="split.txt", batch_size=4)
+    ds = FeatcacheDataset(name, manifest="split.txt", batch_size=4)
+    monkeypatch.chdir("/")
+    want = ["t%03d" % i for i in range(10)]
+    assert sorted(u for b in pickle.loads(pickle.dumps(ld)) for u in b.ids) == want
+    for ctx in ("fork", "spawn"):
+        dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
+                                         multiprocessing_context=ctx)
+        assert sorted(u for b in dl for u in b["ids"]) == want, ctx
+
+
 def test_ddp_ranks(store):
     seen = []
     for r in range(2):
