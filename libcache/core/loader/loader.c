@@ -89,6 +89,16 @@ static int reg_acquire(const char *dir, unsigned flags, ld_reg **out) {
   return rc;
 }
 
+/* A store this user may read but not write (a teammate's dataset): LMDB opens (or makes) lock.mdb
+ * for writing even to read, and fails with EACCES. */
+static int lock_not_writable(const char *dir) {
+  char p[4096];
+  if (snprintf(p, sizeof p, "%s/data.mdb", dir) >= (int)sizeof p || access(p, R_OK) != 0) return 0;
+  snprintf(p, sizeof p, "%s/lock.mdb", dir);
+  if (access(p, F_OK) != 0) return errno == ENOENT && access(dir, W_OK) != 0; /* cannot make it */
+  return access(p, W_OK) != 0 && errno == EACCES;
+}
+
 static void reg_release(ld_reg *r) {
   if (!r) return;
   pthread_mutex_lock(&reg_mu);
@@ -284,7 +294,13 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
       goto fail;
     }
     if ((rc = reg_acquire(paths[i], sflags, &st->reg))) {
-      fc_why(why, why_len, "%s: %s", paths[i], fc_strerror(rc));
+      if (rc == EACCES && !(sflags & FC_STORE_NOLOCK) && lock_not_writable(paths[i]))
+        fc_why(why, why_len,
+               "%s: not writable by this user (lock.mdb): LMDB cannot take its reader lock; open "
+               "it with nolock (FC_LOADER_NOLOCK, nolock=True) when no one writes it meanwhile",
+               paths[i]);
+      else
+        fc_why(why, why_len, "%s: %s", paths[i], fc_strerror(rc));
       goto fail;
     }
     st->s = st->reg->s;
