@@ -154,18 +154,6 @@ static void dump_visit(void *ctx, size_t index) {
           bench_state_name(d->p->state), d->p->batch, d->p->threads, hex);
 }
 
-/* LMDB opens lock.mdb for writing even to read (its reader table), creating it when it is not
- * there: a store this user cannot write that way fails to open (EACCES) unless it is opened
- * MDB_NOLOCK, as --read-only does. */
-static int lock_writable(const char *dir) {
-  char lock[PATH_MAX], data[PATH_MAX];
-  if (snprintf(lock, sizeof lock, "%s/lock.mdb", dir) >= (int)sizeof lock ||
-      snprintf(data, sizeof data, "%s/data.mdb", dir) >= (int)sizeof data || access(data, F_OK))
-    return 1; /* not a store: opening it says so */
-  if (access(lock, F_OK) == 0) return access(lock, W_OK) == 0;
-  return access(dir, W_OK) == 0;
-}
-
 /* A clear message for a store that cannot be benched (the caller exits 2). */
 static void open_error(const char *path, int rc) {
   struct stat st;
@@ -306,7 +294,7 @@ int main(int argc, char **argv) {
       exit_code = FC_EXIT_USAGE;
       refused[s] = 1;
     }
-    int unwritable = !dev.read_only && !lock_writable(path);
+    int unwritable = !dev.read_only && bench_store_unwritable(path);
     if (unwritable && !o.read_only) {
       fc_cli_warn(path,
                   "store is not writable by this user (lock.mdb): LMDB cannot take its reader "

@@ -68,6 +68,9 @@ enum bench_open_flags {
   BENCH_NORDAHEAD = 1u << 1 /* open MDB_NORDAHEAD: compare with and without kernel readahead */
 };
 
+/* 1 when dir is a store this user can read but not write (lock.mdb): LMDB cannot take its reader
+ * lock there, so the store opens only with BENCH_NOLOCK (the loader's check, store_lock.h). */
+int bench_store_unwritable(const char *dir);
 /* Open the store in dir read-only and list its feature records (key order). Memory: about 40 B
  * per record. Errors: those of fc_store_open (ENOENT: no store; FC_EFORMAT: not a featcache
  * store), FC_EEMPTY when the store holds no feature records. *out is the caller's: close it. */

@@ -9,6 +9,7 @@
 
 #include "featcache/fc_format.h"
 #include "formats/common/alloc.h"
+#include "libcache/core/store/store_lock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +19,8 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+int bench_store_unwritable(const char *dir) { return store_lock_unwritable(dir); }
 
 static unsigned store_flags_for(unsigned flags) {
   unsigned sf = FC_STORE_RDONLY;

@@ -7,6 +7,7 @@
  * shared between threads. Stores are shared between the loaders of one process (LMDB must not
  * open an environment twice in a process); see ld_reg. */
 #include "libcache/core/loader/loader_int.h"
+#include "libcache/core/store/store_lock.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -87,16 +88,6 @@ static int reg_acquire(const char *dir, unsigned flags, ld_reg **out) {
   pthread_mutex_unlock(&reg_mu);
   *out = r;
   return rc;
-}
-
-/* A store this user may read but not write (a teammate's dataset): LMDB opens (or makes) lock.mdb
- * for writing even to read, and fails with EACCES. */
-static int lock_not_writable(const char *dir) {
-  char p[4096];
-  if (snprintf(p, sizeof p, "%s/data.mdb", dir) >= (int)sizeof p || access(p, R_OK) != 0) return 0;
-  snprintf(p, sizeof p, "%s/lock.mdb", dir);
-  if (access(p, F_OK) != 0) return errno == ENOENT && access(dir, W_OK) != 0; /* cannot make it */
-  return access(p, W_OK) != 0 && errno == EACCES;
 }
 
 static void reg_release(ld_reg *r) {
@@ -294,10 +285,11 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
       goto fail;
     }
     if ((rc = reg_acquire(paths[i], sflags, &st->reg))) {
-      if (rc == EACCES && !(sflags & FC_STORE_NOLOCK) && lock_not_writable(paths[i]))
+      if (rc == EACCES && !(sflags & FC_STORE_NOLOCK) && store_lock_unwritable(paths[i]))
         fc_why(why, why_len,
-               "%s: not writable by this user (lock.mdb): LMDB cannot take its reader lock; open "
-               "it with nolock (FC_LOADER_NOLOCK, nolock=True) when no one writes it meanwhile",
+               "%s: " STORE_LOCK_UNWRITABLE
+               "; open it with nolock (FC_LOADER_NOLOCK, "
+               "nolock=True) when no one writes it meanwhile",
                paths[i]);
       else
         fc_why(why, why_len, "%s: %s", paths[i], fc_strerror(rc));
