@@ -19,6 +19,7 @@ enum {
   OPT_PRESET,
   OPT_FEATURES,
   OPT_VIEWS,
+  OPT_READ_ONLY,
   OPT_SYN_MS,
   OPT_SYN_ITEMS,
   OPT_PREFETCH,
@@ -60,6 +61,9 @@ static const fc_cli_opt options[] = {
     {"features", OPT_FEATURES, required_argument, "SEL",
      "the store's mel config: preset name or 32-hex digest"},
     {"views", OPT_VIEWS, no_argument, NULL, "cache: zero-copy views instead of a padded batch"},
+    {"read-only", OPT_READ_ONLY, no_argument, NULL,
+     "read a store this user cannot write, such as a teammate's dataset (opened MDB_NOLOCK: "
+     "no one may write it meanwhile)"},
     {"synthetic-ms", OPT_SYN_MS, required_argument, "MS", "synthetic: cost of one utterance (2)"},
     {"synthetic-items", OPT_SYN_ITEMS, required_argument, "N", "synthetic: utterances (1024)"},
     {NULL, 0, 0, NULL, "Training loop:"},
@@ -155,7 +159,7 @@ int main(int argc, char **argv) {
   const char *source = "cache", *manifest = NULL, *audio_dir = NULL, *preset = NULL;
   const char *svg = NULL, *trace = NULL;
   int manifest_format = FC_MANIFEST_AUTO, compare = 0, sweep = 0, json = 0, quiet = 0;
-  int progress = 0, compare_profiles = 0;
+  int progress = 0, compare_profiles = 0, read_only = 0;
   int loop_opt = 0; /* the first option of a run, which --compare-profiles has none of */
   uint64_t synth_items = 1024;
   base.synth_item_ms = 2;
@@ -179,6 +183,7 @@ int main(int argc, char **argv) {
     case OPT_PRESET: preset = optarg; break;
     case OPT_FEATURES: base.features = optarg; break;
     case OPT_VIEWS: base.views = 1; break;
+    case OPT_READ_ONLY: read_only = 1; break;
     case OPT_SYN_MS: base.synth_item_ms = fc_cli_double("synthetic-ms", optarg, 0, 60000); break;
     case OPT_SYN_ITEMS: synth_items = fc_cli_u32("synthetic-items", optarg, 1, 100000000); break;
     case 'b': base.batch = fc_cli_u32("batch", optarg, 1, MAX_BATCH); break;
@@ -268,6 +273,22 @@ int main(int argc, char **argv) {
     fc_cli_usage_error("--source audio and --compare need --manifest FILE");
   if (preset && store && want_audio)
     fc_cli_usage_error("--preset: the audio source uses the store's config; leave --preset out");
+  /* a store this user cannot write opens only without LMDB's lock, where a writer elsewhere could
+   * change it under the run: refused unless --read-only says no one does, as cache-bench does */
+  int unwritable = 0, refused = 0;
+  for (size_t i = 0; (want_cache || want_audio) && i < n_stores; i++) {
+    if (!lb_store_unwritable(stores[i])) continue;
+    unwritable = 1;
+    if (!read_only) {
+      fc_cli_warn(stores[i],
+                  "store is not writable by this user (lock.mdb): LMDB cannot take its reader "
+                  "lock, so a writer elsewhere could change it under the benchmark; pass "
+                  "--read-only to bench it anyway");
+      refused = 1;
+    }
+  }
+  if (refused) return FC_EXIT_USAGE;
+  base.nolock = read_only && unwritable;
 
   /* the features the audio source computes: the store's config, else --preset */
   fc_mel_config mel;
@@ -277,7 +298,8 @@ int main(int argc, char **argv) {
       char why[512] = "";
       /* the stores' config, as the loader resolves it over all of them */
       int named = 0;
-      int rc = lb_store_mel_config(stores, n_stores, base.features, &mel, &named, why, sizeof why);
+      int rc = lb_store_mel_config(stores, n_stores, base.features, base.nolock, &mel, &named, why,
+                                   sizeof why);
       if (rc) {
         fc_cli_warn(named && why[0] ? NULL : store, "%s", why[0] ? why : fc_strerror(rc));
         return FC_EXIT_USAGE;
@@ -330,8 +352,8 @@ int main(int argc, char **argv) {
       lb_item *ordered = NULL;
       size_t n_ordered = 0, missing = 0;
       why[0] = '\0';
-      rc = lb_dataset_order(stores, n_stores, items, n_items, &ordered, &n_ordered, &missing, why,
-                            sizeof why);
+      rc = lb_dataset_order(stores, n_stores, base.nolock, items, n_items, &ordered, &n_ordered,
+                            &missing, why, sizeof why);
       if (rc) {
         fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
         return FC_EXIT_USAGE;

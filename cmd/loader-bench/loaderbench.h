@@ -49,6 +49,7 @@ typedef struct lb_opts {
   size_t n_stores;
   const char *features; /* CACHE: loader feature selector (NULL: the store's config) */
   int views; /* CACHE: zero-copy views instead of a padded batch */
+  int nolock; /* CACHE: open the stores MDB_NOLOCK (FC_LOADER_NOLOCK; --read-only) */
   const fc_mel_config *mel; /* AUDIO: the features to compute */
   const lb_item *items; /* AUDIO: the utterances in order */
   size_t n_items; /* AUDIO, SYNTH: how many */
@@ -141,9 +142,9 @@ int lb_write_report(FILE *f, int json, int kind, const lb_report_run *runs, size
 
 /* The mel config of the stores[0..n) read as one dataset, as the loader resolves it (features: a
  * loader feature selector, NULL for the stores' one; an empty shard needs none), so the audio
- * source computes the same features as the cache holds. 0, or an error with why; *named: 1 when
- * why names the store it is about (the loader's messages do). */
-int lb_store_mel_config(const char *const *stores, size_t n, const char *features,
+ * source computes the same features as the cache holds; nolock: opened MDB_NOLOCK. 0, or an
+ * error with why; *named: 1 when why names the store it is about (the loader's messages do). */
+int lb_store_mel_config(const char *const *stores, size_t n, const char *features, int nolock,
                         fc_mel_config *out, int *named, char *why, size_t why_len);
 
 /* The loader's sequential order over several stores (docs/loader.md: stores in the order given,
@@ -151,10 +152,15 @@ int lb_store_mel_config(const char *const *stores, size_t n, const char *feature
  * each store in turn, the items whose id its audio db holds (an id in two stores comes twice, as
  * the loader yields it twice), then the items no store holds (*missing of them; the loader
  * cannot yield those). *out (n_out items, pointing at the same id/path strings) is the caller's:
- * free() it. Returns 0, ENOMEM, or a store's open/read error (why names the store). */
-int lb_dataset_order(const char *const *stores, size_t n_stores, const lb_item *items,
+ * free() it. The stores are opened read-only (nolock: MDB_NOLOCK too). Returns 0, ENOMEM, or a
+ * store's open/read error (why names the store). */
+int lb_dataset_order(const char *const *stores, size_t n_stores, int nolock, const lb_item *items,
                      size_t n_items, lb_item **out, size_t *n_out, size_t *missing, char *why,
                      size_t why_len);
+
+/* 1 when dir is a store this user can read but not write (lock.mdb): LMDB cannot take its reader
+ * lock there, so the store opens only with nolock (the loader's check, store_lock.h). */
+int lb_store_unwritable(const char *dir);
 
 #ifdef __cplusplus
 }

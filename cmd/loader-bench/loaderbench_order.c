@@ -6,12 +6,15 @@
 
 #include "featcache/fc_store.h"
 #include "formats/common/alloc.h"
+#include "libcache/core/store/store_lock.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-int lb_dataset_order(const char *const *stores, size_t n_stores, const lb_item *items,
+int lb_store_unwritable(const char *dir) { return store_lock_unwritable(dir); }
+
+int lb_dataset_order(const char *const *stores, size_t n_stores, int nolock, const lb_item *items,
                      size_t n_items, lb_item **out, size_t *n_out, size_t *missing, char *why,
                      size_t why_len) {
   *out = NULL;
@@ -26,9 +29,7 @@ int lb_dataset_order(const char *const *stores, size_t n_stores, const lb_item *
   for (size_t s = 0; s < n_stores && !rc; s++) {
     fc_store *st = NULL;
     fc_rtxn *t = NULL;
-    rc = fc_store_open(stores[s], FC_STORE_RDONLY, &st);
-    if (rc == EACCES || rc == EROFS)
-      rc = fc_store_open(stores[s], FC_STORE_RDONLY | FC_STORE_NOLOCK, &st);
+    rc = fc_store_open(stores[s], FC_STORE_RDONLY | (nolock ? FC_STORE_NOLOCK : 0), &st);
     if (!rc) rc = fc_store_read_begin(st, &t);
     for (size_t i = 0; i < n_items && !rc; i++) {
       const void *v;

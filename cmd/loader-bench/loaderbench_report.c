@@ -190,12 +190,12 @@ int lb_write_report(FILE *f, int json, int kind, const lb_report_run *runs, size
   return ferror(f) ? EIO : 0;
 }
 
-int lb_store_mel_config(const char *const *stores, size_t n, const char *features,
+int lb_store_mel_config(const char *const *stores, size_t n, const char *features, int nolock,
                         fc_mel_config *out, int *named, char *why, size_t why_len) {
   fc_loader_opts lo;
   fc_loader_opts_init(&lo);
   lo.features = features;
-  lo.flags = FC_LOADER_LOOKUP_ONLY;
+  lo.flags = FC_LOADER_LOOKUP_ONLY | (nolock ? FC_LOADER_NOLOCK : 0);
   lo.prefetch_threads = 0;
   fc_loader *ld = NULL;
   if (why && why_len) why[0] = '\0';

@@ -158,7 +158,7 @@ echo 'not json' >"$tmp/text.json"
   fail "text: $(cat "$tmp/err")"
 # an option of the synthetic loop does nothing here: refused, not silently dropped (--svg made no
 # chart, -b changed nothing)
-for opt in "--svg $tmp/c.svg" "-b 4" "--trace $tmp/t.json" "--steps 5" "--source cache"; do
+for opt in "--svg $tmp/c.svg" "-b 4" "--trace $tmp/t.json" "--steps 5" "--source cache" "--read-only"; do
   "$LB" --compare-profiles $opt "$tmp/before.json" "$tmp/after.json" >"$tmp/out" 2>"$tmp/err"
   rc=$?
   name=${opt%% *}
