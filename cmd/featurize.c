@@ -339,17 +339,18 @@ static void print_json(const fc_featurize_stats *st, const fc_mel_config *cfg, c
   fc_digest_hex(&d, hex);
   printf(
       "{\"processed\":%llu,\"skipped_existing\":%llu,\"failed\":%llu,\"not_started\":%llu,"
-      "\"total\":%llu,\"audio_seconds\":%.3f,\"wall_seconds\":%.6f,"
+      "\"total\":%llu,\"cpu_computed\":%llu,\"audio_seconds\":%.3f,\"wall_seconds\":%.6f,"
       "\"stages\":{\"setup\":%.6f,\"read\":%.6f,\"hash\":%.6f,\"decode\":%.6f,\"staging\":%.6f,"
       "\"compute\":%.6f,\"write\":%.6f},\"waits\":{\"workers_on_writer\":%.6f,"
       "\"workers_on_device\":%.6f,\"writer_on_workers\":%.6f},\"workers\":%u,\"writers\":%u,"
       "\"bound\":\"%s\",\"config_digest\":\"%s\",\"preset\":",
       (unsigned long long)st->processed, (unsigned long long)st->skipped_existing,
       (unsigned long long)st->failed, (unsigned long long)st->not_started,
-      (unsigned long long)st->total, st->audio_seconds, st->wall_seconds, st->setup_seconds,
-      st->read_seconds, st->hash_seconds, st->decode_seconds, st->staging_seconds,
-      st->compute_seconds, st->write_seconds, st->queue_wait_seconds - st->device_wait_seconds,
-      st->device_wait_seconds, st->writer_wait_seconds, st->workers, st->writers, st->bound, hex);
+      (unsigned long long)st->total, (unsigned long long)st->cpu_computed, st->audio_seconds,
+      st->wall_seconds, st->setup_seconds, st->read_seconds, st->hash_seconds, st->decode_seconds,
+      st->staging_seconds, st->compute_seconds, st->write_seconds,
+      st->queue_wait_seconds - st->device_wait_seconds, st->device_wait_seconds,
+      st->writer_wait_seconds, st->workers, st->writers, st->bound, hex);
   if (cfg->preset[0])
     fc_json_write_string(stdout, cfg->preset);
   else
@@ -787,6 +788,11 @@ int main(int argc, char **argv) {
       if (strict && rc && !why[0]) fputs(", stopped at the first failure (--strict)", stderr);
       if (st.not_started) fprintf(stderr, ", %llu not started", (unsigned long long)st.not_started);
       fputc('\n', stderr);
+      if (st.cpu_computed && resolved.kind != FC_DEVICE_CPU) /* "Hybrid start" */
+        fprintf(stderr,
+                "%s: %llu computed on the CPU (while the device started, or longer than a "
+                "staging chunk)\n",
+                fc_cli_tool, (unsigned long long)st.cpu_computed);
     }
   }
   if (verbose) {

@@ -170,6 +170,10 @@ typedef struct fc_featurize_stats {
   double device_wait_seconds; /* of queue_wait_seconds (a staging backend, CUDA): the workers
                                  waiting for a free staging chunk while it was on the device;
                                  the rest of their waits the writers held it */
+  /* Utterances whose features the CPU computed (producer 1 in their records): every one of a CPU
+   * run; on a staging device (CUDA) those computed while it started (docs/featurize.md "Hybrid
+   * start") and those longer than a staging chunk. */
+  uint64_t cpu_computed;
 } fc_featurize_stats;
 
 /* The bound the stage times of st imply, on a device of kind `device` (the rule of

@@ -5,7 +5,8 @@
 # workers and the bound; -v prints the same as one line. Checked: every field present and >= 0;
 # worker stages within workers x wall, the writer's within wall; the bound is the one the
 # documented rule gives for these numbers; -v and --json agree; a rerun (all skipped) does no
-# decode or compute; counts add up (processed + skipped + failed + not_started = total).
+# decode or compute; counts add up (processed + skipped + failed + not_started = total);
+# cpu_computed is every record of a CPU run, none of a rerun.
 # Inputs made with Python's standard library only, so this runs on a GPU machine too.
 set -u
 FZ=${FC_BIN:?}/featurize
@@ -61,8 +62,8 @@ def bound(j):  # the rule of docs/featurize.md, restated
 
 for path in (sys.argv[1], sys.argv[3]):
     j = json.load(open(path))
-    for k in ("processed", "skipped_existing", "failed", "not_started", "total", "stages", "waits",
-              "workers", "bound", "wall_seconds"):
+    for k in ("processed", "skipped_existing", "failed", "not_started", "total", "cpu_computed",
+              "stages", "waits", "workers", "bound", "wall_seconds"):
         if k not in j:
             fail(f"{path}: no {k}")
     if fails:
@@ -94,7 +95,10 @@ if first["stages"]["compute"] <= 0 or first["stages"]["decode"] <= 0 or first["s
     fail(f"first run: no compute/decode/write time: {first['stages']}")
 if first["stages"]["staging"] != 0:
     fail(f"first run (the CPU): staging time: {first['stages']}")
-if rerun["skipped_existing"] != 12 or rerun["stages"]["decode"] != 0 or rerun["stages"]["compute"] != 0:
+if first["cpu_computed"] != 12:  # the CPU computed every record of a CPU run
+    fail(f"first run: cpu_computed {first['cpu_computed']}, want 12")
+if rerun["skipped_existing"] != 12 or rerun["stages"]["decode"] != 0 or rerun["stages"]["compute"] != 0 \
+        or rerun["cpu_computed"] != 0:
     fail(f"rerun (all stored): decoded or computed: {rerun}")
 line = [l for l in open(sys.argv[2]) if l.startswith("featurize: stages ")]
 if len(line) != 1:

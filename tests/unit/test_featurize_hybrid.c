@@ -5,6 +5,7 @@
  *   - FC_CUDA_START=hybrid: the first records are the CPU's (producer 1), made while the open
  *     waited, the rest the device's (producer 2); every record holds exactly the CPU path's
  *     numbers (fc_featurize_file); every item has one STORED event; the setup time is the open's;
+ *     stats->cpu_computed counts the CPU's records (0 when the device was opened first);
  *   - FC_CUDA_START=wait: the device opened before any worker starts: every record the device's;
  *   - an open that fails while the workers compute: the run ends with the device's error and
  *     reason (no hang), what was computed is stored and holds the right numbers, the items never
@@ -192,6 +193,8 @@ int main(void) {
   CHECK(atomic_load(&the_mock.utts) == dev, "hybrid: the device computed %u, %u records say so",
         atomic_load(&the_mock.utts), dev);
   CHECK(st.setup_seconds > 0, "hybrid: setup_seconds %g (the open's)", st.setup_seconds);
+  CHECK(st.cpu_computed == cpu, "hybrid: cpu_computed %llu, %u records by the CPU",
+        (unsigned long long)st.cpu_computed, cpu);
   printf("hybrid: %u records by the CPU while the device opened, %u by the device\n", cpu, dev);
   rm_rf(store);
 
@@ -204,6 +207,7 @@ int main(void) {
         (unsigned long long)st.processed);
   CHECK(check_records("wait", store, &cfg, &cpu, &dev) == NFILES && dev == NFILES,
         "wait: %u records by the CPU, %u by the device (want all)", cpu, dev);
+  CHECK(st.cpu_computed == 0, "wait: cpu_computed %llu", (unsigned long long)st.cpu_computed);
   rm_rf(store);
 
   /* an open that fails after HOLD_UNTIL records: the device's error, the rest never taken */
@@ -224,6 +228,8 @@ int main(void) {
   const unsigned kept = check_records("failed open", store, &cfg, &cpu, &dev);
   CHECK(kept == st.processed && cpu == kept, "failed open: %u records (%u by the CPU), %llu stored",
         kept, cpu, (unsigned long long)st.processed);
+  CHECK(st.cpu_computed == kept, "failed open: cpu_computed %llu, %u records",
+        (unsigned long long)st.cpu_computed, kept);
   printf("failed open: %u records stored before the device failed, %llu items failed\n", kept,
          (unsigned long long)st.failed);
   /* the rerun stores the rest and finds those stored */

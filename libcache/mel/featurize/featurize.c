@@ -394,6 +394,7 @@ static int run_write_and_join(fz_run *r, run_threads *t, opener_arg *oa, int rc,
     r->st.staging_seconds += tm->staging;
     r->st.queue_wait_seconds += tm->queue_wait;
     r->st.device_wait_seconds += tm->device_wait;
+    r->st.cpu_computed += t->workers[w].cpu_computed;
     fc_mel_plan_free(t->workers[w].fallback);
   }
   join_opener(r, oa); /* the ring's threads are in t once it is joined */

@@ -80,6 +80,7 @@ int fz_compute_record(fz_run *r, fz_worker *w, fz_job *j, const float *x, size_t
                         .producer = producer};
   fc_record_header_encode(&h, j->record);
   tm->hash += fz_cpu_now() - t1;
+  w->cpu_computed += producer == FC_PRODUCER_CPU;
   return 0;
 nomem:
   fc_why(why, why_len, "out of memory");

@@ -197,6 +197,7 @@ typedef struct fz_worker {
   /* CPU plan for utterances the backend refuses as too long (a GPU's staging buffer), made on
    * the first such utterance. */
   fc_mel_plan *fallback;
+  uint64_t cpu_computed; /* records whose features it computed on the CPU (producer 1) */
   /* The file being processed: one buffer from file to file (no fresh pages to fault in per file),
    * given back after a file of more than FZ_KEEP_BUFFER bytes. */
   uint8_t *buf;
