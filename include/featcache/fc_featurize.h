@@ -238,7 +238,9 @@ FC_API void fc_featurize_opts_init(fc_featurize_opts *opts);
  * Device auto is chosen with fc_featurize_choose_device (opts->auto_gpu_min_seconds).
  * Returns 0 when the job ran to the end (stats->failed may be > 0); FC_EINTR when *stop was set;
  * with strict, the error code of the first failed item; FC_ECONFIG / FC_ENODEVICE (reason in why)
- * before anything is done; a store error (errno, LMDB, FC_EBADSTATE) when a commit failed, in
+ * before anything is done — FC_ENODEVICE also for a device that could not be started whatever the
+ * runtime said (out of pinned memory: "the device failed to start: REASON"), under a hybrid start
+ * after the utterances the CPU computed meanwhile are stored; a store error (errno, LMDB, FC_EBADSTATE) when a commit failed, in
  * which case earlier batches stay committed. The caller keeps ownership of items, cfg and s;
  * *stats (may be NULL) is filled in every case. */
 FC_API int fc_featurize_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_t n,

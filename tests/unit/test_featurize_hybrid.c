@@ -10,6 +10,8 @@
  *   - an open that fails while the workers compute: the run ends with the device's error and
  *     reason (no hang), what was computed is stored and holds the right numbers, the items never
  *     taken count as failed; a rerun (wait) stores the rest and finds the others stored;
+ *   - an open that fails otherwise (out of pinned memory: ENOMEM), hybrid or wait: the device's
+ *     failure (FC_ENODEVICE, its reason said), not the store's;
  *   - FC_CUDA_START of another value: refused (FC_ECONFIG) before anything is done;
  *   - the default (auto): a small job of files opens the device first, a large one (its input
  *     over the large-job threshold, or a manifest read as the job goes) starts hybrid. */
@@ -242,6 +244,31 @@ int main(void) {
         (unsigned long long)st.processed, (unsigned long long)st.skipped_existing, NFILES - kept,
         kept);
   CHECK(check_records("rerun", store, &cfg, &cpu, &dev) == NFILES, "rerun: records missing");
+  rm_rf(store);
+
+  /* an open that fails for another reason (out of pinned memory) is still the device's failure:
+   * FC_ENODEVICE with its reason, as "no device" (the CLI's exit 2), not a store error (exit 1) */
+  const char *want_why = "the device failed to start: the mock device cannot be opened";
+  setenv("FC_CUDA_START", "hybrid", 1);
+  snprintf(store, sizeof store, "%s/nomem", dir);
+  hold_until = HOLD_UNTIL;
+  fail_with = ENOMEM;
+  rc = run(store, &cfg, &items, &ev, &st, why, sizeof why);
+  CHECK(rc == FC_ENODEVICE && strcmp(why, want_why) == 0,
+        "hybrid, out of memory: rc %d (%s), want FC_ENODEVICE (%s)", rc, why, want_why);
+  CHECK(st.processed >= HOLD_UNTIL && st.failed > 0 &&
+            st.processed + st.failed + st.not_started == NFILES,
+        "hybrid, out of memory: %llu stored, %llu failed, %llu not started of %d",
+        (unsigned long long)st.processed, (unsigned long long)st.failed,
+        (unsigned long long)st.not_started, NFILES);
+  rm_rf(store);
+  setenv("FC_CUDA_START", "wait", 1);
+  hold_until = 0;
+  rc = run(store, &cfg, &items, &ev, &st, why, sizeof why);
+  CHECK(rc == FC_ENODEVICE && strcmp(why, want_why) == 0 && st.not_started == NFILES,
+        "wait, out of memory: rc %d (%s), %llu not started, want FC_ENODEVICE (%s), nothing done",
+        rc, why, (unsigned long long)st.not_started, want_why);
+  fail_with = 0;
   rm_rf(store);
 
   /* another value: refused before anything is done */

@@ -174,6 +174,19 @@ static int stage_setup(fz_run *r, char *why, size_t why_len) {
   return rc;
 }
 
+/* A device that could not be opened, or its staging ring set up, whatever the runtime said (out
+ * of pinned memory: ENOMEM, FC_ECUDA): the device's failure, FC_ENODEVICE with the reason, as a
+ * GPU that is not there (the tools' exit 2), never taken for the store's. rc 0 and the CPU's own
+ * failures pass through. */
+static int device_start_failed(const fz_run *r, int rc, char *why, size_t why_len) {
+  if (!rc || rc == FC_ENODEVICE || rc == FC_ECONFIG || r->be->producer == FC_PRODUCER_CPU)
+    return rc;
+  char reason[sizeof r->open_why];
+  snprintf(reason, sizeof reason, "%s", why && why[0] ? why : fc_strerror(rc));
+  fc_why(why, why_len, "the device failed to start: %s", reason);
+  return FC_ENODEVICE;
+}
+
 /* Configuration: everything that can fail before any work is done — the config, the device and
  * its backend (backend: a test's, featurize_backend.h, else the device's), a writable store, the
  * backend opened, the staging ring when the backend stages. */
@@ -243,8 +256,8 @@ static int run_configure(fz_run *r, const fc_fz_backend *backend, char *why, siz
   double t_setup = fz_now();
   rc = r->be->open(cfg, &dev, r->o.jobs, &r->be_state, why, why_len);
   r->st.setup_seconds = fz_now() - t_setup;
-  if (rc) return rc;
-  return stages ? stage_setup(r, why, why_len) : 0;
+  if (!rc && stages) rc = stage_setup(r, why, why_len);
+  return device_start_failed(r, rc, why, why_len);
 }
 
 /* The threads of a run besides the caller's (the caller is part 0's writer). */
@@ -301,6 +314,7 @@ static void *opener_main(void *arg) {
   int rc = r->be->open(r->cfg, &r->open_dev, r->o.jobs, &r->be_state, why, sizeof why);
   a->seconds = fz_now() - t0;
   if (!rc) rc = stage_setup(r, why, sizeof why);
+  rc = device_start_failed(r, rc, why, sizeof why);
   if (!rc) rc = start_stage_threads(r, a->t, why, sizeof why);
   if (!rc) {
     atomic_store_explicit(&r->ring_ready, 1, memory_order_release);
