@@ -23,6 +23,7 @@ enum {
   OPT_CENTER,
   OPT_PAD,
   OPT_PADMODE,
+  OPT_SNIP_EDGES,
   OPT_POWER,
   OPT_LOG,
   OPT_DTYPE,
@@ -71,6 +72,9 @@ static const fc_cli_opt options[] =
      {"center", OPT_CENTER, required_argument, "BOOL", "centre frames (pad n-fft/2 each side)"},
      {"pad", OPT_PAD, required_argument, "N", "samples padded each side when not centred"},
      {"pad-mode", OPT_PADMODE, required_argument, "M", "reflect or constant"},
+     {"snip-edges", OPT_SNIP_EDGES, required_argument, "BOOL",
+      "Kaldi's --snip-edges: true (default), only whole windows; false, (N + hop/2) / hop frames, "
+      "edges mirrored"},
      {"power", OPT_POWER, required_argument, "P", "1 magnitude, 2 power"},
      {"log", OPT_LOG, required_argument, "L", "none, ln, log10, db or whisper"},
      {"dtype", OPT_DTYPE, required_argument, "T", "f32 (default), f16, bf16 or mq (the codec)"},
@@ -461,6 +465,10 @@ int main(int argc, char **argv) {
     case OPT_PAD:
       ov.set |= FC_MEL_F_PAD;
       ov.v.pad = fc_cli_u32("pad", optarg, 0, FC_MEL_MAX_N_FFT);
+      break;
+    case OPT_SNIP_EDGES:
+      ov.set |= FC_MEL_F_SNIP_EDGES;
+      ov.v.no_snip_edges = !fc_cli_bool("snip-edges", optarg);
       break;
     case OPT_PADMODE:
       ov.set |= FC_MEL_F_PAD_MODE;

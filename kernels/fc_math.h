@@ -73,31 +73,61 @@ static inline FC_HD uint32_t fc_window_offset(int align, uint32_t n_fft, uint32_
   return align == FC_ALIGN_LEFT ? 0u : (n_fft - win_length) / 2u;
 }
 
+/* Source sample index for signal index i (any integer) under Kaldi's ExtractWindow with
+ * snip_edges false: mirrored about the signal's ends with the end sample repeated (-1 -> 0,
+ * n -> n - 1), as many times as it takes (period 2n); n == 1 repeats the one sample. n > 0. */
+static inline FC_HD int64_t fc_mirror_index(int64_t i, uint64_t n) {
+  if (i >= 0 && (uint64_t)i < n) return i;
+  int64_t period = 2 * (int64_t)n;
+  int64_t m = i % period;
+  if (m < 0) m += period;
+  return m < (int64_t)n ? m : period - 1 - m;
+}
+
+/* Signal index of sample 0 of frame 0's window-length segment; frame t's starts hop * t later.
+ * Frames of the padded signal: the window offset less the pad (negative: in the pad). Kaldi's
+ * snip_edges false (no_snip): hop/2 - win/2, window t centred on sample t*hop + hop/2 as Kaldi's
+ * FirstSampleOfFrame puts it (the window offset in the FFT frame plays no part: a left-aligned
+ * window's is 0). */
+static inline FC_HD int64_t fc_frame_origin(int no_snip, uint32_t hop, uint32_t win_length,
+                                            uint32_t woff, uint64_t p) {
+  if (no_snip) return (int64_t)(hop / 2) - (int64_t)(win_length / 2);
+  return (int64_t)woff - (int64_t)p;
+}
+
 /* Sample j (0 <= j < win_length) of the window-length segment of frame t, before DC removal,
- * pre-emphasis and windowing: the padded signal at t*hop + window offset + j, scaled.
- * The caller multiplies by fc_window_value(j) (after DC removal and pre-emphasis where enabled);
- * frame positions outside the window are zero. scale is 32768 for int16_scale (a power of two:
- * exact), else 1. */
+ * pre-emphasis and windowing: signal index t*hop + origin + j (fc_frame_origin), scaled; outside
+ * the signal the pad (fc_pad_source_index with pad_mode) or, with no_snip, Kaldi's mirror
+ * (fc_mirror_index). The caller multiplies by fc_window_value(j) (after DC removal and
+ * pre-emphasis where enabled); frame positions outside the window are zero. scale is 32768 for
+ * int16_scale (a power of two: exact), else 1. */
 static inline FC_HD float fc_frame_sample(const float *x, uint64_t n, uint64_t t, uint32_t j,
-                                          uint32_t hop, uint32_t woff, uint64_t p, int pad_mode,
+                                          uint32_t hop, int64_t origin, int pad_mode, int no_snip,
                                           float scale) {
-  int64_t q = (int64_t)(t * hop + woff + j);
-  int64_t i = fc_pad_source_index(q, n, p, pad_mode);
+  int64_t q = (int64_t)(t * hop) + origin + (int64_t)j;
+  if (q >= 0 && (uint64_t)q < n) return x[q] * scale;
+  int64_t i = no_snip ? (n ? fc_mirror_index(q, n) : -1) : fc_pad_source_index(q, n, 0, pad_mode);
   return i < 0 ? 0.0f : x[i] * scale;
 }
 
 /* Frames for n samples, as the references count them (see fc_mel_num_frames in fc_config.h):
  * the padded signal of n + 2p samples holds 1 + (L - E) / hop frames of extent E, where E is
- * n_fft for centred windows and win_length for Kaldi's left-aligned frames; whisper drops the
- * last one. No samples give no frames. */
+ * n_fft for centred windows and win_length for Kaldi's left-aligned frames; Kaldi's snip_edges
+ * false (no_snip) gives (n + hop/2) / hop (NumFrames: a frame per hop whose centre falls in the
+ * signal, rounded); whisper drops the last one. No samples give no frames. */
 static inline FC_HD uint64_t fc_frames_for(uint64_t n, int center, uint32_t n_fft,
                                            uint32_t win_length, uint32_t hop, uint32_t pad,
-                                           int align, int drop_last) {
+                                           int align, int drop_last, int no_snip) {
   if (n == 0 || hop == 0) return 0;
-  uint64_t len = n + 2 * fc_pad_each_side(center, n_fft, pad);
-  uint64_t extent = align == FC_ALIGN_LEFT ? win_length : n_fft;
-  if (len < extent) return 0;
-  uint64_t frames = 1 + (len - extent) / hop;
+  uint64_t frames;
+  if (no_snip) {
+    frames = (n + hop / 2) / hop;
+  } else {
+    uint64_t len = n + 2 * fc_pad_each_side(center, n_fft, pad);
+    uint64_t extent = align == FC_ALIGN_LEFT ? win_length : n_fft;
+    if (len < extent) return 0;
+    frames = 1 + (len - extent) / hop;
+  }
   if (drop_last) frames = frames > 0 ? frames - 1 : 0;
   return frames;
 }

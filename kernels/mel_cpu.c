@@ -77,7 +77,7 @@ typedef struct mel_tables {
   uint32_t kmax; /* bins the filterbank uses: 0 .. kmax-1 */
   uint32_t in_dist; /* floats per row of `in` */
   uint32_t out_dist; /* complex values per row of `out` */
-  uint64_t pad; /* padded samples each side */
+  int64_t origin; /* signal index of frame 0's first window sample (fc_frame_origin) */
   float scale; /* 32768 for int16_scale, else 1 (exact either way) */
   float *window; /* win values: the window over the win-length segment */
   float *tw_re, *tw_im; /* half: cos and -sin of 2 pi k / n_fft, k < kmax */
@@ -198,7 +198,8 @@ int fc_mel_plan_create(const fc_mel_config *cfg, fc_mel_plan **out) {
   t->in_dist = ROW_FLOATS(t->n_fft);
   t->out_dist = ROW_FLOATS(2 * t->nbins) / 2;
   t->woff = fc_window_offset(cfg->window_align, cfg->n_fft, cfg->win_length);
-  t->pad = fc_pad_each_side(cfg->center, cfg->n_fft, cfg->pad);
+  t->origin = fc_frame_origin(cfg->no_snip_edges, cfg->hop_length, cfg->win_length, t->woff,
+                              fc_pad_each_side(cfg->center, cfg->n_fft, cfg->pad));
   t->scale = cfg->int16_scale ? 32768.0f : 1.0f;
   t->window = fc_malloc(sizeof *t->window * t->win);
   if (!t->window) goto fail;
@@ -283,7 +284,7 @@ static void fill_frame(const mel_tables *t, const float *x, uint64_t n, uint64_t
   const uint32_t win = t->win, hop = c->hop_length;
   const float scale = t->scale;
   const float *restrict w = t->window;
-  int64_t first = (int64_t)(frame * hop + t->woff) - (int64_t)t->pad;
+  int64_t first = (int64_t)(frame * hop) + t->origin;
   const int inside = first >= 0 && (uint64_t)first + win <= n;
   if (inside && !c->remove_dc && !(c->preemph > 0)) {
     /* The common case in one pass: fc_frame_sample's in-range branch times the window. */
@@ -300,7 +301,8 @@ static void fill_frame(const mel_tables *t, const float *x, uint64_t n, uint64_t
     for (uint32_t j = 0; j < win; j++) seg[j] = src[j] * scale;
   } else {
     for (uint32_t j = 0; j < win; j++)
-      seg[j] = fc_frame_sample(x, n, frame, j, hop, t->woff, t->pad, c->pad_mode, scale);
+      seg[j] =
+          fc_frame_sample(x, n, frame, j, hop, t->origin, c->pad_mode, c->no_snip_edges, scale);
   }
   if (c->remove_dc || c->preemph > 0) {
     /* Kaldi's DC removal and pre-emphasis difference nearly equal samples; done in double, the

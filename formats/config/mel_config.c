@@ -81,8 +81,10 @@ int fc_mel_config_json(const fc_mel_config *c, char *buf, size_t buf_len) {
     put(&b, "\"power\":%s,\"preemph\":%s,\"preset\":\"%s\",", power, pre, c->preset);
   else
     put(&b, "\"power\":%s,\"preemph\":%s,\"preset\":null,", power, pre);
-  put(&b, "\"remove_dc\":%s,\"sample_rate\":%u,\"top_db\":%s,\"win_length\":%u,",
-      c->remove_dc ? "true" : "false", c->sample_rate, top, c->win_length);
+  put(&b, "\"remove_dc\":%s,\"sample_rate\":%u,", c->remove_dc ? "true" : "false", c->sample_rate);
+  /* Only when off: every config stored before the key existed keeps its JSON, so its digest */
+  if (c->no_snip_edges) put(&b, "\"snip_edges\":false,");
+  put(&b, "\"top_db\":%s,\"win_length\":%u,", top, c->win_length);
   put(&b, "\"window\":\"%s\",\"window_align\":\"%s\"}",
       name_of(window_names, NAMES(window_names), c->window),
       name_of(align_names, NAMES(align_names), c->window_align));
@@ -242,6 +244,12 @@ int fc_mel_config_from_json(const char *json, size_t len, fc_mel_config *c, char
     bad = "remove_dc";
     goto out;
   }
+  json_t *snip = json_object_get(o, "snip_edges"); /* absent: true, as before the key */
+  if (snip && !json_is_boolean(snip)) {
+    bad = "snip_edges";
+    goto out;
+  }
+  c->no_snip_edges = snip && !json_is_true(snip);
   if (get_enum(o, "mel_scale", scale_names, NAMES(scale_names), &e)) {
     bad = "mel_scale";
     goto out;

@@ -74,6 +74,7 @@ int fc_mel_config_override(fc_mel_config *c, const fc_mel_config *ov, unsigned f
     c->top_db = c->log == FC_LOG_DB ? 80 : 0;
   }
   if (f & FC_MEL_F_DTYPE) c->dtype = ov->dtype;
+  if (f & FC_MEL_F_SNIP_EDGES) c->no_snip_edges = ov->no_snip_edges;
   fc_mel_config_settle_preset(c);
   return fc_mel_config_validate(c, why, why_len);
 }

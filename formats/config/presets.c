@@ -170,6 +170,17 @@ int fc_mel_config_validate(const fc_mel_config *c, char *why, size_t why_len) {
     return invalid(why, why_len, "int16_scale must be 0 or 1");
   if (c->remove_dc != 0 && c->remove_dc != 1)
     return invalid(why, why_len, "remove_dc must be 0 or 1");
+  if (c->no_snip_edges != 0 && c->no_snip_edges != 1)
+    return invalid(why, why_len, "no_snip_edges must be 0 or 1");
+  /* Kaldi's unsnipped frames are a framing of their own: centring or a pad would be another */
+  if (c->no_snip_edges && c->center)
+    return invalid(why, why_len,
+                   "snip_edges false (Kaldi's framing) and center true are two framings: give one");
+  if (c->no_snip_edges && c->pad)
+    return invalid(why, why_len,
+                   "snip_edges false (Kaldi's framing) mirrors the edges itself: pad must be 0, "
+                   "not %u",
+                   c->pad);
   if (!(c->power > 0 && c->power <= 4))
     return invalid(why, why_len, "power %g not in (0, 4]", c->power);
   if (!(c->mag_eps >= 0 && c->mag_eps < 1))
@@ -203,7 +214,8 @@ static int same_parameters(const fc_mel_config *a, const fc_mel_config *b) {
          a->drop_last_frame == b->drop_last_frame && a->power == b->power &&
          a->mag_eps == b->mag_eps && a->log == b->log && a->log_floor == b->log_floor &&
          a->top_db == b->top_db && a->int16_scale == b->int16_scale &&
-         a->remove_dc == b->remove_dc && a->preemph == b->preemph && a->dtype == b->dtype;
+         a->remove_dc == b->remove_dc && a->preemph == b->preemph && a->dtype == b->dtype &&
+         a->no_snip_edges == b->no_snip_edges;
 }
 
 void fc_mel_config_settle_preset(fc_mel_config *c) {
@@ -232,7 +244,7 @@ const char *fc_mel_config_preset_of(const fc_mel_config *c, int *exact) {
 
 uint64_t fc_mel_num_frames(const fc_mel_config *c, uint64_t n) {
   return fc_frames_for(n, c->center, c->n_fft, c->win_length, c->hop_length, c->pad,
-                       c->window_align, c->drop_last_frame);
+                       c->window_align, c->drop_last_frame, c->no_snip_edges);
 }
 
 uint64_t fc_resampled_length(uint64_t n, uint32_t in_rate, uint32_t out_rate) {

@@ -57,6 +57,11 @@ typedef struct fc_mel_config {
   int remove_dc; /* subtract each frame's mean (Kaldi) */
   double preemph; /* pre-emphasis coefficient, 0 = off (Kaldi 0.97) */
   fc_dtype dtype; /* FC_DTYPE_F32, F16, BF16, or MQ (the codec, fc_codec.h; log only) */
+  /* 1: Kaldi's --snip-edges=false (JSON "snip_edges":false, a key written only then): (N + hop/2)
+   * / hop frames, window t starting at sample t*hop + hop/2 - win_length/2, samples outside the
+   * signal mirrored about its ends with the end sample repeated; needs center 0 and pad 0 (pad_mode
+   * plays no part). 0 (every config before it): frames only where the padded signal holds them. */
+  int no_snip_edges;
 } fc_mel_config;
 
 /* Fill cfg with a named preset: "hifigan", "tacotron2", "librosa", "whisper", "kaldi".
@@ -101,7 +106,8 @@ enum fc_mel_field {
   FC_MEL_F_PAD_MODE = 1u << 11,
   FC_MEL_F_POWER = 1u << 12,
   FC_MEL_F_LOG = 1u << 13,
-  FC_MEL_F_DTYPE = 1u << 14
+  FC_MEL_F_DTYPE = 1u << 14,
+  FC_MEL_F_SNIP_EDGES = 1u << 15 /* ov->no_snip_edges */
 };
 
 /* Change the fields of cfg (a preset) named by `fields` (FC_MEL_F_* bits) to those of ov, the
@@ -119,6 +125,8 @@ enum fc_mel_field {
  *    int(sr * 0.025), hop_length int(sr * 0.010), n_fft the power of two at least win_length
  *    (each unless given), and fmax Nyquist (high_freq 0), as torchaudio's compliance.kaldi.fbank
  *    at that sample_frequency;
+ *  - snip edges off (no_snip_edges 1) is Kaldi's framing, whatever else is given: with center on
+ *    or a pad it is FC_ECONFIG;
  * then clears cfg->preset when the result differs from the preset (fc_mel_config_settle_preset)
  * and validates it. Returns 0, or FC_ECONFIG with a reason in why (may be NULL); cfg is then
  * changed but not valid. */

@@ -27,8 +27,9 @@
 typedef struct fc_cu_params {
   uint32_t n_fft, win, hop, woff, nbins, n_mels;
   uint32_t row; /* floats per frame row: 2 * nbins */
-  uint64_t pad; /* padded samples each side */
+  int64_t origin; /* signal index of frame 0's first window sample (fc_frame_origin) */
   int pad_mode;
+  int no_snip; /* Kaldi's snip_edges false: edges mirrored (fc_frame_sample) */
   int remove_dc;
   int log_mode;
   int needs_max; /* fc_log_needs_max(log_mode, top_db) */
@@ -65,8 +66,8 @@ static inline FC_HD uint32_t fc_cu_frame_utt(const fc_cu_params *P, uint64_t g) 
 static inline FC_HD float fc_cu_segment_sample(const fc_cu_params *P, const float *pcm, uint32_t u,
                                                uint64_t g, uint32_t j) {
   uint64_t t = g - P->utt_frame_off[u];
-  return fc_frame_sample(pcm + P->utt_sample_off[u], P->utt_len[u], t, j, P->hop, P->woff, P->pad,
-                         P->pad_mode, P->scale);
+  return fc_frame_sample(pcm + P->utt_sample_off[u], P->utt_len[u], t, j, P->hop, P->origin,
+                         P->pad_mode, P->no_snip, P->scale);
 }
 
 /* Value at position pos (0 <= pos < row) of frame g's FFT input row, given the segment's mean
@@ -152,8 +153,10 @@ static inline void fc_cu_params_init(fc_cu_params *P, const fc_mel_config *cfg) 
   P->nbins = cfg->n_fft / 2 + 1;
   P->n_mels = cfg->n_mels;
   P->row = 2 * P->nbins;
-  P->pad = fc_pad_each_side(cfg->center, cfg->n_fft, cfg->pad);
+  P->origin = fc_frame_origin(cfg->no_snip_edges, cfg->hop_length, cfg->win_length, P->woff,
+                              fc_pad_each_side(cfg->center, cfg->n_fft, cfg->pad));
   P->pad_mode = cfg->pad_mode;
+  P->no_snip = cfg->no_snip_edges;
   P->remove_dc = cfg->remove_dc;
   P->log_mode = cfg->log;
   P->needs_max = fc_log_needs_max(cfg->log, (float)cfg->top_db);

@@ -67,8 +67,9 @@ hifigan --n-fft 2048 --hop 512
 tacotron2 --codec mq
 hifigan --sr 16000 --fmax 0 --dtype f16
 kaldi --sr 8000
+kaldi --snip-edges=false
 CASES
-[ $n = 12 ] || fail "ran $n cases"
+[ $n = 13 ] || fail "ran $n cases"
 
 # The presets as they are: "preset" set; an override or another dtype: null (a stored config's
 # digest does not move).
@@ -78,6 +79,14 @@ grep -q '"pad":768' p9.json || fail "hifigan n_fft 2048 hop 512: pad follows (n_
 # kaldi at 8 kHz: Kaldi's frames in milliseconds (25 ms in 256, 10 ms) and Nyquist
 grep -q '"fmax":4000,.*"hop_length":80,.*"n_fft":256,.*"preset":null,.*"sample_rate":8000,.*"win_length":200' p12.json ||
   fail "kaldi --sr 8000: $(cat p12.json)"
+
+# kaldi --snip-edges=false: its own config (the key appears only then), not the preset; its
+# records have Kaldi's (N + 80) // 160 frames, which cache-verify, reading the config back, expects
+grep -q '"preset":null,.*"sample_rate":16000,"snip_edges":false,"top_db"' p13.json ||
+  fail "kaldi --snip-edges=false: $(cat p13.json)"
+grep -q snip_edges p5.json && fail "kaldi's JSON names snip_edges: $(cat p5.json)"
+"$CV" -q st13 >out 2>err || fail "cache-verify on kaldi --snip-edges=false: $(cat out err)"
+"$CV" -q --expect-preset kaldi st13 >out 2>err && fail "cache-verify --expect-preset kaldi passed on kaldi --snip-edges=false"
 
 # kaldi stored as mq answers to "kaldi": in the loader and in cache-verify
 "$PY" - st8 "$(cut -d' ' -f1 c8)" >out 2>err <<'PY'

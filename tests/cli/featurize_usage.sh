@@ -67,6 +67,9 @@ Features:
       --center BOOL            centre frames (pad n-fft/2 each side)
       --pad N                  samples padded each side when not centred
       --pad-mode M             reflect or constant
+      --snip-edges BOOL        Kaldi's --snip-edges: true (default), only whole
+                               windows; false, (N + hop/2) / hop frames, edges
+                               mirrored
       --power P                1 magnitude, 2 power
       --log L                  none, ln, log10, db or whisper
       --dtype T                f32 (default), f16, bf16 or mq (the codec)
@@ -188,6 +191,8 @@ check "power 1.5" 2 "featurize: invalid value '1.5' for --power (want 1 or 2)
 $try" -- "$FZ" --power 1.5 -o "$S" "$tmp/a.wav"
 check "center" 2 "featurize: invalid value 'maybe' for --center (want true or false)
 $try" -- "$FZ" --center maybe -o "$S" "$tmp/a.wav"
+check "snip-edges" 2 "featurize: invalid value 'maybe' for --snip-edges (want true or false)
+$try" -- "$FZ" --snip-edges=maybe -o "$S" "$tmp/a.wav"
 check "log" 2 "featurize: invalid value 'log2' for --log (want one of none, ln, log10, db, whisper)
 $try" -- "$FZ" --log log2 -o "$S" "$tmp/a.wav"
 check "dtype" 2 "featurize: invalid value 'f64' for --dtype (want one of f32, f16, bf16, mq)
@@ -219,6 +224,11 @@ check "fmax > nyquist" 2 "featurize: invalid configuration: fmax 12000 above Nyq
   -- "$FZ" --fmax 12000 -o "$S" "$tmp/a.wav"
 check "fmin >= fmax" 2 "featurize: invalid configuration: fmin 9000 not in [0, fmax 8000)" \
   -- "$FZ" --fmin 9000 -o "$S" "$tmp/a.wav"
+# Kaldi's unsnipped frames are a framing of their own: not with centring, not with a pad
+check "snip-edges false, center" 2 "featurize: invalid configuration: snip_edges false (Kaldi's framing) and center true are two framings: give one" \
+  -- "$FZ" --preset kaldi --center true --snip-edges=false -o "$S" "$tmp/a.wav"
+check "snip-edges false, hifigan's pad" 2 "featurize: invalid configuration: snip_edges false (Kaldi's framing) mirrors the edges itself: pad must be 0, not 384" \
+  -- "$FZ" --snip-edges false -o "$S" "$tmp/a.wav"
 # mel bands with no FFT bin ("empty filters", librosa's warning): the log floor in every frame,
 # whatever the audio; refused, with the smallest n_fft that fills every band (librosa agrees)
 check "empty mel bands" 2 "featurize: invalid configuration: 78 of 80 mel bands hold no FFT bin at n_fft 3 (empty filters): --n-fft 297 is the smallest that gives every band one (or fewer --n-mels)" \

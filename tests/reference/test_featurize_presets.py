@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""featurize (the tool) with the kaldi, whisper and librosa presets, against their references.
+"""featurize (the tool) with the kaldi (snip edges on and off), whisper and librosa presets, against
+their references.
 
 test_featurize_store.py holds hifigan and tacotron2 records to their recipes through the tool; this
 does the same for the other presets, whose input path has its own switches (kaldi's 16-bit scaling,
@@ -31,9 +32,12 @@ import librosa  # noqa: E402
 import soundfile as sf  # noqa: E402
 
 FZ = os.path.join(os.environ.get("FC_BIN", ""), "featurize")
-# preset: (sample rate, reference recipe, amplitude of a log output or None, d(out)/d(rel amp))
+# preset (and options): (sample rate, reference recipe, amplitude of a log output or None,
+# d(out)/d(rel amp))
 PRESETS = {
     "kaldi": (16000, ref.ref_kaldi, lambda r: np.sqrt(np.exp(r)), 2.0),
+    "kaldi --snip-edges false": (16000, ref.ref_kaldi_unsnipped, lambda r: np.sqrt(np.exp(r)),
+                                 2.0),
     "whisper": (16000, ref.ref_whisper, lambda r: np.sqrt(10.0 ** (4 * r - 4)),
                 2 / (4 * np.log(10.0))),
     "librosa": (22050, ref.ref_librosa, None, None),
@@ -48,8 +52,8 @@ def check(cond, msg):
 
 
 def featurize(store, preset, files):
-    p = subprocess.run([FZ, "-q", "--device", "cpu", "--preset", preset, "-o", store] + files,
-                       capture_output=True, text=True)
+    p = subprocess.run([FZ, "-q", "--device", "cpu", "--preset"] + preset.split() + ["-o", store]
+                       + files, capture_output=True, text=True)
     check(p.returncode == 0, f"featurize --preset {preset}: exit {p.returncode}: {p.stderr}")
 
 
@@ -109,7 +113,7 @@ def main():
         copies = ["m16_24.wav", "m16_f32.wav", "m16_f64.wav"]
         lines = []
         for preset, (rate, recipe, to_amp, unit) in PRESETS.items():
-            store = f"st_{preset}"
+            store = "st_" + preset.replace(" ", "_")
             featurize(store, preset, files + copies)
             got = stored(store)
             for f in files:
@@ -120,7 +124,7 @@ def main():
                     continue
                 y, _ = librosa.load(f, sr=rate)  # what featurize decodes
                 want = recipe(y, ref.T64 if to_amp is not None else np.float64)[0]
-                lines.append(f"{preset:8s} {f:9s} "
+                lines.append(f"{preset:24s} {f:9s} "
                              + within_bound(f"{preset} {f}", mels[0], want, to_amp, unit))
             base = list(got.get("m16", {}).values())
             for f in copies:

@@ -33,7 +33,9 @@ against the float64 reference:
   * frame counts: exact, always.
 Where the reference cannot run (torch's reflect pad needs pad < N; Kaldi rejects N < 400), the
 recipe is run on numpy.pad(mode='reflect') input instead (featcache's documented padding: numpy's,
-reflections iterated), or our FC_EEMPTY / 0 frames is asserted; each such case says so.
+reflections iterated), or our FC_EEMPTY / 0 frames is asserted; each such case says so. Kaldi's
+snip_edges=False below one window, which torchaudio refuses and Kaldi computes, is fbank over the
+windows Kaldi's ExtractWindow mirrors (test_unsnipped_recipe holds that recipe to torchaudio).
 
 Run: python test_mel_reference.py (env FEATCACHE_LIBRARY = path of libfeatcache.so). Fails when
 the library, espeak-ng or a reference package is missing (scripts/setup installs them all).
@@ -91,12 +93,14 @@ class MelConfig(ctypes.Structure):
         ("power", ctypes.c_double), ("mag_eps", ctypes.c_double), ("log", ctypes.c_int),
         ("log_floor", ctypes.c_double), ("top_db", ctypes.c_double),
         ("int16_scale", ctypes.c_int), ("remove_dc", ctypes.c_int),
-        ("preemph", ctypes.c_double), ("dtype", ctypes.c_int)]
+        ("preemph", ctypes.c_double), ("dtype", ctypes.c_int),
+        ("no_snip_edges", ctypes.c_int)]
 
 
 FC_LOG_DB = 3
 FC_MEL_F_SAMPLE_RATE = 1
 FC_MEL_F_CENTER = 1 << 9
+FC_MEL_F_SNIP_EDGES = 1 << 15
 lib.fc_mel_config_override.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint,
                                        ctypes.c_char_p, ctypes.c_size_t]
 lib.fc_mel_preset.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
@@ -116,10 +120,10 @@ def check(cond, msg):
         print(f"FAIL: {msg}")
 
 
-def preset(name, sr=None, center=None, **override):
-    """A preset; sr, center: another sample rate, centring on or off, through
-    fc_mel_config_override (the presets' own rules, as featurize --sr / --center apply them); the
-    other fields set as given."""
+def preset(name, sr=None, center=None, snip_edges=None, **override):
+    """A preset; sr, center, snip_edges: another sample rate, centring on or off, Kaldi's
+    snip_edges, through fc_mel_config_override (the presets' own rules, as featurize --sr /
+    --center / --snip-edges apply them); the other fields set as given."""
     c = MelConfig()
     assert lib.fc_mel_preset(name.encode(), ctypes.byref(c)) == 0, name
     ov, flags = MelConfig(), 0
@@ -127,10 +131,13 @@ def preset(name, sr=None, center=None, **override):
         ov.sample_rate, flags = sr, flags | FC_MEL_F_SAMPLE_RATE
     if center is not None:
         ov.center, flags = int(center), flags | FC_MEL_F_CENTER
+    if snip_edges is not None:
+        ov.no_snip_edges, flags = int(not snip_edges), flags | FC_MEL_F_SNIP_EDGES
     if flags:
         why = ctypes.create_string_buffer(256)
         rc = lib.fc_mel_config_override(ctypes.byref(c), ctypes.byref(ov), flags, why, 256)
-        assert rc == 0, f"{name} sr {sr} center {center}: {why.value.decode()}"
+        assert rc == 0, (f"{name} sr {sr} center {center} snip_edges {snip_edges}: "
+                         f"{why.value.decode()}")
     for k, v in override.items():
         setattr(c, k, v)
     return c
@@ -249,6 +256,70 @@ def ref_kaldi_centred(y, dt):
     return ref_kaldi(np.pad(y, 200, mode="reflect").astype(np.float32), dt)
 
 
+def kaldi_frame_geometry(sr):
+    """Kaldi's window and shift in samples at sr (FrameExtractionOptions: 25 ms, 10 ms)."""
+    return int(sr * 0.025), int(sr * 0.010)
+
+
+def kaldi_mirrored(y, sr):
+    """The samples Kaldi's ExtractWindow reads with snip_edges false, frame after frame, laid end
+    to end: (N + hop/2) // hop frames, frame t's window starting at sample t*hop + hop/2 - win/2
+    (FirstSampleOfFrame), an index outside the signal reflected about its ends with the end sample
+    repeated (-1 -> 0, N -> N-1), again and again while it is still outside, as ExtractWindow's
+    loop does. Window t of the result starts at t*hop, so fbank with snip_edges true over it reads
+    exactly Kaldi's windows. Written from Kaldi's rule, not from featcache's code."""
+    win, hop = kaldi_frame_geometry(sr)
+    n = len(y)
+    m = (n + hop // 2) // hop
+    if m == 0:
+        return np.zeros(0, np.float32)
+    start = hop // 2 - win // 2
+    out = np.empty((m - 1) * hop + win, np.float32)
+    for k in range(len(out)):
+        s = start + k
+        while s < 0 or s >= n:
+            s = -s - 1 if s < 0 else 2 * n - 1 - s
+        out[k] = y[s]
+    return out
+
+
+def ref_kaldi_unsnipped(y, dt, sr=16000):
+    """featurize --preset kaldi --snip-edges false: torchaudio.compliance.kaldi.fbank(32768 x,
+    num_mel_bins=80, dither=0, snip_edges=False) at sample_frequency sr. torchaudio refuses a
+    signal shorter than one window (Kaldi does not: (N + hop/2) // hop frames, the window mirrored
+    into the signal as often as it takes); there the reference is fbank with snip_edges true over
+    Kaldi's mirrored windows (kaldi_mirrored), a recipe test_unsnipped_recipe holds to torchaudio's
+    own snip_edges=False wherever that runs. No frames (N < hop/2): an empty reference."""
+    win, _ = kaldi_frame_geometry(sr)
+    if len(y) >= win:
+        w = torch.from_numpy(y).to(dt).unsqueeze(0) * 32768
+        return torchaudio.compliance.kaldi.fbank(w, num_mel_bins=80, dither=0.0,
+                                                 sample_frequency=sr,
+                                                 snip_edges=False).double().numpy(), True
+    ext = kaldi_mirrored(y, sr)
+    if len(ext) == 0:
+        return np.zeros((0, 80)), False
+    return ref_kaldi(ext, dt, sr)[0], " (Kaldi's mirrored windows: torchaudio refuses N < window)"
+
+
+def test_unsnipped_recipe():
+    """The fallback reference of ref_kaldi_unsnipped (fbank over kaldi_mirrored windows) is
+    torchaudio's snip_edges=False bit for bit wherever torchaudio runs: at each rate, lengths of
+    one window, a window plus one, odd lengths around frame boundaries, a second."""
+    rng = np.random.default_rng(99)
+    for sr in (8000, 16000, 22050, 44100):
+        win, hop = kaldi_frame_geometry(sr)
+        for n in (win, win + 1, win + hop // 2 - 1, win + hop // 2, 2 * win + 3, sr):
+            y = rng.uniform(-0.5, 0.5, n).astype(np.float32)
+            w = torch.from_numpy(y).double().unsqueeze(0) * 32768
+            ta = torchaudio.compliance.kaldi.fbank(w, num_mel_bins=80, dither=0.0,
+                                                   sample_frequency=sr, snip_edges=False).numpy()
+            ours = ref_kaldi(kaldi_mirrored(y, sr), T64, sr)[0]
+            check(ta.shape == ours.shape and np.array_equal(ta, ours),
+                  f"reference recipe: fbank over Kaldi's mirrored windows differs from torchaudio "
+                  f"snip_edges=False at {sr} Hz, N={n}: shapes {ours.shape} {ta.shape}")
+
+
 T32, T64 = torch.float32, torch.float64
 LN10 = np.log(10.0)
 CASES = {
@@ -269,6 +340,18 @@ CASES = {
                   lambda r: np.sqrt(np.exp(r)), 2.0),
     "kaldi-centre": ("kaldi", {"center": True}, ref_kaldi_centred, T32, T64,
                      lambda r: np.sqrt(np.exp(r)), 2.0),
+    # Kaldi's --snip-edges=false, at 16, 8, 22.05 and 44.1 kHz (an odd hop: 441)
+    "kaldi-nosnip": ("kaldi", {"snip_edges": False}, ref_kaldi_unsnipped, T32, T64,
+                     lambda r: np.sqrt(np.exp(r)), 2.0),
+    "kaldi-nosnip-8k": ("kaldi", {"sr": 8000, "snip_edges": False},
+                        lambda y, dt: ref_kaldi_unsnipped(y, dt, 8000), T32, T64,
+                        lambda r: np.sqrt(np.exp(r)), 2.0),
+    "kaldi-nosnip-22k": ("kaldi", {"sr": 22050, "snip_edges": False},
+                         lambda y, dt: ref_kaldi_unsnipped(y, dt, 22050), T32, T64,
+                         lambda r: np.sqrt(np.exp(r)), 2.0),
+    "kaldi-nosnip-44k": ("kaldi", {"sr": 44100, "snip_edges": False},
+                         lambda y, dt: ref_kaldi_unsnipped(y, dt, 44100), T32, T64,
+                         lambda r: np.sqrt(np.exp(r)), 2.0),
 }
 
 summary = []
@@ -297,7 +380,8 @@ def compare(case, label, y, with_f32=False):
         return
     check(rc == 0, f"{case}/{label}: fc_mel_compute returned {rc}")
     ours = ours.astype(np.float64)
-    note = "" if native else " (reflect as numpy: torch cannot pad this short input)"
+    note = (native if isinstance(native, str) else
+            "" if native else " (reflect as numpy: torch cannot pad this short input)")
     if is_log:
         err = np.abs(ours - want)
         # The float32 FFT bound per element: error relative to the frame's loudest band, carried
@@ -341,8 +425,10 @@ def speech():
     assert sr == 22050, sr
     y16 = librosa.resample(y22, orig_sr=22050, target_sr=16000, res_type="soxr_hq")
     y8 = librosa.resample(y22, orig_sr=22050, target_sr=8000, res_type="soxr_hq")
+    y44 = librosa.resample(y22, orig_sr=22050, target_sr=44100, res_type="soxr_hq")
     return {22050: y22.astype(np.float32), 16000: np.ascontiguousarray(y16, dtype=np.float32),
-            8000: np.ascontiguousarray(y8, dtype=np.float32)}
+            8000: np.ascontiguousarray(y8, dtype=np.float32),
+            44100: np.ascontiguousarray(y44, dtype=np.float32)}
 
 
 def synthetic(c):
@@ -352,10 +438,16 @@ def synthetic(c):
     t = np.arange(sr, dtype=np.float64) / sr
     # Frame boundaries: a hop, a window (Kaldi's frames are win_length long), n_fft, and one more
     # hop, each +-1 sample.
+    lengths = {1, hop - 1, hop, win - 1, win, win + hop - 1, win + hop, nf - 1, nf, nf + 1,
+               10 * hop, 10 * hop + 1}
+    if c.no_snip_edges:
+        # Kaldi's unsnipped frames: the first at N = hop/2, one more at each hop/2 + k*hop; the
+        # mirror reflects more than once below win/2 samples
+        lengths |= {hop // 2 - 1, hop // 2, hop // 2 + 1, win // 2 - hop // 2, win // 2,
+                    2 * hop + hop // 2 - 1, 2 * hop + hop // 2, 2 * hop + hop // 2 + 1, 2 * win + 1}
     cases = [(f"len {n}", (0.5 * np.sin(2 * np.pi * 440 * np.arange(n) / sr)
                            + 0.1 * rng.uniform(-1, 1, n)).astype(np.float32))
-             for n in sorted({1, hop - 1, hop, win - 1, win, win + hop - 1, win + hop, nf - 1, nf,
-                              nf + 1, 10 * hop, 10 * hop + 1})]
+             for n in sorted(lengths)]
     cases += [("silence 1 s", np.zeros(sr, np.float32)),
               ("uniform noise full scale", rng.uniform(-1, 1, sr).astype(np.float32)),
               ("sine 1 kHz", (0.7 * np.sin(2 * np.pi * 1000 * t)).astype(np.float32))]
@@ -403,6 +495,7 @@ def test_filterbanks():
 def main():
     test_struct_layout()
     test_filterbanks()
+    test_unsnipped_recipe()
     ys = speech()
     for case, (pname, over, *_rest) in CASES.items():
         c = preset(pname, **over)

@@ -139,6 +139,81 @@ int main(void) {
         "kaldi's JSON: %s", json);
   ov.win_length = ov.hop_length = 0;
 
+  /* kaldi --snip-edges false: Kaldi's (N + hop/2) / hop frames, at any rate; the config is no
+   * longer the preset; its JSON gains "snip_edges":false (and only it: every other config's JSON,
+   * so its digest, is what it was) and reads back */
+  c = preset("kaldi");
+  ov.no_snip_edges = 1;
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_SNIP_EDGES, why, sizeof why) == 0, "%s", why);
+  CHECK(c.no_snip_edges == 1 && c.preset[0] == '\0', "snip %d preset '%s'", c.no_snip_edges,
+        c.preset);
+  static const uint64_t ns[][2] = {{0, 0},   {1, 0},   {79, 0},    {80, 1},    {239, 1},
+                                   {240, 2}, {400, 3}, {1600, 10}, {1679, 10}, {1680, 11}};
+  for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++)
+    CHECK(fc_mel_num_frames(&c, ns[k][0]) == ns[k][1], "kaldi unsnipped: %llu frames for %llu",
+          (unsigned long long)fc_mel_num_frames(&c, ns[k][0]), (unsigned long long)ns[k][0]);
+  CHECK(fc_mel_config_json(&c, json, sizeof json) > 0 &&
+            strstr(json, "\"sample_rate\":16000,\"snip_edges\":false,\"top_db\":0,"),
+        "kaldi unsnipped JSON: %s", json);
+  fc_mel_config back;
+  CHECK(fc_mel_config_from_json(json, strlen(json), &back, why, sizeof why) == 0, "%s", why);
+  CHECK(back.no_snip_edges == 1, "snip_edges false did not read back");
+  ov.sample_rate = 44100; /* 1102 / 441: an odd hop, hop/2 = 220 */
+  c = preset("kaldi");
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_SAMPLE_RATE | FC_MEL_F_SNIP_EDGES, why,
+                               sizeof why) == 0,
+        "%s", why);
+  CHECK(fc_mel_num_frames(&c, 220) == 0 && fc_mel_num_frames(&c, 221) == 1 &&
+            fc_mel_num_frames(&c, 44100) == 100,
+        "kaldi unsnipped at 44.1 kHz: %llu %llu %llu",
+        (unsigned long long)fc_mel_num_frames(&c, 220),
+        (unsigned long long)fc_mel_num_frames(&c, 221),
+        (unsigned long long)fc_mel_num_frames(&c, 44100));
+  c = preset("kaldi");
+  CHECK(fc_mel_config_json(&c, json, sizeof json) > 0 && !strstr(json, "snip_edges"),
+        "kaldi's JSON names snip_edges: %s", json);
+  /* an old JSON (no key) reads as snip edges on; "snip_edges":true too; anything else is refused */
+  CHECK(fc_mel_config_from_json(json, strlen(json), &back, why, sizeof why) == 0 &&
+            back.no_snip_edges == 0,
+        "%s", why);
+  {
+    char alt[1100];
+    const char *at = strstr(json, "\"top_db\"");
+    int n = (int)(at - json);
+    snprintf(alt, sizeof alt, "%.*s\"snip_edges\":true,%s", n, json, at);
+    CHECK(fc_mel_config_from_json(alt, strlen(alt), &back, why, sizeof why) == 0 &&
+              back.no_snip_edges == 0,
+          "snip_edges true: %s", why);
+    snprintf(alt, sizeof alt, "%.*s\"snip_edges\":0,%s", n, json, at);
+    CHECK(fc_mel_config_from_json(alt, strlen(alt), &back, why, sizeof why) == FC_ECONFIG &&
+              strstr(why, "snip_edges"),
+          "snip_edges 0 accepted: %s", why);
+  }
+  /* --snip-edges true is the preset, named */
+  c = preset("kaldi");
+  ov.no_snip_edges = 0;
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_SNIP_EDGES, why, sizeof why) == 0);
+  CHECK(strcmp(c.preset, "kaldi") == 0, "kaldi --snip-edges true: preset '%s'", c.preset);
+  /* two framings at once are refused, saying which */
+  c = preset("kaldi");
+  ov.no_snip_edges = 1;
+  ov.center = 1;
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_SNIP_EDGES | FC_MEL_F_CENTER, why, sizeof why) ==
+                FC_ECONFIG &&
+            strstr(why, "center"),
+        "snip_edges false with center: '%s'", why);
+  ov.center = 0;
+  c = preset("hifigan");
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_SNIP_EDGES, why, sizeof why) == FC_ECONFIG &&
+            strstr(why, "pad must be 0"),
+        "snip_edges false with hifigan's pad: '%s'", why);
+  ov.pad = 0;
+  c = preset("hifigan");
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_SNIP_EDGES | FC_MEL_F_PAD, why, sizeof why) == 0,
+        "%s", why);
+  ov.no_snip_edges = 0;
+  ov.sample_rate = 0;
+
   /* log compressions with their references' floors */
   c = preset("hifigan");
   ov.log = FC_LOG_DB;

@@ -1,8 +1,8 @@
-/* CUDA vs CPU parity, on a GPU: every preset (and the dB and log10 variants), utterances of awkward
- * lengths packed into one batch, a small staging buffer (many chunks over both streams) and the
- * default one; frame counts exact, log outputs within 1e-4 (absolute), linear ones within 1e-4
- * (relative); f16/bf16 outputs the rounding of a value within that tolerance of the CPU's;
- * the gatherer from several threads; the errors (too long, empty, sticky after an injected CUDA
+/* CUDA vs CPU parity, on a GPU: every preset (and the dB, log10 and Kaldi unsnipped variants),
+ * utterances of awkward lengths packed into one batch, a small staging buffer (many chunks over
+ * both streams) and the default one; frame counts exact, log outputs within 1e-4 (absolute),
+ * linear ones within 1e-4 (relative); f16/bf16 outputs the rounding of a value within that
+ * tolerance of the CPU's; the gatherer from several threads; the errors (too long, empty, sticky after an injected CUDA
  * failure with FC_FAULT=cuda:N). Without a usable GPU: exit 77 (skipped) with the reason. */
 #include <math.h>
 #include <pthread.h>
@@ -48,6 +48,7 @@ typedef struct variant {
   const char *preset, *label;
   int log;
   double top_db;
+  int no_snip; /* Kaldi's snip_edges false */
 } variant;
 
 static int make_cfg(const variant *v, fc_mel_config *cfg) {
@@ -56,6 +57,10 @@ static int make_cfg(const variant *v, fc_mel_config *cfg) {
     cfg->log = (fc_log)v->log;
     cfg->top_db = v->top_db;
     if (cfg->log == FC_LOG_DB) cfg->log_floor = 1e-10;
+    fc_mel_config_settle_preset(cfg);
+  }
+  if (v->no_snip) {
+    cfg->no_snip_edges = 1;
     fc_mel_config_settle_preset(cfg);
   }
   return 0;
@@ -338,15 +343,17 @@ int main(void) {
   printf("device 0: %s\n", desc);
   const char *const *names = fc_mel_preset_names();
   for (int i = 0; names[i]; i++) {
-    variant v = {names[i], names[i], -1, 0};
+    variant v = {names[i], names[i], -1, 0, 0};
     parity(&v, 0);
     /* a small staging buffer: many chunks, both streams, utterances clamped to it */
     parity(&v, strcmp(v.preset, "librosa") == 0 ? 70000 : 40000);
   }
-  variant db = {"librosa", "librosa --log db", FC_LOG_DB, 80.0};
-  variant l10 = {"tacotron2", "tacotron2 --log log10", FC_LOG_LOG10, 0.0};
+  variant db = {"librosa", "librosa --log db", FC_LOG_DB, 80.0, 0};
+  variant l10 = {"tacotron2", "tacotron2 --log log10", FC_LOG_LOG10, 0.0, 0};
+  variant nosnip = {"kaldi", "kaldi --snip-edges false", -1, 0.0, 1};
   parity(&db, 0);
   parity(&l10, 50000);
+  parity(&nosnip, 40000);
   gather();
   errors();
   if (failures) {

@@ -27,6 +27,7 @@ typedef struct variant {
   const char *label;
   int log; /* -1: the preset's */
   double top_db;
+  int no_snip; /* Kaldi's snip_edges false */
 } variant;
 
 /* Run one chunk through the kernel bodies and compare with fc_mel_compute. Returns the max error. */
@@ -40,6 +41,10 @@ static double run_variant(const variant *v) {
     cfg.log = (fc_log)v->log;
     cfg.top_db = v->top_db;
     if (cfg.log == FC_LOG_DB) cfg.log_floor = 1e-10;
+    fc_mel_config_settle_preset(&cfg);
+  }
+  if (v->no_snip) {
+    cfg.no_snip_edges = 1;
     fc_mel_config_settle_preset(&cfg);
   }
   char why[256];
@@ -93,7 +98,7 @@ static double run_variant(const variant *v) {
   lens[n_utts++] = extent + 1;
   lens[n_utts++] = extent > 1 ? extent - 1 : 1;
   lens[n_utts++] = 3 * (size_t)cfg.hop_length + 7;
-  lens[n_utts++] = P.pad > 2 ? (size_t)P.pad / 2 : 2;
+  lens[n_utts++] = P.origin < -4 ? (size_t)(-P.origin) / 2 : 2;
   lens[n_utts++] = cfg.sample_rate;
   lens[n_utts++] = (size_t)(cfg.sample_rate * 1.37);
   size_t kept = 0;
@@ -167,7 +172,7 @@ static double run_variant(const variant *v) {
     uint64_t f = fc_mel_num_frames(&cfg, lens[u]);
     CHECK(f == frame_off[u + 1] - frame_off[u], "%s: utterance %zu frames", v->label, u);
     CHECK(f == fc_frames_for(lens[u], cfg.center, cfg.n_fft, cfg.win_length, cfg.hop_length,
-                             cfg.pad, cfg.window_align, cfg.drop_last_frame),
+                             cfg.pad, cfg.window_align, cfg.drop_last_frame, cfg.no_snip_edges),
           "%s: fc_frames_for disagrees with fc_mel_num_frames for %zu samples", v->label, lens[u]);
     float *ref = malloc(sizeof *ref * f * nm);
     CHECK(fc_mel_compute(plan, pcm + sample_off[u], lens[u], ref) == 0, "fc_mel_compute");
@@ -260,15 +265,18 @@ int main(void) {
   const char *const *names = fc_mel_preset_names();
   int n_presets = 0;
   for (; names[n_presets]; n_presets++) {
-    variant v = {names[n_presets], names[n_presets], -1, 0};
+    variant v = {names[n_presets], names[n_presets], -1, 0, 0};
     run_variant(&v);
   }
   CHECK(n_presets >= 5, "expected the five presets, got %d", n_presets);
   /* The per-utterance clamp of power_to_db (top_db) and plain log10, on librosa's framing. */
-  variant db = {"librosa", "librosa --log db", FC_LOG_DB, 80.0};
-  variant l10 = {"tacotron2", "tacotron2 --log log10", FC_LOG_LOG10, 0.0};
+  variant db = {"librosa", "librosa --log db", FC_LOG_DB, 80.0, 0};
+  variant l10 = {"tacotron2", "tacotron2 --log log10", FC_LOG_LOG10, 0.0, 0};
+  /* Kaldi's unsnipped frames: the mirrored edges, through the GPU's parameters */
+  variant nosnip = {"kaldi", "kaldi --snip-edges false", -1, 0.0, 1};
   run_variant(&db);
   run_variant(&l10);
+  run_variant(&nosnip);
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;
