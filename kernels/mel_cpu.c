@@ -388,13 +388,16 @@ static void block_spectrum(const mel_tables *t, const fftwf_complex *out, float 
 }
 
 /* Each band's weighted sum over the block's frames, the first log stage, and the values into the
- * time-major output (rows f0 .. f0+nf-1). Lanes nf .. MEL_BLOCK-1 hold stale but finite values
- * from an earlier block and are never stored. */
-static void block_mel(const mel_tables *t, const float *restrict spec, float *out, uint32_t nf) {
+ * time-major output (rows f0 .. f0+nf-1). Lanes nf .. MEL_BLOCK-1 hold stale values from an
+ * earlier block and are never stored. Returns nonzero when a sum of the nf frames is not finite
+ * (a NaN or an infinite sample in the frame, or a power past float32's range): the log's clamp
+ * would turn a NaN into the floor, a silent frame. */
+static int block_mel(const mel_tables *t, const float *restrict spec, float *out, uint32_t nf) {
   const fc_mel_config *c = &t->cfg;
   const uint32_t nm = c->n_mels;
   const int mode = c->log;
   const float floor_ = (float)c->log_floor;
+  int bad = 0;
   for (uint32_t m = 0; m < nm; m++) {
     const float *restrict w = t->weights + t->offset[m];
     const float *restrict s = spec + (size_t)t->first[m] * MEL_BLOCK;
@@ -411,6 +414,8 @@ static void block_mel(const mel_tables *t, const float *restrict spec, float *ou
       }
       for (uint32_t b = 0; b < MEL_LANES; b++) acc[b0 + b] = a[b];
     }
+    /* the sums are of non-negative terms: finite iff <= FLT_MAX (a NaN compares false) */
+    for (uint32_t b = 0; b < nf; b++) bad |= !(acc[b] <= FLT_MAX);
     float val[MEL_BLOCK];
     if (mode == FC_LOG_LN) {
       int odd = 0;
@@ -429,6 +434,7 @@ static void block_mel(const mel_tables *t, const float *restrict spec, float *ou
     }
     for (uint32_t b = 0; b < nf; b++) out[(size_t)b * nm + m] = val[b];
   }
+  return bad;
 }
 
 int fc_mel_compute(fc_mel_plan *p, const float *x, size_t n, float *out) {
@@ -459,7 +465,7 @@ int fc_mel_compute(fc_mel_plan *p, const float *x, size_t n, float *out) {
                               p->out + (size_t)b * t->out_dist);
     }
     block_spectrum(t, p->out, p->spec, p->tmp, nf);
-    block_mel(t, p->spec, out + f0 * nm, nf);
+    if (block_mel(t, p->spec, out + f0 * nm, nf)) return FC_ERANGE;
   }
   const float top_db = (float)c->top_db;
   if (fc_log_needs_max(c->log, top_db)) {

@@ -39,7 +39,8 @@ enum {
   FC_EDUPLICATE = -31914, /* duplicate id */
   FC_ETOKENIZER = -31915, /* tokenizer definition invalid */
   FC_EUNKNOWN = -31916, /* unknown symbol under --strict */
-  FC_ERANGE = -31917, /* a value the mq codec cannot hold (NaN, infinity, |x| >= 4096) */
+  FC_ERANGE = -31917, /* a value the mq codec cannot hold (NaN, infinity, |x| >= 4096), or
+                        samples fc_mel_compute refuses (NaN, infinite, a power past float32) */
   FC_ESPLIT = -31918, /* a split store (fc_store.h): open its parts, not the directory */
   FC_EPHONEMIZE = -31919, /* espeak-ng died or hung reading this text (in a child process:
                              nothing else is affected; docs/tokenize.md) */

@@ -27,10 +27,12 @@ FC_API const fc_mel_config *fc_mel_plan_config(const fc_mel_plan *p);
  * [frames][n_mels] float32, frames = fc_mel_num_frames(cfg, n). out holds at least that many
  * floats. Applies int16 scaling, framing/padding, DC removal, pre-emphasis, window, FFT,
  * magnitude/power, mel projection and the log compression (including per-utterance clamps).
- * Returns 0, or FC_EEMPTY when the config gives 0 frames for n samples. Samples must be finite
- * (fc_audio_decode refuses files that are not): a NaN or an infinity is not detected here, and a
- * log config turns every frame that holds one into the log floor, as if it were silent (the
- * references give NaN there); a linear config (log none) gives NaN. */
+ * Returns 0, FC_EEMPTY when the config gives 0 frames for n samples, or FC_ERANGE when a frame
+ * reads a sample that is NaN or infinite, or samples so large that a band's power passes float32's
+ * range (the references give NaN or an infinity there; a log's clamp would have turned a NaN into
+ * the log floor, a silent frame): out's values are then unspecified, the plan as good as before.
+ * Samples no frame reads (the tail Kaldi's snip-edges framing drops) are not looked at.
+ * fc_audio_decode refuses files with such samples first, naming the sample. */
 FC_API int fc_mel_compute(fc_mel_plan *p, const float *samples, size_t n, float *out);
 
 /* Mel bands of cfg (valid: fc_mel_config_validate) that hold no FFT bin — "empty filters", which

@@ -73,7 +73,9 @@ void cuda_plan_bytes(const fc_cuda_plan *p, size_t *device_bytes, size_t *pinned
  * out[i] is written. The caller keeps ownership of pcm, lens and out.
  * Errors: FC_EEMPTY (an utterance gives no frames: nothing is computed), FC_ETOOLONG (an utterance
  * is longer than cuda_plan_max_samples), FC_ECONFIG (bad dtype), FC_ECUDA (the plan turns sticky:
- * later calls give FC_EBADSTATE), FC_EBADSTATE. */
+ * later calls give FC_EBADSTATE), FC_EBADSTATE. Unlike fc_mel_compute, samples that are NaN or
+ * infinite are not refused (FC_ERANGE there): a log output holds the floor or an infinity for
+ * their frames. Its callers feed it decoded audio, which fc_audio_decode has checked already. */
 int cuda_compute_batch(fc_cuda_plan *p, const float *const *pcm, const size_t *lens, size_t n_utts,
                        int dtype, void *const *out);
 

@@ -30,7 +30,8 @@ const char *fc_strerror(int err) {
   case FC_EDUPLICATE: return "FC_EDUPLICATE: duplicate id";
   case FC_ETOKENIZER: return "FC_ETOKENIZER: invalid tokenizer definition";
   case FC_EUNKNOWN: return "FC_EUNKNOWN: unknown symbol";
-  case FC_ERANGE: return "FC_ERANGE: value out of the codec's range";
+  case FC_ERANGE:
+    return "FC_ERANGE: value out of range (NaN, infinity, or past what float32 or the codec holds)";
   case FC_ESPLIT: return "FC_ESPLIT: a split store: open it as its parts";
   case FC_EPHONEMIZE: return "FC_EPHONEMIZE: espeak-ng died or hung reading this text";
   case FC_ECONFLICT: return "FC_ECONFLICT: an id's entry differs between stores";
