@@ -23,7 +23,8 @@ int fc_mel_config_override(fc_mel_config *c, const fc_mel_config *ov, unsigned f
   if (!c || (!ov && f)) return FC_ECONFIG;
   /* HiFi-GAN pads (n_fft - hop) / 2 itself: keep that rule when n_fft or hop change. */
   int pad_follows = !c->center && c->pad && c->pad == (c->n_fft - c->hop_length) / 2;
-  const int kaldi_rate = (f & FC_MEL_F_SAMPLE_RATE) && !strcmp(c->preset, "kaldi");
+  const int kaldi = !strcmp(c->preset, "kaldi");
+  const int kaldi_rate = (f & FC_MEL_F_SAMPLE_RATE) && kaldi;
   if (f & FC_MEL_F_SAMPLE_RATE) c->sample_rate = ov->sample_rate;
   if (f & FC_MEL_F_N_FFT) c->n_fft = ov->n_fft;
   if (f & FC_MEL_F_WIN_LENGTH)
@@ -35,6 +36,9 @@ int fc_mel_config_override(fc_mel_config *c, const fc_mel_config *ov, unsigned f
     if (!(f & FC_MEL_F_WIN_LENGTH)) c->win_length = kaldi_samples(c->sample_rate, 25.0);
     if (!(f & FC_MEL_F_HOP_LENGTH)) c->hop_length = kaldi_samples(c->sample_rate, 10.0);
     if (!(f & FC_MEL_F_N_FFT)) c->n_fft = pow2_at_least(c->win_length);
+  } else if (kaldi && (f & FC_MEL_F_WIN_LENGTH) && !(f & FC_MEL_F_N_FFT)) {
+    /* another window: Kaldi's FFT is the power of two at least it (round_to_power_of_two) */
+    c->n_fft = pow2_at_least(c->win_length);
   }
   if (f & FC_MEL_F_N_MELS) c->n_mels = ov->n_mels;
   if (f & FC_MEL_F_FMIN) c->fmin = ov->fmin;

@@ -124,7 +124,8 @@ enum fc_mel_field {
  *  - the kaldi preset at another sample rate keeps Kaldi's frames in milliseconds: win_length
  *    int(sr * 0.025), hop_length int(sr * 0.010), n_fft the power of two at least win_length
  *    (each unless given), and fmax Nyquist (high_freq 0), as torchaudio's compliance.kaldi.fbank
- *    at that sample_frequency;
+ *    at that sample_frequency; another win_length alone (at the preset's rate) sets n_fft the power
+ *    of two at least it, as frame_length does in fbank;
  *  - snip edges off (no_snip_edges 1) is Kaldi's framing, whatever else is given: with center on
  *    or a pad it is FC_ECONFIG;
  * then clears cfg->preset when the result differs from the preset (fc_mel_config_settle_preset)

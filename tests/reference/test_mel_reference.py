@@ -101,6 +101,7 @@ FC_LOG_DB = 3
 FC_MEL_F_SAMPLE_RATE = 1
 FC_MEL_F_CENTER = 1 << 9
 FC_MEL_F_SNIP_EDGES = 1 << 15
+FC_MEL_F_WIN_LENGTH = 1 << 2
 lib.fc_mel_config_override.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint,
                                        ctypes.c_char_p, ctypes.c_size_t]
 lib.fc_mel_preset.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
@@ -120,10 +121,10 @@ def check(cond, msg):
         print(f"FAIL: {msg}")
 
 
-def preset(name, sr=None, center=None, snip_edges=None, **override):
-    """A preset; sr, center, snip_edges: another sample rate, centring on or off, Kaldi's
-    snip_edges, through fc_mel_config_override (the presets' own rules, as featurize --sr /
-    --center / --snip-edges apply them); the other fields set as given."""
+def preset(name, sr=None, center=None, snip_edges=None, win=None, **override):
+    """A preset; sr, center, snip_edges, win: another sample rate, centring on or off, Kaldi's
+    snip_edges, another window length, through fc_mel_config_override (the presets' own rules, as
+    featurize --sr / --center / --snip-edges / --win apply them); the other fields set as given."""
     c = MelConfig()
     assert lib.fc_mel_preset(name.encode(), ctypes.byref(c)) == 0, name
     ov, flags = MelConfig(), 0
@@ -131,12 +132,14 @@ def preset(name, sr=None, center=None, snip_edges=None, **override):
         ov.sample_rate, flags = sr, flags | FC_MEL_F_SAMPLE_RATE
     if center is not None:
         ov.center, flags = int(center), flags | FC_MEL_F_CENTER
+    if win is not None:
+        ov.win_length, flags = win, flags | FC_MEL_F_WIN_LENGTH
     if snip_edges is not None:
         ov.no_snip_edges, flags = int(not snip_edges), flags | FC_MEL_F_SNIP_EDGES
     if flags:
         why = ctypes.create_string_buffer(256)
         rc = lib.fc_mel_config_override(ctypes.byref(c), ctypes.byref(ov), flags, why, 256)
-        assert rc == 0, (f"{name} sr {sr} center {center} snip_edges {snip_edges}: "
+        assert rc == 0, (f"{name} sr {sr} center {center} snip_edges {snip_edges} win {win}: "
                          f"{why.value.decode()}")
     for k, v in override.items():
         setattr(c, k, v)
@@ -239,12 +242,12 @@ def ref_librosa(y, dt, db=False):
     return S.T.astype(np.float64), True
 
 
-def ref_kaldi(y, dt, sr=16000):
+def ref_kaldi(y, dt, sr=16000, frame_length=25.0):
     """torchaudio.compliance.kaldi.fbank(32768 x, num_mel_bins=80, dither=0) (Kaldi defaults),
-    at sample_frequency sr."""
+    at sample_frequency sr, with frame_length ms (25 by default)."""
     w = torch.from_numpy(y).to(dt).unsqueeze(0) * 32768
-    return torchaudio.compliance.kaldi.fbank(w, num_mel_bins=80, dither=0.0,
-                                             sample_frequency=sr).double().numpy(), True
+    return torchaudio.compliance.kaldi.fbank(w, num_mel_bins=80, dither=0.0, sample_frequency=sr,
+                                             frame_length=frame_length).double().numpy(), True
 
 
 def ref_kaldi_centred(y, dt):
@@ -340,6 +343,11 @@ CASES = {
                   lambda r: np.sqrt(np.exp(r)), 2.0),
     "kaldi-centre": ("kaldi", {"center": True}, ref_kaldi_centred, T32, T64,
                      lambda r: np.sqrt(np.exp(r)), 2.0),
+    # another window: Kaldi pads it to the power of two at least its length (round_to_power_of_two)
+    "kaldi-win200": ("kaldi", {"win": 200}, lambda y, dt: ref_kaldi(y, dt, frame_length=12.5),
+                     T32, T64, lambda r: np.sqrt(np.exp(r)), 2.0),
+    "kaldi-win600": ("kaldi", {"win": 600}, lambda y, dt: ref_kaldi(y, dt, frame_length=37.5),
+                     T32, T64, lambda r: np.sqrt(np.exp(r)), 2.0),
     # Kaldi's --snip-edges=false, at 16, 8, 22.05 and 44.1 kHz (an odd hop: 441)
     "kaldi-nosnip": ("kaldi", {"snip_edges": False}, ref_kaldi_unsnipped, T32, T64,
                      lambda r: np.sqrt(np.exp(r)), 2.0),

@@ -133,6 +133,29 @@ int main(void) {
         "%s", why);
   CHECK(c.win_length == 300 && c.hop_length == 100 && c.n_fft == 512, "win %u hop %u n_fft %u",
         c.win_length, c.hop_length, c.n_fft);
+  /* kaldi with another window at its rate: the FFT follows it to the power of two at least it
+   * (Kaldi's round_to_power_of_two), unless given; a window past 512 is no error */
+  static const uint32_t kw[][2] = {{200, 256}, {256, 256}, {300, 512}, {600, 1024}, {1024, 1024}};
+  for (size_t k = 0; k < sizeof kw / sizeof kw[0]; k++) {
+    c = preset("kaldi");
+    ov.win_length = kw[k][0];
+    CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_WIN_LENGTH, why, sizeof why) == 0, "win %u: %s",
+          kw[k][0], why);
+    CHECK(c.win_length == kw[k][0] && c.n_fft == kw[k][1] && c.hop_length == 160,
+          "kaldi --win %u: n_fft %u, want %u", kw[k][0], c.n_fft, kw[k][1]);
+  }
+  c = preset("kaldi");
+  ov.win_length = 200;
+  ov.n_fft = 512;
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_WIN_LENGTH | FC_MEL_F_N_FFT, why, sizeof why) ==
+                0 &&
+            c.n_fft == 512,
+        "kaldi --win 200 --n-fft 512: n_fft %u", c.n_fft);
+  c = preset("hifigan");
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_WIN_LENGTH, why, sizeof why) == 0 &&
+            c.n_fft == 1024,
+        "hifigan --win 200: n_fft %u, want 1024 (only kaldi's FFT follows its window)", c.n_fft);
+  ov.win_length = 0;
   char json[1024];
   c = preset("kaldi");
   CHECK(fc_mel_config_json(&c, json, sizeof json) > 0 && strstr(json, "\"fmax\":8000,"),
