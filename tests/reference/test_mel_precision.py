@@ -31,10 +31,11 @@ both signals (over 1e-4, rms 1.9-2.0x the float32 reference's).
 Inputs are made here: a synthesized speech-like signal (glottal pulses through per-syllable
 formants, fricative noise, pauses 70 dB down; a fixed seed) at 22050 and 16000 Hz, and espeak-ng
 speech generated at test time (16 kHz via librosa's soxr_hq, as featurize resamples). Without
-espeak-ng the synthetic checks still run, then the test exits 77 saying so.
+espeak-ng the synthetic checks still run, then the test fails saying so.
 
-Run: python test_mel_precision.py (env FEATCACHE_LIBRARY = path of libfeatcache.so.0). Exits 77 when
-the library or a reference package is missing. Prints the measured table (docs/ACCURACY.md).
+Run: python test_mel_precision.py (env FEATCACHE_LIBRARY = path of libfeatcache.so.0). Fails when
+the library or a reference package is missing (scripts/setup installs them all). Prints the
+measured table (docs/ACCURACY.md).
 """
 import os
 import shutil
@@ -43,8 +44,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# The recipes, the ctypes mirror and the plan wrapper; importing it skips (77) without the library
-# or a reference package, and runs none of its checks.
+# The recipes, the ctypes mirror and the plan wrapper; importing it fails (exit 1) without the
+# library or a reference package, and runs none of its checks.
 import test_mel_reference as R  # noqa: E402
 
 np, torch, torchaudio, librosa, soundfile = R.np, R.torch, R.torchaudio, R.librosa, R.soundfile
