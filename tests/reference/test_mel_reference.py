@@ -260,8 +260,9 @@ def ref_kaldi_centred(y, dt):
 
 
 def kaldi_frame_geometry(sr):
-    """Kaldi's window and shift in samples at sr (FrameExtractionOptions: 25 ms, 10 ms)."""
-    return int(sr * 0.025), int(sr * 0.010)
+    """Kaldi's window and shift in samples at sr (FrameExtractionOptions: 25 ms, 10 ms), computed
+    as torchaudio's compliance.kaldi computes them."""
+    return int(sr * 25.0 * 0.001), int(sr * 10.0 * 0.001)
 
 
 def kaldi_mirrored(y, sr):
