@@ -1,6 +1,7 @@
 /* featurize — compute log-mel features of audio files into a featcache store (docs/featurize.md).
  * A thin main over fc_featurize_run: options → config, inputs → items, events → messages. */
 #include "cmd/cli.h"
+#include "cmd/featurize/report.h"
 
 #include "featcache/fc_featurize.h"
 #include "featcache/fc_format.h"
@@ -223,152 +224,6 @@ static int first_items(const char *path, const fc_manifest_opts *mo, size_t max,
   if (rc == -1) rc = 0;
   if (rc) fc_item_list_free(out);
   return rc;
-}
-
-/* ---- reporting ---------------------------------------------------------------------------------- */
-/* No input at all: say what held none (the manifest, stdin, the shard), not "done: 0 of 0".
- * nargs: the paths given as arguments (0 for stdin); shard_n 0: no --shard. */
-static void empty_input(const char *manifest, int nargs, uint32_t shard_k, uint32_t shard_n) {
-  const char *src = !manifest || strcmp(manifest, "-") == 0 ? "(stdin)" : manifest;
-  const char *what = manifest ? "lines" : "paths";
-  fprintf(stderr, "%s: nothing to do: ", fc_cli_tool);
-  if (!manifest && nargs > 0) /* paths given: only a shard can hold none */
-    fprintf(stderr, "shard %u/%u holds none of the %d path%s given\n", shard_k, shard_n, nargs,
-            nargs == 1 ? "" : "s");
-  else {
-    if (shard_n) fprintf(stderr, "shard %u/%u of ", shard_k, shard_n);
-    fc_cli_put_name(stderr, src);
-    fprintf(stderr, " holds no %s\n", what);
-  }
-}
-
-typedef struct report_ctx {
-  const char *manifest;
-  const char *stdin_list; /* "(stdin)" when the paths come from stdin, else NULL */
-  uint32_t sample_rate; /* the config's: -v names a resampling */
-  int verbose, json;
-  fc_cli_progress progress;
-  uint64_t total;
-  uint64_t failed_lines; /* FAILED events, each with its line */
-  fc_cli_failures failures; /* what --json lists */
-} report_ctx;
-
-/* "; resampled 44100→22050 Hz, 2→1 channels" when the source was converted, else "". */
-static void conversions(const report_ctx *c, const fc_featurize_event *ev, char *buf, size_t len) {
-  buf[0] = '\0';
-  int o = 0;
-  if (ev->source_rate && ev->source_rate != c->sample_rate)
-    o = snprintf(buf, len, "; resampled %u\u2192%u Hz", ev->source_rate, c->sample_rate);
-  if (ev->source_channels > 1 && o >= 0 && (size_t)o < len)
-    snprintf(buf + o, len - (size_t)o, "%s%u\u21921 channels", o ? ", " : "; ",
-             ev->source_channels);
-}
-
-static void on_event(const fc_featurize_event *ev, void *user) {
-  report_ctx *c = user;
-  fc_cli_progress_clear(&c->progress);
-  const char *label = ev->path ? ev->path : (ev->id ? ev->id : "(no path)");
-  if (ev->status == FC_ITEM_FAILED) {
-    c->failed_lines++;
-    if (c->json) fc_cli_failures_add(&c->failures, ev->id, ev->path, ev->line, ev->err, ev->reason);
-    /* a manifest's line by its number; a line of a path list on stdin only when it has no path */
-    const char *lines = c->manifest ? c->manifest : (!ev->path ? c->stdin_list : NULL);
-    if (ev->manifest && lines && ev->line) {
-      fprintf(stderr, "%s: ", fc_cli_tool);
-      fc_cli_put_name(stderr, lines);
-      fprintf(stderr, ":%zu: %s\n", ev->line, ev->reason);
-    } else
-      fc_cli_warn(label, "%s", ev->reason);
-    return;
-  }
-  char id[4 * FC_ID_MAX + 8];
-  fc_cli_quoted(ev->id ? ev->id : "", id, sizeof id);
-  if (ev->replaced) { /* said whatever -v and -q: the id's features are another file's now */
-    char was[4 * 4096 + 8];
-    fc_cli_warn(label,
-                "id %s named %s before, other audio: it names this file now (two files with one "
-                "id? give each its own, e.g. in a manifest, to keep both)",
-                id, fc_cli_quoted(ev->replaced, was, sizeof was));
-  }
-  if (!c->verbose) return;
-  switch (ev->status) {
-  case FC_ITEM_STORED: {
-    char conv[96];
-    conversions(c, ev, conv, sizeof conv);
-    fc_cli_warn(label, "stored as %s (%llu frames, %.2f s%s)", id, (unsigned long long)ev->frames,
-                ev->seconds, conv);
-    break;
-  }
-  case FC_ITEM_LINKED:
-    fc_cli_warn(label, "same audio as a stored record; entry %s added", id);
-    break;
-  case FC_ITEM_SKIPPED: fc_cli_warn(label, "already stored as %s", id); break;
-  default: break;
-  }
-}
-
-static void on_progress(const fc_featurize_stats *st, void *user) {
-  report_ctx *c = user;
-  uint64_t done = st->processed + st->skipped_existing + st->failed;
-  double rt = st->wall_seconds > 0 ? st->audio_seconds / st->wall_seconds : 0;
-  if (c->total)
-    fc_cli_progress_show(&c->progress, "%s: %llu/%llu, %.0f s of audio, %.0fx realtime",
-                         fc_cli_tool, (unsigned long long)done, (unsigned long long)c->total,
-                         st->audio_seconds, rt);
-  else /* a manifest read as the job goes: its length is known at the end */
-    fc_cli_progress_show(&c->progress, "%s: %llu done, %.0f s of audio, %.0fx realtime",
-                         fc_cli_tool, (unsigned long long)done, st->audio_seconds, rt);
-}
-
-/* Stage accounting as one -v line (docs/featurize.md "Stage accounting"). */
-static void print_stages(const fc_featurize_stats *st) {
-  fprintf(stderr,
-          "%s: stages (busy s): start-up %.3f, read %.3f, hash %.3f, decode %.3f, staging %.3f, "
-          "compute %.3f, "
-          "write %.3f; waits (s): workers on the writer %.3f, workers on the device %.3f, writer "
-          "on the workers %.3f; %u worker%s, %u writer%s, %.3f s wall: %s\n",
-          fc_cli_tool, st->setup_seconds, st->read_seconds, st->hash_seconds, st->decode_seconds,
-          st->staging_seconds, st->compute_seconds, st->write_seconds,
-          st->queue_wait_seconds - st->device_wait_seconds, st->device_wait_seconds,
-          st->writer_wait_seconds, st->workers, st->workers == 1 ? "" : "s", st->writers,
-          st->writers == 1 ? "" : "s", st->wall_seconds, st->bound);
-}
-
-static void print_json(const fc_featurize_stats *st, const fc_mel_config *cfg, const char *device,
-                       const char *store, const report_ctx *rc, const fc_cli_max_failed *mf,
-                       int allowed) {
-  fc_digest d;
-  char hex[33];
-  fc_mel_config_digest(cfg, &d);
-  fc_digest_hex(&d, hex);
-  printf(
-      "{\"processed\":%llu,\"skipped_existing\":%llu,\"failed\":%llu,\"not_started\":%llu,"
-      "\"total\":%llu,\"cpu_computed\":%llu,\"audio_seconds\":%.3f,\"wall_seconds\":%.6f,"
-      "\"stages\":{\"setup\":%.6f,\"read\":%.6f,\"hash\":%.6f,\"decode\":%.6f,\"staging\":%.6f,"
-      "\"compute\":%.6f,\"write\":%.6f},\"waits\":{\"workers_on_writer\":%.6f,"
-      "\"workers_on_device\":%.6f,\"writer_on_workers\":%.6f},\"workers\":%u,\"writers\":%u,"
-      "\"bound\":\"%s\",\"config_digest\":\"%s\",\"preset\":",
-      (unsigned long long)st->processed, (unsigned long long)st->skipped_existing,
-      (unsigned long long)st->failed, (unsigned long long)st->not_started,
-      (unsigned long long)st->total, (unsigned long long)st->cpu_computed, st->audio_seconds,
-      st->wall_seconds, st->setup_seconds, st->read_seconds, st->hash_seconds, st->decode_seconds,
-      st->staging_seconds, st->compute_seconds, st->write_seconds,
-      st->queue_wait_seconds - st->device_wait_seconds, st->device_wait_seconds,
-      st->writer_wait_seconds, st->workers, st->writers, st->bound, hex);
-  if (cfg->preset[0])
-    fc_json_write_string(stdout, cfg->preset);
-  else
-    fputs("null", stdout);
-  fputs(",\"device\":", stdout);
-  fc_json_write_string(stdout, device);
-  fputs(",\"store\":", stdout);
-  fc_json_write_string(stdout, store);
-  printf(",\"failures_recorded\":%llu,\"failures_cleared\":%llu,\"max_failed\":",
-         (unsigned long long)st->failures_recorded, (unsigned long long)st->failures_cleared);
-  fc_json_write_string(stdout, mf->text[0] ? mf->text : "0");
-  printf(",\"failed_allowed\":%s,", allowed ? "true" : "false");
-  fc_cli_failures_json(stdout, &rc->failures);
-  fputs("}\n", stdout);
 }
 
 int main(int argc, char **argv) {
@@ -675,6 +530,7 @@ int main(int argc, char **argv) {
   fc_device_name(&resolved, device_name, sizeof device_name);
   if (verbose) /* auto says which device it took, and why not the GPU when it fell back */
     fc_cli_warn(NULL, "device: %s%s%s%s", device_name, why[0] ? " (" : "", why, why[0] ? ")" : "");
+  fo.fallback_to_cpu = fo.device.kind == FC_DEVICE_AUTO; /* a GPU that cannot start: the CPU */
   fo.device = resolved;
 
   fc_cli_check_new_store_dir(store_dir, force_new_store, "force-new-store");
@@ -715,7 +571,7 @@ int main(int argc, char **argv) {
   if (verbose && n_parts > 1)
     fc_cli_warn(store_dir, "a split store of %u parts: %u writers", n_parts, n_parts);
 
-  report_ctx rctx = {.manifest = manifest,
+  fzc_report rctx = {.manifest = manifest,
                      .stdin_list = from_stdin ? "(stdin)" : NULL,
                      .sample_rate = cfg.sample_rate,
                      .json = json,
@@ -729,8 +585,8 @@ int main(int argc, char **argv) {
   fo.rehash = rehash;
   fo.strict = strict;
   fo.stop = &fc_cli_signal;
-  fo.on_event = on_event;
-  fo.on_progress = on_progress;
+  fo.on_event = fzc_on_event;
+  fo.on_progress = fzc_on_progress;
   fo.user = &rctx;
   fo.parts = parts;
   fo.n_parts = n_parts;
@@ -745,6 +601,12 @@ int main(int argc, char **argv) {
   fc_cli_progress_end(&rctx.progress);
   fc_store_close_split(parts, n_parts);
   fc_item_list_free(&items);
+  if (st.fell_back_to_cpu) { /* auto's GPU could not be started (busy, out of memory) */
+    fc_cli_warn(NULL, "the GPU could not be started (%s): the CPU computed the job",
+                rc ? "see below" : why);
+    resolved.kind = FC_DEVICE_CPU;
+    fc_device_name(&resolved, device_name, sizeof device_name);
+  }
 
   int code = FC_EXIT_OK;
   uint64_t ok = st.processed + st.skipped_existing;
@@ -778,8 +640,8 @@ int main(int argc, char **argv) {
   if (rc != FC_EINTR) {
     if (code == FC_EXIT_OK && st.total == 0) { /* an empty list (the wrong one?): as tokenize */
       if (!quiet)
-        empty_input(manifest, from_stdin ? 0 : nargs, shard_spec ? shard_k : 0,
-                    shard_spec ? shard_n : 0);
+        fzc_empty_input(manifest, from_stdin ? 0 : nargs, shard_spec ? shard_k : 0,
+                        shard_spec ? shard_n : 0);
     } else if (code == FC_EXIT_OK && st.total > 0 && st.skipped_existing == st.total) {
       if (!quiet)
         fprintf(stderr, "%s: nothing to do: all %llu already stored\n", fc_cli_tool,
@@ -804,12 +666,13 @@ int main(int argc, char **argv) {
     }
   }
   if (verbose) {
-    print_stages(&st);
+    fzc_print_stages(&st);
     if (st.failures_recorded || st.failures_cleared)
       fprintf(stderr, "%s: failure records: %llu written, %llu deleted (stored now)\n", fc_cli_tool,
               (unsigned long long)st.failures_recorded, (unsigned long long)st.failures_cleared);
   }
-  if (json) print_json(&st, &cfg, device_name, store_dir, &rctx, &max_failed, code == FC_EXIT_OK);
+  if (json)
+    fzc_print_json(&st, &cfg, device_name, store_dir, &rctx, &max_failed, code == FC_EXIT_OK);
   fc_cli_failures_free(&rctx.failures);
   return fc_cli_stdout_status(code); /* the --json object lost is a failure */
 }

@@ -174,6 +174,8 @@ typedef struct fc_featurize_stats {
    * run; on a staging device (CUDA) those computed while it started (docs/featurize.md "Hybrid
    * start") and those longer than a staging chunk. */
   uint64_t cpu_computed;
+  int fell_back_to_cpu; /* the device could not be started and the CPU computed the job
+                           (fc_featurize_opts.fallback_to_cpu; the reason in why) */
 } fc_featurize_stats;
 
 /* The bound the stage times of st imply, on a device of kind `device` (the rule of
@@ -219,6 +221,10 @@ typedef struct fc_featurize_opts {
    * manifest that cannot be read on ends the run with its error (what was read is done). */
   const char *manifest;
   const fc_manifest_opts *manifest_opts;
+  /* A GPU that cannot be started (its open fails: out of memory, a busy or exclusive device) leaves
+   * the job to the CPU instead of failing it: stats->fell_back_to_cpu, the device's reason in why.
+   * Implied by device auto; set it too when passing the device auto chose (featurize does). */
+  int fallback_to_cpu;
 } fc_featurize_opts;
 
 /* Fill opts with the defaults (jobs 1, device auto, no limits, no callbacks). */
@@ -236,7 +242,8 @@ FC_API void fc_featurize_opts_init(fc_featurize_opts *opts);
  * failure record in the `failed` db, committed as its entry would have been; an id stored, or
  * found stored, under cfg loses its failure record of cfg (docs/FORMAT.md "Failure record").
  * Device auto is chosen with fc_featurize_choose_device (opts->auto_gpu_min_seconds).
- * Returns 0 when the job ran to the end (stats->failed may be > 0); FC_EINTR when *stop was set;
+ * Returns 0 when the job ran to the end (stats->failed may be > 0; with stats->fell_back_to_cpu,
+ * why says why the device could not be started); FC_EINTR when *stop was set;
  * with strict, the error code of the first failed item; FC_ECONFIG / FC_ENODEVICE (reason in why)
  * before anything is done — FC_ENODEVICE also for a device that could not be started whatever the
  * runtime said (out of pinned memory: "the device failed to start: REASON"), under a hybrid start

@@ -63,11 +63,13 @@ def bound(j):  # the rule of docs/featurize.md, restated
 for path in (sys.argv[1], sys.argv[3]):
     j = json.load(open(path))
     for k in ("processed", "skipped_existing", "failed", "not_started", "total", "cpu_computed",
-              "stages", "waits", "workers", "bound", "wall_seconds"):
+              "stages", "waits", "workers", "bound", "wall_seconds", "fell_back_to_cpu"):
         if k not in j:
             fail(f"{path}: no {k}")
     if fails:
         sys.exit(1)
+    if j["fell_back_to_cpu"] is not False:  # a CPU job never falls back
+        fail(f"{path}: fell_back_to_cpu {j['fell_back_to_cpu']!r}, want false")
     if j["processed"] + j["skipped_existing"] + j["failed"] + j["not_started"] != j["total"]:
         fail(f"{path}: counts do not add up: {j}")
     st, wt = j["stages"], j["waits"]

@@ -12,6 +12,9 @@
  *     taken count as failed; a rerun (wait) stores the rest and finds the others stored;
  *   - an open that fails otherwise (out of pinned memory: ENOMEM), hybrid or wait: the device's
  *     failure (FC_ENODEVICE, its reason said), not the store's;
+ *   - the same failing open on a job that may fall back (fallback_to_cpu: the device was auto's
+ *     choice), hybrid and wait: the CPU computes the whole job (every record producer 1, exactly
+ *     the CPU path's numbers), rc 0 with stats.fell_back_to_cpu and the device's reason;
  *   - FC_CUDA_START of another value: refused (FC_ECONFIG) before anything is done;
  *   - the default (auto): a small job of files opens the device first, a large one (its input
  *     over the large-job threshold, or a manifest read as the job goes) starts hybrid. */
@@ -38,6 +41,7 @@ static uint64_t ref_frames[NFILES];
 static atomic_uint stored_events;
 static unsigned hold_until; /* the open waits until this many records are stored (0: not at all) */
 static int fail_with; /* then fails with this error (0: opens) */
+static int fallback; /* fc_featurize_opts.fallback_to_cpu of the runs */
 static atomic_uint opened_after; /* stored records the open saw when it was called */
 
 static int slow_open(void) {
@@ -77,6 +81,7 @@ static int run(const char *store, const fc_mel_config *cfg, const fc_item_list *
   o.batch_records = 1; /* each record committed (and its event sent) as it comes, */
   o.queue_records = 1; /* and the workers at most a few records ahead of the commits */
   o.device.kind = FC_DEVICE_CUDA;
+  o.fallback_to_cpu = fallback;
   o.on_event = on_event;
   o.user = ev;
   memset(ev, 0, sizeof *ev);
@@ -138,7 +143,7 @@ static unsigned check_records(const char *what, const char *store, const fc_mel_
 }
 
 static void rm_rf(const char *path) {
-  char cmd[400];
+  char cmd[512];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", path);
 }
@@ -269,6 +274,46 @@ int main(void) {
         "wait, out of memory: rc %d (%s), %llu not started, want FC_ENODEVICE (%s), nothing done",
         rc, why, (unsigned long long)st.not_started, want_why);
   fail_with = 0;
+  rm_rf(store);
+
+  /* the same failing open, on a job that may fall back: the CPU computes it all */
+  for (int hyb = 1; hyb >= 0; hyb--) {
+    const char *mode = hyb ? "hybrid" : "wait";
+    setenv("FC_CUDA_START", mode, 1);
+    snprintf(store, sizeof store, "%s/fallback-%s", dir, mode);
+    hold_until = hyb ? HOLD_UNTIL : 0;
+    fail_with = ENOMEM;
+    fallback = 1;
+    rc = run(store, &cfg, &items, &ev, &st, why, sizeof why);
+    CHECK(rc == 0 && st.fell_back_to_cpu && strcmp(why, "the mock device cannot be opened") == 0,
+          "fallback, %s: rc %d, fell_back_to_cpu %d (%s): want 0, 1 and the device's reason", mode,
+          rc, st.fell_back_to_cpu, why);
+    CHECK(st.processed == NFILES && st.failed == 0 && st.not_started == 0 && !st.compute_stage &&
+              st.cpu_computed == NFILES,
+          "fallback, %s: %llu stored, %llu failed, %llu not started, compute_stage %d, %llu "
+          "computed on the CPU",
+          mode, (unsigned long long)st.processed, (unsigned long long)st.failed,
+          (unsigned long long)st.not_started, st.compute_stage,
+          (unsigned long long)st.cpu_computed);
+    CHECK(check_records(mode, store, &cfg, &cpu, &dev) == NFILES && cpu == NFILES &&
+              atomic_load(&the_mock.utts) == 0,
+          "fallback, %s: %u records by the CPU, %u by the device (want all the CPU's)", mode, cpu,
+          dev);
+    fallback = 0;
+    fail_with = 0;
+    rm_rf(store);
+  }
+  /* a device that opens is used whether or not the job may fall back */
+  setenv("FC_CUDA_START", "wait", 1);
+  snprintf(store, sizeof store, "%s/fallback-unused", dir);
+  hold_until = 0;
+  fallback = 1;
+  rc = run(store, &cfg, &items, &ev, &st, why, sizeof why);
+  CHECK(rc == 0 && !st.fell_back_to_cpu &&
+            check_records("fallback unused", store, &cfg, &cpu, &dev) == NFILES && dev == NFILES,
+        "fallback, the device opens: rc %d, fell_back_to_cpu %d, %u records by the device", rc,
+        st.fell_back_to_cpu, dev);
+  fallback = 0;
   rm_rf(store);
 
   /* another value: refused before anything is done */

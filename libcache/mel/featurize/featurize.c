@@ -187,6 +187,25 @@ static int device_start_failed(const fz_run *r, int rc, char *why, size_t why_le
   return FC_ENODEVICE;
 }
 
+/* The device could not be opened and the job may fall back (fz_run.fallback): the CPU backend
+ * computes it; reason is the device's (the caller's why then holds the CPU backend's errors). */
+static int fall_back_to_cpu(fz_run *r, const char *reason, char *why, size_t why_len) {
+  snprintf(r->open_why, sizeof r->open_why, "%s", reason);
+  atomic_store(&r->fell_back, 1);
+  r->batching = r->hybrid = 0;
+  r->submitters_left = 0;
+  r->st.compute_stage = 0;
+  const fc_device cpu = {.kind = FC_DEVICE_CPU};
+  r->device = FC_DEVICE_CPU;
+  r->be = fz_backend_for(&cpu);
+  r->be_state = NULL;
+  if (why && why_len) why[0] = '\0';
+  const double t = fz_now();
+  int rc = r->be ? r->be->open(r->cfg, &cpu, r->o.jobs, &r->be_state, why, why_len) : FC_ENODEVICE;
+  r->st.setup_seconds += fz_now() - t;
+  return rc;
+}
+
 /* Configuration: everything that can fail before any work is done — the config, the device and
  * its backend (backend: a test's, featurize_backend.h, else the device's), a writable store, the
  * backend opened, the staging ring when the backend stages. */
@@ -215,6 +234,8 @@ static int run_configure(fz_run *r, const fc_fz_backend *backend, char *why, siz
     return rc;
   }
   r->device = dev.kind;
+  r->fallback =
+      dev.kind != FC_DEVICE_CPU && (r->o.device.kind == FC_DEVICE_AUTO || r->o.fallback_to_cpu);
   if (!(r->be = backend ? backend : fz_backend_for(&dev))) {
     fc_why(why, why_len, "no backend for this device in this build");
     return FC_ENODEVICE;
@@ -256,6 +277,11 @@ static int run_configure(fz_run *r, const fc_fz_backend *backend, char *why, siz
   double t_setup = fz_now();
   rc = r->be->open(cfg, &dev, r->o.jobs, &r->be_state, why, why_len);
   r->st.setup_seconds = fz_now() - t_setup;
+  if (rc && r->fallback) {
+    char reason[sizeof r->open_why];
+    snprintf(reason, sizeof reason, "%s", why && why[0] ? why : fc_strerror(rc));
+    return fall_back_to_cpu(r, reason, why, why_len);
+  }
   if (!rc && stages) rc = stage_setup(r, why, why_len);
   return device_start_failed(r, rc, why, why_len);
 }
@@ -297,8 +323,9 @@ static int start_stage_threads(fz_run *r, run_threads *t, char *why, size_t why_
 
 /* Hybrid start: the opener thread opens the staging backend, sets its ring up and starts the
  * ring's threads while the workers compute on the CPU, then lets them stage. An open that fails
- * halts the run (the workers take no more items; what they computed is stored) and stands in for
- * the completion thread as the writers' producer when it never started. */
+ * halts the run (the workers take no more items; what they computed is stored), or, when the job
+ * may fall back (fz_run.fallback), leaves it to the workers on the CPU; either way the opener
+ * stands in for the completion thread as the writers' producer, which never started. */
 typedef struct opener_arg {
   fz_run *r;
   run_threads *t;
@@ -313,6 +340,13 @@ static void *opener_main(void *arg) {
   const double t0 = fz_now();
   int rc = r->be->open(r->cfg, &r->open_dev, r->o.jobs, &r->be_state, why, sizeof why);
   a->seconds = fz_now() - t0;
+  if (rc && r->fallback) { /* nothing of the device to undo: the workers go on on the CPU */
+    snprintf(r->open_why, sizeof r->open_why, "%s", why[0] ? why : fc_strerror(rc));
+    r->be_state = NULL;
+    atomic_store(&r->fell_back, 1);
+    fz_queue_producer_done(r);
+    return NULL;
+  }
   if (!rc) rc = stage_setup(r, why, sizeof why);
   rc = device_start_failed(r, rc, why, sizeof why);
   if (!rc) rc = start_stage_threads(r, a->t, why, sizeof why);
@@ -412,6 +446,10 @@ static int run_write_and_join(fz_run *r, run_threads *t, opener_arg *oa, int rc,
     fc_mel_plan_free(t->workers[w].fallback);
   }
   join_opener(r, oa); /* the ring's threads are in t once it is joined */
+  if (atomic_load(&r->fell_back)) { /* the CPU computed it all: its compute is the workers' */
+    r->device = FC_DEVICE_CPU;
+    r->st.compute_stage = 0;
+  }
   if (t->stage_started) {
     pthread_join(t->launch, NULL);
     pthread_join(t->complete, NULL);
@@ -485,6 +523,8 @@ int fz_pipeline_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items,
       } else if (r->open_rc) { /* hybrid start: the device could not be opened */
         rc = r->open_rc;
         fc_why(why, why_len, "%s", r->open_why);
+      } else if (atomic_load(&r->fell_back) && !wrc && !r->src_err && !r->strict_err) {
+        fc_why(why, why_len, "%s", r->open_why); /* rc 0: why the CPU computed the job */
       } else if (r->src_err && !wrc) { /* the manifest could not be read on: what was, is done */
         rc = r->src_err;
         fc_why(why, why_len, "%s", r->src_why);
@@ -504,6 +544,7 @@ int fz_pipeline_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items,
   free(t.workers);
   r->st.wall_seconds = fz_now() - r->t0;
   if (!ran) r->st.not_started = n; /* refused before any work */
+  r->st.fell_back_to_cpu = atomic_load(&r->fell_back);
   r->st.bound = fc_featurize_bound(&r->st, r->device);
   if (r->o.on_progress && t.started) r->o.on_progress(&r->st, r->o.user);
   if (stats) *stats = r->st;

@@ -163,13 +163,16 @@ struct fz_run {
    * workers compute on the CPU (producer 1); once it is open, the ring set up and its threads
    * started, ring_ready is set (release: the ring and be_state are visible to a worker that sees
    * it) and the workers stage from their next item on. An open that fails halts the run:
-   * open_rc, open_why. */
+   * open_rc, open_why; or, with fallback (the device was auto's choice), leaves the job to the
+   * CPU: fell_back, its reason in open_why. */
   int hybrid;
   fc_device open_dev; /* the device the opener opens */
   atomic_int ring_ready;
   pthread_t opener;
   int opener_started;
   int open_rc;
+  int fallback; /* a device that cannot be opened leaves the job to the CPU */
+  atomic_int fell_back;
   char open_why[256];
   pthread_mutex_t plan_mu;
   fc_mel_plan *cpu_plan; /* the workers' CPU plans are clones of it, made by the first worker that

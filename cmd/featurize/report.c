@@ -1,0 +1,144 @@
+/* featurize's reporting: what it says of a job as it runs and at its end (docs/featurize.md
+ * "Output"): a line per failed input (and per stored one at -v), progress, the stage split, the
+ * --json object. */
+#include "cmd/featurize/report.h"
+
+#include "featcache/fc_format.h"
+
+/* cli.h's name of the tool is one per file: this file's messages are featurize's too. */
+__attribute__((constructor)) static void name_the_tool(void) { fc_cli_tool = "featurize"; }
+
+/* No input at all: say what held none (the manifest, stdin, the shard), not "done: 0 of 0".
+ * nargs: the paths given as arguments (0 for stdin); shard_n 0: no --shard. */
+void fzc_empty_input(const char *manifest, int nargs, uint32_t shard_k, uint32_t shard_n) {
+  const char *src = !manifest || strcmp(manifest, "-") == 0 ? "(stdin)" : manifest;
+  const char *what = manifest ? "lines" : "paths";
+  fprintf(stderr, "%s: nothing to do: ", fc_cli_tool);
+  if (!manifest && nargs > 0) /* paths given: only a shard can hold none */
+    fprintf(stderr, "shard %u/%u holds none of the %d path%s given\n", shard_k, shard_n, nargs,
+            nargs == 1 ? "" : "s");
+  else {
+    if (shard_n) fprintf(stderr, "shard %u/%u of ", shard_k, shard_n);
+    fc_cli_put_name(stderr, src);
+    fprintf(stderr, " holds no %s\n", what);
+  }
+}
+
+/* "; resampled 44100→22050 Hz, 2→1 channels" when the source was converted, else "". */
+static void conversions(const fzc_report *c, const fc_featurize_event *ev, char *buf, size_t len) {
+  buf[0] = '\0';
+  int o = 0;
+  if (ev->source_rate && ev->source_rate != c->sample_rate)
+    o = snprintf(buf, len, "; resampled %u\u2192%u Hz", ev->source_rate, c->sample_rate);
+  if (ev->source_channels > 1 && o >= 0 && (size_t)o < len)
+    snprintf(buf + o, len - (size_t)o, "%s%u\u21921 channels", o ? ", " : "; ",
+             ev->source_channels);
+}
+
+void fzc_on_event(const fc_featurize_event *ev, void *user) {
+  fzc_report *c = user;
+  fc_cli_progress_clear(&c->progress);
+  const char *label = ev->path ? ev->path : (ev->id ? ev->id : "(no path)");
+  if (ev->status == FC_ITEM_FAILED) {
+    c->failed_lines++;
+    if (c->json) fc_cli_failures_add(&c->failures, ev->id, ev->path, ev->line, ev->err, ev->reason);
+    /* a manifest's line by its number; a line of a path list on stdin only when it has no path */
+    const char *lines = c->manifest ? c->manifest : (!ev->path ? c->stdin_list : NULL);
+    if (ev->manifest && lines && ev->line) {
+      fprintf(stderr, "%s: ", fc_cli_tool);
+      fc_cli_put_name(stderr, lines);
+      fprintf(stderr, ":%zu: %s\n", ev->line, ev->reason);
+    } else
+      fc_cli_warn(label, "%s", ev->reason);
+    return;
+  }
+  char id[4 * FC_ID_MAX + 8];
+  fc_cli_quoted(ev->id ? ev->id : "", id, sizeof id);
+  if (ev->replaced) { /* said whatever -v and -q: the id's features are another file's now */
+    char was[4 * 4096 + 8];
+    fc_cli_warn(label,
+                "id %s named %s before, other audio: it names this file now (two files with one "
+                "id? give each its own, e.g. in a manifest, to keep both)",
+                id, fc_cli_quoted(ev->replaced, was, sizeof was));
+  }
+  if (!c->verbose) return;
+  switch (ev->status) {
+  case FC_ITEM_STORED: {
+    char conv[96];
+    conversions(c, ev, conv, sizeof conv);
+    fc_cli_warn(label, "stored as %s (%llu frames, %.2f s%s)", id, (unsigned long long)ev->frames,
+                ev->seconds, conv);
+    break;
+  }
+  case FC_ITEM_LINKED:
+    fc_cli_warn(label, "same audio as a stored record; entry %s added", id);
+    break;
+  case FC_ITEM_SKIPPED: fc_cli_warn(label, "already stored as %s", id); break;
+  default: break;
+  }
+}
+
+void fzc_on_progress(const fc_featurize_stats *st, void *user) {
+  fzc_report *c = user;
+  uint64_t done = st->processed + st->skipped_existing + st->failed;
+  double rt = st->wall_seconds > 0 ? st->audio_seconds / st->wall_seconds : 0;
+  if (c->total)
+    fc_cli_progress_show(&c->progress, "%s: %llu/%llu, %.0f s of audio, %.0fx realtime",
+                         fc_cli_tool, (unsigned long long)done, (unsigned long long)c->total,
+                         st->audio_seconds, rt);
+  else /* a manifest read as the job goes: its length is known at the end */
+    fc_cli_progress_show(&c->progress, "%s: %llu done, %.0f s of audio, %.0fx realtime",
+                         fc_cli_tool, (unsigned long long)done, st->audio_seconds, rt);
+}
+
+/* Stage accounting as one -v line (docs/featurize.md "Stage accounting"). */
+void fzc_print_stages(const fc_featurize_stats *st) {
+  fprintf(stderr,
+          "%s: stages (busy s): start-up %.3f, read %.3f, hash %.3f, decode %.3f, staging %.3f, "
+          "compute %.3f, "
+          "write %.3f; waits (s): workers on the writer %.3f, workers on the device %.3f, writer "
+          "on the workers %.3f; %u worker%s, %u writer%s, %.3f s wall: %s\n",
+          fc_cli_tool, st->setup_seconds, st->read_seconds, st->hash_seconds, st->decode_seconds,
+          st->staging_seconds, st->compute_seconds, st->write_seconds,
+          st->queue_wait_seconds - st->device_wait_seconds, st->device_wait_seconds,
+          st->writer_wait_seconds, st->workers, st->workers == 1 ? "" : "s", st->writers,
+          st->writers == 1 ? "" : "s", st->wall_seconds, st->bound);
+}
+
+void fzc_print_json(const fc_featurize_stats *st, const fc_mel_config *cfg, const char *device,
+                    const char *store, const fzc_report *rc, const fc_cli_max_failed *mf,
+                    int allowed) {
+  fc_digest d;
+  char hex[33];
+  fc_mel_config_digest(cfg, &d);
+  fc_digest_hex(&d, hex);
+  printf(
+      "{\"processed\":%llu,\"skipped_existing\":%llu,\"failed\":%llu,\"not_started\":%llu,"
+      "\"total\":%llu,\"cpu_computed\":%llu,\"audio_seconds\":%.3f,\"wall_seconds\":%.6f,"
+      "\"stages\":{\"setup\":%.6f,\"read\":%.6f,\"hash\":%.6f,\"decode\":%.6f,\"staging\":%.6f,"
+      "\"compute\":%.6f,\"write\":%.6f},\"waits\":{\"workers_on_writer\":%.6f,"
+      "\"workers_on_device\":%.6f,\"writer_on_workers\":%.6f},\"workers\":%u,\"writers\":%u,"
+      "\"bound\":\"%s\",\"config_digest\":\"%s\",\"preset\":",
+      (unsigned long long)st->processed, (unsigned long long)st->skipped_existing,
+      (unsigned long long)st->failed, (unsigned long long)st->not_started,
+      (unsigned long long)st->total, (unsigned long long)st->cpu_computed, st->audio_seconds,
+      st->wall_seconds, st->setup_seconds, st->read_seconds, st->hash_seconds, st->decode_seconds,
+      st->staging_seconds, st->compute_seconds, st->write_seconds,
+      st->queue_wait_seconds - st->device_wait_seconds, st->device_wait_seconds,
+      st->writer_wait_seconds, st->workers, st->writers, st->bound, hex);
+  if (cfg->preset[0])
+    fc_json_write_string(stdout, cfg->preset);
+  else
+    fputs("null", stdout);
+  fputs(",\"device\":", stdout);
+  fc_json_write_string(stdout, device);
+  printf(",\"fell_back_to_cpu\":%s", st->fell_back_to_cpu ? "true" : "false");
+  fputs(",\"store\":", stdout);
+  fc_json_write_string(stdout, store);
+  printf(",\"failures_recorded\":%llu,\"failures_cleared\":%llu,\"max_failed\":",
+         (unsigned long long)st->failures_recorded, (unsigned long long)st->failures_cleared);
+  fc_json_write_string(stdout, mf->text[0] ? mf->text : "0");
+  printf(",\"failed_allowed\":%s,", allowed ? "true" : "false");
+  fc_cli_failures_json(stdout, &rc->failures);
+  fputs("}\n", stdout);
+}

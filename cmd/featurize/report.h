@@ -1,0 +1,32 @@
+/* featurize's reporting (cmd/featurize/report.c): the messages of a job as it runs and at its
+ * end. */
+#ifndef FC_CMD_FEATURIZE_REPORT_H
+#define FC_CMD_FEATURIZE_REPORT_H
+#include "cmd/cli.h"
+
+#include "featcache/fc_featurize.h"
+
+typedef struct fzc_report {
+  const char *manifest;
+  const char *stdin_list; /* "(stdin)" when the paths come from stdin, else NULL */
+  uint32_t sample_rate; /* the config's: -v names a resampling */
+  int verbose, json;
+  fc_cli_progress progress;
+  uint64_t total;
+  uint64_t failed_lines; /* FAILED events, each with its line */
+  fc_cli_failures failures; /* what --json lists */
+} fzc_report;
+
+/* No input at all: say what held none (the manifest, stdin, the shard), not "done: 0 of 0".
+ * nargs: the paths given as arguments (0 for stdin); shard_n 0: no --shard. */
+void fzc_empty_input(const char *manifest, int nargs, uint32_t shard_k, uint32_t shard_n);
+/* fc_featurize_opts.on_event and on_progress, user a fzc_report. */
+void fzc_on_event(const fc_featurize_event *ev, void *user);
+void fzc_on_progress(const fc_featurize_stats *st, void *user);
+/* Stage accounting as one -v line (docs/featurize.md "Stage accounting"). */
+void fzc_print_stages(const fc_featurize_stats *st);
+/* The --json object of the job (docs/featurize.md "--json"). */
+void fzc_print_json(const fc_featurize_stats *st, const fc_mel_config *cfg, const char *device,
+                    const char *store, const fzc_report *rc, const fc_cli_max_failed *mf,
+                    int allowed);
+#endif
