@@ -6,7 +6,10 @@
 #     --device cuda / cuda:0 / cuda:7   exit 2, stderr exactly "featurize: no CUDA device: REASON",
 #                    REASON the runtime's (fc_device_resolve), stdout empty, no store created
 #   a usable GPU: auto and cuda run on cuda:0 (producer 2), and a device that does not exist
-#     (cuda:N, N = count) exits 2 with "featurize: no CUDA device: device N does not exist (...)".
+#     (cuda:N, N = count) exits 2 with "featurize: no CUDA device: device N does not exist (...)";
+#     with fault injection, a GPU that fails to start (FC_FAULT=cuda:1, its first runtime call):
+#     auto (hybrid and wait) computes on the CPU (exit 0, "the GPU could not be started (...)",
+#     --json device cpu and fell_back_to_cpu true, producer 1), cuda exits 2.
 #   both: --device gpu is a usage error (exit 2, with the --help hint).
 set -u
 FZ=${FC_BIN:?}/featurize
@@ -108,6 +111,26 @@ else
   [ "$rc" = 2 ] || fail "cuda:$count: exit $rc (want 2)"
   grep -qxE "featurize: no CUDA device: device $count does not exist \(.*\)" err ||
     fail "cuda:$count: stderr $(cat err)"
+  if grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null; then
+    for start in hybrid wait; do
+      rm -rf st_fb
+      FC_FAULT_LOG=$tmp/fault.log FC_FAULT=cuda:1 FC_CUDA_START=$start "$FZ" --device auto \
+        --gpu-min-seconds 0 --json -o st_fb a.wav >out 2>err
+      rc=$?
+      [ "$rc" = 0 ] || fail "auto, GPU failing to start ($start): exit $rc; $(cat err)"
+      grep -q "^featurize: the GPU could not be started (.*): the CPU computed the job$" err ||
+        fail "auto, GPU failing to start ($start): stderr $(cat err)"
+      [ "$(json_field out device 2>/dev/null)/$(json_field out fell_back_to_cpu 2>/dev/null)" = \
+        cpu/True ] || fail "auto, GPU failing to start ($start): --json $(cat out)"
+      [ "$(producer st_fb)" = 1 ] || fail "auto, GPU failing to start ($start): producer '$(producer st_fb)'"
+    done
+    grep -q "^cuda:1" "$tmp/fault.log" 2>/dev/null || fail "FC_FAULT=cuda:1 was never injected"
+    FC_FAULT=cuda:1 "$FZ" --device cuda -o st_fb2 a.wav >out 2>err
+    rc=$?
+    [ "$rc" = 2 ] || fail "cuda, GPU failing to start: exit $rc (want 2); $(cat err)"
+  else
+    echo "no fault injection in this build: a GPU failing to start not tried"
+  fi
 fi
 
 # auto on a small job (the 1.25 s file; the default threshold is 3000 s per worker): the CPU, with
