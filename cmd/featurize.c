@@ -67,7 +67,8 @@ static const fc_cli_opt options[] =
      {"hop", OPT_HOP, required_argument, "N", "hop length"},
      {"n-mels", OPT_NMELS, required_argument, "N", "mel bands"},
      {"fmin", OPT_FMIN, required_argument, "HZ", "lowest mel frequency"},
-     {"fmax", OPT_FMAX, required_argument, "HZ", "highest mel frequency (0: sr/2)"},
+     {"fmax", OPT_FMAX, required_argument, "HZ",
+      "highest mel frequency (0: sr/2; negative: that far below sr/2, as Kaldi's --high-freq)"},
      {"mel-scale", OPT_MELSCALE, required_argument, "S", "slaney, htk or kaldi"},
      {"norm", OPT_NORM, required_argument, "N", "slaney or none"},
      {"center", OPT_CENTER, required_argument, "BOOL", "centre frames (pad n-fft/2 each side)"},
@@ -303,7 +304,7 @@ int main(int argc, char **argv) {
       break;
     case OPT_FMAX:
       ov.set |= FC_MEL_F_FMAX;
-      ov.v.fmax = fc_cli_double("fmax", optarg, 0, 1e7);
+      ov.v.fmax = fc_cli_double("fmax", optarg, -1e7, 1e7);
       break;
     case OPT_MELSCALE:
       ov.set |= FC_MEL_F_MEL_SCALE;

@@ -54,7 +54,7 @@ static const char *name_of(const char *const *names, size_t n, int v) {
 
 int fc_mel_config_json(const fc_mel_config *c, char *buf, size_t buf_len) {
   char fmax[32], fmin[32], floor_[32], eps[32], power[32], pre[32], top[32];
-  double fm = c->fmax > 0 ? c->fmax : c->sample_rate / 2.0;
+  double fm = fc_mel_config_fmax(c);
   fmt_num(fmax, sizeof fmax, fm);
   fmt_num(fmin, sizeof fmin, c->fmin);
   fmt_num(floor_, sizeof floor_, c->log_floor);

@@ -39,7 +39,8 @@ typedef struct fc_mel_config {
   uint32_t win_length; /* <= n_fft */
   uint32_t hop_length;
   uint32_t n_mels;
-  double fmin, fmax; /* Hz; fmax <= 0 means sample_rate / 2 */
+  double fmin, fmax; /* Hz; fmax <= 0 means sample_rate / 2 + fmax (Kaldi's high_freq: 0 is
+                        Nyquist, -400 is 400 Hz below it) */
   fc_mel_scale mel_scale;
   fc_mel_norm norm;
   fc_window window; /* hann and hamming are periodic (as librosa/torch), povey as Kaldi */
@@ -134,9 +135,9 @@ enum fc_mel_field {
 FC_API int fc_mel_config_override(fc_mel_config *cfg, const fc_mel_config *ov, unsigned fields,
                                   char *why, size_t why_len);
 
-/* Effective fmax (fmax <= 0 → sample_rate / 2). Inline: no symbol. */
+/* Effective fmax (fmax <= 0 → sample_rate / 2 + fmax). Inline: no symbol. */
 static inline double fc_mel_config_fmax(const fc_mel_config *cfg) {
-  return cfg->fmax > 0 ? cfg->fmax : cfg->sample_rate / 2.0;
+  return cfg->fmax > 0 ? cfg->fmax : cfg->sample_rate / 2.0 + cfg->fmax;
 }
 
 /* Canonical JSON into buf (NUL-terminated). Returns the length without NUL, or a negative

@@ -61,7 +61,8 @@ Features:
       --hop N                  hop length
       --n-mels N               mel bands
       --fmin HZ                lowest mel frequency
-      --fmax HZ                highest mel frequency (0: sr/2)
+      --fmax HZ                highest mel frequency (0: sr/2; negative: that
+                               far below sr/2, as Kaldi's --high-freq)
       --mel-scale S            slaney, htk or kaldi
       --norm N                 slaney or none
       --center BOOL            centre frames (pad n-fft/2 each side)
@@ -224,6 +225,8 @@ check "fmax > nyquist" 2 "featurize: invalid configuration: fmax 12000 above Nyq
   -- "$FZ" --fmax 12000 -o "$S" "$tmp/a.wav"
 check "fmin >= fmax" 2 "featurize: invalid configuration: fmin 9000 not in [0, fmax 8000)" \
   -- "$FZ" --fmin 9000 -o "$S" "$tmp/a.wav"
+check "fmax below fmin, from Nyquist" 2 "featurize: invalid configuration: fmin 20 not in [0, fmax -1000)" \
+  -- "$FZ" --preset kaldi --fmax=-9000 -o "$S" "$tmp/a.wav"
 # Kaldi's unsnipped frames are a framing of their own: not with centring, not with a pad
 check "snip-edges false, center" 2 "featurize: invalid configuration: snip_edges false (Kaldi's framing) and center true are two framings: give one" \
   -- "$FZ" --preset kaldi --center true --snip-edges=false -o "$S" "$tmp/a.wav"

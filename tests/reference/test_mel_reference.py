@@ -242,12 +242,14 @@ def ref_librosa(y, dt, db=False):
     return S.T.astype(np.float64), True
 
 
-def ref_kaldi(y, dt, sr=16000, frame_length=25.0):
+def ref_kaldi(y, dt, sr=16000, frame_length=25.0, high_freq=0.0):
     """torchaudio.compliance.kaldi.fbank(32768 x, num_mel_bins=80, dither=0) (Kaldi defaults),
-    at sample_frequency sr, with frame_length ms (25 by default)."""
+    at sample_frequency sr, with frame_length ms (25 by default) and high_freq (0: Nyquist; a
+    negative one: that far below it)."""
     w = torch.from_numpy(y).to(dt).unsqueeze(0) * 32768
     return torchaudio.compliance.kaldi.fbank(w, num_mel_bins=80, dither=0.0, sample_frequency=sr,
-                                             frame_length=frame_length).double().numpy(), True
+                                             frame_length=frame_length,
+                                             high_freq=high_freq).double().numpy(), True
 
 
 def ref_kaldi_centred(y, dt):
@@ -349,6 +351,13 @@ CASES = {
                      T32, T64, lambda r: np.sqrt(np.exp(r)), 2.0),
     "kaldi-win600": ("kaldi", {"win": 600}, lambda y, dt: ref_kaldi(y, dt, frame_length=37.5),
                      T32, T64, lambda r: np.sqrt(np.exp(r)), 2.0),
+    # Kaldi's --high-freq=-400 (recipes' mfcc_hires.conf): 400 Hz below Nyquist, at 16 and 8 kHz
+    "kaldi-fmax-400": ("kaldi", {"fmax": -400.0},
+                       lambda y, dt: ref_kaldi(y, dt, high_freq=-400.0), T32, T64,
+                       lambda r: np.sqrt(np.exp(r)), 2.0),
+    "kaldi-8k-fmax-400": ("kaldi", {"sr": 8000, "fmax": -400.0},
+                          lambda y, dt: ref_kaldi(y, dt, 8000, high_freq=-400.0), T32, T64,
+                          lambda r: np.sqrt(np.exp(r)), 2.0),
     # Kaldi's --snip-edges=false, at 16, 8, 22.05 and 44.1 kHz (an odd hop: 441)
     "kaldi-nosnip": ("kaldi", {"snip_edges": False}, ref_kaldi_unsnipped, T32, T64,
                      lambda r: np.sqrt(np.exp(r)), 2.0),

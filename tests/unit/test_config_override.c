@@ -156,6 +156,33 @@ int main(void) {
             c.n_fft == 1024,
         "hifigan --win 200: n_fft %u, want 1024 (only kaldi's FFT follows its window)", c.n_fft);
   ov.win_length = 0;
+  /* a negative fmax is that far below Nyquist (Kaldi's --high-freq=-400), at whatever rate; stored
+   * as its value, so the config is the one --fmax 7600 makes */
+  {
+    fc_mel_config a = preset("kaldi"), b = preset("kaldi");
+    ov.fmax = -400;
+    CHECK(fc_mel_config_override(&a, &ov, FC_MEL_F_FMAX, why, sizeof why) == 0, "%s", why);
+    ov.fmax = 7600;
+    CHECK(fc_mel_config_override(&b, &ov, FC_MEL_F_FMAX, why, sizeof why) == 0, "%s", why);
+    fc_digest da, db;
+    fc_mel_config_digest(&a, &da);
+    fc_mel_config_digest(&b, &db);
+    CHECK(fc_mel_config_fmax(&a) == 7600 && memcmp(&da, &db, sizeof da) == 0,
+          "kaldi --fmax -400: fmax %g, or another digest than --fmax 7600", fc_mel_config_fmax(&a));
+    a = preset("kaldi");
+    ov.fmax = -400;
+    ov.sample_rate = 8000;
+    CHECK(fc_mel_config_override(&a, &ov, FC_MEL_F_FMAX | FC_MEL_F_SAMPLE_RATE, why, sizeof why) ==
+                  0 &&
+              fc_mel_config_fmax(&a) == 3600,
+          "kaldi --sr 8000 --fmax -400: fmax %g, want 3600", fc_mel_config_fmax(&a));
+    a = preset("hifigan");
+    CHECK(fc_mel_config_override(&a, &ov, FC_MEL_F_FMAX, why, sizeof why) == 0 &&
+              fc_mel_config_fmax(&a) == 22050 / 2.0 - 400,
+          "hifigan --fmax -400: fmax %g", fc_mel_config_fmax(&a));
+    ov.fmax = 0;
+    ov.sample_rate = 0;
+  }
   char json[1024];
   c = preset("kaldi");
   CHECK(fc_mel_config_json(&c, json, sizeof json) > 0 && strstr(json, "\"fmax\":8000,"),
