@@ -9,7 +9,7 @@
 
 #include <sys/stat.h>
 
-enum { OPT_MANIFEST = 256, OPT_MANIFEST_FORMAT, OPT_BATCH, OPT_JSON, OPT_VERSION };
+enum { OPT_MANIFEST = 256, OPT_MANIFEST_FORMAT, OPT_COMPACT, OPT_BATCH, OPT_JSON, OPT_VERSION };
 
 static const fc_cli_opt options[] =
     {{NULL, 0, 0, NULL, "What goes:"},
@@ -19,6 +19,9 @@ static const fc_cli_opt options[] =
      {"manifest-format", OPT_MANIFEST_FORMAT, required_argument, "FMT",
       "auto, ljspeech, kaldi, jsonl, list, tsv (default auto)"},
      {"dry-run", 'n', no_argument, NULL, "say what would be removed; change nothing"},
+     {"compact", OPT_COMPACT, no_argument, NULL,
+      "then give the freed space back: swap a compact copy of data.mdb in (refused while "
+      "another process has the store open)"},
      {NULL, 0, 0, NULL, "Running:"},
      {"batch", OPT_BATCH, required_argument, "N", "deletes per write transaction (default 4096)"},
      {"json", OPT_JSON, no_argument, NULL, "one JSON object per store on stdout"},
@@ -33,13 +36,13 @@ static const char description[] =
     "cache-verify warns about: left by refeaturizing or retokenizing an utterance with other\n"
     "audio or text), and with --manifest the utterances the manifest no longer names, so that\n"
     "no training run reads them. Writers (featurize, tokenize) wait while it runs; it refuses a\n"
-    "store a writer has open. The pages freed are reused by later writes (cache-merge -o NEW\n"
-    "STORE writes a compact copy).";
+    "store a writer has open. The pages freed are reused by later writes; --compact gives them\n"
+    "back to the file system (with nothing to remove, it only compacts).";
 static const char footer[] =
-    "Exit status: 0 done (or nothing to remove); 1 a store is in use by a writer, damaged, or a\n"
-    "write failed part-way (what was committed stays; run again to finish); 2 usage error, a\n"
-    "STORE that is not a store or cannot be written, or a manifest that cannot be read; 130/143\n"
-    "interrupted (run again to finish).\n"
+    "Exit status: 0 done (or nothing to remove); 1 a store is in use by a writer (with --compact,\n"
+    "by any process), damaged, or a write failed part-way (what was committed stays; run again\n"
+    "to finish); 2 usage error, a STORE that is not a store or cannot be written, or a manifest\n"
+    "that cannot be read; 130/143 interrupted (run again to finish).\n"
     "Manual: man cache-prune.";
 
 /* Open one store to prune; 0, or the exit code, said. A dry run of a store whose lock.mdb this
@@ -80,9 +83,12 @@ static void add(fc_prune_report *a, const fc_prune_report *b) {
   a->entry_bytes += b->entry_bytes;
   a->kept_ids += b->kept_ids;
   a->transactions += b->transactions;
+  a->bytes_before += b->bytes_before;
+  a->bytes_after += b->bytes_after;
 }
 
-static void summary(const char *store, const fc_prune_report *r, int dry, int manifest) {
+static void summary(const char *store, const fc_prune_report *r, int dry, int manifest,
+                    int compacted) {
   const char *verb = dry ? "would remove" : "removed";
   uint64_t orphans = r->feat_records + r->tok_records;
   fprintf(stderr, "%s: ", fc_cli_tool);
@@ -97,20 +103,27 @@ static void summary(const char *store, const fc_prune_report *r, int dry, int ma
             (unsigned long long)r->ids, r->ids == 1 ? "" : "s",
             (unsigned long long)r->audio_entries, (unsigned long long)r->text_entries,
             (unsigned long long)r->failures, r->entry_bytes / 1e6);
-  fprintf(stderr, "; %llu utterance%s stay%s%s\n", (unsigned long long)r->kept_ids,
-          r->kept_ids == 1 ? "" : "s", r->kept_ids == 1 ? "s" : "",
-          dry ? "" : " (pages freed in data.mdb, reused by later writes)");
+  fprintf(stderr, "; %llu utterance%s stay%s", (unsigned long long)r->kept_ids,
+          r->kept_ids == 1 ? "" : "s", r->kept_ids == 1 ? "s" : "");
+  if (compacted && dry)
+    fprintf(stderr, "; data.mdb %.1f MB, %.1f MB of it in use before these removals\n",
+            r->bytes_before / 1e6, r->bytes_after / 1e6);
+  else if (compacted)
+    fprintf(stderr, "; data.mdb compacted from %.1f MB to %.1f MB\n", r->bytes_before / 1e6,
+            r->bytes_after / 1e6);
+  else
+    fputs(dry ? "\n" : " (pages freed in data.mdb, reused by later writes)\n", stderr);
 }
 
 static void print_json(const char *store, unsigned parts, const fc_prune_report *r, int dry,
-                       const char *status) {
+                       const char *status, int compacted) {
   fputs("{\"store\":", stdout);
   fc_json_write_string(stdout, store);
   printf(
       ",\"parts\":%u,\"dry_run\":%s,\"status\":\"%s\","
       "\"orphans\":{\"feat\":%llu,\"tok\":%llu,\"bytes\":%llu},"
       "\"dropped\":{\"ids\":%llu,\"audio\":%llu,\"text\":%llu,\"failed\":%llu,\"bytes\":%llu},"
-      "\"kept_ids\":%llu,\"bytes_freed\":%llu,\"transactions\":%llu}\n",
+      "\"kept_ids\":%llu,\"bytes_freed\":%llu,\"transactions\":%llu",
       parts, dry ? "true" : "false", status, (unsigned long long)r->feat_records,
       (unsigned long long)r->tok_records, (unsigned long long)(r->feat_bytes + r->tok_bytes),
       (unsigned long long)r->ids, (unsigned long long)r->audio_entries,
@@ -118,6 +131,10 @@ static void print_json(const char *store, unsigned parts, const fc_prune_report 
       (unsigned long long)r->entry_bytes, (unsigned long long)r->kept_ids,
       (unsigned long long)(r->feat_bytes + r->tok_bytes + r->entry_bytes),
       (unsigned long long)r->transactions);
+  if (compacted)
+    printf(",\"compact\":{\"bytes_before\":%llu,\"bytes_after\":%llu}",
+           (unsigned long long)r->bytes_before, (unsigned long long)r->bytes_after);
+  fputs("}\n", stdout);
 }
 
 /* One STORE word: its stores (a split store's parts) all opened before any is changed, then
@@ -149,9 +166,13 @@ static int prune_word(const char *word, const char *const *stores, size_t n,
   }
   for (size_t k = 0; k < n; k++) fc_store_close(ss[k]);
   free(ss);
-  if (!quiet && (code == 0 || all.transactions)) summary(word, &all, po->dry_run, manifest);
+  /* every part compacted (or, dry, sized): a compaction refused or failed says so above */
+  const int compacted = po->compact && code == 0;
+  if (!quiet && (code == 0 || all.transactions))
+    summary(word, &all, po->dry_run, manifest, compacted);
   if (json && code != FC_EXIT_USAGE)
-    print_json(word, n > 1 || strcmp(stores[0], word) ? (unsigned)n : 1, &all, po->dry_run, status);
+    print_json(word, n > 1 || strcmp(stores[0], word) ? (unsigned)n : 1, &all, po->dry_run, status,
+               compacted);
   return code;
 }
 
@@ -204,6 +225,7 @@ int main(int argc, char **argv) {
     case OPT_MANIFEST: manifest = fc_cli_path("manifest", optarg); break;
     case OPT_MANIFEST_FORMAT: mo.format = fc_cli_manifest_format(optarg); break;
     case 'n': po.dry_run = 1; break;
+    case OPT_COMPACT: po.compact = 1; break;
     case OPT_BATCH: po.batch = fc_cli_u32("batch", optarg, 1, 1u << 24); break;
     case OPT_JSON: json = 1; break;
     case 'q': quiet = 1; break;

@@ -10,7 +10,8 @@
  * rename of an exported file: fc_outfile.h); espeak (the child process that phonemizes a line
  * of other scripts dies: libcache/text/tokenize/tok_child.c), espeakexit (it writes its answer, then
  * exits 1), espeakhang (it never answers: killed after FC_PHONEMIZE_TIMEOUT seconds); writeback (a pass of
- * cache-merge's write-back thread: libcache/core/merge/writeback.c).
+ * cache-merge's write-back thread: libcache/core/merge/writeback.c); compact (cache-prune --compact's
+ * copy of data.mdb fails: libcache/core/store/compact.c).
  * FC_FAULT_LOG=FILE appends "site:N" to FILE when the failure is injected (a run may absorb it).
  * FC_FAULT_MAPSIZE=BYTES (libcache/core/store/store.c) starts a new store's map that small, so that a
  * small job reaches map growth (grow). FC_FAULT_NOSYNC=1 (libcache/core/store/store.c) opens the
@@ -39,7 +40,8 @@ __attribute__((visibility("default"))) int fault_hit(const char *site);
 __attribute__((visibility("default"))) void fault_hold(int on);
 /* FC_FAULT_STOP="site:N": the N-th call of fault_stop(site) stops the process (SIGSTOP), so that a
  * test can act at that point of a run — another process's commit between two of cache-prune's
- * steps (site `prune`: before each of its write transactions) — and then let it go on (SIGCONT).
+ * steps (site `prune`: before each of its write transactions; site `compact`: 1 with the compact
+ * copy written and synced, 2 once it is renamed over data.mdb) — and then let it go on (SIGCONT).
  * Nothing is failed. Exported beside fault_hit. */
 __attribute__((visibility("default"))) void fault_stop(const char *site);
 #else

@@ -181,6 +181,10 @@ typedef struct fc_prune_opts {
   int dry_run; /* find and count, change nothing (any open of the store will do) */
   uint32_t batch; /* deletes per write transaction; 0 = 4096 */
   volatile const int *stop; /* nonzero → stop between transactions and return FC_EINTR */
+  /* then replace data.mdb by a compact copy (docs/FORMAT.md "Compaction"): refused (EBUSY, the
+   * prune done, nothing compacted) while another process has the store open; after it s maps the
+   * replaced file and refuses writes: close it. With dry_run: bytes_after says about how large */
+  int compact;
 } fc_prune_opts;
 
 typedef struct fc_prune_report {
@@ -190,6 +194,8 @@ typedef struct fc_prune_report {
   uint64_t audio_entries, text_entries, failures, entry_bytes; /* theirs, removed */
   uint64_t kept_ids; /* ids with an entry that stay */
   uint64_t transactions; /* write transactions committed */
+  uint64_t bytes_before, bytes_after; /* with compact: data.mdb's size before and after (0: not
+                                         compacted; with dry_run, what the copy would be) */
 } fc_prune_report;
 
 /* Remove from s the records no entry refers to — the orphans of fc_verify_store's step 4, found
@@ -202,7 +208,9 @@ typedef struct fc_prune_report {
  * records left, and running it again finishes. Refused, nothing changed, with a reason in why:
  * FC_EFORMAT when meta or an entry is damaged (its records would look like orphans: cache-verify
  * names it), FC_ECONFLICT when a commit of another process came between the snapshot the orphans
- * were found in and a transaction of ours (a writer that took no lock) — run it again. Other
+ * were found in and a transaction of ours (a writer that took no lock) — run it again. With
+ * o->compact, after the removals: EBUSY when another process has the store open (nothing
+ * compacted), or the copy's errors (the old data.mdb stays), each with a reason in why. Other
  * returns: FC_EINTR, ENOMEM, LMDB and errno codes. *r holds what was done (or found) so far.
  * Memory: that of fc_verify_store's entries and pairs, plus 24 bytes per orphan and the ids not
  * kept. The pages freed stay in data.mdb, reused by later writes. */

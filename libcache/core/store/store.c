@@ -243,7 +243,28 @@ static int writer_lock(fc_store *s) {
   return e == ENOLCK || e == EOPNOTSUPP || e == EINVAL ? 0 : e;
 }
 
+/* Did data.mdb's name come to name another file between LMDB's open of it and the writer lock
+ * (a compaction swapped a copy in meanwhile, compact.c)? A writer that went on would write to the
+ * file replaced, which nothing reads again. */
+static int replaced_meanwhile(fc_store *s) {
+  char p[4096];
+  struct stat a, b;
+  int fd;
+  if (mdb_env_get_fd(s->env, &fd) != 0 || fstat(fd, &a) != 0) return 0;
+  if (snprintf(p, sizeof p, "%s/data.mdb", s->path) >= (int)sizeof p || stat(p, &b) != 0) return 0;
+  return a.st_dev != b.st_dev || a.st_ino != b.st_ino;
+}
+
+static int store_open_once(const char *dir, unsigned flags, fc_store **out);
+
 int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
+  int rc, tries = 0;
+  while ((rc = store_open_once(dir, flags, out)) == EAGAIN && ++tries < 100) continue;
+  return rc;
+}
+
+/* fc_store_open, or EAGAIN when the store was compacted while it opened (open it again). */
+static int store_open_once(const char *dir, unsigned flags, fc_store **out) {
   *out = NULL;
   if (!dir || !*dir) return EINVAL;
   int rdonly = (flags & FC_STORE_RDONLY) != 0;
@@ -284,6 +305,7 @@ int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
     return ENOMEM;
   }
   s->flags = flags;
+  s->lock_probe = -1;
   s->path = fc_strdup(dir);
   pthread_mutex_init(&s->write_mu, NULL);
   pthread_rwlock_init(&s->map_lock, NULL);
@@ -306,6 +328,10 @@ int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
   if (rc) goto fail;
   if (existed && (rc = check_extent(s)) != 0) goto fail;
   if (!rdonly && (rc = writer_lock(s)) != 0) goto fail;
+  if (!rdonly && replaced_meanwhile(s)) {
+    rc = EAGAIN;
+    goto fail;
+  }
   rc = open_dbs(s, existed);
   while (rc == MDB_MAP_FULL && !(rc = store_grow_map(s, 0))) /* a first map too small for the dbs */
     rc = open_dbs(s, existed);
@@ -323,6 +349,7 @@ fail:
 void fc_store_close(fc_store *s) {
   if (!s) return;
   if (s->env) mdb_env_close(s->env);
+  if (s->lock_probe >= 0) close(s->lock_probe); /* after: it would drop the env's lock.mdb lock */
   free(s->idx);
   pthread_mutex_destroy(&s->dbi_mu);
   pthread_mutex_destroy(&s->idx_mu);

@@ -38,6 +38,8 @@ struct fc_store {
   pthread_mutex_t idx_mu;
   pthread_mutex_t dbi_mu;
   int dbi_held; /* the write transaction in flight holds dbi_mu */
+  int lock_probe; /* -1, or a descriptor of lock.mdb compaction asks (compact.c); closed after
+                   * the environment, since closing it drops this process's lock on lock.mdb */
 };
 
 /* Open dir without a lock? setting > 0 always, < 0 never, 0 auto: read-only media, a directory or
@@ -74,6 +76,18 @@ int store_explain_write_error(const fc_store *s, int rc, size_t bytes);
  * locked descriptor (>= 0) or -errno; store_create_unlock releases it. */
 int store_create_lock(const char *dir);
 void store_create_unlock(int fd);
+
+/* Replace s's data.mdb by a compact copy (compact.c; docs/FORMAT.md "Compaction"): written beside
+ * it, synced, renamed over it and the directory synced, under LMDB's write lock. s must be open
+ * for writing with FC_STORE_EXCLUSIVE (else EINVAL). *before and *after: data.mdb's size before
+ * and after (after is 0 when nothing was swapped). Refused (EBUSY, nothing done, why says so)
+ * while another process has the store open. After a swap s maps the replaced file: it refuses
+ * writes (FC_EBADSTATE), and should be closed. Returns 0 or an FC_E, LMDB or errno code, with a
+ * reason in why; a kill at any point leaves the old data.mdb or the new one. */
+int store_compact(fc_store *s, uint64_t *before, uint64_t *after, char *why, size_t why_len);
+/* What store_compact would make, changing nothing (any open will do): *before data.mdb's size,
+ * *after the pages in use (the file's, less the free list's and its own) in bytes. */
+int store_compact_size(fc_store *s, uint64_t *before, uint64_t *after);
 
 /* ---- the index (index.c; docs/FORMAT.md "Index") ---- */
 /* Every config first stored by this version has an index: the db index/<32 hex> mapping each

@@ -358,6 +358,10 @@ int fc_store_prune(fc_store *s, const fc_prune_opts *o, fc_prune_report *r, char
     for (size_t i = 0; !rc && i < o->n_keep; i++) p->keep[i] = o->keep[i];
     if (!rc) qsort(p->keep, o->n_keep, sizeof *p->keep, cmp_str);
   }
+  struct stat st0;
+  int fd0;
+  const uint64_t size0 =
+      mdb_env_get_fd(s->env, &fd0) == 0 && fstat(fd0, &st0) == 0 ? (uint64_t)st0.st_size : 0;
   fc_rtxn *t = NULL;
   if (!rc) rc = fc_store_read_begin(s, &t);
   uint64_t snapshot = t ? mdb_txn_id(t->txn) : 0;
@@ -370,6 +374,12 @@ int fc_store_prune(fc_store *s, const fc_prune_opts *o, fc_prune_report *r, char
   } else if (!rc) {
     rc = remove_all(p, snapshot, why, why_len);
   }
+  if (!rc && o->compact && o->stop && *o->stop) rc = FC_EINTR; /* no copy begun once stopped */
+  if (!rc && o->compact && o->dry_run)
+    rc = store_compact_size(s, &r->bytes_before, &r->bytes_after);
+  else if (!rc && o->compact)
+    rc = store_compact(s, &r->bytes_before, &r->bytes_after, why, why_len);
+  if (o->compact && !o->dry_run) r->bytes_before = size0; /* before the prune grew it */
   for (size_t i = 0; i < p->n_drop; i++) free(p->drop[i].id);
   free(p->drop);
   free(p->orph);
