@@ -18,7 +18,7 @@ CP=$FC_BIN/cache-prune
 PY=${FC_PYTHON:-python3}
 tmp=$(mktemp -d)
 pids=()
-trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"' EXIT
+trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; mountpoint -q "$tmp/mnt" && umount "$tmp/mnt"; rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 fails=0
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
@@ -86,6 +86,40 @@ verify again s
 run split 0 --compact --json --manifest keep.csv split
 grep -q '"parts":2,.*"compact":{"bytes_before":' out || { fail "split: --json"; cat out err; }
 verify split split --manifest keep.csv
+
+# data.mdb a symbolic link (to another disk): refused, the link stays
+rm -rf s l && cp -r base s && mkdir l && mv s/data.mdb l/ && ln -s "$tmp/l/data.mdb" s/data.mdb
+run symlink 1 --compact s
+grep -q '^cache-prune: s: data.mdb is a symbolic link: .*nothing compacted' err || { fail "symlink: message"; cat err; }
+[ -L s/data.mdb ] || fail "symlink: the link was replaced"
+ls s | grep -v -e '^data.mdb$' -e '^lock.mdb$' && fail "symlink: a copy left"
+
+# past RLIMIT_FSIZE: said, the old data.mdb stays, no copy left
+rm -rf s && cp -r base s
+"$CP" -q --manifest keep.csv s || fail "fsize: prune"
+b=$(size s)
+(ulimit -f $((b / 1024 / 4)); "$CP" --compact s) >out 2>err
+rc=$?
+[ $rc = 1 ] || { fail "fsize: exit $rc, want 1"; cat err; }
+grep -q '^cache-prune: s: cannot write the compact copy: File too large; nothing compacted' err ||
+  { fail "fsize: message"; cat err; }
+[ "$(size s)" = "$b" ] || fail "fsize: data.mdb changed"
+ls s | grep -v -e '^data.mdb$' -e '^lock.mdb$' && fail "fsize: a copy left"
+
+# no room beside the store for the copy (a small tmpfs, root only): refused before it is written
+if mkdir mnt && mount -t tmpfs -o size=2m tmpfs mnt 2>/dev/null; then
+  cp -r base mnt/s
+  avail=$(df -k --output=avail mnt | tail -1)
+  fallocate -l $(((avail - 200) * 1024)) mnt/filler || fail "no room: fallocate"
+  run "no room" 1 --compact mnt/s
+  grep -q '^cache-prune: mnt/s: no room beside data.mdb for its compact copy: about [0-9.]* MB needed, [0-9.]* MB free; nothing compacted' err ||
+    { fail "no room: message"; cat err; }
+  ls mnt/s | grep -v -e '^data.mdb$' -e '^lock.mdb$' && fail "no room: a copy left"
+  verify "no room" mnt/s
+  umount mnt
+else
+  echo "note: cannot mount a tmpfs here: no room for the copy not tested"
+fi
 
 # a build without the countdowns ignores FC_FAULT: skip the rest
 rm -rf p && cp -r base p
@@ -192,6 +226,21 @@ for n in 1 2; do
     [ "$(size s)" -lt "$b" ] || fail "kill 2: data.mdb not replaced"
   fi
 done
+
+# Ctrl-C during the copy: not swapped in, the copy removed, exit 130
+rm -rf s && cp -r base s
+b=$(size s)
+FC_FAULT_STOP=compact:1 "$CP" --compact s >out 2>err &
+pid=$!
+stopped $pid || fail "sigint: never stopped"
+kill -INT $pid
+kill -CONT $pid
+wait $pid
+rc=$?
+[ $rc = 130 ] || { fail "sigint: exit $rc, want 130"; cat err; }
+grep -q '^cache-prune: s: interrupted' err || { fail "sigint: message"; cat err; }
+[ "$(size s)" = "$b" ] || fail "sigint: data.mdb replaced"
+ls s | grep -v -e '^data.mdb$' -e '^lock.mdb$' && fail "sigint: a copy left"
 
 # A reader that opens the store while the copy is swapped in (after the in-use check) keeps its
 # snapshot; the next process to open the store beside it reads the copy, at either parity of the

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #define TMP_PREFIX "data.mdb.compact-"
@@ -147,7 +148,23 @@ static int refuse_in_use(fc_store *s, char *why, size_t why_len) {
   return EBUSY;
 }
 
-int store_compact(fc_store *s, uint64_t *before, uint64_t *after, char *why, size_t why_len) {
+/* Is there room beside data.mdb for the copy (the pages in use)? Filling the disk to its last
+ * block would fail the other jobs writing to it too. 0, or ENOSPC said. */
+static int room_for_copy(fc_store *s, char *why, size_t why_len) {
+  uint64_t size, need;
+  struct statvfs fs;
+  if (store_compact_size(s, &size, &need) != 0 || statvfs(s->path, &fs) != 0) return 0;
+  const uint64_t avail = (uint64_t)fs.f_bavail * fs.f_frsize;
+  if (avail >= need + (1u << 20)) return 0;
+  fc_why(why, why_len,
+         "no room beside data.mdb for its compact copy: about %.1f MB needed, %.1f MB free; "
+         "nothing compacted",
+         need / 1e6, avail / 1e6);
+  return ENOSPC;
+}
+
+int store_compact(fc_store *s, volatile const int *stop, uint64_t *before, uint64_t *after,
+                  char *why, size_t why_len) {
   *before = *after = 0;
   if ((s->flags & FC_STORE_RDONLY) || !(s->flags & FC_STORE_EXCLUSIVE)) return EINVAL;
   int dfd;
@@ -159,12 +176,19 @@ int store_compact(fc_store *s, uint64_t *before, uint64_t *after, char *why, siz
   if (rc) return rc;
   *before = (uint64_t)st.st_size;
   const struct stat old = st;
-  if ((rc = refuse_in_use(s, why, why_len)) != 0) return rc;
-  remove_leftovers(s->path);
   char tmp[4096], dst[4096];
   if (snprintf(tmp, sizeof tmp, "%s/" TMP_PREFIX "XXXXXX", s->path) >= (int)sizeof tmp ||
       snprintf(dst, sizeof dst, "%s/data.mdb", s->path) >= (int)sizeof dst)
     return ENAMETOOLONG;
+  if (lstat(dst, &st) == 0 && S_ISLNK(st.st_mode)) {
+    fc_why(why, why_len,
+           "data.mdb is a symbolic link: the copy would replace the link, not free the file it "
+           "names; nothing compacted");
+    return EINVAL;
+  }
+  if ((rc = refuse_in_use(s, why, why_len)) != 0) return rc;
+  remove_leftovers(s->path);
+  if ((rc = room_for_copy(s, why, why_len)) != 0) return rc;
   pthread_mutex_lock(&s->write_mu);
   pthread_rwlock_rdlock(&s->map_lock);
   /* LMDB's write lock, held to the swap: no commit (a writer that took no lock included) comes
@@ -196,6 +220,7 @@ int store_compact(fc_store *s, uint64_t *before, uint64_t *after, char *why, siz
                                      : fc_strerror(rc));
   if (!rc) rc = refuse_in_use(s, why, why_len); /* one that opened it while the copy was made */
   if (!rc) fault_stop("compact"); /* test builds: the copy written and synced, not swapped */
+  if (!rc && stop && *stop) rc = FC_EINTR; /* Ctrl-C during the copy: it is not swapped in */
   if (!rc && rename(tmp, dst) != 0) {
     rc = errno;
     fc_why(why, why_len, "cannot rename the compact copy over data.mdb: %s; nothing compacted",

@@ -79,12 +79,15 @@ void store_create_unlock(int fd);
 
 /* Replace s's data.mdb by a compact copy (compact.c; docs/FORMAT.md "Compaction"): written beside
  * it, synced, renamed over it and the directory synced, under LMDB's write lock. s must be open
- * for writing with FC_STORE_EXCLUSIVE (else EINVAL). *before and *after: data.mdb's size before
+ * for writing with FC_STORE_EXCLUSIVE (else EINVAL). Refused (nothing done, why says so) when
+ * data.mdb is a symbolic link (EINVAL) or the file system has no room for the copy (ENOSPC);
+ * *stop set during the copy: FC_EINTR, the copy discarded. *before and *after: data.mdb's size before
  * and after (after is 0 when nothing was swapped). Refused (EBUSY, nothing done, why says so)
  * while another process has the store open. After a swap s maps the replaced file: it refuses
  * writes (FC_EBADSTATE), and should be closed. Returns 0 or an FC_E, LMDB or errno code, with a
  * reason in why; a kill at any point leaves the old data.mdb or the new one. */
-int store_compact(fc_store *s, uint64_t *before, uint64_t *after, char *why, size_t why_len);
+int store_compact(fc_store *s, volatile const int *stop, uint64_t *before, uint64_t *after,
+                  char *why, size_t why_len);
 /* What store_compact would make, changing nothing (any open will do): *before data.mdb's size,
  * *after the pages in use (the file's, less the free list's and its own) in bytes. */
 int store_compact_size(fc_store *s, uint64_t *before, uint64_t *after);

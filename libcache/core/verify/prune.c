@@ -378,7 +378,7 @@ int fc_store_prune(fc_store *s, const fc_prune_opts *o, fc_prune_report *r, char
   if (!rc && o->compact && o->dry_run)
     rc = store_compact_size(s, &r->bytes_before, &r->bytes_after);
   else if (!rc && o->compact)
-    rc = store_compact(s, &r->bytes_before, &r->bytes_after, why, why_len);
+    rc = store_compact(s, o->stop, &r->bytes_before, &r->bytes_after, why, why_len);
   if (o->compact && !o->dry_run) r->bytes_before = size0; /* before the prune grew it */
   for (size_t i = 0; i < p->n_drop; i++) free(p->drop[i].id);
   free(p->drop);
