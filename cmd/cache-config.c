@@ -29,7 +29,7 @@ static const char description[] =
     "List the feature and token configs a featcache store holds (digest, kind, the name the\n"
     "loader answers to, records and their size, when the config was first stored), or remove\n"
     "one config: its records and meta keys. Entries (audio, text) stay; the pages freed are\n"
-    "reused by later writes (cache-merge -o NEW STORE writes a compact copy).";
+    "reused by later writes (cache-prune --compact gives them back to the file system).";
 static const char footer[] =
     "Exit status: 0 done; 1 a store could not be read or the drop failed part-way (run it\n"
     "again to finish); 2 usage error, not a store, or no such config; 130/143 interrupted.\n"
