@@ -117,9 +117,7 @@ static pid_t other_user(fc_store *s) {
   return fl.l_type == F_UNLCK ? 0 : (fl.l_pid > 0 ? fl.l_pid : -1);
 }
 
-/* The copies a compaction killed before its swap left: nobody else compacts while the writer lock
- * is held exclusive, so any there is garbage. */
-static void remove_leftovers(const char *dir) {
+void store_compact_leftovers(const char *dir) {
   DIR *d = opendir(dir);
   if (!d) return;
   int dfd = dirfd(d);
@@ -187,7 +185,7 @@ int store_compact(fc_store *s, volatile const int *stop, uint64_t *before, uint6
     return EINVAL;
   }
   if ((rc = refuse_in_use(s, why, why_len)) != 0) return rc;
-  remove_leftovers(s->path);
+  store_compact_leftovers(s->path);
   if ((rc = room_for_copy(s, why, why_len)) != 0) return rc;
   pthread_mutex_lock(&s->write_mu);
   pthread_rwlock_rdlock(&s->map_lock);

@@ -88,6 +88,9 @@ void store_create_unlock(int fd);
  * reason in why; a kill at any point leaves the old data.mdb or the new one. */
 int store_compact(fc_store *s, volatile const int *stop, uint64_t *before, uint64_t *after,
                   char *why, size_t why_len);
+/* Remove the copies a compaction killed before its swap left in dir (data.mdb.compact-*). Only
+ * under the writer lock held exclusive: no compaction runs then, so any there is garbage. */
+void store_compact_leftovers(const char *dir);
 /* What store_compact would make, changing nothing (any open will do): *before data.mdb's size,
  * *after the pages in use (the file's, less the free list's and its own) in bytes. */
 int store_compact_size(fc_store *s, uint64_t *before, uint64_t *after);

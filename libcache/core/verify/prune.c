@@ -373,6 +373,7 @@ int fc_store_prune(fc_store *s, const fc_prune_opts *o, fc_prune_report *r, char
     count_done(p, 1, 0, p->n_orph);
   } else if (!rc) {
     rc = remove_all(p, snapshot, why, why_len);
+    store_compact_leftovers(fc_store_path(s)); /* a killed --compact's copy: garbage */
   }
   if (!rc && o->compact && o->stop && *o->stop) rc = FC_EINTR; /* no copy begun once stopped */
   if (!rc && o->compact && o->dry_run)
