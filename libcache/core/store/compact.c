@@ -197,7 +197,8 @@ int store_compact(fc_store *s, volatile const int *stop, uint64_t *before, uint6
   int fd = mkostemp(tmp, O_CLOEXEC);
   if (fd < 0) {
     rc = errno;
-    fc_why(why, why_len, "cannot write the compact copy beside data.mdb: %s", strerror(rc));
+    fc_why(why, why_len, "cannot write the compact copy beside data.mdb: %s; nothing compacted",
+           strerror(rc));
     goto out;
   }
   /* the old file's owner and mode (mkostemp's 0600 would lock a team's readers out) */
