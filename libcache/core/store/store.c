@@ -182,41 +182,6 @@ static void reclaim_beyond_end(fc_store *s) {
   pthread_rwlock_unlock(&s->map_lock);
 }
 
-/* Does a writer have the store open (the writer lock, below, held by some open file)? */
-static int writer_active(const char *dir) {
-  char p[4096];
-  if (snprintf(p, sizeof p, "%s/data.mdb", dir) >= (int)sizeof p) return 0;
-  int fd = open(p, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  const int busy = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-  close(fd); /* releases the lock taken to look */
-  return busy;
-}
-
-/* LMDB trusts the file to hold every page its meta pages name, and maps it: a data.mdb cut short
- * (a copy that ran out of space) would be a SIGBUS at the first read of a missing page, the
- * root pages that open_dbs reads included. The meta pages themselves are read with pread. But
- * LMDB may also allocate pages in a transaction, free them in the same one ("loose" pages) and
- * commit without writing them: the meta then names a few pages past the end of a sound file
- * until a later transaction writes them, and a writer running beside this open commits such
- * tails all the time. So a short tail (at most LOOSE_TAIL pages) is taken as that while a writer
- * has the store open; a cut copy has no writer. */
-enum { LOOSE_TAIL = 256 };
-
-static int check_extent(fc_store *s) {
-  MDB_envinfo ei;
-  MDB_stat ms;
-  struct stat st;
-  int fd, rc = mdb_env_info(s->env, &ei);
-  if (!rc) rc = mdb_env_stat(s->env, &ms);
-  if (!rc) rc = mdb_env_get_fd(s->env, &fd);
-  if (rc) return rc;
-  if (fstat(fd, &st) != 0) return errno;
-  const uint64_t have = (uint64_t)st.st_size / ms.ms_psize; /* whole pages in the file */
-  if (have > ei.me_last_pgno) return 0;
-  return ei.me_last_pgno - have < LOOSE_TAIL && writer_active(s->path) ? 0 : FC_ETRUNCATED;
-}
-
 /* The store's writer lock (docs/FORMAT.md "Writing, durability"): an flock(2) of data.mdb, held
  * as long as the environment is open (LMDB's own descriptor: mdb_env_close releases it). A
  * writer holds it shared — any number write at once, each transaction LMDB's alone — and
@@ -326,7 +291,7 @@ static int store_open_once(const char *dir, unsigned flags, fc_store **out) {
   rc = fault_hit("env") ? EIO : mdb_env_open(s->env, dir, ef, 0664);
   if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH) rc = FC_EFORMAT;
   if (rc) goto fail;
-  if (existed && (rc = check_extent(s)) != 0) goto fail;
+  if (existed && (rc = store_check_extent(s)) != 0) goto fail;
   if (!rdonly && (rc = writer_lock(s)) != 0) goto fail;
   if (!rdonly && replaced_meanwhile(s)) {
     rc = EAGAIN;

@@ -48,6 +48,11 @@ struct fc_store {
  * inputs. */
 int store_wants_nolock(const char *dir, int setting);
 
+/* Refuse a data.mdb cut short (extent.c): 0 when the file holds every page its last committed
+ * meta names that is not on that meta's free list, else FC_ETRUNCATED (or an LMDB/errno code).
+ * Reads the free list with pread, never through the map. At open, before any other page is read. */
+int store_check_extent(fc_store *s);
+
 /* Map growth for writers that drive LMDB themselves (merge/): every resize of an fc_store's map
  * takes map_lock exclusive, as LMDB allows a resize only while the process has no transaction
  * open on the environment (fc_store_read_begin's read transactions hold map_lock shared).
