@@ -102,7 +102,35 @@ static char *id_from_path(const char *path, size_t len) {
   const char *dot = NULL;
   for (const char *p = start + 1; p < end; p++) /* +1: ".hidden" keeps its name */
     if (*p == '.') dot = p;
-  return dup_range(start, (size_t)((dot ? dot : end) - start));
+  /* A name that is not UTF-8 (Latin-1 from an old corpus): each byte that is no part of a UTF-8
+   * character becomes the four characters \xNN (lower-case hex), as cache-verify --json prints
+   * such bytes, so the id is valid UTF-8 and names the file's bytes. */
+  const char *s = start, *stop = dot ? dot : end;
+  size_t n = (size_t)(stop - s), out_n = 0;
+  for (size_t i = 0; i < n;) {
+    size_t k = 1;
+    while (k <= 4 && i + k <= n && !fc_utf8_valid(s + i, k)) k++;
+    if (k > 4 || i + k > n) k = 0; /* a stray byte */
+    out_n += k ? k : 4;
+    i += k ? k : 1;
+  }
+  if (out_n == n) return dup_range(s, n);
+  char *out = fc_malloc(out_n + 1), *o = out;
+  if (!out) return NULL;
+  for (size_t i = 0; i < n;) {
+    size_t k = 1;
+    while (k <= 4 && i + k <= n && !fc_utf8_valid(s + i, k)) k++;
+    if (k <= 4 && i + k <= n) {
+      memcpy(o, s + i, k);
+      o += k;
+      i += k;
+    } else {
+      o += snprintf(o, 5, "\\x%02x", (unsigned char)s[i]);
+      i++;
+    }
+  }
+  *o = '\0';
+  return out;
 }
 
 /* ---- the item list ---------------------------------------------------------------------------- */
@@ -222,6 +250,8 @@ static int item_fail(fc_item *it, int err, const char *fmt, ...) {
   return it->why ? 0 : -ENOMEM;
 }
 
+static int is_blank(const char *s, size_t n);
+
 /* Check the id of a filled item and its uniqueness. Returns 0 or -ENOMEM (item errors set err). */
 static int item_finish(list_builder *b, fc_item *it) {
   if (it->err) return 0;
@@ -235,6 +265,8 @@ static int item_finish(list_builder *b, fc_item *it) {
       return item_fail(it, FC_EFORMAT, "id is %zu bytes, longer than the %d allowed", n, FC_ID_MAX);
     return item_fail(it, FC_EFORMAT, "id contains a control character (NUL or newline)");
   }
+  if (is_blank(it->id, n)) /* " |text": an id no one can tell from none */
+    return item_fail(it, FC_EMANIFEST, "id is only spaces or tabs");
   rc = id_set_insert(b, it->id);
   if (rc < 0) return rc;
   if (rc == 1) { /* an id that holds a tab or an escape, quoted as the tools quote names */
@@ -441,7 +473,15 @@ nomem:
   return -ENOMEM;
 }
 
+/* A path list's line without the spaces and tabs that end it (an editor's trailing blank), as
+ * wav.scp's path column: a name that ends in a space is given as an argument instead. */
+static size_t trim_end(const char *line, size_t n) {
+  while (n && (line[n - 1] == ' ' || line[n - 1] == '\t')) n--;
+  return n;
+}
+
 static int parse_list(const parse_ctx *c, fc_item *it, const char *line, size_t n) {
+  n = trim_end(line, n);
   if (!(it->path = join_path(c->audio_dir, line, n, NULL))) return -ENOMEM;
   if (!(it->id = id_from_path(line, n))) return -ENOMEM;
   return 0;
@@ -637,7 +677,8 @@ static int reader_next(reader *r, const fc_item **it, char *why, size_t why_len)
     } else if (memchr(buf, '\r', body)) { /* old Mac line ends: the file would be one line */
       prc = item_fail(item, FC_EMANIFEST,
                       "a carriage return inside the line (CR line endings? convert them to LF)");
-    } else if (!fc_utf8_valid(buf, n)) {
+    } else if (r->fmt != FC_MANIFEST_LIST && r->fmt != FC_MANIFEST_KALDI &&
+               !fc_utf8_valid(buf, n)) { /* a path column holds any bytes; ids are checked */
       prc = item_fail(item, FC_EUTF8, "invalid UTF-8");
     } else {
       switch (r->fmt) {
@@ -745,7 +786,7 @@ int fc_items_from_stream(void *stdio_file, fc_item_list *out) {
     }
     lineno++;
     if (is_blank(buf, (size_t)got)) continue;
-    if (add_path_item(&b, buf, (size_t)got, lineno) < 0) {
+    if (add_path_item(&b, buf, trim_end(buf, (size_t)got), lineno) < 0) {
       rc = ENOMEM;
       break;
     }

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# A messy corpus's inputs: a file name that is not UTF-8 (Latin-1 from an old archive) is
+# featurized by every route (argument, path list, wav.scp), its id holding each byte that is no
+# part of a UTF-8 character as \xNN; a path list's line that ends in spaces or tabs names the file
+# without them (as wav.scp's path column); an id of only spaces or tabs is refused by its line.
+set -u
+FZ=${FC_BIN:?}/featurize
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+sox -n -r 22050 -b 16 a.wav synth 0.5 sine 300 || { echo "FAIL: sox failed"; exit 1; }
+lat=$(printf 'caf\351')
+cp a.wav "$lat.wav"
+cp a.wav b.wav
+
+ids() { "$FC_BIN/cache-verify" --json "$1" 2>/dev/null | "${FC_PYTHON:-python3}" -c '
+import json, sys
+print(" ".join(sorted(json.load(sys.stdin).get("ids", []))))' 2>/dev/null; }
+
+# an argument
+"$FZ" -v --device cpu -o s1 "$lat.wav" b.wav 2>err
+rc=$?
+[ $rc = 0 ] || fail "argument: exit $rc: $(cat -v err)"
+grep -qF 'stored as "caf\\xe9" (43 frames' err || fail "argument id: $(cat -v err)"
+
+# a path list on stdin, a line with a trailing space, one with a tab and a CR
+printf '%s\n%s \n%s\t\r\n' "$PWD/$lat.wav" "$PWD/a.wav" "$PWD/b.wav" | "$FZ" --device cpu -o s2 - 2>err
+rc=$?
+[ $rc = 0 ] || fail "stdin list: exit $rc: $(cat -v err)"
+grep -qx 'featurize: done: 3 of 3 (3 new, 0 already stored, 0 failed)' err || fail "stdin: $(cat -v err)"
+# a path list given as --manifest
+printf '%s\n%s \n' "$PWD/b.wav" "$PWD/$lat.wav" >list.txt
+"$FZ" --device cpu -o s3 --manifest list.txt 2>err
+rc=$?
+[ $rc = 0 ] || fail "--manifest list: exit $rc: $(cat -v err)"
+
+# wav.scp: the path column holds any bytes, the id is the manifest's
+printf 'x %s\n' "$PWD/$lat.wav" >wav.scp
+"$FZ" --device cpu -o s4 --manifest wav.scp 2>err
+rc=$?
+[ $rc = 0 ] || fail "wav.scp: exit $rc: $(cat -v err)"
+# an id in wav.scp that is not UTF-8 is refused by its line
+printf '%s %s\n' "$lat" "$PWD/a.wav" >bad.scp
+"$FZ" --device cpu -o s5 --manifest bad.scp 2>err
+grep -qx 'featurize: bad.scp:1: id is not valid UTF-8' err || fail "wav.scp id: $(cat -v err)"
+
+# an id of only spaces or tabs
+printf ' |hello\n\t|tab\na|ok\n' >m.csv
+"$FZ" --device cpu -o s6 --manifest m.csv --audio-dir . 2>err
+rc=$?
+[ $rc = 1 ] || fail "blank id: exit $rc"
+grep -qx 'featurize: m.csv:1: id is only spaces or tabs' err || fail "blank id 1: $(cat err)"
+grep -qx 'featurize: m.csv:2: id is only spaces or tabs' err || fail "blank id 2: $(cat err)"
+grep -qx 'featurize: done: 1 of 3 (1 new, 0 already stored, 2 failed)' err || fail "blank: $(cat err)"
+
+[ $fails = 0 ] || exit 1
+echo "featurize_corpus_inputs: ok"
