@@ -130,7 +130,11 @@ FC_API int fc_store_write(fc_store *s, const fc_put *puts, size_t n);
 FC_API int fc_store_sync(fc_store *s);
 
 /* ---- reading --------------------------------------------------------------------------------- */
-/* Begin a read transaction (a snapshot). *out is owned by the caller: fc_rtxn_end it. */
+/* Begin a read transaction (a snapshot). *out is owned by the caller: fc_rtxn_end it. When
+ * another process has grown the map, the new size is adopted first; a thread that holds another
+ * read transaction of s then gets MDB_MAP_RESIZED instead (no resize is possible under it, and
+ * waiting would be on itself): end them all and begin again. The same holds for fc_store_write
+ * by a thread holding a read transaction of s. */
 FC_API int fc_store_read_begin(fc_store *s, fc_rtxn **out);
 FC_API void fc_rtxn_end(fc_rtxn *t);
 /* Refresh the snapshot of a long-lived read transaction (mdb_txn_reset + renew). */

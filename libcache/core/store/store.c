@@ -328,8 +328,44 @@ const char *fc_store_path(const fc_store *s) { return s->path; }
 
 unsigned fc_store_open_flags(const fc_store *s) { return s->flags; }
 
+/* The read transactions (fc_store_read_begin) each thread holds, per store: a thread that holds
+ * one keeps map_lock shared, and would wait on itself for the exclusive lock of a resize (LMDB
+ * cannot resize under a transaction of this process anyway). `untracked` counts those begun while
+ * every slot was taken: then any store may be held. */
+static _Thread_local struct {
+  const fc_store *s;
+  unsigned n;
+} held[8];
+static _Thread_local unsigned untracked;
+
+static void held_add(const fc_store *s, int d) {
+  size_t free_slot = sizeof held / sizeof *held;
+  for (size_t i = 0; i < sizeof held / sizeof *held; i++) {
+    if (held[i].s == s && held[i].n) {
+      if (d < 0 && --held[i].n == 0) held[i].s = NULL;
+      if (d > 0) held[i].n++;
+      return;
+    }
+    if (!held[i].n && free_slot == sizeof held / sizeof *held) free_slot = i;
+  }
+  if (d < 0 && untracked)
+    untracked--;
+  else if (d > 0 && free_slot == sizeof held / sizeof *held)
+    untracked++;
+  else if (d > 0)
+    held[free_slot].s = s, held[free_slot].n = 1;
+}
+
+static int held_here(const fc_store *s) {
+  if (untracked) return 1;
+  for (size_t i = 0; i < sizeof held / sizeof *held; i++)
+    if (held[i].s == s && held[i].n) return 1;
+  return 0;
+}
+
 int store_grow_map(fc_store *s, uint64_t at_least) {
   MDB_envinfo info;
+  if (held_here(s)) return MDB_MAP_FULL; /* this thread's read transactions pin the map */
   pthread_rwlock_wrlock(&s->map_lock);
   int rc = fault_hit("grow") ? ENOMEM : mdb_env_info(s->env, &info);
   uint64_t size = rc ? 0 : (uint64_t)info.me_mapsize * 2;
@@ -339,6 +375,7 @@ int store_grow_map(fc_store *s, uint64_t at_least) {
 }
 
 int store_adopt_map(fc_store *s) {
+  if (held_here(s)) return MDB_MAP_RESIZED; /* this thread's read transactions pin the map */
   pthread_rwlock_wrlock(&s->map_lock);
   int rc = mdb_env_set_mapsize(s->env, 0);
   pthread_rwlock_unlock(&s->map_lock);
@@ -533,6 +570,7 @@ static int read_begin(fc_store *s, fc_rtxn **out, int adopt) {
     free(t);
     return rc;
   }
+  held_add(s, 1);
   *out = t;
   return 0;
 }
@@ -545,6 +583,7 @@ void fc_rtxn_end(fc_rtxn *t) {
   if (!t) return;
   mdb_txn_abort(t->txn);
   pthread_rwlock_unlock(&t->s->map_lock);
+  held_add(t->s, -1);
   free(t);
 }
 
