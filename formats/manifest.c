@@ -102,32 +102,23 @@ static char *id_from_path(const char *path, size_t len) {
   const char *dot = NULL;
   for (const char *p = start + 1; p < end; p++) /* +1: ".hidden" keeps its name */
     if (*p == '.') dot = p;
-  /* A name that is not UTF-8 (Latin-1 from an old corpus): each byte that is no part of a UTF-8
-   * character becomes the four characters \xNN (lower-case hex), as cache-verify --json prints
-   * such bytes, so the id is valid UTF-8 and names the file's bytes. */
-  const char *s = start, *stop = dot ? dot : end;
-  size_t n = (size_t)(stop - s), out_n = 0;
-  for (size_t i = 0; i < n;) {
-    size_t k = 1;
-    while (k <= 4 && i + k <= n && !fc_utf8_valid(s + i, k)) k++;
-    if (k > 4 || i + k > n) k = 0; /* a stray byte */
-    out_n += k ? k : 4;
-    i += k ? k : 1;
-  }
-  if (out_n == n) return dup_range(s, n);
-  char *out = fc_malloc(out_n + 1), *o = out;
+  /* A name not in UTF-8 (Latin-1): each byte that is no part of a UTF-8 character becomes the four
+   * characters \xNN (lower-case hex), as cache-verify --json prints it: the id is valid UTF-8. */
+  const char *s = start;
+  size_t n = (size_t)((dot ? dot : end) - s);
+  if (fc_utf8_valid(s, n)) return dup_range(s, n);
+  char *out = fc_malloc(4 * n + 1), *o = out;
   if (!out) return NULL;
   for (size_t i = 0; i < n;) {
     size_t k = 1;
     while (k <= 4 && i + k <= n && !fc_utf8_valid(s + i, k)) k++;
-    if (k <= 4 && i + k <= n) {
-      memcpy(o, s + i, k);
-      o += k;
-      i += k;
-    } else {
-      o += snprintf(o, 5, "\\x%02x", (unsigned char)s[i]);
-      i++;
+    if (k > 4 || i + k > n) { /* a stray byte */
+      o += snprintf(o, 5, "\\x%02x", (unsigned char)s[i++]);
+      continue;
     }
+    memcpy(o, s + i, k);
+    o += k;
+    i += k;
   }
   *o = '\0';
   return out;
@@ -144,8 +135,9 @@ struct arena_chunk {
   char bytes[];
 };
 
-static const char *arena_copy(arena *a, const char *s) {
-  size_t n = strlen(s) + 1;
+/* A copy of s, and of t after it (s's NUL, then t's bytes and NUL) when t is not NULL. */
+static const char *arena_copy(arena *a, const char *s, const char *t) {
+  size_t sn = strlen(s) + 1, n = sn + (t ? strlen(t) + 1 : 0);
   if (!a->head || a->used + n > a->cap) {
     size_t cap = n > 65536 ? n : 65536;
     struct arena_chunk *c = fc_malloc(sizeof *c + cap);
@@ -156,7 +148,8 @@ static const char *arena_copy(arena *a, const char *s) {
     a->cap = cap;
   }
   char *p = a->head->bytes + a->used;
-  memcpy(p, s, n);
+  memcpy(p, s, sn);
+  if (t) memcpy(p + sn, t, n - sn);
   a->used += n;
   return p;
 }
@@ -185,8 +178,8 @@ static uint64_t hash_str(const char *s) { /* FNV-1a: enough for a set, no depend
   return h;
 }
 
-/* 1 if id was already present, 0 if inserted, negative on ENOMEM. */
-static int id_set_insert(list_builder *b, const char *id) {
+/* 1 if id is in the set (*first: the path it came with, or ""), 0 if added, -ENOMEM. */
+static int id_set_insert(list_builder *b, const char *id, const char *path, const char **first) {
   if (2 * (b->set_count + 1) > b->set_cap) {
     size_t ncap = b->set_cap ? 2 * b->set_cap : 64;
     const char **nset = fc_calloc(ncap, sizeof *nset);
@@ -203,10 +196,13 @@ static int id_set_insert(list_builder *b, const char *id) {
   }
   size_t j = hash_str(id) & (b->set_cap - 1);
   while (b->set[j]) {
-    if (strcmp(b->set[j], id) == 0) return 1;
+    if (strcmp(b->set[j], id) == 0) {
+      *first = b->set[j] + strlen(b->set[j]) + 1;
+      return 1;
+    }
     j = (j + 1) & (b->set_cap - 1);
   }
-  if (b->ids && !(id = arena_copy(b->ids, id))) return -ENOMEM;
+  if (!(id = arena_copy(b->ids, id, path ? path : ""))) return -ENOMEM;
   b->set[j] = id;
   b->set_count++;
   return 0;
@@ -239,7 +235,7 @@ static void item_clear(fc_item *it) {
 
 /* Mark an item bad with a formatted reason. Returns 0, or -ENOMEM. */
 static int item_fail(fc_item *it, int err, const char *fmt, ...) {
-  char buf[256];
+  char buf[1024];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(buf, sizeof buf, fmt, ap);
@@ -250,7 +246,11 @@ static int item_fail(fc_item *it, int err, const char *fmt, ...) {
   return it->why ? 0 : -ENOMEM;
 }
 
-static int is_blank(const char *s, size_t n);
+static int is_blank(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (s[i] != ' ' && s[i] != '\t') return 0;
+  return 1;
+}
 
 /* Check the id of a filled item and its uniqueness. Returns 0 or -ENOMEM (item errors set err). */
 static int item_finish(list_builder *b, fc_item *it) {
@@ -267,13 +267,18 @@ static int item_finish(list_builder *b, fc_item *it) {
   }
   if (is_blank(it->id, n)) /* " |text": an id no one can tell from none */
     return item_fail(it, FC_EMANIFEST, "id is only spaces or tabs");
-  rc = id_set_insert(b, it->id);
+  const char *first = "";
+  rc = id_set_insert(b, it->id, it->path, &first);
   if (rc < 0) return rc;
   if (rc == 1) { /* an id that holds a tab or an escape, quoted as the tools quote names */
-    char q[4 * FC_ID_MAX + 3];
+    char q[4 * FC_ID_MAX + 3], pq[900], fq[960] = "";
+    if (first[0] && it->path && strcmp(first, it->path) != 0) { /* two files, one id: name both */
+      fc_quote_name(first, pq, sizeof pq);
+      snprintf(fq, sizeof fq, " (also the id of %s)", pq);
+    }
     if (fc_quote_name(it->id, q, sizeof q) > n)
-      return item_fail(it, FC_EDUPLICATE, "duplicate id %s", q);
-    return item_fail(it, FC_EDUPLICATE, "duplicate id '%s'", it->id);
+      return item_fail(it, FC_EDUPLICATE, "duplicate id %s%s", q, fq);
+    return item_fail(it, FC_EDUPLICATE, "duplicate id '%s'%s", it->id, fq);
   }
   return 0;
 }
@@ -473,8 +478,7 @@ nomem:
   return -ENOMEM;
 }
 
-/* A path list's line without the spaces and tabs that end it (an editor's trailing blank), as
- * wav.scp's path column: a name that ends in a space is given as an argument instead. */
+/* A path list's line without the spaces and tabs that end it, as wav.scp's path column. */
 static size_t trim_end(const char *line, size_t n) {
   while (n && (line[n - 1] == ' ' || line[n - 1] == '\t')) n--;
   return n;
@@ -506,12 +510,6 @@ static size_t chomp(char *line, size_t n) {
   if (n && line[n - 1] == '\r') n--;
   line[n] = '\0';
   return n;
-}
-
-static int is_blank(const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (s[i] != ' ' && s[i] != '\t') return 0;
-  return 1;
 }
 
 /* Read one line into *buf; returns its length after chomp, -1 at EOF, or -2 on a read error
@@ -750,7 +748,8 @@ int fc_items_from_paths(const char *const *paths, size_t n, fc_item_list *out) {
   memset(out, 0, sizeof *out);
   out->format = FC_MANIFEST_LIST;
   if (n && !paths) return EINVAL;
-  list_builder b = {.out = out};
+  arena ids = {0};
+  list_builder b = {.out = out, .ids = &ids};
   int rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++) {
     const char *p = paths[i] ? paths[i] : "";
@@ -762,6 +761,7 @@ int fc_items_from_paths(const char *const *paths, size_t n, fc_item_list *out) {
     rc = add_path_item(&b, p, strlen(p), 0);
   }
   builder_done(&b);
+  arena_free(&ids);
   if (rc < 0) {
     fc_item_list_free(out);
     return ENOMEM;
@@ -773,7 +773,8 @@ int fc_items_from_stream(void *stdio_file, fc_item_list *out) {
   memset(out, 0, sizeof *out);
   out->format = FC_MANIFEST_LIST;
   FILE *f = stdio_file ? (FILE *)stdio_file : stdin;
-  list_builder b = {.out = out};
+  arena ids = {0};
+  list_builder b = {.out = out, .ids = &ids};
   char *buf = NULL;
   size_t cap = 0, lineno = 0;
   int first = 1, rc = 0;
@@ -793,6 +794,7 @@ int fc_items_from_stream(void *stdio_file, fc_item_list *out) {
   }
   free(buf);
   builder_done(&b);
+  arena_free(&ids);
   if (rc) fc_item_list_free(out);
   return rc;
 }

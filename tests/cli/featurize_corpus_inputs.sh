@@ -2,7 +2,9 @@
 # A messy corpus's inputs: a file name that is not UTF-8 (Latin-1 from an old archive) is
 # featurized by every route (argument, path list, wav.scp), its id holding each byte that is no
 # part of a UTF-8 character as \xNN; a path list's line that ends in spaces or tabs names the file
-# without them (as wav.scp's path column); an id of only spaces or tabs is refused by its line.
+# without them (as wav.scp's path column); an id of only spaces or tabs is refused by its line;
+# two files with one id: the first in input order has it, the second fails naming both, and no
+# failure record is written under the id (it is stored: cache-verify stays clean run after run).
 set -u
 FZ=${FC_BIN:?}/featurize
 tmp=$(mktemp -d)
@@ -54,6 +56,22 @@ rc=$?
 grep -qx 'featurize: m.csv:1: id is only spaces or tabs' err || fail "blank id 1: $(cat err)"
 grep -qx 'featurize: m.csv:2: id is only spaces or tabs' err || fail "blank id 2: $(cat err)"
 grep -qx 'featurize: done: 1 of 3 (1 new, 0 already stored, 2 failed)' err || fail "blank: $(cat err)"
+
+# two files, one id
+mkdir d1 d2 && cp a.wav d1/a.wav && sox -n -r 22050 -b 16 d2/a.wav synth 0.3 sine 500
+for run in 1 2; do
+  "$FZ" --device cpu -o s7 d1/a.wav d2/a.wav 2>err
+  rc=$?
+  [ $rc = 1 ] || fail "duplicate, run $run: exit $rc"
+  grep -qx "featurize: d2/a.wav: duplicate id 'a' (also the id of d1/a.wav)" err ||
+    fail "duplicate, run $run: $(cat err)"
+  "$FC_BIN/cache-verify" s7 >out 2>&1 || fail "duplicate, run $run: verify: $(cat out)"
+done
+"$FC_BIN/cache-verify" --json s7 | grep -q '"failure_count":0,' || fail "a failure record for a stored id"
+printf 'x d1/a.wav\nx d2/a.wav\n' >dup.scp
+"$FZ" --device cpu -o s8 --manifest dup.scp 2>err
+grep -qx "featurize: dup.scp:2: duplicate id 'x' (also the id of d1/a.wav)" err ||
+  fail "duplicate in wav.scp: $(cat err)"
 
 [ $fails = 0 ] || exit 1
 echo "featurize_corpus_inputs: ok"

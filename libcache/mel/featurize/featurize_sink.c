@@ -61,6 +61,7 @@ void fz_input_failed(fz_run *r, size_t i, int err, const char *reason) {
   fz_report_failed(r, i, err, reason);
   const fc_item *it = fz_item(r, i);
   if (!it->id || fc_id_check(it->id, strlen(it->id)) != 0) return; /* nothing to key it by */
+  if (it->err == FC_EDUPLICATE) return; /* the id is its first input's: not this one's to record */
   if (!reason || !*reason) reason = plain_reason(err ? err : FC_EDECODE);
   char *src = it->path && it->path[0] ? fz_source_path(r, it->path) : NULL;
   struct timespec now;
