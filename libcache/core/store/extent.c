@@ -163,7 +163,7 @@ int store_check_extent(fc_store *s) {
   for (int tries = 0; !rc; tries++) {
     MDB_txn *txn;
     rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
-    if (rc == MDB_MAP_RESIZED && !(rc = mdb_env_set_mapsize(s->env, 0))) continue;
+    if (rc == MDB_MAP_RESIZED && tries < 8 && !(rc = mdb_env_set_mapsize(s->env, 0))) continue;
     if (rc) break;
     /* the file's size after the snapshot is taken: it only grows meanwhile */
     walk w = {.fd = fd, .psize = ms.ms_psize};
