@@ -330,35 +330,55 @@ unsigned fc_store_open_flags(const fc_store *s) { return s->flags; }
 
 /* The read transactions (fc_store_read_begin) each thread holds, per store: a thread that holds
  * one keeps map_lock shared, and would wait on itself for the exclusive lock of a resize (LMDB
- * cannot resize under a transaction of this process anyway). `untracked` counts those begun while
- * every slot was taken: then any store may be held. */
-static _Thread_local struct {
+ * cannot resize under a transaction of this process anyway). The table grows with the stores a
+ * thread reads at once (cache-merge reads hundreds of inputs while it writes its output); freed at
+ * the thread's exit. `untracked` counts those begun when the table could not grow: then any store
+ * may be held. */
+typedef struct held_slot {
   const fc_store *s;
   unsigned n;
-} held[8];
+} held_slot;
+static _Thread_local held_slot *held;
+static _Thread_local size_t n_held;
 static _Thread_local unsigned untracked;
+static pthread_key_t held_key;
+static pthread_once_t held_once = PTHREAD_ONCE_INIT;
+static void held_key_make(void) { pthread_key_create(&held_key, free); }
 
 static void held_add(const fc_store *s, int d) {
-  size_t free_slot = sizeof held / sizeof *held;
-  for (size_t i = 0; i < sizeof held / sizeof *held; i++) {
+  size_t free_slot = n_held;
+  for (size_t i = 0; i < n_held; i++) {
     if (held[i].s == s && held[i].n) {
       if (d < 0 && --held[i].n == 0) held[i].s = NULL;
       if (d > 0) held[i].n++;
       return;
     }
-    if (!held[i].n && free_slot == sizeof held / sizeof *held) free_slot = i;
+    if (!held[i].n && free_slot == n_held) free_slot = i;
   }
-  if (d < 0 && untracked)
-    untracked--;
-  else if (d > 0 && free_slot == sizeof held / sizeof *held)
-    untracked++;
-  else if (d > 0)
-    held[free_slot].s = s, held[free_slot].n = 1;
+  if (d < 0) {
+    if (untracked) untracked--;
+    return;
+  }
+  if (free_slot == n_held) { /* every slot taken: twice as many */
+    const size_t n = n_held ? 2 * n_held : 8;
+    held_slot *t = realloc(held, n * sizeof *t);
+    if (!t) {
+      untracked++;
+      return;
+    }
+    memset(t + n_held, 0, (n - n_held) * sizeof *t);
+    held = t;
+    n_held = n;
+    pthread_once(&held_once, held_key_make);
+    (void)pthread_setspecific(held_key, t); /* freed at the thread's exit (else at the process's) */
+  }
+  held[free_slot].s = s;
+  held[free_slot].n = 1;
 }
 
 static int held_here(const fc_store *s) {
   if (untracked) return 1;
-  for (size_t i = 0; i < sizeof held / sizeof *held; i++)
+  for (size_t i = 0; i < n_held; i++)
     if (held[i].s == s && held[i].n) return 1;
   return 0;
 }
