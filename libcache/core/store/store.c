@@ -361,7 +361,7 @@ static void held_add(const fc_store *s, int d) {
   }
   if (free_slot == n_held) { /* every slot taken: twice as many */
     const size_t n = n_held ? 2 * n_held : 8;
-    held_slot *t = realloc(held, n * sizeof *t);
+    held_slot *t = fc_realloc(held, n * sizeof *t);
     if (!t) {
       untracked++;
       return;
