@@ -243,7 +243,8 @@ FC_API void fc_featurize_opts_init(fc_featurize_opts *opts);
  * found stored, under cfg loses its failure record of cfg (docs/FORMAT.md "Failure record").
  * Device auto is chosen with fc_featurize_choose_device (opts->auto_gpu_min_seconds).
  * Returns 0 when the job ran to the end (stats->failed may be > 0; with stats->fell_back_to_cpu,
- * why says why the device could not be started); FC_EINTR when *stop was set;
+ * why says why the device could not be started); FC_EINTR when *stop was set (why: the same
+ * reason, or empty when the device was not given up);
  * with strict, the error code of the first failed item; FC_ECONFIG / FC_ENODEVICE (reason in why)
  * before anything is done — FC_ENODEVICE also for a device that could not be started whatever the
  * runtime said (out of pinned memory: "the device failed to start: REASON"), under a hybrid start

@@ -14,7 +14,8 @@
  *     failure (FC_ENODEVICE, its reason said), not the store's;
  *   - the same failing open on a job that may fall back (fallback_to_cpu: the device was auto's
  *     choice), hybrid and wait: the CPU computes the whole job (every record producer 1, exactly
- *     the CPU path's numbers), rc 0 with stats.fell_back_to_cpu and the device's reason;
+ *     the CPU path's numbers), rc 0 with stats.fell_back_to_cpu and the device's reason; stopped
+ *     (the stop flag) after it fell back: FC_EINTR, not a finished job, the reason still said;
  *   - FC_CUDA_START of another value: refused (FC_ECONFIG) before anything is done;
  *   - the default (auto): a small job of files opens the device first, a large one (its input
  *     over the large-job threshold, or a manifest read as the job goes) starts hybrid. */
@@ -23,6 +24,7 @@
 #include "featcache/fc_manifest.h"
 #include "featcache/fc_store.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +45,8 @@ static unsigned hold_until; /* the open waits until this many records are stored
 static int fail_with; /* then fails with this error (0: opens) */
 static int fallback; /* fc_featurize_opts.fallback_to_cpu of the runs */
 static atomic_uint opened_after; /* stored records the open saw when it was called */
+static volatile sig_atomic_t stop_flag; /* fc_featurize_opts.stop of the runs */
+static unsigned stop_after; /* set stop_flag once this many records are stored (0: never) */
 
 static int slow_open(void) {
   atomic_store(&opened_after, atomic_load(&stored_events));
@@ -63,6 +67,7 @@ static void on_event(const fc_featurize_event *ev, void *user) {
   s->events[ev->index]++;
   s->status[ev->index] = ev->status;
   if (ev->status != FC_ITEM_STORED) return;
+  if (stop_after && atomic_load(&stored_events) + 1 >= stop_after) stop_flag = 1;
   /* Once the open may return, the writer (this thread) waits for the ring to be set up: the
    * workers, a record or two ahead of it (queue_records 1), stop on the full queue, so that items
    * are left for the device however late a loaded machine runs the opener thread. */
@@ -82,6 +87,8 @@ static int run(const char *store, const fc_mel_config *cfg, const fc_item_list *
   o.queue_records = 1; /* and the workers at most a few records ahead of the commits */
   o.device.kind = FC_DEVICE_CUDA;
   o.fallback_to_cpu = fallback;
+  o.stop = &stop_flag;
+  stop_flag = 0;
   o.on_event = on_event;
   o.user = ev;
   memset(ev, 0, sizeof *ev);
@@ -303,6 +310,29 @@ int main(void) {
     fail_with = 0;
     rm_rf(store);
   }
+  /* a job that fell back and is then stopped says so: FC_EINTR, not a finished job */
+  setenv("FC_CUDA_START", "hybrid", 1);
+  snprintf(store, sizeof store, "%s/fallback-stopped", dir);
+  hold_until = HOLD_UNTIL;
+  fail_with = ENOMEM;
+  fallback = 1;
+  stop_after = HOLD_UNTIL + 4;
+  rc = run(store, &cfg, &items, &ev, &st, why, sizeof why);
+  CHECK(rc == FC_EINTR && st.fell_back_to_cpu &&
+            strcmp(why, "the mock device cannot be opened") == 0,
+        "fallback, then stopped: rc %d, fell_back_to_cpu %d (%s): want FC_EINTR, 1 and the "
+        "device's reason",
+        rc, st.fell_back_to_cpu, why);
+  CHECK(st.processed >= stop_after && st.processed < NFILES && st.failed == 0 &&
+            st.processed + st.not_started == NFILES,
+        "fallback, then stopped: %llu stored, %llu failed, %llu not started of %d",
+        (unsigned long long)st.processed, (unsigned long long)st.failed,
+        (unsigned long long)st.not_started, NFILES);
+  stop_after = 0;
+  fallback = 0;
+  fail_with = 0;
+  rm_rf(store);
+
   /* a device that opens is used whether or not the job may fall back */
   setenv("FC_CUDA_START", "wait", 1);
   snprintf(store, sizeof store, "%s/fallback-unused", dir);

@@ -187,11 +187,16 @@ static int device_start_failed(const fz_run *r, int rc, char *why, size_t why_le
   return FC_ENODEVICE;
 }
 
+/* The job gives the device up for the CPU: reason (the device's) is what the run will say. */
+static void note_fallback(fz_run *r, const char *reason) {
+  snprintf(r->open_why, sizeof r->open_why, "%s", reason);
+  atomic_store(&r->fell_back, 1);
+}
+
 /* The device could not be opened and the job may fall back (fz_run.fallback): the CPU backend
  * computes it; reason is the device's (the caller's why then holds the CPU backend's errors). */
 static int fall_back_to_cpu(fz_run *r, const char *reason, char *why, size_t why_len) {
-  snprintf(r->open_why, sizeof r->open_why, "%s", reason);
-  atomic_store(&r->fell_back, 1);
+  note_fallback(r, reason);
   r->batching = r->hybrid = 0;
   r->submitters_left = 0;
   r->st.compute_stage = 0;
@@ -341,9 +346,8 @@ static void *opener_main(void *arg) {
   int rc = r->be->open(r->cfg, &r->open_dev, r->o.jobs, &r->be_state, why, sizeof why);
   a->seconds = fz_now() - t0;
   if (rc && r->fallback) { /* nothing of the device to undo: the workers go on on the CPU */
-    snprintf(r->open_why, sizeof r->open_why, "%s", why[0] ? why : fc_strerror(rc));
+    note_fallback(r, why[0] ? why : fc_strerror(rc));
     r->be_state = NULL;
-    atomic_store(&r->fell_back, 1);
     fz_queue_producer_done(r);
     return NULL;
   }
@@ -523,8 +527,6 @@ int fz_pipeline_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items,
       } else if (r->open_rc) { /* hybrid start: the device could not be opened */
         rc = r->open_rc;
         fc_why(why, why_len, "%s", r->open_why);
-      } else if (atomic_load(&r->fell_back) && !wrc && !r->src_err && !r->strict_err) {
-        fc_why(why, why_len, "%s", r->open_why); /* rc 0: why the CPU computed the job */
       } else if (r->src_err && !wrc) { /* the manifest could not be read on: what was, is done */
         rc = r->src_err;
         fc_why(why, why_len, "%s", r->src_why);
@@ -535,6 +537,9 @@ int fz_pipeline_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items,
         rc = r->strict_err;
       } else if (atomic_load(&r->interrupted)) {
         rc = FC_EINTR;
+        if (atomic_load(&r->fell_back)) fc_why(why, why_len, "%s", r->open_why);
+      } else if (atomic_load(&r->fell_back)) {
+        fc_why(why, why_len, "%s", r->open_why); /* rc 0: why the CPU computed the job */
       }
     }
   }
