@@ -178,6 +178,18 @@ for row in cpu cpu-nomel staging-null; do
   grep -qE "^\| $row \| [0-9,]+x \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| " bh.md || fail "no row $row: $(cat bh.md)"
 done
 [ "$(grep -c '^- .*(target ' bh.md)" = 4 ] || fail "not four ratio lines: $(cat bh.md)"
+# the realtime ratio taken apart: CPU cost ratio x busy cores ratio, their product the ratio itself
+"$PY" - <<'PY' || fail "the ratio taken apart: $(cat bh.md)"
+import re
+t = open("bh.md").read()
+rt = float(re.search(r"^- staging-null realtime factor / cpu's: ([0-9.]+) \(target", t, re.M)[1])
+m = re.search(r"^- staging-null realtime factor / cpu's as CPU cost times busy cores: the cpu row's "
+              r"CPU per audio hour / staging-null's ([0-9.]+), staging-null's cores busy / the cpu "
+              r"row's ([0-9.]+) \(([0-9.]+)\)$", t, re.M)
+assert m, "no line"
+cost, busy, prod = map(float, m.groups())
+assert abs(cost * busy - prod) < 0.05 and abs(prod - rt) <= 0.02 * rt + 0.01, (cost, busy, prod, rt)
+PY
 "$FC_SRC/scripts/bench-host" --hours 0.01 -j 2 --reps 1 --work "$tmp/w" --floor --json >bf.json 2>bf.err ||
   fail "bench-host --floor: exit $?: $(cat bf.err)"
 "$PY" -c 'import json,sys; n=[json.loads(l)["name"] for l in open("bf.json")]; sys.exit(n != ["cpu", "cpu-nomel", "staging-null", "floor"])' ||
