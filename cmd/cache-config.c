@@ -31,8 +31,9 @@ static const char description[] =
     "one config: its records and meta keys. Entries (audio, text) stay; the pages freed are\n"
     "reused by later writes (cache-prune --compact gives them back to the file system).";
 static const char footer[] =
-    "Exit status: 0 done; 1 a store could not be read or the drop failed part-way (run it\n"
-    "again to finish); 2 usage error, not a store, or no such config; 130/143 interrupted.\n"
+    "Exit status: 0 done (or nothing to drop: the store holds no such config); 1 a store could\n"
+    "not be read or the drop failed part-way (run it again to finish); 2 usage error, not a\n"
+    "store, or a name several configs have; 130/143 interrupted.\n"
     "Manual: man cache-config.";
 
 static const char *kind_name(int k) {
@@ -241,8 +242,10 @@ static size_t list_configs(const fc_config_info *all, size_t n, const char *want
 /* CONFIG as a digest: 32 hex, or a name (a preset, "kaldi (mq)", a tokenizer) only one config of
  * the store has; as for the loader's features=, a preset's name ("kaldi") also names the config of
  * that preset stored in another dtype ("kaldi (mq)") when no config is the preset itself. 0, or
- * exit code 2 said. */
-static int resolve(const char *dir, char **parts, unsigned np, const char *want, fc_digest *d) {
+ * exit code 2 said (a name several configs have), or -1 when no config has the name: nothing to
+ * drop, said unless quiet (a rerun of a finished drop; what the store has shows a misspelling). */
+static int resolve(const char *dir, char **parts, unsigned np, const char *want, int quiet,
+                   fc_digest *d) {
   if (strlen(want) == 32 && fc_digest_parse(want, d) == 0) return 0;
   fc_config_info *all = NULL;
   size_t n = 0;
@@ -280,12 +283,16 @@ static int resolve(const char *dir, char **parts, unsigned np, const char *want,
     char more[160] = "";
     if (left_off)
       snprintf(more, sizeof more, ", and %zu more (cache-config %s lists them)", left_off, dir);
-    if (hits)
+    if (hits) {
       fc_cli_warn(dir, "%zu configs are named '%s': give the digest of one (%s%s)", hits, want,
                   list, more);
-    else
-      fc_cli_warn(dir, "no config named '%s' (it has: %s%s)", want, n ? list : "none", more);
-    code = FC_EXIT_USAGE;
+      code = FC_EXIT_USAGE;
+    } else {
+      if (!quiet)
+        fc_cli_warn(dir, "nothing to drop: no config named '%s' (it has: %s%s)", want,
+                    n ? list : "none", more);
+      code = -1;
+    }
   }
   fc_configs_free(all, n);
   return code;
@@ -297,9 +304,9 @@ static int drop(const char *dir, const char *want, int quiet) {
   int code = parts_of(dir, &parts, &np);
   if (code) return code;
   fc_digest d;
-  if ((code = resolve(dir, parts, np, want, &d)) != 0) {
+  if ((code = resolve(dir, parts, np, want, quiet, &d)) != 0) {
     free_parts(parts, np);
-    return code;
+    return code < 0 ? FC_EXIT_OK : code;
   }
   char hex[33];
   fc_digest_hex(&d, hex);
@@ -349,11 +356,9 @@ static int drop(const char *dir, const char *want, int quiet) {
   }
   for (unsigned k = 0; ss && k < np; k++) fc_store_close(ss[k]);
   free(ss);
-  if (!code && !had) {
-    fc_cli_warn(dir, "no config %s in the store", hex);
-    code = FC_EXIT_USAGE;
-  }
-  if (!code && !quiet)
+  if (!code && !had) { /* a rerun of a finished drop: what was asked holds */
+    if (!quiet) fc_cli_warn(dir, "nothing to drop: no config %s in the store", hex);
+  } else if (!code && !quiet)
     fprintf(stderr,
             "%s: dropped config %s from %s: %llu records, %.1f MB (free pages in data.mdb, "
             "reused by later writes)\n",
