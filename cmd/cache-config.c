@@ -72,12 +72,11 @@ static void free_parts(char **p, unsigned n) {
 }
 
 /* Open a store to list or change; says why not ("not a featcache store" for a folder that is no
- * store). A listing of a store whose lock.mdb this user cannot open for writing (a teammate's
- * dataset) reads it lock-free, as cache-verify and cache-merge do. */
-static int open_store(const char *path, unsigned flags, fc_store **s) {
-  int rc = fc_store_open(path, flags, s);
-  if (rc == EACCES && (flags & FC_STORE_RDONLY))
-    rc = fc_store_open(path, flags | FC_STORE_NOLOCK, s);
+ * store). A listing (lockfree) of a store whose lock.mdb this user cannot open for writing (a
+ * teammate's dataset) reads it lock-free, as cache-verify and cache-merge do, and says so; a
+ * drop, which must write it, does not (its names are read with the lock, or it is refused). */
+static int open_store(const char *path, unsigned flags, int lockfree, fc_store **s) {
+  int rc = lockfree ? fc_cli_open_to_read(path, flags, s) : fc_store_open(path, flags, s);
   if (!rc) return 0;
   struct stat st;
   if (rc == FC_ENOSTORE || (rc == ENOENT && stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
@@ -177,7 +176,7 @@ static int list_store(const char *dir, int json, int count) {
   size_t n = 0;
   for (unsigned k = 0; k < np && !code; k++) {
     fc_store *s;
-    if (open_store(parts[k], FC_STORE_RDONLY, &s)) {
+    if (open_store(parts[k], FC_STORE_RDONLY, 1, &s)) {
       code = FC_EXIT_USAGE;
       break;
     }
@@ -254,7 +253,7 @@ static int resolve(const char *dir, char **parts, unsigned np, const char *want,
     fc_store *s;
     fc_config_info *c;
     size_t m;
-    if (open_store(parts[k], FC_STORE_RDONLY, &s)) {
+    if (open_store(parts[k], FC_STORE_RDONLY, 0, &s)) {
       code = FC_EXIT_USAGE; /* the parts before it listed: freed below */
       break;
     }
@@ -319,7 +318,7 @@ static int drop(const char *dir, const char *want, int quiet) {
   fc_store **ss = calloc(np, sizeof *ss);
   if (!ss) code = FC_EXIT_FAIL;
   for (unsigned k = 0; k < np && !code; k++)
-    if (open_store(parts[k], 0, &ss[k])) code = FC_EXIT_USAGE;
+    if (open_store(parts[k], 0, 0, &ss[k])) code = FC_EXIT_USAGE;
   unsigned pk, pn;
   if (!code && np == 1 && fc_store_part_of_store(ss[0], &pk, &pn) == 0 && pn > 1) {
     /* the other parts would keep the config: the split store no longer one dataset */

@@ -45,11 +45,19 @@ static const char footer[] =
     "that cannot be read; 130/143 interrupted (run again to finish).\n"
     "Manual: man cache-prune.";
 
+/* Can this user read dir's data.mdb (so that a dry run could)? */
+static int data_readable(const char *dir) {
+  char p[4200];
+  snprintf(p, sizeof p, "%s/data.mdb", dir);
+  return access(p, R_OK) == 0;
+}
+
 /* Open one store to prune; 0, or the exit code, said. A dry run of a store whose lock.mdb this
- * user cannot open for writing (a teammate's dataset) reads it lock-free, as cache-verify does. */
+ * user cannot open for writing (a teammate's dataset) reads it lock-free, as cache-verify does,
+ * and says so. */
 static int open_store(const char *path, int dry, fc_store **s) {
-  int rc = fc_store_open(path, dry ? FC_STORE_RDONLY : FC_STORE_EXCLUSIVE, s);
-  if (rc == EACCES && dry) rc = fc_store_open(path, FC_STORE_RDONLY | FC_STORE_NOLOCK, s);
+  int rc = dry ? fc_cli_open_to_read(path, FC_STORE_RDONLY, s)
+               : fc_store_open(path, FC_STORE_EXCLUSIVE, s);
   if (!rc) return 0;
   struct stat st;
   if (rc == FC_ENOSTORE || (rc == ENOENT && stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
@@ -58,7 +66,7 @@ static int open_store(const char *path, int dry, fc_store **s) {
     fc_cli_warn(path, "not a featcache store (not a directory)");
   else if (rc == FC_EFORMAT)
     fc_cli_warn(path, "not a featcache store (not an LMDB environment with featcache/1 meta)");
-  else if (!dry && (rc == EACCES || rc == EROFS || rc == EPERM))
+  else if (!dry && (rc == EROFS || ((rc == EACCES || rc == EPERM) && data_readable(path))))
     fc_cli_warn(path, "cannot open the store for writing: %s (--dry-run only reads it)",
                 fc_strerror(rc));
   else if (rc == EBUSY)

@@ -56,6 +56,33 @@ static inline void fc_cli_note_prune_running(const char *dir) {
   }
 }
 
+/* Open a store only to read it (cache-config's listing, cache-prune --dry-run): flags are
+ * FC_STORE_RDONLY and the like. A store whose lock.mdb this user cannot open for writing (a
+ * teammate's dataset: LMDB fails its open with EACCES) is read lock-free (MDB_NOLOCK), as
+ * cache-verify reads it, and that is said: without the reader lock, a writer committing meanwhile
+ * may reuse the pages being read. Only that case is retried; another EACCES (data.mdb itself
+ * unreadable) is returned as it is. Returns fc_store_open's code. */
+static inline int fc_cli_open_to_read(const char *path, unsigned flags, fc_store **s) {
+  int rc = fc_store_open(path, flags, s);
+  if (rc != EACCES || (flags & FC_STORE_NOLOCK)) return rc;
+  /* the loader's check of that case (the library's store_lock.h, private to it): data.mdb
+   * readable, lock.mdb (or, with none, the directory) not writable by this user */
+  char p[4200];
+  snprintf(p, sizeof p, "%s/data.mdb", path);
+  if (access(p, R_OK) != 0) return rc;
+  snprintf(p, sizeof p, "%s/lock.mdb", path);
+  const int unlockable = access(p, F_OK) == 0
+                             ? access(p, W_OK) != 0 && errno == EACCES
+                             : errno == ENOENT && access(path, W_OK) != 0 && errno == EACCES;
+  if (!unlockable) return rc;
+  if ((rc = fc_store_open(path, flags | FC_STORE_NOLOCK, s)) == 0)
+    fc_cli_warn(path,
+                "not writable by this user (lock.mdb): LMDB cannot take its reader lock: "
+                "read without it (MDB_NOLOCK), as cache-verify reads such a store; a "
+                "writer committing meanwhile could make what is read wrong");
+  return rc;
+}
+
 /* What fc_cli_expand_stores made, freed at exit (the tools return from many places). */
 static char **fc_cli_expanded;
 static size_t fc_cli_n_expanded;

@@ -98,8 +98,21 @@ expect_err theirs "cache-prune: theirs: cannot open the store for writing: Permi
 "${as_user[@]}" "$CP" -n theirs >out 2>err
 rc=$?
 [ $rc = 0 ] || fail "theirs --dry-run: exit $rc, want 0"
-expect_err theirs-dry "cache-prune: theirs: would remove 0 orphan records (0 feat, 0 tok; 0.0 MB); 2 utterances stay"
+# read lock-free, and said (it was silent): a writer committing meanwhile may reuse the pages read
+expect_err theirs-dry "cache-prune: theirs: not writable by this user (lock.mdb): LMDB cannot take its reader lock: read without it (MDB_NOLOCK), as cache-verify reads such a store; a writer committing meanwhile could make what is read wrong
+cache-prune: theirs: would remove 0 orphan records (0 feat, 0 tok; 0.0 MB); 2 utterances stay"
 chmod -R u+w theirs
+# another EACCES — data.mdb itself unreadable, its lock.mdb ours — is not that case: no lock-free
+# retry, and no "--dry-run only reads it" (a dry run cannot read it either)
+cp -r s unread && chmod 000 unread/data.mdb
+for a in -n ""; do
+  # shellcheck disable=SC2086 # "" is a run that writes
+  "${as_user[@]}" "$CP" $a unread >out 2>err
+  rc=$?
+  [ $rc = 2 ] || fail "unreadable data.mdb '$a': exit $rc, want 2"
+  expect_err "unreadable data.mdb '$a'" "cache-prune: unread: cannot open the store: Permission denied"
+done
+chmod -R u+rw unread
 
 # a damaged text entry (its transcript no longer hashes to its digest): refused, nothing removed
 "$PY" - <<'PY' || fail "making the damaged store"
