@@ -39,10 +39,11 @@ static const char description[] =
     "store a writer has open. The pages freed are reused by later writes; --compact gives them\n"
     "back to the file system (with nothing to remove, it only compacts).";
 static const char footer[] =
-    "Exit status: 0 done (or nothing to remove); 1 a store is in use by a writer (with --compact,\n"
-    "by any process), damaged, or a write failed part-way (what was committed stays; run again\n"
-    "to finish); 2 usage error, a STORE that is not a store or cannot be written, or a manifest\n"
-    "that cannot be read; 130/143 interrupted (run again to finish).\n"
+    "Exit status: 0 done (or nothing to remove); 1 a store is in use by a writer or another\n"
+    "cache-prune (with --compact, by any process), damaged, or a write failed part-way (what\n"
+    "was committed stays; run again to finish); 2 usage error, a STORE that is not a store or\n"
+    "cannot be written, or a manifest that cannot be read; 130/143 interrupted (run again to\n"
+    "finish).\n"
     "Manual: man cache-prune.";
 
 /* Can this user read dir's data.mdb (so that a dry run could)? */
@@ -50,6 +51,34 @@ static int data_readable(const char *dir) {
   char p[4200];
   snprintf(p, sizeof p, "%s/data.mdb", dir);
   return access(p, R_OK) == 0;
+}
+
+/* The refusal of a store another process holds the writer lock of: who, where it can be told (a
+ * cache-prune holding it exclusive is no featurize or tokenize). */
+static void say_busy(const char *path) {
+  static const char then[] = "nothing removed: run cache-prune when it has finished";
+  int excl;
+  long pid;
+  char comm[32], who[96] = "";
+  unsigned others;
+  fc_cli_lock_holder(path, &excl, &pid, comm, &others);
+  if (pid)
+    snprintf(who, sizeof who, "process %ld%s%s%s", pid, comm[0] ? " (" : "", comm,
+             comm[0] ? ")" : "");
+  if (excl && pid)
+    fc_cli_warn(path, "in use: %s holds it exclusively: a cache-prune runs on it; %s", who, then);
+  else if (excl)
+    fc_cli_warn(path, "in use: another cache-prune runs on it; %s", then);
+  else if (pid && others)
+    fc_cli_warn(path, "in use: %s and %u other%s have it open for writing; %s", who, others,
+                others == 1 ? "" : "s", then);
+  else if (pid)
+    fc_cli_warn(path, "in use: %s has it open for writing; %s", who, then);
+  else
+    fc_cli_warn(path,
+                "in use: another process has it open for writing (featurize, tokenize, "
+                "cache-merge, cache-config --drop); %s",
+                then);
 }
 
 /* Open one store to prune; 0, or the exit code, said. A dry run of a store whose lock.mdb this
@@ -70,10 +99,7 @@ static int open_store(const char *path, int dry, fc_store **s) {
     fc_cli_warn(path, "cannot open the store for writing: %s (--dry-run only reads it)",
                 fc_strerror(rc));
   else if (rc == EBUSY)
-    fc_cli_warn(path,
-                "in use: another process has it open for writing (featurize, tokenize, "
-                "cache-merge, cache-config --drop); nothing removed: run cache-prune when it "
-                "has finished");
+    say_busy(path);
   else
     fc_cli_warn(path, "cannot open the store: %s", fc_strerror(rc));
   return rc == EBUSY ? FC_EXIT_FAIL : FC_EXIT_USAGE;

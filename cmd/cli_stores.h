@@ -5,6 +5,7 @@
 #define FC_CMD_CLI_STORES_H
 
 #include <sys/file.h>
+#include <sys/sysmacros.h> /* major, minor */
 
 /* Record in s (a store, or part 0 of a split store) that a run over shard k of n writes into it:
  * meta shard/K/N -> "K/N", kept when there (docs/FORMAT.md "Shards"; read by cache-merge and
@@ -81,6 +82,60 @@ static inline int fc_cli_open_to_read(const char *path, unsigned flags, fc_store
                 "read without it (MDB_NOLOCK), as cache-verify reads such a store; a "
                 "writer committing meanwhile could make what is read wrong");
   return rc;
+}
+
+/* Who holds dir's writer lock (an flock of data.mdb, docs/FORMAT.md "The writer lock"), for a
+ * refusal to say: *excl 1 when it is held exclusive (a cache-prune runs on it), else 0; the pid
+ * of a holder /proc/locks names (the exclusive one, else the first writer) in *pid, 0 when none
+ * is seen (no /proc, or a holder in another pid namespace), its command name in comm, and in
+ * *others the other holders seen. Without /proc/locks, exclusive or not is told by a shared lock
+ * tried and released at once. */
+static inline void fc_cli_lock_holder(const char *dir, int *excl, long *pid, char comm[32],
+                                      unsigned *others) {
+  char p[4200];
+  struct stat st;
+  *excl = 0;
+  *pid = 0;
+  *others = 0;
+  comm[0] = '\0';
+  snprintf(p, sizeof p, "%s/data.mdb", dir);
+  if (stat(p, &st) != 0) return;
+  FILE *f = fopen("/proc/locks", "r");
+  char line[256];
+  int seen = 0;
+  while (f && fgets(line, sizeof line, f)) {
+    char type[16], mode[16];
+    long lp;
+    unsigned maj, min;
+    unsigned long ino;
+    /* "3: FLOCK  ADVISORY  WRITE 410 fe:00:11034718 0 EOF"; a waiter's line has "->" for type */
+    if (sscanf(line, "%*[^:]: %15s %*s %15s %ld %x:%x:%lu", type, mode, &lp, &maj, &min, &ino) !=
+            6 ||
+        strcmp(type, "FLOCK") || ino != (unsigned long)st.st_ino || maj != major(st.st_dev) ||
+        min != minor(st.st_dev) || lp == (long)getpid())
+      continue;
+    const int w = strcmp(mode, "WRITE") == 0;
+    if (!seen++ || (w && !*excl)) {
+      *excl = w;
+      *pid = lp > 0 ? lp : 0;
+    }
+  }
+  if (f) fclose(f);
+  if (!seen) {
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      *excl = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+      close(fd); /* releases the lock taken to look */
+    }
+    return;
+  }
+  *others = *excl ? 0 : (unsigned)seen - 1; /* an exclusive holder is alone */
+  if (*pid) {
+    snprintf(p, sizeof p, "/proc/%ld/comm", *pid);
+    FILE *c = fopen(p, "r");
+    if (c && fgets(comm, 32, c)) comm[strcspn(comm, "\n")] = '\0';
+    if (c) fclose(c);
+  }
 }
 
 /* What fc_cli_expand_stores made, freed at exit (the tools return from many places). */

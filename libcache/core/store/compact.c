@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -123,6 +124,28 @@ void store_compact_leftovers(const char *dir) {
   int dfd = dirfd(d);
   for (struct dirent *e; (e = readdir(d)) != NULL;)
     if (strncmp(e->d_name, TMP_PREFIX, sizeof TMP_PREFIX - 1) == 0) unlinkat(dfd, e->d_name, 0);
+  closedir(d);
+}
+
+void store_compact_leftovers_seen(const char *dir,
+                                  void (*found)(void *ctx, const char *name, uint64_t bytes),
+                                  void *ctx) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  int dfd = dirfd(d), busy = -1;
+  struct stat st;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    if (strncmp(e->d_name, TMP_PREFIX, sizeof TMP_PREFIX - 1) != 0 ||
+        fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    if (busy < 0) { /* a compaction running writes its copy under the writer lock held exclusive */
+      int fd = openat(dfd, "data.mdb", O_RDONLY | O_CLOEXEC);
+      busy = fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+      if (fd >= 0) close(fd); /* releases the lock taken to look */
+    }
+    if (busy) break;
+    found(ctx, e->d_name, (uint64_t)st.st_size);
+  }
   closedir(d);
 }
 

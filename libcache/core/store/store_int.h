@@ -96,6 +96,13 @@ int store_compact(fc_store *s, volatile const int *stop, uint64_t *before, uint6
 /* Remove the copies a compaction killed before its swap left in dir (data.mdb.compact-*). Only
  * under the writer lock held exclusive: no compaction runs then, so any there is garbage. */
 void store_compact_leftovers(const char *dir);
+/* The copies a killed compaction left in dir, for cache-verify to report: found(ctx, name, bytes)
+ * for each data.mdb.compact-* there, and nothing while a cache-prune holds the store's writer lock
+ * exclusive (its copy may be one being written; told by a shared lock tried and released at
+ * once). Changes nothing. */
+void store_compact_leftovers_seen(const char *dir,
+                                  void (*found)(void *ctx, const char *name, uint64_t bytes),
+                                  void *ctx);
 /* What store_compact would make, changing nothing (any open will do): *before data.mdb's size,
  * *after the pages in use (the file's, less the free list's and its own) in bytes. */
 int store_compact_size(fc_store *s, uint64_t *before, uint64_t *after);

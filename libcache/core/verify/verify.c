@@ -59,6 +59,15 @@ static int reader_line(const char *msg, void *ctx) {
   return 0;
 }
 
+/* A copy a killed cache-prune --compact left beside data.mdb: it takes room as large as the
+ * store's data, and nothing but a later cache-prune removes it. */
+static void leftover_copy(void *ctx, const char *name, uint64_t bytes) {
+  vf_add(ctx, FC_VERIFY_WARNING, DB_ENV, name, strlen(name), NULL, 0,
+         "a compact copy a killed cache-prune --compact left (%.1f MB): the next cache-prune that "
+         "is not a dry run removes it",
+         bytes / 1e6);
+}
+
 /* Open the environment with MDB_NOLOCK (nothing written, no lock taken) and compare the file's
  * length with the last committed page named by the meta pages (read by LMDB with pread; the meta
  * pages are the first two pages, inside any file that opened). 0: safe to open the store; 1: a
@@ -86,6 +95,7 @@ static int preflight(vctx *c, const char *dir, int nolock) {
            (unsigned long long)e.file_size, e.last_pgno, (unsigned long long)e.used);
     return 1;
   }
+  store_compact_leftovers_seen(dir, leftover_copy, c);
   MDB_env *env;
 
   if (!nolock) { /* stale reader slots: listed; cleared (mdb_reader_check) only when asked */
