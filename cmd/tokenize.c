@@ -319,7 +319,9 @@ int main(int argc, char **argv) {
     fc_cli_usage_error("%s", why);
   fc_tokenizer *tok = NULL;
   int rc = fc_tokenizer_create(&to, &tok, why, sizeof why);
-  if (rc) { /* "FILE: reason" or "FILE:LINE: reason" of --vocab's or --tokenizer-json's FILE */
+  /* "FILE: reason" or "FILE:LINE: reason" of --vocab's or --tokenizer-json's FILE; on success, a
+   * warning (vocab symbols the normalization never leaves in the text), not with -q */
+  if (rc || (why[0] && !quiet)) {
     const char *named = NULL, *files[2] = {to.vocab_path, to.tokenizer_json};
     for (int k = 0; k < 2 && !named; k++)
       if (files[k] && strncmp(why, files[k], strlen(files[k])) == 0 && why[strlen(files[k])] == ':')
@@ -327,7 +329,7 @@ int main(int argc, char **argv) {
     fputs("tokenize: ", stderr);
     if (named) fc_cli_put_name(stderr, named); /* quoted when odd, as every message's names */
     fprintf(stderr, "%s\n", named ? why + strlen(named) : why[0] ? why : fc_strerror(rc));
-    return FC_EXIT_USAGE;
+    if (rc) return FC_EXIT_USAGE;
   }
   /* A manifest file is read as the run goes (memory: a batch of lines and the ids seen); stdin,
    * a pipe (<(grep ...), /dev/stdin, a FIFO: its lines come once, and --build-vocab reads the

@@ -81,7 +81,10 @@ FC_API int fc_tok_kind_from_name(const char *name);
 
 /* Build a tokenizer: reads the vocab / tokenizer.json, initializes espeak-ng for phonemes.
  * Errors: FC_ECONFIG (bad options), FC_ETOKENIZER (vocab or tokenizer.json invalid: duplicate
- * symbol, unsupported model...), errno codes; why gets "path:line: reason". With build_vocab the
+ * symbol, unsupported model...), errno codes; why gets "path:line: reason". On success why is
+ * empty, or holds a warning: "path: N symbols can never match the normalized text ...", the
+ * chars vocab symbols whose ids are never produced (an upper-case letter under case folding:
+ * the vocab is kept as written, as a Hugging Face tokenizer keeps its vocab). With build_vocab the
  * tokenizer is not ready until fc_tokenizer_build_vocab. *out: caller frees with fc_tokenizer_free. */
 FC_API int fc_tokenizer_create(const fc_tok_opts *o, fc_tokenizer **out, char *why, size_t why_len);
 FC_API void fc_tokenizer_free(fc_tokenizer *t);

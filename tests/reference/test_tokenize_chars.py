@@ -42,6 +42,39 @@ def encode(text, vocab, specials=("<pad>", "<unk>", "<bos>", "<eos>")):
     return out
 
 
+def compare_fold_with_hf(d, texts):
+    try:
+        from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers
+    except ImportError as e:  # pragma: no cover
+        raise AssertionError(f"{e} (scripts/setup installs it)")
+    vocab = ["<pad>", "<unk>", "<bos>", "<eos>", " ", *"ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+             *"abcdefghijklmnopqrstuvwxyz", *".,;:!?'-"]
+    vf = os.path.join(d, "vocab-upper.txt")
+    with open(vf, "w", encoding="utf-8") as f:
+        f.write("".join(s + "\n" for s in vocab))
+    hf = Tokenizer(models.WordLevel({s: i for i, s in enumerate(vocab)}, unk_token="<unk>"))
+    hf.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Lowercase()])
+    hf.pre_tokenizer = pre_tokenizers.Split(Regex("."), "isolated")
+    # ASCII lines with single spaces, so that featcache's collapse and NFKC change nothing more
+    rows = [(f"f{i:05d}", t) for i, t in enumerate(texts)
+            if t.isascii() and t.strip() and " ".join(t.split()) == t]
+    assert len(rows) > 500, len(rows)
+    man = os.path.join(d, "m-fold.tsv")
+    write_tsv(man, rows)
+    st = os.path.join(d, "store-fold")
+    p = run_tokenize("-o", st, "--manifest", man, "--manifest-format", "tsv", "--vocab", vf,
+                     "--case", "fold", "--json")
+    s = json.loads(p.stdout)
+    assert "26 symbols can never match" in p.stderr and "'Z' (line 31, --case fold)" not in p.stderr \
+        and "'A' (line 6, --case fold)" in p.stderr, p.stderr
+    got = read_tokens(st, s["config_digest"])
+    for i, t in rows:
+        want = hf.encode(t).ids
+        assert got[i][1] == want, (t, got[i][1], want)
+        assert not any(5 <= x < 31 for x in want), "an upper-case symbol produced"
+    return len(rows)
+
+
 def main():
     if not os.access(TOKENIZE, os.X_OK):
         print(f"FAIL: {TOKENIZE} not built")
@@ -96,6 +129,11 @@ def main():
                          "--json", "--add-eos")
         s2 = json.loads(p.stdout)
         assert s2["config_digest"] == s["config_digest"] and s2["processed"] == 0, s2
+        # 4. --case fold over a vocab with upper-case letters: the vocab is kept as written, as the
+        # Hugging Face tokenizers library keeps it under a Lowercase normalizer (its ids equal
+        # that of a per-character WordLevel model on ASCII text, where lower() is casefold()):
+        # the upper-case symbols are never produced, and the run names them
+        checked += compare_fold_with_hf(d, texts)
     print(f"ok: {checked} chars encodings equal the Python computation")
     return 0
 

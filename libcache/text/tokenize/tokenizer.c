@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <utf8proc.h>
+
 #include "featcache/fc_format.h"
 #include "featcache/fc_tokenize.h"
 #include "featcache/fc_outfile.h"
@@ -187,9 +189,81 @@ static int finish_symbols(fc_tokenizer *t, char *why, size_t why_len) {
   return rc;
 }
 
+/* Is every white space of s a single U+0020, as the collapsed text's are? */
+static int spaces_collapsed(const char *s, size_t len) {
+  int prev_space = 0;
+  for (size_t i = 0; i < len;) {
+    int32_t cp;
+    i += tok_utf8_next(s + i, len - i, &cp);
+    const int sp = tok_is_space(cp) || (cp >= 0x1C && cp <= 0x1F); /* as fc_tok_normalize's */
+    if (sp && (cp != ' ' || prev_space)) return 0;
+    prev_space = sp;
+  }
+  return 1;
+}
+
+/* The option whose normalization never leaves vocab symbol s in the text (NULL: none): a letter
+ * that case folding changes, punctuation removed, white space collapsed. */
+static const char *unreachable_by(const fc_tokenizer *t, const char *s) {
+  const size_t len = strlen(s);
+  if (t->norm.casefold) { /* the text's folding (fc_tok_normalize): does it change s? */
+    int flags = UTF8PROC_STABLE | UTF8PROC_CASEFOLD;
+    if (t->norm.unicode == FC_UNICODE_NFKC) flags |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
+    char *f = NULL;
+    size_t flen = 0;
+    const int changed =
+        tok_utf8_map(s, len, flags, &f, &flen) == 0 && (flen != len || memcmp(f, s, len) != 0);
+    free(f);
+    if (changed) return "--case fold";
+  }
+  for (size_t k = 0; k < len && t->norm.punct == FC_PUNCT_REMOVE;) {
+    int32_t cp;
+    k += tok_utf8_next(s + k, len - k, &cp);
+    if (tok_is_punct(cp)) return "--punct remove";
+  }
+  if (t->norm.collapse_space && !spaces_collapsed(s, len)) return "--whitespace collapse";
+  return NULL;
+}
+
+/* chars with a vocab file: the symbols the normalized text never holds keep ids that are never
+ * produced (kept as written, as a Hugging Face tokenizer's normalizer leaves its vocab): why gets
+ * "path: N symbols can never match ...: 'A' (line 6, --case fold), ...", the first few named. */
+static void note_unreachable(const fc_tokenizer *t, const char *path, char *why, size_t why_len) {
+  if (t->kind != FC_TOK_CHARS || !why_len) return;
+  size_t n = 0;
+  char list[320];
+  size_t o = 0;
+  list[0] = 0;
+  for (size_t i = 0; i < t->vocab.n; i++) {
+    const char *s = t->vocab.syms[i], *by;
+    int special = 0;
+    for (int k = 0; k < SP_COUNT; k++) special |= t->special_ids[k] == (int32_t)i;
+    if (special || !(by = unreachable_by(t, s))) continue; /* specials never match anyway */
+    if (n++ >= 6) continue;
+    char q[64], name[72];
+    const unsigned c0 = (unsigned char)s[0];
+    if (s[1] == 0 && (c0 < 0x20 || c0 == 0x7F)) /* a control character by its number */
+      snprintf(name, sizeof name, "U+%04X", c0);
+    else if (fc_quote_name(s, q, sizeof q) == strlen(s))
+      snprintf(name, sizeof name, "'%s'", q);
+    else /* in double quotes with C escapes, as names are: no escape reaches a terminal */
+      snprintf(name, sizeof name, "%s", q);
+    int w = snprintf(list + o, sizeof list - o, "%s%s (line %zu, %s)", n > 1 ? ", " : "", name,
+                     i + 1, by);
+    if (w > 0) o = o + (size_t)w < sizeof list ? o + (size_t)w : sizeof list - 1;
+  }
+  if (n)
+    tok_set_why(why, why_len,
+                "%s: %zu symbol%s can never match the normalized text (kept as written, as a "
+                "Hugging Face tokenizer keeps its vocab: %s never produced): %s%s",
+                path, n, n == 1 ? "" : "s", n == 1 ? "its id is" : "their ids are", list,
+                n > 6 ? ", ..." : "");
+}
+
 int fc_tokenizer_create(const fc_tok_opts *o, fc_tokenizer **out, char *why, size_t why_len) {
   int rc = 0;
   *out = NULL;
+  if (why_len) why[0] = 0; /* success: a warning, or nothing */
   fc_tokenizer *t = fc_calloc(1, sizeof *t);
   if (!t) return ENOMEM;
   fc_tok_opts d;
@@ -283,6 +357,7 @@ int fc_tokenizer_create(const fc_tok_opts *o, fc_tokenizer **out, char *why, siz
       goto out;
     }
     rc = finish_symbols(t, why, why_len);
+    if (!rc) note_unreachable(t, o->vocab_path, why, why_len);
   }
 out:
   if (rc) {
