@@ -198,7 +198,8 @@ holder s ready go hout
 waitfile ready || fail "holder: never opened the store"
 b=$(size s)
 run "in use" 1 --compact s
-grep -q "^cache-prune: s: in use: process $! has it open .*nothing compacted" err || { fail "in use: message"; cat err; }
+# the holder named by its pid and command name (the pid alone said little)
+grep -q "^cache-prune: s: in use: process $! ($(cat /proc/$!/comm)) has it open .*nothing compacted" err || { fail "in use: message"; cat err; }
 [ "$(size s)" = "$b" ] || fail "in use: data.mdb changed"
 kill -9 $!
 wait $! 2>/dev/null
