@@ -81,13 +81,8 @@ static void say_busy(const char *path) {
                 then);
 }
 
-/* Open one store to prune; 0, or the exit code, said. A dry run of a store whose lock.mdb this
- * user cannot open for writing (a teammate's dataset) reads it lock-free, as cache-verify does,
- * and says so. */
-static int open_store(const char *path, int dry, fc_store **s) {
-  int rc = dry ? fc_cli_open_to_read(path, FC_STORE_RDONLY, s)
-               : fc_store_open(path, FC_STORE_EXCLUSIVE, s);
-  if (!rc) return 0;
+/* Why store path could not be opened (fc_store_open's rc), said; the exit code. */
+static int say_open_error(const char *path, int dry, int rc) {
   struct stat st;
   if (rc == FC_ENOSTORE || (rc == ENOENT && stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
     fc_cli_warn(path, "not a featcache store (no data.mdb)");
@@ -103,6 +98,30 @@ static int open_store(const char *path, int dry, fc_store **s) {
   else
     fc_cli_warn(path, "cannot open the store: %s", fc_strerror(rc));
   return rc == EBUSY ? FC_EXIT_FAIL : FC_EXIT_USAGE;
+}
+
+/* Open one store to prune; 0, or the exit code, said. A dry run of a store whose lock.mdb this
+ * user cannot open for writing (a teammate's dataset) reads it lock-free, as cache-verify does,
+ * and says so. */
+static int open_store(const char *path, int dry, fc_store **s) {
+  int rc = dry ? fc_cli_open_to_read(path, FC_STORE_RDONLY, s)
+               : fc_store_open(path, FC_STORE_EXCLUSIVE, s);
+  return rc ? say_open_error(path, dry, rc) : 0;
+}
+
+/* Before a run that writes: every STORE (each part of a split one) opened for writing and closed
+ * again, so that one mistyped, not a store, or not this user's to write stops the run (exit 2)
+ * before any is changed — it pruned the STOREs before it, then exited 2. One in use is left to
+ * its turn (exit 1 for it alone, the others pruned). 0, or exit 2 said. */
+static int check_stores(const char *const *stores, size_t n) {
+  int code = 0;
+  for (size_t k = 0; k < n; k++) {
+    fc_store *s = NULL;
+    int rc = fc_store_open(stores[k], FC_STORE_EXCLUSIVE, &s);
+    fc_store_close(s);
+    if (rc && rc != EBUSY) code = say_open_error(stores[k], 0, rc);
+  }
+  return code;
 }
 
 static void add(fc_prune_report *a, const fc_prune_report *b) {
@@ -296,6 +315,7 @@ int main(int argc, char **argv) {
     worst = FC_EXIT_USAGE;
     goto out;
   }
+  if (!po.dry_run && nw > 1 && (worst = check_stores(stores, n)) != 0) goto out;
   fc_cli_install_signals();
   po.stop = (volatile const int *)&fc_cli_signal;
   for (size_t w = 0; w < nw; w++) {

@@ -70,6 +70,22 @@ expect_err manifest-dir "cache-prune: mdir: is a directory"
 cp -r s s.before
 cmp -s s/data.mdb s.before/data.mdb || fail "a refused run changed the store"
 
+# several STOREs, one of them mistyped, not a store, or not ours to write: exit 2 with nothing
+# removed from any (the STOREs before it were pruned, then exit 2, "nothing done")
+"$PY" - <<'PY' || fail "making the orphan"
+import lmdb
+e = lmdb.open("s", max_dbs=8)
+with e.begin(write=True) as t:
+    t.put(b"\x01" * 16, b"an orphan record", db=e.open_db(b"feat", txn=t))
+PY
+cp s/data.mdb with-orphan.mdb
+for bad in nope plain file; do
+  run "several, $bad" 2 s "$bad"
+  cmp -s s/data.mdb with-orphan.mdb || { fail "several, $bad: s was pruned before $bad was refused"; cp with-orphan.mdb s/data.mdb; }
+done
+expect_err "several, file" "cache-prune: file: not a featcache store (not a directory)"
+cp s.before/data.mdb s/data.mdb
+
 # a read-only store: refused, exit 2; --dry-run reads it
 mkdir ro
 if mount --bind s ro 2>merr && mount -o remount,ro,bind ro 2>>merr; then
