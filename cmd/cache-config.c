@@ -31,9 +31,10 @@ static const char description[] =
     "one config: its records and meta keys. Entries (audio, text) stay; the pages freed are\n"
     "reused by later writes (cache-prune --compact gives them back to the file system).";
 static const char footer[] =
-    "Exit status: 0 done (or nothing to drop: the store holds no such config); 1 a store could\n"
-    "not be read or the drop failed part-way (run it again to finish); 2 usage error, not a\n"
-    "store, or a name several configs have; 130/143 interrupted.\n"
+    "Exit status: 0 done (or nothing to drop: the store holds no such config); 1 a store's\n"
+    "configs could not be read once open, or the drop failed part-way (run it again to\n"
+    "finish); 2 usage error, a STORE that is not a store or cannot be opened (for --drop, for\n"
+    "writing), or a name several configs have; 130/143 interrupted.\n"
     "Manual: man cache-config.";
 
 static const char *kind_name(int k) {
