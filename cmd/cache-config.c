@@ -86,6 +86,8 @@ static int open_store(const char *path, unsigned flags, int lockfree, fc_store *
     fc_cli_warn(path, "not a featcache store (not a directory)");
   else if (rc == FC_EFORMAT)
     fc_cli_warn(path, "not a featcache store (not an LMDB environment with featcache/1 meta)");
+  else if (rc == FC_EINTR) /* Ctrl-C while a drop waited for cache-prune's writer lock */
+    fc_cli_warn(path, "interrupted while waiting for cache-prune to finish: nothing dropped");
   else
     fc_cli_warn(path, "cannot open the store: %s", fc_strerror(rc));
   return rc;
@@ -318,8 +320,10 @@ static int drop(const char *dir, const char *want, int quiet) {
    * config in all of them, not dropped from the parts before it */
   fc_store **ss = calloc(np, sizeof *ss);
   if (!ss) code = FC_EXIT_FAIL;
-  for (unsigned k = 0; k < np && !code; k++)
-    if (open_store(parts[k], 0, 0, &ss[k])) code = FC_EXIT_USAGE;
+  for (unsigned k = 0; k < np && !code; k++) {
+    int rc = open_store(parts[k], 0, 0, &ss[k]);
+    if (rc) code = rc == FC_EINTR && fc_cli_signal ? fc_cli_signal_exit() : FC_EXIT_USAGE;
+  }
   unsigned pk, pn;
   if (!code && np == 1 && fc_store_part_of_store(ss[0], &pk, &pn) == 0 && pn > 1) {
     /* the other parts would keep the config: the split store no longer one dataset */

@@ -207,5 +207,26 @@ cp -r st st2
 waits_for merge-wait cache-merge -o st2 st
 waits_for drop-wait cache-config --drop chars st2
 
+# Ctrl-C while cache-config --drop waits for cache-prune: interrupted (130), nothing dropped — it
+# was exit 2, "cannot open the store: FC_EINTR: interrupted", a usage error by the exit status
+cp -r st st3
+: >held
+"$PY" hold.py st3 64 <ctl >held &
+exec 3>ctl
+for _ in $(seq 100); do [ -s held ] && break; sleep 0.1; done
+[ "$(cat held)" = 0 ] || fail "drop-int: hold.py could not open st3 exclusively: $(cat held)"
+"$FC_BIN/cache-config" --drop chars st3 >w.out 2>&1 3>&- &
+pid=$!
+for _ in $(seq 100); do grep -q 'waiting until it has finished' w.out && break; sleep 0.05; done
+sleep 0.2
+kill -INT $pid
+wait $pid
+rc=$?
+exec 3>&-
+wait
+[ $rc = 130 ] && grep -qx 'cache-config: st3: interrupted while waiting for cache-prune to finish: nothing dropped' w.out ||
+  { fail "drop-int: exit $rc"; cat w.out; }
+"$FC_BIN/cache-config" st3 | grep -q ' chars ' || fail "drop-int: the config went: $("$FC_BIN/cache-config" st3)"
+
 [ $fails = 0 ] && echo "cache_prune: ok"
 exit $((fails > 0))
