@@ -367,7 +367,9 @@ int main(int argc, char **argv) {
     ro.manifest_opts = &mopts;
   }
   if (shard_spec) {
-    /* A vocab built from the corpus is built from all of it, so every shard has the same config. */
+    /* A vocab built from the corpus is built from all of it, so every shard has the same config;
+     * the phonemes readings kept for the run are the shard's lines' alone. */
+    ro.shard_k = shard_k, ro.shard_n = shard_n;
     if (to.build_vocab && (rc = fc_tokenizer_build_vocab_from(tok, &items, &ro)) != 0) {
       fc_cli_warn(manifest, "cannot build the vocab: %s", fc_strerror(rc));
       fc_item_list_free(&items);

@@ -179,6 +179,11 @@ typedef struct fc_tokenize_run_opts {
    * split stores (fc_tokenize_run_split refuses it: FC_ECONFIG). */
   const char *manifest;
   const fc_manifest_opts *manifest_opts;
+  /* fc_tokenizer_build_vocab_from for a run over one shard (shard_n > 0): the vocab is the whole
+   * corpus's, but the phonemes readings kept for the run are those of shard shard_k's lines
+   * (fc_shard_of their id; an item without one: shard 0, as fc_item_list_shard keeps it) only, so
+   * that memory and the file hold the shard's. Ignored elsewhere. */
+  uint32_t shard_k, shard_n;
 } fc_tokenize_run_opts;
 
 /* Tokenize items into store s: per item, the text entry (id → text digest ‖ text as read: the

@@ -8,7 +8,8 @@
 #    (empty, blank, spaces or marks only, NFKC-changed, CJK, Arabic, Armenian read in a child,
 #    emoji, control characters, a 5,000-letter word, an 8 KB line, invalid UTF-8, over
 #    --max-text-bytes, repeated texts), for a manifest file in batches (a bulk load), stdin,
-#    --shard, a split store and a rerun into a store holding part of the corpus, with the readings
+#    --shard (of a file, of stdin, into a split store: the vocab pass keeps the shard's readings
+#    alone), a split store and a rerun into a store holding part of the corpus, with the readings
 #    in memory and all in the file (FC_PHONEME_CACHE=0).
 # 2. espeak-ng reads each line once: with every line read in a child (FC_PHONEMIZE_CHILD=all), the
 #    child after the vocab pass's last one is made to die (FC_FAULT=espeak:N+1): the two-pass path
@@ -81,6 +82,9 @@ run() {
   file) "$T" -t phonemes --build-vocab --json --batch 16 -o "$s" odd.tsv ;;
   stdin) "$T" -t phonemes --build-vocab --json --batch 16 -o "$s" - <odd.tsv ;;
   shard) "$T" -t phonemes --build-vocab --json --batch 16 --shard 1/3 -o "$s" odd.tsv ;;
+  shardstdin) "$T" -t phonemes --build-vocab --json --batch 16 --shard 2/3 -o "$s" - <odd.tsv ;;
+  shardsplit) cp -a splittpl "$s" &&
+    "$T" -t phonemes --build-vocab --json --batch 16 --shard 0/2 -o "$s" odd.tsv ;;
   split) cp -a splittpl "$s" && "$T" -t phonemes --build-vocab --json --batch 16 -o "$s" odd.tsv ;;
   rerun) "$T" -q -t phonemes --build-vocab -o "$s" part.tsv 2>/dev/null
     "$T" -t phonemes --build-vocab --json --batch 16 --add-eos --case fold -o "$s" odd.tsv ;;
@@ -90,7 +94,7 @@ run() {
   "$P" dump.py "$s" >"$name.dump" || fail "$name: cannot read the store"
 }
 
-for mode in file stdin shard split rerun; do
+for mode in file stdin shard shardstdin shardsplit split rerun; do
   FC_PHONEME_CACHE=off run "$mode-off" "$mode"
   grep -q '^tok ' "$mode-off.dump" || fail "$mode: the two-pass path stored no records"
   grep -q '^exit 1$' "$mode-off.err" || fail "$mode: the two-pass path: want exit 1 (bad lines)"

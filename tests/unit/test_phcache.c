@@ -3,13 +3,16 @@
  * the file, split between them), in the same order, for a subsequence of the lines (a shard, a
  * split store's parts, lines already stored), with lines that have no reading, lines the vocab
  * pass never saw, lines without numbers (0), and a text changed under its number (not found,
- * never another text's reading). */
+ * never another text's reading). A phonemes vocab pass for a run over one shard keeps the
+ * readings of that shard's lines only (espeak-ng data is needed for it). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "featcache/fc_format.h"
+#include "featcache/fc_shard.h"
+#include "featcache/fc_tokenize.h"
 #include "libcache/text/tokenize/tok_internal.h"
 
 #include "tests/check.h"
@@ -80,6 +83,49 @@ static int odd(int i) { return i % 2; }
 static int third(int i) { return i % 3 == 1; }
 static int sparse(int i) { return i % 61 == 0 || i == N - 1; }
 
+/* fc_tokenizer_build_vocab_from with o->shard_n: the vocab of every line, the readings of shard
+ * shard_k's lines (an item without an id is shard 0's), not the whole corpus's. */
+static void vocab_pass_shard(uint32_t k, uint32_t n) {
+  enum { LINES = 90 };
+  fc_item items[LINES];
+  char ids[LINES][16], texts[LINES][48];
+  size_t want = 0;
+  for (int i = 0; i < LINES; i++) {
+    snprintf(ids[i], sizeof ids[i], "u%03d", i);
+    snprintf(texts[i], sizeof texts[i], "line %d, said %s.", i, i % 2 ? "twice" : "once");
+    memset(&items[i], 0, sizeof items[i]);
+    items[i].id = i == 5 ? NULL : ids[i];
+    items[i].text = texts[i];
+    items[i].line = (size_t)i + 1;
+    const uint32_t s = items[i].id ? fc_shard_of(ids[i], strlen(ids[i]), n ? n : 1) : 0;
+    want += !n || s == k;
+  }
+  fc_item_list list = {items, LINES, FC_MANIFEST_TSV};
+  fc_tok_opts to;
+  fc_tok_opts_init(&to, FC_TOK_PHONEMES);
+  to.build_vocab = 1;
+  fc_tokenizer *t = NULL;
+  char why[256] = "";
+  int rc = fc_tokenizer_create(&to, &t, why, sizeof why);
+  CHECK(rc == 0, "phonemes tokenizer: %s %s", fc_strerror(rc), why);
+  if (rc) return;
+  fc_tokenize_run_opts o = {0};
+  o.threads = 2;
+  o.batch = 16;
+  o.shard_k = k;
+  o.shard_n = n;
+  CHECK((rc = fc_tokenizer_build_vocab_from(t, &list, &o)) == 0, "vocab pass: %s", fc_strerror(rc));
+  tok_phcache *c = tok_tokenizer_phcache(t);
+  CHECK(c != NULL, "no readings kept");
+  if (c) {
+    uint64_t entries, in_mem, in_file;
+    tok_phcache_stats(c, &entries, &in_mem, &in_file);
+    CHECK(entries == want, "shard %u/%u: %llu readings kept, want the shard's %zu", k, n,
+          (unsigned long long)entries, want);
+  }
+  fc_tokenizer_free(t);
+}
+
 int main(void) {
   const size_t mems[] = {0, 1000, 20000, 1u << 20};
   for (size_t k = 0; k < sizeof mems / sizeof *mems; k++) {
@@ -125,6 +171,9 @@ int main(void) {
     free(got);
     tok_phcache_free(c);
   }
+  vocab_pass_shard(0, 0);
+  vocab_pass_shard(0, 4);
+  vocab_pass_shard(3, 4);
   /* FC_PHONEME_CACHE */
   unsetenv("FC_PHONEME_CACHE");
   CHECK(tok_phcache_mem_bytes() == 64ll << 20);

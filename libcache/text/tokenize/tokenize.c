@@ -11,6 +11,7 @@
 #include <omp.h>
 
 #include "featcache/fc_format.h"
+#include "featcache/fc_shard.h"
 #include "featcache/fc_tokenize.h"
 #include "libcache/text/tokenize/tok_internal.h"
 #include "formats/common/alloc.h"
@@ -246,6 +247,7 @@ typedef struct vocab_ctx {
   volatile const int *stop; /* the run's stop flag, checked before each batch */
   int stopped; /* it was set: the vocab is not built, nothing is stored */
   tok_phcache *cache; /* phonemes: each line's reading, kept for the ids (NULL: none kept) */
+  uint32_t shard_k, shard_n; /* shard_n > 0: the readings of shard_k's lines only */
 } vocab_ctx;
 
 static int vocab_batch(const fc_item *lines, size_t m, void *ctx) {
@@ -298,7 +300,10 @@ static int vocab_batch(const fc_item *lines, size_t m, void *ctx) {
    * are read by espeak-ng again), and the vocab goes on */
   for (size_t i = 0; i < m; i++) {
     line_state *l = &v->ls[i];
-    if (v->cache && !l->err)
+    const char *id = lines[i].id; /* the run's shard: fc_item_list_shard's rule */
+    const int in_run =
+        !v->shard_n || (id ? fc_shard_of(id, strlen(id), v->shard_n) : 0) == v->shard_k;
+    if (v->cache && !l->err && in_run)
       (void)tok_phcache_add(v->cache, lines[i].line, &l->digest,
                             l->has_ph ? (l->ph ? l->ph : "") : NULL, l->phlen);
     free(l->ph);
@@ -311,16 +316,19 @@ static int vocab_batch(const fc_item *lines, size_t m, void *ctx) {
 /* The vocabulary of every line of the run, batch lines at a time (ls: batch line states);
  * FC_EINTR when o->stop was seen between two batches or after the last. Phonemes: each line's
  * reading is left with the tokenizer for the run's ids (tok_phcache; its file, when the readings
- * pass the memory bound, in dir: the store's directory, NULL for $TMPDIR). */
+ * pass the memory bound, in dir: the store's directory, NULL for $TMPDIR); by_shard: only the
+ * readings of o's shard's lines (the run's), the vocab still every line's. */
 static int build_vocab(fc_tokenizer *t, const fc_item_list *items, const fc_tokenize_run_opts *o,
                        size_t batch, size_t max_bytes, line_state *ls, int nthreads,
-                       const char *dir) {
+                       const char *dir, int by_shard) {
   vocab_ctx v = {.t = t,
                  .sets = fc_calloc((size_t)nthreads, sizeof *v.sets),
                  .ls = ls,
                  .max_bytes = max_bytes,
                  .nthreads = nthreads,
-                 .stop = o->stop};
+                 .stop = o->stop,
+                 .shard_k = by_shard ? o->shard_k : 0,
+                 .shard_n = by_shard ? o->shard_n : 0};
   if (!v.sets) return ENOMEM;
   const long long keep = tok_phcache_mem_bytes(); /* < 0: FC_PHONEME_CACHE=off */
   if (fc_tokenizer_kind(t) == FC_TOK_PHONEMES && keep >= 0 &&
@@ -622,7 +630,8 @@ static int run_store(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
     goto out;
   }
   if (fc_tokenizer_config(t, NULL, NULL, NULL) == FC_EBADSTATE &&
-      (rc = build_vocab(t, items, o, c.batch, c.max_bytes, c.ls, c.nthreads, fc_store_path(s)))) {
+      (rc =
+           build_vocab(t, items, o, c.batch, c.max_bytes, c.ls, c.nthreads, fc_store_path(s), 0))) {
     c.stopped = rc == FC_EINTR; /* stopped before the vocab was built: nothing stored */
     goto out;
   }
@@ -683,7 +692,7 @@ int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
 }
 
 static int build_vocab_from(fc_tokenizer *t, const fc_item_list *items,
-                            const fc_tokenize_run_opts *o, const char *dir);
+                            const fc_tokenize_run_opts *o, const char *dir, int by_shard);
 
 /* ---- split stores ------------------------------------------------------------------------------ */
 typedef struct split_progress {
@@ -722,7 +731,7 @@ int fc_tokenize_run_split(fc_store *const *parts, unsigned n_parts, fc_tokenizer
   split_progress sp = {.o = o};
   fc_item_list sub = {.items = NULL, .format = items->format};
   if (fc_tokenizer_config(t, NULL, NULL, NULL) == FC_EBADSTATE &&
-      (rc = build_vocab_from(t, items, o, fc_store_path(parts[0]))))
+      (rc = build_vocab_from(t, items, o, fc_store_path(parts[0]), 0)))
     goto out;
   if (!(sub.items = fc_malloc((items->count ? items->count : 1) * sizeof(fc_item)))) {
     rc = ENOMEM;
@@ -764,11 +773,11 @@ out:
 
 int fc_tokenizer_build_vocab_from(fc_tokenizer *t, const fc_item_list *items,
                                   const fc_tokenize_run_opts *o) {
-  return build_vocab_from(t, items, o, NULL);
+  return build_vocab_from(t, items, o, NULL, 1);
 }
 
 static int build_vocab_from(fc_tokenizer *t, const fc_item_list *items,
-                            const fc_tokenize_run_opts *o, const char *dir) {
+                            const fc_tokenize_run_opts *o, const char *dir, int by_shard) {
   if (fc_tokenizer_config(t, NULL, NULL, NULL) != FC_EBADSTATE) return FC_ECONFIG;
   fc_tokenize_run_opts defaults = {0};
   if (!o) o = &defaults;
@@ -777,7 +786,7 @@ static int build_vocab_from(fc_tokenizer *t, const fc_item_list *items,
   size_t batch = o->batch ? o->batch : 4096;
   line_state *ls = fc_calloc(batch, sizeof *ls);
   if (!ls) return ENOMEM;
-  int rc = build_vocab(t, items, o, batch, max_bytes, ls, nthreads, dir);
+  int rc = build_vocab(t, items, o, batch, max_bytes, ls, nthreads, dir, by_shard);
   free(ls);
   return rc;
 }
