@@ -241,6 +241,18 @@ static size_t list_configs(const fc_config_info *all, size_t n, const char *want
   return left_off;
 }
 
+/* A drop from one part of a split store, refused (exit 2, said): the other parts would keep the
+ * config, and the split store would no longer be one dataset. 0 for a store that is no part. */
+static int refuse_part(const char *dir, fc_store *s) {
+  unsigned pk, pn;
+  if (fc_store_part_of_store(s, &pk, &pn) != 0 || pn < 2) return 0;
+  fc_cli_warn(dir,
+              "is part %u of a split store of %u parts: give the split store's directory (the "
+              "config is dropped from every part)",
+              pk, pn);
+  return FC_EXIT_USAGE;
+}
+
 /* CONFIG as a digest: 32 hex, or a name (a preset, "kaldi (mq)", a tokenizer) only one config of
  * the store has; as for the loader's features=, a preset's name ("kaldi") also names the config of
  * that preset stored in another dtype ("kaldi (mq)") when no config is the preset itself. 0, or
@@ -258,6 +270,11 @@ static int resolve(const char *dir, char **parts, unsigned np, const char *want,
     size_t m;
     if (open_store(parts[k], FC_STORE_RDONLY, 0, &s)) {
       code = FC_EXIT_USAGE; /* the parts before it listed: freed below */
+      break;
+    }
+    /* a part alone refused before any "nothing to drop": the name may be another part's */
+    if (np == 1 && (code = refuse_part(dir, s)) != 0) {
+      fc_store_close(s);
       break;
     }
     int rc = fc_store_configs(s, 0, &c, &m);
@@ -324,15 +341,7 @@ static int drop(const char *dir, const char *want, int quiet) {
     int rc = open_store(parts[k], 0, 0, &ss[k]);
     if (rc) code = rc == FC_EINTR && fc_cli_signal ? fc_cli_signal_exit() : FC_EXIT_USAGE;
   }
-  unsigned pk, pn;
-  if (!code && np == 1 && fc_store_part_of_store(ss[0], &pk, &pn) == 0 && pn > 1) {
-    /* the other parts would keep the config: the split store no longer one dataset */
-    fc_cli_warn(dir,
-                "is part %u of a split store of %u parts: give the split store's directory "
-                "(the config is dropped from every part)",
-                pk, pn);
-    code = FC_EXIT_USAGE;
-  }
+  if (!code && np == 1) code = refuse_part(dir, ss[0]);
   for (unsigned k = 0; k < np && !code; k++) {
     uint64_t r = 0, b = 0;
     int rc = fc_store_drop_config(ss[k], &d, &fc_cli_signal, &r, &b);

@@ -192,6 +192,16 @@ chmod -R u+w theirs
 "$FZ" -q --device cpu --preset tacotron2 --manifest metadata.csv -o split || fail "featurize tacotron2 split"
 "$CC" --json split | "$PY" -c 'import json, sys; d = json.load(sys.stdin); assert d["parts"] == 2 and sorted((c["name"], c["records"]) for c in d["configs"]) == [("hifigan", 6), ("tacotron2", 6)], d' ||
   fail "split list: $("$CC" split)"
+# one part alone is refused (exit 2) — also when the name is another part's only, or no part's:
+# "nothing to drop" there would pass while the split store still holds it
+"$FZ" -q --device cpu --preset kaldi -o split wavs/u1.wav || fail "featurize kaldi, one file"
+for p in 0 1; do
+  for want in kaldi whisper "$hifigan"; do
+    check "part $p alone ($want)" 2 "cache-config: split/part-$p: is part $p of a split store of 2 parts: give the split store's directory (the config is dropped from every part)" -- \
+      "$CC" --drop "$want" split/part-$p
+  done
+done
+"$CC" -q --drop kaldi split || fail "split drop kaldi"
 "$CC" -q --drop tacotron2 split || fail "split drop"
 "$CC" split | grep -q "^split: 1 config$" || fail "split after the drop: $("$CC" split)"
 "$CV" -q split >out 2>&1 || fail "cache-verify split: $(cat out)"
