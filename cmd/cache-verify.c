@@ -562,6 +562,12 @@ int main(int argc, char **argv) {
       if (json) print_json(store, &r, 0, why[0] ? why : fc_strerror(rc));
     } else {
       code = (r.errors || (strict && (r.warnings || r.failures))) ? FC_EXIT_FAIL : FC_EXIT_OK;
+      /* lock-free because it had to be: a teammate's store, whose owner may be writing to it */
+      if (r.nolock && !vo.nolock && !status && fc_cli_lock_unwritable(store))
+        fc_cli_warn(store,
+                    "%s: read without it (MDB_NOLOCK); a writer committing meanwhile could make "
+                    "sound records look damaged",
+                    FC_CLI_LOCK_UNWRITABLE);
       if (json)
         print_json(store, &r, code == FC_EXIT_OK, NULL);
       else if (!status)

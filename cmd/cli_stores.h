@@ -57,6 +57,23 @@ static inline void fc_cli_note_prune_running(const char *dir) {
   }
 }
 
+/* The reason, after "STORE: ", that a store is read without its reader lock. */
+#define FC_CLI_LOCK_UNWRITABLE \
+  "not writable by this user (lock.mdb): LMDB cannot take its reader lock"
+
+/* 1 when dir holds a store this user can read but whose lock.mdb it cannot open for writing (or,
+ * with none, cannot create: the directory is not writable) — a teammate's dataset, which LMDB
+ * opens only lock-free (MDB_NOLOCK); else 0. The library's check of that case for the loader
+ * (store_lock.h), private to it. A read-only mount is not this case (EROFS: no writer there). */
+static inline int fc_cli_lock_unwritable(const char *dir) {
+  char p[4200];
+  snprintf(p, sizeof p, "%s/data.mdb", dir);
+  if (access(p, R_OK) != 0) return 0;
+  snprintf(p, sizeof p, "%s/lock.mdb", dir);
+  if (access(p, F_OK) == 0) return access(p, W_OK) != 0 && errno == EACCES;
+  return errno == ENOENT && access(dir, W_OK) != 0 && errno == EACCES;
+}
+
 /* Open a store only to read it (cache-config's listing, cache-prune --dry-run): flags are
  * FC_STORE_RDONLY and the like. A store whose lock.mdb this user cannot open for writing (a
  * teammate's dataset: LMDB fails its open with EACCES) is read lock-free (MDB_NOLOCK), as
@@ -65,22 +82,12 @@ static inline void fc_cli_note_prune_running(const char *dir) {
  * unreadable) is returned as it is. Returns fc_store_open's code. */
 static inline int fc_cli_open_to_read(const char *path, unsigned flags, fc_store **s) {
   int rc = fc_store_open(path, flags, s);
-  if (rc != EACCES || (flags & FC_STORE_NOLOCK)) return rc;
-  /* the loader's check of that case (the library's store_lock.h, private to it): data.mdb
-   * readable, lock.mdb (or, with none, the directory) not writable by this user */
-  char p[4200];
-  snprintf(p, sizeof p, "%s/data.mdb", path);
-  if (access(p, R_OK) != 0) return rc;
-  snprintf(p, sizeof p, "%s/lock.mdb", path);
-  const int unlockable = access(p, F_OK) == 0
-                             ? access(p, W_OK) != 0 && errno == EACCES
-                             : errno == ENOENT && access(path, W_OK) != 0 && errno == EACCES;
-  if (!unlockable) return rc;
+  if (rc != EACCES || (flags & FC_STORE_NOLOCK) || !fc_cli_lock_unwritable(path)) return rc;
   if ((rc = fc_store_open(path, flags | FC_STORE_NOLOCK, s)) == 0)
     fc_cli_warn(path,
-                "not writable by this user (lock.mdb): LMDB cannot take its reader lock: "
-                "read without it (MDB_NOLOCK), as cache-verify reads such a store; a "
-                "writer committing meanwhile could make what is read wrong");
+                "%s: read without it (MDB_NOLOCK), as cache-verify reads such a store; a "
+                "writer committing meanwhile could make what is read wrong",
+                FC_CLI_LOCK_UNWRITABLE);
   return rc;
 }
 

@@ -54,4 +54,23 @@ chmod u+w s
 grep -q '"nolock":true' out || { echo "FAIL read-only store not opened NOLOCK"; fail=1; }
 [ ! -e s/lock.mdb ] || { echo "FAIL lock.mdb written on a read-only store"; fail=1; }
 [ "$sum1" = "$(md5sum s/data.mdb)" ] || { echo "FAIL data.mdb changed"; fail=1; }
+
+# a teammate's store (its lock.mdb there, not this user's to write): read lock-free too, and said
+# on stderr (it was silent): a writer committing meanwhile may reuse the pages being checked, so
+# a finding then may be no damage. Nothing with --status. Root reads and writes anything:
+# setpriv drops the capabilities that let it, as cache_config.sh does.
+as_user=()
+cap_eff=$(awk '$1 == "CapEff:" { print $2 }' /proc/self/status)
+if (( 0x${cap_eff:-0} & 0x6 )); then
+  command -v setpriv >/dev/null || { echo "FAIL: setpriv missing (util-linux; scripts/setup installs it)"; exit 1; }
+  as_user=(setpriv --bounding-set=-dac_override,-dac_read_search --)
+fi
+"$FC_PYTHON" -c 'import lmdb, sys; lmdb.open(sys.argv[1], readonly=True, max_dbs=8).close()' s # lock.mdb made
+chmod a-w s s/lock.mdb
+"${as_user[@]}" "$V" -q s >out 2>err; rc=$?
+"${as_user[@]}" "$V" --status s >sout 2>serr; src=$?
+chmod u+w s s/lock.mdb
+[ $rc = 0 ] && [ "$(cat err)" = "cache-verify: s: not writable by this user (lock.mdb): LMDB cannot take its reader lock: read without it (MDB_NOLOCK); a writer committing meanwhile could make sound records look damaged" ] ||
+  { echo "FAIL teammate's store: exit $rc"; cat err; fail=1; }
+[ $src = 0 ] && [ ! -s sout ] && [ ! -s serr ] || { echo "FAIL teammate's store, --status: exit $src"; cat sout serr; fail=1; }
 exit $fail
