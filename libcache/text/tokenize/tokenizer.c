@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <utf8proc.h>
 
@@ -59,6 +60,11 @@ void fc_tok_opts_init(fc_tok_opts *o, fc_tok_kind kind) {
 static int read_file(const char *path, char **data, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) return errno;
+  struct stat st; /* a directory opens, and its read fails with EISDIR: say that, not EIO */
+  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    fclose(f);
+    return EISDIR;
+  }
   tok_buf b = {0};
   char chunk[65536];
   size_t n;
