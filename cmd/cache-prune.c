@@ -164,6 +164,8 @@ static void summary(const char *store, const fc_prune_report *r, int dry, int ma
   else if (compacted)
     fprintf(stderr, "; data.mdb compacted from %.1f MB to %.1f MB\n", r->bytes_before / 1e6,
             r->bytes_after / 1e6);
+  else if (!dry && !orphans && !r->ids) /* a rerun of a finished prune */
+    fputs(": nothing to remove\n", stderr);
   else
     fputs(dry ? "\n" : " (pages freed in data.mdb, reused by later writes)\n", stderr);
 }
