@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tokenize -t phonemes: --lang is recorded as the voice it selects, so de, de-DE and German (one
-# espeak-ng voice) give one config; a canonical name (de, en-us) is recorded as given.
+# espeak-ng voice) give one config; a canonical name (de, en-us) is recorded as given; an empty
+# --lang is a configuration error.
 set -u
 T=${FC_BIN:?}/tokenize
 [ -x "$T" ] || { echo "FAIL: $T not built"; exit 1; }
@@ -25,6 +26,13 @@ done
 "$T" -o "$d/s" --manifest "$d/m.csv" -t phonemes --build-vocab --json > "$d/default.json" 2> "$d/err" ||
   fail "default lang: exit $?"
 [ "$(dg "$d/en.json")" = "$(dg "$d/default.json")" ] || fail "EN-US and the default differ"
+# an empty --lang (an unset variable) names no voice: a configuration error, nothing stored (it
+# passed as the voice already selected, none, and espeak-ng crashed on the first line: exit 139)
+"$T" -o "$d/s-empty" --manifest "$d/m.csv" -t phonemes --lang "" --build-vocab > /dev/null 2> "$d/err"
+rc=$?
+[ "$rc" = 2 ] || fail "--lang '': exit $rc, want 2"
+grep -qF "espeak-ng has no voice ''" "$d/err" || fail "--lang '': no message naming the empty voice"
+[ ! -e "$d/s-empty" ] || fail "--lang '': the store was made"
 if [ -n "${FC_PYTHON:-}" ]; then
   for f in de en; do
     PYTHONPATH=${FC_SRC:?}/tests/reference "$FC_PYTHON" -c '

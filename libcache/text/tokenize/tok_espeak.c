@@ -69,6 +69,9 @@ static ssize_t null_write(void *cookie, const char *buf, size_t n) {
 }
 
 static int select_voice_locked(const char *lang) {
+  /* "" names no voice: before the first selection it would also pass as the one selected (none,
+   * and espeak-ng then crashes on the first text) */
+  if (!*lang) return FC_ECONFIG;
   if (strcmp(espeak_voice, lang) == 0) return 0;
   /* a voice name ("en-us"), else a language ("en-gb"), as the espeak-ng command line's -v */
   if (espeak_SetVoiceByName(lang) != EE_OK) {
@@ -134,7 +137,8 @@ int tok_espeak_init(const char *lang, char *canon, size_t canon_len, const char 
     tok_set_why(why, why_len, "espeak-ng could not be initialized (is espeak-ng-data installed?)");
     rc = FC_ECONFIG;
   } else if (strlen(lang) >= sizeof espeak_voice || select_voice_locked(lang)) {
-    tok_set_why(why, why_len, "espeak-ng has no voice '%s' (espeak-ng --voices lists them)", lang);
+    tok_set_why(why, why_len, "espeak-ng has no voice '%s' (%sespeak-ng --voices lists them)", lang,
+                *lang ? "" : "an empty name: an unset variable? ");
     rc = FC_ECONFIG;
   } else if (canon) {
     canonical_voice_locked(lang, canon, canon_len);
