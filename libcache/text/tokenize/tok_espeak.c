@@ -68,6 +68,9 @@ static ssize_t null_write(void *cookie, const char *buf, size_t n) {
   return (ssize_t)n;
 }
 
+enum { VOICE_VARIANT = 1 }; /* select_voice_locked: lang names a variant, which has no language */
+
+/* Select the voice lang names: 0, FC_ECONFIG (none), VOICE_VARIANT. */
 static int select_voice_locked(const char *lang) {
   /* "" names no voice: before the first selection it would also pass as the one selected (none,
    * and espeak-ng then crashes on the first text) */
@@ -80,10 +83,16 @@ static int select_voice_locked(const char *lang) {
     v.languages = lang;
     if (espeak_SetVoiceByProperties(&v) != EE_OK) return FC_ECONFIG;
   }
-  snprintf(espeak_voice, sizeof espeak_voice, "%s", lang);
   /* the voice's language, as espeak-ng names it: "\x05en-us" -> "en" */
   const espeak_VOICE *cur = espeak_GetCurrentVoice();
   const char *l = cur && cur->languages && cur->languages[0] ? cur->languages + 1 : "";
+  /* a variant (voices/!v) selected alone is a voice without a language or phoneme table:
+   * espeak-ng 1.51 crashes on the first text it reads with it, its command line too */
+  if (!*l) {
+    espeak_voice[0] = '\0'; /* espeak-ng's voice is not the one named there: select anew */
+    return VOICE_VARIANT;
+  }
+  snprintf(espeak_voice, sizeof espeak_voice, "%s", lang);
   size_t n = strcspn(l, "-");
   snprintf(espeak_lang, sizeof espeak_lang, "%.*s", (int)(n < sizeof espeak_lang ? n : 0), l);
   return 0;
@@ -136,7 +145,14 @@ int tok_espeak_init(const char *lang, char *canon, size_t canon_len, const char 
   if (espeak_ready < 0) {
     tok_set_why(why, why_len, "espeak-ng could not be initialized (is espeak-ng-data installed?)");
     rc = FC_ECONFIG;
-  } else if (strlen(lang) >= sizeof espeak_voice || select_voice_locked(lang)) {
+  } else if (strlen(lang) < sizeof espeak_voice &&
+             (rc = select_voice_locked(lang)) == VOICE_VARIANT) {
+    tok_set_why(why, why_len,
+                "espeak-ng voice '%s' is a variant of a voice, with no language: give it after "
+                "one, as en-us+NAME (espeak-ng --voices=variant lists them)",
+                lang);
+    rc = FC_ECONFIG;
+  } else if (strlen(lang) >= sizeof espeak_voice || rc) {
     tok_set_why(why, why_len, "espeak-ng has no voice '%s' (%sespeak-ng --voices lists them)", lang,
                 *lang ? "" : "an empty name: an unset variable? ");
     rc = FC_ECONFIG;
