@@ -161,6 +161,8 @@ static void summary(const char *store, const fc_prune_report *r, int dry, int ma
   if (compacted && dry)
     fprintf(stderr, "; data.mdb %.1f MB, %.1f MB of it in use before these removals\n",
             r->bytes_before / 1e6, r->bytes_after / 1e6);
+  else if (compacted && r->bytes_before == r->bytes_after) /* no free page: no copy made */
+    fprintf(stderr, "; data.mdb already compact (%.1f MB)\n", r->bytes_after / 1e6);
   else if (compacted)
     fprintf(stderr, "; data.mdb compacted from %.1f MB to %.1f MB\n", r->bytes_before / 1e6,
             r->bytes_after / 1e6);

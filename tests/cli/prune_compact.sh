@@ -76,9 +76,13 @@ grep -q "\"compact\":{\"bytes_before\":$b0,\"bytes_after\":$b1}}" out ||
 verify compact s --manifest keep.csv --expect-tokens
 ls s | grep -v -e '^data.mdb$' -e '^lock.mdb$' && fail "compact: files left beside the store"
 
-# nothing to remove: compacted only (already compact: the same size)
-run again 0 --compact s
-grep -Eq '^cache-prune: s: removed 0 orphan records .*; data\.mdb compacted from ' err || { fail "again: summary"; cat err; }
+# nothing to remove, and no free page to give back: a rerun of a finished compaction does nothing
+# and says so (it copied the whole store again, and refused for want of room beside a large one)
+ino=$(stat -c %i s/data.mdb)
+run again 0 --compact --json s
+grep -Eqx "cache-prune: s: removed 0 orphan records .*; data\.mdb already compact \(([0-9.]+) MB\)" err || { fail "again: summary"; cat err; }
+[ "$(stat -c %i s/data.mdb)" = "$ino" ] || fail "again: data.mdb copied again"
+grep -q "\"compact\":{\"bytes_before\":$b1,\"bytes_after\":$b1}}" out || { fail "again: --json"; cat out; }
 verify again s
 
 # a split store is compacted part by part, reported as one
@@ -192,7 +196,17 @@ want=$(dump s)
 "$CP" -q --compact s || fail "compact"
 [ "$(dump s)" = "$want" ] || fail "compact: the dump differs"
 
-# another process has the store open: refused, nothing compacted
+# another process has the store open: a store already compact is nothing to do (exit 0); one
+# with pages to give back is refused, nothing compacted
+rm -f ready go
+holder s ready go hout
+waitfile ready || fail "holder: never opened the store"
+run "in use, already compact" 0 --compact s
+grep -q "data\.mdb already compact" err || { fail "in use, already compact: message"; cat err; }
+kill -9 $!
+wait $! 2>/dev/null
+rm -rf s && cp -r base s
+"$CP" -q --manifest keep.csv s || fail "in use: prune"
 rm -f ready go
 holder s ready go hout
 waitfile ready || fail "holder: never opened the store"

@@ -213,6 +213,13 @@ int store_compact(fc_store *s, volatile const int *stop, uint64_t *before, uint6
            "names; nothing compacted");
     return EINVAL;
   }
+  /* no free page to give back (a rerun of a finished compaction): nothing to do — a copy would
+   * rewrite the whole store, need room for it beside, and be refused while a reader has it open */
+  uint64_t size, used;
+  if (store_compact_size(s, &size, &used) == 0 && used >= size) {
+    *after = *before;
+    return 0;
+  }
   if ((rc = refuse_in_use(s, why, why_len)) != 0) return rc;
   store_compact_leftovers(s->path);
   if ((rc = room_for_copy(s, why, why_len)) != 0) return rc;

@@ -86,11 +86,12 @@ void store_create_unlock(int fd);
  * it, synced, renamed over it and the directory synced, under LMDB's write lock. s must be open
  * for writing with FC_STORE_EXCLUSIVE (else EINVAL). Refused (nothing done, why says so) when
  * data.mdb is a symbolic link (EINVAL) or the file system has no room for the copy (ENOSPC);
- * *stop set during the copy: FC_EINTR, the copy discarded. *before and *after: data.mdb's size before
- * and after (after is 0 when nothing was swapped). Refused (EBUSY, nothing done, why says so)
- * while another process has the store open. After a swap s maps the replaced file: it refuses
- * writes (FC_EBADSTATE), and should be closed. Returns 0 or an FC_E, LMDB or errno code, with a
- * reason in why; a kill at any point leaves the old data.mdb or the new one. */
+ * *stop set during the copy: FC_EINTR, the copy discarded. *before and *after: data.mdb's size
+ * before and after (after is 0 when nothing was swapped). Refused (EBUSY, nothing done, why says
+ * so) while another process has the store open. A data.mdb without a free page (already compact)
+ * is left as it is: 0, *after = *before, nothing swapped. After a swap s maps the replaced file:
+ * it refuses writes (FC_EBADSTATE), and should be closed. Returns 0 or an FC_E, LMDB or errno
+ * code, with a reason in why; a kill at any point leaves the old data.mdb or the new one. */
 int store_compact(fc_store *s, volatile const int *stop, uint64_t *before, uint64_t *after,
                   char *why, size_t why_len);
 /* Remove the copies a compaction killed before its swap left in dir (data.mdb.compact-*). Only
