@@ -4,7 +4,8 @@
 # --whitespace collapse) keeps its id and is never produced, as a Hugging Face tokenizer with a
 # Lowercase normalizer leaves its vocab alone. The run says so, naming the symbols and their
 # lines (not with -q); the ids are the greedy match of the normalized text over the vocab as
-# written (tests/reference/test_tokenize_chars.py checks them against Python).
+# written (tests/reference/test_tokenize_chars.py checks them against Python). Phonemes: a mark
+# under --punct remove.
 set -u
 T=${FC_BIN:?}/tokenize
 [ -x "$T" ] || { echo "FAIL: $T not built"; exit 1; }
@@ -46,4 +47,18 @@ grep -q "can never match" "$d/err" && fail "lower-case vocab: a symbol called de
 "$T" -o "$d/s3" --manifest "$d/m.tsv" --build-vocab --case fold > /dev/null 2> "$d/err"
 expect_rc $? 0 "built vocab"
 grep -q "can never match" "$d/err" && fail "built vocab: a symbol called dead"
+# phonemes: the symbols are espeak-ng's, not the text's, but under --punct remove the text has
+# no marks left to end a clause with, so a mark symbol is never produced either
+printf 'p1\tHello there, world.\n' > "$d/p.tsv"
+"$T" -o "$d/sp" --manifest "$d/p.tsv" -t phonemes --build-vocab --export-vocab "$d/pv.txt" -q \
+  2> "$d/err" || fail "phonemes vocab: exit $?"
+grep -qx ',' "$d/pv.txt" || fail "phonemes vocab without ','"
+"$T" -o "$d/sp" --manifest "$d/p.tsv" -t phonemes --vocab "$d/pv.txt" > /dev/null 2> "$d/err"
+expect_rc $? 0 "phonemes, --punct keep"
+grep -q "can never match" "$d/err" && fail "phonemes, --punct keep: a symbol called dead"
+"$T" -o "$d/sp" --manifest "$d/p.tsv" -t phonemes --vocab "$d/pv.txt" --punct remove --case fold \
+  > /dev/null 2> "$d/err"
+expect_rc $? 0 "phonemes, --punct remove"
+grep -q "pv.txt: 2 symbols can never match" "$d/err" || fail "phonemes: the marks not named"
+grep -qF "',' (line " "$d/err" || fail "phonemes: ',' not named"
 echo ok

@@ -212,7 +212,9 @@ static int spaces_collapsed(const char *s, size_t len) {
  * that case folding changes, punctuation removed, white space collapsed. */
 static const char *unreachable_by(const fc_tokenizer *t, const char *s) {
   const size_t len = strlen(s);
-  if (t->norm.casefold) { /* the text's folding (fc_tok_normalize): does it change s? */
+  const int chars = t->kind == FC_TOK_CHARS; /* phonemes: espeak-ng's symbols, but its clause
+                                                marks come from the text's punctuation */
+  if (chars && t->norm.casefold) { /* the text's folding (fc_tok_normalize): does it change s? */
     int flags = UTF8PROC_STABLE | UTF8PROC_CASEFOLD;
     if (t->norm.unicode == FC_UNICODE_NFKC) flags |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
     char *f = NULL;
@@ -227,15 +229,16 @@ static const char *unreachable_by(const fc_tokenizer *t, const char *s) {
     k += tok_utf8_next(s + k, len - k, &cp);
     if (tok_is_punct(cp)) return "--punct remove";
   }
-  if (t->norm.collapse_space && !spaces_collapsed(s, len)) return "--whitespace collapse";
+  if (chars && t->norm.collapse_space && !spaces_collapsed(s, len)) return "--whitespace collapse";
   return NULL;
 }
 
 /* chars with a vocab file: the symbols the normalized text never holds keep ids that are never
  * produced (kept as written, as a Hugging Face tokenizer's normalizer leaves its vocab): why gets
- * "path: N symbols can never match ...: 'A' (line 6, --case fold), ...", the first few named. */
+ * "path: N symbols can never match ...: 'A' (line 6, --case fold), ...", the first few named.
+ * Phonemes: the clause marks, under punct remove. */
 static void note_unreachable(const fc_tokenizer *t, const char *path, char *why, size_t why_len) {
-  if (t->kind != FC_TOK_CHARS || !why_len) return;
+  if (t->kind == FC_TOK_BPE || !why_len) return;
   size_t n = 0;
   char list[320];
   size_t o = 0;
