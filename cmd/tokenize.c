@@ -366,11 +366,18 @@ int main(int argc, char **argv) {
     ro.manifest = manifest;
     ro.manifest_opts = &mopts;
   }
+  /* from here on a signal stops the job, the --shard vocab pass below included (minutes of
+   * espeak-ng for phonemes): what was committed is kept, the rest counted not started */
+  fc_cli_install_signals();
+  ro.stop = (volatile const int *)&fc_cli_signal;
   if (shard_spec) {
     /* A vocab built from the corpus is built from all of it, so every shard has the same config;
-     * the phonemes readings kept for the run are the shard's lines' alone. */
+     * the phonemes readings kept for the run are the shard's lines' alone. Stopped (FC_EINTR), the
+     * vocab is left unbuilt: the run below sees the stop before its own vocab pass reads a line,
+     * stores nothing, and counts the shard's lines as not started. */
     ro.shard_k = shard_k, ro.shard_n = shard_n;
-    if (to.build_vocab && (rc = fc_tokenizer_build_vocab_from(tok, &items, &ro)) != 0) {
+    if (to.build_vocab && (rc = fc_tokenizer_build_vocab_from(tok, &items, &ro)) != 0 &&
+        rc != FC_EINTR) {
       fc_cli_warn(manifest, "cannot build the vocab: %s", fc_strerror(rc));
       fc_item_list_free(&items);
       fc_tokenizer_free(tok);
@@ -417,12 +424,10 @@ int main(int argc, char **argv) {
     }
   }
 
-  fc_cli_install_signals();
   run_ctx ctx = {strcmp(manifest, "-") == 0 ? "(stdin)" : manifest, manifest, json, {0}, 0, {0}};
   fc_cli_progress_init(&ctx.progress, progress, quiet);
   ro.report = on_bad_line;
   ro.report_ud = &ctx;
-  ro.stop = (volatile const int *)&fc_cli_signal;
   if (ctx.progress.on) ro.progress = on_progress;
   ro.progress_ud = &ctx;
   struct timespec t0, t1;

@@ -45,6 +45,30 @@ for b in 1 4096; do
   grep -q "tokenize: done: 20 of 20 (20 new, 0 already stored, 0 failed" "$d/err" || fail "SIG$sig (--batch $b): rerun"
   "$FC_BIN/cache-verify" -q "$d/st-$b" >/dev/null || fail "SIG$sig (--batch $b): the store fails cache-verify after the rerun"
 done
+# --shard: the vocab pass over the whole corpus runs before the store is opened; a signal in it
+# stops the run the same way: exit 130, the shard's lines not started, the --json summary printed
+# (it was not handled there: SIGINT, ignored in a job started in the background by a script, went
+# unheard and the run went on to store everything, exit 0; SIGTERM killed it, with no summary).
+FC_FAULT=espeakhang:1 FC_PHONEMIZE_CHILD=all FC_PHONEMIZE_TIMEOUT=6 \
+  "$T" -t phonemes --build-vocab --batch 1 --shard 0/2 --json -o "$d/st-shard" "$d/in.tsv" \
+  >"$d/out" 2>"$d/err" &
+pid=$!
+for _ in $(seq 300); do pgrep -P "$pid" >/dev/null && break; sleep 0.05; done
+pgrep -P "$pid" >/dev/null || fail "--shard: no phonemizer child appeared"
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+[ "$rc" = 130 ] || fail "SIGINT in the vocab pass of --shard 0/2: exit $rc, want 130"
+n=$("$T" -t phonemes --build-vocab --shard 0/2 --json -o "$d/st-shard2" "$d/in.tsv" 2>/dev/null |
+  sed -n 's/.*"lines":\([0-9]*\),.*/\1/p')
+[ -n "$n" ] && [ "$n" -gt 0 ] && [ "$n" -lt 20 ] || fail "--shard 0/2 of 20 lines holds '$n'"
+grep -qx "tokenize: interrupted: 0 of $n lines committed (0 failed), $n not started" "$d/err" ||
+  fail "SIGINT in the vocab pass of --shard 0/2: want nothing committed, $n lines not started"
+grep -q "\"processed\":0,.*\"not_started\":$n,\"lines\":$n," "$d/out" ||
+  fail "SIGINT in the vocab pass of --shard 0/2: --json: $(cat "$d/out")"
+"$T" -t phonemes --build-vocab --shard 0/2 -o "$d/st-shard" "$d/in.tsv" 2>"$d/err" ||
+  fail "--shard 0/2: rerun after the interrupt: exit $?"
+grep -q "tokenize: done: $n of $n ($n new, 0 already stored, 0 failed" "$d/err" || fail "--shard 0/2: rerun"
 # A second SIGINT while the phonemizer child hangs ends tokenize at once (130), and the child with
 # it: a child left behind would hang on for good, its parent gone.
 FC_FAULT=espeakhang:1 FC_PHONEMIZE_CHILD=all FC_PHONEMIZE_TIMEOUT=60 \
