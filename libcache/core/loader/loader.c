@@ -105,23 +105,36 @@ static void reg_release(ld_reg *r) {
   pthread_mutex_unlock(&reg_mu);
 }
 
-static int begin_txn(ld_store *st, MDB_txn **out) {
-  fc_store *s = st->reg->s;
-  int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, out);
-  if (rc == MDB_MAP_RESIZED) {
-    /* Another process grew the map. Adopting the new size remaps, which is only safe while no
-     * transaction of this process is open on the env: true when we are its only user. */
-    pthread_mutex_lock(&reg_mu);
-    int alone = st->reg->refs == 1;
-    pthread_mutex_unlock(&reg_mu);
-    if (!alone) return rc;
-    pthread_rwlock_wrlock(&s->map_lock);
-    rc = mdb_env_set_mapsize(s->env, 0);
+/* A loader's snapshot: a read transaction kept open from open to close, whose pointers into the
+ * map outlive every call (the index, views, lookups, and the arrays over them). It holds no lock,
+ * but counts in s->pinned, so that no resize of the map (store_adopt_map) runs while it is open. A
+ * map another process grew is adopted when no other is open (nor a transaction of this thread),
+ * else MDB_MAP_RESIZED. */
+static int pinned_begin(fc_store *s, MDB_txn **out) {
+  *out = NULL;
+  for (int tries = 0;; tries++) {
+    pthread_rwlock_rdlock(&s->map_lock);
+    int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, out);
+    if (!rc) atomic_fetch_add(&s->pinned, 1); /* before a resize could take the lock */
     pthread_rwlock_unlock(&s->map_lock);
-    if (!rc) rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, out);
+    if (rc != MDB_MAP_RESIZED || tries == 4 || (rc = store_adopt_map(s)) != 0) {
+      if (rc) *out = NULL;
+      return rc;
+    }
   }
-  return rc;
 }
+
+static void pinned_end(fc_store *s, MDB_txn *txn) {
+  if (!txn) return;
+  mdb_txn_abort(txn);
+  atomic_fetch_sub(&s->pinned, 1);
+}
+
+/* why a grown store cannot be read in this process now */
+#define MAP_HELD                                                                                \
+  " (written since this process mapped it, and the map cannot move while a loader of the "      \
+  "store, an array of its batches or one featcache.get returned is held: let them go, or copy " \
+  "them, and open it again)"
 
 static int check_options(const fc_loader_opts *o, char *why, size_t why_len) {
 #define BAD(...)                       \
@@ -275,7 +288,9 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
   /* opened without read-ahead, for a page at a time while opening (ld_advise_open) */
   size_t ref = n; /* the first store that is not empty: its configs are the dataset's */
   int any_full = 0;
-  unsigned sflags = FC_STORE_RDONLY | FC_STORE_NORDAHEAD;
+  /* with headroom: a writer's growth of the store is read by the next loader of the process
+   * without moving the map under the snapshots open */
+  unsigned sflags = FC_STORE_RDONLY | FC_STORE_NORDAHEAD | STORE_OPEN_HEADROOM;
   if (opts->flags & FC_LOADER_NOLOCK) sflags |= FC_STORE_NOLOCK;
   for (size_t i = 0; i < n; i++) {
     ld_store *st = &l->stores[i];
@@ -302,8 +317,9 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
       st->map = NULL;
     /* indexes another process made since this process opened the store: their handles must
      * exist before the transaction begins for it to read them */
-    if ((rc = store_index_refresh(st->reg->s)) || (rc = begin_txn(st, &st->txn))) {
-      fc_why(why, why_len, "%s: %s", paths[i], fc_strerror(rc));
+    if ((rc = store_index_refresh(st->reg->s)) || (rc = pinned_begin(st->s, &st->txn))) {
+      fc_why(why, why_len, "%s: %s%s", paths[i], fc_strerror(rc),
+             rc == MDB_MAP_RESIZED ? MAP_HELD : "");
       goto fail;
     }
     st->empty = n > 1 && store_is_empty(st);
@@ -431,7 +447,7 @@ void fc_loader_close(fc_loader *l) {
   for (uint32_t i = 0; i < l->n_stores; i++) {
     ld_store *st = &l->stores[i];
     if (same_process) {
-      if (st->txn) mdb_txn_abort(st->txn);
+      pinned_end(st->s, st->txn);
       reg_release(st->reg);
     }
     free(st->path);

@@ -269,7 +269,7 @@ static int store_open_once(const char *dir, unsigned flags, fc_store **out) {
     store_create_unlock(lk);
     return ENOMEM;
   }
-  s->flags = flags;
+  s->flags = flags & ~(unsigned)STORE_OPEN_HEADROOM;
   s->lock_probe = -1;
   s->path = fc_strdup(dir);
   pthread_mutex_init(&s->write_mu, NULL);
@@ -281,6 +281,12 @@ static int store_open_once(const char *dir, unsigned flags, fc_store **out) {
   mdb_env_set_maxdbs(s->env, FC_STORE_MAX_DBS);
   mdb_env_set_maxreaders(s->env, 1024);
   if (!rdonly) mdb_env_set_mapsize(s->env, initial_map());
+  if (rdonly && (flags & STORE_OPEN_HEADROOM) && sizeof(size_t) >= 8 && !store_fault_mapsize()) {
+    char p[4096];
+    struct stat dst;
+    if (snprintf(p, sizeof p, "%s/data.mdb", dir) < (int)sizeof p && stat(p, &dst) == 0)
+      mdb_env_set_mapsize(s->env, (size_t)dst.st_size + STORE_MAP_HEADROOM);
+  }
   unsigned ef = MDB_NOTLS;
   if (rdonly) ef |= MDB_RDONLY;
   if (flags & FC_STORE_NOSYNC) ef |= MDB_NOSYNC;
@@ -397,7 +403,8 @@ int store_grow_map(fc_store *s, uint64_t at_least) {
 int store_adopt_map(fc_store *s) {
   if (held_here(s)) return MDB_MAP_RESIZED; /* this thread's read transactions pin the map */
   pthread_rwlock_wrlock(&s->map_lock);
-  int rc = mdb_env_set_mapsize(s->env, 0);
+  /* a loader's snapshot points into the map (arrays of it too): remapping would move it away */
+  int rc = atomic_load(&s->pinned) ? MDB_MAP_RESIZED : mdb_env_set_mapsize(s->env, 0);
   pthread_rwlock_unlock(&s->map_lock);
   return rc;
 }

@@ -8,6 +8,7 @@
 
 #include <lmdb.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 /* Every db of a store, the optional ones included (fc_db). */
 #define FC_DB_ALL (FC_DB_FAILED + 1)
@@ -30,6 +31,9 @@ struct fc_store {
   char *path;
   pthread_mutex_t write_mu; /* one writer at a time */
   pthread_rwlock_t map_lock; /* read txns hold it shared; map resizes take it exclusive */
+  atomic_uint pinned; /* read transactions kept open past map_lock (the loaders' snapshots),
+                         whose pointers into the map a resize would leave dangling: while one
+                         is open, store_adopt_map refuses (MDB_MAP_RESIZED) */
   int broken; /* sticky: a commit failed, writes refused */
   /* The indexes this process knows (index.c). idx_mu guards the table; dbi_mu is held by a
    * transaction that opens db handles until it ends (LMDB allows one such at a time). */
@@ -58,9 +62,16 @@ int store_check_extent(fc_store *s);
  * open on the environment (fc_store_read_begin's read transactions hold map_lock shared).
  * store_grow_map: twice the map, or at_least bytes if that is more; the `grow` fault site.
  * store_adopt_map: take the size another process grew the map to (after MDB_MAP_RESIZED).
- * Both return 0 or an LMDB/errno code. The caller must hold no transaction on s itself. */
+ * Both return 0 or an LMDB/errno code. The caller must hold no transaction on s itself; while a
+ * loader's snapshot of the process is open (pinned), store_adopt_map returns MDB_MAP_RESIZED. */
 int store_grow_map(fc_store *s, uint64_t at_least);
 int store_adopt_map(fc_store *s);
+/* fc_store_open flag (internal, beside fc_store_flags), read-only opens: map STORE_MAP_HEADROOM
+ * bytes past data.mdb's size, so that what writers add in the meantime is read without resizing
+ * the map, which a loader's open snapshot forbids (address space only; none in a test build run
+ * with FC_FAULT_MAPSIZE, so that its small jobs reach the resize). */
+enum { STORE_OPEN_HEADROOM = 1u << 30 };
+#define STORE_MAP_HEADROOM (16ull << 30)
 /* fc_store_read_begin for a thread that may hold other read transactions of s already: when
  * another process grew the map it returns MDB_MAP_RESIZED instead of adopting the new size (that
  * takes the map lock for writing, which the transactions held would deadlock); the caller ends
