@@ -305,6 +305,16 @@ typedef struct fc_loader_item {
  * Returns 0, FC_ENOTFOUND (an id no store can hold too: fc_loader_error says so), FC_EFORMAT/
  * FC_ECHECKSUM (corrupt record; fc_loader_error says why). Works with LOOKUP_ONLY (no index built). Serialized internally; safe from any thread. */
 FC_API int fc_loader_lookup(fc_loader *l, const char *id, fc_loader_item *out);
+/* Move a LOOKUP_ONLY loader to the stores' latest snapshots (what writers committed since it
+ * opened or last refreshed), keeping their environments: no file is opened or mapped again.
+ * Every pointer fc_loader_lookup returned before is invalid once it returns (the pages of the
+ * old snapshot may be reused by writers). Configs stay those chosen at open.
+ * Returns 0; FC_ECONFIG for a loader with an index (open a new one); FC_EBADSTATE after fork;
+ * on any other failure (MDB_MAP_RESIZED: a store grew past this process's map while another
+ * loader of the process has it open; ESTALE: a data.mdb written over in place; LMDB's errors)
+ * the loader refuses every later lookup and refresh with FC_EBADSTATE: close it and open a new
+ * one. Not to be called while another thread uses pointers of a lookup. */
+FC_API int fc_loader_refresh(fc_loader *l);
 
 #ifdef __cplusplus
 }

@@ -207,6 +207,7 @@ def _declare(lib):
         "fc_loader_add_buffers": (ctypes.c_int, [V, P(V), ctypes.c_size_t, ctypes.c_size_t]),
         "fc_loader_wait_ns": (ctypes.c_uint64, [V]),
         "fc_loader_lookup": (ctypes.c_int, [V, C, P(Item)]),
+        "fc_loader_refresh": (ctypes.c_int, [V]),
         # (record value, its length, a header out: 128 bytes hold it, payload out, why)
         "fc_record_verify": (ctypes.c_int, [V, ctypes.c_size_t, V, P(V), ctypes.c_char_p,
                                             ctypes.c_size_t]),

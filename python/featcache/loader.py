@@ -700,35 +700,42 @@ def get(store, id, features=None, tokens=None, verify=True):
         ld = _GET_CACHE.get(key)
     ident = _store_ident(key[1], None if ld is None else ld._ident[1])
     if ld is not None:
-        if ld._ident != ident:
-            ld = None  # open the new store
+        # a writer committed (data.mdb's size or times changed, the same files): the handle
+        # moves to the latest snapshot in the environment it has; a store replaced (other files),
+        # or a handle that cannot move, is opened anew
+        if ld._ident != ident and not (_same_files(ld._ident, ident) and _refresh(ld, ident)):
+            ld = None
         else:
             with _GET_LOCK:
                 if _GET_CACHE.get(key) is ld:
                     _GET_CACHE[key] = _GET_CACHE.pop(key)  # the most recently read go last
     it = _lib.Item()
-    for fresh in (ld is None, True):
-        if fresh:
-            with _GET_LOCK:
-                gone = _GET_CACHE.pop(key, None)
-            ld = h = gone = None  # the handle it held closes now, unless arrays of it live on
-            ld = Loader(store, features=features, tokens=tokens, _open=False)
-            ld._h = _Handle(ld.paths, ld._options(lookup_only=True))
-            ld._ident = ident
-            with _GET_LOCK:
-                # handles of a parent process are dropped, not closed; the stores read longest
-                # ago are let go
-                gone = [_GET_CACHE.pop(k) for k in [k for k in _GET_CACHE if k[0] != key[0]]]
-                _GET_CACHE[key] = ld
-                while len(_GET_CACHE) > GET_HANDLES:
-                    gone.append(_GET_CACHE.pop(next(iter(_GET_CACHE))))
-            gone = None
+    opened = False
+    for retry in (False, True):
+        if ld is None:
+            ld, opened = _get_open(store, key, features, tokens, ident), True
         h = ld._h
-        rc = h.lib.fc_loader_lookup(h.h, uid, ctypes.byref(it))
-        # a handle reads the store as it was when it opened: an id it lacks may have been
-        # stored since, which a handle opened now sees
-        if rc != _lib.FC_ENOTFOUND or fresh:
+        with h.lock:  # (no refresh between the lookup and the arrays that hold its snapshot)
+            rc = h.lib.fc_loader_lookup(h.h, uid, ctypes.byref(it))
+            if not rc:
+                mq = it.mel_dtype == _lib.DTYPE_MQ
+                mdt = np.dtype(np.uint8 if mq else _NP[it.mel_dtype])
+                mel = _wrap(it.mel, it.mel_bytes if mq else it.frames * it.n_mels * mdt.itemsize,
+                            mdt, (it.mel_bytes,) if mq else (it.frames, it.n_mels), h, False)
+                tok = None
+                if tokens is not None:
+                    tdt = np.dtype(_NP[it.tok_dtype])
+                    tok = _wrap(it.tokens, it.n_tokens * tdt.itemsize, tdt, (it.n_tokens,), h,
+                                False)
+        # a handle reads the store as it was when it opened or last moved on: an id it lacks
+        # may have been stored since (in the same second, data.mdb's times unchanged), which the
+        # latest snapshot shows
+        if retry or opened or rc not in (_lib.FC_ENOTFOUND, _lib.FC_EBADSTATE):
             break
+        # (FC_EBADSTATE: another thread's refresh of this handle failed, which replaces it)
+        h = None
+        if rc == _lib.FC_EBADSTATE or not _refresh(ld, ident):
+            ld = None
     if rc == _lib.FC_ENOTFOUND:
         raise KeyError(h.lib.fc_loader_error(h.h).decode("utf-8", "replace"))
     if rc:
@@ -736,17 +743,61 @@ def get(store, id, features=None, tokens=None, verify=True):
     if verify:
         what = "get(%r): %s: %s" % (id, os.fspath(store), id)
         _check_payload(h, it.mel, it.mel_bytes, what)
-        if tokens is not None and it.tokens:
+        if tok is not None and it.tokens:
             _check_payload(h, it.tokens, it.n_tokens * _DT[it.tok_dtype].itemsize,
                            what + ": tokens")
-    if it.mel_dtype == _lib.DTYPE_MQ:
-        mel = _decode_mq(h, it)
-    else:
-        mdt = np.dtype(_NP[it.mel_dtype])
-        mel = _wrap(it.mel, it.frames * it.n_mels * mdt.itemsize, mdt, (it.frames, it.n_mels), h,
-                    False)
+    if mq:
+        mel = _decode_mq(h, it)  # (while the payload's array holds the snapshot)
     if tokens is None:
         return mel
-    tdt = np.dtype(_NP[it.tok_dtype])
-    tok = _wrap(it.tokens, it.n_tokens * tdt.itemsize, tdt, (it.n_tokens,), h, False)
     return mel, tok
+
+
+def _get_open(store, key, features, tokens, ident):
+    """A new lookup handle for get(), in the cache under key: the one there before (if any) let
+    go first, so that a store replaced is read in a new environment (its files closed with the
+    old handle, unless arrays of it live on)."""
+    with _GET_LOCK:
+        gone = _GET_CACHE.pop(key, None)
+    gone = None
+    ld = Loader(store, features=features, tokens=tokens, _open=False)
+    ld._h = _Handle(ld.paths, ld._options(lookup_only=True))
+    ld._ident = ident
+    ld._unheld = _refs(ld)  # (no array of it yet)
+    with _GET_LOCK:
+        # handles of a parent process are dropped, not closed; the stores read longest ago are
+        # let go
+        gone = [_GET_CACHE.pop(k) for k in [k for k in _GET_CACHE if k[0] != key[0]]]
+        _GET_CACHE[key] = ld
+        while len(_GET_CACHE) > GET_HANDLES:
+            gone.append(_GET_CACHE.pop(next(iter(_GET_CACHE))))
+    gone = None
+    return ld
+
+
+def _same_files(a, b):
+    """Whether two _store_ident facts name the same directory and data.mdb files (dev, inode)."""
+    return (a[0] is not None and b[0] is not None and a[1] == b[1] and len(a[0]) == len(b[0])
+            and all(x[:2] == y[:2] for x, y in zip(a[0], b[0])))
+
+
+def _refs(ld):
+    """References to get()'s lookup handle: each array of its lookups holds one."""
+    return sys.getrefcount(ld._h)
+
+
+def _refresh(ld, ident):
+    """Move get()'s lookup handle to the store's latest snapshot (fc_loader_refresh), in the
+    environment it has: no file opened or mapped again. Only while no array of its lookups is
+    held (they point into the snapshot it has, whose pages writers may reuse once it moves):
+    False then, or when the library refuses (a map grown while another handle of the process
+    holds it, a data.mdb written over in place), and the caller opens a new handle."""
+    with ld._h.lock:
+        if _refs(ld) > ld._unheld:
+            return False
+        h = ld._h
+        if h.lib.fc_loader_refresh(h.h):
+            return False  # (the handle refuses lookups from now on: it is replaced)
+        h.regions = []  # (the maps of batches: a lookup handle makes none, and a map may move)
+        ld._ident = ident
+    return True

@@ -4,10 +4,12 @@ not from the first batch; a good Loader still pickles (reopened at first use in 
 unpickles it) and featcache.get() still opens for lookups only. The store is made by the real
 featurize from espeak-ng speech."""
 
+import ctypes
 import os
 import pickle
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -162,6 +164,67 @@ def test_get_sees_utterances_stored_after_its_first_call(store):
     assert (mel == b.mels[0]).all()
     with pytest.raises(KeyError):
         featcache.get(path, "still-not-there")
+
+
+class OpenCounter:
+    """Counts the opens of a file (inotify IN_OPEN, by any process): count() returns those since
+    the last call."""
+
+    def __init__(self, path):
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = self.libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        assert self.fd >= 0, os.strerror(ctypes.get_errno())
+        assert self.libc.inotify_add_watch(self.fd, os.fsencode(path), 0x20) >= 0  # IN_OPEN
+
+    def count(self):
+        n = 0
+        while True:
+            try:
+                buf = os.read(self.fd, 65536)
+            except BlockingIOError:
+                return n
+            off = 0
+            while off < len(buf):
+                _, mask, _, ln = struct.unpack_from("iIII", buf, off)
+                n += bool(mask & 0x20)
+                off += 16 + ln
+
+    def close(self):
+        os.close(self.fd)
+
+
+def test_get_keeps_its_environment_while_a_writer_commits(store):
+    # get() opened the store anew (data.mdb and lock.mdb opened, data.mdb mapped, the configs
+    # read) at its first call after every commit of a writer, and at every id its snapshot
+    # lacked: a loop of get() beside a featurize or tokenize run paid a whole open per commit,
+    # and every KeyError one more. Its handle now moves to the latest snapshot in the
+    # environment it has; a handle whose arrays are held is left to them, and a new one shares
+    # the environment (no file opened either).
+    d = store["dir"]
+    path = os.path.join(d, "busy")
+    shutil.copytree(store["path"], path)
+    first = featcache.get(path, "utt0").copy()
+    opens = OpenCounter(os.path.join(path, "data.mdb"))
+    try:
+        for i in range(3):
+            w = os.path.join(d, "busy%d.wav" % i)
+            subprocess.run(["espeak-ng", "-w", w, "Stored while get is called, %d." % i],
+                           check=True)
+            r = subprocess.run([os.path.join(BIN, "featurize"), "-q", "--device", "cpu", "-o",
+                                path, w], capture_output=True, text=True)
+            assert r.returncode == 0, r.stderr
+            opens.count()  # featurize's own
+            assert (featcache.get(path, "utt0") == first).all()
+            assert featcache.get(path, "busy%d" % i).shape[1] == 80  # the commit is seen
+            with pytest.raises(KeyError):
+                featcache.get(path, "never-stored")
+            held = featcache.get(path, "utt0")
+            assert opens.count() == 0, "get() opened data.mdb again after commit %d" % i
+        b = list(featcache.Loader(path, batch_size=8))[0]
+        assert sorted(b.ids) == ["busy0", "busy1", "busy2", "utt0", "utt1"]
+        assert (held == first).all()
+    finally:
+        opens.close()
 
 
 def test_get_after_the_store_is_rebuilt_and_moved_into_place(store):

@@ -288,8 +288,8 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
   /* opened without read-ahead, for a page at a time while opening (ld_advise_open) */
   size_t ref = n; /* the first store that is not empty: its configs are the dataset's */
   int any_full = 0;
-  /* with headroom: a writer's growth of the store is read by the next loader of the process
-   * without moving the map under the snapshots open */
+  /* with headroom: a writer's growth of the store is read by the next loader of the process (and
+   * fc_loader_refresh) without moving the map under the snapshots open */
   unsigned sflags = FC_STORE_RDONLY | FC_STORE_NORDAHEAD | STORE_OPEN_HEADROOM;
   if (opts->flags & FC_LOADER_NOLOCK) sflags |= FC_STORE_NOLOCK;
   for (size_t i = 0; i < n; i++) {
@@ -583,7 +583,7 @@ const char *fc_loader_error(const fc_loader *l) { return l->err; }
 
 int fc_loader_lookup(fc_loader *l, const char *id, fc_loader_item *out) {
   memset(out, 0, sizeof *out);
-  if (l->pid != getpid()) return FC_EBADSTATE;
+  if (l->pid != getpid() || l->refresh_failed) return FC_EBADSTATE;
   size_t len = strlen(id);
   pthread_mutex_lock(&l->lookup_mu);
   l->err[0] = '\0';
@@ -633,6 +633,46 @@ int fc_loader_lookup(fc_loader *l, const char *id, fc_loader_item *out) {
   }
   if (rc == FC_ENOTFOUND && !l->err[0])
     snprintf(l->err, sizeof l->err, "%s: no such utterance", id);
+  pthread_mutex_unlock(&l->lookup_mu);
+  return rc;
+}
+
+int fc_loader_refresh(fc_loader *l) {
+  if (l->pid != getpid() || l->refresh_failed) return FC_EBADSTATE;
+  if (!(l->o.flags & FC_LOADER_LOOKUP_ONLY)) return FC_ECONFIG; /* the index is of its snapshot */
+  int rc = 0;
+  pthread_mutex_lock(&l->lookup_mu);
+  pthread_mutex_lock(&l->resolve_mu);
+  l->err[0] = '\0';
+  for (uint32_t i = 0; i < l->n_stores && !rc; i++) {
+    ld_store *st = &l->stores[i];
+    /* lock.mdb names the snapshot a reader takes, and the newest in data.mdb is that one but
+     * while a writer is between its two steps of a commit (a few tries), or when data.mdb was
+     * written over in place, not by LMDB: its snapshots are of another history, which only a new
+     * environment reads as they are */
+    for (int tries = 0; tries < 8; tries++) {
+      pinned_end(st->s, st->txn); /* first: a grown map is adopted only when none is open */
+      st->txn = NULL;
+      if ((rc = pinned_begin(st->s, &st->txn))) {
+        snprintf(l->err, sizeof l->err, "%s: %s%s", st->path, fc_strerror(rc),
+                 rc == MDB_MAP_RESIZED ? MAP_HELD : "");
+        break;
+      }
+      MDB_envinfo ei;
+      rc = mdb_env_info(st->s->env, &ei);
+      if (!rc && ei.me_last_txnid == mdb_txn_id(st->txn)) {
+        if (fc_store_map_region(st->s, &st->map, &st->map_len)) st->map = NULL; /* (remapped) */
+        break;
+      }
+      rc = rc ? rc : ESTALE;
+      snprintf(l->err, sizeof l->err,
+               "%s: data.mdb's newest snapshot is not the one lock.mdb names (written over in "
+               "place?): open the store anew",
+               st->path);
+    }
+  }
+  if (rc) l->refresh_failed = 1;
+  pthread_mutex_unlock(&l->resolve_mu);
   pthread_mutex_unlock(&l->lookup_mu);
   return rc;
 }

@@ -139,6 +139,7 @@ struct fc_loader {
   uint64_t n_problems, cap_problems;
   pthread_mutex_t lookup_mu; /* fc_loader_lookup uses the transactions from any thread */
   pthread_mutex_t resolve_mu; /* items' states and record pointers (LD_*), the transactions */
+  int refresh_failed; /* fc_loader_refresh left a store without its transaction: lookups refused */
   int any_indexed; /* some store is read through its index: items may need resolving */
   ld_warm_stats warm; /* the index read ahead at open, over the stores (tests, benchmarks) */
   char err[512]; /* fc_loader_error */
