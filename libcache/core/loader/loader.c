@@ -661,7 +661,7 @@ int fc_loader_refresh(fc_loader *l) {
       MDB_envinfo ei;
       rc = mdb_env_info(st->s->env, &ei);
       if (!rc && ei.me_last_txnid == mdb_txn_id(st->txn)) {
-        if (fc_store_map_region(st->s, &st->map, &st->map_len)) st->map = NULL; /* (remapped) */
+        st->map = NULL; /* (it may have moved; only an open uses it, and reading it is a file) */
         break;
       }
       rc = rc ? rc : ESTALE;
