@@ -678,12 +678,14 @@ def _check_payload(h, payload, nbytes, what):
         raise FeatcacheError(rc, "%s: %s" % (what, why.value.decode("utf-8", "replace")))
 
 
-def get(store, id, features=None, tokens=None, verify=True):
+def get(store, id, features=None, tokens=None, verify=True, nolock=False):
     """The features of one utterance: a read-only [frames, n_mels] array in the map (and with
     tokens=..., a tuple (mels, tokens)); for a coded (mq) config a decoded float32 copy. Raises
     KeyError when the store has no such id, FeatcacheError when its record is damaged: the
-    payload's checksum is checked (verify=False: not), as the Loader does. The lookup handles
-    of the GET_HANDLES stores read last are kept for the next calls."""
+    payload's checksum is checked (verify=False: not), as the Loader does. nolock=True reads a
+    store on read-only media or one this user cannot write, as Loader(nolock=True) (no one may
+    write it meanwhile). The lookup handles of the GET_HANDLES stores read last are kept for the
+    next calls."""
     if not isinstance(id, str):
         raise TypeError("featcache: get(%r): an utterance id is a str" % (id,))
     try:
@@ -693,7 +695,7 @@ def get(store, id, features=None, tokens=None, verify=True):
     if not 0 < len(uid) <= _ID_MAX or b"\0" in uid or b"\n" in uid or b"\r" in uid:
         # (the C lookup would see an id cut at a NUL: another utterance's)
         raise KeyError("featcache: %r: no such utterance (no store holds such an id)" % (id,))
-    key = (os.getpid(), os.path.realpath(os.fspath(store)), features, tokens)
+    key = (os.getpid(), os.path.realpath(os.fspath(store)), features, tokens, bool(nolock))
     # (the cache is changed and walked under _GET_LOCK: get() may run in several threads; the
     # stores are opened, and handles let go, outside it)
     with _GET_LOCK:
@@ -713,7 +715,7 @@ def get(store, id, features=None, tokens=None, verify=True):
     opened = False
     for retry in (False, True):
         if ld is None:
-            ld, opened = _get_open(store, key, features, tokens, ident), True
+            ld, opened = _get_open(store, key, features, tokens, nolock, ident), True
         h = ld._h
         with h.lock:  # (no refresh between the lookup and the arrays that hold its snapshot)
             rc = h.lib.fc_loader_lookup(h.h, uid, ctypes.byref(it))
@@ -753,14 +755,14 @@ def get(store, id, features=None, tokens=None, verify=True):
     return mel, tok
 
 
-def _get_open(store, key, features, tokens, ident):
+def _get_open(store, key, features, tokens, nolock, ident):
     """A new lookup handle for get(), in the cache under key: the one there before (if any) let
     go first, so that a store replaced is read in a new environment (its files closed with the
     old handle, unless arrays of it live on)."""
     with _GET_LOCK:
         gone = _GET_CACHE.pop(key, None)
     gone = None
-    ld = Loader(store, features=features, tokens=tokens, _open=False)
+    ld = Loader(store, features=features, tokens=tokens, nolock=nolock, _open=False)
     ld._h = _Handle(ld.paths, ld._options(lookup_only=True))
     ld._ident = ident
     ld._unheld = _refs(ld)  # (no array of it yet)

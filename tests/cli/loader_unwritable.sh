@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The loader on a store this user can read but not write (a teammate's dataset): LMDB opens
 # lock.mdb for writing even to read, so the open failed with a bare "Permission denied". It says
-# why and what to do (nolock), and nolock=True reads every utterance. As root the permissions
+# why and what to do (nolock), and nolock=True reads every utterance; featcache.get too (it took no
+# nolock, so the advice it gave could not be followed: such a store was not readable by get at
+# all). As root the permissions
 # bind no one: the Python runs as nobody (setpriv); skipped (77) when that cannot be done here.
 set -u
 FZ=${FC_BIN:?}/featurize
@@ -39,4 +41,19 @@ want: $want" ;;
 esac
 got=$("${as[@]}" "$PY" read.py "$tmp/st" nolock 2>&1)
 [ "$got" = 3 ] || fail "nolock: want 3 utterances read, got: $got"
+cat >get.py <<'PY'
+import featcache, sys
+try:
+    print(featcache.get(sys.argv[1], "u2", nolock=sys.argv[2] == "nolock").shape[1])
+except (featcache.FeatcacheError, TypeError) as e:
+    print(e)
+PY
+got=$("${as[@]}" "$PY" get.py "$tmp/st" lock 2>&1)
+case "$got" in
+*"$want"*) ;;
+*) fail "get without nolock:
+got:  $got" ;;
+esac
+got=$("${as[@]}" "$PY" get.py "$tmp/st" nolock 2>&1)
+[ "$got" = 80 ] || fail "get with nolock: want an 80-mel array, got: $got"
 echo ok
