@@ -76,6 +76,9 @@ typedef struct tok_vocab {
   tok_map map; /* symbol → id (specials excluded from text matching: see match) */
   tok_map match; /* symbols that text may match */
   size_t max_len; /* longest matchable symbol, bytes */
+  /* the distinct lengths of the matchable symbols, longest first: the lengths a match may have
+   * (trying every length up to max_len made one long symbol cost its length squared a position) */
+  size_t *lens, n_lens;
 } tok_vocab;
 /* Parse a vocab file's bytes. FC_ETOKENIZER with "LINE: reason" on an empty line, invalid UTF-8 or
  * a duplicate symbol. */

@@ -13,9 +13,32 @@
 void tok_vocab_free(tok_vocab *v) {
   for (size_t i = 0; i < v->n; i++) free(v->syms[i]);
   free(v->syms);
+  free(v->lens);
   tok_map_free(&v->map);
   tok_map_free(&v->match);
   memset(v, 0, sizeof *v);
+}
+
+static int cmp_len_desc(const void *a, const void *b) {
+  const size_t x = *(const size_t *)a, y = *(const size_t *)b;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* v->lens: the distinct lengths of the symbols in v->match, longest first; v->max_len. */
+static int match_lengths(tok_vocab *v) {
+  size_t n = 0, *lens = fc_malloc((v->match.count ? v->match.count : 1) * sizeof *lens);
+  if (!lens) return ENOMEM;
+  for (size_t i = 0; i < v->match.cap; i++)
+    if (v->match.slots[i].key) lens[n++] = v->match.slots[i].len;
+  qsort(lens, n, sizeof *lens, cmp_len_desc);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!k || lens[k - 1] != lens[i]) lens[k++] = lens[i];
+  free(v->lens);
+  v->lens = lens;
+  v->n_lens = k;
+  v->max_len = k ? lens[0] : 0;
+  return 0;
 }
 
 /* changed (may be NULL): which symbols normalization changed, to say why two are one */
@@ -47,9 +70,10 @@ static int vocab_build(tok_vocab *v, char **syms, size_t n, const unsigned char 
       tok_vocab_free(v);
       return rc;
     }
-    if (len > v->max_len) v->max_len = len;
   }
-  return 0;
+  int rc = match_lengths(v);
+  if (rc) tok_vocab_free(v);
+  return rc;
 }
 
 int tok_vocab_from_syms(tok_vocab *v, char **syms, size_t n, char *why, size_t why_len) {
@@ -134,7 +158,6 @@ int tok_vocab_unmatch(tok_vocab *v, const char *sym) {
   if (!tok_map_get(&v->match, sym, strlen(sym), &id)) return 0;
   /* rebuild the match map without sym: specials are few and this runs once */
   tok_map m = {0};
-  size_t max_len = 0;
   for (size_t i = 0; i < v->match.cap; i++) {
     tok_map_slot *s = &v->match.slots[i];
     if (!s->key || strcmp(s->key, sym) == 0) continue;
@@ -143,11 +166,16 @@ int tok_vocab_unmatch(tok_vocab *v, const char *sym) {
       tok_map_free(&m);
       return rc;
     }
-    if (s->len > max_len) max_len = s->len;
   }
-  tok_map_free(&v->match);
+  tok_map old = v->match;
   v->match = m;
-  v->max_len = max_len;
+  int rc = match_lengths(v);
+  if (rc) { /* the old map and lengths, whole */
+    tok_map_free(&m);
+    v->match = old;
+    return rc;
+  }
+  tok_map_free(&old);
   return 0;
 }
 
@@ -155,13 +183,17 @@ int tok_vocab_map(const tok_vocab *v, const char *s, size_t len, int32_t unk, in
                   tok_ids *out, size_t *unknown, char *why, size_t why_len) {
   size_t i = 0;
   while (i < len) {
-    size_t maxl = v->max_len < len - i ? v->max_len : len - i;
     int32_t id = -1;
-    size_t l = maxl;
-    for (; l > 0; l--) {
+    size_t l = 0;
+    for (size_t k = 0; k < v->n_lens; k++) { /* the symbols' lengths, longest first */
+      l = v->lens[k];
       /* only whole code points: l must end on a boundary */
-      if (i + l < len && ((unsigned char)s[i + l] & 0xC0) == 0x80) continue;
+      if (l > len - i || (i + l < len && ((unsigned char)s[i + l] & 0xC0) == 0x80)) {
+        l = 0;
+        continue;
+      }
       if (tok_map_get(&v->match, s + i, l, &id)) break;
+      l = 0;
     }
     if (l == 0) {
       int32_t cp;
