@@ -69,6 +69,30 @@ int main(void) {
   norm_case(1, 0, 0, 1, "surrogate \xED\xA0\x80", NULL, FC_EUTF8);
 
   char why[512] = "";
+  /* success: why is empty, or a warning naming the vocab symbols the normalization never leaves
+   * in the text (kept as written: their ids are never produced) */
+  {
+    const char *vf = write_tmp("fold", "<pad>\n<unk>\n \na\nA\nb\n");
+    fc_tok_opts o;
+    fc_tok_opts_init(&o, FC_TOK_CHARS);
+    o.vocab_path = vf;
+    fc_tokenizer *t = NULL;
+    strcpy(why, "stale");
+    CHECK(fc_tokenizer_create(&o, &t, why, sizeof why) == 0 && why[0] == 0, "keep: '%s'", why);
+    fc_tokenizer_free(t);
+    o.norm.casefold = 1;
+    t = NULL;
+    CHECK(fc_tokenizer_create(&o, &t, why, sizeof why) == 0 &&
+              strstr(why, ": 1 symbol can never match") && strstr(why, "'A' (line 5, --case fold)"),
+          "fold: '%s'", why);
+    int32_t *ids = NULL;
+    size_t n = 0, unknown = 0;
+    CHECK(t && fc_tokenizer_encode(t, "ab", 2, &ids, &n, &unknown, why, sizeof why) == 0 &&
+              n == 2 && ids[0] == 3 && ids[1] == 5 && unknown == 0,
+          "fold: encode 'ab'");
+    free(ids);
+    fc_tokenizer_free(t);
+  }
   /* vocab errors name the line */
   CHECK(!make(FC_TOK_CHARS, write_tmp("dup", "a\nb\na\n"), why) &&
             strstr(why, ":3: duplicate symbol 'a' (first at line 1)"),
