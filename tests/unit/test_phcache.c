@@ -185,6 +185,12 @@ int main(void) {
   CHECK(tok_phcache_mem_bytes() == 3072);
   setenv("FC_PHONEME_CACHE", "2M", 1);
   CHECK(tok_phcache_mem_bytes() == 2ll << 20);
+  setenv("FC_PHONEME_CACHE", "2MiB", 1); /* as the tools' sizes are written (it fell back to 64M) */
+  CHECK(tok_phcache_mem_bytes() == 2ll << 20);
+  setenv("FC_PHONEME_CACHE", "1GiB", 1);
+  CHECK(tok_phcache_mem_bytes() == 1ll << 30);
+  setenv("FC_PHONEME_CACHE", "2MB", 1);
+  CHECK(tok_phcache_mem_bytes() == 64ll << 20);
   setenv("FC_PHONEME_CACHE", "12x", 1);
   CHECK(tok_phcache_mem_bytes() == 64ll << 20);
   return fc_check_result("test_phcache");

@@ -52,6 +52,7 @@ long long tok_phcache_mem_bytes(void) {
               : *end == 'G' || *end == 'g' ? 30
                                            : 0;
   if (shift) end++;
+  if (shift && strcmp(end, "iB") == 0) end += 2; /* 64MiB, as the tools' sizes are written */
   if (errno || end == e || *end || v > (1ull << 40)) return 64ll << 20; /* as without it */
   return (long long)(v << shift);
 }
