@@ -302,7 +302,8 @@ typedef struct fc_loader_item {
 /* Look utterance id up in the stores (the first store that has its records, as the index serves
  * it; a store whose records of it are missing or corrupt is passed over, its reason returned
  * only when no store has them). Pointers valid until close.
- * Returns 0, FC_ENOTFOUND (an id no store can hold too: fc_loader_error says so), FC_EFORMAT/
+ * Returns 0, FC_ENOTFOUND (an id no store can hold too: fc_loader_error says so; for an id
+ * featurize failed, the reason it recorded), FC_EFORMAT/
  * FC_ECHECKSUM (corrupt record; fc_loader_error says why). Works with LOOKUP_ONLY (no index built). Serialized internally; safe from any thread. */
 FC_API int fc_loader_lookup(fc_loader *l, const char *id, fc_loader_item *out);
 /* Move a LOOKUP_ONLY loader to the stores' latest snapshots (what writers committed since it

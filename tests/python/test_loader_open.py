@@ -13,6 +13,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import wave
 
 import pytest
 
@@ -142,6 +143,27 @@ def test_get_ids_no_store_can_hold(store):
         assert e.value.args[0] == "featcache: %r: no such utterance (no store holds such an id)" % (
             uid,), e.value.args
     assert featcache.get(store["path"], "utt0").shape[1] == 80
+
+
+def test_get_of_an_utterance_featurize_failed_says_why(store):
+    # featurize records why it failed an input (a file too short for one frame); the Loader's
+    # problems() said so, get() said only "tiny: no such utterance"
+    d = store["dir"]
+    path = os.path.join(d, "failed")
+    w = os.path.join(d, "tiny.wav")
+    with wave.open(w, "wb") as f:  # 88 samples: no hifigan frame
+        f.setnchannels(1)
+        f.setsampwidth(2)
+        f.setframerate(22050)
+        f.writeframes(b"\x01\x00" * 88)
+    r = subprocess.run([os.path.join(BIN, "featurize"), "-q", "--device", "cpu", "-o", path,
+                        os.path.join(d, "utt0.wav"), w], capture_output=True, text=True)
+    assert r.returncode == 1, r.stderr
+    with pytest.raises(KeyError, match="tiny: not stored: featurize failed it: too short"):
+        featcache.get(path, "tiny")
+    with pytest.raises(KeyError, match="^'nope: no such utterance'$"):
+        featcache.get(path, "nope")
+    assert featcache.get(path, "utt0").shape[1] == 80
 
 
 def test_get_sees_utterances_stored_after_its_first_call(store):

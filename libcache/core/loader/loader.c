@@ -631,8 +631,16 @@ int fc_loader_lookup(fc_loader *l, const char *id, fc_loader_item *out) {
     }
     break;
   }
-  if (rc == FC_ENOTFOUND && !l->err[0])
-    snprintf(l->err, sizeof l->err, "%s: no such utterance", id);
+  if (rc == FC_ENOTFOUND && !l->err[0]) {
+    /* no store has its entry: featurize may have failed it, and recorded why */
+    pthread_mutex_lock(&l->resolve_mu);
+    uint32_t s = ld_recorded_failure(l, id, len, "not stored", r, sizeof r);
+    pthread_mutex_unlock(&l->resolve_mu);
+    if (s < l->n_stores)
+      snprintf(l->err, sizeof l->err, "%s: %s: %s", l->stores[s].path, id, r);
+    else
+      snprintf(l->err, sizeof l->err, "%s: no such utterance", id);
+  }
   pthread_mutex_unlock(&l->lookup_mu);
   return rc;
 }
