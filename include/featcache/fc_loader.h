@@ -65,9 +65,12 @@ enum fc_loader_flags {
                                          order as well or better (docs/BENCHMARKS.md, the loader section) */
   FC_LOADER_CENTER_CROP = 1u << 8, /* crops take the middle segment (start (frames-len)/2);
                                          neither crop flag: the segment starting at frame 0 */
-  FC_LOADER_NO_VERIFY = 1u << 9 /* skip the payload checksums (XXH3-64 of every byte of a
+  FC_LOADER_NO_VERIFY = 1u << 9, /* skip the payload checksums (XXH3-64 of every byte of a
                                          batch's records, docs/BENCHMARKS.md): a damaged payload
                                          is then served, or fails its batch if it cannot decode */
+  FC_LOADER_PARTIAL = 1u << 10 /* read stores whose recorded shards (meta shard/K/N) are not a
+                                         whole partition, or record one shard twice: refused
+                                         otherwise when two or more stores record shards */
 };
 
 /* Options. Always start from fc_loader_opts_init (defaults below), then set fields. */
@@ -120,7 +123,9 @@ FC_API void fc_loader_opts_init(fc_loader_opts *o);
 /* Open n stores (directories) as one dataset and build the index. Among several stores one with
  * no entries and no records (an empty shard) needs no config and contributes nothing. Errors:
  * those of fc_store_open, FC_ENOTFOUND (no such config, or with STRICT a missing record), FC_ECONFIG (a
- * config selector matching several configs, bad options, stores disagreeing on the config),
+ * config selector matching several configs, bad options, stores disagreeing on the config, a
+ * store given twice, and without FC_LOADER_PARTIAL shards recorded by two or more of the stores
+ * that miss some of their partition or hold one twice),
  * FC_EFORMAT/FC_ECHECKSUM (with STRICT, a corrupt record), ENOMEM; why (may be NULL) receives a
  * one-line reason naming the store and the id. *out is owned by the caller: fc_loader_close. */
 FC_API int fc_loader_open(const char *const *paths, size_t n, const fc_loader_opts *o,

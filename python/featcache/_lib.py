@@ -31,7 +31,7 @@ OUTPUTS = {"views": 0, "padded": 1}
 SHARDS = {"pad": 0, "drop": 1, "uneven": 2}
 FLAG_NOLOCK, FLAG_NORDAHEAD, FLAG_VERIFY, FLAG_STRICT = 1, 2, 4, 8
 FLAG_RANDOM_CROP, FLAG_NO_WILLNEED, FLAG_LOOKUP_ONLY, FLAG_WILLNEED = 16, 32, 64, 128
-FLAG_CENTER_CROP, FLAG_NO_VERIFY = 256, 512
+FLAG_CENTER_CROP, FLAG_NO_VERIFY, FLAG_PARTIAL = 256, 512, 1024
 
 # fc_base.h
 # fc_loader_swap_descs: the packed batch descriptor (FC_DESC_* of fc_loader.h)

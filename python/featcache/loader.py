@@ -306,6 +306,8 @@ class Loader:
                   verify=False serves payloads unchecked, docs/BENCHMARKS.md has the cost);
                   strict: fail on any missing or corrupt record instead of skipping it
                   (skipped ones: .problems())
+    partial       read stores whose recorded shards (featurize --shard) are not a whole set, or
+                  hold one shard twice (refused otherwise: FeatcacheError naming them)
     nolock, nordahead, willneed   LMDB / madvise switches (docs/loader.md); willneed None (the
                   default) hints only with nordahead, True/False force them on/off
     buffer_alloc  callable(nbytes) -> object with writable memory (a torch tensor, e.g.
@@ -324,7 +326,7 @@ class Loader:
                  locality_run=0, prefetch_threads=2, prefetch_depth=4, verify=True,
                  strict=False, nolock=False, nordahead=False, willneed=None, epoch=0,
                  buffer_alloc=None, n_buffers=0, release_fence=None, manifest=None, ids=None, *,
-                 _open=True):
+                 partial=False, _open=True):
         batch_size, max_frames = _number("batch_size", batch_size), _number("max_frames", max_frames,
                                                                             _MAX64)
         if rank is not None:
@@ -394,7 +396,7 @@ class Loader:
                         bucket_batches=bucket_batches, locality_run=locality_run,
                         prefetch_threads=prefetch_threads, prefetch_depth=prefetch_depth,
                         verify=verify, strict=strict, nolock=nolock, nordahead=nordahead,
-                        willneed=willneed)
+                        willneed=willneed, partial=partial)
         self.buffer_alloc, self.release_fence = buffer_alloc, release_fence
         self.n_buffers = n_buffers or (prefetch_depth + 2)
         self.epoch = epoch
@@ -424,6 +426,7 @@ class Loader:
         if k["nordahead"]: flags |= _lib.FLAG_NORDAHEAD
         flags |= _lib.FLAG_VERIFY if k["verify"] else _lib.FLAG_NO_VERIFY
         if k["strict"]: flags |= _lib.FLAG_STRICT
+        if k.get("partial"): flags |= _lib.FLAG_PARTIAL
         if k["crop"] == "random": flags |= _lib.FLAG_RANDOM_CROP
         if k["crop"] == "center": flags |= _lib.FLAG_CENTER_CROP
         if k["willneed"] is not None:

@@ -387,6 +387,7 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
     }
     if (ref == n) ref = i;
   }
+  if (!(opts->flags & FC_LOADER_LOOKUP_ONLY) && (rc = ld_check_set(l, why, why_len))) goto fail;
   for (size_t i = 0; i < n; i++)
     if (l->stores[i].empty) {
       l->stores[i].mel_cfg = l->stores[ref].mel_cfg;

@@ -222,6 +222,10 @@ int ld_index_store_lookups(struct fc_loader *l, uint32_t si, char *why, size_t w
  * (items of later stores under it are dropped), and a store's problem with an id another store
  * serves is dropped (it skips nothing). 0 or ENOMEM. */
 int ld_drop_duplicates(struct fc_loader *l);
+/* loader_dataset.c: the stores as a set, checked once their transactions began: a store given
+ * twice (FC_ECONFIG), and unless FC_LOADER_PARTIAL, an incomplete set of shards or a shard two
+ * stores record (FC_ECONFIG, why naming them). */
+int ld_check_set(struct fc_loader *l, char *why, size_t why_len);
 
 /* loader_subset.c: the utterances the epochs hold, when the options name them (manifest, ids) */
 int ld_subset_begin(struct fc_loader *l, const fc_loader_opts *o, char *why, size_t why_len);
