@@ -167,6 +167,18 @@ FC_API int fc_loader_problem(const fc_loader *l, uint64_t i, const char **id, co
  * large records lie inside it (bindings use this to wrap the map once and slice views from it). */
 FC_API int fc_loader_map_region(const fc_loader *l, uint32_t i, const void **base, size_t *len);
 
+/* The digest of this loader's view of the dataset: XXH3-128 over its configs and its index
+ * (every utterance in index order: its id, the store serving it, its frames and tokens), not the
+ * options. Two loaders over the same stores, configs and subset see the same view exactly when
+ * their snapshots hold the same utterances: a writer that committed between their opens makes it
+ * differ. The ranks of one run (and DataLoader workers) each cut their share of their own view's
+ * order, so ranks whose views differ read some utterances twice and others never, silently:
+ * exchange it once after open and stop on a difference (Python: featcache.check_ranks, which
+ * compares the options that shape the order too). Computed on each call: one pass over the index
+ * hashing each id and 16 bytes more (no record is read); nothing on the batch path. FC_EBADSTATE
+ * with LOOKUP_ONLY. */
+FC_API int fc_loader_view_digest(const fc_loader *l, fc_digest *out);
+
 /* Canonical JSON of the chosen mel (which = 0) or token (which = 1) config; valid until close. */
 FC_API const char *fc_loader_config_json(const fc_loader *l, int which);
 

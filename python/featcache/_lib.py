@@ -44,6 +44,7 @@ DESC_LEN = 24
 FC_ENOTFOUND = -31908
 FC_ECHECKSUM = -31901
 FC_EBADSTATE = -31912
+FC_ECONFIG = -31902
 DTYPE_NAMES = {1: "f32", 2: "f16", 3: "bf16", 4: "i32", 5: "i16", 6: "u16", 7: "mq"}
 DTYPE_MQ = 7  # the mel codec: stored coded, delivered as float32
 
@@ -198,6 +199,7 @@ def _declare(lib):
         "fc_loader_problem": (ctypes.c_int, [V, ctypes.c_uint64, P(C), P(C), P(C)]),
         "fc_loader_map_region": (ctypes.c_int, [V, ctypes.c_uint32, P(V), P(ctypes.c_size_t)]),
         "fc_loader_config_json": (C, [V, ctypes.c_int]),
+        "fc_loader_view_digest": (ctypes.c_int, [V, C]),
         "fc_loader_set_epoch": (ctypes.c_int, [V, ctypes.c_uint64]),
         # batches travel as plain addresses (int): the package reads them with Batch.from_address
         "fc_loader_next": (ctypes.c_int, [V, P(V)]),

@@ -168,6 +168,17 @@ class _Handle:
         self.info_epoch = 0    # the epoch self.info's per-epoch fields are of
         self.running = 0       # iterations of this handle under way
 
+    def view(self):
+        """fc_loader_view_digest as 32 hex digits (computed once per handle)."""
+        v = self.__dict__.get("_view")
+        if v is None:
+            out = ctypes.create_string_buffer(16)
+            rc = self.lib.fc_loader_view_digest(self.h, out)
+            if rc:
+                _raise(rc, "view", self.h)
+            v = self._view = out.raw.hex()
+        return v
+
     def set_buffers(self, objs):
         """Hand objects exposing writable memory of info.bound_batch_bytes each to the C loader
         as its padded-batch buffers (fc_loader_set_buffers)."""
@@ -462,7 +473,20 @@ class Loader:
                 h.alloc = self.buffer_alloc
             h.fence = self.release_fence
             self._h = h
+            seen = self.__dict__.get("_seen_view")
+            if seen is None:
+                self._seen_view = (os.getpid(), h.view(), int(h.info.items))
+            elif seen[0] != os.getpid() and seen[1] != h.view():
+                self._h = None
+                raise FeatcacheError(_lib.FC_ECONFIG, _view_changed(self.paths, seen, h))
         return h
+
+    @property
+    def view(self):
+        """32 hex digits: the digest of the dataset this process's loader sees (its configs and
+        every utterance of its index, in order; fc_loader_view_digest). Equal on two ranks exactly
+        when their snapshots hold the same utterances (check_ranks compares them)."""
+        return self._handle().view()
 
     def __getstate__(self):  # picklable for spawn-started workers: reopened on first use
         d = self.__dict__.copy()
@@ -604,6 +628,64 @@ class Loader:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _view_changed(paths, seen, h):
+    return ("featcache: %s: the stores changed since the Loader was made (process %d saw %d "
+            "utterances, view %s; this process sees %d, view %s): a writer committed meanwhile, "
+            "so this process would cut its share of another order than the others and read some "
+            "utterances twice and others never; make the Loader once the stores are finished "
+            "(docs/loader.md, \"Shard a store no one is writing\")"
+            % (", ".join(os.fsdecode(p) for p in paths), seen[0], seen[2], seen[1][:12],
+               int(h.info.items), h.view()[:12]))
+
+
+# the options that shape an epoch's global order and batches: every rank must hold the same
+_ORDER_KEYS = ("order", "seed", "batch_size", "padded", "world_size")
+_ORDER_KW = ("max_frames", "drop_last", "shard", "crop_frames", "pad_to", "pad_multiple", "crop",
+             "bucket_batches", "locality_run")
+
+
+def check_ranks(loader, gather=None, group=None):
+    """Check that every rank of a data-parallel run sees the same dataset with the same options,
+    once after opening (a collective: every rank must call it). Each rank cuts its share of its
+    own epoch order, so ranks whose snapshots differ (a featurize still writing, a rerun between
+    their starts) or whose options differ (seed, batch_size, ...) read some utterances twice and
+    others never, without a word; this raises FeatcacheError on every rank instead, naming the
+    ranks and what differs. loader: a Loader or a featcache.torch.FeatcacheDataset. gather:
+    callable(obj) -> list of every rank's obj, in rank order (default:
+    torch.distributed.all_gather_object over group). Returns the view (32 hex digits)."""
+    ld = loader._loader() if hasattr(loader, "_loader") else loader
+    h = ld._handle()
+    mine = dict(rank=ld.rank, view=h.view(), items=int(h.info.items),
+                options=[(k, getattr(ld, k)) for k in _ORDER_KEYS] +
+                        [(k, ld._kw.get(k)) for k in _ORDER_KW])
+    if gather is None:
+        import torch.distributed as dist
+        if not (dist.is_available() and dist.is_initialized()):
+            return mine["view"]
+        out = [None] * dist.get_world_size(group)
+        dist.all_gather_object(out, mine, group=group)
+        everyone = out
+    else:
+        everyone = list(gather(mine))
+    first = everyone[0]
+    for other in everyone[1:]:
+        if other["view"] != first["view"]:
+            raise FeatcacheError(_lib.FC_ECONFIG, (
+                "featcache: check_ranks: rank %s sees %d utterances (view %s), rank %s sees %d "
+                "(view %s): the ranks opened different snapshots of the stores (a writer "
+                "committed between their opens) or were given other stores, configs or splits; "
+                "each would cut its share of another order (docs/loader.md, \"Shard a store no "
+                "one is writing\")" % (other["rank"], other["items"], other["view"][:12],
+                                         first["rank"], first["items"], first["view"][:12])))
+        diff = [(k, a, b) for (k, a), (_, b) in zip(other["options"], first["options"]) if a != b]
+        if diff:
+            raise FeatcacheError(_lib.FC_ECONFIG, (
+                "featcache: check_ranks: rank %s has %s, rank %s %s: the ranks would plan other "
+                "epochs" % (other["rank"], ", ".join("%s=%r" % (k, a) for k, a, _ in diff),
+                            first["rank"], ", ".join("%s=%r" % (k, b) for k, _, b in diff))))
+    return mine["view"]
 
 
 def _dist_rank_world():

@@ -66,7 +66,8 @@ import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
 from ._torch_handoff import Handoff
-from .loader import Loader, _anchored, _cwd, _number
+from ._lib import FC_ECONFIG, FeatcacheError
+from .loader import Loader, _anchored, _cwd, _number, _view_changed
 
 __all__ = ["FeatcacheDataset", "batch_to_torch", "to_device"]
 
@@ -271,8 +272,10 @@ class FeatcacheDataset(IterableDataset):
         self._loaders = {}
         self._eager = None
         if get_worker_info() is None:  # a wrong path or config raises here
-            self._loader()
+            ld = self._loader()
             self._eager = next(iter(self._loaders))
+            # what a DataLoader worker (or a process the dataset is pickled to) must see too
+            self._seen_view = ld._seen_view
 
     @property
     def epoch(self):
@@ -390,6 +393,11 @@ class FeatcacheDataset(IterableDataset):
             if kw.get("manifest") is not None:
                 kw["manifest"] = _anchored(os.fspath(kw["manifest"]), cwd)
             ld = Loader(paths, rank=rank, world_size=world, **kw)
+            seen = self.__dict__.get("_seen_view")
+            if seen is not None and seen[0] != os.getpid() and seen[1] != ld.view:
+                msg = _view_changed(paths, seen, ld._handle())
+                ld.close()
+                raise FeatcacheError(FC_ECONFIG, msg)
             self._loaders[key] = ld
         return ld
 

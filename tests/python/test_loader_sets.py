@@ -1,9 +1,12 @@
-"""The stores a Loader reads as one dataset, checked as a set.
+"""The stores a Loader reads as one dataset, checked as a set, and the view the ranks compare.
 
 Shards of one `featurize --shard K/N` run given with one missing, one store given twice (under
 another spelling), or one shard in two stores (a rerun into another directory, a copy) are
 refused at open, naming them, unless partial=True; stores of other configs are refused naming the
-store. The stores are made by the real featurize from espeak-ng speech."""
+store. A Loader's view (fc_loader_view_digest) changes when a writer commits between two opens;
+check_ranks compares the ranks' views and options and raises on a difference; a process that
+reopens a Loader made elsewhere (a forked DataLoader worker) and sees another view raises too.
+The stores are made by the real featurize from espeak-ng speech."""
 
 import os
 import shutil
@@ -23,7 +26,7 @@ for need, found in (("$FC_BIN/featurize", os.path.exists(os.path.join(BIN, "feat
         sys.exit(1)
 
 TEXTS = ["One.", "Two words.", "Three words here.", "A fourth one.", "The fifth line.",
-         "And the sixth."]
+         "And the sixth.", "Seven.", "Eight is late."]
 
 
 def featurize(out, wavs, *args):
@@ -90,6 +93,93 @@ def test_a_member_of_another_config_is_refused(corpus):
     s = corpus["s"]
     refused(r"k2: its mel config is [0-9a-f]{32}, .*s0's is", [s[0], s[1],
                                                                os.path.join(corpus["dir"], "k2")])
+
+
+def test_the_view_changes_when_a_writer_commits(corpus):
+    d = os.path.join(corpus["dir"], "grow")
+    featurize(d, corpus["wavs"][:6])
+    a, b = featcache.Loader(d), featcache.Loader(d, shuffle=True, seed=3)
+    assert len(a.view) == 32 and a.view == b.view  # options are not the view
+    assert featcache.check_ranks(a, gather=lambda mine: [mine]) == a.view
+    featurize(d, corpus["wavs"][6:7])
+    c = featcache.Loader(d)
+    assert c.num_items == a.num_items + 1 and c.view != a.view
+
+
+def fake_ranks(*loaders):
+    """check_ranks over loaders as ranks 0..n-1 of one run, every rank's answer (or error)."""
+    mine = []
+    for r, ld in enumerate(loaders):
+        ld.rank = r
+    # gather each rank's own record, then let each rank compare the whole list
+    for ld in loaders:
+        featcache.check_ranks(ld, gather=lambda m: mine.append(m) or [m])
+    out = []
+    for ld in loaders:
+        try:
+            out.append(featcache.check_ranks(ld, gather=lambda m: list(mine)))
+        except featcache.FeatcacheError as e:
+            out.append(e)
+    return out
+
+
+def test_check_ranks_names_the_ranks_that_differ(corpus):
+    d = os.path.join(corpus["dir"], "ranks")
+    featurize(d, corpus["wavs"][:5])
+    r0 = featcache.Loader(d, shuffle=True, world_size=2, rank=0)
+    featurize(d, corpus["wavs"][5:6])  # a writer commits between the ranks' opens
+    r1 = featcache.Loader(d, shuffle=True, world_size=2, rank=1)
+    for e in fake_ranks(r0, r1):
+        assert isinstance(e, featcache.FeatcacheError)
+        assert "rank 1 sees 6 utterances" in str(e) and "rank 0 sees 5" in str(e), str(e)
+    r0 = featcache.Loader(d, shuffle=True, world_size=2, rank=0, seed=1)
+    r1 = featcache.Loader(d, shuffle=True, world_size=2, rank=1, seed=2)
+    for e in fake_ranks(r0, r1):
+        assert isinstance(e, featcache.FeatcacheError) and "rank 1 has seed=2, rank 0 seed=1" in str(e)
+    r1 = featcache.Loader(d, shuffle=True, world_size=2, rank=1, seed=1)
+    assert fake_ranks(r0, r1) == [r0.view, r0.view]
+
+
+def test_a_process_reopening_a_changed_store_raises(corpus):
+    d = os.path.join(corpus["dir"], "fork")
+    featurize(d, corpus["wavs"][:5])
+    ld = featcache.Loader(d, shuffle=True)
+    same = os.fork()
+    if same == 0:  # the store as it was: the child reads it
+        try:
+            os._exit(0 if sum(len(b.ids) for b in ld) == 5 else 3)
+        except BaseException:
+            os._exit(4)
+    assert os.waitpid(same, 0)[1] == 0
+    featurize(d, corpus["wavs"][5:6])
+    pid = os.fork()
+    if pid == 0:
+        try:
+            for _ in ld:
+                pass
+            os._exit(2)
+        except featcache.FeatcacheError as e:
+            os._exit(0 if "the stores changed since the Loader was made" in str(e)
+                     and "saw 5 utterances" in str(e) and "sees 6" in str(e) else 3)
+        except BaseException:
+            os._exit(4)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert sum(len(b.ids) for b in ld) == 5  # the maker's own snapshot: unchanged
+
+
+
+def test_a_dataloader_worker_of_a_changed_store_raises(corpus):
+    torch = pytest.importorskip("torch")
+    from featcache.torch import FeatcacheDataset
+    d = os.path.join(corpus["dir"], "workers")
+    featurize(d, corpus["wavs"][:5])
+    ds = FeatcacheDataset(d, batch_size=2)
+    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=1)
+    assert sum(len(b["ids"]) for b in dl) == 5
+    featurize(d, corpus["wavs"][5:6])  # the workers of the next epoch open the store anew
+    with pytest.raises(Exception, match="the stores changed since the Loader was made"):
+        for _ in dl:
+            pass
 
 
 if __name__ == "__main__":

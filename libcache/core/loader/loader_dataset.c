@@ -1,9 +1,12 @@
 /* What the dataset is: its stores checked as a set at open (a store given twice, shards of a
- * partition missing or written twice). Runs once at open, never on the batch path. */
+ * partition missing or written twice), and the digest of the view the index holds, which the
+ * ranks of one training run compare (fc_loader_view_digest). Neither runs on the hot path: the
+ * check once at open, the digest when asked for. */
 #include "libcache/core/loader/loader_int.h"
 
 #include "formats/common/alloc.h"
 #include "formats/common/why.h"
+#include "formats/xxh3_int.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -67,4 +70,58 @@ int ld_check_set(fc_loader *l, char *why, size_t why_len) {
   free(sets);
   free(counts);
   return rc;
+}
+
+/* ---- the view's digest ----------------------------------------------------------------------- */
+typedef struct vbuf {
+  const xxh3_impl *x;
+  xxh3_stream s;
+  size_t n;
+  unsigned char b[8192];
+} vbuf;
+
+static void put(vbuf *v, const void *p, size_t len) {
+  if (v->n + len > sizeof v->b) {
+    v->x->update(&v->s, v->b, v->n);
+    v->n = 0;
+  }
+  if (len > sizeof v->b) {
+    v->x->update(&v->s, p, len);
+    return;
+  }
+  memcpy(v->b + v->n, p, len);
+  v->n += len;
+}
+
+static void put_u64(vbuf *v, uint64_t x) {
+  unsigned char b[8];
+  for (int i = 0; i < 8; i++) b[i] = (unsigned char)(x >> (8 * i));
+  put(v, b, 8);
+}
+
+int fc_loader_view_digest(const fc_loader *l, fc_digest *out) {
+  memset(out, 0, sizeof *out);
+  if (l->o.flags & FC_LOADER_LOOKUP_ONLY) return FC_EBADSTATE;
+  vbuf vb, *v = &vb; /* on the stack: the stream wants 64-byte alignment, malloc's is 16 */
+  v->x = xxh3_best();
+  v->x->reset(&v->s);
+  v->n = 0;
+  put(v, "featcache-view/1", 16);
+  put(v, l->stores[0].mel_cfg.bytes, 16);
+  put(v, l->stores[0].tok_cfg.bytes, 16);
+  put_u64(v, l->n_items);
+  /* the index: each utterance in index order, the store serving it and its lengths */
+  for (uint64_t i = 0; i < l->n_items; i++) {
+    const ld_item *it = &l->items[i];
+    const char *id = l->ids + it->id_off;
+    size_t len = strlen(id);
+    put_u64(v, (uint64_t)it->store << 32 | len);
+    put_u64(v, (uint64_t)it->frames << 32 | it->ntok);
+    put(v, id, len);
+  }
+  v->x->update(&v->s, v->b, v->n);
+  uint64_t h[2];
+  v->x->digest(&v->s, h);
+  xxh3_put_digest(h, out);
+  return 0;
 }
