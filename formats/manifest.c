@@ -5,7 +5,7 @@
  * with err and why set, never a silent drop, so that tools can say "FILE:LINE: reason" and go on.
  * Memory: one line, one item and the ids seen so far (a copy of each, for the duplicate check, and
  * a set of 2 pointers per id); fc_manifest_read keeps the items, unless opts->on_item takes each
- * as it is read. */
+ * as it is read. The lines, ids made from file names and the item list are manifest_items.c's. */
 #include "featcache/fc_manifest.h"
 
 #include <errno.h>
@@ -20,6 +20,7 @@
 #include "formats/common/why.h"
 #include "formats/common/alloc.h"
 #include "formats/common/json.h"
+#include "formats/manifest_int.h"
 
 /* ---- names ------------------------------------------------------------------------------------ */
 static const char *const format_names[] = {"auto", "ljspeech", "kaldi", "jsonl", "list", "tsv"};
@@ -52,14 +53,6 @@ static int ends_with(const char *s, const char *suffix) {
   return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-static char *dup_range(const char *s, size_t n) {
-  char *out = fc_malloc(n + 1);
-  if (!out) return NULL;
-  memcpy(out, s, n);
-  out[n] = '\0';
-  return out;
-}
-
 /* "dir" + "/" + "rel"; rel unchanged when it is absolute or dir is empty or ".". */
 static char *join_path(const char *dir, const char *rel, size_t rel_len, const char *ext) {
   size_t ext_len = ext ? strlen(ext) : 0;
@@ -88,212 +81,9 @@ static char *join_path(const char *dir, const char *rel, size_t rel_len, const c
 /* Directory part of a manifest path: "a/b/m.csv" -> "a/b", "m.csv" -> ".", "/m.csv" -> "/". */
 static char *dir_of(const char *path) {
   const char *slash = strrchr(path, '/');
-  if (!slash) return dup_range(".", 1);
-  if (slash == path) return dup_range("/", 1);
-  return dup_range(path, (size_t)(slash - path));
-}
-
-/* Id from a path: file name without directory and (last) extension. "a/b.c.wav" -> "b.c". */
-static char *id_from_path(const char *path, size_t len) {
-  const char *end = path + len, *start = path;
-  /* A trailing slash has no file name; keep the bytes as they are so fc_id_check reports it. */
-  for (const char *p = path; p < end; p++)
-    if (*p == '/' && p + 1 < end) start = p + 1;
-  const char *dot = NULL;
-  for (const char *p = start + 1; p < end; p++) /* +1: ".hidden" keeps its name */
-    if (*p == '.') dot = p;
-  /* A name not in UTF-8 (Latin-1): each byte that is no part of a UTF-8 character becomes the four
-   * characters \xNN (lower-case hex), as cache-verify --json prints it: the id is valid UTF-8. */
-  const char *s = start;
-  size_t n = (size_t)((dot ? dot : end) - s);
-  if (fc_utf8_valid(s, n)) return dup_range(s, n);
-  char *out = fc_malloc(4 * n + 1), *o = out;
-  if (!out) return NULL;
-  for (size_t i = 0; i < n;) {
-    size_t k = 1;
-    while (k <= 4 && i + k <= n && !fc_utf8_valid(s + i, k)) k++;
-    if (k > 4 || i + k > n) { /* a stray byte */
-      o += snprintf(o, 5, "\\x%02x", (unsigned char)s[i++]);
-      continue;
-    }
-    memcpy(o, s + i, k);
-    o += k;
-    i += k;
-  }
-  *o = '\0';
-  return out;
-}
-
-/* ---- the item list ---------------------------------------------------------------------------- */
-/* Copies of strings in chunks (the ids a reader has seen, for the duplicate check). */
-typedef struct arena {
-  struct arena_chunk *head;
-  size_t used, cap;
-} arena;
-struct arena_chunk {
-  struct arena_chunk *next;
-  char bytes[];
-};
-
-/* A copy of s, and of t after it (s's NUL, then t's bytes and NUL) when t is not NULL. */
-static const char *arena_copy(arena *a, const char *s, const char *t) {
-  size_t sn = strlen(s) + 1, n = sn + (t ? strlen(t) + 1 : 0);
-  if (!a->head || a->used + n > a->cap) {
-    size_t cap = n > 65536 ? n : 65536;
-    struct arena_chunk *c = fc_malloc(sizeof *c + cap);
-    if (!c) return NULL;
-    c->next = a->head;
-    a->head = c;
-    a->used = 0;
-    a->cap = cap;
-  }
-  char *p = a->head->bytes + a->used;
-  memcpy(p, s, sn);
-  if (t) memcpy(p + sn, t, n - sn);
-  a->used += n;
-  return p;
-}
-
-static void arena_free(arena *a) {
-  while (a->head) {
-    struct arena_chunk *c = a->head;
-    a->head = c->next;
-    free(c);
-  }
-}
-
-typedef struct list_builder {
-  fc_item_list *out;
-  size_t cap;
-  /* Open-addressing set of valid ids, for duplicate detection: pointers into the items, or into
-   * ids (a reader's: its items do not stay). */
-  const char **set;
-  size_t set_cap, set_count;
-  arena *ids;
-} list_builder;
-
-static uint64_t hash_str(const char *s) { /* FNV-1a: enough for a set, no dependency */
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
-  return h;
-}
-
-/* 1 if id is in the set (*first: the path it came with, or ""), 0 if added, -ENOMEM. */
-static int id_set_insert(list_builder *b, const char *id, const char *path, const char **first) {
-  if (2 * (b->set_count + 1) > b->set_cap) {
-    size_t ncap = b->set_cap ? 2 * b->set_cap : 64;
-    const char **nset = fc_calloc(ncap, sizeof *nset);
-    if (!nset) return -ENOMEM;
-    for (size_t i = 0; i < b->set_cap; i++) {
-      if (!b->set[i]) continue;
-      size_t j = hash_str(b->set[i]) & (ncap - 1);
-      while (nset[j]) j = (j + 1) & (ncap - 1);
-      nset[j] = b->set[i];
-    }
-    free(b->set);
-    b->set = nset;
-    b->set_cap = ncap;
-  }
-  size_t j = hash_str(id) & (b->set_cap - 1);
-  while (b->set[j]) {
-    if (strcmp(b->set[j], id) == 0) {
-      *first = b->set[j] + strlen(b->set[j]) + 1;
-      return 1;
-    }
-    j = (j + 1) & (b->set_cap - 1);
-  }
-  if (!(id = arena_copy(b->ids, id, path ? path : ""))) return -ENOMEM;
-  b->set[j] = id;
-  b->set_count++;
-  return 0;
-}
-
-static fc_item *new_item(list_builder *b, size_t line) {
-  fc_item_list *l = b->out;
-  if (l->count == b->cap) {
-    size_t ncap = b->cap ? 2 * b->cap : 64;
-    fc_item *n = fc_realloc(l->items, ncap * sizeof *n);
-    if (!n) return NULL;
-    l->items = n;
-    b->cap = ncap;
-  }
-  fc_item *it = &l->items[l->count++];
-  memset(it, 0, sizeof *it);
-  it->line = line;
-  return it;
-}
-
-static void item_clear(fc_item *it) {
-  free(it->id);
-  free(it->path);
-  free(it->text);
-  free(it->text_raw);
-  free(it->text_norm);
-  free(it->why);
-  memset(it, 0, sizeof *it);
-}
-
-/* Mark an item bad with a formatted reason. Returns 0, or -ENOMEM. */
-static int item_fail(fc_item *it, int err, const char *fmt, ...) {
-  char buf[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  it->err = err;
-  free(it->why);
-  it->why = fc_strdup(buf);
-  return it->why ? 0 : -ENOMEM;
-}
-
-static int is_blank(const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (s[i] != ' ' && s[i] != '\t') return 0;
-  return 1;
-}
-
-/* Check the id of a filled item and its uniqueness. Returns 0 or -ENOMEM (item errors set err). */
-static int item_finish(list_builder *b, fc_item *it) {
-  if (it->err) return 0;
-  if (!it->id) return item_fail(it, FC_EMANIFEST, "missing id");
-  size_t n = strlen(it->id);
-  int rc = fc_id_check(it->id, n);
-  if (rc == FC_EUTF8) return item_fail(it, FC_EUTF8, "id is not valid UTF-8");
-  if (rc != 0) {
-    if (n == 0) return item_fail(it, FC_EMANIFEST, "empty id");
-    if (n > FC_ID_MAX)
-      return item_fail(it, FC_EFORMAT, "id is %zu bytes, longer than the %d allowed", n, FC_ID_MAX);
-    return item_fail(it, FC_EFORMAT, "id contains a control character (NUL or newline)");
-  }
-  if (is_blank(it->id, n)) /* " |text": an id no one can tell from none */
-    return item_fail(it, FC_EMANIFEST, "id is only spaces or tabs");
-  const char *first = "";
-  rc = id_set_insert(b, it->id, it->path, &first);
-  if (rc < 0) return rc;
-  if (rc == 1) { /* an id that holds a tab or an escape, quoted as the tools quote names */
-    char q[4 * FC_ID_MAX + 3], pq[900], fq[960] = "";
-    if (first[0] && it->path && strcmp(first, it->path) != 0) { /* two files, one id: name both */
-      fc_quote_name(first, pq, sizeof pq);
-      snprintf(fq, sizeof fq, " (also the id of %s)", pq);
-    }
-    if (fc_quote_name(it->id, q, sizeof q) > n)
-      return item_fail(it, FC_EDUPLICATE, "duplicate id %s%s", q, fq);
-    return item_fail(it, FC_EDUPLICATE, "duplicate id '%s'%s", it->id, fq);
-  }
-  return 0;
-}
-
-static void builder_done(list_builder *b) {
-  free(b->set);
-  b->set = NULL;
-}
-
-void fc_item_list_free(fc_item_list *l) {
-  if (!l) return;
-  for (size_t i = 0; i < l->count; i++) item_clear(&l->items[i]);
-  free(l->items);
-  l->items = NULL;
-  l->count = 0;
+  if (!slash) return mf_dup_range(".", 1);
+  if (slash == path) return mf_dup_range("/", 1);
+  return mf_dup_range(path, (size_t)(slash - path));
 }
 
 /* ---- detection -------------------------------------------------------------------------------- */
@@ -384,18 +174,18 @@ static int parse_ljspeech(const parse_ctx *c, fc_item *it, const char *line, siz
     p = bar + 1;
   }
   if (ncol < 2)
-    return item_fail(it, FC_EMANIFEST, "missing text column (expected id|text[|normalized])");
+    return mf_item_fail(it, FC_EMANIFEST, "missing text column (expected id|text[|normalized])");
   if (ncol > 3)
-    return item_fail(it, FC_EMANIFEST, "%zu columns, expected id|text[|normalized]", ncol);
-  if (!(it->id = dup_range(col[0], len[0]))) return -ENOMEM;
-  if (len[0] == 0) return item_fail(it, FC_EMANIFEST, "empty id");
-  if (!(it->text_raw = dup_range(col[1], len[1]))) return -ENOMEM;
-  if (ncol == 3 && !(it->text_norm = dup_range(col[2], len[2]))) return -ENOMEM;
+    return mf_item_fail(it, FC_EMANIFEST, "%zu columns, expected id|text[|normalized]", ncol);
+  if (!(it->id = mf_dup_range(col[0], len[0]))) return -ENOMEM;
+  if (len[0] == 0) return mf_item_fail(it, FC_EMANIFEST, "empty id");
+  if (!(it->text_raw = mf_dup_range(col[1], len[1]))) return -ENOMEM;
+  if (ncol == 3 && !(it->text_norm = mf_dup_range(col[2], len[2]))) return -ENOMEM;
   const char *chosen;
   switch (c->opts ? c->opts->text_column : 0) {
   case 2: chosen = it->text_raw; break;
   case 3:
-    if (!it->text_norm) return item_fail(it, FC_EMANIFEST, "missing normalized text (column 3)");
+    if (!it->text_norm) return mf_item_fail(it, FC_EMANIFEST, "missing normalized text (column 3)");
     chosen = it->text_norm;
     break;
   default: chosen = (it->text_norm && it->text_norm[0]) ? it->text_norm : it->text_raw; break;
@@ -413,9 +203,10 @@ static int parse_kaldi(const parse_ctx *c, fc_item *it, const char *line, size_t
   size_t id_len = (size_t)(p - id);
   while (p < end && (*p == ' ' || *p == '\t')) p++;
   while (end > p && (end[-1] == ' ' || end[-1] == '\t')) end--;
-  if (!(it->id = dup_range(id, id_len))) return -ENOMEM;
-  if (p == end) return item_fail(it, FC_EMANIFEST, "missing path column (expected: id path)");
-  if (end[-1] == '|') return item_fail(it, FC_EMANIFEST, "piped wav.scp entries are not supported");
+  if (!(it->id = mf_dup_range(id, id_len))) return -ENOMEM;
+  if (p == end) return mf_item_fail(it, FC_EMANIFEST, "missing path column (expected: id path)");
+  if (end[-1] == '|')
+    return mf_item_fail(it, FC_EMANIFEST, "piped wav.scp entries are not supported");
   if (!(it->path = join_path(c->audio_dir, p, (size_t)(end - p), NULL))) return -ENOMEM;
   return 0;
 }
@@ -427,9 +218,9 @@ static int parse_jsonl(const parse_ctx *c, fc_item *it, const char *line, size_t
   int rc = 0;
   if (nomem) return -ENOMEM;
   if (!root)
-    return item_fail(it, FC_EMANIFEST, "invalid JSON: %s (column %d)", jerr.text, jerr.column);
+    return mf_item_fail(it, FC_EMANIFEST, "invalid JSON: %s (column %d)", jerr.text, jerr.column);
   if (!json_is_object(root)) {
-    rc = item_fail(it, FC_EMANIFEST, "expected a JSON object");
+    rc = mf_item_fail(it, FC_EMANIFEST, "expected a JSON object");
     goto done;
   }
   json_t *audio = json_object_get(root, "audio_filepath");
@@ -440,25 +231,26 @@ static int parse_jsonl(const parse_ctx *c, fc_item *it, const char *line, size_t
     /* perhaps a text-only line whose text (with an "id") or id (with a "text") is missing: say
      * both */
     rc = json_is_string(id)
-             ? item_fail(it, FC_EMANIFEST,
-                         "missing \"audio_filepath\" (a text-only line with \"id\" needs a string "
-                         "\"text\")")
+             ? mf_item_fail(
+                   it, FC_EMANIFEST,
+                   "missing \"audio_filepath\" (a text-only line with \"id\" needs a string "
+                   "\"text\")")
          : json_is_string(text)
-             ? item_fail(it, FC_EMANIFEST,
-                         "missing \"audio_filepath\" (a text-only line needs a string \"id\")")
-             : item_fail(it, FC_EMANIFEST, "missing \"audio_filepath\"");
+             ? mf_item_fail(it, FC_EMANIFEST,
+                            "missing \"audio_filepath\" (a text-only line needs a string \"id\")")
+             : mf_item_fail(it, FC_EMANIFEST, "missing \"audio_filepath\"");
     goto done;
   }
   if (audio && (!json_is_string(audio) || json_string_length(audio) == 0)) {
-    rc = item_fail(it, FC_EMANIFEST, "\"audio_filepath\" must be a non-empty string");
+    rc = mf_item_fail(it, FC_EMANIFEST, "\"audio_filepath\" must be a non-empty string");
     goto done;
   }
   if (text && !json_is_string(text) && !json_is_null(text)) {
-    rc = item_fail(it, FC_EMANIFEST, "\"text\" must be a string");
+    rc = mf_item_fail(it, FC_EMANIFEST, "\"text\" must be a string");
     goto done;
   }
   if (id && !json_is_string(id)) {
-    rc = item_fail(it, FC_EMANIFEST, "\"id\" must be a string");
+    rc = mf_item_fail(it, FC_EMANIFEST, "\"id\" must be a string");
     goto done;
   }
   /* jansson refuses strings with NUL (no JSON_ALLOW_NUL), so strlen is the length. */
@@ -466,7 +258,7 @@ static int parse_jsonl(const parse_ctx *c, fc_item *it, const char *line, size_t
   if (ap && !(it->path = join_path(c->audio_dir, ap, strlen(ap), NULL))) goto nomem;
   if (id) {
     if (!(it->id = fc_strdup(json_string_value(id)))) goto nomem;
-  } else if (!(it->id = id_from_path(ap, strlen(ap)))) {
+  } else if (!(it->id = mf_id_from_path(ap, strlen(ap)))) {
     goto nomem;
   }
   if (json_is_string(text) && !(it->text = fc_strdup(json_string_value(text)))) goto nomem;
@@ -478,16 +270,10 @@ nomem:
   return -ENOMEM;
 }
 
-/* A path list's line without the spaces and tabs that end it, as wav.scp's path column. */
-static size_t trim_end(const char *line, size_t n) {
-  while (n && (line[n - 1] == ' ' || line[n - 1] == '\t')) n--;
-  return n;
-}
-
 static int parse_list(const parse_ctx *c, fc_item *it, const char *line, size_t n) {
-  n = trim_end(line, n);
+  n = mf_trim_end(line, n);
   if (!(it->path = join_path(c->audio_dir, line, n, NULL))) return -ENOMEM;
-  if (!(it->id = id_from_path(line, n))) return -ENOMEM;
+  if (!(it->id = mf_id_from_path(line, n))) return -ENOMEM;
   return 0;
 }
 
@@ -495,43 +281,12 @@ static int parse_tsv(const parse_ctx *c, fc_item *it, const char *line, size_t n
   (void)c;
   const char *tab = memchr(line, '\t', n);
   if (!tab) {
-    if (!(it->id = dup_range(line, n))) return -ENOMEM;
-    return item_fail(it, FC_EMANIFEST, "missing text column (expected id<TAB>text)");
+    if (!(it->id = mf_dup_range(line, n))) return -ENOMEM;
+    return mf_item_fail(it, FC_EMANIFEST, "missing text column (expected id<TAB>text)");
   }
-  if (!(it->id = dup_range(line, (size_t)(tab - line)))) return -ENOMEM;
-  if (!(it->text = dup_range(tab + 1, n - (size_t)(tab + 1 - line)))) return -ENOMEM;
+  if (!(it->id = mf_dup_range(line, (size_t)(tab - line)))) return -ENOMEM;
+  if (!(it->text = mf_dup_range(tab + 1, n - (size_t)(tab + 1 - line)))) return -ENOMEM;
   return 0;
-}
-
-/* ---- line reading ----------------------------------------------------------------------------- */
-/* Strip "\n", "\r\n" (and a lone trailing "\r"). */
-static size_t chomp(char *line, size_t n) {
-  if (n && line[n - 1] == '\n') n--;
-  if (n && line[n - 1] == '\r') n--;
-  line[n] = '\0';
-  return n;
-}
-
-/* Read one line into *buf; returns its length after chomp, -1 at EOF, or -2 on a read error
- * (errno set). *bom is cleared after the first line, whose UTF-8 BOM is removed. */
-static ssize_t next_line(FILE *f, char **buf, size_t *cap, int *first) {
-  errno = 0;
-  ssize_t got = getline(buf, cap, f);
-  if (got < 0) {
-    if (ferror(f)) return -2;
-    if (errno == ENOMEM) return -2;
-    return -1;
-  }
-  size_t n = chomp(*buf, (size_t)got);
-  if (*first) {
-    *first = 0;
-    if (n >= 3 && (uint8_t)(*buf)[0] == 0xEF && (uint8_t)(*buf)[1] == 0xBB &&
-        (uint8_t)(*buf)[2] == 0xBF) {
-      memmove(*buf, *buf + 3, n - 3 + 1);
-      n -= 3;
-    }
-  }
-  return (ssize_t)n;
 }
 
 /* ---- reading, one item at a time ------------------------------------------------------------ */
@@ -554,8 +309,8 @@ static void reader_close(reader *r) {
   if (!r) return;
   if (r->f && !r->is_stdin) fclose(r->f);
   fc_item_list_free(&r->one);
-  builder_done(&r->b);
-  arena_free(&r->ids);
+  mf_builder_done(&r->b);
+  mf_arena_free(&r->ids);
   free(r->buf);
   free(r->path);
   free(r->dir);
@@ -621,7 +376,7 @@ static fc_manifest_format reader_format(const reader *r) {
 
 /* Drop the item handed out before (its strings; the array stays for the next). */
 static void one_clear(reader *r) {
-  for (size_t i = 0; i < r->one.count; i++) item_clear(&r->one.items[i]);
+  for (size_t i = 0; i < r->one.count; i++) mf_item_clear(&r->one.items[i]);
   r->one.count = 0;
 }
 
@@ -629,7 +384,7 @@ static int reader_next(reader *r, const fc_item **it, char *why, size_t why_len)
   *it = NULL;
   one_clear(r);
   for (;;) {
-    ssize_t got = next_line(r->f, &r->buf, &r->cap, &r->first);
+    ssize_t got = mf_next_line(r->f, &r->buf, &r->cap, &r->first);
     if (got == -1) return 0;
     if (got == -2) {
       int rc = errno ? errno : EIO;
@@ -639,7 +394,7 @@ static int reader_next(reader *r, const fc_item **it, char *why, size_t why_len)
     r->lineno++;
     size_t n = (size_t)got;
     char *buf = r->buf;
-    if (is_blank(buf, n)) continue;
+    if (mf_is_blank(buf, n)) continue;
     if (r->fmt == FC_MANIFEST_AUTO) {
       const char *mpath = r->is_stdin ? NULL : r->path;
       /* The first line decides; a NUL in it just ends what detection sees. */
@@ -664,20 +419,20 @@ static int reader_next(reader *r, const fc_item **it, char *why, size_t why_len)
       if (!r->audio_dir) goto nomem;
       r->c.audio_dir = r->audio_dir;
     }
-    fc_item *item = new_item(&r->b, r->lineno);
+    fc_item *item = mf_new_item(&r->b, r->lineno);
     if (!item) goto nomem;
     int prc = 0;
     size_t body = n; /* the line without its LF or CRLF */
     if (body && buf[body - 1] == '\n') body--;
     if (body && buf[body - 1] == '\r') body--;
     if (memchr(buf, '\0', n)) {
-      prc = item_fail(item, FC_EMANIFEST, "line contains a NUL byte");
+      prc = mf_item_fail(item, FC_EMANIFEST, "line contains a NUL byte");
     } else if (memchr(buf, '\r', body)) { /* old Mac line ends: the file would be one line */
-      prc = item_fail(item, FC_EMANIFEST,
-                      "a carriage return inside the line (CR line endings? convert them to LF)");
+      prc = mf_item_fail(item, FC_EMANIFEST,
+                         "a carriage return inside the line (CR line endings? convert them to LF)");
     } else if (r->fmt != FC_MANIFEST_LIST && r->fmt != FC_MANIFEST_KALDI &&
                !fc_utf8_valid(buf, n)) { /* a path column holds any bytes; ids are checked */
-      prc = item_fail(item, FC_EUTF8, "invalid UTF-8");
+      prc = mf_item_fail(item, FC_EUTF8, "invalid UTF-8");
     } else {
       switch (r->fmt) {
       case FC_MANIFEST_LJSPEECH: prc = parse_ljspeech(&r->c, item, buf, n); break;
@@ -687,7 +442,7 @@ static int reader_next(reader *r, const fc_item **it, char *why, size_t why_len)
       default: prc = parse_list(&r->c, item, buf, n); break;
       }
     }
-    if (prc == 0) prc = item_finish(&r->b, item);
+    if (prc == 0) prc = mf_item_finish(&r->b, item);
     if (prc < 0) goto nomem;
     /* a shard's items only (the duplicate check saw every id): as fc_item_list_shard */
     if (r->opts.shard_n && (item->id ? fc_shard_of(item->id, strlen(item->id), r->opts.shard_n)
@@ -716,7 +471,7 @@ int fc_manifest_read(const char *path, const fc_manifest_opts *opts, fc_item_lis
       if ((rc = opts->on_item(it, opts->user)) != 0) break;
       continue;
     }
-    fc_item *dst = new_item(&b, 0);
+    fc_item *dst = mf_new_item(&b, 0);
     if (!dst) {
       fc_why(why, why_len, "out of memory");
       rc = ENOMEM;
@@ -727,74 +482,6 @@ int fc_manifest_read(const char *path, const fc_manifest_opts *opts, fc_item_lis
   }
   out->format = reader_format(r);
   reader_close(r);
-  if (rc) fc_item_list_free(out);
-  return rc;
-}
-
-/* ---- paths from arguments or a stream --------------------------------------------------------- */
-static int add_path_item(list_builder *b, const char *p, size_t n, size_t line) {
-  fc_item *it = new_item(b, line);
-  if (!it) return -ENOMEM;
-  if (memchr(p, '\0', n)) /* names from `find -print0`: all of them one line */
-    return item_fail(
-        it, FC_EMANIFEST,
-        "line contains a NUL byte (paths come one per line: find -print, not -print0)");
-  if (!(it->path = dup_range(p, n))) return -ENOMEM;
-  if (!(it->id = id_from_path(p, n))) return -ENOMEM;
-  return item_finish(b, it);
-}
-
-int fc_items_from_paths(const char *const *paths, size_t n, fc_item_list *out) {
-  memset(out, 0, sizeof *out);
-  out->format = FC_MANIFEST_LIST;
-  if (n && !paths) return EINVAL;
-  arena ids = {0};
-  list_builder b = {.out = out, .ids = &ids};
-  int rc = 0;
-  for (size_t i = 0; i < n && rc == 0; i++) {
-    const char *p = paths[i] ? paths[i] : "";
-    if (p[0] == '\0') {
-      fc_item *it = new_item(&b, 0);
-      rc = it ? item_fail(it, FC_EMANIFEST, "empty path") : -ENOMEM;
-      continue;
-    }
-    rc = add_path_item(&b, p, strlen(p), 0);
-  }
-  builder_done(&b);
-  arena_free(&ids);
-  if (rc < 0) {
-    fc_item_list_free(out);
-    return ENOMEM;
-  }
-  return 0;
-}
-
-int fc_items_from_stream(void *stdio_file, fc_item_list *out) {
-  memset(out, 0, sizeof *out);
-  out->format = FC_MANIFEST_LIST;
-  FILE *f = stdio_file ? (FILE *)stdio_file : stdin;
-  arena ids = {0};
-  list_builder b = {.out = out, .ids = &ids};
-  char *buf = NULL;
-  size_t cap = 0, lineno = 0;
-  int first = 1, rc = 0;
-  for (;;) {
-    ssize_t got = next_line(f, &buf, &cap, &first);
-    if (got == -1) break;
-    if (got == -2) {
-      rc = errno ? errno : EIO;
-      break;
-    }
-    lineno++;
-    if (is_blank(buf, (size_t)got)) continue;
-    if (add_path_item(&b, buf, trim_end(buf, (size_t)got), lineno) < 0) {
-      rc = ENOMEM;
-      break;
-    }
-  }
-  free(buf);
-  builder_done(&b);
-  arena_free(&ids);
   if (rc) fc_item_list_free(out);
   return rc;
 }

@@ -1,0 +1,53 @@
+/* The manifest readers' shared part (manifest_items.c), what manifest.c builds on: the lines of a
+ * file, ids made from file names, the item list and its duplicate check. Not the ABI. */
+#ifndef FC_MANIFEST_INT_H
+#define FC_MANIFEST_INT_H
+
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "featcache/fc_manifest.h"
+
+/* Copies of strings in chunks (the ids a reader has seen, for the duplicate check). */
+typedef struct arena {
+  struct arena_chunk *head;
+  size_t used, cap;
+} arena;
+void mf_arena_free(arena *a);
+
+/* Items being collected into out, with the set of the ids seen so far. */
+typedef struct list_builder {
+  fc_item_list *out;
+  size_t cap;
+  /* Open-addressing set of valid ids, for duplicate detection: pointers into the items, or into
+   * ids (a reader's: its items do not stay). */
+  const char **set;
+  size_t set_cap, set_count;
+  arena *ids;
+} list_builder;
+
+/* A new, zeroed item at the end of b->out, of that line; NULL without the memory. */
+fc_item *mf_new_item(list_builder *b, size_t line);
+/* Free an item's strings and zero it. */
+void mf_item_clear(fc_item *it);
+/* Mark an item bad with a formatted reason. Returns 0, or -ENOMEM. */
+int mf_item_fail(fc_item *it, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Check the id of a filled item and its uniqueness. Returns 0 or -ENOMEM (item errors set err). */
+int mf_item_finish(list_builder *b, fc_item *it);
+/* Free the id set (the ids' copies are the arena's). */
+void mf_builder_done(list_builder *b);
+
+/* A malloc'ed copy of n bytes of s, NUL-terminated; NULL without the memory. */
+char *mf_dup_range(const char *s, size_t n);
+/* The id a file name gives (path's len bytes): its name without directory and last extension,
+ * escaped where it is not UTF-8 (manifest_items.c says how). Malloc'ed; NULL without the memory. */
+char *mf_id_from_path(const char *path, size_t len);
+/* 1 when the n bytes of s are only spaces and tabs (or none). */
+int mf_is_blank(const char *s, size_t n);
+/* n without the spaces and tabs that end line (a path list's line, as wav.scp's path column). */
+size_t mf_trim_end(const char *line, size_t n);
+/* Read one line into *buf (getline's); its length without LF or CRLF, -1 at EOF, -2 on a read
+ * error (errno set). On the first line (*first set, then cleared) a UTF-8 BOM is removed. */
+ssize_t mf_next_line(FILE *f, char **buf, size_t *cap, int *first);
+
+#endif
