@@ -219,8 +219,9 @@ static int hex_digit(char c) {
 }
 
 /* A finding's key or id (the library's printable copy: \xNN for a control byte or a backslash)
- * as names are printed in messages: its bytes again, quoted as fc_cli_put_name quotes them ("a\tb");
- * a name that is not UTF-8, or holds a NUL, in double quotes with the \xNN escapes as they are. */
+ * as names are printed in messages: its bytes again, quoted as fc_cli_put_name quotes them ("a\tb",
+ * "caf\xe9" for a byte that is not UTF-8); a name that holds a NUL in double quotes with the \xNN
+ * escapes as they are. */
 static void put_key(const char *s) {
   const size_t n = strlen(s);
   char *raw = malloc(n + 1), *o = raw;
@@ -236,7 +237,7 @@ static void put_key(const char *s) {
       *o++ = *p++;
     }
   }
-  if (raw && !nul && fc_utf8_valid(raw, (size_t)(o - raw))) {
+  if (raw && !nul) {
     *o = '\0';
     fc_cli_put_name(stdout, raw);
   } else if (strchr(s, '\\') || strchr(s, '"')) {

@@ -58,7 +58,7 @@ static inline void fc_cli_std_fds(void) {
 }
 
 /* A file name as messages print it: as it is, or — when it holds a control character, a double
- * quote or a backslash — in double quotes with C escapes, as git quotes paths (fc_quote_name,
+ * quote, a backslash or a byte that is not UTF-8 (\xNN) — in double quotes with C escapes, as git quotes paths (fc_quote_name,
  * the library's rule for the names in its own messages too). One input's line stays one line, a
  * terminal gets no escape codes from a name, and a name that begins with a quote cannot pass for
  * a quoted one. */

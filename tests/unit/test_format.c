@@ -157,12 +157,45 @@ static void test_strerror(void) {
   CHECK(strcmp(fc_strerror(2), "No such file or directory") == 0, "%s", fc_strerror(2));
 }
 
+/* Names in messages (fc_quote_name): plain and UTF-8 names as they are; a control character, a
+ * quote, a backslash or a byte that is no part of a UTF-8 character (a Latin-1 name, a cut or
+ * overlong sequence, a surrogate) quoted, the last as \xNN as an id made from the name holds it
+ * (it printed the raw byte: invalid UTF-8 in every tool's stderr); the length as snprintf's. */
+static void test_quote_name(void) {
+  static const char *const cases[][2] = {
+      {"a.wav", "a.wav"},
+      {"caf\xc3\xa9.wav", "caf\xc3\xa9.wav"},
+      {"\xf0\x9f\x8e\xb5", "\xf0\x9f\x8e\xb5"},
+      {"caf\xe9.wav", "\"caf\\xe9.wav\""},
+      {"caf\\xe9.wav", "\"caf\\\\xe9.wav\""},
+      {"a\tb\n\x1b\"", "\"a\\tb\\n\\033\\\"\""},
+      {"\xc3", "\"\\xc3\""},
+      {"\xc3(\xc3\xa9", "\"\\xc3(\xc3\xa9\""},
+      {"\xc0\xaf", "\"\\xc0\\xaf\""},
+      {"\xed\xa0\x80", "\"\\xed\\xa0\\x80\""},
+      {"\xf4\x90\x80\x80", "\"\\xf4\\x90\\x80\\x80\""},
+      {"\x7f\xff", "\"\\177\\xff\""},
+      {"", ""},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char buf[64];
+    size_t n = fc_quote_name(cases[i][0], buf, sizeof buf);
+    CHECK(strcmp(buf, cases[i][1]) == 0 && n == strlen(cases[i][1]), "case %zu: got %s (%zu)", i,
+          buf, n);
+    CHECK(fc_quote_name(cases[i][0], NULL, 0) == n, "case %zu: length without a buffer", i);
+    char small[5];
+    fc_quote_name(cases[i][0], small, sizeof small);
+    CHECK(strncmp(small, cases[i][1], 4) == 0 && strlen(small) <= 4, "case %zu: cut short", i);
+  }
+}
+
 int main(void) {
   test_digest();
   test_record();
   test_entries();
   test_config_json();
   test_strerror();
+  test_quote_name();
   if (failures)
     fprintf(stderr, "test_format: %d failure(s)\n", failures);
   else

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# A name that is not UTF-8 (a Latin-1 file, manifest or store from an old archive) in the tools'
+# messages: quoted, each byte that is no part of a UTF-8 character written \xNN, as the id made
+# from such a file name holds it (featurize: "caf\xe9.wav": stored as "caf\\xe9"), so that stderr
+# stays valid UTF-8 (a log, a CI page, Python's text mode) and one tool names a file as the next
+# does. They printed the raw byte. --json has U+FFFD for such bytes (featurize_odd_names).
+set -u
+B=${FC_BIN:?}
+PY=${FC_PYTHON:-python3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+# utf8 FILE: the file is valid UTF-8
+utf8() { "$PY" -c 'import sys; open(sys.argv[1], "rb").read().decode("utf-8")' "$1" 2>/dev/null; }
+# has FILE LINE: FILE holds LINE, and is UTF-8
+has() {
+  grep -qxF -- "$2" "$1" || fail "want: $2
+got: $(cat -v "$1")"
+  utf8 "$1" || fail "not UTF-8: $(cat -v "$1")"
+}
+sox -n -r 22050 -b 16 a.wav synth 0.5 sine 300 || { echo "FAIL: sox failed"; exit 1; }
+lat=$(printf 'caf\351')
+cp a.wav "$lat.wav"
+printf 'junk' >"j$lat.wav"
+
+# featurize: the inputs, and -v's ids
+"$B/featurize" -v --device cpu -o s "$lat.wav" "j$lat.wav" "m$lat.wav" 2>err
+rc=$?
+[ $rc = 1 ] || fail "featurize: exit $rc"
+has err 'featurize: "caf\xe9.wav": stored as "caf\\xe9" (43 frames, 0.50 s)'
+has err 'featurize: "jcaf\xe9.wav": not an audio file (libsndfile: Format not recognised.)'
+has err 'featurize: "mcaf\xe9.wav": No such file or directory'
+# a manifest's name in FILE:LINE
+printf 'a.wav\na.wav\n' >"l$lat.txt"
+"$B/featurize" --device cpu -o s2 --manifest "l$lat.txt" 2>err
+has err "featurize: \"lcaf\\xe9.txt\":2: duplicate id 'a'"
+# tokenize names its manifest alike
+: >"e$lat.csv"
+"$B/tokenize" --build-vocab -o t --manifest "e$lat.csv" 2>err
+has err 'tokenize: nothing to do: "ecaf\xe9.csv" holds no lines'
+printf 'a|x\na|y\n' >"d$lat.csv"
+"$B/tokenize" --build-vocab -o t --manifest "d$lat.csv" 2>err
+has err "tokenize: \"dcaf\\xe9.csv\":2: duplicate id 'a'"
+
+# the store's name: cache-verify (its report on stdout too), cache-prune, cache-config
+mv s "s$lat"
+"$B/cache-verify" "s$lat" "n$lat" >out 2>err
+has err 'cache-verify: "ncaf\xe9": No such file or directory'
+utf8 out || fail "cache-verify's report is not UTF-8: $(cat -v out)"
+grep -q '^"scaf\\xe9": 0 errors' out || fail "cache-verify's report: $(cat -v out)"
+"$B/cache-prune" "n$lat" 2>err
+has err 'cache-prune: "ncaf\xe9": cannot open the store: No such file or directory'
+"$B/cache-config" "n$lat" 2>err
+has err 'cache-config: "ncaf\xe9": cannot open the store: No such file or directory'
+
+[ $fails = 0 ] || exit 1
+echo "names_not_utf8: ok"
