@@ -2,6 +2,7 @@
  * stripped), ids made from file names, the item list with its duplicate check, and the items of
  * paths given as arguments or one per line of a stream (fc_items_from_paths, _stream). The
  * formats themselves are manifest.c's. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,13 +32,23 @@ char *mf_id_from_path(const char *path, size_t len) {
   for (const char *p = start + 1; p < end; p++) /* +1: ".hidden" keeps its name */
     if (*p == '.') dot = p;
   /* A name not in UTF-8 (Latin-1): each byte that is no part of a UTF-8 character becomes the four
-   * characters \xNN (lower-case hex), as cache-verify --json prints it: the id is valid UTF-8. */
+   * characters \xNN (lower-case hex), as cache-verify --json prints it: the id is valid UTF-8. A
+   * backslash that the name's own "x" and two hex digits follow becomes \x5c, so that every \xNN
+   * of such an id is an escape: "a\xe9.wav" spelled with a backslash is a\x5cxe9, the Latin-1
+   * name a\xe9 (two different files, two ids), and the name is its id with the escapes undone. */
   const char *s = start;
   size_t n = (size_t)((dot ? dot : end) - s);
-  if (fc_utf8_valid(s, n)) return mf_dup_range(s, n);
+  if (fc_utf8_valid(s, n) && !memmem(s, n, "\\x", 2)) return mf_dup_range(s, n);
   char *out = fc_malloc(4 * n + 1), *o = out;
   if (!out) return NULL;
   for (size_t i = 0; i < n;) {
+    if (n - i >= 4 && s[i] == '\\' && s[i + 1] == 'x' && isxdigit((unsigned char)s[i + 2]) &&
+        isxdigit((unsigned char)s[i + 3])) {
+      memcpy(o, "\\x5c", 4);
+      o += 4;
+      i++;
+      continue;
+    }
     size_t k = 1;
     while (k <= 4 && i + k <= n && !fc_utf8_valid(s + i, k)) k++;
     if (k > 4 || i + k > n) { /* a stray byte */

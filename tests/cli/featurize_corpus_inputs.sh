@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A messy corpus's inputs: a file name that is not UTF-8 (Latin-1 from an old archive) is
 # featurized by every route (argument, path list, wav.scp), its id holding each byte that is no
-# part of a UTF-8 character as \xNN; a path list's line that ends in spaces or tabs names the file
+# part of a UTF-8 character as \xNN, and a name spelled with a real backslash, x and two hex digits
+# (caf\xe9.wav) has another id (caf\x5cxe9: it had the Latin-1 name's, a duplicate in one run and
+# the other file's features across runs); a path list's line that ends in spaces or tabs names the file
 # without them (as wav.scp's path column); an id of only spaces or tabs is refused by its line;
 # two files with one id: the first in input order has it, the second fails naming both, and no
 # failure record is written under the id (it is stored: cache-verify stays clean run after run).
@@ -16,10 +18,6 @@ sox -n -r 22050 -b 16 a.wav synth 0.5 sine 300 || { echo "FAIL: sox failed"; exi
 lat=$(printf 'caf\351')
 cp a.wav "$lat.wav"
 cp a.wav b.wav
-
-ids() { "$FC_BIN/cache-verify" --json "$1" 2>/dev/null | "${FC_PYTHON:-python3}" -c '
-import json, sys
-print(" ".join(sorted(json.load(sys.stdin).get("ids", []))))' 2>/dev/null; }
 
 # an argument
 "$FZ" -v --device cpu -o s1 "$lat.wav" b.wav 2>err
@@ -72,6 +70,20 @@ printf 'x d1/a.wav\nx d2/a.wav\n' >dup.scp
 "$FZ" --device cpu -o s8 --manifest dup.scp 2>err
 grep -qx "featurize: dup.scp:2: duplicate id 'x' (also the id of d1/a.wav)" err ||
   fail "duplicate in wav.scp: $(cat err)"
+
+# a name spelled caf\xe9.wav with a backslash: its own id, in one run and across runs
+sox -n -r 22050 -b 16 'caf\xe9.wav' synth 0.3 sine 500
+"$FZ" -v --device cpu -o s9 "$lat.wav" 'caf\xe9.wav' 2>err
+rc=$?
+[ $rc = 0 ] || fail "backslash name, one run: exit $rc: $(cat -v err)"
+grep -qxF 'featurize: "caf\\xe9.wav": stored as "caf\\x5cxe9" (25 frames, 0.30 s)' err ||
+  fail "backslash name: $(cat -v err)"
+"$FZ" --device cpu -o s10 "$lat.wav" 2>err && "$FZ" --device cpu -o s10 'caf\xe9.wav' 2>err
+rc=$?
+[ $rc = 0 ] || fail "backslash name, a later run: exit $rc: $(cat -v err)"
+grep -q 'before' err && fail "backslash name, a later run: $(cat -v err)"
+printf '%s x.wav\n' 'caf\xe9' 'caf\x5cxe9' >both.scp # both ids are in the store
+"$FC_BIN/cache-verify" --manifest both.scp s10 >out 2>&1 || fail "backslash name, ids: $(cat out)"
 
 [ $fails = 0 ] || exit 1
 echo "featurize_corpus_inputs: ok"

@@ -430,6 +430,26 @@ static void test_paths_and_stream(void) {
   fc_item_list_free(NULL);
 }
 
+/* Ids from names that are not UTF-8, or that hold a backslash: each stray byte is \xNN, and a
+ * backslash that "x" and two hex digits follow is \x5c, so that a name spelled a\xe9 with a real
+ * backslash and the Latin-1 name a<e9> have two ids (they had one: the second was a duplicate,
+ * and across runs one replaced the other), and undoing the escapes gives the name back. */
+static void test_escaped_ids(void) {
+  fc_item_list l;
+  const char *paths[] = {"d/caf\xe9.wav",    "e/caf\\xe9.wav", "f/a\\b.wav", "g/a\\x5c.wav",
+                         "h/x\\xZ9\\x4.wav", "i/\\\xe9.wav",   "j/\\XE9.wav"};
+  const char *want[] = {"caf\\xe9",   "caf\\x5cxe9", "a\\b", "a\\x5cx5c",
+                        "x\\xZ9\\x4", "\\\\xe9",     "\\XE9"};
+  const size_t n = sizeof paths / sizeof paths[0];
+  CHECK(fc_items_from_paths(paths, n, &l) == 0 && l.count == n, "from paths: %zu", l.count);
+  for (size_t i = 0; i < l.count && i < n; i++) {
+    CHECK(l.items[i].err == 0, "%s: err %d (%s)", paths[i], l.items[i].err,
+          l.items[i].why ? l.items[i].why : "");
+    CHECK_STR(l.items[i].id, want[i]);
+  }
+  fc_item_list_free(&l);
+}
+
 /* Random bytes (with newlines, bars, tabs, braces, quotes) in every format: no crash, no leak
  * (ASan in the sanitizer build), every item either valid or with a reason. */
 static void test_random_bytes(void) {
@@ -549,6 +569,7 @@ int main(void) {
   test_bad_lines();
   test_empty_and_missing();
   test_paths_and_stream();
+  test_escaped_ids();
   test_random_bytes();
   test_stream();
   remove_tree(tmpdir);
