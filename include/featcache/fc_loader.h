@@ -318,7 +318,7 @@ typedef struct fc_loader_item {
 } fc_loader_item;
 /* Look utterance id up in the stores (the first store that has its records, as the index serves
  * it; a store whose records of it are missing or corrupt is passed over, its reason returned
- * only when no store has them). Pointers valid until close.
+ * only when no store has them). Pointers valid until close (or fc_loader_refresh).
  * Returns 0, FC_ENOTFOUND (an id no store can hold too: fc_loader_error says so; for an id
  * featurize failed, the reason it recorded), FC_EFORMAT/
  * FC_ECHECKSUM (corrupt record; fc_loader_error says why). Works with LOOKUP_ONLY (no index built). Serialized internally; safe from any thread. */

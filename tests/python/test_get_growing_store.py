@@ -17,6 +17,9 @@ import tempfile
 import pytest
 
 BIN = os.environ.get("FC_BIN", "")
+# (FC_PYTHON: under the sanitizer build, the wrapper that preloads ASan, which a bare
+# sys.executable child lacks: it would die at start)
+PY = os.environ.get("FC_PYTHON") or sys.executable
 for need, found in (("$FC_BIN/featurize", os.path.exists(os.path.join(BIN, "featurize"))),
                     ("espeak-ng (scripts/setup installs it)", shutil.which("espeak-ng"))):
     if not found:
@@ -81,7 +84,7 @@ def test_get_while_a_writer_grows_the_store(corpus, headroom):
                        env=dict(os.environ, FC_FAULT_MAPSIZE="16384"))
     assert r.returncode == 0, r.stderr
     before = os.path.getsize(os.path.join(path, "data.mdb"))
-    r = subprocess.run([sys.executable, "-c", READER, path] + wavs[1:] + [headroom],
+    r = subprocess.run([PY, "-c", READER, path] + wavs[1:] + [headroom],
                        capture_output=True, text=True)
     assert r.returncode == 0, "reader: exit %d\n%s%s" % (r.returncode, r.stdout, r.stderr)
     # the store did grow past the reader's first map

@@ -9,6 +9,7 @@ loader's reason given by a stand-in for fc_loader_error; tests/cli/fault_sites.s
 messages of real failures (out of memory injected at every allocation of a loader's run)."""
 
 import errno
+import os
 import sys
 
 import pytest
@@ -92,7 +93,8 @@ try:
 except featcache.FeatcacheError as e:
     print(e)
 """
-    r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+    # (FC_PYTHON: under the sanitizer build, the wrapper that preloads ASan)
+    r = subprocess.run([os.environ.get("FC_PYTHON") or sys.executable, "-c", code, str(tmp_path)], capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     out = r.stdout.strip()
