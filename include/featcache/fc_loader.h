@@ -168,8 +168,9 @@ FC_API int fc_loader_problem(const fc_loader *l, uint64_t i, const char **id, co
 FC_API int fc_loader_map_region(const fc_loader *l, uint32_t i, const void **base, size_t *len);
 
 /* The digest of this loader's view of the dataset: XXH3-128 over its configs and its index
- * (every utterance in index order: its id, the store serving it, its frames and tokens), not the
- * options. Two loaders over the same stores, configs and subset see the same view exactly when
+ * (every utterance in index order: its id, the store serving it, its frames and tokens; with the
+ * LOCALITY order, which plans by where records lie, also each record's place in its store's file),
+ * not the other options. Two loaders over the same stores, configs and subset see the same view exactly when
  * their snapshots hold the same utterances: a writer that committed between their opens makes it
  * differ. The ranks of one run (and DataLoader workers) each cut their share of their own view's
  * order, so ranks whose views differ read some utterances twice and others never, silently:

@@ -106,6 +106,26 @@ def test_the_view_changes_when_a_writer_commits(corpus):
     assert c.num_items == a.num_items + 1 and c.view != a.view
 
 
+def test_the_locality_view_sees_where_records_lie(corpus):
+    # ranks reading copies of one store laid out otherwise (mdb_copy -c, for HDDs) plan other
+    # locality epochs from the same index: their views differ for that order only
+    mdb_copy = shutil.which("mdb_copy")
+    if not mdb_copy:
+        pytest.skip("no mdb_copy (lmdb-utils)")
+    d = os.path.join(corpus["dir"], "layout")
+    featurize(d, corpus["wavs"])
+    c = os.path.join(corpus["dir"], "layout-c")
+    os.mkdir(c)
+    subprocess.run([mdb_copy, "-c", d, c], check=True)
+    kw = dict(order="locality", batch_size=1, locality_run=1, seed=1)
+    a, b = featcache.Loader(d, **kw), featcache.Loader(c, **kw)
+    order = [[i for bt in ld for i in bt.ids] for ld in (a, b)]
+    assert order[0] != order[1]  # the premise: a compact copy lies otherwise
+    assert a.view != b.view
+    assert featcache.Loader(d).view == featcache.Loader(c).view  # other orders: the index alone
+    assert featcache.Loader(d, **kw).view == a.view
+
+
 def fake_ranks(*loaders):
     """check_ranks over loaders as ranks 0..n-1 of one run, every rank's answer (or error)."""
     mine = []

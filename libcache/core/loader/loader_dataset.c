@@ -110,7 +110,12 @@ int fc_loader_view_digest(const fc_loader *l, fc_digest *out) {
   put(v, l->stores[0].mel_cfg.bytes, 16);
   put(v, l->stores[0].tok_cfg.bytes, 16);
   put_u64(v, l->n_items);
-  /* the index: each utterance in index order, the store serving it and its lengths */
+  /* the index: each utterance in index order, the store serving it and its lengths; with the
+   * locality order, which plans by where the records lie, also each record's place relative to
+   * its store's first (a copy of the store laid out otherwise, mdb_copy -c, plans other epochs) */
+  int where = l->o.order == FC_ORDER_LOCALITY;
+  if (where) pthread_mutex_lock(&((fc_loader *)l)->resolve_mu);
+  const uint8_t *first = NULL;
   for (uint64_t i = 0; i < l->n_items; i++) {
     const ld_item *it = &l->items[i];
     const char *id = l->ids + it->id_off;
@@ -118,7 +123,12 @@ int fc_loader_view_digest(const fc_loader *l, fc_digest *out) {
     put_u64(v, (uint64_t)it->store << 32 | len);
     put_u64(v, (uint64_t)it->frames << 32 | it->ntok);
     put(v, id, len);
+    if (where) {
+      if (i == 0 || it->store != l->items[i - 1].store) first = it->mel_rec;
+      put_u64(v, (uint64_t)(uintptr_t)it->mel_rec - (uint64_t)(uintptr_t)first);
+    }
   }
+  if (where) pthread_mutex_unlock(&((fc_loader *)l)->resolve_mu);
   v->x->update(&v->s, v->b, v->n);
   uint64_t h[2];
   v->x->digest(&v->s, h);
