@@ -764,8 +764,10 @@ def _check_payload(h, payload, nbytes, what):
 
 
 def get(store, id, features=None, tokens=None, verify=True, nolock=False):
-    """The features of one utterance: a read-only [frames, n_mels] array in the map (and with
-    tokens=..., a tuple (mels, tokens)); for a coded (mq) config a decoded float32 copy. Raises
+    """The features of one utterance: a read-only [frames, n_mels] array in the map, of the
+    stored dtype (float32, float16, or uint16 holding bfloat16's bits: bf16_to_float32 converts)
+    (and with tokens=..., a tuple (mels, tokens)); for a coded (mq) config a decoded float32 copy.
+    The array keeps the snapshot it was read from: valid as long as it is held. Raises
     KeyError when the store has no such id, FeatcacheError when its record is damaged: the
     payload's checksum is checked (verify=False: not), as the Loader does. nolock=True reads a
     store on read-only media or one this user cannot write, as Loader(nolock=True) (no one may
