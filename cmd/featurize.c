@@ -541,6 +541,8 @@ int main(int argc, char **argv) {
         fc_featurize_default_writers(&resolved, items.items, items.count, jobs, gpu_min_seconds);
   fc_store **parts = NULL;
   unsigned n_parts = 0;
+  /* before the open: a store cache-prune holds is waited for, and a signal then ends the wait */
+  fc_cli_install_signals();
   if (!quiet) fc_cli_note_prune_running(store_dir);
   rc = fc_store_open_split(store_dir, FC_STORE_CREATE | FC_STORE_NOMETASYNC, writers, &parts,
                            &n_parts, why, sizeof why);
@@ -553,6 +555,11 @@ int main(int argc, char **argv) {
     if (verbose) fc_cli_warn(NULL, "%s (no --writers given: taking the store's layout)", why);
     rc = fc_store_open_split(store_dir, FC_STORE_CREATE | FC_STORE_NOMETASYNC, 0, &parts, &n_parts,
                              why, sizeof why);
+  }
+  if (rc == FC_EINTR && fc_cli_signal) { /* while it waited for cache-prune: nothing done */
+    fc_cli_warn(store_dir, "interrupted while waiting for cache-prune to finish: nothing done");
+    fc_item_list_free(&items);
+    return fc_cli_signal_exit();
   }
   if (rc) {
     if (why[0])
@@ -579,7 +586,6 @@ int main(int argc, char **argv) {
                      .verbose = verbose,
                      .total = stream ? 0 : items.count};
   fc_cli_progress_init(&rctx.progress, progress, quiet);
-  fc_cli_install_signals();
   fo.jobs = jobs;
   fo.batch_records = batch;
   fo.max_seconds = max_seconds;

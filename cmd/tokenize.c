@@ -394,6 +394,12 @@ int main(int argc, char **argv) {
   char swhy[512] = "";
   if (!quiet) fc_cli_note_prune_running(out_dir);
   rc = fc_store_open_split(out_dir, FC_STORE_CREATE, 0, &parts, &n_parts, swhy, sizeof swhy);
+  if (rc == FC_EINTR && fc_cli_signal) { /* while it waited for cache-prune: nothing done */
+    fc_cli_warn(out_dir, "interrupted while waiting for cache-prune to finish: nothing done");
+    fc_item_list_free(&items);
+    fc_tokenizer_free(tok);
+    return fc_cli_signal_exit();
+  }
   if (rc) {
     if (swhy[0])
       fc_cli_warn(NULL, "%s", swhy);

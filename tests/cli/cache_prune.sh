@@ -229,5 +229,43 @@ wait
   { fail "drop-int: exit $rc"; cat w.out; }
 "$FC_BIN/cache-config" st3 | grep -q ' chars ' || fail "drop-int: the config went: $("$FC_BIN/cache-config" st3)"
 
+# featurize and tokenize interrupted (SIGINT, SIGTERM) while they wait for cache-prune: 130/143,
+# nothing done, the store as it was — featurize installed its handlers only after the wait, so a
+# signal its parent had it ignore (a script's background job) went unheard and the job ran on
+for sig in INT TERM; do
+  want=$([ $sig = INT ] && echo 130 || echo 143)
+  for tool in featurize tokenize; do
+    rm -rf st4 && cp -r st st4
+    "$FC_BIN/cache-config" st4 >before.cfg
+    : >held
+    "$PY" hold.py st4 64 <ctl >held &
+    exec 3>ctl
+    for _ in $(seq 100); do [ -s held ] && break; sleep 0.1; done
+    [ "$(cat held)" = 0 ] || fail "$tool-$sig: hold.py could not open st4 exclusively: $(cat held)"
+    if [ $tool = featurize ]; then
+      "$FZ" -o st4 wavs/u1.wav wavs/u5.wav >w.out 2>&1 3>&- &
+    else
+      "$TK" --manifest m3.csv --vocab v.txt -o st4 >w.out 2>&1 3>&- &
+    fi
+    pid=$!
+    for _ in $(seq 100); do grep -q 'waiting until it has finished' w.out && break; sleep 0.05; done
+    sleep 0.2
+    kill -$sig $pid
+    # the holder is let go only once the tool has ended, or after 10 s (a tool deaf to the
+    # signal then finishes its job: a failure, not a hang)
+    for _ in $(seq 100); do grep -q '^State:.*Z' /proc/$pid/status 2>/dev/null && break; sleep 0.1; done
+    exec 3>&-
+    wait $pid
+    rc=$?
+    wait
+    [ $rc = $want ] &&
+      grep -qx "$tool: st4: interrupted while waiting for cache-prune to finish: nothing done" w.out ||
+      { fail "$tool-$sig: exit $rc, want $want"; cat w.out; }
+    "$CV" --strict st4 >/dev/null 2>&1 || fail "$tool-$sig: the store after: $("$CV" --strict st4 2>&1)"
+    [ "$("$FC_BIN/cache-config" st4)" = "$(cat before.cfg)" ] ||
+      fail "$tool-$sig: the store's configs changed"
+  done
+done
+
 [ $fails = 0 ] && echo "cache_prune: ok"
 exit $((fails > 0))
