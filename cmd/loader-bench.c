@@ -20,6 +20,7 @@ enum {
   OPT_FEATURES,
   OPT_VIEWS,
   OPT_READ_ONLY,
+  OPT_PARTIAL,
   OPT_SYN_MS,
   OPT_SYN_ITEMS,
   OPT_PREFETCH,
@@ -64,6 +65,8 @@ static const fc_cli_opt options[] = {
     {"read-only", OPT_READ_ONLY, no_argument, NULL,
      "read a store this user cannot write, such as a teammate's dataset (opened MDB_NOLOCK: "
      "no one may write it meanwhile)"},
+    {"partial", OPT_PARTIAL, no_argument, NULL,
+     "read shards that are not a whole set, or one shard in two stores (refused otherwise)"},
     {"synthetic-ms", OPT_SYN_MS, required_argument, "MS", "synthetic: cost of one utterance (2)"},
     {"synthetic-items", OPT_SYN_ITEMS, required_argument, "N", "synthetic: utterances (1024)"},
     {NULL, 0, 0, NULL, "Training loop:"},
@@ -184,6 +187,7 @@ int main(int argc, char **argv) {
     case OPT_FEATURES: base.features = optarg; break;
     case OPT_VIEWS: base.views = 1; break;
     case OPT_READ_ONLY: read_only = 1; break;
+    case OPT_PARTIAL: base.partial = 1; break;
     case OPT_SYN_MS: base.synth_item_ms = fc_cli_double("synthetic-ms", optarg, 0, 60000); break;
     case OPT_SYN_ITEMS: synth_items = fc_cli_u32("synthetic-items", optarg, 1, 100000000); break;
     case 'b': base.batch = fc_cli_u32("batch", optarg, 1, MAX_BATCH); break;

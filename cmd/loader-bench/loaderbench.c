@@ -348,6 +348,7 @@ int lb_run(const lb_opts *o, fc_profiler *prof, lb_result *res, char *why, size_
     lo.ids = o->subset;
     lo.n_ids = o->n_subset;
     if (o->nolock) lo.flags |= FC_LOADER_NOLOCK;
+    if (o->partial) lo.flags |= FC_LOADER_PARTIAL;
     const char *paths[1] = {o->store};
     const char *const *sp = o->n_stores ? o->stores : paths;
     char lwhy[512] = "";

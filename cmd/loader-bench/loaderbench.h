@@ -50,6 +50,7 @@ typedef struct lb_opts {
   const char *features; /* CACHE: loader feature selector (NULL: the store's config) */
   int views; /* CACHE: zero-copy views instead of a padded batch */
   int nolock; /* CACHE: open the stores MDB_NOLOCK (FC_LOADER_NOLOCK; --read-only) */
+  int partial; /* CACHE: FC_LOADER_PARTIAL (--partial) */
   const fc_mel_config *mel; /* AUDIO: the features to compute */
   const lb_item *items; /* AUDIO: the utterances in order */
   size_t n_items; /* AUDIO, SYNTH: how many */

@@ -55,14 +55,15 @@ int ld_check_set(fc_loader *l, char *why, size_t why_len) {
     if (!rc && missing) {
       fc_why(why, why_len,
              "incomplete set of shards: %s (the dataset would lack their ids: give them too, or "
-             "open with FC_LOADER_PARTIAL, partial=True)",
+             "read it as it is: FC_LOADER_PARTIAL, partial=True, loader-bench --partial)",
              gap);
       rc = FC_ECONFIG;
     } else if (!rc && t.said) {
-      fc_why(why, why_len,
-             "%s: holds shard %u/%u, as %s does (one shard written into two stores: give one of "
-             "them, or open with FC_LOADER_PARTIAL, partial=True)",
-             l->stores[t.b].path, t.k, t.n, l->stores[t.a].path);
+      fc_why(
+          why, why_len,
+          "%s: holds shard %u/%u, as %s does (one shard written into two stores: give one of "
+          "them, or read them as they are: FC_LOADER_PARTIAL, partial=True, loader-bench --partial)",
+          l->stores[t.b].path, t.k, t.n, l->stores[t.a].path);
       rc = FC_ECONFIG;
     }
   }
