@@ -49,7 +49,12 @@ without workers: with them each worker ends on its own short batch, so an epoch 
 num_workers - 1 more (torch's caveat for an IterableDataset with workers); with drop_last each
 worker drops its own short batch, up to num_workers * (batch_size - 1) utterances an epoch, and
 the epoch can have fewer batches than len(). device="cuda" and pin_memory need num_workers=0.
-rank/world_size come from torch.distributed when it is initialized, unless given.
+rank/world_size come from torch.distributed when it is initialized, unless given. Under DDP,
+call featcache.check_ranks(ds) once on every rank after making the dataset: ranks that opened
+different snapshots of the stores (a featurize still writing) or got other options (seed) would
+each read their share of another order, some utterances twice and others never; it raises on
+every rank instead. A DataLoader worker that opens the stores and finds them changed since the
+dataset was made raises FeatcacheError for the same reason.
 Views (padded=False) are read-only memory: do not write into those tensors.
 Lengths are int32 tensors (torch has no uint32; same memory); u16 token ids become int32 (a copy).
 bf16 stores give torch.bfloat16 tensors.
