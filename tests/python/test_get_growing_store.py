@@ -4,8 +4,9 @@ open of the store in the process (a get after the commit, another Loader) adopt 
 remapping, under the arrays still held: reading one then crashed the process (SIGSEGV), e.g. a
 notebook holding mel = featcache.get(...) while featurize ran beside it. The map now never moves
 while anything of the store is held: the loaders map headroom past data.mdb (what is written
-meanwhile is read without a resize), and where a store outgrew even that, the open is refused
-naming what holds the map, and succeeds once it is let go. The writer's map is kept small with
+meanwhile is read without a resize; without it where the address space is limited), and where a
+store outgrew even that, the open is refused naming what holds the map, and succeeds once it is
+let go. The writer's map is kept small with
 FC_FAULT_MAPSIZE (a test build's knob), and the reader's headroom is taken away the same way."""
 
 import os
@@ -91,6 +92,24 @@ def test_get_while_a_writer_grows_the_store(corpus, headroom):
     assert os.path.getsize(os.path.join(path, "data.mdb")) > 2 * before
     refused = int(r.stdout.split()[-1])
     assert (refused > 0) == (headroom == "none"), r.stdout
+
+
+def test_headroom_under_an_address_space_limit(corpus):
+    # the headroom is address space: under ulimit -v (RLIMIT_AS) below it, every open of a store
+    # failed with "Cannot allocate memory"; it is then mapped as before, without headroom
+    if os.environ.get("FC_SANITIZE") == "1":
+        pytest.skip("ASan reserves terabytes of shadow memory: no RLIMIT_AS can be set under it")
+    d, wavs = corpus
+    path = os.path.join(d, "store-limited")
+    r = subprocess.run([os.path.join(BIN, "featurize"), "-q", "--device", "cpu", "-o", path,
+                        wavs[0], wavs[1]], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    code = ("import resource, sys, featcache\n"
+            "resource.setrlimit(resource.RLIMIT_AS, (8 << 30, resource.RLIM_INFINITY))\n"
+            "print(featcache.get(sys.argv[1], 'utt1').shape[1],"
+            " sum(len(b.ids) for b in featcache.Loader(sys.argv[1])))\n")
+    r = subprocess.run([PY, "-c", code, path], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.split() == ["80", "2"], r.stdout + r.stderr
 
 
 if __name__ == "__main__":

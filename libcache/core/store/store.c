@@ -225,6 +225,8 @@ static int store_open_once(const char *dir, unsigned flags, fc_store **out);
 int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
   int rc, tries = 0;
   while ((rc = store_open_once(dir, flags, out)) == EAGAIN && ++tries < 100) continue;
+  if (rc == ENOMEM && (flags & STORE_OPEN_HEADROOM)) /* address space limited (ulimit -v) */
+    return fc_store_open(dir, flags & ~(unsigned)STORE_OPEN_HEADROOM, out);
   return rc;
 }
 

@@ -68,8 +68,9 @@ int store_grow_map(fc_store *s, uint64_t at_least);
 int store_adopt_map(fc_store *s);
 /* fc_store_open flag (internal, beside fc_store_flags), read-only opens: map STORE_MAP_HEADROOM
  * bytes past data.mdb's size, so that what writers add in the meantime is read without resizing
- * the map, which a loader's open snapshot forbids (address space only; none in a test build run
- * with FC_FAULT_MAPSIZE, so that its small jobs reach the resize). */
+ * the map, which a loader's open snapshot forbids (address space only: where a limit on it
+ * refuses the map, ENOMEM, the store is opened without; none in a test build run with
+ * FC_FAULT_MAPSIZE, so that its small jobs reach the resize). */
 enum { STORE_OPEN_HEADROOM = 1u << 30 };
 #define STORE_MAP_HEADROOM (16ull << 30)
 /* fc_store_read_begin for a thread that may hold other read transactions of s already: when
