@@ -48,30 +48,46 @@ typedef struct ctx {
 
 static const char *holder(const ctx *c, long i) { return i < 0 ? c->out : c->inputs[i]; }
 
+/* A store's name in a message, quoted as the tools quote names (fc_cli_quoted). */
+typedef struct qname {
+  char s[1024];
+} qname;
+static const char *qn(const char *name, qname *q) { return fc_cli_quoted(name, q->s, sizeof q->s); }
+
 static void on_conflict(const fc_merge_conflict *cf, void *user) {
   ctx *c = user;
   fc_cli_progress_clear(&c->progress);
   const char *what = cf->db == FC_DB_AUDIO ? "audio" : cf->db == FC_DB_TEXT ? "text" : "meta";
-  fprintf(stderr, "%s: %s: %s entry '%.*s' differs from %s's: %s; ", fc_cli_tool, holder(c, cf->b),
-          what, (int)cf->key_len, cf->key, holder(c, cf->a), cf->detail);
+  /* the id in single quotes, or in double quotes with C escapes when it needs them */
+  char id[FC_ID_MAX + 1], qid[4 * FC_ID_MAX + 3];
+  const size_t n = cf->key_len < sizeof id ? cf->key_len : sizeof id - 1;
+  memcpy(id, cf->key, n);
+  id[n] = '\0';
+  const int plain = fc_quote_name(id, qid, sizeof qid) == strlen(id);
+  qname qb, qa, qw;
+  fprintf(stderr, "%s: %s: %s entry %s%s%s differs from %s's: %s; ", fc_cli_tool,
+          qn(holder(c, cf->b), &qb), what, plain ? "'" : "", qid, plain ? "'" : "",
+          qn(holder(c, cf->a), &qa), cf->detail);
   if (cf->winner == -2)
     fputs("refused\n", stderr);
   else
-    fprintf(stderr, "kept %s's\n", holder(c, cf->winner));
+    fprintf(stderr, "kept %s's\n", qn(holder(c, cf->winner), &qw));
 }
 
 static void on_bad(long input, int db, const char *key_hex, const char *why, void *user) {
   ctx *c = user;
   fc_cli_progress_clear(&c->progress);
-  fprintf(stderr, "%s: %s: %s %s: damaged record skipped: %s\n", fc_cli_tool, c->inputs[input],
-          db == FC_DB_FEAT ? "feat" : "tok", key_hex, why);
+  qname q;
+  fprintf(stderr, "%s: %s: %s %s: damaged record skipped: %s\n", fc_cli_tool,
+          qn(c->inputs[input], &q), db == FC_DB_FEAT ? "feat" : "tok", key_hex, why);
 }
 
 static void on_shard_twice(uint32_t k, uint32_t n, size_t a, size_t b, void *user) {
   ctx *c = user;
   fc_cli_progress_clear(&c->progress);
+  qname qb, qa;
   fprintf(stderr, "%s: %s: holds shard %u/%u, as %s does (a copy? its entries are stored once)\n",
-          fc_cli_tool, c->inputs[b], k, n, c->inputs[a]);
+          fc_cli_tool, qn(c->inputs[b], &qb), k, n, qn(c->inputs[a], &qa));
 }
 
 /* Token configs of one name built per store (a vocabulary built in each shard): what, and the fix */
@@ -213,6 +229,8 @@ int main(int argc, char **argv) {
   fc_cli_progress_clear(&cx.progress);
 
   uint64_t copied = sum(st.copied), present = sum(st.present);
+  qname qo;
+  const char *qout = qn(out, &qo); /* OUT in the lines below */
   /* every entry counted once: what this run did not merge (left out as damaged, or not reached
    * after an error or a stop) is the rest of the total */
   uint64_t failed = st.total > copied + present ? st.total - copied - present : 0;
@@ -222,7 +240,7 @@ int main(int argc, char **argv) {
     fprintf(
         stderr,
         "%s: interrupted: %llu of %llu entries committed to %s, %llu not started; run again to finish\n",
-        fc_cli_tool, (unsigned long long)(copied + present), (unsigned long long)st.total, out,
+        fc_cli_tool, (unsigned long long)(copied + present), (unsigned long long)st.total, qout,
         (unsigned long long)failed);
     status = "interrupted";
     code = fc_cli_signal_exit();
@@ -249,14 +267,14 @@ int main(int argc, char **argv) {
   } else if (rc) { /* a failed write or commit: what was committed stays */
     fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
     fprintf(stderr, "%s: done: %llu of %llu entries in %s (%llu failed); run again to finish\n",
-            fc_cli_tool, (unsigned long long)(copied + present), (unsigned long long)st.total, out,
+            fc_cli_tool, (unsigned long long)(copied + present), (unsigned long long)st.total, qout,
             (unsigned long long)failed);
     status = "error";
     code = FC_EXIT_FAIL;
   } else if (st.dropped) {
     fprintf(stderr,
             "%s: done: %llu of %llu entries in %s (%llu failed: %llu damaged record%s left out)\n",
-            fc_cli_tool, (unsigned long long)(copied + present), (unsigned long long)st.total, out,
+            fc_cli_tool, (unsigned long long)(copied + present), (unsigned long long)st.total, qout,
             (unsigned long long)failed, (unsigned long long)st.dropped, st.dropped == 1 ? "" : "s");
     code = FC_EXIT_FAIL;
   } else if (copied == 0 && !st.failures_copied && !st.failures_cleared) {
@@ -266,14 +284,14 @@ int main(int argc, char **argv) {
               given == 1 ? "" : "s", given == 1 ? "s" : "");
     else if (!quiet)
       fprintf(stderr, "%s: nothing to do: all %llu entries of the %zu store%s already in %s\n",
-              fc_cli_tool, (unsigned long long)present, given, given == 1 ? "" : "s", out);
+              fc_cli_tool, (unsigned long long)present, given, given == 1 ? "" : "s", qout);
   } else if (!quiet) {
     double mbs = st.wall_seconds > 0 ? st.bytes_copied / 1e6 / st.wall_seconds : 0;
     fprintf(stderr,
             "%s: done: %llu of %llu entries in %s (%llu feat, %llu tok, %llu audio, %llu text, "
             "%llu meta copied; %llu already there; %llu duplicate key%s stored once); %.1f MB in "
             "%.2f s, %.0f MB/s\n",
-            fc_cli_tool, (unsigned long long)(copied + present), (unsigned long long)st.total, out,
+            fc_cli_tool, (unsigned long long)(copied + present), (unsigned long long)st.total, qout,
             (unsigned long long)st.copied[FC_DB_FEAT], (unsigned long long)st.copied[FC_DB_TOK],
             (unsigned long long)st.copied[FC_DB_AUDIO], (unsigned long long)st.copied[FC_DB_TEXT],
             (unsigned long long)st.copied[FC_DB_META], (unsigned long long)present,

@@ -249,17 +249,22 @@ static inline int fc_cli_store_twice(const char *const *words, size_t nw, const 
         (a < 2 || v[a - 2].dev != v[a].dev || v[a - 2].ino != v[a].ino) && v[a].i < bj)
       bi = v[a - 1].i, bj = v[a].i;
   if (bj != SIZE_MAX && named) {
-    const char *wi = words[word[bi]], *wj = words[word[bj]];
+    char wi[1024], wj[1024]; /* quoted as names are; the message cut short past len */
+    fc_cli_quoted(words[word[bi]], wi, sizeof wi);
+    fc_cli_quoted(words[word[bj]], wj, sizeof wj);
+    int w;
     if (part[bj] < 0 && part[bi] >= 0)
-      snprintf(msg, len, "%s: given twice (also as part %ld of %s)", wj, part[bi], wi);
+      w = snprintf(msg, len, "%s: given twice (also as part %ld of %s)", wj, part[bi], wi);
     else if (part[bj] >= 0 && part[bi] < 0)
-      snprintf(msg, len, "%s: given twice (its part %ld also as %s)", wj, part[bj], wi);
+      w = snprintf(msg, len, "%s: given twice (its part %ld also as %s)", wj, part[bj], wi);
     else
-      snprintf(msg, len, "%s: given twice (also as %s)", wj, wi);
-    found = 1;
+      w = snprintf(msg, len, "%s: given twice (also as %s)", wj, wi);
+    found = w >= 0;
   } else if (bj != SIZE_MAX) { /* words and stores do not match: name the stores */
-    snprintf(msg, len, "%s: given twice (also as %s)", stores[bj], stores[bi]);
-    found = 1;
+    char si[1024], sj[1024];
+    found =
+        snprintf(msg, len, "%s: given twice (also as %s)", fc_cli_quoted(stores[bj], sj, sizeof sj),
+                 fc_cli_quoted(stores[bi], si, sizeof si)) >= 0;
   }
 out:
   free(v);

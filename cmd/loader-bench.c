@@ -468,7 +468,8 @@ int main(int argc, char **argv) {
                                                       : NULL;
             /* a message that names a store (any of them: the loader's of a later store) */
             for (size_t k = 0; path && k < (o.source == LB_CACHE ? n_stores : 1); k++) {
-              const char *named = o.source == LB_CACHE ? stores[k] : path;
+              char named[1024]; /* as the library names it: quoted when odd */
+              fc_cli_quoted(o.source == LB_CACHE ? stores[k] : path, named, sizeof named);
               size_t pl = strlen(named);
               if (strncmp(why, named, pl) == 0 && why[pl] == ':') path = NULL;
             }

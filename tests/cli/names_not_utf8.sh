@@ -4,6 +4,8 @@
 # from such a file name holds it (featurize: "caf\xe9.wav": stored as "caf\\xe9"), so that stderr
 # stays valid UTF-8 (a log, a CI page, Python's text mode) and one tool names a file as the next
 # does. They printed the raw byte. --json has U+FFFD for such bytes (featurize_odd_names).
+# cache-merge and loader-bench, and the library's reasons that name a store (the loader's, a
+# split store's, a merge's), printed stores as they are, a newline in one breaking the line.
 set -u
 B=${FC_BIN:?}
 PY=${FC_PYTHON:-python3}
@@ -54,6 +56,33 @@ grep -q '^"scaf\\xe9": 0 errors' out || fail "cache-verify's report: $(cat -v ou
 has err 'cache-prune: "ncaf\xe9": cannot open the store: No such file or directory'
 "$B/cache-config" "n$lat" 2>err
 has err 'cache-config: "ncaf\xe9": cannot open the store: No such file or directory'
+
+# cache-merge: its own lines (a conflict, the summary) and the library's (a store given twice);
+# a newline in a store's name stays inside the quotes
+nl=$'\n'
+mkdir d && sox -n -r 22050 -b 16 d/a.wav synth 0.3 sine 500
+"$B/featurize" -q --device cpu -o "t${nl}x" d/a.wav || fail "featurize t"
+"$B/featurize" -q --device cpu -o s3 a.wav || fail "featurize s3"
+"$B/cache-merge" -o "o$lat" s3 "t${nl}x" 2>err
+grep -q "^cache-merge: \"t\\\\nx\": audio entry 'a' differs from s3's: different audio: .*; refused\$" err ||
+  fail "merge conflict: $(cat -v err)"
+utf8 err || fail "merge conflict: not UTF-8"
+"$B/cache-merge" -o "o$lat" s3 2>err
+grep -q '^cache-merge: done: 4 of 4 entries in "ocaf\\xe9" (' err || fail "merge done: $(cat -v err)"
+"$B/cache-merge" -o o2 "s$lat" "s$lat" 2>err
+has err 'cache-merge: "scaf\xe9": given twice (also as "scaf\xe9")'
+"$B/cache-merge" -o o2 "n$lat" 2>err
+has err 'cache-merge: "ncaf\xe9": cannot open the store: No such file or directory'
+# loader-bench: a store it cannot open, named once
+"$B/loader-bench" "n$lat" 2>err
+has err 'loader-bench: "ncaf\xe9": No such file or directory'
+[ "$(wc -l <err)" = 1 ] || fail "loader-bench: $(cat -v err)"
+"$B/loader-bench" "t${nl}x" "t${nl}x" 2>err
+has err 'loader-bench: "t\nx": given twice (also as "t\nx")'
+# a split store's reason
+"$B/featurize" -q --device cpu --writers 2 -o "p$lat" a.wav || fail "featurize --writers 2"
+"$B/featurize" -q --device cpu --writers 3 -o "p$lat" a.wav 2>err
+has err 'featurize: "pcaf\xe9" is split into 2 parts, not 3: give 2 writers or none'
 
 [ $fails = 0 ] || exit 1
 echo "names_not_utf8: ok"

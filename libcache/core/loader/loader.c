@@ -228,7 +228,7 @@ static int subset_problems(fc_loader *l, char *why, size_t why_len) {
              l->want_list.count ? "in the manifest" : "asked for");
     }
     if (l->o.flags & FC_LOADER_STRICT) {
-      fc_why(why, why_len, "%s: %s", id, r);
+      fc_why(why, why_len, "%s: %s", FC_WHY_NAME(id), r);
       return FC_ENOTFOUND;
     }
     int rc = ld_add_problem(l, s, id, strlen(id), r);
@@ -252,7 +252,7 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
   if (rc) return rc;
   fc_loader *l = fc_calloc(1, sizeof *l);
   if (!l) {
-    fc_why(why, why_len, "%s: %s", paths[0], fc_strerror(ENOMEM));
+    fc_why(why, why_len, "%s: %s", FC_WHY_NAME(paths[0]), fc_strerror(ENOMEM));
     return ENOMEM;
   }
   l->pid = getpid();
@@ -307,7 +307,7 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
                "nolock=True) when no one writes it meanwhile",
                paths[i]);
       else
-        fc_why(why, why_len, "%s: %s", paths[i], fc_strerror(rc));
+        fc_why(why, why_len, "%s: %s", FC_WHY_NAME(paths[i]), fc_strerror(rc));
       goto fail;
     }
     st->s = st->reg->s;
@@ -318,7 +318,7 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
     /* indexes another process made since this process opened the store: their handles must
      * exist before the transaction begins for it to read them */
     if ((rc = store_index_refresh(st->reg->s)) || (rc = pinned_begin(st->s, &st->txn))) {
-      fc_why(why, why_len, "%s: %s%s", paths[i], fc_strerror(rc),
+      fc_why(why, why_len, "%s: %s%s", FC_WHY_NAME(paths[i]), fc_strerror(rc),
              rc == MDB_MAP_RESIZED ? MAP_HELD : "");
       goto fail;
     }
@@ -341,7 +341,7 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
       fc_mel_config mc;
       char r[200];
       if ((rc = fc_mel_config_from_json(json, strlen(json), &mc, r, sizeof r))) {
-        fc_why(why, why_len, "%s: mel config: %s", st->path, r);
+        fc_why(why, why_len, "%s: mel config: %s", FC_WHY_NAME(st->path), r);
         free(json);
         goto fail;
       }
@@ -402,7 +402,7 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
       if (!rc && !used) rc = ld_index_store_lookups(l, i, why, why_len);
       if (rc) {
         if (why && why_len && !why[0])
-          fc_why(why, why_len, "%s: %s", l->stores[i].path, fc_strerror(rc));
+          fc_why(why, why_len, "%s: %s", FC_WHY_NAME(l->stores[i].path), fc_strerror(rc));
         goto fail;
       }
     }
@@ -431,7 +431,8 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
 fail:
   ld_advise_open(l, 0);
   if (why && why_len && !why[0]) /* out of memory on the way: name the store being opened */
-    fc_why(why, why_len, "%s: %s", paths[l->n_stores ? l->n_stores - 1 : 0], fc_strerror(rc));
+    fc_why(why, why_len, "%s: %s", FC_WHY_NAME(paths[l->n_stores ? l->n_stores - 1 : 0]),
+           fc_strerror(rc));
   fc_loader_close(l);
   return rc;
 }

@@ -30,8 +30,8 @@ int ld_check_set(fc_loader *l, char *why, size_t why_len) {
   for (uint32_t i = 1; i < l->n_stores; i++)
     for (uint32_t j = 0; j < i; j++)
       if (l->stores[i].s == l->stores[j].s) {
-        fc_why(why, why_len, "%s: the same store as %s, given twice", l->stores[i].path,
-               l->stores[j].path);
+        fc_why(why, why_len, "%s: the same store as %s, given twice",
+               FC_WHY_NAME(l->stores[i].path), FC_WHY_NAME(l->stores[j].path));
         return FC_ECONFIG;
       }
   if (l->o.flags & FC_LOADER_PARTIAL) return 0;

@@ -149,14 +149,13 @@ static void describe(int db, const MDB_val *x, const MDB_val *y, char *buf, size
     char ha[13], hb[13];
     hex_prefix(ea.digest.bytes, ha);
     hex_prefix(eb.digest.bytes, hb);
-    int pa = ea.path_len > 200 ? 200 : (int)ea.path_len,
-        pb = eb.path_len > 200 ? 200 : (int)eb.path_len;
+    fc_why_name_buf qa, qb; /* the sources quoted as names are (200 bytes of each at most) */
+    const char *pa = fc_why_name(ea.path, ea.path_len > 200 ? 200 : ea.path_len, &qa),
+               *pb = fc_why_name(eb.path, eb.path_len > 200 ? 200 : eb.path_len, &qb);
     if (memcmp(ea.digest.bytes, eb.digest.bytes, 16))
-      snprintf(buf, len, "different audio: digest %s... (%.*s) vs %s... (%.*s)", ha, pa, ea.path,
-               hb, pb, eb.path);
+      snprintf(buf, len, "different audio: digest %s... (%s) vs %s... (%s)", ha, pa, hb, pb);
     else
-      snprintf(buf, len, "same audio (digest %s...) but the source differs: %.*s vs %.*s", ha, pa,
-               ea.path, pb, eb.path);
+      snprintf(buf, len, "same audio (digest %s...) but the source differs: %s vs %s", ha, pa, pb);
   } else if (db == FC_DB_TEXT) {
     fc_digest da, dbb;
     const char *ta, *tb;
@@ -567,7 +566,9 @@ static int check_dirs(const char *out_dir, const char *const *inputs, size_t n, 
   for (size_t i = 0; i < n; i++) {
     if (stat(inputs[i], &st) != 0) continue; /* said when it is opened */
     if (have_out && st.st_dev == so.st_dev && st.st_ino == so.st_ino) {
-      fc_why(why, why_len, "%s: the output cannot be one of the inputs", inputs[i]);
+      fc_why_name_buf q;
+      fc_why(why, why_len, "%s: the output cannot be one of the inputs",
+             fc_why_name(inputs[i], SIZE_MAX, &q));
       free(v);
       return EINVAL;
     }
@@ -581,7 +582,9 @@ static int check_dirs(const char *out_dir, const char *const *inputs, size_t n, 
       bi = v[a - 1].i, bj = v[a].i;
   free(v);
   if (bj == SIZE_MAX) return 0;
-  fc_why(why, why_len, "%s: given twice (also as %s)", inputs[bj], inputs[bi]);
+  fc_why_name_buf qj, qi;
+  fc_why(why, why_len, "%s: given twice (also as %s)", fc_why_name(inputs[bj], SIZE_MAX, &qj),
+         fc_why_name(inputs[bi], SIZE_MAX, &qi));
   return EINVAL;
 }
 
@@ -631,7 +634,9 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
     unsigned fl = FC_STORE_RDONLY | (store_wants_nolock(inputs[i], 0) ? FC_STORE_NOLOCK : 0);
     rc = fc_store_open(inputs[i], fl, &c.in[i]);
     if (rc) {
-      fc_why(why, why_len, "%s: cannot open the store: %s", inputs[i], fc_strerror(rc));
+      fc_why_name_buf q;
+      fc_why(why, why_len, "%s: cannot open the store: %s", fc_why_name(inputs[i], SIZE_MAX, &q),
+             fc_strerror(rc));
       break;
     }
     fc_store_info info;
@@ -646,8 +651,11 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
   int out_exists =
       snprintf(dm, sizeof dm, "%s/data.mdb", out_dir) < (int)sizeof dm && stat(dm, &dst) == 0;
   if (!rc && out_exists &&
-      (rc = fc_store_open(out_dir, FC_STORE_CREATE | FC_STORE_NOMETASYNC, &c.out)) != 0)
-    fc_why(why, why_len, "%s: cannot open the output store: %s", out_dir, fc_strerror(rc));
+      (rc = fc_store_open(out_dir, FC_STORE_CREATE | FC_STORE_NOMETASYNC, &c.out)) != 0) {
+    fc_why_name_buf q;
+    fc_why(why, why_len, "%s: cannot open the output store: %s", fc_why_name(out_dir, SIZE_MAX, &q),
+           fc_strerror(rc));
+  }
   unsigned part_k, part_n;
   if (!rc && c.out && fc_store_part_of_store(c.out, &part_k, &part_n) == 0 && part_n > 1) {
     /* a part holds only the ids routed to it (docs/FORMAT.md "Split stores"): the inputs' other
@@ -683,7 +691,9 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
     goto done;
   }
   if (!c.out && (rc = fc_store_open(out_dir, FC_STORE_CREATE | FC_STORE_NOMETASYNC, &c.out)) != 0) {
-    fc_why(why, why_len, "%s: cannot create the output store: %s", out_dir, fc_strerror(rc));
+    fc_why_name_buf q;
+    fc_why(why, why_len, "%s: cannot create the output store: %s",
+           fc_why_name(out_dir, SIZE_MAX, &q), fc_strerror(rc));
     goto done;
   }
 
@@ -713,8 +723,10 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
   int src = store_explain_write_error(c.out, mdb_env_sync(c.out->env, 1), 0);
   if (!rc) rc = src;
   if (!rc && o->on_progress) o->on_progress(stats, o->user);
-  if (rc && rc != FC_EINTR && why && why_len && !why[0])
-    fc_why(why, why_len, "%s: %s", out_dir, fc_strerror(rc));
+  if (rc && rc != FC_EINTR && why && why_len && !why[0]) {
+    fc_why_name_buf q;
+    fc_why(why, why_len, "%s: %s", fc_why_name(out_dir, SIZE_MAX, &q), fc_strerror(rc));
+  }
 
 done:
   writeback_end(&c.wb); /* before the output's file is closed */

@@ -224,7 +224,7 @@ static int open_part(const char *dir, unsigned k, unsigned n, unsigned flags, fc
   int rc = fc_store_part_path(dir, k, p, sizeof p);
   if (!rc) rc = fc_store_open(p, flags, out);
   if (rc) {
-    fc_why(why, why_len, "%s: %s", p, fc_strerror(rc));
+    fc_why(why, why_len, "%s: %s", FC_WHY_NAME(p), fc_strerror(rc));
     return rc;
   }
   unsigned kk, nn;
@@ -238,10 +238,10 @@ static int open_part(const char *dir, unsigned k, unsigned n, unsigned flags, fc
   }
   if (!rc && (kk != k || nn != n)) {
     rc = FC_EFORMAT;
-    fc_why(why, why_len, "%s: it says it is part %u of %u, the split store's part %u of %u", p, kk,
-           nn, k, n);
+    fc_why(why, why_len, "%s: it says it is part %u of %u, the split store's part %u of %u",
+           FC_WHY_NAME(p), kk, nn, k, n);
   } else if (rc) {
-    fc_why(why, why_len, "%s: meta part: %s", p,
+    fc_why(why, why_len, "%s: meta part: %s", FC_WHY_NAME(p),
            rc == FC_ENOTFOUND ? "missing (not a part of a split store)" : fc_strerror(rc));
   }
   if (rc) {
@@ -290,7 +290,7 @@ int fc_store_open_split(const char *dir, unsigned flags, unsigned want, fc_store
     } else if (!rc && want > 1) {
       rc = FC_ECONFIG;
       fc_why(why, why_len, "%s is a store of one part (not split): %u writers need a new directory",
-             dir, want);
+             FC_WHY_NAME(dir), want);
     }
     if (rc) {
       fc_store_close_split(v, 1);
@@ -305,7 +305,7 @@ int fc_store_open_split(const char *dir, unsigned flags, unsigned want, fc_store
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) return errno;
     int lk = store_create_lock(dir);
     if (lk < 0) {
-      fc_why(why, why_len, "%s: cannot lock the directory: %s", dir, fc_strerror(-lk));
+      fc_why(why, why_len, "%s: cannot lock the directory: %s", FC_WHY_NAME(dir), fc_strerror(-lk));
       return -lk;
     }
     if (stat(p, &st) == 0) { /* created meanwhile by a job with one writer */
@@ -330,11 +330,12 @@ int fc_store_open_split(const char *dir, unsigned flags, unsigned want, fc_store
       return FC_ECONFIG;
     }
   } else if (plain) {
-    fc_why(why, why_len, "%s holds both a store (data.mdb) and a split-store marker", dir);
+    fc_why(why, why_len, "%s holds both a store (data.mdb) and a split-store marker",
+           FC_WHY_NAME(dir));
     return FC_EFORMAT;
   } else if (want > 1 && want != n) {
-    fc_why(why, why_len, "%s is split into %u parts, not %u: give %u writers or none", dir, n, want,
-           n);
+    fc_why(why, why_len, "%s is split into %u parts, not %u: give %u writers or none",
+           FC_WHY_NAME(dir), n, want, n);
     return FC_ECONFIG;
   }
   fc_store **v = fc_calloc(n, sizeof *v);

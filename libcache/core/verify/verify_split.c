@@ -95,7 +95,7 @@ int vf_verify_split(vctx *c, const char *dir, unsigned n, char *why, size_t why_
   DIR *d = seen ? opendir(dir) : NULL;
   if (!seen || !d) {
     int rc = seen ? errno : ENOMEM;
-    fc_why(why, why_len, "%s: %s", dir, fc_strerror(rc));
+    fc_why(why, why_len, "%s: %s", FC_WHY_NAME(dir), fc_strerror(rc));
     free(seen);
     return rc;
   }
