@@ -51,9 +51,11 @@ def make_corpus(d):
 
 
 def run(*args):
-    r = subprocess.run([sys.executable, SCRIPT, "--device", "cpu", "--threads", "1", "--batch",
-                        "4", "--frames", "48", "--hidden", "32", "--warmup", "2", "--steps", "6",
-                        *args], capture_output=True, text=True, timeout=240)
+    # (FC_PYTHON: under the sanitizer build, the wrapper that preloads ASan)
+    r = subprocess.run([os.environ.get("FC_PYTHON") or sys.executable, SCRIPT, "--device", "cpu",
+                        "--threads", "1", "--batch", "4", "--frames", "48", "--hidden", "32",
+                        "--warmup", "2", "--steps", "6", *args],
+                       capture_output=True, text=True, timeout=240)
     assert r.returncode == 0, r.stdout + r.stderr
     return r.stdout
 

@@ -244,7 +244,9 @@ def test_example_runs(path):
     epoch, every utterance in each."""
     import subprocess
     ex = os.path.join(os.path.dirname(__file__), "..", "..", "python", "examples", "train_tf.py")
-    r = subprocess.run([sys.executable, ex, path, "--epochs", "2"], capture_output=True, text=True)
+    # (FC_PYTHON: under the sanitizer build, the wrapper that preloads ASan)
+    r = subprocess.run([os.environ.get("FC_PYTHON") or sys.executable, ex, path, "--epochs", "2"],
+                       capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["epoch 0: %d utterances" % N, "epoch 1: %d utterances" % N], \
         r.stdout
