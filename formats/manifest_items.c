@@ -188,7 +188,8 @@ int mf_item_finish(list_builder *b, fc_item *it) {
     if (n > FC_ID_MAX)
       return mf_item_fail(it, FC_EFORMAT, "id is %zu bytes, longer than the %d allowed", n,
                           FC_ID_MAX);
-    return mf_item_fail(it, FC_EFORMAT, "id contains a control character (NUL or newline)");
+    return mf_item_fail(it, FC_EFORMAT, "id contains a %s", /* fc_id_check: no NUL in a string */
+                        strchr(it->id, '\n') ? "newline" : "carriage return");
   }
   if (mf_is_blank(it->id, n)) /* " |text": an id no one can tell from none */
     return mf_item_fail(it, FC_EMANIFEST, "id is only spaces or tabs");

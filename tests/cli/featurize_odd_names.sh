@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# File names with a newline, a tab, an escape, a double quote or a backslash in featurize's
+# File names with a newline, a carriage return, a tab, an escape, a double quote or a backslash in featurize's
 # stderr lines: quoted as git quotes them (core.quotePath=false) — in double quotes, with C
 # escapes (\n, \t, \", \\, octal \033 for the others) — so that one input's line stays one line, a
 # terminal is not sent escape codes, and a script that reads `featurize: PATH: reason` can tell
@@ -20,18 +20,20 @@ cp a.wav "é.wav"
 printf 'junk' >"bad${nl}name.wav"
 printf 'junk' >'q"uote.wav'
 printf 'junk' >'back\slash.wav'
+printf 'junk' >$'cr\rname.wav'
 printf 'junk' >$'esc\033[31m.wav'
 printf 'junk' >$'tab\there.wav'
 
 "$FZ" -v -j 1 --device cpu -o s "dir${nl}x/good.wav" "é.wav" "bad${nl}name.wav" 'q"uote.wav' \
-  'back\slash.wav' $'esc\033[31m.wav' $'tab\there.wav' >out 2>err
+  'back\slash.wav' $'esc\033[31m.wav' $'tab\there.wav' $'cr\rname.wav' >out 2>err
 rc=$?
 [ $rc = 1 ] || fail "exit $rc, want 1"
 # failures are reported before the writer commits the stored ones: compare sorted, summary last
 sort >want <<'TXT'
 featurize: "dir\nx/good.wav": stored as good (43 frames, 0.50 s)
 featurize: é.wav: stored as é (43 frames, 0.50 s)
-featurize: "bad\nname.wav": id contains a control character (NUL or newline)
+featurize: "bad\nname.wav": id contains a newline
+featurize: "cr\rname.wav": id contains a carriage return
 featurize: "q\"uote.wav": not an audio file (libsndfile: Format not recognised.)
 featurize: "back\\slash.wav": not an audio file (libsndfile: Format not recognised.)
 featurize: "esc\033[31m.wav": not an audio file (libsndfile: Format not recognised.)
@@ -39,7 +41,7 @@ featurize: "tab\there.wav": not an audio file (libsndfile: Format not recognised
 TXT
 grep -v -e '^featurize: device:' -e '^featurize: stages' -e '^featurize: failure records' \
   -e '^featurize: done:' err | sort | diff -u want - || fail "stderr differs"
-grep -qx 'featurize: done: 2 of 7 (2 new, 0 already stored, 5 failed)' err || fail "summary"
+grep -qx 'featurize: done: 2 of 8 (2 new, 0 already stored, 6 failed)' err || fail "summary"
 
 # the manifest's name in `MANIFEST:LINE: reason`, and --json: the names as given
 printf '%s\n' "$PWD/a.wav" "$PWD/a.wav" >"list${nl}.txt"
