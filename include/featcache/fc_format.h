@@ -143,62 +143,77 @@ FC_API int fc_id_check(const char *id, size_t len);
 FC_API int fc_utf8_valid(const char *s, size_t len);
 
 /* A name (a file, a store, an utterance id) as the tools' messages print it: as it is, or — when
- * it holds a control character, a double quote, a backslash or a byte that is no part of a UTF-8
- * character — in double quotes with C escapes (\t, \n, \", \\, octal \033 for the other control
- * characters, \xNN in lower-case hex for a byte that is not UTF-8, as an id made from such a file
- * name holds it), as git quotes paths (core.quotePath false: UTF-8 stays as it is), so that a
- * message stays one line, sends no escape codes to a terminal and no invalid UTF-8 to a log.
- * Writes at most len bytes into buf, always NUL-terminated when len > 0 (cut short if it must be:
- * 4 x strlen(name) + 3 always fits); returns the length of the whole quoted form, as snprintf.
+ * it holds a control character, a double quote, a backslash, a byte that is no part of a UTF-8
+ * character, or a character that would hide or reorder part of the line — in double quotes with C
+ * escapes (\t, \n, \", \\, octal \033 for the other ASCII control characters, \xNN in lower-case
+ * hex for a byte that is not UTF-8, as an id made from such a file name holds it, \uNNNN for a C1
+ * control (U+0080..U+009F: a terminal may take U+009B for an escape), a line or paragraph
+ * separator, a direction mark, embedding, override or isolate, and U+FEFF, the BOM, invisible),
+ * as git quotes paths (core.quotePath false: UTF-8 stays as it is), so that a message stays one
+ * line, shows the name it names, and sends no escape codes to a terminal and no invalid UTF-8 to a
+ * log. Writes at most len bytes into buf, always NUL-terminated when len > 0 (cut short if it must
+ * be: 4 x strlen(name) + 3 always fits); returns the length of the whole quoted form, as snprintf.
  * Inline: a pure helper, no symbol (docs/HACKING.md). */
 static inline void fc_quote_put_(char *buf, size_t len, size_t *o, const char *s, size_t n) {
   for (size_t k = 0; k < n; k++, ++*o)
     if (*o + 1 < len) buf[*o] = s[k];
 }
-/* The length of the UTF-8 character p starts (1 to 4; strict, as fc_utf8_valid), or 0 when *p is
- * no part of one. p is NUL-terminated. */
-static inline size_t fc_quote_utf8_len_(const unsigned char *p) {
+/* The length of the UTF-8 character p starts (1 to 4; strict, as fc_utf8_valid) and its code
+ * point in *cp, or 0 when *p is no part of one. p is NUL-terminated. */
+static inline size_t fc_quote_utf8_len_(const unsigned char *p, uint32_t *cp) {
   const unsigned c = p[0];
   size_t n;
-  uint32_t cp, min;
+  uint32_t min;
+  *cp = c;
   if (c < 0x80) return 1;
   if ((c & 0xE0) == 0xC0)
-    n = 2, cp = c & 0x1F, min = 0x80;
+    n = 2, *cp = c & 0x1F, min = 0x80;
   else if ((c & 0xF0) == 0xE0)
-    n = 3, cp = c & 0x0F, min = 0x800;
+    n = 3, *cp = c & 0x0F, min = 0x800;
   else if ((c & 0xF8) == 0xF0)
-    n = 4, cp = c & 0x07, min = 0x10000;
+    n = 4, *cp = c & 0x07, min = 0x10000;
   else
     return 0;
   for (size_t k = 1; k < n; k++) {
     if ((p[k] & 0xC0) != 0x80) return 0; /* a NUL stops here too */
-    cp = cp << 6 | (p[k] & 0x3Fu);
+    *cp = *cp << 6 | (p[k] & 0x3Fu);
   }
-  return cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) ? 0 : n;
+  return *cp < min || *cp > 0x10FFFF || (*cp >= 0xD800 && *cp <= 0xDFFF) ? 0 : n;
+}
+/* 1 for a character a quoted name shows escaped (above). */
+static inline int fc_quote_special_(uint32_t c) {
+  return c < 0x20 || (c >= 0x7f && c <= 0x9f) || c == '"' || c == '\\' || c == 0x200e ||
+         c == 0x200f || (c >= 0x2028 && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069) || c == 0xfeff;
 }
 static inline size_t fc_quote_name(const char *name, char *buf, size_t len) {
+  static const char hex[] = "0123456789abcdef";
   const unsigned char *p = (const unsigned char *)(name ? name : "");
   size_t o = 0, k;
+  uint32_t c;
   int quote = 0;
   for (const unsigned char *q = p; *q && !quote; q += k)
-    quote = !(k = fc_quote_utf8_len_(q)) || *q < 0x20 || *q == 0x7f || *q == '"' || *q == '\\';
+    quote = !(k = fc_quote_utf8_len_(q, &c)) || fc_quote_special_(c);
   if (quote) fc_quote_put_(buf, len, &o, "\"", 1);
   for (; *p; p += k) {
-    char e[4] = {'\\', (char)*p, 0, 0};
+    char e[6] = {'\\', 0, 0, 0, 0, 0};
     size_t n = 2;
-    k = fc_quote_utf8_len_(p);
-    if (k > 1 || (k == 1 && (!quote || (*p >= 0x20 && *p != 0x7f && *p != '"' && *p != '\\')))) {
+    k = fc_quote_utf8_len_(p, &c);
+    if (k && (!quote || !fc_quote_special_(c))) {
       fc_quote_put_(buf, len, &o, (const char *)p, k);
       continue;
     }
     if (k == 0) /* not UTF-8: \xe9 */
-      k = 1, e[1] = 'x', e[2] = "0123456789abcdef"[*p >> 4], e[3] = "0123456789abcdef"[*p & 15],
-      n = 4;
-    else if (*p >= 7 && *p <= 13) /* \a \b \t \n \v \f \r */
-      e[1] = "abtnvfr"[*p - 7];
-    else if (*p < 0x20 || *p == 0x7f) /* octal, \033 */
-      e[1] = (char)('0' + (*p >> 6)), e[2] = (char)('0' + (*p >> 3 & 7)),
-      e[3] = (char)('0' + (*p & 7)), n = 4;
+      k = 1, e[1] = 'x', e[2] = hex[*p >> 4], e[3] = hex[*p & 15], n = 4;
+    else if (c >= 0x80) /* \u202e */
+      e[1] = 'u', e[2] = hex[c >> 12 & 15], e[3] = hex[c >> 8 & 15], e[4] = hex[c >> 4 & 15],
+      e[5] = hex[c & 15], n = 6;
+    else if (c >= 7 && c <= 13) /* \a \b \t \n \v \f \r */
+      e[1] = "abtnvfr"[c - 7];
+    else if (c < 0x20 || c == 0x7f) /* octal, \033 */
+      e[1] = (char)('0' + (c >> 6)), e[2] = (char)('0' + (c >> 3 & 7)),
+      e[3] = (char)('0' + (c & 7)), n = 4;
+    else /* \" \\ */
+      e[1] = (char)c;
     fc_quote_put_(buf, len, &o, e, n);
   }
   if (quote) fc_quote_put_(buf, len, &o, "\"", 1);

@@ -84,5 +84,15 @@ has err 'loader-bench: "t\nx": given twice (also as "t\nx")'
 "$B/featurize" -q --device cpu --writers 3 -o "p$lat" a.wav 2>err
 has err 'featurize: "pcaf\xe9" is split into 2 parts, not 3: give 2 writers or none'
 
+# a BOM that is not the list's first bytes (two lists concatenated, each saved with one) is part
+# of the name, and shown: the bare name seemed to exist
+printf '\xef\xbb\xbfa.wav\n' >b1.txt
+cat b1.txt b1.txt | "$B/featurize" --device cpu -o s5 - 2>err
+has err 'featurize: "\ufeffa.wav": No such file or directory'
+# a direction override in a name cannot make the line show another name
+cp a.wav "$(printf 'x\342\200\256vaw.exe.wav')"
+"$B/featurize" -v --device cpu -o s6 "$(printf 'x\342\200\256vaw.exe.wav')" 2>err
+has err 'featurize: "x\u202evaw.exe.wav": stored as "x\u202evaw.exe" (43 frames, 0.50 s)'
+
 [ $fails = 0 ] || exit 1
 echo "names_not_utf8: ok"

@@ -160,7 +160,9 @@ static void test_strerror(void) {
 /* Names in messages (fc_quote_name): plain and UTF-8 names as they are; a control character, a
  * quote, a backslash or a byte that is no part of a UTF-8 character (a Latin-1 name, a cut or
  * overlong sequence, a surrogate) quoted, the last as \xNN as an id made from the name holds it
- * (it printed the raw byte: invalid UTF-8 in every tool's stderr); the length as snprintf's. */
+ * (it printed the raw byte: invalid UTF-8 in every tool's stderr); a C1 control, a separator, a
+ * direction control or a BOM as \uNNNN (they went out as they were: a line that shows another
+ * name, or a terminal's escape); the length as snprintf's. */
 static void test_quote_name(void) {
   static const char *const cases[][2] = {
       {"a.wav", "a.wav"},
@@ -175,6 +177,19 @@ static void test_quote_name(void) {
       {"\xed\xa0\x80", "\"\\xed\\xa0\\x80\""},
       {"\xf4\x90\x80\x80", "\"\\xf4\\x90\\x80\\x80\""},
       {"\x7f\xff", "\"\\177\\xff\""},
+      /* hidden or reordering characters: C1 CSI, a line separator, RLO, an isolate, a BOM */
+      {"a\xc2\x9b"
+       "31m",
+       "\"a\\u009b31m\""},
+      {"a\xe2\x80\xa8"
+       "b",
+       "\"a\\u2028b\""},
+      {"\xe2\x80\xaevaw.exe", "\"\\u202evaw.exe\""},
+      {"\xe2\x81\xa6x\xe2\x81\xa9", "\"\\u2066x\\u2069\""},
+      {"\xef\xbb\xbf"
+       "a.wav",
+       "\"\\ufeffa.wav\""},
+      {"\xc2\xa0\xe2\x80\x8d", "\xc2\xa0\xe2\x80\x8d"}, /* NBSP, ZWJ (emoji, scripts): as is */
       {"", ""},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

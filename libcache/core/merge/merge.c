@@ -152,10 +152,12 @@ static void describe(int db, const MDB_val *x, const MDB_val *y, char *buf, size
     fc_why_name_buf qa, qb; /* the sources quoted as names are (200 bytes of each at most) */
     const char *pa = fc_why_name(ea.path, ea.path_len > 200 ? 200 : ea.path_len, &qa),
                *pb = fc_why_name(eb.path, eb.path_len > 200 ? 200 : eb.path_len, &qb);
-    if (memcmp(ea.digest.bytes, eb.digest.bytes, 16))
-      snprintf(buf, len, "different audio: digest %s... (%s) vs %s... (%s)", ha, pa, hb, pb);
+    if (memcmp(ea.digest.bytes, eb.digest.bytes, 16)) /* each name cut at 300 bytes */
+      snprintf(buf, len, "different audio: digest %s... (%.300s) vs %s... (%.300s)", ha, pa, hb,
+               pb);
     else
-      snprintf(buf, len, "same audio (digest %s...) but the source differs: %s vs %s", ha, pa, pb);
+      snprintf(buf, len, "same audio (digest %s...) but the source differs: %.300s vs %.300s", ha,
+               pa, pb);
   } else if (db == FC_DB_TEXT) {
     fc_digest da, dbb;
     const char *ta, *tb;
