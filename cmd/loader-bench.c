@@ -337,9 +337,9 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < list.count; i++) {
       const fc_item *it = &list.items[i];
       if (it->err || (want_audio && !it->path)) {
-        char where[600];
-        snprintf(where, sizeof where, "%s:%zu", manifest, it->line);
-        fc_cli_warn(where, "%s", it->why ? it->why : "no audio path");
+        fprintf(stderr, "%s: ", fc_cli_tool); /* FILE:LINE, FILE quoted as names are */
+        fc_cli_put_name(stderr, manifest);
+        fprintf(stderr, ":%zu: %s\n", it->line, it->why ? it->why : "no audio path");
         exit_code = FC_EXIT_FAIL;
         continue;
       }

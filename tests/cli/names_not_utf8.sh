@@ -77,6 +77,10 @@ has err 'cache-merge: "ncaf\xe9": cannot open the store: No such file or directo
 "$B/loader-bench" "n$lat" 2>err
 has err 'loader-bench: "ncaf\xe9": No such file or directory'
 [ "$(wc -l <err)" = 1 ] || fail "loader-bench: $(cat -v err)"
+# its manifest's FILE:LINE as featurize's and tokenize's: the name quoted, the line outside
+printf 'a.wav\na.wav\n' >"l$lat.scp.txt"
+"$B/loader-bench" --source audio --manifest "l$lat.scp.txt" --steps 1 >/dev/null 2>err
+has err "loader-bench: \"lcaf\\xe9.scp.txt\":2: duplicate id 'a'"
 "$B/loader-bench" "t${nl}x" "t${nl}x" 2>err
 has err 'loader-bench: "t\nx": given twice (also as "t\nx")'
 # a split store's reason
