@@ -267,6 +267,9 @@ static int add_path_item(list_builder *b, const char *p, size_t n, size_t line) 
     return mf_item_fail(
         it, FC_EMANIFEST,
         "line contains a NUL byte (paths come one per line: find -print, not -print0)");
+  if (line && memchr(p, '\r', n)) /* old Mac line ends: the list is one line, as the reader says */
+    return mf_item_fail(it, FC_EMANIFEST,
+                        "a carriage return inside the line (CR line endings? convert them to LF)");
   if (!(it->path = mf_dup_range(p, n))) return -ENOMEM;
   if (!(it->id = mf_id_from_path(p, n))) return -ENOMEM;
   return mf_item_finish(b, it);

@@ -76,7 +76,7 @@ FC_API int fc_manifest_read(const char *path, const fc_manifest_opts *opts, fc_i
  * given, line 0; an empty path or a repeated id is an item error. Returns 0, EINVAL or ENOMEM. */
 FC_API int fc_items_from_paths(const char *const *paths, size_t n, fc_item_list *out);
 /* Items from one path per line of a FILE* (NULL = stdin), with the manifest rules for CRLF, BOM,
- * blank lines and line numbers. Returns 0, or an errno code (read error, ENOMEM). */
+ * blank lines, a carriage return inside a line (an item error) and line numbers. Returns 0, or an errno code (read error, ENOMEM). */
 FC_API int fc_items_from_stream(void *stdio_file, fc_item_list *out);
 /* Frees every string and the array; l itself is the caller's. NULL is fine. */
 FC_API void fc_item_list_free(fc_item_list *l);

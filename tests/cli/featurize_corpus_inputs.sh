@@ -30,6 +30,10 @@ printf '%s\n%s \n%s\t\r\n' "$PWD/$lat.wav" "$PWD/a.wav" "$PWD/b.wav" | "$FZ" --d
 rc=$?
 [ $rc = 0 ] || fail "stdin list: exit $rc: $(cat -v err)"
 grep -qx 'featurize: done: 3 of 3 (3 new, 0 already stored, 0 failed)' err || fail "stdin: $(cat -v err)"
+# a path list on stdin with CR line endings: one line, said as --manifest says it
+printf '%s\r%s\r' "$PWD/a.wav" "$PWD/b.wav" | "$FZ" --device cpu -o s2cr - 2>err
+grep -qx 'featurize: (stdin):1: a carriage return inside the line (CR line endings? convert them to LF)' err ||
+  fail "stdin list with CRs: $(cat -v err)"
 # a path list given as --manifest
 printf '%s\n%s \n' "$PWD/b.wav" "$PWD/$lat.wav" >list.txt
 "$FZ" --device cpu -o s3 --manifest list.txt 2>err

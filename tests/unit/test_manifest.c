@@ -428,6 +428,17 @@ static void test_paths_and_stream(void) {
   }
   fc_item_list_free(&l);
   fc_item_list_free(NULL);
+
+  /* CR line endings (old Mac): the whole list is one line, said as --manifest's path list says it
+   * (it was "id contains a carriage return", or a file not found) */
+  static const char cr[] = "a/one.wav\rb/two.wav\r";
+  f = fmemopen((void *)cr, sizeof cr - 1, "r");
+  CHECK(fc_items_from_stream(f, &l) == 0, "CR stream");
+  fclose(f);
+  CHECK(l.count == 1 && l.items[0].err == FC_EMANIFEST && l.items[0].why &&
+            strstr(l.items[0].why, "CR line endings?") && !l.items[0].path,
+        "CR stream: %zu items, %s", l.count, l.count ? l.items[0].why : "");
+  fc_item_list_free(&l);
 }
 
 /* Ids from names that are not UTF-8, or that hold a backslash: each stray byte is \xNN, and a
