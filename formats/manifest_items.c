@@ -186,8 +186,12 @@ int mf_item_finish(list_builder *b, fc_item *it) {
   if (rc != 0) {
     if (n == 0) return mf_item_fail(it, FC_EMANIFEST, "empty id");
     if (n > FC_ID_MAX)
-      return mf_item_fail(it, FC_EFORMAT, "id is %zu bytes, longer than the %d allowed", n,
-                          FC_ID_MAX);
+      return mf_item_fail(it, FC_EFORMAT, "id is %zu bytes, longer than the %d allowed%s", n,
+                          FC_ID_MAX,
+                          it->path && strstr(it->id, "\\x") /* made from a file name */
+                              ? " (each byte of the file name that is not UTF-8 is 4 in the id, "
+                                "as \\xNN: give the file an id in a manifest, e.g. a wav.scp)"
+                              : "");
     return mf_item_fail(it, FC_EFORMAT, "id contains a %s", /* fc_id_check: no NUL in a string */
                         strchr(it->id, '\n') ? "newline" : "carriage return");
   }

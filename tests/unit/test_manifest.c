@@ -459,6 +459,20 @@ static void test_escaped_ids(void) {
     CHECK_STR(l.items[i].id, want[i]);
   }
   fc_item_list_free(&l);
+
+  /* a Latin-1 name of 200 bytes gives an id of 800: the reason says why, and what to do (it said
+   * "id is 800 bytes" of a 200-byte name) */
+  char name[208] = "d/", *p = name + 2;
+  memset(p, 0xe9, 200);
+  strcpy(p + 200, ".wav");
+  const char *one[] = {name};
+  CHECK(fc_items_from_paths(one, 1, &l) == 0 && l.count == 1, "long Latin-1 name");
+  if (l.count == 1)
+    CHECK(l.items[0].err == FC_EFORMAT && l.items[0].why &&
+              strstr(l.items[0].why, "id is 800 bytes") && strstr(l.items[0].why, "\\xNN") &&
+              strstr(l.items[0].why, "manifest"),
+          "long Latin-1 name: %s", l.items[0].why ? l.items[0].why : "");
+  fc_item_list_free(&l);
 }
 
 /* Random bytes (with newlines, bars, tabs, braces, quotes) in every format: no crash, no leak
