@@ -168,7 +168,8 @@ with env.begin(write=True, db=env.open_db(b"meta", create=False)) as t:
 PY
 }
 # holder STORE READY GO OUT: opens the store (with lock.mdb, as the loader does), touches READY,
-# and once GO exists dumps it through that same environment into OUT; then sleeps
+# and once GO exists dumps it through that same environment into OUT (made whole at once); then
+# sleeps
 holder() {
   "$PY" - "$@" <<'PY' &
 import hashlib, lmdb, os, sys, time
@@ -182,7 +183,8 @@ with env.begin() as t:
     for name, _ in list(t.cursor()):
         for k, v in t.cursor(db=env.open_db(name, txn=t, create=False)):
             h.update(b"%d %d %s %s" % (len(k), len(v), k, v))
-open(out, "w").write(h.hexdigest() + "\n")
+open(out + ".tmp", "w").write(h.hexdigest() + "\n")
+os.rename(out + ".tmp", out)  # whole when it appears: waitfile tests that it exists
 time.sleep(60)
 PY
   pids+=($!)
@@ -305,7 +307,7 @@ with env.begin() as t:
 PY
   touch go
   waitfile hout || fail "race $round: the old reader never read"
-  [ "$(cat hout)" = "$want" ] || fail "race $round: the old reader's snapshot differs"
+  [ "$(cat hout)" = "$want" ] || fail "race $round: the old reader's snapshot differs ($(cat hout), want $want)"
   kill -9 $hp
   wait $hp 2>/dev/null
 done
