@@ -217,6 +217,11 @@ static int parse_jsonl(const parse_ctx *c, fc_item *it, const char *line, size_t
   json_t *root = fc_json_loadb(line, n, JSON_REJECT_DUPLICATES, &jerr, &nomem);
   int rc = 0;
   if (nomem) return -ENOMEM;
+  if (!root && json_error_code(&jerr) == json_error_null_character) /* jansson names its flag */
+    return mf_item_fail(it, FC_EMANIFEST,
+                        "invalid JSON: a \\u0000 (NUL) in a string, which no path, id or text "
+                        "may hold (column %d)",
+                        jerr.column);
   if (!root)
     return mf_item_fail(it, FC_EMANIFEST, "invalid JSON: %s (column %d)", jerr.text, jerr.column);
   if (!json_is_object(root)) {

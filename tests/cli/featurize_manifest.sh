@@ -58,12 +58,14 @@ diff -u want err || fail "kaldi: stderr differs"
 # Same bytes as LJ001/LJ005: no new record, two new audio entries.
 printf 'LJ001\nLJ005\n<511 bytes>\nk3\nfeat records: 2\n' | diff -u - <(ids st) || fail "kaldi: stored ids differ"
 
-# JSON lines: missing audio_filepath, a line that is no JSON.
+# JSON lines: missing audio_filepath, a line that is no JSON, a NUL in a string (jansson's own
+# message named its JSON_ALLOW_NUL flag).
 cat >m.jsonl <<'J'
 {"audio_filepath": "wavs/LJ001.wav", "text": "x", "id": "j1"}
 {"text": "no audio"}
 {"audio_filepath": "wavs/LJ005.wav", "id": "j2"}
 not json
+{"audio_filepath": "wavs/LJ\u0000.wav"}
 J
 "$FZ" -j 1 -o st --manifest m.jsonl >out 2>err
 rc=$?
@@ -71,7 +73,8 @@ rc=$?
 cat >want <<'TXT'
 featurize: m.jsonl:2: missing "audio_filepath" (a text-only line needs a string "id")
 featurize: m.jsonl:4: invalid JSON: '[' or '{' expected near 'not' (column 3)
-featurize: done: 2 of 4 (2 new, 0 already stored, 2 failed)
+featurize: m.jsonl:5: invalid JSON: a \u0000 (NUL) in a string, which no path, id or text may hold (column 38)
+featurize: done: 2 of 5 (2 new, 0 already stored, 3 failed)
 TXT
 diff -u want err || fail "jsonl: stderr differs"
 
