@@ -564,11 +564,16 @@ int main(int argc, char **argv) {
     } else {
       code = (r.errors || (strict && (r.warnings || r.failures))) ? FC_EXIT_FAIL : FC_EXIT_OK;
       /* lock-free because it had to be: a teammate's store, whose owner may be writing to it */
-      if (r.nolock && !vo.nolock && !status && fc_cli_lock_unwritable(store))
+      if (r.nolock && !vo.nolock && !status && fc_cli_lock_unwritable(store)) {
         fc_cli_warn(store,
                     "%s: read without it (MDB_NOLOCK); a writer committing meanwhile could make "
                     "sound records look damaged",
                     FC_CLI_LOCK_UNWRITABLE);
+        if (vo.clear_stale_readers) /* the reader table is lock.mdb's: not this user's to clear */
+          fc_cli_warn(store,
+                      "--clear-stale-readers: nothing cleared, its reader slots not even read "
+                      "(lock.mdb is not this user's to write: its owner can clear them)");
+      }
       if (json)
         print_json(store, &r, code == FC_EXIT_OK, NULL);
       else if (!status)

@@ -69,7 +69,11 @@ fi
 chmod a-w s s/lock.mdb
 "${as_user[@]}" "$V" -q s >out 2>err; rc=$?
 "${as_user[@]}" "$V" --status s >sout 2>serr; src=$?
+# --clear-stale-readers there cannot clear anything (lock.mdb is not this user's): said, not silent
+"${as_user[@]}" "$V" -q --clear-stale-readers s >cout 2>cerr; crc=$?
 chmod u+w s s/lock.mdb
+[ $crc = 0 ] && [ "$(tail -n 1 cerr)" = "cache-verify: s: --clear-stale-readers: nothing cleared, its reader slots not even read (lock.mdb is not this user's to write: its owner can clear them)" ] ||
+  { echo "FAIL teammate's store, --clear-stale-readers: exit $crc"; cat cerr; fail=1; }
 [ $rc = 0 ] && [ "$(cat err)" = "cache-verify: s: not writable by this user (lock.mdb): LMDB cannot take its reader lock: read without it (MDB_NOLOCK); a writer committing meanwhile could make sound records look damaged" ] ||
   { echo "FAIL teammate's store: exit $rc"; cat err; fail=1; }
 [ $src = 0 ] && [ ! -s sout ] && [ ! -s serr ] || { echo "FAIL teammate's store, --status: exit $src"; cat sout serr; fail=1; }
