@@ -463,7 +463,8 @@ int main(int argc, char **argv) {
             n_runs--;
           }
           if (rc && rc != FC_EINTR) {
-            const char *path = o.source == LB_CACHE   ? store
+            /* (several stores: a reason that names none of them is the set's, not the first's) */
+            const char *path = o.source == LB_CACHE   ? (n_stores > 1 ? NULL : store)
                                : o.source == LB_AUDIO ? manifest
                                                       : NULL;
             /* a message that names a store (any of them: the loader's of a later store) */
