@@ -640,8 +640,11 @@ int fc_loader_lookup(fc_loader *l, const char *id, fc_loader_item *out) {
     pthread_mutex_unlock(&l->resolve_mu);
     if (s < l->n_stores)
       snprintf(l->err, sizeof l->err, "%s: %s: %s", l->stores[s].path, id, r);
+    else if (l->n_stores == 1) /* named with its store, as a recorded failure is */
+      snprintf(l->err, sizeof l->err, "%s: %s: no such utterance", l->stores[0].path, id);
     else
-      snprintf(l->err, sizeof l->err, "%s: no such utterance", id);
+      snprintf(l->err, sizeof l->err, "%s: no such utterance in any of the %u stores", id,
+               (unsigned)l->n_stores);
   }
   pthread_mutex_unlock(&l->lookup_mu);
   return rc;
