@@ -52,6 +52,12 @@ int vf_env_read(const char *dir, vf_env *e) {
   MDB_stat ms;
   if (!rc) rc = mdb_env_info(env, &ei);
   if (!rc) rc = mdb_env_stat(env, &ms);
+  /* the file's length taken after its meta was read, from the file LMDB read it from: a writer
+   * writes a commit's pages before its meta, so the pages a meta names are in the file by then
+   * (a length taken before could be a commit short of the meta: "truncated" while it wrote) */
+  mdb_filehandle_t fd;
+  if (!rc && mdb_env_get_fd(env, &fd) == 0 && fstat(fd, &st) == 0)
+    e->file_size = (uint64_t)st.st_size;
   if (!rc) {
     e->page_size = ms.ms_psize;
     e->map_size = ei.me_mapsize;
