@@ -1,6 +1,7 @@
 /* A data.mdb that ends before its meta's last page because LMDB committed pages it allocated and
- * freed in one transaction without writing them (a sound store, no writer running) opens; one cut
- * short (a used page missing) is refused with FC_ETRUNCATED. */
+ * freed in one transaction without writing them (a sound store, no writer running) opens, and
+ * cache-verify does not call it truncated; one cut short (a used page missing) is refused with
+ * FC_ETRUNCATED, and cache-verify says truncated. */
 #include "featcache.h"
 
 #include <errno.h>
@@ -64,6 +65,21 @@ int main(void) {
          (long long)st.st_size, (unsigned long long)want,
          (unsigned long long)((want - (uint64_t)st.st_size) / ms.ms_psize));
 
+  /* cache-verify takes it for what it is too: not truncated (its other findings are this test's
+   * keys, which are no featcache records) */
+  {
+    fc_verify_opts o;
+    fc_verify_opts_init(&o);
+    fc_verify_report r;
+    char why[256] = "";
+    rc = fc_verify_store(path, &o, &r, why, sizeof why);
+    CHECK(rc == 0, "cache-verify of a loose tail: %s", why);
+    for (size_t i = 0; !rc && i < r.count; i++)
+      CHECK(strncmp(r.findings[i].problem, "truncated", 9) != 0, "cache-verify of a loose tail: %s",
+            r.findings[i].problem);
+    if (!rc) fc_verify_report_free(&r);
+  }
+
   /* no writer runs: every open takes it for what it is */
   rc = fc_store_open(path, FC_STORE_RDONLY, &s);
   CHECK(rc == 0, "rdonly open of a loose tail: %s", fc_strerror(rc));
@@ -90,6 +106,17 @@ int main(void) {
   rc = fc_store_open(path, FC_STORE_RDONLY, &s);
   CHECK(rc == FC_ETRUNCATED, "cut to 3 pages: %s", fc_strerror(rc));
   if (!rc) fc_store_close(s);
+  {
+    fc_verify_opts o;
+    fc_verify_opts_init(&o);
+    fc_verify_report r;
+    char why[256] = "";
+    rc = fc_verify_store(path, &o, &r, why, sizeof why);
+    CHECK(rc == 0 && r.count == 1 && strncmp(r.findings[0].problem, "truncated", 9) == 0,
+          "cache-verify of a cut file: rc %d (%s), %zu findings, the first %s", rc, why, r.count,
+          r.count ? r.findings[0].problem : "-");
+    if (!rc) fc_verify_report_free(&r);
+  }
   /* only the meta pages left */
   CHECK(truncate(data, 2 * (off_t)ms.ms_psize) == 0, "cut");
   rc = fc_store_open(path, FC_STORE_RDONLY, &s);

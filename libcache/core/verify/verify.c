@@ -88,7 +88,7 @@ static int preflight(vctx *c, const char *dir, int nolock) {
   r->map_size = e.map_size;
   r->map_used = e.used;
   r->max_readers = e.max_readers;
-  if (e.file_size < e.used) {
+  if (vf_env_truncated(dir, &e)) {
     vf_add(c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
            "truncated: %llu bytes, but the last committed page (%zu) ends at byte %llu; "
            "nothing else was read",

@@ -406,7 +406,7 @@ int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o
        i++) { /* as fc_verify_store: LMDB touches no page past the end */
     vf_env e;
     int erc = vf_env_read(dirs[i], &e);
-    if ((erc && e.not_lmdb) || (!erc && e.file_size < e.used)) {
+    if ((erc && e.not_lmdb) || (!erc && vf_env_truncated(dirs[i], &e))) {
       add(&c, FC_VERIFY_ERROR, "env", dirs[i], strlen(dirs[i]),
           "%s: the stores were not checked as one dataset",
           erc ? "data.mdb is not an LMDB environment" : "data.mdb is truncated");

@@ -69,6 +69,17 @@ int vf_env_read(const char *dir, vf_env *e) {
   return rc;
 }
 
+int vf_env_truncated(const char *dir, const vf_env *e) {
+  if (e->file_size >= e->used) return 0;
+  /* a file that ends before its meta's last page may still be whole: pages LMDB allocated and
+   * freed in one transaction are named by the meta and never written; the store's open proves
+   * it from the free list, and refuses a file truly cut (FC_ETRUNCATED) */
+  fc_store *s;
+  if (fc_store_open(dir, FC_STORE_RDONLY | FC_STORE_NOLOCK, &s) != 0) return 1;
+  fc_store_close(s);
+  return 0;
+}
+
 /* Printable copy of an id or meta key: bytes outside printable ASCII/UTF-8 become \xNN. */
 char *vf_printable(const char *s, size_t len) {
   int utf8 = fc_utf8_valid(s, len);

@@ -133,6 +133,9 @@ typedef struct vf_env {
 /* 0 (e filled: the file is truncated when e->file_size < e->used), an LMDB error (e->not_lmdb
  * when data.mdb is no LMDB environment), or an errno (FC_ENOSTORE: no data.mdb). */
 int vf_env_read(const char *dir, vf_env *e);
+/* 1 when dir's data.mdb (read into e) lacks pages its meta names; a file that ends early only by
+ * pages never written (allocated and freed in one transaction) is whole: 0. */
+int vf_env_truncated(const char *dir, const vf_env *e);
 void vf_hex16(const void *k, char out[33]);
 /* A config's name for messages (its preset or tokenizer, else "(no name)"). */
 const char *vf_cfg_name(const vcfg *cf);
