@@ -39,6 +39,16 @@ static inline int fc_cli_mark_shard(fc_store *s, uint32_t k, uint32_t n) {
  * the store's writer lock (docs/FORMAT.md "The writer lock"): the open that follows waits for it
  * without a word, and a job that seems hung is worse than a line that says why. Looks with a
  * lock of its own, released at once; nothing is said when the store is new or the lock free. */
+/* 1 when data (a data.mdb) is flocked exclusive — a cache-prune runs on it —, told by a shared
+ * lock tried and released at once; 0 when not, or it cannot be opened. */
+static inline int fc_cli_held_exclusive(const char *data) {
+  int fd = open(data, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  const int busy = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  close(fd); /* releases the lock taken to look */
+  return busy;
+}
+
 static inline void fc_cli_note_prune_running(const char *dir) {
   unsigned n = 0;
   if (fc_store_split_count(dir, &n) != 0) return;
@@ -46,11 +56,7 @@ static inline void fc_cli_note_prune_running(const char *dir) {
     char part[4096], data[4200];
     if (n && fc_store_part_path(dir, k, part, sizeof part)) return;
     snprintf(data, sizeof data, "%s/data.mdb", n ? part : dir);
-    int fd = open(data, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    int busy = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-    close(fd); /* releases the lock taken to look */
-    if (busy) {
+    if (fc_cli_held_exclusive(data)) {
       fc_cli_warn(dir, "cache-prune is running on it: waiting until it has finished");
       return;
     }
@@ -129,11 +135,7 @@ static inline void fc_cli_lock_holder(const char *dir, int *excl, long *pid, cha
   }
   if (f) fclose(f);
   if (!seen) {
-    int fd = open(p, O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      *excl = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-      close(fd); /* releases the lock taken to look */
-    }
+    *excl = fc_cli_held_exclusive(p);
     return;
   }
   *others = *excl ? 0 : (unsigned)seen - 1; /* an exclusive holder is alone */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "formats/common/why.h"
+#include "formats/manifest_int.h"
 
 uint32_t fc_shard_of(const char *id, size_t len, uint32_t n) {
   if (n <= 1) return 0;
@@ -115,15 +116,6 @@ int fc_shard_parse(const char *spec, uint32_t *k, uint32_t *n, char *why, size_t
   return 0;
 }
 
-static void item_free(fc_item *it) {
-  free(it->id);
-  free(it->path);
-  free(it->text);
-  free(it->text_raw);
-  free(it->text_norm);
-  free(it->why);
-}
-
 int fc_item_list_shard(fc_item_list *l, uint32_t k, uint32_t n) {
   if (!l || n == 0 || k >= n) return EINVAL;
   size_t kept = 0;
@@ -133,7 +125,7 @@ int fc_item_list_shard(fc_item_list *l, uint32_t k, uint32_t n) {
     if (s == k)
       l->items[kept++] = *it;
     else
-      item_free(it);
+      mf_item_clear(it);
   }
   l->count = kept;
   return 0;
