@@ -30,7 +30,9 @@
  * Prints: the run's counts and stage split (fc_featurize_stats), its wall seconds, and getrusage
  * over the run alone (user + system CPU seconds of every thread of the process, voluntary and
  * involuntary context switches; cores_busy: those CPU seconds over the wall seconds, the cores
- * the run kept busy on average).
+ * the run kept busy on average); cpu_computed, the utterances the CPU computed (a staging row's
+ * hybrid start); sched, the scheduling policy it ran under ("fifo" when started under SCHED_FIFO,
+ * as bench-host --sched fifo starts it; its threads inherit it), else "other".
  *
  * A benchmark harness (built beside the tools, linked to the static library for the internal
  * fz_pipeline_run): no tool or library call can make a store of fake features. Not installed. */
@@ -43,6 +45,7 @@
 
 #include <errno.h>
 #include <malloc.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,7 +327,7 @@ static int report(const char *row, const fc_featurize_stats *st, double wall,
       "\"compute\":%.6f,\"write\":%.6f},\"waits\":{\"workers_on_writer\":%.6f,"
       "\"workers_on_device\":%.6f,\"writer_on_workers\":%.6f},\"workers\":%u,\"writers\":%u,\"commits\":%llu,"
       "\"dtype\":\"%s\",\"bound\":\"%s\",\"ring_chunks\":%u,\"ring_samples\":%zu,"
-      "\"ring_refill\":\"%s\",\"ring_hold\":\"%s\"}\n",
+      "\"ring_refill\":\"%s\",\"ring_hold\":\"%s\",\"cpu_computed\":%llu,\"sched\":\"%s\"}\n",
       row, (unsigned long long)st->processed, st->audio_seconds, wall, st->audio_seconds / wall,
       user, sys, (user + sys) / hours, wall > 0 ? (user + sys) / wall : 0.0, vcs, ics,
       (double)(vcs + ics) / (double)st->processed, st->setup_seconds, st->read_seconds,
@@ -332,7 +335,8 @@ static int report(const char *row, const fc_featurize_stats *st, double wall,
       st->write_seconds, st->queue_wait_seconds - st->device_wait_seconds, st->device_wait_seconds,
       st->writer_wait_seconds, st->workers, st->writers, (unsigned long long)st->committed_batches,
       dtype_name, st->bound, ring_chunks, ring_samples, ring_early ? "early" : "late",
-      ring_commit ? "commit" : "record");
+      ring_commit ? "commit" : "record", (unsigned long long)st->cpu_computed,
+      sched_getscheduler(0) == SCHED_FIFO ? "fifo" : "other");
   return 0;
 }
 

@@ -15,7 +15,8 @@
 #     (":late"); a malformed value stops the run naming the variable;
 #   - the script: --json gives one object per row with the documented fields, the table mode
 #     prints the rows and the four ratios; --floor adds the floor row and its ceiling line; --ring
-#     reaches the harness; bad options exit 2.
+#     reaches the harness; --sched fifo runs every row's process under SCHED_FIFO (where this
+#     test may: root), which the harness's JSON reports, or stops saying why; bad options exit 2.
 # No timing is asserted: the figures are the benchmark's (docs/BENCHMARKS.md).
 set -u
 PY=${FC_PYTHON:-python3}
@@ -99,6 +100,8 @@ for row in ("cpu", "cpu-nomel", "staging-null"):
     for k in ("x_realtime", "host_cpu_s_per_audio_hour", "ctx_switches_per_utt", "wall_seconds",
               "audio_seconds", "user_seconds", "sys_seconds", "cores_busy"):
         check(isinstance(j.get(k), (int, float)) and j[k] >= 0, f"{row}: {k} = {j.get(k)}")
+    check(j["sched"] == "other" and j["cpu_computed"] == (8 if row != "staging-null" else j["cpu_computed"]),
+          f"{row}: sched {j['sched']}, cpu_computed {j['cpu_computed']}")
     busy = (j["user_seconds"] + j["sys_seconds"]) / j["wall_seconds"]
     slack = 2.1e-4 / j["wall_seconds"] + 1e-3  # user and sys are printed to 1e-4 s
     check(abs(j["cores_busy"] - busy) <= slack, f"{row}: cores_busy {j['cores_busy']}, CPU / wall {busy}")
@@ -196,6 +199,19 @@ PY
   fail "bench-host --floor --json rows: $(cat bf.json)"
 grep -qE "^- the data's own cost \(floor\): [0-9.]+ CPU s per audio hour, .* which kept [0-9.]+ of 2 cores busy; .* at most [0-9,]+x realtime, [0-9.]+x the cpu row" bf.err ||
   fail "no ceiling line: $(cat bf.err)"
+"$FC_SRC/scripts/bench-host" --hours 0.01 -j 2 --reps 1 --work "$tmp/w" --sched fifo --json >bs.json 2>bs.err
+rc=$?
+if "$PY" -c 'import os; os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))' 2>/dev/null; then
+  [ $rc = 0 ] || fail "bench-host --sched fifo: exit $rc: $(cat bs.err)"
+  "$PY" -c 'import json,sys; s=[json.loads(l)["sched"] for l in open("bs.json")]; sys.exit(s != ["fifo"] * 3)' ||
+    fail "bench-host --sched fifo: rows not under SCHED_FIFO: $(cat bs.json)"
+  grep -q ", under SCHED_FIFO, 1 runs each" bs.err || fail "--sched fifo: not in the header: $(cat bs.err)"
+else
+  [ $rc = 1 ] && grep -q "^bench-host: --sched fifo: cannot run the rows under SCHED_FIFO" bs.err ||
+    fail "bench-host --sched fifo without the right: exit $rc: $(cat bs.err)"
+fi
+"$FC_SRC/scripts/bench-host" --sched idle >/dev/null 2>&1
+[ $? = 2 ] || fail "--sched idle: not a usage error"
 "$FC_SRC/scripts/bench-host" --dtype f64 >/dev/null 2>&1
 [ $? = 2 ] || fail "--dtype f64: not a usage error"
 "$FC_SRC/scripts/bench-host" --bogus >/dev/null 2>&1
