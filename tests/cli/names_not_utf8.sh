@@ -83,6 +83,10 @@ printf 'a.wav\na.wav\n' >"l$lat.scp.txt"
 has err "loader-bench: \"lcaf\\xe9.scp.txt\":2: duplicate id 'a'"
 "$B/loader-bench" "t${nl}x" "t${nl}x" 2>err
 has err 'loader-bench: "t\nx": given twice (also as "t\nx")'
+# the library's reason names the store as the tool does: once, quoted (it printed the name raw,
+# the newline breaking the line, after the tool's quoted one)
+"$B/loader-bench" --features kaldi "t${nl}x" 2>err
+has err 'loader-bench: "t\nx": no mel config named '"'kaldi'"' in the store (it has: hifigan)'
 # a split store's reason
 "$B/featurize" -q --device cpu --writers 2 -o "p$lat" a.wav || fail "featurize --writers 2"
 "$B/featurize" -q --device cpu --writers 3 -o "p$lat" a.wav 2>err

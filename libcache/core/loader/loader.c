@@ -182,12 +182,12 @@ static void config_mismatch(const ld_store *st, const ld_store *first, MDB_dbi m
     fc_why(why, why_len,
            "%s: its %s config is %s, %s's is %s, which it holds too: choose it by "
            "digest (%s %s)",
-           st->path, kind, h1, first->path, h0, opt, h0);
+           FC_WHY_NAME(st->path), kind, h1, FC_WHY_NAME(first->path), h0, opt, h0);
   else
     fc_why(why, why_len,
            "%s: its %s config is %s, %s's is %s, which it does not hold: stores "
            "read as one dataset need the same %s config",
-           st->path, kind, h1, first->path, h0, kind);
+           FC_WHY_NAME(st->path), kind, h1, FC_WHY_NAME(first->path), h0, kind);
 }
 
 /* No entries and no records in any of st's dbs: an empty shard (a --shard K/N that no id of
@@ -305,7 +305,7 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
                "%s: " STORE_LOCK_UNWRITABLE
                "; open it with nolock (FC_LOADER_NOLOCK, "
                "nolock=True) when no one writes it meanwhile",
-               paths[i]);
+               FC_WHY_NAME(paths[i]));
       else
         fc_why(why, why_len, "%s: %s", FC_WHY_NAME(paths[i]), fc_strerror(rc));
       goto fail;
@@ -611,13 +611,15 @@ int fc_loader_lookup(fc_loader *l, const char *id, fc_loader_item *out) {
        * reason is the answer only when none does */
       if (!first) {
         first = rc;
-        snprintf(l->err, sizeof l->err, "%s: %s: %s", l->stores[i].path, id, r);
+        fc_why(l->err, sizeof l->err, "%s: %s: %s", FC_WHY_NAME(l->stores[i].path), FC_WHY_NAME(id),
+               r);
       }
       rc = first;
       continue;
     }
     if (rc) {
-      snprintf(l->err, sizeof l->err, "%s: %s: %s", l->stores[i].path, id, r);
+      fc_why(l->err, sizeof l->err, "%s: %s: %s", FC_WHY_NAME(l->stores[i].path), FC_WHY_NAME(id),
+             r);
       break;
     }
     l->err[0] = '\0';
@@ -639,12 +641,14 @@ int fc_loader_lookup(fc_loader *l, const char *id, fc_loader_item *out) {
     uint32_t s = ld_recorded_failure(l, id, len, "not stored", r, sizeof r);
     pthread_mutex_unlock(&l->resolve_mu);
     if (s < l->n_stores)
-      snprintf(l->err, sizeof l->err, "%s: %s: %s", l->stores[s].path, id, r);
+      fc_why(l->err, sizeof l->err, "%s: %s: %s", FC_WHY_NAME(l->stores[s].path), FC_WHY_NAME(id),
+             r);
     else if (l->n_stores == 1) /* named with its store, as a recorded failure is */
-      snprintf(l->err, sizeof l->err, "%s: %s: no such utterance", l->stores[0].path, id);
+      fc_why(l->err, sizeof l->err, "%s: %s: no such utterance", FC_WHY_NAME(l->stores[0].path),
+             FC_WHY_NAME(id));
     else
-      snprintf(l->err, sizeof l->err, "%s: no such utterance in any of the %u stores", id,
-               (unsigned)l->n_stores);
+      fc_why(l->err, sizeof l->err, "%s: no such utterance in any of the %u stores",
+             FC_WHY_NAME(id), (unsigned)l->n_stores);
   }
   pthread_mutex_unlock(&l->lookup_mu);
   return rc;
@@ -667,8 +671,8 @@ int fc_loader_refresh(fc_loader *l) {
       pinned_end(st->s, st->txn); /* first: a grown map is adopted only when none is open */
       st->txn = NULL;
       if ((rc = pinned_begin(st->s, &st->txn))) {
-        snprintf(l->err, sizeof l->err, "%s: %s%s", st->path, fc_strerror(rc),
-                 rc == MDB_MAP_RESIZED ? MAP_HELD : "");
+        fc_why(l->err, sizeof l->err, "%s: %s%s", FC_WHY_NAME(st->path), fc_strerror(rc),
+               rc == MDB_MAP_RESIZED ? MAP_HELD : "");
         break;
       }
       MDB_envinfo ei;
@@ -678,10 +682,10 @@ int fc_loader_refresh(fc_loader *l) {
         break;
       }
       rc = rc ? rc : ESTALE;
-      snprintf(l->err, sizeof l->err,
-               "%s: data.mdb's newest snapshot is not the one lock.mdb names (written over in "
-               "place?): open the store anew",
-               st->path);
+      fc_why(l->err, sizeof l->err,
+             "%s: data.mdb's newest snapshot is not the one lock.mdb names (written over in "
+             "place?): open the store anew",
+             FC_WHY_NAME(st->path));
     }
   }
   if (rc) l->refresh_failed = 1;

@@ -14,6 +14,7 @@
 #include "featcache/fc_codec.h"
 #include "formats/common/alloc.h"
 #include "formats/common/thread_name.h"
+#include "formats/common/why.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -142,6 +143,7 @@ static uint32_t pad_pattern(int dtype, double v) {
 }
 
 static int errors_append(char **errs, const char *id, const char *reason) {
+  id = FC_WHY_NAME(id); /* quoted when odd, as in every reason */
   size_t old = *errs ? strlen(*errs) : 0, add = strlen(id) + strlen(reason) + 4;
   char *p = fc_realloc(*errs, old + add);
   if (!p) return ENOMEM;
@@ -202,7 +204,8 @@ static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_pl
       const char *id = l->ids + it->id_off;
       if ((l->o.flags & FC_LOADER_STRICT) ||
           (e != FC_ENOTFOUND && e != FC_EFORMAT && e != FC_ECHECKSUM)) {
-        snprintf(why, why_len, "%s: %s: %s", l->stores[it->store].path, id, reason);
+        fc_why(why, why_len, "%s: %s: %s", FC_WHY_NAME(l->stores[it->store].path), FC_WHY_NAME(id),
+               reason);
         rc = e;
         goto fail;
       }
@@ -281,7 +284,8 @@ static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_pl
                            ld_mel_bytes(l, it), it->frames, l->n_mels, starts[i], lens[i],
                            (float *)(void *)dst, r, sizeof r);
       if (e) { /* checksums off (FC_LOADER_NO_VERIFY): the batch fails */
-        snprintf(why, why_len, "%s: %s: %s", l->stores[it->store].path, ids[i], r);
+        fc_why(why, why_len, "%s: %s: %s", FC_WHY_NAME(l->stores[it->store].path),
+               FC_WHY_NAME(ids[i]), r);
         rc = e;
         goto fail;
       }

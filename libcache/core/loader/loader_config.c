@@ -117,7 +117,7 @@ int ld_resolve_config(MDB_txn *txn, MDB_dbi meta, const char *store, const char 
     int nomem;
     json_t *o = fc_json_loadb(v.mv_data, v.mv_size, 0, &jerr, &nomem);
     if (nomem) {
-      fc_why(why, why_len, "%s: out of memory reading its %s configs", store, kind);
+      fc_why(why, why_len, "%s: out of memory reading its %s configs", FC_WHY_NAME(store), kind);
       rc = ENOMEM;
       break;
     }
@@ -172,23 +172,23 @@ int ld_resolve_config(MDB_txn *txn, MDB_dbi meta, const char *store, const char 
       fc_why(why, why_len,
              "%s: the store holds %d mel configs and none is the default (hifigan): choose one "
              "with features (it has: %s)",
-             store, found, names);
+             FC_WHY_NAME(store), found, names);
     return rc;
   }
   if (found == 0) {
     if (want_hex)
-      fc_why(why, why_len, "%s: no %s config %s in the store", store, kind, sel);
+      fc_why(why, why_len, "%s: no %s config %s in the store", FC_WHY_NAME(store), kind, sel);
     else if (sel)
-      fc_why(why, why_len, "%s: no %s config named '%s' in the store (it has: %s)", store, kind,
-             sel, n_kind ? names : "none");
+      fc_why(why, why_len, "%s: no %s config named '%s' in the store (it has: %s)",
+             FC_WHY_NAME(store), kind, sel, n_kind ? names : "none");
     else
-      fc_why(why, why_len, "%s: the store holds no %s config", store, kind);
+      fc_why(why, why_len, "%s: the store holds no %s config", FC_WHY_NAME(store), kind);
     rc = FC_ENOTFOUND;
     goto fail;
   }
   if (found > 1) {
-    fc_why(why, why_len, "%s: several %s configs are named '%s': choose one by digest (%s)", store,
-           kind, sel ? sel : "?", hexes);
+    fc_why(why, why_len, "%s: several %s configs are named '%s': choose one by digest (%s)",
+           FC_WHY_NAME(store), kind, sel ? sel : "?", hexes);
     rc = FC_ECONFIG;
     goto fail;
   }

@@ -63,7 +63,7 @@ int ld_check_set(fc_loader *l, char *why, size_t why_len) {
           why, why_len,
           "%s: holds shard %u/%u, as %s does (one shard written into two stores: give one of "
           "them, or read them as they are: FC_LOADER_PARTIAL, partial=True, loader-bench --partial)",
-          l->stores[t.b].path, t.k, t.n, l->stores[t.a].path);
+          FC_WHY_NAME(l->stores[t.b].path), t.k, t.n, FC_WHY_NAME(l->stores[t.a].path));
       rc = FC_ECONFIG;
     }
   }

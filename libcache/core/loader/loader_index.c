@@ -327,7 +327,8 @@ int ld_index_store_lookups(fc_loader *l, uint32_t si, char *why, size_t why_len)
       break;
     }
     if (strict) {
-      fc_why(why, why_len, "%s: %.*s: %s", st->path, (int)k.mv_size, (const char *)k.mv_data, r);
+      fc_why(why, why_len, "%s: %s: %s", FC_WHY_NAME(st->path),
+             fc_why_name(k.mv_data, k.mv_size, &(fc_why_name_buf){{0}}), r);
       rc = e;
       break;
     }
@@ -351,7 +352,8 @@ int ld_index_store_lookups(fc_loader *l, uint32_t si, char *why, size_t why_len)
     if (ld_recorded_failure(l, k.mv_data, k.mv_size, TEXT_ONLY, r, sizeof r) == l->n_stores)
       fc_why(r, sizeof r, TEXT_ONLY);
     if (strict) {
-      fc_why(why, why_len, "%s: %.*s: %s", st->path, (int)k.mv_size, (const char *)k.mv_data, r);
+      fc_why(why, why_len, "%s: %s: %s", FC_WHY_NAME(st->path),
+             fc_why_name(k.mv_data, k.mv_size, &(fc_why_name_buf){{0}}), r);
       rc = FC_ENOTFOUND;
       break;
     }
@@ -552,8 +554,8 @@ static int index_store_fast(fc_loader *l, uint32_t si, MDB_dbi mi, MDB_dbi ti, c
     }
     if (e) {
       if (strict) {
-        fc_why(why, why_len, "%s: %.*s: %s", st->path, (int)key.mv_size, (const char *)key.mv_data,
-               r);
+        fc_why(why, why_len, "%s: %s: %s", FC_WHY_NAME(st->path),
+               fc_why_name(key.mv_data, key.mv_size, &(fc_why_name_buf){{0}}), r);
         rc = e;
         goto out;
       }

@@ -22,7 +22,7 @@ int ld_subset_begin(fc_loader *l, const fc_loader_opts *o, char *why, size_t why
     char w[400] = "";
     int rc = fc_manifest_read(o->manifest, NULL, &l->want_list, w, sizeof w);
     if (rc) {
-      fc_why(why, why_len, "manifest %s: %s", o->manifest, w[0] ? w : fc_strerror(rc));
+      fc_why(why, why_len, "manifest %s: %s", FC_WHY_NAME(o->manifest), w[0] ? w : fc_strerror(rc));
       return rc;
     }
   }
