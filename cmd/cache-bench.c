@@ -459,6 +459,7 @@ int main(int argc, char **argv) {
               continue;
             }
             if (fc_cli_signal) break; /* a pass cut short by a signal is not reported */
+            r->plan = (unsigned)(((pi * (size_t)o.ns + si) * o.nt + ti) * nbatch + bi);
             if (r->bad_records)
               fc_cli_warn(path, "%llu record%s with a bad header %s skipped (run cache-verify)",
                           (unsigned long long)r->bad_records, r->bad_records == 1 ? "" : "s",

@@ -180,6 +180,9 @@ typedef struct bench_result {
    * records the decoded float32 bytes (each coded record is decoded, as the loader does). */
   uint64_t decoded_bytes;
   double decoded_mb_per_s; /* decoded_bytes / seconds / 1e6 */
+  /* The pass's place in the run's plan (0, 1, ...), set by the caller after bench_run: stores
+   * side by side show their passes in this order, also one that the first store failed. */
+  unsigned plan;
 } bench_result;
 
 /* Run one pass. Returns 0 (also when stopped early: see r->stopped), or an errno/LMDB code. */

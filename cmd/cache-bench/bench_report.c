@@ -317,17 +317,25 @@ static int same_pass(const bench_result *a, const bench_result *b) {
 }
 /* Stores side by side: row k is a pass of the plan (pattern, state, io, threads, batch), cell
  * [k][s] store s's run of it or NULL where it failed (a gap, not later passes shifted into its
- * row), cell [k][n] the row's first run. Returns the rows; *grid (NULL: no memory) to free. */
+ * row), cell [k][n] the row's first run. Rows are in the plan's order (bench_result.plan), also
+ * a pass that only a later store ran. Returns the rows; *grid (NULL: no memory) to free. */
 static size_t side_by_side(const bench_report *r, size_t n, const bench_result ***grid) {
-  size_t cap = 0, rows = 0;
+  size_t cap = 0, rows = 0, w = n + 1;
   for (size_t s = 0; s < n; s++) cap += r[s].n_passes;
-  const bench_result **g = *grid = fc_calloc(cap * (n + 1) + 1, sizeof *g);
+  const bench_result **g = *grid = fc_calloc(cap * w + 1, sizeof *g);
   for (size_t s = 0; g && s < n; s++)
     for (size_t i = 0, k = 0; i < r[s].n_passes; i++, k = 0) {
       const bench_result *p = &r[s].passes[i];
-      while (k < rows && !same_pass(g[k * (n + 1) + n], p)) k++;
-      if (k == rows) g[rows++ * (n + 1) + n] = p;
-      g[k * (n + 1) + s] = p;
+      while (k < rows && !same_pass(g[k * w + n], p)) k++;
+      if (k == rows) { /* a new row, before the first that comes later in the plan */
+        k = 0;
+        while (k < rows && g[k * w + n]->plan <= p->plan) k++;
+        memmove(g + (k + 1) * w, g + k * w, (rows - k) * w * sizeof *g);
+        memset(g + k * w, 0, w * sizeof *g);
+        g[k * w + n] = p;
+        rows++;
+      }
+      g[k * w + s] = p;
     }
   return g ? rows : 0;
 }

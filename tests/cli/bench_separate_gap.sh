@@ -32,4 +32,26 @@ $(cat "$t/out")"
   break
 done
 [ $seen = 1 ] || fail "no FC_FAULT=alloc:N in 1..80 failed the second store's first pass"
+
+# the mirror case: the FIRST store's first pass fails. Rows were made in the first store's order
+# and a pass only another store ran was put last: sequential came after random in the table, and
+# a chart of more patterns showed one pattern's group twice. Rows follow the plan (-p, -s, -t,
+# batch) whichever store ran them.
+seen=0
+for n in $(seq 1 80); do
+  FC_FAULT=alloc:$n "$bin" --separate --no-probe -p sequential,random -s warm -b 1 --duration 0 \
+    --svg "$t/c.svg" "$t/a" "$t/b" >"$t/out" 2>"$t/err"
+  grep -q "^cache-bench: $t/a: sequential warm pass failed" "$t/err" || continue
+  seen=1
+  rows=$(grep -E '^(sequential|random) +warm +mmap +1 +1 ' "$t/out" | awk '{print $1, $6, $7, $8, $9}')
+  [[ $rows =~ ^sequential\ -\ -\ [0-9.]+\ [0-9.]+$'\n'random\ [0-9.]+\ [0-9.]+\ [0-9.]+\ [0-9.]+$ ]] ||
+    fail "alloc:$n: rows out of the plan's order (want sequential with store 1 '- -', then random):
+$(cat "$t/out")"
+  ids=$(grep -o 'id="pass-[0-9]*-[0-9]*"' "$t/c.svg" | tr '\n' ' ')
+  [ "$ids" = 'id="pass-2-1" id="pass-1-2" id="pass-2-2" ' ] || fail "alloc:$n: chart bars: $ids"
+  groups=$(grep -o 'font-weight="bold">[a-z]*</text>' "$t/c.svg" | sed 's/.*">//; s/<.*//' | grep -v legend | tr '\n' ' ')
+  [ "$groups" = 'sequential random ' ] || fail "alloc:$n: chart groups: $groups"
+  break
+done
+[ $seen = 1 ] || fail "no FC_FAULT=alloc:N in 1..80 failed the first store's first pass"
 echo ok
