@@ -206,7 +206,9 @@ static int take_first(const fc_item *it, void *user) {
   first_ctx *c = user;
   fc_item *d = &c->out->items[c->out->count++];
   d->err = it->err;
-  if ((it->id && !(d->id = strdup(it->id))) || (it->path && !(d->path = strdup(it->path))))
+  d->line = it->line;
+  if ((it->id && !(d->id = strdup(it->id))) || (it->path && !(d->path = strdup(it->path))) ||
+      (it->why && !(d->why = strdup(it->why))))
     return ENOMEM;
   return c->out->count == c->max ? -1 : 0; /* enough: stop reading */
 }
@@ -225,6 +227,13 @@ static int first_items(const char *path, const fc_manifest_opts *mo, size_t max,
   if (rc == -1) rc = 0;
   if (rc) fc_item_list_free(out);
   return rc;
+}
+
+/* A first line that holds a NUL byte: no list of paths or manifest, but an audio file's bytes
+ * (`--manifest a.wav`, `featurize -o S - < a.wav`) or find -print0's names. */
+static int first_line_has_nul(const fc_item_list *l) {
+  const fc_item *it = l->count ? &l->items[0] : NULL;
+  return it && !it->path && it->why && strstr(it->why, "NUL byte");
 }
 
 int main(int argc, char **argv) {
@@ -455,6 +464,7 @@ int main(int argc, char **argv) {
    * is read here: the manifest opens and parses before the store is touched, as always. */
   fc_item_list items = {0};
   int stream = 0; /* a manifest file, read as the job goes */
+  int nul_first = 0; /* the manifest's first line holds a NUL byte */
   fc_manifest_opts mo = {.format = (fc_manifest_format)manifest_format, .audio_dir = audio_dir};
   int rc;
   struct stat mst; /* a pipe (<(grep ...), /dev/stdin, a FIFO) gives its lines once: read whole */
@@ -474,12 +484,23 @@ int main(int argc, char **argv) {
       fc_cli_warn(manifest, "%s", why[0] ? why : fc_strerror(rc));
       return FC_EXIT_USAGE;
     }
+    nul_first = first_line_has_nul(&items);
+    if (shard_spec) { /* the shard's first item need not be the file's: its first line alone */
+      fc_manifest_opts whole = mo;
+      whole.shard_k = whole.shard_n = 0;
+      fc_item_list first;
+      if (first_items(manifest, &whole, 1, &first, why, sizeof why) == 0) {
+        nul_first = first_line_has_nul(&first);
+        fc_item_list_free(&first);
+      }
+    }
   } else if (manifest) {
     rc = fc_manifest_read(manifest, &mo, &items, why, sizeof why);
     if (rc) {
       fc_cli_warn(manifest, "%s", why[0] ? why : fc_strerror(rc));
       return FC_EXIT_USAGE;
     }
+    nul_first = first_line_has_nul(&items);
   } else if (from_stdin) {
     rc = fc_items_from_stream(stdin, &items);
     if (rc) {
@@ -488,8 +509,7 @@ int main(int argc, char **argv) {
     }
     /* a first line with a NUL: no path list at all, but find -print0's names or an audio file's
      * bytes (featurize -o S - < a.wav), whose every line would fail */
-    if (items.count && items.items[0].line == 1 && !items.items[0].path && items.items[0].why &&
-        strstr(items.items[0].why, "NUL byte")) {
+    if (first_line_has_nul(&items) && items.items[0].line == 1) {
       fc_item_list_free(&items);
       fc_cli_usage_error(
           "stdin is not a list of paths: its first line holds a NUL byte (from find "
@@ -501,6 +521,14 @@ int main(int argc, char **argv) {
       fc_cli_warn(NULL, "%s", fc_strerror(rc));
       return FC_EXIT_USAGE;
     }
+  }
+
+  if (nul_first) { /* an audio file given as the manifest: each run of its bytes a failed line */
+    fc_item_list_free(&items);
+    fc_cli_warn(strcmp(manifest, "-") == 0 ? "(stdin)" : manifest,
+                "not a manifest: its first line holds a NUL byte (an audio file? give its path "
+                "as AUDIO, not --manifest)");
+    return FC_EXIT_USAGE;
   }
 
   /* tokenize's id<TAB>text: every line would fail for want of a path (a wav.scp with tabs is

@@ -104,5 +104,23 @@ rc=$?
 "$FZ" -j 1 -o st4 --manifest text.tsv --manifest-format kaldi >out 2>err
 grep -qx 'featurize: Hello there.: No such file or directory' err || fail "id<TAB>text as kaldi: $(cat err)"
 
+# An audio file given as the manifest (`--manifest a.wav` for `a.wav`): its first line holds a NUL
+# byte, as stdin's does when an audio file is redirected into a path list. No manifest at all:
+# refused before the store is touched, exit 2, saying so once — every run of its bytes was a
+# "line contains a NUL byte" failure of its own (thousands for a long recording), exit 1. Read as
+# the job goes, read whole (a pipe), and with --shard (whose first line is shard 0's).
+for how in file pipe shard; do
+  rm -rf st5
+  case $how in
+  file) "$FZ" -j 1 -o st5 --manifest wavs/LJ005.wav >out 2>err ;;
+  pipe) "$FZ" -j 1 -o st5 --manifest <(cat wavs/LJ005.wav) >out 2>err ;;
+  shard) "$FZ" -j 1 -o st5 --shard 1/2 --manifest wavs/LJ005.wav >out 2>err ;;
+  esac
+  rc=$?
+  [ $rc = 2 ] && [ ! -e st5 ] || fail "audio as the manifest ($how): exit $rc (want 2), store made: $(ls -d st5 2>&1)"
+  [ "$(wc -l <err)" = 1 ] && grep -q "^featurize: .*: not a manifest: its first line holds a NUL byte (an audio file? give its path as AUDIO, not --manifest)$" err ||
+    fail "audio as the manifest ($how): $(head -n 3 err)"
+done
+
 if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo ok
