@@ -16,6 +16,7 @@
 #include "formats/common/why.h"
 #include "formats/config/config_stamp.h"
 #include "libcache/core/merge/kmerge.h"
+#include "libcache/core/merge/merge_conflict.h"
 #include "libcache/core/merge/merge_failed.h"
 #include "libcache/core/merge/merge_shards.h"
 #include "libcache/core/merge/writeback.h"
@@ -128,52 +129,6 @@ static long pick_winner(const mctx *c, int db, const MDB_val *key, size_t m, con
   }
 }
 
-static void hex_prefix(const void *p, char out[13]) {
-  static const char hx[] = "0123456789abcdef";
-  const uint8_t *b = p;
-  for (int i = 0; i < 6; i++) {
-    out[2 * i] = hx[b[i] >> 4];
-    out[2 * i + 1] = hx[b[i] & 15];
-  }
-  out[12] = '\0';
-}
-
-static void describe(int db, const MDB_val *x, const MDB_val *y, char *buf, size_t len) {
-  if (db == FC_DB_AUDIO) {
-    fc_audio_entry ea, eb;
-    if (fc_audio_entry_decode(x->mv_data, x->mv_size, &ea) ||
-        fc_audio_entry_decode(y->mv_data, y->mv_size, &eb)) {
-      snprintf(buf, len, "audio entries differ (one does not decode)");
-      return;
-    }
-    char ha[13], hb[13];
-    hex_prefix(ea.digest.bytes, ha);
-    hex_prefix(eb.digest.bytes, hb);
-    fc_why_name_buf qa, qb; /* the sources quoted as names are (200 bytes of each at most) */
-    const char *pa = fc_why_name(ea.path, ea.path_len > 200 ? 200 : ea.path_len, &qa),
-               *pb = fc_why_name(eb.path, eb.path_len > 200 ? 200 : eb.path_len, &qb);
-    if (memcmp(ea.digest.bytes, eb.digest.bytes, 16)) /* each name cut at 300 bytes */
-      snprintf(buf, len, "different audio: digest %s... (%.300s) vs %s... (%.300s)", ha, pa, hb,
-               pb);
-    else
-      snprintf(buf, len, "same audio (digest %s...) but the source differs: %.300s vs %.300s", ha,
-               pa, pb);
-  } else if (db == FC_DB_TEXT) {
-    fc_digest da, dbb;
-    const char *ta, *tb;
-    size_t la, lb;
-    if (fc_text_entry_decode(x->mv_data, x->mv_size, &da, &ta, &la) ||
-        fc_text_entry_decode(y->mv_data, y->mv_size, &dbb, &tb, &lb)) {
-      snprintf(buf, len, "text entries differ (one does not decode)");
-      return;
-    }
-    snprintf(buf, len, "different transcripts: \"%.*s%s\" vs \"%.*s%s\"", la > 60 ? 60 : (int)la,
-             ta, la > 60 ? "..." : "", lb > 60 ? 60 : (int)lb, tb, lb > 60 ? "..." : "");
-  } else {
-    snprintf(buf, len, "meta values differ (%zu vs %zu bytes)", x->mv_size, y->mv_size);
-  }
-}
-
 /* ---- phase 1: conflicts, and how many entries the merge holds when done -------------------------- */
 static int find_conflicts(mctx *c, size_t parties, uint64_t *unresolved) {
   static const int dbs[] = {FC_DB_META, FC_DB_AUDIO, FC_DB_TEXT, FC_DB_FEAT, FC_DB_TOK};
@@ -211,7 +166,7 @@ static int find_conflicts(mctx *c, size_t parties, uint64_t *unresolved) {
         (*unresolved)++;
       if (c->o->on_conflict) {
         char detail[768];
-        describe(db, &vals[a], &vals[b], detail, sizeof detail);
+        merge_describe(db, &vals[a], &vals[b], detail, sizeof detail);
         fc_merge_conflict cf = {db,
                                 key.mv_data,
                                 key.mv_size,

@@ -1,0 +1,111 @@
+/* cache-merge: a conflict said in one line (merge_conflict.h): what differs between two entries
+ * of one id, so that the user can choose a winner. */
+#include "libcache/core/merge/merge_conflict.h"
+
+#include "featcache/fc_format.h"
+#include "formats/common/why.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static void hex_prefix(const void *p, char out[13]) {
+  static const char hx[] = "0123456789abcdef";
+  const uint8_t *b = p;
+  for (int i = 0; i < 6; i++) {
+    out[2 * i] = hx[b[i] >> 4];
+    out[2 * i + 1] = hx[b[i] & 15];
+  }
+  out[12] = '\0';
+}
+
+/* "2020-01-02 03:04:05.500000000 UTC" (the nanoseconds only when there are any) */
+static const char *utc_ns(int64_t ns, char out[48]) {
+  time_t sec = (time_t)(ns / 1000000000);
+  long frac = (long)(ns % 1000000000);
+  if (frac < 0) sec--, frac += 1000000000;
+  struct tm tm;
+  char day[32];
+  if (!gmtime_r(&sec, &tm) || !strftime(day, sizeof day, "%Y-%m-%d %H:%M:%S", &tm))
+    snprintf(out, 48, "%lld ns", (long long)ns);
+  else if (frac)
+    snprintf(out, 48, "%s.%09ld UTC", day, frac);
+  else
+    snprintf(out, 48, "%s UTC", day);
+  return out;
+}
+
+/* A transcript's bytes from `from` (a character's start), at most EXCERPT of them, in double
+ * quotes, with C escapes where a name would have them (a tab, a newline, a quote: the line stays
+ * one line), "..." where it is cut. */
+enum { EXCERPT = 60 };
+static const char *excerpt(const char *t, size_t n, size_t from, char *out, size_t len) {
+  size_t end = from + EXCERPT < n ? from + EXCERPT : n;
+  while (end > from && end < n && ((unsigned char)t[end] & 0xC0) == 0x80) end--;
+  char cut[EXCERPT + 1], q[4 * EXCERPT + 3];
+  memcpy(cut, t + from, end - from);
+  cut[end - from] = '\0';
+  fc_quote_name(cut, q, sizeof q);
+  const int quoted = q[0] == '"'; /* else q needed no escape, and has no quote in it */
+  snprintf(out, len, "\"%s%.*s%s\"", from ? "..." : "", (int)(strlen(q) - 2 * quoted), q + quoted,
+           end < n ? "..." : "");
+  return out;
+}
+
+void merge_describe(int db, const MDB_val *x, const MDB_val *y, char *buf, size_t len) {
+  if (db == FC_DB_AUDIO) {
+    fc_audio_entry ea, eb;
+    if (fc_audio_entry_decode(x->mv_data, x->mv_size, &ea) ||
+        fc_audio_entry_decode(y->mv_data, y->mv_size, &eb)) {
+      snprintf(buf, len, "audio entries differ (one does not decode)");
+      return;
+    }
+    char ha[13], hb[13];
+    hex_prefix(ea.digest.bytes, ha);
+    hex_prefix(eb.digest.bytes, hb);
+    fc_why_name_buf qa, qb; /* the sources quoted as names are (200 bytes of each at most) */
+    const char *pa = fc_why_name(ea.path, ea.path_len > 200 ? 200 : ea.path_len, &qa),
+               *pb = fc_why_name(eb.path, eb.path_len > 200 ? 200 : eb.path_len, &qb);
+    char ta[48], tb[48];
+    if (memcmp(ea.digest.bytes, eb.digest.bytes, 16)) /* each name cut at 300 bytes */
+      snprintf(buf, len, "different audio: digest %s... (%.300s) vs %s... (%.300s)", ha, pa, hb,
+               pb);
+    else if (ea.path_len != eb.path_len || memcmp(ea.path, eb.path, ea.path_len))
+      snprintf(buf, len, "same audio (digest %s...) but the source differs: %.300s vs %.300s", ha,
+               pa, pb);
+    else if (ea.mtime_ns != eb.mtime_ns) /* a copy of the corpus with other file times */
+      snprintf(buf, len,
+               "same audio (digest %s...) from the same source %.300s, modified at other "
+               "times: %s vs %s",
+               ha, pa, utc_ns(ea.mtime_ns, ta), utc_ns(eb.mtime_ns, tb));
+    else /* read otherwise: another version of the decoder */
+      snprintf(buf, len,
+               "same audio (digest %s...) from the same source %.300s, read otherwise: "
+               "%u Hz, %u channels, %llu frames, %llu bytes vs %u Hz, %u channels, %llu frames, "
+               "%llu bytes",
+               ha, pa, ea.sample_rate, ea.channels, (unsigned long long)ea.frames,
+               (unsigned long long)ea.source_size, eb.sample_rate, eb.channels,
+               (unsigned long long)eb.frames, (unsigned long long)eb.source_size);
+  } else if (db == FC_DB_TEXT) {
+    fc_digest da, dbb;
+    const char *ta, *tb;
+    size_t la, lb;
+    if (fc_text_entry_decode(x->mv_data, x->mv_size, &da, &ta, &la) ||
+        fc_text_entry_decode(y->mv_data, y->mv_size, &dbb, &tb, &lb)) {
+      snprintf(buf, len, "text entries differ (one does not decode)");
+      return;
+    }
+    /* long ones from near their first difference, so that what differs is shown */
+    size_t d = 0, lmax = la > lb ? la : lb;
+    while (d < la && d < lb && ta[d] == tb[d]) d++;
+    size_t from = d > EXCERPT / 3 ? d - EXCERPT / 3 : 0;
+    if (lmax > EXCERPT && from > lmax - EXCERPT) from = lmax - EXCERPT;
+    if (lmax <= EXCERPT) from = 0;
+    while (from > 0 && ((unsigned char)ta[from] & 0xC0) == 0x80) from--; /* a character's start */
+    char xa[4 * EXCERPT + 16], xb[4 * EXCERPT + 16];
+    snprintf(buf, len, "different transcripts: %s vs %s", excerpt(ta, la, from, xa, sizeof xa),
+             excerpt(tb, lb, from, xb, sizeof xb));
+  } else {
+    snprintf(buf, len, "meta values differ (%zu vs %zu bytes)", x->mv_size, y->mv_size);
+  }
+}
