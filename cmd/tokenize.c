@@ -319,16 +319,11 @@ int main(int argc, char **argv) {
     fc_cli_usage_error("%s", why);
   fc_tokenizer *tok = NULL;
   int rc = fc_tokenizer_create(&to, &tok, why, sizeof why);
-  /* "FILE: reason" or "FILE:LINE: reason" of --vocab's or --tokenizer-json's FILE; on success, a
-   * warning (vocab symbols the normalization never leaves in the text), not with -q */
+  /* "FILE: reason" or "FILE:LINE: reason" of --vocab's or --tokenizer-json's FILE (the library
+   * quotes it when odd, as every message's names); on success, a warning (vocab symbols the
+   * normalization never leaves in the text), not with -q */
   if (rc || (why[0] && !quiet)) {
-    const char *named = NULL, *files[2] = {to.vocab_path, to.tokenizer_json};
-    for (int k = 0; k < 2 && !named; k++)
-      if (files[k] && strncmp(why, files[k], strlen(files[k])) == 0 && why[strlen(files[k])] == ':')
-        named = files[k];
-    fputs("tokenize: ", stderr);
-    if (named) fc_cli_put_name(stderr, named); /* quoted when odd, as every message's names */
-    fprintf(stderr, "%s\n", named ? why + strlen(named) : why[0] ? why : fc_strerror(rc));
+    fprintf(stderr, "tokenize: %s\n", why[0] ? why : fc_strerror(rc));
     if (rc) return FC_EXIT_USAGE;
   }
   /* A manifest file is read as the run goes (memory: a batch of lines and the ids seen); stdin,

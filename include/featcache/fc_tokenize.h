@@ -81,7 +81,9 @@ FC_API int fc_tok_kind_from_name(const char *name);
 
 /* Build a tokenizer: reads the vocab / tokenizer.json, initializes espeak-ng for phonemes.
  * Errors: FC_ECONFIG (bad options), FC_ETOKENIZER (vocab or tokenizer.json invalid: duplicate
- * symbol, unsupported model...), errno codes; why gets "path:line: reason". On success why is
+ * symbol, unsupported model...), errno codes; why gets "path:line: reason" (path quoted as
+ * fc_quote_name quotes names when it holds a control character, a quote, a backslash or a byte
+ * that is not UTF-8). On success why is
  * empty, or holds a warning: "path: N symbols can never match the normalized text ...", the
  * chars vocab symbols whose ids are never produced (an upper-case letter under case folding:
  * the vocab is kept as written, as a Hugging Face tokenizer keeps its vocab), or a phonemes

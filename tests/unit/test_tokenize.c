@@ -102,6 +102,38 @@ int main(void) {
   CHECK(!make(FC_TOK_CHARS, write_tmp("utf8", "a\n\xFF\n"), why) &&
             strstr(why, ":2: invalid UTF-8"),
         "%s", why);
+  /* the vocab's or tokenizer.json's name in a reason is quoted as the tools quote names: a newline
+   * or an escape in it cannot forge a second line or reach the terminal (printed raw before) */
+  {
+    char want[512];
+    const char *odd = write_tmp("odd\n\033[1m", "a\nb\na\n");
+    const int pid = (int)getpid();
+    snprintf(want, sizeof want,
+             "\"/tmp/fc_test_tok_%d_odd\\n\\033[1m\":3: duplicate symbol 'a' (first at line 1)",
+             pid);
+    CHECK(!make(FC_TOK_CHARS, odd, why) && strcmp(why, want) == 0, "got: %s\nwant: %s", why, want);
+    snprintf(want, sizeof want, "\"/tmp/fc_test_tok_%d_odd\\n\\033[1m\": 1 symbol can never match",
+             pid);
+    fc_tok_opts o;
+    fc_tok_opts_init(&o, FC_TOK_CHARS);
+    o.vocab_path = write_tmp("odd\n\033[1m", "<pad>\n<unk>\n \na\nA\n");
+    o.norm.casefold = 1;
+    fc_tokenizer *t = NULL;
+    CHECK(fc_tokenizer_create(&o, &t, why, sizeof why) == 0 &&
+              strncmp(why, want, strlen(want)) == 0,
+          "got: %s\nwant: %s...", why, want);
+    fc_tokenizer_free(t);
+    unlink(odd);
+    snprintf(want, sizeof want, "\"/tmp/fc_test_tok_%d_odd\\n\\033[1m\": %s", pid,
+             strerror(ENOENT));
+    CHECK(!make(FC_TOK_CHARS, odd, why) && strcmp(why, want) == 0, "got: %s\nwant: %s", why, want);
+    CHECK(!make(FC_TOK_BPE, odd, why) && strcmp(why, want) == 0, "got: %s\nwant: %s", why, want);
+    snprintf(want, sizeof want, "\"/tmp/fc_test_tok_%d_odd\\n\\033[1m\": ", pid);
+    CHECK(!make(FC_TOK_BPE, write_tmp("odd\n\033[1m", "{"), why) &&
+              strncmp(why, want, strlen(want)) == 0,
+          "got: %s\nwant: %s...", why, want);
+    unlink(odd);
+  }
   /* CRLF and a BOM do not change a vocab: same config digest */
   fc_tokenizer *t1 = make(FC_TOK_CHARS, write_tmp("lf", "<pad>\n<unk>\n \na\nb\nab\n"), why);
   fc_tokenizer *t2 =

@@ -265,8 +265,8 @@ static void note_unreachable(const fc_tokenizer *t, const char *path, char *why,
     tok_set_why(why, why_len,
                 "%s: %zu symbol%s can never match the normalized text (kept as written, as a "
                 "Hugging Face tokenizer keeps its vocab: %s never produced): %s%s",
-                path, n, n == 1 ? "" : "s", n == 1 ? "its id is" : "their ids are", list,
-                n > 6 ? ", ..." : "");
+                FC_WHY_NAME(path), n, n == 1 ? "" : "s", n == 1 ? "its id is" : "their ids are",
+                list, n > 6 ? ", ..." : "");
 }
 
 int fc_tokenizer_create(const fc_tok_opts *o, fc_tokenizer **out, char *why, size_t why_len) {
@@ -312,12 +312,12 @@ int fc_tokenizer_create(const fc_tok_opts *o, fc_tokenizer **out, char *why, siz
       goto out;
     }
     if ((rc = read_file(o->tokenizer_json, &t->vocab_text, &t->vocab_text_len))) {
-      tok_set_why(why, why_len, "%s: %s", o->tokenizer_json, strerror(rc));
+      tok_set_why(why, why_len, "%s: %s", FC_WHY_NAME(o->tokenizer_json), strerror(rc));
       goto out;
     }
     char sub[400];
     if ((rc = tok_bpe_load(t->vocab_text, t->vocab_text_len, &t->bpe, sub, sizeof sub))) {
-      tok_set_why(why, why_len, "%s: %s", o->tokenizer_json, sub);
+      tok_set_why(why, why_len, "%s: %s", FC_WHY_NAME(o->tokenizer_json), sub);
       goto out;
     }
     t->vocab_size = tok_bpe_vocab_size(t->bpe);
@@ -351,7 +351,7 @@ int fc_tokenizer_create(const fc_tok_opts *o, fc_tokenizer **out, char *why, siz
     char *data = NULL;
     size_t len = 0;
     if ((rc = read_file(o->vocab_path, &data, &len))) {
-      tok_set_why(why, why_len, "%s: %s", o->vocab_path, strerror(rc));
+      tok_set_why(why, why_len, "%s: %s", FC_WHY_NAME(o->vocab_path), strerror(rc));
       goto out;
     }
     char sub[400];
@@ -362,7 +362,7 @@ int fc_tokenizer_create(const fc_tok_opts *o, fc_tokenizer **out, char *why, siz
     rc = tok_vocab_parse(&t->vocab, data, len, nfkc, sub, sizeof sub);
     free(data);
     if (rc) {
-      tok_set_why(why, why_len, "%s:%s", o->vocab_path, sub);
+      tok_set_why(why, why_len, "%s:%s", FC_WHY_NAME(o->vocab_path), sub);
       goto out;
     }
     rc = finish_symbols(t, why, why_len);
