@@ -533,6 +533,20 @@ int main(void) {
   fc_store_close(s);
   CHECK(rc == EACCES && st.not_started == NFILES + 1 && counts_add_up(&st), "read-only: rc %d", rc);
 
+  /* A manifest read as the run goes that cannot be read: its name in the reason quoted as names are
+   * (a newline or an escape in it printed raw split the line, reached the terminal) */
+  char odd[300], want[400];
+  snprintf(odd, sizeof odd, "%s/no\n\033[1m.txt", dir);
+  snprintf(want, sizeof want, "\"%s/no\\n\\033[1m.txt\": cannot open: %s", dir, strerror(ENOENT));
+  o.manifest = odd;
+  snprintf(store, sizeof store, "%s/st_manifest", dir);
+  CHECK(fc_store_open(store, FC_STORE_CREATE | FC_STORE_NOSYNC, &s) == 0, "open");
+  rc = fz_pipeline_run(s, &cfg, NULL, 0, &o, &fake_backend, &st, why, sizeof why);
+  fc_store_close(s);
+  CHECK(rc == ENOENT && strcmp(why, want) == 0, "unreadable manifest: rc %d, got: %s\nwant: %s", rc,
+        why, want);
+  o.manifest = NULL;
+
   fc_item_list_free(&items);
   char cmd[400];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

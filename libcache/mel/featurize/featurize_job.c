@@ -184,8 +184,8 @@ static void *reader_main(void *arg) {
   r->feed_done = 1;
   if (rc) {
     r->src_err = rc;
-    snprintf(r->src_why, sizeof r->src_why, "%s: %s", r->o.manifest,
-             why[0] ? why : fc_strerror(rc));
+    fc_why(r->src_why, sizeof r->src_why, "%s: %s", FC_WHY_NAME(r->o.manifest),
+           why[0] ? why : fc_strerror(rc));
   }
   pthread_cond_broadcast(&r->feed_cv);
   pthread_mutex_unlock(&r->src_mu);
