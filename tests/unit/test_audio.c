@@ -294,9 +294,21 @@ static void test_broken(void) {
   rc = decode(w, len, 0, 0.0624, &y, &n, &info, why); /* as many decimals as tell them apart */
   CHECK(rc == FC_ETOOLONG && strcmp(why, "0.0625 s long, over the 0.0624 s limit") == 0,
         "just too long: %d '%s'", rc, why);
+  /* the limit as given (0.04, not rounded to "0.0"), the length as precisely */
+  rc = decode(w, len, 0, 0.04, &y, &n, &info, why);
+  CHECK(rc == FC_ETOOLONG && strcmp(why, "0.06 s long, over the 0.04 s limit") == 0,
+        "limit with two decimals: %d '%s'", rc, why);
   rc = decode(w, len, 0, 0.07, &y, &n, &info, why);
   CHECK(rc == 0 && n == 1000, "under the limit: %d %s", rc, why);
   if (rc == 0) free(y);
+  free(w);
+  /* one sample over a round limit at 48 kHz: 4801 frames, 0.1000208 s, are not "0.1000 s long,
+   * over the 0.1000 s limit" */
+  static int16_t pcm48[4801];
+  w = make_wav(1, 1, 48000, 16, pcm48, sizeof pcm48, sizeof pcm48, &len);
+  rc = decode(w, len, 0, 0.1, &y, &n, &info, why);
+  CHECK(rc == FC_ETOOLONG && strcmp(why, "0.10002 s long, over the 0.10000 s limit") == 0,
+        "one sample over: %d '%s'", rc, why);
   rc = fc_audio_decode(w, len, 0, 0, &y, &n, NULL, NULL, 0); /* info and why are optional */
   CHECK(rc == 0, "NULL info/why: %d", rc);
   if (rc == 0) free(y);

@@ -9,16 +9,25 @@
 #include <errno.h>
 #include <sndfile.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 pthread_mutex_t audio_sf_open_mu = PTHREAD_MUTEX_INITIALIZER;
 
-/* With one decimal, or as many more (up to 4) as it takes for the two to differ (a 3.0 s file over
- * a 2.99 s limit is "3.00 s long, over the 2.99 s limit"). */
+/* The limit with as many decimals as it was given with (at least one: 0.25, not "0.2"; 0.04, not
+ * "0.0"), and the length with as many as tell the two apart (a 3.0 s file over a 2.99 s limit is
+ * "3.00 s long, over the 2.99 s limit"; one sample over a 0.1 s limit at 48 kHz "0.10002 s long,
+ * over the 0.10000 s limit"). Nine decimals tell a sample apart at any rate. */
 void audio_too_long(char *why, size_t why_len, double seconds, double limit) {
+  enum { MAX_DECIMALS = 9 };
+  char a[48], b[48];
   int p = 1;
-  for (char a[48], b[48]; p < 4; p++) {
+  for (; p < MAX_DECIMALS; p++) { /* the fewest decimals that give the limit back */
+    snprintf(b, sizeof b, "%.*f", p, limit);
+    if (strtod(b, NULL) == limit) break;
+  }
+  for (; p < MAX_DECIMALS; p++) {
     snprintf(a, sizeof a, "%.*f", p, seconds);
     snprintf(b, sizeof b, "%.*f", p, limit);
     if (strcmp(a, b) != 0) break;
