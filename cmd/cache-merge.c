@@ -179,30 +179,49 @@ int main(int argc, char **argv) {
     else if (strcmp(prefer, "last") == 0)
       mo.prefer = FC_MERGE_LAST;
     else {
-      /* a split store wins by all its parts, which the inputs list together in part order:
-       * the inputs are searched for its part 0 */
-      struct stat sp, si;
+      /* a split store wins by all its parts: the engine takes a range of inputs, so they must
+       * be given one after another (in any order; fc_cli_expand_stores lists them so) */
       unsigned parts = 0;
-      char part0[4096];
-      const char *who = prefer;
-      if (fc_store_split_count(prefer, &parts) == 0 && parts > 1 &&
-          fc_store_part_path(prefer, 0, part0, sizeof part0) == 0)
-        who = part0;
-      else
-        parts = 1;
-      if (stat(who, &sp) != 0)
-        fc_cli_usage_error(
-            "invalid value '%s' for --prefer (want first, last or one of the "
-            "input stores)",
-            prefer);
-      mo.prefer = FC_MERGE_STORE;
-      mo.prefer_index = n;
-      mo.prefer_count = parts;
+      if (fc_store_split_count(prefer, &parts) != 0 || parts < 2) parts = 1;
+      struct stat *ids = calloc(n, sizeof *ids); /* the inputs' (st_dev, st_ino), stat once */
+      if (!ids) {
+        fc_cli_warn(NULL, "%s", fc_strerror(ENOMEM));
+        return FC_EXIT_USAGE;
+      }
       for (size_t i = 0; i < n; i++)
-        if (stat(inputs[i], &si) == 0 && si.st_dev == sp.st_dev && si.st_ino == sp.st_ino)
-          mo.prefer_index = i;
-      if (mo.prefer_index == n || mo.prefer_count > n - mo.prefer_index)
-        fc_cli_usage_error("--prefer %s: not one of the input stores", prefer);
+        if (stat(inputs[i], &ids[i]) != 0) ids[i].st_dev = 0, ids[i].st_ino = 0;
+      size_t lo = n, hi = 0;
+      for (unsigned j = 0; j < parts; j++) {
+        char part[4096];
+        struct stat sp;
+        const char *who = prefer;
+        if (parts > 1 && fc_store_part_path(prefer, j, part, sizeof part) == 0) who = part;
+        if (stat(who, &sp) != 0) {
+          free(ids);
+          fc_cli_usage_error(
+              "invalid value '%s' for --prefer (want first, last or one of the "
+              "input stores)",
+              prefer);
+        }
+        size_t at = n;
+        for (size_t i = 0; i < n; i++)
+          if (ids[i].st_dev == sp.st_dev && ids[i].st_ino == sp.st_ino) at = i;
+        if (at == n) {
+          free(ids);
+          fc_cli_usage_error("--prefer %s: not one of the input stores", prefer);
+        }
+        if (at < lo) lo = at;
+        if (at > hi) hi = at;
+      }
+      free(ids);
+      if (hi - lo + 1 != parts)
+        fc_cli_usage_error(
+            "--prefer %s: its parts are not given together (give %s itself, or "
+            "its parts one after another)",
+            prefer, prefer);
+      mo.prefer = FC_MERGE_STORE;
+      mo.prefer_index = lo;
+      mo.prefer_count = parts;
     }
   }
 
