@@ -1,5 +1,6 @@
 /* Internal to cmd/cache-bench/: the bench handle, shared by bench.c (orders, passes) and
- * bench_dataset.c (the stores: open, enumerate, page cache). */
+ * bench_dataset.c (the stores: open, enumerate, page cache); and what the reports share
+ * (bench_report.c: verdict, table, JSON; bench_svg.c: the chart). */
 #ifndef FC_BENCH_INT_H
 #define FC_BENCH_INT_H
 
@@ -44,5 +45,15 @@ struct fc_bench {
 __attribute__((visibility("hidden"))) int bench_attach(fc_bench *b);
 /* Close every part's store: our own map would keep its pages resident. */
 __attribute__((visibility("hidden"))) void bench_detach(fc_bench *b);
+
+/* Reports (bench_report.c), shared with the chart (bench_svg.c): "mmap" or "direct"; the
+ * device's name (block device, else filesystem type, else kind); and the stores' passes side by
+ * side: row k is a pass of the plan, cell [k][s] store s's run of it or NULL where it failed,
+ * cell [k][n] the row's first run, rows in the plan's order. Returns the rows; *grid (NULL: no
+ * memory) is the caller's to free. */
+__attribute__((visibility("hidden"))) const char *bench_io_name(const bench_result *p);
+__attribute__((visibility("hidden"))) const char *bench_device_name(const bench_device *d);
+__attribute__((visibility("hidden"))) size_t bench_side_by_side(const bench_report *r, size_t n,
+                                                                const bench_result ***grid);
 
 #endif
