@@ -394,7 +394,14 @@ void bench_write_table(FILE *f, const bench_report *r, size_t n) {
       else
         fprintf(f, " %11s %13s", "-", "-");
     }
-    fputc('\n', f);
+    /* as the one-store table marks (not cold): which stores' "cold" pass started warm */
+    size_t marked = 0;
+    for (size_t s = 0; s < n; s++) {
+      const bench_result *p = g[i * (n + 1) + s];
+      if (p && p->state == BENCH_COLD && !p->cold_verified)
+        fprintf(f, "%s[%zu]", marked++ ? ", " : "  (not cold: ", s + 1);
+    }
+    fputs(marked ? ")\n" : "\n", f);
   }
   free(g);
   fprintf(f, "bat_p99 in ms; MB = 10^6 bytes of payload\n");

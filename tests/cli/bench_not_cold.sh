@@ -29,4 +29,14 @@ for _ in $(seq 100); do [ -e "$t/ready" ] && break; sleep 0.1; done
 grep -qE '^random +cold .*\(not cold\)$' "$t/out" || fail "the table does not mark the pass: $(cat "$t/out")"
 grep -qE "^verdict: $t/s keeps up with 1 GPU at a 50 ms step: it delivers [0-9.]+ batches/s of 4 \(random order, cold, 1 thread, but not cold: [0-9.]+% of data.mdb was resident\) where " "$t/out" ||
   fail "verdict: $(grep '^verdict' "$t/out")"
+
+# --separate: the side-by-side table marked nothing, so a "cold" column of one store that was
+# read warm stood unflagged beside a truly cold one (-q: no warning either); the row says which
+"$FC_PYTHON" -c "import sys; sys.path.insert(0, '$FC_SRC/tests/reference'); import test_bench_fixture as f; f.make_store('$t/u', 40, frames=100, seed=3)" \
+  || fail "fixture u"
+"$bin" -q --separate --no-probe -p random -s cold,warm -b 4 --duration 0 "$t/u" "$t/s" >"$t/out" 2>"$t/err"; rc=$?
+[ $rc -eq 0 ] || fail "--separate: exit $rc: $(cat "$t/err")"
+[ "$(grep -cE '^random +cold +mmap .*  \(not cold: \[2\]\)$' "$t/out")" = 2 ] ||
+  fail "--separate: the cold rows do not mark store 2: $(cat "$t/out")"
+grep -E '^random +warm ' "$t/out" | grep -q 'not cold' && fail "--separate: a warm row is marked: $(cat "$t/out")"
 echo ok
