@@ -236,6 +236,34 @@ static int first_line_has_nul(const fc_item_list *l) {
   return it && !it->path && it->why && strstr(it->why, "NUL byte");
 }
 
+/* Without --audio-dir an LJSpeech manifest's audio is in wavs/ beside it (as the reader makes its
+ * paths): a folder that is not there fails every input, each with a failure record in the store —
+ * a configuration error, as an --audio-dir that is not there is. Exits 2 then. */
+static void check_ljspeech_wavs(const char *manifest, const fc_item_list *items) {
+  if (items->format != FC_MANIFEST_LJSPEECH) return;
+  const char *slash = strcmp(manifest, "-") == 0 ? NULL : strrchr(manifest, '/');
+  char dir[4096];
+  if (!slash)
+    snprintf(dir, sizeof dir, "wavs");
+  else
+    snprintf(dir, sizeof dir, "%.*s/wavs", (int)(slash - manifest), manifest);
+  struct stat st;
+  const int e = stat(dir, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+  if (!e) return;
+  const size_t n = strlen(dir);
+  for (size_t i = 0; i < items->count; i++) { /* the first path says where the reader looks */
+    const char *p = items->items[i].path;
+    if (!p) continue;
+    if (strncmp(p, dir, n) != 0 || p[n] != '/') return; /* an id that is an absolute path */
+    char q[4 * 4096 + 8];
+    fc_cli_warn(dir,
+                "the audio folder of %s (LJSpeech's wavs/ beside it): %s; give --audio-dir DIR",
+                fc_cli_quoted(strcmp(manifest, "-") == 0 ? "(stdin)" : manifest, q, sizeof q),
+                strerror(e));
+    exit(FC_EXIT_USAGE);
+  }
+}
+
 int main(int argc, char **argv) {
   fc_cli_tool = "featurize";
   fc_cli_std_fds();
@@ -540,6 +568,8 @@ int main(int argc, char **argv) {
                 "id<TAB>path lines give --manifest-format kaldi");
     return FC_EXIT_USAGE;
   }
+
+  if (manifest && !audio_dir) check_ljspeech_wavs(manifest, &items);
 
   if (shard_spec && !stream) {
     size_t all = items.count;

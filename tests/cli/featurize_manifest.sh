@@ -104,6 +104,20 @@ rc=$?
 "$FZ" -j 1 -o st4 --manifest text.tsv --manifest-format kaldi >out 2>err
 grep -qx 'featurize: Hello there.: No such file or directory' err || fail "id<TAB>text as kaldi: $(cat err)"
 
+# An LJSpeech manifest whose audio folder is not there (no wavs/ beside it: the audio is under
+# another name): every input would fail, each with a failure record in the store. A configuration
+# error, as a missing --audio-dir is: exit 2 before the store is touched, saying what to give.
+mkdir -p elsewhere
+printf 'LJ001|Good one.\nLJ005|Second.\n' >elsewhere/metadata.csv
+rm -rf st6
+"$FZ" -j 1 -o st6 --manifest elsewhere/metadata.csv >out 2>err
+rc=$?
+[ $rc = 2 ] && [ ! -e st6 ] || fail "no wavs/ beside metadata.csv: exit $rc (want 2), store made: $(ls -d st6 2>&1)"
+[ "$(cat err)" = "featurize: elsewhere/wavs: the audio folder of elsewhere/metadata.csv (LJSpeech's wavs/ beside it): No such file or directory; give --audio-dir DIR" ] ||
+  fail "no wavs/ beside metadata.csv: $(cat err)"
+"$FZ" -j 1 -o st6 --manifest elsewhere/metadata.csv --audio-dir wavs >out 2>err ||
+  fail "--audio-dir given: exit $?: $(cat err)"
+
 # An audio file given as the manifest (`--manifest a.wav` for `a.wav`): its first line holds a NUL
 # byte, as stdin's does when an audio file is redirected into a path list. No manifest at all:
 # refused before the store is touched, exit 2, saying so once — every run of its bytes was a
