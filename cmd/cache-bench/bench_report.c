@@ -169,9 +169,10 @@ static void compute_verdict(const bench_report *r, double step_ms, unsigned batc
   if (v->ref->state == BENCH_COLD && !v->ref->cold_verified) /* what the table marks (not cold) */
     snprintf(not_cold, sizeof not_cold, ", but not cold: %.1f%% of data.mdb was resident",
              100 * v->ref->resident_before);
-  snprintf(how, sizeof how, "%s order, %s, %u thread%s%s%s", bench_pattern_name(v->ref->pattern),
-           bench_state_name(v->ref->state), v->ref->threads, v->ref->threads == 1 ? "" : "s",
-           v->ref->batch == batch ? "" : ", converted", not_cold);
+  /* an O_DIRECT pass (--direct) is said: the loader reads through the map */
+  snprintf(how, sizeof how, "%s order, %s%s, %u thread%s%s%s", bench_pattern_name(v->ref->pattern),
+           bench_state_name(v->ref->state), v->ref->direct ? ", O_DIRECT" : "", v->ref->threads,
+           v->ref->threads == 1 ? "" : "s", v->ref->batch == batch ? "" : ", converted", not_cold);
   const char *gs = v->gpus == 1 ? "" : "s";
   double headroom = floor(10 * v->bps / v->need_bps) / 10; /* 2.96 is "2.9x", as 2 GPUs */
   if (v->keeps_up)
