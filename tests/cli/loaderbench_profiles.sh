@@ -174,6 +174,17 @@ done
 "$LB" --compare-profiles "$tmp" "$tmp/after.json" >"$tmp/out" 2>"$tmp/err"
 [ $? = 2 ] && [ "$(cat "$tmp/err")" = "loader-bench: $tmp: Is a directory" ] ||
   fail "directory: $(cat "$tmp/err")"
+# a file's name, in a message and in the head of the table, is quoted as every tool quotes names
+# when it holds a newline or an escape: it was printed raw, the line split in two, the escape
+# sequence sent to the terminal
+nl=$'\n' esc=$'\033'
+"$LB" --compare-profiles "$tmp/before.json" "$tmp/no${nl}such${esc}[1m.json" >"$tmp/out" 2>"$tmp/err"
+[ $? = 2 ] && [ "$(cat "$tmp/err")" = "loader-bench: \"$tmp/no\\nsuch\\033[1m.json\": No such file or directory" ] ||
+  fail "odd name: $(cat -v "$tmp/err")"
+cp "$tmp/after.json" "$tmp/a${nl}b${esc}[1m.json"
+"$LB" --compare-profiles "$tmp/before.json" "$tmp/a${nl}b${esc}[1m.json" >"$tmp/out" 2>"$tmp/err"
+[ $? = 0 ] && [ "$(sed -n 2p "$tmp/out")" = "AFTER:  \"$tmp/a\\nb\\033[1m.json\" (featcache, device=cuda)" ] ||
+  fail "odd name in the table: $(cat -v "$tmp/out" "$tmp/err")"
 "$LB" --compare-profiles "$tmp/before.json" >"$tmp/out" 2>"$tmp/err"
 [ $? = 2 ] && grep -q "wants two profiles: BEFORE.json AFTER.json" "$tmp/err" || fail "one: $(cat "$tmp/err")"
 # the comparison lost (a full disk) is exit 1 with the reason, not a silent 0

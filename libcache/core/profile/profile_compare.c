@@ -7,6 +7,7 @@
 #include "featcache/fc_outfile.h"
 #include "libcache/core/profile/profile_int.h"
 #include "formats/common/json.h"
+#include "formats/common/why.h"
 
 #include <errno.h>
 #include <math.h>
@@ -43,23 +44,23 @@ static int load(const char *path, prof_view *v, char *why, size_t why_len) {
   int nomem;
   json_t *r = fc_json_load_file(path, 0, &je, &nomem);
   if (nomem) {
-    prof_say(why, why_len, "%s: out of memory reading the profile", path);
+    prof_say(why, why_len, "%s: out of memory reading the profile", FC_WHY_NAME(path));
     return ENOMEM;
   }
   if (!r) {
     FILE *f = fopen(path, "r");
     if (!f) {
       int e = errno;
-      prof_say(why, why_len, "%s: %s", path, strerror(e));
+      prof_say(why, why_len, "%s: %s", FC_WHY_NAME(path), strerror(e));
       return e;
     }
     int dir = fgetc(f) == EOF && ferror(f) && errno == EISDIR;
     fclose(f);
     if (dir) {
-      prof_say(why, why_len, "%s: %s", path, strerror(EISDIR));
+      prof_say(why, why_len, "%s: %s", FC_WHY_NAME(path), strerror(EISDIR));
       return EISDIR;
     }
-    prof_say(why, why_len, "%s: not JSON: line %d: %s", path, je.line, je.text);
+    prof_say(why, why_len, "%s: not JSON: line %d: %s", FC_WHY_NAME(path), je.line, je.text);
     return FC_EFORMAT;
   }
   v->root = r;
@@ -67,7 +68,7 @@ static int load(const char *path, prof_view *v, char *why, size_t why_len) {
     prof_say(why, why_len,
              "%s: a loader-bench --json report, not a profile (save one with "
              "featcache.StepProfiler.save or fc_profiler_save)",
-             path);
+             FC_WHY_NAME(path));
     return FC_EFORMAT;
   }
   const char *dp = str_at(r, "data_phase");
@@ -79,22 +80,22 @@ static int load(const char *path, prof_view *v, char *why, size_t why_len) {
     prof_say(why, why_len,
              "%s: not a featcache profile (wants \"steps\", \"data_phase\", "
              "\"data_share\" and \"phases\")",
-             path);
+             FC_WHY_NAME(path));
     return FC_EFORMAT;
   }
   if (!data) {
-    prof_say(why, why_len, "%s: the profile has no data phase \"%s\"", path, dp);
+    prof_say(why, why_len, "%s: the profile has no data phase \"%s\"", FC_WHY_NAME(path), dp);
     return FC_EFORMAT;
   }
   if (!json_is_number(json_object_get(data, "mean"))) { /* read as 0 ms: an infinite factor */
-    prof_say(why, why_len, "%s: not a featcache profile (the data phase \"%s\" has no mean)", path,
-             dp);
+    prof_say(why, why_len, "%s: not a featcache profile (the data phase \"%s\" has no mean)",
+             FC_WHY_NAME(path), dp);
     return FC_EFORMAT;
   }
   if (!(v->steps >= 1)) { /* its zeros would read as a data wait of 0 ms: an infinite factor */
     prof_say(why, why_len,
              "%s: the profile has no steps (the loop it profiled ended before its first step)",
-             path);
+             FC_WHY_NAME(path));
     return FC_EFORMAT;
   }
   v->label = str_at(r, "label");
@@ -226,10 +227,10 @@ int fc_prof_compare_files(const char *before, const char *after, int json, void 
     fputs("}\n", out);
     goto done;
   }
-  fprintf(out, "BEFORE: %s%s%s%s\n", before, a.label && *a.label ? " (" : "",
+  fprintf(out, "BEFORE: %s%s%s%s\n", FC_WHY_NAME(before), a.label && *a.label ? " (" : "",
           a.label ? a.label : "", a.label && *a.label ? ")" : "");
-  fprintf(out, "AFTER:  %s%s%s%s\n", after, b.label && *b.label ? " (" : "", b.label ? b.label : "",
-          b.label && *b.label ? ")" : "");
+  fprintf(out, "AFTER:  %s%s%s%s\n", FC_WHY_NAME(after), b.label && *b.label ? " (" : "",
+          b.label ? b.label : "", b.label && *b.label ? ")" : "");
   fprintf(out, "%-28s %18s %18s\n", "", "BEFORE", "AFTER");
   row(out, "steps", "%.0f", a.steps, b.steps);
   row(out, "steps/s", "%.3f", a.steps_per_s, b.steps_per_s);
