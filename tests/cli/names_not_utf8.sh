@@ -91,6 +91,16 @@ has err 'loader-bench: "t\nx": no mel config named '"'kaldi'"' in the store (it 
 "$B/featurize" -q --device cpu --writers 2 -o "p$lat" a.wav || fail "featurize --writers 2"
 "$B/featurize" -q --device cpu --writers 3 -o "p$lat" a.wav 2>err
 has err 'featurize: "pcaf\xe9" is split into 2 parts, not 3: give 2 writers or none'
+"$B/featurize" -q --device cpu -o "p$lat/part-1" a.wav 2>err
+has err 'featurize: "pcaf\xe9/part-1" is part 1 of a split store of 2 parts: give the split store'"'"'s directory'
+# a marker that is not one, named whole (the directory with the marker's name, as one path)
+mkdir "b${nl}x" && printf 'featcache-split/1 03\n' >"b${nl}x/featcache-split"
+"$B/featurize" -q --device cpu -o "b${nl}x" a.wav 2>err
+has err 'featurize: "b\nx/featcache-split": not a split-store marker (featcache-split/1 N)'
+"$B/cache-verify" "b${nl}x" 2>err
+has err 'cache-verify: "b\nx/featcache-split": not a split-store marker (featcache-split/1 N)'
+"$B/loader-bench" "b${nl}x" 2>err
+has err 'loader-bench: "b\nx/featcache-split": not a split-store marker (featcache-split/1 N)'
 
 # a BOM that is not the list's first bytes (two lists concatenated, each saved with one) is part
 # of the name, and shown: the bare name seemed to exist

@@ -40,6 +40,14 @@ static int join(char *buf, size_t len, const char *dir, const char *name) {
   return snprintf(buf, len, "%s/%s", dir, name) >= (int)len ? ENAMETOOLONG : 0;
 }
 
+/* "DIR/featcache-split: REASON" into why: the marker's path quoted as names are (fc_quote_name). */
+static void marker_why(char *why, size_t why_len, const char *dir, int rc) {
+  char p[4096];
+  (void)join(p, sizeof p, dir, MARKER); /* (too long: cut short, as a name in a reason is) */
+  fc_why(why, why_len, "%s: %s", FC_WHY_NAME(p),
+         rc == FC_EFORMAT ? "not a split-store marker (featcache-split/1 N)" : fc_strerror(rc));
+}
+
 /* Parse the marker's bytes: "featcache-split/1 N\n", N decimal without leading zeros. */
 static int parse_marker(const char *b, size_t len, unsigned *n) {
   const size_t pl = strlen(MARKER_VERSION), ml = strlen(MARKER_MAGIC);
@@ -102,8 +110,7 @@ int fc_store_expand(const char *const *dirs, size_t n, char ***out, size_t *n_ou
   for (size_t i = 0; i < n && !rc; i++) {
     unsigned parts;
     if ((rc = fc_store_split_count(dirs[i], &parts)) != 0) {
-      fc_why(why, why_len, "%s/%s: %s", dirs[i], MARKER,
-             rc == FC_EFORMAT ? "not a split-store marker (featcache-split/1 N)" : fc_strerror(rc));
+      marker_why(why, why_len, dirs[i], rc);
       break;
     }
     size_t add = parts ? parts : 1;
@@ -260,8 +267,7 @@ int fc_store_open_split(const char *dir, unsigned flags, unsigned want, fc_store
   unsigned n;
   int rc = fc_store_split_count(dir, &n);
   if (rc) {
-    fc_why(why, why_len, "%s/%s: %s", dir, MARKER,
-           rc == FC_EFORMAT ? "not a split-store marker (featcache-split/1 N)" : fc_strerror(rc));
+    marker_why(why, why_len, dir, rc);
     return rc;
   }
   char p[4096];
@@ -286,7 +292,7 @@ int fc_store_open_split(const char *dir, unsigned flags, unsigned want, fc_store
       fc_why(why, why_len,
              "%s is part %u of a split store of %u parts: give the split store's "
              "directory",
-             dir, k, pn);
+             FC_WHY_NAME(dir), k, pn);
     } else if (!rc && want > 1) {
       rc = FC_ECONFIG;
       fc_why(why, why_len, "%s is a store of one part (not split): %u writers need a new directory",
@@ -313,20 +319,22 @@ int fc_store_open_split(const char *dir, unsigned flags, unsigned want, fc_store
       fc_why(why, why_len,
              "%s is a store of one part (not split), created by another job meanwhile: %u "
              "writers need a new directory",
-             dir, want);
+             FC_WHY_NAME(dir), want);
       return FC_ECONFIG;
     }
     rc = write_marker(dir, want, &n);
     store_create_unlock(lk);
     if (rc) {
-      fc_why(why, why_len, "%s/%s: cannot write the marker: %s", dir, MARKER,
+      char m[4096];
+      (void)join(m, sizeof m, dir, MARKER);
+      fc_why(why, why_len, "%s: cannot write the marker: %s", FC_WHY_NAME(m),
              rc == FC_EFORMAT ? "another marker is there, not of this format" : fc_strerror(rc));
       return rc;
     }
     if (n != want) { /* another job made it first, with another number of parts */
       fc_why(why, why_len,
              "%s was split into %u parts by another job meanwhile, not %u: give %u writers or none",
-             dir, n, want, n);
+             FC_WHY_NAME(dir), n, want, n);
       return FC_ECONFIG;
     }
   } else if (plain) {

@@ -277,7 +277,9 @@ int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *
   }
   unsigned split_n = 0;
   if ((rc = fc_store_split_count(dir, &split_n)) != 0) {
-    fc_why(why, why_len, "%s/featcache-split: %s", dir,
+    char mp[4096]; /* the marker, quoted as names are */
+    snprintf(mp, sizeof mp, "%s/featcache-split", dir);
+    fc_why(why, why_len, "%s: %s", FC_WHY_NAME(mp),
            rc == FC_EFORMAT ? "not a split-store marker (featcache-split/1 N)" : fc_strerror(rc));
     goto done;
   }
