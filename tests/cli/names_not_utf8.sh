@@ -93,6 +93,16 @@ has err 'loader-bench: "t\nx": no mel config named '"'kaldi'"' in the store (it 
 has err 'featurize: "pcaf\xe9" is split into 2 parts, not 3: give 2 writers or none'
 "$B/featurize" -q --device cpu -o "p$lat/part-1" a.wav 2>err
 has err 'featurize: "pcaf\xe9/part-1" is part 1 of a split store of 2 parts: give the split store'"'"'s directory'
+# a part of it as cache-merge's output: named quoted, as the tool names it
+"$B/cache-merge" -q -o "p$lat/part-1" s3 2>err
+has err 'cache-merge: "pcaf\xe9/part-1": cannot open the output store: it is part 1 of a split store of 2 parts, which holds only the ids routed to it; merge into a plain store'
+# stores of other vocabularies, each named in the line that says so
+printf 'a|ab\n' >t1.csv && printf 'b|cd\n' >t2.csv
+"$B/tokenize" -q --build-vocab -o "w${nl}x" t1.csv && "$B/tokenize" -q --build-vocab -o w1 t2.csv ||
+  fail "tokenize w"
+"$B/cache-merge" -q -o mw "w${nl}x" w1 2>err
+grep -Eq "^cache-merge: the inputs hold 2 different 'chars' token configs, in 2 stores \(.*[0-9a-f]{12} in \"w\\\\nx\"[,)]" err ||
+  fail "merge of other vocabularies: $(cat -v err)"
 # a marker that is not one, named whole (the directory with the marker's name, as one path)
 mkdir "b${nl}x" && printf 'featcache-split/1 03\n' >"b${nl}x/featcache-split"
 "$B/featurize" -q --device cpu -o "b${nl}x" a.wav 2>err

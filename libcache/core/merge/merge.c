@@ -621,7 +621,7 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
     fc_why(why, why_len,
            "%s: cannot open the output store: it is part %u of a split store of %u parts, which "
            "holds only the ids routed to it; merge into a plain store",
-           out_dir, part_k, part_n);
+           FC_WHY_NAME(out_dir), part_k, part_n);
   }
   if (rc) goto done;
 

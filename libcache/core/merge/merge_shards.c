@@ -145,7 +145,7 @@ static int check_token_configs(fc_store *const *in, MDB_txn *const *txns, size_t
             break;
           }
           at += snprintf(line + at, sizeof line - (size_t)at, "%s%.12s in %s", said > 1 ? ", " : "",
-                         v[x].hex, v[x].holder < n ? paths[v[x].holder] : out_dir);
+                         v[x].hex, FC_WHY_NAME(v[x].holder < n ? paths[v[x].holder] : out_dir));
         }
         if (at > 0 && (size_t)at < sizeof line) snprintf(line + at, sizeof line - (size_t)at, ")");
         o->on_token_configs(v[a].name, line, shards, o->user);
