@@ -181,6 +181,10 @@ nl=$'\n' esc=$'\033'
 "$LB" --compare-profiles "$tmp/before.json" "$tmp/no${nl}such${esc}[1m.json" >"$tmp/out" 2>"$tmp/err"
 [ $? = 2 ] && [ "$(cat "$tmp/err")" = "loader-bench: \"$tmp/no\\nsuch\\033[1m.json\": No such file or directory" ] ||
   fail "odd name: $(cat -v "$tmp/err")"
+echo '{"steps": 2.5, "data_phase": "data", "data_share": 0.1, "phases": {"data": {"mean": 1}}}' >"$tmp/c${nl}d.json"
+"$LB" --compare-profiles "$tmp/before.json" "$tmp/c${nl}d.json" >"$tmp/out" 2>"$tmp/err"
+[ $? = 2 ] && [ "$(cat "$tmp/err")" = "loader-bench: \"$tmp/c\\nd.json\": not a featcache profile (\"steps\" 2.5 is not a whole number)" ] ||
+  fail "odd name, a number no profiler writes: $(cat -v "$tmp/err")"
 cp "$tmp/after.json" "$tmp/a${nl}b${esc}[1m.json"
 "$LB" --compare-profiles "$tmp/before.json" "$tmp/a${nl}b${esc}[1m.json" >"$tmp/out" 2>"$tmp/err"
 [ $? = 0 ] && [ "$(sed -n 2p "$tmp/out")" = "AFTER:  \"$tmp/a\\nb\\033[1m.json\" (featcache, device=cuda)" ] ||

@@ -102,19 +102,19 @@ static int load(const char *path, prof_view *v, char *why, size_t why_len) {
    * "infinitely shorter" or "-0.5× LONGER", a share over 1 as 150 % of the step */
   double mean = num_at(data, "mean");
   if (v->steps != floor(v->steps)) {
-    prof_say(why, why_len, "%s: not a featcache profile (\"steps\" %g is not a whole number)", path,
-             v->steps);
+    prof_say(why, why_len, "%s: not a featcache profile (\"steps\" %g is not a whole number)",
+             FC_WHY_NAME(path), v->steps);
     return FC_EFORMAT;
   }
   if (!(v->data_share >= 0 && v->data_share <= 1)) {
     prof_say(why, why_len, "%s: not a featcache profile (data_share %g is not between 0 and 1)",
-             path, v->data_share);
+             FC_WHY_NAME(path), v->data_share);
     return FC_EFORMAT;
   }
   if (!(mean >= 0)) {
     prof_say(why, why_len,
-             "%s: not a featcache profile (the data phase \"%s\" has a mean of %g ms)", path, dp,
-             mean);
+             "%s: not a featcache profile (the data phase \"%s\" has a mean of %g ms)",
+             FC_WHY_NAME(path), dp, mean);
     return FC_EFORMAT;
   }
   v->label = str_at(r, "label");
