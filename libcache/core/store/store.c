@@ -21,7 +21,6 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
-#include <sys/sysmacros.h>
 
 #define FC_INITIAL_MAP (64ull << 20)
 /* the five dbs, and the indexes of up to 120 configs (later ones go unindexed) */
@@ -741,9 +740,10 @@ int fc_store_info_get(fc_store *s, fc_store_info *info) {
 }
 
 /* LMDB reports the map address only for MDB_FIXEDMAP, so find the mapping of data.mdb in
- * /proc/self/maps (matched by device and inode, which survive symlinks and relative paths). The
- * same file may be mapped more than once in a process (e.g. Python's lmdb beside us): the mapping
- * that holds a value read through this environment is ours. */
+ * /proc/self/maps: the one that holds a value read through this environment (the same file may be
+ * mapped more than once in a process, e.g. by Python's lmdb beside us), with data.mdb's inode at
+ * offset 0. Not matched by device: on btrfs a file's st_dev is its subvolume's anonymous device,
+ * while the maps name the superblock's, and an address lies in one mapping only. */
 int fc_store_map_region(fc_store *s, const void **base, size_t *len) {
   char p[4096];
   struct stat st;
@@ -762,10 +762,8 @@ int fc_store_map_region(fc_store *s, const void **base, size_t *len) {
   rc = FC_ENOTFOUND;
   while (fgets(line, sizeof line, f)) {
     unsigned long lo, hi, off, ino;
-    unsigned maj, min;
-    if (sscanf(line, "%lx-%lx %*s %lx %x:%x %lu", &lo, &hi, &off, &maj, &min, &ino) != 6) continue;
-    if (ino == st.st_ino && off == 0 && makedev(maj, min) == st.st_dev && (uintptr_t)probe >= lo &&
-        (uintptr_t)probe < hi) {
+    if (sscanf(line, "%lx-%lx %*s %lx %*x:%*x %lu", &lo, &hi, &off, &ino) != 4) continue;
+    if (ino == st.st_ino && off == 0 && (uintptr_t)probe >= lo && (uintptr_t)probe < hi) {
       *base = (const void *)lo;
       *len = hi - lo;
       rc = 0;
