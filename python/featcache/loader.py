@@ -53,6 +53,43 @@ def _raise(code, what, handle=None):
     raise FeatcacheError(code, msg)
 
 
+def _quoted_special(c):
+    return (c < 0x20 or 0x7F <= c <= 0x9F or c in (0x22, 0x5C, 0x200E, 0x200F, 0xFEFF)
+            or 0x2028 <= c <= 0x202E or 0x2066 <= c <= 0x2069
+            or 0xDC80 <= c <= 0xDCFF)  # (a byte that is no part of a UTF-8 character)
+
+
+def _quoted(name):
+    """A store's path or an id as the library's messages show names (fc_quote_name): as it is, or,
+    when it holds a control character, a double quote, a backslash, a byte that is no part of a
+    UTF-8 character or a character that hides or reorders text, in double quotes with C escapes,
+    so that a message stays one line and sends no escape sequence to a terminal."""
+    if isinstance(name, str):
+        try:
+            name = name.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            name = name.encode("utf-8", "surrogatepass")
+    s = bytes(name).decode("utf-8", "surrogateescape")
+    if not any(_quoted_special(ord(ch)) for ch in s):
+        return s
+    out = []
+    for ch in s:
+        c = ord(ch)
+        if not _quoted_special(c):
+            out.append(ch)
+        elif 0xDC80 <= c <= 0xDCFF:
+            out.append("\\x%02x" % (c - 0xDC00))
+        elif c >= 0x80:
+            out.append("\\u%04x" % c)
+        elif 7 <= c <= 13:
+            out.append("\\" + "abtnvfr"[c - 7])
+        elif c < 0x20 or c == 0x7F:
+            out.append("\\%03o" % c)
+        else:
+            out.append("\\" + ch)
+    return '"%s"' % "".join(out)
+
+
 _MAX32, _MAX64 = (1 << 32) - 1, (1 << 64) - 1
 
 
@@ -636,7 +673,7 @@ def _view_changed(paths, seen, h):
             "so this process would cut its share of another order than the others and read some "
             "utterances twice and others never; make the Loader once the stores are finished "
             "(docs/loader.md, \"Shard a store no one is writing\")"
-            % (", ".join(os.fsdecode(p) for p in paths), seen[0], seen[2], seen[1][:12],
+            % (", ".join(_quoted(p) for p in paths), seen[0], seen[2], seen[1][:12],
                int(h.info.items), h.view()[:12]))
 
 
@@ -830,7 +867,7 @@ def get(store, id, features=None, tokens=None, verify=True, nolock=False):
     if rc:
         _raise(rc, "get(%r)" % id, h.h)
     if verify:
-        what = "get(%r): %s: %s" % (id, os.fspath(store), id)
+        what = "get(%r): %s: %s" % (id, _quoted(os.fspath(store)), _quoted(id))
         _check_payload(h, it.mel, it.mel_bytes, what)
         if tok is not None and it.tokens:
             _check_payload(h, it.tokens, it.n_tokens * _DT[it.tok_dtype].itemsize,

@@ -70,6 +70,14 @@ def test_get_names_the_store_and_the_id_quoted(stores):
     assert one_line(e.value.args[0]).startswith("%s: nomel: no features for config " % q)
 
 
+def test_get_of_a_damaged_record_names_the_store_and_the_id_quoted(stores):
+    # the payload check is get()'s own (featcache.get in Python): its message named them raw
+    with pytest.raises(featcache.FeatcacheError) as e:
+        featcache.get(stores["odd"], "bad\x1bpay")
+    assert one_line(str(e.value)).startswith(
+        "get('bad\\x1bpay'): %s: \"bad\\033pay\": payload checksum" % stores["q"]), str(e.value)
+
+
 def test_get_of_a_split_store_names_the_id_quoted(stores):
     # a split store is read as its parts: an id none holds is 'in any of the 2 stores'
     w = os.path.join(stores["dir"], "a.wav")
@@ -125,6 +133,25 @@ def test_a_manifest_is_named_quoted(stores):
     with pytest.raises(featcache.FeatcacheError) as e:
         featcache.Loader(stores["odd"], manifest=os.path.join(stores["dir"], "m\x1b.csv"))
     assert 'manifest "%s/m\\033.csv": ' % stores["dir"] in one_line(str(e.value))
+
+
+def test_python_quotes_names_as_the_library():
+    # the names get() and a Loader's own messages hold, quoted by featcache as fc_quote_name
+    # quotes them (tests/unit/test_format.c's cases: the same answers)
+    from featcache import loader as L
+    cases = [(b"a.wav", "a.wav"), (b"caf\xc3\xa9.wav", "caf\u00e9.wav"),
+             (b"caf\xe9.wav", r'"caf\xe9.wav"'), (b"caf\\xe9.wav", r'"caf\\xe9.wav"'),
+             (b'a\tb\n\x1b"', r'"a\tb\n\033\""'), (b"\xc3", r'"\xc3"'),
+             (b"\xc3(\xc3\xa9", '"\\xc3(\u00e9"'), (b"\xc0\xaf", r'"\xc0\xaf"'),
+             (b"\xed\xa0\x80", r'"\xed\xa0\x80"'), (b"\xf4\x90\x80\x80", r'"\xf4\x90\x80\x80"'),
+             (b"\x7f\xff", r'"\177\xff"'), (b"a\xc2\x9b31m", r'"a\u009b31m"'),
+             (b"a\xe2\x80\xa8b", r'"a\u2028b"'), (b"\xe2\x80\xaevaw.exe", r'"\u202evaw.exe"'),
+             (b"\xe2\x81\xa6x\xe2\x81\xa9", r'"\u2066x\u2069"'),
+             (b"\xef\xbb\xbfa.wav", r'"\ufeffa.wav"'),
+             (b"\xc2\xa0\xe2\x80\x8d", "\u00a0\u200d"), (b"", "")]
+    for raw, want in cases:
+        assert L._quoted(raw) == want, (raw, L._quoted(raw), want)
+        assert L._quoted(os.fsdecode(raw)) == want, raw
 
 
 if __name__ == "__main__":
