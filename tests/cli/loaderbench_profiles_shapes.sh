@@ -42,4 +42,23 @@ prof all.json 20 1 2
 "$LB" --compare-profiles "$tmp/ok.json" "$tmp/all.json" >"$tmp/out" 2>"$tmp/err" ||
   fail "100 %: exit $?: $(cat "$tmp/err")"
 
+# profiles of different shapes: the device row compares a series of one name on both sides (BEFORE
+# timed "compute" on the device, AFTER only "forward": AFTER has no "compute" to show, and its
+# "forward" is not passed off as one)
+prof dev_c.json 20 0.1 2 '"device_phases": {"compute": {"p50": 19.5}}'
+prof dev_f.json 20 0.1 2 '"device_phases": {"forward": {"p50": 3}}'
+prof dev_cf.json 20 0.1 2 '"device_phases": {"forward": {"p50": 4}, "compute": {"p50": 18}}'
+devrow() { # BEFORE AFTER WANT: the device row(s) of the comparison
+  "$LB" --compare-profiles "$tmp/$1" "$tmp/$2" >"$tmp/out" 2>"$tmp/err" ||
+    fail "$1 $2: exit $?: $(cat "$tmp/err")"
+  got=$(grep 'on device' "$tmp/out" | tr -s ' ')
+  [ "$got" = "$3" ] || fail "$1 $2: device row: '$got', want '$3'"
+}
+devrow dev_c.json dev_f.json 'compute on device p50 (ms) 19.500 -'
+devrow dev_f.json dev_c.json 'forward on device p50 (ms) 3.000 -'
+devrow dev_c.json dev_cf.json 'compute on device p50 (ms) 19.500 18.000'
+devrow ok.json dev_f.json 'forward on device p50 (ms) - 3.000'
+"$LB" --compare-profiles "$tmp/ok.json" "$tmp/ok.json" >"$tmp/out" 2>&1
+grep -q 'on device' "$tmp/out" && fail "no device series: a device row: $(grep 'on device' "$tmp/out")"
+
 [ $fails = 0 ] && echo "ok" || exit 1

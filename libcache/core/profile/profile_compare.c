@@ -23,7 +23,7 @@ typedef struct prof_view {
   double acf_lag;
   int gpu_measured, items_estimated; /* items_estimated: steps x items per step, not counted */
   double gpu_mean, gpu_p50;
-  double dev_p50;
+  json_t *dev; /* device_phases: the device row compares a series of one name on both sides */
   json_t *root;
 } prof_view;
 
@@ -143,11 +143,9 @@ static int load(const char *path, prof_view *v, char *why, size_t why_len) {
     v->gpu_p50 = num_at(json_object_get(g, "pct"), "p50");
   }
   json_t *dev = json_object_get(r, "device_phases");
-  v->dev_p50 = NAN;
   if (json_is_object(dev) && json_object_size(dev)) {
-    void *it = json_object_iter(dev);
-    v->dev_name = json_object_iter_key(it);
-    v->dev_p50 = num_at(json_object_iter_value(it), "p50");
+    v->dev = dev;
+    v->dev_name = json_object_iter_key(json_object_iter(dev));
   }
   return 0;
 }
@@ -282,10 +280,12 @@ int fc_prof_compare_files(const char *before, const char *after, int json, void 
   }
   fputc('\n', out);
   row(out, "step p50 (ms)", "%.3f", a.step_p50, b.step_p50);
-  if (a.dev_name || b.dev_name) {
+  if (a.dev_name || b.dev_name) { /* BEFORE's first device series, and AFTER's of that name */
+    const char *dn = a.dev_name ? a.dev_name : b.dev_name;
     char nm[96];
-    snprintf(nm, sizeof nm, "%s on device p50 (ms)", a.dev_name ? a.dev_name : b.dev_name);
-    row(out, nm, "%.3f", a.dev_p50, b.dev_p50);
+    snprintf(nm, sizeof nm, "%s on device p50 (ms)", dn);
+    row(out, nm, "%.3f", num_at(json_object_get(a.dev, dn), "p50"),
+        num_at(json_object_get(b.dev, dn), "p50"));
   }
   fprintf(out, "%-28s", "GPU busy (mean %)");
   for (int i = 0; i < 2; i++) {
