@@ -255,7 +255,14 @@ int main(int argc, char **argv) {
   uint64_t failed = st.total > copied + present ? st.total - copied - present : 0;
   const char *status = "done";
   int code = FC_EXIT_OK;
-  if (rc == FC_EINTR) {
+  if (rc == FC_EINTR && st.total == 0 && copied + present == 0) { /* in the first pass */
+    fprintf(stderr,
+            "%s: interrupted: nothing written (the inputs were being read for conflicts); run "
+            "again to merge\n",
+            fc_cli_tool);
+    status = "interrupted";
+    code = fc_cli_signal_exit();
+  } else if (rc == FC_EINTR) {
     fprintf(
         stderr,
         "%s: interrupted: %llu of %llu entries committed to %s, %llu not started; run again to finish\n",

@@ -55,8 +55,9 @@ typedef struct fc_merge_conflict {
 
 typedef struct fc_merge_stats {
   uint64_t inputs;
-  uint64_t total; /* distinct keys of the inputs (meta/format aside): the entries
-                                       OUT holds from them when the merge is done (counted first) */
+  uint64_t total; /* distinct keys of the inputs (meta/format aside): the entries OUT holds from
+                     them when the merge is done (counted first; 0 when stopped before the count
+                     was done, nothing written) */
   uint64_t copied[FC_DB_COUNT]; /* entries written by this run, per db */
   uint64_t present[FC_DB_COUNT]; /* already in the output with these bytes (rerun, resume) */
   uint64_t duplicates[FC_DB_COUNT]; /* keys met in more than one input (stored once) */

@@ -640,6 +640,7 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
   rc = find_conflicts(&c, parties, &unresolved);
   fc_rtxn_end(c.rt[n]);
   c.rt[n] = NULL;
+  if (rc == FC_EINTR) stats->total = 0; /* cut short: the keys walked so far are no total */
   if (rc) goto done;
   if (unresolved) {
     fc_why(why, why_len, "%llu id%s with differing entries; nothing merged",
