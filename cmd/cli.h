@@ -481,6 +481,14 @@ static inline const char *fc_cli_out_path(const char *opt, const char *value) {
 static inline const char *fc_cli_out_store(const char *out) {
   if (out && !out[0])
     fc_cli_usage_error("-o '' names no store (an empty path: an unset variable?)");
+  if (out && out[0] == '-') { /* -o $UNSET --manifest m.csv: the next option taken for the store */
+    char q[4 * 4096 + 8];
+    const char *name = fc_cli_quoted(out, q, sizeof q);
+    fc_cli_usage_error(
+        "-o %s: a store name that begins with '-' looks like an option (-o without "
+        "its value? an unset variable?): name such a store ./%s",
+        name, name);
+  }
   return out;
 }
 

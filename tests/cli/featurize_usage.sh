@@ -156,6 +156,14 @@ fi
 # -o "$CACHE" with CACHE unset: said so, not ": cannot open the store: Invalid argument"
 check "empty store path" 2 "featurize: -o '' names no store (an empty path: an unset variable?)
 $try" -- "$FZ" -o "" "$tmp/a.wav"
+# -o $CACHE --manifest m.csv with CACHE unset: -o takes "--manifest" for the store, m.csv for an
+# audio path: a store named as an option was made in the working directory and m.csv failed as
+# "not an audio file". A store name that begins with '-' is refused, nothing made.
+check "store named as an option" 2 "featurize: -o --manifest: a store name that begins with '-' looks like an option (-o without its value? an unset variable?): name such a store ./--manifest
+$try" -- env -C "$tmp" "$FZ" -o --manifest "$tmp/a.wav"
+[ -e "$tmp/--manifest" ] && { echo "FAIL store named as an option: made"; fails=$((fails + 1)); }
+check "store named -" 2 "featurize: -o -: a store name that begins with '-' looks like an option (-o without its value? an unset variable?): name such a store ./-
+$try" -- env -C "$tmp" "$FZ" -o - "$tmp/a.wav"
 check "trailing junk" 2 "featurize: invalid value '12x' for --hop (want an integer in 1..65536)
 $try" -- "$FZ" --hop 12x -o "$S" "$tmp/a.wav"
 check "overflow" 2 "featurize: invalid value '99999999999999999999' for --n-fft (want an integer in 2..65536)
