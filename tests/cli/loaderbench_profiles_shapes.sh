@@ -34,6 +34,16 @@ bad negshare.json 'negshare.json: not a featcache profile (data_share -0.1 is no
 prof halfstep.json 2.5 0.1 2
 bad halfstep.json 'halfstep.json: not a featcache profile ("steps" 2.5 is not a whole number)'
 
+# a profile of another format version (a later featcache's), or timed in another unit, is not
+# read as this one; one saved before profiles named their format is
+prof v2.json 20 0.1 2 '"format": "featcache-profile/2"'
+bad v2.json 'v2.json: a profile of format featcache-profile/2, which this loader-bench does not read (it reads featcache-profile/1)'
+prof us.json 20 0.1 2 '"format": "featcache-profile/1", "unit": "us"'
+bad us.json 'us.json: not a featcache profile (its times are in us, not in ms)'
+prof v1.json 20 0.1 2 '"format": "featcache-profile/1", "unit": "ms"'
+"$LB" --compare-profiles "$tmp/ok.json" "$tmp/v1.json" >"$tmp/out" 2>"$tmp/err" ||
+  fail "featcache-profile/1: exit $?: $(cat "$tmp/err")"
+
 # 0 ms is a real wait (AFTER never waited), and 100 % a real share: both read
 prof zero.json 20 0 0
 prof all.json 20 1 2

@@ -71,6 +71,25 @@ static int load(const char *path, prof_view *v, char *why, size_t why_len) {
              FC_WHY_NAME(path));
     return FC_EFORMAT;
   }
+  /* another version's profile (or one timed in another unit) is not read as this one's; one saved
+   * before profiles named their format is */
+  json_t *fmt = json_object_get(r, "format"), *unit = json_object_get(r, "unit");
+  if (fmt && !(json_is_string(fmt) && !strcmp(json_string_value(fmt), "featcache-profile/1"))) {
+    if (json_is_string(fmt))
+      prof_say(why, why_len,
+               "%s: a profile of format %s, which this loader-bench does not read (it reads "
+               "featcache-profile/1)",
+               FC_WHY_NAME(path), FC_WHY_NAME(json_string_value(fmt)));
+    else
+      prof_say(why, why_len, "%s: not a featcache profile (\"format\" is not a string)",
+               FC_WHY_NAME(path));
+    return FC_EFORMAT;
+  }
+  if (unit && !(json_is_string(unit) && !strcmp(json_string_value(unit), "ms"))) {
+    prof_say(why, why_len, "%s: not a featcache profile (its times are in %s, not in ms)",
+             FC_WHY_NAME(path), json_is_string(unit) ? FC_WHY_NAME(json_string_value(unit)) : "?");
+    return FC_EFORMAT;
+  }
   const char *dp = str_at(r, "data_phase");
   json_t *phases = json_object_get(r, "phases");
   json_t *data = dp && json_is_object(phases) ? json_object_get(phases, dp) : NULL;
