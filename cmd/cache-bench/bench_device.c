@@ -65,17 +65,20 @@ static void unescape_octal(char *s) {
   *w = '\0';
 }
 
-/* The mount of device maj:min whose mount point is the longest prefix of real. */
-static void probe_mount(const char *real, unsigned maj, unsigned min, bench_device *d) {
+/* The mount whose mount point is the longest prefix of real, of device maj:min unless any_dev;
+ * its source (the mount's device, e.g. /dev/sda2) into source[cap]. Returns 1 when found. */
+static int probe_mount(const char *real, unsigned maj, unsigned min, int any_dev, bench_device *d,
+                       char *source, size_t cap) {
   FILE *f = fopen("/proc/self/mountinfo", "r");
-  if (!f) return;
+  if (!f) return 0;
   char line[8192];
   size_t best = 0;
+  int found = 0;
   while (fgets(line, sizeof line, f)) {
     unsigned a, b;
     char mnt[4096], opts[1024];
     if (sscanf(line, "%*u %*u %u:%u %*s %4095s %1023s", &a, &b, mnt, opts) != 4) continue;
-    if (a != maj || b != min) continue;
+    if (!any_dev && (a != maj || b != min)) continue;
     unescape_octal(mnt);
     size_t ml = strlen(mnt);
     int prefix = strcmp(mnt, "/") == 0 ||
@@ -83,14 +86,18 @@ static void probe_mount(const char *real, unsigned maj, unsigned min, bench_devi
     if (!prefix || ml < best) continue;
     char *dash = strstr(line, " - ");
     if (!dash) continue;
-    char fstype[64];
-    if (sscanf(dash + 3, "%63s", fstype) != 1) continue;
+    char fstype[64], src[1024] = "";
+    if (sscanf(dash + 3, "%63s %1023s", fstype, src) < 1) continue;
+    unescape_octal(src);
     best = ml;
+    found = 1;
     copy_str(d->mount_point, sizeof d->mount_point, mnt);
     copy_str(d->fs_type, sizeof d->fs_type, fstype);
+    copy_str(source, cap, src);
     d->read_only = strncmp(opts, "ro", 2) == 0 && (opts[2] == ',' || opts[2] == '\0');
   }
   fclose(f);
+  return found;
 }
 
 /* Fallback filesystem name from statfs when mountinfo is unavailable. */
@@ -175,19 +182,29 @@ int bench_device_probe(const char *path, bench_device *d) {
   if (stat(path, &st) != 0) return errno;
   d->dev_major = major(st.st_dev);
   d->dev_minor = minor(st.st_dev);
-  char real[PATH_MAX];
+  char real[PATH_MAX], source[1024] = "";
   if (!realpath(path, real)) copy_str(real, sizeof real, path);
-  probe_mount(real, d->dev_major, d->dev_minor, d);
+  /* On btrfs a file's st_dev is its subvolume's anonymous device, which no mount names: then
+   * the mount is the one at the longest prefix of the path */
+  if (!probe_mount(real, d->dev_major, d->dev_minor, 0, d, source, sizeof source))
+    probe_mount(real, 0, 0, 1, d, source, sizeof source);
   if (!d->fs_type[0]) {
     struct statfs sf;
     if (statfs(path, &sf) == 0)
       copy_str(d->fs_type, sizeof d->fs_type, fs_name_from_magic(sf.f_type));
   }
 
+  /* the block device: st_dev's, or for an anonymous st_dev (btrfs) the mount's source device */
+  unsigned bmaj = d->dev_major, bmin = d->dev_minor;
+  struct stat bs;
+  if (bmaj == 0 && source[0] == '/' && stat(source, &bs) == 0 && S_ISBLK(bs.st_mode)) {
+    bmaj = major(bs.st_rdev);
+    bmin = minor(bs.st_rdev);
+  }
   char sys[128];
-  snprintf(sys, sizeof sys, "/sys/dev/block/%u:%u", d->dev_major, d->dev_minor);
+  snprintf(sys, sizeof sys, "/sys/dev/block/%u:%u", bmaj, bmin);
   char sreal[PATH_MAX];
-  if (d->dev_major != 0 && realpath(sys, sreal)) {
+  if (bmaj != 0 && realpath(sys, sreal)) {
     copy_str(d->kind, sizeof d->kind, "block");
     const char *n = strrchr(sreal, '/');
     copy_str(d->block_device, sizeof d->block_device, n ? n + 1 : sreal);

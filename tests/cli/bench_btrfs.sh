@@ -3,8 +3,9 @@
 # device, not the one /proc/self/maps and /proc/self/mountinfo name (the superblock's). The store
 # library found data.mdb's mapping by device and inode, so every tool that reads the map refused
 # the store ('cannot open store: FC_ENOTFOUND: not found in the store': cache-bench,
-# cache-verify); and cache-bench's device facts, matched by st_dev, found no mount: no block
-# device, no mount point. Needs root, loop devices and mkfs.btrfs; else skipped (77), saying why.
+# cache-verify); and cache-bench's device facts, matched by st_dev, found no mount: 'device: no
+# block device (btrfs on )', no rotational flag, no read-ahead, a note saying no local block
+# device was behind it. The mount is found by its mount point now, and its source device. Needs root, loop devices and mkfs.btrfs; else skipped (77), saying why.
 set -u
 B=${FC_BIN:?}
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -27,6 +28,18 @@ mount -o loop "$t/img" "$t/mnt" 2>"$t/merr" || {
 "$B/cache-bench" -q --json --no-probe -p sequential -s warm -b 2 --duration 0 "$t/mnt/s" >"$t/out" 2>"$t/err" ||
   fail "cache-bench: exit $?: $(cat "$t/err")"
 [ "$(grep -c '"record":"pass"' "$t/out")" = 2 ] || fail "cache-bench: want 2 passes: $(cat "$t/out")"
+# the device facts: the mount and the block device behind it (here a loop device over the image)
+"$FC_PYTHON" - "$t/out" "$t/mnt" "$t/img" <<'PY' || fail "cache-bench device facts: $(grep summary "$t/out")"
+import json, sys
+s = [json.loads(l) for l in open(sys.argv[1]) if '"summary"' in l][0]
+want = {"kind": "block", "fs_type": "btrfs", "mount_point": sys.argv[2],
+        "note": "loop device over the file " + sys.argv[3]}
+bad = {k: s[k] for k in want if s[k] != want[k]}
+assert not bad and s["device"].startswith("loop") and s["disk"] == s["device"], (bad, s["device"])
+PY
+"$B/cache-bench" --no-probe -p sequential -s warm -b 2 --duration 0 "$t/mnt/s" 2>"$t/err" | grep '^device: ' >"$t/dev"
+grep -qE "^device: loop[0-9]+ \(.*\), .*, btrfs on $t/mnt, read-ahead [0-9]+ KB$" "$t/dev" ||
+  fail "device line: $(cat "$t/dev")"
 "$B/cache-verify" -q "$t/mnt/s" >/dev/null 2>"$t/err"
 grep -q "not found in the store" "$t/err" && fail "cache-verify: $(cat "$t/err")"
 echo ok
