@@ -57,7 +57,9 @@ static const fc_cli_opt options[] = {
     {"dump-order", OPT_DUMP, required_argument, "FILE",
      "write the keys each pass read, in order (testing)"},
     {"progress", OPT_PROGRESS, no_argument, NULL, "progress on stderr even when not a terminal"},
-    {"quiet", 'q', no_argument, NULL, "no progress, no summary line"},
+    {"quiet", 'q', no_argument, NULL,
+     "no progress, no warnings about not-cold passes or other devices, no done line (kept when a "
+     "pass failed)"},
     {"help", 'h', no_argument, NULL, "show this help and exit"},
     {"version", OPT_VERSION, no_argument, NULL, "show the version and exit"},
     {NULL, 0, 0, NULL, NULL}};
@@ -73,9 +75,9 @@ static const char description[] =
     "each pass reads their union. --separate benches each store on its own, side by side\n"
     "(e.g. one cache on an HDD and on an SSD).";
 static const char footer[] =
-    "Exit status: 0 all passes ran; 1 a pass failed; 2 usage error or a store that cannot be\n"
-    "benched (not a store, empty, read-only or not writable without --read-only); 130/143\n"
-    "interrupted.\n"
+    "Exit status: 0 all passes ran; 1 a pass failed, or the report or the chart could not be\n"
+    "written; 2 usage error or a store that cannot be benched (not a store, empty, read-only or\n"
+    "not writable without --read-only); 130/143 interrupted.\n"
     "Manual: man cache-bench.";
 
 struct opts {

@@ -15,6 +15,14 @@ for opt in --patterns --states --threads --batch --duration --bytes --seed --run
   grep -q -- "$opt" "$t/out" || fail "--help does not list $opt"
 done
 "$bin" -h | cmp -s - "$t/out" || fail "-h differs from --help"
+# what -q silences and what exit 1 also means, as the man page says: --help said "no progress,
+# no summary line" (the not-cold warnings went unsaid, and the done line stays after a failed
+# pass) and "1 a pass failed" (a report or chart that could not be written is exit 1 too)
+tr '\n' ' ' <"$t/out" | tr -s ' ' >"$t/flat"
+grep -q -- "-q, --quiet no progress, no warnings about not-cold passes or other devices, no done line (kept when a pass failed) " "$t/flat" ||
+  fail "--help -q: $(grep -A1 -- '--quiet' "$t/out")"
+grep -q "Exit status: 0 all passes ran; 1 a pass failed, or the report or the chart could not be written; 2 " "$t/flat" ||
+  fail "--help exit status: $(grep -A1 'Exit status' "$t/out")"
 tail -1 "$t/out" | grep -qx 'Manual: man cache-bench.' || fail "--help does not name the man page: $(tail -1 "$t/out")"
 
 "$bin" --version >"$t/out" 2>&1; rc=$?
