@@ -461,6 +461,7 @@ int main(int argc, char **argv) {
           if (rc == FC_EINTR && !r->res.steps) { /* stopped in its warmup: nothing measured */
             fc_profiler_free(prof);
             n_runs--;
+            break; /* (nothing of it to summarize: the loops end, rc is set) */
           }
           if (rc && rc != FC_EINTR) {
             /* (several stores: a reason that names none of them is the set's, not the first's) */

@@ -52,6 +52,26 @@ sig=INT after=2 run_and_stop --source synthetic --synthetic-ms 5 -w 1 --steps 20
 grep -qx "recommended: none: the sweep was interrupted (a cell cut short has fewer steps)" "$tmp/out" ||
   fail "sweep, SIGINT: recommendation line: $(tail -1 "$tmp/out")"
 
+# stopped in its warmup: nothing measured, so nothing reported (it crashed: the run's freed
+# profile was summarized); a sweep stopped in its second cell's warmup reports the first cell
+sig=INT after=1 run_and_stop --source synthetic --synthetic-ms 20 -b 1 --warmup 1000 --steps 5 \
+  --compute-ms 1
+[ $rc = 130 ] || fail "in warmup: exit $rc, want 130: $(cat "$tmp/err")"
+[ -s "$tmp/out" ] && fail "in warmup: a report of nothing measured: $(cat "$tmp/out")"
+[ "$(tail -1 "$tmp/err")" = "loader-bench: done: 0 of 5 steps, 5 not started (0 utterances failed)" ] ||
+  fail "in warmup: done line: $(tail -1 "$tmp/err")"
+sig=INT after=1.5 run_and_stop --json --source synthetic --synthetic-ms 20 -w 1 --steps 5 \
+  --compute-ms 1 --sweep batch=1,200
+[ $rc = 130 ] || fail "sweep, in warmup: exit $rc, want 130: $(cat "$tmp/err")"
+# (the first cell: 6 steps of 20 ms; the second, 4 s a batch, is stopped in its warmup step)
+"$PY" - "$tmp/out" <<'PY' || fail "sweep, in warmup: $(cat "$tmp/out")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["interrupted"] is True and d["recommended"] is None, d
+s = d["sources"]
+assert len(s) == 1 and s[0]["batch"] == 1 and s[0]["steps"] == 5, s
+PY
+
 # not interrupted: "interrupted": false
 "$LB" -q --json --source synthetic --synthetic-items 8 --synthetic-ms 0 --compute-ms 0 -b 4 \
   >"$tmp/out" 2>"$tmp/err" || fail "plain run: exit $?: $(cat "$tmp/err")"
