@@ -59,12 +59,12 @@ static void say_busy(const char *path) {
   static const char then[] = "nothing removed: run cache-prune when it has finished";
   int excl;
   long pid;
-  char comm[32], who[96] = "";
+  char comm[32], q[4 * 32 + 3], who[160] = "";
   unsigned others;
   fc_cli_lock_holder(path, &excl, &pid, comm, &others);
-  if (pid)
-    snprintf(who, sizeof who, "process %ld%s%s%s", pid, comm[0] ? " (" : "", comm,
-             comm[0] ? ")" : "");
+  if (pid) /* its command name quoted as names are (any process names itself) */
+    snprintf(who, sizeof who, "process %ld%s%s%s", pid, comm[0] ? " (" : "",
+             fc_cli_quoted(comm, q, sizeof q), comm[0] ? ")" : "");
   if (excl && pid)
     fc_cli_warn(path, "in use: %s holds it exclusively: a cache-prune runs on it; %s", who, then);
   else if (excl)

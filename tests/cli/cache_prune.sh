@@ -146,6 +146,8 @@ verify shared-verify 0 --manifest d1.csv --expect-tokens dd
 # the prune holds it waits for it
 cat >hold.py <<'PY'
 import ctypes, featcache, sys
+if len(sys.argv) > 3:  # a command name of its own
+    open("/proc/self/comm", "w").write(sys.argv[3])
 lib = ctypes.CDLL(featcache.find_library())
 s = ctypes.c_void_p()
 rc = lib.fc_store_open(sys.argv[1].encode(), int(sys.argv[2]), ctypes.byref(s))
@@ -165,6 +167,15 @@ run busy-dry 0 -n st
 exec 3>&-
 wait
 run free-again 0 -q st
+# a command name that holds an escape (any process names itself) is quoted as names are: it
+# reached the terminal as it was
+"$PY" hold.py st 0 "h$(printf '\033')[2J" <ctl >held &
+exec 3>ctl
+for _ in $(seq 100); do [ -s held ] && break; sleep 0.1; done
+run busy-odd 1 st
+expect_err busy-odd "cache-prune: st: in use: process $! (\"h\\033[2J\") has it open for writing; nothing removed: run cache-prune when it has finished"
+exec 3>&-
+wait
 
 : >held
 "$PY" hold.py st 64 <ctl >held & # FC_STORE_EXCLUSIVE, as cache-prune holds it

@@ -174,6 +174,8 @@ holder() {
   "$PY" - "$@" <<'PY' &
 import hashlib, lmdb, os, sys, time
 store, ready, go, out = sys.argv[1:5]
+if len(sys.argv) > 5:  # a command name of its own
+    open("/proc/self/comm", "w").write(sys.argv[5])
 env = lmdb.open(store, readonly=True, max_dbs=256)
 open(ready, "w").close()
 while not os.path.exists(go):
@@ -217,6 +219,16 @@ run "in use" 1 --compact s
 # the holder named by its pid and command name (the pid alone said little)
 grep -q "^cache-prune: s: in use: process $! ($(cat /proc/$!/comm)) has it open .*nothing compacted" err || { fail "in use: message"; cat err; }
 [ "$(size s)" = "$b" ] || fail "in use: data.mdb changed"
+kill -9 $!
+wait $! 2>/dev/null
+# a command name that holds an escape (any process names itself) is quoted as names are: it
+# reached the terminal as it was
+rm -f ready go
+holder s ready go hout "h$(printf '\033')[2J"
+waitfile ready || fail "holder: never opened the store"
+run "in use, odd name" 1 --compact s
+grep -q "^cache-prune: s: in use: process $! (\"h\\\\033\[2J\") has it open .*nothing compacted" err ||
+  { fail "in use, odd name: message"; cat -v err; }
 kill -9 $!
 wait $! 2>/dev/null
 

@@ -160,14 +160,14 @@ static int sync_dir(const char *dir) {
 static int refuse_in_use(fc_store *s, char *why, size_t why_len) {
   pid_t pid = other_user(s);
   if (!pid) return 0;
-  char who[80] = "another process", comm[32] = "", p[64];
+  char who[128] = "another process", comm[32] = "", p[64];
   snprintf(p, sizeof p, "/proc/%ld/comm", (long)pid);
   FILE *f = pid > 0 ? fopen(p, "r") : NULL; /* its command name, where /proc tells it */
   if (f && fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = '\0';
   if (f) fclose(f);
   if (pid > 0)
-    snprintf(who, sizeof who, "process %ld%s%s%s", (long)pid, comm[0] ? " (" : "", comm,
-             comm[0] ? ")" : "");
+    snprintf(who, sizeof who, "process %ld%s%s%s", (long)pid, comm[0] ? " (" : "",
+             FC_WHY_NAME(comm), comm[0] ? ")" : ""); /* (any process names itself) */
   fc_why(why, why_len,
          "in use: %s has it open (a training run's loader, cache-verify, a writer waiting for "
          "cache-prune); nothing compacted: run cache-prune --compact when it has closed it",
