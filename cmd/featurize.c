@@ -1,6 +1,7 @@
 /* featurize — compute log-mel features of audio files into a featcache store (docs/featurize.md).
  * A thin main over fc_featurize_run: options → config, inputs → items, events → messages. */
 #include "cmd/cli.h"
+#include "cmd/featurize/inputs.h"
 #include "cmd/featurize/report.h"
 
 #include "featcache/fc_featurize.h"
@@ -227,41 +228,6 @@ static int first_items(const char *path, const fc_manifest_opts *mo, size_t max,
   if (rc == -1) rc = 0;
   if (rc) fc_item_list_free(out);
   return rc;
-}
-
-/* A first line that holds a NUL byte: no list of paths or manifest, but an audio file's bytes
- * (`--manifest a.wav`, `featurize -o S - < a.wav`) or find -print0's names. */
-static int first_line_has_nul(const fc_item_list *l) {
-  const fc_item *it = l->count ? &l->items[0] : NULL;
-  return it && !it->path && it->why && strstr(it->why, "NUL byte");
-}
-
-/* Without --audio-dir an LJSpeech manifest's audio is in wavs/ beside it (as the reader makes its
- * paths): a folder that is not there fails every input, each with a failure record in the store —
- * a configuration error, as an --audio-dir that is not there is. Exits 2 then. */
-static void check_ljspeech_wavs(const char *manifest, const fc_item_list *items) {
-  if (items->format != FC_MANIFEST_LJSPEECH) return;
-  const char *slash = strcmp(manifest, "-") == 0 ? NULL : strrchr(manifest, '/');
-  char dir[4096];
-  if (!slash)
-    snprintf(dir, sizeof dir, "wavs");
-  else
-    snprintf(dir, sizeof dir, "%.*s/wavs", (int)(slash - manifest), manifest);
-  struct stat st;
-  const int e = stat(dir, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
-  if (!e) return;
-  const size_t n = strlen(dir);
-  for (size_t i = 0; i < items->count; i++) { /* the first path says where the reader looks */
-    const char *p = items->items[i].path;
-    if (!p) continue;
-    if (strncmp(p, dir, n) != 0 || p[n] != '/') return; /* an id that is an absolute path */
-    char q[4 * 4096 + 8];
-    fc_cli_warn(dir,
-                "the audio folder of %s (LJSpeech's wavs/ beside it): %s; give --audio-dir DIR",
-                fc_cli_quoted(strcmp(manifest, "-") == 0 ? "(stdin)" : manifest, q, sizeof q),
-                strerror(e));
-    exit(FC_EXIT_USAGE);
-  }
 }
 
 int main(int argc, char **argv) {
@@ -512,13 +478,13 @@ int main(int argc, char **argv) {
       fc_cli_warn(manifest, "%s", why[0] ? why : fc_strerror(rc));
       return FC_EXIT_USAGE;
     }
-    nul_first = first_line_has_nul(&items);
+    nul_first = fzc_first_line_has_nul(&items);
     if (shard_spec) { /* the shard's first item need not be the file's: its first line alone */
       fc_manifest_opts whole = mo;
       whole.shard_k = whole.shard_n = 0;
       fc_item_list first;
       if (first_items(manifest, &whole, 1, &first, why, sizeof why) == 0) {
-        nul_first = first_line_has_nul(&first);
+        nul_first = fzc_first_line_has_nul(&first);
         fc_item_list_free(&first);
       }
     }
@@ -528,7 +494,7 @@ int main(int argc, char **argv) {
       fc_cli_warn(manifest, "%s", why[0] ? why : fc_strerror(rc));
       return FC_EXIT_USAGE;
     }
-    nul_first = first_line_has_nul(&items);
+    nul_first = fzc_first_line_has_nul(&items);
   } else if (from_stdin) {
     rc = fc_items_from_stream(stdin, &items);
     if (rc) {
@@ -537,7 +503,7 @@ int main(int argc, char **argv) {
     }
     /* a first line with a NUL: no path list at all, but find -print0's names or an audio file's
      * bytes (featurize -o S - < a.wav), whose every line would fail */
-    if (first_line_has_nul(&items) && items.items[0].line == 1) {
+    if (fzc_first_line_has_nul(&items) && items.items[0].line == 1) {
       fc_item_list_free(&items);
       fc_cli_usage_error(
           "stdin is not a list of paths: its first line holds a NUL byte (from find "
@@ -551,12 +517,9 @@ int main(int argc, char **argv) {
     }
   }
 
-  if (nul_first) { /* an audio file given as the manifest: each run of its bytes a failed line */
+  if (nul_first) { /* an audio file (or UTF-16 text) as the manifest: each line would fail */
     fc_item_list_free(&items);
-    fc_cli_warn(strcmp(manifest, "-") == 0 ? "(stdin)" : manifest,
-                "not a manifest: its first line holds a NUL byte (an audio file? give its path "
-                "as AUDIO, not --manifest)");
-    return FC_EXIT_USAGE;
+    fzc_refuse_nul_manifest(manifest, stream);
   }
 
   /* tokenize's id<TAB>text: every line would fail for want of a path (a wav.scp with tabs is
@@ -569,7 +532,7 @@ int main(int argc, char **argv) {
     return FC_EXIT_USAGE;
   }
 
-  if (manifest && !audio_dir) check_ljspeech_wavs(manifest, &items);
+  if (manifest && !audio_dir) fzc_check_ljspeech_wavs(manifest, &items);
 
   if (shard_spec && !stream) {
     size_t all = items.count;

@@ -136,5 +136,15 @@ for how in file pipe shard; do
     fail "audio as the manifest ($how): $(head -n 3 err)"
 done
 
+# A manifest saved as UTF-16 (a spreadsheet's "Unicode text"): NUL bytes too, but text: said so,
+# with the conversion, rather than taken for an audio file.
+printf 'LJ001|Good one.\nLJ005|Second.\n' | iconv -f UTF-8 -t UTF-16 >m16.csv
+rm -rf st5
+"$FZ" -j 1 -o st5 --manifest m16.csv >out 2>err
+rc=$?
+[ $rc = 2 ] && [ ! -e st5 ] || fail "UTF-16 manifest: exit $rc (want 2), store made: $(ls -d st5 2>&1)"
+[ "$(cat err)" = "featurize: m16.csv: not a manifest in UTF-8: UTF-16 text (its byte-order mark FF FE); convert it: iconv -f UTF-16 -t UTF-8 m16.csv >NEW" ] ||
+  fail "UTF-16 manifest: $(cat err)"
+
 if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo ok

@@ -1,0 +1,59 @@
+/* featurize's checks of its inputs before the store is touched: a manifest that is none (an audio
+ * file, UTF-16 text), an LJSpeech manifest's audio folder that is not there. Each would otherwise
+ * fail every input, one line and one failure record each, where the fix is one. */
+#include "cmd/featurize/inputs.h"
+
+#include <sys/stat.h>
+
+/* cli.h's name of the tool is one per file: this file's messages are featurize's too. */
+__attribute__((constructor)) static void name_the_tool(void) { fc_cli_tool = "featurize"; }
+
+int fzc_first_line_has_nul(const fc_item_list *l) {
+  const fc_item *it = l->count ? &l->items[0] : NULL;
+  return it && !it->path && it->why && strstr(it->why, "NUL byte");
+}
+
+_Noreturn void fzc_refuse_nul_manifest(const char *manifest, int is_file) {
+  const char *name = strcmp(manifest, "-") == 0 ? "(stdin)" : manifest;
+  unsigned char bom[2];
+  FILE *f = is_file ? fopen(manifest, "rb") : NULL;
+  const size_t n = f ? fread(bom, 1, sizeof bom, f) : 0;
+  if (f) fclose(f);
+  if (n == 2 && ((bom[0] == 0xFF && bom[1] == 0xFE) || (bom[0] == 0xFE && bom[1] == 0xFF))) {
+    char q[4 * 4096 + 8];
+    fc_cli_warn(name,
+                "not a manifest in UTF-8: UTF-16 text (its byte-order mark %02X %02X); convert "
+                "it: iconv -f UTF-16 -t UTF-8 %s >NEW",
+                bom[0], bom[1], fc_cli_quoted(manifest, q, sizeof q));
+  } else {
+    fc_cli_warn(name,
+                "not a manifest: its first line holds a NUL byte (an audio file? give its "
+                "path as AUDIO, not --manifest)");
+  }
+  exit(FC_EXIT_USAGE);
+}
+
+void fzc_check_ljspeech_wavs(const char *manifest, const fc_item_list *items) {
+  if (items->format != FC_MANIFEST_LJSPEECH) return;
+  const char *slash = strcmp(manifest, "-") == 0 ? NULL : strrchr(manifest, '/');
+  char dir[4096];
+  if (!slash)
+    snprintf(dir, sizeof dir, "wavs");
+  else
+    snprintf(dir, sizeof dir, "%.*s/wavs", (int)(slash - manifest), manifest);
+  struct stat st;
+  const int e = stat(dir, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+  if (!e) return;
+  const size_t n = strlen(dir);
+  for (size_t i = 0; i < items->count; i++) { /* the first path says where the reader looks */
+    const char *p = items->items[i].path;
+    if (!p) continue;
+    if (strncmp(p, dir, n) != 0 || p[n] != '/') return; /* an id that is an absolute path */
+    char q[4 * 4096 + 8];
+    fc_cli_warn(dir,
+                "the audio folder of %s (LJSpeech's wavs/ beside it): %s; give --audio-dir DIR",
+                fc_cli_quoted(strcmp(manifest, "-") == 0 ? "(stdin)" : manifest, q, sizeof q),
+                strerror(e));
+    exit(FC_EXIT_USAGE);
+  }
+}

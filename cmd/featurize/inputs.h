@@ -1,0 +1,20 @@
+/* featurize's checks of its inputs before the store is touched (cmd/featurize/inputs.c): a
+ * manifest that is none, an LJSpeech manifest's audio folder that is not there. */
+#ifndef FC_CMD_FEATURIZE_INPUTS_H
+#define FC_CMD_FEATURIZE_INPUTS_H
+#include "cmd/cli.h"
+
+#include "featcache/fc_manifest.h"
+
+/* Does the first line of the list or manifest l was read from hold a NUL byte? Then it is no list
+ * of paths or manifest, but an audio file's bytes (`--manifest a.wav`, `featurize -o S - <
+ * a.wav`), UTF-16 text or find -print0's names. */
+int fzc_first_line_has_nul(const fc_item_list *l);
+/* Says why a manifest whose first line holds a NUL byte is none and exits 2. is_file: manifest is
+ * a regular file, whose first bytes tell UTF-16 text apart (a pipe's are read already). */
+_Noreturn void fzc_refuse_nul_manifest(const char *manifest, int is_file);
+/* Without --audio-dir an LJSpeech manifest's audio is in wavs/ beside it (as the reader makes its
+ * paths): a folder that is not there fails every input, each with a failure record in the store —
+ * a configuration error, as an --audio-dir that is not there is. Exits 2 then. */
+void fzc_check_ljspeech_wavs(const char *manifest, const fc_item_list *items);
+#endif
