@@ -318,7 +318,7 @@ int main(int argc, char **argv) {
   fc_item_list list = {0};
   lb_item *items = NULL;
   const char **ids = NULL;
-  size_t n_items = 0;
+  size_t n_items = 0, n_missing = 0; /* n_missing: --compare's ids in no store, the last ones */
   int exit_code = FC_EXIT_OK;
   if (want_audio || (want_cache && manifest)) { /* the cache source alone: the manifest's ids */
     fc_manifest_opts mo = {.format = manifest_format, .audio_dir = audio_dir};
@@ -370,6 +370,7 @@ int main(int argc, char **argv) {
                       n_items, n_stores);
         exit_code = FC_EXIT_FAIL;
       }
+      n_missing = missing;
       const char **oids = calloc(n_ordered ? n_ordered : 1, sizeof *oids);
       if (!oids) {
         fc_cli_warn(NULL, "%s", fc_strerror(ENOMEM));
@@ -422,7 +423,7 @@ int main(int argc, char **argv) {
               /* the loader must yield the audio run's ids in its order (one store: ids in byte
                * order; several: store by store, as the audio run was ordered above) */
               o.expect_ids = ids;
-              o.n_expect = n_items;
+              o.n_expect = n_items - n_missing; /* (those it cannot yield, epoch after epoch) */
               /* the same steps over the same utterances as the audio run */
               o.steps = runs[0].res.steps;
               o.epochs = 0;

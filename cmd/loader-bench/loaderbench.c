@@ -420,7 +420,7 @@ int lb_run(const lb_opts *o, fc_profiler *prof, lb_result *res, char *why, size_
       break;
     }
     uint32_t n = b ? b->size : slot->n;
-    if (b && o->expect_ids) {
+    if (b && o->expect_ids && o->n_expect) {
       for (uint32_t i = 0; i < b->size; i++, pos++) {
         const char *want = o->expect_ids[pos % o->n_expect];
         if (strcmp(b->ids[i], want) != 0) {

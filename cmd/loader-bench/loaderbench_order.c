@@ -57,7 +57,8 @@ int lb_dataset_order(const char *const *stores, size_t n_stores, int nolock, con
     fc_rtxn_end(t);
     fc_store_close(st);
   }
-  /* ids no store holds go last: the loader cannot yield them, so the check reports them */
+  /* ids no store holds go last: the loader cannot yield them (the caller says so, and checks its
+   * order against the others only) */
   for (size_t i = 0; i < n_items && !rc; i++) {
     if (held[i]) continue;
     if (n == cap) {
