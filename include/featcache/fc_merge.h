@@ -136,7 +136,7 @@ FC_API void fc_merge_opts_init(fc_merge_opts *o);
  * shards hold token configs of one name built apart (on_token_configs; nothing written);
  * FC_EINTR when *stop was set (committed work kept);
  * EINVAL (no inputs, the output is one of the inputs, prefer_index + prefer_count out of range:
- * reason in why);
+ * reason in why); FC_ESPLIT when out_dir is a split store (said before any input is opened);
  * the errors of fc_store_open for a store that cannot be opened (why names it); a store error
  * when a write or commit fails (earlier batches stay committed). *stats may be NULL. */
 FC_API int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n,

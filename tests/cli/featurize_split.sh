@@ -161,7 +161,7 @@ Try 'featurize --help' for more information." \
   "$B/featurize" --device cpu --writers 0 -o new u001.wav
 [ ! -e new ] || fail "--writers 0 made a store"
 expect2 "cache-merge into a split store" \
-  "cache-merge: split: cannot create the output store: FC_ESPLIT: a split store: open it as its parts" \
+  "cache-merge: split: cannot open the output store: FC_ESPLIT: a split store of 3 parts; merge into a plain store" \
   "$B/cache-merge" -q -o split plain
 printf 'featcache-split/1 03\n' >bad.marker
 mkdir badsplit && cp bad.marker badsplit/featcache-split

@@ -573,6 +573,17 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
   }
   int rc0 = check_dirs(out_dir, inputs, n, why, why_len);
   if (rc0) return rc0;
+  /* a split store cannot be written as one (its writers route each id to its part): said before
+   * the inputs are read, not when the output is created after them */
+  unsigned out_parts = 0;
+  if (fc_store_split_count(out_dir, &out_parts) == 0 && out_parts > 1) {
+    fc_why_name_buf q;
+    fc_why(why, why_len,
+           "%s: cannot open the output store: FC_ESPLIT: a split store of %u parts; merge into a "
+           "plain store",
+           fc_why_name(out_dir, SIZE_MAX, &q), out_parts);
+    return FC_ESPLIT;
+  }
   mctx c;
   memset(&c, 0, sizeof c);
   c.o = o;
