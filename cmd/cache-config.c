@@ -299,9 +299,11 @@ static int resolve(const char *dir, char **parts, unsigned np, const char *want,
   if (!code && hits != 1) {
     char list[1024]; /* the configs so named, or all the store has */
     size_t left_off = list_configs(all, n, want, hits ? best : 0, list, sizeof list);
-    char more[160] = "";
+    char more[160 + 4 * 64], qd[4 * 64 + 3]; /* (a long name cut short) */
+    more[0] = '\0';
     if (left_off)
-      snprintf(more, sizeof more, ", and %zu more (cache-config %s lists them)", left_off, dir);
+      snprintf(more, sizeof more, ", and %zu more (cache-config %s lists them)", left_off,
+               fc_cli_quoted(dir, qd, sizeof qd));
     if (hits) {
       fc_cli_warn(dir, "%zu configs are named '%s': give the digest of one (%s%s)", hits, want,
                   list, more);
@@ -371,11 +373,14 @@ static int drop(const char *dir, const char *want, int quiet) {
   free(ss);
   if (!code && !had) { /* a rerun of a finished drop: what was asked holds */
     if (!quiet) fc_cli_warn(dir, "nothing to drop: no config %s in the store", hex);
-  } else if (!code && !quiet)
+  } else if (!code && !quiet) {
+    char qdir[4 * 1024 + 3]; /* quoted as names are */
     fprintf(stderr,
             "%s: dropped config %s from %s: %llu records, %.1f MB (free pages in data.mdb, "
             "reused by later writes)\n",
-            fc_cli_tool, hex, dir, (unsigned long long)records, bytes / 1e6);
+            fc_cli_tool, hex, fc_cli_quoted(dir, qdir, sizeof qdir), (unsigned long long)records,
+            bytes / 1e6);
+  }
   free_parts(parts, np);
   return code;
 }

@@ -56,6 +56,11 @@ grep -q '^"scaf\\xe9": 0 errors' out || fail "cache-verify's report: $(cat -v ou
 has err 'cache-prune: "ncaf\xe9": cannot open the store: No such file or directory'
 "$B/cache-config" "n$lat" 2>err
 has err 'cache-config: "ncaf\xe9": cannot open the store: No such file or directory'
+cp -r "s$lat" "c$lat"
+"$B/cache-config" --drop hifigan "c$lat" 2>err
+grep -q '^cache-config: dropped config [0-9a-f]\{32\} from "ccaf\\xe9": [0-9]* records, ' err ||
+  fail "cache-config --drop: $(cat -v err)"
+utf8 err || fail "cache-config --drop: not UTF-8"
 
 # cache-merge: its own lines (a conflict, the summary) and the library's (a store given twice);
 # a newline in a store's name stays inside the quotes
