@@ -6,6 +6,7 @@
 
 #include "featcache/fc_store.h"
 #include "formats/common/alloc.h"
+#include "formats/common/why.h"
 #include "libcache/core/store/store_lock.h"
 
 #include <errno.h>
@@ -53,7 +54,7 @@ int lb_dataset_order(const char *const *stores, size_t n_stores, int nolock, con
       held[i] = 1;
     }
     if (rc && why && why_len && !why[0])
-      snprintf(why, why_len, "%s: %s", stores[s], fc_strerror(rc));
+      fc_why(why, why_len, "%s: %s", FC_WHY_NAME(stores[s]), fc_strerror(rc)); /* quoted */
     fc_rtxn_end(t);
     fc_store_close(st);
   }
