@@ -1,5 +1,6 @@
 /* featurize's checks of its inputs before the store is touched (cmd/featurize/inputs.c): a
- * manifest that is none, an LJSpeech manifest's audio folder that is not there. */
+ * manifest that is none, an LJSpeech manifest's audio folder that is not there; the folder of a new
+ * store that is not there. */
 #ifndef FC_CMD_FEATURIZE_INPUTS_H
 #define FC_CMD_FEATURIZE_INPUTS_H
 #include "cmd/cli.h"
@@ -17,4 +18,7 @@ _Noreturn void fzc_refuse_nul_manifest(const char *manifest, int is_file);
  * paths): a folder that is not there fails every input, each with a failure record in the store —
  * a configuration error, as an --audio-dir that is not there is. Exits 2 then. */
 void fzc_check_ljspeech_wavs(const char *manifest, const fc_item_list *items);
+/* Is the folder a store at path would be made in missing (-o cache/hifigan before mkdir cache)?
+ * Then 1, with its name (quoted as names are) in buf. */
+int fzc_store_folder_missing(const char *store, char *buf, size_t len);
 #endif

@@ -276,6 +276,13 @@ fi
 [ $rc = 2 ] && [ "$(cat "$tmp/err")" = "featurize: $tmp/file: cannot open the store: Not a directory" ] ||
   { echo "FAIL store is a file: exit $rc: $(cat "$tmp/err")"; fails=$((fails + 1)); }
 
+# A store whose folder does not exist (-o cache/hifigan before mkdir cache): the store is made if
+# missing, not its folders, and the reason says which is missing, where "cannot open the store: No
+# such file or directory" read as if the store itself had to exist.
+"$FZ" -o "$tmp/nodir/sub/st" "$tmp/a.wav" >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc = 2 ] && [ "$(cat "$tmp/err")" = "featurize: $tmp/nodir/sub/st: cannot create the store: its folder $tmp/nodir/sub does not exist (a new store is made in an existing folder: mkdir -p it)" ] &&
+  [ ! -e "$tmp/nodir" ] || { echo "FAIL store's folder missing: exit $rc: $(cat "$tmp/err")"; fails=$((fails + 1)); }
+
 # A non-empty directory that is not a store (a folder of WAVs given as -o by mistake): refused,
 # nothing written into it; --force-new-store creates the store there.
 mkdir "$tmp/wavs" && cp "$tmp/a.wav" "$tmp/wavs/a.wav"
