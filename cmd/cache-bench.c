@@ -156,6 +156,22 @@ static void dump_visit(void *ctx, size_t index) {
           bench_state_name(d->p->state), d->p->batch, d->p->threads, hex);
 }
 
+/* names[0..n) joined by " + ", each as given or (quote) as the tools' messages quote a name
+ * (fc_quote_name: a newline or a byte that is not UTF-8 escaped). malloc'd; NULL: no memory. */
+static char *join_names(const char *const *names, size_t n, int quote) {
+  size_t len = 1, o = 0;
+  for (size_t i = 0; i < n; i++)
+    len += (quote ? fc_quote_name(names[i], NULL, 0) : strlen(names[i])) + 3;
+  char *out = malloc(len);
+  for (size_t i = 0; out && i < n; i++) {
+    if (i) o += (size_t)snprintf(out + o, len - o, " + ");
+    o += quote ? fc_quote_name(names[i], out + o, len - o)
+               : (size_t)snprintf(out + o, len - o, "%s", names[i]);
+  }
+  if (out && !n) out[0] = '\0';
+  return out;
+}
+
 /* A clear message for a store that cannot be benched (the caller exits 2). */
 static void open_error(const char *path, int rc) {
   struct stat st;
@@ -342,20 +358,15 @@ int main(int argc, char **argv) {
       fc_cli_warn(NULL, "cannot open the stores: %s", fc_strerror(rc));
     exit_code = FC_EXIT_USAGE;
   }
-  if (exit_code == FC_EXIT_OK && nunits == 1 && nwords > 1) {
-    size_t len = 1;
-    for (size_t w = 0; w < nwords; w++) len += strlen(words[w]) + 3;
-    if (!(label = malloc(len))) {
-      fc_cli_warn(NULL, "out of memory");
+  /* each unit's name as given (JSON "store") and as the text shows it (quoted names) */
+  char **shown = calloc(nunits, sizeof *shown);
+  if (exit_code == FC_EXIT_OK && nunits == 1 && nwords > 1 &&
+      !(label = join_names(words, nwords, 0)))
+    exit_code = FC_EXIT_FAIL;
+  for (size_t u = 0; exit_code == FC_EXIT_OK && u < nunits; u++)
+    if (!shown || !(shown[u] = join_names(label ? words : words + u, label ? nwords : 1, 1)))
       exit_code = FC_EXIT_FAIL;
-    } else {
-      label[0] = '\0';
-      for (size_t w = 0; w < nwords; w++) {
-        if (w) strcat(label, " + ");
-        strcat(label, words[w]);
-      }
-    }
-  }
+  if (exit_code == FC_EXIT_FAIL) fc_cli_warn(NULL, "out of memory");
   FILE *dump = NULL;
   fc_outfile *dumpf = NULL; /* whole or not at all */
   int derr = exit_code == FC_EXIT_OK && o.dump ? fc_outfile_open(o.dump, &dumpf) : 0;
@@ -367,6 +378,8 @@ int main(int argc, char **argv) {
   if (exit_code != FC_EXIT_OK) {
     for (size_t s = 0; s < nunits; s++) bench_close(benches[s]);
     free(label);
+    for (size_t u = 0; shown && u < nunits; u++) free(shown[u]);
+    free(shown);
     free(first);
     free(refused);
     free(benches);
@@ -379,9 +392,10 @@ int main(int argc, char **argv) {
   fc_cli_install_signals();
   size_t total = nunits * per_store, done = 0, failed = 0;
   for (size_t s = 0; s < nunits && !fc_cli_signal; s++) {
-    const char *path = label ? label : words[s];
+    const char *path = label ? label : words[s]; /* fc_cli_warn quotes it */
     bench_report *rep = &reports[s];
     rep->store = path;
+    rep->shown = shown[s];
     rep->gpus = o.gpus;
     rep->stores = paths + first[s]; /* the directories read */
     rep->n_stores = first[s + 1] - first[s];
@@ -446,7 +460,7 @@ int main(int argc, char **argv) {
             }
             if (show_progress)
               fprintf(stderr, "cache-bench: %s: pass %zu of %zu: %s %s, %u thread%s, batch %u\n",
-                      path, done + failed + 1, total, bench_pattern_name(p.pattern),
+                      shown[s], done + failed + 1, total, bench_pattern_name(p.pattern),
                       bench_state_name(p.state), p.threads, p.threads == 1 ? "" : "s", p.batch);
             bench_result *r = &results[s * per_store + k];
             int rc = bench_run(benches[s], &p, r);
@@ -514,6 +528,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: done: %zu of %zu passes\n", fc_cli_tool, done, total);
   for (size_t s = 0; s < nunits; s++) bench_close(benches[s]);
   free(label);
+  for (size_t u = 0; shown && u < nunits; u++) free(shown[u]);
+  free(shown);
   free(first);
   free(refused);
   free(benches);

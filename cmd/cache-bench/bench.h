@@ -191,6 +191,10 @@ int bench_run(fc_bench *b, const bench_params *p, bench_result *r);
 /* ---- reports ----------------------------------------------------------------------------------- */
 typedef struct bench_report {
   const char *store; /* as given by the user (several stores read as one: a label naming them) */
+  /* store as the text shows it (table, verdict, chart): each name quoted as the tools' messages
+   * quote names (fc_quote_name), so that the verdict stays one line and the text UTF-8; NULL:
+   * store as it is */
+  const char *shown;
   const bench_device *device;
   uint64_t records, payload_bytes, file_bytes;
   const bench_result *passes;

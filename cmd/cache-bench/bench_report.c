@@ -147,7 +147,7 @@ static void compute_verdict(const bench_report *r, double step_ms, unsigned batc
     for (int st = BENCH_COLD; st <= BENCH_WARM && !v->ref; st++)
       for (int i = 0; i < 4 && !v->ref; i++) v->ref = find_pass(r, prefer[i], st, batch, exact);
   if (!v->ref) {
-    snprintf(v->text, sizeof v->text, "%s: no pass was measured; %s", r->store, tail);
+    snprintf(v->text, sizeof v->text, "%s: no pass was measured; %s", bench_shown(r), tail);
     return;
   }
   v->warm = find_pass(r, v->ref->pattern, BENCH_WARM, batch, 1);
@@ -179,8 +179,8 @@ static void compute_verdict(const bench_report *r, double step_ms, unsigned batc
     snprintf(v->text, sizeof v->text,
              "%s keeps up with %u GPU%s at a %g ms step: it delivers %.1f batches/s of %u (%s) "
              "where %.1f/s are needed (%.1fx; up to %.0f GPU%s); %s",
-             r->store, v->gpus, gs, step_ms, v->bps, batch, how, v->need_bps, headroom, v->max_gpus,
-             v->max_gpus == 1 ? "" : "s", tail);
+             bench_shown(r), v->gpus, gs, step_ms, v->bps, batch, how, v->need_bps, headroom,
+             v->max_gpus, v->max_gpus == 1 ? "" : "s", tail);
   else {
     char warm[160] = "";
     if (v->warm && v->fits_ram)
@@ -191,8 +191,8 @@ static void compute_verdict(const bench_report *r, double step_ms, unsigned batc
     snprintf(v->text, sizeof v->text,
              "%s is too slow for %u GPU%s at a %g ms step: it delivers %.1f batches/s of %u (%s) "
              "where %.1f/s are needed (steps of %.1f ms or more keep up)%s; %s",
-             r->store, v->gpus, gs, step_ms, v->bps, batch, how, v->need_bps, v->min_step_ms, warm,
-             tail);
+             bench_shown(r), v->gpus, gs, step_ms, v->bps, batch, how, v->need_bps, v->min_step_ms,
+             warm, tail);
   }
 
   /* recommendations */
@@ -285,9 +285,9 @@ static void device_line(FILE *f, const bench_report *r) {
   human_bytes(r->file_bytes, fb, sizeof fb);
   if (r->n_stores > 1)
     fprintf(f, "store: %s  (one dataset of %zu stores: %llu records, %s payload, data.mdb %s)\n",
-            r->store, r->n_stores, (unsigned long long)r->records, pay, fb);
+            bench_shown(r), r->n_stores, (unsigned long long)r->records, pay, fb);
   else
-    fprintf(f, "store: %s  (%llu records, %s payload, data.mdb %s)\n", r->store,
+    fprintf(f, "store: %s  (%llu records, %s payload, data.mdb %s)\n", bench_shown(r),
             (unsigned long long)r->records, pay, fb);
   if (!strcmp(d->kind, "block")) {
     fprintf(f, "device: %s", d->block_device);

@@ -94,7 +94,7 @@ int bench_write_svg(FILE *f, const bench_report *r, size_t n) {
           left);
   for (size_t s = 0; s < n; s++) {
     if (s) fputs(n > 2 && s + 1 < n ? ", " : " vs ", f);
-    xml_str(f, r[s].store);
+    xml_str(f, bench_shown(&r[s]));
     fputs(" (", f);
     xml_str(f, bench_device_name(r[s].device));
     fputs(")", f);
@@ -169,7 +169,7 @@ int bench_write_svg(FILE *f, const bench_report *r, size_t n) {
               "<rect class=\"pass\" id=\"pass-%zu-%zu\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
               "height=\"%.1f\" fill=\"%s\" stroke=\"#ffffff\" stroke-width=\"0.5\"><title>",
               s + 1, i + 1, x + 1, y1 - hgt, bw - 2, hgt, color);
-      xml_str(f, r[s].store);
+      xml_str(f, bench_shown(&r[s]));
       fprintf(f,
               ": %s %s %s, %u thread%s, batch %u: %.1f MB/s, %.1f records/s, batch p50 %.3f "
               "ms, p99 %.3f ms, resident before %.1f%%</title></rect>\n",
@@ -237,7 +237,7 @@ int bench_write_svg(FILE *f, const bench_report *r, size_t n) {
   if (n > 1)
     for (size_t s = 0; s < n; s++) {
       fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">[%zu] ", lx, ly, s + 1);
-      xml_str(f, r[s].store);
+      xml_str(f, bench_shown(&r[s]));
       fputs("</text>\n", f);
       ly += 14;
     }
