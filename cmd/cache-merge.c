@@ -34,10 +34,11 @@ static const char description[] =
     "resume where they stopped; a finished one is not repeated.";
 static const char footer[] =
     "Exit status: 0 merged (or nothing to do); 1 conflicts refused (nothing written), damaged\n"
-    "records left out, shards whose vocabularies were built apart, or a failed write (committed\n"
-    "batches are kept; run again to finish); 2\n"
-    "usage error, a store that cannot be opened, or shards missing (see --partial); 130/143\n"
-    "interrupted (committed batches are kept; run again to finish).\n"
+    "records left out, shards whose vocabularies were built apart, a failed write (committed\n"
+    "batches are kept; run again to finish), or the --json summary that could not be written;\n"
+    "2 usage error, a store that cannot be opened, a store given twice or the output among the\n"
+    "inputs, or shards missing (see --partial); 130/143 interrupted (committed batches are\n"
+    "kept; run again to finish).\n"
     "Manual: man cache-merge.";
 
 typedef struct ctx {

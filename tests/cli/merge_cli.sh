@@ -21,6 +21,11 @@ for o in --output --prefer --partial --batch --quiet --progress --json --help --
   grep -q -- "$o" out || { echo "FAIL help lacks $o"; fail=1; }
 done
 [ -s err ] && { echo "FAIL help wrote to stderr"; fail=1; }
+# the exit status as cache-merge(1) gives it: each case of 2 and 1 named
+tr '\n' ' ' <out | grep -q "a store given twice or the output among the inputs" ||
+  { echo "FAIL help: exit 2 of a store given twice, the output among the inputs, unsaid"; fail=1; }
+tr '\n' ' ' <out | grep -q "the --json summary that could not be written" ||
+  { echo "FAIL help: exit 1 of a --json summary that could not be written, unsaid"; fail=1; }
 "$M" --version >out 2>err; check version 0 $?
 grep -Eq '^cache-merge \(featcache\) [0-9]+\.[0-9]+\.[0-9]+$' out || { echo "FAIL version"; fail=1; }
 
