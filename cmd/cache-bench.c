@@ -324,8 +324,10 @@ int main(int argc, char **argv) {
     any_ro |= dev.read_only || unwritable;
     if (s == 0)
       dev0 = dev;
-    else if (!o.separate && nstores > 1 &&
-             (dev.dev_major != dev0.dev_major || dev.dev_minor != dev0.dev_minor) && !o.quiet)
+    else if (!o.separate && nstores > 1 && !o.quiet &&
+             (dev.block_device[0] && dev0.block_device[0] /* btrfs: st_dev is a subvolume's */
+                  ? strcmp(dev.block_device, dev0.block_device) != 0
+                  : dev.dev_major != dev0.dev_major || dev.dev_minor != dev0.dev_minor))
       fc_cli_warn(path,
                   "on another device (%s) than %s (%s): one dataset's numbers mix them; "
                   "--separate benches each store on its own",
