@@ -257,6 +257,10 @@ int main(int argc, char **argv) {
     else
       stores[n_stores++] = a;
   }
+  if (!compare && strcmp(source, "synthetic") == 0 && (n_stores || manifest))
+    fc_cli_usage_error(
+        "--source synthetic reads no STORE and no --manifest (each utterance costs "
+        "--synthetic-ms): leave them out, or use --source cache or audio");
   fc_cli_no_empty_stores((int)n_stores, (char **)stores, 0);
   const char *const *words = stores; /* the STORE words as given */
   size_t n_words = n_stores;

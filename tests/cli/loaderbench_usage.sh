@@ -89,6 +89,12 @@ check sweep-empty-list 2 "loader-bench: invalid value '' for --prefetch (an empt
 $try" -- "$LB" --source synthetic --sweep prefetch=
 check sweep-batch0 2 "loader-bench: invalid value '0' for --batch (want an integer in 1..65536)
 $try" -- "$LB" --source synthetic --sweep batch=0
+# the synthetic source reads no store and no manifest: one given is refused, not silently left
+# unread (the run measured a sleep, not the store named)
+check synthetic-store 2 "loader-bench: --source synthetic reads no STORE and no --manifest (each utterance costs --synthetic-ms): leave them out, or use --source cache or audio
+$try" -- "$LB" --source synthetic "$tmp/none"
+check synthetic-manifest 2 "loader-bench: --source synthetic reads no STORE and no --manifest (each utterance costs --synthetic-ms): leave them out, or use --source cache or audio
+$try" -- "$LB" --source synthetic --manifest m.csv
 check unknown-preset 2 "loader-bench: unknown preset 'nope'
 $try" -- "$LB" --source audio --manifest m.csv --preset nope
 check no-such-store 2 "loader-bench: $tmp/none: No such file or directory" -- "$LB" "$tmp/none"
