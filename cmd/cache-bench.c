@@ -327,12 +327,15 @@ int main(int argc, char **argv) {
     else if (!o.separate && nstores > 1 && !o.quiet &&
              (dev.block_device[0] && dev0.block_device[0] /* btrfs: st_dev is a subvolume's */
                   ? strcmp(dev.block_device, dev0.block_device) != 0
-                  : dev.dev_major != dev0.dev_major || dev.dev_minor != dev0.dev_minor))
+                  : dev.dev_major != dev0.dev_major || dev.dev_minor != dev0.dev_minor)) {
+      char q0[4 * 1024 + 3]; /* the first store quoted as names are */
       fc_cli_warn(path,
                   "on another device (%s) than %s (%s): one dataset's numbers mix them; "
                   "--separate benches each store on its own",
-                  dev.block_device[0] ? dev.block_device : dev.fs_type, paths[0],
+                  dev.block_device[0] ? dev.block_device : dev.fs_type,
+                  fc_cli_quoted(paths[0], q0, sizeof q0),
                   dev0.block_device[0] ? dev0.block_device : dev0.fs_type);
+    }
   }
   unsigned flags = (o.read_only && any_ro ? BENCH_NOLOCK : 0) | (o.nordahead ? BENCH_NORDAHEAD : 0);
   for (size_t u = 0; u < nunits; u++) {

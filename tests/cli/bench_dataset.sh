@@ -119,6 +119,11 @@ if [ -d /dev/shm ] && shm=$(mktemp -d /dev/shm/bench_dataset.XXXXXX); then
     grep -q "^cache-bench: $shm/b: on another device (.*) than $t/a (.*): one dataset's numbers mix them; --separate benches each store on its own$" "$t/err" \
       || fail "two devices: $(cat "$t/err")"
     grep -q "one dataset of 2 stores: 20 records" "$t/out" || fail "two devices: $(head -1 "$t/out")"
+    # the store it names quoted as names are (an escape in it went to the terminal as it was)
+    cp -r "$t/a" "$t/a$(printf '\033')x"
+    "$bin" -p sequential -s warm -b 2 --duration 0 "$t/a$(printf '\033')x" "$shm/b" >"$t/out" 2>"$t/err"
+    grep -q "^cache-bench: $shm/b: on another device (.*) than \"$t/a\\\\033x\" (.*): " "$t/err" ||
+      fail "two devices, an odd name: $(cat -v "$t/err")"
   fi
 fi
 
