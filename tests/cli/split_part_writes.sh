@@ -57,8 +57,9 @@ got=$(grep -c "^sp/part-1: error: \(audio\|text\) .*: in part 1 of a split store
 grep -q "error: meta part: missing" out || { echo "FAIL plain-as-part-alone"; cat out; fail=1; }
 
 # a failure record moved into another part than its id's
-cp c/metadata.csv m.csv && echo "gone|A file that is not there.|a file that is not there." >>m.csv
-"$FC_BIN/featurize" -q --device cpu --writers 3 -o sf --manifest m.csv 2>/dev/null
+# (beside the corpus's wavs/, where an LJSpeech manifest's audio is)
+cp c/metadata.csv c/m.csv && echo "gone|A file that is not there.|a file that is not there." >>c/m.csv
+"$FC_BIN/featurize" -q --device cpu --writers 3 -o sf --manifest c/m.csv 2>/dev/null
 [ $? = 1 ] || { echo "FAIL featurize with a missing file: want exit 1"; fail=1; }
 moved=$("$PY" - <<'PY'
 import lmdb, xxhash
