@@ -403,6 +403,9 @@ int main(int argc, char **argv) {
     return FC_EXIT_FAIL;
   }
   uint64_t steps_planned = 0, steps_done = 0, failed = 0;
+  /* for the plan of the runs a signal kept from starting */
+  uint64_t first_planned = 0, epoch_items = 0;
+  size_t n_started = 0;
   int rc = 0;
   for (int bi = 0; bi < ax_batch.n && !rc; bi++)
     for (int wi = 0; wi < ax_workers.n && !rc; wi++)
@@ -460,6 +463,8 @@ int main(int argc, char **argv) {
           rc = lb_run(&o, prof, &r->res, why, sizeof why);
           uint64_t planned = o.steps ? o.steps : r->res.epoch_batches * (o.epochs ? o.epochs : 1);
           steps_planned += planned;
+          if (!n_started++) first_planned = planned;
+          if (r->res.epoch_items) epoch_items = r->res.epoch_items;
           steps_done += r->res.steps;
           failed += r->res.failed;
           if (r->res.failed || r->res.order_mismatch) exit_code = FC_EXIT_FAIL;
@@ -498,6 +503,17 @@ int main(int argc, char **argv) {
    * the exit status says it was interrupted */
   int interrupted = rc == FC_EINTR;
   if (interrupted) rc = 0;
+  /* the runs it kept from starting were planned too, so that done + not started = planned: a
+   * sweep's later cells (the same dataset: their epochs are known), --compare's cache run (the
+   * audio run's steps) */
+  for (size_t i = n_started; interrupted && i < max_runs; i++) {
+    if (compare || base.steps || !base.epochs) { /* (30: a sweep's default) */
+      steps_planned += compare ? first_planned : base.steps ? base.steps : 30;
+      continue;
+    }
+    uint32_t batch = ax_batch.v[i / ((size_t)ax_workers.n * ax_prefetch.n)];
+    steps_planned += (epoch_items + batch - 1) / batch * base.epochs;
+  }
   if (!rc && n_runs) {
     /* ---- reports ---- */
     int rec = interrupted ? LB_NOT_RECOMMENDED : sweep ? lb_recommend(cells, n_runs, 0.05) : -1;

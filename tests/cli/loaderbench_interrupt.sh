@@ -47,10 +47,14 @@ assert 1 <= len(s) <= 2 and s[0]["batch"] == 1 and s[0]["steps"] == 20, s
 assert len(s) == 1 or (s[1]["batch"] == 64 and 1 <= s[1]["steps"] < 20), s[1]
 PY
 sig=INT after=2 run_and_stop --source synthetic --synthetic-ms 5 -w 1 --steps 20 --compute-ms 1 \
-  --sweep batch=1,64
+  --sweep batch=1,64,2
 [ $rc = 130 ] || fail "sweep, SIGINT: exit $rc, want 130"
 grep -qx "recommended: none: the sweep was interrupted (a cell cut short has fewer steps)" "$tmp/out" ||
   fail "sweep, SIGINT: recommendation line: $(tail -1 "$tmp/out")"
+# the steps add up over the whole grid: 3 cells of 20, the third never started (it said 'of 40')
+n=$(sed -n 's/^loader-bench: done: \([0-9]*\) of 60 steps, \([0-9]*\) not started (0 utterances failed)$/\1 \2/p' "$tmp/err")
+[ -n "$n" ] && [ $((${n% *} + ${n#* })) = 60 ] && [ "${n% *}" -ge 20 ] && [ "${n% *}" -lt 40 ] ||
+  fail "sweep, SIGINT: done line: $(tail -1 "$tmp/err")"
 
 # stopped in its warmup: nothing measured, so nothing reported (it crashed: the run's freed
 # profile was summarized); a sweep stopped in its second cell's warmup reports the first cell
