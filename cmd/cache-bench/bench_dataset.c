@@ -244,7 +244,7 @@ static int file_resident(const char *path, size_t page, uint64_t *resident, uint
     return e;
   }
   uint64_t size = (uint64_t)st.st_size;
-  const uint64_t window = 1ull << 30; /* bounded memory: 256 KiB of mincore vector per GiB */
+  const uint64_t window = 1ull << 30; /* bounded memory: one 256 KiB mincore vector, any size */
   unsigned char *vec = fc_malloc((size_t)(window / page));
   int rc = vec ? 0 : ENOMEM;
   for (uint64_t off = 0; !rc && off < size; off += window) {
