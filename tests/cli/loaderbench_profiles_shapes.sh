@@ -85,4 +85,25 @@ devrow ok.json dev_f.json 'forward on device p50 (ms) - 3.000'
 "$LB" --compare-profiles "$tmp/ok.json" "$tmp/ok.json" >"$tmp/out" 2>&1
 grep -q 'on device' "$tmp/out" && fail "no device series: a device row: $(grep 'on device' "$tmp/out")"
 
+# a profile that neither counted its utterances nor said how many a step holds (StepProfiler()
+# with explicit steps) has no utterances/s: '-' in the table and null in --json, not 0/s
+"$PY" - "$tmp/uncounted.json" <<'PY' || fail "generating uncounted.json"
+import sys
+from featcache.profiler import StepProfiler
+p = StepProfiler()
+for _ in range(3):
+    with p.step():
+        with p.phase("data"):
+            pass
+p.save(sys.argv[1])
+PY
+"$LB" --compare-profiles "$tmp/uncounted.json" "$tmp/ok.json" >"$tmp/out" 2>"$tmp/err" ||
+  fail "uncounted: exit $?: $(cat "$tmp/err")"
+got=$(grep '^utterances/s' "$tmp/out" | tr -s ' ')
+[ "$got" = "utterances/s - -" ] || fail "uncounted: '$got'"
+"$LB" --compare-profiles --json "$tmp/uncounted.json" "$tmp/ok.json" >"$tmp/out" 2>"$tmp/err" ||
+  fail "uncounted json: exit $?: $(cat "$tmp/err")"
+"$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["before"]["items_per_s"] is None and d["after"]["items_per_s"] is None, d' \
+  "$tmp/out" || fail "uncounted json: $(cat "$tmp/out")"
+
 [ $fails = 0 ] && echo "ok" || exit 1

@@ -146,6 +146,8 @@ static int load(const char *path, prof_view *v, char *why, size_t why_len) {
   }
   v->items_per_s = num_at(r, "items_per_s");
   v->items_estimated = !json_is_true(json_object_get(r, "items_counted"));
+  /* neither counted nor estimated (no items_per_step): no utterances/s, not 0 of them */
+  if (v->items_estimated && !(v->items_per_s > 0)) v->items_per_s = NAN;
   v->mean = num_at(data, "mean");
   v->p50 = num_at(data, "p50");
   v->p95 = num_at(data, "p95");
@@ -275,7 +277,7 @@ int fc_prof_compare_files(const char *before, const char *after, int json, void 
   for (int i = 0; i < 2; i++) { /* "*": steps x items per step (the profile did not count) */
     const prof_view *v = i ? &b : &a;
     char c[64];
-    if (v->items_per_s > 0)
+    if (!isnan(v->items_per_s))
       snprintf(c, sizeof c, "%.1f%s", v->items_per_s, v->items_estimated ? "*" : "");
     else
       snprintf(c, sizeof c, "-");
