@@ -197,6 +197,25 @@ static void test_jsonl(void) {
   fc_item_list_free(&l);
 }
 
+/* jansson's "near" text is the line's own bytes: a control character there (an escape sequence
+ * after the object, a stray byte) is written as a quoted name writes it (\033), never sent to the
+ * terminal as it is */
+static void test_jsonl_control_near(void) {
+  fc_item_list l;
+  const char *p = write_str("ctl.jsonl",
+                            "{\"audio_filepath\": \"a.wav\", \"id\": \"y\"} \x1b[2J\n"
+                            "{\"audio_filepath\": \"a.wav\", \"id\": 5\x01}\n"
+                            "{\"audio_filepath\": \"a.wav\"} \xc2\x9b[2J\n");
+  CHECK(read_manifest(p, FC_MANIFEST_JSONL, NULL, &l) == 0, "read");
+  CHECK(l.count == 3, "count %zu", l.count);
+  if (l.count == 3) {
+    CHECK_STR(l.items[0].why, "invalid JSON: end of file expected near '\\033' (column 40)");
+    CHECK_STR(l.items[1].why, "invalid JSON: '}' expected near '\\001' (column 36)");
+    CHECK_STR(l.items[2].why, "invalid JSON: end of file expected near '\\u009b' (column 29)");
+  }
+  fc_item_list_free(&l);
+}
+
 static void test_list_and_tsv(void) {
   fc_item_list l;
   const char *p = write_str("files.txt", "a/b/c.wav\n/abs/d.e.flac\nnoext\nmy file.wav\n");
@@ -587,6 +606,7 @@ int main(void) {
   test_ljspeech();
   test_kaldi();
   test_jsonl();
+  test_jsonl_control_near();
   test_list_and_tsv();
   test_detect();
   test_crlf_bom_blank();
