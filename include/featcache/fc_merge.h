@@ -50,7 +50,8 @@ typedef struct fc_merge_conflict {
   size_t key_len;
   long a, b; /* the two holders that differ: input index, or -1 for the output */
   long winner; /* the input whose entry is kept, -1 the output's own, -2 refused */
-  const char *detail; /* one line: what differs, e.g. "audio digest 1f3a... vs 9c0e..." */
+  const char *detail; /* one line: what differs, b's value first, e.g. "different audio: digest
+                         1f3a... (B's source) vs 9c0e... (A's source)" */
 } fc_merge_conflict;
 
 typedef struct fc_merge_stats {

@@ -138,7 +138,7 @@ head -1 c/metadata.csv | sed 's/|[^|]*|[^|]*$/|Other words.|other words./' >othe
 "$FC_BIN/tokenize" -q --vocab vocab.txt -o sx other.csv || fail=1
 sk=$(for k in 0 1 2; do "$PY" -c "import lmdb,sys; e=lmdb.open('s$k',readonly=True,lock=False,max_dbs=8); t=e.begin(); sys.exit(0 if t.get(b'LJ001-0001', db=e.open_db(b'text',txn=t,create=False)) else 1)" && echo s$k; done)
 "$M" -o mc s0 s1 s2 sx >out 2>err; check conflict 1 $?
-expect_err conflict "cache-merge: sx: text entry 'LJ001-0001' differs from $sk's: different transcripts: \"$(sed -n 's/^LJ001-0001|[^|]*|//p' c/metadata.csv)\" vs \"other words.\"; refused
+expect_err conflict "cache-merge: sx: text entry 'LJ001-0001' differs from $sk's: different transcripts: \"other words.\" vs \"$(sed -n 's/^LJ001-0001|[^|]*|//p' c/metadata.csv)\"; refused
 cache-merge: 1 id with differing entries; nothing merged (choose a winner with --prefer first|last|STORE)"
 [ -e mc ] && { echo "FAIL a refused merge created its output"; fail=1; }
 "$M" -q --prefer sx -o mc s0 s1 s2 sx >out 2>err; check prefer-store 0 $?

@@ -1,5 +1,6 @@
 #!/bin/bash
-# cache-merge's conflict lines say what differs, so that the user can choose a winner:
+# cache-merge's conflict lines say what differs, so that the user can choose a winner, the
+# first-named store's value first ("B: ... differs from A's: B's vs A's"; it was A's first):
 #  - the same audio at the same path, stored with other mtimes (a shard rerun on a node whose copy
 #    of the corpus has other file times): both times, not "PATH vs PATH";
 #  - two long transcripts that differ past their first 60 bytes: the excerpt around the first
@@ -27,7 +28,7 @@ digest=$("$PY" -c "
 import lmdb; e=lmdb.open('a1',readonly=True,lock=False,max_dbs=8); t=e.begin()
 print(bytes(t.get(b'LJ001-0001', db=e.open_db(b'audio',txn=t,create=False)))[:6].hex())")
 "$M" -o m1 a1 a2 >out 2>err; check mtime 1 $?
-expect_err mtime "cache-merge: a2: audio entry 'LJ001-0001' differs from a1's: same audio (digest $digest...) from the same source $T/c/wavs/LJ001-0001.wav, modified at other times: 2020-01-02 03:04:05.500000000 UTC vs 2021-06-07 08:09:10 UTC; refused
+expect_err mtime "cache-merge: a2: audio entry 'LJ001-0001' differs from a1's: same audio (digest $digest...) from the same source $T/c/wavs/LJ001-0001.wav, modified at other times: 2021-06-07 08:09:10 UTC vs 2020-01-02 03:04:05.500000000 UTC; refused
 cache-merge: 1 id with differing entries; nothing merged (choose a winner with --prefer first|last|STORE)"
 
 # long transcripts that differ near their end
@@ -38,7 +39,7 @@ echo "LJ001-0001|${long% dog} fox|${long% dog} fox" >l2.csv
 "$FC_BIN/tokenize" -q --vocab vocab.txt -o t1 l1.csv || fail=1
 "$FC_BIN/tokenize" -q --vocab vocab.txt -o t2 l2.csv || fail=1
 "$M" -o m2 t1 t2 >out 2>err; check long 1 $?
-expect_err long "cache-merge: t2: text entry 'LJ001-0001' differs from t1's: different transcripts: \"...ver the lazy dog while seven wise owls hum softly over a dog\" vs \"...ver the lazy dog while seven wise owls hum softly over a fox\"; refused
+expect_err long "cache-merge: t2: text entry 'LJ001-0001' differs from t1's: different transcripts: \"...ver the lazy dog while seven wise owls hum softly over a fox\" vs \"...ver the lazy dog while seven wise owls hum softly over a dog\"; refused
 cache-merge: 1 id with differing entries; nothing merged (choose a winner with --prefer first|last|STORE)"
 
 # a tab and a newline in a transcript (JSON lines may hold them)
@@ -47,7 +48,7 @@ printf '{"id": "x", "audio_filepath": "x.wav", "text": "a\\nb \\"c\\""}\n' >j2.j
 "$FC_BIN/tokenize" -q --vocab vocab.txt -o j1 j1.jsonl || fail=1
 "$FC_BIN/tokenize" -q --vocab vocab.txt -o j2 j2.jsonl || fail=1
 "$M" -o m3 j1 j2 >out 2>err; check escapes 1 $?
-expect_err escapes "cache-merge: j2: text entry 'x' differs from j1's: different transcripts: \"a\\tb\" vs \"a\\nb \\\"c\\\"\"; refused
+expect_err escapes "cache-merge: j2: text entry 'x' differs from j1's: different transcripts: \"a\\nb \\\"c\\\"\" vs \"a\\tb\"; refused
 cache-merge: 1 id with differing entries; nothing merged (choose a winner with --prefer first|last|STORE)"
 
 exit $fail

@@ -166,7 +166,7 @@ static int find_conflicts(mctx *c, size_t parties, uint64_t *unresolved) {
         (*unresolved)++;
       if (c->o->on_conflict) {
         char detail[768];
-        merge_describe(db, &vals[a], &vals[b], detail, sizeof detail);
+        merge_describe(db, &vals[b], &vals[a], detail, sizeof detail); /* b is said first */
         fc_merge_conflict cf = {db,
                                 key.mv_data,
                                 key.mv_size,
