@@ -283,12 +283,14 @@ static inline uint32_t fc_cli_u32(const char *opt, const char *s, uint32_t lo, u
   return (uint32_t)v;
 }
 
-/* Strict finite double within [lo, hi]; on failure a usage error naming the option. */
+/* Strict finite double within [lo, hi]; on failure a usage error naming the option. Decimal only,
+ * as the integers are: strtod's leading white space, hex floats (0x10), inf and nan are refused. */
 static inline double fc_cli_double(const char *opt, const char *s, double lo, double hi) {
   char *end;
   errno = 0;
-  double v = s && *s ? strtod(s, &end) : NAN;
-  if (!s || !*s || *end || errno == ERANGE || !isfinite(v) || v < lo || v > hi)
+  const int decimal = s && s[strspn(s, "0123456789+-.eE")] == '\0';
+  double v = s && *s && decimal ? strtod(s, &end) : NAN;
+  if (!s || !*s || !decimal || *end || errno == ERANGE || !isfinite(v) || v < lo || v > hi)
     fc_cli_usage_error("invalid value '%s' for --%s (want a number in %g..%g)", s ? s : "", opt, lo,
                        hi);
   return v;

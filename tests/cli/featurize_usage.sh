@@ -172,6 +172,12 @@ check "above u32" 2 "featurize: invalid value '4294967296' for --hop (want an in
 $try" -- "$FZ" --hop 4294967296 -o "$S" "$tmp/a.wav"
 check "negative" 2 "featurize: invalid value '-5' for --n-mels (want an integer in 1..4096)
 $try" -- "$FZ" --n-mels -5 -o "$S" "$tmp/a.wav"
+# decimal numbers only, as the integers are: a hex float (--max-seconds 0x10 was 16 s) or a leading
+# space (' 3' passed where -j ' 2' does not) is refused
+check "hex seconds" 2 "featurize: invalid value '0x10' for --max-seconds (want a number in 0..1e+09)
+$try" -- "$FZ" --max-seconds 0x10 -o "$S" "$tmp/a.wav"
+check "leading space" 2 "featurize: invalid value ' 100' for --fmin (want a number in 0..1e+07)
+$try" -- "$FZ" --fmin " 100" -o "$S" "$tmp/a.wav"
 check "n-mels 0" 2 "featurize: invalid value '0' for --n-mels (want an integer in 1..4096)
 $try" -- "$FZ" --n-mels 0 -o "$S" "$tmp/a.wav"
 check "n-mels too many" 2 "featurize: invalid value '5000' for --n-mels (want an integer in 1..4096)
