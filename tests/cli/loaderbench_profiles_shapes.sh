@@ -106,4 +106,31 @@ got=$(grep '^utterances/s' "$tmp/out" | tr -s ' ')
 "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["before"]["items_per_s"] is None and d["after"]["items_per_s"] is None, d' \
   "$tmp/out" || fail "uncounted json: $(cat "$tmp/out")"
 
+# the strings a profile carries (its label, verdict, GPU note, device series and data phase names)
+# are quoted as names are: a newline in a label split the BEFORE line, an escape in it reached the
+# terminal
+"$PY" - "$tmp" <<'PY' || fail "generating odd.json"
+import json, sys
+d = sys.argv[1]
+odd = "two\nlines\x1b[31m"
+json.dump({"steps": 20, "data_phase": "data", "data_share": 0.1, "label": odd, "verdict": odd,
+           "phases": {"data": {"mean": 2}}, "device_phases": {"gpu" + odd: {"p50": 1}},
+           "gpu_busy": {"measured": False, "note": odd}}, open(d + "/odd.json", "w"))
+json.dump({"steps": 20, "data_phase": odd, "data_share": 0.1, "phases": {odd: {"p50": 2}}},
+          open(d + "/oddphase.json", "w"))
+PY
+"$LB" --compare-profiles "$tmp/odd.json" "$tmp/ok.json" >"$tmp/out" 2>"$tmp/err" ||
+  fail "odd strings: exit $?: $(cat "$tmp/err")"
+grep -q $'\033' "$tmp/out" && fail "odd strings: an escape reached stdout"
+grep -qx "BEFORE: $tmp/odd.json (\"two\\\\nlines\\\\033\[31m\")" "$tmp/out" ||
+  fail "odd strings: label: $(grep -a '^BEFORE' "$tmp/out")"
+grep -qx '  BEFORE: "two\\nlines\\033\[31m"' "$tmp/out" || fail "odd strings: verdict: $(cat "$tmp/out")"
+grep -q '^  (BEFORE: GPU busy not measured: "two\\nlines\\033\[31m")$' "$tmp/out" ||
+  fail "odd strings: GPU note: $(cat "$tmp/out")"
+grep -q '^"gputwo\\nlines\\033\[31m" on device' "$tmp/out" ||
+  fail "odd strings: device name: $(cat "$tmp/out")"
+"$LB" --compare-profiles "$tmp/oddphase.json" "$tmp/ok.json" >"$tmp/out" 2>"$tmp/err"
+[ $? = 2 ] && [ "$(cat "$tmp/err")" = "loader-bench: $tmp/oddphase.json: not a featcache profile (the data phase \"two\\nlines\\033[31m\" has no mean)" ] ||
+  fail "odd data phase: $(cat -A "$tmp/err")"
+
 [ $fails = 0 ] && echo "ok" || exit 1

@@ -37,6 +37,19 @@ static const char *str_at(json_t *o, const char *k) {
   return v && json_is_string(v) ? json_string_value(v) : NULL;
 }
 
+/* A phase name in double quotes, escaped as names are when it must be ("data", "two\nlines"). */
+static const char *in_quotes(const char *name, fc_why_name_buf *q) {
+  fc_why_name(name, SIZE_MAX, q);
+  size_t n = strlen(q->s);
+  if (q->s[0] != '"' && n + 3 <= sizeof q->s) { /* (a name quoted starts with one) */
+    memmove(q->s + 1, q->s, n);
+    q->s[0] = q->s[n + 1] = '"';
+    q->s[n + 2] = '\0';
+  }
+  return q->s;
+}
+#define IN_QUOTES(name) in_quotes((name), &(fc_why_name_buf){{0}})
+
 static int load(const char *path, prof_view *v, char *why, size_t why_len) {
   memset(v, 0, sizeof *v);
   v->path = path;
@@ -103,12 +116,13 @@ static int load(const char *path, prof_view *v, char *why, size_t why_len) {
     return FC_EFORMAT;
   }
   if (!data) {
-    prof_say(why, why_len, "%s: the profile has no data phase \"%s\"", FC_WHY_NAME(path), dp);
+    prof_say(why, why_len, "%s: the profile has no data phase %s", FC_WHY_NAME(path),
+             IN_QUOTES(dp));
     return FC_EFORMAT;
   }
   if (!json_is_number(json_object_get(data, "mean"))) { /* read as 0 ms: an infinite factor */
-    prof_say(why, why_len, "%s: not a featcache profile (the data phase \"%s\" has no mean)",
-             FC_WHY_NAME(path), dp);
+    prof_say(why, why_len, "%s: not a featcache profile (the data phase %s has no mean)",
+             FC_WHY_NAME(path), IN_QUOTES(dp));
     return FC_EFORMAT;
   }
   if (!(v->steps >= 1)) { /* its zeros would read as a data wait of 0 ms: an infinite factor */
@@ -132,9 +146,8 @@ static int load(const char *path, prof_view *v, char *why, size_t why_len) {
     return FC_EFORMAT;
   }
   if (!(mean >= 0)) {
-    prof_say(why, why_len,
-             "%s: not a featcache profile (the data phase \"%s\" has a mean of %g ms)",
-             FC_WHY_NAME(path), dp, mean);
+    prof_say(why, why_len, "%s: not a featcache profile (the data phase %s has a mean of %g ms)",
+             FC_WHY_NAME(path), IN_QUOTES(dp), mean);
     return FC_EFORMAT;
   }
   v->label = str_at(r, "label");
@@ -266,10 +279,12 @@ int fc_prof_compare_files(const char *before, const char *after, int json, void 
     fputs("}\n", out);
     goto done;
   }
+  /* the strings a profile carries are quoted as names are: a newline in a label would split the
+   * line, an escape in it reach the terminal */
   fprintf(out, "BEFORE: %s%s%s%s\n", FC_WHY_NAME(before), a.label && *a.label ? " (" : "",
-          a.label ? a.label : "", a.label && *a.label ? ")" : "");
+          a.label ? FC_WHY_NAME(a.label) : "", a.label && *a.label ? ")" : "");
   fprintf(out, "AFTER:  %s%s%s%s\n", FC_WHY_NAME(after), b.label && *b.label ? " (" : "",
-          b.label ? b.label : "", b.label && *b.label ? ")" : "");
+          b.label ? FC_WHY_NAME(b.label) : "", b.label && *b.label ? ")" : "");
   fprintf(out, "%-28s %18s %18s\n", "", "BEFORE", "AFTER");
   row(out, "steps", "%.0f", a.steps, b.steps);
   row(out, "steps/s", "%.3f", a.steps_per_s, b.steps_per_s);
@@ -304,8 +319,8 @@ int fc_prof_compare_files(const char *before, const char *after, int json, void 
   row(out, "step p50 (ms)", "%.3f", a.step_p50, b.step_p50);
   if (a.dev_name || b.dev_name) { /* BEFORE's first device series, and AFTER's of that name */
     const char *dn = a.dev_name ? a.dev_name : b.dev_name;
-    char nm[96];
-    snprintf(nm, sizeof nm, "%s on device p50 (ms)", dn);
+    char nm[sizeof(fc_why_name_buf) + 32];
+    snprintf(nm, sizeof nm, "%s on device p50 (ms)", FC_WHY_NAME(dn));
     row(out, nm, "%.3f", num_at(json_object_get(a.dev, dn), "p50"),
         num_at(json_object_get(b.dev, dn), "p50"));
   }
@@ -324,12 +339,12 @@ int fc_prof_compare_files(const char *before, const char *after, int json, void 
     const prof_view *v = i ? &b : &a;
     if (!v->gpu_measured)
       fprintf(out, "  (%s: GPU busy not measured: %s)\n", i ? "AFTER" : "BEFORE",
-              v->gpu_note && *v->gpu_note ? v->gpu_note : "not sampled");
+              v->gpu_note && *v->gpu_note ? FC_WHY_NAME(v->gpu_note) : "not sampled");
   }
   if ((a.items_per_s > 0 && a.items_estimated) || (b.items_per_s > 0 && b.items_estimated))
     fprintf(out, "  (*: steps x items per step: the utterances were not counted)\n");
-  fprintf(out, "profile verdicts:\n  BEFORE: %s\n  AFTER:  %s\n", a.verdict ? a.verdict : "-",
-          b.verdict ? b.verdict : "-");
+  fprintf(out, "profile verdicts:\n  BEFORE: %s\n  AFTER:  %s\n",
+          a.verdict ? FC_WHY_NAME(a.verdict) : "-", b.verdict ? FC_WHY_NAME(b.verdict) : "-");
   if (isinf(shrink))
     fprintf(out, "shrink factor: infinite (data wait mean %.4g ms -> 0 ms per step)\n", a.mean);
   else
