@@ -211,31 +211,6 @@ static int parse_kaldi(const parse_ctx *c, fc_item *it, const char *line, size_t
   return 0;
 }
 
-/* jansson's reason, whose "near '...'" is the line's own bytes: a control character, a hidden one
- * or a byte that is no part of a UTF-8 character written as fc_quote_name writes it (\033, \u009b,
- * \xe9), so that none reaches the terminal; quotes and backslashes stay as jansson wrote them. */
-static const char *json_reason(const char *text, char *buf, size_t len) {
-  const unsigned char *p = (const unsigned char *)text;
-  size_t o = 0, k;
-  uint32_t c;
-  for (; *p && o + 8 < len; p += k) {
-    k = fc_quote_utf8_len_(p, &c);
-    if (k && (!fc_quote_special_(c) || c == '"' || c == '\\')) {
-      memcpy(buf + o, p, k);
-      o += k;
-      continue;
-    }
-    char one[5] = {0}, q[12];
-    k = k ? k : 1;
-    memcpy(one, p, k);
-    size_t n = fc_quote_name(one, q, sizeof q); /* the character between its quotes */
-    memcpy(buf + o, q + 1, n - 2);
-    o += n - 2;
-  }
-  buf[o] = '\0';
-  return buf;
-}
-
 static int parse_jsonl(const parse_ctx *c, fc_item *it, const char *line, size_t n) {
   json_error_t jerr;
   int nomem;
@@ -250,7 +225,7 @@ static int parse_jsonl(const parse_ctx *c, fc_item *it, const char *line, size_t
   if (!root) {
     char t[4 * sizeof jerr.text + 8];
     return mf_item_fail(it, FC_EMANIFEST, "invalid JSON: %s (column %d)",
-                        json_reason(jerr.text, t, sizeof t), jerr.column);
+                        fc_json_error_text(&jerr, t, sizeof t), jerr.column);
   }
   if (!json_is_object(root)) {
     rc = mf_item_fail(it, FC_EMANIFEST, "expected a JSON object");

@@ -27,8 +27,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "featcache/fc_format.h" /* fc_quote_name */
 #include "formats/common/alloc.h"
 #include "formats/common/fault.h"
+
+/* jansson's reason (err->text), whose "near '...'" is the input's own bytes: a control character,
+ * a hidden one or a byte that is no part of a UTF-8 character written as fc_quote_name writes it
+ * (\033, \u009b, \xe9), so that none reaches a terminal or splits a message; quotes and
+ * backslashes stay as jansson wrote them. Into buf (4 x the text fits); returns buf. */
+static inline const char *fc_json_error_text(const json_error_t *err, char *buf, size_t len) {
+  const unsigned char *p = (const unsigned char *)err->text;
+  size_t o = 0, k;
+  uint32_t c;
+  if (!len) return "";
+  for (; *p && o + 8 < len; p += k) {
+    k = fc_quote_utf8_len_(p, &c);
+    if (k && (!fc_quote_special_(c) || c == '"' || c == '\\')) {
+      memcpy(buf + o, p, k);
+      o += k;
+      continue;
+    }
+    char one[5] = {0}, q[12];
+    k = k ? k : 1;
+    memcpy(one, p, k);
+    size_t n = fc_quote_name(one, q, sizeof q); /* the character between its quotes */
+    memcpy(buf + o, q + 1, n - 2);
+    o += n - 2;
+  }
+  buf[o] = '\0';
+  return buf;
+}
 
 /* json_loadb that says why it failed: NULL with *nomem = 1 when jansson ran out of memory (err
  * is then meaningless), NULL with *nomem = 0 when the JSON is bad (err says where and why). */

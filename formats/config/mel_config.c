@@ -140,7 +140,9 @@ int fc_mel_config_from_json(const char *json, size_t len, fc_mel_config *c, char
     return ENOMEM;
   }
   if (!o || !json_is_object(o)) {
-    fc_why(why, why_len, "config is not a JSON object: %s", o ? "not an object" : jerr.text);
+    char t[4 * sizeof jerr.text + 8];
+    fc_why(why, why_len, "config is not a JSON object: %s",
+           o ? "not an object" : fc_json_error_text(&jerr, t, sizeof t));
     json_decref(o);
     return FC_ECONFIG;
   }

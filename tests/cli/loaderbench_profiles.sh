@@ -152,6 +152,11 @@ echo '{"steps": 3, "data_phase": "data", "data_share": 0.1, "phases": {"data": {
 "$LB" --compare-profiles "$tmp/before.json" "$tmp/nomean.json" >"$tmp/out" 2>"$tmp/err"
 [ $? = 2 ] && grep -q "^loader-bench: $tmp/nomean.json: not a featcache profile (the data phase \"data\" has no mean)$" "$tmp/err" ||
   fail "no mean: $(cat "$tmp/err" "$tmp/out")"
+# jansson's "near" is the file's bytes: an escape there is written \033, not sent to the terminal
+printf '{} \033[2J' >"$tmp/esc.json"
+"$LB" --compare-profiles "$tmp/before.json" "$tmp/esc.json" >"$tmp/out" 2>"$tmp/err"
+[ $? = 2 ] && [ "$(cat "$tmp/err")" = "loader-bench: $tmp/esc.json: not JSON: line 1: end of file expected near '\033'" ] ||
+  fail "esc: $(cat -v "$tmp/err")"
 echo 'not json' >"$tmp/text.json"
 "$LB" --compare-profiles "$tmp/before.json" "$tmp/text.json" >"$tmp/out" 2>"$tmp/err"
 [ $? = 2 ] && grep -q "^loader-bench: $tmp/text.json: not JSON: line 1: " "$tmp/err" ||

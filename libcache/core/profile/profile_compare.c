@@ -73,7 +73,9 @@ static int load(const char *path, prof_view *v, char *why, size_t why_len) {
       prof_say(why, why_len, "%s: %s", FC_WHY_NAME(path), strerror(EISDIR));
       return EISDIR;
     }
-    prof_say(why, why_len, "%s: not JSON: line %d: %s", FC_WHY_NAME(path), je.line, je.text);
+    char t[4 * sizeof je.text + 8];
+    prof_say(why, why_len, "%s: not JSON: line %d: %s", FC_WHY_NAME(path), je.line,
+             fc_json_error_text(&je, t, sizeof t));
     return FC_EFORMAT;
   }
   v->root = r;

@@ -157,8 +157,10 @@ int vf_read_meta(vctx *c, fc_rtxn *t) {
       c->n_cfgs--;
       break;
     } else if (!o || !kind) {
+      char jt[4 * sizeof je.text + 8];
       vf_add(c, FC_VERIFY_ERROR, FC_DB_META, k, kl, NULL, 0,
-             "config is not a JSON object with a \"kind\"%s%s", o ? "" : ": ", o ? "" : je.text);
+             "config is not a JSON object with a \"kind\"%s%s", o ? "" : ": ",
+             o ? "" : fc_json_error_text(&je, jt, sizeof jt));
     } else if (strcmp(kind, "mel") == 0) {
       char why[256] = "";
       cf->kind = KIND_MEL;
