@@ -6,7 +6,7 @@
 
 #include <sys/stat.h>
 
-enum { OPT_PREFER = 256, OPT_PARTIAL, OPT_BATCH, OPT_JSON, OPT_PROGRESS, OPT_VERSION };
+enum { OPT_PREFER = 256, OPT_PARTIAL, OPT_BATCH, OPT_NOLOCK, OPT_JSON, OPT_PROGRESS, OPT_VERSION };
 
 static const fc_cli_opt options[] =
     {{NULL, 0, 0, NULL, "Output:"},
@@ -19,6 +19,9 @@ static const fc_cli_opt options[] =
       "merge shards that are not every K of N (default: refuse, naming the missing)"},
      {NULL, 0, 0, NULL, "Running:"},
      {"batch", OPT_BATCH, required_argument, "N", "entries per write transaction (default 1024)"},
+     {"nolock", OPT_NOLOCK, no_argument, NULL,
+      "open the inputs with MDB_NOLOCK: stores on NFS or Lustre that nobody writes any more "
+      "(automatic when an input is not writable)"},
      {"quiet", 'q', no_argument, NULL, "no progress, no summary unless something failed"},
      {"progress", OPT_PROGRESS, no_argument, NULL, "progress line even when stderr is no terminal"},
      {"json", OPT_JSON, no_argument, NULL, "print a JSON summary on stdout"},
@@ -152,6 +155,7 @@ int main(int argc, char **argv) {
     case 'o': out = optarg; break;
     case OPT_PREFER: prefer = optarg; break;
     case OPT_PARTIAL: mo.partial = 1; break;
+    case OPT_NOLOCK: mo.nolock = 1; break;
     case OPT_BATCH: mo.batch_records = fc_cli_u32("batch", optarg, 1, 1u << 24); break;
     case OPT_JSON: json = 1; break;
     case 'q': quiet = 1; break;

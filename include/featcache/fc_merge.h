@@ -123,14 +123,18 @@ typedef struct fc_merge_opts {
    * and fc_merge_run returns FC_ECONFIG, nothing written. May be NULL. */
   void (*on_token_configs)(const char *name, const char *detail, int refused, void *user);
   void *user;
+  /* Inputs opened with MDB_NOLOCK: 1 always (stores on shared storage that nobody writes any
+   * more: NFS, Lustre, docs/scale-out.md "File systems"), -1 never, 0 when an input's directory
+   * or lock.mdb is not writable, or its mount is read-only [0]. */
+  int nolock;
 } fc_merge_opts;
 
 /* Defaults: refuse conflicts, the bounds in brackets, no callbacks. */
 FC_API void fc_merge_opts_init(fc_merge_opts *o);
 
 /* Merge the stores in directories inputs[0..n) into out_dir (created when missing; an existing
- * store there is merged into). Inputs are opened read-only (with MDB_NOLOCK when their directory
- * or lock.mdb is not writable) and never written. Returns 0 when every entry is in the output
+ * store there is merged into). Inputs are opened read-only (with MDB_NOLOCK as o->nolock says)
+ * and never written. Returns 0 when every entry is in the output
  * (stats->bad_records may be > 0); FC_ECONFLICT when conflicts were found and not resolved
  * (nothing written; each was reported); FC_ECONFIG when the inputs record incomplete sets of
  * shards and o->partial is not set (nothing written; why names the missing shards), or when

@@ -599,7 +599,8 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
   int rc = (c.in && c.rt && c.txns && c.dbis) ? 0 : ENOMEM;
   uint64_t total_used = 0;
   for (size_t i = 0; i < n && !rc; i++) {
-    unsigned fl = FC_STORE_RDONLY | (store_wants_nolock(inputs[i], 0) ? FC_STORE_NOLOCK : 0);
+    unsigned fl =
+        FC_STORE_RDONLY | (store_wants_nolock(inputs[i], o->nolock) ? FC_STORE_NOLOCK : 0);
     rc = fc_store_open(inputs[i], fl, &c.in[i]);
     if (rc) {
       fc_why_name_buf q;
