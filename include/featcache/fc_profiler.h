@@ -95,7 +95,8 @@ FC_API const double *fc_profiler_device_series(const fc_profiler *p, int i);
 /* GPU utilization (percent, one value per sample, e.g. from fc_gpu_sampler) sampled during the
  * run, copied into the profiler's reports ("gpu busy" line, JSON "gpu_busy"); n = 0 with a note
  * records that it was not measured and why (e.g. "libnvidia-ml.so.1: cannot open shared object
- * file"; at most 255 bytes of it are kept, cut between UTF-8 characters). Returns 0 or ENOMEM. */
+ * file"; at most 255 bytes of it are kept, cut between UTF-8 characters). Returns 0, FC_ECONFIG
+ * (a sample that is NaN or infinite: nothing is changed) or ENOMEM. */
 FC_API int fc_profiler_set_gpu_busy(fc_profiler *p, const double *pct, size_t n, double period_ms,
                                     const char *note);
 /* A label for the run (< 128 bytes, e.g. "featcache, device=cuda") and the items (utterances) per
@@ -147,7 +148,8 @@ typedef struct fc_prof_stats {
 } fc_prof_stats;
 
 /* Statistics of any series (pure; see the definitions above). x may be NULL when n is 0. Needs a
- * temporary copy (malloc); returns 0 or ENOMEM. */
+ * temporary copy (malloc); returns 0, FC_ECONFIG (a value that is NaN or infinite: numpy's
+ * statistics of such a series are NaN) or ENOMEM. */
 FC_API int fc_prof_series_stats(const double *x, size_t n, fc_prof_stats *out);
 
 /* Number of completed steps. */

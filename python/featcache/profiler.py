@@ -24,6 +24,7 @@ thread.
 
 import ctypes
 import json
+import math
 import os
 
 __all__ = ["StepProfiler", "ProfilerError", "series_stats", "verdict", "load_library", "batch_items"]
@@ -174,6 +175,9 @@ def series_stats(values):
     arr = (ctypes.c_double * max(len(vals), 1))(*vals)
     st = _Stats()
     rc = lib.fc_prof_series_stats(arr, len(vals), ctypes.byref(st))
+    if rc == FC_ECONFIG:  # numpy's statistics of such a series are all nan
+        raise ValueError("featcache: series_stats: %r is not a finite number"
+                         % next(v for v in vals if not math.isfinite(v)))
     if rc:
         raise ProfilerError(rc, "fc_prof_series_stats", lib)
     return _stats_dict(st)

@@ -1,5 +1,6 @@
 """The step profiler's statistics against numpy, its verdict bands, and featcache.StepProfiler's
 Python API (context managers, iterate(), nesting, trace JSON) over the C library."""
+import ctypes
 import json
 import os
 import sys
@@ -84,6 +85,20 @@ def test_periodic_series_period_and_correlation():
 def test_constant_series_has_no_period():
     s = series_stats([4.0] * 20)
     assert s["std"] == 0 and s["autocorr"] == {"lag": 0, "coef": 0.0}
+
+
+def test_a_series_with_nan_or_infinity_is_refused():
+    # numpy's statistics of such a series are nan; the C ones were a mix (min 1 and max 3 beside a
+    # nan median, from a sort whose comparison a nan breaks): refused, saying why
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        with pytest.raises(ValueError, match="not a finite number"):
+            series_stats([1.0, bad, 3.0])
+    L = load_library()
+    prof = StepProfiler()
+    arr = (ctypes.c_double * 2)(50.0, float("nan"))  # GPU busy samples: a nan is refused too
+    assert L.fc_profiler_set_gpu_busy(prof._h, arr, 2, 50.0, b"test") == -31902  # FC_ECONFIG
+    assert prof.json()["gpu_busy"]["measured"] is False
+    prof.close()
 
 
 def test_verdict_bands():

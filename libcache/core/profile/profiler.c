@@ -309,6 +309,8 @@ const double *fc_profiler_device_series(const fc_profiler *p, int i) {
 int fc_profiler_set_gpu_busy(fc_profiler *p, const double *pct, size_t n, double period_ms,
                              const char *note) {
   double *c = NULL;
+  for (size_t i = 0; i < n; i++) /* (its statistics are taken when the profile is written) */
+    if (!isfinite(pct[i])) return FC_ECONFIG;
   if (n) {
     if (!(c = fc_malloc(n * sizeof *c))) return ENOMEM;
     memcpy(c, pct, n * sizeof *c);
@@ -428,6 +430,8 @@ int fc_prof_series_stats(const double *x, size_t n, fc_prof_stats *out) {
   memset(out, 0, sizeof *out);
   out->n = n;
   if (n == 0) return 0;
+  for (size_t i = 0; i < n; i++) /* a nan would break the sort's order, and mean nothing */
+    if (!isfinite(x[i])) return FC_ECONFIG;
   double *s = fc_malloc(n * sizeof *s);
   if (!s) return ENOMEM;
   memcpy(s, x, n * sizeof *s);
