@@ -439,6 +439,7 @@ int main(int argc, char **argv) {
         }
       }
       if (ok && !fc_cli_signal) rep->probe = probes + 2 * s;
+      if (ok && fc_cli_signal) rep->probe_note = "interrupted";
     }
     size_t k = 0;
     for (int pi = 0; pi < o.np; pi++)

@@ -41,7 +41,9 @@ __attribute__((visibility("default"))) void fault_hold(int on);
 /* FC_FAULT_STOP="site:N": the N-th call of fault_stop(site) stops the process (SIGSTOP), so that a
  * test can act at that point of a run — another process's commit between two of cache-prune's
  * steps (site `prune`: before each of its write transactions; site `compact`: 1 with the compact
- * copy written and synced, 2 once it is renamed over data.mdb) — and then let it go on (SIGCONT).
+ * copy written and synced, 2 once it is renamed over data.mdb), a signal at a known point of a
+ * run (site `store_open`: each fc_store_open, e.g. cache-bench's reopening of a store it evicted
+ * before a cold pass) — and then let it go on (SIGCONT).
  * Nothing is failed. Exported beside fault_hit. */
 __attribute__((visibility("default"))) void fault_stop(const char *site);
 #else

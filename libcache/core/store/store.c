@@ -223,6 +223,8 @@ static int store_open_once(const char *dir, unsigned flags, fc_store **out);
 
 int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
   int rc, tries = 0;
+  fault_stop(
+      "store_open"); /* test builds: FC_FAULT_STOP=store_open:N (tests/cli/bench_interrupt) */
   while ((rc = store_open_once(dir, flags, out)) == EAGAIN && ++tries < 100) continue;
   if (rc == ENOMEM && (flags & STORE_OPEN_HEADROOM)) /* address space limited (ulimit -v) */
     return fc_store_open(dir, flags & ~(unsigned)STORE_OPEN_HEADROOM, out);
