@@ -51,12 +51,13 @@ __attribute__((visibility("hidden"))) void bench_detach(fc_bench *b);
  * side: row k is a pass of the plan, cell [k][s] store s's run of it or NULL where it failed,
  * cell [k][n] the row's first run, rows in the plan's order. Returns the rows; *grid (NULL: no
  * memory) is the caller's to free. */
-static inline const char *bench_shown(const bench_report *r) {
-  return r->shown ? r->shown : r->store;
-}
 __attribute__((visibility("hidden"))) const char *bench_io_name(const bench_result *p);
 __attribute__((visibility("hidden"))) const char *bench_device_name(const bench_device *d);
 __attribute__((visibility("hidden"))) size_t bench_side_by_side(const bench_report *r, size_t n,
                                                                 const bench_result ***grid);
+/* The store's name as the text reports show it (bench_report.shown, else .store). */
+static inline const char *bench_shown(const bench_report *r) {
+  return r->shown ? r->shown : r->store;
+}
 
 #endif
