@@ -1,4 +1,5 @@
-/* The profile room's own helpers (it calls libc only: no formats/common/why.h). */
+/* The profile room's own helpers (profiler.c calls libc only; profile_compare.c also quotes names
+ * with formats/common/why.h). */
 #ifndef FC_PROFILE_INT_H
 #define FC_PROFILE_INT_H
 
