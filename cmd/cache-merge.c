@@ -279,7 +279,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: %s (choose a winner with --prefer first|last|STORE)\n", fc_cli_tool, why);
     status = "refused";
     code = FC_EXIT_FAIL;
-  } else if (rc == FC_ECONFIG && st.shards_missing) { /* the inputs, not the data: nothing done */
+  } else if (rc == FC_ECONFIG && st.shards_missing && !mo.partial) { /* the inputs: nothing done */
     fprintf(stderr, "%s: %s; nothing merged (give the missing shards too, or --partial)\n",
             fc_cli_tool, why);
     status = "refused";

@@ -1,0 +1,30 @@
+#!/bin/bash
+# cache-merge --partial over shards whose vocabularies were built apart (each tokenize read its
+# own part of the corpus): the token configs refuse the merge, exit 1 and "nothing merged" as
+# without --partial (docs/cache-merge.md "Shards"). With a shard missing as well, the tool took the
+# refusal for the shards' — which --partial had waived — and said "cache-merge: ; nothing merged
+# (give the missing shards too, or --partial)", exit 2, --json status refused all the same.
+set -u
+M="$FC_BIN/cache-merge"
+[ -x "$M" ] || { echo "skip: $M not built"; exit 77; }
+. "$FC_SRC/tests/cli/scaleout.bash"
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+fail=0
+make_corpus c 12 || exit 1
+head -6 c/metadata.csv >c/h1.csv
+tail -6 c/metadata.csv | sed 's/|\([^|]*\)|\([^|]*\)$/|\1 xyz 123|\2 xyz 123/' >c/h2.csv
+"$FC_BIN/tokenize" -q --build-vocab --shard 0/3 -o v0 c/h1.csv || fail=1
+"$FC_BIN/tokenize" -q --build-vocab --shard 1/3 -o v1 c/h2.csv || fail=1
+"$M" --partial --json -o m v0 v1 >out 2>err; check partial-vocab 1 $?
+[ "$(sed -n 3p err)" = "cache-merge: nothing merged" ] && [ "$(wc -l <err)" = 3 ] &&
+  grep -q "^cache-merge: the inputs hold 2 different 'chars' token configs, in 2 stores " err ||
+  { echo "FAIL partial-vocab: stderr:"; cat err; fail=1; }
+"$PY" -c 'import json; r = json.load(open("out")); assert r["status"] == "refused" and r["token_configs_apart"] == 1 and r["shards_missing"] == 1, r' ||
+  { echo "FAIL partial-vocab json"; cat out; fail=1; }
+[ -e m ] && { echo "FAIL partial-vocab: a refused merge created its output"; fail=1; }
+# without --partial the missing shard is said first, exit 2, as before
+"$M" -o m v0 v1 >out 2>err; check missing 2 $?
+[ "$(cat err)" = "cache-merge: incomplete set of shards: of 3 shards, 2 given: 2 missing; nothing merged (give the missing shards too, or --partial)" ] ||
+  { echo "FAIL missing: stderr:"; cat err; fail=1; }
+exit $fail
