@@ -304,11 +304,12 @@ int main(int argc, char **argv) {
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode) || bench_device_probe(path, &dev) != 0)
       continue; /* the open below says what is wrong */
     if (dev.read_only && !o.read_only) {
+      char qm[4 * sizeof dev.mount_point + 3]; /* named as names are */
       fc_cli_warn(path,
                   "store is on a read-only mount (%s): LMDB runs without its lock file "
                   "there, so a writer elsewhere could change it under the benchmark; pass "
                   "--read-only to bench it anyway",
-                  dev.mount_point);
+                  fc_cli_quoted(dev.mount_point, qm, sizeof qm));
       exit_code = FC_EXIT_USAGE;
       refused[s] = 1;
     }

@@ -5,6 +5,7 @@
  * in sysfs is its disk; dm/md devices name their disks under slaves/. Anonymous devices (major 0)
  * have no block device: tmpfs, overlay, fuse, nfs and friends. */
 #include "cmd/cache-bench/bench.h"
+#include "featcache/fc_format.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -216,10 +217,11 @@ int bench_device_probe(const char *path, bench_device *d) {
     }
     probe_disk(sreal, d);
     if (strncmp(d->disk, "loop", 4) == 0) {
-      char bf[PATH_MAX + 32], back[200];
+      char bf[PATH_MAX + 32], back[200], qb[200];
       snprintf(bf, sizeof bf, "/sys/block/%s/loop/backing_file", d->disk);
-      if (read_line(bf, back, sizeof back) == 0)
-        snprintf(d->note, sizeof d->note, "loop device over the file %.200s", back);
+      if (read_line(bf, back, sizeof back) == 0) /* the file named as names are */
+        snprintf(d->note, sizeof d->note, "loop device over the file %s",
+                 (fc_quote_name(back, qb, sizeof qb), qb));
     } else if (strncmp(d->disk, "vd", 2) == 0 || strstr(d->model, "virtio")) {
       snprintf(d->note, sizeof d->note,
                "virtual disk (virtio): the host decides the real medium; its rotational flag "

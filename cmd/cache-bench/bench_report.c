@@ -1,5 +1,6 @@
 /* cache-bench reports: verdict and recommendations, a table, JSON lines and an SVG chart. */
 #include "cmd/cache-bench/bench_int.h"
+#include "featcache/fc_format.h"
 #include "featcache/fc_outfile.h"
 #include "formats/common/alloc.h"
 
@@ -289,18 +290,19 @@ static void device_line(FILE *f, const bench_report *r) {
   else
     fprintf(f, "store: %s  (%llu records, %s payload, data.mdb %s)\n", bench_shown(r),
             (unsigned long long)r->records, pay, fb);
+  char mnt[4 * sizeof d->mount_point + 3]; /* named as names are: quoted when it must be */
+  fc_quote_name(d->mount_point, mnt, sizeof mnt);
   if (!strcmp(d->kind, "block")) {
     fprintf(f, "device: %s", d->block_device);
     if (strcmp(d->disk, d->block_device)) fprintf(f, " on disk %s", d->disk);
     fprintf(f, " (%s), %s, %s on %s%s, read-ahead ", d->model[0] ? d->model : "model unknown",
-            rotational_word(d->rotational), d->fs_type, d->mount_point,
-            d->read_only ? " (read-only)" : "");
+            rotational_word(d->rotational), d->fs_type, mnt, d->read_only ? " (read-only)" : "");
     if (d->read_ahead_kb >= 0)
       fprintf(f, "%d KB\n", d->read_ahead_kb);
     else
       fprintf(f, "unknown\n");
   } else {
-    fprintf(f, "device: no block device (%s on %s%s)\n", d->fs_type, d->mount_point,
+    fprintf(f, "device: no block device (%s on %s%s)\n", d->fs_type, mnt,
             d->read_only ? ", read-only" : "");
   }
   if (d->note[0]) fprintf(f, "note: %s\n", d->note);
