@@ -81,7 +81,8 @@ static const fc_cli_opt options[] = {
     {"compute-mode", OPT_COMPUTE_MODE, required_argument, "M",
      "sleep (default: an accelerator works, the CPU is free) or busy"},
     {"compute-matmul", OPT_MATMUL, required_argument, "N",
-     "compute = one N x N float matmul per step (real CPU work)"},
+     "compute = one N x N float matmul per step (real CPU work; not with --compute-ms or "
+     "--compute-mode)"},
     {"sweep", OPT_SWEEP, no_argument, NULL,
      "run the grid given as words batch=L workers=L prefetch=L (L: 1,2,4) "
      "and recommend the smallest setting under 5 % data share"},
@@ -163,6 +164,8 @@ int main(int argc, char **argv) {
   const char *svg = NULL, *trace = NULL;
   int manifest_format = FC_MANIFEST_AUTO, compare = 0, sweep = 0, json = 0, quiet = 0;
   int progress = 0, compare_profiles = 0, read_only = 0;
+  int compute_mode_given = 0, compute_ms_given = 0; /* beside --compute-matmul: refused */
+  int matmul_given = 0;
   int loop_opt = 0; /* the first option of a run, which --compare-profiles has none of */
   uint64_t synth_items = 1024;
   base.synth_item_ms = 2;
@@ -196,8 +199,12 @@ int main(int argc, char **argv) {
     case OPT_STEPS: base.steps = fc_cli_u32("steps", optarg, 1, 100000000); break;
     case OPT_EPOCHS: base.epochs = fc_cli_u32("epochs", optarg, 1, 100000); break;
     case OPT_WARMUP: base.warmup = fc_cli_u32("warmup", optarg, 0, 1000000); break;
-    case OPT_COMPUTE_MS: base.compute_ms = fc_cli_double("compute-ms", optarg, 0, 3600e3); break;
+    case OPT_COMPUTE_MS:
+      base.compute_ms = fc_cli_double("compute-ms", optarg, 0, 3600e3);
+      compute_ms_given = 1;
+      break;
     case OPT_COMPUTE_MODE:
+      compute_mode_given = 1;
       if (strcmp(optarg, "sleep") == 0)
         base.compute = LB_SLEEP;
       else if (strcmp(optarg, "busy") == 0)
@@ -207,6 +214,7 @@ int main(int argc, char **argv) {
       break;
     case OPT_MATMUL:
       base.compute = LB_MATMUL;
+      matmul_given = 1;
       base.matmul_n = fc_cli_u32("compute-matmul", optarg, 1, 8192);
       break;
     case OPT_SWEEP: sweep = 1; break;
@@ -223,6 +231,12 @@ int main(int argc, char **argv) {
     }
   }
   if (base.steps && base.epochs) fc_cli_usage_error("--steps and --epochs exclude each other");
+  if (matmul_given && compute_mode_given)
+    fc_cli_usage_error(
+        "--compute-matmul and --compute-mode exclude each other (the matmul is the compute)");
+  if (matmul_given && compute_ms_given)
+    fc_cli_usage_error(
+        "--compute-matmul and --compute-ms exclude each other (the matmul takes what it takes)");
   if (compare_profiles) {
     if (compare || sweep) fc_cli_usage_error("--compare-profiles excludes --compare and --sweep");
     for (const fc_cli_opt *o = options; loop_opt && o->help; o++)

@@ -95,6 +95,14 @@ check synthetic-store 2 "loader-bench: --source synthetic reads no STORE and no 
 $try" -- "$LB" --source synthetic "$tmp/none"
 check synthetic-manifest 2 "loader-bench: --source synthetic reads no STORE and no --manifest (each utterance costs --synthetic-ms): leave them out, or use --source cache or audio
 $try" -- "$LB" --source synthetic --manifest m.csv
+# the compute stand-in is one of them: the last of --compute-mode and --compute-matmul won, and
+# --compute-ms beside a matmul was dropped, silently
+check matmul-mode 2 "loader-bench: --compute-matmul and --compute-mode exclude each other (the matmul is the compute)
+$try" -- "$LB" --source synthetic --compute-matmul 64 --compute-mode busy
+check mode-matmul 2 "loader-bench: --compute-matmul and --compute-mode exclude each other (the matmul is the compute)
+$try" -- "$LB" --source synthetic --compute-mode sleep --compute-matmul 64
+check matmul-ms 2 "loader-bench: --compute-matmul and --compute-ms exclude each other (the matmul takes what it takes)
+$try" -- "$LB" --source synthetic --compute-ms 30 --compute-matmul 64
 check unknown-preset 2 "loader-bench: unknown preset 'nope'
 $try" -- "$LB" --source audio --manifest m.csv --preset nope
 check no-such-store 2 "loader-bench: $tmp/none: No such file or directory" -- "$LB" "$tmp/none"
