@@ -228,7 +228,9 @@ void bench_write_table(FILE *f, const bench_report *r, size_t n);
  * ("record":"summary") with the device facts, verdict and recommendations. */
 void bench_write_json(FILE *f, const bench_report *r, size_t n, double step_ms, unsigned batch);
 /* An SVG 1.1 chart: bars of MB/s per pass (one <rect class="pass"> each), markers for the p50
- * and p99 batch latency on a log axis, axes, labels and a legend. Returns 0 or errno of f. */
+ * and p99 batch latency on a log axis, axes, labels and a legend. Returns 0, or ENOMEM (nothing
+ * written); an error writing f stays in f (ferror) for the caller to report, with its errno
+ * (fc_outfile_commit). */
 int bench_write_svg(FILE *f, const bench_report *r, size_t n);
 
 #ifdef __cplusplus
