@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -42,15 +43,24 @@
 #define FC_RAMFS_MAGIC 0x858458f6
 
 #ifdef __linux__
-/* Blocks for the writes to come (best effort: without them ext4 allocates at write-back). */
+/* Blocks for the writes to come (best effort: without them ext4 allocates at write-back). Never
+ * more than half the disk's free room: the blocks are taken until the merge ends, from other
+ * writers of the disk too. */
 static void allocate_ahead(fc_writeback *w, uint64_t end) {
   uint64_t ahead = FC_WRITEBACK_AHEAD * w->step;
   if (!w->allocating || end + ahead / 2 <= w->allocated_to) return;
   uint64_t from = end > w->allocated_to ? end : w->allocated_to;
+  struct statvfs vfs;
+  if (fstatvfs(w->fd, &vfs) == 0 &&
+      (uint64_t)vfs.f_bavail * vfs.f_frsize / 2 < end + ahead - from) {
+    w->allocating = 0; /* a disk nearly full: the writes take their blocks as they come */
+    return;
+  }
   if (fallocate(w->fd, FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(end + ahead - from)))
     w->allocating = 0; /* not supported here, or no room: the writes will say */
-  else
-    w->allocated_to = end + ahead;
+  /* set on a failure too: ext4 keeps what a fallocate that fails with ENOSPC allocated, and trim
+   * frees it at the end (it trims only when allocated_to is set) */
+  w->allocated_to = end + ahead;
 }
 #endif
 

@@ -18,8 +18,10 @@ typedef struct fc_writeback {
   /* shared with the helper thread, under mu (the thread's own: dropping, dropped_to) */
   int dropping; /* 1: drop written pages; 0 after a failure or where unsupported */
   uint64_t dropped_to; /* the file's pages below this offset were dropped by the last pass */
-  int allocating; /* 1: allocate blocks ahead; 0 after a failure (ENOSPC) or where unsupported */
-  uint64_t allocated_to; /* blocks were allocated up to here (beyond the file's end: trimmed) */
+  int allocating; /* 1: allocate blocks ahead; 0 after a failure (ENOSPC), where unsupported, or
+                     when a step ahead is more than half the disk's free room */
+  uint64_t allocated_to; /* blocks were allocated up to here, or tried to be (a failed fallocate
+                            may keep some): beyond the file's end, trimmed */
   int threaded, quit, err;
   uint64_t asked, done; /* file ends: the last pass asked for, the last pass finished */
   pthread_mutex_t mu;
