@@ -165,7 +165,7 @@ int main(int argc, char **argv) {
   int manifest_format = FC_MANIFEST_AUTO, compare = 0, sweep = 0, json = 0, quiet = 0;
   int progress = 0, compare_profiles = 0, read_only = 0;
   int compute_mode_given = 0, compute_ms_given = 0; /* beside --compute-matmul: refused */
-  int matmul_given = 0;
+  int matmul_given = 0, synth_ms_given = 0, synth_items_given = 0;
   int loop_opt = 0; /* the first option of a run, which --compare-profiles has none of */
   uint64_t synth_items = 1024;
   base.synth_item_ms = 2;
@@ -191,8 +191,14 @@ int main(int argc, char **argv) {
     case OPT_VIEWS: base.views = 1; break;
     case OPT_READ_ONLY: read_only = 1; break;
     case OPT_PARTIAL: base.partial = 1; break;
-    case OPT_SYN_MS: base.synth_item_ms = fc_cli_double("synthetic-ms", optarg, 0, 60000); break;
-    case OPT_SYN_ITEMS: synth_items = fc_cli_u32("synthetic-items", optarg, 1, 100000000); break;
+    case OPT_SYN_MS:
+      base.synth_item_ms = fc_cli_double("synthetic-ms", optarg, 0, 60000);
+      synth_ms_given = 1;
+      break;
+    case OPT_SYN_ITEMS:
+      synth_items = fc_cli_u32("synthetic-items", optarg, 1, 100000000);
+      synth_items_given = 1;
+      break;
     case 'b': base.batch = fc_cli_u32("batch", optarg, 1, MAX_BATCH); break;
     case 'w': base.workers = fc_cli_u32("workers", optarg, 0, MAX_WORKERS); break;
     case OPT_PREFETCH: base.prefetch = fc_cli_u32("prefetch", optarg, 1, MAX_PREFETCH); break;
@@ -275,6 +281,19 @@ int main(int argc, char **argv) {
     fc_cli_usage_error(
         "--source synthetic reads no STORE and no --manifest (each utterance costs "
         "--synthetic-ms): leave them out, or use --source cache or audio");
+  /* an option of a source that does not run is refused, not dropped */
+  int want_cache = compare || strcmp(source, "cache") == 0;
+  int want_audio = compare || strcmp(source, "audio") == 0;
+  if (preset && !want_audio)
+    fc_cli_usage_error(
+        "--preset: only --source audio without a STORE computes features by a "
+        "preset; the cache source reads the store's (--features selects one)");
+  if ((synth_ms_given || synth_items_given) && (compare || strcmp(source, "synthetic")))
+    fc_cli_usage_error("--%s applies to --source synthetic only",
+                       synth_ms_given ? "synthetic-ms" : "synthetic-items");
+  if (base.views && !want_cache) fc_cli_usage_error("--views applies to the cache source only");
+  if (base.features && !n_stores)
+    fc_cli_usage_error("--features selects a STORE's mel config: no STORE is read here");
   fc_cli_no_empty_stores((int)n_stores, (char **)stores, 0);
   const char *const *words = stores; /* the STORE words as given */
   size_t n_words = n_stores;
@@ -286,8 +305,6 @@ int main(int argc, char **argv) {
   }
   if (n_stores) store = stores[0];
 
-  int want_cache = compare || strcmp(source, "cache") == 0;
-  int want_audio = compare || strcmp(source, "audio") == 0;
   int synthetic = !compare && strcmp(source, "synthetic") == 0;
   if (compare && sweep) fc_cli_usage_error("--compare and --sweep exclude each other");
   if (want_cache && !store) fc_cli_usage_error("missing STORE (the cache source reads one)");

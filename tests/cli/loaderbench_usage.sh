@@ -103,6 +103,19 @@ check mode-matmul 2 "loader-bench: --compute-matmul and --compute-mode exclude e
 $try" -- "$LB" --source synthetic --compute-mode sleep --compute-matmul 64
 check matmul-ms 2 "loader-bench: --compute-matmul and --compute-ms exclude each other (the matmul takes what it takes)
 $try" -- "$LB" --source synthetic --compute-ms 30 --compute-matmul 64
+# an option of a source that does not run is refused, not dropped: --preset beside the cache
+# source (which reads the store's config) benched hifigan mels as if they were whisper's
+mkdir -p "$tmp/st"
+check preset-cache 2 "loader-bench: --preset: only --source audio without a STORE computes features by a preset; the cache source reads the store's (--features selects one)
+$try" -- "$LB" --preset whisper "$tmp/st"
+check synthetic-ms-cache 2 "loader-bench: --synthetic-ms applies to --source synthetic only
+$try" -- "$LB" --synthetic-ms 5 "$tmp/st"
+check synthetic-items-audio 2 "loader-bench: --synthetic-items applies to --source synthetic only
+$try" -- "$LB" --source audio --manifest m.csv --synthetic-items 5
+check views-synthetic 2 "loader-bench: --views applies to the cache source only
+$try" -- "$LB" --source synthetic --views
+check features-synthetic 2 "loader-bench: --features selects a STORE's mel config: no STORE is read here
+$try" -- "$LB" --source synthetic --features whisper
 check unknown-preset 2 "loader-bench: unknown preset 'nope'
 $try" -- "$LB" --source audio --manifest m.csv --preset nope
 check no-such-store 2 "loader-bench: $tmp/none: No such file or directory" -- "$LB" "$tmp/none"
