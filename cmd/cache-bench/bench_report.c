@@ -192,7 +192,9 @@ static void compute_verdict(const bench_report *r, double step_ms, unsigned batc
     snprintf(v->text, sizeof v->text,
              "%s is too slow for %u GPU%s at a %g ms step: it delivers %.1f batches/s of %u (%s) "
              "where %.1f/s are needed (steps of %.1f ms or more keep up)%s; %s",
-             bench_shown(r), v->gpus, gs, step_ms, v->bps, batch, how, v->need_bps,
+             bench_shown(r), v->gpus, gs, step_ms,
+             floor(v->bps * 10 + 1e-6) / 10, /* down: never said equal to the rate needed */
+             batch, how, v->need_bps,
              ceil(v->min_step_ms * 10 - 1e-6) / 10, /* up: the step said must keep up */
              warm, tail);
   }

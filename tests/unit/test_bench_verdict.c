@@ -1,7 +1,8 @@
 /* cache-bench's verdict on a pass of known numbers. A store too slow for its step says the
  * shortest step that keeps up; printed to 0.1 ms, it must be one that does: rounded to nearest,
  * a rate whose shortest step is 80.04 ms said "steps of 80.0 ms or more keep up", and at a step
- * of 80.0 ms the same rate is too slow. It is rounded up now. */
+ * of 80.0 ms the same rate is too slow. It is rounded up now; and the rate of a store too slow is
+ * rounded down, never printed equal to the rate needed. */
 #include "cmd/cache-bench/bench.h"
 
 #include <string.h>
@@ -38,6 +39,13 @@ int main(void) {
   char v[4096];
   bench_verdict(&r, 50, 32, 1ull << 40, v, sizeof v);
   CHECK(strstr(v, "where 20.0/s are needed (steps of 80.1 ms or more keep up)") != NULL, "%s", v);
+  /* at a step of 80 ms it is too slow, and the rate said is below the rate needed: rounded to
+   * nearest it was "delivers 12.5 batches/s ... where 12.5/s are needed" */
+  bench_verdict(&r, 80, 32, 1ull << 40, v, sizeof v);
+  CHECK(strstr(v,
+               "is too slow for 1 GPU at a 80 ms step: it delivers 12.4 batches/s of 32 (random "
+               "order, cold, 1 thread) where 12.5/s are needed (steps of 80.1 ms or more") != NULL,
+        "%s", v);
   /* and at that step it keeps up */
   bench_verdict(&r, 80.1, 32, 1ull << 40, v, sizeof v);
   CHECK(strstr(v, "verdict: s keeps up with 1 GPU at a 80.1 ms step") != NULL, "%s", v);
