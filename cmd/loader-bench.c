@@ -266,16 +266,27 @@ int main(int argc, char **argv) {
   size_t n_stores = 0;
   axis ax_batch = {{base.batch}, 1}, ax_workers = {{base.workers}, 1},
        ax_prefetch = {{base.prefetch}, 1};
+  static const char *const axis_names[] = {"batch", "workers", "prefetch"};
+  axis *axes[] = {&ax_batch, &ax_workers, &ax_prefetch};
+  int axis_seen[3] = {0};
   for (int i = optind; i < argc; i++) {
     const char *a = argv[i];
-    if (sweep && strncmp(a, "batch=", 6) == 0)
-      parse_axis(a, "batch", &ax_batch);
-    else if (sweep && strncmp(a, "workers=", 8) == 0)
-      parse_axis(a, "workers", &ax_workers);
-    else if (sweep && strncmp(a, "prefetch=", 9) == 0)
-      parse_axis(a, "prefetch", &ax_prefetch);
-    else
+    int k = 0;
+    while (k < 3 && !(strncmp(a, axis_names[k], strlen(axis_names[k])) == 0 &&
+                      a[strlen(axis_names[k])] == '='))
+      k++;
+    if (k < 3 && !sweep && access(a, F_OK) != 0) { /* (a store may have such a name) */
+      char q[1024];
+      fc_cli_usage_error("%s: a sweep's axis without --sweep", fc_cli_quoted(a, q, sizeof q));
+    }
+    if (k == 3 || !sweep) {
       stores[n_stores++] = a;
+      continue;
+    }
+    if (axis_seen[k]++) /* the second list replaced the first */
+      fc_cli_usage_error("%s= given twice (one list per axis: %s=1,2)", axis_names[k],
+                         axis_names[k]);
+    parse_axis(a, axis_names[k], axes[k]);
   }
   if (!compare && strcmp(source, "synthetic") == 0 && (n_stores || manifest))
     fc_cli_usage_error(

@@ -116,6 +116,12 @@ check views-synthetic 2 "loader-bench: --views applies to the cache source only
 $try" -- "$LB" --source synthetic --views
 check features-synthetic 2 "loader-bench: --features selects a STORE's mel config: no STORE is read here
 $try" -- "$LB" --source synthetic --features whisper
+# an axis given twice is refused (the second list silently replaced the first); an axis word
+# without --sweep says so (it was taken for a STORE: 'batch=16,32: No such file or directory')
+check sweep-axis-twice 2 "loader-bench: batch= given twice (one list per axis: batch=1,2)
+$try" -- "$LB" --source synthetic --sweep batch=1 batch=2
+check axis-no-sweep 2 "loader-bench: batch=16,32: a sweep's axis without --sweep
+$try" -- "$LB" batch=16,32 "$tmp/st"
 check unknown-preset 2 "loader-bench: unknown preset 'nope'
 $try" -- "$LB" --source audio --manifest m.csv --preset nope
 check no-such-store 2 "loader-bench: $tmp/none: No such file or directory" -- "$LB" "$tmp/none"
