@@ -122,6 +122,12 @@ check sweep-axis-twice 2 "loader-bench: batch= given twice (one list per axis: b
 $try" -- "$LB" --source synthetic --sweep batch=1 batch=2
 check axis-no-sweep 2 "loader-bench: batch=16,32: a sweep's axis without --sweep
 $try" -- "$LB" batch=16,32 "$tmp/st"
+# --svg and --trace into one file: the trace silently replaced the chart
+check svg-trace-same 2 "loader-bench: --svg and --trace name the same file ($tmp/out.x)
+$try" -- "$LB" --source synthetic --svg "$tmp/out.x" --trace "$tmp/out.x"
+: >"$tmp/o.y" # (spelled two ways: the same file found by its inode)
+check svg-trace-same-file 2 "loader-bench: --svg and --trace name the same file ($tmp/./o.y)
+$try" -- "$LB" --source synthetic --svg "$tmp/o.y" --trace "$tmp/./o.y"
 check unknown-preset 2 "loader-bench: unknown preset 'nope'
 $try" -- "$LB" --source audio --manifest m.csv --preset nope
 check no-such-store 2 "loader-bench: $tmp/none: No such file or directory" -- "$LB" "$tmp/none"
