@@ -165,7 +165,7 @@ int main(int argc, char **argv) {
   int manifest_format = FC_MANIFEST_AUTO, compare = 0, sweep = 0, json = 0, quiet = 0;
   int progress = 0, compare_profiles = 0, read_only = 0;
   int compute_mode_given = 0, compute_ms_given = 0; /* beside --compute-matmul: refused */
-  int matmul_given = 0, synth_ms_given = 0, synth_items_given = 0;
+  int matmul_given = 0, synth_ms_given = 0, synth_items_given = 0, manifest_format_given = 0;
   int loop_opt = 0; /* the first option of a run, which --compare-profiles has none of */
   uint64_t synth_items = 1024;
   base.synth_item_ms = 2;
@@ -182,7 +182,10 @@ int main(int argc, char **argv) {
       source = optarg;
       break;
     case OPT_MANIFEST: manifest = fc_cli_path("manifest", optarg); break;
-    case OPT_MANIFEST_FORMAT: manifest_format = fc_cli_manifest_format(optarg); break;
+    case OPT_MANIFEST_FORMAT:
+      manifest_format = fc_cli_manifest_format(optarg);
+      manifest_format_given = 1;
+      break;
     case OPT_AUDIO_DIR: audio_dir = fc_cli_path("audio-dir", optarg); break;
     case OPT_COMPARE: compare = 1; break;
     case OPT_COMPARE_PROFILES: compare_profiles = 1; break;
@@ -314,6 +317,12 @@ int main(int argc, char **argv) {
   if (base.views && !want_cache) fc_cli_usage_error("--views applies to the cache source only");
   if (base.features && !n_stores)
     fc_cli_usage_error("--features selects a STORE's mel config: no STORE is read here");
+  if ((manifest_format_given || audio_dir) && !manifest)
+    fc_cli_usage_error("--%s applies to a --manifest: none is given",
+                       manifest_format_given ? "manifest-format" : "audio-dir");
+  if ((read_only || base.partial) && !n_stores)
+    fc_cli_usage_error("--%s applies to a STORE: no STORE is read here",
+                       read_only ? "read-only" : "partial");
   fc_cli_no_empty_stores((int)n_stores, (char **)stores, 0);
   const char *const *words = stores; /* the STORE words as given */
   size_t n_words = n_stores;

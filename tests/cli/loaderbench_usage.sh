@@ -128,6 +128,15 @@ $try" -- "$LB" --source synthetic --svg "$tmp/out.x" --trace "$tmp/out.x"
 : >"$tmp/o.y" # (spelled two ways: the same file found by its inode)
 check svg-trace-same-file 2 "loader-bench: --svg and --trace name the same file ($tmp/./o.y)
 $try" -- "$LB" --source synthetic --svg "$tmp/o.y" --trace "$tmp/./o.y"
+# options about a manifest or a store, with none to apply to
+check format-no-manifest 2 "loader-bench: --manifest-format applies to a --manifest: none is given
+$try" -- "$LB" --manifest-format kaldi "$tmp/st"
+check audio-dir-no-manifest 2 "loader-bench: --audio-dir applies to a --manifest: none is given
+$try" -- "$LB" --audio-dir "$tmp" "$tmp/st"
+check read-only-no-store 2 "loader-bench: --read-only applies to a STORE: no STORE is read here
+$try" -- "$LB" --source synthetic --read-only
+check partial-no-store 2 "loader-bench: --partial applies to a STORE: no STORE is read here
+$try" -- "$LB" --source audio --manifest m.csv --partial
 check unknown-preset 2 "loader-bench: unknown preset 'nope'
 $try" -- "$LB" --source audio --manifest m.csv --preset nope
 check no-such-store 2 "loader-bench: $tmp/none: No such file or directory" -- "$LB" "$tmp/none"
