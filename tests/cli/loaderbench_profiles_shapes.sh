@@ -61,6 +61,16 @@ for _ in range(3):
 assert p.verdict()[0] > 1, p.verdict()
 p.save(sys.argv[1])
 PY
+# neither waited: no factor (0 / 0), as loader-bench --compare says it; it was 1.00×
+"$LB" --compare-profiles "$tmp/zero.json" "$tmp/zero.json" >"$tmp/out" 2>"$tmp/err" ||
+  fail "0 / 0: exit $?: $(cat "$tmp/err")"
+grep -qx 'shrink factor: none (data wait mean 0 ms -> 0 ms per step)' "$tmp/out" &&
+  grep -q '^verdict: the data phase is unchanged (0 ms in both); ' "$tmp/out" ||
+  fail "0 / 0: $(tail -2 "$tmp/out")"
+"$LB" --compare-profiles --json "$tmp/zero.json" "$tmp/zero.json" >"$tmp/out" 2>"$tmp/err" ||
+  fail "0 / 0 json: exit $?: $(cat "$tmp/err")"
+"$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["shrink_factor"] is None, d' \
+  "$tmp/out" || fail "0 / 0 json: $(cat "$tmp/out")"
 for f in zero.json all.json added.json; do
   "$LB" --compare-profiles "$tmp/ok.json" "$tmp/$f" >"$tmp/out" 2>"$tmp/err" ||
     fail "$f: exit $?: $(cat "$tmp/err")"

@@ -243,11 +243,13 @@ int fc_prof_compare_files(const char *before, const char *after, int json, void 
   if (rc) goto done;
 
   /* the shrink factor: mean data wait per step, before / after */
-  double shrink = b.mean > 0 ? a.mean / b.mean : (a.mean > 0 ? INFINITY : 1);
+  double shrink = b.mean > 0 ? a.mean / b.mean : (a.mean > 0 ? INFINITY : NAN); /* NaN: 0 / 0 */
   double speed = a.steps_per_s > 0 ? b.steps_per_s / a.steps_per_s : NAN;
   char verdict[512], part[200];
   int band_b = fc_prof_verdict(b.data_share, b.vr, part, sizeof part);
-  if (isinf(shrink))
+  if (isnan(shrink))
+    snprintf(verdict, sizeof verdict, "the data phase is unchanged (0 ms in both)");
+  else if (isinf(shrink))
     snprintf(verdict, sizeof verdict, "the data phase is infinitely shorter with AFTER (0 ms)");
   else if (shrink == 0)
     snprintf(verdict, sizeof verdict,
@@ -347,7 +349,9 @@ int fc_prof_compare_files(const char *before, const char *after, int json, void 
     fprintf(out, "  (*: steps x items per step: the utterances were not counted)\n");
   fprintf(out, "profile verdicts:\n  BEFORE: %s\n  AFTER:  %s\n",
           a.verdict ? FC_WHY_NAME(a.verdict) : "-", b.verdict ? FC_WHY_NAME(b.verdict) : "-");
-  if (isinf(shrink))
+  if (isnan(shrink))
+    fprintf(out, "shrink factor: none (data wait mean 0 ms -> 0 ms per step)\n");
+  else if (isinf(shrink))
     fprintf(out, "shrink factor: infinite (data wait mean %.4g ms -> 0 ms per step)\n", a.mean);
   else
     fprintf(out, "shrink factor: %.*f× (data wait mean %.4g ms -> %.4g ms per step)\n",
