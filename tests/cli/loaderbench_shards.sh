@@ -12,7 +12,7 @@ for k in 0 1 2; do "$FC_BIN/featurize" -q --shard $k/3 -o s$k --manifest c/metad
 lb() { "$FC_BIN/loader-bench" -q --json --steps 1 --batch 2 --compute-ms 0 "$@" >out 2>err; }
 lb s0 s2; check "loader-bench s0 s2" 2 $?
 # the set's problem, not the first store's: no store name in front of it
-grep -q "^loader-bench: incomplete set of shards: of 3 shards, 2 given: 1 missing .*loader-bench --partial)$" err ||
+grep -q "^loader-bench: incomplete set of shards: of 3 shards, 2 given: shard 1 missing .*loader-bench --partial)$" err ||
   { echo "FAIL s0 s2: message"; cat err; fail=1; }
 lb --partial s0 s2; check "loader-bench --partial s0 s2" 0 $?
 cp -r s1 s1-again

@@ -25,6 +25,6 @@ tail -6 c/metadata.csv | sed 's/|\([^|]*\)|\([^|]*\)$/|\1 xyz 123|\2 xyz 123/' >
 [ -e m ] && { echo "FAIL partial-vocab: a refused merge created its output"; fail=1; }
 # without --partial the missing shard is said first, exit 2, as before
 "$M" -o m v0 v1 >out 2>err; check missing 2 $?
-[ "$(cat err)" = "cache-merge: incomplete set of shards: of 3 shards, 2 given: 2 missing; nothing merged (give the missing shards too, or --partial)" ] ||
+[ "$(cat err)" = "cache-merge: incomplete set of shards: of 3 shards, 2 given: shard 2 missing; nothing merged (give the missing shards too, or --partial)" ] ||
   { echo "FAIL missing: stderr:"; cat err; fail=1; }
 exit $fail

@@ -45,10 +45,10 @@ done
 
 # a shard left out: refused, named, nothing created
 "$M" -o m s0 s1 s3 >out 2>err; check missing 2 $?
-expect_err missing "cache-merge: incomplete set of shards: of 4 shards, 3 given: 2 missing; nothing merged (give the missing shards too, or --partial)"
+expect_err missing "cache-merge: incomplete set of shards: of 4 shards, 3 given: shard 2 missing; nothing merged (give the missing shards too, or --partial)"
 [ -e m ] && { echo "FAIL a refused merge created its output"; fail=1; }
 "$M" -q --json -o m s3 >out 2>err; check missing-json 2 $?
-expect_err missing-json "cache-merge: incomplete set of shards: of 4 shards, 1 given: 0-2 missing; nothing merged (give the missing shards too, or --partial)"
+expect_err missing-json "cache-merge: incomplete set of shards: of 4 shards, 1 given: shards 0-2 missing; nothing merged (give the missing shards too, or --partial)"
 "$PY" -c 'import json; r = json.load(open("out")); assert r["status"] == "refused" and r["shards_missing"] == 3 and r["total"] == 0, r' \
   || { echo "FAIL missing json"; cat out; fail=1; }
 # --partial merges them; the output records what it holds, and a later merge of the rest into it
@@ -69,7 +69,7 @@ expect_err twice "cache-merge: s1copy: holds shard 1/4, as s1 does (a copy? its 
 same_store ref m5 >same.txt || { echo "FAIL with a copy beside: differs from one plain run"; cat same.txt; fail=1; }
 # a copy beside an incomplete set: still refused
 "$M" -q -o m6 s0 s1 s1copy >out 2>err; check twice-missing 2 $?
-grep -q "^cache-merge: incomplete set of shards: of 4 shards, 2 given: 2-3 missing; " err || { echo "FAIL twice-missing"; cat err; fail=1; }
+grep -q "^cache-merge: incomplete set of shards: of 4 shards, 2 given: shards 2-3 missing; " err || { echo "FAIL twice-missing"; cat err; fail=1; }
 
 # shards of two runs with different N: what counts is whether every id is in some shard
 "$FC_BIN/featurize" -q -j1 --shard 1/2 -o t1 --manifest c/metadata.csv && \
@@ -153,7 +153,7 @@ same_store ref m13 >same.txt || { echo "FAIL with a split shard: differs from on
 # one shard checked alone is no finding
 V="$FC_BIN/cache-verify"
 "$V" s0 s1 s3 >out 2>err; check verify-missing 0 $?
-grep -qxF "dataset: warning: meta: incomplete set of shards: of 4 shards, 3 given: 2 missing (the dataset lacks their ids; cache-merge refuses them without --partial)" out \
+grep -qxF "dataset: warning: meta: incomplete set of shards: of 4 shards, 3 given: shard 2 missing (the dataset lacks their ids; cache-merge refuses them without --partial)" out \
   || { echo "FAIL verify: incomplete set"; cat out; fail=1; }
 "$V" -q --strict s0 s1 s3 >out 2>err; check verify-missing-strict 1 $?
 "$V" s0 s1 s2 s3 s1copy >out 2>err; check verify-twice 0 $?

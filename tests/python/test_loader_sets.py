@@ -61,7 +61,7 @@ def test_a_whole_set_opens(corpus):
 
 def test_a_missing_shard_is_refused(corpus):
     s = corpus["s"]
-    refused(r"incomplete set of shards: of 3 shards, 2 given: 1 missing.*partial=True",
+    refused(r"incomplete set of shards: of 3 shards, 2 given: shard 1 missing.*partial=True",
             [s[0], s[2]])
     n = featcache.Loader([s[0], s[2]], partial=True).num_items
     assert n == 6 - featcache.Loader([s[1]]).num_items

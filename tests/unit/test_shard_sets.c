@@ -59,7 +59,7 @@ int main(void) {
   { /* one missing, one twice */
     const char *st[] = {"0/4", "1/4", "3/4", "1/4"};
     CHECK(run(st, 4, 0, &s, why, sizeof why) == 1);
-    CHECK(!strcmp(why, "of 4 shards, 3 given: 2 missing"), "got '%s'", why);
+    CHECK(!strcmp(why, "of 4 shards, 3 given: shard 2 missing"), "got '%s'", why);
     CHECK(s.count == 1 && s.k == 1 && s.n == 4 && s.a == 1 && s.b == 3, "%d %u/%u %zu %zu", s.count,
           s.k, s.n, s.a, s.b);
   }
@@ -99,9 +99,10 @@ int main(void) {
         "0/40 2/40 4/40 6/40 8/40 10/40 12/40 14/40 16/40 18/40 20/40 22/40 24/40 "
         "26/40 28/40 30/40 32/40 34/40 36/40 38/40"};
     CHECK(run(st, 1, 0, &s, why, sizeof why) == 20);
-    CHECK(!strcmp(why,
-                  "of 40 shards, 20 given: 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23 and 8 more "
-                  "missing"),
+    CHECK(!strcmp(
+              why,
+              "of 40 shards, 20 given: shards 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23 and 8 more "
+              "missing"),
           "got '%s'", why);
   }
   { /* a short buffer is cut, never overrun */

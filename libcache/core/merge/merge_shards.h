@@ -9,7 +9,7 @@
 
 /* The shards inputs in[0..n) record (read in their transactions txns[i]) and out (when not
  * NULL, in out_txn) holds: 0 when they form complete sets, or o->partial; FC_ECONFIG with why
- * ("incomplete set of shards: of 16 shards, 14 given: 3, 7 missing") otherwise. Counts
+ * ("incomplete set of shards: of 16 shards, 14 given: shards 3, 7 missing") otherwise. Counts
  * st->shards_missing and st->shards_twice, and calls o->on_shard_twice. Then the token configs:
  * several of one name (tokens="chars") where a store holding one lacks another are said
  * (o->on_token_configs, st->token_configs_apart) and refused with FC_ECONFIG when a store

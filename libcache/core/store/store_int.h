@@ -191,7 +191,7 @@ typedef void (*shard_twice_fn)(uint32_t k, uint32_t n, size_t a, size_t b, void 
  * shards of several n count as their intervals cover [0, 1). Stores i with cover_only[i] set (an
  * output merged into) count only as holders, never as given twice; cover_only may be NULL.
  * *missing: the shards of the finest n met that some gap touches; why (when missing) names them,
- * e.g. "of 16 shards, 14 given: 3, 7 missing". twice (may be NULL) is called for each shard two
+ * e.g. "of 16 shards, 14 given: shards 3, 7 missing". twice (may be NULL) is called for each shard two
  * of the stores record. Returns 0 or ENOMEM. */
 int shard_sets_check(const shard_mark *const *sets, const size_t *counts, size_t m,
                      const int *cover_only, shard_twice_fn twice, void *user, uint64_t *missing,

@@ -235,6 +235,7 @@ int shard_sets_check(const shard_mark *const *sets, const size_t *counts, size_t
         }
       put_text(&t, " given (the shards of several runs?): the ids of ", 0, 0);
     }
+    if (partitions == 1) put_text(&t, gaps == 1 ? "shard " : "shards ", 0, 0);
     *missing = say_gaps(&t, v, nv, nmax);
     put_text(&t, partitions == 1 ? " missing" : " of %lu in none", (unsigned long)nmax, 0);
   }
