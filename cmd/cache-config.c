@@ -354,15 +354,15 @@ static int drop(const char *dir, const char *want, int quiet) {
     had++;
     if (rc == FC_EINTR) {
       fprintf(stderr,
-              "%s: interrupted: %llu records of %s removed so far, the config is still "
+              "%s: interrupted: %llu record%s of %s removed so far, the config is still "
               "listed: run again to finish\n",
-              fc_cli_tool, (unsigned long long)records, hex);
+              fc_cli_tool, (unsigned long long)records, records == 1 ? "" : "s", hex);
       code = fc_cli_signal_exit();
     } else if (rc) {
       /* a full disk: the rerun would fail the same way until there is room */
       const int full = rc == ENOSPC || rc == EDQUOT;
-      fc_cli_warn(parts[k], "cannot drop config %s: %s (%llu records removed%s)", hex,
-                  fc_strerror(rc), (unsigned long long)records,
+      fc_cli_warn(parts[k], "cannot drop config %s: %s (%llu record%s removed%s)", hex,
+                  fc_strerror(rc), (unsigned long long)records, records == 1 ? "" : "s",
                   full ? "; a drop writes before it frees, and frees pages inside data.mdb, "
                          "which does not shrink: make room on the disk, then run again"
                        : ": run again to finish");
@@ -376,10 +376,10 @@ static int drop(const char *dir, const char *want, int quiet) {
   } else if (!code && !quiet) {
     char qdir[4 * 1024 + 3]; /* quoted as names are */
     fprintf(stderr,
-            "%s: dropped config %s from %s: %llu records, %.1f MB (free pages in data.mdb, "
+            "%s: dropped config %s from %s: %llu record%s, %.1f MB (free pages in data.mdb, "
             "reused by later writes)\n",
             fc_cli_tool, hex, fc_cli_quoted(dir, qdir, sizeof qdir), (unsigned long long)records,
-            bytes / 1e6);
+            records == 1 ? "" : "s", bytes / 1e6);
   }
   free_parts(parts, np);
   return code;

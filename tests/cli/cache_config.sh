@@ -88,6 +88,10 @@ cp -r st before
 "$CC" --drop 'kaldi (mq)' st >out 2>err || fail "drop kaldi (mq): exit $?: $(cat err)"
 grep -qxE "cache-config: dropped config $kaldimq from st: 6 records, [0-9.]+ MB \(free pages in data.mdb, reused by later writes\)" err ||
   fail "drop message: $(cat err)"
+"$FZ" -q --device cpu --preset kaldi -o st1 wavs/u1.wav || fail "featurize one file"
+"$CC" --drop kaldi st1 >out 2>err || fail "drop the one record: exit $?: $(cat err)"
+grep -qxE "cache-config: dropped config [0-9a-f]{32} from st1: 1 record, [0-9.]+ MB \(free pages in data.mdb, reused by later writes\)" err ||
+  fail "one record's drop message: $(cat err)"
 "$CC" st | grep -q "^st: 2 configs$" || fail "after the drop: $("$CC" st)"
 "$CV" -q st >out 2>&1 || fail "cache-verify after the drop: $(cat out)"
 "$PY" - st <<'PY' || fail "after the drop, the store holds"
