@@ -361,13 +361,14 @@ int main(int argc, char **argv) {
   /* the features the audio source computes: the store's config, else --preset */
   fc_mel_config mel;
   memset(&mel, 0, sizeof mel);
+  fc_digest mel_digest = {{0}}; /* its digest (a STORE given): --compare's order needs it */
   if (want_audio) {
     if (store) {
       char why[512] = "";
       /* the stores' config, as the loader resolves it over all of them */
       int named = 0;
-      int rc = lb_store_mel_config(stores, n_stores, base.features, base.nolock, &mel, &named, why,
-                                   sizeof why);
+      int rc = lb_store_mel_config(stores, n_stores, base.features, base.nolock, &mel, &mel_digest,
+                                   &named, why, sizeof why);
       if (rc) {
         fc_cli_warn(named && why[0] ? NULL : store, "%s", why[0] ? why : fc_strerror(rc));
         return FC_EXIT_USAGE;
@@ -420,8 +421,8 @@ int main(int argc, char **argv) {
       lb_item *ordered = NULL;
       size_t n_ordered = 0, missing = 0;
       why[0] = '\0';
-      rc = lb_dataset_order(stores, n_stores, base.nolock, items, n_items, &ordered, &n_ordered,
-                            &missing, why, sizeof why);
+      rc = lb_dataset_order(stores, n_stores, base.nolock, &mel_digest, items, n_items, &ordered,
+                            &n_ordered, &missing, why, sizeof why);
       if (rc) {
         fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
         return FC_EXIT_USAGE;

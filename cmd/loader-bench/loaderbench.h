@@ -144,20 +144,22 @@ int lb_write_report(FILE *f, int json, int kind, const lb_report_run *runs, size
 /* The mel config of the stores[0..n) read as one dataset, as the loader resolves it (features: a
  * loader feature selector, NULL for the stores' one; an empty shard needs none), so the audio
  * source computes the same features as the cache holds; nolock: opened MDB_NOLOCK. 0, or an
- * error with why; *named: 1 when why names the store it is about (the loader's messages do). */
+ * error with why; *named: 1 when why names the store it is about (the loader's messages do).
+ * digest (NULL: not wanted): the config's digest. */
 int lb_store_mel_config(const char *const *stores, size_t n, const char *features, int nolock,
-                        fc_mel_config *out, int *named, char *why, size_t why_len);
+                        fc_mel_config *out, fc_digest *digest, int *named, char *why,
+                        size_t why_len);
 
 /* The loader's sequential order over several stores (docs/loader.md: stores in the order given,
  * ids in byte order within each) for items[0..n_items), which must be sorted by id (strcmp): for
- * each store in turn, the items whose id its audio db holds (an id in two stores comes twice, as
- * the loader yields it twice), then the items no store holds (*missing of them; the loader
- * cannot yield those). *out (n_out items, pointing at the same id/path strings) is the caller's:
+ * each store in turn, the items whose id its audio db holds and, with mel_config, whose features
+ * of that config it holds (an id in two stores comes twice, as the loader yields it twice), then
+ * the items no store holds (*missing of them; the loader cannot yield those). *out (n_out items, pointing at the same id/path strings) is the caller's:
  * free() it. The stores are opened read-only (nolock: MDB_NOLOCK too). Returns 0, ENOMEM, or a
  * store's open/read error (why names the store). */
-int lb_dataset_order(const char *const *stores, size_t n_stores, int nolock, const lb_item *items,
-                     size_t n_items, lb_item **out, size_t *n_out, size_t *missing, char *why,
-                     size_t why_len);
+int lb_dataset_order(const char *const *stores, size_t n_stores, int nolock,
+                     const fc_digest *mel_config, const lb_item *items, size_t n_items,
+                     lb_item **out, size_t *n_out, size_t *missing, char *why, size_t why_len);
 
 /* 1 when dir is a store this user can read but not write (lock.mdb): LMDB cannot take its reader
  * lock there, so the store opens only with nolock (the loader's check, store_lock.h). */

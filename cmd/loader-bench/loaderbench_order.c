@@ -15,9 +15,9 @@
 
 int lb_store_unwritable(const char *dir) { return store_lock_unwritable(dir); }
 
-int lb_dataset_order(const char *const *stores, size_t n_stores, int nolock, const lb_item *items,
-                     size_t n_items, lb_item **out, size_t *n_out, size_t *missing, char *why,
-                     size_t why_len) {
+int lb_dataset_order(const char *const *stores, size_t n_stores, int nolock,
+                     const fc_digest *mel_config, const lb_item *items, size_t n_items,
+                     lb_item **out, size_t *n_out, size_t *missing, char *why, size_t why_len) {
   *out = NULL;
   *n_out = *missing = 0;
   if (why && why_len) why[0] = '\0';
@@ -37,6 +37,15 @@ int lb_dataset_order(const char *const *stores, size_t n_stores, int nolock, con
       size_t vl;
       int g = fc_rtxn_get(t, FC_DB_AUDIO, items[i].id, strlen(items[i].id), &v, &vl);
       if (g == FC_ENOTFOUND) continue;
+      if (!g && mel_config) { /* the loader yields an utterance that has features of the config */
+        fc_audio_entry e;
+        fc_digest key;
+        if ((g = fc_audio_entry_decode(v, vl, &e)) == 0) {
+          fc_record_key(&e.digest, mel_config, &key);
+          g = fc_rtxn_get(t, FC_DB_FEAT, key.bytes, sizeof key.bytes, &v, &vl);
+          if (g == FC_ENOTFOUND) continue;
+        }
+      }
       if (g) {
         rc = g;
         break;

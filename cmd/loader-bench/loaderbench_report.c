@@ -191,7 +191,8 @@ int lb_write_report(FILE *f, int json, int kind, const lb_report_run *runs, size
 }
 
 int lb_store_mel_config(const char *const *stores, size_t n, const char *features, int nolock,
-                        fc_mel_config *out, int *named, char *why, size_t why_len) {
+                        fc_mel_config *out, fc_digest *digest, int *named, char *why,
+                        size_t why_len) {
   fc_loader_opts lo;
   fc_loader_opts_init(&lo);
   lo.features = features;
@@ -204,6 +205,8 @@ int lb_store_mel_config(const char *const *stores, size_t n, const char *feature
   const char *js = rc ? NULL : fc_loader_config_json(ld, 0);
   if (!rc && !js) rc = FC_ENOTFOUND;
   if (!rc) rc = fc_mel_config_from_json(js, strlen(js), out, why, why_len);
+  fc_loader_info info;
+  if (!rc && digest && !(rc = fc_loader_info_get(ld, &info))) *digest = info.mel_config;
   fc_loader_close(ld);
   return rc;
 }

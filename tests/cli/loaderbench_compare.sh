@@ -181,5 +181,20 @@ for stores in "$tmp/st" "$tmp/s2 $tmp/s0 $tmp/s1"; do
   "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["same_order"] is True, d' \
     "$tmp/out" || fail "not stored, wrapping ($stores): same_order"
 done
+# a store of two configs, the second made for some utterances only: with --features choosing it,
+# the others are not in the store for --compare (the loader cannot yield them), not an order
+# mismatch ('the store yields u1 where the manifest order has u2')
+cp -r "$tmp/st" "$tmp/two"
+head -3 "$tmp/meta.csv" >"$tmp/three.csv"
+"$FZ" -q --preset tacotron2 -o "$tmp/two" --manifest "$tmp/three.csv" || fail "featurize tacotron2"
+"$LB" --compare --manifest "$tmp/meta.csv" --features tacotron2 -b 2 --compute-ms 1 --json \
+  "$tmp/two" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc = 1 ] || fail "two configs: exit $rc: $(cat "$tmp/err")"
+grep -q "^loader-bench: $tmp/meta.csv: 5 of 8 utterances are not in the store$" "$tmp/err" ||
+  fail "two configs: $(cat "$tmp/err")"
+grep -E "yields|differ" "$tmp/err" && fail "two configs: an order mismatch"
+"$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["same_order"] is True, d' \
+  "$tmp/out" || fail "two configs: same_order"
 
 [ $fails = 0 ] && echo "ok" || exit 1
