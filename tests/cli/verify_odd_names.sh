@@ -67,8 +67,17 @@ grep -qxF "st6: error: audio \"g\\tood\": source \"$here/g\\tood.wav\": No such 
   fail "--sources: $(cat out)"
 "$B/featurize" -q -o st7 $'d\t1/x.wav' && "$B/featurize" -q -o st8 $'d\t2/x.wav' || fail "featurize st7, st8"
 "$B/cache-verify" st7 st8 >out 2>err
-grep -qxF "dataset: error: audio x: in st7 and st8 with different entries: different audio (\"$here/d\\t1/x.wav\" vs \"$here/d\\t2/x.wav\") (cache-merge would refuse it)" out ||
+line=$(grep "^dataset: error: audio x: in st7 and st8 with different entries: different audio: digest " out)
+[ "${line#*: different audio: digest }" != "$line" ] && grep -qE '^[0-9a-f]{12}\.\.\. \(' <<<"${line#*: digest }" &&
+  grep -qF "... (\"$here/d\\t1/x.wav\") vs " <<<"$line" &&
+  grep -qF "... (\"$here/d\\t2/x.wav\") (cache-merge would refuse it)" <<<"$line" ||
   fail "dataset audio line: $(grep '^dataset' out)"
+# one file stored in two stores with two modification times: the times, as cache-merge says it
+"$B/featurize" -q -o st9 $'d\t1/x.wav' && touch -d '2020-01-02 03:04:05 UTC' $'d\t1/x.wav' &&
+  "$B/featurize" -q -o st10 $'d\t1/x.wav' || fail "featurize st9, st10"
+"$B/cache-verify" st9 st10 >out 2>err
+grep -qE "^dataset: error: audio x: in st9 and st10 with different entries: same audio \(digest [0-9a-f]{12}\.\.\.\) from the same source \"$here/d\\\\t1/x.wav\", modified at other times: 20[0-9-]+ [0-9:.]+ UTC vs 2020-01-02 03:04:05 UTC \(cache-merge would refuse it\)$" out ||
+  fail "dataset mtime line: $(grep '^dataset' out)"
 
 printf 'a\na\n' >$'v\tdup'
 "$B/tokenize" -q -o st3 --manifest m.csv --vocab $'vo\tcab' 2>err

@@ -13,6 +13,7 @@
 #include "featcache/fc_format.h"
 #include "featcache/fc_store.h"
 #include "libcache/core/merge/kmerge.h"
+#include "libcache/core/merge/merge_conflict.h"
 #include "libcache/core/verify/verify_int.h"
 #include "libcache/core/store/store_int.h"
 #include "formats/common/alloc.h"
@@ -152,28 +153,6 @@ static void skipped_line(dctx *c, const fc_item *it) {
   fc_verify_finding *f = &c->r->findings[before];
   free((char *)f->id);
   f->id = it->id ? printable(it->id, strlen(it->id)) : NULL;
-}
-
-static void describe(int db, const MDB_val *a, const MDB_val *b, char *buf, size_t len) {
-  if (db == FC_DB_AUDIO) {
-    fc_audio_entry ea, eb;
-    if (fc_audio_entry_decode(a->mv_data, a->mv_size, &ea) ||
-        fc_audio_entry_decode(b->mv_data, b->mv_size, &eb))
-      snprintf(buf, len, "entries differ");
-    else {
-      /* the sources, quoted as names are (their first 200 bytes) */
-      char *pa = vf_quoted(ea.path, ea.path_len > 200 ? 200 : ea.path_len),
-           *pb = vf_quoted(eb.path, eb.path_len > 200 ? 200 : eb.path_len);
-      snprintf(buf, len, "%s (%s vs %s)",
-               memcmp(ea.digest.bytes, eb.digest.bytes, 16) ? "different audio"
-                                                            : "same audio, other source",
-               pa ? pa : "?", pb ? pb : "?");
-      free(pa);
-      free(pb);
-    }
-  } else {
-    snprintf(buf, len, "different transcripts");
-  }
 }
 
 /* What a walk holds that a damaged page may leave behind (freed by the caller). */
@@ -322,8 +301,8 @@ static int walk(dctx *c, dwalk *w, const char *const *dirs, size_t n, const fc_v
         if (vals[j].mv_size == vals[0].mv_size &&
             !memcmp(vals[j].mv_data, vals[0].mv_data, vals[0].mv_size))
           continue;
-        char d[512];
-        describe(db, &vals[0], &vals[j], d, sizeof d);
+        char d[1024]; /* as cache-merge says the conflict */
+        merge_describe(db, &vals[0], &vals[j], d, sizeof d);
         add(c, FC_VERIFY_ERROR, fc_db_name(db), key.mv_data, key.mv_size,
             "in %s and %s with different entries: %s (cache-merge would refuse it)",
             quoted(dirs[src[0]], &q1), quoted(dirs[src[j]], &q2), d);
