@@ -184,10 +184,17 @@ def series_stats(values):
 
 
 def verdict(data_share, variation_ratio=0.0):
-    """The verdict string for a data share (0..1) and the data phase's std/mean."""
+    """The verdict string for a data share (0..1) and the data phase's std/mean; a share or ratio
+    that is negative or not a finite number raises ValueError (no band holds it)."""
+    data_share, variation_ratio = float(data_share), float(variation_ratio)
+    if not (math.isfinite(data_share) and data_share >= 0):
+        raise ValueError("featcache: verdict: data share %r: want a number >= 0" % data_share)
+    if not (math.isfinite(variation_ratio) and variation_ratio >= 0):
+        raise ValueError("featcache: verdict: variation ratio %r: want a number >= 0"
+                         % variation_ratio)
     lib = load_library()
     buf = ctypes.create_string_buffer(64)
-    lib.fc_prof_verdict(float(data_share), float(variation_ratio), buf, 64)
+    lib.fc_prof_verdict(data_share, variation_ratio, buf, 64)
     return buf.value.decode()
 
 

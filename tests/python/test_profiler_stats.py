@@ -101,6 +101,15 @@ def test_a_series_with_nan_or_infinity_is_refused():
     prof.close()
 
 
+def test_verdict_of_no_share_is_refused():
+    # a NaN share read "highly input-bound" (no band holds it), a negative one "not input-bound"
+    for bad in (float("nan"), float("inf"), -0.1):
+        with pytest.raises(ValueError, match="data share"):
+            verdict(bad)
+    with pytest.raises(ValueError, match="variation ratio"):
+        verdict(0.3, float("nan"))
+
+
 def test_verdict_bands():
     assert verdict(0.0) == "not input-bound"
     assert verdict(0.049, 3.0) == "not input-bound"  # jitter of a tiny data phase is not flagged
