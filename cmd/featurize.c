@@ -590,6 +590,12 @@ int main(int argc, char **argv) {
                   "cannot create the store: its folder %s does not exist (a new store is made in "
                   "an existing folder: mkdir -p it)",
                   why);
+    else if (rc == EACCES || rc == EROFS || rc == EPERM) /* a store this user may only read */
+      fc_cli_warn(store_dir,
+                  "cannot open the store for writing: %s (featurize writes what it finds "
+                  "missing; whether a store you can only read holds every input: cache-verify "
+                  "--manifest FILE STORE)",
+                  fc_strerror(rc));
     else
       fc_cli_warn(store_dir, "cannot open the store: %s", fc_strerror(rc));
     fc_item_list_free(&items);

@@ -124,6 +124,15 @@ diff -u want err || fail "unreadable: stderr differs"
 dump st2 >after2 || fail "store invalid after the unreadable run"
 [ "$(grep '^audio ' after2 | cut -d' ' -f2)" = good5 ] || fail "unreadable: want only good5 stored"
 
+# A store this user may only read: said so, with how to check that it holds every input
+chmod -R a-w st2
+"${run[@]}" "$FZ" -q -o st2 good5.wav >out 2>err
+rc=$?
+chmod -R u+w st2
+[ $rc = 2 ] || fail "read-only store: exit $rc, want 2"
+grep -qxF "featurize: st2: cannot open the store for writing: Permission denied (featurize writes what it finds missing; whether a store you can only read holds every input: cache-verify --manifest FILE STORE)" err ||
+  fail "read-only store: $(cat err)"
+
 # A linear mel in float16: a full-scale tone's features pass 65504 (an infinity in f16); that input
 # fails with its reason, the quiet one is stored, the store holds no infinity.
 sox -n -r 22050 -b 16 loud.wav synth 1 sine 1000 vol 0.99
