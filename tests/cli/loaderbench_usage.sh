@@ -30,7 +30,8 @@ if [ $rc != 0 ] || [ -s "$tmp/err" ] || [ "$(head -1 "$tmp/help")" != "Usage: lo
 fi
 for opt in --source --manifest --audio --compare --preset --features --views --read-only --partial --batch --workers \
            --prefetch --steps --epochs --warmup --compute-ms --compute-mode --compute-matmul \
-           --sweep --json --svg --trace --quiet --progress --help --version; do
+           --sweep --json --svg --trace --quiet --progress --help --version --manifest-format \
+           --audio-dir --compare-profiles --synthetic-ms --synthetic-items; do
   grep -q -- "$opt" "$tmp/help" || { echo "FAIL help: $opt missing"; fails=$((fails + 1)); }
 done
 # the option table as fc_cli_help lays it out: an option line ("  -x, --long" or "      --long"),
