@@ -141,8 +141,8 @@ static int load(const char *path, prof_view *v, char *why, size_t why_len) {
              FC_WHY_NAME(path), v->steps);
     return FC_EFORMAT;
   }
-  if (!(v->data_share >=
-        0)) { /* (over 1 it can be: fc_profiler_phase_add's times from elsewhere) */
+  /* (a share over 1 is one: fc_profiler_phase_add's times measured elsewhere can exceed a step) */
+  if (!(v->data_share >= 0)) {
     prof_say(why, why_len, "%s: not a featcache profile (data_share %g is negative)",
              FC_WHY_NAME(path), v->data_share);
     return FC_EFORMAT;
