@@ -478,6 +478,44 @@ static inline const char *fc_cli_out_path(const char *opt, const char *value) {
   return value;
 }
 
+/* ---- a manifest that is none ----------------------------------------------------------------- */
+/* Does a regular file's first line (its first 64 KiB at most) hold a NUL byte? 0 when it holds
+ * none, or is no regular file, or cannot be read (the reader says why). */
+static inline int fc_cli_first_line_has_nul(const char *path) {
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  char buf[1 << 16];
+  const size_t n = fread(buf, 1, sizeof buf, f);
+  fclose(f);
+  for (size_t i = 0; i < n && buf[i] != '\n'; i++)
+    if (!buf[i]) return 1;
+  return 0;
+}
+
+/* A manifest whose first line holds a NUL byte, refused (exit 2) before anything is done, since
+ * every line would fail alike: UTF-16 text, said with the iconv that converts it (when its
+ * byte-order mark can be read again: is_file), or not text at all (hint: what it may be). */
+static inline _Noreturn void fc_cli_refuse_nul_manifest(const char *manifest, int is_file,
+                                                        const char *hint) {
+  const char *name = strcmp(manifest, "-") == 0 ? "(stdin)" : manifest;
+  unsigned char bom[2];
+  FILE *f = is_file ? fopen(manifest, "rb") : NULL;
+  const size_t n = f ? fread(bom, 1, sizeof bom, f) : 0;
+  if (f) fclose(f);
+  if (n == 2 && ((bom[0] == 0xFF && bom[1] == 0xFE) || (bom[0] == 0xFE && bom[1] == 0xFF))) {
+    char q[4 * 4096 + 8];
+    fc_cli_warn(name,
+                "not a manifest in UTF-8: UTF-16 text (its byte-order mark %02X %02X); convert "
+                "it: iconv -f UTF-16 -t UTF-8 %s >NEW",
+                bom[0], bom[1], fc_cli_quoted(manifest, q, sizeof q));
+  } else {
+    fc_cli_warn(name, "not a manifest: its first line holds a NUL byte (%s)", hint);
+  }
+  exit(FC_EXIT_USAGE);
+}
+
 /* The store of -o: an empty one ("$CACHE" with CACHE unset) is a usage error said as such. NULL
  * (not given) is left to the caller. Returns out. */
 static inline const char *fc_cli_out_store(const char *out) {

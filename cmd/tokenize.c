@@ -343,6 +343,13 @@ int main(int argc, char **argv) {
     fc_tokenizer_free(tok);
     return FC_EXIT_USAGE;
   }
+  /* UTF-16 text, an audio file: every line would fail alike, each leaving the store a failure */
+  if (stream ? fc_cli_first_line_has_nul(manifest)
+             : items.count && items.items[0].line == 1 && items.items[0].why &&
+                   strstr(items.items[0].why, "NUL byte"))
+    fc_cli_refuse_nul_manifest(manifest, !pipe_manifest && strcmp(manifest, "-") != 0,
+                               "an audio file? tokenize reads transcripts: LJSpeech, TSV or JSON "
+                               "lines");
   const fc_manifest_format fmt = mopts.format != FC_MANIFEST_AUTO ? mopts.format
                                  : stream                         ? detected_format(manifest)
                                  : items.count                    ? items.format

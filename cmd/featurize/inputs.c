@@ -14,23 +14,8 @@ int fzc_first_line_has_nul(const fc_item_list *l) {
 }
 
 _Noreturn void fzc_refuse_nul_manifest(const char *manifest, int is_file) {
-  const char *name = strcmp(manifest, "-") == 0 ? "(stdin)" : manifest;
-  unsigned char bom[2];
-  FILE *f = is_file ? fopen(manifest, "rb") : NULL;
-  const size_t n = f ? fread(bom, 1, sizeof bom, f) : 0;
-  if (f) fclose(f);
-  if (n == 2 && ((bom[0] == 0xFF && bom[1] == 0xFE) || (bom[0] == 0xFE && bom[1] == 0xFF))) {
-    char q[4 * 4096 + 8];
-    fc_cli_warn(name,
-                "not a manifest in UTF-8: UTF-16 text (its byte-order mark %02X %02X); convert "
-                "it: iconv -f UTF-16 -t UTF-8 %s >NEW",
-                bom[0], bom[1], fc_cli_quoted(manifest, q, sizeof q));
-  } else {
-    fc_cli_warn(name,
-                "not a manifest: its first line holds a NUL byte (an audio file? give its "
-                "path as AUDIO, not --manifest)");
-  }
-  exit(FC_EXIT_USAGE);
+  fc_cli_refuse_nul_manifest(manifest, is_file,
+                             "an audio file? give its path as AUDIO, not --manifest");
 }
 
 void fzc_check_ljspeech_wavs(const char *manifest, const fc_item_list *items) {

@@ -262,6 +262,25 @@ expect_err "tokenize: $d/wav.scp: holds no transcripts: it reads as a Kaldi wav.
 expect_rc $? 1 "--manifest-format tsv"
 expect_err "tokenize: $d/text:1: missing text column (expected id<TAB>text)"
 
+# a manifest saved as UTF-16 (a spreadsheet's "Unicode text"), or an audio file given as the
+# manifest: NUL bytes in its first line, every line would fail alike (exit 1, a store of failure
+# records); refused whole before the store is made, UTF-16 said with the iconv that converts it
+printf 'LJ001|Good one.\nLJ005|Second.\n' | iconv -f UTF-8 -t UTF-16 > "$d/m16.csv"
+"$T" -o "$d/s9" --build-vocab "$d/m16.csv" > "$d/out" 2> "$d/err"
+expect_rc $? 2 "a UTF-16 manifest"
+[ "$(cat "$d/err")" = "tokenize: $d/m16.csv: not a manifest in UTF-8: UTF-16 text (its byte-order mark FF FE); convert it: iconv -f UTF-16 -t UTF-8 $d/m16.csv >NEW" ] ||
+  fail "a UTF-16 manifest: $(cat "$d/err")"
+[ -e "$d/s9" ] && fail "a UTF-16 manifest: a store was made"
+printf 'RIFF\044\0\0\0WAVEfmt \020\0\0\0' > "$d/a.wav"
+for src in "$d/a.wav" -; do
+  "$T" -o "$d/s9" --build-vocab --manifest "$src" < "$d/a.wav" > "$d/out" 2> "$d/err"
+  expect_rc $? 2 "an audio file as the manifest ($src)"
+  name=$([ "$src" = - ] && echo "(stdin)" || echo "$src")
+  [ "$(cat "$d/err")" = "tokenize: $name: not a manifest: its first line holds a NUL byte (an audio file? tokenize reads transcripts: LJSpeech, TSV or JSON lines)" ] ||
+    fail "an audio file as the manifest ($src): $(cat "$d/err")"
+  [ -e "$d/s9" ] && fail "an audio file as the manifest ($src): a store was made"
+done
+
 # SIGTERM: exit 143, committed batches kept, a rerun resumes. The store holds a line already, so
 # the job commits batch by batch (into an empty store it would be a bulk load, committed at the end)
 for i in $(seq 1 20000); do printf 'x%d|Sentence number %d is spoken, then another one follows.\n' "$i" "$i"; done > "$d/long.csv"
