@@ -205,8 +205,19 @@ static int parse_kaldi(const parse_ctx *c, fc_item *it, const char *line, size_t
   while (end > p && (end[-1] == ' ' || end[-1] == '\t')) end--;
   if (!(it->id = mf_dup_range(id, id_len))) return -ENOMEM;
   if (p == end) return mf_item_fail(it, FC_EMANIFEST, "missing path column (expected: id path)");
-  if (end[-1] == '|')
-    return mf_item_fail(it, FC_EMANIFEST, "piped wav.scp entries are not supported");
+  if (end[-1] == '|') { /* Kaldi's "CMD |": the audio is the command's output */
+    const char *ce = end - 1;
+    while (ce > p && (ce[-1] == ' ' || ce[-1] == '\t')) ce--;
+    char cmd[256], q[4 * sizeof cmd + 3];
+    const size_t cn = (size_t)(ce - p) < sizeof cmd - 1 ? (size_t)(ce - p) : sizeof cmd - 1;
+    memcpy(cmd, p, cn);
+    cmd[cn] = '\0';
+    fc_quote_name(cmd, q, sizeof q); /* as names are: the line is the user's, the terminal ours */
+    return mf_item_fail(it, FC_EMANIFEST,
+                        "piped wav.scp entries are not supported: audio is read from files; write "
+                        "the command's output to one (%s > %.100s.wav) and list that",
+                        q, it->id);
+  }
   if (!(it->path = join_path(c->audio_dir, p, (size_t)(end - p), NULL))) return -ENOMEM;
   return 0;
 }

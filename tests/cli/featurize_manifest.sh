@@ -146,5 +146,22 @@ rc=$?
 [ "$(cat err)" = "featurize: m16.csv: not a manifest in UTF-8: UTF-16 text (its byte-order mark FF FE); convert it: iconv -f UTF-16 -t UTF-8 m16.csv >NEW" ] ||
   fail "UTF-16 manifest: $(cat err)"
 
+# Kaldi wav.scp entries that are no file: a piped command and an archive offset each fail with
+# what to do instead (the piped one since the manifest is read, the offset when its file is opened:
+# a FILE:OFFSET whose FILE is there); a name with a colon that is no such entry stays plain
+printf 'xx' >feats.ark
+printf 'u1 sox in.flac -t wav - |\nu2 feats.ark:1234\nu3 gone.ark:12\n' >k.scp
+rm -rf st6
+"$FZ" -j 1 -o st6 --manifest k.scp >out 2>err
+rc=$?
+cat >want <<'TXT'
+featurize: k.scp:1: piped wav.scp entries are not supported: audio is read from files; write the command's output to one (sox in.flac -t wav - > u1.wav) and list that
+featurize: feats.ark:1234: No such file or directory (a Kaldi archive entry, FILE:OFFSET? audio is read from files: extract it first, wav-copy feats.ark:1234 OUT.wav)
+featurize: gone.ark:12: No such file or directory
+featurize: done: 0 of 3 (0 new, 0 already stored, 3 failed)
+TXT
+[ $rc = 1 ] || fail "wav.scp entries that are no file: exit $rc, want 1"
+diff -u want err || fail "wav.scp entries that are no file: stderr differs"
+
 if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo ok

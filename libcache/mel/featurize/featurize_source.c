@@ -228,12 +228,32 @@ static void digest3(const void *a, size_t na, const void *b, size_t nb, const vo
  * way reads its header first), a record stored under another id or another identity of the
  * source, a file that changed while it was read. Its time from t0 (thread CPU
  * seconds) goes to the worker's stages. */
+/* Is path Kaldi's FILE:OFFSET (an archive entry, a wav.scp's "utt1 a.ark:1234"), the FILE there? */
+static int kaldi_offset(const char *path) {
+  const char *colon = strrchr(path, ':');
+  if (!colon || colon == path || !colon[1] || colon[1 + strspn(colon + 1, "0123456789")]) return 0;
+  char file[4096];
+  if ((size_t)(colon - path) >= sizeof file) return 0;
+  memcpy(file, path, (size_t)(colon - path));
+  file[colon - path] = '\0';
+  struct stat st;
+  return stat(file, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 /* An input's failure to open, as plain_reason says it; a missing file that is a symbolic link (a
  * corpus linked from a disk that moved) names its target, the file ls lists being there. */
 static const char *open_reason(const char *path, int rc, char *buf, size_t len) {
   struct stat st;
   char to[1024], q[4 * sizeof to + 3];
   ssize_t n;
+  if (rc == ENOENT && kaldi_offset(path)) {
+    fc_quote_name(path, q, sizeof q);
+    fc_why(buf, len,
+           "%s (a Kaldi archive entry, FILE:OFFSET? audio is read from files: extract it first, "
+           "wav-copy %s OUT.wav)",
+           plain_reason(rc), q);
+    return buf;
+  }
   if (rc != ENOENT || lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) ||
       (n = readlink(path, to, sizeof to - 1)) <= 0)
     return plain_reason(rc);
