@@ -160,7 +160,7 @@ static int sync_dir(const char *dir) {
 static int refuse_in_use(fc_store *s, char *why, size_t why_len) {
   pid_t pid = other_user(s);
   if (!pid) return 0;
-  char who[128] = "another process", comm[32] = "", p[64];
+  char who[1100] = "another process", comm[32] = "", p[64]; /* room for FC_WHY_NAME's buffer */
   snprintf(p, sizeof p, "/proc/%ld/comm", (long)pid);
   FILE *f = pid > 0 ? fopen(p, "r") : NULL; /* its command name, where /proc tells it */
   if (f && fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = '\0';
