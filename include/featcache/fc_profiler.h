@@ -166,7 +166,8 @@ FC_API int fc_profiler_stats(const fc_profiler *p, int i, fc_prof_stats *out, do
 
 /* Verdict from a data share (0..1) and the data phase's variation ratio: writes e.g.
  * "highly input-bound, unstable" into buf (64 bytes suffice); returns the band 0 (not), 1
- * (moderately) or 2 (highly). */
+ * (moderately) or 2 (highly). A share that is not a number >= 0 (NaN, negative, infinite) has no
+ * verdict: FC_ECONFIG, and buf says so. */
 FC_API int fc_prof_verdict(double data_share, double data_variation_ratio, char *buf, size_t len);
 /* The profiler's data share and verdict; with no step: share 0, band 0 and the verdict "no
  * steps"; when the data phase never ran: "no data phase" (the table says which name it looks

@@ -223,6 +223,12 @@ static void test_verdict(void) {
   CHECK(fc_prof_verdict(0.2001, 0, v, sizeof v) == 2 && strcmp(v, "highly input-bound") == 0);
   CHECK(fc_prof_verdict(0.9, 2, v, sizeof v) == 2 &&
         strcmp(v, "highly input-bound, unstable") == 0);
+  /* no share to judge: not "highly input-bound" (NaN fails every comparison) */
+  CHECK(fc_prof_verdict(NAN, 0, v, sizeof v) == FC_ECONFIG &&
+            strcmp(v, "no verdict: data share nan is not a number >= 0") == 0,
+        "%s", v);
+  CHECK(fc_prof_verdict(-0.1, 0, v, sizeof v) == FC_ECONFIG && strstr(v, "-0.1 is not"), "%s", v);
+  CHECK(fc_prof_verdict(INFINITY, 0, v, sizeof v) == FC_ECONFIG, "%s", v);
 }
 
 /* ns per phase begin/end pair with the real clock; printed for docs, bound only loosely (this is

@@ -507,6 +507,10 @@ int fc_profiler_stats(const fc_profiler *p, int i, fc_prof_stats *out, double *s
 }
 
 int fc_prof_verdict(double share, double vr, char *buf, size_t len) {
+  if (!(share >= 0) || !isfinite(share)) { /* NaN, negative, infinite: nothing to judge */
+    if (buf && len) snprintf(buf, len, "no verdict: data share %g is not a number >= 0", share);
+    return FC_ECONFIG;
+  }
   int band = share < 0.05 ? 0 : share <= 0.20 ? 1 : 2;
   static const char *const names[] = {"not input-bound", "moderately input-bound",
                                       "highly input-bound"};
