@@ -9,16 +9,6 @@
 #include <string.h>
 #include <time.h>
 
-static void hex_prefix(const void *p, char out[13]) {
-  static const char hx[] = "0123456789abcdef";
-  const uint8_t *b = p;
-  for (int i = 0; i < 6; i++) {
-    out[2 * i] = hx[b[i] >> 4];
-    out[2 * i + 1] = hx[b[i] & 15];
-  }
-  out[12] = '\0';
-}
-
 /* "2020-01-02 03:04:05.500000000 UTC" (the nanoseconds only when there are any) */
 static const char *utc_ns(int64_t ns, char out[48]) {
   time_t sec = (time_t)(ns / 1000000000);
@@ -60,9 +50,10 @@ void merge_describe(int db, const MDB_val *x, const MDB_val *y, char *buf, size_
       snprintf(buf, len, "audio entries differ (one does not decode)");
       return;
     }
-    char ha[13], hb[13];
-    hex_prefix(ea.digest.bytes, ha);
-    hex_prefix(eb.digest.bytes, hb);
+    char ha[33], hb[33]; /* said by their first 12 digits */
+    fc_digest_hex(&ea.digest, ha);
+    fc_digest_hex(&eb.digest, hb);
+    ha[12] = hb[12] = '\0';
     fc_why_name_buf qa, qb; /* the sources quoted as names are (200 bytes of each at most) */
     const char *pa = fc_why_name(ea.path, ea.path_len > 200 ? 200 : ea.path_len, &qa),
                *pb = fc_why_name(eb.path, eb.path_len > 200 ? 200 : eb.path_len, &qb);
