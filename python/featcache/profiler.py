@@ -26,6 +26,7 @@ import ctypes
 import json
 import math
 import os
+import time
 
 __all__ = ["StepProfiler", "ProfilerError", "series_stats", "verdict", "load_library", "batch_items"]
 
@@ -277,6 +278,14 @@ def batch_items(batch):
     return None
 
 
+def _ms(what, value, unit):
+    """value as a float >= 0, or ValueError naming it in what (C would say only FC_ECONFIG)."""
+    v = float(value)
+    if not (math.isfinite(v) and v >= 0):
+        raise ValueError("featcache: %s: want a number%s >= 0" % (what % ("%g" % v), unit))
+    return v
+
+
 class StepProfiler:
     """Named phases per training step over libfeatcache's C profiler.
 
@@ -287,6 +296,7 @@ class StepProfiler:
     def __init__(self, data_phase="data", trace=True, label=None, items_per_step=None,
                  gpu_busy=False, gpu_index=None, gpu_period_ms=50.0):
         self._handle = ctypes.c_void_p()
+        self._step_t0, self._added = None, 0.0  # the open step's start (monotonic ns), its adds
         self._lib = load_library()
         rc = self._lib.fc_profiler_create(FC_PROF_TRACE if trace else 0,
                                           _encode("data_phase", data_phase, NAME_MAX),
@@ -400,15 +410,19 @@ class StepProfiler:
 
     # ---- marking -------------------------------------------------------------------------------
     def begin_step(self):
+        t0 = time.monotonic_ns()  # (before C's own: the step is never older than it says here)
         self._check(self._lib.fc_profiler_step_begin(self._h), "step begin",
                     "a step is already open: end_step() or cancel_step() first")
+        self._step_t0, self._added = t0, 0.0
 
     def end_step(self):
         self._check(self._lib.fc_profiler_step_end(self._h), "step end",
                     "no step is open, or a phase in it is still open")
+        self._step_t0 = None
 
     def cancel_step(self):
         self._lib.fc_profiler_step_cancel(self._h)
+        self._step_t0 = None
 
     def begin(self, name):
         b = self._names.get(name)
@@ -421,23 +435,45 @@ class StepProfiler:
         self._check(self._lib.fc_profiler_phase_end(self._h), "phase end", "no phase is open")
 
     def add(self, name, ms):
-        """Add a time measured elsewhere (e.g. a CUDA event) to phase name of the open step."""
-        self._check(self._lib.fc_profiler_phase_add(self._h, _encode("phase name", name, NAME_MAX),
-                                                    float(ms)),
+        """Add ms milliseconds that this step spent in phase name, timed by other means than a
+        phase around it (e.g. a wait measured inside a callee). The step's phases add up to its
+        wall time, so what the adds of a step total may not exceed the time the step has lasted
+        so far: more (microseconds passed as ms, another thread's time that overlapped the step)
+        raises ValueError naming both, as does a time that is not a number >= 0. The time is
+        not taken from a phase open around the call: add outside the phase it was part of.
+        Device times go to add_device()."""
+        h = self._h
+        ms = _ms("add(%r, %%s)" % name, ms, " of ms")
+        t0 = self._step_t0
+        if t0 is not None:
+            lasted = (time.monotonic_ns() - t0) / 1e6
+            if self._added + ms > lasted:
+                raise ValueError(
+                    "featcache: add(%r, %g ms): the open step has lasted %.3f ms, %g ms of it "
+                    "already added: add() takes milliseconds spent in this step (not seconds "
+                    "or microseconds, not time that overlapped it in another thread)"
+                    % (name, ms, lasted, self._added))
+        self._check(self._lib.fc_profiler_phase_add(h, _encode("phase name", name, NAME_MAX), ms),
                     "phase add %r" % name, "no step is open")
+        if t0 is not None:
+            self._added += ms
 
     def add_device(self, name, ms):
         """Add a device time (ms) to the device series name of the open step (not a phase: it
         is reported beside them, see fc_profiler_device_add)."""
-        self._check(self._lib.fc_profiler_device_add(self._h, _encode("device name", name,
-                                                                      NAME_MAX), float(ms)),
+        h = self._h
+        ms = _ms("add_device(%r, %%s)" % name, ms, " of ms")
+        self._check(self._lib.fc_profiler_device_add(h, _encode("device name", name, NAME_MAX),
+                                                     ms),
                     "device add %r" % name, "no step is open")
 
     def count(self, n):
         """n items (utterances) delivered in the open step: the profile's utterances/s is then
         what the loop received (a short last batch counts as what it holds), not steps x
         items_per_step. iterate() counts each batch by itself."""
-        self._check(self._lib.fc_profiler_step_items(self._h, float(n)), "count", "no step is open")
+        h = self._h
+        self._check(self._lib.fc_profiler_step_items(h, _ms("count(%s)", n, "")), "count",
+                    "no step is open")
 
     def step(self):
         """Context manager: one training step."""
@@ -585,3 +621,4 @@ class StepProfiler:
 
     def reset(self):
         self._lib.fc_profiler_reset(self._h)
+        self._step_t0 = None

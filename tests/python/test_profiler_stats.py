@@ -196,7 +196,7 @@ def test_iterate_failing_before_the_yield_drops_the_step():
     def boom(batch):
         raise ValueError("cannot count")
     for kw, exc in ((dict(phase="x" * 70), ValueError), (dict(items=boom), ValueError),
-                    (dict(items=lambda b: -1), RuntimeError)):
+                    (dict(items=lambda b: -1), ValueError)):
         with pytest.raises(exc):
             for _ in prof.iterate([1, 2, 3], **kw):
                 pass
@@ -522,6 +522,41 @@ def test_iterate_counts_the_utterances_delivered():
         pass
     j = p.json()
     assert j["items_counted"] is False and j["items"] == 8
+
+
+def test_add_refuses_more_time_than_the_step_has_lasted():
+    """add() takes milliseconds this step spent in a phase: more than the open step has lasted
+    (microseconds passed as ms, another thread's time that overlapped the step) is refused,
+    naming the numbers; it used to be recorded, and the verdict read 'highly input-bound (data
+    share 601.5 % of the step)', the phases summing past the step."""
+    prof = StepProfiler()
+    with prof.step():
+        time.sleep(0.002)
+        prof.add("data", 1.0)            # 1 of >= 2 ms: fine
+        with pytest.raises(ValueError, match=r"add\('data', 60000 ms\): the open step has "
+                                             r"lasted [0-9.]+ ms, 1 ms of it already added"):
+            prof.add("data", 60000.0)    # (a minute: no loaded machine makes the step that long)
+        with pytest.raises(ValueError, match=r"add\('h2d', 90000 ms\)"):
+            prof.add("h2d", 90000)       # any phase: the step's phases add up to its time
+    assert prof.steps == 1
+    share, v = prof.verdict()
+    assert 0 < share <= 1, (share, v)
+    assert prof.series("data")[0] == pytest.approx(1.0)
+    assert sum(prof.series(n)[0] for n in prof.phases()) <= prof.series("(step)")[0]
+    # what is not a time at all: ValueError naming it (it was ProfilerError 'FC_ECONFIG: invalid
+    # configuration', which named nothing), before the step is touched
+    with prof.step():
+        for bad in (-1.0, float("nan"), float("inf")):
+            with pytest.raises(ValueError, match=r"add\('data', %s\): want a number of ms >= 0"
+                                                 % ("%g" % bad)):
+                prof.add("data", bad)
+            with pytest.raises(ValueError, match=r"add_device\('gpu', %s\): want a number of "
+                                                 r"ms >= 0" % ("%g" % bad)):
+                prof.add_device("gpu", bad)
+            with pytest.raises(ValueError, match=r"count\(%s\): want a number >= 0" % ("%g" % bad)):
+                prof.count(bad)
+    assert prof.steps == 2 and prof.series("data")[1] == 0
+    prof.close()
 
 
 if __name__ == "__main__":
