@@ -123,9 +123,14 @@ static uint64_t sum(const uint64_t *v) {
 
 static void on_progress(const fc_merge_stats *st, void *user) {
   ctx *c = user;
-  fc_cli_progress_show(&c->progress, "%s: %llu entries, %.1f MB written", fc_cli_tool,
-                       (unsigned long long)(sum(st->copied) + sum(st->present)),
-                       st->bytes_copied / 1e6);
+  if (st->pass == 1) /* nothing written yet: the inputs read for conflicts and counted */
+    fc_cli_progress_show(&c->progress, "%s: reading the inputs for conflicts: %llu of %llu entries",
+                         fc_cli_tool, (unsigned long long)st->first_read,
+                         (unsigned long long)st->first_total);
+  else
+    fc_cli_progress_show(&c->progress, "%s: %llu of %llu entries, %.1f MB written", fc_cli_tool,
+                         (unsigned long long)(sum(st->copied) + sum(st->present)),
+                         (unsigned long long)st->total, st->bytes_copied / 1e6);
 }
 
 static void json_dbs(const char *name, const uint64_t *v) {

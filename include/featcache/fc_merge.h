@@ -82,6 +82,12 @@ typedef struct fc_merge_stats {
   /* token config names (tokens="chars") that stand for several configs, each held by some of
    * the stores only: vocabularies built per shard or per store */
   uint64_t token_configs_apart;
+  /* The first pass (conflicts and the count, before anything is written): entries of the inputs
+   * (and of the output) read so far, of first_total, every entry they hold (counted as the pass
+   * begins). pass: the pass on_progress reports on, 1 the first, 2 the copy (and the failure
+   * records after it). */
+  uint64_t first_read, first_total;
+  int pass;
 } fc_merge_stats;
 
 typedef void (*fc_merge_conflict_fn)(const fc_merge_conflict *c, void *user);
@@ -108,7 +114,9 @@ typedef struct fc_merge_opts {
   const volatile sig_atomic_t *stop;
   fc_merge_conflict_fn on_conflict; /* may be NULL */
   fc_merge_bad_fn on_bad_record; /* may be NULL */
-  fc_merge_progress_fn on_progress; /* after each commit; may be NULL */
+  /* after each commit, and in the first pass as it begins, every 0.1 s or so and as it ends
+   * (stats->pass says which); may be NULL */
+  fc_merge_progress_fn on_progress;
   /* Shards (docs/cache-merge.md "Shards"): the shards the inputs record (featurize/tokenize
    * --shard; docs/FORMAT.md "Shards") must cover every id (the output's own counted as held), or
    * the merge is refused with FC_ECONFIG before anything is written (why names what is missing),

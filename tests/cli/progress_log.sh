@@ -57,10 +57,10 @@ start
 "$B/cache-verify" --progress st >out 2>verify.log || fail "cache-verify: exit $?: $(cat verify.log)"
 plain verify.log 'cache-verify: st: [0-9.]+ of [0-9.]+ GB checked, [0-9.]+ GB/s' rate
 
-# cache-merge: batches of 1 record
+# cache-merge: batches of 1 record, after its first pass (which reads the inputs for conflicts)
 start
 "$B/cache-merge" --progress --batch 1 -o merged st >out 2>merge.log || fail "cache-merge: exit $?: $(cat merge.log)"
-plain merge.log 'cache-merge: [0-9]+ entries, [0-9.]+ MB written' rate
+plain merge.log 'cache-merge: (reading the inputs for conflicts: [0-9]+ of [0-9]+ entries|[0-9]+ of [0-9]+ entries, [0-9.]+ MB written)' rate
 
 # cache-bench and loader-bench: a line per pass or run, plain already
 "$B/cache-bench" --progress --duration 0 -p sequential,random -s warm -b 2 st >out 2>bench.log ||
