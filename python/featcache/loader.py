@@ -18,6 +18,7 @@ import errno
 import math
 import operator
 import os
+import re
 import sys
 import threading
 import weakref
@@ -88,6 +89,30 @@ def _quoted(name):
         else:
             out.append("\\" + ch)
     return '"%s"' % "".join(out)
+
+
+def _not_utf8(uid):
+    try:
+        uid.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _utf8_hint(uid):
+    """Why an id that is not UTF-8 (a Latin-1 file name as os.fsdecode gives it: its bytes as
+    surrogates) names no stored utterance, and the id featurize made of such a name
+    (formats/manifest_items.c): each byte that is no part of a UTF-8 character as the four
+    characters \\xNN, a backslash that x and two hex digits follow as \\x5c (docs/FORMAT.md)."""
+    if any(0xD800 <= ord(ch) <= 0xDFFF and not 0xDC80 <= ord(ch) <= 0xDCFF for ch in uid):
+        return "ids are UTF-8"  # (a surrogate that stands for no byte of a name)
+    stored = re.sub(r"\\(?=x[0-9A-Fa-f]{2})", r"\\x5c", uid)
+    stored = "".join("\\x%02x" % (ord(ch) - 0xDC00) if 0xDC80 <= ord(ch) <= 0xDCFF
+                     else ch for ch in stored)
+    bad = sorted({ord(ch) - 0xDC00 for ch in uid if 0xDC80 <= ord(ch) <= 0xDCFF})
+    return ("ids are UTF-8: featurize stored the file name's byte%s %s as the characters %s, "
+            "its id is %r" % ("s" if len(bad) > 1 else "", ", ".join("0x%02x" % b for b in bad),
+                              ", ".join("\\x%02x" % b for b in bad), stored))
 
 
 _MAX32, _MAX64 = (1 << 32) - 1, (1 << 64) - 1
@@ -406,6 +431,9 @@ class Loader:
             if bad is not None:
                 raise ValueError("featcache: ids: %r is not an id (a non-empty str without NUL)"
                                  % (bad,))
+            bad = next((i for i in ids if _not_utf8(i)), None)
+            if bad is not None:
+                raise ValueError("featcache: ids: %r is not UTF-8 (%s)" % (bad, _utf8_hint(bad)))
         self.manifest, self.ids = manifest, ids
         if isinstance(paths, (str, bytes, os.PathLike)):
             paths = [paths]
@@ -812,10 +840,9 @@ def get(store, id, features=None, tokens=None, verify=True, nolock=False):
     next calls."""
     if not isinstance(id, str):
         raise TypeError("featcache: get(%r): an utterance id is a str" % (id,))
-    try:
-        uid = id.encode("utf-8")
-    except UnicodeEncodeError:
-        uid = b""
+    if _not_utf8(id):
+        raise KeyError("featcache: %r: no such utterance (%s)" % (id, _utf8_hint(id)))
+    uid = id.encode("utf-8")
     if not 0 < len(uid) <= _ID_MAX or b"\0" in uid or b"\n" in uid or b"\r" in uid:
         # (the C lookup would see an id cut at a NUL: another utterance's)
         raise KeyError("featcache: %r: no such utterance (no store holds such an id)" % (id,))

@@ -154,5 +154,36 @@ def test_python_quotes_names_as_the_library():
         assert L._quoted(os.fsdecode(raw)) == want, raw
 
 
+def test_an_id_that_is_not_utf8_says_how_featurize_stored_it(stores):
+    """An id from a Latin-1 file name as Python reads it (os.listdir, os.fsdecode: the byte 0xe9
+    as the surrogate U+DCE9) is the id featurize stored with that byte as the four characters
+    \\xe9 (docs/FORMAT.md). Loader(ids=...) raised a bare UnicodeEncodeError ('utf-8' codec can't
+    encode character '\\udce9' ...) that named neither the id nor the way out; get() said only
+    that no store holds it."""
+    d = os.path.join(stores["dir"], "latin1")
+    with T.StoreWriter(d) as w:
+        cfg = w.add_config(T.mel_config_json("hifigan"))
+        w.add_utterance("caf\\xe9", b"0", np.zeros((40, 80), np.float32), cfg)
+    name = os.fsdecode(b"caf\xe9")  # 'caf\udce9'
+    # (the stored id is the 7 characters caf\xe9, which repr shows as 'caf\\xe9')
+    hint = (r"ids are UTF-8: featurize stored the file name's byte 0xe9 as the characters \xe9, "
+            r"its id is 'caf\\xe9'")
+    with pytest.raises(ValueError) as e:
+        featcache.Loader(d, ids=["u0", name])
+    assert one_line(str(e.value)) == r"featcache: ids: 'caf\udce9' is not UTF-8 (%s)" % hint
+    with pytest.raises(KeyError) as e:
+        featcache.get(d, name)
+    assert one_line(e.value.args[0]) == (r"featcache: 'caf\udce9': no such utterance (%s)"
+                                         % hint), e.value.args[0]
+    # the id it names is the stored one
+    ld = featcache.Loader(d, ids=["caf\\xe9"], strict=True)
+    assert [i for b in ld for i in b.ids] == ["caf\\xe9"]
+    assert featcache.get(d, "caf\\xe9").shape == (40, 80)
+    # a lone surrogate that no byte gave (not a file name): not UTF-8, nothing to suggest
+    with pytest.raises(ValueError) as e:
+        featcache.Loader(d, ids=["\ud800x"])
+    assert str(e.value) == r"featcache: ids: '\ud800x' is not UTF-8 (ids are UTF-8)"
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
