@@ -7,7 +7,7 @@ statistics and the verdict are exactly the ones `loader-bench` prints.
     prof = StepProfiler()                       # data phase "data"; trace kept
     for batch in prof.iterate(loader):          # each item = one step; fetching it = "data"
         with prof.phase("h2d"):
-            x = batch.to(device)
+            x = torch.from_numpy(batch.mels).to(device)  # a featcache.Loader batch
         with prof.phase("compute"):
             with prof.phase("forward"): loss = model(x)          # nested: not counted twice
             with prof.phase("backward"): loss.backward()

@@ -54,5 +54,49 @@ def test_store(tmp_path):
     assert 0 < s["data_share"] < 1, s  # a share of the step; how small is a benchmark question
 
 
+def docs_example(page, after):
+    """The first indented code block of docs/PAGE after the line `after`, blank lines kept."""
+    with open(os.path.join(SRC, "docs", page), encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    i = lines.index(after) + 1
+    while not lines[i].startswith("    "):
+        i += 1
+    block = []
+    while i < len(lines) and (not lines[i] or lines[i].startswith("    ")):
+        block.append(lines[i][4:])
+        i += 1
+    return "\n".join(block)
+
+
+def test_the_loader_page_example_runs_as_written(tmp_path, monkeypatch):
+    """docs/loader.md's StepProfiler loop, with what a reader supplies (a model, its loss and
+    optimizer, the device; a store at cache/, smaller batches): it made each featcache batch a
+    tensor with torch.as_tensor(batch), which cannot ('Could not infer dtype of LoaderBatch')."""
+    torch = pytest.importorskip("torch")  # noqa: F841 (the example's)
+    import numpy as np
+    from featcache import testing as T
+    monkeypatch.chdir(tmp_path)
+    rng = np.random.default_rng(3)
+    with T.StoreWriter("cache") as w:
+        cfg = w.add_config(T.mel_config_json("hifigan"))
+        for i in range(6):
+            w.add_utterance("u%d" % i, b"%d" % i,
+                            rng.standard_normal((int(rng.integers(30, 90)), 80)).astype(np.float32),
+                            cfg)
+    code = docs_example("loader.md", "## Profiling a training step: `featcache.StepProfiler`")
+    code = code.replace('batch_size=32', 'batch_size=2').replace('pad_to=800', 'pad_to=64')
+    code = code.replace('prof.save_trace("steps.json")',
+                        'prof.save_trace("steps.json"); P.append(prof)')
+    setup = ("import featcache, torch\n"
+             "device = 'cpu'\n"
+             "model = torch.nn.Linear(80, 1)\n"
+             "loss_fn = lambda y: y.pow(2).mean()\n"
+             "opt = torch.optim.SGD(model.parameters(), lr=0.01)\n")
+    P = []
+    exec(compile(setup + code, "docs/loader.md", "exec"), {"P": P})
+    assert P[0].steps == 3 and P[0].json()["items"] == 6
+    assert json.loads((tmp_path / "steps.json").read_text())["traceEvents"]
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
