@@ -398,7 +398,11 @@ int main(int argc, char **argv) {
   opterr = 0;
   while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
     switch (c) {
-    case OPT_DROP: drop_cfg = optarg; break;
+    case OPT_DROP: /* --drop "$OLD", OLD unset: "nothing to drop" would read as done */
+      if (!optarg[0])
+        fc_cli_usage_error("--drop '' names no config (an empty value: an unset variable?)");
+      drop_cfg = optarg;
+      break;
     case OPT_JSON: json = 1; break;
     case OPT_NO_COUNT: count = 0; break;
     case 'q': quiet = 1; break;

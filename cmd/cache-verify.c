@@ -391,6 +391,10 @@ int main(int argc, char **argv) {
       /* an optional argument must be attached: "--expect-tokens chars" reads chars as a STORE */
       if (!optarg && optind < argc && argv[optind][0] != '-' && !detached_tokens)
         detached_tokens = argv[optind];
+      if (optarg && !optarg[0]) /* --expect-tokens=$TOK, TOK unset: not a name to look for */
+        fc_cli_usage_error(
+            "--expect-tokens= names no token config (an empty value: an unset "
+            "variable?); --expect-tokens alone checks every stored one");
       if (optarg) {
         if (n_tok == 64) fc_cli_usage_error("too many --expect-tokens (64 at most)");
         tok[n_tok++] = optarg;

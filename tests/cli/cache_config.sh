@@ -165,6 +165,10 @@ check drop-two 2 "cache-config: --drop takes one store, not 2
 $try" -- "$CC" --drop chars st before
 check drop-json 2 "cache-config: --drop lists nothing: drop --json and --no-count
 $try" -- "$CC" --drop chars --json st
+# an empty CONFIG (--drop "$OLD" with OLD unset, in a Makefile) names no config: a usage error,
+# not "nothing to drop" and exit 0, which read as a drop already done
+check drop-empty 2 "cache-config: --drop '' names no config (an empty value: an unset variable?)
+$try" -- "$CC" --drop '' st
 
 # a store this user cannot write (a teammate's dataset: no lock.mdb can be opened for writing) is
 # listed as cache-verify and cache-merge read it, lock-free; a drop there says why it cannot

@@ -101,6 +101,12 @@ Try 'cache-verify --help' for more information."
 grep -q 'expect-tokens' "$T/err" && { echo "FAIL bare --expect-tokens STORE: $(cat "$T/err")"; fail=1; }
 [ $rc = 0 ] || [ $rc = 1 ] || { echo "FAIL bare --expect-tokens STORE: exit $rc"; fail=1; }
 
+# an empty CONFIG (--expect-tokens=$TOK with TOK unset) names no token config: a usage error, not
+# a check run and failed (exit 1, "expected token config  is not in the store")
+"$V" --expect-tokens= "$T/s" >"$T/out" 2>"$T/err"; check expect-tokens-empty 2 $?
+expect_err expect-tokens-empty "cache-verify: --expect-tokens= names no token config (an empty value: an unset variable?); --expect-tokens alone checks every stored one
+Try 'cache-verify --help' for more information."
+[ -s "$T/out" ] && { echo "FAIL expect-tokens-empty checked a store"; fail=1; }
 # option errors name the tool and what is wrong (getopt's own named the tool by its path), exit 2
 try="Try 'cache-verify --help' for more information."
 for c in "--bogus|cache-verify: unknown option '--bogus'" "-Z|cache-verify: unknown option '-Z'" \
