@@ -107,6 +107,11 @@ grep -q 'expect-tokens' "$T/err" && { echo "FAIL bare --expect-tokens STORE: $(c
 expect_err expect-tokens-empty "cache-verify: --expect-tokens= names no token config (an empty value: an unset variable?); --expect-tokens alone checks every stored one
 Try 'cache-verify --help' for more information."
 [ -s "$T/out" ] && { echo "FAIL expect-tokens-empty checked a store"; fail=1; }
+# an unknown preset (a typo) is told with the presets there are, as featurize tells it
+"$V" --expect-preset hifigann "$T/s" >"$T/out" 2>"$T/err"; check unknown-preset 2 $?
+expect_err unknown-preset "cache-verify: $T/s: unknown preset 'hifigann' (want one of hifigan, tacotron2, librosa, whisper, kaldi; one stored in another dtype as cache-config lists it, 'kaldi (mq)'; or a 32-hex config digest)
+cache-verify: done: 0 of 1 stores clean (1 not checked)"
+
 # option errors name the tool and what is wrong (getopt's own named the tool by its path), exit 2
 try="Try 'cache-verify --help' for more information."
 for c in "--bogus|cache-verify: unknown option '--bogus'" "-Z|cache-verify: unknown option '-Z'" \

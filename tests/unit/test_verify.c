@@ -480,7 +480,7 @@ static void test_damage(void) {
   CHECK(
       strcmp(
           why,
-          "unknown preset 'hifi-gun' (want a preset name, as listed: 'kaldi', 'kaldi (mq)'; or a 32-hex config digest)") ==
+          "unknown preset 'hifi-gun' (want one of hifigan, tacotron2, librosa, whisper, kaldi; one stored in another dtype as cache-config lists it, 'kaldi (mq)'; or a 32-hex config digest)") ==
           0,
       "why: %s", why);
   fc_verify_report_free(&r9);

@@ -252,10 +252,16 @@ int vf_resolve_expected(vctx *c, fc_rtxn *t, char *why, size_t why_len) {
     if (!is_digest) {
       fc_mel_config pc;
       if (fc_mel_preset(name, &pc) != 0 && listed_preset(name, &pc) != 0) {
+        char list[128] = ""; /* the presets there are, as featurize names them: a typo shows */
+        const char *const *p = fc_mel_preset_names();
+        for (int i = 0; p[i]; i++) {
+          size_t l = strlen(list);
+          snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", p[i]);
+        }
         fc_why(why, why_len,
-               "unknown preset '%s' (want a preset name, as listed: 'kaldi', 'kaldi (mq)'; or a "
-               "32-hex config digest)",
-               name);
+               "unknown preset '%s' (want one of %s; one stored in another dtype as cache-config "
+               "lists it, 'kaldi (mq)'; or a 32-hex config digest)",
+               name, list);
         return FC_ECONFIG;
       }
       fc_mel_config_digest(&pc, &d);
