@@ -436,12 +436,12 @@ class StepProfiler:
 
     def add(self, name, ms):
         """Add ms milliseconds that this step spent in phase name, timed by other means than a
-        phase around it (e.g. a wait measured inside a callee). The step's phases add up to its
-        wall time, so what the adds of a step total may not exceed the time the step has lasted
-        so far: more (microseconds passed as ms, another thread's time that overlapped the step)
-        raises ValueError naming both, as does a time that is not a number >= 0. The time is
-        not taken from a phase open around the call: add outside the phase it was part of.
-        Device times go to add_device()."""
+        phase (e.g. a wait a callee measured, outside any timed phase: the time is not taken from
+        the phases open around the call, so one that a timed phase covered counts twice). The
+        step's phases add up to its wall time, so what the adds of a step total may not exceed
+        the time the step has lasted so far: more (microseconds passed as ms, another thread's
+        time that overlapped the step) raises ValueError naming both, as does a time that is
+        not a number >= 0. Device times go to add_device()."""
         h = self._h
         ms = _ms("add(%r, %%s)" % name, ms, " of ms")
         t0 = self._step_t0
