@@ -115,6 +115,32 @@ static void on_token_configs(const char *name, const char *detail, int refused, 
             fc_cli_tool);
 }
 
+/* The same when OUT holds configs of the name that no input holds: an older vocabulary there, not
+ * one built in each input; the fix is OUT's */
+static void on_output_token_configs(const char *name, const char *out_hex, const char *in_hex,
+                                    int refused, void *user) {
+  ctx *c = user;
+  fc_cli_progress_clear(&c->progress);
+  qname q;
+  const char *qo = qn(c->out, &q);
+  const int one = !strchr(out_hex, ',');
+  fprintf(stderr,
+          "%s: %s holds %s '%s' token config%s that no input holds (an older vocabulary?): %s, "
+          "beside the inputs' %s; merged, tokens=\"%s\" would not say which\n",
+          fc_cli_tool, qo, one ? "a" : "other", name, one ? "" : "s", out_hex, in_hex, name);
+  if (refused)
+    fprintf(stderr,
+            "%s: drop %s from %s first (cache-config --drop %s %s%s), or merge into a new store\n",
+            fc_cli_tool, one ? "it" : "them", qo, one ? out_hex : "DIGEST", qo,
+            one ? "" : ", for each of its DIGESTs above");
+  else
+    fprintf(stderr,
+            "%s: merged all the same (the stores record no shards): for one vocabulary, drop %s "
+            "from %s (cache-config --drop %s %s%s)\n",
+            fc_cli_tool, one ? "it" : "them", qo, one ? out_hex : "DIGEST", qo,
+            one ? "" : ", for each of its DIGESTs above");
+}
+
 static uint64_t sum(const uint64_t *v) {
   uint64_t s = 0;
   for (int i = 0; i < FC_DB_COUNT; i++) s += v[i];
@@ -242,6 +268,7 @@ int main(int argc, char **argv) {
   mo.on_progress = on_progress;
   mo.on_shard_twice = on_shard_twice;
   mo.on_token_configs = on_token_configs;
+  mo.on_output_token_configs = on_output_token_configs;
   mo.user = &cx;
   fc_cli_install_signals();
   mo.stop = &fc_cli_signal;

@@ -130,6 +130,12 @@ typedef struct fc_merge_opts {
    * configs, in 3 stores (8640eacd12ac in s0, ...)"); refused: a store involved records shards,
    * and fc_merge_run returns FC_ECONFIG, nothing written. May be NULL. */
   void (*on_token_configs)(const char *name, const char *detail, int refused, void *user);
+  /* The same where the cause is the output's: it holds token configs of the name that no input
+   * holds (an older vocabulary, from a former run into it), and the inputs agree. Called instead
+   * of on_token_configs (which is called when this is NULL), refused as it would be; out_hex:
+   * the output's own configs, in_hex: the inputs' (32 hex each, ", " between). May be NULL. */
+  void (*on_output_token_configs)(const char *name, const char *out_hex, const char *in_hex,
+                                  int refused, void *user);
   void *user;
   /* Inputs opened with MDB_NOLOCK: 1 always (stores on shared storage that nobody writes any
    * more: NFS, Lustre, docs/scale-out.md "File systems"), -1 never, 0 when an input's directory

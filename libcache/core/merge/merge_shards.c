@@ -111,7 +111,15 @@ static int check_token_configs(fc_store *const *in, MDB_txn *const *txns, size_t
     for (size_t x = a; x < b; x++)
       if (x == a || strcmp(v[x].hex, v[x - 1].hex)) configs++;
     /* a store holding some of the name's configs but not all: the configs cover other ids */
-    int apart = 0, shards = 0;
+    int apart = 0, shards = 0, in_agree = 1;
+    size_t in_configs = 0, out_own = 0; /* configs an input holds; the output's that none holds */
+    for (size_t x = a, y; x < b; x = y) {
+      int by_in = 0, by_out = 0;
+      for (y = x; y < b && !strcmp(v[y].hex, v[x].hex); y++)
+        v[y].holder < n ? (by_in = 1) : (by_out = 1);
+      in_configs += by_in;
+      out_own += by_out && !by_in;
+    }
     if (configs > 1) { /* the group's holders in order: a run per holder, its configs of the name */
       size_t *hs = fc_malloc((b - a) * sizeof *hs);
       if (!hs) {
@@ -125,6 +133,7 @@ static int check_token_configs(fc_store *const *in, MDB_txn *const *txns, size_t
         while (y < b - a && hs[y] == hs[x]) y++;
         holders++;
         if (y - x < configs) apart = 1;
+        if (hs[x] < n && y - x != in_configs) in_agree = 0;
         if (hs[x] < n && shard_counts[hs[x]]) shards = 1;
         x = y;
       }
@@ -133,7 +142,21 @@ static int check_token_configs(fc_store *const *in, MDB_txn *const *txns, size_t
     if (apart) {
       st->token_configs_apart++;
       refuse |= shards;
-      if (o->on_token_configs) {
+      if (out_own && in_agree && o->on_output_token_configs) {
+        /* not built apart: the output holds an older one (a former run's vocabulary) */
+        char out_hex[4 * 34 + 8] = "", in_hex[4 * 34 + 8] = "";
+        for (size_t x = a, y; x < b; x = y) {
+          int by_in = 0;
+          for (y = x; y < b && !strcmp(v[y].hex, v[x].hex); y++) by_in |= v[y].holder < n;
+          char *l = by_in ? in_hex : out_hex;
+          size_t at = strlen(l);
+          if (at + 40 < sizeof in_hex) /* at most 4 of each: "..." after */
+            snprintf(l + at, sizeof in_hex - at, "%s%s", at ? ", " : "", v[x].hex);
+          else if (!strstr(l, "..."))
+            snprintf(l + at, sizeof in_hex - at, ", ...");
+        }
+        o->on_output_token_configs(v[a].name, out_hex, in_hex, shards, o->user);
+      } else if (o->on_token_configs) {
         char line[640];
         int at = snprintf(line, sizeof line, "%zu different '%s' token configs, in %zu stores (",
                           configs, v[a].name, holders);
