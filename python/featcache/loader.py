@@ -846,7 +846,8 @@ def get(store, id, features=None, tokens=None, verify=True, nolock=False):
     if not 0 < len(uid) <= _ID_MAX or b"\0" in uid or b"\n" in uid or b"\r" in uid:
         # (the C lookup would see an id cut at a NUL: another utterance's)
         raise KeyError("featcache: %r: no such utterance (no store holds such an id)" % (id,))
-    key = (os.getpid(), os.path.realpath(os.fspath(store)), features, tokens, bool(nolock))
+    store = os.fsdecode(os.fspath(store))  # (a bytes path as the Loader takes it: the same bytes)
+    key = (os.getpid(), os.path.realpath(store), features, tokens, bool(nolock))
     # (the cache is changed and walked under _GET_LOCK: get() may run in several threads; the
     # stores are opened, and handles let go, outside it)
     with _GET_LOCK:

@@ -133,6 +133,19 @@ def test_get_still_works(store):
         featcache.get(store["path"], 1)  # was AttributeError: 'int' object has no attribute ...
 
 
+def test_get_takes_the_store_paths_a_loader_takes(store):
+    # a store path as bytes (os.listdir(b"."), a Latin-1 directory name) opens a Loader; get()
+    # failed on it with TypeError "Can't mix strings and bytes in path components"
+    import pathlib
+    want = featcache.get(store["path"], "utt0")
+    for path in (os.fsencode(store["path"]), pathlib.Path(store["path"])):
+        assert featcache.Loader(path).num_items == featcache.Loader(store["path"]).num_items
+        got = featcache.get(path, "utt0")
+        assert got.shape == want.shape and (got == want).all()
+        with pytest.raises(KeyError, match="nope: no such utterance"):
+            featcache.get(path, "nope")
+
+
 def test_get_ids_no_store_can_hold(store):
     # an id with a NUL reached the C lookup cut at the NUL: get(store, "utt0\0x") gave utt0's
     # features; an empty or too long id (over 511 bytes) was a KeyError with no message (or the
