@@ -77,6 +77,12 @@ static int preflight(vctx *c, const char *dir, int nolock) {
   vf_env e;
   int rc = vf_env_read(dir, &e);
   r->data_size = e.file_size;
+  if (rc && e.not_lmdb && e.file_size == 0) { /* LMDB made the file, wrote no page */
+    vf_add(c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
+           "an empty file: LMDB never wrote its first pages (a full disk, or its writer stopped, "
+           "as it made the store); featurize, tokenize and cache-merge take it as new");
+    return 1;
+  }
   if (rc && e.not_lmdb) {
     vf_add(c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
            "not an LMDB environment (%llu bytes; its meta pages are missing or damaged): %s",
