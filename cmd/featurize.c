@@ -196,6 +196,17 @@ static int store_is_new(const char *dir) {
   return stat(p, &st) != 0;
 }
 
+/* A store this user may only read, opened to be checked: read-only, its lock file too when this
+ * user may write it (a read-only mount: LMDB reads without it), else without locking (a store
+ * another user owns, in a folder this one may not write). Returns 0 or the open's error. */
+static int fzc_open_read_only(const char *dir, fc_store ***parts, unsigned *n) {
+  char why[256];
+  int rc = fc_store_open_split(dir, FC_STORE_RDONLY, 0, parts, n, why, sizeof why);
+  if (rc == EACCES || rc == EPERM)
+    rc = fc_store_open_split(dir, FC_STORE_RDONLY | FC_STORE_NOLOCK, 0, parts, n, why, sizeof why);
+  return rc;
+}
+
 /* The first items of a manifest: what the device and the writers are chosen from when the job
  * reads the manifest as it goes. */
 typedef struct first_ctx {
@@ -582,6 +593,20 @@ int main(int argc, char **argv) {
     fc_item_list_free(&items);
     return fc_cli_signal_exit();
   }
+  /* A store this user may only read: checked instead, nothing written (docs/featurize.md "A store
+   * you may only read"). */
+  const int write_err = rc;
+  const int ro = (rc == EACCES || rc == EROFS || rc == EPERM) && !why[0];
+  const int ro_rc = ro ? fzc_open_read_only(store_dir, &parts, &n_parts) : 0;
+  const int check = ro && ro_rc == 0;
+  if (check) {
+    rc = 0;
+    if (!quiet)
+      fc_cli_warn(store_dir,
+                  "cannot write the store (%s): checking that it holds every input instead, "
+                  "writing nothing",
+                  fc_strerror(write_err));
+  }
   if (rc) {
     if (why[0])
       fc_cli_warn(NULL, "%s", why);
@@ -590,18 +615,15 @@ int main(int argc, char **argv) {
                   "cannot create the store: its folder %s does not exist (a new store is made in "
                   "an existing folder: mkdir -p it)",
                   why);
-    else if (rc == EACCES || rc == EROFS || rc == EPERM) /* a store this user may only read */
-      fc_cli_warn(store_dir,
-                  "cannot open the store for writing: %s (featurize writes what it finds "
-                  "missing; whether a store you can only read holds every input: cache-verify "
-                  "--manifest FILE STORE)",
-                  fc_strerror(rc));
+    else if (ro && (ro_rc == ENOENT || ro_rc == FC_ENOSTORE)) /* none to check: none made */
+      fc_cli_warn(store_dir, "cannot create the store: %s", fc_strerror(rc));
     else
       fc_cli_warn(store_dir, "cannot open the store: %s", fc_strerror(rc));
     fc_item_list_free(&items);
     return FC_EXIT_USAGE;
   }
-  if ((rc = fc_cli_mark_shard(parts[0], shard_k, shard_n)) != 0) { /* docs/FORMAT.md "Shards" */
+  if (!check &&
+      (rc = fc_cli_mark_shard(parts[0], shard_k, shard_n)) != 0) { /* docs/FORMAT.md "Shards" */
     /* before anything is stored, as the open it belongs to: nothing done */
     fc_cli_warn(store_dir, "cannot record its shard in the store: %s", fc_strerror(rc));
     fc_store_close_split(parts, n_parts);
@@ -616,6 +638,7 @@ int main(int argc, char **argv) {
                      .sample_rate = cfg.sample_rate,
                      .json = json,
                      .verbose = verbose,
+                     .check = check,
                      .total = stream ? 0 : items.count};
   fc_cli_progress_init(&rctx.progress, progress, quiet);
   fo.jobs = jobs;
@@ -629,6 +652,7 @@ int main(int argc, char **argv) {
   fo.user = &rctx;
   fo.parts = parts;
   fo.n_parts = n_parts;
+  fo.check_only = check;
   if (stream) { /* the first items served their turn: the job reads the manifest on its own */
     fo.manifest = manifest;
     fo.manifest_opts = &mo;
@@ -668,6 +692,9 @@ int main(int argc, char **argv) {
   } else if (rc && (why[0] || !strict)) { /* a failed commit (strict item errors leave why empty) */
     fc_cli_warn(store_dir, "%s", why[0] ? why : fc_strerror(rc));
     code = FC_EXIT_FAIL;
+  } else if (check &&
+             st.not_stored) { /* what is missing cannot be written: as the open's refusal */
+    code = FC_EXIT_USAGE;
   } else if (rc || !allowed) {
     code = FC_EXIT_FAIL;
   }
@@ -676,7 +703,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: %llu inputs not started after the %s, counted as failed\n", fc_cli_tool,
             (unsigned long long)(st.failed - rctx.failed_lines),
             code == FC_EXIT_USAGE ? "device failed to start" : "failed write");
-  if (rc != FC_EINTR) {
+  if (check && rc != FC_EINTR && st.total) {
+    fzc_check_summary(&st, store_dir, write_err, &rctx, &max_failed, allowed, quiet);
+  } else if (rc != FC_EINTR) {
     if (code == FC_EXIT_OK && st.total == 0) { /* an empty list (the wrong one?): as tokenize */
       if (!quiet)
         fzc_empty_input(manifest, from_stdin ? 0 : nargs, shard_spec ? shard_k : 0,
@@ -711,7 +740,8 @@ int main(int argc, char **argv) {
               (unsigned long long)st.failures_recorded, (unsigned long long)st.failures_cleared);
   }
   if (json)
-    fzc_print_json(&st, &cfg, device_name, store_dir, &rctx, &max_failed, code == FC_EXIT_OK);
+    fzc_print_json(&st, &cfg, check ? "none" : device_name, store_dir, &rctx, &max_failed,
+                   code == FC_EXIT_OK);
   fc_cli_failures_free(&rctx.failures);
   return fc_cli_stdout_status(code); /* the --json object lost is a failure */
 }

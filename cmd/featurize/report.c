@@ -52,6 +52,11 @@ void fzc_on_event(const fc_featurize_event *ev, void *user) {
       fc_cli_warn(label, "%s", ev->reason);
     return;
   }
+  if (ev->status == FC_ITEM_NOT_STORED) { /* a check: the first ones named, -v all */
+    if (c->verbose || c->not_stored_lines < FZC_NOT_STORED_SAID) fc_cli_warn(label, "not stored");
+    c->not_stored_lines++;
+    return;
+  }
   char id[4 * FC_ID_MAX + 8];
   fc_cli_quoted(ev->id ? ev->id : "", id, sizeof id);
   if (ev->replaced) { /* said whatever -v and -q: the id's features are another file's now */
@@ -80,7 +85,7 @@ void fzc_on_event(const fc_featurize_event *ev, void *user) {
 
 void fzc_on_progress(const fc_featurize_stats *st, void *user) {
   fzc_report *c = user;
-  uint64_t done = st->processed + st->skipped_existing + st->failed;
+  uint64_t done = st->processed + st->skipped_existing + st->failed + st->not_stored;
   double rt = st->wall_seconds > 0 ? st->audio_seconds / st->wall_seconds : 0;
   if (c->total)
     fc_cli_progress_show(&c->progress, "%s: %llu/%llu, %.0f s of audio, %.0fx realtime",
@@ -89,6 +94,34 @@ void fzc_on_progress(const fc_featurize_stats *st, void *user) {
   else /* a manifest read as the job goes: its length is known at the end */
     fc_cli_progress_show(&c->progress, "%s: %llu done, %.0f s of audio, %.0fx realtime",
                          fc_cli_tool, (unsigned long long)done, st->audio_seconds, rt);
+}
+
+void fzc_check_summary(const fc_featurize_stats *st, const char *store, int write_err,
+                       const fzc_report *c, const fc_cli_max_failed *mf, int allowed, int quiet) {
+  const unsigned long long n = st->total, missing = st->not_stored, failed = st->failed;
+  char failures[96] = "";
+  if (failed)
+    snprintf(failures, sizeof failures, ", %llu failed%s%s%s", failed,
+             mf->text[0] ? (allowed ? " (allowed by --max-failed " : " (more than --max-failed ")
+                         : "",
+             mf->text, mf->text[0] ? ")" : "");
+  if (missing) {
+    const unsigned long long named =
+        c->verbose || missing < FZC_NOT_STORED_SAID ? missing : FZC_NOT_STORED_SAID;
+    char unnamed[64] = "";
+    if (named < missing)
+      snprintf(unnamed, sizeof unnamed, " (%llu not named above)", missing - named);
+    fc_cli_warn(store,
+                "%llu of %llu input%s not stored%s%s, and the store cannot be written (%s): "
+                "featurize them into a store you may write, or have its owner run featurize",
+                missing, n, n == 1 ? "" : "s", unnamed, failures, fc_strerror(write_err));
+  } else if (failed && (!quiet || !allowed)) {
+    fc_cli_warn(store, "%llu of %llu stored%s; checked, nothing written (the store is read-only)",
+                (unsigned long long)st->skipped_existing, n, failures);
+  } else if (!failed && !quiet) {
+    fc_cli_warn(store,
+                "every input is stored (%llu checked; the store is read-only: nothing written)", n);
+  }
 }
 
 /* Stage accounting as one -v line (docs/featurize.md "Stage accounting"). */
@@ -132,7 +165,9 @@ void fzc_print_json(const fc_featurize_stats *st, const fc_mel_config *cfg, cons
     fputs("null", stdout);
   fputs(",\"device\":", stdout);
   fc_json_write_string(stdout, device);
-  printf(",\"fell_back_to_cpu\":%s", st->fell_back_to_cpu ? "true" : "false");
+  printf(",\"fell_back_to_cpu\":%s,\"checked_read_only\":%s,\"not_stored\":%llu",
+         st->fell_back_to_cpu ? "true" : "false", rc->check ? "true" : "false",
+         (unsigned long long)st->not_stored);
   fputs(",\"store\":", stdout);
   fc_json_write_string(stdout, store);
   printf(",\"failures_recorded\":%llu,\"failures_cleared\":%llu,\"max_failed\":",

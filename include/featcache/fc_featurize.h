@@ -97,7 +97,9 @@ typedef enum fc_featurize_status {
   FC_ITEM_SKIPPED = 2, /* record and this id's audio entry (same digest) already stored (an
                           entry that named the source with another path, size or mtime is
                           written again with the file's) */
-  FC_ITEM_FAILED = 3 /* not stored; err and reason say why */
+  FC_ITEM_FAILED = 3, /* not stored; err and reason say why */
+  FC_ITEM_NOT_STORED = 4 /* check_only: its file reads and decodes, but its record or this id's
+                            audio entry is not in the store (a run would compute or link it) */
 } fc_featurize_status;
 
 /* One report per item. Pointers are valid during the callback only. */
@@ -133,7 +135,7 @@ typedef struct fc_featurize_stats {
   double wall_seconds;
   /* Items never begun because the run was stopped (the stop flag, or --strict). After a failed
    * commit the items never begun count as failed instead. Always:
-   * processed + skipped_existing + failed + not_started = total. */
+   * processed + skipped_existing + failed + not_started + not_stored = total. */
   uint64_t not_started;
   /* Where the time went (docs/featurize.md "Stage accounting"): busy seconds of each stage (the
    * CPU time of the threads that ran it, summed; setup and a GPU's compute stage are wall time),
@@ -176,6 +178,7 @@ typedef struct fc_featurize_stats {
   uint64_t cpu_computed;
   int fell_back_to_cpu; /* the device could not be started and the CPU computed the job
                            (fc_featurize_opts.fallback_to_cpu; the reason in why) */
+  uint64_t not_stored; /* NOT_STORED (check_only) */
 } fc_featurize_stats;
 
 /* The bound the stage times of st imply, on a device of kind `device` (the rule of
@@ -225,12 +228,21 @@ typedef struct fc_featurize_opts {
    * the job to the CPU instead of failing it: stats->fell_back_to_cpu, the device's reason in why.
    * Implied by device auto; set it too when passing the device auto chose (featurize does). */
   int fallback_to_cpu;
+  /* Look, write nothing: each item is found stored (SKIPPED, by the rules of a rerun: its size
+   * and mtime, else its bytes' digest), FAILED as a run would fail it (its file read and decoded,
+   * its length checked), or NOT_STORED; no record, audio entry or failure record is written, an
+   * entry naming the file otherwise is left as it is, and nothing is computed (the device is the
+   * CPU whatever opts->device says). The store, or its parts, may be opened FC_STORE_RDONLY: a
+   * store this user may only read is checked this way (docs/featurize.md "A store you may only
+   * read"). */
+  int check_only;
 } fc_featurize_opts;
 
 /* Fill opts with the defaults (jobs 1, device auto, no limits, no callbacks). */
 FC_API void fc_featurize_opts_init(fc_featurize_opts *opts);
 
-/* Featurize items[0..n) with cfg into the store s (opened writable; with FC_STORE_NOSYNC the
+/* Featurize items[0..n) with cfg into the store s (opened writable, or read-only under
+ * opts->check_only, which writes nothing; with FC_STORE_NOSYNC the
  * pipeline syncs every sync_seconds and at the end, with FC_STORE_NOMETASYNC at the end). Items with err set (manifest problems) are
  * reported as FAILED. For each good item: key = fc_record_key(audio digest, config digest); the
  * item is SKIPPED when the feat record exists and the id's audio entry holds the same digest;

@@ -212,8 +212,9 @@ static int fall_back_to_cpu(fz_run *r, const char *reason, char *why, size_t why
 }
 
 /* Configuration: everything that can fail before any work is done — the config, the device and
- * its backend (backend: a test's, featurize_backend.h, else the device's), a writable store, the
- * backend opened, the staging ring when the backend stages. */
+ * its backend (backend: a test's, featurize_backend.h, else the device's; the CPU's for a check),
+ * a writable store (any store for a check), the backend opened, the staging ring when the backend
+ * stages. */
 static int run_configure(fz_run *r, const fc_fz_backend *backend, char *why, size_t why_len) {
   const fc_mel_config *cfg = r->cfg;
   int rc = fc_mel_config_validate(cfg, why, why_len);
@@ -230,7 +231,10 @@ static int run_configure(fz_run *r, const fc_fz_backend *backend, char *why, siz
   config_stamp(&r->cfg_digest, r->created_key, r->created);
   fc_device dev;
   char dev_why[256]; /* auto's fallback reason is not an error: keep it out of why */
-  if (backend) {
+  if (r->o.check_only) { /* nothing is computed: no device to start */
+    dev = (fc_device){.kind = FC_DEVICE_CPU};
+    backend = NULL;
+  } else if (backend) {
     dev = r->o.device;
   } else if ((rc = fc_featurize_choose_device(&r->o.device, r->items, r->n, r->o.jobs,
                                               r->o.auto_gpu_min_seconds, &dev, dev_why,
@@ -247,7 +251,7 @@ static int run_configure(fz_run *r, const fc_fz_backend *backend, char *why, siz
   }
   for (unsigned k = 0; k < r->n_parts; k++) {
     fz_part *p = &r->parts[k];
-    if (!p->s || (fc_store_open_flags(p->s) & FC_STORE_RDONLY)) {
+    if (!p->s || (!r->o.check_only && (fc_store_open_flags(p->s) & FC_STORE_RDONLY))) {
       fc_why(why, why_len, "store opened read-only");
       return EACCES;
     }

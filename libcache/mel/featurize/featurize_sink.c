@@ -59,6 +59,7 @@ char *fz_source_path(const fz_run *r, const char *path) {
 /* The failure record of item i (docs/FORMAT.md "Failure record") to its part's writer. */
 void fz_input_failed(fz_run *r, size_t i, int err, const char *reason) {
   fz_report_failed(r, i, err, reason);
+  if (r->o.check_only) return; /* a check writes nothing */
   const fc_item *it = fz_item(r, i);
   if (!it->id || fc_id_check(it->id, strlen(it->id)) != 0) return; /* nothing to key it by */
   if (it->err == FC_EDUPLICATE) return; /* the id is its first input's: not this one's to record */

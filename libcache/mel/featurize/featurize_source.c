@@ -38,8 +38,20 @@ static void report_skipped(fz_run *r, size_t i) {
   pthread_mutex_unlock(&r->ev_mu);
 }
 
-/* Only the id's failure record to delete (the id was skipped: stored under this config). */
+/* A check (opts.check_only): the item's file reads and decodes, but the store lacks its record or
+ * its id's audio entry. */
+static void report_not_stored(fz_run *r, size_t i) {
+  fc_featurize_event ev = {.status = FC_ITEM_NOT_STORED, .index = i};
+  pthread_mutex_lock(&r->ev_mu);
+  r->st.not_stored++;
+  fz_emit(r, &ev);
+  pthread_mutex_unlock(&r->ev_mu);
+}
+
+/* Only the id's failure record to delete (the id was skipped: stored under this config). A check
+ * writes nothing: the record stays. */
 static void queue_clear(fz_run *r, size_t i, double *waited) {
+  if (r->o.check_only) return;
   fz_job *j = fz_job_new(r, i);
   if (!j) return; /* the record stays: a later run deletes it */
   j->kind = FZ_JOB_CLEAR;
@@ -184,7 +196,7 @@ static int settle_stored(fz_run *r, fz_worker *w, size_t i, const fc_digest *key
                          const fc_digest *audio, fc_audio_info *info, const char *abs, int stale,
                          int have_fail, const fc_audio_entry *old) {
   fz_times *tm = &w->t;
-  if (!stale) {
+  if (!stale || r->o.check_only) { /* a check leaves the entry as it is: stored all the same */
     report_skipped(r, i);
     if (have_fail) queue_clear(r, i, &tm->queue_wait);
     return 0;
@@ -472,7 +484,9 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
       goto fail;
     }
     j->frames = frames;
-    if (staging && fz_stage_fits(r, n)) {
+    if (r->o.check_only) {
+      /* a check computes nothing: said below */
+    } else if (staging && fz_stage_fits(r, n)) {
       /* into the staging ring; a writer makes the record from the device's output */
       if (encode_entry(j, &audio, &info, abs)) goto nomem;
       fz_stage_put(r, j, pcm16 ? pcm16 : (const void *)x, n, pcm16 != NULL, tm);
@@ -488,6 +502,12 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   }
   free(x);
   x = NULL;
+  if (r->o.check_only) { /* it reads and decodes: a run would compute (or link) it */
+    fz_job_free(j);
+    free(abs);
+    report_not_stored(r, i);
+    return;
+  }
   if (encode_entry(j, &audio, &info, abs)) goto nomem;
   if ((rc = fz_queue_push(r, j, &tm->queue_wait))) {
     fz_job_free(j);
