@@ -43,7 +43,8 @@ __attribute__((visibility("default"))) void fault_hold(int on);
  * steps (site `prune`: before each of its write transactions; site `compact`: 1 with the compact
  * copy written and synced, 2 once it is renamed over data.mdb), a signal at a known point of a
  * run (site `store_open`: each fc_store_open, e.g. cache-bench's reopening of a store it evicted
- * before a cold pass) — and then let it go on (SIGCONT).
+ * before a cold pass; site `tokenize_batch`: each batch of tokenize between its lookups and its
+ * write, for another writer to store the same lines first) — and then let it go on (SIGCONT).
  * Nothing is failed. Exported beside fault_hit. */
 __attribute__((visibility("default"))) void fault_stop(const char *site);
 #else

@@ -125,6 +125,11 @@ typedef struct fc_put {
  * FC_EBADSTATE for every later write (reopen it). The caller keeps ownership of all buffers.
  * A put with FC_PUT_FILL has its value written by its fc_put_fill (above). */
 FC_API int fc_store_write(fc_store *s, const fc_put *puts, size_t n);
+/* fc_store_write, saying which puts with FC_PUT_NOOVERWRITE met their key already there (another
+ * writer's, committed first) and kept its value: kept[i] = 1 for those, 0 for every other put
+ * (kept: n bytes, the caller's; NULL: fc_store_write). Meaningful when it returns 0: what a
+ * writer that looked its keys up before this transaction counts as new is what kept says was. */
+FC_API int fc_store_write_kept(fc_store *s, const fc_put *puts, size_t n, unsigned char *kept);
 
 /* Flush to disk (mdb_env_sync force). Needed after writes with FC_STORE_NOSYNC. */
 FC_API int fc_store_sync(fc_store *s);

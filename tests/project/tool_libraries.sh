@@ -59,12 +59,13 @@ else
 fi
 
 # Exports: every dynamic symbol the components define is an FC_API function of the public headers
-# (fault_hit and fault_hold too in fault-injection builds: the countdown the components
+# (fault_hit, fault_hold and fault_stop too in fault-injection builds: the countdown the components
 # share, and its hold around jansson's parser: formats/common/json.h).
 grep -ho 'FC_API [^(]*(' "$FC_SRC"/include/featcache/*.h | sed -E 's/.*[ *]([a-z_0-9]+)\($/\1/' \
   | sort -u >"$T/api"
 echo fault_hit >>"$T/api"
 echo fault_hold >>"$T/api"
+echo fault_stop >>"$T/api"
 for c in core mel text; do
   nm -D --defined-only "$FC_BIN/libfeatcache_$c.so" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sort -u \
     >"$T/exp_$c"

@@ -49,6 +49,24 @@ int main(void) {
     rc = fc_store_write(s, puts, 10);
     CHECK(rc == 0, "batch %d: %s", b, fc_strerror(rc));
   }
+  /* fc_store_write_kept: which NOOVERWRITE puts met their key stored (a writer that looked its
+   * keys up before another committed them counts them by it); a plain put, an appended one and
+   * the map-growing replay above say 0 */
+  {
+    unsigned char kept[4] = {9, 9, 9, 9};
+    const uint8_t one = 1;
+    fc_put p[4] = {{FC_DB_FEAT, "k005", 4, &one, 1, FC_PUT_NOOVERWRITE},
+                   {FC_DB_FEAT, "k500", 4, &one, 1, FC_PUT_NOOVERWRITE},
+                   {FC_DB_FEAT, "k099", 4, &one, 1, FC_PUT_NOOVERWRITE | FC_PUT_APPEND},
+                   {FC_DB_META, "kept-test", 9, &one, 1, 0}};
+    rc = fc_store_write_kept(s, p, 4, kept);
+    CHECK(rc == 0 && kept[0] == 1 && kept[1] == 0 && kept[2] == 1 && kept[3] == 0,
+          "kept: rc %d, %d %d %d %d (want 1 0 1 0)", rc, kept[0], kept[1], kept[2], kept[3]);
+    rc = fc_store_write_kept(s, p + 1, 1, kept);
+    CHECK(rc == 0 && kept[0] == 1, "kept: k500 again: rc %d, %d", rc, kept[0]);
+    p[0] = (fc_put){FC_DB_FEAT, "k500", 4, NULL, 0, FC_PUT_DELETE};
+    CHECK(fc_store_write_kept(s, p, 1, kept) == 0 && kept[0] == 0, "kept: a delete");
+  }
   CHECK(fc_store_sync(s) == 0, "sync");
   fc_store_info info;
   CHECK(fc_store_info_get(s, &info) == 0 && info.entries[FC_DB_FEAT] == 100 &&

@@ -437,7 +437,7 @@ int store_explain_write_error(const fc_store *s, int rc, size_t bytes) {
 }
 
 /* One put. A config new to the store gets its index in the same transaction. */
-static int put_one(fc_store *s, MDB_txn *txn, const fc_put *p) {
+static int put_one(fc_store *s, MDB_txn *txn, const fc_put *p, unsigned char *kept) {
   if (p->flags & FC_PUT_REQUIRE) { /* a check, no write: no fault countdown either */
     MDB_val k = {p->key_len, (void *)p->key}, v;
     int rc = mdb_get(txn, s->dbi[p->db], &k, &v);
@@ -465,7 +465,10 @@ static int put_one(fc_store *s, MDB_txn *txn, const fc_put *p) {
     const fc_put_fill *f = p->val;
     rc = f->fill(v.mv_data, p->val_len, f->arg);
   }
-  if (rc == MDB_KEYEXIST) return 0; /* content-addressed: the stored value is the same */
+  if (rc == MDB_KEYEXIST) { /* content-addressed: the stored value is the same */
+    if (kept) *kept = 1;
+    return 0;
+  }
   if (!rc && is_cfg)
     rc = store_index_config_added(s, txn, p->key, p->key_len, v.mv_data, v.mv_size);
   return rc;
@@ -510,6 +513,10 @@ static int room_to_commit(fc_store *s, const fc_put *puts, size_t n) {
 }
 
 int fc_store_write(fc_store *s, const fc_put *puts, size_t n) {
+  return fc_store_write_kept(s, puts, n, NULL);
+}
+
+int fc_store_write_kept(fc_store *s, const fc_put *puts, size_t n, unsigned char *kept) {
   if (s->flags & FC_STORE_RDONLY) {
     fills_done(puts, n);
     return EACCES;
@@ -531,6 +538,7 @@ int fc_store_write(fc_store *s, const fc_put *puts, size_t n) {
     }
     if (rc) goto out;
     rc = store_index_begin(s, txn);
+    if (kept) memset(kept, 0, n); /* this try's (a replay after the map grew starts over) */
     for (size_t i = 0; i < n && !rc; i++) {
       const fc_put *p = &puts[i];
       if (p->db < 0 || p->db >= FC_DB_ALL || !s->dbi[p->db]) {
@@ -543,7 +551,7 @@ int fc_store_write(fc_store *s, const fc_put *puts, size_t n) {
         if (rc == MDB_NOTFOUND) rc = 0;
         continue;
       }
-      rc = put_one(s, txn, p);
+      rc = put_one(s, txn, p, kept ? &kept[i] : NULL);
     }
     /* the index follows the entries this batch wrote, now that its records are in (index.c) */
     for (size_t i = 0; i < n && !rc; i++)

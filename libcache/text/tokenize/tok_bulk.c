@@ -34,6 +34,18 @@ struct tok_spill {
   size_t buf_len, buf_cap;
 };
 
+int tok_store_is_empty(fc_store *s, int *empty) {
+  fc_rtxn *t;
+  uint64_t ntext = 0, ntok = 0;
+  int rc = fc_store_read_begin(s, &t);
+  if (rc) return rc;
+  rc = fc_rtxn_count(t, FC_DB_TEXT, &ntext);
+  if (!rc) rc = fc_rtxn_count(t, FC_DB_TOK, &ntok);
+  fc_rtxn_end(t);
+  *empty = ntext == 0 && ntok == 0;
+  return rc;
+}
+
 int tok_spill_open(const char *dir, tok_spill **out) {
   tok_spill *sp = fc_calloc(1, sizeof *sp);
   if (!sp) return ENOMEM;
@@ -187,8 +199,8 @@ static void sift_down(rcur **h, size_t n, size_t i) {
   }
 }
 
-int tok_spill_merge(tok_spill *sp, fc_store *s, int slot, int db, const fc_put *guard,
-                    size_t batch_puts, size_t batch_bytes, tok_merged *done) {
+int tok_spill_merge(tok_spill *sp, fc_store *s, int slot, int db, unsigned flags,
+                    const fc_put *guard, size_t batch_puts, size_t batch_bytes, tok_merged *done) {
   size_t n = sp->n_runs[slot];
   memset(done, 0, sizeof *done);
   if (!n) return 0;
@@ -198,7 +210,9 @@ int tok_spill_merge(tok_spill *sp, fc_store *s, int slot, int db, const fc_put *
   rcur *curs = fc_calloc(n, sizeof *curs);
   rcur **heap = fc_calloc(n, sizeof *heap);
   fc_put *puts = fc_calloc(batch_puts + 1, sizeof *puts);
-  int rc = (curs && heap && puts) ? 0 : ENOMEM;
+  uint32_t(*vals)[2] = fc_calloc(batch_puts, sizeof *vals); /* each put's aux and dim0 */
+  unsigned char *kept = fc_calloc(batch_puts + 1, 1);
+  int rc = (curs && heap && puts && vals && kept) ? 0 : ENOMEM;
   size_t nh = 0;
   for (size_t i = 0; i < n && !rc; i++) {
     curs[i] = (rcur){(const uint8_t *)map + sp->runs[slot][i].off,
@@ -219,14 +233,11 @@ int tok_spill_merge(tok_spill *sp, fc_store *s, int slot, int db, const fc_put *
     if (nh) {
       rcur *c = heap[0];
       if (!last || key_cmp(c->key, c->kl, last, last_len) != 0) { /* a key once */
-        puts[np++] = (fc_put){db, c->key, c->kl, c->val, c->vl, FC_PUT_APPEND};
+        vals[np][0] = c->aux;
+        vals[np][1] = 0;
+        if (c->vl >= 12) memcpy(&vals[np][1], c->val + 8, 4); /* a record's dim0 (bytes 8..11) */
+        puts[np++] = (fc_put){db, c->key, c->kl, c->val, c->vl, FC_PUT_APPEND | flags};
         bytes += c->kl + c->vl;
-        part.aux += c->aux;
-        if (c->vl >= 12) { /* a record's dim0 (bytes 8..11) */
-          uint32_t d0;
-          memcpy(&d0, c->val + 8, 4);
-          part.dim0 += d0;
-        }
         last = c->key;
         last_len = c->kl;
       } else {
@@ -237,9 +248,18 @@ int tok_spill_merge(tok_spill *sp, fc_store *s, int slot, int db, const fc_put *
     }
     if (np && (np == batch_puts || bytes >= batch_bytes || !nh)) {
       if (guard) puts[np] = *guard; /* written with each batch, never counted */
-      rc = fc_store_write(s, puts, np + (guard != NULL));
+      rc = fc_store_write_kept(s, puts, np + (guard != NULL), kept);
+      for (size_t i = 0; i < np && !rc; i++) { /* a key another writer stored first: not ours */
+        if (kept[i]) {
+          part.duplicates++;
+        } else {
+          part.puts++;
+          part.aux += vals[i][0];
+          part.dim0 += vals[i][1];
+        }
+      }
       if (!rc) {
-        done->puts += np;
+        done->puts += part.puts;
         done->aux += part.aux;
         done->dim0 += part.dim0;
         done->duplicates += part.duplicates;
@@ -251,6 +271,8 @@ int tok_spill_merge(tok_spill *sp, fc_store *s, int slot, int db, const fc_put *
   }
   if (!rc) done->duplicates += part.duplicates; /* of keys committed before them */
   free(puts);
+  free(vals);
+  free(kept);
   free(heap);
   free(curs);
   munmap(map, sp->size);

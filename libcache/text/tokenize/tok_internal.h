@@ -174,20 +174,26 @@ void tok_bpe_free(tok_bpe *b);
  * system), then merged in key order into the store with FC_PUT_APPEND: for a table that is empty,
  * every page is written once. slot: 0 the tok puts, 1 the text puts (their runs merge apart). */
 typedef struct tok_spill tok_spill;
+/* A job whose store holds no text entries and no tok records yet is a bulk load: it writes each
+ * batch as a sorted run and merges them at the end, records first, then the entries (so an entry
+ * never names a missing record). *empty: whether s holds none; 0 or the store's error. */
+int tok_store_is_empty(fc_store *s, int *empty);
 int tok_spill_open(const char *dir, tok_spill **out);
 void tok_spill_close(tok_spill *sp);
 /* Append puts[0..n) as one run of slot, in key order (LMDB's), equal keys once; aux[i] (may be
  * NULL) goes with put i. */
 int tok_spill_run(tok_spill *sp, int slot, const fc_put *puts, const uint32_t *aux, size_t n);
 /* What a merge committed: distinct keys, the sum of their aux and of their values' dim0 (bytes
- * 8..11 of a record), and the puts dropped as a key seen before (another batch's same text). */
+ * 8..11 of a record) but for the keys it found stored already (FC_PUT_NOOVERWRITE: another
+ * writer's), and the puts dropped as a key seen before (another batch's same text) or so found. */
 typedef struct tok_merged {
   uint64_t puts, aux, dim0, duplicates;
 } tok_merged;
-/* Merge slot's runs into db of s, one write transaction per batch_puts puts or batch_bytes;
+/* Merge slot's runs into db of s, one write transaction per batch_puts puts or batch_bytes, each
+ * put with FC_PUT_APPEND and flags (FC_PUT_NOOVERWRITE: a key stored meanwhile is kept);
  * guard (may be NULL) is written with each (the config's FC_PUT_REQUIRE). */
-int tok_spill_merge(tok_spill *sp, fc_store *s, int slot, int db, const fc_put *guard,
-                    size_t batch_puts, size_t batch_bytes, tok_merged *done);
+int tok_spill_merge(tok_spill *sp, fc_store *s, int slot, int db, unsigned flags,
+                    const fc_put *guard, size_t batch_puts, size_t batch_bytes, tok_merged *done);
 /* Sort puts by key (LMDB's order). */
 void tok_sort_puts(fc_put *puts, size_t n);
 

@@ -15,6 +15,7 @@
 #include "featcache/fc_tokenize.h"
 #include "libcache/text/tokenize/tok_internal.h"
 #include "formats/common/alloc.h"
+#include "formats/common/fault.h"
 #include "formats/common/stored_text.h"
 #include "formats/config/config_stamp.h"
 
@@ -389,21 +390,6 @@ static void report(const fc_tokenize_run_opts *o, const fc_item *it, const line_
   if (o->report) o->report(it, l->err, l->why, o->report_ud);
 }
 
-/* Bulk loads (tok_bulk.c): a job whose store holds no text entries and no tok records yet writes
- * each batch as sorted runs to a temporary file and merges them into the store at the end, in key
- * order (records first, then the entries, so an entry never names a missing record). */
-static int store_is_empty(fc_store *s, int *empty) {
-  fc_rtxn *t;
-  uint64_t ntext = 0, ntok = 0;
-  int rc = fc_store_read_begin(s, &t);
-  if (rc) return rc;
-  rc = fc_rtxn_count(t, FC_DB_TEXT, &ntext);
-  if (!rc) rc = fc_rtxn_count(t, FC_DB_TOK, &ntok);
-  fc_rtxn_end(t);
-  *empty = ntext == 0 && ntok == 0;
-  return rc;
-}
-
 /* What a batch counts once it is committed (in bulk, once the merge is). */
 typedef struct counts {
   uint64_t processed, skipped, tokens, unknown, entries;
@@ -428,6 +414,7 @@ typedef struct run_ctx {
   int nthreads;
   line_state *ls;
   fc_put *puts; /* [2 * batch + 1]: tok puts from 0, text puts from batch; the config's guard */
+  unsigned char *kept; /* [2 * batch + 1]: the puts that met their key stored (another writer's) */
   char ckey[37]; /* meta cfg/<hex>: each batch requires it there (FC_PUT_REQUIRE), not dropped */
   char (*hexkeys)[16];
   char **tvals;
@@ -448,7 +435,7 @@ static int run_batch(const fc_item *lines, size_t m, void *ctxp) {
   int rc = 0;
   if (!c->decided) { /* a bulk load needs more than this batch: it is full */
     c->decided = 1;
-    if (o->bulk >= 0 && m == c->batch && (rc = store_is_empty(c->s, &c->bulk))) return rc;
+    if (o->bulk >= 0 && m == c->batch && (rc = tok_store_is_empty(c->s, &c->bulk))) return rc;
     if (c->bulk && tok_spill_open(fc_store_path(c->s), &c->sp) != 0) c->bulk = 0; /* as a rerun */
   }
   for (size_t i = 0; i < m; i++) check_line(&lines[i], c->max_bytes, &ls[i]);
@@ -507,6 +494,9 @@ static int run_batch(const fc_item *lines, size_t m, void *ctxp) {
       memcpy(l->why, ls[l->same_as - 1].why, sizeof l->why);
     }
   }
+  /* test builds: FC_FAULT_STOP=tokenize_batch:N stops the run between its N-th batch's lookups
+   * and its write, for another writer to store the same lines (tests/cli/tokenize_concurrent) */
+  fault_stop("tokenize_batch");
   /* 3. report, then commit the batch (under strict, only the lines before the first bad one) */
   size_t end = m;
   for (size_t i = 0; i < m; i++) {
@@ -565,7 +555,14 @@ static int run_batch(const fc_item *lines, size_t m, void *ctxp) {
     /* the config the records are stored under, written at the start: still there, or the
      * batch is not stored (a drop meanwhile: FC_EDROPPED, no record left under no config) */
     puts[nt + nx] = (fc_put){FC_DB_META, c->ckey, 36, NULL, 0, FC_PUT_REQUIRE};
-    rc = fc_store_write(c->s, puts, nt + nx + 1);
+    rc = fc_store_write_kept(c->s, puts, nt + nx + 1, c->kept);
+    for (size_t j = 0; j < nt && !rc; j++) { /* another writer stored it since the lookups */
+      if (!c->kept[j]) continue;
+      const line_state *l = &ls[(const char(*)[16])puts[j].key - c->hexkeys]; /* hexkeys[line] */
+      k.processed--, k.skipped++;
+      k.tokens -= l->ntok;
+      k.unknown -= l->unknown;
+    }
   }
   if (!rc && c->bulk) {
     c->pending.processed += k.processed;
@@ -617,6 +614,7 @@ static int run_store(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
   c.nthreads = o->threads > 0 ? o->threads : omp_get_max_threads();
   c.ls = fc_calloc(c.batch, sizeof *c.ls);
   c.puts = fc_calloc(2 * c.batch + 1, sizeof *c.puts);
+  c.kept = fc_calloc(2 * c.batch + 1, 1);
   c.hexkeys = fc_calloc(c.batch, sizeof *c.hexkeys);
   c.tvals = fc_calloc(c.batch, sizeof *c.tvals);
   c.unknowns = fc_calloc(c.batch, sizeof *c.unknowns);
@@ -625,7 +623,7 @@ static int run_store(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
   int rc = 0, ran = 0; /* ran: the run read the manifest (and so counted its lines) */
   const char *json;
   size_t jlen;
-  if (!c.ls || !c.puts || !c.hexkeys || !c.tvals || !c.unknowns) {
+  if (!c.ls || !c.puts || !c.kept || !c.hexkeys || !c.tvals || !c.unknowns) {
     rc = ENOMEM;
     goto out;
   }
@@ -645,8 +643,9 @@ static int run_store(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
   if (c.bulk && (!rc || c.stopped)) { /* the work done so far goes in, stopped or not */
     tok_merged recs, ents;
     const fc_put guard = {FC_DB_META, c.ckey, 36, NULL, 0, FC_PUT_REQUIRE};
-    int mrc = tok_spill_merge(c.sp, s, 0, FC_DB_TOK, &guard, c.batch, 64u << 20, &recs);
-    if (!mrc) mrc = tok_spill_merge(c.sp, s, 1, FC_DB_TEXT, &guard, c.batch, 64u << 20, &ents);
+    int mrc = tok_spill_merge(c.sp, s, 0, FC_DB_TOK, FC_PUT_NOOVERWRITE, &guard, c.batch, 64u << 20,
+                              &recs);
+    if (!mrc) mrc = tok_spill_merge(c.sp, s, 1, FC_DB_TEXT, 0, &guard, c.batch, 64u << 20, &ents);
     if (mrc) {
       rc = mrc;
       c.stopped = 0;
@@ -678,6 +677,7 @@ out:
   tok_spill_close(c.sp);
   free(c.ls);
   free(c.puts);
+  free(c.kept);
   free(c.hexkeys);
   free(c.tvals);
   free(c.unknowns);
