@@ -477,7 +477,8 @@ class Handoff:
                     dmv[j] = 0  # (handed out)
                     e.ids._v = None
                     append(e)
-                ents.append(e)
+                if e.__class__ is _Entry or e.size:  # (a batch of no utterance, each of its
+                    ents.append(e)                    # records damaged: left out, as by tf)
         descs.ents = ents
         if slow is None:
             for e in ents:

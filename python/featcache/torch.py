@@ -56,6 +56,8 @@ each read their share of another order, some utterances twice and others never; 
 every rank instead. A DataLoader worker that opens the stores and finds them changed since the
 dataset was made raises FeatcacheError for the same reason.
 Views (padded=False) are read-only memory: do not write into those tensors.
+A batch whose records were all damaged (skipped under verify) is left out, as featcache.tf does:
+no step gets zero utterances.
 Lengths are int32 tensors (torch has no uint32; same memory); u16 token ids become int32 (a copy).
 bf16 stores give torch.bfloat16 tensors.
 """
@@ -161,6 +163,8 @@ def to_device(host_batches, device, depth=2):
     issue, take = _slow_device(torch.device(device))
     pending = collections.deque()
     for b in host_batches:
+        if not len(b):  # every record of it damaged and skipped: no step of zero utterances
+            continue
         if not b.padded:
             raise ValueError("featcache: device batches are padded: pass padded=True or pad_to")
         pending.append(issue(b))
@@ -423,7 +427,8 @@ class FeatcacheDataset(IterableDataset):
                     ld.epoch = self.epoch + 1
             return
         for b in ld:
-            yield batch_to_torch(b, bf16)
+            if len(b):  # (a batch whose records were all damaged and skipped is left out)
+                yield batch_to_torch(b, bf16)
 
     def __len__(self):
         """Batches of the epoch set_epoch chose (during an iteration: of the running one)."""

@@ -395,6 +395,39 @@ def test_a_dataset_let_go_closes_its_store(store):
         gc.enable()
 
 
+@pytest.mark.parametrize("how", ["padded", "views", "to_device", "to_device_buffers", "workers"])
+def test_a_batch_whose_records_are_all_damaged_is_left_out(tmp_path, how):
+    """A batch left with no utterance (each of its records damaged: skipped under verify, the
+    default) is left out, as featcache.tf leaves it out, rather than hand a step zero utterances:
+    the padded one was a dict whose "mels" was [] (not a tensor), and to_device (device="cuda")
+    raised 'device batches are padded: pass padded=True or pad_to' with padded=True given."""
+    from featcache import Loader
+    from featcache.torch import to_device
+    path = str(tmp_path / "dmg")
+    rng = np.random.default_rng(4)
+    with T.StoreWriter(path) as w:
+        cfg = w.add_config(T.mel_config_json("hifigan"))
+        for i in range(4):
+            rec = bytearray(T.encode_record(rng.standard_normal((40 + i, 80)).astype(np.float32),
+                                            cfg))
+            if i in (1, 2):
+                rec[64 + 100] ^= 1  # its payload altered: the batch's checksum sees it
+            w.add_utterance("u%d" % i, b"%d" % i, raw_record=bytes(rec), config=cfg)
+    assert [len(b) for b in Loader(path, batch_size=1)] == [1, 0, 0, 1]  # (the loader's own)
+    if how in ("padded", "views", "workers"):
+        ds = FeatcacheDataset(path, batch_size=1, **({"padded": False} if how == "views" else
+                                                     {"pad_to": 64}))
+        batches = list(torch.utils.data.DataLoader(ds, batch_size=None,
+                                                    num_workers=2 if how == "workers" else 0))
+    else:
+        kw = {"buffer_alloc": lambda n: torch.empty(n, dtype=torch.uint8)}
+        batches = list(to_device(Loader(path, batch_size=1, pad_to=64,
+                                        **(kw if how == "to_device_buffers" else {})), "cpu"))
+    assert sorted(i for b in batches for i in b["ids"]) == ["u0", "u3"]
+    for b in batches:
+        assert len(b["ids"]) == 1 and (how == "views" or torch.is_tensor(b["mels"]))
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
 
