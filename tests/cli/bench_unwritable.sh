@@ -3,23 +3,17 @@
 # opens lock.mdb for writing even to read, so the open failed with a bare "Permission denied"
 # that --read-only did not cure. It is refused with a line that says why and what to do (exit 2),
 # as on a read-only mount, and --read-only benches it (MDB_NOLOCK).
-# As root the permissions bind no one: the runs drop to nobody (setpriv); skipped (77) when that
-# cannot be done here, saying why.
+# As root the permissions bind no one: the runs drop the capabilities that let root past them
+# (as_owner.bash).
 set -u
 bin=$FC_BIN/cache-bench
 fail() { echo "FAIL: $*" >&2; exit 1; }
 t=$(mktemp -d); trap 'chmod -R u+w "$t"; rm -rf "$t"' EXIT
 "$FC_PYTHON" -c "import sys; sys.path.insert(0, '$FC_SRC/tests/reference'); import test_bench_fixture as f; f.make_store('$t/s', 6, frames=20)" \
   || fail "fixture"
-chmod 755 "$t"
 chmod 555 "$t/s" && chmod 444 "$t/s"/*.mdb
-as=()
-if [ "$(id -u)" = 0 ]; then
-  command -v setpriv >/dev/null || { echo "skip: running as root without setpriv (util-linux)"; exit 77; }
-  as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
-  "${as[@]}" "$bin" --version >/dev/null 2>&1 ||
-    { echo "skip: running as root, and nobody cannot run $bin"; exit 77; }
-fi
+. "$FC_SRC/tests/cli/as_owner.bash"
+as=("${as_owner[@]}")
 
 "${as[@]}" "$bin" -q --no-probe "$t/s" >"$t/out" 2>"$t/err"; rc=$?
 [ $rc -eq 2 ] || fail "not writable: exit $rc, want 2 ($(cat "$t/err"))"

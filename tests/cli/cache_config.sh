@@ -173,14 +173,10 @@ $try" -- "$CC" --drop '' st
 # a store this user cannot write (a teammate's dataset: no lock.mdb can be opened for writing) is
 # listed as cache-verify and cache-merge read it, lock-free; a drop there says why it cannot
 # (it was "cannot open the store: Permission denied", exit 2, for the listing too). Root reads
-# and writes anything: setpriv drops the capabilities that let it, as featurize_inputs.sh does.
+# and writes anything: as_owner.bash drops the capabilities that let it.
 cp -r flow theirs && chmod a-w theirs theirs/*
-run=()
-cap_eff=$(awk '$1 == "CapEff:" { print $2 }' /proc/self/status)
-if (( 0x${cap_eff:-0} & 0x6 )); then
-  command -v setpriv >/dev/null || { echo "FAIL: setpriv missing (util-linux; scripts/setup installs it)"; exit 1; }
-  run=(setpriv --bounding-set=-dac_override,-dac_read_search --)
-fi
+. "$FC_SRC/tests/cli/as_owner.bash"
+run=("${as_owner[@]}")
 "${run[@]}" "$CC" theirs >out 2>err || fail "a store not ours to write: exit $?: $(cat err)"
 # read lock-free, and said (it was silent): a writer committing meanwhile may reuse the pages read
 [ "$(head -n 1 out)" = "theirs: 2 configs" ] &&

@@ -100,17 +100,14 @@ grep -q '^audio good3 ' after || fail "strict: good3 (before the bad input) not 
 grep -q '^audio good4 ' after && fail "strict: good4 (after the bad input) was stored"
 
 # Unreadable file. A process with CAP_DAC_OVERRIDE or CAP_DAC_READ_SEARCH (root) reads anything,
-# so there featurize runs without them: setpriv (util-linux) drops them from the bounding set
-# before the exec. It keeps its uid, so the checkout and the store may be anywhere.
+# so there featurize runs without them (as_owner.bash: setpriv drops them from the bounding set
+# before the exec). It keeps its uid, so the checkout and the store may be anywhere.
 espeak-ng -w good5.wav "five"
 cp good5.wav unread.wav
 chmod 000 unread.wav
-run=()
-cap_eff=$(awk '$1 == "CapEff:" { print $2 }' /proc/self/status)
-if (( 0x${cap_eff:-0} & 0x6 )); then
-  command -v setpriv >/dev/null ||
-    { echo "FAIL: setpriv missing (util-linux; scripts/setup installs it)"; exit 1; }
-  run=(setpriv --bounding-set=-dac_override,-dac_read_search --)
+. "$FC_SRC/tests/cli/as_owner.bash"
+run=("${as_owner[@]}")
+if [ ${#run[@]} -gt 0 ]; then
   "${run[@]}" cat unread.wav >/dev/null 2>&1 && { echo "FAIL: setpriv did not drop the caps"; exit 1; }
 fi
 "${run[@]}" "$FZ" -j 1 -o st2 unread.wav good5.wav >out 2>err

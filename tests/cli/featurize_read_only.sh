@@ -14,15 +14,9 @@ cd "$tmp" || exit 1
 fails=0
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 
-# root may write anything: its DAC capabilities are dropped from the bounding set (setpriv), as
-# featurize_inputs does, so that the folder's modes hold for featurize
-run=()
-cap_eff=$(awk '$1 == "CapEff:" { print $2 }' /proc/self/status)
-if (( 0x${cap_eff:-0} & 0x6 )); then
-  command -v setpriv >/dev/null ||
-    { echo "FAIL: setpriv missing (util-linux; scripts/setup installs it)"; exit 1; }
-  run=(setpriv --bounding-set=-dac_override,-dac_read_search --)
-fi
+# root may write anything: featurize runs without the capabilities that let it (as_owner.bash)
+. "$FC_SRC/tests/cli/as_owner.bash"
+run=("${as_owner[@]}")
 
 for i in 1 2 3; do sox -n -r 22050 -b 16 a$i.wav synth 0.$((i + 2)) sine $((300 * i)); done
 for i in $(seq 10 21); do sox -n -r 22050 -b 16 n$i.wav synth 0.3 sine $((20 * i)); done

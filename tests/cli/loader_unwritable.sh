@@ -4,7 +4,7 @@
 # why and what to do (nolock), and nolock=True reads every utterance; featcache.get too (it took no
 # nolock, so the advice it gave could not be followed: such a store was not readable by get at
 # all). As root the permissions
-# bind no one: the Python runs as nobody (setpriv); skipped (77) when that cannot be done here.
+# bind no one: the Python runs without the capabilities that let root past them (as_owner.bash).
 set -u
 FZ=${FC_BIN:?}/featurize
 PY=${FC_PYTHON:-python3}
@@ -14,15 +14,9 @@ cd "$tmp" || exit 1
 fail() { echo "FAIL: $*"; exit 1; }
 for i in 1 2 3; do sox -n -r 22050 -b 16 "u$i.wav" synth 0.$((i + 3)) sine $((300 * i)) || fail "sox"; done
 "$FZ" -q --device cpu -o st u1.wav u2.wav u3.wav || fail "featurize"
-chmod 755 "$tmp"
 chmod 555 st && chmod 444 st/*.mdb
-as=()
-if [ "$(id -u)" = 0 ]; then
-  command -v setpriv >/dev/null || { echo "skip: running as root without setpriv (util-linux)"; exit 77; }
-  as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
-  "${as[@]}" "$PY" -c 'import featcache' 2>/dev/null ||
-    { echo "skip: running as root, and nobody cannot import featcache with $PY"; exit 77; }
-fi
+. "$FC_SRC/tests/cli/as_owner.bash"
+as=("${as_owner[@]}")
 cat >read.py <<'PY'
 import featcache, sys
 try:

@@ -3,8 +3,8 @@
 # lock.mdb for writing even to read, so such a store opens only lock-free. It is refused with a
 # line that says why and what to do (exit 2, nothing run), as cache-bench refuses it, and
 # --read-only (cache-bench's spelling) reads it: the cache source, the audio source over its
-# config, and --compare. As root the permissions bind no one: the runs drop to nobody (setpriv);
-# skipped (77) when that cannot be done here, saying why.
+# config, and --compare. As root the permissions bind no one: the runs drop the
+# capabilities that let root past them (as_owner.bash).
 set -u
 LB=${FC_BIN:?}/loader-bench
 FZ=$FC_BIN/featurize
@@ -15,15 +15,9 @@ fail() { echo "FAIL: $*"; exit 1; }
 for i in 1 2 3; do sox -n -r 22050 -b 16 "u$i.wav" synth 0.$((i + 3)) sine $((300 * i)) || fail "sox"; done
 printf '%s\n' "$tmp/u1.wav" "$tmp/u2.wav" "$tmp/u3.wav" >list.txt
 "$FZ" -q --device cpu -o st u1.wav u2.wav u3.wav || fail "featurize"
-chmod 755 "$tmp"
 chmod 555 st && chmod 444 st/*.mdb
-as=()
-if [ "$(id -u)" = 0 ]; then
-  command -v setpriv >/dev/null || { echo "skip: running as root without setpriv (util-linux)"; exit 77; }
-  as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
-  "${as[@]}" "$LB" --version >/dev/null 2>&1 ||
-    { echo "skip: running as root, and nobody cannot run $LB"; exit 77; }
-fi
+. "$FC_SRC/tests/cli/as_owner.bash"
+as=("${as_owner[@]}")
 run=(-q --json -b 2 -w 1 --compute-ms 0 --warmup 0)
 want="loader-bench: $tmp/st: store is not writable by this user (lock.mdb): LMDB cannot take its reader lock, so a writer elsewhere could change it under the benchmark; pass --read-only to bench it anyway"
 

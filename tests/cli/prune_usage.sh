@@ -99,14 +99,10 @@ fi
 
 # a store this user cannot write (a teammate's dataset: no lock.mdb can be opened for writing):
 # refused, exit 2, saying why; --dry-run reads it lock-free, as cache-verify does. Root reads and
-# writes anything: setpriv drops the capabilities that let it, as cache_config.sh does.
+# writes anything: as_owner.bash drops the capabilities that let it.
 cp -r s theirs && chmod a-w theirs theirs/*
-as_user=()
-cap_eff=$(awk '$1 == "CapEff:" { print $2 }' /proc/self/status)
-if (( 0x${cap_eff:-0} & 0x6 )); then
-  command -v setpriv >/dev/null || { echo "FAIL: setpriv missing (util-linux; scripts/setup installs it)"; exit 1; }
-  as_user=(setpriv --bounding-set=-dac_override,-dac_read_search --)
-fi
+. "$FC_SRC/tests/cli/as_owner.bash"
+as_user=("${as_owner[@]}")
 "${as_user[@]}" "$CP" theirs >out 2>err
 rc=$?
 [ $rc = 2 ] || fail "theirs: exit $rc, want 2"

@@ -58,13 +58,9 @@ grep -q '"nolock":true' out || { echo "FAIL read-only store not opened NOLOCK"; 
 # a teammate's store (its lock.mdb there, not this user's to write): read lock-free too, and said
 # on stderr (it was silent): a writer committing meanwhile may reuse the pages being checked, so
 # a finding then may be no damage. Nothing with --status. Root reads and writes anything:
-# setpriv drops the capabilities that let it, as cache_config.sh does.
-as_user=()
-cap_eff=$(awk '$1 == "CapEff:" { print $2 }' /proc/self/status)
-if (( 0x${cap_eff:-0} & 0x6 )); then
-  command -v setpriv >/dev/null || { echo "FAIL: setpriv missing (util-linux; scripts/setup installs it)"; exit 1; }
-  as_user=(setpriv --bounding-set=-dac_override,-dac_read_search --)
-fi
+# as_owner.bash drops the capabilities that let it.
+. "$FC_SRC/tests/cli/as_owner.bash"
+as_user=("${as_owner[@]}")
 "$FC_PYTHON" -c 'import lmdb, sys; lmdb.open(sys.argv[1], readonly=True, max_dbs=8).close()' s # lock.mdb made
 chmod a-w s s/lock.mdb
 "${as_user[@]}" "$V" -q s >out 2>err; rc=$?
