@@ -25,7 +25,9 @@ char *mf_dup_range(const char *s, size_t n) {
 /* Id from a path: file name without directory and (last) extension. "a/b.c.wav" -> "b.c". */
 char *mf_id_from_path(const char *path, size_t len) {
   const char *end = path + len, *start = path;
-  /* A trailing slash has no file name; keep the bytes as they are so fc_id_check reports it. */
+  /* Slashes that end the path name no other file (a folder: "corpus/" is "corpus", as basename
+   * says), so they are no part of the id; a path of slashes alone is "/". */
+  while (end > path + 1 && end[-1] == '/') end--;
   for (const char *p = path; p < end; p++)
     if (*p == '/' && p + 1 < end) start = p + 1;
   const char *dot = NULL;

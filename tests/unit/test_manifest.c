@@ -436,6 +436,14 @@ static void test_paths_and_stream(void) {
   fc_item_list_free(&l);
   CHECK(fc_items_from_paths(NULL, 0, &l) == 0 && l.count == 0, "no paths");
   fc_item_list_free(&l);
+  /* a folder's id is its name, whatever slashes end it; slashes alone are "/" */
+  const char *dirs[] = {"corpus/", "a//b.d//", "/", "//"};
+  const char *dir_ids[] = {"corpus", "b", "/", "/"};
+  for (size_t i = 0; i < 4; i++) {
+    CHECK(fc_items_from_paths(&dirs[i], 1, &l) == 0 && l.count == 1, "%s", dirs[i]);
+    if (l.count == 1) CHECK_STR(l.items[0].id, dir_ids[i]);
+    fc_item_list_free(&l);
+  }
 
   static const char input[] = "a/one.wav\r\n\n/b/two.flac\n";
   FILE *f = fmemopen((void *)input, sizeof input - 1, "r");
