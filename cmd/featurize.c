@@ -475,8 +475,10 @@ int main(int argc, char **argv) {
   struct stat mst; /* a pipe (<(grep ...), /dev/stdin, a FIFO) gives its lines once: read whole */
   const int pipe_manifest =
       manifest && stat(manifest, &mst) == 0 && !S_ISREG(mst.st_mode) && !S_ISDIR(mst.st_mode);
-  if (pipe_manifest && (S_ISCHR(mst.st_mode) || S_ISBLK(mst.st_mode))) { /* /dev/zero: no end */
-    fc_cli_warn(manifest, "not a regular file or a pipe (a device)");
+  if (pipe_manifest && (S_ISCHR(mst.st_mode) || S_ISBLK(mst.st_mode) || S_ISSOCK(mst.st_mode))) {
+    /* /dev/zero: no end; a socket: open's ENXIO, "No such device or address" */
+    fc_cli_warn(manifest, "not a regular file or a pipe (a %s)",
+                S_ISSOCK(mst.st_mode) ? "socket" : "device");
     return FC_EXIT_USAGE;
   }
   if (manifest && strcmp(manifest, "-") != 0 && !pipe_manifest) {
@@ -543,6 +545,8 @@ int main(int argc, char **argv) {
     return FC_EXIT_USAGE;
   }
 
+  if (manifest && manifest_format == FC_MANIFEST_AUTO)
+    fzc_check_kaldi_text(manifest, audio_dir, &items);
   if (manifest && !audio_dir) fzc_check_ljspeech_wavs(manifest, &items);
 
   if (shard_spec && !stream) {
@@ -687,6 +691,7 @@ int main(int argc, char **argv) {
     code = FC_EXIT_USAGE;
     if (!st.processed) { /* refused before any work */
       fc_cli_failures_free(&rctx.failures);
+      fzc_explain_duplicates(&rctx);
       return code;
     } /* the device failed to start while the CPU computed (hybrid start): what is stored, said */
   } else if (rc && (why[0] || !strict)) { /* a failed commit (strict item errors leave why empty) */
@@ -703,6 +708,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "%s: %llu inputs not started after the %s, counted as failed\n", fc_cli_tool,
             (unsigned long long)(st.failed - rctx.failed_lines),
             code == FC_EXIT_USAGE ? "device failed to start" : "failed write");
+  fzc_explain_duplicates(&rctx);
   if (check && rc != FC_EINTR && st.total) {
     fzc_check_summary(&st, store_dir, write_err, &rctx, &max_failed, allowed, quiet);
   } else if (rc != FC_EINTR) {

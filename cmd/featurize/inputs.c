@@ -1,8 +1,10 @@
 /* featurize's checks of its inputs before the store is touched: a manifest that is none (an audio
- * file, UTF-16 text), an LJSpeech manifest's audio folder that is not there. Each would otherwise
- * fail every input, one line and one failure record each, where the fix is one. */
+ * file, UTF-16 text, a Kaldi text file), an LJSpeech manifest's audio folder that is not there.
+ * Each would otherwise fail every input, one line and one failure record each, where the fix is
+ * one. */
 #include "cmd/featurize/inputs.h"
 
+#include <strings.h>
 #include <sys/stat.h>
 
 /* cli.h's name of the tool is one per file: this file's messages are featurize's too. */
@@ -41,6 +43,45 @@ void fzc_check_ljspeech_wavs(const char *manifest, const fc_item_list *items) {
                 strerror(e));
     exit(FC_EXIT_USAGE);
   }
+}
+
+static int audio_extension(const char *s, size_t n) { /* as the manifest reader's detection */
+  static const char *const exts[] = {".wav", ".flac", ".mp3", ".ogg", ".opus", ".aiff",
+                                     ".aif", ".au",   ".sph", ".caf", ".w64",  ".m4a"};
+  for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++) {
+    const size_t m = strlen(exts[i]);
+    if (n >= m && strncasecmp(s + n - m, exts[i], m) == 0) return 1;
+  }
+  return 0;
+}
+
+void fzc_check_kaldi_text(const char *manifest, const char *audio_dir, const fc_item_list *items) {
+  if (items->format != FC_MANIFEST_LIST || !items->count || !items->items[0].path) return;
+  const char *path = items->items[0].path, *name = strrchr(path, '/');
+  name = name ? name + 1 : path;
+  /* the line was name alone (no '/') when the reader's join of its folder and name gives path:
+   * --audio-dir, else the manifest's folder ("." for stdin, where it joins nothing) */
+  const char *slash = strcmp(manifest, "-") == 0 ? NULL : strrchr(manifest, '/');
+  char base[4096];
+  if (audio_dir)
+    snprintf(base, sizeof base, "%s", audio_dir);
+  else if (slash)
+    snprintf(base, sizeof base, "%.*s", slash == manifest ? 1 : (int)(slash - manifest), manifest);
+  else
+    snprintf(base, sizeof base, ".");
+  const size_t bn = strlen(base), pn = (size_t)(name - path);
+  if (strcmp(base, ".") == 0 || bn == 0
+          ? pn != 0
+          : pn != bn + (base[bn - 1] != '/') || strncmp(path, base, bn) != 0)
+    return;
+  const size_t w = strcspn(name, " \t"), n = strlen(name);
+  if (w == 0 || w == n || audio_extension(name, w) || audio_extension(name, n)) return;
+  struct stat st;
+  if (stat(path, &st) == 0 || errno != ENOENT) return; /* a file of that name: a path list */
+  fc_cli_warn(strcmp(manifest, "-") == 0 ? "(stdin)" : manifest,
+              "a Kaldi text file (utterance id, then its words), not a list of audio paths: "
+              "featurize reads audio; give --manifest the wav.scp beside it (id path lines)");
+  exit(FC_EXIT_USAGE);
 }
 
 int fzc_store_folder_missing(const char *store, char *buf, size_t len) {

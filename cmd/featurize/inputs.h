@@ -18,6 +18,12 @@ _Noreturn void fzc_refuse_nul_manifest(const char *manifest, int is_file);
  * paths): a folder that is not there fails every input, each with a failure record in the store —
  * a configuration error, as an --audio-dir that is not there is. Exits 2 then. */
 void fzc_check_ljspeech_wavs(const char *manifest, const fc_item_list *items);
+/* A Kaldi `text` file (an utterance id, a space, its words) detected as a path list: its first
+ * line is a word without '/' or an audio extension, then more words without them, and names no
+ * file. Each line would fail as a missing file, each with a failure record: says what the file is
+ * and what to give instead, and exits 2. audio_dir: --audio-dir or NULL. A list the user forced
+ * (--manifest-format list) is not looked at. */
+void fzc_check_kaldi_text(const char *manifest, const char *audio_dir, const fc_item_list *items);
 /* Is the folder a store at path would be made in missing (-o cache/hifigan before mkdir cache)?
  * Then 1, with its name (quoted as names are) in buf. */
 int fzc_store_folder_missing(const char *store, char *buf, size_t len);

@@ -4,6 +4,7 @@
 #include "cmd/featurize/report.h"
 
 #include "featcache/fc_format.h"
+#include "formats/common/alloc.h"
 
 /* cli.h's name of the tool is one per file: this file's messages are featurize's too. */
 __attribute__((constructor)) static void name_the_tool(void) { fc_cli_tool = "featurize"; }
@@ -35,12 +36,61 @@ static void conversions(const fzc_report *c, const fc_featurize_event *ev, char 
              ev->source_channels);
 }
 
+/* Keep a failed input's id and path (at most 10,000: the explanation is a courtesy). */
+static void keep_failed_id(fzc_report *c, const fc_featurize_event *ev) {
+  if (!ev->id || !ev->path || c->n_failed_ids >= 10000) return;
+  if (c->n_failed_ids == c->cap_failed_ids) {
+    size_t cap = c->cap_failed_ids ? 2 * c->cap_failed_ids : 16;
+    struct fzc_failed_id *n = fc_realloc(c->failed_ids, cap * sizeof *n);
+    if (!n) return;
+    c->failed_ids = n;
+    c->cap_failed_ids = cap;
+  }
+  struct fzc_failed_id *f = &c->failed_ids[c->n_failed_ids];
+  f->id = fc_strdup(ev->id);
+  f->path = fc_strdup(ev->path);
+  f->duplicate = ev->err == FC_EDUPLICATE;
+  if (f->id && f->path)
+    c->n_failed_ids++;
+  else
+    free(f->id), free(f->path);
+}
+
+void fzc_explain_duplicates(fzc_report *c) {
+  for (size_t i = 0; i < c->n_failed_ids; i++) {
+    const struct fzc_failed_id *d = &c->failed_ids[i];
+    if (!d->duplicate) continue;
+    for (size_t k = 0; k < c->n_failed_ids; k++) {
+      const struct fzc_failed_id *f = &c->failed_ids[k];
+      if (f->duplicate || strcmp(f->id, d->id) != 0) continue;
+      char q[4 * FC_ID_MAX + 8], id[4 * FC_ID_MAX + 8], first[4 * 4096 + 8];
+      fc_cli_quoted(d->id, q, sizeof q);
+      if (strcmp(q, d->id) == 0)
+        snprintf(id, sizeof id, "'%s'", d->id);
+      else
+        snprintf(id, sizeof id, "%s", q);
+      fc_cli_quoted(f->path, first, sizeof first);
+      fc_cli_warn(d->path,
+                  "not featurized: its id %s is that of %s, which failed (the first input of an "
+                  "id keeps it: fix or leave out %s, or give one of them another id in a manifest)",
+                  id, first, first);
+      break;
+    }
+  }
+  for (size_t i = 0; i < c->n_failed_ids; i++)
+    free(c->failed_ids[i].id), free(c->failed_ids[i].path);
+  free(c->failed_ids);
+  c->failed_ids = NULL;
+  c->n_failed_ids = c->cap_failed_ids = 0;
+}
+
 void fzc_on_event(const fc_featurize_event *ev, void *user) {
   fzc_report *c = user;
   fc_cli_progress_clear(&c->progress);
   const char *label = ev->path ? ev->path : (ev->id ? ev->id : "(no path)");
   if (ev->status == FC_ITEM_FAILED) {
     c->failed_lines++;
+    keep_failed_id(c, ev);
     if (c->json) fc_cli_failures_add(&c->failures, ev->id, ev->path, ev->line, ev->err, ev->reason);
     /* a manifest's line by its number; a line of a path list on stdin only when it has no path */
     const char *lines = c->manifest ? c->manifest : (!ev->path ? c->stdin_list : NULL);

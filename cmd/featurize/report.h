@@ -20,6 +20,12 @@ typedef struct fzc_report {
   uint64_t total;
   uint64_t failed_lines; /* FAILED events, each with its line */
   fc_cli_failures failures; /* what --json lists */
+  /* failed inputs by id and path, to tell a duplicate whose id's first input failed (bounded) */
+  struct fzc_failed_id {
+    char *id, *path;
+    int duplicate;
+  } * failed_ids;
+  size_t n_failed_ids, cap_failed_ids;
 } fzc_report;
 
 /* No input at all: say what held none (the manifest, stdin, the shard), not "done: 0 of 0".
@@ -32,6 +38,9 @@ void fzc_on_progress(const fc_featurize_stats *st, void *user);
  * written): every input stored, or how many are not and what to do. */
 void fzc_check_summary(const fc_featurize_stats *st, const char *store, int write_err,
                        const fzc_report *c, const fc_cli_max_failed *mf, int allowed, int quiet);
+/* For each input refused as a duplicate id whose first input failed too, a line that says it was
+ * not featurized either, naming both files ("Ids" in docs/featurize.md); frees what was kept. */
+void fzc_explain_duplicates(fzc_report *c);
 /* Stage accounting as one -v line (docs/featurize.md "Stage accounting"). */
 void fzc_print_stages(const fc_featurize_stats *st);
 /* The --json object of the job (docs/featurize.md "--json"). */

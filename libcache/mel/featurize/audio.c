@@ -45,12 +45,16 @@
 /* ---- reading the file ------------------------------------------------------------------------- */
 /* Open path and check what fstat says (*st): 0 with *fd open, or the error (nothing open). A
  * regular file or a pipe (a FIFO's open waits for its writer, as cat's does) is read; a device is
- * ENODEV. */
+ * ENODEV, and so is a socket, whose open fails with ENXIO ("No such device or address", which
+ * names no fault of a file that ls lists). */
 static int open_checked(const char *path, uint64_t max_bytes, int *fd, struct stat *st) {
   *fd = fault_hit("open")     ? (errno = EIO, -1)
         : fault_hit("emfile") ? (errno = EMFILE, -1)
                               : open(path, O_RDONLY | O_CLOEXEC);
-  if (*fd < 0) return errno;
+  if (*fd < 0) {
+    const int e = errno;
+    return e == ENXIO && stat(path, st) == 0 && S_ISSOCK(st->st_mode) ? ENODEV : e;
+  }
   int rc = 0;
   if (fstat(*fd, st) != 0)
     rc = errno;

@@ -266,6 +266,8 @@ static const char *open_reason(const char *path, int rc, char *buf, size_t len) 
            plain_reason(rc), q);
     return buf;
   }
+  if (rc == ENODEV && stat(path, &st) == 0 && S_ISSOCK(st.st_mode))
+    return "not a regular file or a pipe (a socket)"; /* audio.c open_checked */
   if (rc != ENOENT || lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) ||
       (n = readlink(path, to, sizeof to - 1)) <= 0)
     return plain_reason(rc);

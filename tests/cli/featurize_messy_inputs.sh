@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# featurize given inputs a real corpus and a busy day produce: a Kaldi `text` file passed as the
+# manifest (refused before the store is touched, saying what it is and what to pass), a socket
+# (said to be one, not "No such device or address"), a folder given with or without trailing
+# slashes (one id, "corpus", whatever the spelling), and two files of one id whose first fails (the
+# id stays the first's; the second is said to be left out because of it, naming both files).
+set -u
+B=${FC_BIN:?}
+PY=${FC_PYTHON:-python3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+FZ() { timeout -s KILL 60 "$B/featurize" --device cpu "$@"; }
+sox -n -r 22050 -b 16 a.wav synth 0.5 sine 300 || { echo "FAIL: sox failed"; exit 1; }
+
+# 1. a Kaldi text file (utterance id, then its words) as the manifest: each line was read as a
+# path that does not exist, one failure record per utterance
+mkdir -p data/train
+printf 'utt1 hello world\nutt2 good bye\n' >data/train/text
+FZ -o s1 --manifest data/train/text >out 2>err
+rc=$?
+[ $rc = 2 ] || fail "kaldi text: exit $rc, want 2"
+grep -qx "featurize: data/train/text: a Kaldi text file (utterance id, then its words), not a \
+list of audio paths: featurize reads audio; give --manifest the wav.scp beside it (id path lines)" \
+  err || fail "kaldi text: $(cat err)"
+[ -e s1 ] && fail "kaldi text: a store was made"
+# the same from a pipe, read whole
+FZ -o s1 --manifest - <data/train/text >out 2>err
+rc=$?
+[ $rc = 2 ] || fail "kaldi text on stdin: exit $rc, want 2"
+grep -q "^featurize: (stdin): a Kaldi text file" err || fail "kaldi text on stdin: $(cat err)"
+# a path list of names with spaces is one still, forced or when its first file is there
+printf 'a.wav\n' >list
+cp a.wav 'my take'
+printf 'my take\n' >takes
+FZ -q -o s1b --manifest takes 2>err || fail "a list of a name with a space: $(cat err)"
+FZ -q -o s1c --manifest-format list --manifest data/train/text >out 2>err
+[ $? = 1 ] || fail "kaldi text forced as a list: $(cat err)"
+
+# 2. a socket: said to be one (open's ENXIO read "No such device or address")
+"$PY" -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' sock.wav ||
+  { echo "FAIL: cannot make a socket"; exit 1; }
+FZ -o s2 sock.wav a.wav >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "socket: exit $rc, want 1"
+grep -qx "featurize: sock.wav: not a regular file or a pipe (a socket)" err ||
+  fail "socket: $(cat err)"
+FZ -o s2m --manifest sock.wav >out 2>err
+rc=$?
+[ $rc = 2 ] || fail "socket manifest: exit $rc, want 2"
+[ "$(cat err)" = "featurize: sock.wav: not a regular file or a pipe (a socket)" ] ||
+  fail "socket manifest: $(cat err)"
+[ -e s2m ] && fail "socket manifest: a store was made"
+
+# 3. a folder: its id is its name, whatever slashes end it
+mkdir corpus
+for arg in corpus corpus/ corpus// ./corpus/ "$PWD/corpus/"; do
+  rm -rf s3
+  FZ -q --json -o s3 "$arg" >out 2>err
+  grep -q '"failures":\[{"id":"corpus","source":"'"$arg"'",' out || fail "folder $arg: $(cat out)"
+  "$B/cache-verify" --json s3 2>/dev/null | grep -q '"id":"corpus"' ||
+    fail "folder $arg: failure record: $("$B/cache-verify" --json s3 2>&1)"
+done
+
+# 4. two files of one id, the first no audio: the second is not featurized either, and a line
+# says why, naming both
+mkdir d1 d2 && printf 'garbage' >d1/x.wav && cp a.wav d2/x.wav
+FZ -o s4 d1/x.wav d2/x.wav >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "duplicate of a failed input: exit $rc, want 1"
+grep -qx "featurize: d2/x.wav: not featurized: its id 'x' is that of d1/x.wav, which failed \
+(the first input of an id keeps it: fix or leave out d1/x.wav, or give one of them another id \
+in a manifest)" err || fail "duplicate of a failed input: $(cat err)"
+tail -n 1 err | grep -qx 'featurize: done: 0 of 2 (0 new, 0 already stored, 2 failed)' ||
+  fail "duplicate of a failed input: the summary: $(cat err)"
+# the first stored: no such line
+FZ -o s5 d2/x.wav d1/x.wav >out 2>err
+grep -q 'not featurized' err && fail "duplicate of a stored input: $(cat err)"
+
+[ $fails = 0 ] || exit 1
+echo "featurize_messy_inputs: ok"
