@@ -258,6 +258,9 @@ def _make_batch(handle, d):
     if data:
         out.padded = True
         out.mels = _ND((B, d[_D_FRAMES], d[_D_N_MELS]), mdt, owner, data - lo)
+    elif not B and handle.padded:  # every record of it damaged and skipped: padded, of none
+        out.padded = True
+        out.mels = np.zeros((0, d[_D_FRAMES], d[_D_N_MELS]), mdt)
     else:
         out.padded = False
         if B:
@@ -275,6 +278,8 @@ def _make_batch(handle, d):
         tdata = d[_D_TOK_DATA]
         if tdata:
             out.tokens = _ND((B, d[_D_MAX_TOKENS]), tdt, owner, tdata - lo)
+        elif out.padded and not B:
+            out.tokens = np.zeros((0, d[_D_MAX_TOKENS]), tdt)
         elif B:
             ptrs = _ND((B,), _U64, owner, d[_D_TOKENS] - lo).tolist()
             out.tokens = _views(handle, owner, ptrs, tlens.tolist(), (), tdt, tdt.itemsize)

@@ -205,6 +205,7 @@ class _Handle:
                                                         _lib.strerror(rc)))
         self.c = _CLoader(h, L)  # (first: it closes h whatever fails below)
         self.h = h
+        self.padded = opts.output == _lib.OUTPUTS["padded"]  # (a batch of none has no buffer)
         self.pid = os.getpid()
         self.lib = L
         info = _lib.Info()

@@ -84,6 +84,22 @@ def test_verify_skips_bad_payload(store, threads):
 
 
 @pytest.mark.parametrize("threads", [0, 2])
+def test_a_padded_batch_left_empty_is_still_padded(store, threads):
+    """A padded batch left with no utterance (its one record's payload damaged) is a padded batch
+    of none: mels [0, T, 80]; it was padded=False with mels [] (a list), on which a
+    loop's torch.from_numpy(batch.mels) fails."""
+    ld = featcache.Loader(store, ids=["bad_payload", "good0"], batch_size=1, pad_to=64,
+                          prefetch_threads=threads)
+    batches = list(ld)
+    assert [b.ids for b in batches] == [[], ["good0"]], [b.ids for b in batches]
+    empty, full = batches
+    assert empty.errors[0].startswith("bad_payload: ")
+    assert empty.padded and full.padded
+    assert isinstance(empty.mels, np.ndarray) and empty.mels.shape == (0, 64, 80)
+    assert empty.mels.dtype == full.mels.dtype and empty.mel_lengths.shape == (0,)
+
+
+@pytest.mark.parametrize("threads", [0, 2])
 def test_strict(store, threads):
     with pytest.raises(featcache.FeatcacheError, match=r"s: bad_header: corrupt feature record"):
         len(featcache.Loader(store, strict=True))
