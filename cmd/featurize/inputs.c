@@ -1,8 +1,10 @@
 /* featurize's checks of its inputs before the store is touched: a manifest that is none (an audio
- * file, UTF-16 text, a Kaldi text file), an LJSpeech manifest's audio folder that is not there.
+ * file, UTF-16 text, a Kaldi text file), an LJSpeech manifest's audio folder that is not there
+ * (or holds FLAC files, not WAV).
  * Each would otherwise fail every input, one line and one failure record each, where the fix is
  * one. */
 #include "cmd/featurize/inputs.h"
+#include "formats/common/alloc.h"
 
 #include <strings.h>
 #include <sys/stat.h>
@@ -82,6 +84,44 @@ void fzc_check_kaldi_text(const char *manifest, const char *audio_dir, const fc_
               "a Kaldi text file (utterance id, then its words), not a list of audio paths: "
               "featurize reads audio; give --manifest the wav.scp beside it (id path lines)");
   exit(FC_EXIT_USAGE);
+}
+
+void fzc_ljspeech_audio_ext(const char *manifest, fc_item_list *items, fc_manifest_opts *mo,
+                            int verbose) {
+  static const char *const exts[] = {".flac", ".mp3", ".ogg", ".opus"};
+  static const char *const names[] = {"FLAC", "MP3", "Ogg", "Opus"};
+  if (items->format != FC_MANIFEST_LJSPEECH || mo->audio_ext) return;
+  const char *first = NULL;
+  for (size_t i = 0; i < items->count && !first; i++) first = items->items[i].path;
+  const size_t n = first ? strlen(first) : 0;
+  struct stat st;
+  if (n < 4 || strcmp(first + n - 4, ".wav") != 0 || stat(first, &st) == 0 || errno != ENOENT)
+    return;
+  char found[4096];
+  size_t k = 0;
+  for (; k < sizeof exts / sizeof exts[0]; k++) {
+    snprintf(found, sizeof found, "%.*s%s", (int)(n - 4), first, exts[k]);
+    if (stat(found, &st) == 0 && S_ISREG(st.st_mode)) break;
+  }
+  if (k == sizeof exts / sizeof exts[0]) return;
+  if (verbose) {
+    char q[4 * sizeof found + 8], w[4 * sizeof found + 8];
+    fc_cli_warn(strcmp(manifest, "-") == 0 ? "(stdin)" : manifest, "its audio is %s: %s (no %s)",
+                names[k], fc_cli_quoted(found, q, sizeof q), fc_cli_quoted(first, w, sizeof w));
+  }
+  for (size_t i = 0; i < items->count; i++) { /* the reader's paths: wavs/<id>.wav */
+    char **p = &items->items[i].path;
+    const size_t m = *p ? strlen(*p) : 0;
+    if (m < 4 || strcmp(*p + m - 4, ".wav") != 0) continue;
+    char *e = fc_realloc(*p, m - 4 + strlen(exts[k]) + 1);
+    if (!e) {
+      fc_cli_warn(NULL, "out of memory");
+      exit(FC_EXIT_USAGE);
+    }
+    strcpy(e + m - 4, exts[k]);
+    *p = e;
+  }
+  mo->audio_ext = exts[k];
 }
 
 int fzc_store_folder_missing(const char *store, char *buf, size_t len) {

@@ -24,6 +24,13 @@ void fzc_check_ljspeech_wavs(const char *manifest, const fc_item_list *items);
  * and what to give instead, and exits 2. audio_dir: --audio-dir or NULL. A list the user forced
  * (--manifest-format list) is not looked at. */
 void fzc_check_kaldi_text(const char *manifest, const char *audio_dir, const fc_item_list *items);
+/* An LJSpeech manifest's audio is wavs/<id>.wav; a corpus converted to FLAC (or MP3, Ogg, Opus)
+ * keeps the layout with other files. When the first id's .wav is not there and its file of one of
+ * those extensions is, every path's .wav becomes that extension, and so does the reader's
+ * audio_ext in *mo (a manifest read as the job goes); -v says so. Out of memory exits 2, before
+ * the store is touched. */
+void fzc_ljspeech_audio_ext(const char *manifest, fc_item_list *items, fc_manifest_opts *mo,
+                            int verbose);
 /* Is the folder a store at path would be made in missing (-o cache/hifigan before mkdir cache)?
  * Then 1, with its name (quoted as names are) in buf. */
 int fzc_store_folder_missing(const char *store, char *buf, size_t len);

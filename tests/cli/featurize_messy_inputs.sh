@@ -79,5 +79,26 @@ tail -n 1 err | grep -qx 'featurize: done: 0 of 2 (0 new, 0 already stored, 2 fa
 FZ -o s5 d2/x.wav d1/x.wav >out 2>err
 grep -q 'not featurized' err && fail "duplicate of a stored input: $(cat err)"
 
+# 5. an LJSpeech corpus whose wavs/ holds FLAC files: the audio's extension is taken from what
+# wavs/ holds for the first id (every line failed as a missing .wav)
+mkdir -p lj/wavs
+sox a.wav lj/wavs/LJ1.flac && sox a.wav lj/wavs/LJ2.flac || { echo "FAIL: sox flac"; exit 1; }
+printf 'LJ1|one|one\nLJ2|two|two\n' >lj/metadata.csv
+FZ -v -o s6 --manifest lj/metadata.csv >out 2>err
+rc=$?
+[ $rc = 0 ] || fail "LJSpeech with FLAC: exit $rc: $(cat err)"
+grep -qx 'featurize: lj/metadata.csv: its audio is FLAC: lj/wavs/LJ1.flac (no lj/wavs/LJ1.wav)' err ||
+  fail "LJSpeech with FLAC: not said: $(cat err)"
+grep -q 'stored as LJ2 ' err || fail "LJSpeech with FLAC: LJ2: $(cat err)"
+# the same from a pipe, read whole
+FZ -q -o s7 --manifest - --audio-dir lj/wavs <lj/metadata.csv >out 2>err ||
+  fail "LJSpeech with FLAC on stdin: $(cat err)"
+"$B/cache-verify" -q --manifest lj/metadata.csv s7 >out 2>&1 || fail "LJSpeech on stdin: $(cat out)"
+# a .wav there is taken as it always was
+sox a.wav lj/wavs/LJ1.wav
+FZ -v -o s8 --manifest lj/metadata.csv >out 2>err
+grep -q 'its audio is' err && fail "LJSpeech with a .wav: $(cat err)"
+grep -qx 'featurize: lj/wavs/LJ2.wav: No such file or directory' err || fail "LJSpeech, .wav: $(cat err)"
+
 [ $fails = 0 ] || exit 1
 echo "featurize_messy_inputs: ok"
