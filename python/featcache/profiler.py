@@ -89,24 +89,22 @@ def load_library():
     global _LIB
     if _LIB is not None:
         return _LIB
-    lib = None
+    lib = shared = None
     try:  # share the package's library handle (featcache._lib) when it is there
         from . import _lib as _shared
         lib = _shared.lib()
-    except Exception:
-        lib = None
-    errors = []
+    except Exception as e:
+        lib, shared = None, e
     for path in ([] if lib is not None else _candidates()):
         if os.sep in path and not os.path.exists(path):
             continue
-        try:
+        try:  # (one the package refused for a loader symbol it lacks still has the profiler)
             lib = ctypes.CDLL(path)
             break
-        except OSError as e:
-            errors.append("%s: %s" % (path, e))
-    if lib is None:
-        raise OSError("featcache: libfeatcache_core.so not found (set FEATCACHE_LIBRARY); " +
-                      "; ".join(errors))
+        except OSError:
+            pass
+    if lib is None:  # the package's message: what it tried, and how to point it at a library
+        raise OSError(str(shared))
     P, I, D, C = ctypes.c_void_p, ctypes.c_int, ctypes.c_double, ctypes.c_char_p
     sig = {
         "fc_profiler_create": (I, [ctypes.c_uint, C, ctypes.POINTER(P)]),

@@ -559,5 +559,19 @@ def test_add_refuses_more_time_than_the_step_has_lasted():
     prof.close()
 
 
+def test_a_library_path_that_is_wrong_is_named():
+    """FEATCACHE_LIBRARY naming no file: the profiler said 'libfeatcache_core.so not found (set
+    FEATCACHE_LIBRARY); ' (nothing tried named), to a user who had set it; it says what the
+    package's loader says, naming the path it tried."""
+    import subprocess
+    env = dict(os.environ, FEATCACHE_LIBRARY="/nonexistent/libfeatcache_core.so.0")
+    r = subprocess.run([sys.executable, "-c", "from featcache.profiler import StepProfiler\n"
+                        "StepProfiler()"], env=env, capture_output=True, text=True)
+    assert r.returncode == 1, r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("OSError: featcache: cannot load libfeatcache_core.so.0"), last
+    assert "/nonexistent/libfeatcache_core.so.0: " in last, last
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
