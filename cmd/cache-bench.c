@@ -131,6 +131,34 @@ static void add_threads(const char *opt, const char *tok, void *ctx) {
   o->threads[o->nt++] = t;
 }
 
+/* Each reader thread holds a batch of B records of up to the largest payload (docs/cache-bench.md
+ * "Memory bound"): the most threads asked for at B, refused when that is more than the memory
+ * available (a pass would be killed for it, or swap), saying how much and what to change. */
+static int buffers_fit(const struct opts *o, fc_bench *const *benches, size_t nunits) {
+  unsigned t = 1;
+  for (unsigned i = 0; i < o->nt; i++)
+    if (o->threads[i] > t) t = o->threads[i];
+  uint64_t largest = 0, avail = bench_mem_available();
+  for (size_t u = 0; u < nunits; u++)
+    if (benches[u] && bench_max_payload(benches[u]) > largest)
+      largest = bench_max_payload(benches[u]);
+  const uint64_t need = (uint64_t)t * o->batch * largest;
+  if (!avail || need <= avail) return 1;
+  char n[32], a[32], l[32];
+  bench_human_bytes(need, n, sizeof n);
+  bench_human_bytes(avail, a, sizeof a);
+  if (largest >= 1000000)
+    bench_human_bytes(largest, l, sizeof l);
+  else
+    snprintf(l, sizeof l, "%.0f kB", (double)largest / 1e3);
+  fc_cli_warn(NULL,
+              "%u reader thread%s with a batch of %u records of up to %s (the largest payload) "
+              "need %s, more than the %s of memory available: fewer threads (-t) or a smaller "
+              "batch (-b)",
+              t, t == 1 ? "" : "s", o->batch, l, n, a);
+  return 0;
+}
+
 static int stop_requested(void *ctx) {
   (void)ctx;
   return fc_cli_signal != 0;
@@ -364,6 +392,7 @@ int main(int argc, char **argv) {
       fc_cli_warn(NULL, "cannot open the stores: %s", fc_strerror(rc));
     exit_code = FC_EXIT_USAGE;
   }
+  if (exit_code == FC_EXIT_OK && !buffers_fit(&o, benches, nunits)) exit_code = FC_EXIT_USAGE;
   /* each unit's name as given (JSON "store") and as the text shows it (quoted names) */
   char **shown = calloc(nunits, sizeof *shown);
   if (exit_code == FC_EXIT_OK && nunits == 1 && nwords > 1 &&

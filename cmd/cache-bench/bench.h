@@ -221,6 +221,11 @@ typedef struct bench_report {
 void bench_verdict(const bench_report *r, double step_ms, unsigned batch, uint64_t mem_available,
                    char *buf, size_t len);
 
+/* Bytes of RAM available (MemAvailable of /proc/meminfo; 0 when it cannot be read). */
+uint64_t bench_mem_available(void);
+/* b as "12.3 GB" or "4.5 MB". */
+void bench_human_bytes(uint64_t b, char *out, size_t len);
+
 /* A readable table: one store → a row per pass; several → side by side (MB/s and p99 per batch
  * for each store). */
 void bench_write_table(FILE *f, const bench_report *r, size_t n);

@@ -37,7 +37,7 @@ static void add_rec(struct verdict *v, const char *fmt, ...) {
   va_end(ap);
 }
 
-static uint64_t meminfo_available(void) {
+uint64_t bench_mem_available(void) {
   FILE *f = fopen("/proc/meminfo", "r");
   if (!f) return 0;
   char line[256];
@@ -66,7 +66,7 @@ static const char *rotational_word(int rot) {
   return rot == 1 ? "rotational" : rot == 0 ? "non-rotational" : "rotation unknown";
 }
 
-static void human_bytes(uint64_t b, char *out, size_t len) {
+void bench_human_bytes(uint64_t b, char *out, size_t len) {
   if (b >= 1000000000ull)
     snprintf(out, len, "%.1f GB", (double)b / 1e9);
   else
@@ -97,7 +97,7 @@ static void disk_behaviour(const bench_report *r, struct verdict *v, char *out, 
     return;
   }
   char fb[32];
-  human_bytes(r->file_bytes, fb, sizeof fb);
+  bench_human_bytes(r->file_bytes, fb, sizeof fb);
   if (r->file_bytes < (64u << 20)) {
     snprintf(out, len,
              "HDD or SSD cannot be told on a store of %s (a disk's own cache holds that much): "
@@ -163,7 +163,7 @@ static void compute_verdict(const bench_report *r, double step_ms, unsigned batc
   v->warm_keeps_up = v->warm && v->warm_bps >= v->need_bps;
   v->max_gpus = floor(v->bps * step_ms / 1000.0);
   v->min_step_ms = v->bps > 0 ? v->gpus * 1000.0 / v->bps : INFINITY;
-  uint64_t avail = mem_available ? mem_available : meminfo_available();
+  uint64_t avail = mem_available ? mem_available : bench_mem_available();
   v->fits_ram = avail && r->file_bytes < avail / 2;
 
   char how[256], not_cold[96] = "";
@@ -228,8 +228,8 @@ static void compute_verdict(const bench_report *r, double step_ms, unsigned batc
             "MDB_NORDAHEAD (loader option; compare with cache-bench --nordahead)",
             (double)avg / 1e3, d->read_ahead_kb);
   char fb[32], av[32];
-  human_bytes(r->file_bytes, fb, sizeof fb);
-  human_bytes(avail, av, sizeof av);
+  bench_human_bytes(r->file_bytes, fb, sizeof fb);
+  bench_human_bytes(avail, av, sizeof av);
   if (!keeps_up && strcmp(d->kind, "tmpfs")) {
     if (avail && r->file_bytes < avail / 2)
       add_rec(v,
@@ -285,8 +285,8 @@ const char *bench_io_name(const bench_result *p) { return p->direct ? "direct" :
 static void device_line(FILE *f, const bench_report *r) {
   const bench_device *d = r->device;
   char pay[32], fb[32];
-  human_bytes(r->payload_bytes, pay, sizeof pay);
-  human_bytes(r->file_bytes, fb, sizeof fb);
+  bench_human_bytes(r->payload_bytes, pay, sizeof pay);
+  bench_human_bytes(r->file_bytes, fb, sizeof fb);
   if (r->n_stores > 1)
     fprintf(f, "store: %s  (one dataset of %zu stores: %llu records, %s payload, data.mdb %s)\n",
             bench_shown(r), r->n_stores, (unsigned long long)r->records, pay, fb);

@@ -39,6 +39,15 @@ expect "cache-bench: $t/garbage: not a featcache store (not an LMDB environment 
   fail "-t 1,1: $(cat "$t/err")"
 [ "$(grep -o '"threads":[0-9]*,"batch":[0-9]*' "$t/out" | tr '\n' ' ')" = '"threads":1,"batch":1 "threads":1,"batch":2 ' ] ||
   fail "-t 1,1: passes $(grep -o '"threads":[0-9]*,"batch":[0-9]*' "$t/out" | tr '\n' ' '), want batch 1 and 2 once each"
+# reader buffers past the memory there is (-t 256 -b 4096 of 640 kB records: 671 GB) refused
+# before any pass, saying how much and what to change; it ran until the kernel killed it
+"$FC_PYTHON" -c "$fixture; f.make_store('$t/big', 2, frames=2000)" || fail "fixture big"
+"$bin" -q --no-probe -t 1,256 -b 4096 "$t/big" >"$t/out" 2>"$t/err"; rc=$?
+[ $rc -eq 2 ] && [ ! -s "$t/out" ] || fail "-t 256 -b 4096: exit $rc, want 2: $(cat "$t/err")"
+grep -qE "^cache-bench: 256 reader threads with a batch of 4096 records of up to 640 kB \(the largest payload\) need 671\.1 GB, more than the [0-9.]+ [GM]B of memory available: fewer threads \(-t\) or a smaller batch \(-b\)$" "$t/err" ||
+  fail "-t 256 -b 4096: stderr: $(cat "$t/err")"
+"$bin" -q --no-probe --duration 0 -p sequential -s warm -t 2 -b 4 "$t/big" >/dev/null 2>"$t/err" ||
+  fail "-t 2 -b 4 on the same store: exit $?: $(cat "$t/err")"
 # its report lost (a full disk): exit 1 with the reason, never a silent 0
 if [ -w /dev/full ]; then
   "$bin" -q --json --duration 0.05 -p sequential -s warm -t 1 "$t/good" >/dev/full 2>"$t/err"; rc=$?
