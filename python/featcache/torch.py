@@ -74,7 +74,7 @@ from torch.utils.data import IterableDataset, get_worker_info
 
 from ._torch_handoff import Handoff
 from ._lib import FC_ECONFIG, FeatcacheError
-from .loader import Loader, _anchored, _cwd, _number, _view_changed
+from .loader import _MAX64, Loader, _anchored, _cwd, _number, _view_changed
 
 __all__ = ["FeatcacheDataset", "batch_to_torch", "to_device"]
 
@@ -261,7 +261,7 @@ class FeatcacheDataset(IterableDataset):
         # persistent are new copies each epoch, so a copy's own record saw no earlier epoch.
         # [an epoch has begun, its number, set_epoch since, warned]
         self._seen_box = multiprocessing.RawArray("Q", 4)
-        self.epoch = int(loader_kwargs.pop("epoch", 0))
+        self.epoch = _number("epoch", loader_kwargs.pop("epoch", 0), _MAX64)
         self.device = torch.device(device)
         self.depth = _number("prefetch_to_device", prefetch_to_device, lo=1)
         self.pin = bool(pin_memory) or self.device.type == "cuda"
@@ -293,10 +293,7 @@ class FeatcacheDataset(IterableDataset):
 
     @epoch.setter
     def epoch(self, epoch):
-        epoch = int(epoch)
-        if not 0 <= epoch < 1 << 64:
-            raise ValueError("featcache: set_epoch(%d): must be an integer from 0 to %d"
-                             % (epoch, (1 << 64) - 1))
+        epoch = _number("epoch", epoch, _MAX64, what="set_epoch(%r)" % (epoch,))
         box = self.__dict__.get("_epoch_box")
         if box is None:
             self.__dict__["_epoch"] = epoch

@@ -342,6 +342,19 @@ def test_prefetch_to_device_checked(store, value, error):
         FeatcacheDataset(store["path"], batch_size=4, prefetch_to_device=value)
 
 
+@pytest.mark.parametrize("value, error", [(2.5, TypeError), ("2", TypeError), (-1, ValueError),
+                                          (2 ** 64, ValueError)])
+def test_set_epoch_checked(store, value, error):
+    # 2.5 and "2" were taken as 2 (int()), as Loader.set_epoch and epoch= of a Loader refuse
+    ds = FeatcacheDataset(store["path"], batch_size=4)
+    with pytest.raises(error, match=r"^featcache: set_epoch\(%s\): " % re.escape(repr(value))):
+        ds.set_epoch(value)
+    with pytest.raises(error, match=r"^featcache: epoch=%s: " % re.escape(repr(value))):
+        FeatcacheDataset(store["path"], batch_size=4, epoch=value)
+    ds.set_epoch(np.int64(3))  # (an integer of numpy's is one)
+    assert ds.epoch == 3
+
+
 def test_a_batch_cap_beyond_the_dataset(store):
     """batch_size above the utterances (one batch of everything, e.g. for evaluation): the bound
     a caller buffer must hold was the cap times the longest length, so a padded dataset's 14
