@@ -494,22 +494,53 @@ static inline int fc_cli_first_line_has_nul(const char *path) {
   return 0;
 }
 
+/* The UTF-16 or UTF-32 encoding that text starting with b[0..n) is in, as iconv names it: by its
+ * byte-order mark ("UTF-32" before "UTF-16": FF FE 00 00 begins both), else by the NUL bytes of
+ * ASCII characters in the first 32 bytes (a file saved without a mark: "UTF-16LE"...); NULL when
+ * it is neither (an audio file). *bom: the bytes of its mark (0 without one). */
+static inline const char *fc_cli_wide_text(const unsigned char *b, size_t n, size_t *bom) {
+  static const struct {
+    const char *name;
+    unsigned char mark[4];
+    size_t len;
+  } marks[] = {{"UTF-32", {0xFF, 0xFE, 0, 0}, 4},
+               {"UTF-32", {0, 0, 0xFE, 0xFF}, 4},
+               {"UTF-16", {0xFF, 0xFE}, 2},
+               {"UTF-16", {0xFE, 0xFF}, 2}};
+  for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++)
+    if (n >= marks[i].len && memcmp(b, marks[i].mark, marks[i].len) == 0)
+      return *bom = marks[i].len, marks[i].name;
+  *bom = 0;
+  static const char *const names[] = {"UTF-32LE", "UTF-32BE", "UTF-16LE", "UTF-16BE"};
+  for (int k = 0; k < 4; k++) { /* unit 4 or 2 bytes; the ASCII byte first (LE) or last (BE) */
+    const size_t unit = k < 2 ? 4 : 2, lo = k % 2 ? unit - 1 : 0, len = n < 32 ? n - n % unit : 32;
+    int ok = len >= 2 * unit;
+    for (size_t i = 0; i < len && ok; i++) ok = (i % unit == lo) == (b[i] != 0) && b[i] < 0x80;
+    if (ok) return names[k];
+  }
+  return NULL;
+}
+
 /* A manifest whose first line holds a NUL byte, refused (exit 2) before anything is done, since
- * every line would fail alike: UTF-16 text, said with the iconv that converts it (when its
- * byte-order mark can be read again: is_file), or not text at all (hint: what it may be). */
+ * every line would fail alike: UTF-16 or UTF-32 text, said with the iconv that converts it (when
+ * its first bytes can be read again: is_file), or not text at all (hint: what it may be). */
 static inline _Noreturn void fc_cli_refuse_nul_manifest(const char *manifest, int is_file,
                                                         const char *hint) {
   const char *name = strcmp(manifest, "-") == 0 ? "(stdin)" : manifest;
-  unsigned char bom[2];
+  unsigned char head[32];
   FILE *f = is_file ? fopen(manifest, "rb") : NULL;
-  const size_t n = f ? fread(bom, 1, sizeof bom, f) : 0;
+  const size_t n = f ? fread(head, 1, sizeof head, f) : 0;
   if (f) fclose(f);
-  if (n == 2 && ((bom[0] == 0xFF && bom[1] == 0xFE) || (bom[0] == 0xFE && bom[1] == 0xFF))) {
-    char q[4 * 4096 + 8];
+  size_t bom;
+  const char *enc = fc_cli_wide_text(head, n, &bom);
+  if (enc) {
+    char q[4 * 4096 + 8], mark[40] = "no byte-order mark";
+    if (bom)
+      snprintf(mark, sizeof mark, "its byte-order mark %02X %02X%s", head[0], head[1],
+               bom == 4 ? (head[0] ? " 00 00" : " FE FF") : "");
     fc_cli_warn(name,
-                "not a manifest in UTF-8: UTF-16 text (its byte-order mark %02X %02X); convert "
-                "it: iconv -f UTF-16 -t UTF-8 %s >NEW",
-                bom[0], bom[1], fc_cli_quoted(manifest, q, sizeof q));
+                "not a manifest in UTF-8: %s text (%s); convert it: iconv -f %s -t UTF-8 %s >NEW",
+                enc, mark, enc, fc_cli_quoted(manifest, q, sizeof q));
   } else {
     fc_cli_warn(name, "not a manifest: its first line holds a NUL byte (%s)", hint);
   }

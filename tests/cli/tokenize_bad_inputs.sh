@@ -271,6 +271,21 @@ expect_rc $? 2 "a UTF-16 manifest"
 [ "$(cat "$d/err")" = "tokenize: $d/m16.csv: not a manifest in UTF-8: UTF-16 text (its byte-order mark FF FE); convert it: iconv -f UTF-16 -t UTF-8 $d/m16.csv >NEW" ] ||
   fail "a UTF-16 manifest: $(cat "$d/err")"
 [ -e "$d/s9" ] && fail "a UTF-16 manifest: a store was made"
+# UTF-32 (its mark FF FE 00 00 begins with UTF-16's), and UTF-16 or UTF-32 saved without a mark:
+# each said with the iconv that converts it (UTF-32 was said to be UTF-16, and its iconv gave a
+# file of NULs; a file without a mark was 'an audio file?')
+for enc in UTF-32 UTF-16LE UTF-16BE UTF-32LE UTF-32BE; do
+  printf 'LJ001|Good one.\nLJ005|Second.\n' | iconv -f UTF-8 -t "$enc" > "$d/m-$enc.csv"
+  mark="no byte-order mark"
+  [ "$enc" = UTF-32 ] && mark="its byte-order mark $(od -An -tx1 -N4 "$d/m-$enc.csv" | tr a-f A-F | sed 's/^ //')"
+  "$T" -o "$d/s9" --build-vocab "$d/m-$enc.csv" > "$d/out" 2> "$d/err"
+  expect_rc $? 2 "a $enc manifest"
+  [ "$(cat "$d/err")" = "tokenize: $d/m-$enc.csv: not a manifest in UTF-8: $enc text ($mark); convert it: iconv -f $enc -t UTF-8 $d/m-$enc.csv >NEW" ] ||
+    fail "a $enc manifest: $(cat "$d/err")"
+  iconv -f "$enc" -t UTF-8 "$d/m-$enc.csv" | cmp -s - <(printf 'LJ001|Good one.\nLJ005|Second.\n') ||
+    fail "a $enc manifest: the iconv said does not convert it"
+  [ -e "$d/s9" ] && fail "a $enc manifest: a store was made"
+done
 printf 'RIFF\044\0\0\0WAVEfmt \020\0\0\0' > "$d/a.wav"
 for src in "$d/a.wav" -; do
   "$T" -o "$d/s9" --build-vocab --manifest "$src" < "$d/a.wav" > "$d/out" 2> "$d/err"
