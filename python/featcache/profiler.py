@@ -57,7 +57,12 @@ NAME_MAX, LABEL_MAX = 63, 127  # bytes: FC_PROF_NAME_MAX, and the label's
 def _encode(what, name, limit):
     """name as UTF-8 bytes, or ValueError saying what is wrong with it (C would say only
     FC_ECONFIG)."""
-    b = name.encode()
+    if not isinstance(name, str):
+        raise TypeError("featcache: %s %r: want a str" % (what, name))
+    try:
+        b = name.encode()
+    except UnicodeEncodeError:  # (a lone surrogate: bytes os.fsdecode could not decode)
+        raise ValueError("featcache: %s %r: not UTF-8" % (what, name)) from None
     if len(b) > limit:
         shown = "" if what == "label" else " %r" % name
         raise ValueError("featcache: %s%s of %d bytes: at most %d" % (what, shown, len(b), limit))

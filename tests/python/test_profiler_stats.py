@@ -573,5 +573,24 @@ def test_a_library_path_that_is_wrong_is_named():
     assert "/nonexistent/libfeatcache_core.so.0: " in last, last
 
 
+def test_names_that_are_no_str_are_named():
+    # a label, data phase or phase name that is not a str raised AttributeError "'int' object
+    # has no attribute 'encode'", naming neither the argument nor what it takes
+    with pytest.raises(TypeError, match=r"^featcache: label 5: want a str$"):
+        StepProfiler(label=5)
+    with pytest.raises(TypeError, match=r"^featcache: data_phase b'data': want a str$"):
+        StepProfiler(data_phase=b"data")
+    prof = StepProfiler()
+    with prof.step():
+        with pytest.raises(TypeError, match=r"^featcache: phase name 3: want a str$"):
+            prof.begin(3)
+        with pytest.raises(TypeError, match=r"^featcache: phase name None: want a str$"):
+            prof.add(None, 0.0)
+        with pytest.raises(ValueError, match=r"^featcache: phase name 'x\\udce9': not UTF-8$"):
+            prof.begin("x\udce9")  # (was UnicodeEncodeError)
+    assert prof.steps == 1
+    prof.close()
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
