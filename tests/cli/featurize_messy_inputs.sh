@@ -100,5 +100,10 @@ FZ -v -o s8 --manifest lj/metadata.csv >out 2>err
 grep -q 'its audio is' err && fail "LJSpeech with a .wav: $(cat err)"
 grep -qx 'featurize: lj/wavs/LJ2.wav: No such file or directory' err || fail "LJSpeech, .wav: $(cat err)"
 
+# 6. a shell pattern that matched nothing (the shell passes 'data/*.wav' on as it is)
+FZ -o s9 'nowhere/*.wav' a.wav >out 2>err
+grep -qx "featurize: nowhere/\*.wav: No such file or directory (a shell pattern that matched no \
+file? the shell passes one on as it is)" err || fail "unmatched pattern: $(cat err)"
+
 [ $fails = 0 ] || exit 1
 echo "featurize_messy_inputs: ok"

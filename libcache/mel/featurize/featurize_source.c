@@ -266,6 +266,9 @@ static const char *open_reason(const char *path, int rc, char *buf, size_t len) 
            plain_reason(rc), q);
     return buf;
   }
+  if (rc == ENOENT && strpbrk(path, "*?") && lstat(path, &st) != 0) /* an unmatched glob */
+    return "No such file or directory (a shell pattern that matched no file? the shell passes one "
+           "on as it is)";
   if (rc == ENODEV && stat(path, &st) == 0 && S_ISSOCK(st.st_mode))
     return "not a regular file or a pipe (a socket)"; /* audio.c open_checked */
   if (rc != ENOENT || lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) ||
