@@ -124,6 +124,37 @@ void fzc_ljspeech_audio_ext(const char *manifest, fc_item_list *items, fc_manife
   mo->audio_ext = exts[k];
 }
 
+static int first_path(const fc_item *it, void *user) {
+  if (!it->path) return 0;
+  snprintf(user, 4096, "%s", it->path);
+  return -1; /* one is enough */
+}
+
+void fzc_check_cwd_relative(const char *manifest, const fc_manifest_opts *mo,
+                            const fc_item_list *items) {
+  if (mo->audio_dir || items->format == FC_MANIFEST_LJSPEECH) return;
+  const char *p = NULL;
+  for (size_t i = 0; i < items->count && !p; i++) p = items->items[i].path;
+  struct stat st;
+  if (!p || stat(p, &st) == 0 || errno != ENOENT) return;
+  char here[4096] = "", why[256];
+  fc_manifest_opts o = *mo;
+  o.audio_dir = "."; /* the line's path as it is: the reader joins nothing to "." */
+  o.format = items->format;
+  o.on_item = first_path;
+  o.user = here;
+  fc_item_list none;
+  if (fc_manifest_read(manifest, &o, &none, why, sizeof why) != -1 || strcmp(here, p) == 0 ||
+      stat(here, &st) != 0 || !S_ISREG(st.st_mode))
+    return;
+  char q[4 * 4096 + 8], w[4 * 4096 + 8];
+  fc_cli_warn(manifest,
+              "its audio paths are relative to the working directory (%s is there, %s beside the "
+              "manifest is not): give --audio-dir .",
+              fc_cli_quoted(here, q, sizeof q), fc_cli_quoted(p, w, sizeof w));
+  exit(FC_EXIT_USAGE);
+}
+
 int fzc_store_folder_missing(const char *store, char *buf, size_t len) {
   size_t n = strlen(store);
   while (n > 1 && store[n - 1] == '/') n--; /* cache/hifigan/ is cache/hifigan */

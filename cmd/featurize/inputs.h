@@ -31,6 +31,13 @@ void fzc_check_kaldi_text(const char *manifest, const char *audio_dir, const fc_
  * the store is touched. */
 void fzc_ljspeech_audio_ext(const char *manifest, fc_item_list *items, fc_manifest_opts *mo,
                             int verbose);
+/* A manifest's relative audio paths are read from its folder (without --audio-dir); a Kaldi
+ * wav.scp's are the recipe's, relative to the working directory, as Kaldi reads them. When the
+ * first item's file is not there but the same line read from the working directory is, every
+ * input would fail: says so, and to give --audio-dir ., and exits 2. Only a manifest file read as
+ * the job goes (regular: read again for its first item), not an LJSpeech one (wavs/). */
+void fzc_check_cwd_relative(const char *manifest, const fc_manifest_opts *mo,
+                            const fc_item_list *items);
 /* Is the folder a store at path would be made in missing (-o cache/hifigan before mkdir cache)?
  * Then 1, with its name (quoted as names are) in buf. */
 int fzc_store_folder_missing(const char *store, char *buf, size_t len);

@@ -105,5 +105,25 @@ FZ -o s9 'nowhere/*.wav' a.wav >out 2>err
 grep -qx "featurize: nowhere/\*.wav: No such file or directory (a shell pattern that matched no \
 file? the shell passes one on as it is)" err || fail "unmatched pattern: $(cat err)"
 
+# 7. a Kaldi wav.scp whose relative paths are the recipe's (the working directory's, as Kaldi
+# reads them), not its folder's: refused before the store is touched, saying what to give
+mkdir -p db kaldi/train && cp a.wav db/u1.wav
+printf 'u1 db/u1.wav\n' >kaldi/train/wav.scp
+FZ -o s10 --manifest kaldi/train/wav.scp >out 2>err
+rc=$?
+[ $rc = 2 ] || fail "cwd-relative wav.scp: exit $rc, want 2"
+grep -qx "featurize: kaldi/train/wav.scp: its audio paths are relative to the working directory \
+(db/u1.wav is there, kaldi/train/db/u1.wav beside the manifest is not): give --audio-dir ." err ||
+  fail "cwd-relative wav.scp: $(cat err)"
+[ -e s10 ] && fail "cwd-relative wav.scp: a store was made"
+FZ -q -o s10 --audio-dir . --manifest kaldi/train/wav.scp 2>err || fail "--audio-dir .: $(cat err)"
+# paths beside the manifest, and absolute ones, are read as they were
+cp a.wav kaldi/train/u2.wav
+printf 'u2 u2.wav\nu1 %s\n' "$PWD/db/u1.wav" >kaldi/train/wav.scp
+FZ -q -o s11 --manifest kaldi/train/wav.scp 2>err || fail "wav.scp beside: $(cat err)"
+printf 'u1 %s\n' "$PWD/db/gone.wav" >kaldi/train/wav.scp
+FZ -q -o s12 --manifest kaldi/train/wav.scp 2>err
+[ $? = 1 ] || fail "an absolute path missing: $(cat err)"
+
 [ $fails = 0 ] || exit 1
 echo "featurize_messy_inputs: ok"
