@@ -352,7 +352,7 @@ class Loader:
                   utterance of the stores. An id no store holds is listed by .problems() ('not
                   stored', or the failure featurize recorded), or raises under strict
     batch_size    utterances per batch (with max_frames: the cap, 0 = none)
-    shuffle       True: order='random' unless order is given
+    shuffle       True: order='random' unless order is given (not 'sequential')
     order         'sequential' | 'random' | 'bucket' | 'locality'
     seed, epoch   the order of epoch e is a function of (seed, e); iterating the loader runs the
                   current epoch and then advances it by one (set_epoch(e) to choose)
@@ -442,6 +442,8 @@ class Loader:
         self._cwd = _cwd()  # relative paths are of this directory, in every process that opens
         if order is None:
             order = "random" if shuffle else "sequential"
+        elif shuffle and order == "sequential":
+            raise ValueError("featcache: shuffle=True and order='sequential' exclude each other")
         if order not in _lib.ORDERS:
             raise ValueError("featcache: order=%r: must be one of %s" % (order, ", ".join(_lib.ORDERS)))
         if shard not in _lib.SHARDS:

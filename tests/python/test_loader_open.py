@@ -379,6 +379,9 @@ def test_bad_numbers_are_named(store, kw):
                                           "center, random"),
     (dict(random_crop=True, crop="center", crop_frames=10),
      "featcache: random_crop=True and crop='center' exclude each other"),
+    # (was read in file order without a word: order won)
+    (dict(shuffle=True, order="sequential"),
+     "featcache: shuffle=True and order='sequential' exclude each other"),
     (dict(pad_to=800, padded=False), "featcache: pad_to=800 pads only padded batches: pass "
                                      "padded=True (or leave padded out), or crop_frames=800 to crop "
                                      "views")])
