@@ -602,11 +602,12 @@ int main(int argc, char **argv) {
   /* A store this user may only read: checked instead, nothing written (docs/featurize.md "A store
    * you may only read"). */
   const int write_err = rc;
-  const int ro = (rc == EACCES || rc == EROFS || rc == EPERM) && !why[0];
+  const int ro = rc == EACCES || rc == EROFS || rc == EPERM; /* why: a split store's part */
   const int ro_rc = ro ? fzc_open_read_only(store_dir, &parts, &n_parts) : 0;
   const int check = ro && ro_rc == 0;
   if (check) {
     rc = 0;
+    why[0] = '\0';
     if (!quiet)
       fc_cli_warn(store_dir,
                   "cannot write the store (%s): checking that it holds every input instead, "

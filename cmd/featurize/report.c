@@ -137,6 +137,16 @@ void fzc_on_progress(const fc_featurize_stats *st, void *user) {
   fzc_report *c = user;
   uint64_t done = st->processed + st->skipped_existing + st->failed + st->not_stored;
   double rt = st->wall_seconds > 0 ? st->audio_seconds / st->wall_seconds : 0;
+  if (c->check) { /* nothing computed: how far the check is */
+    if (c->total)
+      fc_cli_progress_show(&c->progress, "%s: checked %llu/%llu (%llu not stored)", fc_cli_tool,
+                           (unsigned long long)done, (unsigned long long)c->total,
+                           (unsigned long long)st->not_stored);
+    else
+      fc_cli_progress_show(&c->progress, "%s: checked %llu (%llu not stored)", fc_cli_tool,
+                           (unsigned long long)done, (unsigned long long)st->not_stored);
+    return;
+  }
   if (c->total)
     fc_cli_progress_show(&c->progress, "%s: %llu/%llu, %.0f s of audio, %.0fx realtime",
                          fc_cli_tool, (unsigned long long)done, (unsigned long long)c->total,

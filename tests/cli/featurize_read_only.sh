@@ -84,6 +84,9 @@ rc=$?
 grep -qF "12 of 13 inputs not stored (2 not named above)," err || fail "many: $(cat err)"
 "${run[@]}" "$FZ" -v -o st a1.wav n*.wav >out 2>err
 [ "$(grep -c ': not stored$' err)" = 12 ] || fail "many, -v: want 12 named: $(cat err)"
+# --progress: a check commits nothing, its items say how far it is (the first at once)
+"${run[@]}" "$FZ" --progress -o st a1.wav n*.wav >out 2>err
+grep -qE '^featurize: checked 1/13 \([01] not stored\)$' err || fail "--progress, the first: $(cat err)"
 
 # --json
 "${run[@]}" "$FZ" -q --json -o st a1.wav a3.wav >out 2>err
@@ -102,6 +105,23 @@ PY
 
 [ "$(sum)" = "$before" ] || fail "the store's files changed"
 chmod -R u+w st
+
+# a split store, its inputs from a manifest read as the job goes: its parts checked alike
+printf 'a1.wav\na3.wav\n' >list.txt
+"$FZ" -q --writers 2 -o sp --manifest list.txt 2>err || fail "split store: $(cat err)"
+chmod -R a-w sp
+split_before=$(find sp -type f -exec md5sum {} + | sort | md5sum)
+"${run[@]}" "$FZ" -q -o sp --manifest list.txt >out 2>err
+rc=$?
+[ $rc = 0 ] && [ ! -s err ] || fail "split store: exit $rc, want 0: $(cat err)"
+echo n10.wav >>list.txt
+"${run[@]}" "$FZ" -q -o sp --manifest list.txt >out 2>err
+rc=$?
+[ $rc = 2 ] || fail "split store, one more: exit $rc, want 2"
+grep -qxF "featurize: n10.wav: not stored" err || fail "split store, one more: $(cat err)"
+[ "$(find sp -type f -exec md5sum {} + | sort | md5sum)" = "$split_before" ] ||
+  fail "split store: its files changed"
+chmod -R u+w sp
 
 # a read-only mount: LMDB reads without a lock file there (root, a mount namespace of its own)
 if unshare -m true 2>/dev/null; then

@@ -132,6 +132,7 @@ struct fz_run {
   fc_featurize_stats st;
   int strict_err;
   double t0;
+  double check_shown; /* a check (opts.check_only): when on_progress was last called */
   fc_device_kind device;
 
   /* The staging ring of a staging backend (be->launch; featurize_stage.c): workers reserve room

@@ -273,6 +273,15 @@ void fz_emit(fz_run *r, fc_featurize_event *ev) {
   ev->line = it->line;
   ev->manifest = it->err != 0;
   if (r->o.on_event) r->o.on_event(ev, r->o.user);
+  /* A check commits nothing, so no writer reports progress: its items do, ten times a second. */
+  if (r->o.check_only && r->o.on_progress) {
+    const double now = fz_now();
+    if (now - r->check_shown >= 0.1) {
+      r->check_shown = now;
+      r->st.wall_seconds = now - r->t0;
+      r->o.on_progress(&r->st, r->o.user);
+    }
+  }
 }
 
 void fz_report_failed(fz_run *r, size_t i, int err, const char *reason) {
