@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "featcache/fc_format.h"
@@ -308,6 +309,30 @@ static int parse_tsv(const parse_ctx *c, fc_item *it, const char *line, size_t n
   return 0;
 }
 
+/* A header line (pandas' to_csv writes one by default): an id column and a text column named as
+ * such, "id|text|normalized_text", "file_name<TAB>transcription". No utterance has both: the line
+ * is skipped, where it was an input whose audio (wavs/id.wav) is nowhere. */
+static int header_word(const char *s, size_t n, const char *const *words) {
+  for (; *words; words++)
+    if (strlen(*words) == n && strncasecmp(s, *words, n) == 0) return 1;
+  return 0;
+}
+
+static int header_line(const char *line, size_t n, char sep) {
+  static const char *const ids[] = {"id", "utt", "utt_id", "uttid", "utterance_id", "file",
+                                    "filename", "file_name", "file_id", "fileid", "name", "audio",
+                                    "audio_id", "audio_file", "audio_path", "audio_filepath",
+                                    "path", "wav", "wav_id", "key", NULL};
+  static const char *const texts[] = {"text", "transcript", "transcription", "sentence",
+                                      "normalized_text", "raw_text", "normalized", "label",
+                                      "words", NULL};
+  const char *a = memchr(line, sep, n);
+  if (!a) return 0;
+  const char *b = memchr(a + 1, sep, n - (size_t)(a + 1 - line));
+  const size_t tn = (size_t)((b ? b : line + n) - (a + 1));
+  return header_word(line, (size_t)(a - line), ids) && header_word(a + 1, tn, texts);
+}
+
 /* ---- reading, one item at a time ------------------------------------------------------------ */
 typedef struct reader {
   FILE *f;
@@ -319,6 +344,7 @@ typedef struct reader {
   char *buf;
   size_t cap, lineno;
   int first;
+  int data_seen; /* a line other than a blank one was read: no header after it */
   fc_item_list one; /* the item handed out last */
   list_builder b;
   arena ids;
@@ -438,6 +464,9 @@ static int reader_next(reader *r, const fc_item **it, char *why, size_t why_len)
       if (!r->audio_dir) goto nomem;
       r->c.audio_dir = r->audio_dir;
     }
+    if (!r->data_seen++ && (r->fmt == FC_MANIFEST_LJSPEECH || r->fmt == FC_MANIFEST_TSV) &&
+        header_line(buf, (size_t)got, r->fmt == FC_MANIFEST_TSV ? '\t' : '|'))
+      continue; /* id|text: the columns' names */
     fc_item *item = mf_new_item(&r->b, r->lineno);
     if (!item) goto nomem;
     int prc = 0;

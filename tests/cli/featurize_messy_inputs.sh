@@ -125,5 +125,14 @@ printf 'u1 %s\n' "$PWD/db/gone.wav" >kaldi/train/wav.scp
 FZ -q -o s12 --manifest kaldi/train/wav.scp 2>err
 [ $? = 1 ] || fail "an absolute path missing: $(cat err)"
 
+# 8. an LJSpeech manifest with a header line (pandas' to_csv writes one): its line was an input
+# 'id' whose wavs/id.wav is nowhere, failed with a failure record on every run
+printf 'id|text|normalized_text\nLJ1|one|one\n' >lj/head.csv
+rm -f lj/wavs/LJ1.wav
+FZ -o s13 --manifest lj/head.csv >out 2>err
+rc=$?
+[ $rc = 0 ] || fail "a header line: exit $rc: $(cat err)"
+"$B/cache-verify" -q --manifest lj/head.csv s13 >out 2>&1 || fail "a header line: verify: $(cat out)"
+
 [ $fails = 0 ] || exit 1
 echo "featurize_messy_inputs: ok"

@@ -85,6 +85,26 @@ static void test_ljspeech(void) {
   }
   fc_item_list_free(&l);
 
+  /* a header line (pandas' to_csv): the columns' names, skipped; line numbers stay the file's */
+  const char *h = write_str("header.csv", "\nID|Text|normalized_text\nLJ1|one|one\nid|text\n");
+  CHECK(read_manifest(h, FC_MANIFEST_AUTO, NULL, &l) == 0, "read");
+  CHECK(l.count == 2, "header: count %zu", l.count);
+  if (l.count == 2) {
+    CHECK_STR(l.items[0].id, "LJ1");
+    CHECK(l.items[0].line == 3, "header: line %zu", l.items[0].line);
+    CHECK_STR(l.items[1].id, "id"); /* not the first line: an utterance */
+  }
+  fc_item_list_free(&l);
+  h = write_str("header.tsv", "file_name\ttranscription\nu1\thello\n");
+  CHECK(read_manifest(h, FC_MANIFEST_AUTO, NULL, &l) == 0 && l.count == 1, "tsv header: %zu",
+        l.count);
+  if (l.count == 1) CHECK_STR(l.items[0].id, "u1");
+  fc_item_list_free(&l);
+  h = write_str("noheader.csv", "id|hello there\n"); /* an id "id" with a real transcript */
+  CHECK(read_manifest(h, FC_MANIFEST_AUTO, NULL, &l) == 0 && l.count == 1, "no header: %zu",
+        l.count);
+  fc_item_list_free(&l);
+
   /* text_column 2, audio_dir and audio_ext. */
   fc_manifest_opts o = {.format = FC_MANIFEST_LJSPEECH,
                         .audio_dir = "/data/lj",
