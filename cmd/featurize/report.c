@@ -6,6 +6,8 @@
 #include "featcache/fc_format.h"
 #include "formats/common/alloc.h"
 
+#include <sys/stat.h>
+
 /* cli.h's name of the tool is one per file: this file's messages are featurize's too. */
 __attribute__((constructor)) static void name_the_tool(void) { fc_cli_tool = "featurize"; }
 
@@ -63,6 +65,10 @@ void fzc_explain_duplicates(fzc_report *c) {
     for (size_t k = 0; k < c->n_failed_ids; k++) {
       const struct fzc_failed_id *f = &c->failed_ids[k];
       if (f->duplicate || strcmp(f->id, d->id) != 0) continue;
+      struct stat a, b; /* one file given twice (a.wav ./a.wav): its own failure says it all */
+      if (strcmp(f->path, d->path) == 0 || (stat(f->path, &a) == 0 && stat(d->path, &b) == 0 &&
+                                            a.st_dev == b.st_dev && a.st_ino == b.st_ino))
+        break;
       char q[4 * FC_ID_MAX + 8], id[4 * FC_ID_MAX + 8], first[4 * 4096 + 8];
       fc_cli_quoted(d->id, q, sizeof q);
       if (strcmp(q, d->id) == 0)

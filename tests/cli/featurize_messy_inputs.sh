@@ -75,6 +75,9 @@ grep -qx "featurize: d2/x.wav: not featurized: its id 'x' is that of d1/x.wav, w
 in a manifest)" err || fail "duplicate of a failed input: $(cat err)"
 tail -n 1 err | grep -qx 'featurize: done: 0 of 2 (0 new, 0 already stored, 2 failed)' ||
   fail "duplicate of a failed input: the summary: $(cat err)"
+# one file given twice: its own failure says it all
+FZ -o s4b d1/x.wav d1/x.wav ./d1/x.wav >out 2>err
+grep -q 'not featurized' err && fail "one bad file given twice: $(cat err)"
 # the first stored: no such line
 FZ -o s5 d2/x.wav d1/x.wav >out 2>err
 grep -q 'not featurized' err && fail "duplicate of a stored input: $(cat err)"
