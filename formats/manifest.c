@@ -319,13 +319,15 @@ static int header_word(const char *s, size_t n, const char *const *words) {
 }
 
 static int header_line(const char *line, size_t n, char sep) {
-  static const char *const ids[] = {"id", "utt", "utt_id", "uttid", "utterance_id", "file",
-                                    "filename", "file_name", "file_id", "fileid", "name", "audio",
-                                    "audio_id", "audio_file", "audio_path", "audio_filepath",
-                                    "path", "wav", "wav_id", "key", NULL};
-  static const char *const texts[] = {"text", "transcript", "transcription", "sentence",
-                                      "normalized_text", "raw_text", "normalized", "label",
-                                      "words", NULL};
+  static const char *const ids[] =
+      {"id",       "utt",        "utt_id",     "uttid",          "utterance_id", "file",
+       "filename", "file_name",  "file_id",    "fileid",         "name",         "audio",
+       "audio_id", "audio_file", "audio_path", "audio_filepath", "path",         "wav",
+       "wav_id",   "key",        NULL};
+  static const char *const texts[] = {"text",       "transcript",      "transcription",
+                                      "sentence",   "normalized_text", "raw_text",
+                                      "normalized", "label",           "words",
+                                      NULL};
   const char *a = memchr(line, sep, n);
   if (!a) return 0;
   const char *b = memchr(a + 1, sep, n - (size_t)(a + 1 - line));
