@@ -59,12 +59,13 @@ static const fc_cli_opt options[] = {
     {NULL, 0, 0, NULL, "Tokenizer:"},
     {"tokenizer", 't', required_argument, "KIND", "chars (default), phonemes, bpe"},
     {"vocab", OPT_VOCAB, required_argument, "FILE",
-     "chars/phonemes: one symbol per line, id = line index"},
+     "chars/phonemes: one symbol per line, id = line index ('-' = stdin)"},
     {"build-vocab", OPT_BUILD_VOCAB, no_argument, NULL,
      "chars/phonemes: build the vocab from the corpus (stored in meta)"},
-    {"export-vocab", OPT_EXPORT_VOCAB, required_argument, "FILE", "write the vocab used to FILE"},
+    {"export-vocab", OPT_EXPORT_VOCAB, required_argument, "FILE",
+     "write the vocab used to FILE ('-' = stdout)"},
     {"tokenizer-json", OPT_TOKENIZER_JSON, required_argument, "FILE",
-     "bpe: a Hugging Face tokenizer.json"},
+     "bpe: a Hugging Face tokenizer.json ('-' = stdin)"},
     {"lang", OPT_LANG, required_argument, "LANG", "phonemes: espeak-ng voice (default en-us)"},
     {"pad", OPT_PAD, required_argument, "SYM", "pad symbol (default <pad>)"},
     {"unk", OPT_UNK, required_argument, "SYM", "unknown-symbol symbol (default <unk>)"},
@@ -139,6 +140,13 @@ static void on_progress(const fc_tokenize_stats *s, void *ud) {
                          (unsigned long long)s->lines);
   else /* a manifest read as the job goes: its length is known at the end */
     fc_cli_progress_show(&c->progress, "tokenize: %llu line%s done", done, done == 1 ? "" : "s");
+}
+
+/* '-' for a file option: stdin (out: stdout), as for the manifest (the library opens a path) */
+static const char dev_stdin[] = "/dev/stdin", dev_stdout[] = "/dev/stdout";
+static const char *stdio_path(const char *opt, const char *v, int out) {
+  if (strcmp(v, "-") == 0) return out ? dev_stdout : dev_stdin;
+  return out ? fc_cli_out_path(opt, v) : fc_cli_path(opt, v);
 }
 
 static int pick(const char *opt, const char *v, const char *a, const char *b) {
@@ -230,10 +238,10 @@ int main(int argc, char **argv) {
     }
     case OPT_TEXT_COLUMN: mopts.text_column = (int)fc_cli_u32("text-column", optarg, 2, 3); break;
     case 't': kind_name = optarg; break;
-    case OPT_VOCAB: to.vocab_path = fc_cli_path("vocab", optarg); break;
+    case OPT_VOCAB: to.vocab_path = stdio_path("vocab", optarg, 0); break;
     case OPT_BUILD_VOCAB: to.build_vocab = 1; break;
-    case OPT_EXPORT_VOCAB: export_vocab = fc_cli_out_path("export-vocab", optarg); break;
-    case OPT_TOKENIZER_JSON: to.tokenizer_json = fc_cli_path("tokenizer-json", optarg); break;
+    case OPT_EXPORT_VOCAB: export_vocab = stdio_path("export-vocab", optarg, 1); break;
+    case OPT_TOKENIZER_JSON: to.tokenizer_json = stdio_path("tokenizer-json", optarg, 0); break;
     case OPT_LANG: to.lang = optarg, lang_given = 1; break;
     case OPT_UNICODE:
       unicode = !pick("unicode", optarg, "none", "nfkc") ? FC_UNICODE_NONE : FC_UNICODE_NFKC;
@@ -286,6 +294,15 @@ int main(int argc, char **argv) {
   if (!out_dir) fc_cli_usage_error("no output store (-o STORE)");
   fc_cli_out_store(out_dir);
   if (!manifest) fc_cli_usage_error("no manifest (--manifest FILE, or '-' for stdin)");
+  const char *reads_stdin = to.vocab_path == dev_stdin       ? "--vocab -"
+                            : to.tokenizer_json == dev_stdin ? "--tokenizer-json -"
+                                                             : NULL;
+  if (reads_stdin && strcmp(manifest, "-") == 0)
+    fc_cli_usage_error("%s and the manifest '-' would both read stdin: give one of them as a file",
+                       reads_stdin);
+  if (export_vocab == dev_stdout && json)
+    fc_cli_usage_error(
+        "--export-vocab - and --json would both write to stdout: give the vocab a file");
   if (ro.strict && max_failed.text[0])
     fc_cli_usage_error("--strict stops at the first failure: drop --max-failed %s",
                        max_failed.text);

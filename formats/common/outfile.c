@@ -25,6 +25,22 @@ static int err_of(int failed) { return failed ? (errno ? errno : EIO) : 0; }
 /* The `write` fault site: asked before each step, so that a failed step is not done at all. */
 static int injected(void) { return fault_hit("write") ? EIO : 0; }
 
+/* The descriptor a path names (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N), else -1.
+ * Such a path is the caller's open file, whatever it is: a file beside it would be made in /dev
+ * (renamed over /dev/stdout, as root) or in /proc (refused), and opening it again would lose its
+ * offset and append mode (`>> log`). It is written through a dup of the descriptor. */
+static int names_fd(const char *path) {
+  if (strcmp(path, "/dev/stdout") == 0) return 1;
+  if (strcmp(path, "/dev/stderr") == 0) return 2;
+  const char *n = strncmp(path, "/dev/fd/", 8) == 0          ? path + 8
+                  : strncmp(path, "/proc/self/fd/", 14) == 0 ? path + 14
+                                                             : NULL;
+  if (!n || *n < '0' || *n > '9') return -1;
+  char *end;
+  long fd = strtol(n, &end, 10);
+  return *end || fd > 1 << 20 ? -1 : (int)fd;
+}
+
 int fc_outfile_open(const char *path, fc_outfile **out) {
   static atomic_uint seq;
   *out = NULL;
@@ -35,10 +51,14 @@ int fc_outfile_open(const char *path, fc_outfile **out) {
     return ENOMEM;
   }
   struct stat st;
-  int in_place = stat(path, &st) == 0 && !S_ISREG(st.st_mode);
+  const int own_fd = names_fd(path);
+  int in_place = own_fd >= 0 || (stat(path, &st) == 0 && !S_ISREG(st.st_mode));
   int fd = -1, rc = 0;
   size_t cap = strlen(path) + 48;
   if ((rc = injected())) { /* the open fails at the `write` fault site */
+  } else if (own_fd >= 0) {
+    fd = fcntl(own_fd, F_DUPFD_CLOEXEC, 3);
+    rc = err_of(fd < 0);
   } else if (in_place) {
     fd = open(path, O_WRONLY | O_CLOEXEC);
     rc = err_of(fd < 0);

@@ -2,8 +2,10 @@
  * at all: the bytes go to a temporary file beside the target (TARGET.tmp.PID.N, created with mode
  * 0666 less the umask), which is flushed, synced and renamed over the target only when every write
  * succeeded. A failure at any step removes the temporary and leaves the target as it was (absent,
- * or its previous contents). A target that exists and is not a regular file (/dev/stdout, a FIFO)
- * is written in place: there is nothing to rename over.
+ * or its previous contents). A target that exists and is not a regular file (a FIFO, a terminal)
+ * is written in place: there is nothing to rename over; so is one that names an open descriptor
+ * (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N), through a dup of it, whatever it is: a
+ * regular file (`> vocab.txt`) keeps its offset and append mode, and /dev is never written.
  * Fault-injection builds (formats/common/fault.h) fail these steps at the `write` site: the open, the
  * write (flush), the sync, the close and the rename each count one call. */
 #ifndef FC_OUTFILE_H
