@@ -5,6 +5,7 @@
 
 #include "featcache/fc_store.h"
 
+#include <lmdb.h> /* the codes of a damaged B-tree, which the library passes through */
 #include <sys/stat.h>
 
 enum { OPT_DROP = 256, OPT_JSON, OPT_NO_COUNT, OPT_VERSION };
@@ -36,6 +37,9 @@ static const char footer[] =
     "finish); 2 usage error, a STORE that is not a store or cannot be opened (for --drop, for\n"
     "writing), or a name several configs have; 130/143 interrupted.\n"
     "Manual: man cache-config.";
+
+/* A damaged B-tree page, as LMDB tells it: a rerun meets the same page. */
+static int damaged(int rc) { return rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND; }
 
 static const char *kind_name(int k) {
   return k == FC_CONFIG_MEL ? "mel" : k == FC_CONFIG_TOKENS ? "tokens" : "other";
@@ -188,7 +192,8 @@ static int list_store(const char *dir, int json, int count) {
     int rc = fc_store_configs(s, count, &c, &m);
     fc_store_close(s);
     if (rc) {
-      fc_cli_warn(parts[k], "cannot list its configs: %s", fc_strerror(rc));
+      fc_cli_warn(parts[k], "cannot list its configs: %s%s", fc_strerror(rc),
+                  damaged(rc) ? ": the store is damaged (cache-verify says where)" : "");
       code = FC_EXIT_FAIL;
       break;
     }
@@ -359,13 +364,17 @@ static int drop(const char *dir, const char *want, int quiet) {
               fc_cli_tool, (unsigned long long)records, records == 1 ? "" : "s", hex);
       code = fc_cli_signal_exit();
     } else if (rc) {
-      /* a full disk: the rerun would fail the same way until there is room */
+      /* a full disk: the rerun would fail the same way until there is room; a damaged store
+       * ever (the drop walks the B-trees it changes first, and removes nothing from one LMDB
+       * cannot read; the damage may be in LMDB's free list, which a write reads too and
+       * cache-verify does not check: no "cache-verify says where" here) */
       const int full = rc == ENOSPC || rc == EDQUOT;
       fc_cli_warn(parts[k], "cannot drop config %s: %s (%llu record%s removed%s)", hex,
                   fc_strerror(rc), (unsigned long long)records, records == 1 ? "" : "s",
                   full ? "; a drop writes before it frees, and frees pages inside data.mdb, "
                          "which does not shrink: make room on the disk, then run again"
-                       : ": run again to finish");
+                  : damaged(rc) ? ": the store is damaged"
+                                : ": run again to finish");
       code = FC_EXIT_FAIL;
     }
   }

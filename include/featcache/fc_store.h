@@ -188,8 +188,9 @@ typedef struct fc_config_info {
 
 /* The configs of store s, in digest order. count_records: also count each config's records
  * (reads every record's 64-byte header: the records of a cold store are read a page each).
- * *out (n entries) is owned by the caller: fc_configs_free. Returns 0, ENOMEM or an LMDB code;
- * a config whose JSON does not parse is listed with kind FC_CONFIG_OTHER. */
+ * *out (n entries) is owned by the caller: fc_configs_free. Returns 0, ENOMEM or an LMDB code
+ * (MDB_CORRUPTED for a damaged page LMDB asserts on, which would abort the process); a config
+ * whose JSON does not parse is listed with kind FC_CONFIG_OTHER. */
 FC_API int fc_store_configs(fc_store *s, int count_records, fc_config_info **out, size_t *n);
 FC_API void fc_configs_free(fc_config_info *c, size_t n);
 
@@ -201,8 +202,11 @@ FC_API void fc_configs_free(fc_config_info *c, size_t n);
  * same time cannot leave a record without its config; an interrupted drop (stop set, or killed)
  * leaves the config listed with fewer records: running it again finishes. The pages freed stay
  * in data.mdb and are reused by later writes (a compact copy: cache-merge -o NEW s). *records,
- * *bytes (may be NULL): what was removed. Returns 0, FC_ENOTFOUND (no such config), FC_EINTR
- * (stopped: the records removed so far stay removed), EACCES (read-only), LMDB codes. */
+ * *bytes (may be NULL): what was removed. The B-trees it changes (feat, tok, d's index) are
+ * walked read-only first: a damaged page there (one LMDB's delete could fault on) is
+ * MDB_CORRUPTED or MDB_PAGE_NOTFOUND, with nothing removed. Returns 0, FC_ENOTFOUND (no such
+ * config), FC_EINTR (stopped: the records removed so far stay removed), EACCES (read-only), LMDB
+ * codes. */
 FC_API int fc_store_drop_config(fc_store *s, const fc_digest *d, const volatile sig_atomic_t *stop,
                                 uint64_t *records, uint64_t *bytes);
 

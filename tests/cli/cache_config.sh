@@ -4,8 +4,9 @@
 # removes the config's records and meta keys and nothing else (cache-verify clean after, the other
 # configs still load); a split store listed as one and dropped from every part; a merge keeps the
 # earliest creation time without a conflict; --json stays valid JSON beside a damaged config; an
-# interrupted drop (a failed commit) leaves the config listed and a rerun finishes; usage errors
-# and a folder that is not a store.
+# interrupted drop (a failed commit) leaves the config listed and a rerun finishes; a damaged
+# store is said, not an abort, and nothing is dropped from it; usage errors and a folder that is
+# not a store.
 set -u
 CC=${FC_BIN:?}/cache-config
 FZ=$FC_BIN/featurize
@@ -308,6 +309,45 @@ last=$(sed -n 's/.*, \([^,]*\))$/\1/p' err)
 [ $rc = 0 ] && grep -q "^cache-config: mst: nothing to drop: no config named 'whisper' (it has: (no name) [0-9a-f]\{32\}, " err &&
   echo "$last" | grep -q '^and [0-9]* more (cache-config mst lists them)$' ||
   fail "--drop of an unknown name among 30 configs: exit $rc: $(cat err)"
+
+# a damaged store (a copy with a hole of zeros: the tok leaf page of the last token record zeroed,
+# which LMDB asserts on when a walk steps onto it, and its delete faults on): the listing that
+# counts records, and a drop, say so, exit 1 — they aborted (exit 134: "Assertion 'IS_LEAF(mp)'
+# failed") and the drop of the token config faulted (139). The drop walks what it changes first:
+# nothing removed. The listing from meta alone still works.
+for i in $(seq 100); do echo "d$i|Line number $i of the damaged store.|Line number $i of the damaged store."; done >dmg.csv
+"$TK" -q --manifest dmg.csv --build-vocab -o dmg || fail "tokenize dmg"
+"$PY" - <<'PY' || fail "zeroing the page"
+import lmdb, struct
+e = lmdb.open("dmg", readonly=True, lock=False, max_dbs=16)
+with e.begin() as t:
+    last = list(t.cursor(db=e.open_db(b"tok", txn=t, create=False)).iternext(values=False))[-1]
+e.close()
+data = bytearray(open("dmg/data.mdb", "rb").read())
+zeroed = 0
+at = data.find(last)
+while at >= 0:  # a leaf node of 16-byte keys holds it (ksize just before): the page, and its
+    if struct.unpack_from("<H", data, at - 2)[0] == 16:  # stale copies, zeroed
+        page = at // 4096 * 4096
+        data[page:page + 4096] = bytes(4096)
+        zeroed += 1
+    at = data.find(last, at + 1)
+assert zeroed, "no leaf page holds the last tok key"
+open("dmg/data.mdb", "wb").write(data)
+PY
+cp dmg/data.mdb dmg.before
+"$CC" dmg >out 2>err
+rc=$?
+[ $rc = 1 ] && [ "$(cat err)" = "cache-config: dmg: cannot list its configs: MDB_CORRUPTED: Located page was wrong type: the store is damaged (cache-verify says where)" ] ||
+  fail "damaged: the listing: exit $rc: $(cat err)"
+"$CC" --no-count dmg >out 2>err || fail "damaged: --no-count: exit $?: $(cat err)"
+grep -q '^[0-9a-f]\{32\}  tokens  chars ' out || fail "damaged: --no-count: $(cat out)"
+dig=$(sed -n 's/^\([0-9a-f]\{32\}\)  tokens  chars .*/\1/p' out)
+"$CC" --drop chars dmg >out 2>err
+rc=$?
+[ $rc = 1 ] && [ "$(cat err)" = "cache-config: dmg: cannot drop config $dig: MDB_CORRUPTED: Located page was wrong type (0 records removed: the store is damaged)" ] ||
+  fail "damaged: the drop: exit $rc: $(cat err)"
+cmp -s dmg/data.mdb dmg.before || fail "damaged: the drop changed data.mdb"
 
 [ $fails = 0 ] && echo "ok: cache-config lists, drops, merges and resumes" && exit 0
 exit 1

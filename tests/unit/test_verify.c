@@ -681,7 +681,7 @@ static void test_not_a_store(void) {
 }
 
 /* A damaged page on which LMDB asserts (it would abort): cache-verify jumps out of the read-only
- * walk (vf_lmdb_assert) and reports it. The jump must leave nothing behind in the process — no
+ * walk (store_lmdb_assert) and reports it. The jump must leave nothing behind in the process — no
  * reader slot, lock or cursor: a second verify, with one thread or several, reports the same; a
  * writer opens the store and commits; the store verifies again. The damage is met by the main
  * thread's walk of the audio entries, then by the parallel record scan (a feat page). */

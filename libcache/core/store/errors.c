@@ -1,8 +1,21 @@
-/* fc_strerror: one message table for our codes, LMDB's and errno's. */
+/* fc_strerror: one message table for our codes, LMDB's and errno's; and LMDB's assertions on
+ * damaged pages, caught (store_lmdb_assert, store_int.h). */
 #include "featcache/fc_base.h"
+#include "libcache/core/store/store_int.h"
 
 #include <lmdb.h>
+#include <stdio.h>
 #include <string.h>
+
+_Thread_local sigjmp_buf *store_lmdb_jump;
+_Thread_local char store_lmdb_why[256];
+
+void store_lmdb_assert(MDB_env *env, const char *msg) {
+  (void)env;
+  if (!store_lmdb_jump) return;
+  snprintf(store_lmdb_why, sizeof store_lmdb_why, "%s", msg);
+  siglongjmp(*store_lmdb_jump, 1);
+}
 
 #ifndef FC_VERSION_STRING
 #define FC_VERSION_STRING "0.0.0"

@@ -282,6 +282,7 @@ static int store_open_once(const char *dir, unsigned flags, fc_store **out) {
   int rc = s->path ? mdb_env_create(&s->env) : ENOMEM;
   if (rc) goto fail;
   mdb_env_set_maxdbs(s->env, FC_STORE_MAX_DBS);
+  mdb_env_set_assert(s->env, store_lmdb_assert); /* a damaged page: an error where caught */
   mdb_env_set_maxreaders(s->env, 1024);
   if (!rdonly) mdb_env_set_mapsize(s->env, initial_map());
   if (rdonly && (flags & STORE_OPEN_HEADROOM) && sizeof(size_t) >= 8 && !store_fault_mapsize()) {

@@ -43,11 +43,14 @@ void fc_configs_free(fc_config_info *c, size_t n) {
   free(c);
 }
 
-/* Add the records of db to the counts of the configs they name (header bytes 32..47). */
-static int count_records(MDB_txn *txn, MDB_dbi dbi, fc_config_info *c, size_t n) {
+/* Add the records of db to the counts of the configs they name (header bytes 32..47). *open holds
+ * the cursor while it is open (closed by the caller after a jump out of the walk). */
+static int count_records(MDB_txn *txn, MDB_dbi dbi, fc_config_info *c, size_t n,
+                         MDB_cursor **open) {
   MDB_cursor *cur;
   int rc = mdb_cursor_open(txn, dbi, &cur);
   if (rc) return rc;
+  *open = cur;
   MDB_val k, v;
   size_t last = 0; /* records of one config often come in runs: try the last one first */
   for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
@@ -66,22 +69,22 @@ static int count_records(MDB_txn *txn, MDB_dbi dbi, fc_config_info *c, size_t n)
     }
   }
   mdb_cursor_close(cur);
+  *open = NULL;
   return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
-int fc_store_configs(fc_store *s, int count, fc_config_info **out, size_t *n_out) {
-  *out = NULL;
-  *n_out = 0;
-  fc_rtxn *t;
-  int rc = fc_store_read_begin(s, &t);
+typedef struct configs_walk { /* what a listing has made: the caller's, across a jump out of it */
+  fc_config_info *c;
+  size_t n, cap;
+  MDB_cursor *cur; /* the cursor open, if any */
+} configs_walk;
+
+static int walk_configs(fc_store *s, MDB_txn *txn, int count, configs_walk *w) {
+  int rc = mdb_cursor_open(txn, s->dbi[FC_DB_META], &w->cur);
   if (rc) return rc;
-  fc_config_info *c = NULL;
-  size_t n = 0, cap = 0;
-  MDB_cursor *cur;
-  if ((rc = mdb_cursor_open(t->txn, s->dbi[FC_DB_META], &cur)) != 0) goto out;
   MDB_val k = {4, (void *)"cfg/"}, v;
-  for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
-       rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+  for (rc = mdb_cursor_get(w->cur, &k, &v, MDB_SET_RANGE); rc == 0;
+       rc = mdb_cursor_get(w->cur, &k, &v, MDB_NEXT)) {
     if (k.mv_size < 4 || memcmp(k.mv_data, "cfg/", 4) != 0) break;
     char hex[33];
     fc_digest d;
@@ -89,24 +92,24 @@ int fc_store_configs(fc_store *s, int count, fc_config_info **out, size_t *n_out
     memcpy(hex, (const char *)k.mv_data + 4, 32);
     hex[32] = '\0';
     if (fc_digest_parse(hex, &d)) continue;
-    if (n == cap) {
-      size_t nc = cap ? 2 * cap : 8;
-      fc_config_info *g = fc_realloc(c, nc * sizeof *c);
+    if (w->n == w->cap) {
+      size_t nc = w->cap ? 2 * w->cap : 8;
+      fc_config_info *g = fc_realloc(w->c, nc * sizeof *w->c);
       if (!g) {
         rc = ENOMEM;
         break;
       }
-      c = g;
-      cap = nc;
+      w->c = g;
+      w->cap = nc;
     }
-    fc_config_info *ci = &c[n];
+    fc_config_info *ci = &w->c[w->n];
     memset(ci, 0, sizeof *ci);
     ci->digest = d;
     if (!(ci->json = fc_strndup(v.mv_data, v.mv_size))) {
       rc = ENOMEM;
       break;
     }
-    n++;
+    w->n++;
     json_error_t je;
     int nomem;
     json_t *o = fc_json_loadb(v.mv_data, v.mv_size, 0, &je, &nomem);
@@ -117,32 +120,59 @@ int fc_store_configs(fc_store *s, int count, fc_config_info **out, size_t *n_out
     if (o) config_name(o, v.mv_data, v.mv_size, ci);
     json_decref(o);
   }
-  mdb_cursor_close(cur);
-  if (rc && rc != MDB_NOTFOUND) goto out;
+  mdb_cursor_close(w->cur);
+  w->cur = NULL;
+  if (rc && rc != MDB_NOTFOUND) return rc;
   rc = 0;
-  for (size_t i = 0; i < n && !rc; i++) { /* created/<hex> */
+  for (size_t i = 0; i < w->n && !rc; i++) { /* created/<hex> */
     char key[41], ignored[21];
-    config_stamp(&c[i].digest, key, ignored);
+    config_stamp(&w->c[i].digest, key, ignored);
     MDB_val ck = {40, key}, cv;
-    rc = mdb_get(t->txn, s->dbi[FC_DB_META], &ck, &cv);
+    rc = mdb_get(txn, s->dbi[FC_DB_META], &ck, &cv);
     if (rc == MDB_NOTFOUND) {
       rc = 0;
     } else if (!rc) {
-      size_t l = cv.mv_size < sizeof c[i].created - 1 ? cv.mv_size : sizeof c[i].created - 1;
-      memcpy(c[i].created, cv.mv_data, l);
-      c[i].created[l] = '\0';
+      fc_config_info *ci = &w->c[i];
+      size_t l = cv.mv_size < sizeof ci->created - 1 ? cv.mv_size : sizeof ci->created - 1;
+      memcpy(ci->created, cv.mv_data, l);
+      ci->created[l] = '\0';
     }
   }
-  if (!rc && count) rc = count_records(t->txn, s->dbi[FC_DB_FEAT], c, n);
-  if (!rc && count) rc = count_records(t->txn, s->dbi[FC_DB_TOK], c, n);
-out:
+  if (!rc && count) rc = count_records(txn, s->dbi[FC_DB_FEAT], w->c, w->n, &w->cur);
+  if (!rc && count) rc = count_records(txn, s->dbi[FC_DB_TOK], w->c, w->n, &w->cur);
+  return rc;
+}
+
+/* walk_configs with LMDB's assertion on a damaged page caught (store_lmdb_assert): MDB_CORRUPTED,
+ * as LMDB says of such a page where it does not assert. */
+static int walk_configs_guarded(fc_store *s, MDB_txn *txn, int count, configs_walk *w) {
+  sigjmp_buf jb, *outer = store_lmdb_jump;
+  if (sigsetjmp(jb, 0)) {
+    store_lmdb_jump = outer;
+    return MDB_CORRUPTED;
+  }
+  store_lmdb_jump = &jb;
+  int rc = walk_configs(s, txn, count, w);
+  store_lmdb_jump = outer;
+  return rc;
+}
+
+int fc_store_configs(fc_store *s, int count, fc_config_info **out, size_t *n_out) {
+  *out = NULL;
+  *n_out = 0;
+  fc_rtxn *t;
+  int rc = fc_store_read_begin(s, &t);
+  if (rc) return rc;
+  configs_walk w = {0};
+  rc = walk_configs_guarded(s, t->txn, count, &w);
+  if (w.cur) mdb_cursor_close(w.cur); /* left open by a jump */
   fc_rtxn_end(t);
   if (rc) {
-    fc_configs_free(c, n);
+    fc_configs_free(w.c, w.n);
     return rc;
   }
-  *out = c;
-  *n_out = n;
+  *out = w.c;
+  *n_out = w.n;
   return 0;
 }
 
@@ -187,6 +217,49 @@ static int del_records(fc_store *s, MDB_txn *txn, int db, const fc_digest *d, ui
   return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
+/* The deletes of one drop_txn transaction: the config's index emptied, then up to 4096 records of
+ * d from db on from *start (final == 0), or every record of d and its meta keys (final). */
+static int drop_deletes(fc_store *s, MDB_txn *txn, int db, const fc_digest *d, int final,
+                        const MDB_val *from, MDB_val *start, int *more, uint64_t *nr,
+                        uint64_t *nb) {
+  /* the config's index (docs/FORMAT.md "Index") emptied before its first record goes, and
+   * again with its meta keys: it never names a record this drop removed */
+  int rc = store_index_begin(s, txn);
+  if (!rc && (final || (db == FC_DB_FEAT && !from->mv_data))) rc = store_index_clear(s, txn, d);
+  if (rc || !final) return rc ? rc : del_records(s, txn, db, d, 4096, start, more, nr, nb);
+  MDB_val all = {0, NULL};
+  int more_tok = 0;
+  rc = del_records(s, txn, FC_DB_FEAT, d, UINT64_MAX, &all, more, nr, nb);
+  if (!rc) rc = del_records(s, txn, FC_DB_TOK, d, UINT64_MAX, &all, &more_tok, nr, nb);
+  /* the meta keys of the config: its JSON, when it was made, a token config's vocabulary or
+   * tokenizer.json (docs/FORMAT.md) */
+  static const char *const prefixes[] = {"created/", "vocab/", "tokenizer/", "cfg/"};
+  char hex[33], key[48];
+  fc_digest_hex(d, hex);
+  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0] && !rc; i++) {
+    MDB_val mk = {(size_t)snprintf(key, sizeof key, "%s%s", prefixes[i], hex), key};
+    if ((rc = mdb_del(txn, s->dbi[FC_DB_META], &mk, NULL)) == MDB_NOTFOUND) rc = 0;
+  }
+  return rc;
+}
+
+/* drop_deletes with LMDB's assertion on a damaged page caught (store_lmdb_assert): MDB_CORRUPTED,
+ * as LMDB says of such a page where it does not assert; the caller aborts the transaction, which
+ * frees the cursors left open in it (and no key was copied: del_records copies one last). */
+static int drop_deletes_guarded(fc_store *s, MDB_txn *txn, int db, const fc_digest *d, int final,
+                                const MDB_val *from, MDB_val *start, int *more, uint64_t *nr,
+                                uint64_t *nb) {
+  sigjmp_buf jb, *outer = store_lmdb_jump;
+  if (sigsetjmp(jb, 0)) {
+    store_lmdb_jump = outer;
+    return MDB_CORRUPTED;
+  }
+  store_lmdb_jump = &jb;
+  int rc = drop_deletes(s, txn, db, d, final, from, start, more, nr, nb);
+  store_lmdb_jump = outer;
+  return rc;
+}
+
 /* One write transaction. final == 0: up to 4096 records of d from db, on from *from. final: every
  * record of d in feat and tok, and d's meta keys — atomically, so that a
  * record written under d meanwhile is not left without its config. Grows the map and replays on
@@ -201,28 +274,9 @@ static int drop_txn(fc_store *s, int db, const fc_digest *d, int final, MDB_val 
     pthread_rwlock_unlock(&s->map_lock);
     if (rc == MDB_MAP_RESIZED && !(rc = store_adopt_map(s))) continue;
     if (rc) return rc;
-    MDB_val start = *from, all = {0, NULL};
-    int more_tok = 0;
+    MDB_val start = *from;
     *more = 0;
-    /* the config's index (docs/FORMAT.md "Index") emptied before its first record goes, and
-     * again with its meta keys: it never names a record this drop removed */
-    rc = store_index_begin(s, txn);
-    if (!rc && (final || (db == FC_DB_FEAT && !from->mv_data))) rc = store_index_clear(s, txn, d);
-    if (!rc && !final) {
-      rc = del_records(s, txn, db, d, 4096, &start, more, &nr, &nb);
-    } else if (!rc) {
-      rc = del_records(s, txn, FC_DB_FEAT, d, UINT64_MAX, &all, more, &nr, &nb);
-      if (!rc) rc = del_records(s, txn, FC_DB_TOK, d, UINT64_MAX, &all, &more_tok, &nr, &nb);
-      /* the meta keys of the config: its JSON, when it was made, a token config's vocabulary
-       * or tokenizer.json (docs/FORMAT.md) */
-      static const char *const prefixes[] = {"created/", "vocab/", "tokenizer/", "cfg/"};
-      char hex[33], key[48];
-      fc_digest_hex(d, hex);
-      for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0] && !rc; i++) {
-        MDB_val mk = {(size_t)snprintf(key, sizeof key, "%s%s", prefixes[i], hex), key};
-        if ((rc = mdb_del(txn, s->dbi[FC_DB_META], &mk, NULL)) == MDB_NOTFOUND) rc = 0;
-      }
-    }
+    rc = drop_deletes_guarded(s, txn, db, d, final, from, &start, more, &nr, &nb);
     if (rc) {
       mdb_txn_abort(txn);
       store_index_end(s, 0);
@@ -251,6 +305,42 @@ static int drop_txn(fc_store *s, int db, const fc_digest *d, int final, MDB_val 
   }
 }
 
+/* The keys of the b-trees a drop of d changes (feat, tok, d's index), walked read-only in t:
+ * leaf and branch pages only, no value read. LMDB's delete does not survive every damaged page —
+ * on a page of zeros where its read asserts or says MDB_CORRUPTED, a delete can fault — so a drop
+ * from such a store is refused with nothing changed (cache-verify says where). *open holds the
+ * cursor while it is open (closed by the caller after a jump out of the walk). */
+static int walk_keys(fc_store *s, MDB_txn *txn, const fc_digest *d, MDB_cursor **open) {
+  store_index x;
+  MDB_dbi dbis[3] = {s->dbi[FC_DB_FEAT], s->dbi[FC_DB_TOK], 0};
+  const int n = store_index_find(s, d, &x) == 0 ? (dbis[2] = x.dbi, 3) : 2;
+  for (int i = 0; i < n; i++) {
+    MDB_val k, v;
+    int rc = mdb_cursor_open(txn, dbis[i], open);
+    if (rc) return rc;
+    for (rc = mdb_cursor_get(*open, &k, &v, MDB_FIRST); rc == 0;
+         rc = mdb_cursor_get(*open, &k, &v, MDB_NEXT))
+      ;
+    mdb_cursor_close(*open);
+    *open = NULL;
+    if (rc != MDB_NOTFOUND) return rc;
+  }
+  return 0;
+}
+
+/* walk_keys with LMDB's assertion on a damaged page caught (store_lmdb_assert): MDB_CORRUPTED. */
+static int walk_keys_guarded(fc_store *s, MDB_txn *txn, const fc_digest *d, MDB_cursor **open) {
+  sigjmp_buf jb, *outer = store_lmdb_jump;
+  if (sigsetjmp(jb, 0)) {
+    store_lmdb_jump = outer;
+    return MDB_CORRUPTED;
+  }
+  store_lmdb_jump = &jb;
+  int rc = walk_keys(s, txn, d, open);
+  store_lmdb_jump = outer;
+  return rc;
+}
+
 int fc_store_drop_config(fc_store *s, const fc_digest *d, const volatile sig_atomic_t *stop,
                          uint64_t *records, uint64_t *bytes) {
   uint64_t nr = 0, nb = 0;
@@ -263,6 +353,9 @@ int fc_store_drop_config(fc_store *s, const fc_digest *d, const volatile sig_ato
   int rc = fc_store_read_begin(s, &t);
   if (rc) return rc;
   rc = fc_rtxn_get_config(t, d, &json, &len);
+  MDB_cursor *open = NULL;
+  if (!rc) rc = walk_keys_guarded(s, t->txn, d, &open); /* damaged: nothing dropped */
+  if (open) mdb_cursor_close(open); /* left open by a jump */
   fc_rtxn_end(t);
   if (rc) return rc; /* FC_ENOTFOUND: no such config */
   pthread_mutex_lock(&s->write_mu);

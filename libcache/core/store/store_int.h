@@ -8,6 +8,7 @@
 
 #include <lmdb.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdatomic.h>
 
 /* Every db of a store, the optional ones included (fc_db). */
@@ -82,6 +83,17 @@ int store_read_begin_held(fc_store *s, fc_rtxn **out);
  * writer that sizes its map up front (cache-merge) does not when it is set, so that a small test
  * job grows its map mid-run (tests/cli/fault_sites.sh). */
 size_t store_fault_mapsize(void);
+
+/* LMDB asserts, then aborts, on some damaged pages (a page of the wrong type where its B-tree
+ * leads: a copy with a hole of zeros). store_lmdb_assert is every store's assert function (set at
+ * open): when the calling thread has set store_lmdb_jump, it jumps there with LMDB's message in
+ * store_lmdb_why, so that the damage is an error its caller reports; else it returns and LMDB
+ * aborts as it would. After a jump, the transaction that met the page must be ended: a read
+ * transaction (fc_rtxn_end, its cursors closed), or a write transaction aborted — mdb_txn_abort
+ * frees the cursors opened in it, which must not be closed again. */
+extern _Thread_local sigjmp_buf *store_lmdb_jump;
+extern _Thread_local char store_lmdb_why[256];
+void store_lmdb_assert(MDB_env *env, const char *msg);
 
 /* LMDB reports a short write as EIO: when the file system holds less than `bytes` (plus slack)
  * or data.mdb plus them passes RLIMIT_FSIZE, the error is ENOSPC or EFBIG instead; any other rc is

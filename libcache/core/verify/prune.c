@@ -207,20 +207,20 @@ static int survey(pctx *p, fc_rtxn *t, char *why, size_t why_len) {
   return rc;
 }
 
-/* survey, a damaged page met on the way (LMDB's error, or its assertion: vf_lmdb_assert) a
+/* survey, a damaged page met on the way (LMDB's error, or its assertion: store_lmdb_assert) a
  * refusal, not an abort. */
 static int survey_guarded(pctx *p, fc_rtxn *t, char *why, size_t why_len) {
-  sigjmp_buf jb, *outer = vf_lmdb_jump;
-  mdb_env_set_assert(p->c.s->env, vf_lmdb_assert);
+  sigjmp_buf jb, *outer = store_lmdb_jump;
+  mdb_env_set_assert(p->c.s->env, store_lmdb_assert);
   if (sigsetjmp(jb, 0)) {
-    vf_lmdb_jump = outer;
+    store_lmdb_jump = outer;
     fc_why(why, why_len, "damaged (B-tree: LMDB: %s): nothing removed (cache-verify says more)",
-           vf_lmdb_why);
+           store_lmdb_why);
     return FC_EFORMAT;
   }
-  vf_lmdb_jump = &jb;
+  store_lmdb_jump = &jb;
   int rc = survey(p, t, why, why_len);
-  vf_lmdb_jump = outer;
+  store_lmdb_jump = outer;
   if (vf_damage_code(rc)) {
     fc_why(why, why_len, "damaged (B-tree: LMDB: %s): nothing removed (cache-verify says more)",
            mdb_strerror(rc));

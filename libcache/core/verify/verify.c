@@ -210,19 +210,19 @@ static int run_checks(vctx *c, const char *dir, int *nthreads, fc_rtxn **t, char
   return 0;
 }
 
-/* run_checks with LMDB's assertions on damaged pages caught (vf_lmdb_assert): a finding. */
+/* run_checks with LMDB's assertions on damaged pages caught (store_lmdb_assert): a finding. */
 static int run_guarded(vctx *c, const char *dir, int *nthreads, fc_rtxn **t, char *why,
                        size_t why_len) {
   sigjmp_buf jb;
   if (sigsetjmp(jb, 0)) { /* LMDB met a page its B-tree cannot have: the walk cut short */
-    vf_lmdb_jump = NULL;
+    store_lmdb_jump = NULL;
     vf_add(c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
-           "B-tree damaged (LMDB: %s); the checks after it were not made", vf_lmdb_why);
+           "B-tree damaged (LMDB: %s); the checks after it were not made", store_lmdb_why);
     return 0;
   }
-  vf_lmdb_jump = &jb;
+  store_lmdb_jump = &jb;
   int rc = run_checks(c, dir, nthreads, t, why, why_len);
-  vf_lmdb_jump = NULL;
+  store_lmdb_jump = NULL;
   return rc;
 }
 
@@ -323,7 +323,7 @@ int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *
   out->map_size = info.map_size;
   out->map_used = info.map_used;
   c.bytes_total = info.map_used;
-  mdb_env_set_assert(c.s->env, vf_lmdb_assert);
+  mdb_env_set_assert(c.s->env, store_lmdb_assert);
   rc = run_guarded(&c, dir, &nthreads, &t, why, why_len);
   if (rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND) { /* the same, said by LMDB as a code */
     vf_add(&c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,

@@ -344,20 +344,20 @@ static int walk(dctx *c, dwalk *w, const char *const *dirs, size_t n, const fc_v
   return rc;
 }
 
-/* walk, with LMDB's assertions on damaged pages caught (vf_lmdb_assert): a finding. */
+/* walk, with LMDB's assertions on damaged pages caught (store_lmdb_assert): a finding. */
 static int walk_guarded(dctx *c, dwalk *w, const char *const *dirs, size_t n,
                         const fc_verify_opts *o, fc_store **st, MDB_txn **txns, MDB_dbi *dbis,
                         char (**ref_sets)[33]) {
-  sigjmp_buf jb, *outer = vf_lmdb_jump;
+  sigjmp_buf jb, *outer = store_lmdb_jump;
   if (sigsetjmp(jb, 0)) {
-    vf_lmdb_jump = outer;
+    store_lmdb_jump = outer;
     add(c, FC_VERIFY_ERROR, "env", NULL, 0,
-        "B-tree damaged (LMDB: %s): the stores were not checked as one dataset", vf_lmdb_why);
+        "B-tree damaged (LMDB: %s): the stores were not checked as one dataset", store_lmdb_why);
     return 0;
   }
-  vf_lmdb_jump = &jb;
+  store_lmdb_jump = &jb;
   int rc = walk(c, w, dirs, n, o, st, txns, dbis, ref_sets);
-  vf_lmdb_jump = outer;
+  store_lmdb_jump = outer;
   return rc;
 }
 
@@ -396,7 +396,7 @@ int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o
   for (size_t i = 0; i < n && !rc && !bad_files; i++) {
     unsigned fl = FC_STORE_RDONLY | (store_wants_nolock(dirs[i], o->nolock) ? FC_STORE_NOLOCK : 0);
     rc = fc_store_open(dirs[i], fl, &st[i]);
-    if (!rc) mdb_env_set_assert(st[i]->env, vf_lmdb_assert);
+    if (!rc) mdb_env_set_assert(st[i]->env, store_lmdb_assert);
     if (rc == FC_EFORMAT || rc == FC_EVERSION || rc == FC_ETRUNCATED || rc == MDB_INVALID ||
         rc == MDB_CORRUPTED ||
         rc == MDB_PAGE_NOTFOUND) { /* a damaged store: its own report says what (exit 1) */

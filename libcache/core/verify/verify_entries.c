@@ -306,18 +306,18 @@ static void check_entry(vctx *c, fc_rtxn *t, int db, const ventry *e) {
   if (audio && (c->o->sources || c->o->rehash)) check_source(c, e, &ae);
 }
 
-/* check_entry, a damaged page met on the way the entry's finding (vf_lmdb_assert). */
+/* check_entry, a damaged page met on the way the entry's finding (store_lmdb_assert). */
 static void guarded_entry(vctx *c, fc_rtxn *t, int db, const ventry *e) {
-  sigjmp_buf jb, *outer = vf_lmdb_jump;
+  sigjmp_buf jb, *outer = store_lmdb_jump;
   if (sigsetjmp(jb, 0)) {
-    vf_lmdb_jump = outer;
+    store_lmdb_jump = outer;
     vf_add(c, FC_VERIFY_ERROR, db, e->id, e->id_len, e->id, e->id_len,
-           "B-tree damaged (LMDB: %s) while reading its records", vf_lmdb_why);
+           "B-tree damaged (LMDB: %s) while reading its records", store_lmdb_why);
     return;
   }
-  vf_lmdb_jump = &jb;
+  store_lmdb_jump = &jb;
   check_entry(c, t, db, e);
-  vf_lmdb_jump = outer;
+  store_lmdb_jump = outer;
 }
 
 int vf_check_entries(vctx *c, int nthreads) {

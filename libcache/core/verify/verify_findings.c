@@ -7,15 +7,6 @@
 
 const char *const vf_db_names[VF_N_DBS] = {"meta",   "audio", "text",     "feat", "tok",
                                            "failed", "env",   "manifest", "index"};
-_Thread_local sigjmp_buf *vf_lmdb_jump;
-_Thread_local char vf_lmdb_why[256];
-
-void vf_lmdb_assert(MDB_env *env, const char *msg) {
-  (void)env;
-  if (!vf_lmdb_jump) return;
-  snprintf(vf_lmdb_why, sizeof vf_lmdb_why, "%s", msg);
-  siglongjmp(*vf_lmdb_jump, 1);
-}
 
 double vf_now_s(void) {
   struct timespec ts;

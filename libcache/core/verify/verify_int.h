@@ -106,14 +106,8 @@ typedef struct vctx {
 #define VF_N_DBS 9
 extern const char *const vf_db_names[VF_N_DBS];
 double vf_now_s(void);
-/* LMDB asserts, and then aborts, on some damaged pages (a page of the wrong type where its B-tree
- * leads). cache-verify sets vf_lmdb_assert as the environment's assert function: when the calling
- * thread has set vf_lmdb_jump, it jumps there with LMDB's message in vf_lmdb_why, so that the
- * damage is a finding (a read-only walk holds no lock and changes nothing LMDB shares); else LMDB
- * aborts as it would. */
-extern _Thread_local sigjmp_buf *vf_lmdb_jump;
-extern _Thread_local char vf_lmdb_why[256];
-void vf_lmdb_assert(MDB_env *env, const char *msg);
+/* LMDB's assertions on damaged pages are caught as store_int.h says (store_lmdb_jump): the damage
+ * is a finding (a read-only walk holds no lock and changes nothing LMDB shares). */
 /* 1 once the run must stop: max_errors reached or the caller's stop flag set. */
 int vf_stopping(vctx *c);
 /* Printable copy of an id or meta key (malloc'ed): bytes outside printable ASCII/UTF-8 become \xNN. */

@@ -109,20 +109,20 @@ static int scan_range(vctx *c, MDB_txn *txn, MDB_cursor *cur, int db, unsigned b
   return 0;
 }
 
-/* scan_range, a damaged page met on the way the range's finding (vf_lmdb_assert). Returns
+/* scan_range, a damaged page met on the way the range's finding (store_lmdb_assert). Returns
  * scan_range's LMDB error, or -1 after LMDB's assertion. */
 static int guarded_range(vctx *c, MDB_txn *txn, MDB_cursor *cur, int db, unsigned b, uint64_t *recs,
                          uint64_t *bytes) {
-  sigjmp_buf jb, *outer = vf_lmdb_jump;
+  sigjmp_buf jb, *outer = store_lmdb_jump;
   if (sigsetjmp(jb, 0)) {
-    vf_lmdb_jump = outer;
+    store_lmdb_jump = outer;
     vf_add(c, FC_VERIFY_ERROR, db, NULL, 0, NULL, 0,
-           "B-tree damaged (LMDB: %s) while reading keys %02x..", vf_lmdb_why, b);
+           "B-tree damaged (LMDB: %s) while reading keys %02x..", store_lmdb_why, b);
     return -1;
   }
-  vf_lmdb_jump = &jb;
+  store_lmdb_jump = &jb;
   int rc = scan_range(c, txn, cur, db, b, recs, bytes);
-  vf_lmdb_jump = outer;
+  store_lmdb_jump = outer;
   return rc;
 }
 
