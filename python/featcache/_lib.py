@@ -50,9 +50,13 @@ DTYPE_MQ = 7  # the mel codec: stored coded, delivered as float32
 
 
 class FeatcacheError(RuntimeError):
-    """A libfeatcache call failed: .code is the error code (fc_strerror names it)."""
+    """A libfeatcache call failed: .code is the error code (fc_strerror names it). Made of a
+    message alone (torch re-raises a DataLoader worker's exception as its type(message)), .code
+    is None."""
 
-    def __init__(self, code, message):
+    def __init__(self, code, message=None):
+        if message is None:
+            code, message = None, code
         if code == errno.EMFILE:  # the tools raise their limit, the library does not: say how
             import resource
             message += ("; each open store takes file descriptors, and this process met its soft "
@@ -61,6 +65,16 @@ class FeatcacheError(RuntimeError):
                         % resource.getrlimit(resource.RLIMIT_NOFILE)[0])
         super().__init__(message)
         self.code = code
+
+    def __reduce__(self):  # (pickled: its code and message as they are, not said again)
+        return _rebuilt_error, (type(self), self.code, str(self))
+
+
+def _rebuilt_error(cls, code, message):
+    e = cls.__new__(cls)
+    RuntimeError.__init__(e, message)
+    e.code = code
+    return e
 
 
 class Options(ctypes.Structure):

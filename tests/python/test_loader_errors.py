@@ -102,5 +102,18 @@ except featcache.FeatcacheError as e:
     assert "soft limit of open files (48)" in out and "RLIMIT_NOFILE" in out, out
 
 
+def test_an_error_crosses_processes():
+    """A FeatcacheError pickles (a multiprocessing pool, concurrent.futures: its code and message
+    kept) and can be made of its message alone (torch re-raises a DataLoader worker's exception
+    as type(message)); both raised TypeError, and the worker's error came as a RuntimeError."""
+    import pickle
+    e = featcache.FeatcacheError(errno.EMFILE, "open: too many")
+    back = pickle.loads(pickle.dumps(e))
+    assert type(back) is featcache.FeatcacheError
+    assert (back.code, str(back)) == (e.code, str(e)) and str(e).count("soft limit") == 1
+    e = featcache.FeatcacheError("Caught FeatcacheError in DataLoader worker process 0. ...")
+    assert e.code is None and str(e).startswith("Caught FeatcacheError")
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

@@ -197,7 +197,9 @@ def test_a_dataloader_worker_of_a_changed_store_raises(corpus):
     dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=1)
     assert sum(len(b["ids"]) for b in dl) == 5
     featurize(d, corpus["wavs"][5:6])  # the workers of the next epoch open the store anew
-    with pytest.raises(Exception, match="the stores changed since the Loader was made"):
+    # (a FeatcacheError, as the docs say: torch re-raises a worker's exception as its type made
+    # of the message alone, which FeatcacheError(code, message) refused: a RuntimeError came)
+    with pytest.raises(featcache.FeatcacheError, match="the stores changed since the Loader was"):
         for _ in dl:
             pass
 
