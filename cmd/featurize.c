@@ -522,6 +522,7 @@ int main(int argc, char **argv) {
           "stdin is not a list of paths: its first line holds a NUL byte (from find "
           "-print0? use -print; an audio file? give its path as AUDIO)");
     }
+    fzc_check_stdin_list(&items); /* cat wav.scp | featurize -o S - */
   } else {
     rc = fc_items_from_paths((const char *const *)(argv + optind), (size_t)nargs, &items);
     if (rc) {

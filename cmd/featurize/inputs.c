@@ -124,6 +124,30 @@ void fzc_ljspeech_audio_ext(const char *manifest, fc_item_list *items, fc_manife
   mo->audio_ext = exts[k];
 }
 
+void fzc_check_stdin_list(const fc_item_list *items) {
+  const char *p = NULL;
+  for (size_t i = 0; i < items->count && !p; i++) p = items->items[i].path;
+  struct stat st;
+  if (!p || stat(p, &st) == 0 || errno != ENOENT) return;
+  const char *what = NULL;
+  switch (fc_manifest_detect(NULL, p)) {
+  case FC_MANIFEST_KALDI: { /* "my take.wav" missing is a path still, unless "take.wav" is there */
+    const char *rest = p + strcspn(p, " \t");
+    rest += strspn(rest, " \t");
+    if (stat(rest, &st) != 0) return;
+    what = "a Kaldi wav.scp (id path)";
+    break;
+  }
+  case FC_MANIFEST_LJSPEECH: what = "an LJSpeech manifest (id|text)"; break;
+  case FC_MANIFEST_JSONL: what = "a JSON lines manifest"; break;
+  case FC_MANIFEST_LIST: fzc_check_kaldi_text("-", NULL, items); return;
+  default: return; /* id<TAB>text names no audio: each line's failure says enough */
+  }
+  fc_cli_warn("(stdin)",
+              "not a list of paths: its first line is one of %s; give it as --manifest -", what);
+  exit(FC_EXIT_USAGE);
+}
+
 static int first_path(const fc_item *it, void *user) {
   if (!it->path) return 0;
   snprintf(user, 4096, "%s", it->path);

@@ -38,6 +38,11 @@ void fzc_ljspeech_audio_ext(const char *manifest, fc_item_list *items, fc_manife
  * the job goes (regular: read again for its first item), not an LJSpeech one (wavs/). */
 void fzc_check_cwd_relative(const char *manifest, const fc_manifest_opts *mo,
                             const fc_item_list *items);
+/* A manifest piped to '-' (cat wav.scp | featurize -o S -), read as a list of paths: each line
+ * would fail as a file of that whole name, with a failure record under an id made of it. When the
+ * first line names no file and reads as a wav.scp, LJSpeech or JSON lines manifest's (or a Kaldi
+ * text file's), says so and to give it as --manifest -, and exits 2. */
+void fzc_check_stdin_list(const fc_item_list *items);
 /* Is the folder a store at path would be made in missing (-o cache/hifigan before mkdir cache)?
  * Then 1, with its name (quoted as names are) in buf. */
 int fzc_store_folder_missing(const char *store, char *buf, size_t len);

@@ -137,5 +137,27 @@ rc=$?
 [ $rc = 0 ] || fail "a header line: exit $rc: $(cat err)"
 "$B/cache-verify" -q --manifest lj/head.csv s13 >out 2>&1 || fail "a header line: verify: $(cat out)"
 
+# 9. a manifest piped to '-' (a list of paths): each line failed as a file of that whole name, with
+# a failure record under an id made of it; refused, saying to give it as --manifest -
+printf 'u1 %s/a.wav\n' "$PWD" >piped.scp
+printf 'LJ1|one|one\n' >piped.csv
+printf '{"audio_filepath": "a.wav", "text": "x"}\n' >piped.jsonl
+for f in piped.scp:'a Kaldi wav.scp (id path)' piped.csv:'an LJSpeech manifest (id|text)' \
+  piped.jsonl:'a JSON lines manifest'; do
+  FZ -o s14 - <"${f%%:*}" >out 2>err
+  rc=$?
+  [ $rc = 2 ] || fail "${f%%:*} on stdin as paths: exit $rc, want 2"
+  grep -qx "featurize: (stdin): not a list of paths: its first line is one of ${f#*:}; give it \
+as --manifest -" err || fail "${f%%:*} on stdin as paths: $(cat err)"
+  [ -e s14 ] && fail "${f%%:*} on stdin as paths: a store was made"
+done
+FZ -o s14 - <data/train/text >out 2>err
+rc=$?
+[ $rc = 2 ] || fail "kaldi text on stdin as paths: exit $rc, want 2"
+grep -q "^featurize: (stdin): a Kaldi text file" err || fail "kaldi text on stdin as paths: $(cat err)"
+printf 'a.wav\n' | FZ -q -o s15 - 2>err || fail "a path list on stdin: $(cat err)"
+printf 'my gone.wav\na.wav\n' | FZ -q -o s16 - >out 2>err
+[ $? = 1 ] || fail "a path list on stdin, its first file missing: $(cat err)"
+
 [ $fails = 0 ] || exit 1
 echo "featurize_messy_inputs: ok"
