@@ -250,6 +250,8 @@ class FeatcacheDataset(IterableDataset):
     def __init__(self, paths, rank=None, world_size=None, device="cpu", pin_memory=False,
                  prefetch_to_device=2, **loader_kwargs):
         super().__init__()
+        if not isinstance(paths, (str, bytes, os.PathLike)):
+            paths = list(paths)  # (a generator, Path.glob's: read once, each worker reads them)
         self.paths = paths
         self._cwd = _cwd()  # relative paths (stores, manifest) are of this directory in workers too
         self.rank, self.world_size = rank, world_size

@@ -355,6 +355,17 @@ def test_set_epoch_checked(store, value, error):
     assert ds.epoch == 3
 
 
+@pytest.mark.parametrize("ctx", ["fork", "spawn"])
+def test_paths_given_as_an_iterator(store, ctx):
+    # pathlib.Path("cache").glob("shard-*") is a generator: the dataset read it when made, and
+    # DataLoader workers found it spent ('featcache: no store given'; spawn: cannot pickle it)
+    ds = FeatcacheDataset(iter([store["path"]]), batch_size=8)
+    assert sum(len(b["ids"]) for b in ds) == N
+    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
+                                     multiprocessing_context=ctx)
+    assert sorted(i for b in dl for i in b["ids"]) == ["t%03d" % i for i in range(N)]
+
+
 def test_a_batch_cap_beyond_the_dataset(store):
     """batch_size above the utterances (one batch of everything, e.g. for evaluation): the bound
     a caller buffer must hold was the cap times the longest length, so a padded dataset's 14
