@@ -56,8 +56,12 @@ int fc_outfile_open(const char *path, fc_outfile **out) {
   int fd = -1, rc = 0;
   size_t cap = strlen(path) + 48;
   if ((rc = injected())) { /* the open fails at the `write` fault site */
-  } else if (own_fd >= 0) {
-    fd = fcntl(own_fd, F_DUPFD_CLOEXEC, 3);
+  } else if (own_fd >= 0) { /* one open for reading only (a closed stdout given /dev/null): EBADF */
+    const int fl = fcntl(own_fd, F_GETFL); /* not open: EBADF */
+    if (fl >= 0 && (fl & O_ACCMODE) == O_RDONLY)
+      errno = EBADF;
+    else if (fl >= 0)
+      fd = fcntl(own_fd, F_DUPFD_CLOEXEC, 3);
     rc = err_of(fd < 0);
   } else if (in_place) {
     fd = open(path, O_WRONLY | O_CLOEXEC);

@@ -33,6 +33,11 @@ done
 [ $? = 1 ] || fail "--export-vocab /dev/fd/7, not open: exit $?, want 1"
 grep -qx "tokenize: /dev/fd/7: cannot write the vocab: Bad file descriptor" err ||
   fail "--export-vocab /dev/fd/7, not open: the message"
+# a closed stdout (given /dev/null for reading, as every tool does): Bad file descriptor, exit 1
+"$T" --build-vocab --export-vocab - -o s1 m.tsv 2>err >&-
+[ $? = 1 ] || fail "--export-vocab - with stdout closed: exit $?, want 1"
+grep -qx "tokenize: /dev/stdout: cannot write the vocab: Bad file descriptor" err ||
+  fail "--export-vocab - with stdout closed: the message (it said 'Invalid argument')"
 
 # --vocab -: read from stdin, the config the file gives
 "$T" --vocab - -o s3 m.tsv <v.txt --json >out 2>err || fail "--vocab -: exit $?"
