@@ -550,6 +550,7 @@ int main(int argc, char **argv) {
     fzc_check_kaldi_text(manifest, audio_dir, &items);
   if (manifest && !audio_dir) fzc_check_ljspeech_wavs(manifest, &items);
   if (stream) fzc_check_cwd_relative(manifest, &mo, &items); /* a Kaldi recipe's wav.scp */
+  if (manifest) fzc_check_segments(manifest, &items); /* NeMo's offset and duration */
   fzc_ljspeech_audio_ext(manifest, &items, &mo, verbose); /* wavs/ of FLAC files */
 
   if (shard_spec && !stream) {

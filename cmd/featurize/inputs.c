@@ -148,6 +148,36 @@ void fzc_check_stdin_list(const fc_item_list *items) {
   exit(FC_EXIT_USAGE);
 }
 
+void fzc_check_segments(const char *manifest, const fc_item_list *items) {
+  struct stat st;
+  if (items->format != FC_MANIFEST_JSONL || stat(manifest, &st) != 0 || !S_ISREG(st.st_mode))
+    return;
+  FILE *f = fopen(manifest, "r");
+  if (!f) return;
+  char *line = NULL;
+  size_t cap = 0;
+  for (size_t no = 1; no <= 1000 && getline(&line, &cap, f) >= 0; no++) {
+    const char *k = strstr(line, "\"offset\"");
+    if (!k) continue;
+    k += strlen("\"offset\"") + strspn(k + strlen("\"offset\""), " \t");
+    if (*k != ':') continue;
+    k++;
+    char *end;
+    const double v = strtod(k, &end);
+    if (end == k || v == 0) continue;
+    char q[4 * 4096 + 8];
+    fprintf(stderr,
+            "%s: %s:%zu: \"offset\": %.*s: a segment of its audio file (NeMo's offset and "
+            "duration), but featurize stores whole files; cut each segment into a file of its own "
+            "(sox IN OUT trim OFFSET DURATION) and list those\n",
+            fc_cli_tool, fc_cli_quoted(manifest, q, sizeof q), no,
+            (int)(end - k - strspn(k, " \t")), k + strspn(k, " \t"));
+    exit(FC_EXIT_USAGE);
+  }
+  free(line);
+  fclose(f);
+}
+
 static int first_path(const fc_item *it, void *user) {
   if (!it->path) return 0;
   snprintf(user, 4096, "%s", it->path);

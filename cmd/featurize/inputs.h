@@ -43,6 +43,11 @@ void fzc_check_cwd_relative(const char *manifest, const fc_manifest_opts *mo,
  * first line names no file and reads as a wav.scp, LJSpeech or JSON lines manifest's (or a Kaldi
  * text file's), says so and to give it as --manifest -, and exits 2. */
 void fzc_check_stdin_list(const fc_item_list *items);
+/* A JSON lines manifest of segments (NeMo's "offset" and "duration" into one recording): featurize
+ * stores whole files, so each line would store the whole recording's features under its
+ * segment's id. A nonzero "offset" among the first 1000 lines of a manifest file says so, names
+ * its line and what to do, and exits 2 ("offset": 0 alone is a whole file). */
+void fzc_check_segments(const char *manifest, const fc_item_list *items);
 /* Is the folder a store at path would be made in missing (-o cache/hifigan before mkdir cache)?
  * Then 1, with its name (quoted as names are) in buf. */
 int fzc_store_folder_missing(const char *store, char *buf, size_t len);

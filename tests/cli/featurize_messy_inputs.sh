@@ -159,5 +159,21 @@ printf 'a.wav\n' | FZ -q -o s15 - 2>err || fail "a path list on stdin: $(cat err
 printf 'my gone.wav\na.wav\n' | FZ -q -o s16 - >out 2>err
 [ $? = 1 ] || fail "a path list on stdin, its first file missing: $(cat err)"
 
+# 10. a NeMo manifest of segments (offset, duration into one recording): each line stored the
+# whole recording's features under the segment's id, exit 0; refused before the store is touched
+sox -n -r 22050 -b 16 long.wav synth 4 sine 300
+printf '{"audio_filepath": "long.wav", "offset": 0, "duration": 2.0, "text": "a", "id": "s1"}\n' >segs.jsonl
+printf '{"audio_filepath": "long.wav", "duration": 2.0, "offset": 2.5, "text": "b", "id": "s2"}\n' >>segs.jsonl
+FZ -o s17 --manifest segs.jsonl >out 2>err
+rc=$?
+[ $rc = 2 ] || fail "segments: exit $rc, want 2"
+grep -qx "featurize: segs.jsonl:2: \"offset\": 2.5: a segment of its audio file (NeMo's offset and \
+duration), but featurize stores whole files; cut each segment into a file of its own (sox IN OUT \
+trim OFFSET DURATION) and list those" err || fail "segments: $(cat err)"
+[ -e s17 ] && fail "segments: a store was made"
+# "offset": 0 on every line: whole files
+printf '{"audio_filepath": "a.wav", "offset": 0.0, "duration": null, "text": "a"}\n' >whole.jsonl
+FZ -q -o s18 --manifest whole.jsonl 2>err || fail "offset 0: $(cat err)"
+
 [ $fails = 0 ] || exit 1
 echo "featurize_messy_inputs: ok"
