@@ -1,7 +1,7 @@
 #!/bin/bash
 # cache-verify on stores damaged in each way it claims to catch, bytes flipped inside data.mdb
 # (payload, header, key), a truncated data.mdb, values rewritten with valid checksums (huge shape,
-# NaN): the exact report line and exit code of each. The ASan build runs this too.
+# NaN), LMDB's free list: the exact report line and exit code of each. The ASan build runs this too.
 set -u
 V="$FC_BIN/cache-verify"
 [ -x "$V" ] || { echo "FAIL: $V not built"; exit 1; }
@@ -149,4 +149,48 @@ run values-no-finite 1
 [ "$(wc -l <got)" = 1 ] || { echo "FAIL values without --finite: want 1 line"; cat got; fail=1; }
 run max-errors 1 --finite --max-errors 1
 grep -q '^s: stopped after 1 error (--max-errors)$' got || { echo "FAIL max-errors"; cat got; fail=1; }
+
+# LMDB's free list (db 0: the pages freed, which the next write reuses) damaged: no read touches it,
+# so the store passed while featurize, tokenize, cache-config --drop and cache-prune (--compact
+# too) all failed on it, or would put data where no page is. Its root page zeroed (a hole), then a
+# page number in it past the file's last page: each one error, the other checks made.
+free_list() { # zero | far: pages freed first (a value written, then deleted), then the damage
+  "$FC_PYTHON" - "$1" <<'PY'
+import lmdb, struct, sys
+env = lmdb.open("s", max_dbs=8)
+meta = env.open_db(b"meta")
+with env.begin(write=True) as t:
+    t.put(b"scratch", b"x" * 40000, db=meta)
+with env.begin(write=True) as t:
+    t.delete(b"scratch", db=meta)
+env.close()
+data = bytearray(open("s/data.mdb", "rb").read())
+# the meta page of the later transaction (id at 144), its free db's root (at 80)
+txnid, root = max((struct.unpack_from("<Q", data, p + 144)[0], struct.unpack_from("<Q", data, p + 80)[0]) for p in (0, 4096))
+page = root * 4096
+if sys.argv[1] == "zero":
+    data[page:page + 4096] = bytes(4096)
+else:  # the first node of the root leaf: 8-byte header, its key (a transaction id), its ids
+    lower = struct.unpack_from("<H", data, page + 12)[0]
+    assert lower > 16 and struct.unpack_from("<H", data, page + 10)[0] == 2, "free db root: no leaf"
+    node = page + struct.unpack_from("<H", data, page + 16)[0]
+    flags, ksize = struct.unpack_from("<HH", data, node + 4)
+    ids = node + 8 + ksize
+    if flags & 1:  # the ids on an overflow page
+        ids = struct.unpack_from("<Q", data, ids)[0] * 4096 + 16
+    struct.pack_into("<Q", data, ids + 8, (1 << 40) - 1)
+open("s/data.mdb", "r+b").write(data)
+PY
+}
+mk
+free_list zero || { echo "FAIL: damaging the free list"; fail=1; }
+run free-list-zeroed 1
+[ "$(cat got)" = "s: error: env data.mdb: free list damaged (LMDB: MDB_CORRUPTED: Located page was wrong type): the store reads, but every write to it fails or could overwrite data (featurize, tokenize, cache-config --drop, cache-prune); cache-merge -o NEW STORE copies it into a new store" ] ||
+  { echo "FAIL free list zeroed"; cat got; fail=1; }
+grep -q "^s: 1 error, 0 warnings; 40 records" out || { echo "FAIL free list zeroed: the records unchecked"; cat out; fail=1; }
+mk
+free_list far || { echo "FAIL: damaging the free list"; fail=1; }
+run free-list-far 1
+grep -qx "s: error: env data.mdb: free list damaged (it names page 1099511627775, not a page of the file (2\.\.[0-9]*)): the store reads, but every write .*" got ||
+  { echo "FAIL free list page number"; cat got; fail=1; }
 exit $fail
