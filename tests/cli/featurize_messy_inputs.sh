@@ -175,5 +175,16 @@ trim OFFSET DURATION) and list those" err || fail "segments: $(cat err)"
 printf '{"audio_filepath": "a.wav", "offset": 0.0, "duration": null, "text": "a"}\n' >whole.jsonl
 FZ -q -o s18 --manifest whole.jsonl 2>err || fail "offset 0: $(cat err)"
 
+# 11. a URL (a dataset's remote manifest) and a ~ no shell expanded (a quoted path, a manifest's):
+# said, where "No such file or directory" named a file that seems to be there
+printf '{"audio_filepath": "https://example.org/a.wav", "text": "a"}\n' >remote.jsonl
+printf '~/corpus/a.wav\n' >tilde.txt
+FZ -o s19 --manifest remote.jsonl >out 2>err
+grep -qx "featurize: https://example.org/a.wav: No such file or directory (a URL? featurize reads \
+files: download it first)" err || fail "URL: $(cat err)"
+FZ -o s19 --manifest tilde.txt >out 2>err
+grep -qx "featurize: ~/corpus/a.wav: No such file or directory (a ~ that no shell expanded: give \
+the path from / or \$HOME)" err || fail "tilde: $(cat err)"
+
 [ $fails = 0 ] || exit 1
 echo "featurize_messy_inputs: ok"

@@ -269,6 +269,10 @@ static const char *open_reason(const char *path, int rc, char *buf, size_t len) 
   if (rc == ENOENT && strpbrk(path, "*?") && lstat(path, &st) != 0) /* an unmatched glob */
     return "No such file or directory (a shell pattern that matched no file? the shell passes one "
            "on as it is)";
+  if (rc == ENOENT && strstr(path, "://")) /* a remote manifest's https://, s3:// */
+    return "No such file or directory (a URL? featurize reads files: download it first)";
+  if (rc == ENOENT && (strncmp(path, "~/", 2) == 0 || strstr(path, "/~/")))
+    return "No such file or directory (a ~ that no shell expanded: give the path from / or $HOME)";
   if (rc == ENODEV && stat(path, &st) == 0 && S_ISSOCK(st.st_mode))
     return "not a regular file or a pipe (a socket)"; /* audio.c open_checked */
   if (rc != ENOENT || lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) ||
