@@ -142,11 +142,13 @@ typedef struct fc_tokenize_stats {
   uint64_t lines; /* items seen (during the run: a list's length; 0 for a manifest, read as it
                      goes) */
   uint64_t processed; /* tok records written this run */
-  uint64_t skipped_existing; /* already stored under this config */
+  /* already stored under this config: before the run, by an earlier line of it, or by another
+   * writer between the run's lookup and its write (a concurrent tokenize) */
+  uint64_t skipped_existing;
   uint64_t failed; /* bad lines (reported through the callback), and after an error that ends the
                       run (a failed write, out of memory) the lines it left unstored */
   uint64_t tokens; /* tokens in the records written this run */
-  uint64_t unknown; /* symbols mapped to unk */
+  uint64_t unknown; /* symbols mapped to unk, in the records written this run */
   /* Lines never stored because the run was stopped on purpose (the stop flag, --strict). Always:
    * processed + skipped_existing + failed + not_started = lines. */
   uint64_t not_started;

@@ -91,8 +91,9 @@ static int pick_dtype(fc_tokenizer *t, char *why, size_t why_len) {
   t->dtype = t->dtype_opt;
   if ((t->dtype == FC_DTYPE_I16 && n > 32768) || (t->dtype == FC_DTYPE_U16 && n > 65536) ||
       (t->dtype != FC_DTYPE_I16 && t->dtype != FC_DTYPE_U16 && t->dtype != FC_DTYPE_I32)) {
-    tok_set_why(why, why_len, "dtype %s cannot hold %u ids (use i32)",
-                fc_dtype_name(t->dtype) ? fc_dtype_name(t->dtype) : "?", n);
+    tok_set_why(why, why_len, "dtype %s cannot hold %u ids (use %s)",
+                fc_dtype_name(t->dtype) ? fc_dtype_name(t->dtype) : "?", n,
+                n <= 65536 ? "u16 or i32" : "i32");
     return FC_ECONFIG;
   }
   return 0;
