@@ -194,6 +194,17 @@ static void print_json(const char *store, unsigned parts, const fc_prune_report 
   fputs("}\n", stdout);
 }
 
+/* The other hard links of a store's data.mdb (made by cp -al or rsync --link-dest): a compaction
+ * renames its copy over this one, and the old file stays under them with its space. */
+static nlink_t other_links(const char *store) {
+  char p[4096];
+  struct stat st;
+  if (snprintf(p, sizeof p, "%s/data.mdb", store) >= (int)sizeof p || lstat(p, &st) != 0 ||
+      !S_ISREG(st.st_mode) || st.st_nlink < 1)
+    return 0;
+  return st.st_nlink - 1;
+}
+
 /* One STORE word: its stores (a split store's parts) all opened before any is changed, then
  * pruned one by one. Returns the exit code. */
 static int prune_word(const char *word, const char *const *stores, size_t n,
@@ -204,6 +215,16 @@ static int prune_word(const char *word, const char *const *stores, size_t n,
   for (size_t k = 0; k < n && !code; k++) code = open_store(stores[k], po->dry_run, &ss[k]);
   fc_prune_report all = {0};
   const char *status = code ? "error" : "done";
+  nlink_t links = 0; /* the parts' data.mdb's other hard links, before the compaction */
+  uint64_t linked_bytes = 0; /* the size of those files */
+  for (size_t k = 0; k < n && !code && po->compact && !po->dry_run; k++) {
+    const nlink_t l = other_links(stores[k]);
+    struct stat st;
+    char p[4096];
+    links += l;
+    if (l && snprintf(p, sizeof p, "%s/data.mdb", stores[k]) < (int)sizeof p && !stat(p, &st))
+      linked_bytes += (uint64_t)st.st_size;
+  }
   for (size_t k = 0; k < n && !code; k++) {
     fc_prune_report r;
     char why[512] = "";
@@ -227,6 +248,12 @@ static int prune_word(const char *word, const char *const *stores, size_t n,
   const int compacted = po->compact && code == 0;
   if (!quiet && (code == 0 || all.transactions))
     summary(word, &all, po->dry_run, manifest, compacted);
+  if (!quiet && compacted && links && all.bytes_before != all.bytes_after)
+    fc_cli_warn(word,
+                "data.mdb had %llu other hard link%s (made by cp -al or rsync --link-dest?): "
+                "the old file stays there, so its %.1f MB come back only when %s",
+                (unsigned long long)links, links == 1 ? "" : "s", linked_bytes / 1e6,
+                links == 1 ? "that link goes" : "those links go");
   if (json && code != FC_EXIT_USAGE)
     print_json(word, n > 1 || strcmp(stores[0], word) ? (unsigned)n : 1, &all, po->dry_run, status,
                compacted);

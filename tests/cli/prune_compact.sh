@@ -98,6 +98,21 @@ grep -q '^cache-prune: s: data.mdb is a symbolic link: .*nothing compacted' err 
 [ -L s/data.mdb ] || fail "symlink: the link was replaced"
 ls s | grep -v -e '^data.mdb$' -e '^lock.mdb$' && fail "symlink: a copy left"
 
+# data.mdb with another hard link (cp -al): compacted, and said that the old file stays under the
+# link with its space (the prune's writes went into it too: one file until the swap); -q: silent
+rm -rf s bk && cp -r base s && mkdir bk && ln s/data.mdb bk/data.mdb
+b0=$(size s) i0=$(stat -c %i s/data.mdb)
+run hardlink 0 --compact --manifest keep.csv s
+grep -qE '^cache-prune: s: data.mdb had 1 other hard link \(made by cp -al or rsync --link-dest\?\): the old file stays there, so its [0-9]+\.[0-9] MB come back only when that link goes$' err ||
+  { fail "hardlink: message"; cat err; }
+[ "$(stat -c %i bk/data.mdb)" = "$i0" ] && [ "$(stat -c %i s/data.mdb)" != "$i0" ] ||
+  fail "hardlink: the link does not keep the old file"
+[ "$(size s)" -lt "$b0" ] || fail "hardlink: not compacted"
+rm -rf s && cp -r base s && ln -f s/data.mdb bk/data.mdb
+run hardlink-q 0 -q --compact --manifest keep.csv s
+[ -s err ] && { fail "hardlink, -q: said something"; cat err; }
+rm -rf bk
+
 # past RLIMIT_FSIZE: said, the old data.mdb stays, no copy left
 rm -rf s && cp -r base s
 "$CP" -q --manifest keep.csv s || fail "fsize: prune"
