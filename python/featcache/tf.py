@@ -63,6 +63,9 @@ def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device
     if loader_kwargs.get("padded") is False:
         raise ValueError("featcache.tf: batches are padded; leave padded=False out")
     loader_kwargs["padded"] = True
+    ids = loader_kwargs.get("ids")
+    if ids is not None and not isinstance(ids, (str, bytes)):
+        loader_kwargs["ids"] = tuple(ids)  # (read once: an iteration beside a live one reopens)
     ld = Loader(paths, **loader_kwargs)
     info = ld.info
     has_tok = loader_kwargs.get("tokens") is not None

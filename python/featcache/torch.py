@@ -253,6 +253,9 @@ class FeatcacheDataset(IterableDataset):
         if not isinstance(paths, (str, bytes, os.PathLike)):
             paths = list(paths)  # (a generator, Path.glob's: read once, each worker reads them)
         self.paths = paths
+        ids = loader_kwargs.get("ids")
+        if ids is not None and not isinstance(ids, (str, bytes)):
+            loader_kwargs["ids"] = tuple(ids)  # (the same: each process makes a loader of them)
         self._cwd = _cwd()  # relative paths (stores, manifest) are of this directory in workers too
         self.rank, self.world_size = rank, world_size
         self.kwargs = loader_kwargs

@@ -185,6 +185,14 @@ def test_two_iterations_at_once(path):
     a = [next(it1)]
     same(list(ds), ep[1])
     same(a + list(it1), ep[0])
+    # ids too (the second iteration's loader was made of the spent iterator: no utterance)
+    some = ["x%02d" % i for i in range(0, N, 2)]
+    ep = [loader_batches(path, epoch=e, ids=some, **kw) for e in range(2)]
+    ds = make_dataset(path, with_ids=True, prefetch=0, ids=iter(some), **kw)
+    it1 = iter(ds)
+    a = [next(it1)]
+    same(list(ds), ep[1])
+    same(a + list(it1), ep[0])
 
 
 def test_batches_of_a_loader_go_on_from_its_epoch(path):

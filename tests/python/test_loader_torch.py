@@ -364,6 +364,13 @@ def test_paths_given_as_an_iterator(store, ctx):
     dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
                                      multiprocessing_context=ctx)
     assert sorted(i for b in dl for i in b["ids"]) == ["t%03d" % i for i in range(N)]
+    # ids too: the workers' loaders were made of the spent iterator, and said 'the stores
+    # changed since the Loader was made ... a writer committed meanwhile'
+    some = ["t%03d" % i for i in range(0, N, 3)]
+    ds = FeatcacheDataset(store["path"], batch_size=4, ids=(i for i in some))
+    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
+                                     multiprocessing_context=ctx)
+    assert sorted(i for b in dl for i in b["ids"]) == some
 
 
 def test_a_batch_cap_beyond_the_dataset(store):
