@@ -281,11 +281,12 @@ def batch_items(batch):
     return None
 
 
-def _ms(what, value, unit):
-    """value as a float >= 0, or ValueError naming it in what (C would say only FC_ECONFIG)."""
+def _ms(call, value, unit, end=")"):
+    """value as a float >= 0, or ValueError naming it as the argument of call (C would say only
+    FC_ECONFIG)."""
     v = float(value)
     if not (math.isfinite(v) and v >= 0):
-        raise ValueError("featcache: %s: want a number%s >= 0" % (what % ("%g" % v), unit))
+        raise ValueError("featcache: %s%g%s: want a number%s >= 0" % (call, v, end, unit))
     return v
 
 
@@ -446,7 +447,7 @@ class StepProfiler:
         time that overlapped the step) raises ValueError naming both, as does a time that is
         not a number >= 0. Device times go to add_device()."""
         h = self._h
-        ms = _ms("add(%r, %%s)" % name, ms, " of ms")
+        ms = _ms("add(%r, " % (name,), ms, " of ms")
         t0 = self._step_t0
         if t0 is not None:
             lasted = (time.monotonic_ns() - t0) / 1e6
@@ -465,7 +466,7 @@ class StepProfiler:
         """Add a device time (ms) to the device series name of the open step (not a phase: it
         is reported beside them, see fc_profiler_device_add)."""
         h = self._h
-        ms = _ms("add_device(%r, %%s)" % name, ms, " of ms")
+        ms = _ms("add_device(%r, " % (name,), ms, " of ms")
         self._check(self._lib.fc_profiler_device_add(h, _encode("device name", name, NAME_MAX),
                                                      ms),
                     "device add %r" % name, "no step is open")
@@ -475,7 +476,7 @@ class StepProfiler:
         what the loop received (a short last batch counts as what it holds), not steps x
         items_per_step. iterate() counts each batch by itself."""
         h = self._h
-        self._check(self._lib.fc_profiler_step_items(h, _ms("count(%s)", n, "")), "count",
+        self._check(self._lib.fc_profiler_step_items(h, _ms("count(", n, "")), "count",
                     "no step is open")
 
     def step(self):

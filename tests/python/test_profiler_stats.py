@@ -555,6 +555,8 @@ def test_add_refuses_more_time_than_the_step_has_lasted():
                 prof.add_device("gpu", bad)
             with pytest.raises(ValueError, match=r"count\(%s\): want a number >= 0" % ("%g" % bad)):
                 prof.count(bad)
+        with pytest.raises(ValueError, match=r"^featcache: add\('50%', -1\): want a number"):
+            prof.add("50%", -1)  # (a % in the name: the message is still made)
     assert prof.steps == 2 and prof.series("data")[1] == 0
     prof.close()
 
