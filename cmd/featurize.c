@@ -551,6 +551,7 @@ int main(int argc, char **argv) {
   if (manifest && !audio_dir) fzc_check_ljspeech_wavs(manifest, &items);
   if (stream) fzc_check_cwd_relative(manifest, &mo, &items); /* a Kaldi recipe's wav.scp */
   if (manifest) fzc_check_segments(manifest, &items); /* NeMo's offset and duration */
+  if (manifest) fzc_warn_kaldi_segments(manifest, &items, quiet); /* a Kaldi folder's segments */
   fzc_ljspeech_audio_ext(manifest, &items, &mo, verbose); /* wavs/ of FLAC files */
 
   if (shard_spec && !stream) {

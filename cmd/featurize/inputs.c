@@ -178,6 +178,20 @@ void fzc_check_segments(const char *manifest, const fc_item_list *items) {
   fclose(f);
 }
 
+void fzc_warn_kaldi_segments(const char *manifest, const fc_item_list *items, int quiet) {
+  if (quiet || items->format != FC_MANIFEST_KALDI || strcmp(manifest, "-") == 0) return;
+  const char *slash = strrchr(manifest, '/');
+  char seg[4096], q[4 * 4096 + 8], m[4 * 4096 + 8];
+  snprintf(seg, sizeof seg, "%.*ssegments", slash ? (int)(slash - manifest + 1) : 0, manifest);
+  struct stat st;
+  if (stat(seg, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) return;
+  fc_cli_warn(NULL,
+              "%s: cuts the recordings of %s into utterances, but featurize stores whole files, "
+              "under the recordings' ids (cut each segment into a file of its own first: Kaldi's "
+              "extract-segments, or sox IN OUT trim START =END)",
+              fc_cli_quoted(seg, q, sizeof q), fc_cli_quoted(manifest, m, sizeof m));
+}
+
 static int first_path(const fc_item *it, void *user) {
   if (!it->path) return 0;
   snprintf(user, 4096, "%s", it->path);

@@ -48,6 +48,10 @@ void fzc_check_stdin_list(const fc_item_list *items);
  * segment's id. A nonzero "offset" among the first 1000 lines of a manifest file says so, names
  * its line and what to do, and exits 2 ("offset": 0 alone is a whole file). */
 void fzc_check_segments(const char *manifest, const fc_item_list *items);
+/* A Kaldi data folder whose `segments` file cuts the wav.scp's recordings into utterances: the
+ * recordings are stored whole, under their ids, which a user who meant the utterances learns
+ * from a line here (not with -q) rather than from hours-long records. */
+void fzc_warn_kaldi_segments(const char *manifest, const fc_item_list *items, int quiet);
 /* Is the folder a store at path would be made in missing (-o cache/hifigan before mkdir cache)?
  * Then 1, with its name (quoted as names are) in buf. */
 int fzc_store_folder_missing(const char *store, char *buf, size_t len);

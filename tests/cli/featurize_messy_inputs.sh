@@ -186,5 +186,18 @@ FZ -o s19 --manifest tilde.txt >out 2>err
 grep -qx "featurize: ~/corpus/a.wav: No such file or directory (a ~ that no shell expanded: give \
 the path from / or \$HOME)" err || fail "tilde: $(cat err)"
 
+# 12. a Kaldi data folder whose segments file cuts the wav.scp's recordings into utterances: the
+# recordings are stored whole under their own ids, as asked, with a line that says so
+mkdir -p seg && cp a.wav seg/rec1.wav
+printf 'rec1 rec1.wav\n' >seg/wav.scp
+printf 'utt1 rec1 0.00 0.20\nutt2 rec1 0.20 0.50\n' >seg/segments
+FZ -o s20 --manifest seg/wav.scp >out 2>err
+rc=$?
+[ $rc = 0 ] || fail "segments beside wav.scp: exit $rc: $(cat err)"
+grep -qx "featurize: seg/segments: cuts the recordings of seg/wav.scp into utterances, but \
+featurize stores whole files, under the recordings' ids (cut each segment into a file of its own \
+first: Kaldi's extract-segments, or sox IN OUT trim START =END)" err ||
+  fail "segments beside wav.scp: $(cat err)"
+
 [ $fails = 0 ] || exit 1
 echo "featurize_messy_inputs: ok"
