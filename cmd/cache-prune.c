@@ -236,9 +236,12 @@ static int prune_word(const char *word, const char *const *stores, size_t n,
       status = "interrupted";
       code = fc_cli_signal_exit();
     } else if (rc) {
+      const int damaged = rc == FC_EFORMAT; /* no rerun gets past it */
       fc_cli_warn(stores[k], "%s%s", why[0] ? why : fc_strerror(rc),
-                  r.transactions ? " (what was removed stays removed: run again to finish)" : "");
-      status = rc == FC_EFORMAT ? "damaged" : "error";
+                  r.transactions && !damaged
+                      ? " (what was removed stays removed: run again to finish)"
+                      : "");
+      status = damaged ? "damaged" : "error";
       code = FC_EXIT_FAIL;
     }
   }

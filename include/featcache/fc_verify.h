@@ -207,7 +207,8 @@ typedef struct fc_prune_report {
  * committed: a stop or a crash at any point leaves a store that verifies, with at most orphan
  * records left, and running it again finishes. Refused, nothing changed, with a reason in why:
  * FC_EFORMAT when meta or an entry is damaged (its records would look like orphans: cache-verify
- * names it), FC_ECONFLICT when a commit of another process came between the snapshot the orphans
+ * names it), or a page a write reads (LMDB's free list: what was committed before stays),
+ * FC_ECONFLICT when a commit of another process came between the snapshot the orphans
  * were found in and a transaction of ours (a writer that took no lock) — run it again. With
  * o->compact, after the removals: EBUSY when another process has the store open (nothing
  * compacted), or the copy's errors (the old data.mdb stays), each with a reason in why. Other

@@ -153,5 +153,33 @@ grep -q "^cache-prune: z: damaged (B-tree: LMDB: .*): nothing removed (cache-ver
   { fail "zeroed: message"; cat err; }
 grep -q '"status":"damaged"' out || { fail "zeroed: --json status"; cat out; }
 
+# LMDB's free list damaged (its root page zeroed): the survey reads nothing of it, the first write
+# does — said as damage, status "damaged", exit 1, nothing removed (it said the bare LMDB code,
+# status "error"); --compact with nothing to remove meets it in LMDB's copy: the same
+"$FZ" -q --writers 1 --device cpu -o fl a.wav c.wav || fail "featurize fl"
+"$PY" - <<'PY' || fail "zeroing the free list"
+import lmdb, struct
+env = lmdb.open("fl", max_dbs=8)
+meta = env.open_db(b"meta")
+with env.begin(write=True) as t:  # pages freed: a value written, then deleted
+    t.put(b"scratch", b"x" * 40000, db=meta)
+with env.begin(write=True) as t:
+    t.delete(b"scratch", db=meta)
+env.close()
+data = bytearray(open("fl/data.mdb", "rb").read())
+txnid, root = max((struct.unpack_from("<Q", data, p + 144)[0], struct.unpack_from("<Q", data, p + 80)[0]) for p in (0, 4096))
+data[root * 4096:root * 4096 + 4096] = bytes(4096)
+open("fl/data.mdb", "r+b").write(data)
+PY
+echo a >keep-a.list
+cp fl/data.mdb fl.before
+run free-list 1 --json --manifest-format list --manifest keep-a.list fl
+expect_err free-list "cache-prune: fl: damaged (B-tree: LMDB: MDB_CORRUPTED: Located page was wrong type, met by a write): nothing removed (cache-verify says more)"
+grep -q '"status":"damaged"' out || { fail "free list: --json status"; cat out; }
+cmp -s fl/data.mdb fl.before || fail "free list: data.mdb changed"
+run free-list-compact 1 --compact fl
+expect_err free-list-compact "cache-prune: fl: damaged (B-tree: LMDB: MDB_CORRUPTED: Located page was wrong type, met by the compact copy): nothing compacted (cache-verify says more)"
+ls fl | grep -v -e '^data.mdb$' -e '^lock.mdb$' && fail "free list: a copy left"
+
 [ $fails = 0 ] && echo "prune_usage: ok"
 exit $((fails > 0))

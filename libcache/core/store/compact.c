@@ -249,7 +249,13 @@ int store_compact(fc_store *s, volatile const int *stop, uint64_t *before, uint6
     fc_why(why, why_len,
            "the compact copy's meta pages are not laid out as LMDB 0.9 lays them "
            "out; nothing compacted");
-  else if (rc)
+  else if (rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND) { /* the copy reads the free list */
+    fc_why(why, why_len,
+           "damaged (B-tree: LMDB: %s, met by the compact copy): nothing compacted (cache-verify "
+           "says more)",
+           mdb_strerror(rc));
+    rc = FC_EFORMAT;
+  } else if (rc)
     fc_why(why, why_len, "cannot write the compact copy: %s; nothing compacted",
            rc == EIO || rc == ENOSPC ? fc_strerror(store_explain_write_error(s, rc, *before))
                                      : fc_strerror(rc));

@@ -373,6 +373,14 @@ int fc_store_prune(fc_store *s, const fc_prune_opts *o, fc_prune_report *r, char
     count_done(p, 1, 0, p->n_orph);
   } else if (!rc) {
     rc = remove_all(p, snapshot, why, why_len);
+    if (vf_damage_code(rc)) { /* a page the survey did not read: LMDB's free list, which a
+                                * write reads (cache-verify walks it) */
+      fc_why(why, why_len,
+             "damaged (B-tree: LMDB: %s, met by a write): %s (cache-verify says more)",
+             mdb_strerror(rc),
+             r->transactions ? "what was removed stays removed" : "nothing removed");
+      rc = FC_EFORMAT;
+    }
     store_compact_leftovers(fc_store_path(s)); /* a killed --compact's copy: garbage */
   }
   if (!rc && o->compact && o->stop && *o->stop) rc = FC_EINTR; /* no copy begun once stopped */
