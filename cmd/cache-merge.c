@@ -6,7 +6,16 @@
 
 #include <sys/stat.h>
 
-enum { OPT_PREFER = 256, OPT_PARTIAL, OPT_BATCH, OPT_NOLOCK, OPT_JSON, OPT_PROGRESS, OPT_VERSION };
+enum {
+  OPT_PREFER = 256,
+  OPT_PARTIAL,
+  OPT_STRICT,
+  OPT_BATCH,
+  OPT_NOLOCK,
+  OPT_JSON,
+  OPT_PROGRESS,
+  OPT_VERSION
+};
 
 static const fc_cli_opt options[] =
     {{NULL, 0, 0, NULL, "Output:"},
@@ -17,6 +26,10 @@ static const fc_cli_opt options[] =
      {NULL, 0, 0, NULL, "Shards (the stores of a featurize or tokenize run over shards):"},
      {"partial", OPT_PARTIAL, no_argument, NULL,
       "merge shards that are not every K of N (default: refuse, naming the missing)"},
+     {NULL, 0, 0, NULL, "Configs:"},
+     {"strict", OPT_STRICT, no_argument, NULL,
+      "refuse stores whose mel configs differ (not every store holds each; default: say so and "
+      "merge)"},
      {NULL, 0, 0, NULL, "Running:"},
      {"batch", OPT_BATCH, required_argument, "N", "entries per write transaction (default 1024)"},
      {"nolock", OPT_NOLOCK, no_argument, NULL,
@@ -37,7 +50,8 @@ static const char description[] =
     "resume where they stopped; a finished one is not repeated.";
 static const char footer[] =
     "Exit status: 0 merged (or nothing to do); 1 conflicts refused (nothing written), damaged\n"
-    "records left out, shards whose vocabularies were built apart, a failed write (committed\n"
+    "records left out, shards whose vocabularies were built apart, mel configs held apart\n"
+    "under --strict (nothing written), a failed write (committed\n"
     "batches are kept; run again to finish), or the --json summary that could not be written;\n"
     "2 usage error, a store that cannot be opened, a store given twice or the output among the\n"
     "inputs, or shards missing (see --partial); 130/143 interrupted (committed batches are\n"
@@ -141,6 +155,31 @@ static void on_output_token_configs(const char *name, const char *out_hex, const
             one ? "" : ", for each of its DIGESTs above");
 }
 
+/* Mel configs that not every store holds (a shard featurized by another version, or with another
+ * --fmax): what, what the loader makes of it, and the fix */
+static void on_mel_configs(const char *detail, const char *loader, int refused, void *user) {
+  ctx *c = user;
+  fc_cli_progress_clear(&c->progress);
+  qname q;
+  const char *qo = qn(c->out, &q);
+  fprintf(stderr,
+          "%s: the stores hold %s: merged, a config holds features only for the ids of the stores "
+          "that hold it\n",
+          fc_cli_tool, detail);
+  fprintf(stderr, "%s: %s\n", fc_cli_tool, loader);
+  if (refused)
+    fprintf(stderr,
+            "%s: featurize the stores that lack a config with it (or drop it where it is: "
+            "cache-config --drop DIGEST STORE), or merge without --strict and complete %s\n",
+            fc_cli_tool, qo);
+  else
+    fprintf(stderr,
+            "%s: merged all the same (--strict refuses): for one config, featurize %s with it "
+            "over the whole corpus (what is stored is skipped), then drop the others "
+            "(cache-config --drop DIGEST %s)\n",
+            fc_cli_tool, qo, qo);
+}
+
 static uint64_t sum(const uint64_t *v) {
   uint64_t s = 0;
   for (int i = 0; i < FC_DB_COUNT; i++) s += v[i];
@@ -186,6 +225,7 @@ int main(int argc, char **argv) {
     case 'o': out = optarg; break;
     case OPT_PREFER: prefer = optarg; break;
     case OPT_PARTIAL: mo.partial = 1; break;
+    case OPT_STRICT: mo.strict = 1; break;
     case OPT_NOLOCK: mo.nolock = 1; break;
     case OPT_BATCH: mo.batch_records = fc_cli_u32("batch", optarg, 1, 1u << 24); break;
     case OPT_JSON: json = 1; break;
@@ -269,6 +309,7 @@ int main(int argc, char **argv) {
   mo.on_shard_twice = on_shard_twice;
   mo.on_token_configs = on_token_configs;
   mo.on_output_token_configs = on_output_token_configs;
+  mo.on_mel_configs = on_mel_configs;
   mo.user = &cx;
   fc_cli_install_signals();
   mo.stop = &fc_cli_signal;
@@ -316,7 +357,8 @@ int main(int argc, char **argv) {
             fc_cli_tool, why);
     status = "refused";
     code = FC_EXIT_USAGE;
-  } else if (rc == FC_ECONFIG && st.token_configs_apart) { /* said by on_token_configs */
+  } else if (rc == FC_ECONFIG && (st.token_configs_apart || st.mel_configs_apart)) {
+    /* said by on_token_configs, on_mel_configs */
     fprintf(stderr, "%s: nothing merged\n", fc_cli_tool);
     status = "refused";
     code = FC_EXIT_FAIL;
@@ -377,13 +419,14 @@ int main(int argc, char **argv) {
         ",\"conflicts\":%llu,\"resolved\":%llu,\"bad_records\":%llu,\"dropped\":%llu,"
         "\"bytes_in\":%llu,\"bytes_copied\":%llu,\"commits\":%llu,\"wall_seconds\":%.6f,"
         "\"failures_copied\":%llu,\"failures_cleared\":%llu,\"shards_missing\":%llu,"
-        "\"shards_twice\":%llu,\"token_configs_apart\":%llu}\n",
+        "\"shards_twice\":%llu,\"token_configs_apart\":%llu,\"mel_configs_apart\":%llu}\n",
         (unsigned long long)st.conflicts, (unsigned long long)st.resolved,
         (unsigned long long)st.bad_records, (unsigned long long)st.dropped,
         (unsigned long long)st.bytes_in, (unsigned long long)st.bytes_copied,
         (unsigned long long)st.commits, st.wall_seconds, (unsigned long long)st.failures_copied,
         (unsigned long long)st.failures_cleared, (unsigned long long)st.shards_missing,
-        (unsigned long long)st.shards_twice, (unsigned long long)st.token_configs_apart);
+        (unsigned long long)st.shards_twice, (unsigned long long)st.token_configs_apart,
+        (unsigned long long)st.mel_configs_apart);
   }
   return fc_cli_stdout_status(code); /* the --json object lost is a failure */
 }

@@ -88,6 +88,10 @@ typedef struct fc_merge_stats {
    * records after it). */
   uint64_t first_read, first_total;
   int pass;
+  /* mel configs that a store holding utterances lacks (one preset featurized with different
+   * configs in different shards: another featcache version, another --fmax): merged, each holds
+   * features for some ids only */
+  uint64_t mel_configs_apart;
 } fc_merge_stats;
 
 typedef void (*fc_merge_conflict_fn)(const fc_merge_conflict *c, void *user);
@@ -136,6 +140,16 @@ typedef struct fc_merge_opts {
    * the output's own configs, in_hex: the inputs' (32 hex each, ", " between). May be NULL. */
   void (*on_output_token_configs)(const char *name, const char *out_hex, const char *in_hex,
                                   int refused, void *user);
+  /* Mel configs that a store holding utterances (audio entries) lacks, among the inputs and the
+   * output (docs/cache-merge.md "Configs held apart"): called once before anything is written,
+   * detail naming the configs, what they differ in and their stores ("2 mel configs that not
+   * every store holds: 1a2b3c4d5e6f (hifigan) in s0, s1; 9f8e7d6c5b4a (no preset: fmax 7600
+   * where 1a2b3c4d5e6f has 8000) in s2"), loader what the loader's features="NAME" then does.
+   * Merged all the same, or refused with strict. May be NULL. */
+  void (*on_mel_configs)(const char *detail, const char *loader, int refused, void *user);
+  /* Refuse (FC_ECONFIG, nothing written) mel configs held apart, which are otherwise said and
+   * merged [0] */
+  int strict;
   void *user;
   /* Inputs opened with MDB_NOLOCK: 1 always (stores on shared storage that nobody writes any
    * more: NFS, Lustre, docs/scale-out.md "File systems"), -1 never, 0 when an input's directory

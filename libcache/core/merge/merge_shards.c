@@ -1,6 +1,8 @@
 /* cache-merge: do the inputs' shards form complete sets? (merge_shards.h) */
 #include "libcache/core/merge/merge_shards.h"
 
+#include "libcache/core/merge/merge_configs.h"
+
 #include "formats/common/alloc.h"
 #include "formats/common/json.h"
 #include "formats/common/why.h"
@@ -207,6 +209,8 @@ int merge_check_shards(fc_store *const *in, MDB_txn *const *txns, size_t n, fc_s
   }
   if (!rc) /* per-shard vocabularies */
     rc = check_token_configs(in, txns, n, out, out_txn, counts, paths, out_dir, o, st);
+  if (!rc) /* mel configs that some stores lack (merge_configs.c) */
+    rc = merge_check_mel_configs(in, txns, n, out, out_txn, paths, out_dir, o, st);
   for (size_t i = 0; sets && i < m; i++) free(sets[i]);
   free(sets);
   free(counts);

@@ -13,7 +13,7 @@
  * st->shards_missing and st->shards_twice, and calls o->on_shard_twice. Then the token configs:
  * several of one name (tokens="chars") where a store holding one lacks another are said
  * (o->on_token_configs, st->token_configs_apart) and refused with FC_ECONFIG when a store
- * involved records shards. paths (the inputs) and out_dir name the stores in what is said. Or an
+ * involved records shards; then the mel configs (merge_configs.h). paths (the inputs) and out_dir name the stores in what is said. Or an
  * LMDB/errno code. */
 int merge_check_shards(fc_store *const *in, MDB_txn *const *txns, size_t n, fc_store *out,
                        MDB_txn *out_txn, const char *const *paths, const char *out_dir,

@@ -1,0 +1,229 @@
+/* cache-merge: mel configs that not every store holds (merge_configs.h). One preset featurized
+ * with different configs in different shards (nodes on different featcache versions, a --fmax
+ * given to one) merges into configs that each cover some ids only: the loader then fails on the
+ * name (several configs of it) or skips the other ids, and cache-verify reports them missing. */
+#include "libcache/core/merge/merge_configs.h"
+
+#include "featcache/fc_config.h"
+#include "formats/common/alloc.h"
+#include "formats/common/json.h"
+#include "formats/common/why.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct melcfg {
+  char hex[33];
+  size_t holder; /* an input's index, or n: the output */
+  json_t *o; /* the config, parsed */
+  char name[64]; /* what features="NAME" answers to: its preset, "kaldi (f16)", or "" */
+} melcfg;
+
+static int melcfg_cmp(const void *a, const void *b) {
+  const melcfg *x = a, *y = b;
+  int c = strcmp(x->hex, y->hex);
+  return c ? c : x->holder < y->holder ? -1 : x->holder > y->holder;
+}
+
+/* The mel configs in the meta db of txn, appended to *v (holder h). */
+static int mel_configs(MDB_txn *txn, MDB_dbi meta, size_t h, melcfg **v, size_t *n, size_t *cap) {
+  MDB_cursor *cur;
+  int rc = mdb_cursor_open(txn, meta, &cur);
+  if (rc) return rc;
+  MDB_val k = {4, (void *)"cfg/"}, val;
+  for (rc = mdb_cursor_get(cur, &k, &val, MDB_SET_RANGE); rc == 0;
+       rc = mdb_cursor_get(cur, &k, &val, MDB_NEXT)) {
+    if (k.mv_size < 4 || memcmp(k.mv_data, "cfg/", 4)) break;
+    if (k.mv_size != 36) continue;
+    json_error_t je;
+    int nomem;
+    json_t *o = fc_json_loadb(val.mv_data, val.mv_size, 0, &je, &nomem);
+    if (nomem) {
+      rc = ENOMEM;
+      break;
+    }
+    const char *kind = json_string_value(json_object_get(o, "kind"));
+    if (!kind || strcmp(kind, "mel")) {
+      json_decref(o);
+      continue;
+    }
+    if (*n == *cap) {
+      size_t nc = *cap ? 2 * *cap : 16;
+      melcfg *g = fc_realloc(*v, nc * sizeof *g);
+      if (!g) {
+        json_decref(o);
+        rc = ENOMEM;
+        break;
+      }
+      *v = g;
+      *cap = nc;
+    }
+    melcfg *t = &(*v)[(*n)++];
+    memcpy(t->hex, (const char *)k.mv_data + 4, 32);
+    t->hex[32] = '\0';
+    t->holder = h;
+    t->o = o;
+    t->name[0] = '\0';
+    const char *pn = json_string_value(json_object_get(o, "preset"));
+    fc_mel_config mc; /* as the loader names it (loader_config.c): a preset in another dtype */
+    if (pn)
+      snprintf(t->name, sizeof t->name, "%s", pn);
+    else if (fc_mel_config_from_json(val.mv_data, val.mv_size, &mc, NULL, 0) == 0 &&
+             fc_mel_config_preset_of(&mc, NULL))
+      snprintf(t->name, sizeof t->name, "%s (%s)", fc_mel_config_preset_of(&mc, NULL),
+               fc_dtype_name(mc.dtype));
+  }
+  mdb_cursor_close(cur);
+  return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* Appends to buf (len bytes); what does not fit is cut off (a cut line is still said). */
+__attribute__((format(printf, 3, 4))) static void append(char *buf, size_t len, const char *fmt,
+                                                         ...) {
+  size_t at = strlen(buf);
+  if (at + 1 >= len) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf + at, len - at, fmt, ap);
+  va_end(ap);
+}
+#define APPEND(buf, ...) append((buf), sizeof(buf), __VA_ARGS__)
+
+/* What config c differs in from the reference r, e.g. "fmax 7600, kernel_version 3 where
+ * 1a2b3c4d5e6f has 8000, 4" (at most 3 fields; "preset" aside: it follows the others). */
+static void describe_diff(const melcfg *c, const melcfg *r, char *out, size_t len) {
+  char mine[160] = "", theirs[160] = "";
+  const char *key;
+  json_t *val;
+  int said = 0;
+  json_object_foreach(c->o, key, val) {
+    if (!strcmp(key, "preset")) continue;
+    json_t *rv = json_object_get(r->o, key);
+    if (rv && json_equal(val, rv)) continue;
+    if (said++ == 3) {
+      APPEND(mine, ", ...");
+      break;
+    }
+    int nomem;
+    char *a = fc_json_dumps(val, JSON_ENCODE_ANY | JSON_COMPACT, &nomem);
+    char *b = rv ? fc_json_dumps(rv, JSON_ENCODE_ANY | JSON_COMPACT, &nomem) : NULL;
+    APPEND(mine, "%s%s %s", said > 1 ? ", " : "", key, a ? a : "?");
+    APPEND(theirs, "%s%s", said > 1 ? ", " : "", b ? b : "none");
+    free(a);
+    free(b);
+  }
+  json_object_foreach(r->o, key, val) { /* a field only the reference has (another version) */
+    if (said > 3 || json_object_get(c->o, key)) continue;
+    int nomem;
+    char *b = fc_json_dumps(val, JSON_ENCODE_ANY | JSON_COMPACT, &nomem);
+    APPEND(mine, "%s%s none", said++ ? ", " : "", key);
+    APPEND(theirs, "%s%s", said > 1 ? ", " : "", b ? b : "?");
+    free(b);
+  }
+  snprintf(out, len, "%s: %s where %.12s has %s", c->name[0] ? c->name : "no preset", mine, r->hex,
+           theirs);
+}
+
+/* Config v[a] (held by v[a..b)) in detail: "1a2b3c4d5e6f (hifigan) in s0, s1, s2 and 3 more",
+ * what it differs in from the reference v[ref] said unless it is the reference; after 4 configs
+ * "; ..." once. */
+static void say_config(char *detail, size_t len, const melcfg *v, size_t a, size_t b, size_t ref,
+                       size_t n, const char *const *paths, const char *out_dir, size_t *listed) {
+  if ((*listed)++ >= 4) {
+    if (*listed == 5) append(detail, len, "; ...");
+    return;
+  }
+  char what[400];
+  if (a == ref)
+    snprintf(what, sizeof what, "%s", v[a].name[0] ? v[a].name : "no preset");
+  else
+    describe_diff(&v[a], &v[ref], what, sizeof what);
+  append(detail, len, "%s%.12s (%s) in ", *listed > 1 ? "; " : "", v[a].hex, what);
+  for (size_t x = a; x < b; x++) {
+    if (x - a == 3) {
+      append(detail, len, " and %zu more", b - x);
+      break;
+    }
+    append(detail, len, "%s%s", x > a ? ", " : "",
+           FC_WHY_NAME(v[x].holder < n ? paths[v[x].holder] : out_dir));
+  }
+}
+
+int merge_check_mel_configs(fc_store *const *in, MDB_txn *const *txns, size_t n, fc_store *out,
+                            MDB_txn *out_txn, const char *const *paths, const char *out_dir,
+                            const fc_merge_opts *o, fc_merge_stats *st) {
+  size_t m = n + (out ? 1 : 0), nv = 0, cap = 0, utter = 0; /* utter: stores with audio entries */
+  melcfg *v = NULL;
+  char *has = fc_calloc(m ? m : 1, 1); /* the store holds audio entries */
+  int rc = has ? 0 : ENOMEM;
+  for (size_t i = 0; i < m && !rc; i++) {
+    MDB_txn *t = i < n ? txns[i] : out_txn;
+    fc_store *s = i < n ? in[i] : out;
+    MDB_stat ms;
+    if ((rc = mdb_stat(t, s->dbi[FC_DB_AUDIO], &ms)) != 0) break;
+    if ((has[i] = ms.ms_entries > 0)) utter++;
+    rc = mel_configs(t, s->dbi[FC_DB_META], i, &v, &nv, &cap);
+  }
+  if (rc || nv == 0) goto done;
+  qsort(v, nv, sizeof *v, melcfg_cmp);
+  /* the configs (runs of one hex): apart when a store holding utterances lacks it */
+  size_t groups = 0, apart = 0, ref = 0, ref_holders = 0;
+  for (size_t a = 0, b; a < nv; a = b) {
+    size_t with = 0;
+    for (b = a; b < nv && !strcmp(v[b].hex, v[a].hex); b++) with += has[v[b].holder];
+    groups++;
+    apart += with < utter;
+    if (b - a > ref_holders) ref = a, ref_holders = b - a; /* the reference: the most held */
+  }
+  if (!apart) goto done;
+  st->mel_configs_apart += apart;
+  if (o->on_mel_configs) {
+    char detail[1024], loader[512] = "";
+    snprintf(detail, sizeof detail, "%zu mel configs that not every store holds: ", groups);
+    size_t listed = 0, named = 0; /* named: configs that answer to the reference's name */
+    for (size_t a = 0, b; a < nv; a = b) {
+      for (b = a; b < nv && !strcmp(v[b].hex, v[a].hex); b++) {}
+      if (v[a].name[0] && !strcmp(v[a].name, v[ref].name)) named++;
+    }
+    /* the reference first, then the others in order of their digests */
+    say_config(detail, sizeof detail, v, ref, ref + ref_holders, ref, n, paths, out_dir, &listed);
+    for (size_t a = 0, b; a < nv; a = b) {
+      for (b = a; b < nv && !strcmp(v[b].hex, v[a].hex); b++) {}
+      if (a != ref) say_config(detail, sizeof detail, v, a, b, ref, n, paths, out_dir, &listed);
+    }
+    /* what the loader makes of the reference's name (loader_config.c) */
+    if (named > 1)
+      snprintf(loader, sizeof loader,
+               "the loader's features=\"%s\" would fail: %zu configs answer to it (choose one "
+               "by digest), and each lacks the ids of the stores without it (cache-verify reports "
+               "them missing)",
+               v[ref].name, named);
+    else {
+      snprintf(loader, sizeof loader,
+               "the loader's features=\"%s\" takes %.12s and skips the ids of ",
+               v[ref].name[0] ? v[ref].name : v[ref].hex, v[ref].hex);
+      size_t said = 0;
+      for (size_t i = 0; i < m; i++) {
+        int holds = 0;
+        for (size_t x = ref; x < ref + ref_holders; x++) holds |= v[x].holder == i;
+        if (holds || !has[i]) continue;
+        if (said++ == 3) {
+          APPEND(loader, ", ...");
+          break;
+        }
+        APPEND(loader, "%s%s", said > 1 ? ", " : "", FC_WHY_NAME(i < n ? paths[i] : out_dir));
+      }
+      APPEND(loader, " (not stored; cache-verify reports them missing)");
+    }
+    o->on_mel_configs(detail, loader, o->strict, o->user);
+  }
+  if (o->strict) rc = FC_ECONFIG;
+done:
+  for (size_t i = 0; i < nv; i++) json_decref(v[i].o);
+  free(v);
+  free(has);
+  return rc;
+}
