@@ -108,6 +108,20 @@ printf 'a\n\nb\n' > "$d/empty.txt"
 "$T" -o "$d/s6" --manifest "$m" --vocab "$d/empty.txt" 2> "$d/err"
 expect_rc $? 2 "vocab with an empty line"
 expect_err "empty.txt:2: empty line"
+# a vocab saved as UTF-16 or UTF-32 (with or without a byte-order mark): said as such, with the
+# iconv that converts it ('1: invalid UTF-8' before, which the file's editor showed as fine)
+printf 'a\nb\n' | iconv -f UTF-8 -t UTF-16 > "$d/v16.txt"
+printf 'a\nb\n' | iconv -f UTF-8 -t UTF-32 > "$d/v32.txt"
+printf 'a\nb\n' | iconv -f UTF-8 -t UTF-16LE > "$d/v16le.txt"
+for v in v16 v32 v16le; do
+  "$T" -o "$d/s6" --manifest "$m" --vocab "$d/$v.txt" 2> "$d/err"
+  expect_rc $? 2 "a vocab in $v"
+done
+expect_err "v16le.txt:1: a NUL byte: UTF-16 or UTF-32 text without a byte-order mark? A vocab is UTF-8: convert it with iconv -f UTF-16LE (or UTF-16BE, UTF-32LE, UTF-32BE) -t UTF-8"
+"$T" -o "$d/s6" --manifest "$m" --vocab "$d/v16.txt" 2> "$d/err"
+expect_err "v16.txt:1: UTF-16 text (its byte-order mark FF FE), not UTF-8: convert it with iconv -f UTF-16 -t UTF-8"
+"$T" -o "$d/s6" --manifest "$m" --vocab "$d/v32.txt" 2> "$d/err"
+expect_err "v32.txt:1: UTF-32 text (its byte-order mark FF FE 00 00), not UTF-8: convert it with iconv -f UTF-32 -t UTF-8"
 "$T" -o "$d/s6" --manifest "$m" --vocab "" 2> "$d/err"
 expect_rc $? 2 "an empty --vocab"
 expect_err "tokenize: --vocab '' names no file (an empty path: an unset variable?)"
