@@ -548,6 +548,7 @@ int main(int argc, char **argv) {
 
   if (manifest && manifest_format == FC_MANIFEST_AUTO)
     fzc_check_kaldi_text(manifest, audio_dir, &items);
+  if (manifest) fzc_check_comma_csv(manifest, &items); /* an audiofolder's metadata.csv */
   if (manifest && !audio_dir) fzc_check_ljspeech_wavs(manifest, &items);
   if (stream) fzc_check_cwd_relative(manifest, &mo, &items); /* a Kaldi recipe's wav.scp */
   if (manifest) fzc_check_segments(manifest, &items); /* NeMo's offset and duration */

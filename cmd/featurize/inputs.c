@@ -192,6 +192,31 @@ void fzc_warn_kaldi_segments(const char *manifest, const fc_item_list *items, in
               fc_cli_quoted(seg, q, sizeof q), fc_cli_quoted(manifest, m, sizeof m));
 }
 
+void fzc_check_comma_csv(const char *manifest, const fc_item_list *items) {
+  struct stat st;
+  if (items->format != FC_MANIFEST_LJSPEECH || stat(manifest, &st) != 0 || !S_ISREG(st.st_mode))
+    return;
+  FILE *f = fopen(manifest, "r");
+  if (!f) return;
+  char *line = NULL;
+  size_t cap = 0;
+  int commas = 0, lines = 0;
+  ssize_t n;
+  while (lines < 2 && (n = getline(&line, &cap, f)) >= 0) {
+    if (strspn(line, " \t\r\n") == (size_t)n) continue; /* blank */
+    lines++;
+    commas += strchr(line, ',') && !strchr(line, '|');
+  }
+  free(line);
+  fclose(f);
+  if (commas < 2) return;
+  fc_cli_warn(manifest,
+              "comma-separated, not LJSpeech's id|text (Hugging Face's audiofolder metadata?): "
+              "give its audio files as paths (find DIR -name '*.wav' | featurize -o STORE -), or a "
+              "wav.scp or JSON lines manifest");
+  exit(FC_EXIT_USAGE);
+}
+
 static int first_path(const fc_item *it, void *user) {
   if (!it->path) return 0;
   snprintf(user, 4096, "%s", it->path);

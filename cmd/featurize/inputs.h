@@ -52,6 +52,10 @@ void fzc_check_segments(const char *manifest, const fc_item_list *items);
  * recordings are stored whole, under their ids, which a user who meant the utterances learns
  * from a line here (not with -q) rather than from hours-long records. */
 void fzc_warn_kaldi_segments(const char *manifest, const fc_item_list *items, int quiet);
+/* A comma-separated .csv (Hugging Face's audiofolder metadata, file_name,transcription) read as
+ * LJSpeech by its name: every line would fail for want of its bar. When the first two lines of
+ * the manifest file hold commas and no bar, says so and what to give instead, and exits 2. */
+void fzc_check_comma_csv(const char *manifest, const fc_item_list *items);
 /* Is the folder a store at path would be made in missing (-o cache/hifigan before mkdir cache)?
  * Then 1, with its name (quoted as names are) in buf. */
 int fzc_store_folder_missing(const char *store, char *buf, size_t len);

@@ -199,5 +199,21 @@ featurize stores whole files, under the recordings' ids (cut each segment into a
 first: Kaldi's extract-segments, or sox IN OUT trim START =END)" err ||
   fail "segments beside wav.scp: $(cat err)"
 
+# 13. a comma-separated metadata.csv (Hugging Face's audiofolder: file_name,transcription), read
+# as LJSpeech by its name: every line failed 'missing text column'; refused before the store is
+# touched. An LJSpeech file whose first line alone lacks its bar fails that line only, as before.
+mkdir -p hf && cp a.wav hf/0001.wav
+printf 'file_name,transcription\n0001.wav,hello there\n' >hf/metadata.csv
+FZ -o s21 --manifest hf/metadata.csv >out 2>err
+rc=$?
+[ $rc = 2 ] || fail "comma csv: exit $rc, want 2"
+grep -qx "featurize: hf/metadata.csv: comma-separated, not LJSpeech's id|text (Hugging Face's \
+audiofolder metadata?): give its audio files as paths (find DIR -name '\*.wav' | featurize -o \
+STORE -), or a wav.scp or JSON lines manifest" err || fail "comma csv: $(cat err)"
+[ -e s21 ] && fail "comma csv: a store was made"
+printf 'LJ1,one\nLJ2|two\n' >lj/comma1.csv
+FZ -o s22 --manifest lj/comma1.csv >out 2>err
+[ $? = 1 ] || fail "one line without a bar: $(cat err)"
+
 [ $fails = 0 ] || exit 1
 echo "featurize_messy_inputs: ok"
