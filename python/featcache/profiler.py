@@ -50,6 +50,10 @@ class ProfilerError(RuntimeError):
         super().__init__(msg)
         self.code = code
 
+    def __reduce__(self):  # (pickled: its code and message as they are)
+        from ._lib import _rebuilt_error  # noqa: PLC0415
+        return _rebuilt_error, (type(self), self.code, str(self))
+
 
 NAME_MAX, LABEL_MAX = 63, 127  # bytes: FC_PROF_NAME_MAX, and the label's
 

@@ -594,5 +594,18 @@ def test_names_that_are_no_str_are_named():
     prof.close()
 
 
+def test_a_profiler_error_pickles():
+    # as FeatcacheError: its code and message kept (pickle.loads raised TypeError, __init__
+    # wanting code and what)
+    import pickle
+    from featcache.profiler import ProfilerError
+    prof = StepProfiler()
+    with pytest.raises(ProfilerError) as e:
+        prof.end_step()
+    back = pickle.loads(pickle.dumps(e.value))
+    assert type(back) is ProfilerError and (back.code, str(back)) == (e.value.code, str(e.value))
+    prof.close()
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
