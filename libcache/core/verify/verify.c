@@ -172,9 +172,9 @@ static int open_snapshot(vctx *c, int *nthreads, fc_rtxn **main) {
 
 /* LMDB's free list (its db 0: the pages each transaction freed, which later writes reuse), walked
  * read-only: no read of the store touches it, so damage there leaves a store that reads — and
- * passed — while every write fails on it (featurize, tokenize, cache-config --drop, cache-prune,
- * its --compact included: LMDB's compact copy counts the free pages first), and a page number
- * past the last page would have a writer put data where no page is. *open holds the cursor while
+ * passed — while writes fail on it once they reach the damaged part (featurize, tokenize,
+ * cache-config --drop, cache-prune; its --compact at once: LMDB's compact copy counts the free
+ * pages first), and a page number past the last page would have a writer put data where no page is. *open holds the cursor while
  * it is open (closed by the caller after a jump out of the walk). */
 static int walk_free_list(vctx *c, MDB_txn *txn, size_t last_pgno, char *bad, size_t bad_len,
                           MDB_cursor **open) {
@@ -232,9 +232,9 @@ static int check_free_list(vctx *c, fc_rtxn *t) {
   if (rc && !bad[0]) snprintf(bad, sizeof bad, "LMDB: %s", mdb_strerror(rc));
   if (bad[0])
     vf_add(c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
-           "free list damaged (%s): the store reads, but every write to it fails or could "
-           "overwrite data (featurize, tokenize, cache-config --drop, cache-prune); cache-merge "
-           "-o NEW STORE copies it into a new store",
+           "free list damaged (%s): the store reads, but writes fail on it or could overwrite "
+           "data (featurize, tokenize, cache-config --drop, cache-prune); cache-merge -o NEW "
+           "STORE copies it into a new store",
            bad);
   return rc ? vf_txn_recover(c, t) : 0; /* LMDB fails a transaction that met a damaged page */
 }
