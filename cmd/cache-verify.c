@@ -86,7 +86,9 @@ static const char *description =
     "a manifest id or a feature record they explain is no error.";
 static const char *footer =
     "Exit status: 0 clean (warnings and recorded failures allowed unless --strict), 1 problems\n"
-    "found, 2 could not run (bad options, no store), 130/143 interrupted.\n"
+    "found, or the report could not be written to stdout (a lost report is never a pass), 2\n"
+    "could not run (bad options, no store), 130/143 interrupted, 141 the report's reader went\n"
+    "away (SIGPIPE).\n"
     "Manual: man cache-verify.";
 
 typedef struct progress_state {

@@ -20,6 +20,9 @@ for o in --expect-preset --expect-config --expect-tokens --manifest --finite --s
   grep -q -- "$o" "$T/out" || { echo "FAIL help lacks $o"; fail=1; }
 done
 [ -s "$T/err" ] && { echo "FAIL help wrote to stderr"; fail=1; }
+# the exit codes as the page gives them: a report lost on stdout is 1, a reader gone 141
+tr '\n' ' ' <"$T/out" | grep -q "1 problems found, or the report could not be written to stdout .*141 the report's reader went away" ||
+  { echo "FAIL help: exit status of a lost report, 141"; fail=1; }
 
 "$V" --version >"$T/out" 2>"$T/err"; check version 0 $?
 grep -Eq '^cache-verify \(featcache\) [0-9]+\.[0-9]+\.[0-9]+$' "$T/out" || { echo "FAIL version"; cat "$T/out"; fail=1; }
