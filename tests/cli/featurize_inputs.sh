@@ -65,7 +65,7 @@ rc=$?
 # Lines of failed inputs come in completion order with -j 2: compare sorted; the summary is last.
 sort >want <<'TXT'
 featurize: missing.wav: No such file or directory
-featurize: dir.wav: Is a directory
+featurize: dir.wav: Is a directory (featurize reads files, not folders: find DIR -name '*.wav' | featurize -o STORE -)
 featurize: empty.wav: empty file
 featurize: trunc.wav: truncated: header says 22050 frames, file holds 1478
 featurize: text.wav: not an audio file (libsndfile: Format not recognised.)

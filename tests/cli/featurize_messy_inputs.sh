@@ -64,6 +64,11 @@ for arg in corpus corpus/ corpus// ./corpus/ "$PWD/corpus/"; do
     fail "folder $arg: failure record: $("$B/cache-verify" --json s3 2>&1)"
 done
 
+# a folder's line says how to give its files
+FZ -o s3 corpus/ >out 2>err
+grep -qx "featurize: corpus/: Is a directory (featurize reads files, not folders: find DIR -name \
+'\*.wav' | featurize -o STORE -)" err || fail "folder: $(cat err)"
+
 # 4. two files of one id, the first no audio: the second is not featurized either, and a line
 # says why, naming both
 mkdir d1 d2 && printf 'garbage' >d1/x.wav && cp a.wav d2/x.wav

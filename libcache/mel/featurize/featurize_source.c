@@ -269,6 +269,9 @@ static const char *open_reason(const char *path, int rc, char *buf, size_t len) 
   if (rc == ENOENT && strpbrk(path, "*?") && lstat(path, &st) != 0) /* an unmatched glob */
     return "No such file or directory (a shell pattern that matched no file? the shell passes one "
            "on as it is)";
+  if (rc == EISDIR) /* featurize corpus/ */
+    return "Is a directory (featurize reads files, not folders: find DIR -name '*.wav' | "
+           "featurize -o STORE -)";
   if (rc == ENOENT && strstr(path, "://")) /* a remote manifest's https://, s3:// */
     return "No such file or directory (a URL? featurize reads files: download it first)";
   if (rc == ENOENT && (strncmp(path, "~/", 2) == 0 || strstr(path, "/~/")))
