@@ -281,6 +281,9 @@ int tok_bpe_load(const char *data, size_t len, tok_bpe **out, char *why, size_t 
   tok_bpe *b = fc_calloc(1, sizeof *b);
   *out = NULL;
   if (!b || nomem) FAIL(ENOMEM, "out of memory reading tokenizer.json");
+  char wide[200]; /* a file in UTF-16 (jansson: "unable to decode byte 0xff") */
+  if (!root && tok_wide_text(data, len, 64, "tokenizer.json", wide, sizeof wide))
+    FAIL(FC_ETOKENIZER, "%s", wide);
   if (!root) FAIL(FC_ETOKENIZER, "%d:%d: %s", jerr.line, jerr.column, jerr.text);
   if (!json_is_object(root)) FAIL(FC_ETOKENIZER, "not a JSON object");
   json_t *tr = json_object_get(root, "truncation"), *pad = json_object_get(root, "padding");

@@ -68,6 +68,11 @@ int tok_is_letter(int32_t cp); /* L* */
 int tok_is_number(int32_t cp); /* N* */
 int tok_is_word(int32_t cp); /* regex \w: Alphabetic, M*, Nd, Pc, Join_Control */
 #define tok_set_why fc_why /* formats/common/why.h */
+/* A file in UTF-16 or UTF-32 rather than UTF-8 (what: "vocab", "tokenizer.json"): by its
+ * byte-order mark, or a NUL byte in data[0, scan) (the ASCII of one saved without a mark). 1 with
+ * why saying so and the iconv that converts it, else 0. */
+int tok_wide_text(const char *data, size_t len, size_t scan, const char *what, char *why,
+                  size_t why_len);
 
 /* ---- vocab (chars, phonemes) ----------------------------------------------------------------- */
 typedef struct tok_vocab {

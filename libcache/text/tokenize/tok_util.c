@@ -223,3 +223,28 @@ int tok_is_word(int32_t c) {
   return (c >= 0x24B6 && c <= 0x24E9) || (c >= 0x1F130 && c <= 0x1F149) ||
          (c >= 0x1F150 && c <= 0x1F169) || (c >= 0x1F170 && c <= 0x1F189);
 }
+
+int tok_wide_text(const char *data, size_t len, size_t scan, const char *what, char *why,
+                  size_t why_len) {
+  static const struct { /* UTF-32's mark first: FF FE 00 00 begins with UTF-16's */
+    const char *mark, *enc, *hex;
+    size_t len;
+  } marks[] = {{"\xFF\xFE\0\0", "UTF-32", "FF FE 00 00", 4},
+               {"\0\0\xFE\xFF", "UTF-32", "00 00 FE FF", 4},
+               {"\xFF\xFE", "UTF-16", "FF FE", 2},
+               {"\xFE\xFF", "UTF-16", "FE FF", 2}};
+  for (size_t k = 0; k < sizeof marks / sizeof marks[0]; k++)
+    if (len >= marks[k].len && memcmp(data, marks[k].mark, marks[k].len) == 0) {
+      tok_set_why(why, why_len,
+                  "%s text (its byte-order mark %s), not UTF-8: convert it with iconv -f %s -t "
+                  "UTF-8",
+                  marks[k].enc, marks[k].hex, marks[k].enc);
+      return 1;
+    }
+  if (!memchr(data, 0, scan < len ? scan : len)) return 0;
+  tok_set_why(why, why_len,
+              "a NUL byte: UTF-16 or UTF-32 text without a byte-order mark? A %s is UTF-8: "
+              "convert it with iconv -f UTF-16LE (or UTF-16BE, UTF-32LE, UTF-32BE) -t UTF-8",
+              what);
+  return 1;
+}

@@ -93,22 +93,12 @@ int tok_vocab_parse(tok_vocab *v, const char *data, size_t len, int nfkc, char *
   if (len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0) data += 3, len -= 3; /* BOM */
   size_t i = 0;
   int rc = 0;
-  static const struct { /* UTF-32's mark first: FF FE 00 00 begins with UTF-16's */
-    const char *mark, *enc, *hex;
-    size_t len;
-  } wide[] = {{"\xFF\xFE\0\0", "UTF-32", "FF FE 00 00", 4},
-              {"\0\0\xFE\xFF", "UTF-32", "00 00 FE FF", 4},
-              {"\xFF\xFE", "UTF-16", "FF FE", 2},
-              {"\xFE\xFF", "UTF-16", "FE FF", 2}};
-  for (size_t k = 0; k < sizeof wide / sizeof wide[0] && !rc; k++)
-    if (len >= wide[k].len && memcmp(data, wide[k].mark, wide[k].len) == 0) {
-      tok_set_why(why, why_len,
-                  "1: %s text (its byte-order mark %s), not UTF-8: convert it with iconv -f %s "
-                  "-t UTF-8",
-                  wide[k].enc, wide[k].hex, wide[k].enc);
-      rc = FC_ETOKENIZER;
-      i = len;
-    }
+  char wide[200];
+  if (tok_wide_text(data, len, 0, "vocab", wide, sizeof wide)) { /* a file of another encoding */
+    tok_set_why(why, why_len, "1: %s", wide);
+    rc = FC_ETOKENIZER;
+    i = len;
+  }
   while (i < len) {
     const char *nl = memchr(data + i, '\n', len - i);
     size_t end = nl ? (size_t)(nl - data) : len;
@@ -120,12 +110,8 @@ int tok_vocab_parse(tok_vocab *v, const char *data, size_t len, int nfkc, char *
       rc = FC_ETOKENIZER;
       break;
     }
-    if (memchr(data + i, 0, l)) { /* valid UTF-8, but no text editor's: a wide encoding's ASCII */
-      tok_set_why(why, why_len,
-                  "%zu: a NUL byte: UTF-16 or UTF-32 text without a byte-order mark? A vocab is "
-                  "UTF-8: convert it with iconv -f UTF-16LE (or UTF-16BE, UTF-32LE, UTF-32BE) -t "
-                  "UTF-8",
-                  n + 1);
+    if (memchr(data + i, 0, l) && tok_wide_text(data + i, l, l, "vocab", wide, sizeof wide)) {
+      tok_set_why(why, why_len, "%zu: %s", n + 1, wide);
       rc = FC_ETOKENIZER;
       break;
     }
