@@ -341,10 +341,18 @@ n=$(grep -o '"processed":[0-9]*' "$d/out" | cut -d: -f2)
 head -$((n)) "$d/long.csv" > "$d/head.csv"
 "$T" -o "$d/s7" --manifest "$d/head.csv" -t phonemes --vocab "$d/pv.txt" --json > "$d/out" 2> "$d/err"
 grep -q "\"processed\":0,\"skipped_existing\":$n," "$d/out" || fail "resume: $(cat "$d/out")"
+printf 'a\t\xf0\xa0\x80\x80\xf0\xa0\x80\x81\n' > "$d/cjk.tsv"
+# an empty special (--pad "$PAD", PAD unset) is said as such; one holding a CR, which no vocab line
+# can hold, cannot be one line (it was taken, and found in no vocab)
+"$T" -o "$d/s10" --build-vocab --pad '' "$d/cjk.tsv" 2> "$d/err"
+expect_rc $? 2 "--pad ''"
+expect_err "tokenize: the pad symbol is empty (--pad '': an unset variable?)"
+"$T" -o "$d/s10" --build-vocab --eos $'<eos>\r' "$d/cjk.tsv" 2> "$d/err"
+expect_rc $? 2 "--eos with a CR"
+expect_err "tokenize: the eos symbol must be one line of UTF-8"
 # --dtype too narrow for the vocab: exit 2, the message names the dtypes that hold it (i16 said
 # 'use i32' of a vocab that u16 holds)
 "${FC_PYTHON:-python3}" -c 'print("\n".join(["<pad>", "<unk>"] + [chr(0x20000 + i) for i in range(40000)]))' > "$d/v40k.txt"
-printf 'a\t\xf0\xa0\x80\x80\xf0\xa0\x80\x81\n' > "$d/cjk.tsv"
 "$T" -o "$d/s10" --vocab "$d/v40k.txt" --dtype i16 "$d/cjk.tsv" > "$d/out" 2> "$d/err"
 expect_rc $? 2 "--dtype i16 of 40002 ids"
 [ "$(cat "$d/err")" = "tokenize: dtype i16 cannot hold 40002 ids (use u16 or i32)" ] ||

@@ -287,7 +287,13 @@ int fc_tokenizer_create(const fc_tok_opts *o, fc_tokenizer **out, char *why, siz
   const char *sp_opt[SP_COUNT] = {o->pad, o->unk, o->bos, o->eos};
   for (int i = 0; i < SP_COUNT; i++) {
     const char *s = sp_opt[i] ? sp_opt[i] : special_defaults[i];
-    if (!*s || strchr(s, '\n') || !fc_utf8_valid(s, strlen(s))) {
+    if (!*s) { /* --pad "$PAD" with PAD unset */
+      tok_set_why(why, why_len, "the %s symbol is empty (--%s '': an unset variable?)",
+                  special_keys[i], special_keys[i]);
+      rc = FC_ECONFIG;
+      goto out;
+    }
+    if (strpbrk(s, "\r\n") || !fc_utf8_valid(s, strlen(s))) { /* a vocab line holds no CR */
       tok_set_why(why, why_len, "the %s symbol must be one line of UTF-8", special_keys[i]);
       rc = FC_ECONFIG;
       goto out;
