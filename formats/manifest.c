@@ -192,7 +192,10 @@ static int parse_ljspeech(const parse_ctx *c, fc_item *it, const char *line, siz
   default: chosen = (it->text_norm && it->text_norm[0]) ? it->text_norm : it->text_raw; break;
   }
   if (!(it->text = fc_strdup(chosen))) return -ENOMEM;
-  if (!(it->path = join_path(c->audio_dir, col[0], len[0], c->ext))) return -ENOMEM;
+  /* an id column that names the file with its extension ("a.wav|text"): wavs/a.wav, not
+   * wavs/a.wav.wav; the id stays as given */
+  const int named = has_audio_ext(col[0], len[0]);
+  if (!(it->path = join_path(c->audio_dir, col[0], len[0], named ? NULL : c->ext))) return -ENOMEM;
   return 0;
 }
 

@@ -220,5 +220,15 @@ printf 'LJ1,one\nLJ2|two\n' >lj/comma1.csv
 FZ -o s22 --manifest lj/comma1.csv >out 2>err
 [ $? = 1 ] || fail "one line without a bar: $(cat err)"
 
+# 14. an LJSpeech manifest whose id column holds the file's name with its extension (a.wav|text):
+# its audio was looked for at wavs/a.wav.wav; the id stays as the manifest gives it
+mkdir -p ext/wavs && cp a.wav ext/wavs/b1.wav
+printf 'b1.wav|one|one\n' >ext/metadata.csv
+FZ -v -o s23 --manifest ext/metadata.csv >out 2>err
+rc=$?
+[ $rc = 0 ] || fail "an id with its extension: exit $rc: $(cat err)"
+grep -qx 'featurize: ext/wavs/b1.wav: stored as b1.wav (43 frames, 0.50 s)' err ||
+  fail "an id with its extension: $(cat err)"
+
 [ $fails = 0 ] || exit 1
 echo "featurize_messy_inputs: ok"

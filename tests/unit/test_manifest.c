@@ -100,6 +100,13 @@ static void test_ljspeech(void) {
         l.count);
   if (l.count == 1) CHECK_STR(l.items[0].id, "u1");
   fc_item_list_free(&l);
+  h = write_str("named.csv", "a.wav|one\n"); /* an id that names its file: wavs/a.wav */
+  CHECK(read_manifest(h, FC_MANIFEST_AUTO, NULL, &l) == 0 && l.count == 1, "named: %zu", l.count);
+  if (l.count == 1) {
+    CHECK_STR(l.items[0].id, "a.wav");
+    CHECK_STR(l.items[0].path, joined(tmpdir, "wavs/a.wav"));
+  }
+  fc_item_list_free(&l);
   h = write_str("noheader.csv", "id|hello there\n"); /* an id "id" with a real transcript */
   CHECK(read_manifest(h, FC_MANIFEST_AUTO, NULL, &l) == 0 && l.count == 1, "no header: %zu",
         l.count);
