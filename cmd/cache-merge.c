@@ -62,7 +62,18 @@ typedef struct ctx {
   const char *const *inputs;
   const char *out;
   fc_cli_progress progress;
+  /* what to do about configs merged all the same: said after the merge, only when it went on
+   * (conflicts may still refuse it after the configs were said) */
+  char later[2048];
 } ctx;
+
+__attribute__((format(printf, 2, 3))) static void say_later(ctx *c, const char *fmt, ...) {
+  size_t at = strlen(c->later);
+  va_list ap;
+  va_start(ap, fmt);
+  if (at + 1 < sizeof c->later) vsnprintf(c->later + at, sizeof c->later - at, fmt, ap);
+  va_end(ap);
+}
 
 static const char *holder(const ctx *c, long i) { return i < 0 ? c->out : c->inputs[i]; }
 
@@ -123,10 +134,10 @@ static void on_token_configs(const char *name, const char *detail, int refused, 
             "(cache-config --drop %s SHARD) and tokenize it with --vocab %s.txt\n",
             fc_cli_tool, name, name, name);
   else
-    fprintf(stderr,
-            "%s: merged all the same (the stores record no shards): for one vocabulary, tokenize "
-            "the merged store with --vocab FILE and drop the others (cache-config --drop)\n",
-            fc_cli_tool);
+    say_later(c,
+              "%s: merged all the same (the stores record no shards): for one vocabulary, tokenize "
+              "the merged store with --vocab FILE and drop the others (cache-config --drop)\n",
+              fc_cli_tool);
 }
 
 /* The same when OUT holds configs of the name that no input holds: an older vocabulary there, not
@@ -148,11 +159,11 @@ static void on_output_token_configs(const char *name, const char *out_hex, const
             fc_cli_tool, one ? "it" : "them", qo, one ? out_hex : "DIGEST", qo,
             one ? "" : ", for each of its DIGESTs above");
   else
-    fprintf(stderr,
-            "%s: merged all the same (the stores record no shards): for one vocabulary, drop %s "
-            "from %s (cache-config --drop %s %s%s)\n",
-            fc_cli_tool, one ? "it" : "them", qo, one ? out_hex : "DIGEST", qo,
-            one ? "" : ", for each of its DIGESTs above");
+    say_later(c,
+              "%s: merged all the same (the stores record no shards): for one vocabulary, drop %s "
+              "from %s (cache-config --drop %s %s%s)\n",
+              fc_cli_tool, one ? "it" : "them", qo, one ? out_hex : "DIGEST", qo,
+              one ? "" : ", for each of its DIGESTs above");
 }
 
 /* Mel configs that not every store holds (a shard featurized by another version, or with another
@@ -173,11 +184,11 @@ static void on_mel_configs(const char *detail, const char *loader, int refused, 
             "cache-config --drop DIGEST STORE), or merge without --strict and complete %s\n",
             fc_cli_tool, qo);
   else
-    fprintf(stderr,
-            "%s: merged all the same (--strict refuses): for one config, featurize %s with it "
-            "over the whole corpus (what is stored is skipped), then drop the others "
-            "(cache-config --drop DIGEST %s)\n",
-            fc_cli_tool, qo, qo);
+    say_later(c,
+              "%s: merged all the same (--strict refuses): for one config, featurize %s with it "
+              "over the whole corpus (what is stored is skipped), then drop the others "
+              "(cache-config --drop DIGEST %s)\n",
+              fc_cli_tool, qo, qo);
 }
 
 static uint64_t sum(const uint64_t *v) {
@@ -301,7 +312,7 @@ int main(int argc, char **argv) {
     }
   }
 
-  ctx cx = {inputs, out, {0}};
+  ctx cx = {inputs, out, {0}, ""};
   fc_cli_progress_init(&cx.progress, progress, quiet);
   mo.on_conflict = on_conflict;
   mo.on_bad_record = on_bad;
@@ -326,6 +337,7 @@ int main(int argc, char **argv) {
   fc_cli_progress_clear(&cx.progress);
 
   uint64_t copied = sum(st.copied), present = sum(st.present);
+  if (cx.later[0] && (rc == 0 || copied + present > 0)) fputs(cx.later, stderr);
   qname qo;
   const char *qout = qn(out, &qo); /* OUT in the lines below */
   /* every entry counted once: what this run did not merge (left out as damaged, or not reached

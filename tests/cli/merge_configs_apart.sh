@@ -5,7 +5,7 @@
 # then skipped that shard's ids and cache-verify failed the store. cache-merge now says so before
 # anything is written — the configs, what differs, their shards, what the loader will see — and
 # merges (the merged store is where to complete it); --strict refuses, nothing written, exit 1
-# (docs/cache-merge.md "Configs held apart").
+# (docs/cache-merge.md "Configs held apart"). Stores of one corpus, a config each, are no finding.
 set -u
 M="$FC_BIN/cache-merge"
 [ -x "$M" ] || { echo "skip: $M not built"; exit 77; }
@@ -47,4 +47,12 @@ cache-merge: nothing merged"
 "$FC_BIN/tokenize" -q --build-vocab -o t c/metadata.csv || fail=1
 "$M" --strict -o m3 s0 s1 s2 t >out 2>err; check same 0 $?
 grep -q "mel configs" err && { echo "FAIL same: stderr:"; cat err; fail=1; }
+# two stores of one corpus, a config each: both configs hold every id, nothing said
+"$FC_BIN/featurize" -q -j1 --fmax 7600 -o x --manifest c/metadata.csv || fail=1
+"$M" --strict -o m4 m3 x >out 2>err; check corpus 0 $?
+grep -q "mel configs" err && { echo "FAIL corpus: stderr:"; cat err; fail=1; }
+# the whole corpus in hifigan beside a shard in another config: the loader's name has every id
+"$M" -o m5 m3 x2 >out 2>err; check subset 0 $?
+grep -qxF "cache-merge: the loader's features=\"hifigan\" takes ${hf:0:12}, which every id has; the others lack some (cache-verify reports them missing)" err ||
+  { echo "FAIL subset: stderr:"; cat err; fail=1; }
 exit $fail

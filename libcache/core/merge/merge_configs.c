@@ -4,6 +4,8 @@
  * name (several configs of it) or skips the other ids, and cache-verify reports them missing. */
 #include "libcache/core/merge/merge_configs.h"
 
+#include "libcache/core/merge/kmerge.h"
+
 #include "featcache/fc_config.h"
 #include "formats/common/alloc.h"
 #include "formats/common/json.h"
@@ -152,6 +154,41 @@ static void say_config(char *detail, size_t len, const melcfg *v, size_t a, size
   }
 }
 
+/* Which ids each config lacks: a walk over the audio keys of the m stores (txns[i], dbis[i]),
+ * an id lacking config g when none of the stores holding it holds g. gid[x]: the config of
+ * v[x], of groups; lack[g]: the ids config g lacks; ref_lack[i]: store i holds an id that config
+ * refg lacks. Two stores of one corpus with a config each lack nothing: the walk tells them from
+ * shards, which the stores' config lists alone do not. */
+static int ids_lacking(MDB_txn *const *txns, const MDB_dbi *dbis, size_t m, const melcfg *v,
+                       size_t nv, const size_t *gid, size_t groups, size_t refg, uint64_t *lack,
+                       char *ref_lack) {
+  char *holds = fc_calloc(groups * m, 1);
+  if (!holds) return ENOMEM;
+  for (size_t x = 0; x < nv; x++) holds[gid[x] * m + v[x].holder] = 1;
+  fc_kmerge *k;
+  int rc = kmerge_open(txns, dbis, m, NULL, &k);
+  if (rc) {
+    free(holds);
+    return rc;
+  }
+  MDB_val key;
+  size_t hm;
+  const size_t *src;
+  const MDB_val *vals;
+  while ((rc = kmerge_next(k, &key, &hm, &src, &vals)) == 0)
+    for (size_t g = 0; g < groups; g++) {
+      int held = 0;
+      for (size_t j = 0; j < hm && !held; j++) held = holds[g * m + src[j]];
+      if (held) continue;
+      lack[g]++;
+      if (g == refg)
+        for (size_t j = 0; j < hm; j++) ref_lack[src[j]] = 1;
+    }
+  kmerge_close(k);
+  free(holds);
+  return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
 int merge_check_mel_configs(fc_store *const *in, MDB_txn *const *txns, size_t n, fc_store *out,
                             MDB_txn *out_txn, const char *const *paths, const char *out_dir,
                             const fc_merge_opts *o, fc_merge_stats *st) {
@@ -176,9 +213,41 @@ int merge_check_mel_configs(fc_store *const *in, MDB_txn *const *txns, size_t n,
     for (b = a; b < nv && !strcmp(v[b].hex, v[a].hex); b++) with += has[v[b].holder];
     groups++;
     apart += with < utter;
-    if (b - a > ref_holders) ref = a, ref_holders = b - a; /* the reference: the most held */
+    /* the reference: the most held; of as many, one the loader takes by name (a preset) */
+    if (b - a > ref_holders || (b - a == ref_holders && v[a].name[0] && !v[ref].name[0]))
+      ref = a, ref_holders = b - a;
   }
-  if (!apart) goto done;
+  if (!apart) goto done; /* every store holding utterances holds every config */
+  /* which ids each config lacks, and the stores whose ids the reference lacks */
+  size_t *gid = fc_malloc(nv * sizeof *gid), refg = 0;
+  uint64_t *lack = fc_calloc(groups, sizeof *lack);
+  char *ref_lack = fc_calloc(m, 1);
+  MDB_txn **tx = fc_malloc(m * sizeof *tx);
+  MDB_dbi *dbis = fc_malloc(m * sizeof *dbis);
+  if (gid && lack && ref_lack && tx && dbis) {
+    for (size_t a = 0, b, g = 0; a < nv; a = b, g++) {
+      for (b = a; b < nv && !strcmp(v[b].hex, v[a].hex); b++) gid[b] = g;
+      if (a == ref) refg = g;
+    }
+    for (size_t i = 0; i < m; i++) {
+      tx[i] = i < n ? txns[i] : out_txn;
+      dbis[i] = (i < n ? in[i] : out)->dbi[FC_DB_AUDIO];
+    }
+    rc = ids_lacking(tx, dbis, m, v, nv, gid, groups, refg, lack, ref_lack);
+  } else {
+    rc = ENOMEM;
+  }
+  apart = 0;
+  for (size_t g = 0; g < groups && !rc; g++) apart += lack[g] > 0;
+  uint64_t ref_lacks = lack ? lack[refg] : 0;
+  free(gid);
+  free(lack);
+  free(tx);
+  free(dbis);
+  if (rc || !apart) {
+    free(ref_lack);
+    goto done;
+  }
   st->mel_configs_apart += apart;
   if (o->on_mel_configs) {
     char detail[1024], loader[512] = "";
@@ -201,15 +270,18 @@ int merge_check_mel_configs(fc_store *const *in, MDB_txn *const *txns, size_t n,
                "by digest), and each lacks the ids of the stores without it (cache-verify reports "
                "them missing)",
                v[ref].name, named);
+    else if (!ref_lacks)
+      snprintf(loader, sizeof loader,
+               "the loader's features=\"%s\" takes %.12s, which every id has; the others lack "
+               "some (cache-verify reports them missing)",
+               v[ref].name[0] ? v[ref].name : v[ref].hex, v[ref].hex);
     else {
       snprintf(loader, sizeof loader,
                "the loader's features=\"%s\" takes %.12s and skips the ids of ",
                v[ref].name[0] ? v[ref].name : v[ref].hex, v[ref].hex);
       size_t said = 0;
       for (size_t i = 0; i < m; i++) {
-        int holds = 0;
-        for (size_t x = ref; x < ref + ref_holders; x++) holds |= v[x].holder == i;
-        if (holds || !has[i]) continue;
+        if (!ref_lack[i]) continue;
         if (said++ == 3) {
           APPEND(loader, ", ...");
           break;
@@ -220,6 +292,7 @@ int merge_check_mel_configs(fc_store *const *in, MDB_txn *const *txns, size_t n,
     }
     o->on_mel_configs(detail, loader, o->strict, o->user);
   }
+  free(ref_lack);
   if (o->strict) rc = FC_ECONFIG;
 done:
   for (size_t i = 0; i < nv; i++) json_decref(v[i].o);
