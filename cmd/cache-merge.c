@@ -28,8 +28,8 @@ static const fc_cli_opt options[] =
       "merge shards that are not every K of N (default: refuse, naming the missing)"},
      {NULL, 0, 0, NULL, "Configs:"},
      {"strict", OPT_STRICT, no_argument, NULL,
-      "refuse stores whose mel configs differ (not every store holds each; default: say so and "
-      "merge)"},
+      "refuse stores whose mel configs differ (a config that lacks some of the ids; default: "
+      "say so and merge)"},
      {NULL, 0, 0, NULL, "Running:"},
      {"batch", OPT_BATCH, required_argument, "N", "entries per write transaction (default 1024)"},
      {"nolock", OPT_NOLOCK, no_argument, NULL,
