@@ -118,7 +118,33 @@ typedef struct run_ctx {
   fc_cli_progress progress;
   uint64_t reported; /* failed lines that got a line of their own */
   fc_cli_failures failures; /* what --json lists */
+  uint64_t not_stored; /* a check's lines not stored: the first NOT_STORED_SAID are named */
 } run_ctx;
+
+/* A check names this many lines not stored, one line each. */
+#define NOT_STORED_SAID 10
+
+static void on_not_stored(const fc_item *it, void *ud) {
+  run_ctx *c = ud;
+  if (c->not_stored++ < NOT_STORED_SAID) {
+    char id[1024];
+    fc_cli_progress_clear(&c->progress);
+    fputs("tokenize: ", stderr);
+    fc_cli_put_name(stderr, c->manifest);
+    fprintf(stderr, ":%zu: %s not stored\n", it->line,
+            fc_cli_quoted(it->id ? it->id : "", id, sizeof id));
+  }
+}
+
+/* A store this user may only read, opened to be checked: read-only, its lock file too when this
+ * user may write it (a read-only mount: LMDB reads without it), else without locking. */
+static int open_read_only(const char *dir, fc_store ***parts, unsigned *n) {
+  char why[256];
+  int rc = fc_store_open_split(dir, FC_STORE_RDONLY, 0, parts, n, why, sizeof why);
+  if (rc == EACCES || rc == EPERM)
+    rc = fc_store_open_split(dir, FC_STORE_RDONLY | FC_STORE_NOLOCK, 0, parts, n, why, sizeof why);
+  return rc;
+}
 
 /* Each bad line's reason is printed, -q or not (as featurize's): it is the only place it is said,
  * since tokenize keeps no record of it in the store. */
@@ -134,12 +160,41 @@ static void on_bad_line(const fc_item *it, int err, const char *why, void *ud) {
 
 static void on_progress(const fc_tokenize_stats *s, void *ud) {
   run_ctx *c = ud;
-  const unsigned long long done = s->processed + s->skipped_existing + s->failed;
+  const unsigned long long done = s->processed + s->skipped_existing + s->failed + s->not_stored;
   if (s->lines)
     fc_cli_progress_show(&c->progress, "tokenize: %llu of %llu lines", done,
                          (unsigned long long)s->lines);
   else /* a manifest read as the job goes: its length is known at the end */
     fc_cli_progress_show(&c->progress, "tokenize: %llu line%s done", done, done == 1 ? "" : "s");
+}
+
+/* The end of a check of a store this user may only read (write_err: why it could not be
+ * written): every line stored, or how many are not and what to do. */
+static void check_summary(const fc_tokenize_stats *st, const char *store, int write_err,
+                          const run_ctx *c, const fc_cli_max_failed *mf, int allowed, int quiet) {
+  const unsigned long long n = st->lines, missing = st->not_stored, failed = st->failed;
+  char failures[96] = "";
+  if (failed)
+    snprintf(failures, sizeof failures, ", %llu failed%s%s%s", failed,
+             mf->text[0] ? (allowed ? " (allowed by --max-failed " : " (more than --max-failed ")
+                         : "",
+             mf->text, mf->text[0] ? ")" : "");
+  if (missing) {
+    const unsigned long long named = missing < NOT_STORED_SAID ? missing : NOT_STORED_SAID;
+    char unnamed[64] = "";
+    if (named < missing)
+      snprintf(unnamed, sizeof unnamed, " (%llu not named above)", missing - named);
+    fc_cli_warn(store,
+                "%llu of %llu line%s not stored%s%s, and the store cannot be written (%s): "
+                "tokenize them into a store you may write, or have its owner run tokenize",
+                missing, n, n == 1 ? "" : "s", unnamed, failures, fc_strerror(write_err));
+  } else if (failed && (!quiet || !allowed)) {
+    fc_cli_warn(store, "%llu of %llu stored%s; checked, nothing written (the store is read-only)",
+                (unsigned long long)st->skipped_existing, n, failures);
+  } else if (!failed && !quiet) {
+    fc_cli_warn(store,
+                "every line is stored (%llu checked; the store is read-only: nothing written)", n);
+  }
 }
 
 /* '-' for a file option: stdin (out: stdout), as for the manifest (the library opens a path) */
@@ -419,8 +474,24 @@ int main(int argc, char **argv) {
     fc_tokenizer_free(tok);
     return fc_cli_signal_exit();
   }
+  /* A store this user may only read: checked instead, nothing written (docs/tokenize.md "A store
+   * you may only read"). */
+  const int write_err = rc;
+  const int ro_open = rc == EACCES || rc == EROFS || rc == EPERM;
+  const int ro_rc = ro_open ? open_read_only(out_dir, &parts, &n_parts) : 0;
+  const int check = ro_open && ro_rc == 0;
+  if (check) {
+    rc = 0;
+    if (!quiet)
+      fc_cli_warn(out_dir,
+                  "cannot write the store (%s): checking that it holds every line instead, "
+                  "writing nothing",
+                  fc_strerror(write_err));
+  }
   if (rc) {
-    if (swhy[0])
+    if (ro_open && (ro_rc == ENOENT || ro_rc == FC_ENOSTORE))
+      fc_cli_warn(out_dir, "cannot create the store: %s", fc_strerror(rc));
+    else if (swhy[0])
       fc_cli_warn(NULL, "%s", swhy);
     else
       fc_cli_warn(out_dir, "%s", fc_strerror(rc));
@@ -428,7 +499,8 @@ int main(int argc, char **argv) {
     fc_tokenizer_free(tok);
     return FC_EXIT_USAGE;
   }
-  if ((rc = fc_cli_mark_shard(parts[0], shard_k, shard_n)) != 0) { /* docs/FORMAT.md "Shards" */
+  if (!check &&
+      (rc = fc_cli_mark_shard(parts[0], shard_k, shard_n)) != 0) { /* docs/FORMAT.md "Shards" */
     /* before anything is stored, as the open it belongs to: nothing done */
     fc_cli_warn(out_dir, "cannot record its shard in the store: %s", fc_strerror(rc));
     fc_store_close_split(parts, n_parts);
@@ -449,10 +521,12 @@ int main(int argc, char **argv) {
     }
   }
 
-  run_ctx ctx = {strcmp(manifest, "-") == 0 ? "(stdin)" : manifest, manifest, json, {0}, 0, {0}};
+  run_ctx ctx = {strcmp(manifest, "-") == 0 ? "(stdin)" : manifest, manifest, json, {0}, 0, {0}, 0};
   fc_cli_progress_init(&ctx.progress, progress, quiet);
   ro.report = on_bad_line;
   ro.report_ud = &ctx;
+  ro.check_only = check;
+  ro.report_not_stored = on_not_stored;
   if (ctx.progress.on) ro.progress = on_progress;
   ro.progress_ud = &ctx;
   struct timespec t0, t1;
@@ -482,6 +556,9 @@ int main(int argc, char **argv) {
   } else if (rc) {
     fc_cli_warn(out_dir, "%s", fc_strerror(rc));
     exit_code = FC_EXIT_FAIL;
+  } else if (check &&
+             st.not_stored) { /* what is missing cannot be written: as the open's refusal */
+    exit_code = FC_EXIT_USAGE;
   } else if (!allowed) {
     exit_code = FC_EXIT_FAIL;
   }
@@ -497,8 +574,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "tokenize: %llu line%s not stored after the failure, counted as failed\n",
             (unsigned long long)(st.failed - ctx.reported),
             st.failed - ctx.reported == 1 ? "" : "s");
-  /* exit 1 always comes with its `done: N of M` line, and so do failures a tolerance allowed */
-  if (!quiet || exit_code == FC_EXIT_FAIL || st.failed) {
+  if (check && rc != FC_EINTR && st.lines) {
+    check_summary(&st, out_dir, write_err, &ctx, &max_failed, allowed, quiet);
+  } else if (!quiet || exit_code == FC_EXIT_FAIL || st.failed) {
+    /* exit 1 always comes with its `done: N of M` line, and so do failures a tolerance allowed */
     char not_started[48] = "";
     const char *tolerance =
         st.failed && !rc && max_failed.text[0] ? (allowed ? ", allowed by" : ", more than") : "";
@@ -536,11 +615,11 @@ int main(int argc, char **argv) {
         "{\"processed\":%llu,\"skipped_existing\":%llu,\"failed\":%llu,\"not_started\":%llu,"
         "\"lines\":%llu,"
         "\"tokens\":%llu,\"unknown\":%llu,\"wall_seconds\":%.6f,\"config_digest\":\"%s\","
-        "\"tokenizer\":\"%s\",\"max_failed\":",
+        "\"tokenizer\":\"%s\",\"checked_read_only\":%s,\"not_stored\":%llu,\"max_failed\":",
         (unsigned long long)st.processed, (unsigned long long)st.skipped_existing,
         (unsigned long long)st.failed, (unsigned long long)st.not_started,
         (unsigned long long)st.lines, (unsigned long long)st.tokens, (unsigned long long)st.unknown,
-        wall, hex, kind_name);
+        wall, hex, kind_name, check ? "true" : "false", (unsigned long long)st.not_stored);
     fc_json_write_string(stdout, max_failed.text[0] ? max_failed.text : "0");
     printf(",\"failed_allowed\":%s,", exit_code == FC_EXIT_OK ? "true" : "false");
     fc_cli_failures_json(stdout, &ctx.failures);

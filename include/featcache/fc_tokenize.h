@@ -150,11 +150,12 @@ typedef struct fc_tokenize_stats {
   uint64_t tokens; /* tokens in the records written this run */
   uint64_t unknown; /* symbols mapped to unk, in the records written this run */
   /* Lines never stored because the run was stopped on purpose (the stop flag, --strict). Always:
-   * processed + skipped_existing + failed + not_started = lines. */
+   * processed + skipped_existing + failed + not_started + not_stored = lines. */
   uint64_t not_started;
   /* Text entries written this run: a new id's, or one rewritten for a changed transcript. A line
    * counted in skipped_existing (its record was stored already) may have had its entry written. */
   uint64_t entries;
+  uint64_t not_stored; /* check_only: lines whose record or text entry is not in the store */
 } fc_tokenize_stats;
 
 /* Called for every failed line: item (its line, id), the error and a one-line reason. */
@@ -189,6 +190,14 @@ typedef struct fc_tokenize_run_opts {
    * (fc_shard_of their id; an item without one: shard 0, as fc_item_list_shard keeps it) only, so
    * that memory and the file hold the shard's. Ignored elsewhere. */
   uint32_t shard_k, shard_n;
+  /* Look, write nothing: each line is found stored (skipped_existing: its record and its id's
+   * text entry with this text are there), fails as in a run (the line itself: UTF-8, empty, too
+   * long; not its tokenization, which a check does not do), or is not stored (not_stored, and
+   * report_not_stored when set, with report_ud). No config, record or entry is written. The store
+   * may be opened FC_STORE_RDONLY: a store this user may only read is checked this way
+   * (docs/tokenize.md "A store you may only read"). */
+  int check_only;
+  void (*report_not_stored)(const fc_item *item, void *ud);
 } fc_tokenize_run_opts;
 
 /* Tokenize items into store s: per item, the text entry (id → text digest ‖ text as read: the

@@ -28,7 +28,7 @@ golden() { sed -E 's/"wall_seconds":[0-9.]+/"wall_seconds":W/; s/"config_digest"
 rc=$?
 [ $rc = 0 ] || fail "exit $rc, want 0: $(cat err)"
 cat >want <<'JSON'
-{"processed":2,"skipped_existing":0,"failed":4,"not_started":0,"lines":6,"tokens":27,"unknown":0,"wall_seconds":W,"config_digest":D,"tokenizer":"chars","max_failed":"4","failed_allowed":true,"failures":[{"id":"b","source":"m.csv","line":2,"error":"FC_EEMPTY: empty input (no samples, no text)","reason":"text is empty after normalization"},{"id":null,"source":"m.csv","line":3,"error":"FC_EUTF8: invalid UTF-8","reason":"invalid UTF-8"},{"id":"a","source":"m.csv","line":4,"error":"FC_EDUPLICATE: duplicate id","reason":"duplicate id 'a'"},{"id":null,"source":"m.csv","line":5,"error":"FC_EMANIFEST: malformed manifest line","reason":"missing text column (expected id|text[|normalized])"}],"failures_listed":4}
+{"processed":2,"skipped_existing":0,"failed":4,"not_started":0,"lines":6,"tokens":27,"unknown":0,"wall_seconds":W,"config_digest":D,"tokenizer":"chars","checked_read_only":false,"not_stored":0,"max_failed":"4","failed_allowed":true,"failures":[{"id":"b","source":"m.csv","line":2,"error":"FC_EEMPTY: empty input (no samples, no text)","reason":"text is empty after normalization"},{"id":null,"source":"m.csv","line":3,"error":"FC_EUTF8: invalid UTF-8","reason":"invalid UTF-8"},{"id":"a","source":"m.csv","line":4,"error":"FC_EDUPLICATE: duplicate id","reason":"duplicate id 'a'"},{"id":null,"source":"m.csv","line":5,"error":"FC_EMANIFEST: malformed manifest line","reason":"missing text column (expected id|text[|normalized])"}],"failures_listed":4}
 JSON
 golden out >got
 diff want got >diff || fail "--json failures: $(cat diff)"

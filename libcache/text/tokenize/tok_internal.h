@@ -174,6 +174,16 @@ int tok_bpe_encode(const tok_bpe *b, const char *text, size_t len, tok_ids *out,
 uint32_t tok_bpe_vocab_size(const tok_bpe *b);
 void tok_bpe_free(tok_bpe *b);
 
+/* ---- the job (tokenize.c), for the split-store runner (tok_split.c) ---------------------------- */
+/* fc_tokenize_run into one store, the readings a vocab pass left with t kept there (a split
+ * store's next part reads them too). */
+int tok_run_store(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
+                  const fc_tokenize_run_opts *o, fc_tokenize_stats *st);
+/* Finish a build_vocab tokenizer from items (fc_tokenizer_build_vocab_from); dir: where the
+ * phonemes readings' file goes (NULL: $TMPDIR); by_shard: keep only the readings of o's shard. */
+int tok_build_vocab_from(fc_tokenizer *t, const fc_item_list *items, const fc_tokenize_run_opts *o,
+                         const char *dir, int by_shard);
+
 /* ---- bulk loads (tok_bulk.c) ------------------------------------------------------------------ */
 /* Runs of puts spilled to an unnamed temporary file in dir (the store's directory: the same file
  * system), then merged in key order into the store with FC_PUT_APPEND: for a table that is empty,

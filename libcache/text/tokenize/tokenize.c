@@ -427,6 +427,38 @@ typedef struct run_ctx {
   int rc; /* the run's outcome so far */
 } run_ctx;
 
+/* A check's batch (fc_tokenize_run_opts.check_only), its lookups made: each line failed, stored or
+ * not stored, counted and reported; nothing tokenized, nothing written. */
+static int check_batch(run_ctx *c, const fc_item *lines, size_t m) {
+  const fc_tokenize_run_opts *o = c->o;
+  fc_tokenize_stats *st = c->st;
+  for (size_t i = 0; i < m; i++) {
+    const line_state *l = &c->ls[i];
+    if (l->err) {
+      st->failed++;
+      report(o, &lines[i], l);
+      if (o->strict) {
+        c->rc = l->err;
+        c->stopped = 1;
+        break;
+      }
+    } else if (l->need_tok || l->need_text) {
+      st->not_stored++;
+      if (o->report_not_stored) o->report_not_stored(&lines[i], o->report_ud);
+    } else {
+      st->skipped_existing++;
+    }
+  }
+  if (o->progress) o->progress(st, o->progress_ud);
+  if (c->stopped) return TOK_STOP; /* --strict */
+  if (o->stop && *o->stop) {
+    c->rc = FC_EINTR;
+    c->stopped = 1;
+    return TOK_STOP;
+  }
+  return 0;
+}
+
 static int run_batch(const fc_item *lines, size_t m, void *ctxp) {
   run_ctx *c = ctxp;
   const fc_tokenize_run_opts *o = c->o;
@@ -462,6 +494,7 @@ static int run_batch(const fc_item *lines, size_t m, void *ctxp) {
     if (l->need_tok) l->need_text = 1;
   }
   fc_rtxn_end(rt);
+  if (o->check_only) return check_batch(c, lines, m);
   /* a text seen earlier in the batch: one record, made by its first line; the others are
    * counted with the records already stored */
   tok_map seen = {0};
@@ -603,12 +636,12 @@ static int run_batch(const fc_item *lines, size_t m, void *ctxp) {
 
 /* fc_tokenize_run into one store; the readings a vocab pass left with t stay there (a split store's
  * next part reads them too). */
-static int run_store(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
-                     const fc_tokenize_run_opts *o, fc_tokenize_stats *st) {
+int tok_run_store(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
+                  const fc_tokenize_run_opts *o, fc_tokenize_stats *st) {
   fc_tokenize_run_opts defaults = {0};
   if (!o) o = &defaults;
   memset(st, 0, sizeof *st);
-  run_ctx c = {.s = s, .t = t, .o = o, .st = st};
+  run_ctx c = {.s = s, .t = t, .o = o, .st = st, .decided = o->check_only}; /* a check: no bulk */
   c.batch = o->batch ? o->batch : 4096;
   c.max_bytes = o->max_text_bytes ? o->max_text_bytes : 65536;
   c.nthreads = o->threads > 0 ? o->threads : omp_get_max_threads();
@@ -634,7 +667,7 @@ static int run_store(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
     goto out;
   }
   if ((rc = fc_tokenizer_config(t, &json, &jlen, &c.cfg))) goto out;
-  if ((rc = put_meta(s, t, &c.cfg, json, jlen))) goto out;
+  if (!o->check_only && (rc = put_meta(s, t, &c.cfg, json, jlen))) goto out;
   config_key(&c.cfg, c.ckey);
   if ((c.cache = tok_tokenizer_phcache(t))) tok_phcache_rewind(c.cache);
   rc = for_each_batch(items, o, c.batch, run_batch, &c, &n);
@@ -665,8 +698,8 @@ out:
    * read now to count them. */
   if (o->manifest && !ran) for_each_batch(items, o, c.batch, count_only, NULL, &n);
   st->lines = n;
-  if (st->processed + st->skipped_existing + st->failed < n) {
-    uint64_t rest = n - st->processed - st->skipped_existing - st->failed;
+  if (st->processed + st->skipped_existing + st->failed + st->not_stored < n) {
+    uint64_t rest = n - st->processed - st->skipped_existing - st->failed - st->not_stored;
     if (c.stopped)
       st->not_started = rest;
     else
@@ -686,98 +719,18 @@ out:
 
 int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
                     const fc_tokenize_run_opts *o, fc_tokenize_stats *st) {
-  int rc = run_store(s, t, items, o, st);
+  int rc = tok_run_store(s, t, items, o, st);
   tok_tokenizer_set_phcache(t, NULL); /* the readings were for this run */
-  return rc;
-}
-
-static int build_vocab_from(fc_tokenizer *t, const fc_item_list *items,
-                            const fc_tokenize_run_opts *o, const char *dir, int by_shard);
-
-/* ---- split stores ------------------------------------------------------------------------------ */
-typedef struct split_progress {
-  const fc_tokenize_run_opts *o;
-  fc_tokenize_stats done; /* the parts before this one */
-} split_progress;
-
-static void add_stats(fc_tokenize_stats *a, const fc_tokenize_stats *b) {
-  a->lines += b->lines;
-  a->processed += b->processed;
-  a->skipped_existing += b->skipped_existing;
-  a->entries += b->entries;
-  a->failed += b->failed;
-  a->not_started += b->not_started;
-  a->tokens += b->tokens;
-  a->unknown += b->unknown;
-}
-
-static void on_part_progress(const fc_tokenize_stats *st, void *ud) {
-  split_progress *sp = ud;
-  fc_tokenize_stats all = sp->done;
-  add_stats(&all, st);
-  sp->o->progress(&all, sp->o->progress_ud);
-}
-
-int fc_tokenize_run_split(fc_store *const *parts, unsigned n_parts, fc_tokenizer *t,
-                          const fc_item_list *items, const fc_tokenize_run_opts *o,
-                          fc_tokenize_stats *st) {
-  if (n_parts < 2) return fc_tokenize_run(parts[0], t, items, o, st);
-  memset(st, 0, sizeof *st);
-  if (o && o->manifest) return FC_ECONFIG; /* a manifest read as it goes: one store only */
-  fc_tokenize_run_opts defaults = {0};
-  if (!o) o = &defaults;
-  int rc = 0;
-  /* The vocab of a build_vocab tokenizer comes from all the lines, so every part has one config. */
-  split_progress sp = {.o = o};
-  fc_item_list sub = {.items = NULL, .format = items->format};
-  if (fc_tokenizer_config(t, NULL, NULL, NULL) == FC_EBADSTATE &&
-      (rc = build_vocab_from(t, items, o, fc_store_path(parts[0]), 0)))
-    goto out;
-  if (!(sub.items = fc_malloc((items->count ? items->count : 1) * sizeof(fc_item)))) {
-    rc = ENOMEM;
-    goto out;
-  }
-  fc_tokenize_run_opts po = *o;
-  if (o->progress) {
-    po.progress = on_part_progress;
-    po.progress_ud = &sp;
-  }
-  for (unsigned k = 0; k < n_parts && !rc; k++) {
-    sub.count = 0;
-    for (size_t i = 0; i < items->count; i++) { /* an item without an id: part 0 (fc_shard.h) */
-      const fc_item *it = &items->items[i];
-      unsigned part = it->id ? fc_store_part_of_id(it->id, strlen(it->id), n_parts) : 0;
-      if (part == k) sub.items[sub.count++] = *it;
-    }
-    fc_tokenize_stats ps;
-    rc = run_store(parts[k], t, &sub, &po, &ps);
-    add_stats(&sp.done, &ps);
-  }
-out:
-  /* every line counted once: those of the parts never run failed with the run, or were not
-   * started when it was stopped on purpose (as fc_tokenize_run counts its own) */
-  sp.done.lines = items->count;
-  uint64_t counted =
-      sp.done.processed + sp.done.skipped_existing + sp.done.failed + sp.done.not_started;
-  if (counted < items->count) {
-    if (rc == FC_EINTR || (o->strict && sp.done.not_started))
-      sp.done.not_started += items->count - counted;
-    else
-      sp.done.failed += items->count - counted;
-  }
-  *st = sp.done;
-  free(sub.items); /* shallow copies: the strings belong to items */
-  tok_tokenizer_set_phcache(t, NULL);
   return rc;
 }
 
 int fc_tokenizer_build_vocab_from(fc_tokenizer *t, const fc_item_list *items,
                                   const fc_tokenize_run_opts *o) {
-  return build_vocab_from(t, items, o, NULL, 1);
+  return tok_build_vocab_from(t, items, o, NULL, 1);
 }
 
-static int build_vocab_from(fc_tokenizer *t, const fc_item_list *items,
-                            const fc_tokenize_run_opts *o, const char *dir, int by_shard) {
+int tok_build_vocab_from(fc_tokenizer *t, const fc_item_list *items, const fc_tokenize_run_opts *o,
+                         const char *dir, int by_shard) {
   if (fc_tokenizer_config(t, NULL, NULL, NULL) != FC_EBADSTATE) return FC_ECONFIG;
   fc_tokenize_run_opts defaults = {0};
   if (!o) o = &defaults;
