@@ -97,6 +97,54 @@ static inline int fc_cli_open_to_read(const char *path, unsigned flags, fc_store
   return rc;
 }
 
+/* A store this user may not write, opened to be checked instead (featurize, tokenize: their pages'
+ * "A store you may only read"), as its parts: read-only, with its lock file when this user may
+ * write that (a read-only mount: LMDB reads without it), else lock-free (another user's folder).
+ * Returns 0 or the open's error (ENOENT, FC_ENOSTORE: no store there to check). */
+static inline int fc_cli_open_to_check(const char *dir, fc_store ***parts, unsigned *n) {
+  char why[256];
+  int rc = fc_store_open_split(dir, FC_STORE_RDONLY, 0, parts, n, why, sizeof why);
+  if (rc == EACCES || rc == EPERM)
+    rc = fc_store_open_split(dir, FC_STORE_RDONLY | FC_STORE_NOLOCK, 0, parts, n, why, sizeof why);
+  return rc;
+}
+
+/* A check's first line at most this many of what it lacks, one line each (featurize -v: all). */
+#define FC_CLI_NOT_STORED_SAID 10
+
+/* The end of such a check of n inputs of one kind (what: "input", "line"): stored, missing (named
+ * above: the first `named` of them), failed; write_err says why the store could not be written.
+ * Every one stored (said unless quiet), failures alone (said unless quiet and allowed), or how
+ * many are missing and what to do. */
+static inline void fc_cli_check_summary(const char *store, const char *what, uint64_t n,
+                                        uint64_t stored, uint64_t missing, uint64_t named,
+                                        uint64_t failed, int write_err, const fc_cli_max_failed *mf,
+                                        int allowed, int quiet) {
+  char failures[96] = "";
+  if (failed)
+    snprintf(failures, sizeof failures, ", %llu failed%s%s%s", (unsigned long long)failed,
+             mf->text[0] ? (allowed ? " (allowed by --max-failed " : " (more than --max-failed ")
+                         : "",
+             mf->text, mf->text[0] ? ")" : "");
+  if (missing) {
+    char unnamed[64] = "";
+    if (named < missing)
+      snprintf(unnamed, sizeof unnamed, " (%llu not named above)",
+               (unsigned long long)(missing - named));
+    fc_cli_warn(store,
+                "%llu of %llu %s%s not stored%s%s, and the store cannot be written (%s): %s them "
+                "into a store you may write, or have its owner run %s",
+                (unsigned long long)missing, (unsigned long long)n, what, n == 1 ? "" : "s",
+                unnamed, failures, fc_strerror(write_err), fc_cli_tool, fc_cli_tool);
+  } else if (failed && (!quiet || !allowed)) {
+    fc_cli_warn(store, "%llu of %llu stored%s; checked, nothing written (the store is read-only)",
+                (unsigned long long)stored, (unsigned long long)n, failures);
+  } else if (!failed && !quiet) {
+    fc_cli_warn(store, "every %s is stored (%llu checked; the store is read-only: nothing written)",
+                what, (unsigned long long)n);
+  }
+}
+
 /* Who holds dir's writer lock (an flock of data.mdb, docs/FORMAT.md "The writer lock"), for a
  * refusal to say: *excl 1 when it is held exclusive (a cache-prune runs on it), else 0; the pid
  * of a holder /proc/locks names (the exclusive one, else the first writer) in *pid, 0 when none

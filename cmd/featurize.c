@@ -196,17 +196,6 @@ static int store_is_new(const char *dir) {
   return stat(p, &st) != 0;
 }
 
-/* A store this user may only read, opened to be checked: read-only, its lock file too when this
- * user may write it (a read-only mount: LMDB reads without it), else without locking (a store
- * another user owns, in a folder this one may not write). Returns 0 or the open's error. */
-static int fzc_open_read_only(const char *dir, fc_store ***parts, unsigned *n) {
-  char why[256];
-  int rc = fc_store_open_split(dir, FC_STORE_RDONLY, 0, parts, n, why, sizeof why);
-  if (rc == EACCES || rc == EPERM)
-    rc = fc_store_open_split(dir, FC_STORE_RDONLY | FC_STORE_NOLOCK, 0, parts, n, why, sizeof why);
-  return rc;
-}
-
 /* The first items of a manifest: what the device and the writers are chosen from when the job
  * reads the manifest as it goes. */
 typedef struct first_ctx {
@@ -607,7 +596,7 @@ int main(int argc, char **argv) {
    * you may only read"). */
   const int write_err = rc;
   const int ro = rc == EACCES || rc == EROFS || rc == EPERM; /* why: a split store's part */
-  const int ro_rc = ro ? fzc_open_read_only(store_dir, &parts, &n_parts) : 0;
+  const int ro_rc = ro ? fc_cli_open_to_check(store_dir, &parts, &n_parts) : 0;
   const int check = ro && ro_rc == 0;
   if (check) {
     rc = 0;
@@ -716,8 +705,12 @@ int main(int argc, char **argv) {
             (unsigned long long)(st.failed - rctx.failed_lines),
             code == FC_EXIT_USAGE ? "device failed to start" : "failed write");
   fzc_explain_duplicates(&rctx);
+  const uint64_t said = verbose || rctx.not_stored_lines < FC_CLI_NOT_STORED_SAID
+                            ? rctx.not_stored_lines
+                            : FC_CLI_NOT_STORED_SAID; /* a check's inputs not stored, named */
   if (check && rc != FC_EINTR && st.total) {
-    fzc_check_summary(&st, store_dir, write_err, &rctx, &max_failed, allowed, quiet);
+    fc_cli_check_summary(store_dir, "input", st.total, st.skipped_existing, st.not_stored, said,
+                         st.failed, write_err, &max_failed, allowed, quiet);
   } else if (rc != FC_EINTR) {
     if (code == FC_EXIT_OK && st.total == 0) { /* an empty list (the wrong one?): as tokenize */
       if (!quiet)

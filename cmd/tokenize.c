@@ -118,15 +118,12 @@ typedef struct run_ctx {
   fc_cli_progress progress;
   uint64_t reported; /* failed lines that got a line of their own */
   fc_cli_failures failures; /* what --json lists */
-  uint64_t not_stored; /* a check's lines not stored: the first NOT_STORED_SAID are named */
+  uint64_t not_stored; /* a check's lines not stored: the first FC_CLI_NOT_STORED_SAID are named */
 } run_ctx;
-
-/* A check names this many lines not stored, one line each. */
-#define NOT_STORED_SAID 10
 
 static void on_not_stored(const fc_item *it, void *ud) {
   run_ctx *c = ud;
-  if (c->not_stored++ < NOT_STORED_SAID) {
+  if (c->not_stored++ < FC_CLI_NOT_STORED_SAID) {
     char id[1024];
     fc_cli_progress_clear(&c->progress);
     fputs("tokenize: ", stderr);
@@ -136,18 +133,6 @@ static void on_not_stored(const fc_item *it, void *ud) {
   }
 }
 
-/* A store this user may only read, opened to be checked: read-only, its lock file too when this
- * user may write it (a read-only mount: LMDB reads without it), else without locking. */
-static int open_read_only(const char *dir, fc_store ***parts, unsigned *n) {
-  char why[256];
-  int rc = fc_store_open_split(dir, FC_STORE_RDONLY, 0, parts, n, why, sizeof why);
-  if (rc == EACCES || rc == EPERM)
-    rc = fc_store_open_split(dir, FC_STORE_RDONLY | FC_STORE_NOLOCK, 0, parts, n, why, sizeof why);
-  return rc;
-}
-
-/* Each bad line's reason is printed, -q or not (as featurize's): it is the only place it is said,
- * since tokenize keeps no record of it in the store. */
 static void on_bad_line(const fc_item *it, int err, const char *why, void *ud) {
   run_ctx *c = ud;
   c->reported++;
@@ -166,35 +151,6 @@ static void on_progress(const fc_tokenize_stats *s, void *ud) {
                          (unsigned long long)s->lines);
   else /* a manifest read as the job goes: its length is known at the end */
     fc_cli_progress_show(&c->progress, "tokenize: %llu line%s done", done, done == 1 ? "" : "s");
-}
-
-/* The end of a check of a store this user may only read (write_err: why it could not be
- * written): every line stored, or how many are not and what to do. */
-static void check_summary(const fc_tokenize_stats *st, const char *store, int write_err,
-                          const run_ctx *c, const fc_cli_max_failed *mf, int allowed, int quiet) {
-  const unsigned long long n = st->lines, missing = st->not_stored, failed = st->failed;
-  char failures[96] = "";
-  if (failed)
-    snprintf(failures, sizeof failures, ", %llu failed%s%s%s", failed,
-             mf->text[0] ? (allowed ? " (allowed by --max-failed " : " (more than --max-failed ")
-                         : "",
-             mf->text, mf->text[0] ? ")" : "");
-  if (missing) {
-    const unsigned long long named = missing < NOT_STORED_SAID ? missing : NOT_STORED_SAID;
-    char unnamed[64] = "";
-    if (named < missing)
-      snprintf(unnamed, sizeof unnamed, " (%llu not named above)", missing - named);
-    fc_cli_warn(store,
-                "%llu of %llu line%s not stored%s%s, and the store cannot be written (%s): "
-                "tokenize them into a store you may write, or have its owner run tokenize",
-                missing, n, n == 1 ? "" : "s", unnamed, failures, fc_strerror(write_err));
-  } else if (failed && (!quiet || !allowed)) {
-    fc_cli_warn(store, "%llu of %llu stored%s; checked, nothing written (the store is read-only)",
-                (unsigned long long)st->skipped_existing, n, failures);
-  } else if (!failed && !quiet) {
-    fc_cli_warn(store,
-                "every line is stored (%llu checked; the store is read-only: nothing written)", n);
-  }
 }
 
 /* '-' for a file option: stdin (out: stdout), as for the manifest (the library opens a path) */
@@ -478,7 +434,7 @@ int main(int argc, char **argv) {
    * you may only read"). */
   const int write_err = rc;
   const int ro_open = rc == EACCES || rc == EROFS || rc == EPERM;
-  const int ro_rc = ro_open ? open_read_only(out_dir, &parts, &n_parts) : 0;
+  const int ro_rc = ro_open ? fc_cli_open_to_check(out_dir, &parts, &n_parts) : 0;
   const int check = ro_open && ro_rc == 0;
   if (check) {
     rc = 0;
@@ -575,7 +531,10 @@ int main(int argc, char **argv) {
             (unsigned long long)(st.failed - ctx.reported),
             st.failed - ctx.reported == 1 ? "" : "s");
   if (check && rc != FC_EINTR && st.lines) {
-    check_summary(&st, out_dir, write_err, &ctx, &max_failed, allowed, quiet);
+    fc_cli_check_summary(out_dir, "line", st.lines, st.skipped_existing, st.not_stored,
+                         ctx.not_stored < FC_CLI_NOT_STORED_SAID ? ctx.not_stored
+                                                                 : FC_CLI_NOT_STORED_SAID,
+                         st.failed, write_err, &max_failed, allowed, quiet);
   } else if (!quiet || exit_code == FC_EXIT_FAIL || st.failed) {
     /* exit 1 always comes with its `done: N of M` line, and so do failures a tolerance allowed */
     char not_started[48] = "";

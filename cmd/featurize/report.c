@@ -109,7 +109,8 @@ void fzc_on_event(const fc_featurize_event *ev, void *user) {
     return;
   }
   if (ev->status == FC_ITEM_NOT_STORED) { /* a check: the first ones named, -v all */
-    if (c->verbose || c->not_stored_lines < FZC_NOT_STORED_SAID) fc_cli_warn(label, "not stored");
+    if (c->verbose || c->not_stored_lines < FC_CLI_NOT_STORED_SAID)
+      fc_cli_warn(label, "not stored");
     c->not_stored_lines++;
     return;
   }
@@ -160,34 +161,6 @@ void fzc_on_progress(const fc_featurize_stats *st, void *user) {
   else /* a manifest read as the job goes: its length is known at the end */
     fc_cli_progress_show(&c->progress, "%s: %llu done, %.0f s of audio, %.0fx realtime",
                          fc_cli_tool, (unsigned long long)done, st->audio_seconds, rt);
-}
-
-void fzc_check_summary(const fc_featurize_stats *st, const char *store, int write_err,
-                       const fzc_report *c, const fc_cli_max_failed *mf, int allowed, int quiet) {
-  const unsigned long long n = st->total, missing = st->not_stored, failed = st->failed;
-  char failures[96] = "";
-  if (failed)
-    snprintf(failures, sizeof failures, ", %llu failed%s%s%s", failed,
-             mf->text[0] ? (allowed ? " (allowed by --max-failed " : " (more than --max-failed ")
-                         : "",
-             mf->text, mf->text[0] ? ")" : "");
-  if (missing) {
-    const unsigned long long named =
-        c->verbose || missing < FZC_NOT_STORED_SAID ? missing : FZC_NOT_STORED_SAID;
-    char unnamed[64] = "";
-    if (named < missing)
-      snprintf(unnamed, sizeof unnamed, " (%llu not named above)", missing - named);
-    fc_cli_warn(store,
-                "%llu of %llu input%s not stored%s%s, and the store cannot be written (%s): "
-                "featurize them into a store you may write, or have its owner run featurize",
-                missing, n, n == 1 ? "" : "s", unnamed, failures, fc_strerror(write_err));
-  } else if (failed && (!quiet || !allowed)) {
-    fc_cli_warn(store, "%llu of %llu stored%s; checked, nothing written (the store is read-only)",
-                (unsigned long long)st->skipped_existing, n, failures);
-  } else if (!failed && !quiet) {
-    fc_cli_warn(store,
-                "every input is stored (%llu checked; the store is read-only: nothing written)", n);
-  }
 }
 
 /* Stage accounting as one -v line (docs/featurize.md "Stage accounting"). */

@@ -6,16 +6,13 @@
 
 #include "featcache/fc_featurize.h"
 
-/* A check names this many inputs not stored, one line each (-v: all of them). */
-#define FZC_NOT_STORED_SAID 10
-
 typedef struct fzc_report {
   const char *manifest;
   const char *stdin_list; /* "(stdin)" when the paths come from stdin, else NULL */
   uint32_t sample_rate; /* the config's: -v names a resampling */
   int verbose, json;
   int check; /* a store this user may only read: checked, nothing written */
-  uint64_t not_stored_lines; /* NOT_STORED events said (the first FZC_NOT_STORED_SAID, -v all) */
+  uint64_t not_stored_lines; /* NOT_STORED events said (the first FC_CLI_NOT_STORED_SAID, -v all) */
   fc_cli_progress progress;
   uint64_t total;
   uint64_t failed_lines; /* FAILED events, each with its line */
@@ -34,10 +31,6 @@ void fzc_empty_input(const char *manifest, int nargs, uint32_t shard_k, uint32_t
 /* fc_featurize_opts.on_event and on_progress, user a fzc_report. */
 void fzc_on_event(const fc_featurize_event *ev, void *user);
 void fzc_on_progress(const fc_featurize_stats *st, void *user);
-/* The end of a check of a store this user may only read (write_err: why it could not be
- * written): every input stored, or how many are not and what to do. */
-void fzc_check_summary(const fc_featurize_stats *st, const char *store, int write_err,
-                       const fzc_report *c, const fc_cli_max_failed *mf, int allowed, int quiet);
 /* For each input refused as a duplicate id whose first input failed too, a line that says it was
  * not featurized either, naming both files ("Ids" in docs/featurize.md); frees what was kept. */
 void fzc_explain_duplicates(fzc_report *c);

@@ -427,6 +427,17 @@ typedef struct run_ctx {
   int rc; /* the run's outcome so far */
 } run_ctx;
 
+/* After a batch: TOK_STOP when --strict stopped the run or the stop flag is set (FC_EINTR), else 0. */
+static int batch_end(run_ctx *c) {
+  if (c->stopped) return TOK_STOP; /* --strict */
+  if (c->o->stop && *c->o->stop) {
+    c->rc = FC_EINTR;
+    c->stopped = 1;
+    return TOK_STOP;
+  }
+  return 0;
+}
+
 /* A check's batch (fc_tokenize_run_opts.check_only), its lookups made: each line failed, stored or
  * not stored, counted and reported; nothing tokenized, nothing written. */
 static int check_batch(run_ctx *c, const fc_item *lines, size_t m) {
@@ -450,13 +461,7 @@ static int check_batch(run_ctx *c, const fc_item *lines, size_t m) {
     }
   }
   if (o->progress) o->progress(st, o->progress_ud);
-  if (c->stopped) return TOK_STOP; /* --strict */
-  if (o->stop && *o->stop) {
-    c->rc = FC_EINTR;
-    c->stopped = 1;
-    return TOK_STOP;
-  }
-  return 0;
+  return batch_end(c);
 }
 
 static int run_batch(const fc_item *lines, size_t m, void *ctxp) {
@@ -625,13 +630,7 @@ static int run_batch(const fc_item *lines, size_t m, void *ctxp) {
     add_counts(&shown, &c->pending);
     o->progress(&shown, o->progress_ud);
   }
-  if (c->stopped) return TOK_STOP; /* --strict */
-  if (o->stop && *o->stop) {
-    c->rc = FC_EINTR;
-    c->stopped = 1;
-    return TOK_STOP;
-  }
-  return 0;
+  return batch_end(c);
 }
 
 /* fc_tokenize_run into one store; the readings a vocab pass left with t stay there (a split store's
