@@ -30,8 +30,7 @@ static int melcfg_cmp(const void *a, const void *b) {
   return c ? c : x->holder < y->holder ? -1 : x->holder > y->holder;
 }
 
-/* The mel configs in the meta db of txn, appended to *v (holder h). */
-static int mel_configs(MDB_txn *txn, MDB_dbi meta, size_t h, melcfg **v, size_t *n, size_t *cap) {
+int merge_each_config(MDB_txn *txn, MDB_dbi meta, merge_config_fn fn, void *ctx) {
   MDB_cursor *cur;
   int rc = mdb_cursor_open(txn, meta, &cur);
   if (rc) return rc;
@@ -47,39 +46,58 @@ static int mel_configs(MDB_txn *txn, MDB_dbi meta, size_t h, melcfg **v, size_t 
       rc = ENOMEM;
       break;
     }
+    char hex[33];
+    memcpy(hex, (const char *)k.mv_data + 4, 32);
+    hex[32] = '\0';
     const char *kind = json_string_value(json_object_get(o, "kind"));
-    if (!kind || strcmp(kind, "mel")) {
-      json_decref(o);
-      continue;
+    int r = kind ? fn(hex, kind, o, val.mv_data, val.mv_size, ctx) : 0;
+    if (r != 1) json_decref(o);
+    if (r > 1 || r < 0) {
+      rc = r;
+      break;
     }
-    if (*n == *cap) {
-      size_t nc = *cap ? 2 * *cap : 16;
-      melcfg *g = fc_realloc(*v, nc * sizeof *g);
-      if (!g) {
-        json_decref(o);
-        rc = ENOMEM;
-        break;
-      }
-      *v = g;
-      *cap = nc;
-    }
-    melcfg *t = &(*v)[(*n)++];
-    memcpy(t->hex, (const char *)k.mv_data + 4, 32);
-    t->hex[32] = '\0';
-    t->holder = h;
-    t->o = o;
-    t->name[0] = '\0';
-    const char *pn = json_string_value(json_object_get(o, "preset"));
-    fc_mel_config mc; /* as the loader names it (loader_config.c): a preset in another dtype */
-    if (pn)
-      snprintf(t->name, sizeof t->name, "%s", pn);
-    else if (fc_mel_config_from_json(val.mv_data, val.mv_size, &mc, NULL, 0) == 0 &&
-             fc_mel_config_preset_of(&mc, NULL))
-      snprintf(t->name, sizeof t->name, "%s (%s)", fc_mel_config_preset_of(&mc, NULL),
-               fc_dtype_name(mc.dtype));
   }
   mdb_cursor_close(cur);
   return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* mel_configs' context: the vector the configs of holder h are appended to. */
+typedef struct mel_walk {
+  melcfg **v;
+  size_t *n, *cap, h;
+} mel_walk;
+
+static int add_mel_config(const char *hex, const char *kind, json_t *o, const void *json,
+                          size_t len, void *ctx) {
+  mel_walk *w = ctx;
+  if (strcmp(kind, "mel")) return 0;
+  if (*w->n == *w->cap) {
+    size_t nc = *w->cap ? 2 * *w->cap : 16;
+    melcfg *g = fc_realloc(*w->v, nc * sizeof *g);
+    if (!g) return ENOMEM;
+    *w->v = g;
+    *w->cap = nc;
+  }
+  melcfg *t = &(*w->v)[(*w->n)++];
+  memcpy(t->hex, hex, 33);
+  t->holder = w->h;
+  t->o = o;
+  t->name[0] = '\0';
+  const char *pn = json_string_value(json_object_get(o, "preset"));
+  fc_mel_config mc; /* as the loader names it (loader_config.c): a preset in another dtype */
+  if (pn)
+    snprintf(t->name, sizeof t->name, "%s", pn);
+  else if (fc_mel_config_from_json(json, len, &mc, NULL, 0) == 0 &&
+           fc_mel_config_preset_of(&mc, NULL))
+    snprintf(t->name, sizeof t->name, "%s (%s)", fc_mel_config_preset_of(&mc, NULL),
+             fc_dtype_name(mc.dtype));
+  return 1; /* t->o keeps it */
+}
+
+/* The mel configs in the meta db of txn, appended to *v (holder h). */
+static int mel_configs(MDB_txn *txn, MDB_dbi meta, size_t h, melcfg **v, size_t *n, size_t *cap) {
+  mel_walk w = {v, n, cap, h};
+  return merge_each_config(txn, meta, add_mel_config, &w);
 }
 
 /* Appends to buf (len bytes); what does not fit is cut off (a cut line is still said). */

@@ -5,6 +5,15 @@
 
 #include "featcache/fc_merge.h"
 #include "libcache/core/store/store_int.h"
+#include "formats/common/json.h"
+
+/* Each config in the meta db of txn (meta cfg/<32 hex>) that parses with a "kind": fn(hex, kind,
+ * its JSON parsed and as stored, ctx) returns 1 to keep o (then the caller's to json_decref), 0
+ * to let it go, or an errno value (> 1) that ends the walk and is returned. Returns 0, ENOMEM,
+ * fn's error or an LMDB code. */
+typedef int (*merge_config_fn)(const char *hex, const char *kind, json_t *o, const void *json,
+                               size_t len, void *ctx);
+int merge_each_config(MDB_txn *txn, MDB_dbi meta, merge_config_fn fn, void *ctx);
 
 /* The mel configs of inputs in[0..n) (read in txns[i]) and out (when not NULL, in out_txn): a
  * config that a store holding audio entries lacks (a shard featurized by another featcache

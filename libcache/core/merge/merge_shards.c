@@ -42,50 +42,39 @@ static int size_cmp(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* token_configs' context: the vector the configs of holder h are appended to. */
+typedef struct tok_walk {
+  tokcfg **v;
+  size_t *n, *cap, h;
+} tok_walk;
+
+static int add_token_config(const char *hex, const char *kind, json_t *o, const void *json,
+                            size_t len, void *ctx) {
+  (void)json, (void)len;
+  tok_walk *w = ctx;
+  const char *name = NULL;
+  static const char *const keys[] = {"tokenizer", "name", "preset"};
+  for (size_t i = 0; !strcmp(kind, "tokens") && i < 3 && !name; i++)
+    name = json_string_value(json_object_get(o, keys[i]));
+  if (!name) return 0;
+  if (*w->n == *w->cap) {
+    size_t nc = *w->cap ? 2 * *w->cap : 16;
+    tokcfg *g = fc_realloc(*w->v, nc * sizeof *g);
+    if (!g) return ENOMEM;
+    *w->v = g;
+    *w->cap = nc;
+  }
+  tokcfg *t = &(*w->v)[(*w->n)++];
+  snprintf(t->name, sizeof t->name, "%s", name);
+  memcpy(t->hex, hex, 33);
+  t->holder = w->h;
+  return 0;
+}
+
 /* The token configs in the meta db of txn, appended to *v (holder h). */
 static int token_configs(MDB_txn *txn, MDB_dbi meta, size_t h, tokcfg **v, size_t *n, size_t *cap) {
-  MDB_cursor *cur;
-  int rc = mdb_cursor_open(txn, meta, &cur);
-  if (rc) return rc;
-  MDB_val k = {4, (void *)"cfg/"}, val;
-  for (rc = mdb_cursor_get(cur, &k, &val, MDB_SET_RANGE); rc == 0;
-       rc = mdb_cursor_get(cur, &k, &val, MDB_NEXT)) {
-    if (k.mv_size < 4 || memcmp(k.mv_data, "cfg/", 4)) break;
-    if (k.mv_size != 36) continue;
-    json_error_t je;
-    int nomem;
-    json_t *o = fc_json_loadb(val.mv_data, val.mv_size, 0, &je, &nomem);
-    if (nomem) {
-      rc = ENOMEM;
-      break;
-    }
-    const char *kind = json_string_value(json_object_get(o, "kind"));
-    const char *name = NULL;
-    static const char *const keys[] = {"tokenizer", "name", "preset"};
-    for (size_t i = 0; kind && !strcmp(kind, "tokens") && i < 3 && !name; i++)
-      name = json_string_value(json_object_get(o, keys[i]));
-    if (name) {
-      if (*n == *cap) {
-        size_t nc = *cap ? 2 * *cap : 16;
-        tokcfg *g = fc_realloc(*v, nc * sizeof *g);
-        if (!g) {
-          json_decref(o);
-          rc = ENOMEM;
-          break;
-        }
-        *v = g;
-        *cap = nc;
-      }
-      tokcfg *t = &(*v)[(*n)++];
-      snprintf(t->name, sizeof t->name, "%s", name);
-      memcpy(t->hex, (const char *)k.mv_data + 4, 32);
-      t->hex[32] = '\0';
-      t->holder = h;
-    }
-    json_decref(o);
-  }
-  mdb_cursor_close(cur);
-  return rc == MDB_NOTFOUND ? 0 : rc;
+  tok_walk w = {v, n, cap, h};
+  return merge_each_config(txn, meta, add_token_config, &w);
 }
 
 /* Several token configs of one name where a store holding one of them lacks another (each shard
