@@ -17,6 +17,18 @@ void store_lmdb_assert(MDB_env *env, const char *msg) {
   siglongjmp(*store_lmdb_jump, 1);
 }
 
+int store_lmdb_guarded(int (*fn)(void *arg), void *arg) {
+  sigjmp_buf jb, *outer = store_lmdb_jump;
+  if (sigsetjmp(jb, 0)) {
+    store_lmdb_jump = outer;
+    return MDB_CORRUPTED;
+  }
+  store_lmdb_jump = &jb;
+  int rc = fn(arg);
+  store_lmdb_jump = outer;
+  return rc;
+}
+
 #ifndef FC_VERSION_STRING
 #define FC_VERSION_STRING "0.0.0"
 #endif

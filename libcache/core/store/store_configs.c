@@ -143,18 +143,17 @@ static int walk_configs(fc_store *s, MDB_txn *txn, int count, configs_walk *w) {
   return rc;
 }
 
-/* walk_configs with LMDB's assertion on a damaged page caught (store_lmdb_assert): MDB_CORRUPTED,
- * as LMDB says of such a page where it does not assert. */
-static int walk_configs_guarded(fc_store *s, MDB_txn *txn, int count, configs_walk *w) {
-  sigjmp_buf jb, *outer = store_lmdb_jump;
-  if (sigsetjmp(jb, 0)) {
-    store_lmdb_jump = outer;
-    return MDB_CORRUPTED;
-  }
-  store_lmdb_jump = &jb;
-  int rc = walk_configs(s, txn, count, w);
-  store_lmdb_jump = outer;
-  return rc;
+/* walk_configs' arguments, for store_lmdb_guarded. */
+typedef struct walk_configs_args {
+  fc_store *s;
+  MDB_txn *txn;
+  int count;
+  configs_walk *w;
+} walk_configs_args;
+
+static int walk_configs_call(void *arg) {
+  walk_configs_args *a = arg;
+  return walk_configs(a->s, a->txn, a->count, a->w);
 }
 
 int fc_store_configs(fc_store *s, int count, fc_config_info **out, size_t *n_out) {
@@ -164,7 +163,8 @@ int fc_store_configs(fc_store *s, int count, fc_config_info **out, size_t *n_out
   int rc = fc_store_read_begin(s, &t);
   if (rc) return rc;
   configs_walk w = {0};
-  rc = walk_configs_guarded(s, t->txn, count, &w);
+  walk_configs_args wa = {s, t->txn, count, &w};
+  rc = store_lmdb_guarded(walk_configs_call, &wa); /* a damaged page: MDB_CORRUPTED */
   if (w.cur) mdb_cursor_close(w.cur); /* left open by a jump */
   fc_rtxn_end(t);
   if (rc) {
@@ -243,21 +243,23 @@ static int drop_deletes(fc_store *s, MDB_txn *txn, int db, const fc_digest *d, i
   return rc;
 }
 
-/* drop_deletes with LMDB's assertion on a damaged page caught (store_lmdb_assert): MDB_CORRUPTED,
- * as LMDB says of such a page where it does not assert; the caller aborts the transaction, which
- * frees the cursors left open in it (and no key was copied: del_records copies one last). */
-static int drop_deletes_guarded(fc_store *s, MDB_txn *txn, int db, const fc_digest *d, int final,
-                                const MDB_val *from, MDB_val *start, int *more, uint64_t *nr,
-                                uint64_t *nb) {
-  sigjmp_buf jb, *outer = store_lmdb_jump;
-  if (sigsetjmp(jb, 0)) {
-    store_lmdb_jump = outer;
-    return MDB_CORRUPTED;
-  }
-  store_lmdb_jump = &jb;
-  int rc = drop_deletes(s, txn, db, d, final, from, start, more, nr, nb);
-  store_lmdb_jump = outer;
-  return rc;
+/* drop_deletes' arguments, for store_lmdb_guarded. */
+typedef struct drop_deletes_args {
+  fc_store *s;
+  MDB_txn *txn;
+  int db;
+  const fc_digest *d;
+  int final;
+  const MDB_val *from;
+  MDB_val *start;
+  int *more;
+  uint64_t *nr, *nb;
+} drop_deletes_args;
+
+static int drop_deletes_call(void *arg) {
+  drop_deletes_args *a = arg;
+  return drop_deletes(a->s, a->txn, a->db, a->d, a->final, a->from, a->start, a->more, a->nr,
+                      a->nb);
 }
 
 /* One write transaction. final == 0: up to 4096 records of d from db, on from *from. final: every
@@ -276,7 +278,10 @@ static int drop_txn(fc_store *s, int db, const fc_digest *d, int final, MDB_val 
     if (rc) return rc;
     MDB_val start = *from;
     *more = 0;
-    rc = drop_deletes_guarded(s, txn, db, d, final, from, &start, more, &nr, &nb);
+    drop_deletes_args da = {s, txn, db, d, final, from, &start, more, &nr, &nb};
+    /* a damaged page: MDB_CORRUPTED; the caller aborts the transaction, which frees the cursors
+     * left open in it (and no key was copied: del_records copies one last) */
+    rc = store_lmdb_guarded(drop_deletes_call, &da);
     if (rc) {
       mdb_txn_abort(txn);
       store_index_end(s, 0);
@@ -328,17 +333,17 @@ static int walk_keys(fc_store *s, MDB_txn *txn, const fc_digest *d, MDB_cursor *
   return 0;
 }
 
-/* walk_keys with LMDB's assertion on a damaged page caught (store_lmdb_assert): MDB_CORRUPTED. */
-static int walk_keys_guarded(fc_store *s, MDB_txn *txn, const fc_digest *d, MDB_cursor **open) {
-  sigjmp_buf jb, *outer = store_lmdb_jump;
-  if (sigsetjmp(jb, 0)) {
-    store_lmdb_jump = outer;
-    return MDB_CORRUPTED;
-  }
-  store_lmdb_jump = &jb;
-  int rc = walk_keys(s, txn, d, open);
-  store_lmdb_jump = outer;
-  return rc;
+/* walk_keys' arguments, for store_lmdb_guarded. */
+typedef struct walk_keys_args {
+  fc_store *s;
+  MDB_txn *txn;
+  const fc_digest *d;
+  MDB_cursor **open;
+} walk_keys_args;
+
+static int walk_keys_call(void *arg) {
+  walk_keys_args *a = arg;
+  return walk_keys(a->s, a->txn, a->d, a->open);
 }
 
 int fc_store_drop_config(fc_store *s, const fc_digest *d, const volatile sig_atomic_t *stop,
@@ -354,7 +359,8 @@ int fc_store_drop_config(fc_store *s, const fc_digest *d, const volatile sig_ato
   if (rc) return rc;
   rc = fc_rtxn_get_config(t, d, &json, &len);
   MDB_cursor *open = NULL;
-  if (!rc) rc = walk_keys_guarded(s, t->txn, d, &open); /* damaged: nothing dropped */
+  walk_keys_args ka = {s, t->txn, d, &open};
+  if (!rc) rc = store_lmdb_guarded(walk_keys_call, &ka); /* damaged: nothing dropped */
   if (open) mdb_cursor_close(open); /* left open by a jump */
   fc_rtxn_end(t);
   if (rc) return rc; /* FC_ENOTFOUND: no such config */

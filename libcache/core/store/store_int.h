@@ -94,6 +94,9 @@ size_t store_fault_mapsize(void);
 extern _Thread_local sigjmp_buf *store_lmdb_jump;
 extern _Thread_local char store_lmdb_why[256];
 void store_lmdb_assert(MDB_env *env, const char *msg);
+/* fn(arg) with LMDB's assertion caught: MDB_CORRUPTED (as LMDB says of such a page where it does
+ * not assert) when it met a damaged page, else what fn returned. Nests: an outer jump is kept. */
+int store_lmdb_guarded(int (*fn)(void *arg), void *arg);
 
 /* LMDB reports a short write as EIO: when the file system holds less than `bytes` (plus slack)
  * or data.mdb plus them passes RLIMIT_FSIZE, the error is ENOSPC or EFBIG instead; any other rc is
