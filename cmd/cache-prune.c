@@ -9,7 +9,15 @@
 
 #include <sys/stat.h>
 
-enum { OPT_MANIFEST = 256, OPT_MANIFEST_FORMAT, OPT_COMPACT, OPT_BATCH, OPT_JSON, OPT_VERSION };
+enum {
+  OPT_MANIFEST = 256,
+  OPT_MANIFEST_FORMAT,
+  OPT_DAMAGED,
+  OPT_COMPACT,
+  OPT_BATCH,
+  OPT_JSON,
+  OPT_VERSION
+};
 
 static const fc_cli_opt options[] =
     {{NULL, 0, 0, NULL, "What goes:"},
@@ -18,6 +26,9 @@ static const fc_cli_opt options[] =
       "manifest (LJSpeech, wav.scp, JSONL, list) lacks"},
      {"manifest-format", OPT_MANIFEST_FORMAT, required_argument, "FMT",
       "auto, ljspeech, kaldi, jsonl, list, tsv (default auto)"},
+     {"damaged", OPT_DAMAGED, no_argument, NULL,
+      "also remove the records that fail their checksums (reads the whole store, as cache-verify "
+      "does); featurize or tokenize run again then store them anew"},
      {"dry-run", 'n', no_argument, NULL, "say what would be removed; change nothing"},
      {"compact", OPT_COMPACT, no_argument, NULL,
       "then give the freed space back: swap a compact copy of data.mdb in (refused while "
@@ -138,9 +149,13 @@ static void add(fc_prune_report *a, const fc_prune_report *b) {
   a->transactions += b->transactions;
   a->bytes_before += b->bytes_before;
   a->bytes_after += b->bytes_after;
+  a->damaged_feat += b->damaged_feat;
+  a->damaged_tok += b->damaged_tok;
+  a->damaged_bytes += b->damaged_bytes;
+  a->damaged_ids += b->damaged_ids;
 }
 
-static void summary(const char *store, const fc_prune_report *r, int dry, int manifest,
+static void summary(const char *store, const fc_prune_report *r, int dry, int manifest, int damaged,
                     int compacted) {
   const char *verb = dry ? "would remove" : "removed";
   uint64_t orphans = r->feat_records + r->tok_records;
@@ -156,6 +171,17 @@ static void summary(const char *store, const fc_prune_report *r, int dry, int ma
             (unsigned long long)r->ids, r->ids == 1 ? "" : "s",
             (unsigned long long)r->audio_entries, (unsigned long long)r->text_entries,
             (unsigned long long)r->failures, r->entry_bytes / 1e6);
+  const uint64_t bad = r->damaged_feat + r->damaged_tok;
+  if (damaged) { /* and who stores them again: the tool that made them */
+    const char *tool = r->damaged_feat && r->damaged_tok ? "featurize and tokenize"
+                       : r->damaged_feat                 ? "featurize"
+                                                         : "tokenize";
+    fprintf(stderr, " and %llu damaged record%s (%llu feat, %llu tok; %.1f MB",
+            (unsigned long long)bad, bad == 1 ? "" : "s", (unsigned long long)r->damaged_feat,
+            (unsigned long long)r->damaged_tok, r->damaged_bytes / 1e6);
+    if (bad) fprintf(stderr, ": run %s again to store %s anew", tool, bad == 1 ? "it" : "them");
+    fputc(')', stderr);
+  }
   fprintf(stderr, "; %llu utterance%s stay%s", (unsigned long long)r->kept_ids,
           r->kept_ids == 1 ? "" : "s", r->kept_ids == 1 ? "s" : "");
   if (compacted && dry)
@@ -166,14 +192,14 @@ static void summary(const char *store, const fc_prune_report *r, int dry, int ma
   else if (compacted)
     fprintf(stderr, "; data.mdb compacted from %.1f MB to %.1f MB\n", r->bytes_before / 1e6,
             r->bytes_after / 1e6);
-  else if (!dry && !orphans && !r->ids) /* a rerun of a finished prune */
+  else if (!dry && !orphans && !r->ids && !bad) /* a rerun of a finished prune */
     fputs(": nothing to remove\n", stderr);
   else
     fputs(dry ? "\n" : " (pages freed in data.mdb, reused by later writes)\n", stderr);
 }
 
 static void print_json(const char *store, unsigned parts, const fc_prune_report *r, int dry,
-                       const char *status, int compacted) {
+                       const char *status, int damaged, int compacted) {
   fputs("{\"store\":", stdout);
   fc_json_write_string(stdout, store);
   printf(
@@ -186,8 +212,12 @@ static void print_json(const char *store, unsigned parts, const fc_prune_report 
       (unsigned long long)r->ids, (unsigned long long)r->audio_entries,
       (unsigned long long)r->text_entries, (unsigned long long)r->failures,
       (unsigned long long)r->entry_bytes, (unsigned long long)r->kept_ids,
-      (unsigned long long)(r->feat_bytes + r->tok_bytes + r->entry_bytes),
+      (unsigned long long)(r->feat_bytes + r->tok_bytes + r->entry_bytes + r->damaged_bytes),
       (unsigned long long)r->transactions);
+  if (damaged)
+    printf(",\"damaged\":{\"feat\":%llu,\"tok\":%llu,\"bytes\":%llu,\"ids\":%llu}",
+           (unsigned long long)r->damaged_feat, (unsigned long long)r->damaged_tok,
+           (unsigned long long)r->damaged_bytes, (unsigned long long)r->damaged_ids);
   if (compacted)
     printf(",\"compact\":{\"bytes_before\":%llu,\"bytes_after\":%llu}",
            (unsigned long long)r->bytes_before, (unsigned long long)r->bytes_after);
@@ -250,7 +280,7 @@ static int prune_word(const char *word, const char *const *stores, size_t n,
   /* every part compacted (or, dry, sized): a compaction refused or failed says so above */
   const int compacted = po->compact && code == 0;
   if (!quiet && (code == 0 || all.transactions))
-    summary(word, &all, po->dry_run, manifest, compacted);
+    summary(word, &all, po->dry_run, manifest, po->damaged, compacted);
   if (!quiet && compacted && links && all.bytes_before != all.bytes_after)
     fc_cli_warn(word,
                 "data.mdb had %llu other hard link%s (made by cp -al or rsync --link-dest?): "
@@ -259,7 +289,7 @@ static int prune_word(const char *word, const char *const *stores, size_t n,
                 links == 1 ? "that link goes" : "those links go");
   if (json && code != FC_EXIT_USAGE)
     print_json(word, n > 1 || strcmp(stores[0], word) ? (unsigned)n : 1, &all, po->dry_run, status,
-               compacted);
+               po->damaged, compacted);
   return code;
 }
 
@@ -311,6 +341,7 @@ int main(int argc, char **argv) {
     switch (c) {
     case OPT_MANIFEST: manifest = fc_cli_path("manifest", optarg); break;
     case OPT_MANIFEST_FORMAT: mo.format = fc_cli_manifest_format(optarg); break;
+    case OPT_DAMAGED: po.damaged = 1; break;
     case 'n': po.dry_run = 1; break;
     case OPT_COMPACT: po.compact = 1; break;
     case OPT_BATCH: po.batch = fc_cli_u32("batch", optarg, 1, 1u << 24); break;

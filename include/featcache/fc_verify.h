@@ -185,6 +185,12 @@ typedef struct fc_prune_opts {
    * prune done, nothing compacted) while another process has the store open; after it s maps the
    * replaced file and refuses writes: close it. With dry_run: bytes_after says about how large */
   int compact;
+  /* also read every record's payload (the whole store, as fc_verify_store does) and remove the
+   * records that fail fc_verify_record (a flipped bit, a torn page) though an entry refers to
+   * them; each id that referred to one leaves that config's index with it, so the store then
+   * lacks the id's record (cache-verify: missing), and featurize or tokenize run again store it
+   * anew. Orphans are removed as orphans whether damaged or not. */
+  int damaged;
 } fc_prune_opts;
 
 typedef struct fc_prune_report {
@@ -196,6 +202,8 @@ typedef struct fc_prune_report {
   uint64_t transactions; /* write transactions committed */
   uint64_t bytes_before, bytes_after; /* with compact: data.mdb's size before and after (0: not
                                          compacted; with dry_run, what the copy would be) */
+  uint64_t damaged_feat, damaged_tok, damaged_bytes; /* with damaged: records removed (found) */
+  uint64_t damaged_ids; /* the ids that referred to them: their records are to be stored again */
 } fc_prune_report;
 
 /* Remove from s the records no entry refers to — the orphans of fc_verify_store's step 4, found
@@ -213,8 +221,10 @@ typedef struct fc_prune_report {
  * o->compact, after the removals: EBUSY when another process has the store open (nothing
  * compacted), or the copy's errors (the old data.mdb stays), each with a reason in why. Other
  * returns: FC_EINTR, ENOMEM, LMDB and errno codes. *r holds what was done (or found) so far.
+ * With o->damaged, then the damaged records an entry refers to, each in a transaction with its
+ * ids' index entries (a stop or a crash leaves the indexes naming only stored records).
  * Memory: that of fc_verify_store's entries and pairs, plus 24 bytes per orphan and the ids not
- * kept. The pages freed stay in data.mdb, reused by later writes. */
+ * kept (with o->damaged, 48 bytes per damaged record and the ids referring to them). The pages freed stay in data.mdb, reused by later writes. */
 FC_API int fc_store_prune(fc_store *s, const fc_prune_opts *o, fc_prune_report *r, char *why,
                           size_t why_len);
 

@@ -44,7 +44,7 @@ same() { # name: got vs want
 
 mk; k=$(key_of utt00001); flip utt00001 1000 2
 run payload 1
-echo "s: error: feat $k (id utt00001): payload checksum mismatch" >want; same payload
+echo "s: error: feat $k (id utt00001): payload checksum mismatch: cache-prune --damaged removes it, and featurize run again stores it anew" >want; same payload
 "$V" --status s >out 2>err; rc=$?
 [ $rc = 1 ] && [ ! -s out ] && [ ! -s err ] || { echo "FAIL payload --status: exit $rc"; fail=1; }
 
@@ -55,7 +55,7 @@ import json, sys
 r = json.load(open("out"))
 assert r["ok"] is False and r["error_count"] == 1, r
 assert r["errors"] == [{"id": "utt00002", "key": sys.argv[1], "db": "feat",
-                        "problem": "header checksum mismatch"}], r["errors"]
+                        "problem": "header checksum mismatch: cache-prune --damaged removes it, and featurize run again stores it anew"}], r["errors"]
 PY
 
 mk; k=$(key_of utt00000); flip utt00000 key 0
@@ -140,7 +140,7 @@ with env.begin(write=True) as t:
 env.close()
 PY
 run values 1 --finite
-grep -q "^s: error: feat $(key_of utt00003) (id utt00003): header says 1374389534400 payload bytes, value holds [0-9]*$" got \
+grep -q "^s: error: feat $(key_of utt00003) (id utt00003): header says 1374389534400 payload bytes, value holds [0-9]*: cache-prune --damaged removes it, and featurize run again stores it anew$" got \
   || { echo "FAIL huge shape"; cat got; fail=1; }
 grep -q "^s: error: feat $(key_of utt00004) (id utt00004): payload holds Inf at element 879 (frame 10, bin 79)$" got \
   || { echo "FAIL inf"; cat got; fail=1; }

@@ -191,7 +191,8 @@ def check_clean_and_rewritten_values(lib, tmp):
         ("utt00007", "feat", key.hex()): "payload holds NaN at element 165 (frame 2, bin 5)",
         ("utt00011", "feat", info["feat_keys"]["utt00011"].hex()):
             f"header says {0x7fffffff * 80 * 4} payload bytes, value holds "
-            f"{len(v2) - 64}",
+            f"{len(v2) - 64}: cache-prune --damaged removes it, and featurize run again "
+            "stores it anew",
     }, probs
     # without --finite the NaN record is sound (its checksums match)
     rc, out, _ = run_verify(["--json", "-q", store])

@@ -171,6 +171,9 @@ static void dump(const fc_verify_report *r) {
 
 /* The report holds exactly one error, with this db, key (hex of a digest, or a string), id and
  * problem (a glob: '*' stands for any text). */
+/* What cache-verify adds to a record that cache-prune --damaged would remove. */
+#define ADVICE ": cache-prune --damaged removes it, and featurize run again stores it anew"
+
 static void expect_one(const fc_verify_report *r, int sev, const char *db, const char *key,
                        const char *id, const char *problem, const char *what) {
   uint64_t n = sev == FC_VERIFY_ERROR ? r->errors : r->warnings;
@@ -285,7 +288,8 @@ static void test_clean_10k(void) {
   verify(dir, &o, &r1);
   CHECK(r1.errors == 20 && !r1.stopped, "all 20 found: %llu", (unsigned long long)r1.errors);
   for (size_t i = 0; i < r1.count; i++)
-    CHECK(strcmp(r1.findings[i].problem, "payload checksum mismatch") == 0 && r1.findings[i].id,
+    CHECK(strcmp(r1.findings[i].problem, "payload checksum mismatch" ADVICE) == 0 &&
+              r1.findings[i].id,
           "finding %zu: %s", i, r1.findings[i].problem);
   fc_verify_report_free(&r1);
   free(us);
@@ -306,7 +310,8 @@ static void test_damage(void) {
   flip_in_file(dir, us[17].header, 64, 64 + 1000, 3);
   verify(dir, &o, &r);
   hexd(&us[17].key, hex);
-  expect_one(&r, FC_VERIFY_ERROR, "feat", hex, "utt00017", "payload checksum mismatch", "payload");
+  expect_one(&r, FC_VERIFY_ERROR, "feat", hex, "utt00017", "payload checksum mismatch" ADVICE,
+             "payload");
   CHECK(r.warnings == 0, "payload: no warnings");
   fc_verify_report_free(&r);
   free(us);
@@ -318,7 +323,8 @@ static void test_damage(void) {
   flip_in_file(dir, us[3].header, 64, 8, 0);
   verify(dir, &o, &r);
   hexd(&us[3].key, hex);
-  expect_one(&r, FC_VERIFY_ERROR, "feat", hex, "utt00003", "header checksum mismatch", "header");
+  expect_one(&r, FC_VERIFY_ERROR, "feat", hex, "utt00003", "header checksum mismatch" ADVICE,
+             "header");
   fc_verify_report_free(&r);
   free(us);
   rm_store(dir);
@@ -427,8 +433,8 @@ static void test_damage(void) {
   for (size_t i = 0; i < r.count; i++) {
     const fc_verify_finding *f = &r.findings[i];
     if (f->id && strcmp(f->id, "utt00005") == 0)
-      seen |=
-          1 * (strcmp(f->problem, "header says 687194767040 payload bytes, value holds 400") == 0);
+      seen |= 1 * (strcmp(f->problem,
+                          "header says 687194767040 payload bytes, value holds 400" ADVICE) == 0);
     if (f->id && strcmp(f->id, "utt00006") == 0)
       seen |= 2 * (strcmp(f->problem, "payload holds NaN at element 247 (frame 3, bin 7)") == 0);
     if (f->id && strcmp(f->id, "utt00007") == 0) {
@@ -439,7 +445,7 @@ static void test_damage(void) {
     if (strncmp(f->problem, "unknown config ", 15) == 0 && !f->id) seen |= 8;
     if (f->severity == FC_VERIFY_WARNING && strncmp(f->problem, "orphan: ", 8) == 0) seen |= 16;
     if (f->id && strcmp(f->id, "utt00010") == 0)
-      seen |= 32 * (strcmp(f->problem, "header flags 0x00000004: reserved, must be 0") == 0);
+      seen |= 32 * (strcmp(f->problem, "header flags 0x00000004: reserved, must be 0" ADVICE) == 0);
   }
   CHECK(seen == 63, "values: findings seen %d of 63", seen);
   if (seen != 63) dump(&r);

@@ -1,7 +1,8 @@
 /* cache-prune's engine (fc_store_prune, fc_verify.h): the records no entry refers to — found by
  * cache-verify's own steps 2-4 (vf_read_meta, vf_collect, vf_build_expected, vf_find_exp), so
  * that the two never disagree on what an orphan is — and the entries of ids a manifest no longer
- * has, removed in bounded write transactions: entries first, then the records. */
+ * has, removed in bounded write transactions: entries first, then the records; with o->damaged
+ * then the records an entry refers to that fail fc_verify_record, their ids leaving the indexes. */
 #include "libcache/core/verify/verify_int.h"
 #include "formats/common/alloc.h"
 #include "formats/common/fault.h"
@@ -19,6 +20,18 @@ typedef struct pr_drop { /* an id not kept: what it has, as the snapshot showed 
   uint8_t audio, text, failed;
 } pr_drop;
 
+typedef struct pr_damaged { /* a record an entry refers to that fails fc_verify_record */
+  uint8_t key[16];
+  uint64_t bytes;
+  int db; /* FC_DB_FEAT or FC_DB_TOK */
+  size_t ref0, nref; /* the ids referring to it: refs[ref0, ref0 + nref) */
+} pr_damaged;
+
+typedef struct pr_ref { /* an id, copied */
+  char *id;
+  size_t len;
+} pr_ref;
+
 typedef struct pctx {
   vctx c;
   fc_verify_opts vo;
@@ -30,6 +43,10 @@ typedef struct pctx {
   size_t n_drop, cap_drop;
   pr_orphan *orph;
   size_t n_orph, cap_orph;
+  pr_damaged *dmg; /* with o->damaged */
+  size_t n_dmg, cap_dmg;
+  pr_ref *refs;
+  size_t n_refs, cap_refs;
 } pctx;
 
 static int cmp_str(const void *a, const void *b) {
@@ -137,6 +154,50 @@ static uint64_t count_kept(const vctx *c) {
   return n;
 }
 
+/* Grows *v (of *cap items of size sz) to hold one more than n; 0 or ENOMEM. */
+static int grow(void **v, size_t *cap, size_t n, size_t sz) {
+  if (n < *cap) return 0;
+  size_t nc = *cap ? *cap * 2 : 64;
+  void *g = fc_realloc(*v, nc * sz);
+  if (!g) return ENOMEM;
+  *v = g;
+  *cap = nc;
+  return 0;
+}
+
+/* With o->damaged: record k (its value v, vl bytes), which the entries from x on in c->exp refer
+ * to, checked as cache-verify checks it; a damaged one is listed with the ids that refer to it. A
+ * value outside the file is the B-tree's damage, not the record's: the prune is refused. */
+static int check_damaged(pctx *p, const uint8_t *k, const void *v, size_t vl, int db,
+                         const vexp *x) {
+  vctx *c = &p->c;
+  if (vf_stopping(c)) return FC_EINTR;
+  if (!((const uint8_t *)v >= c->map_lo && (const uint8_t *)v + vl <= c->map_hi))
+    return MDB_CORRUPTED;
+  char why[256];
+  int rc = fc_verify_record(v, vl, 0, why, sizeof why);
+  if (rc == ENOMEM || !rc) return rc;
+  if ((rc = grow((void **)&p->dmg, &p->cap_dmg, p->n_dmg, sizeof *p->dmg)) != 0) return rc;
+  pr_damaged *d = &p->dmg[p->n_dmg++];
+  memcpy(d->key, k, 16);
+  d->bytes = vl;
+  d->db = db;
+  d->ref0 = p->n_refs;
+  d->nref = 0;
+  for (const vexp *e = x; e < c->exp + c->n_exp && memcmp(e->key, k, 16) == 0; e++) {
+    if (e->db != db) continue;
+    const ventry *en = (db == FC_DB_FEAT ? c->audio : c->text) + e->entry;
+    if ((rc = grow((void **)&p->refs, &p->cap_refs, p->n_refs, sizeof *p->refs)) != 0) return rc;
+    char *id = fc_malloc(en->id_len + 1);
+    if (!id) return ENOMEM;
+    memcpy(id, en->id, en->id_len);
+    id[en->id_len] = '\0';
+    p->refs[p->n_refs++] = (pr_ref){id, en->id_len};
+    d->nref++;
+  }
+  return 0;
+}
+
 static int find_orphans(pctx *p, fc_rtxn *t, int db) {
   fc_cursor *cur;
   int rc = fc_cursor_open(t, db, &cur);
@@ -145,17 +206,11 @@ static int find_orphans(pctx *p, fc_rtxn *t, int db) {
   const void *k, *v;
   size_t kl, vl;
   while ((rc = fc_cursor_next(cur, &k, &kl, &v, &vl)) == 0) {
-    if (kl != 16 || vf_find_exp(&p->c, k, db)) continue; /* a key of another size: not ours */
-    if (p->n_orph == p->cap_orph) {
-      size_t nc = p->cap_orph ? p->cap_orph * 2 : 256;
-      pr_orphan *n = fc_realloc(p->orph, nc * sizeof *n);
-      if (!n) {
-        rc = ENOMEM;
-        break;
-      }
-      p->orph = n;
-      p->cap_orph = nc;
-    }
+    if (kl != 16) continue; /* a key of another size: not ours */
+    const vexp *x = vf_find_exp(&p->c, k, db);
+    if (x && p->o->damaged && (rc = check_damaged(p, k, v, vl, db, x)) != 0) break;
+    if (x) continue;
+    if ((rc = grow((void **)&p->orph, &p->cap_orph, p->n_orph, sizeof *p->orph)) != 0) break;
     pr_orphan *o = &p->orph[p->n_orph++];
     memcpy(o->key, k, 16);
     o->bytes = vl;
@@ -229,11 +284,37 @@ static int survey_guarded(pctx *p, fc_rtxn *t, char *why, size_t why_len) {
   return rc;
 }
 
-/* One transaction's deletes: items [from, to) of the drops (phase 0) or the orphans (1). */
+/* A damaged record deleted: each id that referred to it indexed again from its entry, which
+ * takes it out of that config's index (docs/FORMAT.md "Index": the record is no longer stored). */
+static int del_damaged(pctx *p, MDB_txn *txn, const pr_damaged *d) {
+  fc_store *s = p->c.s;
+  MDB_val k = {16, (void *)d->key};
+  int rc = fault_hit("put") ? EIO : mdb_del(txn, s->dbi[d->db], &k, NULL);
+  if (rc == MDB_NOTFOUND) rc = 0;
+  const int edb = d->db == FC_DB_FEAT ? FC_DB_AUDIO : FC_DB_TEXT;
+  for (size_t j = 0; j < d->nref && !rc; j++) {
+    const pr_ref *f = &p->refs[d->ref0 + j];
+    MDB_val ik = {f->len, f->id}, ev;
+    if ((rc = mdb_get(txn, s->dbi[edb], &ik, &ev)) != 0) break; /* the exclusive lock: it is */
+    void *entry = fc_malloc(ev.mv_size ? ev.mv_size : 1); /* valid only until the next put */
+    if (!entry) return ENOMEM;
+    memcpy(entry, ev.mv_data, ev.mv_size);
+    rc = store_index_entry(s, txn, edb, f->id, f->len, entry, ev.mv_size, NULL, NULL);
+    free(entry);
+  }
+  return rc;
+}
+
+/* One transaction's deletes: items [from, to) of the drops (phase 0), the orphans (1) or the
+ * damaged records (2). */
 static int del_batch(pctx *p, MDB_txn *txn, int phase, size_t from, size_t to) {
   fc_store *s = p->c.s;
   int rc = 0;
   for (size_t i = from; i < to && !rc; i++) {
+    if (phase == 2) {
+      rc = del_damaged(p, txn, &p->dmg[i]);
+      continue;
+    }
     if (phase == 1) {
       MDB_val k = {16, p->orph[i].key};
       rc = fault_hit("put") ? EIO : mdb_del(txn, s->dbi[p->orph[i].db], &k, NULL);
@@ -257,6 +338,13 @@ static int del_batch(pctx *p, MDB_txn *txn, int phase, size_t from, size_t to) {
 static void count_done(pctx *p, int phase, size_t from, size_t to) {
   fc_prune_report *r = p->r;
   for (size_t i = from; i < to; i++) {
+    if (phase == 2) {
+      const pr_damaged *d = &p->dmg[i];
+      *(d->db == FC_DB_FEAT ? &r->damaged_feat : &r->damaged_tok) += 1;
+      r->damaged_bytes += d->bytes;
+      r->damaged_ids += d->nref;
+      continue;
+    }
     if (phase == 1) {
       const pr_orphan *o = &p->orph[i];
       *(o->db == FC_DB_FEAT ? &r->feat_records : &r->tok_records) += 1;
@@ -281,8 +369,8 @@ static int remove_all(pctx *p, uint64_t snapshot, char *why, size_t why_len) {
   int rc = 0;
   pthread_mutex_lock(&s->write_mu);
   if (s->broken) rc = FC_EBADSTATE;
-  for (int phase = 0; phase < 2 && !rc; phase++) {
-    const size_t n = phase ? p->n_orph : p->n_drop;
+  for (int phase = 0; phase < 3 && !rc; phase++) {
+    const size_t n = phase == 2 ? p->n_dmg : phase ? p->n_orph : p->n_drop;
     for (size_t from = 0; from < n && !rc;) {
       fault_stop("prune"); /* test builds: FC_FAULT_STOP=prune:N (tests/cli/prune_faults.sh) */
       if (p->o->stop && *p->o->stop) {
@@ -371,6 +459,7 @@ int fc_store_prune(fc_store *s, const fc_prune_opts *o, fc_prune_report *r, char
   if (!rc && o->dry_run) {
     count_done(p, 0, 0, p->n_drop);
     count_done(p, 1, 0, p->n_orph);
+    count_done(p, 2, 0, p->n_dmg);
   } else if (!rc) {
     rc = remove_all(p, snapshot, why, why_len);
     if (vf_damage_code(rc)) { /* a page the survey did not read: LMDB's free list, which a
@@ -392,6 +481,9 @@ int fc_store_prune(fc_store *s, const fc_prune_opts *o, fc_prune_report *r, char
   for (size_t i = 0; i < p->n_drop; i++) free(p->drop[i].id);
   free(p->drop);
   free(p->orph);
+  for (size_t i = 0; i < p->n_refs; i++) free(p->refs[i].id);
+  free(p->refs);
+  free(p->dmg);
   free(p->keep);
   free(p->c.audio);
   free(p->c.text);

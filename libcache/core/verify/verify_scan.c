@@ -30,8 +30,13 @@ static void check_record(vctx *c, int db, const uint8_t *k, size_t kl, const voi
     atomic_store(&c->halt, 1);
     return;
   }
-  if (rc) {
-    vf_add(c, FC_VERIFY_ERROR, db, hex, 32, id, id_len, "%s", why);
+  if (rc) { /* what cache-prune --damaged removes (fc_store_prune), said where it is: the fix */
+    int removable = !c->o->finite || fc_verify_record(v, vl, 0, NULL, 0) != 0;
+    vf_add(c, FC_VERIFY_ERROR, db, hex, 32, id, id_len, "%s%s%s", why,
+           removable && x ? ": cache-prune --damaged removes it, and " : "",
+           !removable || !x   ? ""
+           : db == FC_DB_FEAT ? "featurize run again stores it anew"
+                              : "tokenize run again stores it anew");
     return;
   }
   fc_record_header h;
