@@ -486,9 +486,29 @@ def test_struct_layout():
           (1024, 256, 80, 8000.0, 1e-9, 1), "hifigan fields read through the mirror")
 
 
+def numpy_rounds_as_libm():
+    """Whether numpy's float64 log, exp, log10 and power round as the C library's do here: on CPUs
+    with AVX-512, numpy's own vectorised loops (SVML) differ from glibc by an ulp at some inputs,
+    so librosa's filterbank itself differs by that, magnified to ~1e-14 by the triangles' slopes."""
+    import math
+    f = np.linspace(0.0, 24000.0, 4001)
+    x = 1.0 + f / 700.0
+    m = np.linspace(0.0, 4500.0, 4001) / 2595.0
+    return (np.array_equal(np.log10(x), [math.log10(v) for v in x]) and
+            np.array_equal(10.0 ** m, [math.pow(10.0, v) for v in m]) and
+            np.array_equal(np.log(x), [math.log(v) for v in x]) and
+            np.array_equal(np.exp(m), [math.exp(v) for v in m]))
+
+
 def test_filterbanks():
     """The plan's filterbank is librosa.filters.mel bit for bit (slaney presets, and the HTK scale
-    and an odd n_fft as --mel-scale htk / --norm none / --n-fft override them)."""
+    and an odd n_fft as --mel-scale htk / --norm none / --n-fft override them) where numpy rounds
+    its log and exp as the C library does; within 1e-12 where numpy's AVX-512 loops do not."""
+    exact = numpy_rounds_as_libm()
+    bound = 0.0 if exact else 1e-12
+    if not exact:
+        print("note: numpy's vectorised log/exp round differently from the C library on this CPU "
+              "(AVX-512): filterbanks held to 1e-12 of librosa's, not bit for bit")
     for name, sr, n_fft, n_mels, fmax, over, kw in [
             ("hifigan", 22050, 1024, 80, 8000, {}, {}),
             ("librosa", 22050, 2048, 128, None, {}, {}),
@@ -500,7 +520,9 @@ def test_filterbanks():
         fb = Plan(preset(name, **over)).filterbank()
         want = librosa.filters.mel(sr=sr, n_fft=n_fft, n_mels=n_mels, fmax=fmax, **kw)
         diff = np.abs(fb - want).max()
-        check(diff == 0, f"{name} {over}: filterbank differs from librosa.filters.mel by {diff:.3g}")
+        check(diff <= bound,
+              f"{name} {over}: filterbank differs from librosa.filters.mel by {diff:.3g} "
+              f"(allowed {bound:.3g}: numpy {'rounds' if exact else 'does not round'} as libm)")
     kb, _ = torchaudio.compliance.kaldi.get_mel_banks(80, 512, 16000.0, 20.0, 0.0, 100.0, -500.0, 1.0)
     fb = Plan(preset("kaldi")).filterbank()
     diff = np.abs(fb[:, :256] - kb.numpy()).max()  # torchaudio's banks omit the Nyquist column
