@@ -6,12 +6,15 @@
 # removes the damaged records — a feat record two ids share, a tok record — and takes those ids
 # out of their configs' indexes (cache-verify then finds them missing, not an index naming a
 # record that is gone); featurize and tokenize run again store them anew, byte for byte as
-# before, and the store verifies clean. docs/cache-prune.md "Damaged records".
+# before, and the store verifies clean; in a merged store the next merge copies the input's sound
+# copy. A failure injected at each write leaves the indexes sound. docs/cache-prune.md "Damaged
+# records".
 set -u
 FZ=${FC_BIN:?}/featurize
 TK=$FC_BIN/tokenize
 CV=$FC_BIN/cache-verify
 CP=$FC_BIN/cache-prune
+CM=$FC_BIN/cache-merge
 PY=${FC_PYTHON:-python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -48,28 +51,30 @@ with open(sys.argv[2], "w") as f, env.begin() as t:
 PY
 }
 dump st before.txt
-# flip one payload byte of u1's feat record (shared with u5) and of u3's tok record, through
-# LMDB, so that only the records' own checksums can tell (the B-tree stays sound)
-"$PY" - st <<'PY' >keys || fail "damage"
-import lmdb, struct, sys
+# damage DIR DB:ID:OFFSET...: flip one byte of each id's record (at OFFSET of the value) through
+# LMDB, so that only the records' own checksums can tell (the B-tree stays sound); prints
+# "DB ID KEY" for each
+damage() {
+  "$PY" - "$@" <<'PY' || fail "damage $*"
+import lmdb, sys
 env = lmdb.open(sys.argv[1], max_dbs=200)
-def record_key(t, entry_db, rec_db, uid, offset):
-    # the index of the one config of that kind names the id's record (docs/FORMAT.md "Index")
-    names = [k for k, _ in t.cursor() if k.startswith(b"index/")]
-    for n in names:
-        v = t.get(uid, db=env.open_db(n, txn=t))
-        if v is not None and t.get(v[:16], db=env.open_db(rec_db, txn=t)) is not None:
-            return v[:16]
-    raise SystemExit(f"no record of {uid}")
 with env.begin(write=True) as t:
-    for rec_db, uid, offset in ((b"feat", b"u1", 64 + 200), (b"tok", b"u3", 64)):
-        k = record_key(t, None, rec_db, uid, offset)
-        db = env.open_db(rec_db, txn=t)
-        v = bytearray(t.get(k, db=db))
-        v[offset] ^= 0x40
-        t.put(k, bytes(v), db=db)
-        print(rec_db.decode(), uid.decode(), k.hex())
+    names = [k for k, _ in t.cursor() if k.startswith(b"index/")]
+    for spec in sys.argv[2:]:
+        rec_db, uid, offset = spec.split(":")
+        db = env.open_db(rec_db.encode(), txn=t)
+        # the index of the one config of that kind names the id's record (docs/FORMAT.md "Index")
+        keys = [v[:16] for v in (t.get(uid.encode(), db=env.open_db(n, txn=t)) for n in names)
+                if v is not None and t.get(v[:16], db=db) is not None]
+        assert len(keys) == 1, (spec, keys)
+        v = bytearray(t.get(keys[0], db=db))
+        v[int(offset)] ^= 0x40
+        t.put(keys[0], bytes(v), db=db)
+        print(rec_db, uid, keys[0].hex())
 PY
+}
+# u1's feat record (shared with u5) in its payload, u3's tok record in its first token
+damage st feat:u1:264 tok:u3:64 >keys
 # indexes DIR: fail unless every id each index holds has its record stored; print the ids of
 # each index, sorted ("a b;c d")
 indexes() {
@@ -143,6 +148,18 @@ grep -q '(2 new, 3 already stored, 0 failed)' ferr || { fail "featurize mends: c
 "$CV" --strict st >vout 2>&1 || { fail "mended store does not verify clean"; cat vout; }
 dump st after.txt
 cmp -s before.txt after.txt || fail "mended records differ from the records before the damage"
+
+# a merged store (cache-merge -o OUT): merging again does not replace a damaged record (a key OUT
+# holds is skipped unread); cache-prune --damaged OUT, and the same merge copies the input's
+# sound copy, indexed
+"$CM" -q -o merged st 2>merr || { fail "merge"; cat merr; }
+damage merged feat:u2:300 >/dev/null
+"$CM" -q -o merged st || fail "merge again"
+"$CV" merged >/dev/null 2>&1 && fail "a merge again mended OUT: this test's premise is gone"
+"$CP" -q --damaged merged || fail "prune OUT"
+"$CM" -q -o merged st || fail "merge after the prune"
+"$CV" --strict merged >vout 2>&1 || { fail "merged store after prune and merge"; cat vout; }
+[ "$(indexes merged)" = "u1 u2 u3 u4 u5;u1 u2 u3 u4 u5" ] || fail "merged store: indexes $(indexes merged)"
 
 # cut short at each write (FC_FAULT=put:N, commit:N; --batch 1: a record and its ids' index
 # entries per transaction): each run that fails leaves the indexes sound, and a rerun finishes
