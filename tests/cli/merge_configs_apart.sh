@@ -55,4 +55,25 @@ grep -q "mel configs" err && { echo "FAIL corpus: stderr:"; cat err; fail=1; }
 "$M" -o m5 m3 x2 >out 2>err; check subset 0 $?
 grep -qxF "cache-merge: the loader's features=\"hifigan\" takes ${hf:0:12}, which every id has; the others lack some (cache-verify reports them missing)" err ||
   { echo "FAIL subset: stderr:"; cat err; fail=1; }
+# Ctrl-C while the check walks the ids (FC_FAULT_STOP=merge_ids:2 stops the process there; a
+# large merge spends as long in that walk as in the first pass): it stops there, nothing said of
+# the configs and nothing written, exit 130. Build without the fault hooks: the stop never comes.
+FC_FAULT_STOP=merge_ids:2 "$M" -o m6 s0 s1 x2 >out 2>err &
+pid=$!
+for _ in $(seq 200); do
+  [ "$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)" = T ] && break
+  sleep 0.05
+done
+if [ "$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)" = T ]; then
+  kill -INT $pid
+  kill -CONT $pid
+  wait $pid; check interrupted 130 $?
+  want="cache-merge: interrupted: stopping after the work in flight (interrupt again to stop at once)
+cache-merge: interrupted: nothing written (the inputs were being read for conflicts); run again to merge"
+  [ "$(cat err)" = "$want" ] || { echo "FAIL interrupted: stderr:"; cat err; echo "want:"; echo "$want"; fail=1; }
+  [ -e m6 ] && { echo "FAIL interrupted: it created its output"; fail=1; }
+else
+  wait $pid
+  echo "note: built without the fault hooks: Ctrl-C in the ids' walk not tried"
+fi
 exit $fail

@@ -8,6 +8,7 @@
 
 #include "featcache/fc_config.h"
 #include "formats/common/alloc.h"
+#include "formats/common/fault.h"
 #include "formats/common/json.h"
 #include "formats/common/why.h"
 
@@ -176,10 +177,11 @@ static void say_config(char *detail, size_t len, const melcfg *v, size_t a, size
  * an id lacking config g when none of the stores holding it holds g. gid[x]: the config of
  * v[x], of groups; lack[g]: the ids config g lacks; ref_lack[i]: store i holds an id that config
  * refg lacks. Two stores of one corpus with a config each lack nothing: the walk tells them from
- * shards, which the stores' config lists alone do not. */
+ * shards, which the stores' config lists alone do not. The walk over a large merge's ids takes
+ * as long as the first pass over them, so it stops as that pass does (*stop set: FC_EINTR). */
 static int ids_lacking(MDB_txn *const *txns, const MDB_dbi *dbis, size_t m, const melcfg *v,
                        size_t nv, const size_t *gid, size_t groups, size_t refg, uint64_t *lack,
-                       char *ref_lack) {
+                       char *ref_lack, const volatile sig_atomic_t *stop) {
   char *holds = fc_calloc(groups * m, 1);
   if (!holds) return ENOMEM;
   for (size_t x = 0; x < nv; x++) holds[gid[x] * m + v[x].holder] = 1;
@@ -193,7 +195,12 @@ static int ids_lacking(MDB_txn *const *txns, const MDB_dbi *dbis, size_t m, cons
   size_t hm;
   const size_t *src;
   const MDB_val *vals;
-  while ((rc = kmerge_next(k, &key, &hm, &src, &vals)) == 0)
+  while ((rc = kmerge_next(k, &key, &hm, &src, &vals)) == 0) {
+    fault_stop("merge_ids"); /* test builds: FC_FAULT_STOP=merge_ids:N (cli/merge_configs_apart) */
+    if (stop && *stop) {
+      rc = FC_EINTR;
+      break;
+    }
     for (size_t g = 0; g < groups; g++) {
       int held = 0;
       for (size_t j = 0; j < hm && !held; j++) held = holds[g * m + src[j]];
@@ -202,6 +209,7 @@ static int ids_lacking(MDB_txn *const *txns, const MDB_dbi *dbis, size_t m, cons
       if (g == refg)
         for (size_t j = 0; j < hm; j++) ref_lack[src[j]] = 1;
     }
+  }
   kmerge_close(k);
   free(holds);
   return rc == MDB_NOTFOUND ? 0 : rc;
@@ -251,7 +259,7 @@ int merge_check_mel_configs(fc_store *const *in, MDB_txn *const *txns, size_t n,
       tx[i] = i < n ? txns[i] : out_txn;
       dbis[i] = (i < n ? in[i] : out)->dbi[FC_DB_AUDIO];
     }
-    rc = ids_lacking(tx, dbis, m, v, nv, gid, groups, refg, lack, ref_lack);
+    rc = ids_lacking(tx, dbis, m, v, nv, gid, groups, refg, lack, ref_lack, o->stop);
   } else {
     rc = ENOMEM;
   }
