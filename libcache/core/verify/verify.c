@@ -399,6 +399,14 @@ int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *
     vf_add(&c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
            "B-tree damaged (LMDB: %s); the checks after it were not made", mdb_strerror(rc));
     rc = 0;
+  } else if (rc == MDB_BAD_TXN) { /* a read of the snapshot failed before (LMDB fails the
+                                   * transaction on a damaged page: a page past the file's last
+                                   * page, say, after a damaged meta page), and a step went on */
+    if (!atomic_load(&c.lost))
+      vf_add(&c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
+             "B-tree damaged (LMDB failed a read of the snapshot: a page past the last page its "
+             "meta page gives, or a page of the wrong kind); the checks after it were not made");
+    rc = 0;
   }
   if (o->stop && *o->stop) rc = FC_EINTR;
 
