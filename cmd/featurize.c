@@ -126,7 +126,8 @@ static const char description[] =
 static const char footer[] =
     "Each input that fails is recorded in the store (cache-verify --manifest lists it apart).\n"
     "Exit status: 0 all stored (or the failed ones within --max-failed), 1 some inputs failed,\n"
-    "2 usage or configuration error, 130/143 interrupted (finished work is committed).\n"
+    "2 usage or configuration error, or a store this user may only read that lacks inputs (it is\n"
+    "checked, nothing written), 130/143 interrupted (finished work is committed).\n"
     "Manual: man featurize; the presets' parameters: man featcache-presets.";
 
 typedef struct overrides {

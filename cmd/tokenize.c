@@ -107,8 +107,9 @@ static const char description[] =
     "BPE) in a featcache store, keyed by text and token config. Reruns store only what is new.";
 static const char footer[] =
     "Exit status: 0 all lines stored or already present (or the failed ones within --max-failed);\n"
-    "1 some lines failed (see 'done: N of M'); 2 usage or configuration error; 130/143\n"
-    "interrupted (committed batches are kept).\n"
+    "1 some lines failed (see 'done: N of M'); 2 usage or configuration error, or a store this\n"
+    "user may only read that lacks lines (it is checked, nothing written); 130/143 interrupted\n"
+    "(committed batches are kept).\n"
     "Manual: man tokenize.";
 
 typedef struct run_ctx {

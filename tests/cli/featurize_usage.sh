@@ -110,8 +110,9 @@ Running:
 
 Each input that fails is recorded in the store (cache-verify --manifest lists
 it apart). Exit status: 0 all stored (or the failed ones within --max-failed),
-1 some inputs failed, 2 usage or configuration error, 130/143 interrupted
-(finished work is committed).
+1 some inputs failed, 2 usage or configuration error, or a store this user may
+only read that lacks inputs (it is checked, nothing written), 130/143
+interrupted (finished work is committed).
 Manual: man featurize; the presets' parameters: man featcache-presets.
 HELP
 if [ $rc != 0 ] || [ -s "$tmp/err" ] || ! diff -u "$tmp/help.want" "$tmp/help"; then
