@@ -401,3 +401,25 @@ def test_numbers_in_range_are_taken(store):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
+
+
+def test_store_without_features(store):
+    # a store featurize has made but not yet committed to (a training run started too early), and
+    # a store of token ids only: the message said "the store holds no mel config" and no more
+    empty = os.path.join(store["dir"], "not_yet")
+    r = subprocess.run([os.path.join(BIN, "featurize"), "-q", "-o", empty, "-"], input="",
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    raises_at_construction(r"not_yet: the store holds no mel config: no features were stored in "
+                           r"it yet \(a featurize still running on it stores its config with its "
+                           r"first commit: wait for it to finish\)$", empty)
+    tok = os.path.join(store["dir"], "tokens_only")
+    manifest = os.path.join(store["dir"], "metadata.csv")
+    with open(manifest, "w") as f:
+        f.write("utt0|One sentence.|One sentence.\n")
+    r = subprocess.run([os.path.join(BIN, "tokenize"), "-q", "--manifest", manifest,
+                        "--build-vocab", "-o", tok], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    raises_at_construction(r"tokens_only: the store holds no mel config: token ids only "
+                           r"\(tokenize's\), no features \(featurize stores them, into this store "
+                           r"or another given beside it\)$", tok)

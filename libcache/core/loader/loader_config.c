@@ -95,7 +95,8 @@ int ld_resolve_config(MDB_txn *txn, MDB_dbi meta, const char *store, const char 
   int rc = mdb_cursor_open(txn, meta, &c);
   if (rc) return rc;
   MDB_val k = {4, (void *)"cfg/"}, v;
-  int found = 0, n_kind = 0, best = 0; /* best: the match level of those found (cfg_matches) */
+  int found = 0, n_kind = 0, n_other = 0, best = 0; /* best: the match level of those found
+                                                      * (cfg_matches); n_other: of the other kind */
   char names[256] = "", hexes[160] = "";
   fc_digest d1, dsel;
   const char *want_hex = NULL;
@@ -123,6 +124,7 @@ int ld_resolve_config(MDB_txn *txn, MDB_dbi meta, const char *store, const char 
     }
     const char *kv = o ? json_string_value(json_object_get(o, "kind")) : NULL;
     if (!kv || strcmp(kv, kind) != 0) {
+      n_other += kv != NULL;
       json_decref(o);
       continue;
     }
@@ -181,8 +183,17 @@ int ld_resolve_config(MDB_txn *txn, MDB_dbi meta, const char *store, const char 
     else if (sel)
       fc_why(why, why_len, "%s: no %s config named '%s' in the store (it has: %s)",
              FC_WHY_NAME(store), kind, sel, n_kind ? names : "none");
+    else if (n_other && !tokens) /* what is missing, and what stores it */
+      fc_why(
+          why, why_len,
+          "%s: the store holds no mel config: token ids only (tokenize's), no features (featurize "
+          "stores them, into this store or another given beside it)",
+          FC_WHY_NAME(store));
     else
-      fc_why(why, why_len, "%s: the store holds no %s config", FC_WHY_NAME(store), kind);
+      fc_why(why, why_len,
+             "%s: the store holds no %s config: no features were stored in it yet (a featurize "
+             "still running on it stores its config with its first commit: wait for it to finish)",
+             FC_WHY_NAME(store), kind);
     rc = FC_ENOTFOUND;
     goto fail;
   }
