@@ -1,6 +1,7 @@
 /* fc_strerror: one message table for our codes, LMDB's and errno's; and LMDB's assertions on
  * damaged pages, caught (store_lmdb_assert, store_int.h). */
 #include "featcache/fc_base.h"
+#include "featcache/fc_format.h" /* FC_FORMAT_NAME */
 #include "libcache/core/store/store_int.h"
 
 #include <lmdb.h>
@@ -51,7 +52,9 @@ const char *fc_strerror(int err) {
   case FC_ECUDA: return "FC_ECUDA: CUDA call failed";
   case FC_EINTR: return "FC_EINTR: interrupted";
   case FC_EBADSTATE: return "FC_EBADSTATE: handle unusable after an earlier failure";
-  case FC_EVERSION: return "FC_EVERSION: unknown store format version";
+  case FC_EVERSION: /* a store (or a split store's marker) of a later version: say what this reads */
+    return "FC_EVERSION: a store format version this build does not read (it reads " FC_FORMAT_NAME
+           " stores, split or not: one made by a newer featcache?)";
   case FC_EDUPLICATE: return "FC_EDUPLICATE: duplicate id";
   case FC_ETOKENIZER: return "FC_ETOKENIZER: invalid tokenizer definition";
   case FC_EUNKNOWN: return "FC_EUNKNOWN: unknown symbol";

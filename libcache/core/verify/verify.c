@@ -327,6 +327,31 @@ static int env_is_empty(const char *dir) {
   return empty;
 }
 
+/* The format a store says it has (meta/format, printable, at most 31 bytes) into buf, or "": read
+ * apart, read-only and lock-free, for the message of a store of another version. */
+static void format_found(const char *dir, char *buf, size_t len) {
+  MDB_env *env;
+  MDB_txn *txn;
+  MDB_dbi dbi;
+  MDB_val k = {6, (void *)"format"}, v;
+  buf[0] = '\0';
+  if (mdb_env_create(&env)) return;
+  mdb_env_set_maxdbs(env, 8);
+  if (!mdb_env_open(env, dir, MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS, 0) &&
+      !mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
+    if (!mdb_dbi_open(txn, "meta", 0, &dbi) && !mdb_get(txn, dbi, &k, &v)) {
+      size_t n = v.mv_size < 31 && v.mv_size < len ? v.mv_size : 0;
+      for (size_t i = 0; i < n; i++) {
+        const unsigned char ch = ((const unsigned char *)v.mv_data)[i];
+        buf[i] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
+      }
+      buf[n] = '\0';
+    }
+    mdb_txn_abort(txn);
+  }
+  mdb_env_close(env);
+}
+
 int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *out, char *why,
                     size_t why_len) {
   fc_verify_opts defaults;
@@ -376,9 +401,15 @@ int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *
   rc = fc_store_open(dir, FC_STORE_RDONLY | (nolock ? FC_STORE_NOLOCK : 0), &c.s);
   if (rc == FC_EFORMAT || rc == FC_EVERSION || rc == MDB_INVALID || rc == MDB_CORRUPTED ||
       rc == MDB_PAGE_NOTFOUND) {
+    char found[32] = "", version[160] = "";
+    if (rc == FC_EVERSION) format_found(dir, found, sizeof found);
+    snprintf(
+        version, sizeof version,
+        "a featcache store of a format version this build does not know (%s%s%sit reads " FC_FORMAT_NAME
+        "): made by a newer featcache?",
+        found[0] ? "it says " : "", found, found[0] ? "; " : "");
     vf_add(&c, FC_VERIFY_ERROR, FC_DB_META, "format", 6, NULL, 0, "%s",
-           rc == FC_EVERSION ? "a featcache store of a format version this build does not know "
-                               "(it reads " FC_FORMAT_NAME ")"
+           rc == FC_EVERSION ? version
            : rc == FC_EFORMAT && env_is_empty(dir)
                ? "an empty store: nothing was ever committed to it (its writer stopped before "
                  "its first commit?); featurize, tokenize and cache-merge take it as new"
