@@ -92,6 +92,11 @@ static int open_store(const char *path, unsigned flags, int lockfree, fc_store *
     fc_cli_warn(path, "not a featcache store (not an LMDB environment with featcache/1 meta)");
   else if (rc == FC_EINTR) /* Ctrl-C while a drop waited for cache-prune's writer lock */
     fc_cli_warn(path, "interrupted while waiting for cache-prune to finish: nothing dropped");
+  else if (!lockfree && (rc == EACCES || rc == EPERM || rc == EROFS)) /* a drop: it must write */
+    fc_cli_warn(path,
+                "cannot drop from it: the store cannot be written (%s); nothing dropped "
+                "(cache-config without --drop lists its configs: it only reads)",
+                fc_strerror(rc));
   else
     fc_cli_warn(path, "cannot open the store: %s", fc_strerror(rc));
   return rc;
