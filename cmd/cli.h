@@ -463,9 +463,13 @@ static inline const char *fc_cli_path(const char *opt, const char *value) {
 
 /* The value of an output file option (--svg FILE): as fc_cli_path, and a file in a folder that
  * is not there, or a FILE that is a directory, is a usage error before the run (which may take
- * minutes), not a write that fails after it. Whether the folder is writable is left to the write (/dev/stdout is a file too). */
+ * minutes), not a write that fails after it; so is '-' (it wrote a file named '-'). Whether the folder is writable is left to the write (/dev/stdout is a file too). */
 static inline const char *fc_cli_out_path(const char *opt, const char *value) {
   fc_cli_path(opt, value);
+  if (strcmp(value, "-") == 0) /* by the convention stdout, which carries the report here */
+    fc_cli_usage_error("--%s -: '-' would be stdout, which carries the report; give a file name "
+                       "(./- for a file named so)",
+                       opt);
   const char *slash = strrchr(value, '/');
   char dir[4096];
   snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash == value ? 1 : slash - value) : 1,

@@ -42,6 +42,9 @@ expect_usage "cache-bench: no STORE given"
 expect_usage "cache-bench: --svg '' names no file (an empty path: an unset variable?)" --svg "" x
 expect_usage "cache-bench: --svg $t/no/such/dir/b.svg: cannot be written there: No such file or directory" --svg "$t/no/such/dir/b.svg" x
 expect_usage "cache-bench: --dump-order $t/no/o.txt: cannot be written there: No such file or directory" --dump-order "$t/no/o.txt" x
+# '-' wrote a file named '-' (stdout carries the report)
+expect_usage "cache-bench: --svg -: '-' would be stdout, which carries the report; give a file name (./- for a file named so)" --svg - x
+expect_usage "cache-bench: --dump-order -: '-' would be stdout, which carries the report; give a file name (./- for a file named so)" --dump-order - x
 expect_usage "cache-bench: '' names no STORE (an empty path: an unset variable?)" ""
 expect_usage "cache-bench: invalid value 'zigzag' for --patterns (want sequential, physical, random, locality or all)" -p zigzag x
 expect_usage "cache-bench: invalid value 'hot' for --states (want cold or warm)" -s cold,hot x

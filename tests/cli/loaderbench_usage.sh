@@ -56,6 +56,11 @@ check empty-manifest 2 "loader-bench: --manifest '' names no file (an empty path
 $try" -- "$LB" --source audio --manifest ""
 check svg-nowhere 2 "loader-bench: --svg $tmp/no/s.svg: cannot be written there: No such file or directory
 $try" -- "$LB" --source synthetic --svg "$tmp/no/s.svg"
+# '-' wrote a file named '-' (stdout carries the report)
+check svg-dash 2 "loader-bench: --svg -: '-' would be stdout, which carries the report; give a file name (./- for a file named so)
+$try" -- "$LB" --source synthetic --svg -
+check trace-dash 2 "loader-bench: --trace -: '-' would be stdout, which carries the report; give a file name (./- for a file named so)
+$try" -- "$LB" --source synthetic --trace -
 check trace-empty 2 "loader-bench: --trace '' names no file (an empty path: an unset variable?)
 $try" -- "$LB" --source synthetic --trace ""
 check bad-source 2 "loader-bench: invalid value 'disk' for --source (want cache, audio or synthetic)
