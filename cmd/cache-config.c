@@ -186,6 +186,8 @@ static int list_store(const char *dir, int json, int count) {
   if (code) return code;
   fc_config_info *all = NULL;
   size_t n = 0;
+  uint64_t stored = 0; /* the records the parts hold, when no commit came between the counts */
+  int steady = 1;
   for (unsigned k = 0; k < np && !code; k++) {
     fc_store *s;
     if (open_store(parts[k], FC_STORE_RDONLY, 1, &s)) {
@@ -194,7 +196,13 @@ static int list_store(const char *dir, int json, int count) {
     }
     fc_config_info *c;
     size_t m;
-    int rc = fc_store_configs(s, count, &c, &m);
+    fc_store_info before, after;
+    int rc = fc_store_info_get(s, &before);
+    if (!rc) rc = fc_store_configs(s, count, &c, &m);
+    if (!rc && (fc_store_info_get(s, &after) ||
+                memcmp(before.entries, after.entries, sizeof before.entries) != 0))
+      steady = 0; /* a writer committed meanwhile: the two counts are of different stores */
+    stored += before.entries[FC_DB_FEAT] + before.entries[FC_DB_TOK];
     fc_store_close(s);
     if (rc) {
       fc_cli_warn(parts[k], "cannot list its configs: %s%s", fc_strerror(rc),
@@ -214,6 +222,15 @@ static int list_store(const char *dir, int json, int count) {
       print_json(dir, np, all, n, count);
     else
       print_table(dir, all, n, count);
+    uint64_t counted = 0;
+    for (size_t i = 0; i < n; i++) counted += all[i].records;
+    if (count && steady && stored > counted) /* each record names its config in its header */
+      fc_cli_warn(dir,
+                  "%llu record%s name%s no config the store holds (a damaged header?) and %s "
+                  "counted above: cache-verify names %s",
+                  (unsigned long long)(stored - counted), stored - counted == 1 ? "" : "s",
+                  stored - counted == 1 ? "s" : "", stored - counted == 1 ? "is not" : "are not",
+                  stored - counted == 1 ? "it" : "them");
   }
   fc_configs_free(all, n);
   free_parts(parts, np);

@@ -467,9 +467,10 @@ static inline const char *fc_cli_path(const char *opt, const char *value) {
 static inline const char *fc_cli_out_path(const char *opt, const char *value) {
   fc_cli_path(opt, value);
   if (strcmp(value, "-") == 0) /* by the convention stdout, which carries the report here */
-    fc_cli_usage_error("--%s -: '-' would be stdout, which carries the report; give a file name "
-                       "(./- for a file named so)",
-                       opt);
+    fc_cli_usage_error(
+        "--%s -: '-' would be stdout, which carries the report; give a file name "
+        "(./- for a file named so)",
+        opt);
   const char *slash = strrchr(value, '/');
   char dir[4096];
   snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash == value ? 1 : slash - value) : 1,
