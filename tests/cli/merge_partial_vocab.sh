@@ -27,4 +27,14 @@ tail -6 c/metadata.csv | sed 's/|\([^|]*\)|\([^|]*\)$/|\1 xyz 123|\2 xyz 123/' >
 "$M" -o m v0 v1 >out 2>err; check missing 2 $?
 [ "$(cat err)" = "cache-merge: incomplete set of shards: of 3 shards, 2 given: shard 2 missing; nothing merged (give the missing shards too, or --partial)" ] ||
   { echo "FAIL missing: stderr:"; cat err; fail=1; }
+# each config with every store that holds it (up to 3, then "and N more"): the line named the
+# first holder of each only, so a vocabulary two stores share read as one store's
+"$FC_BIN/tokenize" -q --build-vocab --export-vocab v.txt -o w0 c/h1.csv || fail=1
+"$FC_BIN/tokenize" -q --vocab v.txt -o w1 c/h2.csv || fail=1
+"$FC_BIN/tokenize" -q --build-vocab -o w2 c/h2.csv || fail=1
+"$M" -o m2 w0 w1 w2 >out 2>err
+a=$("$FC_BIN/cache-config" --json w0 | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["configs"][0]["digest"][:12])')
+b=$("$FC_BIN/cache-config" --json w2 | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["configs"][0]["digest"][:12])')
+grep -q "^cache-merge: the inputs hold 2 different 'chars' token configs, in 3 stores ($(printf '%s\n' "$a in w0, w1" "$b in w2" | sort | paste -sd ';' | sed 's/;/; /'))" err ||
+  { echo "FAIL holders: stderr ($a, $b):"; cat err; fail=1; }
 exit $fail

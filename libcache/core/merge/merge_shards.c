@@ -152,14 +152,22 @@ static int check_token_configs(fc_store *const *in, MDB_txn *const *txns, size_t
         int at = snprintf(line, sizeof line, "%zu different '%s' token configs, in %zu stores (",
                           configs, v[a].name, holders);
         size_t said = 0;
-        for (size_t x = a; x < b && at > 0 && (size_t)at < sizeof line; x++) {
-          if (x != a && !strcmp(v[x].hex, v[x - 1].hex)) continue; /* each config once */
+        for (size_t x = a, y; x < b && at > 0 && (size_t)at < sizeof line; x = y) {
+          for (y = x; y < b && !strcmp(v[y].hex, v[x].hex); y++) {} /* its holders: [x, y) */
           if (said++ == 4) {
             at += snprintf(line + at, sizeof line - (size_t)at, ", ...");
             break;
           }
-          at += snprintf(line + at, sizeof line - (size_t)at, "%s%.12s in %s", said > 1 ? ", " : "",
-                         v[x].hex, FC_WHY_NAME(v[x].holder < n ? paths[v[x].holder] : out_dir));
+          at += snprintf(line + at, sizeof line - (size_t)at, "%s%.12s in ", said > 1 ? "; " : "",
+                         v[x].hex);
+          for (size_t h = x; h < y && at > 0 && (size_t)at < sizeof line; h++) {
+            if (h - x == 3) { /* each config's holders, not only its first (the rest counted) */
+              at += snprintf(line + at, sizeof line - (size_t)at, " and %zu more", y - h);
+              break;
+            }
+            at += snprintf(line + at, sizeof line - (size_t)at, "%s%s", h > x ? ", " : "",
+                           FC_WHY_NAME(v[h].holder < n ? paths[v[h].holder] : out_dir));
+          }
         }
         if (at > 0 && (size_t)at < sizeof line) snprintf(line + at, sizeof line - (size_t)at, ")");
         o->on_token_configs(v[a].name, line, shards, o->user);
