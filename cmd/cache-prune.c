@@ -11,6 +11,7 @@
 
 enum {
   OPT_MANIFEST = 256,
+  OPT_PROGRESS,
   OPT_MANIFEST_FORMAT,
   OPT_DAMAGED,
   OPT_COMPACT,
@@ -36,7 +37,9 @@ static const fc_cli_opt options[] =
      {NULL, 0, 0, NULL, "Running:"},
      {"batch", OPT_BATCH, required_argument, "N", "deletes per write transaction (default 4096)"},
      {"json", OPT_JSON, no_argument, NULL, "one JSON object per store on stdout"},
-     {"quiet", 'q', no_argument, NULL, "no summary line"},
+     {"quiet", 'q', no_argument, NULL, "no summary line, no progress line"},
+     {"progress", OPT_PROGRESS, no_argument, NULL,
+      "with --damaged, a progress line on stderr even when not a terminal"},
      {"help", 'h', no_argument, NULL, "show this help and exit"},
      {"version", OPT_VERSION, no_argument, NULL, "show the version and exit"},
      {NULL, 0, 0, NULL, NULL}};
@@ -224,6 +227,18 @@ static void print_json(const char *store, unsigned parts, const fc_prune_report 
   fputs("}\n", stdout);
 }
 
+/* --damaged's progress line: the records read of the store's bytes in use. */
+typedef struct progress_state {
+  const char *store;
+  fc_cli_progress line;
+} progress_state;
+
+static void on_progress(uint64_t done, uint64_t total, void *ud) {
+  progress_state *p = ud;
+  fc_cli_progress_show(&p->line, "%s: %s: %.2f of %.2f GB read for damaged records", fc_cli_tool,
+                       p->store, done / 1e9, total / 1e9);
+}
+
 /* The other hard links of a store's data.mdb (made by cp -al or rsync --link-dest): a compaction
  * renames its copy over this one, and the old file stays under them with its space. */
 static nlink_t other_links(const char *store) {
@@ -238,7 +253,12 @@ static nlink_t other_links(const char *store) {
 /* One STORE word: its stores (a split store's parts) all opened before any is changed, then
  * pruned one by one. Returns the exit code. */
 static int prune_word(const char *word, const char *const *stores, size_t n,
-                      const fc_prune_opts *po, int manifest, int json, int quiet) {
+                      const fc_prune_opts *po_in, int manifest, int json, int quiet,
+                      int force_progress) {
+  fc_prune_opts opts = *po_in, *po = &opts;
+  progress_state ps = {word, {0}};
+  fc_cli_progress_init(&ps.line, force_progress, quiet);
+  if (po->damaged && ps.line.on) po->progress = on_progress, po->progress_ud = &ps;
   fc_store **ss = calloc(n ? n : 1, sizeof *ss);
   if (!ss) return FC_EXIT_FAIL;
   int code = 0;
@@ -259,6 +279,7 @@ static int prune_word(const char *word, const char *const *stores, size_t n,
     fc_prune_report r;
     char why[512] = "";
     int rc = fc_store_prune(ss[k], po, &r, why, sizeof why);
+    fc_cli_progress_clear(&ps.line);
     if (!rc && !po->dry_run) rc = fc_store_sync(ss[k]);
     add(&all, &r);
     if (rc == FC_EINTR) {
@@ -335,7 +356,7 @@ int main(int argc, char **argv) {
   const char *manifest = NULL;
   fc_manifest_opts mo = {.format = FC_MANIFEST_AUTO};
   fc_prune_opts po = {0};
-  int json = 0, quiet = 0, c;
+  int json = 0, quiet = 0, force_progress = 0, c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
     switch (c) {
@@ -347,6 +368,7 @@ int main(int argc, char **argv) {
     case OPT_BATCH: po.batch = fc_cli_u32("batch", optarg, 1, 1u << 24); break;
     case OPT_JSON: json = 1; break;
     case 'q': quiet = 1; break;
+    case OPT_PROGRESS: force_progress = 1; break;
     case 'h':
       fc_cli_help(stdout, synopsis, description, options, footer);
       return fc_cli_stdout_status(FC_EXIT_OK);
@@ -385,7 +407,7 @@ int main(int argc, char **argv) {
   po.stop = (volatile const int *)&fc_cli_signal;
   for (size_t w = 0; w < nw; w++) {
     int code = prune_word(words[w], stores + first[w], first[w + 1] - first[w], &po,
-                          manifest != NULL, json, quiet);
+                          manifest != NULL, json, quiet, force_progress);
     if (code > worst) worst = code;
     if (code > 128) break; /* interrupted: the stores after it are not started */
   }

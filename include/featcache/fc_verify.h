@@ -191,6 +191,10 @@ typedef struct fc_prune_opts {
    * lacks the id's record (cache-verify: missing), and featurize or tokenize run again store it
    * anew. Orphans are removed as orphans whether damaged or not. */
   int damaged;
+  /* With damaged: called from the calling thread about every 0.1 s while the records are read
+   * (the bytes of their values read so far, and data.mdb's bytes in use), and once at the end. */
+  fc_verify_progress_fn progress;
+  void *progress_ud;
 } fc_prune_opts;
 
 typedef struct fc_prune_report {

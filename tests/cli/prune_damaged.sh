@@ -118,6 +118,13 @@ run dry 0 --damaged -n st
 expect_err dry "cache-prune: st: would remove 0 orphan records (0 feat, 0 tok; 0.0 MB) and 2 damaged records (1 feat, 1 tok; 0.0 MB: run featurize and tokenize again to store them anew); 5 utterances stay"
 cmp -s st/data.mdb st.before/data.mdb || fail "dry: data.mdb changed"
 
+# reading every record takes minutes on a large store: a progress line (forced here; a terminal
+# gets it unasked), none with -q
+run progress 0 --damaged -n --progress st
+grep -qx "cache-prune: st: [0-9.]* of [0-9.]* GB read for damaged records" err ||
+  { fail "progress: no progress line"; cat err; }
+run progress-quiet 0 --damaged -n -q --progress st
+[ -s err ] && { fail "progress -q: stderr"; cat err; }
 run damaged 0 --damaged --json st
 expect_err damaged "cache-prune: st: removed 0 orphan records (0 feat, 0 tok; 0.0 MB) and 2 damaged records (1 feat, 1 tok; 0.0 MB: run featurize and tokenize again to store them anew); 5 utterances stay (pages freed in data.mdb, reused by later writes)"
 "$PY" - <<'PY' || fail "damaged: --json"

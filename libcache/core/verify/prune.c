@@ -47,6 +47,8 @@ typedef struct pctx {
   size_t n_dmg, cap_dmg;
   pr_ref *refs;
   size_t n_refs, cap_refs;
+  uint64_t read_bytes, total_bytes; /* with o->damaged: progress */
+  double last_progress;
 } pctx;
 
 static int cmp_str(const void *a, const void *b) {
@@ -174,6 +176,15 @@ static int check_damaged(pctx *p, const uint8_t *k, const void *v, size_t vl, in
   if (vf_stopping(c)) return FC_EINTR;
   if (!((const uint8_t *)v >= c->map_lo && (const uint8_t *)v + vl <= c->map_hi))
     return MDB_CORRUPTED;
+  p->read_bytes += vl;
+  if (p->o->progress &&
+      (p->read_bytes & ~(uint64_t)0xfffff) != ((p->read_bytes - vl) & ~(uint64_t)0xfffff)) {
+    const double t = vf_now_s(); /* the clock read each MiB, the callback every 0.1 s */
+    if (t - p->last_progress >= 0.1) {
+      p->last_progress = t;
+      p->o->progress(p->read_bytes, p->total_bytes, p->o->progress_ud);
+    }
+  }
   char why[256];
   int rc = fc_verify_record(v, vl, 0, why, sizeof why);
   if (rc == ENOMEM || !rc) return rc;
@@ -257,8 +268,14 @@ static int survey(pctx *p, fc_rtxn *t, char *why, size_t why_len) {
   }
   p->r->kept_ids = count_kept(c);
   if (!rc) rc = vf_build_expected(c);
+  MDB_envinfo ei; /* the bytes in use, for progress (no transaction of its own: one is open) */
+  MDB_stat es;
+  if (p->o->damaged && !mdb_env_info(c->s->env, &ei) && !mdb_env_stat(c->s->env, &es))
+    p->total_bytes = ((uint64_t)ei.me_last_pgno + 1) * es.ms_psize;
   if (!rc) rc = find_orphans(p, t, FC_DB_FEAT);
   if (!rc) rc = find_orphans(p, t, FC_DB_TOK);
+  if (!rc && p->o->damaged && p->o->progress)
+    p->o->progress(p->read_bytes, p->total_bytes, p->o->progress_ud);
   return rc;
 }
 
