@@ -280,19 +280,35 @@ static int run_checks(vctx *c, const char *dir, int *nthreads, fc_rtxn **t, char
   return 0;
 }
 
+/* run_checks' arguments, for store_lmdb_guarded; returned: run_checks returned (else LMDB's
+ * assertion jumped out of it). */
+typedef struct run_checks_args {
+  vctx *c;
+  const char *dir;
+  int *nthreads;
+  fc_rtxn **t;
+  char *why;
+  size_t why_len;
+  int returned;
+} run_checks_args;
+
+static int run_checks_call(void *arg) {
+  run_checks_args *a = arg;
+  int rc = run_checks(a->c, a->dir, a->nthreads, a->t, a->why, a->why_len);
+  a->returned = 1;
+  return rc;
+}
+
 /* run_checks with LMDB's assertions on damaged pages caught (store_lmdb_assert): a finding. */
 static int run_guarded(vctx *c, const char *dir, int *nthreads, fc_rtxn **t, char *why,
                        size_t why_len) {
-  sigjmp_buf jb;
-  if (sigsetjmp(jb, 0)) { /* LMDB met a page its B-tree cannot have: the walk cut short */
-    store_lmdb_jump = NULL;
+  run_checks_args ra = {c, dir, nthreads, t, why, why_len, 0};
+  int rc = store_lmdb_guarded(run_checks_call, &ra);
+  if (!ra.returned) { /* LMDB met a page its B-tree cannot have: the walk cut short */
     vf_add(c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
            "B-tree damaged (LMDB: %s); the checks after it were not made", store_lmdb_why);
     return 0;
   }
-  store_lmdb_jump = &jb;
-  int rc = run_checks(c, dir, nthreads, t, why, why_len);
-  store_lmdb_jump = NULL;
   return rc;
 }
 

@@ -114,20 +114,36 @@ static int scan_range(vctx *c, MDB_txn *txn, MDB_cursor *cur, int db, unsigned b
   return 0;
 }
 
+/* scan_range's arguments, for store_lmdb_guarded; returned: scan_range returned (else LMDB's
+ * assertion jumped out of it). */
+typedef struct range_args {
+  vctx *c;
+  MDB_txn *txn;
+  MDB_cursor *cur;
+  int db;
+  unsigned b;
+  uint64_t *recs, *bytes;
+  int returned;
+} range_args;
+
+static int scan_range_call(void *arg) {
+  range_args *a = arg;
+  int rc = scan_range(a->c, a->txn, a->cur, a->db, a->b, a->recs, a->bytes);
+  a->returned = 1;
+  return rc;
+}
+
 /* scan_range, a damaged page met on the way the range's finding (store_lmdb_assert). Returns
  * scan_range's LMDB error, or -1 after LMDB's assertion. */
 static int guarded_range(vctx *c, MDB_txn *txn, MDB_cursor *cur, int db, unsigned b, uint64_t *recs,
                          uint64_t *bytes) {
-  sigjmp_buf jb, *outer = store_lmdb_jump;
-  if (sigsetjmp(jb, 0)) {
-    store_lmdb_jump = outer;
+  range_args ra = {c, txn, cur, db, b, recs, bytes, 0};
+  int rc = store_lmdb_guarded(scan_range_call, &ra);
+  if (!ra.returned) {
     vf_add(c, FC_VERIFY_ERROR, db, NULL, 0, NULL, 0,
            "B-tree damaged (LMDB: %s) while reading keys %02x..", store_lmdb_why, b);
     return -1;
   }
-  store_lmdb_jump = &jb;
-  int rc = scan_range(c, txn, cur, db, b, recs, bytes);
-  store_lmdb_jump = outer;
   return rc;
 }
 
