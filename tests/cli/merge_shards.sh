@@ -111,7 +111,7 @@ for k in 0 1 2 3; do
     "$FC_BIN/tokenize" -q --build-vocab --shard $k/4 -o v$k piece$k.csv || fail=1
 done
 "$M" -q -o mv v0 v1 v2 v3 >out 2>err; check vocab-per-shard 1 $?
-grep -Eq "^cache-merge: the inputs hold [2-4] different 'chars' token configs, in 4 stores \([0-9a-f]{12} in v[0-3], .*\): a vocabulary built in each, so each config holds the tokens of its own stores' ids, and tokens=\"chars\" would not say which$" err \
+grep -Eq "^cache-merge: the inputs hold [2-4] different 'chars' token configs, in 4 stores \([0-9a-f]{12} in v[0-3][,;] .*\): a vocabulary built in each, so each config holds the tokens of its own stores' ids, and tokens=\"chars\" would not say which$" err \
   || { echo "FAIL vocab per shard: what"; cat err; fail=1; }
 grep -qxF "cache-merge: build the vocabulary once (tokenize --build-vocab --export-vocab chars.txt -o SCRATCH MANIFEST, over the whole manifest), then in each shard drop its own (cache-config --drop chars SHARD) and tokenize it with --vocab chars.txt" err \
   || { echo "FAIL vocab per shard: the fix"; cat err; fail=1; }

@@ -106,7 +106,7 @@ printf 'a|ab\n' >t1.csv && printf 'b|cd\n' >t2.csv
 "$B/tokenize" -q --build-vocab -o "w${nl}x" t1.csv && "$B/tokenize" -q --build-vocab -o w1 t2.csv ||
   fail "tokenize w"
 "$B/cache-merge" -q -o mw "w${nl}x" w1 2>err
-grep -Eq "^cache-merge: the inputs hold 2 different 'chars' token configs, in 2 stores \(.*[0-9a-f]{12} in \"w\\\\nx\"[,)]" err ||
+grep -Eq "^cache-merge: the inputs hold 2 different 'chars' token configs, in 2 stores \(.*[0-9a-f]{12} in \"w\\\\nx\"[;)]" err ||
   fail "merge of other vocabularies: $(cat -v err)"
 # a marker that is not one, named whole (the directory with the marker's name, as one path)
 mkdir "b${nl}x" && printf 'featcache-split/1 03\n' >"b${nl}x/featcache-split"
