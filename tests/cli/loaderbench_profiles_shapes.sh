@@ -65,6 +65,12 @@ for f in zero.json all.json added.json; do
   "$LB" --compare-profiles "$tmp/ok.json" "$tmp/$f" >"$tmp/out" 2>"$tmp/err" ||
     fail "$f: exit $?: $(cat "$tmp/err")"
 done
+# ...read, and said: a share over 100 % was no measurement (it read "AFTER is highly input-bound
+# (data share 4424.00 %)" and no more); 100 % itself is one
+grep -q "; AFTER's data share of 4424 % is more than its steps lasted: times were added to its phases beyond them (seconds or microseconds passed as ms, or another thread's overlapping time), so its share and verdict are not measurements" "$tmp/out" ||
+  fail "added.json: the verdict: $(grep '^verdict' "$tmp/out")"
+"$LB" --compare-profiles "$tmp/ok.json" "$tmp/all.json" >"$tmp/out" 2>&1
+grep -q "not measurements" "$tmp/out" && fail "all.json (100 %): said to be no measurement"
 
 # profiles of different shapes: the device row compares a series of one name on both sides (BEFORE
 # timed "compute" on the device, AFTER only "forward": AFTER has no "compute" to show, and its

@@ -141,7 +141,8 @@ static int load(const char *path, prof_view *v, char *why, size_t why_len) {
              FC_WHY_NAME(path), v->steps);
     return FC_EFORMAT;
   }
-  /* (a share over 1 is one: fc_profiler_phase_add's times measured elsewhere can exceed a step) */
+  /* (a share over 1 is read, and said in the verdict: fc_profiler_phase_add's times can exceed a
+   * step) */
   if (!(v->data_share >= 0)) {
     prof_say(why, why_len, "%s: not a featcache profile (data_share %g is negative)",
              FC_WHY_NAME(path), v->data_share);
@@ -245,7 +246,7 @@ int fc_prof_compare_files(const char *before, const char *after, int json, void 
   /* the shrink factor: mean data wait per step, before / after */
   double shrink = b.mean > 0 ? a.mean / b.mean : (a.mean > 0 ? INFINITY : NAN); /* NaN: 0 / 0 */
   double speed = a.steps_per_s > 0 ? b.steps_per_s / a.steps_per_s : NAN;
-  char verdict[512], part[200];
+  char verdict[1024], part[200];
   int band_b = fc_prof_verdict(b.data_share, b.vr, part, sizeof part);
   if (isnan(shrink))
     snprintf(verdict, sizeof verdict, "the data phase is unchanged (0 ms in both)");
@@ -268,6 +269,18 @@ int fc_prof_compare_files(const char *before, const char *after, int json, void 
   if (isfinite(speed))
     snprintf(verdict + n, sizeof verdict - n, "; steps/s %s%.1f %%", speed >= 1 ? "+" : "-",
              100 * fabs(speed - 1));
+  /* a share over 100 % cannot have been measured: phase times added beyond the steps' time (C's
+   * fc_profiler_phase_add takes them; Python's StepProfiler.add refuses them now) */
+  for (int i = 0; i < 2; i++) {
+    const prof_view *v = i ? &b : &a;
+    n = strlen(verdict);
+    if (v->data_share > 1)
+      snprintf(verdict + n, sizeof verdict - n,
+               "; %s's data share of %.0f %% is more than its steps lasted: times were added to "
+               "its phases beyond them (seconds or microseconds passed as ms, or another thread's "
+               "overlapping time), so its share and verdict are not measurements",
+               i ? "AFTER" : "BEFORE", 100 * v->data_share);
+  }
 
   if (json) {
     fputs("{\"before\":", out);
