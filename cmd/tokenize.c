@@ -216,6 +216,29 @@ static void refuse_textless(const char *manifest, fc_manifest_format fmt) {
   exit(FC_EXIT_USAGE);
 }
 
+/* A vocab built from the text refused (FC_ECONFIG): a special symbol is one of the text's, whose
+ * occurrences would all have become <unk> (fc_tokenizer_build_vocab). The options that set one. */
+static void say_special_collision(const char *manifest, const fc_tok_opts *to) {
+  const char *names[] = {"pad", "unk", "bos", "eos"},
+             *vals[] = {to->pad, to->unk, to->bos, to->eos};
+  char given[600] = "";
+  int n = 0;
+  for (int i = 0; i < 4; i++) {
+    if (!vals[i]) continue;
+    size_t at = strlen(given);
+    char q[160];
+    snprintf(given + at, sizeof given - at, "%s--%s '%s'", n++ ? ", " : "", names[i],
+             fc_cli_quoted(vals[i], q, sizeof q));
+  }
+  fc_cli_warn(manifest,
+              "%s%s is also a symbol of the text: each of its occurrences would become <unk>; "
+              "nothing stored (choose a symbol the text does not hold%s)",
+              n > 1 ? "one of "
+              : n   ? ""
+                    : "a special symbol (<pad> <unk> <bos> <eos>)",
+              given, n ? ", or leave the option out" : "");
+}
+
 int main(int argc, char **argv) {
   fc_cli_tool = "tokenize";
   fc_cli_std_fds();
@@ -409,6 +432,12 @@ int main(int argc, char **argv) {
     ro.shard_k = shard_k, ro.shard_n = shard_n;
     if (to.build_vocab && (rc = fc_tokenizer_build_vocab_from(tok, &items, &ro)) != 0 &&
         rc != FC_EINTR) {
+      if (rc == FC_ECONFIG) {
+        say_special_collision(manifest, &to);
+        fc_item_list_free(&items);
+        fc_tokenizer_free(tok);
+        return FC_EXIT_USAGE;
+      }
       fc_cli_warn(manifest, "cannot build the vocab: %s", fc_strerror(rc));
       fc_item_list_free(&items);
       fc_tokenizer_free(tok);
@@ -493,6 +522,13 @@ int main(int argc, char **argv) {
   clock_gettime(CLOCK_MONOTONIC, &t1);
   double wall = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
   fc_cli_progress_end(&ctx.progress);
+  if (rc == FC_ECONFIG && to.build_vocab) { /* the vocab refused before a line was stored */
+    say_special_collision(ctx.manifest, &to);
+    fc_store_close_split(parts, n_parts);
+    fc_item_list_free(&items);
+    fc_tokenizer_free(tok);
+    return FC_EXIT_USAGE;
+  }
 
   int exit_code = FC_EXIT_OK;
   /* --max-failed says how many bad lines the run tolerates (of its lines: the shard's); an error

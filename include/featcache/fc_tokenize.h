@@ -107,7 +107,9 @@ FC_API int fc_tokenizer_symbols(fc_tokenizer *t, const char *norm, size_t len, f
 /* Finish a build_vocab tokenizer: vocab = the specials (pad, unk, bos, eos: ids 0..3), then the
  * distinct symbols in byte order (so the vocab does not depend on the order of the corpus).
  * Symbols holding a line break cannot be written in a vocab file and are left out (they map to
- * unk). syms: n symbols, each NUL-terminated. */
+ * unk). syms: n symbols, each NUL-terminated. FC_ECONFIG when one of syms is a special symbol
+ * (fc_tok_opts pad/unk/bos/eos, e.g. a pad of "a" over text holding 'a'): the text's would never
+ * be produced (all <unk>); nothing is built. */
 FC_API int fc_tokenizer_build_vocab(fc_tokenizer *t, const char *const *syms, size_t n);
 
 /* Token ids of already normalized text (fc_tok_normalize with fc_tokenizer_norm). *ids is
@@ -226,7 +228,7 @@ FC_API int fc_tokenize_run_split(fc_store *const *parts, unsigned n_parts, fc_to
  * $TMPDIR; docs/tokenize.md) so that the next fc_tokenize_run or fc_tokenize_run_split over these
  * lines, or a subset of them in the same order, makes their ids without espeak-ng; that run, or
  * fc_tokenizer_free, releases them. Returns 0, FC_ECONFIG (not a build_vocab tokenizer, or already
- * finished), ENOMEM. */
+ * finished, or a special symbol is a symbol of the text: fc_tokenizer_build_vocab), ENOMEM. */
 FC_API int fc_tokenizer_build_vocab_from(fc_tokenizer *t, const fc_item_list *items,
                                          const fc_tokenize_run_opts *o);
 

@@ -360,4 +360,28 @@ expect_rc $? 2 "--dtype i16 of 40002 ids"
 "$T" -o "$d/s10" --vocab "$d/v40k.txt" --dtype u16 "$d/cjk.tsv" --json > "$d/out" 2> "$d/err" ||
   fail "--dtype u16 of 40002 ids: exit $?"
 grep -q '"processed":1,' "$d/out" || fail "--dtype u16 of 40002 ids: $(cat "$d/out")"
+# a special symbol that is also one of the text's (--pad a over "banana."): every 'a' of the text
+# became <unk>, exit 0, with only "3 unknown symbols mapped to unk" said. Refused now, exit 2,
+# before a line is stored; the same with --shard (its vocab is built first) and a split store
+printf 'b1|banana.|banana.\n' > "$d/b.csv"
+for how in "" "--shard 0/1" "--writers 2"; do
+  rm -rf "$d/sp"
+  if [ "$how" = "--writers 2" ]; then "$FC_BIN/featurize" -q --writers 2 -o "$d/sp" - </dev/null || fail "split store"; how=; fi
+  # shellcheck disable=SC2086 # the option or nothing
+  "$T" -o "$d/sp" --manifest "$d/b.csv" --build-vocab --pad a $how > "$d/out" 2> "$d/err"
+  expect_rc $? 2 "--pad a ${how:-(plain)}"
+  [ "$(cat "$d/err")" = "tokenize: $d/b.csv: --pad 'a' is also a symbol of the text: each of its occurrences would become <unk>; nothing stored (choose a symbol the text does not hold, or leave the option out)" ] ||
+    fail "--pad a ${how:-(plain)}: stderr"
+  [ ! -e "$d/sp/data.mdb" ] || "$FC_PYTHON" -c 'import lmdb, sys
+e = lmdb.open(sys.argv[1], max_dbs=200, readonly=True, lock=False)
+with e.begin() as t:
+    for n in (b"text", b"tok"):
+        d = e.open_db(n, txn=t, create=False) if t.get(n) is not None else None
+        assert d is None or t.stat(d)["entries"] == 0, n' "$d/sp" || fail "--pad a: something stored"
+done
+"$T" -o "$d/sp2" --manifest "$d/b.csv" --build-vocab --pad a --eos n > "$d/out" 2> "$d/err"
+expect_rc $? 2 "--pad a --eos n"
+expect_err "tokenize: $d/b.csv: one of --pad 'a', --eos 'n' is also a symbol of the text"
+"$T" -o "$d/sp3" --manifest "$d/b.csv" --build-vocab --pad '<p>' > "$d/out" 2> "$d/err" ||
+  fail "--pad '<p>' (no collision): exit $?"
 echo "ok: tokenize bad inputs, config errors, --strict, help, SIGTERM"

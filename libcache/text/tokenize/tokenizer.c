@@ -426,7 +426,10 @@ int fc_tokenizer_build_vocab(fc_tokenizer *t, const char *const *syms, size_t n)
       continue;
     int dup = 0;
     for (int k = 0; k < SP_COUNT; k++) dup |= strcmp(s, t->specials[k]) == 0;
-    if (dup) continue;
+    if (dup) { /* the text's symbol would take the special's id and never be produced: <unk> */
+      rc = FC_ECONFIG;
+      goto fail;
+    }
     if (!(out[m++] = fc_strdup(s))) {
       rc = ENOMEM;
       goto fail;
