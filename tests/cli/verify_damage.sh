@@ -1,8 +1,9 @@
 #!/bin/bash
 # cache-verify on stores damaged in each way it claims to catch, bytes flipped inside data.mdb
 # (payload, header, key), a truncated data.mdb, values rewritten with valid checksums (huge shape,
-# NaN), LMDB's free list, a meta page's last page number: the exact report line and exit code of
-# each. The ASan build runs this too.
+# NaN), LMDB's free list (a hole, a page past the file, a page a B-tree uses, a page twice, a page
+# left off), a meta page's transaction id and last page number: the exact report line and exit
+# code of each. The ASan build runs this too.
 set -u
 V="$FC_BIN/cache-verify"
 [ -x "$V" ] || { echo "FAIL: $V not built"; exit 1; }
@@ -155,7 +156,8 @@ grep -q '^s: stopped after 1 error (--max-errors)$' got || { echo "FAIL max-erro
 # so the store passed while featurize, tokenize, cache-config --drop and cache-prune (--compact
 # too) all failed on it, or would put data where no page is. Its root page zeroed (a hole), then a
 # page number in it past the file's last page: each one error, the other checks made.
-free_list() { # zero | far: pages freed first (a value written, then deleted), then the damage
+free_list() { # zero | far | live | twice | lost: pages freed first (a value written, then
+  # deleted), then the damage
   "$FC_PYTHON" - "$1" <<'PY'
 import lmdb, struct, sys
 env = lmdb.open("s", max_dbs=8)
@@ -169,17 +171,36 @@ data = bytearray(open("s/data.mdb", "rb").read())
 # the meta page of the later transaction (id at 144), its free db's root (at 80)
 txnid, root = max((struct.unpack_from("<Q", data, p + 144)[0], struct.unpack_from("<Q", data, p + 80)[0]) for p in (0, 4096))
 page = root * 4096
+def leaf_nodes(page):  # (node offset, flags, key) of a leaf page's nodes
+    lower = struct.unpack_from("<H", data, page + 12)[0]
+    assert lower > 16 and struct.unpack_from("<H", data, page + 10)[0] == 2, "no leaf page"
+    for i in range((lower - 16) // 2):
+        node = page + struct.unpack_from("<H", data, page + 16 + 2 * i)[0]
+        flags, ksize = struct.unpack_from("<HH", data, node + 4)
+        yield node, flags, bytes(data[node + 8:node + 8 + ksize])
 if sys.argv[1] == "zero":
     data[page:page + 4096] = bytes(4096)
 else:  # the first node of the root leaf: 8-byte header, its key (a transaction id), its ids
-    lower = struct.unpack_from("<H", data, page + 12)[0]
-    assert lower > 16 and struct.unpack_from("<H", data, page + 10)[0] == 2, "free db root: no leaf"
-    node = page + struct.unpack_from("<H", data, page + 16)[0]
-    flags, ksize = struct.unpack_from("<HH", data, node + 4)
-    ids = node + 8 + ksize
+    node, flags, key = next(leaf_nodes(page))
+    ids = node + 8 + len(key)
     if flags & 1:  # the ids on an overflow page
         ids = struct.unpack_from("<Q", data, ids)[0] * 4096 + 16
-    struct.pack_into("<Q", data, ids + 8, (1 << 40) - 1)
+    count = struct.unpack_from("<Q", data, ids)[0]
+    assert count >= 2, count
+    if sys.argv[1] == "far":
+        struct.pack_into("<Q", data, ids + 8, (1 << 40) - 1)
+    elif sys.argv[1] == "twice":
+        struct.pack_into("<Q", data, ids + 16, struct.unpack_from("<Q", data, ids + 8)[0])
+    elif sys.argv[1] == "lost":  # its last id dropped: the list (count, then ids) one shorter
+        size = struct.unpack_from("<H", data, node)[0] | struct.unpack_from("<H", data, node + 2)[0] << 16
+        struct.pack_into("<HH", data, node, (size - 8) & 0xFFFF, (size - 8) >> 16)
+        struct.pack_into("<Q", data, ids, count - 1)
+    else:  # live: its first id the root page of the feat db (the main db's root leaf names it)
+        main_root = max((struct.unpack_from("<Q", data, p + 144)[0], struct.unpack_from("<Q", data, p + 128)[0]) for p in (0, 4096))[1]
+        feat = [n for n, f, k in leaf_nodes(main_root * 4096) if k == b"feat"][0]
+        feat_root = struct.unpack_from("<Q", data, feat + 8 + 4 + 40)[0]
+        struct.pack_into("<Q", data, ids + 8, feat_root)
+        print(feat_root)
 open("s/data.mdb", "r+b").write(data)
 PY
 }
@@ -194,6 +215,102 @@ free_list far || { echo "FAIL: damaging the free list"; fail=1; }
 run free-list-far 1
 grep -qx "s: error: env data.mdb: free list damaged (it names page 1099511627775, not a page of the file (2\.\.[0-9]*)): the store reads, but writes fail on it .*" got ||
   { echo "FAIL free list page number"; cat got; fail=1; }
+# a page number in it that the feat db's B-tree uses (a flipped bit): the next write would be
+# handed that page and write over the B-tree; a page named twice would be handed out twice; a page
+# left off it (neither in a B-tree nor free) is space no write reuses. No read reaches any of them.
+mk
+pg=$(free_list live) || { echo "FAIL: damaging the free list"; fail=1; }
+run free-list-live 1
+[ "$(cat got)" = "s: error: env data.mdb: free list damaged (it names page $pg, which the feat B-tree uses): the store reads, but writes fail on it or could overwrite data (featurize, tokenize, cache-config --drop, cache-prune); cache-merge -o NEW STORE copies it into a new store" ] ||
+  { echo "FAIL free list names a live page"; cat got; fail=1; }
+grep -q "^s: 1 error, 0 warnings; 40 records" out || { echo "FAIL free list live: the records unchecked"; cat out; fail=1; }
+"$FC_BIN/cache-merge" -q -o new s && "$V" -q new >/dev/null 2>&1 ||
+  { echo "FAIL free list live: cache-merge -o NEW STORE did not give a sound store"; fail=1; }
+rm -rf new
+mk
+free_list twice || { echo "FAIL: damaging the free list"; fail=1; }
+run free-list-twice 1
+grep -qx "s: error: env data.mdb: free list damaged (it names page [0-9]* twice): the store reads, .*" got ||
+  { echo "FAIL free list names a page twice"; cat got; fail=1; }
+mk
+free_list lost || { echo "FAIL: damaging the free list"; fail=1; }
+run free-list-lost 0
+[ "$(cat got)" = "s: warning: env data.mdb: 1 page (0.0 MB) neither in a B-tree nor on the free list: space no write reuses (the pages LMDB counted do not add up); cache-merge -o NEW STORE copies the store into a new one" ] ||
+  { echo "FAIL a page off the free list"; cat got; fail=1; }
+
+# a page of a data tree that LMDB's reads would run off (a key size made huge: its reads of that
+# leaf crashed cache-verify, SIGSEGV), and a page two trees reach (the text db's root made the
+# audio db's). The pages are walked before LMDB reads any: the first stops the run, said; the
+# second is said, the checks go on.
+tree() { # huge-key | shared
+  "$FC_PYTHON" - "$1" <<'PY'
+import struct, sys
+data = bytearray(open("s/data.mdb", "rb").read())
+main_root = max((struct.unpack_from("<Q", data, p + 144)[0], struct.unpack_from("<Q", data, p + 128)[0]) for p in (0, 4096))[1]
+def nodes(page):
+    lower = struct.unpack_from("<H", data, page + 12)[0]
+    for i in range((lower - 16) // 2):
+        yield page + struct.unpack_from("<H", data, page + 16 + 2 * i)[0]
+def db_root(name):  # its MDB_db in the main db's root leaf: the root at 40
+    for n in nodes(main_root * 4096):
+        ksize = struct.unpack_from("<H", data, n + 6)[0]
+        if bytes(data[n + 8:n + 8 + ksize]) == name:
+            return n + 8 + ksize + 40
+root_at = db_root(b"audio")
+if sys.argv[1] == "huge-key":
+    page = struct.unpack_from("<Q", data, root_at)[0]
+    while struct.unpack_from("<H", data, page * 4096 + 10)[0] & 1:  # a branch: its first child
+        n = next(nodes(page * 4096))
+        page = struct.unpack_from("<H", data, n)[0] | struct.unpack_from("<H", data, n + 2)[0] << 16
+    struct.pack_into("<H", data, next(nodes(page * 4096)) + 6, 0xFFFF)
+    print(page)
+else:
+    struct.pack_into("<Q", data, db_root(b"text"), struct.unpack_from("<Q", data, root_at)[0])
+    print(struct.unpack_from("<Q", data, root_at)[0])
+open("s/data.mdb", "r+b").write(data)
+PY
+}
+mk
+pg=$(tree huge-key) || { echo "FAIL: damaging a leaf"; fail=1; }
+run leaf-key-size 1
+[ "$(cat got)" = "s: error: env data.mdb: B-tree damaged (page $pg of the audio db: a key that runs past the page's end (node 0)): LMDB's reads of that page could crash, so the checks after it were not made; the store cannot be read safely: restore it from a copy, or make it again (featurize, tokenize)" ] ||
+  { echo "FAIL a leaf's key size"; cat got err; fail=1; }
+mk
+pg=$(tree shared) || { echo "FAIL: damaging the main db"; fail=1; }
+run shared-page 1
+grep -qx "s: error: env data.mdb: B-tree damaged (page $pg is reached twice, the second time from the text db): a write to one of its trees frees it while the other still reads it; cache-merge -o NEW STORE copies the store into a new one" got ||
+  { echo "FAIL a page two trees reach"; cat got err; fail=1; }
+
+# the newer meta page's transaction id lowered by a flipped bit: LMDB reads the store as of the
+# older one, and the newer commit (a value put) is lost, unseen by any read. The next commit
+# writes over that page: sound again.
+mk
+"$FC_PYTHON" - <<'PY' || { echo "FAIL: flipping the meta page's transaction id"; fail=1; }
+import lmdb, struct
+env = lmdb.open("s", max_dbs=8)
+with env.begin(write=True) as t:
+    t.put(b"scratch", b"x" * 40000, db=env.open_db(b"meta", txn=t))
+env.close()
+data = bytearray(open("s/data.mdb", "rb").read())
+txnid, at = max((struct.unpack_from("<Q", data, p + 144)[0], p + 144) for p in (0, 4096))
+bit = 1 << (txnid.bit_length() - 1)
+assert bit > 1, txnid
+struct.pack_into("<Q", data, at, txnid ^ bit)
+open("s/data.mdb", "r+b").write(data)
+PY
+run meta-txnid 1
+grep -qx "s: error: env data.mdb: meta page damaged (page [01] names transaction [0-9]*, page [01] [0-9]*; commits leave two in a row, page id % 2 holding id): the store reads as of transaction [0-9]*; the other page, the newer (it names more pages), is the damaged one: its commit is lost, and featurize or tokenize run again stores what that commit held" got ||
+  { echo "FAIL meta page's transaction id"; cat got; fail=1; }
+grep -q "^s: 1 error, 0 warnings; 40 records" out || { echo "FAIL meta page: the records unchecked"; cat out; fail=1; }
+"$FC_PYTHON" -c '
+import lmdb
+env = lmdb.open("s", max_dbs=8)
+with env.begin(write=True) as t:
+    assert t.get(b"scratch", db=env.open_db(b"meta", txn=t)) is None  # the lost commit
+    t.put(b"scratch", b"y", db=env.open_db(b"meta", txn=t))
+' || { echo "FAIL meta page: the next commit"; fail=1; }
+run meta-txnid-rewritten 0
+[ -s got ] && { echo "FAIL meta page: not sound after the next commit"; cat got; fail=1; }
 
 # the newest meta page's last page number lowered by 3 (a flipped bit there) on a store featurize
 # made (its indexes written last): the pages above it that the B-trees hold read as LMDB's error,

@@ -51,18 +51,6 @@ enum {
   MDB_DATA_VERSION = 1
 };
 
-static uint64_t get64(const unsigned char *p) {
-  uint64_t v;
-  memcpy(&v, p, 8);
-  return v;
-}
-
-static uint32_t get32(const unsigned char *p) {
-  uint32_t v;
-  memcpy(&v, p, 4);
-  return v;
-}
-
 /* Do the copy's two meta pages read as mdb_env_copy2's compact copy writes them (page 1: the
  * data, id 1; page 0: an empty environment, id 0; the file ends with page last_pg)? */
 static int meta_layout_ok(const unsigned char *pages, size_t psize, uint64_t file_size) {
@@ -70,11 +58,12 @@ static int meta_layout_ok(const unsigned char *pages, size_t psize, uint64_t fil
     const unsigned char *pg = pages + i * psize;
     uint16_t flags;
     memcpy(&flags, pg + PAGE_FLAGS, 2);
-    if (get64(pg) != (uint64_t)i || !(flags & P_META) || get32(pg + META) != MDB_MAGIC ||
-        get32(pg + META + 4) != MDB_DATA_VERSION || get64(pg + META_TXNID) != (uint64_t)i)
+    if (store_get64(pg) != (uint64_t)i || !(flags & P_META) ||
+        store_get32(pg + META) != MDB_MAGIC || store_get32(pg + META + 4) != MDB_DATA_VERSION ||
+        store_get64(pg + META_TXNID) != (uint64_t)i)
       return 0;
   }
-  return (get64(pages + psize + META_LAST_PG) + 1) * psize == file_size;
+  return (store_get64(pages + psize + META_LAST_PG) + 1) * psize == file_size;
 }
 
 /* Both meta pages of the copy (fd) become its page 1's meta, with transaction ids T and T - 1 on

@@ -41,18 +41,6 @@ typedef struct walk {
   int depth;
 } walk;
 
-static uint16_t u16(const uint8_t *p) {
-  uint16_t v;
-  memcpy(&v, p, 2);
-  return v;
-}
-
-static uint64_t u64(const uint8_t *p) {
-  uint64_t v;
-  memcpy(&v, p, 8);
-  return v;
-}
-
 /* n pages from pgno into buf, 0; FC_ETRUNCATED when any of them is past the file's end. */
 static int read_pages(walk *w, uint64_t pgno, uint64_t n, uint8_t *buf) {
   if (pgno >= w->have || n > w->have - pgno) return FC_ETRUNCATED;
@@ -70,9 +58,9 @@ static int read_pages(walk *w, uint64_t pgno, uint64_t n, uint8_t *buf) {
 /* An IDL (count, then page numbers) from the free list: cross its pages off. */
 static void free_pages(walk *w, const uint8_t *idl, size_t len) {
   if (len < 8) return;
-  uint64_t n = u64(idl);
+  uint64_t n = store_get64(idl);
   for (uint64_t i = 1; i <= n && (i + 1) * 8 <= len; i++) {
-    uint64_t pg = u64(idl + i * 8);
+    uint64_t pg = store_get64(idl + i * 8);
     if (pg < w->have || pg > w->last) continue;
     uint64_t b = pg - w->have;
     if (w->missing[b / 8] & (1u << (b % 8))) {
@@ -86,17 +74,18 @@ static int walk_page(walk *w, uint64_t pgno) {
   if (++w->depth > MAX_DEPTH) return FC_EFORMAT;
   uint8_t *pg = fc_malloc(w->psize);
   int rc = pg ? read_pages(w, pgno, 1, pg) : ENOMEM;
-  const uint16_t flags = rc ? 0 : u16(pg + 10), lower = rc ? 0 : u16(pg + 12);
+  const uint16_t flags = rc ? 0 : store_get16(pg + 10), lower = rc ? 0 : store_get16(pg + 12);
   if (!rc && ((flags & P_LEAF2) || lower < PAGEHDR || lower > w->psize)) rc = FC_EFORMAT;
   const size_t keys = rc ? 0 : (lower - PAGEHDR) / 2;
   for (size_t i = 0; i < keys && !rc && w->n_missing; i++) {
-    const size_t off = u16(pg + PAGEHDR + 2 * i);
+    const size_t off = store_get16(pg + PAGEHDR + 2 * i);
     if (off + NODEHDR > w->psize) {
       rc = FC_EFORMAT;
       break;
     }
     const uint8_t *nd = pg + off;
-    const uint64_t lo = u16(nd), hi = u16(nd + 2), nflags = u16(nd + 4), ksize = u16(nd + 6);
+    const uint64_t lo = store_get16(nd), hi = store_get16(nd + 2), nflags = store_get16(nd + 4),
+                   ksize = store_get16(nd + 6);
     if (flags & P_BRANCH) {
       rc = walk_page(w, lo | hi << 16 | nflags << 32);
       continue;
@@ -117,7 +106,7 @@ static int walk_page(walk *w, uint64_t pgno) {
       rc = FC_EFORMAT;
       break;
     }
-    const uint64_t ov = u64(pg + doff), n = (PAGEHDR + dsize + w->psize - 1) / w->psize;
+    const uint64_t ov = store_get64(pg + doff), n = (PAGEHDR + dsize + w->psize - 1) / w->psize;
     uint8_t *big = n <= w->have ? fc_malloc((size_t)(n * w->psize)) : NULL;
     rc = n > w->have ? FC_ETRUNCATED : !big ? ENOMEM : read_pages(w, ov, n, big);
     if (!rc) free_pages(w, big + PAGEHDR, dsize);
@@ -147,9 +136,9 @@ static int find_meta(walk *w, uint64_t txnid, uint64_t *root) {
   uint8_t m[META_TXNID + 8]; /* a meta page's header and meta, no more: no allocation */
   for (uint64_t i = 0; i < 2; i++) {
     if (pread(w->fd, m, sizeof m, (off_t)(i * w->psize)) != (ssize_t)sizeof m) continue;
-    if (u64(m + META_TXNID) != txnid) continue;
-    w->last = u64(m + META_LAST_PG);
-    *root = u64(m + META_FREE_DB + DB_ROOT);
+    if (store_get64(m + META_TXNID) != txnid) continue;
+    w->last = store_get64(m + META_LAST_PG);
+    *root = store_get64(m + META_FREE_DB + DB_ROOT);
     return 0;
   }
   return ENOENT;

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdatomic.h>
+#include <string.h>
 
 /* Every db of a store, the optional ones included (fc_db). */
 #define FC_DB_ALL (FC_DB_FAILED + 1)
@@ -216,5 +217,25 @@ struct fc_rtxn {
   fc_store *s;
   MDB_txn *txn;
 };
+
+/* Little-endian fields of LMDB 0.9's on-disk pages (mdb.c: MDB_page, MDB_meta, MDB_db, MDB_node),
+ * read where LMDB does not read them for us: extent.c, compact.c, cache-verify's page walk. */
+static inline uint16_t store_get16(const void *p) {
+  uint16_t v;
+  memcpy(&v, p, 2);
+  return v;
+}
+
+static inline uint32_t store_get32(const void *p) {
+  uint32_t v;
+  memcpy(&v, p, 4);
+  return v;
+}
+
+static inline uint64_t store_get64(const void *p) {
+  uint64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
 
 #endif

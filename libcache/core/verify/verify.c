@@ -170,75 +170,6 @@ static int open_snapshot(vctx *c, int *nthreads, fc_rtxn **main) {
   }
 }
 
-/* LMDB's free list (its db 0: the pages each transaction freed, which later writes reuse), walked
- * read-only: no read of the store touches it, so damage there leaves a store that reads — and
- * passed — while writes fail on it once they reach the damaged part (featurize, tokenize,
- * cache-config --drop, cache-prune; its --compact at once: LMDB's compact copy counts the free
- * pages first), and a page number past the last page would have a writer put data where no page is. *open holds the cursor while
- * it is open (closed by the caller after a jump out of the walk). */
-static int walk_free_list(vctx *c, MDB_txn *txn, size_t last_pgno, char *bad, size_t bad_len,
-                          MDB_cursor **open) {
-  MDB_cursor *cur;
-  int rc = mdb_cursor_open(txn, 0, &cur);
-  if (rc) return rc;
-  *open = cur;
-  MDB_val k, v;
-  while (!bad[0] && (rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) == 0) {
-    const uint8_t *p = v.mv_data;
-    size_t n = 0;
-    if (p < c->map_lo || p + v.mv_size > c->map_hi || v.mv_size < sizeof n ||
-        v.mv_size % sizeof n || (memcpy(&n, p, sizeof n), n != v.mv_size / sizeof n - 1)) {
-      snprintf(bad, bad_len, "an entry of %zu bytes is no list of page numbers", v.mv_size);
-      break;
-    }
-    for (size_t i = 1; i <= n && !bad[0]; i++) {
-      size_t pg;
-      memcpy(&pg, p + i * sizeof pg, sizeof pg);
-      if (pg < 2 || pg > last_pgno)
-        snprintf(bad, bad_len, "it names page %zu, not a page of the file (2..%zu)", pg, last_pgno);
-    }
-  }
-  mdb_cursor_close(cur);
-  *open = NULL;
-  return rc == MDB_NOTFOUND ? 0 : rc;
-}
-
-/* walk_free_list with LMDB's assertion on a damaged page caught (store_lmdb_assert): its message
- * into bad, and MDB_CORRUPTED. */
-static int walk_free_list_guarded(vctx *c, MDB_txn *txn, size_t last_pgno, char *bad,
-                                  size_t bad_len, MDB_cursor **open) {
-  sigjmp_buf jb, *outer = store_lmdb_jump;
-  if (sigsetjmp(jb, 0)) {
-    store_lmdb_jump = outer;
-    snprintf(bad, bad_len, "LMDB: %s", store_lmdb_why);
-    return MDB_CORRUPTED;
-  }
-  store_lmdb_jump = &jb;
-  int rc = walk_free_list(c, txn, last_pgno, bad, bad_len, open);
-  store_lmdb_jump = outer;
-  return rc;
-}
-
-/* The free list's finding, if any. 0, or (LMDB failed the snapshot's transaction on a damaged
- * page, and it could not be renewed on the snapshot: said, the run stopped) vf_txn_recover's
- * code. */
-static int check_free_list(vctx *c, fc_rtxn *t) {
-  MDB_envinfo ei;
-  MDB_cursor *open = NULL;
-  char bad[320] = "";
-  if (mdb_env_info(c->s->env, &ei) != 0) return 0;
-  int rc = walk_free_list_guarded(c, t->txn, ei.me_last_pgno, bad, sizeof bad, &open);
-  if (open) mdb_cursor_close(open); /* left open by a jump */
-  if (rc && !bad[0]) snprintf(bad, sizeof bad, "LMDB: %s", mdb_strerror(rc));
-  if (bad[0])
-    vf_add(c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
-           "free list damaged (%s): the store reads, but writes fail on it or could overwrite "
-           "data (featurize, tokenize, cache-config --drop, cache-prune); cache-merge -o NEW "
-           "STORE copies it into a new store",
-           bad);
-  return rc ? vf_txn_recover(c, t) : 0; /* LMDB fails a transaction that met a damaged page */
-}
-
 /* The checks on the opened store, in report order; *t is the snapshot's main transaction. */
 static int run_checks(vctx *c, const char *dir, int *nthreads, fc_rtxn **t, char *why,
                       size_t why_len) {
@@ -263,7 +194,8 @@ static int run_checks(vctx *c, const char *dir, int *nthreads, fc_rtxn **t, char
   if (rc) return rc;
   c->r->opened = 1;
 
-  if (check_free_list(c, *t) != 0) return 0; /* its snapshot lost: said, nothing more read */
+  int lost = 0; /* the pages (verify_pages.c): a page LMDB's reads could crash on stops the run */
+  if ((rc = vf_check_pages(c, *t, &lost)) != 0 || lost) return rc; /* lost: said, no more read */
   if ((rc = vf_read_meta(c, *t)) != 0) return rc;
   vf_check_part_place(c, dir);
   if ((rc = vf_resolve_expected(c, *t, why, why_len)) != 0) return rc;

@@ -195,5 +195,10 @@ int vf_check_records(vctx *c, int nthreads);
 size_t find_nonfinite(const void *p, size_t n, int dtype);
 /* step 6, verify_index.c: each config's index against its entries and records */
 int vf_check_index(vctx *c, fc_rtxn *t);
+/* step 1, verify_pages.c: the environment's pages, before any B-tree is read through LMDB: the
+ * two meta pages, every page the snapshot's B-trees use (each page's layout checked: a malformed
+ * one is said and *lost set, since LMDB's reads of it could crash the run), LMDB's free list
+ * against them, and the count. 0, or ENOMEM; *lost set when the run must stop (said). */
+int vf_check_pages(vctx *c, fc_rtxn *t, int *lost);
 
 #endif
