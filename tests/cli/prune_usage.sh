@@ -153,33 +153,95 @@ grep -q "^cache-prune: z: damaged (B-tree: LMDB: .*): nothing removed (cache-ver
   { fail "zeroed: message"; cat err; }
 grep -q '"status":"damaged"' out || { fail "zeroed: --json status"; cat out; }
 
-# LMDB's free list damaged (its root page zeroed): the survey reads nothing of it, the first write
-# does — said as damage, status "damaged", exit 1, nothing removed (it said the bare LMDB code,
-# status "error"); --compact with nothing to remove meets it in LMDB's copy: the same
-"$FZ" -q --writers 1 --device cpu -o fl a.wav c.wav || fail "featurize fl"
-"$PY" - <<'PY' || fail "zeroing the free list"
-import lmdb, struct
-env = lmdb.open("fl", max_dbs=8)
+# LMDB's free list damaged: no read touches it, so a prune that read only the B-trees went on and
+# met it in its first write (exit 1, "met by a write", what was removed before staying removed),
+# or, were it a page a B-tree uses, would have had its write put data over that tree. The survey
+# checks the pages first, as cache-verify does (docs/cache-verify.md, step 1): refused, nothing
+# written, --compact too. Damage that comes after the survey is still met by the write, or by the
+# compact copy (FC_FAULT_STOP=prune:1 / prune_compact:1 stop cache-prune there, and the damage
+# is made then).
+"$FZ" -q --writers 1 --device cpu -o flbase a.wav c.wav || fail "featurize flbase"
+"$PY" - <<'PY' || fail "freeing pages"
+import lmdb
+env = lmdb.open("flbase", max_dbs=8)
 meta = env.open_db(b"meta")
 with env.begin(write=True) as t:  # pages freed: a value written, then deleted
     t.put(b"scratch", b"x" * 40000, db=meta)
 with env.begin(write=True) as t:
     t.delete(b"scratch", db=meta)
 env.close()
-data = bytearray(open("fl/data.mdb", "rb").read())
-txnid, root = max((struct.unpack_from("<Q", data, p + 144)[0], struct.unpack_from("<Q", data, p + 80)[0]) for p in (0, 4096))
-data[root * 4096:root * 4096 + 4096] = bytes(4096)
-open("fl/data.mdb", "r+b").write(data)
 PY
+damage() { # DIR zero | live: the free list's root page zeroed, or its first page number made
+  # the root page of the audio db
+  "$PY" - "$@" <<'PY'
+import struct, sys
+path = sys.argv[1] + "/data.mdb"
+data = bytearray(open(path, "rb").read())
+meta = max((struct.unpack_from("<Q", data, p + 144)[0], p) for p in (0, 4096))[1]
+root = struct.unpack_from("<Q", data, meta + 80)[0] * 4096
+if sys.argv[2] == "zero":
+    data[root:root + 4096] = bytes(4096)
+else:
+    def nodes(page):
+        for i in range((struct.unpack_from("<H", data, page + 12)[0] - 16) // 2):
+            n = page + struct.unpack_from("<H", data, page + 16 + 2 * i)[0]
+            yield n, bytes(data[n + 8:n + 8 + struct.unpack_from("<H", data, n + 6)[0]])
+    main = struct.unpack_from("<Q", data, meta + 128)[0] * 4096
+    audio = [n + 8 + len(k) + 40 for n, k in nodes(main) if k == b"audio"][0]
+    n, key = next(nodes(root))
+    ids = n + 8 + len(key)
+    if struct.unpack_from("<H", data, n + 4)[0] & 1:  # the ids on an overflow page
+        ids = struct.unpack_from("<Q", data, ids)[0] * 4096 + 16
+    struct.pack_into("<Q", data, ids + 8, struct.unpack_from("<Q", data, audio)[0])
+open(path, "r+b").write(data)
+PY
+}
 echo a >keep-a.list
+rm -rf fl && cp -r flbase fl && damage fl zero || fail "zeroing the free list"
 cp fl/data.mdb fl.before
 run free-list 1 --json --manifest-format list --manifest keep-a.list fl
-expect_err free-list "cache-prune: fl: damaged (B-tree: LMDB: MDB_CORRUPTED: Located page was wrong type, met by a write): nothing removed (cache-verify says more)"
+expect_err free-list "cache-prune: fl: damaged (env data.mdb: free list damaged (LMDB: MDB_CORRUPTED: Located page was wrong type): the store reads, but writes fail on it or could overwrite data (featurize, tokenize, cache-config --drop, cache-prune); cache-merge -o NEW STORE copies it into a new store): nothing removed"
 grep -q '"status":"damaged"' out || { fail "free list: --json status"; cat out; }
 cmp -s fl/data.mdb fl.before || fail "free list: data.mdb changed"
 run free-list-compact 1 --compact fl
-expect_err free-list-compact "cache-prune: fl: damaged (B-tree: LMDB: MDB_CORRUPTED: Located page was wrong type, met by the compact copy): nothing compacted (cache-verify says more)"
+expect_err free-list-compact "cache-prune: fl: damaged (env data.mdb: free list damaged (LMDB: MDB_CORRUPTED: Located page was wrong type): the store reads, but writes fail on it or could overwrite data (featurize, tokenize, cache-config --drop, cache-prune); cache-merge -o NEW STORE copies it into a new store): nothing removed, nothing compacted"
 ls fl | grep -v -e '^data.mdb$' -e '^lock.mdb$' && fail "free list: a copy left"
+cmp -s fl/data.mdb fl.before || fail "free list --compact: data.mdb changed"
+rm -rf fl && cp -r flbase fl && damage fl live || fail "a live page on the free list"
+cp fl/data.mdb fl.before
+run free-list-live 1 --manifest-format list --manifest keep-a.list fl
+grep -qx "cache-prune: fl: damaged (env data.mdb: free list damaged (it names page [0-9]*, which the audio B-tree uses): .*): nothing removed" err ||
+  { fail "free list naming a live page: message"; cat err; }
+cmp -s fl/data.mdb fl.before || fail "free list naming a live page: data.mdb changed"
+# after the survey: SIGSTOP at the stop site, the damage, SIGCONT
+stopped() { # PID: 0 once the process is stopped (10 s at most)
+  for _ in $(seq 200); do
+    [ "$(awk '{print $3}' /proc/"$1"/stat 2>/dev/null)" = T ] && return 0
+    sleep 0.05
+  done
+  return 1
+}
+for site in prune prune_compact; do
+  rm -rf fl && cp -r flbase fl
+  if [ $site = prune ]; then set -- --manifest-format list --manifest keep-a.list fl; else set -- --compact fl; fi
+  FC_FAULT_STOP=$site:1 "$CP" "$@" >out 2>err &
+  pid=$!
+  if ! stopped $pid; then
+    fail "FC_FAULT_STOP=$site:1: cache-prune never stopped there"; kill -9 $pid; wait $pid
+    continue
+  fi
+  damage fl zero || fail "zeroing the free list"
+  kill -CONT $pid
+  wait $pid
+  rc=$?
+  [ $rc = 1 ] || { fail "damage after the survey ($site): exit $rc, want 1"; cat err; }
+  if [ $site = prune ]; then
+    want="cache-prune: fl: damaged (B-tree: LMDB: MDB_CORRUPTED: Located page was wrong type, met by a write): nothing removed (cache-verify says more)"
+  else
+    want="cache-prune: fl: damaged (B-tree: LMDB: MDB_CORRUPTED: Located page was wrong type, met by the compact copy): nothing compacted (cache-verify says more)"
+  fi
+  [ "$(cat err)" = "$want" ] || { fail "damage after the survey ($site): message"; cat err; }
+done
 
 [ $fails = 0 ] && echo "prune_usage: ok"
 exit $((fails > 0))

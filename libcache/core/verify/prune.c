@@ -246,6 +246,19 @@ static int survey(pctx *p, fc_rtxn *t, char *why, size_t why_len) {
   if (stat(mdb, &st) != 0) return errno;
   c->map_lo = base;
   c->map_hi = (const uint8_t *)base + (maplen < (size_t)st.st_size ? maplen : (size_t)st.st_size);
+  c->snapshot = mdb_txn_id(t->txn);
+  /* the pages first, as cache-verify checks them (verify_pages.c): a malformed page LMDB's reads
+   * could crash on, and a free list that would hand this run's writes a page a B-tree uses, or
+   * that they would fail on: refused before anything is read or written */
+  int lost = 0;
+  if ((rc = vf_check_pages(c, t, &lost)) != 0) return rc;
+  if (p->rep.errors) {
+    const fc_verify_finding *f = p->rep.findings;
+    while (f->severity != FC_VERIFY_ERROR) f++; /* not a warning (pages neither used nor free) */
+    fc_why(why, why_len, "damaged (%s %s: %s): %s", f->db, f->key ? f->key : "", f->problem,
+           p->o->compact ? "nothing removed, nothing compacted" : "nothing removed");
+    return FC_EFORMAT;
+  }
   if (!rc) rc = vf_read_meta(c, t);
   if (!rc) rc = vf_collect(c, t, FC_DB_AUDIO, &c->audio, &c->n_audio);
   if (!rc) rc = vf_collect(c, t, FC_DB_TEXT, &c->text, &c->n_text);
@@ -492,7 +505,7 @@ int fc_store_prune(fc_store *s, const fc_prune_opts *o, fc_prune_report *r, char
   if (!rc && o->compact && o->stop && *o->stop) rc = FC_EINTR; /* no copy begun once stopped */
   if (!rc && o->compact && o->dry_run)
     rc = store_compact_size(s, &r->bytes_before, &r->bytes_after);
-  else if (!rc && o->compact)
+  else if (!rc && o->compact && (fault_stop("prune_compact"), 1)) /* test builds: FC_FAULT_STOP */
     rc = store_compact(s, o->stop, &r->bytes_before, &r->bytes_after, why, why_len);
   if (o->compact && !o->dry_run) r->bytes_before = size0; /* before the prune grew it */
   for (size_t i = 0; i < p->n_drop; i++) free(p->drop[i].id);
