@@ -257,47 +257,43 @@ void fc_verify_report_free(fc_verify_report *r) {
   memset(r, 0, sizeof *r);
 }
 
-/* An LMDB environment with nothing in its main db: a store whose writer was stopped before its
- * first commit (the writing tools take it as new). Opened apart, read-only and lock-free. */
-static int env_is_empty(const char *dir) {
+/* fn(txn, arg) on dir's environment opened apart, read-only and lock-free, for the message of a
+ * store that fc_store_open refused (not called when the environment cannot be had). */
+static void env_peek(const char *dir, void (*fn)(MDB_txn *txn, void *arg), void *arg) {
   MDB_env *env;
   MDB_txn *txn;
-  MDB_dbi dbi;
-  MDB_stat st;
-  int empty = 0;
-  if (mdb_env_create(&env)) return 0;
-  if (!mdb_env_open(env, dir, MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS, 0) &&
-      !mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
-    empty = !mdb_dbi_open(txn, NULL, 0, &dbi) && !mdb_stat(txn, dbi, &st) && st.ms_entries == 0;
-    mdb_txn_abort(txn);
-  }
-  mdb_env_close(env);
-  return empty;
-}
-
-/* The format a store says it has (meta/format, printable, at most 31 bytes) into buf, or "": read
- * apart, read-only and lock-free, for the message of a store of another version. */
-static void format_found(const char *dir, char *buf, size_t len) {
-  MDB_env *env;
-  MDB_txn *txn;
-  MDB_dbi dbi;
-  MDB_val k = {6, (void *)"format"}, v;
-  buf[0] = '\0';
   if (mdb_env_create(&env)) return;
   mdb_env_set_maxdbs(env, 8);
   if (!mdb_env_open(env, dir, MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS, 0) &&
       !mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
-    if (!mdb_dbi_open(txn, "meta", 0, &dbi) && !mdb_get(txn, dbi, &k, &v)) {
-      size_t n = v.mv_size < 31 && v.mv_size < len ? v.mv_size : 0;
-      for (size_t i = 0; i < n; i++) {
-        const unsigned char ch = ((const unsigned char *)v.mv_data)[i];
-        buf[i] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
-      }
-      buf[n] = '\0';
-    }
+    fn(txn, arg);
     mdb_txn_abort(txn);
   }
   mdb_env_close(env);
+}
+
+/* Nothing in the main db: a store whose writer was stopped before its first commit (the writing
+ * tools take it as new). */
+static void main_db_empty(MDB_txn *txn, void *arg) {
+  MDB_dbi dbi;
+  MDB_stat st;
+  *(int *)arg = !mdb_dbi_open(txn, NULL, 0, &dbi) && !mdb_stat(txn, dbi, &st) && st.ms_entries == 0;
+}
+
+/* The format a store says it has (meta/format, printable, at most 31 bytes) into ((char *)arg),
+ * a buffer of 32 bytes ("" when it says none), for the message of a store of another version. */
+static void meta_format(MDB_txn *txn, void *arg) {
+  char *buf = arg;
+  MDB_dbi dbi;
+  MDB_val k = {6, (void *)"format"}, v;
+  if (!mdb_dbi_open(txn, "meta", 0, &dbi) && !mdb_get(txn, dbi, &k, &v)) {
+    size_t n = v.mv_size < 32 ? v.mv_size : 0;
+    for (size_t i = 0; i < n; i++) {
+      const unsigned char ch = ((const unsigned char *)v.mv_data)[i];
+      buf[i] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
+    }
+    buf[n] = '\0';
+  }
 }
 
 int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *out, char *why,
@@ -350,7 +346,9 @@ int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *
   if (rc == FC_EFORMAT || rc == FC_EVERSION || rc == MDB_INVALID || rc == MDB_CORRUPTED ||
       rc == MDB_PAGE_NOTFOUND) {
     char found[32] = "", version[160] = "";
-    if (rc == FC_EVERSION) format_found(dir, found, sizeof found);
+    int empty = 0;
+    if (rc == FC_EVERSION) env_peek(dir, meta_format, found);
+    if (rc == FC_EFORMAT) env_peek(dir, main_db_empty, &empty);
     snprintf(
         version, sizeof version,
         "a featcache store of a format version this build does not know (%s%s%sit reads " FC_FORMAT_NAME
@@ -358,7 +356,7 @@ int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *
         found[0] ? "it says " : "", found, found[0] ? "; " : "");
     vf_add(&c, FC_VERIFY_ERROR, FC_DB_META, "format", 6, NULL, 0, "%s",
            rc == FC_EVERSION ? version
-           : rc == FC_EFORMAT && env_is_empty(dir)
+           : rc == FC_EFORMAT && empty
                ? "an empty store: nothing was ever committed to it (its writer stopped before "
                  "its first commit?); featurize, tokenize and cache-merge take it as new"
            : rc == FC_EFORMAT ? "not a featcache store: no meta db with format " FC_FORMAT_NAME
