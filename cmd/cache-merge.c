@@ -3,6 +3,7 @@
 #include "cmd/cli.h"
 
 #include "featcache/fc_merge.h"
+#include "featcache/fc_verify.h"
 
 #include <sys/stat.h>
 
@@ -216,6 +217,40 @@ static void json_dbs(const char *name, const uint64_t *v) {
          (unsigned long long)v[FC_DB_TOK]);
 }
 
+/* 1 when an input has a page LMDB's reads could crash on (cache-verify's first step,
+ * fc_verify_opts.pages_only: a node offset, key or value size past its page), said into why;
+ * -1 when stopped (Ctrl-C); else 0 — an input that cannot be checked is fc_merge_run's to say. */
+static int unsafe_input(const char *const *inputs, size_t n, int nolock, char *why,
+                        size_t why_len) {
+  for (size_t i = 0; i < n; i++) {
+    fc_verify_opts vo;
+    fc_verify_opts_init(&vo);
+    vo.pages_only = 1;
+    vo.threads = 1;
+    vo.nolock = nolock ? 1 : 0;
+    vo.stop = &fc_cli_signal;
+    fc_verify_report r;
+    int rc = fc_verify_store(inputs[i], &vo, &r, NULL, 0);
+    const fc_verify_finding *f = r.findings;
+    while (r.unsafe_pages && f && f->severity != FC_VERIFY_ERROR) f++;
+    qname q;
+    if (!rc && r.unsafe_pages && f) { /* the page and what is wrong: cache-verify's parenthesis */
+      const char *at = strncmp(f->problem, "B-tree damaged (", 16) == 0 ? f->problem + 16 : NULL;
+      const char *end = at ? strstr(at, "): LMDB's reads") : NULL;
+      int w = snprintf(why, why_len,
+                       "%s: damaged (%.*s): LMDB's reads of that page could crash the merge; "
+                       "nothing merged (cache-verify says more; merge the other stores without it)",
+                       qn(inputs[i], &q), end ? (int)(end - at) : (int)strlen(f->problem),
+                       end ? at : f->problem);
+      if (w < 0 || (size_t)w >= why_len) why[why_len - 1] = '\0'; /* cut short: still said */
+    }
+    const int unsafe = rc == FC_EINTR ? -1 : !rc && r.unsafe_pages && f;
+    fc_verify_report_free(&r);
+    if (unsafe) return unsafe;
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
   fc_cli_tool = "cache-merge";
   fc_cli_std_fds();
@@ -326,10 +361,13 @@ int main(int argc, char **argv) {
   mo.stop = &fc_cli_signal;
   fc_merge_stats st;
   char why[1024] = "";
-  int rc = EINVAL;
+  int rc = EINVAL, unsafe = 0;
   if (named_twice) {
     memset(&st, 0, sizeof st);
     snprintf(why, sizeof why, "%s", twice);
+  } else if ((unsafe = unsafe_input(inputs, n, mo.nolock, why, sizeof why)) != 0) {
+    memset(&st, 0, sizeof st);
+    rc = unsafe < 0 ? FC_EINTR : FC_EFORMAT;
   } else {
     if (!quiet) fc_cli_note_prune_running(out);
     rc = fc_merge_run(out, inputs, n, &mo, &st, why, sizeof why);
@@ -360,6 +398,10 @@ int main(int argc, char **argv) {
         (unsigned long long)failed);
     status = "interrupted";
     code = fc_cli_signal_exit();
+  } else if (rc == FC_EFORMAT && unsafe > 0) {
+    fprintf(stderr, "%s: %s\n", fc_cli_tool, why);
+    status = "refused";
+    code = FC_EXIT_FAIL;
   } else if (rc == FC_ECONFLICT) {
     fprintf(stderr, "%s: %s (choose a winner with --prefer first|last|STORE)\n", fc_cli_tool, why);
     status = "refused";

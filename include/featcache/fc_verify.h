@@ -89,6 +89,11 @@ typedef struct fc_verify_report {
    * id it lacks — another split's, or dropped from it since; no finding (the loader reads them
    * unless told the manifest, cache-prune --manifest removes them) */
   uint64_t beyond_manifest;
+  /* 1 when a page of a data tree is malformed so that LMDB's reads of it could run off it (a node
+   * offset, key or value size past its page; a node flag no featcache db has): the run stopped
+   * there (one error says where), and any reader of the store (the loader, cache-merge, the
+   * writing tools) could crash on it */
+  int unsafe_pages;
 } fc_verify_report;
 
 /* Called from one thread now and then (at most ~10 times a second) while records are checked. */
@@ -129,6 +134,10 @@ typedef struct fc_verify_opts {
    * at source_root/T for the longest tail T of P (P's last components) that exists there; the
    * stored path itself is not tried. NULL: the stored path as it is. */
   const char *source_root;
+  /* Only the first step: the environment and its pages (the meta pages, every page the B-trees
+   * use, the free list against them); no record, entry or config is read. What cache-merge checks
+   * of each input first (report.unsafe_pages). */
+  int pages_only;
 } fc_verify_opts;
 
 /* Defaults: everything 0 / NULL (auto threads, no optional checks, every stored config). Inline:

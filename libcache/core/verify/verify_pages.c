@@ -370,6 +370,7 @@ int vf_check_pages(vctx *c, fc_rtxn *t, int *lost) {
            "were not made; the store cannot be read safely: restore it from a copy, or make it "
            "again (featurize, tokenize)",
            data_bad);
+    c->r->unsafe_pages = 1;
     *lost = 1;
   } else {
     uint64_t used = 0;
