@@ -34,6 +34,7 @@ import errno
 import functools
 import operator
 import sys
+import warnings
 import weakref
 
 import torch
@@ -42,7 +43,7 @@ from . import _batch as _B
 from . import _lib
 from . import loader as _L
 
-__all__ = ["Handoff", "storage_counter"]
+__all__ = ["Handoff", "left_out", "storage_counter"]
 
 _getrefcount = sys.getrefcount
 
@@ -104,6 +105,22 @@ def storage_counter(t):
 
 
 # ---- fences ----------------------------------------------------------------------------------
+def left_out(b):
+    """A batch the loop never gets (each of its utterances skipped: a damaged record): said as a
+    RuntimeWarning, since its errors have no batch to go with."""
+    warnings.warn("featcache: a batch left out, each of its utterances skipped: %s"
+                  % "; ".join(b.errors), RuntimeWarning, stacklevel=3)
+
+
+def _handed(e):
+    """The dict an entry hands out: its template's, with no errors (a batch that has some, an
+    utterance skipped, is a LoaderBatch's dict: _first). Not in the template: the hand-off
+    counts the references to the template's objects, and () is everybody's."""
+    d = e.template.copy()
+    d["errors"] = ()
+    return d
+
+
 class _Done:
     """An event that has always passed (a CPU device: no asynchronous copies)."""
 
@@ -443,7 +460,7 @@ class Handoff:
         its LoaderBatch when it is not handed off whole."""
         d = _B._unpack_desc(descs, 8 * j)
         descs.mv[j] = 0  # (handed out)
-        if not d[_B._D_LAYOUT]:
+        if not d[_B._D_LAYOUT] or d[_B._D_N_ERRORS]:  # (errors: a dict of its own, below)
             return _B._make_batch(self.h, d)
         e = self._entry(d[_B._D_LAYOUT], d)
         e.ptr = d[_B._D_BATCH]
@@ -469,7 +486,7 @@ class Handoff:
                 if not p:  # the call took fewer: the one after them says how many are left
                     more = dmv[j + 2] != 0
                     break
-                e = get(dmv[j + 23])
+                e = get(dmv[j + 23]) if not dmv[j + 19] else None  # 19: errors (_D_N_ERRORS)
                 if e is None:
                     e = first(descs, j)  # a layout not seen yet, or a batch not handed off whole
                 else:
@@ -479,6 +496,8 @@ class Handoff:
                     append(e)
                 if e.__class__ is _Entry or e.size:  # (a batch of no utterance, each of its
                     ents.append(e)                    # records damaged: left out, as by tf)
+                else:
+                    left_out(e)
         descs.ents = ents
         if slow is None:
             for e in ents:
@@ -486,7 +505,7 @@ class Handoff:
                     e.held = True
             items = ents
         else:
-            items = [e.template.copy() if e.__class__ is _Entry else slow(e) for e in ents]
+            items = [_handed(e) if e.__class__ is _Entry else slow(e) for e in ents]
         it = descs.it = iter(items)
         return it, more
 
@@ -576,7 +595,7 @@ class Handoff:
                 if x.__class__ is entry:
                     if cuda:
                         torch.cuda.current_stream(dev).wait_event(x.copied)
-                    out = x.template.copy()
+                    out = _handed(x)
                     x.held = False
                     yield out
                 else:

@@ -40,12 +40,22 @@ before ids, to cut audio, pitch or durations like the crop (audio samples: start
 """
 
 import threading
+import warnings
 
 import numpy as np
 
 from .loader import Loader
 
 __all__ = ["make_dataset", "batches"]
+
+
+def _skipped(b):
+    """The utterances skipped from batch b (damaged records, b.errors) said as a RuntimeWarning:
+    a TensorFlow batch has no field for them (a torch batch dict has "errors")."""
+    if b.errors:
+        warnings.warn("featcache: %s: %s" % ("utterances skipped from a batch" if len(b) else
+                                             "a batch left out, each of its utterances skipped",
+                                             "; ".join(b.errors)), RuntimeWarning, stacklevel=2)
 
 
 def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device=2, map_fn=None,
@@ -96,6 +106,7 @@ def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device
 
     def _batches(src, first):
         for b in _epochs(src, first, epochs, begun):
+            _skipped(b)
             if not len(b):  # every record of it damaged and skipped (named in b.errors)
                 continue
             mels = b.mels
@@ -176,6 +187,7 @@ def batches(paths, epoch=None, with_ids=False, epochs=1, with_crops=False, **loa
         return dl((a if dtype is None else a.view(dtype)).__dlpack__())
 
     for b in _epochs(ld, epoch, epochs):
+        _skipped(b)
         if not len(b):  # every record of it damaged and skipped (named in b.errors)
             continue
         mels = tensor(b.mels)

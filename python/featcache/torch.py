@@ -57,7 +57,8 @@ every rank instead. A DataLoader worker that opens the stores and finds them cha
 dataset was made raises FeatcacheError for the same reason.
 Views (padded=False) are read-only memory: do not write into those tensors.
 A batch whose records were all damaged (skipped under verify) is left out, as featcache.tf does:
-no step gets zero utterances.
+no step gets zero utterances; a RuntimeWarning names them. batch["errors"] names the utterances
+skipped from a batch handed out ("id: reason", a tuple; () almost always).
 Lengths are int32 tensors (torch has no uint32; same memory); u16 token ids become int32 (a copy).
 bf16 stores give torch.bfloat16 tensors.
 """
@@ -72,7 +73,7 @@ import numpy as np
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
-from ._torch_handoff import Handoff
+from ._torch_handoff import Handoff, left_out
 from ._lib import FC_ECONFIG, FeatcacheError
 from .loader import _MAX64, Loader, _anchored, _cwd, _number, _view_changed
 
@@ -98,12 +99,14 @@ def _ints(a):
 
 
 def batch_to_torch(b, bf16=False):
-    """A featcache LoaderBatch as a dict of tensors sharing its memory (plus "ids", a list)."""
+    """A featcache LoaderBatch as a dict of tensors sharing its memory (plus "ids", a list, and
+    "errors", a tuple of "id: reason" for the utterances skipped from it: damaged records)."""
     with warnings.catch_warnings():
         # views of the read-only map: torch warns that the array is not writable
         warnings.simplefilter("ignore", UserWarning)
         mels = _tensor(b.mels, bf16) if b.padded else [_tensor(m, bf16) for m in b.mels]
-        out = {"ids": b.ids, "mels": mels, "mel_lengths": _ints(b.mel_lengths),
+        out = {"ids": b.ids, "errors": tuple(b.errors), "mels": mels,
+               "mel_lengths": _ints(b.mel_lengths),
                "mel_starts": _ints(b.mel_starts), "src_frames": _ints(b.src_frames)}
         if b.tokens is not None:
             out["tokens"] = _ints(b.tokens) if b.padded else [_ints(t) for t in b.tokens]
@@ -164,6 +167,7 @@ def to_device(host_batches, device, depth=2):
     pending = collections.deque()
     for b in host_batches:
         if not len(b):  # every record of it damaged and skipped: no step of zero utterances
+            left_out(b)
             continue
         if not b.padded:
             raise ValueError("featcache: device batches are padded: pass padded=True or pad_to")
@@ -183,7 +187,7 @@ def _slow_device(device):
         if not b.padded:
             raise ValueError("featcache: device batches are padded: pass padded=True or pad_to")
         src = batch_to_torch(b, b.mels.dtype == np.uint16)
-        out = {"ids": src["ids"]}
+        out = {"ids": src["ids"], "errors": src["errors"]}
         if cuda:
             with torch.cuda.stream(stream):
                 for k in _SMALL + ("mels",):
@@ -429,8 +433,10 @@ class FeatcacheDataset(IterableDataset):
                     ld.epoch = self.epoch + 1
             return
         for b in ld:
-            if len(b):  # (a batch whose records were all damaged and skipped is left out)
+            if len(b):
                 yield batch_to_torch(b, bf16)
+            else:  # (a batch whose records were all damaged and skipped is left out)
+                left_out(b)
 
     def __len__(self):
         """Batches of the epoch set_epoch chose (during an iteration: of the running one)."""

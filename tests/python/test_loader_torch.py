@@ -10,6 +10,7 @@ import re
 import shutil
 import sys
 import tempfile
+import warnings
 
 import numpy as np
 import pytest
@@ -426,7 +427,24 @@ def test_a_dataset_let_go_closes_its_store(store):
         gc.enable()
 
 
+def _damaged_store(tmp_path, n, damaged, seed):
+    """A store of utterances u0..u<n-1>, the records of those in damaged with a payload byte
+    altered (the batch's checksum sees it); its path."""
+    path = str(tmp_path / "dmg")
+    rng = np.random.default_rng(seed)
+    with T.StoreWriter(path) as w:
+        cfg = w.add_config(T.mel_config_json("hifigan"))
+        for i in range(n):
+            rec = bytearray(T.encode_record(rng.standard_normal((40 + i, 80)).astype(np.float32),
+                                            cfg))
+            if i in damaged:
+                rec[64 + 100] ^= 1
+            w.add_utterance("u%d" % i, b"%d" % i, raw_record=bytes(rec), config=cfg)
+    return path
+
+
 @pytest.mark.parametrize("how", ["padded", "views", "to_device", "to_device_buffers", "workers"])
+@pytest.mark.filterwarnings("ignore:featcache. a batch left out")
 def test_a_batch_whose_records_are_all_damaged_is_left_out(tmp_path, how):
     """A batch left with no utterance (each of its records damaged: skipped under verify, the
     default) is left out, as featcache.tf leaves it out, rather than hand a step zero utterances:
@@ -434,16 +452,7 @@ def test_a_batch_whose_records_are_all_damaged_is_left_out(tmp_path, how):
     raised 'device batches are padded: pass padded=True or pad_to' with padded=True given."""
     from featcache import Loader
     from featcache.torch import to_device
-    path = str(tmp_path / "dmg")
-    rng = np.random.default_rng(4)
-    with T.StoreWriter(path) as w:
-        cfg = w.add_config(T.mel_config_json("hifigan"))
-        for i in range(4):
-            rec = bytearray(T.encode_record(rng.standard_normal((40 + i, 80)).astype(np.float32),
-                                            cfg))
-            if i in (1, 2):
-                rec[64 + 100] ^= 1  # its payload altered: the batch's checksum sees it
-            w.add_utterance("u%d" % i, b"%d" % i, raw_record=bytes(rec), config=cfg)
+    path = _damaged_store(tmp_path, 4, (1, 2), 4)
     assert [len(b) for b in Loader(path, batch_size=1)] == [1, 0, 0, 1]  # (the loader's own)
     if how in ("padded", "views", "workers"):
         ds = FeatcacheDataset(path, batch_size=1, **({"padded": False} if how == "views" else
@@ -457,6 +466,42 @@ def test_a_batch_whose_records_are_all_damaged_is_left_out(tmp_path, how):
     assert sorted(i for b in batches for i in b["ids"]) == ["u0", "u3"]
     for b in batches:
         assert len(b["ids"]) == 1 and (how == "views" or torch.is_tensor(b["mels"]))
+        assert tuple(b["errors"]) == ()  # (a tuple; a DataLoader makes it a list)
+
+
+@pytest.mark.parametrize("how", ["padded", "views", "to_device", "to_device_buffers", "workers"])
+def test_batch_errors_name_the_skipped_utterances(tmp_path, how):
+    """Each batch dict says which utterances were skipped from it ("errors": "id: reason", a
+    damaged record), as LoaderBatch.errors does: the dicts had no such key, and a training loop
+    on torch could not tell. A batch left with none (every record damaged) is left out with a
+    RuntimeWarning naming them (its errors have no batch to go with; in a DataLoader worker the
+    warning is the worker's)."""
+    from featcache import Loader
+    from featcache.torch import to_device
+    path = _damaged_store(tmp_path, 6, (1, 4, 5), 5)
+    kw = {"batch_size": 2, "shuffle": False}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if how in ("padded", "views", "workers"):
+            ds = FeatcacheDataset(path, **kw, **({"padded": False} if how == "views" else
+                                                 {"pad_to": 64}))
+            batches = list(torch.utils.data.DataLoader(
+                ds, batch_size=None, num_workers=2 if how == "workers" else 0))
+        else:
+            bk = {"buffer_alloc": lambda n: torch.empty(n, dtype=torch.uint8)}
+            batches = list(to_device(Loader(path, pad_to=64, **kw,
+                                            **(bk if how == "to_device_buffers" else {})), "cpu"))
+    got = sorted((tuple(b["ids"]), tuple(b["errors"])) for b in batches)
+    assert sorted(i for ids, _ in got for i in ids) == ["u0", "u2", "u3"], got
+    errors = [e for _, errs in got for e in errs]
+    assert all(e.split(": ")[0] in ("u1", "u4", "u5") and e.endswith("payload checksum mismatch")
+               for e in errors), errors
+    if how == "workers":  # each worker its share of the utterances: batches of other members
+        return
+    assert got == [(("u0",), ("u1: payload checksum mismatch",)), (("u2", "u3"), ())], got
+    left = [str(x.message) for x in caught if issubclass(x.category, RuntimeWarning)]
+    assert left == ["featcache: a batch left out, each of its utterances skipped: u4: payload "
+                    "checksum mismatch; u5: payload checksum mismatch"], left
 
 
 if __name__ == "__main__":
