@@ -342,27 +342,34 @@ int vf_check_pages(vctx *c, fc_rtxn *t, int *lost) {
   MDB_envinfo ei;
   w.stable = mdb_env_info(c->s->env, &ei) == 0 && ei.me_last_txnid == c->snapshot;
   check_metas(c, w.map, w.psize);
-  /* the snapshot's meta page: the one of its transaction (two commits later a writer has written
-   * over it: not walked) */
-  const uint8_t *meta = NULL;
-  for (uint64_t m = 0; m < 2; m++)
-    if (store_get64(w.map + m * w.psize + META_TXNID) == c->snapshot) meta = w.map + m * w.psize;
-  if (!meta) return 0;
-  w.npages = store_get64(meta + META_LAST_PG) + 1;
+  /* the snapshot's meta page, copied twice (equal, and still the snapshot's: not one a writer was
+   * writing over); two commits after the snapshot it is gone, and the trees are not walked */
+  uint8_t meta[META_TXNID + 8], again[sizeof meta];
+  int have_meta = 0;
+  for (uint64_t m = 0; m < 2 && !have_meta; m++) {
+    memcpy(meta, w.map + m * w.psize, sizeof meta);
+    memcpy(again, w.map + m * w.psize, sizeof again);
+    have_meta = store_get64(meta + META_TXNID) == c->snapshot && !memcmp(meta, again, sizeof meta);
+  }
+  w.stable = w.stable && have_meta;
+  w.npages = have_meta ? store_get64(meta + META_LAST_PG) + 1 : (uint64_t)ei.me_last_pgno + 1;
   if (w.npages < 2) return 0;
   if (!(w.used = fc_calloc((size_t)(w.npages + 7) / 8, 1))) return ENOMEM;
-  w.db = "free list";
-  w.db_len = strlen(w.db);
-  if (walk(&w, store_get64(meta + META_DBS + DB_ROOT), 0, 0))
-    w.partial = 1; /* said, or malformed */
-  char free_bad[sizeof w.bad], data_bad[sizeof w.bad];
-  memcpy(free_bad, w.bad, sizeof free_bad);
-  w.bad[0] = '\0';
-  w.db = "main";
-  w.db_len = strlen(w.db);
-  if (walk(&w, store_get64(meta + META_DBS + DB_SIZE + DB_ROOT), 0, 1)) w.partial = 1;
-  memcpy(data_bad, w.bad, sizeof data_bad);
-  memcpy(w.bad, free_bad, sizeof w.bad); /* the free list's tree, for check_free_list */
+  char free_bad[sizeof w.bad] = "", data_bad[sizeof w.bad] = "";
+  if (have_meta) {
+    w.db = "free list";
+    w.db_len = strlen(w.db);
+    if (walk(&w, store_get64(meta + META_DBS + DB_ROOT), 0, 0)) w.partial = 1; /* said, malformed */
+    memcpy(free_bad, w.bad, sizeof free_bad);
+    w.bad[0] = '\0';
+    w.db = "main";
+    w.db_len = strlen(w.db);
+    if (walk(&w, store_get64(meta + META_DBS + DB_SIZE + DB_ROOT), 0, 1)) w.partial = 1;
+    memcpy(data_bad, w.bad, sizeof data_bad);
+    memcpy(w.bad, free_bad, sizeof w.bad); /* the free list's tree, for check_free_list */
+  } else {
+    w.partial = 1; /* no tree walked: the free list alone is checked (its pages, each once) */
+  }
   int err = 0;
   if (data_bad[0]) { /* LMDB's reads of that page could crash the run: none is made */
     vf_add(c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
