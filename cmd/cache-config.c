@@ -4,6 +4,7 @@
 #include "cmd/cli.h"
 
 #include "featcache/fc_store.h"
+#include "featcache/fc_verify.h"
 
 #include <lmdb.h> /* the codes of a damaged B-tree, which the library passes through */
 #include <sys/stat.h>
@@ -346,6 +347,29 @@ static int resolve(const char *dir, char **parts, unsigned np, const char *want,
   return code;
 }
 
+/* A part whose pages cache-verify's first step finds damaged (fc_verify_opts.pages_only): a free
+ * list that would hand the drop's writes a page a B-tree uses (they would write over it), or
+ * that they would fail on, a page LMDB's reads could crash on. Said (exit 1); 0 when sound or
+ * when it cannot be checked (the drop then says what it meets). */
+static int refuse_damaged(const char *part, const char *hex) {
+  fc_verify_opts vo;
+  fc_verify_opts_init(&vo);
+  vo.pages_only = 1;
+  vo.threads = 1;
+  vo.stop = &fc_cli_signal;
+  fc_verify_report r;
+  int code = 0;
+  if (fc_verify_store(part, &vo, &r, NULL, 0) == 0 && r.errors) {
+    const fc_verify_finding *f = r.findings;
+    while (f->severity != FC_VERIFY_ERROR) f++; /* not a warning (pages neither used nor free) */
+    fc_cli_warn(part, "cannot drop config %s: damaged (%s %s: %s): nothing dropped", hex, f->db,
+                f->key ? f->key : "", f->problem);
+    code = FC_EXIT_FAIL;
+  }
+  fc_verify_report_free(&r);
+  return code;
+}
+
 static int drop(const char *dir, const char *want, int quiet) {
   char **parts;
   unsigned np;
@@ -364,8 +388,11 @@ static int drop(const char *dir, const char *want, int quiet) {
   if (!quiet) fc_cli_note_prune_running(dir);
   /* every part opened before any is changed: a part that cannot be opened (missing) leaves the
    * config in all of them, not dropped from the parts before it */
-  fc_store **ss = calloc(np, sizeof *ss);
-  if (!ss) code = FC_EXIT_FAIL;
+  /* each part's pages checked first, before it is opened here (LMDB: one environment of a file
+   * open in a process at a time; the check opens its own) */
+  for (unsigned k = 0; k < np && !code; k++) code = refuse_damaged(parts[k], hex);
+  fc_store **ss = code ? NULL : calloc(np, sizeof *ss);
+  if (!ss && !code) code = FC_EXIT_FAIL;
   for (unsigned k = 0; k < np && !code; k++) {
     int rc = open_store(parts[k], 0, 0, &ss[k]);
     if (rc) code = rc == FC_EINTR && fc_cli_signal ? fc_cli_signal_exit() : FC_EXIT_USAGE;
@@ -388,8 +415,8 @@ static int drop(const char *dir, const char *want, int quiet) {
     } else if (rc) {
       /* a full disk: the rerun would fail the same way until there is room; a damaged store
        * ever (the drop walks the B-trees it changes first, and removes nothing from one LMDB
-       * cannot read; the damage may be in LMDB's free list, which a write reads too and
-       * cache-verify does not check: no "cache-verify says where" here) */
+       * cannot read; its pages and free list were checked before, refuse_damaged: what is
+       * met here came after that) */
       const int full = rc == ENOSPC || rc == EDQUOT;
       fc_cli_warn(parts[k], "cannot drop config %s: %s (%llu record%s removed%s)", hex,
                   fc_strerror(rc), (unsigned long long)records, records == 1 ? "" : "s",

@@ -161,43 +161,10 @@ grep -q '"status":"damaged"' out || { fail "zeroed: --json status"; cat out; }
 # compact copy (FC_FAULT_STOP=prune:1 / prune_compact:1 stop cache-prune there, and the damage
 # is made then).
 "$FZ" -q --writers 1 --device cpu -o flbase a.wav c.wav || fail "featurize flbase"
-"$PY" - <<'PY' || fail "freeing pages"
-import lmdb
-env = lmdb.open("flbase", max_dbs=8)
-meta = env.open_db(b"meta")
-with env.begin(write=True) as t:  # pages freed: a value written, then deleted
-    t.put(b"scratch", b"x" * 40000, db=meta)
-with env.begin(write=True) as t:
-    t.delete(b"scratch", db=meta)
-env.close()
-PY
-damage() { # DIR zero | live: the free list's root page zeroed, or its first page number made
-  # the root page of the audio db
-  "$PY" - "$@" <<'PY'
-import struct, sys
-path = sys.argv[1] + "/data.mdb"
-data = bytearray(open(path, "rb").read())
-meta = max((struct.unpack_from("<Q", data, p + 144)[0], p) for p in (0, 4096))[1]
-root = struct.unpack_from("<Q", data, meta + 80)[0] * 4096
-if sys.argv[2] == "zero":
-    data[root:root + 4096] = bytes(4096)
-else:
-    def nodes(page):
-        for i in range((struct.unpack_from("<H", data, page + 12)[0] - 16) // 2):
-            n = page + struct.unpack_from("<H", data, page + 16 + 2 * i)[0]
-            yield n, bytes(data[n + 8:n + 8 + struct.unpack_from("<H", data, n + 6)[0]])
-    main = struct.unpack_from("<Q", data, meta + 128)[0] * 4096
-    audio = [n + 8 + len(k) + 40 for n, k in nodes(main) if k == b"audio"][0]
-    n, key = next(nodes(root))
-    ids = n + 8 + len(key)
-    if struct.unpack_from("<H", data, n + 4)[0] & 1:  # the ids on an overflow page
-        ids = struct.unpack_from("<Q", data, ids)[0] * 4096 + 16
-    struct.pack_into("<Q", data, ids + 8, struct.unpack_from("<Q", data, audio)[0])
-open(path, "r+b").write(data)
-PY
-}
+. "$FC_SRC/tests/cli/free_list.bash"
+free_pages flbase || fail "freeing pages"
 echo a >keep-a.list
-rm -rf fl && cp -r flbase fl && damage fl zero || fail "zeroing the free list"
+rm -rf fl && cp -r flbase fl && free_list_damage fl zero || fail "zeroing the free list"
 cp fl/data.mdb fl.before
 run free-list 1 --json --manifest-format list --manifest keep-a.list fl
 expect_err free-list "cache-prune: fl: damaged (env data.mdb: free list damaged (LMDB: MDB_CORRUPTED: Located page was wrong type): the store reads, but writes fail on it or could overwrite data (featurize, tokenize, cache-config --drop, cache-prune); cache-merge -o NEW STORE copies it into a new store): nothing removed"
@@ -207,7 +174,7 @@ run free-list-compact 1 --compact fl
 expect_err free-list-compact "cache-prune: fl: damaged (env data.mdb: free list damaged (LMDB: MDB_CORRUPTED: Located page was wrong type): the store reads, but writes fail on it or could overwrite data (featurize, tokenize, cache-config --drop, cache-prune); cache-merge -o NEW STORE copies it into a new store): nothing removed, nothing compacted"
 ls fl | grep -v -e '^data.mdb$' -e '^lock.mdb$' && fail "free list: a copy left"
 cmp -s fl/data.mdb fl.before || fail "free list --compact: data.mdb changed"
-rm -rf fl && cp -r flbase fl && damage fl live || fail "a live page on the free list"
+rm -rf fl && cp -r flbase fl && free_list_damage fl live || fail "a live page on the free list"
 cp fl/data.mdb fl.before
 run free-list-live 1 --manifest-format list --manifest keep-a.list fl
 grep -qx "cache-prune: fl: damaged (env data.mdb: free list damaged (it names page [0-9]*, which the audio B-tree uses): .*): nothing removed" err ||
@@ -230,7 +197,7 @@ for site in prune prune_compact; do
     fail "FC_FAULT_STOP=$site:1: cache-prune never stopped there"; kill -9 $pid; wait $pid
     continue
   fi
-  damage fl zero || fail "zeroing the free list"
+  free_list_damage fl zero || fail "zeroing the free list"
   kill -CONT $pid
   wait $pid
   rc=$?

@@ -156,17 +156,12 @@ grep -q '^s: stopped after 1 error (--max-errors)$' got || { echo "FAIL max-erro
 # so the store passed while featurize, tokenize, cache-config --drop and cache-prune (--compact
 # too) all failed on it, or would put data where no page is. Its root page zeroed (a hole), then a
 # page number in it past the file's last page: each one error, the other checks made.
+. "$FC_SRC/tests/cli/free_list.bash"
 free_list() { # zero | far | live | twice | lost: pages freed first (a value written, then
   # deleted), then the damage
+  free_pages s || return 1
   "$FC_PYTHON" - "$1" <<'PY'
-import lmdb, struct, sys
-env = lmdb.open("s", max_dbs=8)
-meta = env.open_db(b"meta")
-with env.begin(write=True) as t:
-    t.put(b"scratch", b"x" * 40000, db=meta)
-with env.begin(write=True) as t:
-    t.delete(b"scratch", db=meta)
-env.close()
+import struct, sys
 data = bytearray(open("s/data.mdb", "rb").read())
 # the meta page of the later transaction (id at 144), its free db's root (at 80)
 txnid, root = max((struct.unpack_from("<Q", data, p + 144)[0], struct.unpack_from("<Q", data, p + 80)[0]) for p in (0, 4096))
