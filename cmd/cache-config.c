@@ -4,7 +4,6 @@
 #include "cmd/cli.h"
 
 #include "featcache/fc_store.h"
-#include "featcache/fc_verify.h"
 
 #include <lmdb.h> /* the codes of a damaged B-tree, which the library passes through */
 #include <sys/stat.h>
@@ -347,27 +346,18 @@ static int resolve(const char *dir, char **parts, unsigned np, const char *want,
   return code;
 }
 
-/* A part whose pages cache-verify's first step finds damaged (fc_verify_opts.pages_only): a free
- * list that would hand the drop's writes a page a B-tree uses (they would write over it), or
- * that they would fail on, a page LMDB's reads could crash on. Said (exit 1); 0 when sound or
- * when it cannot be checked (the drop then says what it meets). */
+/* A part whose pages cache-verify's first step finds damaged: a free list that would hand the
+ * drop's writes a page a B-tree uses (they would write over it), or that they would fail on, a
+ * page LMDB's reads could crash on. Said (exit 1); 0 when sound or when it cannot be checked
+ * (the drop then says what it meets). */
 static int refuse_damaged(const char *part, const char *hex) {
-  fc_verify_opts vo;
-  fc_verify_opts_init(&vo);
-  vo.pages_only = 1;
-  vo.threads = 1;
-  vo.stop = &fc_cli_signal;
-  fc_verify_report r;
-  int code = 0;
-  if (fc_verify_store(part, &vo, &r, NULL, 0) == 0 && r.errors) {
-    const fc_verify_finding *f = r.findings;
-    while (f->severity != FC_VERIFY_ERROR) f++; /* not a warning (pages neither used nor free) */
-    fc_cli_warn(part, "cannot drop config %s: damaged (%s %s: %s): nothing dropped", hex, f->db,
-                f->key ? f->key : "", f->problem);
-    code = FC_EXIT_FAIL;
-  }
-  fc_verify_report_free(&r);
-  return code;
+  char where[64], problem[1024];
+  int unsafe;
+  if (fc_cli_pages_damaged(part, 0, &unsafe, where, sizeof where, problem, sizeof problem) != 1)
+    return 0;
+  fc_cli_warn(part, "cannot drop config %s: damaged (%s: %s): nothing dropped", hex, where,
+              problem);
+  return FC_EXIT_FAIL;
 }
 
 static int drop(const char *dir, const char *want, int quiet) {

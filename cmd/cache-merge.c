@@ -3,7 +3,6 @@
 #include "cmd/cli.h"
 
 #include "featcache/fc_merge.h"
-#include "featcache/fc_verify.h"
 
 #include <sys/stat.h>
 
@@ -217,36 +216,30 @@ static void json_dbs(const char *name, const uint64_t *v) {
          (unsigned long long)v[FC_DB_TOK]);
 }
 
-/* 1 when an input has a page LMDB's reads could crash on (cache-verify's first step,
- * fc_verify_opts.pages_only: a node offset, key or value size past its page), said into why;
- * -1 when stopped (Ctrl-C); else 0 — an input that cannot be checked is fc_merge_run's to say. */
+/* 1 when an input has a page LMDB's reads could crash on (fc_cli_pages_damaged: a node offset,
+ * key or value size past its page), said into why; -1 when stopped (Ctrl-C); else 0 — a damaged
+ * free list or meta page is no reason to refuse (the merge reads only the B-trees), and an input
+ * that cannot be checked is fc_merge_run's to say. */
 static int unsafe_input(const char *const *inputs, size_t n, int nolock, char *why,
                         size_t why_len) {
   for (size_t i = 0; i < n; i++) {
-    fc_verify_opts vo;
-    fc_verify_opts_init(&vo);
-    vo.pages_only = 1;
-    vo.threads = 1;
-    vo.nolock = nolock ? 1 : 0;
-    vo.stop = &fc_cli_signal;
-    fc_verify_report r;
-    int rc = fc_verify_store(inputs[i], &vo, &r, NULL, 0);
-    const fc_verify_finding *f = r.findings;
-    while (r.unsafe_pages && f && f->severity != FC_VERIFY_ERROR) f++;
+    char where[64], problem[1024];
+    int unsafe;
+    int rc = fc_cli_pages_damaged(inputs[i], nolock, &unsafe, where, sizeof where, problem,
+                                  sizeof problem);
+    if (rc < 0) return -1;
+    if (rc == 0 || !unsafe) continue;
+    /* the page and what is wrong: cache-verify's parenthesis */
+    const char *at = strncmp(problem, "B-tree damaged (", 16) == 0 ? problem + 16 : NULL;
+    const char *end = at ? strstr(at, "): LMDB's reads") : NULL;
     qname q;
-    if (!rc && r.unsafe_pages && f) { /* the page and what is wrong: cache-verify's parenthesis */
-      const char *at = strncmp(f->problem, "B-tree damaged (", 16) == 0 ? f->problem + 16 : NULL;
-      const char *end = at ? strstr(at, "): LMDB's reads") : NULL;
-      int w = snprintf(why, why_len,
-                       "%s: damaged (%.*s): LMDB's reads of that page could crash the merge; "
-                       "nothing merged (cache-verify says more; merge the other stores without it)",
-                       qn(inputs[i], &q), end ? (int)(end - at) : (int)strlen(f->problem),
-                       end ? at : f->problem);
-      if (w < 0 || (size_t)w >= why_len) why[why_len - 1] = '\0'; /* cut short: still said */
-    }
-    const int unsafe = rc == FC_EINTR ? -1 : !rc && r.unsafe_pages && f;
-    fc_verify_report_free(&r);
-    if (unsafe) return unsafe;
+    int w = snprintf(why, why_len,
+                     "%s: damaged (%.*s): LMDB's reads of that page could crash the merge; "
+                     "nothing merged (cache-verify says more; merge the other stores without it)",
+                     qn(inputs[i], &q), end ? (int)(end - at) : (int)strlen(problem),
+                     end ? at : problem);
+    if (w < 0 || (size_t)w >= why_len) why[why_len - 1] = '\0'; /* cut short: still said */
+    return 1;
   }
   return 0;
 }

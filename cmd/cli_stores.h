@@ -4,8 +4,39 @@
 #ifndef FC_CMD_CLI_STORES_H
 #define FC_CMD_CLI_STORES_H
 
+#include "featcache/fc_verify.h"
+
 #include <sys/file.h>
 #include <sys/sysmacros.h> /* major, minor */
+
+/* The pages of store path as cache-verify's first step checks them (fc_verify_opts.pages_only,
+ * docs/cache-verify.md: a page LMDB's reads could crash on, a damaged free list or meta page).
+ * 1 when it finds damage: *unsafe set when a page LMDB's reads could crash on, and that finding
+ * (else the first) as "db key" into where and its problem into problem; -1 when stopped
+ * (Ctrl-C); 0 when sound, or when the store cannot be checked (the caller's own open says why).
+ * Before the caller opens the store: LMDB allows one environment of a file per process. */
+static inline int fc_cli_pages_damaged(const char *path, int nolock, int *unsafe, char *where,
+                                       size_t where_len, char *problem, size_t problem_len) {
+  fc_verify_opts vo;
+  fc_verify_opts_init(&vo);
+  vo.pages_only = 1;
+  vo.threads = 1;
+  vo.nolock = nolock ? 1 : 0;
+  vo.stop = &fc_cli_signal;
+  fc_verify_report r;
+  int rc = fc_verify_store(path, &vo, &r, NULL, 0), found = 0;
+  *unsafe = !rc && r.unsafe_pages;
+  for (size_t i = 0; !rc && i < r.count; i++) {
+    const fc_verify_finding *f = &r.findings[i];
+    if (f->severity != FC_VERIFY_ERROR || (found && !*unsafe)) continue;
+    /* unsafe: the last error, the finding that stopped the run; else the first */
+    snprintf(where, where_len, "%s %s", f->db, f->key ? f->key : "");
+    snprintf(problem, problem_len, "%s", f->problem);
+    found = 1;
+  }
+  fc_verify_report_free(&r);
+  return rc == FC_EINTR ? -1 : found;
+}
 
 /* Record in s (a store, or part 0 of a split store) that a run over shard k of n writes into it:
  * meta shard/K/N -> "K/N", kept when there (docs/FORMAT.md "Shards"; read by cache-merge and

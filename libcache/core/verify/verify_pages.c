@@ -48,6 +48,7 @@ typedef struct pwalk {
   uint64_t npages; /* the snapshot's: its meta's last page + 1 */
   uint64_t mapped; /* whole pages of the file in the map */
   uint8_t *used; /* a bit per page: reached from a B-tree (NULL: looking for find) */
+  uint64_t n_used; /* the bits set in used */
   uint64_t find; /* owner: the page looked for; found set, and found_db, when a tree reaches it */
   int found;
   const char *found_db;
@@ -85,6 +86,7 @@ static int mark(pwalk *w, uint64_t pg, uint64_t n) {
       return 1;
     }
     w->used[i >> 3] |= (uint8_t)(1u << (i & 7));
+    w->n_used++;
   }
   return 0;
 }
@@ -292,7 +294,7 @@ static int walk_free_list_guarded(pwalk *w, const uint8_t *meta, MDB_txn *txn, u
 
 /* The free list's finding and the count, w's marks made. 0, or ENOMEM; *lost when LMDB failed the
  * snapshot's transaction on a damaged page and it could not be renewed on it (said). */
-static int check_free_list(pwalk *w, const uint8_t *meta, fc_rtxn *t, uint64_t used, int *lost) {
+static int check_free_list(pwalk *w, const uint8_t *meta, fc_rtxn *t, int *lost) {
   char bad[320] = "", uses[320] = "";
   MDB_cursor *open = NULL;
   uint64_t free_pages = 0;
@@ -318,8 +320,8 @@ static int check_free_list(pwalk *w, const uint8_t *meta, fc_rtxn *t, uint64_t u
            "STORE copies it into a new store",
            bad);
   else if (w->stable && !w->partial && !uses[0] &&
-           used + free_pages + 2 < w->npages) { /* LMDB's audit: they add up */
-    const uint64_t lost_pages = w->npages - 2 - used - free_pages;
+           w->n_used + free_pages + 2 < w->npages) { /* LMDB's audit: they add up */
+    const uint64_t lost_pages = w->npages - 2 - w->n_used - free_pages;
     vf_add(w->c, FC_VERIFY_WARNING, DB_ENV, "data.mdb", 8, NULL, 0,
            "%llu page%s (%.1f MB) neither in a B-tree nor on the free list: space no write "
            "reuses (the pages LMDB counted do not add up); cache-merge -o NEW STORE copies the "
@@ -380,9 +382,7 @@ int vf_check_pages(vctx *c, fc_rtxn *t, int *lost) {
     c->r->unsafe_pages = 1;
     *lost = 1;
   } else {
-    uint64_t used = 0;
-    for (uint64_t i = 0; i < w.npages; i++) used += bit(w.used, i);
-    err = check_free_list(&w, meta, t, used, lost);
+    err = check_free_list(&w, meta, t, lost);
   }
   free(w.used);
   return err;
