@@ -446,9 +446,11 @@ int main(int argc, char **argv) {
   fc_featurize_opts_init(&fo);
   if (fc_device_parse(device_spec, &fo.device, why, sizeof why) != 0) fc_cli_usage_error("%s", why);
   fc_device resolved;
-  /* An explicit device is checked before the inputs are read; auto is chosen by the job's size. */
+  /* An explicit device is checked before the inputs are read (one the driver lists is taken
+   * without starting the CUDA runtime: the job starts it); auto is chosen by the job's size. */
   if (fo.device.kind != FC_DEVICE_AUTO &&
-      fc_device_resolve(&fo.device, &resolved, why, sizeof why)) {
+      fc_featurize_choose_device(&fo.device, NULL, 0, jobs, gpu_min_seconds, &resolved, why,
+                                 sizeof why)) {
     fc_cli_warn(NULL, "%s", why);
     return FC_EXIT_USAGE;
   }

@@ -59,8 +59,13 @@ FC_API const char *fc_device_name(const fc_device *d, char *buf, size_t buf_len)
  * bytes a second, 16-bit mono 22.05 kHz; stops counting once the threshold is reached), must be at
  * least gpu_min_seconds; 0 means the default, 3000 s per job (worker) — the CPU path at ~3000x
  * realtime per core would need a second or more —, and < 0 means any job. Small jobs never
- * touch the CUDA runtime. When auto falls back to the CPU, why says why ("small job: ...", or the
- * runtime's "no CUDA device: ..."); it is not an error. Errors as fc_device_resolve. */
+ * touch the CUDA runtime. Nor does a GPU the NVIDIA driver lists (/proc/driver/nvidia/gpus, or
+ * FC_NVIDIA_GPUS_DIR): auto's large job takes cuda:0, and cuda:N is taken when the driver lists
+ * more than N GPUs, without the runtime's ~0.1 s start (unless CUDA_VISIBLE_DEVICES is set); the
+ * job starts it as it opens the device, and a GPU it cannot use then is one that cannot be
+ * started (fc_featurize_opts.fallback_to_cpu). When auto falls back to the CPU, why says why
+ * ("small job: ...", or the runtime's "no CUDA device: ..."); it is not an error. Errors as
+ * fc_device_resolve. */
 FC_API int fc_featurize_choose_device(const fc_device *want, const fc_item *items, size_t n,
                                       unsigned jobs, double gpu_min_seconds, fc_device *got,
                                       char *why, size_t why_len);
@@ -224,8 +229,9 @@ typedef struct fc_featurize_opts {
    * manifest that cannot be read on ends the run with its error (what was read is done). */
   const char *manifest;
   const fc_manifest_opts *manifest_opts;
-  /* A GPU that cannot be started (its open fails: out of memory, a busy or exclusive device) leaves
-   * the job to the CPU instead of failing it: stats->fell_back_to_cpu, the device's reason in why.
+  /* A GPU that cannot be started (its open fails: out of memory, a busy or exclusive device; or
+   * the runtime no longer finds it) leaves the job to the CPU instead of failing it:
+   * stats->fell_back_to_cpu, the device's reason in why.
    * Implied by device auto; set it too when passing the device auto chose (featurize does). */
   int fallback_to_cpu;
   /* Look, write nothing: each item is found stored (SKIPPED, by the rules of a rerun: its size

@@ -10,6 +10,16 @@
 #     with fault injection, a GPU that fails to start (FC_FAULT=cuda:1, its first runtime call):
 #     auto (hybrid and wait) computes on the CPU (exit 0, "the GPU could not be started (...)",
 #     --json device cpu and fell_back_to_cpu true, producer 1), cuda exits 2.
+#   the driver lists a GPU (FC_NVIDIA_GPUS_DIR: a directory per GPU, as /proc/driver/nvidia/gpus)
+#     and the CUDA runtime is not asked before the job starts it:
+#     no usable GPU, a build with the backend: auto (hybrid and wait) takes cuda:0 (-v), the job
+#       finds it cannot be started and the CPU computes it (exit 0, "the GPU could not be started
+#       (REASON)", --json device cpu and fell_back_to_cpu true, producer 1); cuda is taken (-v)
+#       and exits 2 with "featurize: REASON", nothing stored; cuda:1 (past the one listed) and
+#       CUDA_VISIBLE_DEVICES set ask the runtime first, as before (exit 2 and no store; auto says
+#       "device: cpu (REASON)")
+#     a usable GPU: auto and cuda run on cuda:0 (producer 2), listed or not (an empty list: the
+#       runtime is asked first)
 #   both: --device gpu is a usage error (exit 2, with the --help hint).
 set -u
 FZ=${FC_BIN:?}/featurize
@@ -98,6 +108,33 @@ if [ "$count" = 0 ]; then
   check_nodev "cuda" cuda "featurize: $reason"
   check_nodev "cuda:0" cuda:0 "featurize: $reason"
   check_nodev "cuda:7" cuda:7 "featurize: $reason"
+  if [ "$built" = 1 ]; then # a GPU the driver lists, which the runtime cannot use
+    mkdir -p gpus/0000:01:00.0
+    export FC_NVIDIA_GPUS_DIR=$tmp/gpus
+    for start in hybrid wait; do
+      rm -rf st_l
+      FC_CUDA_START=$start "$FZ" --device auto --gpu-min-seconds 0 -v --json -o st_l a.wav >out 2>err
+      rc=$?
+      [ "$rc" = 0 ] || fail "listed GPU, auto ($start): exit $rc; $(cat err)"
+      grep -qxF "featurize: device: cuda:0" err || fail "listed GPU, auto ($start) -v: $(cat err)"
+      grep -qxF "featurize: the GPU could not be started ($reason): the CPU computed the job" err ||
+        fail "listed GPU, auto ($start): no fallback line in $(cat err)"
+      [ "$(json_field out device 2>/dev/null)/$(json_field out fell_back_to_cpu 2>/dev/null)" = \
+        cpu/True ] || fail "listed GPU, auto ($start): --json $(cat out)"
+      [ "$(producer st_l)" = 1 ] || fail "listed GPU, auto ($start): producer '$(producer st_l)'"
+    done
+    "$FZ" --device cuda -v -o st_lc a.wav >out 2>err # taken (-v), then found unusable
+    rc=$?
+    [ "$rc" = 2 ] && [ "$(head -n 1 err)" = "featurize: device: cuda:0" ] &&
+      grep -qxF "featurize: $reason" err || fail "listed GPU, cuda: exit $rc (want 2); stderr $(cat err)"
+    [ -e st_lc ] && [ -n "$(producer st_lc)" ] && fail "listed GPU, cuda: records stored: $(producer st_lc)"
+    check_nodev "listed GPU, cuda:1" cuda:1 "featurize: $reason"
+    CUDA_VISIBLE_DEVICES=0 "$FZ" --device auto --gpu-min-seconds 0 -v -o st_lv a.wav >out 2>err ||
+      fail "listed GPU, CUDA_VISIBLE_DEVICES=0, auto: exit $?"
+    grep -qxF "featurize: device: cpu ($reason)" err ||
+      fail "listed GPU, CUDA_VISIBLE_DEVICES=0, auto -v: $(cat err)"
+    unset FC_NVIDIA_GPUS_DIR
+  fi
 else
   "$FZ" --device auto --gpu-min-seconds 0 -v --json -o st a.wav >out 2>err ||
     fail "auto on a GPU: exit $?; $(cat err)"
@@ -106,6 +143,10 @@ else
   [ "$(producer st)" = 2 ] || fail "auto on a GPU: producer '$(producer st)', want 2 (CUDA)"
   "$FZ" --device cuda --json -o st2 a.wav >out 2>err || fail "cuda on a GPU: exit $?; $(cat err)"
   [ "$(producer st2)" = 2 ] || fail "cuda on a GPU: producer '$(producer st2)', want 2"
+  mkdir -p nolist # the driver's list unread: the runtime is asked before the job, as without one
+  FC_NVIDIA_GPUS_DIR=$tmp/nolist "$FZ" --device auto --gpu-min-seconds 0 -o st_nl a.wav >out 2>err ||
+    fail "auto on a GPU, no GPU listed: exit $?; $(cat err)"
+  [ "$(producer st_nl)" = 2 ] || fail "auto on a GPU, no GPU listed: producer '$(producer st_nl)'"
   "$FZ" --device "cuda:$count" -o st_nodev a.wav >out 2>err
   rc=$?
   [ "$rc" = 2 ] || fail "cuda:$count: exit $rc (want 2)"

@@ -16,6 +16,8 @@
  *     choice), hybrid and wait: the CPU computes the whole job (every record producer 1, exactly
  *     the CPU path's numbers), rc 0 with stats.fell_back_to_cpu and the device's reason; stopped
  *     (the stop flag) after it fell back: FC_EINTR, not a finished job, the reason still said;
+ *   - fc_featurize_run's own backends: cuda:0 that may fall back, where it cannot be resolved (no
+ *     usable GPU), is computed by the CPU (rc 0, fell_back_to_cpu, the resolve's reason);
  *   - FC_CUDA_START of another value: refused (FC_ECONFIG) before anything is done;
  *   - the default (auto): a small job of files opens the device first, a large one (its input
  *     over the large-job threshold, or a manifest read as the job goes) starts hybrid. */
@@ -345,6 +347,35 @@ int main(void) {
         st.fell_back_to_cpu, dev);
   fallback = 0;
   rm_rf(store);
+
+  /* the real backends through fc_featurize_run: cuda:0 on a job that may fall back, on a machine
+   * without a usable GPU (its resolve fails), is the CPU's with the resolve's reason, not an
+   * error; with one, the GPU's */
+  {
+    fc_device want = {.kind = FC_DEVICE_CUDA}, got;
+    char reason[256];
+    const int no_gpu = fc_device_resolve(&want, &got, reason, sizeof reason) != 0;
+    unsetenv("FC_CUDA_START");
+    snprintf(store, sizeof store, "%s/fallback-resolve", dir);
+    fc_featurize_opts o;
+    fc_featurize_opts_init(&o);
+    o.jobs = 2;
+    o.device = want;
+    o.fallback_to_cpu = 1;
+    fc_store *s;
+    CHECK(fc_store_open(store, FC_STORE_CREATE | FC_STORE_NOSYNC, &s) == 0, "open %s", store);
+    rc = fc_featurize_run(s, &cfg, items.items, items.count, &o, &st, why, sizeof why);
+    fc_store_close(s);
+    CHECK(rc == 0 && st.processed == NFILES && st.fell_back_to_cpu == no_gpu &&
+              (!no_gpu || strcmp(why, reason) == 0),
+          "cuda:0 that may fall back (%s): rc %d, %llu stored, fell_back_to_cpu %d (%s)",
+          no_gpu ? reason : "a GPU", rc, (unsigned long long)st.processed, st.fell_back_to_cpu,
+          why);
+    CHECK(check_records("fallback at resolve", store, &cfg, &cpu, &dev) == NFILES &&
+              (no_gpu ? cpu : dev) == NFILES,
+          "cuda:0 that may fall back: %u records by the CPU, %u by the device", cpu, dev);
+    rm_rf(store);
+  }
 
   /* another value: refused before anything is done */
   setenv("FC_CUDA_START", "later", 1);

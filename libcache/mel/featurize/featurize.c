@@ -239,8 +239,12 @@ static int run_configure(fz_run *r, const fc_fz_backend *backend, char *why, siz
   } else if ((rc = fc_featurize_choose_device(&r->o.device, r->items, r->n, r->o.jobs,
                                               r->o.auto_gpu_min_seconds, &dev, dev_why,
                                               sizeof dev_why))) {
-    fc_why(why, why_len, "%s", dev_why);
-    return rc;
+    if (rc != FC_ENODEVICE || !r->o.fallback_to_cpu) {
+      fc_why(why, why_len, "%s", dev_why);
+      return rc;
+    }
+    note_fallback(r, dev_why); /* the caller's choice of a GPU, gone since: the CPU */
+    dev = (fc_device){.kind = FC_DEVICE_CPU};
   }
   r->device = dev.kind;
   r->fallback =

@@ -6,6 +6,7 @@
 #include "kernels/cuda/cuda_ring.h"
 #include "formats/common/alloc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -106,8 +107,38 @@ static double input_bytes_up_to(const fc_item *items, size_t n, double need) {
   return bytes;
 }
 
+/* How many GPUs the NVIDIA driver lists — a directory per GPU in /proc/driver/nvidia/gpus
+ * (FC_NVIDIA_GPUS_DIR names another, for tests) —, read without starting the CUDA runtime, whose
+ * cuInit alone takes ~0.1 s on a GPU machine (docs/featurize.md "Choosing the device"). 0 when
+ * the directory cannot be read, and when CUDA_VISIBLE_DEVICES is set: it hides and renumbers the
+ * devices, and only the runtime knows what it leaves. */
+static int gpus_listed(void) {
+  if (getenv("CUDA_VISIBLE_DEVICES")) return 0;
+  const char *dir = getenv("FC_NVIDIA_GPUS_DIR");
+  DIR *d = opendir(dir && *dir ? dir : "/proc/driver/nvidia/gpus");
+  if (!d) return 0;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;)
+    if (e->d_name[0] != '.') n++;
+  closedir(d);
+  return n;
+}
+
+/* The device taken for want without starting the runtime: the runtime starts when the job opens
+ * it (on the opener thread under a hybrid start), and a device it cannot use then falls back to
+ * the CPU (auto) or stops the job (cuda), as a device that fails to start does. */
+static int take_listed(int index, fc_device *got, char *why, size_t why_len) {
+  if (why && why_len) why[0] = '\0';
+  memset(got, 0, sizeof *got);
+  got->kind = FC_DEVICE_CUDA;
+  got->index = index;
+  return 0;
+}
+
 int fc_featurize_choose_device(const fc_device *want, const fc_item *items, size_t n, unsigned jobs,
                                double gpu_min_seconds, fc_device *got, char *why, size_t why_len) {
+  if (want->kind == FC_DEVICE_CUDA && cuda_built() && want->index < gpus_listed())
+    return take_listed(want->index, got, why, why_len);
   if (want->kind != FC_DEVICE_AUTO || !cuda_built())
     return fc_device_resolve(want, got, why, why_len);
   if (why && why_len) why[0] = '\0';
@@ -123,6 +154,7 @@ int fc_featurize_choose_device(const fc_device *want, const fc_item *items, size
             bytes / AUTO_BYTES_PER_SECOND, min_s);
     return 0;
   }
+  if (gpus_listed() > 0) return take_listed(0, got, why, why_len);
   return fc_device_resolve(want, got, why, why_len);
 }
 
