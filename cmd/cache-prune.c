@@ -3,6 +3,7 @@
  * (docs/cache-prune.md). A thin main over fc_store_prune (libcache/core/verify/prune.c); a split
  * store is its parts, reported as one store. */
 #include "cmd/cli.h"
+#include "cmd/cli_stores.h"
 
 #include "featcache/fc_manifest.h"
 #include "featcache/fc_verify.h"
@@ -123,13 +124,39 @@ static int open_store(const char *path, int dry, fc_store **s) {
   return rc ? say_open_error(path, dry, rc) : 0;
 }
 
+/* A store (a part) whose pages cache-verify's first step finds damaged, found before a run that
+ * writes opens it for writing: that open commits on a store made before failure records (it gives
+ * it its failed db), and a free list naming a page a B-tree uses would hand that commit the page.
+ * The library's survey checks the pages too, once the store is open. */
+typedef struct damage {
+  int bad;
+  char msg[1200]; /* "damaged (WHERE: PROBLEM): nothing removed..." */
+} damage;
+
+/* Each store's pages checked (a run that writes); 0, or the exit code of a stop (Ctrl-C). */
+static int check_pages(const char *const *stores, size_t n, int compact, damage *d) {
+  for (size_t k = 0; k < n; k++) {
+    char where[64], problem[1024];
+    int unsafe;
+    const int got =
+        fc_cli_pages_damaged(stores[k], 0, &unsafe, where, sizeof where, problem, sizeof problem);
+    if (got < 0) return fc_cli_signal_exit();
+    if ((d[k].bad = got == 1))
+      snprintf(d[k].msg, sizeof d[k].msg, "damaged (%s: %s): %s", where, problem,
+               compact ? "nothing removed, nothing compacted" : "nothing removed");
+  }
+  return 0;
+}
+
 /* Before a run that writes: every STORE (each part of a split one) opened for writing and closed
  * again, so that one mistyped, not a store, or not this user's to write stops the run (exit 2)
  * before any is changed — it pruned the STOREs before it, then exited 2. One in use is left to
- * its turn (exit 1 for it alone, the others pruned). 0, or exit 2 said. */
-static int check_stores(const char *const *stores, size_t n) {
+ * its turn (exit 1 for it alone, the others pruned), so is a damaged one (not opened for
+ * writing). 0, or exit 2 said. */
+static int check_stores(const char *const *stores, size_t n, const damage *d) {
   int code = 0;
   for (size_t k = 0; k < n; k++) {
+    if (d[k].bad) continue;
     fc_store *s = NULL;
     int rc = fc_store_open(stores[k], FC_STORE_EXCLUSIVE, &s);
     fc_store_close(s);
@@ -252,7 +279,7 @@ static nlink_t other_links(const char *store) {
 
 /* One STORE word: its stores (a split store's parts) all opened before any is changed, then
  * pruned one by one. Returns the exit code. */
-static int prune_word(const char *word, const char *const *stores, size_t n,
+static int prune_word(const char *word, const char *const *stores, size_t n, const damage *d,
                       const fc_prune_opts *po_in, int manifest, int json, int quiet,
                       int force_progress) {
   fc_prune_opts opts = *po_in, *po = &opts;
@@ -262,9 +289,16 @@ static int prune_word(const char *word, const char *const *stores, size_t n,
   fc_store **ss = calloc(n ? n : 1, sizeof *ss);
   if (!ss) return FC_EXIT_FAIL;
   int code = 0;
+  const char *status = "done";
+  for (size_t k = 0; k < n && !code; k++)
+    if (d && d[k].bad) { /* refused before it is opened for writing */
+      fc_cli_warn(stores[k], "%s", d[k].msg);
+      status = "damaged";
+      code = FC_EXIT_FAIL;
+    }
   for (size_t k = 0; k < n && !code; k++) code = open_store(stores[k], po->dry_run, &ss[k]);
   fc_prune_report all = {0};
-  const char *status = code ? "error" : "done";
+  if (code && !strcmp(status, "done")) status = "error";
   nlink_t links = 0; /* the parts' data.mdb's other hard links, before the compaction */
   uint64_t linked_bytes = 0; /* the size of those files */
   for (size_t k = 0; k < n && !code && po->compact && !po->dry_run; k++) {
@@ -381,6 +415,7 @@ int main(int argc, char **argv) {
   fc_item_list items = {0};
   const char **keep = NULL;
   size_t *first = NULL;
+  damage *dmg = NULL; /* a run that writes: each store's pages */
   int worst = 0;
   if (manifest && (worst = manifest_ids(manifest, &mo, &items, &keep, &po.n_keep)) != 0) goto out;
   po.keep = keep;
@@ -402,16 +437,25 @@ int main(int argc, char **argv) {
     worst = FC_EXIT_USAGE;
     goto out;
   }
-  if (!po.dry_run && nw > 1 && (worst = check_stores(stores, n)) != 0) goto out;
   fc_cli_install_signals();
   po.stop = (volatile const int *)&fc_cli_signal;
+  if (!po.dry_run) {
+    if (!(dmg = calloc(n ? n : 1, sizeof *dmg))) {
+      worst = FC_EXIT_FAIL;
+      goto out;
+    }
+    if ((worst = check_pages(stores, n, po.compact, dmg)) != 0) goto out;
+  }
+  if (!po.dry_run && nw > 1 && (worst = check_stores(stores, n, dmg)) != 0) goto out;
   for (size_t w = 0; w < nw; w++) {
-    int code = prune_word(words[w], stores + first[w], first[w + 1] - first[w], &po,
-                          manifest != NULL, json, quiet, force_progress);
+    int code =
+        prune_word(words[w], stores + first[w], first[w + 1] - first[w],
+                   dmg ? dmg + first[w] : NULL, &po, manifest != NULL, json, quiet, force_progress);
     if (code > worst) worst = code;
     if (code > 128) break; /* interrupted: the stores after it are not started */
   }
 out:
+  free(dmg);
   free(first);
   free(keep);
   fc_item_list_free(&items);

@@ -180,6 +180,27 @@ run free-list-live 1 --manifest-format list --manifest keep-a.list fl
 grep -qx "cache-prune: fl: damaged (env data.mdb: free list damaged (it names page [0-9]*, which the audio B-tree uses): .*): nothing removed" err ||
   { fail "free list naming a live page: message"; cat err; }
 cmp -s fl/data.mdb fl.before || fail "free list naming a live page: data.mdb changed"
+# the same on a store made before failure records (no failed db), which an open for writing gives
+# one, committing: the pages are checked before cache-prune opens any store for writing, with one
+# store or with two (each checked first, the second one sound)
+rm -rf fl && cp -r flbase fl && "$PY" - fl <<'PY' || fail "dropping the failed db"
+import lmdb, sys
+env = lmdb.open(sys.argv[1], max_dbs=8)
+with env.begin(write=True) as t:
+    t.drop(env.open_db(b"failed", txn=t), delete=True)
+PY
+free_list_damage fl live || fail "a live page on the free list (no failed db)"
+cp fl/data.mdb fl.before
+rm -rf fl2 && cp -r flbase fl2
+for stores in "fl" "fl2 fl"; do
+  # shellcheck disable=SC2086
+  run "old store, free list naming a live page ($stores)" 1 --json --manifest-format list \
+    --manifest keep-a.list $stores
+  grep -qx "cache-prune: fl: damaged (env data.mdb: free list damaged (it names page [0-9]*, which the audio B-tree uses): .*): nothing removed" err ||
+    { fail "old store, free list naming a live page ($stores): message"; cat err; }
+  grep -q '"status":"damaged"' out || { fail "old store ($stores): --json status"; cat out; }
+  cmp -s fl/data.mdb fl.before || fail "old store, free list naming a live page ($stores): data.mdb changed"
+done
 # after the survey: SIGSTOP at the stop site, the damage, SIGCONT
 stopped() { # PID: 0 once the process is stopped (10 s at most)
   for _ in $(seq 200); do
