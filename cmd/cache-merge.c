@@ -244,6 +244,27 @@ static int unsafe_input(const char *const *inputs, size_t n, int nolock, char *w
   return 0;
 }
 
+/* 1 when OUT, an existing store, has damaged pages (fc_cli_pages_damaged): a free list that would
+ * hand the merge's writes a page a B-tree uses (they would write over it) or that they would fail
+ * on, a page LMDB could crash on; said into why. -1 when stopped; 0 when sound, new, or not
+ * checkable (fc_merge_run says what it meets). */
+static int damaged_out(const char *out, char *why, size_t why_len) {
+  char mdb[4096], where[64], problem[1024];
+  struct stat sb;
+  int unsafe;
+  if (snprintf(mdb, sizeof mdb, "%s/data.mdb", out) >= (int)sizeof mdb || stat(mdb, &sb) != 0)
+    return 0;
+  int rc = fc_cli_pages_damaged(out, 0, &unsafe, where, sizeof where, problem, sizeof problem);
+  if (rc != 1) return rc;
+  qname q;
+  int w = snprintf(why, why_len,
+                   "%s: damaged (%s: %s): nothing merged into it (cache-verify says more; "
+                   "merge into a new store)",
+                   qn(out, &q), where, problem);
+  if (w < 0 || (size_t)w >= why_len) why[why_len - 1] = '\0';
+  return 1;
+}
+
 int main(int argc, char **argv) {
   fc_cli_tool = "cache-merge";
   fc_cli_std_fds();
@@ -358,7 +379,8 @@ int main(int argc, char **argv) {
   if (named_twice) {
     memset(&st, 0, sizeof st);
     snprintf(why, sizeof why, "%s", twice);
-  } else if ((unsafe = unsafe_input(inputs, n, mo.nolock, why, sizeof why)) != 0) {
+  } else if ((unsafe = unsafe_input(inputs, n, mo.nolock, why, sizeof why)) != 0 ||
+             (unsafe = damaged_out(out, why, sizeof why)) != 0) {
     memset(&st, 0, sizeof st);
     rc = unsafe < 0 ? FC_EINTR : FC_EFORMAT;
   } else {

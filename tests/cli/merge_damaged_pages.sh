@@ -3,7 +3,8 @@
 # a duplicate-data node, as a flipped bit does, in a db that has none: LMDB follows a NULL
 # pointer): LMDB trusts its pages, and the merge crashed (SIGSEGV) in its walk of the input. Each input's pages are now checked first, as cache-verify's first step checks them
 # (fc_verify_opts.pages_only): refused, exit 1 (--json: "status":"refused"), nothing written,
-# the input and the page named; the other inputs merge without it.
+# the input and the page named; the other inputs merge without it. And an existing OUT whose
+# free list is damaged is refused before the merge writes into it.
 set -u
 M="$FC_BIN/cache-merge"
 [ -x "$M" ] || { echo "FAIL: $M not built"; exit 1; }
@@ -47,4 +48,23 @@ rc=$?
   { echo "FAIL --json: exit $rc"; cat out.txt err.txt; fail=1; }
 "$M" -q -o out good && "$FC_BIN/cache-verify" -q out >/dev/null ||
   { echo "FAIL the other input without it"; fail=1; }
+
+# An existing OUT whose free list names a page its audio B-tree uses: the merge's writes would be
+# handed that page and write over the tree. OUT's pages are checked first: refused, exit 1,
+# nothing written; a sound OUT is merged into as before.
+. "$FC_SRC/tests/cli/free_list.bash"
+# (more: 60 utterances, the first 40 with out's ids and other audio: --prefer last takes them)
+"$FC_PYTHON" "$FC_SRC/tests/reference/test_verify_store.py" make more --n 60 --seed 7 \
+  --min-samples 10240 --max-samples 12000 >/dev/null || { echo "FAIL: the fixture writer failed"; exit 1; }
+free_pages out && free_list_damage out live || { echo "FAIL: damaging out's free list"; exit 1; }
+cp out/data.mdb out.before
+"$M" --json --prefer last -o out more >out.txt 2>err.txt
+rc=$?
+[ $rc = 1 ] && grep -q '"status":"refused"' out.txt ||
+  { echo "FAIL merge into a damaged OUT: exit $rc, want 1 and refused"; cat out.txt err.txt; fail=1; }
+grep -qx "cache-merge: out: damaged (env data.mdb: free list damaged (it names page [0-9]*, which the audio B-tree uses): .*): nothing merged into it (cache-verify says more; merge into a new store)" err.txt ||
+  { echo "FAIL merge into a damaged OUT: message"; cat err.txt; fail=1; }
+cmp -s out/data.mdb out.before || { echo "FAIL merge into a damaged OUT: data.mdb changed"; fail=1; }
+"$M" -q --prefer last -o good more 2>/dev/null && "$FC_BIN/cache-verify" -q good >/dev/null ||
+  { echo "FAIL merge into a sound OUT"; fail=1; }
 exit $fail
