@@ -207,13 +207,8 @@ static void open_error(const char *path, int rc) {
     fc_cli_warn(path, "cannot open: %s", strerror(errno));
     return;
   }
+  if (fc_cli_say_not_a_store(path, rc == ENOENT ? FC_ENOSTORE : rc)) return;
   switch (rc) {
-  case ENOENT:
-  case FC_ENOSTORE: fc_cli_warn(path, "not a featcache store (no data.mdb)"); break;
-  case ENOTDIR: fc_cli_warn(path, "not a featcache store (not a directory)"); break;
-  case FC_EFORMAT:
-    fc_cli_warn(path, "not a featcache store (not an LMDB environment with featcache/1 meta)");
-    break;
   case FC_EVERSION: fc_cli_warn(path, "%s", fc_strerror(rc)); break;
   case FC_EEMPTY:
     fc_cli_warn(path, "store has no feature records (db feat is empty): nothing to bench");

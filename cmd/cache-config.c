@@ -83,13 +83,8 @@ static void free_parts(char **p, unsigned n) {
 static int open_store(const char *path, unsigned flags, int lockfree, fc_store **s) {
   int rc = lockfree ? fc_cli_open_to_read(path, flags, s) : fc_store_open(path, flags, s);
   if (!rc) return 0;
-  struct stat st;
-  if (rc == FC_ENOSTORE || (rc == ENOENT && stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
-    fc_cli_warn(path, "not a featcache store (no data.mdb)");
-  else if (rc == ENOTDIR || (rc == ENOENT && stat(path, &st) == 0))
-    fc_cli_warn(path, "not a featcache store (not a directory)");
-  else if (rc == FC_EFORMAT)
-    fc_cli_warn(path, "not a featcache store (not an LMDB environment with featcache/1 meta)");
+  if (fc_cli_say_not_a_store(path, rc))
+    ;
   else if (rc == FC_EINTR) /* Ctrl-C while a drop waited for cache-prune's writer lock */
     fc_cli_warn(path, "interrupted while waiting for cache-prune to finish: nothing dropped");
   else if (!lockfree && (rc == EACCES || rc == EPERM || rc == EROFS)) /* a drop: it must write */

@@ -98,13 +98,8 @@ static void say_busy(const char *path) {
 
 /* Why store path could not be opened (fc_store_open's rc), said; the exit code. */
 static int say_open_error(const char *path, int dry, int rc) {
-  struct stat st;
-  if (rc == FC_ENOSTORE || (rc == ENOENT && stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
-    fc_cli_warn(path, "not a featcache store (no data.mdb)");
-  else if (rc == ENOTDIR || (rc == ENOENT && stat(path, &st) == 0))
-    fc_cli_warn(path, "not a featcache store (not a directory)");
-  else if (rc == FC_EFORMAT)
-    fc_cli_warn(path, "not a featcache store (not an LMDB environment with featcache/1 meta)");
+  if (fc_cli_say_not_a_store(path, rc))
+    ;
   else if (!dry && (rc == EROFS || ((rc == EACCES || rc == EPERM) && data_readable(path))))
     fc_cli_warn(path, "cannot open the store for writing: %s (--dry-run only reads it)",
                 fc_strerror(rc));

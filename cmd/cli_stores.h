@@ -9,11 +9,59 @@
 #include <sys/file.h>
 #include <sys/sysmacros.h> /* major, minor */
 
+/* 1 when the LMDB environment at path has nothing committed (its newer meta page's main db holds
+ * no entry): a store whose writer stopped before its first commit, which the writing tools take
+ * as new. Read from data.mdb's two meta pages (LMDB 0.9's layout: the page header, then magic,
+ * version, address, map size, the free list's and the main db's MDB_db, the last page, the
+ * transaction id); 0 when it cannot tell. */
+static inline int fc_cli_env_empty(const char *path) {
+  enum { META = 16, PSIZE = META + 24, MAIN_ENTRIES = META + 72 + 32, TXNID = META + 128 };
+  char p[4096];
+  unsigned char pg[2][256];
+  uint32_t magic, psize = 0;
+  uint64_t entries[2] = {1, 1}, txnid[2] = {0, 0};
+  if (snprintf(p, sizeof p, "%s/data.mdb", path) >= (int)sizeof p) return 0;
+  int fd = open(p, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  int ok = pread(fd, pg[0], sizeof pg[0], 0) == (ssize_t)sizeof pg[0];
+  if (ok) memcpy(&psize, pg[0] + PSIZE, 4);
+  ok = ok && psize >= 512 && psize <= 65536 &&
+       pread(fd, pg[1], sizeof pg[1], psize) == (ssize_t)sizeof pg[1];
+  close(fd);
+  for (int i = 0; ok && i < 2; i++) {
+    memcpy(&magic, pg[i] + META, 4);
+    ok = magic == 0xBEEFC0DEu;
+    memcpy(&entries[i], pg[i] + MAIN_ENTRIES, 8);
+    memcpy(&txnid[i], pg[i] + TXNID, 8);
+  }
+  return ok && entries[txnid[1] > txnid[0]] == 0;
+}
+
+/* Says why path is no featcache store when rc (fc_store_open's) means that — no data.mdb, not a
+ * directory, an environment with nothing committed, not the format — and returns 1; else 0. */
+static inline int fc_cli_say_not_a_store(const char *path, int rc) {
+  struct stat st;
+  if (rc == FC_ENOSTORE || (rc == ENOENT && stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
+    fc_cli_warn(path, "not a featcache store (no data.mdb)");
+  else if (rc == ENOTDIR || (rc == ENOENT && stat(path, &st) == 0))
+    fc_cli_warn(path, "not a featcache store (not a directory)");
+  else if (rc == FC_EFORMAT && fc_cli_env_empty(path))
+    fc_cli_warn(path,
+                "an empty store: nothing was ever committed to it (its writer stopped before "
+                "its first commit?); featurize, tokenize and cache-merge take it as new");
+  else if (rc == FC_EFORMAT)
+    fc_cli_warn(path, "not a featcache store (not an LMDB environment with featcache/1 meta)");
+  else
+    return 0;
+  return 1;
+}
+
 /* The pages of store path as cache-verify's first step checks them (fc_verify_opts.pages_only,
  * docs/cache-verify.md: a page LMDB's reads could crash on, a damaged free list or meta page).
  * 1 when it finds damage: *unsafe set when a page LMDB's reads could crash on, and that finding
  * (else the first) as "db key" into where and its problem into problem; -1 when stopped
- * (Ctrl-C); 0 when sound, or when the store cannot be checked (the caller's own open says why).
+ * (Ctrl-C); 0 when sound, or when the store cannot be checked (the caller's own open says why:
+ * findings other than the pages' are not counted).
  * Before the caller opens the store: LMDB allows one environment of a file per process. */
 static inline int fc_cli_pages_damaged(const char *path, int nolock, int *unsafe, char *where,
                                        size_t where_len, char *problem, size_t problem_len) {
@@ -29,6 +77,8 @@ static inline int fc_cli_pages_damaged(const char *path, int nolock, int *unsafe
   for (size_t i = 0; !rc && i < r.count; i++) {
     const fc_verify_finding *f = &r.findings[i];
     if (f->severity != FC_VERIFY_ERROR || (found && !*unsafe)) continue;
+    if (strcmp(f->db, "env") || !f->key || strcmp(f->key, "data.mdb"))
+      continue; /* not the pages' (no store, an empty one): the caller's open says it */
     /* unsafe: the last error, the finding that stopped the run; else the first */
     snprintf(where, where_len, "%s %s", f->db, f->key ? f->key : "");
     snprintf(problem, problem_len, "%s", f->problem);

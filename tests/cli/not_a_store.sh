@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The tools that open existing stores on a directory that holds none, each said the same way, exit
+# 2, nothing written:
+#   an LMDB environment of another program (its own db, no featcache meta):
+#     "TOOL: DIR: not a featcache store (not an LMDB environment with featcache/1 meta)";
+#     cache-merge -o DIR: "cache-merge: DIR: cannot open the output store: ..."
+#   an environment nothing was ever committed to (a writer stopped before its first commit):
+#     "TOOL: DIR: an empty store: nothing was ever committed to it (...); featurize, tokenize and
+#     cache-merge take it as new", as cache-verify says it; cache-merge -o DIR takes it as new
+# cache-prune, cache-config --drop and cache-merge check a store's pages before they write (a
+# damaged one is refused as "damaged"); that check says nothing of a directory that is no store:
+# the open says what it is.
+set -u
+PY=${FC_PYTHON:-python3}
+for t in cache-prune cache-config cache-bench cache-merge featurize; do
+  [ -x "$FC_BIN/$t" ] || { echo "FAIL: $t is not built"; exit 1; }
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+
+"$PY" - <<'PY' || exit 1
+import lmdb, math, struct, wave
+env = lmdb.open("foreign", max_dbs=4)
+with env.begin(write=True) as t:
+    t.put(b"k", b"v", db=env.open_db(b"other", txn=t))
+env.close()
+lmdb.open("empty").close()  # the two meta pages, nothing committed
+with wave.open("a.wav", "wb") as w:
+    w.setnchannels(1); w.setsampwidth(2); w.setframerate(22050)
+    w.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(i / 9))) for i in range(22050)))
+PY
+"$FC_BIN/featurize" -q --device cpu -o src a.wav || fail "featurize src"
+
+# check NAME WANT_RC WANT_STDERR DIR COMMAND...: exit code, stderr, DIR's data.mdb unchanged
+check() {
+  local name=$1 want_rc=$2 want=$3 dir=$4
+  shift 4
+  cp "$dir/data.mdb" before.mdb
+  "$@" >out 2>err
+  local rc=$?
+  [ "$rc" = "$want_rc" ] || fail "$name: exit $rc, want $want_rc"
+  [ "$(cat err)" = "$want" ] || { fail "$name: stderr"; cat err; echo "want: $want"; }
+  cmp -s "$dir/data.mdb" before.mdb || fail "$name: $dir/data.mdb changed"
+}
+
+foreign="not a featcache store (not an LMDB environment with featcache/1 meta)"
+empty="an empty store: nothing was ever committed to it (its writer stopped before its first commit?); featurize, tokenize and cache-merge take it as new"
+for d in foreign empty; do
+  if [ $d = foreign ]; then said=$foreign; else said=$empty; fi
+  check "cache-prune $d" 2 "cache-prune: $d: $said" $d "$FC_BIN/cache-prune" $d
+  check "cache-prune --dry-run $d" 2 "cache-prune: $d: $said" $d "$FC_BIN/cache-prune" --dry-run $d
+  check "cache-prune $d (two stores)" 2 "cache-prune: $d: $said" $d "$FC_BIN/cache-prune" src $d
+  check "cache-config $d" 2 "cache-config: $d: $said" $d "$FC_BIN/cache-config" $d
+  check "cache-config --drop $d" 2 "cache-config: $d: $said" $d \
+    "$FC_BIN/cache-config" --drop hifigan $d
+  check "cache-bench $d" 2 "cache-bench: $d: $said" $d "$FC_BIN/cache-bench" $d
+done
+check "cache-merge -o foreign" 2 "cache-merge: foreign: cannot open the output store: FC_EFORMAT: not in the featcache format" \
+  foreign "$FC_BIN/cache-merge" -o foreign src
+# an empty environment is taken as new: the merge fills it
+"$FC_BIN/cache-merge" -q -o empty src || fail "cache-merge -o empty: exit $?"
+"$FC_BIN/cache-config" --json empty >out 2>err && grep -q '"records":1' out ||
+  fail "cache-merge -o empty: $(cat out err)"
+
+[ "$fails" = 0 ] && echo ok
+exit $((fails > 0))
