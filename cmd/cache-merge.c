@@ -476,6 +476,15 @@ int main(int argc, char **argv) {
               fc_cli_tool, (unsigned long long)st.failures_copied,
               (unsigned long long)st.failures_cleared);
   }
+  if (!rc && st.changed_meanwhile) { /* said one by one through on_conflict */
+    fprintf(stderr,
+            "%s: %llu entr%s put into %s by another process during the merge differ%s from the "
+            "inputs': %s kept; run cache-merge again to see %s (--prefer chooses)\n",
+            fc_cli_tool, (unsigned long long)st.changed_meanwhile,
+            st.changed_meanwhile == 1 ? "y" : "ies", qout, st.changed_meanwhile == 1 ? "s" : "",
+            qout, st.changed_meanwhile == 1 ? "it as a conflict" : "them as conflicts");
+    code = FC_EXIT_FAIL;
+  }
   if (json) {
     printf("{\"output\":");
     fc_json_write_string(stdout, out);
@@ -488,14 +497,15 @@ int main(int argc, char **argv) {
         ",\"conflicts\":%llu,\"resolved\":%llu,\"bad_records\":%llu,\"dropped\":%llu,"
         "\"bytes_in\":%llu,\"bytes_copied\":%llu,\"commits\":%llu,\"wall_seconds\":%.6f,"
         "\"failures_copied\":%llu,\"failures_cleared\":%llu,\"shards_missing\":%llu,"
-        "\"shards_twice\":%llu,\"token_configs_apart\":%llu,\"mel_configs_apart\":%llu}\n",
+        "\"shards_twice\":%llu,\"token_configs_apart\":%llu,\"mel_configs_apart\":%llu,"
+        "\"changed_meanwhile\":%llu}\n",
         (unsigned long long)st.conflicts, (unsigned long long)st.resolved,
         (unsigned long long)st.bad_records, (unsigned long long)st.dropped,
         (unsigned long long)st.bytes_in, (unsigned long long)st.bytes_copied,
         (unsigned long long)st.commits, st.wall_seconds, (unsigned long long)st.failures_copied,
         (unsigned long long)st.failures_cleared, (unsigned long long)st.shards_missing,
         (unsigned long long)st.shards_twice, (unsigned long long)st.token_configs_apart,
-        (unsigned long long)st.mel_configs_apart);
+        (unsigned long long)st.mel_configs_apart, (unsigned long long)st.changed_meanwhile);
   }
   return fc_cli_stdout_status(code); /* the --json object lost is a failure */
 }

@@ -92,6 +92,12 @@ typedef struct fc_merge_stats {
    * configs in different shards: another featcache version, another --fmax): merged, each holds
    * features for some ids only */
   uint64_t mel_configs_apart;
+  /* ids whose entry another process put into the output during the merge (after the first pass,
+   * which found no conflict for them), differing from the inputs': the output's is kept, each said
+   * through on_conflict (winner -1); a rerun's first pass meets them as conflicts. Only when
+   * conflicts are refused (FC_MERGE_REFUSE): under a prefer option the inputs win over the
+   * output, as they do in the first pass. */
+  uint64_t changed_meanwhile;
 } fc_merge_stats;
 
 typedef void (*fc_merge_conflict_fn)(const fc_merge_conflict *c, void *user);

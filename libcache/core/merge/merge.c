@@ -62,6 +62,7 @@ typedef struct mctx {
   MDB_dbi *dbis;
   fc_store *out;
   fc_writeback wb; /* the output's page cache: written back and dropped as commits go */
+  int replay; /* flush: the batch is put again (the map grew): its conflicts were said */
 } mctx;
 
 /* ---- winners --------------------------------------------------------------------------------- */
@@ -259,7 +260,7 @@ static int batch_add(batch *b, int db, const MDB_val *key, size_t m, const size_
 }
 
 typedef struct delta {
-  uint64_t copied[FC_DB_COUNT], present[FC_DB_COUNT], bytes, dropped;
+  uint64_t copied[FC_DB_COUNT], present[FC_DB_COUNT], bytes, dropped, meanwhile;
   fc_digest cfg_there; /* a config found in the output in this transaction (cfg_known) */
   int cfg_known;
 } delta;
@@ -369,6 +370,24 @@ static int put_one(mctx *c, batch *b, pending *p, MDB_txn *txn, const MDB_val *l
                                      have.mv_data, have.mv_size, input_header, c)
                  : 0;
   }
+  if (held && entry && c->o->prefer == FC_MERGE_REFUSE) {
+    /* the first pass found no conflict for this id, so another process put this entry into the
+     * output since: it is kept, and said as the conflict a rerun will meet */
+    dl->meanwhile++;
+    if (!c->replay && c->o->on_conflict) {
+      char detail[768];
+      merge_describe(p->db, &have, &val, detail, sizeof detail); /* the output's said first */
+      fc_merge_conflict cf = {p->db,
+                              p->key.mv_data,
+                              p->key.mv_size,
+                              (long)b->hold_src[p->first + (size_t)p->chosen],
+                              -1,
+                              -1,
+                              detail};
+      c->o->on_conflict(&cf, c->o->user);
+    }
+    return 0;
+  }
   MDB_val k = p->key;
   int rc = fault_hit("put") ? EIO : mdb_put(txn, dbi, &k, &val, append ? MDB_APPEND : 0);
   /* not above the last key any more: another writer (a merge into the same store beside this
@@ -393,6 +412,7 @@ static int put_one(mctx *c, batch *b, pending *p, MDB_txn *txn, const MDB_val *l
  * of this process is open on the output then (copy_db's read ended before its first batch). */
 static int flush(mctx *c, batch *b, MDB_val *last_per_db) {
   if (!b->n) return 0;
+  c->replay = 0;
   for (;;) {
     MDB_txn *txn;
     int rc = mdb_txn_begin(c->out->env, NULL, 0, &txn);
@@ -420,6 +440,7 @@ static int flush(mctx *c, batch *b, MDB_val *last_per_db) {
     store_index_end(c->out, rc == 0);
     if (rc == MDB_MAP_FULL) {
       if ((rc = store_grow_map(c->out, 0)) != 0) return rc;
+      c->replay = 1;
       continue;
     }
     /* a full disk reads as EIO from LMDB: say what it is (ENOSPC, EFBIG) */
@@ -430,6 +451,7 @@ static int flush(mctx *c, batch *b, MDB_val *last_per_db) {
     }
     c->st->bytes_copied += dl.bytes;
     c->st->dropped += dl.dropped;
+    c->st->changed_meanwhile += dl.meanwhile;
     if (wrote) c->st->commits++;
     /* the disk works while the merge goes on (the commit's fdatasync then waits for less), and the
      * pages it wrote are reused (writeback.c) */
@@ -710,6 +732,7 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
   if (want > oi.map_size && !store_fault_mapsize() && (rc = store_grow_map(c.out, want)) != 0)
     goto done;
 
+  fault_stop("merge_copy"); /* test builds: FC_FAULT_STOP=merge_copy:1 (cli/merge_meanwhile) */
   static const int order[] = {FC_DB_META, FC_DB_FEAT, FC_DB_TOK, FC_DB_AUDIO, FC_DB_TEXT};
   double last_sync = now_s();
   for (size_t d = 0; d < sizeof order / sizeof order[0] && !rc; d++) {
