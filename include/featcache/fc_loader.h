@@ -68,9 +68,14 @@ enum fc_loader_flags {
   FC_LOADER_NO_VERIFY = 1u << 9, /* skip the payload checksums (XXH3-64 of every byte of a
                                          batch's records, docs/BENCHMARKS.md): a damaged payload
                                          is then served, or fails its batch if it cannot decode */
-  FC_LOADER_PARTIAL = 1u << 10 /* read stores whose recorded shards (meta shard/K/N) are not a
+  FC_LOADER_PARTIAL = 1u << 10, /* read stores whose recorded shards (meta shard/K/N) are not a
                                          whole partition, or record one shard twice: refused
                                          otherwise when two or more stores record shards */
+  FC_LOADER_CHECK_PAGES = 1u << 11 /* before a store is opened, every page its B-trees use is
+                                         checked as cache-verify's first step checks it: one
+                                         LMDB's reads could crash on (a flipped bit) fails the
+                                         open (FC_EFORMAT, the page said) instead of crashing a
+                                         later read. Costs a read of the B-trees' pages */
 };
 
 /* Options. Always start from fc_loader_opts_init (defaults below), then set fields. */

@@ -382,6 +382,11 @@ class Loader:
                   (skipped ones: .problems())
     partial       read stores whose recorded shards (featurize --shard) are not a whole set, or
                   hold one shard twice (refused otherwise: FeatcacheError naming them)
+    check_pages   before the stores are opened (once, in the process that makes the Loader),
+                  check every page their B-trees use as cache-verify's first step does: a page
+                  LMDB's reads could crash on (a flipped bit) raises FeatcacheError naming it,
+                  instead of crashing the training run at its first read (docs/loader.md; costs
+                  a read of those pages: milliseconds warm, more on a cold disk)
     nolock, nordahead, willneed   LMDB / madvise switches (docs/loader.md); willneed None (the
                   default) hints only with nordahead, True/False force them on/off
     buffer_alloc  callable(nbytes) -> object with writable memory (a torch tensor, e.g.
@@ -400,7 +405,7 @@ class Loader:
                  locality_run=0, prefetch_threads=2, prefetch_depth=4, verify=True,
                  strict=False, nolock=False, nordahead=False, willneed=None, epoch=0,
                  buffer_alloc=None, n_buffers=0, release_fence=None, manifest=None, ids=None, *,
-                 partial=False, _open=True):
+                 partial=False, check_pages=False, _open=True):
         batch_size, max_frames = _number("batch_size", batch_size), _number("max_frames", max_frames,
                                                                             _MAX64)
         if rank is not None:
@@ -475,7 +480,7 @@ class Loader:
                         bucket_batches=bucket_batches, locality_run=locality_run,
                         prefetch_threads=prefetch_threads, prefetch_depth=prefetch_depth,
                         verify=verify, strict=strict, nolock=nolock, nordahead=nordahead,
-                        willneed=willneed, partial=partial)
+                        willneed=willneed, partial=partial, check_pages=bool(check_pages))
         self.buffer_alloc, self.release_fence = buffer_alloc, release_fence
         self.n_buffers = n_buffers or (prefetch_depth + 2)
         self.epoch = epoch
@@ -506,6 +511,8 @@ class Loader:
         flags |= _lib.FLAG_VERIFY if k["verify"] else _lib.FLAG_NO_VERIFY
         if k["strict"]: flags |= _lib.FLAG_STRICT
         if k.get("partial"): flags |= _lib.FLAG_PARTIAL
+        if k.get("check_pages") and self.__dict__.get("_seen_view") is None:  # the first open
+            flags |= _lib.FLAG_CHECK_PAGES
         if k["crop"] == "random": flags |= _lib.FLAG_RANDOM_CROP
         if k["crop"] == "center": flags |= _lib.FLAG_CENTER_CROP
         if k["willneed"] is not None:

@@ -296,4 +296,9 @@ void ld_copy_rows(void *dst, const void *src, size_t n, int stream);
 void ld_stream_done(int stream);
 void ld_fill_pad(void *dst, size_t n, size_t dsize, uint32_t pat);
 
+/* FC_LOADER_CHECK_PAGES (loader_pages.c): the pages of the store at path checked as
+ * cache-verify's first step checks them, before it is opened; FC_EFORMAT with the page said when
+ * one could crash LMDB's reads, else 0 (a store that cannot be checked: its open says why). */
+int ld_check_pages(const char *path, int nolock, char *why, size_t why_len);
+
 #endif
