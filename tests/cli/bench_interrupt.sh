@@ -16,20 +16,14 @@ cleanup() { [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$t"; }
 trap cleanup EXIT
 "$FC_PYTHON" -c "import sys; sys.path.insert(0, '$FC_SRC/tests/reference'); import test_bench_fixture as f; f.make_store('$t/s', 8, frames=20)" \
   || fail "fixture"
-stopped() { # PID: wait until it is stopped (SIGSTOP by FC_FAULT_STOP)
-  for _ in $(seq 400); do
-    [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = T ] && return 0
-    sleep 0.05
-  done
-  return 1
-}
+. "$FC_SRC/tests/cli/stop_site.bash" # stopped PID TRIES
 # interrupt SIG N ARGS...: run cache-bench, stopped at its N-th store open, then SIG and SIGCONT
 interrupt() {
   local sig=$1 n=$2
   shift 2
   FC_FAULT_STOP=store_open:$n "$bin" "$@" "$t/s" >"$t/out" 2>"$t/err" &
   pid=$!
-  stopped $pid || fail "$*: not stopped at store_open:$n: $(cat "$t/err")"
+  stopped $pid 400 || fail "$*: not stopped at store_open:$n: $(cat "$t/err")"
   kill -s "$sig" $pid
   kill -CONT $pid
   wait $pid

@@ -38,13 +38,7 @@ with env.begin() as t:
 print(v.hex() if v is not None else "none")
 PY
 }
-stopped() { # PID: 0 once the process is stopped (10 s at most)
-  for _ in $(seq 200); do
-    [ "$(awk '{print $3}' /proc/"$1"/stat 2>/dev/null)" = T ] && return 0
-    sleep 0.05
-  done
-  return 1
-}
+. "$FC_SRC/tests/cli/stop_site.bash" # stopped PID
 
 FC_FAULT_STOP=merge_copy:1 "$M" --json -o out good >out.json 2>err &
 pid=$!

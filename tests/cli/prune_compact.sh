@@ -35,13 +35,7 @@ verify() { # NAME STORE [ARGS...]: cache-verify --strict passes
   "$CV" --strict "$@" >vout 2>&1 || { fail "$name: cache-verify --strict"; cat vout; }
 }
 size() { stat -c %s "$1/data.mdb"; }
-stopped() { # PID: wait until it is stopped (SIGSTOP by FC_FAULT_STOP)
-  for _ in $(seq 200); do
-    [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = T ] && return 0
-    sleep 0.05
-  done
-  return 1
-}
+. "$FC_SRC/tests/cli/stop_site.bash" # stopped PID
 
 mkdir wavs
 for i in 1 2 3 4 5 6; do

@@ -202,13 +202,7 @@ for stores in "fl" "fl2 fl"; do
   cmp -s fl/data.mdb fl.before || fail "old store, free list naming a live page ($stores): data.mdb changed"
 done
 # after the survey: SIGSTOP at the stop site, the damage, SIGCONT
-stopped() { # PID: 0 once the process is stopped (10 s at most)
-  for _ in $(seq 200); do
-    [ "$(awk '{print $3}' /proc/"$1"/stat 2>/dev/null)" = T ] && return 0
-    sleep 0.05
-  done
-  return 1
-}
+. "$FC_SRC/tests/cli/stop_site.bash" # stopped PID
 for site in prune prune_compact; do
   rm -rf fl && cp -r flbase fl
   if [ $site = prune ]; then set -- --manifest-format list --manifest keep-a.list fl; else set -- --compact fl; fi
