@@ -88,6 +88,37 @@ static inline int fc_cli_pages_damaged(const char *path, int nolock, int *unsafe
   return rc == FC_EINTR ? -1 : found;
 }
 
+/* The writers' --check-pages (featurize, tokenize): each part of the existing store dir checked
+ * as cache-verify's first step checks it, before the store is opened for writing. A damaged free
+ * list would hand this run's writes a page a B-tree uses (they would write over it) or have them
+ * fail; a malformed page could crash its lookups. Said (exit 1: FC_EXIT_FAIL), nothing written;
+ * 0 when every part is sound, or there is no store yet; the signal's code when stopped. */
+static inline int fc_cli_check_pages_before_write(const char *dir) {
+  struct stat st;
+  char **parts = NULL, why[256];
+  size_t n = 0;
+  if (stat(dir, &st) != 0 || fc_store_expand(&dir, 1, &parts, &n, why, sizeof why) != 0)
+    return 0; /* no store yet, or one the open will say what is wrong with */
+  int code = 0;
+  for (size_t k = 0; k < n && !code; k++) {
+    char where[64], problem[1024];
+    int unsafe;
+    const int got =
+        fc_cli_pages_damaged(parts[k], 0, &unsafe, where, sizeof where, problem, sizeof problem);
+    if (got < 0) {
+      code = fc_cli_signal_exit();
+    } else if (got == 1) {
+      fc_cli_warn(parts[k],
+                  "damaged (%s: %s): nothing written (cache-verify says more; cache-merge -o "
+                  "NEW STORE copies it into a sound one)",
+                  where, problem);
+      code = FC_EXIT_FAIL;
+    }
+  }
+  fc_store_paths_free(parts, n);
+  return code;
+}
+
 /* Record in s (a store, or part 0 of a split store) that a run over shard k of n writes into it:
  * meta shard/K/N -> "K/N", kept when there (docs/FORMAT.md "Shards"; read by cache-merge and
  * cache-verify, libcache/core/store/store_shards.c). n == 1 (a run without --shard) writes

@@ -46,6 +46,7 @@ enum {
   OPT_BATCH,
   OPT_MAX_FAILED,
   OPT_FORCE_NEW_STORE,
+  OPT_CHECK_PAGES,
   OPT_VERSION
 };
 
@@ -59,6 +60,9 @@ static const fc_cli_opt options[] =
       "records per write transaction (default 64; one is also committed after 1 s)"},
      {"force-new-store", OPT_FORCE_NEW_STORE, no_argument, NULL,
       "create STORE even in a non-empty directory that is not a store"},
+     {"check-pages", OPT_CHECK_PAGES, no_argument, NULL,
+      "check an existing STORE's pages first (cache-verify's first step): a damaged one is "
+      "refused, nothing written"},
      {NULL, 0, 0, NULL, "Features:"},
      {"preset", OPT_PRESET, required_argument, "NAME",
       "hifigan (default), tacotron2, librosa, whisper, kaldi"},
@@ -250,7 +254,7 @@ int main(int argc, char **argv) {
   const char *store_dir = NULL, *manifest = NULL, *audio_dir = NULL, *device_spec = "auto";
   const char *shard_spec = NULL, *print_config = NULL;
   int manifest_format = FC_MANIFEST_AUTO, strict = 0, quiet = 0, verbose = 0, progress = 0,
-      json = 0, rehash = 0, force_new_store = 0;
+      json = 0, rehash = 0, force_new_store = 0, check_pages = 0;
   fc_cli_max_failed max_failed;
   memset(&max_failed, 0, sizeof max_failed);
   double max_seconds = 0, gpu_min_seconds = 0;
@@ -369,6 +373,7 @@ int main(int argc, char **argv) {
     case OPT_REHASH: rehash = 1; break;
     case OPT_MAX_FAILED: max_failed = fc_cli_parse_max_failed("max-failed", optarg); break;
     case OPT_FORCE_NEW_STORE: force_new_store = 1; break;
+    case OPT_CHECK_PAGES: check_pages = 1; break;
     case 'q': quiet = 1; break;
     case 'v': verbose = 1; break;
     case OPT_PROGRESS: progress = 1; break;
@@ -577,6 +582,10 @@ int main(int argc, char **argv) {
   unsigned n_parts = 0;
   /* before the open: a store cache-prune holds is waited for, and a signal then ends the wait */
   fc_cli_install_signals();
+  if (check_pages && (rc = fc_cli_check_pages_before_write(store_dir)) != 0) {
+    fc_item_list_free(&items);
+    return rc; /* said */
+  }
   if (!quiet) fc_cli_note_prune_running(store_dir);
   rc = fc_store_open_split(store_dir, FC_STORE_CREATE | FC_STORE_NOMETASYNC, writers, &parts,
                            &n_parts, why, sizeof why);

@@ -42,6 +42,7 @@ enum {
   OPT_JSON,
   OPT_PROGRESS,
   OPT_FORCE_NEW_STORE,
+  OPT_CHECK_PAGES,
   OPT_VERSION
 };
 
@@ -50,6 +51,9 @@ static const fc_cli_opt options[] = {
     {"output", 'o', required_argument, "STORE", "store directory (created when missing)"},
     {"force-new-store", OPT_FORCE_NEW_STORE, no_argument, NULL,
      "create STORE even in a non-empty directory that is not a store"},
+    {"check-pages", OPT_CHECK_PAGES, no_argument, NULL,
+     "check an existing STORE's pages first (cache-verify's first step): a damaged one is "
+     "refused, nothing written"},
     {"manifest", OPT_MANIFEST, required_argument, "FILE",
      "manifest ('-' = stdin); or give it as the argument"},
     {"manifest-format", OPT_MANIFEST_FORMAT, required_argument, "FMT",
@@ -247,7 +251,7 @@ int main(int argc, char **argv) {
   fc_cli_getopt_tables(options, longs, shorts);
 
   const char *out_dir = NULL, *manifest = NULL, *export_vocab = NULL, *kind_name = "chars";
-  int force_new_store = 0, lang_given = 0;
+  int force_new_store = 0, lang_given = 0, check_pages = 0;
   const char *shard_spec = NULL;
   fc_manifest_opts mopts = {0};
   fc_tok_opts to;
@@ -317,6 +321,7 @@ int main(int argc, char **argv) {
       return fc_cli_stdout_status(FC_EXIT_OK);
     case OPT_VERSION: fc_cli_version(); return fc_cli_stdout_status(FC_EXIT_OK);
     case OPT_FORCE_NEW_STORE: force_new_store = 1; break;
+    case OPT_CHECK_PAGES: check_pages = 1; break;
     default: fc_cli_bad_option(argc, argv, longs);
     }
   }
@@ -452,6 +457,11 @@ int main(int argc, char **argv) {
   fc_store **parts = NULL;
   unsigned n_parts = 0;
   char swhy[512] = "";
+  if (check_pages && (rc = fc_cli_check_pages_before_write(out_dir)) != 0) {
+    fc_item_list_free(&items);
+    fc_tokenizer_free(tok);
+    return rc; /* said */
+  }
   if (!quiet) fc_cli_note_prune_running(out_dir);
   rc = fc_store_open_split(out_dir, FC_STORE_CREATE, 0, &parts, &n_parts, swhy, sizeof swhy);
   if (rc == FC_EINTR && fc_cli_signal) { /* while it waited for cache-prune: nothing done */

@@ -51,6 +51,9 @@ Output:
                                is also committed after 1 s)
       --force-new-store        create STORE even in a non-empty directory that
                                is not a store
+      --check-pages            check an existing STORE's pages first
+                               (cache-verify's first step): a damaged one is
+                               refused, nothing written
 
 Features:
       --preset NAME            hifigan (default), tacotron2, librosa, whisper,

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# featurize and tokenize --check-pages: an existing STORE (each part of a split one) checked as
+# cache-verify's first step checks it before it is opened for writing. A free list naming a page
+# the audio B-tree uses (a flipped bit's worth: the run's writes would be handed that page and
+# write over the tree) is refused: exit 1, the part and the damage said, data.mdb unchanged. A
+# sound store, and a new one, are written as without the option.
+set -u
+PY=${FC_PYTHON:-python3}
+FZ=$FC_BIN/featurize
+TK=$FC_BIN/tokenize
+[ -x "$FZ" ] && [ -x "$TK" ] || { echo "FAIL: featurize or tokenize not built"; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+. "$FC_SRC/tests/cli/free_list.bash"
+"$PY" - <<'PY' || exit 1
+import math, struct, wave
+for name, f in (("a", 5), ("b", 7), ("c", 9)):
+    with wave.open(name + ".wav", "wb") as w:
+        w.setnchannels(1); w.setsampwidth(2); w.setframerate(22050)
+        w.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(i / f))) for i in range(22050)))
+PY
+printf 'a\thello there\nb\tgood morning\n' >t.tsv
+printf 'c\tgood evening\n' >t2.tsv
+
+want() { # TOOL PART: the refusal line
+  echo "$1: $2: damaged (env data.mdb: free list damaged (it names page [0-9]*, which the audio B-tree uses): .*): nothing written (cache-verify says more; cache-merge -o NEW STORE copies it into a sound one)"
+}
+# a plain store, its free list damaged
+"$FZ" -q --device cpu -o st a.wav b.wav || fail "featurize st"
+"$TK" -q --build-vocab -o st t.tsv || fail "tokenize st"
+free_pages st && free_list_damage st live || fail "damaging st's free list"
+cp st/data.mdb before.mdb
+"$FZ" -q --device cpu --check-pages -o st c.wav >out 2>err
+rc=$?
+[ $rc = 1 ] && grep -qx "$(want featurize st)" err || { fail "featurize --check-pages: exit $rc"; cat err; }
+"$TK" -q --build-vocab --check-pages -o st t2.tsv >out 2>err
+rc=$?
+[ $rc = 1 ] && grep -qx "$(want tokenize st)" err || { fail "tokenize --check-pages: exit $rc"; cat err; }
+cmp -s st/data.mdb before.mdb || fail "the damaged store was written"
+# a split store: the damaged part named
+"$FZ" -q --device cpu --writers 2 -o sp a.wav b.wav || fail "featurize sp"
+part=$("$PY" - <<'PY'
+import lmdb
+for k in (0, 1):  # a part whose audio db holds an entry (ids are routed by a hash)
+    e = lmdb.open("sp/part-%d" % k, max_dbs=8, readonly=True, lock=False)
+    with e.begin() as t:
+        if t.stat(e.open_db(b"audio", txn=t, create=False))["entries"]:
+            print("sp/part-%d" % k)
+            break
+PY
+)
+free_pages "$part" && free_list_damage "$part" live || fail "damaging $part's free list"
+"$FZ" -q --device cpu --check-pages -o sp c.wav >out 2>err
+rc=$?
+[ $rc = 1 ] && grep -qx "$(want featurize "$part")" err || { fail "featurize --check-pages (split): exit $rc"; cat err; }
+# sound and new stores: written as without the option
+"$FZ" -q --device cpu -o ok a.wav || fail "featurize ok"
+"$FZ" -q --device cpu --check-pages -o ok b.wav || fail "featurize --check-pages on a sound store: exit $?"
+"$TK" -q --build-vocab --check-pages -o ok t.tsv || fail "tokenize --check-pages on a sound store: exit $?"
+"$FZ" -q --device cpu --check-pages -o new a.wav || fail "featurize --check-pages on a new store: exit $?"
+"$FC_BIN/cache-verify" -q ok new >/dev/null || fail "the stores written with --check-pages do not verify"
+
+[ "$fails" = 0 ] && echo ok
+exit $((fails > 0))
