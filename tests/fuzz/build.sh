@@ -51,9 +51,10 @@ for t in "${targets[@]}"; do
                  libcache/text/tokenize/tok_bpe.c libcache/text/tokenize/tok_util.c libcache/text/tokenize/tok_vocab.c
                  libcache/text/tokenize/tok_normalize.c)
            libs=($(pkg-config --libs jansson libutf8proc) -lxxhash -lzstd -lm -lpthread) ;;
-  loader) srcs=($(ls formats/*.c | grep -v '/xxh3_') formats/common/*.c formats/config/*.c libcache/core/store/*.c
-                libcache/core/loader/*.c)
-          libs=(-llmdb -lxxhash -lzstd $(pkg-config --libs jansson) -lm -lpthread) ;;
+  loader) # (verify/ and the merge/ parts it uses: the loader's page check, FC_LOADER_CHECK_PAGES)
+          srcs=($(ls formats/*.c | grep -v '/xxh3_') formats/common/*.c formats/config/*.c libcache/core/store/*.c
+                libcache/core/loader/*.c libcache/core/verify/*.c libcache/core/merge/*.c)
+          libs=(-fopenmp -llmdb -lxxhash -lzstd $(pkg-config --libs jansson) -lm -lpthread) ;;
   phonemes) srcs=(libcache/text/tokenize/tok_espeak.c libcache/text/tokenize/tok_child.c libcache/text/tokenize/tok_util.c
                   libcache/text/tokenize/tok_normalize.c formats/utf8.c)
             libs=($(pkg-config --libs espeak-ng libutf8proc) -lxxhash -lm -lpthread) ;;
