@@ -61,7 +61,8 @@ FC_API const char *fc_device_name(const fc_device *d, char *buf, size_t buf_len)
  * realtime per core would need a second or more —, and < 0 means any job. Small jobs never
  * touch the CUDA runtime. Nor does a GPU the NVIDIA driver lists (/proc/driver/nvidia/gpus, or
  * FC_NVIDIA_GPUS_DIR): auto's large job takes cuda:0, and cuda:N is taken when the driver lists
- * more than N GPUs, without the runtime's ~0.1 s start (unless CUDA_VISIBLE_DEVICES is set); the
+ * more than N GPUs (CUDA_VISIBLE_DEVICES of listed numbers: those it names; of anything else, the
+ * runtime is asked), without the runtime's ~0.1 s start; the
  * job starts it as it opens the device, and a GPU it cannot use then is one that cannot be
  * started (fc_featurize_opts.fallback_to_cpu). When auto falls back to the CPU, why says why
  * ("small job: ...", or the runtime's "no CUDA device: ..."); it is not an error. Errors as

@@ -15,9 +15,10 @@
 #     no usable GPU, a build with the backend: auto (hybrid and wait) takes cuda:0 (-v), the job
 #       finds it cannot be started and the CPU computes it (exit 0, "the GPU could not be started
 #       (REASON)", --json device cpu and fell_back_to_cpu true, producer 1); cuda is taken (-v)
-#       and exits 2 with "featurize: REASON", nothing stored; cuda:1 (past the one listed) and
-#       CUDA_VISIBLE_DEVICES set ask the runtime first, as before (exit 2 and no store; auto says
-#       "device: cpu (REASON)")
+#       and exits 2 with "featurize: REASON", nothing stored; CUDA_VISIBLE_DEVICES=0 is taken as
+#       listed; cuda:1 (past the one listed) and CUDA_VISIBLE_DEVICES of a UUID, of a number past
+#       the list, empty or naming one twice ask the runtime first, as before (exit 2 and no
+#       store; auto says "device: cpu (REASON)")
 #     a usable GPU: auto and cuda run on cuda:0 (producer 2), listed or not (an empty list: the
 #       runtime is asked first)
 #   both: --device gpu is a usage error (exit 2, with the --help hint).
@@ -129,10 +130,21 @@ if [ "$count" = 0 ]; then
       grep -qxF "featurize: $reason" err || fail "listed GPU, cuda: exit $rc (want 2); stderr $(cat err)"
     [ -e st_lc ] && [ -n "$(producer st_lc)" ] && fail "listed GPU, cuda: records stored: $(producer st_lc)"
     check_nodev "listed GPU, cuda:1" cuda:1 "featurize: $reason"
-    CUDA_VISIBLE_DEVICES=0 "$FZ" --device auto --gpu-min-seconds 0 -v -o st_lv a.wav >out 2>err ||
-      fail "listed GPU, CUDA_VISIBLE_DEVICES=0, auto: exit $?"
-    grep -qxF "featurize: device: cpu ($reason)" err ||
-      fail "listed GPU, CUDA_VISIBLE_DEVICES=0, auto -v: $(cat err)"
+    # CUDA_VISIBLE_DEVICES naming listed GPUs by number: taken as listed; anything else (a UUID,
+    # a number past the list, nothing) asks the runtime first
+    for cvd in 0 GPU-8f2e3c1a 1 "" 0,0; do
+      rm -rf st_lv
+      CUDA_VISIBLE_DEVICES=$cvd "$FZ" --device auto --gpu-min-seconds 0 -v -o st_lv a.wav >out 2>err ||
+        fail "listed GPU, CUDA_VISIBLE_DEVICES='$cvd', auto: exit $?"
+      if [ "$cvd" = 0 ]; then
+        grep -qxF "featurize: device: cuda:0" err &&
+          grep -qxF "featurize: the GPU could not be started ($reason): the CPU computed the job" err ||
+          fail "listed GPU, CUDA_VISIBLE_DEVICES=0, auto -v: $(cat err)"
+      else
+        grep -qxF "featurize: device: cpu ($reason)" err ||
+          fail "listed GPU, CUDA_VISIBLE_DEVICES='$cvd', auto -v: $(cat err)"
+      fi
+    done
     unset FC_NVIDIA_GPUS_DIR
   fi
 else

@@ -107,13 +107,13 @@ static double input_bytes_up_to(const fc_item *items, size_t n, double need) {
   return bytes;
 }
 
-/* How many GPUs the NVIDIA driver lists — a directory per GPU in /proc/driver/nvidia/gpus
- * (FC_NVIDIA_GPUS_DIR names another, for tests) —, read without starting the CUDA runtime, whose
- * cuInit alone takes ~0.1 s on a GPU machine (docs/featurize.md "Choosing the device"). 0 when
- * the directory cannot be read, and when CUDA_VISIBLE_DEVICES is set: it hides and renumbers the
- * devices, and only the runtime knows what it leaves. */
+/* How many of the GPUs the NVIDIA driver lists — a directory per GPU in /proc/driver/nvidia/gpus
+ * (FC_NVIDIA_GPUS_DIR names another, for tests) — the CUDA runtime would show, told without
+ * starting it: its cuInit alone takes ~0.1 s on a GPU machine (docs/featurize.md "Choosing the
+ * device"). CUDA_VISIBLE_DEVICES, when set, must be distinct device numbers among the listed ones
+ * (then: how many it names); anything else (UUIDs, MIG names, a number past the list, an empty
+ * value) is the runtime's to read: 0, as when the directory cannot be read. */
 static int gpus_listed(void) {
-  if (getenv("CUDA_VISIBLE_DEVICES")) return 0;
   const char *dir = getenv("FC_NVIDIA_GPUS_DIR");
   DIR *d = opendir(dir && *dir ? dir : "/proc/driver/nvidia/gpus");
   if (!d) return 0;
@@ -121,7 +121,20 @@ static int gpus_listed(void) {
   for (struct dirent *e; (e = readdir(d)) != NULL;)
     if (e->d_name[0] != '.') n++;
   closedir(d);
-  return n;
+  const char *v = getenv("CUDA_VISIBLE_DEVICES");
+  if (!v) return n;
+  unsigned long long seen = 0; /* the numbers named (n <= 64 here) */
+  int k = 0;
+  for (const char *p = v;; p++) {
+    char *end;
+    errno = 0;
+    const long g = strtol(p, &end, 10);
+    if (end == p || errno || g < 0 || g >= n || g >= 64 || (seen >> g & 1) ||
+        (*end != ',' && *end != '\0'))
+      return 0;
+    seen |= 1ull << g, k++;
+    if (!*(p = end)) return k;
+  }
 }
 
 /* The device taken for want without starting the runtime: the runtime starts when the job opens
