@@ -346,12 +346,9 @@ static int resolve(const char *dir, char **parts, unsigned np, const char *want,
  * page LMDB's reads could crash on. Said (exit 1); 0 when sound or when it cannot be checked
  * (the drop then says what it meets). */
 static int refuse_damaged(const char *part, const char *hex) {
-  char where[64], problem[1024];
-  int unsafe;
-  if (fc_cli_pages_damaged(part, 0, &unsafe, where, sizeof where, problem, sizeof problem) != 1)
-    return 0;
-  fc_cli_warn(part, "cannot drop config %s: damaged (%s: %s): nothing dropped", hex, where,
-              problem);
+  char said[1200];
+  if (fc_cli_pages_damage_said(part, said, sizeof said) != 1) return 0;
+  fc_cli_warn(part, "cannot drop config %s: %s: nothing dropped", hex, said);
   return FC_EXIT_FAIL;
 }
 

@@ -249,18 +249,17 @@ static int unsafe_input(const char *const *inputs, size_t n, int nolock, char *w
  * on, a page LMDB could crash on; said into why. -1 when stopped; 0 when sound, new, or not
  * checkable (fc_merge_run says what it meets). */
 static int damaged_out(const char *out, char *why, size_t why_len) {
-  char mdb[4096], where[64], problem[1024];
+  char mdb[4096], said[1200];
   struct stat sb;
-  int unsafe;
   if (snprintf(mdb, sizeof mdb, "%s/data.mdb", out) >= (int)sizeof mdb || stat(mdb, &sb) != 0)
     return 0;
-  int rc = fc_cli_pages_damaged(out, 0, &unsafe, where, sizeof where, problem, sizeof problem);
+  int rc = fc_cli_pages_damage_said(out, said, sizeof said);
   if (rc != 1) return rc;
   qname q;
   int w = snprintf(why, why_len,
-                   "%s: damaged (%s: %s): nothing merged into it (cache-verify says more; "
-                   "merge into a new store)",
-                   qn(out, &q), where, problem);
+                   "%s: %s: nothing merged into it (cache-verify says more; merge into a new "
+                   "store)",
+                   qn(out, &q), said);
   if (w < 0 || (size_t)w >= why_len) why[why_len - 1] = '\0';
   return 1;
 }

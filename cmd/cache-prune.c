@@ -125,19 +125,17 @@ static int open_store(const char *path, int dry, fc_store **s) {
  * The library's survey checks the pages too, once the store is open. */
 typedef struct damage {
   int bad;
-  char msg[1200]; /* "damaged (WHERE: PROBLEM): nothing removed..." */
+  char msg[1280]; /* "damaged (WHERE: PROBLEM): nothing removed..." */
 } damage;
 
 /* Each store's pages checked (a run that writes); 0, or the exit code of a stop (Ctrl-C). */
 static int check_pages(const char *const *stores, size_t n, int compact, damage *d) {
   for (size_t k = 0; k < n; k++) {
-    char where[64], problem[1024];
-    int unsafe;
-    const int got =
-        fc_cli_pages_damaged(stores[k], 0, &unsafe, where, sizeof where, problem, sizeof problem);
+    char said[1200];
+    const int got = fc_cli_pages_damage_said(stores[k], said, sizeof said);
     if (got < 0) return fc_cli_signal_exit();
     if ((d[k].bad = got == 1))
-      snprintf(d[k].msg, sizeof d[k].msg, "damaged (%s: %s): %s", where, problem,
+      snprintf(d[k].msg, sizeof d[k].msg, "%s: %s", said,
                compact ? "nothing removed, nothing compacted" : "nothing removed");
   }
   return 0;

@@ -88,6 +88,17 @@ static inline int fc_cli_pages_damaged(const char *path, int nolock, int *unsafe
   return rc == FC_EINTR ? -1 : found;
 }
 
+/* fc_cli_pages_damaged's finding as the tools say it, "damaged (WHERE: PROBLEM)", into said (when
+ * it returns 1); returns what fc_cli_pages_damaged does. */
+static inline int fc_cli_pages_damage_said(const char *path, char *said, size_t said_len) {
+  char where[64], problem[1024];
+  int unsafe;
+  const int got =
+      fc_cli_pages_damaged(path, 0, &unsafe, where, sizeof where, problem, sizeof problem);
+  if (got == 1) snprintf(said, said_len, "damaged (%s: %s)", where, problem);
+  return got;
+}
+
 /* The writers' --check-pages (featurize, tokenize): each part of the existing store dir checked
  * as cache-verify's first step checks it, before the store is opened for writing. A damaged free
  * list would hand this run's writes a page a B-tree uses (they would write over it) or have them
@@ -101,17 +112,15 @@ static inline int fc_cli_check_pages_before_write(const char *dir) {
     return 0; /* no store yet, or one the open will say what is wrong with */
   int code = 0;
   for (size_t k = 0; k < n && !code; k++) {
-    char where[64], problem[1024];
-    int unsafe;
-    const int got =
-        fc_cli_pages_damaged(parts[k], 0, &unsafe, where, sizeof where, problem, sizeof problem);
+    char said[1200];
+    const int got = fc_cli_pages_damage_said(parts[k], said, sizeof said);
     if (got < 0) {
       code = fc_cli_signal_exit();
     } else if (got == 1) {
       fc_cli_warn(parts[k],
-                  "damaged (%s: %s): nothing written (cache-verify says more; cache-merge -o "
-                  "NEW STORE copies it into a sound one)",
-                  where, problem);
+                  "%s: nothing written (cache-verify says more; cache-merge -o NEW STORE copies "
+                  "it into a sound one)",
+                  said);
       code = FC_EXIT_FAIL;
     }
   }
