@@ -4,6 +4,7 @@
 #include "featcache/fc_format.h" /* FC_FORMAT_NAME */
 #include "libcache/core/store/store_int.h"
 
+#include <errno.h> /* program_invocation_short_name */
 #include <lmdb.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,8 +13,17 @@ _Thread_local sigjmp_buf *store_lmdb_jump;
 _Thread_local char store_lmdb_why[256];
 
 void store_lmdb_assert(MDB_env *env, const char *msg) {
-  (void)env;
-  if (!store_lmdb_jump) return;
+  if (!store_lmdb_jump) { /* LMDB aborts the process next: said first, the store named */
+    const char *path = NULL;
+    if (mdb_env_get_path(env, &path) != 0 || !path) path = "(a store)";
+    fprintf(stderr,
+            "%s: %s: damaged (LMDB stopped at a page it cannot use: %s): the process stops "
+            "here, its transaction in progress not committed (cache-verify says more; "
+            "cache-merge -o NEW STORE copies it into a sound one; featurize and tokenize "
+            "--check-pages refuse such a store before writing)\n",
+            program_invocation_short_name, path, msg);
+    return;
+  }
   snprintf(store_lmdb_why, sizeof store_lmdb_why, "%s", msg);
   siglongjmp(*store_lmdb_jump, 1);
 }

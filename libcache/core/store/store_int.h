@@ -88,7 +88,8 @@ size_t store_fault_mapsize(void);
 /* LMDB asserts, then aborts, on some damaged pages (a page of the wrong type where its B-tree
  * leads: a copy with a hole of zeros). store_lmdb_assert is every store's assert function (set at
  * open): when the calling thread has set store_lmdb_jump, it jumps there with LMDB's message in
- * store_lmdb_why, so that the damage is an error its caller reports; else it returns and LMDB
+ * store_lmdb_why, so that the damage is an error its caller reports; else it says the store
+ * damaged on stderr (the program and the store named, as the tools say it) and returns, and LMDB
  * aborts as it would. After a jump, the transaction that met the page must be ended: a read
  * transaction (fc_rtxn_end, its cursors closed), or a write transaction aborted — mdb_txn_abort
  * frees the cursors opened in it, which must not be closed again. */
