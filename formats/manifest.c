@@ -399,6 +399,14 @@ static int reader_open(const char *path, const fc_manifest_opts *opts, reader **
   r->opts.audio_ext = r->ext;
   r->c.opts = &r->opts;
   r->c.ext = r->ext;
+  struct stat pst; /* a device (/dev/zero: one line without end) or a socket: no manifest */
+  if (!r->is_stdin && stat(path, &pst) == 0 &&
+      (S_ISCHR(pst.st_mode) || S_ISBLK(pst.st_mode) || S_ISSOCK(pst.st_mode))) {
+    fc_why(why, why_len, "not a regular file or a pipe (a %s)",
+           S_ISSOCK(pst.st_mode) ? "socket" : "device");
+    reader_close(r);
+    return ENODEV;
+  }
   r->f = r->is_stdin ? stdin : fopen(path, "re");
   if (!r->f) {
     int e = errno;
