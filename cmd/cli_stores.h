@@ -63,11 +63,12 @@ static inline int fc_cli_say_not_a_store(const char *path, int rc) {
  * (Ctrl-C); 0 when sound, or when the store cannot be checked (the caller's own open says why:
  * findings other than the pages' are not counted).
  * Before the caller opens the store: LMDB allows one environment of a file per process. */
-static inline int fc_cli_pages_damaged(const char *path, int nolock, int *unsafe, char *where,
-                                       size_t where_len, char *problem, size_t problem_len) {
+static inline int fc_cli_pages_damaged_as(const char *path, int pages_only, int nolock, int *unsafe,
+                                          char *where, size_t where_len, char *problem,
+                                          size_t problem_len) {
   fc_verify_opts vo;
   fc_verify_opts_init(&vo);
-  vo.pages_only = 1;
+  vo.pages_only = pages_only;
   vo.threads = 1;
   vo.nolock = nolock ? 1 : 0;
   vo.stop = &fc_cli_signal;
@@ -87,24 +88,35 @@ static inline int fc_cli_pages_damaged(const char *path, int nolock, int *unsafe
   fc_verify_report_free(&r);
   return rc == FC_EINTR ? -1 : found;
 }
+static inline int fc_cli_pages_damaged(const char *path, int nolock, int *unsafe, char *where,
+                                       size_t where_len, char *problem, size_t problem_len) {
+  return fc_cli_pages_damaged_as(path, 1, nolock, unsafe, where, where_len, problem, problem_len);
+}
 
 /* fc_cli_pages_damaged's finding as the tools say it, "damaged (WHERE: PROBLEM)", into said (when
  * it returns 1); returns what fc_cli_pages_damaged does. */
-static inline int fc_cli_pages_damage_said(const char *path, char *said, size_t said_len) {
+static inline int fc_cli_pages_damage_said_as(const char *path, int pages_only, char *said,
+                                              size_t said_len) {
   char where[64], problem[1024];
   int unsafe;
-  const int got =
-      fc_cli_pages_damaged(path, 0, &unsafe, where, sizeof where, problem, sizeof problem);
+  const int got = fc_cli_pages_damaged_as(path, pages_only, 0, &unsafe, where, sizeof where,
+                                          problem, sizeof problem);
   if (got == 1) snprintf(said, said_len, "damaged (%s: %s)", where, problem);
   return got;
 }
+static inline int fc_cli_pages_damage_said(const char *path, char *said, size_t said_len) {
+  return fc_cli_pages_damage_said_as(path, 1, said, said_len);
+}
 
-/* The writers' --check-pages (featurize, tokenize): each part of the existing store dir checked
- * as cache-verify's first step checks it, before the store is opened for writing. A damaged free
- * list would hand this run's writes a page a B-tree uses (they would write over it) or have them
- * fail; a malformed page could crash its lookups. Said (exit 1: FC_EXIT_FAIL), nothing written;
- * 0 when every part is sound, or there is no store yet; the signal's code when stopped. */
-static inline int fc_cli_check_pages_before_write(const char *dir) {
+/* The writers' page check (featurize, tokenize): each part of the existing store dir checked
+ * before the store is opened for writing. full (--check-pages): as cache-verify's first step
+ * checks it (every B-tree page walked); else the meta pages and the free list alone (pages_only
+ * 2: milliseconds whatever the store's size). A damaged free list would hand this run's writes a
+ * page a B-tree uses (they would write over it), a page past the file's end, or one page twice,
+ * or have them fail; a malformed page could crash its lookups. Said (exit 1: FC_EXIT_FAIL),
+ * nothing written; 0 when every part is sound, or there is no store yet; the signal's code when
+ * stopped. */
+static inline int fc_cli_check_pages_before_write(const char *dir, int full) {
   struct stat st;
   char **parts = NULL, why[256];
   size_t n = 0;
@@ -113,7 +125,7 @@ static inline int fc_cli_check_pages_before_write(const char *dir) {
   int code = 0;
   for (size_t k = 0; k < n && !code; k++) {
     char said[1200];
-    const int got = fc_cli_pages_damage_said(parts[k], said, sizeof said);
+    const int got = fc_cli_pages_damage_said_as(parts[k], full ? 1 : 2, said, sizeof said);
     if (got < 0) {
       code = fc_cli_signal_exit();
     } else if (got == 1) {

@@ -61,8 +61,8 @@ static const fc_cli_opt options[] =
      {"force-new-store", OPT_FORCE_NEW_STORE, no_argument, NULL,
       "create STORE even in a non-empty directory that is not a store"},
      {"check-pages", OPT_CHECK_PAGES, no_argument, NULL,
-      "check an existing STORE's pages first (cache-verify's first step): a damaged one is "
-      "refused, nothing written"},
+      "check every page of an existing STORE first (cache-verify's first step; without it, "
+      "its free list alone): a damaged one is refused, nothing written"},
      {NULL, 0, 0, NULL, "Features:"},
      {"preset", OPT_PRESET, required_argument, "NAME",
       "hifigan (default), tacotron2, librosa, whisper, kaldi"},
@@ -582,7 +582,7 @@ int main(int argc, char **argv) {
   unsigned n_parts = 0;
   /* before the open: a store cache-prune holds is waited for, and a signal then ends the wait */
   fc_cli_install_signals();
-  if (check_pages && (rc = fc_cli_check_pages_before_write(store_dir)) != 0) {
+  if ((rc = fc_cli_check_pages_before_write(store_dir, check_pages)) != 0) {
     fc_item_list_free(&items);
     return rc; /* said */
   }

@@ -52,8 +52,8 @@ static const fc_cli_opt options[] = {
     {"force-new-store", OPT_FORCE_NEW_STORE, no_argument, NULL,
      "create STORE even in a non-empty directory that is not a store"},
     {"check-pages", OPT_CHECK_PAGES, no_argument, NULL,
-     "check an existing STORE's pages first (cache-verify's first step): a damaged one is "
-     "refused, nothing written"},
+     "check every page of an existing STORE first (cache-verify's first step; without it, "
+     "its free list alone): a damaged one is refused, nothing written"},
     {"manifest", OPT_MANIFEST, required_argument, "FILE",
      "manifest ('-' = stdin); or give it as the argument"},
     {"manifest-format", OPT_MANIFEST_FORMAT, required_argument, "FMT",
@@ -457,7 +457,7 @@ int main(int argc, char **argv) {
   fc_store **parts = NULL;
   unsigned n_parts = 0;
   char swhy[512] = "";
-  if (check_pages && (rc = fc_cli_check_pages_before_write(out_dir)) != 0) {
+  if ((rc = fc_cli_check_pages_before_write(out_dir, check_pages)) != 0) {
     fc_item_list_free(&items);
     fc_tokenizer_free(tok);
     return rc; /* said */

@@ -136,7 +136,11 @@ typedef struct fc_verify_opts {
   const char *source_root;
   /* Only the first step: the environment and its pages (the meta pages, every page the B-trees
    * use, the free list against them); no record, entry or config is read. What cache-merge checks
-   * of each input first (report.unsafe_pages). */
+   * of each input first (report.unsafe_pages). 2: of the pages, the meta pages and the free list
+   * alone (each page number in the file and named once, its own tree's pages sound), no data
+   * tree walked: a page the free list names that a tree uses is not found, but the cost is the
+   * free list's few pages whatever the store's size (what featurize and tokenize check before
+   * writing by default). */
   int pages_only;
 } fc_verify_opts;
 

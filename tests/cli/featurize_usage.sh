@@ -51,9 +51,10 @@ Output:
                                is also committed after 1 s)
       --force-new-store        create STORE even in a non-empty directory that
                                is not a store
-      --check-pages            check an existing STORE's pages first
-                               (cache-verify's first step): a damaged one is
-                               refused, nothing written
+      --check-pages            check every page of an existing STORE first
+                               (cache-verify's first step; without it, its free
+                               list alone): a damaged one is refused, nothing
+                               written
 
 Features:
       --preset NAME            hifigan (default), tacotron2, librosa, whisper,

@@ -17,8 +17,9 @@ env.close()
 PY
 }
 
-# free_list_damage DIR zero | live: the free list's root page zeroed, or its first page number made
-# the root page of the audio db (a flipped bit's worth: the next write is handed a live page)
+# free_list_damage DIR zero | live | past | twice: the free list's root page zeroed, or its first
+# page number made the root page of the audio db (a flipped bit's worth: the next write is handed a
+# live page), a page past the file's last (a high bit flipped), or the second's (one page twice)
 free_list_damage() {
   "$FC_PYTHON" - "$@" <<'PY'
 import struct, sys
@@ -39,7 +40,13 @@ else:
     ids = n + 8 + len(key)
     if struct.unpack_from("<H", data, n + 4)[0] & 1:  # the ids on an overflow page
         ids = struct.unpack_from("<Q", data, ids)[0] * 4096 + 16
-    struct.pack_into("<Q", data, ids + 8, struct.unpack_from("<Q", data, audio)[0])
+    if sys.argv[2] == "live":
+        struct.pack_into("<Q", data, ids + 8, struct.unpack_from("<Q", data, audio)[0])
+    elif sys.argv[2] == "past":
+        struct.pack_into("<Q", data, ids + 8, struct.unpack_from("<Q", data, meta + 136)[0] + 100)
+    else:  # twice
+        assert struct.unpack_from("<Q", data, ids)[0] >= 2
+        struct.pack_into("<Q", data, ids + 16, struct.unpack_from("<Q", data, ids + 8)[0])
 open(path, "r+b").write(data)
 PY
 }

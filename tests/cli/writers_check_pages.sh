@@ -3,7 +3,10 @@
 # cache-verify's first step checks it before it is opened for writing. A free list naming a page
 # the audio B-tree uses (a flipped bit's worth: the run's writes would be handed that page and
 # write over the tree) is refused: exit 1, the part and the damage said, data.mdb unchanged. A
-# sound store, and a new one, are written as without the option.
+# sound store, and a new one, are written as without the option. Without it, the free list alone
+# is checked: a page number past the file's end (a high bit flipped: featurize exited 0 and left
+# a store LMDB could not read, tokenize wrote and failed) or one named twice (LMDB aborted) is
+# refused the same way; a page in use is not seen (featurize: LMDB aborts, the store said first).
 set -u
 PY=${FC_PYTHON:-python3}
 FZ=$FC_BIN/featurize
@@ -63,6 +66,28 @@ free_pages "$part" && free_list_damage "$part" live || fail "damaging $part's fr
 "$FZ" -q --device cpu --check-pages -o sp c.wav >out 2>err
 rc=$?
 [ $rc = 1 ] && grep -qx "$(want featurize "$part")" err || { fail "featurize --check-pages (split): exit $rc"; cat err; }
+# without the option: the free list alone (its page numbers in the file, each named once)
+for mode in past twice; do
+  case $mode in
+  past) finding="it names page [0-9]*, not a page of the file (2\.\.[0-9]*)" ;;
+  twice) finding="it names page [0-9]* twice" ;;
+  esac
+  for tool in featurize tokenize; do
+    rm -rf d && "$FZ" -q --device cpu -o d a.wav b.wav && "$TK" -q --build-vocab -o d t.tsv ||
+      fail "$mode $tool: the store"
+    free_pages d && free_list_damage d $mode || fail "$mode: damaging d's free list"
+    cp d/data.mdb d.mdb
+    if [ $tool = featurize ]; then
+      (ulimit -c 0; exec "$FZ" -q --device cpu -o d c.wav) >out 2>err
+    else
+      (ulimit -c 0; exec "$TK" -q --build-vocab -o d t2.tsv) >out 2>err
+    fi
+    rc=$?
+    [ $rc = 1 ] && grep -qx "$tool: d: damaged (env data.mdb: free list damaged ($finding): .*): nothing written (cache-verify says more; cache-merge -o NEW STORE copies it into a sound one)" err ||
+      { fail "$mode $tool without --check-pages: exit $rc"; cat err; }
+    cmp -s d/data.mdb d.mdb || fail "$mode $tool without --check-pages: the damaged store was written"
+  done
+done
 # sound and new stores: written as without the option
 "$FZ" -q --device cpu -o ok a.wav || fail "featurize ok"
 "$FZ" -q --device cpu --check-pages -o ok b.wav || fail "featurize --check-pages on a sound store: exit $?"

@@ -364,6 +364,12 @@ int vf_check_pages(vctx *c, fc_rtxn *t, int *lost) {
     if (walk(&w, store_get64(meta + META_DBS + DB_ROOT), 0, 0)) w.partial = 1; /* said, malformed */
     memcpy(free_bad, w.bad, sizeof free_bad);
     w.bad[0] = '\0';
+  }
+  if (c->o->pages_only == 2) { /* the free list alone: no data tree walked, none held against it */
+    w.partial = 1;
+    w.stable = 0;
+    memcpy(w.bad, free_bad, sizeof w.bad);
+  } else if (have_meta) {
     w.db = "main";
     w.db_len = strlen(w.db);
     if (walk(&w, store_get64(meta + META_DBS + DB_SIZE + DB_ROOT), 0, 1)) w.partial = 1;
