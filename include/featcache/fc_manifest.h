@@ -65,12 +65,13 @@ typedef struct fc_manifest_opts {
 
 /* Read a manifest file ("-" = stdin); opts may be NULL (auto-detect, defaults). Errors that stop
  * everything are returned with a reason in why (may be NULL): errno codes (cannot open: ENOENT,
- * EACCES; EISDIR; ENODEV: a character or block device or a socket, which no manifest is:
- * /dev/zero would be one line without end; read errors), ENOMEM, FC_ECONFIG (bad
- * opts->format). Per-line problems are items with err set. An empty file (or only blank lines)
- * is success with count 0. With FC_MANIFEST_AUTO the format comes from fc_manifest_detect on the
- * name and first non-blank line; a first line that looks like "id path" but names an existing
- * file (a path with a space) makes it a list. *out is owned by the caller: fc_item_list_free (on error it is already empty). */
+ * EACCES; EISDIR; ENODEV: a character or block device or a socket, which no manifest is: /dev/zero
+ * would be one line without end; read errors), ENOMEM, FC_ECONFIG (bad opts->format). Per-line
+ * problems are items with err set. An empty file (or only blank lines) is success with count 0.
+ * With FC_MANIFEST_AUTO the format comes from fc_manifest_detect on the name and first non-blank
+ * line; a first line that looks like "id path" but names an existing file (a path with a space)
+ * makes it a list. *out is owned by the caller: fc_item_list_free (on error it is already
+ * empty). */
 FC_API int fc_manifest_read(const char *path, const fc_manifest_opts *opts, fc_item_list *out,
                             char *why, size_t why_len);
 /* Items from paths (arguments): id = file name without directory and last extension, path as
