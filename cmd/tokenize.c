@@ -191,11 +191,14 @@ static fc_manifest_format detected_format(const char *path) {
   struct stat st;
   if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return FC_MANIFEST_AUTO;
   FILE *f = fopen(path, "re");
-  char *line = NULL;
-  size_t cap = 0;
-  ssize_t n;
+  char line[1 << 16]; /* a line's first 64 KiB decide (a file of one long line: no more) */
   fc_manifest_format fmt = FC_MANIFEST_AUTO;
-  for (int first = 1; f && (n = getline(&line, &cap, f)) > 0; first = 0) {
+  for (int first = 1; f && fgets(line, sizeof line, f); first = 0) {
+    const size_t n = strlen(line);
+    if (n && line[n - 1] != '\n') { /* the rest of a longer line: read, not kept */
+      int c;
+      while ((c = getc(f)) != EOF && c != '\n') {}
+    }
     char *l = line;
     if (first && n >= 3 && memcmp(l, "\xEF\xBB\xBF", 3) == 0) l += 3;
     l[strcspn(l, "\r\n")] = '\0';
@@ -203,7 +206,6 @@ static fc_manifest_format detected_format(const char *path) {
     fmt = fc_manifest_detect(path, l);
     break;
   }
-  free(line);
   if (f) fclose(f);
   return fmt;
 }
@@ -385,7 +387,9 @@ int main(int argc, char **argv) {
   }
   /* A manifest file is read as the run goes (memory: a batch of lines and the ids seen); stdin,
    * a pipe (<(grep ...), /dev/stdin, a FIFO: its lines come once, and --build-vocab reads the
-   * corpus before the run does), or a split store's parts, take it whole. */
+   * corpus before the run does), or a split store's parts, take it whole. A line over the text's
+   * limit and the slack fails unread either way (memory: the limit, not the line). */
+  mopts.max_line_bytes = (ro.max_text_bytes ? ro.max_text_bytes : 65536) + FC_TOKENIZE_LINE_SLACK;
   fc_item_list items = {0};
   unsigned split_n = 0;
   struct stat mst;

@@ -442,7 +442,9 @@ static int reader_next(reader *r, const fc_item **it, char *why, size_t why_len)
   *it = NULL;
   one_clear(r);
   for (;;) {
-    ssize_t got = mf_next_line(r->f, &r->buf, &r->cap, &r->first);
+    size_t line_bytes = 0;
+    ssize_t got =
+        mf_next_line(r->f, &r->buf, &r->cap, &r->first, r->opts.max_line_bytes, &line_bytes);
     if (got == -1) return 0;
     if (got == -2) {
       int rc = errno ? errno : EIO;
@@ -503,6 +505,10 @@ static int reader_next(reader *r, const fc_item **it, char *why, size_t why_len)
       default: prc = parse_list(&r->c, item, buf, n); break;
       }
     }
+    if (prc == 0 && r->opts.max_line_bytes && line_bytes > r->opts.max_line_bytes) /* id parsed */
+      prc = mf_item_fail(item, FC_ETOOLONG,
+                         "line is %zu bytes, over the limit of %zu a line may have", line_bytes,
+                         r->opts.max_line_bytes);
     if (prc == 0) prc = mf_item_finish(&r->b, item);
     if (prc < 0) goto nomem;
     /* a shard's items only (the duplicate check saw every id): as fc_item_list_shard */

@@ -47,7 +47,10 @@ int mf_is_blank(const char *s, size_t n);
 /* n without the spaces and tabs that end line (a path list's line, as wav.scp's path column). */
 size_t mf_trim_end(const char *line, size_t n);
 /* Read one line into *buf (getline's); its length without LF or CRLF, -1 at EOF, -2 on a read
- * error (errno set). On the first line (*first set, then cleared) a UTF-8 BOM is removed. */
-ssize_t mf_next_line(FILE *f, char **buf, size_t *cap, int *first);
+ * error (errno set). On the first line (*first set, then cleared) a UTF-8 BOM is removed. max > 0:
+ * at most max bytes of it are kept (the rest is read and dropped: memory stays max whatever the
+ * line), and *whole (when not NULL) is the line's length with its LF; over max, the line is too
+ * long and *buf holds its first max bytes (the length returned). */
+ssize_t mf_next_line(FILE *f, char **buf, size_t *cap, int *first, size_t max, size_t *whole);
 
 #endif

@@ -245,13 +245,53 @@ static size_t chomp(char *line, size_t n) {
 
 /* Read one line into *buf; returns its length after chomp, -1 at EOF, or -2 on a read error
  * (errno set). *bom is cleared after the first line, whose UTF-8 BOM is removed. */
-ssize_t mf_next_line(FILE *f, char **buf, size_t *cap, int *first) {
+/* getline's, keeping at most max bytes of the line (the rest read and dropped); *whole its
+ * length with its LF. */
+static ssize_t bounded_line(FILE *f, char **buf, size_t *cap, size_t max, size_t *whole) {
+  size_t n = 0, kept = 0;
+  int c;
+  flockfile(f);
+  while ((c = getc_unlocked(f)) != EOF) {
+    n++;
+    if (kept < max) {
+      if (kept + 2 > *cap) { /* room for c and the NUL, grown as getline grows it */
+        size_t want = *cap ? *cap * 2 : 128;
+        if (want > max + 1) want = max + 1;
+        if (want < kept + 2) want = kept + 2;
+        char *grown = fc_realloc(*buf, want);
+        if (!grown) {
+          funlockfile(f);
+          errno = ENOMEM;
+          return -1;
+        }
+        *buf = grown;
+        *cap = want;
+      }
+      (*buf)[kept++] = (char)c;
+    }
+    if (c == '\n') break;
+  }
+  funlockfile(f);
+  *whole = n;
+  if (!n) return -1;
+  (*buf)[kept] = '\0';
+  return (ssize_t)kept;
+}
+
+ssize_t mf_next_line(FILE *f, char **buf, size_t *cap, int *first, size_t max, size_t *whole) {
   errno = 0;
-  ssize_t got = getline(buf, cap, f);
+  size_t all = 0;
+  ssize_t got = max ? bounded_line(f, buf, cap, max, &all) : getline(buf, cap, f);
+  if (!max && got > 0) all = (size_t)got;
+  if (whole) *whole = all;
   if (got < 0) {
     if (ferror(f)) return -2;
     if (errno == ENOMEM) return -2;
     return -1;
+  }
+  if (all > (size_t)got) { /* too long: its first max bytes as they are (no LF to remove) */
+    *first = 0;
+    return got;
   }
   size_t n = chomp(*buf, (size_t)got);
   if (*first) {
@@ -316,7 +356,7 @@ int fc_items_from_stream(void *stdio_file, fc_item_list *out) {
   size_t cap = 0, lineno = 0;
   int first = 1, rc = 0;
   for (;;) {
-    ssize_t got = mf_next_line(f, &buf, &cap, &first);
+    ssize_t got = mf_next_line(f, &buf, &cap, &first, 0, NULL);
     if (got == -1) break;
     if (got == -2) {
       rc = errno ? errno : EIO;

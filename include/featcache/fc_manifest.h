@@ -61,6 +61,11 @@ typedef struct fc_manifest_opts {
    * fc_manifest_read returns it. */
   int (*on_item)(const fc_item *it, void *user);
   void *user;
+  /* > 0: a line longer than this many bytes (with its LF) is an item that failed (FC_ETOOLONG,
+   * "line is N bytes, over the limit of M a line may have"; its id where what fits gives one),
+   * read without being held: memory stays this whatever the line (a transcript file that is one
+   * long line, a minified JSON). 0: no limit, each line held whole. */
+  size_t max_line_bytes;
 } fc_manifest_opts;
 
 /* Read a manifest file ("-" = stdin); opts may be NULL (auto-detect, defaults). Errors that stop

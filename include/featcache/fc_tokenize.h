@@ -163,10 +163,16 @@ typedef struct fc_tokenize_stats {
 /* Called for every failed line: item (its line, id), the error and a one-line reason. */
 typedef void (*fc_tokenize_report_fn)(const fc_item *item, int err, const char *why, void *ud);
 
+/* What a manifest line may hold beside its text (fc_tokenize_run_opts.max_text_bytes). */
+#define FC_TOKENIZE_LINE_SLACK 65536
+
 typedef struct fc_tokenize_run_opts {
   int threads; /* OpenMP threads, 0 = default */
   size_t batch; /* lines per write transaction, 0 = 4096 */
-  size_t max_text_bytes; /* longer texts fail the line (FC_ETOOLONG); 0 = 65536 */
+  /* longer texts fail the line (FC_ETOOLONG); 0 = 65536. A manifest line longer than this plus
+   * FC_TOKENIZE_LINE_SLACK (the id, the other columns) fails without being read into memory
+   * (fc_manifest_opts.max_line_bytes, set so when manifest_opts leaves it 0). */
+  size_t max_text_bytes;
   int strict; /* stop at the first bad line (its error is returned) */
   volatile const int *stop; /* checked between batches: nonzero → FC_EINTR after committing */
   fc_tokenize_report_fn report;

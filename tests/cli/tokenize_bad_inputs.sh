@@ -29,7 +29,7 @@ expect_err "tokenize: $m:3: "
 grep -F "$m:3:" "$d/err" | grep -qi "utf-8" || fail "line 3 not named as invalid UTF-8"
 expect_err "tokenize: $m:4: "
 expect_err "tokenize: $m:5: text is empty after normalization"
-expect_err "tokenize: $m:6: text is 1048576 bytes, over the limit"
+expect_err "tokenize: $m:6: line is 1048582 bytes, over the limit of 131072 a line may have" # unread
 expect_err "tokenize: $m:7: "
 expect_err "tokenize: $m:8: duplicate id"
 expect_err "done: 3 of 9"

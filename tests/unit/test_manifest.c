@@ -385,6 +385,39 @@ static void test_long_line(void) {
   free(buf);
 }
 
+/* max_line_bytes: a line of that many bytes with its LF (or CRLF) is read; one more fails
+ * FC_ETOOLONG with its length and its id (a TSV's id comes before the cut), unheld; the lines
+ * after it read as before; a last line without LF counts its bytes alone. */
+static void test_max_line(void) {
+  /* "a\t" + 14 x + "\n" = 17; "b\t" + 15 x + "\n" = 18; "c\t" + 14 x + "\r\n" = 18 */
+  const char *p = write_str("max.tsv",
+                            "a\txxxxxxxxxxxxxx\nb\txxxxxxxxxxxxxxx\nc\txxxxxxxxxxxxxx\r\n"
+                            "d\ty\ne\txxxxxxxxxxxxxxxxxxxx");
+  fc_manifest_opts o = {.format = FC_MANIFEST_TSV, .max_line_bytes = 17};
+  fc_item_list l;
+  char why[256] = "";
+  CHECK(fc_manifest_read(p, &o, &l, why, sizeof why) == 0 && l.count == 5, "read: %s, %zu", why,
+        l.count);
+  if (l.count == 5) {
+    CHECK(l.items[0].err == 0 && l.items[0].text && strlen(l.items[0].text) == 14, "at the limit");
+    CHECK(l.items[1].err == FC_ETOOLONG && l.items[1].id && !strcmp(l.items[1].id, "b") &&
+              l.items[1].why &&
+              !strcmp(l.items[1].why, "line is 18 bytes, over the limit of 17 a line may have"),
+          "one over: %d %s", l.items[1].err, l.items[1].why ? l.items[1].why : "");
+    CHECK(l.items[2].err == FC_ETOOLONG, "CRLF counted: %d", l.items[2].err);
+    CHECK(l.items[3].err == 0 && l.items[3].line == 4, "the next line: %d", l.items[3].err);
+    CHECK_STR(l.items[3].text, "y");
+    CHECK(l.items[4].err == FC_ETOOLONG && l.items[4].why && strstr(l.items[4].why, "is 22 bytes"),
+          "last line without LF: %s", l.items[4].why ? l.items[4].why : "");
+  }
+  fc_item_list_free(&l);
+  o.max_line_bytes = 0; /* no limit: every line whole */
+  CHECK(fc_manifest_read(p, &o, &l, why, sizeof why) == 0 && l.count == 5 && !l.items[1].err &&
+            !l.items[4].err,
+        "unlimited");
+  fc_item_list_free(&l);
+}
+
 static void test_bad_lines(void) {
   fc_item_list l;
   /* Bad UTF-8, duplicate ids (2nd and 3rd flagged), NUL byte, ids of 511 and 512 bytes. */
@@ -649,6 +682,7 @@ int main(void) {
   test_detect();
   test_crlf_bom_blank();
   test_long_line();
+  test_max_line();
   test_bad_lines();
   test_empty_and_missing();
   test_paths_and_stream();

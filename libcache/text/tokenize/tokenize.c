@@ -219,6 +219,8 @@ static int for_each_batch(const fc_item_list *items, const fc_tokenize_run_opts 
   if (!(g.lines = fc_calloc(batch, sizeof *g.lines))) return ENOMEM;
   fc_manifest_opts mo = {0};
   if (o->manifest_opts) mo = *o->manifest_opts;
+  if (!mo.max_line_bytes) /* a line's text over the limit fails it: the rest need not be held */
+    mo.max_line_bytes = (o->max_text_bytes ? o->max_text_bytes : 65536) + FC_TOKENIZE_LINE_SLACK;
   mo.on_item = gather_item;
   mo.user = &g;
   fc_item_list none;
