@@ -243,8 +243,6 @@ static size_t chomp(char *line, size_t n) {
   return n;
 }
 
-/* Read one line into *buf; returns its length after chomp, -1 at EOF, or -2 on a read error
- * (errno set). *bom is cleared after the first line, whose UTF-8 BOM is removed. */
 /* getline's, keeping at most max bytes of the line (the rest read and dropped); *whole its
  * length with its LF. */
 static ssize_t bounded_line(FILE *f, char **buf, size_t *cap, size_t max, size_t *whole) {
@@ -278,6 +276,8 @@ static ssize_t bounded_line(FILE *f, char **buf, size_t *cap, size_t max, size_t
   return (ssize_t)kept;
 }
 
+/* manifest_int.h: the line's length after chomp (a too-long one's kept bytes as they are), -1 at
+ * EOF, -2 on a read error; the first line's UTF-8 BOM removed. */
 ssize_t mf_next_line(FILE *f, char **buf, size_t *cap, int *first, size_t max, size_t *whole) {
   errno = 0;
   size_t all = 0;
