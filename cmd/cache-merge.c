@@ -225,8 +225,8 @@ static int unsafe_input(const char *const *inputs, size_t n, int nolock, char *w
   for (size_t i = 0; i < n; i++) {
     char where[64], problem[1024];
     int unsafe;
-    int rc = fc_cli_pages_damaged(inputs[i], nolock, &unsafe, where, sizeof where, problem,
-                                  sizeof problem);
+    int rc = fc_cli_pages_damaged_as(inputs[i], 3, nolock, &unsafe, where, sizeof where, problem,
+                                     sizeof problem);
     if (rc < 0) return -1;
     if (rc == 0 || !unsafe) continue;
     /* the page and what is wrong: cache-verify's parenthesis */

@@ -140,7 +140,11 @@ typedef struct fc_verify_opts {
    * alone (each page number in the file and named once, its own tree's pages sound), no data
    * tree walked: a page the free list names that a tree uses is not found, but the cost is the
    * free list's few pages whatever the store's size (what featurize and tokenize check before
-   * writing by default). */
+   * writing by default). 3: as 1, but each value's overflow pages counted from its size, its
+   * first page not read (a page per record fewer: what a reader's check needs, the Loader's and
+   * cache-merge's of its inputs): a first page whose own page count is wrong is not seen (reads
+   * do not use it; a write that frees the value does). 2 and 3 read their pages without the
+   * disk's read-ahead around each. */
   int pages_only;
 } fc_verify_opts;
 

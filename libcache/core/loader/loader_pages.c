@@ -2,8 +2,9 @@
  * pages: a node offset, key or value size that a flipped bit points past its page, or a node
  * flag no featcache db has, has its reads run off the page — a training run's loader crashed
  * there, hours in, where cache-verify reports the page. The check is cache-verify's first step
- * (fc_verify_opts.pages_only: every page the B-trees use read through the map, each one's node
- * layout checked); only a page the reads could crash on fails the open — a damaged free list or
+ * (fc_verify_opts.pages_only 3: every branch and leaf page the B-trees use read through the map,
+ * each one's node layout checked, a record's pages counted from its size as the loader's reads
+ * take them); only a page the reads could crash on fails the open — a damaged free list or
  * meta page is a writer's concern, not a reader's. May call: verify/ (fc_verify.h), libc. */
 #include "libcache/core/loader/loader_int.h"
 
@@ -15,7 +16,7 @@
 int ld_check_pages(const char *path, int nolock, char *why, size_t why_len) {
   fc_verify_opts vo;
   fc_verify_opts_init(&vo);
-  vo.pages_only = 1;
+  vo.pages_only = 3; /* a record's pages counted from its size: its first page not read */
   vo.threads = 1;
   vo.nolock = nolock ? 1 : 0;
   fc_verify_report r;

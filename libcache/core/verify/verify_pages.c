@@ -62,6 +62,14 @@ typedef struct pwalk {
    * list names (freed before the snapshot, reused since): held against it only when no commit
    * came before the free list was read either. */
   int stable;
+  /* pages_only 3: a value's overflow pages counted from its size (LMDB's OVPAGES), its first page
+   * not read — a page of the file per record fewer to read, the walk's cost on a cold store. The
+   * pages counted are the value's, which its reads take: a page two values or trees take, or one
+   * the free list names, is found as when the pages are read. A value LMDB rewrote smaller in
+   * place keeps its larger run, which the count misses: pages that do not add up set redo, said
+   * nothing, and the walk is made again reading each first page. A first page whose count is
+   * wrong (reads do not use it; a write that frees the value does) is not seen. */
+  int sizes, redo;
   char bad[256]; /* a malformed page: what, where */
 } pwalk;
 
@@ -127,6 +135,7 @@ static int leaf_value(pwalk *w, uint64_t pgno, size_t i, const uint8_t *node, si
     if (first >= w->npages) return w->partial = 1, 0; /* LMDB's reads: MDB_PAGE_NOTFOUND */
     if (first >= w->mapped || need > w->mapped - first) /* LMDB reads it: off the map */
       return malformed(w, pgno, "an overflow value that runs past the file's end", i);
+    if (w->sizes) return mark(w, first, need);
     const uint8_t *op = page_at(w, first);
     const uint64_t n = op && (store_get16(op + 10) & P_OVERFLOW) ? store_get32(op + 12) : 0;
     if (!n || n > w->npages - first) return w->partial = 1, 0; /* not marked: LMDB's reads go on */
@@ -321,6 +330,7 @@ static int check_free_list(pwalk *w, const uint8_t *meta, fc_rtxn *t, int *lost)
            bad);
   else if (w->stable && !w->partial && !uses[0] &&
            w->n_used + free_pages + 2 < w->npages) { /* LMDB's audit: they add up */
+    if (w->sizes) return w->redo = 1, 0; /* a run the count missed? said by the walk again */
     const uint64_t lost_pages = w->npages - 2 - w->n_used - free_pages;
     vf_add(w->c, FC_VERIFY_WARNING, DB_ENV, "data.mdb", 8, NULL, 0,
            "%llu page%s (%.1f MB) neither in a B-tree nor on the free list: space no write "
@@ -331,6 +341,48 @@ static int check_free_list(pwalk *w, const uint8_t *meta, fc_rtxn *t, int *lost)
   }
   if (rc) *lost = vf_txn_recover(w->c, t) != 0; /* LMDB fails a transaction that met a damage */
   return 0;
+}
+
+/* The trees of the snapshot's meta page walked (when have_meta) and the free list checked against
+ * them, w's marks made afresh. 0, or ENOMEM. */
+static int walk_all(pwalk *w, const uint8_t *meta, int have_meta, fc_rtxn *t, int *lost) {
+  if (!(w->used = fc_calloc((size_t)(w->npages + 7) / 8, 1))) return ENOMEM;
+  char free_bad[sizeof w->bad] = "", data_bad[sizeof w->bad] = "";
+  if (have_meta) {
+    w->db = "free list";
+    w->db_len = strlen(w->db);
+    if (walk(w, store_get64(meta + META_DBS + DB_ROOT), 0, 0)) w->partial = 1; /* said, malformed */
+    memcpy(free_bad, w->bad, sizeof free_bad);
+    w->bad[0] = '\0';
+  }
+  /* pages_only 2, the free list alone: no data tree walked, none held against it */
+  if (w->c->o->pages_only == 2) {
+    w->partial = 1;
+    w->stable = 0;
+    memcpy(w->bad, free_bad, sizeof w->bad);
+  } else if (have_meta) {
+    w->db = "main";
+    w->db_len = strlen(w->db);
+    if (walk(w, store_get64(meta + META_DBS + DB_SIZE + DB_ROOT), 0, 1)) w->partial = 1;
+    memcpy(data_bad, w->bad, sizeof data_bad);
+    memcpy(w->bad, free_bad, sizeof w->bad); /* the free list's tree, for check_free_list */
+  } else {
+    w->partial = 1; /* no tree walked: the free list alone is checked (its pages, each once) */
+  }
+  int err = 0;
+  if (data_bad[0]) { /* LMDB's reads of that page could crash the run: none is made */
+    vf_add(w->c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
+           "B-tree damaged (%s): LMDB's reads of that page could crash, so the checks after it "
+           "were not made; the store cannot be read safely: restore it from a copy, or make it "
+           "again (featurize, tokenize)",
+           data_bad);
+    w->c->r->unsafe_pages = 1;
+    *lost = 1;
+  } else {
+    err = check_free_list(w, meta, t, lost);
+  }
+  free(w->used);
+  return err;
 }
 
 int vf_check_pages(vctx *c, fc_rtxn *t, int *lost) {
@@ -356,40 +408,14 @@ int vf_check_pages(vctx *c, fc_rtxn *t, int *lost) {
   w.stable = w.stable && have_meta;
   w.npages = have_meta ? store_get64(meta + META_LAST_PG) + 1 : (uint64_t)ei.me_last_pgno + 1;
   if (w.npages < 2) return 0;
-  if (!(w.used = fc_calloc((size_t)(w.npages + 7) / 8, 1))) return ENOMEM;
-  char free_bad[sizeof w.bad] = "", data_bad[sizeof w.bad] = "";
-  if (have_meta) {
-    w.db = "free list";
-    w.db_len = strlen(w.db);
-    if (walk(&w, store_get64(meta + META_DBS + DB_ROOT), 0, 0)) w.partial = 1; /* said, malformed */
-    memcpy(free_bad, w.bad, sizeof free_bad);
-    w.bad[0] = '\0';
-  }
-  if (c->o->pages_only == 2) { /* the free list alone: no data tree walked, none held against it */
-    w.partial = 1;
-    w.stable = 0;
-    memcpy(w.bad, free_bad, sizeof w.bad);
-  } else if (have_meta) {
-    w.db = "main";
-    w.db_len = strlen(w.db);
-    if (walk(&w, store_get64(meta + META_DBS + DB_SIZE + DB_ROOT), 0, 1)) w.partial = 1;
-    memcpy(data_bad, w.bad, sizeof data_bad);
-    memcpy(w.bad, free_bad, sizeof w.bad); /* the free list's tree, for check_free_list */
-  } else {
-    w.partial = 1; /* no tree walked: the free list alone is checked (its pages, each once) */
-  }
+  /* pages_only 3 counts overflow pages from the values' sizes; pages that then do not add up have
+   * the walk made again as pages_only 1 makes it (every first page read) */
+  const pwalk start = w;
   int err = 0;
-  if (data_bad[0]) { /* LMDB's reads of that page could crash the run: none is made */
-    vf_add(c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
-           "B-tree damaged (%s): LMDB's reads of that page could crash, so the checks after it "
-           "were not made; the store cannot be read safely: restore it from a copy, or make it "
-           "again (featurize, tokenize)",
-           data_bad);
-    c->r->unsafe_pages = 1;
-    *lost = 1;
-  } else {
-    err = check_free_list(&w, meta, t, lost);
+  for (int sizes = c->o->pages_only == 3; sizes >= 0; sizes--) {
+    w = start;
+    w.sizes = sizes;
+    if ((err = walk_all(&w, meta, have_meta, t, lost)) != 0 || !w.redo) break;
   }
-  free(w.used);
   return err;
 }
