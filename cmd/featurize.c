@@ -583,8 +583,10 @@ int main(int argc, char **argv) {
     return rc; /* said */
   }
   if (!quiet) fc_cli_note_prune_running(store_dir);
-  rc = fc_store_open_split(store_dir, FC_STORE_CREATE | FC_STORE_NOMETASYNC, writers, &parts,
-                           &n_parts, why, sizeof why);
+  /* no read-ahead: a run reads the store at its entries' leaves, here and there (with it, a
+   * rerun read the disk's read-ahead around each leaf it looked at: most of a cold store's file) */
+  const unsigned sflags = FC_STORE_CREATE | FC_STORE_NOMETASYNC | FC_STORE_NORDAHEAD;
+  rc = fc_store_open_split(store_dir, sflags, writers, &parts, &n_parts, why, sizeof why);
   if (rc == FC_ECONFIG && defaulted && writers > 1) {
     /* Another job (a tokenize or featurize beside this one in a `make -j`) made the store since
      * it was seen to be new: a plain store, or a split store of other parts. The writers were
@@ -592,8 +594,7 @@ int main(int argc, char **argv) {
      * (a refusal that is not about the layout, such as a part given for its split store, is
      * refused again). */
     if (verbose) fc_cli_warn(NULL, "%s (no --writers given: taking the store's layout)", why);
-    rc = fc_store_open_split(store_dir, FC_STORE_CREATE | FC_STORE_NOMETASYNC, 0, &parts, &n_parts,
-                             why, sizeof why);
+    rc = fc_store_open_split(store_dir, sflags, 0, &parts, &n_parts, why, sizeof why);
   }
   if (rc == FC_EINTR && fc_cli_signal) { /* while it waited for cache-prune: nothing done */
     fc_cli_warn(store_dir, "interrupted while waiting for cache-prune to finish: nothing done");
