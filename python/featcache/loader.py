@@ -386,7 +386,7 @@ class Loader:
                   check every page their B-trees use as cache-verify's first step does: a page
                   LMDB's reads could crash on (a flipped bit) raises FeatcacheError naming it,
                   instead of crashing the training run at its first read (docs/loader.md; costs
-                  a read of those pages: milliseconds warm, more on a cold disk)
+                  a read of their branch and leaf pages, not of their records)
     nolock, nordahead, willneed   LMDB / madvise switches (docs/loader.md); willneed None (the
                   default) hints only with nordahead, True/False force them on/off
     buffer_alloc  callable(nbytes) -> object with writable memory (a torch tensor, e.g.
