@@ -10,8 +10,8 @@
 #include <sys/sysmacros.h> /* major, minor */
 
 /* 1 when the LMDB environment at path has nothing committed (its newer meta page's main db holds
- * no entry): a store whose writer stopped before its first commit, which the writing tools take
- * as new. Read from data.mdb's two meta pages (LMDB 0.9's layout: the page header, then magic,
+ * no entry, or data.mdb holds no byte): a store whose writer stopped before its first commit,
+ * which the writing tools take as new. Read from data.mdb's two meta pages (LMDB 0.9's layout: the page header, then magic,
  * version, address, map size, the free list's and the main db's MDB_db, the last page, the
  * transaction id); 0 when it cannot tell. */
 static inline int fc_cli_env_empty(const char *path) {
@@ -23,6 +23,11 @@ static inline int fc_cli_env_empty(const char *path) {
   if (snprintf(p, sizeof p, "%s/data.mdb", path) >= (int)sizeof p) return 0;
   int fd = open(p, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
+  struct stat fst;
+  if (fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode) && fst.st_size == 0) {
+    close(fd);
+    return 1; /* LMDB made the file and wrote no page */
+  }
   int ok = pread(fd, pg[0], sizeof pg[0], 0) == (ssize_t)sizeof pg[0];
   if (ok) memcpy(&psize, pg[0] + PSIZE, 4);
   ok = ok && psize >= 512 && psize <= 65536 &&

@@ -62,7 +62,7 @@ static inline const char *fc_db_name(int db) {
 /* Open the store in directory dir. With FC_STORE_CREATE the directory, the dbs and meta/format
  * are created when missing. Errors: ENOENT (no such directory), FC_ENOSTORE (a directory with
  * no store in it), FC_EFORMAT (an LMDB env that is not
- * a featcache store), FC_EVERSION (a featcache store of a format this build does not know),
+ * a featcache store, or one with nothing committed: an empty data.mdb too), FC_EVERSION (a featcache store of a format this build does not know),
  * FC_ESPLIT (dir is a split store: see fc_store_open_split, fc_store_expand), errno and LMDB
  * codes. *out is owned by the caller: fc_store_close it. */
 FC_API int fc_store_open(const char *dir, unsigned flags, fc_store **out);

@@ -7,12 +7,16 @@
 #   an environment nothing was ever committed to (a writer stopped before its first commit):
 #     "TOOL: DIR: an empty store: nothing was ever committed to it (...); featurize, tokenize and
 #     cache-merge take it as new", as cache-verify says it; cache-merge -o DIR takes it as new
+#   an empty data.mdb (its writer stopped before LMDB wrote a page): the same (the read-only opens
+#     said "Bad file descriptor", cache-prune wrote LMDB's first pages into it), and cache-merge -o,
+#     featurize and tokenize --check-pages take it as new (their page check called it damaged:
+#     exit 1, "... take it as new): nothing written")
 # cache-prune, cache-config --drop and cache-merge check a store's pages before they write (a
 # damaged one is refused as "damaged"); that check says nothing of a directory that is no store:
 # the open says what it is.
 set -u
 PY=${FC_PYTHON:-python3}
-for t in cache-prune cache-config cache-bench cache-merge featurize; do
+for t in cache-prune cache-config cache-bench cache-merge featurize tokenize; do
   [ -x "$FC_BIN/$t" ] || { echo "FAIL: $t is not built"; exit 1; }
 done
 tmp=$(mktemp -d)
@@ -22,12 +26,14 @@ fails=0
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 
 "$PY" - <<'PY' || exit 1
-import lmdb, math, struct, wave
+import lmdb, math, os, struct, wave
 env = lmdb.open("foreign", max_dbs=4)
 with env.begin(write=True) as t:
     t.put(b"k", b"v", db=env.open_db(b"other", txn=t))
 env.close()
 lmdb.open("empty").close()  # the two meta pages, nothing committed
+os.mkdir("zero")
+open("zero/data.mdb", "wb").close()  # no page at all
 with wave.open("a.wav", "wb") as w:
     w.setnchannels(1); w.setsampwidth(2); w.setframerate(22050)
     w.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(i / 9))) for i in range(22050)))
@@ -38,6 +44,7 @@ PY
 check() {
   local name=$1 want_rc=$2 want=$3 dir=$4
   shift 4
+  [ "$dir" = zero ] && : >zero/data.mdb # as new, whatever a check before did to it
   cp "$dir/data.mdb" before.mdb
   "$@" >out 2>err
   local rc=$?
@@ -48,7 +55,7 @@ check() {
 
 foreign="not a featcache store (not an LMDB environment with featcache/1 meta)"
 empty="an empty store: nothing was ever committed to it (its writer stopped before its first commit?); featurize, tokenize and cache-merge take it as new"
-for d in foreign empty; do
+for d in foreign empty zero; do
   if [ $d = foreign ]; then said=$foreign; else said=$empty; fi
   check "cache-prune $d" 2 "cache-prune: $d: $said" $d "$FC_BIN/cache-prune" $d
   check "cache-prune --dry-run $d" 2 "cache-prune: $d: $said" $d "$FC_BIN/cache-prune" --dry-run $d
@@ -64,6 +71,19 @@ check "cache-merge -o foreign" 2 "cache-merge: foreign: cannot open the output s
 "$FC_BIN/cache-merge" -q -o empty src || fail "cache-merge -o empty: exit $?"
 "$FC_BIN/cache-config" --json empty >out 2>err && grep -q '"records":1' out ||
   fail "cache-merge -o empty: $(cat out err)"
+
+# an empty data.mdb is taken as new by the tools that make stores, their page checks included
+for t in merge featurize tokenize; do
+  rm -rf z && mkdir z && : >z/data.mdb
+  case $t in
+  merge) "$FC_BIN/cache-merge" -q -o z src ;;
+  featurize) "$FC_BIN/featurize" -q --device cpu --check-pages -o z a.wav ;;
+  tokenize) printf 'a\thello\n' >t.tsv && "$FC_BIN/tokenize" -q --build-vocab --check-pages -o z t.tsv ;;
+  esac >out 2>err
+  rc=$?
+  [ $rc = 0 ] && [ ! -s err ] || { fail "$t into an empty data.mdb: exit $rc"; cat err; }
+  "$FC_BIN/cache-verify" -q z >/dev/null 2>&1 || fail "$t into an empty data.mdb: not sound"
+done
 
 [ "$fails" = 0 ] && echo ok
 exit $((fails > 0))

@@ -11,6 +11,7 @@ cd "$T" || exit 1
 fail=0
 make_corpus c 6 || exit 1
 "$FC_BIN/featurize" -q --device cpu --writers 1 -o s --manifest c/metadata.csv || exit 1
+cp -r s s2 # a sound store to merge into the truncated one
 truncate -s $(($(stat -c %s s/data.mdb) / 2)) s/data.mdb
 sum=$(md5sum s/data.mdb)
 msg="FC_ETRUNCATED: data.mdb is truncated (it ends before its last committed page)"
@@ -27,6 +28,15 @@ expect bench "cache-bench: s: cannot open store: $msg" \
   "$FC_BIN/cache-bench" --no-probe -q -s warm -p sequential --duration 0.1 s
 expect featurize "featurize: s: cannot open the store: $msg" \
   "$FC_BIN/featurize" -q --device cpu --writers 1 -o s --manifest c/metadata.csv
+# the tools whose page check comes before their open: the open says it, as without the check
+# (the check said "damaged (env data.mdb: truncated: ...)", exit 1)
+expect "featurize --check-pages" "featurize: s: cannot open the store: $msg" \
+  "$FC_BIN/featurize" -q --device cpu --writers 1 --check-pages -o s --manifest c/metadata.csv
+expect prune "cache-prune: s: cannot open the store: $msg" "$FC_BIN/cache-prune" -q s
+expect "config --drop" "cache-config: s: cannot open the store: $msg" \
+  "$FC_BIN/cache-config" --drop hifigan s
+expect "merge -o s" "cache-merge: s: cannot open the output store: $msg" \
+  "$FC_BIN/cache-merge" -q -o s s2
 "$PY" - <<'PY' || fail=1
 import featcache
 try:

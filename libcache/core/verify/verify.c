@@ -77,9 +77,10 @@ static int preflight(vctx *c, const char *dir, int nolock) {
   vf_env e;
   int rc = vf_env_read(dir, &e);
   r->data_size = e.file_size;
-  /* the free list alone (pages_only 2, a writer's check): a file that is no environment (an empty
-   * one a writer takes as new), or is truncated, is its open's to say (FC_ETRUNCATED, ...) */
-  if (c->o->pages_only == 2 && ((rc && e.not_lmdb) || (!rc && vf_env_truncated(dir, &e)))) return 1;
+  /* a tool's page check (pages_only): a file that is no environment (an empty one, which the
+   * writing tools take as new), or is truncated, is the tool's open's to say (FC_ETRUNCATED, ...):
+   * said here, the check would call it damaged and refuse a store they take as new */
+  if (c->o->pages_only && ((rc && e.not_lmdb) || (!rc && vf_env_truncated(dir, &e)))) return 1;
   if (rc && e.not_lmdb && e.file_size == 0) { /* LMDB made the file, wrote no page */
     vf_add(c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
            "an empty file: LMDB never wrote its first pages (a full disk, or its writer stopped, "
