@@ -129,15 +129,15 @@ static inline int fc_cli_check_pages_before_write(const char *dir, int full) {
     return 0; /* no store yet, or one the open will say what is wrong with */
   int code = 0;
   for (size_t k = 0; k < n && !code; k++) {
-    char said[1200];
-    const int got = fc_cli_pages_damage_said_as(parts[k], full ? 1 : 2, said, sizeof said);
+    char where[64], problem[1024];
+    int unsafe;
+    const int got = fc_cli_pages_damaged_as(parts[k], full ? 1 : 2, 0, &unsafe, where, sizeof where,
+                                            problem, sizeof problem);
     if (got < 0) {
       code = fc_cli_signal_exit();
-    } else if (got == 1) {
-      fc_cli_warn(parts[k],
-                  "%s: nothing written (cache-verify says more; cache-merge -o NEW STORE copies "
-                  "it into a sound one)",
-                  said);
+    } else if (got == 1) { /* a page LMDB's reads could crash on: cache-merge refuses to read it */
+      fc_cli_warn(parts[k], "damaged (%s: %s): nothing written (cache-verify says more%s)", where,
+                  problem, unsafe ? "" : "; cache-merge -o NEW STORE copies it into a sound one");
       code = FC_EXIT_FAIL;
     }
   }

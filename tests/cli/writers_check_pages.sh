@@ -88,6 +88,39 @@ for mode in past twice; do
     cmp -s d/data.mdb d.mdb || fail "$mode $tool without --check-pages: the damaged store was written"
   done
 done
+# a page LMDB's reads could crash on (a leaf node of the audio db given a duplicate-data flag):
+# refused, and not sent to cache-merge, which refuses to read such a store (it said "cache-merge
+# -o NEW STORE copies it into a sound one")
+"$FZ" -q --device cpu -o us a.wav b.wav || fail "featurize us"
+"$PY" - us <<'PY' || fail "damaging us"
+import struct, sys
+data = bytearray(open(sys.argv[1] + "/data.mdb", "rb").read())
+def nodes(page):
+    for i in range((struct.unpack_from("<H", data, page * 4096 + 12)[0] - 16) // 2):
+        yield page * 4096 + struct.unpack_from("<H", data, page * 4096 + 16 + 2 * i)[0]
+meta = max((struct.unpack_from("<Q", data, p + 144)[0], p) for p in (0, 4096))[1]
+for n in nodes(struct.unpack_from("<Q", data, meta + 128)[0]):
+    k = struct.unpack_from("<H", data, n + 6)[0]
+    if bytes(data[n + 8:n + 8 + k]) == b"audio":
+        page = struct.unpack_from("<Q", data, n + 8 + k + 40)[0]
+assert not struct.unpack_from("<H", data, page * 4096 + 10)[0] & 1  # a leaf: two entries
+n = next(nodes(page))
+struct.pack_into("<H", data, n + 4, struct.unpack_from("<H", data, n + 4)[0] | 4)
+open(sys.argv[1] + "/data.mdb", "r+b").write(data)
+PY
+cp us/data.mdb us.mdb
+for tool in featurize tokenize; do
+  if [ $tool = featurize ]; then
+    "$FZ" -q --device cpu --check-pages -o us c.wav >out 2>err
+  else
+    "$TK" -q --build-vocab --check-pages -o us t2.tsv >out 2>err
+  fi
+  rc=$?
+  [ $rc = 1 ] && grep -qx "$tool: us: damaged (env data\.mdb: B-tree damaged (page [0-9]* of the audio db: a node with flags no featcache db's entries have (node 0)): .*: restore it from a copy, or make it again (featurize, tokenize)): nothing written (cache-verify says more)" err ||
+    { fail "$tool --check-pages on a page reads could crash on: exit $rc"; cat err; }
+done
+"$FC_BIN/cache-merge" -q -o copied us >out 2>err && fail "cache-merge read the store it is not sent to"
+cmp -s us/data.mdb us.mdb || fail "the store with a malformed page was written"
 # sound and new stores: written as without the option
 "$FZ" -q --device cpu -o ok a.wav || fail "featurize ok"
 "$FZ" -q --device cpu --check-pages -o ok b.wav || fail "featurize --check-pages on a sound store: exit $?"
