@@ -113,26 +113,45 @@ static inline int fc_cli_pages_damage_said(const char *path, char *said, size_t 
   return fc_cli_pages_damage_said_as(path, 1, said, said_len);
 }
 
+static inline int fc_cli_lock_unwritable(const char *dir);
+
+/* 1 when this user cannot open the store (a part) at dir for writing — its data.mdb not writable
+ * (another user's files, a read-only mount), or its lock.mdb (fc_cli_lock_unwritable) —, so that
+ * featurize and tokenize check it instead of writing it ("A store you may only read"); else 0. */
+static inline int fc_cli_store_unwritable(const char *dir) {
+  char p[4200];
+  snprintf(p, sizeof p, "%s/data.mdb", dir);
+  if (access(p, W_OK) != 0 && (errno == EACCES || errno == EROFS || errno == EPERM)) return 1;
+  return fc_cli_lock_unwritable(dir);
+}
+
 /* The writers' page check (featurize, tokenize): each part of the existing store dir checked
  * before the store is opened for writing. full (--check-pages): as cache-verify's first step
  * checks it (every B-tree page walked); else the meta pages and the free list alone (pages_only
  * 2: milliseconds whatever the store's size). A damaged free list would hand this run's writes a
  * page a B-tree uses (they would write over it), a page past the file's end, or one page twice,
- * or have them fail; a malformed page could crash its lookups. Said (exit 1: FC_EXIT_FAIL),
- * nothing written; 0 when every part is sound, or there is no store yet; the signal's code when
- * stopped. */
+ * or have them fail; a malformed page could crash its lookups. A store this user may only read
+ * (a part not writable: the run checks it instead, writing nothing) is read, not written: its
+ * free list, which no read touches, is not checked, and full refuses only a page LMDB's reads
+ * could crash on (the Loader's check: pages_only 3). Said (exit 1: FC_EXIT_FAIL), nothing written;
+ * 0 when every part is sound, or there is no store yet; the signal's code when stopped. */
 static inline int fc_cli_check_pages_before_write(const char *dir, int full) {
   struct stat st;
   char **parts = NULL, why[256];
   size_t n = 0;
   if (stat(dir, &st) != 0 || fc_store_expand(&dir, 1, &parts, &n, why, sizeof why) != 0)
     return 0; /* no store yet, or one the open will say what is wrong with */
-  int code = 0;
-  for (size_t k = 0; k < n && !code; k++) {
+  int code = 0, read_only = 0;
+  for (size_t k = 0; k < n; k++) read_only |= fc_cli_store_unwritable(parts[k]);
+  for (size_t k = 0; k < n && !code && (full || !read_only); k++) {
     char where[64], problem[1024];
     int unsafe;
-    const int got = fc_cli_pages_damaged_as(parts[k], full ? 1 : 2, 0, &unsafe, where, sizeof where,
-                                            problem, sizeof problem);
+    int got = fc_cli_pages_damaged_as(parts[k],
+                                      read_only ? 3
+                                      : full    ? 1
+                                                : 2,
+                                      0, &unsafe, where, sizeof where, problem, sizeof problem);
+    if (got == 1 && read_only && !unsafe) got = 0; /* a writer's concern: none writes */
     if (got < 0) {
       code = fc_cli_signal_exit();
     } else if (got == 1) { /* a page LMDB's reads could crash on: cache-merge refuses to read it */

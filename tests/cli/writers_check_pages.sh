@@ -13,7 +13,7 @@ FZ=$FC_BIN/featurize
 TK=$FC_BIN/tokenize
 [ -x "$FZ" ] && [ -x "$TK" ] || { echo "FAIL: featurize or tokenize not built"; exit 1; }
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap 'chmod -R u+rwX "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 fails=0
 fail() { echo "FAIL $*"; fails=$((fails + 1)); }
@@ -121,6 +121,32 @@ for tool in featurize tokenize; do
 done
 "$FC_BIN/cache-merge" -q -o copied us >out 2>err && fail "cache-merge read the store it is not sent to"
 cmp -s us/data.mdb us.mdb || fail "the store with a malformed page was written"
+# a store this user may only read is checked, not written ("A store you may only read"): its
+# free list, which no read touches, is no reason to refuse (the Makefile step of a complete
+# read-only cache failed, exit 1, "nothing written"); a page LMDB's reads could crash on still is
+. "$FC_SRC/tests/cli/as_owner.bash"
+cp -r st ro && cp -r d rod && cp -r us rous && chmod -R a-w ro rod rous # free lists: live, twice
+for r in ro rod; do
+  for opt in "" --check-pages; do
+    "${as_owner[@]}" "$FZ" -q --device cpu $opt -o $r a.wav b.wav >out 2>err
+    rc=$?
+    [ $rc = 0 ] && [ ! -s err ] || { fail "featurize $opt on read-only $r, its free list damaged: exit $rc"; cat err; }
+    "${as_owner[@]}" "$TK" -q --build-vocab $opt -o $r t.tsv >out 2>err
+    rc=$?
+    [ $rc = 0 ] && [ ! -s err ] || { fail "tokenize $opt on read-only $r, its free list damaged: exit $rc"; cat err; }
+  done
+done
+"${as_owner[@]}" "$FZ" --device cpu -o ro a.wav b.wav c.wav >out 2>err
+rc=$?
+[ $rc = 2 ] && grep -qx "featurize: ro: 1 of 3 inputs not stored, and the store cannot be written (Permission denied): .*" err ||
+  { fail "featurize on a read-only store that lacks an input: exit $rc"; cat err; }
+"${as_owner[@]}" "$FZ" -q --device cpu --check-pages -o rous a.wav >out 2>err
+rc=$?
+[ $rc = 1 ] && grep -qx "featurize: rous: damaged (env data\.mdb: B-tree damaged (page [0-9]* of the audio db: .*): nothing written (cache-verify says more)" err ||
+  { fail "featurize --check-pages on a read-only store with a malformed page: exit $rc"; cat err; }
+cmp -s ro/data.mdb st/data.mdb && cmp -s rod/data.mdb d/data.mdb && cmp -s rous/data.mdb us.mdb ||
+  fail "a read-only store was written"
+chmod -R u+w ro rod rous
 # sound and new stores: written as without the option
 "$FZ" -q --device cpu -o ok a.wav || fail "featurize ok"
 "$FZ" -q --device cpu --check-pages -o ok b.wav || fail "featurize --check-pages on a sound store: exit $?"
