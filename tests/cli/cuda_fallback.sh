@@ -14,7 +14,8 @@
 #     and the CUDA runtime is not asked before the job starts it:
 #     no usable GPU, a build with the backend: auto (hybrid and wait) takes cuda:0 (-v), the job
 #       finds it cannot be started and the CPU computes it (exit 0, "the GPU could not be started
-#       (REASON)", --json device cpu and fell_back_to_cpu true, producer 1); cuda is taken (-v)
+#       (REASON)", --json device cpu and fell_back_to_cpu true, producer 1), but with a bad
+#       FC_CUDA_RING it exits 2 with the variable's reason, nothing stored; cuda is taken (-v)
 #       and exits 2 with "featurize: REASON", nothing stored; CUDA_VISIBLE_DEVICES=0 is taken as
 #       listed; cuda:1 (past the one listed) and CUDA_VISIBLE_DEVICES of a UUID, of a number past
 #       the list, empty or naming one twice ask the runtime first, as before (exit 2 and no
@@ -123,6 +124,16 @@ if [ "$count" = 0 ]; then
       [ "$(json_field out device 2>/dev/null)/$(json_field out fell_back_to_cpu 2>/dev/null)" = \
         cpu/True ] || fail "listed GPU, auto ($start): --json $(cat out)"
       [ "$(producer st_l)" = 1 ] || fail "listed GPU, auto ($start): producer '$(producer st_l)'"
+      # a bad FC_CUDA_RING is a configuration error (exit 2, nothing stored), not a GPU that
+      # could not be started whose job the CPU computes
+      rm -rf st_r
+      FC_CUDA_RING=8x4Q FC_CUDA_START=$start "$FZ" --device auto --gpu-min-seconds 0 -o st_r \
+        a.wav >out 2>err
+      rc=$?
+      ring_want="featurize: FC_CUDA_RING '8x4Q': want CHUNKSxSAMPLES[:early|:late][:commit], 1 to 16 chunks of 64K to 32M samples (e.g. 16x2M, the default at -j 16)"
+      [ "$rc" = 2 ] && [ "$(cat err)" = "$ring_want" ] && [ ! -s out ] ||
+        fail "listed GPU, auto ($start), FC_CUDA_RING=8x4Q: exit $rc (want 2); stderr $(cat err)"
+      [ -e st_r ] && [ -n "$(producer st_r)" ] && fail "FC_CUDA_RING=8x4Q: stored $(producer st_r)"
     done
     "$FZ" --device cuda -v -o st_lc a.wav >out 2>err # taken (-v), then found unusable
     rc=$?

@@ -386,6 +386,28 @@ int main(void) {
         (unsigned long long)st.not_started);
   rm_rf(store);
 
+  /* FC_CUDA_RING of another value, on a job that may fall back (auto took the GPU): the user's
+   * configuration error, refused before anything is done, hybrid or wait — not a device that
+   * could not be started, whose job the CPU would compute */
+  setenv("FC_CUDA_RING", "8x4Q", 1);
+  fallback = 1;
+  hold_until = 0;
+  for (int hyb = 1; hyb >= 0; hyb--) {
+    const char *mode = hyb ? "hybrid" : "wait";
+    setenv("FC_CUDA_START", mode, 1);
+    snprintf(store, sizeof store, "%s/bad-ring-%s", dir, mode);
+    rc = run(store, &cfg, &items, &ev, &st, why, sizeof why);
+    CHECK(rc == FC_ECONFIG && strstr(why, "FC_CUDA_RING '8x4Q': want CHUNKSxSAMPLES") &&
+              !st.fell_back_to_cpu && st.processed == 0 && st.not_started == NFILES,
+          "FC_CUDA_RING=8x4Q, %s, may fall back: rc %d (%s), fell_back_to_cpu %d, %llu stored, "
+          "%llu not started: want FC_ECONFIG, nothing done",
+          mode, rc, why, st.fell_back_to_cpu, (unsigned long long)st.processed,
+          (unsigned long long)st.not_started);
+    rm_rf(store);
+  }
+  fallback = 0;
+  unsetenv("FC_CUDA_RING");
+
   /* auto: by the job's size */
   unsetenv("FC_CUDA_START");
   int hybrid = -1;

@@ -275,8 +275,14 @@ static int run_configure(fz_run *r, const fc_fz_backend *backend, char *why, siz
   const int stages = r->be->launch && cfg->dtype != FC_DTYPE_MQ; /* mq: coded per utterance */
   if (stages) {
     int hybrid;
+    unsigned ring_chunks;
+    size_t ring_samples;
     rc = fz_cuda_start_env(r->items, r->n, r->o.manifest != NULL, r->o.jobs,
                            r->o.auto_gpu_min_seconds, &hybrid, why, why_len);
+    /* FC_CUDA_RING too, before the open: a bad value is the user's configuration error (exit 2),
+     * not a device that failed to start, whose job auto's fallback would give the CPU */
+    if (!rc)
+      rc = fz_cuda_ring_env(r->o.jobs, &ring_chunks, &ring_samples, NULL, NULL, why, why_len);
     if (rc) return rc;
     r->batching = 1;
     r->submitters_left = r->o.jobs;
