@@ -675,7 +675,7 @@ int main(int argc, char **argv) {
   fc_item_list_free(&items);
   if (st.fell_back_to_cpu) { /* auto's GPU could not be started (busy, out of memory) */
     fc_cli_warn(NULL, "the GPU could not be started (%s): the CPU computed the job",
-                rc && rc != FC_EINTR ? "see below" : why);
+                st.fell_back_why);
     resolved.kind = FC_DEVICE_CPU;
     fc_device_name(&resolved, device_name, sizeof device_name);
   }

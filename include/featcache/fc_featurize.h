@@ -183,8 +183,11 @@ typedef struct fc_featurize_stats {
    * start") and those longer than a staging chunk. */
   uint64_t cpu_computed;
   int fell_back_to_cpu; /* the device could not be started and the CPU computed the job
-                           (fc_featurize_opts.fallback_to_cpu; the reason in why) */
+                           (fc_featurize_opts.fallback_to_cpu; the reason in fell_back_why) */
   uint64_t not_stored; /* NOT_STORED (check_only) */
+  /* With fell_back_to_cpu: the device's reason, however the run ended (why holds it too when
+   * the run ended well or was stopped; after a failure, --strict's or a commit's, why is that). */
+  char fell_back_why[256];
 } fc_featurize_stats;
 
 /* The bound the stage times of st imply, on a device of kind `device` (the rule of

@@ -15,7 +15,8 @@
 #     no usable GPU, a build with the backend: auto (hybrid and wait) takes cuda:0 (-v), the job
 #       finds it cannot be started and the CPU computes it (exit 0, "the GPU could not be started
 #       (REASON)", --json device cpu and fell_back_to_cpu true, producer 1), but with a bad
-#       FC_CUDA_RING it exits 2 with the variable's reason, nothing stored; cuda is taken (-v)
+#       FC_CUDA_RING it exits 2 with the variable's reason, nothing stored, and a job that fell
+#       back and then failed (--strict) says the GPU's reason all the same; cuda is taken (-v)
 #       and exits 2 with "featurize: REASON", nothing stored; CUDA_VISIBLE_DEVICES=0 is taken as
 #       listed; cuda:1 (past the one listed) and CUDA_VISIBLE_DEVICES of a UUID, of a number past
 #       the list, empty or naming one twice ask the runtime first, as before (exit 2 and no
@@ -112,6 +113,7 @@ if [ "$count" = 0 ]; then
   check_nodev "cuda:7" cuda:7 "featurize: $reason"
   if [ "$built" = 1 ]; then # a GPU the driver lists, which the runtime cannot use
     mkdir -p gpus/0000:01:00.0
+    echo 'not audio' >bad.wav
     export FC_NVIDIA_GPUS_DIR=$tmp/gpus
     for start in hybrid wait; do
       rm -rf st_l
@@ -134,6 +136,15 @@ if [ "$count" = 0 ]; then
       [ "$rc" = 2 ] && [ "$(cat err)" = "$ring_want" ] && [ ! -s out ] ||
         fail "listed GPU, auto ($start), FC_CUDA_RING=8x4Q: exit $rc (want 2); stderr $(cat err)"
       [ -e st_r ] && [ -n "$(producer st_r)" ] && fail "FC_CUDA_RING=8x4Q: stored $(producer st_r)"
+      # a job that fell back and then failed (--strict stopped it at a bad file): the GPU's
+      # reason is said all the same
+      rm -rf st_s
+      FC_CUDA_START=$start "$FZ" --device auto --gpu-min-seconds 0 --strict -j 1 -o st_s \
+        bad.wav a.wav >out 2>err
+      rc=$?
+      [ "$rc" = 1 ] &&
+        grep -qxF "featurize: the GPU could not be started ($reason): the CPU computed the job" err ||
+        fail "listed GPU, auto ($start), --strict stop: exit $rc (want 1); stderr $(cat err)"
     done
     "$FZ" --device cuda -v -o st_lc a.wav >out 2>err # taken (-v), then found unusable
     rc=$?

@@ -46,6 +46,7 @@ static atomic_uint stored_events;
 static unsigned hold_until; /* the open waits until this many records are stored (0: not at all) */
 static int fail_with; /* then fails with this error (0: opens) */
 static int fallback; /* fc_featurize_opts.fallback_to_cpu of the runs */
+static int strict; /* fc_featurize_opts.strict of the runs */
 static atomic_uint opened_after; /* stored records the open saw when it was called */
 static volatile sig_atomic_t stop_flag; /* fc_featurize_opts.stop of the runs */
 static unsigned stop_after; /* set stop_flag once this many records are stored (0: never) */
@@ -89,6 +90,7 @@ static int run(const char *store, const fc_mel_config *cfg, const fc_item_list *
   o.queue_records = 1; /* and the workers at most a few records ahead of the commits */
   o.device.kind = FC_DEVICE_CUDA;
   o.fallback_to_cpu = fallback;
+  o.strict = strict;
   o.stop = &stop_flag;
   stop_flag = 0;
   o.on_event = on_event;
@@ -297,6 +299,8 @@ int main(void) {
     CHECK(rc == 0 && st.fell_back_to_cpu && strcmp(why, "the mock device cannot be opened") == 0,
           "fallback, %s: rc %d, fell_back_to_cpu %d (%s): want 0, 1 and the device's reason", mode,
           rc, st.fell_back_to_cpu, why);
+    CHECK(strcmp(st.fell_back_why, "the mock device cannot be opened") == 0,
+          "fallback, %s: fell_back_why '%s'", mode, st.fell_back_why);
     CHECK(st.processed == NFILES && st.failed == 0 && st.not_started == 0 && !st.compute_stage &&
               st.cpu_computed == NFILES,
           "fallback, %s: %llu stored, %llu failed, %llu not started, compute_stage %d, %llu "
@@ -325,6 +329,8 @@ int main(void) {
         "fallback, then stopped: rc %d, fell_back_to_cpu %d (%s): want FC_EINTR, 1 and the "
         "device's reason",
         rc, st.fell_back_to_cpu, why);
+  CHECK(strcmp(st.fell_back_why, "the mock device cannot be opened") == 0,
+        "fallback, then stopped: fell_back_why '%s'", st.fell_back_why);
   CHECK(st.processed >= stop_after && st.processed < NFILES && st.failed == 0 &&
             st.processed + st.not_started == NFILES,
         "fallback, then stopped: %llu stored, %llu failed, %llu not started of %d",
@@ -334,6 +340,28 @@ int main(void) {
   fallback = 0;
   fail_with = 0;
   rm_rf(store);
+  /* a job that fell back and then failed (--strict, at a missing file): the device's reason is
+   * in the stats still, why being the failure's */
+  {
+    const char *with_bad[NFILES + 1] = {"/nonexistent/featcache-missing.wav"};
+    for (int i = 0; i < NFILES; i++) with_bad[i + 1] = paths[i];
+    fc_item_list bad_items;
+    CHECK(fc_items_from_paths(with_bad, NFILES + 1, &bad_items) == 0, "items with a missing one");
+    setenv("FC_CUDA_START", "wait", 1);
+    snprintf(store, sizeof store, "%s/fallback-strict", dir);
+    hold_until = 0;
+    fail_with = ENOMEM;
+    fallback = strict = 1;
+    rc = run(store, &cfg, &bad_items, &ev, &st, why, sizeof why);
+    CHECK(rc != 0 && rc != FC_EINTR && st.fell_back_to_cpu &&
+              strcmp(st.fell_back_why, "the mock device cannot be opened") == 0,
+          "fallback, then --strict stopped: rc %d, fell_back_to_cpu %d, fell_back_why '%s': want "
+          "the item's error, 1 and the device's reason",
+          rc, st.fell_back_to_cpu, st.fell_back_why);
+    fallback = strict = fail_with = 0;
+    fc_item_list_free(&bad_items);
+    rm_rf(store);
+  }
 
   /* a device that opens is used whether or not the job may fall back */
   setenv("FC_CUDA_START", "wait", 1);
@@ -341,7 +369,7 @@ int main(void) {
   hold_until = 0;
   fallback = 1;
   rc = run(store, &cfg, &items, &ev, &st, why, sizeof why);
-  CHECK(rc == 0 && !st.fell_back_to_cpu &&
+  CHECK(rc == 0 && !st.fell_back_to_cpu && !st.fell_back_why[0] &&
             check_records("fallback unused", store, &cfg, &cpu, &dev) == NFILES && dev == NFILES,
         "fallback, the device opens: rc %d, fell_back_to_cpu %d, %u records by the device", rc,
         st.fell_back_to_cpu, dev);

@@ -564,6 +564,8 @@ int fz_pipeline_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items,
   r->st.wall_seconds = fz_now() - r->t0;
   if (!ran) r->st.not_started = n; /* refused before any work */
   r->st.fell_back_to_cpu = atomic_load(&r->fell_back);
+  if (r->st.fell_back_to_cpu)
+    snprintf(r->st.fell_back_why, sizeof r->st.fell_back_why, "%s", r->open_why);
   r->st.bound = fc_featurize_bound(&r->st, r->device);
   if (r->o.on_progress && t.started) r->o.on_progress(&r->st, r->o.user);
   if (stats) *stats = r->st;
