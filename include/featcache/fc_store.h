@@ -86,7 +86,10 @@ enum {
    * its earlier batches were stored under. When it is not (dropped meanwhile), nothing of the
    * batch is written and fc_store_write returns FC_EDROPPED: the writer's records never outlive
    * the drop under no config, nor bring the config back with only its later records */
-  FC_PUT_REQUIRE = 1u << 4
+  FC_PUT_REQUIRE = 1u << 4,
+  /* a plain put whose key holds these very bytes already is not written, and is reported kept
+   * (fc_store_write_kept): an entry another writer wrote first, as this one would have */
+  FC_PUT_SAME_KEPT = 1u << 5
 };
 
 /* A value written straight into the store (FC_PUT_FILL): with this flag, an fc_put's val points at
@@ -126,7 +129,8 @@ typedef struct fc_put {
  * A put with FC_PUT_FILL has its value written by its fc_put_fill (above). */
 FC_API int fc_store_write(fc_store *s, const fc_put *puts, size_t n);
 /* fc_store_write, saying which puts with FC_PUT_NOOVERWRITE met their key already there (another
- * writer's, committed first) and kept its value: kept[i] = 1 for those, 0 for every other put
+ * writer's, committed first) and kept its value, and which with FC_PUT_SAME_KEPT met the same
+ * bytes there: kept[i] = 1 for those, 0 for every other put
  * (kept: n bytes, the caller's; NULL: fc_store_write). Meaningful when it returns 0: what a
  * writer that looked its keys up before this transaction counts as new is what kept says was. */
 FC_API int fc_store_write_kept(fc_store *s, const fc_put *puts, size_t n, unsigned char *kept);

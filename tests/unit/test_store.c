@@ -67,6 +67,35 @@ int main(void) {
     p[0] = (fc_put){FC_DB_FEAT, "k500", 4, NULL, 0, FC_PUT_DELETE};
     CHECK(fc_store_write_kept(s, p, 1, kept) == 0 && kept[0] == 0, "kept: a delete");
   }
+  /* FC_PUT_SAME_KEPT: the very bytes there already are kept (not written, said kept); other
+   * bytes are written over, a key not there is written: kept 0 for both */
+  {
+    unsigned char kept[2] = {9, 9};
+    fc_put p[2] = {{FC_DB_AUDIO, "same", 4, "abc", 3, FC_PUT_SAME_KEPT},
+                   {FC_DB_AUDIO, "other", 5, "xyz", 3, FC_PUT_SAME_KEPT}};
+    rc = fc_store_write_kept(s, p, 2, kept);
+    CHECK(rc == 0 && kept[0] == 0 && kept[1] == 0, "same: new keys: rc %d, %d %d", rc, kept[0],
+          kept[1]);
+    p[1].val = "xyZ";
+    rc = fc_store_write_kept(s, p, 2, kept);
+    CHECK(rc == 0 && kept[0] == 1 && kept[1] == 0, "same: rc %d, %d %d (want 1 0)", rc, kept[0],
+          kept[1]);
+    p[0].val_len = 2; /* a prefix of the stored bytes is other bytes */
+    rc = fc_store_write_kept(s, p, 1, kept);
+    CHECK(rc == 0 && kept[0] == 0, "same: a shorter value: rc %d, %d", rc, kept[0]);
+    fc_rtxn *t;
+    const void *v;
+    size_t vl;
+    CHECK(fc_store_read_begin(s, &t) == 0, "read");
+    CHECK(fc_rtxn_get(t, FC_DB_AUDIO, "other", 5, &v, &vl) == 0 && vl == 3 && !memcmp(v, "xyZ", 3),
+          "same: other bytes written over");
+    CHECK(fc_rtxn_get(t, FC_DB_AUDIO, "same", 4, &v, &vl) == 0 && vl == 2 && !memcmp(v, "ab", 2),
+          "same: the shorter value written");
+    fc_rtxn_end(t);
+    p[0] = (fc_put){FC_DB_AUDIO, "same", 4, NULL, 0, FC_PUT_DELETE};
+    p[1] = (fc_put){FC_DB_AUDIO, "other", 5, NULL, 0, FC_PUT_DELETE};
+    CHECK(fc_store_write(s, p, 2) == 0, "same: deleted");
+  }
   CHECK(fc_store_sync(s) == 0, "sync");
   fc_store_info info;
   CHECK(fc_store_info_get(s, &info) == 0 && info.entries[FC_DB_FEAT] == 100 &&

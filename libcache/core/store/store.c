@@ -453,11 +453,14 @@ static int put_one(fc_store *s, MDB_txn *txn, const fc_put *p, unsigned char *ke
   int is_cfg = p->db == FC_DB_META && p->key_len == 36 && memcmp(p->key, "cfg/", 4) == 0;
   unsigned flags =
       ((p->flags & FC_PUT_NOOVERWRITE) ? MDB_NOOVERWRITE : 0) | (fill ? MDB_RESERVE : 0);
-  if (is_cfg && !(flags & MDB_NOOVERWRITE)) { /* overwriting a config: new only if not there */
-    MDB_val old;
-    int g = mdb_get(txn, s->dbi[FC_DB_META], &k, &old);
-    if (g != MDB_NOTFOUND) is_cfg = 0;
+  if ((is_cfg && !(flags & MDB_NOOVERWRITE)) || (p->flags & FC_PUT_SAME_KEPT)) {
+    MDB_val old; /* a config overwritten is new only if not there; the same bytes are kept */
+    int g = mdb_get(txn, s->dbi[p->db], &k, &old);
     if (g && g != MDB_NOTFOUND) return g;
+    if (!g && (p->flags & FC_PUT_SAME_KEPT) && old.mv_size == p->val_len &&
+        memcmp(old.mv_data, p->val, p->val_len) == 0)
+      return kept ? (*kept = 1, 0) : 0;
+    if (g != MDB_NOTFOUND) is_cfg = 0;
   }
   int rc = fault_hit("put") ? EIO
                             : mdb_put(txn, s->dbi[p->db], &k, &v,

@@ -57,7 +57,12 @@ typedef struct fz_job {
   int refresh; /* only the entry, rewritten for its source's new identity: reported SKIPPED */
   char *replaced; /* STORED: the entry's rewrite replaces another file's (the event's replaced) */
   uint32_t source_rate, source_channels; /* STORE: the source's, for the event */
+  /* STORE, once committed: its record's put met the record there (FZ_KEPT_RECORD; set too for a
+   * job that links a record found at the lookup), its entry's the same entry (FZ_KEPT_ENTRY) */
+  unsigned kept;
+  int entry_there; /* STORE: the id's entry named this file as it is at the lookup already */
 } fz_job;
+enum { FZ_KEPT_RECORD = 1, FZ_KEPT_ENTRY = 2 };
 
 typedef struct fz_chunk fz_chunk; /* featurize_stage.c */
 

@@ -216,8 +216,9 @@ static int commit_batch(fz_run *r, fz_part *p, fz_job *batch, size_t count) {
   fc_put *puts = fc_malloc((3 * count + 2) * sizeof *puts);
   fc_put_fill *fills = fc_malloc(count * sizeof *fills);
   fill_arg *args = fc_malloc(count * sizeof *args);
+  unsigned char *kept = fc_malloc(3 * count + 2);
   int rc = ENOMEM;
-  if (!puts || !fills || !args) goto out;
+  if (!puts || !fills || !args || !kept) goto out;
   size_t np = 0, nf = 0;
   /* the config: stored by the first batch; there still for the later ones (a drop meanwhile
    * would leave what this run counted as stored gone: FC_EDROPPED, nothing of the batch stored) */
@@ -248,13 +249,26 @@ static int commit_batch(fz_run *r, fz_part *p, fz_job *batch, size_t count) {
                             FC_PUT_NOOVERWRITE | FC_PUT_FILL};
       nf++;
     }
-    puts[np++] = (fc_put){FC_DB_AUDIO, id, strlen(id), j->entry, j->entry_len, 0};
+    puts[np++] = (fc_put){FC_DB_AUDIO, id, strlen(id), j->entry, j->entry_len, FC_PUT_SAME_KEPT};
   }
-  rc = fc_store_write(p->s, puts, np);
+  rc = fc_store_write_kept(p->s, puts, np, kept);
+  /* what another run beside this one stored since the lookups: the config's two puts, then each
+   * job's in the order made above */
+  size_t i = 2;
+  for (fz_job *j = batch; j && !rc; j = j->next) {
+    if (j->kind == FZ_JOB_FAIL || j->kind == FZ_JOB_CLEAR) {
+      i++;
+      continue;
+    }
+    i += j->clear_fail != 0;
+    j->kept = !(j->record || j->feat) ? FZ_KEPT_RECORD : kept[i++] ? FZ_KEPT_RECORD : 0;
+    if (kept[i++]) j->kept |= FZ_KEPT_ENTRY;
+  }
 out:
   free(puts);
   free(fills);
   free(args);
+  free(kept);
   return rc;
 }
 
@@ -264,16 +278,23 @@ static void report_committed(fz_run *r, fz_job *batch) {
     if (j->kind == FZ_JOB_FAIL) r->st.failures_recorded++;
     if (j->kind == FZ_JOB_CLEAR || j->clear_fail) r->st.failures_cleared++;
     if (j->kind != FZ_JOB_STORE) continue; /* reported when they failed, or were skipped */
-    fc_featurize_event ev = {.status = j->record || j->feat ? FC_ITEM_STORED
-                                       : j->refresh         ? FC_ITEM_SKIPPED
-                                                            : FC_ITEM_LINKED,
+    /* record and this very entry found there at the commit, the entry not there at the lookup:
+     * another run beside this one stored the item since (one run gives an id once), so it is
+     * counted as found at the lookup would have been. A record alone found there (another id's
+     * of the same audio, in this run or another), or with an entry there all along, leaves the
+     * item STORED, as before */
+    const int found =
+        j->refresh || (j->kept == (FZ_KEPT_RECORD | FZ_KEPT_ENTRY) && !j->entry_there);
+    fc_featurize_event ev = {.status = found                  ? FC_ITEM_SKIPPED
+                                       : j->record || j->feat ? FC_ITEM_STORED
+                                                              : FC_ITEM_LINKED,
                              .index = j->index,
                              .frames = j->frames,
                              .seconds = j->seconds,
                              .source_rate = j->source_rate,
                              .source_channels = j->source_channels,
                              .replaced = j->replaced};
-    if (j->refresh) {
+    if (found) {
       r->st.skipped_existing++;
     } else {
       r->st.processed++;

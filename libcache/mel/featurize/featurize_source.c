@@ -479,6 +479,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   j->replaced = replaced;
   replaced = NULL;
   j->clear_fail = have_fail;
+  j->entry_there = have_entry && !stale;
   j->key = key;
   j->seconds = info.sample_rate ? (double)info.frames / info.sample_rate : 0;
   if (!have_feat) {
