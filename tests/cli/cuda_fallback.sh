@@ -219,6 +219,12 @@ else
 fi
 [ "$(json_field out device 2>/dev/null)" = cpu ] || fail "auto small --json: $(cat out)"
 [ "$(producer st_small)" = 1 ] || fail "auto small: producer '$(producer st_small)', want 1"
+# a threshold just above the job: both numbers with the decimals that tell them apart
+if [ "$built" = 1 ]; then
+  "$FZ" --device auto --gpu-min-seconds 1.3 -v -o st_near a.wav >out 2>err || fail "auto near: exit $?"
+  want_line="featurize: device: cpu (small job: about 1.25 s of audio, below the 1.30 s for which the GPU's start-up pays off)"
+  grep -qxF "$want_line" err || fail "auto --gpu-min-seconds 1.3 -v: no line '$want_line' in stderr: $(cat err)"
+fi
 # the threshold counts the job's bytes: a threshold below this file's 1.25 s takes the GPU if any
 "$FZ" --device auto --gpu-min-seconds 1 -v -o st_thr a.wav >out 2>err || fail "auto --gpu-min-seconds 1: exit $?"
 if [ "$count" = 0 ]; then

@@ -161,10 +161,19 @@ int fc_featurize_choose_device(const fc_device *want, const fc_item *items, size
   if (bytes < need) {
     memset(got, 0, sizeof *got);
     got->kind = FC_DEVICE_CPU;
+    /* as many decimals as tell the two apart ("about 1 s, below the 1 s" would not) and show the
+     * threshold as given */
+    const double est = bytes / AUTO_BYTES_PER_SECOND;
+    int d = 0;
+    for (char a[64], b[64]; d < 6; d++) {
+      snprintf(a, sizeof a, "%.*f", d, est);
+      snprintf(b, sizeof b, "%.*f", d, min_s);
+      if (strcmp(a, b) != 0 && strtod(b, NULL) == min_s) break;
+    }
     set_why(why, why_len, 0,
-            "small job: about %.0f s of audio, below the %.0f s for which the GPU's start-up pays "
+            "small job: about %.*f s of audio, below the %.*f s for which the GPU's start-up pays "
             "off",
-            bytes / AUTO_BYTES_PER_SECOND, min_s);
+            d, est, d, min_s);
     return 0;
   }
   if (gpus_listed() > 0) return take_listed(0, got, why, why_len);
