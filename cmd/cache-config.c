@@ -343,11 +343,16 @@ static int resolve(const char *dir, char **parts, unsigned np, const char *want,
 
 /* A part whose pages cache-verify's first step finds damaged: a free list that would hand the
  * drop's writes a page a B-tree uses (they would write over it), or that they would fail on, a
- * page LMDB's reads could crash on. Said (exit 1); 0 when sound or when it cannot be checked
- * (the drop then says what it meets). */
+ * page LMDB's reads could crash on. Said (exit 1); the signal's code when stopped (said); 0 when
+ * sound or when it cannot be checked (the drop then says what it meets). */
 static int refuse_damaged(const char *part, const char *hex) {
   char said[1200];
-  if (fc_cli_pages_damage_said(part, said, sizeof said) != 1) return 0;
+  const int got = fc_cli_pages_damage_said(part, said, sizeof said);
+  if (got < 0) {
+    fc_cli_warn(part, "interrupted while checking its pages: nothing dropped");
+    return fc_cli_signal_exit();
+  }
+  if (got != 1) return 0;
   fc_cli_warn(part, "cannot drop config %s: %s: nothing dropped", hex, said);
   return FC_EXIT_FAIL;
 }

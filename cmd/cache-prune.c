@@ -133,7 +133,10 @@ static int check_pages(const char *const *stores, size_t n, int compact, damage 
   for (size_t k = 0; k < n; k++) {
     char said[1200];
     const int got = fc_cli_pages_damage_said(stores[k], said, sizeof said);
-    if (got < 0) return fc_cli_signal_exit();
+    if (got < 0) {
+      fc_cli_warn(stores[k], "interrupted while checking its pages: nothing removed");
+      return fc_cli_signal_exit();
+    }
     if ((d[k].bad = got == 1))
       snprintf(d[k].msg, sizeof d[k].msg, "%s: %s", said,
                compact ? "nothing removed, nothing compacted" : "nothing removed");

@@ -153,6 +153,7 @@ static inline int fc_cli_check_pages_before_write(const char *dir, int full) {
                                       0, &unsafe, where, sizeof where, problem, sizeof problem);
     if (got == 1 && read_only && !unsafe) got = 0; /* a writer's concern: none writes */
     if (got < 0) {
+      fc_cli_warn(dir, "interrupted while checking its pages: nothing done");
       code = fc_cli_signal_exit();
     } else if (got == 1) { /* a page LMDB's reads could crash on: cache-merge refuses to read it */
       fc_cli_warn(parts[k], "damaged (%s: %s): nothing written (cache-verify says more%s)", where,

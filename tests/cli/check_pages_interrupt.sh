@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Ctrl-C while a tool checks a store's pages before it writes (featurize and tokenize, with and
+# without --check-pages; cache-prune; cache-config --drop): the check stops at the next page it
+# would read (a big store's walk from a cold disk takes minutes: it went on to the end), the tool
+# says so and exits 130, nothing written. It exited 130 with no word after the notice of the
+# signal, and cache-config --drop went on to drop the config. The signal is sent at a known
+# point: FC_FAULT_STOP=store_open:N stops the process at its N-th store open (the check's own).
+set -u
+[ -x "$FC_BIN/featurize" ] && [ -x "$FC_BIN/tokenize" ] || { echo "FAIL: tools not built"; exit 1; }
+grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null ||
+  { echo "skipped: this build has no fault hooks (-DFC_FAULT_INJECTION=ON)"; exit 77; }
+PY=${FC_PYTHON:-python3}
+tmp=$(mktemp -d)
+pid=
+trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+. "$FC_SRC/tests/cli/stop_site.bash" # stopped PID TRIES
+"$PY" - <<'PY' || exit 1
+import math, struct, wave
+for name, f in (("a", 5), ("b", 7), ("c", 9)):
+    with wave.open(name + ".wav", "wb") as w:
+        w.setnchannels(1); w.setsampwidth(2); w.setframerate(22050)
+        w.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(i / f))) for i in range(22050)))
+PY
+printf 'a\thello there\n' >t.tsv
+printf 'c\tgood evening\n' >t2.tsv
+"$FC_BIN/featurize" -q --device cpu -o st a.wav b.wav && "$FC_BIN/tokenize" -q --build-vocab -o st t.tsv ||
+  { echo "FAIL: the store"; exit 1; }
+sum=$(md5sum <st/data.mdb)
+
+# interrupt N WANT COMMAND...: stopped at its N-th store open, SIGINT, SIGCONT: exit 130, the last
+# line of stderr WANT, data.mdb unchanged
+interrupt() {
+  local n=$1 want=$2
+  shift 2
+  FC_FAULT_STOP=store_open:$n "$@" >out 2>err &
+  pid=$!
+  stopped $pid 400 || { fail "$*: not stopped at store_open:$n: $(cat err)"; kill -9 $pid; pid=; return; }
+  kill -INT $pid
+  kill -CONT $pid
+  wait $pid
+  local rc=$?
+  pid=
+  [ $rc = 130 ] && [ "$(tail -n 1 err)" = "$want" ] || { fail "$*: exit $rc"; cat err; echo "want: $want"; }
+  [ "$(md5sum <st/data.mdb)" = "$sum" ] || fail "$*: data.mdb changed"
+}
+
+for opt in "" --check-pages; do
+  interrupt 1 "featurize: st: interrupted while checking its pages: nothing done" \
+    "$FC_BIN/featurize" -q --device cpu $opt -o st c.wav
+  interrupt 1 "tokenize: st: interrupted while checking its pages: nothing done" \
+    "$FC_BIN/tokenize" -q --build-vocab $opt -o st t2.tsv
+done
+interrupt 1 "cache-prune: st: interrupted while checking its pages: nothing removed" \
+  "$FC_BIN/cache-prune" st
+# cache-config's first open finds the config; the second is the check's
+interrupt 2 "cache-config: st: interrupted while checking its pages: nothing dropped" \
+  "$FC_BIN/cache-config" --drop hifigan st
+"$FC_BIN/cache-config" st >out 2>&1 && grep -q hifigan out || fail "the config was dropped: $(cat out)"
+
+[ "$fails" = 0 ] && echo ok
+exit $((fails > 0))
