@@ -398,10 +398,9 @@ int main(int argc, char **argv) {
   const char *status = "done";
   int code = FC_EXIT_OK;
   if (rc == FC_EINTR && st.total == 0 && copied + present == 0) { /* in the first pass */
-    fprintf(stderr,
-            "%s: interrupted: nothing written (the inputs were being read for conflicts); run "
-            "again to merge\n",
-            fc_cli_tool);
+    fprintf(stderr, "%s: interrupted: nothing written (%s); run again to merge\n", fc_cli_tool,
+            unsafe < 0 ? "the stores' pages were being checked"
+                       : "the inputs were being read for conflicts");
     status = "interrupted";
     code = fc_cli_signal_exit();
   } else if (rc == FC_EINTR) {

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Ctrl-C while a tool checks a store's pages before it writes (featurize and tokenize, with and
-# without --check-pages; cache-prune; cache-config --drop): the check stops at the next page it
-# would read (a big store's walk from a cold disk takes minutes: it went on to the end), the tool
-# says so and exits 130, nothing written. It exited 130 with no word after the notice of the
-# signal, and cache-config --drop went on to drop the config. The signal is sent at a known
-# point: FC_FAULT_STOP=store_open:N stops the process at its N-th store open (the check's own).
+# without --check-pages; cache-prune; cache-config --drop; cache-merge): the check stops at the
+# next page it would read (a big store's walk from a cold disk takes minutes: it went on to the
+# end), the tool says so and exits 130, nothing written. It exited 130 with no word after the
+# notice of the signal, cache-config --drop went on to its drop, and cache-merge said the inputs
+# were being read for conflicts. The signal is sent at a known point: FC_FAULT_STOP=store_open:N
+# stops the process at its N-th store open (the check's own).
 set -u
 [ -x "$FC_BIN/featurize" ] && [ -x "$FC_BIN/tokenize" ] || { echo "FAIL: tools not built"; exit 1; }
 grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null ||
@@ -59,6 +60,10 @@ interrupt 1 "cache-prune: st: interrupted while checking its pages: nothing remo
 interrupt 2 "cache-config: st: interrupted while checking its pages: nothing dropped" \
   "$FC_BIN/cache-config" --drop hifigan st
 "$FC_BIN/cache-config" st >out 2>&1 && grep -q hifigan out || fail "the config was dropped: $(cat out)"
+# cache-merge checks its inputs' pages first: its line said they were being read for conflicts
+interrupt 1 "cache-merge: interrupted: nothing written (the stores' pages were being checked); run again to merge" \
+  "$FC_BIN/cache-merge" -o new st
+[ -e new ] && fail "cache-merge made its output"
 
 [ "$fails" = 0 ] && echo ok
 exit $((fails > 0))
