@@ -543,7 +543,8 @@ int main(int argc, char **argv) {
     fzc_check_kaldi_text(manifest, audio_dir, &items);
   if (manifest) fzc_check_comma_csv(manifest, &items); /* an audiofolder's metadata.csv */
   if (manifest && !audio_dir) fzc_check_ljspeech_wavs(manifest, &items);
-  if (stream) fzc_check_cwd_relative(manifest, &mo, &items); /* a Kaldi recipe's wav.scp */
+  if (stream || pipe_manifest) /* a Kaldi recipe's wav.scp, a path list in <(grep ...) */
+    fzc_check_cwd_relative(manifest, &mo, &items);
   if (manifest) fzc_check_segments(manifest, &items); /* NeMo's offset and duration */
   if (manifest) fzc_warn_kaldi_segments(manifest, &items, quiet); /* a Kaldi folder's segments */
   fzc_ljspeech_audio_ext(manifest, &items, &mo, verbose); /* wavs/ of FLAC files */

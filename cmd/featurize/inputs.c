@@ -231,15 +231,23 @@ void fzc_check_cwd_relative(const char *manifest, const fc_manifest_opts *mo,
   struct stat st;
   if (!p || stat(p, &st) == 0 || errno != ENOENT) return;
   char here[4096] = "", why[256];
-  fc_manifest_opts o = *mo;
-  o.audio_dir = "."; /* the line's path as it is: the reader joins nothing to "." */
-  o.format = items->format;
-  o.on_item = first_path;
-  o.user = here;
-  fc_item_list none;
-  if (fc_manifest_read(manifest, &o, &none, why, sizeof why) != -1 || strcmp(here, p) == 0 ||
-      stat(here, &st) != 0 || !S_ISREG(st.st_mode))
-    return;
+  if (stat(manifest, &st) == 0 && S_ISFIFO(st.st_mode)) {
+    /* a pipe (<(grep ...): its folder is /dev/fd), read once: the line's path is the item's after
+     * the manifest's folder */
+    const char *slash = strrchr(manifest, '/');
+    const size_t n = slash ? (size_t)(slash - manifest) + 1 : 0;
+    if (n == 0 || strncmp(p, manifest, n) != 0) return;
+    snprintf(here, sizeof here, "%s", p + n);
+  } else {
+    fc_manifest_opts o = *mo;
+    o.audio_dir = "."; /* the line's path as it is: the reader joins nothing to "." */
+    o.format = items->format;
+    o.on_item = first_path;
+    o.user = here;
+    fc_item_list none;
+    if (fc_manifest_read(manifest, &o, &none, why, sizeof why) != -1) return;
+  }
+  if (strcmp(here, p) == 0 || stat(here, &st) != 0 || !S_ISREG(st.st_mode)) return;
   char q[4 * 4096 + 8], w[4 * 4096 + 8];
   fc_cli_warn(manifest,
               "its audio paths are relative to the working directory (%s is there, %s beside the "

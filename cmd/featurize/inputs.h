@@ -34,8 +34,9 @@ void fzc_ljspeech_audio_ext(const char *manifest, fc_item_list *items, fc_manife
 /* A manifest's relative audio paths are read from its folder (without --audio-dir); a Kaldi
  * wav.scp's are the recipe's, relative to the working directory, as Kaldi reads them. When the
  * first item's file is not there but the same line read from the working directory is, every
- * input would fail: says so, and to give --audio-dir ., and exits 2. Only a manifest file read as
- * the job goes (regular: read again for its first item), not an LJSpeech one (wavs/). */
+ * input would fail: says so, and to give --audio-dir ., and exits 2. A manifest file read as the
+ * job goes (regular: read again for its first item) or a pipe (read whole: its folder, /dev/fd
+ * for <(grep ...), taken off the first item's path), not an LJSpeech one (wavs/). */
 void fzc_check_cwd_relative(const char *manifest, const fc_manifest_opts *mo,
                             const fc_item_list *items);
 /* A manifest piped to '-' (cat wav.scp | featurize -o S -), read as a list of paths: each line

@@ -42,6 +42,18 @@ rc=$?
   fail "shard 2/3 of the file: $(cat want4)"
 diff want4 err >/dev/null || fail "a shard of a pipe: $(cat err) (want: $(cat want4))"
 
+# a path list in a pipe whose paths are relative to the working directory: the pipe's folder is
+# /dev/fd, where no audio is, so every input would fail (and get a failure record): exit 2 before
+# the store is touched, as for a manifest file; with --audio-dir . they are stored
+printf 'wavs/LJ001.wav\nwavs/LJ002.wav\nwavs/LJ003.wav\n' >list.txt
+"$FZ" -j 1 --device cpu -o s6 --manifest <(cat list.txt) >out 2>err
+rc=$?
+grep -qxE "featurize: /dev/fd/[0-9]+: its audio paths are relative to the working directory \(wavs/LJ001\.wav is there, /dev/fd/wavs/LJ001\.wav beside the manifest is not\): give --audio-dir \." err &&
+  [ $rc = 2 ] && [ ! -e s6 ] || fail "a path list in a pipe, relative paths: exit $rc: $(cat err)"
+"$FZ" -j 1 --device cpu -o s7 --manifest <(cat list.txt) --audio-dir . 2>err
+rc=$?
+[ $rc = 0 ] && [ "$(cat err)" = "$want" ] || fail "a path list in a pipe, --audio-dir .: exit $rc: $(cat err)"
+
 # tokenize: --build-vocab reads the corpus, then the run reads it again
 "$FC_BIN/tokenize" --build-vocab -o t1 --manifest <(cat metadata.csv) 2>err
 rc=$?
