@@ -556,9 +556,14 @@ int main(int argc, char **argv) {
       fc_cli_warn(NULL, "shard %u/%u: %zu of %zu inputs", shard_k, shard_n, items.count, all);
   }
 
-  if (fo.device.kind == FC_DEVICE_AUTO &&
-      fc_featurize_choose_device(&fo.device, items.items, items.count, jobs, gpu_min_seconds,
-                                 &resolved, why, sizeof why)) {
+  if (fo.device.kind == FC_DEVICE_AUTO && cfg.dtype == FC_DTYPE_MQ) {
+    /* coded per utterance, which the GPU's pipeline does not do: the CPU, without starting a GPU
+     * only to leave it (docs/featurize.md "Choosing the device") */
+    resolved = (fc_device){.kind = FC_DEVICE_CPU};
+    snprintf(why, sizeof why, "--dtype mq: the GPU does not make mq records");
+  } else if (fo.device.kind == FC_DEVICE_AUTO &&
+             fc_featurize_choose_device(&fo.device, items.items, items.count, jobs, gpu_min_seconds,
+                                        &resolved, why, sizeof why)) {
     fc_cli_warn(NULL, "%s", why);
     fc_item_list_free(&items);
     return FC_EXIT_USAGE;

@@ -16,7 +16,8 @@
 #       finds it cannot be started and the CPU computes it (exit 0, "the GPU could not be started
 #       (REASON)", --json device cpu and fell_back_to_cpu true, producer 1), but with a bad
 #       FC_CUDA_RING it exits 2 with the variable's reason, nothing stored, and a job that fell
-#       back and then failed (--strict) says the GPU's reason all the same; cuda is taken (-v)
+#       back and then failed (--strict) says the GPU's reason all the same, and a --dtype mq
+#       job is the CPU's (-v says why; no fallback); cuda is taken (-v)
 #       and exits 2 with "featurize: REASON", nothing stored; CUDA_VISIBLE_DEVICES=0 is taken as
 #       listed; cuda:1 (past the one listed) and CUDA_VISIBLE_DEVICES of a UUID, of a number past
 #       the list, empty or naming one twice ask the runtime first, as before (exit 2 and no
@@ -146,6 +147,15 @@ if [ "$count" = 0 ]; then
         grep -qxF "featurize: the GPU could not be started ($reason): the CPU computed the job" err ||
         fail "listed GPU, auto ($start), --strict stop: exit $rc (want 1); stderr $(cat err)"
     done
+    # --dtype mq: coded per utterance, which the GPU's pipeline does not do: auto takes the CPU
+    # whatever the job, and does not start the GPU only to leave it
+    FC_CUDA_START=wait "$FZ" --device auto --gpu-min-seconds 0 --dtype mq -v --json -o st_mq \
+      a.wav >out 2>err || fail "listed GPU, auto, --dtype mq: exit $?; $(cat err)"
+    grep -qxF "featurize: device: cpu (--dtype mq: the GPU does not make mq records)" err &&
+      ! grep -q "could not be started" err ||
+      fail "listed GPU, auto, --dtype mq: stderr $(cat err)"
+    [ "$(json_field out device 2>/dev/null)/$(json_field out fell_back_to_cpu 2>/dev/null)" = \
+      cpu/False ] || fail "listed GPU, auto, --dtype mq: --json $(cat out)"
     "$FZ" --device cuda -v -o st_lc a.wav >out 2>err # taken (-v), then found unusable
     rc=$?
     [ "$rc" = 2 ] && [ "$(head -n 1 err)" = "featurize: device: cuda:0" ] &&
