@@ -142,8 +142,8 @@ typedef struct fc_verify_opts {
    * free list's few pages whatever the store's size (what featurize and tokenize check before
    * writing by default). 3: as 1, but each value's overflow pages counted from its size, its
    * first page not read (a page per record fewer: what a reader's check needs, the Loader's and
-   * cache-merge's of its inputs): a first page whose own page count is wrong is not seen (reads
-   * do not use it; a write that frees the value does). 2 and 3 read their pages without the
+   * cache-merge's of its inputs): a first page whose own page count or number is wrong is not
+   * seen (reads do not use them; a write that frees the value does). 2 and 3 read their pages without the
    * disk's read-ahead around each. With any of them, a data.mdb that is empty, no LMDB
    * environment, or truncated is no finding (no page to check): the caller's open of the store
    * says what it is (featurize, tokenize and cache-merge take an empty one as new). */

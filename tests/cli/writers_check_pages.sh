@@ -121,6 +121,29 @@ for tool in featurize tokenize; do
 done
 "$FC_BIN/cache-merge" -q -o copied us >out 2>err && fail "cache-merge read the store it is not sent to"
 cmp -s us/data.mdb us.mdb || fail "the store with a malformed page was written"
+# a B-tree page whose header names another page (a flipped bit): LMDB's reads do not look, but the
+# write that changes the page frees the number in its header (here past the file's end, which the
+# next write is handed); --check-pages passed it and featurize wrote, cache-verify said clean
+"$FZ" -q --device cpu -o mn a.wav b.wav || fail "featurize mn"
+"$PY" - mn <<'PY' || fail "damaging mn"
+import struct, sys
+data = bytearray(open(sys.argv[1] + "/data.mdb", "rb").read())
+meta = max((struct.unpack_from("<Q", data, p + 144)[0], p) for p in (0, 4096))[1]
+main = struct.unpack_from("<Q", data, meta + 128)[0] * 4096
+for i in range((struct.unpack_from("<H", data, main + 12)[0] - 16) // 2):
+    n = main + struct.unpack_from("<H", data, main + 16 + 2 * i)[0]
+    k = struct.unpack_from("<H", data, n + 6)[0]
+    if bytes(data[n + 8:n + 8 + k]) == b"audio":
+        page = struct.unpack_from("<Q", data, n + 8 + k + 40)[0]
+struct.pack_into("<Q", data, page * 4096, page + 1000)
+open(sys.argv[1] + "/data.mdb", "r+b").write(data)
+PY
+cp mn/data.mdb mn.mdb
+"$FZ" -q --device cpu --check-pages -o mn c.wav >out 2>err
+rc=$?
+[ $rc = 1 ] && grep -qx "featurize: mn: damaged (env data\.mdb: B-tree damaged (page \([0-9]*\) of the audio db: its header names page [0-9]*): LMDB's reads do not look, but a write that changes the page frees page [0-9]* in its place; .*): nothing written (.*)" err ||
+  { fail "featurize --check-pages on a misnumbered page: exit $rc"; cat err; }
+cmp -s mn/data.mdb mn.mdb || fail "the store with a misnumbered page was written"
 # a store this user may only read is checked, not written ("A store you may only read"): its
 # free list, which no read touches, is no reason to refuse (the Makefile step of a complete
 # read-only cache failed, exit 1, "nothing written"); a page LMDB's reads could crash on still is

@@ -193,6 +193,63 @@ static void test_count_raised(void) {
         (unsigned long long)r.errors, r.first);
 }
 
+/* The root page of named db name (LMDB 0.9's layout: the newer meta page's main db root, its leaf
+ * nodes each a name and an MDB_db whose root is at 40). */
+static uint64_t db_root(const uint8_t *b, const char *name) {
+  const size_t txn_at = 16 + 24 + 2 * 48 + 8;
+  const uint8_t *meta = get64(b + txn_at) > get64(b + PAGE + txn_at) ? b : b + PAGE;
+  const uint8_t *main = b + get64(meta + 16 + 24 + 48 + 40) * PAGE;
+  const uint16_t lower = (uint16_t)(main[12] | main[13] << 8);
+  for (size_t i = 0; i < (size_t)(lower - 16) / 2; i++) {
+    const uint8_t *n = main + (main[16 + 2 * i] | main[17 + 2 * i] << 8);
+    const uint16_t ksize = (uint16_t)(n[6] | n[7] << 8);
+    if (ksize == strlen(name) && !memcmp(n + 8, name, ksize)) return get64(n + 8 + ksize + 40);
+  }
+  return 0;
+}
+
+/* A page whose header names another page (a flipped bit): LMDB reads it where its parent points,
+ * never looking, but a write that changes it (a B-tree page) or frees it (an overflow value's
+ * first page) frees the page its header names in its place — here one past the file's end, which
+ * the next write is then handed. The walk took such a page for one LMDB's reads would refuse and
+ * said nothing: cache-verify found the store clean, and a featurize --check-pages wrote into it. */
+static void test_misnumbered(void) {
+  char d[300];
+  snprintf(d, sizeof d, "%s/misnumbered", tmpdir);
+  make_store(d, 0, 0);
+  size_t len;
+  uint8_t *b = read_store(d, &len);
+  if (!b) return;
+  const uint64_t root = db_root(b, "feat"), first = first_page(b, len, 7);
+  CHECK(root >= 2 && root * PAGE < len && get64(b + root * PAGE) == root,
+        "the fixture: the feat db's root page (%llu)", (unsigned long long)root);
+  free(b);
+  const uint64_t wrong = root + 1000, wrong_ov = first + 1000;
+  write_at(d, root * PAGE, &wrong, 8);
+  char want[160];
+  snprintf(want, sizeof want,
+           "B-tree damaged (page %llu of the feat db: its header names page %llu)",
+           (unsigned long long)root, (unsigned long long)wrong);
+  for (int m = 1; m <= 3; m += 2) {
+    result r = check(d, m);
+    CHECK(r.errors == 1 && strstr(r.first, want) == r.first,
+          "a B-tree page misnumbered, pages_only %d: want \"%s\", got %llu errors (%s)", m, want,
+          (unsigned long long)r.errors, r.first);
+  }
+  write_at(d, root * PAGE, &root, 8);
+  write_at(d, first * PAGE, &wrong_ov, 8);
+  snprintf(want, sizeof want,
+           "B-tree damaged (overflow page %llu of the feat db: its header names page %llu)",
+           (unsigned long long)first, (unsigned long long)wrong_ov);
+  result r = check(d, 1);
+  CHECK(r.errors == 1 && strstr(r.first, want) == r.first,
+        "an overflow page misnumbered: want \"%s\", got %llu errors (%s)", want,
+        (unsigned long long)r.errors, r.first);
+  r = check(d, 3); /* a value's first page not read: as a count that is wrong, not seen */
+  CHECK(r.errors == 0, "an overflow page misnumbered, counted: got %llu errors (%s)",
+        (unsigned long long)r.errors, r.first);
+}
+
 /* A stop (Ctrl-C: o.stop set) ends the walk at the next page: the run returns FC_EINTR with what
  * was found so far, here nothing, where the walk went on to the store's end (a big store's walk
  * takes minutes from a cold disk) and found test_count_raised's damage before it returned. */
@@ -256,6 +313,7 @@ int main(void) {
   test_slack();
   test_count_raised();
   test_stop();
+  test_misnumbered();
   test_free_list_names_value();
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

@@ -107,6 +107,30 @@ static const uint8_t *page_at(const pwalk *w, uint64_t pgno) {
   return store_get64(p) == pgno ? p : NULL;
 }
 
+/* Page pgno of the file, whose header names another page, when its flags are of kind (a B-tree
+ * page, an overflow value's first page): LMDB reads it where its parent points, never looking at
+ * the number, but a write that changes or frees it frees the page its header names in its place —
+ * a page in use, or one past the file's end, then handed to a later write — and this one never.
+ * Said (not while looking for an owner), the marks then not held to add up; NULL when not of that
+ * kind (LMDB's reads find a page of the wrong kind). */
+static const uint8_t *misnumbered(pwalk *w, uint64_t pgno, uint16_t kind) {
+  if (pgno < 2 || pgno >= w->npages || pgno >= w->mapped) return NULL;
+  const uint8_t *p = w->map + pgno * w->psize;
+  if (!(store_get16(p + 10) & kind)) return NULL;
+  if (w->used) {
+    const int ov = kind == P_OVERFLOW;
+    vf_add(w->c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
+           "B-tree damaged (%spage %llu of the %.*s db: its header names page %llu): LMDB's reads "
+           "do not look, but a write that %s frees page %llu in its place; cache-merge -o NEW "
+           "STORE copies the store into a new one",
+           ov ? "overflow " : "", (unsigned long long)pgno, (int)w->db_len, w->db,
+           (unsigned long long)store_get64(p), ov ? "frees the value" : "changes the page",
+           (unsigned long long)store_get64(p));
+    w->partial = 1;
+  }
+  return p;
+}
+
 /* A malformed page: said into w->bad (node: its node's index, 0-based as LMDB's; NO_NODE for the
  * page's header); -1. */
 #define NO_NODE ((size_t)-1)
@@ -138,6 +162,7 @@ static int leaf_value(pwalk *w, uint64_t pgno, size_t i, const uint8_t *node, si
       return malformed(w, pgno, "an overflow value that runs past the file's end", i);
     if (w->sizes) return mark(w, first, need);
     const uint8_t *op = page_at(w, first);
+    if (!op) op = misnumbered(w, first, P_OVERFLOW);
     const uint64_t n = op && (store_get16(op + 10) & P_OVERFLOW) ? store_get32(op + 12) : 0;
     if (!n || n > w->npages - first) return w->partial = 1, 0; /* not marked: LMDB's reads go on */
     if (n < need && w->used) { /* reads take the value's bytes; a write that frees it, n pages */
@@ -173,8 +198,9 @@ static int walk(pwalk *w, uint64_t pgno, int depth, int main) {
   if (pgno == UINT64_MAX) return 0; /* an empty tree (LMDB's P_INVALID root) */
   if (w->c->o->stop && *w->c->o->stop) return w->stopped = 1; /* a big store's walk takes minutes */
   const uint8_t *p = page_at(w, pgno);
-  /* not a page of the file, or another page's: LMDB's reads find it (MDB_PAGE_NOTFOUND, a page of
-   * the wrong kind), or meet a child page they do not check: its own reads are checked there */
+  if (!p && depth <= MAX_DEPTH) p = misnumbered(w, pgno, P_BRANCH | P_LEAF); /* said */
+  /* not a page of the file, or not a B-tree page: LMDB's reads find it (MDB_PAGE_NOTFOUND, a page
+   * of the wrong kind), or meet a child page they do not check: its own reads are checked there */
   if (!p || depth > MAX_DEPTH) return w->partial = 1, 0;
   const uint16_t flags = store_get16(p + 10), lower = store_get16(p + 12),
                  upper = store_get16(p + 14);
