@@ -48,12 +48,11 @@ static size_t initial_map(void) {
   return m ? m : FC_INITIAL_MAP;
 }
 
-/* 1 when dir/name is there, 2 when it is an empty file (a data.mdb LMDB wrote no page to). */
 static int file_exists(const char *dir, const char *name) {
   char p[4096];
   struct stat st;
   if (snprintf(p, sizeof p, "%s/%s", dir, name) >= (int)sizeof p) return 0;
-  return stat(p, &st) != 0 ? 0 : S_ISREG(st.st_mode) && st.st_size == 0 ? 2 : 1;
+  return stat(p, &st) != 0 ? 0 : S_ISREG(st.st_mode) && st.st_size == 0 ? 2 : 1; /* 2: empty */
 }
 
 /* LMDB sizes lock.mdb (its reader table: 1024 slots of 64 bytes and a header) with ftruncate and
@@ -298,10 +297,8 @@ static int store_open_once(const char *dir, unsigned flags, fc_store **out) {
   if (flags & FC_STORE_NOMETASYNC) ef |= MDB_NOMETASYNC;
   if (flags & FC_STORE_NOLOCK) ef |= MDB_NOLOCK;
   if (flags & FC_STORE_NORDAHEAD) ef |= MDB_NORDAHEAD;
-  /* an empty data.mdb: nothing committed, made a store only by an open that creates (as LMDB does) */
-  if (existed == 2 && !(flags & FC_STORE_CREATE)) rc = FC_EFORMAT;
-  if (!rc && !(flags & FC_STORE_NOLOCK)) rc = reserve_lock_file(dir);
-  if (rc) goto fail;
+  if (existed == 2 && !(flags & FC_STORE_CREATE)) rc = FC_EFORMAT; /* empty: nothing committed */
+  if (rc || (!(flags & FC_STORE_NOLOCK) && (rc = reserve_lock_file(dir)) != 0)) goto fail;
   rc = fault_hit("env") ? EIO : mdb_env_open(s->env, dir, ef, 0664);
   if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH) rc = FC_EFORMAT;
   if (rc) goto fail;
