@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* The name the loader's selectors answer to (loader_config.c cfg_matches). */
 static void config_name(json_t *o, const char *json, size_t len, fc_config_info *ci) {
@@ -43,18 +44,92 @@ void fc_configs_free(fc_config_info *c, size_t n) {
   free(c);
 }
 
-/* Add the records of db to the counts of the configs they name (header bytes 32..47). *open holds
- * the cursor while it is open (closed by the caller after a jump out of the walk). */
-static int count_records(MDB_txn *txn, MDB_dbi dbi, fc_config_info *c, size_t n,
-                         MDB_cursor **open) {
+/* A record key a config's index names, and that config (its place in the listing). */
+typedef struct keyed {
+  uint8_t key[16];
+  uint32_t cfg;
+} keyed;
+
+static int keyed_cmp(const void *a, const void *b) { return memcmp(a, b, 16); }
+
+/* The store's map advised (madvise: the kernel's read-ahead on its page faults). */
+static void advise(fc_store *s, int advice) {
+  const void *base;
+  size_t len;
+  if (fc_store_map_region(s, &base, &len) == 0 && base && len)
+    (void)madvise((void *)base, len, advice);
+}
+
+/* The record keys the indexes of the configs of record db (FC_DB_FEAT) name (docs/FORMAT.md "Index": an id's
+ * record under the config), sorted, each once: a record's config then comes from its key, and
+ * its header — the record's first page, a read per record on a store out of the page cache — is
+ * read only for a record no index names (no id's, or a config stored before indexes). */
+static int indexed_keys(fc_store *s, MDB_txn *txn, int db, const fc_config_info *c, size_t n,
+                        keyed **out, size_t *n_out, MDB_cursor **open) {
+  keyed *ks = NULL;
+  size_t m = 0, cap = 0;
+  int rc = 0;
+  for (size_t i = 0; i < n && !rc; i++) {
+    store_index x;
+    MDB_stat st;
+    if (store_index_find(s, &c[i].digest, &x) || x.record_db != db) continue;
+    if ((rc = mdb_stat(txn, x.dbi, &st)) != 0) break;
+    if (m + st.ms_entries > cap) {
+      const size_t nc = m + st.ms_entries + 64;
+      keyed *g = fc_realloc(ks, nc * sizeof *ks);
+      if (!g) {
+        rc = ENOMEM;
+        break;
+      }
+      ks = g;
+      cap = nc;
+    }
+    if ((rc = mdb_cursor_open(txn, x.dbi, open)) != 0) break;
+    MDB_val k, v;
+    for (rc = mdb_cursor_get(*open, &k, &v, MDB_FIRST); rc == 0 && m < cap;
+         rc = mdb_cursor_get(*open, &k, &v, MDB_NEXT)) {
+      if (v.mv_size != 20) continue; /* not an index entry (cache-verify says so) */
+      memcpy(ks[m].key, v.mv_data, 16);
+      ks[m++].cfg = (uint32_t)i;
+    }
+    mdb_cursor_close(*open);
+    *open = NULL;
+    if (rc == MDB_NOTFOUND) rc = 0;
+  }
+  if (rc) {
+    free(ks);
+    return rc;
+  }
+  if (m) qsort(ks, m, sizeof *ks, keyed_cmp);
+  size_t u = 0; /* ids of one audio share its record: once */
+  for (size_t i = 0; i < m; i++)
+    if (!u || memcmp(ks[u - 1].key, ks[i].key, 16) != 0) ks[u++] = ks[i];
+  *out = ks;
+  *n_out = u;
+  return 0;
+}
+
+/* Add the records of db to the counts of the configs they are under: the config of the index
+ * that names the record's key (ks, sorted), else the one its header names (bytes 32..47). *open
+ * holds the cursor while it is open (closed by the caller after a jump out of the walk). */
+static int count_records(MDB_txn *txn, MDB_dbi dbi, fc_config_info *c, size_t n, const keyed *ks,
+                         size_t nk, MDB_cursor **open) {
   MDB_cursor *cur;
   int rc = mdb_cursor_open(txn, dbi, &cur);
   if (rc) return rc;
   *open = cur;
   MDB_val k, v;
-  size_t last = 0; /* records of one config often come in runs: try the last one first */
+  size_t last = 0, at = 0; /* records of one config often come in runs: try the last one first */
   for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+    int d = 1; /* keys in LMDB's order, memcmp's for keys of one length: the walks go in step */
+    if (k.mv_size == 16)
+      while (at < nk && (d = memcmp(ks[at].key, k.mv_data, 16)) < 0) at++;
+    if (at < nk && d == 0) { /* LMDB gives the value's size from its node: no page of it read */
+      c[ks[at].cfg].records++;
+      c[ks[at].cfg].record_bytes += v.mv_size;
+      continue;
+    }
     if (v.mv_size < FC_RECORD_HEADER_SIZE) continue;
     const uint8_t *cfg = (const uint8_t *)v.mv_data + 32;
     if (n && memcmp(c[last].digest.bytes, cfg, 16) != 0)
@@ -77,6 +152,7 @@ typedef struct configs_walk { /* what a listing has made: the caller's, across a
   fc_config_info *c;
   size_t n, cap;
   MDB_cursor *cur; /* the cursor open, if any */
+  keyed *ks; /* the indexed record keys being counted, if any */
 } configs_walk;
 
 static int walk_configs(fc_store *s, MDB_txn *txn, int count, configs_walk *w) {
@@ -138,8 +214,19 @@ static int walk_configs(fc_store *s, MDB_txn *txn, int count, configs_walk *w) {
       ci->created[l] = '\0';
     }
   }
-  if (!rc && count) rc = count_records(txn, s->dbi[FC_DB_FEAT], w->c, w->n, &w->cur);
-  if (!rc && count) rc = count_records(txn, s->dbi[FC_DB_TOK], w->c, w->n, &w->cur);
+  if (!count) return rc;
+  /* feature records by their indexes (their headers are on overflow pages: a read each), their
+   * leaves among those pages read each by itself, no read-ahead; token records by their headers,
+   * which the leaves hold (the walk reads the db whole: the store's own read-ahead) */
+  const int own = fc_store_open_flags(s) & FC_STORE_NORDAHEAD ? MADV_RANDOM : MADV_NORMAL;
+  size_t nk = 0;
+  advise(s, MADV_RANDOM);
+  if (!rc) rc = indexed_keys(s, txn, FC_DB_FEAT, w->c, w->n, &w->ks, &nk, &w->cur);
+  if (!rc) rc = count_records(txn, s->dbi[FC_DB_FEAT], w->c, w->n, w->ks, nk, &w->cur);
+  free(w->ks);
+  w->ks = NULL;
+  advise(s, own);
+  if (!rc) rc = count_records(txn, s->dbi[FC_DB_TOK], w->c, w->n, NULL, 0, &w->cur);
   return rc;
 }
 
@@ -160,12 +247,14 @@ int fc_store_configs(fc_store *s, int count, fc_config_info **out, size_t *n_out
   *out = NULL;
   *n_out = 0;
   fc_rtxn *t;
-  int rc = fc_store_read_begin(s, &t);
+  int rc = count ? store_index_refresh(s) : 0; /* indexes another process made since the open */
+  if (!rc) rc = fc_store_read_begin(s, &t);
   if (rc) return rc;
   configs_walk w = {0};
   walk_configs_args wa = {s, t->txn, count, &w};
   rc = store_lmdb_guarded(walk_configs_call, &wa); /* a damaged page: MDB_CORRUPTED */
   if (w.cur) mdb_cursor_close(w.cur); /* left open by a jump */
+  free(w.ks);
   fc_rtxn_end(t);
   if (rc) {
     fc_configs_free(w.c, w.n);
