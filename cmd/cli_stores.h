@@ -82,13 +82,17 @@ static inline int fc_cli_pages_damaged_as(const char *path, int pages_only, int 
   *unsafe = !rc && r.unsafe_pages;
   for (size_t i = 0; !rc && i < r.count; i++) {
     const fc_verify_finding *f = &r.findings[i];
-    if (f->severity != FC_VERIFY_ERROR || (found && !*unsafe)) continue;
+    if (f->severity != FC_VERIFY_ERROR) continue;
     if (strcmp(f->db, "env") || !f->key || strcmp(f->key, "data.mdb"))
       continue; /* not the pages' (no store, an empty one): the caller's open says it */
-    /* unsafe: the last error, the finding that stopped the run; else the first */
+    /* unsafe: the finding that stopped the run, told by its words (the findings are sorted by
+     * their words, not by when they were made: another page's may come after it); else the first */
+    const int stopper = *unsafe && strstr(f->problem, "): LMDB's reads of that page could crash");
+    if (found && !stopper) continue;
     snprintf(where, where_len, "%s %s", f->db, f->key ? f->key : "");
     snprintf(problem, problem_len, "%s", f->problem);
     found = 1;
+    if (stopper) break;
   }
   fc_verify_report_free(&r);
   return rc == FC_EINTR ? -1 : found;

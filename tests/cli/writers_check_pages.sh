@@ -124,8 +124,8 @@ cmp -s us/data.mdb us.mdb || fail "the store with a malformed page was written"
 # a B-tree page whose header names another page (a flipped bit): LMDB's reads do not look, but the
 # write that changes the page frees the number in its header (here past the file's end, which the
 # next write is handed); --check-pages passed it and featurize wrote, cache-verify said clean
-"$FZ" -q --device cpu -o mn a.wav b.wav || fail "featurize mn"
-"$PY" - mn <<'PY' || fail "damaging mn"
+misnumber() { # DIR: the audio db's root page given another page's number in its header
+  "$PY" - "$1" <<'PY'
 import struct, sys
 data = bytearray(open(sys.argv[1] + "/data.mdb", "rb").read())
 meta = max((struct.unpack_from("<Q", data, p + 144)[0], p) for p in (0, 4096))[1]
@@ -138,12 +138,26 @@ for i in range((struct.unpack_from("<H", data, main + 12)[0] - 16) // 2):
 struct.pack_into("<Q", data, page * 4096, page + 1000)
 open(sys.argv[1] + "/data.mdb", "r+b").write(data)
 PY
+}
+"$FZ" -q --device cpu -o mn a.wav b.wav || fail "featurize mn"
+misnumber mn || fail "damaging mn"
 cp mn/data.mdb mn.mdb
 "$FZ" -q --device cpu --check-pages -o mn c.wav >out 2>err
 rc=$?
 [ $rc = 1 ] && grep -qx "featurize: mn: damaged (env data\.mdb: B-tree damaged (page \([0-9]*\) of the audio db: its header names page [0-9]*): LMDB's reads do not look, but a write that changes the page frees page [0-9]* in its place; .*): nothing written (.*)" err ||
   { fail "featurize --check-pages on a misnumbered page: exit $rc"; cat err; }
 cmp -s mn/data.mdb mn.mdb || fail "the store with a misnumbered page was written"
+# both on one page, misnumbered and a node reads could crash on: the refusals name the node, the
+# finding that stopped the walk (they named the other, sorted after it, as one reads could crash on)
+cp -r us two && misnumber two || fail "damaging two"
+"$FZ" -q --device cpu --check-pages -o two c.wav >out 2>err
+rc=$?
+[ $rc = 1 ] && grep -qx "featurize: two: damaged (env data\.mdb: B-tree damaged (page [0-9]* of the audio db: a node with flags no featcache db's entries have (node 0)): .*): nothing written (cache-verify says more)" err ||
+  { fail "featurize --check-pages, two damages on a page: exit $rc"; cat err; }
+"$FC_BIN/cache-merge" -q -o merged two >out 2>err
+rc=$?
+[ $rc = 1 ] && grep -qx "cache-merge: two: damaged (page [0-9]* of the audio db: a node with flags no featcache db's entries have (node 0)): LMDB's reads of that page could crash the merge; .*" err ||
+  { fail "cache-merge, two damages on a page: exit $rc"; cat err; }
 # a store this user may only read is checked, not written ("A store you may only read"): its
 # free list, which no read touches, is no reason to refuse (the Makefile step of a complete
 # read-only cache failed, exit 1, "nothing written"); a page LMDB's reads could crash on still is

@@ -93,6 +93,22 @@ def test_damaged_page_refused(stores):
     assert e.value.code == -31900, e.value.code  # FC_EFORMAT
 
 
+def test_the_finding_that_stopped_the_walk_is_said(stores, tmp_path):
+    """The damaged page's number in its header changed too (a write's hazard, found first and
+    sorted after the node's finding): the error names the node, which reads could crash on."""
+    _, bad, page = stores
+    two = str(tmp_path / "two")
+    shutil.copytree(bad, two)
+    data = bytearray(open(os.path.join(two, "data.mdb"), "rb").read())
+    struct.pack_into("<Q", data, page * PAGE, page + 1000)
+    open(os.path.join(two, "data.mdb"), "r+b").write(data)
+    with pytest.raises(featcache.FeatcacheError) as e:
+        featcache.Loader(two, batch_size=8, check_pages=True)
+    msg = str(e.value)
+    assert ("two: damaged (B-tree damaged (page %d of the audio db: a node with flags no "
+            "featcache db's entries have (node 0))" % page) in msg, msg
+
+
 def test_without_the_check_the_read_is_unguarded(stores):
     """What the option is for: the same store opened without it, in a child process, is not
     refused at open: LMDB reads the node (the child crashes or fails; the parent goes on)."""

@@ -26,8 +26,10 @@ int ld_check_pages(const char *path, int nolock, char *why, size_t why_len) {
     return 0;
   }
   const char *problem = "a page LMDB's reads could crash on";
-  for (size_t i = 0; i < r.count; i++) /* the last error: the finding that stopped the walk */
-    if (r.findings[i].severity == FC_VERIFY_ERROR) problem = r.findings[i].problem;
+  for (size_t i = 0; i < r.count; i++) /* the finding that stopped the walk, told by its words */
+    if (r.findings[i].severity == FC_VERIFY_ERROR &&
+        strstr(r.findings[i].problem, "): LMDB's reads of that page could crash"))
+      problem = r.findings[i].problem;
   fc_why(why, why_len, "%s: damaged (%s): not opened (cache-verify says more)", FC_WHY_NAME(path),
          problem);
   fc_verify_report_free(&r);
