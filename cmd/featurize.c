@@ -573,6 +573,7 @@ int main(int argc, char **argv) {
   if (verbose) /* auto says which device it took, and why not the GPU when it fell back */
     fc_cli_warn(NULL, "device: %s%s%s%s", device_name, why[0] ? " (" : "", why, why[0] ? ")" : "");
   fo.fallback_to_cpu = fo.device.kind == FC_DEVICE_AUTO; /* a GPU that cannot start: the CPU */
+  fo.auto_gpu_min_seconds = gpu_min_seconds; /* a large job starts the GPU beside the CPU */
   fo.device = resolved;
 
   fc_cli_check_new_store_dir(store_dir, force_new_store, "force-new-store");

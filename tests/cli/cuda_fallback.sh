@@ -5,7 +5,8 @@
 #                    --json has "device":"cpu", the record's producer is 1 (CPU)
 #     --device cuda / cuda:0 / cuda:7   exit 2, stderr exactly "featurize: no CUDA device: REASON",
 #                    REASON the runtime's (fc_device_resolve), stdout empty, no store created
-#   a usable GPU: auto and cuda run on cuda:0 (producer 2), and a device that does not exist
+#   a usable GPU: auto and cuda run on cuda:0 (producer 2), a job over --gpu-min-seconds starts
+#     the GPU beside the CPU (the hybrid start: --json cpu_computed > 0), and a device that does not exist
 #     (cuda:N, N = count) exits 2 with "featurize: no CUDA device: device N does not exist (...)";
 #     with fault injection, a GPU that fails to start (FC_FAULT=cuda:1, its first runtime call):
 #     auto (hybrid and wait) computes on the CPU (exit 0, "the GPU could not be started (...)",
@@ -191,6 +192,14 @@ else
   FC_NVIDIA_GPUS_DIR=$tmp/nolist "$FZ" --device auto --gpu-min-seconds 0 -o st_nl a.wav >out 2>err ||
     fail "auto on a GPU, no GPU listed: exit $?; $(cat err)"
   [ "$(producer st_nl)" = 2 ] || fail "auto on a GPU, no GPU listed: producer '$(producer st_nl)'"
+  # --gpu-min-seconds is also what makes a job large enough for the hybrid start (the CPU computes
+  # while the GPU starts): 40 files of 1.25 s over a 1 s threshold start it hybrid, and the CPU
+  # computes the first of them (the default threshold, 3000 s a worker, would have had it wait)
+  for i in $(seq 1 40); do cp a.wav "h$i.wav"; done
+  "$FZ" --device auto --gpu-min-seconds 1 --json -o st_hy h*.wav >out 2>err ||
+    fail "auto, hybrid by --gpu-min-seconds: exit $?; $(cat err)"
+  [ "$(json_field out cpu_computed 2>/dev/null)" -gt 0 ] 2>/dev/null ||
+    fail "auto --gpu-min-seconds 1 on 40 files: no utterance computed by the CPU while the GPU started: $(cat out)"
   "$FZ" --device "cuda:$count" -o st_nodev a.wav >out 2>err
   rc=$?
   [ "$rc" = 2 ] || fail "cuda:$count: exit $rc (want 2)"
