@@ -26,6 +26,7 @@
 #include "featcache/fc_manifest.h"
 #include "featcache/fc_store.h"
 
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,25 @@ static int slow_open(void) {
   return fail_with;
 }
 
+/* Whether the run's opener thread ("fc-open") still runs: it marks the ring ready as it ends (the
+ * mock's open returning is not enough: a loaded machine may stall the thread between the two,
+ * and the workers then compute every item on the CPU). */
+static int opener_running(void) {
+  DIR *d = opendir("/proc/self/task");
+  if (!d) return 0;
+  int found = 0;
+  for (struct dirent *e; !found && (e = readdir(d)) != NULL;) {
+    char p[300], name[32] = "";
+    if (e->d_name[0] == '.') continue;
+    snprintf(p, sizeof p, "/proc/self/task/%s/comm", e->d_name);
+    FILE *f = fopen(p, "r");
+    if (f && fgets(name, sizeof name, f)) found = strcmp(name, "fc-open\n") == 0;
+    if (f) fclose(f);
+  }
+  closedir(d);
+  return found;
+}
+
 typedef struct seen {
   unsigned events[NFILES];
   fc_featurize_status status[NFILES];
@@ -75,7 +95,7 @@ static void on_event(const fc_featurize_event *ev, void *user) {
    * workers, a record or two ahead of it (queue_records 1), stop on the full queue, so that items
    * are left for the device however late a loaded machine runs the opener thread. */
   if (atomic_fetch_add(&stored_events, 1) + 1 == hold_until && !fail_with)
-    for (int k = 0; k < 10000 && atomic_load(&the_mock.opened) == 0; k++) {
+    for (int k = 0; k < 10000 && (atomic_load(&the_mock.opened) == 0 || opener_running()); k++) {
       struct timespec ts = {0, 1000000};
       nanosleep(&ts, NULL);
     }
