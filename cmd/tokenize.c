@@ -493,8 +493,8 @@ int main(int argc, char **argv) {
       fc_cli_warn(out_dir, "cannot create the store: %s", fc_strerror(rc));
     else if (swhy[0])
       fc_cli_warn(NULL, "%s", swhy);
-    else
-      fc_cli_warn(out_dir, "%s", fc_strerror(rc));
+    else /* as featurize says it */
+      fc_cli_warn(out_dir, "cannot open the store: %s", fc_strerror(rc));
     fc_item_list_free(&items);
     fc_tokenizer_free(tok);
     return FC_EXIT_USAGE;

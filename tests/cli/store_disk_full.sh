@@ -145,7 +145,7 @@ out=$("$FC_BIN/featurize" --device cpu -o "$mnt/new" u00.wav 2>&1); rc=$?
 [ $rc = 2 ] && [ "$out" = "featurize: $mnt/new: cannot open the store: No space left on device" ] ||
   fail "featurize, a new store on a full disk: exit $rc, want 2 and the reason: $out"
 out=$("$FC_BIN/tokenize" --vocab v.txt -o "$mnt/new2" t100.csv 2>&1); rc=$?
-[ $rc = 2 ] && [ "$out" = "tokenize: $mnt/new2: No space left on device" ] ||
+[ $rc = 2 ] && [ "$out" = "tokenize: $mnt/new2: cannot open the store: No space left on device" ] ||
   fail "tokenize, a new store on a full disk: exit $rc, want 2 and the reason: $out"
 rm -r "$mnt/fill" "$mnt/t2"
 "$FC_BIN/featurize" --device cpu -q -o "$mnt/new" u00.wav || fail "featurize into the new store once there is room"

@@ -12,6 +12,7 @@ fail=0
 make_corpus c 6 || exit 1
 "$FC_BIN/featurize" -q --device cpu --writers 1 -o s --manifest c/metadata.csv || exit 1
 cp -r s s2 # a sound store to merge into the truncated one
+printf 'a\thello\n' >t.tsv
 truncate -s $(($(stat -c %s s/data.mdb) / 2)) s/data.mdb
 sum=$(md5sum s/data.mdb)
 msg="FC_ETRUNCATED: data.mdb is truncated (it ends before its last committed page)"
@@ -32,6 +33,8 @@ expect featurize "featurize: s: cannot open the store: $msg" \
 # (the check said "damaged (env data.mdb: truncated: ...)", exit 1)
 expect "featurize --check-pages" "featurize: s: cannot open the store: $msg" \
   "$FC_BIN/featurize" -q --device cpu --writers 1 --check-pages -o s --manifest c/metadata.csv
+expect "tokenize --check-pages" "tokenize: s: cannot open the store: $msg" \
+  "$FC_BIN/tokenize" -q --build-vocab --check-pages -o s t.tsv
 expect prune "cache-prune: s: cannot open the store: $msg" "$FC_BIN/cache-prune" -q s
 expect "config --drop" "cache-config: s: cannot open the store: $msg" \
   "$FC_BIN/cache-config" --drop hifigan s
