@@ -65,5 +65,44 @@ interrupt 1 "cache-merge: interrupted: nothing written (the stores' pages were b
   "$FC_BIN/cache-merge" -o new st
 [ -e new ] && fail "cache-merge made its output"
 
+# A store with a page LMDB's reads could crash on (a leaf node of the audio db given a flag no
+# featcache db has), stopped before the walk reached it: the run reads nothing more through LMDB
+# (cache-prune --dry-run and cache-verify went on to read the entries once the walk had stopped
+# there, and crashed: SIGSEGV)
+cp -r st bad && "$PY" - bad <<'PY' || fail "damaging bad"
+import struct, sys
+data = bytearray(open(sys.argv[1] + "/data.mdb", "rb").read())
+def nodes(page):
+    for i in range((struct.unpack_from("<H", data, page * 4096 + 12)[0] - 16) // 2):
+        yield page * 4096 + struct.unpack_from("<H", data, page * 4096 + 16 + 2 * i)[0]
+meta = max((struct.unpack_from("<Q", data, p + 144)[0], p) for p in (0, 4096))[1]
+for n in nodes(struct.unpack_from("<Q", data, meta + 128)[0]):
+    k = struct.unpack_from("<H", data, n + 6)[0]
+    if bytes(data[n + 8:n + 8 + k]) == b"audio":
+        page = struct.unpack_from("<Q", data, n + 8 + k + 40)[0]
+n = next(nodes(page))
+struct.pack_into("<H", data, n + 4, struct.unpack_from("<H", data, n + 4)[0] | 4)
+open(sys.argv[1] + "/data.mdb", "r+b").write(data)
+PY
+sum=$(md5sum <bad/data.mdb)
+for tool in cache-prune cache-verify; do
+  if [ $tool = cache-prune ]; then want="cache-prune: bad: interrupted: run again to finish"; opt=--dry-run
+  else want="cache-verify: bad: interrupted"; opt=; fi
+  FC_FAULT_STOP=store_open:1 "$FC_BIN/$tool" $opt bad >out 2>err &
+  pid=$!
+  if stopped $pid 400; then
+    kill -INT $pid
+    kill -CONT $pid
+    wait $pid
+    rc=$?
+    [ $rc = 130 ] && [ "$(tail -n 1 err)" = "$want" ] || { fail "$tool on a damaged store: exit $rc"; cat err; }
+  else
+    fail "$tool: not stopped at store_open:1: $(cat err)"
+    kill -9 $pid
+  fi
+  pid=
+  [ "$(md5sum <bad/data.mdb)" = "$sum" ] || fail "$tool: bad/data.mdb changed"
+done
+
 [ "$fails" = 0 ] && echo ok
 exit $((fails > 0))

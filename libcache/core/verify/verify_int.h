@@ -198,7 +198,9 @@ int vf_check_index(vctx *c, fc_rtxn *t);
 /* step 1, verify_pages.c: the environment's pages, before any B-tree is read through LMDB: the
  * two meta pages, every page the snapshot's B-trees use (each page's layout checked: a malformed
  * one is said and *lost set, since LMDB's reads of it could crash the run), LMDB's free list
- * against them, and the count. 0, or ENOMEM; *lost set when the run must stop (said). */
+ * against them, and the count. 0, ENOMEM, or FC_EINTR when the run's stop flag ended the walk
+ * (the pages after it unchecked: nothing may be read through LMDB then); *lost set when the run
+ * must stop (said). */
 int vf_check_pages(vctx *c, fc_rtxn *t, int *lost);
 
 #endif

@@ -446,5 +446,6 @@ int vf_check_pages(vctx *c, fc_rtxn *t, int *lost) {
     w.sizes = sizes;
     if ((err = walk_all(&w, meta, have_meta, t, lost)) != 0 || !w.redo) break;
   }
-  return err;
+  /* stopped: the pages after it unchecked, so no step may read the trees through LMDB */
+  return err ? err : w.stopped ? FC_EINTR : 0;
 }
