@@ -306,6 +306,25 @@ with env.begin(write=True) as t:
 ' || { echo "FAIL meta page: the next commit"; fail=1; }
 run meta-txnid-rewritten 0
 [ -s got ] && { echo "FAIL meta page: not sound after the next commit"; cat got; fail=1; }
+# ... and lowered to exactly one below the other page's (3 to 1 beside 2: the ids still look like
+# two commits in a row, and every check passed while that commit was lost): the older page names
+# more pages than the newer, which no two commits in a row do
+mk
+"$FC_PYTHON" - <<'PY' || { echo "FAIL: lowering the meta page's transaction id by two"; fail=1; }
+import lmdb, struct
+env = lmdb.open("s", max_dbs=8)
+with env.begin(write=True) as t:
+    t.put(b"scratch", b"x" * 40000, db=env.open_db(b"meta", txn=t))
+env.close()
+data = bytearray(open("s/data.mdb", "rb").read())
+txnid, at = max((struct.unpack_from("<Q", data, p + 144)[0], p + 144) for p in (0, 4096))
+assert txnid >= 2, txnid
+struct.pack_into("<Q", data, at, txnid - 2)
+open("s/data.mdb", "r+b").write(data)
+PY
+run meta-txnid-in-row 1
+grep -qx "s: error: env data.mdb: meta page damaged (page [01] names transaction [0-9]* and [0-9]* pages, page [01] transaction [0-9]* and [0-9]* pages; a commit never names fewer pages than the one before it, so page [01] held a later commit and its transaction id was lowered): the store reads as of transaction [0-9]*; that later commit is lost, and featurize or tokenize run again stores what it held" got ||
+  { echo "FAIL meta page's transaction id lowered by two"; cat got; fail=1; }
 
 # the newest meta page's last page number lowered by 3 (a flipped bit there) on a store featurize
 # made (its indexes written last): the pages above it that the B-trees hold read as LMDB's error,

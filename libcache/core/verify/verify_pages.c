@@ -244,7 +244,23 @@ static void check_metas(vctx *c, const uint8_t *map, size_t psize) {
   const int cur = t[0] < t[1]; /* the page LMDB reads (mdb_env_pick_meta) */
   if (a.me_last_txnid != snap || b.me_last_txnid != snap || t[cur] != snap) return;
   const uint64_t other = t[!cur];
-  if ((snap == 0 && other == 0) || ((snap & 1) == (uint64_t)cur && other + 1 == snap)) return;
+  if (snap == 0 && other == 0) return;
+  if ((snap & 1) == (uint64_t)cur && other + 1 == snap) {
+    /* two in a row; but a commit never names fewer pages than the one before it (LMDB gives no
+     * page back to the file): an older page that names more held a later commit, whose id a
+     * flipped bit lowered to one below the newer's (e.g. 3 to 1 beside 2) */
+    if (last[!cur] > last[cur])
+      vf_add(c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
+             "meta page damaged (page %d names transaction %llu and %llu pages, page %d "
+             "transaction %llu and %llu pages; a commit never names fewer pages than the one "
+             "before it, so page %d held a later commit and its transaction id was lowered): the "
+             "store reads as of transaction %llu; that later commit is lost, and featurize or "
+             "tokenize run again stores what it held",
+             !cur, (unsigned long long)other, (unsigned long long)last[!cur] + 1, cur,
+             (unsigned long long)snap, (unsigned long long)last[cur] + 1, !cur,
+             (unsigned long long)snap);
+    return;
+  }
   vf_add(c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
          "meta page damaged (page %d names transaction %llu, page %d %llu; commits leave two in a "
          "row, page id %% 2 holding id): the store reads as of transaction %llu; %s",
