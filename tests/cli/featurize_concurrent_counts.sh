@@ -37,10 +37,14 @@ for round in 1 2 3; do
   rm -rf st
   # the store made first, so that both runs open it as it is
   "$FZ" -q -j 1 --writers 1 -o st "$extra" || { fail "round $round: the store not made"; continue; }
-  "$FZ" --json -q -j 1 --batch 64 -o st - <list >a.json 2>a.err &
+  # each reads its list from a FIFO, both written once both are started: they set out together
+  rm -f fa fb && mkfifo fa fb || { fail "mkfifo"; continue; }
+  "$FZ" --json -q -j 1 --batch 64 -o st - <fa >a.json 2>a.err &
   pa=$!
-  "$FZ" --json -q -j 1 --batch 64 -o st - <list >b.json 2>b.err &
+  "$FZ" --json -q -j 1 --batch 64 -o st - <fb >b.json 2>b.err &
   pb=$!
+  cat list >fa &
+  cat list >fb
   wait $pa
   ra=$?
   wait $pb
