@@ -279,20 +279,28 @@ grep -qx "s: error: env data.mdb: B-tree damaged (page $pg is reached twice, the
 # the newer meta page's transaction id lowered by a flipped bit: LMDB reads the store as of the
 # older one, and the newer commit (a value put) is lost, unseen by any read. The next commit
 # writes over that page: sound again.
-mk
-"$FC_PYTHON" - <<'PY' || { echo "FAIL: flipping the meta page's transaction id"; fail=1; }
-import lmdb, struct
+lower_meta_txnid() { # flip | two: a value put (a commit naming more pages), then the newer meta
+  # page's transaction id lowered, its top bit flipped or by two
+  "$FC_PYTHON" - "$1" <<'PY'
+import lmdb, struct, sys
 env = lmdb.open("s", max_dbs=8)
 with env.begin(write=True) as t:
     t.put(b"scratch", b"x" * 40000, db=env.open_db(b"meta", txn=t))
 env.close()
 data = bytearray(open("s/data.mdb", "rb").read())
 txnid, at = max((struct.unpack_from("<Q", data, p + 144)[0], p + 144) for p in (0, 4096))
-bit = 1 << (txnid.bit_length() - 1)
-assert bit > 1, txnid
-struct.pack_into("<Q", data, at, txnid ^ bit)
+if sys.argv[1] == "flip":
+    bit = 1 << (txnid.bit_length() - 1)
+    assert bit > 1, txnid
+    struct.pack_into("<Q", data, at, txnid ^ bit)
+else:
+    assert txnid >= 2, txnid
+    struct.pack_into("<Q", data, at, txnid - 2)
 open("s/data.mdb", "r+b").write(data)
 PY
+}
+mk
+lower_meta_txnid flip || { echo "FAIL: flipping the meta page's transaction id"; fail=1; }
 run meta-txnid 1
 grep -qx "s: error: env data.mdb: meta page damaged (page [01] names transaction [0-9]*, page [01] [0-9]*; commits leave two in a row, page id % 2 holding id): the store reads as of transaction [0-9]*; the other page, the newer (it names more pages), is the damaged one: its commit is lost, and featurize or tokenize run again stores what that commit held" got ||
   { echo "FAIL meta page's transaction id"; cat got; fail=1; }
@@ -310,18 +318,7 @@ run meta-txnid-rewritten 0
 # two commits in a row, and every check passed while that commit was lost): the older page names
 # more pages than the newer, which no two commits in a row do
 mk
-"$FC_PYTHON" - <<'PY' || { echo "FAIL: lowering the meta page's transaction id by two"; fail=1; }
-import lmdb, struct
-env = lmdb.open("s", max_dbs=8)
-with env.begin(write=True) as t:
-    t.put(b"scratch", b"x" * 40000, db=env.open_db(b"meta", txn=t))
-env.close()
-data = bytearray(open("s/data.mdb", "rb").read())
-txnid, at = max((struct.unpack_from("<Q", data, p + 144)[0], p + 144) for p in (0, 4096))
-assert txnid >= 2, txnid
-struct.pack_into("<Q", data, at, txnid - 2)
-open("s/data.mdb", "r+b").write(data)
-PY
+lower_meta_txnid two || { echo "FAIL: lowering the meta page's transaction id by two"; fail=1; }
 run meta-txnid-in-row 1
 grep -qx "s: error: env data.mdb: meta page damaged (page [01] names transaction [0-9]* and [0-9]* pages, page [01] transaction [0-9]* and [0-9]* pages; a commit never names fewer pages than the one before it, so page [01] held a later commit and its transaction id was lowered): the store reads as of transaction [0-9]*; that later commit is lost, and featurize or tokenize run again stores what it held" got ||
   { echo "FAIL meta page's transaction id lowered by two"; cat got; fail=1; }
