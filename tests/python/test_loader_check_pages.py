@@ -148,3 +148,7 @@ def test_free_list_damage_is_no_reason(stores, tmp_path):
     assert r.returncode == 1 and "free list damaged" in r.stdout + r.stderr, r.stdout + r.stderr
     with featcache.Loader(fl, batch_size=8, check_pages=True) as ld:
         assert len(ids_of(ld)) == 40
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
