@@ -585,9 +585,10 @@ int main(int argc, char **argv) {
   unsigned n_parts = 0;
   /* before the open: a store cache-prune holds is waited for, and a signal then ends the wait */
   fc_cli_install_signals();
+  const uint64_t total = stream ? 0 : items.count; /* a streamed manifest's: counted as it goes */
   if ((rc = fc_cli_check_pages_before_write(store_dir, check_pages)) != 0) {
     fc_item_list_free(&items);
-    return rc; /* said */
+    return fzc_end_unbegun(rc, json, total, &cfg, store_dir, &max_failed); /* said */
   }
   if (!quiet) fc_cli_note_prune_running(store_dir);
   /* no read-ahead: a run reads the store at its entries' leaves, here and there (with it, a
@@ -606,7 +607,7 @@ int main(int argc, char **argv) {
   if (rc == FC_EINTR && fc_cli_signal) { /* while it waited for cache-prune: nothing done */
     fc_cli_warn(store_dir, "interrupted while waiting for cache-prune to finish: nothing done");
     fc_item_list_free(&items);
-    return fc_cli_signal_exit();
+    return fzc_end_unbegun(fc_cli_signal_exit(), json, total, &cfg, store_dir, &max_failed);
   }
   /* A store this user may only read: checked instead, nothing written (docs/featurize.md "A store
    * you may only read"). */
@@ -655,7 +656,7 @@ int main(int argc, char **argv) {
                      .json = json,
                      .verbose = verbose,
                      .check = check,
-                     .total = stream ? 0 : items.count};
+                     .total = total};
   fc_cli_progress_init(&rctx.progress, progress, quiet);
   fo.jobs = jobs;
   fo.batch_records = batch;

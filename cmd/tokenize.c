@@ -245,6 +245,47 @@ static void say_special_collision(const char *manifest, const fc_tok_opts *to) {
               given, n ? ", or leave the option out" : "");
 }
 
+/* The --json object (docs/tokenize.md "Output"); hex "": no config yet (null). */
+static void print_json(const fc_tokenize_stats *st, double wall, const char *hex,
+                       const char *kind_name, int check, const fc_cli_max_failed *mf, int allowed,
+                       const fc_cli_failures *failures) {
+  printf(
+      "{\"processed\":%llu,\"skipped_existing\":%llu,\"failed\":%llu,\"not_started\":%llu,"
+      "\"lines\":%llu,"
+      "\"tokens\":%llu,\"unknown\":%llu,\"wall_seconds\":%.6f,\"config_digest\":%s%s%s,"
+      "\"tokenizer\":\"%s\",\"checked_read_only\":%s,\"not_stored\":%llu,\"max_failed\":",
+      (unsigned long long)st->processed, (unsigned long long)st->skipped_existing,
+      (unsigned long long)st->failed, (unsigned long long)st->not_started,
+      (unsigned long long)st->lines, (unsigned long long)st->tokens,
+      (unsigned long long)st->unknown, wall, hex[0] ? "\"" : "", hex[0] ? hex : "null",
+      hex[0] ? "\"" : "", kind_name, check ? "true" : "false", (unsigned long long)st->not_stored);
+  fc_json_write_string(stdout, mf->text[0] ? mf->text : "0");
+  printf(",\"failed_allowed\":%s,", allowed ? "true" : "false");
+  fc_cli_failures_json(stdout, failures);
+  fputs("}\n", stdout);
+}
+
+/* A run ended before its first line was begun, with exit code `code` (1: a store refused at the
+ * page check, a vocab that could not be built; 130/143: stopped while the pages were checked or
+ * cache-prune held the store): with --json its object all the same, the lines of the list (0 for
+ * a manifest read as it goes) not started, so that a script reading stdout on exit 1 or 130 reads
+ * one. Frees items and tok; returns the code. */
+static int end_unbegun(int code, int json, fc_item_list *items, fc_tokenizer *tok,
+                       const char *kind_name, const fc_cli_max_failed *mf) {
+  if (json) {
+    fc_tokenize_stats st = {.lines = items->count, .not_started = items->count};
+    fc_digest cfg;
+    char hex[33] = "";
+    const fc_cli_failures none = {0};
+    if (fc_tokenizer_config(tok, NULL, NULL, &cfg) == 0) fc_digest_hex(&cfg, hex);
+    print_json(&st, 0.0, hex, kind_name, 0, mf, 0, &none);
+    code = fc_cli_stdout_status(code);
+  }
+  fc_item_list_free(items);
+  fc_tokenizer_free(tok);
+  return code;
+}
+
 int main(int argc, char **argv) {
   fc_cli_tool = "tokenize";
   fc_cli_std_fds();
@@ -448,9 +489,7 @@ int main(int argc, char **argv) {
         return FC_EXIT_USAGE;
       }
       fc_cli_warn(manifest, "cannot build the vocab: %s", fc_strerror(rc));
-      fc_item_list_free(&items);
-      fc_tokenizer_free(tok);
-      return FC_EXIT_FAIL;
+      return end_unbegun(FC_EXIT_FAIL, json, &items, tok, kind_name, &max_failed);
     }
     if (stream) /* the run reads its shard */
       mopts.shard_k = shard_k, mopts.shard_n = shard_n;
@@ -461,18 +500,13 @@ int main(int argc, char **argv) {
   fc_store **parts = NULL;
   unsigned n_parts = 0;
   char swhy[512] = "";
-  if ((rc = fc_cli_check_pages_before_write(out_dir, check_pages)) != 0) {
-    fc_item_list_free(&items);
-    fc_tokenizer_free(tok);
-    return rc; /* said */
-  }
+  if ((rc = fc_cli_check_pages_before_write(out_dir, check_pages)) != 0)
+    return end_unbegun(rc, json, &items, tok, kind_name, &max_failed); /* said */
   if (!quiet) fc_cli_note_prune_running(out_dir);
   rc = fc_store_open_split(out_dir, FC_STORE_CREATE, 0, &parts, &n_parts, swhy, sizeof swhy);
   if (rc == FC_EINTR && fc_cli_signal) { /* while it waited for cache-prune: nothing done */
     fc_cli_warn(out_dir, "interrupted while waiting for cache-prune to finish: nothing done");
-    fc_item_list_free(&items);
-    fc_tokenizer_free(tok);
-    return fc_cli_signal_exit();
+    return end_unbegun(fc_cli_signal_exit(), json, &items, tok, kind_name, &max_failed);
   }
   /* A store this user may only read: checked instead, nothing written (docs/tokenize.md "A store
    * you may only read"). */
@@ -620,21 +654,9 @@ int main(int argc, char **argv) {
       fprintf(stderr, "tokenize: %llu unknown symbol%s mapped to unk\n",
               (unsigned long long)st.unknown, st.unknown == 1 ? "" : "s");
   }
-  if (json) {
-    printf(
-        "{\"processed\":%llu,\"skipped_existing\":%llu,\"failed\":%llu,\"not_started\":%llu,"
-        "\"lines\":%llu,"
-        "\"tokens\":%llu,\"unknown\":%llu,\"wall_seconds\":%.6f,\"config_digest\":\"%s\","
-        "\"tokenizer\":\"%s\",\"checked_read_only\":%s,\"not_stored\":%llu,\"max_failed\":",
-        (unsigned long long)st.processed, (unsigned long long)st.skipped_existing,
-        (unsigned long long)st.failed, (unsigned long long)st.not_started,
-        (unsigned long long)st.lines, (unsigned long long)st.tokens, (unsigned long long)st.unknown,
-        wall, hex, kind_name, check ? "true" : "false", (unsigned long long)st.not_stored);
-    fc_json_write_string(stdout, max_failed.text[0] ? max_failed.text : "0");
-    printf(",\"failed_allowed\":%s,", exit_code == FC_EXIT_OK ? "true" : "false");
-    fc_cli_failures_json(stdout, &ctx.failures);
-    fputs("}\n", stdout);
-  }
+  if (json)
+    print_json(&st, wall, hex, kind_name, check, &max_failed, exit_code == FC_EXIT_OK,
+               &ctx.failures);
   fc_cli_failures_free(&ctx.failures);
   fc_store_close_split(parts, n_parts);
   fc_item_list_free(&items);

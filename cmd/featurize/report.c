@@ -216,3 +216,12 @@ void fzc_print_json(const fc_featurize_stats *st, const fc_mel_config *cfg, cons
   fc_cli_failures_json(stdout, &rc->failures);
   fputs("}\n", stdout);
 }
+
+int fzc_end_unbegun(int code, int json, uint64_t total, const fc_mel_config *cfg, const char *store,
+                    const fc_cli_max_failed *mf) {
+  if (!json) return code;
+  fc_featurize_stats st = {.total = total, .not_started = total, .bound = "idle"};
+  const fzc_report none = {.json = 1};
+  fzc_print_json(&st, cfg, "none", store, &none, mf, 0);
+  return fc_cli_stdout_status(code);
+}

@@ -40,4 +40,10 @@ void fzc_print_stages(const fc_featurize_stats *st);
 void fzc_print_json(const fc_featurize_stats *st, const fc_mel_config *cfg, const char *device,
                     const char *store, const fzc_report *rc, const fc_cli_max_failed *mf,
                     int allowed);
+/* A job ended before its first input was begun, with exit code `code` (1: a store refused at the
+ * page check; 130/143: stopped while its pages were checked or cache-prune held it): with --json
+ * its object all the same, every input of total not started and device "none", so that a script
+ * reading stdout on exit 1 or 130 reads one (docs/featurize.md "Output"). Returns the code. */
+int fzc_end_unbegun(int code, int json, uint64_t total, const fc_mel_config *cfg, const char *store,
+                    const fc_cli_max_failed *mf);
 #endif

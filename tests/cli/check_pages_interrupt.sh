@@ -4,7 +4,8 @@
 # next page it would read (a big store's walk from a cold disk takes minutes: it went on to the
 # end), the tool says so and exits 130, nothing written. It exited 130 with no word after the
 # notice of the signal, cache-config --drop went on to its drop, and cache-merge said the inputs
-# were being read for conflicts. The signal is sent at a known point: FC_FAULT_STOP=store_open:N
+# were being read for conflicts. featurize and tokenize --json print their object all the same
+# (they printed nothing). The signal is sent at a known point: FC_FAULT_STOP=store_open:N
 # stops the process at its N-th store open (the check's own).
 set -u
 [ -x "$FC_BIN/featurize" ] && [ -x "$FC_BIN/tokenize" ] || { echo "FAIL: tools not built"; exit 1; }
@@ -48,11 +49,24 @@ interrupt() {
   [ "$(md5sum <st/data.mdb)" = "$sum" ] || fail "$*: data.mdb changed"
 }
 
+# unbegun TOTAL_KEY N: stdout one --json object, nothing done, its N inputs not started (it was
+# empty: a script reading the object on exit 130 found nothing); a transcript file tokenize reads
+# as it goes has had none read (0), and its vocab not built (no config digest yet: null)
+unbegun() {
+  "$PY" -c 'import json, sys
+o = json.loads(open("out").read())
+n = int(sys.argv[2])
+assert (o["processed"], o["failed"], o["not_started"], o[sys.argv[1]]) == (0, 0, n, n), o
+assert (o["config_digest"] is None) == (sys.argv[1] == "lines"), o' "$@" ||
+    fail "--json after the stop: $(cat out)"
+}
 for opt in "" --check-pages; do
   interrupt 1 "featurize: st: interrupted while checking its pages: nothing done" \
-    "$FC_BIN/featurize" -q --device cpu $opt -o st c.wav
+    "$FC_BIN/featurize" -q --json --device cpu $opt -o st c.wav
+  unbegun total 1
   interrupt 1 "tokenize: st: interrupted while checking its pages: nothing done" \
-    "$FC_BIN/tokenize" -q --build-vocab $opt -o st t2.tsv
+    "$FC_BIN/tokenize" -q --json --build-vocab $opt -o st t2.tsv
+  unbegun lines 0
 done
 interrupt 1 "cache-prune: st: interrupted while checking its pages: nothing removed" \
   "$FC_BIN/cache-prune" st

@@ -2,7 +2,8 @@
 # featurize and tokenize --check-pages: an existing STORE (each part of a split one) checked as
 # cache-verify's first step checks it before it is opened for writing. A free list naming a page
 # the audio B-tree uses (a flipped bit's worth: the run's writes would be handed that page and
-# write over the tree) is refused: exit 1, the part and the damage said, data.mdb unchanged. A
+# write over the tree) is refused: exit 1, the part and the damage said, data.mdb unchanged
+# (--json: the object all the same, every input not started). A
 # sound store, and a new one, are written as without the option. Without it, the free list alone
 # is checked: a page number past the file's end (a high bit flipped: featurize exited 0 and left
 # a store LMDB could not read, tokenize wrote and failed) or one named twice (LMDB aborted) is
@@ -36,12 +37,21 @@ want() { # TOOL PART: the refusal line
 "$TK" -q --build-vocab -o st t.tsv || fail "tokenize st"
 free_pages st && free_list_damage st live || fail "damaging st's free list"
 cp st/data.mdb before.mdb
-"$FZ" -q --device cpu --check-pages -o st c.wav >out 2>err
+# with --json the object all the same (stdout was empty): nothing done, the input not started
+unbegun() { # TOOL TOTAL_KEY
+  "$PY" -c 'import json, sys
+o = json.loads(open("out").read())
+assert (o["processed"], o["skipped_existing"], o["failed"], o["not_started"], o[sys.argv[1]]) == (0, 0, 0, 1, 1), o' "$2" ||
+    fail "$1 --json on the refusal: $(cat out)"
+}
+"$FZ" -q --json --device cpu --check-pages -o st c.wav >out 2>err
 rc=$?
 [ $rc = 1 ] && grep -qx "$(want featurize st)" err || { fail "featurize --check-pages: exit $rc"; cat err; }
-"$TK" -q --build-vocab --check-pages -o st t2.tsv >out 2>err
+unbegun featurize total
+"$TK" -q --json --build-vocab --check-pages -o st - <t2.tsv >out 2>err
 rc=$?
 [ $rc = 1 ] && grep -qx "$(want tokenize st)" err || { fail "tokenize --check-pages: exit $rc"; cat err; }
+unbegun tokenize lines
 cmp -s st/data.mdb before.mdb || fail "the damaged store was written"
 # without the option featurize meets the damage in LMDB's allocator, which aborts the process:
 # the store and the damage said first (store_lmdb_assert), nothing committed
