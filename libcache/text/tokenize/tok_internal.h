@@ -176,9 +176,10 @@ void tok_bpe_free(tok_bpe *b);
 
 /* ---- the job (tokenize.c), for the split-store runner (tok_split.c) ---------------------------- */
 /* fc_tokenize_run into one store, the readings a vocab pass left with t kept there (a split
- * store's next part reads them too). */
+ * store's next part reads them too). *stopped (may be NULL): 1 when the run was stopped on purpose
+ * (the stop flag, --strict's bad line), so that the lines it never began are not started. */
 int tok_run_store(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
-                  const fc_tokenize_run_opts *o, fc_tokenize_stats *st);
+                  const fc_tokenize_run_opts *o, fc_tokenize_stats *st, int *stopped);
 /* Finish a build_vocab tokenizer from items (fc_tokenizer_build_vocab_from); dir: where the
  * phonemes readings' file goes (NULL: $TMPDIR); by_shard: keep only the readings of o's shard. */
 int tok_build_vocab_from(fc_tokenizer *t, const fc_item_list *items, const fc_tokenize_run_opts *o,

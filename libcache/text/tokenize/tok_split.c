@@ -42,7 +42,7 @@ int fc_tokenize_run_split(fc_store *const *parts, unsigned n_parts, fc_tokenizer
   if (o && o->manifest) return FC_ECONFIG; /* a manifest read as it goes: one store only */
   fc_tokenize_run_opts defaults = {0};
   if (!o) o = &defaults;
-  int rc = 0;
+  int rc = 0, stopped = 0; /* stopped: by the stop flag or --strict, in the part last run */
   /* The vocab of a build_vocab tokenizer comes from all the lines, so every part has one config. */
   split_progress sp = {.o = o};
   fc_item_list sub = {.items = NULL, .format = items->format};
@@ -66,17 +66,18 @@ int fc_tokenize_run_split(fc_store *const *parts, unsigned n_parts, fc_tokenizer
       if (part == k) sub.items[sub.count++] = *it;
     }
     fc_tokenize_stats ps;
-    rc = tok_run_store(parts[k], t, &sub, &po, &ps);
+    rc = tok_run_store(parts[k], t, &sub, &po, &ps, &stopped);
     add_stats(&sp.done, &ps);
   }
 out:
   /* every line counted once: those of the parts never run failed with the run, or were not
-   * started when it was stopped on purpose (as fc_tokenize_run counts its own) */
+   * started when it was stopped on purpose (as fc_tokenize_run counts its own): --strict's bad
+   * line may be the last of its part's, which then has none not started */
   sp.done.lines = items->count;
   uint64_t counted = sp.done.processed + sp.done.skipped_existing + sp.done.failed +
                      sp.done.not_started + sp.done.not_stored;
   if (counted < items->count) {
-    if (rc == FC_EINTR || (o->strict && sp.done.not_started))
+    if (rc == FC_EINTR || stopped)
       sp.done.not_started += items->count - counted;
     else
       sp.done.failed += items->count - counted;

@@ -638,7 +638,7 @@ static int run_batch(const fc_item *lines, size_t m, void *ctxp) {
 /* fc_tokenize_run into one store; the readings a vocab pass left with t stay there (a split store's
  * next part reads them too). */
 int tok_run_store(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
-                  const fc_tokenize_run_opts *o, fc_tokenize_stats *st) {
+                  const fc_tokenize_run_opts *o, fc_tokenize_stats *st, int *stopped) {
   fc_tokenize_run_opts defaults = {0};
   if (!o) o = &defaults;
   memset(st, 0, sizeof *st);
@@ -706,6 +706,7 @@ out:
     else
       st->failed += rest;
   }
+  if (stopped) *stopped = c.stopped;
   if (c.ls)
     for (size_t i = 0; i < c.batch; i++) free(c.ls[i].rec), free(c.ls[i].ph);
   tok_spill_close(c.sp);
@@ -720,7 +721,7 @@ out:
 
 int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
                     const fc_tokenize_run_opts *o, fc_tokenize_stats *st) {
-  int rc = tok_run_store(s, t, items, o, st);
+  int rc = tok_run_store(s, t, items, o, st, NULL);
   tok_tokenizer_set_phcache(t, NULL); /* the readings were for this run */
   return rc;
 }
