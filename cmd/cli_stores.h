@@ -159,9 +159,11 @@ static inline int fc_cli_check_pages_before_write(const char *dir, int full) {
     if (got < 0) {
       fc_cli_warn(dir, "interrupted while checking its pages: nothing done");
       code = fc_cli_signal_exit();
-    } else if (got == 1) { /* a page LMDB's reads could crash on: cache-merge refuses to read it */
+    } else if (got == 1) { /* a page LMDB's reads could crash on: cache-merge refuses to read it;
+                              * the way out said once (most findings say it themselves) */
+      const int hint = !unsafe && !strstr(problem, "cache-merge -o");
       fc_cli_warn(parts[k], "damaged (%s: %s): nothing written (cache-verify says more%s)", where,
-                  problem, unsafe ? "" : "; cache-merge -o NEW STORE copies it into a sound one");
+                  problem, hint ? "; cache-merge -o NEW STORE copies it into a sound one" : "");
       code = FC_EXIT_FAIL;
     }
   }
