@@ -128,13 +128,15 @@ typedef struct damage {
   char msg[1280]; /* "damaged (WHERE: PROBLEM): nothing removed..." */
 } damage;
 
-/* Each store's pages checked (a run that writes); 0, or the exit code of a stop (Ctrl-C). */
-static int check_pages(const char *const *stores, size_t n, int compact, damage *d) {
+/* Each store's pages checked (a run that writes); 0, or the exit code of a stop (Ctrl-C), *at the
+ * store whose check it stopped. */
+static int check_pages(const char *const *stores, size_t n, int compact, damage *d, size_t *at) {
   for (size_t k = 0; k < n; k++) {
     char said[1200];
     const int got = fc_cli_pages_damage_said(stores[k], said, sizeof said);
     if (got < 0) {
       fc_cli_warn(stores[k], "interrupted while checking its pages: nothing removed");
+      *at = k;
       return fc_cli_signal_exit();
     }
     if ((d[k].bad = got == 1))
@@ -250,6 +252,12 @@ static void print_json(const char *store, unsigned parts, const fc_prune_report 
   fputs("}\n", stdout);
 }
 
+/* The "parts" --json says of a STORE word: its stores' count (a split store's parts), 1 for a
+ * plain store. */
+static unsigned parts_of(const char *word, const char *const *stores, size_t n) {
+  return n > 1 || strcmp(stores[0], word) ? (unsigned)n : 1;
+}
+
 /* --damaged's progress line: the records read of the store's bytes in use. */
 typedef struct progress_state {
   const char *store;
@@ -339,8 +347,7 @@ static int prune_word(const char *word, const char *const *stores, size_t n, con
                 (unsigned long long)links, links == 1 ? "" : "s", linked_bytes / 1e6,
                 links == 1 ? "that link goes" : "those links go");
   if (json && code != FC_EXIT_USAGE)
-    print_json(word, n > 1 || strcmp(stores[0], word) ? (unsigned)n : 1, &all, po->dry_run, status,
-               po->damaged, compacted);
+    print_json(word, parts_of(word, stores, n), &all, po->dry_run, status, po->damaged, compacted);
   return code;
 }
 
@@ -440,7 +447,18 @@ int main(int argc, char **argv) {
       worst = FC_EXIT_FAIL;
       goto out;
     }
-    if ((worst = check_pages(stores, n, po.compact, dmg)) != 0) goto out;
+    size_t at = 0;
+    if ((worst = check_pages(stores, n, po.compact, dmg, &at)) != 0) {
+      /* --json: the STORE whose check was stopped says so, as a stop in its removals does (the
+       * STOREs after it are not started); nothing was removed from any */
+      size_t w = 0;
+      while (w + 1 < nw && first[w + 1] <= at) w++;
+      const fc_prune_report none = {0};
+      if (json)
+        print_json(words[w], parts_of(words[w], stores + first[w], first[w + 1] - first[w]), &none,
+                   0, "interrupted", po.damaged, 0);
+      goto out;
+    }
   }
   if (!po.dry_run && nw > 1 && (worst = check_stores(stores, n, dmg)) != 0) goto out;
   for (size_t w = 0; w < nw; w++) {

@@ -70,6 +70,20 @@ for opt in "" --check-pages; do
 done
 interrupt 1 "cache-prune: st: interrupted while checking its pages: nothing removed" \
   "$FC_BIN/cache-prune" st
+# --json: the store being checked gets its object, status interrupted, nothing counted (stdout was
+# empty, where a stop during the removals says "interrupted"); a STORE after it is not started
+cp -r st st2
+interrupt 2 "cache-prune: st2: interrupted while checking its pages: nothing removed" \
+  "$FC_BIN/cache-prune" --json st st2
+"$PY" - <<'PY' || fail "cache-prune --json, stopped in the page check: $(cat out)"
+import json
+lines = open("out").read().splitlines()
+assert len(lines) == 1, lines
+r = json.loads(lines[0])
+assert r["store"] == "st2" and r["status"] == "interrupted" and r["dry_run"] is False, r
+assert r["parts"] == 1 and r["transactions"] == 0 and r["bytes_freed"] == 0 and r["kept_ids"] == 0, r
+PY
+[ "$(md5sum <st2/data.mdb)" = "$sum" ] || fail "cache-prune --json: st2/data.mdb changed"
 # cache-config's first open finds the config; the second is the check's
 interrupt 2 "cache-config: st: interrupted while checking its pages: nothing dropped" \
   "$FC_BIN/cache-config" --drop hifigan st
