@@ -603,7 +603,9 @@ int main(int argc, char **argv) {
   } else if (!allowed) {
     exit_code = FC_EXIT_FAIL;
   }
-  if (!rc && export_vocab) { /* whole or not at all: a failure leaves no half file */
+  /* whole or not at all: a failure leaves no half file; and not after a check that lacks lines,
+   * which writes nothing (exit 2, as the open's refusal) */
+  if (!rc && export_vocab && exit_code != FC_EXIT_USAGE) {
     int err = fc_tokenizer_export_vocab(tok, export_vocab);
     if (err) {
       fc_cli_warn(export_vocab, "cannot write the vocab: %s", fc_strerror(err));
