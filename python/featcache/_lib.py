@@ -44,6 +44,7 @@ DESC_LEN = 24
 FC_ENOTFOUND = -31908
 FC_ECHECKSUM = -31901
 FC_EBADSTATE = -31912
+FC_EINTR = -31911
 FC_ECONFIG = -31902
 DTYPE_NAMES = {1: "f32", 2: "f16", 3: "bf16", 4: "i32", 5: "i16", 6: "u16", 7: "mq"}
 DTYPE_MQ = 7  # the mel codec: stored coded, delivered as float32
@@ -90,7 +91,7 @@ class Options(ctypes.Structure):
         ("locality_run", ctypes.c_uint32), ("prefetch_threads", ctypes.c_uint32),
         ("prefetch_depth", ctypes.c_uint32),
         ("manifest", ctypes.c_char_p), ("ids", ctypes.POINTER(ctypes.c_char_p)),
-        ("n_ids", ctypes.c_size_t),
+        ("n_ids", ctypes.c_size_t), ("stop", ctypes.c_void_p),
     ]
 
 
@@ -269,6 +270,55 @@ def _not_found_message(errors):
            "(FEATCACHE_LIBRARY=build/%s)." % (CORE, "" if pc else
                                                 " (and install pkg-config)", CORE, CORE))
     return how + " Tried: " + ("; ".join(errors) or "nothing")
+
+
+def open_loader(L, paths, n, opts, h, why, why_len):
+    """fc_loader_open(paths, n, &opts, &h, why, why_len), its code returned. With
+    FLAG_CHECK_PAGES (a read of every branch and leaf page, one at a time: minutes on a big store
+    from a cold disk) the call runs in a thread of its own while this one waits, so that Ctrl-C is
+    seen while the check runs: it sets opts.stop's flag, the check ends at its next page (the call
+    returns FC_EINTR) and the KeyboardInterrupt goes on once the call has returned. The caller
+    closes h when anything interrupts this call (what the call opened is in h by then)."""
+    if not opts.flags & FLAG_CHECK_PAGES:
+        return L.fc_loader_open(paths, n, ctypes.byref(opts), ctypes.byref(h), why, why_len)
+    import signal
+    import threading
+    import time
+    stop = ctypes.c_int(0)
+    opts.stop = ctypes.addressof(stop)
+    done, cancel, go, fin = [], [], threading.Event(), threading.Event()
+
+    def run():  # opens only once told to: an interrupted start() leaves nothing to wait for
+        # Ctrl-C goes to the waiting thread, which wakes at once (the loader's threads, started
+        # from this one, block it too)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        go.wait()
+        try:
+            if not cancel:
+                done.append(L.fc_loader_open(paths, n, ctypes.byref(opts), ctypes.byref(h), why,
+                                             why_len))
+        finally:
+            fin.set()
+
+    t = threading.Thread(target=run, name="fc-check-pages", daemon=True)
+    try:
+        t.start()
+        go.set()
+        while not fin.wait(0.1):  # (a timeout: a signal another thread took is handled too)
+            pass
+    except BaseException:
+        if not go.is_set():  # the thread, if it started, opens nothing
+            cancel.append(1)
+            go.set()
+            raise
+        stop.value = 1
+        while not fin.is_set():  # the check ends at its next page read; h is the caller's then
+            try:
+                time.sleep(0.005)  # (no lock taken: this may follow an interrupted wait)
+            except KeyboardInterrupt:  # (a second Ctrl-C)
+                pass
+        raise
+    return done[0] if done else FC_EINTR
 
 
 def strerror(code):

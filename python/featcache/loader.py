@@ -182,10 +182,14 @@ class _CLoader:
 
     def __del__(self):
         try:
-            if self.h and self.pid == os.getpid():
-                self.lib.fc_loader_close(self.h)
+            self.close()
         except Exception:  # interpreter shutdown
             pass
+        self.h = None
+
+    def close(self):
+        if self.h and self.pid == os.getpid():
+            self.lib.fc_loader_close(self.h)
         self.h = None
 
 
@@ -199,11 +203,15 @@ class _Handle:
         arr = (ctypes.c_char_p * len(paths))(*[os.fsencode(p) for p in paths])
         h = ctypes.c_void_p()
         why = ctypes.create_string_buffer(1024)
-        rc = L.fc_loader_open(arr, len(paths), ctypes.byref(opts), ctypes.byref(h), why, 1024)
+        self.c = _CLoader(h, L)  # (first: it closes what the open puts in h, whatever fails after)
+        try:
+            rc = _lib.open_loader(L, arr, len(paths), opts, h, why, 1024)
+        except BaseException:  # Ctrl-C, raised as the open returns: the store is not left open
+            self.c.close()
+            raise
         if rc:
             raise FeatcacheError(rc, "featcache: %s" % (why.value.decode("utf-8", "replace") or
                                                         _lib.strerror(rc)))
-        self.c = _CLoader(h, L)  # (first: it closes h whatever fails below)
         self.h = h
         self.padded = opts.output == _lib.OUTPUTS["padded"]  # (a batch of none has no buffer)
         self.pid = os.getpid()
@@ -386,7 +394,7 @@ class Loader:
                   check every page their B-trees use as cache-verify's first step does: a page
                   LMDB's reads could crash on (a flipped bit) raises FeatcacheError naming it,
                   instead of crashing the training run at its first read (docs/loader.md; costs
-                  a read of their branch and leaf pages, not of their records)
+                  a read of their branch and leaf pages, not of their records; Ctrl-C ends it)
     nolock, nordahead, willneed   LMDB / madvise switches (docs/loader.md); willneed None (the
                   default) hints only with nordahead, True/False force them on/off
     buffer_alloc  callable(nbytes) -> object with writable memory (a torch tensor, e.g.

@@ -211,7 +211,7 @@ int fc_loader_open(const char *const *paths, size_t n, const fc_loader_opts *opt
   int rc = fc_store_expand(paths, n, &all, &n_all, why, why_len);
   if (rc) return rc;
   for (size_t i = 0; i < n_all && !rc && opts && (opts->flags & FC_LOADER_CHECK_PAGES); i++)
-    rc = ld_check_pages(all[i], (opts->flags & FC_LOADER_NOLOCK) != 0, why, why_len);
+    rc = ld_check_pages(all[i], (opts->flags & FC_LOADER_NOLOCK) != 0, opts->stop, why, why_len);
   if (!rc) rc = open_stores((const char *const *)all, n_all, opts, out, why, why_len);
   fc_store_paths_free(all, n_all);
   return rc;

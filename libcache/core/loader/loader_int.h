@@ -298,7 +298,9 @@ void ld_fill_pad(void *dst, size_t n, size_t dsize, uint32_t pat);
 
 /* FC_LOADER_CHECK_PAGES (loader_pages.c): the pages of the store at path checked as
  * cache-verify's first step checks them, before it is opened; FC_EFORMAT with the page said when
- * one could crash LMDB's reads, else 0 (a store that cannot be checked: its open says why). */
-int ld_check_pages(const char *path, int nolock, char *why, size_t why_len);
+ * one could crash LMDB's reads, FC_EINTR when *stop was seen (the check ended there), else 0 (a
+ * store that cannot be checked: its open says why). stop may be NULL. */
+int ld_check_pages(const char *path, int nolock, volatile const int *stop, char *why,
+                   size_t why_len);
 
 #endif

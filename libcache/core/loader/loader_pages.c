@@ -13,14 +13,21 @@
 
 #include <string.h>
 
-int ld_check_pages(const char *path, int nolock, char *why, size_t why_len) {
+int ld_check_pages(const char *path, int nolock, volatile const int *stop, char *why,
+                   size_t why_len) {
   fc_verify_opts vo;
   fc_verify_opts_init(&vo);
   vo.pages_only = 3; /* a record's pages counted from its size: its first page not read */
   vo.threads = 1;
   vo.nolock = nolock ? 1 : 0;
+  vo.stop = stop; /* a big store's walk from a cold disk takes minutes: Ctrl-C ends it */
   fc_verify_report r;
   int rc = fc_verify_store(path, &vo, &r, NULL, 0);
+  if (rc == FC_EINTR || (stop && *stop)) { /* (a stop after the walk: nothing opened either) */
+    fc_verify_report_free(&r);
+    fc_why(why, why_len, "%s: interrupted while checking its pages: not opened", FC_WHY_NAME(path));
+    return FC_EINTR;
+  }
   if (rc || !r.unsafe_pages) { /* sound, or not checkable: the open says what it meets */
     fc_verify_report_free(&r);
     return 0;
