@@ -429,6 +429,13 @@ int main(int argc, char **argv) {
   if (manifest_format != FC_MANIFEST_AUTO && !manifest)
     fc_cli_usage_error("--manifest-format applies to --manifest only");
 
+  char why[512]; /* a bad --shard or --device is one with --print-config too */
+  uint32_t shard_k = 0, shard_n = 1;
+  if (shard_spec && fc_shard_parse(shard_spec, &shard_k, &shard_n, why, sizeof why) != 0)
+    fc_cli_usage_error("%s", why);
+  fc_featurize_opts fo;
+  fc_featurize_opts_init(&fo);
+  if (fc_device_parse(device_spec, &fo.device, why, sizeof why) != 0) fc_cli_usage_error("%s", why);
   fc_mel_config cfg;
   build_config(&ov, &cfg);
   if (print_config) { /* the bytes meta's cfg/<digest> holds for this config, then a newline */
@@ -443,13 +450,6 @@ int main(int argc, char **argv) {
     return fc_cli_stdout_status(FC_EXIT_OK);
   }
 
-  char why[512];
-  uint32_t shard_k = 0, shard_n = 1;
-  if (shard_spec && fc_shard_parse(shard_spec, &shard_k, &shard_n, why, sizeof why) != 0)
-    fc_cli_usage_error("%s", why);
-  fc_featurize_opts fo;
-  fc_featurize_opts_init(&fo);
-  if (fc_device_parse(device_spec, &fo.device, why, sizeof why) != 0) fc_cli_usage_error("%s", why);
   fc_device resolved;
   /* An explicit device is checked before the inputs are read (one the driver lists is taken
    * without starting the CUDA runtime: the job starts it); auto is chosen by the job's size. */

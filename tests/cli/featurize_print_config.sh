@@ -172,6 +172,11 @@ check invalid "featurize: invalid configuration: the mq codec needs a log output
   -- "$FZ" --print-config librosa --dtype mq
 check novalue "featurize: option '--print-config' needs a value
 $try" -- "$FZ" --print-config
+# a --shard or --device refused without --print-config is refused with it (it printed the config)
+check shard "featurize: invalid shard '9/2' (want 0 <= K < N)
+$try" -- "$FZ" --print-config kaldi --shard 9/2
+check device "featurize: unknown device 'gpu' (want auto, cpu, cuda or cuda:N)
+$try" -- "$FZ" --print-config kaldi --device gpu
 
 [ $fails = 0 ] && echo "ok: --print-config equals the stored config for $n flag sets" && exit 0
 exit 1
