@@ -233,9 +233,10 @@ _new_batch = LoaderBatch.__new__
 _owner_at = _BatchOwner.from_address
 
 
-def _make_batch(handle, d):
+def _make_batch(handle, d, owner=None):
     """The LoaderBatch of descriptor d (fc_loader_next_desc). The padded path is the hot one:
-    one span object, two or four arrays, one batch object."""
+    one span object, two or four arrays, one batch object. owner: the batch's owner, made
+    already (its span at the lower of d's block and padded buffer, .handle, .ptr and .lo set)."""
     B = d[_D_SIZE]
     blk = d[_D_IDS]
     data = d[_D_MEL_DATA]
@@ -243,10 +244,11 @@ def _make_batch(handle, d):
     # padded tokens (libcache/core/loader/loader_batch.c, build_batch); a padded batch's mels are in a pooled
     # (or caller) buffer elsewhere: the span starts at the lower of the two
     lo = data if data and data < blk else blk
-    owner = _owner_at(lo)
-    owner.handle = handle
-    owner.ptr = d[_D_BATCH]
-    owner.lo = lo
+    if owner is None:
+        owner = _owner_at(lo)
+        owner.handle = handle
+        owner.ptr = d[_D_BATCH]
+        owner.lo = lo
     out = _new_batch(LoaderBatch)
     out._owner = owner
     out._d = d

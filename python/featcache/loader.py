@@ -665,6 +665,7 @@ class Loader:
         # one unpack of it, then _make_batch
         desc = _Desc()
         nxt, lock, hh, unpack, make = L.fc_loader_swap_descs, h.lock, h.h, _unpack_desc, _make_batch
+        owner_at = _BatchOwner.from_address
         one = ctypes.c_size_t(1)
         ENOBUFS = errno.ENOBUFS
         try:
@@ -672,18 +673,35 @@ class Loader:
                 if h.pending:
                     h.drain()
                 desc[0] = 0  # (gives none back: batches go back when collected)
-                with lock:
-                    rc = nxt(hh, desc, one)
-                if rc == ENOBUFS and h.pending:  # every caller buffer held: wait for a fence
-                    h.drain(wait_one=True)
+                owner = None
+                try:
                     with lock:
                         rc = nxt(hh, desc, one)
-                if rc:
-                    _raise(rc, "next batch", hh)
-                d = unpack(desc)
-                if not d[0]:
-                    break
-                yield make(h, d)
+                    if rc == ENOBUFS and h.pending:  # every caller buffer held: wait for a fence
+                        h.drain(wait_one=True)
+                        with lock:
+                            rc = nxt(hh, desc, one)
+                    if rc:
+                        _raise(rc, "next batch", hh)
+                    d = unpack(desc)
+                    if not d[0]:
+                        break
+                    # the batch's owner (it gives the batch back when collected), made here: no
+                    # call between its making and its taking the batch, where Ctrl-C could land
+                    blk, data = d[9], d[15]  # (its span: the lower of its block and padded buffer)
+                    lo = data if data and data < blk else blk
+                    owner = owner_at(lo)
+                    owner.handle, owner.ptr, owner.lo = h, d[0], lo
+                    b = make(h, d, owner)
+                except BaseException:
+                    # Ctrl-C, raised as the call returned (a loop waiting for data waits there):
+                    # the batch it took was never given back, its buffer held for good (after a
+                    # few, 'all N caller buffers are held: release a batch first')
+                    if owner is None and desc[0]:
+                        with lock:
+                            L.fc_loader_release(hh, desc[0])
+                    raise
+                yield b
                 if self._closed:  # (close() from another thread while this one ran)
                     raise ValueError("featcache: the Loader is closed")
         finally:
