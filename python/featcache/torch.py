@@ -407,8 +407,12 @@ class FeatcacheDataset(IterableDataset):
             paths = [_anchored(os.fspath(p), cwd) for p in paths]
             if kw.get("manifest") is not None:
                 kw["manifest"] = _anchored(os.fspath(kw["manifest"]), cwd)
-            ld = Loader(paths, rank=rank, world_size=world, **kw)
             seen = self.__dict__.get("_seen_view")
+            if seen is not None and seen[0] != os.getpid():
+                # the stores' pages were checked where the dataset was made; this process reads
+                # the same stores (their view is compared below): not checked again
+                kw["check_pages"] = False
+            ld = Loader(paths, rank=rank, world_size=world, **kw)
             if seen is not None and seen[0] != os.getpid() and seen[1] != ld.view:
                 msg = _view_changed(paths, seen, ld._handle())
                 ld.close()

@@ -374,6 +374,38 @@ def test_paths_given_as_an_iterator(store, ctx):
     assert sorted(i for b in dl for i in b["ids"]) == some
 
 
+def _log_page_checks(_worker_id):
+    """worker_init_fn: each open of the worker's loader logged, with whether it checks pages."""
+    import featcache._lib as L
+    real = L.open_loader
+
+    def logged(*a):
+        with open(os.environ["FC_TEST_OPEN_LOG"], "a") as f:
+            f.write("%d\n" % bool(a[3].flags & L.FLAG_CHECK_PAGES))
+        return real(*a)
+    L.open_loader = logged
+
+
+@pytest.mark.parametrize("ctx", ["fork", "spawn"])
+def test_workers_do_not_check_pages_again(store, ctx, tmp_path, monkeypatch):
+    # check_pages: the process that makes the dataset checks; its DataLoader workers, whose
+    # loaders read the same stores (the view compared), checked every page again, each of them
+    # every epoch (docs/loader.md: they do not)
+    log = tmp_path / "opens"
+    monkeypatch.setenv("FC_TEST_OPEN_LOG", str(log))
+    ds = FeatcacheDataset(store["path"], batch_size=8, check_pages=True)
+    for persistent in (False, True):
+        dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
+                                         multiprocessing_context=ctx,
+                                         worker_init_fn=_log_page_checks,
+                                         persistent_workers=persistent)
+        for e in range(2):
+            ds.set_epoch(e)
+            assert sorted(i for b in dl for i in b["ids"]) == ["t%03d" % i for i in range(N)]
+        del dl
+    assert log.read_text().split() == ["0"] * 6, log.read_text()
+
+
 def test_a_batch_cap_beyond_the_dataset(store):
     """batch_size above the utterances (one batch of everything, e.g. for evaluation): the bound
     a caller buffer must hold was the cap times the longest length, so a padded dataset's 14
