@@ -123,7 +123,8 @@ typedef struct fc_loader_opts {
   /* Nonzero → FC_LOADER_CHECK_PAGES's check stops at the next page it would read (a big store's
    * check from a cold disk reads one page at a time: minutes on a disk of 150 reads a second)
    * and the open returns FC_EINTR, nothing opened. Set it from a signal handler (Ctrl-C); NULL
-   * (default): no stop. Only the page check looks at it. */
+   * (default): no stop. Only the page check looks at it, during the open: the flag need not
+   * outlive fc_loader_open (the loader keeps no pointer to it). */
   volatile const int *stop;
 } fc_loader_opts;
 

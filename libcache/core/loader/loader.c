@@ -260,6 +260,7 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
   l->pid = getpid();
   l->o = *opts;
   l->o.ids = NULL, l->o.n_ids = 0; /* read at open only (ld_subset_begin): not kept */
+  l->o.stop = NULL; /* read by the open's page check only: the flag need not outlive the open */
   if (l->o.locality_run == 0) l->o.locality_run = 16 * (l->o.batch_size ? l->o.batch_size : 32);
   if (l->o.bucket_batches == 0) l->o.bucket_batches = 1;
   if (l->o.prefetch_depth == 0) l->o.prefetch_depth = 1;
