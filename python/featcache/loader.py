@@ -21,6 +21,7 @@ import os
 import re
 import sys
 import threading
+import warnings
 import weakref
 
 import numpy as np
@@ -475,6 +476,9 @@ class Loader:
         if buffer_alloc is not None and not padded:
             raise ValueError("featcache: buffer_alloc: caller buffers hold padded batches: pass "
                              "padded=True")
+        # rank/world_size left to torch.distributed before it was initialized: rank 0 of 1, the
+        # whole dataset, on every rank of a run initialized after (check_ranks and __iter__ say so)
+        self._before_dist = (rank is None or world_size is None) and not _dist_initialized()
         if rank is None or world_size is None:
             r, w = _dist_rank_world()
             rank = r if rank is None else rank
@@ -646,6 +650,12 @@ class Loader:
 
     def __iter__(self):
         it = self._iterate(self._handle())  # (a closed Loader raises here, not at next())
+        d = self.__dict__
+        if d.get("_before_dist") and not d.get("_warned_before_dist"):
+            rank, world = _dist_rank_world()
+            if world > 1:
+                self._warned_before_dist = True
+                warnings.warn(_before_dist_message([rank], world), RuntimeWarning, stacklevel=2)
         iters = self.__dict__.get("_iters")
         if iters is None:
             iters = self._iters = weakref.WeakSet()
@@ -760,7 +770,8 @@ def check_ranks(loader, gather=None, group=None):
     h = ld._handle()
     mine = dict(rank=ld.rank, view=h.view(), items=int(h.info.items),
                 options=[(k, getattr(ld, k)) for k in _ORDER_KEYS] +
-                        [(k, ld._kw.get(k)) for k in _ORDER_KW])
+                        [(k, ld._kw.get(k)) for k in _ORDER_KW],
+                before_dist=bool(ld.__dict__.get("_before_dist")))
     if gather is None:
         import torch.distributed as dist
         if not (dist.is_available() and dist.is_initialized()):
@@ -770,6 +781,10 @@ def check_ranks(loader, gather=None, group=None):
         everyone = out
     else:
         everyone = list(gather(mine))
+    before = [i for i, o in enumerate(everyone) if o.get("before_dist")]
+    if len(everyone) > 1 and before:
+        raise FeatcacheError(_lib.FC_ECONFIG, "featcache: check_ranks: " +
+                             _before_dist_message(before, len(everyone))[len("featcache: "):])
     first = everyone[0]
     for other in everyone[1:]:
         if other["view"] != first["view"]:
@@ -787,6 +802,26 @@ def check_ranks(loader, gather=None, group=None):
                 "epochs" % (other["rank"], ", ".join("%s=%r" % (k, a) for k, a, _ in diff),
                             first["rank"], ", ".join("%s=%r" % (k, b) for k, _, b in diff))))
     return mine["view"]
+
+
+def _before_dist_message(ranks, world):
+    many = len(ranks) > 1
+    return ("featcache: the Loader%s of rank%s %s %s made before torch.distributed was "
+            "initialized: %s took rank 0 of world_size 1 and reads every utterance, not its share "
+            "of the %d ranks' (where every rank's Loader was so made, each rank reads the same "
+            "batches: each utterance %d times an epoch); make the Loader after "
+            "init_process_group, or pass rank= and world_size= (rank=0, world_size=1 if every "
+            "rank is to read the same batches)"
+            % ("s" if many else "", "s" if many else "", ", ".join(map(str, ranks)),
+               "were" if many else "was", "each" if many else "it", world, world))
+
+
+def _dist_initialized():
+    dist = sys.modules.get("torch.distributed")  # (never imported here: see below)
+    try:
+        return dist is not None and dist.is_available() and dist.is_initialized()
+    except Exception:
+        return False
 
 
 def _dist_rank_world():

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 
 import pytest
 
@@ -158,6 +159,40 @@ def test_check_ranks_names_the_ranks_that_differ(corpus):
         assert isinstance(e, featcache.FeatcacheError) and "rank 1 has seed=2, rank 0 seed=1" in str(e)
     r1 = featcache.Loader(d, shuffle=True, world_size=2, rank=1, seed=1)
     assert fake_ranks(r0, r1) == [r0.view, r0.view]
+
+
+def test_a_loader_made_before_torch_distributed_is_caught(corpus, monkeypatch):
+    # rank and world_size left to torch.distributed, the Loader made before init_process_group:
+    # it took rank 0 of world_size 1, so every rank read the whole dataset, the same batches,
+    # and check_ranks (all views and options equal) passed without a word
+    d = os.path.join(corpus["dir"], "before")
+    featurize(d, corpus["wavs"][:4])
+    two = [featcache.Loader(d, shuffle=True) for _ in range(2)]  # ranks 0 and 1, before init
+    mine = []
+    for ld in two:
+        featcache.check_ranks(ld, gather=lambda m: mine.append(m) or [m])
+    for ld in two:
+        with pytest.raises(featcache.FeatcacheError) as e:
+            featcache.check_ranks(ld, gather=lambda m: list(mine))
+        assert ("check_ranks: the Loaders of ranks 0, 1 were made before torch.distributed was "
+                "initialized: each took rank 0 of world_size 1 and reads every utterance, not "
+                "its share of the 2 ranks'") in str(e.value), str(e.value)
+    # rank=0, world_size=1 given: every rank reads the same batches on purpose
+    same = [featcache.Loader(d, shuffle=True, rank=0, world_size=1) for _ in range(2)]
+    mine = []
+    for ld in same:
+        featcache.check_ranks(ld, gather=lambda m: mine.append(m) or [m])
+    for ld in same:
+        assert featcache.check_ranks(ld, gather=lambda m: list(mine)) == ld.view
+    # without check_ranks: iterating it in a process group of 2 warns, once
+    monkeypatch.setattr(featcache.loader, "_dist_rank_world", lambda: (1, 2))
+    with pytest.warns(RuntimeWarning, match="the Loader of rank 1 was made before "
+                      "torch.distributed was initialized: it took rank 0 of world_size 1"):
+        assert sum(len(b) for b in two[0]) == 4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert sum(len(b) for b in two[0]) == 4
+        assert sum(len(b) for b in same[0]) == 4
 
 
 def test_a_process_reopening_a_changed_store_raises(corpus):
