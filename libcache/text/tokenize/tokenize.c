@@ -422,12 +422,25 @@ typedef struct run_ctx {
   char **tvals;
   uint32_t *unknowns;
   tok_phcache *cache; /* phonemes: the vocab pass's readings (NULL: none) */
+  const char *json; /* the config, and whether it is in the store's meta yet (put_meta) */
+  size_t jlen;
+  int meta_put;
   int decided, bulk; /* the first batch decides whether the run is a bulk load */
   tok_spill *sp;
   counts pending; /* bulk: what the merge will commit */
   int stopped; /* by the stop flag or --strict, not by an error */
   int rc; /* the run's outcome so far */
 } run_ctx;
+
+/* The config and its vocabulary into meta before the first write that stores anything (a record
+ * or an entry, which require it there): a run that stores nothing — no line, every line failed or
+ * stored already — leaves no config of its own (a vocab built from no text would be one). */
+static int ensure_meta(run_ctx *c) {
+  if (c->meta_put) return 0;
+  int rc = put_meta(c->s, c->t, &c->cfg, c->json, c->jlen);
+  c->meta_put = !rc;
+  return rc;
+}
 
 /* After a batch: TOK_STOP when --strict stopped the run or the stop flag is set (FC_EINTR), else 0. */
 static int batch_end(run_ctx *c) {
@@ -588,7 +601,7 @@ static int run_batch(const fc_item *lines, size_t m, void *ctxp) {
   if (!rc && c->bulk) { /* into the runs: the store sees them at the end, in key order */
     rc = tok_spill_run(c->sp, 0, puts, c->unknowns, nt);
     if (!rc) rc = tok_spill_run(c->sp, 1, puts + c->batch, NULL, nx);
-  } else if (!rc && (nt || nx)) { /* keys in order: pages touched in order, each once */
+  } else if (!rc && (nt || nx) && !(rc = ensure_meta(c))) { /* keys in order: pages in order */
     tok_sort_puts(puts, nt);
     tok_sort_puts(puts + c->batch, nx);
     memmove(puts + nt, puts + c->batch, nx * sizeof *puts);
@@ -655,8 +668,6 @@ int tok_run_store(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
   uint64_t n = items && !o->manifest ? items->count : 0;
   st->lines = n; /* known now for a list; a manifest's at the end */
   int rc = 0, ran = 0; /* ran: the run read the manifest (and so counted its lines) */
-  const char *json;
-  size_t jlen;
   if (!c.ls || !c.puts || !c.kept || !c.hexkeys || !c.tvals || !c.unknowns) {
     rc = ENOMEM;
     goto out;
@@ -667,18 +678,20 @@ int tok_run_store(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
     c.stopped = rc == FC_EINTR; /* stopped before the vocab was built: nothing stored */
     goto out;
   }
-  if ((rc = fc_tokenizer_config(t, &json, &jlen, &c.cfg))) goto out;
-  if (!o->check_only && (rc = put_meta(s, t, &c.cfg, json, jlen))) goto out;
+  if ((rc = fc_tokenizer_config(t, &c.json, &c.jlen, &c.cfg))) goto out;
   config_key(&c.cfg, c.ckey);
   if ((c.cache = tok_tokenizer_phcache(t))) tok_phcache_rewind(c.cache);
   rc = for_each_batch(items, o, c.batch, run_batch, &c, &n);
   ran = 1;
   if (!rc) rc = c.rc; /* FC_EINTR, or strict's line error */
-  if (c.bulk && (!rc || c.stopped)) { /* the work done so far goes in, stopped or not */
+  if (c.bulk && (!rc || c.stopped) && (c.pending.entries || c.pending.processed)) {
+    /* the work done so far goes in, stopped or not */
     tok_merged recs, ents;
     const fc_put guard = {FC_DB_META, c.ckey, 36, NULL, 0, FC_PUT_REQUIRE};
-    int mrc = tok_spill_merge(c.sp, s, 0, FC_DB_TOK, FC_PUT_NOOVERWRITE, &guard, c.batch, 64u << 20,
-                              &recs);
+    int mrc = ensure_meta(&c);
+    if (!mrc)
+      mrc = tok_spill_merge(c.sp, s, 0, FC_DB_TOK, FC_PUT_NOOVERWRITE, &guard, c.batch, 64u << 20,
+                            &recs);
     if (!mrc) mrc = tok_spill_merge(c.sp, s, 1, FC_DB_TEXT, 0, &guard, c.batch, 64u << 20, &ents);
     if (mrc) {
       rc = mrc;
