@@ -143,7 +143,11 @@ class _Ids(collections.abc.Sequence):
 
     __slots__ = ("addr", "size", "_v", "__weakref__")
 
-    def __init__(self, addr, size):
+    def __init__(self, addr=(), size=None):
+        if size is None:  # _Ids(iterable): generic code rebuilds a sequence as type(seq)(items)
+            v = [str(i) for i in addr]  # (Lightning's apply_to_collection, moving a batch)
+            self.addr, self.size, self._v = 0, len(v), v
+            return
         self.addr, self.size, self._v = addr, size, None
 
     def _list(self):
@@ -179,6 +183,13 @@ class _Ids(collections.abc.Sequence):
 
     def __repr__(self):
         return repr(self._list())
+
+    def __reduce__(self):
+        # copied or pickled (copy.deepcopy(batch), torch.save, a queue to a logging process):
+        # the ids as a list, decoded now. The object itself reads the buffer it was made over,
+        # which serves later batches (and another process not at all): a copy made before the
+        # ids were read gave another batch's ids once read.
+        return list, (self._list(),)
 
 
 class _Buffer:

@@ -19,7 +19,7 @@ the loader's threads build each batch, lengths and ids included, into a buffer o
 and the tensors over a buffer are made once and handed out again each time it comes back — one
 ctypes call takes the batches already built, each made ready then, so next() steps through a
 list. A buffer is reused only when nothing of its batch is held (the tensors, or any view of
-them); batch["ids"] is a sequence of str decoded when first read.
+them); batch["ids"] is a sequence of str decoded when first read (a list when copied or pickled).
 
 device="cuda" (or "cuda:N"): padded batches are built by the loader's threads straight into
 page-locked (pinned) host buffers allocated by torch, copied to the GPU on a side CUDA stream

@@ -355,6 +355,30 @@ def test_handoff_reuses_tensors_and_never_overwrites_a_held_batch(store):
     assert held <= len(ld._handle().buffers)
 
 
+def test_handoff_ids_copied_or_pickled_are_their_batchs(store):
+    """batch["ids"] copied (copy.deepcopy of the batch, its ids pickled to another process)
+    before they were read: the copy reads the ids of its own batch, as a list (it read the
+    buffer it was made over when first read, by then a later batch's: other ids, silently)."""
+    import copy
+    import pickle
+    ds = FeatcacheDataset(store["path"], batch_size=4, pad_to=64)
+    it = iter(ds)
+    b = next(it)
+    deep, shallow = copy.deepcopy(b), copy.copy(b["ids"])
+    sent = pickle.dumps(b["ids"])
+    want = list(b["ids"])
+    del b
+    later = [list(x["ids"]) for x in it]  # the buffers serve the later batches
+    assert want == ["u%03d" % i for i in range(4)] and later, (want, later)
+    for got in (deep["ids"], shallow, pickle.loads(sent)):
+        assert type(got) is list and got == want, (got, want)
+    # rebuilt as generic code rebuilds a sequence, type(seq)(items) (Lightning's
+    # apply_to_collection moving a batch to its device): it raised TypeError (no size given)
+    ids = next(iter(ds))["ids"]
+    again = type(ids)(x for x in ids)
+    assert again == list(ids) and len(again) == 4 and list(again) == list(ids), again
+
+
 def test_handoff_takes_several_a_call_and_gives_back_what_it_left(store):
     """With the loader's threads ahead (the loop sleeps a step), one call into the library hands
     over several batches (fewer calls than batches); a loop that leaves an epoch early — the
