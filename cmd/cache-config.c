@@ -17,7 +17,7 @@ static const fc_cli_opt options[] =
       "it has)"},
      {"json", OPT_JSON, no_argument, NULL, "one JSON object per store on stdout"},
      {"no-count", OPT_NO_COUNT, no_argument, NULL,
-      "list without counting records (reads meta only, not every record's header)"},
+      "list without counting records (reads meta only, not the records' pages)"},
      {"quiet", 'q', no_argument, NULL, "--drop: no summary line"},
      {"help", 'h', no_argument, NULL, "show this help and exit"},
      {"version", OPT_VERSION, no_argument, NULL, "show the version and exit"},
