@@ -131,6 +131,14 @@ expect_err "tok16.json: UTF-16 text (its byte-order mark FF FE), not UTF-8: conv
 "$T" -o "$d/s6" --manifest "$m" -t bpe --tokenizer-json "$d/tok16le.json" 2> "$d/err"
 expect_rc $? 2 "a tokenizer.json in UTF-16LE"
 expect_err "tok16le.json: a NUL byte: UTF-16 or UTF-32 text without a byte-order mark? A tokenizer.json is UTF-8"
+# a tokenizer.json in UTF-8 with a byte-order mark (Notepad, PowerShell 5's Out-File), which JSON
+# does not allow and Hugging Face tokenizers refuses: said, with the fix (jansson's "1:1: '[' or
+# '{' expected near '<the invisible mark>'" before); nothing stored
+printf '\xEF\xBB\xBF{"model":{"type":"BPE","vocab":{"a":0},"merges":[]}}' > "$d/tokbom.json"
+"$T" -o "$d/s6" --manifest "$m" -t bpe --tokenizer-json "$d/tokbom.json" 2> "$d/err"
+expect_rc $? 2 "a tokenizer.json with a UTF-8 byte-order mark"
+expect_err "tokbom.json: UTF-8 with a byte-order mark (EF BB BF), which JSON does not allow (Hugging Face tokenizers refuses it too): remove it: sed -i '1s/^\xEF\xBB\xBF//' FILE"
+[ -e "$d/s6" ] && fail "a tokenizer.json with a byte-order mark: the store was made"
 "$T" -o "$d/s6" --manifest "$m" --vocab "" 2> "$d/err"
 expect_rc $? 2 "an empty --vocab"
 expect_err "tokenize: --vocab '' names no file (an empty path: an unset variable?)"

@@ -284,6 +284,10 @@ int tok_bpe_load(const char *data, size_t len, tok_bpe **out, char *why, size_t 
   char wide[200]; /* a file in UTF-16 (jansson: "unable to decode byte 0xff") */
   if (!root && tok_wide_text(data, len, 64, "tokenizer.json", wide, sizeof wide))
     FAIL(FC_ETOKENIZER, "%s", wide);
+  if (!root && len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0) /* jansson: near '<the mark>' */
+    FAIL(FC_ETOKENIZER,
+         "UTF-8 with a byte-order mark (EF BB BF), which JSON does not allow (Hugging "
+         "Face tokenizers refuses it too): remove it: sed -i '1s/^\\xEF\\xBB\\xBF//' FILE");
   if (!root) FAIL(FC_ETOKENIZER, "%d:%d: %s", jerr.line, jerr.column, jerr.text);
   if (!json_is_object(root)) FAIL(FC_ETOKENIZER, "not a JSON object");
   json_t *tr = json_object_get(root, "truncation"), *pad = json_object_get(root, "padding");
