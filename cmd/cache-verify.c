@@ -543,6 +543,7 @@ int main(int argc, char **argv) {
   size_t with_entries[2] = {0, 0}; /* stores that hold audio, text entries: the dataset line's */
   const fc_item_list *manifest_items = vo.manifest;
   if (dataset) vo.manifest = NULL;
+  vo.in_dataset = dataset; /* an empty shard of them needs no config (the stores with entries do) */
   for (size_t i = 0; i < n_stores; i++) {
     const char *store = stores[i];
     progress_state ps = {store, now_s(), {0}};

@@ -148,6 +148,11 @@ typedef struct fc_verify_opts {
    * environment, or truncated is no finding (no page to check): the caller's open of the store
    * says what it is (featurize, tokenize and cache-merge take an empty one as new). */
   int pages_only;
+  /* 1: the store is one of several read as one dataset (fc_verify_dataset beside it; a split
+   * store's parts). One that holds no audio (text) entries — a shard no id hashed to, a part no
+   * id was routed to — needs no mel (token) config (the stores with entries hold the dataset's),
+   * so an expected one it lacks is no finding; a store with such entries is held to it as alone. */
+  int in_dataset;
 } fc_verify_opts;
 
 /* Defaults: everything 0 / NULL (auto threads, no optional checks, every stored config). Inline:
