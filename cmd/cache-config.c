@@ -5,6 +5,7 @@
 
 #include "featcache/fc_store.h"
 
+#include <ctype.h>
 #include <lmdb.h> /* the codes of a damaged B-tree, which the library passes through */
 #include <sys/stat.h>
 
@@ -14,7 +15,7 @@ static const fc_cli_opt options[] =
     {{NULL, 0, 0, NULL, "Options:"},
      {"drop", OPT_DROP, required_argument, "CONFIG",
       "remove the config's records and meta keys (CONFIG: its 32-hex digest, or a name that only "
-      "it has)"},
+      "it has, or 8 or more hex digits that only its digest begins with)"},
      {"json", OPT_JSON, no_argument, NULL, "one JSON object per store on stdout"},
      {"no-count", OPT_NO_COUNT, no_argument, NULL,
       "list without counting records (reads meta only, not the records' pages)"},
@@ -35,7 +36,8 @@ static const char footer[] =
     "Exit status: 0 done (or nothing to drop: the store holds no such config); 1 a store's\n"
     "configs could not be read once open, or the drop failed part-way (run it again to\n"
     "finish); 2 usage error, a STORE that is not a store or cannot be opened (for --drop, for\n"
-    "writing), or a name several configs have; 130/143 interrupted.\n"
+    "writing), or a name several configs have (or digits several digests begin with); 130/143\n"
+    "interrupted.\n"
     "Manual: man cache-config.";
 
 /* A damaged B-tree page, as LMDB tells it: a rerun meets the same page. */
@@ -241,6 +243,18 @@ static int name_match(const fc_config_info *c, const char *want) {
          c->name[wl] == ' ' && c->name[wl + 1] == '(' && c->name[nl - 1] == ')';
 }
 
+/* 1 when want is 8..31 hex digits that config c's digest begins with (any case): the start of a
+ * digest, as cache-merge names configs (12 digits) */
+static int digest_start(const fc_config_info *c, const char *want) {
+  size_t wl = strlen(want);
+  if (wl < 8 || wl >= 32) return 0;
+  char hex[33];
+  fc_digest_hex(&c->digest, hex);
+  for (size_t i = 0; i < wl; i++)
+    if (!isxdigit((unsigned char)want[i]) || tolower((unsigned char)want[i]) != hex[i]) return 0;
+  return 1;
+}
+
 /* "NAME HEX, NAME HEX, ..." of the configs that answer to want at level `only` (every config
  * when 0), whole entries only: returns how many did not fit into list. */
 static size_t list_configs(const fc_config_info *all, size_t n, const char *want, int only,
@@ -248,7 +262,8 @@ static size_t list_configs(const fc_config_info *all, size_t n, const char *want
   size_t l = 0, left_off = 0;
   list[0] = '\0';
   for (size_t i = 0; i < n; i++) {
-    if (only && name_match(&all[i], want) != only) continue;
+    if (only > 0 && name_match(&all[i], want) != only) continue;
+    if (only < 0 && !digest_start(&all[i], want)) continue; /* -1: the digests want begins */
     char hex[33], item[320];
     fc_digest_hex(&all[i].digest, hex);
     int il = snprintf(item, sizeof item, "%s%s %s", l ? ", " : "",
@@ -318,9 +333,12 @@ static int resolve(const char *dir, char **parts, unsigned np, const char *want,
     if (m > best) best = m, hits = 0;
     if (!hits++) *d = all[i].digest;
   }
-  if (!code && hits != 1) {
+  size_t starts = 0; /* no name: the configs whose digest begins with want (8 digits or more) */
+  for (size_t i = 0; !code && !hits && i < n; i++)
+    if (digest_start(&all[i], want) && !starts++) *d = all[i].digest;
+  if (!code && hits != 1 && starts != 1) {
     char list[1024]; /* the configs so named, or all the store has */
-    size_t left_off = list_configs(all, n, want, hits ? best : 0, list, sizeof list);
+    size_t left_off = list_configs(all, n, want, hits ? best : starts ? -1 : 0, list, sizeof list);
     char more[160 + 4 * 64], qd[4 * 64 + 3]; /* (a long name cut short) */
     more[0] = '\0';
     if (left_off)
@@ -330,9 +348,17 @@ static int resolve(const char *dir, char **parts, unsigned np, const char *want,
       fc_cli_warn(dir, "%zu configs are named '%s': give the digest of one (%s%s)", hits, want,
                   list, more);
       code = FC_EXIT_USAGE;
+    } else if (starts) {
+      fc_cli_warn(dir, "%zu configs' digests begin with '%s': give more of the digest (%s%s)",
+                  starts, want, list, more);
+      code = FC_EXIT_USAGE;
     } else {
       if (!quiet)
-        fc_cli_warn(dir, "nothing to drop: no config named '%s' (it has: %s%s)", want,
+        fc_cli_warn(dir, "nothing to drop: no config named '%s'%s (it has: %s%s)", want,
+                    strlen(want) >= 8 && strlen(want) < 32 &&
+                            strspn(want, "0123456789abcdefABCDEF") == strlen(want)
+                        ? ", nor one whose digest begins with it"
+                        : "",
                     n ? list : "none", more);
       code = -1;
     }
