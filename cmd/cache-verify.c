@@ -303,6 +303,9 @@ static void put_beyond(const char *who, const fc_verify_report *r) {
       (unsigned long long)r->beyond_manifest, r->beyond_manifest == 1 ? " is" : "s are");
 }
 
+/* the "fatal" of a store's (the dataset's) --json object when a signal stopped its check */
+#define INTERRUPTED "interrupted: the check was stopped before its end (run it again)"
+
 static const char *severity_name(int s) {
   return s == FC_VERIFY_ERROR ? "error" : s == FC_VERIFY_WARNING ? "warning" : "recorded failure";
 }
@@ -556,6 +559,8 @@ int main(int argc, char **argv) {
     fc_cli_progress_clear(&ps.line);
     int code;
     if (rc == FC_EINTR) {
+      /* the report a script reads says the check did not end: no all-ok report of a cut run */
+      if (json) print_json(store, &r, 0, INTERRUPTED);
       fc_verify_report_free(&r);
       if (!status) fc_cli_warn(store, "interrupted");
       fc_item_list_free(&items);
@@ -603,6 +608,14 @@ int main(int argc, char **argv) {
     int code = rc                                                                ? FC_EXIT_USAGE
                : (r.errors || (strict && (r.warnings || r.failures_explaining))) ? FC_EXIT_FAIL
                                                                                  : FC_EXIT_OK;
+    if (rc == FC_EINTR && json) {
+      fputs("{\"dataset\":[", stdout);
+      for (size_t i = 0; i < n_stores; i++) {
+        if (i) putchar(',');
+        fc_json_write_string(stdout, stores[i]);
+      }
+      printf("],\"ok\":false,\"fatal\":\"%s\"}\n", INTERRUPTED);
+    }
     if (rc == FC_EINTR) {
       fc_verify_report_free(&r);
       if (!status) fc_cli_warn(NULL, "interrupted");
