@@ -151,7 +151,8 @@ typedef struct fc_verify_opts {
   /* 1: the store is one of several read as one dataset (fc_verify_dataset beside it; a split
    * store's parts). One that holds no audio (text) entries — a shard no id hashed to, a part no
    * id was routed to — needs no mel (token) config (the stores with entries hold the dataset's),
-   * so an expected one it lacks is no finding; a store with such entries is held to it as alone. */
+   * so an expected one it lacks is no finding; a store with such entries is held to it as alone.
+   * A split store's part (meta part K/N) is taken as one of a dataset whatever this says. */
   int in_dataset;
 } fc_verify_opts;
 

@@ -43,6 +43,16 @@ done
 objs = [json.loads(l) for l in open("out")]
 assert len(objs) == 3 and all(o["ok"] for o in objs), objs' || { echo "FAIL json"; cat out; fail=1; }
 
+# a split store's part is one of a dataset however it is checked: under --separate (each part
+# against its share of the manifest), or the empty part alone
+emptypart=$(for p in sp/part-0 sp/part-1; do [ "$("$FC_BIN/cache-config" --no-count "$p" | head -1)" = "$p: 0 configs" ] && echo $p; done)
+[ -n "$emptypart" ] || { echo "FAIL: want an empty part"; exit 1; }
+for set in "--separate sp" "$emptypart"; do
+  # shellcheck disable=SC2086 # the options' and the stores' words
+  "$V" --manifest c/metadata.csv --expect-preset hifigan --expect-tokens=chars $set >out 2>err
+  check "parts: $set" 0 $?
+  grep -q "config mismatch" out && { echo "FAIL parts: $set: a config mismatch"; cat out; fail=1; }
+done
 # a store alone is no dataset: the empty shard by itself fails the expectation
 "$V" -q --expect-preset hifigan "$empty" >out 2>err; check "the empty shard alone" 1 $?
 grep -q "^$empty: error: meta cfg/$hifigan: config mismatch: expected preset hifigan (config $hifigan) is not in the store; stored mel configs: none$" out ||

@@ -243,9 +243,11 @@ static int listed_preset(const char *name, fc_mel_config *c) {
 int vf_resolve_expected(vctx *c, fc_rtxn *t, char *why, size_t why_len) {
   const fc_verify_opts *o = c->o;
   char have[1024];
-  /* an empty shard of a dataset needs no config of a kind it has no entries of (in_dataset) */
-  const int need_mel = !o->in_dataset || c->r->entries[FC_DB_AUDIO] > 0;
-  const int need_tok = !o->in_dataset || c->r->entries[FC_DB_TEXT] > 0;
+  /* an empty shard of a dataset needs no config of a kind it has no entries of (in_dataset); a
+   * split store's part is one of a dataset however it is checked (its readers read every part) */
+  const int one_of = o->in_dataset || c->part_n >= 2;
+  const int need_mel = !one_of || c->r->entries[FC_DB_AUDIO] > 0;
+  const int need_tok = !one_of || c->r->entries[FC_DB_TEXT] > 0;
   if (!o->n_expect_mel)
     for (size_t i = 0; i < c->n_cfgs; i++) c->cfgs[i].expected |= c->cfgs[i].kind == KIND_MEL;
   for (size_t e = 0; e < o->n_expect_mel; e++) {
