@@ -563,10 +563,27 @@ class Loader:
             seen = self.__dict__.get("_seen_view")
             if seen is None:
                 self._seen_view = (os.getpid(), h.view(), int(h.info.items))
+                if not h.info.items:  # (a loop over it ran no step, without a word)
+                    warnings.warn(self._empty_message(), RuntimeWarning, stacklevel=3)
             elif seen[0] != os.getpid() and seen[1] != h.view():
                 self._h = None
                 raise FeatcacheError(_lib.FC_ECONFIG, _view_changed(self.paths, seen, h))
         return h
+
+    def _empty_message(self):
+        n = len(self.problems())
+        what = " and ".join(w for w in (
+            None if self.manifest is None else "manifest %s" % _quoted(self.manifest),
+            None if self.ids is None else "ids=%s" % ("[]" if not self.ids else "[...]")) if w)
+        if not what:
+            why = "no utterance of the stores has its features stored"
+        elif n:
+            why = "none of the utterances %s names is stored" % what
+        else:
+            why = "%s names no utterance" % what
+        return ("featcache: %s: the epochs hold no utterance: %s%s"
+                % (", ".join(_quoted(p) for p in self.paths), why,
+                   " (problems() lists the %d skipped)" % n if n else ""))
 
     @property
     def view(self):

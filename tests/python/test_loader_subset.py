@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 
 try:
     import lmdb
@@ -124,7 +125,22 @@ def test_ids_list_and_union_with_manifest(corpus):
     assert sorted(epoch(corpus["store"], ids=["u04", "u01", "u04"])) == ["u01", "u04"]
     both = epoch(corpus["store"], ids=["u00"], manifest=os.path.join(corpus["dir"], "train.csv"))
     assert sorted(both) == sorted(TRAIN + ["u00"])
-    assert epoch(corpus["store"], ids=[]) == {}
+    with pytest.warns(RuntimeWarning, match=r"ids=\[\] names no utterance"):
+        assert epoch(corpus["store"], ids=[]) == {}
+
+
+def test_a_split_holding_no_utterance_warns(corpus):
+    # a split none of whose ids is stored (a manifest of another corpus, ids spelled otherwise):
+    # the Loader opened, and a loop over it ran no step, without a word
+    with pytest.warns(RuntimeWarning, match=r"cache: the epochs hold no utterance: none of the "
+                      r"utterances ids=\[...\] names is stored \(problems\(\) lists the 2 "
+                      r"skipped\)"):
+        ld = featcache.Loader(corpus["store"], ids=["nope1", "nope2"])
+    assert ld.num_items == 0 and len(ld.problems()) == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with featcache.Loader(corpus["store"], ids=["u01"]) as ld:
+            assert ld.num_items == 1
 
 
 def test_whole_store_problems_outside_the_split_not_listed(corpus):
