@@ -264,6 +264,26 @@ static int damaged_out(const char *out, char *why, size_t why_len) {
   return 1;
 }
 
+/* The first input that is an LMDB environment nothing was ever committed to (a shard whose
+ * featurize or tokenize was killed before its first commit, a Slurm task stopped at its start),
+ * said into why: it holds nothing to merge, and its run is to be made again; NULL when none. The
+ * library's open calls it "not in the featcache format". */
+static const char *empty_input(const char *const *inputs, size_t n, char *why, size_t why_len) {
+  for (size_t i = 0; i < n; i++) {
+    if (!fc_cli_env_empty(inputs[i])) continue;
+    qname q;
+    int w = snprintf(
+        why, why_len,
+        "%s: an empty store: nothing was ever committed to it (its writer stopped before "
+        "its first commit?): nothing merged; run its featurize or tokenize again (they take "
+        "it as new), or merge without it",
+        qn(inputs[i], &q));
+    if (w < 0 || (size_t)w >= why_len) why[why_len - 1] = '\0'; /* cut short: still said */
+    return inputs[i];
+  }
+  return NULL;
+}
+
 int main(int argc, char **argv) {
   fc_cli_tool = "cache-merge";
   fc_cli_std_fds();
@@ -378,6 +398,8 @@ int main(int argc, char **argv) {
   if (named_twice) {
     memset(&st, 0, sizeof st);
     snprintf(why, sizeof why, "%s", twice);
+  } else if (empty_input(inputs, n, why, sizeof why)) { /* rc EINVAL: nothing done, exit 2 */
+    memset(&st, 0, sizeof st);
   } else if ((unsafe = unsafe_input(inputs, n, mo.nolock, why, sizeof why)) != 0 ||
              (unsafe = damaged_out(out, why, sizeof why)) != 0) {
     memset(&st, 0, sizeof st);

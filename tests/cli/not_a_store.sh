@@ -6,7 +6,8 @@
 #     cache-merge -o DIR: "cache-merge: DIR: cannot open the output store: ..."
 #   an environment nothing was ever committed to (a writer stopped before its first commit):
 #     "TOOL: DIR: an empty store: nothing was ever committed to it (...); featurize, tokenize and
-#     cache-merge take it as new", as cache-verify says it; cache-merge -o DIR takes it as new
+#     cache-merge take it as new", as cache-verify says it; cache-merge -o DIR takes it as new, and
+#     an input so is said as one ("...: nothing merged; run its featurize or tokenize again ...")
 #   an empty data.mdb (its writer stopped before LMDB wrote a page): the same (the read-only opens
 #     said "Bad file descriptor", cache-prune wrote LMDB's first pages into it), and cache-merge -o,
 #     featurize and tokenize --check-pages take it as new (their page check called it damaged:
@@ -67,6 +68,18 @@ for d in foreign empty zero; do
 done
 check "cache-merge -o foreign" 2 "cache-merge: foreign: cannot open the output store: FC_EFORMAT: not in the featcache format" \
   foreign "$FC_BIN/cache-merge" -o foreign src
+# an input nothing was ever committed to (a shard whose featurize was killed before its first
+# commit) is said so, not as "cannot open the store: FC_EFORMAT: not in the featcache format"
+# (which read as a damaged shard); nothing merged, OUT not made; with --json the object all the
+# same, as for another input that cannot be opened
+merge_empty="an empty store: nothing was ever committed to it (its writer stopped before its first commit?): nothing merged; run its featurize or tokenize again (they take it as new), or merge without it"
+for d in empty zero; do
+  check "cache-merge input $d" 2 "cache-merge: $d: $merge_empty" $d "$FC_BIN/cache-merge" -o m src $d
+  [ -e m ] && { fail "cache-merge input $d: made its output"; rm -rf m; }
+  check "cache-merge --json input $d" 2 "cache-merge: $d: $merge_empty" $d "$FC_BIN/cache-merge" --json -q -o m $d src
+  "$PY" -c 'import json; o = json.load(open("out")); assert o["status"] == "error" and o["total"] == 0, o' ||
+    fail "cache-merge --json input $d: $(cat out)"
+done
 # an empty environment is taken as new: the merge fills it
 "$FC_BIN/cache-merge" -q -o empty src || fail "cache-merge -o empty: exit $?"
 "$FC_BIN/cache-config" --json empty >out 2>err && grep -q '"records":1' out ||
