@@ -57,8 +57,8 @@ static const char footer[] =
     "Exit status: 0 done (or nothing to remove); 1 a store is in use by a writer or another\n"
     "cache-prune (with --compact, by any process), damaged, or a write failed part-way (what\n"
     "was committed stays; run again to finish); 2 usage error, a STORE that is not a store or\n"
-    "cannot be written, or a manifest that cannot be read; 130/143 interrupted (run again to\n"
-    "finish).\n"
+    "cannot be written, or a manifest that cannot be read or keeps none of the STOREs'\n"
+    "utterances; 130/143 interrupted (run again to finish).\n"
     "Manual: man cache-prune.";
 
 /* Can this user read dir's data.mdb (so that a dry run could)? */
@@ -382,6 +382,58 @@ static int manifest_ids(const char *path, const fc_manifest_opts *mo, fc_item_li
   return 0;
 }
 
+/* A manifest that keeps none of the utterances the STOREs hold (the wrong file: a vocab, another
+ * split's manifest, ids spelled as paths) would have every one removed: 0 when one of its ids is
+ * an utterance of some STORE (an audio or text entry), or when they hold none; else said, exit 2,
+ * before anything is removed from any. A STORE that cannot be read is left to its prune to say. */
+static int manifest_keeps_none(const char *manifest, const char *const *stores, size_t n,
+                               const char *const *ids, size_t n_ids) {
+  uint64_t held[2] = {0, 0}; /* audio, text entries */
+  char example[128] = "";
+  for (size_t k = 0; k < n; k++) {
+    fc_store *s = NULL;
+    fc_rtxn *t = NULL;
+    int rc = fc_store_open(stores[k], FC_STORE_RDONLY, &s);
+    if (rc == EACCES) rc = fc_store_open(stores[k], FC_STORE_RDONLY | FC_STORE_NOLOCK, &s);
+    if (rc || fc_store_read_begin(s, &t) != 0) {
+      fc_store_close(s);
+      continue;
+    }
+    int kept = 0;
+    for (int db = FC_DB_AUDIO; db <= FC_DB_TEXT && !kept; db++) {
+      uint64_t c = 0;
+      const void *key, *v;
+      size_t kl, vl;
+      fc_cursor *cur;
+      if (fc_rtxn_count(t, db, &c) != 0 || c == 0) continue;
+      held[db - FC_DB_AUDIO] += c;
+      if (!example[0] && fc_cursor_open(t, db, &cur) == 0) { /* one of its ids, to compare */
+        char id[101];
+        if (fc_cursor_next(cur, &key, &kl, NULL, NULL) == 0) {
+          memcpy(id, key, kl < 100 ? kl : 100);
+          id[kl < 100 ? kl : 100] = '\0';
+          fc_cli_quoted(id, example, sizeof example);
+        }
+        fc_cursor_close(cur);
+      }
+      for (size_t i = 0; i < n_ids && !kept; i++)
+        kept = fc_rtxn_get(t, db, ids[i], strlen(ids[i]), &v, &vl) == 0;
+    }
+    fc_rtxn_end(t);
+    fc_store_close(s);
+    if (kept) return 0;
+  }
+  if (!held[0] && !held[1]) return 0; /* nothing to remove */
+  char q[128];
+  fc_cli_warn(manifest,
+              "keeps none of the STOREs' utterances (%llu audio, %llu text entries): its ids, "
+              "such as '%s', name none of theirs, such as '%s' (the wrong file, or ids spelled "
+              "otherwise?); nothing removed",
+              (unsigned long long)held[0], (unsigned long long)held[1],
+              fc_cli_quoted(ids[0], q, sizeof q), example);
+  return FC_EXIT_USAGE;
+}
+
 int main(int argc, char **argv) {
   fc_cli_tool = "cache-prune";
   fc_cli_std_fds();
@@ -461,6 +513,8 @@ int main(int argc, char **argv) {
     }
   }
   if (!po.dry_run && nw > 1 && (worst = check_stores(stores, n, dmg)) != 0) goto out;
+  if (manifest && (worst = manifest_keeps_none(manifest, stores, n, keep, po.n_keep)) != 0)
+    goto out;
   for (size_t w = 0; w < nw; w++) {
     int code =
         prune_word(words[w], stores + first[w], first[w + 1] - first[w],

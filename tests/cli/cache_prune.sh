@@ -120,6 +120,26 @@ verify split-pruned 0 sp
 run twice 2 sp sp/part-1
 expect_err twice "cache-prune: sp/part-1: given twice (also as part 1 of sp)"
 
+# a manifest that keeps none of the STOREs' utterances (the wrong file, ids spelled otherwise)
+# would have had every one removed ("0 utterances stay", exit 0): refused, exit 2, nothing
+# removed, the dry run alike. One that keeps an utterance of one STORE of several is taken.
+st_sum=$(md5sum <st/data.mdb)
+printf 'LJ001-0001|one.|one.\nLJ001-0002|two.|two.\n' >other.csv
+for dry in "" -n; do
+  run "keeps-none$dry" 2 $dry --json --manifest other.csv st
+  expect_err "keeps-none$dry" "cache-prune: other.csv: keeps none of the STOREs' utterances (3 audio, 3 text entries): its ids, such as 'LJ001-0001', name none of theirs, such as 'u1' (the wrong file, or ids spelled otherwise?); nothing removed"
+  [ -s out ] && fail "keeps-none$dry: --json printed $(cat out) on a usage error"
+done
+run keeps-none-several 2 --manifest other.csv st sp
+grep -q "^cache-prune: other.csv: keeps none of the STOREs' utterances (7 audio, 3 text entries): " err ||
+  { fail "keeps-none-several"; cat err; }
+[ "$(md5sum <st/data.mdb)" = "$st_sum" ] || fail "keeps-none: st was changed"
+verify keeps-none-sp 0 sp
+printf 'u5|five.|five.\n' >only5.csv
+run keeps-one 0 -n --manifest only5.csv st sp
+grep -q '^cache-prune: st: would remove .* 3 utterances not in the manifest .*; 0 utterances stay$' err &&
+  grep -q '^cache-prune: sp: would remove .*; 1 utterance stays$' err || { fail "keeps-one"; cat err; }
+
 # several STOREs: each pruned and reported in turn
 run several 0 -n st sp
 [ "$(grep -c '^cache-prune: \(st\|sp\): would remove 0 orphan records' err)" = 2 ] ||
