@@ -90,7 +90,12 @@ static int cmp_id(const void *a, const void *b) {
 }
 
 /* The configs of one kind ("mel" or "tokens") a store holds, as a sorted list of 32-hex names. */
-static int config_set(MDB_txn *txn, MDB_dbi meta, const char *kind, char (**out)[33], size_t *n) {
+/* The configs of kind in a store's meta db (the 32 hex of each); with configs of the kind named
+ * in o (--expect-preset, --expect-tokens=NAME), those that answer to them only: the stores need
+ * hold what the run reads, each store's own check says which it lacks, and others (one featurized
+ * for an experiment in one shard) are no concern of the dataset's, as of one store's. */
+static int config_set(MDB_txn *txn, MDB_dbi meta, const char *kind, const fc_verify_opts *o,
+                      char (**out)[33], size_t *n) {
   *out = NULL;
   *n = 0;
   MDB_cursor *cur;
@@ -104,6 +109,15 @@ static int config_set(MDB_txn *txn, MDB_dbi meta, const char *kind, char (**out)
        rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
     if (k.mv_size != 36 || memcmp(k.mv_data, "cfg/", 4)) break;
     if (!memmem(v.mv_data, v.mv_size, want, (size_t)wl)) continue;
+    const int tokens = strcmp(kind, "mel") != 0;
+    if (tokens ? o->n_expect_tok : o->n_expect_mel) {
+      char hex[33];
+      int yes;
+      memcpy(hex, (const char *)k.mv_data + 4, 32);
+      hex[32] = '\0';
+      if ((rc = vf_config_answers(o, tokens, hex, v.mv_data, v.mv_size, &yes)) != 0) break;
+      if (!yes) continue;
+    }
     if (*n == cap) {
       cap = cap ? 2 * cap : 8;
       char(*nl)[33] = fc_realloc(*out, cap * sizeof **out);
@@ -229,7 +243,7 @@ static int walk(dctx *c, dwalk *w, const char *const *dirs, size_t n, const fc_v
       if (!ms.ms_entries) continue;
       char(*set)[33];
       size_t sn;
-      if ((rc = config_set(txns[i], st[i]->dbi[FC_DB_META], kinds[k], &w->set, &sn)) != 0) break;
+      if ((rc = config_set(txns[i], st[i]->dbi[FC_DB_META], kinds[k], o, &w->set, &sn)) != 0) break;
       set = w->set;
       any_cfg[k] |= sn > 0;
       if (ref_store[k] < 0) {

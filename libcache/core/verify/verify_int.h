@@ -162,6 +162,12 @@ vcfg *vf_find_cfg(vctx *c, const void *digest);
  * error when records were made with the config; a warning when none were: a job cut short). */
 void vf_report_tok_files(vctx *c);
 int vf_resolve_expected(vctx *c, fc_rtxn *t, char *why, size_t why_len);
+/* *yes = does the config cfg/HEX (its stored JSON) answer to a name o expects of its kind (tokens
+ * 0: expect_mel, 1: expect_tok), as vf_resolve_expected takes the names (a digest; a preset, its
+ * listed name, or the preset stored in another dtype; a token config's tokenizer, name or
+ * preset)? 0, or ENOMEM. */
+int vf_config_answers(const fc_verify_opts *o, int tokens, const char *hex, const char *json,
+                      size_t len, int *yes);
 
 /* step 3, verify_entries.c: audio and text entries, their sources; step 5: the manifest */
 int vf_collect(vctx *c, fc_rtxn *t, int db, ventry **out, size_t *n_out);

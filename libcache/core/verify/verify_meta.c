@@ -238,6 +238,43 @@ static int listed_preset(const char *name, fc_mel_config *c) {
   return fc_mel_config_validate(c, NULL, 0) ? FC_ECONFIG : 0;
 }
 
+int vf_config_answers(const fc_verify_opts *o, int tokens, const char *hex, const char *json,
+                      size_t len, int *yes) {
+  const char *const *names = tokens ? o->expect_tok : o->expect_mel;
+  const size_t n = tokens ? o->n_expect_tok : o->n_expect_mel;
+  fc_mel_config mc;
+  int parsed = 0; /* mc: 1 read, -1 not a mel config this build reads */
+  *yes = 0;
+  for (size_t e = 0; e < n && !*yes; e++) {
+    fc_digest d;
+    char h[33];
+    if (fc_digest_parse(names[e], &d) == 0) {
+      fc_digest_hex(&d, h);
+      *yes = strcmp(h, hex) == 0;
+      continue;
+    }
+    if (tokens) {
+      if (tok_name_matches(json, len, names[e], yes)) return ENOMEM;
+      continue;
+    }
+    fc_mel_config pc;
+    if (fc_mel_preset(names[e], &pc) == 0 || listed_preset(names[e], &pc) == 0) {
+      fc_mel_config_digest(&pc, &d);
+      fc_digest_hex(&d, h);
+      if ((*yes = strcmp(h, hex) == 0) != 0) continue;
+    }
+    if (!parsed) { /* a preset stored in another dtype answers to the preset's name */
+      char why[256];
+      int rc = fc_mel_config_from_json(json, len, &mc, why, sizeof why);
+      if (rc == ENOMEM) return ENOMEM;
+      parsed = rc ? -1 : 1;
+    }
+    const char *base = parsed > 0 && !mc.preset[0] ? fc_mel_config_preset_of(&mc, NULL) : NULL;
+    *yes = base && strcmp(base, names[e]) == 0;
+  }
+  return 0;
+}
+
 /* Mark the expected configs. Names that cannot mean anything are usage errors (FC_ECONFIG); a
  * well-formed expectation the store does not meet is a finding. */
 int vf_resolve_expected(vctx *c, fc_rtxn *t, char *why, size_t why_len) {
