@@ -122,7 +122,8 @@ static int merge_into(fc_config_info **all, size_t *n, fc_config_info *c, size_t
 }
 
 static void print_table(const char *store, const fc_config_info *c, size_t n, int counted) {
-  printf("%s: %zu config%s\n", store, n, n == 1 ? "" : "s");
+  fc_cli_put_name(stdout, store); /* quoted as names are: the line stays one line */
+  printf(": %zu config%s\n", n, n == 1 ? "" : "s");
   if (!n) return;
   printf("%-32s  %-6s  %-20s  %10s  %10s  %s\n", "digest", "kind", "name", "records", "MB",
          "created");
