@@ -2,6 +2,7 @@
  * libcache/core/verify/verify.c (fc_verify_store); this main parses options, prints and picks the exit code. */
 #include "cmd/cli.h"
 
+#include "featcache/fc_config.h"
 #include "featcache/fc_format.h"
 #include "featcache/fc_manifest.h"
 #include "featcache/fc_store.h"
@@ -363,6 +364,35 @@ static void print_human(const char *store, const fc_verify_report *r) {
       (unsigned long long)r->token_configs);
 }
 
+/* An --expect-preset NAME that can name no config, whatever a store holds (a typo): a usage
+ * error, said once before any store is read. A preset, its listed name "PRESET (DTYPE)" or a
+ * digest is a name, checked against each store (fc_verify_store says the rest). */
+static void check_preset_name(const char *name) {
+  fc_mel_config pc;
+  fc_digest d;
+  if (fc_digest_parse(name, &d) == 0 || fc_mel_preset(name, &pc) == 0) return;
+  const char *open = strstr(name, " (");
+  const size_t nl = strlen(name), bl = open ? (size_t)(open - name) : 0;
+  char base[32], dt[16];
+  if (open && name[nl - 1] == ')' && bl < sizeof base && nl - bl - 3 < sizeof dt) {
+    memcpy(base, name, bl);
+    base[bl] = '\0';
+    memcpy(dt, open + 2, nl - bl - 3);
+    dt[nl - bl - 3] = '\0';
+    if (fc_dtype_from_name(dt) && fc_mel_preset(base, &pc) == 0) return;
+  }
+  char list[128] = ""; /* the presets there are, as featurize names them: a typo shows */
+  const char *const *p = fc_mel_preset_names();
+  for (int i = 0; p[i]; i++) {
+    size_t l = strlen(list);
+    snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", p[i]);
+  }
+  fc_cli_usage_error(
+      "unknown preset '%s' (want one of %s; one stored in another dtype as cache-config "
+      "lists it, 'kaldi (mq)'; or a 32-hex config digest)",
+      name, list);
+}
+
 int main(int argc, char **argv) {
   fc_cli_tool = "cache-verify";
   fc_cli_std_fds();
@@ -388,6 +418,7 @@ int main(int argc, char **argv) {
       fc_digest dg;
       if (c == OPT_EXPECT_CONFIG && (strlen(optarg) != 32 || fc_digest_parse(optarg, &dg) != 0))
         fc_cli_usage_error("invalid value '%s' for --expect-config (want 32 hex chars)", optarg);
+      if (c == OPT_EXPECT_PRESET) check_preset_name(optarg);
       mel[n_mel++] = optarg;
       break;
     }

@@ -61,7 +61,7 @@ run expect-tokens-name 1 --expect-tokens=phonemes
 grep -q "^s: error: meta: config mismatch: expected token config phonemes is not in the store; stored token configs: chars [0-9a-f]*$" got \
   || { echo "FAIL expect-tokens name"; cat got; fail=1; }
 "$V" --expect-preset nosuch s >out 2>err; rc=$?
-[ $rc = 2 ] && [ "$(head -1 err)" = "cache-verify: s: unknown preset 'nosuch' (want one of hifigan, tacotron2, librosa, whisper, kaldi; one stored in another dtype as cache-config lists it, 'kaldi (mq)'; or a 32-hex config digest)" ] \
+[ $rc = 2 ] && [ "$(head -1 err)" = "cache-verify: unknown preset 'nosuch' (want one of hifigan, tacotron2, librosa, whisper, kaldi; one stored in another dtype as cache-config lists it, 'kaldi (mq)'; or a 32-hex config digest)" ] \
   || { echo "FAIL unknown preset: exit $rc"; cat err; fail=1; }
 
 # an orphan: a feature whose audio entry is gone — a warning; --strict makes it fail

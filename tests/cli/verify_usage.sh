@@ -110,10 +110,24 @@ grep -q 'expect-tokens' "$T/err" && { echo "FAIL bare --expect-tokens STORE: $(c
 expect_err expect-tokens-empty "cache-verify: --expect-tokens= names no token config (an empty value: an unset variable?); --expect-tokens alone checks every stored one
 Try 'cache-verify --help' for more information."
 [ -s "$T/out" ] && { echo "FAIL expect-tokens-empty checked a store"; fail=1; }
-# an unknown preset (a typo) is told with the presets there are, as featurize tells it
+# an unknown preset (a typo) is told with the presets there are, as featurize tells it: a usage
+# error, said once before any store is read (it was said for each store as the store's, and
+# --json printed each store's object "ok":false with it as "fatal"), nothing on stdout
+unknown="cache-verify: unknown preset 'hifigann' (want one of hifigan, tacotron2, librosa, whisper, kaldi; one stored in another dtype as cache-config lists it, 'kaldi (mq)'; or a 32-hex config digest)
+Try 'cache-verify --help' for more information."
 "$V" --expect-preset hifigann "$T/s" >"$T/out" 2>"$T/err"; check unknown-preset 2 $?
-expect_err unknown-preset "cache-verify: $T/s: unknown preset 'hifigann' (want one of hifigan, tacotron2, librosa, whisper, kaldi; one stored in another dtype as cache-config lists it, 'kaldi (mq)'; or a 32-hex config digest)
-cache-verify: done: 0 of 1 stores clean (1 not checked)"
+expect_err unknown-preset "$unknown"
+cp -r "$T/s" "$T/s2"
+"$V" --json --expect-preset hifigan --expect-preset hifigann "$T/s" "$T/s2" >"$T/out" 2>"$T/err"; check unknown-preset-json 2 $?
+expect_err unknown-preset-json "$unknown"
+[ -s "$T/out" ] && { echo "FAIL unknown-preset-json: stdout"; cat "$T/out"; fail=1; }
+"$V" --expect-preset 'hifigan (f9)' "$T/s" >"$T/out" 2>"$T/err"; check unknown-listed 2 $?
+expect_err unknown-listed "${unknown//\'hifigann\'/\'hifigan (f9)\'}"
+# a preset's listed name and a digest given to --expect-preset are names: checked against the store
+"$V" -q --expect-preset 'kaldi (mq)' "$T/s" >"$T/out" 2>"$T/err"; check listed-name 1 $?
+grep -q "config mismatch: expected preset kaldi (mq) " "$T/out" || { echo "FAIL listed-name"; cat "$T/out"; fail=1; }
+"$V" -q --expect-preset 0123456789abcdef0123456789abcdef "$T/s" >"$T/out" 2>"$T/err"; check digest-name 1 $?
+grep -q "config mismatch: expected mel config 0123456789abcdef0123456789abcdef " "$T/out" || { echo "FAIL digest-name"; cat "$T/out"; fail=1; }
 
 # option errors name the tool and what is wrong (getopt's own named the tool by its path), exit 2
 try="Try 'cache-verify --help' for more information."
