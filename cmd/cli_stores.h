@@ -309,6 +309,19 @@ static inline void fc_cli_check_summary(const char *store, const char *what, uin
   }
 }
 
+/* Such a check stopped by a signal (what: "input", "line"): how far it got, for nothing is
+ * committed by a check (a run's line says "finished work committed"). */
+static inline void fc_cli_check_interrupted(const char *what, uint64_t n, uint64_t stored,
+                                            uint64_t missing, uint64_t failed,
+                                            uint64_t not_started) {
+  fprintf(stderr, "%s: interrupted: %llu of %llu %s%s checked (%llu stored, %llu not stored",
+          fc_cli_tool, (unsigned long long)(stored + missing + failed), (unsigned long long)n, what,
+          n == 1 ? "" : "s", (unsigned long long)stored, (unsigned long long)missing);
+  if (failed) fprintf(stderr, ", %llu failed", (unsigned long long)failed);
+  fprintf(stderr, "), %llu not started; nothing written (the store is read-only)\n",
+          (unsigned long long)not_started);
+}
+
 /* Who holds dir's writer lock (an flock of data.mdb, docs/FORMAT.md "The writer lock"), for a
  * refusal to say: *excl 1 when it is held exclusive (a cache-prune runs on it), else 0; the pid
  * of a holder /proc/locks names (the exclusive one, else the first writer) in *pid, 0 when none

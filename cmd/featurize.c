@@ -692,7 +692,11 @@ int main(int argc, char **argv) {
   uint64_t ok = st.processed + st.skipped_existing;
   /* Failed inputs are recorded in the store; --max-failed says how many the job tolerates. */
   int allowed = !rc && fc_cli_failed_allowed(&max_failed, st.failed, st.total);
-  if (rc == FC_EINTR) {
+  if (rc == FC_EINTR && check) {
+    fc_cli_check_interrupted("input", st.total, st.skipped_existing, st.not_stored, st.failed,
+                             st.not_started);
+    code = fc_cli_signal_exit();
+  } else if (rc == FC_EINTR) {
     fprintf(stderr, "%s: interrupted: %llu of %llu done", fc_cli_tool, (unsigned long long)ok,
             (unsigned long long)st.total);
     if (st.failed) fprintf(stderr, " (%llu failed)", (unsigned long long)st.failed);

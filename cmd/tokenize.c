@@ -585,7 +585,11 @@ int main(int argc, char **argv) {
   fc_digest cfg;
   char hex[33] = "";
   if (fc_tokenizer_config(tok, NULL, NULL, &cfg) == 0) fc_digest_hex(&cfg, hex);
-  if (rc == FC_EINTR) {
+  if (rc == FC_EINTR && check) {
+    fc_cli_check_interrupted("line", st.lines, st.skipped_existing, st.not_stored, st.failed,
+                             st.not_started);
+    exit_code = fc_cli_signal_exit();
+  } else if (rc == FC_EINTR) {
     fprintf(stderr,
             "tokenize: interrupted: %llu of %llu lines committed (%llu failed), %llu not started\n",
             (unsigned long long)(st.processed + st.skipped_existing), (unsigned long long)st.lines,
@@ -617,7 +621,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "tokenize: %llu line%s not stored after the failure, counted as failed\n",
             (unsigned long long)(st.failed - ctx.reported),
             st.failed - ctx.reported == 1 ? "" : "s");
-  if (check && rc != FC_EINTR && st.lines) {
+  if (check && rc == FC_EINTR) {
+    /* said above: a check commits nothing, so no `done` line */
+  } else if (check && st.lines) {
     fc_cli_check_summary(out_dir, "line", st.lines, st.skipped_existing, st.not_stored,
                          ctx.not_stored < FC_CLI_NOT_STORED_SAID ? ctx.not_stored
                                                                  : FC_CLI_NOT_STORED_SAID,

@@ -139,5 +139,27 @@ else
   echo "note: no mount namespace here (not root): the read-only mount case not run"
 fi
 
+# Ctrl-C before the check began (stopped at its second store open, the check's: the first, for
+# writing, was refused): a check's line, not "N of M done, ..., finished work committed"
+if grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null; then
+  . "$FC_SRC/tests/cli/stop_site.bash"
+  chmod -R a-w st
+  before=$(sum)
+  FC_FAULT_STOP=store_open:2 "${run[@]}" "$FZ" -o st a1.wav a2.wav a3.wav >out 2>err &
+  pid=$!
+  if stopped $pid 400; then
+    kill -INT $pid
+    kill -CONT $pid
+    wait $pid
+    rc=$?
+    [ $rc = 130 ] && [ "$(tail -n 1 err)" = "featurize: interrupted: 0 of 3 inputs checked (0 stored, 0 not stored), 3 not started; nothing written (the store is read-only)" ] ||
+      fail "interrupted check: exit $rc: $(cat err)"
+  else
+    fail "interrupted check: not stopped: $(cat err)"
+    kill -9 $pid
+  fi
+  [ "$(sum)" = "$before" ] || fail "interrupted check: the store's files changed"
+fi
+
 if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo ok

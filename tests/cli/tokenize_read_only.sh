@@ -112,5 +112,35 @@ rc=$?
 [ $rc = 2 ] && grep -qF "2 of 4 lines not stored, 1 failed," err || fail "split store, m2: exit $rc: $(cat err)"
 [ "$(sum sp)" = "$split_before" ] || fail "split store: its files changed"
 
+# Ctrl-C during the check: how far it got, in a line of its own, and no run's lines: it said
+# "N of M lines committed" and then "done: ... (0 new, ...)", though a check commits nothing
+if grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null; then
+  . "$FC_SRC/tests/cli/stop_site.bash"
+  "$PY" -c 'print("".join("b%d|line number %d\n" % (i, i) for i in range(6000)), end="")' >>m.csv
+  # stopped at its second store open (the check's: the first, for writing, was refused)
+  FC_FAULT_STOP=store_open:2 "${run[@]}" "$TK" --vocab v.txt -o st m.csv >out 2>err &
+  pid=$!
+  if stopped $pid 400; then
+    kill -INT $pid
+    kill -CONT $pid
+    wait $pid
+    rc=$?
+    line=$(tail -n 1 err)
+    [ $rc = 130 ] && "$PY" - "$line" <<'PY' || fail "interrupted check: exit $rc: $(cat err)"
+import re, sys
+m = re.fullmatch(r"tokenize: interrupted: (\d+) of 6002 lines checked \((\d+) stored, (\d+) not "
+                 r"stored\), (\d+) not started; nothing written \(the store is read-only\)", sys.argv[1])
+assert m, sys.argv[1]
+checked, stored, missing, not_started = map(int, m.groups())
+assert stored == 2 and checked == stored + missing and checked + not_started == 6002, m.groups()
+PY
+    grep -q 'committed\|done:' err && fail "interrupted check: a run's line: $(cat err)"
+  else
+    fail "interrupted check: not stopped: $(cat err)"
+    kill -9 $pid
+  fi
+  [ "$(sum st)" = "$before" ] || fail "interrupted check: the store's files changed"
+fi
+
 if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo ok
