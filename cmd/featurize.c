@@ -469,6 +469,7 @@ int main(int argc, char **argv) {
   int nul_first = 0; /* the manifest's first line holds a NUL byte */
   fc_manifest_opts mo = {.format = (fc_manifest_format)manifest_format, .audio_dir = audio_dir};
   int rc;
+  const char *mname = manifest && strcmp(manifest, "-") == 0 ? "(stdin)" : manifest; /* said */
   /* a pipe (<(grep ...), /dev/stdin, a FIFO) gives its lines once: read whole (a device or a
    * socket too, which the reader refuses: "not a regular file or a pipe (a device)") */
   struct stat mst;
@@ -497,7 +498,7 @@ int main(int argc, char **argv) {
   } else if (manifest) {
     rc = fc_manifest_read(manifest, &mo, &items, why, sizeof why);
     if (rc) {
-      fc_cli_warn(manifest, "%s", why[0] ? why : fc_strerror(rc));
+      fc_cli_warn(mname, "%s", why[0] ? why : fc_strerror(rc));
       return FC_EXIT_USAGE;
     }
     nul_first = fzc_first_line_has_nul(&items);
@@ -533,7 +534,7 @@ int main(int argc, char **argv) {
    * detected as Kaldi when its first line names an audio file) */
   if (manifest && items.format == FC_MANIFEST_TSV && items.count) {
     fc_item_list_free(&items);
-    fc_cli_warn(manifest,
+    fc_cli_warn(mname,
                 "id<TAB>text lines name no audio (a transcript, tokenize's manifest); for "
                 "id<TAB>path lines give --manifest-format kaldi");
     return FC_EXIT_USAGE;
@@ -650,7 +651,7 @@ int main(int argc, char **argv) {
   if (verbose && n_parts > 1)
     fc_cli_warn(store_dir, "a split store of %u parts: %u writers", n_parts, n_parts);
 
-  fzc_report rctx = {.manifest = manifest,
+  fzc_report rctx = {.manifest = mname,
                      .stdin_list = from_stdin ? "(stdin)" : NULL,
                      .sample_rate = cfg.sample_rate,
                      .json = json,

@@ -7,7 +7,7 @@
 #include "featcache/fc_featurize.h"
 
 typedef struct fzc_report {
-  const char *manifest;
+  const char *manifest; /* as its lines are named: "(stdin)" for --manifest - */
   const char *stdin_list; /* "(stdin)" when the paths come from stdin, else NULL */
   uint32_t sample_rate; /* the config's: -v names a resampling */
   int verbose, json;

@@ -54,6 +54,17 @@ grep -qxE "featurize: /dev/fd/[0-9]+: its audio paths are relative to the workin
 rc=$?
 [ $rc = 0 ] && [ "$(cat err)" = "$want" ] || fail "a path list in a pipe, --audio-dir .: exit $rc: $(cat err)"
 
+# --manifest -: its lines are named (stdin), as tokenize names them and featurize names the lines
+# of a path list on stdin; they were "-:2:" and "featurize: -: id<TAB>text lines ..."
+printf 'LJ001|one\nno bar\n' | "$FZ" -j 1 --device cpu -o s8 --manifest - --audio-dir wavs 2>err
+rc=$?
+[ $rc = 1 ] && [ "$(head -1 err)" = "featurize: (stdin):2: missing text column (expected id|text[|normalized])" ] ||
+  fail "--manifest -, a bad line: exit $rc: $(cat err)"
+printf 'a\thello\n' | "$FZ" -j 1 --device cpu -o s9 --manifest - 2>err
+rc=$?
+[ $rc = 2 ] && [ "$(cat err)" = "featurize: (stdin): id<TAB>text lines name no audio (a transcript, tokenize's manifest); for id<TAB>path lines give --manifest-format kaldi" ] ||
+  fail "--manifest -, a transcript: exit $rc: $(cat err)"
+
 # tokenize: --build-vocab reads the corpus, then the run reads it again
 "$FC_BIN/tokenize" --build-vocab -o t1 --manifest <(cat metadata.csv) 2>err
 rc=$?
