@@ -28,8 +28,8 @@ static const fc_cli_opt options[] =
       "merge shards that are not every K of N (default: refuse, naming the missing)"},
      {NULL, 0, 0, NULL, "Configs:"},
      {"strict", OPT_STRICT, no_argument, NULL,
-      "refuse stores whose mel configs differ (a config that lacks some of the ids; default: "
-      "say so and merge)"},
+      "refuse stores whose mel or token configs differ (a config that lacks some of the ids; "
+      "default: say so and merge)"},
      {NULL, 0, 0, NULL, "Running:"},
      {"batch", OPT_BATCH, required_argument, "N", "entries per write transaction (default 1024)"},
      {"nolock", OPT_NOLOCK, no_argument, NULL,
@@ -50,8 +50,8 @@ static const char description[] =
     "resume where they stopped; a finished one is not repeated.";
 static const char footer[] =
     "Exit status: 0 merged (or nothing to do); 1 conflicts refused (nothing written), damaged\n"
-    "records left out, shards whose vocabularies were built apart, mel configs held apart\n"
-    "under --strict (nothing written), a failed write (committed\n"
+    "records left out, shards whose vocabularies were built apart, mel or token configs held\n"
+    "apart under --strict (nothing written), a failed write (committed\n"
     "batches are kept; run again to finish), or the --json summary that could not be written;\n"
     "2 usage error, a store that cannot be opened, a store given twice or the output among the\n"
     "inputs, or shards missing (see --partial); 130/143 interrupted (committed batches are\n"
@@ -187,6 +187,31 @@ static void on_mel_configs(const char *detail, const char *loader, int refused, 
     say_later(c,
               "%s: merged all the same (--strict refuses): for one config, featurize %s with it "
               "over the whole corpus (what is stored is skipped), then drop the others "
+              "(cache-config --drop DIGEST %s)\n",
+              fc_cli_tool, qo, qo);
+}
+
+/* The same of token configs of other names (shards tokenized with other tokenizers) */
+static void on_token_configs_held_apart(const char *detail, const char *loader, int refused,
+                                        void *user) {
+  ctx *c = user;
+  fc_cli_progress_clear(&c->progress);
+  qname q;
+  const char *qo = qn(c->out, &q);
+  fprintf(stderr,
+          "%s: the stores hold %s: merged, a config holds tokens only for the ids of the stores "
+          "that hold it\n",
+          fc_cli_tool, detail);
+  fprintf(stderr, "%s: %s\n", fc_cli_tool, loader);
+  if (refused)
+    fprintf(stderr,
+            "%s: tokenize the stores that lack a config with it (or drop it where it is: "
+            "cache-config --drop DIGEST STORE), or merge without --strict and complete %s\n",
+            fc_cli_tool, qo);
+  else
+    say_later(c,
+              "%s: merged all the same (--strict refuses): for one config, tokenize %s with it "
+              "over the whole manifest (what is stored is skipped), then drop the others "
               "(cache-config --drop DIGEST %s)\n",
               fc_cli_tool, qo, qo);
 }
@@ -389,6 +414,7 @@ int main(int argc, char **argv) {
   mo.on_token_configs = on_token_configs;
   mo.on_output_token_configs = on_output_token_configs;
   mo.on_mel_configs = on_mel_configs;
+  mo.on_token_configs_held_apart = on_token_configs_held_apart;
   mo.user = &cx;
   fc_cli_install_signals();
   mo.stop = &fc_cli_signal;
@@ -446,7 +472,8 @@ int main(int argc, char **argv) {
             fc_cli_tool, why);
     status = "refused";
     code = FC_EXIT_USAGE;
-  } else if (rc == FC_ECONFIG && (st.token_configs_apart || st.mel_configs_apart)) {
+  } else if (rc == FC_ECONFIG &&
+             (st.token_configs_apart || st.mel_configs_apart || st.token_configs_held_apart)) {
     /* said by on_token_configs, on_mel_configs */
     fprintf(stderr, "%s: nothing merged\n", fc_cli_tool);
     status = "refused";
@@ -517,7 +544,7 @@ int main(int argc, char **argv) {
         ",\"conflicts\":%llu,\"resolved\":%llu,\"bad_records\":%llu,\"dropped\":%llu,"
         "\"bytes_in\":%llu,\"bytes_copied\":%llu,\"commits\":%llu,\"wall_seconds\":%.6f,"
         "\"failures_copied\":%llu,\"failures_cleared\":%llu,\"shards_missing\":%llu,"
-        "\"shards_twice\":%llu,\"token_configs_apart\":%llu,\"mel_configs_apart\":%llu,"
+        "\"shards_twice\":%llu,\"token_configs_apart\":%llu,\"mel_configs_apart\":%llu,\"token_configs_held_apart\":%llu,"
         "\"changed_meanwhile\":%llu}\n",
         (unsigned long long)st.conflicts, (unsigned long long)st.resolved,
         (unsigned long long)st.bad_records, (unsigned long long)st.dropped,
@@ -525,7 +552,8 @@ int main(int argc, char **argv) {
         (unsigned long long)st.commits, st.wall_seconds, (unsigned long long)st.failures_copied,
         (unsigned long long)st.failures_cleared, (unsigned long long)st.shards_missing,
         (unsigned long long)st.shards_twice, (unsigned long long)st.token_configs_apart,
-        (unsigned long long)st.mel_configs_apart, (unsigned long long)st.changed_meanwhile);
+        (unsigned long long)st.mel_configs_apart, (unsigned long long)st.token_configs_held_apart,
+        (unsigned long long)st.changed_meanwhile);
   }
   return fc_cli_stdout_status(code); /* the --json object lost is a failure */
 }

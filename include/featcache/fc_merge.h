@@ -98,6 +98,10 @@ typedef struct fc_merge_stats {
    * conflicts are refused (FC_MERGE_REFUSE): under a prefer option the inputs win over the
    * output, as they do in the first pass. */
   uint64_t changed_meanwhile;
+  /* token configs that a store holding text entries lacks (shards tokenized with other
+   * tokenizers): merged, each holds tokens for some ids only; token configs of one name built
+   * apart are counted in token_configs_apart instead */
+  uint64_t token_configs_held_apart;
 } fc_merge_stats;
 
 typedef void (*fc_merge_conflict_fn)(const fc_merge_conflict *c, void *user);
@@ -153,14 +157,20 @@ typedef struct fc_merge_opts {
    * where 1a2b3c4d5e6f has 8000) in s2"), loader what the loader's features="NAME" then does.
    * Merged all the same, or refused with strict. May be NULL. */
   void (*on_mel_configs)(const char *detail, const char *loader, int refused, void *user);
-  /* Refuse (FC_ECONFIG, nothing written) mel configs held apart, which are otherwise said and
-   * merged [0] */
+  /* Refuse (FC_ECONFIG, nothing written) mel configs held apart, and token configs of other
+   * names held apart (on_token_configs_held_apart), which are otherwise said and merged [0] */
   int strict;
   void *user;
   /* Inputs opened with MDB_NOLOCK: 1 always (stores on shared storage that nobody writes any
    * more: NFS, Lustre, docs/scale-out.md "File systems"), -1 never, 0 when an input's directory
    * or lock.mdb is not writable, or its mount is read-only [0]. */
   int nolock;
+  /* As on_mel_configs, of token configs of other names that a store holding text entries lacks
+   * (shards tokenized with other tokenizers: "2 token configs that not every store holds: ...",
+   * loader: what tokens="NAME" then does); refused with strict. Not called for configs of one
+   * name built apart (on_token_configs). May be NULL. */
+  void (*on_token_configs_held_apart)(const char *detail, const char *loader, int refused,
+                                      void *user);
 } fc_merge_opts;
 
 /* Defaults: refuse conflicts, the bounds in brackets, no callbacks. */

@@ -1,7 +1,8 @@
 /* cache-merge: mel configs that not every store holds (merge_configs.h). One preset featurized
  * with different configs in different shards (nodes on different featcache versions, a --fmax
  * given to one) merges into configs that each cover some ids only: the loader then fails on the
- * name (several configs of it) or skips the other ids, and cache-verify reports them missing. */
+ * name (several configs of it) or skips the other ids, and cache-verify reports them missing.
+ * The same of token configs (shards tokenized with other tokenizers) and the text entries. */
 #include "libcache/core/merge/merge_configs.h"
 
 #include "libcache/core/merge/kmerge.h"
@@ -62,16 +63,18 @@ int merge_each_config(MDB_txn *txn, MDB_dbi meta, merge_config_fn fn, void *ctx)
   return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
-/* mel_configs' context: the vector the configs of holder h are appended to. */
+/* mel_configs' context: the vector the configs of holder h are appended to; tokens: the token
+ * configs instead of the mel ones. */
 typedef struct mel_walk {
   melcfg **v;
   size_t *n, *cap, h;
+  int tokens;
 } mel_walk;
 
 static int add_mel_config(const char *hex, const char *kind, json_t *o, const void *json,
                           size_t len, void *ctx) {
   mel_walk *w = ctx;
-  if (strcmp(kind, "mel")) return 0;
+  if (strcmp(kind, w->tokens ? "tokens" : "mel")) return 0;
   if (*w->n == *w->cap) {
     size_t nc = *w->cap ? 2 * *w->cap : 16;
     melcfg *g = fc_realloc(*w->v, nc * sizeof *g);
@@ -84,6 +87,12 @@ static int add_mel_config(const char *hex, const char *kind, json_t *o, const vo
   t->holder = w->h;
   t->o = o;
   t->name[0] = '\0';
+  static const char *const tok_keys[] = {"tokenizer", "name", "preset"}; /* tokens="NAME" */
+  for (size_t i = 0; w->tokens && i < 3 && !t->name[0]; i++) {
+    const char *tn = json_string_value(json_object_get(o, tok_keys[i]));
+    if (tn) snprintf(t->name, sizeof t->name, "%s", tn);
+  }
+  if (w->tokens) return 1;
   const char *pn = json_string_value(json_object_get(o, "preset"));
   fc_mel_config mc; /* as the loader names it (loader_config.c): a preset in another dtype */
   if (pn)
@@ -95,9 +104,10 @@ static int add_mel_config(const char *hex, const char *kind, json_t *o, const vo
   return 1; /* t->o keeps it */
 }
 
-/* The mel configs in the meta db of txn, appended to *v (holder h). */
-static int mel_configs(MDB_txn *txn, MDB_dbi meta, size_t h, melcfg **v, size_t *n, size_t *cap) {
-  mel_walk w = {v, n, cap, h};
+/* The mel (tokens: token) configs in the meta db of txn, appended to *v (holder h). */
+static int mel_configs(MDB_txn *txn, MDB_dbi meta, size_t h, int tokens, melcfg **v, size_t *n,
+                       size_t *cap) {
+  mel_walk w = {v, n, cap, h, tokens};
   return merge_each_config(txn, meta, add_mel_config, &w);
 }
 
@@ -215,10 +225,13 @@ static int ids_lacking(MDB_txn *const *txns, const MDB_dbi *dbis, size_t m, cons
   return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
-int merge_check_mel_configs(fc_store *const *in, MDB_txn *const *txns, size_t n, fc_store *out,
-                            MDB_txn *out_txn, const char *const *paths, const char *out_dir,
-                            const fc_merge_opts *o, fc_merge_stats *st) {
-  size_t m = n + (out ? 1 : 0), nv = 0, cap = 0, utter = 0; /* utter: stores with audio entries */
+/* The check of merge_check_mel_configs, of the mel configs and the audio entries, or (tokens) of
+ * the token configs and the text entries. */
+static int check_apart(fc_store *const *in, MDB_txn *const *txns, size_t n, fc_store *out,
+                       MDB_txn *out_txn, const char *const *paths, const char *out_dir,
+                       const fc_merge_opts *o, fc_merge_stats *st, int tokens) {
+  const int entry_db = tokens ? FC_DB_TEXT : FC_DB_AUDIO;
+  size_t m = n + (out ? 1 : 0), nv = 0, cap = 0, utter = 0; /* utter: stores with entries */
   melcfg *v = NULL;
   char *has = fc_calloc(m ? m : 1, 1); /* the store holds audio entries */
   int rc = has ? 0 : ENOMEM;
@@ -226,9 +239,9 @@ int merge_check_mel_configs(fc_store *const *in, MDB_txn *const *txns, size_t n,
     MDB_txn *t = i < n ? txns[i] : out_txn;
     fc_store *s = i < n ? in[i] : out;
     MDB_stat ms;
-    if ((rc = mdb_stat(t, s->dbi[FC_DB_AUDIO], &ms)) != 0) break;
+    if ((rc = mdb_stat(t, s->dbi[entry_db], &ms)) != 0) break;
     if ((has[i] = ms.ms_entries > 0)) utter++;
-    rc = mel_configs(t, s->dbi[FC_DB_META], i, &v, &nv, &cap);
+    rc = mel_configs(t, s->dbi[FC_DB_META], i, tokens, &v, &nv, &cap);
   }
   if (rc || nv == 0) goto done;
   qsort(v, nv, sizeof *v, melcfg_cmp);
@@ -257,7 +270,7 @@ int merge_check_mel_configs(fc_store *const *in, MDB_txn *const *txns, size_t n,
     }
     for (size_t i = 0; i < m; i++) {
       tx[i] = i < n ? txns[i] : out_txn;
-      dbis[i] = (i < n ? in[i] : out)->dbi[FC_DB_AUDIO];
+      dbis[i] = (i < n ? in[i] : out)->dbi[entry_db];
     }
     rc = ids_lacking(tx, dbis, m, v, nv, gid, groups, refg, lack, ref_lack, o->stop);
   } else {
@@ -274,10 +287,17 @@ int merge_check_mel_configs(fc_store *const *in, MDB_txn *const *txns, size_t n,
     free(ref_lack);
     goto done;
   }
-  st->mel_configs_apart += apart;
-  if (o->on_mel_configs) {
+  if (tokens)
+    st->token_configs_held_apart += apart;
+  else
+    st->mel_configs_apart += apart;
+  void (*tell)(const char *, const char *, int, void *) =
+      tokens ? o->on_token_configs_held_apart : o->on_mel_configs;
+  const char *arg = tokens ? "tokens" : "features"; /* the loader's argument */
+  if (tell) {
     char detail[1024], loader[512] = "";
-    snprintf(detail, sizeof detail, "%zu mel configs that not every store holds: ", groups);
+    snprintf(detail, sizeof detail, "%zu %s configs that not every store holds: ", groups,
+             tokens ? "token" : "mel");
     size_t listed = 0, named = 0; /* named: configs that answer to the reference's name */
     for (size_t a = 0, b; a < nv; a = b) {
       for (b = a; b < nv && !strcmp(v[b].hex, v[a].hex); b++) {}
@@ -292,19 +312,18 @@ int merge_check_mel_configs(fc_store *const *in, MDB_txn *const *txns, size_t n,
     /* what the loader makes of the reference's name (loader_config.c) */
     if (named > 1)
       snprintf(loader, sizeof loader,
-               "the loader's features=\"%s\" would fail: %zu configs answer to it (choose one "
-               "by digest), and each lacks the ids of the stores without it (cache-verify reports "
+               "the loader's %s=\"%s\" would fail: %zu configs answer to it (choose one by "
+               "digest), and each lacks the ids of the stores without it (cache-verify reports "
                "them missing)",
-               v[ref].name, named);
+               arg, v[ref].name, named);
     else if (!ref_lacks)
       snprintf(loader, sizeof loader,
-               "the loader's features=\"%s\" takes %.12s, which every id has; the others lack "
-               "some (cache-verify reports them missing)",
-               v[ref].name[0] ? v[ref].name : v[ref].hex, v[ref].hex);
+               "the loader's %s=\"%s\" takes %.12s, which every id has; the others lack some "
+               "(cache-verify reports them missing)",
+               arg, v[ref].name[0] ? v[ref].name : v[ref].hex, v[ref].hex);
     else {
-      snprintf(loader, sizeof loader,
-               "the loader's features=\"%s\" takes %.12s and skips the ids of ",
-               v[ref].name[0] ? v[ref].name : v[ref].hex, v[ref].hex);
+      snprintf(loader, sizeof loader, "the loader's %s=\"%s\" takes %.12s and skips the ids of ",
+               arg, v[ref].name[0] ? v[ref].name : v[ref].hex, v[ref].hex);
       size_t said = 0;
       for (size_t i = 0; i < m; i++) {
         if (!ref_lack[i]) continue;
@@ -316,7 +335,7 @@ int merge_check_mel_configs(fc_store *const *in, MDB_txn *const *txns, size_t n,
       }
       APPEND(loader, " (not stored; cache-verify reports them missing)");
     }
-    o->on_mel_configs(detail, loader, o->strict, o->user);
+    tell(detail, loader, o->strict, o->user);
   }
   free(ref_lack);
   if (o->strict) rc = FC_ECONFIG;
@@ -325,4 +344,17 @@ done:
   free(v);
   free(has);
   return rc;
+}
+
+int merge_check_mel_configs(fc_store *const *in, MDB_txn *const *txns, size_t n, fc_store *out,
+                            MDB_txn *out_txn, const char *const *paths, const char *out_dir,
+                            const fc_merge_opts *o, fc_merge_stats *st) {
+  return check_apart(in, txns, n, out, out_txn, paths, out_dir, o, st, 0);
+}
+
+int merge_check_token_configs_apart(fc_store *const *in, MDB_txn *const *txns, size_t n,
+                                    fc_store *out, MDB_txn *out_txn, const char *const *paths,
+                                    const char *out_dir, const fc_merge_opts *o,
+                                    fc_merge_stats *st) {
+  return check_apart(in, txns, n, out, out_txn, paths, out_dir, o, st, 1);
 }

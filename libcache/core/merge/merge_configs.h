@@ -24,4 +24,13 @@ int merge_check_mel_configs(fc_store *const *in, MDB_txn *const *txns, size_t n,
                             MDB_txn *out_txn, const char *const *paths, const char *out_dir,
                             const fc_merge_opts *o, fc_merge_stats *st);
 
+/* The same of the token configs and the text entries (shards tokenized with other tokenizers: a
+ * config that a store holding text entries lacks holds tokens for some ids only): counted in
+ * st->token_configs_held_apart, said through o->on_token_configs_held_apart, refused with
+ * o->strict. Token configs of one name built apart are check_token_configs' (merge_shards.c). */
+int merge_check_token_configs_apart(fc_store *const *in, MDB_txn *const *txns, size_t n,
+                                    fc_store *out, MDB_txn *out_txn, const char *const *paths,
+                                    const char *out_dir, const fc_merge_opts *o,
+                                    fc_merge_stats *st);
+
 #endif

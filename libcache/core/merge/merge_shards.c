@@ -206,6 +206,8 @@ int merge_check_shards(fc_store *const *in, MDB_txn *const *txns, size_t n, fc_s
   }
   if (!rc) /* per-shard vocabularies */
     rc = check_token_configs(in, txns, n, out, out_txn, counts, paths, out_dir, o, st);
+  if (!rc && !st->token_configs_apart) /* token configs of other names some stores lack */
+    rc = merge_check_token_configs_apart(in, txns, n, out, out_txn, paths, out_dir, o, st);
   if (!rc) /* mel configs that some stores lack (merge_configs.c) */
     rc = merge_check_mel_configs(in, txns, n, out, out_txn, paths, out_dir, o, st);
   for (size_t i = 0; sets && i < m; i++) free(sets[i]);
