@@ -8,7 +8,7 @@
 # 'config mismatch: expected preset hifigan ... is not in the store; stored mel configs: none'
 # (exit 1) where the same command without --expect-preset passed. A store alone is no dataset: an
 # empty one checked by itself still fails the expectation, and a dataset store with entries that
-# lacks the expected config still does.
+# lacks the expected config still does. The same for a store of features beside one of tokens.
 set -u
 . "$FC_SRC/tests/cli/scaleout.bash"
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -53,6 +53,12 @@ for set in "--separate sp" "$emptypart"; do
   check "parts: $set" 0 $?
   grep -q "config mismatch" out && { echo "FAIL parts: $set: a config mismatch"; cat out; fail=1; }
 done
+# features and tokens in two stores read as one dataset: the one without text entries needs no
+# token config, the one without audio entries no mel config
+"$FC_BIN/featurize" -q -o mel --manifest c/metadata.csv && "$FC_BIN/tokenize" -q --build-vocab -o tok c/metadata.csv || exit 1
+"$V" --manifest c/metadata.csv --expect-preset hifigan --expect-tokens=chars mel tok >out 2>err
+check "mel tok" 0 $?
+grep -q "config mismatch" out && { echo "FAIL mel tok: a config mismatch"; cat out; fail=1; }
 # a store alone is no dataset: the empty shard by itself fails the expectation
 "$V" -q --expect-preset hifigan "$empty" >out 2>err; check "the empty shard alone" 1 $?
 grep -q "^$empty: error: meta cfg/$hifigan: config mismatch: expected preset hifigan (config $hifigan) is not in the store; stored mel configs: none$" out ||
