@@ -540,6 +540,7 @@ int main(int argc, char **argv) {
     return FC_EXIT_USAGE;
   }
 
+  if (manifest) fzc_check_jsonl_transcript(mname, &items); /* tokenize's JSON lines */
   if (manifest && manifest_format == FC_MANIFEST_AUTO)
     fzc_check_kaldi_text(manifest, audio_dir, &items);
   if (manifest) fzc_check_comma_csv(manifest, &items); /* an audiofolder's metadata.csv */

@@ -178,6 +178,18 @@ void fzc_check_segments(const char *manifest, const fc_item_list *items) {
   fclose(f);
 }
 
+void fzc_check_jsonl_transcript(const char *name, const fc_item_list *items) {
+  if (items->format != FC_MANIFEST_JSONL) return;
+  const fc_item *first = NULL; /* the first line that parsed: a bad line says its own */
+  for (size_t i = 0; i < items->count && !first; i++)
+    if (!items->items[i].err) first = &items->items[i];
+  if (!first || first->path) return;
+  fc_cli_warn(name,
+              "JSON lines of \"id\" and \"text\" name no audio (a transcript, tokenize's "
+              "manifest); featurize reads the audio file each line's \"audio_filepath\" names");
+  exit(FC_EXIT_USAGE);
+}
+
 void fzc_warn_kaldi_segments(const char *manifest, const fc_item_list *items, int quiet) {
   if (quiet || items->format != FC_MANIFEST_KALDI || strcmp(manifest, "-") == 0) return;
   const char *slash = strrchr(manifest, '/');

@@ -49,6 +49,10 @@ void fzc_check_stdin_list(const fc_item_list *items);
  * segment's id. A nonzero "offset" among the first 1000 lines of a manifest file says so, names
  * its line and what to do, and exits 2 ("offset": 0 alone is a whole file). */
 void fzc_check_segments(const char *manifest, const fc_item_list *items);
+/* A JSON lines manifest whose first line holds "id" and "text" but no "audio_filepath" (tokenize's
+ * JSON lines, a transcript): each line would fail for want of audio, each with a failure record.
+ * Says so, naming the manifest as name (its lines' name: "(stdin)" for "-"), and exits 2. */
+void fzc_check_jsonl_transcript(const char *name, const fc_item_list *items);
 /* A Kaldi data folder whose `segments` file cuts the wav.scp's recordings into utterances: the
  * recordings are stored whole, under their ids, which a user who meant the utterances learns
  * from a line here (not with -q) rather than from hours-long records. */

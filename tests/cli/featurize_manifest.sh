@@ -103,6 +103,19 @@ rc=$?
   fail "id<TAB>text: $(cat err)"
 "$FZ" -j 1 -o st4 --manifest text.tsv --manifest-format kaldi >out 2>err
 grep -qx 'featurize: Hello there.: No such file or directory' err || fail "id<TAB>text as kaldi: $(cat err)"
+# the same transcript as JSON lines, "id" and "text" without "audio_filepath" (tokenize's JSON
+# lines): refused the same, exit 2, nothing made, from a file read as the job goes and from stdin;
+# every line failed as "featurize: u1: no audio path", each with a failure record, exit 1
+printf '{"id":"u1","text":"Hello there."}\n{"id":"u2","text":"Good bye."}\n' >text.jsonl
+want_jt="JSON lines of \"id\" and \"text\" name no audio (a transcript, tokenize's manifest); featurize reads the audio file each line's \"audio_filepath\" names"
+"$FZ" -j 1 --device cpu --writers 1 -o st5 --manifest text.jsonl >out 2>err
+rc=$?
+[ $rc = 2 ] && [ ! -e st5 ] && [ "$(cat err)" = "featurize: text.jsonl: $want_jt" ] ||
+  fail "JSON lines transcript: exit $rc (want 2), store: $(ls -d st5 2>&1): $(cat err)"
+"$FZ" -j 1 -o st5 --manifest - <text.jsonl >out 2>err
+rc=$?
+[ $rc = 2 ] && [ ! -e st5 ] && [ "$(cat err)" = "featurize: (stdin): $want_jt" ] ||
+  fail "JSON lines transcript on stdin: exit $rc (want 2): $(cat err)"
 
 # An LJSpeech manifest whose audio folder is not there (no wavs/ beside it: the audio is under
 # another name): every input would fail, each with a failure record in the store. A configuration
