@@ -186,6 +186,7 @@ static int list_store(const char *dir, int json, int count) {
   size_t n = 0;
   uint64_t stored = 0; /* the records the parts hold, when no commit came between the counts */
   int steady = 1;
+  char failed[512] = ""; /* why the configs could not be read: said, and --json's "error" */
   for (unsigned k = 0; k < np && !code; k++) {
     fc_store *s;
     if (open_store(parts[k], FC_STORE_RDONLY, 1, &s)) {
@@ -203,17 +204,26 @@ static int list_store(const char *dir, int json, int count) {
     stored += before.entries[FC_DB_FEAT] + before.entries[FC_DB_TOK];
     fc_store_close(s);
     if (rc) {
-      fc_cli_warn(parts[k], "cannot list its configs: %s%s", fc_strerror(rc),
-                  damaged(rc) ? ": the store is damaged (cache-verify says where)" : "");
+      snprintf(failed, sizeof failed, "cannot list its configs: %s%s", fc_strerror(rc),
+               damaged(rc) ? ": the store is damaged (cache-verify says where)" : "");
+      fc_cli_warn(parts[k], "%s", failed);
       code = FC_EXIT_FAIL;
       break;
     }
     rc = merge_into(&all, &n, c, m);
     fc_configs_free(c, m);
     if (rc) {
-      fc_cli_warn(dir, "%s", fc_strerror(rc));
+      snprintf(failed, sizeof failed, "%s", fc_strerror(rc));
+      fc_cli_warn(dir, "%s", failed);
       code = FC_EXIT_FAIL;
     }
+  }
+  if (code == FC_EXIT_FAIL && json) { /* one object per STORE all the same: a script finds it */
+    fputs("{\"store\":", stdout);
+    fc_json_write_string(stdout, dir);
+    printf(",\"parts\":%u,\"configs\":null,\"error\":", np);
+    fc_json_write_string(stdout, failed);
+    fputs("}\n", stdout);
   }
   if (!code) {
     if (json)

@@ -373,6 +373,14 @@ cp dmg/data.mdb dmg.before
 rc=$?
 [ $rc = 1 ] && [ "$(cat err)" = "cache-config: dmg: cannot list its configs: MDB_CORRUPTED: Located page was wrong type: the store is damaged (cache-verify says where)" ] ||
   fail "damaged: the listing: exit $rc: $(cat err)"
+# --json: the store's object all the same, its configs null and why (a script reading one object
+# per STORE found nothing for it)
+"$CC" --json dmg >out 2>err
+rc=$?
+[ $rc = 1 ] && "$PY" -c 'import json, sys
+o = [json.loads(l) for l in open("out")]
+assert o == [{"store": "dmg", "parts": 1, "configs": None, "error": "cannot list its configs: MDB_CORRUPTED: Located page was wrong type: the store is damaged (cache-verify says where)"}], o' ||
+  fail "damaged: --json: exit $rc: $(cat out)"
 "$CC" --no-count dmg >out 2>err || fail "damaged: --no-count: exit $?: $(cat err)"
 grep -q '^[0-9a-f]\{32\}  tokens  chars ' out || fail "damaged: --no-count: $(cat out)"
 dig=$(sed -n 's/^\([0-9a-f]\{32\}\)  tokens  chars .*/\1/p' out)
