@@ -233,7 +233,7 @@ static int check_apart(fc_store *const *in, MDB_txn *const *txns, size_t n, fc_s
   const int entry_db = tokens ? FC_DB_TEXT : FC_DB_AUDIO;
   size_t m = n + (out ? 1 : 0), nv = 0, cap = 0, utter = 0; /* utter: stores with entries */
   melcfg *v = NULL;
-  char *has = fc_calloc(m ? m : 1, 1); /* the store holds audio entries */
+  char *has = fc_calloc(m ? m : 1, 1); /* the store holds audio (tokens: text) entries */
   int rc = has ? 0 : ENOMEM;
   for (size_t i = 0; i < m && !rc; i++) {
     MDB_txn *t = i < n ? txns[i] : out_txn;
