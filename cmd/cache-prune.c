@@ -369,9 +369,10 @@ static int manifest_ids(const char *path, const fc_manifest_opts *mo, fc_item_li
     if (it->id) {
       (*ids)[(*n)++] = it->id;
     } else if (it->err != FC_EDUPLICATE) {
-      fc_cli_warn(path,
-                  "line %zu: %s: no id, so no utterance it keeps can be told; nothing removed",
-                  it->line, it->why ? it->why : fc_strerror(it->err));
+      fputs("cache-prune: ", stderr); /* FILE:LINE: as featurize and tokenize name a line */
+      fc_cli_put_name(stderr, path);
+      fprintf(stderr, ":%zu: %s: no id, so no utterance it keeps can be told; nothing removed\n",
+              it->line, it->why ? it->why : fc_strerror(it->err));
       return FC_EXIT_USAGE;
     }
   }

@@ -98,7 +98,7 @@ PY
 # a manifest line without an id: nothing removed (the id it keeps cannot be told)
 printf '{"id": "u1", "audio_filepath": "wavs/u1.wav", "text": "one."}\n{"text": "x"}\n' >bad.jsonl
 run bad-line 2 --manifest bad.jsonl st
-grep -q '^cache-prune: bad.jsonl: line 2: .*nothing removed$' err || { fail "bad-line message"; cat err; }
+grep -q '^cache-prune: bad.jsonl:2: .*nothing removed$' err || { fail "bad-line message"; cat err; }
 : >empty.csv
 run empty-manifest 2 --manifest empty.csv st
 expect_err empty-manifest "cache-prune: empty.csv: names no utterance: refusing to remove every one"
