@@ -496,6 +496,7 @@ int main(int argc, char **argv) {
       }
     }
   } else if (manifest) {
+    fzc_check_piped_segments(manifest, mname, manifest_format); /* NeMo's offset, in a pipe */
     rc = fc_manifest_read(manifest, &mo, &items, why, sizeof why);
     if (rc) {
       fc_cli_warn(mname, "%s", why[0] ? why : fc_strerror(rc));

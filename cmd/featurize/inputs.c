@@ -6,6 +6,9 @@
 #include "cmd/featurize/inputs.h"
 #include "formats/common/alloc.h"
 
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <strings.h>
 #include <sys/stat.h>
 
@@ -148,6 +151,28 @@ void fzc_check_stdin_list(const fc_item_list *items) {
   exit(FC_EXIT_USAGE);
 }
 
+/* A JSON line with a nonzero "offset" (name: the manifest as said, no: its line): says so, exits 2. */
+static void segment_line(const char *name, const char *line, size_t no) {
+  const char *k = strstr(line, "\"offset\"");
+  if (!k) return;
+  k += strlen("\"offset\"") + strspn(k + strlen("\"offset\""), " \t");
+  if (*k != ':') return;
+  k++;
+  char *end;
+  const double v = strtod(k, &end);
+  if (end == k || v == 0) return;
+  char q[4 * 4096 + 8];
+  fprintf(stderr,
+          "%s: %s:%zu: \"offset\": %.*s: a segment of its audio file (NeMo's offset and "
+          "duration), but featurize stores whole files; cut each segment into a file of its own "
+          "(sox IN OUT trim OFFSET DURATION) and list those\n",
+          fc_cli_tool, fc_cli_quoted(name, q, sizeof q), no, (int)(end - k - strspn(k, " \t")),
+          k + strspn(k, " \t"));
+  exit(FC_EXIT_USAGE);
+}
+
+enum { SEGMENT_LINES = 1000 }; /* the lines looked at */
+
 void fzc_check_segments(const char *manifest, const fc_item_list *items) {
   struct stat st;
   if (items->format != FC_MANIFEST_JSONL || stat(manifest, &st) != 0 || !S_ISREG(st.st_mode))
@@ -156,26 +181,107 @@ void fzc_check_segments(const char *manifest, const fc_item_list *items) {
   if (!f) return;
   char *line = NULL;
   size_t cap = 0;
-  for (size_t no = 1; no <= 1000 && getline(&line, &cap, f) >= 0; no++) {
-    const char *k = strstr(line, "\"offset\"");
-    if (!k) continue;
-    k += strlen("\"offset\"") + strspn(k + strlen("\"offset\""), " \t");
-    if (*k != ':') continue;
-    k++;
-    char *end;
-    const double v = strtod(k, &end);
-    if (end == k || v == 0) continue;
-    char q[4 * 4096 + 8];
-    fprintf(stderr,
-            "%s: %s:%zu: \"offset\": %.*s: a segment of its audio file (NeMo's offset and "
-            "duration), but featurize stores whole files; cut each segment into a file of its own "
-            "(sox IN OUT trim OFFSET DURATION) and list those\n",
-            fc_cli_tool, fc_cli_quoted(manifest, q, sizeof q), no,
-            (int)(end - k - strspn(k, " \t")), k + strspn(k, " \t"));
-    exit(FC_EXIT_USAGE);
-  }
+  for (size_t no = 1; no <= SEGMENT_LINES && getline(&line, &cap, f) >= 0; no++)
+    segment_line(manifest, line, no);
   free(line);
   fclose(f);
+}
+
+/* Hands a pipe's first bytes, then the rest of it, to the pipe put in its place. */
+typedef struct head_tee {
+  int in, out;
+  char *head;
+  size_t n;
+} head_tee;
+
+static void *tee_run(void *arg) {
+  head_tee *t = arg;
+  char buf[65536];
+  const char *s = t->head;
+  size_t n = t->n;
+  for (;;) {
+    while (n) { /* SIGPIPE is blocked here: a reader gone is EPIPE, the end */
+      const ssize_t w = write(t->out, s, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) goto done;
+      s += w, n -= (size_t)w;
+    }
+    const ssize_t r = read(t->in, buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    s = buf, n = (size_t)r;
+  }
+done:
+  close(t->out), close(t->in), free(t->head), free(t);
+  return NULL;
+}
+
+void fzc_check_piped_segments(const char *manifest, const char *name, int format) {
+  int fd = -1, end = 0;
+  if (strcmp(manifest, "-") == 0 || strcmp(manifest, "/dev/stdin") == 0)
+    fd = STDIN_FILENO;
+  else if ((sscanf(manifest, "/dev/fd/%d%n", &fd, &end) != 1 &&
+            sscanf(manifest, "/proc/self/fd/%d%n", &fd, &end) != 1) ||
+           manifest[end] != '\0')
+    return; /* a named FIFO: its lines go to the reader alone */
+  struct stat st;
+  if ((format != FC_MANIFEST_AUTO && format != FC_MANIFEST_JSONL) || fd < 0 ||
+      fstat(fd, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode)))
+    return;
+  const int pipe_in = S_ISFIFO(st.st_mode); /* else a file on stdin: read where it stands */
+  const off_t at = pipe_in ? 0 : lseek(fd, 0, SEEK_CUR);
+  size_t n = 0, cap = 0, lines = 0;
+  char *head = NULL;
+  while (lines < SEGMENT_LINES && n < (16u << 20)) {
+    if (cap - n < 65536) {
+      char *h = fc_realloc(head, cap = 2 * cap + 65536);
+      if (!h) break; /* no check rather than no run: what was read is handed on */
+      head = h;
+    }
+    const ssize_t r =
+        pipe_in ? read(fd, head + n, cap - n) : pread(fd, head + n, cap - n, at + (off_t)n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    for (const char *p = head + n; (p = memchr(p, '\n', (size_t)(head + n + r - p))); p++) lines++;
+    n += (size_t)r;
+  }
+  char *line = fc_malloc(n + 1);
+  for (size_t i = 0, no = 1; line && i < n && no <= SEGMENT_LINES; no++) {
+    const char *nl = memchr(head + i, '\n', n - i);
+    const size_t l = nl ? (size_t)(nl - head - i) : n - i;
+    memcpy(line, head + i, l);
+    line[l] = '\0';
+    const char *b = line + strspn(line, " \t");
+    b += strncmp(b, "\xef\xbb\xbf", 3) == 0 ? 3 : 0; /* a BOM */
+    if (*b == '{') segment_line(name, line, no); /* a JSON line, whatever the format found */
+    i += l + 1;
+  }
+  free(line);
+  if (!pipe_in) {
+    free(head);
+    return;
+  }
+  /* the bytes read are the reader's: a pipe of ours in the pipe's place (fd 0, /dev/fd/N) gives
+   * them, then the rest, copied by a thread that ends with the pipe */
+  head_tee *t = fc_malloc(sizeof *t);
+  int p[2] = {-1, -1};
+  const int in = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_t th;
+  int rc = !t || in < 0 || pipe2(p, O_CLOEXEC) != 0 || dup2(p[0], fd) < 0 ? errno : 0;
+  if (!rc) {
+    *t = (head_tee){in, p[1], head, n};
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = pthread_create(&th, NULL, tee_run, t);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+  }
+  if (rc) {
+    fc_cli_warn(name, "cannot read the manifest: %s", strerror(rc ? rc : ENOMEM));
+    exit(FC_EXIT_USAGE);
+  }
+  pthread_detach(th);
+  close(p[0]);
 }
 
 void fzc_check_jsonl_transcript(const char *name, const fc_item_list *items) {

@@ -53,6 +53,13 @@ void fzc_check_segments(const char *manifest, const fc_item_list *items);
  * JSON lines, a transcript): each line would fail for want of audio, each with a failure record.
  * Says so, naming the manifest as name (its lines' name: "(stdin)" for "-"), and exits 2. */
 void fzc_check_jsonl_transcript(const char *name, const fc_item_list *items);
+/* The same for a manifest on stdin or in a pipe ("-", /dev/stdin, /dev/fd/N: <(jq ... m.jsonl)),
+ * whose lines the reader reads once: its first 1000 lines are read here (a file on stdin from
+ * where it stands, read again by the reader) and, from a pipe, handed on before the rest by a
+ * pipe put in its place (fd 0, or N) and a thread that copies. name: the manifest as said
+ * ("(stdin)"); format: --manifest-format's (not JSON lines: nothing looked at). A named FIFO is
+ * not looked at. Exits 2 as fzc_check_segments does, or when the pipe cannot be handed on. */
+void fzc_check_piped_segments(const char *manifest, const char *name, int format);
 /* A Kaldi data folder whose `segments` file cuts the wav.scp's recordings into utterances: the
  * recordings are stored whole, under their ids, which a user who meant the utterances learns
  * from a line here (not with -q) rather than from hours-long records. */

@@ -179,6 +179,44 @@ trim OFFSET DURATION) and list those" err || fail "segments: $(cat err)"
 # "offset": 0 on every line: whole files
 printf '{"audio_filepath": "a.wav", "offset": 0.0, "duration": null, "text": "a"}\n' >whole.jsonl
 FZ -q -o s18 --manifest whole.jsonl 2>err || fail "offset 0: $(cat err)"
+# the same from a pipe (jq's filter in <(...), cat | --manifest -) or a file on stdin, whose lines
+# were not looked at: every segment stored the whole recording, exit 0
+seg_said() { # NAME: the refusal, naming the manifest as NAME
+  printf '%s\n' "featurize: $1:2: \"offset\": 2.5: a segment of its audio file (NeMo's offset and \
+duration), but featurize stores whole files; cut each segment into a file of its own (sox IN OUT \
+trim OFFSET DURATION) and list those"
+}
+cat segs.jsonl | FZ -o s30 --manifest - >out 2>err
+rc=$?
+[ $rc = 2 ] && [ ! -e s30 ] && diff <(seg_said "(stdin)") err >/dev/null ||
+  fail "segments from a pipe on stdin: exit $rc: $(cat err)"
+FZ -o s30 --manifest - <segs.jsonl >out 2>err
+rc=$?
+[ $rc = 2 ] && [ ! -e s30 ] && diff <(seg_said "(stdin)") err >/dev/null ||
+  fail "segments from a file on stdin: exit $rc: $(cat err)"
+cat segs.jsonl | FZ -o s30 --manifest /dev/stdin --audio-dir . >out 2>err
+rc=$?
+[ $rc = 2 ] && [ ! -e s30 ] && diff <(seg_said /dev/stdin) err >/dev/null ||
+  fail "segments from /dev/stdin: exit $rc: $(cat err)"
+FZ -o s30 --manifest <(cat segs.jsonl) --audio-dir . >out 2>err
+rc=$?
+[ $rc = 2 ] && [ ! -e s30 ] && grep -qxE "featurize: /dev/fd/[0-9]+:2: \"offset\": 2\.5: a segment .*" err ||
+  fail "segments from <(...): exit $rc: $(cat err)"
+# a pipe of whole files, longer than the lines looked at (1000): every line reaches the job
+"$PY" -c 'for i in range(1500): print("{\"audio_filepath\": \"a.wav\", \"offset\": 0, \"id\": \"w%d\"}" % i)' >many.jsonl
+for how in pipe file subst devstdin; do
+  rm -rf s31
+  case $how in
+  pipe) cat many.jsonl | FZ -q -o s31 --manifest - --audio-dir . >out 2>err ;;
+  file) FZ -q -o s31 --manifest - --audio-dir . <many.jsonl >out 2>err ;;
+  subst) FZ -q -o s31 --manifest <(cat many.jsonl) --audio-dir . >out 2>err ;;
+  devstdin) cat many.jsonl | FZ -q -o s31 --manifest /dev/stdin --audio-dir . >out 2>err ;;
+  esac
+  rc=$?
+  FZ -o s31 --manifest many.jsonl --json >out 2>err2
+  [ $rc = 0 ] && grep -q '"skipped_existing":1500,"failed":0,"not_started":0,"total":1500,' out ||
+    fail "whole files from a $how: exit $rc: $(cat err) then $(cat out err2)"
+done
 
 # 11. a URL (a dataset's remote manifest) and a ~ no shell expanded (a quoted path, a manifest's):
 # said, where "No such file or directory" named a file that seems to be there
