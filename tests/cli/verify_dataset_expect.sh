@@ -40,6 +40,9 @@ done
 "$V" -q --manifest c/metadata.csv s0 s1 >out 2>err; check "unnamed" 1 $?
 grep -qx "dataset: error: meta: s1 lacks the mel config $kaldi that s0 holds: the stores cannot be read as one dataset with it" out ||
   { echo "FAIL unnamed: want kaldi said"; cat out; fail=1; }
+# and the dataset's line counts the configs in every store: hifigan, not kaldi (it said 2 mel)
+grep -q "^dataset of 2 stores: 1 error; 12 audio, 12 text entries; 1 mel, 1 token configs in every store; " out ||
+  { echo "FAIL unnamed: the dataset's line"; cat out; fail=1; }
 # kaldi named: s1 lacks it (its own check says so)
 "$V" -q --expect-preset kaldi s0 s1 >out 2>err; check "kaldi" 1 $?
 grep -q "^s1: error: meta cfg/$kaldi: config mismatch: expected preset kaldi" out ||

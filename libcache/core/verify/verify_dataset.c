@@ -172,6 +172,7 @@ static void skipped_line(dctx *c, const fc_item *it) {
 /* What a walk holds that a damaged page may leave behind (freed by the caller). */
 typedef struct dwalk {
   char (*set)[33];
+  char *gone; /* of the first store's configs of a kind, those some store with entries lacks */
   const fc_item **ids;
   fc_kmerge *km;
 } dwalk;
@@ -251,6 +252,8 @@ static int walk(dctx *c, dwalk *w, const char *const *dirs, size_t n, const fc_v
         w->set = NULL;
         ref_n[k] = sn;
         ref_store[k] = (long)i;
+        free(w->gone);
+        if (!(w->gone = fc_calloc(sn ? sn : 1, 1))) return ENOMEM;
         if (k == 0)
           out->mel_configs = sn;
         else
@@ -260,11 +263,18 @@ static int walk(dctx *c, dwalk *w, const char *const *dirs, size_t n, const fc_v
       for (size_t a = 0; a < ref_n[k]; a++) {
         size_t b = 0;
         while (b < sn && strcmp(set[b], ref_sets[k][a])) b++;
-        if (b == sn)
-          add(c, FC_VERIFY_ERROR, "meta", NULL, 0,
-              "%s lacks the %s config %s that %s holds: the stores cannot be read as one dataset "
-              "with it",
-              quoted(dirs[i], &q1), kinds[k], ref_sets[k][a], quoted(dirs[ref_store[k]], &q2));
+        if (b < sn) continue;
+        if (!w->gone[a]) { /* the dataset's count: the configs in every store with entries */
+          w->gone[a] = 1;
+          if (k == 0)
+            out->mel_configs--;
+          else
+            out->token_configs--;
+        }
+        add(c, FC_VERIFY_ERROR, "meta", NULL, 0,
+            "%s lacks the %s config %s that %s holds: the stores cannot be read as one dataset "
+            "with it",
+            quoted(dirs[i], &q1), kinds[k], ref_sets[k][a], quoted(dirs[ref_store[k]], &q2));
       }
       for (size_t b = 0; b < sn; b++) {
         size_t a = 0;
@@ -431,7 +441,7 @@ int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o
   out->opened = 1;
   if (unread) goto done;
 
-  dwalk w = {NULL, NULL, NULL};
+  dwalk w = {NULL, NULL, NULL, NULL};
   rc = walk_guarded(&c, &w, dirs, n, o, st, txns, dbis, ref_sets);
   if (rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND) {
     add(&c, FC_VERIFY_ERROR, "env", NULL, 0,
@@ -439,6 +449,7 @@ int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o
     rc = 0;
   }
   free(w.set);
+  free(w.gone);
   free(w.ids);
   kmerge_close(w.km);
   if (o->stop && *o->stop && !rc) rc = FC_EINTR;
