@@ -289,12 +289,23 @@ static int damaged_out(const char *out, char *why, size_t why_len) {
   return 1;
 }
 
-/* The first input that is an LMDB environment nothing was ever committed to (a shard whose
- * featurize or tokenize was killed before its first commit, a Slurm task stopped at its start),
- * said into why: it holds nothing to merge, and its run is to be made again; NULL when none. The
- * library's open calls it "not in the featcache format". */
-static const char *empty_input(const char *const *inputs, size_t n, char *why, size_t why_len) {
+/* The first input that holds no store, said as every tool says it (fc_cli_say_not_a_store: a
+ * file, a folder without data.mdb; the library's open said "cannot open the store: Not a
+ * directory", "... FC_ENOSTORE: ..."): 1, else 0; one that is not there is the open's to say. An
+ * LMDB environment nothing was ever committed to (a shard whose featurize or tokenize was killed
+ * before its first commit, a Slurm task stopped at its start; "not in the featcache format" to the
+ * library) is said into why (1): it holds nothing to merge, and its run is to be made again. */
+static int no_store_input(const char *const *inputs, size_t n, char *why, size_t why_len) {
   for (size_t i = 0; i < n; i++) {
+    struct stat sb;
+    char mdb[4096];
+    if (stat(inputs[i], &sb) != 0) continue;
+    int rc = !S_ISDIR(sb.st_mode) ? ENOTDIR
+             : snprintf(mdb, sizeof mdb, "%s/data.mdb", inputs[i]) < (int)sizeof mdb &&
+                     stat(mdb, &sb) != 0 && errno == ENOENT
+                 ? FC_ENOSTORE
+                 : 0;
+    if (rc && fc_cli_say_not_a_store(inputs[i], rc)) return 1;
     if (!fc_cli_env_empty(inputs[i])) continue;
     qname q;
     int w = snprintf(
@@ -304,9 +315,9 @@ static const char *empty_input(const char *const *inputs, size_t n, char *why, s
         "it as new), or merge without it",
         qn(inputs[i], &q));
     if (w < 0 || (size_t)w >= why_len) why[why_len - 1] = '\0'; /* cut short: still said */
-    return inputs[i];
+    return 1;
   }
-  return NULL;
+  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -420,12 +431,13 @@ int main(int argc, char **argv) {
   mo.stop = &fc_cli_signal;
   fc_merge_stats st;
   char why[1024] = "";
-  int rc = EINVAL, unsafe = 0;
+  int rc = EINVAL, unsafe = 0, said = 0; /* said: the error is said already */
   if (named_twice) {
     memset(&st, 0, sizeof st);
     snprintf(why, sizeof why, "%s", twice);
-  } else if (empty_input(inputs, n, why, sizeof why)) { /* rc EINVAL: nothing done, exit 2 */
+  } else if (no_store_input(inputs, n, why, sizeof why)) { /* rc EINVAL: nothing done, exit 2 */
     memset(&st, 0, sizeof st);
+    said = !why[0];
   } else if ((unsafe = unsafe_input(inputs, n, mo.nolock, why, sizeof why)) != 0 ||
              (unsafe = damaged_out(out, why, sizeof why)) != 0) {
     memset(&st, 0, sizeof st);
@@ -481,7 +493,7 @@ int main(int argc, char **argv) {
   } else if (rc == EINVAL || (rc && st.commits == 0 && copied == 0 &&
                               (strstr(why, "cannot open") || strstr(why, "cannot create")))) {
     /* nothing was written: the stores could not be opened (usage / configuration) */
-    fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
+    if (!said) fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
     if (!json) return FC_EXIT_USAGE;
     status = "error";
     code = FC_EXIT_USAGE;

@@ -7,7 +7,8 @@
 #   an environment nothing was ever committed to (a writer stopped before its first commit):
 #     "TOOL: DIR: an empty store: nothing was ever committed to it (...); featurize, tokenize and
 #     cache-merge take it as new", as cache-verify says it; cache-merge -o DIR takes it as new, and
-#     an input so is said as one ("...: nothing merged; run its featurize or tokenize again ...")
+#     an input so is said as one ("...: nothing merged; run its featurize or tokenize again ..."),
+#   a file or a folder without data.mdb given to cache-merge as an input: as the other tools say it
 #   an empty data.mdb (its writer stopped before LMDB wrote a page): the same (the read-only opens
 #     said "Bad file descriptor", cache-prune wrote LMDB's first pages into it), and cache-merge -o,
 #     featurize and tokenize --check-pages take it as new (their page check called it damaged:
@@ -80,6 +81,14 @@ for d in empty zero; do
   "$PY" -c 'import json; o = json.load(open("out")); assert o["status"] == "error" and o["total"] == 0, o' ||
     fail "cache-merge --json input $d: $(cat out)"
 done
+# an input that is a file, or a folder without data.mdb, is said as the other tools say it (it
+# said "cannot open the store: Not a directory", "... FC_ENOSTORE: not a featcache store ...")
+mkdir -p nostore
+check "cache-merge input a file" 2 "cache-merge: a.wav: not a featcache store (not a directory)" \
+  src "$FC_BIN/cache-merge" -o m src a.wav
+check "cache-merge input no data.mdb" 2 "cache-merge: nostore: not a featcache store (no data.mdb)" \
+  src "$FC_BIN/cache-merge" --json -o m src nostore
+[ -e m ] && fail "cache-merge input no data.mdb: made its output"
 # an empty environment is taken as new: the merge fills it
 "$FC_BIN/cache-merge" -q -o empty src || fail "cache-merge -o empty: exit $?"
 "$FC_BIN/cache-config" --json empty >out 2>err && grep -q '"records":1' out ||
