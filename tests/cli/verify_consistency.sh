@@ -99,7 +99,7 @@ rm src/utt00003.wav
 run sources 1 --sources
 cat >want <<W
 s: error: audio utt00001: source changed: src/utt00001.wav is $(stat -c %s src/utt00001.wav) bytes, its features were made from $(( $(stat -c %s src/utt00001.wav) - 1 )) bytes
-s: error: audio utt00003: source src/utt00003.wav: No such file or directory
+s: error: audio utt00003: source src/utt00003.wav: No such file or directory (the corpus moved? --source-root DIR looks for it under DIR)
 s: warning: feat $(key_of utt00009): orphan: no audio entry refers to this record (config hifigan $cfg): cache-prune removes it
 W
 same sources

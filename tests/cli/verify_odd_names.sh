@@ -63,7 +63,7 @@ sox -n -r 22050 -b 16 $'g\tood.wav' synth 0.3 sine 300 && mkdir $'d\t1' $'d\t2' 
   fail "sox"
 "$B/featurize" -q -o st6 $'g\tood.wav' && rm $'g\tood.wav' || fail "featurize st6"
 "$B/cache-verify" --sources st6 >out 2>err
-grep -qxF "st6: error: audio \"g\\tood\": source \"$here/g\\tood.wav\": No such file or directory" out ||
+grep -qxF "st6: error: audio \"g\\tood\": source \"$here/g\\tood.wav\": No such file or directory (the corpus moved? --source-root DIR looks for it under DIR)" out ||
   fail "--sources: $(cat out)"
 "$B/featurize" -q -o st7 $'d\t1/x.wav' && "$B/featurize" -q -o st8 $'d\t2/x.wav' || fail "featurize st7, st8"
 "$B/cache-verify" st7 st8 >out 2>err

@@ -644,8 +644,10 @@ static void test_sources(void) {
   fc_verify_report_free(&r);
   unlink(src);
   verify(dir, &o, &r);
-  expect_one(&r, FC_VERIFY_ERROR, "audio", "a", "a", "source *: No such file or directory",
-             "deleted");
+  expect_one(
+      &r, FC_VERIFY_ERROR, "audio", "a", "a",
+      "source *: No such file or directory (the corpus moved? --source-root DIR looks for it under DIR)",
+      "deleted");
   fc_verify_report_free(&r);
   free(bytes);
   rm_store(dir);

@@ -202,10 +202,12 @@ static void check_source(vctx *c, const ventry *e, const fc_audio_entry *ae) {
     snprintf(path, sizeof path, "%s", stored);
     found = stat(path, &st) == 0;
   }
+  const int err = errno; /* of the stat, before vf_quoted's allocation */
   char *pp = vf_quoted(path, strlen(path));
-  if (!found) {
-    vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, e->id, e->id_len, e->id, e->id_len, "source %s: %s",
-           pp ? pp : "?", strerror(errno));
+  if (!found) { /* a file not there: the corpus copied to another disk, most often */
+    vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, e->id, e->id_len, e->id, e->id_len, "source %s: %s%s",
+           pp ? pp : "?", strerror(err),
+           err == ENOENT ? " (the corpus moved? --source-root DIR looks for it under DIR)" : "");
     free(pp);
     return;
   }
