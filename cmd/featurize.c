@@ -9,6 +9,7 @@
 #include "featcache/fc_shard.h"
 
 #include <malloc.h>
+#include <sched.h>
 #include <sys/stat.h>
 
 enum {
@@ -101,7 +102,7 @@ static const fc_cli_opt options[] =
       "only shard K of N (0-based, by a hash of the id); 'slurm/N': K is the Slurm "
       "array task id; 'slurm': N is the task count too (--array=0-N-1)"},
      {NULL, 0, 0, NULL, "Running:"},
-     {"jobs", 'j', required_argument, "N", "worker threads (default: online CPUs)"},
+     {"jobs", 'j', required_argument, "N", "worker threads (default: the CPUs nproc counts)"},
      {"device", OPT_DEVICE, required_argument, "DEV", "auto (default), cpu, cuda or cuda:N"},
      {"gpu-min-seconds", OPT_GPU_MIN_SECONDS, required_argument, "S",
       "auto: use the GPU for jobs of at least S s of audio (default 3000 x jobs; 0: any job)"},
@@ -258,7 +259,9 @@ int main(int argc, char **argv) {
   fc_cli_max_failed max_failed;
   memset(&max_failed, 0, sizeof max_failed);
   double max_seconds = 0, gpu_min_seconds = 0;
-  long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  cpu_set_t cpus; /* -j's default: the CPUs it may run on (taskset, a Slurm or container cpuset) */
+  long ncpu = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus)
+                                                            : sysconf(_SC_NPROCESSORS_ONLN);
   uint32_t jobs = ncpu > 0 ? (uint32_t)(ncpu < 256 ? ncpu : 256) : 1;
   uint32_t writers = 0; /* 0: the store's own layout, or the default for a new store */
   uint32_t batch = 0; /* records per write transaction; 0: the library's default */

@@ -95,7 +95,7 @@ Inputs:
                                'slurm': N is the task count too (--array=0-N-1)
 
 Running:
-  -j, --jobs N                 worker threads (default: online CPUs)
+  -j, --jobs N                 worker threads (default: the CPUs nproc counts)
       --device DEV             auto (default), cpu, cuda or cuda:N
       --gpu-min-seconds S      auto: use the GPU for jobs of at least S s of
                                audio (default 3000 x jobs; 0: any job)

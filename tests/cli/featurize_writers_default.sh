@@ -53,6 +53,18 @@ run large8 -j 16 --gpu-min-seconds 0 # the split store exists: written as its 2 
 run given -j 8 --gpu-min-seconds 0 --writers 3
 [ "$(layout given)" = "split 3" ] || fail "--writers 3: $(layout given)"
 
+# -j's default is the CPUs this process may run on (taskset, a Slurm job's or a container's cpuset),
+# as nproc counts them: a 4-CPU Slurm task on a 128-CPU node ran 128 workers (and, for a large job,
+# a split store of 8 parts), the machine's online CPUs
+workers() { "$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["workers"])' "$1"; }
+command -v taskset >/dev/null || fail "taskset missing (util-linux)"
+cpu0=$(taskset -p $$ | awk '{print $NF}' | "$PY" -c 'import sys; m = int(sys.stdin.read(), 16); print((m & -m).bit_length() - 1)')
+taskset -c "$cpu0" "$FZ" --device cpu --json -o cpus1 u0.wav >cpus1.json 2>err ||
+  fail "one CPU: exit $?: $(cat err)"
+[ "$(workers cpus1.json)" = 1 ] || fail "taskset -c $cpu0: $(workers cpus1.json) workers, want 1"
+"$FZ" --device cpu --json -o cpus u0.wav >cpus.json 2>err || fail "every CPU: exit $?: $(cat err)"
+[ "$(workers cpus.json)" = "$(nproc)" ] || fail "$(workers cpus.json) workers, want nproc's $(nproc)"
+
 # The rule itself, GPU included, through the library (no GPU needed to ask).
 "$PY" - "${FC_BIN}/libfeatcache.so.0" "$tmp/u0.wav" <<'PY' || fail "fc_featurize_default_writers"
 import ctypes, sys
