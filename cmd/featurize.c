@@ -633,6 +633,11 @@ int main(int argc, char **argv) {
   if (rc) {
     if (why[0])
       fc_cli_warn(NULL, "%s", why);
+    else if (rc == ENOENT && fzc_store_dangling_link(store_dir, why, sizeof why))
+      fc_cli_warn(
+          store_dir,
+          "cannot create the store: a symbolic link to %s, which does not exist (mkdir -p it)",
+          why);
     else if (rc == ENOENT && fzc_store_folder_missing(store_dir, why, sizeof why))
       fc_cli_warn(store_dir,
                   "cannot create the store: its folder %s does not exist (a new store is made in "

@@ -389,3 +389,24 @@ int fzc_store_folder_missing(const char *store, char *buf, size_t len) {
   snprintf(buf, len, "%s", fc_cli_quoted(folder, q, sizeof q));
   return 1;
 }
+
+int fzc_store_dangling_link(const char *store, char *buf, size_t len) {
+  char link[4096], target[4096], full[8192];
+  size_t n = strlen(store);
+  while (n > 1 && store[n - 1] == '/') n--; /* cache/ is cache */
+  if (n >= sizeof link) return 0;
+  memcpy(link, store, n);
+  link[n] = '\0';
+  struct stat st;
+  if (lstat(link, &st) != 0 || !S_ISLNK(st.st_mode) || stat(link, &st) == 0 || errno != ENOENT)
+    return 0;
+  const ssize_t t = readlink(link, target, sizeof target - 1);
+  if (t <= 0) return 0;
+  target[t] = '\0';
+  const char *slash = strrchr(link, '/'); /* a relative target is read from the link's folder */
+  snprintf(full, sizeof full, "%.*s%s", target[0] != '/' && slash ? (int)(slash - link + 1) : 0,
+           link, target);
+  char q[4 * sizeof full + 8];
+  snprintf(buf, len, "%s", fc_cli_quoted(full, q, sizeof q));
+  return 1;
+}

@@ -71,4 +71,8 @@ void fzc_check_comma_csv(const char *manifest, const fc_item_list *items);
 /* Is the folder a store at path would be made in missing (-o cache/hifigan before mkdir cache)?
  * Then 1, with its name (quoted as names are) in buf. */
 int fzc_store_folder_missing(const char *store, char *buf, size_t len);
+/* Is the store at path a symbolic link to something not there (cache -> /scratch/u/cache before
+ * that was made)? Then 1, with the link's target (from the link's folder when relative, quoted as
+ * names are) in buf. */
+int fzc_store_dangling_link(const char *store, char *buf, size_t len);
 #endif

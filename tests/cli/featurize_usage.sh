@@ -294,6 +294,18 @@ fi
 [ $rc = 2 ] && [ "$(cat "$tmp/err")" = "featurize: $tmp/nodir/sub/st: cannot create the store: its folder $tmp/nodir/sub does not exist (a new store is made in an existing folder: mkdir -p it)" ] &&
   [ ! -e "$tmp/nodir" ] || { echo "FAIL store's folder missing: exit $rc: $(cat "$tmp/err")"; fails=$((fails + 1)); }
 
+# A store that is a symbolic link to a folder not there (cache -> /scratch/$USER/cache on a node
+# where it was not made): said so, naming the folder to make, where "cannot open the store: No
+# such file or directory" named a cache that ls shows; a relative link's target from the link's
+# folder. Nothing made.
+mkdir "$tmp/links" && ln -s "$tmp/scratch/cache" "$tmp/links/abs" && ln -s ../scratch/rel "$tmp/links/rel"
+for l in abs rel; do
+  "$FZ" -o "$tmp/links/$l/" "$tmp/a.wav" >"$tmp/out" 2>"$tmp/err"; rc=$?
+  want="$tmp/scratch/cache"; [ $l = rel ] && want="$tmp/links/../scratch/rel"
+  [ $rc = 2 ] && [ "$(cat "$tmp/err")" = "featurize: $tmp/links/$l/: cannot create the store: a symbolic link to $want, which does not exist (mkdir -p it)" ] &&
+    [ ! -e "$tmp/scratch" ] || { echo "FAIL store a dangling link ($l): exit $rc: $(cat "$tmp/err")"; fails=$((fails + 1)); }
+done
+
 # A non-empty directory that is not a store (a folder of WAVs given as -o by mistake): refused,
 # nothing written into it; --force-new-store creates the store there.
 mkdir "$tmp/wavs" && cp "$tmp/a.wav" "$tmp/wavs/a.wav"
