@@ -268,8 +268,12 @@ class _Step:
 
 def batch_items(batch):
     """Utterances in a batch as training loops hold them, or None when it cannot tell: a featcache
-    Batch or a dict with "ids" (their number), a dict with "mels", an array or tensor (its first
+    Batch (its size: its ids are not decoded), a dict with "ids" (their number), a dict with "mels", an array or tensor (its first
     dimension), a tuple or list (that of its first element)."""
+    from ._batch import LoaderBatch  # (here: _batch imports this module)
+
+    if isinstance(batch, LoaderBatch):  # its size: reading .ids would decode every id (~7 us a step)
+        return len(batch)
     ids = batch.get("ids") if isinstance(batch, dict) else getattr(batch, "ids", None)
     if ids is not None:
         return len(ids)
@@ -507,7 +511,7 @@ class StepProfiler:
         an exception is dropped, not recorded (docs/loader.md).
 
         items: how many utterances each yielded batch holds, counted into the profile (count()):
-        None (default) reads it off the batch — a featcache Batch or a dict with "ids" (their
+        None (default) reads it off the batch — a featcache Batch (its size) or a dict with "ids" (their
         length), a dict with "mels", a tensor or array (its first dimension), a tuple or list
         (its first element's first dimension); a callable(batch) -> int; False: not counted
         (utterances/s is then steps x items_per_step)."""

@@ -89,6 +89,18 @@ def test_good_loader_iterates_and_pickles(store):
     assert sorted(i for b in again for i in b.ids) == ["utt0", "utt1"]
 
 
+def test_profiler_counts_a_batch_by_its_size(store):
+    # StepProfiler.iterate counted a LoaderBatch's utterances by len(batch.ids), which decodes
+    # every id of every batch (~7 us a step, in the profile's "(other)") for a number the batch holds
+    from featcache.profiler import StepProfiler, batch_items
+    prof = StepProfiler()
+    sizes = []
+    for batch in prof.iterate(featcache.Loader(store["path"], features="hifigan", batch_size=2)):
+        assert not hasattr(batch, "_ids")  # counted, its ids not decoded
+        sizes.append(batch_items(batch))
+    assert prof.steps == 1 and sizes == [2], (prof.steps, sizes)
+
+
 def test_configs_named_by_str_only(store):
     # features=/tokens= took anything through str(): a digest as 16 raw bytes (what
     # featcache.testing's add_config returns) was looked up as the name "b'\\xaf...'"; and
