@@ -485,7 +485,9 @@ int main(int argc, char **argv) {
         fo.device.kind == FC_DEVICE_AUTO || (writers == 0 && store_is_new(store_dir));
     rc = first_items(manifest, &mo, choose ? 65536 : 1, &items, why, sizeof why);
     if (rc) {
-      fc_cli_warn(manifest, "%s", why[0] ? why : fc_strerror(rc));
+      char hint[8400]; /* a folder: its manifest inside, or a folder of audio */
+      fc_cli_warn(manifest, "%s%s", why[0] ? why : fc_strerror(rc),
+                  fzc_manifest_dir_hint(manifest, rc, hint, sizeof hint));
       return FC_EXIT_USAGE;
     }
     nul_first = fzc_first_line_has_nul(&items);

@@ -410,3 +410,27 @@ int fzc_store_dangling_link(const char *store, char *buf, size_t len) {
   snprintf(buf, len, "%s", fc_cli_quoted(full, q, sizeof q));
   return 1;
 }
+
+const char *fzc_manifest_dir_hint(const char *manifest, int rc, char *buf, size_t len) {
+  static const char *const inside[] = {"metadata.csv", "wav.scp", "manifest.jsonl", "manifest.json",
+                                       NULL};
+  char p[4096], q[4 * sizeof p + 8];
+  size_t n = strlen(manifest);
+  while (n > 1 && manifest[n - 1] == '/') n--; /* LJSpeech-1.1/ is LJSpeech-1.1 */
+  buf[0] = '\0';
+  if (rc != EISDIR || n >= sizeof p - 32) return buf;
+  struct stat st;
+  for (int i = 0; inside[i]; i++) {
+    snprintf(p, sizeof p, "%.*s/%s", (int)n, manifest, inside[i]);
+    if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
+      snprintf(buf, len, " (its manifest: --manifest %s)", fc_cli_quoted(p, q, sizeof q));
+      return buf;
+    }
+  }
+  snprintf(p, sizeof p, "%.*s", (int)n, manifest);
+  snprintf(buf, len,
+           " (--manifest reads a file; a folder of audio: find %s -name '*.wav' | featurize -o "
+           "STORE -)",
+           fc_cli_quoted(p, q, sizeof q));
+  return buf;
+}

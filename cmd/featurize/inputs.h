@@ -75,4 +75,8 @@ int fzc_store_folder_missing(const char *store, char *buf, size_t len);
  * that was made)? Then 1, with the link's target (from the link's folder when relative, quoted as
  * names are) in buf. */
 int fzc_store_dangling_link(const char *store, char *buf, size_t len);
+/* What to give instead of a folder as --manifest (rc EISDIR): " (its manifest: --manifest
+ * DIR/metadata.csv)" when the folder holds a manifest of a known name (metadata.csv, wav.scp,
+ * manifest.jsonl, manifest.json), else how to list a folder of audio; "" for any other rc. buf. */
+const char *fzc_manifest_dir_hint(const char *manifest, int rc, char *buf, size_t len);
 #endif

@@ -218,6 +218,18 @@ for how in pipe file subst devstdin; do
     fail "whole files from a $how: exit $rc: $(cat err) then $(cat out err2)"
 done
 
+# a folder given as the manifest: the corpus's folder (LJSpeech-1.1/, its metadata.csv inside) or
+# a folder of audio; said what to give, where "is a directory" was all; exit 2, nothing made
+mkdir -p LJSpeech-1.1/wavs audio && cp a.wav audio/ && printf 'a|x\n' >LJSpeech-1.1/metadata.csv
+FZ -o s32 --manifest LJSpeech-1.1/ >out 2>err
+rc=$?
+[ $rc = 2 ] && [ ! -e s32 ] && [ "$(cat err)" = "featurize: LJSpeech-1.1/: is a directory (its manifest: --manifest LJSpeech-1.1/metadata.csv)" ] ||
+  fail "a corpus folder as the manifest: exit $rc: $(cat err)"
+FZ -o s32 --manifest audio >out 2>err
+rc=$?
+[ $rc = 2 ] && [ ! -e s32 ] && [ "$(cat err)" = "featurize: audio: is a directory (--manifest reads a file; a folder of audio: find audio -name '*.wav' | featurize -o STORE -)" ] ||
+  fail "a folder of audio as the manifest: exit $rc: $(cat err)"
+
 # 11. a URL (a dataset's remote manifest) and a ~ no shell expanded (a quoted path, a manifest's):
 # said, where "No such file or directory" named a file that seems to be there
 printf '{"audio_filepath": "https://example.org/a.wav", "text": "a"}\n' >remote.jsonl
