@@ -6,6 +6,8 @@
 # command that needs a GPU (--device cuda), a BPE tokenizer.json, jq, a training script or a
 # corpus moved to /mnt. featurize(1)'s Makefile rule is written out as the page shows it and run by
 # make: it builds the store, a second make finds it up to date, a touched WAV runs the rule again.
+# docs/scale-out.md's GNU parallel one-liner runs in a fresh folder (metadata.csv, wavs/): it
+# makes the shards and their merge, which cache-verify passes.
 set -u
 B=${FC_BIN:?}
 SRC=${FC_SRC:?}
@@ -54,6 +56,18 @@ for page in featurize tokenize cache-verify; do
   [ $n -ge 3 ] || fail "$page(1): only $n examples found"
 done
 
+# ---- docs/scale-out.md's GNU parallel one-liner, as the page shows it, in a fresh folder ----
+command -v parallel >/dev/null || { echo "FAIL: GNU parallel not installed (scripts/setup installs it)"; exit 1; }
+mkdir so && cp metadata.csv so/ && cp -r wavs so/
+cmd=$(sed -n 's/^ *\(.*| parallel .*\)$/\1/p' "$SRC/docs/scale-out.md" | head -n 1)
+case $cmd in
+*featurize*tokenize*cache-merge*) ;;
+*) fail "no GNU parallel one-liner found in docs/scale-out.md: '$cmd'" ;;
+esac
+(cd so && bash -c "$cmd") >out 2>err || fail "scale-out's parallel one-liner exits $?: $(head -c 400 err)"
+(cd so && "$B/cache-verify" -q --manifest metadata.csv --expect-preset hifigan cache/) >out 2>&1 ||
+  fail "cache-verify after scale-out's parallel one-liner: $(head -c 400 out)"
+
 # ---- featurize(1)'s Makefile rule, as the page shows it ----
 rm -rf cache
 awk '/^A Makefile rule/ { m = 1; next }
@@ -74,5 +88,5 @@ grep -q featurize out || fail "make after a touched WAV did not run featurize: $
 "$B/cache-verify" -q --manifest data/metadata.csv --expect-preset hifigan cache/ ||
   fail "cache-verify after the Makefile rule"
 
-[ $fails = 0 ] && echo "ok: the Examples of featurize(1), tokenize(1), cache-verify(1), the Makefile rule" && exit 0
+[ $fails = 0 ] && echo "ok: the Examples of featurize(1), tokenize(1), cache-verify(1), the Makefile rule, scale-out's parallel one-liner" && exit 0
 exit 1
