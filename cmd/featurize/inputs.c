@@ -285,7 +285,18 @@ void fzc_check_piped_segments(const char *manifest, const char *name, int format
 }
 
 void fzc_check_jsonl_transcript(const char *name, const fc_item_list *items) {
-  if (items->format != FC_MANIFEST_JSONL) return;
+  if (items->format != FC_MANIFEST_JSONL || !items->count) return;
+  const fc_item *l1 = &items->items[0]; /* the audio under another key ("path": an export) */
+  if (l1->err == FC_EMANIFEST && !l1->path && l1->why &&
+      strstr(l1->why, "missing \"audio_filepath\"")) {
+    char q[4 * 4096 + 8];
+    fprintf(stderr,
+            "%s: %s:%zu: no \"audio_filepath\": featurize reads each line's audio file from it, "
+            "NeMo's key (a manifest that names the file under another key, \"path\" or \"audio\" "
+            "say, needs it renamed: jq -c '. + {audio_filepath: .path}')\n",
+            fc_cli_tool, fc_cli_quoted(name, q, sizeof q), l1->line);
+    exit(FC_EXIT_USAGE);
+  }
   const fc_item *first = NULL; /* the first line that parsed: a bad line says its own */
   for (size_t i = 0; i < items->count && !first; i++)
     if (!items->items[i].err) first = &items->items[i];

@@ -50,8 +50,10 @@ void fzc_check_stdin_list(const fc_item_list *items);
  * its line and what to do, and exits 2 ("offset": 0 alone is a whole file). */
 void fzc_check_segments(const char *manifest, const fc_item_list *items);
 /* A JSON lines manifest whose first line holds "id" and "text" but no "audio_filepath" (tokenize's
- * JSON lines, a transcript): each line would fail for want of audio, each with a failure record.
- * Says so, naming the manifest as name (its lines' name: "(stdin)" for "-"), and exits 2. */
+ * JSON lines, a transcript), or whose first line lacks "audio_filepath" and is no transcript's
+ * (its audio under another key, "path": an export): each line would fail for want of audio, each
+ * with a failure record. Says so, naming the manifest as name (its lines' name: "(stdin)" for
+ * "-"), and exits 2. */
 void fzc_check_jsonl_transcript(const char *name, const fc_item_list *items);
 /* The same for a manifest on stdin or in a pipe ("-", /dev/stdin, /dev/fd/N: <(jq ... m.jsonl)),
  * whose lines the reader reads once: its first 1000 lines are read here (a file on stdin from

@@ -117,6 +117,15 @@ rc=$?
 [ $rc = 2 ] && [ ! -e st5 ] && [ "$(cat err)" = "featurize: (stdin): $want_jt" ] ||
   fail "JSON lines transcript on stdin: exit $rc (want 2): $(cat err)"
 
+# JSON lines whose audio is under another key than NeMo's "audio_filepath" ("path", "audio": a
+# Hugging Face or Lhotse export): every line failed as 'missing "audio_filepath" (a text-only line
+# needs a string "id")', each with a failure record, exit 1; refused at its first line, exit 2
+printf '{"path":"wavs/LJ001.wav","text":"a"}\n{"path":"wavs/LJ005.wav","text":"b"}\n' >hf.jsonl
+"$FZ" -j 1 -o st7 --manifest hf.jsonl >out 2>err
+rc=$?
+[ $rc = 2 ] && [ ! -e st7 ] && [ "$(cat err)" = "featurize: hf.jsonl:1: no \"audio_filepath\": featurize reads each line's audio file from it, NeMo's key (a manifest that names the file under another key, \"path\" or \"audio\" say, needs it renamed: jq -c '. + {audio_filepath: .path}')" ] ||
+  fail "JSON lines without audio_filepath: exit $rc (want 2), store: $(ls -d st7 2>&1): $(cat err)"
+
 # An LJSpeech manifest whose audio folder is not there (no wavs/ beside it: the audio is under
 # another name): every input would fail, each with a failure record in the store. A configuration
 # error, as a missing --audio-dir is: exit 2 before the store is touched, saying what to give.
