@@ -240,6 +240,15 @@ files: download it first)" err || fail "URL: $(cat err)"
 FZ -o s19 --manifest tilde.txt >out 2>err
 grep -qx "featurize: ~/corpus/a.wav: No such file or directory (a ~ that no shell expanded: give \
 the path from / or \$HOME)" err || fail "tilde: $(cat err)"
+# a $VARIABLE no shell expanded (a manifest written with "$DATA/wavs/a.wav" or "${DATA}/...", read
+# as it is): said, where "No such file or directory" named a path that reads as a good one
+printf '$DATA/a.wav\n${CORPUS_ROOT}/b.wav\n' >vars.txt
+FZ -o s19 --manifest vars.txt --audio-dir . >out 2>err
+grep -qx "featurize: \$DATA/a.wav: No such file or directory (a \$VARIABLE that no shell expanded: \
+manifests are read as they are; expand it first: envsubst <MANIFEST >NEW)" err &&
+  grep -qx "featurize: \${CORPUS_ROOT}/b.wav: No such file or directory (a \$VARIABLE that no shell \
+expanded: manifests are read as they are; expand it first: envsubst <MANIFEST >NEW)" err ||
+  fail "\$VARIABLE: $(cat err)"
 
 # 12. a Kaldi data folder whose segments file cuts the wav.scp's recordings into utterances: the
 # recordings are stored whole under their own ids, as asked, with a line that says so

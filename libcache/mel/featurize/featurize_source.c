@@ -19,6 +19,7 @@
 #include "formats/common/why.h"
 #include "formats/common/thread_name.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -274,6 +275,10 @@ static const char *open_reason(const char *path, int rc, char *buf, size_t len) 
            "featurize -o STORE -)";
   if (rc == ENOENT && strstr(path, "://")) /* a remote manifest's https://, s3:// */
     return "No such file or directory (a URL? featurize reads files: download it first)";
+  const char *var = strchr(path, '$'); /* $DATA/a.wav, ${DATA}/a.wav read as they are */
+  if (rc == ENOENT && var && (isalpha((unsigned char)var[1]) || var[1] == '_' || var[1] == '{'))
+    return "No such file or directory (a $VARIABLE that no shell expanded: manifests are read as "
+           "they are; expand it first: envsubst <MANIFEST >NEW)";
   if (rc == ENOENT && (strncmp(path, "~/", 2) == 0 || strstr(path, "/~/")))
     return "No such file or directory (a ~ that no shell expanded: give the path from / or $HOME)";
   if (rc == ENODEV && stat(path, &st) == 0 && S_ISSOCK(st.st_mode))
