@@ -1,7 +1,7 @@
 #!/bin/bash
 # featcache on a few machines or cores with GNU parallel: N shards, then one merge. The one-liner:
 #
-#   seq 0 15 | parallel -j4 'featurize -q -j1 --shard {}/16 --max-failed 10% -o shards/s{} --manifest metadata.csv && tokenize -q -j1 --build-vocab --shard {}/16 --max-failed 10% -o shards/s{} metadata.csv' && cache-merge -o cache shards/s*/
+#   mkdir -p shards && seq 0 15 | parallel -j4 'featurize -q -j1 --shard {}/16 --max-failed 10% -o shards/s{} --manifest metadata.csv && tokenize -q -j1 --build-vocab --shard {}/16 --max-failed 10% -o shards/s{} metadata.csv' && cache-merge -o cache shards/s*/
 #
 # and the same, with settings:  MANIFEST=... SHARDS=16 JOBS=4 WORK=shards CACHE=cache scripts/scaleout/parallel.sh
 # Bad audio files do not stop it: a shard tolerates MAX_FAILED (default 10%) of its inputs failing;
