@@ -464,6 +464,9 @@ class Loader:
             raise ValueError("featcache: shard=%r: must be one of %s" % (shard, ", ".join(_lib.SHARDS)))
         if padded is None:
             padded = bool(pad_to)
+        if pad_to and pad_multiple > 1 and pad_to % pad_multiple:
+            raise ValueError("featcache: pad_to=%d is not a multiple of pad_multiple=%d (pad_to fixes "
+                             "the padded frame count: give one of them)" % (pad_to, pad_multiple))
         if pad_to and not padded:
             raise ValueError("featcache: pad_to=%d pads only padded batches: pass padded=True (or leave padded "
                              "out), or crop_frames=%d to crop views" % (pad_to, pad_to))

@@ -131,6 +131,10 @@ def test_pad_to_pads_and_crops(store):
     assert short and long_
     with raises(ValueError, match="pad_to=120 pads only padded batches"):
         featcache.Loader(store["path"], pad_to=120, padded=False)
+    # pad_multiple beside a pad_to that is no multiple of it was ignored without a word
+    with raises(ValueError, match="pad_to=120 is not a multiple of pad_multiple=64"):
+        featcache.Loader(store["path"], pad_to=120, pad_multiple=64)
+    assert featcache.Loader(store["path"], pad_to=120, pad_multiple=8).num_items
 
 
 def test_pad_value_explicit_and_crop_modes(store):

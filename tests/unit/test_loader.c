@@ -766,6 +766,15 @@ int main(void) {
   rc = fc_loader_open(A, 1, &o, &l, why, sizeof why);
   CHECK(rc == FC_ECONFIG && strstr(why, "pad_to 64 pads only padded batches"), "pad_to views: %s",
         why);
+  /* pad_to and a pad_multiple it is no multiple of: refused (pad_multiple was ignored) */
+  o.output = FC_OUTPUT_PADDED;
+  o.pad_multiple = 48;
+  rc = fc_loader_open(A, 1, &o, &l, why, sizeof why);
+  CHECK(rc == FC_ECONFIG && strstr(why, "pad_to 64 is not a multiple of pad_multiple 48"),
+        "pad_to and pad_multiple: %s", why);
+  o.pad_multiple = 32; /* one it is a multiple of: taken */
+  l = open_l(A, 1, &o);
+  fc_loader_close(l);
   /* bound of a variable-length, dynamic batching epoch: every epoch's batches fit */
   fc_loader_opts_init(&o);
   o.output = FC_OUTPUT_PADDED;
