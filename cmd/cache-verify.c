@@ -602,8 +602,13 @@ int main(int argc, char **argv) {
       if (!status) fc_cli_warn(store, "%s", "missing part of a split store");
     } else if (rc) {
       code = FC_EXIT_USAGE;
-      if (!status) fc_cli_warn(store, "%s", why[0] ? why : fc_strerror(rc));
-      if (json) print_json(store, &r, 0, why[0] ? why : fc_strerror(rc));
+      /* a file, or a folder without data.mdb: as the other tools say it (FC_EFORMAT is left to
+       * the check's own words here: an empty store, or a damaged one) */
+      const char *said =
+          rc == FC_ENOSTORE || rc == ENOTDIR ? fc_cli_not_a_store_why(store, rc) : NULL;
+      if (!said) said = why[0] ? why : fc_strerror(rc);
+      if (!status) fc_cli_warn(store, "%s", said);
+      if (json) print_json(store, &r, 0, said);
     } else {
       code = (r.errors || (strict && (r.warnings || r.failures))) ? FC_EXIT_FAIL : FC_EXIT_OK;
       /* lock-free because it had to be: a teammate's store, whose owner may be writing to it */

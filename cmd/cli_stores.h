@@ -42,14 +42,23 @@ static inline int fc_cli_env_empty(const char *path) {
   return ok && entries[txnid[1] > txnid[0]] == 0;
 }
 
+/* What fc_cli_say_not_a_store says after "path: " when rc means a folder without data.mdb or a
+ * path that is no directory (a --json report's message: cache-verify's "fatal"); else NULL. */
+static inline const char *fc_cli_not_a_store_why(const char *path, int rc) {
+  struct stat st;
+  if (rc == FC_ENOSTORE || (rc == ENOENT && stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
+    return "not a featcache store (no data.mdb)";
+  if (rc == ENOTDIR || (rc == ENOENT && stat(path, &st) == 0))
+    return "not a featcache store (not a directory)";
+  return NULL;
+}
+
 /* Says why path is no featcache store when rc (fc_store_open's) means that — no data.mdb, not a
  * directory, an environment with nothing committed, not the format — and returns 1; else 0. */
 static inline int fc_cli_say_not_a_store(const char *path, int rc) {
-  struct stat st;
-  if (rc == FC_ENOSTORE || (rc == ENOENT && stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
-    fc_cli_warn(path, "not a featcache store (no data.mdb)");
-  else if (rc == ENOTDIR || (rc == ENOENT && stat(path, &st) == 0))
-    fc_cli_warn(path, "not a featcache store (not a directory)");
+  const char *why = fc_cli_not_a_store_why(path, rc);
+  if (why)
+    fc_cli_warn(path, "%s", why);
   else if (rc == FC_EFORMAT && fc_cli_env_empty(path))
     fc_cli_warn(path,
                 "an empty store: nothing was ever committed to it (its writer stopped before "

@@ -147,6 +147,22 @@ static void warn_cb(const char *path, const char *msg, void *user) {
   fc_cli_warn(path, "%s", msg);
 }
 
+/* A STORE that is a file, or a folder without data.mdb, said as the other tools say it (the
+ * loader's open said "FC_ENOSTORE: not a featcache store (no data.mdb)", "Not a directory");
+ * returns 1 when one is. A path that is not there is left to the open. */
+static int say_not_a_store(const char *const *stores, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    struct stat st;
+    char data[4200];
+    if (stat(stores[i], &st) != 0) continue;
+    int rc = S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+    snprintf(data, sizeof data, "%s/data.mdb", stores[i]);
+    if (!rc && stat(data, &st) != 0 && errno == ENOENT) rc = FC_ENOSTORE;
+    if (rc && fc_cli_say_not_a_store(stores[i], rc)) return 1;
+  }
+  return 0;
+}
+
 static int cmp_item_id(const void *a, const void *b) {
   return strcmp(((const lb_item *)a)->id, ((const lb_item *)b)->id);
 }
@@ -343,6 +359,7 @@ int main(int argc, char **argv) {
     fc_cli_usage_error("--preset: the audio source uses the store's config; leave --preset out");
   /* a store this user cannot write opens only without LMDB's lock, where a writer elsewhere could
    * change it under the run: refused unless --read-only says no one does, as cache-bench does */
+  if ((want_cache || want_audio) && say_not_a_store(stores, n_stores)) return FC_EXIT_USAGE;
   int unwritable = 0, refused = 0;
   for (size_t i = 0; (want_cache || want_audio) && i < n_stores; i++) {
     if (!lb_store_unwritable(stores[i])) continue;

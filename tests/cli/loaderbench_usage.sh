@@ -151,7 +151,7 @@ check no-such-store 2 "loader-bench: $tmp/none: No such file or directory" -- "$
 mkdir -p "$tmp/d"
 check store-twice 2 "loader-bench: $tmp/d/: given twice (also as $tmp/d)" -- "$LB" "$tmp/d" "$tmp/d/"
 mkdir -p "$tmp/wavs" && : >"$tmp/wavs/a.wav"
-check not-a-store 2 "loader-bench: $tmp/wavs: FC_ENOSTORE: not a featcache store (no data.mdb)" -- "$LB" "$tmp/wavs"
+check not-a-store 2 "loader-bench: $tmp/wavs: not a featcache store (no data.mdb)" -- "$LB" "$tmp/wavs"
 
 # option errors say what is wrong as loader-bench: ... (getopt's own named the tool by its path)
 check bogus 2 "loader-bench: unknown option '--bogus'

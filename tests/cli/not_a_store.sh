@@ -9,6 +9,9 @@
 #     cache-merge take it as new", as cache-verify says it; cache-merge -o DIR takes it as new, and
 #     an input so is said as one ("...: nothing merged; run its featurize or tokenize again ..."),
 #   a file or a folder without data.mdb given to cache-merge as an input: as the other tools say it
+#   a file, or a folder without data.mdb, given to cache-verify or loader-bench: as the other tools
+#     say it (they said "FC_ENOSTORE: not a featcache store (no data.mdb)", "Not a directory");
+#     cache-verify --json gives such a store its object all the same, that text its "fatal"
 #   an empty data.mdb (its writer stopped before LMDB wrote a page): the same (the read-only opens
 #     said "Bad file descriptor", cache-prune wrote LMDB's first pages into it), and cache-merge -o,
 #     featurize and tokenize --check-pages take it as new (their page check called it damaged:
@@ -18,7 +21,7 @@
 # the open says what it is.
 set -u
 PY=${FC_PYTHON:-python3}
-for t in cache-prune cache-config cache-bench cache-merge featurize tokenize; do
+for t in cache-prune cache-config cache-bench cache-merge cache-verify loader-bench featurize tokenize; do
   [ -x "$FC_BIN/$t" ] || { echo "FAIL: $t is not built"; exit 1; }
 done
 tmp=$(mktemp -d)
@@ -41,6 +44,7 @@ with wave.open("a.wav", "wb") as w:
     w.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(i / 9))) for i in range(22050)))
 PY
 "$FC_BIN/featurize" -q --device cpu -o src a.wav || fail "featurize src"
+echo a.wav >a.list
 
 # check NAME WANT_RC WANT_STDERR DIR COMMAND...: exit code, stderr, DIR's data.mdb unchanged
 check() {
@@ -89,6 +93,29 @@ check "cache-merge input a file" 2 "cache-merge: a.wav: not a featcache store (n
 check "cache-merge input no data.mdb" 2 "cache-merge: nostore: not a featcache store (no data.mdb)" \
   src "$FC_BIN/cache-merge" --json -o m src nostore
 [ -e m ] && fail "cache-merge input no data.mdb: made its output"
+# cache-verify and loader-bench say a file, or a folder without data.mdb, as the other tools do
+# (they said "DIR: FC_ENOSTORE: not a featcache store (no data.mdb)" and "a.wav: Not a directory")
+for d in nostore a.wav; do
+  if [ $d = nostore ]; then said="not a featcache store (no data.mdb)"; else said="not a featcache store (not a directory)"; fi
+  check "cache-verify $d" 2 "cache-verify: $d: $said
+cache-verify: done: 0 of 1 stores clean (1 not checked)" src "$FC_BIN/cache-verify" $d
+  check "cache-verify -q $d" 2 "cache-verify: $d: $said" src "$FC_BIN/cache-verify" -q $d
+  check "cache-verify --json $d" 2 "cache-verify: $d: $said
+cache-verify: done: 0 of 1 stores clean (1 not checked)" src "$FC_BIN/cache-verify" --json $d
+  FATAL="$said" STORE=$d "$PY" -c '
+import json, os
+o = json.load(open("out"))
+assert o["store"] == os.environ["STORE"] and o["ok"] is False and o["configs"] is None, o
+assert o["fatal"] == os.environ["FATAL"], o["fatal"]
+assert o["error_count"] == 0 and o["records_checked"] == 0 and "entries" in o, o' ||
+    fail "cache-verify --json $d: $(cat out)"
+  check "loader-bench $d" 2 "loader-bench: $d: $said" src "$FC_BIN/loader-bench" --steps 1 $d
+  check "loader-bench $d (second store)" 2 "loader-bench: $d: $said" src \
+    "$FC_BIN/loader-bench" --steps 1 src $d
+  check "loader-bench --source audio $d" 2 "loader-bench: $d: $said" src \
+    "$FC_BIN/loader-bench" --source audio --manifest a.list --steps 1 $d
+done
+
 # an empty environment is taken as new: the merge fills it
 "$FC_BIN/cache-merge" -q -o empty src || fail "cache-merge -o empty: exit $?"
 "$FC_BIN/cache-config" --json empty >out 2>err && grep -q '"records":1' out ||

@@ -80,9 +80,9 @@ grep -q '^cache: 0 errors, 0 warnings, 3 recorded failures; ' out || fail "verif
 "$B/cache-verify" -q --strict --manifest LJ/metadata.csv cache >/dev/null 2>&1
 [ $? = 1 ] || fail "cache-verify --strict passes recorded failures"
 "$B/cache-verify" LJ/wavs >/dev/null 2>err
-[ $? = 2 ] && grep -q "LJ/wavs: FC_ENOSTORE: not a featcache store" err || fail "cache-verify wavs: $(cat err)"
+[ $? = 2 ] && grep -qx "cache-verify: LJ/wavs: not a featcache store (no data.mdb)" err || fail "cache-verify wavs: $(cat err)"
 "$B/loader-bench" LJ/wavs >/dev/null 2>err
-[ $? = 2 ] && grep -q "not a featcache store" err || fail "loader-bench wavs: $(cat err)"
+[ $? = 2 ] && grep -qx "loader-bench: LJ/wavs: not a featcache store (no data.mdb)" err || fail "loader-bench wavs: $(cat err)"
 # sources resolve from any directory (stored absolute)
 (cd / && "$B/cache-verify" -q --sources "$tmp/cache" >"$tmp/out") || fail "--sources from /: $(grep error out)"
 

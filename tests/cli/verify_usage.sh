@@ -71,7 +71,7 @@ mkdir "$T/empty"
 # A folder that is not a store (the corpus's WAV folder given by mistake): said so.
 mkdir "$T/wavs" && : >"$T/wavs/a.wav"
 "$V" "$T/wavs" >"$T/out" 2>"$T/err"; check not-a-store 2 $?
-expect_err not-a-store "cache-verify: $T/wavs: FC_ENOSTORE: not a featcache store (no data.mdb)
+expect_err not-a-store "cache-verify: $T/wavs: not a featcache store (no data.mdb)
 cache-verify: done: 0 of 1 stores clean (1 not checked)"
 
 "$V" --source-root "$T/wavs" "$T/wavs" >"$T/out" 2>"$T/err"; check source-root-alone 2 $?
