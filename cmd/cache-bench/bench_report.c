@@ -287,12 +287,13 @@ static void device_line(FILE *f, const bench_report *r) {
   char pay[32], fb[32];
   bench_human_bytes(r->payload_bytes, pay, sizeof pay);
   bench_human_bytes(r->file_bytes, fb, sizeof fb);
+  const char *rs = r->records == 1 ? "" : "s";
   if (r->n_stores > 1)
-    fprintf(f, "store: %s  (one dataset of %zu stores: %llu records, %s payload, data.mdb %s)\n",
-            bench_shown(r), r->n_stores, (unsigned long long)r->records, pay, fb);
+    fprintf(f, "store: %s  (one dataset of %zu stores: %llu record%s, %s payload, data.mdb %s)\n",
+            bench_shown(r), r->n_stores, (unsigned long long)r->records, rs, pay, fb);
   else
-    fprintf(f, "store: %s  (%llu records, %s payload, data.mdb %s)\n", bench_shown(r),
-            (unsigned long long)r->records, pay, fb);
+    fprintf(f, "store: %s  (%llu record%s, %s payload, data.mdb %s)\n", bench_shown(r),
+            (unsigned long long)r->records, rs, pay, fb);
   char mnt[4 * sizeof d->mount_point + 3]; /* named as names are: quoted when it must be */
   fc_quote_name(d->mount_point, mnt, sizeof mnt);
   if (!strcmp(d->kind, "block")) {

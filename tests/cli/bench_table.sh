@@ -53,4 +53,14 @@ grep -qE '^pattern +state +io +thr +batch +MB/s\[1\] +bat_p99\[1\] +MB/s\[2\] +b
 [ "$(grep -cE '^physical +warm +mmap +1 +[12] +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$' "$t/out")" -eq 2 ] \
   || fail "side-by-side rows"
 [ "$(grep -c ' delivers ' "$t/out")" -eq 2 ] || fail "one verdict per store"
+
+# a store of one record is "1 record" (it said "1 records"), alone and as a dataset's only one
+"$FC_PYTHON" -c "import sys; sys.path.insert(0, '$FC_SRC/tests/reference'); import test_bench_fixture as f; f.make_store('$t/one', 1, frames=100); f.make_empty_store('$t/none')" \
+  || fail "fixture (one record)"
+"$bin" -q -p sequential -s warm -b 1 --duration 1 "$t/one" >"$t/out" 2>"$t/err" || fail "one record: exit $?: $(cat "$t/err")"
+head -1 "$t/out" | grep -q "^store: $t/one  (1 record, 0.0 MB payload, data.mdb " || fail "one record: $(head -1 "$t/out")"
+"$bin" -q -p sequential -s warm -b 1 --duration 1 "$t/one" "$t/none" >"$t/out" 2>"$t/err" ||
+  fail "one record in two stores: exit $?: $(cat "$t/err")"
+head -1 "$t/out" | grep -q "^store: $t/one + $t/none  (one dataset of 2 stores: 1 record, 0.0 MB payload, " ||
+  fail "one record in two stores: $(head -1 "$t/out")"
 echo ok
