@@ -449,7 +449,10 @@ static void json_record_head(FILE *f, const char *record, const char *store,
   fputs(",\"device\":", f);
   fc_json_write_string(f, bench_device_name(d));
   fputs(",\"disk\":", f);
-  fc_json_write_string(f, d->disk);
+  if (d->disk[0]) /* none (tmpfs, overlay): null, not "" */
+    fc_json_write_string(f, d->disk);
+  else
+    fputs("null", f);
   fputs(",\"rotational\":", f);
   json_rotational(f, d->rotational);
 }

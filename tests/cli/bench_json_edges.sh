@@ -2,7 +2,8 @@
 # cache-bench --json at the edges: a pass that read the whole order is "complete" even when its
 # time or byte bound was reached on the last batch; a run in which no pass was measured reports
 # what it does not know as null (never 0: a 0 ms shortest step would say any step keeps up), and
-# its exit 1 comes with the done line even under -q.
+# its exit 1 comes with the done line even under -q; a store with no disk under it (tmpfs) has
+# "disk": null in every record (it was "", where JSON says none with null).
 set -u
 bin=$FC_BIN/cache-bench
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -57,4 +58,26 @@ assert s["verdict"].startswith(sys.argv[2] + ": no pass was measured; "), s["ver
   done
   [ $seen = 1 ] || fail "no FC_FAULT=alloc:N in 1..60 failed the pass"
 fi
+# "disk": the whole disk's name where a block device is under the store, null where none is
+# (tmpfs: /dev/shm here, and the temp dir where it is one); checked where the store can be made
+shm=$(mktemp -d -p /dev/shm 2>/dev/null) && trap 'rm -rf "$t" "$shm"' EXIT
+nodisk=0
+for d in "$t" ${shm:+"$shm"}; do
+  [ "$d" = "$t" ] || "$FC_PYTHON" -c "import sys; sys.path.insert(0, '$FC_SRC/tests/reference'); import test_bench_fixture as f; f.make_store('$d/s', 20, frames=10)" ||
+    fail "fixture in $d"
+  "$bin" -q --json --no-probe -p sequential -s warm -b 4 --duration 0.1 "$d/s" >"$t/out" 2>"$t/err" ||
+    fail "disk in $d: exit $?: $(cat "$t/err")"
+  "$FC_PYTHON" -c '
+import json, sys
+objs = [json.loads(line) for line in open(sys.argv[1])]
+kind = [o for o in objs if o["record"] == "summary"][0]["kind"]
+for o in objs:
+    if kind == "block":  # (null where sysfs does not say which disk)
+        assert o["disk"] is None or (isinstance(o["disk"], str) and o["disk"]), o
+    else:
+        assert o["disk"] is None, o
+print(kind != "block")' "$t/out" >"$t/nodisk" || fail "disk in $d: $(cat "$t/out")"
+  [ "$(cat "$t/nodisk")" = True ] && nodisk=1
+done
+[ $nodisk = 1 ] || echo "note: no tmpfs here (/dev/shm, the temp dir): a store without a disk not checked"
 echo ok
