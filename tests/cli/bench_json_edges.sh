@@ -58,6 +58,19 @@ assert s["verdict"].startswith(sys.argv[2] + ": no pass was measured; "), s["ver
   done
   [ $seen = 1 ] || fail "no FC_FAULT=alloc:N in 1..60 failed the pass"
 fi
+# min_step_ms is unrounded; a device too slow (a 0.001 ms step) has it in its verdict rounded up to
+# 0.1 ms, the step named keeping up (docs/cache-bench.md)
+"$bin" -q --json --no-probe -p sequential -s warm -b 4 --duration 0.1 --step-ms 0.001 "$t/s" >"$t/out" 2>"$t/err" ||
+  fail "min_step_ms: exit $?: $(cat "$t/err")"
+"$FC_PYTHON" -c '
+import json, math, re, sys
+s = [json.loads(line) for line in open(sys.argv[1])][-1]
+m = re.search(r"\(steps of ([0-9.]+) ms or more keep up\)", s["verdict"])
+assert s["record"] == "summary" and not s["keeps_up"] and m, s["verdict"]
+assert abs(s["min_step_ms"] - 1000 / s["batches_per_s"]) <= 1e-5 * s["min_step_ms"], s
+assert m.group(1) == "%.1f" % (math.ceil(s["min_step_ms"] * 10 - 1e-6) / 10), (m.group(1), s["min_step_ms"])
+' "$t/out" || fail "min_step_ms and the verdict: $(cat "$t/out")"
+
 # "disk": the whole disk's name where a block device is under the store, null where none is
 # (tmpfs: /dev/shm here, and the temp dir where it is one); checked where the store can be made
 shm=$(mktemp -d -p /dev/shm 2>/dev/null) && trap 'rm -rf "$t" "$shm"' EXIT
