@@ -443,6 +443,7 @@ int main(int argc, char **argv) {
     memset(&st, 0, sizeof st);
     rc = unsafe < 0 ? FC_EINTR : FC_EFORMAT;
   } else {
+    fc_cli_warn_network_fs(out); /* whatever -q: OUT written over the network */
     if (!quiet) fc_cli_note_prune_running(out);
     rc = fc_merge_run(out, inputs, n, &mo, &st, why, sizeof why);
   }

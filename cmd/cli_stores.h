@@ -208,6 +208,81 @@ static inline int fc_cli_mark_shard(fc_store *s, uint32_t k, uint32_t n) {
   return fc_store_write(s, &p, 1);
 }
 
+/* The type of the file system that holds path — the mount whose point is the longest prefix of its
+ * real path (of its nearest existing folder, for a store still to be made) in the mount table
+ * (FC_MOUNTINFO, default /proc/self/mountinfo: a test names a table of its own) — into type; 0,
+ * or -1 when it cannot be told. */
+static inline int fc_cli_fs_type(const char *path, char *type, size_t len) {
+  char real[PATH_MAX], probe[PATH_MAX];
+  snprintf(probe, sizeof probe, "%s", path);
+  while (!realpath(probe, real)) { /* not there yet: the folder it would be made in */
+    char *slash = strrchr(probe, '/');
+    if (!slash && !realpath(".", real)) return -1;
+    if (!slash) break;
+    slash[slash == probe] = '\0'; /* "/x" -> "/" */
+  }
+  const char *table = getenv("FC_MOUNTINFO");
+  FILE *f = fopen(table && *table ? table : "/proc/self/mountinfo", "r");
+  if (!f) return -1;
+  char *line = NULL, *save;
+  size_t cap = 0, best = 0;
+  int found = -1;
+  while (getline(&line, &cap, f) > 0) { /* ID PARENT MAJ:MIN ROOT POINT OPTS ... - TYPE ... */
+    char *dash = strstr(line, " - "), *point = NULL, *tok = strtok_r(line, " ", &save);
+    if (!dash) continue;
+    *dash = '\0';
+    for (int i = 0; tok && i < 4; i++) point = tok = strtok_r(NULL, " ", &save);
+    if (!point) continue;
+    size_t m = 0;
+    for (const char *c = point; *c; m++) { /* unescape \NNN (a space is \040) */
+      if (c[0] == '\\' && c[1] >= '0' && c[1] <= '3' && c[2] >= '0' && c[2] <= '7' && c[3] >= '0' &&
+          c[3] <= '7') {
+        point[m] = (char)((c[1] - '0') * 64 + (c[2] - '0') * 8 + (c[3] - '0'));
+        c += 4;
+      } else {
+        point[m] = *c++;
+      }
+    }
+    point[m] = '\0';
+    const size_t at = m == 1 ? 0 : m; /* "/" holds every path */
+    if (strncmp(real, point, at) != 0 || (real[at] != '/' && real[at] != '\0') || at < best)
+      continue;
+    const char *t = strtok_r(dash + 3, " ", &save);
+    if (!t) continue;
+    best = at; /* a later mount over the same point wins */
+    found = 0;
+    snprintf(type, len, "%s", t);
+  }
+  free(line);
+  fclose(f);
+  return found;
+}
+
+/* A writer about to open the store at dir on a network file system (NFS, SMB, Lustre, Ceph...)
+ * says so, whatever -q: LMDB's lock file and memory map need a local one, and a store written
+ * over the network can be corrupted silently (docs/scale-out.md "File systems"). The run goes on
+ * (a single writer on some mounts works): said, not refused. */
+static inline void fc_cli_warn_network_fs(const char *dir) {
+  static const char *const net[] = {"nfs",        "nfs4",      "cifs",
+                                    "smb3",       "smbfs",     "lustre",
+                                    "ceph",       "9p",        "gpfs",
+                                    "beegfs",     "glusterfs", "fuse.glusterfs",
+                                    "fuse.sshfs", "fuse.s3fs", "fuse.gcsfuse",
+                                    "afs",        "davfs",     "fuse.cephfs",
+                                    NULL};
+  char type[64];
+  if (fc_cli_fs_type(dir, type, sizeof type) != 0) return;
+  for (int i = 0; net[i]; i++)
+    if (strcmp(type, net[i]) == 0) {
+      fc_cli_warn(dir,
+                  "on a network file system (%s): LMDB writers need a local one, and a store "
+                  "written over the network can be corrupted silently: write it on local disk or "
+                  "tmpfs and copy it there when done (docs/scale-out.md \"File systems\")",
+                  type);
+      return;
+    }
+}
+
 /* A writer about to open dir (a store, or a split store's parts) says so when cache-prune holds
  * the store's writer lock (docs/FORMAT.md "The writer lock"): the open that follows waits for it
  * without a word, and a job that seems hung is worse than a line that says why. Looks with a

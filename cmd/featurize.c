@@ -598,6 +598,7 @@ int main(int argc, char **argv) {
     fc_item_list_free(&items);
     return fzc_end_unbegun(rc, json, total, &cfg, store_dir, &max_failed); /* said */
   }
+  fc_cli_warn_network_fs(store_dir); /* whatever -q: a store it could corrupt silently */
   if (!quiet) fc_cli_note_prune_running(store_dir);
   /* no read-ahead: a run reads the store at its entries' leaves, here and there (with it, a
    * rerun read the disk's read-ahead around each leaf it looked at: most of a cold store's file) */

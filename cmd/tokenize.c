@@ -502,6 +502,7 @@ int main(int argc, char **argv) {
   char swhy[512] = "";
   if ((rc = fc_cli_check_pages_before_write(out_dir, check_pages)) != 0)
     return end_unbegun(rc, json, &items, tok, kind_name, &max_failed); /* said */
+  fc_cli_warn_network_fs(out_dir); /* whatever -q: a store it could corrupt silently */
   if (!quiet) fc_cli_note_prune_running(out_dir);
   rc = fc_store_open_split(out_dir, FC_STORE_CREATE, 0, &parts, &n_parts, swhy, sizeof swhy);
   if (rc == FC_EINTR && fc_cli_signal) { /* while it waited for cache-prune: nothing done */
