@@ -5,7 +5,8 @@
  * of it. Featurize used to store the config again with only its later records (and return 0:
  * "done", with the records of its first batch gone); tokenize, which wrote its config once at the
  * start, left its later records under no config at all (cache-verify errors no tool could list
- * or drop), and returned 0; a bulk load, whose records go in at the end, too. cache-merge into a
+ * or drop), and returned 0; a bulk load, whose records go in at the end, too (its config now goes
+ * in just before them: the drop comes between the two). cache-merge into a
  * store whose config is dropped (by another process: one store is opened once per process)
  * between two of its batches did the same as tokenize. */
 #include "featcache/fc_featurize.h"
@@ -13,12 +14,14 @@
 #include "featcache/fc_store.h"
 #include "featcache/fc_tokenize.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "formats/common/fault.h"
 #include "tests/check.h"
 #include "tests/wav.h"
 
@@ -151,19 +154,55 @@ int main(void) {
   fc_store_close(store);
   fc_tokenizer_free(tok);
 
-  /* a bulk load (a new store): its records go in at the end, which finds the config dropped */
+  /* a bulk load (a new store): its config goes in just before its records, each batch of which
+   * requires it. The run stops itself there (FC_FAULT_STOP=tokenize_merge:1); a child process
+   * (no OpenMP in it: a forked child cannot use the parent's thread pool) drops the config and
+   * lets it go on; the load must find the config dropped. */
   snprintf(tk_dir, sizeof tk_dir, "%s/bulk", dir);
-  CHECK(fc_tokenizer_create(&to, &tok, why, sizeof why) == 0, "tokenizer: %s", why);
-  CHECK(fc_store_open(tk_dir, FC_STORE_CREATE, &store) == 0, "open %s", tk_dir);
-  ro.bulk = 0;
-  dropped = 0;
-  rc = fc_tokenize_run(store, tok, &items, &ro, &tst);
-  CHECK(rc == FC_EDROPPED, "a bulk tokenize with its config dropped: %s, want FC_EDROPPED",
-        fc_strerror(rc));
-  check_dropped("bulk tokenize", FC_DB_TOK);
-  fc_store_close(store);
+  if (!fault_built()) {
+    printf(
+        "test_drop_writer: the bulk load's case skipped: built without "
+        "-DFC_FAULT_INJECTION=ON\n");
+  } else {
+    CHECK(fc_tokenizer_create(&to, &tok, why, sizeof why) == 0, "tokenizer: %s", why);
+    CHECK(fc_store_open(tk_dir, FC_STORE_CREATE, &store) == 0, "open %s", tk_dir);
+    ro.bulk = 0;
+    ro.progress = NULL;
+    fflush(NULL);
+    const pid_t parent = getpid(), pid = fork();
+    if (pid == 0) {
+      char path[64], stat[512];
+      snprintf(path, sizeof path, "/proc/%d/stat", (int)parent);
+      for (int i = 0; i < 6000; i++) { /* until the run has stopped itself (state T), 60 s */
+        FILE *sf = fopen(path, "r");
+        size_t got = sf ? fread(stat, 1, sizeof stat - 1, sf) : 0;
+        if (sf) fclose(sf);
+        stat[got] = '\0';
+        const char *state = strrchr(stat, ')');
+        if (state && state[1] == ' ' && state[2] == 'T') break;
+        usleep(10000);
+      }
+      if (fc_store_open(tk_dir, 0, &store)) _exit(2);
+      dropped = 0;
+      drop_all();
+      fc_store_close(store);
+      kill(parent, SIGCONT);
+      _exit(failures ? 1 : 0);
+    }
+    setenv("FC_FAULT_STOP", "tokenize_merge:1", 1);
+    rc = fc_tokenize_run(store, tok, &items, &ro, &tst);
+    unsetenv("FC_FAULT_STOP");
+    int status = -1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+              WEXITSTATUS(status) == 0,
+          "the drop in a child process: status %d", status);
+    CHECK(rc == FC_EDROPPED, "a bulk tokenize with its config dropped: %s, want FC_EDROPPED",
+          fc_strerror(rc));
+    check_dropped("bulk tokenize", FC_DB_TOK);
+    fc_store_close(store);
+    fc_tokenizer_free(tok);
+  }
   fc_item_list_free(&items);
-  fc_tokenizer_free(tok);
 
   /* cache-merge, a batch per record */
   char src[400], out[400];

@@ -689,6 +689,9 @@ int tok_run_store(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
     tok_merged recs, ents;
     const fc_put guard = {FC_DB_META, c.ckey, 36, NULL, 0, FC_PUT_REQUIRE};
     int mrc = ensure_meta(&c);
+    /* test builds: FC_FAULT_STOP=tokenize_merge:1 stops a bulk load between its config and its
+     * records, each batch of which requires the config (tests/unit/test_drop_writer drops it) */
+    fault_stop("tokenize_merge");
     if (!mrc)
       mrc = tok_spill_merge(c.sp, s, 0, FC_DB_TOK, FC_PUT_NOOVERWRITE, &guard, c.batch, 64u << 20,
                             &recs);
