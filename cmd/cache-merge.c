@@ -166,54 +166,40 @@ static void on_output_token_configs(const char *name, const char *out_hex, const
               one ? "" : ", for each of its DIGESTs above");
 }
 
-/* Mel configs that not every store holds (a shard featurized by another version, or with another
- * --fmax): what, what the loader makes of it, and the fix */
-static void on_mel_configs(const char *detail, const char *loader, int refused, void *user) {
-  ctx *c = user;
+/* Configs of one kind that not every store holds (mel: a shard featurized by another version, or
+ * with another --fmax; tokens: shards tokenized with other tokenizers): what, what the loader
+ * makes of it, and the fix. what: "features" or "tokens", tool: the tool that makes them, over:
+ * what it reads whole ("corpus", "manifest"). */
+static void configs_apart(ctx *c, const char *detail, const char *loader, int refused,
+                          const char *what, const char *tool, const char *over) {
   fc_cli_progress_clear(&c->progress);
   qname q;
   const char *qo = qn(c->out, &q);
   fprintf(stderr,
-          "%s: the stores hold %s: merged, a config holds features only for the ids of the stores "
-          "that hold it\n",
-          fc_cli_tool, detail);
+          "%s: the stores hold %s: merged, a config holds %s only for the ids of the stores that "
+          "hold it\n",
+          fc_cli_tool, detail, what);
   fprintf(stderr, "%s: %s\n", fc_cli_tool, loader);
   if (refused)
     fprintf(stderr,
-            "%s: featurize the stores that lack a config with it (or drop it where it is: "
-            "cache-config --drop DIGEST STORE), or merge without --strict and complete %s\n",
-            fc_cli_tool, qo);
+            "%s: %s the stores that lack a config with it (or drop it where it is: cache-config "
+            "--drop DIGEST STORE), or merge without --strict and complete %s\n",
+            fc_cli_tool, tool, qo);
   else
     say_later(c,
-              "%s: merged all the same (--strict refuses): for one config, featurize %s with it "
-              "over the whole corpus (what is stored is skipped), then drop the others "
-              "(cache-config --drop DIGEST %s)\n",
-              fc_cli_tool, qo, qo);
+              "%s: merged all the same (--strict refuses): for one config, %s %s with it over the "
+              "whole %s (what is stored is skipped), then drop the others (cache-config --drop "
+              "DIGEST %s)\n",
+              fc_cli_tool, tool, qo, over, qo);
 }
 
-/* The same of token configs of other names (shards tokenized with other tokenizers) */
+static void on_mel_configs(const char *detail, const char *loader, int refused, void *user) {
+  configs_apart(user, detail, loader, refused, "features", "featurize", "corpus");
+}
+
 static void on_token_configs_held_apart(const char *detail, const char *loader, int refused,
                                         void *user) {
-  ctx *c = user;
-  fc_cli_progress_clear(&c->progress);
-  qname q;
-  const char *qo = qn(c->out, &q);
-  fprintf(stderr,
-          "%s: the stores hold %s: merged, a config holds tokens only for the ids of the stores "
-          "that hold it\n",
-          fc_cli_tool, detail);
-  fprintf(stderr, "%s: %s\n", fc_cli_tool, loader);
-  if (refused)
-    fprintf(stderr,
-            "%s: tokenize the stores that lack a config with it (or drop it where it is: "
-            "cache-config --drop DIGEST STORE), or merge without --strict and complete %s\n",
-            fc_cli_tool, qo);
-  else
-    say_later(c,
-              "%s: merged all the same (--strict refuses): for one config, tokenize %s with it "
-              "over the whole manifest (what is stored is skipped), then drop the others "
-              "(cache-config --drop DIGEST %s)\n",
-              fc_cli_tool, qo, qo);
+  configs_apart(user, detail, loader, refused, "tokens", "tokenize", "manifest");
 }
 
 static uint64_t sum(const uint64_t *v) {

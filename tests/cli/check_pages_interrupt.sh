@@ -40,10 +40,8 @@ interrupt() {
   FC_FAULT_STOP=store_open:$n "$@" >out 2>err &
   pid=$!
   stopped $pid 400 || { fail "$*: not stopped at store_open:$n: $(cat err)"; kill -9 $pid; pid=; return; }
-  kill -INT $pid
-  kill -CONT $pid
-  wait $pid
-  local rc=$?
+  local rc
+  interrupted $pid
   pid=
   [ $rc = 130 ] && [ "$(tail -n 1 err)" = "$want" ] || { fail "$*: exit $rc"; cat err; echo "want: $want"; }
   [ "$(md5sum <st/data.mdb)" = "$sum" ] || fail "$*: data.mdb changed"
@@ -119,10 +117,7 @@ for tool in cache-prune cache-verify; do
   FC_FAULT_STOP=store_open:1 "$FC_BIN/$tool" $opt bad >out 2>err &
   pid=$!
   if stopped $pid 400; then
-    kill -INT $pid
-    kill -CONT $pid
-    wait $pid
-    rc=$?
+    interrupted $pid
     [ $rc = 130 ] && [ "$(tail -n 1 err)" = "$want" ] || { fail "$tool on a damaged store: exit $rc"; cat err; }
   else
     fail "$tool: not stopped at store_open:1: $(cat err)"

@@ -148,10 +148,7 @@ if grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null; t
   FC_FAULT_STOP=store_open:2 "${run[@]}" "$FZ" -o st a1.wav a2.wav a3.wav >out 2>err &
   pid=$!
   if stopped $pid 400; then
-    kill -INT $pid
-    kill -CONT $pid
-    wait $pid
-    rc=$?
+    interrupted $pid
     [ $rc = 130 ] && [ "$(tail -n 1 err)" = "featurize: interrupted: 0 of 3 inputs checked (0 stored, 0 not stored), 3 not started; nothing written (the store is read-only)" ] ||
       fail "interrupted check: exit $rc: $(cat err)"
   else

@@ -9,3 +9,10 @@ stopped() {
   done
   return 1
 }
+# interrupted PID: SIGINT to PID, stopped at its site, then let go on: its exit status in rc
+interrupted() {
+  kill -INT "$1"
+  kill -CONT "$1"
+  wait "$1"
+  rc=$?
+}

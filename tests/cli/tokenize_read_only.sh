@@ -121,10 +121,7 @@ if grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null; t
   FC_FAULT_STOP=store_open:2 "${run[@]}" "$TK" --vocab v.txt -o st m.csv >out 2>err &
   pid=$!
   if stopped $pid 400; then
-    kill -INT $pid
-    kill -CONT $pid
-    wait $pid
-    rc=$?
+    interrupted $pid
     line=$(tail -n 1 err)
     [ $rc = 130 ] && "$PY" - "$line" <<'PY' || fail "interrupted check: exit $rc: $(cat err)"
 import re, sys
