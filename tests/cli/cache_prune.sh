@@ -176,6 +176,7 @@ sys.stdin.read()  # held until its stdin closes
 lib.fc_store_close(s)
 PY
 mkfifo ctl
+rm -f held
 "$PY" hold.py st 0 <ctl >held &
 exec 3>ctl
 for _ in $(seq 100); do [ -s held ] && break; sleep 0.1; done
@@ -189,6 +190,7 @@ wait
 run free-again 0 -q st
 # a command name that holds an escape (any process names itself) is quoted as names are: it
 # reached the terminal as it was
+rm -f held # (the first holder's "0" was read as this one's before it had opened the store)
 "$PY" hold.py st 0 "h$(printf '\033')[2J" <ctl >held &
 exec 3>ctl
 for _ in $(seq 100); do [ -s held ] && break; sleep 0.1; done

@@ -223,8 +223,9 @@ def test_ctrl_c_during_the_open_leaves_nothing_open(stores, check):
     sound, _, _ = stores
     env = dict(os.environ, FC_FAULT_STOP="store_open:1")
     stopped = []
-    for _ in range(3):  # (the check of so small a store can end before the waiting thread sets
-        # the flag, on a loaded machine: one in ~30 runs here; without the flag, never stopped)
+    for _ in range(10):  # (the check of so small a store can end before the waiting thread sets
+        # the flag, on a loaded machine: one in ~30 runs here, three in a row once with two test
+        # suites side by side; without the flag, never stopped)
         p = subprocess.Popen([PY, "-c", CHILD, sound, "1" if check else "0"], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
