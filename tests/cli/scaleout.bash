@@ -79,3 +79,13 @@ print("same_store:", " ".join(f"{n.decode()}={len(a[n])}" for n in a))
 sys.exit(bad)
 PY
 }
+
+# shard_stores CORPUS N: stores s0 .. s(N-1), each featurized and tokenized (--build-vocab) over
+# shard k/N of CORPUS/metadata.csv; 1 when a run fails
+shard_stores() {
+  local k
+  for ((k = 0; k < $2; k++)); do
+    "$FC_BIN/featurize" -q --shard $k/$2 -o s$k --manifest "$1/metadata.csv" &&
+      "$FC_BIN/tokenize" -q --build-vocab --shard $k/$2 -o s$k "$1/metadata.csv" || return 1
+  done
+}

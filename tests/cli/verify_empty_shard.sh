@@ -16,10 +16,7 @@ cd "$T" || exit 1
 fail=0
 V="$FC_BIN/cache-verify"
 make_corpus c 1 || exit 1
-for k in 0 1; do
-  "$FC_BIN/featurize" -q --shard $k/2 -o s$k --manifest c/metadata.csv &&
-    "$FC_BIN/tokenize" -q --build-vocab --shard $k/2 -o s$k c/metadata.csv || exit 1
-done
+shard_stores c 2 || exit 1
 "$FC_BIN/featurize" -q --writers 2 -o sp --manifest c/metadata.csv &&
   "$FC_BIN/tokenize" -q --build-vocab -o sp c/metadata.csv || exit 1
 empty=$(for s in s0 s1; do [ "$("$FC_BIN/cache-config" --no-count "$s" | head -1)" = "$s: 0 configs" ] && echo $s; done)
