@@ -4,7 +4,8 @@
 # one cut in the middle, or with a page lost to damage, fails (as a FLAC with one bad bit does)
 # instead of storing the part that decodes; an MP3 without the tag (its length only an estimate) is stored. MP4/M4A,
 # ADTS AAC and WebM fail as an unsupported format, named, not as "not an audio file" or a damaged
-# MPEG file. AIFF, AU, RF64, W64 and NIST SPHERE files cut short fail as a cut WAV does. Every
+# MPEG file. AIFF, AU, RF64, W64 and NIST SPHERE files cut short fail as a cut WAV does, and a
+# compressed WAV (ADPCM, GSM) says the frames its fact chunk states, not its blocks. Every
 # input is made here from one espeak-ng utterance.
 set -u
 FZ=${FC_BIN:?}/featurize
@@ -104,6 +105,30 @@ grep -qxF "featurize: unsized.wav: no samples: the data chunk states 0 bytes and
   fail "unsized.wav: want its 0-byte data chunk named; got: $(grep "^featurize: unsized" err)"
 [ "$(tail -n 1 err)" = "featurize: done: 1 of 8 (1 new, 0 already stored, 7 failed)" ] ||
   fail "cut containers: summary: $(tail -n 1 err)"
+
+# Compressed WAVs (ADPCM, GSM 6.10, G.721) cut in the middle: their block_align is a block of
+# hundreds of samples, not a frame, and the cut said "header says 32 frames, file holds 15" of a
+# file of 32,000 samples. The header's count is the fact chunk's.
+"$PY" - <<'PY' >facts || { echo "FAIL: could not make the cut compressed WAVs"; exit 1; }
+import soundfile as sf, struct
+x, sr = sf.read("sp.wav", dtype="float32")
+for sub in ("IMA_ADPCM", "MS_ADPCM", "GSM610", "G721_32"):
+    sf.write("full.wav", x, sr, subtype=sub)
+    b = open("full.wav", "rb").read()
+    i = b.index(b"fact")
+    open(f"cut_{sub}.wav", "wb").write(b[: len(b) // 2])
+    print(f"cut_{sub}.wav", struct.unpack("<I", b[i + 8 : i + 12])[0])
+PY
+"$FZ" -j 1 -o st3 cut_IMA_ADPCM.wav cut_MS_ADPCM.wav cut_GSM610.wav cut_G721_32.wav >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "cut compressed WAVs: exit $rc, want 1"
+while read -r f m; do
+  h=$(sed -n "s/^featurize: $f: truncated: header says $m frames, file holds \([0-9]*\)$/\1/p" err)
+  [ -n "$h" ] && [ "$h" -gt $((m / 3)) ] && [ "$h" -lt $((m * 2 / 3)) ] ||
+    fail "$f: want truncated: header says $m frames, file holds about half; got: $(grep "^featurize: $f" err)"
+done <facts
+[ "$(tail -n 1 err)" = "featurize: done: 0 of 4 (0 new, 0 already stored, 4 failed)" ] ||
+  fail "cut compressed WAVs: summary: $(tail -n 1 err)"
 
 if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; cat err; exit 1; fi
 echo ok

@@ -28,18 +28,61 @@ static int cut(uint64_t size, uint64_t avail, uint64_t frame, uint64_t *declared
   return 1;
 }
 
+/* What a WAV's fmt chunk says of its frames: PCM, float, A-law and u-law (also under
+ * WAVE_FORMAT_EXTENSIBLE) hold a frame in block_align bytes; a compressed codec (ADPCM, GSM 6.10,
+ * G.721) holds a block of samples_per_block frames there, or bits per sample when it states none. */
+typedef struct wav_fmt {
+  unsigned block_align, channels, bits, samples_per_block;
+  int compressed;
+} wav_fmt;
+
+static void wav_read_fmt(const uint8_t *f, uint64_t size, wav_fmt *w) {
+  unsigned tag = f[0] | f[1] << 8;
+  w->channels = f[2] | f[3] << 8;
+  w->block_align = f[12] | f[13] << 8;
+  w->bits = f[14] | f[15] << 8;
+  w->samples_per_block =
+      size >= 20 && (f[16] | f[17] << 8) >= 2 ? (unsigned)(f[18] | f[19] << 8) : 0;
+  if (tag == 0xFFFE && size >= 40) tag = f[24] | f[25] << 8; /* the sub-format GUID's first two */
+  w->compressed = tag != 1 && tag != 3 && tag != 6 && tag != 7 && tag != 0xFFFE;
+}
+
+/* Declared and held frames of a compressed WAV's data, stated as size bytes, room of them in the
+ * file: the fact chunk's count (fact, 0: none) and its share of the bytes there, else whole blocks,
+ * else bits; 0 when the header tells no frames. */
+static int wav_cut_compressed(const wav_fmt *w, uint64_t fact, uint64_t size, uint64_t room,
+                              uint64_t *declared, uint64_t *held) {
+  if (size <= room) return 0;
+  if (fact) {
+    *declared = fact;
+    *held = fact * room / size;
+  } else if (w->samples_per_block && w->block_align) {
+    *declared = size / w->block_align * w->samples_per_block;
+    *held = room / w->block_align * w->samples_per_block;
+  } else if (w->bits && w->channels) {
+    *declared = size * 8 / (w->bits * w->channels);
+    *held = room * 8 / (w->bits * w->channels);
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
 /* RIFF WAVE and RF64 (whose ds64 chunk holds the data size when the data chunk says 0xFFFFFFFF). */
 static int wav_cut(const uint8_t *b, size_t avail, uint64_t len, uint64_t *declared,
                    uint64_t *held) {
   const int rf64 = memcmp(b, "RF64", 4) == 0;
   uint64_t pos = 12;
-  unsigned block_align = 0;
-  uint64_t ds64_data = 0;
+  wav_fmt fmt = {0};
+  uint64_t ds64_data = 0, fact = 0;
   while (pos + 8 <= len) {
     if (pos + 8 + 16 > avail && avail < len) return -1; /* past the bytes at hand */
     uint64_t size = audio_le32(b + pos + 4);
     if (memcmp(b + pos, "fmt ", 4) == 0 && size >= 16 && pos + 8 + 16 <= len) {
-      block_align = (unsigned)b[pos + 8 + 12] | (unsigned)b[pos + 8 + 13] << 8;
+      if (pos + 8 + (size < 40 ? size : 40) > avail && avail < len) return -1;
+      wav_read_fmt(b + pos + 8, pos + 8 + size <= avail ? size : 16, &fmt);
+    } else if (memcmp(b + pos, "fact", 4) == 0 && size >= 4 && pos + 12 <= len) {
+      fact = audio_le32(b + pos + 8);
     } else if (rf64 && memcmp(b + pos, "ds64", 4) == 0 && size >= 16 && pos + 8 + 16 <= len) {
       ds64_data = le64(b + pos + 8 + 8);
     } else if (memcmp(b + pos, "data", 4) == 0) {
@@ -49,7 +92,9 @@ static int wav_cut(const uint8_t *b, size_t avail, uint64_t len, uint64_t *decla
       } else if (!size_stated(size)) {
         return 0;
       }
-      return cut(size, len - (pos + 8), block_align, declared, held);
+      if (fmt.compressed)
+        return wav_cut_compressed(&fmt, fact, size, len - (pos + 8), declared, held);
+      return cut(size, len - (pos + 8), fmt.block_align, declared, held);
     }
     if (size + (size & 1) > len - pos - 8) return 0;
     pos += 8 + size + (size & 1);
