@@ -41,7 +41,8 @@ FC_API int fc_audio_read_file(const char *path, uint64_t max_bytes, void **bytes
  * frames decoded than an exact length states (FLAC, Ogg, an MP3 with a Xing/Info frame count).
  * Errors: FC_EDECODE with a reason in why (may be NULL): "not an audio file (libsndfile: ...)",
  * "unsupported audio format: MP4/M4A; ..." (AVI, AAC (ADTS), Matroska/WebM, ASF/WMA, AMR too),
- * "unsupported encoding in a CAF file (libsndfile: ...): ..." (a codec it does not read),
+ * "unsupported encoding in a CAF file (libsndfile: ...): ..." (a codec it does not read;
+ * "unsupported encoding in a WAV file: G.726 ADPCM (format tag 0x0045): ..." in a WAV),
  * "damaged WAV file (...)", "truncated: header says N frames, file holds M", "damaged or cut
  * short: header says N frames, only M decode[ (libsndfile: ...)]", "decode error ...",
  * "unsupported sample rate conversion" (target/source outside 1/256..64: a damaged header),

@@ -4,7 +4,8 @@
 # one cut in the middle, or with a page lost to damage, fails (as a FLAC with one bad bit does)
 # instead of storing the part that decodes; an MP3 without the tag (its length only an estimate) is stored. MP4/M4A,
 # ADTS AAC and WebM fail as an unsupported format, named, not as "not an audio file" or a damaged
-# MPEG file. AIFF, AU, RF64, W64 and NIST SPHERE files cut short fail as a cut WAV does, and a
+# MPEG file, and a WAV holding a codec libsndfile does not read (AC-3, G.726, ...) as an
+# unsupported encoding, named. AIFF, AU, RF64, W64 and NIST SPHERE files cut short fail as a cut WAV does, and a
 # compressed WAV (ADPCM, GSM) says the frames its fact chunk states, not its blocks. Every
 # input is made here from one espeak-ng utterance.
 set -u
@@ -129,6 +130,37 @@ while read -r f m; do
 done <facts
 [ "$(tail -n 1 err)" = "featurize: done: 0 of 4 (0 new, 0 already stored, 4 failed)" ] ||
   fail "cut compressed WAVs: summary: $(tail -n 1 err)"
+
+# WAVs holding a codec libsndfile does not decode (ffmpeg writes them: AC-3, G.726, WMA, FLAC, AAC,
+# MP2 in a RIFF WAVE): said to be an unsupported encoding, naming it, where they were "damaged WAV
+# file (libsndfile: ... Malformed 'fmt ' chunk.)", a file a user would download again. MP3 in a WAV
+# is read; a WAV whose format tag is 0 (no codec at all) is damaged.
+wavs="ac3:0x2000:AC-3 adpcm_g726:0x0045:G.726_ADPCM wmav2:0x0161:WMA flac:0xF1AC:FLAC aac:0x00FF:AAC mp2:0x0050:MP2"
+rate() { case $1 in adpcm_g726) echo 8000 ;; *) echo 44100 ;; esac; }
+for w in $wavs; do
+  c=${w%%:*}
+  ffmpeg -hide_banner -loglevel error -y -i sp.wav -ar "$(rate "$c")" -c:a "$c" -f wav "in_$c.wav" ||
+    { echo "FAIL: ffmpeg could not make in_$c.wav"; exit 1; }
+done
+ff -c:a libmp3lame -f wav in_mp3.wav || { echo "FAIL: ffmpeg could not make in_mp3.wav"; exit 1; }
+"$PY" -c "
+b = bytearray(open('sp.wav', 'rb').read()); assert b[12:16] == b'fmt '
+b[20:22] = bytes(2); open('tag0.wav', 'wb').write(b)" || { echo "FAIL: could not make tag0.wav"; exit 1; }
+"$FZ" -j 1 -o st4 in_*.wav tag0.wav >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "codecs in WAVs: exit $rc, want 1"
+grep '^featurize: ' err >ours
+for w in $wavs; do
+  c=${w%%:*} t=${w#*:}
+  t=${t%%:*} name=${w##*:}
+  grep -qxF "featurize: in_$c.wav: unsupported encoding in a WAV file: ${name//_/ } (format tag $t): convert it, to FLAC say" ours ||
+    fail "in_$c.wav: want an unsupported encoding named; got: $(grep "^featurize: in_$c.wav" ours)"
+done
+grep -q "^featurize: in_mp3.wav" ours && fail "in_mp3.wav (MP3 in a WAV, libsndfile reads it) failed"
+grep -q "^featurize: tag0.wav: damaged WAV file (libsndfile: " ours ||
+  fail "tag0.wav: want a damaged WAV; got: $(grep "^featurize: tag0.wav" ours)"
+[ "$(tail -n 1 ours)" = "featurize: done: 1 of 8 (1 new, 0 already stored, 7 failed)" ] ||
+  fail "codecs in WAVs: summary: $(tail -n 1 ours)"
 
 if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; cat err; exit 1; fi
 echo ok

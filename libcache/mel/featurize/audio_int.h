@@ -122,4 +122,9 @@ const char *audio_magic(const uint8_t *b, size_t len);
  * "Matroska/WebM", "ASF/WMA", "AMR") when the first bytes show one; NULL otherwise. */
 const char *audio_unsupported(const uint8_t *b, size_t len);
 
+/* The codec a RIFF WAVE's fmt chunk names ("AC-3", "G.726 ADPCM", ...; its format tag in *tag)
+ * when it is one libsndfile does not decode; NULL otherwise (a codec it reads, or a tag that names
+ * none: damage), for telling such a file from a damaged one when libsndfile refuses it. */
+const char *audio_wav_codec(const uint8_t *b, size_t len, unsigned *tag);
+
 #endif

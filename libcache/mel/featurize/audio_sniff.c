@@ -292,3 +292,44 @@ const char *audio_unsupported(const uint8_t *b, size_t len) {
   if (len >= 4 && b[0] == 0xFF && (b[1] & 0xF6) == 0xF0) return "AAC (ADTS)";
   return NULL;
 }
+
+/* The codecs of the WAV format tags (RFC 2361, and ffmpeg's) a corpus may hold and libsndfile
+ * does not decode; it reads PCM, float, A-law, u-law, IMA and MS ADPCM, GSM 6.10, G.721 and MP3. */
+static const char *wav_codec_name(unsigned tag) {
+  static const struct {
+    unsigned tag;
+    const char *name;
+  } c[] = {{0x0010, "OKI ADPCM"},  {0x0014, "G.723 ADPCM"},  {0x0020, "Yamaha ADPCM"},
+           {0x0022, "TrueSpeech"}, {0x0042, "G.723.1"},      {0x0045, "G.726 ADPCM"},
+           {0x0050, "MP2"},        {0x0064, "G.726 ADPCM"},  {0x0065, "G.722 ADPCM"},
+           {0x00FF, "AAC"},        {0x0160, "WMA"},          {0x0161, "WMA"},
+           {0x0162, "WMA Pro"},    {0x0163, "WMA Lossless"}, {0x028F, "G.722 ADPCM"},
+           {0x1610, "AAC"},        {0x2000, "AC-3"},         {0x2001, "DTS"},
+           {0xF1AC, "FLAC"}};
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+    if (c[i].tag == tag) return c[i].name;
+  return NULL;
+}
+
+const char *audio_wav_codec(const uint8_t *b, size_t len, unsigned *tag) {
+  if (len < 12 || (memcmp(b, "RIFF", 4) != 0 && memcmp(b, "RF64", 4) != 0) ||
+      memcmp(b + 8, "WAVE", 4) != 0)
+    return NULL;
+  for (size_t pos = 12; pos + 8 <= len;) {
+    const uint64_t size = audio_le32(b + pos + 4);
+    if (memcmp(b + pos, "fmt ", 4) == 0) {
+      if (size < 2 || size > len - pos - 8) return NULL;
+      const uint8_t *f = b + pos + 8;
+      unsigned t = f[0] | f[1] << 8;
+      /* WAVE_FORMAT_EXTENSIBLE: the tag is the first two bytes of the sub-format's GUID */
+      if (t == 0xFFFE && size >= 40 &&
+          memcmp(f + 26, "\x00\x00\x00\x00\x10\x00\x80\x00\x00\xAA\x00\x38\x9B\x71", 14) == 0)
+        t = f[24] | f[25] << 8;
+      *tag = t;
+      return wav_codec_name(t);
+    }
+    if (size + (size & 1) > len - pos - 8) return NULL;
+    pos += 8 + (size_t)size + (size & 1);
+  }
+  return NULL;
+}
