@@ -6,7 +6,8 @@
 # ADTS AAC and WebM fail as an unsupported format, named, not as "not an audio file" or a damaged
 # MPEG file, and a WAV holding a codec libsndfile does not read (AC-3, G.726, ...) as an
 # unsupported encoding, named. AIFF, AU, RF64, W64 and NIST SPHERE files cut short fail as a cut WAV does, and a
-# compressed WAV (ADPCM, GSM) says the frames its fact chunk states, not its blocks. Every
+# compressed WAV (ADPCM, GSM) says the frames its fact chunk states, not its blocks; one that
+# lacks less than a frame holds every frame it states and is stored. Every
 # input is made here from one espeak-ng utterance.
 set -u
 FZ=${FC_BIN:?}/featurize
@@ -161,6 +162,18 @@ grep -q "^featurize: tag0.wav: damaged WAV file (libsndfile: " ours ||
   fail "tag0.wav: want a damaged WAV; got: $(grep "^featurize: tag0.wav" ours)"
 [ "$(tail -n 1 ours)" = "featurize: done: 1 of 8 (1 new, 0 already stored, 7 failed)" ] ||
   fail "codecs in WAVs: summary: $(tail -n 1 ours)"
+
+# A WAV whose data chunk states an odd size, its last byte missing (half a 16-bit sample): every
+# frame it states is there, and it said "truncated: header says 22049 frames, file holds 22049".
+"$PY" -c "
+import struct
+w = bytearray(open('sp.wav', 'rb').read()); assert w[36:40] == b'data'
+n = struct.unpack('<I', w[40:44])[0]
+w = w[: 44 + n - 2]; w[40:44] = struct.pack('<I', n - 1); open('half.wav', 'wb').write(w)" ||
+  { echo "FAIL: could not make half.wav"; exit 1; }
+"$FZ" -j 1 -o st5 half.wav >out 2>err || fail "half.wav: exit $?: $(cat err)"
+[ "$(cat err)" = "featurize: done: 1 of 1 (1 new, 0 already stored, 0 failed)" ] ||
+  fail "half.wav: $(cat err)"
 
 if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; cat err; exit 1; fi
 echo ok

@@ -20,12 +20,13 @@ static int size_stated(uint64_t size) { return size != 0 && size < 0x7FFFF000u; 
 static int size64_stated(uint64_t size) { return size != 0 && size < (1ull << 48); }
 
 /* Declared and held frames of data stated as `size` bytes of frames `frame` bytes each, `avail`
- * of them in the file: 1 when the file holds fewer. */
+ * of them in the file: 1 when the file holds fewer frames (the bytes of a frame's part that a size
+ * not a multiple of frames states, missing, take none of them away). */
 static int cut(uint64_t size, uint64_t avail, uint64_t frame, uint64_t *declared, uint64_t *held) {
   if (frame == 0 || size <= avail) return 0;
   *declared = size / frame;
   *held = avail / frame;
-  return 1;
+  return *held < *declared;
 }
 
 /* What a WAV's fmt chunk says of its frames: PCM, float, A-law and u-law (also under
@@ -65,7 +66,7 @@ static int wav_cut_compressed(const wav_fmt *w, uint64_t fact, uint64_t size, ui
   } else {
     return 0;
   }
-  return 1;
+  return *held < *declared;
 }
 
 /* RIFF WAVE and RF64 (whose ds64 chunk holds the data size when the data chunk says 0xFFFFFFFF). */
