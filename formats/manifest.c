@@ -150,6 +150,30 @@ fc_manifest_format fc_manifest_detect(const char *path, const char *first_line) 
   return FC_MANIFEST_LIST;
 }
 
+/* A line that is not UTF-8 fails naming its first bad byte, the character column it is at (as an
+ * editor counts), and the usual cause: a manifest saved as Latin-1 or Windows-1252 (an old corpus,
+ * a spreadsheet's CSV), whose every accented line fails alike. */
+static int mf_item_fail_utf8(fc_item *it, const char *line, size_t n) {
+  const unsigned char *s = (const unsigned char *)line;
+  size_t i = 0, column = 1;
+  while (i < n) {
+    const unsigned c = s[i];
+    size_t k = c < 0x80             ? 1
+               : (c & 0xE0) == 0xC0 ? 2
+               : (c & 0xF0) == 0xE0 ? 3
+               : (c & 0xF8) == 0xF0 ? 4
+                                    : 0;
+    if (k == 0 || k > n - i || !fc_utf8_valid(line + i, k)) break;
+    i += k;
+    column++;
+  }
+  if (i >= n) return mf_item_fail(it, FC_EUTF8, "invalid UTF-8");
+  return mf_item_fail(it, FC_EUTF8,
+                      "invalid UTF-8 (byte 0x%02X at column %zu: Latin-1 or Windows-1252 text? "
+                      "convert the manifest: iconv -f WINDOWS-1252 -t UTF-8)",
+                      s[i], column);
+}
+
 /* ---- per-format line parsers ------------------------------------------------------------------ */
 typedef struct parse_ctx {
   const fc_manifest_opts *opts;
@@ -495,7 +519,7 @@ static int reader_next(reader *r, const fc_item **it, char *why, size_t why_len)
                          "a carriage return inside the line (CR line endings? convert them to LF)");
     } else if (r->fmt != FC_MANIFEST_LIST && r->fmt != FC_MANIFEST_KALDI &&
                !fc_utf8_valid(buf, n)) { /* a path column holds any bytes; ids are checked */
-      prc = mf_item_fail(item, FC_EUTF8, "invalid UTF-8");
+      prc = mf_item_fail_utf8(item, buf, n);
     } else {
       switch (r->fmt) {
       case FC_MANIFEST_LJSPEECH: prc = parse_ljspeech(&r->c, item, buf, n); break;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # featurize --manifest: each malformed line gets `featurize: MANIFEST:LINE: reason` (missing
-# column, bad UTF-8, duplicate id, id over 511 bytes, invalid JSON), a missing audio file gets
+# column, bad UTF-8 (its byte and column, and the conversion of a Latin-1 file), duplicate id, id over 511 bytes, invalid JSON), a missing audio file gets
 # `featurize: PATH: reason`; the good lines are stored under their manifest ids; exit 1.
 set -u
 FZ=${FC_BIN:?}/featurize
@@ -34,7 +34,7 @@ rc=$?
 [ $rc = 1 ] || fail "ljspeech: exit $rc, want 1"
 sort >want <<'TXT'
 featurize: metadata.csv:2: missing text column (expected id|text[|normalized])
-featurize: metadata.csv:3: invalid UTF-8
+featurize: metadata.csv:3: invalid UTF-8 (byte 0xFF at column 3: Latin-1 or Windows-1252 text? convert the manifest: iconv -f WINDOWS-1252 -t UTF-8)
 featurize: metadata.csv:4: duplicate id 'LJ001'
 featurize: metadata.csv:5: id is 600 bytes, longer than the 511 allowed
 featurize: wavs/LJ004.wav: No such file or directory
@@ -184,6 +184,26 @@ featurize: done: 0 of 3 (0 new, 0 already stored, 3 failed)
 TXT
 [ $rc = 1 ] || fail "wav.scp entries that are no file: exit $rc, want 1"
 diff -u want err || fail "wav.scp entries that are no file: stderr differs"
+
+# A manifest saved as Latin-1 or Windows-1252 (an old corpus, a spreadsheet's CSV): each line with
+# an accent failed as "invalid UTF-8", saying neither where nor why; now the byte, its column and
+# the conversion. The same for tokenize, which reads it too.
+printf 'LJ001|Caf\xe9 one.\nLJ005|\x93Quoted\x94 na\xefve.\n' >latin1.csv
+rm -rf st7
+"$FZ" -j 1 -o st7 --manifest latin1.csv >out 2>err
+rc=$?
+cat >want <<'TXT'
+featurize: latin1.csv:1: invalid UTF-8 (byte 0xE9 at column 10: Latin-1 or Windows-1252 text? convert the manifest: iconv -f WINDOWS-1252 -t UTF-8)
+featurize: latin1.csv:2: invalid UTF-8 (byte 0x93 at column 7: Latin-1 or Windows-1252 text? convert the manifest: iconv -f WINDOWS-1252 -t UTF-8)
+featurize: done: 0 of 2 (0 new, 0 already stored, 2 failed)
+TXT
+[ $rc = 1 ] || fail "Latin-1 manifest: exit $rc, want 1"
+diff -u want err || fail "Latin-1 manifest: stderr differs"
+"$FC_BIN/tokenize" --build-vocab -o st7 latin1.csv >out 2>err
+sed 's/^featurize: /tokenize: /; s/(0 new, 0 already stored, 2 failed)/(0 new, 0 already stored, 2 failed, 0 tokens)/' want |
+  diff -u - err || fail "Latin-1 manifest, tokenize: stderr differs"
+iconv -f WINDOWS-1252 -t UTF-8 latin1.csv >utf8.csv &&
+  "$FZ" -q -j 1 -o st7 --manifest utf8.csv || fail "the converted manifest: exit $?"
 
 if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo ok

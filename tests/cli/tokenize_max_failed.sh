@@ -31,7 +31,7 @@ rc=$?
 grep -qx 'tokenize: done: 3 of 5 (3 new, 0 already stored, 2 failed, 36 tokens)' err ||
   fail "no --max-failed: summary: $(tail -n 1 err)"
 grep -qx 'tokenize: m.csv:2: text is empty after normalization' err || fail "line 2 not reported: $(cat err)"
-grep -qx 'tokenize: m.csv:3: invalid UTF-8' err || fail "line 3 not reported: $(cat err)"
+grep -qx 'tokenize: m.csv:3: invalid UTF-8 (byte 0xC3 at column 7: Latin-1 or Windows-1252 text? convert the manifest: iconv -f WINDOWS-1252 -t UTF-8)' err || fail "line 3 not reported: $(cat err)"
 "$PY" - out <<'PY' || fail "--json without --max-failed: $(cat out)"
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -47,7 +47,7 @@ mf() { # WANT_RC WANT_NOTE ARG
     grep -qx "tokenize: done: 3 of 5 (0 new, 3 already stored, 2 failed, $2 --max-failed $3, 0 tokens)" err ||
     fail "--max-failed $3: exit $rc (want $1): $(tail -n 1 err)"
   [ -s out ] && fail "--max-failed $3: stdout: $(cat out)"
-  grep -qx 'tokenize: m.csv:3: invalid UTF-8' err || fail "--max-failed $3: line 3 not reported: $(cat err)"
+  grep -qx 'tokenize: m.csv:3: invalid UTF-8 (byte 0xC3 at column 7: Latin-1 or Windows-1252 text? convert the manifest: iconv -f WINDOWS-1252 -t UTF-8)' err || fail "--max-failed $3: line 3 not reported: $(cat err)"
 }
 mf 0 "allowed by" 2
 mf 0 "allowed by" 3
@@ -66,7 +66,7 @@ mf 0 "allowed by" 100%
 rc=$?
 [ $rc = 0 ] || fail "-q --max-failed 40%: exit $rc: $(cat err)"
 [ "$(cat err)" = 'tokenize: m.csv:2: text is empty after normalization
-tokenize: m.csv:3: invalid UTF-8
+tokenize: m.csv:3: invalid UTF-8 (byte 0xC3 at column 7: Latin-1 or Windows-1252 text? convert the manifest: iconv -f WINDOWS-1252 -t UTF-8)
 tokenize: done: 3 of 5 (0 new, 3 already stored, 2 failed, allowed by --max-failed 40%, 0 tokens)' ] ||
   fail "-q --max-failed 40%: stderr: $(cat err)"
 "$PY" - out <<'PY' || fail "--json with --max-failed 40%: $(cat out)"
