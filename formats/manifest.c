@@ -517,6 +517,14 @@ static int reader_next(reader *r, const fc_item **it, char *why, size_t why_len)
     } else if (memchr(buf, '\r', body)) { /* old Mac line ends: the file would be one line */
       prc = mf_item_fail(item, FC_EMANIFEST,
                          "a carriage return inside the line (CR line endings? convert them to LF)");
+    } else if (r->fmt != FC_MANIFEST_LIST && body >= 3 && (uint8_t)buf[0] == 0xEF &&
+               (uint8_t)buf[1] == 0xBB && (uint8_t)buf[2] == 0xBF) {
+      /* the first line's BOM is gone (mf_next_line): this one began a file joined to the first,
+       * and would begin the id, unseen (a path list's line names a file: its failure shows it) */
+      prc =
+          mf_item_fail(item, FC_EMANIFEST,
+                       "a byte-order mark (U+FEFF) begins the line: a file joined after another "
+                       "(cat a.csv b.csv keeps b.csv's)? remove them: sed 's/^\\xEF\\xBB\\xBF//'");
     } else if (r->fmt != FC_MANIFEST_LIST && r->fmt != FC_MANIFEST_KALDI &&
                !fc_utf8_valid(buf, n)) { /* a path column holds any bytes; ids are checked */
       prc = mf_item_fail_utf8(item, buf, n);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # featurize --manifest: each malformed line gets `featurize: MANIFEST:LINE: reason` (missing
-# column, bad UTF-8 (its byte and column, and the conversion of a Latin-1 file), duplicate id, id over 511 bytes, invalid JSON), a missing audio file gets
+# column, bad UTF-8 (its byte and column, and the conversion of a Latin-1 file), a byte-order
+# mark that begins a line (files joined with cat), duplicate id, id over 511 bytes, invalid JSON), a missing audio file gets
 # `featurize: PATH: reason`; the good lines are stored under their manifest ids; exit 1.
 set -u
 FZ=${FC_BIN:?}/featurize
@@ -204,6 +205,34 @@ sed 's/^featurize: /tokenize: /; s/(0 new, 0 already stored, 2 failed)/(0 new, 0
   diff -u - err || fail "Latin-1 manifest, tokenize: stderr differs"
 iconv -f WINDOWS-1252 -t UTF-8 latin1.csv >utf8.csv &&
   "$FZ" -q -j 1 -o st7 --manifest utf8.csv || fail "the converted manifest: exit $?"
+
+# Two manifests joined with cat, the second saved with a byte-order mark (a Windows editor's): the
+# BOM began its first line's id, and the utterance was stored silently under an id with an
+# invisible U+FEFF in front (featurize from a wav.scp, tokenize from any manifest), never to meet
+# its audio or text. The line fails, saying so and how to remove it.
+printf '\xef\xbb\xbfLJ001 wavs/LJ001.wav\n' >p1.scp
+printf '\xef\xbb\xbfLJ005 wavs/LJ005.wav\n' >p2.scp
+cat p1.scp p2.scp >joined.scp
+rm -rf st8
+"$FZ" -j 1 -o st8 --manifest joined.scp >out 2>err
+rc=$?
+bom="a byte-order mark (U+FEFF) begins the line: a file joined after another (cat a.csv b.csv keeps b.csv's)? remove them: sed 's/^\\xEF\\xBB\\xBF//'"
+cat >want <<TXT
+featurize: joined.scp:2: $bom
+featurize: done: 1 of 2 (1 new, 0 already stored, 1 failed)
+TXT
+[ $rc = 1 ] || fail "joined wav.scp: exit $rc, want 1"
+diff -u want err || fail "joined wav.scp: stderr differs"
+printf '\xef\xbb\xbfLJ001|Good one.\n' >t1.csv
+printf '\xef\xbb\xbfLJ005|Second.\n' >t2.csv
+cat t1.csv t2.csv >tjoined.csv
+"$FC_BIN/tokenize" --build-vocab -o st8 tjoined.csv >out 2>err
+rc=$?
+printf 'tokenize: tjoined.csv:2: %s\ntokenize: done: 1 of 2 (1 new, 0 already stored, 1 failed, 9 tokens)\n' "$bom" >want
+[ $rc = 1 ] || fail "joined transcripts: exit $rc, want 1"
+diff -u want err || fail "joined transcripts: stderr differs"
+sed 's/^\xEF\xBB\xBF//' joined.scp >fixed.scp && "$FZ" -q -j 1 -o st8 --manifest fixed.scp ||
+  fail "the wav.scp without its BOMs: exit $?"
 
 if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo ok
