@@ -91,8 +91,9 @@ void fzc_check_kaldi_text(const char *manifest, const char *audio_dir, const fc_
 
 void fzc_ljspeech_audio_ext(const char *manifest, fc_item_list *items, fc_manifest_opts *mo,
                             int verbose) {
-  static const char *const exts[] = {".flac", ".mp3", ".ogg", ".opus"};
-  static const char *const names[] = {"FLAC", "MP3", "Ogg", "Opus"};
+  /* upper case: a corpus copied from Windows (TIMIT's .WAV) */
+  static const char *const exts[] = {".flac", ".mp3", ".ogg", ".opus", ".WAV", ".FLAC"};
+  static const char *const names[] = {"FLAC", "MP3", "Ogg", "Opus", "WAV", "FLAC"};
   if (items->format != FC_MANIFEST_LJSPEECH || mo->audio_ext) return;
   const char *first = NULL;
   for (size_t i = 0; i < items->count && !first; i++) first = items->items[i].path;

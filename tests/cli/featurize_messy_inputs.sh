@@ -107,6 +107,16 @@ sox a.wav lj/wavs/LJ1.wav
 FZ -v -o s8 --manifest lj/metadata.csv >out 2>err
 grep -q 'its audio is' err && fail "LJSpeech with a .wav: $(cat err)"
 grep -qx 'featurize: lj/wavs/LJ2.wav: No such file or directory' err || fail "LJSpeech, .wav: $(cat err)"
+# wavs/ of upper-case .WAV files (a corpus copied from Windows, as TIMIT's): every line failed as
+# a missing .wav; taken as FLAC is
+mkdir -p ljw/wavs && cp a.wav ljw/wavs/LJ1.WAV && cp a.wav ljw/wavs/LJ2.WAV
+printf 'LJ1|one|one\nLJ2|two|two\n' >ljw/metadata.csv
+FZ -v -o s8w --manifest ljw/metadata.csv >out 2>err
+rc=$?
+[ $rc = 0 ] || fail "LJSpeech with .WAV: exit $rc: $(cat err)"
+grep -qx 'featurize: ljw/metadata.csv: its audio is WAV: ljw/wavs/LJ1.WAV (no ljw/wavs/LJ1.wav)' err ||
+  fail "LJSpeech with .WAV: not said: $(cat err)"
+grep -q 'stored as LJ2 ' err || fail "LJSpeech with .WAV: LJ2: $(cat err)"
 
 # 6. a shell pattern that matched nothing (the shell passes 'data/*.wav' on as it is)
 FZ -o s9 'nowhere/*.wav' a.wav >out 2>err
