@@ -254,7 +254,8 @@ int tok_spill_merge(tok_spill *sp, fc_store *s, int slot, int db, unsigned flags
           part.duplicates++;
         } else {
           part.puts++;
-          part.aux += vals[i][0];
+          part.aux += vals[i][0] & ~TOK_AUX_NEW;
+          part.marked += vals[i][0] >> 31;
           part.dim0 += vals[i][1];
         }
       }
@@ -262,6 +263,7 @@ int tok_spill_merge(tok_spill *sp, fc_store *s, int slot, int db, unsigned flags
         done->puts += part.puts;
         done->aux += part.aux;
         done->dim0 += part.dim0;
+        done->marked += part.marked;
         done->duplicates += part.duplicates;
       }
       memset(&part, 0, sizeof part);

@@ -199,12 +199,15 @@ void tok_spill_close(tok_spill *sp);
 /* Append puts[0..n) as one run of slot, in key order (LMDB's), equal keys once; aux[i] (may be
  * NULL) goes with put i. */
 int tok_spill_run(tok_spill *sp, int slot, const fc_put *puts, const uint32_t *aux, size_t n);
-/* What a merge committed: distinct keys, the sum of their aux and of their values' dim0 (bytes
- * 8..11 of a record) but for the keys it found stored already (FC_PUT_NOOVERWRITE: another
- * writer's), and the puts dropped as a key seen before (another batch's same text) or so found. */
+/* What a merge committed: distinct keys, the sum of their aux (TOK_AUX_NEW left out) and of their
+ * values' dim0 (bytes 8..11 of a record) but for the keys it found stored already
+ * (FC_PUT_NOOVERWRITE: another writer's), the puts dropped as a key seen before (another batch's
+ * same text) or so found, and the puts whose aux has TOK_AUX_NEW (a text entry whose line made its
+ * record: a merge that fails part-way counts the lines of the entries it committed). */
 typedef struct tok_merged {
-  uint64_t puts, aux, dim0, duplicates;
+  uint64_t puts, aux, dim0, duplicates, marked;
 } tok_merged;
+#define TOK_AUX_NEW 0x80000000u
 /* Merge slot's runs into db of s, one write transaction per batch_puts puts or batch_bytes, each
  * put with FC_PUT_APPEND and flags (FC_PUT_NOOVERWRITE: a key stored meanwhile is kept);
  * guard (may be NULL) is written with each (the config's FC_PUT_REQUIRE). */

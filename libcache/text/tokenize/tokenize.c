@@ -420,7 +420,8 @@ typedef struct run_ctx {
   char ckey[37]; /* meta cfg/<hex>: each batch requires it there (FC_PUT_REQUIRE), not dropped */
   char (*hexkeys)[16];
   char **tvals;
-  uint32_t *unknowns;
+  uint32_t *unknowns; /* [2 * batch]: a bulk load's aux of the tok puts (unknowns), then of the text
+                       * puts (TOK_AUX_NEW with the tokens of a line that made its record) */
   tok_phcache *cache; /* phonemes: the vocab pass's readings (NULL: none) */
   const char *json; /* the config, and whether it is in the store's meta yet (put_meta) */
   size_t jlen;
@@ -583,13 +584,16 @@ static int run_batch(const fc_item *lines, size_t m, void *ctxp) {
       k.entries++;
       memcpy(tv + 16, l->text, l->len);
       c->tvals[i] = tv;
+      c->unknowns[c->batch + nx] =
+          l->need_tok ? TOK_AUX_NEW | (uint32_t)(l->ntok < TOK_AUX_NEW ? l->ntok : TOK_AUX_NEW - 1)
+                      : 0;
       puts[c->batch + nx++] = (fc_put){FC_DB_TEXT, id, strlen(id), tv, 16 + l->len, 0};
     }
     if (l->need_tok) {
       fc_digest key;
       fc_record_key(&l->digest, &c->cfg, &key);
       memcpy(c->hexkeys[i], key.bytes, 16);
-      c->unknowns[nt] = (uint32_t)(l->unknown < UINT32_MAX ? l->unknown : UINT32_MAX);
+      c->unknowns[nt] = (uint32_t)(l->unknown < TOK_AUX_NEW ? l->unknown : TOK_AUX_NEW - 1);
       puts[nt++] = (fc_put){FC_DB_TOK, c->hexkeys[i], 16, l->rec, l->rec_len, FC_PUT_NOOVERWRITE};
       k.processed++;
       k.tokens += l->ntok;
@@ -600,7 +604,7 @@ static int run_batch(const fc_item *lines, size_t m, void *ctxp) {
   }
   if (!rc && c->bulk) { /* into the runs: the store sees them at the end, in key order */
     rc = tok_spill_run(c->sp, 0, puts, c->unknowns, nt);
-    if (!rc) rc = tok_spill_run(c->sp, 1, puts + c->batch, NULL, nx);
+    if (!rc) rc = tok_spill_run(c->sp, 1, puts + c->batch, c->unknowns + c->batch, nx);
   } else if (!rc && (nt || nx) && !(rc = ensure_meta(c))) { /* keys in order: pages in order */
     tok_sort_puts(puts, nt);
     tok_sort_puts(puts + c->batch, nx);
@@ -664,7 +668,7 @@ int tok_run_store(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
   c.kept = fc_calloc(2 * c.batch + 1, 1);
   c.hexkeys = fc_calloc(c.batch, sizeof *c.hexkeys);
   c.tvals = fc_calloc(c.batch, sizeof *c.tvals);
-  c.unknowns = fc_calloc(c.batch, sizeof *c.unknowns);
+  c.unknowns = fc_calloc(2 * c.batch, sizeof *c.unknowns);
   uint64_t n = items && !o->manifest ? items->count : 0;
   st->lines = n; /* known now for a list; a manifest's at the end */
   int rc = 0, ran = 0; /* ran: the run read the manifest (and so counted its lines) */
@@ -686,7 +690,7 @@ int tok_run_store(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
   if (!rc) rc = c.rc; /* FC_EINTR, or strict's line error */
   if (c.bulk && (!rc || c.stopped) && (c.pending.entries || c.pending.processed)) {
     /* the work done so far goes in, stopped or not */
-    tok_merged recs, ents;
+    tok_merged recs = {0}, ents = {0};
     const fc_put guard = {FC_DB_META, c.ckey, 36, NULL, 0, FC_PUT_REQUIRE};
     int mrc = ensure_meta(&c);
     /* test builds: FC_FAULT_STOP=tokenize_merge:1 stops a bulk load between its config and its
@@ -696,9 +700,12 @@ int tok_run_store(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
       mrc = tok_spill_merge(c.sp, s, 0, FC_DB_TOK, FC_PUT_NOOVERWRITE, &guard, c.batch, 64u << 20,
                             &recs);
     if (!mrc) mrc = tok_spill_merge(c.sp, s, 1, FC_DB_TEXT, 0, &guard, c.batch, 64u << 20, &ents);
-    if (mrc) {
+    if (mrc) { /* the lines of the text entries committed before are stored (their records
+                * went in first): counted as such, the others fail with the run */
       rc = mrc;
       c.stopped = 0;
+      counts k = {ents.marked, ents.puts - ents.marked, ents.aux, 0, ents.puts};
+      add_counts(st, &k);
     } else { /* a text two batches made is one record: the second line counts as stored */
       c.pending.processed -= recs.duplicates;
       c.pending.skipped += recs.duplicates;
