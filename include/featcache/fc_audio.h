@@ -39,7 +39,9 @@ FC_API int fc_audio_read_file(const char *path, uint64_t max_bytes, void **bytes
  * A file that states a length it does not hold is refused where librosa loads what there is: a
  * header stating more data than the file holds (WAV, RF64, W64, AIFF, AU, NIST SPHERE), or fewer
  * frames decoded than an exact length states (FLAC, Ogg, an MP3 with a Xing/Info frame count).
- * Errors: FC_EDECODE with a reason in why (may be NULL): "not an audio file (libsndfile: ...)",
+ * Errors: FC_EDECODE with a reason in why (may be NULL): "not an audio file (libsndfile: ...)"
+ * ("not an audio file: a Git LFS pointer (...)", an HTML page, an XML document: what a download or
+ * a clone left in its place),
  * "unsupported audio format: MP4/M4A; ..." (AVI, AAC (ADTS), Matroska/WebM, ASF/WMA, AMR too),
  * "unsupported encoding in a CAF file (libsndfile: ...): ..." (a codec it does not read;
  * "unsupported encoding in a WAV file: G.726 ADPCM (format tag 0x0045): ..." in a WAV),

@@ -3,7 +3,8 @@
 # manifest (refused before the store is touched, saying what it is and what to pass), a socket
 # (said to be one, not "No such device or address"), a folder given with or without trailing
 # slashes (one id, "corpus", whatever the spelling), and two files of one id whose first fails (the
-# id stays the first's; the second is said to be left out because of it, naming both files).
+# id stays the first's; the second is said to be left out because of it, naming both files), and
+# files that hold a Git LFS pointer or a downloaded HTML page instead of audio (said so).
 set -u
 B=${FC_BIN:?}
 PY=${FC_PYTHON:-python3}
@@ -298,6 +299,28 @@ rc=$?
 [ $rc = 0 ] || fail "an id with its extension: exit $rc: $(cat err)"
 grep -qx 'featurize: ext/wavs/b1.wav: stored as b1.wav (43 frames, 0.50 s)' err ||
   fail "an id with its extension: $(cat err)"
+
+# 15. files that hold no audio but what a download or a clone left in their place: a Git LFS
+# pointer (a dataset repository cloned without git-lfs: every file of the corpus is one), an HTML
+# page (a sign-in or error page saved under the file's name), a storage service's XML error. Each
+# said what it is and what to do, where "not an audio file (libsndfile: Format not recognised.)"
+# was all; a text file that is none of them stays so.
+mkdir -p lfs
+printf 'version https://git-lfs.github.com/spec/v1\noid sha256:%064d\nsize 44144\n' 0 >lfs/p1.wav
+printf '\n<!DOCTYPE html>\n<html><head><title>Sign in</title></head></html>\n' >lfs/p2.wav
+printf '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code></Error>\n' >lfs/p3.wav
+printf 'hello, I am text\n' >lfs/p4.wav
+FZ -j 1 -o s24 lfs/p1.wav lfs/p2.wav lfs/p3.wav lfs/p4.wav a.wav >out 2>err
+rc=$?
+cat >want <<'TXT'
+featurize: lfs/p1.wav: not an audio file: a Git LFS pointer (its repository was cloned without the LFS files: git lfs pull)
+featurize: lfs/p2.wav: not an audio file: an HTML page (a download that got a sign-in or error page?)
+featurize: lfs/p3.wav: not an audio file: an XML document (a download that got a storage service's error reply?)
+featurize: lfs/p4.wav: not an audio file (libsndfile: Format not recognised.)
+featurize: done: 1 of 5 (1 new, 0 already stored, 4 failed)
+TXT
+[ $rc = 1 ] || fail "no audio but a pointer, a page: exit $rc, want 1"
+diff -u want err || fail "no audio but a pointer, a page: stderr differs"
 
 [ $fails = 0 ] || exit 1
 echo "featurize_messy_inputs: ok"

@@ -592,6 +592,8 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
              sf_reason);
     else if (kind)
       fc_why(why, why_len, "damaged %s file (libsndfile: %s)", kind, sf_reason);
+    else if (audio_stand_in(bytes, len))
+      fc_why(why, why_len, "not an audio file: %s", audio_stand_in(bytes, len));
     else
       fc_why(why, why_len, "not an audio file (libsndfile: %s)", sf_reason);
     return FC_EDECODE;

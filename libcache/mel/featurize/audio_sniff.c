@@ -6,6 +6,7 @@
 
 #include <sndfile.h>
 #include <string.h>
+#include <strings.h>
 
 static uint32_t be32(const uint8_t *p) {
   return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
@@ -332,5 +333,21 @@ const char *audio_wav_codec(const uint8_t *b, size_t len, unsigned *tag) {
     if (size + (size & 1) > len - pos - 8) return NULL;
     pos += 8 + (size_t)size + (size & 1);
   }
+  return NULL;
+}
+
+const char *audio_stand_in(const uint8_t *b, size_t len) {
+  static const char lfs[] = "version https://git-lfs.github.com/spec/v1";
+  if (len >= sizeof lfs - 1 && memcmp(b, lfs, sizeof lfs - 1) == 0)
+    return "a Git LFS pointer (its repository was cloned without the LFS files: git lfs pull)";
+  size_t i = len >= 3 && memcmp(b, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+  while (i < len && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n')) i++;
+  const char *p = (const char *)b + i;
+  const size_t n = len - i;
+  if ((n >= 14 && strncasecmp(p, "<!doctype html", 14) == 0) ||
+      (n >= 5 && strncasecmp(p, "<html", 5) == 0))
+    return "an HTML page (a download that got a sign-in or error page?)";
+  if (n >= 5 && memcmp(p, "<?xml", 5) == 0)
+    return "an XML document (a download that got a storage service's error reply?)";
   return NULL;
 }
