@@ -79,5 +79,13 @@ rc=$?
 grep -qx 'featurize: dangling.wav: No such file or directory (a symbolic link to ../gone/b.wav)' err ||
   fail "dangling link: $(cat err)"
 
+# a git-annex (DataLad) dataset installed without its content: each file a link into
+# .git/annex/objects that is not there yet; said how to get it
+mkdir -p ds/wav
+ln -s ../.git/annex/objects/Xk/9Q/MD5E-s44144--0cc1.wav/MD5E-s44144--0cc1.wav ds/wav/c.wav
+"$B/featurize" --device cpu -o l ds/wav/c.wav >out 2>err
+grep -qx 'featurize: ds/wav/c.wav: No such file or directory (a git-annex file whose content is not here: git annex get, or datalad get)' err ||
+  fail "git-annex link: $(cat err)"
+
 [ $fails = 0 ] || exit 1
 echo "featurize_special_files: ok"

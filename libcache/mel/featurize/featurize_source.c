@@ -287,6 +287,9 @@ static const char *open_reason(const char *path, int rc, char *buf, size_t len) 
       (n = readlink(path, to, sizeof to - 1)) <= 0)
     return plain_reason(rc);
   to[n] = '\0';
+  if (strncmp(to, ".git/annex/objects/", 19) == 0 || strstr(to, "/.git/annex/objects/"))
+    return "No such file or directory (a git-annex file whose content is not here: git annex get, "
+           "or datalad get)"; /* a DataLad dataset installed without its content */
   fc_quote_name(to, q, sizeof q);
   fc_why(buf, len, "%s (a symbolic link to %s)", plain_reason(rc), q);
   return buf;
