@@ -8,6 +8,7 @@
 #include "featcache/fc_manifest.h"
 #include "featcache/fc_verify.h"
 
+#include <errno.h>
 #include <sys/stat.h>
 
 enum {
@@ -326,10 +327,17 @@ static int prune_word(const char *word, const char *const *stores, size_t n, con
       code = fc_cli_signal_exit();
     } else if (rc) {
       const int damaged = rc == FC_EFORMAT; /* no rerun gets past it */
-      fc_cli_warn(stores[k], "%s%s", why[0] ? why : fc_strerror(rc),
-                  r.transactions && !damaged
+      /* a full disk: a rerun fails the same way until there is room (a delete writes the pages
+       * it changes before the old ones are free; compaction says its own) */
+      const int full = !why[0] && (rc == ENOSPC || rc == EDQUOT);
+      fc_cli_warn(stores[k], "%s%s%s", why[0] ? why : fc_strerror(rc),
+                  full ? r.transactions ? " (what was removed stays removed" : " (nothing removed"
+                  : r.transactions && !damaged
                       ? " (what was removed stays removed: run again to finish)"
-                      : "");
+                      : "",
+                  full ? "; a prune writes before it frees, and frees pages inside data.mdb, "
+                         "which does not shrink: make room on the disk, then run again)"
+                       : "");
       status = damaged ? "damaged" : "error";
       code = FC_EXIT_FAIL;
     }

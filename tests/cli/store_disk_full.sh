@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A full disk and a file-size limit read as what they are (featurize; tokenize and cache-merge on a
-# full disk, cache-merge in its copy and in its failure-record pass), lose nothing committed, and a rerun after space is
+# full disk, cache-merge in its copy and in its failure-record pass; cache-config --drop and
+# cache-prune, which must write before they free), lose nothing committed, and a rerun after space is
 # freed completes (issue: "Input/output error" for a full disk). The full disk is a small tmpfs
 # this test mounts (root; skipped without mount rights); the limit is RLIMIT_FSIZE (`ulimit -f`),
 # which the tools turn into EFBIG rather than dying of SIGXFSZ.
@@ -180,4 +181,22 @@ out=$("$FC_BIN/cache-config" --drop kaldi "$mnt/d" 2>&1); rc=$?
 rm "$mnt/fill" "$mnt/fill2"
 out=$("$FC_BIN/cache-config" -q --drop kaldi "$mnt/d" 2>&1) || fail "the drop once there is room: $out"
 "$FC_BIN/cache-verify" -q "$mnt/d" >/dev/null || fail "the store after the drop fails cache-verify"
-echo "ok: full disk and file-size limit said as such (featurize, tokenize, cache-merge and its failure pass), store intact, rerun completed"
+# cache-prune on a disk with no byte free: it too writes pages before it frees any, so it cannot
+# start; it says so and what to do (it used to say "No space left on device" alone, and "run again
+# to finish" once a transaction had gone through), the store stays sound, and once there is room
+# the rerun removes what the manifest dropped
+umount "$mnt" && mount -t tmpfs -o size=64m tmpfs "$mnt" || fail "remount for the prune"
+"$FC_BIN/tokenize" -q --vocab v.txt -o "$mnt/p" t.csv || fail "tokenize for the prune"
+awk 'NR % 2' t.csv >half.csv
+dd if=/dev/zero of="$mnt/fill" bs=4k 2>/dev/null
+dd if=/dev/zero of="$mnt/fill2" bs=512 2>/dev/null
+out=$("$FC_BIN/cache-prune" --manifest half.csv "$mnt/p" 2>&1); rc=$?
+[ $rc = 1 ] && [ "$out" = "cache-prune: $mnt/p: No space left on device (nothing removed; a prune writes before it frees, and frees pages inside data.mdb, which does not shrink: make room on the disk, then run again)" ] ||
+  fail "cache-prune on a full disk: exit $rc: $out"
+"$FC_BIN/cache-verify" -q "$mnt/p" >/dev/null || fail "the store after the prune that failed on a full disk fails cache-verify"
+rm "$mnt/fill" "$mnt/fill2"
+out=$("$FC_BIN/cache-prune" --manifest half.csv "$mnt/p" 2>&1) || fail "the prune once there is room: $out"
+grep -q " and 15000 utterances not in the manifest (0 audio, 15000 text entries, " <<<"$out" ||
+  fail "the prune once there is room: $out"
+"$FC_BIN/cache-verify" -q --strict "$mnt/p" >/dev/null || fail "the store after the prune fails cache-verify --strict"
+echo "ok: full disk and file-size limit said as such (featurize, tokenize, cache-merge and its failure pass, cache-config --drop, cache-prune), store intact, rerun completed"
