@@ -4,7 +4,8 @@
 # (said to be one, not "No such device or address"), a folder given with or without trailing
 # slashes (one id, "corpus", whatever the spelling), and two files of one id whose first fails (the
 # id stays the first's; the second is said to be left out because of it, naming both files), and
-# files that hold a Git LFS pointer or a downloaded HTML page instead of audio (said so).
+# files that hold a Git LFS pointer, a downloaded HTML page or macOS metadata instead of audio
+# (said so).
 set -u
 B=${FC_BIN:?}
 PY=${FC_PYTHON:-python3}
@@ -321,6 +322,18 @@ featurize: done: 1 of 5 (1 new, 0 already stored, 4 failed)
 TXT
 [ $rc = 1 ] || fail "no audio but a pointer, a page: exit $rc, want 1"
 diff -u want err || fail "no audio but a pointer, a page: stderr differs"
+
+# 16. macOS's AppleDouble files (._NAME beside each NAME, which a Mac's tar or zip leaves in a
+# corpus, and find -name '*.wav' lists): said what they are and how to leave them out
+printf '\0\5\26\7\0\2\0\0Mac OS X        \0\2' >lfs/._a.wav
+FZ -j 1 -o s24 lfs/._a.wav a.wav >out 2>err
+rc=$?
+cat >want <<'TXT'
+featurize: lfs/._a.wav: not an audio file: macOS metadata (an AppleDouble ._ file a Mac's archive left beside the audio: leave them out, find DIR -name '*.wav' ! -name '._*')
+featurize: done: 1 of 2 (0 new, 1 already stored, 1 failed)
+TXT
+[ $rc = 1 ] || fail "AppleDouble: exit $rc, want 1"
+diff -u want err || fail "AppleDouble: stderr differs"
 
 [ $fails = 0 ] || exit 1
 echo "featurize_messy_inputs: ok"

@@ -128,7 +128,8 @@ const char *audio_unsupported(const uint8_t *b, size_t len);
 const char *audio_wav_codec(const uint8_t *b, size_t len, unsigned *tag);
 
 /* What a file that is no audio holds in its place when a download or a clone left it there: a Git
- * LFS pointer, an HTML page, an XML error reply (said with what to do); NULL otherwise. */
+ * LFS pointer, an HTML page, an XML error reply, a Mac's AppleDouble ._ file (said with what to
+ * do); NULL otherwise. */
 const char *audio_stand_in(const uint8_t *b, size_t len);
 
 #endif

@@ -340,6 +340,9 @@ const char *audio_stand_in(const uint8_t *b, size_t len) {
   static const char lfs[] = "version https://git-lfs.github.com/spec/v1";
   if (len >= sizeof lfs - 1 && memcmp(b, lfs, sizeof lfs - 1) == 0)
     return "a Git LFS pointer (its repository was cloned without the LFS files: git lfs pull)";
+  if (len >= 4 && memcmp(b, "\x00\x05\x16\x07", 4) == 0) /* ._a.wav beside a.wav */
+    return "macOS metadata (an AppleDouble ._ file a Mac's archive left beside the audio: leave "
+           "them out, find DIR -name '*.wav' ! -name '._*')";
   size_t i = len >= 3 && memcmp(b, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
   while (i < len && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n')) i++;
   const char *p = (const char *)b + i;
