@@ -69,6 +69,12 @@ void fault_stop(const char *site) {
   if (n == strtol(colon + 1, NULL, 10)) raise(SIGSTOP);
 }
 
+void fault_wait(const char *site, volatile const int *flag) {
+  const char *e = getenv("FC_FAULT_WAIT");
+  if (!e || strcmp(e, site) != 0 || !flag) return;
+  for (int ms = 0; ms < 30000 && !*flag; ms++) usleep(1000);
+}
+
 /* jansson's allocations on the `alloc` countdown too (formats/common/json.h says how the library tells
  * its out-of-memory failures from bad JSON). Installed before anything can call jansson: when
  * the library is loaded (or, linked statically, when the program starts). jansson frees with

@@ -48,10 +48,17 @@ __attribute__((visibility("default"))) void fault_hold(int on);
  * stored, its records not yet) — and then let it go on (SIGCONT).
  * Nothing is failed. Exported beside fault_hit. */
 __attribute__((visibility("default"))) void fault_stop(const char *site);
+/* FC_FAULT_WAIT=site: each call of fault_wait(site, flag) waits until *flag is nonzero (up to 30
+ * s), so that a test's signal is seen at that point of a run however fast the run is (site
+ * `check_pages`: each page of the page walk, libcache/core/verify/verify_pages.c, waits for its
+ * stop flag, which the Python loader sets when Ctrl-C comes:
+ * tests/python/test_loader_check_pages.py). For the core component's own sites: not exported. */
+void fault_wait(const char *site, volatile const int *flag);
 #else
 #define fault_hit(site) 0
 #define fault_hold(on) ((void)0)
 #define fault_stop(site) ((void)0)
+#define fault_wait(site, flag) ((void)0)
 #endif
 
 #ifdef __cplusplus

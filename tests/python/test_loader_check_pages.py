@@ -221,33 +221,28 @@ def test_ctrl_c_during_the_open_leaves_nothing_open(stores, check):
     if "FC_FAULT_INJECTION:BOOL=ON" not in open(cache).read():
         pytest.skip("needs a build with fault hooks (-DFC_FAULT_INJECTION=ON)")
     sound, _, _ = stores
-    env = dict(os.environ, FC_FAULT_STOP="store_open:1")
-    stopped = []
-    for _ in range(10):  # (the check of so small a store can end before the waiting thread sets
-        # the flag, on a loaded machine: one in ~30 runs here, three in a row once with two test
-        # suites side by side; without the flag, never stopped)
-        p = subprocess.Popen([PY, "-c", CHILD, sound, "1" if check else "0"], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            for _ in range(400):
-                if open("/proc/%d/stat" % p.pid).read().rsplit(")", 1)[1].split()[0] == "T":
-                    break
-                time.sleep(0.05)
-            else:
-                pytest.fail("the child never stopped at store_open:1")
-            os.kill(p.pid, signal.SIGINT)
-            os.kill(p.pid, signal.SIGCONT)
-            out, err = p.communicate(timeout=60)
-        finally:
-            if p.poll() is None:
-                p.kill()
-        assert p.returncode == 0, err
-        assert out.splitlines()[:2] == ["KeyboardInterrupt", "left open: [] []"], out + err
-        stopped.append(out.splitlines()[2] == "open returned: [%d]" % featcache._lib.FC_EINTR)
-        if not check or stopped[-1]:
-            break
-    if check:  # the signal stopped the check (FC_EINTR: it went on to its last page, then opened)
-        assert any(stopped), out + err
+    # (FC_FAULT_WAIT: the check of so small a store waits for its stop flag, else it could end
+    # before the waiting thread sets the flag, and the signal would be seen only after the open)
+    env = dict(os.environ, FC_FAULT_STOP="store_open:1", FC_FAULT_WAIT="check_pages")
+    p = subprocess.Popen([PY, "-c", CHILD, sound, "1" if check else "0"], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(400):
+            if open("/proc/%d/stat" % p.pid).read().rsplit(")", 1)[1].split()[0] == "T":
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the child never stopped at store_open:1")
+        os.kill(p.pid, signal.SIGINT)
+        os.kill(p.pid, signal.SIGCONT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0, err
+    assert out.splitlines()[:2] == ["KeyboardInterrupt", "left open: [] []"], out + err
+    if check:  # the signal stopped the check (FC_EINTR: not the walk run to its last page)
+        assert out.splitlines()[2] == "open returned: [%d]" % featcache._lib.FC_EINTR, out + err
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))

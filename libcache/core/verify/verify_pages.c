@@ -23,6 +23,7 @@
  * libcache/core/store/extent.c reads them. */
 #include "libcache/core/verify/verify_int.h"
 #include "formats/common/alloc.h"
+#include "formats/common/fault.h"
 
 enum {
   PAGEHDR = 16, /* MDB_page: pgno (8), pad (2), flags (2), lower/upper or overflow pages (4) */
@@ -196,6 +197,7 @@ static int leaf_value(pwalk *w, uint64_t pgno, size_t i, const uint8_t *node, si
  * 1 (stop: said, or the page looked for found) or -1 (malformed: w->bad). */
 static int walk(pwalk *w, uint64_t pgno, int depth, int main) {
   if (pgno == UINT64_MAX) return 0; /* an empty tree (LMDB's P_INVALID root) */
+  fault_wait("check_pages", w->c->o->stop); /* test builds: FC_FAULT_WAIT=check_pages */
   if (w->c->o->stop && *w->c->o->stop) return w->stopped = 1; /* a big store's walk takes minutes */
   const uint8_t *p = page_at(w, pgno);
   if (!p && depth <= MAX_DEPTH) p = misnumbered(w, pgno, P_BRANCH | P_LEAF); /* said */
