@@ -485,7 +485,7 @@ int main(int argc, char **argv) {
     status = "error";
     code = FC_EXIT_USAGE;
   } else if (rc) { /* a failed write or commit: what was committed stays */
-    fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
+    fc_cli_warn(NULL, "%s%s", why[0] ? why : fc_strerror(rc), fc_cli_room_hint(rc));
     fprintf(stderr, "%s: done: %llu of %llu entries in %s (%llu failed); run again to finish\n",
             fc_cli_tool, (unsigned long long)(copied + present), (unsigned long long)st.total, qout,
             (unsigned long long)failed);

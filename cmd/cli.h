@@ -660,6 +660,18 @@ static inline void fc_cli_install_signals(void) {
   signal(SIGXFSZ, SIG_IGN);
 }
 
+/* What to do after a write to a store that failed for want of room — a full disk or quota
+ * (ENOSPC, EDQUOT), the file-size limit (EFBIG) — said after the error: the end of the store's
+ * line; "" for any other error. What was committed stays, and a rerun stores only the rest. */
+static inline const char *fc_cli_room_hint(int rc) {
+  if (rc == ENOSPC || rc == EDQUOT)
+    return ": make room on the disk, then run again (what was committed stays; the rerun stores "
+           "only what is missing)";
+  return rc == EFBIG ? ": raise the file-size limit (ulimit -f), then run again (what was "
+                       "committed stays; the rerun stores only what is missing)"
+                     : "";
+}
+
 /* Exit code for an interrupted job: 128 + signal number (130 SIGINT, 143 SIGTERM). */
 static inline int fc_cli_signal_exit(void) { return 128 + (int)fc_cli_signal; }
 

@@ -726,7 +726,7 @@ int main(int argc, char **argv) {
       return code;
     } /* the device failed to start while the CPU computed (hybrid start): what is stored, said */
   } else if (rc && (why[0] || !strict)) { /* a failed commit (strict item errors leave why empty) */
-    fc_cli_warn(store_dir, "%s", why[0] ? why : fc_strerror(rc));
+    fc_cli_warn(store_dir, "%s%s", why[0] ? why : fc_strerror(rc), fc_cli_room_hint(rc));
     code = FC_EXIT_FAIL;
   } else if (check &&
              st.not_stored) { /* what is missing cannot be written: as the open's refusal */

@@ -6,6 +6,8 @@
 # this test mounts (root; skipped without mount rights); the limit is RLIMIT_FSIZE (`ulimit -f`),
 # which the tools turn into EFBIG rather than dying of SIGXFSZ.
 set -uo pipefail
+# what a failed write for want of room says to do, after the error (featurize, tokenize, cache-merge)
+room="make room on the disk, then run again (what was committed stays; the rerun stores only what is missing)"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 tmp=$(mktemp -d)
 mnt=$tmp/mnt
@@ -28,7 +30,8 @@ all=(u*.wav)
 # RLIMIT_FSIZE: 1 MiB is less than one batch
 out=$( (ulimit -f 1024; "$FC_BIN/featurize" --device cpu -o lim "${all[@]}") 2>&1); rc=$?
 [ $rc = 1 ] || fail "featurize past RLIMIT_FSIZE: exit $rc, want 1: $out"
-grep -q "featurize: lim: cannot write to the store: File too large" <<<"$out" || fail "no file-size message: $out"
+grep -qx "featurize: lim: cannot write to the store: File too large: raise the file-size limit (ulimit -f), then run again (what was committed stays; the rerun stores only what is missing)" <<<"$out" ||
+  fail "no file-size message: $out"
 "$FC_BIN/featurize" --device cpu -q -o lim "${all[@]}" || fail "rerun without the limit failed"
 "$FC_BIN/cache-verify" -q lim || fail "store fails cache-verify after the limit was lifted"
 
@@ -40,7 +43,7 @@ fi
 "$FC_BIN/featurize" --device cpu -q -o "$mnt/st" "${first[@]}" || fail "the first 20 files did not fit 6 MB"
 out=$("$FC_BIN/featurize" --device cpu -o "$mnt/st" "${all[@]}" 2>&1); rc=$?
 [ $rc = 1 ] || fail "featurize on a full disk: exit $rc, want 1: $out"
-grep -q "featurize: $mnt/st: cannot write to the store: No space left on device" <<<"$out" ||
+grep -qx "featurize: $mnt/st: cannot write to the store: No space left on device: $room" <<<"$out" ||
   fail "a full disk does not say so: $out"
 grep -q "Input/output error" <<<"$out" && fail "a full disk still reads as an I/O error: $out"
 v=$("$FC_BIN/cache-verify" --json "$mnt/st") || fail "store fails cache-verify after the disk filled: $v"
@@ -100,7 +103,7 @@ PY
 umount "$mnt" && mount -t tmpfs -o size=6m tmpfs "$mnt" || fail "remount for the failure pass"
 out=$("$FC_BIN/cache-merge" -o "$mnt/mf" fr 2>&1); rc=$?
 [ $rc = 1 ] || fail "cache-merge, disk full in the failure pass: exit $rc, want 1: $out"
-grep -q "cache-merge: $mnt/mf: No space left on device" <<<"$out" ||
+grep -qx "cache-merge: $mnt/mf: No space left on device: $room" <<<"$out" ||
   fail "cache-merge's failure pass: a full disk does not say so: $out"
 grep -q "Input/output error" <<<"$out" &&
   fail "cache-merge's failure pass: a full disk reads as an I/O error: $out"
@@ -137,7 +140,7 @@ out=$("$FC_BIN/tokenize" -q --vocab v.txt -o "$mnt/t" t100.csv 2>&1) ||
   fail "tokenize with nothing to do on a full disk (a lock file LMDB wrote before): exit $?: $out"
 out=$("$FC_BIN/tokenize" --vocab v.txt --case fold -o "$mnt/t2" t.csv 2>&1); rc=$?
 [ $rc = 1 ] || fail "tokenize, disk full at its first write: exit $rc, want 1: $out"
-grep -q "tokenize: $mnt/t2: No space left on device" <<<"$out" || fail "tokenize: a full disk does not say so: $out"
+grep -qx "tokenize: $mnt/t2: No space left on device: $room" <<<"$out" || fail "tokenize: a full disk does not say so: $out"
 grep -q "tokenize: done: 0 of 30000 (0 new, 0 already stored, 30000 failed" <<<"$out" ||
   fail "tokenize, disk full at its first write: the lines are not all counted: $out"
 # a new store on the full disk: LMDB writes its lock file's reader table through a map, and a page
@@ -154,7 +157,7 @@ rm -r "$mnt/fill" "$mnt/t2"
 rm -r "$mnt/new" "$mnt/new2"
 out=$("$FC_BIN/tokenize" --vocab v.txt --batch 1000 -o "$mnt/t" t.csv 2>&1); rc=$?
 [ $rc = 1 ] || fail "tokenize on a full disk: exit $rc, want 1: $out"
-grep -q "tokenize: $mnt/t: No space left on device" <<<"$out" || fail "tokenize: a full disk does not say so: $out"
+grep -qx "tokenize: $mnt/t: No space left on device: $room" <<<"$out" || fail "tokenize: a full disk does not say so: $out"
 sum=$(sed -n 's/^tokenize: done: \([0-9]*\) of \([0-9]*\) ([0-9]* new, [0-9]* already stored, \([0-9]*\) failed.*/\1 \2 \3/p' <<<"$out")
 read -r ok total failed <<<"$sum"
 [ "${total:-}" = 30000 ] && [ $((ok + failed)) = 30000 ] && [ "$ok" -ge 100 ] && [ "$ok" -lt 30000 ] ||
