@@ -552,6 +552,39 @@ static inline _Noreturn void fc_cli_refuse_nul_manifest(const char *manifest, in
   exit(FC_EXIT_USAGE);
 }
 
+/* A JSON manifest that is no JSON lines (a manifest file read as JSON lines whose first non-blank
+ * line opens an array, what json.dump of a list writes, or is a lone "{", an object spread over
+ * lines by indent=2): each line would fail as invalid JSON, and a line that holds a whole object
+ * be read alone. Refused (exit 2) before anything is done, with the jq that converts it. */
+static inline void fc_cli_refuse_json_document(const char *manifest, fc_manifest_format fmt) {
+  struct stat st;
+  if (fmt != FC_MANIFEST_JSONL || !manifest || strcmp(manifest, "-") == 0 ||
+      stat(manifest, &st) != 0 || !S_ISREG(st.st_mode))
+    return;
+  FILE *f = fopen(manifest, "re");
+  char line[256];
+  const char *kind = NULL;
+  for (int first = 1; f && fgets(line, sizeof line, f); first = 0) {
+    char *l = line + (first && memcmp(line, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0);
+    l += strspn(l, " \t\r\n");
+    if (!*l && strchr(line, '\n')) continue; /* a blank line */
+    if (*l == '[')
+      kind = "a JSON array";
+    else if (*l == '{' && !l[1 + strspn(l + 1, " \t\r\n")])
+      kind = "JSON objects spread over lines";
+    break;
+  }
+  if (f) fclose(f);
+  if (!kind) return;
+  char q[4 * 4096 + 8];
+  fc_cli_quoted(manifest, q, sizeof q);
+  fc_cli_warn(manifest,
+              "%s, not JSON lines (one object a line, as NeMo's manifests): convert it: jq -c %s "
+              "%s >NEW.jsonl",
+              kind, kind[0] == 'a' ? "'.[]'" : ".", q);
+  exit(FC_EXIT_USAGE);
+}
+
 /* The store of -o: an empty one ("$CACHE" with CACHE unset) is a usage error said as such. NULL
  * (not given) is left to the caller. Returns out. */
 static inline const char *fc_cli_out_store(const char *out) {

@@ -536,6 +536,8 @@ int main(int argc, char **argv) {
     fzc_refuse_nul_manifest(manifest, stream);
   }
 
+  if (manifest) fc_cli_refuse_json_document(manifest, items.format); /* json.dump of a list */
+
   /* tokenize's id<TAB>text: every line would fail for want of a path (a wav.scp with tabs is
    * detected as Kaldi when its first line names an audio file) */
   if (manifest && items.format == FC_MANIFEST_TSV && items.count) {

@@ -457,6 +457,7 @@ int main(int argc, char **argv) {
                                  : items.count                    ? items.format
                                                                   : FC_MANIFEST_AUTO;
   if (mopts.format == FC_MANIFEST_AUTO) refuse_textless(manifest, fmt);
+  fc_cli_refuse_json_document(manifest, fmt); /* json.dump of a list */
   /* a TSV's text is the rest of the line (tabs and all), a JSON line's its "text": a column asked
    * for would be ignored, and 'id<TAB>raw<TAB>normalized' stored as one text */
   if (mopts.text_column && (fmt == FC_MANIFEST_TSV || fmt == FC_MANIFEST_JSONL)) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # featurize --manifest: each malformed line gets `featurize: MANIFEST:LINE: reason` (missing
 # column, bad UTF-8 (its byte and column, and the conversion of a Latin-1 file), a byte-order
-# mark that begins a line (files joined with cat), duplicate id, id over 511 bytes, invalid JSON), a missing audio file gets
+# mark that begins a line (files joined with cat), duplicate id, JSON that is no JSON lines
+# (an array, objects over several lines: refused, exit 2), id over 511 bytes, invalid JSON), a missing audio file gets
 # `featurize: PATH: reason`; the good lines are stored under their manifest ids; exit 1.
 set -u
 FZ=${FC_BIN:?}/featurize
@@ -233,6 +234,31 @@ printf 'tokenize: tjoined.csv:2: %s\ntokenize: done: 1 of 2 (1 new, 0 already st
 diff -u want err || fail "joined transcripts: stderr differs"
 sed 's/^\xEF\xBB\xBF//' joined.scp >fixed.scp && "$FZ" -q -j 1 -o st8 --manifest fixed.scp ||
   fail "the wav.scp without its BOMs: exit $?"
+
+# A JSON manifest that is no JSON lines: an array (json.dump of a list) or objects spread over lines
+# (indent=2). Every line failed as invalid JSON, and a line that held a whole object was stored
+# (1 of 4); refused before the store is touched, with the jq that converts it, by both tools.
+printf '[\n  {"audio_filepath": "wavs/LJ001.wav", "text": "one"},\n  {"audio_filepath": "wavs/LJ005.wav", "text": "two"}\n]\n' >arr.json
+printf '{\n  "audio_filepath": "wavs/LJ001.wav",\n  "text": "one"\n}\n' >pretty.json
+printf '[{"audio_filepath": "wavs/LJ001.wav", "text": "one"}]\n' >flat.json
+rm -rf st9
+for t in featurize tokenize; do
+  for m in arr.json pretty.json flat.json; do
+    case $m in
+    pretty.json) want="$t: $m: JSON objects spread over lines, not JSON lines (one object a line, as NeMo's manifests): convert it: jq -c . $m >NEW.jsonl" ;;
+    *) want="$t: $m: a JSON array, not JSON lines (one object a line, as NeMo's manifests): convert it: jq -c '.[]' $m >NEW.jsonl" ;;
+    esac
+    rm -rf st9
+    if [ $t = featurize ]; then "$FZ" -j 1 -o st9 --manifest $m >out 2>err; else
+      "$FC_BIN/tokenize" --build-vocab -o st9 $m >out 2>err; fi
+    rc=$?
+    [ $rc = 2 ] && [ ! -e st9 ] || fail "$t $m: exit $rc (want 2), store made: $(ls -d st9 2>&1)"
+    [ "$(cat err)" = "$want" ] || fail "$t $m: $(cat err)"
+  done
+done
+"$PY" -c "import json; [print(json.dumps(o)) for o in json.load(open('arr.json'))]" >arr.jsonl &&
+  "$FZ" -q -j 1 -o st9 --manifest arr.jsonl ||
+  fail "the converted manifest: exit $?"
 
 if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo ok
