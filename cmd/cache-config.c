@@ -82,20 +82,24 @@ static void free_parts(char **p, unsigned n) {
  * store). A listing (lockfree) of a store whose lock.mdb this user cannot open for writing (a
  * teammate's dataset) reads it lock-free, as cache-verify and cache-merge do, and says so; a
  * drop, which must write it, does not (its names are read with the lock, or it is refused). */
-static int open_store(const char *path, unsigned flags, int lockfree, fc_store **s) {
+static int open_store(const char *path, unsigned flags, int lockfree, fc_store **s, char *said,
+                      size_t said_len) {
   int rc = lockfree ? fc_cli_open_to_read(path, flags, s) : fc_store_open(path, flags, s);
   if (!rc) return 0;
-  if (fc_cli_say_not_a_store(path, rc))
-    ;
+  const char *not_a_store = fc_cli_not_a_store_says(path, rc);
+  if (not_a_store)
+    snprintf(said, said_len, "%s", not_a_store);
   else if (rc == FC_EINTR) /* Ctrl-C while a drop waited for cache-prune's writer lock */
-    fc_cli_warn(path, "interrupted while waiting for cache-prune to finish: nothing dropped");
+    snprintf(said, said_len,
+             "interrupted while waiting for cache-prune to finish: nothing dropped");
   else if (!lockfree && (rc == EACCES || rc == EPERM || rc == EROFS)) /* a drop: it must write */
-    fc_cli_warn(path,
-                "cannot drop from it: the store cannot be written (%s); nothing dropped "
-                "(cache-config without --drop lists its configs: it only reads)",
-                fc_strerror(rc));
+    snprintf(said, said_len,
+             "cannot drop from it: the store cannot be written (%s); nothing dropped "
+             "(cache-config without --drop lists its configs: it only reads)",
+             fc_strerror(rc));
   else
-    fc_cli_warn(path, "cannot open the store: %s", fc_strerror(rc));
+    snprintf(said, said_len, "cannot open the store: %s", fc_strerror(rc));
+  fc_cli_warn(path, "%s", said);
   return rc;
 }
 
@@ -189,7 +193,7 @@ static int list_store(const char *dir, int json, int count) {
   char failed[512] = ""; /* why the configs could not be read: said, and --json's "error" */
   for (unsigned k = 0; k < np && !code; k++) {
     fc_store *s;
-    if (open_store(parts[k], FC_STORE_RDONLY, 1, &s)) {
+    if (open_store(parts[k], FC_STORE_RDONLY, 1, &s, failed, sizeof failed)) {
       code = FC_EXIT_USAGE;
       break;
     }
@@ -218,7 +222,8 @@ static int list_store(const char *dir, int json, int count) {
       code = FC_EXIT_FAIL;
     }
   }
-  if (code == FC_EXIT_FAIL && json) { /* one object per STORE all the same: a script finds it */
+  if (code && json) { /* one object per STORE all the same (not there, no store, damaged): a
+                       * script reading one per STORE finds it */
     fputs("{\"store\":", stdout);
     fc_json_write_string(stdout, dir);
     printf(",\"parts\":%u,\"configs\":null,\"error\":", np);
@@ -316,7 +321,8 @@ static int resolve(const char *dir, char **parts, unsigned np, const char *want,
     fc_store *s;
     fc_config_info *c;
     size_t m;
-    if (open_store(parts[k], FC_STORE_RDONLY, 0, &s)) {
+    char said[512];
+    if (open_store(parts[k], FC_STORE_RDONLY, 0, &s, said, sizeof said)) {
       code = FC_EXIT_USAGE; /* the parts before it listed: freed below */
       break;
     }
@@ -418,7 +424,8 @@ static int drop(const char *dir, const char *want, int quiet) {
   fc_store **ss = code ? NULL : calloc(np, sizeof *ss);
   if (!ss && !code) code = FC_EXIT_FAIL;
   for (unsigned k = 0; k < np && !code; k++) {
-    int rc = open_store(parts[k], 0, 0, &ss[k]);
+    char said[512];
+    int rc = open_store(parts[k], 0, 0, &ss[k], said, sizeof said);
     if (rc) code = rc == FC_EINTR && fc_cli_signal ? fc_cli_signal_exit() : FC_EXIT_USAGE;
   }
   if (!code && np == 1) code = refuse_part(dir, ss[0]);

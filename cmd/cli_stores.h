@@ -53,21 +53,25 @@ static inline const char *fc_cli_not_a_store_why(const char *path, int rc) {
   return NULL;
 }
 
-/* Says why path is no featcache store when rc (fc_store_open's) means that — no data.mdb, not a
- * directory, an environment with nothing committed, not the format — and returns 1; else 0. */
-static inline int fc_cli_say_not_a_store(const char *path, int rc) {
+/* What fc_cli_say_not_a_store says after "path: " — no data.mdb, not a directory, an environment
+ * with nothing committed, not the format — or NULL when rc means none of them. */
+static inline const char *fc_cli_not_a_store_says(const char *path, int rc) {
   const char *why = fc_cli_not_a_store_why(path, rc);
-  if (why)
-    fc_cli_warn(path, "%s", why);
-  else if (rc == FC_EFORMAT && fc_cli_env_empty(path))
-    fc_cli_warn(path,
-                "an empty store: nothing was ever committed to it (its writer stopped before "
-                "its first commit?); featurize, tokenize and cache-merge take it as new");
-  else if (rc == FC_EFORMAT)
-    fc_cli_warn(path, "not a featcache store (not an LMDB environment with featcache/1 meta)");
-  else
-    return 0;
-  return 1;
+  if (why) return why;
+  if (rc == FC_EFORMAT && fc_cli_env_empty(path))
+    return "an empty store: nothing was ever committed to it (its writer stopped before its "
+           "first commit?); featurize, tokenize and cache-merge take it as new";
+  if (rc == FC_EFORMAT)
+    return "not a featcache store (not an LMDB environment with featcache/1 meta)";
+  return NULL;
+}
+
+/* Says why path is no featcache store when rc (fc_store_open's) means that (above) and returns 1;
+ * else 0. */
+static inline int fc_cli_say_not_a_store(const char *path, int rc) {
+  const char *why = fc_cli_not_a_store_says(path, rc);
+  if (why) fc_cli_warn(path, "%s", why);
+  return why != NULL;
 }
 
 /* The pages of store path as cache-verify's first step checks them (fc_verify_opts.pages_only,

@@ -381,6 +381,14 @@ rc=$?
 o = [json.loads(l) for l in open("out")]
 assert o == [{"store": "dmg", "parts": 1, "configs": None, "error": "cannot list its configs: MDB_CORRUPTED: Located page was wrong type: the store is damaged (cache-verify says where)"}], o' ||
   fail "damaged: --json: exit $rc: $(cat out)"
+# and so do a STORE that is not there and one that is no store, in the order given, beside a
+# sound one (they printed none: a script pairing objects with STOREs read the next one's as theirs)
+"$CC" --json nothere dmg notastore >out 2>err
+rc=$?
+[ $rc = 2 ] && "$PY" -c 'import json, sys
+o = [json.loads(l) for l in open("out")]
+assert [(d["store"], d["configs"], d.get("error", "")[:30]) for d in o] == [("nothere", None, "cannot open the store: No such"), ("dmg", None, "cannot list its configs: MDB_C"), ("notastore", None, "not a featcache store (no data")], o' ||
+  fail "not there, no store: --json: exit $rc: $(cat out)"
 "$CC" --no-count dmg >out 2>err || fail "damaged: --no-count: exit $?: $(cat err)"
 grep -q '^[0-9a-f]\{32\}  tokens  chars ' out || fail "damaged: --no-count: $(cat out)"
 dig=$(sed -n 's/^\([0-9a-f]\{32\}\)  tokens  chars .*/\1/p' out)
