@@ -202,7 +202,7 @@ static fc_manifest_format detected_format(const char *path) {
     char *l = line;
     if (first && n >= 3 && memcmp(l, "\xEF\xBB\xBF", 3) == 0) l += 3;
     l[strcspn(l, "\r\n")] = '\0';
-    if (l[strspn(l, " \t")] == '\0') continue;
+    if (l[strspn(l, " \t")] == '\0' || l[strspn(l, " \t")] == '#') continue; /* a comment fails */
     fmt = fc_manifest_detect(path, l);
     break;
   }

@@ -320,6 +320,11 @@ nomem:
 static int parse_list(const parse_ctx *c, fc_item *it, const char *line, size_t n) {
   n = mf_trim_end(line, n);
   if (!(it->path = join_path(c->audio_dir, line, n, NULL))) return -ENOMEM;
+  if (mf_list_comment(line, it->path)) {
+    free(it->path);
+    it->path = NULL;
+    return mf_item_fail(it, FC_EMANIFEST, MF_COMMENT_WHY);
+  }
   if (!(it->id = mf_id_from_path(line, n))) return -ENOMEM;
   return 0;
 }
@@ -479,6 +484,22 @@ static int reader_next(reader *r, const fc_item **it, char *why, size_t why_len)
     size_t n = (size_t)got;
     char *buf = r->buf;
     if (mf_is_blank(buf, n)) continue;
+    if (r->fmt == FC_MANIFEST_AUTO && buf[strspn(buf, " \t")] == '#') { /* a comment first */
+      char *whole = join_path(r->opts.audio_dir ? r->opts.audio_dir : r->dir, buf, n, NULL);
+      if (!whole) goto nomem;
+      const int comment = mf_list_comment(buf, whole); /* else a file named "#..." */
+      free(whole);
+      if (comment) { /* the format is the next line's; an item without id is shard 0's */
+        fc_item *item = mf_new_item(&r->b, r->lineno);
+        if (!item || mf_item_fail(item, FC_EMANIFEST, MF_COMMENT_WHY) < 0) goto nomem;
+        if (r->opts.shard_n && r->opts.shard_k != 0) {
+          one_clear(r);
+          continue;
+        }
+        *it = item;
+        return 1;
+      }
+    }
     if (r->fmt == FC_MANIFEST_AUTO) {
       const char *mpath = r->is_stdin ? NULL : r->path;
       /* The first line decides; a NUL in it just ends what detection sees. */
@@ -525,6 +546,8 @@ static int reader_next(reader *r, const fc_item **it, char *why, size_t why_len)
           mf_item_fail(item, FC_EMANIFEST,
                        "a byte-order mark (U+FEFF) begins the line: a file joined after another "
                        "(cat a.csv b.csv keeps b.csv's)? remove them: sed 's/^\\xEF\\xBB\\xBF//'");
+    } else if (r->fmt != FC_MANIFEST_LIST && buf[strspn(buf, " \t")] == '#') {
+      prc = mf_item_fail(item, FC_EMANIFEST, MF_COMMENT_WHY);
     } else if (r->fmt != FC_MANIFEST_LIST && r->fmt != FC_MANIFEST_KALDI &&
                !fc_utf8_valid(buf, n)) { /* a path column holds any bytes; ids are checked */
       prc = mf_item_fail_utf8(item, buf, n);

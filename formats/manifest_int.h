@@ -34,6 +34,15 @@ void mf_item_clear(fc_item *it);
 int mf_item_fail(fc_item *it, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Check the id of a filled item and its uniqueness. Returns 0 or -ENOMEM (item errors set err). */
 int mf_item_finish(list_builder *b, fc_item *it);
+/* A line whose first non-blank byte is '#' (a hand-written manifest's comment): no manifest holds
+ * comments, and one would be an utterance ('# speaker one|...'), a file ('# my list') or an id '#'.
+ * It fails with this reason and no id (no failure record); a path list's line that names a file
+ * (one whose name begins with '#') is a path still (mf_list_comment). */
+#define MF_COMMENT_WHY \
+  "a comment ('#' begins the line): manifests hold none; remove it: grep -v '^#'"
+/* 1 when a path list's line (path: it joined to its folder) is such a comment: it begins with '#'
+ * and names no file. */
+int mf_list_comment(const char *line, const char *path);
 /* Free the id set (the ids' copies are the arena's). */
 void mf_builder_done(list_builder *b);
 

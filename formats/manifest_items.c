@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "featcache/fc_format.h"
 #include "formats/common/alloc.h"
@@ -317,8 +318,18 @@ static int add_path_item(list_builder *b, const char *p, size_t n, size_t line) 
     return mf_item_fail(it, FC_EMANIFEST,
                         "a carriage return inside the line (CR line endings? convert them to LF)");
   if (!(it->path = mf_dup_range(p, n))) return -ENOMEM;
+  if (line && mf_list_comment(it->path, it->path)) { /* a list's line, not an argument */
+    free(it->path);
+    it->path = NULL;
+    return mf_item_fail(it, FC_EMANIFEST, MF_COMMENT_WHY);
+  }
   if (!(it->id = mf_id_from_path(p, n))) return -ENOMEM;
   return mf_item_finish(b, it);
+}
+
+int mf_list_comment(const char *line, const char *path) {
+  struct stat st;
+  return line[strspn(line, " \t")] == '#' && stat(path, &st) != 0 && errno == ENOENT;
 }
 
 int fc_items_from_paths(const char *const *paths, size_t n, fc_item_list *out) {

@@ -2,7 +2,7 @@
 # featurize --manifest: each malformed line gets `featurize: MANIFEST:LINE: reason` (missing
 # column, bad UTF-8 (its byte and column, and the conversion of a Latin-1 file), a byte-order
 # mark that begins a line (files joined with cat), duplicate id, JSON that is no JSON lines
-# (an array, objects over several lines: refused, exit 2), id over 511 bytes, invalid JSON), a missing audio file gets
+# (an array, objects over several lines: refused, exit 2), a comment line, id over 511 bytes, invalid JSON), a missing audio file gets
 # `featurize: PATH: reason`; the good lines are stored under their manifest ids; exit 1.
 set -u
 FZ=${FC_BIN:?}/featurize
@@ -259,6 +259,38 @@ done
 "$PY" -c "import json; [print(json.dumps(o)) for o in json.load(open('arr.json'))]" >arr.jsonl &&
   "$FZ" -q -j 1 -o st9 --manifest arr.jsonl ||
   fail "the converted manifest: exit $?"
+
+# A hand-written manifest with a comment line: tokenize stored it as an utterance ('# speaker one'
+# with the text after its bar, its characters in the built vocab), featurize failed a wav.scp's as
+# the file 'utterances of speaker 1' with a failure record under the id '#', and refused a path
+# list whose first line it was as "a Kaldi text file". The line fails, said as a comment, with no
+# failure record; the rest is read as before. A file whose name begins with '#' is a path still.
+cmt="a comment ('#' begins the line): manifests hold none; remove it: grep -v '^#'"
+printf '# utterances of speaker 1\nLJ001 wavs/LJ001.wav\n' >c.scp
+printf '# my list\nwavs/LJ001.wav\n#1.wav\n' >c.txt
+cp wavs/LJ001.wav '#1.wav'
+printf '# speaker one|recorded 2019\nLJ001|Good one.\n' >c.csv
+for m in c.scp c.txt -; do
+  rm -rf st10
+  if [ $m = - ]; then "$FZ" -j 1 -o st10 - <c.txt >out 2>err; else
+    "$FZ" -j 1 -o st10 --manifest $m >out 2>err; fi
+  rc=$?
+  name=$m
+  [ $m = - ] && name="(stdin)"
+  n=1
+  [ $m = c.scp ] || n=2
+  printf 'featurize: %s:1: %s\nfeaturize: done: %s of %s (%s new, 0 already stored, 1 failed)\n' \
+    "$name" "$cmt" $n $((n + 1)) $n >want
+  [ $rc = 1 ] || fail "comment in $m: exit $rc, want 1"
+  diff -u want err || fail "comment in $m: stderr differs"
+  "$FC_BIN/cache-verify" -q st10 >out 2>&1 || fail "comment in $m: cache-verify: $(cat out)"
+done
+rm -rf st10
+"$FC_BIN/tokenize" --build-vocab -o st10 c.csv >out 2>err
+rc=$?
+printf 'tokenize: c.csv:1: %s\ntokenize: done: 1 of 2 (1 new, 0 already stored, 1 failed, 9 tokens)\n' "$cmt" >want
+[ $rc = 1 ] || fail "comment, tokenize: exit $rc, want 1"
+diff -u want err || fail "comment, tokenize: stderr differs"
 
 if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo ok
