@@ -444,7 +444,11 @@ int main(int argc, char **argv) {
   uint64_t failed = st.total > copied + present ? st.total - copied - present : 0;
   const char *status = "done";
   int code = FC_EXIT_OK;
-  if (rc == FC_EINTR && st.total == 0 && copied + present == 0) { /* in the first pass */
+  if (rc == FC_EINTR && strstr(why, "waiting for cache-prune")) { /* OUT's writer lock */
+    fprintf(stderr, "%s: %s: nothing done\n", fc_cli_tool, why);
+    status = "interrupted";
+    code = fc_cli_signal_exit();
+  } else if (rc == FC_EINTR && st.total == 0 && copied + present == 0) { /* in the first pass */
     fprintf(stderr, "%s: interrupted: nothing written (%s); run again to merge\n", fc_cli_tool,
             unsafe < 0 ? "the stores' pages were being checked"
                        : "the inputs were being read for conflicts");

@@ -262,12 +262,13 @@ wait
   { fail "drop-int: exit $rc"; cat w.out; }
 "$FC_BIN/cache-config" st3 | grep -q ' chars ' || fail "drop-int: the config went: $("$FC_BIN/cache-config" st3)"
 
-# featurize and tokenize interrupted (SIGINT, SIGTERM) while they wait for cache-prune: 130/143,
-# nothing done, the store as it was — featurize installed its handlers only after the wait, so a
-# signal its parent had it ignore (a script's background job) went unheard and the job ran on
+# featurize, tokenize and cache-merge interrupted (SIGINT, SIGTERM) while they wait for
+# cache-prune: 130/143, nothing done, the store as it was — featurize installed its handlers only
+# after the wait, so a signal its parent had it ignore (a script's background job) went unheard and
+# the job ran on; cache-merge said "nothing written (the inputs were being read for conflicts)"
 for sig in INT TERM; do
   want=$([ $sig = INT ] && echo 130 || echo 143)
-  for tool in featurize tokenize; do
+  for tool in featurize tokenize cache-merge; do
     rm -rf st4 && cp -r st st4
     "$FC_BIN/cache-config" st4 >before.cfg
     : >held
@@ -277,6 +278,8 @@ for sig in INT TERM; do
     [ "$(cat held)" = 0 ] || fail "$tool-$sig: hold.py could not open st4 exclusively: $(cat held)"
     if [ $tool = featurize ]; then
       "$FZ" -o st4 wavs/u1.wav wavs/u5.wav >w.out 2>&1 3>&- &
+    elif [ $tool = cache-merge ]; then
+      "$FC_BIN/cache-merge" -o st4 st >w.out 2>&1 3>&- &
     else
       "$TK" --manifest m3.csv --vocab v.txt -o st4 >w.out 2>&1 3>&- &
     fi

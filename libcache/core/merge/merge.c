@@ -674,8 +674,12 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
   if (!rc && out_exists &&
       (rc = fc_store_open(out_dir, FC_STORE_CREATE | FC_STORE_NOMETASYNC, &c.out)) != 0) {
     fc_why_name_buf q;
-    fc_why(why, why_len, "%s: cannot open the output store: %s", fc_why_name(out_dir, SIZE_MAX, &q),
-           fc_strerror(rc));
+    if (rc == FC_EINTR) /* a signal while the open waited for cache-prune's writer lock */
+      fc_why(why, why_len, "%s: interrupted while waiting for cache-prune to finish",
+             fc_why_name(out_dir, SIZE_MAX, &q));
+    else
+      fc_why(why, why_len, "%s: cannot open the output store: %s",
+             fc_why_name(out_dir, SIZE_MAX, &q), fc_strerror(rc));
   }
   unsigned part_k, part_n;
   if (!rc && c.out && fc_store_part_of_store(c.out, &part_k, &part_n) == 0 && part_n > 1) {
