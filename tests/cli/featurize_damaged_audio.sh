@@ -5,7 +5,7 @@
 # instead of storing the part that decodes; an MP3 without the tag (its length only an estimate) is stored. MP4/M4A,
 # ADTS AAC and WebM fail as an unsupported format, named, not as "not an audio file" or a damaged
 # MPEG file, and a WAV holding a codec libsndfile does not read (AC-3, G.726, ...) as an
-# unsupported encoding, named. AIFF, AU, RF64, W64 and NIST SPHERE files cut short fail as a cut WAV does, and a
+# unsupported encoding, named (so is an Ogg stream of Speex or FLAC, and WavPack, TTA and AC-3). AIFF, AU, RF64, W64 and NIST SPHERE files cut short fail as a cut WAV does, and a
 # compressed WAV (ADPCM, GSM) says the frames its fact chunk states, not its blocks; one that
 # lacks less than a frame holds every frame it states and is stored. Every
 # input is made here from one espeak-ng utterance.
@@ -174,6 +174,26 @@ w = w[: 44 + n - 2]; w[40:44] = struct.pack('<I', n - 1); open('half.wav', 'wb')
 "$FZ" -j 1 -o st5 half.wav >out 2>err || fail "half.wav: exit $?: $(cat err)"
 [ "$(cat err)" = "featurize: done: 1 of 1 (1 new, 0 already stored, 0 failed)" ] ||
   fail "half.wav: $(cat err)"
+
+# Ogg streams of a codec libsndfile does not decode (Speex, FLAC in Ogg) were "damaged Ogg file
+# (libsndfile: Unspecified internal error.)", and formats it does not know at all (WavPack, TTA,
+# raw AC-3) "not an audio file": each is now named as unsupported.
+ff -ar 16000 -c:a libspeex sp1.spx && ff -c:a flac -f ogg og1.oga && ff -c:a wavpack wp1.wv &&
+  ff -c:a tta tt1.tta && ff -ar 44100 -c:a ac3 ac1.ac3 ||
+  { echo "FAIL: ffmpeg could not make an input"; exit 1; }
+"$FZ" -j 1 -o st6 sp1.spx og1.oga wp1.wv tt1.tta ac1.ac3 >out 2>err
+rc=$?
+lib="libsndfile reads WAV, FLAC, Ogg (Vorbis, Opus), MP3 and uncompressed formats (AIFF, AU, CAF, ...): convert it, to FLAC say"
+cat >want <<TXT
+featurize: sp1.spx: unsupported encoding in an Ogg file: Speex: convert it, to FLAC say
+featurize: og1.oga: unsupported encoding in an Ogg file: FLAC (libsndfile reads FLAC files, not FLAC in Ogg): convert it, to FLAC say
+featurize: wp1.wv: unsupported audio format: WavPack; $lib
+featurize: tt1.tta: unsupported audio format: TTA; $lib
+featurize: ac1.ac3: unsupported audio format: AC-3; $lib
+featurize: done: 0 of 5 (0 new, 0 already stored, 5 failed)
+TXT
+[ $rc = 1 ] || fail "Ogg codecs, other formats: exit $rc, want 1"
+diff -u want err || fail "Ogg codecs, other formats: stderr differs"
 
 if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; cat err; exit 1; fi
 echo ok

@@ -575,12 +575,9 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
   pthread_mutex_unlock(&audio_sf_open_mu);
   if (!sf) {
     const char *kind = audio_magic(bytes, len), *other = audio_unsupported(bytes, len);
-    unsigned tag = 0;
-    const char *codec = audio_wav_codec(bytes, len, &tag);
-    if (codec)
-      fc_why(why, why_len,
-             "unsupported encoding in a WAV file: %s (format tag 0x%04X): convert it, to FLAC say",
-             codec, tag);
+    char codec[128];
+    if (audio_codec_unread(bytes, len, codec, sizeof codec))
+      fc_why(why, why_len, "unsupported encoding in %s: convert it, to FLAC say", codec);
     else if (other)
       fc_why(why, why_len,
              "unsupported audio format: %s; libsndfile reads WAV, FLAC, Ogg (Vorbis, Opus), MP3 "

@@ -119,13 +119,15 @@ int64_t audio_frames_slack(int format, const uint8_t *b, size_t len, int64_t fra
 const char *audio_magic(const uint8_t *b, size_t len);
 
 /* The name of an audio format libsndfile cannot read at all ("MP4/M4A", "AVI", "AAC (ADTS)",
- * "Matroska/WebM", "ASF/WMA", "AMR") when the first bytes show one; NULL otherwise. */
+ * "Matroska/WebM", "ASF/WMA", "AMR", "WavPack", "TTA", APE, raw AC-3 and DTS) when the first bytes
+ * show one; NULL otherwise. */
 const char *audio_unsupported(const uint8_t *b, size_t len);
 
-/* The codec a RIFF WAVE's fmt chunk names ("AC-3", "G.726 ADPCM", ...; its format tag in *tag)
- * when it is one libsndfile does not decode; NULL otherwise (a codec it reads, or a tag that names
- * none: damage), for telling such a file from a damaged one when libsndfile refuses it. */
-const char *audio_wav_codec(const uint8_t *b, size_t len, unsigned *tag);
+/* The codec of a file in a container libsndfile reads, when the codec is one it does not decode,
+ * written into buf (n bytes) with the container: "a WAV file: G.726 ADPCM (format tag 0x0045)"
+ * (a RIFF WAVE's fmt chunk; a tag that names no codec is damage), "an Ogg file: Speex" (the first
+ * stream's); NULL otherwise: for telling such a file from a damaged one when libsndfile refuses it. */
+const char *audio_codec_unread(const uint8_t *b, size_t len, char *buf, size_t n);
 
 /* What a file that is no audio holds in its place when a download or a clone left it there: a Git
  * LFS pointer, an HTML page, an XML error reply, a Mac's AppleDouble ._ file (said with what to

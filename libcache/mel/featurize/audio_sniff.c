@@ -5,6 +5,7 @@
 #include "libcache/mel/featurize/audio_int.h"
 
 #include <sndfile.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -290,6 +291,11 @@ const char *audio_unsupported(const uint8_t *b, size_t len) {
   if (len >= 4 && memcmp(b, "\x1A\x45\xDF\xA3", 4) == 0) return "Matroska/WebM";
   if (len >= 8 && memcmp(b, "\x30\x26\xB2\x75\x8E\x66\xCF\x11", 8) == 0) return "ASF/WMA";
   if (len >= 5 && memcmp(b, "#!AMR", 5) == 0) return "AMR";
+  if (len >= 4 && memcmp(b, "wvpk", 4) == 0) return "WavPack";
+  if (len >= 4 && memcmp(b, "TTA1", 4) == 0) return "TTA";
+  if (len >= 4 && memcmp(b, "MAC ", 4) == 0) return "Monkey's Audio (APE)";
+  if (len >= 4 && memcmp(b, "\x0B\x77", 2) == 0) return "AC-3"; /* a raw stream's sync word */
+  if (len >= 4 && memcmp(b, "\x7F\xFE\x80\x01", 4) == 0) return "DTS";
   /* ADTS: MPEG's sync with the layer bits 00, which MPEG audio reserves */
   if (len >= 4 && b[0] == 0xFF && (b[1] & 0xF6) == 0xF0) return "AAC (ADTS)";
   return NULL;
@@ -313,7 +319,7 @@ static const char *wav_codec_name(unsigned tag) {
   return NULL;
 }
 
-const char *audio_wav_codec(const uint8_t *b, size_t len, unsigned *tag) {
+static const char *audio_wav_codec(const uint8_t *b, size_t len, unsigned *tag) {
   if (len < 12 || (memcmp(b, "RIFF", 4) != 0 && memcmp(b, "RF64", 4) != 0) ||
       memcmp(b + 8, "WAVE", 4) != 0)
     return NULL;
@@ -352,5 +358,35 @@ const char *audio_stand_in(const uint8_t *b, size_t len) {
     return "an HTML page (a download that got a sign-in or error page?)";
   if (n >= 5 && memcmp(p, "<?xml", 5) == 0)
     return "an XML document (a download that got a storage service's error reply?)";
+  return NULL;
+}
+
+/* The codec of an Ogg file's first stream (its first page's packet) that libsndfile does not
+ * decode: it reads Vorbis and Opus. */
+static const char *ogg_codec(const uint8_t *b, size_t len) {
+  if (len < 27 + 8 || memcmp(b, "OggS", 4) != 0) return NULL;
+  const size_t p = 27 + (size_t)b[26];
+  if (p + 8 > len) return NULL;
+  if (memcmp(b + p, "Speex   ", 8) == 0) return "Speex";
+  if (memcmp(b + p,
+             "\x7F"
+             "FLAC",
+             5) == 0)
+    return "FLAC (libsndfile reads FLAC files, not FLAC in Ogg)";
+  if (memcmp(b + p, "\x80theora", 7) == 0) return "Theora (a video)";
+  return NULL;
+}
+
+const char *audio_codec_unread(const uint8_t *b, size_t len, char *buf, size_t n) {
+  unsigned tag = 0;
+  const char *c = audio_wav_codec(b, len, &tag);
+  if (c) {
+    snprintf(buf, n, "a WAV file: %s (format tag 0x%04X)", c, tag);
+    return buf;
+  }
+  if ((c = ogg_codec(b, len))) {
+    snprintf(buf, n, "an Ogg file: %s", c);
+    return buf;
+  }
   return NULL;
 }
