@@ -453,6 +453,8 @@ static int drop(const char *dir, const char *want, int quiet) {
                   fc_strerror(rc), (unsigned long long)records, records == 1 ? "" : "s",
                   full ? "; a drop writes before it frees, and frees pages inside data.mdb, "
                          "which does not shrink: make room on the disk, then run again"
+                  : rc == EFBIG ? "; a drop writes before it frees: raise the file-size limit "
+                                  "(ulimit -f), then run again"
                   : damaged(rc) ? ": the store is damaged"
                                 : ": run again to finish");
       code = FC_EXIT_FAIL;

@@ -329,15 +329,18 @@ static int prune_word(const char *word, const char *const *stores, size_t n, con
       const int damaged = rc == FC_EFORMAT; /* no rerun gets past it */
       /* a full disk: a rerun fails the same way until there is room (a delete writes the pages
        * it changes before the old ones are free; compaction says its own) */
-      const int full = !why[0] && (rc == ENOSPC || rc == EDQUOT);
+      const int full = !why[0] && (rc == ENOSPC || rc == EDQUOT || rc == EFBIG);
       fc_cli_warn(stores[k], "%s%s%s", why[0] ? why : fc_strerror(rc),
                   full ? r.transactions ? " (what was removed stays removed" : " (nothing removed"
                   : r.transactions && !damaged
                       ? " (what was removed stays removed: run again to finish)"
                       : "",
-                  full ? "; a prune writes before it frees, and frees pages inside data.mdb, "
-                         "which does not shrink: make room on the disk, then run again)"
-                       : "");
+                  !full         ? ""
+                  : rc == EFBIG ? "; a prune writes before it frees: raise the file-size limit "
+                                  "(ulimit -f), then run again)"
+                                : "; a prune writes before it frees, and frees pages inside "
+                                  "data.mdb, which does not shrink: make room on the disk, then "
+                                  "run again)");
       status = damaged ? "damaged" : "error";
       code = FC_EXIT_FAIL;
     }

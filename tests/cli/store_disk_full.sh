@@ -34,6 +34,21 @@ grep -qx "featurize: lim: cannot write to the store: File too large: raise the f
   fail "no file-size message: $out"
 "$FC_BIN/featurize" --device cpu -q -o lim "${all[@]}" || fail "rerun without the limit failed"
 "$FC_BIN/cache-verify" -q lim || fail "store fails cache-verify after the limit was lifted"
+# cache-prune and cache-config --drop past the file-size limit: they write before they free, so a
+# limit below data.mdb's size stops them before anything is removed; each says to raise it (they
+# said "File too large" alone, the drop "run again to finish", which failed the same way)
+"$FC_PYTHON" -c 'print("\n".join("f%05d|word number %d, said." % (i, i) for i in range(6000)))' >f.csv
+"$FC_BIN/tokenize" -q --build-vocab -o fl f.csv || fail "tokenize for the limit"
+awk 'NR % 2' f.csv >fhalf.csv
+out=$( (ulimit -f 200; "$FC_BIN/cache-prune" --manifest fhalf.csv fl) 2>&1); rc=$?
+[ $rc = 1 ] && [ "$out" = "cache-prune: fl: File too large (nothing removed; a prune writes before it frees: raise the file-size limit (ulimit -f), then run again)" ] ||
+  fail "cache-prune past RLIMIT_FSIZE: exit $rc: $out"
+out=$( (ulimit -f 200; "$FC_BIN/cache-config" --drop chars fl) 2>&1); rc=$?
+[ $rc = 1 ] && grep -qx "cache-config: fl: cannot drop config [0-9a-f]\{32\}: File too large (0 records removed; a drop writes before it frees: raise the file-size limit (ulimit -f), then run again)" <<<"$out" ||
+  fail "cache-config --drop past RLIMIT_FSIZE: exit $rc: $out"
+"$FC_BIN/cache-verify" -q fl >/dev/null || fail "the store after the prune and drop past the limit fails cache-verify"
+"$FC_BIN/cache-prune" -q --manifest fhalf.csv fl && "$FC_BIN/cache-config" -q --drop chars fl ||
+  fail "the prune and drop without the limit"
 
 mkdir -p "$mnt"
 if ! mount -t tmpfs -o size=6m tmpfs "$mnt" 2>/dev/null; then
