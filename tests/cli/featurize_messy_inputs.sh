@@ -5,7 +5,7 @@
 # slashes (one id, "corpus", whatever the spelling), and two files of one id whose first fails (the
 # id stays the first's; the second is said to be left out because of it, naming both files), and
 # files that hold a Git LFS pointer, a downloaded HTML page or macOS metadata instead of audio
-# (said so).
+# (said so), and a manifest's Windows paths (said so).
 set -u
 B=${FC_BIN:?}
 PY=${FC_PYTHON:-python3}
@@ -334,6 +334,23 @@ featurize: done: 1 of 2 (0 new, 1 already stored, 1 failed)
 TXT
 [ $rc = 1 ] || fail "AppleDouble: exit $rc, want 1"
 diff -u want err || fail "AppleDouble: stderr differs"
+
+# 17. a manifest written on Windows: its paths' separators are backslashes (wavs\a.wav), or a drive
+# letter begins them (C:\corpus\a.wav). Each failed as "No such file or directory" of a path that
+# reads as right; said what it is, and for the first that with / it names a file that is there.
+mkdir -p win/wavs && cp a.wav win/wavs/w1.wav
+printf '{"audio_filepath": "wavs\\\\w1.wav"}\n{"audio_filepath": "C:\\\\corpus\\\\w2.wav"}\n' >win/m.jsonl
+FZ -j 1 -o s25 --manifest win/m.jsonl >out 2>err
+rc=$?
+cat >want <<'TXT'
+featurize: "win/wavs\\w1.wav": No such file or directory (a Windows path? with / for each \ it names win/wavs/w1.wav, which is there: convert the manifest's separators, sed 's|\\|/|g')
+featurize: "win/C:\\corpus\\w2.wav": No such file or directory (a Windows path: give the files' paths on this machine)
+featurize: done: 0 of 2 (0 new, 0 already stored, 2 failed)
+TXT
+[ $rc = 1 ] || fail "Windows paths: exit $rc, want 1"
+diff -u want err || fail "Windows paths: stderr differs"
+sed 's|\\|/|g' win/m.jsonl | head -n 1 >win/fixed.jsonl # the command said
+FZ -q -j 1 -o s25 --manifest win/fixed.jsonl || fail "the converted Windows manifest: exit $?"
 
 [ $fails = 0 ] || exit 1
 echo "featurize_messy_inputs: ok"

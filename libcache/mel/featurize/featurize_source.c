@@ -281,6 +281,20 @@ static const char *open_reason(const char *path, int rc, char *buf, size_t len) 
            "they are; expand it first: envsubst <MANIFEST >NEW)";
   if (rc == ENOENT && (strncmp(path, "~/", 2) == 0 || strstr(path, "/~/")))
     return "No such file or directory (a ~ that no shell expanded: give the path from / or $HOME)";
+  const char *bs = rc == ENOENT ? strchr(path, '\\') : NULL; /* a manifest written on Windows */
+  if (bs && bs > path + 1 && bs[-1] == ':' && isalpha((unsigned char)bs[-2]))
+    return "No such file or directory (a Windows path: give the files' paths on this machine)";
+  if (bs && strlen(path) < sizeof to) {
+    for (size_t k = 0; (to[k] = path[k] == '\\' ? '/' : path[k]); k++) {}
+    if (stat(to, &st) == 0 && S_ISREG(st.st_mode)) {
+      fc_quote_name(to, q, sizeof q);
+      fc_why(buf, len,
+             "%s (a Windows path? with / for each \\ it names %s, which is there: convert the "
+             "manifest's separators, sed 's|\\\\|/|g')",
+             plain_reason(rc), q);
+      return buf;
+    }
+  }
   if (rc == ENODEV && stat(path, &st) == 0 && S_ISSOCK(st.st_mode))
     return "not a regular file or a pipe (a socket)"; /* audio.c open_checked */
   if (rc != ENOENT || lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) ||
