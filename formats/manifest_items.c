@@ -206,8 +206,13 @@ int mf_item_finish(list_builder *b, fc_item *it) {
   if (rc == 1) { /* an id that holds a tab or an escape, quoted as the tools quote names */
     char q[4 * FC_ID_MAX + 3], pq[900], fq[960] = "";
     if (first[0] && it->path && strcmp(first, it->path) != 0) { /* two files, one id: name both */
+      struct stat a, c; /* one file under two spellings (overlapping globs) is not two files */
+      const int same = stat(first, &a) == 0 && stat(it->path, &c) == 0 && a.st_dev == c.st_dev &&
+                       a.st_ino == c.st_ino;
       fc_quote_name(first, pq, sizeof pq);
-      snprintf(fq, sizeof fq, " (also the id of %s)", pq);
+      snprintf(fq, sizeof fq,
+               same ? " (the same file as %s, given twice: leave one out)" : " (also the id of %s)",
+               pq);
     }
     if (fc_quote_name(it->id, q, sizeof q) > n)
       return mf_item_fail(it, FC_EDUPLICATE, "duplicate id %s%s", q, fq);

@@ -6,7 +6,8 @@
 # the other file's features across runs); a path list's line that ends in spaces or tabs names the file
 # without them (as wav.scp's path column); an id of only spaces or tabs is refused by its line;
 # two files with one id: the first in input order has it, the second fails naming both, and no
-# failure record is written under the id (it is stored: cache-verify stays clean run after run).
+# failure record is written under the id (it is stored: cache-verify stays clean run after run);
+# one file under two spellings is said to be one file given twice.
 set -u
 FZ=${FC_BIN:?}/featurize
 tmp=$(mktemp -d)
@@ -74,6 +75,13 @@ printf 'x d1/a.wav\nx d2/a.wav\n' >dup.scp
 "$FZ" --device cpu -o s8 --manifest dup.scp 2>err
 grep -qx "featurize: dup.scp:2: duplicate id 'x' (also the id of d1/a.wav)" err ||
   fail "duplicate in wav.scp: $(cat err)"
+# one file given twice under two spellings (overlapping globs, a folder and its link): said to be
+# the same file, where "(also the id of d1/a.wav)" read as two files of one name
+"$FZ" --device cpu -o s8b d1/a.wav ./d1/../d1/a.wav 2>err
+rc=$?
+[ $rc = 1 ] || fail "one file twice: exit $rc"
+grep -qx "featurize: ./d1/../d1/a.wav: duplicate id 'a' (the same file as d1/a.wav, given twice: leave one out)" err ||
+  fail "one file twice: $(cat err)"
 
 # a name spelled caf\xe9.wav with a backslash: its own id, in one run and across runs
 sox -n -r 22050 -b 16 'caf\xe9.wav' synth 0.3 sine 500
