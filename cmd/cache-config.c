@@ -193,6 +193,7 @@ static int list_store(const char *dir, int json, int count) {
   char failed[512] = ""; /* why the configs could not be read: said, and --json's "error" */
   for (unsigned k = 0; k < np && !code; k++) {
     fc_store *s;
+    if (np > 1 && fc_cli_say_unwritten_part(parts[k], "listed without it", NULL)) continue;
     if (open_store(parts[k], FC_STORE_RDONLY, 1, &s, failed, sizeof failed)) {
       code = FC_EXIT_USAGE;
       break;
@@ -311,8 +312,8 @@ static int refuse_part(const char *dir, fc_store *s) {
  * that preset stored in another dtype ("kaldi (mq)") when no config is the preset itself. 0, or
  * exit code 2 said (a name several configs have), or -1 when no config has the name: nothing to
  * drop, said unless quiet (a rerun of a finished drop; what the store has shows a misspelling). */
-static int resolve(const char *dir, char **parts, unsigned np, const char *want, int quiet,
-                   fc_digest *d) {
+static int resolve(const char *dir, char **parts, const unsigned char *skip, unsigned np,
+                   const char *want, int quiet, fc_digest *d) {
   if (strlen(want) == 32 && fc_digest_parse(want, d) == 0) return 0;
   fc_config_info *all = NULL;
   size_t n = 0;
@@ -322,6 +323,7 @@ static int resolve(const char *dir, char **parts, unsigned np, const char *want,
     fc_config_info *c;
     size_t m;
     char said[512];
+    if (skip[k]) continue;
     if (open_store(parts[k], FC_STORE_RDONLY, 0, &s, said, sizeof said)) {
       code = FC_EXIT_USAGE; /* the parts before it listed: freed below */
       break;
@@ -405,8 +407,24 @@ static int drop(const char *dir, const char *want, int quiet) {
   unsigned np;
   int code = parts_of(dir, &parts, &np);
   if (code) return code;
+  /* a part its writer never wrote holds no config: the drop is from the others (said) */
+  unsigned char *skip = calloc(np, 1);
+  if (!skip) {
+    free_parts(parts, np);
+    return FC_EXIT_FAIL;
+  }
+  for (unsigned k = 0; np > 1 && k < np && !code; k++)
+    if ((skip[k] = (unsigned char)fc_cli_say_unwritten_part(parts[k], "no config in it to drop",
+                                                            "nothing dropped")) == 2)
+      code = FC_EXIT_USAGE;
+  if (code) {
+    free(skip);
+    free_parts(parts, np);
+    return code;
+  }
   fc_digest d;
-  if ((code = resolve(dir, parts, np, want, quiet, &d)) != 0) {
+  if ((code = resolve(dir, parts, skip, np, want, quiet, &d)) != 0) {
+    free(skip);
     free_parts(parts, np);
     return code < 0 ? FC_EXIT_OK : code;
   }
@@ -420,17 +438,20 @@ static int drop(const char *dir, const char *want, int quiet) {
    * config in all of them, not dropped from the parts before it */
   /* each part's pages checked first, before it is opened here (LMDB: one environment of a file
    * open in a process at a time; the check opens its own) */
-  for (unsigned k = 0; k < np && !code; k++) code = refuse_damaged(parts[k], hex);
+  for (unsigned k = 0; k < np && !code; k++)
+    if (!skip[k]) code = refuse_damaged(parts[k], hex);
   fc_store **ss = code ? NULL : calloc(np, sizeof *ss);
   if (!ss && !code) code = FC_EXIT_FAIL;
   for (unsigned k = 0; k < np && !code; k++) {
     char said[512];
+    if (skip[k]) continue;
     int rc = open_store(parts[k], 0, 0, &ss[k], said, sizeof said);
     if (rc) code = rc == FC_EINTR && fc_cli_signal ? fc_cli_signal_exit() : FC_EXIT_USAGE;
   }
   if (!code && np == 1) code = refuse_part(dir, ss[0]);
   for (unsigned k = 0; k < np && !code; k++) {
     uint64_t r = 0, b = 0;
+    if (skip[k]) continue;
     int rc = fc_store_drop_config(ss[k], &d, &fc_cli_signal, &r, &b);
     if (!rc) rc = fc_store_sync(ss[k]);
     records += r;
@@ -462,6 +483,7 @@ static int drop(const char *dir, const char *want, int quiet) {
   }
   for (unsigned k = 0; ss && k < np; k++) fc_store_close(ss[k]);
   free(ss);
+  free(skip);
   if (!code && !had) { /* a rerun of a finished drop: what was asked holds */
     if (!quiet) fc_cli_warn(dir, "nothing to drop: no config %s in the store", hex);
   } else if (!code && !quiet) {

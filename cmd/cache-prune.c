@@ -284,9 +284,9 @@ static nlink_t other_links(const char *store) {
 
 /* One STORE word: its stores (a split store's parts) all opened before any is changed, then
  * pruned one by one. Returns the exit code. */
-static int prune_word(const char *word, const char *const *stores, size_t n, const damage *d,
-                      const fc_prune_opts *po_in, int manifest, int json, int quiet,
-                      int force_progress) {
+static int prune_word(const char *word, unsigned parts, const char *const *stores, size_t n,
+                      const damage *d, const fc_prune_opts *po_in, int manifest, int json,
+                      int quiet, int force_progress) {
   fc_prune_opts opts = *po_in, *po = &opts;
   progress_state ps = {word, {0}};
   fc_cli_progress_init(&ps.line, force_progress, quiet);
@@ -358,7 +358,7 @@ static int prune_word(const char *word, const char *const *stores, size_t n, con
                 (unsigned long long)links, links == 1 ? "" : "s", linked_bytes / 1e6,
                 links == 1 ? "that link goes" : "those links go");
   if (json && code != FC_EXIT_USAGE)
-    print_json(word, parts_of(word, stores, n), &all, po->dry_run, status, po->damaged, compacted);
+    print_json(word, parts, &all, po->dry_run, status, po->damaged, compacted);
   return code;
 }
 
@@ -483,6 +483,8 @@ int main(int argc, char **argv) {
   const char **keep = NULL;
   size_t *first = NULL;
   damage *dmg = NULL; /* a run that writes: each store's pages */
+  unsigned *nparts = NULL; /* each STORE word's stores (a split store's parts), for --json */
+  const char **written = NULL; /* the stores less a split store's parts never written */
   int worst = 0;
   if (manifest && (worst = manifest_ids(manifest, &mo, &items, &keep, &po.n_keep)) != 0) goto out;
   po.keep = keep;
@@ -504,6 +506,33 @@ int main(int argc, char **argv) {
     worst = FC_EXIT_USAGE;
     goto out;
   }
+  if (!(nparts = malloc(nw * sizeof *nparts)) ||
+      !(written = malloc((n ? n : 1) * sizeof *written))) {
+    worst = FC_EXIT_FAIL;
+    goto out;
+  }
+  /* a split store's part that its writer never wrote (featurize stopped before the part's first
+   * commit) holds nothing to remove: the split store is pruned without it, said; a missing part,
+   * which may be one moved away, refuses the run (exit 2) */
+  size_t kept = 0;
+  for (size_t w = 0; w < nw; w++) {
+    const size_t a = first[w], b = first[w + 1];
+    nparts[w] = parts_of(words[w], stores + a, b - a);
+    first[w] = kept;
+    for (size_t k = a; k < b; k++) {
+      const int unwritten =
+          nparts[w] < 2
+              ? 0
+              : fc_cli_say_unwritten_part(stores[k],
+                                          "nothing in it to prune: the other parts are pruned",
+                                          "nothing removed from any STORE");
+      if (unwritten == 2) worst = FC_EXIT_USAGE;
+      if (!unwritten) written[kept++] = stores[k];
+    }
+  }
+  if (worst) goto out;
+  first[nw] = n = kept;
+  stores = written;
   fc_cli_install_signals();
   po.stop = (volatile const int *)&fc_cli_signal;
   if (!po.dry_run) {
@@ -518,9 +547,7 @@ int main(int argc, char **argv) {
       size_t w = 0;
       while (w + 1 < nw && first[w + 1] <= at) w++;
       const fc_prune_report none = {0};
-      if (json)
-        print_json(words[w], parts_of(words[w], stores + first[w], first[w + 1] - first[w]), &none,
-                   0, "interrupted", po.damaged, 0);
+      if (json) print_json(words[w], nparts[w], &none, 0, "interrupted", po.damaged, 0);
       goto out;
     }
   }
@@ -529,12 +556,14 @@ int main(int argc, char **argv) {
     goto out;
   for (size_t w = 0; w < nw; w++) {
     int code =
-        prune_word(words[w], stores + first[w], first[w + 1] - first[w],
+        prune_word(words[w], nparts[w], stores + first[w], first[w + 1] - first[w],
                    dmg ? dmg + first[w] : NULL, &po, manifest != NULL, json, quiet, force_progress);
     if (code > worst) worst = code;
     if (code > 128) break; /* interrupted: the stores after it are not started */
   }
 out:
+  free(nparts);
+  free(written);
   free(dmg);
   free(first);
   free(keep);

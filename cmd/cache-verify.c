@@ -570,6 +570,21 @@ int main(int argc, char **argv) {
       if (json) print_json(argv[a], &r, 0, NULL);
       if (r.errors && FC_EXIT_FAIL > worst) worst = FC_EXIT_FAIL;
     }
+    /* a part nothing was ever committed to (its writer stopped before its first commit) is said
+     * as a missing one is: not an error of its own format, a part not yet written */
+    for (unsigned k = 0; !rc && k < split_n; k++) {
+      char part[4096], q[512];
+      if (fc_store_part_path(argv[a], k, part, sizeof part) || !fc_cli_env_empty(part)) continue;
+      split_missing++;
+      if (FC_EXIT_FAIL > worst) worst = FC_EXIT_FAIL;
+      if (status || json) continue; /* --json: the part's own report says it */
+      put_store(argv[a]);
+      printf(
+          "error: part-%u: empty: nothing was ever committed to it (its writer stopped before "
+          "its first commit?): its ids are not stored; featurize (or tokenize) -o %s again "
+          "mends it\n",
+          k, fc_cli_quoted(argv[a], q, sizeof q));
+    }
     fc_verify_report_free(&r);
   }
   /* one dataset: the manifest is checked against all stores together, by fc_verify_dataset */

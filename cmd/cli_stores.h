@@ -74,6 +74,40 @@ static inline int fc_cli_say_not_a_store(const char *path, int rc) {
   return why != NULL;
 }
 
+/* Part path (STORE/part-K) of a split store that its writer never wrote: the job (featurize,
+ * tokenize) stopped after the marker and before the part's first commit, leaving an LMDB
+ * environment with nothing committed (or a data.mdb of 0 bytes), or the part not made (no
+ * directory, or no data.mdb in it). An empty part holds nothing: the tools that list or change
+ * the split store work on its other parts, saying it ("PART: an empty part: ...; " then `then`),
+ * and 1 is returned. A missing part may also be one moved away, that holds data: a listing
+ * (refused NULL) lists the others the same way; a tool that changes the split store refuses it
+ * ("PART: missing ...: " then `refused`), and 2 is returned. 0 for a part that holds a store (or
+ * something else: its open says what). */
+static inline int fc_cli_say_unwritten_part(const char *part, const char *then,
+                                            const char *refused) {
+  char mdb[4096], store[4096], q[512];
+  struct stat st;
+  const char *slash = strrchr(part, '/');
+  if (!slash || snprintf(mdb, sizeof mdb, "%s/data.mdb", part) >= (int)sizeof mdb) return 0;
+  snprintf(store, sizeof store, "%.*s", (int)(slash - part), part);
+  const int missing = stat(mdb, &st) != 0 && errno == ENOENT;
+  if (!missing && !fc_cli_env_empty(part)) return 0;
+  fc_cli_quoted(store, q, sizeof q);
+  if (missing && refused) {
+    fc_cli_warn(part,
+                "missing (its writer stopped before making it?): featurize (or tokenize) -o %s "
+                "again makes it, or put back the part that was moved away; %s",
+                q, refused);
+    return 2;
+  }
+  fc_cli_warn(part, "%s: its utterances are not stored; featurize (or tokenize) -o %s again %s; %s",
+              missing ? "missing (its writer stopped before making it?)"
+                      : "an empty part: nothing was ever committed to it (its writer stopped "
+                        "before its first commit?)",
+              q, missing ? "makes it" : "mends it", then);
+  return 1;
+}
+
 /* The pages of store path as cache-verify's first step checks them (fc_verify_opts.pages_only,
  * docs/cache-verify.md: a page LMDB's reads could crash on, a damaged free list or meta page).
  * 1 when it finds damage: *unsafe set when a page LMDB's reads could crash on, and that finding
