@@ -736,6 +736,7 @@ int main(int argc, char **argv) {
   } else if (rc || !allowed) {
     code = FC_EXIT_FAIL;
   }
+  fzc_unsaid_unstored(&rctx);
   if (st.failed > rctx.failed_lines) /* after a failed commit, or a device that did not start: one
                                         line for the items never begun */
     fprintf(stderr, "%s: %llu inputs not started after the %s, counted as failed\n", fc_cli_tool,

@@ -98,6 +98,14 @@ void fzc_on_event(const fc_featurize_event *ev, void *user) {
     c->failed_lines++;
     keep_failed_id(c, ev);
     if (c->json) fc_cli_failures_add(&c->failures, ev->id, ev->path, ev->line, ev->err, ev->reason);
+    /* a failed commit fails every input in flight (a batch per writer and the ring: dozens of
+     * lines of one cause, libcache/mel/featurize/featurize_job.c's reason): the first named */
+    static const char unstored[] = "not stored: a write to the store failed";
+    if (!strncmp(ev->reason, unstored, sizeof unstored - 1) &&
+        c->unstored_lines++ >= FC_CLI_NOT_STORED_SAID && !c->verbose) {
+      c->unstored_unsaid++;
+      return;
+    }
     /* a manifest's line by its number; a line of a path list on stdin only when it has no path */
     const char *lines = c->manifest ? c->manifest : (!ev->path ? c->stdin_list : NULL);
     if (ev->manifest && lines && ev->line) {
@@ -138,6 +146,13 @@ void fzc_on_event(const fc_featurize_event *ev, void *user) {
   case FC_ITEM_SKIPPED: fc_cli_warn(label, "already stored as %s", id); break;
   default: break;
   }
+}
+
+void fzc_unsaid_unstored(const fzc_report *c) {
+  if (c->unstored_unsaid)
+    fprintf(stderr, "%s: %llu more input%s not stored after the failed write (-v names each)\n",
+            fc_cli_tool, (unsigned long long)c->unstored_unsaid,
+            c->unstored_unsaid == 1 ? "" : "s");
 }
 
 void fzc_on_progress(const fc_featurize_stats *st, void *user) {

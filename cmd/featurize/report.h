@@ -16,6 +16,9 @@ typedef struct fzc_report {
   fc_cli_progress progress;
   uint64_t total;
   uint64_t failed_lines; /* FAILED events, each with its line */
+  /* FAILED events of inputs computed but lost with a failed commit: the first
+   * FC_CLI_NOT_STORED_SAID said (-v all), the rest counted (fzc_unsaid_unstored) */
+  uint64_t unstored_lines, unstored_unsaid;
   fc_cli_failures failures; /* what --json lists */
   /* failed inputs by id and path, to tell a duplicate whose id's first input failed (bounded) */
   struct fzc_failed_id {
@@ -34,6 +37,8 @@ void fzc_on_progress(const fc_featurize_stats *st, void *user);
 /* For each input refused as a duplicate id whose first input failed too, a line that says it was
  * not featurized either, naming both files ("Ids" in docs/featurize.md); frees what was kept. */
 void fzc_explain_duplicates(fzc_report *c);
+/* After a failed commit: one line for the inputs it lost that were not named each. */
+void fzc_unsaid_unstored(const fzc_report *c);
 /* Stage accounting as one -v line (docs/featurize.md "Stage accounting"). */
 void fzc_print_stages(const fc_featurize_stats *st);
 /* The --json object of the job (docs/featurize.md "--json"). */
