@@ -184,8 +184,10 @@ static void add(fc_prune_report *a, const fc_prune_report *b) {
   a->damaged_ids += b->damaged_ids;
 }
 
+/* unfinished: the run stopped or failed part-way (the utterances said are those in the store
+ * then), with not_begun parts of a split store not begun. */
 static void summary(const char *store, const fc_prune_report *r, int dry, int manifest, int damaged,
-                    int compacted) {
+                    int compacted, int unfinished, size_t not_begun) {
   const char *verb = dry ? "would remove" : "removed";
   uint64_t orphans = r->feat_records + r->tok_records;
   fprintf(stderr, "%s: ", fc_cli_tool);
@@ -211,8 +213,16 @@ static void summary(const char *store, const fc_prune_report *r, int dry, int ma
     if (bad) fprintf(stderr, ": run %s again to store %s anew", tool, bad == 1 ? "it" : "them");
     fputc(')', stderr);
   }
-  fprintf(stderr, "; %llu utterance%s stay%s", (unsigned long long)r->kept_ids,
-          r->kept_ids == 1 ? "" : "s", r->kept_ids == 1 ? "s" : "");
+  if (!unfinished)
+    fprintf(stderr, "; %llu utterance%s stay%s", (unsigned long long)r->kept_ids,
+            r->kept_ids == 1 ? "" : "s", r->kept_ids == 1 ? "s" : "");
+  else if (!not_begun) /* not what stays once finished: the ids not yet removed are there too */
+    fprintf(stderr, "; %llu utterance%s left in it for now", (unsigned long long)r->kept_ids,
+            r->kept_ids == 1 ? "" : "s");
+  else
+    fprintf(stderr, "; %llu utterance%s left for now in the parts begun (%zu part%s not begun)",
+            (unsigned long long)r->kept_ids, r->kept_ids == 1 ? "" : "s", not_begun,
+            not_begun == 1 ? "" : "s");
   if (compacted && dry)
     fprintf(stderr, "; data.mdb %.1f MB, %.1f MB of it in use before these removals\n",
             r->bytes_before / 1e6, r->bytes_after / 1e6);
@@ -314,7 +324,8 @@ static int prune_word(const char *word, unsigned parts, const char *const *store
     if (l && snprintf(p, sizeof p, "%s/data.mdb", stores[k]) < (int)sizeof p && !stat(p, &st))
       linked_bytes += (uint64_t)st.st_size;
   }
-  for (size_t k = 0; k < n && !code; k++) {
+  size_t begun = 0; /* the parts whose prune began */
+  for (size_t k = 0; k < n && !code; k++, begun++) {
     fc_prune_report r;
     char why[512] = "";
     int rc = fc_store_prune(ss[k], po, &r, why, sizeof why);
@@ -350,7 +361,7 @@ static int prune_word(const char *word, unsigned parts, const char *const *store
   /* every part compacted (or, dry, sized): a compaction refused or failed says so above */
   const int compacted = po->compact && code == 0;
   if (!quiet && (code == 0 || all.transactions))
-    summary(word, &all, po->dry_run, manifest, po->damaged, compacted);
+    summary(word, &all, po->dry_run, manifest, po->damaged, compacted, code != 0, n - begun);
   if (!quiet && compacted && links && all.bytes_before != all.bytes_after)
     fc_cli_warn(word,
                 "data.mdb had %llu other hard link%s (made by cp -al or rsync --link-dest?): "

@@ -227,7 +227,8 @@ typedef struct fc_prune_report {
   uint64_t tok_records, tok_bytes; /* orphan token records */
   uint64_t ids; /* ids not kept that had an audio or text entry or a failure record */
   uint64_t audio_entries, text_entries, failures, entry_bytes; /* theirs, removed */
-  uint64_t kept_ids; /* ids with an entry that stay */
+  uint64_t kept_ids; /* ids with an entry that stay (a run stopped or failed part-way: those
+                       * in the store then, the ids it had yet to remove too) */
   uint64_t transactions; /* write transactions committed */
   uint64_t bytes_before, bytes_after; /* with compact: data.mdb's size before and after (0: not
                                          compacted; with dry_run, what the copy would be) */

@@ -492,6 +492,10 @@ int fc_store_prune(fc_store *s, const fc_prune_opts *o, fc_prune_report *r, char
     count_done(p, 2, 0, p->n_dmg);
   } else if (!rc) {
     rc = remove_all(p, snapshot, why, why_len);
+    /* stopped or failed part-way: the ids whose removal did not come (the drops go first, in
+     * order: r->ids of them done) are in the store still */
+    for (size_t i = (size_t)r->ids; rc && i < p->n_drop; i++)
+      r->kept_ids += p->drop[i].audio || p->drop[i].text;
     if (vf_damage_code(rc)) { /* a page the survey did not read: LMDB's free list, which a
                                 * write reads (cache-verify walks it) */
       fc_why(why, why_len,
