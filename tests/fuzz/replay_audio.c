@@ -142,5 +142,30 @@ int main(void) {
   fuzz_add_seed(0, "", 0);
   fuzz_add_seed_str(1, "RIFF\x24\x00\x00\x00WAVEfmt ");
   fuzz_add_seed_str(1, "not audio at all, a line of text\n");
+  /* what the sniffers of a refused file read (audio_sniff.c): a compressed WAV cut short (IMA
+   * ADPCM, 505 samples a 256-byte block, a fact chunk), a WAV of a codec libsndfile does not decode
+   * (AC-3), an Ogg page of Speex, and what stands in for audio: a Git LFS pointer, macOS's
+   * AppleDouble, an HTML page */
+  static const uint8_t ima[] =
+      "RIFF\x64\x02\x00\x00WAVEfmt \x14\x00\x00\x00\x11\x00\x01\x00"
+      "\x40\x1f\x00\x00\xd7\x0f\x00\x00\x00\x01\x04\x00\x02\x00"
+      "\xf9\x01"
+      "fact\x04\x00\x00\x00\xf2\x03\x00\x00"
+      "data\x00\x02"
+      "\x00\x00\x01\x02\x03\x04\x05\x06\x07\x08";
+  static const uint8_t ac3[] =
+      "RIFF\x30\x00\x00\x00WAVEfmt \x12\x00\x00\x00\x00\x20\x02\x00"
+      "\x44\xac\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+      "data\x08\x00\x00\x00\x0b\x77\x01\x02\x03\x04\x05\x06";
+  static const uint8_t spx[] =
+      "OggS\x00\x02\x00\x00\x00\x00\x00\x00\x00\x00\x01\x02\x03"
+      "\x04\x00\x00\x00\x00\x00\x00\x00\x00\x01\x50Speex   1.2.1";
+  static const uint8_t dbl[] = "\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X        \x00\x02";
+  fuzz_add_seed(0, ima, sizeof ima - 1);
+  fuzz_add_seed(0, ac3, sizeof ac3 - 1);
+  fuzz_add_seed(0, spx, sizeof spx - 1);
+  fuzz_add_seed(0, dbl, sizeof dbl - 1);
+  fuzz_add_seed_str(0, "version https://git-lfs.github.com/spec/v1\noid sha256:0\nsize 9\n");
+  fuzz_add_seed_str(0, "<!DOCTYPE html>\n<html></html>\n");
   return fuzz_replay("audio", 1000, header_edge);
 }
