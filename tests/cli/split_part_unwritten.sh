@@ -10,7 +10,9 @@
 # parts' configs, a drop and a prune work on the other parts, each saying the part and that
 # featurize -o STORE again mends it (exit 0); a missing part, which may be one moved away that
 # holds data, is listed so too, but a drop or a prune refuses it (exit 2), saying what to do;
-# cache-verify names an empty part as it names a missing one (exit 1). A rerun of featurize mends
+# cache-verify names an empty part as it names a missing one (exit 1), and the Python loader
+# refuses either saying what it is (it said 'STORE/part-1: FC_EFORMAT: not in the featcache
+# format', 'STORE/part-2: No such file or directory'). A rerun of featurize mends
 # it, and then no tool says anything of it.
 set -u
 . "$FC_SRC/tests/cli/scaleout.bash"
@@ -61,6 +63,18 @@ assert o["parts"] == 3 and [c["name"] for c in o["configs"]] == ["hifigan"] and 
   [ "$(head -1 out)" = "$want" ] || { echo "FAIL $st: cache-verify: first line"; cat out; fail=1; }
   grep -q "not checked as one dataset\|FC_EFORMAT" out err && { echo "FAIL $st: cache-verify: the dataset"; cat out err; fail=1; }
   [ "$(tail -1 err)" = "cache-verify: done: 2 of 3 stores clean (1 not clean)" ] || { echo "FAIL $st: cache-verify: stderr"; cat err; fail=1; }
+  # the loader refuses it (its utterances are not stored), saying what the part is and what to do
+  "$PY" -c 'import sys, featcache
+try:
+    featcache.Loader(sys.argv[1])
+except featcache.FeatcacheError as e:
+    print(e)' "$st" >out 2>&1
+  if [ "$what" = empty ]; then
+    want="featcache: $st/part-$k: an empty part of a split store: nothing was ever committed to it (its writer stopped before its first commit?): its utterances are not stored; featurize (or tokenize) -o $st again mends it"
+  else
+    want="featcache: $st/part-$k: a missing part of a split store (its writer stopped before making it?): its utterances are not stored; featurize (or tokenize) -o $st again makes it"
+  fi
+  [ "$(cat out)" = "$want" ] || { echo "FAIL $st: the loader"; cat out; fail=1; }
   cp -r "$st" p
   head -4 c/metadata.csv >keep.csv
   if [ "$what" = missing ]; then

@@ -307,7 +307,18 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
       goto fail;
     }
     if ((rc = reg_acquire(paths[i], sflags, &st->reg))) {
-      if (rc == EACCES && !(sflags & FC_STORE_NOLOCK) && store_lock_unwritable(paths[i]))
+      char split[4096];
+      const int unwritten = rc == EACCES ? 0 : store_part_unwritten(paths[i], split, sizeof split);
+      if (unwritten) /* its writer stopped before making it, or before its first commit */
+        fc_why(why, why_len,
+               "%s: %s (its writer stopped before %s?): its utterances are not stored; featurize "
+               "(or tokenize) -o %s again %s",
+               FC_WHY_NAME(paths[i]),
+               unwritten == 1 ? "a missing part of a split store"
+                              : "an empty part of a split store: nothing was ever committed to it",
+               unwritten == 1 ? "making it" : "its first commit", FC_WHY_NAME(split),
+               unwritten == 1 ? "makes it" : "mends it");
+      else if (rc == EACCES && !(sflags & FC_STORE_NOLOCK) && store_lock_unwritable(paths[i]))
         fc_why(why, why_len,
                "%s: " STORE_LOCK_UNWRITABLE
                "; open it with nolock (FC_LOADER_NOLOCK, "

@@ -358,3 +358,30 @@ int fc_store_open_split(const char *dir, unsigned flags, unsigned want, fc_store
   *n_out = n;
   return 0;
 }
+
+int store_part_unwritten(const char *dir, char *store, size_t store_len) {
+  const char *slash = strrchr(dir, '/');
+  unsigned n = 0, k;
+  char mdb[4096];
+  struct stat st;
+  if (!slash || strncmp(slash + 1, "part-", 5) != 0 || sscanf(slash + 6, "%u", &k) != 1 ||
+      snprintf(store, store_len, "%.*s", (int)(slash - dir), dir) >= (int)store_len ||
+      fc_store_split_count(store, &n) != 0 || n < 2 || join(mdb, sizeof mdb, dir, "data.mdb"))
+    return 0;
+  if (stat(mdb, &st) != 0) return errno == ENOENT;
+  if (!S_ISREG(st.st_mode)) return 0;
+  if (st.st_size == 0) return 2;
+  MDB_env *env;
+  MDB_txn *txn;
+  MDB_dbi dbi;
+  MDB_stat ms;
+  int empty = 0;
+  if (mdb_env_create(&env)) return 0;
+  if (!mdb_env_open(env, dir, MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS, 0) &&
+      !mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
+    empty = !mdb_dbi_open(txn, NULL, 0, &dbi) && !mdb_stat(txn, dbi, &ms) && ms.ms_entries == 0;
+    mdb_txn_abort(txn);
+  }
+  mdb_env_close(env);
+  return empty ? 2 : 0;
+}

@@ -105,6 +105,13 @@ int store_lmdb_guarded(int (*fn)(void *arg), void *arg);
  * returned as it is. For writers that commit through LMDB themselves (merge/). */
 int store_explain_write_error(const fc_store *s, int rc, size_t bytes);
 
+/* Of dir, a part of a split store (a marker in its parent): 1 missing (no directory, or no
+ * data.mdb in it), 2 empty (a data.mdb of 0 bytes, or an LMDB environment whose main db holds
+ * nothing: never committed to), when its writer stopped before making it or before its first
+ * commit; 0 otherwise (not a part, or one that holds a store or something else). Into store, of
+ * store_len bytes, the split store's directory. (libcache/core/store/split.c) */
+int store_part_unwritten(const char *dir, char *store, size_t store_len);
+
 /* Creating a store in dir (data.mdb, or a split store's marker) is decided under an exclusive
  * flock of the directory, so that two jobs never make both (libcache/store/split.c). Returns the
  * locked descriptor (>= 0) or -errno; store_create_unlock releases it. */
