@@ -203,6 +203,7 @@ static char *join_names(const char *const *names, size_t n, int quote) {
 /* A clear message for a store that cannot be benched (the caller exits 2). */
 static void open_error(const char *path, int rc) {
   struct stat st;
+  if (fc_cli_say_unwritten_part(path, NULL, "nothing run")) return; /* a split store's */
   if (stat(path, &st) != 0) {
     fc_cli_warn(path, "cannot open: %s", strerror(errno));
     return;

@@ -285,6 +285,8 @@ static int no_store_input(const char *const *inputs, size_t n, char *why, size_t
   for (size_t i = 0; i < n; i++) {
     struct stat sb;
     char mdb[4096];
+    /* a split store's part its writer never wrote: said as the other tools say it */
+    if (fc_cli_say_unwritten_part(inputs[i], NULL, "nothing merged")) return 1;
     if (stat(inputs[i], &sb) != 0) continue;
     int rc = !S_ISDIR(sb.st_mode) ? ENOTDIR
              : snprintf(mdb, sizeof mdb, "%s/data.mdb", inputs[i]) < (int)sizeof mdb &&

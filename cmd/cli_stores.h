@@ -81,8 +81,10 @@ static inline int fc_cli_say_not_a_store(const char *path, int rc) {
  * the split store work on its other parts, saying it ("PART: an empty part: ...; " then `then`),
  * and 1 is returned. A missing part may also be one moved away, that holds data: a listing
  * (refused NULL) lists the others the same way; a tool that changes the split store refuses it
- * ("PART: missing ...: " then `refused`), and 2 is returned. 0 for a part that holds a store (or
- * something else: its open says what). */
+ * ("PART: missing ...: " then `refused`), and 2 is returned; so is an empty part when `then` is
+ * NULL (a tool that reads the parts as a dataset: it would hold less than the store should). 0
+ * for a part that holds a store (or something else: its open says what), or a path that is no
+ * part of a split store. */
 static inline int fc_cli_say_unwritten_part(const char *part, const char *then,
                                             const char *refused) {
   char mdb[4096], store[4096], q[512];
@@ -90,9 +92,20 @@ static inline int fc_cli_say_unwritten_part(const char *part, const char *then,
   const char *slash = strrchr(part, '/');
   if (!slash || snprintf(mdb, sizeof mdb, "%s/data.mdb", part) >= (int)sizeof mdb) return 0;
   snprintf(store, sizeof store, "%.*s", (int)(slash - part), part);
+  unsigned n = 0;
+  if (fc_store_split_count(store, &n) != 0 || n < 2 || strncmp(slash + 1, "part-", 5) != 0)
+    return 0;
   const int missing = stat(mdb, &st) != 0 && errno == ENOENT;
   if (!missing && !fc_cli_env_empty(part)) return 0;
   fc_cli_quoted(store, q, sizeof q);
+  if (!missing && !then) {
+    fc_cli_warn(part,
+                "an empty part: nothing was ever committed to it (its writer stopped before its "
+                "first commit?): its utterances are not stored; featurize (or tokenize) -o %s "
+                "again mends it; %s",
+                q, refused);
+    return 2;
+  }
   if (missing && refused) {
     fc_cli_warn(part,
                 "missing (its writer stopped before making it?): featurize (or tokenize) -o %s "

@@ -10,10 +10,12 @@
 # parts' configs, a drop and a prune work on the other parts, each saying the part and that
 # featurize -o STORE again mends it (exit 0); a missing part, which may be one moved away that
 # holds data, is listed so too, but a drop or a prune refuses it (exit 2), saying what to do;
-# cache-verify names an empty part as it names a missing one (exit 1), and the Python loader
-# refuses either saying what it is (it said 'STORE/part-1: FC_EFORMAT: not in the featcache
-# format', 'STORE/part-2: No such file or directory'). A rerun of featurize mends
-# it, and then no tool says anything of it.
+# cache-verify names an empty part as it names a missing one (exit 1), and the Python loader,
+# cache-merge and cache-bench, which read the parts as one dataset, refuse either saying what it
+# is and what to do (the loader said 'STORE/part-1: FC_EFORMAT: not in the featcache format',
+# 'STORE/part-2: No such file or directory'; cache-merge and cache-bench 'an empty store ...',
+# 'cannot open ...: No such file or directory'). A rerun of featurize mends it, and then no tool
+# says anything of it.
 set -u
 . "$FC_SRC/tests/cli/scaleout.bash"
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -75,6 +77,17 @@ except featcache.FeatcacheError as e:
     want="featcache: $st/part-$k: a missing part of a split store (its writer stopped before making it?): its utterances are not stored; featurize (or tokenize) -o $st again makes it"
   fi
   [ "$(cat out)" = "$want" ] || { echo "FAIL $st: the loader"; cat out; fail=1; }
+  # cache-merge and cache-bench, which read the parts as one dataset, refuse it the same way
+  if [ "$what" = empty ]; then
+    w="an empty part: nothing was ever committed to it (its writer stopped before its first commit?): its utterances are not stored; featurize (or tokenize) -o $st again mends it"
+  else
+    w="missing (its writer stopped before making it?): featurize (or tokenize) -o $st again makes it, or put back the part that was moved away"
+  fi
+  "$FC_BIN/cache-merge" -o merged "$st" >out 2>err; check "$st: cache-merge" 2 $?
+  expect_err "$st: cache-merge" "cache-merge: $st/part-$k: $w; nothing merged"
+  [ -e merged ] && { echo "FAIL $st: cache-merge made its output"; rm -rf merged; fail=1; }
+  "$FC_BIN/cache-bench" "$st" >out 2>err; check "$st: cache-bench" 2 $?
+  expect_err "$st: cache-bench" "cache-bench: $st/part-$k: $w; nothing run"
   cp -r "$st" p
   head -4 c/metadata.csv >keep.csv
   if [ "$what" = missing ]; then
