@@ -1,6 +1,7 @@
 /* cache-verify: check stores before a training run (docs/cache-verify.md). The checks live in
  * libcache/core/verify/verify.c (fc_verify_store); this main parses options, prints and picks the exit code. */
 #include "cmd/cli.h"
+#include "cmd/cache-verify/notes.h"
 
 #include "featcache/fc_config.h"
 #include "featcache/fc_format.h"
@@ -343,6 +344,7 @@ static void print_human(const char *store, const fc_verify_report *r) {
     put_store(store),
         printf("%llu more recorded failure%s not listed\n",
                (unsigned long long)(r->failures - kept_f), r->failures - kept_f == 1 ? "" : "s");
+  if (!r->stopped) cvc_missing_notes(store, r);
   if (r->stopped)
     put_store(store), printf("stopped after %llu error%s (--max-errors)\n",
                              (unsigned long long)r->errors, r->errors == 1 ? "" : "s");

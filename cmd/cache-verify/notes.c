@@ -1,0 +1,61 @@
+/* cache-verify's notes on its findings (docs/cache-verify.md "Output"): what many errors of one
+ * kind most likely mean, and what to do. */
+#include "cmd/cache-verify/notes.h"
+
+#include "featcache/fc_store.h"
+
+#include <string.h>
+
+/* The store a drop names: a split store's part (STORE/part-K) is the split store, since a drop
+ * from one part alone is refused. Into buf (at least PATH_MAX); the name itself otherwise. */
+static const char *drop_target(const char *store, char *buf, size_t len) {
+  const char *slash = strrchr(store, '/');
+  unsigned n = 0;
+  if (!slash || strncmp(slash, "/part-", 6) != 0 || !slash[6] ||
+      strspn(slash + 6, "0123456789") != strlen(slash + 6) || (size_t)(slash - store) >= len)
+    return store;
+  memcpy(buf, store, (size_t)(slash - store));
+  buf[slash - store] = '\0';
+  return fc_store_split_count(buf, &n) == 0 && n > 1 ? buf : store;
+}
+
+/* cli.h's name of the tool is one per file: this file's messages are cache-verify's too. */
+__attribute__((constructor)) static void name_the_tool(void) { fc_cli_tool = "cache-verify"; }
+
+/* The errors of records missing under one config, many of them the mark of a run that stopped
+ * before it finished that config (a second preset being added, killed): a note per config, with
+ * what to do (verify_entries.c words the errors). One record gone is more likely damage. */
+void cvc_missing_notes(const char *store, const fc_verify_report *r) {
+  static const char *const pre[2] = {"missing: no feature record for mel config ",
+                                     "missing: no token record for token config "};
+  const char *problem[16];
+  uint64_t count[16];
+  int kind[16], n = 0;
+  for (size_t i = 0; i < r->count; i++) {
+    const char *p = r->findings[i].problem;
+    const int k = r->findings[i].severity != FC_VERIFY_ERROR ? -1
+                  : !strncmp(p, pre[0], strlen(pre[0]))      ? 0
+                  : !strncmp(p, pre[1], strlen(pre[1]))      ? 1
+                                                             : -1;
+    int j = 0;
+    while (k >= 0 && j < n && strcmp(problem[j], p) != 0) j++;
+    if (k >= 0 && j == n && n < 16) problem[n] = p, count[n] = 0, kind[n++] = k;
+    if (k >= 0 && j < n) count[j]++;
+  }
+  for (int j = 0; j < n; j++) {
+    const char *cfg = problem[j] + strlen(pre[kind[j]]); /* "NAME HEX" */
+    if (count[j] < 2) continue;
+    fc_cli_put_name(stdout, store);
+    fputs(": ", stdout);
+    printf(
+        "note: %llu of %llu %s entries have no %s record of %s config %s (the errors above): a "
+        "%s run under it stopped before it finished? run it again to complete it, or drop the "
+        "config (cache-config --drop %s ",
+        (unsigned long long)count[j], (unsigned long long)r->entries[kind[j] ? 2 : 1],
+        kind[j] ? "text" : "audio", kind[j] ? "token" : "feature", kind[j] ? "token" : "mel", cfg,
+        kind[j] ? "tokenize" : "featurize", strrchr(cfg, ' ') ? strrchr(cfg, ' ') + 1 : cfg);
+    char split[4096];
+    fc_cli_put_name(stdout, drop_target(store, split, sizeof split));
+    fputs(")\n", stdout);
+  }
+}
