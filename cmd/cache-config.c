@@ -143,8 +143,9 @@ static void print_table(const char *store, const fc_config_info *c, size_t n, in
   }
 }
 
+/* unwritten: a bit per part (up to 64) its writer never wrote, listed as "unwritten_parts" */
 static void print_json(const char *store, unsigned parts, const fc_config_info *c, size_t n,
-                       int counted) {
+                       int counted, uint64_t unwritten) {
   fputs("{\"store\":", stdout);
   fc_json_write_string(stdout, store);
   printf(",\"parts\":%u,\"configs\":[", parts);
@@ -178,7 +179,10 @@ static void print_json(const char *store, unsigned parts, const fc_config_info *
       printf(",\"config\":%s}", c[i].json ? c[i].json : "null");
     }
   }
-  fputs("]}\n", stdout);
+  fputc(']', stdout);
+  for (unsigned k = 0, first = 1; unwritten && k < parts && k < 64; k++)
+    if (unwritten >> k & 1) printf("%s%u", first ? ",\"unwritten_parts\":[" : ",", k), first = 0;
+  fputs(unwritten ? "]}\n" : "}\n", stdout);
 }
 
 static int list_store(const char *dir, int json, int count) {
@@ -191,9 +195,13 @@ static int list_store(const char *dir, int json, int count) {
   uint64_t stored = 0; /* the records the parts hold, when no commit came between the counts */
   int steady = 1;
   char failed[512] = ""; /* why the configs could not be read: said, and --json's "error" */
+  uint64_t unwritten = 0; /* the parts its writer never wrote (a split store has at most 64) */
   for (unsigned k = 0; k < np && !code; k++) {
     fc_store *s;
-    if (np > 1 && fc_cli_say_unwritten_part(parts[k], "listed without it", NULL)) continue;
+    if (np > 1 && fc_cli_say_unwritten_part(parts[k], "listed without it", NULL)) {
+      unwritten |= (uint64_t)1 << (k & 63);
+      continue;
+    }
     if (open_store(parts[k], FC_STORE_RDONLY, 1, &s, failed, sizeof failed)) {
       code = FC_EXIT_USAGE;
       break;
@@ -233,7 +241,7 @@ static int list_store(const char *dir, int json, int count) {
   }
   if (!code) {
     if (json)
-      print_json(dir, np, all, n, count);
+      print_json(dir, np, all, n, count, unwritten);
     else
       print_table(dir, all, n, count);
     uint64_t counted = 0;

@@ -53,7 +53,8 @@ for s in e:1:empty:$((n0 + n2)) z:1:empty:$((n0 + n2)) m:2:missing:$((n0 + n1));
   "$CC" --json "$st" >out 2>err; check "$st: cache-config --json" 0 $?
   "$PY" -c 'import json, sys
 o = json.load(open("out"))
-assert o["parts"] == 3 and [c["name"] for c in o["configs"]] == ["hifigan"] and o["configs"][0]["records"] == int(sys.argv[1]), o' "$recs" ||
+assert o["parts"] == 3 and [c["name"] for c in o["configs"]] == ["hifigan"] and o["configs"][0]["records"] == int(sys.argv[1]), o
+assert o["unwritten_parts"] == [int(sys.argv[2])], o' "$recs" "$k" ||
     { echo "FAIL $st: cache-config --json"; cat out; fail=1; }
   # cache-verify: an error, as a missing part is; the other parts checked
   "$FC_BIN/cache-verify" "$st" >out 2>err; check "$st: cache-verify" 1 $?
@@ -140,6 +141,8 @@ PY
   "$CC" "$st" >out 2>err; check "$st: mended: cache-config" 0 $?
   expect_err "$st: mended: cache-config" ""
   grep -q "^[0-9a-f]\{32\}  mel     hifigan  *$((n0 + n1 + n2))  " out || { echo "FAIL $st: mended: records"; cat out; fail=1; }
+  "$CC" --json "$st" >out 2>err && "$PY" -c 'import json; o = json.load(open("out")); assert "unwritten_parts" not in o, o' ||
+    { echo "FAIL $st: mended: cache-config --json"; cat out err; fail=1; }
   "$FC_BIN/cache-verify" -q "$st" >out 2>err; check "$st: mended: cache-verify" 0 $?
 done
 exit $fail
