@@ -237,8 +237,9 @@ static void summary(const char *store, const fc_prune_report *r, int dry, int ma
     fputs(dry ? "\n" : " (pages freed in data.mdb, reused by later writes)\n", stderr);
 }
 
+/* unwritten: a bit per part (up to 64) its writer never wrote, pruned around: "unwritten_parts" */
 static void print_json(const char *store, unsigned parts, const fc_prune_report *r, int dry,
-                       const char *status, int damaged, int compacted) {
+                       const char *status, int damaged, int compacted, uint64_t unwritten) {
   fputs("{\"store\":", stdout);
   fc_json_write_string(stdout, store);
   printf(
@@ -260,7 +261,9 @@ static void print_json(const char *store, unsigned parts, const fc_prune_report 
   if (compacted)
     printf(",\"compact\":{\"bytes_before\":%llu,\"bytes_after\":%llu}",
            (unsigned long long)r->bytes_before, (unsigned long long)r->bytes_after);
-  fputs("}\n", stdout);
+  for (unsigned k = 0, first = 1; unwritten && k < parts && k < 64; k++)
+    if (unwritten >> k & 1) printf("%s%u", first ? ",\"unwritten_parts\":[" : ",", k), first = 0;
+  fputs(unwritten ? "]}\n" : "}\n", stdout);
 }
 
 /* The "parts" --json says of a STORE word: its stores' count (a split store's parts), 1 for a
@@ -294,9 +297,10 @@ static nlink_t other_links(const char *store) {
 
 /* One STORE word: its stores (a split store's parts) all opened before any is changed, then
  * pruned one by one. Returns the exit code. */
-static int prune_word(const char *word, unsigned parts, const char *const *stores, size_t n,
-                      const damage *d, const fc_prune_opts *po_in, int manifest, int json,
-                      int quiet, int force_progress) {
+static int prune_word(const char *word, unsigned parts, uint64_t unwritten,
+                      const char *const *stores, size_t n, const damage *d,
+                      const fc_prune_opts *po_in, int manifest, int json, int quiet,
+                      int force_progress) {
   fc_prune_opts opts = *po_in, *po = &opts;
   progress_state ps = {word, {0}};
   fc_cli_progress_init(&ps.line, force_progress, quiet);
@@ -369,7 +373,7 @@ static int prune_word(const char *word, unsigned parts, const char *const *store
                 (unsigned long long)links, links == 1 ? "" : "s", linked_bytes / 1e6,
                 links == 1 ? "that link goes" : "those links go");
   if (json && code != FC_EXIT_USAGE)
-    print_json(word, parts, &all, po->dry_run, status, po->damaged, compacted);
+    print_json(word, parts, &all, po->dry_run, status, po->damaged, compacted, unwritten);
   return code;
 }
 
@@ -495,6 +499,7 @@ int main(int argc, char **argv) {
   size_t *first = NULL;
   damage *dmg = NULL; /* a run that writes: each store's pages */
   unsigned *nparts = NULL; /* each STORE word's stores (a split store's parts), for --json */
+  uint64_t *unw = NULL; /* each STORE word's parts its writer never wrote, a bit each */
   const char **written = NULL; /* the stores less a split store's parts never written */
   int worst = 0;
   if (manifest && (worst = manifest_ids(manifest, &mo, &items, &keep, &po.n_keep)) != 0) goto out;
@@ -517,7 +522,7 @@ int main(int argc, char **argv) {
     worst = FC_EXIT_USAGE;
     goto out;
   }
-  if (!(nparts = malloc(nw * sizeof *nparts)) ||
+  if (!(nparts = malloc(nw * sizeof *nparts)) || !(unw = calloc(nw, sizeof *unw)) ||
       !(written = malloc((n ? n : 1) * sizeof *written))) {
     worst = FC_EXIT_FAIL;
     goto out;
@@ -538,6 +543,7 @@ int main(int argc, char **argv) {
                                           "nothing in it to prune: the other parts are pruned",
                                           "nothing removed from any STORE");
       if (unwritten == 2) worst = FC_EXIT_USAGE;
+      if (unwritten) unw[w] |= (uint64_t)1 << ((k - a) & 63);
       if (!unwritten) written[kept++] = stores[k];
     }
   }
@@ -558,7 +564,7 @@ int main(int argc, char **argv) {
       size_t w = 0;
       while (w + 1 < nw && first[w + 1] <= at) w++;
       const fc_prune_report none = {0};
-      if (json) print_json(words[w], nparts[w], &none, 0, "interrupted", po.damaged, 0);
+      if (json) print_json(words[w], nparts[w], &none, 0, "interrupted", po.damaged, 0, unw[w]);
       goto out;
     }
   }
@@ -567,13 +573,14 @@ int main(int argc, char **argv) {
     goto out;
   for (size_t w = 0; w < nw; w++) {
     int code =
-        prune_word(words[w], nparts[w], stores + first[w], first[w + 1] - first[w],
+        prune_word(words[w], nparts[w], unw[w], stores + first[w], first[w + 1] - first[w],
                    dmg ? dmg + first[w] : NULL, &po, manifest != NULL, json, quiet, force_progress);
     if (code > worst) worst = code;
     if (code > 128) break; /* interrupted: the stores after it are not started */
   }
 out:
   free(nparts);
+  free(unw);
   free(written);
   free(dmg);
   free(first);

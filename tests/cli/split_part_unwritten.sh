@@ -110,7 +110,7 @@ except featcache.FeatcacheError as e:
     [ "$(head -1 err)" = "$(said p "$k" "$what" "nothing in it to prune: the other parts are pruned")" ] &&
       grep -q "^cache-prune: p: removed .* utterances stay (pages freed" err ||
       { echo "FAIL $st: cache-prune: stderr"; cat err; fail=1; }
-    "$PY" -c 'import json; o = json.load(open("out")); assert o["parts"] == 3 and o["status"] == "done", o' ||
+    "$PY" -c 'import json, sys; o = json.load(open("out")); assert o["parts"] == 3 and o["status"] == "done" and o["unwritten_parts"] == [int(sys.argv[1])], o' "$k" ||
       { echo "FAIL $st: cache-prune --json"; cat out; fail=1; }
     left=$("$CC" --json p 2>/dev/null | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["configs"][0]["records"])')
     want=$(for p in p/part-*; do "$PY" - "$p" <<'PY'; done | awk '{s += $1} END {print s}'
