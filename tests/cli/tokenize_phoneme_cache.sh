@@ -90,6 +90,7 @@ run() {
     "$T" -t phonemes --build-vocab --json --batch 16 --add-eos --case fold -o "$s" odd.tsv ;;
   esac >"$name.json" 2>"$name.err"
   echo "exit $?" >>"$name.err"
+  sed -i "s|$s|STORE|g" "$name.err" # (the rerun's second config is said naming its store)
   sed -i 's/"wall_seconds":[0-9.]*/"wall_seconds":_/' "$name.json"
   "$P" dump.py "$s" >"$name.dump" || fail "$name: cannot read the store"
 }
