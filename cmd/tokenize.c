@@ -641,7 +641,8 @@ int main(int argc, char **argv) {
   fc_digest cfg;
   char hex[33] = "";
   if (fc_tokenizer_config(tok, NULL, NULL, &cfg) == 0) fc_digest_hex(&cfg, hex);
-  if (hex[0] && !check && !quiet && st.processed) say_second_config(out_dir, &before, parts, n_parts, &cfg);
+  if (hex[0] && !check && !quiet && st.processed)
+    say_second_config(out_dir, &before, parts, n_parts, &cfg);
   if (rc == FC_EINTR && check) {
     fc_cli_check_interrupted("line", st.lines, st.skipped_existing, st.not_stored, st.failed,
                              st.not_started);
