@@ -317,6 +317,7 @@ int main(int argc, char **argv) {
   char *refused = calloc(nstores, 1); /* on a read-only mount without --read-only */
   bench_device dev0;
   memset(&dev0, 0, sizeof dev0);
+  int have_dev0 = 0; /* the first store's device was found (else its open says what is wrong) */
   if (!benches || !reports || !results || !probes || !refused) {
     fc_cli_warn(NULL, "out of memory");
     return FC_EXIT_FAIL;
@@ -347,12 +348,13 @@ int main(int argc, char **argv) {
       refused[s] = 1;
     }
     any_ro |= dev.read_only || unwritable;
-    if (s == 0)
+    if (s == 0) {
       dev0 = dev;
-    else if (!o.separate && nstores > 1 && !o.quiet &&
-             (dev.block_device[0] && dev0.block_device[0] /* btrfs: st_dev is a subvolume's */
-                  ? strcmp(dev.block_device, dev0.block_device) != 0
-                  : dev.dev_major != dev0.dev_major || dev.dev_minor != dev0.dev_minor)) {
+      have_dev0 = 1;
+    } else if (have_dev0 && !o.separate && nstores > 1 && !o.quiet &&
+               (dev.block_device[0] && dev0.block_device[0] /* btrfs: st_dev is a subvolume's */
+                    ? strcmp(dev.block_device, dev0.block_device) != 0
+                    : dev.dev_major != dev0.dev_major || dev.dev_minor != dev0.dev_minor)) {
       char q0[4 * 1024 + 3]; /* the first store quoted as names are */
       fc_cli_warn(path,
                   "on another device (%s) than %s (%s): one dataset's numbers mix them; "

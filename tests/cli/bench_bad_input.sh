@@ -32,6 +32,12 @@ expect "cache-bench: $t/empty: store has no feature records (db feat is empty): 
 # is an empty shard: tests/cli/bench_dataset.sh)
 expect "cache-bench: $t/empty: store has no feature records (db feat is empty): nothing to bench" --separate "$t/good" "$t/empty"
 expect "cache-bench: $t/garbage: not a featcache store (not an LMDB environment with featcache/1 meta)" "$t/good" "$t/garbage"
+# a missing FIRST store of a dataset: its one line only (a warning that the good store was "on
+# another device (vda) than .../nope ()" came first)
+"$bin" --no-probe --duration 0.2 "$t/nope" "$t/good" >"$t/out" 2>"$t/err"; rc=$?
+[ $rc -eq 2 ] && [ ! -s "$t/out" ] &&
+  [ "$(cat "$t/err")" = "cache-bench: $t/nope: cannot open: No such file or directory" ] ||
+  fail "missing first store of two: exit $rc, stderr: $(cat "$t/err")"
 # the good store alone works
 "$bin" -q --duration 0.2 -p sequential "$t/good" >/dev/null 2>"$t/err" || fail "good store: $(cat "$t/err")"
 # a value repeated in a list option counts once (-t 1,1 is one pass, not the same pass twice)
