@@ -231,7 +231,14 @@ static void compute_verdict(const bench_report *r, double step_ms, unsigned batc
   bench_human_bytes(r->file_bytes, fb, sizeof fb);
   bench_human_bytes(avail, av, sizeof av);
   if (!keeps_up && strcmp(d->kind, "tmpfs")) {
-    if (avail && r->file_bytes < avail / 2)
+    if (avail && r->file_bytes < avail / 2 && v->warm && !v->warm_keeps_up)
+      /* the verdict just said the page cache is still short: RAM is no remedy then */
+      add_rec(v,
+              "copying the cache to RAM would not be enough: read from the page cache it "
+              "delivers %.1f batches/s where %.1f/s are needed; the reading itself is the "
+              "limit: more prefetch threads (compare -t 1,2,4) or a longer step",
+              v->warm_bps, v->need_bps); /* as the verdict says it */
+    else if (avail && r->file_bytes < avail / 2)
       add_rec(v,
               "copy the cache to RAM (e.g. cp -r to /dev/shm) or let the page cache keep it "
               "after the first epoch: %s fits in the %s available%s",

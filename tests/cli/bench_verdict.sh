@@ -39,6 +39,21 @@ grep -qE "keeps up with 1 GPU at a 1e\+06 ms step: it delivers [0-9.]* batches/s
 grep -qE "^verdict: $t/big is too slow for 65536 GPUs at a 0.001 ms step: it delivers [0-9.]+ batches/s of 8 \(random order, cold, 1 thread(, but not cold: [0-9.]+% of data.mdb was resident)?\) where 65536000000.0/s are needed \(steps of [0-9.]+ ms or more keep up\)" "$t/out" ||
   fail "short step verdict: $(grep verdict "$t/out")"
 [ "$(grep -c '^verdict: ' "$t/out")" = 1 ] || fail "not one verdict line: $(cat "$t/out")"
+# ... and when the warm passes are short too ("from the page cache ... still short"), copying the
+# cache to RAM is no remedy: it was recommended all the same ("copy the cache to RAM (e.g. cp -r
+# to /dev/shm) ..."). The recommendation quotes the verdict's warm rate. Without a warm pass
+# nothing says RAM is short, and copying to RAM is still recommended.
+"$bin" -q --no-probe -p random -b 8 --duration 1 --gpus 65536 --step-ms 0.001 "$t/tiny" >"$t/out" 2>"$t/err" ||
+  fail "short step, warm too: exit $?: $(cat "$t/err")"
+w=$(sed -nE 's/^verdict: .* from the page cache \(data.mdb fits in RAM: the second epoch on\) ([0-9.]+)\/s, still short; .*/\1/p' "$t/out")
+[ -n "$w" ] || fail "short step, warm too: verdict: $(grep verdict "$t/out")"
+grep -qF "recommendation: copying the cache to RAM would not be enough: read from the page cache it delivers $w batches/s where 65536000000.0/s are needed; the reading itself is the limit: more prefetch threads (compare -t 1,2,4) or a longer step" "$t/out" ||
+  fail "short step, warm too: recommendations: $(grep recommendation "$t/out")"
+grep -q '^recommendation: copy the cache to RAM' "$t/out" && fail "short step, warm too: RAM recommended: $(cat "$t/out")"
+"$bin" -q --no-probe -p random -s cold -b 8 --duration 1 --gpus 65536 --step-ms 0.001 "$t/tiny" >"$t/out" 2>"$t/err" ||
+  fail "short step, cold only: exit $?: $(cat "$t/err")"
+grep -q '^recommendation: copy the cache to RAM (e.g. cp -r to /dev/shm) or let the page cache keep it after the first epoch: ' "$t/out" ||
+  fail "short step, cold only: recommendations: $(grep recommendation "$t/out")"
 
 # HDD-like or SSD-like follows from the probe's numbers: single random reads >= 3x slower than
 # sequential and >= 2 ms each is a disk that seeks; on tmpfs there is no disk and no probe
