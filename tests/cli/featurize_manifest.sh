@@ -119,6 +119,16 @@ rc=$?
 [ $rc = 2 ] && [ ! -e st5 ] && [ "$(cat err)" = "featurize: (stdin): $want_jt" ] ||
   fail "JSON lines transcript on stdin: exit $rc (want 2): $(cat err)"
 
+# a text-only JSON line further down a manifest of audio lines (joined from a transcript):
+# that line fails named as every bad manifest line is, FILE:LINE (it was named by its id alone,
+# 'featurize: u9: no audio path', as if the id were a file), the rest stored
+printf '{"audio_filepath":"wavs/LJ001.wav"}\n{"id":"u9","text":"Hello."}\n' >deep.jsonl
+"$FZ" -j 1 -o st8 --manifest deep.jsonl >out 2>err
+rc=$?
+[ $rc = 1 ] && grep -qx 'featurize: deep.jsonl:2: no audio path' err &&
+  grep -q '^featurize: done: 1 of 2 (1 new, 0 already stored, 1 failed)' err ||
+  fail "a deep text-only JSON line: exit $rc (want 1): $(cat err)"
+
 # JSON lines whose audio is under another key than NeMo's "audio_filepath" ("path", "audio": a
 # Hugging Face or Lhotse export): every line failed as 'missing "audio_filepath" (a text-only line
 # needs a string "id")', each with a failure record, exit 1; refused at its first line, exit 2

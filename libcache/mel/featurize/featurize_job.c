@@ -271,7 +271,7 @@ void fz_emit(fz_run *r, fc_featurize_event *ev) {
   ev->id = it->id;
   ev->path = it->path;
   ev->line = it->line;
-  ev->manifest = it->err != 0;
+  ev->manifest = it->err != 0 || !it->path || !it->path[0] || !it->id; /* (no path: the line) */
   if (r->o.on_event) r->o.on_event(ev, r->o.user);
   /* A check commits nothing, so no writer reports progress: its items do, ten times a second. */
   if (r->o.check_only && r->o.on_progress) {
