@@ -49,8 +49,8 @@ void cvc_missing_notes(const char *store, const fc_verify_report *r) {
     fputs(": ", stdout);
     printf(
         "note: %llu of %llu %s entries have no %s record of %s config %s (the errors above): a "
-        "%s run under it stopped before it finished? run it again to complete it, or drop the "
-        "config (cache-config --drop %s ",
+        "%s run under it stopped before it finished, or a newer config replaced it? complete it "
+        "(run that again) or drop it (cache-config --drop %s ",
         (unsigned long long)count[j], (unsigned long long)r->entries[kind[j] ? 2 : 1],
         kind[j] ? "text" : "audio", kind[j] ? "token" : "feature", kind[j] ? "token" : "mel", cfg,
         kind[j] ? "tokenize" : "featurize", strrchr(cfg, ' ') ? strrchr(cfg, ' ') + 1 : cfg);

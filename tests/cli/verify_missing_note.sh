@@ -20,7 +20,7 @@ print(next(c["digest"] for c in json.load(sys.stdin)["configs"] if c["name"] == 
 "$V" st >out 2>err; check "kaldi on 3 of 8" 1 $?
 [ "$(grep -c "^st: error: feat .*: missing: no feature record for mel config kaldi $kaldi\$" out)" = 5 ] ||
   { echo "FAIL: the 5 error lines"; cat out; fail=1; }
-note="st: note: 5 of 8 audio entries have no feature record of mel config kaldi $kaldi (the errors above): a featurize run under it stopped before it finished? run it again to complete it, or drop the config (cache-config --drop $kaldi st)"
+note="st: note: 5 of 8 audio entries have no feature record of mel config kaldi $kaldi (the errors above): a featurize run under it stopped before it finished, or a newer config replaced it? complete it (run that again) or drop it (cache-config --drop $kaldi st)"
 [ "$(grep note out)" = "$note" ] || { echo "FAIL: the note"; cat out; fail=1; }
 [ "$(tail -n 1 out | cut -d' ' -f2-3)" = "5 errors," ] || { echo "FAIL: the summary after the note"; cat out; fail=1; }
 # the way out it gives works
