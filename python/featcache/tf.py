@@ -41,6 +41,7 @@ before ids, to cut audio, pitch or durations like the crop (audio samples: start
 
 import threading
 import warnings
+import weakref
 
 import numpy as np
 
@@ -89,15 +90,23 @@ def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device
     # shuffle(reshuffle_each_iteration=True) does.
     begun = [epoch - 1]
     lock, busy = threading.Lock(), [False]
+    # The generator holds the loader weakly: tf.data keeps the generator function (its py_func
+    # registered for good) after the dataset is gone, and with it the loader — its prefetch
+    # threads, buffers and the stores' files — one more for each dataset made. The dataset
+    # holds it (below), and so does every dataset made from it and each iterator of them.
+    paths, held = ld.paths, weakref.ref(ld)  # (paths may have been an iterator: read once)
 
     def gen():
         # One iteration at a time uses the loader opened here; one beside it (a second live
         # iterator) opens its own: sharing one loader would split its batches between them.
         with lock:
-            first, own = begun[0] + 1, busy[0]
+            first = begun[0] + 1
             begun[0] = first
-            busy[0] = True
-        src = Loader(ld.paths, **loader_kwargs) if own else ld  # (paths may be an iterator)
+            src = None if busy[0] else held()
+            own = src is None
+            busy[0] = busy[0] or not own
+        if own:
+            src = Loader(paths, **loader_kwargs)
         try:
             yield from _batches(src, first)
         finally:
@@ -131,6 +140,8 @@ def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device
     if with_ids:
         sig.append(tf.TensorSpec([None], tf.string))
     ds = tf.data.Dataset.from_generator(gen, output_signature=tuple(sig))
+    ds._featcache_loader = ld  # (gen's, held weakly: above)
+    del ld
     if bf16:
         ds = ds.map(lambda m, *rest: (tf.cast(m, tf.bfloat16),) + tuple(rest))
     if map_fn is not None:

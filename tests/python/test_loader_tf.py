@@ -196,6 +196,44 @@ def test_two_iterations_at_once(path):
     same(a + list(it1), ep[0])
 
 
+def test_a_dataset_let_go_closes_its_store(path):
+    """A dataset no longer held (made per epoch, or per run of a sweep) lets its loader go: its
+    store's files closed, its prefetch threads gone. tf.data keeps the generator function of
+    every from_generator dataset, and it held the loader: each make_dataset left one open for
+    good, two more threads and its buffers each time (and a store's files, each other store)."""
+    import gc
+    d = tempfile.mkdtemp(prefix="fc_loader_tf_gc_")
+    try:
+        own = make_store(d)
+        data = os.path.realpath(os.path.join(own, "data.mdb"))
+
+        def open_files():
+            out = []
+            for fd in os.listdir("/proc/self/fd"):
+                try:
+                    out.append(os.readlink("/proc/self/fd/" + fd))
+                except OSError:  # (the listing's own)
+                    pass
+            return out.count(data)
+
+        def loaders():
+            return sum(isinstance(o, featcache.Loader) and o.paths == [own]
+                       for o in gc.get_objects())
+
+        for e in range(3):
+            ds = make_dataset(own, epoch=e, batch_size=8, shuffle=True)
+            assert sum(int(tf.shape(m)[0]) for m, _ in ds) == N
+            it = iter(make_dataset(own, batch_size=8).map(lambda m, n: (m, n)))
+            gc.collect()
+            assert loaders() == 2 and open_files() == 1  # (the two share the store)
+            assert sum(int(tf.shape(m)[0]) for m, _ in it) == N  # its dataset let go: it runs
+            del ds, it
+            gc.collect()
+            assert (loaders(), open_files()) == (0, 0), e
+    finally:
+        shutil.rmtree(d)
+
+
 def test_batches_of_a_loader_go_on_from_its_epoch(path):
     """batches(loader) runs the loader's current epoch, and the loader goes on to the next, as
     iterating the loader itself does: a loop calling batches(ld) once per epoch gets a new order
