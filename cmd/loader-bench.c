@@ -88,7 +88,8 @@ static const fc_cli_opt options[] = {
      "and recommend the smallest setting under 5 % data share"},
     {NULL, 0, 0, NULL, "Output:"},
     {"json", OPT_JSON, no_argument, NULL, "print JSON on stdout instead of tables"},
-    {"svg", OPT_SVG, required_argument, "FILE", "chart of per-step data and compute time"},
+    {"svg", OPT_SVG, required_argument, "FILE",
+     "chart of per-step data and compute time (not with --sweep)"},
     {"trace", OPT_TRACE, required_argument, "FILE",
      "Chrome trace-event JSON (Perfetto) of every step"},
     {"quiet", 'q', no_argument, NULL, "no progress and no summary line"},
@@ -352,6 +353,10 @@ int main(int argc, char **argv) {
 
   int synthetic = !compare && strcmp(source, "synthetic") == 0;
   if (compare && sweep) fc_cli_usage_error("--compare and --sweep exclude each other");
+  if (sweep && svg) /* it was dropped without a word */
+    fc_cli_usage_error(
+        "--svg draws the steps of one run: a sweep draws no chart (its cells are "
+        "the table's rows); leave --svg out, or chart one cell without --sweep");
   if (want_cache && !store) fc_cli_usage_error("missing STORE (the cache source reads one)");
   if (want_audio && !manifest)
     fc_cli_usage_error("--source audio and --compare need --manifest FILE");

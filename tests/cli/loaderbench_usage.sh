@@ -80,6 +80,11 @@ $try" -- "$LB" --compute-mode spin st
 check two-stores 2 "loader-bench: a: No such file or directory" -- "$LB" a b
 check sweep-compare 2 "loader-bench: --compare and --sweep exclude each other
 $try" -- "$LB" --compare --sweep --manifest m.csv st
+# --svg beside --sweep: no chart was written and nothing said so (exit 0); the chart is of one
+# run's steps, and a sweep draws none
+check sweep-svg 2 "loader-bench: --svg draws the steps of one run: a sweep draws no chart (its cells are the table's rows); leave --svg out, or chart one cell without --sweep
+$try" -- "$LB" --source synthetic --sweep batch=8,16 --svg "$tmp/sweep.svg"
+[ -e "$tmp/sweep.svg" ] && { echo "FAIL sweep-svg: a chart was written"; fails=$((fails + 1)); }
 check sweep-axis 2 "loader-bench: invalid value 'x' for --workers (want an integer in 0..256)
 $try" -- "$LB" --source synthetic --sweep workers=1,x
 # a sweep's values are held to the bounds of -w and --prefetch (workers=1000 started 1000 threads)
