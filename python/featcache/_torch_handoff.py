@@ -473,7 +473,11 @@ class Handoff:
         descs.mv[j] = 0  # (handed out)
         if not d[_B._D_LAYOUT] or d[_B._D_N_ERRORS]:  # (errors: a dict of its own, below)
             return _B._make_batch(self.h, d)
-        e = self._entry(d[_B._D_LAYOUT], d)
+        # the tensors over a buffer are handed out again in every later epoch: made under
+        # torch.inference_mode() (an evaluation pass first), they would be inference tensors,
+        # and a training step on them raised "Inference tensors cannot be saved for backward"
+        with torch.inference_mode(False):
+            e = self._entry(d[_B._D_LAYOUT], d)
         e.ptr = d[_B._D_BATCH]
         e.ids._v = None
         self.out.append(e)

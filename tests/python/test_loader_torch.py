@@ -559,3 +559,42 @@ def test_src_frames_with_crops(store, padded, workers, crop):
         assert (batch["mel_starts"] + batch["mel_lengths"] <= batch["src_frames"]).all()
         seen += len(want)
     assert seen == N
+
+
+@pytest.mark.parametrize("how", ["dataset", "to_device"])
+def test_a_pass_under_inference_mode_first_leaves_tensors_to_train_on(store, how):
+    """An evaluation pass under torch.inference_mode() (a first validation, Lightning's sanity
+    check) and then training on the same dataset: the hand-off makes the tensors over a buffer
+    once and hands them out again every epoch, and those made in the evaluation pass were
+    inference tensors, so the first training step raised 'Inference tensors cannot be saved for
+    backward'."""
+    from featcache.torch import to_device
+    import featcache
+    model = torch.nn.Linear(80, 1)
+    if how == "dataset":
+        ds = FeatcacheDataset(store["path"], batch_size=8, shuffle=True, pad_to=64)
+
+        def epoch(e):
+            ds.set_epoch(e)
+            return ds
+    else:
+        ld = featcache.Loader(store["path"], batch_size=8, shuffle=True, pad_to=64,
+                              buffer_alloc=lambda n: torch.empty(n, dtype=torch.uint8),
+                              n_buffers=16)
+
+        def epoch(e):
+            ld.set_epoch(e)
+            return to_device(ld, "cpu")
+    seen = 0
+    with torch.inference_mode():
+        for b in epoch(0):
+            model(b["mels"]).sum()
+            seen += len(b["ids"])
+    assert seen == N
+    for e in (1, 2):
+        seen = 0
+        for b in epoch(e):
+            assert not any(t.is_inference() for t in b.values() if torch.is_tensor(t))
+            model(b["mels"]).sum().backward()
+            seen += len(b["ids"])
+        assert seen == N
