@@ -520,6 +520,12 @@ class StepProfiler:
         if size is not False and not callable(size):
             raise TypeError("StepProfiler.iterate: items=%r: None (read off the batch), False "
                             "(not counted) or a callable(batch) -> int" % (items,))
+        if self._step_t0 is not None and self._handle:
+            raise ValueError(
+                "featcache: StepProfiler.iterate: a step of this profiler is already open: an "
+                "earlier iterate() of it is not finished (an iterator kept after next(it): run it "
+                "to its end, or let it go: it.close() or del it), or the loop is inside "
+                "prof.step() (iterate makes each step itself)")
         it = iter(iterable)
         while True:
             self.begin_step()

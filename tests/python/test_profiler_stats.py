@@ -420,6 +420,31 @@ def test_calls_out_of_order_say_why():
     prof.close()
 
 
+def test_iterate_beside_an_unfinished_one_says_so():
+    """An iterate() kept unfinished (a peek with next(it)) leaves its step open: a second
+    iterate() of the profiler said only 'step begin: FC_EBADSTATE: handle unusable after an
+    earlier failure (a step is already open: end_step() or cancel_step() first)', of calls the
+    loop never made; it names the iterator now, and what to do."""
+    prof = StepProfiler()
+    want = ("featcache: StepProfiler.iterate: a step of this profiler is already open: an "
+            "earlier iterate() of it is not finished (an iterator kept after next(it): run it to "
+            "its end, or let it go: it.close() or del it), or the loop is inside prof.step() "
+            "(iterate makes each step itself)")
+    it = prof.iterate([1, 2, 3])
+    assert next(it) == 1
+    with pytest.raises(ValueError) as e:
+        next(prof.iterate([4]))
+    assert str(e.value) == want
+    it.close()  # its open step dropped
+    assert list(prof.iterate([4, 5])) == [4, 5] and prof.steps == 2
+    with prof.step():
+        with pytest.raises(ValueError) as e:
+            next(prof.iterate([6]))
+        assert str(e.value) == want
+    assert prof.steps == 3
+    prof.close()
+
+
 class _FakeNvml:
     """The library with its NVML sampler faked (no driver here): counts samplers started and
     freed."""
