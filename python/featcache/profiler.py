@@ -399,7 +399,9 @@ class StepProfiler:
         """The C profiler; a closed one raises rather than hand C a NULL handle."""
         h = self._handle
         if not h:
-            raise ValueError("featcache: the StepProfiler is closed")
+            raise ValueError("featcache: the StepProfiler is closed (close(), or the end of its "
+                             "with block, freed it): read its results (report(), json(), save()) "
+                             "before it closes")
         return h
 
     def __del__(self):
