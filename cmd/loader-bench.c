@@ -556,6 +556,20 @@ int main(int argc, char **argv) {
             n_runs--;
             break; /* (nothing of it to summarize: the loops end, rc is set) */
           }
+          if (rc == FC_EEMPTY && o.source == LB_CACHE && manifest) {
+            /* the manifest's utterances, none of them in the stores: the manifest is what is
+             * wrong (it said 'STORE: no utterances with features in the store') */
+            char named[1024];
+            if (n_words > 1) /* (the STOREs as given: a split store is one) */
+              fc_cli_warn(manifest,
+                          "none of its %zu utterances has features in any of the %zu stores",
+                          n_items, n_words);
+            else
+              fc_cli_warn(manifest, "none of its %zu utterances has features in the store %s",
+                          n_items, fc_cli_quoted(words[0], named, sizeof named));
+            exit_code = FC_EXIT_USAGE;
+            break;
+          }
           if (rc && rc != FC_EINTR) {
             /* (several stores: a reason that names none of them is the set's, not the first's) */
             const char *path = o.source == LB_CACHE   ? (n_stores > 1 ? NULL : store)
