@@ -260,7 +260,7 @@ class _Step:
 
     def __exit__(self, etype, *exc):
         if etype is None:
-            self._p.end_step()
+            self._p._end_or_drop()
         else:  # an exception inside the step: do not record a half step
             self._p.cancel_step()
         return False
@@ -434,6 +434,16 @@ class StepProfiler:
                     "no step is open, or a phase in it is still open")
         self._step_t0 = None
 
+    def _end_or_drop(self):
+        """End the step a context manager or iterate() opened; one it cannot end (a phase the
+        loop left open) is dropped, as a step left by an exception, before the error is raised:
+        else it stayed open and every later step of the profiler failed."""
+        try:
+            self.end_step()
+        except ProfilerError:
+            self.cancel_step()
+            raise
+
     def cancel_step(self):
         self._lib.fc_profiler_step_cancel(self._h)
         self._step_t0 = None
@@ -551,7 +561,7 @@ class StepProfiler:
             except BaseException:
                 self.cancel_step()
                 raise
-            self.end_step()
+            self._end_or_drop()
 
     # ---- results -------------------------------------------------------------------------------
     @property

@@ -449,6 +449,29 @@ def test_iterate_beside_an_unfinished_one_says_so():
     prof.close()
 
 
+def test_a_step_left_with_a_phase_open_is_dropped():
+    """A loop that leaves a phase open (prof.begin without prof.end) cannot end its step: the
+    error says so, and the step is dropped as one left by an exception. It stayed open, so every
+    later step of the profiler failed ('a step is already open'), an iterate() after it blaming
+    an earlier iterate() not finished."""
+    from featcache.profiler import ProfilerError
+    prof = StepProfiler()
+    with pytest.raises(ProfilerError) as e:
+        for _ in prof.iterate([1, 2]):
+            prof.begin("h2d")
+    assert str(e.value) == ("step end: FC_EBADSTATE: handle unusable after an earlier failure "
+                            "(no step is open, or a phase in it is still open)")
+    assert list(prof.iterate([3, 4])) == [3, 4] and prof.steps == 2
+    with pytest.raises(ProfilerError, match="a phase in it is still open"):
+        with prof.step():
+            prof.begin("h2d")
+    with prof.step():
+        with prof.phase("h2d"):
+            pass
+    assert prof.steps == 3 and prof.phases() == ["data", "h2d"]
+    prof.close()
+
+
 class _FakeNvml:
     """The library with its NVML sampler faked (no driver here): counts samplers started and
     freed."""
