@@ -418,9 +418,15 @@ class StepProfiler:
         return False
 
     def _check(self, rc, what, state=None):
-        """state: what FC_EBADSTATE means for this call (its own text is about sticky errors)."""
+        """state: what FC_EBADSTATE means for this call, said instead of the code's own text
+        ('handle unusable after an earlier failure': of sticky errors, which the profiler has
+        none of)."""
+        if rc == FC_EBADSTATE and state:
+            e = ProfilerError(rc, what)
+            e.args = ("%s: FC_EBADSTATE: %s" % (what, state),)
+            raise e
         if rc:
-            raise ProfilerError(rc, what, self._lib, state if rc == FC_EBADSTATE else None)
+            raise ProfilerError(rc, what, self._lib)
 
     # ---- marking -------------------------------------------------------------------------------
     def begin_step(self):

@@ -403,8 +403,9 @@ def test_a_report_is_rendered_once():
 
 
 def test_calls_out_of_order_say_why():
-    """A call the state refuses says what is wrong, beside FC_EBADSTATE (whose own text, "handle
-    unusable after an earlier failure", is about another thing)."""
+    """A call the state refuses says what is wrong, after FC_EBADSTATE and instead of its own
+    text ("handle unusable after an earlier failure", of another thing: the calls were only out
+    of order, nothing had failed, and it led the message)."""
     prof = StepProfiler()
     for call, why in ((prof.end_step, "no step is open"), (prof.end, "no phase is open"),
                       (lambda: prof.begin("data"), "no step is open"),
@@ -412,6 +413,9 @@ def test_calls_out_of_order_say_why():
                       (lambda: prof.count(3), "no step is open")):
         with pytest.raises(RuntimeError, match="FC_EBADSTATE.*" + why):
             call()
+    with pytest.raises(RuntimeError) as e:
+        prof.end()
+    assert str(e.value) == "phase end: FC_EBADSTATE: no phase is open"
     prof.begin_step()
     with pytest.raises(RuntimeError, match="FC_EBADSTATE.*a step is already open"):
         prof.begin_step()
@@ -459,8 +463,7 @@ def test_a_step_left_with_a_phase_open_is_dropped():
     with pytest.raises(ProfilerError) as e:
         for _ in prof.iterate([1, 2]):
             prof.begin("h2d")
-    assert str(e.value) == ("step end: FC_EBADSTATE: handle unusable after an earlier failure "
-                            "(no step is open, or a phase in it is still open)")
+    assert str(e.value) == "step end: FC_EBADSTATE: no step is open, or a phase in it is still open"
     assert list(prof.iterate([3, 4])) == [3, 4] and prof.steps == 2
     with pytest.raises(ProfilerError, match="a phase in it is still open"):
         with prof.step():
