@@ -10,6 +10,8 @@
 #include "cmd/loader-bench/loaderbench.h"
 #include "featcache/fc_outfile.h"
 
+#include <math.h>
+
 enum {
   OPT_SOURCE = 256,
   OPT_MANIFEST,
@@ -19,6 +21,7 @@ enum {
   OPT_PRESET,
   OPT_FEATURES,
   OPT_VIEWS,
+  OPT_PAD_VALUE,
   OPT_READ_ONLY,
   OPT_PARTIAL,
   OPT_SYN_MS,
@@ -62,6 +65,8 @@ static const fc_cli_opt options[] = {
     {"features", OPT_FEATURES, required_argument, "SEL",
      "the store's mel config: preset name or 32-hex digest"},
     {"views", OPT_VIEWS, no_argument, NULL, "cache: zero-copy views instead of a padded batch"},
+    {"pad-value", OPT_PAD_VALUE, required_argument, "V",
+     "cache: value of padded frames (default: the config's silence; a whisper store needs it)"},
     {"read-only", OPT_READ_ONLY, no_argument, NULL,
      "read a store this user cannot write, such as a teammate's dataset (opened MDB_NOLOCK: "
      "no one may write it meanwhile)"},
@@ -209,6 +214,9 @@ int main(int argc, char **argv) {
     case OPT_PRESET: preset = optarg; break;
     case OPT_FEATURES: base.features = optarg; break;
     case OPT_VIEWS: base.views = 1; break;
+    case OPT_PAD_VALUE:
+      base.pad_value = (float)fc_cli_double("pad-value", optarg, -1e6, 1e6);
+      break;
     case OPT_READ_ONLY: read_only = 1; break;
     case OPT_PARTIAL: base.partial = 1; break;
     case OPT_SYN_MS:
@@ -332,6 +340,10 @@ int main(int argc, char **argv) {
     fc_cli_usage_error("--%s applies to --source synthetic only",
                        synth_ms_given ? "synthetic-ms" : "synthetic-items");
   if (base.views && !want_cache) fc_cli_usage_error("--views applies to the cache source only");
+  if (!isnan(base.pad_value) && !want_cache)
+    fc_cli_usage_error("--pad-value applies to the cache source only");
+  if (!isnan(base.pad_value) && base.views)
+    fc_cli_usage_error("--pad-value applies to padded batches: --views yields none");
   if (base.features && !n_stores)
     fc_cli_usage_error("--features selects a STORE's mel config: no STORE is read here");
   if ((manifest_format_given || audio_dir) && !manifest)

@@ -38,6 +38,7 @@ void lb_opts_init(lb_opts *o) {
   o->warmup = 1;
   o->compute = LB_SLEEP;
   o->compute_ms = 50;
+  o->pad_value = NAN;
 }
 
 /* ---- the pool: workers building whole batches ahead (AUDIO, SYNTH) -------------------------------- */
@@ -349,10 +350,17 @@ int lb_run(const lb_opts *o, fc_profiler *prof, lb_result *res, char *why, size_
     lo.n_ids = o->n_subset;
     if (o->nolock) lo.flags |= FC_LOADER_NOLOCK;
     if (o->partial) lo.flags |= FC_LOADER_PARTIAL;
+    lo.pad_value = o->pad_value;
     const char *paths[1] = {o->store};
     const char *const *sp = o->n_stores ? o->stores : paths;
     char lwhy[512] = "";
     if ((rc = fc_loader_open(sp, o->n_stores ? o->n_stores : 1, &lo, &ld, lwhy, sizeof lwhy))) {
+      static const char give[] = ": give pad_value"; /* the library's words: say ours */
+      size_t ln = strlen(lwhy), gn = sizeof give - 1;
+      if (ln >= gn && strcmp(lwhy + ln - gn, give) == 0)
+        snprintf(lwhy + ln - gn, sizeof lwhy - (ln - gn), "%s",
+                 ": give --pad-value V (what your training pads with; the timing does not "
+                 "depend on it), or --views");
       fc_why(why, why_len, "%s", lwhy[0] ? lwhy : fc_strerror(rc));
       goto out;
     }

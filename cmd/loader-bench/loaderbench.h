@@ -69,6 +69,8 @@ typedef struct lb_opts {
   const volatile sig_atomic_t *stop; /* set → the run stops after the current step (FC_EINTR) */
   lb_warn_fn warn;
   void *user;
+  float pad_value; /* CACHE, padded: the loader's pad_value (NAN, the default: the config's
+                      silence; a whisper config has none: --pad-value) */
 } lb_opts;
 
 typedef struct lb_result {

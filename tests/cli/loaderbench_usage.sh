@@ -28,7 +28,7 @@ check() {
 if [ $rc != 0 ] || [ -s "$tmp/err" ] || [ "$(head -1 "$tmp/help")" != "Usage: loader-bench [options] [--manifest FILE] STORE..." ]; then
   echo "FAIL help: exit $rc"; head -3 "$tmp/help"; fails=$((fails + 1))
 fi
-for opt in --source --manifest --audio --compare --preset --features --views --read-only --partial --batch --workers \
+for opt in --source --manifest --audio --compare --preset --features --views --pad-value --read-only --partial --batch --workers \
            --prefetch --steps --epochs --warmup --compute-ms --compute-mode --compute-matmul \
            --sweep --json --svg --trace --quiet --progress --help --version --manifest-format \
            --audio-dir --compare-profiles --synthetic-ms --synthetic-items; do
