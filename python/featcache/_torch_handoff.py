@@ -233,6 +233,12 @@ class _Entry:
                 (self.copied is _DONE or self.copied.query()))
 
 
+# Entries kept at most: one per (buffer, shape) met, and batches padded to their longest (no
+# pad_to; with tokens, their widths too) have a new shape almost every batch, so the entries of
+# a long run grew without bound (about 5 KB each, an epoch's worth more every epoch). Past this,
+# those whose batch is not lent out are dropped, the oldest first, down to half.
+MAX_ENTRIES = 1024
+
 _TORCH_DT = {1: torch.float32, 2: torch.float16, 3: torch.bfloat16, 4: torch.int32,
              5: torch.int16}
 
@@ -363,6 +369,8 @@ class Handoff:
         if self.cuda or self.pinned:
             e.passed = torch.cuda.Event()
         e.objs = tuple(t.values())
+        if len(self.entries) >= MAX_ENTRIES:
+            self._drop_entries()
         self.entries[key] = e
         # only ours now: the counts a free buffer shows (every entry over it made views)
         e.calibrate()
@@ -370,6 +378,26 @@ class Handoff:
         if b.twin_count is not None:
             b.twin_base = b.twin_count()
         return e
+
+    def _drop_entries(self):
+        """Drop the oldest entries whose batch is not lent out (the loop holds none of their
+        tensors: a batch goes back only then) down to half of MAX_ENTRIES. Their tensors over
+        a buffer leave its use count: the base goes down by as much (measured, since the loop
+        may hold tensors of the buffer's current batch)."""
+        lent = {id(e) for e in self.out} | {id(e) for e in self.fenced}
+        for key, e in list(self.entries.items()):
+            if len(self.entries) <= MAX_ENTRIES // 2:
+                break
+            if id(e) in lent or e.held or e.ptr:
+                continue
+            b = e.buf
+            c0 = b.count()
+            t0 = b.twin_count() if b.twin_count is not None else 0
+            del self.entries[key]
+            e.template, e.objs, e.src, e.dst = None, (), None, None
+            b.base -= c0 - b.count()
+            if b.twin_count is not None:
+                b.twin_base -= t0 - b.twin_count()
 
     # -- the hand-off --------------------------------------------------------------------------
     def _let_go_free(self, give):

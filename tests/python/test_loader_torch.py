@@ -598,3 +598,32 @@ def test_a_pass_under_inference_mode_first_leaves_tensors_to_train_on(store, how
             model(b["mels"]).sum().backward()
             seen += len(b["ids"])
         assert seen == N
+
+
+def test_entries_of_batches_padded_to_their_longest_are_bounded(store, monkeypatch):
+    """Batches padded to their longest (no pad_to) have a new shape almost every batch, and the
+    hand-off kept the tensors it made for each (buffer, shape) for good: a long run grew by an
+    epoch's worth of them every epoch. Past MAX_ENTRIES those whose batch is not lent out are
+    dropped; the batches stay the loader's, value for value, with some held across epochs."""
+    import featcache
+    from featcache import _torch_handoff as H
+    monkeypatch.setattr(H, "MAX_ENTRIES", 8, raising=False)
+    kw = dict(batch_size=3, shuffle=True, seed=4, padded=True)
+    ds = FeatcacheDataset(store["path"], **kw)
+    ld = featcache.Loader(store["path"], **kw)
+    kept = []
+    for e in range(4):
+        ds.set_epoch(e)
+        ld.set_epoch(e)
+        n = 0
+        for got, want in zip(ds, ld):
+            assert list(got["ids"]) == list(want.ids)
+            np.testing.assert_array_equal(got["mels"].numpy(), want.mels)
+            np.testing.assert_array_equal(got["mel_lengths"].numpy(), want.mel_lengths)
+            if n % 5 == 0:
+                kept.append((got["mels"], want.mels.copy()))
+            n += 1
+        ho = ds._loader()._handle().handoff
+        assert n == len(ld) and len(ho.entries) <= 8 + len(ho.out)  # (those lent: kept)
+    for t, a in kept:  # held across the drops: intact
+        np.testing.assert_array_equal(t.numpy(), a)
