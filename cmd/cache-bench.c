@@ -290,6 +290,17 @@ int main(int argc, char **argv) {
     o.states[o.ns++] = BENCH_WARM;
   }
   if (!o.nt) o.threads[o.nt++] = 1;
+  /* an option that changes no pass run is refused, not dropped */
+  int any_cold = 0, any_locality = 0;
+  for (int i = 0; i < o.ns; i++) any_cold |= o.states[i] == BENCH_COLD;
+  for (int i = 0; i < o.np; i++) any_locality |= o.patterns[i] == BENCH_LOCALITY;
+  if (o.direct && !any_cold)
+    fc_cli_usage_error(
+        "--direct applies to cold passes: -s warm runs none (warm passes read "
+        "through the map)");
+  if (o.run && !any_locality)
+    fc_cli_usage_error(
+        "--run applies to the locality order: the patterns given (-p) do not include it");
   int show_progress = fc_cli_progress_wanted(o.progress, o.quiet);
   size_t nstores = (size_t)(argc - optind);
   const char *const *paths = (const char *const *)(argv + optind);

@@ -38,6 +38,10 @@ expect_usage() { # expected-first-stderr-line args...
   grep -qx "Try 'cache-bench --help' for more information." "$t/err" || fail "$*: no --help hint"
 }
 expect_usage "cache-bench: no STORE given"
+# an option that changes no pass it runs is refused, not dropped: --direct with warm passes only
+# ran them through the map, exit 0, as if O_DIRECT had been measured; --run without locality
+expect_usage "cache-bench: --direct applies to cold passes: -s warm runs none (warm passes read through the map)" --direct -s warm x
+expect_usage "cache-bench: --run applies to the locality order: the patterns given (-p) do not include it" -p random,sequential --run 4 x
 # an output the run could not write is said before the passes run (they take minutes), not after
 expect_usage "cache-bench: --svg '' names no file (an empty path: an unset variable?)" --svg "" x
 expect_usage "cache-bench: --svg $t/no/such/dir/b.svg: cannot be written there: No such file or directory" --svg "$t/no/such/dir/b.svg" x
