@@ -169,13 +169,16 @@ void fzc_on_progress(const fc_featurize_stats *st, void *user) {
                            (unsigned long long)done, (unsigned long long)st->not_stored);
     return;
   }
-  if (c->total)
-    fc_cli_progress_show(&c->progress, "%s: %llu/%llu, %.0f s of audio, %.0fx realtime",
-                         fc_cli_tool, (unsigned long long)done, (unsigned long long)c->total,
-                         st->audio_seconds, rt);
-  else /* a manifest read as the job goes: its length is known at the end */
-    fc_cli_progress_show(&c->progress, "%s: %llu done, %.0f s of audio, %.0fx realtime",
-                         fc_cli_tool, (unsigned long long)done, st->audio_seconds, rt);
+  char of[48] = "", rate[64] = "", skipped[48] = "";
+  if (c->total) snprintf(of, sizeof of, "/%llu", (unsigned long long)c->total);
+  if (st->processed || !st->skipped_existing) /* (a rerun's inputs already stored: no rate) */
+    snprintf(rate, sizeof rate, ", %.0f s of audio, %.0fx realtime", st->audio_seconds, rt);
+  if (st->skipped_existing)
+    snprintf(skipped, sizeof skipped, ", %llu already stored",
+             (unsigned long long)st->skipped_existing);
+  /* a manifest read as the job goes: its length is known at the end ("N done") */
+  fc_cli_progress_show(&c->progress, "%s: %llu%s%s%s", fc_cli_tool, (unsigned long long)done,
+                       of[0] ? of : " done", rate, skipped);
 }
 
 /* Stage accounting as one -v line (docs/featurize.md "Stage accounting"). */

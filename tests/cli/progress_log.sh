@@ -44,6 +44,12 @@ start
 "$B/featurize" --progress --device cpu -j1 --batch 1 -o st u*.wav >out 2>featurize.log ||
   fail "featurize: exit $?: $(cat featurize.log)"
 plain featurize.log 'featurize: [0-9]+/40, [0-9]+ s of audio, [0-9]+x realtime' rate
+# a rerun: its inputs already stored are counted, and no '0 s of audio, 0x realtime' of none computed
+start
+"$B/featurize" --progress --device cpu -j1 -o st u*.wav >out 2>rerun.log ||
+  fail "featurize rerun: exit $?: $(cat rerun.log)"
+plain rerun.log 'featurize: [0-9]+/40, [0-9]+ already stored' rate
+grep -q 'realtime' rerun.log && fail "featurize rerun: a rate of nothing computed: $(cat rerun.log)"
 
 # tokenize: 40 lines in batches of 1
 start
