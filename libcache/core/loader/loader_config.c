@@ -180,6 +180,11 @@ int ld_resolve_config(MDB_txn *txn, MDB_dbi meta, const char *store, const char 
   if (found == 0) {
     if (want_hex)
       fc_why(why, why_len, "%s: no %s config %s in the store", FC_WHY_NAME(store), kind, sel);
+    else if (sel && tokens && !n_kind) /* none at all: what stores them */
+      fc_why(why, why_len,
+             "%s: no tokens config named '%s' in the store (it has none: no token ids were "
+             "stored in it; tokenize --manifest FILE -o %s stores them)",
+             FC_WHY_NAME(store), sel, FC_WHY_NAME(store));
     else if (sel)
       fc_why(why, why_len, "%s: no %s config named '%s' in the store (it has: %s)",
              FC_WHY_NAME(store), kind, sel, n_kind ? names : "none");
