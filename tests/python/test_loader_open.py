@@ -433,5 +433,10 @@ def test_store_without_features(store):
                         "--build-vocab", "-o", tok], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     raises_at_construction(r"tokens_only: the store holds no mel config: token ids only "
-                           r"\(tokenize's\), no features \(featurize stores them, into this store "
-                           r"or another given beside it\)$", tok)
+                           r"\(tokenize's\), no features \(featurize -o \S*tokens_only stores "
+                           r"them into it: the loader reads each utterance's features from the "
+                           r"store that holds it, not from another given beside it\)$", tok)
+    # given beside a store of features for the same ids, it is refused all the same (its
+    # message said to give one beside it)
+    raises_at_construction(r"tokens_only: the store holds no mel config: token ids only",
+                           [tok, store["path"]])

@@ -191,9 +191,10 @@ int ld_resolve_config(MDB_txn *txn, MDB_dbi meta, const char *store, const char 
     else if (n_other && !tokens) /* what is missing, and what stores it */
       fc_why(
           why, why_len,
-          "%s: the store holds no mel config: token ids only (tokenize's), no features (featurize "
-          "stores them, into this store or another given beside it)",
-          FC_WHY_NAME(store));
+          "%s: the store holds no mel config: token ids only (tokenize's), no features "
+          "(featurize -o %s stores them into it: the loader reads each utterance's features from "
+          "the store that holds it, not from another given beside it)",
+          FC_WHY_NAME(store), FC_WHY_NAME(store));
     else
       fc_why(why, why_len,
              "%s: the store holds no %s config: no features were stored in it yet (a featurize "
