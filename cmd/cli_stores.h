@@ -74,6 +74,18 @@ static inline int fc_cli_say_not_a_store(const char *path, int rc) {
   return why != NULL;
 }
 
+/* 1 when path is a part of a split store (STORE/part-K, STORE's marker saying 2 or more parts),
+ * STORE then in store; else 0. */
+static inline int fc_cli_split_of_part(const char *path, char *store, size_t len) {
+  const char *slash = strrchr(path, '/');
+  unsigned n = 0;
+  if (!slash || strncmp(slash + 1, "part-", 5) != 0 || !slash[6] ||
+      strspn(slash + 6, "0123456789") != strlen(slash + 6) || (size_t)(slash - path) >= len)
+    return 0;
+  snprintf(store, len, "%.*s", (int)(slash - path), path);
+  return fc_store_split_count(store, &n) == 0 && n >= 2;
+}
+
 /* Part path (STORE/part-K) of a split store that its writer never wrote: the job (featurize,
  * tokenize) stopped after the marker and before the part's first commit, leaving an LMDB
  * environment with nothing committed (or a data.mdb of 0 bytes), or the part not made (no
@@ -89,11 +101,8 @@ static inline int fc_cli_say_unwritten_part(const char *part, const char *then,
                                             const char *refused) {
   char mdb[4096], store[4096], q[512];
   struct stat st;
-  const char *slash = strrchr(part, '/');
-  if (!slash || snprintf(mdb, sizeof mdb, "%s/data.mdb", part) >= (int)sizeof mdb) return 0;
-  snprintf(store, sizeof store, "%.*s", (int)(slash - part), part);
-  unsigned n = 0;
-  if (fc_store_split_count(store, &n) != 0 || n < 2 || strncmp(slash + 1, "part-", 5) != 0)
+  if (snprintf(mdb, sizeof mdb, "%s/data.mdb", part) >= (int)sizeof mdb ||
+      !fc_cli_split_of_part(part, store, sizeof store))
     return 0;
   const int missing = stat(mdb, &st) != 0 && errno == ENOENT;
   if (!missing && !fc_cli_env_empty(part)) return 0;

@@ -2,22 +2,7 @@
  * kind most likely mean, and what to do. */
 #include "cmd/cache-verify/notes.h"
 
-#include "featcache/fc_store.h"
-
 #include <string.h>
-
-/* The store a drop names: a split store's part (STORE/part-K) is the split store, since a drop
- * from one part alone is refused. Into buf (at least PATH_MAX); the name itself otherwise. */
-static const char *drop_target(const char *store, char *buf, size_t len) {
-  const char *slash = strrchr(store, '/');
-  unsigned n = 0;
-  if (!slash || strncmp(slash, "/part-", 6) != 0 || !slash[6] ||
-      strspn(slash + 6, "0123456789") != strlen(slash + 6) || (size_t)(slash - store) >= len)
-    return store;
-  memcpy(buf, store, (size_t)(slash - store));
-  buf[slash - store] = '\0';
-  return fc_store_split_count(buf, &n) == 0 && n > 1 ? buf : store;
-}
 
 /* cli.h's name of the tool is one per file: this file's messages are cache-verify's too. */
 __attribute__((constructor)) static void name_the_tool(void) { fc_cli_tool = "cache-verify"; }
@@ -54,8 +39,8 @@ void cvc_missing_notes(const char *store, const fc_verify_report *r) {
         (unsigned long long)count[j], (unsigned long long)r->entries[kind[j] ? 2 : 1],
         kind[j] ? "text" : "audio", kind[j] ? "token" : "feature", kind[j] ? "token" : "mel", cfg,
         kind[j] ? "tokenize" : "featurize", strrchr(cfg, ' ') ? strrchr(cfg, ' ') + 1 : cfg);
-    char split[4096];
-    fc_cli_put_name(stdout, drop_target(store, split, sizeof split));
+    char split[4096]; /* a drop from a split store's part alone is refused: the split store's */
+    fc_cli_put_name(stdout, fc_cli_split_of_part(store, split, sizeof split) ? split : store);
     fputs(")\n", stdout);
   }
 }
