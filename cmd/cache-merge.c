@@ -14,12 +14,15 @@ enum {
   OPT_NOLOCK,
   OPT_JSON,
   OPT_PROGRESS,
-  OPT_VERSION
+  OPT_VERSION,
+  OPT_FORCE_NEW_STORE
 };
 
 static const fc_cli_opt options[] =
     {{NULL, 0, 0, NULL, "Output:"},
      {"output", 'o', required_argument, "OUT", "the merged store (created if missing)"},
+     {"force-new-store", OPT_FORCE_NEW_STORE, no_argument, NULL,
+      "create OUT even in a non-empty directory that holds no store"},
      {NULL, 0, 0, NULL, "Conflicts (an id whose audio or text entry differs between stores):"},
      {"prefer", OPT_PREFER, required_argument, "WHO",
       "first, last or a STORE among the inputs wins (default: refuse)"},
@@ -320,7 +323,7 @@ int main(int argc, char **argv) {
   fc_merge_opts mo;
   fc_merge_opts_init(&mo);
   const char *out = NULL, *prefer = NULL;
-  int json = 0, quiet = 0, progress = 0;
+  int json = 0, quiet = 0, progress = 0, force_new_store = 0;
   int c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
@@ -334,6 +337,7 @@ int main(int argc, char **argv) {
     case OPT_JSON: json = 1; break;
     case 'q': quiet = 1; break;
     case OPT_PROGRESS: progress = 1; break;
+    case OPT_FORCE_NEW_STORE: force_new_store = 1; break;
     case 'h':
       fc_cli_help(stdout, synopsis, description, options, footer);
       return fc_cli_stdout_status(FC_EXIT_OK);
@@ -345,6 +349,8 @@ int main(int argc, char **argv) {
   fc_cli_out_store(out);
   if (optind >= argc) fc_cli_usage_error("no input STORE given");
   fc_cli_no_empty_stores(argc, argv, optind);
+  /* -o naming the shards' folder, the corpus, a home directory: refused as featurize does */
+  fc_cli_check_new_store_dir(out, force_new_store, "force-new-store");
   size_t n = (size_t)(argc - optind), given = n; /* n: the stores opened, a split store's parts */
   /* a split store is merged as its parts */
   const char *const *inputs = fc_cli_expand_stores((const char *const *)(argv + optind), &n);
