@@ -222,6 +222,37 @@ static void refuse_textless(const char *manifest, fc_manifest_format fmt) {
   exit(FC_EXIT_USAGE);
 }
 
+/* A comma-separated .csv (Hugging Face's audiofolder metadata, file_name,transcription) read as
+ * LJSpeech by its name: every line would fail for want of its bar. When the first two non-blank
+ * lines of the manifest file hold commas and no bar, says so and how to convert it (as featurize
+ * refuses it), and exits 2. */
+static void refuse_comma_csv(const char *manifest, fc_manifest_format fmt) {
+  struct stat st;
+  if (fmt != FC_MANIFEST_LJSPEECH || stat(manifest, &st) != 0 || !S_ISREG(st.st_mode)) return;
+  FILE *f = fopen(manifest, "re");
+  char line[1024];
+  int commas = 0, lines = 0;
+  while (f && lines < 2 && fgets(line, sizeof line, f)) {
+    if (line[strspn(line, " \t\r\n")] == '\0') continue; /* blank */
+    lines++;
+    commas += strchr(line, ',') && !strchr(line, '|');
+    if (!strchr(line, '\n')) /* the rest of a longer line: read, not kept */
+      for (int c; (c = getc(f)) != EOF && c != '\n';) {}
+  }
+  if (f) fclose(f);
+  if (commas < 2) return;
+  char q[4 * 4096 + 8];
+  fc_cli_warn(manifest,
+              "comma-separated, not LJSpeech's id|text (Hugging Face's audiofolder metadata?): "
+              "convert it to JSON lines, its first line (the columns' names) dropped, which "
+              "featurize reads too: python3 -c 'import csv,json,sys; "
+              "r=csv.reader(open(sys.argv[1],newline=\"\")); next(r); "
+              "[print(json.dumps({\"audio_filepath\":l[0],\"text\":l[1]})) for l in r]' "
+              "%s >NEW.jsonl",
+              fc_cli_quoted(manifest, q, sizeof q));
+  exit(FC_EXIT_USAGE);
+}
+
 /* A vocab built from the text refused (FC_ECONFIG): a special symbol is one of the text's, whose
  * occurrences would all have become <unk> (fc_tokenizer_build_vocab). The options that set one. */
 static void say_special_collision(const char *manifest, const fc_tok_opts *to) {
@@ -509,6 +540,7 @@ int main(int argc, char **argv) {
                                  : items.count                    ? items.format
                                                                   : FC_MANIFEST_AUTO;
   if (mopts.format == FC_MANIFEST_AUTO) refuse_textless(manifest, fmt);
+  refuse_comma_csv(manifest, fmt); /* Hugging Face's audiofolder metadata.csv */
   fc_cli_refuse_json_document(manifest, fmt); /* json.dump of a list */
   /* a TSV's text is the rest of the line (tabs and all), a JSON line's its "text": a column asked
    * for would be ignored, and 'id<TAB>raw<TAB>normalized' stored as one text */
