@@ -130,8 +130,9 @@ FC_API int fc_gpu_sampler_start(unsigned device, double period_ms, fc_gpu_sample
                                 size_t why_len);
 /* Stop sampling (joins the thread; idempotent). */
 FC_API void fc_gpu_sampler_stop(fc_gpu_sampler *s);
-/* The samples (percent): their count, and *pct (owned by the sampler, valid until free). Call it
- * after fc_gpu_sampler_stop: while the thread runs the array may move. */
+/* The samples so far (percent): their count, and *pct, a copy taken now (owned by the sampler,
+ * valid until the next call or free). It may be called while the sampler runs, which goes on
+ * sampling: a profile read every N steps hands each report the samples until then. */
 FC_API size_t fc_gpu_sampler_samples(fc_gpu_sampler *s, const double **pct);
 /* Stop and free. NULL is ignored. */
 FC_API void fc_gpu_sampler_free(fc_gpu_sampler *s);

@@ -331,7 +331,8 @@ class StepProfiler:
 
     # ---- GPU utilization (NVML, loaded at run time by the C library) ---------------------------
     def start_gpu_sampler(self, index=None, period_ms=50.0):
-        """Sample the GPU's utilization every period_ms through NVML until the profile is read.
+        """Sample the GPU's utilization every period_ms through NVML until stop_gpu_sampler() or
+        close(): each report(), json() or save() holds the samples taken until then.
         index: the NVML index (default: the first of CUDA_VISIBLE_DEVICES when it is a number,
         else 0). Without NVML (no NVIDIA driver) nothing is sampled and the report says why.
         A sampler already running (gpu_busy=True) is stopped first: its samples are dropped.
@@ -370,19 +371,26 @@ class StepProfiler:
         return bool(self._sampler)
 
     def stop_gpu_sampler(self):
-        """Stop sampling and put the samples into the profile (done by report/json/save)."""
+        """Stop sampling and put the samples into the profile: what follows (evaluation, saving
+        checkpoints) is left out of the GPU busy figure."""
         if not self._own_sampler():
             return
-        L = self._lib
-        L.fc_gpu_sampler_stop(self._sampler)
-        arr = ctypes.POINTER(ctypes.c_double)()
-        n = L.fc_gpu_sampler_samples(self._sampler, ctypes.byref(arr))
-        L.fc_profiler_set_gpu_busy(self._h, arr, n, self._gpu_period, self._gpu_note.encode())
-        L.fc_gpu_sampler_free(self._sampler)
+        self._lib.fc_gpu_sampler_stop(self._sampler)
+        self._gpu_samples()
+        self._lib.fc_gpu_sampler_free(self._sampler)
         self._sampler = None
 
+    def _gpu_samples(self):
+        """Put the samples taken so far into the profile; the sampler goes on."""
+        arr = ctypes.POINTER(ctypes.c_double)()
+        n = self._lib.fc_gpu_sampler_samples(self._sampler, ctypes.byref(arr))
+        self._lib.fc_profiler_set_gpu_busy(self._h, arr, n, self._gpu_period,
+                                           self._gpu_note.encode())
+
     def _finish(self):
-        self.stop_gpu_sampler()
+        # a loop that reports every N steps gets, each time, the GPU busy of the run until then
+        if self._own_sampler():
+            self._gpu_samples()
 
     def close(self):
         """Free the C profiler (also at the end of `with StepProfiler() as prof:`): read the

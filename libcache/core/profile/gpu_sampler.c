@@ -37,6 +37,8 @@ struct fc_gpu_sampler {
   int stop;
   double *pct;
   size_t n, cap;
+  double *snap; /* the copy fc_gpu_sampler_samples hands out while the thread appends to pct */
+  size_t snap_cap;
 };
 
 static void *sampler_main(void *arg) {
@@ -159,7 +161,17 @@ void fc_gpu_sampler_stop(fc_gpu_sampler *s) {
 size_t fc_gpu_sampler_samples(fc_gpu_sampler *s, const double **pct) {
   pthread_mutex_lock(&s->mu);
   size_t n = s->n;
-  *pct = s->pct;
+  if (n > s->snap_cap) {
+    double *p = fc_realloc(s->snap, n * sizeof *p);
+    if (p) {
+      s->snap = p;
+      s->snap_cap = n;
+    } else {
+      n = s->snap_cap; /* out of memory: the first samples, as many as the copy holds */
+    }
+  }
+  if (n) memcpy(s->snap, s->pct, n * sizeof *s->pct);
+  *pct = s->snap;
   pthread_mutex_unlock(&s->mu);
   return n;
 }
@@ -172,5 +184,6 @@ void fc_gpu_sampler_free(fc_gpu_sampler *s) {
   pthread_mutex_destroy(&s->mu);
   pthread_cond_destroy(&s->cv);
   free(s->pct);
+  free(s->snap);
   free(s);
 }

@@ -620,6 +620,7 @@ static int write_json(const fc_profiler *p, FILE *f) {
     if ((rc = fc_prof_series_stats(p->gpu_pct, p->n_gpu, &st))) return rc;
     fputs("{\"measured\":true,\"unit\":\"percent\",\"period_ms\":", f);
     json_num(f, p->gpu_period_ms);
+    fprintf(f, ",\"samples\":%zu", p->n_gpu);
     fputs(",\"note\":", f);
     fc_json_write_string(f, p->gpu_note);
     fputs(",\"pct\":", f);

@@ -1,0 +1,120 @@
+"""The GPU-utilization sampler (StepProfiler(gpu_busy=True), C fc_gpu_sampler_*) run for real — its
+thread, its NVML calls through dlopen, what the profile then says — against a stand-in for the
+driver's NVML (tests/stub/fake_nvml.c, loaded by path first: the sampler's
+dlopen("libnvidia-ml.so.1") finds it by its soname), so it runs on machines without a GPU."""
+import ctypes
+import os
+import sys
+import time
+
+import pytest
+
+try:
+    from featcache.profiler import StepProfiler, load_library
+    load_library()
+except OSError as e:  # the library is not built in this tree
+    print("FAIL: %s" % e)
+    sys.exit(1)
+
+NVML = ctypes.CDLL(os.environ["FC_FAKE_NVML"], mode=ctypes.RTLD_GLOBAL)
+NVML.fake_nvml_calls.restype = ctypes.c_uint
+
+
+def wait_samples(k, timeout=20.0):
+    """Until the fake NVML was asked k more times (a loaded machine may be slow to run the
+    sampler's thread; the test waits, it does not time it)."""
+    want = NVML.fake_nvml_calls() + k
+    t_end = time.monotonic() + timeout
+    while NVML.fake_nvml_calls() < want:
+        assert time.monotonic() < t_end, "the sampler took fewer than %d samples in %g s" % (k, timeout)
+        time.sleep(0.005)
+
+
+def steps(prof, n):
+    for _ in range(n):
+        with prof.step():
+            with prof.phase("data"):
+                pass
+
+
+def gpu(prof):
+    return prof.json()["gpu_busy"]
+
+
+def test_every_report_holds_the_samples_until_then():
+    """A loop that reads its profile every N steps: each report has the GPU busy of the run until
+    then. The sampler used to stop at the first report(), and every later report repeated the
+    first N steps' figure as the whole run's."""
+    NVML.fake_nvml_set_util(20)
+    with StepProfiler(gpu_busy=True, gpu_period_ms=2) as prof:
+        steps(prof, 3)
+        wait_samples(5)
+        first = gpu(prof)
+        assert first["measured"] is True and first["note"] == "NVML GPU 0", first
+        assert first["period_ms"] == 2 and first["pct"]["mean"] == 20 and first["samples"] >= 5
+        line = [l for l in prof.report().splitlines() if l.startswith("gpu busy")]
+        assert line and line[0].startswith("gpu busy: mean 20.0 %, p50 20.0 %, min 20.0 % ("), line
+        NVML.fake_nvml_set_util(80)
+        steps(prof, 3)
+        wait_samples(first["samples"] + 5)
+        second = gpu(prof)
+        assert second["samples"] > 2 * first["samples"], (first, second)
+        assert 20 < second["pct"]["mean"] < 80 and second["pct"]["max"] == 80, second
+        assert prof.steps == 6
+
+
+def test_stopped_sampler_keeps_its_figure():
+    """stop_gpu_sampler() ends the sampling: later reports (after evaluation, say) hold the
+    samples until the stop and no more."""
+    NVML.fake_nvml_set_util(50)
+    with StepProfiler(gpu_busy=True, gpu_period_ms=2) as prof:
+        steps(prof, 2)
+        wait_samples(4)
+        prof.stop_gpu_sampler()
+        n = gpu(prof)["samples"]
+        calls = NVML.fake_nvml_calls()
+        time.sleep(0.05)
+        assert NVML.fake_nvml_calls() == calls, "the sampler's thread went on after the stop"
+        again = gpu(prof)
+        assert again["measured"] is True and again["samples"] == n and again["pct"]["mean"] == 50
+
+
+def test_saved_profile_holds_the_samples(tmp_path):
+    import json
+    NVML.fake_nvml_set_util(35)
+    with StepProfiler(gpu_busy=True, gpu_period_ms=2) as prof:
+        steps(prof, 2)
+        wait_samples(3)
+        prof.save(str(tmp_path / "p.json"))
+        saved = json.loads((tmp_path / "p.json").read_text())["gpu_busy"]
+        assert saved["measured"] is True and saved["pct"]["mean"] == 35 and saved["samples"] >= 3
+
+
+def test_a_gpu_the_driver_lacks_is_said():
+    with StepProfiler() as prof:
+        assert prof.start_gpu_sampler(3) is False
+        steps(prof, 1)
+        assert gpu(prof) == {"measured": False, "note": "NVML: GPU 3: Invalid Argument"}
+
+
+def test_a_driver_that_fails_to_start_is_said():
+    NVML.fake_nvml_set_init_error(9)
+    try:
+        with StepProfiler(gpu_busy=True) as prof:
+            steps(prof, 1)
+            assert gpu(prof) == {"measured": False,
+                                 "note": "NVML not usable: nvmlInit: Driver Not Loaded"}
+            assert "gpu busy: not measured (NVML not usable: nvmlInit: Driver Not Loaded)" in \
+                prof.report()
+    finally:
+        NVML.fake_nvml_set_init_error(0)
+
+
+def test_period_out_of_range_is_the_callers_mistake():
+    with StepProfiler() as prof:
+        with pytest.raises(ValueError, match=r"sampling period 0.5 ms out of range \(1 \.\. 60000\)"):
+            prof.start_gpu_sampler(0, period_ms=0.5)
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
