@@ -1,6 +1,7 @@
 /* featurize — compute log-mel features of audio files into a featcache store (docs/featurize.md).
  * A thin main over fc_featurize_run: options → config, inputs → items, events → messages. */
 #include "cmd/cli.h"
+#include "cmd/featurize/config.h"
 #include "cmd/featurize/inputs.h"
 #include "cmd/featurize/report.h"
 
@@ -176,14 +177,8 @@ static void build_config(const overrides *ov, fc_mel_config *cfg) {
     exit(FC_EXIT_USAGE);
   }
   if (empty) {
-    char fix[128];
-    if (n_fft_min)
-      snprintf(fix, sizeof fix,
-               "--n-fft %u is the smallest that gives every band one (or fewer --n-mels)",
-               n_fft_min);
-    else
-      snprintf(fix, sizeof fix, "no --n-fft up to %u gives every band one: fewer --n-mels",
-               FC_MEL_MAX_N_FFT);
+    char fix[192];
+    fzc_empty_bands_fix(cfg, n_fft_min, bad, fix, sizeof fix);
     fc_cli_warn(NULL,
                 "invalid configuration: %u of %u mel bands hold no FFT bin at n_fft %u (empty "
                 "filters): %s",

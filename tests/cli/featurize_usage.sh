@@ -255,10 +255,17 @@ check "snip-edges false, hifigan's pad" 2 "featurize: invalid configuration: sni
 # whatever the audio; refused, with the smallest n_fft that fills every band (librosa agrees)
 check "empty mel bands" 2 "featurize: invalid configuration: 78 of 80 mel bands hold no FFT bin at n_fft 3 (empty filters): --n-fft 297 is the smallest that gives every band one (or fewer --n-mels)" \
   -- "$FZ" --n-fft 3 -o "$S" "$tmp/a.wav"
-check "empty mel bands, more mels" 2 "featurize: invalid configuration: 19 of 200 mel bands hold no FFT bin at n_fft 400 (empty filters): --n-fft 534 is the smallest that gives every band one (or fewer --n-mels)" \
+check "empty mel bands, more mels" 2 "featurize: invalid configuration: 19 of 200 mel bands hold no FFT bin at n_fft 400 (empty filters): --n-fft 534 is the smallest that gives every band one (or fewer --n-mels: 149 fill every band at n_fft 400)" \
   -- "$FZ" --preset whisper --n-mels 200 -o "$S" "$tmp/a.wav"
-check "empty mel bands at any n_fft" 2 "featurize: invalid configuration: 4060 of 4096 mel bands hold no FFT bin at n_fft 2048 (empty filters): no --n-fft up to 65536 gives every band one: fewer --n-mels" \
+check "empty mel bands at any n_fft" 2 "featurize: invalid configuration: 4060 of 4096 mel bands hold no FFT bin at n_fft 2048 (empty filters): no --n-fft up to 65536 gives every band one: fewer --n-mels: 36 fill every band at n_fft 2048" \
   -- "$FZ" --preset librosa --n-mels 4096 --fmax 200 -o "$S" "$tmp/a.wav"
+# Kaldi's --frame-length=12.5 (--win 200: a 256-point FFT) with 80 bands leaves two empty; Kaldi's
+# MelBanks stops there too ("You may have set --num-mel-bins too large"), and its FFT is the
+# window's power of two: fewer bands is a Kaldi recipe's way out, so the count that fills them is said
+check "empty mel bands, kaldi --win 200" 2 "featurize: invalid configuration: 2 of 80 mel bands hold no FFT bin at n_fft 256 (empty filters): --n-fft 290 is the smallest that gives every band one (or fewer --n-mels: 70 fill every band at n_fft 256)" \
+  -- "$FZ" --preset kaldi --win 200 -o "$S" "$tmp/a.wav"
+check "empty mel bands, one fills" 2 "featurize: invalid configuration: 1 of 2 mel bands hold no FFT bin at n_fft 3 (empty filters): --n-fft 8 is the smallest that gives every band one (or fewer --n-mels: 1 fills every band at n_fft 3)" \
+  -- "$FZ" --n-fft 3 --n-mels 2 --pad 0 -o "$S" "$tmp/a.wav"
 check "empty mel bands, --print-config" 2 "featurize: invalid configuration: 78 of 80 mel bands hold no FFT bin at n_fft 3 (empty filters): --n-fft 297 is the smallest that gives every band one (or fewer --n-mels)" \
   -- "$FZ" --print-config hifigan --n-fft 3
 # hifigan's pad (n_fft - hop) / 2 below zero: HiFi-GAN would crop, featcache cannot: refused,
