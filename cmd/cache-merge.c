@@ -169,6 +169,35 @@ static void on_output_token_configs(const char *name, const char *out_hex, const
               one ? "" : ", for each of its DIGESTs above");
 }
 
+/* The converse: every input holds the configs of the name that OUT holds and others beside them
+ * (a vocabulary built again in each shard after the manifest grew, OUT a former merge's) */
+static void on_output_lacks_token_configs(const char *name, const char *out_hex, const char *in_hex,
+                                          int refused, void *user) {
+  ctx *c = user;
+  fc_cli_progress_clear(&c->progress);
+  qname q;
+  const char *qo = qn(c->out, &q);
+  const int one = !strchr(out_hex, ',');
+  fprintf(stderr,
+          "%s: %s lacks %s '%s' token config%s that every input holds: %s, beside %s, which %s "
+          "holds too (a vocabulary built again, over a manifest that grew or a line fixed?); "
+          "merged, tokens=\"%s\" would not say which\n",
+          fc_cli_tool, qo, strchr(in_hex, ',') ? "the" : "a", name, strchr(in_hex, ',') ? "s" : "",
+          in_hex, out_hex, qo, name);
+  if (refused)
+    fprintf(stderr,
+            "%s: for one vocabulary, drop %s from each input and from %s (cache-config --drop "
+            "%s STORE%s), then merge again\n",
+            fc_cli_tool, one ? out_hex : "those", qo, one ? out_hex : "DIGEST",
+            one ? "" : ", for each of them");
+  else
+    say_later(c,
+              "%s: merged all the same (the stores record no shards): for one vocabulary, drop "
+              "%s from %s (cache-config --drop %s %s%s)\n",
+              fc_cli_tool, one ? out_hex : "those", qo, one ? out_hex : "DIGEST", qo,
+              one ? "" : ", for each of them");
+}
+
 /* Configs of one kind that not every store holds (mel: a shard featurized by another version, or
  * with another --fmax; tokens: shards tokenized with other tokenizers): what, what the loader
  * makes of it, and the fix. what: "features" or "tokens", tool: the tool that makes them, over:
@@ -418,6 +447,7 @@ int main(int argc, char **argv) {
   mo.on_shard_twice = on_shard_twice;
   mo.on_token_configs = on_token_configs;
   mo.on_output_token_configs = on_output_token_configs;
+  mo.on_output_lacks_token_configs = on_output_lacks_token_configs;
   mo.on_mel_configs = on_mel_configs;
   mo.on_token_configs_held_apart = on_token_configs_held_apart;
   mo.user = &cx;

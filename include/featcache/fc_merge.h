@@ -171,6 +171,13 @@ typedef struct fc_merge_opts {
    * name built apart (on_token_configs). May be NULL. */
   void (*on_token_configs_held_apart)(const char *detail, const char *loader, int refused,
                                       void *user);
+  /* The converse of on_output_token_configs: every input holding a config of the name holds the
+   * same ones (a vocabulary built again in every shard after the manifest grew), and the output
+   * holds only some of them (a former merge's). Called instead of on_token_configs (which is
+   * called when this is NULL), refused as it would be; out_hex: the configs the output holds,
+   * in_hex: the inputs' that it lacks (32 hex each, ", " between). May be NULL. */
+  void (*on_output_lacks_token_configs)(const char *name, const char *out_hex, const char *in_hex,
+                                        int refused, void *user);
 } fc_merge_opts;
 
 /* Defaults: refuse conflicts, the bounds in brackets, no callbacks. */

@@ -133,20 +133,27 @@ static int check_token_configs(fc_store *const *in, MDB_txn *const *txns, size_t
     if (apart) {
       st->token_configs_apart++;
       refuse |= shards;
-      if (out_own && in_agree && o->on_output_token_configs) {
-        /* not built apart: the output holds an older one (a former run's vocabulary) */
+      /* not built apart: the output holds an older one (a former run's vocabulary), or the
+       * inputs each hold one more than the output (built again after the manifest grew) */
+      void (*by_out)(const char *, const char *, const char *, int, void *) =
+          !in_agree ? NULL
+          : out_own ? o->on_output_token_configs
+                    : o->on_output_lacks_token_configs;
+      if (by_out) {
         char out_hex[4 * 34 + 8] = "", in_hex[4 * 34 + 8] = "";
         for (size_t x = a, y; x < b; x = y) {
-          int by_in = 0;
-          for (y = x; y < b && !strcmp(v[y].hex, v[x].hex); y++) by_in |= v[y].holder < n;
-          char *l = by_in ? in_hex : out_hex;
+          int by_in = 0, held_out = 0;
+          for (y = x; y < b && !strcmp(v[y].hex, v[x].hex); y++)
+            v[y].holder < n ? (by_in = 1) : (held_out = 1);
+          /* out_own: the output's own vs the inputs'; else the output's vs those it lacks */
+          char *l = (out_own ? by_in : !held_out) ? in_hex : out_hex;
           size_t at = strlen(l);
           if (at + 40 < sizeof in_hex) /* at most 4 of each: "..." after */
             snprintf(l + at, sizeof in_hex - at, "%s%s", at ? ", " : "", v[x].hex);
           else if (!strstr(l, "..."))
             snprintf(l + at, sizeof in_hex - at, ", ...");
         }
-        o->on_output_token_configs(v[a].name, out_hex, in_hex, shards, o->user);
+        by_out(v[a].name, out_hex, in_hex, shards, o->user);
       } else if (o->on_token_configs) {
         char line[640];
         int at = snprintf(line, sizeof line, "%zu different '%s' token configs, in %zu stores (",
