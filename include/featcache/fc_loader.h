@@ -225,7 +225,8 @@ typedef struct fc_batch {
   uint32_t max_tokens; /* PADDED with tokens: T of tok_data */
   void *tok_data; /* PADDED with tokens: [B][max_tokens] in tok_dtype */
   uint32_t n_errors; /* utterances of the planned batch skipped (VERIFY failures) */
-  const char *errors; /* "id: reason" lines for them, or NULL */
+  const char *errors; /* "id: reason" lines for them ("id: reason (in STORE)" of several
+                       * stores), or NULL */
   const char *id_text; /* the B ids back to back, each followed by a NUL (one string to
                                   decode for bindings: split at NUL) */
   uint64_t id_text_len; /* bytes of id_text, the B NULs included */

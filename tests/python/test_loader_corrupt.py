@@ -84,6 +84,24 @@ def test_verify_skips_bad_payload(store, threads):
 
 
 @pytest.mark.parametrize("threads", [0, 2])
+def test_errors_name_the_store_among_several(store, tmp_path, threads):
+    """Read beside other stores (shards), a skipped record's line says which store holds it, the
+    one to check (cache-verify) or make again; it said "bad_payload: ..." alone, and a loop over
+    16 shards could not tell which. One store: "id: reason" as before."""
+    other = str(tmp_path / "other")
+    rng = np.random.default_rng(5)
+    with T.StoreWriter(other) as w:
+        cfg = w.add_config(T.mel_config_json("hifigan"))
+        for i in range(3):
+            w.add_utterance("other%d" % i, b"o%d" % i,
+                            rng.standard_normal((30, 80)).astype(np.float32), cfg)
+    ld = featcache.Loader([other, store], batch_size=32, prefetch_threads=threads)
+    errors = [e for b in ld for e in b.errors]
+    assert len(errors) == 1, errors
+    assert errors[0].startswith("bad_payload: ") and errors[0].endswith(" (in %s)" % store), errors
+
+
+@pytest.mark.parametrize("threads", [0, 2])
 def test_a_padded_batch_left_empty_is_still_padded(store, threads):
     """A padded batch left with no utterance (its one record's payload damaged) is a padded batch
     of none: mels [0, T, 80]; it was padded=False with mels [] (a list), on which a

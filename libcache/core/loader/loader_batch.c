@@ -142,12 +142,15 @@ static uint32_t pad_pattern(int dtype, double v) {
   return out;
 }
 
-static int errors_append(char **errs, const char *id, const char *reason) {
+/* "id: reason\n", and " (in STORE)" before the newline when the loader reads several stores (the
+ * one to check or make again) */
+static int errors_append(char **errs, const char *id, const char *reason, const char *store) {
   id = FC_WHY_NAME(id); /* quoted when odd, as in every reason */
-  size_t old = *errs ? strlen(*errs) : 0, add = strlen(id) + strlen(reason) + 4;
+  const char *st = store ? FC_WHY_NAME(store) : "";
+  size_t old = *errs ? strlen(*errs) : 0, add = strlen(id) + strlen(reason) + strlen(st) + 10;
   char *p = fc_realloc(*errs, old + add);
   if (!p) return ENOMEM;
-  snprintf(p + old, add, "%s: %s\n", id, reason);
+  snprintf(p + old, add, store ? "%s: %s (in %s)\n" : "%s: %s\n", id, reason, st);
   *errs = p;
   return 0;
 }
@@ -209,7 +212,9 @@ static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_pl
         rc = e;
         goto fail;
       }
-      if ((rc = errors_append(&b->errors, id, reason))) goto fail;
+      if ((rc = errors_append(&b->errors, id, reason,
+                              l->n_stores > 1 ? l->stores[it->store].path : NULL)))
+        goto fail;
       b->pub.n_errors++;
       continue;
     }
