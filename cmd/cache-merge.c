@@ -378,8 +378,6 @@ int main(int argc, char **argv) {
   fc_cli_out_store(out);
   if (optind >= argc) fc_cli_usage_error("no input STORE given");
   fc_cli_no_empty_stores(argc, argv, optind);
-  /* -o naming the shards' folder, the corpus, a home directory: refused as featurize does */
-  fc_cli_check_new_store_dir(out, force_new_store, "force-new-store");
   size_t n = (size_t)(argc - optind), given = n; /* n: the stores opened, a split store's parts */
   /* a split store is merged as its parts */
   const char *const *inputs = fc_cli_expand_stores((const char *const *)(argv + optind), &n);
@@ -462,6 +460,10 @@ int main(int argc, char **argv) {
   } else if (no_store_input(inputs, n, why, sizeof why)) { /* rc EINVAL: nothing done, exit 2 */
     memset(&st, 0, sizeof st);
     said = !why[0];
+  } else if (fc_cli_new_store_dir_refused(out, force_new_store, "force-new-store")) {
+    /* -o naming the shards' folder, the corpus: refused as featurize does (rc EINVAL, exit 2) */
+    memset(&st, 0, sizeof st);
+    said = 1;
   } else if ((unsafe = unsafe_input(inputs, n, mo.nolock, why, sizeof why)) != 0 ||
              (unsafe = damaged_out(out, why, sizeof why)) != 0) {
     memset(&st, 0, sizeof st);

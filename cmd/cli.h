@@ -609,20 +609,21 @@ static inline void fc_cli_no_empty_stores(int argc, char **argv, int first) {
 }
 
 /* ---- a new store's directory --------------------------------------------------------------- */
-/* A tool about to create a store in dir: refuse (exit 2, a message naming what is there) when dir
+/* A tool about to create a store in dir: refuse (1, a message naming what is there said) when dir
  * is a non-empty directory that holds no store (no data.mdb, no split marker), unless force (the
  * option `force_opt` said "yes, here"). Missing or empty directories, existing stores and the
  * leftovers of a job killed while creating one pass. */
-static inline void fc_cli_check_new_store_dir(const char *dir, int force, const char *force_opt) {
+static inline int fc_cli_new_store_dir_refused(const char *dir, int force, const char *force_opt) {
   struct stat st;
   char p[4096];
   if (force || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-    return; /* the open says what is wrong */
+    return 0; /* the open says what is wrong */
   static const char *const marks[] = {"data.mdb", "featcache-split"};
   for (int i = 0; i < 2; i++)
-    if (snprintf(p, sizeof p, "%s/%s", dir, marks[i]) < (int)sizeof p && stat(p, &st) == 0) return;
+    if (snprintf(p, sizeof p, "%s/%s", dir, marks[i]) < (int)sizeof p && stat(p, &st) == 0)
+      return 0;
   DIR *d = opendir(dir);
-  if (!d) return;
+  if (!d) return 0;
   struct dirent *e;
   size_t n = 0;
   char first[256] = "";
@@ -635,17 +636,23 @@ static inline void fc_cli_check_new_store_dir(const char *dir, int force, const 
     if (!n++) snprintf(first, sizeof first, "%s", e->d_name);
   }
   closedir(d);
-  if (!n) return;
+  if (!n) return 0;
   /* Another job may have been creating a store here while we looked (featurize or tokenize
    * started together on a new directory): whatever it made comes after its data.mdb or its split
    * marker, so if either exists now, this is a store, which the open decides about. */
   for (int i = 0; i < 2; i++)
-    if (snprintf(p, sizeof p, "%s/%s", dir, marks[i]) < (int)sizeof p && stat(p, &st) == 0) return;
+    if (snprintf(p, sizeof p, "%s/%s", dir, marks[i]) < (int)sizeof p && stat(p, &st) == 0)
+      return 0;
   fc_cli_warn(dir,
               "not a featcache store, and not empty (%zu entr%s, e.g. %s): a new store goes into a "
               "new or empty directory; --%s creates it here",
               n, n == 1 ? "y" : "ies", first, force_opt);
-  exit(FC_EXIT_USAGE);
+  return 1;
+}
+
+/* The same, exiting with status 2 when refused (featurize, tokenize: before anything is read). */
+static inline void fc_cli_check_new_store_dir(const char *dir, int force, const char *force_opt) {
+  if (fc_cli_new_store_dir_refused(dir, force, force_opt)) exit(FC_EXIT_USAGE);
 }
 
 /* ---- signals: SIGINT/SIGTERM set a flag; the job commits finished work and exits 130/143 ---- */

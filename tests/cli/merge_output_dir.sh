@@ -1,7 +1,8 @@
 #!/bin/bash
 # cache-merge -o OUT where OUT is a non-empty directory that holds no store — the folder of the
 # shards (`-o shards shards/s*/`), the corpus, a home directory — is refused as featurize and
-# tokenize refuse it (exit 2, nothing written into it, the message naming what is there);
+# tokenize refuse it (exit 2, nothing written into it, the message naming what is there; with
+# --json the summary's status "error");
 # --force-new-store creates the merged store there. An empty or missing directory, an existing
 # store, and an OUT left with only lock.mdb pass.
 set -u
@@ -29,9 +30,12 @@ grep -q "^cache-merge: c/wavs: not a featcache store, and not empty (12 entries,
   { echo "FAIL corpus-folder: message"; cat err; fail=1; }
 [ -e c/wavs/data.mdb ] && { echo "FAIL corpus-folder: a store made"; fail=1; }
 
-# --json too: a usage error, no summary
+# --json: the summary says it, as of the output among the inputs ("error", exit 2)
 "$M" --json -o shards shards/s0 shards/s1 >out 2>err; check json 2 $?
-[ -s out ] && { echo "FAIL json: stdout written"; cat out; fail=1; }
+"$PY" -c 'import json; r = json.load(open("out")); assert r["status"] == "error" and r["total"] == 0, r' ||
+  { echo "FAIL json: summary"; cat out; fail=1; }
+grep -q "^cache-merge: shards: not a featcache store, and not empty" err || { echo "FAIL json: message"; cat err; fail=1; }
+[ -e shards/data.mdb ] && { echo "FAIL json: a store made"; fail=1; }
 
 # --force-new-store: made there, and a rerun into the store so made needs no option
 "$M" -q --force-new-store -o shards shards/s0 shards/s1 >out 2>err; check force 0 $?
