@@ -222,25 +222,34 @@ static void refuse_textless(const char *manifest, fc_manifest_format fmt) {
   exit(FC_EXIT_USAGE);
 }
 
-/* A comma-separated .csv (Hugging Face's audiofolder metadata, file_name,transcription) read as
- * LJSpeech by its name: every line would fail for want of its bar. When the first two non-blank
- * lines of the manifest file hold commas and no bar, says so and how to convert it (as featurize
- * refuses it), and exits 2. */
-static void refuse_comma_csv(const char *manifest, fc_manifest_format fmt) {
-  struct stat st;
-  if (fmt != FC_MANIFEST_LJSPEECH || stat(manifest, &st) != 0 || !S_ISREG(st.st_mode)) return;
-  FILE *f = fopen(manifest, "re");
-  char line[1024];
-  int commas = 0, lines = 0;
-  while (f && lines < 2 && fgets(line, sizeof line, f)) {
-    if (line[strspn(line, " \t\r\n")] == '\0') continue; /* blank */
-    lines++;
-    commas += strchr(line, ',') && !strchr(line, '|');
-    if (!strchr(line, '\n')) /* the rest of a longer line: read, not kept */
+/* The first two non-blank lines of a manifest file (their first 1 KiB, a BOM and the line end
+ * removed): how many there are, none for a file of fmt other than LJSpeech or TSV, or no file. */
+static int first_lines(const char *manifest, fc_manifest_format fmt, char line[2][1024]) {
+  struct stat st; /* a FIFO's lines come once: not read here */
+  const int file = stat(manifest, &st) == 0 && S_ISREG(st.st_mode);
+  FILE *f = file && (fmt == FC_MANIFEST_LJSPEECH || fmt == FC_MANIFEST_TSV) ? fopen(manifest, "re")
+                                                                            : NULL;
+  int n = 0;
+  while (f && n < 2 && fgets(line[n], sizeof line[n], f)) {
+    char *l = line[n];
+    if (!strchr(l, '\n')) /* the rest of a longer line: read, not kept */
       for (int c; (c = getc(f)) != EOF && c != '\n';) {}
+    if (strncmp(l, "\xEF\xBB\xBF", 3) == 0) memmove(l, l + 3, strlen(l + 3) + 1);
+    l[strcspn(l, "\r\n")] = '\0';
+    if (l[strspn(l, " \t")] != '\0') n++; /* else blank */
   }
   if (f) fclose(f);
-  if (commas < 2) return;
+  return n;
+}
+
+/* A comma-separated .csv (Hugging Face's audiofolder metadata, file_name,transcription) read as
+ * LJSpeech by its name, every line failing for want of its bar: its first two non-blank lines hold
+ * commas and no bar. Says so and how to convert it (as featurize refuses it), and exits 2. */
+static void refuse_comma_csv(const char *manifest, fc_manifest_format fmt) {
+  char line[2][1024];
+  if (fmt != FC_MANIFEST_LJSPEECH || first_lines(manifest, fmt, line) < 2) return;
+  for (int i = 0; i < 2; i++)
+    if (!strchr(line[i], ',') || strchr(line[i], '|')) return;
   char q[4 * 4096 + 8];
   fc_cli_warn(manifest,
               "comma-separated, not LJSpeech's id|text (Hugging Face's audiofolder metadata?): "
@@ -249,6 +258,33 @@ static void refuse_comma_csv(const char *manifest, fc_manifest_format fmt) {
               "r=csv.reader(open(sys.argv[1],newline=\"\")); next(r); "
               "[print(json.dumps({\"audio_filepath\":l[0],\"text\":l[1]})) for l in r]' "
               "%s >NEW.jsonl",
+              fc_cli_quoted(manifest, q, sizeof q));
+  exit(FC_EXIT_USAGE);
+}
+
+/* pandas' to_csv without index=False: a first line of columns' names after an empty one (the
+ * index's, "<TAB>file_name<TAB>text"), then a number. Each line would be stored under it, its text
+ * the file's name and the transcript: says so and how to drop the column, and exits 2. */
+static void refuse_pandas_index(const char *manifest, fc_manifest_format fmt) {
+  char line[2][1024];
+  const char sep = fmt == FC_MANIFEST_TSV ? '\t' : '|';
+  if (first_lines(manifest, fmt, line) < 2 || line[0][0] != sep) return;
+  static const char name[] = "0123456789 -_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  int names = 0;
+  const char *p;
+  for (p = line[0]; *p == sep; names++) { /* each a column's name: a letter or '_', then a word */
+    if (!*++p || !strchr(name + 12, *p)) return;
+    p += strspn(p, name);
+  }
+  const size_t digits = strspn(line[1], "0123456789");
+  if (*p || names < 2 || !digits || line[1][digits] != sep) return;
+  char q[4 * 4096 + 8];
+  fc_cli_warn(manifest,
+              "its first column is pandas' index (to_csv without index=False: its first line, "
+              "the columns' names, begins with %s, the next with a number): every line would be "
+              "stored under that number, not its id; write it with to_csv(..., index=False), or "
+              "drop the column: cut %s-f2- %s >NEW",
+              sep == '\t' ? "a TAB" : "'|'", sep == '\t' ? "" : "-d'|' ",
               fc_cli_quoted(manifest, q, sizeof q));
   exit(FC_EXIT_USAGE);
 }
@@ -541,6 +577,7 @@ int main(int argc, char **argv) {
                                                                   : FC_MANIFEST_AUTO;
   if (mopts.format == FC_MANIFEST_AUTO) refuse_textless(manifest, fmt);
   refuse_comma_csv(manifest, fmt); /* Hugging Face's audiofolder metadata.csv */
+  refuse_pandas_index(manifest, fmt); /* to_csv without index=False */
   fc_cli_refuse_json_document(manifest, fmt); /* json.dump of a list */
   /* a TSV's text is the rest of the line (tabs and all), a JSON line's its "text": a column asked
    * for would be ignored, and 'id<TAB>raw<TAB>normalized' stored as one text */
