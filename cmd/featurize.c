@@ -173,7 +173,9 @@ static void build_config(const overrides *ov, fc_mel_config *cfg) {
   /* an n_fft below the hop (hifigan's pad would be negative) that leaves bands empty too: the
    * smallest n_fft that fills every band is the fix for both when it is at least the hop */
   if (bad && !(empty && cfg->n_fft < cfg->hop_length && n_fft_min >= cfg->hop_length)) {
-    fc_cli_warn(NULL, "invalid configuration: %s", why);
+    char hint[160];
+    fzc_fmax_hint(cfg, name, (ov->set & FC_MEL_F_FMAX) != 0, ov->v.fmax, hint, sizeof hint);
+    fc_cli_warn(NULL, "invalid configuration: %s%s", why, hint);
     exit(FC_EXIT_USAGE);
   }
   if (empty) {

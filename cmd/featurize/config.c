@@ -22,6 +22,22 @@ static uint32_t full_n_mels(const fc_mel_config *cfg) {
   return lo;
 }
 
+void fzc_fmax_hint(const fc_mel_config *cfg, const char *preset, int fmax_given, double fmax_arg,
+                   char *buf, size_t len) {
+  buf[0] = '\0';
+  fc_mel_config c = *cfg;
+  c.fmax = 0; /* Nyquist */
+  if (fc_mel_config_validate(&c, NULL, 0) != 0) return; /* another problem: the library's word */
+  double nyquist = cfg->sample_rate / 2.0, fmax = fc_mel_config_fmax(cfg);
+  if (!fmax_given && fmax > nyquist)
+    snprintf(buf, len, " (%s's fmax, at --sr %u): give --fmax %g or less (--fmax 0: Nyquist)",
+             preset, cfg->sample_rate, nyquist);
+  else if (fmax_given && fmax_arg <= 0 && !(fmax > cfg->fmin))
+    snprintf(buf, len,
+             ": --fmax=%g counts down from Nyquist %g (Kaldi's --high-freq): give one above %g",
+             fmax_arg, nyquist, cfg->fmin - nyquist);
+}
+
 void fzc_empty_bands_fix(const fc_mel_config *cfg, uint32_t n_fft_min, int refused, char *buf,
                          size_t len) {
   char mels[96] = "";

@@ -244,8 +244,17 @@ check "fmax > nyquist" 2 "featurize: invalid configuration: fmax 12000 above Nyq
   -- "$FZ" --fmax 12000 -o "$S" "$tmp/a.wav"
 check "fmin >= fmax" 2 "featurize: invalid configuration: fmin 9000 not in [0, fmax 8000)" \
   -- "$FZ" --fmin 9000 -o "$S" "$tmp/a.wav"
-check "fmax below fmin, from Nyquist" 2 "featurize: invalid configuration: fmin 20 not in [0, fmax -1000)" \
+check "fmax below fmin, from Nyquist" 2 "featurize: invalid configuration: fmin 20 not in [0, fmax -1000): --fmax=-9000 counts down from Nyquist 8000 (Kaldi's --high-freq): give one above -7980" \
   -- "$FZ" --preset kaldi --fmax=-9000 -o "$S" "$tmp/a.wav"
+# a lower --sr under a preset whose fmax is its own (hifigan's and tacotron2's 8000 Hz, not
+# Nyquist): the user gave no --fmax, so the message says whose it is and what to give
+check "preset's fmax above a lower rate's Nyquist" 2 "featurize: invalid configuration: fmax 8000 above Nyquist 4000 (hifigan's fmax, at --sr 8000): give --fmax 4000 or less (--fmax 0: Nyquist)" \
+  -- "$FZ" --sr 8000 -o "$S" "$tmp/a.wav"
+check "preset's fmax above Nyquist, --print-config" 2 "featurize: invalid configuration: fmax 8000 above Nyquist 6000 (tacotron2's fmax, at --sr 12000): give --fmax 6000 or less (--fmax 0: Nyquist)" \
+  -- "$FZ" --print-config tacotron2 --sr 12000
+# another problem as well: the library's reason alone, no word on fmax
+check "preset's fmax above Nyquist, and win > n-fft" 2 "featurize: invalid configuration: win_length 2048 not in 1..n_fft (1024)" \
+  -- "$FZ" --sr 8000 --win 2048 -o "$S" "$tmp/a.wav"
 # Kaldi's unsnipped frames are a framing of their own: not with centring, not with a pad
 check "snip-edges false, center" 2 "featurize: invalid configuration: snip_edges false (Kaldi's framing) and center true are two framings: give one" \
   -- "$FZ" --preset kaldi --center true --snip-edges=false -o "$S" "$tmp/a.wav"
