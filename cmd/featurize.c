@@ -340,7 +340,8 @@ int main(int argc, char **argv) {
       break;
     case OPT_POWER:
       ov.set |= FC_MEL_F_POWER;
-      ov.v.power = fc_cli_double("power", optarg, 1, 2);
+      /* 1 or 2: a number in a range would say 1.5 is one */
+      ov.v.power = optarg[strspn(optarg, "0123456789+-.eE")] ? 0 : strtod(optarg, NULL);
       if (ov.v.power != 1 && ov.v.power != 2)
         fc_cli_usage_error("invalid value '%s' for --power (want 1 or 2)", optarg);
       break;

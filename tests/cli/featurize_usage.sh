@@ -205,8 +205,11 @@ check "jobs 0" 2 "featurize: invalid value '0' for --jobs (want an integer in 1.
 $try" -- "$FZ" -j 0 -o "$S" "$tmp/a.wav"
 check "fmin junk" 2 "featurize: invalid value '10Hz' for --fmin (want a number in 0..1e+07)
 $try" -- "$FZ" --fmin 10Hz -o "$S" "$tmp/a.wav"
-check "power 3" 2 "featurize: invalid value '3' for --power (want a number in 1..2)
+# one word for every value but 1 and 2 (3 said 'a number in 1..2', as if 1.5 were one)
+check "power 3" 2 "featurize: invalid value '3' for --power (want 1 or 2)
 $try" -- "$FZ" --power 3 -o "$S" "$tmp/a.wav"
+check "power abc" 2 "featurize: invalid value 'abc' for --power (want 1 or 2)
+$try" -- "$FZ" --power abc -o "$S" "$tmp/a.wav"
 check "power 1.5" 2 "featurize: invalid value '1.5' for --power (want 1 or 2)
 $try" -- "$FZ" --power 1.5 -o "$S" "$tmp/a.wav"
 check "center" 2 "featurize: invalid value 'maybe' for --center (want true or false)
