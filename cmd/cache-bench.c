@@ -443,6 +443,7 @@ int main(int argc, char **argv) {
     rep->gpus = o.gpus;
     rep->stores = paths + first[s]; /* the directories read */
     rep->n_stores = first[s + 1] - first[s];
+    rep->n_given = label ? nwords : 1;
     rep->device = bench_device_info(benches[s]);
     rep->records = bench_records(benches[s]);
     rep->payload_bytes = bench_payload_bytes(benches[s]);

@@ -203,6 +203,7 @@ typedef struct bench_report {
    * means the one store named by `store`. */
   const char *const *stores;
   size_t n_stores;
+  size_t n_given; /* the STOREs given that they came from (a split store is one); 0: n_stores */
   unsigned gpus; /* data-parallel readers (GPUs) the verdict is for, each a batch per step; 0: 1 */
   /* The disk's behaviour probe: one record at a time, one thread, O_DIRECT (no page cache, no
    * read-ahead), [0] in file order and [1] in random order; NULL when not run, probe_note then

@@ -295,7 +295,16 @@ static void device_line(FILE *f, const bench_report *r) {
   bench_human_bytes(r->payload_bytes, pay, sizeof pay);
   bench_human_bytes(r->file_bytes, fb, sizeof fb);
   const char *rs = r->records == 1 ? "" : "s";
-  if (r->n_stores > 1)
+  size_t given = r->n_given ? r->n_given : r->n_stores;
+  if (r->n_stores > 1 && given == 1) /* a split store: its parts */
+    fprintf(f, "store: %s  (a split store of %zu parts: %llu record%s, %s payload, data.mdb %s)\n",
+            bench_shown(r), r->n_stores, (unsigned long long)r->records, rs, pay, fb);
+  else if (r->n_stores > given) /* split stores among them */
+    fprintf(f,
+            "store: %s  (one dataset of %zu stores in %zu parts: %llu record%s, %s payload, "
+            "data.mdb %s)\n",
+            bench_shown(r), given, r->n_stores, (unsigned long long)r->records, rs, pay, fb);
+  else if (r->n_stores > 1)
     fprintf(f, "store: %s  (one dataset of %zu stores: %llu record%s, %s payload, data.mdb %s)\n",
             bench_shown(r), r->n_stores, (unsigned long long)r->records, rs, pay, fb);
   else

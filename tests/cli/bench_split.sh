@@ -33,9 +33,15 @@ bench sp sp2; check "two split stores as one dataset" 0 $?
 # the table names the store given too
 "$FC_BIN/cache-bench" -q --duration 0 -p sequential -s warm -b 2 --no-probe --separate sp s >out 2>err
 check "--separate, the table" 0 $?
-grep -q "^\[1\] store: sp  (one dataset of 2 stores: 8 records" out && grep -q "^\[2\] store: s  (8 records" out && ! grep -q "\[3\]" out ||
+grep -q "^\[1\] store: sp  (a split store of 2 parts: 8 records" out && grep -q "^\[2\] store: s  (8 records" out && ! grep -q "\[3\]" out ||
   { echo "FAIL --separate sp s, the table:"; cat out; fail=1; }
 grep -q "^verdict: sp keeps up" out || { echo "FAIL --separate sp s: no verdict for sp"; cat out; fail=1; }
+# the table of a dataset says what it was given: a split store's parts, stores in parts (it said
+# "one dataset of 2 stores" of one split store, of 2 parts)
+"$FC_BIN/cache-bench" -q --duration 0 -p sequential -s warm -b 2 --no-probe sp s sp2 >out 2>err
+check "sp s sp2, the table" 0 $?
+grep -q "^store: sp + s + sp2  (one dataset of 3 stores in 5 parts: 8 records" out ||
+  { echo "FAIL sp s sp2, the table:"; cat out; fail=1; }
 # a split store without records: said of the STORE given, exit 2, alone or under --separate
 "$FC_BIN/featurize" -q --writers 2 -o empty </dev/null || exit 1
 for args in "empty" "--separate empty s"; do
