@@ -155,8 +155,8 @@ int lb_store_mel_config(const char *const *stores, size_t n, const char *feature
 /* The loader's sequential order over several stores (docs/loader.md: stores in the order given,
  * ids in byte order within each) for items[0..n_items), which must be sorted by id (strcmp): for
  * each store in turn, the items whose id its audio db holds and, with mel_config, whose features
- * of that config it holds (an id in two stores comes twice, as the loader yields it twice), then
- * the items no store holds (*missing of them; the loader cannot yield those). *out (n_out items, pointing at the same id/path strings) is the caller's:
+ * of that config it holds (an id in two stores comes once, from the first, as the loader reads
+ * it), then the items no store holds (*missing of them; the loader cannot yield those). *out (n_out items, pointing at the same id/path strings) is the caller's:
  * free() it. The stores are opened read-only (nolock: MDB_NOLOCK too). Returns 0, ENOMEM, or a
  * store's open/read error (why names the store). */
 int lb_dataset_order(const char *const *stores, size_t n_stores, int nolock,

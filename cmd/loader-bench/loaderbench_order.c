@@ -21,7 +21,8 @@ int lb_dataset_order(const char *const *stores, size_t n_stores, int nolock,
   *out = NULL;
   *n_out = *missing = 0;
   if (why && why_len) why[0] = '\0';
-  /* an id may be held by several stores: the loader then yields it once per store */
+  /* an id may be held by several stores (a shard given twice, under --partial): the loader reads
+   * it once, from the first store given that holds it (docs/loader.md "Which utterances") */
   size_t cap = n_items ? n_items : 1;
   lb_item *o = fc_malloc(cap * sizeof *o);
   unsigned char *held = fc_calloc(n_items ? n_items : 1, 1);
@@ -33,6 +34,7 @@ int lb_dataset_order(const char *const *stores, size_t n_stores, int nolock,
     rc = fc_store_open(stores[s], FC_STORE_RDONLY | (nolock ? FC_STORE_NOLOCK : 0), &st);
     if (!rc) rc = fc_store_read_begin(st, &t);
     for (size_t i = 0; i < n_items && !rc; i++) {
+      if (held[i]) continue; /* an earlier store holds it */
       const void *v;
       size_t vl;
       int g = fc_rtxn_get(t, FC_DB_AUDIO, items[i].id, strlen(items[i].id), &v, &vl);

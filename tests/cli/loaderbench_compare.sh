@@ -152,6 +152,22 @@ d = json.load(open(sys.argv[1]))
 a, c = d["sources"]
 assert a["utterances"] == c["utterances"] == 7 and d["same_order"] is True, (a, c)
 PY
+# a shard given twice (--partial: a rerun into another directory beside the original): the loader
+# reads an id two stores hold once, from the first, so the audio run decodes each once too and the
+# orders agree (it went through s1's ids twice, and said 'the store yields ... where the manifest
+# order has ...', exit 1)
+cp -r "$tmp/s1" "$tmp/s1-again"
+"$LB" --compare --partial --manifest "$tmp/meta.csv" -b 3 --warmup 0 --compute-ms 1 --json -q \
+  "$tmp/s2" "$tmp/s0" "$tmp/s1" "$tmp/s1-again" >"$tmp/json" 2>"$tmp/err"
+rc=$?
+[ $rc = 0 ] || fail "shard twice: exit $rc: $(cat "$tmp/err")"
+"$PY" - "$tmp/json" <<'PY' || fail "shard twice: json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+a, c = d["sources"]
+assert a["utterances"] == c["utterances"] == 8 and a["steps"] == c["steps"] == 3, (a, c)
+assert d["same_order"] is True
+PY
 # a manifest id in none of the stores is said
 cp "$tmp/meta.csv" "$tmp/more.csv"
 cp "$tmp/wavs/u1.wav" "$tmp/wavs/u9.wav"
