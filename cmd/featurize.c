@@ -174,7 +174,7 @@ static void build_config(const overrides *ov, fc_mel_config *cfg) {
    * smallest n_fft that fills every band is the fix for both when it is at least the hop */
   if (bad && !(empty && cfg->n_fft < cfg->hop_length && n_fft_min >= cfg->hop_length)) {
     char hint[160];
-    fzc_fmax_hint(cfg, name, (ov->set & FC_MEL_F_FMAX) != 0, ov->v.fmax, hint, sizeof hint);
+    fzc_config_hint(cfg, name, ov->set, ov->v.fmax, hint, sizeof hint);
     fc_cli_warn(NULL, "invalid configuration: %s%s", why, hint);
     exit(FC_EXIT_USAGE);
   }

@@ -22,20 +22,47 @@ static uint32_t full_n_mels(const fc_mel_config *cfg) {
   return lo;
 }
 
-void fzc_fmax_hint(const fc_mel_config *cfg, const char *preset, int fmax_given, double fmax_arg,
-                   char *buf, size_t len) {
+void fzc_config_hint(const fc_mel_config *cfg, const char *preset, unsigned set, double fmax_arg,
+                     char *buf, size_t len) {
   buf[0] = '\0';
   fc_mel_config c = *cfg;
   c.fmax = 0; /* Nyquist */
-  if (fc_mel_config_validate(&c, NULL, 0) != 0) return; /* another problem: the library's word */
-  double nyquist = cfg->sample_rate / 2.0, fmax = fc_mel_config_fmax(cfg);
-  if (!fmax_given && fmax > nyquist)
-    snprintf(buf, len, " (%s's fmax, at --sr %u): give --fmax %g or less (--fmax 0: Nyquist)",
-             preset, cfg->sample_rate, nyquist);
-  else if (fmax_given && fmax_arg <= 0 && !(fmax > cfg->fmin))
-    snprintf(buf, len,
-             ": --fmax=%g counts down from Nyquist %g (Kaldi's --high-freq): give one above %g",
-             fmax_arg, nyquist, cfg->fmin - nyquist);
+  if (fc_mel_config_validate(&c, NULL, 0) == 0) { /* fmax alone */
+    double nyquist = cfg->sample_rate / 2.0, fmax = fc_mel_config_fmax(cfg);
+    if (!(set & FC_MEL_F_FMAX) && fmax > nyquist)
+      snprintf(buf, len, " (%s's fmax, at --sr %u): give --fmax %g or less (--fmax 0: Nyquist)",
+               preset, cfg->sample_rate, nyquist);
+    else if ((set & FC_MEL_F_FMAX) && fmax_arg <= 0 && !(fmax > cfg->fmin))
+      snprintf(buf, len,
+               ": --fmax=%g counts down from Nyquist %g (Kaldi's --high-freq): give one above %g",
+               fmax_arg, nyquist, cfg->fmin - nyquist);
+    return;
+  }
+  c = *cfg;
+  c.pad = 0;
+  if (cfg->pad && fc_mel_config_validate(&c, NULL, 0) == 0) { /* the pad alone */
+    if (cfg->no_snip_edges) {
+      if (!(set & FC_MEL_F_PAD))
+        snprintf(buf, len, ": %s's pad; give --pad 0 with --snip-edges false", preset);
+    } else if (set & FC_MEL_F_CENTER) {
+      snprintf(buf, len,
+               ": --center true pads n_fft/2 each side itself; give --center true or "
+               "--pad, not both");
+    } else {
+      snprintf(buf, len, ": %s centres its frames; give --center false with --pad", preset);
+    }
+    return;
+  }
+  c = *cfg;
+  c.win_length = cfg->n_fft;
+  if (cfg->win_length > cfg->n_fft && fc_mel_config_validate(&c, NULL, 0) == 0) { /* the window */
+    if (!(set & FC_MEL_F_WIN_LENGTH))
+      snprintf(buf, len, ": %s's window; give --win %u or less with --n-fft %u", preset, cfg->n_fft,
+               cfg->n_fft);
+    else if (!(set & FC_MEL_F_N_FFT))
+      snprintf(buf, len, ": %s's n_fft; give --n-fft %u or more with --win %u", preset,
+               cfg->win_length, cfg->win_length);
+  }
 }
 
 void fzc_empty_bands_fix(const fc_mel_config *cfg, uint32_t n_fft_min, int refused, char *buf,

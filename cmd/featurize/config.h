@@ -11,10 +11,12 @@
  * for a Kaldi recipe, whose FFT is its window's power of two, fewer bands is the way out. buf. */
 void fzc_empty_bands_fix(const fc_mel_config *cfg, uint32_t n_fft_min, int refused, char *buf,
                          size_t len);
-/* What to change when fmax alone makes cfg invalid (cfg is valid with fmax at Nyquist): the
- * preset's own fmax above a lower --sr's Nyquist (fmax_given 0: the user gave none, so it is
- * named, with the --fmax to give), or a --fmax at or below 0 (fmax_arg, counted down from
- * Nyquist) that falls to fmin or below. "" otherwise. buf. */
-void fzc_fmax_hint(const fc_mel_config *cfg, const char *preset, int fmax_given, double fmax_arg,
-                   char *buf, size_t len);
+/* What to change when one parameter alone makes cfg invalid (cfg is valid with it changed), said
+ * in the options the user gave (set: FC_MEL_F_* bits; fmax_arg: --fmax as given): the preset's
+ * own fmax above a lower --sr's Nyquist, or a --fmax at or below 0 (counted down from Nyquist)
+ * that falls to fmin or below; a pad beside centring (the preset's or --center true's) or
+ * --snip-edges false; the preset's window above the --n-fft given, or a --win above the preset's
+ * n_fft. "" otherwise: the library's reason says it. buf. */
+void fzc_config_hint(const fc_mel_config *cfg, const char *preset, unsigned set, double fmax_arg,
+                     char *buf, size_t len);
 #endif

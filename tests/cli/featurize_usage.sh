@@ -241,8 +241,18 @@ check "device" 2 "featurize: unknown device 'tpu' (want auto, cpu, cuda or cuda:
 $try" -- "$FZ" --device tpu -o "$S" "$tmp/a.wav"
 
 # Configuration errors: the reason from fc_mel_config_validate, exit 2, nothing created.
-check "win > n-fft" 2 "featurize: invalid configuration: win_length 2048 not in 1..n_fft (1024)" \
+check "win > n-fft" 2 "featurize: invalid configuration: win_length 2048 not in 1..n_fft (1024): hifigan's n_fft; give --n-fft 2048 or more with --win 2048" \
   -- "$FZ" --win 2048 -o "$S" "$tmp/a.wav"
+# the preset's own window above the --n-fft given (kaldi's 25 ms, 400 samples at 16 kHz)
+check "n-fft below kaldi's window" 2 "featurize: invalid configuration: win_length 400 not in 1..n_fft (256): kaldi's window; give --win 256 or less with --n-fft 256" \
+  -- "$FZ" --preset kaldi --n-fft 256 -o "$S" "$tmp/a.wav"
+check "win and n-fft both given" 2 "featurize: invalid configuration: win_length 600 not in 1..n_fft (512)" \
+  -- "$FZ" --preset kaldi --n-fft 512 --win 600 -o "$S" "$tmp/a.wav"
+# a pad under a centring preset (whisper, tacotron2, librosa) or beside --center true
+check "pad under a centring preset" 2 "featurize: invalid configuration: pad is for uncentred framing only: whisper centres its frames; give --center false with --pad" \
+  -- "$FZ" --preset whisper --pad 10 -o "$S" "$tmp/a.wav"
+check "pad and center true" 2 "featurize: invalid configuration: pad is for uncentred framing only: --center true pads n_fft/2 each side itself; give --center true or --pad, not both" \
+  -- "$FZ" --center true --pad 3 -o "$S" "$tmp/a.wav"
 check "fmax > nyquist" 2 "featurize: invalid configuration: fmax 12000 above Nyquist 11025" \
   -- "$FZ" --fmax 12000 -o "$S" "$tmp/a.wav"
 check "fmin >= fmax" 2 "featurize: invalid configuration: fmin 9000 not in [0, fmax 8000)" \
@@ -261,7 +271,7 @@ check "preset's fmax above Nyquist, and win > n-fft" 2 "featurize: invalid confi
 # Kaldi's unsnipped frames are a framing of their own: not with centring, not with a pad
 check "snip-edges false, center" 2 "featurize: invalid configuration: snip_edges false (Kaldi's framing) and center true are two framings: give one" \
   -- "$FZ" --preset kaldi --center true --snip-edges=false -o "$S" "$tmp/a.wav"
-check "snip-edges false, hifigan's pad" 2 "featurize: invalid configuration: snip_edges false (Kaldi's framing) mirrors the edges itself: pad must be 0, not 384" \
+check "snip-edges false, hifigan's pad" 2 "featurize: invalid configuration: snip_edges false (Kaldi's framing) mirrors the edges itself: pad must be 0, not 384: hifigan's pad; give --pad 0 with --snip-edges false" \
   -- "$FZ" --snip-edges false -o "$S" "$tmp/a.wav"
 # mel bands with no FFT bin ("empty filters", librosa's warning): the log floor in every frame,
 # whatever the audio; refused, with the smallest n_fft that fills every band (librosa agrees)
