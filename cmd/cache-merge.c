@@ -340,6 +340,21 @@ static int no_store_input(const char *const *inputs, size_t n, char *why, size_t
   return 0;
 }
 
+/* OUT not there, in a folder not there: the merge would read every input for conflicts, then fail
+ * to create it. Said in why as featurize says it (rc EINVAL: nothing done, exit 2). */
+static int out_folder_missing(const char *out, char *why, size_t why_len) {
+  struct stat sb;
+  char folder[4 * 4096 + 8];
+  if (lstat(out, &sb) == 0 || !fc_cli_store_folder_missing(out, folder, sizeof folder)) return 0;
+  qname q;
+  int w = snprintf(why, why_len,
+                   "%s: cannot create the output store: its folder %s does not exist (a new store "
+                   "is made in an existing folder: mkdir -p it)",
+                   qn(out, &q), folder);
+  if (w < 0 || (size_t)w >= why_len) why[why_len - 1] = '\0'; /* cut short: still said */
+  return 1;
+}
+
 int main(int argc, char **argv) {
   fc_cli_tool = "cache-merge";
   fc_cli_std_fds();
@@ -460,6 +475,8 @@ int main(int argc, char **argv) {
   } else if (no_store_input(inputs, n, why, sizeof why)) { /* rc EINVAL: nothing done, exit 2 */
     memset(&st, 0, sizeof st);
     said = !why[0];
+  } else if (out_folder_missing(out, why, sizeof why)) { /* said before the inputs are read */
+    memset(&st, 0, sizeof st);
   } else if (fc_cli_new_store_dir_refused(out, force_new_store, "force-new-store")) {
     /* -o naming the shards' folder, the corpus: refused as featurize does (rc EINVAL, exit 2) */
     memset(&st, 0, sizeof st);

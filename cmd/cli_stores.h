@@ -9,6 +9,24 @@
 #include <sys/file.h>
 #include <sys/sysmacros.h> /* major, minor */
 
+/* Is the folder a store at path would be made in missing (-o cache/hifigan before mkdir cache)?
+ * Then 1, with its name (quoted as names are) in buf. */
+static inline int fc_cli_store_folder_missing(const char *store, char *buf, size_t len) {
+  size_t n = strlen(store);
+  while (n > 1 && store[n - 1] == '/') n--; /* cache/hifigan/ is cache/hifigan */
+  while (n > 0 && store[n - 1] != '/') n--;
+  while (n > 1 && store[n - 1] == '/') n--; /* the folder: cache, or / */
+  char folder[4096];
+  if (n == 0 || n >= sizeof folder) return 0; /* in the working directory */
+  memcpy(folder, store, n);
+  folder[n] = '\0';
+  struct stat st;
+  if (stat(folder, &st) == 0 || errno != ENOENT) return 0;
+  char q[4 * sizeof folder + 8];
+  snprintf(buf, len, "%s", fc_cli_quoted(folder, q, sizeof q));
+  return 1;
+}
+
 /* 1 when the LMDB environment at path has nothing committed (its newer meta page's main db holds
  * no entry, or data.mdb holds no byte): a store whose writer stopped before its first commit,
  * which the writing tools take as new. Read from data.mdb's two meta pages (LMDB 0.9's layout: the page header, then magic,

@@ -387,19 +387,7 @@ void fzc_check_cwd_relative(const char *manifest, const fc_manifest_opts *mo,
 }
 
 int fzc_store_folder_missing(const char *store, char *buf, size_t len) {
-  size_t n = strlen(store);
-  while (n > 1 && store[n - 1] == '/') n--; /* cache/hifigan/ is cache/hifigan */
-  while (n > 0 && store[n - 1] != '/') n--;
-  while (n > 1 && store[n - 1] == '/') n--; /* the folder: cache, or / */
-  char folder[4096];
-  if (n == 0 || n >= sizeof folder) return 0; /* in the working directory */
-  memcpy(folder, store, n);
-  folder[n] = '\0';
-  struct stat st;
-  if (stat(folder, &st) == 0 || errno != ENOENT) return 0;
-  char q[4 * sizeof folder + 8];
-  snprintf(buf, len, "%s", fc_cli_quoted(folder, q, sizeof q));
-  return 1;
+  return fc_cli_store_folder_missing(store, buf, len);
 }
 
 int fzc_store_dangling_link(const char *store, char *buf, size_t len) {

@@ -3,8 +3,9 @@
 # shards (`-o shards shards/s*/`), the corpus, a home directory — is refused as featurize and
 # tokenize refuse it (exit 2, nothing written into it, the message naming what is there; with
 # --json the summary's status "error");
-# --force-new-store creates the merged store there. An empty or missing directory, an existing
-# store, and an OUT left with only lock.mdb pass.
+# --force-new-store creates the merged store there. An OUT whose folder is not there is said
+# before the inputs are read. An empty or missing directory, an existing store, and an OUT left
+# with only lock.mdb pass.
 set -u
 M="$FC_BIN/cache-merge"
 [ -x "$M" ] || { echo "skip: $M not built"; exit 77; }
@@ -41,6 +42,15 @@ grep -q "^cache-merge: shards: not a featcache store, and not empty" err || { ec
 "$M" -q --force-new-store -o shards shards/s0 shards/s1 >out 2>err; check force 0 $?
 [ -e shards/data.mdb ] || { echo "FAIL force: no store made"; fail=1; }
 "$M" -q -o shards shards/s0 shards/s1 >out 2>err; check force-rerun 0 $?
+
+# OUT in a folder that is not there: said at once, before the inputs are read for conflicts (a
+# first pass over every key of every input: minutes on a large corpus, then "cannot create the
+# output store: No such file or directory"), as featurize says it; --json "error", total 0
+"$M" --json -o nope/sub/cache shards/s0 shards/s1 >out 2>err; check folder-missing 2 $?
+[ "$(cat err)" = "cache-merge: nope/sub/cache: cannot create the output store: its folder nope/sub does not exist (a new store is made in an existing folder: mkdir -p it)" ] ||
+  { echo "FAIL folder-missing: message"; cat err; fail=1; }
+"$PY" -c 'import json; r = json.load(open("out")); assert r["status"] == "error" and r["total"] == 0, r' ||
+  { echo "FAIL folder-missing: json"; cat out; fail=1; }
 
 # empty, missing, an existing store, a folder a killed merge left with its lock file: merged
 mkdir empty
