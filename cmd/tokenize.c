@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cmd/cli.h"
+#include "cmd/tokenize/configs.h"
 #include "featcache/fc_format.h"
 #include "featcache/fc_manifest.h"
 #include "featcache/fc_shard.h"
@@ -353,58 +354,6 @@ static int end_unbegun(int code, int json, fc_item_list *items, fc_tokenizer *to
   return code;
 }
 
-/* The token configs of the store's parts (digest and name), or of those that could be listed. */
-typedef struct tok_cfgs {
-  fc_digest d[64];
-  char name[64][64];
-  size_t n;
-} tok_cfgs;
-
-static void list_token_configs(fc_store **parts, unsigned n_parts, tok_cfgs *out) {
-  out->n = 0;
-  for (unsigned k = 0; k < n_parts; k++) {
-    fc_config_info *c;
-    size_t m;
-    if (fc_store_configs(parts[k], 0, &c, &m)) continue;
-    for (size_t i = 0; i < m; i++) {
-      size_t j = 0;
-      while (j < out->n && memcmp(out->d[j].bytes, c[i].digest.bytes, 16)) j++;
-      if (c[i].kind != FC_CONFIG_TOKENS || j < out->n || out->n == 64) continue;
-      out->d[out->n] = c[i].digest;
-      memcpy(out->name[out->n++], c[i].name, sizeof c[i].name);
-    }
-    fc_configs_free(c, m);
-  }
-}
-
-/* This run stored a token config new to the store under the name of one it held (a vocab built
- * again from other text — a bad line fixed —, or another --vocab): said, since the loader's
- * tokens="NAME" cannot tell the two apart, and cache-verify then fails the old one's missing
- * records. */
-static void say_second_config(const char *store, const tok_cfgs *before, fc_store **parts,
-                              unsigned n_parts, const fc_digest *cfg) {
-  tok_cfgs after;
-  list_token_configs(parts, n_parts, &after);
-  size_t j = 0, k = 0;
-  while (j < after.n && memcmp(after.d[j].bytes, cfg->bytes, 16)) j++;
-  while (k < before->n && memcmp(before->d[k].bytes, cfg->bytes, 16)) k++;
-  if (j == after.n || k < before->n || !after.name[j][0]) return; /* not stored, or not new */
-  for (k = 0; k < before->n; k++) {
-    if (strcmp(before->name[k], after.name[j]) != 0) continue;
-    char hex[33], old[33], q[4 * 4096 + 8];
-    fc_digest_hex(cfg, hex);
-    fc_digest_hex(&before->d[k], old);
-    fc_cli_warn(store,
-                "this run's token config %s %s is a second one named '%s' beside %s (another "
-                "vocab: built from other text, or another --vocab): the loader's tokens=\"%s\" "
-                "cannot tell them apart, and cache-verify fails the lines the old one lacks; "
-                "drop the old one once it is not needed (cache-config --drop %s %s)",
-                after.name[j], hex, after.name[j], old, after.name[j], old,
-                fc_cli_quoted(store, q, sizeof q));
-    return;
-  }
-}
-
 int main(int argc, char **argv) {
   fc_cli_tool = "tokenize";
   fc_cli_std_fds();
@@ -686,8 +635,8 @@ int main(int argc, char **argv) {
   ro.report_not_stored = on_not_stored;
   if (ctx.progress.on) ro.progress = on_progress;
   ro.progress_ud = &ctx;
-  tok_cfgs before; /* the store's token configs: is this run's config a second of its name? */
-  list_token_configs(parts, n_parts, &before);
+  tkc_cfgs before; /* the store's token configs: is this run's config a second of its name? */
+  tkc_list(parts, n_parts, &before);
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   fc_tokenize_stats st;
@@ -711,7 +660,8 @@ int main(int argc, char **argv) {
   char hex[33] = "";
   if (fc_tokenizer_config(tok, NULL, NULL, &cfg) == 0) fc_digest_hex(&cfg, hex);
   if (hex[0] && !check && !quiet && st.processed)
-    say_second_config(out_dir, &before, parts, n_parts, &cfg);
+    tkc_say_second_config(out_dir, &before, parts, n_parts, &cfg);
+  tkc_free(&before);
   if (rc == FC_EINTR && check) {
     fc_cli_check_interrupted("line", st.lines, st.skipped_existing, st.not_stored, st.failed,
                              st.not_started);

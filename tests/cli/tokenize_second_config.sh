@@ -35,5 +35,46 @@ rm -rf q && "$TK" -q --build-vocab -o q --manifest one.csv && "$TK" -q --build-v
 echo q >>v.txt # the same symbols and one more
 "$TK" --vocab v.txt -o st --manifest two.csv 2>err
 grep -q "second one named 'chars' beside $new" err || { echo "FAIL: --vocab: not said"; cat err; fail=1; }
+# a config made another on purpose says what made it so, and how the loader picks it (it said
+# 'another vocab: built from other text, or another --vocab' of each): --case fold, as the
+# Examples of docs/tokenize.md add one; another --lang; another tokenizer.json; another --dtype
+second() { # STORE: the digests of its configs, the new one (not $2) last
+  "$FC_BIN/cache-config" --json "$1" | "$FC_PYTHON" -c 'import json, sys
+print([c["digest"] for c in json.load(sys.stdin)["configs"] if c["digest"] != sys.argv[1]][0])' "$2"
+}
+digest() { "$FC_BIN/cache-config" --json "$1" | "$FC_PYTHON" -c 'import json, sys
+print(json.load(sys.stdin)["configs"][0]["digest"])'; }
+expect() { # STORE OLD WHY: the line said in err
+  local new
+  new=$(second "$1" "$2")
+  local w="tokenize: $1: this run's token config $4 $new is a second one named '$4' beside $2 ($3): the loader's tokens=\"$4\" cannot tell them apart (give it a digest: tokens=\"$new\" for this one), and cache-verify fails the lines the old one lacks; drop the old one once it is not needed (cache-config --drop $2 $1)"
+  [ "$(head -n 1 err)" = "$w" ] || { echo "FAIL: $3: the line"; cat err; fail=1; }
+}
+"$TK" -q --build-vocab -o cf --manifest two.csv || fail=1
+o=$(digest cf)
+"$TK" --build-vocab --case fold -o cf --manifest two.csv 2>err || fail=1
+expect cf "$o" "another normalization: --case fold, where the old one has keep" chars
+"$TK" -q -t phonemes --build-vocab -o ph --manifest two.csv || fail=1
+o=$(digest ph)
+"$TK" -t phonemes --lang en-gb --build-vocab -o ph --manifest two.csv 2>err || fail=1
+expect ph "$o" "another --lang: en-gb, where the old one has en-us" phonemes
+"$TK" -q --vocab v.txt -o dt --manifest two.csv || fail=1
+o=$(digest dt)
+"$TK" --vocab v.txt --dtype i32 -o dt --manifest two.csv 2>err || fail=1
+expect dt "$o" "another --dtype: i32, where the old one has i16" chars
+"$FC_PYTHON" - <<'PY' || fail=1
+from tokenizers import Tokenizer, models, pre_tokenizers
+for name, extra in (("t1.json", {}), ("t2.json", {"zz": 99})):
+    vocab = {c: i for i, c in enumerate("abcdefghijklmnopqrstuvwxyz")}
+    vocab.update(extra)
+    vocab["[UNK]"] = len(vocab)
+    t = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="[UNK]"))
+    t.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    t.save(name)
+PY
+"$TK" -q -t bpe --tokenizer-json t1.json -o bp --manifest two.csv || fail=1
+o=$(digest bp)
+"$TK" -t bpe --tokenizer-json t2.json -o bp --manifest two.csv 2>err || fail=1
+expect bp "$o" "another --tokenizer-json file" bpe
 [ $fail = 0 ] && echo "ok: a second token config of one name is said, once"
 exit $fail
