@@ -5,7 +5,8 @@
 # merge equals one plain run over the new manifest. A file replaced under its id: the merge
 # into CACHE refuses the differing entry (make fails), cache-merge --prefer first takes the
 # shards' (the inputs win over OUT), and cache-prune removes the old record: the store then
-# equals one plain run over the new audio.
+# equals one plain run over the new audio. A config dropped from CACHE alone comes back with the
+# next merge; dropped from the shards too, it stays out.
 set -u
 command -v make >/dev/null || { echo "skip: make not installed"; exit 77; }
 . "$FC_SRC/tests/cli/scaleout.bash"
@@ -40,4 +41,13 @@ grep -q "^cache-merge: cache: audio entry 'LJ001-0008' differs from shards/s[0-2
 mk >out 2>err || { echo "FAIL make after the fix"; cat out err; fail=1; }
 rm -rf ref && "$FC_BIN/featurize" -q -o ref --manifest c/metadata.csv && "$FC_BIN/tokenize" -q --build-vocab -o ref c/metadata.csv || exit 1
 same_store ref cache >same.txt || { echo "FAIL replaced: differs from one plain run"; cat same.txt; fail=1; }
+
+# a config dropped from CACHE alone comes back with the next merge; from the shards too, it stays out
+cfg=$("$FC_BIN/cache-config" --json cache | "$PY" -c 'import json, sys; print([c["digest"] for c in json.load(sys.stdin)["configs"] if c["kind"] == "tokens"][0])')
+"$FC_BIN/cache-config" -q --drop "$cfg" cache || fail=1
+"$FC_BIN/cache-merge" -q -o cache shards/s*/ || fail=1
+"$FC_BIN/cache-config" cache | grep -q "^$cfg " || { echo "FAIL dropped from CACHE alone: not back (the page says it comes back)"; fail=1; }
+for s in cache shards/s*/; do "$FC_BIN/cache-config" -q --drop "$cfg" "$s" || fail=1; done
+"$FC_BIN/cache-merge" -q -o cache shards/s*/ || fail=1
+"$FC_BIN/cache-config" cache | grep -q "^$cfg " && { echo "FAIL dropped from all: back"; fail=1; }
 exit $fail
