@@ -178,6 +178,11 @@ static void build_config(const overrides *ov, fc_mel_config *cfg) {
     fc_cli_warn(NULL, "invalid configuration: %s%s", why, hint);
     exit(FC_EXIT_USAGE);
   }
+  char kaldi[192];
+  if (fzc_kaldi_banks_invalid(cfg, kaldi, sizeof kaldi)) {
+    fc_cli_warn(NULL, "invalid configuration: %s", kaldi);
+    exit(FC_EXIT_USAGE);
+  }
   if (empty) {
     char fix[192];
     fzc_empty_bands_fix(cfg, n_fft_min, bad, fix, sizeof fix);

@@ -65,9 +65,37 @@ void fzc_config_hint(const fc_mel_config *cfg, const char *preset, unsigned set,
   }
 }
 
+int fzc_kaldi_banks_invalid(const fc_mel_config *cfg, char *buf, size_t len) {
+  if (cfg->mel_scale != FC_MEL_KALDI) return 0;
+  const uint32_t n = cfg->n_fft;
+  if (n % 2) {
+    char lower[32] = "";
+    if (n - 1 >= cfg->win_length && n - 1 >= 2) snprintf(lower, sizeof lower, "%u or ", n - 1);
+    snprintf(buf, len,
+             "n_fft %u is odd: Kaldi's mel banks (mel_scale kaldi) need an even FFT size, as "
+             "Kaldi's MelBanks does: give --n-fft %s%u",
+             n, lower, n + 1);
+    return 1;
+  }
+  if (cfg->n_mels < 3) {
+    snprintf(buf, len,
+             "n_mels %u: Kaldi's mel banks (mel_scale kaldi) need 3 bands or more, as Kaldi's "
+             "MelBanks does (\"Must have at least 3 mel bins\"): give --n-mels 3 or more",
+             cfg->n_mels);
+    return 1;
+  }
+  return 0;
+}
+
 void fzc_empty_bands_fix(const fc_mel_config *cfg, uint32_t n_fft_min, int refused, char *buf,
                          size_t len) {
   char mels[96] = "";
+  if (cfg->mel_scale == FC_MEL_KALDI && n_fft_min % 2) { /* Kaldi's banks: an even size */
+    fc_mel_config c = *cfg;
+    for (c.n_fft = n_fft_min + 1; c.n_fft <= FC_MEL_MAX_N_FFT; c.n_fft += 2)
+      if (!fc_mel_empty_bands(&c, NULL)) break;
+    n_fft_min = c.n_fft <= FC_MEL_MAX_N_FFT ? c.n_fft : 0;
+  }
   uint32_t full = refused ? 0 : full_n_mels(cfg);
   if (full)
     snprintf(mels, sizeof mels, ": %u fill%s every band at n_fft %u", full, full == 1 ? "s" : "",

@@ -19,4 +19,9 @@ void fzc_empty_bands_fix(const fc_mel_config *cfg, uint32_t n_fft_min, int refus
  * n_fft. "" otherwise: the library's reason says it. buf. */
 void fzc_config_hint(const fc_mel_config *cfg, const char *preset, unsigned set, double fmax_arg,
                      char *buf, size_t len);
+/* Kaldi's mel banks (mel_scale kaldi) exist for an even FFT size and 3 bands or more: Kaldi's
+ * MelBanks refuses the others, as torchaudio's get_mel_banks does (and the last bin of an odd
+ * size, below Nyquist, would be dropped as Kaldi drops the Nyquist bin). 1 with the reason and
+ * the options to give in buf, else 0. */
+int fzc_kaldi_banks_invalid(const fc_mel_config *cfg, char *buf, size_t len);
 #endif

@@ -288,6 +288,17 @@ check "empty mel bands, kaldi --win 200" 2 "featurize: invalid configuration: 2 
   -- "$FZ" --preset kaldi --win 200 -o "$S" "$tmp/a.wav"
 check "empty mel bands, one fills" 2 "featurize: invalid configuration: 1 of 2 mel bands hold no FFT bin at n_fft 3 (empty filters): --n-fft 8 is the smallest that gives every band one (or fewer --n-mels: 1 fills every band at n_fft 3)" \
   -- "$FZ" --n-fft 3 --n-mels 2 --pad 0 -o "$S" "$tmp/a.wav"
+# Kaldi's mel banks exist for an even FFT size and 3 bands or more (Kaldi's MelBanks and
+# torchaudio's get_mel_banks refuse the others); an odd one dropped its last bin, in band
+check "kaldi banks, odd n-fft" 2 "featurize: invalid configuration: n_fft 401 is odd: Kaldi's mel banks (mel_scale kaldi) need an even FFT size, as Kaldi's MelBanks does: give --n-fft 400 or 402" \
+  -- "$FZ" --preset kaldi --n-fft 401 -o "$S" "$tmp/a.wav"
+check "kaldi banks, odd n-fft at the window" 2 "featurize: invalid configuration: n_fft 401 is odd: Kaldi's mel banks (mel_scale kaldi) need an even FFT size, as Kaldi's MelBanks does: give --n-fft 402" \
+  -- "$FZ" --print-config hifigan --mel-scale kaldi --n-fft 401
+check "kaldi banks, 2 bands" 2 "featurize: invalid configuration: n_mels 2: Kaldi's mel banks (mel_scale kaldi) need 3 bands or more, as Kaldi's MelBanks does (\"Must have at least 3 mel bins\"): give --n-mels 3 or more" \
+  -- "$FZ" --preset kaldi --n-mels 2 -o "$S" "$tmp/a.wav"
+# the smallest n_fft that fills every band, for Kaldi's banks the smallest even one (287 is odd)
+check "empty mel bands, kaldi: an even n-fft" 2 "featurize: invalid configuration: 1 of 79 mel bands hold no FFT bin at n_fft 256 (empty filters): --n-fft 288 is the smallest that gives every band one (or fewer --n-mels: 70 fill every band at n_fft 256)" \
+  -- "$FZ" --preset kaldi --win 200 --n-mels 79 -o "$S" "$tmp/a.wav"
 check "empty mel bands, --print-config" 2 "featurize: invalid configuration: 78 of 80 mel bands hold no FFT bin at n_fft 3 (empty filters): --n-fft 297 is the smallest that gives every band one (or fewer --n-mels)" \
   -- "$FZ" --print-config hifigan --n-fft 3
 # hifigan's pad (n_fft - hop) / 2 below zero: HiFi-GAN would crop, featcache cannot: refused,
