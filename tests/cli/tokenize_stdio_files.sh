@@ -53,6 +53,10 @@ EOF
 "$T" -t bpe --tokenizer-json - -o s5 m.tsv <tok.json 2>err || fail "--tokenizer-json -: exit $?"
 grep -qx "tokenize: done: 2 of 2 (2 new, 0 already stored, 0 failed, 9 tokens)" err ||
   fail "--tokenizer-json -: the summary"
+# -t bpe --export-vocab: the tokenizer.json's bytes, as docs/tokenize.md says
+"$T" -q -t bpe --tokenizer-json tok.json --export-vocab tok-out.json -o s5 m.tsv 2>err ||
+  fail "-t bpe --export-vocab: exit $?"
+cmp -s tok.json tok-out.json || fail "-t bpe --export-vocab wrote '$(head -c 200 tok-out.json)'"
 
 # two of them on one stream: a usage error, nothing made
 "$T" --vocab - -o s6 - <v.txt >out 2>err
