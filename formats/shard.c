@@ -107,8 +107,14 @@ int fc_shard_parse(const char *spec, uint32_t *k, uint32_t *n, char *why, size_t
     fc_why(why, why_len, "invalid shard '%s' (want K/N, e.g. 0/16, or slurm, slurm/N)", spec);
     return FC_ECONFIG;
   }
-  if (nn == 0 || kk >= nn) {
-    fc_why(why, why_len, "invalid shard '%s' (want 0 <= K < N)", spec);
+  if (nn == 0) {
+    fc_why(why, why_len, "invalid shard '%s': N, the number of shards, is at least 1", spec);
+    return FC_ECONFIG;
+  }
+  if (kk >= nn) { /* a 1-based loop (seq 1 16) fails in its last task only */
+    fc_why(why, why_len,
+           "invalid shard '%s': the shards of %u are 0/%u to %u/%u (K counts from 0: seq 0 %u)",
+           spec, nn, nn, nn - 1, nn, nn - 1);
     return FC_ECONFIG;
   }
   *k = kk;

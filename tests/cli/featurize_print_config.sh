@@ -173,7 +173,7 @@ check invalid "featurize: invalid configuration: the mq codec needs a log output
 check novalue "featurize: option '--print-config' needs a value
 $try" -- "$FZ" --print-config
 # a --shard or --device refused without --print-config is refused with it (it printed the config)
-check shard "featurize: invalid shard '9/2' (want 0 <= K < N)
+check shard "featurize: invalid shard '9/2': the shards of 2 are 0/2 to 1/2 (K counts from 0: seq 0 1)
 $try" -- "$FZ" --print-config kaldi --shard 9/2
 check device "featurize: unknown device 'gpu' (want auto, cpu, cuda or cuda:N)
 $try" -- "$FZ" --print-config kaldi --device gpu

@@ -81,8 +81,14 @@ int main(void) {
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     CHECK(fc_shard_parse(bad[i], &k, &n, why, sizeof why) == FC_ECONFIG && why[0], "spec '%s'",
           bad[i]);
+  /* a 1-based loop (seq 1 16) fails in its last task only: the message says K counts from 0 */
   CHECK(fc_shard_parse("16/16", &k, &n, why, sizeof why) == FC_ECONFIG &&
-            strcmp(why, "invalid shard '16/16' (want 0 <= K < N)") == 0,
+            strcmp(why,
+                   "invalid shard '16/16': the shards of 16 are 0/16 to 15/16 (K counts "
+                   "from 0: seq 0 15)") == 0,
+        "why: %s", why);
+  CHECK(fc_shard_parse("1/0", &k, &n, why, sizeof why) == FC_ECONFIG &&
+            strcmp(why, "invalid shard '1/0': N, the number of shards, is at least 1") == 0,
         "why: %s", why);
 
   /* slurm: the task ids are the shard numbers, as Slurm sets the variables for each array */
