@@ -415,6 +415,23 @@ if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
 
 
+def test_store_nothing_was_committed_to(store):
+    # an LMDB environment nothing was ever committed to (its writer killed before its first
+    # commit), and a data.mdb of 0 bytes (a full disk as the store was made): the loader said
+    # "FC_EFORMAT: not in the featcache format", where every tool says "an empty store"
+    lmdb = pytest.importorskip("lmdb")
+    never = os.path.join(store["dir"], "never_committed")
+    lmdb.open(never, max_dbs=8).close()
+    zero = os.path.join(store["dir"], "zero_bytes")
+    os.mkdir(zero)
+    open(os.path.join(zero, "data.mdb"), "wb").close()
+    for path in (never, zero):
+        raises_at_construction(re.escape(
+            "featcache: %s: an empty store: nothing was ever committed to it (its writer stopped "
+            "before its first commit?): it holds no utterance; featurize (or tokenize) -o %s "
+            "stores them" % (path, path)) + "$", path)
+
+
 def test_store_without_features(store):
     # a store featurize has made but not yet committed to (a training run started too early), and
     # a store of token ids only: the message said "the store holds no mel config" and no more

@@ -318,6 +318,12 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
                               : "an empty part of a split store: nothing was ever committed to it",
                unwritten == 1 ? "making it" : "its first commit", FC_WHY_NAME(split),
                unwritten == 1 ? "makes it" : "mends it");
+      else if (rc == FC_EFORMAT && store_env_unwritten(paths[i])) /* as the tools say it */
+        fc_why(why, why_len,
+               "%s: an empty store: nothing was ever committed to it (its writer stopped before "
+               "its first commit?): it holds no utterance; featurize (or tokenize) -o %s stores "
+               "them",
+               FC_WHY_NAME(paths[i]), FC_WHY_NAME(paths[i]));
       else if (rc == EACCES && !(sflags & FC_STORE_NOLOCK) && store_lock_unwritable(paths[i]))
         fc_why(why, why_len,
                "%s: " STORE_LOCK_UNWRITABLE

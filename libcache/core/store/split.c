@@ -369,8 +369,15 @@ int store_part_unwritten(const char *dir, char *store, size_t store_len) {
       fc_store_split_count(store, &n) != 0 || n < 2 || join(mdb, sizeof mdb, dir, "data.mdb"))
     return 0;
   if (stat(mdb, &st) != 0) return errno == ENOENT;
-  if (!S_ISREG(st.st_mode)) return 0;
-  if (st.st_size == 0) return 2;
+  return store_env_unwritten(dir) ? 2 : 0;
+}
+
+int store_env_unwritten(const char *dir) {
+  char mdb[4096];
+  struct stat st;
+  if (join(mdb, sizeof mdb, dir, "data.mdb") || stat(mdb, &st) != 0 || !S_ISREG(st.st_mode))
+    return 0;
+  if (st.st_size == 0) return 1;
   MDB_env *env;
   MDB_txn *txn;
   MDB_dbi dbi;
@@ -383,5 +390,5 @@ int store_part_unwritten(const char *dir, char *store, size_t store_len) {
     mdb_txn_abort(txn);
   }
   mdb_env_close(env);
-  return empty ? 2 : 0;
+  return empty;
 }

@@ -112,6 +112,10 @@ int store_explain_write_error(const fc_store *s, int rc, size_t bytes);
  * store_len bytes, the split store's directory. (libcache/core/store/split.c) */
 int store_part_unwritten(const char *dir, char *store, size_t store_len);
 
+/* 1 when dir holds a data.mdb of 0 bytes or an LMDB environment whose main db holds nothing (its
+ * writer stopped before its first commit), a part of a split store or not; else 0. */
+int store_env_unwritten(const char *dir);
+
 /* Creating a store in dir (data.mdb, or a split store's marker) is decided under an exclusive
  * flock of the directory, so that two jobs never make both (libcache/store/split.c). Returns the
  * locked descriptor (>= 0) or -errno; store_create_unlock releases it. */
