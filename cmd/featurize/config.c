@@ -36,6 +36,9 @@ void fzc_config_hint(const fc_mel_config *cfg, const char *preset, unsigned set,
       snprintf(buf, len,
                ": --fmax=%g counts down from Nyquist %g (Kaldi's --high-freq): give one above %g",
                fmax_arg, nyquist, cfg->fmin - nyquist);
+    else if (!(set & FC_MEL_F_FMAX) && !(fmax > cfg->fmin))
+      snprintf(buf, len, ": %s's fmax; give --fmin below %g, or --fmax above %g (up to Nyquist %g)",
+               preset, fmax, cfg->fmin, nyquist);
     return;
   }
   c = *cfg;

@@ -14,7 +14,7 @@ void fzc_empty_bands_fix(const fc_mel_config *cfg, uint32_t n_fft_min, int refus
 /* What to change when one parameter alone makes cfg invalid (cfg is valid with it changed), said
  * in the options the user gave (set: FC_MEL_F_* bits; fmax_arg: --fmax as given): the preset's
  * own fmax above a lower --sr's Nyquist, or a --fmax at or below 0 (counted down from Nyquist)
- * that falls to fmin or below; a pad beside centring (the preset's or --center true's) or
+ * that falls to fmin or below, or an --fmin at or above the preset's fmax; a pad beside centring (the preset's or --center true's) or
  * --snip-edges false; the preset's window above the --n-fft given, or a --win above the preset's
  * n_fft. "" otherwise: the library's reason says it. buf. */
 void fzc_config_hint(const fc_mel_config *cfg, const char *preset, unsigned set, double fmax_arg,

@@ -255,7 +255,7 @@ check "pad and center true" 2 "featurize: invalid configuration: pad is for unce
   -- "$FZ" --center true --pad 3 -o "$S" "$tmp/a.wav"
 check "fmax > nyquist" 2 "featurize: invalid configuration: fmax 12000 above Nyquist 11025" \
   -- "$FZ" --fmax 12000 -o "$S" "$tmp/a.wav"
-check "fmin >= fmax" 2 "featurize: invalid configuration: fmin 9000 not in [0, fmax 8000)" \
+check "fmin >= fmax" 2 "featurize: invalid configuration: fmin 9000 not in [0, fmax 8000): hifigan's fmax; give --fmin below 8000, or --fmax above 9000 (up to Nyquist 11025)" \
   -- "$FZ" --fmin 9000 -o "$S" "$tmp/a.wav"
 check "fmax below fmin, from Nyquist" 2 "featurize: invalid configuration: fmin 20 not in [0, fmax -1000): --fmax=-9000 counts down from Nyquist 8000 (Kaldi's --high-freq): give one above -7980" \
   -- "$FZ" --preset kaldi --fmax=-9000 -o "$S" "$tmp/a.wav"
