@@ -80,6 +80,33 @@ int tok_vocab_from_syms(tok_vocab *v, char **syms, size_t n, char *why, size_t w
   return vocab_build(v, syms, n, NULL, why, why_len);
 }
 
+/* A table of symbols and numbers, not a vocab: every line a symbol, white space and a number
+ * ("<unk> 1": Kaldi's words.txt, icefall's tokens.txt; "h 1234": fairseq's dict.txt, a count).
+ * Read as a vocab, its symbols ("h 5") match no text. Said as FC_ETOKENIZER, with the way out. */
+static int id_table(char *const *syms, size_t n, char *why, size_t why_len) {
+  int in_order = 1;
+  for (size_t i = 0; i < n; i++) {
+    const char *s = syms[i], *num;
+    const size_t sym = strcspn(s, " \t"), gap = strspn(s + sym, " \t");
+    const size_t digits = strspn(num = s + sym + gap, "0123456789");
+    if (n < 2 || !sym || !gap || !digits || num[digits]) return 0;
+    if (digits > 18 || strtoull(num, NULL, 10) != i) in_order = 0;
+  }
+  char q[160];
+  const int plain = fc_quote_name(syms[0], q, sizeof q) == strlen(syms[0]);
+  const int tab = syms[0][strcspn(syms[0], " \t")] == '\t';
+  tok_set_why(why, why_len,
+              "1: every line is a symbol and a number (%s%s%s), %s, but a vocab holds one symbol "
+              "a line, its id the line's index: %s",
+              plain ? "'" : "", plain ? syms[0] : q, plain ? "'" : "",
+              in_order ? "the ids of a table such as Kaldi's words.txt or icefall's tokens.txt"
+                       : "not the line's index (fairseq's dict.txt holds counts)",
+              !in_order ? "write the symbols one a line, in the order of their ids"
+              : tab     ? "cut the numbers off with cut -f1"
+                        : "cut the numbers off with cut -d' ' -f1");
+  return FC_ETOKENIZER;
+}
+
 int tok_vocab_parse(tok_vocab *v, const char *data, size_t len, int nfkc, char *why,
                     size_t why_len) {
   size_t cap = 256, n = 0;
@@ -153,6 +180,7 @@ int tok_vocab_parse(tok_vocab *v, const char *data, size_t len, int nfkc, char *
     tok_set_why(why, why_len, "1: the vocab is empty");
     rc = FC_ETOKENIZER;
   }
+  if (!rc) rc = id_table(syms, n, why, why_len);
   if (rc) {
     for (size_t k = 0; k < n; k++) free(syms[k]);
     free(syms);
