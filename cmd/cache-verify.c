@@ -204,6 +204,8 @@ static void print_json(const char *store, const fc_verify_report *r, int ok, con
   printf(",\"indexed_configs\":%llu,\"index_entries\":%llu,\"index_missing\":%llu",
          (unsigned long long)r->indexed_configs, (unsigned long long)r->index_entries,
          (unsigned long long)r->index_missing);
+  printf(",\"text_only\":%llu,\"audio_only\":%llu", (unsigned long long)r->text_only,
+         (unsigned long long)r->audio_only);
   printf(
       ",\"data_size\":%llu,\"map_size\":%llu,\"map_used\":%llu,\"readers\":%u,"
       "\"stale_readers\":%u,\"stale_cleared\":%u,\"nolock\":%s,\"threads\":%d,"
@@ -318,6 +320,8 @@ static void put_store(const char *store) {
   fputs(": ", stdout);
 }
 
+static int with_manifest; /* --manifest given (over several stores, checked as a dataset) */
+
 static void print_human(const char *store, const fc_verify_report *r) {
   for (size_t i = 0; i < r->count; i++) {
     const fc_verify_finding *f = &r->findings[i];
@@ -345,6 +349,7 @@ static void print_human(const char *store, const fc_verify_report *r) {
         printf("%llu more recorded failure%s not listed\n",
                (unsigned long long)(r->failures - kept_f), r->failures - kept_f == 1 ? "" : "s");
   if (!r->stopped) cvc_missing_notes(store, r);
+  if (!r->stopped && !with_manifest) cvc_unpaired_notes(store, r); /* else its errors say it */
   if (r->stopped)
     put_store(store), printf("stopped after %llu error%s (--max-errors)\n",
                              (unsigned long long)r->errors, r->errors == 1 ? "" : "s");
@@ -438,7 +443,7 @@ int main(int argc, char **argv) {
         tok[n_tok++] = optarg;
       }
       break;
-    case OPT_MANIFEST: manifest = fc_cli_path("manifest", optarg); break;
+    case OPT_MANIFEST: manifest = fc_cli_path("manifest", optarg), with_manifest = 1; break;
     case OPT_MANIFEST_FORMAT: mo.format = fc_cli_manifest_format(optarg); break;
     case OPT_FINITE: vo.finite = 1; break;
     case OPT_SOURCES: vo.sources = 1; break;

@@ -44,3 +44,30 @@ void cvc_missing_notes(const char *store, const fc_verify_report *r) {
     fputs(")\n", stdout);
   }
 }
+
+void cvc_unpaired_notes(const char *store, const fc_verify_report *r) {
+  for (int text = 1; text >= 0; text--) {
+    uint64_t n = text ? r->text_only : r->audio_only;
+    const char *first = text ? r->text_only_first : r->audio_only_first;
+    if (!n) continue;
+    fc_cli_put_name(stdout, store);
+    static const char *const has[2][2] = {{"has an audio entry", "have audio entries"},
+                                          {"has a text entry", "have text entries"}};
+    printf(": note: %llu utterance%s %s but no %s entry (", (unsigned long long)n,
+           n == 1 ? "" : "s", has[text][n > 1], text ? "audio" : "text");
+    fc_cli_put_name(stdout, first ? first : "?");
+    if (n > 1) fputs(" first", stdout);
+    if (text)
+      printf(
+          "): a loader reading features and tokens leaves %s out (its problems() name %s); "
+          "featurize %s audio for training on %s\n",
+          n == 1 ? "it" : "them", n == 1 ? "it" : "them", n == 1 ? "its" : "their",
+          n == 1 ? "it" : "them");
+    else
+      printf(
+          "): a loader reading tokens leaves %s out (its problems() name %s); tokenize %s "
+          "transcript%s into the store for training on %s\n",
+          n == 1 ? "it" : "them", n == 1 ? "it" : "them", n == 1 ? "its" : "their",
+          n == 1 ? "" : "s", n == 1 ? "it" : "them");
+  }
+}

@@ -9,5 +9,9 @@
  * (the mark of a run that stopped before it finished that config), a note on stdout saying how
  * many, what likely happened and what to do (run it again, or cache-config --drop). */
 void cvc_missing_notes(const char *store, const fc_verify_report *r);
+/* Utterances with a text entry and no audio entry, or the converse (fc_verify_report's
+ * text_only, audio_only): a note each, since a loader reading features and tokens leaves them
+ * out. */
+void cvc_unpaired_notes(const char *store, const fc_verify_report *r);
 
 #endif

@@ -94,6 +94,13 @@ typedef struct fc_verify_report {
    * there (one error says where), and any reader of the store (the loader, cache-merge, the
    * writing tools) could crash on it */
   int unsafe_pages;
+  /* Without a manifest, in a store that holds both kinds of configs (or a split store's part):
+   * utterances with a text entry and no audio entry (and no failure record), and with an audio
+   * entry and no text entry; a loader reading features and tokens leaves them out. No finding
+   * (a corpus may hold text-only lines by design); *_first: the first such id (printable, as
+   * findings' ids; owned by the report), NULL when none. */
+  uint64_t text_only, audio_only;
+  const char *text_only_first, *audio_only_first;
 } fc_verify_report;
 
 /* Called from one thread now and then (at most ~10 times a second) while records are checked. */

@@ -75,6 +75,7 @@ run orphan 1 --expect-preset hifigan
 cat >want <<W
 s: error: feat $(key_of utt00004) (id utt00004): missing: no feature record for mel config hifigan $cfg
 s: warning: feat $(key_of utt00009): orphan: no audio entry refers to this record (config hifigan $cfg): cache-prune removes it
+s: note: 1 utterance has a text entry but no audio entry (utt00009): a loader reading features and tokens leaves it out (its problems() name it); featurize its audio for training on it
 W
 same orphan
 # remove the missing-feature error so that only the warning remains
@@ -101,6 +102,7 @@ cat >want <<W
 s: error: audio utt00001: source changed: src/utt00001.wav is $(stat -c %s src/utt00001.wav) bytes, its features were made from $(( $(stat -c %s src/utt00001.wav) - 1 )) bytes
 s: error: audio utt00003: source src/utt00003.wav: No such file or directory (the corpus moved? --source-root DIR looks for it under DIR)
 s: warning: feat $(key_of utt00009): orphan: no audio entry refers to this record (config hifigan $cfg): cache-prune removes it
+s: note: 2 utterances have text entries but no audio entry (utt00004 first): a loader reading features and tokens leaves them out (its problems() name them); featurize their audio for training on them
 W
 same sources
 run rehash 1 --rehash

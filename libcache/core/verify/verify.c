@@ -212,6 +212,7 @@ static int run_checks(vctx *c, const char *dir, int *nthreads, fc_rtxn **t, char
   if (!vf_stopping(c) && (rc = vf_check_records(c, *nthreads)) != 0) return rc;
   if (!vf_stopping(c)) vf_report_tok_files(c);
   if (!vf_stopping(c) && o->manifest) vf_check_manifest(c);
+  if (!vf_stopping(c) && !o->manifest) vf_count_unpaired(c);
   if (!vf_stopping(c) && (rc = vf_check_index(c, *t)) != 0) return rc;
   if (!vf_stopping(c)) vf_report_failures(c, *t);
   return 0;
@@ -259,6 +260,8 @@ void fc_verify_report_free(fc_verify_report *r) {
     free((char *)r->findings[i].problem);
   }
   free(r->findings);
+  free((char *)r->text_only_first);
+  free((char *)r->audio_only_first);
   memset(r, 0, sizeof *r);
 }
 

@@ -434,6 +434,30 @@ void vf_check_manifest(vctx *c) {
            vf_no_config_msg(1, 0, with_text));
 }
 
+void vf_count_unpaired(vctx *c) {
+  size_t n_mel = 0, n_tok = 0;
+  for (size_t j = 0; j < c->n_cfgs; j++) {
+    n_mel += c->cfgs[j].kind == KIND_MEL;
+    n_tok += c->cfgs[j].kind == KIND_TOK;
+  }
+  /* a store of one kind (features only, token ids only) pairs nothing; a split store's part is
+   * one of a store featurize made, whose audio its ids need even where that part holds none */
+  if (!(n_mel || c->part_n > 1) || !n_tok) return;
+  fc_verify_report *r = c->r;
+  for (int text = 0; text < 2; text++) {
+    const ventry *a = text ? c->text : c->audio, *b = text ? c->audio : c->text;
+    size_t na = text ? c->n_text : c->n_audio, nb = text ? c->n_audio : c->n_text;
+    uint64_t *count = text ? &r->text_only : &r->audio_only;
+    const char **first = text ? &r->text_only_first : &r->audio_only_first;
+    for (size_t i = 0; i < na && !vf_stopping(c); i++) {
+      if (vf_find_entry(b, nb, a[i].id, a[i].id_len)) continue;
+      if (text && vf_find_failure(c, a[i].id, a[i].id_len)) continue; /* featurize failed it */
+      if (!*count) *first = vf_printable(a[i].id, a[i].id_len); /* NULL: out of memory */
+      ++*count;
+    }
+  }
+}
+
 const char *vf_no_config_msg(int tokens, int several, uint64_t n) {
   static _Thread_local char buf[256];
   snprintf(buf, sizeof buf,

@@ -175,6 +175,8 @@ int vf_build_expected(vctx *c);
 const vexp *vf_find_exp(vctx *c, const void *key, int db);
 int vf_check_entries(vctx *c, int nthreads);
 void vf_check_manifest(vctx *c);
+/* Without a manifest: the report's text_only and audio_only (fc_verify_report). */
+void vf_count_unpaired(vctx *c);
 /* A manifest line's text against a stored text entry (entry, len: its value): 0 when one of the
  * line's texts (the chosen column, or LJSpeech's raw or normalized one: tokenize may have read
  * either) hashes to the entry's text digest, or the line has no text; 1 when the line's text is
