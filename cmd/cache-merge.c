@@ -143,6 +143,29 @@ static void on_token_configs(const char *name, const char *detail, int refused, 
               fc_cli_tool);
 }
 
+/* The same where the configs differ in more than their vocabulary: shards tokenized with other
+ * options (a task run with --add-bos, --case fold); diff says what differs */
+static void on_token_configs_options(const char *name, const char *detail, const char *diff,
+                                     int refused, void *user) {
+  ctx *c = user;
+  fc_cli_progress_clear(&c->progress);
+  fprintf(stderr,
+          "%s: the inputs hold %s, tokenized with other options (%s): each config holds the "
+          "tokens of its own stores' ids, and tokens=\"%s\" would not say which\n",
+          fc_cli_tool, detail, diff, name);
+  if (refused)
+    fprintf(stderr,
+            "%s: tokenize every shard with the same options: drop the other config from the "
+            "shards that hold it (cache-config --drop DIGEST SHARD) and tokenize them again\n",
+            fc_cli_tool);
+  else
+    say_later(c,
+              "%s: merged all the same (the stores record no shards): for one config, tokenize "
+              "the merged store with the options you want and drop the others (cache-config "
+              "--drop)\n",
+              fc_cli_tool);
+}
+
 /* The same when OUT holds configs of the name that no input holds: an older vocabulary there, not
  * one built in each input; the fix is OUT's */
 static void on_output_token_configs(const char *name, const char *out_hex, const char *in_hex,
@@ -461,6 +484,7 @@ int main(int argc, char **argv) {
   mo.on_token_configs = on_token_configs;
   mo.on_output_token_configs = on_output_token_configs;
   mo.on_output_lacks_token_configs = on_output_lacks_token_configs;
+  mo.on_token_configs_options = on_token_configs_options;
   mo.on_mel_configs = on_mel_configs;
   mo.on_token_configs_held_apart = on_token_configs_held_apart;
   mo.user = &cx;

@@ -178,6 +178,13 @@ typedef struct fc_merge_opts {
    * in_hex: the inputs' that it lacks (32 hex each, ", " between). May be NULL. */
   void (*on_output_lacks_token_configs)(const char *name, const char *out_hex, const char *in_hex,
                                         int refused, void *user);
+  /* As on_token_configs where the configs differ in more than their vocabulary: shards
+   * tokenized with other options (--add-bos, --case fold in one of them). diff says what, of
+   * each config against the one most stores hold ("288124152b4b: add_bos true where
+   * 150988de11d1 has false"). Called instead of on_token_configs (which is called when this is
+   * NULL), refused as it would be. May be NULL. */
+  void (*on_token_configs_options)(const char *name, const char *detail, const char *diff,
+                                   int refused, void *user);
 } fc_merge_opts;
 
 /* Defaults: refuse conflicts, the bounds in brackets, no callbacks. */

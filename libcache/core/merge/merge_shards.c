@@ -28,6 +28,7 @@ typedef struct tokcfg {
   char name[64]; /* what tokens="NAME" answers to: tokenizer, else name, else preset */
   char hex[33];
   size_t holder;
+  json_t *o; /* the config, parsed */
 } tokcfg;
 
 static int tokcfg_cmp(const void *a, const void *b) {
@@ -68,7 +69,55 @@ static int add_token_config(const char *hex, const char *kind, json_t *o, const 
   snprintf(t->name, sizeof t->name, "%s", name);
   memcpy(t->hex, hex, 33);
   t->holder = w->h;
+  t->o = o;
+  return 1; /* t->o keeps it */
+}
+
+static void tokcfgs_free(tokcfg *v, size_t n) {
+  for (size_t i = 0; i < n; i++) json_decref(v[i].o);
+  free(v);
+}
+
+/* The fields of a token config that are its vocabulary (built from the text, or read from a
+ * file): configs of one name that differ in these alone were built apart; in others, tokenized
+ * with other options (--add-bos, --case fold in one shard). */
+static int vocab_field(const char *key) {
+  static const char *const keys[] = {"vocab_digest", "vocab_size", "specials",
+                                     "tokenizer_json_digest"};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    if (!strcmp(key, keys[i])) return 1;
   return 0;
+}
+
+/* The fields other than the vocabulary's that config c differs in from the reference r, appended
+ * to out as "add_bos true, casefold true where 150988de11d1 has false, false" (at most 3); the
+ * number of such fields. */
+static int options_diff(const tokcfg *c, const tokcfg *r, char *out, size_t len) {
+  char mine[200] = "", theirs[200] = "";
+  const char *key;
+  json_t *val;
+  int said = 0;
+  for (int pass = 0; pass < 2; pass++) { /* c's fields, then those only r has */
+    json_object_foreach(pass ? r->o : c->o, key, val) {
+      json_t *cv = json_object_get(c->o, key), *rv = json_object_get(r->o, key);
+      if (vocab_field(key) || (pass && cv) || (cv && rv && json_equal(cv, rv))) continue;
+      if (said++ == 3) break;
+      int nomem;
+      char *a = cv ? fc_json_dumps(cv, JSON_ENCODE_ANY | JSON_COMPACT, &nomem) : NULL;
+      char *b = rv ? fc_json_dumps(rv, JSON_ENCODE_ANY | JSON_COMPACT, &nomem) : NULL;
+      size_t m = strlen(mine), t = strlen(theirs);
+      snprintf(mine + m, sizeof mine - m, "%s%s %s", said > 1 ? ", " : "", key, a ? a : "none");
+      snprintf(theirs + t, sizeof theirs - t, "%s%s", said > 1 ? ", " : "", b ? b : "none");
+      free(a);
+      free(b);
+    }
+  }
+  if (said) {
+    size_t at = strlen(out);
+    snprintf(out + at, len - at, "%s%.12s: %s%s where %.12s has %s", at ? "; " : "", c->hex, mine,
+             said > 3 ? ", ..." : "", r->hex, theirs);
+  }
+  return said;
 }
 
 /* The token configs in the meta db of txn, appended to *v (holder h). */
@@ -91,7 +140,7 @@ static int check_token_configs(fc_store *const *in, MDB_txn *const *txns, size_t
     rc = i < n ? token_configs(txns[i], in[i]->dbi[FC_DB_META], i, &v, &nv, &cap)
                : token_configs(out_txn, out->dbi[FC_DB_META], i, &v, &nv, &cap);
   if (rc || nv < 2) {
-    free(v);
+    tokcfgs_free(v, nv);
     return rc;
   }
   qsort(v, nv, sizeof *v, tokcfg_cmp);
@@ -177,12 +226,31 @@ static int check_token_configs(fc_store *const *in, MDB_txn *const *txns, size_t
           }
         }
         if (at > 0 && (size_t)at < sizeof line) snprintf(line + at, sizeof line - (size_t)at, ")");
-        o->on_token_configs(v[a].name, line, shards, o->user);
+        /* tokenized with other options, not a vocabulary built apart: what differs from the
+         * config most stores hold */
+        char diff[512] = "";
+        size_t ref = a, ref_count = 0;
+        for (size_t x = a, y; x < b; x = y) {
+          for (y = x; y < b && !strcmp(v[y].hex, v[x].hex); y++) {}
+          if (y - x > ref_count) ref = x, ref_count = y - x;
+        }
+        int options = 0, listed = 0;
+        for (size_t x = a, y; x < b; x = y) {
+          for (y = x; y < b && !strcmp(v[y].hex, v[x].hex); y++) {}
+          if (x != ref && listed < 3 && options_diff(&v[x], &v[ref], diff, sizeof diff)) {
+            options = 1;
+            listed++;
+          }
+        }
+        if (options && o->on_token_configs_options)
+          o->on_token_configs_options(v[a].name, line, diff, shards, o->user);
+        else
+          o->on_token_configs(v[a].name, line, shards, o->user);
       }
     }
     a = b;
   }
-  free(v);
+  tokcfgs_free(v, nv);
   return rc ? rc : refuse ? FC_ECONFIG : 0;
 }
 
