@@ -22,6 +22,7 @@ minus the phases nested in it); "other" = step time minus the phases. A profiler
 thread.
 """
 
+import contextlib
 import ctypes
 import json
 import math
@@ -206,7 +207,8 @@ def verdict(data_share, variation_ratio=0.0):
     return buf.value.decode()
 
 
-class _Phase:
+class _Phase(contextlib.ContextDecorator):
+    """A phase: `with prof.phase(name):`, or `@prof.phase(name)` on a function the step calls."""
     __slots__ = ("_p", "_name")
 
     def __init__(self, prof, name):
@@ -222,9 +224,12 @@ class _Phase:
         return False
 
 
-class _CudaPhase:
+class _CudaPhase(contextlib.ContextDecorator):
     """A host phase with CUDA events around it: the device time goes to the device series."""
     __slots__ = ("_p", "_name", "_start")
+
+    def _recreate_cm(self):  # as a decorator: one per call (a call inside another has its events)
+        return _CudaPhase(self._p, self._name)
 
     def __init__(self, prof, name):
         self._p = prof
@@ -248,7 +253,8 @@ class _CudaPhase:
         return False
 
 
-class _Step:
+class _Step(contextlib.ContextDecorator):
+    """A step: `with prof.step():`, or `@prof.step()` on the function that runs one."""
     __slots__ = ("_p",)
 
     def __init__(self, prof):
@@ -514,11 +520,13 @@ class StepProfiler:
                     "no step is open")
 
     def step(self):
-        """Context manager: one training step."""
+        """Context manager (or decorator: `@prof.step()` on a function that runs one): one
+        training step."""
         return _Step(self)
 
     def phase(self, name, cuda=False):
-        """Context manager: a named phase inside the open step (phases nest).
+        """Context manager: a named phase inside the open step (phases nest); or a decorator,
+        `@prof.phase("forward")` on a function: each call of it is that phase.
 
         cuda=True (and torch.cuda available): CUDA events are recorded on the current stream at
         its start and end, and their elapsed time becomes the device series `name` ("name

@@ -664,5 +664,37 @@ def test_a_profiler_error_pickles():
     prof.close()
 
 
+def test_phases_and_steps_are_decorators():
+    """@prof.phase("forward") on a function makes each call of it that phase, @prof.step() on the
+    function that runs a step makes each call a step (a TypeError before: '_Phase' object is not
+    callable); a call raising leaves the step dropped as the with block does."""
+    prof = StepProfiler()
+
+    @prof.phase("data")
+    def fetch(n):
+        time.sleep(0.002)
+        return n
+
+    @prof.phase("compute")
+    def compute(x):
+        with prof.phase("inner"):
+            return x * 2
+
+    @prof.step()
+    def train_step(i):
+        if i == 2:
+            raise RuntimeError("bad batch")
+        return compute(fetch(i))
+
+    assert [train_step(i) for i in (0, 1)] == [0, 2]
+    with pytest.raises(RuntimeError):
+        train_step(2)
+    assert train_step(3) == 6
+    assert prof.steps == 3 and sorted(prof.phases()) == ["compute", "data", "inner"]
+    assert all(ms >= 2 for ms in prof.series("data")), prof.series("data")
+    assert fetch.__name__ == "fetch"  # functools.wraps
+    prof.close()
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider"]))
