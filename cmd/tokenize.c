@@ -595,10 +595,16 @@ int main(int argc, char **argv) {
                   fc_strerror(write_err));
   }
   if (rc) {
+    char folder[4 * 4096 + 8]; /* the store's folder, quoted */
     if (ro_open && (ro_rc == ENOENT || ro_rc == FC_ENOSTORE))
       fc_cli_warn(out_dir, "cannot create the store: %s", fc_strerror(rc));
     else if (swhy[0])
       fc_cli_warn(NULL, "%s", swhy);
+    else if (rc == ENOENT && fc_cli_store_folder_missing(out_dir, folder, sizeof folder))
+      fc_cli_warn(out_dir,
+                  "cannot create the store: its folder %s does not exist (a new store is made in "
+                  "an existing folder: mkdir -p it)",
+                  folder);
     else /* as featurize says it */
       fc_cli_warn(out_dir, "cannot open the store: %s", fc_strerror(rc));
     fc_item_list_free(&items);
