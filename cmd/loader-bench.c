@@ -52,7 +52,7 @@ static const fc_cli_opt options[] = {
      "cache source alone, only these are read (a split of the stores)"},
     {"audio", OPT_MANIFEST, required_argument, "FILE", "same as --manifest"},
     {"manifest-format", OPT_MANIFEST_FORMAT, required_argument, "F",
-     "auto, ljspeech, kaldi, jsonl or list"},
+     "auto, ljspeech, kaldi, jsonl, list or tsv"},
     {"audio-dir", OPT_AUDIO_DIR, required_argument, "DIR", "base of relative manifest paths"},
     {"compare-profiles", OPT_COMPARE_PROFILES, no_argument, NULL,
      "two saved profiles of your own training loop side by side "

@@ -45,6 +45,13 @@ sed -n '/^Data source:/,/^Exit status/p' "$tmp/help" | sed '$d' | awk '
   /^  -[a-z], --|^      --|^[A-Z][A-Za-z ]*:$|^$|^                               [^ ]/ { next }
   { print "FAIL help layout: [" $0 "]"; bad = 1 }
   END { exit bad }' || fails=$((fails + 1))
+# --manifest-format lists every format it takes (tsv was taken but not listed, in --help and the page)
+for f in auto ljspeech kaldi jsonl list tsv; do
+  grep -A1 -- '--manifest-format' "$tmp/help" | grep -qw "$f" ||
+    { echo "FAIL help: --manifest-format does not list $f"; fails=$((fails + 1)); }
+  grep -- '^| `--manifest-format F`' "$FC_SRC/docs/loader-bench.md" | grep -qw "$f" ||
+    { echo "FAIL docs/loader-bench.md: --manifest-format does not list $f"; fails=$((fails + 1)); }
+done
 "$LB" --version >"$tmp/out" 2>&1; rc=$?
 [ $rc = 0 ] && grep -q '^loader-bench (featcache) ' "$tmp/out" || { echo "FAIL version"; fails=$((fails + 1)); }
 
