@@ -46,6 +46,19 @@ grep -qF "espeak-ng voice 'variant' is a variant of a voice, with no language" "
   fail "--lang variant: not said to be a variant"
 "$T" -o "$d/s-var" --manifest "$d/m.csv" -t phonemes --lang en+m3 --build-vocab > /dev/null 2> "$d/err" ||
   fail "--lang en+m3 (a language with a variant): exit $?"
+# a locale's name (en_US, pt_BR.UTF-8: $LANG's) is no espeak-ng voice; the message said only to
+# list them, now the voice meant; a name that is no locale's says as before
+for l in en_US:en-us pt_BR.UTF-8:pt-br; do
+  "$T" -o "$d/s-loc" --manifest "$d/m.csv" -t phonemes --lang "${l%%:*}" --build-vocab > /dev/null 2> "$d/err"
+  rc=$?
+  [ "$rc" = 2 ] || fail "--lang ${l%%:*}: exit $rc, want 2"
+  [ "$(cat "$d/err")" = "tokenize: espeak-ng has no voice '${l%%:*}' (a locale's name: espeak-ng's is ${l#*:})" ] ||
+    fail "--lang ${l%%:*}: $(cat "$d/err")"
+  [ ! -e "$d/s-loc" ] || fail "--lang ${l%%:*}: the store was made"
+done
+"$T" -o "$d/s-loc" --manifest "$d/m.csv" -t phonemes --lang zz_ZZ --build-vocab > /dev/null 2> "$d/err"
+[ "$(cat "$d/err")" = "tokenize: espeak-ng has no voice 'zz_ZZ' (espeak-ng --voices lists them)" ] ||
+  fail "--lang zz_ZZ: $(cat "$d/err")"
 if [ -n "${FC_PYTHON:-}" ]; then
   for f in de en; do
     PYTHONPATH=${FC_SRC:?}/tests/reference "$FC_PYTHON" -c '

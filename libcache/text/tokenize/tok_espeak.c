@@ -27,6 +27,7 @@
  * Units: each phoneme, a stress mark (ˈ ˌ) split off the phoneme it precedes, " " between words
  * as espeak-ng gives them, and each clause's terminator after its last phoneme. */
 /* fopencookie: _GNU_SOURCE comes from CMakeLists.txt */
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -153,8 +154,17 @@ int tok_espeak_init(const char *lang, char *canon, size_t canon_len, const char 
                 lang);
     rc = FC_ECONFIG;
   } else if (strlen(lang) >= sizeof espeak_voice || rc) {
-    tok_set_why(why, why_len, "espeak-ng has no voice '%s' (%sespeak-ng --voices lists them)", lang,
-                *lang ? "" : "an empty name: an unset variable? ");
+    /* a locale's name (en_US, pt_BR.UTF-8, from $LANG): espeak-ng's is en-us, pt-br */
+    char alt[sizeof espeak_voice] = "";
+    const size_t n = strcspn(lang, ".@"); /* en_US.UTF-8, ca_ES@valencia */
+    for (size_t i = 0; strchr(lang, '_') && n < sizeof alt && i < n; i++)
+      alt[i] = lang[i] == '_' ? '-' : (char)tolower((unsigned char)lang[i]);
+    if (*alt && select_voice_locked(alt) == 0)
+      tok_set_why(why, why_len, "espeak-ng has no voice '%s' (a locale's name: espeak-ng's is %s)",
+                  lang, alt);
+    else
+      tok_set_why(why, why_len, "espeak-ng has no voice '%s' (%sespeak-ng --voices lists them)",
+                  lang, *lang ? "" : "an empty name: an unset variable? ");
     rc = FC_ECONFIG;
   } else if (canon) {
     canonical_voice_locked(lang, canon, canon_len);
