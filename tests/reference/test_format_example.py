@@ -86,6 +86,15 @@ def main():
             assert int.from_bytes(rec[52:56], "little") == 1  # producer CPU
             assert int.from_bytes(rec[56:64], "little") == xxhash.xxh3_64_intdigest(rec[:56])
             mel = np.frombuffer(rec, "<f4", offset=64).reshape(d0, d1)
+        # "Alignment": a record over ~2 KB lies in LMDB overflow pages, its header right after the
+        # first page's 16-byte LMDB page header (the page said "starts on a page boundary"), so
+        # its payload is 16-byte aligned in the map
+        with env.begin(buffers=True) as txn:
+            view = np.frombuffer(txn.get(k, db=feat), np.uint8)
+            assert view.ctypes.data % 4096 == 16, view.ctypes.data % 4096
+            assert (view.ctypes.data + 64) % 16 == 0
+        assert "header starts 16 bytes past a page boundary" in " ".join(doc.split()), \
+            "docs/FORMAT.md, Alignment: where a large record's header lies"
         assert out[0] == "hello" and out[1:3] == [f"({d0},", f"{d1})"], out
         assert abs(float(out[3]) - float(mel.mean())) < 1e-5, (out, mel.mean())
     print("test_format_example: ok")
