@@ -255,7 +255,7 @@ int main(int argc, char **argv) {
   overrides ov;
   memset(&ov, 0, sizeof ov);
   const char *store_dir = NULL, *manifest = NULL, *audio_dir = NULL, *device_spec = "auto";
-  const char *shard_spec = NULL, *print_config = NULL;
+  const char *shard_spec = NULL, *print_config = NULL, *opt_hint;
   int manifest_format = FC_MANIFEST_AUTO, strict = 0, quiet = 0, verbose = 0, progress = 0,
       json = 0, rehash = 0, force_new_store = 0, check_pages = 0;
   fc_cli_max_failed max_failed;
@@ -388,7 +388,10 @@ int main(int argc, char **argv) {
       fc_cli_help(stdout, synopsis, description, options, footer);
       return fc_cli_stdout_status(FC_EXIT_OK);
     case OPT_VERSION: fc_cli_version(); return fc_cli_stdout_status(FC_EXIT_OK);
-    default: fc_cli_bad_option(argc, argv, longs);
+    default: /* a reference's spelling (--hop-length, --n_mels) is told featurize's option */
+      if (!optopt && optind > 0 && (opt_hint = fzc_option_hint(argv[optind - 1])) != NULL)
+        fc_cli_usage_error("unknown option '%s': %s", argv[optind - 1], opt_hint);
+      fc_cli_bad_option(argc, argv, longs);
     }
   }
   fc_cli_out_store(store_dir);

@@ -1,7 +1,9 @@
 /* featurize's word on a feature config it refuses: what to change to fill empty mel bands. */
 #include "cmd/featurize/config.h"
 
+#include <ctype.h>
 #include <stdio.h>
+#include <string.h>
 
 /* A count of bands that each hold a bin at cfg's n_fft: the boundary bisection finds (a band
  * narrows as the count grows), 0 when not even one band does. */
@@ -109,4 +111,82 @@ void fzc_empty_bands_fix(const fc_mel_config *cfg, uint32_t n_fft_min, int refus
   else
     snprintf(buf, len, "no --n-fft up to %u gives every band one: fewer --n-mels%s",
              FC_MEL_MAX_N_FFT, mels);
+}
+
+const char *fzc_option_hint(const char *arg) {
+  static char buf[192];
+  /* reference spellings, lower case with '-' for '_': featurize's option, or the config key of a
+   * parameter that has none */
+  static const char *const names[][2] = {{"sample-rate", "--sr"},
+                                         {"sampling-rate", "--sr"},
+                                         {"sample-frequency", "--sr"},
+                                         {"samplerate", "--sr"},
+                                         {"rate", "--sr"},
+                                         {"n-fft", "--n-fft"},
+                                         {"nfft", "--n-fft"},
+                                         {"fft-size", "--n-fft"},
+                                         {"filter-length", "--n-fft"},
+                                         {"win-length", "--win"},
+                                         {"win-size", "--win"},
+                                         {"window-length", "--win"},
+                                         {"window-size", "--win"},
+                                         {"hop-length", "--hop"},
+                                         {"hop-size", "--hop"},
+                                         {"n-mels", "--n-mels"},
+                                         {"num-mels", "--n-mels"},
+                                         {"num-mel-bins", "--n-mels"},
+                                         {"n-mel-channels", "--n-mels"},
+                                         {"nmels", "--n-mels"},
+                                         {"f-min", "--fmin"},
+                                         {"mel-fmin", "--fmin"},
+                                         {"low-freq", "--fmin"},
+                                         {"f-max", "--fmax"},
+                                         {"mel-fmax", "--fmax"},
+                                         {"high-freq", "--fmax"},
+                                         {"pad-mode", "--pad-mode"},
+                                         {"snip-edges", "--snip-edges"},
+                                         {"mel-scale", "--mel-scale"},
+                                         {"window", "window"},
+                                         {"window-type", "window"},
+                                         {"top-db", "top_db"},
+                                         {"log-floor", "log_floor"},
+                                         {"amin", "log_floor"},
+                                         {"preemph", "preemph"},
+                                         {"preemphasis-coefficient", "preemph"},
+                                         {"remove-dc", "remove_dc"},
+                                         {"remove-dc-offset", "remove_dc"},
+                                         {"mag-eps", "mag_eps"},
+                                         {"int16-scale", "int16_scale"},
+                                         {"drop-last-frame", "drop_last_frame"},
+                                         {"window-align", "window_align"}};
+  if (strncmp(arg, "--", 2) != 0) return NULL;
+  char name[32];
+  size_t n = 0;
+  for (const char *p = arg + 2; *p && *p != '=' && n + 1 < sizeof name; p++)
+    name[n++] = *p == '_' ? '-' : (char)tolower((unsigned char)*p);
+  name[n] = '\0';
+  if (strcmp(name, "frame-length") == 0 || strcmp(name, "frame-shift") == 0) {
+    int win = name[6] == 'l';
+    snprintf(buf, sizeof buf,
+             "featurize's is %s, in samples (Kaldi's --frame-%s=%s is %s %s at 16 kHz; the kaldi "
+             "preset's frames follow --sr)",
+             win ? "--win" : "--hop", win ? "length" : "shift", win ? "25" : "10",
+             win ? "--win" : "--hop", win ? "400" : "160");
+    return buf;
+  }
+  if (strcmp(name, "dither") == 0)
+    return "featurize never dithers (Kaldi's --dither=0: features made with random noise could "
+           "not be cached)";
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    if (strcmp(name, names[i][0]) != 0) continue;
+    if (names[i][1][0] == '-')
+      snprintf(buf, sizeof buf, "featurize's is %s", names[i][1]);
+    else
+      snprintf(buf, sizeof buf,
+               "%s is the preset's, with no option (featcache-presets(7) says which parameters "
+               "have one)",
+               names[i][1]);
+    return buf;
+  }
+  return NULL;
 }

@@ -24,4 +24,9 @@ void fzc_config_hint(const fc_mel_config *cfg, const char *preset, unsigned set,
  * size, below Nyquist, would be dropped as Kaldi drops the Nyquist bin). 1 with the reason and
  * the options to give in buf, else 0. */
 int fzc_kaldi_banks_invalid(const fc_mel_config *cfg, char *buf, size_t len);
+/* An unknown option that is a reference's spelling of a feature parameter (librosa's --hop-length,
+ * --n_mels, torchaudio's --sample-rate, Kaldi's --frame-length): what featurize calls it, or that
+ * the parameter has no option (--top-db, --window, --preemph), in a static buffer. NULL for any
+ * other word. arg: the word as given ("--n_mels=128"). */
+const char *fzc_option_hint(const char *arg);
 #endif

@@ -132,6 +132,20 @@ check "unknown long option" 2 "featurize: unknown option '--bogus'
 $try" -- "$FZ" --bogus -o "$S" "$tmp/a.wav"
 check "unknown short option" 2 "featurize: unknown option '-Z'
 $try" -- "$FZ" -Z -o "$S" "$tmp/a.wav"
+# a reference's spelling of a parameter (librosa's, torchaudio's, Kaldi's) names featurize's option;
+# a parameter that has none says whose it is
+check "librosa's spelling" 2 "featurize: unknown option '--hop-length': featurize's is --hop
+$try" -- "$FZ" --hop-length 160 -o "$S" "$tmp/a.wav"
+check "underscores" 2 "featurize: unknown option '--n_mels=128': featurize's is --n-mels
+$try" -- "$FZ" --n_mels=128 -o "$S" "$tmp/a.wav"
+check "sample rate" 2 "featurize: unknown option '--sample-rate': featurize's is --sr
+$try" -- "$FZ" --print-config whisper --sample-rate 16000
+check "Kaldi's milliseconds" 2 "featurize: unknown option '--frame-length=12.5': featurize's is --win, in samples (Kaldi's --frame-length=25 is --win 400 at 16 kHz; the kaldi preset's frames follow --sr)
+$try" -- "$FZ" --preset kaldi --frame-length=12.5 -o "$S" "$tmp/a.wav"
+check "a parameter without an option" 2 "featurize: unknown option '--top-db': top_db is the preset's, with no option (featcache-presets(7) says which parameters have one)
+$try" -- "$FZ" --preset librosa --log db --top-db 60 -o "$S" "$tmp/a.wav"
+check "Kaldi's dither" 2 "featurize: unknown option '--dither=0': featurize never dithers (Kaldi's --dither=0: features made with random noise could not be cached)
+$try" -- "$FZ" --preset kaldi --dither=0 -o "$S" "$tmp/a.wav"
 check "missing value" 2 "featurize: option '--hop' needs a value
 $try" -- "$FZ" -o "$S" "$tmp/a.wav" --hop
 check "missing short value" 2 "featurize: option '-o' needs a value
