@@ -1,7 +1,7 @@
 #!/bin/bash
 # cache-verify --manifest on a split store (its parts one dataset): manifest lines skipped (a
-# duplicate id, a line without a text column) are warnings, as on a plain store, and fail under
-# --strict; a manifest id no part holds fails the dataset while every part is clean, and the done
+# duplicate id, a line without a text column, one of an empty id: named by no '(id )') are
+# warnings, as on a plain store, and fail under --strict; a manifest id no part holds fails the dataset while every part is clean, and the done
 # line says the dataset is not sound (not only "3 of 3 stores clean"); a part checked on its own,
 # or under --separate, against its share of the manifest.
 set -u
@@ -15,7 +15,7 @@ make_corpus c 12 || exit 1
 "$FC_BIN/featurize" -q --device cpu --writers 3 -o sp --manifest c/metadata.csv || exit 1
 "$FC_BIN/featurize" -q --device cpu --writers 1 -o plain --manifest c/metadata.csv || exit 1
 first=$(head -n 1 c/metadata.csv | cut -d'|' -f1)
-{ cat c/metadata.csv; echo "$first|Said again.|said again."; echo "no text column"; } >m.csv
+{ cat c/metadata.csv; echo "$first|Said again.|said again."; echo "no text column"; echo "|No id."; } >m.csv
 
 # the plain store and the split store report the same skipped lines
 "$V" --manifest m.csv plain >out 2>err; check plain 0 $?
@@ -25,24 +25,31 @@ grep '^dataset: warning: manifest' out | sed 's/^dataset: //' >split.w
 cat >want <<W
 warning: manifest 13 (id $first): line skipped: duplicate id '$first'
 warning: manifest 14: line skipped: missing text column (expected id|text[|normalized])
+warning: manifest 15: line skipped: empty id
 W
 diff -u want plain.w || { echo "FAIL plain store's skipped lines"; fail=1; }
 diff -u want split.w || { echo "FAIL split store's skipped lines"; cat out; fail=1; }
-grep -q '^dataset of 3 stores: 0 errors, 2 warnings; 12 audio, 0 text entries; ' out ||
+grep -q '^dataset of 3 stores: 0 errors, 3 warnings; 12 audio, 0 text entries; ' out ||
   { echo "FAIL split summary"; cat out; fail=1; }
 [ "$(cat err)" = "cache-verify: done: 3 of 3 stores clean; one sound dataset" ] || { echo "FAIL split done line"; cat err; fail=1; }
 
 "$V" --strict --manifest m.csv plain >out 2>err; check plain-strict 1 $?
 "$V" --strict --manifest m.csv sp >out 2>err; check split-strict 1 $?
-[ "$(cat err)" = "cache-verify: done: 3 of 3 stores clean; not one sound dataset (2 warnings under --strict)" ] ||
+[ "$(cat err)" = "cache-verify: done: 3 of 3 stores clean; not one sound dataset (3 warnings under --strict)" ] ||
   { echo "FAIL split-strict done line"; cat err; fail=1; }
+"$V" --strict --json -q --manifest m.csv plain >out 2>err; check plain-strict-json 1 $?
+"$PY" -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+assert [(w["key"], w["id"]) for w in d["warnings"]] == [("13", sys.argv[1]), ("14", None), ("15", None)], d
+' "$first" <out || { echo "FAIL plain-strict json: a line with an empty id has id null"; cat out; fail=1; }
 "$V" --strict --json -q --manifest m.csv sp >out 2>err; check split-strict-json 1 $?
 tail -n 1 out | "$PY" -c '
 import json, sys
 d = json.loads(sys.stdin.read())
-assert d["ok"] is False and d["warning_count"] == 2, d
+assert d["ok"] is False and d["warning_count"] == 3, d
 assert [(w["db"], w["key"], w["id"]) for w in d["warnings"]] == \
-    [("manifest", "13", sys.argv[1]), ("manifest", "14", None)], d["warnings"]
+    [("manifest", "13", sys.argv[1]), ("manifest", "14", None), ("manifest", "15", None)], d["warnings"]
 ' "$first" || { echo "FAIL split-strict json"; cat out; fail=1; }
 
 # every part clean, the dataset not: an id of the manifest that no part holds

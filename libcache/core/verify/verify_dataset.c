@@ -166,7 +166,7 @@ static void skipped_line(dctx *c, const fc_item *it) {
   if (c->r->count == before) return;
   fc_verify_finding *f = &c->r->findings[before];
   free((char *)f->id);
-  f->id = it->id ? printable(it->id, strlen(it->id)) : NULL;
+  f->id = it->id && it->id[0] ? printable(it->id, strlen(it->id)) : NULL; /* "": none */
 }
 
 /* What a walk holds that a damaged page may leave behind (freed by the caller). */

@@ -378,10 +378,10 @@ void vf_check_manifest(vctx *c) {
     const fc_item *it = &m->items[i];
     char line[32];
     snprintf(line, sizeof line, "%zu", it->line);
-    if (it->err) {
-      vf_add(c, FC_VERIFY_WARNING, DB_MANIFEST, line, strlen(line), it->id,
-             it->id ? strlen(it->id) : 0, "line skipped: %s",
-             it->why ? it->why : fc_strerror(it->err));
+    if (it->err) { /* an empty id names none: no "(id )" */
+      const char *id = it->id && it->id[0] ? it->id : NULL;
+      vf_add(c, FC_VERIFY_WARNING, DB_MANIFEST, line, strlen(line), id, id ? strlen(id) : 0,
+             "line skipped: %s", it->why ? it->why : fc_strerror(it->err));
       continue;
     }
     size_t len = strlen(it->id);
