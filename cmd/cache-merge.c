@@ -342,6 +342,16 @@ static int no_store_input(const char *const *inputs, size_t n, char *why, size_t
     char mdb[4096];
     /* a split store's part its writer never wrote: said as the other tools say it */
     if (fc_cli_say_unwritten_part(inputs[i], NULL, "nothing merged")) return 1;
+    if (stat(inputs[i], &sb) != 0 && errno == ENOENT && strpbrk(inputs[i], "*?[")) {
+      /* shards/s* before any shard was made: the shell passed the pattern as it was */
+      qname q;
+      int w = snprintf(why, why_len,
+                       "%s: no such store: a pattern that matched nothing (the shell passes it "
+                       "as it is: no store made there yet?); nothing merged",
+                       qn(inputs[i], &q));
+      if (w < 0 || (size_t)w >= why_len) why[why_len - 1] = '\0'; /* cut short: still said */
+      return 1;
+    }
     if (stat(inputs[i], &sb) != 0) continue;
     int rc = !S_ISDIR(sb.st_mode) ? ENOTDIR
              : snprintf(mdb, sizeof mdb, "%s/data.mdb", inputs[i]) < (int)sizeof mdb &&
