@@ -117,6 +117,10 @@ def _handed(e):
     utterance skipped, is a LoaderBatch's dict: _first). Not in the template: the hand-off
     counts the references to the template's objects, and () is everybody's."""
     d = e.template.copy()
+    m = d["mels"]  # (the one floating tensor: the only one that can require grad)
+    if m.requires_grad or m.grad is not None:  # a loop set them on an earlier batch of this
+        m.grad = None                          # buffer (an input gradient: adversarial, saliency)
+        m.requires_grad_(False)                # and the next one would add to its .grad
     d["errors"] = ()
     return d
 

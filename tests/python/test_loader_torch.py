@@ -600,6 +600,36 @@ def test_a_pass_under_inference_mode_first_leaves_tensors_to_train_on(store, how
         assert seen == N
 
 
+@pytest.mark.parametrize("how", ["dataset", "to_device"])
+def test_an_input_gradient_of_one_batch_is_not_carried_to_the_next(store, how):
+    """A loop that takes the gradient of its input (an adversarial step, a saliency map:
+    mels.requires_grad_(), backward, mels.grad): the hand-off hands the same tensor out again
+    when its buffer's next batch comes, and it came with requires_grad set and the old batch's
+    .grad, to which the next backward added (a silently wrong gradient). Each batch's mels come
+    without either, as fresh tensors do."""
+    from featcache.torch import to_device
+    import featcache
+    if how == "dataset":
+        it = lambda e: (ds.set_epoch(e), ds)[1]  # noqa: E731
+        ds = FeatcacheDataset(store["path"], batch_size=8, pad_to=64)
+    else:
+        ld = featcache.Loader(store["path"], batch_size=8, pad_to=64,
+                              buffer_alloc=lambda n: torch.empty(n, dtype=torch.uint8),
+                              n_buffers=16)
+        it = lambda e: (ld.set_epoch(e), to_device(ld, "cpu"))[1]  # noqa: E731
+    handed = set()
+    for e in range(3):
+        for b in it(e):
+            m = b["mels"]
+            assert not m.requires_grad and m.grad is None, (e, id(m))
+            handed.add(id(m))
+            m.requires_grad_()
+            (m * 2).sum().backward()
+            assert torch.equal(m.grad, torch.full_like(m, 2.0))  # this batch's alone
+            del m, b
+    assert len(handed) < 3 * ((N + 7) // 8), "no tensor was handed out twice: nothing tested"
+
+
 def test_entries_of_batches_padded_to_their_longest_are_bounded(store, monkeypatch):
     """Batches padded to their longest (no pad_to) have a new shape almost every batch, and the
     hand-off kept the tensors it made for each (buffer, shape) for good: a long run grew by an
