@@ -290,6 +290,47 @@ static void refuse_pandas_index(const char *manifest, fc_manifest_format fmt) {
   exit(FC_EXIT_USAGE);
 }
 
+/* A header line that names a column after the text ("file_name<TAB>transcription<TAB>speaker",
+ * "id|text|speaker"): skipped as the columns' names, but a TSV's text is the rest of its line, and
+ * LJSpeech's third column the normalized text. Says which columns, the way out, and exits 2. */
+static void refuse_extra_columns(const char *manifest, fc_manifest_format fmt, int text_column) {
+  static const char *const texts[] = {"text", "transcri", "sentence", "normali", "label", "words"};
+  char line[2][1024], *col[8], names[1100] = "", q[4 * 4096 + 8];
+  const char sep = fmt == FC_MANIFEST_TSV ? '\t' : '|';
+  int n = 0, text[8] = {0};
+  if (first_lines(manifest, fmt, line) < 1) return;
+  for (char *p = line[0]; p && n < 8; p = p ? p + 1 : NULL) {
+    col[n] = p;
+    if ((p = strchr(p, sep)) != NULL) *p = '\0';
+    if (!*col[n] || col[n][strspn(col[n],
+                                  "_- abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                  "0123456789")])
+      return; /* no column's name: a line of data */
+    for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++)
+      text[n] |= strcasestr(col[n], texts[k]) != NULL;
+    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", n ? ", " : "", col[n]);
+    n++;
+  }
+  if (n < 3 || !text[1] || strchr(col[1], ' ')) return; /* a transcript has spaces */
+  fc_cli_quoted(manifest, q, sizeof q);
+  if (fmt == FC_MANIFEST_TSV)
+    fc_cli_warn(manifest,
+                "its first line names %d columns (%s), but a TSV's text is the rest of the line: "
+                "each transcript would be stored with the columns after it; keep the id and the "
+                "text: cut -f1,2 %s >NEW",
+                n, names, q);
+  else if (n == 3 && !text[2] && text_column != 2)
+    fc_cli_warn(
+        manifest,
+        "its first line names the columns %s|%s|%s, and the third is read as the "
+        "normalized text, but '%s' is none: give --text-column 2 (the text), or keep the id "
+        "and the text: cut -d'|' -f1,2 %s >NEW",
+        col[0], col[1], col[2], col[2], q);
+  else
+    return;
+  exit(FC_EXIT_USAGE);
+}
+
 /* A vocab built from the text refused (FC_ECONFIG): a special symbol is one of the text's, whose
  * occurrences would all have become <unk> (fc_tokenizer_build_vocab). The options that set one. */
 static void say_special_collision(const char *manifest, const fc_tok_opts *to) {
@@ -527,6 +568,7 @@ int main(int argc, char **argv) {
   if (mopts.format == FC_MANIFEST_AUTO) refuse_textless(manifest, fmt);
   refuse_comma_csv(manifest, fmt); /* Hugging Face's audiofolder metadata.csv */
   refuse_pandas_index(manifest, fmt); /* to_csv without index=False */
+  refuse_extra_columns(manifest, fmt, mopts.text_column); /* id|text|speaker */
   fc_cli_refuse_json_document(manifest, fmt); /* json.dump of a list */
   /* a TSV's text is the rest of the line (tabs and all), a JSON line's its "text": a column asked
    * for would be ignored, and 'id<TAB>raw<TAB>normalized' stored as one text */

@@ -9,6 +9,11 @@
 #    index, its header line begins with the separator. The header failed as 'empty id' (exit 1),
 #    but every other line was stored under the index's number (0, 1, ...), never to meet its
 #    audio's id, its text the file's name and the transcript ('a.wav<TAB>hello there').
+# 3. A header line that names a column after the text ('file_name<TAB>transcription<TAB>speaker_id',
+#    'id|text|speaker'): it was skipped as the columns' names, but a TSV's text is the rest of its
+#    line, so every transcript was stored with the speaker after it ('hello there<TAB>spk1'), and
+#    LJSpeech's third column is the normalized text, so the speaker was stored as the transcript
+#    ('spk1'); exit 0 both.
 set -u
 TK=${FC_BIN:?}/tokenize
 FZ=$FC_BIN/featurize
@@ -70,6 +75,36 @@ printf '0\thello there\n1\tgood bye\n' >num.tsv
 printf '\tno id here\n1\tgood bye\n' >noid.tsv # a first line with no id, but no header: that line fails
 "$TK" --build-vocab -o s8 noid.tsv >out 2>err
 [ $? = 1 ] || fail "a line without an id: $(cat err)"
+
+# 3. a column after the text, named by the header
+printf 'file_name\ttranscription\tspeaker_id\na.wav\thello there\tspk1\n' >sp.tsv
+printf 'id|text|speaker\nLJ1|hello there|spk1\n' >sp.csv
+"$TK" --build-vocab -o s9 sp.tsv >out 2>err
+rc=$?
+[ $rc = 2 ] || fail "a speaker column (TSV): exit $rc, want 2"
+want="tokenize: sp.tsv: its first line names 3 columns (file_name, transcription, speaker_id), but a TSV's text is the rest of the line: each transcript would be stored with the columns after it; keep the id and the text: cut -f1,2 sp.tsv >NEW"
+[ "$(cat err)" = "$want" ] || fail "a speaker column (TSV): $(cat err)"
+"$TK" --build-vocab -o s9 sp.csv >out 2>err
+rc=$?
+[ $rc = 2 ] || fail "a speaker column (LJSpeech): exit $rc, want 2"
+want="tokenize: sp.csv: its first line names the columns id|text|speaker, and the third is read as the normalized text, but 'speaker' is none: give --text-column 2 (the text), or keep the id and the text: cut -d'|' -f1,2 sp.csv >NEW"
+[ "$(cat err)" = "$want" ] || fail "a speaker column (LJSpeech): $(cat err)"
+[ -e s9 ] && fail "a speaker column: a store was made"
+# the ways out said: the transcript alone stored
+"$TK" -q --build-vocab --text-column 2 -o s10 sp.csv || fail "--text-column 2: exit $?"
+cut -f1,2 sp.tsv >sp2.tsv
+"$TK" -q --build-vocab -o s11 sp2.tsv || fail "the TSV cut: exit $?"
+for st in s10 s11; do
+  "${FC_PYTHON:-python3}" "$FC_SRC/docs/examples/read_tokens.py" $st chars | sed -n 2p >got
+  [ "$(cat got)" = "$(printf '\thello there')" ] || fail "$st stored: $(cat got)"
+done
+# LJSpeech's own header (id|text|normalized_text) and a TSV header of two columns read as before
+printf 'id|text|normalized_text\nLJ1|Mr. Smith|Mister Smith\n' >ok.csv
+printf 'id\ttext\nu1\thello\tthere\n' >ok.tsv
+"$TK" -q --build-vocab -o s12 ok.csv || fail "LJSpeech's header: exit $?"
+"$TK" -q --build-vocab -o s13 ok.tsv || fail "a two-column TSV header: exit $?"
+printf 'u1\tread the sentence aloud\tplease\n' >tab.tsv # a transcript with a tab, no header
+"$TK" -q --build-vocab -o s14 tab.tsv || fail "a transcript with a tab: exit $?"
 
 [ $fails = 0 ] || exit 1
 echo "tokenize_foreign_csv: ok"
