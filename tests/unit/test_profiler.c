@@ -212,6 +212,35 @@ static void test_stats(void) {
   NEAR(s.acf_coef, 1 - 2.0 / 50, 1e-12);
 }
 
+/* A cancelled step records nothing, not even the names of phases it alone ran: a peek at one batch
+ * of an iterate() let go left a "data" phase of zeros behind, and a loop whose data phase is
+ * another ran to "not input-bound (data share 0.0 %)" where it has no data phase. */
+static void test_cancel_records_no_phase(void) {
+  fc_profiler *p;
+  char v[64];
+  double share;
+  CHECK(fc_profiler_create(0, NULL, &p) == 0);
+  CHECK(fc_profiler_step_begin(p) == 0);
+  CHECK(fc_profiler_phase_begin(p, "data") == 0 && fc_profiler_phase_end(p) == 0);
+  CHECK(fc_profiler_device_add(p, "compute", 1.5) == 0);
+  CHECK(fc_profiler_step_cancel(p) == 0);
+  CHECK(fc_profiler_num_phases(p) == 0, "%d", fc_profiler_num_phases(p));
+  CHECK(fc_profiler_num_device(p) == 0, "%d", fc_profiler_num_device(p));
+  CHECK(fc_profiler_step_begin(p) == 0);
+  CHECK(fc_profiler_phase_begin(p, "load") == 0 && fc_profiler_phase_end(p) == 0);
+  CHECK(fc_profiler_step_end(p) == 0);
+  fc_profiler_verdict(p, &share, v, sizeof v);
+  CHECK(strcmp(v, "no data phase") == 0, "%s", v);
+  /* a phase an earlier recorded step ran stays, with its series */
+  CHECK(fc_profiler_step_begin(p) == 0);
+  CHECK(fc_profiler_phase_begin(p, "data") == 0 && fc_profiler_phase_end(p) == 0);
+  CHECK(fc_profiler_phase_begin(p, "load") == 0 && fc_profiler_phase_end(p) == 0);
+  CHECK(fc_profiler_step_cancel(p) == 0);
+  CHECK(fc_profiler_num_phases(p) == 1 && index_of(p, "load") == 0);
+  CHECK(fc_profiler_steps(p) == 1);
+  fc_profiler_free(p);
+}
+
 static void test_verdict(void) {
   char v[64];
   CHECK(fc_prof_verdict(0.0, 0, v, sizeof v) == 0 && strcmp(v, "not input-bound") == 0);
@@ -260,6 +289,7 @@ int main(void) {
   test_errors();
   test_stats();
   test_verdict();
+  test_cancel_records_no_phase();
   test_overhead();
   if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
   return failures ? 1 : 0;

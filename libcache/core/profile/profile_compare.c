@@ -117,6 +117,14 @@ static int load(const char *path, prof_view *v, char *why, size_t why_len) {
              FC_WHY_NAME(path));
     return FC_EFORMAT;
   }
+  /* first: a loop of no step ran no data phase either; its zeros would read as a data wait of
+   * 0 ms: an infinite factor */
+  if (!(v->steps >= 1)) {
+    prof_say(why, why_len,
+             "%s: the profile has no steps (the loop it profiled ended before its first step)",
+             FC_WHY_NAME(path));
+    return FC_EFORMAT;
+  }
   if (!data) {
     prof_say(why, why_len, "%s: the profile has no data phase %s", FC_WHY_NAME(path),
              IN_QUOTES(dp));
@@ -125,12 +133,6 @@ static int load(const char *path, prof_view *v, char *why, size_t why_len) {
   if (!json_is_number(json_object_get(data, "mean"))) { /* read as 0 ms: an infinite factor */
     prof_say(why, why_len, "%s: not a featcache profile (the data phase %s has no mean)",
              FC_WHY_NAME(path), IN_QUOTES(dp));
-    return FC_EFORMAT;
-  }
-  if (!(v->steps >= 1)) { /* its zeros would read as a data wait of 0 ms: an infinite factor */
-    prof_say(why, why_len,
-             "%s: the profile has no steps (the loop it profiled ended before its first step)",
-             FC_WHY_NAME(path));
     return FC_EFORMAT;
   }
   /* numbers no profiler writes (edited by hand, another tool's): a negative wait would read as

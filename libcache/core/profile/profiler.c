@@ -45,6 +45,8 @@ struct fc_profiler {
   uint64_t steps, cap;
 
   int in_step;
+  int nph_begin, ndev_begin; /* phases and device series before the open step: a cancel drops
+                                those it named first */
   int64_t step_begin_ns;
   prof_frame stack[FC_PROF_MAX_DEPTH];
   int depth;
@@ -190,6 +192,8 @@ int fc_profiler_step_begin(fc_profiler *p) {
   }
   p->in_step = 1;
   p->depth = 0;
+  p->nph_begin = p->nph;
+  p->ndev_begin = p->ndev;
   p->step_begin_ns = t;
   p->cur_items = 0;
   p->cur_counted = 0;
@@ -232,6 +236,8 @@ int fc_profiler_step_items(fc_profiler *p, double n) {
 int fc_profiler_step_cancel(fc_profiler *p) {
   if (!p->in_step) return FC_EBADSTATE;
   while (p->nev && p->ev[p->nev - 1].step == p->steps) p->nev--; /* its trace events */
+  for (; p->nph > p->nph_begin; p->nph--) free(p->series[p->nph - 1]); /* and its new names */
+  for (; p->ndev > p->ndev_begin; p->ndev--) free(p->dseries[p->ndev - 1]);
   p->in_step = 0;
   p->depth = 0;
   return 0;
