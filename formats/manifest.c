@@ -338,6 +338,18 @@ static int parse_tsv(const parse_ctx *c, fc_item *it, const char *line, size_t n
   }
   if (!(it->id = mf_dup_range(line, (size_t)(tab - line)))) return -ENOMEM;
   if (!(it->text = mf_dup_range(tab + 1, n - (size_t)(tab + 1 - line)))) return -ENOMEM;
+  /* a field quoted as CSV quotes it (pandas' to_csv, Python's csv: in quotes, its quotes doubled,
+   * or holding a tab), which would be stored quotes and all: '"He said ""hi"""' */
+  const char *t = it->text;
+  size_t tl = strlen(t), pairs = 0, i = 1;
+  while (tl >= 2 && t[0] == '"' && t[tl - 1] == '"' && i < tl - 1 &&
+         (t[i] != '"' || t[i + 1] == '"'))
+    pairs += t[i] == '"' || t[i] == '\t', i += t[i] == '"' ? 2 : 1;
+  if (tl >= 3 && t[0] == '"' && t[tl - 1] == '"' && i == tl - 1 && pairs)
+    return mf_item_fail(it, FC_EMANIFEST,
+                        "a text quoted as CSV quotes it (in quotes, its quotes doubled: pandas' "
+                        "to_csv, Python's csv), but a TSV's fields are not quoted: write it with "
+                        "quoting=csv.QUOTE_NONE, or as JSON lines");
   return 0;
 }
 

@@ -14,6 +14,9 @@
 #    line, so every transcript was stored with the speaker after it ('hello there<TAB>spk1'), and
 #    LJSpeech's third column is the normalized text, so the speaker was stored as the transcript
 #    ('spk1'); exit 0 both.
+# 4. A TSV whose writer quoted its fields as CSV does (pandas' to_csv, Python's csv module: a field
+#    that holds a quote is put in quotes, its quotes doubled): the text was stored as written, quotes
+#    and all ('"He said ""hi"""'), exit 0. Such a line fails now, saying so.
 set -u
 TK=${FC_BIN:?}/tokenize
 FZ=$FC_BIN/featurize
@@ -105,6 +108,16 @@ printf 'id\ttext\nu1\thello\tthere\n' >ok.tsv
 "$TK" -q --build-vocab -o s13 ok.tsv || fail "a two-column TSV header: exit $?"
 printf 'u1\tread the sentence aloud\tplease\n' >tab.tsv # a transcript with a tab, no header
 "$TK" -q --build-vocab -o s14 tab.tsv || fail "a transcript with a tab: exit $?"
+
+# 4. a CSV-quoted TSV field fails its line; quotes in a transcript as such are read as before
+printf 'a\t"He said ""hi"" twice"\nb\t"Stop!" she said.\nc\t"Quoted whole."\nd\tplain\ne\t"a\ttab"\n' >qt.tsv
+"$TK" --build-vocab -o s15 qt.tsv >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "a quoted field: exit $rc, want 1"
+want="tokenize: qt.tsv:1: a text quoted as CSV quotes it (in quotes, its quotes doubled: pandas' to_csv, Python's csv), but a TSV's fields are not quoted: write it with quoting=csv.QUOTE_NONE, or as JSON lines"
+[ "$(head -n 1 err)" = "$want" ] || fail "a quoted field: $(cat err)"
+grep -q "done: 3 of 5 (3 new, 0 already stored, 2 failed" err || fail "a quoted field: $(cat err)"
+grep -q "^tokenize: qt.tsv:5: a text quoted as CSV quotes it" err || fail "a quoted field with a tab: $(cat err)"
 
 [ $fails = 0 ] || exit 1
 echo "tokenize_foreign_csv: ok"
