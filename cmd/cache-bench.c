@@ -274,6 +274,15 @@ int main(int argc, char **argv) {
     }
   }
   if (optind >= argc) fc_cli_usage_error("no STORE given");
+  struct stat st_svg, st_dump; /* one file for both: one would be renamed over the other */
+  if (o.svg && o.dump &&
+      (strcmp(o.svg, o.dump) == 0 ||
+       (stat(o.svg, &st_svg) == 0 && stat(o.dump, &st_dump) == 0 &&
+        st_svg.st_dev == st_dump.st_dev && st_svg.st_ino == st_dump.st_ino))) {
+    char q[1024];
+    fc_cli_usage_error("--svg and --dump-order name the same file (%s)",
+                       fc_cli_quoted(o.dump, q, sizeof q));
+  }
   fc_cli_no_empty_stores(argc, argv, optind);
   const char *const *words = (const char *const *)(argv + optind);
   size_t nwords = (size_t)(argc - optind);

@@ -46,6 +46,11 @@ expect_usage "cache-bench: --run applies to the locality order: the patterns giv
 expect_usage "cache-bench: --svg '' names no file (an empty path: an unset variable?)" --svg "" x
 expect_usage "cache-bench: --svg $t/no/such/dir/b.svg: cannot be written there: No such file or directory" --svg "$t/no/such/dir/b.svg" x
 expect_usage "cache-bench: --dump-order $t/no/o.txt: cannot be written there: No such file or directory" --dump-order "$t/no/o.txt" x
+# one file for both: the dump was renamed over the chart (or the chart over it) after the run, exit
+# 0, one of them lost; loader-bench refuses --svg and --trace naming one file the same way
+expect_usage "cache-bench: --svg and --dump-order name the same file ($t/b.out)" --svg "$t/b.out" --dump-order "$t/b.out" x
+touch "$t/c.out" && ln -s c.out "$t/c.link"
+expect_usage "cache-bench: --svg and --dump-order name the same file ($t/c.link)" --svg "$t/c.out" --dump-order "$t/c.link" x
 # '-' wrote a file named '-' (stdout carries the report)
 expect_usage "cache-bench: --svg -: '-' would be stdout, which carries the report; give a file name (./- for a file named so)" --svg - x
 expect_usage "cache-bench: --dump-order -: '-' would be stdout, which carries the report; give a file name (./- for a file named so)" --dump-order - x
