@@ -136,64 +136,6 @@ static const char footer[] =
     "checked, nothing written), 130/143 interrupted (finished work is committed).\n"
     "Manual: man featurize; the presets' parameters: man featcache-presets.";
 
-typedef struct overrides {
-  const char *preset;
-  fc_mel_config v; /* the values given */
-  unsigned set; /* which: FC_MEL_F_* bits */
-} overrides;
-
-static int pick(const char *opt, const char *s, const char *const *names, const int *values) {
-  char list[160] = "";
-  for (int i = 0; names[i]; i++) {
-    if (strcmp(s, names[i]) == 0) return values[i];
-    size_t l = strlen(list);
-    snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", names[i]);
-  }
-  fc_cli_usage_error("invalid value '%s' for --%s (want one of %s)", s, opt, list);
-  return -1;
-}
-
-/* Preset, then the overrides on top; the stored preset name becomes null when anything differs. */
-static void build_config(const overrides *ov, fc_mel_config *cfg) {
-  const char *name = ov->preset ? ov->preset : "hifigan";
-  if (fc_mel_preset(name, cfg) != 0) {
-    char list[128] = "";
-    const char *const *p = fc_mel_preset_names();
-    for (int i = 0; p[i]; i++) {
-      size_t l = strlen(list);
-      snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", p[i]);
-    }
-    fc_cli_usage_error("unknown preset '%s' (want one of %s)", name, list);
-  }
-  char why[256]; /* the presets' own rules (pad follows n_fft, log floors): fc_config.h */
-  int bad = fc_mel_config_override(cfg, &ov->v, ov->set, why, sizeof why) != 0;
-  /* a band without an FFT bin is the log floor in every frame: a feature that carries nothing */
-  uint32_t n_fft_min;
-  uint32_t empty = fc_mel_empty_bands(cfg, &n_fft_min);
-  /* an n_fft below the hop (hifigan's pad would be negative) that leaves bands empty too: the
-   * smallest n_fft that fills every band is the fix for both when it is at least the hop */
-  if (bad && !(empty && cfg->n_fft < cfg->hop_length && n_fft_min >= cfg->hop_length)) {
-    char hint[160];
-    fzc_config_hint(cfg, name, ov->set, ov->v.fmax, hint, sizeof hint);
-    fc_cli_warn(NULL, "invalid configuration: %s%s", why, hint);
-    exit(FC_EXIT_USAGE);
-  }
-  char kaldi[192];
-  if (fzc_kaldi_banks_invalid(cfg, kaldi, sizeof kaldi)) {
-    fc_cli_warn(NULL, "invalid configuration: %s", kaldi);
-    exit(FC_EXIT_USAGE);
-  }
-  if (empty) {
-    char fix[192];
-    fzc_empty_bands_fix(cfg, n_fft_min, bad, fix, sizeof fix);
-    fc_cli_warn(NULL,
-                "invalid configuration: %u of %u mel bands hold no FFT bin at n_fft %u (empty "
-                "filters): %s",
-                empty, cfg->n_mels, cfg->n_fft, fix);
-    exit(FC_EXIT_USAGE);
-  }
-}
-
 /* No store at dir yet (no data.mdb, no split-store marker): featurize's default writers apply. */
 static int store_is_new(const char *dir) {
   unsigned n = 0;
@@ -202,40 +144,6 @@ static int store_is_new(const char *dir) {
   if (fc_store_split_count(dir, &n) != 0 || n > 0) return 0;
   snprintf(p, sizeof p, "%s/data.mdb", dir);
   return stat(p, &st) != 0;
-}
-
-/* The first items of a manifest: what the device and the writers are chosen from when the job
- * reads the manifest as it goes. */
-typedef struct first_ctx {
-  fc_item_list *out;
-  size_t max;
-} first_ctx;
-
-static int take_first(const fc_item *it, void *user) {
-  first_ctx *c = user;
-  fc_item *d = &c->out->items[c->out->count++];
-  d->err = it->err;
-  d->line = it->line;
-  if ((it->id && !(d->id = strdup(it->id))) || (it->path && !(d->path = strdup(it->path))) ||
-      (it->why && !(d->why = strdup(it->why))))
-    return ENOMEM;
-  return c->out->count == c->max ? -1 : 0; /* enough: stop reading */
-}
-
-static int first_items(const char *path, const fc_manifest_opts *mo, size_t max, fc_item_list *out,
-                       char *why, size_t why_len) {
-  memset(out, 0, sizeof *out);
-  if (!(out->items = calloc(max, sizeof *out->items))) return ENOMEM;
-  first_ctx c = {out, max};
-  fc_manifest_opts o = *mo;
-  o.on_item = take_first;
-  o.user = &c;
-  fc_item_list none;
-  int rc = fc_manifest_read(path, &o, &none, why, why_len);
-  out->format = none.format;
-  if (rc == -1) rc = 0;
-  if (rc) fc_item_list_free(out);
-  return rc;
 }
 
 int main(int argc, char **argv) {
@@ -252,7 +160,7 @@ int main(int argc, char **argv) {
   shorts[0] = ':'; /* ':' for a missing value, '?' for an unknown option */
   fc_cli_getopt_tables(options, longs, shorts + 1);
 
-  overrides ov;
+  fzc_overrides ov;
   memset(&ov, 0, sizeof ov);
   const char *store_dir = NULL, *manifest = NULL, *audio_dir = NULL, *device_spec = "auto";
   const char *shard_spec = NULL, *print_config = NULL, *opt_hint;
@@ -321,11 +229,11 @@ int main(int argc, char **argv) {
       break;
     case OPT_MELSCALE:
       ov.set |= FC_MEL_F_MEL_SCALE;
-      ov.v.mel_scale = (fc_mel_scale)pick("mel-scale", optarg, scale_names, scale_values);
+      ov.v.mel_scale = (fc_mel_scale)fzc_pick("mel-scale", optarg, scale_names, scale_values);
       break;
     case OPT_NORM:
       ov.set |= FC_MEL_F_NORM;
-      ov.v.norm = (fc_mel_norm)pick("norm", optarg, norm_names, norm_values);
+      ov.v.norm = (fc_mel_norm)fzc_pick("norm", optarg, norm_names, norm_values);
       break;
     case OPT_CENTER:
       ov.set |= FC_MEL_F_CENTER;
@@ -341,7 +249,7 @@ int main(int argc, char **argv) {
       break;
     case OPT_PADMODE:
       ov.set |= FC_MEL_F_PAD_MODE;
-      ov.v.pad_mode = (fc_pad_mode)pick("pad-mode", optarg, padmode_names, padmode_values);
+      ov.v.pad_mode = (fc_pad_mode)fzc_pick("pad-mode", optarg, padmode_names, padmode_values);
       break;
     case OPT_POWER:
       ov.set |= FC_MEL_F_POWER;
@@ -352,16 +260,16 @@ int main(int argc, char **argv) {
       break;
     case OPT_LOG:
       ov.set |= FC_MEL_F_LOG;
-      ov.v.log = (fc_log)pick("log", optarg, log_names, log_values);
+      ov.v.log = (fc_log)fzc_pick("log", optarg, log_names, log_values);
       break;
     case OPT_DTYPE:
       ov.set |= FC_MEL_F_DTYPE;
-      ov.v.dtype = (fc_dtype)pick("dtype", optarg, dtype_names, dtype_values);
+      ov.v.dtype = (fc_dtype)fzc_pick("dtype", optarg, dtype_names, dtype_values);
       break;
-    case OPT_CODEC: codec = pick("codec", optarg, codec_names, codec_values); break;
+    case OPT_CODEC: codec = fzc_pick("codec", optarg, codec_names, codec_values); break;
     case OPT_MANIFEST: manifest = fc_cli_path("manifest", optarg); break;
     case OPT_MANIFEST_FORMAT:
-      manifest_format = pick("manifest-format", optarg, mf_names, mf_values);
+      manifest_format = fzc_pick("manifest-format", optarg, mf_names, mf_values);
       break;
     case OPT_AUDIO_DIR: audio_dir = fc_cli_path("audio-dir", optarg); break;
     case OPT_MAX_SECONDS: max_seconds = fc_cli_double("max-seconds", optarg, 0, 1e9); break;
@@ -446,7 +354,7 @@ int main(int argc, char **argv) {
   fc_featurize_opts_init(&fo);
   if (fc_device_parse(device_spec, &fo.device, why, sizeof why) != 0) fc_cli_usage_error("%s", why);
   fc_mel_config cfg;
-  build_config(&ov, &cfg);
+  fzc_build_config(&ov, &cfg);
   if (print_config) { /* the bytes meta's cfg/<digest> holds for this config, then a newline */
     char cfg_json[1024];
     int n = fc_mel_config_json(&cfg, cfg_json, sizeof cfg_json);
@@ -489,7 +397,7 @@ int main(int argc, char **argv) {
     if (shard_spec) mo.shard_k = shard_k, mo.shard_n = shard_n;
     const int choose =
         fo.device.kind == FC_DEVICE_AUTO || (writers == 0 && store_is_new(store_dir));
-    rc = first_items(manifest, &mo, choose ? 65536 : 1, &items, why, sizeof why);
+    rc = fzc_first_items(manifest, &mo, choose ? 65536 : 1, &items, why, sizeof why);
     if (rc) {
       char hint[8400]; /* a folder: its manifest inside, or a folder of audio */
       fc_cli_warn(manifest, "%s%s", why[0] ? why : fc_strerror(rc),
@@ -501,7 +409,7 @@ int main(int argc, char **argv) {
       fc_manifest_opts whole = mo;
       whole.shard_k = whole.shard_n = 0;
       fc_item_list first;
-      if (first_items(manifest, &whole, 1, &first, why, sizeof why) == 0) {
+      if (fzc_first_items(manifest, &whole, 1, &first, why, sizeof why) == 0) {
         nul_first = fzc_first_line_has_nul(&first);
         fc_item_list_free(&first);
       }

@@ -1,9 +1,13 @@
-/* featurize's word on a feature config it refuses: what to change to fill empty mel bands. */
+/* featurize's feature config: the preset and the options given on top of it, and its word on a
+ * config it refuses (what to change to fill empty mel bands, ...). */
 #include "cmd/featurize/config.h"
+#include "cmd/cli.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
+
+__attribute__((constructor)) static void name_the_tool(void) { fc_cli_tool = "featurize"; }
 
 /* A count of bands that each hold a bin at cfg's n_fft: the boundary bisection finds (a band
  * narrows as the count grows), 0 when not even one band does. */
@@ -189,4 +193,55 @@ const char *fzc_option_hint(const char *arg) {
     return buf;
   }
   return NULL;
+}
+
+int fzc_pick(const char *opt, const char *s, const char *const *names, const int *values) {
+  char list[160] = "";
+  for (int i = 0; names[i]; i++) {
+    if (strcmp(s, names[i]) == 0) return values[i];
+    size_t l = strlen(list);
+    snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", names[i]);
+  }
+  fc_cli_usage_error("invalid value '%s' for --%s (want one of %s)", s, opt, list);
+  return -1;
+}
+
+void fzc_build_config(const fzc_overrides *ov, fc_mel_config *cfg) {
+  const char *name = ov->preset ? ov->preset : "hifigan";
+  if (fc_mel_preset(name, cfg) != 0) {
+    char list[128] = "";
+    const char *const *p = fc_mel_preset_names();
+    for (int i = 0; p[i]; i++) {
+      size_t l = strlen(list);
+      snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", p[i]);
+    }
+    fc_cli_usage_error("unknown preset '%s' (want one of %s)", name, list);
+  }
+  char why[256]; /* the presets' own rules (pad follows n_fft, log floors): fc_config.h */
+  int bad = fc_mel_config_override(cfg, &ov->v, ov->set, why, sizeof why) != 0;
+  /* a band without an FFT bin is the log floor in every frame: a feature that carries nothing */
+  uint32_t n_fft_min;
+  uint32_t empty = fc_mel_empty_bands(cfg, &n_fft_min);
+  /* an n_fft below the hop (hifigan's pad would be negative) that leaves bands empty too: the
+   * smallest n_fft that fills every band is the fix for both when it is at least the hop */
+  if (bad && !(empty && cfg->n_fft < cfg->hop_length && n_fft_min >= cfg->hop_length)) {
+    char hint[160];
+    fzc_config_hint(cfg, name, ov->set, ov->v.fmax, hint, sizeof hint);
+    fc_cli_warn(NULL, "invalid configuration: %s%s", why, hint);
+    exit(FC_EXIT_USAGE);
+  }
+  char kaldi[192];
+  if (fzc_kaldi_banks_invalid(cfg, kaldi, sizeof kaldi)) {
+    fc_cli_warn(NULL, "invalid configuration: %s", kaldi);
+    exit(FC_EXIT_USAGE);
+  }
+  if (empty) {
+    char fix[192];
+    fzc_empty_bands_fix(cfg, n_fft_min, bad, fix, sizeof fix);
+    fc_cli_warn(NULL,
+                "invalid configuration: %u of %u mel bands hold no FFT bin at n_fft %u (empty "
+                "filters): %s",
+                empty, cfg->n_mels, cfg->n_fft, fix);
+    exit(FC_EXIT_USAGE);
+  }
 }

@@ -1,4 +1,5 @@
-/* featurize's word on a feature config it refuses (cmd/featurize/config.c). */
+/* featurize's feature config: the preset and the options on top of it, and its word on a config
+ * it refuses (cmd/featurize/config.c). */
 #ifndef FC_CMD_FEATURIZE_CONFIG_H
 #define FC_CMD_FEATURIZE_CONFIG_H
 #include <stddef.h>
@@ -29,4 +30,16 @@ int fzc_kaldi_banks_invalid(const fc_mel_config *cfg, char *buf, size_t len);
  * the parameter has no option (--top-db, --window, --preemph), in a static buffer. NULL for any
  * other word. arg: the word as given ("--n_mels=128"). */
 const char *fzc_option_hint(const char *arg);
+/* The feature options given: the preset (NULL: hifigan) and the values on top of it. */
+typedef struct fzc_overrides {
+  const char *preset;
+  fc_mel_config v; /* the values given */
+  unsigned set; /* which: FC_MEL_F_* bits */
+} fzc_overrides;
+/* The value of names[i] that s is, in values[i]; else a usage error naming --opt and the names
+ * (exit 2). */
+int fzc_pick(const char *opt, const char *s, const char *const *names, const int *values);
+/* The preset, then the overrides on top (the stored preset name becomes null when anything
+ * differs): a config featurize refuses is said, with what to change, and exits 2. */
+void fzc_build_config(const fzc_overrides *ov, fc_mel_config *cfg);
 #endif

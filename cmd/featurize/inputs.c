@@ -434,3 +434,35 @@ const char *fzc_manifest_dir_hint(const char *manifest, int rc, char *buf, size_
            fc_cli_quoted(p, q, sizeof q));
   return buf;
 }
+
+typedef struct first_ctx {
+  fc_item_list *out;
+  size_t max;
+} first_ctx;
+
+static int take_first(const fc_item *it, void *user) {
+  first_ctx *c = user;
+  fc_item *d = &c->out->items[c->out->count++];
+  d->err = it->err;
+  d->line = it->line;
+  if ((it->id && !(d->id = fc_strdup(it->id))) || (it->path && !(d->path = fc_strdup(it->path))) ||
+      (it->why && !(d->why = fc_strdup(it->why))))
+    return ENOMEM;
+  return c->out->count == c->max ? -1 : 0; /* enough: stop reading */
+}
+
+int fzc_first_items(const char *path, const fc_manifest_opts *mo, size_t max, fc_item_list *out,
+                    char *why, size_t why_len) {
+  memset(out, 0, sizeof *out);
+  if (!(out->items = fc_calloc(max, sizeof *out->items))) return ENOMEM;
+  first_ctx c = {out, max};
+  fc_manifest_opts o = *mo;
+  o.on_item = take_first;
+  o.user = &c;
+  fc_item_list none;
+  int rc = fc_manifest_read(path, &o, &none, why, why_len);
+  out->format = none.format;
+  if (rc == -1) rc = 0;
+  if (rc) fc_item_list_free(out);
+  return rc;
+}

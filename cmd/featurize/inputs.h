@@ -81,4 +81,9 @@ int fzc_store_dangling_link(const char *store, char *buf, size_t len);
  * DIR/metadata.csv)" when the folder holds a manifest of a known name (metadata.csv, wav.scp,
  * manifest.jsonl, manifest.json), else how to list a folder of audio; "" for any other rc. buf. */
 const char *fzc_manifest_dir_hint(const char *manifest, int rc, char *buf, size_t len);
+/* The first max items of the manifest at path (read with mo, as the job will): what the device
+ * and the writers are chosen from when the job reads the manifest as it goes. 0, or the reader's
+ * error with why; free out with fc_item_list_free. */
+int fzc_first_items(const char *path, const fc_manifest_opts *mo, size_t max, fc_item_list *out,
+                    char *why, size_t why_len);
 #endif
