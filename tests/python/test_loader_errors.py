@@ -102,6 +102,37 @@ except featcache.FeatcacheError as e:
     assert "soft limit of open files (48)" in out and "RLIMIT_NOFILE" in out, out
 
 
+def test_padded_buffer_out_of_memory_says_why(tmp_path):
+    # one long utterance among short ones: every padded buffer holds the epoch's largest batch
+    # (batch_size x the long one's frames x n_mels), and the failed allocation said only "next
+    # batch: Cannot allocate memory", naming neither the size nor what bounds it
+    import subprocess
+    code = r"""
+import resource, sys, numpy as np, featcache
+from featcache import testing as T
+with T.StoreWriter(sys.argv[1]) as w:
+    cfg = w.add_config(T.mel_config_json("hifigan"))
+    for i in range(63):
+        w.add_utterance("u%02d" % i, b"a%d" % i, np.zeros((20, 80), np.float32), cfg)
+    w.add_utterance("long", b"long", np.zeros((200000, 80), np.float32), cfg)
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, resource.getrlimit(resource.RLIMIT_AS)[1]))
+try:
+    for b in featcache.Loader(sys.argv[1], batch_size=64, padded=True, prefetch_threads=0):
+        pass
+except featcache.FeatcacheError as e:
+    print(e)
+"""
+    if os.environ.get("FC_SANITIZE") == "1":
+        pytest.skip("ASan reserves terabytes of shadow memory: no RLIMIT_AS can be set under it")
+    r = subprocess.run([os.environ.get("FC_PYTHON") or sys.executable, "-c", code,
+                        str(tmp_path / "s")], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == (
+        "next batch: out of memory for a padded batch buffer of 4.10 GB (each holds the epoch's "
+        "largest batch: its utterances x its longest one's frames x n_mels): crop_frames or "
+        "max_frames bound it"), r.stdout
+
+
 def test_an_error_crosses_processes():
     """A FeatcacheError pickles (a multiprocessing pool, concurrent.futures: its code and message
     kept) and can be made of its message alone (torch re-raises a DataLoader worker's exception
