@@ -293,6 +293,12 @@ int main(int argc, char **argv) {
     fc_cli_warn(NULL, "%s: a process must not open a store twice", twice);
     return FC_EXIT_USAGE;
   }
+  for (int k = 0; k < 2; k++) { /* the STOREs given (a split store's marker) and their parts */
+    fc_cli_out_not_in_store("svg", o.svg, k ? (const char *const *)(argv + optind) : words,
+                            k ? (size_t)(argc - optind) : nwords);
+    fc_cli_out_not_in_store("dump-order", o.dump, k ? (const char *const *)(argv + optind) : words,
+                            k ? (size_t)(argc - optind) : nwords);
+  }
   if (!o.np) add_pattern("patterns", "all", &o);
   if (!o.ns) {
     o.states[o.ns++] = BENCH_COLD;

@@ -27,6 +27,34 @@ static inline int fc_cli_store_folder_missing(const char *store, char *buf, size
   return 1;
 }
 
+/* An output file (--svg FILE) that is a file of a store read (its data.mdb or lock.mdb, a split
+ * store's marker, or a link to one): written after the run and renamed over it, it replaced the
+ * store's data. A usage error before the run. */
+static inline void fc_cli_out_not_in_store(const char *opt, const char *out,
+                                           const char *const *stores, size_t n) {
+  static const char *const files[] = {"data.mdb", "lock.mdb", "featcache-split"};
+  if (!out) return;
+  const char *base = strrchr(out, '/');
+  base = base ? base + 1 : out;
+  char dir[4096], p[4200], q1[1024], q2[1024];
+  snprintf(dir, sizeof dir, "%.*s", base > out ? (int)(base - out) : 1, base > out ? out : ".");
+  struct stat so, sd, ss;
+  const int have_out = stat(out, &so) == 0, have_dir = stat(dir, &sd) == 0;
+  for (size_t i = 0; i < n; i++)
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+      snprintf(p, sizeof p, "%s/%s", stores[i], files[f]);
+      int same = have_out && stat(p, &ss) == 0 && ss.st_dev == so.st_dev && ss.st_ino == so.st_ino;
+      if (!same && have_dir && strcmp(base, files[f]) == 0 && stat(stores[i], &ss) == 0)
+        same = ss.st_dev == sd.st_dev && ss.st_ino == sd.st_ino; /* not there yet: lock.mdb */
+      if (same)
+        fc_cli_usage_error(
+            "--%s %s: the %s of the store %s: written after the run, it would replace it; give "
+            "another file",
+            opt, fc_cli_quoted(out, q1, sizeof q1), files[f],
+            fc_cli_quoted(stores[i], q2, sizeof q2));
+    }
+}
+
 /* 1 when the LMDB environment at path has nothing committed (its newer meta page's main db holds
  * no entry, or data.mdb holds no byte): a store whose writer stopped before its first commit,
  * which the writing tools take as new. Read from data.mdb's two meta pages (LMDB 0.9's layout: the page header, then magic,

@@ -361,6 +361,10 @@ int main(int argc, char **argv) {
     fc_cli_warn(NULL, "%s", twice);
     return FC_EXIT_USAGE;
   }
+  for (int k = 0; k < 2; k++) { /* the STOREs given (a split store's marker) and their parts */
+    fc_cli_out_not_in_store("svg", svg, k ? stores : words, k ? n_stores : n_words);
+    fc_cli_out_not_in_store("trace", trace, k ? stores : words, k ? n_stores : n_words);
+  }
   if (n_stores) store = stores[0];
 
   int synthetic = !compare && strcmp(source, "synthetic") == 0;

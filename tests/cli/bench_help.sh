@@ -51,6 +51,14 @@ expect_usage "cache-bench: --dump-order $t/no/o.txt: cannot be written there: No
 expect_usage "cache-bench: --svg and --dump-order name the same file ($t/b.out)" --svg "$t/b.out" --dump-order "$t/b.out" x
 touch "$t/c.out" && ln -s c.out "$t/c.link"
 expect_usage "cache-bench: --svg and --dump-order name the same file ($t/c.link)" --svg "$t/c.out" --dump-order "$t/c.link" x
+# a file of the STORE benched: the chart was renamed over its data.mdb after the run, exit 0, the
+# store lost (cache-verify: not an LMDB environment)
+mkdir "$t/st" && echo "not touched" >"$t/st/data.mdb"
+expect_usage "cache-bench: --svg $t/st/data.mdb: the data.mdb of the store $t/st: written after the run, it would replace it; give another file" --svg "$t/st/data.mdb" "$t/st"
+ln -s st/data.mdb "$t/link"
+expect_usage "cache-bench: --dump-order $t/link: the data.mdb of the store $t/st: written after the run, it would replace it; give another file" --dump-order "$t/link" "$t/st"
+expect_usage "cache-bench: --svg $t/st/lock.mdb: the lock.mdb of the store $t/st: written after the run, it would replace it; give another file" --svg "$t/st/lock.mdb" "$t/st"
+[ "$(cat "$t/st/data.mdb")" = "not touched" ] && [ ! -e "$t/st/lock.mdb" ] || fail "a store file was written"
 # '-' wrote a file named '-' (stdout carries the report)
 expect_usage "cache-bench: --svg -: '-' would be stdout, which carries the report; give a file name (./- for a file named so)" --svg - x
 expect_usage "cache-bench: --dump-order -: '-' would be stdout, which carries the report; give a file name (./- for a file named so)" --dump-order - x

@@ -64,6 +64,15 @@ $try" -- "$LB" --source audio --manifest ""
 check svg-nowhere 2 "loader-bench: --svg $tmp/no/s.svg: cannot be written there: No such file or directory
 $try" -- "$LB" --source synthetic --svg "$tmp/no/s.svg"
 # '-' wrote a file named '-' (stdout carries the report)
+# a file of the STORE read: the chart (or trace) was renamed over its data.mdb after the run, the
+# store lost
+mkdir "$tmp/st" && echo "not touched" >"$tmp/st/data.mdb"
+check svg-store-file 2 "loader-bench: --svg $tmp/st/data.mdb: the data.mdb of the store $tmp/st: written after the run, it would replace it; give another file
+$try" -- "$LB" --svg "$tmp/st/data.mdb" "$tmp/st"
+check trace-store-file 2 "loader-bench: --trace $tmp/st/lock.mdb: the lock.mdb of the store $tmp/st: written after the run, it would replace it; give another file
+$try" -- "$LB" --trace "$tmp/st/lock.mdb" "$tmp/st"
+[ "$(cat "$tmp/st/data.mdb")" = "not touched" ] && [ ! -e "$tmp/st/lock.mdb" ] ||
+  { echo "FAIL a store file was written"; fails=$((fails + 1)); }
 check svg-dash 2 "loader-bench: --svg -: '-' would be stdout, which carries the report; give a file name (./- for a file named so)
 $try" -- "$LB" --source synthetic --svg -
 check trace-dash 2 "loader-bench: --trace -: '-' would be stdout, which carries the report; give a file name (./- for a file named so)
