@@ -274,11 +274,7 @@ int main(int argc, char **argv) {
     }
   }
   if (optind >= argc) fc_cli_usage_error("no STORE given");
-  struct stat st_svg, st_dump; /* one file for both: one would be renamed over the other */
-  if (o.svg && o.dump &&
-      (strcmp(o.svg, o.dump) == 0 ||
-       (stat(o.svg, &st_svg) == 0 && stat(o.dump, &st_dump) == 0 &&
-        st_svg.st_dev == st_dump.st_dev && st_svg.st_ino == st_dump.st_ino))) {
+  if (fc_cli_same_out(o.svg, o.dump)) { /* one file for both: one renamed over the other */
     char q[1024];
     fc_cli_usage_error("--svg and --dump-order name the same file (%s)",
                        fc_cli_quoted(o.dump, q, sizeof q));

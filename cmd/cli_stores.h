@@ -27,6 +27,25 @@ static inline int fc_cli_store_folder_missing(const char *store, char *buf, size
   return 1;
 }
 
+/* 1 when the output files a and b are one (the same spelling, the same file, or the same name in
+ * the same folder before either exists: out/b.svg and ./out/b.svg): the later rename would
+ * replace the other. */
+static inline int fc_cli_same_out(const char *a, const char *b) {
+  if (!a || !b) return 0;
+  struct stat sa, sb;
+  if (strcmp(a, b) == 0) return 1;
+  if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+    return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  const char *ba = strrchr(a, '/'), *bb = strrchr(b, '/');
+  ba = ba ? ba + 1 : a;
+  bb = bb ? bb + 1 : b;
+  char da[4096], db[4096];
+  snprintf(da, sizeof da, "%.*s", ba > a ? (int)(ba - a) : 1, ba > a ? a : ".");
+  snprintf(db, sizeof db, "%.*s", bb > b ? (int)(bb - b) : 1, bb > b ? b : ".");
+  return strcmp(ba, bb) == 0 && stat(da, &sa) == 0 && stat(db, &sb) == 0 &&
+         sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 /* An output file (--svg FILE) that is a file of a store read (its data.mdb or lock.mdb, a split
  * store's marker, or a link to one): written after the run and renamed over it, it replaced the
  * store's data. A usage error before the run. */

@@ -265,11 +265,7 @@ int main(int argc, char **argv) {
     }
   }
   if (base.steps && base.epochs) fc_cli_usage_error("--steps and --epochs exclude each other");
-  struct stat st_svg, st_trace; /* one file for both: the trace would replace the chart */
-  if (svg && trace &&
-      (strcmp(svg, trace) == 0 ||
-       (stat(svg, &st_svg) == 0 && stat(trace, &st_trace) == 0 &&
-        st_svg.st_dev == st_trace.st_dev && st_svg.st_ino == st_trace.st_ino))) {
+  if (fc_cli_same_out(svg, trace)) { /* one file for both: the trace would replace the chart */
     char q[1024];
     fc_cli_usage_error("--svg and --trace name the same file (%s)",
                        fc_cli_quoted(trace, q, sizeof q));

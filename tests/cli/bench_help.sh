@@ -49,6 +49,7 @@ expect_usage "cache-bench: --dump-order $t/no/o.txt: cannot be written there: No
 # one file for both: the dump was renamed over the chart (or the chart over it) after the run, exit
 # 0, one of them lost; loader-bench refuses --svg and --trace naming one file the same way
 expect_usage "cache-bench: --svg and --dump-order name the same file ($t/b.out)" --svg "$t/b.out" --dump-order "$t/b.out" x
+expect_usage "cache-bench: --svg and --dump-order name the same file ($t/./b.out)" --svg "$t/b.out" --dump-order "$t/./b.out" x
 touch "$t/c.out" && ln -s c.out "$t/c.link"
 expect_usage "cache-bench: --svg and --dump-order name the same file ($t/c.link)" --svg "$t/c.out" --dump-order "$t/c.link" x
 # a file of the STORE benched: the chart was renamed over its data.mdb after the run, exit 0, the

@@ -64,6 +64,9 @@ $try" -- "$LB" --source audio --manifest ""
 check svg-nowhere 2 "loader-bench: --svg $tmp/no/s.svg: cannot be written there: No such file or directory
 $try" -- "$LB" --source synthetic --svg "$tmp/no/s.svg"
 # '-' wrote a file named '-' (stdout carries the report)
+# one file for both, spelled two ways before it exists: the trace was renamed over the chart
+check svg-trace-same 2 "loader-bench: --svg and --trace name the same file ($tmp/./s.out)
+$try" -- "$LB" --source synthetic --svg "$tmp/s.out" --trace "$tmp/./s.out"
 # a file of the STORE read: the chart (or trace) was renamed over its data.mdb after the run, the
 # store lost
 mkdir "$tmp/st" && echo "not touched" >"$tmp/st/data.mdb"
