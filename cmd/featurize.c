@@ -30,6 +30,7 @@ enum {
   OPT_SNIP_EDGES,
   OPT_POWER,
   OPT_LOG,
+  OPT_TOP_DB,
   OPT_DTYPE,
   OPT_CODEC,
   OPT_MANIFEST,
@@ -86,6 +87,8 @@ static const fc_cli_opt options[] =
       "edges mirrored"},
      {"power", OPT_POWER, required_argument, "P", "1 magnitude, 2 power"},
      {"log", OPT_LOG, required_argument, "L", "none, ln, log10, db or whisper"},
+     {"top-db", OPT_TOP_DB, required_argument, "DB",
+      "with --log db: clamp to the utterance's max - DB (default 80; 0: none, top_db=None)"},
      {"dtype", OPT_DTYPE, required_argument, "T", "f32 (default), f16, bf16 or mq (the codec)"},
      {"codec", OPT_CODEC, required_argument, "C",
       "none (default) or mq: log-mel coded ~4x smaller than f32, max error 2^-8 (ln)"},
@@ -261,6 +264,10 @@ int main(int argc, char **argv) {
     case OPT_LOG:
       ov.set |= FC_MEL_F_LOG;
       ov.v.log = (fc_log)fzc_pick("log", optarg, log_names, log_values);
+      break;
+    case OPT_TOP_DB:
+      ov.set |= FC_MEL_F_TOP_DB;
+      ov.v.top_db = fc_cli_double("top-db", optarg, 0, 1e4);
       break;
     case OPT_DTYPE:
       ov.set |= FC_MEL_F_DTYPE;

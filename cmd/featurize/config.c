@@ -152,7 +152,7 @@ const char *fzc_option_hint(const char *arg) {
                                          {"mel-scale", "--mel-scale"},
                                          {"window", "window"},
                                          {"window-type", "window"},
-                                         {"top-db", "top_db"},
+                                         {"top-db", "--top-db"},
                                          {"log-floor", "log_floor"},
                                          {"amin", "log_floor"},
                                          {"preemph", "preemph"},

@@ -77,6 +77,18 @@ int fc_mel_config_override(fc_mel_config *c, const fc_mel_config *ov, unsigned f
     c->log_floor = c->log == FC_LOG_LN ? 1e-5 : 1e-10;
     c->top_db = c->log == FC_LOG_DB ? 80 : 0;
   }
+  if (f & FC_MEL_F_TOP_DB) {
+    if (c->log != FC_LOG_DB) { /* (the librosa preset's log none keeps its top_db 80) */
+      if (why && why_len)
+        snprintf(why, why_len,
+                 "top_db %g: the clamp of a log in dB (log db, librosa's power_to_db), and this "
+                 "config's log is another: it would change no value, only the config's digest; "
+                 "give log db with it, or no top_db",
+                 ov->top_db);
+      return FC_ECONFIG;
+    }
+    c->top_db = ov->top_db;
+  }
   if (f & FC_MEL_F_DTYPE) c->dtype = ov->dtype;
   if (f & FC_MEL_F_SNIP_EDGES) c->no_snip_edges = ov->no_snip_edges;
   fc_mel_config_settle_preset(c);

@@ -108,7 +108,8 @@ enum fc_mel_field {
   FC_MEL_F_POWER = 1u << 12,
   FC_MEL_F_LOG = 1u << 13,
   FC_MEL_F_DTYPE = 1u << 14,
-  FC_MEL_F_SNIP_EDGES = 1u << 15 /* ov->no_snip_edges */
+  FC_MEL_F_SNIP_EDGES = 1u << 15, /* ov->no_snip_edges */
+  FC_MEL_F_TOP_DB = 1u << 16 /* log db (power_to_db) only; 0: no clamp (librosa's top_db=None) */
 };
 
 /* Change the fields of cfg (a preset) named by `fields` (FC_MEL_F_* bits) to those of ov, the
@@ -121,7 +122,9 @@ enum fc_mel_field {
  *    unless pad is given; an n_fft below the hop, where the rule gives a negative pad (HiFi-GAN
  *    crops), is FC_ECONFIG;
  *  - a different log compression brings its reference's floor: ln 1e-5 (HiFi-GAN, Tacotron 2),
- *    log10 and whisper 1e-10 (Whisper), db 1e-10 with top_db 80 (librosa power_to_db);
+ *    log10 and whisper 1e-10 (Whisper), db 1e-10 with top_db 80 (librosa power_to_db), unless
+ *    top_db is given (with any other log a top_db given is FC_ECONFIG: it would change the
+ *    config's digest and not one value);
  *  - the kaldi preset at another sample rate keeps Kaldi's frames in milliseconds: win_length
  *    int(sr * 0.025), hop_length int(sr * 0.010), n_fft the power of two at least win_length
  *    (each unless given), and fmax Nyquist (high_freq 0), as torchaudio's compliance.kaldi.fbank

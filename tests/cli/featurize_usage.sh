@@ -77,6 +77,8 @@ Features:
                                mirrored
       --power P                1 magnitude, 2 power
       --log L                  none, ln, log10, db or whisper
+      --top-db DB              with --log db: clamp to the utterance's max - DB
+                               (default 80; 0: none, top_db=None)
       --dtype T                f32 (default), f16, bf16 or mq (the codec)
       --codec C                none (default) or mq: log-mel coded ~4x smaller
                                than f32, max error 2^-8 (ln)
@@ -142,8 +144,12 @@ check "sample rate" 2 "featurize: unknown option '--sample-rate': featurize's is
 $try" -- "$FZ" --print-config whisper --sample-rate 16000
 check "Kaldi's milliseconds" 2 "featurize: unknown option '--frame-length=12.5': featurize's is --win, in samples (Kaldi's --frame-length=25 is --win 400 at 16 kHz; the kaldi preset's frames follow --sr)
 $try" -- "$FZ" --preset kaldi --frame-length=12.5 -o "$S" "$tmp/a.wav"
-check "a parameter without an option" 2 "featurize: unknown option '--top-db': top_db is the preset's, with no option (featcache-presets(7) says which parameters have one)
-$try" -- "$FZ" --preset librosa --log db --top-db 60 -o "$S" "$tmp/a.wav"
+check "a parameter without an option" 2 "featurize: unknown option '--window': window is the preset's, with no option (featcache-presets(7) says which parameters have one)
+$try" -- "$FZ" --preset librosa --window hamming -o "$S" "$tmp/a.wav"
+check "librosa's top_db" 2 "featurize: unknown option '--top_db=60': featurize's is --top-db
+$try" -- "$FZ" --preset librosa --log db --top_db=60 -o "$S" "$tmp/a.wav"
+# --top-db clamps a log in dB: with another it would change the digest and no value
+check "--top-db without --log db" 2 "featurize: invalid configuration: top_db 0: the clamp of a log in dB (log db, librosa's power_to_db), and this config's log is another: it would change no value, only the config's digest; give log db with it, or no top_db" -- "$FZ" --preset librosa --top-db 0 -o "$S" "$tmp/a.wav"
 check "Kaldi's dither" 2 "featurize: unknown option '--dither=0': featurize never dithers (Kaldi's --dither=0: features made with random noise could not be cached)
 $try" -- "$FZ" --preset kaldi --dither=0 -o "$S" "$tmp/a.wav"
 check "missing value" 2 "featurize: option '--hop' needs a value

@@ -41,6 +41,11 @@ PRESETS = {
     "whisper": (16000, ref.ref_whisper, lambda r: np.sqrt(10.0 ** (4 * r - 4)),
                 2 / (4 * np.log(10.0))),
     "librosa": (22050, ref.ref_librosa, None, None),
+    # power_to_db without its clamp (top_db=None): the quiet frames keep their values
+    "librosa --log db --top-db 0": (22050,
+                                    lambda y, dt: ref.ref_librosa(y, np.float64, db=True,
+                                                                  top_db=None),
+                                    lambda r: np.sqrt(10.0 ** (r / 10)), 20 / np.log(10.0)),
 }
 fails = []
 

@@ -234,11 +234,12 @@ def ref_whisper(y, dt):
     return log_spec.T.double().numpy(), native
 
 
-def ref_librosa(y, dt, db=False):
-    """librosa.feature.melspectrogram(y, sr=22050) [and power_to_db(ref=1, amin=1e-10, top_db=80)]."""
+def ref_librosa(y, dt, db=False, top_db=80.0):
+    """librosa.feature.melspectrogram(y, sr=22050) [and power_to_db(ref=1, amin=1e-10,
+    top_db=top_db): 80, or None for no clamp]."""
     S = librosa.feature.melspectrogram(y=y.astype(dt), sr=22050)
     if db:
-        S = librosa.power_to_db(S, ref=1.0, amin=1e-10, top_db=80.0)
+        S = librosa.power_to_db(S, ref=1.0, amin=1e-10, top_db=top_db)
     return S.T.astype(np.float64), True
 
 

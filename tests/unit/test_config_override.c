@@ -274,6 +274,25 @@ int main(void) {
   ov.log = FC_LOG_LN;
   CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_LOG, why, sizeof why) == 0);
   CHECK(c.log_floor == 1e-5 && c.top_db == 0, "floor %g top_db %g", c.log_floor, c.top_db);
+  /* top_db: with log db its value (0: none, librosa's top_db=None); with another log refused (it
+   * would change the digest and no value) */
+  c = preset("librosa");
+  ov.log = FC_LOG_DB;
+  ov.top_db = 0;
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_LOG | FC_MEL_F_TOP_DB, why, sizeof why) == 0, "%s",
+        why);
+  CHECK(c.log == FC_LOG_DB && c.top_db == 0 && c.log_floor == 1e-10 && !c.preset[0],
+        "top_db %g preset '%s'", c.top_db, c.preset);
+  c = preset("hifigan");
+  ov.top_db = 60;
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_LOG | FC_MEL_F_TOP_DB, why, sizeof why) == 0 &&
+            c.top_db == 60,
+        "top_db %g", c.top_db);
+  c = preset("librosa"); /* log none, top_db 80 kept: --top-db 0 alone would change no value */
+  ov.top_db = 0;
+  CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_TOP_DB, why, sizeof why) == FC_ECONFIG &&
+            strstr(why, "top_db 0: the clamp of a log in dB"),
+        "top_db without log db: '%s'", why);
   c = preset("whisper");
   double wfloor = c.log_floor;
   ov.log = c.log; /* the preset's own: its floor stays */
