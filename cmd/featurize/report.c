@@ -6,6 +6,7 @@
 #include "featcache/fc_format.h"
 #include "formats/common/alloc.h"
 
+#include <errno.h>
 #include <sys/stat.h>
 
 /* cli.h's name of the tool is one per file: this file's messages are featurize's too. */
@@ -106,14 +107,22 @@ void fzc_on_event(const fc_featurize_event *ev, void *user) {
       c->unstored_unsaid++;
       return;
     }
+    /* out of memory reads as a fault of the file: say whose it is and what bounds it (not
+     * recorded against the input: libcache/mel/featurize/featurize_int.h fz_not_the_input) */
+    const char *hint = ev->err != ENOMEM ? ""
+                                         : " (this process's memory, not a fault of the file: a "
+                                           "worker holds a whole file, its samples and its "
+                                           "features at once, ~0.5 GB an hour of 22.05 kHz audio: "
+                                           "--max-seconds or fewer -j bound it; a rerun tries it "
+                                           "again)";
     /* a manifest's line by its number; a line of a path list on stdin only when it has no path */
     const char *lines = c->manifest ? c->manifest : (!ev->path ? c->stdin_list : NULL);
     if (ev->manifest && lines && ev->line) {
       fprintf(stderr, "%s: ", fc_cli_tool);
       fc_cli_put_name(stderr, lines);
-      fprintf(stderr, ":%zu: %s\n", ev->line, ev->reason);
+      fprintf(stderr, ":%zu: %s%s\n", ev->line, ev->reason, hint);
     } else
-      fc_cli_warn(label, "%s", ev->reason);
+      fc_cli_warn(label, "%s%s", ev->reason, hint);
     return;
   }
   if (ev->status == FC_ITEM_NOT_STORED) { /* a check: the first ones named, -v all */
