@@ -595,7 +595,7 @@ int main(int argc, char **argv) {
                      .check = check,
                      .total = total};
   fc_cli_progress_init(&rctx.progress, progress, quiet);
-  fo.jobs = jobs;
+  fo.jobs = jobs = fzc_jobs_for_fds(jobs, n_parts, quiet); /* ulimit -n */
   fo.batch_records = batch;
   fo.max_seconds = max_seconds;
   fo.rehash = rehash;

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 /* cli.h's name of the tool is one per file: this file's messages are featurize's too. */
@@ -465,4 +466,26 @@ int fzc_first_items(const char *path, const fc_manifest_opts *mo, size_t max, fc
   if (rc == -1) rc = 0;
   if (rc) fc_item_list_free(out);
   return rc;
+}
+
+uint32_t fzc_jobs_for_fds(uint32_t jobs, unsigned n_parts, int quiet) {
+  enum { FIXED = 16 }; /* stdio, a manifest, a self-pipe, libraries' own, a GPU's device files */
+  const rlim_t store = 3 * (rlim_t)n_parts, need = FIXED + store + jobs; /* data.mdb x2, lock */
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+    return jobs;
+  const rlim_t was = rl.rlim_cur;
+  rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need ? rl.rlim_max : need;
+  if (setrlimit(RLIMIT_NOFILE, &rl) != 0) rl.rlim_cur = was;
+  if (rl.rlim_cur >= need) return jobs;
+  const uint32_t fit = rl.rlim_cur > FIXED + store ? (uint32_t)(rl.rlim_cur - FIXED - store) : 1;
+  char parts[32] = "";
+  if (n_parts > 1) snprintf(parts, sizeof parts, "'s %u parts", n_parts);
+  if (!quiet)
+    fc_cli_warn(NULL,
+                "-j %u: %llu open files allowed (ulimit -n): running %u worker%s (each holds its "
+                "file open; the store%s %u files)",
+                jobs, (unsigned long long)rl.rlim_cur, fit, fit == 1 ? "" : "s", parts,
+                (unsigned)store);
+  return fit;
 }

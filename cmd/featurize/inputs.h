@@ -86,4 +86,9 @@ const char *fzc_manifest_dir_hint(const char *manifest, int rc, char *buf, size_
  * error with why; free out with fc_item_list_free. */
 int fzc_first_items(const char *path, const fc_manifest_opts *mo, size_t max, fc_item_list *out,
                     char *why, size_t why_len);
+/* jobs, or as many workers as the open-file limit leaves room for: each holds the file it reads
+ * open, each of the store's n_parts three descriptors. The soft limit is raised first, at most to
+ * the hard one; fewer workers are said unless quiet (past the limit, inputs failed "Too many open
+ * files", a line each). */
+uint32_t fzc_jobs_for_fds(uint32_t jobs, unsigned n_parts, int quiet);
 #endif
