@@ -129,8 +129,8 @@ except featcache.FeatcacheError as e:
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == (
         "next batch: out of memory for a padded batch buffer of 4.10 GB (each holds the epoch's "
-        "largest batch: its utterances x its longest one's frames x n_mels): crop_frames or "
-        "max_frames bound it"), r.stdout
+        "largest batch: its utterances x its longest one's frames x n_mels): crop_frames, "
+        "max_frames, a smaller batch_size or views (not padded) bound it"), r.stdout
 
 
 def test_an_error_crosses_processes():

@@ -245,8 +245,8 @@ static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_pl
         size_t want = B * row > l->plan.max_batch_bytes ? B * row : l->plan.max_batch_bytes;
         snprintf(why, why_len,
                  "out of memory for a padded batch buffer of %.2f GB (each holds the epoch's "
-                 "largest batch: its utterances x its longest one's frames x n_mels): crop_frames "
-                 "or max_frames bound it",
+                 "largest batch: its utterances x its longest one's frames x n_mels): crop_frames, "
+                 "max_frames, a smaller batch_size or views (not padded) bound it",
                  (double)want / 1e9);
       }
       goto fail;
