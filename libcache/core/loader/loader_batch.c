@@ -57,7 +57,7 @@ int fc_loader_set_buffers(fc_loader *l, void *const *bufs, size_t n, size_t byte
     ld_bufs_free(l);
     for (size_t i = 0; i < n && !rc; i++) {
       l->n_caller_bufs = n;
-      ld_buf b = {bufs[i], bytes, 1, (uint32_t)i};
+      ld_buf b = {bufs[i], bytes, 1, (uint32_t)i, 0, 0};
       size_t before = l->n_free;
       ld_buf_put_locked(l, b);
       if (l->n_free == before) rc = ENOMEM;
@@ -83,7 +83,7 @@ int fc_loader_add_buffers(fc_loader *l, void *const *bufs, size_t n, size_t byte
     rc = FC_ECONFIG;
   }
   for (size_t i = 0; i < n && !rc; i++) {
-    ld_buf b = {bufs[i], bytes, 1, (uint32_t)l->n_caller_bufs};
+    ld_buf b = {bufs[i], bytes, 1, (uint32_t)l->n_caller_bufs, 0, 0};
     size_t before = l->n_free;
     ld_buf_put_locked(l, b);
     if (l->n_free == before)

@@ -36,6 +36,8 @@ int ld_buf_get(fc_loader *l, uint64_t gen, size_t need, ld_buf *out) {
   for (size_t i = l->n_free; i-- > 0;)
     if (l->free_bufs[i].cap >= need) {
       *out = l->free_bufs[i];
+      out->used = need;
+      if (need > out->touched) out->touched = need;
       memmove(&l->free_bufs[i], &l->free_bufs[i + 1], (l->n_free - i - 1) * sizeof *l->free_bufs);
       l->n_free--;
       pthread_mutex_unlock(&l->mu);
@@ -49,7 +51,24 @@ int ld_buf_get(fc_loader *l, uint64_t gen, size_t need, ld_buf *out) {
   out->p = fc_aligned_alloc(64, cap ? cap : 64);
   out->cap = cap;
   out->caller = 0;
+  out->used = out->touched = need;
   return out->p ? 0 : ENOMEM;
+}
+
+/* An own buffer that an outlier batch filled (an hour-long utterance padded with its batch: every
+ * buffer is as large as the epoch's largest batch) and that now holds one many times smaller: its
+ * pages past this batch go back to the system (MADV_DONTNEED: zero pages when next written), else
+ * each buffer the outlier passes through keeps them resident, epoch after epoch, up to the pool's
+ * size times the outlier's. Batches of the usual spread (a few times one another) keep theirs. */
+enum { LD_TRIM_RATIO = 8, LD_TRIM_MIN = 64 << 20 };
+static void trim_outlier_pages(ld_buf *b) {
+  if (b->caller || b->touched <= b->used + LD_TRIM_MIN || b->touched / LD_TRIM_RATIO < b->used)
+    return;
+  const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t lo = ((uintptr_t)b->p + b->used + page - 1) & ~(page - 1);
+  uintptr_t hi = ((uintptr_t)b->p + b->touched) & ~(page - 1);
+  if (hi > lo && madvise((void *)lo, hi - lo, MADV_DONTNEED) == 0)
+    b->touched = lo - (uintptr_t)b->p;
 }
 
 /* Give a buffer back; mu held. */
@@ -60,6 +79,7 @@ void ld_buf_put_locked(fc_loader *l, ld_buf b) {
     free(b.p);
     return;
   }
+  trim_outlier_pages(&b);
   if (l->n_free == l->cap_free) {
     size_t cap = l->cap_free ? l->cap_free * 2 : 8;
     ld_buf *p = fc_realloc(l->free_bufs, cap * sizeof *p);

@@ -83,6 +83,8 @@ typedef struct ld_buf {
   size_t cap;
   int caller; /* caller-owned (fc_loader_set_buffers): never freed */
   uint32_t index; /* a caller buffer's position in the order it was given */
+  size_t used; /* bytes the batch it holds needs */
+  size_t touched; /* own buffer: bytes some batch has written since it was allocated or trimmed */
 } ld_buf;
 
 /* Where a batch's per-item arrays lie in its block (one allocation, or the tail of a caller
