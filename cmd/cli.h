@@ -323,7 +323,11 @@ static inline void fc_cli_list(const char *opt, const char *arg,
  * error (exit 2) for another. */
 static inline fc_manifest_format fc_cli_manifest_format(const char *s) {
   int f = fc_manifest_format_from_name(s);
-  if (f < 0) fc_cli_usage_error("invalid value '%s' for --manifest-format", s);
+  if (f < 0)
+    fc_cli_usage_error(
+        "invalid value '%s' for --manifest-format (want one of auto, ljspeech, kaldi, "
+        "jsonl, list, tsv)",
+        s);
   return (fc_manifest_format)f;
 }
 

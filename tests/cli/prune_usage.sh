@@ -47,7 +47,7 @@ run empty-store 2 ""
 expect_err empty-store "cache-prune: '' names no STORE (an empty path: an unset variable?)
 $try"
 run format 2 --manifest-format xml s
-expect_err format "cache-prune: invalid value 'xml' for --manifest-format
+expect_err format "cache-prune: invalid value 'xml' for --manifest-format (want one of auto, ljspeech, kaldi, jsonl, list, tsv)
 $try"
 
 run missing 2 nope
