@@ -110,6 +110,16 @@ grep -q '^s: error: audio utt00002: source changed: src/utt00002.wav hashes to [
   || { echo "FAIL rehash"; cat got; fail=1; }
 [ "$(grep -c '^s: error: audio' got)" = 3 ] || { echo "FAIL rehash: want 3 source errors"; cat got; fail=1; }
 
+# a touched source: its mtime as a time (to the nanosecond when either has a fraction), not as ns
+stored=$(TZ=UTC stat -c %y src/utt00005.wav | sed 's/ +0000$//')
+touch -d '2026-01-02 03:04:05.5 UTC' src/utt00005.wav
+run touched 1 --sources
+grep -qxF "s: error: audio utt00005: source changed: src/utt00005.wav has mtime 2026-01-02 03:04:05.500000000 UTC, its features were made from it at mtime $stored UTC (--rehash tells whether its bytes changed)" got \
+  || { echo "FAIL touched (stored $stored)"; cat got; fail=1; }
+run touched-rehash 1 --sources --rehash
+grep -qxF "s: warning: audio utt00005: source src/utt00005.wav touched (mtime 2026-01-02 03:04:05.500000000 UTC, stored $stored UTC) but its bytes are unchanged" got \
+  || { echo "FAIL touched-rehash"; cat got; fail=1; }
+
 # a damaged transcript: the text no longer hashes to the entry's digest, from whose text the tok
 # records were made (same length, one letter changed: nothing else tells)
 "$FC_PYTHON" - <<'PY'

@@ -213,6 +213,11 @@ static void check_source(vctx *c, const ventry *e, const fc_audio_entry *ae) {
   }
   int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
   int size_changed = (uint64_t)st.st_size != ae->source_size, mtime_changed = mtime != ae->mtime_ns;
+  /* both as times, to the nanosecond when either has a fraction (a copy that kept whole seconds) */
+  char now[64], then[64];
+  const int frac = mtime % 1000000000 != 0 || ae->mtime_ns % 1000000000 != 0;
+  vf_utc(mtime, frac, now, sizeof now);
+  vf_utc(ae->mtime_ns, frac, then, sizeof then);
   if (c->o->rehash) {
     fc_digest d;
     int rc = hash_file(path, &d);
@@ -228,8 +233,8 @@ static void check_source(vctx *c, const ventry *e, const fc_audio_entry *ae) {
              a);
     } else if ((size_changed || mtime_changed) && c->o->sources) {
       vf_add(c, FC_VERIFY_WARNING, FC_DB_AUDIO, e->id, e->id_len, e->id, e->id_len,
-             "source %s touched (mtime %lld, stored %lld) but its bytes are unchanged",
-             pp ? pp : "?", (long long)mtime, (long long)ae->mtime_ns);
+             "source %s touched (mtime %s, stored %s) but its bytes are unchanged", pp ? pp : "?",
+             now, then);
     }
   } else if (size_changed) {
     vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, e->id, e->id_len, e->id, e->id_len,
@@ -237,9 +242,9 @@ static void check_source(vctx *c, const ventry *e, const fc_audio_entry *ae) {
            pp ? pp : "?", (long long)st.st_size, (unsigned long long)ae->source_size);
   } else if (mtime_changed) {
     vf_add(c, FC_VERIFY_ERROR, FC_DB_AUDIO, e->id, e->id_len, e->id, e->id_len,
-           "source changed: %s has mtime %lld ns, its features were made at %lld ns (--rehash "
-           "tells whether its bytes changed)",
-           pp ? pp : "?", (long long)mtime, (long long)ae->mtime_ns);
+           "source changed: %s has mtime %s, its features were made from it at mtime %s "
+           "(--rehash tells whether its bytes changed)",
+           pp ? pp : "?", now, then);
   }
   free(pp);
 }

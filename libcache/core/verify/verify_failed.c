@@ -69,12 +69,18 @@ vfail *vf_find_failure(vctx *c, const char *id, size_t len) {
   return NULL;
 }
 
-/* "2026-11-26 14:03:05 UTC" */
-static void utc(int64_t ns, char *buf, size_t len) {
-  time_t s = (time_t)(ns / 1000000000);
+void vf_utc(int64_t ns, int frac, char *buf, size_t len) {
+  int64_t sec = ns / 1000000000, sub = ns % 1000000000;
+  if (sub < 0) sub += 1000000000, sec--;
+  const time_t s = (time_t)sec;
   struct tm tm;
-  if (!gmtime_r(&s, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm))
+  char day[32];
+  if (!gmtime_r(&s, &tm) || !strftime(day, sizeof day, "%Y-%m-%d %H:%M:%S", &tm))
     snprintf(buf, len, "%lld ns", (long long)ns);
+  else if (frac)
+    snprintf(buf, len, "%s.%09lld UTC", day, (long long)sub);
+  else
+    snprintf(buf, len, "%s UTC", day);
 }
 
 void vf_report_failures(vctx *c, fc_rtxn *t) {
@@ -83,7 +89,7 @@ void vf_report_failures(vctx *c, fc_rtxn *t) {
     const vcfg *cf = vf_find_cfg(c, fl->f.config.bytes);
     char hex[33], when[64];
     fc_digest_hex(&fl->f.config, hex);
-    utc(fl->f.time_ns, when, sizeof when);
+    vf_utc(fl->f.time_ns, 0, when, sizeof when);
     char *reason = vf_printable(fl->f.reason, fl->f.reason_len);
     char *source = vf_quoted(fl->f.source, fl->f.source_len);
     /* Stored under that config all the same (it failed after it was stored): say its features
