@@ -522,7 +522,8 @@ int main(int argc, char **argv) {
     case OPT_DROP: /* --drop "$OLD", OLD unset: "nothing to drop" would read as done */
       if (!optarg[0])
         fc_cli_usage_error("--drop '' names no config (an empty value: an unset variable?)");
-      drop_cfg = optarg;
+      drop_cfg =
+          fc_cli_once("drop", drop_cfg, optarg, "one config per run: run --drop once for each");
       break;
     case OPT_JSON: json = 1; break;
     case OPT_NO_COUNT: count = 0; break;

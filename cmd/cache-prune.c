@@ -476,7 +476,11 @@ int main(int argc, char **argv) {
   opterr = 0;
   while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
     switch (c) {
-    case OPT_MANIFEST: manifest = fc_cli_path("manifest", optarg); break;
+    case OPT_MANIFEST: /* the first one's utterances would be removed */
+      manifest = fc_cli_once("manifest", manifest, fc_cli_path("manifest", optarg),
+                             "one manifest per run, and the utterances it lacks are removed: give "
+                             "one file that names every utterance to keep (cat them into one)");
+      break;
     case OPT_MANIFEST_FORMAT: mo.format = fc_cli_manifest_format(optarg); break;
     case OPT_DAMAGED: po.damaged = 1; break;
     case 'n': po.dry_run = 1; break;

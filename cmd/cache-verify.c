@@ -443,7 +443,7 @@ int main(int argc, char **argv) {
         tok[n_tok++] = optarg;
       }
       break;
-    case OPT_MANIFEST: manifest = fc_cli_path("manifest", optarg), with_manifest = 1; break;
+    case OPT_MANIFEST: manifest = fc_cli_manifest_arg(manifest, optarg), with_manifest = 1; break;
     case OPT_MANIFEST_FORMAT: mo.format = fc_cli_manifest_format(optarg); break;
     case OPT_FINITE: vo.finite = 1; break;
     case OPT_SOURCES: vo.sources = 1; break;

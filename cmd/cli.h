@@ -104,6 +104,7 @@ static inline void fc_cli_usage_error(const char *fmt, ...) {
   fprintf(stderr, "Try '%s --help' for more information.\n", fc_cli_tool);
   exit(FC_EXIT_USAGE);
 }
+#include "cli_args.h" /* fc_cli_once */
 
 /* getopt_long (run with opterr = 0) refused the option it just read: say which and why, as
  * `tool: ...` (getopt's own messages name the program by its path), and exit 2. argv[optind - 1]

@@ -274,7 +274,7 @@ int main(int argc, char **argv) {
       ov.v.dtype = (fc_dtype)fzc_pick("dtype", optarg, dtype_names, dtype_values);
       break;
     case OPT_CODEC: codec = fzc_pick("codec", optarg, codec_names, codec_values); break;
-    case OPT_MANIFEST: manifest = fc_cli_path("manifest", optarg); break;
+    case OPT_MANIFEST: manifest = fc_cli_manifest_arg(manifest, optarg); break;
     case OPT_MANIFEST_FORMAT:
       manifest_format = fzc_pick("manifest-format", optarg, mf_names, mf_values);
       break;

@@ -203,7 +203,7 @@ int main(int argc, char **argv) {
                            optarg);
       source = optarg;
       break;
-    case OPT_MANIFEST: manifest = fc_cli_path("manifest", optarg); break;
+    case OPT_MANIFEST: manifest = fc_cli_manifest_arg(manifest, optarg); break;
     case OPT_MANIFEST_FORMAT:
       manifest_format = fc_cli_manifest_format(optarg);
       manifest_format_given = 1;

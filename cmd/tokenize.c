@@ -418,7 +418,7 @@ int main(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
     switch (c) {
     case 'o': out_dir = optarg; break;
-    case OPT_MANIFEST: manifest = fc_cli_path("manifest", optarg); break;
+    case OPT_MANIFEST: manifest = fc_cli_manifest_arg(manifest, optarg); break;
     case OPT_MANIFEST_FORMAT: {
       int f = fc_manifest_format_from_name(optarg);
       if (f < 0 || f == FC_MANIFEST_KALDI || f == FC_MANIFEST_LIST)
