@@ -104,7 +104,7 @@ static inline void fc_cli_usage_error(const char *fmt, ...) {
   fprintf(stderr, "Try '%s --help' for more information.\n", fc_cli_tool);
   exit(FC_EXIT_USAGE);
 }
-#include "cli_args.h" /* fc_cli_once */
+#include "cli_args.h" /* fc_cli_once, fc_cli_unknown_option */
 
 /* getopt_long (run with opterr = 0) refused the option it just read: say which and why, as
  * `tool: ...` (getopt's own messages name the program by its path), and exit 2. argv[optind - 1]
@@ -136,13 +136,13 @@ static inline void fc_cli_bad_option(int argc, char **argv, const struct option 
       if (!eq && hit->has_arg == required_argument)
         fc_cli_usage_error("option '--%s' needs a value", hit->name);
     }
-    if (!optopt) fc_cli_usage_error("unknown option '%s'", a);
+    if (!optopt) fc_cli_unknown_option(a, 0, argv, optind, argc, longs);
   }
   if (optopt > 0 && optopt < 128) {
     for (const struct option *l = longs; l->name; l++)
       if (l->val == optopt && l->has_arg == required_argument)
         fc_cli_usage_error("option '-%c' needs a value", optopt);
-    fc_cli_usage_error("unknown option '-%c'", optopt);
+    fc_cli_unknown_option(NULL, optopt, argv, optind, argc, longs);
   }
   fc_cli_usage_error("unknown option '%s'", a);
 }

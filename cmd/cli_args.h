@@ -1,8 +1,11 @@
 /* The command line's words, for cmd/cli.h (which includes it after fc_cli_usage_error): an option
- * that names a run's one input given twice. Header-only, as cli.h. */
+ * that names a run's one input given twice; the option a mistyped one meant. Header-only, as
+ * cli.h. */
 #ifndef FC_CMD_CLI_ARGS_H
 #define FC_CMD_CLI_ARGS_H
 
+#include <ctype.h>
+#include <getopt.h>
 #include <string.h>
 
 /* An option that names a run's one input (--manifest FILE, cache-config's --drop CONFIG) given
@@ -28,6 +31,72 @@ static inline const char *fc_cli_manifest_arg(const char *prev, const char *valu
   return fc_cli_once("manifest", prev, fc_cli_path("manifest", value),
                      "one manifest per run: run once for each, or give one file that names them "
                      "all");
+}
+
+/* ---- the option a mistyped one meant ----------------------------------------------------- */
+static inline int fc_cli_typo_char(char c) { return c == '_' ? '-' : tolower((unsigned char)c); }
+
+/* Damerau's edit distance of a (la bytes) and b: a letter left out, added, changed, or two next to
+ * each other swapped count 1 each; '_' is read as '-' and case is ignored (--max_errors,
+ * --JSON). A word of 64 bytes or more is no typo: 99. */
+static inline int fc_cli_typo_distance(const char *a, size_t la, const char *b) {
+  const size_t lb = strlen(b);
+  int d[64][64];
+  if (la >= 64 || lb >= 64) return 99;
+  for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
+  for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
+  for (size_t i = 1; i <= la; i++)
+    for (size_t j = 1; j <= lb; j++) {
+      const int x = fc_cli_typo_char(a[i - 1]), y = fc_cli_typo_char(b[j - 1]);
+      int v = d[i - 1][j - 1] + (x != y);
+      if (d[i - 1][j] + 1 < v) v = d[i - 1][j] + 1;
+      if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
+      if (i > 1 && j > 1 && x == fc_cli_typo_char(b[j - 2]) && fc_cli_typo_char(a[i - 2]) == y &&
+          d[i - 2][j - 2] + 1 < v)
+        v = d[i - 2][j - 2] + 1;
+      d[i][j] = v;
+    }
+  return d[la][lb];
+}
+
+/* The long option that name (len bytes, no dashes) is a typo of: the one nearest it, when no
+ * other is as near and it is at most one edit per 4 letters away (one for a shorter name); NULL
+ * otherwise (--bogus names none). */
+static inline const char *fc_cli_meant(const char *name, size_t len, const struct option *longs) {
+  const char *best = NULL;
+  int bd = 99, tie = 0;
+  for (const struct option *l = longs; l->name; l++) {
+    const int d = fc_cli_typo_distance(name, len, l->name);
+    if (d < bd)
+      bd = d, best = l->name, tie = 0;
+    else if (d == bd)
+      tie = 1;
+  }
+  return !tie && bd <= (len / 4 > 1 ? (int)(len / 4) : 1) ? best : NULL;
+}
+
+/* An unknown option said with the one it most likely meant: a long one mistyped ('--dryrun': did
+ * you mean '--dry-run'?), or a long one given one dash (-json, read as -j -s -o -n: '-j' in
+ * '-json': did you mean '--json'?). word: the long option's word (NULL for a short one), c the
+ * short option getopt refused, argv[at] the words where it may be (getopt leaves optind on a word
+ * it has not finished). Exits 2. */
+static inline void fc_cli_unknown_option(const char *word, int c, char **argv, int at, int argc,
+                                         const struct option *longs) {
+  const char *meant = NULL;
+  if (word) {
+    const char *name = word + 2, *eq = strchr(name, '=');
+    meant = fc_cli_meant(name, eq ? (size_t)(eq - name) : strlen(name), longs);
+    if (meant) fc_cli_usage_error("unknown option '%s': did you mean '--%s'?", word, meant);
+    fc_cli_usage_error("unknown option '%s'", word);
+  }
+  for (int i = at - 1; i <= at && i < argc; i++) { /* the word that holds the -c getopt refused */
+    const char *w = i > 0 ? argv[i] : "", *eq = strchr(w, '=');
+    const size_t len = eq ? (size_t)(eq - w - 1) : strlen(w) - 1;
+    if (w[0] != '-' || w[1] == '-' || len < 2 || !memchr(w + 1, c, len)) continue;
+    if ((meant = fc_cli_meant(w + 1, len, longs)) != NULL)
+      fc_cli_usage_error("unknown option '-%c' in '%s': did you mean '--%s'?", c, w, meant);
+  }
+  fc_cli_usage_error("unknown option '-%c'", c);
 }
 
 #endif

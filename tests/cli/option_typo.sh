@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# A mistyped option (a letter swapped or left out, '_' for '-', one dash for two) was said only
+# "unknown option '--dryrun'"; every tool now names the option it most likely meant, the one its
+# page gives as the example (exit 2, nothing done). A word near no option (--bogus) is said as
+# before, and featurize's reference names (--hop-length) keep their own hint.
+set -u
+B=${FC_BIN:?}
+S=${FC_SRC:?}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+cd "$T" || exit 1
+fail=0
+# typo TOOL WANT ARGS...: exit 2, the first line of stderr WANT, nothing on stdout
+typo() {
+  local tool=$1 want=$2
+  shift 2
+  "$B/$tool" "$@" >out 2>err
+  local rc=$?
+  [ $rc = 2 ] || { echo "FAIL $tool $*: exit $rc, want 2"; fail=1; }
+  [ "$(head -1 err)" = "$tool: $want" ] || { echo "FAIL $tool $*: got: $(head -1 err)"; echo "want: $tool: $want"; fail=1; }
+  [ "$(sed -n 2p err)" = "Try '$tool --help' for more information." ] || { echo "FAIL $tool $*: no --help hint"; fail=1; }
+  [ -s out ] && { echo "FAIL $tool $*: stdout: $(cat out)"; fail=1; }
+}
+# the example each page gives: it is what the tool says
+page() { # TOOL TYPO RIGHT
+  local line="$1: unknown option '$2': did you mean '$3'?"
+  grep -qF -- "$line" "$S/docs/$1.md" || { echo "FAIL docs/$1.md lacks: $line"; fail=1; }
+  typo "$1" "unknown option '$2': did you mean '$3'?" "$2" st
+}
+page cache-bench --jsn --json
+page cache-config --nocount --no-count
+page cache-merge --prefr --prefer
+page cache-prune --dryrun --dry-run
+page cache-verify --max_errors --max-errors
+page loader-bench --stpes --steps
+page featurize --jsno --json
+page tokenize --bulid-vocab --build-vocab
+typo cache-verify "unknown option '--max_errors=3': did you mean '--max-errors'?" --max_errors=3 st
+typo cache-verify "unknown option '--JSON': did you mean '--json'?" --JSON st
+typo cache-prune "unknown option '-d' in '-dry-run': did you mean '--dry-run'?" -dry-run st
+typo cache-config "unknown option '-u' in '-quiet': did you mean '--quiet'?" -quiet st
+typo cache-config "unknown option '-u' in '-quiet': did you mean '--quiet'?" st -quiet
+typo cache-merge "unknown option '--bogus'" --bogus -o x st
+typo cache-config "unknown option '--nope'" --nope st
+typo cache-verify "unknown option '-Z'" -Z st
+typo cache-verify "unknown option '-Z'" -qZ st
+typo featurize "unknown option '--hop-length': featurize's is --hop" --hop-length 256 -o x a.wav
+exit $fail
