@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `cmake --install` works, and an out-of-tree program finds the installed library both ways:
 # find_package(featcache) with featcache::featcache and featcache::featcache_static, and
-# pkg-config featcache (relocated: the .pc finds its prefix from where it lies).
+# pkg-config featcache (relocated: the .pc finds its prefix from where it lies); and a project of
+# C++ alone finds the package too and compiles the headers.
 set -euo pipefail
 if [ "${FC_SANITIZE:-0}" = 1 ]; then
   echo "skipped: the sanitizer build's library needs -fsanitize in every consumer" >&2
@@ -56,4 +57,27 @@ out3=$(LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/app/pc" "$tmp/s3")
   printf 'outputs differ:\n%s\n%s\n%s\n' "$out1" "$out2" "$out3" >&2; exit 1; }
 case "$out1" in "featcache 0.1.0 "*" 2") ;; *) echo "unexpected: $out1" >&2; exit 1;; esac
 [ -f "$tmp/s1/data.mdb" ] || { echo "store not created" >&2; exit 1; }
+
+# A C++ trainer: a project of C++ alone (no C compiler enabled) finds the package, and the whole
+# API compiles as C++ with the usual warnings as errors.
+mkdir -p "$tmp/cxx"
+{ printf '#include <featcache.h>\n#include <cstdio>\n'; sed -n '/^int main/,$p' "$tmp/app/main.c"; } >"$tmp/cxx/main.cpp"
+cat > "$tmp/cxx/CMakeLists.txt" <<'C'
+cmake_minimum_required(VERSION 3.25)
+project(trainer CXX)
+find_package(featcache 0.1 REQUIRED)
+add_compile_options(-Wall -Wextra -pedantic -Werror)
+add_executable(trainer main.cpp)
+target_link_libraries(trainer PRIVATE featcache::featcache)
+add_executable(trainer_static main.cpp)
+target_link_libraries(trainer_static PRIVATE featcache::featcache_static)
+C
+cmake -S "$tmp/cxx" -B "$tmp/cxx/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" >"$tmp/cxx.log" 2>&1 &&
+  cmake --build "$tmp/cxx/build" >>"$tmp/cxx.log" 2>&1 ||
+  { echo "a C++ project (project(trainer CXX)) cannot use the installed package:" >&2
+    grep -v '^--' "$tmp/cxx.log" | head -n 20 >&2; exit 1; }
+out4=$(LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/cxx/build/trainer" "$tmp/s4")
+out5=$("$tmp/cxx/build/trainer_static" "$tmp/s5")
+[ "$out4" = "$out1" ] && [ "$out5" = "$out1" ] || {
+  printf 'C++ outputs differ from C:\n%s\n%s\n%s\n' "$out1" "$out4" "$out5" >&2; exit 1; }
 echo "install: ok ($out1)"
