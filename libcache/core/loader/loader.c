@@ -114,7 +114,7 @@ static int pinned_begin(fc_store *s, MDB_txn **out) {
   *out = NULL;
   for (int tries = 0;; tries++) {
     pthread_rwlock_rdlock(&s->map_lock);
-    int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, out);
+    int rc = store_txn_begin_read(s->env, out);
     if (!rc) atomic_fetch_add(&s->pinned, 1); /* before a resize could take the lock */
     pthread_rwlock_unlock(&s->map_lock);
     if (rc != MDB_MAP_RESIZED || tries == 4 || (rc = store_adopt_map(s)) != 0) {

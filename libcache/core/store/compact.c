@@ -285,7 +285,7 @@ int store_compact_size(fc_store *s, uint64_t *before, uint64_t *after) {
   pthread_rwlock_rdlock(&s->map_lock);
   MDB_txn *txn = NULL;
   MDB_cursor *c = NULL;
-  if ((rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn)) != 0) goto out;
+  if ((rc = store_txn_begin_read(s->env, &txn)) != 0) goto out;
   uint64_t free_pages = 0;
   MDB_val k, v;
   /* what mdb_env_copy2's compact copy leaves out: the pages on the free list (db 0: each value

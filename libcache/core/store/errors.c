@@ -79,6 +79,10 @@ const char *fc_strerror(int err) {
   case FC_EDROPPED:
     return "FC_EDROPPED: the config was dropped from the store while this run wrote under it "
            "(cache-config --drop); run again to store it anew";
+  case MDB_READERS_FULL: /* said only after the slots of dead processes were cleared (readers.c) */
+    return "MDB_READERS_FULL: every one of the 1024 reader slots of its lock.mdb is held by a live "
+           "process: end some of the store's readers (training jobs' loaders, DataLoader workers, "
+           "featcache.get) or wait for them";
   default: break;
   }
   if (err >= FC_EFIRST && err <= FC_ELAST) return "FC_E?: unknown featcache error";

@@ -151,7 +151,7 @@ int store_check_extent(fc_store *s) {
   if (!rc) rc = mdb_env_get_fd(s->env, &fd);
   for (int tries = 0; !rc; tries++) {
     MDB_txn *txn;
-    rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
+    rc = store_txn_begin_read(s->env, &txn);
     if (rc == MDB_MAP_RESIZED && tries < 8 && !(rc = mdb_env_set_mapsize(s->env, 0))) continue;
     if (rc) break;
     /* the file's size after the snapshot is taken: it only grows meanwhile */

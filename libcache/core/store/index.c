@@ -161,7 +161,7 @@ int store_index_refresh(fc_store *s) {
   pthread_mutex_lock(&s->dbi_mu);
   MDB_txn *txn;
   pthread_rwlock_rdlock(&s->map_lock);
-  int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn);
+  int rc = store_txn_begin_read(s->env, &txn);
   pthread_rwlock_unlock(&s->map_lock);
   if (!rc) {
     size_t found;

@@ -82,7 +82,7 @@ static int reserve_lock_file(const char *dir) {
 static int open_dbs(fc_store *s, int existed) {
   int create = (s->flags & FC_STORE_CREATE) && !(s->flags & FC_STORE_RDONLY);
   MDB_txn *txn = NULL;
-  int rc = mdb_txn_begin(s->env, NULL, create ? 0 : MDB_RDONLY, &txn);
+  int rc = create ? mdb_txn_begin(s->env, NULL, 0, &txn) : store_txn_begin_read(s->env, &txn);
   if (rc) return rc;
   /* data.mdb may be another process's store that has not committed its dbs yet (two featurize
    * runs starting on a new store): an environment with nothing in its main db is new. */
@@ -605,7 +605,7 @@ static int read_begin(fc_store *s, fc_rtxn **out, int adopt) {
   t->s = s;
   for (;;) {
     pthread_rwlock_rdlock(&s->map_lock);
-    int rc = mdb_txn_begin(s->env, NULL, MDB_RDONLY, &t->txn);
+    int rc = store_txn_begin_read(s->env, &t->txn);
     if (!rc) break;
     pthread_rwlock_unlock(&s->map_lock);
     if (adopt && rc == MDB_MAP_RESIZED && !(rc = store_adopt_map(s)))

@@ -80,6 +80,10 @@ enum { STORE_OPEN_HEADROOM = 1u << 30 };
  * takes the map lock for writing, which the transactions held would deadlock); the caller ends
  * them, calls store_adopt_map and begins again. */
 int store_read_begin_held(fc_store *s, fc_rtxn **out);
+/* mdb_txn_begin of a read-only transaction; when every slot of the reader table is taken, the
+ * slots of dead processes (a loader killed with SIGKILL) are cleared and the begin tried once
+ * more (readers.c). MDB_READERS_FULL then means live processes hold every slot. */
+int store_txn_begin_read(MDB_env *env, MDB_txn **txn);
 /* FC_FAULT_MAPSIZE in a test build (the first map of a new store, at least 16 KiB), else 0. A
  * writer that sizes its map up front (cache-merge) does not when it is set, so that a small test
  * job grows its map mid-run (tests/cli/fault_sites.sh). */

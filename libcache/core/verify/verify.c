@@ -39,7 +39,9 @@ static int cmp_finding(const void *pa, const void *pb) {
 /* ---- step 1: the environment, read with pread-safe LMDB calls only ------------------------- */
 
 typedef struct reader_scan {
-  uint32_t stale;
+  uint32_t stale, slots; /* slots of dead processes; slots taken */
+  uint32_t procs; /* dead processes, each named once in pids (as room allows) */
+  int seen[64]; /* the first dead processes, for naming each once */
   char pids[160];
 } reader_scan;
 
@@ -47,11 +49,20 @@ static int reader_line(const char *msg, void *ctx) {
   reader_scan *rs = ctx;
   int pid;
   for (const char *line = msg; line && *line;) {
-    if (sscanf(line, "%d", &pid) == 1 && pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) {
-      size_t n = strlen(rs->pids);
-      if (n + 16 < sizeof rs->pids)
-        snprintf(rs->pids + n, sizeof rs->pids - n, "%s%d", n ? " " : "", pid);
-      rs->stale++;
+    if (sscanf(line, "%d", &pid) == 1 && pid > 0) {
+      rs->slots++;
+      if (kill(pid, 0) != 0 && errno == ESRCH) {
+        uint32_t k = 0, n_seen = rs->procs < 64 ? rs->procs : 64;
+        while (k < n_seen && rs->seen[k] != pid) k++;
+        if (k == n_seen) { /* a process not named yet (one past the first 64: counted again) */
+          size_t n = strlen(rs->pids);
+          if (n + 16 < sizeof rs->pids)
+            snprintf(rs->pids + n, sizeof rs->pids - n, "%s%d", n ? " " : "", pid);
+          if (rs->procs < 64) rs->seen[rs->procs] = pid;
+          rs->procs++;
+        }
+        rs->stale++;
+      }
     }
     line = strchr(line, '\n');
     if (line) line++;
@@ -108,24 +119,33 @@ static int preflight(vctx *c, const char *dir, int nolock) {
   store_compact_leftovers_seen(dir, leftover_copy, c);
   MDB_env *env;
 
-  if (!nolock) { /* stale reader slots: listed; cleared (mdb_reader_check) only when asked */
+  if (!nolock) { /* stale reader slots: listed; cleared (mdb_reader_check) when asked or full */
     rc = mdb_env_create(&env);
     if (rc) return rc;
     mdb_env_set_maxdbs(env, 8);
     rc = mdb_env_open(env, dir, MDB_RDONLY | MDB_NOTLS, 0664);
     if (!rc) {
-      reader_scan rs = {0, ""};
-      MDB_envinfo e2;
+      reader_scan rs = {0};
+      MDB_envinfo e2 = {0};
       mdb_reader_list(env, reader_line, &rs);
       if (mdb_env_info(env, &e2) == 0) r->num_readers = e2.me_numreaders;
       r->stale_readers = rs.stale;
       int dead = 0;
-      if (rs.stale && c->o->clear_stale_readers && mdb_reader_check(env, &dead) == 0 && dead > 0) {
+      /* a table with no slot free: cleared whether asked or not, as any open of the store would
+       * (store_txn_begin_read), and said */
+      const int full = e2.me_maxreaders && rs.slots >= e2.me_maxreaders;
+      if (rs.stale && (c->o->clear_stale_readers || full) && mdb_reader_check(env, &dead) == 0 &&
+          dead > 0) {
         r->stale_cleared = (uint32_t)dead;
         r->stale_readers = rs.stale > (unsigned)dead ? rs.stale - (unsigned)dead : 0;
         if (mdb_env_info(env, &e2) == 0) r->num_readers = e2.me_numreaders;
+        if (full)
+          vf_add(c, FC_VERIFY_WARNING, DB_ENV, "lock.mdb", 8, NULL, 0,
+                 "%d stale reader slot%s of %u dead process%s (pid %s) cleared: the reader table "
+                 "was full",
+                 dead, dead == 1 ? "" : "s", rs.procs, rs.procs == 1 ? "" : "es", rs.pids);
       }
-      if (r->stale_readers)
+      if (r->stale_readers && !(full && dead > 0))
         vf_add(c, FC_VERIFY_WARNING, DB_ENV, "lock.mdb", 8, NULL, 0,
                "%u stale reader slot%s (dead pid %s): old pages stay pinned and the file grows; "
                "clear them with cache-verify --clear-stale-readers",
