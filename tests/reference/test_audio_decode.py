@@ -5,6 +5,10 @@ librosa.load = soundfile (sf_readf_float) -> to_mono (np.mean over channels) -> 
 difference is 0 or float32 rounding; the only library that differs is libsndfile itself
 (soundfile's wheel bundles its own build, the system one is what we link): this matters only for
 lossy decoders (MP3 via mpg123, Vorbis, Opus), whose float output may differ between versions.
+libfeatcache is loaded before soundfile: loaded after it, its libsndfile.so.1 would be bound to the
+library soundfile's wheel bundles (the same soname, already in the process), and every comparison
+would be of that one library with itself, not of what featurize links; the test checks that the
+process holds two.
 Every input is made here: espeak-ng speech, written by soundfile (its bundled libsndfile writes
 OGG Vorbis, Opus and MP3) and by sox; all three come with scripts/setup, and an input that cannot
 be made is a failure, not a format left out.
@@ -13,9 +17,24 @@ Run: python test_audio_decode.py (exit 0 pass, 1 fail).
 import ctypes
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
+
+
+def load_lib():
+    path = os.environ.get("FEATCACHE_LIBRARY")
+    if not path or not os.path.exists(path):
+        bin_dir = os.environ.get("FC_BIN", "")
+        path = os.path.join(bin_dir, "libfeatcache.so.0")
+    if not os.path.exists(path):
+        print(f"FAIL: no libfeatcache.so (FEATCACHE_LIBRARY={path})")
+        sys.exit(1)
+    return ctypes.CDLL(path)
+
+
+LIB = load_lib()  # before soundfile: see the docstring
 
 try:
     import librosa
@@ -40,15 +59,7 @@ class Info(ctypes.Structure):
                 ("mtime_ns", ctypes.c_int64), ("format", ctypes.c_int)]
 
 
-def load_lib():
-    path = os.environ.get("FEATCACHE_LIBRARY")
-    if not path or not os.path.exists(path):
-        bin_dir = os.environ.get("FC_BIN", "")
-        path = os.path.join(bin_dir, "libfeatcache.so.0")
-    if not os.path.exists(path):
-        print(f"FAIL: no libfeatcache.so (FEATCACHE_LIBRARY={path})")
-        sys.exit(1)
-    lib = ctypes.CDLL(path)
+def declare(lib):
     lib.fc_audio_decode.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint32,
                                     ctypes.c_double, ctypes.POINTER(ctypes.POINTER(ctypes.c_float)),
                                     ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(Info),
@@ -60,7 +71,7 @@ def load_lib():
     return lib
 
 
-LIB = load_lib()
+declare(LIB)
 LIBC = ctypes.CDLL(None)
 LIBC.free.argtypes = [ctypes.c_void_p]
 
@@ -112,6 +123,14 @@ def compare(name, path, target, tol):
           f"(check the mix order, soxr io/quality spec, libsndfile normalisation)")
 
 
+def libsndfiles():
+    """The libsndfile files mapped into this process: featcache's and soundfile's, two of them
+    when libfeatcache was loaded first (the docstring)."""
+    with open("/proc/self/maps") as f:
+        names = {line.split()[-1] for line in f if "/" in line}
+    return sorted(n for n in names if os.path.basename(n).startswith("libsndfile"))
+
+
 # ---- fixtures -----------------------------------------------------------------------------------
 def need(tool):
     if not shutil.which(tool):
@@ -153,8 +172,8 @@ def main():
     print(f"{'variant':<28} {'target':>6} {'samples':>8} {'max abs err':>12} {'tol':>7}")
     for name, target, n, err, tol in ROWS:
         print(f"{name:<28} {target:>6} {n:>8} {err:>12.3g} {tol:>7.0e}")
-    print(f"libsndfile: soundfile bundles {sf.__libsndfile_version__}; "
-          f"featcache links the system one")
+    print(f"libsndfile: soundfile bundles {sf.__libsndfile_version__}; the process maps "
+          f"{', '.join(libsndfiles())}")
     if FAILS:
         print(f"{len(FAILS)} failure(s)")
         return 1
@@ -165,6 +184,9 @@ def main():
 def run(tmp):
     need("espeak-ng")
     need("sox")
+    libs = libsndfiles()
+    check(len(libs) == 2, f"featcache and soundfile do not use two libsndfiles here ({libs}): the "
+          f"comparisons would hold libsndfile to itself (load libfeatcache before soundfile)")
     x, sr0 = speech(tmp)
     x = np.clip(x, -0.99, 0.99)
 
@@ -230,6 +252,37 @@ def run(tmp):
         for target in [22050, 16000]:
             compare(name, p, target, TOL_LOSSY)
 
+    # The other containers and encodings libsndfile reads (A-law and u-law WAV, WAVE_FORMAT_
+    # EXTENSIBLE, RF64, W64, AIFF, AU, CAF, 8-bit FLAC), and float files louder than 1.0, which
+    # are not clipped (librosa.load keeps them too).
+    x44 = resample_to(x, sr0, 44100)
+    for fmt, subtype, ch in [("WAV", "ALAW", 1), ("WAV", "ULAW", 2), ("WAVEX", "PCM_16", 1),
+                             ("WAVEX", "PCM_24", 6), ("WAVEX", "FLOAT", 2), ("RF64", "PCM_16", 2),
+                             ("W64", "PCM_24", 1), ("AIFF", "PCM_16", 2), ("AIFF", "FLOAT", 1),
+                             ("AU", "PCM_24", 2), ("CAF", "PCM_16", 1), ("FLAC", "PCM_S8", 2)]:
+        p = os.path.join(tmp, f"{fmt}_{subtype}_{ch}.{fmt.lower()}")
+        sf.write(p, multichannel(x44, ch, 6) if ch > 1 else x44, 44100, format=fmt,
+                 subtype=subtype)
+        for target in [44100, 22050, 16000]:
+            compare(f"{fmt.lower()} {subtype} {ch}ch 44100", p, target, TOL_EXACT)
+    for subtype in ["FLOAT", "DOUBLE"]:
+        p = os.path.join(tmp, f"loud_{subtype}.wav")
+        sf.write(p, multichannel(x, 2, 7) * 3.5, sr0, subtype=subtype)
+        for target in [sr0, 16000]:
+            compare(f"wav {subtype} 2ch peak 3.5", p, target, TOL_EXACT)
+    # Rates the list above skips, odd ones included (a device's 44056, 7999); more channels than
+    # numpy's pairwise sum adds in one block (its mean's order).
+    for rate in [7999, 11025, 24000, 32000, 44056]:
+        p = os.path.join(tmp, f"rate{rate}.wav")
+        sf.write(p, resample_to(x, sr0, rate), rate, subtype="PCM_16")
+        for target in [16000, 22050, 24000]:
+            compare(f"wav PCM_16 1ch {rate}", p, target, TOL_EXACT)
+    for ch in [16, 129]:
+        p = os.path.join(tmp, f"ch{ch}.wav")
+        sf.write(p, multichannel(x[:20000], ch, ch), sr0, subtype="PCM_16")
+        compare(f"wav PCM_16 {ch}ch", p, 16000, TOL_EXACT)
+    wav_chunks(tmp, x, sr0)
+
     # A WAV written by another program (sox's own resampler and 24-bit writer).
     p = os.path.join(tmp, "sox.wav")
     src = os.path.join(tmp, "mono_PCM_16.wav")
@@ -237,6 +290,49 @@ def run(tmp):
     compare("sox wav 24-bit 2ch 44100", p, 22050, TOL_EXACT)
 
     broken(tmp, x, sr0)
+
+
+def wav_chunks(tmp, x, sr0):
+    """16-bit mono WAVs as recorders and editors write them: chunks before, between and after
+    fmt and data (LIST INFO, BWF's bext, cue points, JUNK, an odd-sized chunk and its pad byte),
+    the fmt of 18 bytes, WAVE_FORMAT_EXTENSIBLE, a RIFF size of 0 (a writer to a pipe), a data
+    size that states fewer bytes than follow (the rest is not audio). At the file's rate the first
+    kinds take featcache's own 16-bit path, at another libsndfile: both as librosa.load reads them.
+    """
+    def chunk(cid, body):
+        return cid + struct.pack("<I", len(body)) + body + (b"\0" if len(body) % 2 else b"")
+
+    def fmt(tag=1, extra=b""):
+        return chunk(b"fmt ", struct.pack("<HHIIHH", tag, 1, sr0, 2 * sr0, 2, 16) + extra)
+
+    def riff(chunks, size=None):
+        body = b"WAVE" + b"".join(chunks)
+        return b"RIFF" + struct.pack("<I", len(body) if size is None else size) + body
+
+    pcm = np.round(x * 32767).astype("<i2").tobytes()
+    data = chunk(b"data", pcm)
+    info = chunk(b"LIST", b"INFO" + chunk(b"INAM", b"a name\0") + chunk(b"ISFT", b"Lavf\0"))
+    bext = chunk(b"bext", b"a description".ljust(602, b"\0"))
+    cue = chunk(b"cue ", struct.pack("<I", 1) + struct.pack("<II4sIII", 1, 0, b"data", 0, 0, 99))
+    odd = chunk(b"abcd", b"1234567")
+    extensible = struct.pack("<HHI", 22, 16, 4) + bytes.fromhex("0100000000001000800000aa00389b71")
+    variants = {
+        "LIST first": riff([info, fmt(), data]),
+        "LIST between": riff([fmt(), info, data]),
+        "LIST last": riff([fmt(), data, info]),
+        "bext, JUNK, cue": riff([chunk(b"JUNK", bytes(28)), bext, fmt(), cue, data]),
+        "odd chunk padded": riff([fmt(), odd, data]),
+        "fmt of 18 bytes": riff([fmt(extra=b"\0\0"), data]),
+        "extensible": riff([fmt(0xFFFE, extensible), data]),
+        "RIFF size 0": riff([fmt(), data], size=0),
+        "data states half": riff([fmt(), b"data" + struct.pack("<I", len(pcm) // 2) + pcm]),
+    }
+    for name, b in variants.items():
+        p = os.path.join(tmp, "chunks.wav")
+        with open(p, "wb") as f:
+            f.write(b)
+        for target in [sr0, 16000]:
+            compare(f"wav {name}", p, target, TOL_EXACT)
 
 
 def broken(tmp, x, sr0):
