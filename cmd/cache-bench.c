@@ -205,6 +205,7 @@ static void open_error(const char *path, int rc) {
   struct stat st;
   if (fc_cli_say_unwritten_part(path, NULL, "nothing run")) return; /* a split store's */
   if (stat(path, &st) != 0) {
+    if (fc_cli_say_not_a_store(path, errno)) return; /* shards/s* that matched nothing */
     fc_cli_warn(path, "cannot open: %s", strerror(errno));
     return;
   }

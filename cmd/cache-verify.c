@@ -626,8 +626,9 @@ int main(int argc, char **argv) {
       code = FC_EXIT_USAGE;
       /* a file, or a folder without data.mdb: as the other tools say it (FC_EFORMAT is left to
        * the check's own words here: an empty store, or a damaged one) */
-      const char *said =
-          rc == FC_ENOSTORE || rc == ENOTDIR ? fc_cli_not_a_store_why(store, rc) : NULL;
+      const char *said = rc == FC_ENOSTORE || rc == ENOTDIR || rc == ENOENT
+                             ? fc_cli_not_a_store_why(store, rc)
+                             : NULL;
       if (!said) said = why[0] ? why : fc_strerror(rc);
       if (!status) fc_cli_warn(store, "%s", said);
       if (json) print_json(store, &r, 0, said);

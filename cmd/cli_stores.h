@@ -108,9 +108,15 @@ static inline int fc_cli_env_empty(const char *path) {
 }
 
 /* What fc_cli_say_not_a_store says after "path: " when rc means a folder without data.mdb or a
- * path that is no directory (a --json report's message: cache-verify's "fatal"); else NULL. */
+ * path that is no directory, or a shell pattern that matched nothing (shards/s* before any shard
+ * was made: the shell passes it as it is) — a --json report's message: cache-verify's "fatal";
+ * else NULL. */
 static inline const char *fc_cli_not_a_store_why(const char *path, int rc) {
   struct stat st;
+  if ((rc == ENOENT || rc == FC_ENOSTORE) && strpbrk(path, "*?[") && stat(path, &st) != 0 &&
+      errno == ENOENT)
+    return "no such store: a pattern that matched nothing (the shell passes it as it is: no "
+           "store made there yet?)";
   if (rc == FC_ENOSTORE || (rc == ENOENT && stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
     return "not a featcache store (no data.mdb)";
   if (rc == ENOTDIR || (rc == ENOENT && stat(path, &st) == 0))

@@ -155,12 +155,16 @@ static void warn_cb(const char *path, const char *msg, void *user) {
 
 /* A STORE that is a file, or a folder without data.mdb, said as the other tools say it (the
  * loader's open said "FC_ENOSTORE: not a featcache store (no data.mdb)", "Not a directory");
- * returns 1 when one is. A path that is not there is left to the open. */
+ * returns 1 when one is. A path that is not there is left to the open (but a shell pattern that
+ * matched nothing). */
 static int say_not_a_store(const char *const *stores, size_t n) {
   for (size_t i = 0; i < n; i++) {
     struct stat st;
     char data[4200];
-    if (stat(stores[i], &st) != 0) continue;
+    if (stat(stores[i], &st) != 0) { /* shards/s* that matched nothing: said; else the open's */
+      if (errno == ENOENT && fc_cli_say_not_a_store(stores[i], ENOENT)) return 1;
+      continue;
+    }
     int rc = S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
     snprintf(data, sizeof data, "%s/data.mdb", stores[i]);
     if (!rc && stat(data, &st) != 0 && errno == ENOENT) rc = FC_ENOSTORE;
