@@ -343,13 +343,13 @@ printf '{"audio_filepath": "wavs\\\\w1.wav"}\n{"audio_filepath": "C:\\\\corpus\\
 FZ -j 1 -o s25 --manifest win/m.jsonl >out 2>err
 rc=$?
 cat >want <<'TXT'
-featurize: "win/wavs\\w1.wav": No such file or directory (a Windows path? with / for each \ it names win/wavs/w1.wav, which is there: convert the manifest's separators, sed 's|\\|/|g')
+featurize: "win/wavs\\w1.wav": No such file or directory (a Windows path? with / for each \ it names win/wavs/w1.wav, which is there: convert the manifest's separators, sed 's#\\#/#g')
 featurize: "win/C:\\corpus\\w2.wav": No such file or directory (a Windows path: give the files' paths on this machine)
 featurize: done: 0 of 2 (0 new, 0 already stored, 2 failed)
 TXT
 [ $rc = 1 ] || fail "Windows paths: exit $rc, want 1"
 diff -u want err || fail "Windows paths: stderr differs"
-sed 's|\\|/|g' win/m.jsonl | head -n 1 >win/fixed.jsonl # the command said
+sed 's#\\#/#g' win/m.jsonl | head -n 1 >win/fixed.jsonl # the command said
 FZ -q -j 1 -o s25 --manifest win/fixed.jsonl || fail "the converted Windows manifest: exit $?"
 
 [ $fails = 0 ] || exit 1

@@ -70,6 +70,29 @@ PY
 done
 [ $pages -ge 8 ] || fail "only $pages man pages found in docs/"
 
+# every table row of every page (and the README) has its header's cells: a pipe inside a cell,
+# even in a code span, ends the cell unless written \| (GitHub then drops the cells past the
+# header's, and the man page ran the pieces together as "id; text")
+"$PY" - "$SRC" >"$tmp/cells" <<'PY'
+import glob, os, re, sys
+src = sys.argv[1]
+for md in sorted(glob.glob(f"{src}/docs/**/*.md", recursive=True) + [f"{src}/README.md"]):
+    fence, head = False, None
+    for n, line in enumerate(open(md, encoding="utf-8"), 1):
+        if line.lstrip().startswith("```"):
+            fence, head = not fence, None
+            continue
+        if fence or not re.match(r"^\s*\|.*\|\s*$", line):
+            head = None
+            continue
+        cells = re.sub(r"\\\|", "", line.strip())[1:-1].count("|") + 1
+        if head is None:
+            head = (cells, n)
+        elif cells != head[0]:
+            print(f"{os.path.relpath(md, src)}:{n}: {cells} cells, the header (line {head[1]}) {head[0]}")
+PY
+[ -s "$tmp/cells" ] && fail "a table row's cells differ from its header's (an unescaped |): $(head -n 3 "$tmp/cells")"
+
 for tool in featurize tokenize cache-verify cache-bench cache-merge loader-bench cache-config cache-prune; do
   "$FC_BIN/$tool" --help >"$tmp/help" 2>&1 || fail "$tool --help failed"
   grep -q "man $tool" "$tmp/help" || fail "$tool --help does not name its man page: $(tail -n 2 "$tmp/help")"

@@ -290,7 +290,7 @@ static const char *open_reason(const char *path, int rc, char *buf, size_t len) 
       fc_quote_name(to, q, sizeof q);
       fc_why(buf, len,
              "%s (a Windows path? with / for each \\ it names %s, which is there: convert the "
-             "manifest's separators, sed 's|\\\\|/|g')",
+             "manifest's separators, sed 's#\\\\#/#g')",
              plain_reason(rc), q);
       return buf;
     }
