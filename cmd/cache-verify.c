@@ -2,6 +2,7 @@
  * libcache/core/verify/verify.c (fc_verify_store); this main parses options, prints and picks the exit code. */
 #include "cmd/cli.h"
 #include "cmd/cache-verify/notes.h"
+#include "cmd/cli_stores.h" /* fc_cli_lock_holder */
 
 #include "featcache/fc_config.h"
 #include "featcache/fc_format.h"
@@ -320,6 +321,22 @@ static void put_store(const char *store) {
   fputs(": ", stdout);
 }
 
+/* Who has store open for writing now (its writer lock, docs/FORMAT.md): "process 1234
+ * (featurize)", "another process", or "" when none is seen. */
+static void writer_now(const char *store, char *who, size_t n) {
+  int excl;
+  long pid;
+  char comm[32], q[4 * 32 + 3];
+  unsigned others;
+  who[0] = '\0';
+  fc_cli_lock_holder(store, &excl, &pid, comm, &others);
+  if (pid) /* its command name quoted as names are (any process names itself) */
+    snprintf(who, n, "process %ld%s%s%s", pid, comm[0] ? " (" : "",
+             fc_cli_quoted(comm, q, sizeof q), comm[0] ? ")" : "");
+  else if (excl || others)
+    snprintf(who, n, "another process");
+}
+
 static int with_manifest; /* --manifest given (over several stores, checked as a dataset) */
 
 static void print_human(const char *store, const fc_verify_report *r) {
@@ -348,7 +365,9 @@ static void print_human(const char *store, const fc_verify_report *r) {
     put_store(store),
         printf("%llu more recorded failure%s not listed\n",
                (unsigned long long)(r->failures - kept_f), r->failures - kept_f == 1 ? "" : "s");
-  if (!r->stopped) cvc_missing_notes(store, r);
+  char writer[192] = ""; /* a run still writing: what it has not committed is not checked */
+  if (r->errors) writer_now(store, writer, sizeof writer);
+  if (!r->stopped && !cvc_missing_notes(store, r, writer)) cvc_writer_note(store, r, writer);
   if (!r->stopped && !with_manifest) cvc_unpaired_notes(store, r); /* else its errors say it */
   if (r->stopped)
     put_store(store), printf("stopped after %llu error%s (--max-errors)\n",

@@ -10,7 +10,7 @@ __attribute__((constructor)) static void name_the_tool(void) { fc_cli_tool = "ca
 /* The errors of records missing under one config, many of them the mark of a run that stopped
  * before it finished that config (a second preset being added, killed): a note per config, with
  * what to do (verify_entries.c words the errors). One record gone is more likely damage. */
-void cvc_missing_notes(const char *store, const fc_verify_report *r) {
+int cvc_missing_notes(const char *store, const fc_verify_report *r, const char *writer) {
   static const char *const pre[2] = {"missing: no feature record for mel config ",
                                      "missing: no token record for token config "};
   const char *problem[16];
@@ -27,11 +27,23 @@ void cvc_missing_notes(const char *store, const fc_verify_report *r) {
     if (k >= 0 && j == n && n < 16) problem[n] = p, count[n] = 0, kind[n++] = k;
     if (k >= 0 && j < n) count[j]++;
   }
+  int said = 0;
   for (int j = 0; j < n; j++) {
     const char *cfg = problem[j] + strlen(pre[kind[j]]); /* "NAME HEX" */
     if (count[j] < 2) continue;
     fc_cli_put_name(stdout, store);
     fputs(": ", stdout);
+    said++;
+    if (writer[0]) { /* a run still writing: a drop would fail it (FC_EDROPPED) */
+      printf(
+          "note: %llu of %llu %s entries have no %s record of %s config %s (the errors above): "
+          "%s has the store open for writing: a run still writing it has not committed them "
+          "yet? check the store again when it has finished\n",
+          (unsigned long long)count[j], (unsigned long long)r->entries[kind[j] ? 2 : 1],
+          kind[j] ? "text" : "audio", kind[j] ? "token" : "feature", kind[j] ? "token" : "mel", cfg,
+          writer);
+      continue;
+    }
     printf(
         "note: %llu of %llu %s entries have no %s record of %s config %s (the errors above): a "
         "%s run under it stopped before it finished, or a newer config replaced it? complete it "
@@ -43,6 +55,17 @@ void cvc_missing_notes(const char *store, const fc_verify_report *r) {
     fc_cli_put_name(stdout, fc_cli_split_of_part(store, split, sizeof split) ? split : store);
     fputs(")\n", stdout);
   }
+  return said;
+}
+
+void cvc_writer_note(const char *store, const fc_verify_report *r, const char *writer) {
+  if (!writer[0] || !r->errors) return;
+  fc_cli_put_name(stdout, store);
+  printf(
+      ": note: %s has the store open for writing: this check read the store as its last commit "
+      "left it, and what that run has not committed yet is not in it; check the store again "
+      "when it has finished\n",
+      writer);
 }
 
 void cvc_unpaired_notes(const char *store, const fc_verify_report *r) {
