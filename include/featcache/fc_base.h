@@ -60,6 +60,13 @@ FC_API const char *fc_strerror(int err);
 
 /* Library version, "MAJOR.MINOR.PATCH". Static string. */
 FC_API const char *fc_version(void);
+/* The version of these headers: for #if, and for a program to compare with fc_version() (the
+ * library it runs with). While MAJOR is 0 a MINOR release may change the ABI: option and info
+ * structs grow (fc_loader_opts, fc_loader_info, ...) under the same soname, libfeatcache.so.0,
+ * so a program is rebuilt against the headers of the library it runs with. */
+#define FC_VERSION_MAJOR 0
+#define FC_VERSION_MINOR 1
+#define FC_VERSION_PATCH 0
 
 /* ---- digests --------------------------------------------------------------------------------- */
 /* A 128-bit digest as stored: XXH3-128 low 64 bits little-endian, then high 64 bits little-endian. */

@@ -37,5 +37,17 @@ nm --defined-only "$FC_BIN/libfeatcache.a" 2>/dev/null | awk '$2 == "T" {print $
 hidden=$(comm -23 "$T/static" "$T/map" | tr '\n' ' ')
 [ -z "$hidden" ] || { echo "FAIL internal functions with the public fc_ prefix: $hidden"; fail=1; }
 
+# the headers' FC_VERSION_* are the project's version (fc_version(): project/install), the
+# libraries' file names its, and their soname its major number
+v=$(sed -n 's/^project(featcache VERSION \([0-9.]*\).*/\1/p' "$FC_SRC/CMakeLists.txt")
+hv=$(awk '/^#define FC_VERSION_(MAJOR|MINOR|PATCH) / {printf "%s%s", s, $3; s = "."}' \
+  "$FC_SRC/include/featcache/fc_base.h")
+[ -n "$v" ] && [ "$hv" = "$v" ] || { echo "FAIL fc_base.h's FC_VERSION_* say '$hv', CMakeLists.txt '$v'"; fail=1; }
+for c in core mel text; do
+  so=$(readelf -d "$FC_BIN/libfeatcache_$c.so" 2>/dev/null | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+  [ "$so" = "libfeatcache_$c.so.${v%%.*}" ] && [ -e "$FC_BIN/libfeatcache_$c.so.$v" ] ||
+    { echo "FAIL libfeatcache_$c: soname '$so', no libfeatcache_$c.so.$v for version $v"; fail=1; }
+done
+
 [ $fail = 0 ] && echo "abi: $n exported functions, one list in the headers, the map and HACKING.md"
 exit $fail

@@ -21,7 +21,14 @@ mkdir -p "$tmp/app"
 cat > "$tmp/app/main.c" <<'C'
 #include <featcache.h>
 #include <stdio.h>
+#include <string.h>
 int main(int argc, char **argv) {
+  char hv[32];
+  snprintf(hv, sizeof hv, "%d.%d.%d", FC_VERSION_MAJOR, FC_VERSION_MINOR, FC_VERSION_PATCH);
+  if (strcmp(hv, fc_version()) != 0) {
+    fprintf(stderr, "headers %s, library %s\n", hv, fc_version());
+    return 1;
+  }
   fc_store *s;
   int rc = fc_store_open(argv[1], FC_STORE_CREATE, &s);
   if (rc) { fprintf(stderr, "%s\n", fc_strerror(rc)); return 1; }
@@ -61,7 +68,7 @@ case "$out1" in "featcache 0.1.0 "*" 2") ;; *) echo "unexpected: $out1" >&2; exi
 # A C++ trainer: a project of C++ alone (no C compiler enabled) finds the package, and the whole
 # API compiles as C++ with the usual warnings as errors.
 mkdir -p "$tmp/cxx"
-{ printf '#include <featcache.h>\n#include <cstdio>\n'; sed -n '/^int main/,$p' "$tmp/app/main.c"; } >"$tmp/cxx/main.cpp"
+{ printf '#include <featcache.h>\n#include <cstdio>\n#include <cstring>\n'; sed -n '/^int main/,$p' "$tmp/app/main.c"; } >"$tmp/cxx/main.cpp"
 cat > "$tmp/cxx/CMakeLists.txt" <<'C'
 cmake_minimum_required(VERSION 3.25)
 project(trainer CXX)
