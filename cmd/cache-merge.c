@@ -85,6 +85,17 @@ typedef struct qname {
   char s[1024];
 } qname;
 static const char *qn(const char *name, qname *q) { return fc_cli_quoted(name, q->s, sizeof q->s); }
+/* The same before "'s": without the slashes that end it (shards/s0/, as a pattern that ends in a
+ * slash gives it, is said shards/s0's, not shards/s0/'s). */
+static const char *qn_of(const char *name, qname *q) {
+  char bare[1024];
+  size_t n = strlen(name);
+  while (n > 1 && name[n - 1] == '/') n--;
+  if (n >= sizeof bare) return qn(name, q);
+  memcpy(bare, name, n);
+  bare[n] = '\0';
+  return qn(bare, q);
+}
 
 static void on_conflict(const fc_merge_conflict *cf, void *user) {
   ctx *c = user;
@@ -99,11 +110,11 @@ static void on_conflict(const fc_merge_conflict *cf, void *user) {
   qname qb, qa, qw;
   fprintf(stderr, "%s: %s: %s entry %s%s%s differs from %s's: %s; ", fc_cli_tool,
           qn(holder(c, cf->b), &qb), what, plain ? "'" : "", qid, plain ? "'" : "",
-          qn(holder(c, cf->a), &qa), cf->detail);
+          qn_of(holder(c, cf->a), &qa), cf->detail);
   if (cf->winner == -2)
     fputs("refused\n", stderr);
   else
-    fprintf(stderr, "kept %s's\n", qn(holder(c, cf->winner), &qw));
+    fprintf(stderr, "kept %s's\n", qn_of(holder(c, cf->winner), &qw));
 }
 
 static void on_bad(long input, int db, const char *key_hex, const char *why, void *user) {

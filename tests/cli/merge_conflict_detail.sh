@@ -51,4 +51,8 @@ printf '{"id": "x", "audio_filepath": "x.wav", "text": "a\\nb \\"c\\""}\n' >j2.j
 expect_err escapes "cache-merge: j2: text entry 'x' differs from j1's: different transcripts: \"a\\nb \\\"c\\\"\" vs \"a\\tb\"; refused
 cache-merge: 1 id with differing entries; nothing merged (choose a winner with --prefer first|last|STORE)"
 
+# stores named with a slash at the end (a pattern shards/s*/ gives them so): "j1's", not "j1/'s"
+"$M" -q -o m4 --prefer last j1/ j2/ >out 2>err; check slash 0 $?
+expect_err slash "cache-merge: j2/: text entry 'x' differs from j1's: different transcripts: \"a\\nb \\\"c\\\"\" vs \"a\\tb\"; kept j2's"
+
 exit $fail
