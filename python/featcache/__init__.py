@@ -12,11 +12,12 @@ on the system (featcache._lib). docs/loader.md has the details and the lifetime 
 """
 
 from ._lib import FeatcacheError, find_library
-from .loader import Loader, LoaderBatch, bf16_to_float32, check_ranks, get, numpy_dtype
+from .loader import (Loader, LoaderBatch, bf16_to_float32, check_ranks, get, numpy_dtype,
+                     release_get_handles)
 from .profiler import StepProfiler
 
-__all__ = ["Loader", "LoaderBatch", "get", "bf16_to_float32", "numpy_dtype", "FeatcacheError",
-           "find_library", "library_version", "StepProfiler", "check_ranks"]
+__all__ = ["Loader", "LoaderBatch", "get", "release_get_handles", "bf16_to_float32", "numpy_dtype",
+           "FeatcacheError", "find_library", "library_version", "StepProfiler", "check_ranks"]
 __version__ = "0.1.0"
 
 

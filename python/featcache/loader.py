@@ -998,6 +998,21 @@ def get(store, id, features=None, tokens=None, verify=True, nolock=False):
     return mel, tok
 
 
+def release_get_handles(store=None):
+    """Let go of the lookup handles get() keeps for its next calls: of store (any features,
+    tokens, nolock), or of every store. Each store closes (its files, its map, the snapshot it
+    held) once no array get() returned from it is held; the next get() opens it anew. A process
+    that keeps a handle (a notebook that looked an utterance up) has the store open: cache-prune
+    --compact is refused meanwhile, and the snapshot it holds keeps the pages writers freed
+    since from being reused. Returns how many handles were let go."""
+    path = None if store is None else os.path.realpath(os.fsdecode(os.fspath(store)))
+    with _GET_LOCK:
+        gone = [_GET_CACHE.pop(k) for k in [k for k in _GET_CACHE if path in (None, k[1])]]
+    n = len(gone)
+    gone = None  # (closed outside the lock; those of a parent process are dropped, not closed)
+    return n
+
+
 def _get_open(store, key, features, tokens, nolock, ident):
     """A new lookup handle for get(), in the cache under key: the one there before (if any) let
     go first, so that a store replaced is read in a new environment (its files closed with the

@@ -159,7 +159,8 @@ static int refuse_in_use(fc_store *s, char *why, size_t why_len) {
              FC_WHY_NAME(comm), comm[0] ? ")" : ""); /* (any process names itself) */
   fc_why(why, why_len,
          "in use: %s has it open (a training run's loader, cache-verify, a writer waiting for "
-         "cache-prune); nothing compacted: run cache-prune --compact when it has closed it",
+         "cache-prune, a Python process that called featcache.get: featcache.release_get_handles() "
+         "lets it go); nothing compacted: run cache-prune --compact when it has closed it",
          who);
   return EBUSY;
 }
