@@ -468,7 +468,8 @@ static inline const char *fc_cli_path(const char *opt, const char *value) {
 
 /* The value of an output file option (--svg FILE): as fc_cli_path, and a file in a folder that
  * is not there, or a FILE that is a directory, is a usage error before the run (which may take
- * minutes), not a write that fails after it; so is '-' (it wrote a file named '-'). Whether the folder is writable is left to the write (/dev/stdout is a file too). */
+ * minutes), not a write that fails after it; so is '-' (it wrote a file named '-'), and a folder
+ * where no file can be made (fc_cli_out_probe: one this user may not write, a read-only mount). */
 static inline const char *fc_cli_out_path(const char *opt, const char *value) {
   fc_cli_path(opt, value);
   if (strcmp(value, "-") == 0) /* by the convention stdout, which carries the report here */
@@ -484,7 +485,10 @@ static inline const char *fc_cli_out_path(const char *opt, const char *value) {
   int err = stat(dir, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
   /* a FILE that is a directory would fail only when written, after the work */
   if (!err && stat(value, &st) == 0 && S_ISDIR(st.st_mode)) err = EISDIR;
-  if (err) fc_cli_usage_error("--%s %s: cannot be written there: %s", opt, value, strerror(err));
+  if (!err) err = fc_cli_out_probe(value);
+  if (err)
+    fc_cli_usage_error("--%s %s: cannot be written there: %s", opt,
+                       fc_cli_quoted(value, dir, sizeof dir), strerror(err));
   return value;
 }
 

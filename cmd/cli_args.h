@@ -1,12 +1,13 @@
 /* The command line's words, for cmd/cli.h (which includes it after fc_cli_usage_error): an option
- * that names a run's one input given twice; the option a mistyped one meant. Header-only, as
- * cli.h. */
+ * that names a run's one input given twice; an output file that cannot be made; the option a
+ * mistyped one meant. Header-only, as cli.h. */
 #ifndef FC_CMD_CLI_ARGS_H
 #define FC_CMD_CLI_ARGS_H
 
 #include <ctype.h>
 #include <getopt.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* An option that names a run's one input (--manifest FILE, cache-config's --drop CONFIG) given
  * again with another value: a usage error, its hint saying what to do instead. The last one
@@ -31,6 +32,23 @@ static inline const char *fc_cli_manifest_arg(const char *prev, const char *valu
   return fc_cli_once("manifest", prev, fc_cli_path("manifest", value),
                      "one manifest per run: run once for each, or give one file that names them "
                      "all");
+}
+
+/* Can an output file be made at path? 0, or why not as an errno value: a folder this user may not
+ * write, a read-only mount (EACCES, EROFS), which the write found only once the run was over
+ * (cache-bench --svg, loader-bench --trace: minutes of passes, then exit 1). The temporary the
+ * write makes beside path (fc_outfile_open) is made and removed. A path that is no regular file
+ * (/dev/stdout, /dev/null, a FIFO: written in place; opening a FIFO waits for its reader) is left
+ * to the write. */
+static inline int fc_cli_out_probe(const char *path) {
+  struct stat st;
+  fc_outfile *o;
+  if (strncmp(path, "/dev/", 5) == 0 || strncmp(path, "/proc/", 6) == 0 ||
+      (stat(path, &st) == 0 && !S_ISREG(st.st_mode)))
+    return 0;
+  const int rc = fc_outfile_open(path, &o);
+  if (!rc) fc_outfile_abort(o);
+  return rc;
 }
 
 /* ---- the option a mistyped one meant ----------------------------------------------------- */

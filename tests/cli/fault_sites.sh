@@ -187,7 +187,7 @@ charts_intact() {
   local svg trace
   svg=$(tail -n 1 c.svg 2>&1) trace=$(tail -c 3 t.json 2>&1)
   [ "$svg" = old ] || [ "$svg" = "</svg>" ] || fail "$1: c.svg is neither the old one nor whole: ...$svg"
-  [ "$trace" = old ] || [ "$trace" = "]}" ] || fail "$1: t.json is neither the old one nor whole: ...$trace"
+  [ "$(cat t.json 2>&1)" = old ] || [ "$trace" = "]}" ] || fail "$1: t.json is neither the old one nor whole: ...$trace"
   ! ls ./*.tmp.* >/dev/null 2>&1 || fail "$1: a temporary was left: $(ls ./*.tmp.*)"
 }
 echo old >c.svg
