@@ -26,4 +26,27 @@ cp -r s0 s1
 "$B/cache-verify" s0 s1 >out 2>err
 want='dataset of 2 stores: 0 errors; 2 audio, 2 text entries; 1 mel, 1 token configs in every store; 0 manifest ids'
 [ "$(grep '^dataset' out)" = "$want" ] || fail "two full shards: $(grep '^dataset' out)"
+
+# shards made with other options: the line names the fields that differ (it gave two digests)
+"$B/tokenize" -q --build-vocab --export-vocab v.txt -o v --manifest m.csv || fail "vocab"
+"$B/tokenize" -q --vocab v.txt -o t0 --manifest m.csv || fail "t0"
+printf 'b|Hello here.\n' >m1.csv
+"$B/tokenize" -q --vocab v.txt --add-bos -o t1 --manifest m1.csv || fail "t1"
+c0=$("$B/cache-config" --json t0 | grep -o '"digest":"[0-9a-f]*"' | cut -d'"' -f4)
+c1=$("$B/cache-config" --json t1 | grep -o '"digest":"[0-9a-f]*"' | cut -d'"' -f4)
+"$B/cache-verify" t0 t1 >out 2>err
+[ $? = 1 ] || fail "options: exit, want 1"
+want="dataset: error: meta: t1 holds the tokens config $c1 that t0 lacks (t0's chars config ${c0:0:12}, but add_bos true where that has false): the stores cannot be read as one dataset with it"
+grep -qxF "$want" out || fail "options: $(grep holds out)"
+# another vocabulary: said so, not as two vocabulary digests
+printf 'c|Zebra quiz.\n' >m2.csv
+"$B/tokenize" -q --build-vocab -o t2 --manifest m2.csv || fail "t2"
+"$B/cache-verify" t0 t2 >out 2>err
+grep -q "^dataset: error: meta: t2 holds the tokens config [0-9a-f]* that t0 lacks (t0's chars config ${c0:0:12}, but another vocabulary): " out ||
+  fail "vocabulary: $(grep holds out)"
+# mel shards, one with --n-mels 64 (its preset then null): paired all the same
+"$B/featurize" -q -o f0 a.wav && "$B/featurize" -q --n-mels 64 -o f1 a.wav || fail "f0 f1"
+"$B/cache-verify" f0 f1 >out 2>err
+grep -q "^dataset: error: meta: f1 holds the mel config [0-9a-f]* that f0 lacks (f0's hifigan config [0-9a-f]\{12\}, but n_mels 64 where that has 80): " out ||
+  fail "mel: $(grep holds out)"
 exit $((fails > 0))

@@ -17,6 +17,7 @@
 #include "libcache/core/verify/verify_int.h"
 #include "libcache/core/store/store_int.h"
 #include "formats/common/alloc.h"
+#include "formats/common/json.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -132,6 +133,76 @@ static int config_set(MDB_txn *txn, MDB_dbi meta, const char *kind, const fc_ver
   }
   mdb_cursor_close(cur);
   return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* Config hex's JSON in meta of txn (a jansson object, or NULL: not there or not JSON). */
+static json_t *config_json(MDB_txn *txn, MDB_dbi meta, const char *hex, int *nomem) {
+  char key[37];
+  snprintf(key, sizeof key, "cfg/%s", hex);
+  MDB_val k = {36, key}, v;
+  json_error_t je;
+  *nomem = 0;
+  if (mdb_get(txn, meta, &k, &v) != 0) return NULL;
+  json_t *o = fc_json_loadb(v.mv_data, v.mv_size, 0, &je, nomem);
+  if (o && !json_is_object(o)) {
+    json_decref(o);
+    o = NULL;
+  }
+  return o;
+}
+
+/* Config b (of one store) beside the reference store's a, both of one kind: when they have one
+ * name (a mel config's "preset", a token config's "tokenizer"), the fields that make them two, to
+ * out as " (REF's chars config 189222372b47, but add_bos true where that has false)" (at most 3
+ * fields; a vocabulary or tokenizer.json of its own said so); "" when they are not of one name.
+ * A mel config whose options overrode its preset's values is named by none (null): it pairs with
+ * the reference's mel config whatever that one's name. 0, or ENOMEM. */
+static int config_diff(MDB_txn *tb, MDB_dbi mb, const char *b, MDB_txn *ta, MDB_dbi ma,
+                       const char *a, const char *ref, char *out, size_t len) {
+  int nomem_a, nomem_b, said = 0;
+  json_t *ob = config_json(tb, mb, b, &nomem_b), *oa = config_json(ta, ma, a, &nomem_a);
+  out[0] = '\0';
+  /* their names: a mel config's preset (null once an option overrode one of its values), a
+   * token config's tokenizer; two of other names are no pair */
+  const char *kind = oa ? json_string_value(json_object_get(oa, "kind")) : NULL;
+  const int mel = kind && !strcmp(kind, "mel");
+  const char *name_key = mel ? "preset" : "tokenizer";
+  const char *na = oa ? json_string_value(json_object_get(oa, name_key)) : NULL;
+  const char *nb = ob ? json_string_value(json_object_get(ob, name_key)) : NULL;
+  const int pair = oa && ob && (na && nb ? !strcmp(na, nb) : mel);
+  if (!na) na = nb ? nb : "mel";
+  if (pair) {
+    char diff[400] = "";
+    const char *key;
+    json_t *val;
+    for (int pass = 0; pass < 2 && said <= 3; pass++) /* b's fields, then those only a has */
+      json_object_foreach(pass ? oa : ob, key, val) {
+        json_t *vb = json_object_get(ob, key), *va = json_object_get(oa, key);
+        if ((pass && vb) || (va && vb && json_equal(va, vb)) || !strcmp(key, "vocab_size") ||
+            !strcmp(key, name_key))
+          continue;
+        if (said++ == 3) break;
+        size_t m = strlen(diff);
+        if (!strcmp(key, "vocab_digest") || !strcmp(key, "tokenizer_json_digest")) {
+          snprintf(diff + m, sizeof diff - m, "%s%s", said > 1 ? ", " : "",
+                   key[0] == 'v' ? "another vocabulary" : "another tokenizer.json");
+          continue;
+        }
+        int nm;
+        char *x = vb ? fc_json_dumps(vb, JSON_ENCODE_ANY | JSON_COMPACT, &nm) : NULL;
+        char *y = va ? fc_json_dumps(va, JSON_ENCODE_ANY | JSON_COMPACT, &nm) : NULL;
+        snprintf(diff + m, sizeof diff - m, "%s%s %s where that has %s", said > 1 ? ", " : "", key,
+                 x ? x : "none", y ? y : "none");
+        free(x);
+        free(y);
+      }
+    if (said && snprintf(out, len, " (%s's %s config %.12s, but %s%s)", ref, na, a, diff,
+                         said > 3 ? ", ..." : "") >= (int)len)
+      out[len - 1] = '\0'; /* cut short: still said */
+  }
+  json_decref(oa);
+  json_decref(ob);
+  return nomem_a || nomem_b ? ENOMEM : 0;
 }
 
 /* Does some store hold a failure record for id (featurize failed it and said so)? */
@@ -276,15 +347,27 @@ static int walk(dctx *c, dwalk *w, const char *const *dirs, size_t n, const fc_v
             "with it",
             quoted(dirs[i], &q1), kinds[k], ref_sets[k][a], quoted(dirs[ref_store[k]], &q2));
       }
-      for (size_t b = 0; b < sn; b++) {
+      for (size_t b = 0; b < sn && !rc; b++) {
         size_t a = 0;
         while (a < ref_n[k] && strcmp(set[b], ref_sets[k][a])) a++;
-        if (a == ref_n[k])
-          add(c, FC_VERIFY_ERROR, "meta", NULL, 0,
-              "%s holds the %s config %s that %s lacks: the stores cannot be read as one dataset "
-              "with it",
-              quoted(dirs[i], &q1), kinds[k], set[b], quoted(dirs[ref_store[k]], &q2));
+        if (a < ref_n[k]) continue;
+        /* beside a config of the reference's it lacks, of one name: what makes them two */
+        char diff[600] = "";
+        const long r = ref_store[k];
+        quoted(dirs[r], &q2);
+        for (size_t x = 0; x < ref_n[k] && !diff[0] && !rc; x++) {
+          size_t y = 0;
+          while (y < sn && strcmp(set[y], ref_sets[k][x])) y++;
+          if (y == sn)
+            rc = config_diff(txns[i], st[i]->dbi[FC_DB_META], set[b], txns[r],
+                             st[r]->dbi[FC_DB_META], ref_sets[k][x], q2.s, diff, sizeof diff);
+        }
+        add(c, FC_VERIFY_ERROR, "meta", NULL, 0,
+            "%s holds the %s config %s that %s lacks%s: the stores cannot be read as one "
+            "dataset with it",
+            quoted(dirs[i], &q1), kinds[k], set[b], q2.s, diff);
       }
+      if (rc) break;
       free(set);
       w->set = NULL;
     }
