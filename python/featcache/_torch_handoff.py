@@ -122,6 +122,9 @@ def _handed(e):
         m.grad = None                          # buffer (an input gradient: adversarial, saliency)
         m.requires_grad_(False)                # and the next one would add to its .grad
     d["errors"] = ()
+    t = d.get("tokens")
+    if t is not None and t.dtype == torch.int16:  # (i16 ids: torch's indexing takes int32 or
+        d["tokens"] = t.int()                     # int64 only; after the copy, on its stream)
     return d
 
 

@@ -59,7 +59,8 @@ Views (padded=False) are read-only memory: do not write into those tensors.
 A batch whose records were all damaged (skipped under verify) is left out, as featcache.tf does:
 no step gets zero utterances; a RuntimeWarning names them. batch["errors"] names the utterances
 skipped from a batch handed out ("id: reason", a tuple; () almost always).
-Lengths are int32 tensors (torch has no uint32; same memory); u16 token ids become int32 (a copy).
+Lengths are int32 tensors (torch has no uint32; same memory); token ids are int32 too: i16 and
+u16 ids are widened (a copy of the small token array; nn.Embedding refuses int16).
 bf16 stores give torch.bfloat16 tensors.
 """
 
@@ -89,11 +90,12 @@ def _tensor(a, bf16):
 
 
 def _ints(a):
-    # torch (1.13) has no uint32/uint16: lengths (< 2**31) are viewed as int32 (no copy); u16
-    # token ids are widened to int32 (a copy, only for that dtype)
+    # torch (1.13) has no uint32/uint16: lengths (< 2**31) are viewed as int32 (no copy); 16-bit
+    # token ids (u16, and i16: tokenize's dtype for vocabularies under 32768, which torch's
+    # indexing — nn.Embedding, gather — refuses) are widened to int32 (a copy, for those only)
     if a.dtype == np.uint32:
         return torch.from_numpy(a.view(np.int32))
-    if a.dtype == np.uint16:
+    if a.dtype == np.uint16 or a.dtype == np.int16:
         return torch.from_numpy(a.astype(np.int32))
     return torch.from_numpy(a)
 
