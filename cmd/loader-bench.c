@@ -658,7 +658,7 @@ int main(int argc, char **argv) {
       else if (!e)
         e = fc_outfile_commit(of);
       if (e) {
-        fc_cli_warn(svg, "%s", fc_strerror(e));
+        fc_cli_warn(svg, "cannot write the chart: %s", fc_strerror(e));
         exit_code = FC_EXIT_FAIL;
       }
     }
@@ -670,7 +670,7 @@ int main(int argc, char **argv) {
       else if (!e)
         e = fc_outfile_commit(of);
       if (e) {
-        fc_cli_warn(trace, "%s", fc_strerror(e));
+        fc_cli_warn(trace, "cannot write the trace: %s", fc_strerror(e));
         exit_code = FC_EXIT_FAIL;
       }
     }

@@ -6,6 +6,8 @@
 # `TOOL: --svg ro/b.svg: cannot be written there: Permission denied`, exit 2, nothing run, no
 # store made. The check makes and removes the temporary the write would make: nothing is left
 # beside the file, a file already there is kept, and a FIFO (written in place) is not opened by it.
+# A write that fails after all (a full disk) names the file and what it is: loader-bench said
+# only 'loader-bench: t.json: No space left on device'; now '... cannot write the trace: ...'.
 # As root the permissions bind no one: the runs drop the capabilities that let root past them.
 set -u
 . "$FC_SRC/tests/cli/scaleout.bash"
@@ -52,4 +54,16 @@ timeout 60 "$B/loader-bench" -q --steps 2 --trace fifo s >out 2>err
 check "loader-bench --trace FIFO" 0 $?
 wait $reader
 grep -q '"traceEvents"' fifo.out || { echo "FAIL the trace did not come through the FIFO"; fail=1; }
+# a write that fails after the run (a full disk: /dev/full) says which file it was, exit 1
+full() { # WANT TOOL ARGS...
+  local want=$1 tool=$2
+  shift 2
+  "$B/$tool" "$@" >out 2>err
+  check "$tool $* (a full disk)" 1 $?
+  grep -qxF "$tool: /dev/full: $want: No space left on device" err || { echo "FAIL $tool $*: stderr:"; cat err; fail=1; }
+}
+full "cannot write the trace" loader-bench -q --steps 2 --trace /dev/full s
+full "cannot write the chart" loader-bench -q --steps 2 --svg /dev/full s
+full "cannot write the chart" cache-bench -q -p sequential -s warm --svg /dev/full s
+full "cannot write the vocab" tokenize -q --build-vocab --export-vocab /dev/full -o t c/metadata.csv
 exit $fail
