@@ -607,7 +607,7 @@ static inline const char *fc_cli_out_store(const char *out) {
         "its value? an unset variable?): name such a store ./%s",
         name, name);
   }
-  return out;
+  return fc_cli_out_store_eq(out);
 }
 
 /* STORE words argv[first..argc): an empty one ("$CACHE" with CACHE unset) is a usage error said

@@ -51,6 +51,21 @@ static inline int fc_cli_out_probe(const char *path) {
   return rc;
 }
 
+/* -o's value that begins with '=': -o=cache, as argparse and click read it (the value "cache"),
+ * gives getopt's -o the value "=cache", and the store was made as "=cache", exit 0, where the next
+ * step (tokenize -o cache, the loader) looks for "cache". A usage error; ./=cache names such a
+ * store. Returns out (fc_cli_out_store, after its own checks). */
+static inline const char *fc_cli_out_store_eq(const char *out) {
+  if (!out || out[0] != '=') return out;
+  char q[4 * 4096 + 8], r[4 * 4096 + 8];
+  const char *name = fc_cli_quoted(out, q, sizeof q), *meant = fc_cli_quoted(out + 1, r, sizeof r);
+  fc_cli_usage_error(
+      "-o %s: a store name that begins with '=' (-o=%s gives -o the value '=%s'): "
+      "write -o %s (or --output=%s), or ./%s for a store named so",
+      name, meant, meant, meant, meant, name);
+  return out;
+}
+
 /* ---- the option a mistyped one meant ----------------------------------------------------- */
 static inline int fc_cli_typo_char(char c) { return c == '_' ? '-' : tolower((unsigned char)c); }
 

@@ -3,6 +3,9 @@
 # "unknown option '--dryrun'"; every tool now names the option it most likely meant, the one its
 # page gives as the example (exit 2, nothing done). A word near no option (--bogus) is said as
 # before, and featurize's reference names (--hop-length) keep their own hint.
+# -o=cache (argparse's and click's spelling of -o cache) gave getopt's -o the value '=cache': the
+# store was made as '=cache', exit 0, and the next step looked for 'cache'. Now a usage error
+# saying so; ./=cache still names such a store.
 set -u
 B=${FC_BIN:?}
 S=${FC_SRC:?}
@@ -45,4 +48,16 @@ typo cache-config "unknown option '--nope'" --nope st
 typo cache-verify "unknown option '-Z'" -Z st
 typo cache-verify "unknown option '-Z'" -qZ st
 typo featurize "unknown option '--hop-length': featurize's is --hop" --hop-length 256 -o x a.wav
+for tool in featurize tokenize cache-merge; do
+  case $tool in
+    featurize) args=(--device cpu a.wav) ;;
+    tokenize) args=(--build-vocab m.csv) ;;
+    cache-merge) args=(st) ;;
+  esac
+  typo $tool "-o =cache: a store name that begins with '=' (-o=cache gives -o the value '=cache'): write -o cache (or --output=cache), or ./=cache for a store named so" -o=cache "${args[@]}"
+  [ -e =cache ] && { echo "FAIL $tool -o=cache made '=cache'"; fail=1; }
+done
+sox -n -r 22050 -b 16 a.wav synth 0.3 sine 300 || { echo "FAIL: sox failed"; exit 1; }
+"$B/featurize" -q --device cpu -o ./=cache a.wav || { echo "FAIL featurize -o ./=cache: exit $?"; fail=1; }
+[ -e =cache/data.mdb ] || { echo "FAIL featurize -o ./=cache made no store there"; fail=1; }
 exit $fail
