@@ -211,12 +211,14 @@ int fc_audio_read_file(const char *path, uint64_t max_bytes, void **bytes, size_
 typedef struct mem_file {
   const uint8_t *data;
   sf_count_t len, pos;
+  int no_end; /* an MP3 that states no length: its end is not seekable (audio_mp3_unsized) */
 } mem_file;
 
 static sf_count_t vio_get_filelen(void *user) { return ((mem_file *)user)->len; }
 
 static sf_count_t vio_seek(sf_count_t offset, int whence, void *user) {
   mem_file *m = user;
+  if (whence == SEEK_END && m->no_end) return -1;
   sf_count_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? m->pos : m->len;
   sf_count_t pos = base + offset;
   if (pos < 0) return -1;
@@ -559,7 +561,9 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     *n_samples = pcm_frames;
     return 0;
   }
-  mem_file mem = {.data = bytes, .len = (sf_count_t)len, .pos = 0};
+  mem_file mem = {.data = bytes,
+                  .len = (sf_count_t)len,
+                  .no_end = audio_mp3_unsized(bytes, len) == 1};
   SF_VIRTUAL_IO vio = {vio_get_filelen, vio_seek, vio_read, vio_write, vio_tell};
   SF_INFO sfi;
   memset(&sfi, 0, sizeof sfi);
@@ -684,6 +688,8 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
   sf_count_t decoded = 0;
   while (decoded < limit) {
     sf_count_t want = limit - decoded < BLOCK_FRAMES ? limit - decoded : BLOCK_FRAMES;
+    if (mem.no_end && want > 1152)
+      want = 1152; /* an MPEG frame: all a read failing at a cut loses */
     /* Mono at the target rate (the usual case) decodes straight into the output: no block, no
      * mix, no copy. */
     const int direct = channels == 1 && !rs;
@@ -735,6 +741,7 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     }
   }
   int sf_err = sf_error(sf);
+  if (mem.no_end && mem.pos >= mem.len && decoded > 0) sf_err = 0; /* mpg123 at a cut end */
   const int64_t slack = frames_known ? audio_frames_slack(sfi.format, bytes, len, sfi.frames) : -1;
   if (slack >= 0 && decoded + slack < sfi.frames) {
     /* Not "truncated": a file of full size with one bad byte stops a FLAC decoder just the same. */

@@ -114,6 +114,15 @@ uint64_t audio_unsized_data(const uint8_t *b, size_t len);
  * from the file size and the first frame's bitrate, and a good file decodes short of it). */
 int64_t audio_frames_slack(int format, const uint8_t *b, size_t len, int64_t frames);
 
+/* 1 when b[0, len) (a file's first bytes, after any ID3v2 tag) is MPEG audio whose first frame is
+ * no Xing or Info tag with a frame count: a file that states no length. mpg123 estimates one from
+ * the file's size and its first frame's (a VBR file's estimate can be a third of it, or more than
+ * it), and libsndfile reads no further than the estimate; a file whose virtual I/O cannot seek to
+ * its end has mpg123 make none, and libsndfile reads it to its end (frames SF_COUNT_MAX), the same
+ * samples. 0 otherwise; -1 when an ID3v2 tag runs past the len bytes at hand (b is a file's
+ * head): whether one follows cannot be told from them. */
+int audio_mp3_unsized(const uint8_t *b, size_t len);
+
 /* The container the first bytes show ("WAV", "FLAC", "MP3", ...; NULL: none), for telling a damaged
  * audio file from one that is not audio when libsndfile refuses it. */
 const char *audio_magic(const uint8_t *b, size_t len);

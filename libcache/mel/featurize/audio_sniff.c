@@ -232,16 +232,20 @@ static int mpeg_frame_header(const uint8_t *b) {
   return b[0] == 0xFF && (b[1] & 0xE0) == 0xE0 && (b[1] & 0x18) != 0x08 && (b[1] & 0x06) != 0;
 }
 
+/* Where the ID3v2 tag that begins b ends (its header, size and footer), 0 when none begins it. */
+static size_t id3v2_end(const uint8_t *b, size_t len) {
+  if (len < 10 || memcmp(b, "ID3", 3) != 0) return 0;
+  return 10 +
+         ((size_t)(b[6] & 0x7F) << 21 | (size_t)(b[7] & 0x7F) << 14 | (size_t)(b[8] & 0x7F) << 7 |
+          (size_t)(b[9] & 0x7F)) +
+         (b[5] & 0x10 ? 10 : 0);
+}
+
 /* The frame count of the Xing or Info tag that is an MP3's first frame (after an ID3v2 tag),
  * with the samples per MPEG frame in *spf; 0 when there is none. LAME and ffmpeg write it; the
  * tag sits after the first frame's side information. */
 static uint32_t mp3_tag_frames(const uint8_t *b, size_t len, unsigned *spf) {
-  size_t p = 0;
-  if (len >= 10 && memcmp(b, "ID3", 3) == 0)
-    p = 10 +
-        ((size_t)(b[6] & 0x7F) << 21 | (size_t)(b[7] & 0x7F) << 14 | (size_t)(b[8] & 0x7F) << 7 |
-         (size_t)(b[9] & 0x7F)) +
-        (b[5] & 0x10 ? 10 : 0);
+  size_t p = id3v2_end(b, len);
   if (p + 4 > len || !mpeg_frame_header(b + p) || ((b[p + 1] >> 1) & 3) != 1)
     return 0; /* layer III */
   const int mpeg1 = ((b[p + 1] >> 3) & 3) == 3, mono = (b[p + 3] >> 6) == 3;
@@ -252,6 +256,14 @@ static uint32_t mp3_tag_frames(const uint8_t *b, size_t len, unsigned *spf) {
     return 0;
   *spf = mpeg1 ? 1152 : 576;
   return be32(b + t + 8);
+}
+
+int audio_mp3_unsized(const uint8_t *b, size_t len) {
+  const size_t p = id3v2_end(b, len);
+  unsigned spf;
+  /* the first frame's header, side information and a tag's count: 54 bytes at most */
+  if (p + 64 > len) return p ? -1 : 0;
+  return mpeg_frame_header(b + p) && mp3_tag_frames(b, len, &spf) == 0;
 }
 
 int64_t audio_frames_slack(int format, const uint8_t *b, size_t len, int64_t frames) {
