@@ -97,7 +97,7 @@ static const fc_cli_opt options[] = {
      "chart of per-step data and compute time (not with --sweep)"},
     {"trace", OPT_TRACE, required_argument, "FILE",
      "Chrome trace-event JSON (Perfetto) of every step"},
-    {"quiet", 'q', no_argument, NULL, "no progress and no summary line"},
+    {"quiet", 'q', no_argument, NULL, "no progress, no summary line unless a run failed"},
     {"progress", OPT_PROGRESS, no_argument, NULL, "progress lines even when stderr is no terminal"},
     {"help", 'h', no_argument, NULL, "show this help and exit"},
     {"version", OPT_VERSION, no_argument, NULL, "show the version and exit"},

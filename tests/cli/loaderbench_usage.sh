@@ -202,4 +202,17 @@ fi
 [ $rc = 1 ] && grep -qx "loader-bench: stdout: cannot write: Bad file descriptor" "$tmp/err" ||
   { echo "FAIL report, stdout closed: exit $rc: $(cat "$tmp/err")"; fails=$((fails + 1)); }
 
+# -q as --help and the page say it: nothing on stderr for a run that went well; one that failed
+# keeps its failures and its done: line (exit 1 comes with it)
+mkdir "$tmp/q" && sox -n -r 22050 -b 16 "$tmp/q/a.wav" synth 0.3 sine 300 || { echo "FAIL: sox"; exit 1; }
+printf 'a.wav\nmissing.wav\n' >"$tmp/q/bad.txt"
+printf 'a.wav\n' >"$tmp/q/good.txt"
+grep -qE -- "--quiet +no progress, no summary line unless a run failed$" "$tmp/help" ||
+  { echo "FAIL help: -q: $(grep -- --quiet "$tmp/help")"; fails=$((fails + 1)); }
+"$LB" -q --source audio --manifest "$tmp/q/good.txt" --steps 1 -b 1 >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc = 0 ] && [ ! -s "$tmp/err" ] || { echo "FAIL -q, a good run: exit $rc: $(cat "$tmp/err")"; fails=$((fails + 1)); }
+"$LB" -q --source audio --manifest "$tmp/q/bad.txt" --steps 1 -b 2 >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc = 1 ] && [ "$(cat "$tmp/err")" = "loader-bench: $tmp/q/missing.wav: No such file or directory
+loader-bench: done: 1 of 1 steps (1 utterances failed)" ] || { echo "FAIL -q, a failed run: exit $rc: $(cat "$tmp/err")"; fails=$((fails + 1)); }
+
 [ $fails = 0 ] && echo "ok" || exit 1
