@@ -105,9 +105,19 @@ def storage_counter(t):
 
 
 # ---- fences ----------------------------------------------------------------------------------
-def left_out(b):
+def left_out(b, rank=0, ranks=1, stores=()):
     """A batch the loop never gets (each of its utterances skipped: a damaged record): said as a
-    RuntimeWarning, since its errors have no batch to go with."""
+    RuntimeWarning, since its errors have no batch to go with. On one rank of several (ranks >
+    1: data-parallel) a FeatcacheError instead: left out, it would give this rank one step fewer
+    than the others, and DDP, which steps the ranks together, would wait for good."""
+    if ranks > 1:
+        where = " ".join(_L._quoted(p) for p in stores) or "STORE"
+        raise _L.FeatcacheError(_lib.FC_ECHECKSUM, (
+            "featcache: rank %d of %d: a batch left with no utterance, each of its records "
+            "damaged (%s): left out, this rank would take one step fewer than the others and DDP "
+            "would wait for it for good; cache-prune --damaged %s removes the damaged records "
+            "(cache-verify %s lists them), then start again"
+            % (rank, ranks, "; ".join(b.errors), where, where)))
     warnings.warn("featcache: a batch left out, each of its utterances skipped: %s"
                   % "; ".join(b.errors), RuntimeWarning, stacklevel=3)
 
@@ -265,6 +275,7 @@ class Handoff:
         # needs (the library, the C handle) is kept here.
         h = ld._handle()
         self._href = weakref.ref(h)
+        self.ranks = (ld.rank, ld.world_size, ld.paths)  # (no DataLoader workers here)
         self.lib, self.hh = h.lib, h.h
         self.device = None if device is None else torch.device(device)
         self.cuda = self.device is not None and self.device.type == "cuda"
@@ -547,7 +558,7 @@ class Handoff:
                 if e.__class__ is _Entry or e.size:  # (a batch of no utterance, each of its
                     ents.append(e)                    # records damaged: left out, as by tf)
                 else:
-                    left_out(e)
+                    left_out(e, *self.ranks)
         descs.ents = ents
         if slow is None:
             for e in ents:

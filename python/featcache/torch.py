@@ -57,7 +57,8 @@ every rank instead. A DataLoader worker that opens the stores and finds them cha
 dataset was made raises FeatcacheError for the same reason.
 Views (padded=False) are read-only memory: do not write into those tensors.
 A batch whose records were all damaged (skipped under verify) is left out, as featcache.tf does:
-no step gets zero utterances; a RuntimeWarning names them. batch["errors"] names the utterances
+no step gets zero utterances; a RuntimeWarning names them (on one rank of several, world_size > 1,
+a FeatcacheError: the rank would take one step fewer than the others, and DDP wait for good). batch["errors"] names the utterances
 skipped from a batch handed out ("id: reason", a tuple; () almost always).
 Lengths are int32 tensors (torch has no uint32; same memory); token ids are int32 too: i16 and
 u16 ids are widened (a copy of the small token array; nn.Embedding refuses int16).
@@ -167,9 +168,11 @@ def to_device(host_batches, device, depth=2):
             return
     issue, take = _slow_device(torch.device(device))
     pending = collections.deque()
+    ranks = ((host_batches.rank, host_batches.world_size, host_batches.paths)
+             if isinstance(host_batches, Loader) else ())
     for b in host_batches:
         if not len(b):  # every record of it damaged and skipped: no step of zero utterances
-            left_out(b)
+            left_out(b, *ranks)
             continue
         if not b.padded:
             raise ValueError("featcache: device batches are padded: pass padded=True or pad_to")
@@ -438,11 +441,13 @@ class FeatcacheDataset(IterableDataset):
                 if ld.epoch == self.epoch:
                     ld.epoch = self.epoch + 1
             return
+        info = get_worker_info()
+        nw = info.num_workers if info is not None else 1  # (each rank's share split among them)
         for b in ld:
             if len(b):
                 yield batch_to_torch(b, bf16)
             else:  # (a batch whose records were all damaged and skipped is left out)
-                left_out(b)
+                left_out(b, ld.rank // nw, ld.world_size // nw, ld.paths)
 
     def __len__(self):
         """Batches of the epoch set_epoch chose (during an iteration: of the running one)."""
