@@ -604,12 +604,20 @@ int main(int argc, char **argv) {
       split_missing++;
       if (FC_EXIT_FAIL > worst) worst = FC_EXIT_FAIL;
       if (status || json) continue; /* --json: the part's own report says it */
+      char w[192];
+      writer_now(part, w, sizeof w); /* its writer still before its first commit? */
       put_store(argv[a]);
-      printf(
-          "error: part-%u: empty: nothing was ever committed to it (its writer stopped before "
-          "its first commit?): its ids are not stored; featurize (or tokenize) -o %s again "
-          "mends it\n",
-          k, fc_cli_quoted(argv[a], q, sizeof q));
+      if (w[0])
+        printf(
+            "error: part-%u: empty: nothing committed to it yet: %s has it open for writing; "
+            "check the store again when it has finished\n",
+            k, w);
+      else
+        printf(
+            "error: part-%u: empty: nothing was ever committed to it (its writer stopped before "
+            "its first commit?): its ids are not stored; featurize (or tokenize) -o %s again "
+            "mends it\n",
+            k, fc_cli_quoted(argv[a], q, sizeof q));
     }
     fc_verify_report_free(&r);
   }

@@ -77,6 +77,26 @@ wait "$holder"
 "$V" e >out 2>err; check "e with no writer" 1 $?
 grep -q note: out && { echo "FAIL: a note on e with no writer"; cat out; fail=1; }
 
+# a split store whose part its writer has not committed to yet: said with the writer, not as one
+# that stopped (a part made as above, its writer lock held)
+"$FC_BIN/featurize" -q --writers 3 -o sp --manifest c/metadata.csv || exit 1
+rm -rf sp/part-2 && mkdir sp/part-2 && "$PY" -c 'import lmdb, sys; lmdb.open(sys.argv[1]).close()' sp/part-2 || exit 1
+rm -f held && mkfifo go2
+"$PY" -c 'import fcntl, sys
+f = open(sys.argv[1] + "/data.mdb", "rb"); fcntl.flock(f, fcntl.LOCK_SH)
+print("held", flush=True); sys.stdin.read()' sp/part-2 <go2 >held &
+holder=$!
+exec 3>go2
+for _ in $(seq 400); do [ -s held ] && break; sleep 0.05; done
+"$V" sp >out 2>err; check "split, a part not yet committed to" 1 $?
+grep -qx "sp: error: part-2: empty: nothing committed to it yet: process $holder (python3) has it open for writing; check the store again when it has finished" out ||
+  { echo "FAIL: the part its writer has not committed to"; cat out; fail=1; }
+exec 3>&-
+wait "$holder"
+"$V" sp >out 2>err; check "split, a part empty, no writer" 1 $?
+grep -q "^sp: error: part-2: empty: nothing was ever committed to it (its writer stopped before its first commit?)" out ||
+  { echo "FAIL: the empty part with no writer"; cat out; fail=1; }
+
 # a clean store with a writer at work: no note
 hold_writer st2
 let_go
