@@ -2,7 +2,6 @@
  * libcache/core/verify/verify.c (fc_verify_store); this main parses options, prints and picks the exit code. */
 #include "cmd/cli.h"
 #include "cmd/cache-verify/notes.h"
-#include "cmd/cli_stores.h" /* fc_cli_lock_holder */
 
 #include "featcache/fc_config.h"
 #include "featcache/fc_format.h"
@@ -214,6 +213,10 @@ static void print_json(const char *store, const fc_verify_report *r, int ok, con
       (unsigned long long)r->data_size, (unsigned long long)r->map_size,
       (unsigned long long)r->map_used, r->num_readers, r->stale_readers, r->stale_cleared,
       r->nolock ? "true" : "false", r->threads, r->wall_seconds);
+  char writer[192]; /* who has it open for writing: what that run has not committed is not in it */
+  cvc_writer_now(store, writer, sizeof writer);
+  fputs(",\"writer\":", stdout);
+  writer[0] ? fc_json_write_string(stdout, writer) : (void)fputs("null", stdout);
   if (fatal) {
     fputs(",\"fatal\":", stdout);
     fc_json_write_string(stdout, fatal);
@@ -321,22 +324,6 @@ static void put_store(const char *store) {
   fputs(": ", stdout);
 }
 
-/* Who has store open for writing now (its writer lock, docs/FORMAT.md): "process 1234
- * (featurize)", "another process", or "" when none is seen. */
-static void writer_now(const char *store, char *who, size_t n) {
-  int excl;
-  long pid;
-  char comm[32], q[4 * 32 + 3];
-  unsigned others;
-  who[0] = '\0';
-  fc_cli_lock_holder(store, &excl, &pid, comm, &others);
-  if (pid) /* its command name quoted as names are (any process names itself) */
-    snprintf(who, n, "process %ld%s%s%s", pid, comm[0] ? " (" : "",
-             fc_cli_quoted(comm, q, sizeof q), comm[0] ? ")" : "");
-  else if (excl || others)
-    snprintf(who, n, "another process");
-}
-
 static int with_manifest; /* --manifest given (over several stores, checked as a dataset) */
 
 static void print_human(const char *store, const fc_verify_report *r) {
@@ -366,7 +353,7 @@ static void print_human(const char *store, const fc_verify_report *r) {
         printf("%llu more recorded failure%s not listed\n",
                (unsigned long long)(r->failures - kept_f), r->failures - kept_f == 1 ? "" : "s");
   char writer[192] = ""; /* a run still writing: what it has not committed is not checked */
-  if (r->errors) writer_now(store, writer, sizeof writer);
+  if (r->errors) cvc_writer_now(store, writer, sizeof writer);
   if (!r->stopped && !cvc_missing_notes(store, r, writer)) cvc_writer_note(store, r, writer);
   if (!r->stopped && !with_manifest) cvc_unpaired_notes(store, r); /* else its errors say it */
   if (r->stopped)
@@ -605,7 +592,7 @@ int main(int argc, char **argv) {
       if (FC_EXIT_FAIL > worst) worst = FC_EXIT_FAIL;
       if (status || json) continue; /* --json: the part's own report says it */
       char w[192];
-      writer_now(part, w, sizeof w); /* its writer still before its first commit? */
+      cvc_writer_now(part, w, sizeof w); /* its writer still before its first commit? */
       put_store(argv[a]);
       if (w[0])
         printf(

@@ -2,6 +2,8 @@
  * kind most likely mean, and what to do. */
 #include "cmd/cache-verify/notes.h"
 
+#include "cmd/cli_stores.h" /* fc_cli_lock_holder */
+
 #include <string.h>
 
 /* cli.h's name of the tool is one per file: this file's messages are cache-verify's too. */
@@ -93,4 +95,20 @@ void cvc_unpaired_notes(const char *store, const fc_verify_report *r) {
           n == 1 ? "it" : "them", n == 1 ? "it" : "them", n == 1 ? "its" : "their",
           n == 1 ? "" : "s", n == 1 ? "it" : "them");
   }
+}
+
+/* Who has store open for writing now (its writer lock, docs/FORMAT.md): "process 1234
+ * (featurize)", "another process", or "" when none is seen. */
+void cvc_writer_now(const char *store, char *who, size_t n) {
+  int excl;
+  long pid;
+  char comm[32], q[4 * 32 + 3];
+  unsigned others;
+  who[0] = '\0';
+  fc_cli_lock_holder(store, &excl, &pid, comm, &others);
+  if (pid) /* its command name quoted as names are (any process names itself) */
+    snprintf(who, n, "process %ld%s%s%s", pid, comm[0] ? " (" : "",
+             fc_cli_quoted(comm, q, sizeof q), comm[0] ? ")" : "");
+  else if (excl || others)
+    snprintf(who, n, "another process");
 }

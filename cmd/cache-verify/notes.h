@@ -12,6 +12,9 @@
  * those a run still under way has not committed, and the note says to check again when it has
  * finished instead. Returns the notes said. */
 int cvc_missing_notes(const char *store, const fc_verify_report *r, const char *writer);
+/* Who has store open for writing now (its writer lock, docs/FORMAT.md): "process 1234
+ * (featurize)", "another process", or "" when none is seen. */
+void cvc_writer_now(const char *store, char *who, size_t n);
 /* A store with errors that writer (not "") has open for writing: a note that what the run has
  * not committed is not in the check (an empty store its first commit has not reached yet). */
 void cvc_writer_note(const char *store, const fc_verify_report *r, const char *writer);

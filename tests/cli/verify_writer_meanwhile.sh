@@ -48,8 +48,15 @@ hold_writer st
 note="st: note: 5 of 8 audio entries have no feature record of mel config kaldi $kaldi (the errors above): process $writer (tokenize) has the store open for writing: a run still writing it has not committed them yet? check the store again when it has finished"
 [ "$(grep note: out)" = "$note" ] || { echo "FAIL: the note with a writer at work"; cat out; fail=1; }
 grep -q 'cache-config --drop' out && { echo "FAIL: a drop advised under a running writer"; cat out; fail=1; }
+# --json: "writer" names it (null with none, below), for a script to tell a store being written
+"$V" --json st >out 2>err; check "--json, a writer at work" 1 $?
+got=$("$PY" -c 'import json, sys; print(json.loads(open(sys.argv[1]).readline())["writer"])' out)
+[ "$got" = "process $writer (tokenize)" ] || { echo "FAIL: --json writer: $got"; cat out; fail=1; }
 let_go
 # no writer now: the note of a run that stopped, as before
+"$V" --json st >out 2>err; check "--json, no writer" 1 $?
+got=$("$PY" -c 'import json, sys; print(json.loads(open(sys.argv[1]).readline())["writer"])' out)
+[ "$got" = None ] || { echo "FAIL: --json writer with none: $got"; cat out; fail=1; }
 "$V" st >out 2>err; check "kaldi on 3 of 8, no writer" 1 $?
 grep -q "^st: note: 5 of 8 audio entries .*: a featurize run under it stopped before it finished, or a newer config replaced it? complete it (run that again) or drop it (cache-config --drop $kaldi st)\$" out ||
   { echo "FAIL: the note with no writer"; cat out; fail=1; }
