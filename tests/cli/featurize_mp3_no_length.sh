@@ -3,8 +3,8 @@
 # the file size and the first frame's size, and libsndfile read no further than the estimate:
 # a file that starts loud (large frames) then goes quiet was stored cut to its first 1.0 s of 6,
 # without a word (`stored as loud (87 frames, 1.02 s; ...)`), and one that starts silent was
-# refused under --max-seconds 6.5 for the 8.1 s its estimate says. Now each is read to its end:
-# the 6 s are stored, and a limit counts what decodes (a 3 s limit refuses the loud one).
+# refused under --max-seconds 6.5 for the 8.1 s its estimate says; a WAV holding the loud one's
+# stream (format tag 0x55) was cut as that one was. Now each is read to its end: the 6 s are stored, and a limit counts what decodes (a 3 s limit refuses the loud one).
 # A cut MP3 without the tag is still stored with what decodes (featurize_damaged_audio.sh).
 set -u
 FZ=${FC_BIN:?}/featurize
@@ -31,19 +31,22 @@ for f in loud silent; do
   ffmpeg -hide_banner -loglevel error -y -i $f.wav -c:a libmp3lame -q:a 2 -write_xing 0 $f.mp3 ||
     { echo "FAIL: ffmpeg could not make $f.mp3"; exit 1; }
 done
+# the same stream in a WAV (format tag 0x55): libsndfile takes its length from mpg123 too
+ffmpeg -hide_banner -loglevel error -y -i loud.wav -c:a libmp3lame -q:a 2 inwav.wav ||
+  { echo "FAIL: ffmpeg could not make inwav.wav"; exit 1; }
 
-# seconds NAME: the length featurize -v says it stored NAME with
-seconds() { sed -n "s/^featurize: $1.mp3: stored as $1 ([0-9]* frames, \([0-9.]*\) s;.*/\1/p" err; }
+# seconds FILE: the length featurize -v says it stored FILE with
+seconds() { sed -n "s/^featurize: $1: stored as ${1%.*} ([0-9]* frames, \([0-9.]*\) s;.*/\1/p" err; }
 
-"$FZ" -v --device cpu -j 1 --max-seconds 6.5 -o st loud.mp3 silent.mp3 >out 2>err
+"$FZ" -v --device cpu -j 1 --max-seconds 6.5 -o st loud.mp3 silent.mp3 inwav.wav >out 2>err
 rc=$?
 [ $rc = 0 ] || fail "exit $rc, want 0: $(grep -v stages err)"
-for f in loud silent; do
+for f in loud.mp3 silent.mp3 inwav.wav; do
   s=$(seconds $f)
   # 6 s, the encoder's delay and the last frame's padding: 6.00 to 6.06 s
   case "$s" in
     6.0[0-6]) ;;
-    *) fail "$f.mp3: stored with '${s:-nothing}' s, want its 6.0 s: $(grep "$f.mp3" err)" ;;
+    *) fail "$f: stored with '${s:-nothing}' s, want its 6.0 s: $(grep "$f" err)" ;;
   esac
 done
 

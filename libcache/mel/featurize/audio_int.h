@@ -114,13 +114,14 @@ uint64_t audio_unsized_data(const uint8_t *b, size_t len);
  * from the file size and the first frame's bitrate, and a good file decodes short of it). */
 int64_t audio_frames_slack(int format, const uint8_t *b, size_t len, int64_t frames);
 
-/* 1 when b[0, len) (a file's first bytes, after any ID3v2 tag) is MPEG audio whose first frame is
- * no Xing or Info tag with a frame count: a file that states no length. mpg123 estimates one from
+/* 1 when b[0, len) (a file's first bytes, after any ID3v2 tag, or a WAV's data chunk of MPEG) is
+ * MPEG audio whose first frame is no Xing or Info tag with a frame count: a file that states no
+ * length (libsndfile reads no WAV's fact chunk for MPEG). mpg123 estimates one from
  * the file's size and its first frame's (a VBR file's estimate can be a third of it, or more than
  * it), and libsndfile reads no further than the estimate; a file whose virtual I/O cannot seek to
  * its end has mpg123 make none, and libsndfile reads it to its end (frames SF_COUNT_MAX), the same
- * samples. 0 otherwise; -1 when an ID3v2 tag runs past the len bytes at hand (b is a file's
- * head): whether one follows cannot be told from them. */
+ * samples. 0 otherwise; -1 when an ID3v2 tag or a WAV's chunks run past the len bytes at hand (b
+ * is a file's head): whether one follows cannot be told from them. */
 int audio_mp3_unsized(const uint8_t *b, size_t len);
 
 /* The container the first bytes show ("WAV", "FLAC", "MP3", ...; NULL: none), for telling a damaged
