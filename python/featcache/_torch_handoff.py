@@ -111,13 +111,7 @@ def left_out(b, rank=0, ranks=1, stores=()):
     1: data-parallel) a FeatcacheError instead: left out, it would give this rank one step fewer
     than the others, and DDP, which steps the ranks together, would wait for good."""
     if ranks > 1:
-        where = " ".join(_L._quoted(p) for p in stores) or "STORE"
-        raise _L.FeatcacheError(_lib.FC_ECHECKSUM, (
-            "featcache: rank %d of %d: a batch left with no utterance, each of its records "
-            "damaged (%s): left out, this rank would take one step fewer than the others and DDP "
-            "would wait for it for good; cache-prune --damaged %s removes the damaged records "
-            "(cache-verify %s lists them), then start again"
-            % (rank, ranks, "; ".join(b.errors), where, where)))
+        raise _L._short_rank(b, rank, ranks, stores)
     warnings.warn("featcache: a batch left out, each of its utterances skipped: %s"
                   % "; ".join(b.errors), RuntimeWarning, stacklevel=3)
 

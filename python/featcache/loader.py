@@ -824,6 +824,18 @@ def check_ranks(loader, gather=None, group=None):
     return mine["view"]
 
 
+def _short_rank(b, rank, ranks, paths):
+    """The FeatcacheError for a batch left with no utterance (each of its records damaged) on
+    one rank of several: an adapter that left it out would give that rank one step fewer than
+    the others, and DDP (tf.distribute) would wait for it for good."""
+    where = " ".join(_quoted(p) for p in paths) or "STORE"
+    return FeatcacheError(_lib.FC_ECHECKSUM, (
+        "featcache: rank %d of %d: a batch left with no utterance, each of its records damaged "
+        "(%s): left out, this rank would take one step fewer than the others and DDP would wait "
+        "for it for good; cache-prune --damaged %s removes the damaged records (cache-verify %s "
+        "lists them), then start again" % (rank, ranks, "; ".join(b.errors), where, where)))
+
+
 def _before_dist_message(ranks, world):
     many = len(ranks) > 1
     return ("featcache: the Loader%s of rank%s %s %s made before torch.distributed was "

@@ -22,7 +22,9 @@ tf.distribute, prefetch_to_device). batches() gives EagerTensors made with DLPac
 batch's own memory (tf.experimental.dlpack.from_dlpack: a few µs, no copy); the batch goes back
 to the loader when TensorFlow frees the last of them. For a custom loop (tf.function steps)
 that iterates in Python anyway. Shard for multi-worker training with rank/world_size (e.g.
-from tf.distribute's input context: input_pipeline_id / num_input_pipelines).
+from tf.distribute's input context: input_pipeline_id / num_input_pipelines); there a batch
+whose every record is damaged raises FeatcacheError (left out, it would leave that worker a step
+short of the others, and their collective steps waiting for good), where alone it is left out.
 Each call makes the dataset of one epoch (epochs=1), or of epochs epoch, epoch+1, ... one after
 the other over one loader (epochs=N; None: for ever): its prefetch threads run on across
 epochs, where a dataset per epoch opens the store and plans again. Iterating the dataset again
@@ -45,7 +47,7 @@ import weakref
 
 import numpy as np
 
-from .loader import Loader
+from .loader import Loader, _short_rank
 
 __all__ = ["make_dataset", "batches"]
 
@@ -115,6 +117,8 @@ def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device
 
     def _batches(src, first):
         for b in _epochs(src, first, epochs, begun):
+            if not len(b) and src.world_size > 1:  # (one step short of the other workers)
+                raise _short_rank(b, src.rank, src.world_size, src.paths)
             _skipped(b)
             if not len(b):  # every record of it damaged and skipped (named in b.errors)
                 continue
@@ -198,6 +202,8 @@ def batches(paths, epoch=None, with_ids=False, epochs=1, with_crops=False, **loa
         return dl((a if dtype is None else a.view(dtype)).__dlpack__())
 
     for b in _epochs(ld, epoch, epochs):
+        if not len(b) and ld.world_size > 1:  # (one step short of the other workers)
+            raise _short_rank(b, ld.rank, ld.world_size, ld.paths)
         _skipped(b)
         if not len(b):  # every record of it damaged and skipped (named in b.errors)
             continue

@@ -366,5 +366,33 @@ def main():
         shutil.rmtree(d)
 
 
+
+def test_a_worker_short_of_a_step_raises(path):
+    """On one worker of several (world_size > 1: tf.distribute's input pipelines), a batch whose
+    every record is damaged was left out too: that worker took one step fewer than the others,
+    and the collective steps waited for it for good. Now a FeatcacheError naming them."""
+    bad = os.path.join(os.path.dirname(path), "damaged_ranks")
+    rng = np.random.default_rng(7)
+    with T.StoreWriter(bad) as w:
+        cfg = w.add_config(T.mel_config_json("hifigan"))
+        for i in range(4):
+            rec = bytearray(T.encode_record(rng.standard_normal((30 + i, 80)).astype(np.float32),
+                                            cfg))
+            if i == 1:
+                rec[64 + 100] ^= 0x01
+            w.add_utterance("r%d" % i, b"r%d" % i, raw_record=bytes(rec), config=cfg)
+    kw = dict(batch_size=1, rank=1, world_size=2)  # rank 1 reads r1 and r3
+    for run in (lambda: list(make_dataset(bad, **kw)), lambda: list(batches(bad, **kw))):
+        try:
+            run()
+        except (featcache.FeatcacheError, tf.errors.InvalidArgumentError,
+                tf.errors.UnknownError) as e:  # (tf.data's py_func wraps it)
+            assert ("rank 1 of 2: a batch left with no utterance, each of its records damaged "
+                    "(r1: payload checksum mismatch)") in str(e), str(e)
+            assert "cache-prune --damaged" in str(e), str(e)
+        else:
+            raise AssertionError("no error")
+    assert len(list(batches(bad, batch_size=1, rank=0, world_size=2))) == 2  # (r0, r2: intact)
+
 if __name__ == "__main__":
     main()
