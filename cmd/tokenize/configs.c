@@ -117,22 +117,38 @@ void tkc_say_second_config(const char *store, const tkc_cfgs *before, fc_store *
     tkc_free(&after);
     return;
   }
-  for (k = 0; k < before->n; k++) {
-    if (strcmp(before->name[k], after.name[j]) != 0) continue;
+  /* its twin: one there before the run, or one another run stored meanwhile (two runs at once,
+   * neither seeing the other's config at its start: each would end silent) */
+  for (size_t i = 0; i < after.n; i++) {
+    if (i == j || strcmp(after.name[i], after.name[j]) != 0) continue;
+    k = 0;
+    while (k < before->n && memcmp(before->d[k].bytes, after.d[i].bytes, 16)) k++;
+    const int meanwhile = k == before->n;
     char hex[33], old[33], q[4 * 4096 + 8], why[200], pick[120] = "";
     fc_digest_hex(cfg, hex);
-    fc_digest_hex(&before->d[k], old);
+    fc_digest_hex(&after.d[i], old);
     /* a config made another on purpose (--case fold, another --lang) is chosen by its digest */
-    const char *what = tkc_difference(before->json[k], after.json[j], why, sizeof why);
+    const char *what = tkc_difference(after.json[i], after.json[j], why, sizeof why);
     if (what) snprintf(pick, sizeof pick, " (give it a digest: tokens=\"%s\" for this one)", hex);
-    fc_cli_warn(store,
-                "this run's token config %s %s is a second one named '%s' beside %s (%s): the "
-                "loader's tokens=\"%s\" cannot tell them apart%s, and cache-verify fails the lines "
-                "the old one lacks; drop the old one once it is not needed (cache-config --drop "
-                "%s %s)",
-                after.name[j], hex, after.name[j], old,
-                what ? what : "another vocab: built from other text, or another --vocab",
-                after.name[j], pick, old, fc_cli_quoted(store, q, sizeof q));
+    fc_cli_quoted(store, q, sizeof q);
+    if (meanwhile)
+      fc_cli_warn(store,
+                  "this run's token config %s %s is a second one named '%s' beside %s, which "
+                  "another run stored meanwhile (%s): the loader's tokens=\"%s\" cannot tell them "
+                  "apart%s, and cache-verify fails the lines each lacks; keep one (cache-config "
+                  "--drop %s %s, or --drop %s %s)",
+                  after.name[j], hex, after.name[j], old,
+                  what ? what : "another vocab: built from other text, or another --vocab",
+                  after.name[j], pick, old, q, hex, q);
+    else
+      fc_cli_warn(store,
+                  "this run's token config %s %s is a second one named '%s' beside %s (%s): the "
+                  "loader's tokens=\"%s\" cannot tell them apart%s, and cache-verify fails the "
+                  "lines the old one lacks; drop the old one once it is not needed (cache-config "
+                  "--drop %s %s)",
+                  after.name[j], hex, after.name[j], old,
+                  what ? what : "another vocab: built from other text, or another --vocab",
+                  after.name[j], pick, old, q);
     break;
   }
   tkc_free(&after);

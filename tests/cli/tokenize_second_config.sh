@@ -76,5 +76,28 @@ PY
 o=$(digest bp)
 "$TK" -t bpe --tokenizer-json t2.json -o bp --manifest two.csv 2>err || fail=1
 expect bp "$o" "another --tokenizer-json file" bpe
+# two runs at once (make -j: train and dev transcripts, each --build-vocab): neither found the
+# other's config at its start, and both ended silent, the store left with two 'chars' configs
+# that the loader then refuses to choose between. Held, not timed: run A stopped (SIGSTOP) before
+# its first write (FC_FAULT_STOP=tokenize_batch:1), run B stores its config and ends, A goes on:
+# A says the twin another run stored meanwhile, and that one of them is to be dropped.
+if grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null; then
+  stopped() { [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" = T ]; }
+  rm -rf mj && "$TK" -q --build-vocab -o mj --manifest one.csv && "$FC_BIN/cache-config" -q --drop \
+    "$(digest mj)" mj || { echo "FAIL: make -j: the store"; fail=1; } # a store with no token config
+  FC_FAULT_STOP=tokenize_batch:1 "$TK" --build-vocab -o mj --manifest one.csv 2>errA &
+  a=$!
+  for _ in $(seq 400); do stopped $a && break; sleep 0.05; done
+  stopped $a || { echo "FAIL: make -j: run A never stopped"; fail=1; }
+  "$TK" --build-vocab -o mj --manifest two.csv 2>errB || { echo "FAIL: make -j: run B"; cat errB; fail=1; }
+  b_cfg=$(digest mj) # run B's, the store's only config now
+  kill -CONT $a
+  wait $a || { echo "FAIL: make -j: run A: exit $?"; cat errA; fail=1; }
+  a_cfg=$(second mj "$b_cfg")
+  grep -q 'second one' errB && { echo "FAIL: make -j: run B said a twin it never saw"; cat errB; fail=1; }
+  line=$(grep 'second one' errA)
+  want="tokenize: mj: this run's token config chars $a_cfg is a second one named 'chars' beside $b_cfg, which another run stored meanwhile (another vocab: built from other text, or another --vocab): the loader's tokens=\"chars\" cannot tell them apart, and cache-verify fails the lines each lacks; keep one (cache-config --drop $b_cfg mj, or --drop $a_cfg mj)"
+  [ "$line" = "$want" ] || { echo "FAIL: make -j: run A's line"; cat errA; echo "want: $want"; fail=1; }
+fi
 [ $fail = 0 ] && echo "ok: a second token config of one name is said, once"
 exit $fail
