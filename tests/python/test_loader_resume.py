@@ -68,7 +68,10 @@ def resumed(path, kw, epoch, skip):
     code = ("import json, sys; sys.path.insert(0, %r); import test_loader_resume as t; "
             "print(json.dumps(t.loader_epoch(%r, %r, %d, %d)))"
             % (os.path.dirname(os.path.abspath(__file__)), path, kw, epoch, skip))
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    # (FC_PYTHON: under the sanitizer build, the wrapper that preloads ASan, which a bare
+    # sys.executable child lacks: it would die at start)
+    r = subprocess.run([os.environ.get("FC_PYTHON") or sys.executable, "-c", code],
+                       capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
