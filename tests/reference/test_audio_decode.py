@@ -420,6 +420,20 @@ def broken(tmp, x, sr0):
     with open(p, "wb") as f:
         f.write(fdata[: len(fdata) // 2])
     expect("truncated flac", p, FC_EDECODE, "damaged or cut short: header says")
+    # Two Ogg files joined with cat (a chained stream): libsndfile, librosa.load with it, reads the
+    # first and states its length as the file's; ffmpeg reads both. Refused, not cut to the first.
+    for ext, fmt, sub in [("ogg", "OGG", "VORBIS"), ("opus", "OGG", "OPUS")]:
+        parts = []
+        for i, y in enumerate([x[: len(x) // 2], x[len(x) // 2:]]):
+            q = os.path.join(tmp, f"part{i}.{ext}")
+            sf.write(q, y, 48000 if sub == "OPUS" else sr0, format=fmt, subtype=sub)
+            parts.append(open(q, "rb").read())
+        p = os.path.join(tmp, f"chained.{ext}")
+        with open(p, "wb") as f:
+            f.write(parts[0] + parts[1])
+        expect(f"chained {ext}", p, FC_EDECODE, "a chained Ogg file (one stream after another")
+        rc, _, _, why = fc_load(os.path.join(tmp, f"part1.{ext}"), 22050)
+        check(rc == 0, f"one {ext} stream: rc {rc} ({why})")
 
 
 if __name__ == "__main__":

@@ -561,9 +561,7 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     *n_samples = pcm_frames;
     return 0;
   }
-  mem_file mem = {.data = bytes,
-                  .len = (sf_count_t)len,
-                  .no_end = audio_mp3_unsized(bytes, len) == 1};
+  mem_file mem = {bytes, (sf_count_t)len, 0, audio_mp3_unsized(bytes, len) == 1};
   SF_VIRTUAL_IO vio = {vio_get_filelen, vio_seek, vio_read, vio_write, vio_tell};
   SF_INFO sfi;
   memset(&sfi, 0, sizeof sfi);
@@ -620,9 +618,14 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     goto done;
   }
   uint64_t declared, held;
-  if (audio_truncated(bytes, len, len, &declared, &held) == 1) {
-    fc_why(why, why_len, "truncated: header says %llu frames, file holds %llu",
-           (unsigned long long)declared, (unsigned long long)held);
+  const int chained =
+      (sfi.format & SF_FORMAT_TYPEMASK) == SF_FORMAT_OGG && audio_ogg_chained(bytes, len);
+  if (chained || audio_truncated(bytes, len, len, &declared, &held) == 1) {
+    if (chained)
+      fc_why(why, why_len, AUDIO_OGG_CHAINED);
+    else
+      fc_why(why, why_len, "truncated: header says %llu frames, file holds %llu",
+             (unsigned long long)declared, (unsigned long long)held);
     rc = FC_EDECODE;
     goto done;
   }

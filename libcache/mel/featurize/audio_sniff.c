@@ -278,6 +278,23 @@ int audio_mp3_unsized(const uint8_t *b, size_t len) {
   return mpeg_frame_header(b + p) && mp3_tag_frames(b, len, &spf) == 0;
 }
 
+int audio_ogg_chained(const uint8_t *b, size_t len) {
+  int data = 0; /* a page of a stream's data seen: a beginning-of-stream page after it chains */
+  for (size_t pos = 0; pos + 27 <= len;) {
+    if (memcmp(b + pos, "OggS", 4) != 0) return 0; /* damage: libsndfile's to find */
+    const size_t nseg = b[pos + 26];
+    size_t body = 0;
+    if (pos + 27 + nseg > len) return 0;
+    for (size_t i = 0; i < nseg; i++) body += b[pos + 27 + i];
+    if (!(b[pos + 5] & 2))
+      data = 1;
+    else if (data)
+      return 1;
+    pos += 27 + nseg + body;
+  }
+  return 0;
+}
+
 int64_t audio_frames_slack(int format, const uint8_t *b, size_t len, int64_t frames) {
   int major = format & SF_FORMAT_TYPEMASK, sub = format & SF_FORMAT_SUBMASK;
   if (major == SF_FORMAT_MPEG || sub == SF_FORMAT_MPEG_LAYER_I || sub == SF_FORMAT_MPEG_LAYER_II ||
