@@ -47,6 +47,14 @@ import subprocess
 import sys
 import tempfile
 
+# libfeatcache before soundfile, so that its decode runs on the libsndfile it links (the system's):
+# loaded after, it would be bound to soundfile's bundled copy (same soname), and check_wav_fast_path
+# would hold libsndfile to itself (test_audio_decode.py says more).
+_FC_LIB = os.environ.get("FEATCACHE_LIBRARY") or os.path.join(os.environ.get("FC_BIN", ""),
+                                                              "libfeatcache.so.0")
+if os.path.exists(_FC_LIB):
+    ctypes.CDLL(_FC_LIB)
+
 try:
     import librosa
     import lmdb
@@ -247,6 +255,12 @@ def check_wav_fast_path():
                                                            .astype(np.uint8).tobytes())]), 22050),
     ]
     notes, fails = [], 0
+    with open("/proc/self/maps") as f:
+        libs = {os.path.basename(ln.split()[-1]) for ln in f if "/libsndfile" in ln}
+    if len(libs) != 2:  # featcache's and soundfile's (the preload above)
+        fails += 1
+        notes.append(f"FAIL decode: featcache and soundfile do not use two libsndfiles here "
+                     f"({sorted(libs)}): the comparisons would hold libsndfile to itself")
     for name, data, target in cases:
         rc, x, info, why = fc_decode(lib, data, target)
         want, sr = sf.read(io.BytesIO(data), dtype="float32", always_2d=True)
