@@ -273,15 +273,20 @@ static int parse_jsonl(const parse_ctx *c, fc_item *it, const char *line, size_t
   json_t *audio = json_object_get(root, "audio_filepath");
   json_t *text = json_object_get(root, "text");
   json_t *id = json_object_get(root, "id");
+  /* An integer id is its decimal digits (pandas' to_json of an integer id column: 123, not
+   * "123"); a real, a bool, null or anything else is refused. */
+  const int id_ok = json_is_string(id) || json_is_integer(id);
+  char id_digits[24];
+  if (json_is_integer(id))
+    snprintf(id_digits, sizeof id_digits, "%" JSON_INTEGER_FORMAT, json_integer_value(id));
   /* A text-only line (tokenize) names its utterance with "id"; audio tools then see path NULL. */
-  if (!audio && !(json_is_string(id) && json_is_string(text))) {
+  if (!audio && !(id_ok && json_is_string(text))) {
     /* perhaps a text-only line whose text (with an "id") or id (with a "text") is missing: say
      * both */
-    rc = json_is_string(id)
-             ? mf_item_fail(
-                   it, FC_EMANIFEST,
-                   "missing \"audio_filepath\" (a text-only line with \"id\" needs a string "
-                   "\"text\")")
+    rc = id_ok ? mf_item_fail(
+                     it, FC_EMANIFEST,
+                     "missing \"audio_filepath\" (a text-only line with \"id\" needs a string "
+                     "\"text\")")
          : json_is_string(text)
              ? mf_item_fail(it, FC_EMANIFEST,
                             "missing \"audio_filepath\" (a text-only line needs a string \"id\")")
@@ -296,15 +301,15 @@ static int parse_jsonl(const parse_ctx *c, fc_item *it, const char *line, size_t
     rc = mf_item_fail(it, FC_EMANIFEST, "\"text\" must be a string");
     goto done;
   }
-  if (id && !json_is_string(id)) {
-    rc = mf_item_fail(it, FC_EMANIFEST, "\"id\" must be a string");
+  if (id && !id_ok) {
+    rc = mf_item_fail(it, FC_EMANIFEST, "\"id\" must be a string or an integer");
     goto done;
   }
   /* jansson refuses strings with NUL (no JSON_ALLOW_NUL), so strlen is the length. */
   const char *ap = audio ? json_string_value(audio) : NULL;
   if (ap && !(it->path = join_path(c->audio_dir, ap, strlen(ap), NULL))) goto nomem;
   if (id) {
-    if (!(it->id = fc_strdup(json_string_value(id)))) goto nomem;
+    if (!(it->id = fc_strdup(json_is_string(id) ? json_string_value(id) : id_digits))) goto nomem;
   } else if (!(it->id = mf_id_from_path(ap, strlen(ap)))) {
     goto nomem;
   }

@@ -190,11 +190,13 @@ static void test_jsonl(void) {
       "{\"audio_filepath\": \"nt.wav\"}\n"
       "{\"audio_filepath\": \"q.wav\", \"id\": \"a\\nb\"}\n"
       "{\"id\": \"t1\", \"text\": \"text only\"}\n"
-      "{\"id\": \"t2\", \"text\": null}\n");
+      "{\"id\": \"t2\", \"text\": null}\n"
+      "{\"audio_filepath\": \"r.wav\", \"id\": 7.5}\n"
+      "{\"id\": -12, \"text\": \"integer id, text only\"}\n");
   CHECK(read_manifest(p, FC_MANIFEST_AUTO, NULL, &l) == 0, "read");
   CHECK(l.format == FC_MANIFEST_JSONL, "format %d", l.format);
-  CHECK(l.count == 11, "count %zu", l.count);
-  if (l.count == 11) {
+  CHECK(l.count == 13, "count %zu", l.count);
+  if (l.count == 13) {
     CHECK_STR(l.items[0].id, "x1");
     CHECK_STR(l.items[0].text, "hello");
     CHECK_STR(l.items[0].path, joined(tmpdir, "clips/x1.wav"));
@@ -210,7 +212,15 @@ static void test_jsonl(void) {
           l.items[3].why);
     CHECK(l.items[4].err == FC_EMANIFEST && strstr(l.items[4].why, "object"), "%s", l.items[4].why);
     CHECK(l.items[5].err == FC_EMANIFEST, "non-string path");
-    CHECK(l.items[6].err == FC_EMANIFEST && strstr(l.items[6].why, "\"id\""), "%s", l.items[6].why);
+    /* an integer id (pandas' to_json of an integer column) is its digits; a real is refused */
+    CHECK(l.items[6].err == 0, "integer id: %s", l.items[6].why ? l.items[6].why : "");
+    CHECK_STR(l.items[6].id, "7");
+    CHECK(l.items[11].err == FC_EMANIFEST &&
+              strcmp(l.items[11].why, "\"id\" must be a string or an integer") == 0,
+          "%s", l.items[11].why ? l.items[11].why : "(no error)");
+    CHECK(l.items[12].err == 0 && l.items[12].path == NULL, "integer id, text only: %s",
+          l.items[12].why ? l.items[12].why : "");
+    CHECK_STR(l.items[12].id, "-12");
     CHECK(l.items[7].err == 0 && l.items[7].text == NULL, "text is optional");
     CHECK(l.items[8].err == FC_EFORMAT, "newline in a JSON id: %d", l.items[8].err);
     /* a text-only line (tokenize's use) names its id and has no audio path */
