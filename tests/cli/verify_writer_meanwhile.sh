@@ -77,7 +77,7 @@ exec 3>go
 for _ in $(seq 400); do [ -s held ] && break; sleep 0.05; done
 "$V" e >out 2>err; check "empty, a writer at work" 1 $?
 grep -q "^e: error: meta format: an empty store" out || { echo "FAIL: the empty store"; cat out; fail=1; }
-[ "$(grep note: out)" = "e: note: process $holder (python3) has the store open for writing: this check read the store as its last commit left it, and what that run has not committed yet is not in it; check the store again when it has finished" ] ||
+[ "$(grep note: out)" = "e: note: process $holder ($(cat /proc/$holder/comm)) has the store open for writing: this check read the store as its last commit left it, and what that run has not committed yet is not in it; check the store again when it has finished" ] ||
   { echo "FAIL: the writer's note on an empty store"; cat out; fail=1; }
 exec 3>&-
 wait "$holder"
@@ -96,7 +96,7 @@ holder=$!
 exec 3>go2
 for _ in $(seq 400); do [ -s held ] && break; sleep 0.05; done
 "$V" sp >out 2>err; check "split, a part not yet committed to" 1 $?
-grep -qx "sp: error: part-2: empty: nothing committed to it yet: process $holder (python3) has it open for writing; check the store again when it has finished" out ||
+grep -qx "sp: error: part-2: empty: nothing committed to it yet: process $holder ($(cat /proc/$holder/comm)) has it open for writing; check the store again when it has finished" out ||
   { echo "FAIL: the part its writer has not committed to"; cat out; fail=1; }
 exec 3>&-
 wait "$holder"
