@@ -618,11 +618,10 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     goto done;
   }
   uint64_t declared, held;
-  const int chained =
-      (sfi.format & SF_FORMAT_TYPEMASK) == SF_FORMAT_OGG && audio_ogg_chained(bytes, len);
-  if (chained || audio_truncated(bytes, len, len, &declared, &held) == 1) {
-    if (chained)
-      fc_why(why, why_len, AUDIO_OGG_CHAINED);
+  const char *joined = audio_joined(sfi.format, bytes, len);
+  if (joined || audio_truncated(bytes, len, len, &declared, &held) == 1) {
+    if (joined)
+      fc_why(why, why_len, "%s", joined);
     else
       fc_why(why, why_len, "truncated: header says %llu frames, file holds %llu",
              (unsigned long long)declared, (unsigned long long)held);

@@ -124,15 +124,13 @@ int64_t audio_frames_slack(int format, const uint8_t *b, size_t len, int64_t fra
  * is a file's head): whether one follows cannot be told from them. */
 int audio_mp3_unsized(const uint8_t *b, size_t len);
 
-/* 1 when b[0, len) is an Ogg file of streams one after another (a beginning-of-stream page after a
- * stream's data: files joined with cat, a recorded radio stream), of which libsndfile reads only
- * the first, and reports its length as the file's: the rest would be left out without a word.
- * ffmpeg reads them all. 0 otherwise (one stream, or streams multiplexed: their first pages
- * first). AUDIO_OGG_CHAINED is fc_audio_decode's reason for refusing it. */
-int audio_ogg_chained(const uint8_t *b, size_t len);
-#define AUDIO_OGG_CHAINED                                                                        \
-  "a chained Ogg file (one stream after another: files joined with cat?), and libsndfile reads " \
-  "only the first: make it one stream (ffmpeg -i IN OUT.flac)"
+/* Files joined with cat, of which libsndfile reads only the first (and reports its length as the
+ * file's: the rest would be left out without a word; ffmpeg reads them all): an Ogg file of
+ * streams one after another (a beginning-of-stream page after a stream's data; multiplexed
+ * streams have their first pages first), an MP3 whose first frame's Xing/Info tag states the
+ * stream's bytes and another stream begins where they end. fc_audio_decode's reason for refusing
+ * the file (b[0, len), format libsndfile's), or NULL. */
+const char *audio_joined(int format, const uint8_t *b, size_t len);
 
 /* The container the first bytes show ("WAV", "FLAC", "MP3", ...; NULL: none), for telling a damaged
  * audio file from one that is not audio when libsndfile refuses it. */

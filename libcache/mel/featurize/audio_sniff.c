@@ -278,7 +278,7 @@ int audio_mp3_unsized(const uint8_t *b, size_t len) {
   return mpeg_frame_header(b + p) && mp3_tag_frames(b, len, &spf) == 0;
 }
 
-int audio_ogg_chained(const uint8_t *b, size_t len) {
+static int ogg_chained(const uint8_t *b, size_t len) {
   int data = 0; /* a page of a stream's data seen: a beginning-of-stream page after it chains */
   for (size_t pos = 0; pos + 27 <= len;) {
     if (memcmp(b + pos, "OggS", 4) != 0) return 0; /* damage: libsndfile's to find */
@@ -293,6 +293,33 @@ int audio_ogg_chained(const uint8_t *b, size_t len) {
     pos += 27 + nseg + body;
   }
   return 0;
+}
+
+/* An MP3 whose first frame's Xing or Info tag states the stream's bytes, and where those end
+ * another stream begins (its ID3v2 tag or an MPEG frame): files joined with cat. */
+static int mp3_joined(const uint8_t *b, size_t len) {
+  const size_t p = id3v2_end(b, len);
+  unsigned spf;
+  if (p + 64 > len || mp3_tag_frames(b, len, &spf) == 0) return 0;
+  size_t t = p + 4; /* the tag, after the header, a CRC and the side information */
+  while (t + 16 <= p + 64 && memcmp(b + t, "Xing", 4) != 0 && memcmp(b + t, "Info", 4) != 0) t++;
+  if (t + 16 > p + 64) return 0;
+  const uint32_t flags = be32(b + t + 4);
+  if (!(flags & 2)) return 0; /* no byte count */
+  size_t q = p + be32(b + t + 8 + (flags & 1 ? 4 : 0));
+  if (q >= len || q <= p) return 0;
+  q += id3v2_end(b + q, len - q);
+  return q + 4 <= len && mpeg_frame_header(b + q);
+}
+
+const char *audio_joined(int format, const uint8_t *b, size_t len) {
+  if ((format & SF_FORMAT_TYPEMASK) == SF_FORMAT_OGG && ogg_chained(b, len))
+    return "a chained Ogg file (one stream after another: files joined with cat?), and libsndfile "
+           "reads only the first: make it one stream (ffmpeg -i IN OUT.flac)";
+  if ((format & SF_FORMAT_TYPEMASK) == SF_FORMAT_MPEG && mp3_joined(b, len))
+    return "MP3 streams one after another (files joined with cat?), and libsndfile reads only the "
+           "frames the first one's tag states: make it one stream (ffmpeg -i IN OUT.flac)";
+  return NULL;
 }
 
 int64_t audio_frames_slack(int format, const uint8_t *b, size_t len, int64_t frames) {
