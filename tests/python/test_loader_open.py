@@ -457,3 +457,21 @@ def test_store_without_features(store):
     # message said to give one beside it)
     raises_at_construction(r"tokens_only: the store holds no mel config: token ids only",
                            [tok, store["path"]])
+
+
+def test_store_damaged_or_foreign(store):
+    # a data.mdb of other bytes (damaged, or a file copied in its place) and another program's
+    # LMDB environment: the loader said "FC_EFORMAT: not in the featcache format" and no more
+    lmdb = pytest.importorskip("lmdb")
+    junk = os.path.join(store["dir"], "junk")
+    os.mkdir(junk)
+    with open(os.path.join(junk, "data.mdb"), "wb") as f:
+        f.write(bytes(range(256)) * 400)
+    foreign = os.path.join(store["dir"], "foreign")
+    with lmdb.open(foreign) as env, env.begin(write=True) as t:
+        t.put(b"key", b"value")
+    for path in (junk, foreign):
+        raises_at_construction(re.escape(
+            "featcache: %s: FC_EFORMAT: not a featcache store (not an LMDB environment with "
+            "featcache/1 meta: damaged, or another program's); cache-verify %s says what it "
+            "holds" % (path, path)) + "$", path)

@@ -324,6 +324,11 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
                "its first commit?): it holds no utterance; featurize (or tokenize) -o %s stores "
                "them",
                FC_WHY_NAME(paths[i]), FC_WHY_NAME(paths[i]));
+      else if (rc == FC_EFORMAT) /* a data.mdb that is damaged, or another program's LMDB */
+        fc_why(why, why_len,
+               "%s: FC_EFORMAT: not a featcache store (not an LMDB environment with featcache/1 "
+               "meta: damaged, or another program's); cache-verify %s says what it holds",
+               FC_WHY_NAME(paths[i]), FC_WHY_NAME(paths[i]));
       else if (rc == EACCES && !(sflags & FC_STORE_NOLOCK) && store_lock_unwritable(paths[i]))
         fc_why(why, why_len,
                "%s: " STORE_LOCK_UNWRITABLE
