@@ -243,7 +243,7 @@ int main(int argc, char **argv) {
       o.nt = 0;
       fc_cli_list("threads", optarg, add_threads, &o);
       break;
-    case 'b': o.batch = fc_cli_u32("batch", optarg, 1, 4096); break;
+    case 'b': o.batch = fc_cli_u32_short(c, "batch", optarg, 1, 4096, longs); break;
     case OPT_STEP: o.step_ms = fc_cli_double("step-ms", optarg, 0.001, 1e7); break;
     case OPT_GPUS: o.gpus = fc_cli_u32("gpus", optarg, 1, 65536); break;
     case OPT_NO_PROBE: o.no_probe = 1; break;

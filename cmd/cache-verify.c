@@ -455,7 +455,7 @@ int main(int argc, char **argv) {
     case OPT_SOURCES: vo.sources = 1; break;
     case OPT_REHASH: vo.rehash = 1; break;
     case OPT_SOURCE_ROOT: vo.source_root = fc_cli_path("source-root", optarg); break;
-    case 'j': vo.threads = (int)fc_cli_u32("threads", optarg, 1, 1024); break;
+    case 'j': vo.threads = (int)fc_cli_u32_short(c, "threads", optarg, 1, 1024, longs); break;
     case OPT_MAX_ERRORS: {
       uint64_t v;
       if (fc_cli_parse_u64(optarg, &v, 0) || v == 0)

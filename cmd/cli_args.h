@@ -1,6 +1,6 @@
 /* The command line's words, for cmd/cli.h (which includes it after fc_cli_usage_error): an option
  * that names a run's one input given twice; an output file that cannot be made; the option a
- * mistyped one meant. Header-only, as cli.h. */
+ * mistyped one meant (or one given one dash). Header-only, as cli.h. */
 #ifndef FC_CMD_CLI_ARGS_H
 #define FC_CMD_CLI_ARGS_H
 
@@ -130,6 +130,27 @@ static inline void fc_cli_unknown_option(const char *word, int c, char **argv, i
       fc_cli_usage_error("unknown option '-%c' in '%s': did you mean '--%s'?", c, w, meant);
   }
   fc_cli_usage_error("unknown option '-%c'", c);
+}
+
+static inline uint32_t fc_cli_u32(const char *opt, const char *s, uint32_t lo, uint32_t hi);
+
+/* A short option's number (-j N, -b N): fc_cli_u32, except that a long option given one dash,
+ * read by getopt as the letter and its value (-json: -j with the value "son", -batch: -b "atch"),
+ * is said as such: 'invalid value 'son' for --jobs: -json reads as -j son: did you mean
+ * '--json'?' (it said only "invalid value 'son' for --jobs"). c: the letter, opt its long name. */
+static inline uint32_t fc_cli_u32_short(int c, const char *opt, const char *s, uint32_t lo,
+                                        uint32_t hi, const struct option *longs) {
+  char word[64], q[4 * 64 + 8];
+  const char *meant = NULL;
+  if (s[0] < '0' || s[0] > '9') { /* no number at all: the rest of a word? */
+    snprintf(word, sizeof word, "%c%s", c, s);
+    const char *eq = strchr(word, '=');
+    meant = fc_cli_meant(word, eq ? (size_t)(eq - word) : strlen(word), longs);
+  }
+  if (meant)
+    fc_cli_usage_error("invalid value '%s' for --%s: -%s reads as -%c %s: did you mean '--%s'?",
+                       fc_cli_quoted(s, q, sizeof q), opt, word, c, q, meant);
+  return fc_cli_u32(opt, s, lo, hi);
 }
 
 #endif

@@ -280,7 +280,7 @@ int main(int argc, char **argv) {
       break;
     case OPT_AUDIO_DIR: audio_dir = fc_cli_path("audio-dir", optarg); break;
     case OPT_MAX_SECONDS: max_seconds = fc_cli_double("max-seconds", optarg, 0, 1e9); break;
-    case 'j': jobs = fc_cli_u32("jobs", optarg, 1, 256); break;
+    case 'j': jobs = fc_cli_u32_short(c, "jobs", optarg, 1, 256, longs); break;
     case OPT_WRITERS: writers = fc_cli_u32("writers", optarg, 1, FC_SPLIT_MAX_PARTS); break;
     case OPT_BATCH: batch = fc_cli_u32("batch", optarg, 1, 1u << 20); break;
     case OPT_DEVICE: device_spec = optarg; break;

@@ -231,8 +231,8 @@ int main(int argc, char **argv) {
       synth_items = fc_cli_u32("synthetic-items", optarg, 1, 100000000);
       synth_items_given = 1;
       break;
-    case 'b': base.batch = fc_cli_u32("batch", optarg, 1, MAX_BATCH); break;
-    case 'w': base.workers = fc_cli_u32("workers", optarg, 0, MAX_WORKERS); break;
+    case 'b': base.batch = fc_cli_u32_short(c, "batch", optarg, 1, MAX_BATCH, longs); break;
+    case 'w': base.workers = fc_cli_u32_short(c, "workers", optarg, 0, MAX_WORKERS, longs); break;
     case OPT_PREFETCH: base.prefetch = fc_cli_u32("prefetch", optarg, 1, MAX_PREFETCH); break;
     case OPT_STEPS: base.steps = fc_cli_u32("steps", optarg, 1, 100000000); break;
     case OPT_EPOCHS: base.epochs = fc_cli_u32("epochs", optarg, 1, 100000); break;

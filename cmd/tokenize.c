@@ -453,7 +453,7 @@ int main(int argc, char **argv) {
                (to.dtype != FC_DTYPE_I32 && to.dtype != FC_DTYPE_I16 && to.dtype != FC_DTYPE_U16))
         fc_cli_usage_error("invalid value '%s' for --dtype (want auto, i16, u16, i32)", optarg);
       break;
-    case 'j': ro.threads = (int)fc_cli_u32("threads", optarg, 1, 1024); break;
+    case 'j': ro.threads = (int)fc_cli_u32_short(c, "threads", optarg, 1, 1024, longs); break;
     case OPT_BATCH: ro.batch = fc_cli_u32("batch", optarg, 1, 1u << 20); break;
     case OPT_SHARD: shard_spec = optarg; break;
     case OPT_MAX_TEXT: {

@@ -6,6 +6,8 @@
 # -o=cache (argparse's and click's spelling of -o cache) gave getopt's -o the value '=cache': the
 # store was made as '=cache', exit 0, and the next step looked for 'cache'. Now a usage error
 # saying so; ./=cache still names such a store.
+# -json where -j takes a number read as -j son: "invalid value 'son' for --jobs" alone; now the
+# message says how it was read and what was meant (-batch, -workers likewise).
 set -u
 B=${FC_BIN:?}
 S=${FC_SRC:?}
@@ -48,6 +50,13 @@ typo cache-config "unknown option '--nope'" --nope st
 typo cache-verify "unknown option '-Z'" -Z st
 typo cache-verify "unknown option '-Z'" -qZ st
 typo featurize "unknown option '--hop-length': featurize's is --hop" --hop-length 256 -o x a.wav
+typo featurize "invalid value 'son' for --jobs: -json reads as -j son: did you mean '--json'?" -json -o x a.wav
+typo tokenize "invalid value 'son' for --threads: -json reads as -j son: did you mean '--json'?" -json -o x m.csv
+typo cache-verify "invalid value 'son' for --threads: -json reads as -j son: did you mean '--json'?" -json st
+typo loader-bench "invalid value 'atch' for --batch: -batch reads as -b atch: did you mean '--batch'?" -batch 4 st
+typo loader-bench "invalid value 'orkers' for --workers: -workers reads as -w orkers: did you mean '--workers'?" -workers 2 st
+typo cache-bench "invalid value 'atch' for --batch: -batch reads as -b atch: did you mean '--batch'?" -batch 4 st
+typo featurize "invalid value 'abc' for --jobs (want an integer in 1..256)" -j abc -o x a.wav
 for tool in featurize tokenize cache-merge; do
   case $tool in
     featurize) args=(--device cpu a.wav) ;;
