@@ -51,6 +51,8 @@ enum {
                              not opened, since reading the missing pages would be a SIGBUS */
   FC_EDROPPED = -31933, /* the config a writer stores under was dropped from the store while it
                            wrote (fc_store_drop_config, cache-config --drop): FC_PUT_REQUIRE */
+  FC_EOPENED = -31934, /* the store is open in this process already (another fc_store, a
+                          loader): LMDB opens a store once per process (fc_store.h) */
   FC_ELAST = -31900
 };
 

@@ -2,7 +2,14 @@
  *
  * Threads: one fc_store may be shared by threads. Writes (fc_store_write) are serialized
  * internally; read transactions are per thread (MDB_NOTLS: a thread may hold several). A store
- * opened before fork() must not be used in the child: open it again there. */
+ * opened before fork() must not be used in the child: open it again there.
+ *
+ * Once per process: a store (its data.mdb, whatever path names it) is open at most once in a
+ * process, LMDB's locks being the process's: while one handle (or a loader, or a run of this
+ * library that opened it) holds it, fc_store_open of it is FC_EOPENED. (A second open used to succeed, and
+ * reset or drop the locks that keep other processes' writers off the pages the first handle's
+ * readers read.) Share the open handle between threads instead; loaders of one process share
+ * theirs. FC_STORE_NOLOCK opens are not counted. */
 #ifndef FC_STORE_H
 #define FC_STORE_H
 
@@ -60,7 +67,8 @@ static inline const char *fc_db_name(int db) {
 }
 
 /* Open the store in directory dir. With FC_STORE_CREATE the directory, the dbs and meta/format
- * are created when missing. Errors: ENOENT (no such directory), FC_ENOSTORE (a directory with
+ * are created when missing. Errors: FC_EOPENED (open in this process already, above), ENOENT (no
+ * such directory), FC_ENOSTORE (a directory with
  * no store in it), FC_EFORMAT (an LMDB env that is not
  * a featcache store, or one with nothing committed: an empty data.mdb too), FC_EVERSION (a featcache store of a format this build does not know),
  * FC_ESPLIT (dir is a split store: see fc_store_open_split, fc_store_expand), errno and LMDB

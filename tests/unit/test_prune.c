@@ -66,9 +66,22 @@ int main(void) {
   CHECK(fc_store_open(st, 0, &w) == 0, "open for writing");
   int rc = fc_store_prune(w, &o, &r, why, sizeof why);
   CHECK(rc == EINVAL, "prune without FC_STORE_EXCLUSIVE: %s, want EINVAL", fc_strerror(rc));
-  rc = fc_store_open(st, FC_STORE_EXCLUSIVE, &s);
-  CHECK(rc == EBUSY, "exclusive open beside a writer: %s, want EBUSY", fc_strerror(rc));
+  rc = fc_store_open(st, FC_STORE_EXCLUSIVE, &s); /* in this process: one open of a store */
+  CHECK(rc == FC_EOPENED, "exclusive open beside this process's writer: %s", fc_strerror(rc));
   fc_store_close(s);
+  s = NULL;
+  fflush(NULL);
+  pid_t busy = fork(); /* in another: EBUSY while the writer has it open */
+  if (busy == 0) {
+    fc_store *c = NULL;
+    rc = fc_store_open(st, FC_STORE_EXCLUSIVE, &c);
+    fc_store_close(c);
+    _exit(rc == EBUSY ? 0 : 1);
+  }
+  int busy_status = 1;
+  CHECK(busy > 0 && waitpid(busy, &busy_status, 0) == busy && WIFEXITED(busy_status) &&
+            WEXITSTATUS(busy_status) == 0,
+        "exclusive open in another process beside a writer: want EBUSY");
   /* a dry run reads: any handle */
   o.dry_run = 1;
   rc = fc_store_prune(w, &o, &r, why, sizeof why);

@@ -79,6 +79,9 @@ const char *fc_strerror(int err) {
   case FC_EDROPPED:
     return "FC_EDROPPED: the config was dropped from the store while this run wrote under it "
            "(cache-config --drop); run again to store it anew";
+  case FC_EOPENED:
+    return "FC_EOPENED: the store is open in this process already (LMDB opens a store once per "
+           "process: use the handle that is open, or close it first)";
   case MDB_READERS_FULL: /* said only after the slots of dead processes were cleared (readers.c) */
     return "MDB_READERS_FULL: every one of the 1024 reader slots of its lock.mdb is held by a live "
            "process: end some of the store's readers (training jobs' loaders, DataLoader workers, "

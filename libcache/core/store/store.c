@@ -55,30 +55,6 @@ static int file_exists(const char *dir, const char *name) {
   return stat(p, &st) != 0 ? 0 : S_ISREG(st.st_mode) && st.st_size == 0 ? 2 : 1; /* 2: empty */
 }
 
-/* LMDB sizes lock.mdb (its reader table: 1024 slots of 64 bytes and a header) with ftruncate and
- * writes it through a shared map. On a full file system the first write into a page without a
- * block behind it is SIGBUS, not an error: creating a store on a full disk killed the tool (exit
- * 135), and so could a reader taking a slot on a page never written. The blocks are allocated here
- * first (beyond the end while the file is shorter: LMDB's ftruncate then grows into them). A lock
- * file with no block yet (new, or left sparse by such a crash) is one LMDB's open would fault on:
- * a full disk is ENOSPC from the open then. One LMDB has written before opens as it always did
- * when the rest cannot be allocated (a rerun with nothing to do on a full disk still succeeds).
- * Where the file cannot be opened for writing or the file system cannot allocate ahead
- * (EOPNOTSUPP), LMDB goes on as before. */
-enum { LOCK_FILE_BYTES = 1024 * 64 + 4096 };
-
-static int reserve_lock_file(const char *dir) {
-  char p[4096];
-  if (snprintf(p, sizeof p, "%s/lock.mdb", dir) >= (int)sizeof p) return 0;
-  int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0664);
-  if (fd < 0) return 0; /* read-only: LMDB decides (MDB_NOLOCK where it may) */
-  struct stat st;
-  const int unwritten = fstat(fd, &st) != 0 || st.st_blocks == 0;
-  int rc = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, LOCK_FILE_BYTES) == 0 ? 0 : errno;
-  close(fd);
-  return unwritten && (rc == ENOSPC || rc == EDQUOT) ? rc : 0;
-}
-
 static int open_dbs(fc_store *s, int existed) {
   int create = (s->flags & FC_STORE_CREATE) && !(s->flags & FC_STORE_RDONLY);
   MDB_txn *txn = NULL;
@@ -298,9 +274,10 @@ static int store_open_once(const char *dir, unsigned flags, fc_store **out) {
   if (flags & FC_STORE_NOLOCK) ef |= MDB_NOLOCK;
   if (flags & FC_STORE_NORDAHEAD) ef |= MDB_NORDAHEAD;
   if (existed == 2 && !(flags & FC_STORE_CREATE)) rc = FC_EFORMAT; /* empty: nothing committed */
-  if (rc || (!(flags & FC_STORE_NOLOCK) && (rc = reserve_lock_file(dir)) != 0)) goto fail;
+  if (rc || (!(flags & FC_STORE_NOLOCK) && (rc = store_claim(s, dir, 1)) != 0)) goto fail;
   rc = fault_hit("env") ? EIO : mdb_env_open(s->env, dir, ef, 0664);
   if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH) rc = FC_EFORMAT;
+  if (!rc && !(flags & FC_STORE_NOLOCK)) rc = store_claim(s, dir, 0); /* one it created */
   if (rc) goto fail;
   if (existed && (rc = store_check_extent(s)) != 0) goto fail;
   if (!rdonly && (rc = writer_lock(s)) != 0) goto fail;
@@ -326,6 +303,7 @@ void fc_store_close(fc_store *s) {
   if (!s) return;
   if (s->env) mdb_env_close(s->env);
   if (s->lock_probe >= 0) close(s->lock_probe); /* after: it would drop the env's lock.mdb lock */
+  store_unclaim(s); /* after both: others of the process may open it now */
   free(s->idx);
   pthread_mutex_destroy(&s->dbi_mu);
   pthread_mutex_destroy(&s->idx_mu);

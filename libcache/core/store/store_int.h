@@ -46,7 +46,16 @@ struct fc_store {
   int dbi_held; /* the write transaction in flight holds dbi_mu */
   int lock_probe; /* -1, or a descriptor of lock.mdb compaction asks (compact.c); closed after
                    * the environment, since closing it drops this process's lock on lock.mdb */
+  struct store_once *once; /* this process's claim on the store (store_once.c); NULL: NOLOCK */
 };
+
+/* One open of a store per process (store_once.c): store_claim claims dir's data.mdb for s,
+ * FC_EOPENED when another handle of this process holds it (nothing claimed while there is no
+ * data.mdb yet: call it again once LMDB made one), then with reserve allocates lock.mdb's blocks
+ * ahead (0 or ENOSPC/EDQUOT); store_unclaim gives the claim back, after the environment is
+ * closed. */
+int store_claim(fc_store *s, const char *dir, int reserve);
+void store_unclaim(fc_store *s);
 
 /* Open dir without a lock? setting > 0 always, < 0 never, 0 auto: read-only media, a directory or
  * lock.mdb we cannot write, or no lock.mdb at all (no process has the environment open, and

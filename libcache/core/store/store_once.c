@@ -1,0 +1,105 @@
+/* One open of a store per process (fc_store_open, store_int.h). LMDB must not open an environment
+ * twice in a process: its locks on lock.mdb are the process's (fcntl), not the handle's. A second
+ * open of a store the process holds resets the reader table when no other process has the store
+ * open (the first handle's readers, a loader's snapshot among them, are gone from it), and closing
+ * either handle, or any descriptor of lock.mdb, drops the process's locks: another process then
+ * takes the store for unused, and its writers reuse the pages those readers still read (their
+ * records fail their checksums, or with the checks off are other records' bytes). So an open that
+ * uses the lock is refused, FC_EOPENED, while another handle of the process holds the store's
+ * data.mdb (by device and inode, as loader.c's registry, through which loaders share one handle
+ * per store: a data.mdb renamed over since is another file, opened anew). NOLOCK opens, which
+ * never touch lock.mdb, are not counted. Entries of a parent's handles are dropped in a fork
+ * child. */
+#include "libcache/core/store/store_int.h"
+
+#include "formats/common/alloc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct store_once {
+  struct store_once *next;
+  dev_t dev;
+  ino_t ino;
+  pid_t pid;
+} store_once;
+
+static pthread_mutex_t once_mu = PTHREAD_MUTEX_INITIALIZER;
+static store_once *once_head;
+
+/* LMDB sizes lock.mdb (its reader table: 1024 slots of 64 bytes and a header) with ftruncate and
+ * writes it through a shared map. On a full file system the first write into a page without a
+ * block behind it is SIGBUS, not an error: creating a store on a full disk killed the tool (exit
+ * 135), and so could a reader taking a slot on a page never written. The blocks are allocated here
+ * first (beyond the end while the file is shorter: LMDB's ftruncate then grows into them). A lock
+ * file with no block yet (new, or left sparse by such a crash) is one LMDB's open would fault on:
+ * a full disk is ENOSPC from the open then. One LMDB has written before opens as it always did
+ * when the rest cannot be allocated (a rerun with nothing to do on a full disk still succeeds).
+ * Where the file cannot be opened for writing or the file system cannot allocate ahead
+ * (EOPNOTSUPP), LMDB goes on as before. */
+enum { LOCK_FILE_BYTES = 1024 * 64 + 4096 };
+
+static int reserve_lock_file(const char *dir) {
+  char p[4096];
+  if (snprintf(p, sizeof p, "%s/lock.mdb", dir) >= (int)sizeof p) return 0;
+  int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0664);
+  if (fd < 0) return 0; /* read-only: LMDB decides (MDB_NOLOCK where it may) */
+  struct stat st;
+  const int unwritten = fstat(fd, &st) != 0 || st.st_blocks == 0;
+  int rc = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, LOCK_FILE_BYTES) == 0 ? 0 : errno;
+  close(fd);
+  return unwritten && (rc == ENOSPC || rc == EDQUOT) ? rc : 0;
+}
+
+/* store_int.h */
+int store_claim(fc_store *s, const char *dir, int reserve) {
+  char p[4096];
+  struct stat st;
+  if (s->once || snprintf(p, sizeof p, "%s/data.mdb", dir) >= (int)sizeof p) return 0;
+  if (stat(p, &st) != 0) /* a store this open creates: claimed once LMDB made data.mdb */
+    return reserve ? reserve_lock_file(dir) : 0;
+  const pid_t pid = getpid();
+  int rc = 0;
+  pthread_mutex_lock(&once_mu);
+  for (store_once **pp = &once_head; *pp;) { /* a parent's, inherited over fork: not ours */
+    if ((*pp)->pid != pid) {
+      store_once *gone = *pp;
+      *pp = gone->next;
+      free(gone);
+    } else {
+      pp = &(*pp)->next;
+    }
+  }
+  store_once *e = once_head;
+  while (e && !(e->dev == st.st_dev && e->ino == st.st_ino)) e = e->next;
+  if (e) {
+    rc = FC_EOPENED;
+  } else if (!(e = fc_calloc(1, sizeof *e))) {
+    rc = ENOMEM;
+  } else {
+    *e = (store_once){once_head, st.st_dev, st.st_ino, pid};
+    once_head = e;
+    s->once = e;
+  }
+  pthread_mutex_unlock(&once_mu);
+  return rc ? rc : reserve ? reserve_lock_file(dir) : 0;
+}
+
+/* store_int.h */
+void store_unclaim(fc_store *s) {
+  if (!s->once) return;
+  pthread_mutex_lock(&once_mu);
+  for (store_once **pp = &once_head; *pp; pp = &(*pp)->next)
+    if (*pp == s->once) {
+      *pp = s->once->next;
+      free(s->once);
+      break;
+    }
+  s->once = NULL;
+  pthread_mutex_unlock(&once_mu);
+}
