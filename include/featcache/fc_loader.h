@@ -13,8 +13,9 @@
  * records written later are not seen (reopen), and a writer running meanwhile cannot reuse the
  * pages of that snapshot, so a store being written grows while a loader is open.
  *
- * Threads: a loader is driven by one thread at a time (next/release/set_epoch); its prefetch
- * threads are internal. Separate loaders are independent. Fork: a loader must not be used in a
+ * Threads: a loader is driven by one thread at a time (next/set_epoch); its prefetch threads are
+ * internal. fc_loader_release may be called from any thread, also while another drives the
+ * loader (a batch given back when its copy to the GPU completed); fc_loader_lookup too. Separate loaders are independent. Fork: a loader must not be used in a
  * child process; open a new one there (every call in a child returns FC_EBADSTATE). */
 #ifndef FC_LOADER_H
 #define FC_LOADER_H
@@ -235,8 +236,9 @@ typedef struct fc_batch {
 /* The next batch of the current epoch into *out (owned by the loader until fc_loader_release).
  * Returns 0 with *out NULL at the end of the epoch (call fc_loader_set_epoch for the next).
  * Errors: FC_ECHECKSUM/FC_EFORMAT for a corrupt record under VERIFY|STRICT (fc_loader_error
- * says which id), ENOMEM, FC_EBADSTATE after fork or after an earlier failure of next (sticky
- * until fc_loader_set_epoch). */
+ * says which id), ENOBUFS (with caller buffers, fc_loader_set_buffers: the caller holds every one
+ * of them; not sticky: release a batch and call again), ENOMEM, FC_EBADSTATE after fork, with
+ * LOOKUP_ONLY, or after an earlier failure of next (sticky until fc_loader_set_epoch). */
 FC_API int fc_loader_next(fc_loader *l, fc_batch **out);
 /* A batch's descriptor, for bindings: its fields as one packed array of uint64 (pointers as
  * addresses, 0 for NULL), so a binding reads them with one unpack instead of one field access

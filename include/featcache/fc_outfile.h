@@ -13,7 +13,7 @@
 
 #include <stdio.h>
 
-#include "featcache/fc_base.h"
+#include "fc_base.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -8,7 +8,10 @@
  * Threads: fc_tokenizer_encode may be called from many threads on one tokenizer. The phonemes
  * tokenizer calls libespeak-ng, which keeps global state and is not thread-safe: every espeak-ng
  * call in the process goes through one mutex, so phonemization runs one line at a time whatever
- * the thread count (normalization and id mapping still run in parallel). */
+ * the thread count (normalization and id mapping still run in parallel). A line espeak-ng might
+ * die on (a word of another script) is phonemized in a child process: fc_tokenizer_encode then
+ * forks, and waits for it (FC_PHONEMIZE_TIMEOUT seconds at most; FC_PHONEMIZE_CHILD=none never
+ * forks, =all for every line; docs/tokenize.md). */
 #ifndef FC_TOKENIZE_H
 #define FC_TOKENIZE_H
 
