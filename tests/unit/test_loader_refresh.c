@@ -3,7 +3,8 @@
  * refuses (FC_ECONFIG). A map another process grew past this one's (FC_FAULT_MAPSIZE, test builds:
  * small maps and no headroom) is adopted when nothing else of the process holds the store; while
  * another loader of it is open the refresh fails with MDB_MAP_RESIZED, the loader then refuses
- * lookups (FC_EBADSTATE), and the other loader's records stay where they were, intact. */
+ * lookups (FC_EBADSTATE), and the other loader's records stay where they were, intact. A
+ * LOOKUP_ONLY loader refuses next and set_epoch (FC_EBADSTATE), fc_loader_error saying why. */
 #include "featcache.h"
 #include "featcache/fc_loader.h"
 #include "formats/common/fault.h"
@@ -106,6 +107,14 @@ int main(void) {
   /* a commit of another process: found after a refresh, in the same map */
   fc_loader *l = lookup_loader(path);
   if (!l) return fc_check_result("test_loader_refresh");
+  /* no index: no batches, and fc_loader_error says why (it said nothing) */
+  fc_batch *none = NULL;
+  CHECK(fc_loader_next(l, &none) == FC_EBADSTATE && !none &&
+            strstr(fc_loader_error(l), "LOOKUP_ONLY loader has no index"),
+        "next of a LOOKUP_ONLY loader: '%s'", fc_loader_error(l));
+  CHECK(fc_loader_set_epoch(l, 1) == FC_EBADSTATE &&
+            strstr(fc_loader_error(l), "LOOKUP_ONLY loader has no index"),
+        "set_epoch of a LOOKUP_ONLY loader: '%s'", fc_loader_error(l));
   fc_loader_item it;
   const void *base0, *base1;
   size_t len0, len1;

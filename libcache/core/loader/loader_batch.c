@@ -518,9 +518,14 @@ void ld_drop_ready(fc_loader *l) {
 }
 
 /* ---- the public iteration ---------------------------------------------------------------------- */
+static int lookup_only(fc_loader *l) { /* next, set_epoch: no index to iterate */
+  snprintf(l->err, sizeof l->err, "a LOOKUP_ONLY loader has no index: fc_loader_lookup only");
+  return FC_EBADSTATE;
+}
+
 int fc_loader_set_epoch(fc_loader *l, uint64_t epoch) {
   if (l->pid != getpid()) return FC_EBADSTATE;
-  if (l->o.flags & FC_LOADER_LOOKUP_ONLY) return FC_EBADSTATE;
+  if (l->o.flags & FC_LOADER_LOOKUP_ONLY) return lookup_only(l);
   uint32_t depth = l->o.prefetch_depth;
   pthread_mutex_lock(&l->mu);
   if (!l->slots) {
@@ -609,7 +614,7 @@ int fc_loader_next(fc_loader *l, fc_batch **out) {
     snprintf(l->err, sizeof l->err, "loader opened in another process: open it again after fork");
     return FC_EBADSTATE;
   }
-  if (l->o.flags & FC_LOADER_LOOKUP_ONLY) return FC_EBADSTATE;
+  if (l->o.flags & FC_LOADER_LOOKUP_ONLY) return lookup_only(l);
   /* The first call builds its batch itself, then starts the prefetch threads: on a store not in
    * memory their reads of the batches after it (the kernel's read-around of each fault) would
    * otherwise queue beside the first batch's own and delay it (0.4 s of 8 MiB reads at 300k). */
