@@ -181,7 +181,10 @@ if [ "$count" = 0 ]; then
     unset FC_NVIDIA_GPUS_DIR
   fi
 else
-  "$FZ" --device auto --gpu-min-seconds 0 -v --json -o st a.wav >out 2>err ||
+  # --gpu-min-seconds 0 makes any job large enough for the hybrid start, where the CPU computes
+  # while the GPU starts (the one file is the CPU's then): the device opened first (wait), the GPU
+  # computes it
+  FC_CUDA_START=wait "$FZ" --device auto --gpu-min-seconds 0 -v --json -o st a.wav >out 2>err ||
     fail "auto on a GPU: exit $?; $(cat err)"
   grep -qE "^featurize: device: cuda:0( |$)" err || fail "auto -v on a GPU: $(cat err)"
   [ "$(json_field out device 2>/dev/null)" = cuda:0 ] || fail "auto --json on a GPU: $(cat out)"
@@ -189,7 +192,8 @@ else
   "$FZ" --device cuda --json -o st2 a.wav >out 2>err || fail "cuda on a GPU: exit $?; $(cat err)"
   [ "$(producer st2)" = 2 ] || fail "cuda on a GPU: producer '$(producer st2)', want 2"
   mkdir -p nolist # the driver's list unread: the runtime is asked before the job, as without one
-  FC_NVIDIA_GPUS_DIR=$tmp/nolist "$FZ" --device auto --gpu-min-seconds 0 -o st_nl a.wav >out 2>err ||
+  FC_CUDA_START=wait FC_NVIDIA_GPUS_DIR=$tmp/nolist "$FZ" --device auto --gpu-min-seconds 0 \
+    -o st_nl a.wav >out 2>err ||
     fail "auto on a GPU, no GPU listed: exit $?; $(cat err)"
   [ "$(producer st_nl)" = 2 ] || fail "auto on a GPU, no GPU listed: producer '$(producer st_nl)'"
   # --gpu-min-seconds is also what makes a job large enough for the hybrid start (the CPU computes

@@ -27,6 +27,7 @@
 #include "featcache/fc_store.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,8 +145,23 @@ static int run(const char *store, const fc_mel_config *cfg, const fc_item_list *
 
 /* The stored records of store: how many each producer made; each one's numbers must be the CPU
  * path's. Returns the records found. */
-static unsigned check_records(const char *what, const char *store, const fc_mel_config *cfg,
-                              unsigned *cpu, unsigned *dev) {
+/* A real GPU's record against the CPU path's (hifigan: ln of the mel magnitude): within
+ * docs/ACCURACY.md's bound for log outputs, 1e-4 + 32 float32 epsilons of the frame's loudest band
+ * in this band's units (the float32 FFTs differ in their last bits; the mock's are the CPU's own). */
+static int within_bound(const float *got, const float *want, uint32_t frames, uint32_t n_mels) {
+  for (uint32_t f = 0; f < frames; f++) {
+    const float *g = got + (size_t)f * n_mels, *w = want + (size_t)f * n_mels;
+    float peak = w[0];
+    for (uint32_t b = 1; b < n_mels; b++) peak = w[b] > peak ? w[b] : peak;
+    for (uint32_t b = 0; b < n_mels; b++)
+      if (fabs((double)g[b] - w[b]) > 1e-4 + 32 * 1.1920929e-7 * exp((double)peak - w[b])) return 0;
+  }
+  return 1;
+}
+
+/* gpu: a real GPU's records (producer CUDA) are held to the bound above, not to the CPU's bytes */
+static unsigned check_records_on(const char *what, const char *store, const fc_mel_config *cfg,
+                                 unsigned *cpu, unsigned *dev, int gpu) {
   fc_store *s;
   fc_rtxn *t;
   char why[256];
@@ -175,14 +191,22 @@ static unsigned check_records(const char *what, const char *store, const fc_mel_
     *cpu += h.producer == FC_PRODUCER_CPU;
     *dev += h.producer == FC_PRODUCER_CUDA;
     const size_t bytes = (size_t)ref_frames[i] * cfg->n_mels * sizeof(float);
-    CHECK(h.dim0 == ref_frames[i] && h.payload_bytes == bytes && memcmp(pl, ref_mel[i], bytes) == 0,
+    const int same =
+        h.payload_bytes == bytes &&
+        (gpu && h.producer == FC_PRODUCER_CUDA ? within_bound(pl, ref_mel[i], h.dim0, cfg->n_mels)
+                                               : memcmp(pl, ref_mel[i], bytes) == 0);
+    CHECK(h.dim0 == ref_frames[i] && same,
           "%s: %s (producer %u): %u frames (want %llu), numbers %s the CPU path's", what, id,
-          h.producer, h.dim0, (unsigned long long)ref_frames[i],
-          h.payload_bytes == bytes && memcmp(pl, ref_mel[i], bytes) == 0 ? "equal" : "differ from");
+          h.producer, h.dim0, (unsigned long long)ref_frames[i], same ? "equal" : "differ from");
   }
   fc_rtxn_end(t);
   fc_store_close(s);
   return found;
+}
+
+static unsigned check_records(const char *what, const char *store, const fc_mel_config *cfg,
+                              unsigned *cpu, unsigned *dev) {
+  return check_records_on(what, store, cfg, cpu, dev, 0);
 }
 
 static void rm_rf(const char *path) {
@@ -433,7 +457,7 @@ int main(void) {
           "cuda:0 that may fall back (%s): rc %d, %llu stored, fell_back_to_cpu %d (%s)",
           no_gpu ? reason : "a GPU", rc, (unsigned long long)st.processed, st.fell_back_to_cpu,
           why);
-    CHECK(check_records("fallback at resolve", store, &cfg, &cpu, &dev) == NFILES &&
+    CHECK(check_records_on("fallback at resolve", store, &cfg, &cpu, &dev, !no_gpu) == NFILES &&
               (no_gpu ? cpu : dev) == NFILES,
           "cuda:0 that may fall back: %u records by the CPU, %u by the device", cpu, dev);
     rm_rf(store);
