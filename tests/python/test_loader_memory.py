@@ -48,10 +48,13 @@ def test_an_outlier_batch_does_not_stay_resident_in_every_buffer():
         assert n == 160
         seen.append(anon_mb() - base)
     ld.close()
-    # before: +1 buffer's worth every few epochs (235, 332, 429 MB ... of 98 MB buffers); now at
-    # most the buffer the outlier is in and one being built beside it
-    assert max(seen[2:]) <= 2.5 * buf_mb, ("resident MB above the start, per epoch: %s (buffers "
-                                           "of %.0f MB)" % ([round(x) for x in seen], buf_mb))
+    # before: +1 buffer's worth every few epochs (235, 332, 429 MB ... of 98 MB buffers); now the
+    # buffer the outlier is in and one being built beside it, a third for a moment at an epoch's
+    # turn on a loaded machine (one sample in six under load: 197, 197, 100, 100, 100, 295, ...)
+    said = "resident MB above the start, per epoch: %s (buffers of %.0f MB)" % (
+        [round(x) for x in seen], buf_mb)
+    assert max(seen[2:]) <= 3.5 * buf_mb, said
+    assert sorted(seen[8:])[4] <= 2.5 * buf_mb, said  # the later epochs' median
 
 
 if __name__ == "__main__":
