@@ -683,7 +683,8 @@ int main(int argc, char **argv) {
             (unsigned long long)steps_planned);
     if (steps_done < steps_planned)
       fprintf(stderr, ", %llu not started", (unsigned long long)(steps_planned - steps_done));
-    fprintf(stderr, " (%llu utterances failed)\n", (unsigned long long)failed);
+    fprintf(stderr, " (%llu utterance%s failed)\n", (unsigned long long)failed,
+            failed == 1 ? "" : "s");
   }
 
   for (size_t i = 0; i < n_runs; i++) fc_profiler_free(runs[i].prof);

@@ -94,7 +94,7 @@ echo "zz|broken" >>"$tmp/bad.csv"
 rc=$?
 [ $rc = 1 ] || fail "bad: exit $rc"
 grep -q "^loader-bench: $tmp/wavs/zz.wav: " "$tmp/err" || fail "bad: no warning: $(cat "$tmp/err")"
-grep -q '^loader-bench: done: 1 of 1 steps (1 utterances failed)$' "$tmp/err" || fail "bad: summary"
+grep -q '^loader-bench: done: 1 of 1 steps (1 utterance failed)$' "$tmp/err" || fail "bad: summary"
 
 # a manifest that lacks one of the store's ids (a split of a store made for the whole corpus):
 # the cache reads the manifest's 7 utterances, as the audio run does; the cache alone with

@@ -213,6 +213,6 @@ grep -qE -- "--quiet +no progress, no summary line unless a run failed$" "$tmp/h
 [ $rc = 0 ] && [ ! -s "$tmp/err" ] || { echo "FAIL -q, a good run: exit $rc: $(cat "$tmp/err")"; fails=$((fails + 1)); }
 "$LB" -q --source audio --manifest "$tmp/q/bad.txt" --steps 1 -b 2 >/dev/null 2>"$tmp/err"; rc=$?
 [ $rc = 1 ] && [ "$(cat "$tmp/err")" = "loader-bench: $tmp/q/missing.wav: No such file or directory
-loader-bench: done: 1 of 1 steps (1 utterances failed)" ] || { echo "FAIL -q, a failed run: exit $rc: $(cat "$tmp/err")"; fails=$((fails + 1)); }
+loader-bench: done: 1 of 1 steps (1 utterance failed)" ] || { echo "FAIL -q, a failed run: exit $rc: $(cat "$tmp/err")"; fails=$((fails + 1)); }
 
 [ $fails = 0 ] && echo "ok" || exit 1
