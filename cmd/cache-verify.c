@@ -356,6 +356,7 @@ static void print_human(const char *store, const fc_verify_report *r) {
   if (r->errors) cvc_writer_now(store, writer, sizeof writer);
   if (!r->stopped && !cvc_missing_notes(store, r, writer)) cvc_writer_note(store, r, writer);
   if (!r->stopped && !with_manifest) cvc_unpaired_notes(store, r); /* else its errors say it */
+  cvc_stale_note(store, r);
   if (r->stopped)
     put_store(store), printf("stopped after %llu error%s (--max-errors)\n",
                              (unsigned long long)r->errors, r->errors == 1 ? "" : "s");

@@ -112,3 +112,15 @@ void cvc_writer_now(const char *store, char *who, size_t n) {
   else if (excl || others)
     snprintf(who, n, "another process");
 }
+
+/* Reader slots of dead processes cleared on request (--clear-stale-readers): a note, as the
+ * warning says the ones cleared because the table was full. */
+void cvc_stale_note(const char *store, const fc_verify_report *r) {
+  if (!r->stale_cleared) return;
+  for (size_t i = 0; i < r->count; i++)
+    if (r->findings[i].problem && strstr(r->findings[i].problem, "the reader table was full"))
+      return; /* said by its warning */
+  fc_cli_put_name(stdout, store);
+  printf(": note: %u stale reader slot%s of dead processes cleared (--clear-stale-readers)\n",
+         r->stale_cleared, r->stale_cleared == 1 ? "" : "s");
+}

@@ -22,5 +22,8 @@ void cvc_writer_note(const char *store, const fc_verify_report *r, const char *w
  * text_only, audio_only): a note each, since a loader reading features and tokens leaves them
  * out. */
 void cvc_unpaired_notes(const char *store, const fc_verify_report *r);
+/* Reader slots of dead processes cleared on request (--clear-stale-readers), not because the
+ * table was full (its warning says those): a note saying how many. */
+void cvc_stale_note(const char *store, const fc_verify_report *r);
 
 #endif

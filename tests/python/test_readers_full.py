@@ -142,6 +142,18 @@ def main():
                             "table was full" % (held, filler.pid)], warn
             print("cache-verify on it: %s" % warn[0])
 
+            # a few killed loaders' slots, cleared on request: said on a terminal too (it said
+            # nothing there: only --json's stale_cleared)
+            few = start(FILLER.replace("< 1100", "< 3"), store)
+            n = int(few.stdout.readline())
+            few.send_signal(signal.SIGKILL)
+            few.wait()
+            r = run(os.path.join(BIN, "cache-verify"), "--clear-stale-readers", store)
+            note = "%s: note: %d stale reader slots of dead processes cleared " \
+                   "(--clear-stale-readers)" % (store, n)
+            assert r.returncode == 0 and note in r.stdout.splitlines(), (n, r.stdout, r.stderr)
+            print("cache-verify --clear-stale-readers: %s" % note)
+
             # 2. full of live readers: nothing to clear, said so
             filler, held, err = fill(store)
             try:
