@@ -722,7 +722,9 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     }
     decoded += got;
     if ((double)decoded > max_frames) {
-      fc_why(why, why_len, "over the %g s limit", max_seconds);
+      fc_why(why, why_len,
+             "at least %.2f s long (its header states no length), over the %g s limit",
+             (double)decoded / src_rate, max_seconds);
       rc = FC_ETOOLONG;
       goto done;
     }
