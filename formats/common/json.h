@@ -132,4 +132,42 @@ static inline char *fc_json_dumps(const json_t *j, size_t flags, int *nomem) {
   return b.p;
 }
 
+/* The fields in which JSON objects a and b differ (two configs), as the tools say them: a's
+ * fields in a's order, then those only b has, each unless skip(key) (skip may be NULL): "KEY A"
+ * appended to mine and "B" to theirs, ", " between them, "none" for the value of a field an
+ * object lacks ("?" for one that could not be written out), at most max fields, then ", ..." after
+ * mine. What does not fit a buffer is cut off. Returns the number of fields said. */
+static inline int fc_json_diff_lists(json_t *a, json_t *b, int (*skip)(const char *key), int max,
+                                     char *mine, size_t mine_len, char *theirs, size_t theirs_len) {
+  int said = 0;
+  for (int pass = 0; pass < 2; pass++) { /* a's fields, then those only b has */
+    const char *key;
+    json_t *val;
+    json_object_foreach(pass ? b : a, key, val) {
+      json_t *va = json_object_get(a, key), *vb = json_object_get(b, key);
+      if ((pass && va) || (va && vb && json_equal(va, vb)) || (skip && skip(key))) continue;
+      if (said == max) {
+        size_t m = strlen(mine);
+        if (m + 1 < mine_len) snprintf(mine + m, mine_len - m, ", ...");
+        return said;
+      }
+      int nomem;
+      char *x = va ? fc_json_dumps(va, JSON_ENCODE_ANY | JSON_COMPACT, &nomem) : NULL;
+      char *y = vb ? fc_json_dumps(vb, JSON_ENCODE_ANY | JSON_COMPACT, &nomem) : NULL;
+      size_t m = strlen(mine), t = strlen(theirs);
+      if (m + 1 < mine_len)
+        snprintf(mine + m, mine_len - m, "%s%s %s", said ? ", " : "", key,
+                 x    ? x
+                 : va ? "?"
+                      : "none");
+      if (t + 1 < theirs_len)
+        snprintf(theirs + t, theirs_len - t, "%s%s", said ? ", " : "", y ? y : vb ? "?" : "none");
+      free(x);
+      free(y);
+      said++;
+    }
+  }
+  return said;
+}
+
 #endif

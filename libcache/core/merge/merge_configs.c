@@ -125,35 +125,11 @@ __attribute__((format(printf, 3, 4))) static void append(char *buf, size_t len, 
 
 /* What config c differs in from the reference r, e.g. "fmax 7600, kernel_version 3 where
  * 1a2b3c4d5e6f has 8000, 4" (at most 3 fields; "preset" aside: it follows the others). */
+static int preset_field(const char *key) { return !strcmp(key, "preset"); }
+
 static void describe_diff(const melcfg *c, const melcfg *r, char *out, size_t len) {
   char mine[160] = "", theirs[160] = "";
-  const char *key;
-  json_t *val;
-  int said = 0;
-  json_object_foreach(c->o, key, val) {
-    if (!strcmp(key, "preset")) continue;
-    json_t *rv = json_object_get(r->o, key);
-    if (rv && json_equal(val, rv)) continue;
-    if (said++ == 3) {
-      APPEND(mine, ", ...");
-      break;
-    }
-    int nomem;
-    char *a = fc_json_dumps(val, JSON_ENCODE_ANY | JSON_COMPACT, &nomem);
-    char *b = rv ? fc_json_dumps(rv, JSON_ENCODE_ANY | JSON_COMPACT, &nomem) : NULL;
-    APPEND(mine, "%s%s %s", said > 1 ? ", " : "", key, a ? a : "?");
-    APPEND(theirs, "%s%s", said > 1 ? ", " : "", b ? b : "none");
-    free(a);
-    free(b);
-  }
-  json_object_foreach(r->o, key, val) { /* a field only the reference has (another version) */
-    if (said > 3 || json_object_get(c->o, key)) continue;
-    int nomem;
-    char *b = fc_json_dumps(val, JSON_ENCODE_ANY | JSON_COMPACT, &nomem);
-    APPEND(mine, "%s%s none", said++ ? ", " : "", key);
-    APPEND(theirs, "%s%s", said > 1 ? ", " : "", b ? b : "?");
-    free(b);
-  }
+  fc_json_diff_lists(c->o, r->o, preset_field, 3, mine, sizeof mine, theirs, sizeof theirs);
   snprintf(out, len, "%s: %s where %.12s has %s", c->name[0] ? c->name : "no preset", mine, r->hex,
            theirs);
 }

@@ -94,28 +94,12 @@ static int vocab_field(const char *key) {
  * number of such fields. */
 static int options_diff(const tokcfg *c, const tokcfg *r, char *out, size_t len) {
   char mine[200] = "", theirs[200] = "";
-  const char *key;
-  json_t *val;
-  int said = 0;
-  for (int pass = 0; pass < 2; pass++) { /* c's fields, then those only r has */
-    json_object_foreach(pass ? r->o : c->o, key, val) {
-      json_t *cv = json_object_get(c->o, key), *rv = json_object_get(r->o, key);
-      if (vocab_field(key) || (pass && cv) || (cv && rv && json_equal(cv, rv))) continue;
-      if (said++ == 3) break;
-      int nomem;
-      char *a = cv ? fc_json_dumps(cv, JSON_ENCODE_ANY | JSON_COMPACT, &nomem) : NULL;
-      char *b = rv ? fc_json_dumps(rv, JSON_ENCODE_ANY | JSON_COMPACT, &nomem) : NULL;
-      size_t m = strlen(mine), t = strlen(theirs);
-      snprintf(mine + m, sizeof mine - m, "%s%s %s", said > 1 ? ", " : "", key, a ? a : "none");
-      snprintf(theirs + t, sizeof theirs - t, "%s%s", said > 1 ? ", " : "", b ? b : "none");
-      free(a);
-      free(b);
-    }
-  }
+  const int said =
+      fc_json_diff_lists(c->o, r->o, vocab_field, 3, mine, sizeof mine, theirs, sizeof theirs);
   if (said) {
     size_t at = strlen(out);
-    snprintf(out + at, len - at, "%s%.12s: %s%s where %.12s has %s", at ? "; " : "", c->hex, mine,
-             said > 3 ? ", ..." : "", r->hex, theirs);
+    snprintf(out + at, len - at, "%s%.12s: %s where %.12s has %s", at ? "; " : "", c->hex, mine,
+             r->hex, theirs);
   }
   return said;
 }

@@ -151,15 +151,27 @@ static json_t *config_json(MDB_txn *txn, MDB_dbi meta, const char *hex, int *nom
   return o;
 }
 
+/* Fields a config's pair is not told by (fc_json_diff_lists' skip): a mel config's name, which
+ * follows its values; a token config's name, and its vocabulary's fields (said apart). */
+static int mel_name_field(const char *key) { return !strcmp(key, "preset"); }
+static int token_name_or_vocab(const char *key) {
+  static const char *const keys[] = {"tokenizer", "vocab_digest", "vocab_size", "specials",
+                                     "tokenizer_json_digest"};
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    if (!strcmp(key, keys[i])) return 1;
+  return 0;
+}
+
 /* Config b (of one store) beside the reference store's a, both of one kind: when they have one
  * name (a mel config's "preset", a token config's "tokenizer"), the fields that make them two, to
  * out as " (REF's chars config 189222372b47, but add_bos true where that has false)" (at most 3
- * fields; a vocabulary or tokenizer.json of its own said so); "" when they are not of one name.
+ * fields, as cache-merge lists them; a vocabulary or tokenizer.json of its own said so); "" when
+ * they are not of one name.
  * A mel config whose options overrode its preset's values is named by none (null): it pairs with
  * the reference's mel config whatever that one's name. 0, or ENOMEM. */
 static int config_diff(MDB_txn *tb, MDB_dbi mb, const char *b, MDB_txn *ta, MDB_dbi ma,
                        const char *a, const char *ref, char *out, size_t len) {
-  int nomem_a, nomem_b, said = 0;
+  int nomem_a, nomem_b;
   json_t *ob = config_json(tb, mb, b, &nomem_b), *oa = config_json(ta, ma, a, &nomem_a);
   out[0] = '\0';
   /* their names: a mel config's preset (null once an option overrode one of its values), a
@@ -172,32 +184,21 @@ static int config_diff(MDB_txn *tb, MDB_dbi mb, const char *b, MDB_txn *ta, MDB_
   const int pair = oa && ob && (na && nb ? !strcmp(na, nb) : mel);
   if (!na) na = nb ? nb : "mel";
   if (pair) {
-    char diff[400] = "";
-    const char *key;
-    json_t *val;
-    for (int pass = 0; pass < 2 && said <= 3; pass++) /* b's fields, then those only a has */
-      json_object_foreach(pass ? oa : ob, key, val) {
-        json_t *vb = json_object_get(ob, key), *va = json_object_get(oa, key);
-        if ((pass && vb) || (va && vb && json_equal(va, vb)) || !strcmp(key, "vocab_size") ||
-            !strcmp(key, name_key))
-          continue;
-        if (said++ == 3) break;
-        size_t m = strlen(diff);
-        if (!strcmp(key, "vocab_digest") || !strcmp(key, "tokenizer_json_digest")) {
-          snprintf(diff + m, sizeof diff - m, "%s%s", said > 1 ? ", " : "",
-                   key[0] == 'v' ? "another vocabulary" : "another tokenizer.json");
-          continue;
-        }
-        int nm;
-        char *x = vb ? fc_json_dumps(vb, JSON_ENCODE_ANY | JSON_COMPACT, &nm) : NULL;
-        char *y = va ? fc_json_dumps(va, JSON_ENCODE_ANY | JSON_COMPACT, &nm) : NULL;
-        snprintf(diff + m, sizeof diff - m, "%s%s %s where that has %s", said > 1 ? ", " : "", key,
-                 x ? x : "none", y ? y : "none");
-        free(x);
-        free(y);
-      }
-    if (said && snprintf(out, len, " (%s's %s config %.12s, but %s%s)", ref, na, a, diff,
-                         said > 3 ? ", ..." : "") >= (int)len)
+    char vocab[64] = "", mine[200] = "", theirs[200] = "";
+    static const char *const own[] = {"vocab_digest", "tokenizer_json_digest"};
+    static const char *const says[] = {"another vocabulary", "another tokenizer.json"};
+    for (int i = 0; i < 2; i++) { /* a vocabulary of its own: said so, not as two digests */
+      json_t *x = json_object_get(ob, own[i]), *y = json_object_get(oa, own[i]);
+      if ((x || y) && !(x && y && json_equal(x, y)))
+        snprintf(vocab + strlen(vocab), sizeof vocab - strlen(vocab), "%s%s", vocab[0] ? ", " : "",
+                 says[i]);
+    }
+    const int said = fc_json_diff_lists(ob, oa, mel ? mel_name_field : token_name_or_vocab, 3, mine,
+                                        sizeof mine, theirs, sizeof theirs);
+    if ((vocab[0] || said) &&
+        snprintf(out, len, " (%s's %s config %.12s, but %s%s%s%s%s)", ref, na, a, vocab,
+                 vocab[0] && said ? ", " : "", mine, said ? " where that has " : "",
+                 said ? theirs : "") >= (int)len)
       out[len - 1] = '\0'; /* cut short: still said */
   }
   json_decref(oa);
