@@ -203,6 +203,27 @@ class LoaderBatch:
                                                                     self.size)
 
 
+def fits(value, dtype):
+    """value is one of dtype's (an integer dtype): a token_pad the batch holds as itself."""
+    i = np.iinfo(dtype)
+    return i.min <= value <= i.max
+
+
+def int32_tokens(b):
+    """A padded batch's tokens as int32 (the adapters' dtype): i16 and u16 ids widened (a copy of
+    the small token array), int32 ones as they are. The loader pads in the stored dtype, where a
+    token_pad it cannot hold wraps (-100, for cross_entropy's ignore_index, is 65436 in u16): the
+    pad slots of the copy are set to the loader's token_pad itself."""
+    t = b.tokens
+    if t.dtype == np.int32:
+        return t
+    out = t.astype(np.int32)
+    pad = b._owner.handle.token_pad if len(b) else 0
+    if not fits(pad, t.dtype):
+        out[np.arange(out.shape[1]) >= b.token_lengths[:, None]] = pad
+    return out
+
+
 def _views(handle, owner, ptrs, lens, shape_tail, dt, row):
     """Arrays of lens[i] rows at ptrs[i]: over the map's buffer (read-only) where the pointer lies
     in a store's map, else over the batch's span (short records copied into the block)."""

@@ -37,6 +37,7 @@ import sys
 import warnings
 import weakref
 
+import numpy as np
 import torch
 
 from . import _batch as _B
@@ -304,8 +305,11 @@ class Handoff:
     @staticmethod
     def usable(ld):
         """The loader's batches can be handed off this way (the use count can be read, tokens
-        have a torch dtype)."""
+        have a torch dtype, and i16 ones a token_pad that i16 holds: else the pad slots of the
+        int32 copy are set by batch_to_torch)."""
         info = ld.info
+        if info.tok_dtype == 5 and not _B.fits(ld._kw["token_pad"], np.int16):
+            return False
         return _COUNTS and ld.buffer_alloc is not None and info.tok_dtype in (0, 4, 5)
 
     def close(self):

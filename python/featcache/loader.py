@@ -215,6 +215,7 @@ class _Handle:
                                                         _lib.strerror(rc)))
         self.h = h
         self.padded = opts.output == _lib.OUTPUTS["padded"]  # (a batch of none has no buffer)
+        self.token_pad = opts.token_pad  # (padded tokens: the adapters' int32 copies hold it)
         self.pid = os.getpid()
         self.lib = L
         info = _lib.Info()

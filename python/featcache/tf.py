@@ -47,6 +47,7 @@ import weakref
 
 import numpy as np
 
+from ._batch import int32_tokens
 from .loader import Loader, _short_rank
 
 __all__ = ["make_dataset", "batches"]
@@ -127,7 +128,7 @@ def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device
                 mels = (mels.astype(np.uint32) << 16).view(np.float32)
             out = [mels, b.mel_lengths.astype(np.int32)]
             if has_tok:
-                toks = b.tokens.astype(np.int32) if b.tokens.dtype == np.uint16 else b.tokens
+                toks = int32_tokens(b) if b.tokens.dtype == np.uint16 else b.tokens
                 out += [toks, b.token_lengths.astype(np.int32)]
             if with_crops:
                 out += [b.mel_starts.astype(np.int32), b.src_frames.astype(np.int32)]
@@ -213,7 +214,7 @@ def batches(paths, epoch=None, with_ids=False, epochs=1, with_crops=False, **loa
         out = [mels, tensor(b.mel_lengths, np.int32)]
         if b.tokens is not None:
             toks = b.tokens
-            out += [tf.constant(toks.astype(np.int32)) if toks.dtype == np.uint16 else tensor(toks),
+            out += [tf.constant(int32_tokens(b)) if toks.dtype == np.uint16 else tensor(toks),
                     tensor(b.token_lengths, np.int32)]
         if with_crops:
             out += [tensor(b.mel_starts, np.int32), tensor(b.src_frames, np.int32)]

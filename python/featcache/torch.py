@@ -61,7 +61,9 @@ no step gets zero utterances; a RuntimeWarning names them (on one rank of severa
 a FeatcacheError: the rank would take one step fewer than the others, and DDP wait for good). batch["errors"] names the utterances
 skipped from a batch handed out ("id: reason", a tuple; () almost always).
 Lengths are int32 tensors (torch has no uint32; same memory); token ids are int32 too: i16 and
-u16 ids are widened (a copy of the small token array; nn.Embedding refuses int16).
+u16 ids are widened (a copy of the small token array; nn.Embedding refuses int16), their pad
+slots holding token_pad itself (-100 for cross_entropy's ignore_index: the loader pads u16 ids
+with it wrapped, 65436).
 bf16 stores give torch.bfloat16 tensors.
 """
 
@@ -75,6 +77,7 @@ import numpy as np
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
+from ._batch import int32_tokens
 from ._torch_handoff import Handoff, left_out
 from ._lib import FC_ECONFIG, FeatcacheError
 from .loader import _MAX64, Loader, _anchored, _cwd, _number, _view_changed
@@ -112,7 +115,8 @@ def batch_to_torch(b, bf16=False):
                "mel_lengths": _ints(b.mel_lengths),
                "mel_starts": _ints(b.mel_starts), "src_frames": _ints(b.src_frames)}
         if b.tokens is not None:
-            out["tokens"] = _ints(b.tokens) if b.padded else [_ints(t) for t in b.tokens]
+            out["tokens"] = (torch.from_numpy(int32_tokens(b)) if b.padded
+                             else [_ints(t) for t in b.tokens])
             out["token_lengths"] = _ints(b.token_lengths)
     return out  # torch.from_numpy keeps each array, and so the batch's memory, alive
 

@@ -394,5 +394,27 @@ def test_a_worker_short_of_a_step_raises(path):
             raise AssertionError("no error")
     assert len(list(batches(bad, batch_size=1, rank=0, world_size=2))) == 2  # (r0, r2: intact)
 
+
+def test_u16_ids_padded_with_a_negative_token_pad(path):
+    """u16 ids are widened to int32; a token_pad u16 cannot hold (-100, the usual ignore_index)
+    was padded wrapped, 65436, and stayed so: now the pad slots hold -100."""
+    u16 = os.path.join(os.path.dirname(path), "u16")
+    with T.StoreWriter(u16) as w:
+        cfg = w.add_config(T.mel_config_json("hifigan"))
+        tcfg = w.add_config(TOK_JSON)
+        for i in range(5):
+            w.add_utterance("u%d" % i, b"u%d" % i, np.zeros((20, 80), np.float32), cfg,
+                            text="t %d" % i, tokens=np.arange(1, 3 + i, dtype=np.uint16),
+                            tok_config=tcfg)
+    kw = dict(tokens="chars", batch_size=5, token_pad=-100)
+    for got in (list(make_dataset(u16, **kw)), list(batches(u16, **kw))):
+        toks = np.asarray(got[0][2])
+        assert toks.dtype == np.int32, toks.dtype
+        want = np.full((5, 6), -100, np.int32)
+        for i in range(5):
+            want[i, :2 + i] = np.arange(1, 3 + i)
+        np.testing.assert_array_equal(toks, want)
+
+
 if __name__ == "__main__":
     main()

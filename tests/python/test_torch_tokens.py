@@ -6,7 +6,10 @@ F.embedding, gather) with int32 or int64 only: an int16 tensor raised "Expected 
 argument #1 'indices' to have one of the following scalar types: Long, Int; but got
 torch.ShortTensor" at the model's first layer. Every path of the adapter (the hand-off of padded
 batches, views, the generic path, DataLoader workers, to_device) hands out int32 token ids,
-equal to the stored ones, padded with token_pad."""
+equal to the stored ones, padded with token_pad. A token_pad the stored dtype cannot hold (-100,
+cross_entropy's ignore_index, in u16 ids; 40000 in i16 ones) is padded wrapped by the loader
+(65436) and was handed out so: the int32 ids hold the token_pad itself, and cross_entropy with
+ignore_index=token_pad ignores exactly the pad slots."""
 
 import os
 import shutil
@@ -67,12 +70,15 @@ def check(store, batches, token_pad=0):
             np.testing.assert_array_equal(t[:n].numpy(), want.astype(np.int64), err_msg=uid)
             assert (t[n:] == token_pad).all(), uid
             seen.append(uid)
-        emb(toks if torch.is_tensor(toks) else torch.nn.utils.rnn.pad_sequence(toks, True))
+        toks = toks if torch.is_tensor(toks) else torch.nn.utils.rnn.pad_sequence(toks, True)
+        emb(toks.masked_fill(toks == token_pad, 0) if token_pad else toks)
     assert sorted(seen) == sorted(store["refs"])
 
 
 @pytest.mark.parametrize("kw", [dict(padded=True), dict(pad_to=64), dict(padded=False),
-                                dict(padded=True, token_pad=127)])
+                                dict(padded=True, token_pad=127),
+                                dict(padded=True, token_pad=-100), dict(pad_to=64, token_pad=-100),
+                                dict(padded=True, token_pad=40000)])
 def test_dataset_in_process(store, kw):
     ds = FeatcacheDataset(store["path"], tokens="chars", batch_size=4, shuffle=True, **kw)
     for epoch in range(2):  # the hand-off's tensors are made once per buffer: a second epoch
@@ -81,19 +87,39 @@ def test_dataset_in_process(store, kw):
               kw.get("token_pad", 0))
 
 
-@pytest.mark.parametrize("padded", [True, False])
-def test_dataset_workers(store, padded):
-    ds = FeatcacheDataset(store["path"], tokens="chars", batch_size=4, padded=padded)
+@pytest.mark.parametrize("padded,token_pad", [(True, 0), (False, 0), (True, -100)])
+def test_dataset_workers(store, padded, token_pad):
+    ds = FeatcacheDataset(store["path"], tokens="chars", batch_size=4, padded=padded,
+                          token_pad=token_pad)
     dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
                                      multiprocessing_context="fork")
-    check(store, dl)
+    check(store, dl, token_pad)
 
 
-def test_to_device_cpu(store):
-    ld = featcache.Loader(store["path"], tokens="chars", batch_size=5, pad_to=48)
-    check(store, to_device(ld, "cpu"))
-    ld = featcache.Loader(store["path"], tokens="chars", batch_size=5, pad_to=48)
-    check(store, to_device(iter(ld), "cpu"))  # (not a Loader: the generic pipeline)
+@pytest.mark.parametrize("token_pad", [0, -100])
+def test_to_device_cpu(store, token_pad):
+    ld = featcache.Loader(store["path"], tokens="chars", batch_size=5, pad_to=48,
+                          token_pad=token_pad)
+    check(store, to_device(ld, "cpu"), token_pad)
+    ld = featcache.Loader(store["path"], tokens="chars", batch_size=5, pad_to=48,
+                          token_pad=token_pad)
+    check(store, to_device(iter(ld), "cpu"), token_pad)  # (not a Loader: the generic pipeline)
+
+
+def test_cross_entropy_ignores_the_pad(store):
+    """The loss over a padded batch with ignore_index=token_pad is the loss over its real ids."""
+    ds = FeatcacheDataset(store["path"], tokens="chars", batch_size=6, padded=True,
+                          token_pad=-100)
+    torch.manual_seed(0)
+    for b in ds:
+        toks = b["tokens"].long()
+        logits = torch.randn(toks.shape + (128,))
+        got = torch.nn.functional.cross_entropy(logits.transpose(1, 2), toks, ignore_index=-100)
+        n = b["token_lengths"].tolist()
+        real = torch.cat([toks[i, :k] for i, k in enumerate(n)])
+        want = torch.nn.functional.cross_entropy(
+            torch.cat([logits[i, :k] for i, k in enumerate(n)]), real)
+        torch.testing.assert_close(got, want)
 
 
 if __name__ == "__main__":
