@@ -11,7 +11,7 @@
  *     soxr's output does not depend on how its input is chunked, so we feed it block by block;
  *   - util.fix_length to ceil(n * (target / source)), zero padding or trimming.
  * 16-bit mono PCM WAV at the target rate (what most TTS corpora hold) is converted here without
- * libsndfile, to the same bits (wav_pcm16_mono); featurize's GPU path takes those samples as they
+ * libsndfile, to the same bits (audio_wav.c); featurize's GPU path takes those samples as they
  * are in the file (audio_pcm16_view, or audio_pcm16_open/finish: read from the file straight into
  * the staging ring) and the GPU converts them the same way. Mono at the target
  * rate in any other format is decoded straight into the output buffer.
@@ -242,98 +242,6 @@ static sf_count_t vio_write(const void *ptr, sf_count_t count, void *user) {
 
 static sf_count_t vio_tell(void *user) { return ((mem_file *)user)->pos; }
 
-/* ---- 16-bit mono WAV without libsndfile ------------------------------------------------------- */
-/* The common case, decoded without libsndfile: a RIFF WAVE of 16-bit mono PCM whose chunks are
- * all well formed, "fmt " (plain PCM: 16 bytes, or 18 with no extension) before "data", the data
- * chunk complete and non-empty. For exactly these files libsndfile reads size / 2 frames and
- * returns sample * (1.0f / 0x8000) (pcm.c, normalisation on), which is what wav_decode_pcm16
- * computes: the same bits, without libsndfile's block copies and scalar conversion. Anything else
- * (other encodings, extensible headers, odd or streaming sizes, a big-endian host) goes through
- * libsndfile. wav_pcm16_scan looks at the first avail bytes of a file of len bytes: 1 and where its
- * samples start when it is such a WAV, 0 when it is not, -1 when that cannot be told from those
- * bytes (wav_pcm16_mono: the whole file in memory, 1 and the data chunk, or 0). */
-static int wav_pcm16_scan(const uint8_t *b, size_t avail, uint64_t len, size_t *data_off,
-                          size_t *frames, uint32_t *rate) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-  if (avail < 12) return len < 12 ? 0 : -1;
-  if (memcmp(b, "RIFF", 4) != 0 || memcmp(b + 8, "WAVE", 4) != 0) return 0;
-  uint64_t pos = 12;
-  uint32_t sr = 0;
-  while (pos + 8 <= len) {
-    if (pos + 8 > avail) return -1;
-    const uint8_t *c = b + pos;
-    uint32_t size = audio_le32(c + 4);
-    if ((uint64_t)size > len - pos - 8) return 0;
-    if (memcmp(c, "fmt ", 4) == 0) {
-      if (sr || (size != 16 && size != 18)) return 0;
-      if (pos + 8 + size > avail) return -1;
-      const uint8_t *f = c + 8;
-      unsigned tag = f[0] | f[1] << 8, ch = f[2] | f[3] << 8, align = f[12] | f[13] << 8,
-               bits = f[14] | f[15] << 8;
-      uint32_t r = audio_le32(f + 4), byte_rate = audio_le32(f + 8);
-      if (tag != 1 || ch != 1 || align != 2 || bits != 16 || r == 0 || byte_rate != 2 * r) return 0;
-      if (size == 18 && (f[16] | f[17]) != 0) return 0;
-      sr = r;
-    } else if (memcmp(c, "data", 4) == 0) {
-      if (!sr || size == 0 || size % 2 || size >= 0x7FFFF000u) return 0;
-      *data_off = (size_t)pos + 8;
-      *frames = size / 2;
-      *rate = sr;
-      return 1;
-    }
-    if ((uint64_t)size + (size & 1) > len - pos - 8) return 0;
-    pos += 8 + (uint64_t)size + (size & 1);
-  }
-#else
-  (void)b, (void)avail, (void)len, (void)data_off, (void)frames, (void)rate;
-#endif
-  return 0;
-}
-
-static int wav_pcm16_mono(const uint8_t *b, size_t len, const uint8_t **data, size_t *frames,
-                          uint32_t *rate) {
-  size_t off;
-  if (wav_pcm16_scan(b, len, len, &off, frames, rate) != 1) return 0;
-  *data = b + off;
-  return 1;
-}
-
-static void wav_decode_pcm16(const uint8_t *data, size_t frames, float *out) {
-  const float norm = 1.0f / 32768.0f; /* libsndfile's 1.0 / ((float) 0x8000) */
-  for (size_t i = 0; i < frames; i++) {
-    int16_t v;
-    memcpy(&v, data + 2 * i, sizeof v);
-    out[i] = (float)v * norm;
-  }
-}
-
-int audio_pcm16_view(const void *bytes, size_t len, uint32_t target_rate, double max_seconds,
-                     const void **pcm, size_t *n_samples, fc_audio_info *info, char *why,
-                     size_t why_len) {
-  const uint8_t *data;
-  size_t frames;
-  uint32_t rate;
-  *pcm = NULL;
-  *n_samples = 0;
-  if (!bytes || !wav_pcm16_mono(bytes, len, &data, &frames, &rate) ||
-      (target_rate != 0 && target_rate != rate))
-    return 0;
-  if (info) {
-    info->sample_rate = rate;
-    info->channels = 1;
-    info->frames = frames;
-    info->format = SF_FORMAT_WAV | SF_FORMAT_PCM_16;
-  }
-  if (max_seconds > 0 && (double)frames > max_seconds * rate) {
-    if (info) info->frames = 0;
-    audio_too_long(why, why_len, (double)frames / rate, max_seconds);
-    return FC_ETOOLONG;
-  }
-  *pcm = data;
-  *n_samples = frames;
-  return 1;
-}
-
 /* ---- a 16-bit file read in place (featurize's staging path) ------------------------------------ */
 
 int audio_pcm16_open(const char *path, uint32_t target_rate, uint8_t **buf, size_t *cap,
@@ -353,7 +261,7 @@ int audio_pcm16_open(const char *path, uint32_t target_rate, uint8_t **buf, size
   uint32_t rate = 0;
   size_t off = 0, frames = 0;
   if (f->head > size || (f->head < want && f->head < size) || /* it changed since fstat */
-      wav_pcm16_scan(*buf, f->head, size, &off, &frames, &rate) != 1 ||
+      audio_wav_pcm16_scan(*buf, f->head, size, &off, &frames, &rate) != 1 ||
       (target_rate != 0 && rate != target_rate))
     return 0;
   f->data_off = off;
@@ -387,7 +295,7 @@ void audio_pcm16_close(audio_pcm16_file *f) {
 int audio_pcm16_finish(audio_pcm16_file *f, void *samples, uint8_t **buf, size_t *cap,
                        size_t *tail_off, size_t *tail_len) {
   const size_t size = (size_t)f->st.st_size;
-  const size_t data_end = f->data_off + 2 * f->n_samples; /* within size (wav_pcm16_scan) */
+  const size_t data_end = f->data_off + 2 * f->n_samples; /* within size (audio_wav_pcm16_scan) */
   size_t in_head = 0;
   int rc = 0;
   if (f->head > f->data_off) { /* the samples the first read took */
@@ -556,7 +464,7 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
   if (view == 1) {
     float *v = fc_malloc(pcm_frames * sizeof *v);
     if (!v) return ENOMEM;
-    wav_decode_pcm16(pcm, pcm_frames, v);
+    audio_wav_decode_pcm16(pcm, pcm_frames, v);
     *samples = v;
     *n_samples = pcm_frames;
     return 0;

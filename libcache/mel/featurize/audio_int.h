@@ -32,6 +32,19 @@ int audio_read_into(const char *path, uint64_t max_bytes, uint8_t **buf, size_t 
 int audio_read_checked(const char *path, double max_seconds, uint8_t **buf, size_t *cap,
                        size_t *len, fc_audio_info *info, char *why, size_t why_len);
 
+/* ---- 16-bit mono PCM WAV without libsndfile (audio_wav.c) ---- */
+/* The common case: a RIFF WAVE of 16-bit mono PCM whose chunks are all well formed, "fmt " (plain
+ * PCM: 16 bytes, or 18 with no extension) before "data", the data chunk complete and non-empty.
+ * Anything else (other encodings, extensible headers, odd or streaming sizes, a big-endian host)
+ * goes through libsndfile. Looks at the first avail bytes b of a file of len bytes: 1, where its
+ * samples start (*data_off), how many (*frames) and the rate when it is such a WAV, 0 when it is
+ * not, -1 when that cannot be told from those bytes. */
+int audio_wav_pcm16_scan(const uint8_t *b, size_t avail, uint64_t len, size_t *data_off,
+                         size_t *frames, uint32_t *rate);
+
+/* frames little-endian int16 samples at data as floats, v / 32768: libsndfile's bits. */
+void audio_wav_decode_pcm16(const uint8_t *data, size_t frames, float *out);
+
 /* The samples of an in-memory file as they are in it, when the file is what fc_audio_decode turns
  * into floats without libsndfile: a well-formed RIFF WAVE of 16-bit mono PCM at target_rate (0:
  * any rate), little-endian host. Returns 1 with *pcm pointing at its data chunk inside bytes
