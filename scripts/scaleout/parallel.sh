@@ -12,7 +12,8 @@
 # remote jobs (--env). Each machine writes its shards to WORK on its own local disk (an LMDB
 # writer needs one); the merge runs once all N shards are in this machine's WORK, else it says
 # which are not and exits 1: copy them here (mdb_copy, or rsync of a finished store) and run the
-# script again. Reruns are cheap: finished shards say "nothing to do".
+# script again. Reruns are cheap: finished shards say "nothing to do". MERGE_OPTS go to cache-merge
+# (MERGE_OPTS="--prefer first": a file replaced under its id, which CACHE holds, takes the shards').
 set -euo pipefail
 case ${1:-} in
 "") ;;
@@ -24,7 +25,7 @@ need() { [ -n "${!1:-}" ] || { echo "parallel.sh: $2" >&2; exit 2; }; }
 need MANIFEST "set MANIFEST to the corpus manifest (LJSpeech csv, wav.scp, JSONL)"
 SHARDS=${SHARDS:-16} JOBS=${JOBS:-4} WORK=${WORK:-shards} CACHE=${CACHE:-cache} BIN=${BIN:-}
 FEATURIZE_OPTS=${FEATURIZE_OPTS:---preset hifigan} TOKENIZE_OPTS=${TOKENIZE_OPTS:---build-vocab}
-MAX_FAILED=${MAX_FAILED:-10%} PARALLEL_OPTS=${PARALLEL_OPTS:-}
+MAX_FAILED=${MAX_FAILED:-10%} PARALLEL_OPTS=${PARALLEL_OPTS:-} MERGE_OPTS=${MERGE_OPTS:-}
 TEXT=${TEXT-$MANIFEST}   # what tokenize reads; TEXT= (empty): no tokens (a wav.scp has no text)
 case $SHARDS in
 '' | *[!0-9]* | 0*) echo "parallel.sh: SHARDS='$SHARDS' is not a positive number of shards" >&2; exit 2 ;;
@@ -44,4 +45,5 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "parallel.sh: ${#missing[@]} of $SHARDS shards not in $WORK (${missing[*]}): written on other machines? copy them into $WORK, then run again; nothing merged" >&2
   exit 1
 fi
-"${BIN:+$BIN/}cache-merge" -o "$CACHE" "${shards[@]}"
+# shellcheck disable=SC2086  # word list on purpose
+"${BIN:+$BIN/}cache-merge" $MERGE_OPTS -o "$CACHE" "${shards[@]}"

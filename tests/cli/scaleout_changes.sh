@@ -3,7 +3,7 @@
 # an utterance dropped from the manifest and pruned from CACHE alone comes back with the next
 # merge (its shard still holds it); pruned from the shards and CACHE it stays out, and the
 # merge equals one plain run over the new manifest. A file replaced under its id: the merge
-# into CACHE refuses the differing entry (make fails), cache-merge --prefer first takes the
+# into CACHE refuses the differing entry (make fails), make MERGE_OPTS="--prefer first" takes the
 # shards' (the inputs win over OUT), and cache-prune removes the old record: the store then
 # equals one plain run over the new audio. A config dropped from CACHE alone comes back with the
 # next merge; dropped from the shards too, it stays out.
@@ -36,7 +36,8 @@ touch c/metadata.csv
 mk >out 2>err && { echo "FAIL make merged a replaced file without a word"; fail=1; }
 grep -q "^cache-merge: cache: audio entry 'LJ001-0008' differs from shards/s[0-2]'s: different audio: " err ||
   { echo "FAIL replaced: the conflict unsaid"; cat err; fail=1; }
-"$FC_BIN/cache-merge" -q --prefer first -o cache shards/s*/ >out 2>&1 || { echo "FAIL --prefer first"; cat out; fail=1; }
+mk MERGE_OPTS="--prefer first" >out 2>err || { echo "FAIL make MERGE_OPTS=\"--prefer first\""; cat out err; fail=1; }
+grep -q -- "cache-merge -q --prefer first -o cache" out || { echo "FAIL MERGE_OPTS not passed to cache-merge"; cat out; fail=1; }
 "$FC_BIN/cache-prune" -q cache shards/s*/ >out 2>&1 || { echo "FAIL prune orphans"; cat out; fail=1; }
 mk >out 2>err || { echo "FAIL make after the fix"; cat out err; fail=1; }
 rm -rf ref && "$FC_BIN/featurize" -q -o ref --manifest c/metadata.csv && "$FC_BIN/tokenize" -q --build-vocab -o ref c/metadata.csv || exit 1

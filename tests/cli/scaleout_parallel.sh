@@ -81,4 +81,17 @@ PARALLEL_OPTS= MANIFEST=$T/c/bad.csv WORK=$T/zshards CACHE=$T/zcache MAX_FAILED=
 grep -q "^tokenize: done: .*, 1 failed, more than --max-failed 0, " err ||
   { echo "FAIL MAX_FAILED=0: the shard does not say why it failed"; cat err; fail=1; }
 [ -e zcache ] && { echo "FAIL MAX_FAILED=0: merged anyway"; fail=1; }
+
+# a file replaced under its id: the merge into CACHE refuses it (exit 1); MERGE_OPTS="--prefer
+# first" takes the shards' audio, and after cache-prune CACHE equals one plain run
+set -- c/wavs/*.wav
+cp "$2" "$1"
+PARALLEL_OPTS= MANIFEST=$T/wav.scp TEXT= WORK=$T/wshards CACHE=$T/wcache \
+  bash "$FC_SRC/scripts/scaleout/parallel.sh" >out 2>err && { echo "FAIL a replaced file merged without a word"; fail=1; }
+grep -q "^cache-merge: .*differs from .*: different audio: " err || { echo "FAIL replaced: the conflict unsaid"; cat err; fail=1; }
+PARALLEL_OPTS= MANIFEST=$T/wav.scp TEXT= WORK=$T/wshards CACHE=$T/wcache MERGE_OPTS="--prefer first" \
+  bash "$FC_SRC/scripts/scaleout/parallel.sh" >out 2>err || { echo "FAIL MERGE_OPTS=\"--prefer first\""; cat out err; fail=1; }
+"$FC_BIN/cache-prune" -q wcache wshards/s*/ >out 2>&1 || { echo "FAIL prune orphans"; cat out; fail=1; }
+rm -rf refscp && "$FC_BIN/featurize" -q -j2 -o refscp --manifest wav.scp || exit 1
+same_store refscp wcache >same.txt || { echo "FAIL replaced: differs from one plain run"; cat same.txt; fail=1; }
 exit $fail
