@@ -62,6 +62,14 @@ SHARDS=3 ARRAY="0 2 3" task 2; check "a run of 3 shards into a WORK of 2" 2 $?
 grep -q "^featcache: $T/shards holds the shards of a run of 2 ($T/shards/.shards), not 3: " err ||
   { echo "FAIL another N into the same WORK: message"; cat err; fail=1; }
 [ -e shards/s2 ] && { echo "FAIL a run with another N stored a shard"; fail=1; }
+# a shard removed in part (WORK/s0 left with a file, no store): said before any work, not after it
+mkdir -p part/s0 && printf '2\n' >part/.shards && touch part/s0/lock.mdb
+before=$(ls -A local)
+WORK=$T/part task 0; check "a shard removed in part" 2 $?
+grep -qF "featcache: $T/part/s0 holds no store (no data.mdb, no featcache-split) but is not empty: a shard removed in part? remove it (rm -rf $T/part/s0) and run the task again" err ||
+  { echo "FAIL a shard removed in part: message"; cat err; fail=1; }
+[ "$(ls part/s0)" = lock.mdb ] && [ "$(ls -A local)" = "$before" ] ||
+  { echo "FAIL a shard removed in part: work done or WORK/s0 touched: $(ls part/s0 local)"; fail=1; }
 # slurm-submit (a fake sbatch that logs its arguments): a bad N, or another N than WORK's shards,
 # is refused before anything is queued
 mkdir fakesb && printf '#!/bin/sh\necho "$*" >>%s/sbatch.log; echo 42\n' "$T" >fakesb/sbatch && chmod +x fakesb/sbatch
