@@ -42,6 +42,19 @@ typedef struct fc_cli_opt {
 
 static const char *fc_cli_tool = "featcache";
 
+/* stdout and stderr in one stream (`tool ... 2>&1 | tee log`, `>log 2>&1`, a terminal): stdout
+ * is written at each end of line, so that a store's report comes before the next store's
+ * messages, as it was produced, and not all at the exit (a pipe's or a file's stdout is otherwise
+ * written in 4 KiB blocks, while stderr is written at once). Each message (fc_cli_vmsg) also
+ * flushes stdout first. Apart (a report into a file, messages on the terminal), stdout keeps its
+ * blocks. Called by fc_cli_std_fds, before anything is written. */
+static inline void fc_cli_stdout_in_order(void) {
+  struct stat o, e;
+  if (fstat(STDOUT_FILENO, &o) == 0 && fstat(STDERR_FILENO, &e) == 0 && o.st_dev == e.st_dev &&
+      o.st_ino == e.st_ino && o.st_rdev == e.st_rdev)
+    setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
 /* Standard input, output and error, each open before the tool opens anything (git's
  * sanitize_stdfds). A tool started with one of them closed (`>&-`, `2>&-`, a job runner's closed
  * descriptors) would otherwise get a store's lock.mdb or data.mdb as fd 1 or 2, and a message or
@@ -55,6 +68,7 @@ static inline void fc_cli_std_fds(void) {
     int nul = open("/dev/null", O_RDONLY);
     if (nul >= 0 && nul != fd) close(nul); /* a lower one was closed too and took it: not here */
   }
+  fc_cli_stdout_in_order();
 }
 
 /* A file name as messages print it: as it is, or — when it holds a control character, a double
@@ -78,6 +92,7 @@ static inline const char *fc_cli_quoted(const char *name, char *buf, size_t len)
 }
 
 static inline void fc_cli_vmsg(const char *path, const char *fmt, va_list ap) {
+  fflush(stdout); /* what was reported before comes first (fc_cli_stdout_in_order) */
   fprintf(stderr, "%s: ", fc_cli_tool);
   if (path) {
     fc_cli_put_name(stderr, path);
@@ -389,73 +404,7 @@ static inline int fc_cli_failed_allowed(const fc_cli_max_failed *m, uint64_t fai
   return (double)failed <= limit;
 }
 
-/* ---- the failures --json lists ------------------------------------------------------------- */
-/* featurize and tokenize list their failed inputs in one shape (docs/featurize.md "Output"):
- * "failures":[{"id","source","line","error","reason"}],"failures_listed":N. At most
- * FC_CLI_FAILURES_LISTED are kept (the tool's "failed" counts them all); memory is theirs. */
-enum { FC_CLI_FAILURES_LISTED = 10000 };
-typedef struct fc_cli_failure {
-  char *id, *source, *reason; /* NULL: null in the JSON */
-  size_t line; /* 0: no "line" */
-  int err;
-} fc_cli_failure;
-typedef struct fc_cli_failures {
-  fc_cli_failure *v;
-  size_t n, cap;
-} fc_cli_failures;
-
-static inline char *fc_cli_dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
-
-/* Keep one failure (copies of the strings); past the limit, or out of memory, it is not listed. */
-static inline void fc_cli_failures_add(fc_cli_failures *f, const char *id, const char *source,
-                                       size_t line, int err, const char *reason) {
-  if (f->n >= FC_CLI_FAILURES_LISTED) return;
-  if (f->n == f->cap) {
-    size_t cap = f->cap ? 2 * f->cap : 16;
-    fc_cli_failure *v = realloc(f->v, cap * sizeof *v);
-    if (!v) return;
-    f->v = v;
-    f->cap = cap;
-  }
-  f->v[f->n++] = (fc_cli_failure){fc_cli_dup_or_null(id), fc_cli_dup_or_null(source),
-                                  fc_cli_dup_or_null(reason), line, err};
-}
-
-static inline void fc_cli_json_string_or_null(FILE *out, const char *s) {
-  if (s)
-    fc_json_write_string(out, s);
-  else
-    fputs("null", out);
-}
-
-/* `"failures":[...],"failures_listed":N` (no comma around it). */
-static inline void fc_cli_failures_json(FILE *out, const fc_cli_failures *f) {
-  fputs("\"failures\":[", out);
-  for (size_t i = 0; i < f->n; i++) {
-    const fc_cli_failure *e = &f->v[i];
-    fputs(i ? ",{\"id\":" : "{\"id\":", out);
-    fc_cli_json_string_or_null(out, e->id);
-    fputs(",\"source\":", out);
-    fc_cli_json_string_or_null(out, e->source);
-    if (e->line) fprintf(out, ",\"line\":%zu", e->line);
-    fputs(",\"error\":", out);
-    fc_json_write_string(out, fc_strerror(e->err));
-    fputs(",\"reason\":", out);
-    fc_cli_json_string_or_null(out, e->reason);
-    fputc('}', out);
-  }
-  fprintf(out, "],\"failures_listed\":%zu", f->n);
-}
-
-static inline void fc_cli_failures_free(fc_cli_failures *f) {
-  for (size_t i = 0; i < f->n; i++) {
-    free(f->v[i].id);
-    free(f->v[i].source);
-    free(f->v[i].reason);
-  }
-  free(f->v);
-  memset(f, 0, sizeof *f);
-}
+#include "cli_failures.h" /* the failures --json lists */
 
 /* ---- paths on the command line ------------------------------------------------------------- */
 /* The value of a file option (--manifest FILE): an empty one ("$MANIFEST" unset) is a usage
@@ -755,6 +704,7 @@ __attribute__((format(printf, 2, 3))) static inline void fc_cli_progress_show(fc
                                                                               const char *fmt,
                                                                               ...) {
   if (!p->on) return;
+  fflush(stdout); /* the reports before it first, as for a message */
   if (p->tty) {
     fputs("\r\033[K", stderr);
   } else {
