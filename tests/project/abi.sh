@@ -2,7 +2,8 @@
 # The exported ABI is what a library user calls, said in three places that must agree: the
 # FC_API declarations of include/featcache/*.h, the version script (cmake/featcache.map), and the
 # table in docs/HACKING.md ("The exported ABI") — and it is what the three shared components
-# export, at most 183 functions, with no tool's engine and no internal helper among them.
+# and the static libfeatcache.a export, at most 183 functions, with no tool's engine and no
+# internal helper among them.
 set -u
 command -v nm >/dev/null || { echo "skip: no nm (binutils)"; exit 77; }
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -31,11 +32,17 @@ n=$(wc -l <"$T/exp")
 [ "$n" -le 183 ] || { echo "FAIL $n exported functions (at most 183)"; fail=1; }
 bad=$(grep -E '^fc_(bench|lb|cuda|gpu_timer|fz|kmerge|writeback)_' "$T/exp" | tr '\n' ' ')
 [ -z "$bad" ] || { echo "FAIL an engine or an internal helper exported: $bad"; fail=1; }
-# internal functions carry no fc_ prefix: every fc_ function the static library defines is public
-nm --defined-only "$FC_BIN/libfeatcache.a" 2>/dev/null | awk '$2 == "T" {print $3}' | grep '^fc_' |
-  sort -u >"$T/static"
+# internal functions carry no fc_ prefix: every fc_ function the library's objects define is public
+# (the tests' archive, where internal names stay global)
+nm --defined-only "$FC_BIN/libfeatcache_internal.a" 2>/dev/null | awk '$2 == "T" {print $3}' |
+  grep '^fc_' | sort -u >"$T/static"
 hidden=$(comm -23 "$T/static" "$T/map" | tr '\n' ' ')
 [ -z "$hidden" ] || { echo "FAIL internal functions with the public fc_ prefix: $hidden"; fail=1; }
+# libfeatcache.a exports what the shared components export: a program may define its own
+# store_compact (project/install links one); its global definitions are the map's names
+nm -g --defined-only "$FC_BIN/libfeatcache.a" 2>/dev/null | awk 'NF == 3 {print $3}' |
+  grep -v '^fault_\(hit\|hold\|stop\)$' | sort >"$T/archive"
+same "$T/map" "$T/archive" "cmake/featcache.map and libfeatcache.a's global names"
 
 # the headers' FC_VERSION_* are the project's version (fc_version(): project/install), the
 # libraries' file names its, and their soname its major number

@@ -22,6 +22,12 @@ cat > "$tmp/app/main.c" <<'C'
 #include <featcache.h>
 #include <stdio.h>
 #include <string.h>
+/* Names the library uses inside (store.c, audio.c, tokenizer.c: files that the calls below pull
+ * from the archive): a program's own must link, with libfeatcache.a as with the shared library. */
+int store_grow_map(void);
+int store_grow_map(void) { return 1; }
+int audio_read_checked = 2;
+const char *tok_tokenizer_reading = "mine";
 int main(int argc, char **argv) {
   char hv[32];
   snprintf(hv, sizeof hv, "%d.%d.%d", FC_VERSION_MAJOR, FC_VERSION_MINOR, FC_VERSION_PATCH);
@@ -29,6 +35,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "headers %s, library %s\n", hv, fc_version());
     return 1;
   }
+  float *pcm;
+  size_t n;
+  if (fc_audio_decode("", 0, 16000, 0, &pcm, &n, NULL, NULL, 0) == 0 ||
+      strcmp(fc_tok_kind_name(FC_TOK_CHARS), "chars") != 0)
+    return 1;
   fc_store *s;
   int rc = fc_store_open(argv[1], FC_STORE_CREATE, &s);
   if (rc) { fprintf(stderr, "%s\n", fc_strerror(rc)); return 1; }
