@@ -415,7 +415,7 @@ class Loader:
                  locality_run=0, prefetch_threads=2, prefetch_depth=4, verify=True,
                  strict=False, nolock=False, nordahead=False, willneed=None, epoch=0,
                  buffer_alloc=None, n_buffers=0, release_fence=None, manifest=None, ids=None, *,
-                 partial=False, check_pages=False, _open=True):
+                 partial=False, check_pages=False, _ranks=None, _open=True):
         batch_size, max_frames = _number("batch_size", batch_size), _number("max_frames", max_frames,
                                                                             _MAX64)
         if rank is not None:
@@ -497,6 +497,9 @@ class Loader:
                         prefetch_threads=prefetch_threads, prefetch_depth=prefetch_depth,
                         verify=verify, strict=strict, nolock=nolock, nordahead=nordahead,
                         willneed=willneed, partial=partial, check_pages=bool(check_pages))
+        # (rank, world_size) of the data-parallel run, for a batch left with no utterance: the
+        # loader's own unless a DataLoader worker's share (featcache.torch) says otherwise
+        self._ranks = None if _ranks is None else tuple(_ranks)
         self.buffer_alloc, self.release_fence = buffer_alloc, release_fence
         self.n_buffers = n_buffers or (prefetch_depth + 2)
         self.epoch = epoch
@@ -732,6 +735,10 @@ class Loader:
                         with lock:
                             L.fc_loader_release(hh, desc[0])
                     raise
+                if not d[3]:  # every record of it damaged and skipped
+                    rank, world = self._ranks or (self.rank, self.world_size)
+                    if world > 1:  # (a step of zero utterances, or one short if skipped)
+                        raise _short_rank(b, rank, world, self.paths)
                 yield b
                 if self._closed:  # (close() from another thread while this one ran)
                     raise ValueError("featcache: the Loader is closed")

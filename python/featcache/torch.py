@@ -421,6 +421,8 @@ class FeatcacheDataset(IterableDataset):
                 # the stores' pages were checked where the dataset was made; this process reads
                 # the same stores (their view is compared below): not checked again
                 kw["check_pages"] = False
+            if info is not None:  # (the run's ranks, for a batch left with no utterance)
+                kw["_ranks"] = (rank // info.num_workers, world // info.num_workers)
             ld = Loader(paths, rank=rank, world_size=world, **kw)
             if seen is not None and seen[0] != os.getpid() and seen[1] != ld.view:
                 msg = _view_changed(paths, seen, ld._handle())

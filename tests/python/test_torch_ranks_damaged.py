@@ -3,7 +3,10 @@ of a data-parallel run: the adapters leave such a batch out rather than hand a s
 utterances, which on one rank of several gave it one step fewer than the others — DDP's
 collectives then pair one rank's step with another's next one, and the last rank waits at the
 end for good, without a word. With other ranks (world_size > 1) it is a FeatcacheError naming
-the utterances and what to do; alone (world_size 1, DataLoader workers or not) still a warning."""
+the utterances and what to do; alone (world_size 1, DataLoader workers or not) still a warning.
+A plain featcache.Loader yielded the empty batch on a rank of several too (a loop's step of zero
+utterances, or one step short if it skipped it): the same FeatcacheError now; alone it yields
+it, its errors naming them."""
 
 import os
 import sys
@@ -74,6 +77,27 @@ def test_alone_it_is_left_out_with_a_warning(path, how):
     assert sorted(i for ids in got for i in ids) == ["u0", "u3"]
     if how != "workers":  # (a worker's warning is the worker's)
         assert any("a batch left out" in str(w.message) for w in caught)
+
+
+@pytest.mark.parametrize("padded", [True, False])
+@pytest.mark.parametrize("rank", [0, 1])
+def test_a_plain_loader_on_a_rank_raises_too(path, padded, rank):
+    ld = Loader(path, batch_size=1, rank=rank, world_size=2, padded=padded)
+    got = []
+    with pytest.raises(FeatcacheError) as e:
+        for b in ld:
+            got.append(list(b.ids))
+    msg = str(e.value)
+    assert "rank %d of 2: a batch left with no utterance" % rank in msg, msg
+    assert "u%d: payload checksum mismatch" % (2 - rank) in msg, msg  # rank 0's 2nd, rank 1's 1st
+    assert "cache-prune --damaged" in msg, msg
+    assert got == ([["u0"]] if rank == 0 else []), got
+
+
+def test_a_plain_loader_alone_yields_the_empty_batch(path):
+    got = [(list(b.ids), [e.split(":")[0] for e in b.errors])
+           for b in Loader(path, batch_size=1)]
+    assert got == [(["u0"], []), ([], ["u1"]), ([], ["u2"]), (["u3"], [])], got
 
 
 if __name__ == "__main__":
