@@ -385,6 +385,7 @@ static int header_line(const char *line, size_t n, char sep) {
 }
 
 /* ---- reading, one item at a time ------------------------------------------------------------ */
+enum { MF_AHEAD = 16 }; /* lines read ahead at most, to find where a quoted field ends */
 typedef struct reader {
   FILE *f;
   int is_stdin;
@@ -396,6 +397,17 @@ typedef struct reader {
   size_t cap, lineno;
   int first;
   int data_seen; /* a line other than a blank one was read: no header after it */
+  /* The lines read ahead (a quoted field's continuation looked for, below), oldest first. */
+  struct ahead {
+    char *s;
+    ssize_t got; /* mf_next_line's: -1 at the end, -2 a read error (err its errno) */
+    size_t whole;
+    int err;
+  } ahead[MF_AHEAD];
+  size_t ahead_at, ahead_n;
+  /* A field quoted as CSV quotes it, holding a line break: the line that opened it, the line that
+   * closes it, and how many of the lines after the opening one are its continuation. */
+  size_t quote_from, quote_to, quote_left;
   fc_item_list one; /* the item handed out last */
   list_builder b;
   arena ids;
@@ -404,6 +416,7 @@ typedef struct reader {
 static void reader_close(reader *r) {
   if (!r) return;
   if (r->f && !r->is_stdin) fclose(r->f);
+  for (size_t i = 0; i < r->ahead_n; i++) free(r->ahead[(r->ahead_at + i) % MF_AHEAD].s);
   fc_item_list_free(&r->one);
   mf_builder_done(&r->b);
   mf_arena_free(&r->ids);
@@ -484,13 +497,83 @@ static void one_clear(reader *r) {
   r->one.count = 0;
 }
 
+/* The next line (mf_next_line's result and *whole) into r->buf: the oldest read ahead, else the
+ * file's next. */
+static ssize_t reader_line(reader *r, size_t *whole) {
+  if (!r->ahead_n)
+    return mf_next_line(r->f, &r->buf, &r->cap, &r->first, r->opts.max_line_bytes, whole);
+  struct ahead *a = &r->ahead[r->ahead_at];
+  const ssize_t got = a->got;
+  r->ahead_at = (r->ahead_at + 1) % MF_AHEAD;
+  r->ahead_n--;
+  *whole = a->whole;
+  errno = a->err;
+  if (got >= 0) {
+    if (r->cap < (size_t)got + 1) {
+      char *nb = fc_realloc(r->buf, (size_t)got + 1);
+      if (!nb) {
+        free(a->s);
+        errno = ENOMEM;
+        return -2;
+      }
+      r->buf = nb;
+      r->cap = (size_t)got + 1;
+    }
+    memcpy(r->buf, a->s, (size_t)got + 1);
+  }
+  free(a->s);
+  a->s = NULL;
+  return got;
+}
+
+/* Reads one more line ahead (kept for reader_line). 0 when it is a line, else -1: at the end or a
+ * read error (kept, for reader_line to return in its turn), or MF_AHEAD lines read ahead. */
+static int read_ahead(reader *r) {
+  if (r->ahead_n == MF_AHEAD) return -1;
+  struct ahead *a = &r->ahead[(r->ahead_at + r->ahead_n) % MF_AHEAD];
+  char *buf = NULL;
+  size_t cap = 0;
+  a->got = mf_next_line(r->f, &buf, &cap, &r->first, r->opts.max_line_bytes, &a->whole);
+  a->err = errno;
+  a->s = buf;
+  r->ahead_n++;
+  return a->got >= 0 ? 0 : -1;
+}
+
+/* Line r->lineno (its n bytes in r->buf) ends inside a field it opened with a quote: reads ahead
+ * for the lines that continue the field, each a line of no separator that does not close it, or
+ * one that closes it before its first separator (its first field the field's end, as CSV writes
+ * it: 'line two"|...'), through the one that closes it and opens no other. Found, the lines from
+ * the opening one through the closing one are one line of CSV, broken up (r->quote_*). Real
+ * LJSpeech opens quotes it does not close ('LJ002-0100|"The rules were'), the next line an id: no
+ * continuation. */
+static void find_quoted_break(reader *r, char sep) {
+  size_t lines = 0;
+  for (size_t i = 0; i < MF_AHEAD; i++) {
+    if (i == r->ahead_n && read_ahead(r) != 0) return; /* an error: reader_line says it in turn */
+    const struct ahead *a = &r->ahead[(r->ahead_at + i) % MF_AHEAD];
+    if (a->got < 0 || (r->opts.max_line_bytes && a->whole > r->opts.max_line_bytes)) return;
+    const size_t n = (size_t)a->got;
+    if (mf_is_blank(a->s, n)) continue; /* a blank line inside the field */
+    lines++;
+    size_t lead;
+    const int open = mf_csv_quote_open(a->s, n, sep, 1, &lead);
+    if (memchr(a->s, sep, lead) || memchr(a->s, '\0', n)) return; /* a line of its own */
+    if (!open) {
+      r->quote_from = r->lineno;
+      r->quote_to = r->lineno + i + 1;
+      r->quote_left = lines;
+      return;
+    }
+  }
+}
+
 static int reader_next(reader *r, const fc_item **it, char *why, size_t why_len) {
   *it = NULL;
   one_clear(r);
   for (;;) {
     size_t line_bytes = 0;
-    ssize_t got =
-        mf_next_line(r->f, &r->buf, &r->cap, &r->first, r->opts.max_line_bytes, &line_bytes);
+    ssize_t got = reader_line(r, &line_bytes);
     if (got == -1) return 0;
     if (got == -2) {
       int rc = errno ? errno : EIO;
@@ -550,7 +633,23 @@ static int reader_next(reader *r, const fc_item **it, char *why, size_t why_len)
     size_t body = n; /* the line without its LF or CRLF */
     if (body && buf[body - 1] == '\n') body--;
     if (body && buf[body - 1] == '\r') body--;
-    if (memchr(buf, '\0', n)) {
+    const char sep = r->fmt == FC_MANIFEST_TSV ? '\t' : '|';
+    const int columns = r->fmt == FC_MANIFEST_LJSPEECH || r->fmt == FC_MANIFEST_TSV;
+    int opens = 0; /* this line opens a quoted field that lines after it continue */
+    const int continues = r->quote_left != 0;
+    if (continues) { /* no line of its own: no id, no failure record (a comment's way) */
+      r->quote_left--;
+      prc = mf_item_fail(item, FC_EMANIFEST,
+                         "continues line %zu's quoted text (CSV quoting of a text with a line "
+                         "break): not a line of its own",
+                         r->quote_from);
+    } else if (columns && !(r->opts.max_line_bytes && line_bytes > r->opts.max_line_bytes) &&
+               !memchr(buf, '\0', n) && mf_csv_quote_open(buf, n, sep, 0, NULL)) {
+      find_quoted_break(r, sep);
+      opens = r->quote_left != 0;
+    }
+    if (continues) {
+    } else if (memchr(buf, '\0', n)) {
       prc = mf_item_fail(item, FC_EMANIFEST, "line contains a NUL byte");
     } else if (memchr(buf, '\r', body)) { /* old Mac line ends: the file would be one line */
       prc = mf_item_fail(item, FC_EMANIFEST,
@@ -577,6 +676,14 @@ static int reader_next(reader *r, const fc_item **it, char *why, size_t why_len)
       default: prc = parse_list(&r->c, item, buf, n); break;
       }
     }
+    if (prc == 0 && opens && !item->err) /* its id is the utterance's: its failure is recorded */
+      prc =
+          mf_item_fail(item, FC_EMANIFEST,
+                       "its text opens a quote that line %zu closes: CSV quoting (pandas' to_csv, "
+                       "Python's csv) of a text with a line break, read as separate lines; %s "
+                       "fields are not quoted: write them with quoting=csv.QUOTE_NONE, no line "
+                       "breaks, or as JSON lines",
+                       r->quote_to, sep == '\t' ? "a TSV's" : "LJSpeech's");
     if (prc == 0 && r->opts.max_line_bytes && line_bytes > r->opts.max_line_bytes) /* id parsed */
       prc = mf_item_fail(item, FC_ETOOLONG,
                          "line is %zu bytes, over the limit of %zu a line may have", line_bytes,

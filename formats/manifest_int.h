@@ -61,5 +61,10 @@ size_t mf_trim_end(const char *line, size_t n);
  * line), and *whole (when not NULL) is the line's length with its LF; over max, the line is too
  * long and *buf holds its first max bytes (the length returned). */
 ssize_t mf_next_line(FILE *f, char **buf, size_t *cap, int *first, size_t max, size_t *whole);
+/* CSV's quoting (pandas' to_csv, Python's csv) over a line of n bytes, fields separated by sep,
+ * from state in (1: inside a quoted field an earlier line opened): 1 when the line ends inside a
+ * quoted field. *lead (may be NULL), when in is 1: the bytes before the quote that closes that
+ * field, n when the line does not close it. */
+int mf_csv_quote_open(const char *s, size_t n, char sep, int in, size_t *lead);
 
 #endif

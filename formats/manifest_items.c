@@ -311,6 +311,34 @@ ssize_t mf_next_line(FILE *f, char **buf, size_t *cap, int *first, size_t max, s
   return (ssize_t)n;
 }
 
+/* CSV's quoting (pandas' to_csv, Python's csv) over a line of fields separated by sep, from state
+ * in (1: inside a quoted field that an earlier line opened): 1 when the line ends inside a quoted
+ * field (the line break is the field's). A quote opens a field only where the field begins; in
+ * one, two quotes are one. *lead, when in is 1: the bytes before the quote that closes the field
+ * an earlier line opened, n when the line does not close it. */
+int mf_csv_quote_open(const char *s, size_t n, char sep, int in, size_t *lead) {
+  int begins = !in;
+  if (lead) *lead = n;
+  for (size_t i = 0; i < n; i++) {
+    if (in) {
+      if (s[i] != '"') continue;
+      if (i + 1 < n && s[i + 1] == '"') {
+        i++;
+        continue;
+      }
+      in = 0;
+      if (lead && *lead == n) *lead = i;
+      begins = 0;
+    } else if (s[i] == sep) {
+      begins = 1;
+    } else {
+      in = begins && s[i] == '"';
+      begins = 0;
+    }
+  }
+  return in;
+}
+
 /* ---- paths from arguments or a stream --------------------------------------------------------- */
 static int add_path_item(list_builder *b, const char *p, size_t n, size_t line) {
   fc_item *it = mf_new_item(b, line);

@@ -17,6 +17,11 @@
 # 4. A TSV whose writer quoted its fields as CSV does (pandas' to_csv, Python's csv module: a field
 #    that holds a quote is put in quotes, its quotes doubled): the text was stored as written, quotes
 #    and all ('"He said ""hi"""'), exit 0. Such a line fails now, saying so.
+# 5. An LJSpeech file written by Python's csv, a text holding a line break in quotes: each physical
+#    line was read as a line of its own, the second stored under the id 'A second line"' (featurize
+#    failed it for its missing audio), the first with half its text. The lines from the one that
+#    opens the quote through the one that closes it fail now, in tokenize and featurize alike; a
+#    quote that LJSpeech's own transcripts open and do not close is read as before.
 set -u
 TK=${FC_BIN:?}/tokenize
 FZ=$FC_BIN/featurize
@@ -118,6 +123,32 @@ want="tokenize: qt.tsv:1: a text quoted as CSV quotes it (in quotes, its quotes 
 [ "$(head -n 1 err)" = "$want" ] || fail "a quoted field: $(cat err)"
 grep -q "done: 3 of 5 (3 new, 0 already stored, 2 failed" err || fail "a quoted field: $(cat err)"
 grep -q "^tokenize: qt.tsv:5: a text quoted as CSV quotes it" err || fail "a quoted field with a tab: $(cat err)"
+
+# 5. a quoted text holding a line break
+printf 'LJ1|one|one\nLJ2|"in being modern.\nA second line"|"in being modern.\nA second line"\n' >br.csv
+printf 'LJ3|"The rules were|"The rules were\nLJ4|strict, he said."|strict, he said."\n' >>br.csv
+"$TK" --build-vocab -o s16 br.csv >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "a quoted line break: exit $rc, want 1"
+cat >want <<'EOF'
+tokenize: br.csv:2: its text opens a quote that line 4 closes: CSV quoting (pandas' to_csv, Python's csv) of a text with a line break, read as separate lines; LJSpeech's fields are not quoted: write them with quoting=csv.QUOTE_NONE, no line breaks, or as JSON lines
+tokenize: br.csv:3: continues line 2's quoted text (CSV quoting of a text with a line break): not a line of its own
+tokenize: br.csv:4: continues line 2's quoted text (CSV quoting of a text with a line break): not a line of its own
+tokenize: done: 3 of 6 (3 new, 0 already stored, 3 failed, 35 tokens)
+EOF
+cmp -s want err || fail "a quoted line break: $(cat err)"
+"${FC_PYTHON:-python3}" "$FC_SRC/docs/examples/read_tokens.py" s16 chars | grep -v "^$(printf '\t')" >got
+printf 'LJ1\tone\nLJ3\t"The rules were\nLJ4\tstrict, he said."\n' | cmp -s - got ||
+  fail "a quoted line break, stored: $(cat got)"
+# featurize reads the same lines: the same ones fail, the same ids are stored
+mkdir -p wavs
+for i in 1 2 3 4; do sox -n -r 22050 -b 16 wavs/LJ$i.wav synth 0.2 sine 440 || fail "sox"; done
+"$FZ" -j 1 -o s16 --manifest br.csv >out 2>err
+[ $? = 1 ] || fail "featurize, a quoted line break: $(cat err)"
+sed -n 's/^featurize: br.csv:\([0-9]*\): \(.*\)/\1: \2/p' err >got
+sed -n 's/^tokenize: br.csv:\([0-9]*\): \(.*\)/\1: \2/p' want | cmp -s - got ||
+  fail "featurize, a quoted line break: $(cat err)"
+grep -q "done: 3 of 6 (3 new, 0 already stored, 3 failed" err || fail "featurize: $(cat err)"
 
 [ $fails = 0 ] || exit 1
 echo "tokenize_foreign_csv: ok"

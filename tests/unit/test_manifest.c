@@ -140,6 +140,65 @@ static void test_ljspeech(void) {
   fc_item_list_free(&l);
 }
 
+/* A field quoted as CSV quotes it (Python's csv, pandas' to_csv) that holds a line break: each
+ * physical line was read as one, the second stored under the id 'A second line"'. The lines from
+ * the one that opens the quote through the one that closes it fail: the first with its id, the
+ * others without one. A quote that LJSpeech opens and does not close (its transcripts have them),
+ * the next line an id, is read as before. */
+static void test_quoted_line_break(void) {
+  fc_item_list l;
+  const char *p = write_str("q.csv",
+                            "LJ1|one|one\n"
+                            "LJ2|\"in being modern.\nA second line\"|\"in being modern.\n"
+                            "A second line\"\n"
+                            "LJ3|\"The rules were|\"The rules were\n"
+                            "LJ4|strict, he said.\"|strict, he said.\"\n");
+  CHECK(read_manifest(p, FC_MANIFEST_AUTO, NULL, &l) == 0 && l.count == 6, "count %zu", l.count);
+  if (l.count == 6) {
+    CHECK_STR(l.items[1].id, "LJ2");
+    CHECK(l.items[1].err == FC_EMANIFEST &&
+              strstr(l.items[1].why, "its text opens a quote that line 4 closes: CSV quoting") &&
+              strstr(l.items[1].why, "LJSpeech's fields are not quoted"),
+          "opening line: %d %s", l.items[1].err, l.items[1].why);
+    for (size_t i = 2; i < 4; i++) {
+      CHECK(l.items[i].id == NULL && l.items[i].err == FC_EMANIFEST &&
+                strstr(l.items[i].why, "continues line 2's quoted text"),
+            "line %zu: %s %s", l.items[i].line, l.items[i].id, l.items[i].why);
+    }
+    for (size_t i = 0; i < 6; i += i == 0 ? 4 : 1) /* LJ1, LJ3 and LJ4 */
+      CHECK(l.items[i].err == 0, "line %zu: %s", l.items[i].line, l.items[i].why);
+    CHECK_STR(l.items[4].text, "\"The rules were");
+    CHECK_STR(l.items[5].id, "LJ4");
+  }
+  fc_item_list_free(&l);
+  /* two columns, two line breaks and a blank line in the field; a TSV; a quote never closed */
+  p = write_str("q2.csv", "a|\"x\n\ny\nz\"\nb|ok\n");
+  CHECK(read_manifest(p, FC_MANIFEST_AUTO, NULL, &l) == 0 && l.count == 4, "count %zu", l.count);
+  if (l.count == 4) {
+    CHECK(l.items[0].err && strstr(l.items[0].why, "that line 4 closes"), "%s", l.items[0].why);
+    CHECK(l.items[1].line == 3 && l.items[2].line == 4 && !l.items[1].id && !l.items[2].id &&
+              strstr(l.items[2].why, "continues line 1's"),
+          "%zu %zu %s", l.items[1].line, l.items[2].line, l.items[2].why);
+    CHECK(l.items[3].err == 0 && l.items[3].line == 5, "b: %s", l.items[3].why);
+  }
+  fc_item_list_free(&l);
+  p = write_str("q.tsv", "a\t\"x\ny\"\nb\tok\n");
+  CHECK(read_manifest(p, FC_MANIFEST_AUTO, NULL, &l) == 0 && l.count == 3, "count %zu", l.count);
+  if (l.count == 3) {
+    CHECK(l.items[0].err && strstr(l.items[0].why, "a TSV's fields are not quoted"), "%s",
+          l.items[0].why);
+    CHECK(l.items[1].err && !l.items[1].id && l.items[2].err == 0, "%s", l.items[1].why);
+  }
+  fc_item_list_free(&l);
+  p = write_str("q3.csv", "a|\"x\nfoo\nbar\n"); /* never closed: each line as before */
+  CHECK(read_manifest(p, FC_MANIFEST_AUTO, NULL, &l) == 0 && l.count == 3, "count %zu", l.count);
+  if (l.count == 3) {
+    CHECK(l.items[0].err == 0, "%s", l.items[0].why);
+    CHECK(l.items[1].err && strstr(l.items[1].why, "missing text column"), "%s", l.items[1].why);
+  }
+  fc_item_list_free(&l);
+}
+
 static void test_kaldi(void) {
   fc_item_list l;
   const char *p = write_str("wav.scp",
@@ -694,6 +753,7 @@ int main(void) {
     return 2;
   }
   test_ljspeech();
+  test_quoted_line_break();
   test_kaldi();
   test_jsonl();
   test_jsonl_control_near();
