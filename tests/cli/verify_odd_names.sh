@@ -76,7 +76,7 @@ line=$(grep "^dataset: error: audio x: in st7 and st8 with different entries: di
 "$B/featurize" -q -o st9 $'d\t1/x.wav' && touch -d '2020-01-02 03:04:05 UTC' $'d\t1/x.wav' &&
   "$B/featurize" -q -o st10 $'d\t1/x.wav' || fail "featurize st9, st10"
 "$B/cache-verify" st9 st10 >out 2>err
-grep -qE "^dataset: error: audio x: in st9 and st10 with different entries: same audio \(digest [0-9a-f]{12}\.\.\.\) from the same source \"$here/d\\\\t1/x.wav\", modified at other times: 20[0-9-]+ [0-9:.]+ UTC vs 2020-01-02 03:04:05 UTC \(cache-merge would refuse it\)$" out ||
+grep -qE "^dataset: error: audio x: in st9 and st10 with different entries: same audio \(digest [0-9a-f]{12}\.\.\.\) from the same source \"$here/d\\\\t1/x.wav\", modified at other times: 20[0-9-]+ [0-9:.]+ UTC vs 2020-01-02 03:04:05(\.000000000)? UTC \(cache-merge would refuse it\)$" out ||
   fail "dataset mtime line: $(grep '^dataset' out)"
 
 printf 'a\na\n' >$'v\tdup'

@@ -3,27 +3,11 @@
 #include "libcache/core/merge/merge_conflict.h"
 
 #include "featcache/fc_format.h"
+#include "formats/common/utc.h"
 #include "formats/common/why.h"
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-
-/* "2020-01-02 03:04:05.500000000 UTC" (the nanoseconds only when there are any) */
-static const char *utc_ns(int64_t ns, char out[48]) {
-  time_t sec = (time_t)(ns / 1000000000);
-  long frac = (long)(ns % 1000000000);
-  if (frac < 0) sec--, frac += 1000000000;
-  struct tm tm;
-  char day[32];
-  if (!gmtime_r(&sec, &tm) || !strftime(day, sizeof day, "%Y-%m-%d %H:%M:%S", &tm))
-    snprintf(out, 48, "%lld ns", (long long)ns);
-  else if (frac)
-    snprintf(out, 48, "%s.%09ld UTC", day, frac);
-  else
-    snprintf(out, 48, "%s UTC", day);
-  return out;
-}
 
 /* A transcript's bytes from `from` (a character's start), at most EXCERPT of them, in double
  * quotes, with C escapes where a name would have them (a tab, a newline, a quote: the line stays
@@ -58,6 +42,7 @@ void merge_describe(int db, const MDB_val *x, const MDB_val *y, char *buf, size_
     const char *pa = fc_why_name(ea.path, ea.path_len > 200 ? 200 : ea.path_len, &qa),
                *pb = fc_why_name(eb.path, eb.path_len > 200 ? 200 : eb.path_len, &qb);
     char ta[48], tb[48];
+    fc_utc_pair(ea.mtime_ns, eb.mtime_ns, ta, tb, sizeof ta);
     if (memcmp(ea.digest.bytes, eb.digest.bytes, 16)) /* each name cut at 300 bytes */
       snprintf(buf, len, "different audio: digest %s... (%.300s) vs %s... (%.300s)", ha, pa, hb,
                pb);
@@ -68,7 +53,7 @@ void merge_describe(int db, const MDB_val *x, const MDB_val *y, char *buf, size_
       snprintf(buf, len,
                "same audio (digest %s...) from the same source %.300s, modified at other "
                "times: %s vs %s",
-               ha, pa, utc_ns(ea.mtime_ns, ta), utc_ns(eb.mtime_ns, tb));
+               ha, pa, ta, tb);
     else /* read otherwise: another version of the decoder */
       snprintf(buf, len,
                "same audio (digest %s...) from the same source %.300s, read otherwise: "

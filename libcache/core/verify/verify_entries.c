@@ -3,6 +3,7 @@
 #include "libcache/core/verify/verify_int.h"
 #include "formats/common/stored_text.h"
 #include "formats/common/alloc.h"
+#include "formats/common/utc.h"
 #include "formats/xxh3_int.h"
 
 /* ---- step 3: entries ------------------------------------------------------------------------- */
@@ -215,9 +216,7 @@ static void check_source(vctx *c, const ventry *e, const fc_audio_entry *ae) {
   int size_changed = (uint64_t)st.st_size != ae->source_size, mtime_changed = mtime != ae->mtime_ns;
   /* both as times, to the nanosecond when either has a fraction (a copy that kept whole seconds) */
   char now[64], then[64];
-  const int frac = mtime % 1000000000 != 0 || ae->mtime_ns % 1000000000 != 0;
-  vf_utc(mtime, frac, now, sizeof now);
-  vf_utc(ae->mtime_ns, frac, then, sizeof then);
+  fc_utc_pair(mtime, ae->mtime_ns, now, then, sizeof now);
   if (c->o->rehash) {
     fc_digest d;
     int rc = hash_file(path, &d);

@@ -5,6 +5,7 @@
  * apart from damage and unexplained gaps. */
 #include "libcache/core/verify/verify_int.h"
 #include "formats/common/alloc.h"
+#include "formats/common/utc.h"
 
 int vf_collect_failures(vctx *c, fc_rtxn *t) {
   fc_cursor *cur;
@@ -69,27 +70,13 @@ vfail *vf_find_failure(vctx *c, const char *id, size_t len) {
   return NULL;
 }
 
-void vf_utc(int64_t ns, int frac, char *buf, size_t len) {
-  int64_t sec = ns / 1000000000, sub = ns % 1000000000;
-  if (sub < 0) sub += 1000000000, sec--;
-  const time_t s = (time_t)sec;
-  struct tm tm;
-  char day[32];
-  if (!gmtime_r(&s, &tm) || !strftime(day, sizeof day, "%Y-%m-%d %H:%M:%S", &tm))
-    snprintf(buf, len, "%lld ns", (long long)ns);
-  else if (frac)
-    snprintf(buf, len, "%s.%09lld UTC", day, (long long)sub);
-  else
-    snprintf(buf, len, "%s UTC", day);
-}
-
 void vf_report_failures(vctx *c, fc_rtxn *t) {
   for (size_t i = 0; i < c->n_fails; i++) {
     const vfail *fl = &c->fails[i];
     const vcfg *cf = vf_find_cfg(c, fl->f.config.bytes);
     char hex[33], when[64];
     fc_digest_hex(&fl->f.config, hex);
-    vf_utc(fl->f.time_ns, 0, when, sizeof when);
+    fc_utc(fl->f.time_ns, 0, when, sizeof when);
     char *reason = vf_printable(fl->f.reason, fl->f.reason_len);
     char *source = vf_quoted(fl->f.source, fl->f.source_len);
     /* Stored under that config all the same (it failed after it was stored): say its features

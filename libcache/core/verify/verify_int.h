@@ -115,10 +115,6 @@ char *vf_printable(const char *s, size_t len);
 /* A path in a problem, quoted as the tools quote names (fc_quote_name; malloc'ed, NULL without
  * memory). */
 char *vf_quoted(const char *s, size_t len);
-/* A time in ns since the epoch as "2026-11-26 14:03:05 UTC", with its nanoseconds
- * ("14:03:05.250000000 UTC") when frac; "N ns" for a time gmtime cannot take. */
-void vf_utc(int64_t ns, int frac, char *buf, size_t len);
-
 /* data.mdb of dir as LMDB's meta pages describe it, read with MDB_NOLOCK (nothing written; the
  * meta pages are read with pread, inside any file that opens). */
 typedef struct vf_env {
