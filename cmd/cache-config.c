@@ -198,6 +198,11 @@ static int list_store(const char *dir, int json, int count) {
   uint64_t unwritten = 0; /* the parts its writer never wrote (a split store has at most 64) */
   for (unsigned k = 0; k < np && !code; k++) {
     fc_store *s;
+    if (fc_cli_signal) { /* a split store's parts counted so far are not the store's sums */
+      snprintf(failed, sizeof failed, "interrupted: not listed");
+      code = fc_cli_signal_exit();
+      break;
+    }
     if (np > 1 && fc_cli_say_unwritten_part(parts[k], "listed without it", NULL)) {
       unwritten |= (uint64_t)1 << (k & 63);
       continue;
@@ -543,10 +548,19 @@ int main(int argc, char **argv) {
     if (json || !count) fc_cli_usage_error("--drop lists nothing: drop --json and --no-count");
     return drop(argv[optind], drop_cfg, quiet);
   }
-  int code = FC_EXIT_OK;
-  for (int i = optind; i < argc; i++) {
+  /* Ctrl-C, SIGTERM: the store being counted is listed, the next ones not; what was listed is
+   * on stdout (it was lost with the process's buffer), and the exit is 130/143 */
+  fc_cli_install_signals();
+  int code = FC_EXIT_OK, done = 0;
+  for (int i = optind; i < argc && !fc_cli_signal; i++) {
     int rc = list_store(argv[i], json, count);
+    fc_cli_flush_stdout(); /* each store's listing out: a second Ctrl-C (a kill) keeps it */
     if (rc > code) code = rc;
+    done += !fc_cli_signal || rc != fc_cli_signal_exit(); /* not cut short by the signal */
+  }
+  if (fc_cli_signal) {
+    fc_cli_warn(NULL, "interrupted after %d of %d store%s", done, nargs, nargs == 1 ? "" : "s");
+    code = fc_cli_signal_exit();
   }
   return fc_cli_stdout_status(code); /* the listing lost (a full disk) is a failure */
 }

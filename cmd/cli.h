@@ -91,8 +91,20 @@ static inline const char *fc_cli_quoted(const char *name, char *buf, size_t len)
   return buf;
 }
 
+/* The first error a flush of stdout met (a full disk), for fc_cli_stdout_status to say. */
+static int fc_cli_stdout_errno;
+
+/* stdout written out now: after a store's report (a second Ctrl-C, a kill, keeps it), before a
+ * message (what was reported before comes first). A write error is kept for the exit's word. */
+static inline void fc_cli_flush_stdout(void) {
+  const int saved = errno;
+  errno = 0;
+  if (fflush(stdout) != 0 && !fc_cli_stdout_errno) fc_cli_stdout_errno = errno ? errno : EIO;
+  errno = saved;
+}
+
 static inline void fc_cli_vmsg(const char *path, const char *fmt, va_list ap) {
-  fflush(stdout); /* what was reported before comes first (fc_cli_stdout_in_order) */
+  fc_cli_flush_stdout(); /* what was reported before comes first (fc_cli_stdout_in_order) */
   fprintf(stderr, "%s: ", fc_cli_tool);
   if (path) {
     fc_cli_put_name(stderr, path);
@@ -168,7 +180,8 @@ static inline void fc_cli_bad_option(int argc, char **argv, const struct option 
 static inline int fc_cli_stdout_status(int code) {
   errno = 0;
   if (fflush(stdout) == 0 && !ferror(stdout)) return code;
-  fc_cli_warn("stdout", "cannot write: %s", errno ? strerror(errno) : "write error");
+  const int err = fc_cli_stdout_errno ? fc_cli_stdout_errno : errno;
+  fc_cli_warn("stdout", "cannot write: %s", err ? strerror(err) : "write error");
   return code == FC_EXIT_OK ? FC_EXIT_FAIL : code;
 }
 
@@ -704,7 +717,7 @@ __attribute__((format(printf, 2, 3))) static inline void fc_cli_progress_show(fc
                                                                               const char *fmt,
                                                                               ...) {
   if (!p->on) return;
-  fflush(stdout); /* the reports before it first, as for a message */
+  fc_cli_flush_stdout(); /* the reports before it first, as for a message */
   if (p->tty) {
     fputs("\r\033[K", stderr);
   } else {
