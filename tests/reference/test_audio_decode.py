@@ -447,6 +447,29 @@ def broken(tmp, x, sr0):
     expect("joined mp3", p, FC_EDECODE, "MP3 streams one after another (files joined with cat?)")
     rc, _, _, why = fc_load(os.path.join(tmp, "part1.mp3"), 22050)
     check(rc == 0, f"one mp3 stream: rc {rc} ({why})")
+    # Two WAV files joined so: 16-bit mono at the target rate (read without libsndfile) was stored
+    # as the first file alone; libsndfile refused the others as damaged ("No 'RIFF' chunk
+    # marker"). Refused, naming where the second begins; sox's 24-bit WAVE_FORMAT_EXTENSIBLE too.
+    for subtype, rate, ch in [("PCM_16", 22050, 1), ("PCM_16", 44100, 2), ("PCM_24", 22050, 1),
+                              ("FLOAT", 16000, 1), ("PCM_U8", 22050, 1), ("sox", 48000, 2)]:
+        parts = []
+        for i, y in enumerate([x[: len(x) // 2 + 1], x[len(x) // 2:]]):
+            q = os.path.join(tmp, f"part{i}.wav")
+            y = multichannel(resample_to(y, sr0, rate), ch, 3) if rate != sr0 or ch > 1 else y
+            if subtype == "sox":
+                sf.write(q + ".flac", y, rate, subtype="PCM_24")
+                subprocess.run(["sox", q + ".flac", "-b", "24", q], check=True)
+            else:
+                sf.write(q, y, rate, subtype=subtype)
+            parts.append(open(q, "rb").read())
+        p = os.path.join(tmp, "joined.wav")
+        with open(p, "wb") as f:
+            f.write(parts[0] + parts[1])
+        expect(f"joined wav {subtype} {rate} Hz {ch} ch", p, FC_EDECODE,
+               f"WAV files one after another (files joined with cat?): a second RIFF WAVE header "
+               f"at byte {len(parts[0])}, after the first one's data")
+        rc, _, _, why = fc_load(os.path.join(tmp, "part0.wav"), 22050)
+        check(rc == 0, f"one wav {subtype} {rate} Hz {ch} ch: rc {rc} ({why})")
 
 
 if __name__ == "__main__":

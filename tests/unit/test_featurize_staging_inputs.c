@@ -6,7 +6,7 @@
  * whole and goes the usual way. Real corpora have files that sit on the edges of that split: a
  * chunk after the samples, a header longer than the first read, streaming writers' size markers,
  * an odd data size, bytes after the last chunk, and files that are cut off, empty, not audio,
- * missing, a directory, or float samples that are NaN. For each of them, a run through the CPU
+ * missing, a directory, two joined with cat, or float samples that are NaN. For each of them, a run through the CPU
  * staging mock (tests/stage_mock.h: the pipeline's real code up to the device boundary) must come
  * out exactly as the CPU path does:
  *   - the same event (status, error, reason, frames, seconds, source rate and channels);
@@ -107,14 +107,16 @@ static void write_spec(const char *path, const wav_spec *w, int seed) {
   fclose(f);
 }
 
-enum { DIRECT = 1 }; /* read straight into the ring */
+/* DIRECT: read straight into the ring; AGAIN: read into it, found to be no such file (another
+ * after its samples), its room given back and read again the usual way */
+enum { DIRECT = 1, AGAIN };
 typedef struct input {
   const char *what;
   wav_spec w;
   int special; /* 0: a WAV as w says; else one of the kinds below */
-  int route; /* DIRECT or 0 */
+  int route; /* DIRECT, AGAIN or 0 */
 } input;
-enum { S_ZERO = 1, S_TEXT, S_MISSING, S_DIR, S_DUP };
+enum { S_ZERO = 1, S_TEXT, S_MISSING, S_DIR, S_DUP, S_JOINED };
 
 /* 4096: the first read (the header, then the samples into the ring). A plain header is 44 bytes;
  * a JUNK chunk of J bytes puts the samples at 52 + J. */
@@ -147,6 +149,8 @@ static const input inputs[] = {
     {"text, not audio", {0}, S_TEXT, 0},
     {"a path that does not exist", {0}, S_MISSING, 0},
     {"a directory", {0}, S_DIR, 0},
+    {"two files joined with cat, all within the first read", {.n = 900}, S_JOINED, 0},
+    {"two files joined with cat", {.n = 5000}, S_JOINED, AGAIN},
     {"a float WAV with a NaN sample", {.n = 3000, .float_nan = 2000}, 0, 0},
     {"a full-scale tone", {.n = 5000, .loud = 1}, 0, DIRECT},
     {"the same bytes as the second file, under another id", {0}, S_DUP, DIRECT},
@@ -301,12 +305,13 @@ int main(void) {
     return 1;
   }
   const char *pp[N];
-  unsigned want_direct = 0; /* of the first N - 1 (the last is the duplicate) */
+  unsigned want_direct = 0, want_again = 0; /* of the first N - 1 (the last is the duplicate) */
   for (int i = 0; i < N; i++) {
     snprintf(paths[i], sizeof paths[i], "%s/f%02d.wav", dir, i);
     pp[i] = paths[i];
     const input *in = &inputs[i];
     want_direct += in->route == DIRECT && in->special != S_DUP;
+    want_again += in->route == AGAIN;
     FILE *f;
     switch (in->special) {
     case 0: write_spec(paths[i], &in->w, i); break;
@@ -320,6 +325,20 @@ int main(void) {
     case S_MISSING: break;
     case S_DIR: CHECK(mkdir(paths[i], 0755) == 0, "mkdir %s", paths[i]); break;
     case S_DUP: write_spec(paths[i], &inputs[1].w, 1); break;
+    case S_JOINED: { /* cat a.wav b.wav: b half as long */
+      char second[320];
+      snprintf(second, sizeof second, "%.300s.2", paths[i]);
+      const wav_spec half = {.n = in->w.n / 2};
+      write_spec(paths[i], &in->w, i);
+      write_spec(second, &half, i + 1);
+      FILE *to = fopen(paths[i], "ab"), *from = fopen(second, "rb");
+      CHECK(to && from, "%s", second);
+      for (int c; to && from && (c = fgetc(from)) != EOF;) fputc(c, to);
+      if (to) fclose(to);
+      if (from) fclose(from);
+      remove(second);
+      break;
+    }
     }
   }
   CHECK(inputs[N - 1].special == S_DUP, "the duplicate comes last");
@@ -351,26 +370,29 @@ int main(void) {
   unsigned stored = 0, failed = 0;
   for (int i = 0; i < N - 1; i++)
     stored += b.status[i] == FC_ITEM_STORED, failed += b.status[i] == FC_ITEM_FAILED;
-  CHECK(stored == 13 && failed == 11, "first run: %u stored, %u failed, want 13 and 11", stored,
+  CHECK(stored == 13 && failed == 13, "first run: %u stored, %u failed, want 13 and 13", stored,
         failed);
 
-  /* Again with --rehash: every file read; those read into the ring give their room back. */
+  /* Again with --rehash: every file read; those read into the ring give their room back (and a
+   * file read into it that proves to be two joined, which fails again). */
   run(sa, &cfg, &items, N - 1, 0, 1, &a, &st_a);
   run(sb, &cfg, &items, N - 1, 1, 1, &b, &st_b);
   const unsigned direct = atomic_load(&m->utts16);
-  CHECK(direct == want_direct && atomic_load(&m->violations) == 0 &&
+  CHECK(direct == want_direct + want_again && atomic_load(&m->violations) == 0 &&
             atomic_load(&m->in_flight) == 0,
         "rehash: %u files read straight into the ring, want %u (%u violations)", direct,
-        want_direct, atomic_load(&m->violations));
+        want_direct + want_again, atomic_load(&m->violations));
   CHECK(st_b.processed == 0 && st_b.skipped_existing == stored && st_b.failed == failed,
         "rehash: %llu stored, %llu skipped, %llu failed", (unsigned long long)st_b.processed,
         (unsigned long long)st_b.skipped_existing, (unsigned long long)st_b.failed);
   compare(sa, sb, &cd, &a, &b, N - 1, "rehash");
 
-  /* Again as a rerun: what is stored is known by its source's identity, without a read. */
+  /* Again as a rerun: what is stored is known by its source's identity, without a read; what
+   * failed is read again. */
   run(sa, &cfg, &items, N - 1, 0, 0, &a, &st_a);
   run(sb, &cfg, &items, N - 1, 1, 0, &b, &st_b);
-  CHECK(atomic_load(&m->utts16) == 0 && st_b.processed == 0 && st_b.skipped_existing == stored,
+  CHECK(atomic_load(&m->utts16) == want_again && st_b.processed == 0 &&
+            st_b.skipped_existing == stored,
         "rerun: %u reservations, %llu stored, %llu skipped", atomic_load(&m->utts16),
         (unsigned long long)st_b.processed, (unsigned long long)st_b.skipped_existing);
   compare(sa, sb, &cd, &a, &b, N - 1, "rerun");
@@ -378,8 +400,10 @@ int main(void) {
   /* The duplicate: read into the ring, its record found stored under another id, linked. */
   run(sa, &cfg, &items, N, 0, 0, &a, &st_a);
   run(sb, &cfg, &items, N, 1, 0, &b, &st_b);
-  CHECK(atomic_load(&m->utts16) == 1 && b.status[N - 1] == FC_ITEM_LINKED && st_b.processed == 1,
-        "duplicate: %u reservations (want 1), status %d (want linked), %llu processed",
+  CHECK(atomic_load(&m->utts16) == 1 + want_again && b.status[N - 1] == FC_ITEM_LINKED &&
+            st_b.processed == 1,
+        "duplicate: %u reservations (want 1 and the joined file's), status %d (want linked), %llu "
+        "processed",
         atomic_load(&m->utts16), b.status[N - 1], (unsigned long long)st_b.processed);
   compare(sa, sb, &cd, &a, &b, N, "duplicate");
   dup = b;
@@ -416,10 +440,10 @@ int main(void) {
   run(sd, &cfg, &items, N - 1, 1, 0, &b, &st_b);
   unsigned too_long = 0;
   for (int i = 0; i < N - 1; i++) too_long += strstr(b.reason[i], "s long, over the 0.3") != NULL;
-  /* over 0.3 s: f01, f03, f04, f08; int16 into the ring: f00, f02, f05, f06, f07, f23 (the
-   * others that are stored are decoded by libsndfile, as floats) */
-  CHECK(too_long == 4 && atomic_load(&m->utts16) == 6,
-        "max-seconds: %u over the limit (want 4), %u int16 utterances launched (want 6)", too_long,
+  /* over 0.3 s: f01, f03, f04, f08; int16 into the ring: f00, f02, f05, f06, f07, f25 (the
+   * others that are stored are decoded by libsndfile, as floats), and f23 (two joined) given back */
+  CHECK(too_long == 4 && atomic_load(&m->utts16) == 6 + want_again,
+        "max-seconds: %u over the limit (want 4), %u int16 utterances launched (want 7)", too_long,
         atomic_load(&m->utts16));
   compare(sc, sd, &cd, &a, &b, N - 1, "max-seconds");
   max_seconds = 0;
@@ -435,7 +459,10 @@ int main(void) {
            e->status[i] == FC_ITEM_FAILED   ? "failed: "
            : e->status[i] == FC_ITEM_LINKED ? "linked"
                                             : "stored",
-           e->reason[i], inputs[i].route == DIRECT ? " (read into the ring)" : "");
+           e->reason[i],
+           inputs[i].route == DIRECT  ? " (read into the ring)"
+           : inputs[i].route == AGAIN ? " (read into the ring, then again)"
+                                      : "");
   }
   fc_item_list_free(&items);
   char cmd[400];

@@ -264,6 +264,9 @@ int audio_pcm16_open(const char *path, uint32_t target_rate, uint8_t **buf, size
       audio_wav_pcm16_scan(*buf, f->head, size, &off, &frames, &rate) != 1 ||
       (target_rate != 0 && rate != target_rate))
     return 0;
+  if (off + 2 * frames < f->head &&
+      audio_riff_after(*buf + off + 2 * frames, f->head - off - 2 * frames, 0) >= 0)
+    return 0; /* another file after the samples (cat), in the first read: the usual way refuses it */
   f->data_off = off;
   f->n_samples = frames;
   if (info) {
@@ -343,6 +346,8 @@ int audio_pcm16_finish(audio_pcm16_file *f, void *samples, uint8_t **buf, size_t
   audio_pcm16_close(f);
   *tail_off = data_end < f->head ? data_end : f->head;
   *tail_len = f->head + tail - *tail_off;
+  if (!rc && audio_riff_after(*buf + *tail_off, *tail_len, 0) >= 0)
+    rc = EAGAIN; /* another file after this one's samples: the usual way refuses it */
   return rc;
 }
 
@@ -483,10 +488,14 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     sf_code = sf_error(NULL);
   }
   pthread_mutex_unlock(&audio_sf_open_mu);
+  char joined_why[256];
+  const char *joined = audio_joined(sf ? sfi.format : 0, bytes, len, joined_why, sizeof joined_why);
   if (!sf) {
     const char *kind = audio_magic(bytes, len), *other = audio_unsupported(bytes, len);
     char codec[128];
-    if (audio_codec_unread(bytes, len, codec, sizeof codec))
+    if (joined) /* libsndfile finds the second file's header where it looks for a chunk */
+      fc_why(why, why_len, "%s", joined);
+    else if (audio_codec_unread(bytes, len, codec, sizeof codec))
       fc_why(why, why_len, "unsupported encoding in %s: convert it, to FLAC say", codec);
     else if (other)
       fc_why(why, why_len,
@@ -526,7 +535,6 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     goto done;
   }
   uint64_t declared, held;
-  const char *joined = audio_joined(sfi.format, bytes, len);
   if (joined || audio_truncated(bytes, len, len, &declared, &held) == 1) {
     if (joined)
       fc_why(why, why_len, "%s", joined);

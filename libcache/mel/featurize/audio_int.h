@@ -66,7 +66,8 @@ int audio_pcm16_view(const void *bytes, size_t len, uint32_t target_rate, double
  * took copied) and the bytes after them into *buf after the first read's (grown as needed), so
  * that the file's bytes are *buf[0, data_off), the samples, then *buf[tail_off, tail_off +
  * tail_len); it returns 0, EAGAIN when the file is not what its first read said (it shrank or
- * grew: read it again as usual), ENOMEM, or the read's error. *shape 0: anything else;
+ * grew) or another WAV follows its samples (audio_riff_after: files joined with cat, which
+ * fc_audio_decode refuses): read it again as usual, ENOMEM, or the read's error. *shape 0: anything else;
  * audio_pcm16_read_all reads the whole file into *buf as audio_read_into would have (from the
  * bytes read so far: a pipe is read once). Either call closes the file; audio_pcm16_close closes
  * it without reading more. */
@@ -141,9 +142,22 @@ int audio_mp3_unsized(const uint8_t *b, size_t len);
  * file's: the rest would be left out without a word; ffmpeg reads them all): an Ogg file of
  * streams one after another (a beginning-of-stream page after a stream's data; multiplexed
  * streams have their first pages first), an MP3 whose first frame's Xing/Info tag states the
- * stream's bytes and another stream begins where they end. fc_audio_decode's reason for refusing
- * the file (b[0, len), format libsndfile's), or NULL. */
-const char *audio_joined(int format, const uint8_t *b, size_t len);
+ * stream's bytes and another stream begins where they end, a RIFF WAVE with another RIFF WAVE
+ * header after its data chunk (audio_wav_joined; libsndfile refuses some such files as damaged,
+ * and the 16-bit path of audio_wav.c would read the first). fc_audio_decode's reason for refusing
+ * the file (b[0, len), format libsndfile's, 0 when it did not open it), in buf (n bytes) or a
+ * constant, or NULL. */
+const char *audio_joined(int format, const uint8_t *b, size_t len, char *buf, size_t n);
+
+/* Where in b[0, len), a RIFF WAVE file whose data chunk states its size, a second RIFF WAVE
+ * header begins after that chunk (at its end, its pad byte there or left out, or after chunks
+ * that follow it): the file is two joined with cat. 0 when none does. */
+uint64_t audio_wav_joined(const uint8_t *b, size_t len);
+
+/* The same test on the n bytes b that follow a WAV's data chunk (odd: its size was odd, so its pad
+ * byte may be there or left out): where a RIFF WAVE header begins at one of their chunk
+ * boundaries, or -1. Looks at a few chunk headers, never the bytes within them. */
+int64_t audio_riff_after(const uint8_t *b, size_t n, int odd);
 
 /* The container the first bytes show ("WAV", "FLAC", "MP3", ...; NULL: none), for telling a damaged
  * audio file from one that is not audio when libsndfile refuses it. */

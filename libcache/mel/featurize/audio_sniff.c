@@ -312,14 +312,54 @@ static int mp3_joined(const uint8_t *b, size_t len) {
   return q + 4 <= len && mpeg_frame_header(b + q);
 }
 
-const char *audio_joined(int format, const uint8_t *b, size_t len) {
+int64_t audio_riff_after(const uint8_t *b, size_t n, int odd) {
+  size_t pos = 0;
+  for (int k = 0; k < 64;
+       k++) { /* a few chunks (LIST, id3) may follow the data: not a walk of all */
+    for (size_t p = pos; p <= pos + (size_t)odd; p++) /* unpadded, then padded */
+      if (p + 12 <= n && memcmp(b + p, "RIFF", 4) == 0 && memcmp(b + p + 8, "WAVE", 4) == 0)
+        return (int64_t)p;
+    pos += (size_t)odd;
+    if (pos + 8 > n) return -1;
+    const uint64_t size = audio_le32(b + pos + 4);
+    if (size > n - pos - 8) return -1;
+    odd = (int)(size & 1);
+    pos += 8 + (size_t)size;
+  }
+  return -1;
+}
+
+uint64_t audio_wav_joined(const uint8_t *b, size_t len) {
+  if (len < 12 || memcmp(b, "RIFF", 4) != 0 || memcmp(b + 8, "WAVE", 4) != 0) return 0;
+  for (size_t pos = 12; pos + 8 <= len;) {
+    const uint64_t size = audio_le32(b + pos + 4);
+    if (memcmp(b + pos, "data", 4) == 0) {
+      if (!size_stated(size) || size > len - pos - 8) return 0;
+      const size_t end = pos + 8 + (size_t)size;
+      const int64_t at = audio_riff_after(b + end, len - end, (int)(size & 1));
+      return at < 0 ? 0 : end + (uint64_t)at;
+    }
+    if (size + (size & 1) > len - pos - 8) return 0;
+    pos += 8 + (size_t)size + (size & 1);
+  }
+  return 0;
+}
+
+const char *audio_joined(int format, const uint8_t *b, size_t len, char *buf, size_t n) {
   if ((format & SF_FORMAT_TYPEMASK) == SF_FORMAT_OGG && ogg_chained(b, len))
     return "a chained Ogg file (one stream after another: files joined with cat?), and libsndfile "
            "reads only the first: make it one stream (ffmpeg -i IN OUT.flac)";
   if ((format & SF_FORMAT_TYPEMASK) == SF_FORMAT_MPEG && mp3_joined(b, len))
     return "MP3 streams one after another (files joined with cat?), and libsndfile reads only the "
            "frames the first one's tag states: make it one stream (ffmpeg -i IN OUT.flac)";
-  return NULL;
+  const uint64_t at = audio_wav_joined(b, len);
+  if (!at) return NULL;
+  snprintf(buf, n,
+           "WAV files one after another (files joined with cat?): a second RIFF WAVE header at "
+           "byte %llu, after the first one's data, and libsndfile reads only the first (or "
+           "refuses the file): join the originals with sox (sox A.wav B.wav OUT.wav)",
+           (unsigned long long)at);
+  return buf;
 }
 
 int64_t audio_frames_slack(int format, const uint8_t *b, size_t len, int64_t frames) {

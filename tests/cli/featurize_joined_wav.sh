@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# featurize on WAV files joined with cat (two RIFF WAVE files back to back). A 16-bit mono one at
+# the config's rate, which is read without libsndfile, was stored as its first file alone, without
+# a word; the others failed as 'damaged WAV file (libsndfile: Error in WAV file. No 'RIFF' chunk
+# marker.)'. Now each is refused as the chained Ogg and joined MP3 files are: named, with where the
+# second file begins, recorded as failed; the run goes on with the rest and exits 1. A WAV with a
+# chunk after its data (LIST) is stored, and one of those joined to another is refused too.
+set -u
+FZ=${FC_BIN:?}/featurize
+PY=${FC_PYTHON:-python3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+
+espeak-ng -w a.wav "the first file" && espeak-ng -w b.wav "and the second one" ||
+  { echo "FAIL: espeak-ng failed"; exit 1; }
+sox a.wav -r 44100 -c 2 -b 24 a24.wav && sox b.wav -r 44100 -c 2 -b 24 b24.wav ||
+  { echo "FAIL: sox failed"; exit 1; }
+"$PY" - <<'PY' || { echo "FAIL: could not make the inputs"; exit 1; }
+import struct
+d = open("a.wav", "rb").read()
+assert d[36:40] == b"data" and len(d) == 44 + struct.unpack_from("<I", d, 40)[0]
+info = b"INFOISFT" + struct.pack("<I", 5) + b"espe\0" + b"\0"  # odd: padded
+listed = bytearray(d + b"LIST" + struct.pack("<I", len(info) - 1) + info)
+struct.pack_into("<I", listed, 4, len(listed) - 8)
+open("listed.wav", "wb").write(listed)
+open("listed_b.wav", "wb").write(bytes(listed) + open("b.wav", "rb").read())
+PY
+cat a.wav b.wav >ab.wav
+cat a24.wav b24.wav >ab24.wav
+a=$(stat -c %s a.wav) a24=$(stat -c %s a24.wav) listed=$(stat -c %s listed.wav)
+
+"$FZ" -v -j 2 --device cpu -o st ab.wav a.wav ab24.wav listed.wav listed_b.wav b.wav >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "exit $rc, want 1: $(cat err)"
+for f in ab.wav:$a ab24.wav:$a24 listed_b.wav:$listed; do
+  grep -qxF "featurize: ${f%%:*}: WAV files one after another (files joined with cat?): a second RIFF WAVE header at byte ${f##*:}, after the first one's data, and libsndfile reads only the first (or refuses the file): join the originals with sox (sox A.wav B.wav OUT.wav)" err ||
+    fail "${f%%:*}: not refused as two files joined: $(grep "${f%%:*}" err)"
+done
+for f in a b listed; do
+  grep -qE "^featurize: $f\.wav: stored as $f \(" err || fail "$f.wav not stored: $(grep "$f.wav" err)"
+done
+grep -qx 'featurize: done: 3 of 6 (3 new, 0 already stored, 3 failed)' err || fail "summary: $(grep done: err)"
+grep -qx 'featurize: failure records: 3 written, 0 deleted (stored now)' err ||
+  fail "failure records: $(grep 'failure records' err)"
+
+# the record under ab is not a's: a later run fails it again, the others are already stored
+"$FZ" -q -j 1 --device cpu -o st ab.wav a.wav >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "second run: exit $rc, want 1: $(cat err)"
+grep -q '^featurize: ab.wav: WAV files one after another' err || fail "second run: $(cat err)"
+
+[ $fails = 0 ] && echo ok
+exit $((fails > 0))
