@@ -49,6 +49,7 @@ typedef enum fc_loader_shard {
   FC_SHARD_UNEVEN = 2 /* exact partition: ranks differ by at most one item */
 } fc_loader_shard;
 
+/* fc_loader_opts.flags. A bit of none of them fails fc_loader_open (FC_ECONFIG, named). */
 enum fc_loader_flags {
   FC_LOADER_NOLOCK = 1u << 0, /* MDB_NOLOCK: read-only media, no lock.mdb written */
   FC_LOADER_NORDAHEAD = 1u << 1, /* MDB_NORDAHEAD: random reads of stores larger than RAM */
@@ -135,7 +136,8 @@ FC_API void fc_loader_opts_init(fc_loader_opts *o);
 /* Open n stores (directories) as one dataset and build the index. Among several stores one with
  * no entries and no records (an empty shard) needs no config and contributes nothing. Errors:
  * those of fc_store_open, FC_ENOTFOUND (no such config, or with STRICT a missing record), FC_ECONFIG (a
- * config selector matching several configs, bad options, stores disagreeing on the config, a
+ * config selector matching several configs, bad options (a flags bit of no FC_LOADER_* flag
+ * among them), stores disagreeing on the config, a
  * store given twice, and without FC_LOADER_PARTIAL shards recorded by two or more of the stores
  * that miss some of their partition or hold one twice),
  * FC_EFORMAT/FC_ECHECKSUM (with STRICT, a corrupt record; FC_EFORMAT with CHECK_PAGES, a damaged

@@ -760,6 +760,13 @@ int main(void) {
   o.flags = FC_LOADER_CENTER_CROP | FC_LOADER_RANDOM_CROP;
   rc = fc_loader_open(A, 1, &o, &l, why, sizeof why);
   CHECK(rc == FC_ECONFIG && strstr(why, "exclude each other"), "two crop modes: %s", why);
+  /* a bit no flag has: refused, naming it, not ignored */
+  o.flags = FC_LOADER_NOLOCK | (1u << 20);
+  rc = fc_loader_open(A, 1, &o, &l, why, sizeof why);
+  CHECK(rc == FC_ECONFIG && strstr(why,
+                                   "flags 0x100001 holds bits no FC_LOADER_* flag of this "
+                                   "library has: 0x100000"),
+        "unknown flag bit: %s", why);
   /* pad_to with views: refused, not silently only cropped */
   fc_loader_opts_init(&o);
   o.pad_to = 64;

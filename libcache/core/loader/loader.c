@@ -161,6 +161,12 @@ static int check_options(const fc_loader_opts *o, char *why, size_t why_len) {
     BAD("pad_to %u is not a multiple of pad_multiple %u (pad_to fixes the padded frame count: "
         "give one of them)",
         o->pad_to, o->pad_multiple);
+  /* a bit of no FC_LOADER_* flag (a program built against other headers, a typo'd mask) would
+   * otherwise be ignored, and the reading it asked for silently not done */
+  const unsigned known = (unsigned)FC_LOADER_CHECK_PAGES * 2 - 1;
+  if (o->flags & ~known)
+    BAD("flags 0x%x holds bits no FC_LOADER_* flag of this library has: 0x%x", o->flags,
+        o->flags & ~known);
   if ((o->flags & FC_LOADER_RANDOM_CROP) && (o->flags & FC_LOADER_CENTER_CROP))
     BAD("RANDOM_CROP and CENTER_CROP exclude each other");
   return 0;
