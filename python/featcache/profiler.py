@@ -168,6 +168,59 @@ def _cuda_available():
     return _CUDA
 
 
+def _nvml_uuid_index(prefix):
+    """(NVML index, None) of the one GPU whose UUID starts with prefix (CUDA_VISIBLE_DEVICES takes
+    a UUID's first digits too), else (None, why)."""
+    try:
+        nv = ctypes.CDLL("libnvidia-ml.so.1")
+        init, shutdown = nv.nvmlInit_v2, nv.nvmlShutdown
+        count, by_index, uuid = nv.nvmlDeviceGetCount_v2, nv.nvmlDeviceGetHandleByIndex_v2, \
+            nv.nvmlDeviceGetUUID
+    except (OSError, AttributeError) as e:
+        return None, "NVML not available to find it: %s" % e
+    if init():
+        return None, "NVML not usable to find it: nvmlInit failed"
+    try:
+        n = ctypes.c_uint()
+        if count(ctypes.byref(n)):
+            return None, "NVML did not count its GPUs"
+        found = []
+        for i in range(n.value):
+            h, buf = ctypes.c_void_p(), ctypes.create_string_buffer(96)
+            if not by_index(i, ctypes.byref(h)) and not uuid(h, buf, 96):
+                if buf.value.decode("ascii", "replace").lower().startswith(prefix.lower()):
+                    found.append(i)
+    finally:
+        shutdown()
+    if len(found) == 1:
+        return found[0], None
+    return None, ("no GPU of NVML's %d has that UUID" % n.value if not found else
+                  "GPUs %s all have UUIDs starting so" % ", ".join(map(str, found)))
+
+
+def _visible_gpu():
+    """(NVML index, how it was found or None) of the GPU a CUDA program of this process runs on
+    first (its cuda:0: the first of CUDA_VISIBLE_DEVICES, an index or a GPU UUID, whole or its
+    first digits), or (None, why) where that is not a GPU NVML samples."""
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is None:
+        return 0, None
+    first = env.split(",")[0].strip()
+    said = "CUDA_VISIBLE_DEVICES=%s%s" % (first, ",..." if "," in env else "")
+    if first.isdigit():
+        return int(first), None
+    if first.upper().startswith("MIG-"):
+        return None, ("%s: a MIG instance, whose utilization NVML does not report (pass "
+                      "start_gpu_sampler(index), gpu_index=, its GPU's index)" % said)
+    if first.upper().startswith("GPU-"):
+        index, why = _nvml_uuid_index(first)
+        if index is None:
+            return None, "%s: %s (pass start_gpu_sampler(index), gpu_index=)" % (said, why)
+        return index, said
+    return None, ("%s: this process sees no GPU (%s)" % (
+        said, "%r is neither a GPU index nor a UUID" % first if first else "it names none"))
+
+
 def _stats_dict(s, share=None):
     d = {"n": int(s.n), "mean": s.mean, "std": s.std, "min": s.min, "max": s.max, "p50": s.p50,
          "p95": s.p95, "p99": s.p99, "sum": s.sum, "variation_ratio": s.variation_ratio,
@@ -339,16 +392,22 @@ class StepProfiler:
     def start_gpu_sampler(self, index=None, period_ms=50.0):
         """Sample the GPU's utilization every period_ms through NVML until stop_gpu_sampler() or
         close(): each report(), json() or save() holds the samples taken until then.
-        index: the NVML index (default: the first of CUDA_VISIBLE_DEVICES when it is a number,
-        else 0). Without NVML (no NVIDIA driver) nothing is sampled and the report says why.
+        index: the NVML index (default: the GPU that is this process's cuda:0, the first of
+        CUDA_VISIBLE_DEVICES — an index, or a GPU UUID, found through NVML — or 0 where it is
+        not set; a MIG instance there, or an entry that names no GPU, is not sampled: pass the
+        index). Without NVML (no NVIDIA driver) nothing is sampled and the report says why.
         A sampler already running (gpu_busy=True) is stopped first: its samples are dropped.
         Returns True when sampling; a period out of 1 .. 60000 ms raises ValueError."""
         if self._own_sampler():
             self._lib.fc_gpu_sampler_free(self._sampler)
             self._sampler = None
+        how = None
         if index is None:
-            first = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip()
-            index = int(first) if first.isdigit() else 0
+            index, how = _visible_gpu()
+            if index is None:
+                self._gpu_note = how
+                self._lib.fc_profiler_set_gpu_busy(self._h, None, 0, 0.0, how.encode())
+                return False
         h, why = ctypes.c_void_p(), ctypes.create_string_buffer(512)
         rc = self._lib.fc_gpu_sampler_start(int(index), float(period_ms), ctypes.byref(h), why,
                                             512)
@@ -360,7 +419,7 @@ class StepProfiler:
             return False
         self._sampler, self._sampler_pid = h, os.getpid()
         self._gpu_period = float(period_ms)
-        self._gpu_note = "NVML GPU %d" % index
+        self._gpu_note = "NVML GPU %d" % index + (" (%s)" % how if how else "")
         return True
 
     def gpu_not_measured(self, reason):

@@ -18,6 +18,7 @@ except OSError as e:  # the library is not built in this tree
 
 NVML = ctypes.CDLL(os.environ["FC_FAKE_NVML"], mode=ctypes.RTLD_GLOBAL)
 NVML.fake_nvml_calls.restype = ctypes.c_uint
+UUID = "GPU-0000000%d-fa4e-4e11-8000-00000000000%d"  # the fake's UUID of GPU i
 
 
 def wait_samples(k, timeout=20.0):
@@ -114,6 +115,64 @@ def test_period_out_of_range_is_the_callers_mistake():
     with StepProfiler() as prof:
         with pytest.raises(ValueError, match=r"sampling period 0.5 ms out of range \(1 \.\. 60000\)"):
             prof.start_gpu_sampler(0, period_ms=0.5)
+
+
+@pytest.fixture
+def three_gpus(monkeypatch):
+    """The fake driver with 3 GPUs, GPU 2 at 70 %, the others at 10 %."""
+    NVML.fake_nvml_set_devices(3)
+    NVML.fake_nvml_set_util(10)
+    NVML.fake_nvml_set_util_of(2, 70)
+    yield monkeypatch
+    NVML.fake_nvml_set_devices(1)
+
+
+@pytest.mark.parametrize("visible", ["2", "2,0", UUID % (2, 2), UUID % (2, 2) + "," + UUID % (0, 0),
+                                     "GPU-00000002"])
+def test_the_default_gpu_is_cuda_visible_devices_first(three_gpus, visible):
+    """CUDA_VISIBLE_DEVICES names the GPUs by index or by UUID (whole, or its first digits, as
+    CUDA takes them). A UUID was read as no number and GPU 0 sampled instead, silently: another
+    job's GPU, or an idle one. The UUID is found through NVML."""
+    three_gpus.setenv("CUDA_VISIBLE_DEVICES", visible)
+    with StepProfiler(gpu_busy=True, gpu_period_ms=2) as prof:
+        steps(prof, 1)
+        wait_samples(3)
+        g = gpu(prof)
+        assert g["measured"] is True and g["pct"]["mean"] == 70, g
+        first = visible.split(",")[0]
+        more = ",..." if "," in visible else ""
+        assert g["note"] == ("NVML GPU 2" if first.isdigit() else
+                             "NVML GPU 2 (CUDA_VISIBLE_DEVICES=%s%s)" % (first, more)), g
+
+
+@pytest.mark.parametrize("visible,why", [
+    ("MIG-4f0a3f04-3a8b-5d8a-9c62-1b2c3d4e5f60",
+     "CUDA_VISIBLE_DEVICES=MIG-4f0a3f04-3a8b-5d8a-9c62-1b2c3d4e5f60: a MIG instance, whose "
+     "utilization NVML does not report (pass start_gpu_sampler(index), gpu_index=, its GPU's "
+     "index)"),
+    ("MIG-GPU-00000001-fa4e-4e11-8000-000000000001/1/0,1",
+     "CUDA_VISIBLE_DEVICES=MIG-GPU-00000001-fa4e-4e11-8000-000000000001/1/0,...: a MIG "
+     "instance, whose utilization NVML does not report (pass start_gpu_sampler(index), "
+     "gpu_index=, its GPU's index)"),
+    ("GPU-00000007", "CUDA_VISIBLE_DEVICES=GPU-00000007: no GPU of NVML's 3 has that UUID "
+     "(pass start_gpu_sampler(index), gpu_index=)"),
+    ("GPU-0000000", "CUDA_VISIBLE_DEVICES=GPU-0000000: GPUs 0, 1, 2 all have UUIDs starting so "
+     "(pass start_gpu_sampler(index), gpu_index=)"),
+    ("", "CUDA_VISIBLE_DEVICES=: this process sees no GPU (it names none)"),
+    ("-1", "CUDA_VISIBLE_DEVICES=-1: this process sees no GPU ('-1' is neither a GPU index nor "
+     "a UUID)"),
+])
+def test_a_default_gpu_nvml_cannot_sample_is_said(three_gpus, visible, why):
+    """A MIG instance, a UUID of no GPU (or of several), no GPU at all: nothing sampled, and the
+    report says why, rather than GPU 0's figure as this process's."""
+    three_gpus.setenv("CUDA_VISIBLE_DEVICES", visible)
+    calls = NVML.fake_nvml_calls()
+    with StepProfiler(gpu_busy=True, gpu_period_ms=2) as prof:
+        steps(prof, 1)
+        assert gpu(prof) == {"measured": False, "note": why}
+        assert "gpu busy: not measured (%s)" % why in prof.report()
+        assert prof.start_gpu_sampler(1) is True  # (an index given: sampled)
+    assert NVML.fake_nvml_calls() > calls
 
 
 if __name__ == "__main__":
