@@ -27,8 +27,8 @@ m=$d/m.csv
 expect_rc $? 1 "bad inputs"
 expect_err "tokenize: $m:3: "
 grep -F "$m:3:" "$d/err" | grep -qi "utf-8" || fail "line 3 not named as invalid UTF-8"
-expect_err "tokenize: $m:4: "
-expect_err "tokenize: $m:5: text is empty after normalization"
+expect_err "tokenize: $m:4: text is empty"
+expect_err "tokenize: $m:5: text is only white space"
 expect_err "tokenize: $m:6: line is 1048582 bytes, over the limit of 131072 a line may have" # unread
 expect_err "tokenize: $m:7: "
 expect_err "tokenize: $m:8: duplicate id"
@@ -41,6 +41,25 @@ grep -q '"processed":0,"skipped_existing":3,"failed":6' "$d/out" || fail "rerun 
 # a larger limit lets the 1 MiB line through
 "$T" -o "$d/s2" --manifest "$m" --vocab <(printf 'a\n') --max-text-bytes 2MiB --json > "$d/out" 2> "$d/err"
 grep -q '"processed":1,.*"tokens":1048576,' "$d/out" || fail "1 MiB line with --max-text-bytes 2MiB: $(cat "$d/out")"
+
+# a text that normalization leaves empty is said by what the line gave (each was "text is empty
+# after normalization", said of an empty column too): nothing, white space, punctuation that
+# --punct remove drops
+printf 'a|Hi.\nb|\nc| \t \nd|!?\ne|! ?\n' > "$d/e.csv"
+printf '{"id":"f","text":""}\n{"id":"g","text":"\\u3000"}\n' > "$d/e.jsonl"
+"$T" -q -o "$d/sx" --manifest "$d/e.csv" --build-vocab --punct remove > /dev/null 2> "$d/err"
+expect_rc $? 1 "empty texts"
+cat > "$d/want" <<W
+tokenize: $d/e.csv:2: text is empty
+tokenize: $d/e.csv:3: text is only white space
+tokenize: $d/e.csv:4: text is only punctuation, which --punct remove drops
+tokenize: $d/e.csv:5: text is only punctuation (which --punct remove drops) and white space
+W
+grep -v 'done:' "$d/err" | diff -u "$d/want" - || fail "empty texts said"
+"$T" -q -o "$d/sx2" --manifest "$d/e.jsonl" --build-vocab > /dev/null 2> "$d/err"
+expect_rc $? 1 "empty JSON texts"
+printf 'tokenize: %s:1: text is empty\ntokenize: %s:2: text is only white space\n' "$d/e.jsonl" "$d/e.jsonl" |
+  diff -u - <(grep -v 'done:' "$d/err") || fail "empty JSON texts said"
 
 # JSON lines: a text-only line names its utterance with "id"; one without says that is missing
 printf '{"id":"j1","text":"Hello."}\n{"text":"No id here."}\n' > "$d/m.jsonl"

@@ -30,7 +30,7 @@ rc=$?
 [ $rc = 1 ] || fail "no --max-failed: exit $rc, want 1: $(cat err)"
 grep -qx 'tokenize: done: 3 of 5 (3 new, 0 already stored, 2 failed, 36 tokens)' err ||
   fail "no --max-failed: summary: $(tail -n 1 err)"
-grep -qx 'tokenize: m.csv:2: text is empty after normalization' err || fail "line 2 not reported: $(cat err)"
+grep -qx 'tokenize: m.csv:2: text is only white space' err || fail "line 2 not reported: $(cat err)"
 grep -qx 'tokenize: m.csv:3: invalid UTF-8 (byte 0xC3 at column 7: Latin-1 or Windows-1252 text? convert the manifest: iconv -f WINDOWS-1252 -t UTF-8)' err || fail "line 3 not reported: $(cat err)"
 "$PY" - out <<'PY' || fail "--json without --max-failed: $(cat out)"
 import json, sys
@@ -65,7 +65,7 @@ mf 0 "allowed by" 100%
 "$T" -q --build-vocab --json -o st --max-failed 40% m.csv >out 2>err
 rc=$?
 [ $rc = 0 ] || fail "-q --max-failed 40%: exit $rc: $(cat err)"
-[ "$(cat err)" = 'tokenize: m.csv:2: text is empty after normalization
+[ "$(cat err)" = 'tokenize: m.csv:2: text is only white space
 tokenize: m.csv:3: invalid UTF-8 (byte 0xC3 at column 7: Latin-1 or Windows-1252 text? convert the manifest: iconv -f WINDOWS-1252 -t UTF-8)
 tokenize: done: 3 of 5 (0 new, 3 already stored, 2 failed, allowed by --max-failed 40%, 0 tokens)' ] ||
   fail "-q --max-failed 40%: stderr: $(cat err)"

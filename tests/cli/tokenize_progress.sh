@@ -49,7 +49,7 @@ grep -q 'tokenize: nothing to do: all 30 lines already stored' "$d/err" || fail 
 tty "'$T' -o '$d/s3' --manifest '$d/b.csv' --build-vocab --progress --batch 3 >/dev/null"
 [ $? = 1 ] || fail "a bad line with --progress: want exit 1"
 tr '\r' '\n' < "$d/err" | sed 's/\x1b\[K//g' |
-  grep -qx "tokenize: $d/b.csv:6: text is empty after normalization" ||
+  grep -qx "tokenize: $d/b.csv:6: text is empty" ||
   fail "the bad line's reason shares a line with the progress line"
 tail -n 1 "$d/err" | grep -qx 'tokenize: done: 6 of 7 (6 new, 0 already stored, 1 failed, [0-9]* tokens)' ||
   fail "the summary is not the last line of its own"

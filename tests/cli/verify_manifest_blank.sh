@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A manifest transcript blank only in Unicode white space (U+3000 ideographic space, U+00A0
-# no-break space) is one tokenize fails ("text is empty after normalization": its white-space
+# no-break space) is one tokenize fails ("text is only white space": its white-space
 # collapse takes Unicode White_Space), so cache-verify --expect-tokens must say so ("tokenize fails
 # an empty text: fix the line or drop the id"), as it does of ASCII blanks — not "run tokenize
 # again", which changes nothing. A BOM before blanks is blank too (tokenize drops the BOM).
@@ -42,10 +42,10 @@ grep ': changed: ' out | diff -u want - || fail "verify's lines differ"
 "$B/tokenize" --manifest m.csv --vocab v.txt -o st >tk.out 2>tk.err
 [ $? = 1 ] || fail "tokenize: exit, want 1"
 cat >want <<'W'
-tokenize: m.csv:1: text is empty after normalization
-tokenize: m.csv:2: text is empty after normalization
-tokenize: m.csv:3: text is empty after normalization
-tokenize: m.csv:5: text is empty after normalization
+tokenize: m.csv:1: text is only white space
+tokenize: m.csv:2: text is only white space
+tokenize: m.csv:3: text is only white space
+tokenize: m.csv:5: text is only white space
 W
 grep -v -e 'done:' -e 'unknown symbol' tk.err | diff -u want - || fail "tokenize's lines differ"
 exit $((fails > 0))

@@ -69,10 +69,26 @@ static void check_line(const fc_item *it, size_t max_bytes, line_state *l) {
   fc_digest_buffer(l->text, l->len, &l->digest);
 }
 
-static const char *norm_why(int rc) {
-  return rc == FC_EEMPTY  ? "text is empty after normalization"
-         : rc == FC_EUTF8 ? "text is not valid UTF-8"
-                          : fc_strerror(rc);
+/* Why normalization (nm) left nothing of text s: what is true of it as the manifest gives it. */
+static const char *norm_why(int rc, const fc_tok_norm *nm, const char *s, size_t len) {
+  if (rc != FC_EEMPTY) return rc == FC_EUTF8 ? "text is not valid UTF-8" : fc_strerror(rc);
+  if (len == 0) return "text is empty";
+  int space = 0, punct = 0, other = 0;
+  for (size_t i = 0; i < len;) { /* valid UTF-8: checked before */
+    int32_t cp;
+    i += tok_utf8_next(s + i, len - i, &cp);
+    if (tok_is_space(cp) || (cp >= 0x1C && cp <= 0x1F)) /* as the collapse's */
+      space = 1;
+    else if (tok_is_punct(cp))
+      punct = 1;
+    else
+      other = 1;
+  }
+  if (!punct && !other) return "text is only white space";
+  if (!other && nm->punct == FC_PUNCT_REMOVE)
+    return space ? "text is only punctuation (which --punct remove drops) and white space"
+                 : "text is only punctuation, which --punct remove drops";
+  return "text is empty after normalization";
 }
 
 /* Normalize and encode one line into its record (from its reading, when the vocab pass kept it:
@@ -84,7 +100,7 @@ static void tokenize_line(fc_tokenizer *t, const fc_digest *cfg, line_state *l) 
   size_t n = 0;
   int rc = l->has_ph ? 0 : fc_tok_normalize(fc_tokenizer_norm(t), l->text, l->len, &norm, &nlen);
   if (rc) {
-    fail_line(l, rc, "%s", norm_why(rc));
+    fail_line(l, rc, "%s", norm_why(rc, fc_tokenizer_norm(t), l->text, l->len));
     return;
   }
   if (l->has_ph)
