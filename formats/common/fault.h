@@ -44,7 +44,9 @@ __attribute__((visibility("default"))) void fault_hold(int on);
  * copy written and synced, 2 once it is renamed over data.mdb), a signal at a known point of a
  * run (site `store_open`: each fc_store_open, e.g. cache-bench's reopening of a store it evicted
  * before a cold pass; site `tokenize_batch`: each batch of tokenize between its lookups and its
- * write, for another writer to store the same lines first; site `tokenize_merge`: a bulk load's config
+ * write, for another writer to store the same lines first; site `featurize_batch`: each batch of a
+ * featurize writer between its lookups and its commit, for another run to commit the same ids
+ * first; site `tokenize_merge`: a bulk load's config
  * stored, its records not yet) — and then let it go on (SIGCONT).
  * Nothing is failed. Exported beside fault_hit. */
 __attribute__((visibility("default"))) void fault_stop(const char *site);

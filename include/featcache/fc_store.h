@@ -97,7 +97,9 @@ enum {
   FC_PUT_REQUIRE = 1u << 4,
   /* a plain put whose key holds these very bytes already is not written, and is reported kept
    * (fc_store_write_kept): an entry another writer wrote first, as this one would have */
-  FC_PUT_SAME_KEPT = 1u << 5
+  FC_PUT_SAME_KEPT = 1u << 5,
+  /* val is an fc_put_seen (below): the value's bytes, and a call shown what the key held before */
+  FC_PUT_SEEN = 1u << 6
 };
 
 /* A value written straight into the store (FC_PUT_FILL): with this flag, an fc_put's val points at
@@ -120,6 +122,21 @@ typedef struct fc_put_fill {
   void *arg;
   void (*done)(void *arg);
 } fc_put_fill;
+
+/* A put that is shown what it overwrites (FC_PUT_SEEN): with this flag, an fc_put's val points at
+ * an fc_put_seen, whose val holds the value's val_len bytes. fc_store_write calls
+ * seen(old, old_len, arg) for the put inside its write transaction, before the put is written,
+ * with the value the key holds then (old NULL and old_len 0: none): what another writer committed
+ * after the caller looked the key up is there, since LMDB's writer lock orders the transactions.
+ * old is valid during the call only. It is called once in each try of the batch (again when the
+ * batch is replayed after the map grew, possibly with another value: the last call is what the
+ * committed put replaced), on the caller's thread, also when the put then writes nothing
+ * (FC_PUT_SAME_KEPT, FC_PUT_NOOVERWRITE) or the batch fails. Not with FC_PUT_FILL (EINVAL). */
+typedef struct fc_put_seen {
+  const void *val;
+  void (*seen)(const void *old, size_t old_len, void *arg);
+  void *arg;
+} fc_put_seen;
 
 typedef struct fc_put {
   int db; /* fc_db */

@@ -14,6 +14,11 @@
 #include "formats/common/fault.h"
 #include "tests/check.h"
 
+/* FC_PUT_SEEN's call: what the key held, as a string ("-": nothing), into arg (8 bytes) */
+static void saw(const void *old, size_t len, void *arg) {
+  snprintf(arg, 8, "%.*s", old ? (int)len : 1, old ? (const char *)old : "-");
+}
+
 int main(void) {
   char dir[] = "/tmp/fc_test_store_XXXXXX";
   if (!mkdtemp(dir)) return 2;
@@ -95,6 +100,37 @@ int main(void) {
     p[0] = (fc_put){FC_DB_AUDIO, "same", 4, NULL, 0, FC_PUT_DELETE};
     p[1] = (fc_put){FC_DB_AUDIO, "other", 5, NULL, 0, FC_PUT_DELETE};
     CHECK(fc_store_write(s, p, 2) == 0, "same: deleted");
+  }
+  /* FC_PUT_SEEN: the put is shown what its key held in the write transaction (nothing: NULL),
+   * also when it is kept (FC_PUT_SAME_KEPT), and its value is fc_put_seen's */
+  {
+    char was[4][8] = {{0}};
+    unsigned char kept[1] = {9};
+    fc_put_seen sn = {"one", saw, was[0]};
+    fc_put p[1] = {{FC_DB_AUDIO, "seen", 4, &sn, 3, FC_PUT_SEEN | FC_PUT_SAME_KEPT}};
+    rc = fc_store_write_kept(s, p, 1, kept);
+    CHECK(rc == 0 && kept[0] == 0 && !strcmp(was[0], "-"), "seen: new: rc %d, %d '%s'", rc, kept[0],
+          was[0]);
+    sn = (fc_put_seen){"two", saw, was[1]};
+    rc = fc_store_write_kept(s, p, 1, kept);
+    CHECK(rc == 0 && kept[0] == 0 && !strcmp(was[1], "one"), "seen: over: rc %d, %d '%s'", rc,
+          kept[0], was[1]);
+    sn.arg = was[2];
+    rc = fc_store_write_kept(s, p, 1, kept);
+    CHECK(rc == 0 && kept[0] == 1 && !strcmp(was[2], "two"), "seen: same: rc %d, %d '%s'", rc,
+          kept[0], was[2]);
+    fc_put_fill f = {NULL, NULL, NULL};
+    fc_put q = {FC_DB_AUDIO, "seen", 4, &f, 3, FC_PUT_SEEN | FC_PUT_FILL};
+    CHECK(fc_store_write(s, &q, 1) == EINVAL, "seen: with fill");
+    fc_rtxn *t;
+    const void *v;
+    size_t vl;
+    CHECK(fc_store_read_begin(s, &t) == 0, "read");
+    CHECK(fc_rtxn_get(t, FC_DB_AUDIO, "seen", 4, &v, &vl) == 0 && vl == 3 && !memcmp(v, "two", 3),
+          "seen: the value written");
+    fc_rtxn_end(t);
+    p[0] = (fc_put){FC_DB_AUDIO, "seen", 4, NULL, 0, FC_PUT_DELETE};
+    CHECK(fc_store_write(s, p, 1) == 0, "seen: deleted");
   }
   CHECK(fc_store_sync(s) == 0, "sync");
   fc_store_info info;

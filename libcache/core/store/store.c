@@ -4,7 +4,7 @@
  * aborts, doubles the map (which LMDB allows only while this process has no transaction open,
  * hence map_lock: read transactions hold it shared) and replays the whole batch, so a batch is
  * atomic whatever the map size. cache-merge, which drives LMDB itself, grows through the same
- * store_grow_map (store_int.h). */
+ * store_grow_map (store_int.h). The write transactions themselves: store_write.c. */
 #include "libcache/core/store/store_int.h"
 
 #include "formats/common/alloc.h"
@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -317,265 +316,6 @@ const char *fc_store_path(const fc_store *s) { return s->path; }
 
 unsigned fc_store_open_flags(const fc_store *s) { return s->flags; }
 
-/* The read transactions (fc_store_read_begin) each thread holds, per store: a thread that holds
- * one keeps map_lock shared, and would wait on itself for the exclusive lock of a resize (LMDB
- * cannot resize under a transaction of this process anyway). The table grows with the stores a
- * thread reads at once (cache-merge reads hundreds of inputs while it writes its output); freed at
- * the thread's exit. `untracked` counts those begun when the table could not grow: then any store
- * may be held. */
-typedef struct held_slot {
-  const fc_store *s;
-  unsigned n;
-} held_slot;
-static _Thread_local held_slot *held;
-static _Thread_local size_t n_held;
-static _Thread_local unsigned untracked;
-static pthread_key_t held_key;
-static pthread_once_t held_once = PTHREAD_ONCE_INIT;
-static void held_key_make(void) { pthread_key_create(&held_key, free); }
-
-static void held_add(const fc_store *s, int d) {
-  size_t free_slot = n_held;
-  for (size_t i = 0; i < n_held; i++) {
-    if (held[i].s == s && held[i].n) {
-      if (d < 0 && --held[i].n == 0) held[i].s = NULL;
-      if (d > 0) held[i].n++;
-      return;
-    }
-    if (!held[i].n && free_slot == n_held) free_slot = i;
-  }
-  if (d < 0) {
-    if (untracked) untracked--;
-    return;
-  }
-  if (free_slot == n_held) { /* every slot taken: twice as many */
-    const size_t n = n_held ? 2 * n_held : 8;
-    held_slot *t = fc_realloc(held, n * sizeof *t);
-    if (!t) {
-      untracked++;
-      return;
-    }
-    memset(t + n_held, 0, (n - n_held) * sizeof *t);
-    held = t;
-    n_held = n;
-    pthread_once(&held_once, held_key_make);
-    (void)pthread_setspecific(held_key, t); /* freed at the thread's exit (else at the process's) */
-  }
-  held[free_slot].s = s;
-  held[free_slot].n = 1;
-}
-
-static int held_here(const fc_store *s) {
-  if (untracked) return 1;
-  for (size_t i = 0; i < n_held; i++)
-    if (held[i].s == s && held[i].n) return 1;
-  return 0;
-}
-
-int store_grow_map(fc_store *s, uint64_t at_least) {
-  MDB_envinfo info;
-  if (held_here(s)) return MDB_MAP_FULL; /* this thread's read transactions pin the map */
-  pthread_rwlock_wrlock(&s->map_lock);
-  int rc = fault_hit("grow") ? ENOMEM : mdb_env_info(s->env, &info);
-  uint64_t size = rc ? 0 : (uint64_t)info.me_mapsize * 2;
-  if (!rc) rc = mdb_env_set_mapsize(s->env, size < at_least ? at_least : size);
-  pthread_rwlock_unlock(&s->map_lock);
-  return rc;
-}
-
-int store_adopt_map(fc_store *s) {
-  if (held_here(s)) return MDB_MAP_RESIZED; /* this thread's read transactions pin the map */
-  pthread_rwlock_wrlock(&s->map_lock);
-  /* a loader's snapshot points into the map (arrays of it too): remapping would move it away */
-  int rc = atomic_load(&s->pinned) ? MDB_MAP_RESIZED : mdb_env_set_mapsize(s->env, 0);
-  pthread_rwlock_unlock(&s->map_lock);
-  return rc;
-}
-
-static size_t batch_bytes(const fc_put *puts, size_t n) {
-  size_t b = 0;
-  for (size_t i = 0; i < n; i++) b += puts[i].key_len + puts[i].val_len;
-  return b;
-}
-
-/* LMDB reports a short write as EIO ("Input/output error"): a full disk or a file-size limit
- * reads as a hardware fault. When the file system holds less than the batch (plus slack for
- * LMDB's pages) or data.mdb plus the batch passes RLIMIT_FSIZE, say so instead: ENOSPC, EFBIG. */
-int store_explain_write_error(const fc_store *s, int rc, size_t bytes) {
-  if (rc != EIO && rc != ENOSPC && rc != EFBIG) return rc;
-  const uint64_t need = (uint64_t)bytes + (4u << 20);
-  struct statvfs fs;
-  if (statvfs(s->path, &fs) == 0 && (uint64_t)fs.f_bavail * fs.f_frsize < need) return ENOSPC;
-  struct rlimit lim;
-  char p[4096];
-  struct stat st;
-  if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
-      snprintf(p, sizeof p, "%s/data.mdb", s->path) < (int)sizeof p && stat(p, &st) == 0 &&
-      (uint64_t)st.st_size + need > (uint64_t)lim.rlim_cur)
-    return EFBIG;
-  return rc;
-}
-
-/* One put. A config new to the store gets its index in the same transaction. */
-static int put_one(fc_store *s, MDB_txn *txn, const fc_put *p, unsigned char *kept) {
-  if (p->flags & FC_PUT_REQUIRE) { /* a check, no write: no fault countdown either */
-    MDB_val k = {p->key_len, (void *)p->key}, v;
-    int rc = mdb_get(txn, s->dbi[p->db], &k, &v);
-    return rc == MDB_NOTFOUND ? FC_EDROPPED : rc;
-  }
-  const int fill = (p->flags & FC_PUT_FILL) != 0;
-  MDB_val k = {p->key_len, (void *)p->key}, v = {p->val_len, fill ? NULL : (void *)p->val};
-  int is_cfg = p->db == FC_DB_META && p->key_len == 36 && memcmp(p->key, "cfg/", 4) == 0;
-  unsigned flags =
-      ((p->flags & FC_PUT_NOOVERWRITE) ? MDB_NOOVERWRITE : 0) | (fill ? MDB_RESERVE : 0);
-  if ((is_cfg && !(flags & MDB_NOOVERWRITE)) || (p->flags & FC_PUT_SAME_KEPT)) {
-    MDB_val old; /* a config overwritten is new only if not there; the same bytes are kept */
-    int g = mdb_get(txn, s->dbi[p->db], &k, &old);
-    if (g && g != MDB_NOTFOUND) return g;
-    if (!g && (p->flags & FC_PUT_SAME_KEPT) && old.mv_size == p->val_len &&
-        memcmp(old.mv_data, p->val, p->val_len) == 0)
-      return kept ? (*kept = 1, 0) : 0;
-    if (g != MDB_NOTFOUND) is_cfg = 0;
-  }
-  int rc = fault_hit("put") ? EIO
-                            : mdb_put(txn, s->dbi[p->db], &k, &v,
-                                      flags | ((p->flags & FC_PUT_APPEND) ? MDB_APPEND : 0));
-  if (rc == MDB_KEYEXIST && (p->flags & FC_PUT_APPEND)) { /* not after the last key: a plain put */
-    v = (MDB_val){p->val_len, fill ? NULL : (void *)p->val};
-    rc = mdb_put(txn, s->dbi[p->db], &k, &v, flags);
-  }
-  if (rc == 0 && fill) { /* the reserved bytes, written in place (fc_put_fill) */
-    const fc_put_fill *f = p->val;
-    rc = f->fill(v.mv_data, p->val_len, f->arg);
-  }
-  if (rc == MDB_KEYEXIST) { /* content-addressed: the stored value is the same */
-    if (kept) *kept = 1;
-    return 0;
-  }
-  if (!rc && is_cfg)
-    rc = store_index_config_added(s, txn, p->key, p->key_len, v.mv_data, v.mv_size);
-  return rc;
-}
-
-/* The index entries of an entry put: from the entry as stored (a NOOVERWRITE put may have met
- * another value; a FILL put's bytes are in the page). */
-static int index_put(fc_store *s, MDB_txn *txn, const fc_put *p) {
-  MDB_val k = {p->key_len, (void *)p->key}, v = {p->val_len, (void *)p->val};
-  if (p->flags & FC_PUT_DELETE) { /* no entry: in no index */
-    v = (MDB_val){0, NULL};
-  } else if (p->flags & (FC_PUT_NOOVERWRITE | FC_PUT_FILL)) {
-    int rc = mdb_get(txn, s->dbi[p->db], &k, &v);
-    if (rc) return rc;
-  }
-  return store_index_entry(s, txn, p->db, p->key, p->key_len, v.mv_data, v.mv_size, NULL, NULL);
-}
-
-/* The fill puts' done calls (fc_put_fill): fill will not be called again for them. */
-static void fills_done(const fc_put *puts, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    if (puts[i].flags & FC_PUT_FILL) {
-      const fc_put_fill *f = puts[i].val;
-      if (f->done) f->done(f->arg);
-    }
-}
-
-/* Whether the map holds whatever the open write transaction's commit may still take: the pages
- * the transaction made beyond the last committed page (at most, for each put, its key and value's
- * pages and a few for its path through the tree and the index entries it makes), and the pages
- * the commit itself takes for the free list, twice over. While it does, the commit cannot fail with
- * MDB_MAP_FULL, so the batch will not be replayed. */
-static int room_to_commit(fc_store *s, const fc_put *puts, size_t n) {
-  MDB_envinfo ei;
-  MDB_stat ms;
-  if (mdb_env_info(s->env, &ei) || mdb_env_stat(s->env, &ms) || !ms.ms_psize) return 0;
-  const uint64_t ps = ms.ms_psize;
-  uint64_t need = 256; /* the free list's record, the db roots, the meta page */
-  for (size_t i = 0; i < n; i++) need += 32 + (puts[i].key_len + puts[i].val_len) / ps + 2;
-  const uint64_t pages = ei.me_mapsize / ps, used = (uint64_t)ei.me_last_pgno + 1;
-  return pages > used && pages - used >= 2 * need;
-}
-
-int fc_store_write(fc_store *s, const fc_put *puts, size_t n) {
-  return fc_store_write_kept(s, puts, n, NULL);
-}
-
-int fc_store_write_kept(fc_store *s, const fc_put *puts, size_t n, unsigned char *kept) {
-  if (s->flags & FC_STORE_RDONLY) {
-    fills_done(puts, n);
-    return EACCES;
-  }
-  pthread_mutex_lock(&s->write_mu);
-  int rc, released = 0; /* released: the fill puts' done were called (no replay after that) */
-  if (s->broken) {
-    rc = FC_EBADSTATE;
-    goto out;
-  }
-  for (;;) {
-    MDB_txn *txn;
-    pthread_rwlock_rdlock(&s->map_lock);
-    rc = mdb_txn_begin(s->env, NULL, 0, &txn);
-    pthread_rwlock_unlock(&s->map_lock);
-    if (rc == MDB_MAP_RESIZED) { /* another process grew the map: adopt its size and retry */
-      if ((rc = store_adopt_map(s)) != 0) goto out;
-      continue;
-    }
-    if (rc) goto out;
-    rc = store_index_begin(s, txn);
-    if (kept) memset(kept, 0, n); /* this try's (a replay after the map grew starts over) */
-    for (size_t i = 0; i < n && !rc; i++) {
-      const fc_put *p = &puts[i];
-      if (p->db < 0 || p->db >= FC_DB_ALL || !s->dbi[p->db]) {
-        rc = EINVAL;
-        break;
-      }
-      if (p->flags & FC_PUT_DELETE) {
-        MDB_val k = {p->key_len, (void *)p->key};
-        rc = fault_hit("put") ? EIO : mdb_del(txn, s->dbi[p->db], &k, NULL);
-        if (rc == MDB_NOTFOUND) rc = 0;
-        continue;
-      }
-      rc = put_one(s, txn, p, kept ? &kept[i] : NULL);
-    }
-    /* the index follows the entries this batch wrote, now that its records are in (index.c) */
-    for (size_t i = 0; i < n && !rc; i++)
-      if (puts[i].db == FC_DB_AUDIO || puts[i].db == FC_DB_TEXT) rc = index_put(s, txn, &puts[i]);
-    if (rc) {
-      mdb_txn_abort(txn);
-      store_index_end(s, 0);
-      if (rc == MDB_MAP_FULL && !(rc = store_grow_map(s, 0))) continue;
-      goto out; /* nothing half-done: the batch was aborted whole, the handle stays usable */
-    }
-    /* What the fills read is not needed any more unless the commit finds the map full: the
-     * caller may reuse it while the commit writes the pages (fc_put_fill's done). */
-    if (room_to_commit(s, puts, n)) {
-      fills_done(puts, n);
-      released = 1;
-    }
-    if (fault_hit("commit")) {
-      mdb_txn_abort(txn);
-      rc = EIO;
-    } else {
-      rc = mdb_txn_commit(txn);
-    }
-    store_index_end(s, rc == 0);
-    if (rc == MDB_MAP_FULL && !released && !(rc = store_grow_map(s, 0))) continue;
-    if (rc) {
-      s->broken = 1; /* a failed commit: refuse further writes until reopened */
-      rc = store_explain_write_error(s, rc, batch_bytes(puts, n));
-    }
-    goto out;
-  }
-out:
-  pthread_mutex_unlock(&s->write_mu);
-  if (!released) fills_done(puts, n);
-  return rc;
-}
-
-int fc_store_sync(fc_store *s) {
-  if (s->flags & FC_STORE_RDONLY) return 0;
-  return store_explain_write_error(s, mdb_env_sync(s->env, 1), 0);
-}
-
 static int read_begin(fc_store *s, fc_rtxn **out, int adopt) {
   *out = NULL;
   fc_rtxn *t = fc_malloc(sizeof *t);
@@ -591,7 +331,7 @@ static int read_begin(fc_store *s, fc_rtxn **out, int adopt) {
     free(t);
     return rc;
   }
-  held_add(s, 1);
+  store_held_add(s, 1);
   *out = t;
   return 0;
 }
@@ -604,7 +344,7 @@ void fc_rtxn_end(fc_rtxn *t) {
   if (!t) return;
   mdb_txn_abort(t->txn);
   pthread_rwlock_unlock(&t->s->map_lock);
-  held_add(t->s, -1);
+  store_held_add(t->s, -1);
   free(t);
 }
 

@@ -77,6 +77,9 @@ int store_check_extent(fc_store *s);
  * loader's snapshot of the process is open (pinned), store_adopt_map returns MDB_MAP_RESIZED. */
 int store_grow_map(fc_store *s, uint64_t at_least);
 int store_adopt_map(fc_store *s);
+/* The read transactions of s this thread holds: d = 1 when one begins, -1 when it ends
+ * (store_map.c: while the thread holds one, it may not grow or adopt the map). */
+void store_held_add(const fc_store *s, int d);
 /* fc_store_open flag (internal, beside fc_store_flags), read-only opens: map STORE_MAP_HEADROOM
  * bytes past data.mdb's size, so that what writers add in the meantime is read without resizing
  * the map, which a loader's open snapshot forbids (address space only: where a limit on it

@@ -16,6 +16,7 @@
 #include "libcache/mel/featurize/featurize_int.h"
 #include "featcache/fc_format.h"
 #include "formats/common/alloc.h"
+#include "formats/common/fault.h"
 #include "formats/common/thread_name.h"
 
 #include <errno.h>
@@ -209,6 +210,24 @@ static void fill_done(void *arg) {
   j->hold = NULL;
 }
 
+/* The id's audio entry as the commit found it (fc_put_seen), before the job's entry replaces it:
+ * the job's replaced is the file it names when that is another file with other audio, else NULL.
+ * The commit's view, not the lookup's: another run beside this one (a `make -j` of train/ and dev/,
+ * one id in both) may have committed the id after this run looked it up, and LMDB's
+ * writer lock puts that commit before this one. */
+static void entry_seen(const void *old, size_t old_len, void *arg) {
+  fz_job *j = arg;
+  fc_audio_entry was, now;
+  char *path = NULL;
+  if (old && fc_audio_entry_decode(old, old_len, &was) == 0 &&
+      fc_audio_entry_decode(j->entry, j->entry_len, &now) == 0 &&
+      memcmp(was.digest.bytes, now.digest.bytes, sizeof now.digest.bytes) != 0 && was.path_len &&
+      (was.path_len != now.path_len || memcmp(was.path, now.path, now.path_len) != 0))
+    path = fc_strndup(was.path, was.path_len); /* NULL without memory: no note */
+  free(j->replaced);
+  j->replaced = path;
+}
+
 /* Commit one batch to part p: config and its creation time, then each job's record (NOOVERWRITE)
  * and audio entry, with the deletion of the id's failure record when it had one; or a failure
  * record. A staged job's record is written straight into the store's page (fill_record). */
@@ -216,10 +235,11 @@ static int commit_batch(fz_run *r, fz_part *p, fz_job *batch, size_t count) {
   fc_put *puts = fc_malloc((3 * count + 2) * sizeof *puts);
   fc_put_fill *fills = fc_malloc(count * sizeof *fills);
   fill_arg *args = fc_malloc(count * sizeof *args);
+  fc_put_seen *seen = fc_malloc(count * sizeof *seen);
   unsigned char *kept = fc_malloc(3 * count + 2);
   int rc = ENOMEM;
-  if (!puts || !fills || !args || !kept) goto out;
-  size_t np = 0, nf = 0;
+  if (!puts || !fills || !args || !seen || !kept) goto out;
+  size_t np = 0, nf = 0, ns = 0;
   /* the config: stored by the first batch; there still for the later ones (a drop meanwhile
    * would leave what this run counted as stored gone: FC_EDROPPED, nothing of the batch stored) */
   puts[np++] =
@@ -249,7 +269,9 @@ static int commit_batch(fz_run *r, fz_part *p, fz_job *batch, size_t count) {
                             FC_PUT_NOOVERWRITE | FC_PUT_FILL};
       nf++;
     }
-    puts[np++] = (fc_put){FC_DB_AUDIO, id, strlen(id), j->entry, j->entry_len, FC_PUT_SAME_KEPT};
+    seen[ns] = (fc_put_seen){j->entry, entry_seen, j};
+    puts[np++] = (fc_put){FC_DB_AUDIO, id,           strlen(id),
+                          &seen[ns++], j->entry_len, FC_PUT_SAME_KEPT | FC_PUT_SEEN};
   }
   rc = fc_store_write_kept(p->s, puts, np, kept);
   /* what another run beside this one stored since the lookups: the config's two puts, then each
@@ -268,6 +290,7 @@ out:
   free(puts);
   free(fills);
   free(args);
+  free(seen);
   free(kept);
   return rc;
 }
@@ -353,6 +376,7 @@ int fz_writer_loop(fz_run *r, fz_part *p) {
     const int drained = bstaged && !p->head;
     if (bcount && (full || finished || drained || fz_now() - started >= r->o.batch_seconds)) {
       pthread_mutex_unlock(&r->mu);
+      fault_stop("featurize_batch"); /* test builds: another run's commit before this one's */
       double tw = fz_cpu_now();
       rc = commit_batch(r, p, batch, bcount);
       if (!rc) {
