@@ -56,7 +56,7 @@ for s in gpu-check scaleout/slurm-submit scaleout/parallel.sh; do
 done
 # parallel.sh's help is its whole header comment, to its last line
 out=$(env -u MANIFEST timeout 30 "$SRC/scripts/scaleout/parallel.sh" --help 2>&1)
-[ "$(tail -n 1 <<<"$out")" = 'script again. Reruns are cheap: finished shards say "nothing to do".' ] ||
+[ "$(tail -n 1 <<<"$out")" = "(MERGE_OPTS=\"--prefer first\": a file replaced under its id, which CACHE holds, takes the shards')." ] ||
   fail "scripts/scaleout/parallel.sh --help stops short of its header's end: $(tail -n 2 <<<"$out")"
 
 # the Slurm job scripts (run by sbatch, executable too): --help prints the header, exit 0, and
