@@ -58,7 +58,7 @@ for t in "${targets[@]}"; do
   phonemes) srcs=(libcache/text/tokenize/tok_espeak.c libcache/text/tokenize/tok_child.c libcache/text/tokenize/tok_util.c
                   libcache/text/tokenize/tok_normalize.c formats/utf8.c)
             libs=($(pkg-config --libs espeak-ng libutf8proc) -lxxhash -lm -lpthread) ;;
-  audio) srcs=(libcache/mel/featurize/audio.c libcache/mel/featurize/audio_length.c libcache/mel/featurize/audio_sniff.c formats/digest.c
+  audio) srcs=(libcache/mel/featurize/audio*.c formats/digest.c
                formats/common/fault.c)
          libs=($(pkg-config --libs sndfile soxr) -lxxhash -lm -lpthread) ;;
   *) echo "fuzz: unknown target $t (record, parsers, loader, phonemes, audio)" >&2; exit 2 ;;
