@@ -14,3 +14,8 @@ int store_txn_begin_read(MDB_env *env, MDB_txn **txn) {
   if (mdb_reader_check(env, &dead) != 0 || dead == 0) return rc;
   return mdb_txn_begin(env, NULL, MDB_RDONLY, txn);
 }
+
+void store_clear_stale_readers(fc_store *s) {
+  int dead = 0;
+  if (!(s->flags & (FC_STORE_RDONLY | FC_STORE_NOLOCK))) (void)mdb_reader_check(s->env, &dead);
+}

@@ -289,7 +289,10 @@ static int store_open_once(const char *dir, unsigned flags, fc_store **out) {
     rc = open_dbs(s, existed);
   if (rc) goto fail;
   store_create_unlock(lk);
-  if (!rdonly) reclaim_beyond_end(s);
+  if (!rdonly) {
+    store_clear_stale_readers(s);
+    reclaim_beyond_end(s);
+  }
   *out = s;
   return 0;
 fail:

@@ -96,6 +96,12 @@ int store_read_begin_held(fc_store *s, fc_rtxn **out);
  * slots of dead processes (a loader killed with SIGKILL) are cleared and the begin tried once
  * more (readers.c). MDB_READERS_FULL then means live processes hold every slot. */
 int store_txn_begin_read(MDB_env *env, MDB_txn **txn);
+/* A writer's open and each of its writes (store.c, store_write.c): the reader slots of dead
+ * processes cleared (mdb_reader_check, a write to lock.mdb only; the live keep theirs). Such a
+ * slot pins the snapshot it read, and LMDB resets the table only when the first process opens
+ * the store: while another keeps it open, no page freed since could be reused, and every rewrite
+ * grew data.mdb. Nothing for a read-only or lock-free handle. */
+void store_clear_stale_readers(fc_store *s);
 /* FC_FAULT_MAPSIZE in a test build (the first map of a new store, at least 16 KiB), else 0. A
  * writer that sizes its map up front (cache-merge) does not when it is set, so that a small test
  * job grows its map mid-run (tests/cli/fault_sites.sh). */

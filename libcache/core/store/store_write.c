@@ -129,6 +129,7 @@ int fc_store_write_kept(fc_store *s, const fc_put *puts, size_t n, unsigned char
     fills_done(puts, n);
     return EACCES;
   }
+  store_clear_stale_readers(s); /* the pages a killed reader pinned: free for this write */
   pthread_mutex_lock(&s->write_mu);
   int rc, released = 0; /* released: the fill puts' done were called (no replay after that) */
   if (s->broken) {
