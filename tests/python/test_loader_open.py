@@ -66,6 +66,23 @@ def test_tokens_not_in_store(store):
     raises_at_construction(r"no tokens config named 'chars'", store["path"], tokens="chars")
 
 
+def test_a_whisper_store_padded_without_pad_value_is_named(store):
+    """The silence of a whisper config depends on each utterance: a padded Loader wants
+    pad_value. The message did not say of which store (a training script opening several)."""
+    path = os.path.join(store["dir"], "wh")
+    wavs = [os.path.join(store["dir"], "utt%d.wav" % i) for i in range(2)]
+    r = subprocess.run([os.path.join(BIN, "featurize"), "-q", "--device", "cpu", "--preset",
+                        "whisper", "-o", path] + wavs, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    with pytest.raises(featcache.FeatcacheError) as e:
+        featcache.Loader(path, features="whisper", pad_to=100)
+    assert str(e.value) == (
+        "featcache: %s: pad_value: the silence of a whisper config ((max(x, max - 8) + 4) / 4) "
+        "depends on each utterance's maximum: give pad_value" % path), str(e.value)
+    ld = featcache.Loader(path, features="whisper", pad_to=100, pad_value=-1.5)
+    assert ld.info.pad_value == -1.5 and sum(len(b) for b in ld) == 2
+
+
 def test_several_mel_configs_none_the_default(store):
     # no features= and no hifigan among the store's mel configs: the message said "no mel config
     # named 'hifigan'", a name the caller never gave

@@ -385,7 +385,9 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
       l->mel_dtype = fc_dtype_decoded(mc.dtype); /* batches hold decoded f32 for mq */
       if (isnan(l->o.pad_value)) {
         if (l->o.output == FC_OUTPUT_PADDED) {
-          if ((rc = ld_resolve_pad_value(&mc, &l->o.pad_value, why, why_len))) {
+          char pw[256] = "";
+          if ((rc = ld_resolve_pad_value(&mc, &l->o.pad_value, pw, sizeof pw))) {
+            fc_why(why, why_len, "%s: %s", FC_WHY_NAME(st->path), pw); /* the store it is of */
             free(json);
             goto fail;
           }
