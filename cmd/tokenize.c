@@ -355,6 +355,20 @@ int main(int argc, char **argv) {
         "--tokenizer-json is the tokenizer of -t bpe, and the tokenizer is %s (add -t bpe)",
         kind_name);
 
+  /* what fc_tokenizer_create refuses in fc_tok_opts' names, said in the options' */
+  if (kind == FC_TOK_BPE && (!to.tokenizer_json || to.vocab_path || to.build_vocab || to.add_bos ||
+                             to.add_eos || to.pad || to.unk || to.bos || to.eos))
+    fc_cli_usage_error(
+        "bpe takes --tokenizer-json FILE and neither a vocab, --add-bos/--add-eos "
+        "nor --pad/--unk/--bos/--eos (its special tokens are the tokenizer.json's)");
+  if (kind != FC_TOK_BPE && !to.vocab_path == !to.build_vocab)
+    fc_cli_usage_error("%s takes exactly one of --vocab FILE and --build-vocab", kind_name);
+  const char *const special_opt[] = {"pad", "unk", "bos", "eos"},
+                    *special_val[] = {to.pad, to.unk, to.bos, to.eos};
+  for (int i = 0; i < 4; i++)
+    if (special_val[i] && !*special_val[i]) /* --pad "$PAD" with PAD unset */
+      fc_cli_usage_error("the %s symbol is empty (--%s '': an unset variable?)", special_opt[i],
+                         special_opt[i]);
   fc_tok_opts d;
   fc_tok_opts_init(&d, (fc_tok_kind)kind);
   to.kind = (fc_tok_kind)kind;

@@ -83,7 +83,8 @@ FC_API const char *fc_tok_kind_name(fc_tok_kind k);
 FC_API int fc_tok_kind_from_name(const char *name);
 
 /* Build a tokenizer: reads the vocab / tokenizer.json, initializes espeak-ng for phonemes.
- * Errors: FC_ECONFIG (bad options), FC_ETOKENIZER (vocab or tokenizer.json invalid: duplicate
+ * Errors: FC_ECONFIG (bad options, named by their fc_tok_opts fields: "chars takes exactly one of
+ * vocab_path and build_vocab"), FC_ETOKENIZER (vocab or tokenizer.json invalid: duplicate
  * symbol, unsupported model...), errno codes; why gets "path:line: reason" (path quoted as
  * fc_quote_name quotes names when it holds a control character, a quote, a backslash or a byte
  * that is not UTF-8). On success why is

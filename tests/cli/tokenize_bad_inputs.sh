@@ -369,6 +369,10 @@ head -$((n)) "$d/long.csv" > "$d/head.csv"
 "$T" -o "$d/s7" --manifest "$d/head.csv" -t phonemes --vocab "$d/pv.txt" --json > "$d/out" 2> "$d/err"
 grep -q "\"processed\":0,\"skipped_existing\":$n," "$d/out" || fail "resume: $(cat "$d/out")"
 printf 'a\t\xf0\xa0\x80\x80\xf0\xa0\x80\x81\n' > "$d/cjk.tsv"
+# neither a vocab nor --build-vocab: said in the options' names (the library names its fields)
+"$T" -o "$d/s10" "$d/cjk.tsv" 2> "$d/err"
+expect_rc $? 2 "no vocab"
+expect_err "tokenize: chars takes exactly one of --vocab FILE and --build-vocab"
 # an empty special (--pad "$PAD", PAD unset) is said as such; one holding a CR, which no vocab line
 # can hold, cannot be one line (it was taken, and found in no vocab)
 "$T" -o "$d/s10" --build-vocab --pad '' "$d/cjk.tsv" 2> "$d/err"

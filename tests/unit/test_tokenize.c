@@ -102,6 +102,37 @@ int main(void) {
   CHECK(!make(FC_TOK_CHARS, write_tmp("utf8", "a\n\xFF\n"), why) &&
             strstr(why, ":2: invalid UTF-8"),
         "%s", why);
+  /* options refused are named as a C caller set them, fc_tok_opts' fields (the tool's flags are
+   * tokenize's to say) */
+  {
+    const char *vf = write_tmp("opts", "<pad>\n<unk>\na\n");
+    fc_tok_opts o;
+    fc_tokenizer *t = NULL;
+    fc_tok_opts_init(&o, FC_TOK_CHARS);
+    CHECK(fc_tokenizer_create(&o, &t, why, sizeof why) == FC_ECONFIG &&
+              !strcmp(why, "chars takes exactly one of vocab_path and build_vocab"),
+          "neither: %s", why);
+    o.vocab_path = vf;
+    o.add_bos = 1;
+    CHECK(fc_tokenizer_create(&o, &t, why, sizeof why) == FC_ECONFIG &&
+              !strcmp(why, "the vocab has no bos symbol '<bos>' to add to each text"),
+          "add_bos: %s", why);
+    o.add_bos = 0;
+    o.pad = "";
+    CHECK(fc_tokenizer_create(&o, &t, why, sizeof why) == FC_ECONFIG &&
+              !strcmp(why, "the pad symbol is empty (pad \"\"; NULL gives the default <pad>)"),
+          "pad \"\": %s", why);
+    fc_tok_opts_init(&o, FC_TOK_BPE);
+    o.tokenizer_json = vf;
+    o.add_eos = 1;
+    CHECK(fc_tokenizer_create(&o, &t, why, sizeof why) == FC_ECONFIG &&
+              strstr(why,
+                     "bpe takes tokenizer_json and none of vocab_path, build_vocab, add_bos") &&
+              !strstr(why, "--"),
+          "bpe add_eos: %s", why);
+    CHECK(t == NULL, "no tokenizer made");
+    unlink(vf);
+  }
   /* the vocab's or tokenizer.json's name in a reason is quoted as the tools quote names: a newline
    * or an escape in it cannot forge a second line or reach the terminal (printed raw before) */
   {

@@ -173,11 +173,13 @@ static int finish_symbols(fc_tokenizer *t, char *why, size_t why_len) {
       return ENOMEM;
   }
   if (t->add_bos && t->special_ids[SP_BOS] < 0) {
-    tok_set_why(why, why_len, "--add-bos: the vocab has no bos symbol '%s'", t->specials[SP_BOS]);
+    tok_set_why(why, why_len, "the vocab has no bos symbol '%s' to add to each text",
+                t->specials[SP_BOS]);
     return FC_ECONFIG;
   }
   if (t->add_eos && t->special_ids[SP_EOS] < 0) {
-    tok_set_why(why, why_len, "--add-eos: the vocab has no eos symbol '%s'", t->specials[SP_EOS]);
+    tok_set_why(why, why_len, "the vocab has no eos symbol '%s' to add to each text",
+                t->specials[SP_EOS]);
     return FC_ECONFIG;
   }
   tok_buf b = {0};
@@ -287,9 +289,9 @@ int fc_tokenizer_create(const fc_tok_opts *o, fc_tokenizer **out, char *why, siz
   const char *sp_opt[SP_COUNT] = {o->pad, o->unk, o->bos, o->eos};
   for (int i = 0; i < SP_COUNT; i++) {
     const char *s = sp_opt[i] ? sp_opt[i] : special_defaults[i];
-    if (!*s) { /* --pad "$PAD" with PAD unset */
-      tok_set_why(why, why_len, "the %s symbol is empty (--%s '': an unset variable?)",
-                  special_keys[i], special_keys[i]);
+    if (!*s) { /* tokenize --pad "$PAD" with PAD unset: the tool says so in its options' names */
+      tok_set_why(why, why_len, "the %s symbol is empty (%s \"\"; NULL gives the default %s)",
+                  special_keys[i], special_keys[i], special_defaults[i]);
       rc = FC_ECONFIG;
       goto out;
     }
@@ -313,8 +315,8 @@ int fc_tokenizer_create(const fc_tok_opts *o, fc_tokenizer **out, char *why, siz
     if (!o->tokenizer_json || o->vocab_path || o->build_vocab || o->add_bos || o->add_eos ||
         o->pad || o->unk || o->bos || o->eos) {
       tok_set_why(why, why_len,
-                  "bpe takes --tokenizer-json FILE and neither a vocab, --add-bos/--add-eos nor "
-                  "--pad/--unk/--bos/--eos (its special tokens are the tokenizer.json's)");
+                  "bpe takes tokenizer_json and none of vocab_path, build_vocab, add_bos, add_eos, "
+                  "pad, unk, bos, eos (its special tokens are the tokenizer.json's)");
       rc = FC_ECONFIG;
       goto out;
     }
@@ -349,7 +351,7 @@ int fc_tokenizer_create(const fc_tok_opts *o, fc_tokenizer **out, char *why, siz
     }
   }
   if (!!o->vocab_path == !!o->build_vocab) {
-    tok_set_why(why, why_len, "%s takes exactly one of --vocab FILE and --build-vocab",
+    tok_set_why(why, why_len, "%s takes exactly one of vocab_path and build_vocab",
                 kind_names[t->kind]);
     rc = FC_ECONFIG;
     goto out;
