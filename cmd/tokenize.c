@@ -379,7 +379,7 @@ int main(int argc, char **argv) {
   if (collapse >= 0) to.norm.collapse_space = collapse;
   if (punct >= 0) to.norm.punct = (fc_tok_punct)punct;
 
-  char why[512] = "";
+  char why[1024] = "";
   uint32_t shard_k = 0, shard_n = 1;
   if (shard_spec && fc_shard_parse(shard_spec, &shard_k, &shard_n, why, sizeof why) != 0)
     fc_cli_usage_error("%s", why);
@@ -389,7 +389,11 @@ int main(int argc, char **argv) {
    * quotes it when odd, as every message's names); on success, a warning (vocab symbols the
    * normalization never leaves in the text), not with -q */
   if (rc || (why[0] && !quiet)) {
-    fprintf(stderr, "tokenize: %s\n", why[0] ? why : fc_strerror(rc));
+    for (char *l = why, *nl; *l; l = nl ? nl + 1 : l + strlen(l)) { /* a line each */
+      if ((nl = strchr(l, '\n')) != NULL) *nl = '\0';
+      fprintf(stderr, "tokenize: %s\n", l);
+    }
+    if (!why[0]) fprintf(stderr, "tokenize: %s\n", fc_strerror(rc));
     if (rc) return FC_EXIT_USAGE;
   }
   /* A manifest file is read as the run goes (memory: a batch of lines and the ids seen); stdin,

@@ -91,7 +91,9 @@ FC_API int fc_tok_kind_from_name(const char *name);
  * empty, or holds a warning: "path: N symbols can never match the normalized text ...", the
  * chars vocab symbols whose ids are never produced (an upper-case letter under case folding:
  * the vocab is kept as written, as a Hugging Face tokenizer keeps its vocab), or a phonemes
- * vocab's clause marks under punct remove. With build_vocab the
+ * vocab's clause marks under punct remove; before it, on a line of its own, a note that espeak-ng
+ * has no voice for lang and reads it with its voice for a related language (en-gb for en-zz). With
+ * build_vocab the
  * tokenizer is not ready until fc_tokenizer_build_vocab. *out: caller frees with fc_tokenizer_free. */
 FC_API int fc_tokenizer_create(const fc_tok_opts *o, fc_tokenizer **out, char *why, size_t why_len);
 FC_API void fc_tokenizer_free(fc_tokenizer *t);

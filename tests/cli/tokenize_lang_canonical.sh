@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tokenize -t phonemes: --lang is recorded as the voice it selects, so de, de-DE and German (one
 # espeak-ng voice) give one config; a canonical name (de, en-us) is recorded as given; an empty
-# --lang, or a voice variant without a language, is a configuration error.
+# --lang, a voice variant without a language, or an MBROLA voice is a configuration error; a
+# language espeak-ng reads with the voice of a related one (en-zz: en-gb) is said in a note.
 set -u
 T=${FC_BIN:?}/tokenize
 [ -x "$T" ] || { echo "FAIL: $T not built"; exit 1; }
@@ -59,6 +60,31 @@ done
 "$T" -o "$d/s-loc" --manifest "$d/m.csv" -t phonemes --lang zz_ZZ --build-vocab > /dev/null 2> "$d/err"
 [ "$(cat "$d/err")" = "tokenize: espeak-ng has no voice 'zz_ZZ' (espeak-ng --voices lists them)" ] ||
   fail "--lang zz_ZZ: $(cat "$d/err")"
+# an MBROLA voice (mb-en1, by its file, name or identifier) is refused by name, with the voice
+# espeak-ng has for its language; espeak-ng's own MBROLA errors (its mbrola program and voice file
+# missing: seven lines) came first before, and the mbrola program would have spoken it where it is
+for v in mb-en1 english-mb-en1 mb/mb-en1 mb-en1+m3; do
+  "$T" -o "$d/s-mb" --manifest "$d/m.csv" -t phonemes --lang "$v" --build-vocab > /dev/null 2> "$d/err"
+  rc=$?
+  [ "$rc" = 2 ] || fail "--lang $v: exit $rc, want 2"
+  [ "$(cat "$d/err")" = "tokenize: espeak-ng voice '$v' is an MBROLA voice (mb/mb-en1), which speaks through the mbrola program and its voice file; tokenize takes espeak-ng's own phonemes: give espeak-ng's voice for its language, --lang en-gb, or another (espeak-ng --voices=en lists them)" ] ||
+    fail "--lang $v: $(cat "$d/err")"
+  [ ! -e "$d/s-mb" ] || fail "--lang $v: the store was made"
+done
+# a language espeak-ng has no voice for, whose related language it has (en-zz: en-gb, de-AT: de),
+# is read with that one, as espeak-ng -v and its voices.md do: it was silent, now a note says so
+# (not with -q); the config records the voice read, and is --lang en-gb's
+"$T" -o "$d/s-zz" --manifest "$d/m.csv" -t phonemes --lang en-zz --build-vocab --json > "$d/zz.json" 2> "$d/err" ||
+  fail "--lang en-zz: exit $?"
+[ "$(head -n 1 "$d/err")" = "tokenize: note: espeak-ng has no voice for 'en-zz': it reads it with en-gb, the voice it picks for a related language, as espeak-ng -v en-zz does (recorded as en-gb; espeak-ng --voices=en lists the voices of en)" ] ||
+  fail "--lang en-zz: $(cat "$d/err")"
+"$T" -o "$d/s-zz" --manifest "$d/m.csv" -t phonemes --lang en-gb --build-vocab --json > "$d/gb.json" 2> "$d/err" ||
+  fail "--lang en-gb: exit $?"
+grep -q note "$d/err" && fail "--lang en-gb: $(cat "$d/err")"
+[ "$(dg "$d/zz.json")" = "$(dg "$d/gb.json")" ] || fail "--lang en-zz: another config than en-gb's"
+"$T" -q -o "$d/s-zz" --manifest "$d/m.csv" -t phonemes --lang de-AT --build-vocab > /dev/null 2> "$d/err" ||
+  fail "-q --lang de-AT: exit $?"
+[ -s "$d/err" ] && fail "-q --lang de-AT: $(cat "$d/err")"
 if [ -n "${FC_PYTHON:-}" ]; then
   for f in de en; do
     PYTHONPATH=${FC_SRC:?}/tests/reference "$FC_PYTHON" -c '

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <espeak-ng/speak_lib.h>
 #include <utf8proc.h>
@@ -69,20 +70,64 @@ static ssize_t null_write(void *cookie, const char *buf, size_t n) {
   return (ssize_t)n;
 }
 
-enum { VOICE_VARIANT = 1 }; /* select_voice_locked: lang names a variant, which has no language */
+/* select_voice_locked: lang names a variant, which has no language; an MBROLA voice */
+enum { VOICE_VARIANT = 1, VOICE_MBROLA };
+static char mbrola_voice[64], mbrola_lang[32]; /* VOICE_MBROLA's identifier and language */
+/* The voice selected last was espeak-ng's for a language related to the one named (en-gb for
+ * en-zz, de for de-AT): no voice is named so, and none lists that language. */
+static int espeak_related;
 
-/* Select the voice lang names: 0, FC_ECONFIG (none), VOICE_VARIANT. */
+/* Is the n bytes of s the string t, case aside? */
+static int same_name(const char *s, size_t n, const char *t) {
+  return t && strlen(t) == n && strncasecmp(s, t, n) == 0;
+}
+
+/* Does lang (before a +variant) name an MBROLA voice (by its name, "english-mb-en1", identifier,
+ * "mb/mb-en1", or file, "mb-en1")? espeak-ng selecting one loads the mbrola program and its voice
+ * file, and says on stderr that they are missing. Sets mbrola_voice and mbrola_lang. */
+static int names_mbrola(const char *lang) {
+  const size_t n = strcspn(lang, "+");
+  espeak_VOICE spec;
+  memset(&spec, 0, sizeof spec);
+  spec.languages = "mb"; /* the MBROLA voices, as espeak-ng --voices=mb lists them */
+  const espeak_VOICE **v = espeak_ListVoices(&spec);
+  for (; v && *v; v++) {
+    const char *id = (*v)->identifier, *base = id ? strrchr(id, '/') : NULL;
+    if (!id || strncmp(id, "mb/", 3) != 0) continue;
+    if (same_name(lang, n, (*v)->name) || same_name(lang, n, id) || same_name(lang, n, base + 1)) {
+      snprintf(mbrola_voice, sizeof mbrola_voice, "%s", id);
+      snprintf(mbrola_lang, sizeof mbrola_lang, "%s",
+               (*v)->languages && (*v)->languages[0] ? (*v)->languages + 1 : "");
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Does voice v list lang (before a +variant) among its languages, case aside? */
+static int voice_speaks(const espeak_VOICE *v, const char *lang) {
+  const size_t n = strcspn(lang, "+");
+  for (const char *p = v ? v->languages : NULL; p && *p;
+       p += strlen(p + 1) + 2) /* priority, name */
+    if (same_name(lang, n, p + 1)) return 1;
+  return 0;
+}
+
+/* Select the voice lang names: 0, FC_ECONFIG (none), VOICE_VARIANT, VOICE_MBROLA. */
 static int select_voice_locked(const char *lang) {
   /* "" names no voice: before the first selection it would also pass as the one selected (none,
    * and espeak-ng then crashes on the first text) */
   if (!*lang) return FC_ECONFIG;
   if (strcmp(espeak_voice, lang) == 0) return 0;
+  if (names_mbrola(lang)) return VOICE_MBROLA;
   /* a voice name ("en-us"), else a language ("en-gb"), as the espeak-ng command line's -v */
+  espeak_related = 0;
   if (espeak_SetVoiceByName(lang) != EE_OK) {
     espeak_VOICE v;
     memset(&v, 0, sizeof v);
     v.languages = lang;
     if (espeak_SetVoiceByProperties(&v) != EE_OK) return FC_ECONFIG;
+    espeak_related = !voice_speaks(espeak_GetCurrentVoice(), lang);
   }
   /* the voice's language, as espeak-ng names it: "\x05en-us" -> "en" */
   const espeak_VOICE *cur = espeak_GetCurrentVoice();
@@ -153,6 +198,19 @@ int tok_espeak_init(const char *lang, char *canon, size_t canon_len, const char 
                 "one, as en-us+NAME (espeak-ng --voices=variant lists them)",
                 lang);
     rc = FC_ECONFIG;
+  } else if (rc == VOICE_MBROLA) {
+    char alt[64], id[sizeof mbrola_voice]; /* the voice espeak-ng has for its language */
+    snprintf(id, sizeof id, "%s", mbrola_voice);
+    snprintf(alt, sizeof alt, "%s", mbrola_lang);
+    if (*mbrola_lang && select_voice_locked(alt) == 0)
+      canonical_voice_locked(mbrola_lang, alt, sizeof alt);
+    tok_set_why(why, why_len,
+                "espeak-ng voice '%s' is an MBROLA voice (%s), which speaks through the mbrola "
+                "program and its voice file; tokenize takes espeak-ng's own phonemes: give "
+                "espeak-ng's voice for its language, --lang %s, or another (espeak-ng "
+                "--voices=%.*s lists them)",
+                lang, id, alt, (int)strcspn(alt, "-"), alt);
+    rc = FC_ECONFIG;
   } else if (strlen(lang) >= sizeof espeak_voice || rc) {
     /* a locale's name (en_US, pt_BR.UTF-8, from $LANG): espeak-ng's is en-us, pt-br */
     char alt[sizeof espeak_voice] = "";
@@ -167,7 +225,15 @@ int tok_espeak_init(const char *lang, char *canon, size_t canon_len, const char 
                   lang, *lang ? "" : "an empty name: an unset variable? ");
     rc = FC_ECONFIG;
   } else if (canon) {
+    const int related = espeak_related;
     canonical_voice_locked(lang, canon, canon_len);
+    if (related) /* as espeak-ng -v does, and its voices.md says: a note, not a refusal */
+      tok_set_why(why, why_len,
+                  "note: espeak-ng has no voice for '%s': it reads it with %s, the voice it "
+                  "picks for a related language, as espeak-ng -v %s does (recorded as %s; "
+                  "espeak-ng --voices=%.*s lists the voices of %.*s)",
+                  lang, canon, lang, canon, (int)strcspn(lang, "-+"), lang,
+                  (int)strcspn(lang, "-+"), lang);
   }
   pthread_mutex_unlock(&espeak_lock);
   if (version) *version = espeak_version;

@@ -276,6 +276,7 @@ int fc_tokenizer_create(const fc_tok_opts *o, fc_tokenizer **out, char *why, siz
   int rc = 0;
   *out = NULL;
   if (why_len) why[0] = 0; /* success: a warning, or nothing */
+  char note[320] = "";
   fc_tokenizer *t = fc_calloc(1, sizeof *t);
   if (!t) return ENOMEM;
   fc_tok_opts d;
@@ -342,6 +343,10 @@ int fc_tokenizer_create(const fc_tok_opts *o, fc_tokenizer **out, char *why, siz
     char canon[64];
     if ((rc = tok_espeak_init(t->lang, canon, sizeof canon, &t->espeak_version, why, why_len)))
       goto out;
+    if (why_len) { /* a note (a voice of a related language): the first line of what is said */
+      snprintf(note, sizeof note, "%s", why);
+      why[0] = 0;
+    }
     if (strcmp(canon, t->lang) != 0) {
       free(t->lang);
       if (!(t->lang = fc_strdup(canon))) {
@@ -381,6 +386,11 @@ out:
   if (rc) {
     fc_tokenizer_free(t);
     return rc;
+  }
+  if (note[0]) {
+    char rest[1024];
+    snprintf(rest, sizeof rest, "%s", why);
+    snprintf(why, why_len, "%s%s%s", note, rest[0] ? "\n" : "", rest);
   }
   *out = t;
   return 0;
