@@ -314,6 +314,9 @@ static int parse_jsonl(const parse_ctx *c, fc_item *it, const char *line, size_t
     goto nomem;
   }
   if (json_is_string(text) && !(it->text = fc_strdup(json_string_value(text)))) goto nomem;
+  json_t *offset = json_object_get(root, "offset"), *duration = json_object_get(root, "duration");
+  if (json_is_number(offset)) it->offset = json_number_value(offset);
+  if (json_is_number(duration)) it->duration = json_number_value(duration);
 done:
   json_decref(root);
   return rc;

@@ -47,7 +47,9 @@ void fzc_check_stdin_list(const fc_item_list *items);
 /* A JSON lines manifest of segments (NeMo's "offset" and "duration" into one recording): featurize
  * stores whole files, so each line would store the whole recording's features under its
  * segment's id. A nonzero "offset" among the first 1000 lines of a manifest file says so, names
- * its line and what to do, and exits 2 ("offset": 0 alone is a whole file). */
+ * its line and what to do, and exits 2 ("offset": 0 alone is a whole file). The job holds every
+ * line to the same as it reads its file (a nonzero offset, a duration shorter than the file: that
+ * line fails). */
 void fzc_check_segments(const char *manifest, const fc_item_list *items);
 /* A JSON lines manifest whose first line holds "id" and "text" but no "audio_filepath" (tokenize's
  * JSON lines, a transcript), or whose first line lacks "audio_filepath" and is no transcript's

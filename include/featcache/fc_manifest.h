@@ -37,6 +37,12 @@ typedef struct fc_item {
                       FC_EUTF8 (line or id not UTF-8), FC_EDUPLICATE (2nd and later use of an id),
                       FC_EFORMAT (id over FC_ID_MAX bytes or with a control character) */
   char *why; /* reason when err != 0 */
+  /* JSON lines: NeMo's "offset" and "duration" (seconds, numbers) where the line gives them, else
+   * 0 ("duration": 0 is none). They cut a segment out of the file; featurize stores whole files
+   * and fails an item whose offset is not 0, or whose file is longer than its duration
+   * (docs/featurize.md "Manifests"). */
+  double offset;
+  double duration;
 } fc_item;
 
 typedef struct fc_item_list {

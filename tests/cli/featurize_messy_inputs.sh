@@ -191,6 +191,30 @@ trim OFFSET DURATION) and list those" err || fail "segments: $(cat err)"
 # "offset": 0 on every line: whole files
 printf '{"audio_filepath": "a.wav", "offset": 0.0, "duration": null, "text": "a"}\n' >whole.jsonl
 FZ -q -o s18 --manifest whole.jsonl 2>err || fail "offset 0: $(cat err)"
+# "offset": 0 and a "duration" shorter than the file: the segment [0, 2) of a 4 s file stored the
+# whole file under its id, exit 0; the line fails (recorded), the others are stored, exit 1. A
+# duration within 0.1 s of the file's length (rounded) is the whole file.
+printf '{"audio_filepath": "long.wav", "offset": 0, "duration": 2.0, "text": "a", "id": "d1"}\n' >dur.jsonl
+printf '{"audio_filepath": "long.wav", "duration": 3.95, "text": "b", "id": "d2"}\n' >>dur.jsonl
+printf '{"audio_filepath": "a.wav", "duration": 0.5, "offset": 0, "text": "c", "id": "d3"}\n' >>dur.jsonl
+FZ -o s19 --manifest dur.jsonl >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "a short duration: exit $rc, want 1: $(cat err)"
+[ "$(cat err)" = "featurize: long.wav: \"duration\": 2 (line 1) of a 4.00 s file: a segment of its audio \
+file (NeMo's offset and duration), but featurize stores whole files; cut each segment into a file of \
+its own (sox IN OUT trim OFFSET DURATION) and list those
+featurize: done: 2 of 3 (2 new, 0 already stored, 1 failed)" ] || fail "a short duration: $(cat err)"
+# an offset on a line past the first 1000 (not looked at before the run) fails that line alike
+"$PY" -c 'for i in range(1000): print("{\"audio_filepath\": \"a.wav\", \"offset\": 0, \"id\": \"o%d\"}" % i)' >late.jsonl
+printf '{"audio_filepath": "long.wav", "offset": 2.5, "duration": 1.5, "id": "late"}\n' >>late.jsonl
+FZ -j 2 -o s20 --manifest late.jsonl >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "an offset on line 1001: exit $rc, want 1: $(cat err)"
+[ "$(cat err)" = "featurize: long.wav: \"offset\": 2.5 (line 1001): a segment of its audio file (NeMo's \
+offset and duration), but featurize stores whole files; cut each segment into a file of its own (sox \
+IN OUT trim OFFSET DURATION) and list those
+featurize: done: 1000 of 1001 (1000 new, 0 already stored, 1 failed)" ] ||
+  fail "an offset on line 1001: $(cat err)"
 # the same from a pipe (jq's filter in <(...), cat | --manifest -) or a file on stdin, whose lines
 # were not looked at: every segment stored the whole recording, exit 0
 seg_said() { # NAME: the refusal, naming the manifest as NAME

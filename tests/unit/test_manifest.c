@@ -240,7 +240,8 @@ static void test_jsonl(void) {
   const char *p = write_str(
       "train_manifest.json",
       "{\"audio_filepath\": \"clips/x1.wav\", \"text\": \"hello\", \"duration\": 1.5}\n"
-      "{\"audio_filepath\": \"/abs/y.flac\", \"text\": \"caf\\u00e9\", \"id\": \"spk1/y\"}\n"
+      "{\"audio_filepath\": \"/abs/y.flac\", \"text\": \"caf\\u00e9\", \"id\": \"spk1/y\", "
+      "\"offset\": 2.5, \"duration\": 3}\n"
       "{\"text\": \"no audio\"}\n"
       "{\"audio_filepath\": \"z.wav\", \"text\": \n"
       "[1, 2]\n"
@@ -262,6 +263,11 @@ static void test_jsonl(void) {
     CHECK_STR(l.items[1].id, "spk1/y");
     CHECK_STR(l.items[1].text, "caf\xc3\xa9");
     CHECK_STR(l.items[1].path, "/abs/y.flac");
+    /* NeMo's segment: "offset" and "duration" kept (featurize fails it); none given: 0 */
+    CHECK(l.items[0].offset == 0 && l.items[0].duration == 1.5 && l.items[1].offset == 2.5 &&
+              l.items[1].duration == 3 && l.items[2].duration == 0,
+          "offset, duration: %g %g, %g %g", l.items[0].offset, l.items[0].duration,
+          l.items[1].offset, l.items[1].duration);
     /* text but neither audio nor id: a text-only line (tokenize's) that lacks its id says so */
     CHECK(l.items[2].err == FC_EMANIFEST &&
               strcmp(l.items[2].why,

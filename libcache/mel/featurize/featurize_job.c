@@ -75,6 +75,8 @@ static fc_item *item_copy(const fc_item *src) {
   if (!it) return NULL;
   it->line = src->line;
   it->err = src->err;
+  it->offset = src->offset;
+  it->duration = src->duration;
   if ((src->id && !(it->id = fc_strdup(src->id))) ||
       (src->path && !(it->path = fc_strdup(src->path))) ||
       (src->why && !(it->why = fc_strdup(src->why)))) {

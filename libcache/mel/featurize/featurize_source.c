@@ -309,6 +309,28 @@ static const char *open_reason(const char *path, int rc, char *buf, size_t len) 
   return buf;
 }
 
+/* A JSON line's NeMo segment (fc_item offset, duration): featurize stores whole files, so a line
+ * whose offset is not 0, or whose file (seconds long; < 0: not known yet) is longer than its
+ * duration by more than a rounding's slack, fails, its line and what to do said in why; NULL for a
+ * whole file. The tool refuses a manifest whose first lines have an offset before it begins. */
+#define SEGMENT_SLACK_SECONDS 0.1
+static const char *segment_why(const fc_item *it, double seconds, char *why, size_t why_len) {
+  char what[96], line[32] = "";
+  if (it->line) snprintf(line, sizeof line, " (line %zu)", it->line);
+  if (it->offset != 0)
+    snprintf(what, sizeof what, "\"offset\": %g%s", it->offset, line);
+  else if (it->duration > 0 && seconds > it->duration + SEGMENT_SLACK_SECONDS)
+    snprintf(what, sizeof what, "\"duration\": %g%s of a %.2f s file", it->duration, line, seconds);
+  else
+    return NULL;
+  fc_why(why, why_len,
+         "%s: a segment of its audio file (NeMo's offset and duration), but featurize stores "
+         "whole files; cut each segment into a file of its own (sox IN OUT trim OFFSET DURATION) "
+         "and list those",
+         what);
+  return why;
+}
+
 static int read_staged(fz_run *r, fz_worker *w, size_t i, const char *abs, double t0, size_t *len,
                        fc_audio_info *info_all) {
   const fc_mel_config *cfg = r->cfg;
@@ -337,7 +359,9 @@ static int read_staged(fz_run *r, fz_worker *w, size_t i, const char *abs, doubl
   if (!shape) return 2;
   const size_t n = f.n_samples;
   const uint64_t frames = fc_mel_num_frames(cfg, n);
+  char seg[320];
   if (frames == 0 || !fz_stage_fits(r, n) ||
+      segment_why(fz_item(r, i), (double)n / info.sample_rate, seg, sizeof seg) ||
       (r->o.max_seconds > 0 && (double)n > r->o.max_seconds * info.sample_rate)) {
     audio_pcm16_close(&f); /* the usual way says why, or computes it on the CPU */
     return 0;
@@ -411,6 +435,10 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   }
   if (!it->path || !it->path[0] || !it->id) {
     fz_input_failed(r, i, FC_EMANIFEST, !it->id ? "no id" : "no audio path");
+    return;
+  }
+  if (segment_why(it, -1, why, sizeof why)) { /* an offset: no need to read the file */
+    fz_input_failed(r, i, FC_EMANIFEST, why);
     return;
   }
   int input = 1; /* a failure below is the input's (its file): recorded in the store */
@@ -496,6 +524,11 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   }
   tm->decode += (t1 = fz_cpu_now()) - t0;
   if (rc) goto fail;
+  if (info.sample_rate &&
+      segment_why(it, (double)info.frames / info.sample_rate, why, sizeof why)) {
+    rc = FC_EMANIFEST;
+    goto fail;
+  }
 
   if (!(j = fz_job_new(r, i))) goto nomem;
   j->replaced = replaced;
