@@ -6,7 +6,8 @@ writes the store there: pad_to/crop modes with tokens, the default pad value (th
 silence), caller buffers that the loader fills directly, fences that hold a released buffer
 until an (asynchronous) copy out of it is done, a consumer that holds batches while the prefetch
 threads run on (nothing it holds is overwritten), the torch hand-off (tensors reused, held
-batches never overwritten), and the prefetch-to-device pipeline: with a CPU target here (its
+batches never overwritten), int16 and uint16 token ids delivered as int32 (a token_pad of -100
+too), and the prefetch-to-device pipeline: with a CPU target here (its
 logic), with CUDA where a GPU is (those tests are skipped, saying so, without one:
 torch.cuda.is_available() is False). Needs python3, numpy and torch only (no pytest, py-lmdb or
 xxhash), so it runs on a GPU machine as it is: a plain script."""
@@ -451,7 +452,70 @@ def test_dataset_options(store):
         assert b["mels"].shape[1:] == (100, 80) and not b["mels"].is_pinned()
 
 
+def small_id_stores(d):
+    """Stores whose token ids are int16 and uint16, as tokenize stores them below 32768 and 65536
+    symbols (uint16 ids past 32767, which an int16 reading would make negative); torch indexes
+    with int32 or int64 only, so the adapter widens them: {dtype: (path, {id: ids})}."""
+    out = {}
+    rng = np.random.default_rng(11)
+    writer = T.StoreWriter if T else R.StoreWriter
+    mel_json = T.mel_config_json("hifigan") if T else R.mel_config_json("hifigan")
+    for dt, top in (("int16", 32767), ("uint16", 65535)):
+        path = os.path.join(d, "ids_" + dt)
+        refs = {}
+        with writer(path) as w:
+            cfg = w.add_config(mel_json)
+            tcfg = w.add_config(TOK_JSON)
+            for i in range(13):
+                toks = rng.integers(top - 2000, top, 3 + i % 7).astype(dt)
+                refs["v%02d" % i] = toks
+                w.add_utterance("v%02d" % i, b"ids %s %d" % (dt.encode(), i),
+                                rng.standard_normal((30 + i, 80)).astype(np.float32), cfg,
+                                text="t%d" % i, tokens=toks, tok_config=tcfg)
+        out[dt] = (path, refs)
+    return out
+
+
+def small_ids_widened(dev):
+    """On dev, every path that delivers there (the dataset, to_device of a Loader) hands out int32
+    token ids equal to the stored ones, padded with token_pad."""
+    d = tempfile.mkdtemp(prefix="fc_loader_ids_")
+    try:
+        for dt, (path, refs) in small_id_stores(d).items():
+            for token_pad in (0, -100):
+                kw = dict(tokens="chars", batch_size=5, pad_to=64, token_pad=token_pad)
+                runs = [to_device(featcache.Loader(path, **kw), dev)]
+                if dev != "cpu":
+                    runs.append(FeatcacheDataset(path, device=dev, **kw))
+                for batches in runs:
+                    seen = []
+                    for b in batches:
+                        toks = b["tokens"]
+                        assert toks.dtype == torch.int32, (dt, toks.dtype)
+                        assert toks.device.type == torch.device(dev).type, (dt, toks.device)
+                        toks = toks.cpu()
+                        for i, uid in enumerate(b["ids"]):
+                            n = int(b["token_lengths"][i])
+                            np.testing.assert_array_equal(toks[i, :n].numpy(),
+                                                          refs[uid].astype(np.int64),
+                                                          err_msg="%s %s" % (dt, uid))
+                            assert (toks[i, n:] == token_pad).all(), (dt, uid, token_pad)
+                            seen.append(uid)
+                    assert sorted(seen) == sorted(refs), dt
+    finally:
+        shutil.rmtree(d)
+
+
+def test_small_ids_widened_cpu_target(store):
+    small_ids_widened("cpu")
+
+
 # ---- CUDA (skipped without a GPU) -------------------------------------------------------------
+@needs_cuda
+def test_cuda_small_ids_widened(store):
+    small_ids_widened("cuda")
+
+
 @needs_cuda
 def test_cuda_yields_the_cpu_batches(store):
     kw = dict(tokens="chars", batch_size=8, shuffle=True, seed=3, pad_to=128, crop="random")
