@@ -58,11 +58,13 @@ typedef struct fz_job {
   char *replaced; /* STORED: the entry's rewrite replaces another file's (the event's replaced) */
   uint32_t source_rate, source_channels; /* STORE: the source's, for the event */
   /* STORE, once committed: its record's put met the record there (FZ_KEPT_RECORD; set too for a
-   * job that links a record found at the lookup), its entry's the same entry (FZ_KEPT_ENTRY) */
+   * job that links a record found at the lookup), its entry's the same entry (FZ_KEPT_ENTRY) or
+   * an entry of the same audio naming another file (FZ_KEPT_AUDIO: a copy, a moved file) */
   unsigned kept;
   int entry_there; /* STORE: the id's entry named this file as it is at the lookup already */
+  int audio_there; /* STORE: the id's entry held this audio at the lookup (whatever file it named) */
 } fz_job;
-enum { FZ_KEPT_RECORD = 1, FZ_KEPT_ENTRY = 2 };
+enum { FZ_KEPT_RECORD = 1, FZ_KEPT_ENTRY = 2, FZ_KEPT_AUDIO = 4 };
 
 typedef struct fz_chunk fz_chunk; /* featurize_stage.c */
 

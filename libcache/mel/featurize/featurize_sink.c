@@ -211,7 +211,8 @@ static void fill_done(void *arg) {
 }
 
 /* The id's audio entry as the commit found it (fc_put_seen), before the job's entry replaces it:
- * the job's replaced is the file it names when that is another file with other audio, else NULL.
+ * the job's replaced is the file it names when that is another file with other audio, else NULL;
+ * an entry of this audio naming another file sets FZ_KEPT_AUDIO (the put's kept says the rest).
  * The commit's view, not the lookup's: another run beside this one (a `make -j` of train/ and dev/,
  * one id in both) may have committed the id after this run looked it up, and LMDB's
  * writer lock puts that commit before this one. */
@@ -219,11 +220,16 @@ static void entry_seen(const void *old, size_t old_len, void *arg) {
   fz_job *j = arg;
   fc_audio_entry was, now;
   char *path = NULL;
+  j->kept &= ~(unsigned)FZ_KEPT_AUDIO; /* this try's */
   if (old && fc_audio_entry_decode(old, old_len, &was) == 0 &&
-      fc_audio_entry_decode(j->entry, j->entry_len, &now) == 0 &&
-      memcmp(was.digest.bytes, now.digest.bytes, sizeof now.digest.bytes) != 0 && was.path_len &&
-      (was.path_len != now.path_len || memcmp(was.path, now.path, now.path_len) != 0))
-    path = fc_strndup(was.path, was.path_len); /* NULL without memory: no note */
+      fc_audio_entry_decode(j->entry, j->entry_len, &now) == 0) {
+    const int same_path =
+        was.path_len == now.path_len && memcmp(was.path, now.path, now.path_len) == 0;
+    if (memcmp(was.digest.bytes, now.digest.bytes, sizeof now.digest.bytes) == 0)
+      j->kept |= same_path ? 0 : FZ_KEPT_AUDIO;
+    else if (was.path_len && !same_path)
+      path = fc_strndup(was.path, was.path_len); /* NULL without memory: no note */
+  }
   free(j->replaced);
   j->replaced = path;
 }
@@ -283,7 +289,9 @@ static int commit_batch(fz_run *r, fz_part *p, fz_job *batch, size_t count) {
       continue;
     }
     i += j->clear_fail != 0;
-    j->kept = !(j->record || j->feat) ? FZ_KEPT_RECORD : kept[i++] ? FZ_KEPT_RECORD : 0;
+    j->kept = (j->kept & FZ_KEPT_AUDIO) | (!(j->record || j->feat) ? FZ_KEPT_RECORD
+                                           : kept[i++]             ? FZ_KEPT_RECORD
+                                                                   : 0);
     if (kept[i++]) j->kept |= FZ_KEPT_ENTRY;
   }
 out:
@@ -303,11 +311,15 @@ static void report_committed(fz_run *r, fz_job *batch) {
     if (j->kind != FZ_JOB_STORE) continue; /* reported when they failed, or were skipped */
     /* record and this very entry found there at the commit, the entry not there at the lookup:
      * another run beside this one stored the item since (one run gives an id once), so it is
-     * counted as found at the lookup would have been. A record alone found there (another id's
-     * of the same audio, in this run or another), or with an entry there all along, leaves the
-     * item STORED, as before */
-    const int found =
-        j->refresh || (j->kept == (FZ_KEPT_RECORD | FZ_KEPT_ENTRY) && !j->entry_there);
+     * counted as found at the lookup would have been; so too with an entry of this audio naming
+     * another file (that run's copy of it), not there at the lookup, which the commit points at
+     * this file, as a lookup that found it would have (settle_stored). A record alone found there
+     * (another id's of the same audio, in this run or another), or with an entry there all
+     * along, leaves the item STORED, as before */
+    const unsigned k = j->kept;
+    const int found = j->refresh ||
+                      ((k & FZ_KEPT_RECORD) && (k & FZ_KEPT_ENTRY) && !j->entry_there) ||
+                      ((k & FZ_KEPT_RECORD) && (k & FZ_KEPT_AUDIO) && !j->audio_there);
     fc_featurize_event ev = {.status = found                  ? FC_ITEM_SKIPPED
                                        : j->record || j->feat ? FC_ITEM_STORED
                                                               : FC_ITEM_LINKED,

@@ -410,6 +410,7 @@ static int read_staged(fz_run *r, fz_worker *w, size_t i, const char *abs, doubl
   }
   j->replaced = replaced;
   j->clear_fail = have_fail;
+  j->audio_there = have_entry;
   j->key = key;
   j->seconds = (double)info.frames / info.sample_rate;
   j->frames = frames;
@@ -535,6 +536,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   replaced = NULL;
   j->clear_fail = have_fail;
   j->entry_there = have_entry && !stale;
+  j->audio_there = have_entry;
   j->key = key;
   j->seconds = info.sample_rate ? (double)info.frames / info.sample_rate : 0;
   if (!have_feat) {
