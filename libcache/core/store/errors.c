@@ -83,8 +83,9 @@ const char *fc_strerror(int err) {
     return "FC_EOPENED: the store is open in this process already (LMDB opens a store once per "
            "process: use the handle that is open, or close it first)";
   case MDB_READERS_FULL: /* said only after the slots of dead processes were cleared (readers.c) */
-    return "MDB_READERS_FULL: every one of the 1024 reader slots of its lock.mdb is held by a live "
-           "process: end some of the store's readers (training jobs' loaders, DataLoader workers, "
+    return "MDB_READERS_FULL: every reader slot of its lock.mdb is held by a live process (1024 in "
+           "a table featcache set up; fewer where another LMDB program opened the store first): "
+           "end some of the store's readers (training jobs' loaders, DataLoader workers, "
            "featcache.get) or wait for them";
   default: break;
   }
