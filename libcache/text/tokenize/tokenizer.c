@@ -212,7 +212,8 @@ static int spaces_collapsed(const char *s, size_t len) {
 }
 
 /* The option whose normalization never leaves vocab symbol s in the text (NULL: none): a letter
- * that case folding changes, punctuation removed, white space collapsed. */
+ * that case folding changes, punctuation removed, white space collapsed; for phonemes, white space
+ * in a symbol of more than one character (espeak-ng's phonemes hold none: " " is a symbol alone). */
 static const char *unreachable_by(const fc_tokenizer *t, const char *s) {
   const size_t len = strlen(s);
   const int chars = t->kind == FC_TOK_CHARS; /* phonemes: espeak-ng's symbols, but its clause
@@ -233,6 +234,11 @@ static const char *unreachable_by(const fc_tokenizer *t, const char *s) {
     if (tok_is_punct(cp)) return "--punct remove";
   }
   if (chars && t->norm.collapse_space && !spaces_collapsed(s, len)) return "--whitespace collapse";
+  for (size_t k = 0; !chars && len > 1 && k < len;) { /* "aɪ ": a space an editor left */
+    int32_t cp;
+    k += tok_utf8_next(s + k, len - k, &cp);
+    if (tok_is_space(cp)) return "white space, which no phoneme holds";
+  }
   return NULL;
 }
 
