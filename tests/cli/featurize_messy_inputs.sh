@@ -5,7 +5,7 @@
 # slashes (one id, "corpus", whatever the spelling), and two files of one id whose first fails (the
 # id stays the first's; the second is said to be left out because of it, naming both files), and
 # files that hold a Git LFS pointer, a downloaded HTML page or macOS metadata instead of audio
-# (said so), and a manifest's Windows paths (said so).
+# (said so), a manifest's Windows paths (said so), and names in the other Unicode normal form (said so).
 set -u
 B=${FC_BIN:?}
 PY=${FC_PYTHON:-python3}
@@ -375,6 +375,25 @@ TXT
 diff -u want err || fail "Windows paths: stderr differs"
 sed 's#\\#/#g' win/m.jsonl | head -n 1 >win/fixed.jsonl # the command said
 FZ -q -j 1 -o s25 --manifest win/fixed.jsonl || fail "the converted Windows manifest: exit $?"
+
+# 18. a name in the other Unicode normal form: a corpus copied from macOS (names decomposed, NFD)
+# and a manifest written composed (NFC), or the reverse. Each failed as "No such file or directory"
+# of a name that reads as the one ls lists; said so (not read for it: the stored path would be
+# another name), and the way out. A name only one form has (ASCII) is not looked at.
+mkdir -p nf/wavs
+nfc=$(printf 'caf\xc3\xa9') nfd=$(printf 'cafe\xcc\x81') # café, composed and decomposed
+nfc2=$(printf 'na\xc3\xafve') nfd2=$(printf 'nai\xcc\x88ve') # naïve
+cp a.wav "nf/wavs/$nfd.wav" && cp a.wav "nf/wavs/$nfc2.wav"
+printf '%s|one\n%s|two\n' "$nfc" "$nfd2" >nf/metadata.csv
+FZ -j 1 -o s26 --manifest nf/metadata.csv >out 2>err
+rc=$?
+cat >want <<TXT
+featurize: nf/wavs/$nfc.wav: No such file or directory (a file is there whose name is this one in Unicode NFD, decomposed, as macOS writes names; it is not read for it: rename the files to NFC, convmv -r -f utf8 -t utf8 --nfc --notest DIR)
+featurize: nf/wavs/$nfd2.wav: No such file or directory (a file is there whose name is this one in Unicode NFC; it is not read for it: the name given is decomposed (NFD, as macOS writes names): convert the manifest to NFC, uconv -x any-nfc IN >OUT)
+featurize: done: 0 of 2 (0 new, 0 already stored, 2 failed)
+TXT
+[ $rc = 1 ] || fail "normal forms: exit $rc, want 1"
+diff -u want err || fail "normal forms: stderr differs"
 
 [ $fails = 0 ] || exit 1
 echo "featurize_messy_inputs: ok"

@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <utf8proc.h>
 
 static int stop_requested(const fz_run *r) { return r->o.stop && *r->o.stop; }
 
@@ -253,6 +254,36 @@ static int kaldi_offset(const char *path) {
   return stat(file, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* A file there under path's name in Unicode's other normal form (a corpus copied from macOS, whose
+ * names are decomposed, NFD, listed by a manifest written composed, NFC, or the reverse): the
+ * form found (its name written into to, n bytes), or NULL. Allocates nothing: utf8proc's decompose
+ * and re-encode in a buffer here. */
+static const char *other_form(const char *path, char *to, size_t n) {
+  enum { CAP = 1024 }; /* code points: a longer path is not looked at */
+  static const struct {
+    utf8proc_option_t opt;
+    const char *name;
+  } forms[] = {{UTF8PROC_STABLE | UTF8PROC_COMPOSE, "NFC"},
+               {UTF8PROC_STABLE | UTF8PROC_DECOMPOSE, "NFD"}};
+  const size_t len = strlen(path);
+  size_t ascii = 0;
+  while (ascii < len && (unsigned char)path[ascii] < 0x80) ascii++;
+  if (ascii == len || len >= CAP) return NULL; /* one form only */
+  utf8proc_int32_t cp[CAP];
+  struct stat st;
+  for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+    utf8proc_ssize_t k = utf8proc_decompose((const utf8proc_uint8_t *)path, (utf8proc_ssize_t)len,
+                                            cp, CAP, forms[f].opt);
+    if (k < 0 || k > CAP) continue; /* not UTF-8, or too long */
+    k = utf8proc_reencode(cp, k, forms[f].opt); /* UTF-8 bytes, in cp's memory */
+    if (k < 0 || (size_t)k >= n) continue;
+    memcpy(to, cp, (size_t)k);
+    to[k] = '\0';
+    if (strcmp(to, path) != 0 && stat(to, &st) == 0 && !S_ISDIR(st.st_mode)) return forms[f].name;
+  }
+  return NULL;
+}
+
 /* An input's failure to open, as plain_reason says it; a missing file that is a symbolic link (a
  * corpus linked from a disk that moved) names its target, the file ls lists being there. */
 static const char *open_reason(const char *path, int rc, char *buf, size_t len) {
@@ -295,6 +326,15 @@ static const char *open_reason(const char *path, int rc, char *buf, size_t len) 
       return buf;
     }
   }
+  const char *form = rc == ENOENT ? other_form(path, to, sizeof to) : NULL;
+  if (form && strcmp(form, "NFD") == 0)
+    return "No such file or directory (a file is there whose name is this one in Unicode NFD, "
+           "decomposed, as macOS writes names; it is not read for it: rename the files to NFC, "
+           "convmv -r -f utf8 -t utf8 --nfc --notest DIR)";
+  if (form)
+    return "No such file or directory (a file is there whose name is this one in Unicode NFC; it "
+           "is not read for it: the name given is decomposed (NFD, as macOS writes names): convert "
+           "the manifest to NFC, uconv -x any-nfc IN >OUT)";
   if (rc == ENODEV && stat(path, &st) == 0 && S_ISSOCK(st.st_mode))
     return "not a regular file or a pipe (a socket)"; /* audio.c open_checked */
   if (rc != ENOENT || lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) ||
