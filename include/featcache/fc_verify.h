@@ -66,7 +66,8 @@ typedef struct fc_verify_report {
   /* facts */
   uint64_t records_checked; /* feat + tok records checked */
   uint64_t bytes_checked; /* their value bytes (headers + payloads) */
-  uint64_t entries[5]; /* per fc_db: meta, audio, text, feat, tok */
+  uint64_t entries[5]; /* per fc_db: meta, audio, text, feat, tok (fc_verify_dataset: its
+                         distinct audio and text ids, one held by several stores counted once) */
   uint64_t mel_configs, token_configs;
   uint64_t manifest_items; /* ids checked against the manifest */
   uint64_t data_size; /* bytes of data.mdb */

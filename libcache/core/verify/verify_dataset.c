@@ -312,7 +312,6 @@ static int walk(dctx *c, dwalk *w, const char *const *dirs, size_t n, const fc_v
     for (size_t i = 0; i < n && !rc; i++) {
       MDB_stat ms;
       if ((rc = mdb_stat(txns[i], st[i]->dbi[entry_db[k]], &ms)) != 0) break;
-      out->entries[entry_db[k]] += ms.ms_entries;
       if (!ms.ms_entries) continue;
       char(*set)[33];
       size_t sn;
@@ -405,6 +404,7 @@ static int walk(dctx *c, dwalk *w, const char *const *dirs, size_t n, const fc_v
         rc = FC_EINTR;
         break;
       }
+      out->entries[db]++; /* the dataset's ids: one held by several stores counts once */
       for (size_t j = 1; j < cnt; j++) {
         if (vals[j].mv_size == vals[0].mv_size &&
             !memcmp(vals[j].mv_data, vals[0].mv_data, vals[0].mv_size))
