@@ -131,7 +131,9 @@ typedef struct fc_put_fill {
  * old is valid during the call only. It is called once in each try of the batch (again when the
  * batch is replayed after the map grew, possibly with another value: the last call is what the
  * committed put replaced), on the caller's thread, also when the put then writes nothing
- * (FC_PUT_SAME_KEPT, FC_PUT_NOOVERWRITE) or the batch fails. Not with FC_PUT_FILL (EINVAL). */
+ * (FC_PUT_SAME_KEPT, FC_PUT_NOOVERWRITE) or a later put of the try fails; never when the try
+ * fails before the put (nor on a store that refuses writes: FC_EBADSTATE). Not with FC_PUT_FILL
+ * (EINVAL). */
 typedef struct fc_put_seen {
   const void *val;
   void (*seen)(const void *old, size_t old_len, void *arg);
