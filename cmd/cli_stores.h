@@ -620,7 +620,7 @@ static inline const char **fc_cli_expand_stores(const char *const *stores, size_
   int rc = fc_store_expand(stores, *n, &fc_cli_expanded, &fc_cli_n_expanded, why, sizeof why);
   if (rc) {
     fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
-    exit(FC_EXIT_USAGE);
+    exit(rc == ENOMEM ? FC_EXIT_FAIL : FC_EXIT_USAGE); /* out of memory: no usage error */
   }
   atexit(fc_cli_free_expanded);
   *n = fc_cli_n_expanded;

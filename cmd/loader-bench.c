@@ -117,7 +117,8 @@ static const char description[] =
     "(e.g. shards) are read as one dataset, as the loader reads them.";
 static const char footer[] =
     "Exit status: 0 ok; 1 some utterances failed to decode or the store's order differs from\n"
-    "the manifest (see 'done: N of M'); 2 usage or configuration error; 130/143 interrupted.\n"
+    "the manifest (see 'done: N of M'), or a run failed (out of memory, a read error); 2 usage\n"
+    "or configuration error, nothing run; 130/143 interrupted.\n"
     "Manual: man loader-bench.";
 
 #define MAX_AXIS 16
@@ -171,6 +172,15 @@ static int say_not_a_store(const char *const *stores, size_t n) {
     if (rc && fc_cli_say_not_a_store(stores[i], rc)) return 1;
   }
   return 0;
+}
+
+/* A run that stopped with rc: 1 when it failed while running — its steps had begun (a damaged
+ * record, memory that ran out part-way), or a resource ran out before (memory, threads, files)
+ * or a read failed (EIO) —; 0 when the options or the stores were what was wrong before
+ * anything ran (no such config, no utterances): exit 2, nothing was run. */
+static int run_failed(int rc, const lb_result *res) {
+  return res->started || rc == ENOMEM || rc == EIO || rc == EAGAIN || rc == EMFILE ||
+         rc == ENFILE || rc == FC_ECUDA;
 }
 
 static int cmp_item_id(const void *a, const void *b) {
@@ -599,7 +609,7 @@ int main(int argc, char **argv) {
               if (strncmp(why, named, pl) == 0 && why[pl] == ':') path = NULL;
             }
             fc_cli_warn(path, "%s", why[0] ? why : fc_strerror(rc));
-            exit_code = FC_EXIT_USAGE;
+            exit_code = run_failed(rc, &r->res) ? FC_EXIT_FAIL : FC_EXIT_USAGE;
             break;
           }
           if (compare && si == 1 && r->res.order_mismatch)

@@ -388,6 +388,7 @@ int lb_run(const lb_opts *o, fc_profiler *prof, lb_result *res, char *why, size_
     goto out;
 
   double t_start = 0;
+  res->started = 1;
   fc_batch *prev_b = NULL;
   pool_slot *prev_slot = NULL;
   for (uint64_t s = 0; s < total; s++) {

@@ -81,6 +81,8 @@ typedef struct lb_result {
   uint64_t epoch_batches; /* batches per epoch */
   uint64_t epoch_items; /* utterances per epoch */
   double wall_s; /* measured steps */
+  int started; /* the steps began (the loader or the workers were ready): an error after is the
+                * run's, not its configuration's */
 } lb_result;
 
 void lb_opts_init(lb_opts *o);
