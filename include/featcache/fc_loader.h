@@ -302,7 +302,9 @@ static inline int fc_loader_swap_desc(fc_loader *l, uint64_t desc[FC_DESC_LEN]) 
  * be released in any order and from any thread. */
 FC_API void fc_loader_release(fc_loader *l, fc_batch *b);
 /* Reason for the last failure of open-time config resolution or next; static until the next
- * call on l. */
+ * call on l. After a failed fc_loader_lookup, that lookup's reason, for the thread that made it
+ * (until its next call on l): lookups from other threads meanwhile neither replace nor clear it,
+ * nor the reason of a next that failed. */
 FC_API const char *fc_loader_error(const fc_loader *l);
 
 /* Caller-owned buffers for padded batches (e.g. page-locked memory the caller allocated with its

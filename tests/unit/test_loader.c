@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +250,16 @@ static uint64_t run_epoch(fc_loader *l, const fc_loader_opts *o, uint64_t epoch,
   return n;
 }
 
+/* Another thread's lookups (pthread_create's start): a042 found, then yyy not; its reason is
+ * its own. Returns non-NULL when that holds. */
+static void *other_thread_lookups(void *arg) {
+  fc_loader *l = arg;
+  fc_loader_item it;
+  int ok = fc_loader_lookup(l, "a042", &it) == 0 && fc_loader_lookup(l, "yyy", &it) != 0 &&
+           strstr(fc_loader_error(l), "yyy") != NULL;
+  return ok ? l : NULL;
+}
+
 int main(void) {
   char dir[] = "/tmp/fc_test_loader_XXXXXX";
   if (!mkdtemp(dir)) return 2;
@@ -289,6 +300,16 @@ int main(void) {
   CHECK(fc_loader_lookup(l, "", &it) == FC_ENOTFOUND &&
             strstr(fc_loader_error(l), "not an id a store can hold") != NULL,
         "lookup of an empty id: error '%s'", fc_loader_error(l));
+  /* the reason is the calling thread's: lookups another thread makes meanwhile (one finding its
+   * id cleared it, one failing replaced it with its own) leave it */
+  CHECK(fc_loader_lookup(l, "zzz", &it) == FC_ENOTFOUND, "lookup zzz");
+  pthread_t th;
+  void *other_ok = NULL;
+  CHECK(pthread_create(&th, NULL, other_thread_lookups, l) == 0 &&
+            pthread_join(th, &other_ok) == 0 && other_ok != NULL,
+        "the other thread's lookups and their reason");
+  CHECK(strstr(fc_loader_error(l), ": zzz: ") != NULL,
+        "zzz's reason after another thread's lookups: '%s'", fc_loader_error(l));
   CHECK(strstr(fc_loader_config_json(l, 0), "\"preset\":\"hifigan\"") != NULL, "mel json");
   fc_loader_close(l);
 

@@ -268,6 +268,8 @@ static int open_stores(const char *const *paths, size_t n, const fc_loader_opts 
     return ENOMEM;
   }
   l->pid = getpid();
+  static uint64_t serials;
+  l->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
   l->o = *opts;
   l->o.ids = NULL, l->o.n_ids = 0; /* read at open only (ld_subset_begin): not kept */
   l->o.stop = NULL; /* read by the open's page check only: the flag need not outlive the open */
@@ -618,17 +620,22 @@ const char *fc_loader_config_json(const fc_loader *l, int which) {
   return which ? l->tok_json : l->mel_json;
 }
 
-const char *fc_loader_error(const fc_loader *l) { return l->err; }
+const char *fc_loader_error(const fc_loader *l) {
+  return ld_lookup_serial == l->serial ? ld_lookup_why : l->err;
+}
 
 int fc_loader_lookup(fc_loader *l, const char *id, fc_loader_item *out) {
   memset(out, 0, sizeof *out);
   if (l->pid != getpid() || l->refresh_failed) return FC_EBADSTATE;
   size_t len = strlen(id);
+  char *err = ld_lookup_why; /* this thread's: fc_loader_error */
+  const size_t err_len = sizeof ld_lookup_why;
+  ld_lookup_serial = l->serial;
+  err[0] = '\0';
   pthread_mutex_lock(&l->lookup_mu);
-  l->err[0] = '\0';
   if (fc_id_check(id, len)) { /* no store holds it: said, not an earlier lookup's reason */
-    snprintf(l->err, sizeof l->err,
-             "not an id a store can hold (1 to %d bytes of UTF-8, no CR or LF)", FC_ID_MAX);
+    snprintf(err, err_len, "not an id a store can hold (1 to %d bytes of UTF-8, no CR or LF)",
+             FC_ID_MAX);
     pthread_mutex_unlock(&l->lookup_mu);
     return FC_ENOTFOUND;
   }
@@ -648,18 +655,16 @@ int fc_loader_lookup(fc_loader *l, const char *id, fc_loader_item *out) {
        * reason is the answer only when none does */
       if (!first) {
         first = rc;
-        fc_why(l->err, sizeof l->err, "%s: %s: %s", FC_WHY_NAME(l->stores[i].path), FC_WHY_NAME(id),
-               r);
+        fc_why(err, err_len, "%s: %s: %s", FC_WHY_NAME(l->stores[i].path), FC_WHY_NAME(id), r);
       }
       rc = first;
       continue;
     }
     if (rc) {
-      fc_why(l->err, sizeof l->err, "%s: %s: %s", FC_WHY_NAME(l->stores[i].path), FC_WHY_NAME(id),
-             r);
+      fc_why(err, err_len, "%s: %s: %s", FC_WHY_NAME(l->stores[i].path), FC_WHY_NAME(id), r);
       break;
     }
-    l->err[0] = '\0';
+    err[0] = '\0';
     out->mel = it.mel_rec + FC_RECORD_HEADER_SIZE;
     out->frames = it.frames;
     out->n_mels = l->n_mels;
@@ -672,26 +677,26 @@ int fc_loader_lookup(fc_loader *l, const char *id, fc_loader_item *out) {
     }
     break;
   }
-  if (rc == FC_ENOTFOUND && !l->err[0]) {
+  if (rc == FC_ENOTFOUND && !err[0]) {
     /* no store has its entry: featurize may have failed it, and recorded why */
     pthread_mutex_lock(&l->resolve_mu);
     uint32_t s = ld_recorded_failure(l, id, len, "not stored", r, sizeof r);
     pthread_mutex_unlock(&l->resolve_mu);
     if (s < l->n_stores)
-      fc_why(l->err, sizeof l->err, "%s: %s: %s", FC_WHY_NAME(l->stores[s].path), FC_WHY_NAME(id),
-             r);
+      fc_why(err, err_len, "%s: %s: %s", FC_WHY_NAME(l->stores[s].path), FC_WHY_NAME(id), r);
     else if (l->n_stores == 1) /* named with its store, as a recorded failure is */
-      fc_why(l->err, sizeof l->err, "%s: %s: no such utterance", FC_WHY_NAME(l->stores[0].path),
+      fc_why(err, err_len, "%s: %s: no such utterance", FC_WHY_NAME(l->stores[0].path),
              FC_WHY_NAME(id));
     else
-      fc_why(l->err, sizeof l->err, "%s: no such utterance in any of the %u stores",
-             FC_WHY_NAME(id), (unsigned)l->n_stores);
+      fc_why(err, err_len, "%s: no such utterance in any of the %u stores", FC_WHY_NAME(id),
+             (unsigned)l->n_stores);
   }
   pthread_mutex_unlock(&l->lookup_mu);
   return rc;
 }
 
 int fc_loader_refresh(fc_loader *l) {
+  ld_not_lookup(l);
   if (l->pid != getpid() || l->refresh_failed) return FC_EBADSTATE;
   if (!(l->o.flags & FC_LOADER_LOOKUP_ONLY)) return FC_ECONFIG; /* the index is of its snapshot */
   int rc = 0;

@@ -36,6 +36,7 @@ static size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
 
 /* ---- caller buffers ------------------------------------------------------------------------- */
 int fc_loader_set_buffers(fc_loader *l, void *const *bufs, size_t n, size_t bytes) {
+  ld_not_lookup(l);
   if (l->pid != getpid()) return FC_EBADSTATE;
   if (n == 0 || !bufs) return EINVAL;
   pthread_mutex_lock(&l->mu);
@@ -70,6 +71,7 @@ int fc_loader_set_buffers(fc_loader *l, void *const *bufs, size_t n, size_t byte
 }
 
 int fc_loader_add_buffers(fc_loader *l, void *const *bufs, size_t n, size_t bytes) {
+  ld_not_lookup(l);
   if (l->pid != getpid()) return FC_EBADSTATE;
   if (n == 0 || !bufs) return EINVAL;
   pthread_mutex_lock(&l->mu);
@@ -524,6 +526,7 @@ static int lookup_only(fc_loader *l) { /* next, set_epoch: no index to iterate *
 }
 
 int fc_loader_set_epoch(fc_loader *l, uint64_t epoch) {
+  ld_not_lookup(l);
   if (l->pid != getpid()) return FC_EBADSTATE;
   if (l->o.flags & FC_LOADER_LOOKUP_ONLY) return lookup_only(l);
   uint32_t depth = l->o.prefetch_depth;
@@ -610,6 +613,7 @@ static pid_t cur_pid(void) {
 
 int fc_loader_next(fc_loader *l, fc_batch **out) {
   *out = NULL;
+  ld_not_lookup(l);
   if (l->pid != cur_pid()) {
     snprintf(l->err, sizeof l->err, "loader opened in another process: open it again after fork");
     return FC_EBADSTATE;

@@ -11,6 +11,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+_Thread_local uint64_t ld_lookup_serial; /* loader_int.h */
+_Thread_local char ld_lookup_why[512];
+
 /* Take a buffer of at least need bytes. Called without mu held. Returns 0, ENOMEM, or EAGAIN when
  * the epoch changed (or the loader stops) while waiting for a caller buffer. */
 int ld_buf_get(fc_loader *l, uint64_t gen, size_t need, ld_buf *out) {

@@ -144,7 +144,8 @@ struct fc_loader {
   int refresh_failed; /* fc_loader_refresh left a store without its transaction: lookups refused */
   int any_indexed; /* some store is read through its index: items may need resolving */
   ld_warm_stats warm; /* the index read ahead at open, over the stores (tests, benchmarks) */
-  char err[512]; /* fc_loader_error */
+  char err[512]; /* fc_loader_error, but after a lookup (ld_lookup_why) */
+  uint64_t serial; /* this loader among those the process opened, from 1 (ld_lookup_serial) */
   /* the utterances an epoch may hold (opts manifest / ids), kept during open only */
   const char **want; /* sorted, each once; NULL: every utterance */
   size_t n_want;
@@ -184,6 +185,18 @@ struct fc_loader {
   size_t n_caller_bufs; /* caller buffers exist: take only those, wait when none is free */
   size_t caller_buf_bytes;
 };
+
+/* fc_loader_error after a failed fc_loader_lookup: that lookup's reason, for the thread that
+ * made it. Lookups run from any thread, also while another drives the loader: one buffer per
+ * loader gave a thread another thread's reason (another id), or none (a lookup that found its id
+ * cleared it, and next's reason too). Defined in loader_buffers.c, which loader.c and
+ * loader_batch.c both call. */
+extern _Thread_local uint64_t ld_lookup_serial; /* loader of this thread's last lookup; 0: none */
+extern _Thread_local char ld_lookup_why[512];
+/* A call on l other than a lookup: fc_loader_error says its reason (l->err) again. */
+static inline void ld_not_lookup(const fc_loader *l) {
+  if (ld_lookup_serial == l->serial) ld_lookup_serial = 0;
+}
 
 /* loader_plan.c */
 int ld_plan_epoch(struct fc_loader *l, uint64_t epoch, ld_plan *out);
