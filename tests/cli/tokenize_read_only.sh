@@ -72,6 +72,20 @@ grep -qxF "tokenize: st: 1 of 2 stored, 1 failed; checked, nothing written (the 
 rc=$?
 [ $rc = 0 ] || fail "bad line allowed: exit $rc, want 0: $(cat err)"
 
+# a transcript a run fails before tokenizing it (empty, only white space) is a bad line too, not a
+# line "not stored" that its owner's run would store (exit 2, "have its owner run tokenize")
+printf 'a1|hello world\na2|\na3| \t \n' >m5.csv
+"${run[@]}" "$TK" --vocab v.txt -o st m5.csv >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "empty texts: exit $rc, want 1"
+cat >want <<'TXT'
+tokenize: st: cannot write the store (Permission denied): checking that it holds every line instead, writing nothing
+tokenize: m5.csv:2: text is empty
+tokenize: m5.csv:3: text is only white space
+tokenize: st: 1 of 3 stored, 2 failed; checked, nothing written (the store is read-only)
+TXT
+diff -u want err || fail "empty texts: stderr differs"
+
 # many not stored: ten named, the rest counted
 for i in $(seq 10 21); do echo "n$i|line $i"; done >m4.csv
 "${run[@]}" "$TK" -q --vocab v.txt -o st m4.csv >out 2>err

@@ -531,6 +531,16 @@ static int run_batch(const fc_item *lines, size_t m, void *ctxp) {
     if (l->need_tok) l->need_text = 1;
   }
   fc_rtxn_end(rt);
+  for (size_t i = 0; i < m && o->check_only; i++) { /* a run fails these before tokenizing */
+    line_state *l = &ls[i];
+    char *norm = NULL;
+    size_t nlen;
+    if (l->err || !l->need_tok) continue; /* a stored record's text normalized */
+    int r = fc_tok_normalize(fc_tokenizer_norm(c->t), l->text, l->len, &norm, &nlen);
+    free(norm);
+    if (r == ENOMEM) return ENOMEM;
+    if (r) fail_line(l, r, "%s", norm_why(r, fc_tokenizer_norm(c->t), l->text, l->len));
+  }
   if (o->check_only) return check_batch(c, lines, m);
   /* a text seen earlier in the batch: one record, made by its first line; the others are
    * counted with the records already stored */
