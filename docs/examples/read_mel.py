@@ -25,15 +25,16 @@ meta, audio, feat = (env.open_db(n, create=False)
 with env.begin() as txn:
     assert txn.get(b"format", db=meta) == b"featcache/1"
     want = sys.argv[3] if len(sys.argv) > 3 else "hifigan"
-    cfg = next(bytes.fromhex(k[4:].decode())
-               for k, v in txn.cursor(db=meta)
-               if k.startswith(b"cfg/")
-               and json.loads(v).get("preset") == want)
+    cfg = next((bytes.fromhex(k[4:].decode())
+                for k, v in txn.cursor(db=meta)
+                if k.startswith(b"cfg/")
+                and json.loads(v).get("preset") == want), None)
     entry = txn.get(sys.argv[2].encode(), db=audio)
-    rec = txn.get(key(entry[:16], cfg), db=feat)
+    rec = cfg and entry and txn.get(key(entry[:16], cfg), db=feat)
+    if not rec:  # no such config, no such id, or not featurized
+        sys.exit(f"{sys.argv[1]}: no {want} mel of {sys.argv[2]}")
     # magic, f32, 2-D
     assert rec[:4] == b"FCR1" and rec[6] == 1 and rec[7] == 2
     frames, n_mels = map(int, np.frombuffer(rec, "<u4", 2, 8))
-    mel = np.frombuffer(rec, "<f4", frames * n_mels, 64)
-    mel = mel.reshape(frames, n_mels).copy()
+    mel = np.frombuffer(rec, "<f4", -1, 64).reshape(frames, n_mels)
 print(sys.argv[2], mel.shape, f"{mel.mean():.6f}")

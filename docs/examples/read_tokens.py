@@ -19,13 +19,21 @@ env = lmdb.open(sys.argv[1], readonly=True, lock=False, max_dbs=8)
 meta, text, tok = (env.open_db(n, create=False) for n in (b"meta", b"text", b"tok"))
 with env.begin() as txn:
     want = sys.argv[2] if len(sys.argv) > 2 else "phonemes"
-    hexcfg = next(k[4:].decode() for k, v in txn.cursor(db=meta)
-                  if k.startswith(b"cfg/") and json.loads(v).get("tokenizer") == want)
+    hexcfg = next((k[4:].decode() for k, v in txn.cursor(db=meta)
+                   if k.startswith(b"cfg/") and json.loads(v).get("tokenizer") == want), None)
+    if hexcfg is None:
+        sys.exit(f"{sys.argv[1]}: no tokens config of tokenizer {want}")
     vocab = txn.get(b"vocab/" + hexcfg.encode(), db=meta).decode().split("\n")[:-1]
     ids = [i.encode() for i in sys.argv[3:]] or [k for k, _ in txn.cursor(db=text)]
+    status = 0
     for i in ids:
         entry = txn.get(i, db=text)  # text digest, then the text as read
-        rec = txn.get(key(entry[:16], bytes.fromhex(hexcfg)), db=tok)
+        rec = entry and txn.get(key(entry[:16], bytes.fromhex(hexcfg)), db=tok)
+        if not rec:  # no such id, or its text has no tokens of this config
+            print(f"{sys.argv[1]}: no {want} tokens of {i.decode()}", file=sys.stderr)
+            status = 1
+            continue
         assert rec[:4] == b"FCR1" and rec[6] in DTYPES and rec[7] == 1  # magic, integer, 1-D
         seq = np.frombuffer(rec, DTYPES[rec[6]], int(np.frombuffer(rec, "<u4", 1, 8)[0]), 64)
         print(f"{i.decode()}\t{entry[16:].decode()}\n\t{''.join(vocab[t] for t in seq)}")
+sys.exit(status)
