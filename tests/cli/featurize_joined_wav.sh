@@ -4,7 +4,8 @@
 # a word; the others failed as 'damaged WAV file (libsndfile: Error in WAV file. No 'RIFF' chunk
 # marker.)'. Now each is refused as the chained Ogg and joined MP3 files are: named, with where the
 # second file begins, recorded as failed; the run goes on with the rest and exits 1. A WAV with a
-# chunk after its data (LIST) is stored, and one of those joined to another is refused too.
+# chunk after its data (LIST) is stored, and one of those joined to another is refused too. FLAC
+# files joined so (LibriSpeech's chapters) were stored as their first alike: refused the same way.
 set -u
 FZ=${FC_BIN:?}/featurize
 PY=${FC_PYTHON:-python3}
@@ -28,11 +29,14 @@ struct.pack_into("<I", listed, 4, len(listed) - 8)
 open("listed.wav", "wb").write(listed)
 open("listed_b.wav", "wb").write(bytes(listed) + open("b.wav", "rb").read())
 PY
+sox a.wav a.flac && sox b.wav b.flac || { echo "FAIL: sox failed"; exit 1; }
+cat a.flac b.flac >abf.flac
 cat a.wav b.wav >ab.wav
 cat a24.wav b24.wav >ab24.wav
 a=$(stat -c %s a.wav) a24=$(stat -c %s a24.wav) listed=$(stat -c %s listed.wav)
+aflac=$(stat -c %s a.flac)
 
-"$FZ" -v -j 2 --device cpu -o st ab.wav a.wav ab24.wav listed.wav listed_b.wav b.wav >out 2>err
+"$FZ" -v -j 2 --device cpu -o st ab.wav a.wav ab24.wav listed.wav listed_b.wav b.wav abf.flac >out 2>err
 rc=$?
 [ $rc = 1 ] || fail "exit $rc, want 1: $(cat err)"
 for f in ab.wav:$a ab24.wav:$a24 listed_b.wav:$listed; do
@@ -42,8 +46,10 @@ done
 for f in a b listed; do
   grep -qE "^featurize: $f\.wav: stored as $f \(" err || fail "$f.wav not stored: $(grep "$f.wav" err)"
 done
-grep -qx 'featurize: done: 3 of 6 (3 new, 0 already stored, 3 failed)' err || fail "summary: $(grep done: err)"
-grep -qx 'featurize: failure records: 3 written, 0 deleted (stored now)' err ||
+grep -qxF "featurize: abf.flac: FLAC files one after another (files joined with cat?): a second FLAC header at byte $aflac, after the first one's data, and libsndfile reads only the first (or refuses the file): join the originals with sox (sox A.flac B.flac OUT.flac)" err ||
+  fail "abf.flac: not refused as two files joined: $(grep abf.flac err)"
+grep -qx 'featurize: done: 3 of 7 (3 new, 0 already stored, 4 failed)' err || fail "summary: $(grep done: err)"
+grep -qx 'featurize: failure records: 4 written, 0 deleted (stored now)' err ||
   fail "failure records: $(grep 'failure records' err)"
 
 # the record under ab is not a's: a later run fails it again, the others are already stored

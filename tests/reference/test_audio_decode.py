@@ -470,6 +470,30 @@ def broken(tmp, x, sr0):
                f"at byte {len(parts[0])}, after the first one's data")
         rc, _, _, why = fc_load(os.path.join(tmp, "part0.wav"), 22050)
         check(rc == 0, f"one wav {subtype} {rate} Hz {ch} ch: rc {rc} ({why})")
+    # FLAC (libsndfile read the first file's STREAMINFO count, the rest left out without a word;
+    # also one whose STREAMINFO states no count, ffmpeg's to a pipe), AU (the same, by its data
+    # size) and AIFF (refused as damaged) joined so: refused alike.
+    for kind, ext, header, make in [
+            ("FLAC", "flac", "FLAC", lambda q, y: sf.write(q, y, sr0, subtype="PCM_16")),
+            ("FLAC", "flac", "FLAC", lambda q, y: open(q, "wb").write(subprocess.run(
+                ["ffmpeg", "-hide_banner", "-loglevel", "error", "-i", q + ".wav", "-f", "flac",
+                 "-"], check=True, capture_output=True).stdout)),
+            ("AU", "au", ".snd", lambda q, y: sf.write(q, y, sr0, format="AU", subtype="PCM_16")),
+            ("AIFF", "aiff", "FORM", lambda q, y: sf.write(q, y, sr0, subtype="PCM_16"))]:
+        parts = []
+        for i, y in enumerate([x[: len(x) // 2 + 1], x[len(x) // 2:]]):
+            q = os.path.join(tmp, f"part{i}.{ext}")
+            sf.write(q + ".wav", y, sr0, subtype="PCM_16")
+            make(q, y)
+            parts.append(open(q, "rb").read())
+        p = os.path.join(tmp, f"joined.{ext}")
+        with open(p, "wb") as f:
+            f.write(parts[0] + parts[1])
+        expect(f"joined {ext}", p, FC_EDECODE,
+               f"{kind} files one after another (files joined with cat?): a second {header} "
+               f"header at byte {len(parts[0])}, after the first one's data")
+        rc, _, _, why = fc_load(os.path.join(tmp, f"part0.{ext}"), 22050)
+        check(rc == 0, f"one {ext}: rc {rc} ({why})")
 
 
 if __name__ == "__main__":

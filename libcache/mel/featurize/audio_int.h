@@ -144,7 +144,9 @@ int audio_mp3_unsized(const uint8_t *b, size_t len);
  * streams have their first pages first), an MP3 whose first frame's Xing/Info tag states the
  * stream's bytes and another stream begins where they end, a RIFF WAVE with another RIFF WAVE
  * header after its data chunk (audio_wav_joined; libsndfile refuses some such files as damaged,
- * and the 16-bit path of audio_wav.c would read the first). fc_audio_decode's reason for refusing
+ * and the 16-bit path of audio_wav.c would read the first), a FLAC file with a second stream's
+ * "fLaC" and STREAMINFO header in it, an AIFF or AU file with a second one's header where the
+ * first one's stated size ends. fc_audio_decode's reason for refusing
  * the file (b[0, len), format libsndfile's, 0 when it did not open it), in buf (n bytes) or a
  * constant, or NULL. */
 const char *audio_joined(int format, const uint8_t *b, size_t len, char *buf, size_t n);

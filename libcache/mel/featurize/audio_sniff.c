@@ -345,6 +345,35 @@ uint64_t audio_wav_joined(const uint8_t *b, size_t len) {
   return 0;
 }
 
+/* Where a second FLAC stream begins in b[0, len), a FLAC file (after any ID3v2 tag): its "fLaC"
+ * marker and the STREAMINFO block header that must follow it (8 bytes no frame's data holds by
+ * chance), after the first stream's; 0 when none does. */
+static uint64_t flac_joined(const uint8_t *b, size_t len) {
+  const size_t p = id3v2_end(b, len);
+  if (p + 8 > len || memcmp(b + p, "fLaC", 4) != 0) return 0;
+  for (const uint8_t *q = b + p + 4; (q = memmem(q, (size_t)(b + len - q), "fLaC", 4)); q += 4)
+    if (q + 8 <= b + len && (q[4] & 0x7F) == 0 && q[5] == 0 && q[6] == 0 && q[7] == 0x22)
+      return (uint64_t)(q - b);
+  return 0;
+}
+
+/* Where a second AIFF (FORM ... AIFF or AIFC) or AU (.snd) file begins right after the first one's
+ * stated end (its FORM size; its data offset and size); 0 when none does. */
+static uint64_t aiff_au_joined(const uint8_t *b, size_t len) {
+  if (len >= 12 && memcmp(b, "FORM", 4) == 0) {
+    const uint64_t end = 8 + (uint64_t)be32(b + 4), padded = end + (end & 1);
+    for (uint64_t e = end; e <= padded; e++)
+      if (e + 12 <= len && memcmp(b + e, "FORM", 4) == 0 &&
+          (memcmp(b + e + 8, "AIFF", 4) == 0 || memcmp(b + e + 8, "AIFC", 4) == 0))
+        return e;
+  }
+  if (len >= 12 && memcmp(b, ".snd", 4) == 0 && be32(b + 8) != 0xFFFFFFFFu) {
+    const uint64_t end = (uint64_t)be32(b + 4) + be32(b + 8);
+    if (end > 12 && end + 4 <= len && memcmp(b + end, ".snd", 4) == 0) return end;
+  }
+  return 0;
+}
+
 const char *audio_joined(int format, const uint8_t *b, size_t len, char *buf, size_t n) {
   if ((format & SF_FORMAT_TYPEMASK) == SF_FORMAT_OGG && ogg_chained(b, len))
     return "a chained Ogg file (one stream after another: files joined with cat?), and libsndfile "
@@ -352,13 +381,27 @@ const char *audio_joined(int format, const uint8_t *b, size_t len, char *buf, si
   if ((format & SF_FORMAT_TYPEMASK) == SF_FORMAT_MPEG && mp3_joined(b, len))
     return "MP3 streams one after another (files joined with cat?), and libsndfile reads only the "
            "frames the first one's tag states: make it one stream (ffmpeg -i IN OUT.flac)";
-  const uint64_t at = audio_wav_joined(b, len);
-  if (!at) return NULL;
+  static const struct {
+    const char *kind, *header, *ext;
+  } k[] = {{"WAV", "RIFF WAVE", "wav"},
+           {"FLAC", "FLAC", "flac"},
+           {"AIFF", "FORM", "aiff"},
+           {"AU", ".snd", "au"}};
+  uint64_t at = 0;
+  size_t i = 0;
+  if ((at = audio_wav_joined(b, len)))
+    i = 0;
+  else if ((at = flac_joined(b, len)))
+    i = 1;
+  else if ((at = aiff_au_joined(b, len)))
+    i = b[0] == 'F' ? 2 : 3;
+  else
+    return NULL;
   snprintf(buf, n,
-           "WAV files one after another (files joined with cat?): a second RIFF WAVE header at "
-           "byte %llu, after the first one's data, and libsndfile reads only the first (or "
-           "refuses the file): join the originals with sox (sox A.wav B.wav OUT.wav)",
-           (unsigned long long)at);
+           "%s files one after another (files joined with cat?): a second %s header at byte %llu, "
+           "after the first one's data, and libsndfile reads only the first (or refuses the "
+           "file): join the originals with sox (sox A.%s B.%s OUT.%s)",
+           k[i].kind, k[i].header, (unsigned long long)at, k[i].ext, k[i].ext, k[i].ext);
   return buf;
 }
 
