@@ -431,6 +431,11 @@ int main(int argc, char **argv) {
     nul_first = fzc_first_line_has_nul(&items);
   } else if (from_stdin) {
     rc = fc_items_from_stream(stdin, &items);
+    if (rc == FC_ETOOLONG) /* an endless stream without newlines: stopped at the limit */
+      fc_cli_usage_error(
+          "stdin is not a list of paths: a line of it has no line break in its "
+          "first %zu MiB (the most a line may have); nothing done",
+          FC_MANIFEST_LINE_MAX >> 20);
     if (rc) {
       fc_cli_warn("-", "cannot read paths: %s", fc_strerror(rc));
       return FC_EXIT_USAGE;

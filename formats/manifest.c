@@ -580,7 +580,14 @@ static int reader_next(reader *r, const fc_item **it, char *why, size_t why_len)
     if (got == -1) return 0;
     if (got == -2) {
       int rc = errno ? errno : EIO;
-      fc_why(why, why_len, "read error after line %zu: %s", r->lineno, strerror(rc));
+      if (rc == FC_ETOOLONG) /* an endless stream would be read until memory runs out */
+        fc_why(why, why_len,
+               "line %zu has no line break in its first %zu MiB (the most a manifest line may "
+               "have): not a manifest (a binary file? a stream without newlines?); nothing read "
+               "past it",
+               r->lineno + 1, FC_MANIFEST_LINE_MAX >> 20);
+      else
+        fc_why(why, why_len, "read error after line %zu: %s", r->lineno, strerror(rc));
       return rc;
     }
     r->lineno++;

@@ -59,7 +59,8 @@ size_t mf_trim_end(const char *line, size_t n);
  * error (errno set). On the first line (*first set, then cleared) a UTF-8 BOM is removed. max > 0:
  * at most max bytes of it are kept (the rest is read and dropped: memory stays max whatever the
  * line), and *whole (when not NULL) is the line's length with its LF; over max, the line is too
- * long and *buf holds its first max bytes (the length returned). */
+ * long and *buf holds its first max bytes (the length returned). Any line that reaches
+ * FC_MANIFEST_LINE_MAX bytes without its LF: -2 with errno FC_ETOOLONG, the reading stopped. */
 ssize_t mf_next_line(FILE *f, char **buf, size_t *cap, int *first, size_t max, size_t *whole);
 /* CSV's quoting (pandas' to_csv, Python's csv) over a line of n bytes, fields separated by sep,
  * from state in (1: inside a quoted field an earlier line opened): 1 when the line ends inside a

@@ -250,13 +250,19 @@ static size_t chomp(char *line, size_t n) {
 }
 
 /* getline's, keeping at most max bytes of the line (the rest read and dropped); *whole its
- * length with its LF. */
+ * length with its LF. A line that reaches FC_MANIFEST_LINE_MAX bytes without its LF is not read
+ * on: -1 with errno FC_ETOOLONG. */
 static ssize_t bounded_line(FILE *f, char **buf, size_t *cap, size_t max, size_t *whole) {
   size_t n = 0, kept = 0;
   int c;
   flockfile(f);
   while ((c = getc_unlocked(f)) != EOF) {
-    n++;
+    if (++n >= FC_MANIFEST_LINE_MAX && c != '\n') {
+      funlockfile(f);
+      *whole = n;
+      errno = FC_ETOOLONG;
+      return -1;
+    }
     if (kept < max) {
       if (kept + 2 > *cap) { /* room for c and the NUL, grown as getline grows it */
         size_t want = *cap ? *cap * 2 : 128;
@@ -287,12 +293,11 @@ static ssize_t bounded_line(FILE *f, char **buf, size_t *cap, size_t max, size_t
 ssize_t mf_next_line(FILE *f, char **buf, size_t *cap, int *first, size_t max, size_t *whole) {
   errno = 0;
   size_t all = 0;
-  ssize_t got = max ? bounded_line(f, buf, cap, max, &all) : getline(buf, cap, f);
-  if (!max && got > 0) all = (size_t)got;
+  ssize_t got = bounded_line(f, buf, cap, max ? max : FC_MANIFEST_LINE_MAX, &all);
   if (whole) *whole = all;
   if (got < 0) {
     if (ferror(f)) return -2;
-    if (errno == ENOMEM) return -2;
+    if (errno == ENOMEM || errno == FC_ETOOLONG) return -2;
     return -1;
   }
   if (all > (size_t)got) { /* too long: its first max bytes as they are (no LF to remove) */

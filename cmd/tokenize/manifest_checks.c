@@ -168,3 +168,28 @@ void tkm_refuse_extra_columns(const char *manifest, fc_manifest_format fmt, int 
     return;
   exit(FC_EXIT_USAGE);
 }
+
+/* A run over a manifest file read as it goes (streamed: NULL when it was read whole before) that
+ * stopped with rc FC_ETOOLONG met a line with no line break in its first FC_MANIFEST_LINE_MAX
+ * bytes: said with the manifest and the line (the library's run returns the code alone), and 1;
+ * 0 for any other stop. */
+int tkm_said_long_line(const char *streamed, int rc) {
+  if (rc != FC_ETOOLONG || !streamed) return 0;
+  FILE *f = fopen(streamed, "re");
+  size_t line = 1, len = 0, at = 0;
+  int c;
+  while (f && !at && (c = getc(f)) != EOF) {
+    if (c == '\n')
+      line++, len = 0;
+    else if (++len >= FC_MANIFEST_LINE_MAX)
+      at = line;
+  }
+  if (f) fclose(f);
+  char where[48] = "a line";
+  if (at) snprintf(where, sizeof where, "line %zu", at);
+  fc_cli_warn(streamed,
+              "%s has no line break in its first %zu MiB (the most a manifest line may have): not "
+              "a manifest (a binary file? a stream without newlines?); the run stopped there",
+              where, FC_MANIFEST_LINE_MAX >> 20);
+  return 1;
+}

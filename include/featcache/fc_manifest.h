@@ -74,6 +74,13 @@ typedef struct fc_manifest_opts {
   size_t max_line_bytes;
 } fc_manifest_opts;
 
+/* The longest line any manifest (or list of paths) may have, its line break counted: 16 MiB. A
+ * line that reaches it without a line break stops the reading (FC_ETOOLONG, "line N has no line
+ * break in its first 16 MiB"): a binary file or an endless stream without newlines, not a
+ * manifest, which would otherwise be read until memory runs out (or, under max_line_bytes,
+ * forever). */
+#define FC_MANIFEST_LINE_MAX ((size_t)16 << 20)
+
 /* Read a manifest file ("-" = stdin); opts may be NULL (auto-detect, defaults). Errors that stop
  * everything are returned with a reason in why (may be NULL): errno codes (cannot open: ENOENT,
  * EACCES; EISDIR; ENODEV: a character or block device or a socket, which no manifest is: /dev/zero
