@@ -476,7 +476,9 @@ class Handoff:
         if rc:
             _L._raise(rc, "set_epoch(%d)" % epoch, h.h)
         h.running += 1  # (Loader.__len__ plans no other epoch under a running one)
+        h.gen += 1
         descs = (ctypes.c_uint64 * (_L._lib.DESC_LEN * self.take))()
+        descs.gen, descs.epoch = h.gen, epoch  # (an older iteration that goes on raises)
         descs.mv = _memory_at(ctypes.addressof(descs), ctypes.sizeof(descs), True).cast("Q")
         descs.ents, descs.it = [], iter(())
         self.live[id(descs)] = descs
@@ -606,11 +608,18 @@ class Handoff:
         Per batch, the next of the dicts _take made (each step of a hand-off after a training
         step runs with cold caches, so fewer steps is what makes it cheap)."""
         descs = self._begin(epoch)
-        take, more = self._take, True
+        take, more, href = self._take, True, self._href
         try:
             while more:
+                h = href()  # (before taking: a take of an overtaken one takes the newer's)
+                if h is not None and h.gen != descs.gen:
+                    raise _L._overtaken(self.ranks[2], epoch)
                 it, more = take(descs, slow)
-                yield from it
+                for d in it:
+                    h = href()
+                    if h is not None and h.gen != descs.gen:
+                        raise _L._overtaken(self.ranks[2], epoch)
+                    yield d
         finally:
             h = self.h
             if h is not None:
@@ -628,9 +637,12 @@ class Handoff:
         depth, cuda, stream, dev, on_side = self.depth, self.cuda, self.stream, self.device, \
             self.on_side
         entry = _Entry
-        it, more = iter(()), True
+        it, more, href = iter(()), True, self._href
         try:
             while True:
+                h = href()
+                if h is not None and h.gen != descs.gen:
+                    raise _L._overtaken(self.ranks[2], epoch)
                 e = next(it, None)
                 if e is None:
                     if more:

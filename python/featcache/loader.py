@@ -240,6 +240,7 @@ class _Handle:
         self.planned = 0       # the epoch the C loader has planned (fc_loader_set_epoch)
         self.info_epoch = 0    # the epoch self.info's per-epoch fields are of
         self.running = 0       # iterations of this handle under way
+        self.gen = 0           # iterations begun: the newest one owns the C loader's epoch
 
     def view(self):
         """fc_loader_view_digest as 32 hex digits (computed once per handle)."""
@@ -695,6 +696,8 @@ class Loader:
         if rc:
             _raise(rc, "set_epoch(%d)" % epoch, h.h)
         h.running += 1
+        h.gen += 1
+        gen = h.gen
         # the hot loop: one ctypes call (no argtypes to convert) filling a descriptor made once,
         # one unpack of it, then _make_batch
         desc = _Desc()
@@ -704,6 +707,8 @@ class Loader:
         ENOBUFS = errno.ENOBUFS
         try:
             while True:
+                if h.gen != gen:
+                    raise _overtaken(self.paths, epoch)
                 if h.pending:
                     h.drain()
                 desc[0] = 0  # (gives none back: batches go back when collected)
@@ -830,6 +835,17 @@ def check_ranks(loader, gather=None, group=None):
                 "epochs" % (other["rank"], ", ".join("%s=%r" % (k, a) for k, a, _ in diff),
                             first["rank"], ", ".join("%s=%r" % (k, b) for k, _, b in diff))))
     return mine["view"]
+
+
+def _overtaken(paths, epoch):
+    """The error of an iteration used after another of the same loader began: the C loader runs
+    one epoch at a time, and the newer iteration restarted it (the older one would take the
+    newer one's batches, each side getting part of the epoch, silently)."""
+    return RuntimeError(
+        "featcache: %s: this iteration (epoch %d) was overtaken by another of the same loader "
+        "begun since, which now has the loader's batches: a loader runs one iteration at a "
+        "time; finish or drop the older iterator first, or make a second Loader (or dataset) "
+        "for a second pass at once" % (", ".join(_quoted(p) for p in paths), epoch))
 
 
 def _short_rank(b, rank, ranks, paths):
