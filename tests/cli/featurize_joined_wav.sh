@@ -6,6 +6,9 @@
 # second file begins, recorded as failed; the run goes on with the rest and exits 1. A WAV with a
 # chunk after its data (LIST) is stored, and one of those joined to another is refused too. FLAC
 # files joined so (LibriSpeech's chapters) were stored as their first alike: refused the same way.
+# WAVs that ffmpeg wrote to a pipe (sizes 0xFFFFFFFF: the data runs to the end) appended one after
+# another were read as one, the second's header a click among the samples: refused too; one such
+# WAV alone is stored.
 set -u
 FZ=${FC_BIN:?}/featurize
 PY=${FC_PYTHON:-python3}
@@ -31,25 +34,31 @@ open("listed_b.wav", "wb").write(bytes(listed) + open("b.wav", "rb").read())
 PY
 sox a.wav a.flac && sox b.wav b.flac || { echo "FAIL: sox failed"; exit 1; }
 cat a.flac b.flac >abf.flac
+command -v ffmpeg >/dev/null || { echo "FAIL: ffmpeg missing (scripts/setup installs it)"; exit 1; }
+ffmpeg -hide_banner -loglevel error -i a.wav -f wav - >piped.wav &&
+  ffmpeg -hide_banner -loglevel error -i b.wav -f wav - >>pipes.wav ||
+  { echo "FAIL: ffmpeg failed"; exit 1; }
+cat piped.wav pipes.wav >loop.wav
 cat a.wav b.wav >ab.wav
 cat a24.wav b24.wav >ab24.wav
 a=$(stat -c %s a.wav) a24=$(stat -c %s a24.wav) listed=$(stat -c %s listed.wav)
-aflac=$(stat -c %s a.flac)
+aflac=$(stat -c %s a.flac) piped=$(stat -c %s piped.wav)
 
-"$FZ" -v -j 2 --device cpu -o st ab.wav a.wav ab24.wav listed.wav listed_b.wav b.wav abf.flac >out 2>err
+"$FZ" -v -j 2 --device cpu -o st ab.wav a.wav ab24.wav listed.wav listed_b.wav b.wav abf.flac loop.wav piped.wav \
+  >out 2>err
 rc=$?
 [ $rc = 1 ] || fail "exit $rc, want 1: $(cat err)"
-for f in ab.wav:$a ab24.wav:$a24 listed_b.wav:$listed; do
-  grep -qxF "featurize: ${f%%:*}: WAV files one after another (files joined with cat?): a second RIFF WAVE header at byte ${f##*:}, after the first one's data, and libsndfile reads only the first (or refuses the file): join the originals with sox (sox A.wav B.wav OUT.wav)" err ||
+for f in ab.wav:$a ab24.wav:$a24 listed_b.wav:$listed loop.wav:$piped; do
+  grep -qxF "featurize: ${f%%:*}: WAV files one after another (files joined with cat?): a second RIFF WAVE header at byte ${f##*:}, after the first one's data, and libsndfile does not read them as one: join the originals with sox (sox A.wav B.wav OUT.wav)" err ||
     fail "${f%%:*}: not refused as two files joined: $(grep "${f%%:*}" err)"
 done
-for f in a b listed; do
+for f in a b listed piped; do
   grep -qE "^featurize: $f\.wav: stored as $f \(" err || fail "$f.wav not stored: $(grep "$f.wav" err)"
 done
-grep -qxF "featurize: abf.flac: FLAC files one after another (files joined with cat?): a second FLAC header at byte $aflac, after the first one's data, and libsndfile reads only the first (or refuses the file): join the originals with sox (sox A.flac B.flac OUT.flac)" err ||
+grep -qxF "featurize: abf.flac: FLAC files one after another (files joined with cat?): a second FLAC header at byte $aflac, after the first one's data, and libsndfile does not read them as one: join the originals with sox (sox A.flac B.flac OUT.flac)" err ||
   fail "abf.flac: not refused as two files joined: $(grep abf.flac err)"
-grep -qx 'featurize: done: 3 of 7 (3 new, 0 already stored, 4 failed)' err || fail "summary: $(grep done: err)"
-grep -qx 'featurize: failure records: 4 written, 0 deleted (stored now)' err ||
+grep -qx 'featurize: done: 4 of 9 (4 new, 0 already stored, 5 failed)' err || fail "summary: $(grep done: err)"
+grep -qx 'featurize: failure records: 5 written, 0 deleted (stored now)' err ||
   fail "failure records: $(grep 'failure records' err)"
 
 # the record under ab is not a's: a later run fails it again, the others are already stored

@@ -153,7 +153,9 @@ const char *audio_joined(int format, const uint8_t *b, size_t len, char *buf, si
 
 /* Where in b[0, len), a RIFF WAVE file whose data chunk states its size, a second RIFF WAVE
  * header begins after that chunk (at its end, its pad byte there or left out, or after chunks
- * that follow it): the file is two joined with cat. 0 when none does. */
+ * that follow it): the file is two joined with cat. A data chunk that states no size (0,
+ * 0xFFFFFFFF: a streaming writer's, ffmpeg's to a pipe), which is read to the file's end, is
+ * searched for a "RIFF....WAVEfmt " (ffmpeg -f wav - >> all.wav in a loop). 0 when none is. */
 uint64_t audio_wav_joined(const uint8_t *b, size_t len);
 
 /* The same test on the n bytes b that follow a WAV's data chunk (odd: its size was odd, so its pad

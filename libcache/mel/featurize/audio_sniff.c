@@ -334,7 +334,13 @@ uint64_t audio_wav_joined(const uint8_t *b, size_t len) {
   for (size_t pos = 12; pos + 8 <= len;) {
     const uint64_t size = audio_le32(b + pos + 4);
     if (memcmp(b + pos, "data", 4) == 0) {
-      if (!size_stated(size) || size > len - pos - 8) return 0;
+      if (!size_stated(size)) { /* a streaming writer's: the data runs to the end, read whole */
+        for (const uint8_t *q = b + pos + 8; (q = memmem(q, (size_t)(b + len - q), "RIFF", 4));
+             q += 4)
+          if (q + 16 <= b + len && memcmp(q + 8, "WAVEfmt ", 8) == 0) return (uint64_t)(q - b);
+        return 0;
+      }
+      if (size > len - pos - 8) return 0;
       const size_t end = pos + 8 + (size_t)size;
       const int64_t at = audio_riff_after(b + end, len - end, (int)(size & 1));
       return at < 0 ? 0 : end + (uint64_t)at;
@@ -399,8 +405,8 @@ const char *audio_joined(int format, const uint8_t *b, size_t len, char *buf, si
     return NULL;
   snprintf(buf, n,
            "%s files one after another (files joined with cat?): a second %s header at byte %llu, "
-           "after the first one's data, and libsndfile reads only the first (or refuses the "
-           "file): join the originals with sox (sox A.%s B.%s OUT.%s)",
+           "after the first one's data, and libsndfile does not read them as one: join the "
+           "originals with sox (sox A.%s B.%s OUT.%s)",
            k[i].kind, k[i].header, (unsigned long long)at, k[i].ext, k[i].ext, k[i].ext);
   return buf;
 }
