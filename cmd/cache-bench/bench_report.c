@@ -15,7 +15,9 @@
 struct verdict {
   const bench_result *ref; /* the pass the verdict quotes (cold random at the batch size) */
   const bench_result *warm; /* the same in the page cache, when measured */
-  double bps, warm_bps; /* batches/s of `batch` records */
+  double bps, warm_bps; /* batches/s of `per_batch` records */
+  unsigned per_batch; /* records in the loader's batch: the batch, or fewer when the store holds
+                       * fewer (a store of one record is read in batches of one) */
   unsigned gpus; /* GPUs the question is about, each reading a batch per step */
   double need_bps; /* batches/s they need: gpus x 1000 / step */
   int keeps_up, warm_keeps_up, fits_ram;
@@ -154,9 +156,12 @@ static void compute_verdict(const bench_report *r, double step_ms, unsigned batc
   v->warm = find_pass(r, v->ref->pattern, BENCH_WARM, batch, 1);
   if (!v->warm) v->warm = find_pass(r, v->ref->pattern, BENCH_WARM, batch, 0);
   if (v->warm == v->ref) v->warm = NULL;
-  /* batches/s from records/s so that passes of another batch size convert honestly */
-  v->bps = v->ref->records_per_s / batch;
-  v->warm_bps = v->warm ? v->warm->records_per_s / batch : 0;
+  /* batches/s from records/s so that passes of another batch size convert honestly; a batch
+   * holds no more than the store: the loader's batches of a store of 3 records hold 3, and a
+   * rate "of 32" would be of batches no pass read and no training run gets */
+  v->per_batch = r->records && r->records < batch ? (unsigned)r->records : batch;
+  v->bps = v->ref->records_per_s / v->per_batch;
+  v->warm_bps = v->warm ? v->warm->records_per_s / v->per_batch : 0;
   /* Through the loader's prefetch, reads overlap the step's compute: the device keeps up when
    * it delivers as many batches per second as the GPUs consume, each one batch per step. */
   v->keeps_up = v->bps >= v->need_bps;
@@ -166,21 +171,25 @@ static void compute_verdict(const bench_report *r, double step_ms, unsigned batc
   uint64_t avail = mem_available ? mem_available : bench_mem_available();
   v->fits_ram = avail && r->file_bytes < avail / 2;
 
-  char how[256], not_cold[96] = "";
+  char how[320], not_cold[96] = "", fewer[96] = "";
   if (v->ref->state == BENCH_COLD && !v->ref->cold_verified) /* what the table marks (not cold) */
     snprintf(not_cold, sizeof not_cold, ", but not cold: %.1f%% of data.mdb was resident",
              100 * v->ref->resident_before);
+  if (v->per_batch < batch)
+    snprintf(fewer, sizeof fewer, "; all the store's %u record%s: a batch of %u holds no more",
+             v->per_batch, v->per_batch == 1 ? "" : "s", batch);
   /* an O_DIRECT pass (--direct) is said: the loader reads through the map */
-  snprintf(how, sizeof how, "%s order, %s%s, %u thread%s%s%s", bench_pattern_name(v->ref->pattern),
-           bench_state_name(v->ref->state), v->ref->direct ? ", O_DIRECT" : "", v->ref->threads,
-           v->ref->threads == 1 ? "" : "s", v->ref->batch == batch ? "" : ", converted", not_cold);
+  snprintf(how, sizeof how, "%s order, %s%s, %u thread%s%s%s%s",
+           bench_pattern_name(v->ref->pattern), bench_state_name(v->ref->state),
+           v->ref->direct ? ", O_DIRECT" : "", v->ref->threads, v->ref->threads == 1 ? "" : "s",
+           v->ref->batch == batch ? "" : ", converted", not_cold, fewer);
   const char *gs = v->gpus == 1 ? "" : "s";
   double headroom = floor(10 * v->bps / v->need_bps) / 10; /* 2.96 is "2.9x", as 2 GPUs */
   if (v->keeps_up)
     snprintf(v->text, sizeof v->text,
              "%s keeps up with %u GPU%s at a %g ms step: it delivers %.1f batches/s of %u (%s) "
              "where %.1f/s are needed (%.1fx; up to %.0f GPU%s); %s",
-             bench_shown(r), v->gpus, gs, step_ms, v->bps, batch, how, v->need_bps, headroom,
+             bench_shown(r), v->gpus, gs, step_ms, v->bps, v->per_batch, how, v->need_bps, headroom,
              v->max_gpus, v->max_gpus == 1 ? "" : "s", tail);
   else {
     char warm[160] = "";
@@ -194,7 +203,7 @@ static void compute_verdict(const bench_report *r, double step_ms, unsigned batc
              "where %.1f/s are needed (steps of %.1f ms or more keep up)%s; %s",
              bench_shown(r), v->gpus, gs, step_ms,
              floor(v->bps * 10 + 1e-6) / 10, /* down: never said equal to the rate needed */
-             batch, how, v->need_bps,
+             v->per_batch, how, v->need_bps,
              ceil(v->min_step_ms * 10 - 1e-6) / 10, /* up: the step said must keep up */
              warm, tail);
   }
@@ -551,6 +560,7 @@ void bench_write_json(FILE *f, const bench_report *r, size_t n, double step_ms, 
     fprintf(f, ",\"batch\":%u", batch);
     if (v) {
       compute_verdict(&r[s], step_ms, batch, 0, v);
+      fprintf(f, ",\"batch_records\":%u", v->ref ? v->per_batch : batch);
       fputs(",\"batches_per_s\":", f);
       json_num(f, v->bps);
       fprintf(f, ",\"gpus\":%u,\"need_batches_per_s\":", v->gpus ? v->gpus : 1);

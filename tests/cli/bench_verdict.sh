@@ -95,6 +95,29 @@ if [ "$(stat -f -c %T "$t")" != tmpfs ]; then
   fi
 fi
 
+# a store of fewer records than a batch (one huge record): the loader's batches hold what the
+# store has, so the verdict's rate is of batches of that many, and says so. It quoted "batches/s
+# of 32", records/s divided by 32 — a rate of batches no pass read and no training run gets —
+# and called a store that delivers 100+ batches a second too slow for a 50 ms step.
+"$PY" -c "import sys; sys.path.insert(0, '$FC_SRC/tests/reference'); import test_bench_fixture as f; f.make_store('$t/one', 1, frames=20000)" ||
+  fail "fixture: one record"
+"$bin" -q --json --no-probe -p random -s cold -b 32 --duration 1 "$t/one" >"$t/j3" 2>"$t/err" || fail "one record: exit $?: $(cat "$t/err")"
+summary "$t/j3" >"$t/s3"
+"$PY" - "$t/j3" "$t/s3" <<'PY' || fail "one record: $(cat "$t/s3")"
+import json, sys
+passes = [json.loads(l) for l in open(sys.argv[1]) if '"pass"' in l]
+s = json.load(open(sys.argv[2]))
+ref = [p for p in passes if p["pattern"] == "random" and p["cache_state"] == "cold" and p["batch"] == 32][0]
+assert s["batch"] == 32 and s["batch_records"] == 1, s
+assert abs(s["batches_per_s"] - ref["records_per_s"]) <= 1e-4 * ref["records_per_s"], (s, ref)
+assert " batches/s of 1 (random order, cold, 1 thread" in s["verdict"], s["verdict"]
+assert "; all the store's 1 record: a batch of 32 holds no more)" in s["verdict"], s["verdict"]
+assert "of 32 (" not in s["verdict"], s["verdict"]
+PY
+"$bin" -q --no-probe -p random -s cold -b 32 --duration 1 "$t/tiny" >"$t/out" 2>"$t/err" || fail "tiny, -b 32: exit $?"
+grep -qE "^verdict: $t/tiny .* batches/s of 8 \(random order, cold, 1 thread(, but not cold: [0-9.]+% of data.mdb was resident)?; all the store's 8 records: a batch of 32 holds no more\) where " "$t/out" ||
+  fail "tiny, -b 32: $(grep verdict "$t/out")"
+
 # usage
 out=$("$bin" --gpus 0 "$t/big" 2>&1); rc=$?
 [ $rc = 2 ] && [ "$out" = "cache-bench: invalid value '0' for --gpus (want an integer in 1..65536)
