@@ -181,6 +181,17 @@ typedef struct parse_ctx {
   const char *ext; /* LJSpeech audio extension */
 } parse_ctx;
 
+/* A field quoted as CSV quotes it (pandas' to_csv, Python's csv: in quotes, its quotes doubled, or
+ * holding the separator), which would be stored quotes and all: '"He said ""hi"""'. A text that is
+ * a quotation, '"Stop!"', or quotes inside ('"Stop!" she said.'), is none. */
+static int csv_quoted(const char *t, char sep) {
+  size_t tl = strlen(t), pairs = 0, i = 1;
+  while (tl >= 2 && t[0] == '"' && t[tl - 1] == '"' && i < tl - 1 &&
+         (t[i] != '"' || t[i + 1] == '"'))
+    pairs += t[i] == '"' || t[i] == sep, i += t[i] == '"' ? 2 : 1;
+  return tl >= 3 && t[0] == '"' && t[tl - 1] == '"' && i == tl - 1 && pairs;
+}
+
 /* Fill a text field if the bytes are valid UTF-8 (whole-line check already done). */
 static int parse_ljspeech(const parse_ctx *c, fc_item *it, const char *line, size_t n) {
   const char *col[3];
@@ -216,6 +227,11 @@ static int parse_ljspeech(const parse_ctx *c, fc_item *it, const char *line, siz
   default: chosen = (it->text_norm && it->text_norm[0]) ? it->text_norm : it->text_raw; break;
   }
   if (!(it->text = fc_strdup(chosen))) return -ENOMEM;
+  if (csv_quoted(it->text, '|')) /* its id is the utterance's: featurize records the failure */
+    return mf_item_fail(it, FC_EMANIFEST,
+                        "a text quoted as CSV quotes it (in quotes, its quotes doubled: pandas' "
+                        "to_csv, Python's csv), but LJSpeech's fields are not quoted: write it "
+                        "with quoting=csv.QUOTE_NONE, or as JSON lines");
   /* an id column that names the file with its extension ("a.wav|text"): wavs/a.wav, not
    * wavs/a.wav.wav; the id stays as given */
   const int named = has_audio_ext(col[0], len[0]);
@@ -346,14 +362,7 @@ static int parse_tsv(const parse_ctx *c, fc_item *it, const char *line, size_t n
   }
   if (!(it->id = mf_dup_range(line, (size_t)(tab - line)))) return -ENOMEM;
   if (!(it->text = mf_dup_range(tab + 1, n - (size_t)(tab + 1 - line)))) return -ENOMEM;
-  /* a field quoted as CSV quotes it (pandas' to_csv, Python's csv: in quotes, its quotes doubled,
-   * or holding a tab), which would be stored quotes and all: '"He said ""hi"""' */
-  const char *t = it->text;
-  size_t tl = strlen(t), pairs = 0, i = 1;
-  while (tl >= 2 && t[0] == '"' && t[tl - 1] == '"' && i < tl - 1 &&
-         (t[i] != '"' || t[i + 1] == '"'))
-    pairs += t[i] == '"' || t[i] == '\t', i += t[i] == '"' ? 2 : 1;
-  if (tl >= 3 && t[0] == '"' && t[tl - 1] == '"' && i == tl - 1 && pairs)
+  if (csv_quoted(it->text, '\t'))
     return mf_item_fail(it, FC_EMANIFEST,
                         "a text quoted as CSV quotes it (in quotes, its quotes doubled: pandas' "
                         "to_csv, Python's csv), but a TSV's fields are not quoted: write it with "

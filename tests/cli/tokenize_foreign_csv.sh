@@ -16,7 +16,7 @@
 #    ('spk1'); exit 0 both.
 # 4. A TSV whose writer quoted its fields as CSV does (pandas' to_csv, Python's csv module: a field
 #    that holds a quote is put in quotes, its quotes doubled): the text was stored as written, quotes
-#    and all ('"He said ""hi"""'), exit 0. Such a line fails now, saying so.
+#    and all ('"He said ""hi"""'), exit 0. Such a line fails now, saying so; an LJSpeech line too.
 # 5. An LJSpeech file written by Python's csv, a text holding a line break in quotes: each physical
 #    line was read as a line of its own, the second stored under the id 'A second line"' (featurize
 #    failed it for its missing audio), the first with half its text. The lines from the one that
@@ -123,6 +123,15 @@ want="tokenize: qt.tsv:1: a text quoted as CSV quotes it (in quotes, its quotes 
 [ "$(head -n 1 err)" = "$want" ] || fail "a quoted field: $(cat err)"
 grep -q "done: 3 of 5 (3 new, 0 already stored, 2 failed" err || fail "a quoted field: $(cat err)"
 grep -q "^tokenize: qt.tsv:5: a text quoted as CSV quotes it" err || fail "a quoted field with a tab: $(cat err)"
+# and an LJSpeech file so written (pandas' to_csv(sep='|'), Python's csv with delimiter='|'): it
+# was stored quotes and all too; featurize fails the same line (the ids the tools store agree)
+printf 'a|"He said ""hi"" twice"|"He said ""hi"" twice"\nb|"Stop!" she said.\nc|"Quoted whole."\nd|plain\n' >qt.csv
+"$TK" --build-vocab -o s15b qt.csv >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "a quoted LJSpeech field: exit $rc, want 1"
+want="tokenize: qt.csv:1: a text quoted as CSV quotes it (in quotes, its quotes doubled: pandas' to_csv, Python's csv), but LJSpeech's fields are not quoted: write it with quoting=csv.QUOTE_NONE, or as JSON lines"
+[ "$(head -n 1 err)" = "$want" ] || fail "a quoted LJSpeech field: $(cat err)"
+grep -q "done: 3 of 4 (3 new, 0 already stored, 1 failed" err || fail "a quoted LJSpeech field: $(cat err)"
 
 # 5. a quoted text holding a line break
 printf 'LJ1|one|one\nLJ2|"in being modern.\nA second line"|"in being modern.\nA second line"\n' >br.csv

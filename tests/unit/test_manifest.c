@@ -190,6 +190,16 @@ static void test_quoted_line_break(void) {
     CHECK(l.items[1].err && !l.items[1].id && l.items[2].err == 0, "%s", l.items[1].why);
   }
   fc_item_list_free(&l);
+  p = write_str("q4.csv",
+                "a|\"He said \"\"hi\"\"\"|\"He said \"\"hi\"\"\"\nb|\"Stop!\" he said.\n");
+  CHECK(read_manifest(p, FC_MANIFEST_AUTO, NULL, &l) == 0 && l.count == 2, "count %zu", l.count);
+  if (l.count == 2) { /* one line quoted as CSV quotes it: fails; a quotation in a text: read */
+    CHECK(l.items[0].err == FC_EMANIFEST && strstr(l.items[0].why, "LJSpeech's fields are not"),
+          "%s", l.items[0].why);
+    CHECK_STR(l.items[0].id, "a");
+    CHECK(l.items[1].err == 0, "%s", l.items[1].why);
+  }
+  fc_item_list_free(&l);
   p = write_str("q3.csv", "a|\"x\nfoo\nbar\n"); /* never closed: each line as before */
   CHECK(read_manifest(p, FC_MANIFEST_AUTO, NULL, &l) == 0 && l.count == 3, "count %zu", l.count);
   if (l.count == 3) {
