@@ -88,6 +88,71 @@ static void check_dropped(const char *what, int db) {
         what, (unsigned long long)records);
 }
 
+/* A run whose config was not in the store at its open, while another run of it stores files this
+ * one lists (a `make -j` of two lists that overlap), then the config dropped before this run's
+ * first commit: this run's lookups found the other's records and counted them stored, so its
+ * commit must find the config there, not store it anew. Held, not timed: the event of the run's
+ * first item (a file that is not there, its failure record queued, committed at the end with the
+ * rest: batch_seconds long) has the other run (featurize, FC_BIN) store the next files, and the
+ * event of the last of those, found stored, has cache-config --drop run. The run used to exit 0
+ * with those files counted already stored, their records gone, the config stored again with the
+ * last file's record alone. */
+static char meanwhile_cmd[2][1400];
+static size_t meanwhile_last; /* the last item the other run stores */
+
+static void meanwhile_event(const fc_featurize_event *ev, void *user) {
+  (void)user;
+  int k = ev->index == 0 && ev->status == FC_ITEM_FAILED                 ? 0
+          : ev->index == meanwhile_last && ev->status == FC_ITEM_SKIPPED ? 1
+                                                                         : -1;
+  if (k < 0) return;
+  fflush(NULL);
+  CHECK(system(meanwhile_cmd[k]) == 0, "%s", meanwhile_cmd[k]);
+}
+
+static void drop_meanwhile(const char *dir, char paths[N][300]) {
+  const char *bin = getenv("FC_BIN");
+  if (!bin) {
+    printf("test_drop_writer: the drop before a first commit skipped: no FC_BIN (the tools)\n");
+    return;
+  }
+  char st_dir[400], missing[400];
+  snprintf(st_dir, sizeof st_dir, "%s/meanwhile", dir);
+  snprintf(missing, sizeof missing, "%s/not-there.wav", dir);
+  const char *pp[N + 1] = {missing};
+  for (int i = 0; i < N; i++) pp[i + 1] = paths[i];
+  meanwhile_last = N - 1; /* the other run stores paths[0..N-2]; this one computes paths[N-1] */
+  int o = snprintf(meanwhile_cmd[0], sizeof meanwhile_cmd[0], "'%s/featurize' -q -j 1 -o '%s'", bin,
+                   st_dir);
+  for (int i = 0; i < N - 1; i++)
+    o += snprintf(meanwhile_cmd[0] + o, sizeof meanwhile_cmd[0] - (size_t)o, " '%s'", paths[i]);
+  snprintf(meanwhile_cmd[1], sizeof meanwhile_cmd[1], "'%s/cache-config' -q --drop hifigan '%s'",
+           bin, st_dir);
+  fc_item_list items;
+  fc_mel_config cfg;
+  CHECK(fc_mel_preset("hifigan", &cfg) == 0, "preset");
+  CHECK(fc_items_from_paths(pp, N + 1, &items) == 0, "items");
+  CHECK(fc_store_open(st_dir, FC_STORE_CREATE, &store) == 0, "open %s", st_dir);
+  fc_featurize_opts fo;
+  fc_featurize_opts_init(&fo);
+  fo.jobs = 1;
+  fo.batch_seconds = 600; /* one commit, at the end */
+  fo.on_event = meanwhile_event;
+  fc_featurize_stats fst;
+  char why[256] = "";
+  int rc = fc_featurize_run(store, &cfg, items.items, items.count, &fo, &fst, why, sizeof why);
+  CHECK(fst.skipped_existing == N - 1,
+        "the drop before a first commit: %llu already stored, want %d",
+        (unsigned long long)fst.skipped_existing, N - 1);
+  CHECK(rc == FC_EDROPPED,
+        "featurize with its config dropped after its lookups found another run's records, "
+        "before its first commit: %s (%s), want FC_EDROPPED",
+        fc_strerror(rc), why);
+  check_dropped("featurize, the drop before a first commit", FC_DB_FEAT);
+  fc_store_close(store);
+  fc_item_list_free(&items);
+}
+
 int main(void) {
   char tmpl[] = "/tmp/fc_drop_writer.XXXXXX";
   char *dir = mkdtemp(tmpl);
@@ -125,6 +190,8 @@ int main(void) {
   check_dropped("featurize", FC_DB_FEAT);
   fc_store_close(store);
   fc_item_list_free(&items);
+
+  drop_meanwhile(dir, paths);
 
   /* tokenize (no bulk load: every batch committed), a batch per line */
   snprintf(tk_dir, sizeof tk_dir, "%s/tk", dir);

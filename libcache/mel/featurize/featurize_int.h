@@ -83,6 +83,11 @@ typedef struct fz_part {
   int no_entries; /* the part held no audio entry when the run began */
   int cfg_stored; /* the part held the config at the start, or a batch stored it: later batches
                      require it there (FC_PUT_REQUIRE), not a drop meanwhile */
+  /* a lookup found a record of this run stored with its config there (another run beside this
+   * one stored it since the open): from then on the commits require the config, as with
+   * cfg_stored, for what the run counted stored is gone if it was dropped since (set by the
+   * workers, read by the writer) */
+  atomic_int cfg_seen;
 } fz_part;
 
 struct fz_run {

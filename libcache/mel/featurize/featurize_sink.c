@@ -246,11 +246,13 @@ static int commit_batch(fz_run *r, fz_part *p, fz_job *batch, size_t count) {
   int rc = ENOMEM;
   if (!puts || !fills || !args || !seen || !kept) goto out;
   size_t np = 0, nf = 0, ns = 0;
-  /* the config: stored by the first batch; there still for the later ones (a drop meanwhile
-   * would leave what this run counted as stored gone: FC_EDROPPED, nothing of the batch stored) */
+  /* the config: stored by the first batch; there still for the later ones, and for the first
+   * too once a lookup found a record of it stored (a drop meanwhile would leave what this run
+   * counted as stored gone: FC_EDROPPED, nothing of the batch stored) */
+  const int require = p->cfg_stored || atomic_load(&p->cfg_seen);
   puts[np++] =
       (fc_put){FC_DB_META,  r->cfg_key,      36,
-               r->cfg_json, r->cfg_json_len, p->cfg_stored ? FC_PUT_REQUIRE : FC_PUT_NOOVERWRITE};
+               r->cfg_json, r->cfg_json_len, require ? FC_PUT_REQUIRE : FC_PUT_NOOVERWRITE};
   puts[np++] = (fc_put){FC_DB_META, r->created_key, 40, r->created, 20, FC_PUT_NOOVERWRITE};
   for (fz_job *j = batch; j; j = j->next) {
     const char *id = fz_item(r, j->index)->id;

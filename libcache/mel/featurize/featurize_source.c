@@ -71,6 +71,18 @@ static int has_failure(fz_run *r, fc_rtxn *t, const char *id, int *rc) {
          memcmp(f.config.bytes, r->cfg_digest.bytes, sizeof f.config.bytes) == 0;
 }
 
+/* A record of this run found stored at a lookup (t: a read transaction on part p): when the
+ * config is there with it, the part's commits require it from now on (fz_part cfg_seen), so that
+ * a drop between this lookup and the run's first commit fails the run (FC_EDROPPED) rather than
+ * having the commit store the config anew, the record this lookup counted stored gone. */
+static void found_stored(fz_run *r, fz_part *p, fc_rtxn *t) {
+  const char *json;
+  size_t len;
+  if (!atomic_load_explicit(&p->cfg_seen, memory_order_relaxed) &&
+      fc_rtxn_get_config(t, &r->cfg_digest, &json, &len) == 0)
+    atomic_store(&p->cfg_seen, 1);
+}
+
 /* The source's identity as its audio entry stores it: path (absolute: fz_source_path), size,
  * mtime. */
 static int same_source(const fc_audio_entry *e, const char *path, uint64_t size, int64_t mtime_ns) {
@@ -90,10 +102,14 @@ static int lookup(fz_run *r, size_t i, const fc_digest *key, const fc_digest *au
   *have_feat = *have_entry = *stale = *have_fail = 0;
   *replaced = NULL;
   fc_rtxn *t;
-  int rc = fc_store_read_begin(r->parts[fz_part_of(r, i)].s, &t);
+  fz_part *p = &r->parts[fz_part_of(r, i)];
+  int rc = fc_store_read_begin(p->s, &t);
   if (rc) return rc;
   rc = fc_rtxn_get(t, FC_DB_FEAT, key->bytes, sizeof key->bytes, NULL, NULL);
-  if (rc == 0) *have_feat = 1;
+  if (rc == 0) {
+    *have_feat = 1;
+    found_stored(r, p, t);
+  }
   if (rc == FC_ENOTFOUND) rc = 0;
   if (!rc) {
     const void *v;
@@ -141,7 +157,10 @@ static int stored_by_identity(fz_run *r, size_t i, const char *abs, int *have_fa
     fc_digest key;
     fc_record_key(&e.digest, &r->cfg_digest, &key);
     stored = fc_rtxn_get(t, FC_DB_FEAT, key.bytes, 16, NULL, NULL) == 0;
-    if (stored) *have_fail = has_failure(r, t, it->id, &rc);
+    if (stored) {
+      found_stored(r, &r->parts[fz_part_of(r, i)], t);
+      *have_fail = has_failure(r, t, it->id, &rc);
+    }
   }
   fc_rtxn_end(t);
   return stored && !rc;
