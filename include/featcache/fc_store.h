@@ -41,7 +41,10 @@ enum fc_store_flags {
                                   open fails with EBUSY while another process has the store open
                                   for writing, and writers that open it meanwhile wait until this
                                   handle is closed. Without it, an open for writing takes the lock
-                                  shared (and waits while an exclusive holder has it). The lock
+                                  shared (and waits while an exclusive holder has it: a signal
+                                  whose handler was installed without SA_RESTART ends the wait,
+                                  the open returning FC_EINTR, as read(2) returns EINTR, so that
+                                  Ctrl-C stops a tool; retry the open to wait on). The lock
                                   belongs to the open data.mdb, which a fork shares: a child
                                   forked while a handle is open holds it too, until it exits */
 };
@@ -71,8 +74,9 @@ static inline const char *fc_db_name(int db) {
  * such directory), FC_ENOSTORE (a directory with
  * no store in it), FC_EFORMAT (an LMDB env that is not
  * a featcache store, or one with nothing committed: an empty data.mdb too), FC_EVERSION (a featcache store of a format this build does not know),
- * FC_ESPLIT (dir is a split store: see fc_store_open_split, fc_store_expand), errno and LMDB
- * codes. *out is owned by the caller: fc_store_close it. */
+ * FC_ESPLIT (dir is a split store: see fc_store_open_split, fc_store_expand), FC_EINTR (an
+ * open for writing that waited for cache-prune was interrupted by a signal: FC_STORE_EXCLUSIVE),
+ * errno and LMDB codes. *out is owned by the caller: fc_store_close it. */
 FC_API int fc_store_open(const char *dir, unsigned flags, fc_store **out);
 /* Close; all read transactions of this store must have ended. NULL is ignored. */
 FC_API void fc_store_close(fc_store *s);
