@@ -573,6 +573,8 @@ class Loader:
                 self._seen_view = (os.getpid(), h.view(), int(h.info.items))
                 if not h.info.items:  # (a loop over it ran no step, without a word)
                     warnings.warn(self._empty_message(), RuntimeWarning, stacklevel=3)
+                elif not h.info.epoch_batches:  # (utterances, but no batch of them: the same)
+                    warnings.warn(self._no_batch_message(h.info), RuntimeWarning, stacklevel=3)
             elif seen[0] != os.getpid() and seen[1] != h.view():
                 self._h = None
                 raise FeatcacheError(_lib.FC_ECONFIG, _view_changed(self.paths, seen, h))
@@ -592,6 +594,18 @@ class Loader:
         return ("featcache: %s: the epochs hold no utterance: %s%s"
                 % (", ".join(_quoted(p) for p in self.paths), why,
                    " (problems() lists the %d skipped)" % n if n else ""))
+
+    def _no_batch_message(self, info):
+        share = ("rank %d of %d's share: " % (self.rank, self.world_size)
+                 if self.world_size > 1 else "")
+        if not info.epoch_items:
+            why = "%sno utterance of the %d (shard=%r)" % (share, info.items, self._kw["shard"])
+        else:
+            why = ("%s%d utterance%s, fewer than batch_size %d, and drop_last drops the short "
+                   "batch" % (share, info.epoch_items, "" if info.epoch_items == 1 else "s",
+                              self.batch_size))
+        return ("featcache: %s: the epochs hold no batch (a loop over it runs no step): %s"
+                % (", ".join(_quoted(p) for p in self.paths), why))
 
     @property
     def view(self):

@@ -83,6 +83,30 @@ def test_a_whisper_store_padded_without_pad_value_is_named(store):
     assert ld.info.pad_value == -1.5 and sum(len(b) for b in ld) == 2
 
 
+def test_epochs_of_no_batch_warn(store):
+    """Utterances, but no batch of them (drop_last with a batch larger than the rank's share; more
+    ranks than utterances with shard='drop'): a loop over the Loader ran no step, without a word.
+    Now a RuntimeWarning when it is made, as for epochs of no utterance."""
+    for kw, why in [
+        (dict(batch_size=8, drop_last=True), "2 utterances, fewer than batch_size 8, and "
+                                             "drop_last drops the short batch"),
+        (dict(batch_size=2, drop_last=True, rank=1, world_size=2),
+         "rank 1 of 2's share: 1 utterance, fewer than batch_size 2, and drop_last drops the "
+         "short batch"),
+        (dict(batch_size=1, rank=2, world_size=3, shard="drop"),
+         "rank 2 of 3's share: no utterance of the 2 (shard='drop')")]:
+        with pytest.warns(RuntimeWarning) as caught:
+            ld = featcache.Loader(store["path"], **kw)
+        msgs = [str(w.message) for w in caught]
+        assert msgs == ["featcache: %s: the epochs hold no batch (a loop over it runs no step): %s"
+                        % (store["path"], why)], msgs
+        assert len(ld) == 0 and list(ld) == []
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        featcache.Loader(store["path"], batch_size=2, drop_last=True)  # one batch: no word
+
+
 def test_several_mel_configs_none_the_default(store):
     # no features= and no hifigan among the store's mel configs: the message said "no mel config
     # named 'hifigan'", a name the caller never gave
