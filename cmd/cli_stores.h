@@ -612,6 +612,34 @@ static inline void fc_cli_room_for_stores(size_t n) {
   (void)setrlimit(RLIMIT_NOFILE, &rl);
 }
 
+/* Before a writer opens dir (featurize, tokenize): room for its parts — writers when given, else
+ * its split marker's count — so that a soft limit below what they need (ulimit -Sn 12, a job
+ * runner's) is raised before the open, which it failed ("part-2: Too many open files"). */
+static inline unsigned fc_cli_parts_to_open(const char *dir, unsigned writers) {
+  unsigned n = writers;
+  if (!n && fc_store_split_count(dir, &n) != 0) n = 0;
+  return n > 1 ? n : 1;
+}
+static inline void fc_cli_room_for_store(const char *dir, unsigned writers) {
+  fc_cli_room_for_stores(fc_cli_parts_to_open(dir, writers));
+}
+
+/* A store's open that failed for want of file descriptors (EMFILE; why: the open's words) once
+ * fc_cli_room_for_store had raised the soft limit as far as the hard one lets it (ulimit -n 12
+ * sets both): said with the hard limit and what to do, nothing done. */
+static inline void fc_cli_say_fd_limit(const char *why, const char *dir, unsigned writers) {
+  const unsigned n_parts = fc_cli_parts_to_open(dir, writers);
+  struct rlimit rl;
+  char lim[32] = "a few";
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY)
+    snprintf(lim, sizeof lim, "%llu", (unsigned long long)rl.rlim_max);
+  fc_cli_warn(NULL,
+              "%s: this process may open %s files at most (its hard limit: ulimit -Hn), and a "
+              "store of %u part%s holds 3 a part beside the tool's own: raise it (ulimit -n 1024 "
+              "in a new shell) and run again; nothing done",
+              why, lim, n_parts, n_parts > 1 ? "s" : "");
+}
+
 /* The stores to open for the STORE words stores[0..*n): each split store (fc_store.h) replaced by
  * its parts, others kept. Returns a new array (freed at exit; one call per process) and sets *n;
  * exits 2 with a message when a split store's marker cannot be read. */

@@ -531,6 +531,7 @@ int main(int argc, char **argv) {
   /* no read-ahead: a run reads the store at its entries' leaves, here and there (with it, a
    * rerun read the disk's read-ahead around each leaf it looked at: most of a cold store's file) */
   const unsigned sflags = FC_STORE_CREATE | FC_STORE_NOMETASYNC | FC_STORE_NORDAHEAD;
+  fc_cli_room_for_store(store_dir, writers); /* a low soft open-file limit raised first */
   rc = fc_store_open_split(store_dir, sflags, writers, &parts, &n_parts, why, sizeof why);
   if (rc == FC_ECONFIG && defaulted && writers > 1) {
     /* Another job (a tokenize or featurize beside this one in a `make -j`) made the store since
@@ -562,7 +563,9 @@ int main(int argc, char **argv) {
                   fc_strerror(write_err));
   }
   if (rc) {
-    if (why[0])
+    if (why[0] && rc == EMFILE) /* past the hard limit, which no process raises itself */
+      fc_cli_say_fd_limit(why, store_dir, writers);
+    else if (why[0])
       fc_cli_warn(NULL, "%s", why);
     else if (rc == ENOENT && fzc_store_dangling_link(store_dir, why, sizeof why))
       fc_cli_warn(

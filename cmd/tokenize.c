@@ -478,6 +478,7 @@ int main(int argc, char **argv) {
     return end_unbegun(rc, json, &items, tok, kind_name, &max_failed); /* said */
   fc_cli_warn_network_fs(out_dir); /* whatever -q: a store it could corrupt silently */
   if (!quiet) fc_cli_note_prune_running(out_dir);
+  fc_cli_room_for_store(out_dir, 0); /* a low soft open-file limit raised first */
   rc = fc_store_open_split(out_dir, FC_STORE_CREATE, 0, &parts, &n_parts, swhy, sizeof swhy);
   if (rc == FC_EINTR && fc_cli_signal) { /* while it waited for cache-prune: nothing done */
     fc_cli_warn(out_dir, "interrupted while waiting for cache-prune to finish: nothing done");
@@ -501,6 +502,8 @@ int main(int argc, char **argv) {
     char folder[4 * 4096 + 8]; /* the store's folder, quoted */
     if (ro_open && (ro_rc == ENOENT || ro_rc == FC_ENOSTORE))
       fc_cli_warn(out_dir, "cannot create the store: %s", fc_strerror(rc));
+    else if (swhy[0] && rc == EMFILE) /* past the hard limit, which no process raises */
+      fc_cli_say_fd_limit(swhy, out_dir, 0);
     else if (swhy[0])
       fc_cli_warn(NULL, "%s", swhy);
     else if (rc == ENOENT && fc_cli_store_folder_missing(out_dir, folder, sizeof folder))
