@@ -23,7 +23,11 @@
  *   - a first run of a linear mel in float16 into new stores: the full-scale tone's features pass
  *     65504 and it fails alike, with the same failure record;
  *   - a first run with --max-seconds 0.3 into new stores: the longer files fail alike (the staging
- *     path tells from the header, before any room is reserved). */
+ *     path tells from the header, before any room is reserved);
+ *   - a file whose record was dropped, its audio entry kept, stored again by another run between
+ *     this run's lookup and its commit (the commit finds the record and the very entry there, the
+ *     entry there all along): counted stored alike (the staging path counted it already stored:
+ *     it never noted that the entry was there at the lookup). */
 #include "featcache/fc_audio.h"
 #include "featcache/fc_featurize.h"
 #include "featcache/fc_format.h"
@@ -32,9 +36,13 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include "formats/common/fault.h"
 #include "tests/check.h"
 #include "tests/stage_mock.h"
 #include "tests/wav.h"
@@ -299,6 +307,52 @@ static void compare(const char *sa, const char *sb, const fc_digest *cd, const s
   fc_store_close(xb);
 }
 
+/* The file at path into a store (created) under cfg, then the config dropped: its audio entry
+ * stays, its record is gone. Then a run that stops before its commit (FC_FAULT_STOP, the stop's
+ * count in this process: stop), while another process (featurize, FC_BIN) stores the file again;
+ * its event into *ev, its counts into *st. */
+static void stored_again_meanwhile(const char *store, const char *path, const fc_mel_config *cfg,
+                                   int staged, int stop, seen *ev, fc_featurize_stats *st) {
+  fc_item_list items;
+  const char *pp[1] = {path};
+  CHECK(fc_items_from_paths(pp, 1, &items) == 0, "items");
+  run(store, cfg, &items, 1, staged, 0, ev, st);
+  fc_store *s;
+  fc_digest cd;
+  fc_mel_config_digest(cfg, &cd);
+  CHECK(fc_store_open(store, 0, &s) == 0 && fc_store_drop_config(s, &cd, NULL, NULL, NULL) == 0,
+        "drop the config of %s", store);
+  fc_store_close(s);
+  char cmd[1200], stop_at[40];
+  snprintf(cmd, sizeof cmd, "'%s/featurize' -q -j 1 -o '%s' '%s'", getenv("FC_BIN"), store, path);
+  fflush(NULL);
+  const pid_t parent = getpid(), pid = fork();
+  if (pid == 0) {
+    char proc[64], stat[512];
+    snprintf(proc, sizeof proc, "/proc/%d/stat", (int)parent);
+    for (int i = 0; i < 6000; i++) { /* until the run has stopped itself (state T), 60 s */
+      FILE *sf = fopen(proc, "r");
+      size_t got = sf ? fread(stat, 1, sizeof stat - 1, sf) : 0;
+      if (sf) fclose(sf);
+      stat[got] = '\0';
+      const char *state = strrchr(stat, ')');
+      if (state && state[1] == ' ' && state[2] == 'T') break;
+      usleep(10000);
+    }
+    const int rc = system(cmd);
+    kill(parent, SIGCONT);
+    _exit(rc == 0 ? 0 : 1);
+  }
+  snprintf(stop_at, sizeof stop_at, "featurize_batch:%d", stop);
+  setenv("FC_FAULT_STOP", stop_at, 1);
+  run(store, cfg, &items, 1, staged, 0, ev, st);
+  unsetenv("FC_FAULT_STOP");
+  int status = -1;
+  CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+        "%s while the run was stopped: status %d", cmd, status);
+  fc_item_list_free(&items);
+}
+
 int main(void) {
   char tmpl[] = "/tmp/fc_staging_inputs.XXXXXX";
   char *dir = mkdtemp(tmpl);
@@ -452,6 +506,29 @@ int main(void) {
         atomic_load(&m->utts16));
   compare(sc, sd, &cd, &a, &b, N - 1, "max-seconds");
   max_seconds = 0;
+
+  /* stored again by another run between the lookup and the commit, its entry kept all along */
+  if (fault_built() && getenv("FC_BIN")) {
+    char se[400], sf[400];
+    snprintf(se, sizeof se, "%s/cpu-again", dir);
+    snprintf(sf, sizeof sf, "%s/staged-again", dir);
+    stored_again_meanwhile(se, paths[0], &cfg, 0, 1, &a, &st_a);
+    stored_again_meanwhile(sf, paths[0], &cfg, 1, 2, &b, &st_b);
+    CHECK(a.status[0] == FC_ITEM_STORED && st_a.processed == 1,
+          "stored again meanwhile: CPU path status %d, %llu processed, want stored, 1", a.status[0],
+          (unsigned long long)st_a.processed);
+    CHECK(b.status[0] == a.status[0] && st_b.processed == st_a.processed &&
+              st_b.skipped_existing == st_a.skipped_existing,
+          "stored again meanwhile: staged status %d, %llu processed, %llu already stored; the CPU "
+          "path's %d, %llu, %llu",
+          b.status[0], (unsigned long long)st_b.processed,
+          (unsigned long long)st_b.skipped_existing, a.status[0],
+          (unsigned long long)st_a.processed, (unsigned long long)st_a.skipped_existing);
+  } else {
+    printf(
+        "test_featurize_staging_inputs: the file stored again meanwhile skipped: no fault stop "
+        "sites (-DFC_FAULT_INJECTION=ON) or no FC_BIN\n");
+  }
 
   printf(
       "%d inputs (%u stored, %u failed, %u read straight into the ring, then a duplicate "

@@ -469,6 +469,7 @@ static int read_staged(fz_run *r, fz_worker *w, size_t i, const char *abs, doubl
   }
   j->replaced = replaced;
   j->clear_fail = have_fail;
+  j->entry_there = have_entry && !stale; /* as the usual way's (report_committed) */
   j->audio_there = have_entry;
   j->key = key;
   j->seconds = (double)info.frames / info.sample_rate;
