@@ -98,4 +98,33 @@ out4=$(LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/cxx/build/trainer" "$tmp/s4")
 out5=$("$tmp/cxx/build/trainer_static" "$tmp/s5")
 [ "$out4" = "$out1" ] && [ "$out5" = "$out1" ] || {
   printf 'C++ outputs differ from C:\n%s\n%s\n%s\n' "$out1" "$out4" "$out5" >&2; exit 1; }
+# A program that links the shared library alone needs none of the static library's dependencies:
+# with no pkg-config and no OpenMP to find (a machine with the runtime libraries, not their -dev
+# packages), find_package(featcache) still succeeds, says what featcache_static would need, and
+# the program builds and runs; one that links featcache_static there is stopped at its configure.
+mkdir -p "$tmp/bare"
+cp "$tmp/app/main.c" "$tmp/bare/"
+cat > "$tmp/bare/CMakeLists.txt" <<'C'
+cmake_minimum_required(VERSION 3.25)
+project(bare C)
+find_package(featcache REQUIRED)
+add_executable(app main.c)
+target_link_libraries(app PRIVATE featcache::featcache)
+if(WANT_STATIC)
+  add_executable(app_static main.c)
+  target_link_libraries(app_static PRIVATE featcache::featcache_static)
+endif()
+C
+bare=(-DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON
+  -DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=ON)
+cmake -S "$tmp/bare" -B "$tmp/bare/build" "${bare[@]}" >"$tmp/bare.log" 2>&1 &&
+  cmake --build "$tmp/bare/build" >>"$tmp/bare.log" 2>&1 ||
+  { echo "a program of the shared library alone, without pkg-config and OpenMP:" >&2
+    grep -v '^-- [^f]' "$tmp/bare.log" | head -n 20 >&2; exit 1; }
+grep -q "^-- featcache: featcache::featcache_static needs OpenMP, pkg-config, not found here" "$tmp/bare.log" ||
+  { echo "find_package(featcache) did not say what featcache_static lacks:" >&2; cat "$tmp/bare.log" >&2; exit 1; }
+out6=$(LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/bare/build/app" "$tmp/s6")
+[ "$out6" = "$out1" ] || { printf 'the bare program differs:\n%s\n%s\n' "$out1" "$out6" >&2; exit 1; }
+cmake -S "$tmp/bare" -B "$tmp/bare/build2" "${bare[@]}" -DWANT_STATIC=ON >"$tmp/bare2.log" 2>&1 &&
+  { echo "featcache_static configured without its dependencies" >&2; exit 1; }
 echo "install: ok ($out1)"
