@@ -174,7 +174,7 @@ expect_err split-alone-rerun "cache-merge: nothing to do: all 14 entries of the 
 "$FC_BIN/featurize" --shard 3/3 -o x a.wav >out 2>err; check shard-range 2 $?
 expect_err shard-range "featurize: invalid shard '3/3': the shards of 3 are 0/3 to 2/3 (K counts from 0: seq 0 2)
 Try 'featurize --help' for more information."
-env -u SLURM_ARRAY_TASK_ID "$FC_BIN/tokenize" --shard slurm -o x c/metadata.csv >out 2>err; check shard-slurm 2 $?
+env -u SLURM_ARRAY_TASK_ID "$FC_BIN/tokenize" --build-vocab --shard slurm -o x c/metadata.csv >out 2>err; check shard-slurm 2 $?
 grep -q "^tokenize: --shard slurm: SLURM_ARRAY_TASK_ID is not set" err || { echo "FAIL shard slurm message"; cat err; fail=1; }
 SLURM_ARRAY_TASK_ID=1 SLURM_ARRAY_TASK_COUNT=3 "$FC_BIN/featurize" -q -j1 --shard slurm -o ss --manifest c/metadata.csv >out 2>err \
   || { echo "FAIL featurize --shard slurm"; cat err; fail=1; }
