@@ -647,8 +647,13 @@ static inline const char **fc_cli_expand_stores(const char *const *stores, size_
   char why[512] = "";
   int rc = fc_store_expand(stores, *n, &fc_cli_expanded, &fc_cli_n_expanded, why, sizeof why);
   if (rc) {
+    if (rc == ENOMEM) { /* out of memory: no usage error; nothing of the run was done */
+      fc_cli_warn(NULL, "%s while listing the stores: nothing done",
+                  why[0] ? why : fc_strerror(rc));
+      exit(FC_EXIT_FAIL);
+    }
     fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
-    exit(rc == ENOMEM ? FC_EXIT_FAIL : FC_EXIT_USAGE); /* out of memory: no usage error */
+    exit(FC_EXIT_USAGE);
   }
   atexit(fc_cli_free_expanded);
   *n = fc_cli_n_expanded;

@@ -121,7 +121,8 @@ drive() {
        elif [ "$label" = profiler ]; then # Python: StepProfiler.save raises OSError naming the file
          grep -qE "OSError: \[Errno [0-9]+\] [^:]+: '(p|pt)\.json'" <<<"$out" || fail "$label $site:$n: $out"
        else
-         grep -qE "done: [0-9]+ of [0-9]+|[0-9]+ of [0-9]+ stores" <<<"$out" || fail "$label $site:$n: exit 1 without a summary: $out"
+         # (a summary, or out of memory before the run began: nothing done, said)
+         grep -qE "done: [0-9]+ of [0-9]+|[0-9]+ of [0-9]+ stores|: nothing done$" <<<"$out" || fail "$label $site:$n: exit 1 without a summary: $out"
        fi ;;
     2) grep -qE "^[a-z-]+: " <<<"$out" || fail "$label $site:$n: exit 2 without a message: $out" ;;
     *) fail "$label $site:$n: exit $rc (crash?): $out" ;;

@@ -141,7 +141,7 @@ PASS_FIELDS = {"record", "store", "device", "rotational", "pattern", "cache_stat
                "seconds", "stopped"}
 SUMMARY_FIELDS = {"record", "store", "device", "disk", "rotational", "kind", "model", "fs_type",
                   "mount_point", "read_only", "read_ahead_kb", "note", "stores", "records",
-                  "payload_bytes", "file_bytes", "step_ms", "batch", "batches_per_s", "gpus",
+                  "payload_bytes", "file_bytes", "step_ms", "batch", "batch_records", "batches_per_s", "gpus",
                   "need_batches_per_s", "keeps_up", "max_gpus", "min_step_ms", "warm_batches_per_s",
                   "disk_behaviour", "random_vs_sequential", "random_record_ms_p50", "probe",
                   "verdict", "recommendations"}
