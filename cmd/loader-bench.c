@@ -561,13 +561,8 @@ int main(int argc, char **argv) {
           fc_profiler *prof = NULL;
           if ((rc = fc_profiler_create(trace ? FC_PROF_TRACE : 0, "data", &prof))) {
             fc_cli_warn(NULL, "%s", fc_strerror(rc));
-            for (size_t i = 0; i < n_runs; i++) fc_profiler_free(runs[i].prof);
-            free(runs);
-            free(cells);
-            free(items);
-            free(ids);
-            fc_item_list_free(&list);
-            return FC_EXIT_FAIL;
+            exit_code = FC_EXIT_FAIL;
+            goto out; /* out of memory: no report, the runs so far freed */
           }
           r->prof = prof;
           n_runs++;
@@ -703,6 +698,7 @@ int main(int argc, char **argv) {
             failed == 1 ? "" : "s");
   }
 
+out:
   for (size_t i = 0; i < n_runs; i++) fc_profiler_free(runs[i].prof);
   free(runs);
   free(cells);
