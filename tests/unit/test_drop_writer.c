@@ -23,6 +23,7 @@
 
 #include "formats/common/fault.h"
 #include "tests/check.h"
+#include "tests/stopped.h"
 #include "tests/wav.h"
 
 #define N 4
@@ -238,17 +239,7 @@ int main(void) {
     fflush(NULL);
     const pid_t parent = getpid(), pid = fork();
     if (pid == 0) {
-      char path[64], stat[512];
-      snprintf(path, sizeof path, "/proc/%d/stat", (int)parent);
-      for (int i = 0; i < 6000; i++) { /* until the run has stopped itself (state T), 60 s */
-        FILE *sf = fopen(path, "r");
-        size_t got = sf ? fread(stat, 1, sizeof stat - 1, sf) : 0;
-        if (sf) fclose(sf);
-        stat[got] = '\0';
-        const char *state = strrchr(stat, ')');
-        if (state && state[1] == ' ' && state[2] == 'T') break;
-        usleep(10000);
-      }
+      fc_test_wait_stopped(parent); /* until the run has stopped itself */
       if (fc_store_open(tk_dir, 0, &store)) _exit(2);
       dropped = 0;
       drop_all();

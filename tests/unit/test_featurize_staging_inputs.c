@@ -44,6 +44,7 @@
 
 #include "formats/common/fault.h"
 #include "tests/check.h"
+#include "tests/stopped.h"
 #include "tests/stage_mock.h"
 #include "tests/wav.h"
 
@@ -328,17 +329,7 @@ static void stored_again_meanwhile(const char *store, const char *path, const fc
   fflush(NULL);
   const pid_t parent = getpid(), pid = fork();
   if (pid == 0) {
-    char proc[64], stat[512];
-    snprintf(proc, sizeof proc, "/proc/%d/stat", (int)parent);
-    for (int i = 0; i < 6000; i++) { /* until the run has stopped itself (state T), 60 s */
-      FILE *sf = fopen(proc, "r");
-      size_t got = sf ? fread(stat, 1, sizeof stat - 1, sf) : 0;
-      if (sf) fclose(sf);
-      stat[got] = '\0';
-      const char *state = strrchr(stat, ')');
-      if (state && state[1] == ' ' && state[2] == 'T') break;
-      usleep(10000);
-    }
+    fc_test_wait_stopped(parent); /* until the run has stopped itself */
     const int rc = system(cmd);
     kill(parent, SIGCONT);
     _exit(rc == 0 ? 0 : 1);
