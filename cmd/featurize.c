@@ -362,6 +362,11 @@ int main(int argc, char **argv) {
   if (fc_device_parse(device_spec, &fo.device, why, sizeof why) != 0) fc_cli_usage_error("%s", why);
   fc_mel_config cfg;
   fzc_build_config(&ov, &cfg);
+  if (fo.device.kind == FC_DEVICE_CUDA && cfg.dtype == FC_DTYPE_MQ) /* it would open the GPU idle */
+    fc_cli_usage_error(
+        "--device %s: the GPU does not make mq records (--dtype mq is coded per "
+        "utterance on the CPU): give --device cpu, or auto",
+        device_spec);
   if (print_config) { /* the bytes meta's cfg/<digest> holds for this config, then a newline */
     char cfg_json[1024];
     int n = fc_mel_config_json(&cfg, cfg_json, sizeof cfg_json);

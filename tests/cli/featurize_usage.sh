@@ -259,6 +259,11 @@ check "audio-dir a file" 2 "featurize: $tmp/a.wav: --audio-dir: Not a directory"
   -- "$FZ" --audio-dir "$tmp/a.wav" --manifest "$tmp/list.txt" -o "$S"
 check "device" 2 "featurize: unknown device 'tpu' (want auto, cpu, cuda or cuda:N)
 $try" -- "$FZ" --device tpu -o "$S" "$tmp/a.wav"
+# mq is coded on the CPU: an explicit GPU would be started only to idle, in any build
+check "cuda mq" 2 "featurize: --device cuda: the GPU does not make mq records (--dtype mq is coded per utterance on the CPU): give --device cpu, or auto
+$try" -- "$FZ" --device cuda --dtype mq -o "$S" "$tmp/a.wav"
+check "cuda:1 codec mq print-config" 2 "featurize: --device cuda:1: the GPU does not make mq records (--dtype mq is coded per utterance on the CPU): give --device cpu, or auto
+$try" -- "$FZ" --device cuda:1 --codec mq --print-config kaldi
 
 # Configuration errors: the reason from fc_mel_config_validate, exit 2, nothing created.
 check "win > n-fft" 2 "featurize: invalid configuration: win_length 2048 not in 1..n_fft (1024): hifigan's n_fft; give --n-fft 2048 or more with --win 2048" \
