@@ -27,6 +27,7 @@ import ctypes
 import json
 import math
 import os
+import sys
 import time
 
 __all__ = ["StepProfiler", "ProfilerError", "series_stats", "verdict", "load_library", "batch_items"]
@@ -198,17 +199,41 @@ def _nvml_uuid_index(prefix):
                   "GPUs %s all have UUIDs starting so" % ", ".join(map(str, found)))
 
 
+def _current_cuda_device():
+    """The CUDA device this process's torch works on now (torch.cuda.current_device(): a DDP
+    script's torch.cuda.set_device(local_rank)), 0 where torch is not imported or has no CUDA.
+    torch is not imported here: a loop that never did uses no CUDA device of torch's."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return 0
+    try:
+        if not torch.cuda.is_available():
+            return 0
+        return int(torch.cuda.current_device())
+    except Exception:  # (a forked child of a CUDA parent: CUDA is not usable in it)
+        return 0
+
+
 def _visible_gpu():
-    """(NVML index, how it was found or None) of the GPU a CUDA program of this process runs on
-    first (its cuda:0: the first of CUDA_VISIBLE_DEVICES, an index or a GPU UUID, whole or its
-    first digits), or (None, why) where that is not a GPU NVML samples."""
+    """(NVML index, how it was found or None) of the GPU this process's CUDA device is (its
+    current device, torch.cuda.current_device(); the entry of that place in CUDA_VISIBLE_DEVICES,
+    an index or a GPU UUID, whole or its first digits), or (None, why) where that is not a GPU
+    NVML samples."""
+    k = _current_cuda_device()
     env = os.environ.get("CUDA_VISIBLE_DEVICES")
     if env is None:
-        return 0, None
-    first = env.split(",")[0].strip()
-    said = "CUDA_VISIBLE_DEVICES=%s%s" % (first, ",..." if "," in env else "")
+        return k, ("cuda:%d" % k if k else None)
+    entries = env.split(",")
+    if k == 0:
+        said = "CUDA_VISIBLE_DEVICES=%s%s" % (entries[0].strip(), ",..." if "," in env else "")
+    else:
+        said = "cuda:%d of CUDA_VISIBLE_DEVICES=%s" % (k, env)
+        if k >= len(entries):
+            return None, "%s: the list names no GPU %d (pass start_gpu_sampler(index), gpu_index=)" \
+                % (said, k)
+    first = entries[k].strip()
     if first.isdigit():
-        return int(first), None
+        return int(first), (said if k else None)
     if first.upper().startswith("MIG-"):
         return None, ("%s: a MIG instance, whose utilization NVML does not report (pass "
                       "start_gpu_sampler(index), gpu_index=, its GPU's index)" % said)
@@ -392,10 +417,11 @@ class StepProfiler:
     def start_gpu_sampler(self, index=None, period_ms=50.0):
         """Sample the GPU's utilization every period_ms through NVML until stop_gpu_sampler() or
         close(): each report(), json() or save() holds the samples taken until then.
-        index: the NVML index (default: the GPU that is this process's cuda:0, the first of
-        CUDA_VISIBLE_DEVICES — an index, or a GPU UUID, found through NVML — or 0 where it is
-        not set; a MIG instance there, or an entry that names no GPU, is not sampled: pass the
-        index). Without NVML (no NVIDIA driver) nothing is sampled and the report says why.
+        index: the NVML index (default: the GPU that is this process's current CUDA device,
+        torch.cuda.current_device() — a DDP rank's torch.cuda.set_device(local_rank), so start
+        the sampler after it — taken through CUDA_VISIBLE_DEVICES where that is set (its entry
+        there: an index, or a GPU UUID found through NVML); a MIG instance there, or an entry
+        that names no GPU, is not sampled: pass the index). Without NVML (no NVIDIA driver) nothing is sampled and the report says why.
         A sampler already running (gpu_busy=True) is stopped first: its samples are dropped.
         Returns True when sampling; a period out of 1 .. 60000 ms raises ValueError."""
         if self._own_sampler():

@@ -145,6 +145,54 @@ def test_the_default_gpu_is_cuda_visible_devices_first(three_gpus, visible):
                              "NVML GPU 2 (CUDA_VISIBLE_DEVICES=%s%s)" % (first, more)), g
 
 
+def fake_torch(monkeypatch, current):
+    """torch as a DDP rank holds it after torch.cuda.set_device(current) (a stand-in: the tests'
+    torch has no CUDA); current=None: one whose current_device() raises (a forked child)."""
+    import types
+
+    def current_device():
+        if current is None:
+            raise RuntimeError("Cannot re-initialize CUDA in forked subprocess")
+        return current
+    cuda = types.SimpleNamespace(is_available=lambda: True, current_device=current_device)
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+
+
+@pytest.mark.parametrize("visible,current,note", [
+    (None, 2, "NVML GPU 2 (cuda:2)"),
+    (None, 0, "NVML GPU 0"),
+    (None, None, "NVML GPU 0"),
+    ("0,2", 1, "NVML GPU 2 (cuda:1 of CUDA_VISIBLE_DEVICES=0,2)"),
+    ("2,0", 0, "NVML GPU 2"),
+    (UUID % (0, 0) + "," + UUID % (2, 2), 1,
+     "NVML GPU 2 (cuda:1 of CUDA_VISIBLE_DEVICES=%s,%s)" % (UUID % (0, 0), UUID % (2, 2))),
+])
+def test_the_default_gpu_is_the_current_cuda_device(three_gpus, visible, current, note):
+    """Each DDP rank calls torch.cuda.set_device(local_rank): its sampler samples that GPU (the
+    entry of its place in CUDA_VISIBLE_DEVICES where that is set). Every rank sampled GPU 0 (or
+    the list's first) and reported rank 0's GPU as its own."""
+    if visible is None:
+        three_gpus.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        three_gpus.setenv("CUDA_VISIBLE_DEVICES", visible)
+    fake_torch(three_gpus, current)
+    with StepProfiler(gpu_busy=True, gpu_period_ms=2) as prof:
+        steps(prof, 1)
+        wait_samples(3)
+        g = gpu(prof)
+        assert g["measured"] is True and g["note"] == note, g
+        assert g["pct"]["mean"] == (70 if note.startswith("NVML GPU 2") else 10), g
+
+
+def test_a_current_device_past_the_list_is_said(three_gpus):
+    three_gpus.setenv("CUDA_VISIBLE_DEVICES", "2")
+    fake_torch(three_gpus, 1)
+    with StepProfiler(gpu_busy=True, gpu_period_ms=2) as prof:
+        steps(prof, 1)
+        assert gpu(prof) == {"measured": False, "note": "cuda:1 of CUDA_VISIBLE_DEVICES=2: the "
+                             "list names no GPU 1 (pass start_gpu_sampler(index), gpu_index=)"}
+
+
 @pytest.mark.parametrize("visible,why", [
     ("MIG-4f0a3f04-3a8b-5d8a-9c62-1b2c3d4e5f60",
      "CUDA_VISIBLE_DEVICES=MIG-4f0a3f04-3a8b-5d8a-9c62-1b2c3d4e5f60: a MIG instance, whose "
