@@ -144,23 +144,26 @@ int audio_mp3_unsized(const uint8_t *b, size_t len);
  * streams have their first pages first), an MP3 whose first frame's Xing/Info tag states the
  * stream's bytes and another stream begins where they end, a RIFF WAVE with another RIFF WAVE
  * header after its data chunk (audio_wav_joined; libsndfile refuses some such files as damaged,
- * and the 16-bit path of audio_wav.c would read the first), a FLAC file with a second stream's
+ * and the 16-bit path of audio_wav.c would read the first), an RF64 or Sony Wave64 file the same
+ * (libsndfile reads an RF64's first, a W64's two as one, the second header as samples; a second
+ * file of any of the three kinds counts), a FLAC file with a second stream's
  * "fLaC" and STREAMINFO header in it, an AIFF or AU file with a second one's header where the
  * first one's stated size ends. fc_audio_decode's reason for refusing
  * the file (b[0, len), format libsndfile's, 0 when it did not open it), in buf (n bytes) or a
  * constant, or NULL. */
 const char *audio_joined(int format, const uint8_t *b, size_t len, char *buf, size_t n);
 
-/* Where in b[0, len), a RIFF WAVE file whose data chunk states its size, a second RIFF WAVE
- * header begins after that chunk (at its end, its pad byte there or left out, or after chunks
- * that follow it): the file is two joined with cat. A data chunk that states no size (0,
- * 0xFFFFFFFF: a streaming writer's, ffmpeg's to a pipe), which is read to the file's end, is
- * searched for a "RIFF....WAVEfmt " (ffmpeg -f wav - >> all.wav in a loop). 0 when none is. */
+/* Where in b[0, len), a RIFF WAVE or RF64 file whose data chunk states its size (an RF64's in its
+ * ds64 chunk), a second RIFF WAVE, RF64 or W64 header begins after that chunk (at its end, its pad
+ * byte there or left out, or after chunks that follow it): the file is two joined with cat. A data
+ * chunk that states no size (0, 0xFFFFFFFF, an RF64's ds64 0: a streaming writer's, ffmpeg's to a
+ * pipe), which is read to the file's end, is searched for a "RIFF....WAVEfmt ", "RF64....WAVEds64"
+ * or W64 header (ffmpeg -f wav - >> all.wav in a loop). 0 when none is. */
 uint64_t audio_wav_joined(const uint8_t *b, size_t len);
 
 /* The same test on the n bytes b that follow a WAV's data chunk (odd: its size was odd, so its pad
- * byte may be there or left out): where a RIFF WAVE header begins at one of their chunk
- * boundaries, or -1. Looks at a few chunk headers, never the bytes within them. */
+ * byte may be there or left out): where a RIFF WAVE, RF64 or W64 header begins at one of their
+ * chunk boundaries, or -1. Looks at a few chunk headers, never the bytes within them. */
 int64_t audio_riff_after(const uint8_t *b, size_t n, int odd);
 
 /* The container the first bytes show ("WAV", "FLAC", "MP3", ...; NULL: none), for telling a damaged

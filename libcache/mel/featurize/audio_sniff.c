@@ -312,13 +312,43 @@ static int mp3_joined(const uint8_t *b, size_t len) {
   return q + 4 <= len && mpeg_frame_header(b + q);
 }
 
+/* Sony Wave64's "riff" and "wave" GUIDs: a W64 file's first 16 bytes, and its bytes 24..40. */
+static const uint8_t w64_riff[16] = {'r',  'i',  'f',  'f',  0x2E, 0x91, 0xCF, 0x11,
+                                     0xA5, 0xD6, 0x28, 0xDB, 0x04, 0xC1, 0x00, 0x00};
+static const uint8_t w64_wave[16] = {'w',  'a',  'v',  'e',  0xF3, 0xAC, 0xD3, 0x11,
+                                     0x8C, 0xD1, 0x00, 0xC0, 0x4F, 0x8E, 0xDB, 0x8A};
+
+/* The header of a WAV-family file that begins b (n bytes), "RIFF WAVE", "RF64 WAVE" or "Wave64";
+ * NULL when none does. */
+static const char *wav_header_at(const uint8_t *b, size_t n) {
+  if (n >= 12 && memcmp(b + 8, "WAVE", 4) == 0) {
+    if (memcmp(b, "RIFF", 4) == 0) return "RIFF WAVE";
+    if (memcmp(b, "RF64", 4) == 0) return "RF64 WAVE";
+  }
+  if (n >= 40 && memcmp(b, w64_riff, 16) == 0 && memcmp(b + 24, w64_wave, 16) == 0) return "Wave64";
+  return NULL;
+}
+
+/* Where in b[from, len) a WAV-family file's header with its first chunk begins ("RIFF....WAVEfmt
+ * ", "RF64....WAVEds64", W64's GUIDs): the search of a data chunk that states no size, read to
+ * the file's end. 0 when none does. */
+static uint64_t wav_header_in(const uint8_t *b, size_t from, size_t len) {
+  for (size_t p = from; p + 16 <= len; p++) {
+    const uint8_t *q = b + p;
+    if ((q[0] == 'R' && ((memcmp(q, "RIFF", 4) == 0 && memcmp(q + 8, "WAVEfmt ", 8) == 0) ||
+                         (memcmp(q, "RF64", 4) == 0 && memcmp(q + 8, "WAVEds64", 8) == 0))) ||
+        (q[0] == 'r' && wav_header_at(q, len - p)))
+      return p;
+  }
+  return 0;
+}
+
 int64_t audio_riff_after(const uint8_t *b, size_t n, int odd) {
   size_t pos = 0;
   for (int k = 0; k < 64;
        k++) { /* a few chunks (LIST, id3) may follow the data: not a walk of all */
     for (size_t p = pos; p <= pos + (size_t)odd; p++) /* unpadded, then padded */
-      if (p + 12 <= n && memcmp(b + p, "RIFF", 4) == 0 && memcmp(b + p + 8, "WAVE", 4) == 0)
-        return (int64_t)p;
+      if (p < n && wav_header_at(b + p, n - p)) return (int64_t)p;
     pos += (size_t)odd;
     if (pos + 8 > n) return -1;
     const uint64_t size = audio_le32(b + pos + 4);
@@ -330,16 +360,19 @@ int64_t audio_riff_after(const uint8_t *b, size_t n, int odd) {
 }
 
 uint64_t audio_wav_joined(const uint8_t *b, size_t len) {
-  if (len < 12 || memcmp(b, "RIFF", 4) != 0 || memcmp(b + 8, "WAVE", 4) != 0) return 0;
+  if (len < 12 || (memcmp(b, "RIFF", 4) != 0 && memcmp(b, "RF64", 4) != 0) ||
+      memcmp(b + 8, "WAVE", 4) != 0)
+    return 0;
+  const int rf64 = b[1] == 'F';
+  uint64_t ds64_data = 0;
   for (size_t pos = 12; pos + 8 <= len;) {
-    const uint64_t size = audio_le32(b + pos + 4);
+    uint64_t size = audio_le32(b + pos + 4);
+    if (rf64 && memcmp(b + pos, "ds64", 4) == 0 && size >= 16 && size <= len - pos - 8)
+      ds64_data = le64(b + pos + 8 + 8);
     if (memcmp(b + pos, "data", 4) == 0) {
-      if (!size_stated(size)) { /* a streaming writer's: the data runs to the end, read whole */
-        for (const uint8_t *q = b + pos + 8; (q = memmem(q, (size_t)(b + len - q), "RIFF", 4));
-             q += 4)
-          if (q + 16 <= b + len && memcmp(q + 8, "WAVEfmt ", 8) == 0) return (uint64_t)(q - b);
-        return 0;
-      }
+      if (rf64 && size == 0xFFFFFFFFu) size = size64_stated(ds64_data) ? ds64_data : 0;
+      /* a streaming writer's size (RF64's in ds64): the data runs to the end, read whole */
+      if (rf64 ? size == 0 : !size_stated(size)) return wav_header_in(b, pos + 8, len);
       if (size > len - pos - 8) return 0;
       const size_t end = pos + 8 + (size_t)size;
       const int64_t at = audio_riff_after(b + end, len - end, (int)(size & 1));
@@ -347,6 +380,35 @@ uint64_t audio_wav_joined(const uint8_t *b, size_t len) {
     }
     if (size + (size & 1) > len - pos - 8) return 0;
     pos += 8 + (size_t)size + (size & 1);
+  }
+  return 0;
+}
+
+/* The same for a Sony Wave64 file: where a WAV-family header begins after its data chunk (at the
+ * 8-byte boundary its chunks keep, or where its unpadded data ends, or after chunks that follow it:
+ * GUID ids, sizes that count their 24-byte header) or, for a data chunk that states no size
+ * (ffmpeg's to a pipe), within the data. 0 when none does. */
+static uint64_t w64_joined(const uint8_t *b, size_t len) {
+  if (len < 40 || wav_header_at(b, len) == NULL || b[0] != 'r') return 0;
+  for (uint64_t pos = 40; pos + 24 <= len;) {
+    const uint64_t size = le64(b + pos + 16);
+    if (size < 24) return 0;
+    if (memcmp(b + pos, "data", 4) == 0 && !size64_stated(size - 24))
+      return wav_header_in(b, (size_t)pos + 24, len);
+    if (size > len - pos) return 0;
+    if (memcmp(b + pos, "data", 4) == 0) {
+      for (uint64_t q = pos + size, k = 0; k < 64 && q < len; k++) {
+        for (uint64_t p = q; p <= ((q + 7) & ~(uint64_t)7) && p < len; p++)
+          if (wav_header_at(b + p, len - p)) return p;
+        q = (q + 7) & ~(uint64_t)7; /* a chunk after the data */
+        if (q + 24 > len || le64(b + q + 16) < 24 || le64(b + q + 16) > len - q) return 0;
+        q += le64(b + q + 16);
+      }
+      return 0;
+    }
+    const uint64_t step = (size + 7) & ~(uint64_t)7;
+    if (step > len - pos) return 0;
+    pos += step;
   }
   return 0;
 }
@@ -389,25 +451,26 @@ const char *audio_joined(int format, const uint8_t *b, size_t len, char *buf, si
            "frames the first one's tag states: make it one stream (ffmpeg -i IN OUT.flac)";
   static const struct {
     const char *kind, *header, *ext;
-  } k[] = {{"WAV", "RIFF WAVE", "wav"},
-           {"FLAC", "FLAC", "flac"},
-           {"AIFF", "FORM", "aiff"},
-           {"AU", ".snd", "au"}};
+  } k[] = {{"WAV", "RIFF WAVE", "wav"}, {"FLAC", "FLAC", "flac"},     {"AIFF", "FORM", "aiff"},
+           {"AU", ".snd", "au"},        {"RF64", "RF64 WAVE", "wav"}, {"W64", "Wave64", "w64"}};
   uint64_t at = 0;
   size_t i = 0;
   if ((at = audio_wav_joined(b, len)))
-    i = 0;
+    i = b[1] == 'F' ? 4 : 0;
+  else if ((at = w64_joined(b, len)))
+    i = 5;
   else if ((at = flac_joined(b, len)))
     i = 1;
   else if ((at = aiff_au_joined(b, len)))
     i = b[0] == 'F' ? 2 : 3;
   else
     return NULL;
+  const char *header = i == 0 || i >= 4 ? wav_header_at(b + at, len - at) : k[i].header;
   snprintf(buf, n,
            "%s files one after another (files joined with cat?): a second %s header at byte %llu, "
            "after the first one's data, and libsndfile does not read them as one: join the "
            "originals with sox (sox A.%s B.%s OUT.%s)",
-           k[i].kind, k[i].header, (unsigned long long)at, k[i].ext, k[i].ext, k[i].ext);
+           k[i].kind, header, (unsigned long long)at, k[i].ext, k[i].ext, k[i].ext);
   return buf;
 }
 
