@@ -588,7 +588,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "tokenize: stopped at the first bad line (--strict)\n");
     exit_code = FC_EXIT_FAIL;
   } else if (rc) {
-    if (!tkm_said_long_line(ro.manifest, rc)) /* the manifest, and its line, not the store */
+    if (!tkm_said_long_line(ro.manifest, rc,
+                            to.build_vocab)) /* the manifest, and its line, not the store */
       fc_cli_warn(out_dir, "%s%s", fc_strerror(rc), fc_cli_room_hint(rc));
     exit_code = FC_EXIT_FAIL;
   } else if (check &&

@@ -173,7 +173,7 @@ void tkm_refuse_extra_columns(const char *manifest, fc_manifest_format fmt, int 
  * stopped with rc FC_ETOOLONG met a line with no line break in its first FC_MANIFEST_LINE_MAX
  * bytes: said with the manifest and the line (the library's run returns the code alone), and 1;
  * 0 for any other stop. */
-int tkm_said_long_line(const char *streamed, int rc) {
+int tkm_said_long_line(const char *streamed, int rc, int build_vocab) {
   if (rc != FC_ETOOLONG || !streamed) return 0;
   FILE *f = fopen(streamed, "re");
   size_t line = 1, len = 0, at = 0;
@@ -189,7 +189,9 @@ int tkm_said_long_line(const char *streamed, int rc) {
   if (at) snprintf(where, sizeof where, "line %zu", at);
   fc_cli_warn(streamed,
               "%s has no line break in its first %zu MiB (the most a manifest line may have): not "
-              "a manifest (a binary file? a stream without newlines?); the run stopped there",
-              where, FC_MANIFEST_LINE_MAX >> 20);
+              "a manifest (a binary file? a stream without newlines?); the run stopped there%s",
+              where, FC_MANIFEST_LINE_MAX >> 20,
+              build_vocab ? ", nothing stored (--build-vocab: the vocab is the whole manifest's)"
+                          : ", the lines before it stored");
   return 1;
 }

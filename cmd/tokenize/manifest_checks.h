@@ -23,7 +23,8 @@ void tkm_refuse_extra_columns(const char *manifest, fc_manifest_format fmt, int 
 
 /* A run over the manifest file streamed (NULL: read whole before) stopped with rc: a line with no
  * line break in its first FC_MANIFEST_LINE_MAX bytes said, naming the manifest and the line, and
- * 1; else 0, nothing said. */
-int tkm_said_long_line(const char *streamed, int rc);
+ * what became of the lines before it (stored; nothing, when build_vocab: the vocab pass met it),
+ * and 1; else 0, nothing said. */
+int tkm_said_long_line(const char *streamed, int rc, int build_vocab);
 
 #endif

@@ -43,8 +43,32 @@ printf 'u1|first line\n' >t1.csv
 run "$B/tokenize" -q --manifest t.csv --vocab v.txt -o t2 >out 2>err
 rc=$?
 [ $rc = 1 ] || fail "tokenize --manifest t.csv: exit $rc, want 1: $(head -c 300 err)"
-grep -qxF "tokenize: t.csv: line 5000 has no line break in its first 16 MiB (the most a manifest line may have): not a manifest (a binary file? a stream without newlines?); the run stopped there" err ||
+stopped="tokenize: t.csv: line 5000 has no line break in its first 16 MiB (the most a manifest line may have): not a manifest (a binary file? a stream without newlines?); the run stopped there"
+grep -qxF "$stopped, the lines before it stored" err ||
   fail "tokenize --manifest t.csv: $(head -c 400 err)"
+# the lines read before it are stored, the last short batch's too (4999 = 4096 + 903: those 903
+# were dropped); in a bulk load too (a first run into a new store, more than one batch), whose
+# records go in at its end: it stored none of them, 0 of 4999
+head -n 4999 t.csv >good.csv
+"$B/tokenize" --manifest good.csv --vocab v.txt -o t2 >out 2>err ||
+  fail "tokenize good.csv into t2: exit $?: $(cat err)"
+grep -qx "tokenize: nothing to do: all 4999 lines already stored (config [0-9a-f]*)" err ||
+  fail "the lines before the long one not all stored: $(cat err)"
+run "$B/tokenize" -q --manifest t.csv --vocab v.txt --batch 1000 -o t3 >out 2>err
+rc=$?
+[ $rc = 1 ] && grep -qxF "$stopped, the lines before it stored" err &&
+  grep -qx "tokenize: done: 4999 of 4999 (1 new, 4998 already stored, 0 failed, 6 tokens)" err ||
+  fail "tokenize --batch 1000 (a bulk load) t.csv: exit $rc: $(head -c 600 err)"
+"$B/tokenize" --manifest good.csv --vocab v.txt -o t3 >out 2>err ||
+  fail "tokenize good.csv into t3: exit $?: $(cat err)"
+grep -qx "tokenize: nothing to do: all 4999 lines already stored (config [0-9a-f]*)" err ||
+  fail "a bulk load cut short by a long line stored not all the lines before it: $(cat err)"
+# --build-vocab reads the whole manifest for its vocab first: there the line stops the run with
+# nothing stored (a vocab of the lines before it would be another config than the fixed file's)
+run "$B/tokenize" -q --manifest t.csv --build-vocab -o t4 >out 2>err
+rc=$?
+[ $rc = 1 ] && grep -qxF "$stopped, nothing stored (--build-vocab: the vocab is the whole manifest's)" err ||
+  fail "tokenize --build-vocab t.csv: exit $rc: $(head -c 600 err)"
 
 # a file whose third line is 17 MB long: named with its line; one of 2 MB is a line (it fails)
 { echo a.wav; echo a.wav; head -c 17000000 /dev/zero | tr '\0' x; echo; } >m.txt

@@ -64,6 +64,10 @@ size_t tok_utf8_encode(int32_t cp, char out[4]);
 int tok_utf8_map(const char *s, size_t len, int flags, char **out, size_t *out_len);
 int tok_is_space(int32_t cp); /* Unicode White_Space (Python's str.isspace for BMP text) */
 int tok_is_punct(int32_t cp); /* general category P* */
+/* Why normalization (nm) left nothing of text s (rc: fc_tok_normalize's error): what is true of it
+ * as the manifest gives it ("text is only white space"...); NULL for an error not the text's
+ * (ENOMEM: fc_strerror's). */
+const char *tok_norm_why(int rc, const fc_tok_norm *nm, const char *s, size_t len);
 int tok_is_letter(int32_t cp); /* L* */
 int tok_is_number(int32_t cp); /* N* */
 int tok_is_word(int32_t cp); /* regex \w: Alphabetic, M*, Nd, Pc, Join_Control */

@@ -77,3 +77,25 @@ int fc_tok_normalize(const fc_tok_norm *nm, const char *text, size_t len, char *
   *out_len = alen;
   return 0;
 }
+
+/* Why normalization (nm) left nothing of text s: what is true of it as the manifest gives it. */
+const char *tok_norm_why(int rc, const fc_tok_norm *nm, const char *s, size_t len) {
+  if (rc != FC_EEMPTY) return rc == FC_EUTF8 ? "text is not valid UTF-8" : NULL;
+  if (len == 0) return "text is empty";
+  int space = 0, punct = 0, other = 0;
+  for (size_t i = 0; i < len;) { /* valid UTF-8: checked before */
+    int32_t cp;
+    i += tok_utf8_next(s + i, len - i, &cp);
+    if (is_space_py(cp)) /* as the collapse's */
+      space = 1;
+    else if (tok_is_punct(cp))
+      punct = 1;
+    else
+      other = 1;
+  }
+  if (!punct && !other) return "text is only white space";
+  if (!other && nm->punct == FC_PUNCT_REMOVE)
+    return space ? "text is only punctuation (which --punct remove drops) and white space"
+                 : "text is only punctuation, which --punct remove drops";
+  return "text is empty after normalization";
+}

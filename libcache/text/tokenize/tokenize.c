@@ -69,26 +69,9 @@ static void check_line(const fc_item *it, size_t max_bytes, line_state *l) {
   fc_digest_buffer(l->text, l->len, &l->digest);
 }
 
-/* Why normalization (nm) left nothing of text s: what is true of it as the manifest gives it. */
 static const char *norm_why(int rc, const fc_tok_norm *nm, const char *s, size_t len) {
-  if (rc != FC_EEMPTY) return rc == FC_EUTF8 ? "text is not valid UTF-8" : fc_strerror(rc);
-  if (len == 0) return "text is empty";
-  int space = 0, punct = 0, other = 0;
-  for (size_t i = 0; i < len;) { /* valid UTF-8: checked before */
-    int32_t cp;
-    i += tok_utf8_next(s + i, len - i, &cp);
-    if (tok_is_space(cp) || (cp >= 0x1C && cp <= 0x1F)) /* as the collapse's */
-      space = 1;
-    else if (tok_is_punct(cp))
-      punct = 1;
-    else
-      other = 1;
-  }
-  if (!punct && !other) return "text is only white space";
-  if (!other && nm->punct == FC_PUNCT_REMOVE)
-    return space ? "text is only punctuation (which --punct remove drops) and white space"
-                 : "text is only punctuation, which --punct remove drops";
-  return "text is empty after normalization";
+  const char *why = tok_norm_why(rc, nm, s, len);
+  return why ? why : fc_strerror(rc);
 }
 
 /* Normalize and encode one line into its record (from its reading, when the vocab pass kept it:
@@ -218,9 +201,9 @@ static int gather_item(const fc_item *it, void *user) {
 /* fn over every line of the run, batch lines at a time: items, or o->manifest read as it goes
  * (memory: a batch of lines). *lines: how many there were (read to the end even after a stop or
  * an error of fn, so that the lines never begun are counted). Returns 0 (TOK_STOP included), fn's
- * error, or the manifest's (ENOMEM, errno codes). */
+ * error, or the manifest's (ENOMEM, errno codes), then in *input_err too (may be NULL). */
 static int for_each_batch(const fc_item_list *items, const fc_tokenize_run_opts *o, size_t batch,
-                          batch_fn fn, void *ctx, uint64_t *lines) {
+                          batch_fn fn, void *ctx, uint64_t *lines, int *input_err) {
   int rc = 0;
   *lines = 0;
   if (!o->manifest) {
@@ -242,8 +225,17 @@ static int for_each_batch(const fc_item_list *items, const fc_tokenize_run_opts 
   fc_item_list none;
   char why[256];
   rc = fc_manifest_read(o->manifest, &mo, &none, why, sizeof why);
-  if (g.err) rc = g.err; /* the run's error: the manifest was only being counted since */
-  if (!rc && g.n && !g.stopped) rc = fn(g.lines, g.n, ctx); /* the last, short batch */
+  if (g.err) { /* the run's error: the manifest was only being counted since */
+    rc = g.err;
+  } else if (g.n && !g.stopped) { /* the last, short batch; or the lines read before the
+                                   * manifest's own error (a line with no line break, a read
+                                   * error), handed over all the same: what was read is kept */
+    int r = fn(g.lines, g.n, ctx);
+    if (rc && input_err) *input_err = rc;
+    if (!rc || (r && r != TOK_STOP)) rc = r;
+  } else if (rc && input_err) {
+    *input_err = rc;
+  }
   lines_clear(g.lines, g.n);
   free(g.lines);
   *lines = g.seen;
@@ -354,7 +346,7 @@ static int build_vocab(fc_tokenizer *t, const fc_item_list *items, const fc_toke
       tok_phcache_open(dir, (size_t)keep, &v.cache) != 0)
     v.cache = NULL; /* out of memory already: espeak-ng reads each line twice, as it can */
   uint64_t lines;
-  int rc = for_each_batch(items, o, batch, vocab_batch, &v, &lines);
+  int rc = for_each_batch(items, o, batch, vocab_batch, &v, &lines, NULL);
   /* stopped in the pass's last batch (a corpus of one batch: its only one) too: the run stops
    * here, before it stores the config or a line, rather than tokenize a whole batch first */
   if (!rc && (v.stopped || (o->stop && *o->stop))) rc = FC_EINTR;
@@ -711,11 +703,13 @@ int tok_run_store(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
   if ((rc = fc_tokenizer_config(t, &c.json, &c.jlen, &c.cfg))) goto out;
   config_key(&c.cfg, c.ckey);
   if ((c.cache = tok_tokenizer_phcache(t))) tok_phcache_rewind(c.cache);
-  rc = for_each_batch(items, o, c.batch, run_batch, &c, &n);
+  int input_err = 0; /* the manifest's own (a line with no line break): its lines read are kept */
+  rc = for_each_batch(items, o, c.batch, run_batch, &c, &n, &input_err);
   ran = 1;
   if (!rc) rc = c.rc; /* FC_EINTR, or strict's line error */
-  if (c.bulk && (!rc || c.stopped) && (c.pending.entries || c.pending.processed)) {
-    /* the work done so far goes in, stopped or not */
+  if (c.bulk && (!rc || c.stopped || rc == input_err) &&
+      (c.pending.entries || c.pending.processed)) {
+    /* the work done so far goes in, stopped or not, or cut short by the manifest */
     tok_merged recs = {0}, ents = {0};
     const fc_put guard = {FC_DB_META, c.ckey, 36, NULL, 0, FC_PUT_REQUIRE};
     int mrc = ensure_meta(&c);
@@ -746,7 +740,7 @@ out:
    * lines never begun) failed with the run, or were not started when it was stopped on purpose.
    * A manifest the run never read (it failed or stopped before: the config's write, the vocab) is
    * read now to count them. */
-  if (o->manifest && !ran) for_each_batch(items, o, c.batch, count_only, NULL, &n);
+  if (o->manifest && !ran) for_each_batch(items, o, c.batch, count_only, NULL, &n, NULL);
   st->lines = n;
   if (st->processed + st->skipped_existing + st->failed + st->not_stored < n) {
     uint64_t rest = n - st->processed - st->skipped_existing - st->failed - st->not_stored;
