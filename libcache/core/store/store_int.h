@@ -123,8 +123,10 @@ void store_lmdb_assert(MDB_env *env, const char *msg);
 int store_lmdb_guarded(int (*fn)(void *arg), void *arg);
 
 /* LMDB reports a short write as EIO: when the file system holds less than `bytes` (plus slack)
- * or data.mdb plus them passes RLIMIT_FSIZE, the error is ENOSPC or EFBIG instead; any other rc is
- * returned as it is. For writers that commit through LMDB themselves (merge/). */
+ * or data.mdb plus them passes RLIMIT_FSIZE, the error is ENOSPC or EFBIG instead, and when the
+ * file system refuses `bytes` (plus slack) beside data.mdb, its reason (EDQUOT: a quota used up;
+ * store_write.c); any other rc is returned as it is. For writers that commit through LMDB
+ * themselves (merge/). */
 int store_explain_write_error(const fc_store *s, int rc, size_t bytes);
 
 /* Of dir, a part of a split store (a marker in its parent): 1 missing (no directory, or no

@@ -6,11 +6,14 @@
 #include "formats/common/fault.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h> /* mkostemp */
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 static size_t batch_bytes(const fc_put *puts, size_t n) {
   size_t b = 0;
@@ -18,9 +21,27 @@ static size_t batch_bytes(const fc_put *puts, size_t n) {
   return b;
 }
 
-/* LMDB reports a short write as EIO ("Input/output error"): a full disk or a file-size limit
- * reads as a hardware fault. When the file system holds less than the batch (plus slack for
- * LMDB's pages) or data.mdb plus the batch passes RLIMIT_FSIZE, say so instead: ENOSPC, EFBIG. */
+/* Whether `need` bytes can be written into dir now: 0, or how a write of them fails — ENOSPC,
+ * EDQUOT (the user's or the project's quota, which statvfs does not show), EFBIG. The blocks are
+ * asked of the file system (fallocate) for a file with no name (O_TMPFILE; else a name removed at
+ * once), given back at its close. 0 too where that cannot be asked (no fallocate, no O_TMPFILE). */
+static int room_probe(const char *dir, uint64_t need) {
+  int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0 && errno != ENOSPC && errno != EDQUOT) {
+    char p[4096];
+    if (snprintf(p, sizeof p, "%s/.fc-room-XXXXXX", dir) >= (int)sizeof p) return 0;
+    if ((fd = mkostemp(p, O_CLOEXEC)) >= 0) unlink(p);
+  }
+  int rc = fd < 0 ? errno : fallocate(fd, 0, 0, (off_t)need) != 0 ? errno : 0;
+  if (fd >= 0) close(fd);
+  return rc == ENOSPC || rc == EDQUOT || rc == EFBIG ? rc : 0;
+}
+
+/* LMDB reports a short write as EIO ("Input/output error"): a full disk, a used-up quota or a
+ * file-size limit reads as a hardware fault (the write that would say why is never made). When
+ * the file system holds less than the batch (plus slack for LMDB's pages) or data.mdb plus the
+ * batch passes RLIMIT_FSIZE, or the batch's blocks cannot be had beside data.mdb (a quota: the
+ * disk has room, this user does not), say so instead: ENOSPC, EFBIG, EDQUOT. */
 int store_explain_write_error(const fc_store *s, int rc, size_t bytes) {
   if (rc != EIO && rc != ENOSPC && rc != EFBIG) return rc;
   const uint64_t need = (uint64_t)bytes + (4u << 20);
@@ -33,7 +54,8 @@ int store_explain_write_error(const fc_store *s, int rc, size_t bytes) {
       snprintf(p, sizeof p, "%s/data.mdb", s->path) < (int)sizeof p && stat(p, &st) == 0 &&
       (uint64_t)st.st_size + need > (uint64_t)lim.rlim_cur)
     return EFBIG;
-  return rc;
+  const int room = rc == EIO ? room_probe(s->path, need) : 0;
+  return room ? room : rc;
 }
 
 /* One put. A config new to the store gets its index in the same transaction. */
