@@ -329,6 +329,7 @@ int main(int argc, char **argv) {
   if (!out_dir) fc_cli_usage_error("no output store (-o STORE)");
   fc_cli_out_store(out_dir);
   if (!manifest) fc_cli_usage_error("no manifest (--manifest FILE, or '-' for stdin)");
+  const char *mname = strcmp(manifest, "-") == 0 ? "(stdin)" : manifest; /* said, as featurize */
   const char *reads_stdin = to.vocab_path == dev_stdin       ? "--vocab -"
                             : to.tokenizer_json == dev_stdin ? "--tokenizer-json -"
                                                              : NULL;
@@ -411,7 +412,7 @@ int main(int argc, char **argv) {
   rc = stream ? tkm_manifest_readable(manifest, why, sizeof why)
               : fc_manifest_read(manifest, &mopts, &items, why, sizeof why);
   if (rc) {
-    fc_cli_warn(manifest, "%s", why[0] ? why : fc_strerror(rc));
+    fc_cli_warn(mname, "%s", why[0] ? why : fc_strerror(rc));
     fc_tokenizer_free(tok);
     return FC_EXIT_USAGE;
   }
@@ -426,7 +427,7 @@ int main(int argc, char **argv) {
                                  : stream                         ? tkm_detected_format(manifest)
                                  : items.count                    ? items.format
                                                                   : FC_MANIFEST_AUTO;
-  if (mopts.format == FC_MANIFEST_AUTO) tkm_refuse_textless(manifest, fmt);
+  if (mopts.format == FC_MANIFEST_AUTO) tkm_refuse_textless(mname, fmt);
   tkm_refuse_comma_csv(manifest, fmt); /* Hugging Face's audiofolder metadata.csv */
   tkm_refuse_pandas_index(manifest, fmt); /* to_csv without index=False */
   tkm_refuse_extra_columns(manifest, fmt, mopts.text_column); /* id|text|speaker */
@@ -438,7 +439,7 @@ int main(int argc, char **argv) {
     fc_cli_usage_error(
         "--text-column picks a column of an LJSpeech manifest (id|raw|normalized), "
         "and %s reads as %s",
-        fc_cli_quoted(manifest, q, sizeof q), fmt == FC_MANIFEST_TSV ? "tsv" : "JSON lines");
+        fc_cli_quoted(mname, q, sizeof q), fmt == FC_MANIFEST_TSV ? "tsv" : "JSON lines");
   }
   if (stream) {
     ro.manifest = manifest;
@@ -457,12 +458,12 @@ int main(int argc, char **argv) {
     if (to.build_vocab && (rc = fc_tokenizer_build_vocab_from(tok, &items, &ro)) != 0 &&
         rc != FC_EINTR) {
       if (rc == FC_ECONFIG) {
-        say_special_collision(manifest, &to);
+        say_special_collision(mname, &to);
         fc_item_list_free(&items);
         fc_tokenizer_free(tok);
         return FC_EXIT_USAGE;
       }
-      fc_cli_warn(manifest, "cannot build the vocab: %s", fc_strerror(rc));
+      fc_cli_warn(mname, "cannot build the vocab: %s", fc_strerror(rc));
       return end_unbegun(FC_EXIT_FAIL, json, &items, tok, kind_name, &max_failed);
     }
     if (stream) /* the run reads its shard */
@@ -531,7 +532,7 @@ int main(int argc, char **argv) {
     ro.manifest_opts = NULL;
     rc = fc_manifest_read(manifest, &mopts, &items, why, sizeof why);
     if (rc) {
-      fc_cli_warn(manifest, "%s", why[0] ? why : fc_strerror(rc));
+      fc_cli_warn(mname, "%s", why[0] ? why : fc_strerror(rc));
       fc_store_close_split(parts, n_parts);
       fc_item_list_free(&items);
       fc_tokenizer_free(tok);
@@ -539,7 +540,7 @@ int main(int argc, char **argv) {
     }
   }
 
-  run_ctx ctx = {strcmp(manifest, "-") == 0 ? "(stdin)" : manifest, manifest, json, {0}, 0, {0}, 0};
+  run_ctx ctx = {mname, manifest, json, {0}, 0, {0}, 0};
   fc_cli_progress_init(&ctx.progress, progress, quiet);
   ro.report = on_bad_line;
   ro.report_ud = &ctx;

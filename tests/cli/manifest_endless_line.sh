@@ -33,7 +33,7 @@ grep -q "^featurize: stdin is not a list of paths: a line of it has no line brea
 (printf 'u1|first line\nu2|'; endless) | run "$B/tokenize" -q --manifest - --build-vocab -o t >out 2>err
 rc=$?
 [ $rc = 2 ] || fail "tokenize --manifest -: exit $rc, want 2 (124: read on until killed): $(head -c 300 err)"
-[ "$(cat err)" = "tokenize: -: ${msg/line 1/line 2}" ] || fail "tokenize --manifest -: $(head -c 300 err)"
+[ "$(cat err)" = "tokenize: (stdin): ${msg/line 1/line 2}" ] || fail "tokenize --manifest -: $(head -c 300 err)"
 
 # tokenize reads a manifest file as the run goes: a long line stops the run there (exit 1), said
 # with the manifest and its line, not as the store's "FC_ETOOLONG: input longer than the limit"

@@ -298,7 +298,16 @@ expect_rc $? 2 "a Kaldi text file"
 [ -e "$d/s8" ] && fail "a Kaldi text file: a store was made"
 "$T" -o "$d/s8" --build-vocab - < "$d/text" > "$d/out" 2> "$d/err"
 expect_rc $? 2 "a Kaldi text file on stdin"
-[ "$(cat "$d/err")" = "tokenize: -: $tl" ] || fail "stdin: $(cat "$d/err")"
+[ "$(cat "$d/err")" = "tokenize: (stdin): $tl" ] || fail "stdin: $(cat "$d/err")"
+# stdin is "(stdin)" in every message, as featurize names it (some said "-": "tokenize: -: ...")
+printf 'a|ab\n' | "$T" -o "$d/s9" --build-vocab --pad a --shard 0/2 - > "$d/out" 2> "$d/err"
+expect_rc $? 2 "--pad a, --shard, stdin"
+grep -q "^tokenize: (stdin): --pad 'a' is also a symbol of the text" "$d/err" ||
+  fail "--pad a, --shard, stdin: $(cat "$d/err")"
+printf 'a\tb\n' | "$T" -o "$d/s9" --build-vocab --text-column 3 - > "$d/out" 2> "$d/err"
+expect_rc $? 2 "--text-column, tsv on stdin"
+grep -qF "tokenize: --text-column picks a column of an LJSpeech manifest (id|raw|normalized), and (stdin) reads as tsv" "$d/err" ||
+  fail "--text-column, tsv on stdin: $(cat "$d/err")"
 # a pipe (read whole, once, before the run) is refused up front as well, nothing made
 "$T" -o "$d/s8" --build-vocab --manifest <(cat "$d/text") > "$d/out" 2> "$d/err"
 expect_rc $? 2 "a Kaldi text file through a pipe"
