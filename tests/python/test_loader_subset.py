@@ -7,6 +7,7 @@ store made before indexes), over two shards read as one dataset, and through the
 adapter. The store is made by the real featurize and tokenize."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -117,8 +118,24 @@ def test_missing_and_failed_ids_are_problems(corpus, which):
         probs = {p[0]: p[2] for p in ld.problems()}
         assert sorted(probs) == ["bad", "gone"], probs
         assert probs["bad"].startswith("not stored: featurize failed it: "), probs["bad"]
-    with pytest.raises(featcache.FeatcacheError, match=r"(bad|gone): not stored"):
+    # STRICT names the store with the id, as its other refusals do ("featcache: bad: not
+    # stored: ..." named no store)
+    with pytest.raises(featcache.FeatcacheError, match=r"^featcache: %s: bad: not stored: "
+                       r"featurize failed it: " % re.escape(corpus[which])):
         featcache.Loader(corpus[which], manifest=dev, strict=True)
+    with pytest.raises(featcache.FeatcacheError, match=r"^featcache: %s: gone: not stored: "
+                       r"asked for, in none of the stores$" % re.escape(corpus[which])):
+        featcache.Loader(corpus[which], ids=["u01", "gone"], strict=True)
+
+
+def test_strict_names_the_store_that_recorded_the_failure(corpus):
+    """Among shards, the one whose featurize recorded the failure (as problems() names it)."""
+    with featcache.Loader(corpus["shards"], ids=["u01", "bad"]) as ld:
+        (uid, store, why), = ld.problems()
+        assert uid == "bad" and why.startswith("not stored: featurize failed it: "), why
+    with pytest.raises(featcache.FeatcacheError, match=r"^featcache: %s: bad: not stored: "
+                       r"featurize failed it: " % re.escape(store)):
+        featcache.Loader(corpus["shards"], ids=["u01", "bad"], strict=True)
 
 
 def test_ids_list_and_union_with_manifest(corpus):

@@ -239,8 +239,8 @@ static int subset_problems(fc_loader *l, char *why, size_t why_len) {
       fc_why(r, sizeof r, "not stored: %s, in none of the stores",
              l->want_list.count ? "in the manifest" : "asked for");
     }
-    if (l->o.flags & FC_LOADER_STRICT) {
-      fc_why(why, why_len, "%s: %s", FC_WHY_NAME(id), r);
+    if (l->o.flags & FC_LOADER_STRICT) { /* store: id: reason, as the index's refusals say */
+      fc_why(why, why_len, "%s: %s: %s", FC_WHY_NAME(l->stores[s].path), FC_WHY_NAME(id), r);
       return FC_ENOTFOUND;
     }
     int rc = ld_add_problem(l, s, id, strlen(id), r);
