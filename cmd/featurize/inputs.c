@@ -7,6 +7,7 @@
 #include "formats/common/alloc.h"
 
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <strings.h>
@@ -153,7 +154,7 @@ void fzc_check_stdin_list(const fc_item_list *items) {
   exit(FC_EXIT_USAGE);
 }
 
-/* A JSON line with a nonzero "offset" (name: the manifest as said, no: its line): says so, exits 2. */
+/* A JSON line with an "offset" over 0 (name: the manifest as said, no: its line): says so, exits 2. */
 static void segment_line(const char *name, const char *line, size_t no) {
   const char *k = strstr(line, "\"offset\"");
   if (!k) return;
@@ -162,7 +163,9 @@ static void segment_line(const char *name, const char *line, size_t no) {
   k++;
   char *end;
   const double v = strtod(k, &end);
-  if (end == k || v == 0) return;
+  /* not a segment: 0, no number ("2.5" in quotes), a negative or past a double's range: the
+   * line's own failure says what is wrong with it */
+  if (end == k || !(v > 0) || isinf(v)) return;
   char q[4 * 4096 + 8];
   fprintf(stderr,
           "%s: %s:%zu: \"offset\": %.*s: a segment of its audio file (NeMo's offset and "

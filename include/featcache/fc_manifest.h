@@ -38,7 +38,8 @@ typedef struct fc_item {
                       FC_EFORMAT (id over FC_ID_MAX bytes or with a control character) */
   char *why; /* reason when err != 0 */
   /* JSON lines: NeMo's "offset" and "duration" (seconds, numbers) where the line gives them, else
-   * 0 ("duration": 0 is none). They cut a segment out of the file; featurize stores whole files
+   * 0 ("duration": 0 is none; null is none); one that is no number, or is negative, fails the line
+   * (FC_EMANIFEST). They cut a segment out of the file; featurize stores whole files
    * and fails an item whose offset is not 0, or whose file is longer than its duration
    * (docs/featurize.md "Manifests"). */
   double offset;

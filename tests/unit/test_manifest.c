@@ -312,6 +312,34 @@ static void test_jsonl(void) {
   fc_item_list_free(&l);
 }
 
+/* NeMo's "offset" and "duration" that are no number of seconds fail the line (a string was taken as
+ * none: the whole file stored under the segment's id); null is none; the id stays the line's */
+static void test_jsonl_segment_values(void) {
+  fc_item_list l;
+  const char *p = write_str("seg.jsonl",
+                            "{\"audio_filepath\": \"a.wav\", \"id\": \"a\", \"offset\": \"2.5\"}\n"
+                            "{\"audio_filepath\": \"a.wav\", \"id\": \"b\", \"duration\": -0.5}\n"
+                            "{\"audio_filepath\": \"a.wav\", \"id\": \"c\", \"duration\": {}}\n"
+                            "{\"audio_filepath\": \"a.wav\", \"id\": \"d\", \"offset\": null, "
+                            "\"duration\": null}\n"
+                            "{\"audio_filepath\": \"a.wav\", \"id\": \"e\", \"offset\": NaN}\n");
+  CHECK(read_manifest(p, FC_MANIFEST_JSONL, NULL, &l) == 0, "read");
+  CHECK(l.count == 5, "count %zu", l.count);
+  if (l.count == 5) {
+    CHECK(l.items[0].err == FC_EMANIFEST, "string offset: err %d", l.items[0].err);
+    CHECK_STR(l.items[0].why, "\"offset\" must be a number (seconds), got a string (\"2.5\")");
+    CHECK_STR(l.items[0].id, "a");
+    CHECK_STR(l.items[1].why, "\"duration\" must be 0 or more seconds, got -0.5");
+    CHECK_STR(l.items[2].why, "\"duration\" must be a number (seconds), got an object");
+    CHECK(l.items[3].err == 0 && l.items[3].offset == 0 && l.items[3].duration == 0,
+          "null: err %d, %g %g", l.items[3].err, l.items[3].offset, l.items[3].duration);
+    CHECK(l.items[4].err == FC_EMANIFEST && l.items[4].why &&
+              strstr(l.items[4].why, "NaN and Infinity are not JSON numbers"),
+          "NaN: %s", l.items[4].why ? l.items[4].why : "(no error)");
+  }
+  fc_item_list_free(&l);
+}
+
 /* jansson's "near" text is the line's own bytes: a control character there (an escape sequence
  * after the object, a stray byte) is written as a quoted name writes it (\033), never sent to the
  * terminal as it is */
@@ -773,6 +801,7 @@ int main(void) {
   test_kaldi();
   test_jsonl();
   test_jsonl_control_near();
+  test_jsonl_segment_values();
   test_list_and_tsv();
   test_detect();
   test_crlf_bom_blank();
