@@ -60,10 +60,16 @@ int fault_hit(const char *site) {
 
 void fault_stop(const char *site) {
   static long count;
+  static char counted[64]; /* the FC_FAULT_STOP value counted: another one (a test that sets a
+                            * second site in one process) counts from 0 */
   const char *e = getenv("FC_FAULT_STOP");
   const char *colon = e ? strchr(e, ':') : NULL;
   if (!colon || (size_t)(colon - e) != strlen(site) || strncmp(e, site, strlen(site)) != 0) return;
   pthread_mutex_lock(&fault_mu);
+  if (strncmp(counted, e, sizeof counted) != 0) {
+    snprintf(counted, sizeof counted, "%s", e);
+    count = 0;
+  }
   const long n = ++count;
   pthread_mutex_unlock(&fault_mu);
   if (n == strtol(colon + 1, NULL, 10)) raise(SIGSTOP);

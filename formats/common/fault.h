@@ -38,8 +38,9 @@ __attribute__((visibility("default"))) int fault_hit(const char *site);
  * fault_hit neither counts nor fails: for calls into a library whose own code cannot survive
  * the failure we would inject (jansson's parser: formats/common/json.h). Exported beside fault_hit. */
 __attribute__((visibility("default"))) void fault_hold(int on);
-/* FC_FAULT_STOP="site:N": the N-th call of fault_stop(site) stops the process (SIGSTOP), so that a
- * test can act at that point of a run — another process's commit between two of cache-prune's
+/* FC_FAULT_STOP="site:N": the N-th call of fault_stop(site) (counted from when FC_FAULT_STOP took
+ * this value: a test may set another site later in one process) stops the process (SIGSTOP), so
+ * that a test can act at that point of a run — another process's commit between two of cache-prune's
  * steps (site `prune`: before each of its write transactions; site `compact`: 1 with the compact
  * copy written and synced, 2 once it is renamed over data.mdb), a signal at a known point of a
  * run (site `store_open`: each fc_store_open, e.g. cache-bench's reopening of a store it evicted

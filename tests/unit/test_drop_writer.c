@@ -260,6 +260,47 @@ int main(void) {
     fc_store_close(store);
     fc_tokenizer_free(tok);
   }
+  /* a drop before a tokenize run's first commit, its lookups having found records of its config
+   * stored (another run's: lines 0..N-2, stored before it here, or beside it) and counted them
+   * stored: the run stops itself between those lookups and its commit (FC_FAULT_STOP=
+   * tokenize_batch:1), a child drops the config. The commit stored the config anew with the
+   * last line's record alone, returning 0, the N-1 lines it counted stored gone. */
+  snprintf(tk_dir, sizeof tk_dir, "%s/tk-seen", dir);
+  if (fault_built()) {
+    CHECK(fc_tokenizer_create(&to, &tok, why, sizeof why) == 0, "tokenizer: %s", why);
+    CHECK(fc_tokenizer_build_vocab_from(tok, &items, NULL) == 0, "vocab"); /* one config */
+    CHECK(fc_store_open(tk_dir, FC_STORE_CREATE, &store) == 0, "open %s", tk_dir);
+    const fc_item_list first = {items.items, N - 1, items.format};
+    ro.bulk = -1;
+    ro.batch = N;
+    rc = fc_tokenize_run(store, tok, &first, &ro, &tst);
+    CHECK(rc == 0 && tst.processed == N - 1, "the other run: %s", fc_strerror(rc));
+    fflush(NULL);
+    const pid_t parent = getpid(), pid = fork();
+    if (pid == 0) {
+      fc_test_wait_stopped(parent);
+      if (fc_store_open(tk_dir, 0, &store)) _exit(2);
+      dropped = 0;
+      drop_all();
+      fc_store_close(store);
+      kill(parent, SIGCONT);
+      _exit(failures ? 1 : 0);
+    }
+    setenv("FC_FAULT_STOP", "tokenize_batch:1", 1);
+    rc = fc_tokenize_run(store, tok, &items, &ro, &tst);
+    unsetenv("FC_FAULT_STOP");
+    int status = -1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+              WEXITSTATUS(status) == 0,
+          "the drop in a child process: status %d", status);
+    CHECK(rc == FC_EDROPPED,
+          "tokenize with its config dropped after its lookups found records of it, before its "
+          "first commit: %s (%llu already stored), want FC_EDROPPED",
+          fc_strerror(rc), (unsigned long long)tst.skipped_existing);
+    check_dropped("tokenize, the drop before a first commit", FC_DB_TOK);
+    fc_store_close(store);
+    fc_tokenizer_free(tok);
+  }
   fc_item_list_free(&items);
 
   /* cache-merge, a batch per record */

@@ -380,7 +380,7 @@ static int build_vocab(fc_tokenizer *t, const fc_item_list *items, const fc_toke
  * tokenizer.json (vocab/<hex>, tokenizer/<hex>) in one write transaction: a job cut short leaves
  * both or neither, never a config whose vocabulary is missing (docs/FORMAT.md "Configs"). */
 static int put_meta(fc_store *s, fc_tokenizer *t, const fc_digest *cfg, const char *json,
-                    size_t jlen) {
+                    size_t jlen, int require) {
   const char *vt;
   size_t vlen;
   int rc = fc_tokenizer_vocab_text(t, &vt, &vlen);
@@ -390,7 +390,7 @@ static int put_meta(fc_store *s, fc_tokenizer *t, const fc_digest *cfg, const ch
   config_stamp(cfg, skey, when);
   int n = snprintf(vkey, sizeof vkey, "%s/%s",
                    fc_tokenizer_kind(t) == FC_TOK_BPE ? "tokenizer" : "vocab", ckey + 4);
-  fc_put p[3] = {{FC_DB_META, ckey, 36, json, jlen, FC_PUT_NOOVERWRITE},
+  fc_put p[3] = {{FC_DB_META, ckey, 36, json, jlen, require ? FC_PUT_REQUIRE : FC_PUT_NOOVERWRITE},
                  {FC_DB_META, skey, 40, when, 20, FC_PUT_NOOVERWRITE},
                  {FC_DB_META, vkey, (size_t)n, vt, vlen, FC_PUT_NOOVERWRITE}};
   return fc_store_write(s, p, 3);
@@ -434,6 +434,7 @@ typedef struct run_ctx {
   const char *json; /* the config, and whether it is in the store's meta yet (put_meta) */
   size_t jlen;
   int meta_put;
+  int cfg_seen; /* a lookup found a record of this config with the config there: not put again */
   int decided, bulk; /* the first batch decides whether the run is a bulk load */
   tok_spill *sp;
   counts pending; /* bulk: what the merge will commit */
@@ -446,7 +447,9 @@ typedef struct run_ctx {
  * stored already — leaves no config of its own (a vocab built from no text would be one). */
 static int ensure_meta(run_ctx *c) {
   if (c->meta_put) return 0;
-  int rc = put_meta(c->s, c->t, &c->cfg, c->json, c->jlen);
+  /* a lookup counted records of it stored: it is there, or was dropped since, and then is not
+   * stored anew without them (FC_EDROPPED), as featurize's cfg_seen */
+  int rc = put_meta(c->s, c->t, &c->cfg, c->json, c->jlen, c->cfg_seen);
   c->meta_put = !rc;
   return rc;
 }
@@ -516,6 +519,8 @@ static int run_batch(const fc_item *lines, size_t m, void *ctxp) {
     size_t vlen;
     const char *id = lines[i].id;
     l->need_tok = fc_rtxn_get(rt, FC_DB_TOK, key.bytes, 16, &v, &vlen) != 0;
+    if (!l->need_tok && !c->cfg_seen)
+      c->cfg_seen = !fc_rtxn_get(rt, FC_DB_META, c->ckey, 36, &v, &vlen);
     l->need_text = fc_rtxn_get(rt, FC_DB_TEXT, id, strlen(id), &v, &vlen) != 0 ||
                    vlen != 16 + l->len || memcmp(v, l->digest.bytes, 16) != 0;
     /* a new record comes with its entry (the same bytes when it was there): the entry's write
