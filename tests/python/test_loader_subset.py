@@ -142,6 +142,20 @@ def test_ids_list_and_union_with_manifest(corpus):
     assert sorted(epoch(corpus["store"], ids=["u04", "u01", "u04"])) == ["u01", "u04"]
     both = epoch(corpus["store"], ids=["u00"], manifest=os.path.join(corpus["dir"], "train.csv"))
     assert sorted(both) == sorted(TRAIN + ["u00"])
+    # an id that no store holds is said as where it was named: a manifest given beside the ids
+    # made every one "in the manifest", those of the ids too
+    for manifest, ids, want in (
+            ("train.csv", ["u00", "nope"], {"nope": "asked for"}),
+            ("dev.csv", ["u00", "nope"], {"nope": "asked for", "gone": "in the manifest"}),
+            ("dev.csv", ["gone"], {"gone": "asked for"}),
+            (None, ["nope"], {"nope": "asked for"})):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # (no utterance: the last)
+            with featcache.Loader(corpus["store"], ids=ids, manifest=manifest and os.path.join(
+                    corpus["dir"], manifest)) as ld:
+                got = {p[0]: p[2] for p in ld.problems() if p[0] != "bad"}
+        assert got == {k: "not stored: %s, in none of the stores" % v for k, v in want.items()}, \
+            (manifest, ids, got)
     with pytest.warns(RuntimeWarning, match=r"ids=\[\] names no utterance"):
         assert epoch(corpus["store"], ids=[]) == {}
 

@@ -236,8 +236,7 @@ static int subset_problems(fc_loader *l, char *why, size_t why_len) {
     uint32_t s = ld_recorded_failure(l, id, strlen(id), "not stored", r, sizeof r);
     if (s == l->n_stores) {
       s = 0; /* no store to name: the first */
-      fc_why(r, sizeof r, "not stored: %s, in none of the stores",
-             l->want_list.count ? "in the manifest" : "asked for");
+      fc_why(r, sizeof r, "not stored: %s, in none of the stores", ld_subset_source(l, i));
     }
     if (l->o.flags & FC_LOADER_STRICT) { /* store: id: reason, as the index's refusals say */
       fc_why(why, why_len, "%s: %s: %s", FC_WHY_NAME(l->stores[s].path), FC_WHY_NAME(id), r);

@@ -150,6 +150,7 @@ struct fc_loader {
   const char **want; /* sorted, each once; NULL: every utterance */
   size_t n_want;
   uint8_t *want_seen; /* [n_want]: an item or a problem of the index has the id */
+  uint8_t *want_asked; /* [n_want], with a manifest and ids both: the id is one of the ids */
   fc_item_list want_list; /* the manifest's items, which want points into */
 
   /* epoch state, guarded by mu */
@@ -249,6 +250,9 @@ int ld_wanted(struct fc_loader *l, const void *id, size_t id_len);
 /* After the index: the next id of the subset (from *i, 0 first) that no item or problem has, or
  * NULL. */
 const char *ld_subset_unseen(const struct fc_loader *l, size_t *i);
+/* How the subset named the id ld_subset_unseen returned last (i as it left it): "asked for"
+ * (the ids) or "in the manifest". */
+const char *ld_subset_source(const struct fc_loader *l, size_t i);
 void ld_subset_free(struct fc_loader *l);
 /* Add store si's utterances from its configs' indexes: *used 1; or, when it lacks one of them (or
  * this loader's transaction cannot read it), nothing: *used 0, read it without. */

@@ -47,7 +47,22 @@ int ld_subset_begin(fc_loader *l, const fc_loader_opts *o, char *why, size_t why
     if (m == 0 || strcmp(l->want[m - 1], l->want[i]) != 0) l->want[m++] = l->want[i];
   l->n_want = m;
   l->want_seen = fc_calloc(m ? m : 1, 1);
-  return l->want_seen ? 0 : ENOMEM;
+  if (!l->want_seen) return ENOMEM;
+  if (!o->manifest || !o->n_ids) return 0;
+  /* both: which ids came from the ids (an unstored one is said "asked for", not "in the
+   * manifest"): the ids sorted apart, each want looked up among them */
+  const char **asked = fc_malloc(o->n_ids * sizeof *asked);
+  l->want_asked = fc_calloc(m ? m : 1, 1);
+  if (!asked || !l->want_asked) {
+    free(asked);
+    return ENOMEM;
+  }
+  memcpy(asked, o->ids, o->n_ids * sizeof *asked);
+  qsort(asked, o->n_ids, sizeof *asked, str_cmp);
+  for (size_t i = 0; i < m; i++)
+    l->want_asked[i] = bsearch(&l->want[i], asked, o->n_ids, sizeof *asked, str_cmp) != NULL;
+  free(asked);
+  return 0;
 }
 
 int ld_wanted(fc_loader *l, const void *id, size_t id_len) {
@@ -76,11 +91,18 @@ const char *ld_subset_unseen(const fc_loader *l, size_t *i) {
   return *i < l->n_want ? l->want[(*i)++] : NULL;
 }
 
+const char *ld_subset_source(const fc_loader *l, size_t i) {
+  int asked = l->want_asked ? l->want_asked[i - 1] : !l->want_list.count;
+  return asked ? "asked for" : "in the manifest";
+}
+
 void ld_subset_free(fc_loader *l) {
   free(l->want);
   free(l->want_seen);
+  free(l->want_asked);
   fc_item_list_free(&l->want_list);
   l->want = NULL;
   l->want_seen = NULL;
+  l->want_asked = NULL;
   l->n_want = 0;
 }
