@@ -10,6 +10,7 @@
  * (0..3); each plane is one standard zstd frame (content size in its header, no checksum: the
  * record header's XXH3 covers the payload). */
 #include "featcache/fc_codec.h"
+#include "formats/common/args.h"
 #include "formats/codec_int.h"
 #include "featcache/fc_config.h"
 
@@ -177,6 +178,7 @@ int mq_encode(fc_mq_coder *c, const float *x, uint32_t dim0, uint32_t dim1, void
 int fc_mq_encode_step(fc_mq_coder *c, const float *x, uint32_t dim0, uint32_t dim1,
                       unsigned step_log2, void *out, size_t cap, size_t *len, char *why,
                       size_t why_len) {
+  FC_ARGS_WHY(x || !dim0 || !dim1, out, len);
   if (step_log2 > FC_MQ_STEP_LOG2_MAX) {
     fc_why(why, why_len, "step 2^-%u: finer than the codec's 2^-%d", step_log2,
            FC_MQ_STEP_LOG2_MAX);

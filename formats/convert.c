@@ -1,6 +1,7 @@
 /* float16 / bfloat16 conversions of the public API, on the shared per-element math so that CPU
  * and CUDA round identically (round to nearest, ties to even). */
 #include "featcache/fc_base.h"
+#include "formats/common/args.h"
 #include "featcache/fc_mel.h"
 
 #include <string.h>
@@ -13,6 +14,7 @@ uint16_t fc_f32_to_bf16(float f) { return fc_math_f32_to_bf16(f); }
 float fc_bf16_to_f32(uint16_t b) { return fc_math_bf16_to_f32(b); }
 
 void fc_convert_dtype(const float *src, size_t n, int dtype, void *dst) {
+  FC_ARGS_OR(, src || !n, dst || !n);
   /* dst may be unaligned (a record payload being assembled), so halves are stored bytewise; in
    * host byte order, which is the format's little-endian on every host we build for. */
   unsigned char *d = dst;

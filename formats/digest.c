@@ -1,6 +1,7 @@
 /* Digests and checksums: thin, byte-order-explicit wrappers over xxHash's XXH3, run by the widest
  * vector code the CPU has (formats/xxh3_int.h). */
 #include "featcache/fc_base.h"
+#include "formats/common/args.h"
 #include "formats/xxh3_int.h"
 
 #include <stdatomic.h>
@@ -33,12 +34,14 @@ void xxh3_put_digest(const uint64_t h[2], fc_digest *out) {
 }
 
 void fc_digest_buffer(const void *data, size_t len, fc_digest *out) {
+  FC_ARGS_OR(, data || !len, out);
   uint64_t h[2];
   xxh3_best()->h128(data, len, h);
   xxh3_put_digest(h, out);
 }
 
 void fc_digest_pieces(const void *const *data, const size_t *len, size_t n, fc_digest *out) {
+  FC_ARGS_OR(, data || !n, len || !n, out);
   const xxh3_impl *x = xxh3_best();
   xxh3_stream s;
   uint64_t h[2];
@@ -48,9 +51,13 @@ void fc_digest_pieces(const void *const *data, const size_t *len, size_t n, fc_d
   xxh3_put_digest(h, out);
 }
 
-uint64_t fc_hash64(const void *data, size_t len) { return xxh3_best()->h64(data, len); }
+uint64_t fc_hash64(const void *data, size_t len) {
+  FC_ARGS_OR(0, data || !len);
+  return xxh3_best()->h64(data, len);
+}
 
 void fc_digest_hex(const fc_digest *d, char out[33]) {
+  FC_ARGS_OR(, d, out);
   static const char hex[] = "0123456789abcdef";
   for (int i = 0; i < 16; i++) {
     out[2 * i] = hex[d->bytes[i] >> 4];
@@ -67,6 +74,7 @@ static int hexval(char c) {
 }
 
 int fc_digest_parse(const char *hex, fc_digest *out) {
+  FC_ARGS(out);
   if (!hex || strlen(hex) != 32) return FC_ECONFIG;
   for (int i = 0; i < 16; i++) {
     int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);

@@ -7,6 +7,7 @@
  * a set of 2 pointers per id); fc_manifest_read keeps the items, unless opts->on_item takes each
  * as it is read. The lines, ids made from file names and the item list are manifest_items.c's. */
 #include "featcache/fc_manifest.h"
+#include "formats/common/args.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -770,6 +771,7 @@ nomem:
 
 int fc_manifest_read(const char *path, const fc_manifest_opts *opts, fc_item_list *out, char *why,
                      size_t why_len) {
+  FC_ARGS_WHY(path, out);
   memset(out, 0, sizeof *out);
   reader *r;
   int rc = reader_open(path, opts, &r, why, why_len);

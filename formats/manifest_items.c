@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "featcache/fc_format.h"
+#include "formats/common/args.h"
 #include "formats/common/alloc.h"
 #include "formats/manifest_int.h"
 
@@ -371,6 +372,7 @@ int mf_list_comment(const char *line, const char *path) {
 }
 
 int fc_items_from_paths(const char *const *paths, size_t n, fc_item_list *out) {
+  FC_ARGS(out);
   memset(out, 0, sizeof *out);
   out->format = FC_MANIFEST_LIST;
   if (n && !paths) return EINVAL;
@@ -396,6 +398,7 @@ int fc_items_from_paths(const char *const *paths, size_t n, fc_item_list *out) {
 }
 
 int fc_items_from_stream(void *stdio_file, fc_item_list *out) {
+  FC_ARGS(out);
   memset(out, 0, sizeof *out);
   out->format = FC_MANIFEST_LIST;
   FILE *f = stdio_file ? (FILE *)stdio_file : stdin;

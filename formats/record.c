@@ -2,6 +2,7 @@
  * failure records: inline in fc_format.h).
  * Everything is explicit little-endian byte by byte, so the layout does not depend on the host. */
 #include "formats/common/why.h"
+#include "formats/common/args.h"
 #include "featcache/fc_format.h"
 #include "formats/codec_int.h"
 #include "featcache/fc_codec.h"
@@ -28,6 +29,7 @@ static uint64_t get64(const uint8_t *p) {
 }
 
 void fc_record_header_encode(const fc_record_header *h, uint8_t out[FC_RECORD_HEADER_SIZE]) {
+  FC_ARGS_OR(, h, out);
   memcpy(out, FC_RECORD_MAGIC, 4);
   put16(out + 4, FC_RECORD_HEADER_SIZE);
   out[6] = h->dtype;
@@ -43,6 +45,7 @@ void fc_record_header_encode(const fc_record_header *h, uint8_t out[FC_RECORD_HE
 }
 
 int fc_record_encode(fc_record_header *h, const void *payload, size_t payload_len, void *out) {
+  FC_ARGS(h, payload || !payload_len, out);
   if (h->dtype == FC_DTYPE_MQ) {
     if (h->ndim != 2 || mq_check(payload, payload_len, h->dim0, h->dim1, NULL, 0))
       return FC_EFORMAT;
@@ -143,15 +146,21 @@ int fc_record_verify(const void *val, size_t len, fc_record_header *h, const voi
 }
 
 void fc_record_key(const fc_digest *content, const fc_digest *config, fc_digest *key) {
+  FC_ARGS_OR(, content, config, key);
   uint8_t buf[32];
   memcpy(buf, content->bytes, 16);
   memcpy(buf + 16, config->bytes, 16);
   fc_digest_buffer(buf, sizeof buf, key);
 }
 
-size_t fc_audio_entry_size(const fc_audio_entry *e) { return FC_AUDIO_ENTRY_FIXED + e->path_len; }
+size_t fc_audio_entry_size(const fc_audio_entry *e) {
+  FC_ARGS_OR(0, e);
+  return FC_AUDIO_ENTRY_FIXED + e->path_len;
+}
 
 void fc_audio_entry_encode(const fc_audio_entry *e, void *out) {
+  FC_ARGS_OR(, e, out);
+  FC_ARGS_OR(, e->path || !e->path_len);
   uint8_t *p = out;
   memcpy(p, e->digest.bytes, 16);
   put32(p + 16, e->sample_rate);
@@ -163,6 +172,7 @@ void fc_audio_entry_encode(const fc_audio_entry *e, void *out) {
 }
 
 int fc_audio_entry_decode(const void *val, size_t len, fc_audio_entry *e) {
+  FC_ARGS(e);
   const uint8_t *p = val;
   if (!p || len < FC_AUDIO_ENTRY_FIXED) return FC_EFORMAT;
   memcpy(e->digest.bytes, p, 16);

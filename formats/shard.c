@@ -1,6 +1,7 @@
 /* Shards: id → 0..N-1 by XXH3-64 and a multiply-shift (Lemire's fast range), which spreads
  * a uniform 64-bit hash over N buckets as evenly as a modulo does, for any N, without a division. */
 #include "featcache/fc_shard.h"
+#include "formats/common/args.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include "formats/manifest_int.h"
 
 uint32_t fc_shard_of(const char *id, size_t len, uint32_t n) {
+  FC_ARGS_OR(0, id || !len);
   if (n <= 1) return 0;
   uint64_t h = fc_hash64(id, len);
   return (uint32_t)(((unsigned __int128)h * n) >> 64);
@@ -98,6 +100,7 @@ static int parse_slurm(const char *spec, uint32_t *k, uint32_t *n, char *why, si
 int fc_shard_parse(const char *spec, uint32_t *k, uint32_t *n, char *why, size_t why_len) {
   if (why && why_len) why[0] = '\0';
   if (!spec) return FC_ECONFIG;
+  FC_ARGS_WHY(k, n);
   if (strncmp(spec, "slurm", 5) == 0 && (spec[5] == '\0' || spec[5] == '/'))
     return parse_slurm(spec, k, n, why, why_len);
   const char *slash = strchr(spec, '/');
@@ -123,6 +126,7 @@ int fc_shard_parse(const char *spec, uint32_t *k, uint32_t *n, char *why, size_t
 }
 
 int fc_item_list_shard(fc_item_list *l, uint32_t k, uint32_t n) {
+  FC_ARGS(l);
   if (!l || n == 0 || k >= n) return EINVAL;
   size_t kept = 0;
   for (size_t i = 0; i < l->count; i++) {

@@ -1,7 +1,9 @@
 /* UTF-8 and id validation (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF). */
 #include "featcache/fc_format.h"
+#include "formats/common/args.h"
 
 int fc_utf8_valid(const char *str, size_t len) {
+  FC_ARGS_OR(0, str || !len);
   const unsigned char *s = (const unsigned char *)str;
   size_t i = 0;
   while (i < len) {
@@ -39,6 +41,7 @@ int fc_utf8_valid(const char *str, size_t len) {
 }
 
 int fc_id_check(const char *id, size_t len) {
+  FC_ARGS(id || !len);
   if (len == 0 || len > FC_ID_MAX) return FC_EFORMAT;
   for (size_t i = 0; i < len; i++)
     if (id[i] == '\0' || id[i] == '\n' || id[i] == '\r') return FC_EFORMAT;

@@ -9,6 +9,7 @@
  * against rounding at the edges) with fc_mel_weight, the function the filterbank is built from,
  * so it agrees with the filterbank bit for bit, at O(1) per band. */
 #include "featcache/fc_mel.h"
+#include "formats/common/args.h"
 
 #include <math.h>
 
@@ -39,6 +40,7 @@ static int band_has_bin(uint32_t b, const fc_mel_config *c, double fmax, uint32_
 }
 
 uint32_t fc_mel_empty_bands(const fc_mel_config *cfg, uint32_t *n_fft_min) {
+  FC_ARGS_OR(0, cfg);
   const double fmax = fc_mel_config_fmax(cfg);
   uint32_t empty = 0, first = 0;
   for (uint32_t b = cfg->n_mels; b-- > 0;)

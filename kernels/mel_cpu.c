@@ -28,6 +28,7 @@
  * exactly as the buffers the FFTW plans were made for so the new-array execute functions (which
  * are thread-safe) can run them. */
 #include "formats/common/alloc.h"
+#include "formats/common/args.h"
 #include "formats/common/fault.h"
 #include "featcache/fc_mel.h"
 
@@ -182,6 +183,7 @@ static void plan_buffers_free(fc_mel_plan *p) {
 }
 
 int fc_mel_plan_create(const fc_mel_config *cfg, fc_mel_plan **out) {
+  FC_ARGS(cfg, out);
   *out = NULL;
   if (fc_mel_config_validate(cfg, NULL, 0)) return FC_ECONFIG;
   fc_mel_plan *p = fc_calloc(1, sizeof *p);
@@ -255,6 +257,7 @@ fail:
 }
 
 int fc_mel_plan_clone(const fc_mel_plan *src, fc_mel_plan **out) {
+  FC_ARGS(src, out);
   *out = NULL;
   fc_mel_plan *p = fc_calloc(1, sizeof *p);
   if (!p) return ENOMEM;
@@ -275,7 +278,10 @@ void fc_mel_plan_free(fc_mel_plan *p) {
   free(p);
 }
 
-const fc_mel_config *fc_mel_plan_config(const fc_mel_plan *p) { return &p->t->cfg; }
+const fc_mel_config *fc_mel_plan_config(const fc_mel_plan *p) {
+  FC_ARGS_OR(NULL, p);
+  return &p->t->cfg;
+}
 
 /* Fill the window-length segment of frame `frame` into seg (the row at the window offset). */
 static void fill_frame(const mel_tables *t, const float *x, uint64_t n, uint64_t frame,
@@ -438,6 +444,7 @@ static int block_mel(const mel_tables *t, const float *restrict spec, float *out
 }
 
 int fc_mel_compute(fc_mel_plan *p, const float *x, size_t n, float *out) {
+  FC_ARGS(p, x || !n, out);
   const mel_tables *t = p->t;
   const fc_mel_config *c = &t->cfg;
   const uint64_t frames = fc_mel_num_frames(c, n);
@@ -478,6 +485,7 @@ int fc_mel_compute(fc_mel_plan *p, const float *x, size_t n, float *out) {
 }
 
 void fc_mel_filterbank_dense(const fc_mel_plan *p, float *out) {
+  FC_ARGS_OR(, p, out);
   const mel_tables *t = p->t;
   memset(out, 0, sizeof *out * (size_t)t->cfg.n_mels * t->nbins);
   for (uint32_t m = 0; m < t->cfg.n_mels; m++)
@@ -486,6 +494,7 @@ void fc_mel_filterbank_dense(const fc_mel_plan *p, float *out) {
 }
 
 void fc_mel_window(const fc_mel_plan *p, float *out) {
+  FC_ARGS_OR(, p, out);
   const mel_tables *t = p->t;
   memset(out, 0, sizeof *out * t->n_fft);
   memcpy(out + t->woff, t->window, sizeof *out * t->win);

@@ -1,5 +1,6 @@
 /* JSON string literals for everything the tools and the library print (fc_outfile.h). */
 #include "featcache/fc_outfile.h"
+#include "formats/common/args.h"
 
 #include <stdint.h>
 
@@ -24,6 +25,7 @@ static int utf8_char_len(const unsigned char *p) {
 }
 
 void fc_json_write_string(FILE *f, const char *s) {
+  FC_ARGS_OR(, f);
   fputc('"', f);
   for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
     if (*p == '"' || *p == '\\') {

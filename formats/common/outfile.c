@@ -1,5 +1,6 @@
 /* Exported files written whole or not at all (include/featcache/fc_outfile.h). */
 #include "featcache/fc_outfile.h"
+#include "formats/common/args.h"
 
 #include "formats/common/alloc.h"
 #include "formats/common/fault.h"
@@ -42,6 +43,7 @@ static int names_fd(const char *path) {
 }
 
 int fc_outfile_open(const char *path, fc_outfile **out) {
+  FC_ARGS(out);
   static atomic_uint seq;
   *out = NULL;
   if (!path || !*path) return EINVAL;
@@ -91,7 +93,10 @@ int fc_outfile_open(const char *path, fc_outfile **out) {
   return 0;
 }
 
-FILE *fc_outfile_stream(fc_outfile *o) { return o->f; }
+FILE *fc_outfile_stream(fc_outfile *o) {
+  FC_ARGS_OR(NULL, o);
+  return o->f;
+}
 
 static void outfile_free(fc_outfile *o) {
   free(o->tmp);
@@ -100,6 +105,7 @@ static void outfile_free(fc_outfile *o) {
 }
 
 int fc_outfile_commit(fc_outfile *o) {
+  FC_ARGS(o);
   errno = 0;
   int rc = injected();
   if (!rc) rc = err_of(fflush(o->f) != 0 || ferror(o->f));
@@ -122,6 +128,7 @@ void fc_outfile_abort(fc_outfile *o) {
 }
 
 int fc_outfile_write(const char *path, const void *data, size_t len) {
+  FC_ARGS(data || !len);
   fc_outfile *o;
   int rc = fc_outfile_open(path, &o);
   if (rc) return rc;

@@ -2,6 +2,7 @@
  * Canonical = keys sorted bytewise, no spaces, numbers in their shortest round-trip form, effective
  * values (fmax resolved). Same parameters → same bytes → same digest, on every host. */
 #include "formats/common/why.h"
+#include "formats/common/args.h"
 #include "featcache/fc_config.h"
 
 #include "formats/common/json.h"
@@ -53,6 +54,7 @@ static const char *name_of(const char *const *names, size_t n, int v) {
 }
 
 int fc_mel_config_json(const fc_mel_config *c, char *buf, size_t buf_len) {
+  FC_ARGS_OR(FC_ECONFIG, c, buf || !buf_len);
   char fmax[32], fmin[32], floor_[32], eps[32], power[32], pre[32], top[32];
   double fm = fc_mel_config_fmax(c);
   fmt_num(fmax, sizeof fmax, fm);
@@ -93,6 +95,7 @@ int fc_mel_config_json(const fc_mel_config *c, char *buf, size_t buf_len) {
 }
 
 void fc_mel_config_digest(const fc_mel_config *cfg, fc_digest *out) {
+  FC_ARGS_OR(, cfg, out);
   char buf[1024];
   int n = fc_mel_config_json(cfg, buf, sizeof buf);
   fc_digest_buffer(buf, n > 0 ? (size_t)n : 0, out);
@@ -132,6 +135,7 @@ static int get_bool(json_t *o, const char *key, int *out) {
 
 int fc_mel_config_from_json(const char *json, size_t len, fc_mel_config *c, char *why,
                             size_t why_len) {
+  FC_ARGS_WHY(json || !len, c);
   json_error_t jerr;
   int nomem;
   json_t *o = fc_json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr, &nomem);

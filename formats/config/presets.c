@@ -2,6 +2,7 @@
  * the frame/length rules. Each preset reproduces one reference; the comment on each says which and the choices that
  * matter for matching it. */
 #include "featcache/fc_config.h"
+#include "formats/common/args.h"
 
 #include <float.h>
 #include <math.h>
@@ -219,6 +220,7 @@ static int same_parameters(const fc_mel_config *a, const fc_mel_config *b) {
 }
 
 void fc_mel_config_settle_preset(fc_mel_config *c) {
+  FC_ARGS_OR(, c);
   fc_mel_config ref;
   if (!c->preset[0]) return;
   if (memchr(c->preset, '\0', sizeof c->preset) == NULL || fc_mel_preset(c->preset, &ref) != 0 ||
@@ -243,6 +245,7 @@ const char *fc_mel_config_preset_of(const fc_mel_config *c, int *exact) {
 }
 
 uint64_t fc_mel_num_frames(const fc_mel_config *c, uint64_t n) {
+  FC_ARGS_OR(0, c);
   return fc_frames_for(n, c->center, c->n_fft, c->win_length, c->hop_length, c->pad,
                        c->window_align, c->drop_last_frame, c->no_snip_edges);
 }

@@ -2,7 +2,8 @@
  *
  * Error model (one for the whole library): functions return int, 0 is success; our own codes are
  * negative FC_E* in [-31999, -31900]; LMDB's codes (-30800 .. -30780) and errno values (positive)
- * are passed through unchanged. fc_strerror() names every one of them. */
+ * are passed through unchanged. fc_strerror() names every one of them. A NULL given for a pointer
+ * a function needs is EINVAL, never a crash, with fc_last_error() naming the argument (below). */
 #ifndef FC_BASE_H
 #define FC_BASE_H
 
@@ -15,8 +16,10 @@ extern "C" {
 
 #if defined(__GNUC__)
 #define FC_API __attribute__((visibility("default")))
+#define FC_PRINTF_LIKE(fmt, first) __attribute__((format(printf, fmt, first)))
 #else
 #define FC_API
+#define FC_PRINTF_LIKE(fmt, first)
 #endif
 
 /* ---- errors ---------------------------------------------------------------------------------- */
@@ -59,6 +62,17 @@ enum {
 /* Message for any code returned by this library: FC_E*, LMDB codes, errno values.
  * Returns a static string (never NULL, never to be freed). Our messages start with the code's name. */
 FC_API const char *fc_strerror(int err);
+
+/* This thread's message of the last argument a function of this library refused: a pointer it
+ * needs (an input, an output, a handle) given NULL. Such a call returns EINVAL (errno's; a
+ * function that returns no code returns NULL or 0, or does nothing) instead of crashing, and the
+ * message names the function and the argument: "fc_store_open: out is NULL" (also written to the
+ * call's why, when it has one). "" before any refusal; a later refusal on the thread replaces it,
+ * other calls leave it. Valid until the thread's next refusal; never NULL, never to be freed. */
+FC_API const char *fc_last_error(void);
+/* Set this thread's fc_last_error message (printf-style, cut at 255 bytes) and return err: how
+ * the library's components refuse an argument, and a binding may refuse its own the same way. */
+FC_API int fc_set_last_error(int err, const char *fmt, ...) FC_PRINTF_LIKE(2, 3);
 
 /* Library version, "MAJOR.MINOR.PATCH". Static string. */
 FC_API const char *fc_version(void);

@@ -45,21 +45,21 @@ done
 for t in "${targets[@]}"; do
   case $t in
   record) srcs=(formats/record.c formats/codec.c formats/digest.c formats/config/mel_config.c formats/utf8.c
-                formats/config/presets.c libcache/core/verify/verify_record.c)
+                formats/config/presets.c libcache/core/verify/verify_record.c formats/common/last_error.c)
           libs=(-lxxhash -lzstd $(pkg-config --libs jansson) -lm -lpthread) ;;
   parsers) srcs=(formats/manifest.c formats/manifest_items.c formats/shard.c formats/utf8.c formats/digest.c formats/record.c formats/codec.c
                  libcache/text/tokenize/tok_bpe.c libcache/text/tokenize/tok_util.c libcache/text/tokenize/tok_vocab.c
-                 libcache/text/tokenize/tok_normalize.c)
+                 libcache/text/tokenize/tok_normalize.c formats/common/last_error.c)
            libs=($(pkg-config --libs jansson libutf8proc) -lxxhash -lzstd -lm -lpthread) ;;
   loader) # (verify/ and the merge/ parts it uses: the loader's page check, FC_LOADER_CHECK_PAGES)
           srcs=($(ls formats/*.c | grep -v '/xxh3_') formats/common/*.c formats/config/*.c libcache/core/store/*.c
                 libcache/core/loader/*.c libcache/core/verify/*.c libcache/core/merge/*.c)
           libs=(-fopenmp -llmdb -lxxhash -lzstd $(pkg-config --libs jansson) -lm -lpthread) ;;
   phonemes) srcs=(libcache/text/tokenize/tok_espeak.c libcache/text/tokenize/tok_child.c libcache/text/tokenize/tok_util.c
-                  libcache/text/tokenize/tok_normalize.c formats/utf8.c)
+                  libcache/text/tokenize/tok_normalize.c formats/utf8.c formats/common/last_error.c)
             libs=($(pkg-config --libs espeak-ng libutf8proc) -lxxhash -lm -lpthread) ;;
   audio) srcs=(libcache/mel/featurize/audio*.c formats/digest.c
-               formats/common/fault.c)
+               formats/common/fault.c formats/common/last_error.c)
          libs=($(pkg-config --libs sndfile soxr) -lxxhash -lm -lpthread) ;;
   *) echo "fuzz: unknown target $t (record, parsers, loader, phonemes, audio)" >&2; exit 2 ;;
   esac

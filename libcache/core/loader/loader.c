@@ -7,6 +7,7 @@
  * shared between threads. Stores are shared between the loaders of one process (LMDB must not
  * open an environment twice in a process); see ld_reg. */
 #include "libcache/core/loader/loader_int.h"
+#include "formats/common/args.h"
 #include "libcache/core/store/store_lock.h"
 
 #include <errno.h>
@@ -25,6 +26,7 @@
 #include "formats/common/alloc.h"
 
 void fc_loader_opts_init(fc_loader_opts *o) {
+  FC_ARGS_OR(, o);
   memset(o, 0, sizeof *o);
   o->order = FC_ORDER_SEQUENTIAL;
   o->output = FC_OUTPUT_VIEWS;
@@ -214,6 +216,7 @@ static int store_is_empty(const ld_store *st) {
 /* A split store (fc_store.h) is read as its parts: several stores as one dataset. */
 int fc_loader_open(const char *const *paths, size_t n, const fc_loader_opts *opts, fc_loader **out,
                    char *why, size_t why_len) {
+  FC_ARGS_WHY(out, paths || !n);
   *out = NULL;
   if (why && why_len) why[0] = '\0';
   char **all = NULL;
@@ -519,6 +522,7 @@ void fc_loader_close(fc_loader *l) {
 }
 
 int fc_loader_info_get(const fc_loader *l, fc_loader_info *info) {
+  FC_ARGS(l, info);
   memset(info, 0, sizeof *info);
   info->items = l->n_items;
   info->skipped = l->n_problems;
@@ -571,6 +575,7 @@ int fc_loader_info_get(const fc_loader *l, fc_loader_info *info) {
 
 int fc_loader_problem(const fc_loader *l, uint64_t i, const char **id, const char **store,
                       const char **reason) {
+  FC_ARGS(l);
   if (i >= l->n_problems) return FC_ENOTFOUND;
   if (id) *id = l->problems[i].id;
   if (store) *store = l->stores[l->problems[i].store].path;
@@ -598,6 +603,7 @@ static int mapping_of(const void *p, const void **base, size_t *len) {
 }
 
 int fc_loader_map_region(const fc_loader *l, uint32_t i, const void **base, size_t *len) {
+  FC_ARGS(l, base, len);
   if (i >= l->n_stores) return FC_ENOTFOUND;
   if (l->pid != getpid()) return FC_EBADSTATE;
   /* data.mdb may be mapped more than once in a process (e.g. by Python's lmdb as well): take the
@@ -616,14 +622,17 @@ int fc_loader_map_region(const fc_loader *l, uint32_t i, const void **base, size
 }
 
 const char *fc_loader_config_json(const fc_loader *l, int which) {
+  FC_ARGS_OR(NULL, l);
   return which ? l->tok_json : l->mel_json;
 }
 
 const char *fc_loader_error(const fc_loader *l) {
+  FC_ARGS_OR(fc_last_error(), l);
   return ld_lookup_serial == l->serial ? ld_lookup_why : l->err;
 }
 
 int fc_loader_lookup(fc_loader *l, const char *id, fc_loader_item *out) {
+  FC_ARGS(l, id, out);
   memset(out, 0, sizeof *out);
   if (l->pid != getpid() || l->refresh_failed) return FC_EBADSTATE;
   size_t len = strlen(id);
@@ -695,6 +704,7 @@ int fc_loader_lookup(fc_loader *l, const char *id, fc_loader_item *out) {
 }
 
 int fc_loader_refresh(fc_loader *l) {
+  FC_ARGS(l);
   ld_not_lookup(l);
   if (l->pid != getpid() || l->refresh_failed) return FC_EBADSTATE;
   if (!(l->o.flags & FC_LOADER_LOOKUP_ONLY)) return FC_ECONFIG; /* the index is of its snapshot */

@@ -9,8 +9,10 @@
  * a function of seed and epoch only) and goes on building its first batches; fc_loader_set_epoch
  * (e+1) after the last batch of e then keeps them (the sequence continues). Any other
  * set_epoch bumps a generation number and drops what was built: builds of an older generation
- * are dropped when they finish. A build touches only the index and the map (no LMDB call). */
+ * are dropped when they finish. A build touches only the index and the map (no LMDB call). The
+ * caller's buffers are set in loader_caller.c. */
 #include "libcache/core/loader/loader_int.h"
+#include "formats/common/args.h"
 #include "featcache/fc_codec.h"
 #include "formats/common/alloc.h"
 #include "formats/common/thread_name.h"
@@ -33,70 +35,6 @@ static uint64_t now_ns(void) {
 }
 
 static size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
-
-/* ---- caller buffers ------------------------------------------------------------------------- */
-int fc_loader_set_buffers(fc_loader *l, void *const *bufs, size_t n, size_t bytes) {
-  ld_not_lookup(l);
-  if (l->pid != getpid()) return FC_EBADSTATE;
-  if (n == 0 || !bufs) return EINVAL;
-  pthread_mutex_lock(&l->mu);
-  int rc = 0;
-  if (bytes < l->plan.max_batch_bytes) {
-    snprintf(l->err, sizeof l->err, "caller buffers of %zu bytes, the epoch's batches need %llu",
-             bytes, (unsigned long long)l->plan.max_batch_bytes);
-    rc = FC_ECONFIG;
-  } else if (l->next_consume != l->base || l->held_caller) {
-    snprintf(l->err, sizeof l->err, "set buffers before the first batch of an epoch");
-    rc = FC_EBADSTATE;
-  } else {
-    /* batches prefetched into the loader's own buffers are dropped and built again */
-    l->gen++;
-    pthread_cond_broadcast(&l->cv_buf);
-    while (l->building) pthread_cond_wait(&l->cv_idle, &l->mu);
-    ld_drop_ready(l);
-    l->next_build = l->next_consume;
-    ld_bufs_free(l);
-    for (size_t i = 0; i < n && !rc; i++) {
-      l->n_caller_bufs = n;
-      ld_buf b = {bufs[i], bytes, 1, (uint32_t)i, 0, 0};
-      size_t before = l->n_free;
-      ld_buf_put_locked(l, b);
-      if (l->n_free == before) rc = ENOMEM;
-    }
-    l->caller_buf_bytes = bytes;
-    pthread_cond_broadcast(&l->cv_space);
-  }
-  pthread_mutex_unlock(&l->mu);
-  return rc;
-}
-
-int fc_loader_add_buffers(fc_loader *l, void *const *bufs, size_t n, size_t bytes) {
-  ld_not_lookup(l);
-  if (l->pid != getpid()) return FC_EBADSTATE;
-  if (n == 0 || !bufs) return EINVAL;
-  pthread_mutex_lock(&l->mu);
-  int rc = 0;
-  if (!l->n_caller_bufs) {
-    snprintf(l->err, sizeof l->err, "no caller buffers to add to: fc_loader_set_buffers first");
-    rc = FC_EBADSTATE;
-  } else if (bytes < l->caller_buf_bytes) {
-    snprintf(l->err, sizeof l->err, "added buffers of %zu bytes, the others hold %zu", bytes,
-             l->caller_buf_bytes);
-    rc = FC_ECONFIG;
-  }
-  for (size_t i = 0; i < n && !rc; i++) {
-    ld_buf b = {bufs[i], bytes, 1, (uint32_t)l->n_caller_bufs, 0, 0};
-    size_t before = l->n_free;
-    ld_buf_put_locked(l, b);
-    if (l->n_free == before)
-      rc = ENOMEM;
-    else
-      l->n_caller_bufs++;
-  }
-  pthread_mutex_unlock(&l->mu);
-  pthread_cond_broadcast(&l->cv_space); /* the claim window grew */
-  return rc;
-}
 
 /* ---- batches ----------------------------------------------------------------------------------- */
 static void batch_free_locked(fc_loader *l, ld_batch *b) {
@@ -122,6 +60,7 @@ static void release_batch(fc_loader *l, ld_batch *b, int wake) {
 }
 
 void fc_loader_release(fc_loader *l, fc_batch *pub) {
+  FC_ARGS_OR(, l || !pub);
   if (pub) release_batch(l, (ld_batch *)pub, 1);
 }
 
@@ -526,6 +465,7 @@ static int lookup_only(fc_loader *l) { /* next, set_epoch: no index to iterate *
 }
 
 int fc_loader_set_epoch(fc_loader *l, uint64_t epoch) {
+  FC_ARGS(l);
   ld_not_lookup(l);
   if (l->pid != getpid()) return FC_EBADSTATE;
   if (l->o.flags & FC_LOADER_LOOKUP_ONLY) return lookup_only(l);
@@ -612,6 +552,7 @@ static pid_t cur_pid(void) {
 }
 
 int fc_loader_next(fc_loader *l, fc_batch **out) {
+  FC_ARGS(l, out);
   *out = NULL;
   ld_not_lookup(l);
   if (l->pid != cur_pid()) {
@@ -715,7 +656,10 @@ out:
   return rc;
 }
 
-uint64_t fc_loader_wait_ns(const fc_loader *l) { return l->wait_ns; }
+uint64_t fc_loader_wait_ns(const fc_loader *l) {
+  FC_ARGS_OR(0, l);
+  return l->wait_ns;
+}
 
 /* The batch's fields packed into desc (FC_DESC_*); b NULL: all 0. */
 static void fill_desc(const fc_batch *b, uint64_t *desc) {
@@ -771,6 +715,7 @@ static int take_ready_locked(fc_loader *l, ld_batch **out) {
 }
 
 int fc_loader_swap_descs(fc_loader *l, uint64_t *descs, size_t n) {
+  FC_ARGS(l, descs || !n);
   /* no wakeup for the batches given back: the next below wakes the threads when fewer than two
    * batches are left ready, so a hand-off costs the caller no futex call while they are ahead */
   for (size_t i = 0; i < n; i++)

@@ -3,6 +3,7 @@
  * ranks of one training run compare (fc_loader_view_digest). Neither runs on the hot path: the
  * check once at open, the digest when asked for. */
 #include "libcache/core/loader/loader_int.h"
+#include "formats/common/args.h"
 
 #include "formats/common/alloc.h"
 #include "formats/common/why.h"
@@ -101,6 +102,7 @@ static void put_u64(vbuf *v, uint64_t x) {
 }
 
 int fc_loader_view_digest(const fc_loader *l, fc_digest *out) {
+  FC_ARGS(l, out);
   memset(out, 0, sizeof *out);
   if (l->o.flags & FC_LOADER_LOOKUP_ONLY) return FC_EBADSTATE;
   vbuf vb, *v = &vb; /* on the stack: the stream wants 64-byte alignment, malloc's is 16 */

@@ -9,6 +9,7 @@
  * without reading the input's value. Records are verified (fc_record_verify) before they are
  * written; a damaged one is replaced by another input's copy of the same key, or left out. */
 #include "featcache/fc_merge.h"
+#include "formats/common/args.h"
 
 #include "featcache/fc_format.h"
 #include "formats/common/alloc.h"
@@ -38,6 +39,7 @@
 #define FC_MERGE_BATCH_BYTES (4ull << 20)
 
 void fc_merge_opts_init(fc_merge_opts *o) {
+  FC_ARGS_OR(, o);
   memset(o, 0, sizeof *o);
   o->batch_records = 1024;
   o->batch_bytes = FC_MERGE_BATCH_BYTES;
@@ -599,6 +601,7 @@ static int check_dirs(const char *out_dir, const char *const *inputs, size_t n, 
 
 int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const fc_merge_opts *o,
                  fc_merge_stats *stats, char *why, size_t why_len) {
+  FC_ARGS_WHY(out_dir, inputs || !n);
   fc_merge_opts defaults;
   if (!o) {
     fc_merge_opts_init(&defaults);

@@ -4,6 +4,7 @@
  * Calls: libnvidia-ml.so.1 through dlopen/dlsym only — the library is never linked, so the CPU
  * build runs (and says "not measured") on machines without the NVIDIA driver. */
 #include "featcache/fc_profiler.h"
+#include "formats/common/args.h"
 #include "libcache/core/profile/profile_int.h"
 #include "formats/common/alloc.h"
 #include "formats/common/thread_name.h"
@@ -85,6 +86,7 @@ static void *sampler_main(void *arg) {
 
 int fc_gpu_sampler_start(unsigned device, double period_ms, fc_gpu_sampler **out, char *why,
                          size_t why_len) {
+  FC_ARGS_WHY(out);
   *out = NULL;
   if (!(period_ms >= 1 && period_ms <= 60000)) {
     prof_say(why, why_len, "sampling period %g ms out of range (1 .. 60000)", period_ms);
@@ -159,6 +161,7 @@ void fc_gpu_sampler_stop(fc_gpu_sampler *s) {
 }
 
 size_t fc_gpu_sampler_samples(fc_gpu_sampler *s, const double **pct) {
+  FC_ARGS_OR(0, s, pct);
   pthread_mutex_lock(&s->mu);
   size_t n = s->n;
   if (n > s->snap_cap) {

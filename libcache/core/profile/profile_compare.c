@@ -4,6 +4,7 @@
  * data wait's percentiles, variation and periodicity, GPU busy, steps/s, the shrink factor and a
  * verdict. Owns nothing beyond one call; reads JSON with jansson. */
 #include "featcache/fc_profiler.h"
+#include "formats/common/args.h"
 #include "featcache/fc_outfile.h"
 #include "libcache/core/profile/profile_int.h"
 #include "formats/common/json.h"
@@ -236,6 +237,7 @@ static void json_side(FILE *f, const prof_view *v) {
 
 int fc_prof_compare_files(const char *before, const char *after, int json, void *stdio_file,
                           char *why, size_t why_len) {
+  FC_ARGS_WHY(before, after, stdio_file);
   FILE *out = stdio_file;
   prof_view a, b;
   int rc = load(before, &a, why, why_len);

@@ -3,6 +3,7 @@
 #include "featcache/fc_profiler.h"
 #include "featcache/fc_outfile.h"
 #include "formats/common/alloc.h"
+#include "formats/common/args.h"
 
 #include <errno.h>
 #include <math.h>
@@ -10,11 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-/* The autocorrelation is taken over the last ACF_WINDOW values of longer series (with an FFT of
- * twice that: 12 MiB of scratch at most); up to ACF_DIRECT values it is summed directly. */
-#define ACF_WINDOW ((size_t)1 << 18)
-#define ACF_DIRECT 512
 
 typedef struct prof_event {
   int64_t t0, t1; /* ns since the profiler's origin */
@@ -116,11 +112,13 @@ void fc_profiler_free(fc_profiler *p) {
 }
 
 void fc_profiler_set_clock(fc_profiler *p, fc_prof_clock_fn fn, void *ctx) {
+  FC_ARGS_OR(, p);
   p->clock = fn ? fn : default_clock;
   p->clock_ctx = fn ? ctx : NULL;
 }
 
 void fc_profiler_reset(fc_profiler *p) {
+  FC_ARGS_OR(, p);
   p->steps = 0;
   p->in_step = 0;
   p->depth = 0;
@@ -182,6 +180,7 @@ static int phase_index(fc_profiler *p, const char *name, int *idx) {
 }
 
 int fc_profiler_step_begin(fc_profiler *p) {
+  FC_ARGS(p);
   if (p->in_step) return FC_EBADSTATE;
   int rc = grow_steps(p);
   if (rc) return rc;
@@ -203,6 +202,7 @@ int fc_profiler_step_begin(fc_profiler *p) {
 }
 
 int fc_profiler_step_end(fc_profiler *p) {
+  FC_ARGS(p);
   int64_t t = now_ns(p);
   if (!p->in_step || p->depth) return FC_EBADSTATE;
   uint64_t k = p->steps;
@@ -226,6 +226,7 @@ int fc_profiler_step_end(fc_profiler *p) {
 }
 
 int fc_profiler_step_items(fc_profiler *p, double n) {
+  FC_ARGS(p);
   if (!p->in_step) return FC_EBADSTATE;
   if (!(n >= 0) || !isfinite(n)) return FC_ECONFIG;
   p->cur_items += n;
@@ -234,6 +235,7 @@ int fc_profiler_step_items(fc_profiler *p, double n) {
 }
 
 int fc_profiler_step_cancel(fc_profiler *p) {
+  FC_ARGS(p);
   if (!p->in_step) return FC_EBADSTATE;
   while (p->nev && p->ev[p->nev - 1].step == p->steps) p->nev--; /* its trace events */
   for (; p->nph > p->nph_begin; p->nph--) free(p->series[p->nph - 1]); /* and its new names */
@@ -244,6 +246,7 @@ int fc_profiler_step_cancel(fc_profiler *p) {
 }
 
 int fc_profiler_phase_begin(fc_profiler *p, const char *name) {
+  FC_ARGS(p);
   if (!p->in_step || p->depth == FC_PROF_MAX_DEPTH) return FC_EBADSTATE;
   int i, rc = phase_index(p, name, &i);
   if (rc) return rc;
@@ -255,6 +258,7 @@ int fc_profiler_phase_begin(fc_profiler *p, const char *name) {
 }
 
 int fc_profiler_phase_end(fc_profiler *p) {
+  FC_ARGS(p);
   int64_t t = now_ns(p);
   if (!p->in_step || !p->depth) return FC_EBADSTATE;
   prof_frame *f = &p->stack[--p->depth];
@@ -276,6 +280,7 @@ int fc_profiler_phase_end(fc_profiler *p) {
 }
 
 int fc_profiler_phase_add(fc_profiler *p, const char *name, double ms) {
+  FC_ARGS(p);
   if (!p->in_step) return FC_EBADSTATE;
   if (!(ms >= 0) || !isfinite(ms)) return FC_ECONFIG;
   int i, rc = phase_index(p, name, &i);
@@ -285,6 +290,7 @@ int fc_profiler_phase_add(fc_profiler *p, const char *name, double ms) {
 }
 
 int fc_profiler_device_add(fc_profiler *p, const char *name, double ms) {
+  FC_ARGS(p);
   if (!p->in_step) return FC_EBADSTATE;
   if (!(ms >= 0) || !isfinite(ms) || !name_ok(name)) return FC_ECONFIG;
   int i = 0;
@@ -302,18 +308,24 @@ int fc_profiler_device_add(fc_profiler *p, const char *name, double ms) {
   return 0;
 }
 
-int fc_profiler_num_device(const fc_profiler *p) { return p->ndev; }
+int fc_profiler_num_device(const fc_profiler *p) {
+  FC_ARGS_OR(0, p);
+  return p->ndev;
+}
 
 const char *fc_profiler_device_name(const fc_profiler *p, int i) {
+  FC_ARGS_OR(NULL, p);
   return i >= 0 && i < p->ndev ? p->dnames[i] : NULL;
 }
 
 const double *fc_profiler_device_series(const fc_profiler *p, int i) {
+  FC_ARGS_OR(NULL, p);
   return i >= 0 && i < p->ndev ? p->dseries[i] : NULL;
 }
 
 int fc_profiler_set_gpu_busy(fc_profiler *p, const double *pct, size_t n, double period_ms,
                              const char *note) {
+  FC_ARGS(p, pct || !n);
   double *c = NULL;
   for (size_t i = 0; i < n; i++) /* (its statistics are taken when the profile is written) */
     if (!isfinite(pct[i])) return FC_ECONFIG;
@@ -337,169 +349,38 @@ int fc_profiler_set_gpu_busy(fc_profiler *p, const double *pct, size_t n, double
 }
 
 int fc_profiler_set_info(fc_profiler *p, const char *label, double items_per_step) {
+  FC_ARGS(p);
   if (label && strlen(label) >= sizeof p->label) return FC_ECONFIG;
   snprintf(p->label, sizeof p->label, "%s", label ? label : "");
   p->items_per_step = items_per_step > 0 && isfinite(items_per_step) ? items_per_step : 0;
   return 0;
 }
 
-/* ---- statistics ---------------------------------------------------------------------------------- */
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
+uint64_t fc_profiler_steps(const fc_profiler *p) {
+  FC_ARGS_OR(0, p);
+  return p->steps;
 }
-
-/* numpy.percentile(..., method="linear") on a sorted series. */
-static double quantile_sorted(const double *s, size_t n, double q) {
-  double pos = q * (double)(n - 1);
-  size_t lo = (size_t)floor(pos);
-  if (lo + 1 >= n) return s[n - 1];
-  double frac = pos - (double)lo;
-  return s[lo] + (s[lo + 1] - s[lo]) * frac;
+int fc_profiler_num_phases(const fc_profiler *p) {
+  FC_ARGS_OR(0, p);
+  return p->nph;
 }
-
-/* In-place radix-2 FFT of (re, im), L a power of two; (wr, wi)[j] = e^(-2πij/L), j < L/2;
- * inv: the inverse, unscaled. */
-static void fft(double *re, double *im, size_t L, const double *wr, const double *wi, int inv) {
-  for (size_t i = 1, j = 0; i < L; i++) {
-    size_t bit = L >> 1;
-    for (; j & bit; bit >>= 1) j ^= bit;
-    j ^= bit;
-    if (i < j) {
-      double t = re[i];
-      re[i] = re[j];
-      re[j] = t;
-      t = im[i];
-      im[i] = im[j];
-      im[j] = t;
-    }
-  }
-  for (size_t len = 2; len <= L; len <<= 1) {
-    size_t half = len / 2, step = L / len;
-    for (size_t i = 0; i < L; i += len)
-      for (size_t k = 0; k < half; k++) {
-        double tr = wr[k * step], ti = inv ? -wi[k * step] : wi[k * step];
-        double *ar = &re[i + k], *ai = &im[i + k], *br = &re[i + k + half], *bi = &im[i + k + half];
-        double xr = *br * tr - *bi * ti, xi = *br * ti + *bi * tr;
-        *br = *ar - xr;
-        *bi = *ai - xi;
-        *ar += xr;
-        *ai += xi;
-      }
-  }
-}
-
-/* The lag 1 <= k <= m/2 of the strongest r(k) of the last m = min(n, ACF_WINDOW) values, the
- * autocovariances from the FFT of the series zero-padded to L >= 2m (no wrap-around). */
-static int acf_fft(const double *x, size_t n, fc_prof_stats *out) {
-  const double *w = n > ACF_WINDOW ? x + (n - ACF_WINDOW) : x;
-  size_t m = n > ACF_WINDOW ? ACF_WINDOW : n, L = 1;
-  while (L < 2 * m) L <<= 1;
-  double *re = fc_calloc(3 * L, sizeof *re);
-  if (!re) return ENOMEM;
-  double *im = re + L, *wr = im + L, *wi = wr + L / 2;
-  double wm = 0, c0 = 0;
-  for (size_t i = 0; i < m; i++) wm += w[i];
-  wm /= (double)m;
-  for (size_t i = 0; i < m; i++) {
-    re[i] = w[i] - wm;
-    c0 += re[i] * re[i];
-  }
-  if (c0 > 0 && c0 > 1e-24 * (double)m * (wm * wm + 1e-300)) {
-    for (size_t j = 0; j < L / 2; j++) {
-      wr[j] = cos(2 * M_PI * (double)j / (double)L);
-      wi[j] = -sin(2 * M_PI * (double)j / (double)L);
-    }
-    fft(re, im, L, wr, wi, 0);
-    for (size_t i = 0; i < L; i++) {
-      re[i] = re[i] * re[i] + im[i] * im[i];
-      im[i] = 0;
-    }
-    fft(re, im, L, wr, wi, 1);
-    double best = -INFINITY;
-    uint32_t lag = 0;
-    for (size_t k = 1; k <= m / 2; k++) {
-      double r = re[k] / (double)L / c0;
-      if (r > best + 1e-12) {
-        best = r;
-        lag = (uint32_t)k;
-      }
-    }
-    out->acf_lag = lag;
-    out->acf_coef = lag ? best : 0;
-  }
-  free(re);
-  return 0;
-}
-
-int fc_prof_series_stats(const double *x, size_t n, fc_prof_stats *out) {
-  memset(out, 0, sizeof *out);
-  out->n = n;
-  if (n == 0) return 0;
-  for (size_t i = 0; i < n; i++) /* a nan would break the sort's order, and mean nothing */
-    if (!isfinite(x[i])) return FC_ECONFIG;
-  double *s = fc_malloc(n * sizeof *s);
-  if (!s) return ENOMEM;
-  memcpy(s, x, n * sizeof *s);
-  qsort(s, n, sizeof *s, cmp_double);
-  double sum = 0;
-  for (size_t i = 0; i < n; i++) sum += x[i];
-  double mean = sum / (double)n, ss = 0;
-  for (size_t i = 0; i < n; i++) ss += (x[i] - mean) * (x[i] - mean);
-  out->sum = sum;
-  out->mean = mean;
-  out->std = sqrt(ss / (double)n);
-  out->min = s[0];
-  out->max = s[n - 1];
-  out->p50 = quantile_sorted(s, n, 0.50);
-  out->p95 = quantile_sorted(s, n, 0.95);
-  out->p99 = quantile_sorted(s, n, 0.99);
-  out->variation_ratio = mean != 0 ? out->std / fabs(mean) : 0;
-  free(s);
-
-  /* Autocorrelation: summed directly for short series, through an FFT for longer ones. */
-  if (n > ACF_DIRECT) return acf_fft(x, n, out);
-  const double *w = x;
-  size_t m = n;
-  double wm = 0;
-  for (size_t i = 0; i < m; i++) wm += w[i];
-  wm /= (double)m;
-  double c0 = 0;
-  for (size_t i = 0; i < m; i++) c0 += (w[i] - wm) * (w[i] - wm);
-  if (m >= 2 && c0 > 0 && c0 > 1e-24 * (double)m * (wm * wm + 1e-300)) {
-    double best = -INFINITY;
-    uint32_t lag = 0;
-    for (size_t k = 1; k <= m / 2; k++) {
-      double c = 0;
-      for (size_t t = 0; t + k < m; t++) c += (w[t] - wm) * (w[t + k] - wm);
-      double r = c / c0;
-      if (r > best + 1e-12) {
-        best = r;
-        lag = (uint32_t)k;
-      }
-    }
-    out->acf_lag = lag;
-    out->acf_coef = lag ? best : 0;
-  }
-  return 0;
-}
-
-uint64_t fc_profiler_steps(const fc_profiler *p) { return p->steps; }
-int fc_profiler_num_phases(const fc_profiler *p) { return p->nph; }
 
 const char *fc_profiler_phase_name(const fc_profiler *p, int i) {
+  FC_ARGS_OR(NULL, p);
   if (i == -1) return "step";
   if (i == -2) return "other";
   return i >= 0 && i < p->nph ? p->names[i] : NULL;
 }
 
 const double *fc_profiler_series(const fc_profiler *p, int i) {
+  FC_ARGS_OR(NULL, p);
   if (i == -1) return p->step_ms;
   if (i == -2) return p->other_ms;
   return i >= 0 && i < p->nph ? p->series[i] : NULL;
 }
 
 int fc_profiler_stats(const fc_profiler *p, int i, fc_prof_stats *out, double *share) {
+  FC_ARGS(p, out);
   const double *x = fc_profiler_series(p, i);
   if (!x && !(i >= -2 && i < p->nph)) return FC_ECONFIG;
   int rc = fc_prof_series_stats(x, p->steps, out);
@@ -525,6 +406,7 @@ int fc_prof_verdict(double share, double vr, char *buf, size_t len) {
 }
 
 int fc_profiler_verdict(const fc_profiler *p, double *data_share, char *buf, size_t len) {
+  FC_ARGS(p);
   int i = -1;
   for (int j = 0; j < p->nph; j++)
     if (strcmp(p->names[j], p->data_phase) == 0) i = j;
@@ -728,6 +610,7 @@ static void write_trace_events(const fc_profiler *p, int pid, const char *name, 
 
 int fc_profiler_write_traces(const fc_profiler *const *ps, const char *const *names, size_t n,
                              void *stdio_file) {
+  FC_ARGS(ps || !n, stdio_file);
   FILE *f = stdio_file;
   fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
   for (size_t i = 0; i < n; i++) {
@@ -744,6 +627,7 @@ static int write_trace(const fc_profiler *p, FILE *f) {
 }
 
 int fc_profiler_write(const fc_profiler *p, int format, void *stdio_file) {
+  FC_ARGS(p, stdio_file);
   FILE *f = stdio_file;
   int rc;
   switch (format) {
@@ -757,6 +641,7 @@ int fc_profiler_write(const fc_profiler *p, int format, void *stdio_file) {
 }
 
 long fc_profiler_report(const fc_profiler *p, int format, char *buf, size_t len) {
+  FC_ARGS_OR(FC_ECONFIG, p, buf || !len);
   char *mem = NULL;
   size_t mlen = 0;
   FILE *f = fc_alloc_fails() ? NULL : open_memstream(&mem, &mlen);
@@ -777,6 +662,7 @@ long fc_profiler_report(const fc_profiler *p, int format, char *buf, size_t len)
 }
 
 int fc_profiler_save(const fc_profiler *p, int format, const char *path) {
+  FC_ARGS(p);
   fc_outfile *o;
   int rc = fc_outfile_open(path, &o);
   if (rc) return rc;

@@ -19,6 +19,7 @@
  * fc_store_open when it creates data.mdb), so one process cannot create data.mdb while another
  * writes a marker beside it. */
 #include "libcache/core/store/store_int.h"
+#include "formats/common/args.h"
 
 #include "featcache/fc_format.h"
 #include "formats/common/why.h"
@@ -71,6 +72,7 @@ static int parse_marker(const char *b, size_t len, unsigned *n) {
 }
 
 int fc_store_split_count(const char *dir, unsigned *n) {
+  FC_ARGS(dir, n);
   *n = 0;
   char p[4096];
   int rc = join(p, sizeof p, dir, MARKER);
@@ -87,6 +89,7 @@ int fc_store_split_count(const char *dir, unsigned *n) {
 }
 
 uint32_t fc_store_part_of_id(const char *id, size_t len, uint32_t n) {
+  FC_ARGS_OR(0, id || !len);
   if (n <= 1) return 0;
   /* the low 32 bits of the id's XXH3-64: independent of fc_shard_of's range of the high bits, so a
    * --shard K/N job spreads its ids over all the parts of its split store */
@@ -101,6 +104,7 @@ void fc_store_paths_free(char **paths, size_t n) {
 
 int fc_store_expand(const char *const *dirs, size_t n, char ***out, size_t *n_out, char *why,
                     size_t why_len) {
+  FC_ARGS_WHY(dirs || !n, out, n_out);
   *out = NULL;
   *n_out = 0;
   size_t cap = n ? n : 1, cnt = 0;
@@ -212,6 +216,7 @@ static int read_part(fc_store *s, unsigned *k, unsigned *n) {
 }
 
 int fc_store_part_of_store(fc_store *s, unsigned *k, unsigned *n) {
+  FC_ARGS(s, k, n);
   *k = 0;
   *n = 1;
   int rc = read_part(s, k, n);
@@ -260,6 +265,7 @@ static int open_part(const char *dir, unsigned k, unsigned n, unsigned flags, fc
 
 int fc_store_open_split(const char *dir, unsigned flags, unsigned want, fc_store ***parts,
                         unsigned *n_out, char *why, size_t why_len) {
+  FC_ARGS_WHY(dir, parts, n_out);
   *parts = NULL;
   *n_out = 0;
   if (why && why_len) why[0] = '\0';

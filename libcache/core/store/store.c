@@ -6,6 +6,7 @@
  * atomic whatever the map size. cache-merge, which drives LMDB itself, grows through the same
  * store_grow_map (store_int.h). The write transactions themselves: store_write.c. */
 #include "libcache/core/store/store_int.h"
+#include "formats/common/args.h"
 
 #include "formats/common/alloc.h"
 #include "formats/common/fault.h"
@@ -197,6 +198,7 @@ static int replaced_meanwhile(fc_store *s) {
 static int store_open_once(const char *dir, unsigned flags, fc_store **out);
 
 int fc_store_open(const char *dir, unsigned flags, fc_store **out) {
+  FC_ARGS(dir, out);
   int rc, tries = 0;
   fault_stop(
       "store_open"); /* test builds: FC_FAULT_STOP=store_open:N (tests/cli/bench_interrupt) */
@@ -315,9 +317,15 @@ void fc_store_close(fc_store *s) {
   free(s);
 }
 
-const char *fc_store_path(const fc_store *s) { return s->path; }
+const char *fc_store_path(const fc_store *s) {
+  FC_ARGS_OR(NULL, s);
+  return s->path;
+}
 
-unsigned fc_store_open_flags(const fc_store *s) { return s->flags; }
+unsigned fc_store_open_flags(const fc_store *s) {
+  FC_ARGS_OR(0, s);
+  return s->flags;
+}
 
 static int read_begin(fc_store *s, fc_rtxn **out, int adopt) {
   *out = NULL;
@@ -339,7 +347,10 @@ static int read_begin(fc_store *s, fc_rtxn **out, int adopt) {
   return 0;
 }
 
-int fc_store_read_begin(fc_store *s, fc_rtxn **out) { return read_begin(s, out, 1); }
+int fc_store_read_begin(fc_store *s, fc_rtxn **out) {
+  FC_ARGS(s, out);
+  return read_begin(s, out, 1);
+}
 
 int store_read_begin_held(fc_store *s, fc_rtxn **out) { return read_begin(s, out, 0); }
 
@@ -352,12 +363,14 @@ void fc_rtxn_end(fc_rtxn *t) {
 }
 
 int fc_rtxn_renew(fc_rtxn *t) {
+  FC_ARGS(t);
   mdb_txn_reset(t->txn);
   return mdb_txn_renew(t->txn);
 }
 
 int fc_rtxn_get(fc_rtxn *t, int db, const void *key, size_t key_len, const void **val,
                 size_t *val_len) {
+  FC_ARGS(t, key || !key_len);
   if (db < 0 || db >= FC_DB_ALL) return EINVAL;
   if (!t->s->dbi[db]) return FC_ENOTFOUND; /* an optional db the store lacks */
   MDB_val k = {key_len, (void *)key}, v;
@@ -370,6 +383,7 @@ int fc_rtxn_get(fc_rtxn *t, int db, const void *key, size_t key_len, const void 
 }
 
 int fc_rtxn_count(fc_rtxn *t, int db, uint64_t *count) {
+  FC_ARGS(t, count);
   if (db < 0 || db >= FC_DB_ALL) return EINVAL;
   if (!t->s->dbi[db]) return *count = 0, 0;
   MDB_stat st;
@@ -385,6 +399,7 @@ struct fc_cursor {
 };
 
 int fc_cursor_open(fc_rtxn *t, int db, fc_cursor **out) {
+  FC_ARGS(t, out);
   *out = NULL;
   if (db < 0 || db >= FC_DB_ALL) return EINVAL;
   fc_cursor *c = fc_calloc(1, sizeof *c);
@@ -406,6 +421,7 @@ int fc_cursor_open(fc_rtxn *t, int db, fc_cursor **out) {
 
 int fc_cursor_next(fc_cursor *c, const void **key, size_t *key_len, const void **val,
                    size_t *val_len) {
+  FC_ARGS(c);
   if (c->at_end) return FC_ENOTFOUND;
   MDB_val k, v;
   int rc = mdb_cursor_get(c->c, &k, &v, c->next_op);
@@ -423,6 +439,7 @@ int fc_cursor_next(fc_cursor *c, const void **key, size_t *key_len, const void *
 }
 
 int fc_cursor_seek(fc_cursor *c, const void *key, size_t key_len) {
+  FC_ARGS(c, key || !key_len);
   if (!c->c) return 0; /* over an absent optional db: stays at the end */
   MDB_val k = {key_len, (void *)key}, v;
   int rc = mdb_cursor_get(c->c, &k, &v, MDB_SET_RANGE);
@@ -438,6 +455,7 @@ void fc_cursor_close(fc_cursor *c) {
 }
 
 int fc_store_put_config(fc_store *s, const fc_digest *digest, const char *json, size_t len) {
+  FC_ARGS(s, digest, json || !len);
   char key[37], ckey[41], when[21];
   config_key(digest, key);
   config_stamp(digest, ckey, when);
@@ -447,6 +465,7 @@ int fc_store_put_config(fc_store *s, const fc_digest *digest, const char *json, 
 }
 
 int fc_rtxn_get_config(fc_rtxn *t, const fc_digest *digest, const char **json, size_t *len) {
+  FC_ARGS(t, digest, json);
   char key[37];
   config_key(digest, key);
   const void *v;
@@ -456,6 +475,7 @@ int fc_rtxn_get_config(fc_rtxn *t, const fc_digest *digest, const char **json, s
 }
 
 int fc_store_info_get(fc_store *s, fc_store_info *info) {
+  FC_ARGS(s, info);
   MDB_envinfo ei;
   MDB_stat st;
   memset(info, 0, sizeof *info);
@@ -481,6 +501,7 @@ int fc_store_info_get(fc_store *s, fc_store_info *info) {
  * offset 0. Not matched by device: on btrfs a file's st_dev is its subvolume's anonymous device,
  * while the maps name the superblock's, and an address lies in one mapping only. */
 int fc_store_map_region(fc_store *s, const void **base, size_t *len) {
+  FC_ARGS(s, base, len);
   char p[4096];
   struct stat st;
   if (snprintf(p, sizeof p, "%s/data.mdb", s->path) >= (int)sizeof p) return ENAMETOOLONG;

@@ -3,6 +3,7 @@
  * docs/FORMAT.md, "Configs"). Reads and writes LMDB directly: a drop deletes, which
  * fc_store_write does not do. */
 #include "libcache/core/store/store_int.h"
+#include "formats/common/args.h"
 
 #include "featcache/fc_config.h"
 #include "formats/common/alloc.h"
@@ -244,6 +245,7 @@ static int walk_configs_call(void *arg) {
 }
 
 int fc_store_configs(fc_store *s, int count, fc_config_info **out, size_t *n_out) {
+  FC_ARGS(s, out, n_out);
   *out = NULL;
   *n_out = 0;
   fc_rtxn *t;
@@ -437,6 +439,7 @@ static int walk_keys_call(void *arg) {
 
 int fc_store_drop_config(fc_store *s, const fc_digest *d, const volatile sig_atomic_t *stop,
                          uint64_t *records, uint64_t *bytes) {
+  FC_ARGS(s, d);
   uint64_t nr = 0, nb = 0;
   if (records) *records = 0;
   if (bytes) *bytes = 0;

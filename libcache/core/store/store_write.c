@@ -2,6 +2,7 @@
  * with the index kept in it (index.c), map growth by replay (store.c), the sticky refusal after a
  * failed commit, and a failed write's errno explained (a full disk, a file-size limit). */
 #include "libcache/core/store/store_int.h"
+#include "formats/common/args.h"
 
 #include "formats/common/fault.h"
 
@@ -143,10 +144,20 @@ static int room_to_commit(fc_store *s, const fc_put *puts, size_t n) {
 }
 
 int fc_store_write(fc_store *s, const fc_put *puts, size_t n) {
+  FC_ARGS(puts || !n);
+  if (!s) { /* the fill puts' done are called whatever it returns */
+    fills_done(puts, n);
+    FC_ARGS(s);
+  }
   return fc_store_write_kept(s, puts, n, NULL);
 }
 
 int fc_store_write_kept(fc_store *s, const fc_put *puts, size_t n, unsigned char *kept) {
+  FC_ARGS(puts || !n);
+  if (!s) { /* the fill puts' done are called whatever it returns */
+    fills_done(puts, n);
+    FC_ARGS(s);
+  }
   if (s->flags & FC_STORE_RDONLY) {
     fills_done(puts, n);
     return EACCES;
@@ -220,6 +231,7 @@ out:
 }
 
 int fc_store_sync(fc_store *s) {
+  FC_ARGS(s);
   if (s->flags & FC_STORE_RDONLY) return 0;
   return store_explain_write_error(s, mdb_env_sync(s->env, 1), 0);
 }

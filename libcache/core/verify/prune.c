@@ -4,6 +4,7 @@
  * has, removed in bounded write transactions: entries first, then the records; with o->damaged
  * then the records an entry refers to that fail fc_verify_record, their ids leaving the indexes. */
 #include "libcache/core/verify/verify_int.h"
+#include "formats/common/args.h"
 #include "formats/common/alloc.h"
 #include "formats/common/fault.h"
 
@@ -450,6 +451,7 @@ static int remove_all(pctx *p, uint64_t snapshot, char *why, size_t why_len) {
 
 int fc_store_prune(fc_store *s, const fc_prune_opts *o, fc_prune_report *r, char *why,
                    size_t why_len) {
+  FC_ARGS_WHY(s, r);
   fc_prune_opts defaults = {0};
   if (!o) o = &defaults;
   memset(r, 0, sizeof *r);

@@ -7,6 +7,7 @@
  * hashes, so the ranges are balanced), one read transaction per thread (MDB_NOTLS), all of one
  * snapshot (open_snapshot). */
 #include "libcache/core/verify/verify_int.h"
+#include "formats/common/args.h"
 #include "formats/common/why.h"
 #include "formats/common/alloc.h"
 
@@ -326,6 +327,7 @@ static void meta_format(MDB_txn *txn, void *arg) {
 
 int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *out, char *why,
                     size_t why_len) {
+  FC_ARGS_WHY(dir, out);
   fc_verify_opts defaults;
   if (!o) {
     fc_verify_opts_init(&defaults);

@@ -9,6 +9,7 @@
  *     or has a failure record in one (featurize failed it: counted, no error);
  *   - the shards the stores record form complete sets (a warning; shard_sets_check). */
 #include "featcache/fc_verify.h"
+#include "formats/common/args.h"
 
 #include "featcache/fc_format.h"
 #include "featcache/fc_store.h"
@@ -471,6 +472,7 @@ static int walk_guarded(dctx *c, dwalk *w, const char *const *dirs, size_t n,
 
 int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o,
                       fc_verify_report *out, char *why, size_t why_len) {
+  FC_ARGS_WHY(dirs || !n, out);
   qname q1; /* a store's name in why */
   fc_verify_opts defaults;
   if (!o) {

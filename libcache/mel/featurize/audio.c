@@ -21,6 +21,7 @@
  * held as float at its own rate and channel count: a 1-hour 44.1 kHz stereo 16-bit WAV (635 MB)
  * resampled to 22.05 kHz holds 635 MB + 318 MB. */
 #include "featcache/fc_audio.h"
+#include "formats/common/args.h"
 #include "libcache/mel/featurize/audio_int.h"
 #include "formats/common/alloc.h"
 #include "formats/common/fault.h"
@@ -196,6 +197,7 @@ int audio_read_into(const char *path, uint64_t max_bytes, uint8_t **buf, size_t 
 
 int fc_audio_read_file(const char *path, uint64_t max_bytes, void **bytes, size_t *len,
                        fc_audio_info *info) {
+  FC_ARGS(path, bytes, len);
   uint8_t *buf = NULL;
   size_t cap = 0;
   int rc = audio_read_into(path, max_bytes, &buf, &cap, len, info);
@@ -454,6 +456,7 @@ static int resample_push(soxr_t s, const float *in, size_t in_len, double ratio,
 int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double max_seconds,
                     float **samples, size_t *n_samples, fc_audio_info *info, char *why,
                     size_t why_len) {
+  FC_ARGS_WHY(bytes || !len, samples, n_samples);
   *samples = NULL;
   *n_samples = 0;
   if (why && why_len) why[0] = '\0';

@@ -13,6 +13,7 @@
  * fz_complete_main, fz_writer_main; part 0's writer on the calling thread), joins them, sums the
  * stage times and says which bound the run (fc_featurize_bound). */
 #include "featcache/fc_featurize.h"
+#include "formats/common/args.h"
 
 #include "featcache/fc_format.h"
 #include "libcache/mel/featurize/featurize_backend.h"
@@ -35,6 +36,7 @@
 
 /* ---- the pipeline ------------------------------------------------------------------------------ */
 void fc_featurize_opts_init(fc_featurize_opts *o) {
+  FC_ARGS_OR(, o);
   memset(o, 0, sizeof *o);
   o->jobs = 1;
   o->device.kind = FC_DEVICE_AUTO;
@@ -49,6 +51,7 @@ void fc_featurize_opts_init(fc_featurize_opts *o) {
  * or "write-bound"; a GPU's compute time with chunks in flight says nothing of how busy it was).
  * Otherwise the pool's stage with the most busy seconds names it. */
 const char *fc_featurize_bound(const fc_featurize_stats *st, fc_device_kind device) {
+  FC_ARGS_OR(NULL, st);
   const double pool = st->read_seconds + st->hash_seconds + st->decode_seconds +
                       st->staging_seconds + st->compute_seconds;
   const double run = st->wall_seconds - st->setup_seconds;
@@ -76,6 +79,7 @@ const char *fc_featurize_bound(const fc_featurize_stats *st, fc_device_kind devi
 int fc_featurize_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items, size_t n,
                      const fc_featurize_opts *opts, fc_featurize_stats *stats, char *why,
                      size_t why_len) {
+  FC_ARGS_WHY(s, cfg, items || !n);
   return fz_pipeline_run(s, cfg, items, n, opts, NULL, stats, why, why_len);
 }
 

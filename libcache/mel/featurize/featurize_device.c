@@ -1,6 +1,7 @@
 /* Devices for featurize: parsing "auto|cpu|cuda[:N]", resolving them against this build, and the
  * backend tables (featurize_backend.h). Everything that knows which devices exist is here. */
 #include "libcache/mel/featurize/featurize_backend.h"
+#include "formats/common/args.h"
 
 #include "kernels/cuda/cuda_api.h"
 #include "kernels/cuda/cuda_ring.h"
@@ -25,6 +26,7 @@ static int set_why(char *why, size_t why_len, int rc, const char *fmt, ...) {
 }
 
 int fc_device_parse(const char *spec, fc_device *out, char *why, size_t why_len) {
+  FC_ARGS_WHY(out);
   if (why && why_len) why[0] = '\0';
   memset(out, 0, sizeof *out);
   if (!spec) spec = "";
@@ -56,6 +58,7 @@ int fc_device_parse(const char *spec, fc_device *out, char *why, size_t why_len)
 /* auto: the first CUDA device when one is usable, else the CPU with the reason in why (the tool
  * prints it at -v). cuda[:N]: that device or FC_ENODEVICE with the runtime's reason. */
 int fc_device_resolve(const fc_device *want, fc_device *got, char *why, size_t why_len) {
+  FC_ARGS_WHY(want, got);
   if (why && why_len) why[0] = '\0';
   memset(got, 0, sizeof *got);
   int n = 0;
@@ -150,6 +153,7 @@ static int take_listed(int index, fc_device *got, char *why, size_t why_len) {
 
 int fc_featurize_choose_device(const fc_device *want, const fc_item *items, size_t n, unsigned jobs,
                                double gpu_min_seconds, fc_device *got, char *why, size_t why_len) {
+  FC_ARGS_WHY(want, items || !n, got);
   if (want->kind == FC_DEVICE_CUDA && cuda_built() && want->index < gpus_listed())
     return take_listed(want->index, got, why, why_len);
   if (want->kind != FC_DEVICE_AUTO || !cuda_built())
@@ -188,6 +192,7 @@ int fc_featurize_choose_device(const fc_device *want, const fc_item *items, size
  * rest): one writer per four workers keeps them ahead. More than 8 parts only adds environments. */
 unsigned fc_featurize_default_writers(const fc_device *dev, const fc_item *items, size_t n,
                                       unsigned jobs, double gpu_min_seconds) {
+  FC_ARGS_OR(1, dev, items || !n);
   if (!jobs) jobs = 1;
   const double need = large_job_seconds(jobs, gpu_min_seconds) * AUTO_BYTES_PER_SECOND;
   if (need > 0 && input_bytes_up_to(items, n, need) < need) return 1; /* a small job */
@@ -214,6 +219,7 @@ int fz_cuda_start_env(const fc_item *items, size_t n, int streamed, unsigned job
 }
 
 const char *fc_device_name(const fc_device *d, char *buf, size_t buf_len) {
+  FC_ARGS_OR(NULL, d, buf || !buf_len);
   switch (d->kind) {
   case FC_DEVICE_AUTO: snprintf(buf, buf_len, "auto"); break;
   case FC_DEVICE_CPU: snprintf(buf, buf_len, "cpu"); break;

@@ -1,6 +1,7 @@
 /* One audio file → one float mel, without a store (fc_featurize.h: loader-bench's "on the fly"
  * baseline, tests). */
 #include "featcache/fc_audio.h"
+#include "formats/common/args.h"
 #include "featcache/fc_featurize.h"
 #include "libcache/mel/featurize/audio_int.h"
 #include "libcache/mel/featurize/featurize_int.h"
@@ -14,6 +15,7 @@
 /* ---- one file → one float mel ------------------------------------------------------------------ */
 int fc_featurize_memory(fc_mel_plan *plan, const void *bytes, size_t len, double max_seconds,
                         float **mel, uint64_t *frames, char *why, size_t why_len) {
+  FC_ARGS_WHY(plan, bytes || !len, mel, frames);
   *mel = NULL;
   *frames = 0;
   if (why && why_len) why[0] = '\0';
@@ -58,6 +60,7 @@ int fc_featurize_memory(fc_mel_plan *plan, const void *bytes, size_t len, double
 
 int fc_featurize_file(fc_mel_plan *plan, const char *path, double max_seconds, float **mel,
                       uint64_t *frames, char *why, size_t why_len) {
+  FC_ARGS_WHY(plan, path, mel, frames);
   *mel = NULL;
   *frames = 0;
   uint8_t *bytes = NULL;

@@ -9,6 +9,7 @@
 #include <utf8proc.h>
 
 #include "featcache/fc_format.h"
+#include "formats/common/args.h"
 #include "libcache/text/tokenize/tok_internal.h"
 #include "formats/common/alloc.h"
 
@@ -17,6 +18,7 @@ static int is_space_py(int32_t c) { return tok_is_space(c) || (c >= 0x1C && c <=
 
 int fc_tok_normalize(const fc_tok_norm *nm, const char *text, size_t len, char **out,
                      size_t *out_len) {
+  FC_ARGS(nm, text || !len, out, out_len);
   *out = NULL;
   *out_len = 0;
   if (!fc_utf8_valid(text, len)) return FC_EUTF8;

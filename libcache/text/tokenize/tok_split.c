@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "featcache/fc_shard.h"
+#include "formats/common/args.h"
 #include "featcache/fc_tokenize.h"
 #include "libcache/text/tokenize/tok_internal.h"
 #include "formats/common/alloc.h"
@@ -37,6 +38,7 @@ static void on_part_progress(const fc_tokenize_stats *st, void *ud) {
 int fc_tokenize_run_split(fc_store *const *parts, unsigned n_parts, fc_tokenizer *t,
                           const fc_item_list *items, const fc_tokenize_run_opts *o,
                           fc_tokenize_stats *st) {
+  FC_ARGS(parts, t, items);
   if (n_parts < 2) return fc_tokenize_run(parts[0], t, items, o, st);
   memset(st, 0, sizeof *st);
   if (o && o->manifest) return FC_ECONFIG; /* a manifest read as it goes: one store only */

@@ -11,6 +11,7 @@
 #include <omp.h>
 
 #include "featcache/fc_format.h"
+#include "formats/common/args.h"
 #include "featcache/fc_shard.h"
 #include "featcache/fc_tokenize.h"
 #include "libcache/text/tokenize/tok_internal.h"
@@ -769,6 +770,7 @@ out:
 
 int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
                     const fc_tokenize_run_opts *o, fc_tokenize_stats *st) {
+  FC_ARGS(s, t, items);
   int rc = tok_run_store(s, t, items, o, st, NULL);
   tok_tokenizer_set_phcache(t, NULL); /* the readings were for this run */
   return rc;
@@ -776,6 +778,7 @@ int fc_tokenize_run(fc_store *s, fc_tokenizer *t, const fc_item_list *items,
 
 int fc_tokenizer_build_vocab_from(fc_tokenizer *t, const fc_item_list *items,
                                   const fc_tokenize_run_opts *o) {
+  FC_ARGS(t, items);
   return tok_build_vocab_from(t, items, o, NULL, 1);
 }
 

@@ -8,6 +8,7 @@
 #include <utf8proc.h>
 
 #include "featcache/fc_format.h"
+#include "formats/common/args.h"
 #include "featcache/fc_tokenize.h"
 #include "featcache/fc_outfile.h"
 #include "libcache/text/tokenize/tok_internal.h"
@@ -49,6 +50,7 @@ int fc_tok_kind_from_name(const char *name) {
 }
 
 void fc_tok_opts_init(fc_tok_opts *o, fc_tok_kind kind) {
+  FC_ARGS_OR(, o);
   memset(o, 0, sizeof *o);
   o->kind = kind;
   o->norm.unicode = kind == FC_TOK_BPE ? FC_UNICODE_NONE : FC_UNICODE_NFKC;
@@ -279,9 +281,10 @@ static void note_unreachable(const fc_tokenizer *t, const char *path, char *why,
 }
 
 int fc_tokenizer_create(const fc_tok_opts *o, fc_tokenizer **out, char *why, size_t why_len) {
+  FC_ARGS_WHY(o, out);
   int rc = 0;
   *out = NULL;
-  if (why_len) why[0] = 0; /* success: a warning, or nothing */
+  if (why && why_len) why[0] = 0; /* success: a warning, or nothing */
   char note[320] = "";
   fc_tokenizer *t = fc_calloc(1, sizeof *t);
   if (!t) return ENOMEM;
@@ -419,6 +422,7 @@ static int cmp_str(const void *a, const void *b) {
 }
 
 int fc_tokenizer_build_vocab(fc_tokenizer *t, const char *const *syms, size_t n) {
+  FC_ARGS(t, syms || !n);
   if (t->kind == FC_TOK_BPE || t->ready) return FC_EBADSTATE;
   const char **sorted = fc_malloc((n ? n : 1) * sizeof *sorted);
   char **out = fc_malloc((n + SP_COUNT) * sizeof *out);
@@ -466,6 +470,7 @@ fail:
 
 int fc_tokenizer_symbols(fc_tokenizer *t, const char *norm, size_t len, fc_tok_symbol_fn cb,
                          void *ud) {
+  FC_ARGS(t, norm || !len, cb);
   if (t->kind == FC_TOK_PHONEMES) return tok_phonemize(t->lang, norm, len, cb, ud);
   if (t->kind != FC_TOK_CHARS) return FC_ECONFIG;
   for (size_t i = 0; i < len;) {
@@ -547,6 +552,7 @@ static int encode(fc_tokenizer *t, const char *norm, size_t len, const char *rea
 
 int fc_tokenizer_encode(fc_tokenizer *t, const char *norm, size_t len, int32_t **ids, size_t *n,
                         size_t *unknown, char *why, size_t why_len) {
+  FC_ARGS_WHY(t, norm || !len, ids, n);
   return encode(t, norm, len, NULL, 0, ids, n, unknown, why, why_len);
 }
 
@@ -567,9 +573,13 @@ void tok_tokenizer_set_phcache(fc_tokenizer *t, tok_phcache *c) {
   t->phcache = c;
 }
 
-const fc_tok_norm *fc_tokenizer_norm(const fc_tokenizer *t) { return &t->norm; }
+const fc_tok_norm *fc_tokenizer_norm(const fc_tokenizer *t) {
+  FC_ARGS_OR(NULL, t);
+  return &t->norm;
+}
 
 int fc_tokenizer_config(const fc_tokenizer *t, const char **json, size_t *len, fc_digest *digest) {
+  FC_ARGS(t);
   if (!t->ready) return FC_EBADSTATE;
   if (json) *json = t->config;
   if (len) *len = t->config_len;
@@ -577,11 +587,21 @@ int fc_tokenizer_config(const fc_tokenizer *t, const char **json, size_t *len, f
   return 0;
 }
 
-fc_tok_kind fc_tokenizer_kind(const fc_tokenizer *t) { return t->kind; }
-uint32_t fc_tokenizer_vocab_size(const fc_tokenizer *t) { return t->vocab_size; }
-int fc_tokenizer_dtype(const fc_tokenizer *t) { return t->dtype; }
+fc_tok_kind fc_tokenizer_kind(const fc_tokenizer *t) {
+  FC_ARGS_OR((fc_tok_kind)-1, t);
+  return t->kind;
+}
+uint32_t fc_tokenizer_vocab_size(const fc_tokenizer *t) {
+  FC_ARGS_OR(0, t);
+  return t->vocab_size;
+}
+int fc_tokenizer_dtype(const fc_tokenizer *t) {
+  FC_ARGS_OR(0, t);
+  return t->dtype;
+}
 
 int fc_tokenizer_vocab_text(const fc_tokenizer *t, const char **text, size_t *len) {
+  FC_ARGS(t, text, len);
   if (!t->ready) return FC_EBADSTATE;
   *text = t->vocab_text;
   *len = t->vocab_text_len;
@@ -589,6 +609,7 @@ int fc_tokenizer_vocab_text(const fc_tokenizer *t, const char **text, size_t *le
 }
 
 int fc_tokenizer_export_vocab(const fc_tokenizer *t, const char *path) {
+  FC_ARGS(t, path);
   const char *text;
   size_t len;
   int rc = fc_tokenizer_vocab_text(t, &text, &len);
