@@ -34,10 +34,10 @@ static const char description[] =
     "reused by later writes (cache-prune --compact gives them back to the file system).";
 static const char footer[] =
     "Exit status: 0 done (or nothing to drop: the store holds no such config); 1 a store's\n"
-    "configs could not be read once open, or the drop failed part-way (run it again to\n"
-    "finish); 2 usage error, a STORE that is not a store or cannot be opened (for --drop, for\n"
-    "writing), or a name several configs have (or digits several digests begin with); 130/143\n"
-    "interrupted.\n"
+    "configs could not be read once open, or a STORE that could not be opened beside others\n"
+    "listed, or the drop failed part-way (run it again to finish); 2 usage error, a STORE that\n"
+    "is not a store or cannot be opened (for --drop, for writing) when no other was listed, or\n"
+    "a name several configs have (or digits several digests begin with); 130/143 interrupted.\n"
     "Manual: man cache-config.";
 
 /* A damaged B-tree page, as LMDB tells it: a rerun meets the same page. */
@@ -47,35 +47,47 @@ static const char *kind_name(int k) {
   return k == FC_CONFIG_MEL ? "mel" : k == FC_CONFIG_TOKENS ? "tokens" : "other";
 }
 
-/* The stores of one STORE word: a split store's parts, else itself. 0, or exit 2 said. */
-static int parts_of(const char *dir, char ***out, unsigned *n) {
+static void free_parts(char **p, unsigned n) {
+  for (unsigned k = 0; p && k < n; k++) free(p[k]);
+  free(p);
+}
+
+/* The stores of one STORE word: a split store's parts, else itself. 0, or the exit code, said
+ * and its words in said (--json's "error"): 2 for a marker that cannot be read, 1 out of memory. */
+static int parts_of(const char *dir, char ***out, unsigned *n, char *said, size_t said_len) {
   unsigned np = 0;
   int rc = fc_store_split_count(dir, &np);
   if (rc) {
-    fc_cli_warn(dir, "cannot read the split store's marker: %s", fc_strerror(rc));
+    snprintf(said, said_len, "cannot read the split store's marker: %s", fc_strerror(rc));
+    fc_cli_warn(dir, "%s", said);
     return FC_EXIT_USAGE;
   }
   if (np < 2) np = 1;
   char **p = calloc(np, sizeof *p);
-  if (!p) return FC_EXIT_FAIL;
-  for (unsigned k = 0; k < np; k++) {
+  int code = p ? 0 : FC_EXIT_FAIL;
+  for (unsigned k = 0; k < np && !code; k++) {
     char buf[4096];
     if (np == 1)
       snprintf(buf, sizeof buf, "%s", dir);
     else if (fc_store_part_path(dir, k, buf, sizeof buf)) {
-      fc_cli_warn(dir, "path too long");
-      return FC_EXIT_USAGE;
+      snprintf(said, said_len, "path too long");
+      fc_cli_warn(dir, "%s", said);
+      code = FC_EXIT_USAGE;
+      break;
     }
-    if (!(p[k] = strdup(buf))) return FC_EXIT_FAIL;
+    if (!(p[k] = strdup(buf))) code = FC_EXIT_FAIL;
+  }
+  if (code == FC_EXIT_FAIL) {
+    snprintf(said, said_len, "%s", fc_strerror(ENOMEM));
+    fc_cli_warn(dir, "%s", said);
+  }
+  if (code) {
+    free_parts(p, np);
+    return code;
   }
   *out = p;
   *n = np;
   return 0;
-}
-
-static void free_parts(char **p, unsigned n) {
-  for (unsigned k = 0; p && k < n; k++) free(p[k]);
-  free(p);
 }
 
 /* Open a store to list or change; says why not ("not a featcache store" for a folder that is no
@@ -186,15 +198,14 @@ static void print_json(const char *store, unsigned parts, const fc_config_info *
 }
 
 static int list_store(const char *dir, int json, int count) {
-  char **parts;
-  unsigned np;
-  int code = parts_of(dir, &parts, &np);
-  if (code) return code;
+  char **parts = NULL;
+  unsigned np = 1;
+  char failed[512] = ""; /* why the configs could not be read: said, and --json's "error" */
+  int code = parts_of(dir, &parts, &np, failed, sizeof failed);
   fc_config_info *all = NULL;
   size_t n = 0;
   uint64_t stored = 0; /* the records the parts hold, when no commit came between the counts */
   int steady = 1;
-  char failed[512] = ""; /* why the configs could not be read: said, and --json's "error" */
   uint64_t unwritten = 0; /* the parts its writer never wrote (a split store has at most 64) */
   for (unsigned k = 0; k < np && !code; k++) {
     fc_store *s;
@@ -418,7 +429,8 @@ static int refuse_damaged(const char *part, const char *hex) {
 static int drop(const char *dir, const char *want, int quiet) {
   char **parts;
   unsigned np;
-  int code = parts_of(dir, &parts, &np);
+  char why[512];
+  int code = parts_of(dir, &parts, &np, why, sizeof why);
   if (code) return code;
   /* a part its writer never wrote holds no config: the drop is from the others (said) */
   unsigned char *skip = calloc(np, 1);
@@ -551,16 +563,24 @@ int main(int argc, char **argv) {
   /* Ctrl-C, SIGTERM: the store being counted is listed, the next ones not; what was listed is
    * on stdout (it was lost with the process's buffer), and the exit is 130/143 */
   fc_cli_install_signals();
-  int code = FC_EXIT_OK, done = 0;
+  int code = FC_EXIT_OK, done = 0, listed = 0, unopened = 0;
   for (int i = optind; i < argc && !fc_cli_signal; i++) {
     int rc = list_store(argv[i], json, count);
     fc_cli_flush_stdout(); /* each store's listing out: a second Ctrl-C (a kill) keeps it */
     if (rc > code) code = rc;
+    listed += rc == FC_EXIT_OK;
+    unopened += rc == FC_EXIT_USAGE;
     done += !fc_cli_signal || rc != fc_cli_signal_exit(); /* not cut short by the signal */
   }
   if (fc_cli_signal) {
     fc_cli_warn(NULL, "interrupted after %d of %d store%s", done, nargs, nargs == 1 ? "" : "s");
     code = fc_cli_signal_exit();
+  } else if (code != FC_EXIT_OK && unopened < nargs) {
+    /* the job ran: a store that could not be opened beside others listed (or read) failed it,
+     * counted (2 only when none could be opened: nothing done) */
+    fc_cli_warn(NULL, "done: %d of %d store%s listed (%d failed)", listed, nargs,
+                nargs == 1 ? "" : "s", nargs - listed);
+    code = FC_EXIT_FAIL;
   }
   return fc_cli_stdout_status(code); /* the listing lost (a full disk) is a failure */
 }

@@ -147,19 +147,24 @@ static int check_pages(const char *const *stores, size_t n, int compact, damage 
   return 0;
 }
 
-/* Before a run that writes: every STORE (each part of a split one) opened for writing and closed
- * again, so that one mistyped, not a store, or not this user's to write stops the run (exit 2)
- * before any is changed — it pruned the STOREs before it, then exited 2. One in use is left to
+/* Before a run of several STOREs: every STORE (each part of a split one) opened for writing (a dry
+ * run: for reading) and closed again, so that one mistyped, not a store, or not this user's to
+ * write stops the run (exit 2) before any is changed — it pruned the STOREs before it, then
+ * exited 2; a dry run listed them, then exited 2. One in use is left to
  * its turn (exit 1 for it alone, the others pruned), so is a damaged one (not opened for
  * writing). 0, or exit 2 said. */
-static int check_stores(const char *const *stores, size_t n, const damage *d) {
+static int check_stores(const char *const *stores, size_t n, const damage *d, int dry) {
   int code = 0;
   for (size_t k = 0; k < n; k++) {
-    if (d[k].bad) continue;
+    if (d && d[k].bad) continue;
     fc_store *s = NULL;
-    int rc = fc_store_open(stores[k], FC_STORE_EXCLUSIVE, &s);
+    /* a dry run: opened to read, as its run opens it (lock-free where it must be), so that it
+     * says what the run would: the same refusal, nothing listed */
+    int rc = fc_store_open(stores[k], dry ? FC_STORE_RDONLY : FC_STORE_EXCLUSIVE, &s);
+    if (dry && rc == EACCES && fc_cli_lock_unwritable(stores[k]))
+      rc = fc_store_open(stores[k], FC_STORE_RDONLY | FC_STORE_NOLOCK, &s);
     fc_store_close(s);
-    if (rc && rc != EBUSY) code = say_open_error(stores[k], 0, rc);
+    if (rc && rc != EBUSY) code = say_open_error(stores[k], dry, rc);
   }
   return code;
 }
@@ -572,7 +577,7 @@ int main(int argc, char **argv) {
       goto out;
     }
   }
-  if (!po.dry_run && nw > 1 && (worst = check_stores(stores, n, dmg)) != 0) goto out;
+  if (nw > 1 && (worst = check_stores(stores, n, dmg, po.dry_run)) != 0) goto out;
   if (manifest && (worst = manifest_keeps_none(manifest, stores, n, keep, po.n_keep)) != 0)
     goto out;
   for (size_t w = 0; w < nw; w++) {

@@ -88,9 +88,9 @@ static const char *description =
     "a manifest id or a feature record they explain is no error.";
 static const char *footer =
     "Exit status: 0 clean (warnings and recorded failures allowed unless --strict), 1 problems\n"
-    "found, or the report could not be written to stdout (a lost report is never a pass), 2\n"
-    "could not run (bad options, no store), 130/143 interrupted, 141 the report's reader went\n"
-    "away (SIGPIPE).\n"
+    "found, or the report could not be written to stdout (a lost report is never a pass), or a\n"
+    "STORE could not be checked beside others that were, 2 could not run (bad options, no store\n"
+    "could be checked), 130/143 interrupted, 141 the report's reader went away (SIGPIPE).\n"
     "Manual: man cache-verify.";
 
 typedef struct progress_state {
@@ -746,6 +746,9 @@ int main(int argc, char **argv) {
     dataset_failures = r.failures_explaining;
     fc_verify_report_free(&r);
   }
+  /* a store that could not be opened or read through beside stores that were checked: the job
+   * ran, and that store failed it (1, counted in the summary); 2 only when none was checked */
+  if (worst == FC_EXIT_USAGE && unchecked < n_stores) worst = FC_EXIT_FAIL;
   worst = fc_cli_stdout_status(worst); /* the report lost (--json > full disk) is no pass */
   if (!status && !quiet) {
     /* every store counted once: clean, not clean (problems found), or not checked */

@@ -371,7 +371,8 @@ PY
 cp dmg/data.mdb dmg.before
 "$CC" dmg >out 2>err
 rc=$?
-[ $rc = 1 ] && [ "$(cat err)" = "cache-config: dmg: cannot list its configs: MDB_CORRUPTED: Located page was wrong type: the store is damaged (cache-verify says where)" ] ||
+[ $rc = 1 ] && [ "$(cat err)" = "cache-config: dmg: cannot list its configs: MDB_CORRUPTED: Located page was wrong type: the store is damaged (cache-verify says where)
+cache-config: done: 0 of 1 store listed (1 failed)" ] ||
   fail "damaged: the listing: exit $rc: $(cat err)"
 # --json: the store's object all the same, its configs null and why (a script reading one object
 # per STORE found nothing for it)
@@ -382,10 +383,11 @@ o = [json.loads(l) for l in open("out")]
 assert o == [{"store": "dmg", "parts": 1, "configs": None, "error": "cannot list its configs: MDB_CORRUPTED: Located page was wrong type: the store is damaged (cache-verify says where)"}], o' ||
   fail "damaged: --json: exit $rc: $(cat out)"
 # and so do a STORE that is not there and one that is no store, in the order given, beside a
-# sound one (they printed none: a script pairing objects with STOREs read the next one's as theirs)
+# sound one (they printed none: a script pairing objects with STOREs read the next one's as theirs);
+# exit 1, not 2: dmg was opened, the job ran (2: nothing done)
 "$CC" --json nothere dmg notastore >out 2>err
 rc=$?
-[ $rc = 2 ] && "$PY" -c 'import json, sys
+[ $rc = 1 ] && "$PY" -c 'import json, sys
 o = [json.loads(l) for l in open("out")]
 assert [(d["store"], d["configs"], d.get("error", "")[:30]) for d in o] == [("nothere", None, "cannot open the store: No such"), ("dmg", None, "cannot list its configs: MDB_C"), ("notastore", None, "not a featcache store (no data")], o' ||
   fail "not there, no store: --json: exit $rc: $(cat out)"

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Several STOREs, one of them not there, no store, or not readable (DESIGN: 2 is "usage or
+# configuration error, nothing done"; 1 "the job ran but something failed", with an N of M
+# summary):
+#   cache-verify and cache-config, which report each store in turn, report the others and exit 1,
+#     the bad one named on stderr and counted in the summary (`done: 2 of 3 stores clean (1 not
+#     checked)`, `done: 2 of 3 stores listed (1 failed)`), and with --json its object all the same
+#     (they exited 2, which a script reads as "nothing was checked"); 2 only when none could be
+#     opened;
+#   cache-prune --dry-run, as the run it stands for (which opens every STORE before it prunes the
+#     first), refuses the list (exit 2, no STORE reported: it reported the others, then exited 2),
+#     and so do cache-bench and loader-bench (nothing run).
+set -u
+for t in cache-verify cache-config cache-prune cache-bench featurize; do
+  [ -x "$FC_BIN/$t" ] || { echo "FAIL: $t is not built"; exit 1; }
+done
+PY=${FC_PYTHON:-python3}
+tmp=$(mktemp -d)
+trap 'chmod -R u+rwx "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+
+"$PY" - <<'PY' || exit 1
+import math, struct, wave
+for n, f in (("a", 300), ("b", 440)):
+    with wave.open(n + ".wav", "wb") as w:
+        w.setnchannels(1); w.setsampwidth(2); w.setframerate(22050)
+        w.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(i * f / 3500))) for i in range(11025)))
+PY
+"$FC_BIN/featurize" -q --device cpu -o s1 a.wav || fail "featurize s1"
+"$FC_BIN/featurize" -q --device cpu -o s2 b.wav || fail "featurize s2"
+mkdir wavs
+
+# run NAME WANT_RC WANT_STDERR COMMAND...
+run() {
+  local name=$1 want_rc=$2 want=$3
+  shift 3
+  "$@" >out 2>err
+  local rc=$?
+  [ "$rc" = "$want_rc" ] || fail "$name: exit $rc, want $want_rc: $(cat err)"
+  [ "$(cat err)" = "$want" ] || { fail "$name: stderr"; cat err; echo "want: $want"; }
+}
+
+V=$FC_BIN/cache-verify
+run "verify: one not a store" 1 "cache-verify: wavs: not a featcache store (no data.mdb)
+cache-verify: done: 2 of 3 stores clean (1 not checked)" "$V" s1 wavs s2
+[ "$(grep -c '^s[12]: 0 errors' out)" = 2 ] || fail "verify: the others not reported: $(cat out)"
+run "verify --status" 1 "" "$V" --status s1 nope
+run "verify -q" 1 "cache-verify: nope: No such file or directory" "$V" -q s1 nope
+"$V" --json s1 nope s2 >out 2>/dev/null
+rc=$?
+[ $rc = 1 ] && "$PY" -c 'import json
+o = [json.loads(l) for l in open("out")]
+assert [(d["store"], d["ok"], d.get("fatal")) for d in o] == [("s1", True, None), ("nope", False, "No such file or directory"), ("s2", True, None)], o' ||
+  fail "verify --json: exit $rc: $(cat out)"
+# none could be checked: nothing done
+run "verify: none" 2 "cache-verify: wavs: not a featcache store (no data.mdb)
+cache-verify: nope: No such file or directory
+cache-verify: done: 0 of 2 stores clean (2 not checked)" "$V" wavs nope
+run "verify: the only one" 2 "cache-verify: nope: No such file or directory
+cache-verify: done: 0 of 1 stores clean (1 not checked)" "$V" nope
+# a store this user cannot read (root reads anything)
+if [ "$(id -u)" != 0 ]; then
+  cp -r s2 locked
+  chmod 000 locked/data.mdb
+  "$V" -q s1 locked >out 2>err
+  rc=$?
+  [ $rc = 1 ] && grep -q '^cache-verify: locked: .*Permission denied' err ||
+    fail "verify: unreadable store: exit $rc: $(cat err)"
+  chmod 644 locked/data.mdb
+fi
+
+C=$FC_BIN/cache-config
+run "config: one not a store" 1 "cache-config: wavs: not a featcache store (no data.mdb)
+cache-config: done: 2 of 3 stores listed (1 failed)" "$C" s1 wavs s2
+[ "$(grep -c '^s[12]: 1 config$' out)" = 2 ] || fail "config: the others not listed: $(cat out)"
+"$C" --json s1 nope s2 >out 2>/dev/null
+rc=$?
+[ $rc = 1 ] && "$PY" -c 'import json
+o = [json.loads(l) for l in open("out")]
+assert [(d["store"], d.get("error")) for d in o] == [("s1", None), ("nope", "cannot open the store: No such file or directory"), ("s2", None)], o' ||
+  fail "config --json: exit $rc: $(cat out)"
+run "config: none" 2 "cache-config: wavs: not a featcache store (no data.mdb)
+cache-config: nope: cannot open the store: No such file or directory" "$C" wavs nope
+# a split store whose marker cannot be read gets its --json object too
+mkdir sp
+echo "featcache-split/1 many" >sp/featcache-split
+"$C" --json s1 sp >out 2>err
+rc=$?
+[ $rc = 1 ] && "$PY" -c 'import json
+o = [json.loads(l) for l in open("out")]
+assert [d["store"] for d in o] == ["s1", "sp"] and o[1]["configs"] is None and o[1]["error"].startswith("cannot read the split store"), o' ||
+  fail "config --json, a bad marker: exit $rc: $(cat out) $(cat err)"
+
+# a dry run refuses as the run would: nothing reported
+P=$FC_BIN/cache-prune
+run "prune --dry-run" 2 "cache-prune: wavs: not a featcache store (no data.mdb)" "$P" --dry-run s1 wavs s2
+[ ! -s out ] || fail "prune --dry-run: stdout: $(cat out)"
+run "prune --dry-run --json" 2 "cache-prune: nope: cannot open the store: No such file or directory" \
+  "$P" --dry-run --json s1 nope
+[ ! -s out ] || fail "prune --dry-run --json: $(cat out)"
+run "prune" 2 "cache-prune: wavs: not a featcache store (no data.mdb)" "$P" s1 wavs s2
+run "bench" 2 "cache-bench: wavs: not a featcache store (no data.mdb)" "$FC_BIN/cache-bench" s1 wavs s2
+"$P" --dry-run -q s1 s2 || fail "prune --dry-run of two stores: exit $?"
+
+[ "$fails" = 0 ] && echo "all several-stores checks passed"
+exit "$fails"
