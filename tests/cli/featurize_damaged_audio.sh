@@ -5,7 +5,8 @@
 # instead of storing the part that decodes; an MP3 without the tag (its length only an estimate) is stored. MP4/M4A,
 # ADTS AAC and WebM fail as an unsupported format, named, not as "not an audio file" or a damaged
 # MPEG file, and a WAV holding a codec libsndfile does not read (AC-3, G.726, ...) as an
-# unsupported encoding, named (so is an Ogg stream of Speex or FLAC, and WavPack, TTA and AC-3). AIFF, AU, RF64, W64 and NIST SPHERE files cut short fail as a cut WAV does, and a
+# unsupported encoding, named (so is an Ogg stream of Speex or FLAC, a Shorten-compressed NIST
+# SPHERE file, and WavPack, TTA and AC-3). AIFF, AU, RF64, W64 and NIST SPHERE files cut short fail as a cut WAV does, and a
 # compressed WAV (ADPCM, GSM) says the frames its fact chunk states, not its blocks; one that
 # lacks less than a frame holds every frame it states and is stored. Every
 # input is made here from one espeak-ng utterance.
@@ -194,6 +195,31 @@ featurize: done: 0 of 5 (0 new, 0 already stored, 5 failed)
 TXT
 [ $rc = 1 ] || fail "Ogg codecs, other formats: exit $rc, want 1"
 diff -u want err || fail "Ogg codecs, other formats: stderr differs"
+
+# NIST SPHERE files of LDC's corpora (WSJ, Switchboard) hold Shorten-compressed samples, which
+# libsndfile does not decode: they were "damaged NIST file (libsndfile: File contains data in an
+# unimplemented format.)", a file a user would download again; now the compression is named, with
+# what decodes it. The header is LDC's; the body stands in for the stream (nothing decodes it).
+"$PY" -c "
+import struct
+def sph(coding, body):
+    h = ('NIST_1A\\n   1024\\nsample_count -i 16000\\nsample_rate -i 16000\\nchannel_count -i 1\\n'
+         'sample_n_bytes -i 2\\nsample_byte_format -s2 01\\nsample_coding -s%d %s\\n'
+         'sample_checksum -i 4711\\nend_head\\n' % (len(coding), coding)).encode().ljust(1024, b' ')
+    return h + body
+open('shorten.sph', 'wb').write(sph('pcm,embedded-shorten-v2.00', b'ajkg\\x02' + bytes(range(256)) * 20))
+open('ulaw.sph', 'wb').write(sph('ulaw,embedded-shorten-v1.09', b'ajkg\\x02' + bytes(range(256)) * 20))
+open('pcm.sph', 'wb').write(sph('pcm', struct.pack('<16000h', *[(i * 37) % 2000 - 1000 for i in range(16000)])))
+" || { echo "FAIL: could not make the SPHERE files"; exit 1; }
+"$FZ" -j 1 -o st7 shorten.sph ulaw.sph pcm.sph >out 2>err
+rc=$?
+cat >want <<TXT
+featurize: shorten.sph: unsupported encoding in a NIST SPHERE file: Shorten compression (sample_coding pcm,embedded-shorten-v2.00; LDC's sph2pipe -f wav IN OUT.wav decodes it): convert it, to FLAC say
+featurize: ulaw.sph: unsupported encoding in a NIST SPHERE file: Shorten compression (sample_coding ulaw,embedded-shorten-v1.09; LDC's sph2pipe -f wav IN OUT.wav decodes it): convert it, to FLAC say
+featurize: done: 1 of 3 (1 new, 0 already stored, 2 failed)
+TXT
+[ $rc = 1 ] || fail "SPHERE: exit $rc, want 1"
+diff -u want err || fail "SPHERE: stderr differs"
 
 if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; cat err; exit 1; fi
 echo ok

@@ -31,7 +31,7 @@ cat >m.jsonl <<'EOF'
 {"audio_filepath": "long.wav", "id": "ok1", "offset": null, "duration": null}
 {"audio_filepath": "a.wav", "id": "ok2", "offset": 0, "duration": 1e300}
 EOF
-FZ -j 2 -o s --manifest m.jsonl >out 2>err
+FZ -j 1 -o s --manifest m.jsonl >out 2>err
 rc=$?
 [ $rc = 1 ] || fail "exit $rc, want 1: $(cat err)"
 nan=": NaN and Infinity are not JSON numbers (Python's json.dumps writes them; give the number, or leave the field out)"

@@ -495,7 +495,7 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
   const char *joined = audio_joined(sf ? sfi.format : 0, bytes, len, joined_why, sizeof joined_why);
   if (!sf) {
     const char *kind = audio_magic(bytes, len), *other = audio_unsupported(bytes, len);
-    char codec[128];
+    char codec[256];
     if (joined) /* libsndfile finds the second file's header where it looks for a chunk */
       fc_why(why, why_len, "%s", joined);
     else if (audio_codec_unread(bytes, len, codec, sizeof codec))

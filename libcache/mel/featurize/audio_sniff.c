@@ -597,11 +597,41 @@ static const char *ogg_codec(const uint8_t *b, size_t len) {
   return NULL;
 }
 
+/* A NIST SPHERE file's compressed sample_coding (LDC's corpora, WSJ and Switchboard say, hold
+ * Shorten-compressed SPHERE), which libsndfile does not decode: "Shorten compression
+ * (sample_coding pcm,embedded-shorten-v2.00...)" into buf; NULL for PCM, u-law, A-law. */
+static const char *nist_codec(const uint8_t *b, size_t len, char *buf, size_t n) {
+  if (len < 16 || memcmp(b, "NIST_1A\n", 8) != 0) return NULL;
+  const size_t h = len < 4096 ? len : 4096; /* the header: 1024 bytes, as a rule */
+  static const char key[] = "\nsample_coding -s";
+  const uint8_t *k = memmem(b, h, key, sizeof key - 1);
+  if (!k) return NULL;
+  const char *v = (const char *)k + sizeof key - 1;
+  const char *end = (const char *)b + h;
+  while (v < end && *v >= '0' && *v <= '9') v++;
+  if (v < end && *v == ' ') v++;
+  size_t vn = 0;
+  while (v + vn < end && v[vn] > ' ' && v[vn] < 0x7F && vn < 64) vn++;
+  const char *what = memmem(v, vn, "shorten", 7)     ? "Shorten compression"
+                     : memmem(v, vn, "wavpack", 7)   ? "WavPack compression"
+                     : memmem(v, vn, "shortpack", 9) ? "Shortpack compression"
+                                                     : NULL;
+  if (!what) return NULL;
+  snprintf(buf, n, "%s (sample_coding %.*s; LDC's sph2pipe -f wav IN OUT.wav decodes it)", what,
+           (int)vn, v);
+  return buf;
+}
+
 const char *audio_codec_unread(const uint8_t *b, size_t len, char *buf, size_t n) {
   unsigned tag = 0;
   const char *c = audio_wav_codec(b, len, &tag);
   if (c) {
     snprintf(buf, n, "a WAV file: %s (format tag 0x%04X)", c, tag);
+    return buf;
+  }
+  char nist[160];
+  if ((c = nist_codec(b, len, nist, sizeof nist))) {
+    snprintf(buf, n, "a NIST SPHERE file: %s", c);
     return buf;
   }
   if ((c = ogg_codec(b, len))) {
