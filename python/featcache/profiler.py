@@ -303,27 +303,29 @@ class _Phase(contextlib.ContextDecorator):
 
 
 class _CudaPhase(contextlib.ContextDecorator):
-    """A host phase with CUDA events around it: the device time goes to the device series."""
-    __slots__ = ("_p", "_name", "_start")
+    """A host phase with CUDA events around it: the device time goes to the device series. The
+    events are recorded on the current stream of device (None: of the current device)."""
+    __slots__ = ("_p", "_name", "_start", "_device")
 
     def _recreate_cm(self):  # as a decorator: one per call (a call inside another has its events)
-        return _CudaPhase(self._p, self._name)
+        return _CudaPhase(self._p, self._name, self._device)
 
-    def __init__(self, prof, name):
+    def __init__(self, prof, name, device=None):
         self._p = prof
         self._name = name
+        self._device = device
 
     def __enter__(self):
         import torch  # noqa: PLC0415 - only here when CUDA timing was asked for
         self._p.begin(self._name)
         self._start = torch.cuda.Event(enable_timing=True)
-        self._start.record()
+        self._start.record(torch.cuda.current_stream(self._device))
         return self
 
     def __exit__(self, etype, *exc):
         import torch  # noqa: PLC0415
         end = torch.cuda.Event(enable_timing=True)
-        end.record()
+        end.record(torch.cuda.current_stream(self._device))
         if etype is None:
             end.synchronize()  # inside the phase: its host time covers the device's work
             self._p.add_device(self._name, self._start.elapsed_time(end))
@@ -619,10 +621,26 @@ class StepProfiler:
         before it ends, so its host time, and the step's, include the GPU work: the step time is
         the real one and the data share is the share of a real step (the cost: the host cannot
         queue the next step's kernels before this one's finish). Without a CUDA device it is an
-        ordinary phase."""
-        if cuda and _cuda_available():
+        ordinary phase.
+
+        cuda=DEVICE (an index, "cuda:1", a torch.device): the events go on that device's current
+        stream instead of the current device's: a loop that moved its model with
+        .to("cuda:%d" % rank) without torch.cuda.set_device(rank) has cuda:0 current on every
+        rank, and events there time none of the step's kernels."""
+        if cuda is False or cuda is None or not _cuda_available():
+            return _Phase(self, name)
+        if cuda is True:
             return _CudaPhase(self, name)
-        return _Phase(self, name)
+        import torch  # noqa: PLC0415
+        try:
+            device = torch.device("cuda", cuda) if isinstance(cuda, int) else torch.device(cuda)
+        except (TypeError, ValueError, RuntimeError):
+            device = None
+        if device is None or device.type != "cuda":
+            raise ValueError("featcache: phase(%r, cuda=%r): want True (the current CUDA device) "
+                             "or a CUDA device (an index, 'cuda:1', a torch.device)"
+                             % (name, cuda))
+        return _CudaPhase(self, name, device)
 
     def iterate(self, iterable, phase=None, items=None):
         """Yield the items of iterable, one step each; fetching an item is timed as the data phase
