@@ -43,6 +43,20 @@ hidden=$(comm -23 "$T/static" "$T/map" | tr '\n' ' ')
 nm -g --defined-only "$FC_BIN/libfeatcache.a" 2>/dev/null | awk 'NF == 3 {print $3}' |
   grep -v '^fault_\(hit\|hold\|stop\)$' | sort >"$T/archive"
 same "$T/map" "$T/archive" "cmake/featcache.map and libfeatcache.a's global names"
+# with the CUDA backend its kernels are inside libfeatcache.a's mel object, their launch functions
+# local there: no fc_cu_* is global or left undefined (for a libfc_cuda.a to define), and no
+# libfc_cuda.a goes with the install (project/install links the static library)
+if [ "${FC_HAVE_CUDA:-0}" = 1 ]; then
+  cu=$(nm "$FC_BIN/libfeatcache.a" 2>/dev/null | awk '$NF ~ /^fc_cu_/ {print $(NF-1), $NF}')
+  echo "$cu" | grep -q '^t fc_cu_launch_mel$' ||
+    { echo "FAIL libfeatcache.a holds no local fc_cu_launch_mel (the CUDA kernels not in it)"; fail=1; }
+  bad=$(echo "$cu" | awk '$1 != "t" {print $2}' | sort -u | tr '\n' ' ')
+  [ -z "$bad" ] || { echo "FAIL libfeatcache.a: CUDA launch functions global or undefined: $bad"; fail=1; }
+  grep -q 'libfc_cuda' "$FC_BIN/install_manifest.txt" 2>/dev/null &&
+    { echo "FAIL libfc_cuda.a installed"; fail=1; }
+else
+  echo "abi: CUDA backend not configured (FC_CUDA=OFF or no nvcc): its static symbols not checked"
+fi
 
 # the headers' FC_VERSION_* are the project's version (fc_version(): project/install), the
 # libraries' file names its, and their soname its major number
