@@ -538,5 +538,6 @@ int store_wants_nolock(const char *dir, int setting) {
   if (statvfs(dir, &vfs) == 0 && (vfs.f_flag & ST_RDONLY)) return 1;
   if (access(dir, W_OK) != 0) return 1;
   if (snprintf(p, sizeof p, "%s/lock.mdb", dir) >= (int)sizeof p || access(p, W_OK) != 0) return 1;
-  return 0;
+  return store_lock_faults(dir) !=
+         0; /* a full copy-on-write disk: LMDB's lock writes would fault */
 }

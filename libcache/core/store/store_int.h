@@ -56,6 +56,13 @@ struct fc_store {
  * closed. */
 int store_claim(fc_store *s, const char *dir, int reserve);
 void store_unclaim(fc_store *s);
+/* 0, or ENOSPC/EDQUOT when lock.mdb's header page cannot be written through a map (SIGBUS: a full
+ * copy-on-write file system, or one over its quota), which LMDB's open would die of; with reserve,
+ * store_claim refuses such a store so. Not asked of a store this process holds (store_once.c). */
+int store_lock_faults(const char *dir);
+/* Whether `need` bytes can be written into dir now: 0, or how the file system refuses them
+ * (ENOSPC, EDQUOT, EFBIG), asked with fallocate of a file with no name (store_write.c). */
+int store_room_probe(const char *dir, uint64_t need);
 
 /* Open dir without a lock? setting > 0 always, < 0 never, 0 auto: read-only media, a directory or
  * lock.mdb we cannot write, or no lock.mdb at all (no process has the environment open, and

@@ -26,7 +26,7 @@ static size_t batch_bytes(const fc_put *puts, size_t n) {
  * EDQUOT (the user's or the project's quota, which statvfs does not show), EFBIG. The blocks are
  * asked of the file system (fallocate) for a file with no name (O_TMPFILE; else a name removed at
  * once), given back at its close. 0 too where that cannot be asked (no fallocate, no O_TMPFILE). */
-static int room_probe(const char *dir, uint64_t need) {
+int store_room_probe(const char *dir, uint64_t need) {
   int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0 && errno != ENOSPC && errno != EDQUOT) {
     char p[4096];
@@ -55,7 +55,7 @@ int store_explain_write_error(const fc_store *s, int rc, size_t bytes) {
       snprintf(p, sizeof p, "%s/data.mdb", s->path) < (int)sizeof p && stat(p, &st) == 0 &&
       (uint64_t)st.st_size + need > (uint64_t)lim.rlim_cur)
     return EFBIG;
-  const int room = rc == EIO ? room_probe(s->path, need) : 0;
+  const int room = rc == EIO ? store_room_probe(s->path, need) : 0;
   return room ? room : rc;
 }
 

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# A store on a full btrfs disk, and on a btrfs subvolume whose quota (qgroup) is used up. btrfs
+# copies on write: every page written anew needs a new block, allocated ahead or not, and LMDB
+# writes lock.mdb's header (the locks every open and transaction take) through a shared map, so
+# its first write there was SIGBUS: featurize, tokenize, cache-verify, cache-merge reading the
+# store and the Python loader all died (exit 135, not a word), the store itself sound. Now a
+# writer (and any open through the store library: the loader, cache-config) is refused, exit 2,
+# "cannot open the store: No space left on device" (or "Disk quota exceeded"), the loader raises
+# FeatcacheError saying so, cache-verify and cache-merge's inputs read it without the lock (as a
+# store on read-only media), and once there is room the rerun completes. Needs root, loop devices
+# and mkfs.btrfs; else skipped (77), saying why.
+set -u
+B=${FC_BIN:?}
+fail() { echo "FAIL: $*" >&2; exit 1; }
+t=$(mktemp -d)
+cleanup() { mountpoint -q "$t/mnt" 2>/dev/null && umount "$t/mnt"; rm -rf "$t"; }
+trap cleanup EXIT
+command -v mkfs.btrfs >/dev/null || { echo "skipped: no mkfs.btrfs (apt-get install btrfs-progs)"; exit 77; }
+truncate -s 160M "$t/img" && mkfs.btrfs -q "$t/img" >/dev/null 2>"$t/merr" || {
+  echo "skipped: mkfs.btrfs failed: $(head -1 "$t/merr")"
+  exit 77
+}
+mkdir "$t/mnt"
+mount -o loop "$t/img" "$t/mnt" 2>"$t/merr" || {
+  echo "skipped: cannot mount a btrfs image here (root and a loop device needed): $(head -1 "$t/merr")"
+  exit 77
+}
+cd "$t" || exit 1
+"$FC_PYTHON" - <<'PY' || fail "could not write the test WAVs"
+import wave
+import numpy as np
+rng = np.random.default_rng(1)
+for i in range(12):
+    x = 0.2 * rng.standard_normal(22050 * 2)
+    with wave.open("u%02d.wav" % i, "wb") as w:
+        w.setnchannels(1); w.setsampwidth(2); w.setframerate(22050)
+        w.writeframes((x * 32767).astype("<i2").tobytes())
+PY
+printf 'u%02d|word %d.\n' 0 0 1 1 2 2 >t.csv
+first=(u0[0-7].wav)
+all=(u*.wav)
+
+full_checks() { # STORE REASON: what each tool does on the store with no block to be had
+  local st=$1 why=$2 out rc
+  out=$("$B/featurize" --device cpu -o "$st" "${all[@]}" 2>&1); rc=$?
+  [ $rc = 2 ] && [ "$out" = "featurize: $st: cannot open the store: $why" ] ||
+    fail "featurize on $st: exit $rc, want 2 and the reason: $out"
+  out=$("$B/tokenize" --build-vocab -o "$st" t.csv 2>&1); rc=$?
+  [ $rc = 2 ] && [ "$out" = "tokenize: $st: cannot open the store: $why" ] ||
+    fail "tokenize on $st: exit $rc, want 2 and the reason: $out"
+  out=$("$B/cache-verify" --json "$st" 2>&1); rc=$?
+  [ $rc = 0 ] && grep -q '"ok":true,"records_checked":8,' <<<"$out" ||
+    fail "cache-verify on $st: exit $rc, want 0 and its 8 records: $out"
+  rm -rf "$t/merged"
+  out=$("$B/cache-merge" -q -o "$t/merged" "$st" 2>&1) || fail "cache-merge from $st: exit $?: $out"
+  "$B/cache-verify" -q "$t/merged" >/dev/null || fail "the store merged from $st fails cache-verify"
+  out=$("$FC_PYTHON" -c '
+import sys, featcache
+try:
+    featcache.Loader(sys.argv[1])
+except featcache.FeatcacheError as e:
+    print(e)
+' "$st" 2>&1); rc=$?
+  [ $rc = 0 ] && grep -q "$why" <<<"$out" ||
+    fail "the loader on $st: exit $rc, want FeatcacheError saying '$why': $out"
+}
+
+# a full disk: the store's first 8 records, then a file that takes every block left
+"$B/featurize" --device cpu -q -o mnt/st "${first[@]}" || fail "featurize the first 8"
+fallocate -l 100M mnt/fill 2>/dev/null
+dd if=/dev/zero of=mnt/fill2 bs=1M 2>/dev/null
+sync
+full_checks mnt/st "No space left on device"
+rm -f mnt/fill mnt/fill2 && sync
+out=$("$B/featurize" --device cpu -o mnt/st "${all[@]}" 2>&1) || fail "featurize once there is room: exit $?: $out"
+v=$("$B/cache-verify" --json mnt/st) || fail "the store fails cache-verify after the rerun: $v"
+grep -q '"ok":true,"records_checked":12,' <<<"$v" || fail "the rerun did not complete the store: $v"
+
+# a subvolume over its quota
+if btrfs quota enable mnt 2>/dev/null && btrfs subvolume create mnt/sv >/dev/null 2>&1 &&
+  btrfs qgroup limit 6M mnt/sv 2>/dev/null; then
+  "$B/featurize" --device cpu -q -o mnt/sv/st "${first[@]}" || fail "featurize the first 8 into the subvolume"
+  dd if=/dev/zero of=mnt/sv/fill bs=64k 2>/dev/null
+  sync
+  full_checks mnt/sv/st "Disk quota exceeded"
+  rm -f mnt/sv/fill && sync
+  "$B/featurize" --device cpu -q -o mnt/sv/st "${all[@]}" || fail "featurize into the subvolume once under its quota"
+else
+  echo "note: no btrfs quotas here; the quota part was not run"
+fi
+echo ok
