@@ -658,14 +658,19 @@ static inline void fc_cli_on_signal(int sig) {
   raise(sig); /* delivered when the handler returns (the signal is blocked in it) */
 }
 
+/* A signal the tool was started with ignored stays ignored (as shells and sort do): a job started
+ * with `&` from a script, or under nohup, has SIGINT ignored on purpose, so that a Ctrl-C on the
+ * terminal stops the foreground job and not it. */
 static inline void fc_cli_install_signals(void) {
-  struct sigaction sa;
+  struct sigaction sa, old;
   memset(&sa, 0, sizeof sa);
   fc_cli_stderr_tty = isatty(STDERR_FILENO);
   sa.sa_handler = fc_cli_on_signal;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
+  static const int sigs[] = {SIGINT, SIGTERM};
+  for (int i = 0; i < 2; i++)
+    if (sigaction(sigs[i], NULL, &old) != 0 || old.sa_handler != SIG_IGN)
+      sigaction(sigs[i], &sa, NULL);
   /* Past RLIMIT_FSIZE a write fails with EFBIG instead of killing the process (SIGXFSZ's default
    * action): the store's commit fails cleanly and the tool says the file-size limit was hit. */
   signal(SIGXFSZ, SIG_IGN);

@@ -21,7 +21,7 @@ trap cleanup EXIT
 interrupt() {
   local sig=$1 n=$2
   shift 2
-  FC_FAULT_STOP=store_open:$n "$bin" "$@" "$t/s" >"$t/out" 2>"$t/err" &
+  FC_FAULT_STOP=store_open:$n sigint_default "$bin" "$@" "$t/s" >"$t/out" 2>"$t/err" &
   pid=$!
   stopped $pid 400 || fail "$*: not stopped at store_open:$n: $(cat "$t/err")"
   kill -s "$sig" $pid

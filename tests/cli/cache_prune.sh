@@ -7,6 +7,7 @@
 # as one. The writer lock: refused (exit 1) while another process has the store open for writing;
 # a writer that opens the store while cache-prune holds it waits. docs/cache-prune.md.
 set -u
+. "$FC_SRC/tests/cli/stop_site.bash" # sigint_default
 FZ=${FC_BIN:?}/featurize
 TK=$FC_BIN/tokenize
 CV=$FC_BIN/cache-verify
@@ -249,7 +250,7 @@ cp -r st st3
 exec 3>ctl
 for _ in $(seq 100); do [ -s held ] && break; sleep 0.1; done
 [ "$(cat held)" = 0 ] || fail "drop-int: hold.py could not open st3 exclusively: $(cat held)"
-"$FC_BIN/cache-config" --drop chars st3 >w.out 2>&1 3>&- &
+sigint_default "$FC_BIN/cache-config" --drop chars st3 >w.out 2>&1 3>&- &
 pid=$!
 for _ in $(seq 100); do grep -q 'waiting until it has finished' w.out && break; sleep 0.05; done
 sleep 0.2
@@ -277,11 +278,11 @@ for sig in INT TERM; do
     for _ in $(seq 100); do [ -s held ] && break; sleep 0.1; done
     [ "$(cat held)" = 0 ] || fail "$tool-$sig: hold.py could not open st4 exclusively: $(cat held)"
     if [ $tool = featurize ]; then
-      "$FZ" -o st4 wavs/u1.wav wavs/u5.wav >w.out 2>&1 3>&- &
+      sigint_default "$FZ" -o st4 wavs/u1.wav wavs/u5.wav >w.out 2>&1 3>&- &
     elif [ $tool = cache-merge ]; then
-      "$FC_BIN/cache-merge" -o st4 st >w.out 2>&1 3>&- &
+      sigint_default "$FC_BIN/cache-merge" -o st4 st >w.out 2>&1 3>&- &
     else
-      "$TK" --manifest m3.csv --vocab v.txt -o st4 >w.out 2>&1 3>&- &
+      sigint_default "$TK" --manifest m3.csv --vocab v.txt -o st4 >w.out 2>&1 3>&- &
     fi
     pid=$!
     for _ in $(seq 100); do grep -q 'waiting until it has finished' w.out && break; sleep 0.05; done

@@ -37,7 +37,7 @@ sum=$(md5sum <st/data.mdb)
 interrupt() {
   local n=$1 want=$2
   shift 2
-  FC_FAULT_STOP=store_open:$n "$@" >out 2>err &
+  FC_FAULT_STOP=store_open:$n sigint_default "$@" >out 2>err &
   pid=$!
   stopped $pid 400 || { fail "$*: not stopped at store_open:$n: $(cat err)"; kill -9 $pid; pid=; return; }
   local rc
@@ -114,7 +114,7 @@ sum=$(md5sum <bad/data.mdb)
 for tool in cache-prune cache-verify; do
   if [ $tool = cache-prune ]; then want="cache-prune: bad: interrupted: run again to finish"; opt=--dry-run
   else want="cache-verify: bad: interrupted"; opt=; fi
-  FC_FAULT_STOP=store_open:1 "$FC_BIN/$tool" $opt bad >out 2>err &
+  FC_FAULT_STOP=store_open:1 sigint_default "$FC_BIN/$tool" $opt bad >out 2>err &
   pid=$!
   if stopped $pid 400; then
     interrupted $pid

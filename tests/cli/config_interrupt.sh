@@ -29,7 +29,7 @@ stores() { "$PY" -c 'import json, sys; print(" ".join("%s:%s" % (o["store"], "er
 for sig in INT TERM; do
   want=130
   [ $sig = TERM ] && want=143
-  FC_FAULT_STOP=store_open:2 "$B/cache-config" --json s1 s2 s1 >out 2>err &
+  FC_FAULT_STOP=store_open:2 sigint_default "$B/cache-config" --json s1 s2 s1 >out 2>err &
   pid=$!
   stopped $pid || { fail "$sig: never stopped at the second open"; continue; }
   kill -$sig $pid
@@ -43,7 +43,7 @@ for sig in INT TERM; do
 done
 
 # stopped in the split store's first part: its parts not all counted, said as such
-FC_FAULT_STOP=store_open:2 "$B/cache-config" --json s1 sp s2 >out 2>err &
+FC_FAULT_STOP=store_open:2 sigint_default "$B/cache-config" --json s1 sp s2 >out 2>err &
 pid=$!
 if stopped $pid; then
   interrupted $pid
@@ -58,7 +58,7 @@ else
 fi
 
 # the table too: what was listed stays, into a file (no --json)
-FC_FAULT_STOP=store_open:2 "$B/cache-config" s1 s2 s1 >out 2>err &
+FC_FAULT_STOP=store_open:2 sigint_default "$B/cache-config" s1 s2 s1 >out 2>err &
 pid=$!
 if stopped $pid; then
   interrupted $pid

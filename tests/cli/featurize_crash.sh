@@ -4,6 +4,7 @@
 # A final rerun completes the job with exactly the expected records. Then SIGINT: exit 130, the
 # finished work (including the utterance in flight) committed, the rest not started.
 set -u
+. "$FC_SRC/tests/cli/stop_site.bash" # sigint_default
 FZ=${FC_BIN:?}/featurize
 PY=${FC_PYTHON:-python3}
 missing=$("$PY" -c 'import importlib.util as u; print(" ".join(m for m in ("numpy", "soundfile", "lmdb", "xxhash") if not u.find_spec(m)))' 2>&1)
@@ -108,7 +109,7 @@ check st 300 >/dev/null || fail "final store is not exactly the 300 records"
 # the way to stop without waiting.
 mkfifo fifo.wav
 { head -n 50 list; echo fifo.wav; tail -n +51 list | head -n 49; } >list2
-"$FZ" -j 1 -o st2 - <list2 >out 2>err &
+sigint_default "$FZ" -j 1 -o st2 - <list2 >out 2>err &
 pid=$!
 for _ in $(seq 100); do [ -e st2/data.mdb ] && [ "$(check st2 2>/dev/null)" = 50 ] && break; sleep 0.1; done
 kill -INT "$pid"

@@ -7,6 +7,7 @@
 # the worker (-j 1) is held on a FIFO (input 11) while the signal arrives, and the FIFO then
 # delivers a real file.
 set -u
+. "$FC_SRC/tests/cli/stop_site.bash" # sigint_default
 B=${FC_BIN:?}
 PY=${FC_PYTHON:-python3}
 tmp=$(mktemp -d)
@@ -45,7 +46,7 @@ mkfifo fifo.wav
 
 for sig in INT TERM; do
   want=$((128 + $(kill -l $sig)))
-  "$B/featurize" -j 1 --writers 3 --batch 4 -o "st$sig" --manifest list.txt --json >out 2>err &
+  sigint_default "$B/featurize" -j 1 --writers 3 --batch 4 -o "st$sig" --manifest list.txt --json >out 2>err &
   pid=$!
   for _ in $(seq 200); do [ "$(entries "st$sig" 2>/dev/null)" = 10 ] && break; sleep 0.05; done
   [ "$(entries "st$sig")" = 10 ] || fail "SIG$sig: the first 10 inputs were not committed"

@@ -7,6 +7,7 @@
 # read into memory without end and a terminal waited for input (/dev/null stands for them here: a
 # regression with /dev/zero would eat the machine's memory).
 set -u
+. "$FC_SRC/tests/cli/stop_site.bash" # sigint_default
 B=${FC_BIN:?}
 tmp=$(mktemp -d)
 trap 'for p in $(jobs -p); do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"' EXIT
@@ -22,7 +23,7 @@ in_fifo_open() { grep -qx wait_for_partner /proc/"$1"/task/*/wchan 2>/dev/null; 
 for sig in INT TERM; do
   want=$((128 + $(kill -l $sig)))
   rm -rf "s$sig"
-  "$B/featurize" -j 1 --batch 1 --device cpu -o "s$sig" a.wav stray.wav >out 2>err &
+  sigint_default "$B/featurize" -j 1 --batch 1 --device cpu -o "s$sig" a.wav stray.wav >out 2>err &
   pid=$!
   # until the worker waits in stray.wav's open (a FIFO's: wait_for_partner), a.wav done before
   for _ in $(seq 400); do in_fifo_open $pid && break; sleep 0.05; done

@@ -4,6 +4,7 @@
 # and no recommendation (the grid is incomplete) — with the done line's count of steps not started.
 # The source is synthetic (each utterance costs a sleep), so the steps take known time.
 set -u
+. "$FC_SRC/tests/cli/stop_site.bash" # sigint_default
 LB=${FC_BIN:?}/loader-bench
 PY=${FC_PYTHON:-python3}
 tmp=$(mktemp -d)
@@ -13,7 +14,7 @@ fail() { echo "FAIL $*"; fails=$((fails + 1)); }
 
 # run ARGS... in the background, send $sig after $after seconds; rc in $rc
 run_and_stop() {
-  "$LB" "$@" >"$tmp/out" 2>"$tmp/err" &
+  sigint_default "$LB" "$@" >"$tmp/out" 2>"$tmp/err" &
   local pid=$!
   sleep "$after"
   kill -"$sig" $pid

@@ -7,6 +7,7 @@
 # merges (the merged store is where to complete it); --strict refuses, nothing written, exit 1
 # (docs/cache-merge.md "Configs held apart"). Stores of one corpus, a config each, are no finding.
 set -u
+. "$FC_SRC/tests/cli/stop_site.bash" # sigint_default
 M="$FC_BIN/cache-merge"
 [ -x "$M" ] || { echo "skip: $M not built"; exit 77; }
 . "$FC_SRC/tests/cli/scaleout.bash"
@@ -58,7 +59,7 @@ grep -qxF "cache-merge: the loader's features=\"hifigan\" takes ${hf:0:12}, whic
 # Ctrl-C while the check walks the ids (FC_FAULT_STOP=merge_ids:2 stops the process there; a
 # large merge spends as long in that walk as in the first pass): it stops there, nothing said of
 # the configs and nothing written, exit 130. Build without the fault hooks: the stop never comes.
-FC_FAULT_STOP=merge_ids:2 "$M" -o m6 s0 s1 x2 >out 2>err &
+FC_FAULT_STOP=merge_ids:2 sigint_default "$M" -o m6 s0 s1 x2 >out 2>err &
 pid=$!
 for _ in $(seq 200); do
   [ "$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)" = T ] && break

@@ -288,7 +288,7 @@ done
 # Ctrl-C during the copy: not swapped in, the copy removed, exit 130
 rm -rf s && cp -r base s
 b=$(size s)
-FC_FAULT_STOP=compact:1 "$CP" --compact s >out 2>err &
+FC_FAULT_STOP=compact:1 sigint_default "$CP" --compact s >out 2>err &
 pid=$!
 stopped $pid || fail "sigint: never stopped"
 kill -INT $pid

@@ -8,6 +8,7 @@
 # of a run; and a commit of another process (a writer that takes no lock) before one of its
 # transactions. Skipped (77) in a build without the fault countdowns.
 set -u
+. "$FC_SRC/tests/cli/stop_site.bash" # sigint_default
 CP=${FC_BIN:?}/cache-prune
 FZ=$FC_BIN/featurize
 TK=$FC_BIN/tokenize
@@ -126,7 +127,7 @@ sed 's/text number/another text/g' t.csv >t2.csv
 "$TK" -q --manifest t2.csv --vocab tv.txt -o tbase || fail "tokenize t again"
 for sig in INT TERM KILL; do
   rm -rf t && cp -r tbase t
-  FC_FAULT_STOP=prune:20 "$CP" --batch 1 t >out 2>err &
+  FC_FAULT_STOP=prune:20 sigint_default "$CP" --batch 1 t >out 2>err &
   pid=$!
   for _ in $(seq 400); do
     [ "$(awk '{print $3}' /proc/$pid/stat 2>/dev/null)" = T ] && break

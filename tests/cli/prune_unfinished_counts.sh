@@ -27,7 +27,7 @@ removed() { # N: the summary's beginning, N utterances removed
   { echo "FAIL dry run: stderr"; cat err; fail=1; }
 for sig in INT TERM; do
   rm -rf t && cp -r base t
-  FC_FAULT_STOP=prune:5 "$CP" --batch 1 --json --manifest keep.csv t >out 2>err &
+  FC_FAULT_STOP=prune:5 sigint_default "$CP" --batch 1 --json --manifest keep.csv t >out 2>err &
   pid=$!
   stopped $pid || { echo "FAIL SIG$sig: never stopped"; kill -9 $pid; wait $pid; fail=1; continue; }
   kill -$sig $pid && kill -CONT $pid
@@ -62,7 +62,7 @@ keep = {l.split("|")[0].encode() for l in open("keep2.csv")}
 e = lmdb.open("sp/part-0", readonly=True, lock=False, max_dbs=8)
 with e.begin() as t: print(sum(1 for k, _ in t.cursor(db=e.open_db(b"audio", txn=t, create=False)) if bytes(k) not in keep))')
 [ "$gone0" -ge 2 ] || { echo "FAIL: want 2 ids to remove from part 0, not $gone0"; exit 1; }
-FC_FAULT_STOP=prune:2 "$CP" --batch 1 --manifest keep2.csv sp >out 2>err &
+FC_FAULT_STOP=prune:2 sigint_default "$CP" --batch 1 --manifest keep2.csv sp >out 2>err &
 pid=$!
 if stopped $pid; then
   interrupted $pid

@@ -16,3 +16,12 @@ interrupted() {
   wait "$1"
   rc=$?
 }
+# sigint_default COMMAND...: COMMAND with SIGINT at its default, as a terminal's foreground job has
+# it: a script's `COMMAND &` starts it with SIGINT ignored (bash, as POSIX shells do without job
+# control), and so does a test run from a job that had it ignored, which the tools keep
+# (tests/cli/sigint_ignored.sh). `sigint_default CMD ... &`; an assignment before it
+# (FC_FAULT_STOP=SITE:N sigint_default CMD) reaches CMD. (env, not `trap - INT`: a shell started
+# with SIGINT ignored cannot reset it.)
+sigint_default() {
+  exec env --default-signal=INT "$@"
+}

@@ -12,6 +12,7 @@
 # after FC_PHONEMIZE_TIMEOUT; the signal is sent while that child exists. SIGINT only: SIGTERM sets
 # the same flag (tokenize_bad_inputs.sh sends it mid-run), and each case waits out the timeout.
 set -u
+. "$FC_SRC/tests/cli/stop_site.bash" # sigint_default
 T=${FC_BIN:?}/tokenize
 [ -x "$T" ] || { echo "FAIL: $T not built"; exit 1; }
 if ! grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null; then
@@ -28,7 +29,7 @@ for b in 1 4096; do
   sig=INT
   want=$((128 + $(kill -l "$sig")))
   FC_FAULT=espeakhang:1 FC_PHONEMIZE_CHILD=all FC_PHONEMIZE_TIMEOUT=6 \
-    "$T" -t phonemes --build-vocab --batch "$b" -o "$d/st-$b" "$d/in.tsv" >/dev/null 2>"$d/err" &
+    sigint_default "$T" -t phonemes --build-vocab --batch "$b" -o "$d/st-$b" "$d/in.tsv" >/dev/null 2>"$d/err" &
   pid=$!
   for _ in $(seq 300); do pgrep -P "$pid" >/dev/null && break; sleep 0.05; done
   pgrep -P "$pid" >/dev/null || fail "SIG$sig (--batch $b): no phonemizer child appeared"
@@ -50,7 +51,7 @@ done
 # (it was not handled there: SIGINT, ignored in a job started in the background by a script, went
 # unheard and the run went on to store everything, exit 0; SIGTERM killed it, with no summary).
 FC_FAULT=espeakhang:1 FC_PHONEMIZE_CHILD=all FC_PHONEMIZE_TIMEOUT=6 \
-  "$T" -t phonemes --build-vocab --batch 1 --shard 0/2 --json -o "$d/st-shard" "$d/in.tsv" \
+  sigint_default "$T" -t phonemes --build-vocab --batch 1 --shard 0/2 --json -o "$d/st-shard" "$d/in.tsv" \
   >"$d/out" 2>"$d/err" &
 pid=$!
 for _ in $(seq 300); do pgrep -P "$pid" >/dev/null && break; sleep 0.05; done
@@ -72,7 +73,7 @@ grep -q "tokenize: done: $n of $n ($n new, 0 already stored, 0 failed" "$d/err" 
 # A second SIGINT while the phonemizer child hangs ends tokenize at once (130), and the child with
 # it: a child left behind would hang on for good, its parent gone.
 FC_FAULT=espeakhang:1 FC_PHONEMIZE_CHILD=all FC_PHONEMIZE_TIMEOUT=60 \
-  "$T" -t phonemes --build-vocab --batch 1 -o "$d/st-twice" "$d/in.tsv" >/dev/null 2>"$d/err" &
+  sigint_default "$T" -t phonemes --build-vocab --batch 1 -o "$d/st-twice" "$d/in.tsv" >/dev/null 2>"$d/err" &
 pid=$!
 for _ in $(seq 300); do pgrep -P "$pid" >/dev/null && break; sleep 0.05; done
 kid=$(pgrep -P "$pid") || fail "twice: no phonemizer child appeared"

@@ -24,7 +24,7 @@ stopped_in_store=0 stopped_in_dataset=0
 for n in $(seq 1 20); do
   sig=INT want=130
   [ $((n % 2)) = 0 ] && sig=TERM want=143
-  FC_FAULT_STOP=store_open:$n "$FC_BIN/cache-verify" --json --manifest c/metadata.csv s0 s1 >out 2>err &
+  FC_FAULT_STOP=store_open:$n sigint_default "$FC_BIN/cache-verify" --json --manifest c/metadata.csv s0 s1 >out 2>err &
   pid=$!
   if ! stopped $pid 100; then # no N-th open: the run went through
     wait $pid
