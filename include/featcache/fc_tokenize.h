@@ -43,8 +43,10 @@ extern "C" {
  * are spaces and a run of more than 100 bytes without white space is cut (espeak-ng 1.51 read 0x01
  * as one of its commands and overflowed its stack on some long words); 4 = characters on which
  * espeak-ng 1.51 reads freed memory in a line of another language (espeak_unsafe in
- * libcache/text/tokenize/tok_espeak.c: digits of some Indic scripts, old Hangul jamo, ...) are spaces. */
-#define FC_TOK_PHONEMES_VERSION 4
+ * libcache/text/tokenize/tok_espeak.c: digits of some Indic scripts, old Hangul jamo, ...) are spaces;
+ * 5 = espeak-ng's language-switch flags ("(en)" before a word it reads with English rules, "(ko)"
+ * after) are dropped (4 kept them as symbols: phantom phonemes k, o, e, n under single characters). */
+#define FC_TOK_PHONEMES_VERSION 5
 
 typedef enum fc_tok_kind { FC_TOK_CHARS = 0, FC_TOK_PHONEMES = 1, FC_TOK_BPE = 2 } fc_tok_kind;
 typedef enum fc_tok_unicode { FC_UNICODE_NONE = 0, FC_UNICODE_NFKC = 1 } fc_tok_unicode;

@@ -11,12 +11,16 @@ by the exported vocab:
     where the command line ends a clause (its output lines) and is a character of the line (or
     "…" for "...").
 Also: each mark of the config's "punctuation" ends an espeak-ng clause; the config says
-tokenizer_version 4; the vocab given back keeps the digest, another voice changes it, an unknown
+tokenizer_version 5; the vocab given back keeps the digest, another voice changes it, an unknown
 voice is a configuration error; docs/tokenize.md shows three lines as its reader
-(docs/examples/read_tokens.py) prints them from a store, next to espeak-ng's output."""
+(docs/examples/read_tokens.py) prints them from a store, next to espeak-ng's output. Lines in which
+espeak-ng switches language for a word (an English word in Russian, French, Korean text: its
+command line prints "(en)...(ru)") are stored without the flags, as the command line's output with
+the flags removed (version 4 stored "(en)" as a symbol, k o e n under a vocab of characters)."""
 import concurrent.futures
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -97,6 +101,49 @@ def check_line(text, have, marks, lang, with_sep):
     return bad
 
 
+SWITCHES = [("ru", "Привет computer мир"), ("fr", "le weekend à Paris"),
+            ("ko", "hello 안녕하세요")]
+FLAG = re.compile(r"\([a-z0-9-]+\)")
+
+
+def check_switches(d):
+    """espeak-ng's language-switch flags are not stored: each line's sequence is the command
+    line's output with the flags removed, and no symbol of the built vocab holds a parenthesis;
+    a vocab of single characters (the built vocab's, split) gives no '(' either."""
+    bad = 0
+    for k, (lang, text) in enumerate(SWITCHES):
+        cli = espeak(text, lang)
+        if not FLAG.search(" ".join(cli)):
+            bad += 1
+            print(f"SWITCH espeak-ng -v {lang} no longer switches language in {text!r}: {cli}")
+        man, st = os.path.join(d, f"sw{k}.tsv"), os.path.join(d, f"sw{k}")
+        write_tsv(man, [("s", text)])
+        ev = os.path.join(d, f"sw{k}.txt")
+        p = run_tokenize("-o", st, "-t", "phonemes", "--lang", lang, "--build-vocab",
+                         "--export-vocab", ev, "--json", "-q", man)
+        s = json.loads(p.stdout)
+        vocab = open(ev, encoding="utf-8").read().split("\n")[:-1]
+        have = [vocab[i] for i in read_tokens(st, s["config_digest"])["s"][1]]
+        want = strip(FLAG.sub("", "".join(cli)))
+        if any("(" in u or ")" in u for u in vocab) or strip("".join(have)) != want:
+            bad += 1
+            print(f"SWITCH {lang} {text!r}\n    lib {have}\n    cli {cli}")
+        # a vocab of single characters: the flags' letters were ids of their own
+        chars = sorted({c for u in vocab[4:] for c in u} | {" "})
+        cv = os.path.join(d, f"sw{k}-chars.txt")
+        with open(cv, "w", encoding="utf-8") as f:
+            f.write("".join(f"{u}\n" for u in vocab[:4] + chars))
+        p = run_tokenize("-o", st, "-t", "phonemes", "--lang", lang, "--vocab", cv, "--json", "-q",
+                         man)
+        s = json.loads(p.stdout)
+        vc = open(cv, encoding="utf-8").read().split("\n")[:-1]
+        have = "".join(vc[i] for i in read_tokens(st, s["config_digest"])["s"][1])
+        if s["unknown"] or strip(have) != want:
+            bad += 1
+            print(f"SWITCH {lang} {text!r}, single characters\n    lib {have!r}\n    cli {cli}")
+    return bad
+
+
 THREE = [("l1", "version 2.0, January 2004"), ("l2", "Mr. Smith paid $3,000.50 on Jan. 5th"),
          ("l3", "see section 4(d) and (a) below")]
 
@@ -147,7 +194,7 @@ def main():
             assert s["failed"] == 0 and s["processed"] == len(rows), s
             digests[lang] = s["config_digest"]
             cfg = json.loads(read_meta(st, "cfg/" + s["config_digest"]))
-            assert cfg["tokenizer"] == "phonemes" and cfg["tokenizer_version"] == 4, cfg
+            assert cfg["tokenizer"] == "phonemes" and cfg["tokenizer_version"] == 5, cfg
             assert cfg["lang"] == lang, cfg
             marks = set(cfg["punctuation"])
             vocab = open(ev, encoding="utf-8").read().split("\n")[:-1]
@@ -183,6 +230,7 @@ def main():
                          "xx-nolang", check=False)
         assert p.returncode == 2 and "xx-nolang" in p.stderr, p.stderr
         failures += check_docs(d)
+        failures += check_switches(d)
     return 1 if failures else 0
 
 

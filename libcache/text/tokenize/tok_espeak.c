@@ -514,9 +514,25 @@ static int is_stress(const char *s, size_t len) {
   return len >= 2 && (memcmp(s, "\xCB\x88", 2) == 0 || memcmp(s, "\xCB\x8C", 2) == 0);
 }
 
+/* The length of espeak-ng's language-switch flag at s ("(en)", "(en-us)", "(ko)": a word it read
+ * with another language's rules, "(ru)" where it goes back), else 0. No phoneme: dropped, as
+ * phonemizer's remove-flags and piper drop it (under a vocab of single characters its letters
+ * were phantom phonemes, k o e n; tokenizer_version 5). IPA holds no parentheses. */
+static size_t switch_flag(const char *s, size_t len) {
+  if (len < 3 || s[0] != '(') return 0;
+  size_t k = 1;
+  while (k < len && k < 32 && (isalnum((unsigned char)s[k]) || s[k] == '-')) k++;
+  return k > 1 && k < len && s[k] == ')' ? k + 1 : 0;
+}
+
 static void emit_phonemes(emitter *e, const char *ph, size_t len) {
   size_t i = 0;
   while (i < len) {
+    size_t flag = switch_flag(ph + i, len - i);
+    if (flag) {
+      i += flag;
+      continue;
+    }
     if (ph[i] == ' ') {
       e->pending_space = 1;
       i++;
@@ -527,7 +543,7 @@ static void emit_phonemes(emitter *e, const char *ph, size_t len) {
       continue;
     }
     size_t j = i;
-    while (j < len && ph[j] != ' ' && ph[j] != '_') j++;
+    while (j < len && ph[j] != ' ' && ph[j] != '_' && !switch_flag(ph + j, len - j)) j++;
     while (i < j && is_stress(ph + i, j - i)) {
       emit(e, ph + i, 2);
       i += 2;
