@@ -78,5 +78,68 @@ def test_an_older_iterator_only_kept_changes_nothing(path, how):
     del kept
 
 
+class Fetcher:
+    """Lightning's fit-loop fetcher, by hand (_PrefetchDataFetcher over a CombinedLoader): each
+    iter() makes the new iterator before it drops the old one, and takes one batch ahead."""
+
+    def __init__(self, iterable):
+        self.iterable, self.iterator, self.ahead = iterable, None, []
+
+    def __iter__(self):
+        self.iterator = iter(self.iterable)
+        self.ahead = [next(self.iterator, None)]
+        return self
+
+    def __next__(self):
+        b = self.ahead.pop()
+        if b is None:
+            raise StopIteration
+        self.ahead.append(next(self.iterator, None))
+        return b
+
+
+@pytest.mark.parametrize("how", ["loader_padded", "dataset_handoff", "dataset_views",
+                                 "dataloader"])
+@pytest.mark.parametrize("limit", [None, 2])
+def test_a_lightning_fit_loop_raises_nothing_and_runs_each_epoch(path, how, limit):
+    """A sanity pass of 2 validation batches, then epochs cut at limit_train_batches, a validation
+    pass mid-epoch over a second loader of the same store, len() each epoch: no older iterator
+    is used again, so nothing raises, and epoch e's batches are epoch e's (an iterator dropped
+    unfinished still advances the epoch)."""
+    def make(**kw):
+        if how == "loader_padded":
+            return Loader(path, batch_size=2, pad_to=32, **kw), None
+        ds = FeatcacheDataset(path, batch_size=2, padded=how != "dataset_views",
+                              pad_to=0 if how == "dataset_views" else 32, **kw)
+        if how == "dataloader":
+            return torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0), ds
+        return ds, ds
+    train, tds = make(shuffle=True, seed=4)
+    val, _ = make()
+    n = len(train)
+    sanity = iter(Fetcher(val))
+    assert len(ids_of(next(sanity))) == 2 and len(ids_of(next(sanity))) == 2
+    fetch = Fetcher(train)
+    for epoch in range(3):
+        if tds is not None:
+            tds.set_epoch(epoch)
+        assert len(train) == n
+        iter(fetch)  # (once: Lightning then calls next(), not iter() again)
+        got = []
+        for k in range(N):
+            b = next(fetch, None)
+            if b is None:
+                break
+            got.append(ids_of(b))
+            if k == 1:  # validation mid-epoch (val_check_interval); a progress bar's len()
+                assert len(train) == n
+                assert sorted(i for vb in iter(Fetcher(val)) for i in ids_of(vb)) == IDS
+            if limit and k + 1 == limit:
+                break
+        want = [ids_of(b) for b in Loader(path, batch_size=2, pad_to=32, shuffle=True, seed=4,
+                                          epoch=epoch)][:limit or N]
+        assert got == want, (epoch, got, want)
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q", "-p", "no:cacheprovider", "-W", "ignore::UserWarning"]))
