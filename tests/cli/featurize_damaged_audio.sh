@@ -93,8 +93,12 @@ grep -qxF "featurize: caf_opus.caf: unsupported encoding in a CAF file (libsndfi
 [ "$(tail -n 1 ours)" = "featurize: done: 3 of 11 (3 new, 0 already stored, 8 failed)" ] ||
   fail "summary: $(tail -n 1 ours)"
 
+# an RF64 ffmpeg wrote to a pipe: its ds64 chunk states 0 data bytes (libsndfile, librosa and
+# ffmpeg read none), which was a bare "no samples"
+ffmpeg -hide_banner -loglevel error -y -i sp.wav -rf64 always -f wav - >unsized_rf64.wav ||
+  { echo "FAIL: ffmpeg could not make unsized_rf64.wav"; exit 1; }
 "$FZ" -j 1 -o st2 full.aiff cut_aiff.aiff cut_aifc.aifc cut_au.au cut_rf64.rf64 cut_w64.w64 \
-  cut_nist.nist unsized.wav >out 2>err
+  cut_nist.nist unsized.wav unsized_rf64.wav >out 2>err
 rc=$?
 [ $rc = 1 ] || fail "cut containers: exit $rc, want 1"
 for f in cut_aiff.aiff cut_aifc.aifc cut_au.au cut_rf64.rf64 cut_w64.w64 cut_nist.nist; do
@@ -106,7 +110,9 @@ done
 bytes=$(($(stat -c %s sp.wav) - 44))
 grep -qxF "featurize: unsized.wav: no samples: the data chunk states 0 bytes and $bytes follow it (a writer that did not finish leaves it so; 'sox --ignore-length IN OUT' rewrites the header)" err ||
   fail "unsized.wav: want its 0-byte data chunk named; got: $(grep "^featurize: unsized" err)"
-[ "$(tail -n 1 err)" = "featurize: done: 1 of 8 (1 new, 0 already stored, 7 failed)" ] ||
+grep -qxF "featurize: unsized_rf64.wav: no samples: its ds64 chunk states 0 data bytes and $bytes follow its data chunk (ffmpeg writes RF64 so to a pipe, where it cannot go back to fill in the size; 'sox --ignore-length IN OUT' rewrites the header)" err ||
+  fail "unsized_rf64.wav: want its ds64 chunk named; got: $(grep "^featurize: unsized_rf64" err)"
+[ "$(tail -n 1 err)" = "featurize: done: 1 of 9 (1 new, 0 already stored, 8 failed)" ] ||
   fail "cut containers: summary: $(tail -n 1 err)"
 
 # Compressed WAVs (ADPCM, GSM 6.10, G.721) cut in the middle: their block_align is a block of

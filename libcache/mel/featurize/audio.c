@@ -555,7 +555,13 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
   }
   if (frames_known && sfi.frames == 0) {
     const uint64_t unsized = audio_unsized_data(bytes, len);
-    if (unsized)
+    if (unsized && ((const uint8_t *)bytes)[1] == 'F')
+      fc_why(why, why_len,
+             "no samples: its ds64 chunk states 0 data bytes and %llu follow its data chunk "
+             "(ffmpeg writes RF64 so to a pipe, where it cannot go back to fill in the size; 'sox "
+             "--ignore-length IN OUT' rewrites the header)",
+             (unsigned long long)unsized);
+    else if (unsized)
       fc_why(why, why_len,
              "no samples: the data chunk states 0 bytes and %llu follow it (a writer that did not "
              "finish leaves it so; 'sox --ignore-length IN OUT' rewrites the header)",

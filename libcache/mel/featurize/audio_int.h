@@ -115,8 +115,9 @@ int audio_truncated(const uint8_t *b, size_t avail, uint64_t len, uint64_t *decl
                     uint64_t *held);
 
 /* The bytes after a RIFF WAVE data chunk that states 0 bytes (a writer that did not finish leaves
- * the sizes 0: it writes them last), which libsndfile and librosa read as no samples; 0 when the
- * file is not such a WAV. */
+ * the sizes 0: it writes them last), or an RF64's whose ds64 chunk states 0 data bytes (ffmpeg
+ * -rf64 to a pipe), which libsndfile, librosa and ffmpeg read as no samples; 0 when the file is
+ * not such a WAV. */
 uint64_t audio_unsized_data(const uint8_t *b, size_t len);
 
 /* How many frames short of the frame count libsndfile reports (frames, of a file in format whose

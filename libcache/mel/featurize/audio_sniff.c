@@ -106,9 +106,16 @@ static int wav_cut(const uint8_t *b, size_t avail, uint64_t len, uint64_t *decla
 }
 
 uint64_t audio_unsized_data(const uint8_t *b, size_t len) {
-  if (len < 12 || memcmp(b, "RIFF", 4) != 0 || memcmp(b + 8, "WAVE", 4) != 0) return 0;
+  if (len < 12 || (memcmp(b, "RIFF", 4) != 0 && memcmp(b, "RF64", 4) != 0) ||
+      memcmp(b + 8, "WAVE", 4) != 0)
+    return 0;
+  const int rf64 = b[1] == 'F';
+  uint64_t ds64_data = 1; /* none: not 0 */
   for (size_t pos = 12; pos + 8 <= len;) {
     uint64_t size = audio_le32(b + pos + 4);
+    if (rf64 && memcmp(b + pos, "ds64", 4) == 0 && size >= 16 && size <= len - pos - 8)
+      ds64_data = le64(b + pos + 8 + 8);
+    if (rf64 && memcmp(b + pos, "data", 4) == 0 && size == 0xFFFFFFFFu) size = ds64_data;
     if (memcmp(b + pos, "data", 4) == 0) return size == 0 ? len - (pos + 8) : 0;
     if (size + (size & 1) > len - pos - 8) return 0;
     pos += 8 + (size_t)size + (size & 1);
@@ -333,14 +340,21 @@ static const char *wav_header_at(const uint8_t *b, size_t n) {
  * ", "RF64....WAVEds64", W64's GUIDs): the search of a data chunk that states no size, read to
  * the file's end. 0 when none does. */
 static uint64_t wav_header_in(const uint8_t *b, size_t from, size_t len) {
-  for (size_t p = from; p + 16 <= len; p++) {
-    const uint8_t *q = b + p;
-    if ((q[0] == 'R' && ((memcmp(q, "RIFF", 4) == 0 && memcmp(q + 8, "WAVEfmt ", 8) == 0) ||
-                         (memcmp(q, "RF64", 4) == 0 && memcmp(q + 8, "WAVEds64", 8) == 0))) ||
-        (q[0] == 'r' && wav_header_at(q, len - p)))
-      return p;
-  }
-  return 0;
+  uint64_t at = 0; /* the first of the two searches' finds (memmem: this runs over all the data) */
+  if (from + 16 > len) return 0;
+  for (const uint8_t *q = b + from + 8;
+       q < b + len && (q = memmem(q, (size_t)(b + len - q), "WAVE", 4)); q += 4)
+    if (q + 8 <= b + len && ((memcmp(q - 8, "RIFF", 4) == 0 && memcmp(q + 4, "fmt ", 4) == 0) ||
+                             (memcmp(q - 8, "RF64", 4) == 0 && memcmp(q + 4, "ds64", 4) == 0))) {
+      at = (uint64_t)(q - 8 - b);
+      break;
+    }
+  const uint8_t *end = b + (at ? at : len);
+  if (from + 40 > len) return at;
+  for (const uint8_t *q = b + from + 24;
+       q < end && (q = memmem(q, (size_t)(end - q), w64_wave, 16)); q++)
+    if (memcmp(q - 24, w64_riff, 16) == 0) return (uint64_t)(q - 24 - b);
+  return at;
 }
 
 int64_t audio_riff_after(const uint8_t *b, size_t n, int odd) {
