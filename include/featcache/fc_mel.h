@@ -2,8 +2,19 @@
  *
  * A plan holds everything derived from a config: window, mel filterbank (sparse: each mel band's
  * first bin and weights), FFTW plans for a block of frames. Plans are made once and reused.
- * fc_mel_plan_create is NOT thread-safe (FFTW planning); fc_mel_compute on *different* plans is.
- * For OpenMP across utterances make one plan per thread (fc_mel_plan_clone is cheap). */
+ *
+ * Threads: fc_mel_plan_create, fc_mel_plan_clone and fc_mel_plan_free may be called from several
+ * threads at once: the library serializes its calls to FFTW's planner (plan creation and
+ * destruction) behind a lock of its own. fc_mel_compute runs in parallel on *different* plans; a
+ * plan is used by one thread at a time (for OpenMP across utterances make one plan per thread:
+ * fc_mel_plan_clone is cheap). The hazard is another user of single-precision FFTW (libfftw3f)
+ * in the same process: FFTW's planner is one for the process, and that code plans (fftwf_plan_*,
+ * fftwf_destroy_plan) without the library's lock, so its planning while another thread makes or
+ * frees a mel plan corrupts FFTW's state (a crash, a wrong transform). A program that plans with
+ * fftwf_* itself calls fftwf_make_planner_thread_safe() (libfftw3f_threads, FFTW >= 3.3.5) once,
+ * before its threads start: FFTW then locks every planner call, the library's too. Or it makes
+ * its plans and mel plans from one thread. It never calls fftwf_cleanup() while a mel plan
+ * lives. Double-precision FFTW (libfftw3, fftw_*) has a planner of its own: no hazard. */
 #ifndef FC_MEL_H
 #define FC_MEL_H
 
