@@ -145,7 +145,7 @@ if grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null; t
   . "$FC_SRC/tests/cli/stop_site.bash"
   chmod -R a-w st
   before=$(sum)
-  FC_FAULT_STOP=store_open:2 "${run[@]}" "$FZ" -o st a1.wav a2.wav a3.wav >out 2>err &
+  FC_FAULT_STOP=store_open:2 sigint_default "${run[@]}" "$FZ" -o st a1.wav a2.wav a3.wav >out 2>err &
   pid=$!
   if stopped $pid 400; then
     interrupted $pid

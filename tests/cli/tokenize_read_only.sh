@@ -132,7 +132,7 @@ if grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null; t
   . "$FC_SRC/tests/cli/stop_site.bash"
   "$PY" -c 'print("".join("b%d|line number %d\n" % (i, i) for i in range(6000)), end="")' >>m.csv
   # stopped at its second store open (the check's: the first, for writing, was refused)
-  FC_FAULT_STOP=store_open:2 "${run[@]}" "$TK" --vocab v.txt -o st m.csv >out 2>err &
+  FC_FAULT_STOP=store_open:2 sigint_default "${run[@]}" "$TK" --vocab v.txt -o st m.csv >out 2>err &
   pid=$!
   if stopped $pid 400; then
     interrupted $pid
