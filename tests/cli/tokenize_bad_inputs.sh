@@ -127,6 +127,19 @@ printf 'a\n\nb\n' > "$d/empty.txt"
 "$T" -o "$d/s6" --manifest "$m" --vocab "$d/empty.txt" 2> "$d/err"
 expect_rc $? 2 "vocab with an empty line"
 expect_err "empty.txt:2: empty line"
+# a byte-order mark at the start of a later line (a file saved with one, joined after line 1:
+# cat a.txt b.txt) was taken as part of that line's symbol, which no text then matched (its
+# letter went to <unk>, or failed the line, silently): refused, naming the line; the file's own
+# BOM (line 1) is read past, and a line of U+FEFF alone is that symbol (a built vocab's)
+printf '\xEF\xBB\xBF<pad>\n<unk>\n<bos>\n<eos>\n \na\n\xEF\xBB\xBF\nb\n' > "$d/bom1.txt"
+"$T" -o "$d/sb1" --manifest "$m" --vocab "$d/bom1.txt" > "$d/out" 2> "$d/err"
+expect_rc $? 1 "a vocab with a byte-order mark at its start (some lines fail as bad input)"
+grep -q "bom1.txt" "$d/err" && fail "a vocab with a byte-order mark at its start: refused"
+printf '<pad>\n<unk>\n<bos>\n<eos>\n \na\n\xEF\xBB\xBFb\n' > "$d/bom7.txt"
+"$T" -o "$d/s6" --manifest "$m" --vocab "$d/bom7.txt" 2> "$d/err"
+expect_rc $? 2 "a vocab with a byte-order mark on line 7"
+expect_err "tokenize: $d/bom7.txt:7: begins with a byte-order mark (EF BB BF) before its symbol 'b' (a file saved with one, joined to the vocab after its first line?): remove it: sed -i 's/^\xEF\xBB\xBF//' FILE"
+[ ! -e "$d/s6" ] || fail "a vocab with a byte-order mark on line 7: the store was made"
 # a vocab saved as UTF-16 or UTF-32 (with or without a byte-order mark): said as such, with the
 # iconv that converts it ('1: invalid UTF-8' before, which the file's editor showed as fine)
 printf 'a\nb\n' | iconv -f UTF-8 -t UTF-16 > "$d/v16.txt"

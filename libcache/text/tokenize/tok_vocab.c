@@ -147,6 +147,21 @@ int tok_vocab_parse(tok_vocab *v, const char *data, size_t len, int nfkc, char *
       rc = FC_ETOKENIZER;
       break;
     }
+    /* a byte-order mark glued to a symbol after the first line (a file saved with one joined to
+     * the vocab: cat a.txt b.txt) would make the symbol one no text holds; a line of U+FEFF alone
+     * is that symbol (--build-vocab exports one from a text holding it) */
+    if (l > 3 && memcmp(data + i, "\xEF\xBB\xBF", 3) == 0) {
+      char sym[64], q[160]; /* the symbol, quoted as names are when it holds a control character */
+      snprintf(sym, sizeof sym, "%.*s", (int)(l - 3 < 63 ? l - 3 : 63), data + i + 3);
+      const int plain = fc_quote_name(sym, q, sizeof q) == strlen(sym);
+      tok_set_why(why, why_len,
+                  "%zu: begins with a byte-order mark (EF BB BF) before its symbol %s%s%s (a file "
+                  "saved with one, joined to the vocab after its first line?): remove it: "
+                  "sed -i 's/^\\xEF\\xBB\\xBF//' FILE",
+                  n + 1, plain ? "'" : "", plain ? sym : q, plain ? "'" : "");
+      rc = FC_ETOKENIZER;
+      break;
+    }
     if (n == cap) {
       char **p = fc_realloc(syms, cap * 2 * sizeof *syms);
       if (p) syms = p;
