@@ -201,16 +201,18 @@ def _nvml_uuid_index(prefix):
 
 def _current_cuda_device():
     """The CUDA device this process's torch works on now (torch.cuda.current_device(): a DDP
-    script's torch.cuda.set_device(local_rank)), 0 where torch is not imported or has no CUDA.
-    torch is not imported here: a loop that never did uses no CUDA device of torch's."""
+    script's torch.cuda.set_device(local_rank)), 0 where torch is not imported or has not
+    initialized CUDA. torch is not imported here, nor CUDA initialized: set_device initializes
+    it, so before that the current device is 0, and asking current_device() then would make a
+    CUDA context on GPU 0 in every rank (hundreds of MB of GPU 0's memory each)."""
     torch = sys.modules.get("torch")
     if torch is None:
         return 0
     try:
-        if not torch.cuda.is_available():
+        if not torch.cuda.is_initialized():  # (False too in a forked child of a CUDA parent)
             return 0
         return int(torch.cuda.current_device())
-    except Exception:  # (a forked child of a CUDA parent: CUDA is not usable in it)
+    except Exception:
         return 0
 
 

@@ -147,21 +147,28 @@ def test_the_default_gpu_is_cuda_visible_devices_first(three_gpus, visible):
 
 def fake_torch(monkeypatch, current):
     """torch as a DDP rank holds it after torch.cuda.set_device(current) (a stand-in: the tests'
-    torch has no CUDA); current=None: one whose current_device() raises (a forked child)."""
+    torch has no CUDA); current=None: one whose current_device() raises (a forked child);
+    current="uninitialized": one that has not initialized CUDA yet, whose current_device()
+    would (a CUDA context on GPU 0, in every rank that made its profiler before set_device)."""
     import types
+    calls = []
 
     def current_device():
+        calls.append(current)
         if current is None:
             raise RuntimeError("Cannot re-initialize CUDA in forked subprocess")
-        return current
-    cuda = types.SimpleNamespace(is_available=lambda: True, current_device=current_device)
+        return 0 if current == "uninitialized" else current
+    cuda = types.SimpleNamespace(is_available=lambda: True, current_device=current_device,
+                                 is_initialized=lambda: current != "uninitialized")
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+    return calls
 
 
 @pytest.mark.parametrize("visible,current,note", [
     (None, 2, "NVML GPU 2 (cuda:2)"),
     (None, 0, "NVML GPU 0"),
     (None, None, "NVML GPU 0"),
+    (None, "uninitialized", "NVML GPU 0"),
     ("0,2", 1, "NVML GPU 2 (cuda:1 of CUDA_VISIBLE_DEVICES=0,2)"),
     ("2,0", 0, "NVML GPU 2"),
     (UUID % (0, 0) + "," + UUID % (2, 2), 1,
@@ -175,13 +182,14 @@ def test_the_default_gpu_is_the_current_cuda_device(three_gpus, visible, current
         three_gpus.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     else:
         three_gpus.setenv("CUDA_VISIBLE_DEVICES", visible)
-    fake_torch(three_gpus, current)
+    calls = fake_torch(three_gpus, current)
     with StepProfiler(gpu_busy=True, gpu_period_ms=2) as prof:
         steps(prof, 1)
         wait_samples(3)
         g = gpu(prof)
         assert g["measured"] is True and g["note"] == note, g
         assert g["pct"]["mean"] == (70 if note.startswith("NVML GPU 2") else 10), g
+    assert "uninitialized" not in calls, "current_device() asked before CUDA was initialized"
 
 
 def test_a_current_device_past_the_list_is_said(three_gpus):
