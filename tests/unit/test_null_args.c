@@ -247,6 +247,11 @@ static void one_at_a_time(const char *dir) {
   CHECK(strcmp(why, "fc_loader_open: out is NULL") == 0, "why '%s'", why);
   INT(fc_loader_open, "paths", NULL, 1, NULL, &l, NULL, 0);
   CHECK(!l);
+  const char *no_path[] = {dir, NULL}; /* a NULL among the paths: named by its index */
+  strcpy(why, "stale");
+  CHECK(fc_loader_open(no_path, 2, NULL, &l, why, sizeof why) == EINVAL && !l);
+  CHECK(strcmp(why, "fc_store_expand: dirs[1] is NULL") == 0, "why '%s'", why);
+  CHECK(strcmp(fc_last_error(), why) == 0, "fc_last_error '%s'", fc_last_error());
   INT(fc_loader_lookup, "l", NULL, "a", &(fc_loader_item){0});
   fc_loader_release(NULL, NULL); /* nothing to release: no refusal, no crash */
 }
