@@ -184,6 +184,28 @@ def test_whole_store_problems_outside_the_split_not_listed(corpus):
         assert ld.num_items == len(TRAIN) and ld.problems() == []
 
 
+def test_refused_manifest_lines_are_problems(corpus):
+    """A manifest line featurize refuses though it names an id (a "duration" that is a string, a
+    negative "offset") is not read, whatever the store holds under that id (featurize before
+    the check stored the whole file), and problems() says so: no utterance dropped unsaid."""
+    m = os.path.join(corpus["dir"], "refused.jsonl")
+    wav = os.path.join(corpus["dir"], "wavs", "%s.wav")
+    with open(m, "w") as f:
+        f.write('{"audio_filepath": "%s", "duration": 0.5, "text": "a"}\n' % (wav % "u01"))
+        f.write('{"audio_filepath": "%s", "duration": "3.2", "text": "b"}\n' % (wav % "u02"))
+        f.write('{"audio_filepath": "%s", "offset": -1, "text": "c"}\n' % (wav % "u04"))
+        f.write('{"audio_filepath": "%s", "text": "a again"}\n' % (wav % "u01"))  # a duplicate
+    with featcache.Loader(corpus["store"], manifest=m) as ld:
+        assert sorted(u for b in ld for u in b.ids) == ["u01"]
+        probs = {p[0]: p[2] for p in ld.problems()}
+        assert sorted(probs) == ["u02", "u04"], probs
+        assert probs["u02"].startswith("not read: manifest line 2 skipped: "), probs["u02"]
+        assert '"duration"' in probs["u02"] and '"offset"' in probs["u04"], probs
+    with pytest.raises(featcache.FeatcacheError, match=r"^featcache: %s: u02: not read: manifest "
+                       r"line 2 skipped: " % re.escape(corpus["store"])):
+        featcache.Loader(corpus["store"], manifest=m, strict=True)
+
+
 def test_bad_arguments(corpus):
     with pytest.raises(TypeError, match="a list of ids"):
         featcache.Loader(corpus["store"], ids="u01")

@@ -231,7 +231,8 @@ int fc_loader_open(const char *const *paths, size_t n, const fc_loader_opts *opt
 }
 
 /* The ids of the options' subset (manifest, ids) that no store holds: each a problem, "not
- * stored" or the failure featurize recorded for it; with STRICT the first fails the open. */
+ * stored" or the failure featurize recorded for it; then the manifest's refused lines that name
+ * an id; with STRICT the first fails the open. */
 static int subset_problems(fc_loader *l, char *why, size_t why_len) {
   char r[400];
   size_t i = 0;
@@ -246,6 +247,19 @@ static int subset_problems(fc_loader *l, char *why, size_t why_len) {
       return FC_ENOTFOUND;
     }
     int rc = ld_add_problem(l, s, id, strlen(id), r);
+    if (rc) return rc;
+  }
+  /* a line featurize refuses names its id, yet says nothing true of it (a record stored under it
+   * may be another cut of the file): skipped, as cache-verify skips it, and said */
+  i = 0;
+  for (const fc_item *it; (it = ld_subset_refused(l, &i));) {
+    fc_why(r, sizeof r, "not read: manifest line %zu skipped: %s", it->line,
+           it->why ? it->why : fc_strerror(it->err));
+    if (l->o.flags & FC_LOADER_STRICT) {
+      fc_why(why, why_len, "%s: %s: %s", FC_WHY_NAME(l->stores[0].path), FC_WHY_NAME(it->id), r);
+      return FC_ENOTFOUND;
+    }
+    int rc = ld_add_problem(l, 0, it->id, strlen(it->id), r);
     if (rc) return rc;
   }
   return 0;

@@ -253,6 +253,11 @@ const char *ld_subset_unseen(const struct fc_loader *l, size_t *i);
 /* How the subset named the id ld_subset_unseen returned last (i as it left it): "asked for"
  * (the ids) or "in the manifest". */
 const char *ld_subset_source(const struct fc_loader *l, size_t i);
+/* The next manifest line (from *i, 0 first) that featurize refuses though it names an id (a bad
+ * "offset" or "duration", a missing column) and that no other line or id of the subset names:
+ * not read, whatever a store holds under its id; NULL at the end. A duplicate's id is its first
+ * line's. */
+const fc_item *ld_subset_refused(const struct fc_loader *l, size_t *i);
 void ld_subset_free(struct fc_loader *l);
 /* Add store si's utterances from its configs' indexes: *used 1; or, when it lacks one of them (or
  * this loader's transaction cannot read it), nothing: *used 0, read it without. */

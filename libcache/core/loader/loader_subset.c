@@ -91,6 +91,15 @@ const char *ld_subset_unseen(const fc_loader *l, size_t *i) {
   return *i < l->n_want ? l->want[(*i)++] : NULL;
 }
 
+const fc_item *ld_subset_refused(const fc_loader *l, size_t *i) {
+  while (*i < l->want_list.count) {
+    const fc_item *it = &l->want_list.items[(*i)++];
+    if (!it->err || it->err == FC_EDUPLICATE || !it->id || !it->id[0]) continue;
+    if (!bsearch(&it->id, l->want, l->n_want, sizeof *l->want, str_cmp)) return it;
+  }
+  return NULL;
+}
+
 const char *ld_subset_source(const fc_loader *l, size_t i) {
   int asked = l->want_asked ? l->want_asked[i - 1] : !l->want_list.count;
   return asked ? "asked for" : "in the manifest";
