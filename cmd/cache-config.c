@@ -37,6 +37,7 @@ static const char footer[] =
     "configs could not be read once open, or a STORE that could not be opened beside others\n"
     "listed, or the drop failed part-way (run it again to finish); 2 usage error, a STORE that\n"
     "is not a store or cannot be opened (for --drop, for writing) when no other was listed, or\n"
+    "given twice, or\n"
     "a name several configs have (or digits several digests begin with); 130/143 interrupted.\n"
     "Manual: man cache-config.";
 
@@ -559,6 +560,22 @@ int main(int argc, char **argv) {
     if (nargs != 1) fc_cli_usage_error("--drop takes one store, not %d", nargs);
     if (json || !count) fc_cli_usage_error("--drop lists nothing: drop --json and --no-count");
     return drop(argv[optind], drop_cfg, quiet);
+  }
+  /* one store named twice (`s s`, `s ./s/`, a split store and one of its parts): refused before
+   * anything is listed, as cache-merge and cache-verify refuse it (fc_cli_store_twice: by device
+   * and inode), both spellings named; a marker that cannot be read is said by its listing */
+  char **expanded = NULL, twice[1024], why[512];
+  size_t n_expanded = 0;
+  if (fc_store_expand((const char *const *)(argv + optind), (size_t)nargs, &expanded, &n_expanded,
+                      why, sizeof why) == 0) {
+    const int dup =
+        fc_cli_store_twice((const char *const *)(argv + optind), (size_t)nargs,
+                           (const char *const *)expanded, n_expanded, twice, sizeof twice);
+    fc_store_paths_free(expanded, n_expanded);
+    if (dup) {
+      fc_cli_warn(NULL, "%s", twice);
+      return FC_EXIT_USAGE;
+    }
   }
   /* Ctrl-C, SIGTERM: the store being counted is listed, the next ones not; what was listed is
    * on stdout (it was lost with the process's buffer), and the exit is 130/143 */

@@ -22,14 +22,15 @@ for i in 1 2 3; do
 done
 "$B/featurize" -q --device cpu -o s1 a1.wav a2.wav || fail "featurize s1"
 "$B/featurize" -q --device cpu -o s2 a3.wav || fail "featurize s2"
+"$B/featurize" -q --device cpu -o s3 a1.wav || fail "featurize s3"
 "$B/featurize" -q --device cpu --writers 2 -o sp a1.wav a2.wav a3.wav || fail "featurize sp"
 stores() { "$PY" -c 'import json, sys; print(" ".join("%s:%s" % (o["store"], "error" if o["configs"] is None else len(o["configs"])) for o in map(json.loads, sys.stdin)))' <out; }
 
-# stopped at the second store's open: s1 listed, s2 counted and listed, s1 again not
+# stopped at the second store's open: s1 listed, s2 counted and listed, s3 not
 for sig in INT TERM; do
   want=130
   [ $sig = TERM ] && want=143
-  FC_FAULT_STOP=store_open:2 sigint_default "$B/cache-config" --json s1 s2 s1 >out 2>err &
+  FC_FAULT_STOP=store_open:2 sigint_default "$B/cache-config" --json s1 s2 s3 >out 2>err &
   pid=$!
   stopped $pid || { fail "$sig: never stopped at the second open"; continue; }
   kill -$sig $pid
@@ -58,7 +59,7 @@ else
 fi
 
 # the table too: what was listed stays, into a file (no --json)
-FC_FAULT_STOP=store_open:2 sigint_default "$B/cache-config" s1 s2 s1 >out 2>err &
+FC_FAULT_STOP=store_open:2 sigint_default "$B/cache-config" s1 s2 s3 >out 2>err &
 pid=$!
 if stopped $pid; then
   interrupted $pid

@@ -93,6 +93,15 @@ o = [json.loads(l) for l in open("out")]
 assert [d["store"] for d in o] == ["s1", "sp"] and o[1]["configs"] is None and o[1]["error"].startswith("cannot read the split store"), o' ||
   fail "config --json, a bad marker: exit $rc: $(cat out) $(cat err)"
 
+# one store named twice, in another spelling or not: refused (exit 2, nothing listed), both
+# spellings named, as cache-merge, cache-verify and cache-prune refuse it (it listed it twice)
+run "config s1 s1" 2 "cache-config: s1: given twice (also as s1)" "$C" s1 s1
+[ ! -s out ] || fail "config s1 s1: stdout: $(cat out)"
+run "config s1 s2 ./s1/" 2 "cache-config: ./s1/: given twice (also as s1)" "$C" --json s1 s2 ./s1/
+[ ! -s out ] || fail "config s1 s2 ./s1/: stdout: $(cat out)"
+ln -s s2 s2link
+run "config s2link s2" 2 "cache-config: s2: given twice (also as s2link)" "$C" --no-count s2link s2
+
 # a dry run refuses as the run would: nothing reported
 P=$FC_BIN/cache-prune
 run "prune --dry-run" 2 "cache-prune: wavs: not a featcache store (no data.mdb)" "$P" --dry-run s1 wavs s2

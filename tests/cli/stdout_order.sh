@@ -26,10 +26,10 @@ want='s1: cache-verify: notstore s2: cache-verify: done '
 "$B/cache-verify" s1 notstore s2 >log 2>&1
 [ "$(order log)" = "$want" ] || fail "cache-verify >log 2>&1: order '$(order log)', want '$want'"
 "$B/cache-config" --no-count s1 notstore s2 2>&1 | grep -v '^digest\|^[0-9a-f]\{32\}' >log
-want='s1: cache-config: notstore s2: '
+want='s1: cache-config: notstore s2: cache-config: done '
 [ "$(order log)" = "$want" ] || fail "cache-config 2>&1 | cat: order '$(order log)', want '$want': $(cat log)"
 "$B/cache-config" --json s1 notstore s2 2>&1 | cat >log
-want='{"store":"s1" cache-config: notstore {"store":"notstore" {"store":"s2" '
+want='{"store":"s1" cache-config: notstore {"store":"notstore" {"store":"s2" cache-config: done '
 [ "$(order log)" = "$want" ] || fail "cache-config --json 2>&1 | cat: order '$(order log)', want '$want': $(cat log)"
 
 # apart: stdout holds the reports alone, stderr the message
