@@ -173,7 +173,25 @@ void tkm_refuse_extra_columns(const char *manifest, fc_manifest_format fmt, int 
  * stopped with rc FC_ETOOLONG met a line with no line break in its first FC_MANIFEST_LINE_MAX
  * bytes: said with the manifest and the line (the library's run returns the code alone), and 1;
  * 0 for any other stop. */
+/* Does reading path to its end fail with rc (a read error of the manifest, not of the store)? */
+static int read_fails(const char *path, int rc) {
+  FILE *f = fopen(path, "re");
+  if (!f) return errno == rc;
+  char buf[1 << 16];
+  while (fread(buf, 1, sizeof buf, f) == sizeof buf) {}
+  const int e = ferror(f) ? errno : 0;
+  fclose(f);
+  return e == rc;
+}
+
 int tkm_said_long_line(const char *streamed, int rc, int build_vocab) {
+  const char *kept = build_vocab
+                         ? ", nothing stored (--build-vocab: the vocab is the whole manifest's)"
+                         : ", the lines before it stored";
+  if (streamed && rc > 0 && rc != FC_ETOOLONG && rc != ENOMEM && read_fails(streamed, rc)) {
+    fc_cli_warn(streamed, "cannot read it: %s; the run stopped there%s", strerror(rc), kept);
+    return 1;
+  }
   if (rc != FC_ETOOLONG || !streamed) return 0;
   FILE *f = fopen(streamed, "re");
   size_t line = 1, len = 0, at = 0;
@@ -190,8 +208,6 @@ int tkm_said_long_line(const char *streamed, int rc, int build_vocab) {
   fc_cli_warn(streamed,
               "%s has no line break in its first %zu MiB (the most a manifest line may have): not "
               "a manifest (a binary file? a stream without newlines?); the run stopped there%s",
-              where, FC_MANIFEST_LINE_MAX >> 20,
-              build_vocab ? ", nothing stored (--build-vocab: the vocab is the whole manifest's)"
-                          : ", the lines before it stored");
+              where, FC_MANIFEST_LINE_MAX >> 20, kept);
   return 1;
 }

@@ -22,9 +22,10 @@ void tkm_refuse_pandas_index(const char *manifest, fc_manifest_format fmt);
 void tkm_refuse_extra_columns(const char *manifest, fc_manifest_format fmt, int text_column);
 
 /* A run over the manifest file streamed (NULL: read whole before) stopped with rc: a line with no
- * line break in its first FC_MANIFEST_LINE_MAX bytes said, naming the manifest and the line, and
- * what became of the lines before it (stored; nothing, when build_vocab: the vocab pass met it),
- * and 1; else 0, nothing said. */
+ * line break in its first FC_MANIFEST_LINE_MAX bytes, or a read error of the manifest (reading it
+ * again fails with rc: EIO is the manifest's, not the store's), said, naming the manifest (and the
+ * line), and what became of the lines before it (stored; nothing, when build_vocab: the vocab pass
+ * met it), and 1; else 0, nothing said. */
 int tkm_said_long_line(const char *streamed, int rc, int build_vocab);
 
 #endif

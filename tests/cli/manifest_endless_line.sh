@@ -70,6 +70,13 @@ rc=$?
 [ $rc = 1 ] && grep -qxF "$stopped, nothing stored (--build-vocab: the vocab is the whole manifest's)" err ||
   fail "tokenize --build-vocab t.csv: exit $rc: $(head -c 600 err)"
 
+# a manifest file that cannot be read (EIO: /proc/self/mem reads so at its start) stops the run
+# the same way, said as the manifest's: it was "tokenize: t5: Input/output error", the store named
+run "$B/tokenize" -q --manifest /proc/self/mem --vocab v.txt -o t5 >out 2>err
+rc=$?
+[ $rc = 1 ] && grep -qxF "tokenize: /proc/self/mem: cannot read it: Input/output error; the run stopped there, the lines before it stored" err ||
+  fail "tokenize --manifest /proc/self/mem: exit $rc: $(head -c 600 err)"
+
 # a file whose third line is 17 MB long: named with its line; one of 2 MB is a line (it fails)
 { echo a.wav; echo a.wav; head -c 17000000 /dev/zero | tr '\0' x; echo; } >m.txt
 run "$B/featurize" -q --device cpu --manifest m.txt -o s >out 2>err
