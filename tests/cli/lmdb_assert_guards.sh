@@ -6,7 +6,8 @@
 # error codes only (a zeroed root or first leaf), so without these cases a guard could go and no
 # test would notice. Here: cache-verify's free-list walk (its free list made of many leaves: a
 # reader held open across 600 commits), cache-prune's survey of the audio entries (a store of
-# 400 utterances), each a report and exit 1, never exit 134, and nothing written.
+# 400 utterances), each a report and exit 1, never exit 134, and nothing written; the Python
+# loader's walks at its open, each a FeatcacheError.
 set -u
 PY=${FC_PYTHON:-python3}
 tmp=$(mktemp -d)
@@ -89,5 +90,32 @@ cmp -s st/data.mdb before.mdb || fail "prune changed the damaged store"
 "$FC_BIN/cache-verify" st >out 2>err
 [ $? = 1 ] && grep -q "^st: error: env data.mdb: B-tree damaged ($assertion); the checks after it were not made" out ||
   { fail "verify of the zeroed audio leaf"; cat out err; }
-[ "$fails" = 0 ] && echo "ok: LMDB's assertions in the free-list walk and prune's survey reported, no abort"
+
+# The loader's walks at its open: of a store without indexes (st: the lookups walk of the audio
+# entries) and of a featurize store's mel index (the index walk); a Python training script died
+# there (exit 134, no traceback): now FeatcacheError naming the store and the damage
+mkdir w && sox -n -r 22050 -b 16 w/a.wav synth 0.05 sine 440 || fail "sox"
+for i in $(seq -w 1 400); do ln -s a.wav "w/u$i.wav"; done
+"$FC_BIN/featurize" -q --device cpu -o ix w/u*.wav || fail "featurize 400 utterances"
+ixdb=$("$PY" -c 'import lmdb, sys
+e = lmdb.open(sys.argv[1], max_dbs=200, readonly=True, lock=False)
+print(next(k.decode() for k, _ in e.begin().cursor() if k.startswith(b"index/")))' ix) ||
+  fail "the index db"
+zero ix "$ixdb" 1
+for s in st ix; do
+  "$PY" - "$s" >out 2>err <<'PY'
+import sys
+import featcache
+try:
+    featcache.Loader(sys.argv[1])
+    print("opened")
+except featcache.FeatcacheError as e:
+    print(e)
+PY
+  rc=$?
+  [ $rc = 0 ] && grep -q "^featcache: $s: damaged (LMDB stopped at a page it cannot use: $(echo "$assertion" | sed 's/^LMDB: //')): cache-verify says more" out ||
+    { fail "Loader on $s: exit $rc"; cat out err; }
+done
+
+[ "$fails" = 0 ] && echo "ok: LMDB's assertions in the free-list walk, prune's survey and the loader's walks reported, no abort"
 exit $((fails > 0))

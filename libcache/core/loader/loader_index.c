@@ -302,15 +302,53 @@ int ld_drop_duplicates(fc_loader *l) {
   return 0;
 }
 
-/* Walk store si's audio db (and with tokens its text db) and append its utterances, each looked
- * up and its records' headers checked (a store without indexes). */
-int ld_index_store_lookups(fc_loader *l, uint32_t si, char *why, size_t why_len) {
+/* A walk's arguments, for store_lmdb_guarded: its cursors are closed by the caller, whether the
+ * walk returned or LMDB's assertion on a damaged page jumped out of it. */
+typedef struct guarded_walk {
+  fc_loader *l;
+  uint32_t si;
+  char *why;
+  size_t why_len;
+  MDB_cursor *c; /* lookups' */
+  struct ld_walk *w; /* index_store_fast's */
+  MDB_dbi mi, ti;
+  int walk_a, walk_x;
+  int (*fn)(struct guarded_walk *);
+  int returned; /* fn returned (else LMDB's assertion jumped out of it) */
+} guarded_walk;
+
+static int walk_call(void *arg) {
+  guarded_walk *g = arg;
+  int rc = g->fn(g);
+  g->returned = 1;
+  return rc;
+}
+
+/* A walk with LMDB's assertions on damaged pages caught (store_lmdb_assert, which otherwise
+ * aborts the process: a Python training script gone without a traceback): MDB_CORRUPTED, said. */
+static int walk_guarded(int (*fn)(guarded_walk *), guarded_walk *g) {
+  g->fn = fn;
+  int rc = store_lmdb_guarded(walk_call, g);
+  if (!g->returned)
+    fc_why(g->why, g->why_len,
+           "%s: damaged (LMDB stopped at a page it cannot use: %s): cache-verify says more; "
+           "cache-merge -o NEW STORE copies it into a sound one",
+           FC_WHY_NAME(g->l->stores[g->si].path), store_lmdb_why);
+  return rc;
+}
+
+static int lookups_walk(guarded_walk *g) {
+  fc_loader *l = g->l;
+  const uint32_t si = g->si;
+  char *why = g->why;
+  const size_t why_len = g->why_len;
   ld_store *st = &l->stores[si];
   fc_store *s = st->s;
   int strict = (l->o.flags & FC_LOADER_STRICT) != 0;
   MDB_cursor *c;
-  int rc = mdb_cursor_open(st->txn, s->dbi[FC_DB_AUDIO], &c);
+  int rc = mdb_cursor_open(st->txn, s->dbi[FC_DB_AUDIO], &g->c);
   if (rc) return rc;
+  c = g->c;
   MDB_val k, v;
   char r[300];
   for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
@@ -335,10 +373,12 @@ int ld_index_store_lookups(fc_loader *l, uint32_t si, char *why, size_t why_len)
     if ((rc = ld_add_problem(l, si, k.mv_data, k.mv_size, r))) break;
   }
   mdb_cursor_close(c);
+  g->c = NULL;
   if (rc != MDB_NOTFOUND) return rc;
   if (!l->has_tokens) return 0;
   /* texts whose utterance has no audio entry are missing their features */
-  if ((rc = mdb_cursor_open(st->txn, s->dbi[FC_DB_TEXT], &c))) return rc;
+  if ((rc = mdb_cursor_open(st->txn, s->dbi[FC_DB_TEXT], &g->c))) return rc;
+  c = g->c;
   for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
        rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
     if (!ld_wanted(l, k.mv_data, k.mv_size)) continue;
@@ -359,8 +399,16 @@ int ld_index_store_lookups(fc_loader *l, uint32_t si, char *why, size_t why_len)
     }
     if ((rc = ld_add_problem(l, si, k.mv_data, k.mv_size, r))) break;
   }
-  mdb_cursor_close(c);
   return rc == MDB_NOTFOUND ? 0 : rc;
+}
+
+/* Walk store si's audio db (and with tokens its text db) and append its utterances, each looked
+ * up and its records' headers checked (a store without indexes). */
+int ld_index_store_lookups(fc_loader *l, uint32_t si, char *why, size_t why_len) {
+  guarded_walk g = {.l = l, .si = si, .why = why, .why_len = why_len};
+  int rc = walk_guarded(lookups_walk, &g);
+  if (g.c) mdb_cursor_close(g.c);
+  return rc;
 }
 
 /* ---- through the indexes ---------------------------------------------------------------------- */
@@ -461,53 +509,26 @@ static int key_cmp(const MDB_val *a, const MDB_val *b) {
   return (a->mv_size > b->mv_size) - (a->mv_size < b->mv_size);
 }
 
-/* Store si, read through the indexes of its configs (mi: mel; ti: tokens, when the loader has
- * tokens): one walk of each index in id order, merged. Where the indexes hold as many ids as the
- * entries they index (the usual case: every utterance stored under this loader's configs), the
- * entries themselves are not read; otherwise the audio (and text) db are walked beside them and
- * each id they hold that an index lacks is looked up as without an index, so that the items and
- * the problems are the same as find_records would give. Records are not touched here. */
-static int index_store_fast(fc_loader *l, uint32_t si, MDB_dbi mi, MDB_dbi ti, char *why,
-                            size_t why_len) {
+enum { A, M, X, T, NW }; /* the walks of index_store_fast: audio, mel index, text, token index */
+
+/* index_store_fast's merge of its walks (g->w, opened here, closed by the caller). */
+static int fast_walk(guarded_walk *g) {
+  fc_loader *l = g->l;
+  const uint32_t si = g->si;
   ld_store *st = &l->stores[si];
   fc_store *s = st->s;
+  ld_walk *w = g->w;
   const int tokens = l->has_tokens, strict = (l->o.flags & FC_LOADER_STRICT) != 0;
-  MDB_stat sa, sm, sx = {0}, stt = {0};
+  const int walk_a = g->walk_a, walk_x = g->walk_x;
+  const MDB_dbi mi = g->mi, ti = g->ti;
+  char *why = g->why;
+  const size_t why_len = g->why_len;
   int rc;
-  if ((rc = mdb_stat(st->txn, s->dbi[FC_DB_AUDIO], &sa)) || (rc = mdb_stat(st->txn, mi, &sm)))
-    return rc;
-  if (tokens &&
-      ((rc = mdb_stat(st->txn, s->dbi[FC_DB_TEXT], &sx)) || (rc = mdb_stat(st->txn, ti, &stt))))
-    return rc;
-  const int walk_a = sa.ms_entries != sm.ms_entries,
-            walk_x = tokens && (walk_a || sx.ms_entries != stt.ms_entries);
-  /* room for every indexed item at once: no growing copies of the array */
-  uint64_t want = l->n_items + sm.ms_entries;
-  if (want > l->cap_items) {
-    ld_item *p = fc_realloc(l->items, want * sizeof *p);
-    if (!p) return ENOMEM;
-    l->items = p;
-    l->cap_items = want;
-  }
-  enum { A, M, X, T, NW };
-  ld_walk w[NW];
-  memset(w, 0, sizeof w);
-  /* the trees the walk reads, read ahead of it when the store is not in memory */
-  char mel_ix[sizeof FC_INDEX_PREFIX + 32], tok_ix[sizeof FC_INDEX_PREFIX + 32];
-  MDB_dbi wd[LD_WARM_MAX_TREES];
-  const char *wn[LD_WARM_MAX_TREES];
-  unsigned nw = 0;
-  store_index_name(&st->mel_cfg, mel_ix);
-  wd[nw] = mi, wn[nw++] = mel_ix;
-  if (tokens) store_index_name(&st->tok_cfg, tok_ix), wd[nw] = ti, wn[nw++] = tok_ix;
-  if (walk_a) wd[nw] = s->dbi[FC_DB_AUDIO], wn[nw++] = store_db_name(FC_DB_AUDIO);
-  if (walk_x) wd[nw] = s->dbi[FC_DB_TEXT], wn[nw++] = store_db_name(FC_DB_TEXT);
-  ld_warm *warm = ld_warm_begin(st, wd, wn, nw);
   if ((walk_a && (rc = walk_open(&w[A], st->txn, s->dbi[FC_DB_AUDIO]))) ||
       (rc = walk_open(&w[M], st->txn, mi)) ||
       (walk_x && (rc = walk_open(&w[X], st->txn, s->dbi[FC_DB_TEXT]))) ||
       (tokens && (rc = walk_open(&w[T], st->txn, ti))))
-    goto out;
+    return rc;
   char r[300];
   for (;;) {
     const MDB_val *id = NULL;
@@ -541,15 +562,15 @@ static int index_store_fast(fc_loader *l, uint32_t si, MDB_dbi mi, MDB_dbi ti, c
       }
       it.store = si;
       it.state = LD_INDEXED;
-      if ((rc = ld_add_item(l, &it, key.mv_data, key.mv_size))) goto out;
+      if ((rc = ld_add_item(l, &it, key.mv_data, key.mv_size))) return rc;
       l->any_indexed = 1;
     } else { /* not indexed under both configs: as without an index */
       e = ld_find_records(l, si, key.mv_data, key.mv_size, NULL, 0, &it, r, sizeof r);
       if (e == 0) {
-        if ((rc = ld_add_item(l, &it, key.mv_data, key.mv_size))) goto out;
+        if ((rc = ld_add_item(l, &it, key.mv_data, key.mv_size))) return rc;
       } else if (e != FC_ENOTFOUND && e != FC_EFORMAT && e != FC_ECHECKSUM) {
         rc = e;
-        goto out;
+        return rc;
       }
     }
     if (e) {
@@ -557,15 +578,68 @@ static int index_store_fast(fc_loader *l, uint32_t si, MDB_dbi mi, MDB_dbi ti, c
         fc_why(why, why_len, "%s: %s: %s", FC_WHY_NAME(st->path),
                fc_why_name(key.mv_data, key.mv_size, &(fc_why_name_buf){{0}}), r);
         rc = e;
-        goto out;
+        return rc;
       }
-      if ((rc = ld_add_problem(l, si, key.mv_data, key.mv_size, r))) goto out;
+      if ((rc = ld_add_problem(l, si, key.mv_data, key.mv_size, r))) return rc;
     }
   next:
     for (int i = 0; i < NW; i++)
-      if (w[i].on && key_cmp(&w[i].k, &key) == 0 && (rc = walk_next(&w[i]))) goto out;
+      if (w[i].on && key_cmp(&w[i].k, &key) == 0 && (rc = walk_next(&w[i]))) return rc;
   }
-out:
+  return rc;
+}
+
+/* Store si, read through the indexes of its configs (mi: mel; ti: tokens, when the loader has
+ * tokens): one walk of each index in id order, merged. Where the indexes hold as many ids as the
+ * entries they index (the usual case: every utterance stored under this loader's configs), the
+ * entries themselves are not read; otherwise the audio (and text) db are walked beside them and
+ * each id they hold that an index lacks is looked up as without an index, so that the items and
+ * the problems are the same as find_records would give. Records are not touched here. */
+static int index_store_fast(fc_loader *l, uint32_t si, MDB_dbi mi, MDB_dbi ti, char *why,
+                            size_t why_len) {
+  ld_store *st = &l->stores[si];
+  fc_store *s = st->s;
+  const int tokens = l->has_tokens;
+  MDB_stat sa, sm, sx = {0}, stt = {0};
+  int rc;
+  if ((rc = mdb_stat(st->txn, s->dbi[FC_DB_AUDIO], &sa)) || (rc = mdb_stat(st->txn, mi, &sm)))
+    return rc;
+  if (tokens &&
+      ((rc = mdb_stat(st->txn, s->dbi[FC_DB_TEXT], &sx)) || (rc = mdb_stat(st->txn, ti, &stt))))
+    return rc;
+  const int walk_a = sa.ms_entries != sm.ms_entries,
+            walk_x = tokens && (walk_a || sx.ms_entries != stt.ms_entries);
+  /* room for every indexed item at once: no growing copies of the array */
+  uint64_t want = l->n_items + sm.ms_entries;
+  if (want > l->cap_items) {
+    ld_item *p = fc_realloc(l->items, want * sizeof *p);
+    if (!p) return ENOMEM;
+    l->items = p;
+    l->cap_items = want;
+  }
+  ld_walk w[NW];
+  memset(w, 0, sizeof w);
+  /* the trees the walk reads, read ahead of it when the store is not in memory */
+  char mel_ix[sizeof FC_INDEX_PREFIX + 32], tok_ix[sizeof FC_INDEX_PREFIX + 32];
+  MDB_dbi wd[LD_WARM_MAX_TREES];
+  const char *wn[LD_WARM_MAX_TREES];
+  unsigned nw = 0;
+  store_index_name(&st->mel_cfg, mel_ix);
+  wd[nw] = mi, wn[nw++] = mel_ix;
+  if (tokens) store_index_name(&st->tok_cfg, tok_ix), wd[nw] = ti, wn[nw++] = tok_ix;
+  if (walk_a) wd[nw] = s->dbi[FC_DB_AUDIO], wn[nw++] = store_db_name(FC_DB_AUDIO);
+  if (walk_x) wd[nw] = s->dbi[FC_DB_TEXT], wn[nw++] = store_db_name(FC_DB_TEXT);
+  ld_warm *warm = ld_warm_begin(st, wd, wn, nw);
+  guarded_walk g = {.l = l,
+                    .si = si,
+                    .why = why,
+                    .why_len = why_len,
+                    .w = w,
+                    .mi = mi,
+                    .ti = ti,
+                    .walk_a = walk_a,
+                    .walk_x = walk_x};
+  rc = walk_guarded(fast_walk, &g);
   for (int i = 0; i < NW; i++)
     if (w[i].c) mdb_cursor_close(w[i].c);
   ld_warm_end(warm, &l->warm);
