@@ -206,7 +206,7 @@ static void open_error(const char *path, int rc) {
   if (fc_cli_say_unwritten_part(path, NULL, "nothing run")) return; /* a split store's */
   if (stat(path, &st) != 0) {
     if (fc_cli_say_not_a_store(path, errno)) return; /* shards/s* that matched nothing */
-    fc_cli_warn(path, "cannot open: %s", strerror(errno));
+    fc_cli_warn(path, "cannot open the store: %s", strerror(errno));
     return;
   }
   if (fc_cli_say_not_a_store(path, rc == ENOENT ? FC_ENOSTORE : rc)) return;
@@ -215,7 +215,7 @@ static void open_error(const char *path, int rc) {
   case FC_EEMPTY:
     fc_cli_warn(path, "store has no feature records (db feat is empty): nothing to bench");
     break;
-  default: fc_cli_warn(path, "cannot open store: %s", fc_strerror(rc)); break;
+  default: fc_cli_warn(path, "cannot open the store: %s", fc_strerror(rc)); break;
   }
 }
 

@@ -644,7 +644,13 @@ int main(int argc, char **argv) {
       const char *said = rc == FC_ENOSTORE || rc == ENOTDIR || rc == ENOENT
                              ? fc_cli_not_a_store_why(store, rc)
                              : NULL;
-      if (!said) said = why[0] ? why : fc_strerror(rc);
+      char bare[600]; /* an error of the open or the read with no words of its own: said as such */
+      if (!said && (!why[0] || strcmp(why, fc_strerror(rc)) == 0)) {
+        snprintf(bare, sizeof bare, "cannot %s the store: %s", r.opened ? "check" : "open",
+                 fc_strerror(rc));
+        said = bare;
+      }
+      if (!said) said = why;
       if (!status) fc_cli_warn(store, "%s", said);
       if (json) print_json(store, &r, 0, said);
     } else {

@@ -22,7 +22,7 @@ expect() { # want-stderr args...
 got:  $(cat "$t/err")
 want: $want"
 }
-expect "cache-bench: $t/nope: cannot open: No such file or directory" "$t/nope"
+expect "cache-bench: $t/nope: cannot open the store: No such file or directory" "$t/nope"
 expect "cache-bench: $t/emptydir: not a featcache store (no data.mdb)" "$t/emptydir"
 expect "cache-bench: $t/file: not a featcache store (not a directory)" "$t/file"
 expect "cache-bench: $t/foreign: not a featcache store (not an LMDB environment with featcache/1 meta)" "$t/foreign"
@@ -36,7 +36,7 @@ expect "cache-bench: $t/garbage: not a featcache store (not an LMDB environment 
 # another device (vda) than .../nope ()" came first)
 "$bin" --no-probe --duration 0.2 "$t/nope" "$t/good" >"$t/out" 2>"$t/err"; rc=$?
 [ $rc -eq 2 ] && [ ! -s "$t/out" ] &&
-  [ "$(cat "$t/err")" = "cache-bench: $t/nope: cannot open: No such file or directory" ] ||
+  [ "$(cat "$t/err")" = "cache-bench: $t/nope: cannot open the store: No such file or directory" ] ||
   fail "missing first store of two: exit $rc, stderr: $(cat "$t/err")"
 # the good store alone works
 "$bin" -q --duration 0.2 -p sequential "$t/good" >/dev/null 2>"$t/err" || fail "good store: $(cat "$t/err")"

@@ -2,7 +2,7 @@
 # A store on btrfs (a common root filesystem): a file's st_dev there is its subvolume's anonymous
 # device, not the one /proc/self/maps and /proc/self/mountinfo name (the superblock's). The store
 # library found data.mdb's mapping by device and inode, so every tool that reads the map refused
-# the store ('cannot open store: FC_ENOTFOUND: not found in the store': cache-bench,
+# the store ('cannot open the store: FC_ENOTFOUND: not found in the store': cache-bench,
 # cache-verify); and cache-bench's device facts, matched by st_dev, found no mount: 'device: no
 # block device (btrfs on )', no rotational flag, no read-ahead, a note saying no local block
 # device was behind it. The mount is found by its mount point now, and its source device. Needs root, loop devices and mkfs.btrfs; else skipped (77), saying why.

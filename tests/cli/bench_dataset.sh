@@ -144,6 +144,6 @@ done
 # a store that cannot be opened is named
 "$bin" -q "$t/a" "$t/nope" >"$t/out" 2>"$t/err"
 rc=$?
-[ $rc -eq 2 ] && [ "$(cat "$t/err")" = "cache-bench: $t/nope: cannot open: No such file or directory" ] \
+[ $rc -eq 2 ] && [ "$(cat "$t/err")" = "cache-bench: $t/nope: cannot open the store: No such file or directory" ] \
   || fail "missing store: exit $rc: $(cat "$t/err")"
 echo ok

@@ -49,7 +49,7 @@ has err "tokenize: \"dcaf\\xe9.csv\":2: duplicate id 'a'"
 # the store's name: cache-verify (its report on stdout too), cache-prune, cache-config
 mv s "s$lat"
 "$B/cache-verify" "s$lat" "n$lat" >out 2>err
-has err 'cache-verify: "ncaf\xe9": No such file or directory'
+has err 'cache-verify: "ncaf\xe9": cannot open the store: No such file or directory'
 utf8 out || fail "cache-verify's report is not UTF-8: $(cat -v out)"
 grep -q '^"scaf\\xe9": 0 errors' out || fail "cache-verify's report: $(cat -v out)"
 "$B/cache-prune" "n$lat" 2>err

@@ -47,18 +47,18 @@ run "verify: one not a store" 1 "cache-verify: wavs: not a featcache store (no d
 cache-verify: done: 2 of 3 stores clean (1 not checked)" "$V" s1 wavs s2
 [ "$(grep -c '^s[12]: 0 errors' out)" = 2 ] || fail "verify: the others not reported: $(cat out)"
 run "verify --status" 1 "" "$V" --status s1 nope
-run "verify -q" 1 "cache-verify: nope: No such file or directory" "$V" -q s1 nope
+run "verify -q" 1 "cache-verify: nope: cannot open the store: No such file or directory" "$V" -q s1 nope
 "$V" --json s1 nope s2 >out 2>/dev/null
 rc=$?
 [ $rc = 1 ] && "$PY" -c 'import json
 o = [json.loads(l) for l in open("out")]
-assert [(d["store"], d["ok"], d.get("fatal")) for d in o] == [("s1", True, None), ("nope", False, "No such file or directory"), ("s2", True, None)], o' ||
+assert [(d["store"], d["ok"], d.get("fatal")) for d in o] == [("s1", True, None), ("nope", False, "cannot open the store: No such file or directory"), ("s2", True, None)], o' ||
   fail "verify --json: exit $rc: $(cat out)"
 # none could be checked: nothing done
 run "verify: none" 2 "cache-verify: wavs: not a featcache store (no data.mdb)
-cache-verify: nope: No such file or directory
+cache-verify: nope: cannot open the store: No such file or directory
 cache-verify: done: 0 of 2 stores clean (2 not checked)" "$V" wavs nope
-run "verify: the only one" 2 "cache-verify: nope: No such file or directory
+run "verify: the only one" 2 "cache-verify: nope: cannot open the store: No such file or directory
 cache-verify: done: 0 of 1 stores clean (1 not checked)" "$V" nope
 # a store this user cannot read (root reads anything)
 if [ "$(id -u)" != 0 ]; then

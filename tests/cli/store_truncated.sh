@@ -25,7 +25,7 @@ expect() { # name want-stderr command...
 expect merge "cache-merge: s: cannot open the store: $msg" "$FC_BIN/cache-merge" -q -o m s
 [ -e m ] && { echo "FAIL merge created its output"; fail=1; }
 expect config "cache-config: s: cannot open the store: $msg" "$FC_BIN/cache-config" s
-expect bench "cache-bench: s: cannot open store: $msg" \
+expect bench "cache-bench: s: cannot open the store: $msg" \
   "$FC_BIN/cache-bench" --no-probe -q -s warm -p sequential --duration 0.1 s
 expect featurize "featurize: s: cannot open the store: $msg" \
   "$FC_BIN/featurize" -q --device cpu --writers 1 -o s --manifest c/metadata.csv

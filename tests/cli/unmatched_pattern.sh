@@ -41,11 +41,11 @@ grep -qF "\"fatal\":\"$says\"" out || { echo "FAIL verify --json: $(cat out)"; f
 grep -qF "\"error\":\"$says\"" out || { echo "FAIL config --json: $(cat out)"; fails=$((fails + 1)); }
 
 # a plain path that is not there: as before
-check verify-plain 2 "cache-verify: nope: No such file or directory
+check verify-plain 2 "cache-verify: nope: cannot open the store: No such file or directory
 cache-verify: done: 0 of 1 stores clean (1 not checked)" "$B/cache-verify" nope
 check config-plain 2 "cache-config: nope: cannot open the store: No such file or directory" \
   "$B/cache-config" nope
-check bench-plain 2 "cache-bench: nope: cannot open: No such file or directory" "$B/cache-bench" nope
+check bench-plain 2 "cache-bench: nope: cannot open the store: No such file or directory" "$B/cache-bench" nope
 
 [ "$fails" = 0 ] && echo "all unmatched-pattern checks passed"
 exit "$fails"

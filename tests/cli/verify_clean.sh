@@ -42,7 +42,7 @@ PY
 # done"), the clean one reported
 "$V" -q s nope >out 2>err; rc=$?
 [ $rc = 1 ] || { echo "FAIL two stores: exit $rc"; fail=1; }
-[ "$(cat err)" = "cache-verify: nope: No such file or directory" ] || { echo "FAIL two stores stderr"; cat err; fail=1; }
+[ "$(cat err)" = "cache-verify: nope: cannot open the store: No such file or directory" ] || { echo "FAIL two stores stderr"; cat err; fail=1; }
 grep -q '^s: 0 errors, 0 warnings;' out || { echo "FAIL two stores stdout"; cat out; fail=1; }
 
 # a store no process has open (no lock.mdb; or read-only: directory not writable): opened with

@@ -60,7 +60,7 @@ Try 'cache-verify --help' for more information."
 "$V" --bogus s >"$T/out" 2>"$T/err"; check bogus 2 $?
 
 "$V" "$T/nope" >"$T/out" 2>"$T/err"; check missing-store 2 $?
-expect_err missing-store "cache-verify: $T/nope: No such file or directory
+expect_err missing-store "cache-verify: $T/nope: cannot open the store: No such file or directory
 cache-verify: done: 0 of 1 stores clean (1 not checked)"
 [ -s "$T/out" ] && { echo "FAIL missing-store wrote to stdout"; fail=1; }
 

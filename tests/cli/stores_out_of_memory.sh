@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# cache-verify, cache-config and cache-bench out of memory while they open a store (FC_FAULT=alloc:N
+# fails the N-th allocation of the library): the store is named and the open said as such,
+# "TOOL: STORE: cannot open the store: Cannot allocate memory" (cache-verify said "STORE: Cannot
+# allocate memory", cache-bench "cannot open store: ..."), or, once cache-verify's check has begun,
+# "cannot check the store: ..."; with two stores, one checked and the other not (cache-verify,
+# cache-config), the job ran: exit 1 and the summary counts it; 2 when none was.
+set -u
+grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null ||
+  { echo "skipped: this build has no fault countdowns (-DFC_FAULT_INJECTION=ON)"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fails=0
+fail() { echo "FAIL $*"; fails=$((fails + 1)); }
+sox -n -r 22050 -b 16 a.wav synth 0.5 sine 300 || { echo "FAIL: sox failed"; exit 1; }
+"$FC_BIN/featurize" -q --device cpu -o s1 a.wav || fail "featurize s1"
+"$FC_BIN/featurize" -q --device cpu -o s2 a.wav || fail "featurize s2"
+
+for tool in cache-verify cache-config cache-bench; do
+  opened=0 several=0
+  for n in $(seq 1 40); do
+    for stores in "s1" "s1 s2"; do
+      # shellcheck disable=SC2086
+      FC_FAULT=alloc:$n "$FC_BIN/$tool" $stores >out 2>err
+      rc=$?
+      [ $rc = 0 ] && continue
+      if grep -q ": s[12]: Cannot allocate memory$" err; then
+        fail "$tool alloc:$n ($stores): a bare out of memory: $(cat err)"
+      fi
+      if grep -qx "$tool: s[12]: cannot open the store: Cannot allocate memory" err; then
+        [ "$stores" = s1 ] && { [ $rc = 2 ] || fail "$tool alloc:$n (s1): exit $rc, want 2: $(cat err)"; }
+        opened=1
+        if [ "$stores" != s1 ] && [ $tool != cache-bench ] && [ "$(grep -c '^s[12]: ' out)" -ge 1 ]; then
+          # the other store was checked or listed: the job ran
+          [ $rc = 1 ] || fail "$tool alloc:$n ($stores): exit $rc, want 1: $(cat err)"
+          grep -q "done: 1 of 2 stores" err || fail "$tool alloc:$n ($stores): no summary: $(cat err)"
+          several=1
+        fi
+      fi
+    done
+  done
+  [ $opened = 1 ] || fail "$tool: no allocation of a store's open failed in the first 40"
+  [ $tool = cache-bench ] || [ $several = 1 ] ||
+    fail "$tool: no run of two stores met the failure in one open after the other store"
+done
+
+[ "$fails" = 0 ] && echo "all out-of-memory open checks passed"
+exit "$fails"
