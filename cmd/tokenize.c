@@ -427,6 +427,8 @@ int main(int argc, char **argv) {
                                  : stream                         ? tkm_detected_format(manifest)
                                  : items.count                    ? items.format
                                                                   : FC_MANIFEST_AUTO;
+  if (mopts.format == FC_MANIFEST_AUTO && !stream)
+    tkm_refuse_json_stream(manifest, mname, &items, fmt);
   if (mopts.format == FC_MANIFEST_AUTO) tkm_refuse_textless(mname, fmt);
   tkm_refuse_comma_csv(manifest, fmt); /* Hugging Face's audiofolder metadata.csv */
   tkm_refuse_pandas_index(manifest, fmt); /* to_csv without index=False */

@@ -312,6 +312,18 @@ expect_rc $? 2 "a Kaldi text file"
 "$T" -o "$d/s8" --build-vocab - < "$d/text" > "$d/out" 2> "$d/err"
 expect_rc $? 2 "a Kaldi text file on stdin"
 [ "$(cat "$d/err")" = "tokenize: (stdin): $tl" ] || fail "stdin: $(cat "$d/err")"
+# a JSON array (json.dump of a list) through a pipe or on stdin, no .json name to tell it: refused
+# as a file of it is, with the jq that converts it (it was "holds no transcripts: it reads as a
+# list of audio paths"); an array spread over lines too
+printf '[{"id": "a", "text": "hi"}]\n' > "$d/arr.json"
+ja="a JSON array, not JSON lines (one object a line, as NeMo's manifests): convert it: jq -c '.[]' FILE >NEW.jsonl"
+"$T" -o "$d/s8" --build-vocab --manifest <(cat "$d/arr.json") > "$d/out" 2> "$d/err"
+expect_rc $? 2 "a JSON array through a pipe"
+[ "$(sed 's|^tokenize: /dev/fd/[0-9]*: |tokenize: PIPE: |' "$d/err")" = "tokenize: PIPE: $ja" ] || fail "a JSON array through a pipe: $(cat "$d/err")"
+printf '[\n  {"id": "a", "text": "hi"}\n]\n' | "$T" -o "$d/s8" --build-vocab - > "$d/out" 2> "$d/err"
+expect_rc $? 2 "a JSON array on stdin"
+[ "$(cat "$d/err")" = "tokenize: (stdin): $ja" ] || fail "a JSON array on stdin: $(cat "$d/err")"
+[ -e "$d/s8" ] && fail "a JSON array: a store was made"
 # stdin is "(stdin)" in every message, as featurize names it (some said "-": "tokenize: -: ...")
 printf 'a|ab\n' | "$T" -o "$d/s9" --build-vocab --pad a --shard 0/2 - > "$d/out" 2> "$d/err"
 expect_rc $? 2 "--pad a, --shard, stdin"
