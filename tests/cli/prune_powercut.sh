@@ -12,38 +12,14 @@
 # FUSE binding for Python; else skipped (77), saying why.
 set -uo pipefail
 fail() { echo "FAIL: $*" >&2; exit 1; }
-[ -c /dev/fuse ] || { echo "skipped: no /dev/fuse here (the power-cut layer is a FUSE file system)" >&2; exit 77; }
-"$FC_PYTHON" -c 'import fusepy' 2>/dev/null || "$FC_PYTHON" -c 'import fuse' 2>/dev/null ||
-  fail "no FUSE binding for Python (python3-fusepy: scripts/setup installs it)"
-tmp=$(mktemp -d)
-lp=
-cleanup() {
-  mountpoint -q "$tmp/m" 2>/dev/null && fusermount -u -z "$tmp/m"
-  [ -n "$lp" ] && kill "$lp" 2>/dev/null
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-cd "$tmp" || exit 1
+. "$FC_SRC/tests/cli/powercut.bash" # tmp, powercut_mount, powercut_cut
 . "$FC_SRC/tests/cli/stop_site.bash" # stopped PID
 
 layer() { # STORE: a fresh layer (drop) over a disk holding a copy of STORE as st, mounted on m
   rm -rf b m s && mkdir b m s && cp -r "$1" b/st || fail "layer: copy"
-  "$FC_PYTHON" "$FC_SRC/scripts/powercut_fs.py" b m s --cut drop 2>layer.err &
-  lp=$!
-  for _ in $(seq 200); do mountpoint -q m && return 0; kill -0 $lp 2>/dev/null || break; sleep 0.05; done
-  if grep -qi "fuse: device not found\|permission denied\|operation not permitted" layer.err; then
-    echo "skipped: this sandbox refuses a FUSE mount: $(tail -c 300 layer.err)" >&2
-    exit 77
-  fi
-  fail "the power-cut layer did not mount: $(tail -c 300 layer.err)"
+  powercut_mount
 }
-cut() { # unmount: the cut applied to b/
-  for _ in $(seq 100); do fusermount -u m 2>/dev/null && break; sleep 0.05; done
-  mountpoint -q m && fusermount -u -z m
-  wait "$lp"
-  lp=
-  [ -f s/report.json ] || fail "the layer ended without applying its cut: $(tail -c 500 layer.err)"
-}
+cut() { powercut_cut; } # unmount: the cut applied to b/
 keys() { # STORE: every key and value of the five dbs, one line each (hex), sorted
   "$FC_PYTHON" - "$1" <<'PY'
 import sys, lmdb
