@@ -556,6 +556,26 @@ static inline void fc_cli_refuse_json_document(const char *manifest, fc_manifest
   exit(FC_EXIT_USAGE);
 }
 
+/* The same document read whole from stdin or a pipe (--manifest -, <(...), a list on stdin): no name
+ * says JSON there, and a format detected as a list of paths (or a wav.scp) took its first line,
+ * "[..." or "{...", for a path. Refused as for a file, exit 2 (manifest: as given, "-" for
+ * stdin; name: as said). */
+static inline void fc_cli_refuse_json_stream(const char *manifest, const char *name,
+                                             const fc_item_list *items, fc_manifest_format fmt) {
+  if ((fmt != FC_MANIFEST_LIST && fmt != FC_MANIFEST_KALDI) || !items->count) return;
+  const fc_item *it = &items->items[0];
+  const char *first = fmt == FC_MANIFEST_LIST ? it->path : it->id, *slash = strrchr(manifest, '/');
+  const size_t dir = slash ? (size_t)(slash - manifest) + 1 : 0; /* a path is made the folder's */
+  if (first && fmt == FC_MANIFEST_LIST && dir && strncmp(first, manifest, dir) == 0) first += dir;
+  if (!first || (first[0] != '[' && first[0] != '{')) return;
+  const int array = first[0] == '[';
+  fc_cli_warn(name,
+              "%s, not JSON lines (one object a line, as NeMo's manifests): convert it: jq -c %s "
+              "FILE >NEW.jsonl",
+              array ? "a JSON array" : "JSON objects spread over lines", array ? "'.[]'" : ".");
+  exit(FC_EXIT_USAGE);
+}
+
 /* The store of -o: an empty one ("$CACHE" with CACHE unset) is a usage error said as such. NULL
  * (not given) is left to the caller. Returns out. */
 static inline const char *fc_cli_out_store(const char *out) {

@@ -468,6 +468,9 @@ int main(int argc, char **argv) {
   }
 
   if (manifest) fc_cli_refuse_json_document(manifest, items.format); /* json.dump of a list */
+  if ((manifest || from_stdin) && !stream && manifest_format == FC_MANIFEST_AUTO) /* ...piped */
+    fc_cli_refuse_json_stream(manifest ? manifest : "-", mname ? mname : "(stdin)", &items,
+                              items.format);
 
   /* tokenize's id<TAB>text: every line would fail for want of a path (a wav.scp with tabs is
    * detected as Kaldi when its first line names an audio file) */

@@ -428,7 +428,7 @@ int main(int argc, char **argv) {
                                  : items.count                    ? items.format
                                                                   : FC_MANIFEST_AUTO;
   if (mopts.format == FC_MANIFEST_AUTO && !stream)
-    tkm_refuse_json_stream(manifest, mname, &items, fmt);
+    fc_cli_refuse_json_stream(manifest, mname, &items, fmt);
   if (mopts.format == FC_MANIFEST_AUTO) tkm_refuse_textless(mname, fmt);
   tkm_refuse_comma_csv(manifest, fmt); /* Hugging Face's audiofolder metadata.csv */
   tkm_refuse_pandas_index(manifest, fmt); /* to_csv without index=False */

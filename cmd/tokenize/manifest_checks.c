@@ -61,26 +61,6 @@ void tkm_refuse_textless(const char *manifest, fc_manifest_format fmt) {
   exit(FC_EXIT_USAGE);
 }
 
-/* A manifest read whole from stdin or a pipe that is a JSON document, not JSON lines (json.dump of a
- * list, an object spread over lines), is read as a list of paths (its first line "[...", "{"): no
- * name says JSON there, and fc_cli_refuse_json_document reads files only. Said as for a file
- * (it was "holds no transcripts: it reads as a list of audio paths"), and exits 2. */
-void tkm_refuse_json_stream(const char *manifest, const char *name, const fc_item_list *items,
-                            fc_manifest_format fmt) {
-  if ((fmt != FC_MANIFEST_LIST && fmt != FC_MANIFEST_KALDI) || !items->count) return;
-  const fc_item *it = &items->items[0];
-  const char *first = fmt == FC_MANIFEST_LIST ? it->path : it->id, *slash = strrchr(manifest, '/');
-  const size_t dir = slash ? (size_t)(slash - manifest) + 1 : 0; /* a path is made the folder's */
-  if (first && fmt == FC_MANIFEST_LIST && dir && strncmp(first, manifest, dir) == 0) first += dir;
-  if (!first || (first[0] != '[' && first[0] != '{')) return;
-  const int array = first[0] == '[';
-  fc_cli_warn(name,
-              "%s, not JSON lines (one object a line, as NeMo's manifests): convert it: jq -c %s "
-              "FILE >NEW.jsonl",
-              array ? "a JSON array" : "JSON objects spread over lines", array ? "'.[]'" : ".");
-  exit(FC_EXIT_USAGE);
-}
-
 /* The first two non-blank lines of a manifest file (their first 1 KiB, a BOM and the line end
  * removed): how many there are, none for a file of fmt other than LJSpeech or TSV, or no file. */
 static int first_lines(const char *manifest, fc_manifest_format fmt, char line[2][1024]) {

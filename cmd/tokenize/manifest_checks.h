@@ -17,10 +17,6 @@ fc_manifest_format tkm_detected_format(const char *path);
  * read as a wav.scp or a list of paths (no transcripts); a comma-separated .csv read as LJSpeech;
  * pandas' to_csv without index=False; a first line naming a column after the text. */
 void tkm_refuse_textless(const char *manifest, fc_manifest_format fmt);
-/* A JSON document (an array, objects over lines) from stdin or a pipe, read as a list of paths:
- * said with the jq that converts it, exit 2 (manifest: as given, name: as said). */
-void tkm_refuse_json_stream(const char *manifest, const char *name, const fc_item_list *items,
-                            fc_manifest_format fmt);
 void tkm_refuse_comma_csv(const char *manifest, fc_manifest_format fmt);
 void tkm_refuse_pandas_index(const char *manifest, fc_manifest_format fmt);
 void tkm_refuse_extra_columns(const char *manifest, fc_manifest_format fmt, int text_column);

@@ -266,6 +266,20 @@ for t in featurize tokenize; do
     [ "$(cat err)" = "$want" ] || fail "$t $m: $(cat err)"
   done
 done
+# the same through a pipe or on stdin, where no name says JSON: featurize read each line as an audio
+# path ("[: No such file or directory", exit 1, a failure recorded for each line)
+for how in stdin-manifest pipe-manifest stdin-list; do
+  rm -rf st9
+  case $how in
+  stdin-manifest) "$FZ" -j 1 -o st9 --manifest - <arr.json >out 2>err; rc=$? n='(stdin)' ;;
+  pipe-manifest) "$FZ" -j 1 -o st9 --manifest <(cat arr.json) >out 2>err; rc=$? n='/dev/fd/*' ;;
+  stdin-list) "$FZ" -j 1 -o st9 - <arr.json >out 2>err; rc=$? n='(stdin)' ;;
+  esac
+  [ $rc = 2 ] && [ ! -e st9 ] || fail "featurize, a JSON array ($how): exit $rc (want 2), store made: $(ls -d st9 2>&1): $(cat err)"
+  # shellcheck disable=SC2053 # the name of a pipe is a pattern
+  [[ "$(cat err)" == "featurize: "$n": a JSON array, not JSON lines (one object a line, as NeMo's manifests): convert it: jq -c '.[]' FILE >NEW.jsonl" ]] ||
+    fail "featurize, a JSON array ($how): $(cat err)"
+done
 "$PY" -c "import json; [print(json.dumps(o)) for o in json.load(open('arr.json'))]" >arr.jsonl &&
   "$FZ" -q -j 1 -o st9 --manifest arr.jsonl ||
   fail "the converted manifest: exit $?"
