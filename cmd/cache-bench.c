@@ -583,7 +583,8 @@ int main(int argc, char **argv) {
   }
   exit_code = fc_cli_stdout_status(exit_code); /* the report lost (a full disk) is a failure */
   if (!o.quiet || failed) /* exit 1 always comes with its done line, as in every tool */
-    fprintf(stderr, "%s: done: %zu of %zu passes\n", fc_cli_tool, done, total);
+    fprintf(stderr, "%s: done: %zu of %zu passes%s\n", fc_cli_tool, done, total,
+            fc_cli_stdout_errno ? "; the report not written (stdout)" : "");
   for (size_t s = 0; s < nunits; s++) bench_close(benches[s]);
   free(label);
   for (size_t u = 0; shown && u < nunits; u++) free(shown[u]);

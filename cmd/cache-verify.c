@@ -787,6 +787,7 @@ int main(int argc, char **argv) {
                                  : "recorded failure",
               k == 1 ? "" : "s", dataset_errors ? "" : " under --strict");
     }
+    if (fc_cli_stdout_errno) fputs("; the report not written (stdout)", stderr);
     fputc('\n', stderr);
   }
   fc_item_list_free(&items);

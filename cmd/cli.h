@@ -181,6 +181,7 @@ static inline int fc_cli_stdout_status(int code) {
   errno = 0;
   if (fflush(stdout) == 0 && !ferror(stdout)) return code;
   const int err = fc_cli_stdout_errno ? fc_cli_stdout_errno : errno;
+  fc_cli_stdout_errno = err ? err : EIO; /* the done line says the report is lost */
   fc_cli_warn("stdout", "cannot write: %s", err ? strerror(err) : "write error");
   return code == FC_EXIT_OK ? FC_EXIT_FAIL : code;
 }

@@ -59,6 +59,11 @@ if [ -w /dev/full ]; then
   "$bin" -q --json --duration 0.05 -p sequential -s warm -t 1 "$t/good" >/dev/full 2>"$t/err"; rc=$?
   [ $rc -eq 1 ] && [ "$(cat "$t/err")" = "cache-bench: stdout: cannot write: No space left on device" ] ||
     fail "--json into a full disk: exit $rc: $(cat "$t/err")"
+  # without -q the done line follows: it says the report is lost ("16 of 16 passes" read as a pass)
+  "$bin" --no-probe --json --duration 0.05 -p sequential -s warm -t 1 "$t/good" >/dev/full 2>"$t/err"
+  rc=$?
+  [ $rc -eq 1 ] && grep -qx "cache-bench: done: \([0-9]*\) of \1 passes; the report not written (stdout)" "$t/err" ||
+    fail "--json into a full disk, its done line: exit $rc: $(cat "$t/err")"
   # the chart into a full disk: the reason is the write's (it was said 'Input/output error', as
   # of a failing disk)
   "$bin" -q --no-probe --duration 0.05 -p sequential -s warm -t 1 --svg /dev/full "$t/good" >/dev/null 2>"$t/err"; rc=$?

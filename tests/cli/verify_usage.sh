@@ -146,6 +146,10 @@ if [ -w /dev/full ]; then
     "$V" -q $a "$T/s" >/dev/full 2>"$T/err"; check "$a into a full disk" 1 $?
     expect_err "$a into a full disk" "cache-verify: stdout: cannot write: No space left on device"
   done
+  # without -q the done line follows: it must not read as a pass alone ("1 of 1 stores clean")
+  "$V" "$T/s" >/dev/full 2>"$T/err"; check "a report into a full disk" 1 $?
+  expect_err "a report into a full disk" "cache-verify: stdout: cannot write: No space left on device
+cache-verify: done: 1 of 1 stores clean; the report not written (stdout)"
 fi
 "$V" -q --json "$T/s" >&- 2>"$T/err"; check "--json, stdout closed" 1 $?
 expect_err "--json, stdout closed" "cache-verify: stdout: cannot write: Bad file descriptor"
