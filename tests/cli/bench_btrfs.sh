@@ -9,19 +9,7 @@
 set -u
 B=${FC_BIN:?}
 fail() { echo "FAIL: $*" >&2; exit 1; }
-t=$(mktemp -d)
-cleanup() { mountpoint -q "$t/mnt" 2>/dev/null && umount "$t/mnt"; rm -rf "$t"; }
-trap cleanup EXIT
-command -v mkfs.btrfs >/dev/null || { echo "skipped: no mkfs.btrfs (apt-get install btrfs-progs)"; exit 77; }
-truncate -s 160M "$t/img" && mkfs.btrfs -q "$t/img" >/dev/null 2>"$t/merr" || {
-  echo "skipped: mkfs.btrfs failed: $(head -1 "$t/merr")"
-  exit 77
-}
-mkdir "$t/mnt"
-mount -o loop "$t/img" "$t/mnt" 2>"$t/merr" || {
-  echo "skipped: cannot mount a btrfs image here (root and a loop device needed): $(head -1 "$t/merr")"
-  exit 77
-}
+. "$FC_SRC/tests/cli/btrfs_image.bash" # $t, a btrfs image mounted on $t/mnt
 "$FC_PYTHON" -c "import sys; sys.path.insert(0, '$FC_SRC/tests/reference'); import test_bench_fixture as f; f.make_store('$t/mnt/s', 6, frames=20)" \
   || fail "fixture"
 
