@@ -701,9 +701,11 @@ static inline void fc_cli_install_signals(void) {
  * (ENOSPC, EDQUOT), the file-size limit (EFBIG) — said after the error: the end of the store's
  * line; "" for any other error. What was committed stays, and a rerun stores only the rest. */
 static inline const char *fc_cli_room_hint(int rc) {
-  if (rc == ENOSPC || rc == EDQUOT)
-    return ": make room on the disk, then run again (what was committed stays; the rerun stores "
-           "only what is missing)";
+  if (rc == ENOSPC || rc == EDQUOT) /* a quota: the disk has room, this user has not */
+    return rc == EDQUOT ? ": make room within your quota (quota -s says it), then run again (what "
+                          "was committed stays; the rerun stores only what is missing)"
+                        : ": make room on the disk, then run again (what was committed stays; the "
+                          "rerun stores only what is missing)";
   return rc == EFBIG ? ": raise the file-size limit (ulimit -f), then run again (what was "
                        "committed stays; the rerun stores only what is missing)"
                      : "";

@@ -13,7 +13,7 @@ shim=${FC_QUOTA_SHIM:?}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
-room="make room on the disk, then run again (what was committed stays; the rerun stores only what is missing)"
+room="make room within your quota (quota -s says it), then run again (what was committed stays; the rerun stores only what is missing)"
 # ASan wants its runtime first among the libraries: the shim comes before it in the sanitizer build
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
 quota() { # BYTES DIR CMD...: CMD with a quota of BYTES on the files under DIR
