@@ -154,6 +154,32 @@ static void drop_meanwhile(const char *dir, char paths[N][300]) {
   fc_item_list_free(&items);
 }
 
+/* tokenize over items into the store at dir, stopped by itself at the fault site `site`
+ * (FC_FAULT_STOP) while a child process (no OpenMP in it: a forked child cannot use the parent's
+ * thread pool) drops the config, then let go on: the run's return code. */
+static int tokenize_dropped_at(const char *site, const char *dir, fc_tokenizer *tok,
+                               const fc_item_list *items, const fc_tokenize_run_opts *ro,
+                               fc_tokenize_stats *tst) {
+  fflush(NULL);
+  const pid_t parent = getpid(), pid = fork();
+  if (pid == 0) {
+    fc_test_wait_stopped(parent); /* until the run has stopped itself */
+    if (fc_store_open(dir, 0, &store)) _exit(2);
+    dropped = 0;
+    drop_all();
+    fc_store_close(store);
+    kill(parent, SIGCONT);
+    _exit(failures ? 1 : 0);
+  }
+  setenv("FC_FAULT_STOP", site, 1);
+  int rc = fc_tokenize_run(store, tok, items, ro, tst);
+  unsetenv("FC_FAULT_STOP");
+  int status = -1;
+  CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+        "the drop in a child process: status %d", status);
+  return rc;
+}
+
 int main(void) {
   char tmpl[] = "/tmp/fc_drop_writer.XXXXXX";
   char *dir = mkdtemp(tmpl);
@@ -236,24 +262,7 @@ int main(void) {
     CHECK(fc_store_open(tk_dir, FC_STORE_CREATE, &store) == 0, "open %s", tk_dir);
     ro.bulk = 0;
     ro.progress = NULL;
-    fflush(NULL);
-    const pid_t parent = getpid(), pid = fork();
-    if (pid == 0) {
-      fc_test_wait_stopped(parent); /* until the run has stopped itself */
-      if (fc_store_open(tk_dir, 0, &store)) _exit(2);
-      dropped = 0;
-      drop_all();
-      fc_store_close(store);
-      kill(parent, SIGCONT);
-      _exit(failures ? 1 : 0);
-    }
-    setenv("FC_FAULT_STOP", "tokenize_merge:1", 1);
-    rc = fc_tokenize_run(store, tok, &items, &ro, &tst);
-    unsetenv("FC_FAULT_STOP");
-    int status = -1;
-    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-              WEXITSTATUS(status) == 0,
-          "the drop in a child process: status %d", status);
+    rc = tokenize_dropped_at("tokenize_merge:1", tk_dir, tok, &items, &ro, &tst);
     CHECK(rc == FC_EDROPPED, "a bulk tokenize with its config dropped: %s, want FC_EDROPPED",
           fc_strerror(rc));
     check_dropped("bulk tokenize", FC_DB_TOK);
@@ -275,24 +284,7 @@ int main(void) {
     ro.batch = N;
     rc = fc_tokenize_run(store, tok, &first, &ro, &tst);
     CHECK(rc == 0 && tst.processed == N - 1, "the other run: %s", fc_strerror(rc));
-    fflush(NULL);
-    const pid_t parent = getpid(), pid = fork();
-    if (pid == 0) {
-      fc_test_wait_stopped(parent);
-      if (fc_store_open(tk_dir, 0, &store)) _exit(2);
-      dropped = 0;
-      drop_all();
-      fc_store_close(store);
-      kill(parent, SIGCONT);
-      _exit(failures ? 1 : 0);
-    }
-    setenv("FC_FAULT_STOP", "tokenize_batch:1", 1);
-    rc = fc_tokenize_run(store, tok, &items, &ro, &tst);
-    unsetenv("FC_FAULT_STOP");
-    int status = -1;
-    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-              WEXITSTATUS(status) == 0,
-          "the drop in a child process: status %d", status);
+    rc = tokenize_dropped_at("tokenize_batch:1", tk_dir, tok, &items, &ro, &tst);
     CHECK(rc == FC_EDROPPED,
           "tokenize with its config dropped after its lookups found records of it, before its "
           "first commit: %s (%llu already stored), want FC_EDROPPED",
