@@ -1,6 +1,7 @@
 /* cache-verify: check stores before a training run (docs/cache-verify.md). The checks live in
  * libcache/core/verify/verify.c (fc_verify_store); this main parses options, prints and picks the exit code. */
 #include "cmd/cli.h"
+#include "cmd/cache-verify/json.h"
 #include "cmd/cache-verify/notes.h"
 
 #include "featcache/fc_config.h"
@@ -110,118 +111,6 @@ static void on_progress(uint64_t done, uint64_t total, void *ud) {
   double dt = now_s() - p->t0;
   fc_cli_progress_show(&p->line, "%s: %s: %.2f of %.2f GB checked, %.2f GB/s", fc_cli_tool,
                        p->store, done / 1e9, total / 1e9, dt > 0 ? done / 1e9 / dt : 0.0);
-}
-
-static void json_finding_list(const fc_verify_report *r, int severity) {
-  int first = 1;
-  putchar('[');
-  for (size_t i = 0; i < r->count; i++) {
-    const fc_verify_finding *f = &r->findings[i];
-    if (f->severity != severity) continue;
-    fputs(first ? "{\"id\":" : ",{\"id\":", stdout);
-    first = 0;
-    if (f->id)
-      fc_json_write_string(stdout, f->id);
-    else
-      fputs("null", stdout);
-    fputs(",\"key\":", stdout);
-    if (f->key)
-      fc_json_write_string(stdout, f->key);
-    else
-      fputs("null", stdout);
-    fputs(",\"db\":", stdout);
-    fc_json_write_string(stdout, f->db);
-    fputs(",\"problem\":", stdout);
-    fc_json_write_string(stdout, f->problem);
-    putchar('}');
-  }
-  putchar(']');
-}
-
-/* "configs": each config of the store (digest, kind, name, records, created), as cache-config
- * lists them; null when the store cannot be read. */
-static void json_configs(const char *store, const fc_verify_report *r, int readable) {
-  fc_store *s = NULL;
-  fc_config_info *c = NULL;
-  size_t n = 0;
-  unsigned flags = FC_STORE_RDONLY | (r->nolock ? FC_STORE_NOLOCK : 0);
-  if (!readable || fc_store_open(store, flags, &s) || fc_store_configs(s, 1, &c, &n)) {
-    fc_store_close(s);
-    fputs(",\"configs\":null", stdout);
-    return;
-  }
-  fc_store_close(s);
-  fputs(",\"configs\":[", stdout);
-  for (size_t i = 0; i < n; i++) {
-    char hex[33];
-    fc_digest_hex(&c[i].digest, hex);
-    printf("%s{\"digest\":\"%s\",\"kind\":\"%s\",\"name\":", i ? "," : "", hex,
-           c[i].kind == FC_CONFIG_MEL      ? "mel"
-           : c[i].kind == FC_CONFIG_TOKENS ? "tokens"
-                                           : "other");
-    if (c[i].name[0])
-      fc_json_write_string(stdout, c[i].name);
-    else
-      fputs("null", stdout);
-    printf(",\"records\":%llu,\"created\":", (unsigned long long)c[i].records);
-    if (c[i].created[0])
-      fc_json_write_string(stdout, c[i].created);
-    else
-      fputs("null", stdout);
-    putchar('}');
-  }
-  putchar(']');
-  fc_configs_free(c, n);
-}
-
-static void print_json(const char *store, const fc_verify_report *r, int ok, const char *fatal) {
-  fputs("{\"store\":", stdout);
-  fc_json_write_string(stdout, store);
-  printf(",\"ok\":%s,\"records_checked\":%llu,\"bytes_checked\":%llu,\"errors\":",
-         ok ? "true" : "false", (unsigned long long)r->records_checked,
-         (unsigned long long)r->bytes_checked);
-  json_finding_list(r, FC_VERIFY_ERROR);
-  fputs(",\"warnings\":", stdout);
-  json_finding_list(r, FC_VERIFY_WARNING);
-  fputs(",\"failures\":", stdout);
-  json_finding_list(r, FC_VERIFY_FAILED);
-  printf(
-      ",\"error_count\":%llu,\"warning_count\":%llu,\"failure_count\":%llu,"
-      "\"failures_explaining\":%llu,\"stopped\":%s",
-      (unsigned long long)r->errors, (unsigned long long)r->warnings,
-      (unsigned long long)r->failures, (unsigned long long)r->failures_explaining,
-      r->stopped ? "true" : "false");
-  printf(",\"entries\":{\"audio\":%llu,\"text\":%llu,\"feat\":%llu,\"tok\":%llu,\"meta\":%llu}",
-         (unsigned long long)r->entries[1], (unsigned long long)r->entries[2],
-         (unsigned long long)r->entries[3], (unsigned long long)r->entries[4],
-         (unsigned long long)r->entries[0]);
-  printf(
-      ",\"mel_configs\":%llu,\"token_configs\":%llu,\"manifest_items\":%llu,"
-      "\"beyond_manifest\":%llu",
-      (unsigned long long)r->mel_configs, (unsigned long long)r->token_configs,
-      (unsigned long long)r->manifest_items, (unsigned long long)r->beyond_manifest);
-  json_configs(store, r, r->opened);
-  printf(",\"indexed_configs\":%llu,\"index_entries\":%llu,\"index_missing\":%llu",
-         (unsigned long long)r->indexed_configs, (unsigned long long)r->index_entries,
-         (unsigned long long)r->index_missing);
-  printf(",\"text_only\":%llu,\"audio_only\":%llu", (unsigned long long)r->text_only,
-         (unsigned long long)r->audio_only);
-  printf(
-      ",\"data_size\":%llu,\"map_size\":%llu,\"map_used\":%llu,\"readers\":%u,"
-      "\"stale_readers\":%u,\"stale_cleared\":%u,\"nolock\":%s,\"threads\":%d,"
-      "\"wall_seconds\":%.6f",
-      (unsigned long long)r->data_size, (unsigned long long)r->map_size,
-      (unsigned long long)r->map_used, r->num_readers, r->stale_readers, r->stale_cleared,
-      r->nolock ? "true" : "false", r->threads, r->wall_seconds);
-  char writer[192]; /* who has it open for writing: what that run has not committed is not in it */
-  cvc_writer_now(store, writer, sizeof writer);
-  fputs(",\"writer\":", stdout);
-  writer[0] ? fc_json_write_string(stdout, writer) : (void)fputs("null", stdout);
-  if (fatal) {
-    fputs(",\"fatal\":", stdout);
-    fc_json_write_string(stdout, fatal);
-  }
-  fputs("}\n", stdout);
 }
 
 static int hex_digit(char c) {
@@ -581,7 +470,7 @@ int main(int argc, char **argv) {
         if (!split_bad++) split_bad_name = argv[a];
         split_bad_errors += other;
       }
-      if (json) print_json(argv[a], &r, 0, NULL);
+      if (json) cvc_print_json(argv[a], &r, 0, NULL);
       if (r.errors && FC_EXIT_FAIL > worst) worst = FC_EXIT_FAIL;
     }
     /* a part nothing was ever committed to (its writer stopped before its first commit) is said
@@ -628,7 +517,7 @@ int main(int argc, char **argv) {
     int code;
     if (rc == FC_EINTR) {
       /* the report a script reads says the check did not end: no all-ok report of a cut run */
-      if (json) print_json(store, &r, 0, INTERRUPTED);
+      if (json) cvc_print_json(store, &r, 0, INTERRUPTED);
       fc_verify_report_free(&r);
       if (!status) fc_cli_warn(store, "interrupted");
       fc_item_list_free(&items);
@@ -652,7 +541,7 @@ int main(int argc, char **argv) {
       }
       if (!said) said = why;
       if (!status) fc_cli_warn(store, "%s", said);
-      if (json) print_json(store, &r, 0, said);
+      if (json) cvc_print_json(store, &r, 0, said);
     } else {
       code = (r.errors || (strict && (r.warnings || r.failures))) ? FC_EXIT_FAIL : FC_EXIT_OK;
       /* lock-free because it had to be: a teammate's store, whose owner may be writing to it */
@@ -667,7 +556,7 @@ int main(int argc, char **argv) {
                       "(lock.mdb is not this user's to write: its owner can clear them)");
       }
       if (json)
-        print_json(store, &r, code == FC_EXIT_OK, NULL);
+        cvc_print_json(store, &r, code == FC_EXIT_OK, NULL);
       else if (!status)
         print_human(store, &r);
     }
@@ -711,9 +600,9 @@ int main(int argc, char **argv) {
         fc_json_write_string(stdout, stores[i]);
       }
       printf("],\"ok\":%s,\"errors\":", code == FC_EXIT_OK ? "true" : "false");
-      json_finding_list(&r, FC_VERIFY_ERROR);
+      cvc_json_findings(&r, FC_VERIFY_ERROR);
       fputs(",\"warnings\":", stdout);
-      json_finding_list(&r, FC_VERIFY_WARNING);
+      cvc_json_findings(&r, FC_VERIFY_WARNING);
       printf(
           ",\"error_count\":%llu,\"warning_count\":%llu,\"failures_explaining\":%llu,"
           "\"entries\":{\"audio\":%llu,"
