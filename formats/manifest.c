@@ -267,27 +267,6 @@ static int parse_kaldi(const parse_ctx *c, fc_item *it, const char *line, size_t
   return 0;
 }
 
-/* What a JSON value that is no number is, for a line whose field wants one: "a string (\"2.5\")"
- * (its text where short and printable), "an object", ... into buf (n bytes). */
-static const char *mf_json_kind(const json_t *v, char *buf, size_t n) {
-  switch (json_typeof(v)) {
-  case JSON_STRING: {
-    const char *t = json_string_value(v);
-    size_t k = json_string_length(v), i = 0;
-    while (i < k && (unsigned char)t[i] >= 0x20 && (unsigned char)t[i] < 0x7F) i++;
-    if (k == 0) return "an empty string";
-    if (i < k || k > 32) return "a string";
-    snprintf(buf, n, "a string (\"%s\")", t);
-    return buf;
-  }
-  case JSON_OBJECT: return "an object";
-  case JSON_ARRAY: return "an array";
-  case JSON_TRUE:
-  case JSON_FALSE: return "a boolean";
-  default: return "null";
-  }
-}
-
 static int parse_jsonl(const parse_ctx *c, fc_item *it, const char *line, size_t n) {
   json_error_t jerr;
   int nomem;
@@ -359,26 +338,7 @@ static int parse_jsonl(const parse_ctx *c, fc_item *it, const char *line, size_t
     goto nomem;
   }
   if (json_is_string(text) && !(it->text = fc_strdup(json_string_value(text)))) goto nomem;
-  /* NeMo's segment, in seconds: null or absent is none; a string ("2.5", a CSV's column turned
-   * JSON), a negative number or another kind was taken as none, the whole file stored. */
-  static const char *const seg_keys[2] = {"offset", "duration"};
-  double *seg_vals[2] = {&it->offset, &it->duration};
-  for (int k = 0; k < 2; k++) {
-    json_t *v = json_object_get(root, seg_keys[k]);
-    if (!v || json_is_null(v)) continue;
-    if (!json_is_number(v)) {
-      char kind[48];
-      rc = mf_item_fail(it, FC_EMANIFEST, "\"%s\" must be a number (seconds), got %s", seg_keys[k],
-                        mf_json_kind(v, kind, sizeof kind));
-      goto done;
-    }
-    if (json_number_value(v) < 0) {
-      rc = mf_item_fail(it, FC_EMANIFEST, "\"%s\" must be 0 or more seconds, got %g", seg_keys[k],
-                        json_number_value(v));
-      goto done;
-    }
-    *seg_vals[k] = json_number_value(v);
-  }
+  rc = mf_json_segment(it, root); /* NeMo's "offset" and "duration" (manifest_segment.c) */
 done:
   json_decref(root);
   return rc;

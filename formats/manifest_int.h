@@ -67,5 +67,11 @@ ssize_t mf_next_line(FILE *f, char **buf, size_t *cap, int *first, size_t max, s
  * quoted field. *lead (may be NULL), when in is 1: the bytes before the quote that closes that
  * field, n when the line does not close it. */
 int mf_csv_quote_open(const char *s, size_t n, char sep, int in, size_t *lead);
+/* A JSON line's NeMo "offset" and "duration" (root: its object) into it->offset and ->duration
+ * (manifest_segment.c): a number of seconds, or a string that reads whole as one ("3.2"); null or
+ * absent is none. Another value, a junk string ("3.2s"), a negative fails the item naming the
+ * field. Returns 0, or -ENOMEM. */
+struct json_t;
+int mf_json_segment(fc_item *it, const struct json_t *root);
 
 #endif

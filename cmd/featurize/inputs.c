@@ -161,18 +161,23 @@ static void segment_line(const char *name, const char *line, size_t no) {
   k += strlen("\"offset\"") + strspn(k + strlen("\"offset\""), " \t");
   if (*k != ':') return;
   k++;
+  k += strspn(k, " \t");
+  const int quoted = *k == '"'; /* "2.5", a CSV's column turned JSON: a number of seconds too */
+  k += quoted;
   char *end;
   const double v = strtod(k, &end);
-  /* not a segment: 0, no number ("2.5" in quotes), a negative or past a double's range: the
-   * line's own failure says what is wrong with it */
-  if (end == k || !(v > 0) || isinf(v)) return;
+  /* not a segment: 0, no number ("2.5s"), a negative or past a double's range: the line's own
+   * failure says what is wrong with it */
+  if (end == k || !(v > 0) || isinf(v) ||
+      (quoted &&
+       (end[strspn(end, " \t")] != '"' || strspn(k, "0123456789.+-eE") < (size_t)(end - k))))
+    return;
   char q[4 * 4096 + 8];
   fprintf(stderr,
           "%s: %s:%zu: \"offset\": %.*s: a segment of its audio file (NeMo's offset and "
           "duration), but featurize stores whole files; cut each segment into a file of its own "
           "(sox IN OUT trim OFFSET DURATION) and list those\n",
-          fc_cli_tool, fc_cli_quoted(name, q, sizeof q), no, (int)(end - k - strspn(k, " \t")),
-          k + strspn(k, " \t"));
+          fc_cli_tool, fc_cli_quoted(name, q, sizeof q), no, (int)(end - k), k);
   exit(FC_EXIT_USAGE);
 }
 

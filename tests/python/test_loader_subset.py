@@ -185,14 +185,14 @@ def test_whole_store_problems_outside_the_split_not_listed(corpus):
 
 
 def test_refused_manifest_lines_are_problems(corpus):
-    """A manifest line featurize refuses though it names an id (a "duration" that is a string, a
+    """A manifest line featurize refuses though it names an id (a "duration" that is no number, a
     negative "offset") is not read, whatever the store holds under that id (featurize before
     the check stored the whole file), and problems() says so: no utterance dropped unsaid."""
     m = os.path.join(corpus["dir"], "refused.jsonl")
     wav = os.path.join(corpus["dir"], "wavs", "%s.wav")
     with open(m, "w") as f:
         f.write('{"audio_filepath": "%s", "duration": 0.5, "text": "a"}\n' % (wav % "u01"))
-        f.write('{"audio_filepath": "%s", "duration": "3.2", "text": "b"}\n' % (wav % "u02"))
+        f.write('{"audio_filepath": "%s", "duration": "3.2s", "text": "b"}\n' % (wav % "u02"))
         f.write('{"audio_filepath": "%s", "offset": -1, "text": "c"}\n' % (wav % "u04"))
         f.write('{"audio_filepath": "%s", "text": "a again"}\n' % (wav % "u01"))  # a duplicate
     with featcache.Loader(corpus["store"], manifest=m) as ld:

@@ -313,21 +313,35 @@ static void test_jsonl(void) {
 }
 
 /* NeMo's "offset" and "duration" that are no number of seconds fail the line (a string was taken as
- * none: the whole file stored under the segment's id); null is none; the id stays the line's */
+ * none: the whole file stored under the segment's id); a string that reads whole as a finite
+ * number is one (a CSV turned JSON holds "3.2": NeMo reads it with float()); null is none; the id
+ * stays the line's */
 static void test_jsonl_segment_values(void) {
   fc_item_list l;
-  const char *p = write_str("seg.jsonl",
-                            "{\"audio_filepath\": \"a.wav\", \"id\": \"a\", \"offset\": \"2.5\"}\n"
-                            "{\"audio_filepath\": \"a.wav\", \"id\": \"b\", \"duration\": -0.5}\n"
-                            "{\"audio_filepath\": \"a.wav\", \"id\": \"c\", \"duration\": {}}\n"
-                            "{\"audio_filepath\": \"a.wav\", \"id\": \"d\", \"offset\": null, "
-                            "\"duration\": null}\n"
-                            "{\"audio_filepath\": \"a.wav\", \"id\": \"e\", \"offset\": NaN}\n");
+  const char *p =
+      write_str("seg.jsonl",
+                "{\"audio_filepath\": \"a.wav\", \"id\": \"a\", \"offset\": \"2.5s\"}\n"
+                "{\"audio_filepath\": \"a.wav\", \"id\": \"b\", \"duration\": -0.5}\n"
+                "{\"audio_filepath\": \"a.wav\", \"id\": \"c\", \"duration\": {}}\n"
+                "{\"audio_filepath\": \"a.wav\", \"id\": \"d\", \"offset\": null, "
+                "\"duration\": null}\n"
+                "{\"audio_filepath\": \"a.wav\", \"id\": \"e\", \"offset\": NaN}\n"
+                "{\"audio_filepath\": \"a.wav\", \"id\": \"f\", \"offset\": \"0\", "
+                "\"duration\": \" 3.2 \"}\n"
+                "{\"audio_filepath\": \"a.wav\", \"id\": \"g\", \"duration\": \"1e1\"}\n"
+                "{\"audio_filepath\": \"a.wav\", \"id\": \"h\", \"duration\": \".5\"}\n"
+                "{\"audio_filepath\": \"a.wav\", \"id\": \"i\", \"duration\": \"\"}\n"
+                "{\"audio_filepath\": \"a.wav\", \"id\": \"j\", \"duration\": \"inf\"}\n"
+                "{\"audio_filepath\": \"a.wav\", \"id\": \"k\", \"duration\": \"1e999\"}\n"
+                "{\"audio_filepath\": \"a.wav\", \"id\": \"l\", \"duration\": \"0x10\"}\n"
+                "{\"audio_filepath\": \"a.wav\", \"id\": \"m\", \"duration\": \"-1\"}\n"
+                "{\"audio_filepath\": \"a.wav\", \"id\": \"n\", \"duration\": \"1,5\"}\n"
+                "{\"audio_filepath\": \"a.wav\", \"id\": \"o\", \"duration\": \"1.\"}\n");
   CHECK(read_manifest(p, FC_MANIFEST_JSONL, NULL, &l) == 0, "read");
-  CHECK(l.count == 5, "count %zu", l.count);
-  if (l.count == 5) {
-    CHECK(l.items[0].err == FC_EMANIFEST, "string offset: err %d", l.items[0].err);
-    CHECK_STR(l.items[0].why, "\"offset\" must be a number (seconds), got a string (\"2.5\")");
+  CHECK(l.count == 15, "count %zu", l.count);
+  if (l.count == 15) {
+    CHECK(l.items[0].err == FC_EMANIFEST, "junk string offset: err %d", l.items[0].err);
+    CHECK_STR(l.items[0].why, "\"offset\" must be a number (seconds), got a string (\"2.5s\")");
     CHECK_STR(l.items[0].id, "a");
     CHECK_STR(l.items[1].why, "\"duration\" must be 0 or more seconds, got -0.5");
     CHECK_STR(l.items[2].why, "\"duration\" must be a number (seconds), got an object");
@@ -336,6 +350,22 @@ static void test_jsonl_segment_values(void) {
     CHECK(l.items[4].err == FC_EMANIFEST && l.items[4].why &&
               strstr(l.items[4].why, "NaN and Infinity are not JSON numbers"),
           "NaN: %s", l.items[4].why ? l.items[4].why : "(no error)");
+    CHECK(l.items[5].err == 0 && l.items[5].offset == 0 && l.items[5].duration == 3.2,
+          "numeric strings: err %d (%s), %g %g", l.items[5].err,
+          l.items[5].why ? l.items[5].why : "", l.items[5].offset, l.items[5].duration);
+    CHECK(l.items[6].err == 0 && l.items[6].duration == 10, "\"1e1\": %d %g", l.items[6].err,
+          l.items[6].duration);
+    CHECK(l.items[7].err == 0 && l.items[7].duration == 0.5, "\".5\": %d %g", l.items[7].err,
+          l.items[7].duration);
+    CHECK_STR(l.items[8].why, "\"duration\" must be a number (seconds), got an empty string");
+    CHECK_STR(l.items[9].why, "\"duration\" must be a number (seconds), got a string (\"inf\")");
+    CHECK_STR(l.items[10].why, "\"duration\" must be a number (seconds), got a string (\"1e999\")");
+    CHECK_STR(l.items[11].why, "\"duration\" must be a number (seconds), got a string (\"0x10\")");
+    CHECK_STR(l.items[12].why, "\"duration\" must be 0 or more seconds, got -1");
+    CHECK_STR(l.items[13].why, "\"duration\" must be a number (seconds), got a string (\"1,5\")");
+    CHECK(l.items[14].err == 0 && l.items[14].duration == 1, "\"1.\": %d %g", l.items[14].err,
+          l.items[14].duration);
+    CHECK_STR(l.items[8].id, "i");
   }
   fc_item_list_free(&l);
 }
