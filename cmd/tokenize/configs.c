@@ -68,7 +68,7 @@ const char *tkc_difference(const char *a, const char *b, char *buf, size_t len) 
   static const struct {
     const char *key, *what; /* what: "%s" is b's value, then a's; NULL: not valued */
   } keys[] = {
-      {"tokenizer_version",
+      {"tokenizer_version", /* said apart below when both have one */
        "made by another version of tokenize (tokenizer_version %s, where "
        "the old one has %s)"},
       {"espeak_ng", "another espeak-ng (%s, where the old one has %s)"},
@@ -99,6 +99,14 @@ const char *tkc_difference(const char *a, const char *b, char *buf, size_t len) 
       if (n >= 2 && v[0] == '"') v++, n -= 2;
       if (!strcmp(keys[i].key, "casefold")) v = !strncmp(v, "true", n) ? "fold" : "keep", n = 4;
       snprintf(out[k], 48, "%.*s", (int)(n < 40 ? n : 40), v);
+    }
+    if (i == 0 && va && vb) { /* a version bump: which of the two is out of date */
+      const int older = atoi(sa) < atoi(sb);
+      snprintf(buf, len,
+               "the old one was made by %s tokenize, tokenizer_version %s, where this run's is "
+               "%s%s",
+               older ? "an older" : "a newer", sa, sb, older ? ": its ids are out of date" : "");
+      return buf;
     }
     snprintf(buf, len, keys[i].what, sb, sa);
     return buf;

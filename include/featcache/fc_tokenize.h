@@ -16,6 +16,7 @@
 #define FC_TOKENIZE_H
 
 #include <stdio.h>
+#include <string.h>
 
 #include "fc_base.h"
 #include "fc_manifest.h"
@@ -47,6 +48,18 @@ extern "C" {
  * 5 = espeak-ng's language-switch flags ("(en)" before a word it reads with English rules, "(ko)"
  * after) are dropped (4 kept them as symbols: phantom phonemes k, o, e, n under single characters). */
 #define FC_TOK_PHONEMES_VERSION 5
+
+/* The "tokenizer_version" this build writes into a config of tokenizer NAME ("chars", "phonemes",
+ * "bpe"), 0 for a name it does not make. A stored config of a lower one was made by an older
+ * tokenize: its ids are not the ones tokenize makes now (tokenize, cache-verify and the loader
+ * say so; docs/tokenize.md "A second config of one name"). */
+static inline int fc_tok_version_of(const char *name) {
+  if (!name) return 0;
+  if (!strcmp(name, "chars")) return FC_TOKENIZER_VERSION;
+  if (!strcmp(name, "phonemes")) return FC_TOK_PHONEMES_VERSION;
+  if (!strcmp(name, "bpe")) return FC_TOK_BPE_VERSION;
+  return 0;
+}
 
 typedef enum fc_tok_kind { FC_TOK_CHARS = 0, FC_TOK_PHONEMES = 1, FC_TOK_BPE = 2 } fc_tok_kind;
 typedef enum fc_tok_unicode { FC_UNICODE_NONE = 0, FC_UNICODE_NFKC = 1 } fc_tok_unicode;

@@ -6,6 +6,7 @@
 #include "formats/common/why.h"
 #include "formats/common/alloc.h"
 #include "formats/common/json.h"
+#include "featcache/fc_tokenize.h"
 
 #include <errno.h>
 #include <math.h>
@@ -97,7 +98,7 @@ int ld_resolve_config(MDB_txn *txn, MDB_dbi meta, const char *store, const char 
   MDB_val k = {4, (void *)"cfg/"}, v;
   int found = 0, n_kind = 0, n_other = 0, best = 0; /* best: the match level of those found
                                                       * (cfg_matches); n_other: of the other kind */
-  char names[256] = "", hexes[160] = "";
+  char names[256] = "", hexes[640] = "";
   fc_digest d1, dsel;
   const char *want_hex = NULL;
   if (sel && is_hex32(sel)) {
@@ -144,6 +145,14 @@ int ld_resolve_config(MDB_txn *txn, MDB_dbi meta, const char *store, const char 
     int match = want_hex ? 2 * (memcmp(d.bytes, dsel.bytes, 16) == 0)
                 : sel    ? cfg_matches(o, v.mv_data, v.mv_size, sel, tokens)
                          : 2;
+    char stale[96] = ""; /* a token config an older tokenize made, said so among several */
+    const json_t *tv = json_object_get(o, "tokenizer_version");
+    const int now = fc_tok_version_of(json_string_value(json_object_get(o, "tokenizer")));
+    if (tokens && json_is_integer(tv) && json_integer_value(tv) < now)
+      snprintf(stale, sizeof stale,
+               " (made by an older tokenize, tokenizer_version %lld, where this one's is %d: "
+               "out of date)",
+               (long long)json_integer_value(tv), now);
     json_decref(o);
     if (match < best || !match) continue;
     if (match > best) { /* a config named exactly so wins over one that differs in dtype only */
@@ -161,7 +170,7 @@ int ld_resolve_config(MDB_txn *txn, MDB_dbi meta, const char *store, const char 
       }
     }
     size_t hl = strlen(hexes);
-    snprintf(hexes + hl, sizeof hexes - hl, "%s%s", hl ? ", " : "", hex);
+    snprintf(hexes + hl, sizeof hexes - hl, "%s%s%s", hl ? ", " : "", hex, stale);
   }
   mdb_cursor_close(c);
   if (rc && rc != MDB_NOTFOUND) goto fail;

@@ -2,6 +2,7 @@
 #include "libcache/core/verify/verify_int.h"
 #include "formats/common/alloc.h"
 #include "formats/common/json.h"
+#include "featcache/fc_tokenize.h"
 
 /* ---- step 2: meta ---------------------------------------------------------------------------- */
 
@@ -190,6 +191,14 @@ int vf_read_meta(vctx *c, fc_rtxn *t) {
       c->r->token_configs++;
       tok_label(o, cf);
       check_tok_file(c, t, o, cf);
+      const json_t *tv = json_object_get(o, "tokenizer_version");
+      const int now = fc_tok_version_of(json_string_value(json_object_get(o, "tokenizer")));
+      if (json_is_integer(tv) && json_integer_value(tv) < now) /* docs/tokenize.md */
+        vf_add(c, FC_VERIFY_WARNING, FC_DB_META, k, kl, NULL, 0,
+               "token config %s %s was made by an older tokenize (tokenizer_version %lld, where "
+               "this one's is %d): its ids are out of date; tokenize again stores every line "
+               "anew under a config of its own, then drop this one (cache-config --drop %s)",
+               cf->label, cf->hex, (long long)json_integer_value(tv), now, cf->hex);
     } else {
       vf_add(c, FC_VERIFY_ERROR, FC_DB_META, k, kl, NULL, 0, "config of unknown kind \"%s\"", kind);
     }

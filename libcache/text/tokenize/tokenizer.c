@@ -101,6 +101,18 @@ static int pick_dtype(fc_tokenizer *t, char *why, size_t why_len) {
   return 0;
 }
 
+/* The "tokenizer_version" a config of kind gets: this build's (fc_tok_version_of). A test build
+ * (FC_FAULT_INJECTION) takes another from FC_FAULT_TOKENIZER_VERSION, so that a test makes the
+ * config an older tokenize made (tests/cli/tokenize_old_version.sh); release builds never read it. */
+static int config_version(fc_tok_kind kind) {
+  int v = fc_tok_version_of(kind_names[kind]);
+#ifdef FC_FAULT_INJECTION
+  const char *e = getenv("FC_FAULT_TOKENIZER_VERSION");
+  if (e && *e) v = atoi(e);
+#endif
+  return v;
+}
+
 /* Canonical JSON (sorted keys, no spaces) and its digest. Every member is checked: a value that
  * could not be allocated must fail the config, never leave a key out of it (another digest). */
 static int make_config(fc_tokenizer *t, char *why, size_t why_len) {
@@ -113,10 +125,7 @@ static int make_config(fc_tokenizer *t, char *why, size_t why_len) {
   bad |= json_object_set_new(o, "kind", json_string("tokens"));
   bad |= json_object_set_new(o, "preset", json_null());
   bad |= json_object_set_new(o, "tokenizer", json_string(kind_names[t->kind]));
-  bad |= json_object_set_new(o, "tokenizer_version",
-                             json_integer(t->kind == FC_TOK_PHONEMES ? FC_TOK_PHONEMES_VERSION
-                                          : t->kind == FC_TOK_BPE    ? FC_TOK_BPE_VERSION
-                                                                     : FC_TOKENIZER_VERSION));
+  bad |= json_object_set_new(o, "tokenizer_version", json_integer(config_version(t->kind)));
   bad |= json_object_set_new(o, "unicode",
                              json_string(t->norm.unicode == FC_UNICODE_NFKC ? "nfkc" : "none"));
   bad |= json_object_set_new(o, "casefold", json_boolean(t->norm.casefold));
