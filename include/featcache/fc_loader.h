@@ -128,6 +128,14 @@ typedef struct fc_loader_opts {
    * (default): no stop. Only the page check looks at it, during the open: the flag need not
    * outlive fc_loader_open (the loader keeps no pointer to it). */
   volatile const int *stop;
+  /* This loader takes batches batch_offset, batch_offset + batch_stride, ... of the rank's epoch
+   * (planned whole, as with the default, then these kept), so that batch_stride loaders with
+   * offsets 0 .. batch_stride-1 (the DataLoader workers of one rank) share the rank's epoch
+   * exactly: the same batches, each taken by one of them, their union the epoch one loader
+   * has. 0 or 1 (default 0): every batch; batch_offset below batch_stride (FC_ECONFIG). info's
+   * epoch_items, epoch_batches and max_batch_bytes are of the batches taken; fc_batch.index is
+   * the batch's number in the rank's epoch. */
+  uint32_t batch_stride, batch_offset;
 } fc_loader_opts;
 
 /* Fill o with the defaults. */

@@ -92,6 +92,7 @@ class Options(ctypes.Structure):
         ("prefetch_depth", ctypes.c_uint32),
         ("manifest", ctypes.c_char_p), ("ids", ctypes.POINTER(ctypes.c_char_p)),
         ("n_ids", ctypes.c_size_t), ("stop", ctypes.c_void_p),
+        ("batch_stride", ctypes.c_uint32), ("batch_offset", ctypes.c_uint32),
     ]
 
 

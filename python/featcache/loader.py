@@ -416,7 +416,7 @@ class Loader:
                  locality_run=0, prefetch_threads=2, prefetch_depth=4, verify=True,
                  strict=False, nolock=False, nordahead=False, willneed=None, epoch=0,
                  buffer_alloc=None, n_buffers=0, release_fence=None, manifest=None, ids=None, *,
-                 partial=False, check_pages=False, _ranks=None, _open=True):
+                 partial=False, check_pages=False, _batches=None, _open=True):
         batch_size, max_frames = _number("batch_size", batch_size), _number("max_frames", max_frames,
                                                                             _MAX64)
         if rank is not None:
@@ -498,9 +498,9 @@ class Loader:
                         prefetch_threads=prefetch_threads, prefetch_depth=prefetch_depth,
                         verify=verify, strict=strict, nolock=nolock, nordahead=nordahead,
                         willneed=willneed, partial=partial, check_pages=bool(check_pages))
-        # (rank, world_size) of the data-parallel run, for a batch left with no utterance: the
-        # loader's own unless a DataLoader worker's share (featcache.torch) says otherwise
-        self._ranks = None if _ranks is None else tuple(_ranks)
+        # (batch_stride, batch_offset): this loader takes batches offset, offset + stride, ... of
+        # the rank's epoch (a DataLoader worker's part of it, featcache.torch); None: every one
+        self._batches = None if _batches is None else tuple(_batches)
         self.buffer_alloc, self.release_fence = buffer_alloc, release_fence
         self.n_buffers = n_buffers or (prefetch_depth + 2)
         self.epoch = epoch
@@ -552,6 +552,7 @@ class Loader:
         o.token_pad = k["token_pad"]
         o.bucket_batches, o.locality_run = k["bucket_batches"], k["locality_run"]
         o.prefetch_threads, o.prefetch_depth = k["prefetch_threads"], k["prefetch_depth"]
+        o.batch_stride, o.batch_offset = self.__dict__.get("_batches") or (0, 0)
         return o
 
     def _handle(self):
@@ -573,7 +574,9 @@ class Loader:
                 self._seen_view = (os.getpid(), h.view(), int(h.info.items))
                 if not h.info.items:  # (a loop over it ran no step, without a word)
                     warnings.warn(self._empty_message(), RuntimeWarning, stacklevel=3)
-                elif not h.info.epoch_batches:  # (utterances, but no batch of them: the same)
+                elif not h.info.epoch_batches and not self.__dict__.get("_batches"):
+                    # (utterances, but no batch of them: the same; a DataLoader worker's part of
+                    # the rank's batches may be none of them)
                     warnings.warn(self._no_batch_message(h.info), RuntimeWarning, stacklevel=3)
             elif seen[0] != os.getpid() and seen[1] != h.view():
                 self._h = None
@@ -755,9 +758,8 @@ class Loader:
                             L.fc_loader_release(hh, desc[0])
                     raise
                 if not d[3]:  # every record of it damaged and skipped
-                    rank, world = self._ranks or (self.rank, self.world_size)
-                    if world > 1:  # (a step of zero utterances, or one short if skipped)
-                        raise _short_rank(b, rank, world, self.paths)
+                    if self.world_size > 1:  # (a step of zero utterances, or one short if skipped)
+                        raise _short_rank(b, self.rank, self.world_size, self.paths)
                 yield b
                 if self._closed:  # (close() from another thread while this one ran)
                     raise ValueError("featcache: the Loader is closed")

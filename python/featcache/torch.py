@@ -39,16 +39,12 @@ and stay in ordinary memory.
 
 Without pin_memory, tensors come from torch.from_numpy: no copy in this process. The loader's
 own prefetch threads make DataLoader workers unnecessary (num_workers=0 keeps the zero copy;
-workers pickle each batch into shared memory, one copy). With workers, every (rank, worker) pair
-reads its own share: the shard index is rank * num_workers + worker_id out of world_size *
-num_workers, so each utterance is read by exactly one worker of one rank per epoch
-(shard="uneven"), or by one plus a few repeats to equalize counts (shard="pad", the default, as
-DistributedSampler). Without other ranks (world_size 1) the workers split the epoch exactly
-whatever the shard mode: each utterance once, as with num_workers=0. len() is the batch count
-without workers: with them each worker ends on its own short batch, so an epoch can have up to
-num_workers - 1 more (torch's caveat for an IterableDataset with workers); with drop_last each
-worker drops its own short batch, up to num_workers * (batch_size - 1) utterances an epoch, and
-the epoch can have fewer batches than len(). device="cuda" and pin_memory need num_workers=0.
+workers pickle each batch into shared memory, one copy). With workers, each rank's epoch is
+planned whole, as with num_workers=0, and dealt out by batch: worker w of W builds the batches
+w, w + W, w + 2W, ... and torch takes one from each worker in turn, so the DataLoader yields the
+very batches of num_workers=0 in their order: len() of them, one short batch at most (the
+last), drop_last dropping that one only, and a resume (skip k batches) the same whatever
+num_workers the interrupted run had. device="cuda" and pin_memory need num_workers=0.
 rank/world_size come from torch.distributed when it is initialized, unless given. Under DDP,
 call featcache.check_ranks(ds) once on every rank after making the dataset: ranks that opened
 different snapshots of the stores (a featurize still writing) or got other options (seed) would
@@ -363,11 +359,9 @@ class FeatcacheDataset(IterableDataset):
             rank = r if rank is None else rank
             world = w if world is None else world
         info = get_worker_info()
-        if info is not None:
-            if self.pin:
-                raise RuntimeError("featcache: pin_memory / device='cuda' need num_workers=0 (the "
-                                   "loader's own threads prefetch)")
-            return rank * info.num_workers + info.id, world * info.num_workers
+        if info is not None and self.pin:
+            raise RuntimeError("featcache: pin_memory / device='cuda' need num_workers=0 (the "
+                               "loader's own threads prefetch)")
         return rank, world
 
     def _loader(self):
@@ -388,11 +382,11 @@ class FeatcacheDataset(IterableDataset):
                 self._eager = None
             self._loaders = {k: v for k, v in self._loaders.items() if k[0] == os.getpid()}
             kw = dict(self.kwargs)
-            if info is not None and world == info.num_workers:
-                # the workers of one process (no other rank to match): its share split among
-                # them exactly, each utterance once, as without workers (pad would repeat up to
-                # workers - 1 utterances, drop leave as many out)
-                kw["shard"] = "uneven"
+            if info is not None and info.num_workers > 1:
+                # the rank's epoch planned whole, as without workers, and dealt out by batch:
+                # worker w takes batches w, w + W, ... (torch takes one from each worker in turn:
+                # the epoch's batches in their order, len() of them, one short batch at most)
+                kw["_batches"] = (info.num_workers, info.id)
             padded = kw.get("padded")
             if padded is None:
                 padded = bool(kw.get("pad_to"))
@@ -421,8 +415,6 @@ class FeatcacheDataset(IterableDataset):
                 # the stores' pages were checked where the dataset was made; this process reads
                 # the same stores (their view is compared below): not checked again
                 kw["check_pages"] = False
-            if info is not None:  # (the run's ranks, for a batch left with no utterance)
-                kw["_ranks"] = (rank // info.num_workers, world // info.num_workers)
             ld = Loader(paths, rank=rank, world_size=world, **kw)
             if seen is not None and seen[0] != os.getpid() and seen[1] != ld.view:
                 msg = _view_changed(paths, seen, ld._handle())
@@ -447,13 +439,11 @@ class FeatcacheDataset(IterableDataset):
                 if ld.epoch == self.epoch:
                     ld.epoch = self.epoch + 1
             return
-        info = get_worker_info()
-        nw = info.num_workers if info is not None else 1  # (each rank's share split among them)
         for b in ld:
             if len(b):
                 yield batch_to_torch(b, bf16)
             else:  # (a batch whose records were all damaged and skipped is left out)
-                left_out(b, ld.rank // nw, ld.world_size // nw, ld.paths)
+                left_out(b, ld.rank, ld.world_size, ld.paths)
 
     def __len__(self):
         """Batches of the epoch set_epoch chose (during an iteration: of the running one)."""

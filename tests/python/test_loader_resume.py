@@ -2,7 +2,8 @@
 saved after step k of epoch e starts epoch e and skips k batches; what follows must be exactly
 the batches k, k+1, ... the interrupted run would have had: the same utterances in the same
 order, the same crops, the same values. Checked in a new process (a resumed run is one), for
-every order, dynamic batching, random crops, views, and a DataLoader with workers."""
+every order, dynamic batching, random crops, views, and a DataLoader with workers (any
+number of them: the same batches as without)."""
 
 import itertools
 import json
@@ -87,20 +88,26 @@ def test_loader_skip_gives_the_rest(store, kw):
     assert resumed(store, kw, 2, k) == json.loads(json.dumps(full[k:]))
 
 
-@pytest.mark.parametrize("kw", [CASES[1], dict(batch_size=4, shuffle=True, padded=False)])
-@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("kw", [CASES[1], dict(batch_size=4, shuffle=True, padded=False),
+                                CASES[2], CASES[4]])
+@pytest.mark.parametrize("workers", [0, 2, 3])
 def test_dataloader_skip_gives_the_rest(store, kw, workers):
+    # the rest whatever num_workers the interrupted run had: the workers deal out the rank's
+    # batches (worker w: w, w + W, ...) and torch takes them in turn, so an epoch is the same
+    # batches in the same order with any number of workers (each (rank, worker) cut a share of
+    # its own before, and a resume needed the same num_workers)
     from featcache.torch import FeatcacheDataset
 
-    def epoch(e, skip=0):
+    def epoch(e, skip=0, workers=workers):
         ds = FeatcacheDataset(store, **kw)
         dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers,
                                          **({"multiprocessing_context": "fork"} if workers
                                             else {}))
         ds.set_epoch(e)
         return [sig(b) for b in itertools.islice(dl, skip, None)]
-    full = epoch(1)
-    for k in (1, 3, len(full) - 1):
+    full = epoch(1, workers=0)
+    assert len(full) >= 4
+    for k in (0, 1, 3, len(full) - 1):
         assert epoch(1, k) == full[k:], k
 
 

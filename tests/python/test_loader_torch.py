@@ -272,6 +272,67 @@ def test_len_is_the_epochs_batch_count(store):
         assert got == plain, padded
 
 
+WORKER_CASES = [dict(batch_size=3, shuffle=True, seed=2),
+                dict(batch_size=3, shuffle=True, seed=2, drop_last=True, pad_to=150),
+                dict(batch_size=0, max_frames=1200, order="bucket", seed=5, bucket_batches=2),
+                dict(batch_size=3, shuffle=True, seed=2, padded=False, shard="drop")]
+
+
+@pytest.mark.parametrize("kw", WORKER_CASES)
+def test_workers_deal_out_the_ranks_batches(store, kw):
+    # each (rank, worker) read its own share of utterances and ended on its own short batch: an
+    # epoch had up to workers - 1 batches more than len() (Lightning, which ends an epoch at
+    # len(), never trained on them), and drop_last dropped each worker's short batch (up to
+    # workers x (batch_size - 1) utterances an epoch). Now the rank's epoch is planned whole and
+    # worker w takes its batches w, w + W, ...: the batches of num_workers=0, in its order
+    ctx = torch.multiprocessing.get_context("fork")
+    for world in (1, 2):
+        for rank in range(world):
+            def epoch(workers, persistent=False):
+                ds = FeatcacheDataset(store["path"], rank=rank, world_size=world, **kw)
+                dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers,
+                                                 persistent_workers=persistent,
+                                                 multiprocessing_context=ctx if workers else None)
+                got = []
+                for e in (3, 4):
+                    ds.set_epoch(e)
+                    got.append((len(dl), [list(b["ids"]) for b in dl]))
+                return got
+            want = epoch(0)
+            for n, batches in want:
+                assert n == len(batches)
+                sizes = [len(b) for b in batches]
+                if "max_frames" not in kw:  # (one short batch at most, the last)
+                    assert sizes[:-1] == [kw["batch_size"]] * (n - 1), sizes
+            assert want[0] != want[1]
+            for workers, persistent in ((2, False), (3, True)):
+                assert epoch(workers, persistent) == want, (world, rank, workers)
+
+
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_a_loop_ending_at_len_sees_the_whole_epoch(store, drop_last):
+    # Lightning ends an epoch at len(dataloader): with workers it skipped the batches beyond it
+    # (up to workers - 1 short ones an epoch, whose utterances were never trained on)
+    ctx = torch.multiprocessing.get_context("fork")
+    kw = dict(batch_size=3, shuffle=True, seed=7, drop_last=drop_last)
+    for world in (1, 2):
+        seen = []
+        for rank in range(world):
+            ds = FeatcacheDataset(store["path"], rank=rank, world_size=world, **kw)
+            dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=3,
+                                             multiprocessing_context=ctx)
+            n = len(dl)
+            it = iter(dl)
+            for _ in range(n):
+                seen += next(it)["ids"]
+            assert next(it, None) is None  # (nothing left beyond len())
+            del it
+        per = N // world  # each rank's share, its short batch dropped under drop_last
+        assert len(seen) == len(set(seen)) == world * (per - per % 3 if drop_last else per)
+        if not drop_last:
+            assert sorted(seen) == ["t%03d" % i for i in range(N)]
+
+
 def test_checked_when_made(store):
     import featcache
     d = os.path.dirname(store["path"])

@@ -6,6 +6,7 @@
  * the same batches, same crops, same data. Also: skipping an epoch, set_epoch(e+1) in the middle
  * of e, set_epoch of the epoch about to start, caller buffers across boundaries, and that the
  * first batch of the next epoch is ready without waiting once the prefetch threads had time;
+ * batch_stride and batch_offset dealing an epoch's batches out among loaders;
  * fc_loader_swap_descs taking several batches a call; batches of 5 MiB (rows the threads copy
  * with streaming stores). Every value of every row and of its padding is checked.
  *
@@ -232,6 +233,68 @@ int main(void) {
           cases++;
         }
   CHECK(cases == 48, "%d cases ran", cases);
+
+  /* batch_stride / batch_offset (a DataLoader worker's part of its rank's epoch): loader w of S
+   * takes batches w, w + S, ... of the epoch one loader has (the same batches, numbered as
+   * there), over epochs back to back, with ranks, drop_last, and dynamic batching whose counts
+   * the ranks equalize; an offset not below the stride is refused */
+  for (int variant = 0; variant < 4; variant++)
+    for (uint32_t S = 2; S <= 3; S++) {
+      fc_loader_opts o;
+      fc_loader_opts_init(&o);
+      o.order = variant == 2 ? FC_ORDER_BUCKET : variant == 3 ? FC_ORDER_LOCALITY : FC_ORDER_RANDOM;
+      o.output = (uint32_t)(variant & 1);
+      o.seed = 40 + (uint64_t)variant;
+      o.batch_size = 5;
+      o.bucket_batches = 2;
+      o.locality_run = 10;
+      o.drop_last = variant == 1;
+      o.world_size = variant ? 2 : 1;
+      o.rank = variant == 3;
+      if (variant == 2) {
+        o.batch_size = 0;
+        o.max_frames = 700;
+      }
+      for (uint64_t e = 0; e < EPOCHS; e++) nref[e] = reference(path, &o, e, ref[e], 64);
+      o.batch_stride = S;
+      size_t taken = 0;
+      for (uint32_t w = 0; w < S; w++) {
+        char what[96];
+        snprintf(what, sizeof what, "variant %d batch %u of every %u", variant, w, S);
+        o.batch_offset = w;
+        static seen part[EPOCHS][64];
+        size_t np[EPOCHS];
+        for (uint64_t e = 0; e < EPOCHS; e++) {
+          np[e] = 0;
+          for (size_t k = w; k < nref[e]; k += S) part[e][np[e]++] = ref[e][k];
+          taken += np[e];
+        }
+        fc_loader *l;
+        if (fc_loader_open(P, 1, &o, &l, why, sizeof why)) {
+          CHECK(0, "%s: open: %s", what, why);
+          continue;
+        }
+        for (uint64_t e = 0; e < EPOCHS; e++) {
+          CHECK(fc_loader_set_epoch(l, e) == 0, "%s: set_epoch", what);
+          fc_loader_info info;
+          fc_loader_info_get(l, &info);
+          CHECK(info.epoch_batches == np[e], "%s: epoch_batches %llu of %zu", what,
+                (unsigned long long)info.epoch_batches, np[e]);
+          run_rest(l, &o, part[e], 0, np[e], what);
+        }
+        fc_loader_close(l);
+      }
+      size_t all = 0;
+      for (uint64_t e = 0; e < EPOCHS; e++) all += nref[e];
+      CHECK(taken == all && all >= 5 * EPOCHS, "variant %d: %zu batches of %zu", variant, taken,
+            all);
+      fc_loader *l = NULL;
+      o.batch_offset = S;
+      CHECK(fc_loader_open(P, 1, &o, &l, why, sizeof why) == FC_ECONFIG &&
+                strstr(why, "batch_offset") != NULL,
+            "batch_offset %u of stride %u: %s", S, S, why);
+      fc_loader_close(l);
+    }
 
   /* the same loader driven irregularly: skip an epoch, jump mid-epoch, repeat an epoch */
   for (uint32_t out = 0; out <= 1; out++) {

@@ -150,6 +150,8 @@ static int check_options(const fc_loader_opts *o, char *why, size_t why_len) {
   if (o->world_size == 0 || o->rank >= o->world_size)
     BAD("rank %u is not below world_size %u", o->rank, o->world_size);
   if (o->batch_size == 0 && o->max_frames == 0) BAD("batch_size 0 without max_frames");
+  if (o->batch_offset && o->batch_offset >= o->batch_stride)
+    BAD("batch_offset %u is not below batch_stride %u", o->batch_offset, o->batch_stride);
   if (o->prefetch_threads > 64) BAD("prefetch_threads %u > 64", o->prefetch_threads);
   if (o->prefetch_threads && o->prefetch_depth == 0) BAD("prefetch_depth 0 with prefetch threads");
   if (o->prefetch_depth > 1024) BAD("prefetch_depth %u > 1024", o->prefetch_depth);

@@ -281,7 +281,7 @@ static int build_batch(fc_loader *l, uint64_t gen, const ld_plan *p, const ld_pl
   keep = NULL;
   ld_bad_free(bad, bad_rc, m);
   b->pub.epoch = p->epoch;
-  b->pub.index = k;
+  b->pub.index = ld_batch_number(l, k);
   b->pub.size = (uint32_t)B;
   b->pub.n_mels = l->n_mels;
   b->pub.mel_dtype = l->mel_dtype;

@@ -217,6 +217,11 @@ static inline size_t ld_mel_bytes(const struct fc_loader *l, const ld_item *it) 
   return (size_t)v;
 }
 
+/* The number in the rank's epoch of batch k of this loader's plan (batch_stride's). */
+static inline uint64_t ld_batch_number(const struct fc_loader *l, uint64_t k) {
+  return l->o.batch_stride > 1 ? k * l->o.batch_stride + l->o.batch_offset : k;
+}
+
 /* loader_index.c: the loader's index (its items) */
 int ld_add_problem(struct fc_loader *l, uint32_t store, const char *id, size_t id_len,
                    const char *reason);

@@ -178,6 +178,23 @@ static int equalize_batches(const fc_loader *l, const uint64_t *all, uint64_t n,
   return 0;
 }
 
+/* batch_stride: keep batches batch_offset, batch_offset + batch_stride, ... of the rank's plan
+ * (moved to the front, in place: a kept batch never lies before where it moves). */
+static void take_stride(const fc_loader *l, ld_plan *out) {
+  const uint64_t S = l->o.batch_stride, nb = out->n_batches;
+  if (S <= 1) return;
+  uint64_t k = 0, pos = 0;
+  for (uint64_t b = l->o.batch_offset; b < nb; b += S, k++) {
+    uint64_t s = out->bstart[b], m = out->bstart[b + 1] - s;
+    memmove(out->order + pos, out->order + s, m * sizeof *out->order);
+    out->bstart[k] = pos;
+    pos += m;
+  }
+  out->bstart[k] = pos;
+  out->n_batches = k;
+  out->n_order = pos;
+}
+
 int ld_plan_epoch(fc_loader *l, uint64_t epoch, ld_plan *out) {
   memset(out, 0, sizeof *out);
   out->epoch = epoch;
@@ -299,6 +316,7 @@ int ld_plan_epoch(fc_loader *l, uint64_t epoch, ld_plan *out) {
   }
   if (l->o.max_frames && (rc = equalize_batches(l, all, n, per, out))) goto fail;
   rc = ENOMEM;
+  take_stride(l, out);
   nb = out->n_batches;
   for (uint64_t b = 0; b < nb; b++) {
     uint32_t longest = 0;
