@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <lmdb.h> /* MDB_MAP_RESIZED: the library passes it through */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -251,6 +252,31 @@ static int read_direct(struct reader *rd, int fd, uint64_t offset, size_t len,
   return 0;
 }
 
+/* Begin a read transaction of every store (t: NULL each). With base (--direct), also the map's
+ * address in each, as the transactions hold it: another process that grew a store since it was
+ * opened (a featurize writing beside) has its size adopted by the first read transaction after,
+ * which maps it anew, elsewhere — a value's offset in data.mdb is its pointer minus this map's
+ * address, not the one seen when the store was opened. No remap happens while they are held;
+ * one that comes between the begin and the look-up of the address begins them all again. */
+static int begin_reads(fc_bench *b, fc_rtxn **t, const uint8_t **base) {
+  for (int tries = 0;; tries++) {
+    int rc = 0;
+    for (size_t i = 0; i < b->nparts && !rc; i++) rc = fc_store_read_begin(b->parts[i].s, &t[i]);
+    for (size_t i = 0; base && i < b->nparts && !rc; i++) {
+      const void *m;
+      size_t len;
+      rc = fc_store_map_region(b->parts[i].s, &m, &len);
+      base[i] = m;
+    }
+    if (!rc) return 0;
+    for (size_t i = 0; i < b->nparts; i++) {
+      fc_rtxn_end(t[i]);
+      t[i] = NULL;
+    }
+    if (rc != MDB_MAP_RESIZED || tries == 8) return rc;
+  }
+}
+
 static void *reader_main(void *arg) {
   struct reader *rd = arg;
   struct pass *ps = rd->ps;
@@ -263,9 +289,8 @@ static void *reader_main(void *arg) {
   struct rusage ru0, ru1;
   getrusage(RUSAGE_THREAD, &ru0);
   fc_rtxn **t = fc_calloc(b->nparts, sizeof *t); /* one read transaction per store */
-  rd->rc = t ? 0 : ENOMEM;
-  for (size_t i = 0; i < b->nparts && !rd->rc; i++)
-    rd->rc = fc_store_read_begin(b->parts[i].s, &t[i]);
+  const uint8_t **base = ps->direct_fd ? fc_calloc(b->nparts, sizeof *base) : NULL;
+  rd->rc = t && (base || !ps->direct_fd) ? begin_reads(b, t, base) : ENOMEM;
   uint8_t acc = 0;
   if (rd->rc) {
     set_stop(ps, 4);
@@ -299,7 +324,7 @@ static void *reader_main(void *arg) {
       for (size_t j = 0; j < m; j++) { /* read and copy one by one through the bounce buffer */
         double a = now_s(), c0 = thread_cpu_s();
         const struct bench_rec *r = &b->recs[ps->order[i0 + j]];
-        uint64_t off = (uint64_t)((const uint8_t *)vals[j] - b->parts[r->part].map);
+        uint64_t off = (uint64_t)((const uint8_t *)vals[j] - base[r->part]);
         int rc = read_direct(rd, ps->direct_fd[r->part], off, lens[j], &src[j]);
         double c1 = thread_cpu_s();
         ft[j] = now_s() - a;
@@ -359,6 +384,7 @@ out:
   touch_sink = acc;
   for (size_t i = 0; t && i < b->nparts; i++) fc_rtxn_end(t[i]);
   free(t);
+  free(base);
   getrusage(RUSAGE_THREAD, &ru1);
   rd->majflt = (uint64_t)(ru1.ru_majflt - ru0.ru_majflt);
   rd->minflt = (uint64_t)(ru1.ru_minflt - ru0.ru_minflt);
