@@ -320,9 +320,10 @@ int main(int argc, char **argv) {
    * all of them as one dataset; unit u reads paths[first[u] .. first[u + 1]) */
   size_t nunits = o.separate ? nwords : 1;
   size_t *first = malloc((nwords + 1) * sizeof *first);
-  if (!first || fc_cli_store_groups(words, nwords, nstores, first) != 0) {
-    fc_cli_warn(NULL, "%s",
-                first ? "a split store changed while its parts were listed" : fc_strerror(ENOMEM));
+  if (!first) return fc_cli_say_listing_failed(ENOMEM, NULL, nwords);
+  if (fc_cli_store_groups(words, nwords, nstores, first) != 0) {
+    fc_cli_warn(NULL, "a split store changed while its parts were listed");
+    free(first);
     return FC_EXIT_USAGE;
   }
   if (!o.separate) first[1] = nstores;

@@ -517,8 +517,8 @@ int main(int argc, char **argv) {
   size_t nw = (size_t)(argc - optind), n = nw;
   const char **stores = fc_cli_expand_stores(words, &n);
   char msg[1024];
-  if (!(first = malloc((nw + 1) * sizeof *first))) {
-    worst = FC_EXIT_FAIL;
+  if (!(first = malloc((nw + 1) * sizeof *first))) { /* said, as the listing's own */
+    worst = fc_cli_say_listing_failed(ENOMEM, NULL, nw);
     goto out;
   }
   if (fc_cli_store_groups(words, nw, n, first) != 0) {
@@ -533,7 +533,7 @@ int main(int argc, char **argv) {
   }
   if (!(nparts = malloc(nw * sizeof *nparts)) || !(unw = calloc(nw, sizeof *unw)) ||
       !(written = malloc((n ? n : 1) * sizeof *written))) {
-    worst = FC_EXIT_FAIL;
+    worst = fc_cli_say_listing_failed(ENOMEM, NULL, nw);
     goto out;
   }
   /* a split store's part that its writer never wrote (featurize stopped before the part's first
@@ -563,7 +563,7 @@ int main(int argc, char **argv) {
   po.stop = (volatile const int *)&fc_cli_signal;
   if (!po.dry_run) {
     if (!(dmg = calloc(n ? n : 1, sizeof *dmg))) {
-      worst = FC_EXIT_FAIL;
+      worst = fc_cli_say_listing_failed(ENOMEM, NULL, nw);
       goto out;
     }
     size_t at = 0;

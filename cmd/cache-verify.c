@@ -422,9 +422,10 @@ int main(int argc, char **argv) {
     int rc = fc_store_expand((const char *const *)(argv + optind), (size_t)(argc - optind), &stores,
                              &n_stores, why, sizeof why);
     if (rc) {
-      if (!status) fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
+      const int code = status ? rc == ENOMEM ? FC_EXIT_FAIL : FC_EXIT_USAGE
+                              : fc_cli_say_listing_failed(rc, why, (size_t)(argc - optind));
       fc_item_list_free(&items);
-      return FC_EXIT_USAGE;
+      return code;
     }
   }
   fc_cli_room_for_stores(n_stores);

@@ -640,21 +640,30 @@ static inline void fc_cli_say_fd_limit(const char *why, const char *dir, unsigne
               why, lim, n_parts, n_parts > 1 ? "s" : "");
 }
 
+/* The STORE words (n of them) could not be listed, fc_store_expand's rc and why (its words, or
+ * ""): said, and the exit code returned, the same in every tool. Out of memory (ENOMEM) is no
+ * usage error — a rerun may get past it —: 1, with the summary every exit 1 has, "done: 0 of N
+ * stores (N not started)"; a split store's marker that cannot be read is 2. Nothing is done
+ * either way. */
+static inline int fc_cli_say_listing_failed(int rc, const char *why, size_t n) {
+  if (rc == ENOMEM) {
+    fc_cli_warn(NULL,
+                "%s while listing the stores: done: 0 of %zu store%s (%zu not started), "
+                "nothing done",
+                why && why[0] ? why : fc_strerror(rc), n, n == 1 ? "" : "s", n);
+    return FC_EXIT_FAIL;
+  }
+  fc_cli_warn(NULL, "%s", why && why[0] ? why : fc_strerror(rc));
+  return FC_EXIT_USAGE;
+}
+
 /* The stores to open for the STORE words stores[0..*n): each split store (fc_store.h) replaced by
  * its parts, others kept. Returns a new array (freed at exit; one call per process) and sets *n;
- * exits 2 with a message when a split store's marker cannot be read. */
+ * exits as fc_cli_say_listing_failed says when they cannot be listed. */
 static inline const char **fc_cli_expand_stores(const char *const *stores, size_t *n) {
   char why[512] = "";
   int rc = fc_store_expand(stores, *n, &fc_cli_expanded, &fc_cli_n_expanded, why, sizeof why);
-  if (rc) {
-    if (rc == ENOMEM) { /* out of memory: no usage error; nothing of the run was done */
-      fc_cli_warn(NULL, "%s while listing the stores: nothing done",
-                  why[0] ? why : fc_strerror(rc));
-      exit(FC_EXIT_FAIL);
-    }
-    fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
-    exit(FC_EXIT_USAGE);
-  }
+  if (rc) exit(fc_cli_say_listing_failed(rc, why, *n));
   atexit(fc_cli_free_expanded);
   *n = fc_cli_n_expanded;
   fc_cli_room_for_stores(*n);
@@ -754,10 +763,8 @@ out:
 static inline void fc_cli_expand_argv(int *argc, char ***argv, int first) {
   size_t ns = (size_t)(*argc - first);
   const char **st = fc_cli_expand_stores((const char *const *)(*argv + first), &ns);
-  if (!(fc_cli_argv_copy = malloc((first + ns + 1) * sizeof *fc_cli_argv_copy))) {
-    fc_cli_warn(NULL, "%s", fc_strerror(ENOMEM));
-    exit(FC_EXIT_USAGE);
-  }
+  if (!(fc_cli_argv_copy = malloc((first + ns + 1) * sizeof *fc_cli_argv_copy)))
+    exit(fc_cli_say_listing_failed(ENOMEM, NULL, (size_t)(*argc - first)));
   memcpy(fc_cli_argv_copy, *argv, first * sizeof *fc_cli_argv_copy);
   memcpy(fc_cli_argv_copy + first, st, ns * sizeof *fc_cli_argv_copy);
   fc_cli_argv_copy[first + ns] = NULL;
