@@ -143,7 +143,9 @@ static void on_not_stored(const fc_item *it, void *ud) {
 static void on_bad_line(const fc_item *it, int err, const char *why, void *ud) {
   run_ctx *c = ud;
   c->reported++;
-  if (c->json) fc_cli_failures_add(&c->failures, it->id, c->source, it->line, err, why);
+  if (c->json) /* a line refused before its id was read: its first column, when one is cut */
+    fc_cli_failures_add(&c->failures, it->id ? it->id : it->id_field, c->source, it->line, err,
+                        why);
   fc_cli_progress_clear(&c->progress); /* the reason takes its place; the next one follows */
   fputs("tokenize: ", stderr);
   fc_cli_put_name(stderr, c->manifest); /* quoted when odd, as every message's names */

@@ -175,6 +175,20 @@ static int mf_item_fail_utf8(fc_item *it, const char *line, size_t n) {
                       s[i], column);
 }
 
+/* A refused line's first column, as fc_item.id_field says: a report names the line by it. */
+static int cut_id_field(fc_item *it, const char *line, size_t n, char sep) {
+  if (!it->err || it->id || it->err == FC_EDUPLICATE) return 0;
+  const char *end = memchr(line, sep, n);
+  const size_t len = end ? (size_t)(end - line) : n;
+  if (!len || len > FC_ID_MAX || memchr(line, '\0', len) || mf_is_blank(line, len) ||
+      fc_id_check(line, len) != 0 ||
+      ((uint8_t)line[0] == 0xEF && len >= 3 && (uint8_t)line[1] == 0xBB &&
+       (uint8_t)line[2] == 0xBF) ||
+      line[strspn(line, " \t")] == '#')
+    return 0; /* no id: a comment, a BOM before it, bytes that are not one */
+  return (it->id_field = mf_dup_range(line, len)) ? 0 : -ENOMEM;
+}
+
 /* ---- per-format line parsers ------------------------------------------------------------------ */
 typedef struct parse_ctx {
   const fc_manifest_opts *opts;
@@ -714,6 +728,7 @@ static int reader_next(reader *r, const fc_item **it, char *why, size_t why_len)
                          "line is %zu bytes, over the limit of %zu a line may have", line_bytes,
                          r->opts.max_line_bytes);
     if (prc == 0) prc = mf_item_finish(&r->b, item);
+    if (prc == 0 && columns && !continues) prc = cut_id_field(item, buf, body, sep);
     if (prc < 0) goto nomem;
     /* a shard's items only (the duplicate check saw every id): as fc_item_list_shard */
     if (r->opts.shard_n && (item->id ? fc_shard_of(item->id, strlen(item->id), r->opts.shard_n)

@@ -158,6 +158,7 @@ void mf_item_clear(fc_item *it) {
   free(it->text_raw);
   free(it->text_norm);
   free(it->why);
+  free(it->id_field);
   memset(it, 0, sizeof *it);
 }
 

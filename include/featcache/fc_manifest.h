@@ -44,6 +44,11 @@ typedef struct fc_item {
    * (docs/featurize.md "Manifests"). */
   double offset;
   double duration;
+  /* A line of an LJSpeech or TSV manifest refused before its id was read (err set, id NULL: not
+   * UTF-8, no text column, a carriage return inside): its first column as written when that is
+   * an id fc_id_check takes (not blank), else NULL. Only to name the line in a report (tokenize
+   * --json's failures): no id, held to no duplicate check, nothing recorded under it. */
+  char *id_field;
 } fc_item;
 
 typedef struct fc_item_list {

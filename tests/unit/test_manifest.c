@@ -603,6 +603,13 @@ static void test_bad_lines(void) {
     CHECK(l.items[6].err == FC_EFORMAT && strstr(l.items[6].why, "512 bytes"), "512: %d %s",
           l.items[6].err, l.items[6].why);
     CHECK(l.items[7].err == FC_EUTF8, "overlong: %d", l.items[7].err);
+    /* a line refused before its id was read names its first column, when that is an id */
+    CHECK(!l.items[0].id && l.items[0].id_field && !strcmp(l.items[0].id_field, "u1"),
+          "bad UTF-8: id_field %s", l.items[0].id_field ? l.items[0].id_field : "(null)");
+    CHECK(!l.items[4].id && l.items[4].id_field && !strcmp(l.items[4].id_field, "u3"),
+          "NUL: id_field %s", l.items[4].id_field ? l.items[4].id_field : "(null)");
+    CHECK(!l.items[7].id_field, "overlong: its first column is no id");
+    CHECK(!l.items[2].id_field && !l.items[1].id_field, "an item with an id has no id_field");
     for (size_t i = 0; i < l.count; i++)
       CHECK(l.items[i].err == 0 || (l.items[i].why && l.items[i].why[0]), "item %zu has a reason",
             i);

@@ -171,6 +171,7 @@ static void lines_clear(fc_item *l, size_t n) {
     free(l[i].path);
     free(l[i].text);
     free(l[i].why);
+    free(l[i].id_field);
   }
 }
 
@@ -184,7 +185,8 @@ static int gather_item(const fc_item *it, void *user) {
   d->err = it->err;
   int rc;
   if ((it->id && !(d->id = fc_strdup(it->id))) || (it->text && !(d->text = fc_strdup(it->text))) ||
-      (it->why && !(d->why = fc_strdup(it->why))))
+      (it->why && !(d->why = fc_strdup(it->why))) ||
+      (it->id_field && !(d->id_field = fc_strdup(it->id_field))))
     rc = ENOMEM;
   else if (g->n < g->cap)
     return 0;
