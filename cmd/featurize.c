@@ -664,6 +664,9 @@ int main(int argc, char **argv) {
       fzc_explain_duplicates(&rctx);
       return code;
     } /* the device failed to start while the CPU computed (hybrid start): what is stored, said */
+  } else if (rc && st.manifest_stopped) { /* its own line, not the store's; the done line counts */
+    fc_cli_warn(NULL, "%s; the run stopped there, the lines before it stored", why);
+    code = FC_EXIT_FAIL;
   } else if (rc && (why[0] || !strict)) { /* a failed commit (strict item errors leave why empty) */
     fc_cli_warn(store_dir, "%s%s", why[0] ? why : fc_strerror(rc), fc_cli_room_hint(rc));
     code = FC_EXIT_FAIL;
@@ -674,10 +677,10 @@ int main(int argc, char **argv) {
     code = FC_EXIT_FAIL;
   }
   fzc_unsaid_unstored(&rctx);
-  if (st.failed > rctx.failed_lines) /* after a failed commit, or a device that did not start: one
-                                        line for the items never begun */
+  if (st.failed > rctx.failed_lines + (uint64_t)st.manifest_stopped) /* after a failed commit, or
+    a device that did not start: one line for the items never begun */
     fprintf(stderr, "%s: %llu inputs not started after the %s, counted as failed\n", fc_cli_tool,
-            (unsigned long long)(st.failed - rctx.failed_lines),
+            (unsigned long long)(st.failed - rctx.failed_lines - (uint64_t)st.manifest_stopped),
             code == FC_EXIT_USAGE ? "device failed to start" : "failed write");
   fzc_explain_duplicates(&rctx);
   const uint64_t said = verbose || rctx.not_stored_lines < FC_CLI_NOT_STORED_SAID
@@ -705,6 +708,9 @@ int main(int argc, char **argv) {
                 max_failed.text);
       fputc(')', stderr);
       if (strict && rc && !why[0]) fputs(", stopped at the first failure (--strict)", stderr);
+      if (st.manifest_stopped) /* its failed line counted: N of M tells a script */
+        fputs(", stopped at a manifest line it could not read, the lines after it not read",
+              stderr);
       if (st.not_started) fprintf(stderr, ", %llu not started", (unsigned long long)st.not_started);
       fputc('\n', stderr);
       if (st.cpu_computed && resolved.kind != FC_DEVICE_CPU) /* "Hybrid start" */

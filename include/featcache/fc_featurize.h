@@ -188,6 +188,12 @@ typedef struct fc_featurize_stats {
   /* With fell_back_to_cpu: the device's reason, however the run ended (why holds it too when
    * the run ended well or was stopped; after a failure, --strict's or a commit's, why is that). */
   char fell_back_why[256];
+  /* 1 when fc_featurize_opts.manifest could not be read to its end (a read error, a line with no
+   * line break in FC_MANIFEST_LINE_MAX bytes, no memory for its next item): the run stopped there,
+   * what was read before it done (the error returned, why naming the manifest). The line it
+   * stopped at counts in total and failed (no failure record: it has no id), so that a summary's
+   * N of total shows the run incomplete; the lines after it were not read and count nowhere. */
+  int manifest_stopped;
 } fc_featurize_stats;
 
 /* The bound the stage times of st imply, on a device of kind `device` (the rule of

@@ -89,5 +89,26 @@ rc=$?
 [ $rc = 1 ] && grep -q '^featurize: m2.txt:2: ' err && grep -q 'done: 1 of 2 (1 new, 0 already stored, 1 failed)' err ||
   fail "featurize, a 2 MB line: exit $rc: $(head -c 300 err)"
 
+# featurize reads a manifest file as the run goes once its first item is read (--device cpu into
+# an existing store): a long line met there stops the run (exit 1), said as the manifest's (it was
+# named as the store's: "featurize: s: m3.txt: line 4 ..."), the lines before it stored, and the
+# done line counts that line as failed and says the run stopped: it read "done: 3 of 3 (...,
+# 0 failed)", a finished run to a script comparing N and M
+{ echo a.wav; cp a.wav b.wav; echo b.wav; cp a.wav c.wav; echo c.wav
+  head -c 17000000 /dev/zero | tr '\0' x; echo; echo a.wav; } >m3.txt
+"$B/featurize" -q --device cpu -o s3 a.wav || fail "featurize a.wav into s3"
+run "$B/featurize" --device cpu --manifest m3.txt -o s3 >out 2>err
+rc=$?
+[ $rc = 1 ] && [ "$(cat err)" = "featurize: m3.txt: ${msg/line 1/line 4}; the run stopped there, the lines before it stored
+featurize: done: 3 of 4 (2 new, 1 already stored, 1 failed), stopped at a manifest line it could not read, the lines after it not read" ] ||
+  fail "featurize --manifest m3.txt, a long line mid-run: exit $rc: $(head -c 600 err)"
+run "$B/featurize" -q --device cpu --manifest m3.txt -o s3 --json >out 2>err
+rc=$?
+[ $rc = 1 ] && "$FC_PYTHON" -c '
+import json, sys
+d = json.load(open("out"))
+assert (d["total"], d["skipped_existing"], d["processed"], d["failed"]) == (4, 3, 0, 1), d' ||
+  fail "featurize --json, a long line mid-run: exit $rc: $(head -c 300 out) $(head -c 300 err)"
+
 [ $fails = 0 ] || exit 1
 echo "manifest_endless_line: ok"

@@ -548,6 +548,9 @@ int fz_pipeline_run(fc_store *s, const fc_mel_config *cfg, const fc_item *items,
       } else if (r->src_err && !wrc) { /* the manifest could not be read on: what was, is done */
         rc = r->src_err;
         fc_why(why, why_len, "%s", r->src_why);
+        r->st.manifest_stopped = 1; /* its line a failed one: N of total shows the run cut short */
+        r->st.total++;
+        r->st.failed++;
       } else if (wrc) {
         rc = wrc;
         fc_why(why, why_len, "cannot write to the store: %s", fc_strerror(wrc));
