@@ -645,11 +645,18 @@ class Loader:
         order, so it can differ from one epoch to the next."""
         h = self._handle()
         with h.lock:
-            if self.epoch != h.planned and not h.running:
+            # an iteration still live is of another epoch only when set_epoch chose another
+            # since it began (an iterator kept from a peek): with dynamic batching that epoch's
+            # count needs its plan, and planning it overtakes the older iteration (it raises if
+            # used again, as when a newer one begins); every epoch has the count of any other
+            # under count batching: nothing planned then
+            if self.epoch != h.planned and (not h.running or self._kw["max_frames"]):
                 # plans it (keeping what the threads prefetched of it) as __iter__ will
                 rc = h.lib.fc_loader_set_epoch(h.h, self.epoch)
                 if rc:
                     _raise(rc, "set_epoch(%d)" % self.epoch, h.h)
+                if h.running:
+                    h.gen += 1
                 h.planned = self.epoch
         return int(self.info.epoch_batches)  # (read again only when the plan changed)
 
@@ -765,7 +772,9 @@ class Loader:
                     raise ValueError("featcache: the Loader is closed")
         finally:
             h.running -= 1
-            if self.epoch == epoch:
+            if self.epoch == epoch and h.gen == gen:
+                # (an iteration overtaken, let go while the newer one of the same epoch runs,
+                # leaves the epoch to it: the newer one's len() and end go on counting it)
                 self.epoch = epoch + 1
 
     def close(self):

@@ -448,8 +448,7 @@ class FeatcacheDataset(IterableDataset):
     def __len__(self):
         """Batches of the epoch set_epoch chose (during an iteration: of the running one)."""
         ld = self._loader()
-        if not ld._handle().running:
-            ld.set_epoch(self.epoch)
+        ld.set_epoch(self.epoch)  # (during this dataset's iteration: the running one's)
         return len(ld)
 
     def __getstate__(self):

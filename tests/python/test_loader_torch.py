@@ -5,6 +5,7 @@ forks its workers: each worker must open its own, read its own share, and the un
 must be every utterance exactly once, with values equal to the records read through lmdb. The
 dataset opens and checks its store when it is made, as featcache.Loader does."""
 
+import itertools
 import os
 import re
 import shutil
@@ -259,6 +260,39 @@ def test_len_is_the_epochs_batch_count(store):
         assert len(fresh) == counts[3]
         break
     assert fresh.epoch == 4 and len(fresh) == counts[4] == sum(1 for _ in fresh)
+    # set_epoch with an older iterator kept (a peek): len() counted the kept one's epoch, not
+    # the one the next iteration runs (a loop ending at len() cut it short or a torch warning);
+    # now it is that epoch's, and the kept iterator, used again, raises (overtaken)
+    ld = featcache.Loader(store["path"], **kw)
+    kept = iter(ld)
+    next(kept)
+    ld.set_epoch(3)
+    assert len(ld) == counts[3] == sum(1 for _ in ld)
+    with pytest.raises(RuntimeError, match="overtaken"):
+        next(kept)
+    for workers in (0, 2):
+        ds = FeatcacheDataset(store["path"], **kw)
+        dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=workers,
+                                         multiprocessing_context="fork" if workers else None)
+        kept = iter(dl)
+        next(kept)
+        ds.set_epoch(3)
+        assert len(dl) == counts[3], workers
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # (torch: "Length of IterableDataset ... was reported")
+            assert sum(1 for _ in dl) == counts[3], workers
+        del kept
+    # an older iterator of the epoch let go while a newer one runs it: the epoch stays the
+    # newer one's (the older one advanced it mid-way: len() then counted the next epoch)
+    ld = featcache.Loader(store["path"], epoch=2, **kw)
+    old = iter(ld)
+    next(old)
+    new = iter(ld)
+    n = sum(1 for _ in itertools.islice(new, 1))
+    del old
+    assert len(ld) == counts[2]
+    n += sum(1 for _ in new)
+    assert n == counts[2] and ld.epoch == 3 and len(ld) == counts[3]
     # len() inside the loop (the hand-off's too) neither restarts nor replans the running epoch
     for padded in (False, True):
         ds = FeatcacheDataset(store["path"], padded=padded, **kw)
