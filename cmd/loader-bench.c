@@ -24,6 +24,7 @@ enum {
   OPT_PAD_VALUE,
   OPT_READ_ONLY,
   OPT_PARTIAL,
+  OPT_CHECK_PAGES,
   OPT_SYN_MS,
   OPT_SYN_ITEMS,
   OPT_PREFETCH,
@@ -72,6 +73,9 @@ static const fc_cli_opt options[] = {
      "no one may write it meanwhile)"},
     {"partial", OPT_PARTIAL, no_argument, NULL,
      "read shards that are not a whole set, or one shard in two stores (refused otherwise)"},
+    {"check-pages", OPT_CHECK_PAGES, no_argument, NULL,
+     "check the pages of each STORE's B-trees first, as the loader's check_pages does: one "
+     "with a page LMDB's reads could crash on is refused, nothing run"},
     {"synthetic-ms", OPT_SYN_MS, required_argument, "MS", "synthetic: cost of one utterance (2)"},
     {"synthetic-items", OPT_SYN_ITEMS, required_argument, "N", "synthetic: utterances (1024)"},
     {NULL, 0, 0, NULL, "Training loop:"},
@@ -102,6 +106,29 @@ static const fc_cli_opt options[] = {
     {"help", 'h', no_argument, NULL, "show this help and exit"},
     {"version", OPT_VERSION, no_argument, NULL, "show the version and exit"},
     {NULL, 0, 0, NULL, NULL}};
+
+/* --check-pages: each store (part) checked as the loader's check_pages checks it (pages_only 3:
+ * a record's pages counted from its size), and refused, naming it, when it holds a page LMDB's
+ * reads could crash on (a damaged free list, which no read touches, is no reason). Exit 2,
+ * nothing run; the signal's code when stopped; 0 when every store is sound. */
+static int refuse_damaged(const char *const *stores, size_t n, int nolock) {
+  for (size_t i = 0; i < n; i++) {
+    char where[64], problem[1024];
+    int unsafe = 0;
+    int got = fc_cli_pages_damaged_as(stores[i], 3, nolock, &unsafe, where, sizeof where, problem,
+                                      sizeof problem);
+    if (got < 0 || fc_cli_signal) {
+      fc_cli_warn(stores[i], "interrupted while checking its pages: nothing run");
+      return fc_cli_signal_exit();
+    }
+    if (got == 1 && unsafe) {
+      fc_cli_warn(stores[i], "damaged (%s: %s): nothing run (cache-verify says more)", where,
+                  problem);
+      return FC_EXIT_USAGE;
+    }
+  }
+  return 0;
+}
 
 static const char synopsis[] =
     "loader-bench [options] [--manifest FILE] STORE...\n"
@@ -199,7 +226,7 @@ int main(int argc, char **argv) {
   const char *source = "cache", *manifest = NULL, *audio_dir = NULL, *preset = NULL;
   const char *svg = NULL, *trace = NULL;
   int manifest_format = FC_MANIFEST_AUTO, compare = 0, sweep = 0, json = 0, quiet = 0;
-  int progress = 0, compare_profiles = 0, read_only = 0;
+  int progress = 0, compare_profiles = 0, read_only = 0, check_pages = 0;
   int compute_mode_given = 0, compute_ms_given = 0; /* beside --compute-matmul: refused */
   int matmul_given = 0, synth_ms_given = 0, synth_items_given = 0, manifest_format_given = 0;
   int loop_opt = 0; /* the first option of a run, which --compare-profiles has none of */
@@ -233,6 +260,7 @@ int main(int argc, char **argv) {
       break;
     case OPT_READ_ONLY: read_only = 1; break;
     case OPT_PARTIAL: base.partial = 1; break;
+    case OPT_CHECK_PAGES: check_pages = 1; break;
     case OPT_SYN_MS:
       base.synth_item_ms = fc_cli_double("synthetic-ms", optarg, 0, 60000);
       synth_ms_given = 1;
@@ -359,9 +387,11 @@ int main(int argc, char **argv) {
   if ((manifest_format_given || audio_dir) && !manifest)
     fc_cli_usage_error("--%s applies to a --manifest: none is given",
                        manifest_format_given ? "manifest-format" : "audio-dir");
-  if ((read_only || base.partial) && !n_stores)
-    fc_cli_usage_error("--%s applies to a STORE: no STORE is read here",
-                       read_only ? "read-only" : "partial");
+  if ((read_only || base.partial || check_pages) && !n_stores)
+    fc_cli_usage_error("--%s applies to a STORE: no STORE is read here", read_only ? "read-only"
+                                                                         : base.partial
+                                                                             ? "partial"
+                                                                             : "check-pages");
   fc_cli_no_empty_stores((int)n_stores, (char **)stores, 0);
   const char *const *words = stores; /* the STORE words as given */
   size_t n_words = n_stores;
@@ -405,6 +435,11 @@ int main(int argc, char **argv) {
   }
   if (refused) return FC_EXIT_USAGE;
   base.nolock = read_only && unwritable;
+  if (check_pages && (want_cache || want_audio)) { /* before any open reads the B-trees */
+    fc_cli_install_signals(); /* a big store's walk from a cold disk: Ctrl-C stops it */
+    int code = refuse_damaged(stores, n_stores, base.nolock);
+    if (code) return code;
+  }
 
   /* the features the audio source computes: the store's config, else --preset */
   fc_mel_config mel;
