@@ -232,6 +232,22 @@ static void on_output_lacks_token_configs(const char *name, const char *out_hex,
               one ? "" : ", for each of them");
 }
 
+/* Token configs of one name that every store holds all of (each shard tokenized again with
+ * another vocabulary): merged whole, but the loader's tokens="NAME" wants a digest; said after the
+ * merge went on, with the drop that leaves one */
+static void on_token_configs_together(const char *name, size_t configs, const char *hexes,
+                                      void *user) {
+  ctx *c = user;
+  qname q;
+  const char *qo = qn(c->out, &q);
+  say_later(c,
+            "%s: %s holds %zu '%s' token configs, every one of them in every store (each "
+            "tokenized again, with another vocabulary?): %s; the loader's tokens=\"%s\" would "
+            "not say which (it wants a digest): keep one, dropping the others (cache-config "
+            "--drop DIGEST %s)\n",
+            fc_cli_tool, qo, configs, name, hexes, name, qo);
+}
+
 /* Configs of one kind that not every store holds (mel: a shard featurized by another version, or
  * with another --fmax; tokens: shards tokenized with other tokenizers): what, what the loader
  * makes of it, and the fix. what: "features" or "tokens", tool: the tool that makes them, over:
@@ -506,6 +522,7 @@ int main(int argc, char **argv) {
   mo.on_output_token_configs = on_output_token_configs;
   mo.on_output_lacks_token_configs = on_output_lacks_token_configs;
   mo.on_token_configs_options = on_token_configs_options;
+  mo.on_token_configs_together = on_token_configs_together;
   mo.on_mel_configs = on_mel_configs;
   mo.on_token_configs_held_apart = on_token_configs_held_apart;
   mo.user = &cx;

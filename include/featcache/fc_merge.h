@@ -185,6 +185,14 @@ typedef struct fc_merge_opts {
    * NULL), refused as it would be. May be NULL. */
   void (*on_token_configs_options)(const char *name, const char *detail, const char *diff,
                                    int refused, void *user);
+  /* Several token configs of one name that every store holding any of them holds all of (each
+   * shard tokenized again with another vocabulary, or configs made so on purpose): merged as
+   * they are, each holding every id, but tokens="NAME" would not say which. Called once per
+   * name before anything is written, with how many and their digests (32 hex each, ", "
+   * between, at most 4, one an older tokenize made followed by " (made by an older tokenize,
+   * tokenizer_version N: out of date)"). Never refused. May be NULL. */
+  void (*on_token_configs_together)(const char *name, size_t configs, const char *hexes,
+                                    void *user);
 } fc_merge_opts;
 
 /* Defaults: refuse conflicts, the bounds in brackets, no callbacks. */

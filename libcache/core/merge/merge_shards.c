@@ -3,6 +3,7 @@
 
 #include "libcache/core/merge/merge_configs.h"
 
+#include "featcache/fc_tokenize.h"
 #include "formats/common/alloc.h"
 #include "formats/common/json.h"
 #include "formats/common/why.h"
@@ -231,6 +232,29 @@ static int check_token_configs(fc_store *const *in, MDB_txn *const *txns, size_t
         else
           o->on_token_configs(v[a].name, line, shards, o->user);
       }
+    } else if (configs > 1 && o->on_token_configs_together) {
+      /* every store holding one holds them all (a tokenize run again into each shard with
+       * another vocabulary, or configs made so on purpose): merged as they are, each whole, but
+       * tokens="NAME" would not say which; one an older tokenize made is marked out of date */
+      char hexes[4 * 120 + 8] = "";
+      size_t said = 0;
+      for (size_t x = a, y; x < b; x = y) {
+        for (y = x; y < b && !strcmp(v[y].hex, v[x].hex); y++) {}
+        size_t at = strlen(hexes);
+        if (said++ == 4) {
+          snprintf(hexes + at, sizeof hexes - at, ", ...");
+          break;
+        }
+        const json_t *tv = json_object_get(v[x].o, "tokenizer_version");
+        const int now = fc_tok_version_of(json_string_value(json_object_get(v[x].o, "tokenizer")));
+        char stale[80] = "";
+        if (json_is_integer(tv) && json_integer_value(tv) < now)
+          snprintf(stale, sizeof stale,
+                   " (made by an older tokenize, tokenizer_version %lld: out of date)",
+                   (long long)json_integer_value(tv));
+        snprintf(hexes + at, sizeof hexes - at, "%s%s%s", at ? ", " : "", v[x].hex, stale);
+      }
+      o->on_token_configs_together(v[a].name, configs, hexes, o->user);
     }
     a = b;
   }
