@@ -373,10 +373,10 @@ int mf_list_comment(const char *line, const char *path) {
 }
 
 int fc_items_from_paths(const char *const *paths, size_t n, fc_item_list *out) {
-  FC_ARGS(out);
+  FC_ARGS(out, paths || !n);
   memset(out, 0, sizeof *out);
   out->format = FC_MANIFEST_LIST;
-  if (n && !paths) return EINVAL;
+  FC_ARGS_EACH(paths, n);
   arena ids = {0};
   list_builder b = {.out = out, .ids = &ids};
   int rc = 0;

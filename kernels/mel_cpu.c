@@ -443,8 +443,9 @@ static int block_mel(const mel_tables *t, const float *restrict spec, float *out
   return bad;
 }
 
-int fc_mel_compute(fc_mel_plan *p, const float *x, size_t n, float *out) {
-  FC_ARGS(p, x || !n, out);
+int fc_mel_compute(fc_mel_plan *p, const float *samples, size_t n, float *out) {
+  FC_ARGS(p, samples || !n, out);
+  const float *x = samples;
   const mel_tables *t = p->t;
   const fc_mel_config *c = &t->cfg;
   const uint64_t frames = fc_mel_num_frames(c, n);

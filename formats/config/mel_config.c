@@ -53,8 +53,9 @@ static const char *name_of(const char *const *names, size_t n, int v) {
   return (v >= 0 && (size_t)v < n) ? names[v] : "invalid";
 }
 
-int fc_mel_config_json(const fc_mel_config *c, char *buf, size_t buf_len) {
-  FC_ARGS_OR(FC_ECONFIG, c, buf || !buf_len);
+int fc_mel_config_json(const fc_mel_config *cfg, char *buf, size_t buf_len) {
+  FC_ARGS_OR(FC_ECONFIG, cfg, buf || !buf_len);
+  const fc_mel_config *c = cfg;
   char fmax[32], fmin[32], floor_[32], eps[32], power[32], pre[32], top[32];
   double fm = fc_mel_config_fmax(c);
   fmt_num(fmax, sizeof fmax, fm);
@@ -133,9 +134,10 @@ static int get_bool(json_t *o, const char *key, int *out) {
   return 0;
 }
 
-int fc_mel_config_from_json(const char *json, size_t len, fc_mel_config *c, char *why,
+int fc_mel_config_from_json(const char *json, size_t len, fc_mel_config *cfg, char *why,
                             size_t why_len) {
-  FC_ARGS_WHY(json || !len, c);
+  FC_ARGS_WHY(json || !len, cfg);
+  fc_mel_config *c = cfg;
   json_error_t jerr;
   int nomem;
   json_t *o = fc_json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr, &nomem);

@@ -2,6 +2,7 @@
  * The rules are the presets' own (the references' conventions), so they live beside presets.c and
  * not in each tool. */
 #include "featcache/fc_config.h"
+#include "formats/common/args.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -18,9 +19,10 @@ static uint32_t pow2_at_least(uint32_t n) {
   return p;
 }
 
-int fc_mel_config_override(fc_mel_config *c, const fc_mel_config *ov, unsigned f, char *why,
+int fc_mel_config_override(fc_mel_config *cfg, const fc_mel_config *ov, unsigned f, char *why,
                            size_t why_len) {
-  if (!c || (!ov && f)) return FC_ECONFIG;
+  FC_ARGS_WHY(cfg, ov || !f);
+  fc_mel_config *c = cfg;
   /* HiFi-GAN pads (n_fft - hop) / 2 itself: keep that rule when n_fft or hop change. */
   int pad_follows = !c->center && c->pad && c->pad == (c->n_fft - c->hop_length) / 2;
   const int kaldi = !strcmp(c->preset, "kaldi");

@@ -29,8 +29,9 @@ static void base_config(fc_mel_config *c, const char *name) {
   c->dtype = FC_DTYPE_F32;
 }
 
-int fc_mel_preset(const char *name, fc_mel_config *c) {
-  if (!name || !c) return FC_ECONFIG;
+int fc_mel_preset(const char *name, fc_mel_config *cfg) {
+  FC_ARGS(name, cfg);
+  fc_mel_config *c = cfg;
   if (!strcmp(name, "hifigan") || !strcmp(name, "tacotron2")) {
     /* jik876/hifi-gan meldataset.py (config_v1) and NVIDIA/tacotron2 hparams: same STFT and mels;
      * HiFi-GAN reflect-pads (n_fft - hop) / 2 itself and runs the STFT uncentred, and adds 1e-9
@@ -131,9 +132,10 @@ static int invalid(char *why, size_t why_len, const char *fmt, ...) {
 #define MAX_N_FFT FC_MEL_MAX_N_FFT
 #define MAX_N_MELS FC_MEL_MAX_N_MELS
 
-int fc_mel_config_validate(const fc_mel_config *c, char *why, size_t why_len) {
+int fc_mel_config_validate(const fc_mel_config *cfg, char *why, size_t why_len) {
   if (why && why_len) why[0] = '\0';
-  if (!c) return invalid(why, why_len, "no config");
+  FC_ARGS_WHY(cfg);
+  const fc_mel_config *c = cfg;
   if (memchr(c->preset, '\0', sizeof c->preset) == NULL)
     return invalid(why, why_len, "preset name not terminated");
   /* [a-z0-9_-]: the canonical JSON writes the name unescaped (found by tests/fuzz/fuzz_record.c:
@@ -219,8 +221,9 @@ static int same_parameters(const fc_mel_config *a, const fc_mel_config *b) {
          a->no_snip_edges == b->no_snip_edges;
 }
 
-void fc_mel_config_settle_preset(fc_mel_config *c) {
-  FC_ARGS_OR(, c);
+void fc_mel_config_settle_preset(fc_mel_config *cfg) {
+  FC_ARGS_OR(, cfg);
+  fc_mel_config *c = cfg;
   fc_mel_config ref;
   if (!c->preset[0]) return;
   if (memchr(c->preset, '\0', sizeof c->preset) == NULL || fc_mel_preset(c->preset, &ref) != 0 ||
@@ -228,9 +231,10 @@ void fc_mel_config_settle_preset(fc_mel_config *c) {
     c->preset[0] = '\0';
 }
 
-const char *fc_mel_config_preset_of(const fc_mel_config *c, int *exact) {
+const char *fc_mel_config_preset_of(const fc_mel_config *cfg, int *exact) {
   if (exact) *exact = 0;
-  if (!c) return NULL;
+  FC_ARGS_OR(NULL, cfg);
+  const fc_mel_config *c = cfg;
   for (const char *const *p = preset_names; *p; p++) {
     fc_mel_config ref;
     if (fc_mel_preset(*p, &ref) != 0) continue;
@@ -244,8 +248,9 @@ const char *fc_mel_config_preset_of(const fc_mel_config *c, int *exact) {
   return NULL;
 }
 
-uint64_t fc_mel_num_frames(const fc_mel_config *c, uint64_t n) {
-  FC_ARGS_OR(0, c);
+uint64_t fc_mel_num_frames(const fc_mel_config *cfg, uint64_t n) {
+  FC_ARGS_OR(0, cfg);
+  const fc_mel_config *c = cfg;
   return fc_frames_for(n, c->center, c->n_fft, c->win_length, c->hop_length, c->pad,
                        c->window_align, c->drop_last_frame, c->no_snip_edges);
 }

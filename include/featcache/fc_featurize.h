@@ -254,8 +254,8 @@ typedef struct fc_featurize_opts {
   int check_only;
 } fc_featurize_opts;
 
-/* Fill opts with the defaults (jobs 1, device auto, no limits, no callbacks). */
-FC_API void fc_featurize_opts_init(fc_featurize_opts *opts);
+/* Fill o with the defaults (jobs 1, device auto, no limits, no callbacks). */
+FC_API void fc_featurize_opts_init(fc_featurize_opts *o);
 
 /* Featurize items[0..n) with cfg into the store s (opened writable, or read-only under
  * opts->check_only, which writes nothing; with FC_STORE_NOSYNC the

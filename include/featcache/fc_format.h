@@ -140,7 +140,7 @@ FC_API int fc_text_entry_decode(const void *val, size_t len, fc_digest *digest, 
 FC_API int fc_id_check(const char *id, size_t len);
 
 /* Validate UTF-8 (strict: no overlongs, surrogates or > U+10FFFF). 1 valid, 0 not. */
-FC_API int fc_utf8_valid(const char *s, size_t len);
+FC_API int fc_utf8_valid(const char *str, size_t len);
 
 /* A name (a file, a store, an utterance id) as the tools' messages print it: as it is, or — when
  * it holds a control character, a double quote, a backslash, a byte that is no part of a UTF-8

@@ -29,7 +29,7 @@ typedef struct fc_mel_plan fc_mel_plan;
 /* Create a plan for cfg (validated first: FC_ECONFIG). *out owned by the caller. */
 FC_API int fc_mel_plan_create(const fc_mel_config *cfg, fc_mel_plan **out);
 /* A plan for the same config sharing the read-only tables; safe to use from another thread. */
-FC_API int fc_mel_plan_clone(const fc_mel_plan *p, fc_mel_plan **out);
+FC_API int fc_mel_plan_clone(const fc_mel_plan *src, fc_mel_plan **out);
 FC_API void fc_mel_plan_free(fc_mel_plan *p);
 /* The config the plan was made for (a copy owned by the plan). */
 FC_API const fc_mel_config *fc_mel_plan_config(const fc_mel_plan *p);

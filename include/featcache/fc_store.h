@@ -223,10 +223,10 @@ typedef struct fc_config_info {
 
 /* The configs of store s, in digest order. count_records: also count each config's records
  * (reads every record's 64-byte header: the records of a cold store are read a page each).
- * *out (n entries) is owned by the caller: fc_configs_free. Returns 0, ENOMEM or an LMDB code
+ * *out (*n_out entries) is owned by the caller: fc_configs_free. Returns 0, ENOMEM or an LMDB code
  * (MDB_CORRUPTED for a damaged page LMDB asserts on, which would abort the process); a config
  * whose JSON does not parse is listed with kind FC_CONFIG_OTHER. */
-FC_API int fc_store_configs(fc_store *s, int count_records, fc_config_info **out, size_t *n);
+FC_API int fc_store_configs(fc_store *s, int count_records, fc_config_info **out, size_t *n_out);
 FC_API void fc_configs_free(fc_config_info *c, size_t n);
 
 /* Remove config d from store s: every record under it (feat or tok, found by the config digest
@@ -297,9 +297,9 @@ FC_API void fc_store_paths_free(char **paths, size_t n);
  * on a plain store, a want that differs from the split store's N, a dir that is itself a part
  * of a split store. A part missing under the marker is created with FC_STORE_CREATE (a job killed
  * while creating it); a part whose meta part is not "K/N" is FC_EFORMAT. *parts (an array of
- * *n stores) is owned by the caller: fc_store_close_split. */
+ * *n_out stores) is owned by the caller: fc_store_close_split. */
 FC_API int fc_store_open_split(const char *dir, unsigned flags, unsigned want, fc_store ***parts,
-                               unsigned *n, char *why, size_t why_len);
+                               unsigned *n_out, char *why, size_t why_len);
 FC_API void fc_store_close_split(fc_store **parts, unsigned n);
 
 /* The part a store says it is (meta part = "K/N"): *k = 0, *n = 1 for a plain store. Returns 0,

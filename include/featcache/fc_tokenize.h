@@ -115,7 +115,7 @@ FC_API void fc_tokenizer_free(fc_tokenizer *t);
 
 /* Normalize UTF-8 text with the tokenizer's normalization. *out is malloc'd (NUL-terminated,
  * caller frees). Returns 0, FC_EUTF8 (invalid input), FC_EEMPTY (nothing left), ENOMEM. */
-FC_API int fc_tok_normalize(const fc_tok_norm *n, const char *text, size_t len, char **out,
+FC_API int fc_tok_normalize(const fc_tok_norm *nm, const char *text, size_t len, char **out,
                             size_t *out_len);
 
 /* The symbols (units) of one text before id mapping: chars → code points, phonemes → espeak-ng

@@ -5,6 +5,7 @@
 #include "featcache/fc_config.h"
 #include "tests/check.h"
 
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
@@ -305,7 +306,8 @@ int main(void) {
   why[0] = '\0';
   CHECK(fc_mel_config_override(&c, &ov, FC_MEL_F_WIN_LENGTH, why, sizeof why) == FC_ECONFIG);
   CHECK(why[0] != '\0', "no reason given");
-  CHECK(fc_mel_config_override(NULL, &ov, 0, NULL, 0) == FC_ECONFIG);
+  /* a NULL config is an argument error, as for every function (tests/unit/test_null_args.c) */
+  CHECK(fc_mel_config_override(NULL, &ov, 0, NULL, 0) == EINVAL);
 
   return fc_check_result("test_config_override");
 }

@@ -57,6 +57,19 @@ static void clear(void) { fc_set_last_error(0, "%s", ""); }
     REFUSED(1, fn, arg);   \
   } while (0)
 
+/* call refuses a NULL element of an array argument: EINVAL, fc_last_error and the call's why (when
+ * it takes one and `why` is it: else "") "NAME[I] is NULL" */
+#define ELEMENT(call, name)                                                         \
+  do {                                                                              \
+    clear();                                                                        \
+    strcpy(why, "");                                                                \
+    const int rc_ = (call);                                                         \
+    CHECK(rc_ == EINVAL && strcmp(fc_last_error(), name " is NULL") == 0 &&         \
+              (!why[0] || strcmp(why, fc_last_error()) == 0),                       \
+          "%s: rc %d, fc_last_error '%s', why '%s', want '%s is NULL'", #call, rc_, \
+          fc_last_error(), why, name);                                              \
+  } while (0)
+
 static void all_null(void) {
   clear();
   INT(fc_audio_read_file, "path", NULL, 1, NULL, NULL, NULL);
@@ -67,11 +80,17 @@ static void all_null(void) {
   INT(fc_digest_parse, "out", NULL, NULL);
   ZERO(fc_hash64, "data", NULL, 1);
   INT(fc_mq_encode_step, "x", NULL, NULL, 1, 1, 1, NULL, 1, NULL, NULL, 1);
-  VOID(fc_mel_config_settle_preset, "c", NULL);
-  RET(FC_ECONFIG, fc_mel_config_json, "c", NULL, NULL, 1);
+  VOID(fc_mel_config_settle_preset, "cfg", NULL);
+  RET(FC_ECONFIG, fc_mel_config_json, "cfg", NULL, NULL, 1);
   VOID(fc_mel_config_digest, "cfg", NULL, NULL);
   INT(fc_mel_config_from_json, "json", NULL, 1, NULL, NULL, 1);
-  ZERO(fc_mel_num_frames, "c", NULL, 1);
+  ZERO(fc_mel_num_frames, "cfg", NULL, 1);
+  /* these returned FC_ECONFIG (fc_mel_config_validate: "no config") or NULL, saying nothing */
+  INT(fc_mel_preset, "name", NULL, NULL);
+  INT(fc_mel_config_validate, "cfg", NULL, NULL, 1);
+  INT(fc_mel_config_override, "cfg", NULL, NULL, 1, NULL, 1);
+  PTR(fc_mel_config_preset_of, "cfg", NULL, NULL);
+  INT(fc_profiler_create, "out", 0, NULL, NULL);
   INT(fc_device_parse, "out", NULL, NULL, NULL, 1);
   INT(fc_device_resolve, "want", NULL, NULL, NULL, 1);
   PTR(fc_device_name, "d", NULL, NULL, 1);
@@ -108,6 +127,7 @@ static void all_null(void) {
   INT(fc_loader_refresh, "l", NULL);
   INT(fc_manifest_read, "path", NULL, NULL, NULL, NULL, 1);
   INT(fc_items_from_paths, "out", NULL, 1, NULL);
+  INT(fc_items_from_paths, "paths", NULL, 1, &(fc_item_list){0}); /* was EINVAL, said nothing */
   INT(fc_items_from_stream, "out", NULL, NULL);
   INT(fc_mel_plan_create, "cfg", NULL, NULL);
   INT(fc_mel_plan_clone, "src", NULL, NULL);
@@ -248,10 +268,43 @@ static void one_at_a_time(const char *dir) {
   INT(fc_loader_open, "paths", NULL, 1, NULL, &l, NULL, 0);
   CHECK(!l);
   const char *no_path[] = {dir, NULL}; /* a NULL among the paths: named by its index */
-  strcpy(why, "stale");
-  CHECK(fc_loader_open(no_path, 2, NULL, &l, why, sizeof why) == EINVAL && !l);
-  CHECK(strcmp(why, "fc_store_expand: dirs[1] is NULL") == 0, "why '%s'", why);
-  CHECK(strcmp(fc_last_error(), why) == 0, "fc_last_error '%s'", fc_last_error());
+  ELEMENT(fc_loader_open(no_path, 2, NULL, &l, why, sizeof why), "fc_loader_open: paths[1]");
+  CHECK(!l);
+  /* the same, by the function called (fc_verify_dataset and fc_merge_run said "(null): Invalid
+   * argument" and "(null): cannot open the store: Invalid argument", fc_loader_open named
+   * fc_store_expand's dirs) */
+  fc_verify_report vr;
+  ELEMENT(fc_verify_dataset(no_path, 2, NULL, &vr, why, sizeof why), "fc_verify_dataset: dirs[1]");
+  fc_verify_report_free(&vr);
+  char merged[300];
+  snprintf(merged, sizeof merged, "%s.merged", dir);
+  ELEMENT(fc_merge_run(merged, no_path, 2, NULL, NULL, why, sizeof why), "fc_merge_run: inputs[1]");
+  char **expanded = NULL;
+  size_t n_expanded = 0;
+  ELEMENT(fc_store_expand(no_path, 2, &expanded, &n_expanded, why, sizeof why),
+          "fc_store_expand: dirs[1]");
+  fc_item_list items = {0};
+  strcpy(why, "");
+  ELEMENT(fc_items_from_paths(no_path, 2, &items), "fc_items_from_paths: paths[1]");
+  fc_item_list_free(&items);
+  const fc_profiler *no_prof[] = {NULL};
+  ELEMENT(fc_profiler_write_traces(no_prof, NULL, 1, stdout), "fc_profiler_write_traces: ps[0]");
+  CHECK(fc_tokenizer_create(&o, &tk, why, sizeof why) == 0 && tk, "tokenizer: %s", why);
+  fc_store *no_part[] = {NULL, NULL};
+  ELEMENT(fc_tokenize_run_split(no_part, 2, tk, &items, NULL, &(fc_tokenize_stats){0}),
+          "fc_tokenize_run_split: parts[0]");
+  fc_tokenizer_free(tk);
+  /* one NULL at a time where an old code was returned */
+  fc_mel_config cfg;
+  INT(fc_mel_preset, "cfg", "hifigan", NULL);
+  CHECK(fc_mel_preset("hifigan", &cfg) == 0);
+  INT(fc_mel_config_override, "ov", &cfg, NULL, 1, NULL, 0);
+  CHECK(fc_mel_config_override(&cfg, NULL, 0, NULL, 0) == 0); /* no fields: ov may be NULL */
+  fc_mel_plan *plan = NULL;
+  CHECK(fc_mel_plan_create(&cfg, &plan) == 0);
+  float mel[80];
+  INT(fc_mel_compute, "samples", plan, NULL, 1024, mel);
+  fc_mel_plan_free(plan);
   INT(fc_loader_lookup, "l", NULL, "a", &(fc_loader_item){0});
   fc_loader_release(NULL, NULL); /* nothing to release: no refusal, no crash */
 }

@@ -221,6 +221,7 @@ int fc_loader_open(const char *const *paths, size_t n, const fc_loader_opts *opt
   FC_ARGS_WHY(out, paths || !n);
   *out = NULL;
   if (why && why_len) why[0] = '\0';
+  FC_ARGS_EACH_WHY(paths, n);
   char **all = NULL;
   size_t n_all = 0;
   int rc = fc_store_expand(paths, n, &all, &n_all, why, why_len);

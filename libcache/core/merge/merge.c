@@ -612,6 +612,7 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
   memset(stats, 0, sizeof *stats);
   stats->inputs = n;
   if (why && why_len) why[0] = '\0';
+  FC_ARGS_EACH_WHY(inputs, n); /* not an open's "(null): cannot open the store: ..." */
   double t0 = now_s();
   if (!out_dir || !*out_dir) {
     fc_why(why, why_len, "no output store");

@@ -86,7 +86,7 @@ static int64_t now_ns(const fc_profiler *p) { return p->clock(p->clock_ctx); }
 static int name_ok(const char *name) { return name && *name && strlen(name) <= FC_PROF_NAME_MAX; }
 
 int fc_profiler_create(unsigned flags, const char *data_phase, fc_profiler **out) {
-  if (!out) return FC_ECONFIG;
+  FC_ARGS(out);
   *out = NULL;
   if (!data_phase) data_phase = "data";
   if (!name_ok(data_phase)) return FC_ECONFIG;
@@ -611,6 +611,7 @@ static void write_trace_events(const fc_profiler *p, int pid, const char *name, 
 int fc_profiler_write_traces(const fc_profiler *const *ps, const char *const *names, size_t n,
                              void *stdio_file) {
   FC_ARGS(ps || !n, stdio_file);
+  FC_ARGS_EACH(ps, n);
   FILE *f = stdio_file;
   fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
   for (size_t i = 0; i < n; i++) {

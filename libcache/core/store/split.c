@@ -107,17 +107,13 @@ int fc_store_expand(const char *const *dirs, size_t n, char ***out, size_t *n_ou
   FC_ARGS_WHY(dirs || !n, out, n_out);
   *out = NULL;
   *n_out = 0;
+  FC_ARGS_EACH_WHY(dirs, n); /* not "(null)/featcache-split: Invalid argument" */
   size_t cap = n ? n : 1, cnt = 0;
   char **v = fc_calloc(cap, sizeof *v);
   if (!v) return ENOMEM;
   int rc = 0;
   for (size_t i = 0; i < n && !rc; i++) {
     unsigned parts;
-    if (!dirs[i]) { /* not "(null)/featcache-split: Invalid argument" */
-      fc_why(why, why_len, "fc_store_expand: dirs[%zu] is NULL", i);
-      rc = fc_set_last_error(EINVAL, "fc_store_expand: dirs[%zu] is NULL", i);
-      break;
-    }
     if ((rc = fc_store_split_count(dirs[i], &parts)) != 0) {
       marker_why(why, why_len, dirs[i], rc);
       break;

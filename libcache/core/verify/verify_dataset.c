@@ -481,6 +481,7 @@ int fc_verify_dataset(const char *const *dirs, size_t n, const fc_verify_opts *o
   }
   memset(out, 0, sizeof *out);
   if (why && why_len) why[0] = '\0';
+  FC_ARGS_EACH_WHY(dirs, n); /* not an open's "(null): Invalid argument" */
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   dctx c = {out, 0, o->max_errors};

@@ -39,6 +39,7 @@ int fc_tokenize_run_split(fc_store *const *parts, unsigned n_parts, fc_tokenizer
                           const fc_item_list *items, const fc_tokenize_run_opts *o,
                           fc_tokenize_stats *st) {
   FC_ARGS(parts, t, items);
+  FC_ARGS_EACH(parts, n_parts ? n_parts : 1);
   if (n_parts < 2) return fc_tokenize_run(parts[0], t, items, o, st);
   memset(st, 0, sizeof *st);
   if (o && o->manifest) return FC_ECONFIG; /* a manifest read as it goes: one store only */
