@@ -128,7 +128,7 @@ static int pinned_begin(fc_store *s, MDB_txn **out) {
 
 static void pinned_end(fc_store *s, MDB_txn *txn) {
   if (!txn) return;
-  mdb_txn_abort(txn);
+  store_txn_abort(txn);
   atomic_fetch_sub(&s->pinned, 1);
 }
 

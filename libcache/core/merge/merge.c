@@ -417,7 +417,7 @@ static int flush(mctx *c, batch *b, MDB_val *last_per_db) {
   c->replay = 0;
   for (;;) {
     MDB_txn *txn;
-    int rc = mdb_txn_begin(c->out->env, NULL, 0, &txn);
+    int rc = store_txn_begin(c->out->env, 0, &txn);
     if (rc == MDB_MAP_RESIZED && !(rc = store_adopt_map(c->out))) continue;
     if (rc) return rc;
     delta dl;
@@ -432,12 +432,12 @@ static int flush(mctx *c, batch *b, MDB_val *last_per_db) {
     int wrote = 0;
     for (int d = 0; d < FC_DB_COUNT; d++) wrote |= dl.copied[d] != 0;
     if (!rc && wrote && fault_hit("commit")) {
-      mdb_txn_abort(txn);
+      store_txn_abort(txn);
       rc = EIO;
     } else if (!rc) { /* nothing copied may still have indexed entries already there */
-      rc = mdb_txn_commit(txn); /* (a transaction that changed nothing writes nothing) */
+      rc = store_txn_commit(txn); /* (a transaction that changed nothing writes nothing) */
     } else {
-      mdb_txn_abort(txn);
+      store_txn_abort(txn);
     }
     store_index_end(c->out, rc == 0);
     if (rc == MDB_MAP_FULL) {

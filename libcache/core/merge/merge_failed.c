@@ -58,7 +58,7 @@ static int flush(fc_store *out, fbatch *b, fc_writeback *wb, fc_merge_stats *st)
   int rc = 0;
   while (b->n) {
     MDB_txn *txn;
-    rc = mdb_txn_begin(out->env, NULL, 0, &txn);
+    rc = store_txn_begin(out->env, 0, &txn);
     if (rc == MDB_MAP_RESIZED && !(rc = store_adopt_map(out))) continue;
     if (rc) break;
     uint64_t copied = 0, cleared = 0, bytes = 0;
@@ -79,9 +79,9 @@ static int flush(fc_store *out, fbatch *b, fc_writeback *wb, fc_merge_stats *st)
       }
     }
     if (!rc && (copied || cleared))
-      rc = fault_hit("commit") ? (mdb_txn_abort(txn), EIO) : mdb_txn_commit(txn);
+      rc = fault_hit("commit") ? (store_txn_abort(txn), EIO) : store_txn_commit(txn);
     else
-      mdb_txn_abort(txn);
+      store_txn_abort(txn);
     if (rc == MDB_MAP_FULL) {
       if ((rc = store_grow_map(out, 0)) != 0) break;
       continue;

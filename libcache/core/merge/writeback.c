@@ -19,6 +19,7 @@
  * Durability is unchanged: every commit is synced (MDB_NOMETASYNC) and the end too
  * (docs/FORMAT.md "Writing, durability"). */
 #include "libcache/core/merge/writeback.h"
+#include "libcache/core/store/store_int.h"
 
 #include "formats/common/fault.h"
 #include "formats/common/thread_name.h"
@@ -175,10 +176,10 @@ static void trim(fc_writeback *w) {
   if (!w->allocated_to) return;
   w->allocated_to = 0;
   MDB_txn *txn;
-  if (mdb_txn_begin(w->env, NULL, 0, &txn)) return;
+  if (store_txn_begin(w->env, 0, &txn)) return;
   struct stat st;
   if (fstat(w->fd, &st) == 0) (void)ftruncate(w->fd, st.st_size);
-  mdb_txn_abort(txn);
+  store_txn_abort(txn);
 #else
   (void)w;
 #endif

@@ -218,7 +218,7 @@ int store_compact(fc_store *s, volatile const int *stop, uint64_t *before, uint6
   /* LMDB's write lock, held to the swap: no commit (a writer that took no lock included) comes
    * between the snapshot copied and the rename, and T is the id lock.mdb holds meanwhile. */
   MDB_txn *w = NULL;
-  if ((rc = mdb_txn_begin(s->env, NULL, 0, &w)) != 0) goto out;
+  if ((rc = store_txn_begin(s->env, 0, &w)) != 0) goto out;
   const uint64_t T = (uint64_t)mdb_txn_id(w) - 1;
   int fd = mkostemp(tmp, O_CLOEXEC);
   if (fd < 0) {
@@ -267,7 +267,7 @@ int store_compact(fc_store *s, volatile const int *stop, uint64_t *before, uint6
   if ((rc = sync_dir(s->path)) != 0)
     fc_why(why, why_len, "compacted, but syncing the store's directory failed: %s", strerror(rc));
 out:
-  if (w) mdb_txn_abort(w);
+  if (w) store_txn_abort(w);
   pthread_rwlock_unlock(&s->map_lock);
   pthread_mutex_unlock(&s->write_mu);
   return rc;
@@ -303,7 +303,7 @@ int store_compact_size(fc_store *s, uint64_t *before, uint64_t *after) {
   *after = (pages > free_pages ? pages - free_pages : 2) * ms.ms_psize;
 out:
   if (c) mdb_cursor_close(c);
-  if (txn) mdb_txn_abort(txn);
+  if (txn) store_txn_abort(txn);
   pthread_rwlock_unlock(&s->map_lock);
   return rc;
 }

@@ -1,13 +1,26 @@
-/* fc_strerror: one message table for our codes, LMDB's and errno's; and LMDB's assertions on
- * damaged pages, caught (store_lmdb_assert, store_int.h). */
+/* fc_strerror: one message table for our codes, LMDB's and errno's; LMDB's assertions on damaged
+ * pages, and the faults (SIGBUS) of its maps, caught (store_lmdb_assert, store_txn_begin,
+ * store_int.h). */
 #include "featcache/fc_base.h"
 #include "featcache/fc_format.h" /* FC_FORMAT_NAME */
 #include "libcache/core/store/store_int.h"
 
+#include "formats/common/alloc.h"
+
 #include <errno.h> /* program_invocation_short_name */
+#include <fcntl.h>
 #include <lmdb.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/lsan_interface.h>
+#endif
 
 _Thread_local sigjmp_buf *store_lmdb_jump;
 _Thread_local char store_lmdb_why[256];
@@ -28,16 +41,217 @@ void store_lmdb_assert(MDB_env *env, const char *msg) {
   siglongjmp(*store_lmdb_jump, 1);
 }
 
+/* A SIGBUS met under a guard (store_lmdb_jump set by this thread): the handler notes where, and
+ * jumps. Installed once for the process, at the first guarded call; a SIGBUS elsewhere goes to
+ * the handler that was there before, or ends the process as it would have. */
+static _Thread_local volatile sig_atomic_t bus_hit;
+static _Thread_local void *volatile bus_addr;
+static struct sigaction bus_prev;
+static pthread_once_t bus_once = PTHREAD_ONCE_INIT;
+
+static void bus_handler(int sig, siginfo_t *si, void *uc) {
+  if (store_lmdb_jump) {
+    static const char why[] = "a fault through LMDB's map (SIGBUS)";
+    for (size_t i = 0; i < sizeof why; i++) store_lmdb_why[i] = why[i]; /* async-signal-safe */
+    bus_hit = 1;
+    bus_addr = si->si_addr;
+    siglongjmp(*store_lmdb_jump, 1);
+  }
+  if (bus_prev.sa_flags & SA_SIGINFO) {
+    if (bus_prev.sa_sigaction) bus_prev.sa_sigaction(sig, si, uc);
+    return;
+  }
+  if (bus_prev.sa_handler != SIG_DFL && bus_prev.sa_handler != SIG_IGN) {
+    bus_prev.sa_handler(sig);
+    return;
+  }
+  signal(SIGBUS, SIG_DFL); /* not ours: the default action, as without this handler */
+  raise(SIGBUS);
+}
+
+static void bus_install_once(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = bus_handler;
+  sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK; /* no mask to restore after the jump */
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGBUS, NULL, &bus_prev) == 0) sigaction(SIGBUS, &sa, NULL);
+}
+
+/* Whether `need` bytes can be written into dir now: 0, or how a write of them fails — ENOSPC,
+ * EDQUOT (the user's or the project's quota, which statvfs does not show), EFBIG. The blocks are
+ * asked of the file system (fallocate) for a file with no name (O_TMPFILE; else a name removed at
+ * once), given back at its close. 0 too where that cannot be asked (no fallocate, no O_TMPFILE). */
+int store_room_probe(const char *dir, uint64_t need) {
+  int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0 && errno != ENOSPC && errno != EDQUOT) {
+    char p[4096];
+    if (snprintf(p, sizeof p, "%s/.fc-room-XXXXXX", dir) >= (int)sizeof p) return 0;
+    if ((fd = mkostemp(p, O_CLOEXEC)) >= 0) unlink(p);
+  }
+  int rc = fd < 0 ? errno : fallocate(fd, 0, 0, (off_t)need) != 0 ? errno : 0;
+  if (fd >= 0) close(fd);
+  return rc == ENOSPC || rc == EDQUOT || rc == EFBIG ? rc : 0;
+}
+
+/* What a SIGBUS at addr means, from the file mapped there (/proc/self/maps): lock.mdb's page
+ * could not be written (a full copy-on-write disk, or one over its quota: EDQUOT or ENOSPC as the
+ * file system says of a block asked for beside it, ENOSPC when it says nothing); data.mdb's could
+ * not be read (the file ends before it: FC_ETRUNCATED); else EIO. */
+static int bus_reason(const void *addr) {
+  FILE *f = fopen("/proc/self/maps", "re");
+  if (!f) return ENOSPC;
+  char line[4608];
+  int rc = EIO;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    int at = 0;
+    if (sscanf(line, "%lx-%lx %*s %*x %*x:%*x %*u %n", &lo, &hi, &at) < 2 || !at) continue;
+    if ((uintptr_t)addr < lo || (uintptr_t)addr >= hi) continue;
+    char *path = line + at, *end = path + strcspn(path, "\n");
+    *end = 0;
+    const size_t del = sizeof " (deleted)" - 1, n = (size_t)(end - path);
+    if (n > del && strcmp(end - del, " (deleted)") == 0) end -= del, *end = 0;
+    const size_t len = (size_t)(end - path);
+    if (len > 9 && strcmp(end - 9, "/lock.mdb") == 0) {
+      end[-9] = 0;
+      rc = store_room_probe(path, 4096) == EDQUOT ? EDQUOT : ENOSPC;
+    } else if (len > 9 && strcmp(end - 9, "/data.mdb") == 0) {
+      rc = FC_ETRUNCATED;
+    }
+    break;
+  }
+  fclose(f);
+  return rc;
+}
+
+/* After a jump: what the guarded call met (LMDB's assertion: MDB_CORRUPTED). */
+static int jumped_reason(void) {
+  if (!bus_hit) return MDB_CORRUPTED;
+  bus_hit = 0;
+  return bus_reason(bus_addr);
+}
+
 int store_lmdb_guarded(int (*fn)(void *arg), void *arg) {
+  pthread_once(&bus_once, bus_install_once);
   sigjmp_buf jb, *outer = store_lmdb_jump;
   if (sigsetjmp(jb, 0)) {
     store_lmdb_jump = outer;
-    return MDB_CORRUPTED;
+    return jumped_reason();
   }
   store_lmdb_jump = &jb;
   int rc = fn(arg);
   store_lmdb_jump = outer;
   return rc;
+}
+
+/* The environments a guarded call jumped out of, with what it met. Such an environment is never
+ * used nor closed again: the jump may have left a mutex of lock.mdb held by this process (taken,
+ * then the write that would release it faulted), or a transaction half ended; LMDB's own end of
+ * it (mdb_env_close) would write to lock.mdb again. They are kept here, with the transactions
+ * left behind, until the process exits (which releases the locks, and LMDB's robust mutexes tell
+ * the next process their holder died). */
+typedef struct faulted {
+  struct faulted *next;
+  const MDB_env *env;
+  int code;
+  MDB_txn *txn; /* a read transaction whose end faulted (NULL: none) */
+} faulted;
+static pthread_mutex_t faulted_mu = PTHREAD_MUTEX_INITIALIZER;
+static faulted *faulted_head;
+static atomic_int n_faulted;
+
+int store_env_faulted(const MDB_env *env) {
+  if (!atomic_load(&n_faulted)) return 0;
+  int code = 0;
+  pthread_mutex_lock(&faulted_mu);
+  for (faulted *f = faulted_head; f && !code; f = f->next)
+    if (f->env == env) code = f->code;
+  pthread_mutex_unlock(&faulted_mu);
+  return code;
+}
+
+static void faulted_add(const MDB_env *env, int code, MDB_txn *txn) {
+  faulted *f = fc_calloc(1, sizeof *f);
+  pthread_mutex_lock(&faulted_mu);
+  if (f) { /* without memory: its env is only not refused later (the calls fault again, caught) */
+    *f = (faulted){faulted_head, env, code, txn};
+    faulted_head = f;
+    atomic_fetch_add(&n_faulted, 1);
+  }
+  pthread_mutex_unlock(&faulted_mu);
+}
+
+enum { OP_BEGIN, OP_COMMIT, OP_ABORT, OP_RESET, OP_RENEW, OP_CHECK, OP_CLOSE };
+
+/* One LMDB call that may write lock.mdb through its map, guarded. env: the call's environment. */
+static int guarded_op(int op, MDB_env *env, MDB_txn *txn, unsigned flags, MDB_txn **out,
+                      int *dead) {
+  pthread_once(&bus_once, bus_install_once);
+  int code = store_env_faulted(env);
+  if (code) { /* refused: a transaction to end is kept with its environment */
+    if (op == OP_ABORT || op == OP_RESET) faulted_add(env, code, txn);
+    return code;
+  }
+  sigjmp_buf jb, *outer = store_lmdb_jump;
+  if (sigsetjmp(jb, 0)) {
+    store_lmdb_jump = outer;
+    code = jumped_reason();
+#ifdef __SANITIZE_ADDRESS__
+    if (op == OP_BEGIN) __lsan_enable();
+#endif
+    faulted_add(env, code, op == OP_ABORT || op == OP_RESET ? txn : NULL);
+    return code;
+  }
+  store_lmdb_jump = &jb;
+  int rc = 0;
+  switch (op) {
+  case OP_BEGIN:
+#ifdef __SANITIZE_ADDRESS__
+    /* a read transaction LMDB allocates, then faults on its reader slot, is lost in the jump */
+    __lsan_disable();
+    rc = mdb_txn_begin(env, NULL, flags, out);
+    __lsan_enable();
+#else
+    rc = mdb_txn_begin(env, NULL, flags, out);
+#endif
+    break;
+  case OP_COMMIT: rc = mdb_txn_commit(txn); break;
+  case OP_ABORT: mdb_txn_abort(txn); break;
+  case OP_RESET: mdb_txn_reset(txn); break;
+  case OP_RENEW: rc = mdb_txn_renew(txn); break;
+  case OP_CHECK: rc = mdb_reader_check(env, dead); break;
+  case OP_CLOSE: mdb_env_close(env); break;
+  default: break;
+  }
+  store_lmdb_jump = outer;
+  return rc;
+}
+
+int store_txn_begin(MDB_env *env, unsigned flags, MDB_txn **txn) {
+  return guarded_op(OP_BEGIN, env, NULL, flags, txn, NULL);
+}
+
+int store_txn_commit(MDB_txn *txn) {
+  return guarded_op(OP_COMMIT, mdb_txn_env(txn), txn, 0, NULL, NULL);
+}
+
+void store_txn_abort(MDB_txn *txn) {
+  if (txn) (void)guarded_op(OP_ABORT, mdb_txn_env(txn), txn, 0, NULL, NULL);
+}
+
+int store_txn_renew(MDB_txn *txn) {
+  int rc = guarded_op(OP_RESET, mdb_txn_env(txn), txn, 0, NULL, NULL);
+  return rc ? rc : guarded_op(OP_RENEW, mdb_txn_env(txn), txn, 0, NULL, NULL);
+}
+
+int store_reader_check(MDB_env *env, int *dead) {
+  *dead = 0;
+  return guarded_op(OP_CHECK, env, NULL, 0, NULL, dead);
+}
+
+void store_env_close(MDB_env *env) {
+  if (env) (void)guarded_op(OP_CLOSE, env, NULL, 0, NULL, NULL);
 }
 
 #ifndef FC_VERSION_STRING

@@ -162,7 +162,7 @@ int store_check_extent(fc_store *s) {
     if (!rc && w.have < 2) rc = FC_ETRUNCATED;
     if (!rc) rc = find_meta(&w, (uint64_t)mdb_txn_id(txn), &root);
     if (!rc && w.have <= w.last) rc = tail_is_free(&w, root);
-    mdb_txn_abort(txn);
+    store_txn_abort(txn);
     if (rc != ENOENT || tries == 8) break;
     rc = 0; /* the snapshot's meta page was overwritten: take a newer snapshot */
   }

@@ -168,9 +168,9 @@ int store_index_refresh(fc_store *s) {
     rc = open_new(s, txn, 0, &found);
     /* a read transaction that opened handles must commit for them to outlive it */
     if (rc)
-      mdb_txn_abort(txn);
+      store_txn_abort(txn);
     else
-      rc = mdb_txn_commit(txn);
+      rc = store_txn_commit(txn);
   }
   pthread_mutex_unlock(&s->dbi_mu);
   return rc;

@@ -6,16 +6,16 @@
 #include "libcache/core/store/store_int.h"
 
 int store_txn_begin_read(MDB_env *env, MDB_txn **txn) {
-  int rc = mdb_txn_begin(env, NULL, MDB_RDONLY, txn);
+  int rc = store_txn_begin(env, MDB_RDONLY, txn);
   if (rc != MDB_READERS_FULL) return rc;
   /* every slot taken: those of dead processes are cleared (written to lock.mdb only, as
    * cache-verify --clear-stale-readers does), and the begin tried once more */
   int dead = 0;
-  if (mdb_reader_check(env, &dead) != 0 || dead == 0) return rc;
-  return mdb_txn_begin(env, NULL, MDB_RDONLY, txn);
+  if (store_reader_check(env, &dead) != 0 || dead == 0) return rc;
+  return store_txn_begin(env, MDB_RDONLY, txn);
 }
 
 void store_clear_stale_readers(fc_store *s) {
   int dead = 0;
-  if (!(s->flags & (FC_STORE_RDONLY | FC_STORE_NOLOCK))) (void)mdb_reader_check(s->env, &dead);
+  if (!(s->flags & (FC_STORE_RDONLY | FC_STORE_NOLOCK))) (void)store_reader_check(s->env, &dead);
 }

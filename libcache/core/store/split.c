@@ -392,10 +392,10 @@ int store_env_unwritten(const char *dir) {
   int empty = 0;
   if (mdb_env_create(&env)) return 0;
   if (!mdb_env_open(env, dir, MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS, 0) &&
-      !mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
+      !store_txn_begin(env, MDB_RDONLY, &txn)) {
     empty = !mdb_dbi_open(txn, NULL, 0, &dbi) && !mdb_stat(txn, dbi, &ms) && ms.ms_entries == 0;
-    mdb_txn_abort(txn);
+    store_txn_abort(txn);
   }
-  mdb_env_close(env);
+  store_env_close(env);
   return empty;
 }

@@ -58,7 +58,7 @@ static int file_exists(const char *dir, const char *name) {
 static int open_dbs(fc_store *s, int existed) {
   int create = (s->flags & FC_STORE_CREATE) && !(s->flags & FC_STORE_RDONLY);
   MDB_txn *txn = NULL;
-  int rc = create ? mdb_txn_begin(s->env, NULL, 0, &txn) : store_txn_begin_read(s->env, &txn);
+  int rc = create ? store_txn_begin(s->env, 0, &txn) : store_txn_begin_read(s->env, &txn);
   if (rc) return rc;
   /* data.mdb may be another process's store that has not committed its dbs yet (two featurize
    * runs starting on a new store): an environment with nothing in its main db is new. */
@@ -106,16 +106,16 @@ static int open_dbs(fc_store *s, int existed) {
   if (rc) goto fail;
   /* the index dbs' handles, opened here, are the environment's once this commits */
   if ((rc = store_index_load(s, txn))) goto fail;
-  if ((rc = mdb_txn_commit(txn)) != 0) return rc;
+  if ((rc = store_txn_commit(txn)) != 0) return rc;
   if (!s->dbi[FC_DB_FAILED] && !(s->flags & FC_STORE_RDONLY)) { /* opened writable, no CREATE */
-    if ((rc = mdb_txn_begin(s->env, NULL, 0, &txn)) != 0) return rc;
+    if ((rc = store_txn_begin(s->env, 0, &txn)) != 0) return rc;
     rc = mdb_dbi_open(txn, db_names[FC_DB_FAILED], MDB_CREATE, &s->dbi[FC_DB_FAILED]);
     if (rc) goto fail;
-    return mdb_txn_commit(txn);
+    return store_txn_commit(txn);
   }
   return 0;
 fail:
-  mdb_txn_abort(txn);
+  store_txn_abort(txn);
   return rc;
 }
 
@@ -149,10 +149,10 @@ static void reclaim_beyond_end(fc_store *s) {
   if ((uint64_t)st.st_blocks * 512 <= (uint64_t)st.st_size + slack) return;
   MDB_txn *txn;
   pthread_rwlock_rdlock(&s->map_lock);
-  if (mdb_txn_begin(s->env, NULL, 0, &txn) == 0) {
+  if (store_txn_begin(s->env, 0, &txn) == 0) {
     if (fstat(fd, &st) == 0 && (uint64_t)st.st_blocks * 512 > (uint64_t)st.st_size + slack)
       (void)ftruncate(fd, st.st_size); /* frees the blocks past the end; best effort */
-    mdb_txn_abort(txn);
+    store_txn_abort(txn);
   }
   pthread_rwlock_unlock(&s->map_lock);
 }
@@ -305,9 +305,11 @@ fail:
 
 void fc_store_close(fc_store *s) {
   if (!s) return;
-  if (s->env) mdb_env_close(s->env);
+  store_env_close(s->env);
   if (s->lock_probe >= 0) close(s->lock_probe); /* after: it would drop the env's lock.mdb lock */
-  store_unclaim(s); /* after both: others of the process may open it now */
+  /* after both: others of the process may open it now; not an environment a fault left open
+   * (store_txn_begin), whose lock.mdb this process still holds */
+  if (!s->env || !store_env_faulted(s->env)) store_unclaim(s);
   free(s->idx);
   pthread_mutex_destroy(&s->dbi_mu);
   pthread_mutex_destroy(&s->idx_mu);
@@ -356,7 +358,7 @@ int store_read_begin_held(fc_store *s, fc_rtxn **out) { return read_begin(s, out
 
 void fc_rtxn_end(fc_rtxn *t) {
   if (!t) return;
-  mdb_txn_abort(t->txn);
+  store_txn_abort(t->txn);
   pthread_rwlock_unlock(&t->s->map_lock);
   store_held_add(t->s, -1);
   free(t);
@@ -364,8 +366,7 @@ void fc_rtxn_end(fc_rtxn *t) {
 
 int fc_rtxn_renew(fc_rtxn *t) {
   FC_ARGS(t);
-  mdb_txn_reset(t->txn);
-  return mdb_txn_renew(t->txn);
+  return store_txn_renew(t->txn);
 }
 
 int fc_rtxn_get(fc_rtxn *t, int db, const void *key, size_t key_len, const void **val,

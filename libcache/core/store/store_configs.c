@@ -363,7 +363,7 @@ static int drop_txn(fc_store *s, int db, const fc_digest *d, int final, MDB_val 
     MDB_txn *txn;
     uint64_t nr = 0, nb = 0;
     pthread_rwlock_rdlock(&s->map_lock);
-    int rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+    int rc = store_txn_begin(s->env, 0, &txn);
     pthread_rwlock_unlock(&s->map_lock);
     if (rc == MDB_MAP_RESIZED && !(rc = store_adopt_map(s))) continue;
     if (rc) return rc;
@@ -374,13 +374,13 @@ static int drop_txn(fc_store *s, int db, const fc_digest *d, int final, MDB_val 
      * left open in it (and no key was copied: del_records copies one last) */
     rc = store_lmdb_guarded(drop_deletes_call, &da);
     if (rc) {
-      mdb_txn_abort(txn);
+      store_txn_abort(txn);
       store_index_end(s, 0);
       if (start.mv_data != from->mv_data) free(start.mv_data);
       if (rc == MDB_MAP_FULL && !(rc = store_grow_map(s, 0))) continue;
       return rc;
     }
-    rc = fault_hit("commit") ? (mdb_txn_abort(txn), EIO) : mdb_txn_commit(txn);
+    rc = fault_hit("commit") ? (store_txn_abort(txn), EIO) : store_txn_commit(txn);
     store_index_end(s, rc == 0);
     if (rc == MDB_MAP_FULL && !(rc = store_grow_map(s, 0))) {
       if (start.mv_data != from->mv_data) free(start.mv_data);

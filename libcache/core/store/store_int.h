@@ -61,7 +61,7 @@ void store_unclaim(fc_store *s);
  * store_claim refuses such a store so. Not asked of a store this process holds (store_once.c). */
 int store_lock_faults(const char *dir);
 /* Whether `need` bytes can be written into dir now: 0, or how the file system refuses them
- * (ENOSPC, EDQUOT, EFBIG), asked with fallocate of a file with no name (store_write.c). */
+ * (ENOSPC, EDQUOT, EFBIG), asked with fallocate of a file with no name (errors.c). */
 int store_room_probe(const char *dir, uint64_t need);
 
 /* Open dir without a lock? setting > 0 always, < 0 never, 0 auto: read-only media, a directory or
@@ -99,7 +99,7 @@ enum { STORE_OPEN_HEADROOM = 1u << 30 };
  * takes the map lock for writing, which the transactions held would deadlock); the caller ends
  * them, calls store_adopt_map and begins again. */
 int store_read_begin_held(fc_store *s, fc_rtxn **out);
-/* mdb_txn_begin of a read-only transaction; when every slot of the reader table is taken, the
+/* store_txn_begin of a read-only transaction; when every slot of the reader table is taken, the
  * slots of dead processes (a loader killed with SIGKILL) are cleared and the begin tried once
  * more (readers.c). MDB_READERS_FULL then means live processes hold every slot. */
 int store_txn_begin_read(MDB_env *env, MDB_txn **txn);
@@ -126,8 +126,33 @@ extern _Thread_local sigjmp_buf *store_lmdb_jump;
 extern _Thread_local char store_lmdb_why[256];
 void store_lmdb_assert(MDB_env *env, const char *msg);
 /* fn(arg) with LMDB's assertion caught: MDB_CORRUPTED (as LMDB says of such a page where it does
- * not assert) when it met a damaged page, else what fn returned. Nests: an outer jump is kept. */
+ * not assert) when it met a damaged page, else what fn returned; and a SIGBUS met meanwhile (a
+ * page of a map that cannot be had): as store_txn_begin says. Nests: an outer jump is kept. */
 int store_lmdb_guarded(int (*fn)(void *arg), void *arg);
+
+/* LMDB writes lock.mdb through a shared map: its mutexes, the last transaction's id, the reader
+ * slots, at each transaction's begin and end, at a reader check and at the environment's close.
+ * On a copy-on-write file system (btrfs) that filled up or passed its quota while the store is
+ * open, such a write finds no block for the page: SIGBUS, which killed the process (exit 135, not
+ * a word; the store at its last commit). These calls make it an error instead: a SIGBUS in the
+ * calling thread during the call (a process-wide handler, installed at the first of them, jumps
+ * to the thread's guard, store_lmdb_jump; a SIGBUS anywhere else goes to the handler that was
+ * there before, or ends the process as it would have) returns ENOSPC, or EDQUOT when the file
+ * system says so of a block asked for beside lock.mdb; FC_ETRUNCATED when data.mdb's map faulted
+ * (a file cut short meanwhile); EIO otherwise; MDB_CORRUPTED for LMDB's assertion on a damaged
+ * page. The environment is then unusable: every later call of these on it returns the same code
+ * at once, and store_env_close leaves it open (a mutex of lock.mdb may be held; the process's exit
+ * releases it). A commit that faulted may have reached the disk (lock.mdb is written after the
+ * meta page): the store is at its last commit, this one or the one before. */
+int store_txn_begin(MDB_env *env, unsigned flags, MDB_txn **txn);
+int store_txn_commit(MDB_txn *txn);
+void store_txn_abort(MDB_txn *txn);
+/* mdb_txn_reset, then mdb_txn_renew, of a read transaction. */
+int store_txn_renew(MDB_txn *txn);
+int store_reader_check(MDB_env *env, int *dead);
+void store_env_close(MDB_env *env);
+/* 0, or the code a fault left env with (above). */
+int store_env_faulted(const MDB_env *env);
 
 /* LMDB reports a short write as EIO: when the file system holds less than `bytes` (plus slack)
  * or data.mdb plus them passes RLIMIT_FSIZE, the error is ENOSPC or EFBIG instead, and when the

@@ -17,8 +17,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <setjmp.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,17 +51,11 @@ enum { LOCK_FILE_BYTES = 1024 * 64 + 4096 };
  * (its header, where every open and every transaction takes or releases a lock) is SIGBUS. Every
  * tool, readers and the loader included, died there (exit 135, not a word), the store sound. So
  * the header page is written first here, through a map of its own, with an atomic OR of 0 (the
- * same bytes, whoever else writes them), and a fault caught: 1 when it faults. The handler is the
- * process's for that instant (one probe at a time); another thread's SIGBUS meanwhile gets the
- * handler that was there back, and faults again into it. */
-static pthread_mutex_t probe_mu = PTHREAD_MUTEX_INITIALIZER;
-static _Thread_local sigjmp_buf *probe_jump;
-static struct sigaction probe_old;
-
-static void probe_bus(int sig, siginfo_t *si, void *uc) {
-  (void)sig, (void)si, (void)uc;
-  if (probe_jump) siglongjmp(*probe_jump, 1);
-  sigaction(SIGBUS, &probe_old, NULL);
+ * same bytes, whoever else writes them), under the guard LMDB's calls have (store_lmdb_guarded,
+ * store_int.h): 0, or ENOSPC/EDQUOT when it faults. */
+static int or_zero(void *page) {
+  __atomic_fetch_or((unsigned char *)page, (unsigned char)0, __ATOMIC_RELAXED);
+  return 0;
 }
 
 static int lock_page_faults(int fd) {
@@ -72,34 +64,9 @@ static int lock_page_faults(int fd) {
   const size_t len = (size_t)sysconf(_SC_PAGESIZE);
   unsigned char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (m == MAP_FAILED) return 0;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = probe_bus;
-  sa.sa_flags = SA_SIGINFO;
-  sigemptyset(&sa.sa_mask);
-  volatile int faulted = 0;
-  sigjmp_buf jb;
-  pthread_mutex_lock(&probe_mu);
-  if (sigaction(SIGBUS, &sa, &probe_old) == 0) {
-    if (sigsetjmp(jb, 1)) {
-      faulted = 1;
-    } else {
-      probe_jump = &jb;
-      __atomic_fetch_or(m, (unsigned char)0, __ATOMIC_RELAXED);
-    }
-    probe_jump = NULL;
-    sigaction(SIGBUS, &probe_old, NULL);
-  }
-  pthread_mutex_unlock(&probe_mu);
+  const int rc = store_lmdb_guarded(or_zero, m);
   munmap(m, len);
-  return faulted;
-}
-
-/* Why lock.mdb's header cannot be written: EDQUOT or ENOSPC as the file system says of a block
- * asked for beside it (store_room_probe), ENOSPC when it says nothing. */
-static int lock_fault_reason(const char *dir) {
-  const int rc = store_room_probe(dir, 4096);
-  return rc == EDQUOT ? EDQUOT : ENOSPC;
+  return rc == EDQUOT ? EDQUOT : rc ? ENOSPC : 0;
 }
 
 static int reserve_lock_file(const char *dir) {
@@ -112,7 +79,7 @@ static int reserve_lock_file(const char *dir) {
   int rc = fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, LOCK_FILE_BYTES) == 0 ? 0 : errno;
   const int faults = lock_page_faults(fd);
   close(fd);
-  if (faults) return lock_fault_reason(dir);
+  if (faults) return faults;
   return unwritten && (rc == ENOSPC || rc == EDQUOT) ? rc : 0;
 }
 
@@ -133,7 +100,7 @@ int store_lock_faults(const char *dir) {
   if (fd < 0) return 0;
   const int faults = lock_page_faults(fd);
   close(fd);
-  return faults ? lock_fault_reason(dir) : 0;
+  return faults;
 }
 
 /* store_int.h */

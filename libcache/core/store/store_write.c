@@ -22,22 +22,6 @@ static size_t batch_bytes(const fc_put *puts, size_t n) {
   return b;
 }
 
-/* Whether `need` bytes can be written into dir now: 0, or how a write of them fails — ENOSPC,
- * EDQUOT (the user's or the project's quota, which statvfs does not show), EFBIG. The blocks are
- * asked of the file system (fallocate) for a file with no name (O_TMPFILE; else a name removed at
- * once), given back at its close. 0 too where that cannot be asked (no fallocate, no O_TMPFILE). */
-int store_room_probe(const char *dir, uint64_t need) {
-  int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-  if (fd < 0 && errno != ENOSPC && errno != EDQUOT) {
-    char p[4096];
-    if (snprintf(p, sizeof p, "%s/.fc-room-XXXXXX", dir) >= (int)sizeof p) return 0;
-    if ((fd = mkostemp(p, O_CLOEXEC)) >= 0) unlink(p);
-  }
-  int rc = fd < 0 ? errno : fallocate(fd, 0, 0, (off_t)need) != 0 ? errno : 0;
-  if (fd >= 0) close(fd);
-  return rc == ENOSPC || rc == EDQUOT || rc == EFBIG ? rc : 0;
-}
-
 /* LMDB reports a short write as EIO ("Input/output error"): a full disk, a used-up quota or a
  * file-size limit reads as a hardware fault (the write that would say why is never made). When
  * the file system holds less than the batch (plus slack for LMDB's pages) or data.mdb plus the
@@ -172,7 +156,7 @@ int fc_store_write_kept(fc_store *s, const fc_put *puts, size_t n, unsigned char
   for (;;) {
     MDB_txn *txn;
     pthread_rwlock_rdlock(&s->map_lock);
-    rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+    rc = store_txn_begin(s->env, 0, &txn);
     pthread_rwlock_unlock(&s->map_lock);
     if (rc == MDB_MAP_RESIZED) { /* another process grew the map: adopt its size and retry */
       if ((rc = store_adopt_map(s)) != 0) goto out;
@@ -199,7 +183,7 @@ int fc_store_write_kept(fc_store *s, const fc_put *puts, size_t n, unsigned char
     for (size_t i = 0; i < n && !rc; i++)
       if (puts[i].db == FC_DB_AUDIO || puts[i].db == FC_DB_TEXT) rc = index_put(s, txn, &puts[i]);
     if (rc) {
-      mdb_txn_abort(txn);
+      store_txn_abort(txn);
       store_index_end(s, 0);
       if (rc == MDB_MAP_FULL && !(rc = store_grow_map(s, 0))) continue;
       goto out; /* nothing half-done: the batch was aborted whole, the handle stays usable */
@@ -211,10 +195,10 @@ int fc_store_write_kept(fc_store *s, const fc_put *puts, size_t n, unsigned char
       released = 1;
     }
     if (fault_hit("commit")) {
-      mdb_txn_abort(txn);
+      store_txn_abort(txn);
       rc = EIO;
     } else {
-      rc = mdb_txn_commit(txn);
+      rc = store_txn_commit(txn);
     }
     store_index_end(s, rc == 0);
     if (rc == MDB_MAP_FULL && !released && !(rc = store_grow_map(s, 0))) continue;

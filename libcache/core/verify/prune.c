@@ -411,12 +411,12 @@ static int remove_all(pctx *p, uint64_t snapshot, char *why, size_t why_len) {
       const size_t to = n - from > batch ? from + batch : n;
       MDB_txn *txn;
       pthread_rwlock_rdlock(&s->map_lock);
-      rc = mdb_txn_begin(s->env, NULL, 0, &txn);
+      rc = store_txn_begin(s->env, 0, &txn);
       pthread_rwlock_unlock(&s->map_lock);
       if (rc == MDB_MAP_RESIZED && !(rc = store_adopt_map(s))) continue;
       if (rc) break;
       if (mdb_txn_id(txn) != snapshot + 1 + p->r->transactions) {
-        mdb_txn_abort(txn);
+        store_txn_abort(txn);
         fc_why(why, why_len,
                "another process wrote to the store meanwhile (a writer that took no lock: an "
                "older featcache?); run cache-prune again when it has finished");
@@ -426,13 +426,13 @@ static int remove_all(pctx *p, uint64_t snapshot, char *why, size_t why_len) {
       rc = store_index_begin(s, txn);
       if (!rc) rc = del_batch(p, txn, phase, from, to);
       if (rc) {
-        mdb_txn_abort(txn);
+        store_txn_abort(txn);
         store_index_end(s, 0);
         if (rc == MDB_MAP_FULL && !(rc = store_grow_map(s, 0)))
           continue; /* a delete copies pages */
         break;
       }
-      rc = fault_hit("commit") ? (mdb_txn_abort(txn), EIO) : mdb_txn_commit(txn);
+      rc = fault_hit("commit") ? (store_txn_abort(txn), EIO) : store_txn_commit(txn);
       store_index_end(s, rc == 0);
       if (rc == MDB_MAP_FULL && !(rc = store_grow_map(s, 0))) continue;
       if (rc) {

@@ -135,7 +135,7 @@ static int preflight(vctx *c, const char *dir, int nolock) {
       /* a table with no slot free: cleared whether asked or not, as any open of the store would
        * (store_txn_begin_read), and said */
       const int full = e2.me_maxreaders && rs.slots >= e2.me_maxreaders;
-      if (rs.stale && (c->o->clear_stale_readers || full) && mdb_reader_check(env, &dead) == 0 &&
+      if (rs.stale && (c->o->clear_stale_readers || full) && store_reader_check(env, &dead) == 0 &&
           dead > 0) {
         r->stale_cleared = (uint32_t)dead;
         r->stale_readers = rs.stale > (unsigned)dead ? rs.stale - (unsigned)dead : 0;
@@ -152,7 +152,7 @@ static int preflight(vctx *c, const char *dir, int nolock) {
                "clear them with cache-verify --clear-stale-readers",
                rs.stale, rs.stale == 1 ? "" : "s", rs.pids);
     }
-    mdb_env_close(env);
+    store_env_close(env);
     if (rc) return rc;
   }
   return 0;
@@ -294,11 +294,11 @@ static void env_peek(const char *dir, void (*fn)(MDB_txn *txn, void *arg), void 
   if (mdb_env_create(&env)) return;
   mdb_env_set_maxdbs(env, 8);
   if (!mdb_env_open(env, dir, MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS, 0) &&
-      !mdb_txn_begin(env, NULL, MDB_RDONLY, &txn)) {
+      !store_txn_begin(env, MDB_RDONLY, &txn)) {
     fn(txn, arg);
-    mdb_txn_abort(txn);
+    store_txn_abort(txn);
   }
-  mdb_env_close(env);
+  store_env_close(env);
 }
 
 /* Nothing in the main db: a store whose writer was stopped before its first commit (the writing

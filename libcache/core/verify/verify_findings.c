@@ -56,7 +56,7 @@ int vf_env_read(const char *dir, vf_env *e) {
     e->used = (uint64_t)(ei.me_last_pgno + 1) * ms.ms_psize;
     e->max_readers = ei.me_maxreaders;
   }
-  mdb_env_close(env);
+  store_env_close(env);
   return rc;
 }
 
@@ -174,8 +174,8 @@ const ventry *vf_find_entry(const ventry *a, size_t n, const char *id, size_t le
 int vf_damage_code(int rc) { return rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND; }
 
 int vf_txn_recover(vctx *c, fc_rtxn *t) {
-  mdb_txn_reset(t->txn); /* the reader slot is kept (MDB_NOTLS): nothing else is taken */
-  int rc = mdb_txn_renew(t->txn);
+  /* reset and renewed: the reader slot is kept (MDB_NOTLS): nothing else is taken */
+  int rc = store_txn_renew(t->txn);
   if (!rc && mdb_txn_id(t->txn) == c->snapshot) return 0;
   if (!rc) rc = MDB_BAD_TXN; /* a writer committed since the snapshot began: not the same store */
   atomic_store(&c->halt, 1);

@@ -133,6 +133,16 @@ static int lookup(fz_run *r, size_t i, const fc_digest *key, const fc_digest *au
   return rc;
 }
 
+/* Why an input's look-up in the store failed. A full disk (ENOSPC, EDQUOT: LMDB could not write
+ * lock.mdb, libcache/core/store/store_int.h store_txn_begin) leaves the store unusable: every
+ * input in flight fails so, as after a failed write, and is said as one (cmd/featurize/report.c). */
+static void store_read_why(int rc, char *why, size_t len) {
+  if (rc == ENOSPC || rc == EDQUOT)
+    fc_why(why, len, "not stored: a write to the store failed (%s)", fc_strerror(rc));
+  else
+    fc_why(why, len, "cannot read the store: %s", fc_strerror(rc));
+}
+
 /* A rerun that skips by the source's identity (docs/featurize.md "Reruns"): when the id's audio
  * entry names this path (abs, as stored) with the file's size and mtime, the digest it holds is
  * taken for the file's bytes, which are not read; the item is stored when that digest's record
@@ -455,7 +465,7 @@ static int read_staged(fz_run *r, fz_worker *w, size_t i, const char *abs, doubl
     fz_stage_commit(r, &slot, NULL);
     if (rc) {
       char why[320];
-      fc_why(why, sizeof why, "cannot read the store: %s", fc_strerror(rc));
+      store_read_why(rc, why, sizeof why);
       fz_report_failed(r, i, rc, why);
       return 1;
     }
@@ -559,7 +569,7 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   tm->hash += (t0 = fz_cpu_now()) - t1;
   if (rc) {
     input = 0;
-    fc_why(why, sizeof why, "cannot read the store: %s", fc_strerror(rc));
+    store_read_why(rc, why, sizeof why);
     goto fail;
   }
   if (have_feat && have_entry) { /* the entry holds this audio: replaced is NULL */
