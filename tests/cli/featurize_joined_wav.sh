@@ -9,6 +9,8 @@
 # WAVs that ffmpeg wrote to a pipe (sizes 0xFFFFFFFF: the data runs to the end) appended one after
 # another were read as one, the second's header a click among the samples: refused too; one such
 # WAV alone is stored.
+# A WAV with a second data chunk after its first (no second file: readers disagree on it) was
+# stored as its first at the config's rate and refused at another: refused at every rate.
 set -u
 FZ=${FC_BIN:?}/featurize
 PY=${FC_PYTHON:-python3}
@@ -60,6 +62,31 @@ grep -qxF "featurize: abf.flac: FLAC files one after another (files joined with 
 grep -qx 'featurize: done: 4 of 9 (4 new, 0 already stored, 5 failed)' err || fail "summary: $(grep done: err)"
 grep -qx 'featurize: failure records: 5 written, 0 deleted (stored now)' err ||
   fail "failure records: $(grep 'failure records' err)"
+
+# a WAV with two data chunks (a WAV holds one; no second file): libsndfile refuses it, sox reads
+# the first, ffmpeg the last. At the config's rate (22.05 kHz, 16-bit mono, read without
+# libsndfile) it was stored as its first chunk, at another rate refused as "damaged WAV file
+# (libsndfile: Internal error : SF_INFO struct incomplete.)": now refused at every rate, saying so
+sox a.wav -r 16000 a16.wav || { echo "FAIL: sox failed"; exit 1; }
+"$PY" - <<'PY' || { echo "FAIL: could not make the inputs"; exit 1; }
+import struct
+for src, out in (("a.wav", "two.wav"), ("a16.wav", "two16.wav"), ("a24.wav", "two24.wav")):
+    d = bytearray(open(src, "rb").read())
+    at = d.index(b"data")
+    n = struct.unpack_from("<I", d, at + 4)[0]
+    assert len(d) == at + 8 + n, src
+    d += b"data" + struct.pack("<I", 600) + bytes(600)
+    struct.pack_into("<I", d, 4, len(d) - 8)
+    open(out, "wb").write(d)
+PY
+"$FZ" -j 2 --device cpu -o st2 two.wav two16.wav two24.wav >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "two data chunks: exit $rc, want 1: $(cat err)"
+for f in two.wav two16.wav two24.wav; do
+  grep -qE "^featurize: $f: two data chunks \(a WAV file holds one\): a second at byte [0-9]+, which readers disagree on \(libsndfile refuses the file, sox reads the first, ffmpeg the last\): rewrite it \(sox IN OUT.wav keeps the first\)$" err ||
+    fail "$f: not refused as two data chunks: $(grep "$f" err)"
+done
+grep -qx 'featurize: done: 0 of 3 (0 new, 0 already stored, 3 failed)' err || fail "two data chunks: $(grep done: err)"
 
 # the record under ab is not a's: a later run fails it again, the others are already stored
 "$FZ" -q -j 1 --device cpu -o st ab.wav a.wav >out 2>err

@@ -267,8 +267,8 @@ int audio_pcm16_open(const char *path, uint32_t target_rate, uint8_t **buf, size
       (target_rate != 0 && rate != target_rate))
     return 0;
   if (off + 2 * frames < f->head &&
-      audio_riff_after(*buf + off + 2 * frames, f->head - off - 2 * frames, 0) >= 0)
-    return 0; /* another file after the samples (cat), in the first read: the usual way refuses it */
+      audio_riff_after(*buf + off + 2 * frames, f->head - off - 2 * frames, 0, 1) >= 0)
+    return 0; /* another file or data chunk after the samples, in the first read: refused as usual */
   f->data_off = off;
   f->n_samples = frames;
   if (info) {
@@ -348,8 +348,8 @@ int audio_pcm16_finish(audio_pcm16_file *f, void *samples, uint8_t **buf, size_t
   audio_pcm16_close(f);
   *tail_off = data_end < f->head ? data_end : f->head;
   *tail_len = f->head + tail - *tail_off;
-  if (!rc && audio_riff_after(*buf + *tail_off, *tail_len, 0) >= 0)
-    rc = EAGAIN; /* another file after this one's samples: the usual way refuses it */
+  if (!rc && audio_riff_after(*buf + *tail_off, *tail_len, 0, 1) >= 0)
+    rc = EAGAIN; /* another file or data chunk after this one's samples: refused as usual */
   return rc;
 }
 

@@ -66,8 +66,8 @@ int audio_pcm16_view(const void *bytes, size_t len, uint32_t target_rate, double
  * took copied) and the bytes after them into *buf after the first read's (grown as needed), so
  * that the file's bytes are *buf[0, data_off), the samples, then *buf[tail_off, tail_off +
  * tail_len); it returns 0, EAGAIN when the file is not what its first read said (it shrank or
- * grew) or another WAV follows its samples (audio_riff_after: files joined with cat, which
- * fc_audio_decode refuses): read it again as usual, ENOMEM, or the read's error. *shape 0: anything else;
+ * grew) or another WAV or data chunk follows its samples (audio_riff_after: files joined with
+ * cat, two data chunks, which fc_audio_decode refuses): read it again as usual, ENOMEM, or the read's error. *shape 0: anything else;
  * audio_pcm16_read_all reads the whole file into *buf as audio_read_into would have (from the
  * bytes read so far: a pipe is read once). Either call closes the file; audio_pcm16_close closes
  * it without reading more. */
@@ -149,7 +149,8 @@ int audio_mp3_unsized(const uint8_t *b, size_t len);
  * (libsndfile reads an RF64's first, a W64's two as one, the second header as samples; a second
  * file of any of the three kinds counts), a FLAC file with a second stream's
  * "fLaC" and STREAMINFO header in it, an AIFF or AU file with a second one's header where the
- * first one's stated size ends. fc_audio_decode's reason for refusing
+ * first one's stated size ends; and a RIFF WAVE or RF64 file with a second data chunk after the
+ * first (no second file: readers disagree on it, audio_riff_after). fc_audio_decode's reason for refusing
  * the file (b[0, len), format libsndfile's, 0 when it did not open it), in buf (n bytes) or a
  * constant, or NULL. */
 const char *audio_joined(int format, const uint8_t *b, size_t len, char *buf, size_t n);
@@ -164,8 +165,11 @@ uint64_t audio_wav_joined(const uint8_t *b, size_t len);
 
 /* The same test on the n bytes b that follow a WAV's data chunk (odd: its size was odd, so its pad
  * byte may be there or left out): where a RIFF WAVE, RF64 or W64 header begins at one of their
- * chunk boundaries, or -1. Looks at a few chunk headers, never the bytes within them. */
-int64_t audio_riff_after(const uint8_t *b, size_t n, int odd);
+ * chunk boundaries, or -1. Looks at a few chunk headers, never the bytes within them. data: a
+ * second data chunk there counts too (a WAV holds one: libsndfile refuses such a file, sox reads
+ * the first, ffmpeg the last; audio_joined says so), for the 16-bit path, which would read the
+ * first. */
+int64_t audio_riff_after(const uint8_t *b, size_t n, int odd, int data);
 
 /* The container the first bytes show ("WAV", "FLAC", "MP3", ...; NULL: none), for telling a damaged
  * audio file from one that is not audio when libsndfile refuses it. */

@@ -357,12 +357,14 @@ static uint64_t wav_header_in(const uint8_t *b, size_t from, size_t len) {
   return at;
 }
 
-int64_t audio_riff_after(const uint8_t *b, size_t n, int odd) {
+int64_t audio_riff_after(const uint8_t *b, size_t n, int odd, int data) {
   size_t pos = 0;
   for (int k = 0; k < 64;
        k++) { /* a few chunks (LIST, id3) may follow the data: not a walk of all */
     for (size_t p = pos; p <= pos + (size_t)odd; p++) /* unpadded, then padded */
-      if (p < n && wav_header_at(b + p, n - p)) return (int64_t)p;
+      if (p < n &&
+          (wav_header_at(b + p, n - p) || (data && n - p >= 8 && memcmp(b + p, "data", 4) == 0)))
+        return (int64_t)p;
     pos += (size_t)odd;
     if (pos + 8 > n) return -1;
     const uint64_t size = audio_le32(b + pos + 4);
@@ -373,7 +375,8 @@ int64_t audio_riff_after(const uint8_t *b, size_t n, int odd) {
   return -1;
 }
 
-uint64_t audio_wav_joined(const uint8_t *b, size_t len) {
+/* audio_wav_joined, where data also finds a second data chunk (audio_riff_after's). */
+static uint64_t wav_after_data(const uint8_t *b, size_t len, int data) {
   if (len < 12 || (memcmp(b, "RIFF", 4) != 0 && memcmp(b, "RF64", 4) != 0) ||
       memcmp(b + 8, "WAVE", 4) != 0)
     return 0;
@@ -386,10 +389,10 @@ uint64_t audio_wav_joined(const uint8_t *b, size_t len) {
     if (memcmp(b + pos, "data", 4) == 0) {
       if (rf64 && size == 0xFFFFFFFFu) size = size64_stated(ds64_data) ? ds64_data : 0;
       /* a streaming writer's size (RF64's in ds64): the data runs to the end, read whole */
-      if (rf64 ? size == 0 : !size_stated(size)) return wav_header_in(b, pos + 8, len);
+      if (rf64 ? size == 0 : !size_stated(size)) return data ? 0 : wav_header_in(b, pos + 8, len);
       if (size > len - pos - 8) return 0;
       const size_t end = pos + 8 + (size_t)size;
-      const int64_t at = audio_riff_after(b + end, len - end, (int)(size & 1));
+      const int64_t at = audio_riff_after(b + end, len - end, (int)(size & 1), data);
       return at < 0 ? 0 : end + (uint64_t)at;
     }
     if (size + (size & 1) > len - pos - 8) return 0;
@@ -397,6 +400,8 @@ uint64_t audio_wav_joined(const uint8_t *b, size_t len) {
   }
   return 0;
 }
+
+uint64_t audio_wav_joined(const uint8_t *b, size_t len) { return wav_after_data(b, len, 0); }
 
 /* The same for a Sony Wave64 file: where a WAV-family header begins after its data chunk (at the
  * 8-byte boundary its chunks keep, or where its unpadded data ends, or after chunks that follow it:
@@ -477,7 +482,14 @@ const char *audio_joined(int format, const uint8_t *b, size_t len, char *buf, si
     i = 1;
   else if ((at = aiff_au_joined(b, len)))
     i = b[0] == 'F' ? 2 : 3;
-  else
+  else if ((at = wav_after_data(b, len, 1))) { /* a data chunk, then another: no header */
+    snprintf(buf, n,
+             "two data chunks (a WAV file holds one): a second at byte %llu, which readers "
+             "disagree on (libsndfile refuses the file, sox reads the first, ffmpeg the last): "
+             "rewrite it (sox IN OUT.wav keeps the first)",
+             (unsigned long long)at);
+    return buf;
+  } else
     return NULL;
   const char *header = i == 0 || i >= 4 ? wav_header_at(b + at, len - at) : k[i].header;
   snprintf(buf, n,

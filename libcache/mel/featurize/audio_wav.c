@@ -51,8 +51,8 @@ static int wav_pcm16_mono(const uint8_t *b, size_t len, const uint8_t **data, si
                           uint32_t *rate) {
   size_t off;
   if (audio_wav_pcm16_scan(b, len, len, &off, frames, rate) != 1) return 0;
-  /* another file after the samples (cat): fc_audio_decode refuses it */
-  if (audio_riff_after(b + off + 2 * *frames, len - off - 2 * *frames, 0) >= 0) return 0;
+  /* another file after the samples (cat), a second data chunk: fc_audio_decode refuses it */
+  if (audio_riff_after(b + off + 2 * *frames, len - off - 2 * *frames, 0, 1) >= 0) return 0;
   *data = b + off;
   return 1;
 }
