@@ -357,7 +357,9 @@ class _Step(contextlib.ContextDecorator):
 def batch_items(batch):
     """Utterances in a batch as training loops hold them, or None when it cannot tell: a featcache
     Batch (its size: its ids are not decoded), a dict with "ids" (their number), a dict with "mels", an array or tensor (its first
-    dimension), a tuple or list (that of its first element)."""
+    dimension), a tuple or list (that of its first element; but arrays of one rank whose first
+    dimensions differ are one utterance each, as a collate that keeps each mel gives them: their
+    number)."""
     from ._batch import LoaderBatch  # (here: _batch imports this module)
 
     if isinstance(batch, LoaderBatch):  # its size: reading .ids would decode every id (~7 us a step)
@@ -368,6 +370,11 @@ def batch_items(batch):
     if isinstance(batch, dict):
         batch = batch.get("mels")
     elif isinstance(batch, (tuple, list)) and batch:
+        # [T_i, n_mels] each: one per utterance (the tensors of one batch share its first dimension)
+        shapes = [getattr(b, "shape", None) for b in batch]
+        if (all(s is not None and len(s) >= 1 for s in shapes)
+                and len({len(s) for s in shapes}) == 1 and len({int(s[0]) for s in shapes}) > 1):
+            return len(batch)
         batch = batch[0]
     shape = getattr(batch, "shape", None)
     if shape is not None and len(shape) >= 1:
@@ -652,7 +659,8 @@ class StepProfiler:
         items: how many utterances each yielded batch holds, counted into the profile (count()):
         None (default) reads it off the batch — a featcache Batch (its size) or a dict with "ids" (their
         length), a dict with "mels", a tensor or array (its first dimension), a tuple or list
-        (its first element's first dimension); a callable(batch) -> int; False: not counted
+        (its first element's first dimension; arrays of one rank and different first dimensions,
+        a list of utterances: their number); a callable(batch) -> int; False: not counted
         (utterances/s is then steps x items_per_step)."""
         phase = phase or self.data_phase
         size = batch_items if items is None else items

@@ -582,6 +582,22 @@ def test_iterate_counts_the_utterances_delivered():
     assert j["items_counted"] is False and j["items"] == 8
 
 
+def test_iterate_counts_a_list_of_utterances():
+    """A batch that is a list of each utterance's mel ([T_i, 80], a collate_fn that does not pad)
+    holds len(list) utterances: it was counted as the first one's frames (utterances/s 60x high
+    here), reading the list as a tuple of batched tensors. A tuple of batched tensors still counts
+    its first dimension, even where the others differ (CTC's concatenated targets)."""
+    mels = [np.zeros((t, 80), np.float32) for t in (60, 75, 90)]
+    ctc = (np.zeros((2, 90, 80)), np.zeros(13), np.array([90, 75]), np.array([6, 7]))
+    for batch, want in ((mels, 3), (tuple(mels), 3), ({"mels": mels}, 3), (ctc, 2),
+                        ((np.zeros((4, 90, 80)), np.zeros((4, 12))), 4)):
+        p = StepProfiler()
+        for _ in p.iterate([batch, batch]):
+            pass
+        j = p.json()
+        assert j["items_counted"] is True and j["items"] == 2 * want, (batch, j["items"])
+
+
 def test_add_refuses_more_time_than_the_step_has_lasted():
     """add() takes milliseconds this step spent in a phase: more than the open step has lasted
     (microseconds passed as ms, another thread's time that overlapped the step) is refused,
