@@ -5,7 +5,7 @@
                           shuffle=True, pad_to=800, crop="random", device="cuda")
     dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0)
     for epoch in range(E):
-        ds.set_epoch(epoch)
+        ds.set_epoch(epoch)        # (optional: without it each iteration runs the next epoch)
         for batch in dl:
             batch["mels"]          # [B, 800, n_mels] CUDA tensor, already on the GPU
             batch["mel_lengths"], batch["tokens"], batch["token_lengths"], batch["ids"]
@@ -64,6 +64,7 @@ bf16 stores give torch.bfloat16 tensors.
 """
 
 import collections
+import contextlib
 import multiprocessing
 import os
 import warnings
@@ -79,6 +80,8 @@ from ._lib import FC_ECONFIG, FeatcacheError
 from .loader import _MAX64, Loader, _anchored, _cwd, _number, _view_changed
 
 __all__ = ["FeatcacheDataset", "batch_to_torch", "to_device"]
+
+_RECENT = 8  # iterations whose epochs a DataLoader worker beginning late finds (_begin)
 
 
 def _tensor(a, bf16):
@@ -271,10 +274,11 @@ class FeatcacheDataset(IterableDataset):
         # the epoch lives in shared memory: DataLoader workers (persistent ones too, which keep
         # the copy of the dataset they started with) read the one set_epoch set last
         self._epoch_box = multiprocessing.RawValue("Q", 0)
-        # what _same_epoch_again needs, shared the same way: DataLoader workers that are not
-        # persistent are new copies each epoch, so a copy's own record saw no earlier epoch.
-        # [an epoch has begun, its number, set_epoch since, warned]
-        self._seen_box = multiprocessing.RawArray("Q", 4)
+        # how iterations begin, shared the same way (_begin): [an iteration has begun,
+        # set_epoch called since, iterations recorded, then (token, epoch) of the last _RECENT]
+        self._seen_box = multiprocessing.RawArray("Q", 3 + 2 * _RECENT)
+        # (a spawn context's lock: shared with forked workers and spawned ones alike)
+        self._seen_lock = multiprocessing.get_context("spawn").Lock()
         self.epoch = _number("epoch", loader_kwargs.pop("epoch", 0), _MAX64)
         self.device = torch.device(device)
         self.depth = _number("prefetch_to_device", prefetch_to_device, lo=1)
@@ -315,36 +319,53 @@ class FeatcacheDataset(IterableDataset):
             box.value = epoch
 
     def set_epoch(self, epoch):
-        """Call before each epoch (as DistributedSampler.set_epoch). DataLoader workers, persistent
-        ones too, read it at the start of each epoch (it is kept in shared memory)."""
-        self.epoch = epoch
-        self._seen()[2] = 1
+        """Choose the epoch the next iteration runs (as DistributedSampler.set_epoch). Without a
+        call since the last iteration began, an iteration runs the next epoch (as a Loader
+        does). DataLoader workers, persistent ones too, read it when an epoch begins (it is
+        kept in shared memory)."""
+        with self._locked():
+            self.epoch = epoch
+            self._seen()[1] = 1
 
     def _seen(self):
-        """[an epoch has begun, its number, set_epoch called since, warned]: shared with the
-        DataLoader workers (a copy pickled outside one keeps its own)."""
+        """[an iteration has begun, set_epoch called since, iterations recorded, then (token,
+        epoch) pairs]: shared with the DataLoader workers (a copy pickled outside one keeps its
+        own)."""
         d = self.__dict__
         seen = d.get("_seen_box")
-        return d.setdefault("_seen", [0, 0, 0, 0]) if seen is None else seen
+        return d.setdefault("_seen", [0] * (3 + 2 * _RECENT)) if seen is None else seen
 
-    def _same_epoch_again(self, ld):
-        """Warn (once) when an epoch starts with the epoch the last one ran and set_epoch was not
-        called since: the dataset, as DistributedSampler, does not advance by itself, so a loop
-        without set_epoch would train on one shuffle (and one set of random crops) for good."""
+    def _locked(self):
+        lock = self.__dict__.get("_seen_lock")
+        return contextlib.nullcontext() if lock is None else lock
+
+    def _begin(self):
+        """The epoch an iteration that begins now runs: the one set_epoch chose, or, without a
+        call since the last iteration began, the next one (the dataset advances by itself, as a
+        Loader does: Lightning calls set_epoch on samplers only, and a loop without it trained on
+        one order for good). The DataLoader workers of one iteration each begin it, in their own
+        processes: they share a token (the iteration's base seed, torch's worker seed less the
+        worker id, and how many iterations the process began: persistent workers begin one
+        each epoch), and the first of them to begin chooses the epoch for all of them."""
+        d = self.__dict__
+        n = d["_begun_here"] = d.get("_begun_here", 0) + 1
         info = get_worker_info()
-        if info is not None and info.id != 0:
-            return  # worker 0 speaks for the epoch the workers begin together
-        seen = self._seen()
-        again = seen[0] and seen[1] == self.epoch and not seen[2]
-        seen[0], seen[1], seen[2] = 1, self.epoch, 0
-        if (again and not seen[3]
-                and (ld.order != "sequential" or ld._kw["crop"] == "random")):
-            seen[3] = 1
-            warnings.warn("featcache: FeatcacheDataset iterated again at epoch %d: it does not "
-                          "advance by itself (as DistributedSampler); call ds.set_epoch(epoch) "
-                          "before each epoch, else every epoch has the same order%s"
-                          % (self.epoch, " and crops" if ld._kw["crop"] == "random" else ""),
-                          stacklevel=3)
+        # (ints only: a str's hash differs from one spawned process to another)
+        key = (0, os.getpid(), n) if info is None else (1, info.seed - info.id, n)
+        token = (hash(key) & _MAX64) or 1
+        with self._locked():
+            seen = self._seen()
+            for k in range(_RECENT):  # (a worker of an iteration another worker began)
+                if seen[3 + 2 * k] == token:
+                    return seen[4 + 2 * k]
+            epoch = self.epoch
+            if seen[0] and not seen[1]:
+                epoch = self.epoch = (epoch + 1) & _MAX64
+            seen[0], seen[1] = 1, 0
+            k = seen[2] % _RECENT
+            seen[3 + 2 * k], seen[4 + 2 * k] = token, epoch
+            seen[2] += 1
+        return epoch
 
     def _shard(self):
         rank, world = self.rank, self.world_size
@@ -425,8 +446,10 @@ class FeatcacheDataset(IterableDataset):
 
     def __iter__(self):
         ld = self._loader()
-        self._same_epoch_again(ld)
-        ld.set_epoch(self.epoch)
+        return self._batches(ld, self._begin())  # (the epoch chosen when iter() is called)
+
+    def _batches(self, ld, epoch):
+        ld.set_epoch(epoch)
         if self.device.type != "cpu":
             yield from to_device(ld, self.device, self.depth)
             return
@@ -434,10 +457,10 @@ class FeatcacheDataset(IterableDataset):
         ho = _handoff(ld)
         if ho is not None:
             try:
-                yield from ho.host(self.epoch, lambda b: batch_to_torch(b, bf16))
+                yield from ho.host(epoch, lambda b: batch_to_torch(b, bf16))
             finally:
-                if ld.epoch == self.epoch:
-                    ld.epoch = self.epoch + 1
+                if ld.epoch == epoch:
+                    ld.epoch = epoch + 1
             return
         for b in ld:
             if len(b):
@@ -446,9 +469,13 @@ class FeatcacheDataset(IterableDataset):
                 left_out(b, ld.rank, ld.world_size, ld.paths)
 
     def __len__(self):
-        """Batches of the epoch set_epoch chose (during an iteration: of the running one)."""
+        """Batches of the epoch the next iteration runs: the one set_epoch chose, else the one
+        after the last iteration's (while an iteration runs in this process: its own)."""
         ld = self._loader()
-        ld.set_epoch(self.epoch)  # (during this dataset's iteration: the running one's)
+        seen, epoch = self._seen(), self.epoch
+        if seen[0] and not seen[1] and not ld._handle().running:
+            epoch = (epoch + 1) & _MAX64
+        ld.set_epoch(epoch)
         return len(ld)
 
     def __getstate__(self):
@@ -457,7 +484,7 @@ class FeatcacheDataset(IterableDataset):
         d["_eager"] = None
         if _mp_context.get_spawning_popen() is None:
             # an ordinary pickle (not a worker being started): the epoch's value, not shared
-            d["_epoch"], d["_epoch_box"] = self.epoch, None
+            d["_epoch"], d["_epoch_box"], d["_seen_lock"] = self.epoch, None, None
             seen = d.pop("_seen_box", None)
             if seen is not None:
                 d["_seen"] = list(seen)

@@ -156,54 +156,55 @@ def test_bf16_store(tmp_path, padded, workers):
     assert seen == 6
 
 
-def test_an_epoch_run_twice_without_set_epoch_warns(store):
-    # without set_epoch each iteration runs the same epoch (as DistributedSampler): a loop that
-    # forgot it trained on one shuffle for good, silently
-    import warnings
-    ds = FeatcacheDataset(store["path"], batch_size=8, shuffle=True)
-    first = [b["ids"] for b in ds]
-    with pytest.warns(UserWarning, match=r"iterated again at epoch 0: .*ds.set_epoch\(epoch\)"):
-        assert [b["ids"] for b in ds] == first
+def test_without_set_epoch_each_iteration_runs_the_next_epoch(store):
+    # the dataset stayed at its epoch without set_epoch (as DistributedSampler), and Lightning
+    # calls set_epoch on samplers only: every epoch had one order and one set of random crops
+    # (a warning said so). Now it advances by itself as a Loader does; set_epoch still chooses
+    import featcache
+    kw = dict(max_frames=1200, shuffle=True, seed=4, crop_frames=350, crop="random")
+    ep = [[(list(b.ids), b.mel_starts.tolist()) for b in featcache.Loader(store["path"],
+                                                                          epoch=e, **kw)]
+          for e in range(8)]
+    assert len(set(len(e) for e in ep)) > 1  # (so len() is checked per epoch)
+
+    def run(src, ds):
+        n = len(src)
+        got = [(list(b["ids"]), b["mel_starts"].tolist()) for b in src]
+        assert n == len(got), (n, len(got))
+        return got
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        [b for b in ds]  # once
-        for e in (1, 2, 2):  # set_epoch before each: chosen, even the same again
-            ds.set_epoch(e)
-            [b for b in ds]
-        seq = FeatcacheDataset(store["path"], batch_size=8)  # sequential: nothing to reshuffle
-        [b for b in seq], [b for b in seq]
+        ds = FeatcacheDataset(store["path"], **kw)
+        dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0)
+        assert [run(dl, ds) for _ in range(3)] == ep[:3]
+        ds.set_epoch(5)  # chosen, then on from there
+        assert [run(dl, ds) for _ in range(2)] == ep[5:7]
+        ds.set_epoch(1)
+        ds.set_epoch(2)  # (the last one chosen)
+        assert run(ds, ds) == ep[2] and run(ds, ds) == ep[3]
+        ds = FeatcacheDataset(store["path"], epoch=4, **kw)
+        assert run(ds, ds) == ep[4] and run(ds, ds) == ep[5]
 
 
 @pytest.mark.parametrize("ctx", ["fork", "spawn"])
-def test_an_epoch_run_twice_by_workers_warns(store, capfd, ctx):
-    # DataLoader workers that are not persistent (the default) are new copies of the dataset each
-    # epoch: none had seen the epoch before, so a loop without set_epoch trained on one shuffle
-    # for good without the warning a loop without workers gets (persistent workers had it)
-    import warnings
+def test_without_set_epoch_workers_run_the_next_epoch_together(store, ctx):
+    # DataLoader workers, each in a process of its own (persistent ones keep theirs), begin each
+    # iteration: the first to begin it chooses the epoch for the others
+    import featcache
+    kw = dict(batch_size=3, shuffle=True, seed=6, pad_to=150, crop="random")
+    ep = [[(list(b.ids), b.mel_starts.tolist()) for b in featcache.Loader(store["path"],
+                                                                          epoch=e, **kw)]
+          for e in range(5)]
     mp = torch.multiprocessing.get_context(ctx)
-    # a worker's warning is printed on its stderr; forked workers inherit pytest's recording of
-    # warnings (into their own copy of its list) and this process's registry, which holds an
-    # earlier test's warning from the same line: print, and show it again
-    with warnings.catch_warnings():
-        warnings.simplefilter("always")
-        warnings.showwarning = lambda m, c, f, n, file=None, line=None: sys.stderr.write(
-            warnings.formatwarning(m, c, f, n, line))
-        _workers_warn(store, capfd, mp)
-
-
-def _workers_warn(store, capfd, mp):
     for persistent in (False, True):
-        ds = FeatcacheDataset(store["path"], batch_size=8, shuffle=True)
+        ds = FeatcacheDataset(store["path"], **kw)
         dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
                                          persistent_workers=persistent, multiprocessing_context=mp)
-        runs = [sorted(tuple(b["ids"]) for b in dl) for _ in range(3)]
-        assert runs[0] == runs[1] == runs[2]
-        err = capfd.readouterr().err
-        assert err.count("iterated again at epoch 0") == 1, (persistent, err)
-        for e in (1, 2, 2):  # set_epoch before each: chosen, even the same again
-            ds.set_epoch(e)
-            [b for b in dl]
-        assert "iterated again" not in capfd.readouterr().err, persistent
+        runs = [[(list(b["ids"]), b["mel_starts"].tolist()) for b in dl] for _ in range(3)]
+        assert runs == ep[:3], persistent
+        ds.set_epoch(1)
+        assert [(list(b["ids"]), b["mel_starts"].tolist()) for b in dl] == ep[1], persistent
+        assert [(list(b["ids"]), b["mel_starts"].tolist()) for b in dl] == ep[2], persistent
 
 
 def test_relative_paths_after_chdir(store, monkeypatch):
