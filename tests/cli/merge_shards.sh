@@ -1,7 +1,8 @@
 #!/bin/bash
 # The shards a store holds: featurize/tokenize --shard K/N record meta shard/K/N; cache-merge
 # refuses shards that do not form complete sets (exit 2, the missing named, nothing created)
-# unless --partial, says a shard given twice, counts what the output holds, and merges stores
+# unless --partial, says a shard given twice (not the featurize and tokenize stores of one shard
+# kept apart), counts what the output holds, and merges stores
 # without the keys as before; shards of two runs with another N (complete when every id is in
 # one), a split shard, a store that took
 # a plain run later, two merged corpora; cache-verify reads stores with the keys as before.
@@ -67,6 +68,19 @@ cp -r s1 s1copy
 "$M" -q -o m5 s0 s1 s2 s3 s1copy >out 2>err; check twice 0 $?
 expect_err twice "cache-merge: s1copy: holds shard 1/4, as s1 does (a copy? its entries are stored once)"
 same_store ref m5 >same.txt || { echo "FAIL with a copy beside: differs from one plain run"; cat same.txt; fail=1; }
+# the featurize and the tokenize stores of each shard kept apart (faK utterances, taK
+# transcripts): no shard is held twice (it said "taK: holds shard K/4, as faK does (a copy?
+# ...)" of each); the
+# merge is the plain run's
+for k in 0 1 2 3; do
+  "$FC_BIN/featurize" -q -j1 --shard $k/4 -o fa$k --manifest c/metadata.csv || fail=1
+  "$FC_BIN/tokenize" -q --build-vocab --shard $k/4 -o ta$k c/metadata.csv || fail=1
+done
+"$M" -q --json -o mft fa0 fa1 fa2 fa3 ta0 ta1 ta2 ta3 >out 2>err; check apart 0 $?
+[ -s err ] && { echo "FAIL featurize and tokenize shards apart: stderr"; cat err; fail=1; }
+"$PY" -c 'import json; r = json.load(open("out")); assert r["shards_twice"] == 0, r' ||
+  { echo "FAIL apart: json"; cat out; fail=1; }
+same_store ref mft >same.txt || { echo "FAIL apart: differs from one plain run"; cat same.txt; fail=1; }
 # a copy beside an incomplete set: still refused
 "$M" -q -o m6 s0 s1 s1copy >out 2>err; check twice-missing 2 $?
 grep -q "^cache-merge: incomplete set of shards: of 4 shards, 2 given: shards 2-3 missing; " err || { echo "FAIL twice-missing"; cat err; fail=1; }

@@ -16,10 +16,33 @@
 typedef struct twice_ctx {
   const fc_merge_opts *o;
   fc_merge_stats *st;
+  fc_store *const *in;
+  MDB_txn *const *txns;
+  size_t n; /* inputs; index n: the output */
+  fc_store *out;
+  MDB_txn *out_txn;
 } twice_ctx;
 
+/* What store i (an input, or n: the output) holds: 1 utterances (audio entries), 2 transcripts
+ * (text entries), both or none. */
+static int holds(const twice_ctx *t, size_t i) {
+  fc_store *s = i < t->n ? t->in[i] : t->out;
+  MDB_txn *txn = i < t->n ? t->txns[i] : t->out_txn;
+  static const int dbs[2] = {FC_DB_AUDIO, FC_DB_TEXT};
+  int what = 0;
+  for (int d = 0; d < 2; d++) {
+    MDB_stat ms;
+    if (mdb_stat(txn, s->dbi[dbs[d]], &ms) != 0 || ms.ms_entries) what |= 1 << d;
+  }
+  return what;
+}
+
+/* A shard two stores record: a copy (said) when they hold entries of one kind; the featurize and
+ * the tokenize store of one shard, kept apart (one holding utterances only, the other
+ * transcripts only), hold no entry twice and are no copy. */
 static void on_twice(uint32_t k, uint32_t sn, size_t a, size_t b, void *user) {
   twice_ctx *t = user;
+  if (!(holds(t, a) & holds(t, b))) return;
   t->st->shards_twice++;
   if (t->o->on_shard_twice) t->o->on_shard_twice(k, sn, a, b, t->o->user);
 }
@@ -278,7 +301,7 @@ int merge_check_shards(fc_store *const *in, MDB_txn *const *txns, size_t n, fc_s
     if (i == n) cover_only[i] = 1;
   }
   if (!rc && inputs_say) { /* an output's own shards alone are not this merge's business */
-    twice_ctx t = {o, st};
+    twice_ctx t = {o, st, in, txns, n, out, out_txn};
     char gap[768];
     rc = shard_sets_check((const shard_mark *const *)sets, counts, m, cover_only, on_twice, &t,
                           &st->shards_missing, gap, sizeof gap);
