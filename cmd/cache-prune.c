@@ -90,10 +90,12 @@ static void say_busy(const char *path) {
                 others == 1 ? "" : "s", then);
   else if (pid)
     fc_cli_warn(path, "in use: %s has it open for writing; %s", who, then);
-  else
+  else /* no holder seen: one of another pid namespace (a container: /proc/locks hides it), or
+        * one that let it go between the open and the look — another cache-prune as well */
     fc_cli_warn(path,
-                "in use: another process has it open for writing (featurize, tokenize, "
-                "cache-merge, cache-config --drop); %s",
+                "in use: a process this one cannot name (of another pid namespace, or one that let "
+                "it go a moment ago) had it open: featurize, tokenize, cache-merge, cache-config "
+                "--drop or another cache-prune; %s",
                 then);
 }
 
