@@ -56,6 +56,9 @@ enum {
                            wrote (fc_store_drop_config, cache-config --drop): FC_PUT_REQUIRE */
   FC_EOPENED = -31934, /* the store is open in this process already (another fc_store, a
                           loader): LMDB opens a store once per process (fc_store.h) */
+  FC_ELOCKGONE = -31935, /* the store's lock.mdb was removed (or replaced) while other processes
+                            had it open: they read through the old one, which a writer here would
+                            not see (fc_store.h) */
   FC_ELAST = -31900
 };
 

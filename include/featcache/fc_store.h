@@ -9,7 +9,12 @@
  * library that opened it) holds it, fc_store_open of it is FC_EOPENED. (A second open used to succeed, and
  * reset or drop the locks that keep other processes' writers off the pages the first handle's
  * readers read.) Share the open handle between threads instead; loaders of one process share
- * theirs. FC_STORE_NOLOCK opens are not counted. */
+ * theirs. FC_STORE_NOLOCK opens are not counted.
+ *
+ * lock.mdb removed: an open is refused, FC_ELOCKGONE, while another process holds the store open
+ * through a lock.mdb that is not the one in its directory now (removed, or replaced, since that
+ * process opened it): the new lock file's reader table does not hold that process's readers, whose
+ * pages a writer would reuse. Seen of processes that open with this library (docs/FORMAT.md). */
 #ifndef FC_STORE_H
 #define FC_STORE_H
 
@@ -70,7 +75,8 @@ static inline const char *fc_db_name(int db) {
 }
 
 /* Open the store in directory dir. With FC_STORE_CREATE the directory, the dbs and meta/format
- * are created when missing. Errors: FC_EOPENED (open in this process already, above), ENOENT (no
+ * are created when missing. Errors: FC_EOPENED (open in this process already, above),
+ * FC_ELOCKGONE (lock.mdb removed under another process's open, above), ENOENT (no
  * such directory), FC_ENOSTORE (a directory with
  * no store in it), FC_EFORMAT (an LMDB env that is not
  * a featcache store, or one with nothing committed: an empty data.mdb too), FC_EVERSION (a featcache store of a format this build does not know),

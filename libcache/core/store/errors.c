@@ -296,6 +296,11 @@ const char *fc_strerror(int err) {
   case FC_EOPENED:
     return "FC_EOPENED: the store is open in this process already (LMDB opens a store once per "
            "process: use the handle that is open, or close it first)";
+  case FC_ELOCKGONE:
+    return "FC_ELOCKGONE: lock.mdb was removed while other processes have the store open (their "
+           "readers are in the removed file, where a writer opened now would not see them and "
+           "would reuse the pages they read): end them (fuser -v STORE/data.mdb lists them), "
+           "then run again";
   case MDB_READERS_FULL: /* said only after the slots of dead processes were cleared (readers.c) */
     return "MDB_READERS_FULL: every reader slot of its lock.mdb is held by a live process (1024 in "
            "a table featcache set up; fewer where another LMDB program opened the store first): "

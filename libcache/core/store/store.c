@@ -55,6 +55,15 @@ static int file_exists(const char *dir, const char *name) {
   return stat(p, &st) != 0 ? 0 : S_ISREG(st.st_mode) && st.st_size == 0 ? 2 : 1; /* 2: empty */
 }
 
+/* lock.mdb's inode: 1 and *ino, or 0 when there is none. */
+static int lock_ino(const char *dir, ino_t *ino) {
+  char p[4096];
+  struct stat st;
+  if (snprintf(p, sizeof p, "%s/lock.mdb", dir) >= (int)sizeof p || stat(p, &st) != 0) return 0;
+  *ino = st.st_ino;
+  return 1;
+}
+
 static int open_dbs(fc_store *s, int existed) {
   int create = (s->flags & FC_STORE_CREATE) && !(s->flags & FC_STORE_RDONLY);
   MDB_txn *txn = NULL;
@@ -276,10 +285,20 @@ static int store_open_once(const char *dir, unsigned flags, fc_store **out) {
   if (flags & FC_STORE_NORDAHEAD) ef |= MDB_NORDAHEAD;
   if (existed == 2 && !(flags & FC_STORE_CREATE)) rc = FC_EFORMAT; /* empty: nothing committed */
   if (rc || (!(flags & FC_STORE_NOLOCK) && (rc = store_claim(s, dir, 1)) != 0)) goto fail;
+  ino_t lk0 = 0, lk1 = 0;
+  const int had_lock = lock_ino(dir, &lk0);
   rc = fault_hit("env") ? EIO : mdb_env_open(s->env, dir, ef, 0664);
   if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH) rc = FC_EFORMAT;
   if (!rc && !(flags & FC_STORE_NOLOCK)) rc = store_claim(s, dir, 0); /* one it created */
   if (rc) goto fail;
+  unsigned got = 0;
+  if (mdb_env_get_flags(s->env, &got) == 0 && !(got & MDB_NOLOCK)) { /* a lock.mdb in use */
+    if (!lock_ino(dir, &lk1) || (had_lock && lk0 != lk1)) { /* removed or replaced meanwhile */
+      rc = EAGAIN;
+      goto fail;
+    }
+    if ((rc = store_lock_mark(s, lk1)) != 0) goto fail;
+  }
   if (existed && (rc = store_check_extent(s)) != 0) goto fail;
   if (!rdonly && (rc = writer_lock(s)) != 0) goto fail;
   if (!rdonly && replaced_meanwhile(s)) {

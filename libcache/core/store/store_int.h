@@ -11,6 +11,7 @@
 #include <setjmp.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/types.h>
 
 /* Every db of a store, the optional ones included (fc_db). */
 #define FC_DB_ALL (FC_DB_FAILED + 1)
@@ -56,6 +57,10 @@ struct fc_store {
  * closed. */
 int store_claim(fc_store *s, const char *dir, int reserve);
 void store_unclaim(fc_store *s);
+/* Mark data.mdb with the lock.mdb this open uses (its inode, lock_ino), and refuse the open,
+ * FC_ELOCKGONE, when another process's open marked another: its lock.mdb was removed (store_once.c).
+ * After mdb_env_open; the mark goes with the environment's descriptor of data.mdb. */
+int store_lock_mark(fc_store *s, ino_t lock_ino);
 /* 0, or ENOSPC/EDQUOT when lock.mdb's header page cannot be written through a map (SIGBUS: a full
  * copy-on-write file system, or one over its quota), which LMDB's open would die of; with reserve,
  * store_claim refuses such a store so. Not asked of a store this process holds (store_once.c). */

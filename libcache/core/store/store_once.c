@@ -150,3 +150,36 @@ void store_unclaim(fc_store *s) {
   s->once = NULL;
   pthread_mutex_unlock(&once_mu);
 }
+
+/* lock.mdb removed under open processes (docs/FORMAT.md "lock.mdb is no stale lock"): `rm
+ * STORE/lock.mdb` while a loader reads, and the next open makes a new lock.mdb, an empty reader
+ * table; writers there do not see the loader's snapshot and reuse its pages (it is then served
+ * other records' bytes, or fails their checksums). Nothing in lock.mdb outlives its removal, so
+ * each open marks data.mdb with the lock file it uses: an OFD read lock (fcntl F_OFD_SETLK, held
+ * by LMDB's own descriptor of data.mdb until the environment closes; not the process's fcntl
+ * locks, which any close of the file would drop) of one byte at MARK_BASE + lock.mdb's inode
+ * number. An open that finds another process's mark at another byte — a lock.mdb that is not this
+ * name's any more — is refused, FC_ELOCKGONE: marking first and looking after, of two opens racing
+ * across a removal one sees the other. Where OFD locks are not had (EINVAL, ENOLCK: an old kernel,
+ * some network file systems) nothing is marked nor refused; processes that do not mark (py-lmdb,
+ * featcache before this) are not seen. */
+#define MARK_BASE ((off_t)1 << 40)
+#define MARK_SPAN ((off_t)1 << 40)
+
+static int mark_seen(int fd, off_t from, off_t len) {
+  struct flock q = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = from, .l_len = len};
+  return len > 0 && fcntl(fd, F_OFD_GETLK, &q) == 0 && q.l_type != F_UNLCK;
+}
+
+/* store_int.h */
+int store_lock_mark(fc_store *s, ino_t lock_ino) {
+  int fd;
+  if (mdb_env_get_fd(s->env, &fd) != 0) return 0;
+  const off_t mine = MARK_BASE + (off_t)(lock_ino % (ino_t)MARK_SPAN);
+  struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = mine, .l_len = 1};
+  if (fcntl(fd, F_OFD_SETLK, &fl) != 0) return 0;
+  return mark_seen(fd, MARK_BASE, mine - MARK_BASE) ||
+                 mark_seen(fd, mine + 1, MARK_BASE + MARK_SPAN - mine - 1)
+             ? FC_ELOCKGONE
+             : 0;
+}
