@@ -62,6 +62,19 @@ done
 "$LB" "${run[@]}" --check-pages --compare --manifest list.txt "$tmp/st" >out 2>err; rc=$?
 [ $rc = 0 ] || fail "sound store, --compare: exit $rc: $(cat err)"
 
+# Ctrl-C during the check (test builds: stopped at its open of the store, FC_FAULT_STOP): the
+# walk stops at the next page, said, nothing run, 130
+if grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null; then
+  . "$FC_SRC/tests/cli/stop_site.bash"
+  FC_FAULT_STOP=store_open:1 sigint_default "$LB" "${run[@]}" --check-pages "$tmp/st" >out 2>err &
+  pid=$!
+  stopped $pid 400 || { kill -9 $pid; fail "Ctrl-C: not stopped at store_open:1: $(cat err)"; }
+  interrupted $pid
+  [ $rc = 130 ] && [ ! -s out ] &&
+    [ "$(tail -n 1 err)" = "loader-bench: $tmp/st: interrupted while checking its pages: nothing run" ] ||
+    fail "Ctrl-C in the check: exit $rc: $(cat err)"
+fi
+
 # no STORE: nothing to check
 "$LB" --check-pages --source synthetic --steps 1 >out 2>err; rc=$?
 [ $rc = 2 ] && [ "$(head -1 err)" = "loader-bench: --check-pages applies to a STORE: no STORE is read here" ] ||
