@@ -162,11 +162,14 @@ def to_device(host_batches, device, depth=2):
         ho = _handoff(host_batches, device, depth)
         if ho is not None:
             ld = host_batches
-            epoch = ld.epoch
+            epoch, h = ld.epoch, ld._handle()
+            gen = h.gen + 1  # (the iteration below begins one)
             try:
                 yield from ho.to_device(epoch, *_slow_device(torch.device(device)))
             finally:
-                if ld.epoch == epoch:
+                if ld.epoch == epoch and h.gen == gen:
+                    # (only the newest iteration advances the epoch, as Loader's own do: one
+                    # overtaken and let go while the newer one runs the epoch leaves it to it)
                     ld.epoch = epoch + 1
             return
     issue, take = _slow_device(torch.device(device))

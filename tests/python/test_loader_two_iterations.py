@@ -78,6 +78,31 @@ def test_an_older_iterator_only_kept_changes_nothing(path, how):
     del kept
 
 
+@pytest.mark.parametrize("how", ["loader_views", "loader_padded", "to_device"])
+def test_an_older_iterator_let_go_leaves_the_epoch_to_the_newer(path, how):
+    """An older iterator of the epoch let go while a newer one runs it advanced the epoch mid-way:
+    under dynamic batching len() in the newer loop then planned the next epoch, which overtook
+    the newer iteration itself (RuntimeError at its next batch)."""
+    kw = dict(max_frames=55, shuffle=True, seed=2)
+    counts = [len(Loader(path, epoch=e, **kw)) for e in range(8)]
+    e = next(e for e in range(7) if counts[e] != counts[e + 1])
+    if how == "to_device":
+        ld = Loader(path, epoch=e, padded=True,
+                    buffer_alloc=lambda n: torch.empty(n, dtype=torch.uint8), **kw)
+        src = type("TD", (), {"__iter__": lambda self: to_device(ld, "cpu")})()
+    else:
+        ld = src = Loader(path, epoch=e, padded=how == "loader_padded", **kw)
+    old = iter(src)
+    next(old)
+    new = iter(src)
+    got = [ids_of(next(new))]
+    del old
+    assert len(ld) == counts[e]
+    got += [ids_of(b) for b in new]
+    assert sorted(i for b in got for i in b) == IDS and len(got) == counts[e]
+    assert ld.epoch == e + 1 and len(ld) == counts[e + 1]
+
+
 class Fetcher:
     """Lightning's fit-loop fetcher, by hand (_PrefetchDataFetcher over a CombinedLoader): each
     iter() makes the new iterator before it drops the old one, and takes one batch ahead."""
