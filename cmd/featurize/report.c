@@ -140,6 +140,7 @@ void fzc_on_event(const fc_featurize_event *ev, void *user) {
                 "id? give each its own, e.g. in a manifest, to keep both)",
                 id, fc_cli_quoted(ev->replaced, was, sizeof was));
   }
+  if (ev->note) fc_cli_warn(label, "%s", ev->note); /* said whatever -v and -q, as above */
   if (!c->verbose) return;
   switch (ev->status) {
   case FC_ITEM_STORED: {

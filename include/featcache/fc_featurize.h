@@ -127,6 +127,10 @@ typedef struct fc_featurize_event {
    * that was another file with other audio (two files with one id, e.g. train/a.wav and
    * dev/a.wav in two runs); NULL otherwise (a new id, or the same file changed or moved) */
   const char *replaced;
+  /* STORED/LINKED: a warning about the source that did not stop it (one line, no "path:"
+   * prefix): a WAV whose data chunk states fewer bytes than follow it, in no chunk (the rest is
+   * not read, as libsndfile and librosa do not read it); NULL when none */
+  const char *note;
 } fc_featurize_event;
 
 typedef void (*fc_featurize_event_fn)(const fc_featurize_event *ev, void *user);

@@ -171,6 +171,18 @@ uint64_t audio_wav_joined(const uint8_t *b, size_t len);
  * first. */
 int64_t audio_riff_after(const uint8_t *b, size_t n, int odd, int data);
 
+/* A RIFF WAVE whose data chunk states fewer bytes than follow it, the rest in no chunk (a writer
+ * that did not update the header, raw samples appended with cat): libsndfile, librosa and sox read
+ * what the header states, and so does featurize, but the rest is audio dropped without a word. When
+ * AUDIO_UNHELD_MIN bytes or more follow so (fewer: padding), a warning into buf (n bytes) saying
+ * how many (and how long at byte_rate, the fmt chunk's) and the way to keep them; returns 1 when it
+ * wrote one. audio_unheld_note takes the bytes after the data chunk (tail, n; odd: the chunk's size
+ * was odd), audio_wav_unheld_note a whole file. */
+enum { AUDIO_UNHELD_MIN = 4096 };
+int audio_unheld_note(const uint8_t *tail, size_t n, int odd, uint32_t byte_rate, char *buf,
+                      size_t len);
+int audio_wav_unheld_note(const uint8_t *b, size_t len, char *buf, size_t n);
+
 /* The container the first bytes show ("WAV", "FLAC", "MP3", ...; NULL: none), for telling a damaged
  * audio file from one that is not audio when libsndfile refuses it. */
 const char *audio_magic(const uint8_t *b, size_t len);

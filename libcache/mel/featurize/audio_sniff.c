@@ -666,3 +666,56 @@ const char *audio_codec_unread(const uint8_t *b, size_t len, char *buf, size_t n
   }
   return NULL;
 }
+
+/* Bytes at the end of b[0, n) (what follows a WAV's data chunk; odd: its size was odd, its pad
+ * byte there or left out) that no chunk holds: from the first place where no chunk header (an id
+ * of 4 printable ASCII bytes, a size within the bytes) begins. */
+static uint64_t unheld_after(const uint8_t *b, size_t n, int odd) {
+  size_t pos = 0;
+  for (int k = 0; k < 64 && pos < n; k++) {
+    for (size_t p = pos; p <= pos + (size_t)odd && p + 8 <= n; p++) {
+      int id = 1;
+      for (int c = 0; c < 4; c++) id &= b[p + (size_t)c] >= 0x20 && b[p + (size_t)c] < 0x7F;
+      if (id && audio_le32(b + p + 4) <= n - p - 8) {
+        pos = p;
+        goto chunk;
+      }
+    }
+    return odd && n - pos == 1 ? 0 : n - pos; /* (a pad byte alone is none) */
+  chunk:;
+    const uint32_t size = audio_le32(b + pos + 4);
+    odd = (int)(size & 1);
+    pos += 8 + (size_t)size;
+  }
+  return 0;
+}
+
+int audio_unheld_note(const uint8_t *tail, size_t n, int odd, uint32_t byte_rate, char *buf,
+                      size_t len) {
+  const uint64_t unheld = unheld_after(tail, n, odd);
+  if (unheld < AUDIO_UNHELD_MIN || byte_rate == 0) return 0;
+  snprintf(buf, len,
+           "%llu bytes (%.2f s as its samples) follow its data chunk and no chunk holds them: "
+           "stored as its header states, as libsndfile, librosa and sox read it; if they are "
+           "samples a writer left out of the header, 'sox --ignore-length IN OUT' keeps them",
+           (unsigned long long)unheld, (double)unheld / byte_rate);
+  return 1;
+}
+
+int audio_wav_unheld_note(const uint8_t *b, size_t len, char *buf, size_t n) {
+  if (len < 12 || memcmp(b, "RIFF", 4) != 0 || memcmp(b + 8, "WAVE", 4) != 0) return 0;
+  uint32_t byte_rate = 0;
+  for (size_t pos = 12; pos + 8 <= len;) {
+    const uint64_t size = audio_le32(b + pos + 4);
+    if (memcmp(b + pos, "fmt ", 4) == 0 && size >= 16 && pos + 24 <= len)
+      byte_rate = audio_le32(b + pos + 16);
+    if (memcmp(b + pos, "data", 4) == 0) {
+      if (!size_stated(size) || size > len - pos - 8) return 0; /* read to the end; cut short */
+      const size_t end = pos + 8 + (size_t)size;
+      return audio_unheld_note(b + end, len - end, (int)(size & 1), byte_rate, buf, n);
+    }
+    if (size + (size & 1) > len - pos - 8) return 0;
+    pos += 8 + (size_t)size + (size & 1);
+  }
+  return 0;
+}

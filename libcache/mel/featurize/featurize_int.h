@@ -56,6 +56,7 @@ typedef struct fz_job {
   double seconds;
   int refresh; /* only the entry, rewritten for its source's new identity: reported SKIPPED */
   char *replaced; /* STORED: the entry's rewrite replaces another file's (the event's replaced) */
+  char *note; /* STORED: a warning about its source (the event's note), or NULL */
   uint32_t source_rate, source_channels; /* STORE: the source's, for the event */
   /* STORE, once committed: its record's put met the record there (FZ_KEPT_RECORD; set too for a
    * job that links a record found at the lookup), its entry's the same entry (FZ_KEPT_ENTRY) or

@@ -47,6 +47,7 @@ void fz_job_free(fz_job *j) {
   free(j->record);
   free(j->entry);
   free(j->replaced);
+  free(j->note);
   fz_hold_drop(j->hold); /* a staged job: its chunk goes back to the ring with its last job */
   if (j->run) fz_item_release(j->run, j->index);
   free(j);

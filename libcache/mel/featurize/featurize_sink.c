@@ -330,7 +330,8 @@ static void report_committed(fz_run *r, fz_job *batch) {
                              .seconds = j->seconds,
                              .source_rate = j->source_rate,
                              .source_channels = j->source_channels,
-                             .replaced = j->replaced};
+                             .replaced = j->replaced,
+                             .note = found ? NULL : j->note};
     if (found) {
       r->st.skipped_existing++;
     } else {

@@ -478,6 +478,10 @@ static int read_staged(fz_run *r, fz_worker *w, size_t i, const char *abs, doubl
     goto nomem_slot;
   }
   j->replaced = replaced;
+  char note[320];
+  if (audio_unheld_note(w->buf + tail_off, tail_len, 0, 2 * info.sample_rate, note, sizeof note) &&
+      !(j->note = fc_strdup(note)))
+    goto nomem_slot;
   j->clear_fail = have_fail;
   j->entry_there = have_entry && !stale; /* as the usual way's (report_committed) */
   j->audio_there = have_entry;
@@ -604,6 +608,10 @@ static void process_item(fz_run *r, fz_worker *w, size_t i) {
   if (!(j = fz_job_new(r, i))) goto nomem;
   j->replaced = replaced;
   replaced = NULL;
+  if (!have_feat && audio_wav_unheld_note(bytes, len, why, sizeof why) &&
+      !(j->note = fc_strdup(why)))
+    goto nomem;
+  why[0] = '\0';
   j->clear_fail = have_fail;
   j->entry_there = have_entry && !stale;
   j->audio_there = have_entry;
