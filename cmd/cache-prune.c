@@ -313,7 +313,10 @@ static int prune_word(const char *word, unsigned parts, uint64_t unwritten,
   fc_cli_progress_init(&ps.line, force_progress, quiet);
   if (po->damaged && ps.line.on) po->progress = on_progress, po->progress_ud = &ps;
   fc_store **ss = calloc(n ? n : 1, sizeof *ss);
-  if (!ss) return FC_EXIT_FAIL;
+  if (!ss) {
+    fc_cli_warn(word, "%s: nothing removed", fc_strerror(ENOMEM));
+    return FC_EXIT_FAIL;
+  }
   int code = 0;
   const char *status = "done";
   for (size_t k = 0; k < n && !code; k++)
@@ -582,13 +585,22 @@ int main(int argc, char **argv) {
   if (nw > 1 && (worst = check_stores(stores, n, dmg, po.dry_run)) != 0) goto out;
   if (manifest && (worst = manifest_keeps_none(manifest, stores, n, keep, po.n_keep)) != 0)
     goto out;
+  size_t pruned = 0, failed = 0; /* STORE words */
   for (size_t w = 0; w < nw; w++) {
     int code =
         prune_word(words[w], nparts[w], unw[w], stores + first[w], first[w + 1] - first[w],
                    dmg ? dmg + first[w] : NULL, &po, manifest != NULL, json, quiet, force_progress);
     if (code > worst) worst = code;
+    pruned += code == FC_EXIT_OK;
+    failed += code == FC_EXIT_FAIL;
     if (code > 128) break; /* interrupted: the stores after it are not started */
   }
+  /* several STOREs: the summary every exit 1 has, whatever -q, the STOREs done of those given
+   * (one in use, damaged or whose write failed is said above; the others were pruned all the
+   * same). One STORE's line (or its refusal) is its summary. */
+  if (worst == FC_EXIT_FAIL && nw > 1)
+    fc_cli_warn(NULL, "done: %zu of %zu store%s %s (%zu failed)", pruned, nw, nw == 1 ? "" : "s",
+                po.dry_run ? "read" : "pruned", failed);
 out:
   free(nparts);
   free(unw);

@@ -9,7 +9,8 @@
 #     opened;
 #   cache-prune --dry-run, as the run it stands for (which opens every STORE before it prunes the
 #     first), refuses the list (exit 2, no STORE reported: it reported the others, then exited 2),
-#     and so do cache-bench and loader-bench (nothing run).
+#     and so do cache-bench and loader-bench (nothing run); one in use is cache-prune's exit 1, the
+#     others pruned, with `done: 1 of 2 stores pruned (1 failed)` (it said no N of M).
 set -u
 for t in cache-verify cache-config cache-prune cache-bench featurize; do
   [ -x "$FC_BIN/$t" ] || { echo "FAIL: $t is not built"; exit 1; }
@@ -112,6 +113,27 @@ run "prune --dry-run --json" 2 "cache-prune: nope: cannot open the store: No suc
 run "prune" 2 "cache-prune: wavs: not a featcache store (no data.mdb)" "$P" s1 wavs s2
 run "bench" 2 "cache-bench: wavs: not a featcache store (no data.mdb)" "$FC_BIN/cache-bench" s1 wavs s2
 "$P" --dry-run -q s1 s2 || fail "prune --dry-run of two stores: exit $?"
+# one in use (a writer holds its lock) is left to its turn: the others pruned, exit 1 with the
+# summary every exit 1 has (it ended at the refusal, no N of M said), whatever -q
+"$PY" -c 'import fcntl, time
+f = open("s2/data.mdb")
+fcntl.flock(f, fcntl.LOCK_SH)
+open("held", "w").close()
+time.sleep(30)' &
+holder=$!
+for _ in $(seq 100); do [ -e held ] && break; sleep 0.05; done
+busy="cache-prune: s2: in use: process $holder ($(cat /proc/$holder/comm 2>/dev/null)) has it open for writing; nothing removed: run cache-prune when it has finished"
+run "prune, one in use" 1 "$busy
+cache-prune: done: 1 of 2 stores pruned (1 failed)" "$P" -q s1 s2
+run "prune --json, one in use" 1 "$busy
+cache-prune: done: 1 of 2 stores pruned (1 failed)" "$P" -q --json s2 s1
+"$PY" -c 'import json
+o = [json.loads(l) for l in open("out")]
+assert [(d["store"], d["status"]) for d in o] == [("s2", "error"), ("s1", "done")], o' ||
+  fail "prune --json, one in use: $(cat out)"
+run "prune, the only one in use" 1 "$busy" "$P" -q s2
+kill $holder
+wait $holder 2>/dev/null
 
 [ "$fails" = 0 ] && echo "all several-stores checks passed"
 exit "$fails"
