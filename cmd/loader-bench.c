@@ -158,6 +158,9 @@ typedef struct axis {
 #define MAX_BATCH 65536u
 #define MAX_WORKERS 256u
 #define MAX_PREFETCH 64u
+/* the cache source's loader (fc_loader_open refuses more: libcache/core/loader/loader.c) */
+#define LOADER_MAX_THREADS 64u
+#define LOADER_MAX_DEPTH 1024u
 
 static void add_axis_value(const char *name, const char *item, void *ctx) {
   axis *a = ctx;
@@ -378,6 +381,22 @@ int main(int argc, char **argv) {
     fc_cli_usage_error("--%s applies to --source synthetic only",
                        synth_ms_given ? "synthetic-ms" : "synthetic-items");
   if (base.views && !want_cache) fc_cli_usage_error("--views applies to the cache source only");
+  /* the loader's bounds, for every cell: said before any runs, naming the options (the loader's
+   * own refusal named the store, "prefetch_threads 256 > 64", and stopped a sweep midway, the
+   * cells it had measured unreported) */
+  for (int wi = 0; want_cache && wi < ax_workers.n; wi++)
+    for (int pi = 0; pi < ax_prefetch.n; pi++) {
+      uint32_t w = ax_workers.v[wi], pf = ax_prefetch.v[pi];
+      const char *wo = sweep ? "workers=" : "--workers ", *po = sweep ? "prefetch=" : "--prefetch ";
+      if (w > LOADER_MAX_THREADS)
+        fc_cli_usage_error("%s%u: the cache source's loader runs at most %u prefetch threads", wo,
+                           w, LOADER_MAX_THREADS);
+      if ((uint64_t)w * pf > LOADER_MAX_DEPTH)
+        fc_cli_usage_error(
+            "%s%u with %s%u: %llu batches ahead; the cache source's loader keeps "
+            "at most %u",
+            wo, w, po, pf, (unsigned long long)w * pf, LOADER_MAX_DEPTH);
+    }
   if (!isnan(base.pad_value) && !want_cache)
     fc_cli_usage_error("--pad-value applies to the cache source only");
   if (!isnan(base.pad_value) && base.views)

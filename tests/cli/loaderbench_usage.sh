@@ -109,6 +109,17 @@ $try" -- "$LB" --source synthetic --sweep workers=1,x
 # a sweep's values are held to the bounds of -w and --prefetch (workers=1000 started 1000 threads)
 check sweep-workers 2 "loader-bench: invalid value '1000' for --workers (want an integer in 0..256)
 $try" -- "$LB" --source synthetic --sweep workers=1,1000
+# the cache source's loader bounds (64 threads, 1024 batches ahead), checked before any run: the
+# loader's own refusal named the store ("st: prefetch_threads 256 > 64") and, in a sweep, came at
+# that cell, the cells measured before it unreported (exit 2)
+check cache-workers 2 "loader-bench: --workers 65: the cache source's loader runs at most 64 prefetch threads
+$try" -- "$LB" -w 65 st
+check cache-depth 2 "loader-bench: --workers 17 with --prefetch 64: 1088 batches ahead; the cache source's loader keeps at most 1024
+$try" -- "$LB" -w 17 --prefetch 64 st
+check sweep-cache-workers 2 "loader-bench: workers=256: the cache source's loader runs at most 64 prefetch threads
+$try" -- "$LB" --sweep workers=1,256 st
+check compare-depth 2 "loader-bench: --workers 64 with --prefetch 64: 4096 batches ahead; the cache source's loader keeps at most 1024
+$try" -- "$LB" --compare --manifest m.csv -w 64 --prefetch 64 st
 check sweep-prefetch 2 "loader-bench: invalid value '100' for --prefetch (want an integer in 1..64)
 $try" -- "$LB" --source synthetic --sweep prefetch=100
 check sweep-prefetch0 2 "loader-bench: invalid value '0' for --prefetch (want an integer in 1..64)
