@@ -9,8 +9,14 @@ Files live in BACKING (the "disk"). A write(2) through MOUNT goes into this proc
 reads, LMDB's MAP_SHARED map included, see the data as written. fsync(2)/fdatasync(2) of a file
 (and msync(2), which the kernel turns into one) writes that file's pending data to BACKING; a
 write through a descriptor opened O_SYNC/O_DSYNC is synced with it. Directory operations
-(create, mkdir, rename, link, unlink) go to BACKING at once: the model loses data, not names
-(a file created and never synced is there after the cut, empty or short).
+(create, mkdir, rename, link, unlink, rmdir) go to BACKING at once, so that every reader sees
+them, and into a second log: a change to a directory's entries is lost at the cut (every mode but
+keep) unless that directory was fsynced after it (fsync(2) of a descriptor of the directory: POSIX
+makes a name durable no other way). One exception, as ext4, XFS and btrfs behave and LMDB relies
+on: a file's fsync makes the entry that created it durable, and the directories made above it.
+So a rename or link into place whose directory is not synced after it is undone at the cut: the
+old name back, the file it replaced back under its name (kept meanwhile by a hard link in
+STATE/stash), a new link removed; an unlink undone brings the file back with what was synced.
 
 At unmount the cut is applied to BACKING, by MODE:
   keep     every pending write is kept (a process was killed; the page cache survived)
@@ -66,6 +72,8 @@ class PowerCutFS:  # a fuse.Operations: main mixes that in once the binding is i
         self.state = state
         self.files = {}  # backing inode -> File
         self.log = []  # (ino, ("w", off, bytes) | ("t", size)) in the order they happened
+        self.dlog = []  # pending directory changes, in order: [kind, dirs not synced, args...]
+        self.stashed = 0  # files kept in STATE/stash for an undo (a replaced or unlinked name)
         self.fhs = {}  # fh -> (ino, sync_each_write)
         self.next_fh = 1
         self.mu = threading.Lock()
@@ -135,6 +143,80 @@ class PowerCutFS:  # a fuse.Operations: main mixes that in once the binding is i
         f.dirty = False
         self.log = [e for e in self.log if e[0] != ino]
 
+    # -- directory changes (the second log) ---------------------------------------------------
+    def _parent(self, bpath):
+        return os.path.dirname(bpath.rstrip("/"))
+
+    def _dchange(self, kind, dirs, *args):
+        self.dlog.append([kind, set(dirs)] + list(args))
+
+    def _stash(self, bpath):
+        """A hard link to bpath's file in STATE/stash (a copy across file systems), or None."""
+        try:
+            st = os.lstat(bpath)
+        except OSError:
+            return None
+        if not os.path.isfile(bpath) or os.path.islink(bpath):
+            return None
+        d = os.path.join(self.state, "stash")
+        os.makedirs(d, exist_ok=True)
+        self.stashed += 1
+        dst = os.path.join(d, "%d" % self.stashed)
+        try:
+            os.link(bpath, dst)
+        except OSError:
+            import shutil
+            shutil.copy2(bpath, dst)
+        return (dst, st.st_ino)
+
+    def _dsynced(self, bdir):
+        """fsync of a directory: the changes to its entries are durable."""
+        for e in self.dlog:
+            e[1].discard(bdir)
+        self.dlog = [e for e in self.dlog if e[1]]
+
+    def _created_synced(self, ino):
+        """fsync of a file: the entry that created it durable, and the directories above it."""
+        made = [e[2] for e in self.dlog if e[0] == "create" and e[3] == ino]
+        if not made:
+            return
+        above = set()
+        for bp in made:
+            d = self._parent(bp)
+            while d.startswith(self.root) and d != self.root:
+                above.add(d)
+                d = self._parent(d)
+        self.dlog = [e for e in self.dlog if not (e[0] == "create" and e[3] == ino) and
+                     not (e[0] == "mkdir" and e[2] in above)]
+
+    def _undo(self, e):
+        kind, args = e[0], e[2:]
+        try:
+            if kind == "create":
+                bp, ino = args
+                if os.path.lexists(bp) and os.lstat(bp).st_ino == ino:
+                    os.unlink(bp)
+            elif kind == "mkdir":
+                import shutil
+                shutil.rmtree(args[0], ignore_errors=True)
+            elif kind == "rename":
+                bold, bnew, stash = args
+                if os.path.lexists(bnew):
+                    os.rename(bnew, bold)
+                if stash and not os.path.lexists(bnew):
+                    os.link(stash[0], bnew)
+            elif kind == "link":
+                if os.path.lexists(args[0]):
+                    os.unlink(args[0])
+            elif kind == "unlink":
+                bp, stash = args
+                if stash and not os.path.lexists(bp):
+                    os.link(stash[0], bp)
+            elif kind == "rmdir":
+                os.makedirs(args[0], exist_ok=True)
+        except OSError as x:  # reported, not fatal: the rest of the cut is applied
+            sys.stderr.write("powercut_fs: cannot undo %s %r: %s\n" % (kind, args, x))
+
     def _snap(self, kind, path, f):
         dst = os.path.join(self.state, kind, path.strip("/").replace("/", "%"))
         tmp = dst + ".tmp"
@@ -173,10 +255,16 @@ class PowerCutFS:  # a fuse.Operations: main mixes that in once the binding is i
             raise fuse.FuseOSError(errno.EACCES)
 
     def mkdir(self, path, mode):
-        os.mkdir(self._b(path), mode)
+        with self.mu:
+            bp = self._b(path)
+            os.mkdir(bp, mode)
+            self._dchange("mkdir", [self._parent(bp)], bp)
 
     def rmdir(self, path):
-        os.rmdir(self._b(path))
+        with self.mu:
+            bp = self._b(path)
+            os.rmdir(bp)
+            self._dchange("rmdir", [self._parent(bp)], bp)
 
     def chmod(self, path, mode):
         os.chmod(self._b(path), mode)
@@ -189,17 +277,24 @@ class PowerCutFS:  # a fuse.Operations: main mixes that in once the binding is i
 
     def rename(self, old, new):
         with self.mu:
-            os.rename(self._b(old), self._b(new))
+            bold, bnew = self._b(old), self._b(new)
+            stash = self._stash(bnew)  # the file the rename replaces, back at an undo
+            os.rename(bold, bnew)
+            self._dchange("rename", [self._parent(bold), self._parent(bnew)], bold, bnew, stash)
 
     def link(self, target, source):
         with self.mu:
-            os.link(self._b(source), self._b(target))
+            bnew = self._b(target)
+            os.link(self._b(source), bnew)
+            self._dchange("link", [self._parent(bnew)], bnew)
 
     def unlink(self, path):
         with self.mu:
             bp = self._b(path)
             st = os.lstat(bp)
+            stash = self._stash(bp)
             os.unlink(bp)
+            self._dchange("unlink", [self._parent(bp)], bp, stash)
             if st.st_nlink <= 1 and st.st_ino in self.files:
                 f = self.files.pop(st.st_ino)
                 os.close(f.fd)
@@ -224,9 +319,12 @@ class PowerCutFS:  # a fuse.Operations: main mixes that in once the binding is i
     def create(self, path, mode, fi=None):
         with self.mu:
             bp = self._b(path)
+            existed = os.path.lexists(bp)
             fd = os.open(bp, os.O_CREAT | os.O_RDWR, mode)
             os.close(fd)
             st = os.stat(bp)
+            if not existed:
+                self._dchange("create", [self._parent(bp)], bp, st.st_ino)
             self._file(st.st_ino, bp)
             return self._newfh(st.st_ino, 0)
 
@@ -263,6 +361,7 @@ class PowerCutFS:  # a fuse.Operations: main mixes that in once the binding is i
             meta = os.path.basename(path) == "data.mdb" and offset < META_END
             if sync_each:
                 self._sync(ino)
+                self._created_synced(ino)
             if meta:
                 self._snap("committed", path, f)
                 if sync_each:
@@ -294,12 +393,15 @@ class PowerCutFS:  # a fuse.Operations: main mixes that in once the binding is i
         with self.mu:
             ino = self.fhs[fh][0] if fh in self.fhs else os.stat(self._b(path)).st_ino
             self._sync(ino)
+            self._created_synced(ino)
             if os.path.basename(path) == "data.mdb" and ino in self.files:
                 self._snap("synced", path, self.files[ino])
             return 0
 
     def fsyncdir(self, path, datasync, fh):
-        return 0
+        with self.mu:
+            self._dsynced(self._b(path).rstrip("/") if path != "/" else self.root)
+            return 0
 
     # -- the cut -----------------------------------------------------------------------------
     def cut(self, mode, seed):
@@ -322,8 +424,14 @@ class PowerCutFS:  # a fuse.Operations: main mixes that in once the binding is i
         for f in self.files.values():
             os.close(f.fd)
         self.files.clear()
+        names_lost = 0 if mode == "keep" else len(self.dlog)
+        if mode != "keep":  # the directory changes never synced, undone newest first
+            for e in reversed(self.dlog):
+                self._undo(e)
+        import shutil
+        shutil.rmtree(os.path.join(self.state, "stash"), ignore_errors=True)
         return {"mode": mode, "seed": seed, "pending": pending, "kept": len(chosen),
-                "lost": pending - len(chosen)}
+                "lost": pending - len(chosen), "names_lost": names_lost}
 
 
 def main():

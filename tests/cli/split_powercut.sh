@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # A split store through a power cut (scripts/powercut_fs.py, `--cut drop`: every write not synced
-# is lost; names reach the disk at once). featurize --writers 3 writes the store's marker
-# (featcache-split) before its parts: a temporary file, synced, linked to its name. The cut right
-# after the job exited 0 must leave a store that opens and holds every record: without the
-# marker's sync its name survives the cut and its bytes do not, an empty marker, and the store —
-# every part sound — reads as "not a split-store marker" to every tool. Needs /dev/fuse and a FUSE
-# binding for Python; else skipped (77), saying why.
+# is lost, and every change to a directory's entries not followed by a sync of the directory).
+# featurize --writers 3 writes the store's marker (featcache-split) before its parts: a temporary
+# file, synced, linked to its name, the directory synced. The cut right after the job exited 0 must
+# leave a store that opens and holds every record: without the marker's sync its name survives the
+# cut and its bytes do not, an empty marker ("not a split-store marker" to every tool); without
+# the directory's, the link is undone, and the store — every part sound — is "not a featcache
+# store". Needs /dev/fuse and a FUSE binding for Python; else skipped (77), saying why.
 set -uo pipefail
 fail() { echo "FAIL: $*" >&2; exit 1; }
 . "$FC_SRC/tests/cli/powercut.bash" # tmp, powercut_mount, powercut_cut
