@@ -232,6 +232,32 @@ static void on_output_lacks_token_configs(const char *name, const char *out_hex,
               one ? "" : ", for each of them");
 }
 
+/* The same where some were made by an older tokenize (a shard tokenized before an upgrade): its
+ * ids are out of date, and no option makes it one with the others; the fix is to tokenize it
+ * again with this one */
+static void on_token_configs_stale(const char *name, const char *detail, const char *stale,
+                                   const char *version, int refused, void *user) {
+  ctx *c = user;
+  fc_cli_progress_clear(&c->progress);
+  qname q;
+  const char *qo = qn(c->out, &q);
+  const int one = !strchr(stale, ',');
+  fprintf(stderr,
+          "%s: the inputs hold %s: %s %s made by an older tokenize (%s): %s ids are out of date, "
+          "and tokens=\"%s\" would not say which\n",
+          fc_cli_tool, detail, stale, one ? "was" : "were", version, one ? "its" : "their", name);
+  if (refused)
+    fprintf(stderr,
+            "%s: tokenize the stores that hold %s again with this tokenize: drop %s from them "
+            "(cache-config --drop %s STORE) and run their tokenize again\n",
+            fc_cli_tool, one ? "it" : "them", one ? "it" : "each", one ? stale : "DIGEST");
+  else
+    say_later(c,
+              "%s: merged all the same (the stores record no shards): tokenize %s again with this "
+              "tokenize over the whole manifest, then drop %s (cache-config --drop %s %s)\n",
+              fc_cli_tool, qo, one ? "it" : "each", one ? stale : "DIGEST", qo);
+}
+
 /* Token configs of one name that every store holds all of (each shard tokenized again with
  * another vocabulary): merged whole, but the loader's tokens="NAME" wants a digest; said after the
  * merge went on, with the drop that leaves one */
@@ -523,6 +549,7 @@ int main(int argc, char **argv) {
   mo.on_output_lacks_token_configs = on_output_lacks_token_configs;
   mo.on_token_configs_options = on_token_configs_options;
   mo.on_token_configs_together = on_token_configs_together;
+  mo.on_token_configs_stale = on_token_configs_stale;
   mo.on_mel_configs = on_mel_configs;
   mo.on_token_configs_held_apart = on_token_configs_held_apart;
   mo.user = &cx;

@@ -193,6 +193,13 @@ typedef struct fc_merge_opts {
    * tokenizer_version N: out of date)"). Never refused. May be NULL. */
   void (*on_token_configs_together)(const char *name, size_t configs, const char *hexes,
                                     void *user);
+  /* As on_token_configs where some of the configs were made by an older tokenize (their
+   * tokenizer_version below this build's: a shard tokenized before an upgrade), whose ids are
+   * out of date: stale, their digests (32 hex each, ", " between); version, "tokenizer_version
+   * 4, where this one's is 5". Called instead of on_token_configs_options and on_token_configs
+   * (which are called when this is NULL), refused as they would be. May be NULL. */
+  void (*on_token_configs_stale)(const char *name, const char *detail, const char *stale,
+                                 const char *version, int refused, void *user);
 } fc_merge_opts;
 
 /* Defaults: refuse conflicts, the bounds in brackets, no callbacks. */

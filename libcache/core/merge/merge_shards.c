@@ -128,6 +128,15 @@ static int options_diff(const tokcfg *c, const tokcfg *r, char *out, size_t len)
   return said;
 }
 
+/* 1 when c was made by an older tokenize (its tokenizer_version below this build's for its
+ * tokenizer: its ids are out of date), with *was and *now; else 0. */
+static int made_older(const tokcfg *c, long long *was, int *now) {
+  const json_t *tv = json_object_get(c->o, "tokenizer_version");
+  *now = fc_tok_version_of(json_string_value(json_object_get(c->o, "tokenizer")));
+  *was = json_is_integer(tv) ? json_integer_value(tv) : 0;
+  return json_is_integer(tv) && *was < *now;
+}
+
 /* The token configs in the meta db of txn, appended to *v (holder h). */
 static int token_configs(MDB_txn *txn, MDB_dbi meta, size_t h, tokcfg **v, size_t *n, size_t *cap) {
   tok_walk w = {v, n, cap, h};
@@ -250,7 +259,22 @@ static int check_token_configs(fc_store *const *in, MDB_txn *const *txns, size_t
             listed++;
           }
         }
-        if (options && o->on_token_configs_options)
+        /* one made by an older tokenize (a shard tokenized before an upgrade): its ids are out
+         * of date, and no option given makes it one with the others */
+        char stale[4 * 40 + 8] = "", ver[96] = "";
+        for (size_t x = a, y; x < b; x = y) {
+          for (y = x; y < b && !strcmp(v[y].hex, v[x].hex); y++) {}
+          long long was;
+          int now;
+          size_t sl = strlen(stale);
+          if (made_older(&v[x], &was, &now) && sl + 40 < sizeof stale) {
+            snprintf(stale + sl, sizeof stale - sl, "%s%s", sl ? ", " : "", v[x].hex);
+            snprintf(ver, sizeof ver, "tokenizer_version %lld, where this one's is %d", was, now);
+          }
+        }
+        if (stale[0] && o->on_token_configs_stale)
+          o->on_token_configs_stale(v[a].name, line, stale, ver, shards, o->user);
+        else if (options && o->on_token_configs_options)
           o->on_token_configs_options(v[a].name, line, diff, shards, o->user);
         else
           o->on_token_configs(v[a].name, line, shards, o->user);
@@ -268,13 +292,12 @@ static int check_token_configs(fc_store *const *in, MDB_txn *const *txns, size_t
           snprintf(hexes + at, sizeof hexes - at, ", ...");
           break;
         }
-        const json_t *tv = json_object_get(v[x].o, "tokenizer_version");
-        const int now = fc_tok_version_of(json_string_value(json_object_get(v[x].o, "tokenizer")));
+        long long was;
+        int now;
         char stale[80] = "";
-        if (json_is_integer(tv) && json_integer_value(tv) < now)
+        if (made_older(&v[x], &was, &now))
           snprintf(stale, sizeof stale,
-                   " (made by an older tokenize, tokenizer_version %lld: out of date)",
-                   (long long)json_integer_value(tv));
+                   " (made by an older tokenize, tokenizer_version %lld: out of date)", was);
         snprintf(hexes + at, sizeof hexes - at, "%s%s%s", at ? ", " : "", v[x].hex, stale);
       }
       o->on_token_configs_together(v[a].name, configs, hexes, o->user);
