@@ -278,8 +278,9 @@ class FeatcacheDataset(IterableDataset):
         # the copy of the dataset they started with) read the one set_epoch set last
         self._epoch_box = multiprocessing.RawValue("Q", 0)
         # how iterations begin, shared the same way (_begin): [an iteration has begun,
-        # set_epoch called since, iterations recorded, then (token, epoch) of the last _RECENT]
-        self._seen_box = multiprocessing.RawArray("Q", 3 + 2 * _RECENT)
+        # set_epoch called since, iterations recorded, then (token, epoch, workers begun) of the
+        # last _RECENT]
+        self._seen_box = multiprocessing.RawArray("Q", 3 + 3 * _RECENT)
         # (a spawn context's lock: shared with forked workers and spawned ones alike)
         self._seen_lock = multiprocessing.get_context("spawn").Lock()
         self.epoch = _number("epoch", loader_kwargs.pop("epoch", 0), _MAX64)
@@ -332,11 +333,11 @@ class FeatcacheDataset(IterableDataset):
 
     def _seen(self):
         """[an iteration has begun, set_epoch called since, iterations recorded, then (token,
-        epoch) pairs]: shared with the DataLoader workers (a copy pickled outside one keeps its
-        own)."""
+        epoch, workers begun) triples]: shared with the DataLoader workers (a copy pickled
+        outside one keeps its own)."""
         d = self.__dict__
         seen = d.get("_seen_box")
-        return d.setdefault("_seen", [0] * (3 + 2 * _RECENT)) if seen is None else seen
+        return d.setdefault("_seen", [0] * (3 + 3 * _RECENT)) if seen is None else seen
 
     def _locked(self):
         lock = self.__dict__.get("_seen_lock")
@@ -349,25 +350,30 @@ class FeatcacheDataset(IterableDataset):
         one order for good). The DataLoader workers of one iteration each begin it, in their own
         processes: they share a token (the iteration's base seed, torch's worker seed less the
         worker id, and how many iterations the process began: persistent workers begin one
-        each epoch), and the first of them to begin chooses the epoch for all of them."""
+        each epoch), and the first of them to begin chooses the epoch for all of them. A worker
+        whose id already began the token's iteration begins another one (a base seed drawn
+        again alike: torch.manual_seed, or a generator seeded alike, before each epoch)."""
         d = self.__dict__
         n = d["_begun_here"] = d.get("_begun_here", 0) + 1
         info = get_worker_info()
         # (ints only: a str's hash differs from one spawned process to another)
         key = (0, os.getpid(), n) if info is None else (1, info.seed - info.id, n)
         token = (hash(key) & _MAX64) or 1
+        bit = 1 << (0 if info is None else info.id % 64)
         with self._locked():
             seen = self._seen()
-            for k in range(_RECENT):  # (a worker of an iteration another worker began)
-                if seen[3 + 2 * k] == token:
-                    return seen[4 + 2 * k]
+            k = next((k for k in range(_RECENT) if seen[3 + 3 * k] == token), None)
+            if k is not None and not seen[5 + 3 * k] & bit:
+                seen[5 + 3 * k] |= bit  # (a worker of an iteration another worker began)
+                return seen[4 + 3 * k]
             epoch = self.epoch
             if seen[0] and not seen[1]:
                 epoch = self.epoch = (epoch + 1) & _MAX64
             seen[0], seen[1] = 1, 0
-            k = seen[2] % _RECENT
-            seen[3 + 2 * k], seen[4 + 2 * k] = token, epoch
-            seen[2] += 1
+            if k is None:
+                k = seen[2] % _RECENT
+                seen[2] += 1
+            seen[3 + 3 * k], seen[4 + 3 * k], seen[5 + 3 * k] = token, epoch, bit
         return epoch
 
     def _shard(self):

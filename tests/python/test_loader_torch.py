@@ -207,6 +207,28 @@ def test_without_set_epoch_workers_run_the_next_epoch_together(store, ctx):
         assert [(list(b["ids"]), b["mel_starts"].tolist()) for b in dl] == ep[2], persistent
 
 
+def test_without_set_epoch_workers_seeded_alike_run_the_next_epoch(store):
+    # the workers of an iteration know one another by torch's base seed for it: a loop that seeds
+    # torch (or a DataLoader generator) alike before each epoch draws the same one again, and the
+    # workers of the new iteration took it for the last one's (its epoch: one order for good)
+    import featcache
+    kw = dict(batch_size=3, shuffle=True, seed=6)
+    ep = [[list(b.ids) for b in featcache.Loader(store["path"], epoch=e, **kw)] for e in range(4)]
+    ds = FeatcacheDataset(store["path"], **kw)
+    got = []
+    for e in range(2):
+        torch.manual_seed(0)
+        dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
+                                         multiprocessing_context="fork")
+        got.append([list(b["ids"]) for b in dl])
+    for e in range(2):
+        dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
+                                         multiprocessing_context="fork",
+                                         generator=torch.Generator().manual_seed(1))
+        got.append([list(b["ids"]) for b in dl])
+    assert got == ep
+
+
 def test_relative_paths_after_chdir(store, monkeypatch):
     # a script that changes directory after making its Loader or dataset (into its run's output
     # folder): DataLoader workers, which open the store later, looked for a relative store (and
