@@ -665,7 +665,8 @@ int main(int argc, char **argv) {
       return code;
     } /* the device failed to start while the CPU computed (hybrid start): what is stored, said */
   } else if (rc && st.manifest_stopped) { /* its own line, not the store's; the done line counts */
-    fc_cli_warn(NULL, "%s; the run stopped there, the lines before it stored", why);
+    fc_cli_warn(NULL, "%s; the %s stopped there, the lines before it %s", why,
+                check ? "check" : "run", check ? "checked" : "stored");
     code = FC_EXIT_FAIL;
   } else if (rc && (why[0] || !strict)) { /* a failed commit (strict item errors leave why empty) */
     fc_cli_warn(store_dir, "%s%s", why[0] ? why : fc_strerror(rc), fc_cli_room_hint(rc));

@@ -164,6 +164,7 @@ static void segment_line(const char *name, const char *line, size_t no) {
   k += strspn(k, " \t");
   const int quoted = *k == '"'; /* "2.5", a CSV's column turned JSON: a number of seconds too */
   k += quoted;
+  if (quoted) k += strspn(k, " \t"); /* " 2.5": read so too (manifest_segment.c) */
   char *end;
   const double v = strtod(k, &end);
   /* not a segment: 0, no number ("2.5s"), a negative or past a double's range: the line's own

@@ -87,6 +87,13 @@ rc=$?
 [ $rc = 2 ] && [ ! -e s6 ] &&
   grep -qx 'featurize: seg.jsonl:1: "offset": 1.5: a segment of its audio file .*' err ||
   fail "string offset: exit $rc: $(cat err)"
+# ... with blanks in its quotes, as the line's reader takes it (it failed the line, exit 1)
+printf '{"audio_filepath": "long.wav", "id": "t3", "offset": " 1.5 "}\n' >seg2.jsonl
+FZ -o s7 --manifest seg2.jsonl >out 2>err
+rc=$?
+[ $rc = 2 ] && [ ! -e s7 ] &&
+  grep -qx 'featurize: seg2.jsonl:1: "offset": 1.5: a segment of its audio file .*' err ||
+  fail "string offset with blanks: exit $rc: $(cat err)"
 
 [ $fails = 0 ] && echo ok
 exit $((fails > 0))

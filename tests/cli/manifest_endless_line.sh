@@ -110,5 +110,14 @@ d = json.load(open("out"))
 assert (d["total"], d["skipped_existing"], d["processed"], d["failed"]) == (4, 3, 0, 1), d' ||
   fail "featurize --json, a long line mid-run: exit $rc: $(head -c 300 out) $(head -c 300 err)"
 
+# the same on a store this user may only read (a check: nothing is stored): said as the check's
+. "$FC_SRC/tests/cli/as_owner.bash"
+chmod -R a-w s3
+"${as_owner[@]}" "$B/featurize" -q --device cpu --manifest m3.txt -o s3 >out 2>err
+rc=$?
+chmod -R u+w s3
+[ $rc = 1 ] && grep -qxF "featurize: m3.txt: ${msg/line 1/line 4}; the check stopped there, the lines before it checked" err ||
+  fail "featurize --manifest m3.txt, a read-only store: exit $rc: $(head -c 600 err)"
+
 [ $fails = 0 ] || exit 1
 echo "manifest_endless_line: ok"
