@@ -464,9 +464,20 @@ static inline int fc_cli_lock_unwritable(const char *dir) {
  * teammate's dataset: LMDB fails its open with EACCES) is read lock-free (MDB_NOLOCK), as
  * cache-verify reads it, and that is said: without the reader lock, a writer committing meanwhile
  * may reuse the pages being read. Only that case is retried; another EACCES (data.mdb itself
- * unreadable) is returned as it is. Returns fc_store_open's code. */
+ * unreadable) is returned as it is. So is a store on a full copy-on-write disk (ENOSPC, EDQUOT:
+ * lock.mdb's page cannot be written, libcache/core/store/store_once.c), read lock-free as
+ * cache-verify reads it, and said. Returns fc_store_open's code. */
 static inline int fc_cli_open_to_read(const char *path, unsigned flags, fc_store **s) {
   int rc = fc_store_open(path, flags, s);
+  if ((rc == ENOSPC || rc == EDQUOT) && (flags & FC_STORE_RDONLY) && !(flags & FC_STORE_NOLOCK)) {
+    const int full = rc;
+    if ((rc = fc_store_open(path, flags | FC_STORE_NOLOCK, s)) == 0)
+      fc_cli_warn(path,
+                  "lock.mdb cannot be written (%s): read without it (MDB_NOLOCK), as cache-verify "
+                  "reads such a store; a writer committing meanwhile could make what is read wrong",
+                  fc_strerror(full));
+    return rc ? full : 0;
+  }
   if (rc != EACCES || (flags & FC_STORE_NOLOCK) || !fc_cli_lock_unwritable(path)) return rc;
   if ((rc = fc_store_open(path, flags | FC_STORE_NOLOCK, s)) == 0)
     fc_cli_warn(path,

@@ -7,7 +7,8 @@
 # writer (and any open through the store library: the loader, cache-config) is refused, exit 2,
 # "cannot open the store: No space left on device" (or "Disk quota exceeded"), the loader raises
 # FeatcacheError saying so, cache-verify and cache-merge's inputs read it without the lock (as a
-# store on read-only media), and once there is room the rerun completes. Needs root, loop devices
+# store on read-only media), cache-config lists it without the lock and says so (it refused: exit
+# 2, "cannot open the store"), and once there is room the rerun completes. Needs root, loop devices
 # and mkfs.btrfs; else skipped (77), saying why.
 set -u
 B=${FC_BIN:?}
@@ -39,6 +40,9 @@ full_checks() { # STORE REASON: what each tool does on the store with no block t
   out=$("$B/cache-verify" --json "$st" 2>&1); rc=$?
   [ $rc = 0 ] && grep -q '"ok":true,"records_checked":8,' <<<"$out" ||
     fail "cache-verify on $st: exit $rc, want 0 and its 8 records: $out"
+  out=$("$B/cache-config" "$st" 2>"$t/cerr"); rc=$?
+  [ $rc = 0 ] && grep -q "hifigan" <<<"$out" && [ "$(cat "$t/cerr")" = "cache-config: $st: lock.mdb cannot be written ($why): read without it (MDB_NOLOCK), as cache-verify reads such a store; a writer committing meanwhile could make what is read wrong" ] ||
+    fail "cache-config on $st: exit $rc, want 0, its config listed lock-free and said: $out / $(cat "$t/cerr")"
   rm -rf "$t/merged"
   out=$("$B/cache-merge" -q -o "$t/merged" "$st" 2>&1) || fail "cache-merge from $st: exit $?: $out"
   "$B/cache-verify" -q "$t/merged" >/dev/null || fail "the store merged from $st fails cache-verify"
