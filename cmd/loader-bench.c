@@ -569,7 +569,7 @@ int main(int argc, char **argv) {
   /* for the plan of the runs a signal kept from starting */
   uint64_t first_planned = 0, epoch_items = 0;
   size_t n_started = 0;
-  int rc = 0;
+  int rc = 0, sweep_failed = 0;
   for (int bi = 0; bi < ax_batch.n && !rc; bi++)
     for (int wi = 0; wi < ax_workers.n && !rc; wi++)
       for (int pi = 0; pi < ax_prefetch.n && !rc; pi++)
@@ -665,6 +665,13 @@ int main(int argc, char **argv) {
             }
             fc_cli_warn(path, "%s", why[0] ? why : fc_strerror(rc));
             exit_code = run_failed(rc, &r->res) ? FC_EXIT_FAIL : FC_EXIT_USAGE;
+            if (sweep && exit_code == FC_EXIT_FAIL && n_runs > 1) {
+              /* the cells measured before it are reported (they were lost with it); this one,
+               * cut short by its failure, is named as where the sweep stopped */
+              fc_profiler_free(prof);
+              cells[--n_runs] = (lb_cell){o.batch, o.workers, o.prefetch, 0, 0, 0};
+              sweep_failed = 1;
+            }
             break;
           }
           if (compare && si == 1 && r->res.order_mismatch)
@@ -678,13 +685,14 @@ int main(int argc, char **argv) {
         }
 
   /* interrupted: what was measured is reported (a run cut short with the steps it took), and
-   * the exit status says it was interrupted */
+   * the exit status says it was interrupted; a sweep stopped by a cell that failed: the cells
+   * before it are reported, and the exit status says it failed */
   int interrupted = rc == FC_EINTR;
-  if (interrupted) rc = 0;
+  if (interrupted || sweep_failed) rc = 0;
   /* the runs it kept from starting were planned too, so that done + not started = planned: a
    * sweep's later cells (the same dataset: their epochs are known), --compare's cache run (the
    * audio run's steps) */
-  for (size_t i = n_started; interrupted && i < max_runs; i++) {
+  for (size_t i = n_started; (interrupted || sweep_failed) && i < max_runs; i++) {
     if (compare || base.steps || !base.epochs) { /* (30: a sweep's default) */
       steps_planned += compare ? first_planned : base.steps ? base.steps : 30;
       continue;
@@ -694,7 +702,10 @@ int main(int argc, char **argv) {
   }
   if (!rc && n_runs) {
     /* ---- reports ---- */
-    int rec = interrupted ? LB_NOT_RECOMMENDED : sweep ? lb_recommend(cells, n_runs, 0.05) : -1;
+    int rec = interrupted    ? LB_NOT_RECOMMENDED
+              : sweep_failed ? LB_STOPPED_AT_FAILURE
+              : sweep        ? lb_recommend(cells, n_runs, 0.05)
+                             : -1;
     int kind = compare ? LB_REPORT_COMPARE : sweep ? LB_REPORT_SWEEP : LB_REPORT_RUNS;
     lb_write_report(stdout, json, kind, runs, n_runs, cells, rec);
     /* ---- files ---- */

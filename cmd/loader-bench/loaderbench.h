@@ -127,8 +127,11 @@ typedef struct lb_report_run {
 
 /* Which report: one or more runs, a comparison (runs[0] the audio source, runs[1] the cache over
  * the same utterances), or a sweep (cells[i] is runs[i]'s cell; recommended: its index, -1 when
- * no cell qualifies, LB_NOT_RECOMMENDED when the sweep was interrupted and none is given). */
+ * no cell qualifies, LB_NOT_RECOMMENDED when the sweep was interrupted and none is given,
+ * LB_STOPPED_AT_FAILURE when a cell failed while running: cells[n] is that cell, not reported,
+ * and the cells after it were not run). */
 #define LB_NOT_RECOMMENDED (-2)
+#define LB_STOPPED_AT_FAILURE (-3)
 typedef enum lb_report_kind {
   LB_REPORT_RUNS = 0,
   LB_REPORT_COMPARE,

@@ -114,6 +114,12 @@ static void write_json(FILE *f, int kind, const lb_report_run *runs, size_t n, c
               cells[rec].batch, cells[rec].workers, cells[rec].prefetch, cells[rec].data_share);
     else
       fprintf(f, "null");
+    fprintf(f, ",\"failed_cell\":"); /* the cell the sweep stopped at: the grid is not whole */
+    if (rec == LB_STOPPED_AT_FAILURE && cells)
+      fprintf(f, "{\"batch\":%u,\"workers\":%u,\"prefetch\":%u}", cells[n].batch, cells[n].workers,
+              cells[n].prefetch);
+    else
+      fprintf(f, "null");
   }
   fprintf(f, "}\n");
 }
@@ -134,6 +140,11 @@ static void write_sweep(FILE *f, const lb_report_run *runs, size_t n, const lb_c
             cells[rec].batch, cells[rec].workers, cells[rec].prefetch, 100 * cells[rec].data_share);
   else if (rec == LB_NOT_RECOMMENDED)
     fprintf(f, "recommended: none: the sweep was interrupted (a cell cut short has fewer steps)\n");
+  else if (rec == LB_STOPPED_AT_FAILURE && cells)
+    fprintf(f,
+            "recommended: none: the sweep stopped at batch %u, workers %u, prefetch %u, which "
+            "failed (its error is on stderr); the cells after it were not run\n",
+            cells[n].batch, cells[n].workers, cells[n].prefetch);
   else
     fprintf(f, "recommended: none of these settings keeps the data share under 5 %%\n");
 }
