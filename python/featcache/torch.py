@@ -376,7 +376,9 @@ class FeatcacheDataset(IterableDataset):
             seen[3 + 3 * k], seen[4 + 3 * k], seen[5 + 3 * k] = token, epoch, bit
         return epoch
 
-    def _shard(self):
+    def _ranks(self):
+        """(rank, world_size): those given, else torch.distributed's (0 and 1 before it is
+        initialized)."""
         rank, world = self.rank, self.world_size
         if rank is None or world is None:
             r, w = 0, 1
@@ -388,6 +390,10 @@ class FeatcacheDataset(IterableDataset):
                 pass
             rank = r if rank is None else rank
             world = w if world is None else world
+        return rank, world
+
+    def _shard(self):
+        rank, world = self._ranks()
         info = get_worker_info()
         if info is not None and self.pin:
             raise RuntimeError("featcache: pin_memory / device='cuda' need num_workers=0 (the "
@@ -497,4 +503,9 @@ class FeatcacheDataset(IterableDataset):
             seen = d.pop("_seen_box", None)
             if seen is not None:
                 d["_seen"] = list(seen)
+        else:
+            # a DataLoader worker being spawned (forkserver, spawn): torch.distributed is not
+            # initialized there, so it would take rank 0 of 1 and every rank's workers read the
+            # whole dataset; it reads this process's rank's share
+            d["rank"], d["world_size"] = self._ranks()
         return d

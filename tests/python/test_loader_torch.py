@@ -259,6 +259,24 @@ def test_ddp_ranks(store):
     assert not set(seen[0]) & set(seen[1])
 
 
+def test_spawned_workers_read_their_ranks_share(store, monkeypatch):
+    # rank and world_size left to torch.distributed: a DataLoader worker started by spawn (or
+    # forkserver) is a new interpreter where it is not initialized, so it took rank 0 of 1 and
+    # every rank's workers read the whole dataset (and more batches than len()); the worker now
+    # reads the share of the rank that started it (a fake process group: rank 1 of 2)
+    import torch.distributed as dist
+    monkeypatch.setattr(dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(dist, "get_rank", lambda group=None: 1)
+    monkeypatch.setattr(dist, "get_world_size", lambda group=None: 2)
+    kw = dict(batch_size=3, shuffle=True, seed=8)
+    want = [list(b["ids"]) for b in FeatcacheDataset(store["path"], rank=1, world_size=2, **kw)]
+    ds = FeatcacheDataset(store["path"], **kw)
+    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2,
+                                     multiprocessing_context="spawn")
+    assert len(dl) == len(want) == 7
+    assert [list(b["ids"]) for b in dl] == want
+
+
 def test_len_is_the_epochs_batch_count(store):
     # dynamic batching: how many batches an epoch has depends on its order. len() is the count
     # of the epoch the next iteration runs (an LR schedule's total_steps, a progress bar's
