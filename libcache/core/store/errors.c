@@ -42,8 +42,9 @@ void store_lmdb_assert(MDB_env *env, const char *msg) {
 }
 
 /* A SIGBUS met under a guard (store_lmdb_jump set by this thread): the handler notes where, and
- * jumps. Installed once for the process, at the first guarded call; a SIGBUS elsewhere goes to
- * the handler that was there before, or ends the process as it would have. */
+ * jumps. Installed at the first guarded call, and again at each store's open where another
+ * replaced it since (PyTorch's DataLoader workers install their own at start); a SIGBUS elsewhere
+ * goes to the handler that was there before, or ends the process as it would have. */
 static _Thread_local volatile sig_atomic_t bus_hit;
 static _Thread_local void *volatile bus_addr;
 static struct sigaction bus_prev;
@@ -69,14 +70,26 @@ static void bus_handler(int sig, siginfo_t *si, void *uc) {
   raise(SIGBUS);
 }
 
-static void bus_install_once(void) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = bus_handler;
-  sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK; /* no mask to restore after the jump */
-  sigemptyset(&sa.sa_mask);
-  if (sigaction(SIGBUS, NULL, &bus_prev) == 0) sigaction(SIGBUS, &sa, NULL);
+/* store_int.h: ours installed unless it is there, the handler found kept to chain to. */
+static pthread_mutex_t bus_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void store_bus_install(void) {
+  struct sigaction cur;
+  pthread_mutex_lock(&bus_mu);
+  if (sigaction(SIGBUS, NULL, &cur) == 0 &&
+      !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == bus_handler)) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = bus_handler;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK; /* no mask to restore after the jump */
+    sigemptyset(&sa.sa_mask);
+    bus_prev = cur;
+    sigaction(SIGBUS, &sa, NULL);
+  }
+  pthread_mutex_unlock(&bus_mu);
 }
+
+static void bus_install_once(void) { store_bus_install(); }
 
 /* Whether `need` bytes can be written into dir now: 0, or how a write of them fails — ENOSPC,
  * EDQUOT (the user's or the project's quota, which statvfs does not show), EFBIG. The blocks are

@@ -229,6 +229,7 @@ static int store_open_once(const char *dir, unsigned flags, fc_store **out) {
   } else if (!S_ISDIR(st.st_mode)) {
     return ENOTDIR;
   }
+  store_bus_install(); /* LMDB's faults on a full disk caught (store_int.h store_txn_begin) */
   int existed = file_exists(dir, "data.mdb");
   /* A split store's directory holds parts, never a store of its own: neither open nor create one
    * there (fc_store_open_split, fc_store_expand open its parts). */

@@ -150,6 +150,9 @@ int store_lmdb_guarded(int (*fn)(void *arg), void *arg);
  * releases it). A commit that faulted may have reached the disk (lock.mdb is written after the
  * meta page): the store is at its last commit, this one or the one before. */
 int store_txn_begin(MDB_env *env, unsigned flags, MDB_txn **txn);
+/* Install the handler above unless it is the process's SIGBUS handler now (fc_store_open calls
+ * it: a handler installed since, as PyTorch's DataLoader workers do, is chained to). */
+void store_bus_install(void);
 int store_txn_commit(MDB_txn *txn);
 void store_txn_abort(MDB_txn *txn);
 /* mdb_txn_reset, then mdb_txn_renew, of a read transaction. */
