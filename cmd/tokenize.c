@@ -569,7 +569,7 @@ int main(int argc, char **argv) {
     return FC_EXIT_USAGE;
   }
 
-  int exit_code = FC_EXIT_OK;
+  int exit_code = FC_EXIT_OK, manifest_stopped = 0;
   /* --max-failed says how many bad lines the run tolerates (of its lines: the shard's); an error
    * that ended the run (a failed write) fails it whatever the tolerance. */
   const int allowed = !rc && fc_cli_failed_allowed(&max_failed, st.failed, st.lines);
@@ -593,9 +593,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "tokenize: stopped at the first bad line (--strict)\n");
     exit_code = FC_EXIT_FAIL;
   } else if (rc) {
-    if (!tkm_said_long_line(ro.manifest, rc,
-                            to.build_vocab)) /* the manifest, and its line, not the store */
+    if (tkm_said_long_line(ro.manifest, rc, to.build_vocab)) {
+      /* the manifest, and its line, not the store: that line counts in lines and failed, so that
+       * N of M shows the run cut short (the lines after it were not read and count nowhere) */
+      manifest_stopped = 1;
+      st.lines++, st.failed++, ctx.reported++;
+    } else {
       fc_cli_warn(out_dir, "%s%s", fc_strerror(rc), fc_cli_room_hint(rc));
+    }
     exit_code = FC_EXIT_FAIL;
   } else if (check &&
              st.not_stored) { /* what is missing cannot be written: as the open's refusal */
@@ -643,12 +648,16 @@ int main(int argc, char **argv) {
     else
       fprintf(stderr,
               "tokenize: done: %llu of %llu (%llu new, %llu already stored, %llu failed%s%s%s, "
-              "%llu token%s)%s\n",
+              "%llu token%s)%s%s\n",
               (unsigned long long)ok, (unsigned long long)st.lines,
               (unsigned long long)st.processed, (unsigned long long)st.skipped_existing,
               (unsigned long long)st.failed, tolerance, tolerance[0] ? " --max-failed " : "",
               tolerance[0] ? max_failed.text : "", (unsigned long long)st.tokens,
-              st.tokens == 1 ? "" : "s", not_started);
+              st.tokens == 1 ? "" : "s",
+              manifest_stopped ? ", stopped at a manifest line it could not read, the lines "
+                                 "after it not read"
+                               : "",
+              not_started);
     if (st.unknown && fc_tokenizer_kind(tok) == FC_TOK_BPE) /* unk_token, or dropped without */
       fprintf(stderr,
               "tokenize: %llu character%s not in the tokenizer.json's vocab (mapped to its "

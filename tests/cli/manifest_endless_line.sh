@@ -57,12 +57,20 @@ grep -qx "tokenize: nothing to do: all 4999 lines already stored (config [0-9a-f
 run "$B/tokenize" -q --manifest t.csv --vocab v.txt --batch 1000 -o t3 >out 2>err
 rc=$?
 [ $rc = 1 ] && grep -qxF "$stopped, the lines before it stored" err &&
-  grep -qx "tokenize: done: 4999 of 4999 (1 new, 4998 already stored, 0 failed, 6 tokens)" err ||
+  grep -qx "tokenize: done: 4999 of 5000 (1 new, 4998 already stored, 1 failed, 6 tokens), stopped at a manifest line it could not read, the lines after it not read" err ||
   fail "tokenize --batch 1000 (a bulk load) t.csv: exit $rc: $(head -c 600 err)"
 "$B/tokenize" --manifest good.csv --vocab v.txt -o t3 >out 2>err ||
   fail "tokenize good.csv into t3: exit $?: $(cat err)"
 grep -qx "tokenize: nothing to do: all 4999 lines already stored (config [0-9a-f]*)" err ||
   fail "a bulk load cut short by a long line stored not all the lines before it: $(cat err)"
+# the line that stopped the run counts as a failed one (N of M shows the run cut short: it said
+# "4999 of 4999 (..., 0 failed)"), in --json too
+run "$B/tokenize" -q --json --manifest t.csv --vocab v.txt -o t3b >out 2>err
+[ $? = 1 ] && "$FC_PYTHON" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert (d["lines"], d["failed"], d["processed"] + d["skipped_existing"]) == (5000, 1, 4999), d' out ||
+  fail "tokenize --json t.csv: the stopping line not counted: $(head -c 600 out err)"
 # --build-vocab reads the whole manifest for its vocab first: there the line stops the run with
 # nothing stored (a vocab of the lines before it would be another config than the fixed file's)
 run "$B/tokenize" -q --manifest t.csv --build-vocab -o t4 >out 2>err
@@ -74,7 +82,8 @@ rc=$?
 # the same way, said as the manifest's: it was "tokenize: t5: Input/output error", the store named
 run "$B/tokenize" -q --manifest /proc/self/mem --vocab v.txt -o t5 >out 2>err
 rc=$?
-[ $rc = 1 ] && grep -qxF "tokenize: /proc/self/mem: cannot read it: Input/output error; the run stopped there, the lines before it stored" err ||
+[ $rc = 1 ] && grep -qxF "tokenize: /proc/self/mem: cannot read it: Input/output error; the run stopped there, the lines before it stored" err &&
+  grep -qx "tokenize: done: 0 of 1 (0 new, 0 already stored, 1 failed, 0 tokens), stopped at a manifest line it could not read, the lines after it not read" err ||
   fail "tokenize --manifest /proc/self/mem: exit $rc: $(head -c 600 err)"
 
 # a file whose third line is 17 MB long: named with its line; one of 2 MB is a line (it fails)
