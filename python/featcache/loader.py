@@ -368,7 +368,8 @@ class Loader:
     seed, epoch   the order of epoch e is a function of (seed, e); iterating the loader runs the
                   current epoch and then advances it by one (set_epoch(e) to choose)
     padded        False: mels are views into the map (list of arrays); True: one padded
-                  [B, T, n_mels] array per batch; None (default): True when pad_to is given
+                  [B, T, n_mels] array per batch; None (default): True when pad_to (or a
+                  pad_multiple > 1) is given
     max_frames    > 0: dynamic batching, B x T <= max_frames
     Fixed-length training (docs/loader.md, "Fixed-length training"):
     pad_to        > 0: every padded batch has exactly T = pad_to frames: longer mels cropped,
@@ -465,13 +466,16 @@ class Loader:
         if shard not in _lib.SHARDS:
             raise ValueError("featcache: shard=%r: must be one of %s" % (shard, ", ".join(_lib.SHARDS)))
         if padded is None:
-            padded = bool(pad_to)
+            padded = bool(pad_to) or pad_multiple > 1
         if pad_to and pad_multiple > 1 and pad_to % pad_multiple:
             raise ValueError("featcache: pad_to=%d is not a multiple of pad_multiple=%d (pad_to fixes "
                              "the padded frame count: give one of them)" % (pad_to, pad_multiple))
         if pad_to and not padded:
             raise ValueError("featcache: pad_to=%d pads only padded batches: pass padded=True (or leave padded "
                              "out), or crop_frames=%d to crop views" % (pad_to, pad_to))
+        if pad_multiple > 1 and not padded:
+            raise ValueError("featcache: pad_multiple=%d pads only padded batches (views cannot be padded): "
+                             "pass padded=True (or leave padded out)" % pad_multiple)
         if crop is None:
             crop = "random" if random_crop else "start"
         elif random_crop and crop != "random":

@@ -136,6 +136,17 @@ def test_pad_to_pads_and_crops(store):
     with raises(ValueError, match="pad_to=120 is not a multiple of pad_multiple=64"):
         featcache.Loader(store["path"], pad_to=120, pad_multiple=64)
     assert featcache.Loader(store["path"], pad_to=120, pad_multiple=8).num_items
+    # pad_multiple alone gave views (a list of arrays) without a word, the padding asked for not
+    # done: it asks for padded batches, as pad_to does, and padded=False beside it is refused
+    ld = featcache.Loader(store["path"], batch_size=4, pad_multiple=16)
+    assert ld.padded
+    for b in ld:
+        assert b.mels.ndim == 3 and b.mels.shape[1] % 16 == 0 and b.mels.shape[1] >= max(b.mel_lengths)
+    with raises(ValueError, match="pad_multiple=16 pads only padded batches"):
+        featcache.Loader(store["path"], pad_multiple=16, padded=False)
+    assert not featcache.Loader(store["path"], pad_multiple=1).padded  # (1: no rounding)
+    for b in FeatcacheDataset(store["path"], batch_size=4, pad_multiple=16):
+        assert b["mels"].dim() == 3 and b["mels"].shape[1] % 16 == 0
 
 
 def test_pad_value_explicit_and_crop_modes(store):

@@ -794,6 +794,14 @@ int main(void) {
   rc = fc_loader_open(A, 1, &o, &l, why, sizeof why);
   CHECK(rc == FC_ECONFIG && strstr(why, "pad_to 64 pads only padded batches"), "pad_to views: %s",
         why);
+  /* pad_multiple with views: refused, not silently ignored (views are never padded) */
+  o.pad_to = 0;
+  o.pad_multiple = 16;
+  rc = fc_loader_open(A, 1, &o, &l, why, sizeof why);
+  CHECK(rc == FC_ECONFIG && strstr(why, "pad_multiple 16 pads only padded batches"),
+        "pad_multiple views: %s", why);
+  o.pad_to = 64;
+  o.pad_multiple = 0;
   /* pad_to and a pad_multiple it is no multiple of: refused (pad_multiple was ignored) */
   o.output = FC_OUTPUT_PADDED;
   o.pad_multiple = 48;

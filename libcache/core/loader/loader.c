@@ -161,6 +161,9 @@ static int check_options(const fc_loader_opts *o, char *why, size_t why_len) {
     BAD("pad_to %u pads only padded batches (views cannot be padded): use the padded output, "
         "or crop_frames to crop views",
         o->pad_to);
+  if (o->pad_multiple > 1 && o->output != FC_OUTPUT_PADDED)
+    BAD("pad_multiple %u pads only padded batches (views cannot be padded): use the padded output",
+        o->pad_multiple);
   if (o->pad_to && o->pad_multiple > 1 && o->pad_to % o->pad_multiple)
     BAD("pad_to %u is not a multiple of pad_multiple %u (pad_to fixes the padded frame count: "
         "give one of them)",
