@@ -23,7 +23,13 @@ with env.begin() as txn:
                    if k.startswith(b"cfg/") and json.loads(v).get("tokenizer") == want), None)
     if hexcfg is None:
         sys.exit(f"{sys.argv[1]}: no tokens config of tokenizer {want}")
-    vocab = txn.get(b"vocab/" + hexcfg.encode(), db=meta).decode().split("\n")[:-1]
+    vocab = txn.get(b"vocab/" + hexcfg.encode(), db=meta)  # chars, phonemes: a symbol a line
+    if vocab is not None:
+        vocab = vocab.decode().split("\n")[:-1]
+    else:  # bpe: no vocab/ key; the tokens of its tokenizer.json, by id
+        tj = json.loads(txn.get(b"tokenizer/" + hexcfg.encode(), db=meta))
+        vocab = {i: t for t, i in tj["model"]["vocab"].items()}
+        vocab.update((a["id"], a["content"]) for a in tj.get("added_tokens") or [])
     ids = [i.encode() for i in sys.argv[3:]] or [k for k, _ in txn.cursor(db=text)]
     status = 0
     for i in ids:
@@ -35,5 +41,5 @@ with env.begin() as txn:
             continue
         assert rec[:4] == b"FCR1" and rec[6] in DTYPES and rec[7] == 1  # magic, integer, 1-D
         seq = np.frombuffer(rec, DTYPES[rec[6]], int(np.frombuffer(rec, "<u4", 1, 8)[0]), 64)
-        print(f"{i.decode()}\t{entry[16:].decode()}\n\t{''.join(vocab[t] for t in seq)}")
+        print(f"{i.decode()}\t{entry[16:].decode()}\n\t{''.join(vocab[int(t)] for t in seq)}")
 sys.exit(status)
