@@ -66,6 +66,7 @@ bf16 stores give torch.bfloat16 tensors.
 import collections
 import contextlib
 import multiprocessing
+import numbers
 import os
 import warnings
 from multiprocessing import context as _mp_context
@@ -424,8 +425,9 @@ class FeatcacheDataset(IterableDataset):
                 # the epoch's batches in their order, len() of them, one short batch at most)
                 kw["_batches"] = (info.num_workers, info.id)
             padded = kw.get("padded")
-            if padded is None:
-                padded = bool(kw.get("pad_to"))
+            if padded is None:  # as the Loader decides it: pad_to, or a pad_multiple over 1
+                pm = kw.get("pad_multiple")
+                padded = bool(kw.get("pad_to")) or (isinstance(pm, numbers.Real) and pm > 1)
             if padded and info is None:
                 # padded batches are built whole into buffers of ours (pinned for the GPU), so
                 # their tensors are made once per buffer: the loader's prefetch depth, the

@@ -69,6 +69,18 @@ def test_zero_copy_in_process(store):
     assert b["mels"][0].data_ptr() == raw.mels[0].__array_interface__["data"][0]
 
 
+@pytest.mark.parametrize("kw", [dict(padded=True), dict(pad_to=120), dict(pad_multiple=16)])
+def test_padded_batches_are_built_into_the_datasets_buffers(store, kw):
+    # padded batches, whichever option asks for them, are built into the dataset's own torch
+    # buffers (pinned for the GPU): pad_multiple alone had the loader's buffers copied instead
+    import featcache.torch as ft
+    ds = FeatcacheDataset(store["path"], batch_size=8, **kw)
+    b = next(iter(ds))
+    assert b["mels"].dim() == 3
+    (ld,) = [v for v in ds._loaders.values()]
+    assert ld.buffer_alloc in (ft._host_alloc, ft._pinned_alloc), kw
+
+
 @pytest.mark.parametrize("padded", [True, False])
 def test_fork_workers_partition(store, padded):
     ds = FeatcacheDataset(store["path"], batch_size=4, shuffle=True, seed=1, padded=padded,
