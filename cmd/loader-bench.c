@@ -759,8 +759,14 @@ int main(int argc, char **argv) {
             (unsigned long long)steps_planned);
     if (steps_done < steps_planned)
       fprintf(stderr, ", %llu not started", (unsigned long long)(steps_planned - steps_done));
-    fprintf(stderr, " (%llu utterance%s failed)\n", (unsigned long long)failed,
+    fprintf(stderr, " (%llu utterance%s failed", (unsigned long long)failed,
             failed == 1 ? "" : "s");
+    /* what else made it 1 under --compare, said again where a log's reader looks last (an order
+     * that differs is said above, with its first difference) */
+    if (n_missing)
+      fprintf(stderr, ", %zu of the manifest's not in the store%s", n_missing,
+              n_stores > 1 ? "s" : "");
+    fputs(")\n", stderr);
   }
 
 out:

@@ -178,6 +178,10 @@ rc=$?
 [ $rc = 1 ] || fail "not stored: exit $rc"
 grep -q "^loader-bench: $tmp/more.csv: 1 of 9 utterances are in none of the 3 stores$" "$tmp/err" ||
   fail "not stored: $(cat "$tmp/err")"
+# ... and again in the summary, the line a log's reader sees last (it read "0 utterances failed"
+# alone beside exit 1)
+tail -1 "$tmp/err" | grep -q "^loader-bench: done: [0-9]* of [0-9]* steps (0 utterances failed, 1 of the manifest's not in the stores)$" ||
+  fail "not stored: the summary: $(tail -1 "$tmp/err")"
 
 "$LB" --compare --manifest "$tmp/more.csv" -b 3 --warmup 0 --compute-ms 1 -q "$tmp/st" \
   >"$tmp/out" 2>"$tmp/err"
@@ -185,6 +189,8 @@ rc=$?
 [ $rc = 1 ] || fail "not stored, one store: exit $rc"
 grep -q "^loader-bench: $tmp/more.csv: 1 of 9 utterances are not in the store$" "$tmp/err" ||
   fail "not stored, one store: $(cat "$tmp/err")"
+tail -1 "$tmp/err" | grep -q "^loader-bench: done: [0-9]* of [0-9]* steps (0 utterances failed, 1 of the manifest's not in the store)$" ||
+  fail "not stored, one store: the summary: $(tail -1 "$tmp/err")"
 # ... and not an order mismatch: the loader yields the ids it holds, epoch after epoch (a warmup
 # step makes the cache run wrap into its second epoch; the order checked was the manifest's,
 # the missing id included: 'the store yields u1 where the manifest order has u9')
