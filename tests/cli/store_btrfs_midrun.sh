@@ -14,16 +14,7 @@ B=${FC_BIN:?}
 fail() { echo "FAIL: $*" >&2; exit 1; }
 . "$FC_SRC/tests/cli/btrfs_image.bash" # $t, a btrfs image mounted on $t/mnt
 cd "$t" || exit 1
-"$FC_PYTHON" - <<'PY' || fail "could not write the test WAVs"
-import wave
-import numpy as np
-rng = np.random.default_rng(1)
-for i in range(240):
-    x = 0.2 * rng.standard_normal(22050 * 2)
-    with wave.open("u%03d.wav" % i, "wb") as w:
-        w.setnchannels(1); w.setsampwidth(2); w.setframerate(22050)
-        w.writeframes((x * 32767).astype("<i2").tobytes())
-PY
+btrfs_test_wavs 240 3 || fail "could not write the test WAVs"
 room="make room on the disk, then run again (what was committed stays; the rerun stores only what is missing)"
 fill_leaving() { # KB: a file that takes all but KB of the disk
   local avail
