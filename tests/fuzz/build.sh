@@ -48,7 +48,7 @@ for t in "${targets[@]}"; do
                 formats/config/presets.c libcache/core/verify/verify_record.c formats/common/last_error.c)
           libs=(-lxxhash -lzstd $(pkg-config --libs jansson) -lm -lpthread) ;;
   parsers) srcs=(formats/manifest.c formats/manifest_items.c formats/manifest_segment.c formats/shard.c formats/utf8.c formats/digest.c formats/record.c formats/codec.c
-                 libcache/text/tokenize/tok_bpe.c libcache/text/tokenize/tok_util.c libcache/text/tokenize/tok_vocab.c
+                 libcache/text/tokenize/tok_bpe.c libcache/text/tokenize/tok_bpe_encode.c libcache/text/tokenize/tok_util.c libcache/text/tokenize/tok_vocab.c
                  libcache/text/tokenize/tok_normalize.c formats/common/last_error.c)
            libs=($(pkg-config --libs jansson libutf8proc) -lxxhash -lzstd -lm -lpthread) ;;
   loader) # (verify/ and the merge/ parts it uses: the loader's page check, FC_LOADER_CHECK_PAGES)

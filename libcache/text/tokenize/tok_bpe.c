@@ -7,47 +7,14 @@
  * regex), Whitespace (\w+|[^\w\s]+), WhitespaceSplit and Sequences of them; added tokens
  * (leftmost-longest, single_word, lstrip, rstrip, normalized); post-processors ByteLevel and
  * TemplateProcessing (single). Anything else is refused with FC_ETOKENIZER rather than giving
- * different ids. The steps follow tokenizers' order: split on non-normalized added tokens,
- * normalize the rest, split on normalized added tokens, pre-tokenize each piece, BPE each word. */
+ * different ids. This file reads the tokenizer.json; tok_bpe_encode.c encodes text with it. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <utf8proc.h>
-
-#include "libcache/text/tokenize/tok_internal.h"
+#include "libcache/text/tokenize/tok_bpe.h"
 #include "formats/common/alloc.h"
 #include "formats/common/json.h"
-
-enum { PRE_BYTELEVEL = 1, PRE_WHITESPACE, PRE_WSSPLIT };
-enum { NORM_NFC = 1, NORM_NFD, NORM_NFKC, NORM_NFKD, NORM_LOWER };
-#define MAX_STEPS 8
-
-typedef struct added_token {
-  char *content;
-  size_t len;
-  int32_t id;
-  int single_word, lstrip, rstrip, normalized;
-} added_token;
-
-struct tok_bpe {
-  tok_map vocab;
-  tok_pairs merges;
-  uint32_t vocab_size;
-  int32_t unk_id; /* -1: none */
-  int unk_missing; /* unk_token named but not in the vocab */
-  int fuse_unk, byte_fallback, ignore_merges;
-  char *prefix, *suffix;
-  size_t prefix_len, suffix_len;
-  int npre, pre[MAX_STEPS], pre_prefix_space[MAX_STEPS], pre_use_regex[MAX_STEPS];
-  int nnorm, norm[MAX_STEPS];
-  added_token *added;
-  size_t nadded;
-  tok_ids post_prefix, post_suffix;
-  int32_t byte_ids[256]; /* byte_fallback <0xXX> ids, -1 when missing */
-  char byte_chars[256][3]; /* ByteLevel: byte → UTF-8 of its printable stand-in */
-  uint8_t byte_chars_len[256];
-};
 
 #define FAIL(code, ...)                     \
   do {                                      \
@@ -119,10 +86,6 @@ out:
   return rc;
 }
 
-static int lookup(const tok_bpe *b, const char *s, size_t len, int32_t *id) {
-  return tok_map_get(&b->vocab, s, len, id);
-}
-
 static int parse_model(tok_bpe *b, json_t *m, char *why, size_t why_len) {
   int rc = 0;
   char *tmp = NULL;
@@ -156,12 +119,12 @@ static int parse_model(tok_bpe *b, json_t *m, char *why, size_t why_len) {
   b->ignore_merges = json_is_true(json_object_get(m, "ignore_merges"));
   b->unk_id = -1;
   if ((s = json_string_value(json_object_get(m, "unk_token"))) &&
-      !lookup(b, s, strlen(s), &b->unk_id))
+      !tok_bpe_lookup(b, s, strlen(s), &b->unk_id))
     b->unk_missing = 1;
   for (int c = 0; c < 256; c++) {
     char name[8];
     snprintf(name, sizeof name, "<0x%02X>", c);
-    if (!lookup(b, name, 6, &b->byte_ids[c])) b->byte_ids[c] = -1;
+    if (!tok_bpe_lookup(b, name, 6, &b->byte_ids[c])) b->byte_ids[c] = -1;
   }
   size_t i;
   json_t *mg;
@@ -185,7 +148,7 @@ static int parse_model(tok_bpe *b, json_t *m, char *why, size_t why_len) {
       FAIL(FC_ETOKENIZER, "merge %zu is neither \"a b\" nor [a, b]", i);
     }
     int32_t ia, ib, inew;
-    if (!lookup(b, a, alen, &ia) || !lookup(b, bb, blen, &ib))
+    if (!tok_bpe_lookup(b, a, alen, &ia) || !tok_bpe_lookup(b, bb, blen, &ib))
       FAIL(FC_ETOKENIZER, "merge %zu (%.*s %.*s): a part is not in the vocab", i, (int)alen, a,
            (int)blen, bb);
     size_t skip = b->prefix && blen >= b->prefix_len && memcmp(bb, b->prefix, b->prefix_len) == 0
@@ -195,7 +158,7 @@ static int parse_model(tok_bpe *b, json_t *m, char *why, size_t why_len) {
     if (!(tmp = fc_malloc(alen + blen + 1))) FAIL(ENOMEM, "out of memory");
     memcpy(tmp, a, alen);
     memcpy(tmp + alen, bb + skip, blen - skip);
-    if (!lookup(b, tmp, alen + blen - skip, &inew))
+    if (!tok_bpe_lookup(b, tmp, alen + blen - skip, &inew))
       FAIL(FC_ETOKENIZER, "merge %zu: \"%.*s\" is not in the vocab", i, (int)(alen + blen - skip),
            tmp);
     if (tok_pairs_put(&b->merges, (uint32_t)ia, (uint32_t)ib, (int32_t)i, inew) == ENOMEM)
@@ -250,8 +213,6 @@ static int parse_post(tok_bpe *b, json_t *p, char *why, size_t why_len) {
 out:
   return rc;
 }
-
-static int normalize(const tok_bpe *b, const char *s, size_t len, tok_buf *out);
 
 /* The file's strings reach the message (a type, a vocab key, a merge): its control characters as
  * octal escapes (\033), as the tools quote names, so that no escape sequence from a downloaded
@@ -334,7 +295,7 @@ int tok_bpe_load(const char *data, size_t len, tok_bpe **out, char *why, size_t 
       free(a->content);
     } else {
       a = &b->added[b->nadded++];
-      if (lookup(b, raw, raw_len, &tid)) {
+      if (tok_bpe_lookup(b, raw, raw_len, &tid)) {
         a->id = tid;
       } else {
         int64_t next = max_added < 0                                        ? (int64_t)model_len
@@ -355,7 +316,7 @@ int tok_bpe_load(const char *data, size_t len, tok_bpe **out, char *why, size_t 
     a->normalized = json_is_true(json_object_get(t, "normalized"));
     if (a->normalized && b->nnorm) { /* matched in the normalized text: normalized, as tokenizers */
       tok_buf nt = {0};
-      if (normalize(b, a->content, a->len, &nt)) {
+      if (tok_bpe_normalize(b, a->content, a->len, &nt)) {
         free(nt.p);
         FAIL(ENOMEM, "out of memory");
       }
@@ -390,407 +351,3 @@ void tok_bpe_free(tok_bpe *b) {
 }
 
 uint32_t tok_bpe_vocab_size(const tok_bpe *b) { return b->vocab_size; }
-
-/* ---- BPE of one word ------------------------------------------------------------------------- */
-typedef struct sym {
-  int32_t id;
-} sym;
-
-/* Merge the lowest-ranked adjacent pair, leftmost first, until none applies: tokenizers' order.
- * A word of a few symbols is scanned for its best pair at each merge; a longer one (a URL, a run
- * of letters with no space: the scan is quadratic, 23 s for 64,000 letters) keeps its pairs in a
- * heap ordered by (rank, position), as tokenizers does, and skips an entry whose pair has changed
- * since it was pushed. Both give the same merges: the heap's least entry still standing is the
- * scan's pick. */
-enum { MERGE_SCAN_MAX = 48 };
-
-static int merge_scan(const tok_bpe *b, tok_ids *syms) {
-  while (syms->len > 1) {
-    int32_t best = INT32_MAX, best_id = 0, r, nid;
-    size_t at = 0;
-    for (size_t i = 0; i + 1 < syms->len; i++)
-      if (tok_pairs_get(&b->merges, (uint32_t)syms->p[i], (uint32_t)syms->p[i + 1], &r, &nid) &&
-          r < best)
-        best = r, best_id = nid, at = i;
-    if (best == INT32_MAX) break;
-    syms->p[at] = best_id;
-    memmove(syms->p + at + 1, syms->p + at + 2, (syms->len - at - 2) * sizeof *syms->p);
-    syms->len--;
-  }
-  return 0;
-}
-
-typedef struct merge_entry {
-  int32_t rank, pos, id;
-} merge_entry;
-
-static int entry_less(const merge_entry *x, const merge_entry *y) {
-  return x->rank < y->rank || (x->rank == y->rank && x->pos < y->pos);
-}
-
-static void heap_push(merge_entry *h, size_t *n, merge_entry e) {
-  size_t i = (*n)++;
-  while (i > 0 && entry_less(&e, &h[(i - 1) / 2])) {
-    h[i] = h[(i - 1) / 2];
-    i = (i - 1) / 2;
-  }
-  h[i] = e;
-}
-
-static merge_entry heap_pop(merge_entry *h, size_t *n) {
-  merge_entry top = h[0], last = h[--*n];
-  size_t i = 0;
-  for (;;) {
-    size_t c = 2 * i + 1;
-    if (c >= *n) break;
-    if (c + 1 < *n && entry_less(&h[c + 1], &h[c])) c++;
-    if (!entry_less(&h[c], &last)) break;
-    h[i] = h[c];
-    i = c;
-  }
-  if (*n) h[i] = last;
-  return top;
-}
-
-/* Push the pair starting at symbol `at` (next[at] its right neighbour), if a merge takes it. */
-static void pair_push(const tok_bpe *b, const int32_t *id, const int32_t *next, int32_t at,
-                      merge_entry *h, size_t *n) {
-  int32_t r, nid;
-  if (at >= 0 && next[at] >= 0 &&
-      tok_pairs_get(&b->merges, (uint32_t)id[at], (uint32_t)id[next[at]], &r, &nid))
-    heap_push(h, n, (merge_entry){r, at, nid});
-}
-
-static int merge_heap(const tok_bpe *b, tok_ids *syms) {
-  size_t len = syms->len;
-  int32_t *id = syms->p, *next = fc_malloc(2 * len * sizeof *next);
-  /* each merge pushes at most two entries: len - 1 at the start, 2 per merge after */
-  merge_entry *h = fc_malloc(3 * len * sizeof *h);
-  if (!next || !h) {
-    free(next);
-    free(h);
-    return ENOMEM;
-  }
-  int32_t *prev = next + len;
-  size_t n = 0;
-  for (size_t i = 0; i < len; i++) {
-    prev[i] = (int32_t)i - 1;
-    next[i] = i + 1 < len ? (int32_t)i + 1 : -1;
-  }
-  for (size_t i = 0; i + 1 < len; i++) pair_push(b, id, next, (int32_t)i, h, &n);
-  while (n) {
-    merge_entry e = heap_pop(h, &n);
-    int32_t r, nid, nx = next[e.pos];
-    /* gone (merged into its left neighbour: prev -2), at the end, or its pair changed */
-    if (prev[e.pos] == -2 || nx < 0 ||
-        !tok_pairs_get(&b->merges, (uint32_t)id[e.pos], (uint32_t)id[nx], &r, &nid) ||
-        r != e.rank || nid != e.id)
-      continue;
-    id[e.pos] = nid;
-    next[e.pos] = next[nx];
-    if (next[nx] >= 0) prev[next[nx]] = e.pos;
-    prev[nx] = -2;
-    pair_push(b, id, next, prev[e.pos], h, &n);
-    pair_push(b, id, next, e.pos, h, &n);
-  }
-  size_t o = 0;
-  for (int32_t i = 0; i >= 0; i = next[i]) id[o++] = id[i];
-  syms->len = o;
-  free(next);
-  free(h);
-  return 0;
-}
-
-static int bpe_word(const tok_bpe *b, const char *w, size_t len, tok_ids *out, char *why,
-                    size_t why_len) {
-  int32_t id;
-  if (b->ignore_merges && lookup(b, w, len, &id)) return tok_ids_push(out, id);
-  tok_ids syms = {0};
-  tok_buf tmp = {0};
-  /* An unknown character's unk is held back, as tokenizers holds it, until a character of the
-   * vocab comes (then the unk, then it) or the word ends: a byte-fallback character's bytes go
-   * before it, and a fused unk goes on across them. */
-  int rc = 0, unk_pending = 0;
-  for (size_t i = 0; i < len && !rc;) {
-    int32_t cp;
-    size_t k = tok_utf8_next(w + i, len - i, &cp);
-    tmp.len = 0;
-    if (i > 0 && b->prefix) rc = tok_buf_put(&tmp, b->prefix, b->prefix_len);
-    if (!rc) rc = tok_buf_put(&tmp, w + i, k);
-    if (!rc && i + k == len && b->suffix) rc = tok_buf_put(&tmp, b->suffix, b->suffix_len);
-    if (rc) break;
-    if (lookup(b, tmp.p, tmp.len, &id)) {
-      if (unk_pending) rc = tok_ids_push(&syms, b->unk_id);
-      unk_pending = 0;
-      if (!rc) rc = tok_ids_push(&syms, id);
-    } else {
-      int done = 0;
-      if (b->byte_fallback) {
-        int all = 1;
-        for (size_t j = 0; j < k; j++) all &= b->byte_ids[(unsigned char)w[i + j]] >= 0;
-        if (all) {
-          for (size_t j = 0; j < k && !rc; j++)
-            rc = tok_ids_push(&syms, b->byte_ids[(unsigned char)w[i + j]]);
-          done = 1;
-        }
-      }
-      if (!done && b->unk_missing) {
-        tok_set_why(why, why_len, "'%.*s' is not in the vocab and unk_token is not either", (int)k,
-                    w + i);
-        rc = FC_EUNKNOWN;
-      } else if (!done && b->unk_id >= 0) {
-        if (unk_pending && !b->fuse_unk) rc = tok_ids_push(&syms, b->unk_id);
-        unk_pending = 1;
-      } /* no unk token: tokenizers drops the character */
-      if (!done && !rc && out->unknown++ == 0 && k < sizeof out->first_unknown) {
-        memcpy(out->first_unknown, w + i, k);
-        out->first_unknown[k] = '\0';
-      }
-    }
-    i += k;
-  }
-  if (!rc && unk_pending) rc = tok_ids_push(&syms, b->unk_id);
-  if (!rc) rc = syms.len > MERGE_SCAN_MAX ? merge_heap(b, &syms) : merge_scan(b, &syms);
-  for (size_t i = 0; i < syms.len && !rc; i++) rc = tok_ids_push(out, syms.p[i]);
-  free(syms.p);
-  free(tmp.p);
-  return rc;
-}
-
-/* ---- pre-tokenizers -------------------------------------------------------------------------- */
-static int pretok(const tok_bpe *b, int level, const char *s, size_t len, tok_ids *out, char *why,
-                  size_t why_len);
-
-static size_t cp_at(const char *s, size_t len, size_t i, int32_t *cp) {
-  return tok_utf8_next(s + i, len - i, cp);
-}
-
-/* GPT-2: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
-static size_t gpt2_match(const char *s, size_t len, size_t i) {
-  static const char *const contr[] = {"'s", "'t", "'re", "'ve", "'m", "'ll", "'d"};
-  if (s[i] == '\'')
-    for (int k = 0; k < 7; k++) {
-      size_t l = strlen(contr[k]);
-      if (i + l <= len && memcmp(s + i, contr[k], l) == 0) return l;
-    }
-  int32_t c;
-  size_t j = i, k;
-  for (int cls = 0; cls < 3; cls++) {
-    j = i;
-    if (s[j] == ' ' && j + 1 < len) j++;
-    for (int pass = 0; pass < 2; pass++) {
-      size_t e = j;
-      while (e < len) {
-        k = cp_at(s, len, e, &c);
-        int in = cls == 0   ? tok_is_letter(c)
-                 : cls == 1 ? tok_is_number(c)
-                            : !tok_is_space(c) && !tok_is_letter(c) && !tok_is_number(c);
-        if (!in) break;
-        e += k;
-      }
-      if (e > j) return e - i;
-      if (j == i) break;
-      j = i; /* the optional space did not lead to a match: try without it */
-    }
-  }
-  /* white space */
-  size_t e = i, last = i;
-  while (e < len) {
-    k = cp_at(s, len, e, &c);
-    if (!tok_is_space(c)) break;
-    last = e;
-    e += k;
-  }
-  if (e == i) return cp_at(s, len, i, &c); /* cannot happen: every class is covered */
-  if (e == len) return e - i; /* \s+(?!\S) at the end */
-  if (last > i) return last - i; /* \s+(?!\S): leave one for the next word */
-  return e - i; /* \s+ */
-}
-
-static int byte_level(const tok_bpe *b, int level, const char *s, size_t len, tok_ids *out,
-                      char *why, size_t why_len) {
-  tok_buf pre = {0}, m = {0};
-  int rc = 0;
-  if (b->pre_prefix_space[level] && (len == 0 || s[0] != ' ')) {
-    if ((rc = tok_buf_put(&pre, " ", 1)) || (rc = tok_buf_put(&pre, s, len))) goto out;
-    s = pre.p;
-    len = pre.len;
-  }
-  for (size_t i = 0; i < len && !rc;) {
-    size_t l = b->pre_use_regex[level] ? gpt2_match(s, len, i) : len - i;
-    m.len = 0;
-    for (size_t j = i; j < i + l && !rc; j++)
-      rc = tok_buf_put(&m, b->byte_chars[(unsigned char)s[j]],
-                       b->byte_chars_len[(unsigned char)s[j]]);
-    if (!rc) rc = pretok(b, level + 1, m.p, m.len, out, why, why_len);
-    i += l;
-  }
-out:
-  free(pre.p);
-  free(m.p);
-  return rc;
-}
-
-static int pretok(const tok_bpe *b, int level, const char *s, size_t len, tok_ids *out, char *why,
-                  size_t why_len) {
-  if (len == 0) return 0;
-  if (level == b->npre) return bpe_word(b, s, len, out, why, why_len);
-  if (b->pre[level] == PRE_BYTELEVEL) return byte_level(b, level, s, len, out, why, why_len);
-  int rc = 0;
-  for (size_t i = 0; i < len && !rc;) {
-    int32_t c;
-    size_t k = cp_at(s, len, i, &c);
-    if (tok_is_space(c)) {
-      i += k;
-      continue;
-    }
-    size_t e = i;
-    int word = tok_is_word(c);
-    while (e < len) {
-      k = cp_at(s, len, e, &c);
-      if (tok_is_space(c)) break;
-      if (b->pre[level] == PRE_WHITESPACE && tok_is_word(c) != word) break;
-      e += k;
-    }
-    rc = pretok(b, level + 1, s + i, e - i, out, why, why_len);
-    i = e;
-  }
-  return rc;
-}
-
-/* ---- normalizer -------------------------------------------------------------------------------- */
-static int normalize(const tok_bpe *b, const char *s, size_t len, tok_buf *out) {
-  out->len = 0;
-  int rc = tok_buf_put(out, s, len);
-  for (int k = 0; k < b->nnorm && !rc; k++) {
-    if (b->norm[k] == NORM_LOWER) {
-      /* tokenizers' Lowercase: each character's char::to_lowercase on its own — simple mappings
-       * plus İ → i̇ — so a word-final Σ is σ (str::to_lowercase's final-sigma rule looks at the
-       * characters around it; char::to_lowercase does not) */
-      tok_buf t = {0};
-      for (size_t i = 0; i < out->len && !rc;) {
-        int32_t c;
-        size_t l = tok_utf8_next(out->p + i, out->len - i, &c);
-        char e[4];
-        if (c == 0x130)
-          rc = tok_buf_put(&t, "i\xCC\x87", 3);
-        else
-          rc = tok_buf_put(&t, e, tok_utf8_encode(utf8proc_tolower(c), e));
-        i += l;
-      }
-      free(out->p);
-      *out = t;
-      if (!out->p) rc = rc ? rc : tok_buf_put(out, "", 0);
-      continue;
-    }
-    int flags = UTF8PROC_STABLE;
-    if (b->norm[k] == NORM_NFC || b->norm[k] == NORM_NFKC)
-      flags |= UTF8PROC_COMPOSE;
-    else
-      flags |= UTF8PROC_DECOMPOSE;
-    if (b->norm[k] == NORM_NFKC || b->norm[k] == NORM_NFKD) flags |= UTF8PROC_COMPAT;
-    char *d;
-    size_t n;
-    if ((rc = tok_utf8_map(out->p, out->len, flags, &d, &n))) return rc;
-    free(out->p);
-    out->p = d;
-    out->len = out->cap = n;
-    out->cap++;
-  }
-  return rc;
-}
-
-/* ---- added tokens ------------------------------------------------------------------------------- */
-static int is_wordchar_before(const char *s, size_t i) {
-  if (i == 0) return 0;
-  size_t j = i - 1;
-  while (j > 0 && ((unsigned char)s[j] & 0xC0) == 0x80) j--;
-  int32_t c;
-  tok_utf8_next(s + j, i - j, &c);
-  return tok_is_word(c);
-}
-
-/* Leftmost-longest match of the added tokens with normalized == which; returns 1 and the span. As
- * tokenizers' matcher: at the leftmost position where any matches, the longest; a single_word one
- * inside a word is dropped and the search goes on after it (never a shorter one in its span). */
-static int find_added(const tok_bpe *b, int which, const char *s, size_t len, size_t from,
-                      size_t *ms, size_t *me, int32_t *id) {
-  for (size_t i = from; i < len; i++) {
-    if (((unsigned char)s[i] & 0xC0) == 0x80) continue;
-    const added_token *best = NULL;
-    for (size_t k = 0; k < b->nadded; k++) {
-      const added_token *a = &b->added[k];
-      if (a->normalized != which || !a->len || a->len > len - i || (best && a->len <= best->len))
-        continue;
-      if (memcmp(s + i, a->content, a->len) == 0) best = a;
-    }
-    if (!best) continue;
-    if (best->single_word) {
-      int32_t c = 0;
-      if (is_wordchar_before(s, i) ||
-          (i + best->len < len &&
-           (tok_utf8_next(s + i + best->len, len - i - best->len, &c), tok_is_word(c)))) {
-        i += best->len - 1; /* dropped: the search resumes after it */
-        continue;
-      }
-    }
-    /* lstrip / rstrip take the white space (Unicode's, a code point at a time) around it */
-    size_t st = i, en = i + best->len;
-    while (best->lstrip && st > from) {
-      size_t j = st - 1;
-      while (j > from && ((unsigned char)s[j] & 0xC0) == 0x80) j--;
-      int32_t c = 0;
-      tok_utf8_next(s + j, st - j, &c);
-      if (!tok_is_space(c)) break;
-      st = j;
-    }
-    while (best->rstrip && en < len) {
-      int32_t c = 0;
-      size_t l = tok_utf8_next(s + en, len - en, &c);
-      if (!tok_is_space(c)) break;
-      en += l;
-    }
-    *ms = st;
-    *me = en;
-    *id = best->id;
-    return 1;
-  }
-  return 0;
-}
-
-static int encode_normalized(const tok_bpe *b, const char *s, size_t len, tok_ids *out, char *why,
-                             size_t why_len) {
-  size_t from = 0, ms, me;
-  int32_t id;
-  int rc = 0;
-  while (!rc && from < len) {
-    if (!find_added(b, 1, s, len, from, &ms, &me, &id)) ms = me = len, id = -1;
-    rc = pretok(b, 0, s + from, ms - from, out, why, why_len);
-    if (!rc && id >= 0) rc = tok_ids_push(out, id);
-    from = me;
-  }
-  return rc;
-}
-
-int tok_bpe_encode(const tok_bpe *b, const char *s, size_t len, tok_ids *out, char *why,
-                   size_t why_len) {
-  size_t from = 0, ms, me;
-  int32_t id;
-  int rc = 0;
-  tok_buf norm = {0};
-  for (size_t i = 0; i < b->post_prefix.len && !rc; i++)
-    rc = tok_ids_push(out, b->post_prefix.p[i]);
-  while (!rc && from < len) {
-    if (!find_added(b, 0, s, len, from, &ms, &me, &id)) ms = me = len, id = -1;
-    if (ms > from) {
-      rc = normalize(b, s + from, ms - from, &norm);
-      if (!rc) rc = encode_normalized(b, norm.p, norm.len, out, why, why_len);
-    }
-    if (!rc && id >= 0) rc = tok_ids_push(out, id);
-    from = me;
-  }
-  for (size_t i = 0; i < b->post_suffix.len && !rc; i++)
-    rc = tok_ids_push(out, b->post_suffix.p[i]);
-  free(norm.p);
-  return rc;
-}

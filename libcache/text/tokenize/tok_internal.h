@@ -172,11 +172,26 @@ void tok_tokenizer_set_phcache(fc_tokenizer *t, tok_phcache *c);
 
 /* ---- bpe ------------------------------------------------------------------------------------- */
 typedef struct tok_bpe tok_bpe;
+/* tok_bpe.c reads the tokenizer.json, tok_bpe_encode.c encodes (private parts: tok_bpe.h) */
 int tok_bpe_load(const char *data, size_t len, tok_bpe **out, char *why, size_t why_len);
 int tok_bpe_encode(const tok_bpe *b, const char *text, size_t len, tok_ids *out, char *why,
                    size_t why_len);
 uint32_t tok_bpe_vocab_size(const tok_bpe *b);
 void tok_bpe_free(tok_bpe *b);
+
+/* ---- where a run's lines come from (tok_lines.c) ---------------------------------------------- */
+/* Called with each batch of at most `batch` lines, in order: 0 to go on; TOK_STOP to stop (the
+ * lines not handed over yet are counted, not processed); any other code stops at once. */
+#define TOK_STOP 1
+typedef int (*tok_batch_fn)(const fc_item *lines, size_t m, void *ctx);
+/* fn over every line of the run, batch lines at a time: items, or o->manifest read as it goes
+ * (memory: a batch of lines). *lines: how many there were (read to the end even after a stop or
+ * an error of fn, so that the lines never begun are counted). Returns 0 (TOK_STOP included), fn's
+ * error, or the manifest's (ENOMEM, errno codes), then in *input_err too (may be NULL). */
+int tok_for_each_batch(const fc_item_list *items, const fc_tokenize_run_opts *o, size_t batch,
+                       tok_batch_fn fn, void *ctx, uint64_t *lines, int *input_err);
+/* A tok_batch_fn that only lets the lines be counted. */
+int tok_count_only(const fc_item *lines, size_t m, void *ctx);
 
 /* ---- the job (tokenize.c), for the split-store runner (tok_split.c) ---------------------------- */
 /* fc_tokenize_run into one store, the readings a vocab pass left with t kept there (a split
