@@ -29,6 +29,7 @@ import math
 import os
 import sys
 import time
+import warnings
 
 __all__ = ["StepProfiler", "ProfilerError", "series_stats", "verdict", "load_library", "batch_items"]
 
@@ -355,33 +356,75 @@ class _Step(contextlib.ContextDecorator):
 
 
 def batch_items(batch):
-    """Utterances in a batch as training loops hold them, or None when it cannot tell: a featcache
-    Batch (its size: its ids are not decoded), a dict with "ids" (their number), a dict with "mels", an array or tensor (its first
-    dimension), a tuple or list (that of its first element; but arrays of one rank whose first
-    dimensions differ are one utterance each, as a collate that keeps each mel gives them: their
-    number)."""
+    """Utterances in a batch as training loops hold them, or None when it cannot tell (the rule
+    of docs/loader.md "Saving a profile"): a featcache Batch (its size: its ids are not decoded),
+    a dict with "ids" (their number), a dict with "mels" (that value, as below), an array or
+    tensor (its first dimension), a list or tuple of arrays: of different ranks, the tensors of
+    one batch (the first one's first dimension); of one rank and different first dimensions, one
+    utterance each, as a collate that keeps each mel gives them (their number); of one rank and
+    one first dimension — one utterance's mel in a list, utterances of equal length, or tensors of
+    one batch of one shape — None: nothing tells which (StepProfiler.iterate takes items=)."""
+    return _count(batch, None)[0]
+
+
+def _shapes(seq):
+    """The shapes of a list's items when every one is an array of rank >= 1, else None."""
+    shapes = [getattr(b, "shape", None) for b in seq]
+    if all(s is not None and len(s) >= 1 for s in shapes):
+        return [tuple(int(d) for d in s) for s in shapes]
+    return None
+
+
+def _count(batch, lists):
+    """(utterances in batch or None, why): why names a list that may be utterances or a batch's
+    tensors (iterate() warns of it), else None (a batch of no known kind: not counted, as the
+    docs say). lists: the ranks of the lists of utterances an iterate() has met so far (a set it
+    adds to), or None; a list of arrays of one rank and one first dimension is utterances where
+    lists holds its rank (a short last batch of one, or of equal lengths, after lists of
+    several)."""
     from ._batch import LoaderBatch  # (here: _batch imports this module)
 
     if isinstance(batch, LoaderBatch):  # its size: reading .ids would decode every id (~7 us a step)
-        return len(batch)
+        return len(batch), None
     ids = batch.get("ids") if isinstance(batch, dict) else getattr(batch, "ids", None)
     if ids is not None:
-        return len(ids)
+        return len(ids), None
+    what = "a %s" % type(batch).__name__
     if isinstance(batch, dict):
-        batch = batch.get("mels")
-    elif isinstance(batch, (tuple, list)) and batch:
-        # [T_i, n_mels] each: one per utterance (the tensors of one batch share its first dimension)
-        shapes = [getattr(b, "shape", None) for b in batch]
-        if (all(s is not None and len(s) >= 1 for s in shapes)
-                and len({len(s) for s in shapes}) == 1 and len({int(s[0]) for s in shapes}) > 1):
-            return len(batch)
-        batch = batch[0]
+        if "mels" not in batch:
+            return None, None
+        batch = batch["mels"]
+        what = "its \"mels\", a %s" % type(batch).__name__
+    if isinstance(batch, (tuple, list)) and batch:
+        shapes = _shapes(batch)
+        if shapes is None:  # (mels, ids as str), ([mel, mel], lengths): its first item
+            first = batch[0]
+            shape = getattr(first, "shape", None)
+            if shape is not None and len(shape) >= 1:
+                return int(shape[0]), None
+            if isinstance(first, (tuple, list)):
+                return len(first), None
+            return None, None
+        ranks = {len(s) for s in shapes}
+        if len(ranks) > 1:  # mels [B, T, n], lengths [B]: the tensors of one batch
+            return shapes[0][0], None
+        rank = len(shapes[0])
+        if len({s[0] for s in shapes}) > 1:  # [T_i, n] each: one per utterance
+            if lists is not None:
+                lists.add(rank)
+            return len(batch), None
+        if lists is not None and rank in lists:
+            return len(batch), None
+        n = len(batch)
+        return None, "%s of %s of shape %s: %s, or the tensors of one batch of %d" % (
+            what, "1 array" if n == 1 else "%d arrays" % n, shapes[0],
+            "1 utterance" if n == 1 else "%d utterances of equal length" % n, shapes[0][0])
     shape = getattr(batch, "shape", None)
     if shape is not None and len(shape) >= 1:
-        return int(shape[0])
+        return int(shape[0]), None
     if isinstance(batch, (list, tuple)):
-        return len(batch)
-    return None
+        return len(batch), None
+    return None, None
 
 
 def _ms(call, value, unit, end=")"):
@@ -657,13 +700,32 @@ class StepProfiler:
         an exception is dropped, not recorded (docs/loader.md).
 
         items: how many utterances each yielded batch holds, counted into the profile (count()):
-        None (default) reads it off the batch — a featcache Batch (its size) or a dict with "ids" (their
-        length), a dict with "mels", a tensor or array (its first dimension), a tuple or list
-        (its first element's first dimension; arrays of one rank and different first dimensions,
-        a list of utterances: their number); a callable(batch) -> int; False: not counted
+        None (default) reads it off the batch as batch_items() does — a featcache Batch (its
+        size), a dict with "ids" (their length), a tensor or array (its first dimension), a list or
+        tuple of arrays of different ranks (the first one's first dimension) or of one rank and
+        different first dimensions (a list of utterances: their number; a later list of arrays of
+        that rank, a short last batch of one, is then a list of utterances too); a batch it cannot
+        tell (a list of one mel, or of arrays of one shape, before any list of utterances) is not
+        counted, and a RuntimeWarning says so once; a callable(batch) -> int; False: not counted
         (utterances/s is then steps x items_per_step)."""
         phase = phase or self.data_phase
-        size = batch_items if items is None else items
+        lists, warned = set(), False
+        if items is None:
+            def size(batch):
+                nonlocal warned
+                n, why = _count(batch, lists)
+                if why and not warned:
+                    warned = True
+                    warnings.warn(
+                        "featcache: StepProfiler.iterate: step %d: cannot tell how many utterances "
+                        "the batch holds (%s): it is not counted, and the profile's utterances/s "
+                        "is estimated as steps x items_per_step; pass items=len (a list of "
+                        "utterances) or items=lambda b: len(b[0]) (the tensors of one batch), or "
+                        "prof.count(n) in the step" % (self.steps + 1, why),
+                        RuntimeWarning, stacklevel=3)
+                return n
+        else:
+            size = items
         if size is not False and not callable(size):
             raise TypeError("StepProfiler.iterate: items=%r: None (read off the batch), False "
                             "(not counted) or a callable(batch) -> int" % (items,))

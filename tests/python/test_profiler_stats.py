@@ -3,14 +3,16 @@ Python API (context managers, iterate(), nesting, trace JSON) over the C library
 import ctypes
 import json
 import os
+import re
 import sys
 import time
+import warnings
 
 import numpy as np
 import pytest
 
 try:
-    from featcache.profiler import StepProfiler, series_stats, verdict, load_library
+    from featcache.profiler import StepProfiler, batch_items, series_stats, verdict, load_library
     load_library()
 except OSError as e:  # the library is not built in this tree
     print("FAIL: %s" % e)
@@ -596,6 +598,61 @@ def test_iterate_counts_a_list_of_utterances():
             pass
         j = p.json()
         assert j["items_counted"] is True and j["items"] == 2 * want, (batch, j["items"])
+
+
+def test_iterate_says_it_cannot_count_a_list_of_one_shape():
+    """A list of arrays of one rank and one first dimension — one utterance's mel in a list (a
+    batch of one), utterances of equal length, or a batch's input and target of one shape — does
+    not say how many utterances it holds: it was counted by the first array's first dimension (90
+    utterances for one mel of 90 frames, 90 for three). Now it is not counted, the profile says
+    its utterances are estimated, and a warning says why once; after a list of utterances of
+    different lengths in the same iterate(), one of that rank is utterances too (the short last
+    batch); items= says it outright."""
+    mel = lambda t: np.zeros((t, 80), np.float32)  # noqa: E731
+    for batch, shape in (([mel(90)], r"1 array of shape \(90, 80\): 1 utterance, or the tensors "
+                                     r"of one batch of 90"),
+                         ([mel(90)] * 3, r"3 arrays of shape \(90, 80\): 3 utterances of equal "
+                                         r"length, or the tensors of one batch of 90"),
+                         ({"mels": [mel(7)]}, r"its \"mels\", a list of 1 array of shape \(7, 80\)"),
+                         ((np.zeros((4, 9, 80)), np.zeros((4, 9, 80))), r"a tuple of 2 arrays")):
+        p = StepProfiler(items_per_step=4)
+        with pytest.warns(RuntimeWarning) as got:
+            for _ in p.iterate([batch, batch]):
+                pass
+        assert len(got) == 1, [str(w.message) for w in got]  # once per iterate()
+        assert re.search(r"^featcache: StepProfiler.iterate: step 1: cannot tell how many "
+                         r"utterances the batch holds \(.*" + shape + r".*\): it is not counted, .*"
+                         r"items=len .* items=lambda b: len\(b\[0\]\)", str(got[0].message)), \
+            str(got[0].message)
+        j = p.json()
+        assert j["items_counted"] is False and j["items"] == 8, (batch, j["items"])
+        assert batch_items(batch) is None
+        if isinstance(batch, dict):
+            told = ((lambda b: len(b["mels"]), 2),)
+        else:
+            told = ((len, 2 * len(batch)), (lambda b: len(b[0]), 2 * len(batch[0])))
+        for items, want in told:
+            p = StepProfiler()
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                for _ in p.iterate([batch, batch], items=items):
+                    pass
+            assert p.json()["items"] == want
+    # a list of utterances, then the short last batch of one (or of equal lengths): counted
+    for last, n in (([mel(50)], 1), ([mel(50), mel(50)], 2)):
+        p = StepProfiler()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for _ in p.iterate([[mel(60), mel(70), mel(80)], last]):
+                pass
+        j = p.json()
+        assert j["items_counted"] is True and j["items"] == 3 + n, j["items"]
+    # but not after lists of another rank (waveforms [T_i], then a mel [T, 80])
+    p = StepProfiler()
+    with pytest.warns(RuntimeWarning, match="step 2: "):
+        for _ in p.iterate([[np.zeros(5), np.zeros(6)], [mel(50)]]):
+            pass
+    assert p.json()["items_counted"] is False
 
 
 def test_add_refuses_more_time_than_the_step_has_lasted():
