@@ -24,7 +24,9 @@ char *mf_dup_range(const char *s, size_t n) {
   return out;
 }
 
-/* Id from a path: file name without directory and (last) extension. "a/b.c.wav" -> "b.c". */
+/* Id from a path: file name without directory and (last) extension. "a/b.c.wav" -> "b.c". Dots
+ * that begin the name are part of it, never an extension's, as Python's os.path.splitext and
+ * pathlib's stem take them: ".hidden" and "..wav" are their own ids (the latter was "."). */
 char *mf_id_from_path(const char *path, size_t len) {
   const char *end = path + len, *start = path;
   /* Slashes that end the path name no other file (a folder: "corpus/" is "corpus", as basename
@@ -32,8 +34,9 @@ char *mf_id_from_path(const char *path, size_t len) {
   while (end > path + 1 && end[-1] == '/') end--;
   for (const char *p = path; p < end; p++)
     if (*p == '/' && p + 1 < end) start = p + 1;
-  const char *dot = NULL;
-  for (const char *p = start + 1; p < end; p++) /* +1: ".hidden" keeps its name */
+  const char *dot = NULL, *p = start;
+  while (p < end && *p == '.') p++; /* ".hidden", "..wav", "..": no extension */
+  for (; p < end; p++)
     if (*p == '.') dot = p;
   /* A name not in UTF-8 (Latin-1): each byte that is no part of a UTF-8 character becomes the four
    * characters \xNN (lower-case hex), as cache-verify --json prints it: the id is valid UTF-8. A

@@ -663,6 +663,16 @@ static void test_paths_and_stream(void) {
     if (l.count == 1) CHECK_STR(l.items[0].id, dir_ids[i]);
     fc_item_list_free(&l);
   }
+  /* dots that begin a name are the name's, never an extension's (Python's splitext): "..wav" was
+   * stored as ".", a name no utterance has ("..." as ".."); a later dot still begins one */
+  const char *dotted[] = {"a/..wav", "b/...flac", ".hidden", "c/.x.wav", "..a.wav", "b..wav"};
+  const char *dotted_ids[] = {"..wav", "...flac", ".hidden", ".x", "..a", "b."};
+  CHECK(fc_items_from_paths(dotted, 6, &l) == 0 && l.count == 6, "dotted: %zu", l.count);
+  for (size_t i = 0; i < l.count && i < 6; i++) {
+    CHECK(l.items[i].err == 0, "%s: err %d", dotted[i], l.items[i].err);
+    CHECK_STR(l.items[i].id, dotted_ids[i]);
+  }
+  fc_item_list_free(&l);
 
   static const char input[] = "a/one.wav\r\n\n/b/two.flac\n";
   FILE *f = fmemopen((void *)input, sizeof input - 1, "r");
