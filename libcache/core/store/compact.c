@@ -183,7 +183,8 @@ static int room_for_copy(fc_store *s, char *why, size_t why_len) {
 int store_compact(fc_store *s, volatile const int *stop, uint64_t *before, uint64_t *after,
                   char *why, size_t why_len) {
   *before = *after = 0;
-  if ((s->flags & FC_STORE_RDONLY) || !(s->flags & FC_STORE_EXCLUSIVE)) return EINVAL;
+  if ((s->flags & FC_STORE_RDONLY) || !(s->flags & FC_STORE_EXCLUSIVE) || s->swap_lock >= 0)
+    return EINVAL; /* (compacted once already: s maps the file replaced) */
   int dfd;
   struct stat st;
   MDB_stat ms;
@@ -234,7 +235,13 @@ int store_compact(fc_store *s, volatile const int *stop, uint64_t *before, uint6
   if (!rc) rc = renumber_metas(fd, ms.ms_psize, T);
   if (!rc && fsync(fd) != 0) rc = errno;
   if (!rc && fstat(fd, &st) != 0) rc = errno;
-  if (close(fd) != 0 && !rc) rc = errno;
+  /* the writer lock, exclusive, on the copy before its name is data.mdb: from the rename on, a
+   * writer or another cache-prune opens the copy, and must find it held as the file replaced is
+   * until this process closes the store (its directory synced, LMDB's write lock let go): fd stays
+   * open as s->swap_lock. No one else has the copy open: a refusal is a file system without flock */
+  if (!rc && flock(fd, LOCK_EX | LOCK_NB) != 0 && errno != ENOLCK && errno != EOPNOTSUPP &&
+      errno != EINVAL)
+    rc = errno;
   if (rc == FC_EFORMAT)
     fc_why(why, why_len,
            "the compact copy's meta pages are not laid out as LMDB 0.9 lays them "
@@ -259,8 +266,10 @@ int store_compact(fc_store *s, volatile const int *stop, uint64_t *before, uint6
   }
   if (rc) {
     unlink(tmp);
+    close(fd);
     goto out;
   }
+  s->swap_lock = fd;
   *after = (uint64_t)st.st_size;
   s->broken = 1; /* s maps the file replaced: a write through it would be lost */
   fault_stop("compact"); /* test builds: swapped, the directory not yet synced */

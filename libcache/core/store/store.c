@@ -261,6 +261,7 @@ static int store_open_once(const char *dir, unsigned flags, fc_store **out) {
   }
   s->flags = flags & ~(unsigned)STORE_OPEN_HEADROOM;
   s->lock_probe = -1;
+  s->swap_lock = -1;
   s->path = fc_strdup(dir);
   pthread_mutex_init(&s->write_mu, NULL);
   pthread_rwlock_init(&s->map_lock, NULL);
@@ -327,6 +328,7 @@ void fc_store_close(fc_store *s) {
   if (!s) return;
   store_env_close(s->env);
   if (s->lock_probe >= 0) close(s->lock_probe); /* after: it would drop the env's lock.mdb lock */
+  if (s->swap_lock >= 0) close(s->swap_lock); /* the writer lock on a compact copy swapped in */
   /* after both: others of the process may open it now; not an environment a fault left open
    * (store_txn_begin), whose lock.mdb this process still holds */
   if (!s->env || !store_env_faulted(s->env)) store_unclaim(s);

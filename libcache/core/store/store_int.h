@@ -48,6 +48,8 @@ struct fc_store {
   int lock_probe; /* -1, or a descriptor of lock.mdb compaction asks (compact.c); closed after
                    * the environment, since closing it drops this process's lock on lock.mdb */
   struct store_once *once; /* this process's claim on the store (store_once.c); NULL: NOLOCK */
+  int swap_lock; /* -1, or the compact copy swapped in (compact.c), flocked exclusive before its
+                  * rename and held to the close: the writer lock on the file data.mdb names now */
 };
 
 /* One open of a store per process (store_once.c): store_claim claims dir's data.mdb for s,
