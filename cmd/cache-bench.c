@@ -200,7 +200,15 @@ static char *join_names(const char *const *names, size_t n, int quote) {
   return out;
 }
 
-/* A clear message for a store that cannot be benched (the caller exits 2). */
+/* Out of memory before the first pass: the summary every exit 1 has, all total passes not started.
+ * Returns the exit code, 1. */
+static int nothing_run(size_t total) {
+  fprintf(stderr, "%s: done: 0 of %zu passes (%zu not started), nothing run\n", fc_cli_tool, total,
+          total);
+  return FC_EXIT_FAIL;
+}
+
+/* A clear message for a store that cannot be benched (the caller exits 2; 1 out of memory). */
 static void open_error(const char *path, int rc) {
   struct stat st;
   if (fc_cli_say_unwritten_part(path, NULL, "nothing run")) return; /* a split store's */
@@ -344,7 +352,7 @@ int main(int argc, char **argv) {
   int have_dev0 = 0; /* the first store's device was found (else its open says what is wrong) */
   if (!benches || !reports || !results || !probes || !refused) {
     fc_cli_warn(NULL, "out of memory");
-    return FC_EXIT_FAIL;
+    return nothing_run(nunits * per_store);
   }
   for (size_t s = 0; s < nstores; s++) {
     const char *path = paths[s];
@@ -412,7 +420,8 @@ int main(int argc, char **argv) {
                   cnt);
     else
       fc_cli_warn(NULL, "cannot open the stores: %s", fc_strerror(rc));
-    exit_code = FC_EXIT_USAGE;
+    /* out of memory is no usage error (a rerun may get past it): 1, unless a store was refused */
+    exit_code = rc == ENOMEM && exit_code != FC_EXIT_USAGE ? FC_EXIT_FAIL : FC_EXIT_USAGE;
   }
   if (exit_code == FC_EXIT_OK && !buffers_fit(&o, benches, nunits)) exit_code = FC_EXIT_USAGE;
   /* each unit's name as given (JSON "store") and as the text shows it (quoted names) */
@@ -420,10 +429,11 @@ int main(int argc, char **argv) {
   if (exit_code == FC_EXIT_OK && nunits == 1 && nwords > 1 &&
       !(label = join_names(words, nwords, 0)))
     exit_code = FC_EXIT_FAIL;
+  const int nomem = exit_code == FC_EXIT_FAIL; /* a store's open: said */
   for (size_t u = 0; exit_code == FC_EXIT_OK && u < nunits; u++)
     if (!shown || !(shown[u] = join_names(label ? words : words + u, label ? nwords : 1, 1)))
       exit_code = FC_EXIT_FAIL;
-  if (exit_code == FC_EXIT_FAIL) fc_cli_warn(NULL, "out of memory");
+  if (exit_code == FC_EXIT_FAIL && !nomem) fc_cli_warn(NULL, "out of memory");
   FILE *dump = NULL;
   fc_outfile *dumpf = NULL; /* whole or not at all */
   int derr = exit_code == FC_EXIT_OK && o.dump ? fc_outfile_open(o.dump, &dumpf) : 0;
@@ -432,6 +442,7 @@ int main(int argc, char **argv) {
     exit_code = FC_EXIT_USAGE;
   }
   if (dumpf) dump = fc_outfile_stream(dumpf);
+  if (exit_code == FC_EXIT_FAIL) nothing_run(nunits * per_store);
   if (exit_code != FC_EXIT_OK) {
     for (size_t s = 0; s < nunits; s++) bench_close(benches[s]);
     free(label);

@@ -219,8 +219,9 @@ static int list_store(const char *dir, int json, int count) {
       unwritten |= (uint64_t)1 << (k & 63);
       continue;
     }
-    if (open_store(parts[k], FC_STORE_RDONLY, 1, &s, failed, sizeof failed)) {
-      code = FC_EXIT_USAGE;
+    const int rc_open = open_store(parts[k], FC_STORE_RDONLY, 1, &s, failed, sizeof failed);
+    if (rc_open) { /* out of memory is no usage error (a rerun may get past it): 1, counted */
+      code = rc_open == ENOMEM ? FC_EXIT_FAIL : FC_EXIT_USAGE;
       break;
     }
     fc_config_info *c;

@@ -515,7 +515,7 @@ int main(int argc, char **argv) {
     char why[512] = "";
     int rc = fc_verify_store(store, &vo, &r, why, sizeof why);
     fc_cli_progress_clear(&ps.line);
-    int code;
+    int code, unread = 0;
     if (rc == FC_EINTR) {
       /* the report a script reads says the check did not end: no all-ok report of a cut run */
       if (json) cvc_print_json(store, &r, 0, INTERRUPTED);
@@ -528,7 +528,9 @@ int main(int argc, char **argv) {
       code = FC_EXIT_FAIL;
       if (!status) fc_cli_warn(store, "%s", "missing part of a split store");
     } else if (rc) {
-      code = FC_EXIT_USAGE;
+      /* out of memory is no usage error (a rerun may get past it): 1, counted as not checked */
+      code = rc == ENOMEM ? FC_EXIT_FAIL : FC_EXIT_USAGE;
+      unread = 1;
       /* a file, or a folder without data.mdb: as the other tools say it (FC_EFORMAT is left to
        * the check's own words here: an empty store, or a damaged one) */
       const char *said = rc == FC_ENOSTORE || rc == ENOTDIR || rc == ENOENT
@@ -564,13 +566,13 @@ int main(int argc, char **argv) {
     if (!rc)
       with_entries[0] += r.entries[FC_DB_AUDIO] > 0, with_entries[1] += r.entries[FC_DB_TEXT] > 0;
     if (code == FC_EXIT_OK) clean++;
-    if (code == FC_EXIT_USAGE) unchecked++; /* could not be opened or read through */
+    unchecked += unread; /* could not be opened or read through */
     if (code > worst) worst = code;
     fc_verify_report_free(&r);
   }
   int dataset_code = FC_EXIT_OK; /* the stores together; each may be clean and they not */
   uint64_t dataset_errors = 0, dataset_warnings = 0, dataset_failures = 0;
-  if (dataset && worst != FC_EXIT_USAGE && !split_missing) { /* a missing part: said above */
+  if (dataset && worst != FC_EXIT_USAGE && !unchecked && !split_missing) {
     vo.manifest = manifest_items;
     fc_verify_report r;
     char why[512] = "";
@@ -646,7 +648,7 @@ int main(int argc, char **argv) {
    * ran, and that store failed it (1, counted in the summary); 2 only when none was checked */
   if (worst == FC_EXIT_USAGE && unchecked < n_stores) worst = FC_EXIT_FAIL;
   worst = fc_cli_stdout_status(worst); /* the report lost (--json > full disk) is no pass */
-  if (!status && !quiet) {
+  if (!status && (!quiet || worst == FC_EXIT_FAIL)) { /* exit 1 comes with it, whatever -q */
     /* every store counted once: clean, not clean (problems found), or not checked */
     fprintf(stderr, "%s: done: %zu of %zu stores clean", fc_cli_tool, clean, n_stores);
     if (clean < n_stores) {

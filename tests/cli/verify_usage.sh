@@ -142,9 +142,14 @@ done
 # stdout that cannot be written (a full disk, closed): the report lost is exit 1 with the reason,
 # never a silent 0 (`cache-verify --json s > report.json && train` must not go ahead with no report)
 if [ -w /dev/full ]; then
-  for a in --json --separate --help --version; do
+  for a in --help --version; do
     "$V" -q $a "$T/s" >/dev/full 2>"$T/err"; check "$a into a full disk" 1 $?
     expect_err "$a into a full disk" "cache-verify: stdout: cannot write: No space left on device"
+  done
+  for a in --json --separate; do # -q: exit 1 comes with its done line all the same
+    "$V" -q $a "$T/s" >/dev/full 2>"$T/err"; check "$a into a full disk" 1 $?
+    expect_err "$a into a full disk" "cache-verify: stdout: cannot write: No space left on device
+cache-verify: done: 1 of 1 stores clean; the report not written (stdout)"
   done
   # without -q the done line follows: it must not read as a pass alone ("1 of 1 stores clean")
   "$V" "$T/s" >/dev/full 2>"$T/err"; check "a report into a full disk" 1 $?
@@ -152,7 +157,8 @@ if [ -w /dev/full ]; then
 cache-verify: done: 1 of 1 stores clean; the report not written (stdout)"
 fi
 "$V" -q --json "$T/s" >&- 2>"$T/err"; check "--json, stdout closed" 1 $?
-expect_err "--json, stdout closed" "cache-verify: stdout: cannot write: Bad file descriptor"
+expect_err "--json, stdout closed" "cache-verify: stdout: cannot write: Bad file descriptor
+cache-verify: done: 1 of 1 stores clean; the report not written (stdout)"
 
 # A manifest that names no utterance: the check asked for cannot be made, no pass over zero ids.
 : >"$T/empty.csv"
