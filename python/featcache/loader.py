@@ -383,7 +383,8 @@ class Loader:
                   kaldi, 0 for linear mels; whisper and dB-with-top_db configs have none (it
                   depends on each utterance): opening fails asking for a value.
                   .info.pad_value is the value used
-    pad_multiple, token_pad, drop_last
+    pad_multiple, token_pad, drop_last   (pad_value and a token_pad other than 0 pad padded
+                  batches only: with views, a ValueError naming them)
     rank, world_size, shard ('pad' | 'drop' | 'uneven'); None: from torch.distributed when it is
                   initialized, else 0 and 1
     bucket_batches, locality_run, prefetch_threads, prefetch_depth
@@ -476,6 +477,18 @@ class Loader:
         if pad_multiple > 1 and not padded:
             raise ValueError("featcache: pad_multiple=%d pads only padded batches (views cannot be padded): "
                              "pass padded=True (or leave padded out)" % pad_multiple)
+        if not padded:  # a value asked for that views, never padded, would not use: said, not ignored
+            asked = []  # (None or nan, 0: the defaults, which ask for nothing)
+            if pad_value is not None and not math.isnan(pad_value):
+                asked.append("pad_value=%r" % pad_value)
+            if token_pad:
+                asked.append("token_pad=%d" % token_pad)
+            if asked:
+                raise ValueError("featcache: %s pad%s only padded batches (views are never padded: "
+                                 "the batch's mels and tokens are each utterance's own): pass "
+                                 "padded=True or pad_to, or leave %s out"
+                                 % (" and ".join(asked), "" if len(asked) > 1 else "s",
+                                    "them" if len(asked) > 1 else "it"))
         if crop is None:
             crop = "random" if random_crop else "start"
         elif random_crop and crop != "random":

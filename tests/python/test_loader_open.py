@@ -444,6 +444,39 @@ def test_bad_choices_are_named(store, kw, message):
         featcache.Loader(store["path"], **kw)
     assert str(e.value) == message
 
+@pytest.mark.parametrize("kw, said", [
+    (dict(pad_value=-4.0), "pad_value=-4.0 pads"), (dict(pad_value=0, padded=False), "pad_value=0.0 pads"),
+    (dict(token_pad=-100), "token_pad=-100 pads"),
+    (dict(pad_value=-1, token_pad=7, padded=False), "pad_value=-1.0 and token_pad=7 pad"),
+    (dict(pad_value=-1, crop_frames=10), "pad_value=-1.0 pads")])
+def test_pad_values_with_views_are_refused(store, kw, said):
+    """pad_value and token_pad with views (never padded: each utterance's own mel and tokens)
+    were taken and did nothing: a loop that asked for token_pad=-100 (cross_entropy's
+    ignore_index) got views, and padded them itself with 0. A ValueError names them."""
+    with pytest.raises(ValueError) as e:
+        featcache.Loader(store["path"], **kw)
+    want = ("featcache: %s only padded batches (views are never padded: the batch's mels and "
+            "tokens are each utterance's own): pass padded=True or pad_to, or leave %s out"
+            % (said, "them" if " and " in said else "it"))
+    assert str(e.value) == want, str(e.value)
+    # the adapters pass the options on: said when the dataset is made, not in a worker
+    from featcache.torch import FeatcacheDataset
+    with pytest.raises(ValueError) as e:
+        FeatcacheDataset(store["path"], **kw)
+    assert str(e.value) == want, str(e.value)
+
+
+def test_pad_defaults_with_views_are_taken(store):
+    # the defaults ask for nothing: None or nan (the config's silence), token_pad 0
+    for kw in (dict(pad_value=None, token_pad=0), dict(pad_value=float("nan"), padded=False)):
+        ld = featcache.Loader(store["path"], batch_size=2, **kw)
+        (b,) = list(ld)
+        assert not b.padded and len(b) == 2
+    ld = featcache.Loader(store["path"], batch_size=2, padded=True, pad_value=-4, token_pad=-100)
+    (b,) = list(ld)
+    assert b.padded and ld.info.pad_value == -4.0
+
+
 def test_numbers_in_range_are_taken(store):
     ld = featcache.Loader(store["path"], batch_size=2 ** 32 - 1, max_frames=2 ** 64 - 1,
                           token_pad=-1, seed=-1, pad_to=800, epoch=3)
