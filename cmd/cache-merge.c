@@ -335,54 +335,6 @@ static void json_dbs(const char *name, const uint64_t *v) {
          (unsigned long long)v[FC_DB_TOK]);
 }
 
-/* 1 when an input has a page LMDB's reads could crash on (fc_cli_pages_damaged: a node offset,
- * key or value size past its page), said into why; -1 when stopped (Ctrl-C); else 0 — a damaged
- * free list or meta page is no reason to refuse (the merge reads only the B-trees), and an input
- * that cannot be checked is fc_merge_run's to say. */
-static int unsafe_input(const char *const *inputs, size_t n, int nolock, char *why,
-                        size_t why_len) {
-  for (size_t i = 0; i < n; i++) {
-    char where[64], problem[1024];
-    int unsafe;
-    int rc = fc_cli_pages_damaged_as(inputs[i], 3, nolock, &unsafe, where, sizeof where, problem,
-                                     sizeof problem);
-    if (rc < 0) return -1;
-    if (rc == 0 || !unsafe) continue;
-    /* the page and what is wrong: cache-verify's parenthesis */
-    const char *at = strncmp(problem, "B-tree damaged (", 16) == 0 ? problem + 16 : NULL;
-    const char *end = at ? strstr(at, "): LMDB's reads") : NULL;
-    qname q;
-    int w = snprintf(why, why_len,
-                     "%s: damaged (%.*s): LMDB's reads of that page could crash the merge; "
-                     "nothing merged (cache-verify says more; merge the other stores without it)",
-                     qn(inputs[i], &q), end ? (int)(end - at) : (int)strlen(problem),
-                     end ? at : problem);
-    if (w < 0 || (size_t)w >= why_len) why[why_len - 1] = '\0'; /* cut short: still said */
-    return 1;
-  }
-  return 0;
-}
-
-/* 1 when OUT, an existing store, has damaged pages (fc_cli_pages_damaged): a free list that would
- * hand the merge's writes a page a B-tree uses (they would write over it) or that they would fail
- * on, a page LMDB could crash on; said into why. -1 when stopped; 0 when sound, new, or not
- * checkable (fc_merge_run says what it meets). */
-static int damaged_out(const char *out, char *why, size_t why_len) {
-  char mdb[4096], said[1200];
-  struct stat sb;
-  if (snprintf(mdb, sizeof mdb, "%s/data.mdb", out) >= (int)sizeof mdb || stat(mdb, &sb) != 0)
-    return 0;
-  int rc = fc_cli_pages_damage_said(out, said, sizeof said);
-  if (rc != 1) return rc;
-  qname q;
-  int w = snprintf(why, why_len,
-                   "%s: %s: nothing merged into it (cache-verify says more; merge into a new "
-                   "store)",
-                   qn(out, &q), said);
-  if (w < 0 || (size_t)w >= why_len) why[why_len - 1] = '\0';
-  return 1;
-}
-
 /* The first input that holds no store, said as every tool says it (fc_cli_say_not_a_store: a
  * file, a folder without data.mdb; the library's open said "cannot open the store: Not a
  * directory", "... FC_ENOSTORE: ..."): 1, else 0; one that is not there is the open's to say. An
@@ -557,7 +509,7 @@ int main(int argc, char **argv) {
   mo.stop = &fc_cli_signal;
   fc_merge_stats st;
   char why[1024] = "";
-  int rc = EINVAL, unsafe = 0, said = 0; /* said: the error is said already */
+  int rc = EINVAL, said = 0; /* said: the error is said already */
   if (named_twice) {
     memset(&st, 0, sizeof st);
     snprintf(why, sizeof why, "%s", twice);
@@ -570,10 +522,6 @@ int main(int argc, char **argv) {
     /* -o naming the shards' folder, the corpus: refused as featurize does (rc EINVAL, exit 2) */
     memset(&st, 0, sizeof st);
     said = 1;
-  } else if ((unsafe = unsafe_input(inputs, n, mo.nolock, why, sizeof why)) != 0 ||
-             (unsafe = damaged_out(out, why, sizeof why)) != 0) {
-    memset(&st, 0, sizeof st);
-    rc = unsafe < 0 ? FC_EINTR : FC_EFORMAT;
   } else {
     fc_cli_warn_network_fs(out); /* whatever -q: OUT written over the network */
     if (!quiet) fc_cli_note_prune_running(out);
@@ -596,8 +544,8 @@ int main(int argc, char **argv) {
     code = fc_cli_signal_exit();
   } else if (rc == FC_EINTR && st.total == 0 && copied + present == 0) { /* in the first pass */
     fprintf(stderr, "%s: interrupted: nothing written (%s); run again to merge\n", fc_cli_tool,
-            unsafe < 0 ? "the stores' pages were being checked"
-                       : "the inputs were being read for conflicts");
+            st.pass == 0 ? "the stores' pages were being checked"
+                         : "the inputs were being read for conflicts");
     status = "interrupted";
     code = fc_cli_signal_exit();
   } else if (rc == FC_EINTR) {
@@ -608,7 +556,7 @@ int main(int argc, char **argv) {
         (unsigned long long)failed);
     status = "interrupted";
     code = fc_cli_signal_exit();
-  } else if (rc == FC_EFORMAT && unsafe > 0) {
+  } else if (rc == FC_EFORMAT && st.pages_refused) { /* said by fc_merge_run: the store, the page */
     fprintf(stderr, "%s: %s\n", fc_cli_tool, why);
     status = "refused";
     code = FC_EXIT_FAIL;

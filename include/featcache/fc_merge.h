@@ -85,7 +85,7 @@ typedef struct fc_merge_stats {
   /* The first pass (conflicts and the count, before anything is written): entries of the inputs
    * (and of the output) read so far, of first_total, every entry they hold (counted as the pass
    * begins). pass: the pass on_progress reports on, 1 the first, 2 the copy (and the failure
-   * records after it). */
+   * records after it); 0 before the first, while the stores' pages are checked. */
   uint64_t first_read, first_total;
   int pass;
   /* mel configs that a store holding utterances lacks (one preset featurized with different
@@ -102,6 +102,11 @@ typedef struct fc_merge_stats {
    * tokenizers): merged, each holds tokens for some ids only; token configs of one name built
    * apart are counted in token_configs_apart instead */
   uint64_t token_configs_held_apart;
+  /* 1 when the merge was refused for a store's pages (FC_EFORMAT, before anything was opened or
+   * written; why names the store and the page): an input with a page LMDB's reads could crash
+   * on, or an existing output whose pages are damaged (a free list that would hand the merge's
+   * writes a page a B-tree uses) */
+  int pages_refused;
 } fc_merge_stats;
 
 typedef void (*fc_merge_conflict_fn)(const fc_merge_conflict *c, void *user);
@@ -212,6 +217,9 @@ FC_API void fc_merge_opts_init(fc_merge_opts *o);
  * (nothing written; each was reported); FC_ECONFIG when the inputs record incomplete sets of
  * shards and o->partial is not set (nothing written; why names the missing shards), or when
  * shards hold token configs of one name built apart (on_token_configs; nothing written);
+ * FC_EFORMAT with stats->pages_refused when an input has a page LMDB's reads could crash on, or
+ * the existing output has damaged pages (each store's pages are checked as cache-verify's first
+ * step checks them, before it is opened; nothing written; why names the store and the page);
  * FC_EINTR when *stop was set (committed work kept);
  * EINVAL (no inputs, the output is one of the inputs, prefer_index + prefer_count out of range:
  * reason in why); FC_ESPLIT when out_dir is a split store (said before any input is opened);

@@ -19,6 +19,7 @@
 #include "libcache/core/merge/kmerge.h"
 #include "libcache/core/merge/merge_conflict.h"
 #include "libcache/core/merge/merge_failed.h"
+#include "libcache/core/merge/merge_pages.h"
 #include "libcache/core/merge/merge_shards.h"
 #include "libcache/core/merge/writeback.h"
 #include "libcache/core/store/store_int.h"
@@ -640,6 +641,9 @@ int fc_merge_run(const char *out_dir, const char *const *inputs, size_t n, const
            fc_why_name(out_dir, SIZE_MAX, &q), out_parts);
     return FC_ESPLIT;
   }
+  /* the stores' pages, before LMDB reads one (merge_pages.c) */
+  if ((rc0 = merge_check_pages(out_dir, inputs, n, o, stats, why, why_len)) != 0) return rc0;
+  stats->pass = 1; /* then the first pass: the stores opened, their shards, configs, conflicts */
   mctx c;
   memset(&c, 0, sizeof c);
   c.o = o;
