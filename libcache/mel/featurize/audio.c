@@ -213,7 +213,7 @@ int fc_audio_read_file(const char *path, uint64_t max_bytes, void **bytes, size_
 typedef struct mem_file {
   const uint8_t *data;
   sf_count_t len, pos;
-  int no_end; /* an MP3 that states no length: its end is not seekable (audio_mp3_unsized) */
+  int no_end; /* an MP3: its end is not seekable (audio_mp3_stream) */
 } mem_file;
 
 static sf_count_t vio_get_filelen(void *user) { return ((mem_file *)user)->len; }
@@ -477,7 +477,7 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
     *n_samples = pcm_frames;
     return 0;
   }
-  mem_file mem = {bytes, (sf_count_t)len, 0, audio_mp3_unsized(bytes, len) == 1};
+  mem_file mem = {bytes, (sf_count_t)len, 0, audio_mp3_stream(bytes, len) == 1};
   SF_VIRTUAL_IO vio = {vio_get_filelen, vio_seek, vio_read, vio_write, vio_tell};
   SF_INFO sfi;
   memset(&sfi, 0, sizeof sfi);

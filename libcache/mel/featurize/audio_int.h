@@ -130,14 +130,17 @@ uint64_t audio_unsized_data(const uint8_t *b, size_t len);
 int64_t audio_frames_slack(int format, const uint8_t *b, size_t len, int64_t frames);
 
 /* 1 when b[0, len) (a file's first bytes, after any ID3v2 tag, or a WAV's data chunk of MPEG) is
- * MPEG audio whose first frame is no Xing or Info tag with a frame count: a file that states no
- * length (libsndfile reads no WAV's fact chunk for MPEG). mpg123 estimates one from
- * the file's size and its first frame's (a VBR file's estimate can be a third of it, or more than
- * it), and libsndfile reads no further than the estimate; a file whose virtual I/O cannot seek to
- * its end has mpg123 make none, and libsndfile reads it to its end (frames SF_COUNT_MAX), the same
- * samples. 0 otherwise; -1 when an ID3v2 tag or a WAV's chunks run past the len bytes at hand (b
- * is a file's head): whether one follows cannot be told from them. */
-int audio_mp3_unsized(const uint8_t *b, size_t len);
+ * MPEG audio: a file whose virtual I/O cannot seek to its end, and is read an MPEG frame at a time.
+ * One whose first frame is no Xing or Info tag with a frame count states no length (libsndfile
+ * reads no WAV's fact chunk for MPEG): mpg123 would estimate one from the file's size and its first
+ * frame's (a VBR file's estimate can be a third of it, or more than it), and libsndfile read no
+ * further than the estimate; without the end mpg123 makes none, and libsndfile reads it to its end
+ * (frames SF_COUNT_MAX), the same samples. One with such a tag keeps the tag's length; with the
+ * end there mpg123 would compare the tag's byte count with the file's size, and print its own
+ * unprefixed "Warning: Xing stream size off by more than 1%" on stderr for a cut file (libsndfile
+ * gives no way to make mpg123 quiet). 0 otherwise; -1 when an ID3v2 tag or a WAV's chunks run past
+ * the len bytes at hand (b is a file's head): whether one follows cannot be told from them. */
+int audio_mp3_stream(const uint8_t *b, size_t len);
 
 /* Files joined with cat, of which libsndfile reads only the first (and reports its length as the
  * file's: the rest would be left out without a word; ffmpeg reads them all): an Ogg file of

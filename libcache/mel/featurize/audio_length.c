@@ -40,7 +40,7 @@ typedef struct lazy_file {
   int fd;
   const uint8_t *head;
   sf_count_t head_len, len, pos;
-  int no_end; /* as fc_audio_decode's (audio_mp3_unsized): no estimate to refuse a file for */
+  int no_end; /* as fc_audio_decode's (audio_mp3_stream): no estimate, mpg123 kept quiet */
 } lazy_file;
 
 static sf_count_t lazy_get_filelen(void *user) { return ((lazy_file *)user)->len; }
@@ -83,15 +83,14 @@ static sf_count_t lazy_tell(void *user) { return ((lazy_file *)user)->pos; }
 int audio_header_too_long(int fd, uint64_t size, const uint8_t *head, size_t head_len,
                           double max_seconds, char *why, size_t why_len) {
   uint64_t declared, held;
-  const int mp3_unsized = audio_mp3_unsized(head, head_len); /* -1: not known from the head */
-  if (max_seconds <= 0 || mp3_unsized < 0 ||
-      audio_truncated(head, head_len, size, &declared, &held) != 0)
+  const int mp3 = audio_mp3_stream(head, head_len); /* -1: not known from the head */
+  if (max_seconds <= 0 || mp3 < 0 || audio_truncated(head, head_len, size, &declared, &held) != 0)
     return 0;
   lazy_file f = {.fd = fd,
                  .head = head,
                  .head_len = (sf_count_t)head_len,
                  .len = (sf_count_t)size,
-                 .no_end = mp3_unsized};
+                 .no_end = mp3};
   SF_VIRTUAL_IO vio = {lazy_get_filelen, lazy_seek, lazy_read, lazy_write, lazy_tell};
   SF_INFO sfi;
   memset(&sfi, 0, sizeof sfi);

@@ -265,24 +265,22 @@ static uint32_t mp3_tag_frames(const uint8_t *b, size_t len, unsigned *spf) {
   return be32(b + t + 8);
 }
 
-int audio_mp3_unsized(const uint8_t *b, size_t len) {
+int audio_mp3_stream(const uint8_t *b, size_t len) {
   if (len >= 12 && memcmp(b, "RIFF", 4) == 0 && memcmp(b + 8, "WAVE", 4) == 0) {
     unsigned tag = 0; /* MPEG in a WAV (format tag 0x50 or 0x55): its data chunk is the stream */
     for (size_t pos = 12; pos + 8 <= len;) {
       uint64_t size = audio_le32(b + pos + 4);
       if (memcmp(b + pos, "fmt ", 4) == 0 && pos + 10 <= len) tag = b[pos + 8] | b[pos + 9] << 8;
       if (memcmp(b + pos, "data", 4) == 0)
-        return tag != 0x50 && tag != 0x55 ? 0 : audio_mp3_unsized(b + pos + 8, len - pos - 8);
+        return tag != 0x50 && tag != 0x55 ? 0 : audio_mp3_stream(b + pos + 8, len - pos - 8);
       if (size + (size & 1) > len - pos - 8) return tag == 0x50 || tag == 0x55 ? -1 : 0;
       pos += 8 + (size_t)size + (size & 1);
     }
     return tag == 0x50 || tag == 0x55 ? -1 : 0;
   }
   const size_t p = id3v2_end(b, len);
-  unsigned spf;
-  /* the first frame's header, side information and a tag's count: 54 bytes at most */
-  if (p + 64 > len) return p ? -1 : 0;
-  return mpeg_frame_header(b + p) && mp3_tag_frames(b, len, &spf) == 0;
+  if (p + 4 > len) return p ? -1 : 0;
+  return mpeg_frame_header(b + p);
 }
 
 static int ogg_chained(const uint8_t *b, size_t len) {
