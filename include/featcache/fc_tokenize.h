@@ -36,8 +36,10 @@ extern "C" {
  * unknown character's unk waits, as tokenizers', for the next character of the vocab, and a
  * single_word added token inside a word is dropped with no shorter one matched in its span.
  * 3 = an added token's id is the one tokenizers gives it (its content's id in the model's vocab,
- * else the next one), not the id written in the file. */
-#define FC_TOK_BPE_VERSION 3
+ * else the next one), not the id written in the file. 4 = NFC, NFD, NFKC and NFKD leave the code
+ * points assigned since Unicode 9.0 as they are, as tokenizers' tables (Unicode 9.0) do (3 normalized
+ * them with utf8proc's Unicode 15: U+32FF, U+0898 and 240 others gave other ids). */
+#define FC_TOK_BPE_VERSION 4
 /* The phonemes tokenizer's "tokenizer_version" (chars has FC_TOKENIZER_VERSION): 2 = the
  * whole line goes to espeak-ng and each clause's terminating mark is kept (1 cut the text at
  * punctuation marks first, so espeak-ng misread numbers and abbreviations); 3 = control characters

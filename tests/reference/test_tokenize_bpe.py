@@ -6,11 +6,14 @@ files trained here: BPE + Whitespace (unk, special and non-special added tokens)
 GPT-2 style, and NFKC + Lowercase + WhitespaceSplit with a "##" continuing-subword prefix and a
 TemplateProcessing post-processor; then tokenizers for the options the corpus does not reach (Lowercase
 over Greek capitals, an added <mask> with lstrip/rstrip next to multi-byte letters and Unicode
-white space, a merge listed twice). Also: a corrupt tokenizer.json is a configuration error."""
+white space, a merge listed twice, NFKC and NFD over every character with a normalization property,
+those newer than tokenizers' Unicode 9.0 tables included). Also: a corrupt tokenizer.json is a
+configuration error."""
 import json
 import os
 import sys
 import tempfile
+import unicodedata
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_tokenize_store import TOKENIZE, read_tokens, run_tokenize, write_tsv  # noqa: E402
@@ -152,6 +155,20 @@ def edge_tokenizers(d, texts):
     out.append(("added-ids", Tokenizer.from_file(tj),
                 [f"{in_vocab} x <gap> y<far>z featcache <|sp|> [CLS]", "a <gap> b", "<far><gap>"]
                 + [t.replace(" ", f" {in_vocab} <far> ", 1) for t in texts[:100]]))
+    # NFC, NFD, NFKC, NFKD: tokenizers' tables are Unicode 9.0's, utf8proc's newer. Every character
+    # Python gives a normalization property (a decomposition, a combining class), alone and between
+    # marks it could reorder across or compose with: a newer one (U+32FF, the Arabic mark U+0898,
+    # U+1DF6) is left as it is, a starter nothing composes across (utf8proc normalized them)
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    normal = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000 and chr(c) not in "\ufeff"
+              and (unicodedata.decomposition(chr(c)) or unicodedata.combining(chr(c)))]
+    lines = normal + [f"a{c}\u0323" for c in normal] + [f"e\u0301{c}\u0334" for c in normal]
+    lines += [unicodedata.normalize("NFD", c) for c in normal]
+    for name, norm in (("nfkc", normalizers.NFKC()), ("nfd", normalizers.NFD())):
+        tok = Tokenizer(models.BPE(vocab={ch: i for i, ch in enumerate(alphabet)}, merges=[]))
+        tok.normalizer = norm  # ids: the bytes of the normalized text, one each
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+        out.append((f"unicode-{name}", tok, lines))
     return out
 
 

@@ -278,6 +278,71 @@ static int pretok(const tok_bpe *b, int level, const char *s, size_t len, tok_id
 }
 
 /* ---- normalizer -------------------------------------------------------------------------------- */
+/* tokenizers' NFC, NFD, NFKC and NFKD (its unicode-normalization-alignments crate) use Unicode 9.0's
+ * tables; utf8proc has Unicode 15's. These are the code points assigned since 9.0 that utf8proc
+ * decomposes, composes or gives a combining class: tokenizers leaves each as it is, a starter that
+ * no mark is reordered across and nothing composes with (U+0898 is no mark to it, U+32FF no
+ * square 令和, U+11938 never made of U+11935 U+11930). Found by comparing, for every code point with
+ * a normalization property, utf8proc with tokenizers (reference/test_tokenize_bpe checks them).
+ * The characters older than 9.0 are normalized alike: Unicode never changes a character's mappings
+ * or combining class once assigned. */
+static const int32_t newer_than_tokenizers[][2] =
+    {{0x7FD, 0x7FD},     {0x898, 0x89F},     {0x8CA, 0x8D3},     {0x9FE, 0x9FE},
+     {0xC3C, 0xC3C},     {0xD3B, 0xD3C},     {0xEBA, 0xEBA},     {0x1715, 0x1715},
+     {0x1ABF, 0x1ACE},   {0x1DF6, 0x1DFA},   {0x32FF, 0x32FF},   {0xA7F2, 0xA7F4},
+     {0xA82C, 0xA82C},   {0xAB69, 0xAB69},   {0x10781, 0x10785}, {0x10787, 0x107B0},
+     {0x107B2, 0x107BA}, {0x10D24, 0x10D27}, {0x10EAB, 0x10EAC}, {0x10EFD, 0x10EFF},
+     {0x10F46, 0x10F50}, {0x10F82, 0x10F85}, {0x11070, 0x11070}, {0x1133B, 0x1133B},
+     {0x1145E, 0x1145E}, {0x11839, 0x1183A}, {0x11930, 0x11930}, {0x11935, 0x11935},
+     {0x11938, 0x11938}, {0x1193D, 0x1193E}, {0x11943, 0x11943}, {0x119E0, 0x119E0},
+     {0x11A34, 0x11A34}, {0x11A47, 0x11A47}, {0x11A99, 0x11A99}, {0x11D42, 0x11D42},
+     {0x11D44, 0x11D45}, {0x11D97, 0x11D97}, {0x11F41, 0x11F42}, {0x16FF0, 0x16FF1},
+     {0x1E030, 0x1E06D}, {0x1E08F, 0x1E08F}, {0x1E130, 0x1E136}, {0x1E2AE, 0x1E2AE},
+     {0x1E2EC, 0x1E2EF}, {0x1E4EC, 0x1E4EF}, {0x1F16C, 0x1F16C}, {0x1FBF0, 0x1FBF9}};
+
+static int is_newer_than_tokenizers(int32_t cp) {
+  size_t lo = 0, hi = sizeof newer_than_tokenizers / sizeof *newer_than_tokenizers;
+  if (cp < newer_than_tokenizers[0][0]) return 0;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (cp < newer_than_tokenizers[mid][0])
+      hi = mid;
+    else if (cp > newer_than_tokenizers[mid][1])
+      lo = mid + 1;
+    else
+      return 1;
+  }
+  return 0;
+}
+
+/* s[0, len) normalized with utf8proc's flags into out (empty), as tokenizers normalizes it: the
+ * text between the code points newer than its tables normalized, each of those kept as it is (a
+ * starter to tokenizers: nothing before it reorders or composes with anything after it). */
+static int unicode9_map(const char *s, size_t len, int flags, tok_buf *out) {
+  int rc = 0;
+  size_t from = 0, i = 0;
+  for (;;) {
+    int32_t cp = 0;
+    size_t k = 0;
+    while (i < len && (k = tok_utf8_next(s + i, len - i, &cp), !is_newer_than_tokenizers(cp)))
+      i += k;
+    char *d;
+    size_t n;
+    if ((rc = tok_utf8_map(s + from, i - from, flags, &d, &n))) return rc;
+    if (from == 0 && i == len) { /* none in the text: utf8proc's result as it is */
+      out->p = d;
+      out->len = n;
+      out->cap = n + 1;
+      return 0;
+    }
+    rc = tok_buf_put(out, d, n);
+    free(d);
+    if (rc || i == len) return rc;
+    if ((rc = tok_buf_put(out, s + i, k))) return rc; /* the newer code point, as it is */
+    from = i += k;
+  }
+}
+
 int tok_bpe_normalize(const tok_bpe *b, const char *s, size_t len, tok_buf *out) {
   out->len = 0;
   int rc = tok_buf_put(out, s, len);
@@ -308,13 +373,10 @@ int tok_bpe_normalize(const tok_bpe *b, const char *s, size_t len, tok_buf *out)
     else
       flags |= UTF8PROC_DECOMPOSE;
     if (b->norm[k] == NORM_NFKC || b->norm[k] == NORM_NFKD) flags |= UTF8PROC_COMPAT;
-    char *d;
-    size_t n;
-    if ((rc = tok_utf8_map(out->p, out->len, flags, &d, &n))) return rc;
-    free(out->p);
-    out->p = d;
-    out->len = out->cap = n;
-    out->cap++;
+    tok_buf in = *out;
+    *out = (tok_buf){0};
+    rc = unicode9_map(in.p, in.len, flags, out);
+    free(in.p);
   }
   return rc;
 }
