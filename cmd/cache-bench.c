@@ -208,6 +208,38 @@ static int nothing_run(size_t total) {
   return FC_EXIT_FAIL;
 }
 
+/* What a pass or the probe that failed with rc met: with O_DIRECT, data.mdb refused at its open
+ * (the filesystem does not do direct I/O) told apart from one of its reads failing (EINVAL there
+ * is an alignment the device or filesystem wants, on a filesystem that does direct I/O). */
+#define WHY_LEN (4 * (4096 + 16) + 3 + 400) /* pass_why's: a quoted name and words */
+static void pass_why(const fc_bench *b, const bench_result *r, int rc, char *buf, size_t len) {
+  char file[4096 + 16], q[4 * sizeof file + 3];
+  if (bench_stores(b) > 1) /* which store's data.mdb: a dataset's, a split store's part */
+    snprintf(file, sizeof file, "%s/data.mdb", bench_store_path(b, r->direct_store));
+  else
+    snprintf(file, sizeof file, "data.mdb");
+  const char *f = fc_cli_quoted(file, q, sizeof q);
+  if (r->direct_failed == BENCH_DIRECT_OPEN && rc == EINVAL)
+    snprintf(buf, len,
+             "%s cannot be opened with O_DIRECT: the filesystem does not do direct I/O (%s)", f,
+             fc_strerror(rc));
+  else if (r->direct_failed == BENCH_DIRECT_OPEN)
+    snprintf(buf, len, "%s cannot be opened with O_DIRECT: %s", f, fc_strerror(rc));
+  else if (r->direct_failed == BENCH_DIRECT_READ && rc == EINVAL)
+    snprintf(
+        buf, len,
+        "an O_DIRECT read of %s failed: %s (%llu bytes at offset %llu, into a buffer aligned to "
+        "%u bytes: the device or filesystem wants another alignment)",
+        f, fc_strerror(rc), (unsigned long long)r->direct_len, (unsigned long long)r->direct_offset,
+        BENCH_DIRECT_ALIGN);
+  else if (r->direct_failed == BENCH_DIRECT_READ)
+    snprintf(buf, len, "an O_DIRECT read of %s failed: %s (%llu bytes at offset %llu)", f,
+             fc_strerror(rc), (unsigned long long)r->direct_len,
+             (unsigned long long)r->direct_offset);
+  else
+    snprintf(buf, len, "%s", fc_strerror(rc));
+}
+
 /* A clear message for a store that cannot be benched (the caller exits 2; 1 out of memory). */
 static void open_error(const char *path, int rc) {
   struct stat st;
@@ -345,12 +377,14 @@ int main(int argc, char **argv) {
   size_t per_store = (size_t)o.np * o.ns * o.nt * nbatch;
   bench_result *results = calloc(nunits * per_store, sizeof *results);
   bench_result *probes = calloc(2 * nunits, sizeof *probes);
+  char(*probe_why)[WHY_LEN + 32] =
+      calloc(nunits, sizeof *probe_why); /* why a unit's probe failed */
   int exit_code = FC_EXIT_OK, any_ro = 0;
   char *refused = calloc(nstores, 1); /* on a read-only mount without --read-only */
   bench_device dev0;
   memset(&dev0, 0, sizeof dev0);
   int have_dev0 = 0; /* the first store's device was found (else its open says what is wrong) */
-  if (!benches || !reports || !results || !probes || !refused) {
+  if (!benches || !reports || !results || !probes || !refused || !probe_why) {
     fc_cli_warn(NULL, "out of memory");
     return nothing_run(nunits * per_store);
   }
@@ -454,6 +488,7 @@ int main(int argc, char **argv) {
     free(reports);
     free(results);
     free(probes);
+    free(probe_why);
     return exit_code;
   }
 
@@ -497,8 +532,11 @@ int main(int argc, char **argv) {
         }
         int rc = bench_run(benches[s], &p, &probes[2 * s + q]);
         if (rc) {
-          rep->probe_note = rc == EINVAL ? "O_DIRECT is not supported on this filesystem"
-                                         : "the probe's reads failed";
+          char why[WHY_LEN];
+          pass_why(benches[s], &probes[2 * s + q], rc, why, sizeof why);
+          snprintf(probe_why[s], sizeof probe_why[s], "%s%s",
+                   probes[2 * s + q].direct_failed ? "" : "the probe's reads failed: ", why);
+          rep->probe_note = probe_why[s];
           ok = 0;
         }
       }
@@ -535,12 +573,10 @@ int main(int argc, char **argv) {
             bench_result *r = &results[s * per_store + k];
             int rc = bench_run(benches[s], &p, r);
             if (rc) {
-              if (rc == EINVAL && p.direct && p.state == BENCH_COLD)
-                fc_cli_warn(path, "%s cold pass: O_DIRECT is not supported on this filesystem",
-                            bench_pattern_name(p.pattern));
-              else
-                fc_cli_warn(path, "%s %s pass failed: %s", bench_pattern_name(p.pattern),
-                            bench_state_name(p.state), fc_strerror(rc));
+              char why[WHY_LEN];
+              pass_why(benches[s], r, rc, why, sizeof why);
+              fc_cli_warn(path, "%s %s pass failed: %s", bench_pattern_name(p.pattern),
+                          bench_state_name(p.state), why);
               failed++;
               continue;
             }
@@ -594,8 +630,12 @@ int main(int argc, char **argv) {
     }
   }
   exit_code = fc_cli_stdout_status(exit_code); /* the report lost (a full disk) is a failure */
+  /* "(N failed)": the done line adds up, as every tool's (done + failed + not started) */
+  char fails[32];
+  snprintf(fails, sizeof fails, "%zu failed)", failed);
   if (!o.quiet || failed) /* exit 1 always comes with its done line, as in every tool */
-    fprintf(stderr, "%s: done: %zu of %zu passes%s\n", fc_cli_tool, done, total,
+    fprintf(stderr, "%s: done: %zu of %zu passes%s%s%s\n", fc_cli_tool, done, total,
+            failed ? " (" : "", failed ? fails : "",
             fc_cli_stdout_errno ? "; the report not written (stdout)" : "");
   for (size_t s = 0; s < nunits; s++) bench_close(benches[s]);
   free(label);
@@ -607,6 +647,7 @@ int main(int argc, char **argv) {
   free(reports);
   free(results);
   free(probes);
+  free(probe_why);
   if (fc_cli_signal) return fc_cli_signal_exit();
   return failed ? FC_EXIT_FAIL : exit_code;
 }

@@ -17,6 +17,7 @@
 #include "featcache/fc_format.h"
 #include "featcache/fc_store.h"
 #include "formats/common/alloc.h"
+#include "formats/common/fault.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,7 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DIRECT_ALIGN 4096u
+#define DIRECT_ALIGN BENCH_DIRECT_ALIGN
 
 static const char *const pattern_names[BENCH_PATTERN_COUNT] = {"sequential", "physical", "random",
                                                                "locality"};
@@ -181,6 +182,9 @@ struct reader {
   size_t dec_cap;
   uint64_t decoded; /* bytes delivered: payload bytes, or decoded f32 bytes of coded records */
   uint8_t *dbuf; /* direct: aligned bounce buffer */
+  size_t direct_store; /* direct: the read that failed (rc from read_direct) */
+  uint64_t direct_offset, direct_len;
+  int direct_failed;
 };
 
 /* Check record val and deliver its payload as the loader would: a copy into the batch slot, or
@@ -235,13 +239,18 @@ static uint8_t touch_pages(const uint8_t *p, size_t len, size_t page) {
 
 static volatile uint8_t touch_sink;
 
+/* FC_FAULT=directread:N fails the N-th O_DIRECT read with EINVAL, as a misaligned one fails */
 static int read_direct(struct reader *rd, int fd, uint64_t offset, size_t len,
                        const uint8_t **out) {
   uint64_t lo = offset & ~(uint64_t)(DIRECT_ALIGN - 1);
   uint64_t hi = (offset + len + DIRECT_ALIGN - 1) & ~(uint64_t)(DIRECT_ALIGN - 1);
   size_t want = (size_t)(hi - lo), got = 0;
+  rd->direct_offset = lo;
+  rd->direct_len = want;
   while (got < want) {
-    ssize_t r = pread(fd, rd->dbuf + got, want - got, (off_t)(lo + got));
+    errno = EINVAL;
+    ssize_t r =
+        fault_hit("directread") ? -1 : pread(fd, rd->dbuf + got, want - got, (off_t)(lo + got));
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) return errno;
     if (r == 0) break; /* end of file inside the last block */
@@ -332,6 +341,8 @@ static void *reader_main(void *arg) {
         fault_wall += ft[j];
         if (rc) {
           rd->rc = rc;
+          rd->direct_failed = BENCH_DIRECT_READ;
+          rd->direct_store = r->part;
           set_stop(ps, 4);
           goto out;
         }
@@ -471,10 +482,15 @@ int bench_run(fc_bench *b, const bench_params *p, bench_result *r) {
       goto out;
     }
     for (size_t i = 0; i < b->nparts; i++) ps.direct_fd[i] = -1;
-    for (size_t i = 0; i < b->nparts; i++) {
-      ps.direct_fd[i] = open(b->parts[i].data_path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+    for (size_t i = 0; i < b->nparts; i++) { /* FC_FAULT=directopen:N: EINVAL, as refused */
+      errno = EINVAL;
+      ps.direct_fd[i] = fault_hit("directopen")
+                            ? -1
+                            : open(b->parts[i].data_path, O_RDONLY | O_DIRECT | O_CLOEXEC);
       if (ps.direct_fd[i] < 0) {
-        rc = errno; /* EINVAL: the filesystem does not do O_DIRECT (tmpfs) */
+        rc = errno; /* EINVAL: the filesystem does not do O_DIRECT */
+        r->direct_failed = BENCH_DIRECT_OPEN;
+        r->direct_store = i;
         goto out;
       }
     }
@@ -495,7 +511,13 @@ int bench_run(fc_bench *b, const bench_params *p, bench_result *r) {
   double fault = 0, wait = 0, copy = 0, total = 0;
   for (unsigned i = 0; i < started; i++) {
     struct reader *rd = &rds[i];
-    if (!rc && rd->rc) rc = rd->rc;
+    if (!rc && rd->rc) {
+      rc = rd->rc;
+      r->direct_failed = rd->direct_failed;
+      r->direct_store = rd->direct_store;
+      r->direct_offset = rd->direct_offset;
+      r->direct_len = rd->direct_len;
+    }
     r->records += rd->records;
     r->batches += rd->batches;
     r->bytes += rd->bytes;

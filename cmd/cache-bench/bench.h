@@ -183,7 +183,19 @@ typedef struct bench_result {
   /* The pass's place in the run's plan (0, 1, ...), set by the caller after bench_run: stores
    * side by side show their passes in this order, also one that the first store failed. */
   unsigned plan;
+  /* A --direct pass (or probe) that failed, where: BENCH_DIRECT_OPEN opening data.mdb with
+   * O_DIRECT (the filesystem may not do direct I/O), BENCH_DIRECT_READ one of its O_DIRECT reads
+   * (EINVAL there: a buffer, offset or length the device cannot take, not the filesystem), 0 the
+   * failure was elsewhere; direct_store is the store whose data.mdb it was, direct_offset and
+   * direct_len the aligned range the read asked for. */
+  int direct_failed;
+  size_t direct_store;
+  uint64_t direct_offset, direct_len;
 } bench_result;
+
+enum { BENCH_DIRECT_OPEN = 1, BENCH_DIRECT_READ = 2 };
+/* The alignment of --direct's reads: buffer, offset and length (bytes). */
+#define BENCH_DIRECT_ALIGN 4096u
 
 /* Run one pass. Returns 0 (also when stopped early: see r->stopped), or an errno/LMDB code. */
 int bench_run(fc_bench *b, const bench_params *p, bench_result *r);

@@ -11,7 +11,9 @@
  * of other scripts dies: libcache/text/tokenize/tok_child.c), espeakexit (it writes its answer, then
  * exits 1), espeakhang (it never answers: killed after FC_PHONEMIZE_TIMEOUT seconds); writeback (a pass of
  * cache-merge's write-back thread: libcache/core/merge/writeback.c); compact (cache-prune --compact's
- * copy of data.mdb fails: libcache/core/store/compact.c).
+ * copy of data.mdb fails: libcache/core/store/compact.c); directopen, directread (cache-bench's
+ * open of data.mdb with O_DIRECT, and its O_DIRECT reads, fail with EINVAL: cmd/cache-bench/bench.c,
+ * a tool's engine built with the countdowns too).
  * FC_FAULT_LOG=FILE appends "site:N" to FILE when the failure is injected (a run may absorb it).
  * FC_FAULT_MAPSIZE=BYTES (libcache/core/store/store.c) starts a new store's map that small, so that a
  * small job reaches map growth (grow). FC_FAULT_NOSYNC=1 (libcache/core/store/store.c) opens the

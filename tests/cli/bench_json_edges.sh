@@ -40,7 +40,7 @@ if grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null; t
     seen=1
     [ $rc -eq 1 ] || fail "alloc:$n: a failed pass, exit $rc"
     # exit 1 comes with its done line, -q or not
-    [ "$(tail -1 "$t/err")" = "cache-bench: done: 0 of 1 passes" ] ||
+    [ "$(tail -1 "$t/err")" = "cache-bench: done: 0 of 1 passes (1 failed)" ] ||
       fail "alloc:$n: -q and a failed pass: no done line: $(cat "$t/err")"
     "$FC_PYTHON" -c '
 import json, sys

@@ -216,6 +216,16 @@ if want write; then
   [ "$(tail -n 1 b.svg)" = "</svg>" ] && [ "$(tail -n 1 d.txt)" != old ] || fail "cache-bench: the chart and key dump were not written by the run that succeeded"
 fi
 
+# cache-bench --direct's open of data.mdb and its reads (EINVAL): the pass fails, exit 1 with its
+# `done: N of M passes (F failed)` line (tests/cli/bench_direct_errors.sh: the messages)
+if dd if=full/data.mdb of=/dev/null bs=4096 count=1 iflag=direct 2>/dev/null; then
+  for site in directopen directread; do
+    drive cache-bench "$site" full 0 "$FC_BIN/cache-bench" --no-probe --direct -p random -s cold -b 2 --duration 0 full
+  done
+else
+  echo "cache-bench directopen, directread: not driven (this filesystem does not do O_DIRECT)"
+fi
+
 # the profiler's saves (fc_profiler_save, through featcache.StepProfiler.save and .save_trace)
 prof_intact() {
   local f
