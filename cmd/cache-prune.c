@@ -122,6 +122,21 @@ static int open_store(const char *path, int dry, fc_store **s) {
   return rc ? say_open_error(path, dry, rc) : 0;
 }
 
+/* --compact writes its copy of data.mdb beside it: a store whose folder this user cannot write
+ * (data.mdb and lock.mdb writable, the folder a teammate's) was pruned, then failed with "cannot
+ * write the compact copy ... run again to finish", which no rerun could. Refused before any STORE
+ * is opened: 0, or exit 2 said. */
+static int folder_writable(const char *path) {
+  if (access(path, W_OK) == 0 || (errno != EACCES && errno != EPERM)) return 0;
+  fc_cli_warn(
+      path,
+      "cannot compact: the store's folder is not writable by this user (%s), and "
+      "--compact writes its copy of data.mdb there; nothing removed from any STORE (without "
+      "--compact, the prune alone runs)",
+      strerror(errno));
+  return FC_EXIT_USAGE;
+}
+
 /* A store (a part) whose pages cache-verify's first step finds damaged, found before a run that
  * writes opens it for writing: that open commits on a store made before failure records (it gives
  * it its failed db), and a free list naming a page a B-tree uses would hand that commit the page.
@@ -564,6 +579,9 @@ int main(int argc, char **argv) {
   if (worst) goto out;
   first[nw] = n = kept;
   stores = written;
+  for (size_t k = 0; k < n && !worst && po.compact && !po.dry_run; k++)
+    worst = folder_writable(stores[k]);
+  if (worst) goto out;
   fc_cli_install_signals();
   po.stop = (volatile const int *)&fc_cli_signal;
   if (!po.dry_run) {

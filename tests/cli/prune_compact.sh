@@ -92,6 +92,20 @@ grep -q '^cache-prune: s: data.mdb is a symbolic link: .*nothing compacted' err 
 [ -L s/data.mdb ] || fail "symlink: the link was replaced"
 ls s | grep -v -e '^data.mdb$' -e '^lock.mdb$' && fail "symlink: a copy left"
 
+# a store whose folder this user cannot write (a teammate's; data.mdb and lock.mdb writable):
+# --compact is refused before anything is removed, exit 2 (it pruned, then failed "cannot write
+# the compact copy ... run again to finish", which no rerun could); a dry run still reads it
+. "$FC_SRC/tests/cli/as_owner.bash"
+rm -rf s && cp -r base s && chmod a-w s
+"${as_owner[@]}" "$CP" --compact --manifest keep.csv s >out 2>err
+rc=$?
+"${as_owner[@]}" "$CP" -n --compact --manifest keep.csv s >/dev/null 2>&1 || fail "read-only folder: a dry run failed"
+chmod u+w s
+[ $rc = 2 ] || { fail "read-only folder: exit $rc, want 2"; cat err; }
+grep -qx "cache-prune: s: cannot compact: the store's folder is not writable by this user (Permission denied), and --compact writes its copy of data.mdb there; nothing removed from any STORE (without --compact, the prune alone runs)" err ||
+  { fail "read-only folder: message"; cat err; }
+cmp -s s/data.mdb base/data.mdb || fail "read-only folder: data.mdb changed"
+
 # data.mdb with another hard link (cp -al): compacted, and said that the old file stays under the
 # link with its space (the prune's writes went into it too: one file until the swap); -q: silent
 rm -rf s bk && cp -r base s && mkdir bk && ln s/data.mdb bk/data.mdb
