@@ -6,7 +6,8 @@
 # in a worker's read) and the loader at its close; the store stayed at its last commit. Now the
 # fault is the store's error: featurize says the disk is full and to make room (exit 1, its
 # summary), the store passes cache-verify with what was committed, a rerun with room completes
-# it, and a loader closed on the full disk ends its process normally. A `sync` loop beside the
+# it, a loader closed on the full disk ends its process normally, and a process whose handle
+# faulted outside LMDB's mutexes opens the store again once there is room. A `sync` loop beside the
 # writer writes lock.mdb back often, as the kernel's flusher does every few seconds. Needs root,
 # loop devices and mkfs.btrfs; else skipped (77), saying why.
 set -u
@@ -60,7 +61,34 @@ rc=$?
 [ $rc = 0 ] && [ "$(tail -1 <<<"$out")" = closed ] ||
   fail "a loader closed on the full disk: exit $rc, want 0: $out"
 
-rm -f mnt/fill2 && sync
+# featcache.get's handle let go on the full disk (its close faults writing its reader slot, no
+# mutex of lock.mdb held): once there is room the same process opens the store again (a
+# long-lived process, a training loop, met FC_EOPENED until it exited)
+out=$("$FC_PYTHON" - mnt/st <<'PY' 2>&1
+import os, subprocess, sys, featcache
+st, fill = sys.argv[1], sys.argv[1] + "/../fill2"
+os.remove(fill)
+subprocess.run(["sync"])
+featcache.get(st, "u000")
+with open(fill, "wb") as f:
+    try:
+        while True:
+            f.write(b"\0" * (1 << 20))
+    except OSError:
+        pass
+subprocess.run(["sync"])
+featcache.release_get_handles()
+os.remove(fill)
+subprocess.run(["sync"])
+featcache.get(st, "u001")
+featcache.release_get_handles()
+print("reopened")
+PY
+)
+rc=$?
+[ $rc = 0 ] && [ "$(tail -1 <<<"$out")" = reopened ] ||
+  fail "the store opened again in the process that let it go on the full disk: exit $rc: $out"
+sync
 out=$("$B/featurize" --device cpu -j 4 -o mnt/st u*.wav 2>&1) || fail "featurize once there is room: exit $?: $out"
 v=$("$B/cache-verify" --json mnt/st) || fail "the store fails cache-verify after the rerun: $v"
 grep -q '"ok":true,"records_checked":240,' <<<"$v" || fail "the rerun did not complete the store: $v"

@@ -110,16 +110,18 @@ int store_room_probe(const char *dir, uint64_t need) {
 /* What a SIGBUS at addr means, from the file mapped there (/proc/self/maps): lock.mdb's page
  * could not be written (a full copy-on-write disk, or one over its quota: EDQUOT or ENOSPC as the
  * file system says of a block asked for beside it, ENOSPC when it says nothing); data.mdb's could
- * not be read (the file ends before it: FC_ETRUNCATED); else EIO. */
-static int bus_reason(const void *addr) {
+ * not be read (the file ends before it: FC_ETRUNCATED); else EIO. *lock: where lock.mdb's first
+ * byte is mapped when the fault was in its map, else NULL. */
+static int bus_reason(const void *addr, const unsigned char **lock) {
+  *lock = NULL;
   FILE *f = fopen("/proc/self/maps", "re");
   if (!f) return ENOSPC;
   char line[4608];
   int rc = EIO;
   while (fgets(line, sizeof line, f)) {
-    unsigned long lo, hi;
+    unsigned long lo, hi, off;
     int at = 0;
-    if (sscanf(line, "%lx-%lx %*s %*x %*x:%*x %*u %n", &lo, &hi, &at) < 2 || !at) continue;
+    if (sscanf(line, "%lx-%lx %*s %lx %*x:%*x %*u %n", &lo, &hi, &off, &at) < 3 || !at) continue;
     if ((uintptr_t)addr < lo || (uintptr_t)addr >= hi) continue;
     char *path = line + at, *end = path + strcspn(path, "\n");
     *end = 0;
@@ -129,6 +131,7 @@ static int bus_reason(const void *addr) {
     if (len > 9 && strcmp(end - 9, "/lock.mdb") == 0) {
       end[-9] = 0;
       rc = store_room_probe(path, 4096) == EDQUOT ? EDQUOT : ENOSPC;
+      if (off <= lo) *lock = (const unsigned char *)(uintptr_t)(lo - off);
     } else if (len > 9 && strcmp(end - 9, "/data.mdb") == 0) {
       rc = FC_ETRUNCATED;
     }
@@ -138,11 +141,43 @@ static int bus_reason(const void *addr) {
   return rc;
 }
 
-/* After a jump: what the guarded call met (LMDB's assertion: MDB_CORRUPTED). */
-static int jumped_reason(void) {
+/* Does the calling thread hold a mutex of the lock.mdb mapped at lock (its reader or writer
+ * mutex)? LMDB 0.9's lock file begins with MDB_txninfo (mdb.c): its magic, a format word, the
+ * reader mutex at byte 8, the writer mutex at byte 64 (the first 64-byte cache line padded); a
+ * glibc pthread_mutex_t (40 bytes on a 64-bit Linux) holds its owner's thread id at its byte 8
+ * (__owner) and, robust as LMDB makes it, in its first word's low 30 bits. 1 (held, as far as
+ * this can tell) where the layout is not that one. Read through the map: reading a page of it
+ * never faults for want of a block. */
+static int lock_mutex_mine(const unsigned char *lock) {
+#if defined(__linux__) && defined(__GLIBC__) && UINTPTR_MAX == UINT64_MAX
+  if (!lock || sizeof(pthread_mutex_t) != 40) return 1;
+  const uint32_t magic = __atomic_load_n((const uint32_t *)lock, __ATOMIC_RELAXED);
+  if (magic != 0xBEEFC0DEu) return 1;
+  const uint32_t tid = (uint32_t)gettid();
+  for (size_t m = 8; m <= 64; m += 56) {
+    const uint32_t word = __atomic_load_n((const uint32_t *)(lock + m), __ATOMIC_RELAXED);
+    const uint32_t owner = __atomic_load_n((const uint32_t *)(lock + m + 8), __ATOMIC_RELAXED);
+    if ((word & 0x3fffffffu) == tid || owner == tid) return 1;
+  }
+  return 0;
+#else
+  (void)lock;
+  return 1;
+#endif
+}
+
+/* After a jump: what the guarded call met (LMDB's assertion: MDB_CORRUPTED). *held: 0 when the
+ * call is known to have been left holding none of lock.mdb's mutexes (a fault writing lock.mdb
+ * while taking one, or a reader slot written outside them), else 1; *lock: where lock.mdb is
+ * mapped when the fault was there, else NULL. */
+static int jumped_reason(int *held, const unsigned char **lock) {
+  *held = 1;
+  *lock = NULL;
   if (!bus_hit) return MDB_CORRUPTED;
   bus_hit = 0;
-  return bus_reason(bus_addr);
+  const int rc = bus_reason(bus_addr, lock);
+  if (*lock) *held = lock_mutex_mine(*lock);
+  return rc;
 }
 
 int store_lmdb_guarded(int (*fn)(void *arg), void *arg) {
@@ -150,7 +185,9 @@ int store_lmdb_guarded(int (*fn)(void *arg), void *arg) {
   sigjmp_buf jb, *outer = store_lmdb_jump;
   if (sigsetjmp(jb, 0)) {
     store_lmdb_jump = outer;
-    return jumped_reason();
+    int held;
+    const unsigned char *lock;
+    return jumped_reason(&held, &lock);
   }
   store_lmdb_jump = &jb;
   int rc = fn(arg);
@@ -163,11 +200,19 @@ int store_lmdb_guarded(int (*fn)(void *arg), void *arg) {
  * then the write that would release it faulted), or a transaction half ended; LMDB's own end of
  * it (mdb_env_close) would write to lock.mdb again. They are kept here, with the transactions
  * left behind, until the process exits (which releases the locks, and LMDB's robust mutexes tell
- * the next process their holder died). */
+ * the next process their holder died). Where every fault of an environment is known to have left
+ * no mutex held (held 0: lock_mutex_mine), the store may be opened again in the process once its
+ * handle is closed (store_env_fault_held, fc_store_close): a long-lived process (a training loop)
+ * whose store met a full disk reopens it once there is room, where it met FC_EOPENED until it
+ * exited. The environment left open holds only its reader slots (this live process's pid: they
+ * keep the snapshots they pinned, which costs room, never data) and the process's locks, which a
+ * new environment shares. */
 typedef struct faulted {
   struct faulted *next;
   const MDB_env *env;
   int code;
+  int held; /* a mutex of lock.mdb may be held by the faulting thread */
+  const unsigned char *lock; /* where the fault found lock.mdb mapped (NULL: not there) */
   MDB_txn *txn; /* a read transaction whose end faulted (NULL: none) */
 } faulted;
 static pthread_mutex_t faulted_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -184,11 +229,31 @@ int store_env_faulted(const MDB_env *env) {
   return code;
 }
 
-static void faulted_add(const MDB_env *env, int code, MDB_txn *txn) {
+/* Where a fault of env found its lock.mdb mapped, or NULL. */
+static const unsigned char *fault_lock(const MDB_env *env) {
+  const unsigned char *lock = NULL;
+  pthread_mutex_lock(&faulted_mu);
+  for (faulted *f = faulted_head; f && !lock; f = f->next)
+    if (f->env == env) lock = f->lock;
+  pthread_mutex_unlock(&faulted_mu);
+  return lock;
+}
+
+int store_env_fault_held(const MDB_env *env) {
+  if (!atomic_load(&n_faulted)) return 0;
+  int held = 0;
+  pthread_mutex_lock(&faulted_mu);
+  for (faulted *f = faulted_head; f && !held; f = f->next) held = f->env == env && f->held;
+  pthread_mutex_unlock(&faulted_mu);
+  return held;
+}
+
+static void faulted_add(const MDB_env *env, int code, int held, const unsigned char *lock,
+                        MDB_txn *txn) {
   faulted *f = fc_calloc(1, sizeof *f);
   pthread_mutex_lock(&faulted_mu);
   if (f) { /* without memory: its env is only not refused later (the calls fault again, caught) */
-    *f = (faulted){faulted_head, env, code, txn};
+    *f = (faulted){faulted_head, env, code, held, lock, txn};
     faulted_head = f;
     atomic_fetch_add(&n_faulted, 1);
   }
@@ -203,17 +268,24 @@ static int guarded_op(int op, MDB_env *env, MDB_txn *txn, unsigned flags, MDB_tx
   pthread_once(&bus_once, bus_install_once);
   int code = store_env_faulted(env);
   if (code) { /* refused: a transaction to end is kept with its environment */
-    if (op == OP_ABORT || op == OP_RESET) faulted_add(env, code, txn);
+    /* another thread's transaction, refused its end: a write transaction's thread holds the
+     * writer mutex for good (its release is that end); so does one that faulted holding it */
+    if (op == OP_ABORT || op == OP_RESET || op == OP_COMMIT) {
+      const unsigned char *lock = fault_lock(env);
+      faulted_add(env, code, lock_mutex_mine(lock), lock, op == OP_COMMIT ? NULL : txn);
+    }
     return code;
   }
   sigjmp_buf jb, *outer = store_lmdb_jump;
   if (sigsetjmp(jb, 0)) {
     store_lmdb_jump = outer;
-    code = jumped_reason();
+    int held;
+    const unsigned char *lock;
+    code = jumped_reason(&held, &lock);
 #ifdef __SANITIZE_ADDRESS__
     if (op == OP_BEGIN) __lsan_enable();
 #endif
-    faulted_add(env, code, op == OP_ABORT || op == OP_RESET ? txn : NULL);
+    faulted_add(env, code, held, lock, op == OP_ABORT || op == OP_RESET ? txn : NULL);
     return code;
   }
   store_lmdb_jump = &jb;

@@ -330,8 +330,8 @@ void fc_store_close(fc_store *s) {
   if (s->lock_probe >= 0) close(s->lock_probe); /* after: it would drop the env's lock.mdb lock */
   if (s->swap_lock >= 0) close(s->swap_lock); /* the writer lock on a compact copy swapped in */
   /* after both: others of the process may open it now; not an environment a fault left open
-   * (store_txn_begin), whose lock.mdb this process still holds */
-  if (!s->env || !store_env_faulted(s->env)) store_unclaim(s);
+   * holding a mutex of lock.mdb (store_txn_begin): one opened anew would wait for it forever */
+  if (!s->env || !store_env_faulted(s->env) || !store_env_fault_held(s->env)) store_unclaim(s);
   free(s->idx);
   pthread_mutex_destroy(&s->dbi_mu);
   pthread_mutex_destroy(&s->idx_mu);

@@ -149,7 +149,7 @@ int store_lmdb_guarded(int (*fn)(void *arg), void *arg);
  * (a file cut short meanwhile); EIO otherwise; MDB_CORRUPTED for LMDB's assertion on a damaged
  * page. The environment is then unusable: every later call of these on it returns the same code
  * at once, and store_env_close leaves it open (a mutex of lock.mdb may be held; the process's exit
- * releases it). A commit that faulted may have reached the disk (lock.mdb is written after the
+ * releases it; where none is, the store may be opened anew: store_env_fault_held). A commit that faulted may have reached the disk (lock.mdb is written after the
  * meta page): the store is at its last commit, this one or the one before. */
 int store_txn_begin(MDB_env *env, unsigned flags, MDB_txn **txn);
 /* Install the handler above unless it is the process's SIGBUS handler now (fc_store_open calls
@@ -163,6 +163,9 @@ int store_reader_check(MDB_env *env, int *dead);
 void store_env_close(MDB_env *env);
 /* 0, or the code a fault left env with (above). */
 int store_env_faulted(const MDB_env *env);
+/* 1 when a fault of env may have left a mutex of lock.mdb held (then the store is not opened again
+ * in this process: FC_EOPENED), 0 when none did or env never faulted (errors.c). */
+int store_env_fault_held(const MDB_env *env);
 
 /* LMDB reports a short write as EIO: when the file system holds less than `bytes` (plus slack)
  * or data.mdb plus them passes RLIMIT_FSIZE, the error is ENOSPC or EFBIG instead, and when the
