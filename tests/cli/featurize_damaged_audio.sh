@@ -182,6 +182,25 @@ w = w[: 44 + n - 2]; w[40:44] = struct.pack('<I', n - 1); open('half.wav', 'wb')
 [ "$(cat err)" = "featurize: done: 1 of 1 (1 new, 0 already stored, 0 failed)" ] ||
   fail "half.wav: $(cat err)"
 
+# A WAV whose fmt chunk states a sample rate of 0, or one past 2^31 - 1 (a damaged header): it was
+# "damaged WAV file (libsndfile: Internal error : SF_INFO struct incomplete.)", which reads as the
+# tool's fault; the rate its header states is said.
+"$PY" -c "
+import struct
+w = bytearray(open('sp.wav', 'rb').read()); assert w[12:16] == b'fmt '
+for name, r in (('rate0.wav', 0), ('rate3g.wav', 3000000000)):
+    w[24:28] = struct.pack('<I', r); open(name, 'wb').write(w)" ||
+  { echo "FAIL: could not make rate0.wav"; exit 1; }
+"$FZ" -j 1 -o st5r rate0.wav rate3g.wav sp.wav >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "rate 0: exit $rc, want 1: $(cat err)"
+for f in rate0.wav:0 rate3g.wav:3000000000; do
+  grep -qxF "featurize: ${f%%:*}: damaged WAV file: its header states a sample rate of ${f#*:} Hz (libsndfile: Internal error : SF_INFO struct incomplete.)" err ||
+    fail "${f%%:*}: want its rate said; got: $(grep "^featurize: ${f%%:*}" err)"
+done
+grep -qxF "featurize: done: 1 of 3 (1 new, 0 already stored, 2 failed)" err ||
+  fail "rate 0: summary: $(tail -n 1 err)"
+
 # Ogg streams of a codec libsndfile does not decode (Speex, FLAC in Ogg) were "damaged Ogg file
 # (libsndfile: Unspecified internal error.)", and formats it does not know at all (WavPack, TTA,
 # raw AC-3) "not an audio file": each is now named as unsupported.

@@ -586,6 +586,25 @@ static const char *audio_wav_codec(const uint8_t *b, size_t len, unsigned *tag) 
   return NULL;
 }
 
+int audio_wav_bad_rate(const uint8_t *b, size_t len, char *buf, size_t n) {
+  if (len < 12 || (memcmp(b, "RIFF", 4) != 0 && memcmp(b, "RF64", 4) != 0) ||
+      memcmp(b + 8, "WAVE", 4) != 0)
+    return 0;
+  for (size_t pos = 12; pos + 8 <= len;) {
+    const uint64_t size = audio_le32(b + pos + 4);
+    if (memcmp(b + pos, "fmt ", 4) == 0) {
+      if (size < 16 || size > len - pos - 8) return 0;
+      const uint32_t rate = audio_le32(b + pos + 12);
+      if (rate != 0 && rate <= INT32_MAX) return 0; /* libsndfile's int: past it, negative */
+      snprintf(buf, n, ": its header states a sample rate of %lu Hz", (unsigned long)rate);
+      return 1;
+    }
+    if (size + (size & 1) > len - pos - 8) return 0;
+    pos += 8 + (size_t)size + (size & 1);
+  }
+  return 0;
+}
+
 const char *audio_stand_in(const uint8_t *b, size_t len) {
   static const char lfs[] = "version https://git-lfs.github.com/spec/v1";
   if (len >= sizeof lfs - 1 && memcmp(b, lfs, sizeof lfs - 1) == 0)
