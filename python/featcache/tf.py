@@ -47,7 +47,7 @@ import weakref
 
 import numpy as np
 
-from ._batch import int32_tokens
+from ._batch import fits, int32_tokens
 from .loader import Loader, _short_rank
 
 __all__ = ["make_dataset", "batches"]
@@ -85,7 +85,8 @@ def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device
     has_tok = loader_kwargs.get("tokens") is not None
     bf16 = info.mel_dtype == 3
     mel_dt = {1: tf.float32, 2: tf.float16, 3: tf.bfloat16}[info.mel_dtype]
-    tok_dt = {4: tf.int32, 5: tf.int16, 6: tf.int32}.get(info.tok_dtype, tf.int32)
+    wide = _widened(info.tok_dtype, ld._kw["token_pad"])
+    tok_dt = tf.int32 if wide else {4: tf.int32, 5: tf.int16}.get(info.tok_dtype, tf.int32)
     n_mels = int(info.n_mels)
 
     # Each iteration of the dataset (Keras fit runs one per epoch; repeat() one per repetition)
@@ -128,7 +129,7 @@ def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device
                 mels = (mels.astype(np.uint32) << 16).view(np.float32)
             out = [mels, b.mel_lengths.astype(np.int32)]
             if has_tok:
-                toks = int32_tokens(b) if b.tokens.dtype == np.uint16 else b.tokens
+                toks = int32_tokens(b) if wide else b.tokens
                 out += [toks, b.token_lengths.astype(np.int32)]
             if with_crops:
                 out += [b.mel_starts.astype(np.int32), b.src_frames.astype(np.int32)]
@@ -158,6 +159,13 @@ def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device
     return ds
 
 
+def _widened(tok_dtype, token_pad):
+    """Whether token ids of tok_dtype are handed out as int32 copies: u16 ids, and i16 ones where
+    token_pad is no int16 (the loader pads in the stored dtype: 40000 would read -25536); their
+    pad slots hold token_pad itself."""
+    return tok_dtype == 6 or (tok_dtype == 5 and not fits(token_pad, np.int16))
+
+
 def _epochs(ld, epoch, epochs, begun=None):
     """The batches of epochs epoch, epoch+1, ... (epochs of them; None: for ever); begun[0]: the
     last epoch begun."""
@@ -179,7 +187,8 @@ def batches(paths, epoch=None, with_ids=False, epochs=1, with_crops=False, **loa
     featcache.Loader's (padded is forced on), or a padded featcache.Loader. epoch: the first
     epoch; None (default): 0 for stores, and a Loader's current epoch, which it then advances as
     iterating it does (one call per epoch: a new order each time). ids is a list of str. Lengths
-    are int32, u16 token ids int32 (a copy), bf16 mels tf.bfloat16 (a bitcast)."""
+    are int32, u16 token ids int32 (a copy; i16 ones too where token_pad is no int16), bf16 mels
+    tf.bfloat16 (a bitcast)."""
     import tensorflow as tf  # noqa: PLC0415 - optional dependency, imported on use
 
     if isinstance(paths, Loader):
@@ -197,6 +206,7 @@ def batches(paths, epoch=None, with_ids=False, epochs=1, with_crops=False, **loa
             epoch = 0
     dl = tf.experimental.dlpack.from_dlpack
     bf16 = ld.info.mel_dtype == 3
+    wide = _widened(ld.info.tok_dtype, ld._kw["token_pad"])
 
     def tensor(a, dtype=None):
         a.setflags(write=True)  # (batch memory the loader marks read-only; DLPack refuses that)
@@ -214,7 +224,7 @@ def batches(paths, epoch=None, with_ids=False, epochs=1, with_crops=False, **loa
         out = [mels, tensor(b.mel_lengths, np.int32)]
         if b.tokens is not None:
             toks = b.tokens
-            out += [tf.constant(int32_tokens(b)) if toks.dtype == np.uint16 else tensor(toks),
+            out += [tf.constant(int32_tokens(b)) if wide else tensor(toks),
                     tensor(b.token_lengths, np.int32)]
         if with_crops:
             out += [tensor(b.mel_starts, np.int32), tensor(b.src_frames, np.int32)]

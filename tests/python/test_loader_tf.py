@@ -416,5 +416,28 @@ def test_u16_ids_padded_with_a_negative_token_pad(path):
         np.testing.assert_array_equal(toks, want)
 
 
+
+def test_i16_ids_padded_with_a_token_pad_int16_cannot_hold(path):
+    """i16 ids (tokenize's for vocabularies under 32768) were handed out as they are, padded in
+    int16: a token_pad beyond it (40000, -40000) read -25536 and 25536 in the pad slots, without
+    a word. Those are int32 now, the pad slots holding token_pad; one int16 holds stays int16."""
+    i16 = os.path.join(os.path.dirname(path), "i16")
+    with T.StoreWriter(i16) as w:
+        cfg = w.add_config(T.mel_config_json("hifigan"))
+        tcfg = w.add_config(TOK_JSON)
+        for i in range(5):
+            w.add_utterance("u%d" % i, b"u%d" % i, np.zeros((20, 80), np.float32), cfg,
+                            text="t %d" % i, tokens=np.arange(1, 3 + i, dtype=np.int16),
+                            tok_config=tcfg)
+    for pad, dtype in ((40000, np.int32), (-40000, np.int32), (-100, np.int16)):
+        kw = dict(tokens="chars", batch_size=5, token_pad=pad)
+        for got in (list(make_dataset(i16, **kw)), list(batches(i16, **kw))):
+            toks = np.asarray(got[0][2])
+            assert toks.dtype == dtype, (pad, toks.dtype)
+            want = np.full((5, 6), pad, dtype)
+            for i in range(5):
+                want[i, :2 + i] = np.arange(1, 3 + i)
+            np.testing.assert_array_equal(toks, want)
+
 if __name__ == "__main__":
     main()
