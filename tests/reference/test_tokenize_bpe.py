@@ -123,6 +123,20 @@ def edge_tokenizers(d, texts):
         out.append((f"byte-fallback-fuse{int(fuse)}", tok,
                     ["\u00fc\u00e9", "a\u00fc\u00e9b", "\u00fc\u00fc\u00e9\u00fc", "\u00e9\u00fc\u00e9",
                      "x\u00fc\u00f6\u00e9y z", "\u00e9\u00e9 a \u00fc"]))
+    # byte fallback with a continuing_subword_prefix and an end_of_word_suffix: tokenizers falls
+    # back to the bytes of what it looked up, "##é</w>", not the character's alone
+    vocab = {c: i for i, c in enumerate("abcdefghijklmnopqrstuvwxyz")}
+    vocab.update({f"<0x{b:02X}>": len(vocab) + b for b in range(256)})
+    vocab["[UNK]"] = len(vocab)
+    vocab.update({f"##{c}": len(vocab) + i for i, c in enumerate("abc")})
+    vocab.update({f"{c}</w>": len(vocab) + i for i, c in enumerate("abc")})
+    for kw in ({"continuing_subword_prefix": "##"}, {"end_of_word_suffix": "</w>"},
+               {"continuing_subword_prefix": "##", "end_of_word_suffix": "</w>"}):
+        tok = Tokenizer(models.BPE(vocab=dict(vocab), merges=[], unk_token="[UNK]",
+                                   byte_fallback=True, **kw))
+        tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+        out.append((f"byte-fallback-{'-'.join(kw)}", tok,
+                    ["a\u00e9", "\u00e9a", "a\u00e9b", "\u00e9", "abc", "a\u00fcb c", "ab\u00e9\u00e9 cab"]))
     # a single_word added token inside a word is dropped, and no shorter one matches in its span
     tok = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate("abcdefghijklmnopqrstuvwxyz.")},
                                merges=[]))

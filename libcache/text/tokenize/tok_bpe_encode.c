@@ -144,12 +144,13 @@ static int bpe_word(const tok_bpe *b, const char *w, size_t len, tok_ids *out, c
       if (!rc) rc = tok_ids_push(&syms, id);
     } else {
       int done = 0;
-      if (b->byte_fallback) {
+      if (b->byte_fallback) { /* the bytes of what was looked up, as tokenizers takes them: the
+                               * continuing_subword_prefix and end_of_word_suffix with the character */
         int all = 1;
-        for (size_t j = 0; j < k; j++) all &= b->byte_ids[(unsigned char)w[i + j]] >= 0;
+        for (size_t j = 0; j < tmp.len; j++) all &= b->byte_ids[(unsigned char)tmp.p[j]] >= 0;
         if (all) {
-          for (size_t j = 0; j < k && !rc; j++)
-            rc = tok_ids_push(&syms, b->byte_ids[(unsigned char)w[i + j]]);
+          for (size_t j = 0; j < tmp.len && !rc; j++)
+            rc = tok_ids_push(&syms, b->byte_ids[(unsigned char)tmp.p[j]]);
           done = 1;
         }
       }
