@@ -1,4 +1,5 @@
-/* Is data.mdb as long as its last committed meta says (docs/FORMAT.md "Files")? LMDB trusts the
+/* Is data.mdb as long as its last committed meta says (docs/FORMAT.md "Files"), and are the pages
+ * the open reads sound (check_tree, below)? LMDB trusts the
  * file to hold every page the meta names, and maps it: a data.mdb cut short (a copy that ran out
  * of space) would be a SIGBUS at the first read of a missing page. But LMDB also commits pages it
  * allocated and freed in the same transaction without writing them: the meta then names pages
@@ -25,6 +26,9 @@ enum {
   F_BIGDATA = 1,
   NODEHDR = 8, /* MDB_node: lo, hi, flags, ksize (2 each) */
   META_FREE_DB = PAGEHDR + 24, /* magic, version (4 each), address, mapsize (8 each) */
+  DB_SIZE = 48, /* MDB_db; the main db's follows the free list's */
+  P_OVERFLOW = 4,
+  F_SUBDATA = 2,
   DB_ROOT = 40, /* MDB_db: pad (4), flags, depth (2 each), 3 page counts, entries (8 each) */
   META_LAST_PG = PAGEHDR + 24 + 2 * 48,
   META_TXNID = META_LAST_PG + 8,
@@ -130,18 +134,73 @@ static int tail_is_free(walk *w, uint64_t root) {
   return rc == FC_EFORMAT || (!rc && w->n_missing) ? FC_ETRUNCATED : rc;
 }
 
-/* The meta page of txnid: 0 with w->last and *root (its free list's root) set, or ENOENT (a
- * writer has committed twice since the transaction began: both meta pages are later ones). */
-static int find_meta(walk *w, uint64_t txnid, uint64_t *root) {
+/* The meta page of txnid: 0 with w->last, *root (its free list's root) and *main (its main db's)
+ * set, or ENOENT (a writer has committed twice since the transaction began: both meta pages are
+ * later ones). */
+static int find_meta(walk *w, uint64_t txnid, uint64_t *root, uint64_t *main) {
   uint8_t m[META_TXNID + 8]; /* a meta page's header and meta, no more: no allocation */
   for (uint64_t i = 0; i < 2; i++) {
     if (pread(w->fd, m, sizeof m, (off_t)(i * w->psize)) != (ssize_t)sizeof m) continue;
     if (store_get64(m + META_TXNID) != txnid) continue;
     w->last = store_get64(m + META_LAST_PG);
     *root = store_get64(m + META_FREE_DB + DB_ROOT);
+    *main = store_get64(m + META_FREE_DB + DB_SIZE + DB_ROOT);
     return 0;
   }
   return ENOENT;
+}
+
+/* The pages the open itself reads through LMDB (open_dbs: the main db's tree, for the dbs' names
+ * and the index dbs'; the meta db's, for its format key), read with pread and checked first: a
+ * flipped bit in one — a leaf's flags read as a branch's, a node offset or size past its page, a
+ * child past the file's end — had every tool that opened the store (cache-verify, the Loader's
+ * check_pages, cache-merge's check of its inputs among them) die of SIGBUS or SIGSEGV in that
+ * open, before any check could look. Each page: a branch or a leaf (no other kind, no
+ * fixed-size-key page), its node pointers and every node inside it (what its reads use: not its
+ * free space's bounds, which only a write uses), a branch's children and a
+ * value's overflow pages inside the file and the meta's last page, no node flag but a big value's
+ * or a named db's (a duplicate-data node has LMDB follow a NULL pointer). The main db's named dbs
+ * are not walked, but the meta db's root (*meta, when found). 0, or MDB_CORRUPTED. */
+static int check_tree(walk *w, uint64_t pgno, int depth, uint64_t *meta) {
+  if (depth > MAX_DEPTH || pgno < 2 || pgno >= w->have || pgno > w->last) return MDB_CORRUPTED;
+  uint8_t *pg = fc_malloc(w->psize);
+  int rc = pg ? read_pages(w, pgno, 1, pg) : ENOMEM;
+  if (rc == FC_ETRUNCATED) rc = MDB_CORRUPTED;
+  const uint16_t flags = rc ? 0 : store_get16(pg + 10), lower = rc ? 0 : store_get16(pg + 12);
+  const int branch = (flags & (P_BRANCH | P_LEAF | P_OVERFLOW | P_LEAF2)) == P_BRANCH,
+            leaf = (flags & (P_BRANCH | P_LEAF | P_OVERFLOW | P_LEAF2)) == P_LEAF;
+  if (!rc && ((!branch && !leaf) || lower < PAGEHDR || (lower - PAGEHDR) % 2 || lower > w->psize ||
+              (branch && lower == PAGEHDR)))
+    rc = MDB_CORRUPTED;
+  const size_t keys = rc ? 0 : (lower - PAGEHDR) / 2;
+  for (size_t i = 0; i < keys && !rc; i++) {
+    const size_t off = store_get16(pg + PAGEHDR + 2 * i);
+    const uint8_t *nd = pg + off;
+    if (off < lower || off + NODEHDR > w->psize) {
+      rc = MDB_CORRUPTED;
+      break;
+    }
+    const uint64_t lo = store_get16(nd), hi = store_get16(nd + 2), nflags = store_get16(nd + 4),
+                   ksize = store_get16(nd + 6);
+    const size_t doff = off + NODEHDR + (size_t)ksize;
+    if (doff > w->psize) {
+      rc = MDB_CORRUPTED;
+    } else if (branch) {
+      rc = check_tree(w, lo | hi << 16 | nflags << 32, depth + 1, meta);
+    } else if (nflags & ~(uint64_t)(F_BIGDATA | F_SUBDATA)) {
+      rc = MDB_CORRUPTED;
+    } else if (nflags & F_BIGDATA) {
+      const uint64_t dsize = lo | hi << 16, n = (PAGEHDR + dsize + w->psize - 1) / w->psize;
+      const uint64_t ov = doff + 8 <= w->psize ? store_get64(pg + doff) : 0;
+      if (ov < 2 || ov >= w->have || n > w->have - ov) rc = MDB_CORRUPTED;
+    } else if (doff + (size_t)(lo | hi << 16) > w->psize) {
+      rc = MDB_CORRUPTED;
+    } else if ((nflags & F_SUBDATA) && meta && ksize == 4 && !memcmp(nd + NODEHDR, "meta", 4)) {
+      *meta = (lo | hi << 16) == DB_SIZE ? store_get64(pg + doff + DB_ROOT) : 0;
+    }
+  }
+  free(pg);
+  return rc;
 }
 
 int store_check_extent(fc_store *s) {
@@ -156,12 +215,15 @@ int store_check_extent(fc_store *s) {
     if (rc) break;
     /* the file's size after the snapshot is taken: it only grows meanwhile */
     walk w = {.fd = fd, .psize = ms.ms_psize};
-    uint64_t root = 0;
+    uint64_t root = 0, main = 0, meta = UINT64_MAX;
     if (fstat(fd, &st) != 0) rc = errno;
     if (!rc) w.have = (uint64_t)st.st_size / ms.ms_psize; /* whole pages in the file */
     if (!rc && w.have < 2) rc = FC_ETRUNCATED;
-    if (!rc) rc = find_meta(&w, (uint64_t)mdb_txn_id(txn), &root);
+    if (!rc) rc = find_meta(&w, (uint64_t)mdb_txn_id(txn), &root, &main);
     if (!rc && w.have <= w.last) rc = tail_is_free(&w, root);
+    /* the trees the open reads (none yet in a store with nothing committed: P_INVALID) */
+    if (!rc && main != UINT64_MAX) rc = check_tree(&w, main, 0, &meta);
+    if (!rc && meta != UINT64_MAX) rc = check_tree(&w, meta, 0, NULL);
     store_txn_abort(txn);
     if (rc != ENOENT || tries == 8) break;
     rc = 0; /* the snapshot's meta page was overwritten: take a newer snapshot */

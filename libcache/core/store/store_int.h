@@ -78,8 +78,10 @@ int store_room_probe(const char *dir, uint64_t need);
 int store_wants_nolock(const char *dir, int setting);
 
 /* Refuse a data.mdb cut short (extent.c): 0 when the file holds every page its last committed
- * meta names that is not on that meta's free list, else FC_ETRUNCATED (or an LMDB/errno code).
- * Reads the free list with pread, never through the map. At open, before any other page is read. */
+ * meta names that is not on that meta's free list, else FC_ETRUNCATED; and one whose main db's or
+ * meta db's pages (those the open reads through LMDB) are malformed: MDB_CORRUPTED (or an
+ * LMDB/errno code). Reads with pread, never through the map. At open, before any other page is
+ * read. */
 int store_check_extent(fc_store *s);
 
 /* Map growth for writers that drive LMDB themselves (merge/): every resize of an fc_store's map

@@ -380,8 +380,18 @@ int fc_verify_store(const char *dir, const fc_verify_opts *o, fc_verify_report *
                      FC_STORE_RDONLY | (nolock ? FC_STORE_NOLOCK : 0) |
                          (o->pages_only >= 2 ? FC_STORE_NORDAHEAD : 0),
                      &c.s);
-  if (rc == FC_EFORMAT || rc == FC_EVERSION || rc == MDB_INVALID || rc == MDB_CORRUPTED ||
-      rc == MDB_PAGE_NOTFOUND) {
+  if (rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND) { /* a page the open reads (extent.c) */
+    vf_add(&c, FC_VERIFY_ERROR, DB_ENV, "data.mdb", 8, NULL, 0,
+           "B-tree damaged (a page of the main db or the meta db, which opening the store reads: "
+           "LMDB: %s): LMDB's reads of that page could crash, so the checks after it were not "
+           "made; the store cannot be read safely: restore it from a copy, or make it again "
+           "(featurize, tokenize)",
+           mdb_strerror(rc));
+    out->unsafe_pages = 1;
+    rc = 0;
+    goto done;
+  }
+  if (rc == FC_EFORMAT || rc == FC_EVERSION || rc == MDB_INVALID) {
     char found[32] = "", version[160] = "";
     int empty = 0;
     if (rc == FC_EVERSION) env_peek(dir, meta_format, found);
