@@ -18,6 +18,7 @@
 #include "featcache/fc_store.h"
 #include "formats/common/alloc.h"
 #include "formats/common/fault.h"
+#include "formats/common/quantile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -407,21 +408,19 @@ static int cmp_double(const void *x, const void *y) {
   return (a > b) - (a < b);
 }
 
-/* Nearest-rank percentiles of the non-negative entries of v[0..n), in ms; v is reordered. */
-static void percentiles(double *v, size_t n, bench_latency *out) {
+/* Percentiles of the non-negative entries of v[0..n) (seconds), in ms, by the profiler's and
+ * loader-bench's method (numpy's linear interpolation: formats/common/quantile.h); v is
+ * reordered. */
+void bench_percentiles(double *v, size_t n, bench_latency *out) {
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
     if (v[i] >= 0) v[k++] = v[i];
   memset(out, 0, sizeof *out);
   if (!k) return;
   qsort(v, k, sizeof *v, cmp_double);
-  double q[3] = {0.50, 0.95, 0.99}, *dst[3] = {&out->p50, &out->p95, &out->p99};
-  for (int i = 0; i < 3; i++) {
-    size_t r = (size_t)(q[i] * (double)k + 0.999999);
-    if (r < 1) r = 1;
-    if (r > k) r = k;
-    *dst[i] = v[r - 1] * 1e3;
-  }
+  out->p50 = fc_quantile_sorted(v, k, 0.50) * 1e3;
+  out->p95 = fc_quantile_sorted(v, k, 0.95) * 1e3;
+  out->p99 = fc_quantile_sorted(v, k, 0.99) * 1e3;
   out->max = v[k - 1] * 1e3;
 }
 
@@ -547,8 +546,8 @@ int bench_run(fc_bench *b, const bench_params *p, bench_result *r) {
     r->other_frac = 1.0 - r->fault_frac - r->wait_frac - r->copy_frac;
     if (r->other_frac < 0) r->other_frac = 0;
   }
-  percentiles(rec_lat, n, &r->record_ms);
-  percentiles(batch_lat, nb, &r->batch_ms);
+  bench_percentiles(rec_lat, n, &r->record_ms);
+  bench_percentiles(batch_lat, nb, &r->batch_ms);
 out:
   for (size_t i = 0; ps.direct_fd && i < b->nparts; i++)
     if (ps.direct_fd[i] >= 0) close(ps.direct_fd[i]);

@@ -46,6 +46,12 @@ __attribute__((visibility("hidden"))) int bench_attach(fc_bench *b);
 /* Close every part's store: our own map would keep its pages resident. */
 __attribute__((visibility("hidden"))) void bench_detach(fc_bench *b);
 
+/* p50, p95, p99 and max, in ms, of the non-negative entries of v[0..n) (seconds; a negative one
+ * is a record or batch not read), by linear interpolation (formats/common/quantile.h, as the
+ * profiler and loader-bench); v is reordered. All 0 when none. */
+__attribute__((visibility("hidden"))) void bench_percentiles(double *v, size_t n,
+                                                             bench_latency *out);
+
 /* Reports (bench_report.c), shared with the chart (bench_svg.c): "mmap" or "direct"; the
  * device's name (block device, else filesystem type, else kind); and the stores' passes side by
  * side: row k is a pass of the plan, cell [k][s] store s's run of it or NULL where it failed,

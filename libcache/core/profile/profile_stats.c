@@ -3,6 +3,7 @@
 #include "featcache/fc_profiler.h"
 #include "formats/common/alloc.h"
 #include "formats/common/args.h"
+#include "formats/common/quantile.h" /* numpy.percentile(..., method="linear") */
 
 #include <errno.h>
 #include <math.h>
@@ -17,15 +18,6 @@
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
-}
-
-/* numpy.percentile(..., method="linear") on a sorted series. */
-static double quantile_sorted(const double *s, size_t n, double q) {
-  double pos = q * (double)(n - 1);
-  size_t lo = (size_t)floor(pos);
-  if (lo + 1 >= n) return s[n - 1];
-  double frac = pos - (double)lo;
-  return s[lo] + (s[lo + 1] - s[lo]) * frac;
 }
 
 /* In-place radix-2 FFT of (re, im), L a power of two; (wr, wi)[j] = e^(-2πij/L), j < L/2;
@@ -122,9 +114,9 @@ int fc_prof_series_stats(const double *x, size_t n, fc_prof_stats *out) {
   out->std = sqrt(ss / (double)n);
   out->min = s[0];
   out->max = s[n - 1];
-  out->p50 = quantile_sorted(s, n, 0.50);
-  out->p95 = quantile_sorted(s, n, 0.95);
-  out->p99 = quantile_sorted(s, n, 0.99);
+  out->p50 = fc_quantile_sorted(s, n, 0.50);
+  out->p95 = fc_quantile_sorted(s, n, 0.95);
+  out->p99 = fc_quantile_sorted(s, n, 0.99);
   out->variation_ratio = mean != 0 ? out->std / fabs(mean) : 0;
   free(s);
 
