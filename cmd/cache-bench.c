@@ -595,11 +595,13 @@ int main(int argc, char **argv) {
           }
     rep->n_passes = k;
   }
+  int lost_dump = 0, lost_svg = 0; /* "N of N passes" alone would read as a pass */
   if (dumpf && fc_cli_signal) {
     fc_outfile_abort(dumpf); /* an interrupted run leaves no half file */
   } else if (dumpf && (derr = fc_outfile_commit(dumpf))) {
     fc_cli_warn(o.dump, "cannot write: %s", fc_strerror(derr));
     exit_code = FC_EXIT_FAIL;
+    lost_dump = 1;
   }
 
   size_t nrep = 0;
@@ -626,17 +628,19 @@ int main(int argc, char **argv) {
       if (e) {
         fc_cli_warn(o.svg, "cannot write the chart: %s", fc_strerror(e));
         exit_code = FC_EXIT_FAIL;
+        lost_svg = 1;
       }
     }
   }
   exit_code = fc_cli_stdout_status(exit_code); /* the report lost (a full disk) is a failure */
-  /* "(N failed)": the done line adds up, as every tool's (done + failed + not started) */
-  char fails[32];
-  snprintf(fails, sizeof fails, "%zu failed)", failed);
-  if (!o.quiet || failed) /* exit 1 always comes with its done line, as in every tool */
-    fprintf(stderr, "%s: done: %zu of %zu passes%s%s%s\n", fc_cli_tool, done, total,
-            failed ? " (" : "", failed ? fails : "",
-            fc_cli_stdout_errno ? "; the report not written (stdout)" : "");
+  char failed_s[48]; /* each pass counted: done, failed, or not started (a signal) */
+  snprintf(failed_s, sizeof failed_s, "%zu failed)", failed);
+  if (!o.quiet || failed || exit_code == FC_EXIT_FAIL) /* exit 1 comes with its done line */
+    fprintf(stderr, "%s: done: %zu of %zu passes%s%s%s%s%s\n", fc_cli_tool, done, total,
+            failed ? " (" : "", failed ? failed_s : "",
+            fc_cli_stdout_errno ? "; the report not written (stdout)" : "",
+            lost_svg ? "; the chart not written" : "",
+            lost_dump ? "; the key dump not written" : "");
   for (size_t s = 0; s < nunits; s++) bench_close(benches[s]);
   free(label);
   for (size_t u = 0; shown && u < nunits; u++) free(shown[u]);

@@ -110,7 +110,8 @@ static int say_open_error(const char *path, int dry, int rc) {
     say_busy(path);
   else
     fc_cli_warn(path, "cannot open the store: %s", fc_strerror(rc));
-  return rc == EBUSY ? FC_EXIT_FAIL : FC_EXIT_USAGE;
+  /* in use, or out of memory (a rerun may get past either): the job ran, this STORE failed */
+  return rc == EBUSY || rc == ENOMEM ? FC_EXIT_FAIL : FC_EXIT_USAGE;
 }
 
 /* Open one store to prune; 0, or the exit code, said. A dry run of a store whose lock.mdb this
@@ -169,7 +170,7 @@ static int check_pages(const char *const *stores, size_t n, int compact, damage 
  * write stops the run (exit 2) before any is changed — it pruned the STOREs before it, then
  * exited 2; a dry run listed them, then exited 2. One in use is left to
  * its turn (exit 1 for it alone, the others pruned), so is a damaged one (not opened for
- * writing). 0, or exit 2 said. */
+ * writing), and one memory ran out opening (a rerun may get past it). 0, or exit 2 said. */
 static int check_stores(const char *const *stores, size_t n, const damage *d, int dry) {
   int code = 0;
   for (size_t k = 0; k < n; k++) {
@@ -181,7 +182,7 @@ static int check_stores(const char *const *stores, size_t n, const damage *d, in
     if (dry && rc == EACCES && fc_cli_lock_unwritable(stores[k]))
       rc = fc_store_open(stores[k], FC_STORE_RDONLY | FC_STORE_NOLOCK, &s);
     fc_store_close(s);
-    if (rc && rc != EBUSY) code = say_open_error(stores[k], dry, rc);
+    if (rc && rc != EBUSY && rc != ENOMEM) code = say_open_error(stores[k], dry, rc);
   }
   return code;
 }
@@ -613,10 +614,10 @@ int main(int argc, char **argv) {
     failed += code == FC_EXIT_FAIL;
     if (code > 128) break; /* interrupted: the stores after it are not started */
   }
-  /* several STOREs: the summary every exit 1 has, whatever -q, the STOREs done of those given
-   * (one in use, damaged or whose write failed is said above; the others were pruned all the
-   * same). One STORE's line (or its refusal) is its summary. */
-  if (worst == FC_EXIT_FAIL && nw > 1)
+  /* the summary every exit 1 has, whatever -q, the STOREs done of those given (one in use,
+   * damaged, out of memory or whose write failed is said above; the others were pruned all the
+   * same); one STORE too: its own line is of the records, not whether its run went through */
+  if (worst == FC_EXIT_FAIL)
     fc_cli_warn(NULL, "done: %zu of %zu store%s %s (%zu failed)", pruned, nw, nw == 1 ? "" : "s",
                 po.dry_run ? "read" : "pruned", failed);
 out:

@@ -57,8 +57,9 @@ grep -qE "^cache-bench: 256 reader threads with a batch of 4096 records of up to
 # its report lost (a full disk): exit 1 with the reason, never a silent 0
 if [ -w /dev/full ]; then
   "$bin" -q --json --duration 0.05 -p sequential -s warm -t 1 "$t/good" >/dev/full 2>"$t/err"; rc=$?
-  [ $rc -eq 1 ] && [ "$(cat "$t/err")" = "cache-bench: stdout: cannot write: No space left on device" ] ||
-    fail "--json into a full disk: exit $rc: $(cat "$t/err")"
+  [ $rc -eq 1 ] && [ "$(cat "$t/err")" = "cache-bench: stdout: cannot write: No space left on device
+cache-bench: done: 2 of 2 passes; the report not written (stdout)" ] ||
+    fail "--json into a full disk: exit $rc: $(cat "$t/err")" # -q: exit 1 comes with its done line
   # without -q the done line follows: it says the report is lost ("16 of 16 passes" read as a pass)
   "$bin" --no-probe --json --duration 0.05 -p sequential -s warm -t 1 "$t/good" >/dev/full 2>"$t/err"
   rc=$?
@@ -67,7 +68,8 @@ if [ -w /dev/full ]; then
   # the chart into a full disk: the reason is the write's (it was said 'Input/output error', as
   # of a failing disk)
   "$bin" -q --no-probe --duration 0.05 -p sequential -s warm -t 1 --svg /dev/full "$t/good" >/dev/null 2>"$t/err"; rc=$?
-  [ $rc -eq 1 ] && [ "$(cat "$t/err")" = "cache-bench: /dev/full: cannot write the chart: No space left on device" ] ||
+  [ $rc -eq 1 ] && [ "$(cat "$t/err")" = "cache-bench: /dev/full: cannot write the chart: No space left on device
+cache-bench: done: 2 of 2 passes; the chart not written" ] ||
     fail "--svg into a full disk: exit $rc: $(cat "$t/err")"
 fi
 echo ok

@@ -41,7 +41,8 @@ grep -qx "featurize: lim: cannot write to the store: File too large: raise the f
 "$FC_BIN/tokenize" -q --build-vocab -o fl f.csv || fail "tokenize for the limit"
 awk 'NR % 2' f.csv >fhalf.csv
 out=$( (ulimit -f 200; "$FC_BIN/cache-prune" --manifest fhalf.csv fl) 2>&1); rc=$?
-[ $rc = 1 ] && [ "$out" = "cache-prune: fl: File too large (nothing removed; a prune writes before it frees: raise the file-size limit (ulimit -f), then run again)" ] ||
+[ $rc = 1 ] && [ "$out" = "cache-prune: fl: File too large (nothing removed; a prune writes before it frees: raise the file-size limit (ulimit -f), then run again)
+cache-prune: done: 0 of 1 store pruned (1 failed)" ] ||
   fail "cache-prune past RLIMIT_FSIZE: exit $rc: $out"
 out=$( (ulimit -f 200; "$FC_BIN/cache-config" --drop chars fl) 2>&1); rc=$?
 [ $rc = 1 ] && grep -qx "cache-config: fl: cannot drop config [0-9a-f]\{32\}: File too large (0 records removed; a drop writes before it frees: raise the file-size limit (ulimit -f), then run again)" <<<"$out" ||
@@ -209,7 +210,8 @@ awk 'NR % 2' t.csv >half.csv
 dd if=/dev/zero of="$mnt/fill" bs=4k 2>/dev/null
 dd if=/dev/zero of="$mnt/fill2" bs=512 2>/dev/null
 out=$("$FC_BIN/cache-prune" --manifest half.csv "$mnt/p" 2>&1); rc=$?
-[ $rc = 1 ] && [ "$out" = "cache-prune: $mnt/p: No space left on device (nothing removed; a prune writes before it frees, and frees pages inside data.mdb, which does not shrink: make room on the disk, then run again)" ] ||
+[ $rc = 1 ] && [ "$out" = "cache-prune: $mnt/p: No space left on device (nothing removed; a prune writes before it frees, and frees pages inside data.mdb, which does not shrink: make room on the disk, then run again)
+cache-prune: done: 0 of 1 store pruned (1 failed)" ] ||
   fail "cache-prune on a full disk: exit $rc: $out"
 "$FC_BIN/cache-verify" -q "$mnt/p" >/dev/null || fail "the store after the prune that failed on a full disk fails cache-verify"
 rm "$mnt/fill" "$mnt/fill2"
