@@ -88,5 +88,21 @@ ln -s ../.git/annex/objects/Xk/9Q/MD5E-s44144--0cc1.wav/MD5E-s44144--0cc1.wav ds
 grep -qx 'featurize: ds/wav/c.wav: No such file or directory (a git-annex file whose content is not here: git annex get, or datalad get)' err ||
   fail "git-annex link: $(cat err)"
 
+# symbolic links in a loop (ln -s with its two names the wrong way round, or two links to each
+# other, one of them across folders): said so, where "Too many levels of symbolic links" left it
+# to the user to find; a chain only longer than the system follows is not called a loop
+ln -s self.wav self.wav
+mkdir lp && ln -s ../lp/y lp/x && ln -s x lp/y
+touch t && prev=t && for i in $(seq 1 45); do ln -s "$prev" "c$i"; prev=c$i; done
+"$B/featurize" --device cpu -o lo self.wav lp/x c45 a.wav >out 2>err
+rc=$?
+[ $rc = 1 ] || fail "link loops: exit $rc, want 1"
+for w in 'self.wav: Too many levels of symbolic links (symbolic links in a loop: it links to self.wav, which leads back to it)' \
+  'lp/x: Too many levels of symbolic links (symbolic links in a loop: it links to ../lp/y, which leads back to it)' \
+  'c45: Too many levels of symbolic links (a chain of more symbolic links than the system follows: it links to c44)' \
+  'done: 1 of 4 (1 new, 0 already stored, 3 failed)'; do
+  grep -qxF "featurize: $w" err || fail "link loops: want '$w': $(cat err)"
+done
+
 [ $fails = 0 ] || exit 1
 echo "featurize_special_files: ok"

@@ -313,6 +313,32 @@ static const char *other_form(const char *path, char *to, size_t n) {
   return NULL;
 }
 
+/* 1 when following the symbolic links from path comes back to a link it passed (a loop), 0 when
+ * the chain ends or is only long (more links than the system follows, 40 on Linux). */
+static int link_loops(const char *path) {
+  enum { STEPS = 64 };
+  ino_t seen_ino[STEPS];
+  dev_t seen_dev[STEPS];
+  char cur[4096], to[4096];
+  struct stat st;
+  if (strlen(path) >= sizeof cur) return 0;
+  strcpy(cur, path);
+  for (int k = 0; k < STEPS; k++) {
+    if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) return 0;
+    for (int i = 0; i < k; i++)
+      if (seen_ino[i] == st.st_ino && seen_dev[i] == st.st_dev) return 1;
+    seen_ino[k] = st.st_ino, seen_dev[k] = st.st_dev;
+    ssize_t n = readlink(cur, to, sizeof to - 1);
+    if (n <= 0) return 0;
+    to[n] = '\0';
+    const char *slash = strrchr(cur, '/'); /* a relative target is named from the link's folder */
+    const size_t dir = to[0] == '/' || !slash ? 0 : (size_t)(slash - cur) + 1;
+    if (dir + (size_t)n >= sizeof cur) return 0;
+    memcpy(cur + dir, to, (size_t)n + 1);
+  }
+  return 0;
+}
+
 /* An input's failure to open, as plain_reason says it; a missing file that is a symbolic link (a
  * corpus linked from a disk that moved) names its target, the file ls lists being there. */
 static const char *open_reason(const char *path, int rc, char *buf, size_t len) {
@@ -366,10 +392,20 @@ static const char *open_reason(const char *path, int rc, char *buf, size_t len) 
            "the manifest to NFC, uconv -x any-nfc IN >OUT)";
   if (rc == ENODEV && stat(path, &st) == 0 && S_ISSOCK(st.st_mode))
     return "not a regular file or a pipe (a socket)"; /* audio.c open_checked */
-  if (rc != ENOENT || lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) ||
+  if ((rc != ENOENT && rc != ELOOP) || lstat(path, &st) != 0 || !S_ISLNK(st.st_mode) ||
       (n = readlink(path, to, sizeof to - 1)) <= 0)
     return plain_reason(rc);
   to[n] = '\0';
+  if (rc == ELOOP) { /* a link to itself, or to a link back to it; or a chain past the system's */
+    fc_quote_name(to, q, sizeof q);
+    fc_why(buf, len,
+           link_loops(path)
+               ? "%s (symbolic links in a loop: it links to %s, which leads back to it)"
+               : "%s (a chain of more symbolic links than the system follows: it "
+                 "links to %s)",
+           plain_reason(rc), q);
+    return buf;
+  }
   if (strncmp(to, ".git/annex/objects/", 19) == 0 || strstr(to, "/.git/annex/objects/"))
     return "No such file or directory (a git-annex file whose content is not here: git annex get, "
            "or datalad get)"; /* a DataLad dataset installed without its content */
