@@ -139,10 +139,21 @@ if mkdir mnt && mount -t tmpfs -o size=2m tmpfs mnt 2>/dev/null; then
   avail=$(df -k --output=avail mnt | tail -1)
   fallocate -l $(((avail - 200) * 1024)) mnt/filler || fail "no room: fallocate"
   run "no room" 1 --compact mnt/s
-  grep -q '^cache-prune: mnt/s: no room beside data.mdb for its compact copy: about [0-9.]* MB needed, [0-9.]* MB free; nothing compacted' err ||
+  grep -q '^cache-prune: mnt/s: no room beside data.mdb for its compact copy: about [0-9.]* MB needed and 1 MB to spare, [0-9.]* MB free; nothing compacted' err ||
     { fail "no room: message"; cat err; }
   ls mnt/s | grep -v -e '^data.mdb$' -e '^lock.mdb$' && fail "no room: a copy left"
   verify "no room" mnt/s
+  # more free than the copy needs, less than that and the 1 MB kept spare: the message names the
+  # spare (it read "about 0.1 MB needed, 0.6 MB free" and refused)
+  rm mnt/filler
+  avail=$(df -k --output=avail mnt | tail -1)
+  "$CP" -n --compact mnt/s 2>err
+  need=$(sed -n 's/.*, \([0-9.]*\) MB of it in use.*/\1/p' err)
+  fallocate -l $(((avail - ${need%.*} * 1000 - 600) * 1024)) mnt/filler || fail "spare: fallocate"
+  run "spare" 1 --compact mnt/s
+  free=$(sed -n 's/.* MB to spare, \([0-9.]*\) MB free.*/\1/p' err)
+  grep -q "^cache-prune: mnt/s: no room beside data.mdb for its compact copy: about $need MB needed and 1 MB to spare, [0-9.]* MB free; nothing compacted" err &&
+    awk -v f="$free" -v n="$need" 'BEGIN { exit !(f > n) }' || { fail "spare: message"; cat err; }
   umount mnt
 else
   echo "note: cannot mount a tmpfs here: no room for the copy not tested"

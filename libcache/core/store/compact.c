@@ -174,8 +174,8 @@ static int room_for_copy(fc_store *s, char *why, size_t why_len) {
   const uint64_t avail = (uint64_t)fs.f_bavail * fs.f_frsize;
   if (avail >= need + (1u << 20)) return 0;
   fc_why(why, why_len,
-         "no room beside data.mdb for its compact copy: about %.1f MB needed, %.1f MB free; "
-         "nothing compacted",
+         "no room beside data.mdb for its compact copy: about %.1f MB needed and 1 MB to spare, "
+         "%.1f MB free; nothing compacted",
          need / 1e6, avail / 1e6);
   return ENOSPC;
 }
