@@ -19,7 +19,9 @@ make_dataset hands them to tf.data through tf.data.Dataset.from_generator: its p
 every array into a tensor of TensorFlow's (a tensor made by DLPack is copied there too), about
 0.3-0.4 ms per 8 MB batch (scripts/bench-adapter): the price of a tf.data.Dataset (map, interleave,
 tf.distribute, prefetch_to_device). batches() gives EagerTensors made with DLPack over the
-batch's own memory (tf.experimental.dlpack.from_dlpack: a few µs, no copy); the batch goes back
+batch's own memory (tf.experimental.dlpack.from_dlpack: a few µs, no copy; an array not 64-byte
+aligned, as TensorFlow's kernels need, is copied: the small ones, lengths, crops, token ids, as
+the batch holds them, and a caller buffer's mels where it is not so aligned); the batch goes back
 to the loader when TensorFlow frees the last of them. For a custom loop (tf.function steps)
 that iterates in Python anyway. Shard for multi-worker training with rank/world_size (e.g.
 from tf.distribute's input context: input_pipeline_id / num_input_pipelines); there a batch
@@ -159,6 +161,9 @@ def make_dataset(paths, epoch=0, with_ids=False, device=None, prefetch_to_device
     return ds
 
 
+_TF_ALIGN = 64  # bytes: TensorFlow's tensors (its allocator's alignment, Eigen's with AVX-512)
+
+
 def _widened(tok_dtype, token_pad):
     """Whether token ids of tok_dtype are handed out as int32 copies: u16 ids, and i16 ones where
     token_pad is no int16 (the loader pads in the stored dtype: 40000 would read -25536); their
@@ -209,6 +214,12 @@ def batches(paths, epoch=None, with_ids=False, epochs=1, with_crops=False, **loa
     wide = _widened(ld.info.tok_dtype, ld._kw["token_pad"])
 
     def tensor(a, dtype=None):
+        if a.ctypes.data % _TF_ALIGN:
+            # TensorFlow's kernels take a tensor's memory to be 64-byte aligned: one made over
+            # memory that is not (a batch's lengths, crops and tokens lie 16-byte aligned after
+            # its mels; a caller buffer's mels) aborted the process at its first op
+            # ("Check failed: IsAligned()": tf.sequence_mask of the lengths): a copy of it
+            return tf.constant(a if dtype is None else a.view(dtype))
         a.setflags(write=True)  # (batch memory the loader marks read-only; DLPack refuses that)
         return dl((a if dtype is None else a.view(dtype)).__dlpack__())
 

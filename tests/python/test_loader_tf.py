@@ -5,7 +5,8 @@ each crop starts and of how many frames), sharding across ranks, epochs (a datas
 again runs the next ones; two live iterators each get whole epochs; batches(loader) goes on
 from the loader's epoch), a batch of damaged records only (left out), map_fn and
 prefetch_to_device (onto the GPU where TensorFlow sees one, else the CPU) — and
-batches()'s tensors are the loader's memory (no copy), intact while held over later batches.
+batches()'s tensors are the loader's memory (no copy, but of arrays not 64-byte aligned, which
+TensorFlow's ops abort on), intact while held over later batches.
 Without TensorFlow: a failure saying so (scripts/setup installs it). A plain script."""
 
 import os
@@ -325,16 +326,24 @@ class _Capsule:
         return (1, 0)  # kDLCPU
 
 
+def aligned(n, off=0):
+    """n bytes of a numpy buffer whose address is off bytes past a 64-byte boundary."""
+    raw = np.empty(n + 128, np.uint8)
+    k = (off - raw.ctypes.data) % 64
+    return raw[k:k + n]
+
+
 def test_batches_share_memory_and_stay_valid(path):
-    """batches(): the tensors are the loader's memory — each batch's mels, lengths and tokens
-    lie in the caller buffer the loader built it into (a copy would not) — and every tensor of
-    an epoch held to the end keeps its values while the threads build on."""
+    """batches(): the tensors are the loader's memory — each batch's mels, and its lengths and
+    tokens where they lie 64-byte aligned (else a copy: test_batches_tensors_are_aligned), lie
+    in the caller buffer the loader built it into (a copy would not) — and every tensor of an
+    epoch held to the end keeps its values while the threads build on."""
     kw = dict(tokens="chars", batch_size=3, shuffle=True, seed=1, pad_to=40, crop="random")
     want = loader_batches(path, **kw)
     made = []
 
     def alloc(n):
-        made.append(np.empty(n, np.uint8))
+        made.append(aligned(n))
         return made[-1]
 
     ld = featcache.Loader(path, padded=True, buffer_alloc=alloc, n_buffers=len(want) + 2, **kw)
@@ -347,10 +356,54 @@ def test_batches_share_memory_and_stay_valid(path):
         for t in g[:4]:
             a = np.from_dlpack(_Capsule(t)).ctypes.data
             where.append([i for i, (lo, hi) in enumerate(spans) if lo <= a < hi])
-        assert all(w == where[0] and len(w) == 1 for w in where), where  # one caller buffer
+        assert len(where[0]) == 1, where  # the mels: in one caller buffer
+        # the others there too, or (not 64-byte aligned) copied
+        assert all(w in (where[0], []) for w in where), where
         where = set(where[0])
         used |= where
     assert len(used) == len(held)  # each held batch in its own buffer
+
+
+_ALIGNED_OPS = r"""
+import os, sys
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np, tensorflow as tf, featcache
+from featcache.tf import batches
+path, off = sys.argv[1], int(sys.argv[2])
+kw = dict(tokens="chars", batch_size=5, pad_to=40, crop="random", shuffle=True)
+if off >= 0:  # caller buffers off bytes past a 64-byte boundary
+    def alloc(n):
+        raw = np.empty(n + 128, np.uint8)
+        k = (off - raw.ctypes.data) % 64
+        return raw[k:k + n]
+    src = featcache.Loader(path, padded=True, buffer_alloc=alloc, **kw)
+    kw = {}
+else:
+    src = path
+n = 0
+for e in range(3):
+    for g in batches(src, with_crops=True, epoch=e, **kw):
+        mels, lens, toks, tlens, starts, frames = g
+        mask = tf.sequence_mask(lens, tf.shape(mels)[1])
+        n += int(tf.reduce_sum(tf.cast(mask, tf.int32))) - int(tf.reduce_sum(lens))
+        n += int(tf.reduce_max(tlens)) - int(tf.shape(toks)[1]) + int(tf.reduce_sum(toks) * 0)
+        n += int(tf.reduce_min(frames - starts) < 0) + int(tf.math.is_nan(tf.reduce_mean(mels)))
+print("ok", n)
+"""
+
+
+def test_batches_tensors_are_aligned(path):
+    """batches() made its tensors over the batch's memory as it lay: the lengths, crops and tokens
+    lie 16-byte aligned after the mels (a caller buffer's mels where it gives them so), and
+    TensorFlow's kernels take tensors to be 64-byte aligned: tf.sequence_mask of the lengths,
+    the first op of most steps, aborted the process ("Check failed: IsAligned()"). Every tensor
+    it yields now serves TensorFlow's ops, those of caller buffers of any alignment too."""
+    import subprocess
+    for off in (-1, 0, 16, 32):
+        r = subprocess.run([os.environ.get("FC_PYTHON") or sys.executable, "-c", _ALIGNED_OPS,
+                            path, str(off)], capture_output=True, text=True)
+        assert r.returncode == 0 and "ok 0" in r.stdout, (off, r.returncode, r.stdout,
+                                                          r.stderr[-2000:])
 
 
 def main():
