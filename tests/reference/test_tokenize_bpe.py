@@ -6,7 +6,7 @@ files trained here: BPE + Whitespace (unk, special and non-special added tokens)
 GPT-2 style, and NFKC + Lowercase + WhitespaceSplit with a "##" continuing-subword prefix and a
 TemplateProcessing post-processor; then tokenizers for the options the corpus does not reach (Lowercase
 over Greek capitals, an added <mask> with lstrip/rstrip next to multi-byte letters and Unicode
-white space, a merge listed twice, NFKC and NFD over every character with a normalization property,
+white space, a merge listed twice, RoBERTa's and BERT's post-processors, NFKC and NFD over every character with a normalization property,
 those newer than tokenizers' Unicode 9.0 tables included). Also: a corrupt tokenizer.json is a
 configuration error."""
 import json
@@ -123,6 +123,12 @@ def edge_tokenizers(d, texts):
         out.append((f"byte-fallback-fuse{int(fuse)}", tok,
                     ["\u00fc\u00e9", "a\u00fc\u00e9b", "\u00fc\u00fc\u00e9\u00fc", "\u00e9\u00fc\u00e9",
                      "x\u00fc\u00f6\u00e9y z", "\u00e9\u00e9 a \u00fc"]))
+    # RoBERTa's and BERT's post-processors (they were refused): cls, the ids, sep
+    for name, post in (("roberta", processors.RobertaProcessing(("</s>", 2), ("<s>", 0))),
+                       ("bert", processors.BertProcessing(("[SEP]", 70000), ("[CLS]", 9)))):
+        tok = Tokenizer.from_file(os.path.join(d, "bytelevel.json"))
+        tok.post_processor = post
+        out.append((f"post-{name}", tok, texts[:200]))
     # byte fallback with a continuing_subword_prefix and an end_of_word_suffix: tokenizers falls
     # back to the bytes of what it looked up, "##é</w>", not the character's alone
     vocab = {c: i for i, c in enumerate("abcdefghijklmnopqrstuvwxyz")}
@@ -253,7 +259,9 @@ def main():
                  "not-bpe": json.dumps({**json.loads(good), "model": {"type": "Unigram", "vocab": []}}),
                  "bad-merge": json.dumps(bad_merge(json.loads(good))),
                  "added-negative-id": json.dumps(added_id(json.loads(good), -1)),
-                 "added-id-over-u32": json.dumps(added_id(json.loads(good), 2**32 + 1))}
+                 "added-id-over-u32": json.dumps(added_id(json.loads(good), 2**32 + 1)),
+                 "roberta-without-cls": json.dumps({**json.loads(good), "post_processor": {
+                     "type": "RobertaProcessing", "sep": ["</s>", 2]}})}
         for name, text in cases.items():
             tj = os.path.join(d, f"corrupt-{name}.json")
             open(tj, "w", encoding="utf-8").write(text)

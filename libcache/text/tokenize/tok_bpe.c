@@ -5,8 +5,8 @@
  * byte_fallback, continuing_subword_prefix, end_of_word_suffix, ignore_merges; no dropout);
  * normalizers NFC/NFD/NFKC/NFKD/Lowercase and Sequences of them; pre-tokenizers ByteLevel (GPT-2
  * regex), Whitespace (\w+|[^\w\s]+), WhitespaceSplit and Sequences of them; added tokens
- * (leftmost-longest, single_word, lstrip, rstrip, normalized); post-processors ByteLevel and
- * TemplateProcessing (single). Anything else is refused with FC_ETOKENIZER rather than giving
+ * (leftmost-longest, single_word, lstrip, rstrip, normalized); post-processors ByteLevel,
+ * TemplateProcessing (single), RobertaProcessing and BertProcessing. Anything else is refused with FC_ETOKENIZER rather than giving
  * different ids. This file reads the tokenizer.json; tok_bpe_encode.c encodes text with it. */
 #include <errno.h>
 #include <stdlib.h>
@@ -169,11 +169,42 @@ out:
   return rc;
 }
 
+/* A special token's id the post-processor adds, appended to to. tokenizers emits these ids as they
+ * are: a negative or non-integer one would reach the store, and one past the model's vocab must
+ * still fit the vocab size that is reported. */
+static int post_id(tok_bpe *b, tok_ids *to, const json_t *id, const char *what, const char *name,
+                   char *why, size_t why_len) {
+  int rc = 0;
+  json_int_t v = json_integer_value(id);
+  if (!json_is_integer(id) || v < 0 || v >= INT32_MAX)
+    FAIL(FC_ETOKENIZER, "%s: special token %s has an invalid id", what, name);
+  if ((uint32_t)v + 1 > b->vocab_size) b->vocab_size = (uint32_t)v + 1;
+  if (tok_ids_push(to, (int32_t)v)) FAIL(ENOMEM, "out of memory");
+out:
+  return rc;
+}
+
+/* RobertaProcessing and BertProcessing: one sequence is cls, its ids, sep ("cls": ["<s>", 0]; their
+ * trim_offsets and add_prefix_space change offsets, no id). */
+static int parse_cls_sep(tok_bpe *b, json_t *p, const char *type, char *why, size_t why_len) {
+  int rc = 0;
+  json_t *cls = json_object_get(p, "cls"), *sep = json_object_get(p, "sep");
+  if (json_array_size(cls) != 2 || json_array_size(sep) != 2 ||
+      !json_is_string(json_array_get(cls, 0)) || !json_is_string(json_array_get(sep, 0)))
+    FAIL(FC_ETOKENIZER, "%s: cls and sep are not [token, id]", type);
+  if (!(rc = post_id(b, &b->post_prefix, json_array_get(cls, 1), type, "cls", why, why_len)))
+    rc = post_id(b, &b->post_suffix, json_array_get(sep, 1), type, "sep", why, why_len);
+out:
+  return rc;
+}
+
 static int parse_post(tok_bpe *b, json_t *p, char *why, size_t why_len) {
   int rc = 0;
   if (!p || json_is_null(p)) return 0;
   const char *type = json_string_value(json_object_get(p, "type"));
   if (type && strcmp(type, "ByteLevel") == 0) return 0; /* offsets only */
+  if (type && (strcmp(type, "RobertaProcessing") == 0 || strcmp(type, "BertProcessing") == 0))
+    return parse_cls_sep(b, p, type, why, why_len);
   if (type && strcmp(type, "Sequence") == 0) {
     size_t i;
     json_t *x;
@@ -200,14 +231,9 @@ static int parse_post(tok_bpe *b, json_t *p, char *why, size_t why_len) {
     size_t k;
     json_t *id;
     json_array_foreach(ids, k, id) {
-      /* tokenizers emits these ids as they are: a negative or non-integer one would reach the
-       * store, and one past the model's vocab must still fit the vocab size that is reported */
-      json_int_t v = json_integer_value(id);
-      if (!json_is_integer(id) || v < 0 || v >= INT32_MAX)
-        FAIL(FC_ETOKENIZER, "TemplateProcessing: special token %s has an invalid id", name);
-      if ((uint32_t)v + 1 > b->vocab_size) b->vocab_size = (uint32_t)v + 1;
-      if (tok_ids_push(seen_seq ? &b->post_suffix : &b->post_prefix, (int32_t)v))
-        FAIL(ENOMEM, "out of memory");
+      rc = post_id(b, seen_seq ? &b->post_suffix : &b->post_prefix, id, "TemplateProcessing", name,
+                   why, why_len);
+      if (rc) goto out;
     }
   }
 out:
