@@ -121,8 +121,12 @@ static void on_bad(long input, int db, const char *key_hex, const char *why, voi
   ctx *c = user;
   fc_cli_progress_clear(&c->progress);
   qname q;
-  fprintf(stderr, "%s: %s: %s %s: damaged record skipped: %s\n", fc_cli_tool,
-          qn(c->inputs[input], &q), db == FC_DB_FEAT ? "feat" : "tok", key_hex, why);
+  if (db == FC_DB_AUDIO || db == FC_DB_TEXT) /* an entry: left out, its id's records orphans */
+    fprintf(stderr, "%s: %s: %s entry '%s': damaged entry left out: %s\n", fc_cli_tool,
+            qn(c->inputs[input], &q), db == FC_DB_AUDIO ? "audio" : "text", key_hex, why);
+  else
+    fprintf(stderr, "%s: %s: %s %s: damaged record skipped: %s\n", fc_cli_tool,
+            qn(c->inputs[input], &q), db == FC_DB_FEAT ? "feat" : "tok", key_hex, why);
 }
 
 static void on_shard_twice(uint32_t k, uint32_t n, size_t a, size_t b, void *user) {

@@ -64,8 +64,9 @@ typedef struct fc_merge_stats {
   uint64_t duplicates[FC_DB_COUNT]; /* keys met in more than one input (stored once) */
   uint64_t conflicts; /* ids whose entries differ */
   uint64_t resolved; /* of those, resolved by the prefer option */
-  uint64_t bad_records; /* damaged feat/tok record copies met (another copy may serve) */
-  uint64_t dropped; /* feat/tok keys left out: no input holds a sound copy */
+  uint64_t bad_records; /* damaged feat/tok record copies met (another copy may serve), and
+                           damaged audio/text entries (as cache-verify finds them) */
+  uint64_t dropped; /* feat/tok keys left out: no input holds a sound copy; and damaged entries */
   uint64_t bytes_copied; /* key + value bytes written by this run */
   uint64_t bytes_in; /* value bytes of every input entry and record met (the data merged) */
   uint64_t commits;
@@ -110,7 +111,8 @@ typedef struct fc_merge_stats {
 } fc_merge_stats;
 
 typedef void (*fc_merge_conflict_fn)(const fc_merge_conflict *c, void *user);
-/* A damaged record (input index, db, 16-byte key as 32 hex, reason). */
+/* A damaged record (input index, db, 16-byte key as 32 hex, reason), or a damaged entry (db
+ * FC_DB_AUDIO or FC_DB_TEXT: the utterance id, quoted as names are, for the key). */
 typedef void (*fc_merge_bad_fn)(long input, int db, const char *key_hex, const char *why,
                                 void *user);
 typedef void (*fc_merge_progress_fn)(const fc_merge_stats *st, void *user);

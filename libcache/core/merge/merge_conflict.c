@@ -71,6 +71,18 @@ void merge_describe(int db, const MDB_val *x, const MDB_val *y, char *buf, size_
       snprintf(buf, len, "text entries differ (one does not decode)");
       return;
     }
+    if (la == lb && memcmp(ta, tb, la) == 0) { /* the digests differ: one damaged (a flipped bit) */
+      char why[200] = "", xa[4 * EXCERPT + 16];
+      const int bad_x = merge_entry_damaged(FC_DB_TEXT, x, why, sizeof why);
+      const int bad_y = !bad_x && merge_entry_damaged(FC_DB_TEXT, y, why, sizeof why);
+      snprintf(buf, len, "the same transcript %s with another text digest%s%s%s",
+               excerpt(ta, la, 0, xa, sizeof xa),
+               bad_x   ? ": this one is damaged ("
+               : bad_y ? ": the other is damaged ("
+                       : "",
+               why, bad_x || bad_y ? ")" : "");
+      return;
+    }
     /* long ones from near their first difference, so that what differs is shown */
     size_t d = 0, lmax = la > lb ? la : lb;
     while (d < la && d < lb && ta[d] == tb[d]) d++;
@@ -84,4 +96,40 @@ void merge_describe(int db, const MDB_val *x, const MDB_val *y, char *buf, size_
   } else {
     snprintf(buf, len, "meta values differ (%zu vs %zu bytes)", x->mv_size, y->mv_size);
   }
+}
+
+int merge_entry_damaged(int db, const MDB_val *v, char *why, size_t len) {
+  if (db == FC_DB_AUDIO) {
+    fc_audio_entry ae;
+    if (fc_audio_entry_decode(v->mv_data, v->mv_size, &ae)) {
+      fc_why(why, len, "audio entry of %zu bytes (want at least %d)", v->mv_size,
+             FC_AUDIO_ENTRY_FIXED);
+      return 1;
+    }
+    if (ae.sample_rate && ae.channels) return 0;
+    fc_why(why, len, "audio entry with sample rate %u and %u channels", ae.sample_rate,
+           ae.channels);
+    return 1;
+  }
+  fc_digest td, h;
+  const char *txt;
+  size_t tl;
+  if (fc_text_entry_decode(v->mv_data, v->mv_size, &td, &txt, &tl)) {
+    fc_why(why, len, "text entry of %zu bytes (want at least 16)", v->mv_size);
+    return 1;
+  }
+  if (!fc_utf8_valid(txt, tl)) {
+    fc_why(why, len, "text is not valid UTF-8");
+    return 1;
+  }
+  fc_digest_buffer(txt, tl, &h);
+  if (memcmp(h.bytes, td.bytes, 16) == 0) return 0;
+  char hh[33], th[33];
+  fc_digest_hex(&h, hh);
+  fc_digest_hex(&td, th);
+  fc_why(why, len,
+         "transcript hashes to %s, the entry's text digest is %s: its tokens were made from "
+         "another text",
+         hh, th);
+  return 1;
 }
