@@ -586,6 +586,14 @@ int main(int argc, char **argv) {
               fc_cli_warn(path, "%llu record%s with a bad header %s skipped (run cache-verify)",
                           (unsigned long long)r->bad_records, r->bad_records == 1 ? "" : "s",
                           r->bad_records == 1 ? "was" : "were");
+            if (r->gone_records) /* the numbers are of the records that were there */
+              fc_cli_warn(path,
+                          "%s %s pass: %llu record%s listed when the store was opened %s not in it "
+                          "any more (removed by another process meanwhile: a cache-prune?), not "
+                          "read",
+                          bench_pattern_name(p.pattern), bench_state_name(p.state),
+                          (unsigned long long)r->gone_records, r->gone_records == 1 ? "" : "s",
+                          r->gone_records == 1 ? "was" : "were");
             if (p.state == BENCH_COLD && !r->cold_verified && !o.quiet)
               fc_cli_warn(path, "%s cold pass started with %.1f%% of data.mdb resident: not cold%s",
                           bench_pattern_name(p.pattern), 100 * r->resident_before,

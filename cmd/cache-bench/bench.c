@@ -176,7 +176,7 @@ struct reader {
   pthread_t th;
   struct pass *ps;
   int rc;
-  uint64_t records, bytes, bad, batches, majflt, minflt;
+  uint64_t records, bytes, bad, gone, batches, majflt, minflt;
   double fault_cpu, wait, copy, total;
   uint8_t *buf; /* batch × max payload: the dense batch the loader would fill */
   float *dec; /* coded (mq) records are decoded here, as the loader decodes into its batch */
@@ -309,18 +309,24 @@ static void *reader_main(void *arg) {
   while (!atomic_load(&ps->stop)) {
     size_t i0 = atomic_fetch_add(&ps->next, B);
     if (i0 >= ps->n) break;
-    size_t m = ps->n - i0 < B ? ps->n - i0 : B;
+    size_t batch_n = ps->n - i0 < B ? ps->n - i0 : B, m = 0;
+    size_t pos[B > 0 ? B : 1]; /* the batch's records found: their places in the order */
     double tb0 = now_s();
-    for (size_t j = 0; j < m; j++) {
+    for (size_t j = 0; j < batch_n; j++) {
       double a = now_s();
       const struct bench_rec *r = &b->recs[ps->order[i0 + j]];
-      int rc = fc_rtxn_get(t[r->part], FC_DB_FEAT, r->key, 16, &vals[j], &lens[j]);
-      lk[j] = now_s() - a;
+      int rc = fc_rtxn_get(t[r->part], FC_DB_FEAT, r->key, 16, &vals[m], &lens[m]);
+      lk[m] = now_s() - a;
+      if (rc == FC_ENOTFOUND) { /* removed since the store was listed (a cache-prune beside) */
+        rd->gone++;
+        continue;
+      }
       if (rc) {
         rd->rc = rc;
         set_stop(ps, 4);
         goto out;
       }
+      pos[m++] = i0 + j;
     }
     if (m > 1 && p->hint && !ps->direct_fd) {
       for (size_t j = 0; j < m; j++) {
@@ -333,7 +339,7 @@ static void *reader_main(void *arg) {
     if (ps->direct_fd) {
       for (size_t j = 0; j < m; j++) { /* read and copy one by one through the bounce buffer */
         double a = now_s(), c0 = thread_cpu_s();
-        const struct bench_rec *r = &b->recs[ps->order[i0 + j]];
+        const struct bench_rec *r = &b->recs[ps->order[pos[j]]];
         uint64_t off = (uint64_t)((const uint8_t *)vals[j] - base[r->part]);
         int rc = read_direct(rd, ps->direct_fd[r->part], off, lens[j], &src[j]);
         double c1 = thread_cpu_s();
@@ -353,7 +359,7 @@ static void *reader_main(void *arg) {
         atomic_fetch_add(&ps->bytes, rd->bytes - before);
         double c = now_s() - a2;
         copy += c;
-        ps->rec_lat[i0 + j] = lk[j] + ft[j] + c;
+        ps->rec_lat[pos[j]] = lk[j] + ft[j] + c;
       }
     } else {
       double c0 = thread_cpu_s();
@@ -371,7 +377,7 @@ static void *reader_main(void *arg) {
         atomic_fetch_add(&ps->bytes, rd->bytes - before);
         double c = now_s() - a;
         copy += c;
-        ps->rec_lat[i0 + j] = lk[j] + ft[j] + c;
+        ps->rec_lat[pos[j]] = lk[j] + ft[j] + c;
       }
     }
     double tb = now_s() - tb0;
@@ -385,7 +391,7 @@ static void *reader_main(void *arg) {
     rd->batches++;
     if (p->visit) {
       pthread_mutex_lock(&ps->visit_mu);
-      for (size_t j = 0; j < m; j++) p->visit(p->visit_ctx, ps->order[i0 + j]);
+      for (size_t j = 0; j < m; j++) p->visit(p->visit_ctx, ps->order[pos[j]]);
       pthread_mutex_unlock(&ps->visit_mu);
     }
     if (p->max_seconds > 0 && now_s() - ps->t0 >= p->max_seconds) set_stop(ps, 1);
@@ -522,6 +528,7 @@ int bench_run(fc_bench *b, const bench_params *p, bench_result *r) {
     r->bytes += rd->bytes;
     r->decoded_bytes += rd->decoded;
     r->bad_records += rd->bad;
+    r->gone_records += rd->gone;
     r->major_faults += rd->majflt;
     r->minor_faults += rd->minflt;
     fault += rd->fault_cpu;
@@ -532,7 +539,7 @@ int bench_run(fc_bench *b, const bench_params *p, bench_result *r) {
   if (rc) goto out;
   /* a bound reached on the order's last batch stopped nothing: the pass is complete */
   int why = atomic_load(&ps.stop);
-  r->stopped = r->records >= n ? 0 : (why == 1 || why == 2) ? why : 3;
+  r->stopped = r->records + r->gone_records >= n ? 0 : (why == 1 || why == 2) ? why : 3;
   if (r->seconds > 0) {
     r->mb_per_s = (double)r->bytes / r->seconds / 1e6;
     r->decoded_mb_per_s = (double)r->decoded_bytes / r->seconds / 1e6;

@@ -165,6 +165,9 @@ typedef struct bench_result {
   uint64_t records, batches, bytes; /* read in this pass; bytes = payload bytes */
   uint64_t bad_records; /* values whose header failed fc_record_parse (not copied), or coded
                                ones that failed to decode */
+  uint64_t gone_records; /* listed when the store was opened, not in it when the pass looked
+                               them up: removed by another process meanwhile (not read, not in
+                               records) */
   double seconds; /* wall time of the pass */
   double mb_per_s; /* payload bytes / seconds / 1e6 */
   double records_per_s, batches_per_s;

@@ -520,10 +520,12 @@ void bench_write_json(FILE *f, const bench_report *r, size_t n, double step_ms, 
       json_num(f, p->other_frac);
       fprintf(f,
               "},\"major_faults\":%llu,\"minor_faults\":%llu,\"records\":%llu,"
-              "\"batches\":%llu,\"bytes\":%llu,\"bad_records\":%llu,\"seconds\":",
+              "\"batches\":%llu,\"bytes\":%llu,\"bad_records\":%llu,\"gone_records\":%llu,"
+              "\"seconds\":",
               (unsigned long long)p->major_faults, (unsigned long long)p->minor_faults,
               (unsigned long long)p->records, (unsigned long long)p->batches,
-              (unsigned long long)p->bytes, (unsigned long long)p->bad_records);
+              (unsigned long long)p->bytes, (unsigned long long)p->bad_records,
+              (unsigned long long)p->gone_records);
       json_num(f, p->seconds);
       fprintf(f, ",\"stopped\":\"%s\"}\n",
               stop_names[p->stopped >= 0 && p->stopped <= 3 ? p->stopped : 0]);

@@ -138,6 +138,7 @@ PASS_FIELDS = {"record", "store", "device", "rotational", "pattern", "cache_stat
                "mb_per_s", "decoded_mb_per_s", "records_per_s", "latency_ms", "resident_fraction_before", "batch",
                "batches_per_s", "batch_latency_ms", "io", "disk", "cold_verified", "time_split",
                "major_faults", "minor_faults", "records", "batches", "bytes", "bad_records",
+               "gone_records",
                "seconds", "stopped"}
 SUMMARY_FIELDS = {"record", "store", "device", "disk", "rotational", "kind", "model", "fs_type",
                   "mount_point", "read_only", "read_ahead_kb", "note", "stores", "records",
