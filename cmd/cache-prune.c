@@ -262,19 +262,22 @@ static void summary(const char *store, const fc_prune_report *r, int dry, int ma
 
 /* unwritten: a bit per part (up to 64) its writer never wrote, pruned around: "unwritten_parts" */
 static void print_json(const char *store, unsigned parts, const fc_prune_report *r, int dry,
-                       const char *status, int damaged, int compacted, uint64_t unwritten) {
+                       const char *status, int damaged, int compacted, uint64_t unwritten,
+                       int counted) {
+  char kept[24]; /* null: nothing counted (the STORE not opened, or its pages' check stopped) */
+  snprintf(kept, sizeof kept, "%llu", (unsigned long long)r->kept_ids);
   fputs("{\"store\":", stdout);
   fc_json_write_string(stdout, store);
   printf(
       ",\"parts\":%u,\"dry_run\":%s,\"status\":\"%s\","
       "\"orphans\":{\"feat\":%llu,\"tok\":%llu,\"bytes\":%llu},"
       "\"dropped\":{\"ids\":%llu,\"audio\":%llu,\"text\":%llu,\"failed\":%llu,\"bytes\":%llu},"
-      "\"kept_ids\":%llu,\"bytes_freed\":%llu,\"transactions\":%llu",
+      "\"kept_ids\":%s,\"bytes_freed\":%llu,\"transactions\":%llu",
       parts, dry ? "true" : "false", status, (unsigned long long)r->feat_records,
       (unsigned long long)r->tok_records, (unsigned long long)(r->feat_bytes + r->tok_bytes),
       (unsigned long long)r->ids, (unsigned long long)r->audio_entries,
       (unsigned long long)r->text_entries, (unsigned long long)r->failures,
-      (unsigned long long)r->entry_bytes, (unsigned long long)r->kept_ids,
+      (unsigned long long)r->entry_bytes, counted ? kept : "null",
       (unsigned long long)(r->feat_bytes + r->tok_bytes + r->entry_bytes + r->damaged_bytes),
       (unsigned long long)r->transactions);
   if (damaged)
@@ -399,7 +402,8 @@ static int prune_word(const char *word, unsigned parts, uint64_t unwritten,
                 (unsigned long long)links, links == 1 ? "" : "s", linked_bytes / 1e6,
                 links == 1 ? "that link goes" : "those links go");
   if (json && code != FC_EXIT_USAGE)
-    print_json(word, parts, &all, po->dry_run, status, po->damaged, compacted, unwritten);
+    print_json(word, parts, &all, po->dry_run, status, po->damaged, compacted, unwritten,
+               begun > 0); /* a prune began: its survey counted what stays */
   return code;
 }
 
@@ -597,7 +601,7 @@ int main(int argc, char **argv) {
       size_t w = 0;
       while (w + 1 < nw && first[w + 1] <= at) w++;
       const fc_prune_report none = {0};
-      if (json) print_json(words[w], nparts[w], &none, 0, "interrupted", po.damaged, 0, unw[w]);
+      if (json) print_json(words[w], nparts[w], &none, 0, "interrupted", po.damaged, 0, unw[w], 0);
       goto out;
     }
   }
