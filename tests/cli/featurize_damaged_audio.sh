@@ -182,23 +182,34 @@ w = w[: 44 + n - 2]; w[40:44] = struct.pack('<I', n - 1); open('half.wav', 'wb')
 [ "$(cat err)" = "featurize: done: 1 of 1 (1 new, 0 already stored, 0 failed)" ] ||
   fail "half.wav: $(cat err)"
 
-# A WAV whose fmt chunk states a sample rate of 0, or one past 2^31 - 1 (a damaged header): it was
-# "damaged WAV file (libsndfile: Internal error : SF_INFO struct incomplete.)", which reads as the
-# tool's fault; the rate its header states is said.
+# A WAV or AU whose header states a sample rate of 0, or one past 2^31 - 1, or a CAF whose desc
+# chunk states one that is not a positive rate (a damaged header): it was "damaged WAV file
+# (libsndfile: Internal error : SF_INFO struct incomplete.)", which reads as the tool's fault; the
+# rate its header states is said.
 "$PY" -c "
-import struct
+import struct, soundfile as sf
 w = bytearray(open('sp.wav', 'rb').read()); assert w[12:16] == b'fmt '
 for name, r in (('rate0.wav', 0), ('rate3g.wav', 3000000000)):
-    w[24:28] = struct.pack('<I', r); open(name, 'wb').write(w)" ||
+    w[24:28] = struct.pack('<I', r); open(name, 'wb').write(w)
+x, sr = sf.read('sp.wav', dtype='int16')
+sf.write('r.au', x, sr, format='AU', subtype='PCM_16'); sf.write('r.caf', x, sr, format='CAF')
+a = bytearray(open('r.au', 'rb').read()); assert a[:4] == b'.snd'
+for name, r in (('au0.au', 0), ('au3g.au', 3000000000)):
+    a[16:20] = struct.pack('>I', r); open(name, 'wb').write(a)
+c = bytearray(open('r.caf', 'rb').read()); i = c.index(b'desc'); assert i == 8
+for name, r in (('caf0.caf', 0.0), ('cafm5.caf', -5.0)):
+    c[i + 12:i + 20] = struct.pack('>d', r); open(name, 'wb').write(c)" ||
   { echo "FAIL: could not make rate0.wav"; exit 1; }
-"$FZ" -j 1 -o st5r rate0.wav rate3g.wav sp.wav >out 2>err
+"$FZ" -j 1 -o st5r rate0.wav rate3g.wav au0.au au3g.au caf0.caf cafm5.caf sp.wav >out 2>err
 rc=$?
 [ $rc = 1 ] || fail "rate 0: exit $rc, want 1: $(cat err)"
-for f in rate0.wav:0 rate3g.wav:3000000000; do
-  grep -qxF "featurize: ${f%%:*}: damaged WAV file: its header states a sample rate of ${f#*:} Hz (libsndfile: Internal error : SF_INFO struct incomplete.)" err ||
-    fail "${f%%:*}: want its rate said; got: $(grep "^featurize: ${f%%:*}" err)"
+for f in rate0.wav:0:WAV rate3g.wav:3000000000:WAV au0.au:0:AU au3g.au:3000000000:AU \
+  caf0.caf:0:CAF cafm5.caf:-5:CAF; do
+  IFS=: read -r name rate kind <<<"$f"
+  grep -qxF "featurize: $name: damaged $kind file: its header states a sample rate of $rate Hz (libsndfile: Internal error : SF_INFO struct incomplete.)" err ||
+    fail "$name: want its rate said; got: $(grep "^featurize: $name" err)"
 done
-grep -qxF "featurize: done: 1 of 3 (1 new, 0 already stored, 2 failed)" err ||
+grep -qxF "featurize: done: 1 of 7 (1 new, 0 already stored, 6 failed)" err ||
   fail "rate 0: summary: $(tail -n 1 err)"
 
 # Ogg streams of a codec libsndfile does not decode (Speex, FLAC in Ogg) were "damaged Ogg file

@@ -509,7 +509,7 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
       fc_why(why, why_len,
              "unsupported encoding in a %s file (libsndfile: %s): convert it, to FLAC say", kind,
              sf_reason);
-    else if (kind && audio_wav_bad_rate(bytes, len, codec, sizeof codec))
+    else if (kind && audio_bad_rate(bytes, len, codec, sizeof codec))
       fc_why(why, why_len, "damaged %s file%s (libsndfile: %s)", kind, codec, sf_reason);
     else if (kind)
       fc_why(why, why_len, "damaged %s file (libsndfile: %s)", kind, sf_reason);

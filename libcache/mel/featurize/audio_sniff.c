@@ -586,7 +586,36 @@ static const char *audio_wav_codec(const uint8_t *b, size_t len, unsigned *tag) 
   return NULL;
 }
 
-int audio_wav_bad_rate(const uint8_t *b, size_t len, char *buf, size_t n) {
+static int rate_said(char *buf, size_t n, const char *rate) {
+  snprintf(buf, n, ": its header states a sample rate of %s Hz", rate);
+  return 1;
+}
+
+int audio_bad_rate(const uint8_t *b, size_t len, char *buf, size_t n) {
+  char r[64];
+  if (len >= 20 && memcmp(b, ".snd", 4) == 0) { /* AU: a big-endian rate at byte 16 */
+    const uint32_t rate = be32(b + 16);
+    if (rate != 0 && rate <= INT32_MAX) return 0;
+    snprintf(r, sizeof r, "%lu", (unsigned long)rate);
+    return rate_said(buf, n, r);
+  }
+  if (len >= 8 && memcmp(b, "caff", 4) == 0) { /* CAF: the desc chunk's big-endian double */
+    for (size_t pos = 8; pos + 12 <= len;) {
+      const uint64_t size = (uint64_t)be32(b + pos + 4) << 32 | be32(b + pos + 8);
+      if (memcmp(b + pos, "desc", 4) == 0) {
+        if (size < 8 || size > len - pos - 12) return 0;
+        const uint64_t bits = (uint64_t)be32(b + pos + 12) << 32 | be32(b + pos + 16);
+        double rate;
+        memcpy(&rate, &bits, sizeof rate);
+        if (rate >= 0.5 && rate < 2147483647.5) return 0; /* libsndfile rounds it to an int */
+        snprintf(r, sizeof r, "%g", rate);
+        return rate_said(buf, n, r);
+      }
+      if (size > len - pos - 12) return 0;
+      pos += 12 + (size_t)size;
+    }
+    return 0;
+  }
   if (len < 12 || (memcmp(b, "RIFF", 4) != 0 && memcmp(b, "RF64", 4) != 0) ||
       memcmp(b + 8, "WAVE", 4) != 0)
     return 0;
@@ -596,8 +625,8 @@ int audio_wav_bad_rate(const uint8_t *b, size_t len, char *buf, size_t n) {
       if (size < 16 || size > len - pos - 8) return 0;
       const uint32_t rate = audio_le32(b + pos + 12);
       if (rate != 0 && rate <= INT32_MAX) return 0; /* libsndfile's int: past it, negative */
-      snprintf(buf, n, ": its header states a sample rate of %lu Hz", (unsigned long)rate);
-      return 1;
+      snprintf(r, sizeof r, "%lu", (unsigned long)rate);
+      return rate_said(buf, n, r);
     }
     if (size + (size & 1) > len - pos - 8) return 0;
     pos += 8 + (size_t)size + (size & 1);
