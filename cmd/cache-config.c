@@ -105,12 +105,13 @@ static int open_store(const char *path, unsigned flags, int lockfree, fc_store *
   else if (rc == FC_EINTR) /* Ctrl-C while a drop waited for cache-prune's writer lock */
     snprintf(said, said_len,
              "interrupted while waiting for cache-prune to finish: nothing dropped");
-  else if (!lockfree && (rc == EACCES || rc == EPERM || rc == EROFS)) /* a drop: it must write */
+  else if (!lockfree && (rc == EACCES || rc == EPERM || rc == EROFS)) { /* a drop: it must write */
+    char refused[160];
     snprintf(said, said_len,
              "cannot drop from it: the store cannot be written (%s); nothing dropped "
              "(cache-config without --drop lists its configs: it only reads)",
-             fc_strerror(rc));
-  else
+             fc_cli_write_refused(path, rc, refused, sizeof refused));
+  } else
     snprintf(said, said_len, "cannot open the store: %s", fc_strerror(rc));
   fc_cli_warn(path, "%s", said);
   return rc;

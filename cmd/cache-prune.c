@@ -103,10 +103,11 @@ static void say_busy(const char *path) {
 static int say_open_error(const char *path, int dry, int rc) {
   if (fc_cli_say_not_a_store(path, rc))
     ;
-  else if (!dry && (rc == EROFS || ((rc == EACCES || rc == EPERM) && data_readable(path))))
+  else if (!dry && (rc == EROFS || ((rc == EACCES || rc == EPERM) && data_readable(path)))) {
+    char refused[160];
     fc_cli_warn(path, "cannot open the store for writing: %s (--dry-run only reads it)",
-                fc_strerror(rc));
-  else if (rc == EBUSY)
+                fc_cli_write_refused(path, rc, refused, sizeof refused));
+  } else if (rc == EBUSY)
     say_busy(path);
   else
     fc_cli_warn(path, "cannot open the store: %s", fc_strerror(rc));

@@ -4,6 +4,7 @@
 #ifndef FC_CMD_CLI_STORES_H
 #define FC_CMD_CLI_STORES_H
 
+#include "cli_unwritable.h" /* fc_cli_write_refused */
 #include "featcache/fc_verify.h"
 
 #include <sys/file.h>
@@ -517,7 +518,7 @@ static inline void fc_cli_check_summary(const char *store, const char *what, uin
                          : "",
              mf->text, mf->text[0] ? ")" : "");
   if (missing) {
-    char unnamed[64] = "";
+    char unnamed[64] = "", refused[160];
     if (named < missing)
       snprintf(unnamed, sizeof unnamed, " (%llu not named above)",
                (unsigned long long)(missing - named));
@@ -525,7 +526,8 @@ static inline void fc_cli_check_summary(const char *store, const char *what, uin
                 "%llu of %llu %s%s not stored%s%s, and the store cannot be written (%s): %s them "
                 "into a store you may write, or have its owner run %s",
                 (unsigned long long)missing, (unsigned long long)n, what, n == 1 ? "" : "s",
-                unnamed, failures, fc_strerror(write_err), fc_cli_tool, fc_cli_tool);
+                unnamed, failures, fc_cli_write_refused(store, write_err, refused, sizeof refused),
+                fc_cli_tool, fc_cli_tool);
   } else if (failed && (!quiet || !allowed)) {
     fc_cli_warn(store, "%llu of %llu stored%s; checked, nothing written (the store is read-only)",
                 (unsigned long long)stored, (unsigned long long)n, failures);

@@ -568,7 +568,8 @@ int main(int argc, char **argv) {
       fc_cli_warn(store_dir,
                   "cannot write the store (%s): checking that it holds every input instead, "
                   "writing nothing",
-                  fc_strerror(write_err));
+                  fc_cli_write_refused(store_dir, write_err, why, sizeof why));
+    why[0] = '\0';
   }
   if (rc) {
     if (why[0] && rc == EMFILE) /* past the hard limit, which no process raises itself */

@@ -497,11 +497,12 @@ int main(int argc, char **argv) {
   const int check = ro_open && ro_rc == 0;
   if (check) {
     rc = 0;
+    char refused[160];
     if (!quiet)
       fc_cli_warn(out_dir,
                   "cannot write the store (%s): checking that it holds every line instead, "
                   "writing nothing",
-                  fc_strerror(write_err));
+                  fc_cli_write_refused(out_dir, write_err, refused, sizeof refused));
   }
   if (rc) {
     char folder[4 * 4096 + 8]; /* the store's folder, quoted */

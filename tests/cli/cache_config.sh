@@ -192,6 +192,11 @@ check theirs-drop 2 "cache-config: theirs: cannot drop from it: the store cannot
   "${run[@]}" "$CC" --drop chars theirs
 "$CC" theirs | grep -q "^theirs: 2 configs$" || fail "theirs after the refused drop: $("$CC" theirs)"
 chmod -R u+w theirs
+# its lock.mdb alone read-only (the folder and data.mdb writable): the reason names the file
+chmod a-w theirs/lock.mdb
+check lock-drop 2 "cache-config: theirs: cannot drop from it: the store cannot be written (Permission denied: lock.mdb is read-only for this user); nothing dropped (cache-config without --drop lists its configs: it only reads)" -- \
+  "${run[@]}" "$CC" --drop chars theirs
+chmod u+w theirs/lock.mdb
 
 # a record whose header names no config the store holds (a damaged digest) was left out of the
 # counts without a word: said after the table, the table unchanged. A record no index names (no

@@ -158,5 +158,23 @@ if grep -q '^FC_FAULT_INJECTION:BOOL=ON' "$FC_BIN/CMakeCache.txt" 2>/dev/null; t
   [ "$(sum)" = "$before" ] || fail "interrupted check: the store's files changed"
 fi
 
+# one of the store's two files read-only (copied or chmod-ed one at a time): the reason names it,
+# since the folder and the other file look writable (both, as above: the store is read-only);
+# last, since a reader slot taken in lock.mdb changes it
+chmod -R u+w st
+for f in lock.mdb data.mdb; do
+  chmod a-w "st/$f"
+  "${run[@]}" "$FZ" -o st a1.wav a3.wav >out 2>err
+  rc=$?
+  cat >want <<TXT
+featurize: st: cannot write the store (Permission denied: $f is read-only for this user): checking that it holds every input instead, writing nothing
+featurize: a3.wav: not stored
+featurize: st: 1 of 2 inputs not stored, and the store cannot be written (Permission denied: $f is read-only for this user): featurize them into a store you may write, or have its owner run featurize
+TXT
+  [ $rc = 2 ] || fail "$f read-only: exit $rc, want 2"
+  diff -u want err || fail "$f read-only: stderr differs"
+  chmod u+w "st/$f"
+done
+
 if [ $fails -gt 0 ]; then echo "$fails check(s) failed"; exit 1; fi
 echo ok
