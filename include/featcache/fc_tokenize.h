@@ -38,7 +38,7 @@ extern "C" {
  * 3 = an added token's id is the one tokenizers gives it (its content's id in the model's vocab,
  * else the next one), not the id written in the file. 4 = NFC, NFD, NFKC and NFKD leave the code
  * points assigned since Unicode 9.0 as they are, as tokenizers' tables (Unicode 9.0) do (3 normalized
- * them with utf8proc's Unicode 15: U+32FF, U+0898 and 240 others gave other ids), and byte_fallback
+ * them with utf8proc's Unicode 15: U+32FF, U+0898 and 243 others gave other ids), and byte_fallback
  * takes the bytes of the continuing_subword_prefix and end_of_word_suffix with a character's, as
  * tokenizers does (3 took the character's alone). */
 #define FC_TOK_BPE_VERSION 4
