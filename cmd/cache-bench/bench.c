@@ -381,14 +381,14 @@ static void *reader_main(void *arg) {
       }
     }
     double tb = now_s() - tb0;
-    ps->batch_lat[i0 / B] = tb;
+    if (m) ps->batch_lat[i0 / B] = tb; /* a batch of records all gone is no batch read */
     if (cpu > fault_wall) cpu = fault_wall;
     rd->fault_cpu += cpu;
     rd->wait += fault_wall - cpu;
     rd->copy += copy;
     rd->total += tb;
     rd->records += m;
-    rd->batches++;
+    rd->batches += m > 0;
     if (p->visit) {
       pthread_mutex_lock(&ps->visit_mu);
       for (size_t j = 0; j < m; j++) p->visit(p->visit_ctx, ps->order[pos[j]]);

@@ -50,7 +50,8 @@ uint64_t bench_mem_available(void) {
   return (uint64_t)kb * 1024;
 }
 
-/* Best (most records/s) pass matching pattern/state, preferring batch == want; NULL if none. */
+/* Best (most records/s) pass matching pattern/state, preferring batch == want; NULL if none. A
+ * pass that read no record (every one removed from the store meanwhile) measured nothing. */
 static const bench_result *find_pass(const bench_report *r, int pattern, int state,
                                      unsigned want_batch, int exact_batch) {
   const bench_result *best = NULL;
@@ -59,6 +60,7 @@ static const bench_result *find_pass(const bench_report *r, int pattern, int sta
     if (pattern >= 0 && p->pattern != pattern) continue;
     if (state >= 0 && p->state != state) continue;
     if (exact_batch && p->batch != want_batch) continue;
+    if (!p->records) continue;
     if (!best || p->records_per_s > best->records_per_s) best = p;
   }
   return best;

@@ -20,21 +20,21 @@ trap cleanup EXIT
   fail "fixture"
 . "$FC_SRC/tests/cli/stop_site.bash" # stopped PID TRIES
 
-# bench STORE ARGS...: stopped before the first cold pass, 3 records removed, let go on
+# bench STORE N ARGS...: stopped before the first cold pass, 1 record in N removed, let go on
 bench() {
-  local store=$1
-  shift
+  local store=$1 every=$2
+  shift 2
   FC_FAULT_STOP=store_open:2 "$bin" --json --no-probe -p random -s cold -b 4 --duration 0 \
     --dump-order "$t/dump" "$@" "$store" >"$t/out" 2>"$t/err" &
   pid=$!
   stopped $pid 400 || fail "not stopped at store_open:2: $(cat "$t/err")"
-  "$FC_PYTHON" - "$store" >"$t/removed" <<'PY' || fail "the removal"
+  "$FC_PYTHON" - "$store" "$every" >"$t/removed" <<'PY' || fail "the removal"
 import sys
 import lmdb
 env = lmdb.open(sys.argv[1], max_dbs=8)
 feat = env.open_db(b"feat")
 with env.begin(write=True) as txn:
-    keys = [bytes(k) for k, _ in txn.cursor(db=feat)][::7]  # 3 of the 20
+    keys = [bytes(k) for k, _ in txn.cursor(db=feat)][::int(sys.argv[2])]  # 1 in N
     for k in keys:
         txn.delete(k, db=feat)
 for k in keys:
@@ -66,12 +66,28 @@ PY
 }
 
 cp -r "$t/s" "$t/s2"
-bench "$t/s"
+cp -r "$t/s" "$t/s3"
+bench "$t/s" 7 # 3 of the 20
 check mmap
 # --direct: the same through its O_DIRECT reads (where the filesystem does them)
 if dd if="$t/s2/data.mdb" of=/dev/null bs=4096 count=1 iflag=direct 2>/dev/null; then
-  bench "$t/s2" --direct
+  bench "$t/s2" 7 --direct
   check direct
   grep -q '"io":"direct"' "$t/out" || fail "direct: $(cat "$t/out")"
 fi
+
+# every record removed: no batch read (not 40 empty ones a second), no pass measured (not a store
+# that "delivers 0.0 batches/s" and keeps up at "steps of inf ms")
+bench "$t/s3" 1
+[ $rc = 0 ] || fail "all removed: exit $rc: $(cat "$t/err")"
+"$FC_PYTHON" - "$t/out" "$t/s3" <<'PY' || fail "all removed: $(cat "$t/out")"
+import json, sys
+objs = [json.loads(l) for l in open(sys.argv[1])]
+for p in objs[:-1]:
+    assert p["records"] == 0 and p["gone_records"] == 20 and p["batches"] == 0, p
+    assert p["batches_per_s"] == 0 and p["batch_latency_ms"]["p99"] == 0, p
+s = objs[-1]
+assert s["record"] == "summary" and s["batches_per_s"] is None and s["keeps_up"] is None, s
+assert s["min_step_ms"] is None and s["verdict"].startswith(sys.argv[2] + ": no pass was measured; "), s
+PY
 echo ok
