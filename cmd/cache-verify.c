@@ -208,6 +208,28 @@ static const char *severity_name(int s) {
 }
 
 /* "STORE: " at the start of a line, the name quoted as in every message. */
+/* The stores not checked as one dataset, and why: `dataset of N stores: not checked as one
+ * dataset: WHY` on stdout (with --json its object, "ok":false and WHY as its "fatal"), the
+ * manifest's ids said unchecked, since only the dataset's check reads them over several stores. */
+static void put_dataset_unchecked(char *const *stores, size_t n, const char *why, size_t ids,
+                                  int json) {
+  char text[1024], unread_ids[64] = "";
+  if (ids) snprintf(unread_ids, sizeof unread_ids, "; the manifest's %zu ids not checked", ids);
+  snprintf(text, sizeof text, "not checked as one dataset: %s%s", why, unread_ids);
+  if (!json) {
+    printf("dataset of %zu stores: %s\n", n, text);
+    return;
+  }
+  fputs("{\"dataset\":[", stdout);
+  for (size_t i = 0; i < n; i++) {
+    if (i) putchar(',');
+    fc_json_write_string(stdout, stores[i]);
+  }
+  fputs("],\"ok\":false,\"fatal\":", stdout);
+  fc_json_write_string(stdout, text);
+  fputs("}\n", stdout);
+}
+
 static void put_store(const char *store) {
   fc_cli_put_name(stdout, store);
   fputs(": ", stdout);
@@ -388,6 +410,7 @@ int main(int argc, char **argv) {
   vo.n_expect_tok = n_tok;
 
   fc_item_list items = {0};
+  size_t usable = 0; /* the manifest's ids */
   if (manifest) {
     char why[512] = "";
     int rc = fc_manifest_read(manifest, &mo, &items, why, sizeof why);
@@ -395,7 +418,6 @@ int main(int argc, char **argv) {
       if (!status) fc_cli_warn(manifest, "%s", why[0] ? why : fc_strerror(rc));
       return FC_EXIT_USAGE;
     }
-    size_t usable = 0;
     for (size_t i = 0; i < items.count; i++) usable += !items.items[i].err && items.items[i].id;
     if (!usable) { /* the check asked for cannot be made: no "clean" over zero ids */
       if (!status && !items.count)
@@ -417,6 +439,7 @@ int main(int argc, char **argv) {
   /* A split store is checked as its parts: several stores, one dataset. */
   char **stores = NULL;
   size_t clean = 0, unchecked = 0, n_stores = 0;
+  const char *first_unread = NULL; /* the first store not checked */
   {
     char why[512] = "";
     int rc = fc_store_expand((const char *const *)(argv + optind), (size_t)(argc - optind), &stores,
@@ -567,17 +590,30 @@ int main(int argc, char **argv) {
       with_entries[0] += r.entries[FC_DB_AUDIO] > 0, with_entries[1] += r.entries[FC_DB_TEXT] > 0;
     if (code == FC_EXIT_OK) clean++;
     unchecked += unread; /* could not be opened or read through */
+    if (unread && !first_unread) first_unread = store;
     if (code > worst) worst = code;
     fc_verify_report_free(&r);
   }
   int dataset_code = FC_EXIT_OK; /* the stores together; each may be clean and they not */
   uint64_t dataset_errors = 0, dataset_warnings = 0, dataset_failures = 0;
-  if (dataset && worst != FC_EXIT_USAGE && !unchecked && !split_missing) {
+  char unread[640] = ""; /* why the stores were not checked as one dataset */
+  int unread_said = 0; /* said (with --manifest: its ids are checked only there; it was silent) */
+  if (dataset && (worst == FC_EXIT_USAGE || unchecked || split_missing)) {
+    char q[512];
+    if (unchecked)
+      snprintf(unread, sizeof unread, "%s could not be checked%s",
+               fc_cli_quoted(first_unread, q, sizeof q), unchecked > 1 ? ", nor could others" : "");
+    else
+      snprintf(unread, sizeof unread, "a split store has a part missing or unread");
+    unread_said = usable > 0; /* without one, the store's own lines say what is wrong */
+    if (!status && unread_said) put_dataset_unchecked(stores, n_stores, unread, usable, json);
+  }
+  if (dataset && !unread[0]) {
     vo.manifest = manifest_items;
     fc_verify_report r;
     char why[512] = "";
     int rc = fc_verify_dataset((const char *const *)stores, n_stores, &vo, &r, why, sizeof why);
-    int code = rc                                                                ? FC_EXIT_USAGE
+    int code = rc ? rc == ENOMEM ? FC_EXIT_FAIL : FC_EXIT_USAGE /* a rerun may get past memory */
                : (r.errors || (strict && (r.warnings || r.failures_explaining))) ? FC_EXIT_FAIL
                                                                                  : FC_EXIT_OK;
     if (rc == FC_EINTR && json) {
@@ -596,7 +632,11 @@ int main(int argc, char **argv) {
       return fc_cli_signal_exit();
     }
     if (rc && !status) fc_cli_warn(NULL, "%s", why[0] ? why : fc_strerror(rc));
-    if (json) {
+    if (rc) { /* the stores checked one by one, not together: said as a skipped check is */
+      snprintf(unread, sizeof unread, "%s", why[0] ? why : fc_strerror(rc));
+      unread_said = 1;
+      if (!status) put_dataset_unchecked(stores, n_stores, unread, usable, json);
+    } else if (json) {
       fputs("{\"dataset\":[", stdout);
       for (size_t i = 0; i < n_stores; i++) {
         if (i) putchar(',');
@@ -665,7 +705,9 @@ int main(int argc, char **argv) {
     else if (split_bad)
       fprintf(stderr, "; %zu split stores not sound (%llu errors)", split_bad,
               (unsigned long long)split_bad_errors);
-    if (dataset && worst == FC_EXIT_OK)
+    if (unread_said) /* "2 of 2 stores clean" alone would read as a pass */
+      fputs("; not checked as one dataset", stderr);
+    else if (dataset && worst == FC_EXIT_OK)
       fputs("; one sound dataset", stderr);
     else if (dataset &&
              dataset_code == FC_EXIT_FAIL) /* "3 of 3 clean" alone would read as a pass */

@@ -60,6 +60,21 @@ for tool in cache-verify cache-config cache-bench; do
     fail "$tool: no run of two stores met the failure in one open after the other store"
 done
 
+# out of memory in the check of the stores together, after each was checked clean: said as a
+# dataset not checked (stdout, the done line), exit 1; it read "done: 2 of 2 stores clean"
+hit=0
+for n in $(seq 40 200); do
+  FC_FAULT=alloc:$n "$FC_BIN/cache-verify" s1 s2 >out 2>err
+  rc=$?
+  [ $rc = 0 ] && break
+  [ "$(grep -c '^s[12]: 0 errors' out)" = 2 ] || continue
+  hit=1
+  [ $rc = 1 ] && grep -qx "dataset of 2 stores: not checked as one dataset: .*Cannot allocate memory" out &&
+    [ "$(tail -n 1 err)" = "cache-verify: done: 2 of 2 stores clean; not checked as one dataset" ] ||
+    fail "cache-verify alloc:$n, the dataset's check: exit $rc: $(cat out err)"
+done
+[ $hit = 1 ] || fail "cache-verify: no allocation of the dataset's check failed"
+
 # cache-verify -q: no done line for a clean run, but exit 1 comes with it
 for n in $(seq 1 40); do
   FC_FAULT=alloc:$n "$FC_BIN/cache-verify" -q s1 >out 2>err
