@@ -453,6 +453,14 @@ class Loader:
             bad = next((i for i in ids if _not_utf8(i)), None)
             if bad is not None:
                 raise ValueError("featcache: ids: %r is not UTF-8 (%s)" % (bad, _utf8_hint(bad)))
+            seen = set()
+            again = [i for i in ids if i in seen or seen.add(i)]
+            if again:  # a list repeating ids to oversample them got each once, without a word
+                warnings.warn("featcache: ids: %d of the %d ids repeat%s one given before (%r%s): "
+                              "an epoch holds each utterance once (a repeated id does not "
+                              "oversample it)" % (len(again), len(ids), "s" if len(again) == 1
+                                                  else "", again[0], ", ..." if len(again) > 1
+                                                  else ""), RuntimeWarning, stacklevel=2)
         self.manifest, self.ids = manifest, ids
         if isinstance(paths, (str, bytes, os.PathLike)):
             paths = [paths]

@@ -139,7 +139,16 @@ def test_strict_names_the_store_that_recorded_the_failure(corpus):
 
 
 def test_ids_list_and_union_with_manifest(corpus):
-    assert sorted(epoch(corpus["store"], ids=["u04", "u01", "u04"])) == ["u01", "u04"]
+    # a repeated id is in the epoch once, and said (a list repeating ids to oversample them got
+    # each once, without a word)
+    with pytest.warns(RuntimeWarning) as caught:
+        assert sorted(epoch(corpus["store"], ids=["u04", "u01", "u04"])) == ["u01", "u04"]
+    assert [str(w.message) for w in caught] == [
+        "featcache: ids: 1 of the 3 ids repeats one given before ('u04'): an epoch holds each "
+        "utterance once (a repeated id does not oversample it)"]
+    with pytest.warns(RuntimeWarning, match=r"ids: 3 of the 5 ids repeat one given before "
+                      r"\('u01', \.\.\.\)"):
+        featcache.Loader(corpus["store"], ids=["u01", "u01", "u04", "u04", "u01"]).close()
     both = epoch(corpus["store"], ids=["u00"], manifest=os.path.join(corpus["dir"], "train.csv"))
     assert sorted(both) == sorted(TRAIN + ["u00"])
     # an id that no store holds is said as where it was named: a manifest given beside the ids
