@@ -4,6 +4,7 @@
  * length a good file decodes to or only an estimate. Private to audio.c (audio_int.h). */
 #include "libcache/mel/featurize/audio_int.h"
 
+#include <math.h>
 #include <sndfile.h>
 #include <stdio.h>
 #include <string.h>
@@ -613,6 +614,24 @@ int audio_bad_rate(const uint8_t *b, size_t len, char *buf, size_t n) {
       }
       if (size > len - pos - 12) return 0;
       pos += 12 + (size_t)size;
+    }
+    return 0;
+  }
+  if (len >= 12 && memcmp(b, "FORM", 4) == 0 &&
+      (memcmp(b + 8, "AIFF", 4) == 0 || memcmp(b + 8, "AIFC", 4) == 0)) {
+    for (size_t pos = 12; pos + 8 <= len;) { /* COMM: an 80-bit extended rate at byte 8 */
+      const uint64_t size = be32(b + pos + 4);
+      if (memcmp(b + pos, "COMM", 4) == 0) {
+        if (size < 18 || size > len - pos - 8) return 0;
+        const uint8_t *x = b + pos + 16;
+        const uint64_t mant = (uint64_t)be32(x + 2) << 32 | be32(x + 6);
+        if (!(x[0] & 0x80) || mant == 0) return 0; /* negative: libsndfile leaves it unset */
+        const int e = ((x[0] & 0x7f) << 8 | x[1]) - 16383 - 63;
+        snprintf(r, sizeof r, "-%g", ldexp((double)mant, e < -1100 ? -1100 : e > 1100 ? 1100 : e));
+        return rate_said(buf, n, r);
+      }
+      if (size + (size & 1) > len - pos - 8) return 0;
+      pos += 8 + (size_t)size + (size & 1);
     }
     return 0;
   }
