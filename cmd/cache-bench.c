@@ -594,6 +594,12 @@ int main(int argc, char **argv) {
                           bench_pattern_name(p.pattern), bench_state_name(p.state),
                           (unsigned long long)r->gone_records, r->gone_records == 1 ? "" : "s",
                           r->gone_records == 1 ? "was" : "were");
+            if (p.state == BENCH_WARM && r->resident_before < WARM_RESIDENT_MIN && !o.quiet)
+              fc_cli_warn(path,
+                          "%s warm pass started with %.1f%% of data.mdb resident: not warm (the "
+                          "page cache did not keep what was read into it: more than memory "
+                          "allows?)",
+                          bench_pattern_name(p.pattern), 100 * r->resident_before);
             if (p.state == BENCH_COLD && !r->cold_verified && !o.quiet)
               fc_cli_warn(path, "%s cold pass started with %.1f%% of data.mdb resident: not cold%s",
                           bench_pattern_name(p.pattern), 100 * r->resident_before,

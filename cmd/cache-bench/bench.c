@@ -469,6 +469,7 @@ int bench_run(fc_bench *b, const bench_params *p, bench_result *r) {
   double resident = 0;
   rc = p->state == BENCH_COLD ? bench_evict(b, &resident)
                               : bench_prewarm(b, &resident, p->should_stop, p->stop_ctx);
+  if (!rc && p->state == BENCH_WARM) fault_stop("bench_warm"); /* a test evicts it here */
   if (!rc) rc = bench_resident(b, &r->resident_before); /* after reopening: what the pass sees */
   if (rc) goto out;
   if (p->should_stop && p->should_stop(p->stop_ctx)) { /* asked to stop while getting ready */

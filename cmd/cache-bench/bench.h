@@ -197,6 +197,9 @@ typedef struct bench_result {
 } bench_result;
 
 enum { BENCH_DIRECT_OPEN = 1, BENCH_DIRECT_READ = 2 };
+/* A warm pass that starts with less of data.mdb resident than this is not warm (a store larger
+ * than the page cache keeps): said, as a cold pass that is not cold. */
+#define WARM_RESIDENT_MIN 0.90
 /* The alignment of --direct's reads: buffer, offset and length (bytes). */
 #define BENCH_DIRECT_ALIGN 4096u
 

@@ -177,6 +177,9 @@ static void compute_verdict(const bench_report *r, double step_ms, unsigned batc
   if (v->ref->state == BENCH_COLD && !v->ref->cold_verified) /* what the table marks (not cold) */
     snprintf(not_cold, sizeof not_cold, ", but not cold: %.1f%% of data.mdb was resident",
              100 * v->ref->resident_before);
+  if (v->ref->state == BENCH_WARM && v->ref->resident_before < WARM_RESIDENT_MIN)
+    snprintf(not_cold, sizeof not_cold, ", but not warm: %.1f%% of data.mdb was resident",
+             100 * v->ref->resident_before);
   if (v->per_batch < batch)
     snprintf(fewer, sizeof fewer, "; all the store's %u record%s: a batch of %u holds no more",
              v->per_batch, v->per_batch == 1 ? "" : "s", batch);

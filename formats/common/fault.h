@@ -46,7 +46,8 @@ __attribute__((visibility("default"))) void fault_hold(int on);
  * steps (site `prune`: before each of its write transactions; site `compact`: 1 with the compact
  * copy written and synced, 2 once it is renamed over data.mdb), a signal at a known point of a
  * run (site `store_open`: each fc_store_open, e.g. cache-bench's reopening of a store it evicted
- * before a cold pass; site `tokenize_batch`: each batch of tokenize between its lookups and its
+ * before a cold pass; site `bench_warm`: cache-bench's warm pass, its store read into the page
+ * cache, before the pass reads; site `tokenize_batch`: each batch of tokenize between its lookups and its
  * write, for another writer to store the same lines first; site `featurize_batch`: each batch of a
  * featurize writer between its lookups and its commit, for another run to commit the same ids
  * first; site `tokenize_merge`: a bulk load's config
