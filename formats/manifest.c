@@ -317,6 +317,12 @@ static int parse_jsonl(const parse_ctx *c, fc_item *it, const char *line, size_t
   char id_digits[24];
   if (json_is_integer(id))
     snprintf(id_digits, sizeof id_digits, "%" JSON_INTEGER_FORMAT, json_integer_value(id));
+  if (id && !id_ok) { /* before the text-only check, which would say a string "id" is missing */
+    char kind[64];
+    rc = mf_item_fail(it, FC_EMANIFEST, "\"id\" must be a string or an integer, got %s",
+                      mf_json_kind(id, kind, sizeof kind));
+    goto done;
+  }
   /* A text-only line (tokenize) names its utterance with "id"; audio tools then see path NULL. */
   if (!audio && !(id_ok && json_is_string(text))) {
     /* perhaps a text-only line whose text (with an "id") or id (with a "text") is missing: say
@@ -337,10 +343,6 @@ static int parse_jsonl(const parse_ctx *c, fc_item *it, const char *line, size_t
   }
   if (text && !json_is_string(text) && !json_is_null(text)) {
     rc = mf_item_fail(it, FC_EMANIFEST, "\"text\" must be a string");
-    goto done;
-  }
-  if (id && !id_ok) {
-    rc = mf_item_fail(it, FC_EMANIFEST, "\"id\" must be a string or an integer");
     goto done;
   }
   /* jansson refuses strings with NUL (no JSON_ALLOW_NUL), so strlen is the length. */

@@ -74,4 +74,8 @@ int mf_csv_quote_open(const char *s, size_t n, char sep, int in, size_t *lead);
 struct json_t;
 int mf_json_segment(fc_item *it, const struct json_t *root);
 
+/* What a JSON value is, for a message of a field that wants another kind: "a string (\"2.5s\")",
+ * "a real number (1.5)", "a boolean", "null", ... (into buf when it holds a value's text). */
+const char *mf_json_kind(const struct json_t *v, char *buf, size_t n);
+
 #endif

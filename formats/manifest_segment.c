@@ -12,10 +12,14 @@
 #include "formats/common/json.h"
 #include "formats/manifest_int.h"
 
-/* What a JSON value that is no number is, for a line whose field wants one: "a string (\"2.5s\")"
- * (its text where short and printable), "an object", ... into buf (n bytes). */
-static const char *json_kind(const json_t *v, char *buf, size_t n) {
+/* What a JSON value is, for a line whose field wants another kind: "a string (\"2.5s\")" (its
+ * text where short and printable), "a real number (1.5)", "an object", ... into buf (n bytes). */
+const char *mf_json_kind(const json_t *v, char *buf, size_t n) {
   switch (json_typeof(v)) {
+  case JSON_REAL: snprintf(buf, n, "a real number (%.17g)", json_real_value(v)); return buf;
+  case JSON_INTEGER:
+    snprintf(buf, n, "an integer (%" JSON_INTEGER_FORMAT ")", json_integer_value(v));
+    return buf;
   case JSON_STRING: {
     const char *t = json_string_value(v);
     size_t k = json_string_length(v), i = 0;
@@ -79,7 +83,7 @@ int mf_json_segment(fc_item *it, const json_t *root) {
                seconds_from_string(json_string_value(v), json_string_length(v), &x) != 0) {
       char kind[48];
       return mf_item_fail(it, FC_EMANIFEST, "\"%s\" must be a number (seconds), got %s", keys[k],
-                          json_kind(v, kind, sizeof kind));
+                          mf_json_kind(v, kind, sizeof kind));
     }
     if (x < 0)
       return mf_item_fail(it, FC_EMANIFEST, "\"%s\" must be 0 or more seconds, got %g", keys[k], x);

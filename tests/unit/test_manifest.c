@@ -262,11 +262,13 @@ static void test_jsonl(void) {
       "{\"id\": \"t1\", \"text\": \"text only\"}\n"
       "{\"id\": \"t2\", \"text\": null}\n"
       "{\"audio_filepath\": \"r.wav\", \"id\": 7.5}\n"
-      "{\"id\": -12, \"text\": \"integer id, text only\"}\n");
+      "{\"id\": -12, \"text\": \"integer id, text only\"}\n"
+      "{\"id\": 1.5, \"text\": \"real id, text only\"}\n"
+      "{\"id\": true, \"text\": \"boolean id, text only\"}\n");
   CHECK(read_manifest(p, FC_MANIFEST_AUTO, NULL, &l) == 0, "read");
   CHECK(l.format == FC_MANIFEST_JSONL, "format %d", l.format);
-  CHECK(l.count == 13, "count %zu", l.count);
-  if (l.count == 13) {
+  CHECK(l.count == 15, "count %zu", l.count);
+  if (l.count == 15) {
     CHECK_STR(l.items[0].id, "x1");
     CHECK_STR(l.items[0].text, "hello");
     CHECK_STR(l.items[0].path, joined(tmpdir, "clips/x1.wav"));
@@ -291,8 +293,17 @@ static void test_jsonl(void) {
     CHECK(l.items[6].err == 0, "integer id: %s", l.items[6].why ? l.items[6].why : "");
     CHECK_STR(l.items[6].id, "7");
     CHECK(l.items[11].err == FC_EMANIFEST &&
-              strcmp(l.items[11].why, "\"id\" must be a string or an integer") == 0,
+              strcmp(l.items[11].why,
+                     "\"id\" must be a string or an integer, got a real number (7.5)") == 0,
           "%s", l.items[11].why ? l.items[11].why : "(no error)");
+    /* a text-only line whose id is of another kind says so (it said a string "id" is missing) */
+    CHECK(l.items[13].err == FC_EMANIFEST &&
+              strcmp(l.items[13].why,
+                     "\"id\" must be a string or an integer, got a real number (1.5)") == 0,
+          "%s", l.items[13].why ? l.items[13].why : "(no error)");
+    CHECK(l.items[14].err == FC_EMANIFEST &&
+              strcmp(l.items[14].why, "\"id\" must be a string or an integer, got a boolean") == 0,
+          "%s", l.items[14].why ? l.items[14].why : "(no error)");
     CHECK(l.items[12].err == 0 && l.items[12].path == NULL, "integer id, text only: %s",
           l.items[12].why ? l.items[12].why : "");
     CHECK_STR(l.items[12].id, "-12");
