@@ -183,8 +183,8 @@ w = w[: 44 + n - 2]; w[40:44] = struct.pack('<I', n - 1); open('half.wav', 'wb')
   fail "half.wav: $(cat err)"
 
 # A WAV or AU whose header states a sample rate of 0, or one past 2^31 - 1, a CAF whose desc
-# chunk states one that is not a positive rate, or an AIFF whose COMM chunk states a negative one
-# (a damaged header): it was "damaged WAV file
+# chunk states one that is not a positive rate, or an AIFF whose COMM chunk states 0 or a negative
+# one (a damaged header): it was "damaged WAV file
 # (libsndfile: Internal error : SF_INFO struct incomplete.)", which reads as the tool's fault; the
 # rate its header states is said.
 "$PY" -c "
@@ -202,9 +202,10 @@ for name, r in (('caf0.caf', 0.0), ('cafm5.caf', -5.0)):
     c[i + 12:i + 20] = struct.pack('>d', r); open(name, 'wb').write(c)
 sf.write('r.aiff', x, sr, format='AIFF', subtype='PCM_16')
 f = bytearray(open('r.aiff', 'rb').read()); i = f.index(b'COMM')
-f[i + 16:i + 26] = bytes.fromhex('c00cfa00000000000000'); open('aiffm.aiff', 'wb').write(f)" ||
+f[i + 16:i + 26] = bytes.fromhex('c00cfa00000000000000'); open('aiffm.aiff', 'wb').write(f)
+f[i + 16:i + 26] = bytes(10); open('aiff0.aiff', 'wb').write(f)" ||
   { echo "FAIL: could not make rate0.wav"; exit 1; }
-"$FZ" -j 1 -o st5r rate0.wav rate3g.wav au0.au au3g.au caf0.caf cafm5.caf aiffm.aiff sp.wav >out 2>err
+"$FZ" -j 1 -o st5r rate0.wav rate3g.wav au0.au au3g.au caf0.caf cafm5.caf aiffm.aiff aiff0.aiff sp.wav >out 2>err
 rc=$?
 [ $rc = 1 ] || fail "rate 0: exit $rc, want 1: $(cat err)"
 for f in rate0.wav:0:WAV rate3g.wav:3000000000:WAV au0.au:0:AU au3g.au:3000000000:AU \
@@ -213,7 +214,10 @@ for f in rate0.wav:0:WAV rate3g.wav:3000000000:WAV au0.au:0:AU au3g.au:300000000
   grep -qxF "featurize: $name: damaged $kind file: its header states a sample rate of $rate Hz (libsndfile: Internal error : SF_INFO struct incomplete.)" err ||
     fail "$name: want its rate said; got: $(grep "^featurize: $name" err)"
 done
-grep -qxF "featurize: done: 1 of 8 (1 new, 0 already stored, 7 failed)" err ||
+# libsndfile reads an AIFF's 0 Hz as 1 Hz: it was "unsupported sample rate conversion: 1 Hz to ..."
+grep -qxF "featurize: aiff0.aiff: damaged AIFF file: its header states a sample rate of 0 Hz" err ||
+  fail "aiff0.aiff: want its rate said; got: $(grep "^featurize: aiff0.aiff" err)"
+grep -qxF "featurize: done: 1 of 9 (1 new, 0 already stored, 8 failed)" err ||
   fail "rate 0: summary: $(tail -n 1 err)"
 
 # Ogg streams of a codec libsndfile does not decode (Speex, FLAC in Ogg) were "damaged Ogg file

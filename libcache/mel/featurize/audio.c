@@ -578,7 +578,13 @@ int fc_audio_decode(const void *bytes, size_t len, uint32_t target_rate, double 
       (double)dst_rate / (double)src_rate; /* librosa: float(target_sr) / orig_sr */
   if (ratio > 64.0 || ratio < 1.0 / 256.0) {
     /* Not speech audio (a damaged header says 3 Hz, say): a few bytes must not become gigabytes. */
-    fc_why(why, why_len, "unsupported sample rate conversion: %u Hz to %u Hz", src_rate, dst_rate);
+    char said[96];
+    if (audio_bad_rate(bytes, len, said,
+                       sizeof said)) /* an AIFF's 0 Hz, which libsndfile reads 1 */
+      fc_why(why, why_len, "damaged %s file%s", audio_magic(bytes, len), said);
+    else
+      fc_why(why, why_len, "unsupported sample rate conversion: %u Hz to %u Hz", src_rate,
+             dst_rate);
     rc = FC_EDECODE;
     goto done;
   }

@@ -207,7 +207,8 @@ const char *audio_codec_unread(const uint8_t *b, size_t len, char *buf, size_t n
 const char *audio_stand_in(const uint8_t *b, size_t len);
 /* 1 when b is a WAV (RIFF or RF64) or AU whose header states a sample rate of 0, or one past
  * 2^31 - 1 (libsndfile's int reads it negative), or a CAF whose desc chunk states one that does not
- * round to 1 .. 2^31 - 1 Hz, or an AIFF whose COMM chunk states a negative one, with ": its header states a sample rate of R Hz" in buf:
+ * round to 1 .. 2^31 - 1 Hz, or an AIFF whose COMM chunk states 0 (libsndfile reads 1 Hz) or a
+ * negative one, with ": its header states a sample rate of R Hz" in buf:
  * libsndfile refuses such a file as "Internal error : SF_INFO struct incomplete.", which reads as
  * a fault of the tool, not of the file. 0 otherwise. */
 int audio_bad_rate(const uint8_t *b, size_t len, char *buf, size_t n);

@@ -625,7 +625,8 @@ int audio_bad_rate(const uint8_t *b, size_t len, char *buf, size_t n) {
         if (size < 18 || size > len - pos - 8) return 0;
         const uint8_t *x = b + pos + 16;
         const uint64_t mant = (uint64_t)be32(x + 2) << 32 | be32(x + 6);
-        if (!(x[0] & 0x80) || mant == 0) return 0; /* negative: libsndfile leaves it unset */
+        if (mant == 0) return rate_said(buf, n, "0"); /* libsndfile reads 0 as 1 Hz */
+        if (!(x[0] & 0x80)) return 0; /* negative: libsndfile leaves it unset */
         const int e = ((x[0] & 0x7f) << 8 | x[1]) - 16383 - 63;
         snprintf(r, sizeof r, "-%g", ldexp((double)mant, e < -1100 ? -1100 : e > 1100 ? 1100 : e));
         return rate_said(buf, n, r);
