@@ -396,7 +396,9 @@ void bench_write_table(FILE *f, const bench_report *r, size_t n) {
               p->batches_per_s, p->record_ms.p50, p->record_ms.p95, p->record_ms.p99,
               p->record_ms.max, p->batch_ms.p50, p->batch_ms.p99, 100 * p->fault_frac,
               100 * p->copy_frac, 100 * p->wait_frac, 100 * p->other_frac,
-              p->state == BENCH_COLD && !p->cold_verified ? "  (not cold)" : "");
+              p->state == BENCH_COLD && !p->cold_verified                        ? "  (not cold)"
+              : p->state == BENCH_WARM && p->resident_before < WARM_RESIDENT_MIN ? "  (not warm)"
+                                                                                 : "");
       if (p->decoded_bytes != p->bytes) /* coded records: what the training loop receives */
         fprintf(f, "%-10s %-5s %-6s %3s %5s %8s %9.1f  MB/s decoded to float32 (coded records)\n",
                 "", "", "", "", "", "", p->decoded_mb_per_s);
@@ -438,7 +440,13 @@ void bench_write_table(FILE *f, const bench_report *r, size_t n) {
       if (p && p->state == BENCH_COLD && !p->cold_verified)
         fprintf(f, "%s[%zu]", marked++ ? ", " : "  (not cold: ", s + 1);
     }
-    fputs(marked ? ")\n" : "\n", f);
+    size_t warm = 0; /* and whose warm pass started with data.mdb out of the page cache */
+    for (size_t s = 0; s < n; s++) {
+      const bench_result *p = g[i * (n + 1) + s];
+      if (p && p->state == BENCH_WARM && p->resident_before < WARM_RESIDENT_MIN)
+        fprintf(f, "%s[%zu]", warm++ ? ", " : "  (not warm: ", s + 1);
+    }
+    fputs(marked || warm ? ")\n" : "\n", f);
   }
   free(g);
   fprintf(f, "bat_p99 in ms; MB = 10^6 bytes of payload\n");

@@ -44,6 +44,26 @@ v = objs[-1]["verdict"]
 m = re.search(r"\(random order, warm, 1 thread, but not warm: ([0-9.]+)% of data\.mdb was resident\)", v)
 assert m and abs(float(m.group(1)) - 100 * p["resident_fraction_before"]) < 0.06, v
 PY
+# the table marks the row, as it marks a cold pass that was not cold; stores side by side: which
+cp -r "$t/s" "$t/s2"
+for sep in "" --separate; do
+  FC_FAULT_STOP=bench_warm:1 "$bin" -q --no-probe -p random -s warm -b 1 --duration 0 \
+    ${sep:+$sep "$t/s2"} "$t/s" >"$t/out" 2>"$t/err" &
+  pid=$!
+  stopped $pid 400 || fail "table$sep: not stopped at bench_warm:1: $(cat "$t/err")"
+  for d in "$t"/s*/data.mdb; do
+    "$FC_PYTHON" -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$d" ||
+      fail "dropping $d"
+  done
+  kill -CONT $pid
+  wait $pid || fail "table$sep: exit $?: $(cat "$t/err")"
+  pid=
+  if [ -z "$sep" ]; then
+    grep -qE '^random +warm +mmap +1 +1 +[0-9.]+% .*  \(not warm\)$' "$t/out" || fail "table: $(cat "$t/out")"
+  else # the first store given (s2) lost its data.mdb, the second ran warm
+    grep -qE '^random +warm +mmap +1 +1 +[0-9. ]+  \(not warm: \[1\]\)$' "$t/out" || fail "table --separate: $(cat "$t/out")"
+  fi
+done
 # -q: no warning
 "$bin" -q --no-probe -p random -s warm -b 4 --duration 0 "$t/s" >/dev/null 2>"$t/err" || fail "-q: exit $?"
 [ ! -s "$t/err" ] || fail "-q: $(cat "$t/err")"
