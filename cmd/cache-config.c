@@ -560,7 +560,10 @@ int main(int argc, char **argv) {
   fc_cli_no_empty_stores(argc, argv, optind);
   if (drop_cfg) {
     if (nargs != 1) fc_cli_usage_error("--drop takes one store, not %d", nargs);
-    if (json || !count) fc_cli_usage_error("--drop lists nothing: drop --json and --no-count");
+    if (json || !count) /* name the options given, not one that was not */
+      fc_cli_usage_error("--drop lists nothing: drop %s", json && !count ? "--json and --no-count"
+                                                          : json         ? "--json"
+                                                                         : "--no-count");
     return drop(argv[optind], drop_cfg, quiet);
   }
   /* one store named twice (`s s`, `s ./s/`, a split store and one of its parts): refused before

@@ -164,8 +164,13 @@ check no-store 2 "cache-config: no store given
 $try" -- "$CC"
 check drop-two 2 "cache-config: --drop takes one store, not 2
 $try" -- "$CC" --drop chars st before
-check drop-json 2 "cache-config: --drop lists nothing: drop --json and --no-count
+# the options given are named, not one that was not (it said "drop --json and --no-count" for each)
+check drop-json 2 "cache-config: --drop lists nothing: drop --json
 $try" -- "$CC" --drop chars --json st
+check drop-no-count 2 "cache-config: --drop lists nothing: drop --no-count
+$try" -- "$CC" --no-count --drop chars st
+check drop-json-no-count 2 "cache-config: --drop lists nothing: drop --json and --no-count
+$try" -- "$CC" --drop chars --json --no-count st
 # an empty CONFIG (--drop "$OLD" with OLD unset, in a Makefile) names no config: a usage error,
 # not "nothing to drop" and exit 0, which read as a drop already done
 check drop-empty 2 "cache-config: --drop '' names no config (an empty value: an unset variable?)
