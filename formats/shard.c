@@ -37,9 +37,9 @@ static int env_u32(const char *name, uint32_t *out, int required, const char *sp
   if (!v || !*v) {
     if (!required) return 1;
     fc_why(why, why_len,
-           "--shard %s: %s is not set (not in a Slurm array job? "
+           "--shard %s: %s is %s (not in a Slurm array job? "
            "submit with sbatch --array=0-N-1)",
-           spec, name);
+           spec, name, v ? "empty" : "not set");
     return FC_ECONFIG;
   }
   if (parse_u32(v, strlen(v), out)) {

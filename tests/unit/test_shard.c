@@ -102,6 +102,12 @@ int main(void) {
   CHECK(fc_shard_parse("slurm/16", &k, &n, why, sizeof why) == FC_ECONFIG &&
             strstr(why, "--shard slurm/16: SLURM_ARRAY_TASK_ID is not set"),
         "why: %s", why);
+  /* set but empty (ID=$UNSET in a script): it said "is not set" */
+  setenv("SLURM_ARRAY_TASK_ID", "", 1);
+  CHECK(fc_shard_parse("slurm/16", &k, &n, why, sizeof why) == FC_ECONFIG &&
+            strstr(why, "--shard slurm/16: SLURM_ARRAY_TASK_ID is empty (not in a Slurm array"),
+        "why: %s", why);
+  unsetenv("SLURM_ARRAY_TASK_ID");
   struct {
     const char *array, *id, *count, *min, *max;
     uint32_t k, n; /* of plain "slurm"; n 0: refused */
