@@ -408,18 +408,31 @@ static int prune_word(const char *word, unsigned parts, uint64_t unwritten,
   return code;
 }
 
+/* Out of memory reading the manifest's ids, before any of the n_stores STOREs: said with the
+ * summary every exit 1 has; exit 1 (a run-time failure, as the stores' listing's). */
+static int manifest_out_of_memory(const char *path, size_t n_stores) {
+  fc_cli_warn(path,
+              "out of memory reading its ids: done: 0 of %zu store%s (%zu not started), "
+              "nothing removed",
+              n_stores, n_stores == 1 ? "" : "s", n_stores);
+  return FC_EXIT_FAIL;
+}
+
 /* The ids of a manifest into *ids (pointing into *items): 0, or exit 2 said when it cannot be
  * read, names none, or has a line whose utterance cannot be told (an id that is kept could
- * otherwise be removed). What was read is freed by the caller either way. */
+ * otherwise be removed); exit 1 said for want of memory (n_stores: the STOREs given). What was
+ * read is freed by the caller either way. */
 static int manifest_ids(const char *path, const fc_manifest_opts *mo, fc_item_list *items,
-                        const char ***ids, size_t *n) {
+                        const char ***ids, size_t *n, size_t n_stores) {
   char why[512] = "";
   int rc = fc_manifest_read(path, mo, items, why, sizeof why);
+  if (rc == ENOMEM) return manifest_out_of_memory(path, n_stores);
   if (rc) {
     fc_cli_warn(path, "%s", why[0] ? why : fc_strerror(rc));
     return FC_EXIT_USAGE;
   }
-  if (!(*ids = malloc((items->count ? items->count : 1) * sizeof **ids))) return FC_EXIT_FAIL;
+  if (!(*ids = malloc((items->count ? items->count : 1) * sizeof **ids)))
+    return manifest_out_of_memory(path, n_stores);
   *n = 0;
   for (size_t i = 0; i < items->count; i++) {
     const fc_item *it = &items->items[i];
@@ -537,7 +550,9 @@ int main(int argc, char **argv) {
   uint64_t *unw = NULL; /* each STORE word's parts its writer never wrote, a bit each */
   const char **written = NULL; /* the stores less a split store's parts never written */
   int worst = 0;
-  if (manifest && (worst = manifest_ids(manifest, &mo, &items, &keep, &po.n_keep)) != 0) goto out;
+  if (manifest && (worst = manifest_ids(manifest, &mo, &items, &keep, &po.n_keep,
+                                        (size_t)(argc - optind))) != 0)
+    goto out;
   po.keep = keep;
   const char *const *words = (const char *const *)argv + optind;
   size_t nw = (size_t)(argc - optind), n = nw;

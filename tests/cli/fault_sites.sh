@@ -263,6 +263,14 @@ drive cache-config alloc full 0 "$FC_BIN/cache-config" full tk
 drive cache-prune alloc full 0 "$FC_BIN/cache-prune" --dry-run full tk
 cp -r full pr
 drive cache-prune alloc pr 0 "$FC_BIN/cache-prune" pr
+# out of memory reading a manifest's ids (its first allocation), before any STORE: exit 1 with
+# the summary (it was exit 2, a usage error's code, "list: out of memory")
+if want alloc; then
+  out=$(FC_FAULT=alloc:1 "$FC_BIN/cache-prune" --dry-run --manifest list full 2>&1)
+  rc=$?
+  [ $rc = 1 ] && [ "$out" = "cache-prune: list: out of memory reading its ids: done: 0 of 1 store (1 not started), nothing removed" ] ||
+    fail "cache-prune --manifest, out of memory reading it: exit $rc: $out"
+fi
 drive cache-bench alloc full 0 "$FC_BIN/cache-bench" -p sequential -s warm -b 2 --duration 0.2 full
 # coded records: cache-verify and the loader decode them (zstd's decoder on the `alloc` site)
 drive cache-verify-mq alloc fullmq 0 "$FC_BIN/cache-verify" -q fullmq
