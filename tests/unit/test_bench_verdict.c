@@ -24,6 +24,8 @@ int main(void) {
   pass.threads = 1;
   pass.batch = 32;
   pass.cold_verified = 1;
+  pass.batches = 100; /* a pass that read records: one that read none is no measurement */
+  pass.records = 100 * 32;
   pass.records_per_s = 32 * 1000.0 / 80.04; /* 12.4938 batches/s of 32: a step of 80.04 ms */
   bench_report r;
   memset(&r, 0, sizeof r);
