@@ -14,27 +14,10 @@
 #include <sys/wait.h>
 
 #include "tests/check.h"
+#include "tests/featurize_dir.h"
 #include "tests/wav.h"
 
 #define NEACH 6
-
-static int featurize(const char *dir, const fc_mel_config *cfg, const char *const *paths,
-                     size_t n) {
-  fc_item_list items;
-  int rc = fc_items_from_paths(paths, n, &items);
-  if (rc) return rc;
-  fc_store *s;
-  if ((rc = fc_store_open(dir, FC_STORE_CREATE | FC_STORE_NOSYNC, &s)) == 0) {
-    fc_featurize_opts o;
-    fc_featurize_opts_init(&o);
-    fc_featurize_stats st;
-    char why[256];
-    rc = fc_featurize_run(s, cfg, items.items, items.count, &o, &st, why, sizeof why);
-    fc_store_close(s);
-  }
-  fc_item_list_free(&items);
-  return rc;
-}
 
 static const char *beside_cmd; /* the other merge, run once, after the first audio entry */
 static int beside_status = -1;
@@ -89,8 +72,8 @@ int main(void) {
   snprintf(a, sizeof a, "%s/a", dir);
   snprintf(z, sizeof z, "%s/z", dir);
   snprintf(out, sizeof out, "%s/out", dir);
-  CHECK(featurize(a, &cfg, pp[0], NEACH) == 0);
-  CHECK(featurize(z, &cfg, pp[1], NEACH) == 0);
+  CHECK(featurize_dir(a, &cfg, pp[0], NEACH) == 0);
+  CHECK(featurize_dir(z, &cfg, pp[1], NEACH) == 0);
 
   snprintf(cmd, sizeof cmd, "'%s/cache-merge' -q -o '%s' '%s'", bin, out, z);
   beside_cmd = cmd;

@@ -17,28 +17,11 @@
 #include <sys/stat.h>
 
 #include "tests/check.h"
+#include "tests/featurize_dir.h"
 #include "tests/wav.h"
 
 #define NUTT 8
 #define PAGE 4096
-
-static int featurize(const char *dir, const fc_mel_config *cfg, const char *const *paths,
-                     size_t n) {
-  fc_item_list items;
-  int rc = fc_items_from_paths(paths, n, &items);
-  if (rc) return rc;
-  fc_store *s;
-  if ((rc = fc_store_open(dir, FC_STORE_CREATE | FC_STORE_NOSYNC, &s)) == 0) {
-    fc_featurize_opts o;
-    fc_featurize_opts_init(&o);
-    fc_featurize_stats st;
-    char why[256];
-    rc = fc_featurize_run(s, cfg, items.items, items.count, &o, &st, why, sizeof why);
-    fc_store_close(s);
-  }
-  fc_item_list_free(&items);
-  return rc;
-}
 
 static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 static uint64_t get64(const uint8_t *p) {
@@ -129,8 +112,8 @@ int main(void) {
   char good[300], bad[300], out[300], cmd[700];
   snprintf(good, sizeof good, "%s/good", dir);
   snprintf(bad, sizeof bad, "%s/bad", dir);
-  CHECK(featurize(good, &cfg, pp, NUTT) == 0);
-  CHECK(featurize(bad, &cfg, pp, NUTT) == 0);
+  CHECK(featurize_dir(good, &cfg, pp, NUTT) == 0);
+  CHECK(featurize_dir(bad, &cfg, pp, NUTT) == 0);
   const uint64_t pg = damage_audio_leaf(bad);
   CHECK(pg > 0, "damaging the audio db's leaf");
   char page[200];
